@@ -1,0 +1,205 @@
+/* common/metrics.c - see metrics.h. */
+#include "metrics.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *const KIND[] = { "step", "epoch", "final" };
+
+/* Appends a number or null; returns chars written like snprintf. */
+static int num(char *p, size_t left, double v)
+{
+    if (!isfinite(v)) return snprintf(p, left, "null");
+    return snprintf(p, left, "%.6g", v);
+}
+
+/* JSON string escaping for the two free-text fields (host and job names). */
+static int str(char *p, size_t left, const char *s)
+{
+    size_t o = 0;
+    if (left < 3) return (int)left + 1;
+    p[o++] = '"';
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (o + 8 >= left) return (int)left + 1;
+        if (c == '"' || c == '\\') { p[o++] = '\\'; p[o++] = (char)c; }
+        else if (c < 0x20) o += (size_t)snprintf(p + o, left - o, "\\u%04x", c);
+        else p[o++] = (char)c;
+    }
+    p[o++] = '"';
+    p[o] = 0;
+    return (int)o;
+}
+
+#define ADD(expr) do { int k_ = (expr); if (k_ < 0 || (size_t)k_ >= len - o) return -1; o += (size_t)k_; } while (0)
+
+int metrics_to_json(const metrics_record_t *r, const char *job, char *buf, size_t len)
+{
+    size_t o = 0;
+    const staleness_t *s = &r->staleness;
+    ADD(snprintf(buf + o, len - o, "{\"kind\":\"%s\",\"job\":", KIND[r->kind]));
+    ADD(str(buf + o, len - o, job ? job : ""));
+    ADD(snprintf(buf + o, len - o, ",\"time\":%.3f,\"rank\":%d,\"role\":\"%s\",\"host\":",
+                 r->time, r->rank, r->role ? "ps" : "worker"));
+    ADD(str(buf + o, len - o, r->host));
+    ADD(snprintf(buf + o, len - o, ",\"device\":\"%s\",\"step\":%lld,\"epoch\":%lld,\"batch\":%d,\"loss\":",
+                 r->device[0] ? r->device : "cpu", (long long)r->step, (long long)r->epoch, r->batch));
+    ADD(num(buf + o, len - o, r->loss));
+    ADD(snprintf(buf + o, len - o, ",\"compute_s\":%.6f,\"comm_s\":%.6f,\"idle_s\":%.6f,\"samples_per_s\":%.1f,"
+                 "\"samples\":%lld,\"slowdown\":%.3g,\"plan_version\":%lld,",
+                 r->compute_s, r->comm_s, r->idle_s, r->samples_per_s, (long long)r->samples,
+                 r->slowdown, (long long)r->plan_version));
+    ADD(snprintf(buf + o, len - o, "\"staleness\":{\"count\":%lld,\"sum\":%lld,\"sumsq\":%lld,\"max\":%lld,"
+                 "\"mean\":%.4f,\"p50\":%lld,\"p95\":%lld,\"hist\":[",
+                 (long long)s->count, (long long)s->sum, (long long)s->sumsq, (long long)s->max,
+                 staleness_mean(s), (long long)staleness_quantile(s, 0.5),
+                 (long long)staleness_quantile(s, 0.95)));
+    for (int b = 0; b < STALENESS_BUCKETS; b++)
+        ADD(snprintf(buf + o, len - o, "%s%lld", b ? "," : "", (long long)s->hist[b]));
+    ADD(snprintf(buf + o, len - o, "]},\"test_loss\":"));
+    ADD(num(buf + o, len - o, r->test_loss));
+    ADD(snprintf(buf + o, len - o, ",\"test_accuracy\":"));
+    ADD(num(buf + o, len - o, r->test_accuracy));
+    ADD(snprintf(buf + o, len - o, "}"));
+    return (int)o;
+}
+
+/* ---- reporter ------------------------------------------------------------------------ */
+
+#define BATCH 256
+#define LINE 1536
+
+static void *reporter_main(void *arg)
+{
+    metrics_reporter_t *m = arg;
+    static char lines[BATCH][LINE];     /* one reporter per process */
+    static metrics_record_t recs[BATCH];
+    const char *json[BATCH];
+    pthread_mutex_lock(&m->lock);
+    for (;;) {
+        while (m->head == m->tail && !m->stopping) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            long ns = ts.tv_nsec + (long)(m->period_s * 1e9);
+            ts.tv_sec += ns / 1000000000L;
+            ts.tv_nsec = ns % 1000000000L;
+            pthread_cond_timedwait(&m->wake, &m->lock, &ts);
+        }
+        if (m->head == m->tail && m->stopping) break;
+        int n = 0;
+        while (n < BATCH && m->tail + (uint64_t)n < m->head) {
+            recs[n] = m->ring[(m->tail + (uint64_t)n) % METRICS_RING];
+            n++;
+        }
+        pthread_mutex_unlock(&m->lock);
+
+        for (int i = 0; i < n; i++) {
+            if (metrics_to_json(&recs[i], m->job, lines[i], LINE) < 0) lines[i][0] = 0;
+            json[i] = lines[i];
+        }
+        int ok = 1;
+        for (int k = 0; k < m->nsinks; k++)
+            if (m->sinks[k]->write(m->sinks[k], recs, json, n) != 0) ok = 0;
+
+        pthread_mutex_lock(&m->lock);
+        /* A sink that failed keeps its own bounded backlog (see the Redis sink); the ring
+         * moves on either way so the training side never blocks. */
+        (void)ok;
+        m->tail += (uint64_t)n;
+        m->sent += (uint64_t)n;
+        if (!m->stopping) {
+            /* Batch writes: wait one period before the next drain. */
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            long ns = ts.tv_nsec + (long)(m->period_s * 1e9);
+            ts.tv_sec += ns / 1000000000L;
+            ts.tv_nsec = ns % 1000000000L;
+            pthread_cond_timedwait(&m->wake, &m->lock, &ts);
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    return NULL;
+}
+
+int metrics_start(metrics_reporter_t *m, const char *job, metrics_sink_t *const *sinks, int nsinks)
+{
+    memset(m, 0, sizeof *m);
+    pthread_mutex_init(&m->lock, NULL);
+    pthread_cond_init(&m->wake, NULL);
+    snprintf(m->job, sizeof m->job, "%s", job ? job : "");
+    m->period_s = 0.1;
+    for (int i = 0; i < nsinks && i < METRICS_MAX_SINKS; i++) m->sinks[m->nsinks++] = sinks[i];
+    if (pthread_create(&m->thread, NULL, reporter_main, m) != 0) return -1;
+    m->running = 1;
+    return 0;
+}
+
+void metrics_push(metrics_reporter_t *m, const metrics_record_t *r)
+{
+    if (!m->running) return;
+    pthread_mutex_lock(&m->lock);
+    if (m->head - m->tail >= METRICS_RING) {
+        m->dropped++;
+    } else {
+        m->ring[m->head % METRICS_RING] = *r;
+        m->head++;
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
+void metrics_stop(metrics_reporter_t *m, double timeout_s)
+{
+    (void)timeout_s;
+    if (m->running) {
+        pthread_mutex_lock(&m->lock);
+        m->stopping = 1;
+        pthread_cond_signal(&m->wake);
+        pthread_mutex_unlock(&m->lock);
+        pthread_join(m->thread, NULL);
+        m->running = 0;
+    }
+    for (int k = 0; k < m->nsinks; k++)
+        if (m->sinks[k]->close) m->sinks[k]->close(m->sinks[k]);
+    m->nsinks = 0;
+    pthread_mutex_destroy(&m->lock);
+    pthread_cond_destroy(&m->wake);
+}
+
+/* ---- file sink ----------------------------------------------------------------------- */
+
+static int file_write(metrics_sink_t *s, const metrics_record_t *recs, const char *const *json, int n)
+{
+    (void)recs;
+    FILE *f = s->ctx;
+    for (int i = 0; i < n; i++)
+        if (json[i][0]) fprintf(f, "%s\n", json[i]);
+    return fflush(f) == 0 ? 0 : -1;
+}
+
+static void file_close(metrics_sink_t *s)
+{
+    fclose(s->ctx);
+    free(s);
+}
+
+metrics_sink_t *metrics_file_sink(const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "a");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open metrics file: %s", path, strerror(errno));
+        return NULL;
+    }
+    /* Several ranks may append to one file: a buffer larger than any batch makes each
+     * batch one append-mode write(), which Linux does not interleave with another's. */
+    setvbuf(f, NULL, _IOFBF, 1 << 20);
+    metrics_sink_t *s = calloc(1, sizeof *s);
+    if (!s) { fclose(f); snprintf(err, errlen, "out of memory"); return NULL; }
+    s->write = file_write;
+    s->close = file_close;
+    s->ctx = f;
+    return s;
+}

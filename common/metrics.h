@@ -1,0 +1,84 @@
+/* common/metrics.h - the per-rank metrics record and the path it leaves a training process.
+ *
+ * One struct, one serialiser: the same record becomes a JSON line in the --metrics file,
+ * an entry of the job's Redis stream, an SSE event and a dashboard point.
+ *
+ * The training step never formats or does I/O: it copies a record into a bounded ring
+ * (metrics_push, lock + memcpy, no allocation). A reporter thread drains the ring every
+ * ~100 ms, serialises and hands each record to the sinks (file, Redis). When the ring is
+ * full the oldest-unsent record is kept and the new one is dropped and counted: training
+ * never waits for a slow disk or an unreachable Redis.
+ */
+#ifndef PACER_METRICS_H
+#define PACER_METRICS_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "staleness.h"
+
+typedef enum { METRICS_STEP = 0, METRICS_EPOCH = 1, METRICS_FINAL = 2 } metrics_kind_t;
+
+typedef struct {
+    metrics_kind_t kind;
+    double time;            /* unix seconds */
+    int rank;
+    int role;               /* 0 worker, 1 parameter server */
+    char host[64];
+    char device[8];         /* "cpu" | "cuda" */
+    int64_t step;           /* this rank's step count (global step for sync algorithms) */
+    int64_t epoch;          /* 1-based epoch the step belongs to */
+    int batch;              /* samples in this step */
+    float loss;             /* this step's mean training loss (NaN when none) */
+    double compute_s, comm_s, idle_s;   /* this step */
+    double samples_per_s;   /* EWMA of samples per second of compute */
+    int64_t samples;        /* cumulative samples computed by this rank */
+    double slowdown;        /* emulated factor in force (1 = none) */
+    staleness_t staleness;  /* cumulative, this rank's applied updates */
+    float test_loss, test_accuracy; /* METRICS_EPOCH / FINAL at the evaluating rank; NaN otherwise */
+    int64_t plan_version;   /* batch assignment version in force */
+} metrics_record_t;
+
+/* Serialises r as one JSON object without a newline into buf; returns the length, or -1
+ * when it does not fit. NaN fields become null. */
+int metrics_to_json(const metrics_record_t *r, const char *job, char *buf, size_t len);
+
+/* A sink receives serialised records on the reporter thread. write returns 0, or -1 when
+ * the destination is unreachable (the reporter then keeps the batch and retries later). */
+typedef struct metrics_sink {
+    int (*write)(struct metrics_sink *s, const metrics_record_t *recs, const char *const *json,
+                 int n);
+    void (*close)(struct metrics_sink *s);
+    void *ctx;
+} metrics_sink_t;
+
+#define METRICS_RING 4096
+#define METRICS_MAX_SINKS 4
+
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    pthread_t thread;
+    int running, stopping;
+    metrics_record_t ring[METRICS_RING];
+    uint64_t head, tail;        /* tail: next to send; head: next free; head - tail <= RING */
+    uint64_t dropped;           /* records dropped because the ring was full */
+    uint64_t sent;
+    metrics_sink_t *sinks[METRICS_MAX_SINKS];
+    int nsinks;
+    char job[64];
+    double period_s;
+} metrics_reporter_t;
+
+/* Starts the reporter thread (period ~0.1 s). Sinks are owned by the reporter. */
+int metrics_start(metrics_reporter_t *m, const char *job, metrics_sink_t *const *sinks, int nsinks);
+/* Hot path: copy into the ring; never blocks on I/O. */
+void metrics_push(metrics_reporter_t *m, const metrics_record_t *r);
+/* Flushes what is queued (bounded wait of timeout_s), stops the thread, closes sinks. */
+void metrics_stop(metrics_reporter_t *m, double timeout_s);
+
+/* A sink that appends JSON lines to a file (fflush per batch). NULL on error. */
+metrics_sink_t *metrics_file_sink(const char *path, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,902 @@
+/* common/spec.c - see spec.h.
+ *
+ * Every field is one row of FIELDS below: its dotted path in the JSON document, its C
+ * type and place in job_spec_t, its bounds or allowed values, its default and a line of
+ * documentation. Parsing, defaults, serialisation and the docs table are all loops over
+ * that one table, so a new field is one new row (plus a cross-field rule if it needs
+ * one) and cannot be half-supported.
+ */
+#include "spec.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Largest spec file spec_load_file accepts: a spec is a few KiB at most, and a bound
+ * keeps a mistaken path (a data set, /dev/zero) from being read into memory whole. */
+#define SPEC_FILE_MAX (1 << 20)
+
+typedef enum {
+    F_STR,     /* char buffer; with choices, an enum */
+    F_INT,     /* int */
+    F_LONG,    /* long */
+    F_ULONG,   /* unsigned long (the seed) */
+    F_DOUBLE,  /* double */
+    F_BOOL,    /* int, 0 or 1 */
+    F_DOUBLES, /* JSON array of numbers -> double[], its length into an int */
+    F_OBJECTS, /* JSON array of objects, each parsed with a sub-table */
+} ftype_t;
+
+enum { R_MIN = 1, R_MAX = 2, R_MIN_EXCL = 4, R_MAX_EXCL = 8 };
+
+typedef struct field field_t;
+struct field {
+    const char *path;      /* "optimizer.lr"; sub-table rows: "emulate.schedule[].rank" */
+    ftype_t type;
+    size_t offset, size;   /* of the member, in job_spec_t (or the array element) */
+    unsigned range;        /* R_* bits; bounds also apply to each entry of F_DOUBLES */
+    double min, max;
+    const char *const *choices;           /* NULL-terminated; F_STR only */
+    const char *(*check)(const void *v);  /* NULL when fine, else what is wrong */
+    size_t count_offset;                  /* F_DOUBLES, F_OBJECTS: the int count */
+    const field_t *sub;                   /* F_OBJECTS: the element's rows */
+    size_t nsub, elem_size;
+    double def_num;                       /* numbers, booleans, F_DOUBLES entries */
+    const char *def_str;                  /* strings */
+    int required;                         /* no default: must be given */
+    int param;                            /* may also sit under algorithm.params */
+    const char *default_doc;              /* overrides the printed default */
+    const char *allowed_doc;              /* overrides the printed "allowed" column */
+    const char *doc;
+};
+
+/* The member's offset, checked at compile time to have C type T: a row that points at a
+ * member of another type (an int row on a long) would silently corrupt the struct, so
+ * a mismatch makes a negative array size. Arrays decay, so strings check as char *. */
+#define TYPECHECK(S, m, T) (0 * sizeof(char[_Generic(((S *)0)->m, T: 1, default: -1)]))
+#define MEMBER(S, m, T) \
+    .offset = offsetof(S, m) + TYPECHECK(S, m, T), .size = sizeof(((S *)0)->m)
+#define COUNT(m) .count_offset = offsetof(job_spec_t, m) + TYPECHECK(job_spec_t, m, int)
+
+#define STR(m) .type = F_STR, MEMBER(job_spec_t, m, char *)
+#define INT(m) .type = F_INT, MEMBER(job_spec_t, m, int)
+#define LONG(m) .type = F_LONG, MEMBER(job_spec_t, m, long)
+#define ULONG(m) .type = F_ULONG, MEMBER(job_spec_t, m, unsigned long)
+#define DBL(m) .type = F_DOUBLE, MEMBER(job_spec_t, m, double)
+#define BOOL(m) .type = F_BOOL, MEMBER(job_spec_t, m, int)
+
+#define BETWEEN(lo, hi) .range = R_MIN | R_MAX, .min = (lo), .max = (hi)
+#define IN_CO(lo, hi) .range = R_MIN | R_MAX | R_MAX_EXCL, .min = (lo), .max = (hi)
+#define IN_OC(lo, hi) .range = R_MIN | R_MAX | R_MIN_EXCL, .min = (lo), .max = (hi)
+#define GE(lo) .range = R_MIN, .min = (lo)
+#define GT(lo) .range = R_MIN | R_MIN_EXCL, .min = (lo)
+
+#define MAX_BATCH 65536
+
+static const char *const MODELS[] = {"mlp", "lenet5", "cifar10_quick", "resnet20", NULL};
+static const char *const DATASETS[] = {"fashion-mnist", "mnist", "cifar10", NULL};
+static const char *const ALGORITHMS[] = {"sgd",       "ssgd", "hier-bsp",  "hpsgd",
+                                         "local-sgd", "asgd", "nsoftsync", "dc-asgd",
+                                         "ddc-asgd",  "dbs-sgd", NULL};
+static const char *const ASYNC_ALGORITHMS[] = {"asgd", "nsoftsync", "dc-asgd", "ddc-asgd",
+                                               "dbs-sgd", NULL};
+static const char *const DEVICES[] = {"auto", "cpu", "cuda", NULL};
+static const char *const SCHEDULES[] = {"constant", "step", "cosine", NULL};
+static const char *const DC_VARIANTS[] = {"c", "a", NULL};
+
+/* The job name ends up in file names (checkpoints, logs) and store keys, so it is kept
+ * to characters that need no quoting anywhere. */
+static const char *check_name(const void *v)
+{
+    const char *s = v;
+    if (!*s) return "must not be empty";
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '.' || c == '_' || c == '-';
+        if (!ok) return "may contain only letters, digits, '.', '_' and '-'";
+    }
+    return NULL;
+}
+
+static const char *check_nonempty(const void *v)
+{
+    return *(const char *)v ? NULL : "must not be empty";
+}
+
+static const field_t SCHEDULE_FIELDS[] = {
+    {.path = "emulate.schedule[].step", .type = F_LONG,
+     MEMBER(spec_slowdown_change_t, step, long), GE(0), .required = 1,
+     .doc = "Global step from which the change applies."},
+    {.path = "emulate.schedule[].rank", .type = F_INT,
+     MEMBER(spec_slowdown_change_t, rank, int), GE(0), .required = 1,
+     .allowed_doc = ">= 0, < workers", .doc = "Worker rank whose speed changes."},
+    {.path = "emulate.schedule[].slowdown", .type = F_DOUBLE,
+     MEMBER(spec_slowdown_change_t, slowdown, double), GE(1), .required = 1,
+     .doc = "New slowdown factor of that rank (1 = full speed)."},
+};
+
+/* Table order is document order: spec_to_json and spec_print_fields follow it. */
+static const field_t FIELDS[] = {
+    {.path = "name", STR(name), .def_str = "job", .check = check_name,
+     .allowed_doc = "letters, digits, `.` `_` `-`; at most 63 bytes",
+     .doc = "Job name; used in checkpoint file names and logs."},
+    {.path = "model", STR(model), .choices = MODELS, .required = 1,
+     .doc = "Network to train."},
+    {.path = "dataset.name", STR(dataset.name), .choices = DATASETS, .def_str = "fashion-mnist",
+     .doc = "Data set; must match the model's input shape."},
+    {.path = "dataset.path", STR(dataset.path), .def_str = "",
+     .doc = "Directory of the data set files; empty = the data set's default directory."},
+    {.path = "dataset.train_subset", INT(dataset.train_subset), GE(0), .def_num = 0,
+     .doc = "Train on the first N training samples only; 0 = all."},
+    {.path = "dataset.test_subset", INT(dataset.test_subset), GE(0), .def_num = 0,
+     .doc = "Evaluate on the first N test samples only; 0 = all."},
+    {.path = "dataset.augment", BOOL(dataset.augment), .def_num = 0,
+     .allowed_doc = "cifar10 only", .doc = "Random crop (pad 4) and horizontal flip."},
+    {.path = "batch_size", INT(batch_size), BETWEEN(1, MAX_BATCH), .def_num = 64,
+     .doc = "Mini-batch size per worker (the starting size when batches are re-planned)."},
+    {.path = "epochs", INT(epochs), BETWEEN(1, 100000), .def_num = 1,
+     .doc = "Passes over the training set."},
+    {.path = "workers", INT(workers), BETWEEN(1, SPEC_MAX_WORKERS), .def_num = 1,
+     .doc = "Training processes; asynchronous algorithms add a parameter server."},
+    {.path = "device", STR(device), .choices = DEVICES, .def_str = "auto",
+     .doc = "Where to compute; auto = CUDA when built with it and a GPU is present."},
+    {.path = "seed", ULONG(seed), GE(0), .def_num = 42,
+     .doc = "Seed of weight init, shuffling and augmentation; same seed, same run."},
+    {.path = "threads", INT(threads), BETWEEN(1, 256), .def_num = 1,
+     .doc = "BLAS threads per worker process."},
+    {.path = "target_accuracy", DBL(target_accuracy), BETWEEN(0, 1), .def_num = 0,
+     .doc = "Stop after the first epoch whose test accuracy reaches it; 0 = off."},
+    {.path = "log_every", INT(log_every), GE(0), .def_num = 100,
+     .doc = "Print a progress line every N steps; 0 = none."},
+
+    {.path = "optimizer.lr", DBL(optimizer.lr), GT(0), .def_num = 0.01,
+     .doc = "Learning rate (peak rate when a schedule is set)."},
+    {.path = "optimizer.momentum", DBL(optimizer.momentum), IN_CO(0, 1), .def_num = 0.9,
+     .doc = "Momentum; 0 = plain SGD."},
+    {.path = "optimizer.nesterov", BOOL(optimizer.nesterov), .def_num = 0,
+     .doc = "Nesterov momentum."},
+    {.path = "optimizer.weight_decay", DBL(optimizer.weight_decay), GE(0), .def_num = 0,
+     .doc = "L2 penalty added to the gradient."},
+    {.path = "optimizer.clip_norm", DBL(optimizer.clip_norm), GE(0), .def_num = 0,
+     .doc = "Clip the gradient to this global L2 norm; 0 = no clipping."},
+    {.path = "optimizer.lr_schedule.kind", STR(optimizer.lr_schedule.kind),
+     .choices = SCHEDULES, .def_str = "constant",
+     .doc = "Learning-rate schedule after the warm-up."},
+    {.path = "optimizer.lr_schedule.warmup_epochs", DBL(optimizer.lr_schedule.warmup_epochs),
+     GE(0), .def_num = 0, .doc = "Linear warm-up from 0 to lr over this many epochs."},
+    {.path = "optimizer.lr_schedule.step_epochs", DBL(optimizer.lr_schedule.step_epochs),
+     GT(0), .def_num = 1, .doc = "step: multiply the rate by gamma every this many epochs."},
+    {.path = "optimizer.lr_schedule.gamma", DBL(optimizer.lr_schedule.gamma), IN_OC(0, 1),
+     .def_num = 0.1, .doc = "step: decay factor."},
+    {.path = "optimizer.lr_schedule.min_lr", DBL(optimizer.lr_schedule.min_lr), GE(0),
+     .def_num = 0, .allowed_doc = ">= 0, <= optimizer.lr",
+     .doc = "cosine: the rate at the end of training."},
+
+    {.path = "algorithm.name", STR(algorithm.name), .choices = ALGORITHMS, .def_str = "sgd",
+     .doc = "Training algorithm; sgd is single-process (workers must be 1)."},
+    {.path = "algorithm.dynamic_batch", BOOL(algorithm.dynamic_batch), .def_num = 0,
+     .param = 1, .allowed_doc = "forced true by dbs-sgd",
+     .doc = "Re-plan per-worker batch sizes from measured speeds."},
+    {.path = "algorithm.replan_steps", INT(algorithm.replan_steps), GE(1), .def_num = 20,
+     .param = 1, .doc = "Dynamic batching: re-plan every this many steps."},
+    {.path = "algorithm.min_batch", INT(algorithm.min_batch), BETWEEN(0, MAX_BATCH),
+     .def_num = 0, .param = 1, .doc = "Dynamic batching: smallest batch; 0 = derived."},
+    {.path = "algorithm.max_batch", INT(algorithm.max_batch), BETWEEN(0, MAX_BATCH),
+     .def_num = 0, .param = 1, .allowed_doc = "between 0 and 65536, >= min_batch",
+     .doc = "Dynamic batching: largest batch; 0 = derived."},
+    {.path = "algorithm.k_steps", INT(algorithm.k_steps), GE(1), .def_num = 8, .param = 1,
+     .doc = "hier-bsp: steps between global averages."},
+    {.path = "algorithm.group_size", INT(algorithm.group_size),
+     BETWEEN(0, SPEC_MAX_WORKERS), .def_num = 0, .param = 1,
+     .allowed_doc = "between 0 and workers (hier-bsp)",
+     .doc = "hier-bsp: ranks per group; 0 = the ranks of one host."},
+    {.path = "algorithm.local_steps", INT(algorithm.local_steps), GE(1), .def_num = 8,
+     .param = 1, .doc = "local-sgd: local steps H between averages."},
+    {.path = "algorithm.n", INT(algorithm.n), GE(1), .def_num = 1, .param = 1,
+     .allowed_doc = "between 1 and workers (nsoftsync)",
+     .doc = "nsoftsync: the server updates after every workers/n gradients."},
+    {.path = "algorithm.dc_variant", STR(algorithm.dc_variant), .choices = DC_VARIANTS,
+     .def_str = "a", .param = 1,
+     .doc = "dc-asgd: c = constant lambda, a = adaptive (mean-square scaled)."},
+    {.path = "algorithm.lambda0", DBL(algorithm.lambda0), GE(0), .def_num = NAN, .param = 1,
+     .default_doc = "0.04 (dc-asgd c), 2 (dc-asgd a), 1 (ddc-asgd), else 0",
+     .doc = "dc-asgd / ddc-asgd: delay-compensation strength."},
+    {.path = "algorithm.dc_m", DBL(algorithm.dc_m), IN_CO(0, 1), .def_num = 0.95, .param = 1,
+     .doc = "dc-asgd a: decay of the gradient mean square."},
+    {.path = "algorithm.kappa", DBL(algorithm.kappa), GE(0), .def_num = 1, .param = 1,
+     .doc = "ddc-asgd: kappa."},
+    {.path = "algorithm.gamma", DBL(algorithm.gamma), BETWEEN(0, 1), .def_num = 0.9,
+     .param = 1, .doc = "ddc-asgd: gamma."},
+    {.path = "algorithm.eps", DBL(algorithm.eps), GT(0), .def_num = 1e-7, .param = 1,
+     .doc = "dc-asgd / ddc-asgd: epsilon of the adaptive scaling."},
+    {.path = "algorithm.tau_max", INT(algorithm.tau_max), GE(0), .def_num = 0, .param = 1,
+     .doc = "Asynchronous: drop gradients staler than this many updates; 0 = keep all."},
+
+    {.path = "checkpoint.every_steps", LONG(checkpoint.every_steps), GE(0), .def_num = 0,
+     .doc = "Write a checkpoint every N steps; 0 = no periodic checkpoints."},
+    {.path = "checkpoint.dir", STR(checkpoint.dir), .def_str = "checkpoints",
+     .check = check_nonempty,
+     .allowed_doc = "non-empty, at most 511 bytes", .doc = "Directory of the checkpoint files."},
+
+    {.path = "emulate.slowdown", .type = F_DOUBLES,
+     MEMBER(job_spec_t, emulate.slowdown, double *), COUNT(emulate.nslowdown), GE(1),
+     .def_num = 1, .default_doc = "`[]` (all 1)",
+     .allowed_doc = "each >= 1; `[]` or one entry per worker",
+     .doc = "Per-rank slowdown factor (rank r computes slowdown[r] times slower); [] = none."},
+    {.path = "emulate.schedule", .type = F_OBJECTS,
+     MEMBER(job_spec_t, emulate.schedule, spec_slowdown_change_t *),
+     COUNT(emulate.nschedule), .sub = SCHEDULE_FIELDS, .nsub = ARRAY_LEN(SCHEDULE_FIELDS),
+     .elem_size = sizeof(spec_slowdown_change_t), .default_doc = "`[]`",
+     .allowed_doc = "at most 64 entries, steps in non-decreasing order",
+     .doc = "Slowdown changes during the run (objects with step, rank, slowdown)."},
+};
+
+/* Walks keep a "seen" flag per row of the table being walked. */
+#define MAX_ROWS 64
+_Static_assert(ARRAY_LEN(FIELDS) <= MAX_ROWS, "raise MAX_ROWS");
+_Static_assert(ARRAY_LEN(SCHEDULE_FIELDS) <= MAX_ROWS, "raise MAX_ROWS");
+
+/* ---- small helpers ------------------------------------------------------------------ */
+
+typedef struct {
+    char *buf;
+    size_t len;
+} errbuf_t;
+
+/* Writes one line into the caller's buffer and returns -1. Control characters (a key
+ * or value from the document may hold "\n") become '?', so the message stays one line
+ * in a log or an HTTP error body. */
+__attribute__((format(printf, 2, 3))) static int fail(errbuf_t *e, const char *fmt, ...)
+{
+    if (e->buf && e->len > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e->buf, e->len, fmt, ap);
+        va_end(ap);
+        for (char *p = e->buf; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+    }
+    return -1;
+}
+
+static int in_list(const char *s, const char *const *list)
+{
+    for (; *list; list++)
+        if (strcmp(s, *list) == 0) return 1;
+    return 0;
+}
+
+static void join_list(char *buf, size_t n, const char *const *list, const char *quote)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (const char *const *p = list; *p && used < n; p++) {
+        int w = snprintf(buf + used, n - used, "%s%s%s%s", p == list ? "" : ", ", quote, *p,
+                         quote);
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+}
+
+/* Integers print as integers (65536, not 6.5536e+04); others with %g. */
+static const char *fmt_num(char buf[32], double x)
+{
+    if (x == floor(x) && fabs(x) < 1e15)
+        snprintf(buf, 32, "%.0f", x);
+    else
+        snprintf(buf, 32, "%g", x);
+    return buf;
+}
+
+/* "between 1 and 65536", "in [0, 1)", "> 0", ">= 1"; "" without bounds. */
+static void range_text(const field_t *f, char *buf, size_t n)
+{
+    char lo[32], hi[32];
+    fmt_num(lo, f->min);
+    fmt_num(hi, f->max);
+    unsigned r = f->range;
+    if ((r & R_MIN) && (r & R_MAX)) {
+        if (r & (R_MIN_EXCL | R_MAX_EXCL))
+            snprintf(buf, n, "in %c%s, %s%c", (r & R_MIN_EXCL) ? '(' : '[', lo, hi,
+                     (r & R_MAX_EXCL) ? ')' : ']');
+        else
+            snprintf(buf, n, "between %s and %s", lo, hi);
+    } else if (r & R_MIN) {
+        snprintf(buf, n, "%s %s", (r & R_MIN_EXCL) ? ">" : ">=", lo);
+    } else if (r & R_MAX) {
+        snprintf(buf, n, "%s %s", (r & R_MAX_EXCL) ? "<" : "<=", hi);
+    } else {
+        buf[0] = '\0';
+    }
+}
+
+static int in_range(const field_t *f, double x)
+{
+    unsigned r = f->range;
+    if (r & R_MIN) {
+        if ((r & R_MIN_EXCL) ? !(x > f->min) : !(x >= f->min)) return 0;
+    }
+    if (r & R_MAX) {
+        if ((r & R_MAX_EXCL) ? !(x < f->max) : !(x <= f->max)) return 0;
+    }
+    return 1;
+}
+
+static int check_range(errbuf_t *e, const field_t *f, double x, const char *where)
+{
+    if (in_range(f, x)) return 0;
+    char txt[96];
+    range_text(f, txt, sizeof txt);
+    return fail(e, "%s: must be %s", where, txt);
+}
+
+/* The part of path after "prefix.", or NULL when path is not under prefix. */
+static const char *under(const char *path, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    if (n == 0) return path;
+    if (strncmp(path, prefix, n) != 0 || path[n] != '.') return NULL;
+    return path + n + 1;
+}
+
+/* The last component of a path: the key inside its object. */
+static const char *leaf_key(const char *path)
+{
+    const char *dot = strrchr(path, '.');
+    return dot ? dot + 1 : path;
+}
+
+/* Paths in messages are truncated if absurdly long (a 300-byte unknown key), never
+ * overflowed; going through vsnprintf says so to the compiler's truncation warnings. */
+__attribute__((format(printf, 3, 4))) static void pathf(char *buf, size_t n, const char *fmt,
+                                                        ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, n, fmt, ap);
+    va_end(ap);
+}
+
+static void join_path(char *buf, size_t n, const char *a, const char *b)
+{
+    pathf(buf, n, "%s%s%s", a, *a ? "." : "", b);
+}
+
+/* ---- defaults ----------------------------------------------------------------------- */
+
+static void fill_defaults(const field_t *rows, size_t nrows, unsigned char *base)
+{
+    for (size_t i = 0; i < nrows; i++) {
+        const field_t *f = &rows[i];
+        void *p = base + f->offset;
+        switch (f->type) {
+        case F_STR:
+            memset(p, 0, f->size);
+            if (f->def_str) memcpy(p, f->def_str, strlen(f->def_str));
+            break;
+        case F_INT:
+        case F_BOOL: *(int *)p = (int)f->def_num; break;
+        case F_LONG: *(long *)p = (long)f->def_num; break;
+        case F_ULONG: *(unsigned long *)p = (unsigned long)f->def_num; break;
+        case F_DOUBLE: *(double *)p = f->def_num; break;
+        case F_DOUBLES:
+            for (size_t k = 0; k < f->size / sizeof(double); k++) ((double *)p)[k] = f->def_num;
+            *(int *)(base + f->count_offset) = 0;
+            break;
+        case F_OBJECTS:
+            memset(p, 0, f->size);
+            *(int *)(base + f->count_offset) = 0;
+            break;
+        }
+    }
+}
+
+/* Defaults that depend on other fields, resolved once the document is read: lambda0 is
+ * NAN ("not given") until then, because its default differs per algorithm. */
+static void resolve(job_spec_t *s)
+{
+    if (isnan(s->algorithm.lambda0)) {
+        if (strcmp(s->algorithm.name, "dc-asgd") == 0)
+            s->algorithm.lambda0 = strcmp(s->algorithm.dc_variant, "c") == 0 ? 0.04 : 2.0;
+        else if (strcmp(s->algorithm.name, "ddc-asgd") == 0)
+            s->algorithm.lambda0 = 1.0;
+        else
+            s->algorithm.lambda0 = 0.0;
+    }
+    /* DBS-SGD is dynamic batching by definition. */
+    if (strcmp(s->algorithm.name, "dbs-sgd") == 0) s->algorithm.dynamic_batch = 1;
+}
+
+void spec_defaults(job_spec_t *s)
+{
+    /* Zeroed first so padding and unused buffer bytes are deterministic: two specs with
+     * equal fields then compare equal with memcmp. */
+    memset(s, 0, sizeof *s);
+    fill_defaults(FIELDS, ARRAY_LEN(FIELDS), (unsigned char *)s);
+    resolve(s);
+}
+
+/* ---- parsing ------------------------------------------------------------------------ */
+
+static int walk_object(errbuf_t *e, json_t *obj, const field_t *rows, size_t nrows,
+                       const char *prefix, const char *shown, int params_only,
+                       unsigned char *base, unsigned char *seen);
+
+static int parse_objects(errbuf_t *e, const field_t *f, json_t *v, unsigned char *base,
+                         const char *where)
+{
+    if (!json_is_array(v)) return fail(e, "%s: must be an array", where);
+    size_t n = json_array_size(v), cap = f->size / f->elem_size;
+    if (n > cap) return fail(e, "%s: at most %zu entries, has %zu", where, cap, n);
+    char prefix[128];
+    snprintf(prefix, sizeof prefix, "%s[]", f->path);
+    for (size_t i = 0; i < n; i++) {
+        json_t *item = json_array_get(v, i);
+        char at[256];
+        pathf(at, sizeof at, "%s[%zu]", where, i);
+        if (!json_is_object(item)) return fail(e, "%s: must be an object", at);
+        unsigned char *elem = base + f->offset + i * f->elem_size;
+        unsigned char seen[MAX_ROWS] = {0};
+        memset(elem, 0, f->elem_size);
+        fill_defaults(f->sub, f->nsub, elem);
+        if (walk_object(e, item, f->sub, f->nsub, prefix, at, 0, elem, seen) < 0) return -1;
+        for (size_t k = 0; k < f->nsub; k++)
+            if (f->sub[k].required && !seen[k])
+                return fail(e, "%s.%s: required", at, leaf_key(f->sub[k].path));
+    }
+    *(int *)(base + f->count_offset) = (int)n;
+    return 0;
+}
+
+static int parse_value(errbuf_t *e, const field_t *f, json_t *v, unsigned char *base,
+                       const char *where)
+{
+    void *p = base + f->offset;
+    switch (f->type) {
+    case F_STR: {
+        if (!json_is_string(v)) return fail(e, "%s: must be a string", where);
+        const char *s = json_string_value(v);
+        size_t n = json_string_length(v);
+        if (f->choices && !in_list(s, f->choices)) {
+            char list[256];
+            join_list(list, sizeof list, f->choices, "");
+            return fail(e, "%s: must be one of %s", where, list);
+        }
+        if (n >= f->size)
+            return fail(e, "%s: too long (%zu bytes, at most %zu)", where, n, f->size - 1);
+        const char *why = f->check ? f->check(s) : NULL;
+        if (why) return fail(e, "%s: %s", where, why);
+        memset(p, 0, f->size);
+        memcpy(p, s, n);
+        return 0;
+    }
+    case F_INT:
+    case F_LONG:
+    case F_ULONG: {
+        if (!json_is_integer(v)) return fail(e, "%s: must be an integer", where);
+        json_int_t x = json_integer_value(v);
+        if (check_range(e, f, (double)x, where) < 0) return -1;
+        /* The C type's own limits, for rows whose table bounds are open-ended. */
+        long long lo = f->type == F_INT ? INT_MIN : f->type == F_LONG ? LONG_MIN : 0;
+        long long hi = f->type == F_INT ? INT_MAX : LLONG_MAX;
+        if (x < lo) return fail(e, "%s: must be >= %lld", where, lo);
+        if (x > hi) return fail(e, "%s: must be <= %lld", where, hi);
+        if (f->type == F_INT)
+            *(int *)p = (int)x;
+        else if (f->type == F_LONG)
+            *(long *)p = (long)x;
+        else
+            *(unsigned long *)p = (unsigned long)x;
+        return 0;
+    }
+    case F_DOUBLE: {
+        if (!json_is_number(v)) return fail(e, "%s: must be a number", where);
+        double x = json_number_value(v);
+        if (check_range(e, f, x, where) < 0) return -1;
+        *(double *)p = x;
+        return 0;
+    }
+    case F_BOOL:
+        if (!json_is_boolean(v)) return fail(e, "%s: must be true or false", where);
+        *(int *)p = json_is_true(v);
+        return 0;
+    case F_DOUBLES: {
+        if (!json_is_array(v)) return fail(e, "%s: must be an array of numbers", where);
+        size_t n = json_array_size(v), cap = f->size / sizeof(double);
+        if (n > cap) return fail(e, "%s: at most %zu entries, has %zu", where, cap, n);
+        for (size_t i = 0; i < n; i++) {
+            json_t *item = json_array_get(v, i);
+            char at[256];
+            pathf(at, sizeof at, "%s[%zu]", where, i);
+            if (!json_is_number(item)) return fail(e, "%s: must be a number", at);
+            double x = json_number_value(item);
+            if (check_range(e, f, x, at) < 0) return -1;
+            ((double *)p)[i] = x;
+        }
+        *(int *)(base + f->count_offset) = (int)n;
+        return 0;
+    }
+    case F_OBJECTS: return parse_objects(e, f, v, base, where);
+    }
+    return fail(e, "%s: internal error: unknown field type", where);
+}
+
+/* Matches each key of obj against the rows under prefix. prefix is the table path of obj
+ * ("optimizer.lr_schedule", "emulate.schedule[]"), shown the path errors print
+ * ("algorithm.params", "emulate.schedule[2]"). params_only: obj is algorithm.params,
+ * where only algorithm parameters may appear. */
+static int walk_object(errbuf_t *e, json_t *obj, const field_t *rows, size_t nrows,
+                       const char *prefix, const char *shown, int params_only,
+                       unsigned char *base, unsigned char *seen)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(obj, key, v) {
+        char where[256];
+        join_path(where, sizeof where, shown, *key ? key : "\"\"");
+        /* Table paths are dotted, so without this {"optimizer.lr": 1} would match a row;
+         * one spelling per field keeps documents and their error paths unambiguous. */
+        if (strchr(key, '.'))
+            return fail(e, "%s: unknown field (keys cannot contain '.'; nest objects instead)",
+                        where);
+        size_t klen = strlen(key);
+        const field_t *leaf = NULL;
+        size_t idx = 0;
+        int nested = 0;
+        for (size_t i = 0; i < nrows; i++) {
+            const char *rest = under(rows[i].path, prefix);
+            if (!rest) continue;
+            if (strcmp(rest, key) == 0) {
+                leaf = &rows[i];
+                idx = i;
+                break;
+            }
+            if (strncmp(rest, key, klen) == 0 && rest[klen] == '.') nested = 1;
+        }
+        if (leaf && (!params_only || leaf->param)) {
+            if (seen[idx]) {
+                /* Only algorithm parameters have two spellings; duplicate keys in one
+                 * object are rejected by the JSON decoder already. */
+                char other[256];
+                if (params_only)
+                    join_path(other, sizeof other, "algorithm", key);
+                else
+                    join_path(other, sizeof other, "algorithm.params", key);
+                return fail(e, "%s: also given as %s", where, other);
+            }
+            seen[idx] = 1;
+            if (parse_value(e, leaf, v, base, where) < 0) return -1;
+        } else if (nested && !params_only) {
+            if (!json_is_object(v)) return fail(e, "%s: must be an object", where);
+            char sub[128];
+            join_path(sub, sizeof sub, prefix, key);
+            if (walk_object(e, v, rows, nrows, sub, where, 0, base, seen) < 0) return -1;
+        } else if (!params_only && strcmp(prefix, "algorithm") == 0 &&
+                   strcmp(key, "params") == 0) {
+            if (!json_is_object(v)) return fail(e, "%s: must be an object", where);
+            if (walk_object(e, v, rows, nrows, "algorithm", where, 1, base, seen) < 0)
+                return -1;
+        } else {
+            return fail(e, "%s: unknown field", where);
+        }
+    }
+    return 0;
+}
+
+static int is_28x28_gray(const char *dataset)
+{
+    return strcmp(dataset, "mnist") == 0 || strcmp(dataset, "fashion-mnist") == 0;
+}
+
+/* Rules between fields, checked once every field has its value. */
+static int cross_check(errbuf_t *e, const job_spec_t *s)
+{
+    const char *model = s->model, *ds = s->dataset.name, *alg = s->algorithm.name;
+    char num[32];
+
+    if ((strcmp(model, "mlp") == 0 || strcmp(model, "lenet5") == 0) && !is_28x28_gray(ds))
+        return fail(e, "model: %s needs a 28x28 grayscale data set, dataset.name is %s",
+                    model, ds);
+    if ((strcmp(model, "cifar10_quick") == 0 || strcmp(model, "resnet20") == 0) &&
+        strcmp(ds, "cifar10") != 0)
+        return fail(e, "model: %s needs a 32x32 colour data set (cifar10), dataset.name is %s",
+                    model, ds);
+    if (s->dataset.augment && strcmp(ds, "cifar10") != 0)
+        return fail(e, "dataset.augment: only for cifar10, dataset.name is %s", ds);
+
+    if (strcmp(alg, "sgd") == 0 && s->workers != 1)
+        return fail(e, "algorithm.name: sgd is single-process; use ssgd for workers > 1");
+    if (strcmp(alg, "nsoftsync") == 0 && (s->algorithm.n < 1 || s->algorithm.n > s->workers))
+        return fail(e, "algorithm.n: must be between 1 and workers (%d)", s->workers);
+    if (strcmp(alg, "hier-bsp") == 0 && s->algorithm.group_size > s->workers)
+        return fail(e, "algorithm.group_size: must be <= workers (%d)", s->workers);
+    if (s->algorithm.min_batch > 0 && s->algorithm.max_batch > 0 &&
+        s->algorithm.min_batch > s->algorithm.max_batch)
+        return fail(e, "algorithm.min_batch: must be <= algorithm.max_batch (%d)",
+                    s->algorithm.max_batch);
+
+    if (strcmp(s->optimizer.lr_schedule.kind, "cosine") == 0 &&
+        s->optimizer.lr_schedule.min_lr > s->optimizer.lr)
+        return fail(e, "optimizer.lr_schedule.min_lr: must be <= optimizer.lr (%s)",
+                    fmt_num(num, s->optimizer.lr));
+
+    if (s->emulate.nslowdown > 0 && s->emulate.nslowdown != s->workers)
+        return fail(e, "emulate.slowdown: has %d entries, workers is %d", s->emulate.nslowdown,
+                    s->workers);
+    for (int i = 0; i < s->emulate.nschedule; i++) {
+        const spec_slowdown_change_t *c = &s->emulate.schedule[i];
+        if (c->rank >= s->workers)
+            return fail(e, "emulate.schedule[%d].rank: must be < workers (%d)", i, s->workers);
+        /* The worker applies changes in one forward pass over the list. */
+        if (i > 0 && c->step < s->emulate.schedule[i - 1].step)
+            return fail(e, "emulate.schedule[%d].step: must be >= the previous entry's step (%ld)",
+                        i, s->emulate.schedule[i - 1].step);
+    }
+    return 0;
+}
+
+int spec_parse(const char *json_text, job_spec_t *out, char *err, size_t errlen)
+{
+    errbuf_t e = {err, errlen};
+    if (!json_text) return fail(&e, "spec: no text");
+
+    json_error_t jerr;
+    /* DECODE_ANY so that "42" gets the clearer "must be a JSON object" below; duplicate
+     * keys are an error rather than last-one-wins, which would hide a typo'd copy. */
+    json_t *root = json_loads(json_text, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+    if (!root)
+        return fail(&e, "spec: invalid JSON at line %d column %d: %s", jerr.line, jerr.column,
+                    jerr.text);
+
+    int rc = -1;
+    /* Parsed into a local copy: on failure *out is left as it was. */
+    job_spec_t s;
+    memset(&s, 0, sizeof s);
+    fill_defaults(FIELDS, ARRAY_LEN(FIELDS), (unsigned char *)&s);
+    unsigned char seen[MAX_ROWS] = {0};
+
+    if (!json_is_object(root)) {
+        fail(&e, "spec: must be a JSON object");
+        goto done;
+    }
+    if (walk_object(&e, root, FIELDS, ARRAY_LEN(FIELDS), "", "", 0, (unsigned char *)&s,
+                    seen) < 0)
+        goto done;
+    for (size_t i = 0; i < ARRAY_LEN(FIELDS); i++) {
+        if (FIELDS[i].required && !seen[i]) {
+            fail(&e, "%s: required", FIELDS[i].path);
+            goto done;
+        }
+    }
+    resolve(&s);
+    if (cross_check(&e, &s) < 0) goto done;
+    memcpy(out, &s, sizeof s);
+    rc = 0;
+done:
+    json_decref(root);
+    return rc;
+}
+
+int spec_load_file(const char *path, job_spec_t *out, char *err, size_t errlen)
+{
+    errbuf_t e = {err, errlen};
+    FILE *f = fopen(path, "rb");
+    if (!f) return fail(&e, "%s: %s", path, strerror(errno));
+    char *text = malloc(SPEC_FILE_MAX + 1);
+    if (!text) {
+        fclose(f);
+        return fail(&e, "%s: out of memory", path);
+    }
+    size_t n = fread(text, 1, SPEC_FILE_MAX + 1, f);
+    int read_error = ferror(f);
+    fclose(f);
+    int rc = -1;
+    if (read_error) {
+        fail(&e, "%s: read error", path);
+    } else if (n > SPEC_FILE_MAX) {
+        fail(&e, "%s: larger than %d bytes, not a job spec", path, SPEC_FILE_MAX);
+    } else if (memchr(text, '\0', n)) {
+        fail(&e, "%s: contains a NUL byte, not a job spec", path);
+    } else {
+        text[n] = '\0';
+        char msg[512];
+        rc = spec_parse(text, out, msg, sizeof msg);
+        if (rc < 0) fail(&e, "%s: %s", path, msg);
+    }
+    free(text);
+    return rc;
+}
+
+/* ---- serialisation ------------------------------------------------------------------ */
+
+/* Fewest significant digits that read back as exactly x. */
+static int digits_for(double x)
+{
+    char buf[40];
+    for (int p = 1; p < 17; p++) {
+        snprintf(buf, sizeof buf, "%.*g", p, x);
+        if (strtod(buf, NULL) == x) return p;
+    }
+    return 17;
+}
+
+/* The object at path's parent, created as needed; *key gets the last component. The
+ * returned object is borrowed from root. */
+static json_t *parent_of(json_t *root, const char *path, char *keybuf, size_t keylen)
+{
+    json_t *obj = root;
+    const char *p = path, *dot;
+    while ((dot = strchr(p, '.')) != NULL) {
+        char seg[64];
+        snprintf(seg, sizeof seg, "%.*s", (int)(dot - p), p);
+        json_t *next = json_object_get(obj, seg);
+        if (!next) {
+            next = json_object();
+            if (!next || json_object_set_new(obj, seg, next) < 0) return NULL;
+        }
+        obj = next;
+        p = dot + 1;
+    }
+    snprintf(keybuf, keylen, "%s", p);
+    return obj;
+}
+
+static json_t *value_json(const field_t *f, const unsigned char *base, int *prec);
+
+static json_t *objects_json(const field_t *f, const unsigned char *base, int *prec)
+{
+    json_t *arr = json_array();
+    int n = *(const int *)(base + f->count_offset);
+    for (int i = 0; arr && i < n; i++) {
+        const unsigned char *elem = base + f->offset + (size_t)i * f->elem_size;
+        json_t *obj = json_object();
+        if (!obj || json_array_append_new(arr, obj) < 0) goto oom;
+        for (size_t k = 0; k < f->nsub; k++) {
+            json_t *v = value_json(&f->sub[k], elem, prec);
+            if (!v || json_object_set_new(obj, leaf_key(f->sub[k].path), v) < 0) goto oom;
+        }
+    }
+    return arr;
+oom:
+    json_decref(arr);
+    return NULL;
+}
+
+static json_t *real_json(double x, int *prec)
+{
+    int p = digits_for(x);
+    if (p > *prec) *prec = p;
+    return json_real(x); /* NULL for NaN / infinity, which JSON cannot carry */
+}
+
+static json_t *value_json(const field_t *f, const unsigned char *base, int *prec)
+{
+    const void *p = base + f->offset;
+    switch (f->type) {
+    case F_STR: return json_string(p); /* NULL if not UTF-8 (only if set by hand) */
+    case F_INT: return json_integer(*(const int *)p);
+    case F_LONG: return json_integer(*(const long *)p);
+    case F_ULONG: return json_integer((json_int_t) * (const unsigned long *)p);
+    case F_DOUBLE: return real_json(*(const double *)p, prec);
+    case F_BOOL: return json_boolean(*(const int *)p);
+    case F_DOUBLES: {
+        json_t *arr = json_array();
+        int n = *(const int *)(base + f->count_offset);
+        for (int i = 0; arr && i < n; i++) {
+            if (json_array_append_new(arr, real_json(((const double *)p)[i], prec)) < 0) {
+                json_decref(arr);
+                return NULL;
+            }
+        }
+        return arr;
+    }
+    case F_OBJECTS: return objects_json(f, base, prec);
+    }
+    return NULL;
+}
+
+char *spec_to_json(const job_spec_t *s)
+{
+    json_t *root = json_object();
+    if (!root) return NULL;
+    int prec = 1;
+    for (size_t i = 0; i < ARRAY_LEN(FIELDS); i++) {
+        char key[64];
+        json_t *parent = parent_of(root, FIELDS[i].path, key, sizeof key);
+        json_t *v = parent ? value_json(&FIELDS[i], (const unsigned char *)s, &prec) : NULL;
+        /* json_object_set_new takes v even when it fails, and fails on a NULL v. */
+        if (!parent || json_object_set_new(parent, key, v) < 0) {
+            json_decref(root);
+            return NULL;
+        }
+    }
+    /* One precision for the whole document: the largest any number needs to read back
+     * exactly, so 0.01 prints as 0.01 rather than 0.010000000000000000208. */
+    char *text = json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(prec));
+    json_decref(root);
+    return text;
+}
+
+/* ---- queries and docs --------------------------------------------------------------- */
+
+int spec_is_async(const job_spec_t *s)
+{
+    return in_list(s->algorithm.name, ASYNC_ALGORITHMS);
+}
+
+/* Rows in document order: each F_OBJECTS row followed by its element rows. */
+static const field_t *field_at(size_t i)
+{
+    for (size_t k = 0; k < ARRAY_LEN(FIELDS); k++) {
+        if (i == 0) return &FIELDS[k];
+        i--;
+        if (FIELDS[k].type == F_OBJECTS) {
+            if (i < FIELDS[k].nsub) return &FIELDS[k].sub[i];
+            i -= FIELDS[k].nsub;
+        }
+    }
+    return NULL;
+}
+
+const char *spec_field_path(size_t i)
+{
+    const field_t *f = field_at(i);
+    return f ? f->path : NULL;
+}
+
+static const char *type_name(const field_t *f)
+{
+    switch (f->type) {
+    case F_STR: return f->choices ? "enum" : "string";
+    case F_INT:
+    case F_LONG:
+    case F_ULONG: return "integer";
+    case F_DOUBLE: return "number";
+    case F_BOOL: return "boolean";
+    case F_DOUBLES: return "array of numbers";
+    case F_OBJECTS: return "array of objects";
+    }
+    return "?";
+}
+
+void spec_print_fields(FILE *out)
+{
+    fprintf(out, "| field | type | default | allowed | description |\n");
+    fprintf(out, "|---|---|---|---|---|\n");
+    const field_t *f;
+    for (size_t i = 0; (f = field_at(i)) != NULL; i++) {
+        char def[128], allowed[256], num[32];
+        if (f->default_doc)
+            snprintf(def, sizeof def, "%s", f->default_doc);
+        else if (f->required)
+            snprintf(def, sizeof def, "required");
+        else if (f->type == F_STR)
+            snprintf(def, sizeof def, "`\"%s\"`", f->def_str ? f->def_str : "");
+        else if (f->type == F_BOOL)
+            snprintf(def, sizeof def, "%s", f->def_num != 0 ? "true" : "false");
+        else
+            snprintf(def, sizeof def, "%s", fmt_num(num, f->def_num));
+
+        if (f->allowed_doc)
+            snprintf(allowed, sizeof allowed, "%s", f->allowed_doc);
+        else if (f->choices)
+            join_list(allowed, sizeof allowed, f->choices, "`");
+        else if (f->type == F_STR)
+            snprintf(allowed, sizeof allowed, "at most %zu bytes", f->size - 1);
+        else if (f->type == F_BOOL)
+            snprintf(allowed, sizeof allowed, "`true`, `false`");
+        else
+            range_text(f, allowed, sizeof allowed);
+
+        fprintf(out, "| `%s` | %s | %s | %s | %s |\n", f->path, type_name(f), def, allowed,
+                f->doc);
+    }
+}

@@ -1,0 +1,115 @@
+/* common/spec.h - the job spec: one JSON document that describes a training job.
+ *
+ * Shared by pacer-worker (which trains it) and pacer-coordinator / the REST API (which
+ * validate it before accepting a job). Validation is table-driven: every field is a row
+ * of one static table in spec.c giving its path, type, bounds and default; the same
+ * table prints docs (spec_print_fields) so docs/JOB_SPEC.md cannot drift from the code.
+ *
+ * Errors name the field: "optimizer.lr: must be > 0", "batch_sise: unknown field".
+ */
+#ifndef PACER_SPEC_H
+#define PACER_SPEC_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#define SPEC_NAME_MAX 64
+#define SPEC_PATH_MAX 512
+#define SPEC_MAX_WORKERS 256
+#define SPEC_MAX_SCHEDULE 64
+
+typedef struct {
+    long step;       /* from this global step on ... */
+    int rank;        /* ... this rank ... */
+    double slowdown; /* ... runs this many times slower (>= 1) */
+} spec_slowdown_change_t;
+
+typedef struct {
+    char name[SPEC_NAME_MAX];                 /* job name, default "job" */
+    char model[SPEC_NAME_MAX];                /* mlp | lenet5 | cifar10_quick | resnet20 */
+    struct {
+        char name[SPEC_NAME_MAX];             /* fashion-mnist | mnist | cifar10 */
+        char path[SPEC_PATH_MAX];             /* "" = the data set's default directory */
+        int train_subset;                     /* 0 = all; else the first N training samples */
+        int test_subset;                      /* 0 = all */
+        int augment;                          /* random crop + flip (cifar10 only) */
+    } dataset;
+    struct {
+        char name[SPEC_NAME_MAX];             /* sgd (single process) | ssgd | hier-bsp |
+                                                 hpsgd | local-sgd | asgd | nsoftsync |
+                                                 dc-asgd | ddc-asgd | dbs-sgd */
+        int dynamic_batch;                    /* planner on (dbs-sgd forces it) */
+        int replan_steps;                     /* re-plan period, steps */
+        int min_batch, max_batch;             /* planner bounds; 0 = derived */
+        int k_steps;                          /* hier-bsp averaging period */
+        int group_size;                       /* hier-bsp; 0 = ranks of one host */
+        int local_steps;                      /* local-sgd H */
+        int n;                                /* nsoftsync split */
+        char dc_variant[8];                   /* dc-asgd: "c" | "a" */
+        double lambda0;                       /* dc-asgd / ddc-asgd */
+        double dc_m;                          /* dc-asgd-a MS decay, 0.95 */
+        double kappa, gamma;                  /* ddc-asgd */
+        double eps;                           /* dc/ddc epsilon, 1e-7 */
+        int tau_max;                          /* drop gradients staler than this; 0 = off */
+    } algorithm;
+    struct {
+        double lr;
+        double momentum;
+        int nesterov;
+        double weight_decay;
+        double clip_norm;                     /* 0 = no clipping */
+        struct {
+            char kind[16];                    /* constant | step | cosine */
+            double warmup_epochs;
+            double step_epochs;               /* step: decay period in epochs */
+            double gamma;                     /* step: decay factor */
+            double min_lr;                    /* cosine floor */
+        } lr_schedule;
+    } optimizer;
+    int batch_size;                           /* per worker */
+    int epochs;
+    int workers;
+    char device[8];                           /* auto | cpu | cuda */
+    unsigned long seed;
+    int threads;                              /* BLAS threads per rank; default 1 */
+    struct {
+        long every_steps;                     /* 0 = no periodic checkpoints */
+        char dir[SPEC_PATH_MAX];              /* default "checkpoints" */
+    } checkpoint;
+    struct {
+        double slowdown[SPEC_MAX_WORKERS];    /* per rank, >= 1; default all 1 */
+        int nslowdown;                        /* 0 when not given */
+        spec_slowdown_change_t schedule[SPEC_MAX_SCHEDULE];
+        int nschedule;
+    } emulate;
+    double target_accuracy;                   /* 0 = off; stop at the end of the first
+                                                 epoch that reaches it */
+    int log_every;                            /* progress line period in steps */
+} job_spec_t;
+
+/* Fills every field with its default (the defaults of the table). */
+void spec_defaults(job_spec_t *s);
+
+/* Parses and validates a JSON text / file. On failure returns -1 and writes one line
+ * into err naming the field and what is wrong. Cross-field rules checked here:
+ * emulate.slowdown length == workers, schedule ranks < workers, dataset/model pairing
+ * (image shape). Rules that need the MPI world size are checked by the worker. */
+int spec_parse(const char *json_text, job_spec_t *out, char *err, size_t errlen);
+int spec_load_file(const char *path, job_spec_t *out, char *err, size_t errlen);
+
+/* Serialises the (normalised, defaults filled) spec as compact JSON; returns a
+ * malloc'ed string the caller frees, or NULL on out-of-memory. */
+char *spec_to_json(const job_spec_t *s);
+
+/* Whether the algorithm runs with a parameter server on rank 0 (world = workers + 1). */
+int spec_is_async(const job_spec_t *s);
+
+/* Prints the field table as a Markdown table (the generator for docs/JOB_SPEC.md). */
+void spec_print_fields(FILE *f);
+
+/* The i-th field path of that table, in its order ("optimizer.lr", and the element
+ * fields of arrays of objects as "emulate.schedule[].rank"); NULL past the end. Lets
+ * tests check that docs and other consumers cover every field. */
+const char *spec_field_path(size_t i);
+
+#endif

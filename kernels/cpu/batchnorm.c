@@ -1,0 +1,161 @@
+/* kernels/cpu/batchnorm.c - batch normalisation over (B, HW) per channel.
+ *
+ * Statistics are accumulated in double, one pass over the data, on values shifted by
+ * the channel's first element: var = (S2 - S1^2/M)/M then only cancels as much as the
+ * spread around that sample, not around zero, so a channel with a large mean and a
+ * small spread keeps its precision.
+ *
+ * Every per-element loop is an affine map with per-channel coefficients, which
+ * vectorises; the AVX2 clones use no FMA, so results do not depend on the machine.
+ */
+#include <math.h>
+
+#include "ops.h"
+
+/* Sums of v and v^2 over v = x - shift, in eight explicit double lanes (vectorised
+ * without reassociation, hence bitwise the same on every ISA). */
+__attribute__((target_clones("avx2", "default")))
+static void shifted_sums(const float *restrict x, size_t n, double shift, double *s1, double *s2)
+{
+    double a[8] = {0}, q[8] = {0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) {
+            double v = (double)x[i + j] - shift;
+            a[j] += v;
+            q[j] += v * v;
+        }
+    double sa = 0.0, sq = 0.0;
+    for (; i < n; i++) {
+        double v = (double)x[i] - shift;
+        sa += v;
+        sq += v * v;
+    }
+    for (int j = 0; j < 8; j++) {
+        sa += a[j];
+        sq += q[j];
+    }
+    *s1 += sa;
+    *s2 += sq;
+}
+
+/* Sums of g and g*(x - mean), as the backward pass needs them. */
+__attribute__((target_clones("avx2", "default")))
+static void grad_sums(const float *restrict g, const float *restrict x, size_t n, double mean,
+                      double *sg, double *sgx)
+{
+    double a[8] = {0}, q[8] = {0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) {
+            double gv = (double)g[i + j];
+            a[j] += gv;
+            q[j] += gv * ((double)x[i + j] - mean);
+        }
+    double sa = 0.0, sq = 0.0;
+    for (; i < n; i++) {
+        double gv = (double)g[i];
+        sa += gv;
+        sq += gv * ((double)x[i] - mean);
+    }
+    for (int j = 0; j < 8; j++) {
+        sa += a[j];
+        sq += q[j];
+    }
+    *sg += sa;
+    *sgx += sq;
+}
+
+/* y = a*(x - m) + b. Centring first (rather than folding m into b) keeps the result
+ * accurate when the mean is large compared with the spread. */
+__attribute__((target_clones("avx2", "default")))
+static void affine(size_t n, const float *restrict x, float m, float a, float b,
+                   float *restrict y)
+{
+    for (size_t i = 0; i < n; i++) y[i] = a * (x[i] - m) + b;
+}
+
+/* d += a*g + b*(x - m) + k */
+__attribute__((target_clones("avx2", "default")))
+static void affine2_acc(size_t n, const float *restrict g, const float *restrict x, float m,
+                        float a, float b, float k, float *restrict d)
+{
+    for (size_t i = 0; i < n; i++) d[i] += a * g[i] + b * (x[i] - m) + k;
+}
+
+void batchnorm_forward_train(int B, int C, int HW, const float *inp, const float *gamma,
+                             const float *beta, float *out, float *save_mean, float *save_invstd,
+                             float *running_mean, float *running_var, float momentum)
+{
+    if (B <= 0 || C <= 0 || HW <= 0) return;
+    const size_t M = (size_t)B * HW, plane = (size_t)HW, bstride = (size_t)C * HW;
+    for (int c = 0; c < C; c++) {
+        const double shift = inp[(size_t)c * plane];
+        double s1 = 0.0, s2 = 0.0;
+        for (int b = 0; b < B; b++)
+            shifted_sums(inp + b * bstride + c * plane, plane, shift, &s1, &s2);
+        const double dm = s1 / (double)M;
+        double var = s2 / (double)M - dm * dm; /* biased: what normalises the batch */
+        if (var < 0.0) var = 0.0;
+        const double mean = shift + dm;
+        const double invstd = 1.0 / sqrt(var + (double)BN_EPS);
+
+        save_mean[c] = (float)mean;
+        save_invstd[c] = (float)invstd;
+        /* PyTorch updates the running variance with the unbiased estimate; a single
+         * value per channel has none, so the biased one (0) is used there. */
+        const double unbiased = M > 1 ? var * (double)M / (double)(M - 1) : var;
+        running_mean[c] = (1.0f - momentum) * running_mean[c] + momentum * (float)mean;
+        running_var[c] = (1.0f - momentum) * running_var[c] + momentum * (float)unbiased;
+
+        /* Centre on the float mean and move its rounding error into the shift, so the
+         * output is normalised with the double-precision mean. */
+        const double a = (double)gamma[c] * invstd;
+        const float mf = (float)mean;
+        const float shift_out = (float)((double)beta[c] - a * (mean - (double)mf));
+        for (int b = 0; b < B; b++)
+            affine(plane, inp + b * bstride + c * plane, mf, (float)a, shift_out,
+                   out + b * bstride + c * plane);
+    }
+}
+
+void batchnorm_forward_eval(int B, int C, int HW, const float *inp, const float *gamma,
+                            const float *beta, const float *running_mean, const float *running_var,
+                            float *out)
+{
+    const size_t plane = (size_t)HW, bstride = (size_t)C * HW;
+    for (int c = 0; c < C; c++) {
+        const float a = (float)((double)gamma[c] / sqrt((double)running_var[c] + (double)BN_EPS));
+        for (int b = 0; b < B; b++)
+            affine(plane, inp + b * bstride + c * plane, running_mean[c], a, beta[c],
+                   out + b * bstride + c * plane);
+    }
+}
+
+void batchnorm_backward(int B, int C, int HW, const float *inp, const float *gamma,
+                        const float *save_mean, const float *save_invstd, const float *dout,
+                        float *dinp, float *dgamma, float *dbeta)
+{
+    const size_t M = (size_t)B * HW, plane = (size_t)HW, bstride = (size_t)C * HW;
+    for (int c = 0; c < C; c++) {
+        const double mean = save_mean[c], invstd = save_invstd[c];
+        double sg = 0.0, sgx = 0.0;
+        for (int b = 0; b < B; b++)
+            grad_sums(dout + b * bstride + c * plane, inp + b * bstride + c * plane, plane, mean,
+                      &sg, &sgx);
+        /* dbeta = sum g, dgamma = sum g * xhat with xhat = (x - mean) * invstd */
+        const double db = sg, dg = sgx * invstd;
+        dbeta[c] = (float)db;
+        dgamma[c] = (float)dg;
+        if (!dinp || M == 0) continue;
+        /* dx = gamma*invstd * (g - db/M - xhat*dg/M)
+         *    = a*g + bx*(x - mean) + k, with a = gamma*invstd, bx = -a*invstd*dg/M,
+         *      k = -a*db/M */
+        const double a = (double)gamma[c] * invstd;
+        const double bx = -a * invstd * dg / (double)M;
+        const double k = -a * db / (double)M;
+        for (int b = 0; b < B; b++)
+            affine2_acc(plane, dout + b * bstride + c * plane, inp + b * bstride + c * plane,
+                        (float)mean, (float)a, (float)bx, (float)k, dinp + b * bstride + c * plane);
+    }
+}

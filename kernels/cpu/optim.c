@@ -1,0 +1,119 @@
+/* kernels/cpu/optim.c - SGD step, gradient norm and clipping, learning-rate schedules.
+ *
+ * sgd_update follows torch.optim.SGD (dampening 0) operation by operation, in float,
+ * so a run can be compared with PyTorch step for step:
+ *   d = grad_scale*g + wd*w;  u = mu*u + d;  step = nesterov ? d + mu*u : u;  w = w - lr*step.
+ * (PyTorch sets u = d on the first step; with the buffer starting at zero, mu*0 + d is
+ * the same value.) The AVX2 clones use no FMA, so every machine rounds alike.
+ */
+#include <math.h>
+
+#include "ops.h"
+
+/* M_PI is POSIX, not C11 */
+static const double PI = 3.14159265358979323846;
+
+__attribute__((target_clones("avx2", "default")))
+static void sgd_plain(size_t n, float *restrict w, const float *restrict g, float gs, float lr,
+                      float wd)
+{
+    for (size_t i = 0; i < n; i++) {
+        const float d = gs * g[i] + wd * w[i];
+        w[i] = w[i] - lr * d;
+    }
+}
+
+__attribute__((target_clones("avx2", "default")))
+static void sgd_momentum(size_t n, float *restrict w, const float *restrict g, float gs,
+                         float *restrict u, float lr, float mu, float wd)
+{
+    for (size_t i = 0; i < n; i++) {
+        const float d = gs * g[i] + wd * w[i];
+        const float v = mu * u[i] + d;
+        u[i] = v;
+        w[i] = w[i] - lr * v;
+    }
+}
+
+__attribute__((target_clones("avx2", "default")))
+static void sgd_nesterov(size_t n, float *restrict w, const float *restrict g, float gs,
+                         float *restrict u, float lr, float mu, float wd)
+{
+    for (size_t i = 0; i < n; i++) {
+        const float d = gs * g[i] + wd * w[i];
+        const float v = mu * u[i] + d;
+        u[i] = v;
+        w[i] = w[i] - lr * (d + mu * v);
+    }
+}
+
+void sgd_update(size_t n, float *w, const float *g, float *u, float lr, float momentum,
+                int nesterov, float weight_decay, float grad_scale)
+{
+    if (momentum == 0.0f)
+        sgd_plain(n, w, g, grad_scale, lr, weight_decay); /* u is not touched, may be NULL */
+    else if (nesterov)
+        sgd_nesterov(n, w, g, grad_scale, u, lr, momentum, weight_decay);
+    else
+        sgd_momentum(n, w, g, grad_scale, u, lr, momentum, weight_decay);
+}
+
+/* Eight explicit double lanes: vectorised without reassociation, so the sum is the
+ * same on every ISA and for every clone. */
+__attribute__((target_clones("avx2", "default")))
+double sum_squares(size_t n, const float *g)
+{
+    double acc[8] = {0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) {
+            const double v = (double)g[i + j];
+            acc[j] += v * v;
+        }
+    double s = 0.0;
+    for (; i < n; i++) s += (double)g[i] * (double)g[i];
+    for (int j = 0; j < 8; j++) s += acc[j];
+    return s;
+}
+
+__attribute__((target_clones("avx2", "default")))
+static void scale_inplace(size_t n, float *restrict g, float k)
+{
+    for (size_t i = 0; i < n; i++) g[i] *= k;
+}
+
+float clip_grad_norm(size_t n, float *g, float max_norm)
+{
+    const double norm = sqrt(sum_squares(n, g));
+    if (max_norm > 0.0f) {
+        /* torch.nn.utils.clip_grad_norm_: coefficient max_norm / (norm + 1e-6), capped at 1 */
+        const double coef = (double)max_norm / (norm + 1e-6);
+        if (coef < 1.0) scale_inplace(n, g, (float)coef);
+    }
+    return (float)norm;
+}
+
+float lr_at(const lr_schedule_t *s, float base_lr, long step, long total_steps)
+{
+    const double lr = base_lr;
+    if (step < 0) step = 0;
+    if (s->warmup_steps > 0 && step < s->warmup_steps)
+        return (float)(lr * (double)(step + 1) / (double)s->warmup_steps);
+    const long t = step - (s->warmup_steps > 0 ? s->warmup_steps : 0);
+    switch (s->kind) {
+    case LR_STEP:
+        if (s->step_size <= 0) return base_lr;
+        return (float)(lr * pow((double)s->gamma, (double)(t / s->step_size)));
+    case LR_COSINE: {
+        const long span = total_steps - (s->warmup_steps > 0 ? s->warmup_steps : 0);
+        const double min_lr = s->min_lr;
+        if (span <= 0) return s->min_lr;
+        double frac = (double)t / (double)span;
+        if (frac > 1.0) frac = 1.0;
+        return (float)(min_lr + 0.5 * (lr - min_lr) * (1.0 + cos(PI * frac)));
+    }
+    case LR_CONSTANT:
+    default:
+        return base_lr;
+    }
+}

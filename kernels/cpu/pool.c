@@ -1,0 +1,136 @@
+/* kernels/cpu/pool.c - max and average pooling, floor or ceil output size.
+ *
+ * Every window is clamped to the input once (window() below), so the
+ * inner loops run over in-bounds elements only and padding never enters a max or an
+ * average (count_include_pad = false).
+ */
+#include <string.h>
+
+#include "ops.h"
+
+static int pooled_size(int n, int K, int stride, int pad, int ceil_mode)
+{
+    int span = n + 2 * pad - K;
+    if (span < 0) return 0;
+    int out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+    /* In ceil mode the last window must start inside the input or its left padding,
+     * otherwise it would cover padding only (PyTorch and Caffe drop it). */
+    if (ceil_mode && (out - 1) * stride >= n + pad) out--;
+    return out;
+}
+
+int pool2d_init(pool2d_desc_t *d, int C, int H, int W, int K, int stride, int pad, int ceil_mode)
+{
+    memset(d, 0, sizeof *d);
+    /* pad <= K/2 (PyTorch's rule) guarantees every window overlaps the input, so no
+     * max is taken over nothing and no average divides by zero. */
+    if (C <= 0 || H <= 0 || W <= 0 || K <= 0 || stride <= 0 || pad < 0 || 2 * pad > K) return -1;
+    d->C = C; d->H = H; d->W = W;
+    d->K = K; d->stride = stride; d->pad = pad;
+    d->ceil_mode = ceil_mode ? 1 : 0;
+    d->OH = pooled_size(H, K, stride, pad, d->ceil_mode);
+    d->OW = pooled_size(W, K, stride, pad, d->ceil_mode);
+    return d->OH > 0 && d->OW > 0 ? 0 : -1;
+}
+
+/* Window of output index o along a dimension of length n, clamped to [0, n). */
+static void window(int o, int K, int stride, int pad, int n, int *lo, int *hi)
+{
+    int a = o * stride - pad, b = a + K;
+    *lo = a < 0 ? 0 : a;
+    *hi = b > n ? n : b;
+}
+
+void maxpool2d_forward(const pool2d_desc_t *d, int B, const float *inp, float *out,
+                       int32_t *argmax)
+{
+    const int H = d->H, W = d->W, OH = d->OH, OW = d->OW;
+    const size_t planes = (size_t)B * d->C;
+    for (size_t pl = 0; pl < planes; pl++) {
+        const float *x = inp + pl * H * W;       /* (H, W) */
+        float *y = out + pl * OH * OW;           /* (OH, OW) */
+        int32_t *am = argmax + pl * OH * OW;     /* (OH, OW) */
+        for (int oh = 0; oh < OH; oh++) {
+            int h0, h1;
+            window(oh, d->K, d->stride, d->pad, H, &h0, &h1);
+            for (int ow = 0; ow < OW; ow++) {
+                int w0, w1;
+                window(ow, d->K, d->stride, d->pad, W, &w0, &w1);
+                /* Start from the first element so the argmax is always a valid index;
+                 * strict > keeps the first maximum, and a NaN, once seen, wins and
+                 * stays (the max of anything with a NaN is NaN, as in PyTorch). */
+                int best = h0 * W + w0;
+                float m = x[best];
+                for (int ih = h0; ih < h1; ih++)
+                    for (int iw = w0; iw < w1; iw++) {
+                        float v = x[ih * W + iw];
+                        if (v > m || (v != v && m == m)) {
+                            m = v;
+                            best = ih * W + iw;
+                        }
+                    }
+                y[oh * OW + ow] = m;
+                am[oh * OW + ow] = best;
+            }
+        }
+    }
+}
+
+void maxpool2d_backward(const pool2d_desc_t *d, int B, const float *dout, const int32_t *argmax,
+                        float *dinp)
+{
+    if (!dinp) return;
+    const size_t HW = (size_t)d->H * d->W, OHW = (size_t)d->OH * d->OW;
+    const size_t planes = (size_t)B * d->C;
+    /* Sequential on purpose: overlapping windows may share an argmax. */
+    for (size_t pl = 0; pl < planes; pl++) {
+        const float *g = dout + pl * OHW;
+        const int32_t *am = argmax + pl * OHW;
+        float *dx = dinp + pl * HW;
+        for (size_t i = 0; i < OHW; i++) dx[am[i]] += g[i];
+    }
+}
+
+void avgpool2d_forward(const pool2d_desc_t *d, int B, const float *inp, float *out)
+{
+    const int H = d->H, W = d->W, OH = d->OH, OW = d->OW;
+    const size_t planes = (size_t)B * d->C;
+    for (size_t pl = 0; pl < planes; pl++) {
+        const float *x = inp + pl * H * W;
+        float *y = out + pl * OH * OW;
+        for (int oh = 0; oh < OH; oh++) {
+            int h0, h1;
+            window(oh, d->K, d->stride, d->pad, H, &h0, &h1);
+            for (int ow = 0; ow < OW; ow++) {
+                int w0, w1;
+                window(ow, d->K, d->stride, d->pad, W, &w0, &w1);
+                float s = 0.0f;
+                for (int ih = h0; ih < h1; ih++)
+                    for (int iw = w0; iw < w1; iw++) s += x[ih * W + iw];
+                y[oh * OW + ow] = s / (float)((h1 - h0) * (w1 - w0));
+            }
+        }
+    }
+}
+
+void avgpool2d_backward(const pool2d_desc_t *d, int B, const float *dout, float *dinp)
+{
+    if (!dinp) return;
+    const int H = d->H, W = d->W, OH = d->OH, OW = d->OW;
+    const size_t planes = (size_t)B * d->C;
+    for (size_t pl = 0; pl < planes; pl++) {
+        const float *g = dout + pl * OH * OW;
+        float *dx = dinp + pl * H * W;
+        for (int oh = 0; oh < OH; oh++) {
+            int h0, h1;
+            window(oh, d->K, d->stride, d->pad, H, &h0, &h1);
+            for (int ow = 0; ow < OW; ow++) {
+                int w0, w1;
+                window(ow, d->K, d->stride, d->pad, W, &w0, &w1);
+                const float v = g[oh * OW + ow] / (float)((h1 - h0) * (w1 - w0));
+                for (int ih = h0; ih < h1; ih++)
+                    for (int iw = w0; iw < w1; iw++) dx[ih * W + iw] += v;
+            }
+        }
+    }
+}

@@ -1,0 +1,15 @@
+# resnet20 trains on a CIFAR-10 subset: the training loss falls from epoch 1 to epoch 3.
+. tests/lib.sh
+need_dir "$PACER_SHARED/datasets/cifar-10" "CIFAR-10"
+cat > "$TMP/spec.json" <<JSON
+{"name": "r20", "model": "resnet20", "dataset": {"name": "cifar10", "path": "$PACER_SHARED/datasets/cifar-10",
+ "train_subset": 1536, "test_subset": 500, "augment": true},
+ "optimizer": {"lr": 0.05, "momentum": 0.9, "weight_decay": 0.0001}, "batch_size": 64, "epochs": 3, "log_every": 0}
+JSON
+$WORKER --spec "$TMP/spec.json" 2>"$TMP/log" >/dev/null || { cat "$TMP/log"; fail "training failed"; }
+cat "$TMP/log"
+first=$(sed -n 's/^epoch 1\/3 done: train_loss \([0-9.]*\).*/\1/p' "$TMP/log")
+last=$(sed -n 's/^epoch 3\/3 done: train_loss \([0-9.]*\).*/\1/p' "$TMP/log")
+[ -n "$first" ] && [ -n "$last" ] || fail "no epoch lines"
+awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a * 0.95) }' || fail "loss did not fall: $first -> $last"
+echo "ok: resnet20 train_loss $first -> $last"

@@ -1,0 +1,24 @@
+# pacer-worker refuses bad input with exit 2 and one line naming the problem (issue 2):
+# specs with a wrong field, and data directories with broken files.
+. tests/lib.sh
+expect_error 2 "spec FILE is required" $WORKER
+expect_error 2 "cannot\|No such" $WORKER --spec "$TMP/nope.json"
+echo '{"model": "lenet5", "optimizer": {"lr": -1}}' > "$TMP/lr.json"
+expect_error 2 "optimizer.lr: must be > 0" $WORKER --spec "$TMP/lr.json"
+echo '{"model": "lenet5", "batch_sise": 3}' > "$TMP/typo.json"
+expect_error 2 "batch_sise: unknown field" $WORKER --spec "$TMP/typo.json"
+echo '{"model": "lenet5",' > "$TMP/syntax.json"
+expect_error 2 "invalid JSON" $WORKER --spec "$TMP/syntax.json"
+
+# Data directories with broken files: a truncated image file, then no files at all.
+mkdir -p "$TMP/d1" "$TMP/d3"
+# IDX header: magic 0x803, 10 images of 28x28, then only 3 bytes of pixels.
+printf '\000\000\010\003\000\000\000\012\000\000\000\034\000\000\000\034abc' > "$TMP/d1/train-images-idx3-ubyte"
+printf '\000\000\010\001\000\000\000\012\000\001\002\003\004\005\006\007\010\011' > "$TMP/d1/train-labels-idx1-ubyte"
+echo "{\"model\": \"lenet5\", \"dataset\": {\"name\": \"mnist\", \"path\": \"$TMP/d1\"}}" > "$TMP/d1.json"
+expect_error 2 "d1/train-images-idx3-ubyte.*truncated" $WORKER --spec "$TMP/d1.json"
+echo "{\"model\": \"lenet5\", \"dataset\": {\"name\": \"mnist\", \"path\": \"$TMP/d3\"}}" > "$TMP/d3.json"
+expect_error 2 "d3/train-images-idx3-ubyte" $WORKER --spec "$TMP/d3.json"
+$WORKER --version | grep -q "backends: cpu" || fail "--version does not list backends"
+$WORKER --help | grep -q -- "--resume-from" || fail "--help does not document --resume-from"
+echo "ok: --version and --help"

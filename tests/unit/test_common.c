@@ -1,0 +1,194 @@
+/* tests/unit/test_common.c - the planner, staleness statistics and the metrics record. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "metrics.h"
+#include "planner.h"
+#include "staleness.h"
+
+static int sum(const int *b, int n)
+{
+    int s = 0;
+    for (int i = 0; i < n; i++) s += b[i];
+    return s;
+}
+
+static void test_planner_proportional(void **state)
+{
+    (void)state;
+    /* slowdowns [1,1,2,4] -> speeds [4,4,2,1]/11 of B = 256 */
+    double v[4] = { 400, 400, 200, 100 };
+    int cur[4] = { 64, 64, 64, 64 }, out[4];
+    assert_int_equal(planner_assign(v, cur, 4, 256, 1, 0, 0.05, out), 1);
+    assert_int_equal(sum(out, 4), 256);
+    /* ideal 93.09, 93.09, 46.55, 23.27: floors 93 93 46 23 = 255, the largest remainder
+     * (46.55 -> .55) gets the last sample */
+    assert_int_equal(out[0], 93);
+    assert_int_equal(out[1], 93);
+    assert_int_equal(out[2], 47);
+    assert_int_equal(out[3], 23);
+}
+
+static void test_planner_hysteresis(void **state)
+{
+    (void)state;
+    double v[2] = { 101, 99 };
+    int cur[2] = { 50, 50 }, out[2];
+    /* new plan 51/49 is a 2% change: kept at 50/50 under 5% hysteresis */
+    assert_int_equal(planner_assign(v, cur, 2, 100, 1, 0, 0.05, out), 0);
+    assert_int_equal(out[0], 50);
+    assert_int_equal(out[1], 50);
+    /* without hysteresis it moves */
+    assert_int_equal(planner_assign(v, cur, 2, 100, 1, 0, 0.0, out), 1);
+    assert_int_equal(out[0], 51);
+    /* identical plan -> 0 */
+    int same[2] = { 51, 49 };
+    assert_int_equal(planner_assign(v, same, 2, 100, 1, 0, 0.0, out), 0);
+}
+
+static void test_planner_bounds(void **state)
+{
+    (void)state;
+    double v[3] = { 1000, 1, 1 };
+    int cur[3] = { 20, 20, 20 }, out[3];
+    assert_int_equal(planner_assign(v, cur, 3, 60, 8, 40, 0.0, out), 1);
+    assert_int_equal(sum(out, 3), 60);
+    for (int i = 0; i < 3; i++) {
+        assert_true(out[i] >= 8);
+        assert_true(out[i] <= 40);
+    }
+    assert_int_equal(out[0], 40);
+    /* impossible bounds and bad speeds are refused */
+    assert_int_equal(planner_assign(v, cur, 3, 60, 30, 0, 0.0, out), -1);
+    double bad[3] = { 1, 0, 1 };
+    assert_int_equal(planner_assign(bad, cur, 3, 60, 1, 0, 0.0, out), -1);
+    double nan_v[3] = { 1, NAN, 1 };
+    assert_int_equal(planner_assign(nan_v, cur, 3, 60, 1, 0, 0.0, out), -1);
+}
+
+static void test_planner_imbalance(void **state)
+{
+    (void)state;
+    double v[2] = { 100, 50 };
+    int even[2] = { 32, 32 }, good[2] = { 43, 21 };
+    assert_true(fabs(planner_imbalance(v, even, 2) - 2.0) < 1e-9);
+    assert_true(planner_imbalance(v, good, 2) < 1.05);
+}
+
+static void test_staleness_histogram(void **state)
+{
+    (void)state;
+    staleness_t s;
+    memset(&s, 0, sizeof s);
+    int64_t taus[] = { 0, 1, 2, 3, 4, 7, 8, 15, 16, 31, 32, 63, 64, 1000 };
+    int64_t want_bucket[] = { 0, 1, 2, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8 };
+    for (size_t i = 0; i < sizeof taus / sizeof taus[0]; i++) {
+        assert_int_equal(staleness_bucket(taus[i]), want_bucket[i]);
+        staleness_add(&s, taus[i]);
+    }
+    assert_int_equal(s.count, 14);
+    assert_int_equal(s.max, 1000);
+    assert_int_equal(s.hist[4], 2);
+    assert_int_equal(s.hist[8], 2);
+    int64_t total = 0, sq = 0;
+    for (size_t i = 0; i < 14; i++) { total += taus[i]; sq += taus[i] * taus[i]; }
+    assert_int_equal(s.sum, total);
+    assert_int_equal(s.sumsq, sq);
+}
+
+static void test_staleness_quantiles(void **state)
+{
+    (void)state;
+    staleness_t s;
+    memset(&s, 0, sizeof s);
+    for (int i = 0; i < 90; i++) staleness_add(&s, 3);
+    for (int i = 0; i < 10; i++) staleness_add(&s, 10);
+    assert_int_equal(staleness_quantile(&s, 0.5), 3);
+    assert_int_equal(staleness_quantile(&s, 0.90), 3);
+    assert_int_equal(staleness_quantile(&s, 0.95), 8); /* bucket 8-15 */
+    assert_true(fabs(staleness_mean(&s) - 3.7) < 1e-9);
+    staleness_t t = s;
+    staleness_merge(&t, &s);
+    assert_int_equal(t.count, 200);
+    assert_int_equal(t.hist[3], 180);
+}
+
+static void test_metrics_json(void **state)
+{
+    (void)state;
+    metrics_record_t r;
+    memset(&r, 0, sizeof r);
+    r.kind = METRICS_STEP;
+    r.rank = 2;
+    snprintf(r.host, sizeof r.host, "node\"a");
+    r.step = 17;
+    r.batch = 48;
+    r.loss = 0.5f;
+    r.test_loss = NAN;
+    r.test_accuracy = NAN;
+    r.slowdown = 2;
+    staleness_add(&r.staleness, 3);
+    char buf[2048];
+    int n = metrics_to_json(&r, "j-1", buf, sizeof buf);
+    assert_true(n > 0);
+    assert_non_null(strstr(buf, "\"rank\":2"));
+    assert_non_null(strstr(buf, "\"host\":\"node\\\"a\""));
+    assert_non_null(strstr(buf, "\"test_accuracy\":null"));
+    assert_non_null(strstr(buf, "\"hist\":[0,0,0,1,0,0,0,0,0]"));
+    assert_non_null(strstr(buf, "\"job\":\"j-1\""));
+    /* too small a buffer is refused, not overrun */
+    assert_int_equal(metrics_to_json(&r, "j-1", buf, 40), -1);
+}
+
+static void test_metrics_reporter_file(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/pacer-metrics-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    char err[256];
+    static metrics_reporter_t rep;
+    metrics_sink_t *sink = metrics_file_sink(path, err, sizeof err);
+    assert_non_null(sink);
+    assert_int_equal(metrics_start(&rep, "job", &sink, 1), 0);
+    metrics_record_t r;
+    memset(&r, 0, sizeof r);
+    for (int i = 0; i < 100; i++) {
+        r.step = i;
+        metrics_push(&rep, &r);
+    }
+    metrics_stop(&rep, 5);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    int lines = 0;
+    char line[4096];
+    while (fgets(line, sizeof line, f)) lines++;
+    fclose(f);
+    unlink(path);
+    assert_int_equal(lines, 100);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_planner_proportional),
+        cmocka_unit_test(test_planner_hysteresis),
+        cmocka_unit_test(test_planner_bounds),
+        cmocka_unit_test(test_planner_imbalance),
+        cmocka_unit_test(test_staleness_histogram),
+        cmocka_unit_test(test_staleness_quantiles),
+        cmocka_unit_test(test_metrics_json),
+        cmocka_unit_test(test_metrics_reporter_file),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

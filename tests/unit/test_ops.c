@@ -1,0 +1,1252 @@
+/* tests/unit/test_ops.c - the CPU reference kernels against naive implementations.
+ *
+ * For every op:
+ *   - the forward pass is compared with a naive double-precision implementation
+ *     written here (conv: the direct 7-loop convolution);
+ *   - the backward pass is checked by central finite differences of the scalar
+ *     f = sum(out * R) (R a random upstream gradient; for the loss, f is the loss),
+ *     computed in double from the naive forward with step h = FD_H * max(1, |x|);
+ *     convolution is also compared element by element with a naive direct backward;
+ *   - the gradient conventions of ops.h are checked explicitly: input gradients are
+ *     added to a pre-filled buffer (+=), parameter gradients are written over NaN (=),
+ *     a NULL dinp is accepted and changes nothing else, and the workspace is filled
+ *     with NaN before every call so that nothing may read it before writing it.
+ *
+ * Error measure everywhere: |a - n| / max(1, |a|, |n|), a the kernel's value, n the
+ * reference. Tolerances (the kernels compute in float, the references in double):
+ *   FWD_TOL 1e-5  forward outputs against the naive double forward;
+ *   BWD_TOL 1e-4  convolution gradients against the naive double backward (dweight of
+ *                 the B=200 case sums 16200 float products of size ~0.25 in SGEMM: its
+ *                 absolute error reaches ~2e-5 while the sum is ~0.7);
+ *   FD_TOL  1e-4  analytic gradients against double-precision central differences;
+ *   ACC_TOL 1e-5  "+=" checks: dinp after the call equals prefill + gradient (the
+ *                 kernel adds its terms one by one onto the prefill, so the rounding
+ *                 differs slightly from prefill + the gradient computed from zero).
+ * The maxima measured over the whole run are printed at the end.
+ *
+ * Inputs come from a 64-bit LCG (Knuth's MMIX constants), so every run is the same.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops.h"
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
+#define FWD_TOL 1e-5
+#define BWD_TOL 1e-4
+#define FD_TOL 1e-4
+#define ACC_TOL 1e-5
+#define FD_H 1e-5
+#define PREFILL 0.5f
+
+/* Largest errors seen, per kind of check, for the summary. */
+static double g_max_fwd, g_max_bwd, g_max_fd, g_max_acc;
+
+/* ---- helpers -------------------------------------------------------------------- */
+
+typedef struct { uint64_t s; } lcg_t;
+
+static uint32_t lcg_next(lcg_t *r)
+{
+    r->s = r->s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (uint32_t)(r->s >> 32);
+}
+
+/* Uniform in [lo, hi) with 24 random bits. */
+static float lcg_unif(lcg_t *r, float lo, float hi)
+{
+    return lo + (hi - lo) * (float)(lcg_next(r) >> 8) * (1.0f / 16777216.0f);
+}
+
+static float *falloc(size_t n)
+{
+    float *p = malloc((n ? n : 1) * sizeof(float));
+    assert_non_null(p);
+    return p;
+}
+
+static double *dalloc(size_t n)
+{
+    double *p = calloc(n ? n : 1, sizeof(double));
+    assert_non_null(p);
+    return p;
+}
+
+static void ffill(float *p, size_t n, float v)
+{
+    for (size_t i = 0; i < n; i++) p[i] = v;
+}
+
+/* Random floats and their exact double copies, so kernel and reference see the same
+ * inputs. */
+static void rand_fill(lcg_t *r, float *f, double *d, size_t n, float lo, float hi)
+{
+    for (size_t i = 0; i < n; i++) {
+        f[i] = lcg_unif(r, lo, hi);
+        if (d) d[i] = f[i];
+    }
+}
+
+static void to_double(const float *f, double *d, size_t n)
+{
+    for (size_t i = 0; i < n; i++) d[i] = f[i];
+}
+
+static double dot(const double *a, const double *b, size_t n)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+static double relerr(double a, double n)
+{
+    double d = fabs(a - n);
+    double s = fmax(1.0, fmax(fabs(a), fabs(n)));
+    return isnan(d) ? INFINITY : d / s;
+}
+
+/* Max error of got against ref; fails the test when it is not below tol. */
+static double check_close(const char *what, const float *got, const double *ref, size_t n,
+                          double tol, double *track)
+{
+    double worst = 0.0;
+    size_t wi = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = relerr(got[i], ref[i]);
+        if (e > worst) {
+            worst = e;
+            wi = i;
+        }
+    }
+    if (worst > *track) *track = worst;
+    if (!(worst < tol))
+        fail_msg("%s: max relative error %.3g at [%zu] (got %.9g, want %.9g) is not below %.0e "
+                 "(|a-n|/max(1,|a|,|n|))",
+                 what, worst, wi, n ? got[wi] : 0.0, n ? ref[wi] : 0.0, tol);
+    return worst;
+}
+
+/* Same for two float arrays that must agree bitwise-ish (e.g. dinp = prefill + grad). */
+static double check_acc(const char *what, const float *got, const float *grad, float prefill,
+                        size_t n)
+{
+    double worst = 0.0;
+    size_t wi = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = relerr(got[i], (double)prefill + (double)grad[i]);
+        if (e > worst) {
+            worst = e;
+            wi = i;
+        }
+    }
+    if (worst > g_max_acc) g_max_acc = worst;
+    if (!(worst < ACC_TOL))
+        fail_msg("%s: input gradient not accumulated (+=): error %.3g at [%zu] (got %.9g, want "
+                 "%.9g + %.9g), tolerance %.0e",
+                 what, worst, wi, got[wi], prefill, grad[wi], ACC_TOL);
+    return worst;
+}
+
+/* Central differences of loss() with respect to x[i] (x lives inside ctx), compared with
+ * the analytic gradient g. Checks every element, or max_samples spread evenly over x
+ * (so every image and every chunk of a batch is visited). */
+typedef double (*loss_fn)(void *ctx);
+
+static double check_fd(const char *what, loss_fn loss, void *ctx, double *x, size_t n,
+                       const float *g, size_t max_samples)
+{
+    size_t cnt = n < max_samples ? n : max_samples;
+    double worst = 0.0;
+    size_t wi = 0;
+    double wn = 0.0;
+    for (size_t k = 0; k < cnt; k++) {
+        size_t i = cnt == n ? k : (size_t)(((double)k + 0.5) * (double)n / (double)cnt);
+        double x0 = x[i], h = FD_H * fmax(1.0, fabs(x0));
+        x[i] = x0 + h;
+        double fp = loss(ctx);
+        x[i] = x0 - h;
+        double fm = loss(ctx);
+        x[i] = x0;
+        double num = (fp - fm) / (2.0 * h);
+        double e = relerr(g[i], num);
+        if (e > worst) {
+            worst = e;
+            wi = i;
+            wn = num;
+        }
+    }
+    if (worst > g_max_fd) g_max_fd = worst;
+    if (!(worst < FD_TOL))
+        fail_msg("%s: finite-difference check failed: max relative error %.3g at [%zu] "
+                 "(analytic %.9g, numeric %.9g) is not below %.0e (|a-n|/max(1,|a|,|n|))",
+                 what, worst, wi, g[wi], wn, FD_TOL);
+    return worst;
+}
+
+/* ---- convolution ---------------------------------------------------------------- */
+
+/* The direct 7-loop convolution. */
+static void conv_naive(const conv2d_desc_t *d, int B, const double *x, const double *w,
+                       const double *bias, double *y)
+{
+    for (int b = 0; b < B; b++)
+        for (int oc = 0; oc < d->OC; oc++)
+            for (int oh = 0; oh < d->OH; oh++)
+                for (int ow = 0; ow < d->OW; ow++) {
+                    double s = bias ? bias[oc] : 0.0;
+                    for (int c = 0; c < d->C; c++)
+                        for (int kh = 0; kh < d->KH; kh++)
+                            for (int kw = 0; kw < d->KW; kw++) {
+                                int ih = oh * d->stride - d->pad + kh;
+                                int iw = ow * d->stride - d->pad + kw;
+                                if (ih < 0 || ih >= d->H || iw < 0 || iw >= d->W) continue;
+                                s += x[((size_t)(b * d->C + c) * d->H + ih) * d->W + iw] *
+                                     w[((size_t)(oc * d->C + c) * d->KH + kh) * d->KW + kw];
+                            }
+                    y[((size_t)(b * d->OC + oc) * d->OH + oh) * d->OW + ow] = s;
+                }
+}
+
+/* Its adjoint: dx += g * w, dw += g * x, db += g (dx, dw, db zeroed by the caller). */
+static void conv_naive_backward(const conv2d_desc_t *d, int B, const double *x, const double *w,
+                                const double *g, double *dx, double *dw, double *db)
+{
+    for (int b = 0; b < B; b++)
+        for (int oc = 0; oc < d->OC; oc++)
+            for (int oh = 0; oh < d->OH; oh++)
+                for (int ow = 0; ow < d->OW; ow++) {
+                    double gv = g[((size_t)(b * d->OC + oc) * d->OH + oh) * d->OW + ow];
+                    db[oc] += gv;
+                    for (int c = 0; c < d->C; c++)
+                        for (int kh = 0; kh < d->KH; kh++)
+                            for (int kw = 0; kw < d->KW; kw++) {
+                                int ih = oh * d->stride - d->pad + kh;
+                                int iw = ow * d->stride - d->pad + kw;
+                                if (ih < 0 || ih >= d->H || iw < 0 || iw >= d->W) continue;
+                                size_t xi = ((size_t)(b * d->C + c) * d->H + ih) * d->W + iw;
+                                size_t wi = ((size_t)(oc * d->C + c) * d->KH + kh) * d->KW + kw;
+                                dx[xi] += gv * w[wi];
+                                dw[wi] += gv * x[xi];
+                            }
+                }
+}
+
+typedef struct {
+    const conv2d_desc_t *d;
+    int B;
+    double *x, *w, *b, *y;
+    const double *R;
+    size_t ny;
+} conv_ctx_t;
+
+static double conv_loss(void *p)
+{
+    conv_ctx_t *c = p;
+    conv_naive(c->d, c->B, c->x, c->w, c->b, c->y);
+    return dot(c->y, c->R, c->ny);
+}
+
+typedef struct {
+    const char *name;
+    int B, C, H, W, OC, KH, KW, stride, pad;
+    int bias;
+    int expect_chunks; /* the batch must not fit one chunk */
+    size_t fd_samples;
+} conv_case_t;
+
+static void run_conv_case(const conv_case_t *cc, uint64_t seed)
+{
+    lcg_t r = {seed};
+    conv2d_desc_t d;
+    assert_int_equal(conv2d_init(&d, cc->C, cc->H, cc->W, cc->OC, cc->KH, cc->KW, cc->stride,
+                                 cc->pad),
+                     0);
+    assert_int_equal(d.OH, (cc->H + 2 * cc->pad - cc->KH) / cc->stride + 1);
+    assert_int_equal(d.OW, (cc->W + 2 * cc->pad - cc->KW) / cc->stride + 1);
+    const int B = cc->B;
+    const size_t nx = (size_t)B * d.C * d.H * d.W, nw = (size_t)d.OC * d.C * d.KH * d.KW;
+    const size_t ny = (size_t)B * d.OC * d.OH * d.OW, nb = (size_t)d.OC;
+    const size_t nws = conv2d_workspace(&d, B);
+    /* more than one chunk: less scratch than col + tmp for the whole batch */
+    if (cc->expect_chunks)
+        assert_true(nws < (size_t)B * (d.C * d.KH * d.KW + d.OC) * d.OH * d.OW);
+    /* a smaller batch never needs more */
+    assert_true(conv2d_workspace(&d, B > 1 ? B - 1 : 1) <= nws);
+
+    float *x = falloc(nx), *w = falloc(nw), *bias = falloc(nb), *y = falloc(ny);
+    float *g = falloc(ny), *dx = falloc(nx), *dx2 = falloc(nx), *dw = falloc(nw);
+    float *dw2 = falloc(nw), *db = falloc(nb), *db2 = falloc(nb), *ws = falloc(nws);
+    double *xd = dalloc(nx), *wd = dalloc(nw), *bd = dalloc(nb), *yd = dalloc(ny);
+    double *Rd = dalloc(ny), *dxd = dalloc(nx), *dwd = dalloc(nw), *dbd = dalloc(nb);
+    rand_fill(&r, x, xd, nx, -1.0f, 1.0f);
+    rand_fill(&r, w, wd, nw, -0.5f, 0.5f);
+    rand_fill(&r, bias, bd, nb, -0.5f, 0.5f);
+    rand_fill(&r, g, Rd, ny, -1.0f, 1.0f);
+    const float *bp = cc->bias ? bias : NULL;
+    double *bdp = cc->bias ? bd : NULL;
+    char what[160];
+
+    /* forward: every output written, equal to the direct convolution */
+    ffill(y, ny, NAN);
+    ffill(ws, nws, NAN);
+    conv2d_forward(&d, B, x, w, bp, y, ws);
+    conv_naive(&d, B, xd, wd, bdp, yd);
+    snprintf(what, sizeof what, "conv %s forward", cc->name);
+    double e_fwd = check_close(what, y, yd, ny, FWD_TOL, &g_max_fwd);
+
+    /* backward into zeroed dinp; parameter gradients pre-filled with NaN must be written */
+    memset(dx, 0, nx * sizeof(float));
+    ffill(dw, nw, NAN);
+    ffill(db, nb, NAN);
+    ffill(ws, nws, NAN);
+    conv2d_backward(&d, B, x, w, g, dx, dw, cc->bias ? db : NULL, ws);
+    conv_naive_backward(&d, B, xd, wd, Rd, dxd, dwd, dbd);
+    snprintf(what, sizeof what, "conv %s dinp vs naive", cc->name);
+    double e_bwd = check_close(what, dx, dxd, nx, BWD_TOL, &g_max_bwd);
+    snprintf(what, sizeof what, "conv %s dweight vs naive", cc->name);
+    double e = check_close(what, dw, dwd, nw, BWD_TOL, &g_max_bwd);
+    e_bwd = fmax(e_bwd, e);
+    if (cc->bias) {
+        snprintf(what, sizeof what, "conv %s dbias vs naive", cc->name);
+        e = check_close(what, db, dbd, nb, BWD_TOL, &g_max_bwd);
+        e_bwd = fmax(e_bwd, e);
+    }
+
+    /* finite differences of f = sum(conv(x, w, b) * R) */
+    conv_ctx_t ctx = {&d, B, xd, wd, bdp, yd, Rd, ny};
+    snprintf(what, sizeof what, "conv %s dinp", cc->name);
+    double e_fd = check_fd(what, conv_loss, &ctx, xd, nx, dx, cc->fd_samples);
+    snprintf(what, sizeof what, "conv %s dweight", cc->name);
+    e = check_fd(what, conv_loss, &ctx, wd, nw, dw, cc->fd_samples);
+    e_fd = fmax(e_fd, e);
+    if (cc->bias) {
+        snprintf(what, sizeof what, "conv %s dbias", cc->name);
+        e = check_fd(what, conv_loss, &ctx, bd, nb, db, cc->fd_samples);
+        e_fd = fmax(e_fd, e);
+    }
+
+    /* dinp accumulates; without dinp the parameter gradients are unchanged */
+    ffill(dx2, nx, PREFILL);
+    ffill(ws, nws, NAN);
+    conv2d_backward(&d, B, x, w, g, dx2, dw2, cc->bias ? db2 : NULL, ws);
+    snprintf(what, sizeof what, "conv %s dinp", cc->name);
+    check_acc(what, dx2, dx, PREFILL, nx);
+    ffill(dw2, nw, NAN);
+    ffill(db2, nb, NAN);
+    ffill(ws, nws, NAN);
+    conv2d_backward(&d, B, x, w, g, NULL, dw2, cc->bias ? db2 : NULL, ws);
+    assert_memory_equal(dw, dw2, nw * sizeof(float));
+    if (cc->bias) assert_memory_equal(db, db2, nb * sizeof(float));
+
+    print_message("conv %-28s ws %7zu floats  fwd %.1e  bwd-vs-naive %.1e  fd %.1e\n", cc->name,
+                  nws, e_fwd, e_bwd, e_fd);
+
+    free(x); free(w); free(bias); free(y); free(g); free(dx); free(dx2); free(dw);
+    free(dw2); free(db); free(db2); free(ws);
+    free(xd); free(wd); free(bd); free(yd); free(Rd); free(dxd); free(dwd); free(dbd);
+}
+
+static void test_conv_geometries(void **state)
+{
+    static const conv_case_t cases[] = {
+        /* name                    B  C   H   W OC KH KW s p bias chunks fd */
+        {"3x3 s1 p1 non-square",   2, 3,  7,  6, 4, 3, 3, 1, 1, 1, 0, 1000},
+        {"3x3 s2 p0",              2, 2,  9,  8, 3, 3, 3, 2, 0, 1, 0, 1000},
+        {"3x3 s2 p1",              3, 2,  8,  7, 3, 3, 3, 2, 1, 0, 0, 1000},
+        {"5x5 s1 p2",              3, 1, 12, 12, 2, 5, 5, 1, 2, 1, 0, 1000},
+        {"5x5 s1 p0 C>1",          2, 3,  9, 10, 4, 5, 5, 1, 0, 1, 0, 1000},
+        {"1x1 s1 p0",              2, 3,  5,  7, 4, 1, 1, 1, 0, 1, 0, 1000},
+        {"1x1 s2 p0",              2, 3,  6,  5, 2, 1, 1, 2, 0, 1, 0, 1000},
+        {"3x2 s2 p1 (KH != KW)",   2, 2,  8,  7, 3, 3, 2, 2, 1, 1, 0, 1000},
+        {"3x3 p1 on 2x2 input",    2, 2,  2,  2, 2, 3, 3, 1, 1, 1, 0, 1000},
+        {"5x5 s3 p2",              2, 2, 11, 13, 2, 5, 5, 3, 2, 1, 0, 1000},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_conv_case(&cases[i], 100 + i);
+}
+
+static void test_conv_chunked(void **state)
+{
+    /* Batches larger than one chunk, the last chunk partial. Every gradient element is
+     * compared with the naive backward; finite differences (one naive forward pass of
+     * the whole batch per evaluation) only spot-check a few, spread over all chunks. */
+    static const conv_case_t cases[] = {
+        /* name                        B   C   H   W  OC KH KW s p bias chunks fd */
+        {"3x3 s1 p1 B=200 chunked",  200,  2,  9,  9,  3, 3, 3, 1, 1, 1, 1, 16},
+        {"LeNet conv1 B=20",          20,  1, 28, 28,  6, 5, 5, 1, 2, 1, 1, 5},
+        {"LeNet conv2 B=19",          19,  6, 14, 14, 16, 5, 5, 1, 0, 1, 1, 5},
+        {"ResNet 3x3 s2 B=9",          9, 16, 16, 16,  8, 3, 3, 2, 1, 0, 1, 8},
+        /* chunks of 7 images = 1792 columns, a padded row stride; then a lone image */
+        {"3x3 s1 p1 16x16 B=8",        8,  4, 16, 16,  3, 3, 3, 1, 1, 1, 1, 8},
+        /* one image per chunk, written straight into out */
+        {"ResNet 3x3 s1 16ch B=2",     2, 16, 16, 16,  4, 3, 3, 1, 1, 1, 1, 8},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_conv_case(&cases[i], 200 + i);
+}
+
+static void test_conv_init(void **state)
+{
+    conv2d_desc_t d;
+    assert_int_equal(conv2d_init(&d, 1, 2, 2, 1, 5, 5, 1, 0), -1); /* empty output */
+    assert_int_equal(conv2d_init(&d, 1, 4, 4, 1, 3, 3, 0, 0), -1); /* stride 0 */
+    assert_int_equal(conv2d_init(&d, 1, 28, 28, 6, 5, 5, 1, 2), 0);
+    assert_int_equal(d.OH, 28);
+    assert_int_equal(d.OW, 28);
+    assert_int_equal(conv2d_init(&d, 3, 32, 31, 8, 3, 3, 2, 1), 0);
+    assert_int_equal(d.OH, 16);
+    assert_int_equal(d.OW, 16);
+}
+
+/* ---- pooling -------------------------------------------------------------------- */
+
+/* Naive window bounds: the unclamped window, elements outside the input skipped. */
+static void maxpool_naive(const pool2d_desc_t *d, int B, const double *x, double *y, int32_t *am)
+{
+    for (int pl = 0; pl < B * d->C; pl++)
+        for (int oh = 0; oh < d->OH; oh++)
+            for (int ow = 0; ow < d->OW; ow++) {
+                double m = -INFINITY;
+                int best = -1;
+                for (int kh = 0; kh < d->K; kh++)
+                    for (int kw = 0; kw < d->K; kw++) {
+                        int ih = oh * d->stride - d->pad + kh, iw = ow * d->stride - d->pad + kw;
+                        if (ih < 0 || ih >= d->H || iw < 0 || iw >= d->W) continue;
+                        double v = x[(size_t)pl * d->H * d->W + ih * d->W + iw];
+                        if (v > m) {
+                            m = v;
+                            best = ih * d->W + iw;
+                        }
+                    }
+                y[(size_t)pl * d->OH * d->OW + oh * d->OW + ow] = m;
+                if (am) am[(size_t)pl * d->OH * d->OW + oh * d->OW + ow] = best;
+            }
+}
+
+static void avgpool_naive(const pool2d_desc_t *d, int B, const double *x, double *y)
+{
+    for (int pl = 0; pl < B * d->C; pl++)
+        for (int oh = 0; oh < d->OH; oh++)
+            for (int ow = 0; ow < d->OW; ow++) {
+                double s = 0.0;
+                int cnt = 0;
+                for (int kh = 0; kh < d->K; kh++)
+                    for (int kw = 0; kw < d->K; kw++) {
+                        int ih = oh * d->stride - d->pad + kh, iw = ow * d->stride - d->pad + kw;
+                        if (ih < 0 || ih >= d->H || iw < 0 || iw >= d->W) continue;
+                        s += x[(size_t)pl * d->H * d->W + ih * d->W + iw];
+                        cnt++;
+                    }
+                y[(size_t)pl * d->OH * d->OW + oh * d->OW + ow] = s / cnt;
+            }
+}
+
+typedef struct {
+    const pool2d_desc_t *d;
+    int B, is_max;
+    double *x, *y;
+    const double *R;
+    size_t ny;
+} pool_ctx_t;
+
+static double pool_loss(void *p)
+{
+    pool_ctx_t *c = p;
+    if (c->is_max) maxpool_naive(c->d, c->B, c->x, c->y, NULL);
+    else avgpool_naive(c->d, c->B, c->x, c->y);
+    return dot(c->y, c->R, c->ny);
+}
+
+static void test_pool_sizes(void **state)
+{
+    pool2d_desc_t d;
+    /* Caffe's cifar10_quick pools: 32 -> 16 in ceil mode, 15 in floor mode */
+    assert_int_equal(pool2d_init(&d, 32, 32, 32, 3, 2, 0, 1), 0);
+    assert_int_equal(d.OH, 16);
+    assert_int_equal(d.OW, 16);
+    assert_int_equal(pool2d_init(&d, 32, 32, 32, 3, 2, 0, 0), 0);
+    assert_int_equal(d.OH, 15);
+    assert_int_equal(pool2d_init(&d, 1, 16, 16, 3, 2, 0, 1), 0);
+    assert_int_equal(d.OH, 8);
+    assert_int_equal(pool2d_init(&d, 1, 16, 16, 3, 2, 0, 0), 0);
+    assert_int_equal(d.OH, 7);
+    /* LeNet 2x2/2: 28 -> 14 either way */
+    assert_int_equal(pool2d_init(&d, 6, 28, 28, 2, 2, 0, 0), 0);
+    assert_int_equal(d.OH, 14);
+    assert_int_equal(pool2d_init(&d, 6, 28, 28, 2, 2, 0, 1), 0);
+    assert_int_equal(d.OH, 14);
+    /* odd sizes: H 7 -> 3 (floor) or 4 (ceil), W 9 -> 4 or 5 */
+    assert_int_equal(pool2d_init(&d, 1, 7, 9, 2, 2, 0, 0), 0);
+    assert_int_equal(d.OH, 3);
+    assert_int_equal(d.OW, 4);
+    assert_int_equal(pool2d_init(&d, 1, 7, 9, 2, 2, 0, 1), 0);
+    assert_int_equal(d.OH, 4);
+    assert_int_equal(d.OW, 5);
+    /* ceil would give 4, but the 4th window would start at 6 - 1 = 5 >= H: dropped */
+    assert_int_equal(pool2d_init(&d, 1, 5, 5, 2, 2, 1, 1), 0);
+    assert_int_equal(d.OH, 3);
+    assert_int_equal(pool2d_init(&d, 1, 5, 5, 2, 2, 1, 0), 0);
+    assert_int_equal(d.OH, 3);
+    /* errors: window larger than the padded input; pad over K/2 */
+    assert_int_equal(pool2d_init(&d, 1, 2, 2, 3, 1, 0, 0), -1);
+    assert_int_equal(pool2d_init(&d, 1, 8, 8, 2, 2, 2, 0), -1);
+}
+
+typedef struct {
+    const char *name;
+    int B, C, H, W, K, stride, pad, ceil_mode;
+} pool_case_t;
+
+static const pool_case_t pool_cases[] = {
+    {"2x2/2 floor", 2, 3, 8, 6, 2, 2, 0, 0},
+    {"3x3/2 ceil 9x9", 2, 2, 9, 9, 3, 2, 0, 1},
+    {"3x3/2 ceil 8x7", 2, 2, 8, 7, 3, 2, 0, 1},
+    {"3x3/2 floor 8x7", 2, 2, 8, 7, 3, 2, 0, 0},
+    {"3x3/2 p1 ceil", 2, 2, 7, 6, 3, 2, 1, 1},
+    {"2x2/2 p1 ceil (drop)", 1, 2, 5, 5, 2, 2, 1, 1},
+    {"3x3/1 p1 floor", 2, 1, 5, 4, 3, 1, 1, 0},
+};
+
+static void run_pool_case(const pool_case_t *pc, int is_max, uint64_t seed)
+{
+    lcg_t r = {seed};
+    pool2d_desc_t d;
+    assert_int_equal(pool2d_init(&d, pc->C, pc->H, pc->W, pc->K, pc->stride, pc->pad, pc->ceil_mode), 0);
+    const int B = pc->B;
+    const size_t nx = (size_t)B * d.C * d.H * d.W, ny = (size_t)B * d.C * d.OH * d.OW;
+    float *x = falloc(nx), *y = falloc(ny), *g = falloc(ny), *dx = falloc(nx), *dx2 = falloc(nx);
+    int32_t *am = malloc(ny * sizeof(int32_t)), *amd = malloc(ny * sizeof(int32_t));
+    double *xd = dalloc(nx), *yd = dalloc(ny), *Rd = dalloc(ny);
+    assert_non_null(am);
+    assert_non_null(amd);
+    /* distinct values 0.01 apart in scrambled order (7919 is prime and nx < 7919),
+     * so every max is unique and stays the max under a step of 1e-5 */
+    assert_true(nx < 7919);
+    for (size_t i = 0; i < nx; i++) x[i] = (float)((i * 7919 + 13) % nx) * 0.01f - 0.005f * (float)nx;
+    to_double(x, xd, nx);
+    rand_fill(&r, g, Rd, ny, -1.0f, 1.0f);
+    char what[160];
+
+    ffill(y, ny, NAN);
+    if (is_max) {
+        maxpool2d_forward(&d, B, x, y, am);
+        maxpool_naive(&d, B, xd, yd, amd);
+        assert_memory_equal(am, amd, ny * sizeof(int32_t));
+    } else {
+        avgpool2d_forward(&d, B, x, y);
+        avgpool_naive(&d, B, xd, yd);
+    }
+    snprintf(what, sizeof what, "%s %s forward", is_max ? "maxpool" : "avgpool", pc->name);
+    double e_fwd = check_close(what, y, yd, ny, FWD_TOL, &g_max_fwd);
+
+    memset(dx, 0, nx * sizeof(float));
+    if (is_max) maxpool2d_backward(&d, B, g, am, dx);
+    else avgpool2d_backward(&d, B, g, dx);
+    pool_ctx_t ctx = {&d, B, is_max, xd, yd, Rd, ny};
+    snprintf(what, sizeof what, "%s %s dinp", is_max ? "maxpool" : "avgpool", pc->name);
+    double e_fd = check_fd(what, pool_loss, &ctx, xd, nx, dx, 100000);
+
+    ffill(dx2, nx, PREFILL);
+    if (is_max) maxpool2d_backward(&d, B, g, am, dx2);
+    else avgpool2d_backward(&d, B, g, dx2);
+    check_acc(what, dx2, dx, PREFILL, nx);
+    print_message("%s %-22s %dx%d -> %dx%d  fwd %.1e  fd %.1e\n", is_max ? "maxpool" : "avgpool",
+                  pc->name, d.H, d.W, d.OH, d.OW, e_fwd, e_fd);
+
+    free(x); free(y); free(g); free(dx); free(dx2); free(am); free(amd);
+    free(xd); free(yd); free(Rd);
+}
+
+static void test_maxpool(void **state)
+{
+    for (size_t i = 0; i < sizeof pool_cases / sizeof pool_cases[0]; i++)
+        run_pool_case(&pool_cases[i], 1, 300 + i);
+
+    /* ties keep the first element of the window; argmax is a flat index into H*W */
+    pool2d_desc_t d;
+    assert_int_equal(pool2d_init(&d, 1, 2, 4, 2, 2, 0, 0), 0);
+    const float x[8] = {1, 3, 2, 2, 3, 0, 2, 2};
+    float y[2];
+    int32_t am[2];
+    maxpool2d_forward(&d, 1, x, y, am);
+    assert_true(y[0] == 3.0f && y[1] == 2.0f);
+    assert_int_equal(am[0], 1);
+    assert_int_equal(am[1], 2);
+}
+
+static void test_avgpool(void **state)
+{
+    for (size_t i = 0; i < sizeof pool_cases / sizeof pool_cases[0]; i++)
+        run_pool_case(&pool_cases[i], 0, 400 + i);
+
+    /* ceil-mode edge windows average only what lies inside the input:
+     *   1 2 3
+     *   4 5 6   2x2/2 ceil -> [(1+2+4+5)/4, (3+6)/2; (7+8)/2, 9]
+     *   7 8 9 */
+    pool2d_desc_t d;
+    assert_int_equal(pool2d_init(&d, 1, 3, 3, 2, 2, 0, 1), 0);
+    assert_int_equal(d.OH, 2);
+    assert_int_equal(d.OW, 2);
+    const float x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    float y[4];
+    avgpool2d_forward(&d, 1, x, y);
+    assert_float_equal(y[0], 3.0f, 1e-6f);
+    assert_float_equal(y[1], 4.5f, 1e-6f);
+    assert_float_equal(y[2], 7.5f, 1e-6f);
+    assert_float_equal(y[3], 9.0f, 1e-6f);
+    /* the backward spreads each output gradient over the elements it averaged */
+    const float g[4] = {4, 2, 2, 1};
+    float dx[9] = {0};
+    avgpool2d_backward(&d, 1, g, dx);
+    const float want[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    for (int i = 0; i < 9; i++) assert_float_equal(dx[i], want[i], 1e-6f);
+    /* same geometry in floor mode: one window */
+    assert_int_equal(pool2d_init(&d, 1, 3, 3, 2, 2, 0, 0), 0);
+    assert_int_equal(d.OH, 1);
+}
+
+/* ---- elementwise ---------------------------------------------------------------- */
+
+typedef struct {
+    double *x, *y;
+    const double *R;
+    size_t n;
+} relu_ctx_t;
+
+static double relu_loss(void *p)
+{
+    relu_ctx_t *c = p;
+    for (size_t i = 0; i < c->n; i++) c->y[i] = c->x[i] > 0 ? c->x[i] : 0.0;
+    return dot(c->y, c->R, c->n);
+}
+
+static void test_relu(void **state)
+{
+    lcg_t r = {500};
+    const size_t n = 1037; /* not a multiple of any vector width */
+    float *x = falloc(n), *y = falloc(n), *g = falloc(n), *dx = falloc(n), *dx2 = falloc(n);
+    double *xd = dalloc(n), *yd = dalloc(n), *Rd = dalloc(n);
+    /* keep |x| >= 0.05 so a finite-difference step never crosses the kink */
+    for (size_t i = 0; i < n; i++) {
+        float v = lcg_unif(&r, 0.05f, 2.0f);
+        x[i] = (lcg_next(&r) & 1) ? v : -v;
+    }
+    x[7] = 0.0f; /* relu(0) = 0, and no gradient flows (out > 0 is false) */
+    to_double(x, xd, n);
+    rand_fill(&r, g, Rd, n, -1.0f, 1.0f);
+
+    relu_forward(n, x, y);
+    for (size_t i = 0; i < n; i++) assert_true(y[i] == (x[i] > 0.0f ? x[i] : 0.0f));
+    relu_ctx_t ctx = {xd, yd, Rd, n};
+    relu_loss(&ctx);
+    check_close("relu forward", y, yd, n, FWD_TOL, &g_max_fwd);
+
+    memset(dx, 0, n * sizeof(float));
+    relu_backward(n, y, g, dx);
+    for (size_t i = 0; i < n; i++) assert_true(dx[i] == (x[i] > 0.0f ? g[i] : 0.0f));
+    xd[7] = 0.5; /* the FD check needs a differentiable point; its gradient is g */
+    dx[7] = g[7];
+    double e = check_fd("relu dinp", relu_loss, &ctx, xd, n, dx, 100000);
+    dx[7] = 0.0f;
+    ffill(dx2, n, PREFILL);
+    relu_backward(n, y, g, dx2);
+    check_acc("relu dinp", dx2, dx, PREFILL, n);
+    relu_backward(n, y, g, NULL); /* dinp may be NULL */
+
+    /* in place */
+    memcpy(dx2, x, n * sizeof(float));
+    relu_forward(n, dx2, dx2);
+    assert_memory_equal(dx2, y, n * sizeof(float));
+    print_message("relu fd %.1e\n", e);
+
+    free(x); free(y); free(g); free(dx); free(dx2); free(xd); free(yd); free(Rd);
+}
+
+static void shortcut_naive(const shortcut_desc_t *d, int B, const double *a, const double *x,
+                           double *y)
+{
+    const int off = (d->OC - d->C) / 2;
+    for (int b = 0; b < B; b++)
+        for (int oc = 0; oc < d->OC; oc++)
+            for (int oh = 0; oh < d->OH; oh++)
+                for (int ow = 0; ow < d->OW; ow++) {
+                    size_t o = ((size_t)(b * d->OC + oc) * d->OH + oh) * d->OW + ow;
+                    int c = oc - off;
+                    double s = 0.0;
+                    if (c >= 0 && c < d->C)
+                        s = x[((size_t)(b * d->C + c) * d->H + oh * d->stride) * d->W +
+                              ow * d->stride];
+                    y[o] = a[o] + s;
+                }
+}
+
+typedef struct {
+    const shortcut_desc_t *d;
+    int B;
+    double *a, *x, *y;
+    const double *R;
+    size_t ny;
+} sc_ctx_t;
+
+static double sc_loss(void *p)
+{
+    sc_ctx_t *c = p;
+    shortcut_naive(c->d, c->B, c->a, c->x, c->y);
+    return dot(c->y, c->R, c->ny);
+}
+
+static void test_residual_add(void **state)
+{
+    static const struct { int B, C, H, W, OC, stride, OH, OW; } cases[] = {
+        {2, 3, 5, 4, 3, 1, 5, 4},  /* identity */
+        {2, 4, 5, 5, 8, 2, 3, 3},  /* ResNet downsampling, odd size */
+        {2, 4, 8, 6, 8, 2, 4, 3},
+        {1, 4, 6, 7, 7, 2, 3, 4},  /* odd channel gap: offset (7-4)/2 = 1 */
+        {2, 3, 4, 4, 5, 1, 4, 4},  /* channel padding only */
+        {1, 2, 7, 7, 2, 3, 3, 3},  /* subsampling only */
+    };
+    shortcut_desc_t d;
+    assert_int_equal(shortcut_init(&d, 4, 8, 8, 2, 1), -1); /* OC < C */
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        lcg_t r = {600 + k};
+        assert_int_equal(shortcut_init(&d, cases[k].C, cases[k].H, cases[k].W, cases[k].OC,
+                                       cases[k].stride),
+                         0);
+        assert_int_equal(d.OH, cases[k].OH);
+        assert_int_equal(d.OW, cases[k].OW);
+        const int B = cases[k].B;
+        const size_t nx = (size_t)B * d.C * d.H * d.W, ny = (size_t)B * d.OC * d.OH * d.OW;
+        float *a = falloc(ny), *x = falloc(nx), *y = falloc(ny), *g = falloc(ny);
+        float *da = falloc(ny), *dx = falloc(nx), *da2 = falloc(ny), *dx2 = falloc(nx);
+        double *ad = dalloc(ny), *xd = dalloc(nx), *yd = dalloc(ny), *Rd = dalloc(ny);
+        rand_fill(&r, a, ad, ny, -1.0f, 1.0f);
+        rand_fill(&r, x, xd, nx, -1.0f, 1.0f);
+        rand_fill(&r, g, Rd, ny, -1.0f, 1.0f);
+        char what[96];
+
+        ffill(y, ny, NAN);
+        residual_add_forward(&d, B, a, x, y);
+        shortcut_naive(&d, B, ad, xd, yd);
+        snprintf(what, sizeof what, "residual case %zu forward", k);
+        check_close(what, y, yd, ny, FWD_TOL, &g_max_fwd);
+
+        memset(da, 0, ny * sizeof(float));
+        memset(dx, 0, nx * sizeof(float));
+        residual_add_backward(&d, B, g, da, dx);
+        sc_ctx_t ctx = {&d, B, ad, xd, yd, Rd, ny};
+        snprintf(what, sizeof what, "residual case %zu da", k);
+        check_fd(what, sc_loss, &ctx, ad, ny, da, 100000);
+        snprintf(what, sizeof what, "residual case %zu dx", k);
+        check_fd(what, sc_loss, &ctx, xd, nx, dx, 100000);
+
+        ffill(da2, ny, PREFILL);
+        ffill(dx2, nx, PREFILL);
+        residual_add_backward(&d, B, g, da2, dx2);
+        check_acc(what, da2, da, PREFILL, ny);
+        check_acc(what, dx2, dx, PREFILL, nx);
+        /* either gradient may be NULL */
+        ffill(dx2, nx, PREFILL);
+        residual_add_backward(&d, B, g, NULL, dx2);
+        check_acc(what, dx2, dx, PREFILL, nx);
+        ffill(da2, ny, PREFILL);
+        residual_add_backward(&d, B, g, da2, NULL);
+        check_acc(what, da2, da, PREFILL, ny);
+
+        /* in place on a: out == a */
+        memcpy(da2, a, ny * sizeof(float));
+        residual_add_forward(&d, B, da2, x, da2);
+        assert_memory_equal(da2, y, ny * sizeof(float));
+
+        free(a); free(x); free(y); free(g); free(da); free(dx); free(da2); free(dx2);
+        free(ad); free(xd); free(yd); free(Rd);
+    }
+}
+
+typedef struct {
+    int B, C, HW;
+    double *x, *y;
+    const double *R;
+} gap_ctx_t;
+
+static double gap_loss(void *p)
+{
+    gap_ctx_t *c = p;
+    for (int i = 0; i < c->B * c->C; i++) {
+        double s = 0.0;
+        for (int j = 0; j < c->HW; j++) s += c->x[(size_t)i * c->HW + j];
+        c->y[i] = s / c->HW;
+    }
+    return dot(c->y, c->R, (size_t)c->B * c->C);
+}
+
+static void test_gap(void **state)
+{
+    static const int shapes[][3] = {{2, 3, 64}, {3, 2, 13}, {1, 4, 1}};
+    for (size_t k = 0; k < 3; k++) {
+        lcg_t r = {700 + k};
+        const int B = shapes[k][0], C = shapes[k][1], HW = shapes[k][2];
+        const size_t nx = (size_t)B * C * HW, ny = (size_t)B * C;
+        float *x = falloc(nx), *y = falloc(ny), *g = falloc(ny), *dx = falloc(nx), *dx2 = falloc(nx);
+        double *xd = dalloc(nx), *yd = dalloc(ny), *Rd = dalloc(ny);
+        rand_fill(&r, x, xd, nx, -1.0f, 1.0f);
+        rand_fill(&r, g, Rd, ny, -1.0f, 1.0f);
+        gap_ctx_t ctx = {B, C, HW, xd, yd, Rd};
+        gap_forward(B, C, HW, x, y);
+        gap_loss(&ctx);
+        check_close("gap forward", y, yd, ny, FWD_TOL, &g_max_fwd);
+        memset(dx, 0, nx * sizeof(float));
+        gap_backward(B, C, HW, g, dx);
+        check_fd("gap dinp", gap_loss, &ctx, xd, nx, dx, 100000);
+        ffill(dx2, nx, PREFILL);
+        gap_backward(B, C, HW, g, dx2);
+        check_acc("gap dinp", dx2, dx, PREFILL, nx);
+        free(x); free(y); free(g); free(dx); free(dx2); free(xd); free(yd); free(Rd);
+    }
+}
+
+/* ---- fully connected ------------------------------------------------------------ */
+
+typedef struct {
+    int B, IN, OUT;
+    double *x, *w, *b, *y;
+    const double *R;
+} fc_ctx_t;
+
+static void fc_naive(int B, int IN, int OUT, const double *x, const double *w, const double *b,
+                     double *y)
+{
+    for (int i = 0; i < B; i++)
+        for (int o = 0; o < OUT; o++) {
+            double s = b ? b[o] : 0.0;
+            for (int k = 0; k < IN; k++) s += x[(size_t)i * IN + k] * w[(size_t)o * IN + k];
+            y[(size_t)i * OUT + o] = s;
+        }
+}
+
+static double fc_loss(void *p)
+{
+    fc_ctx_t *c = p;
+    fc_naive(c->B, c->IN, c->OUT, c->x, c->w, c->b, c->y);
+    return dot(c->y, c->R, (size_t)c->B * c->OUT);
+}
+
+static void test_fc(void **state)
+{
+    static const int shapes[][4] = {{5, 7, 3, 1}, {33, 50, 10, 1}, {4, 9, 6, 0}, {1, 1, 1, 1}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        lcg_t r = {800 + k};
+        const int B = shapes[k][0], IN = shapes[k][1], OUT = shapes[k][2], has_b = shapes[k][3];
+        const size_t nx = (size_t)B * IN, nw = (size_t)OUT * IN, ny = (size_t)B * OUT;
+        float *x = falloc(nx), *w = falloc(nw), *b = falloc(OUT), *y = falloc(ny), *g = falloc(ny);
+        float *dx = falloc(nx), *dx2 = falloc(nx), *dw = falloc(nw), *db = falloc(OUT);
+        float *dw2 = falloc(nw), *db2 = falloc(OUT);
+        double *xd = dalloc(nx), *wd = dalloc(nw), *bd = dalloc(OUT), *yd = dalloc(ny);
+        double *Rd = dalloc(ny);
+        rand_fill(&r, x, xd, nx, -1.0f, 1.0f);
+        rand_fill(&r, w, wd, nw, -0.5f, 0.5f);
+        rand_fill(&r, b, bd, OUT, -0.5f, 0.5f);
+        rand_fill(&r, g, Rd, ny, -1.0f, 1.0f);
+        fc_ctx_t ctx = {B, IN, OUT, xd, wd, has_b ? bd : NULL, yd, Rd};
+
+        ffill(y, ny, NAN);
+        fc_forward(B, IN, OUT, x, w, has_b ? b : NULL, y);
+        fc_loss(&ctx);
+        check_close("fc forward", y, yd, ny, FWD_TOL, &g_max_fwd);
+
+        memset(dx, 0, nx * sizeof(float));
+        ffill(dw, nw, NAN);
+        ffill(db, OUT, NAN);
+        fc_backward(B, IN, OUT, x, w, g, dx, dw, has_b ? db : NULL);
+        check_fd("fc dinp", fc_loss, &ctx, xd, nx, dx, 100000);
+        check_fd("fc dweight", fc_loss, &ctx, wd, nw, dw, 100000);
+        if (has_b) check_fd("fc dbias", fc_loss, &ctx, bd, OUT, db, 100000);
+
+        ffill(dx2, nx, PREFILL);
+        fc_backward(B, IN, OUT, x, w, g, dx2, dw2, has_b ? db2 : NULL);
+        check_acc("fc dinp", dx2, dx, PREFILL, nx);
+        ffill(dw2, nw, NAN);
+        ffill(db2, OUT, NAN);
+        fc_backward(B, IN, OUT, x, w, g, NULL, dw2, has_b ? db2 : NULL);
+        assert_memory_equal(dw, dw2, nw * sizeof(float));
+        if (has_b) assert_memory_equal(db, db2, OUT * sizeof(float));
+
+        free(x); free(w); free(b); free(y); free(g); free(dx); free(dx2); free(dw); free(db);
+        free(dw2); free(db2); free(xd); free(wd); free(bd); free(yd); free(Rd);
+    }
+}
+
+/* ---- softmax cross-entropy ------------------------------------------------------ */
+
+typedef struct {
+    int B, N;
+    double *x;
+    const int32_t *labels;
+} xent_ctx_t;
+
+static double xent_naive(int B, int N, const double *x, const int32_t *labels, double *probs)
+{
+    double total = 0.0;
+    for (int b = 0; b < B; b++) {
+        const double *row = x + (size_t)b * N;
+        double m = row[0];
+        for (int j = 1; j < N; j++) m = fmax(m, row[j]);
+        double s = 0.0;
+        for (int j = 0; j < N; j++) s += exp(row[j] - m);
+        if (probs)
+            for (int j = 0; j < N; j++) probs[(size_t)b * N + j] = exp(row[j] - m) / s;
+        total += log(s) + m - row[labels[b]];
+    }
+    return total / B;
+}
+
+static double xent_loss(void *p)
+{
+    xent_ctx_t *c = p;
+    return xent_naive(c->B, c->N, c->x, c->labels, NULL);
+}
+
+static void test_softmax_xent(void **state)
+{
+    lcg_t r = {900};
+    enum { B = 7, N = 10 };
+    float x[B * N], probs[B * N], g[B * N], g2[B * N];
+    double xd[B * N], pd[B * N];
+    int32_t labels[B];
+    rand_fill(&r, x, xd, B * N, -3.0f, 3.0f);
+    for (int b = 0; b < B; b++) labels[b] = (int32_t)(lcg_next(&r) % N);
+
+    float loss = softmax_xent_forward(B, N, x, labels, probs);
+    double want = xent_naive(B, N, xd, labels, pd);
+    double e = relerr(loss, want);
+    if (!(e < FWD_TOL)) fail_msg("xent loss %.9g, want %.9g: error %.3g >= %.0e", loss, want, e, FWD_TOL);
+    if (e > g_max_fwd) g_max_fwd = e;
+    check_close("softmax probs", probs, pd, B * N, FWD_TOL, &g_max_fwd);
+
+    /* dlogits written (=) over NaN; d(mean loss)/dlogits with scale 1 */
+    ffill(g, B * N, NAN);
+    softmax_xent_backward(B, N, probs, labels, 1.0f, g);
+    xent_ctx_t ctx = {B, N, xd, labels};
+    double efd = check_fd("xent dlogits", xent_loss, &ctx, xd, B * N, g, 100000);
+    /* scale multiplies the gradient */
+    softmax_xent_backward(B, N, probs, labels, 0.25f, g2);
+    for (int i = 0; i < B * N; i++) assert_float_equal(g2[i], 0.25f * g[i], 1e-7f);
+    print_message("softmax-xent loss err %.1e  fd %.1e\n", e, efd);
+
+    /* huge logits: finite and exact, no overflow in exp */
+    const float big[2 * 3] = {1000.0f, 0.0f, -1000.0f, 1000.0f, 1000.0f, 1000.0f};
+    const int32_t lab_a[2] = {0, 2};
+    float pb[6];
+    loss = softmax_xent_forward(2, 3, big, lab_a, pb);
+    assert_true(isfinite(loss));
+    /* row 0: loss 0 (exp(-1000) underflows to 0); row 1: log(3) */
+    assert_float_equal(loss, (float)(log(3.0) / 2.0), 1e-6f);
+    assert_float_equal(pb[0], 1.0f, 1e-7f);
+    assert_float_equal(pb[3], 1.0f / 3.0f, 1e-7f);
+    const int32_t lab_b[2] = {1, 0};
+    loss = softmax_xent_forward(2, 3, big, lab_b, pb);
+    assert_true(isfinite(loss));
+    /* row 0: loss 1000; row 1: log(3) */
+    assert_float_equal(loss, (float)((1000.0 + log(3.0)) / 2.0), 1e-3f);
+}
+
+static void test_count_correct(void **state)
+{
+    const float x[4 * 3] = {
+        1, 3, 3,    /* tie between 1 and 2: argmax is 1 */
+        5, 5, 5,    /* all equal: 0 */
+        -1, -2, 0,  /* 2 */
+        0, 9, 1,    /* 1 */
+    };
+    const int32_t ok[4] = {1, 0, 2, 1}, tie_high[4] = {2, 2, 2, 0};
+    assert_int_equal(count_correct(4, 3, x, ok), 4);
+    assert_int_equal(count_correct(4, 3, x, tie_high), 1);
+}
+
+/* ---- batch norm ----------------------------------------------------------------- */
+
+/* Training-mode forward in double; mean and biased variance of the batch. */
+static void bn_naive(int B, int C, int HW, const double *x, const double *gamma,
+                     const double *beta, double *y, double *mean, double *var)
+{
+    const double M = (double)B * HW;
+    for (int c = 0; c < C; c++) {
+        double s = 0.0, q = 0.0;
+        for (int b = 0; b < B; b++)
+            for (int i = 0; i < HW; i++) s += x[((size_t)b * C + c) * HW + i];
+        double m = s / M;
+        for (int b = 0; b < B; b++)
+            for (int i = 0; i < HW; i++) {
+                double v = x[((size_t)b * C + c) * HW + i] - m;
+                q += v * v;
+            }
+        double vr = q / M, inv = 1.0 / sqrt(vr + (double)BN_EPS);
+        if (mean) mean[c] = m;
+        if (var) var[c] = vr;
+        for (int b = 0; b < B; b++)
+            for (int i = 0; i < HW; i++) {
+                size_t k = ((size_t)b * C + c) * HW + i;
+                y[k] = gamma[c] * (x[k] - m) * inv + beta[c];
+            }
+    }
+}
+
+typedef struct {
+    int B, C, HW;
+    double *x, *gamma, *beta, *y;
+    const double *R;
+} bn_ctx_t;
+
+static double bn_loss(void *p)
+{
+    bn_ctx_t *c = p;
+    bn_naive(c->B, c->C, c->HW, c->x, c->gamma, c->beta, c->y, NULL, NULL);
+    return dot(c->y, c->R, (size_t)c->B * c->C * c->HW);
+}
+
+static void run_bn_case(int B, int C, int HW, float center, uint64_t seed)
+{
+    lcg_t r = {seed};
+    const size_t n = (size_t)B * C * HW;
+    float *x = falloc(n), *y = falloc(n), *g = falloc(n), *dx = falloc(n), *dx2 = falloc(n);
+    float gamma[8], beta[8], smean[8], sinv[8], rm[8], rv[8], dgam[8], dbet[8], dg2[8], db2[8];
+    double *xd = dalloc(n), *yd = dalloc(n), *Rd = dalloc(n);
+    double gd[8], bd[8], md[8], vd[8], sinvd[8];
+    assert_true(C <= 8);
+    rand_fill(&r, x, xd, n, center - 2.0f, center + 2.0f);
+    rand_fill(&r, gamma, gd, C, 0.5f, 1.5f);
+    rand_fill(&r, beta, bd, C, -0.5f, 0.5f);
+    rand_fill(&r, g, Rd, n, -1.0f, 1.0f);
+    for (int c = 0; c < C; c++) {
+        rm[c] = 0.1f * (float)c;
+        rv[c] = 1.0f + 0.5f * (float)c;
+    }
+    const float momentum = 0.1f;
+    char what[96];
+
+    ffill(y, n, NAN);
+    batchnorm_forward_train(B, C, HW, x, gamma, beta, y, smean, sinv, rm, rv, momentum);
+    bn_naive(B, C, HW, xd, gd, bd, yd, md, vd);
+    snprintf(what, sizeof what, "batchnorm B=%d C=%d HW=%d mean %g forward", B, C, HW, center);
+    double e_fwd = check_close(what, y, yd, n, FWD_TOL, &g_max_fwd);
+    check_close("batchnorm save_mean", smean, md, C, FWD_TOL, &g_max_fwd);
+    for (int c = 0; c < C; c++) sinvd[c] = 1.0 / sqrt(vd[c] + (double)BN_EPS);
+    check_close("batchnorm save_invstd", sinv, sinvd, C, FWD_TOL, &g_max_fwd);
+    /* running statistics: (1 - momentum)*old + momentum*batch, unbiased variance */
+    double M = (double)B * HW, want_m[8], want_v[8];
+    for (int c = 0; c < C; c++) {
+        want_m[c] = (1.0 - momentum) * (0.1 * c) + momentum * md[c];
+        want_v[c] = (1.0 - momentum) * (1.0 + 0.5 * c) + momentum * vd[c] * M / (M - 1.0);
+    }
+    check_close("batchnorm running_mean", rm, want_m, C, FWD_TOL, &g_max_fwd);
+    check_close("batchnorm running_var (unbiased update)", rv, want_v, C, FWD_TOL, &g_max_fwd);
+
+    /* eval mode with the running statistics just computed */
+    batchnorm_forward_eval(B, C, HW, x, gamma, beta, rm, rv, y);
+    for (int b = 0; b < B; b++)
+        for (int c = 0; c < C; c++)
+            for (int i = 0; i < HW; i++) {
+                size_t k = ((size_t)b * C + c) * HW + i;
+                yd[k] = gd[c] * (xd[k] - rm[c]) / sqrt((double)rv[c] + (double)BN_EPS) + bd[c];
+            }
+    check_close("batchnorm eval forward", y, yd, n, FWD_TOL, &g_max_fwd);
+
+    /* backward through the batch statistics */
+    memset(dx, 0, n * sizeof(float));
+    ffill(dgam, C, NAN);
+    ffill(dbet, C, NAN);
+    batchnorm_backward(B, C, HW, x, gamma, smean, sinv, g, dx, dgam, dbet);
+    bn_ctx_t ctx = {B, C, HW, xd, gd, bd, yd, Rd};
+    double e_fd = 0.0;
+    if (center == 0.0f) {
+        e_fd = check_fd("batchnorm dinp", bn_loss, &ctx, xd, n, dx, 200);
+        e_fd = fmax(e_fd, check_fd("batchnorm dgamma", bn_loss, &ctx, gd, C, dgam, 100));
+        e_fd = fmax(e_fd, check_fd("batchnorm dbeta", bn_loss, &ctx, bd, C, dbet, 100));
+    }
+    ffill(dx2, n, PREFILL);
+    batchnorm_backward(B, C, HW, x, gamma, smean, sinv, g, dx2, dg2, db2);
+    check_acc("batchnorm dinp", dx2, dx, PREFILL, n);
+    batchnorm_backward(B, C, HW, x, gamma, smean, sinv, g, NULL, dg2, db2);
+    assert_memory_equal(dgam, dg2, C * sizeof(float));
+    assert_memory_equal(dbet, db2, C * sizeof(float));
+    print_message("batchnorm B=%d C=%d HW=%-3d mean %-6g fwd %.1e  fd %.1e\n", B, C, HW, center,
+                  e_fwd, e_fd);
+
+    free(x); free(y); free(g); free(dx); free(dx2); free(xd); free(yd); free(Rd);
+}
+
+static void test_batchnorm(void **state)
+{
+    run_bn_case(4, 3, 5, 0.0f, 1000);
+    run_bn_case(2, 2, 13, 0.0f, 1001);
+    run_bn_case(3, 2, 64, 0.0f, 1002);
+    run_bn_case(1, 3, 9, 0.0f, 1003);
+    /* a large mean and a small spread: the forward must keep its precision */
+    run_bn_case(4, 2, 33, 1000.0f, 1004);
+}
+
+/* ---- optimizer ------------------------------------------------------------------ */
+
+static void check_all(const char *what, const float *v, size_t n, double want)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!(fabs(v[i] - want) <= 1e-6 * fmax(1.0, fabs(want))))
+            fail_msg("%s[%zu] = %.9g, want %.9g (relative tolerance 1e-6)", what, i, v[i], want);
+}
+
+static void test_sgd(void **state)
+{
+    enum { n = 37 };
+    float w[n], g[n], u[n];
+    /* plain: w = 1 - 0.1 * 0.5 */
+    ffill(w, n, 1.0f);
+    ffill(g, n, 0.5f);
+    ffill(u, n, 7.0f);
+    sgd_update(n, w, g, u, 0.1f, 0.0f, 0, 0.0f, 1.0f);
+    check_all("sgd plain w", w, n, 0.95);
+    check_all("sgd plain leaves u alone", u, n, 7.0);
+    sgd_update(n, w, g, NULL, 0.1f, 0.0f, 0, 0.0f, 1.0f); /* u may be NULL without momentum */
+    check_all("sgd plain w (u NULL)", w, n, 0.90);
+
+    /* weight decay: d = 0.5 + 0.1 * 1 = 0.6, w = 1 - 0.06 */
+    ffill(w, n, 1.0f);
+    sgd_update(n, w, g, NULL, 0.1f, 0.0f, 0, 0.1f, 1.0f);
+    check_all("sgd weight decay w", w, n, 0.94);
+
+    /* momentum 0.9 from u = 0: u = 0.5, w = 0.95; then u = 0.45 + 0.5 = 0.95, w = 0.855 */
+    ffill(w, n, 1.0f);
+    ffill(u, n, 0.0f);
+    sgd_update(n, w, g, u, 0.1f, 0.9f, 0, 0.0f, 1.0f);
+    check_all("sgd momentum u step 1", u, n, 0.5);
+    check_all("sgd momentum w step 1", w, n, 0.95);
+    sgd_update(n, w, g, u, 0.1f, 0.9f, 0, 0.0f, 1.0f);
+    check_all("sgd momentum u step 2", u, n, 0.95);
+    check_all("sgd momentum w step 2", w, n, 0.855);
+
+    /* nesterov: u = 0.5, step = 0.5 + 0.45 = 0.95, w = 0.905;
+     *           u = 0.95, step = 0.5 + 0.855 = 1.355, w = 0.7695 */
+    ffill(w, n, 1.0f);
+    ffill(u, n, 0.0f);
+    sgd_update(n, w, g, u, 0.1f, 0.9f, 1, 0.0f, 1.0f);
+    check_all("sgd nesterov u step 1", u, n, 0.5);
+    check_all("sgd nesterov w step 1", w, n, 0.905);
+    sgd_update(n, w, g, u, 0.1f, 0.9f, 1, 0.0f, 1.0f);
+    check_all("sgd nesterov u step 2", u, n, 0.95);
+    check_all("sgd nesterov w step 2", w, n, 0.7695);
+
+    /* momentum + nesterov + weight decay: w = 2, g = 0.5, wd = 0.01, mu = 0.9, lr = 0.1:
+     *   d = 0.52, u = 0.52, step = 0.52 + 0.468 = 0.988, w = 1.9012 */
+    ffill(w, n, 2.0f);
+    ffill(u, n, 0.0f);
+    sgd_update(n, w, g, u, 0.1f, 0.9f, 1, 0.01f, 1.0f);
+    check_all("sgd nesterov+wd u", u, n, 0.52);
+    check_all("sgd nesterov+wd w", w, n, 1.9012);
+    /* second step: d = 0.5 + 0.019012 = 0.519012, u = 0.468 + 0.519012 = 0.987012,
+     *   step = 0.519012 + 0.8883108 = 1.4073228, w = 1.9012 - 0.14073228 = 1.76046772 */
+    sgd_update(n, w, g, u, 0.1f, 0.9f, 1, 0.01f, 1.0f);
+    check_all("sgd nesterov+wd u step 2", u, n, 0.987012);
+    check_all("sgd nesterov+wd w step 2", w, n, 1.76046772);
+}
+
+static void test_grad_norm(void **state)
+{
+    float g[2] = {3.0f, 4.0f};
+    assert_float_equal(clip_grad_norm(2, g, 10.0f), 5.0f, 1e-6f); /* under the limit */
+    assert_true(g[0] == 3.0f && g[1] == 4.0f);
+    assert_float_equal(clip_grad_norm(2, g, 0.0f), 5.0f, 1e-6f);  /* disabled */
+    assert_true(g[0] == 3.0f && g[1] == 4.0f);
+    assert_float_equal(clip_grad_norm(2, g, 1.0f), 5.0f, 1e-6f);  /* clipped to norm 1 */
+    assert_float_equal(g[0], 0.6f, 1e-6f);
+    assert_float_equal(g[1], 0.8f, 1e-6f);
+
+    /* sum_squares accumulates in double: a long vector matches a double reference */
+    enum { n = 100003 };
+    float *v = falloc(n);
+    lcg_t r = {1100};
+    double want = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        v[i] = lcg_unif(&r, -1.0f, 1.0f);
+        want += (double)v[i] * v[i];
+    }
+    double got = sum_squares(n, v);
+    assert_true(fabs(got - want) <= 1e-10 * want);
+    float norm = clip_grad_norm(n, v, 1.0f);
+    assert_float_equal(norm, (float)sqrt(want), 1e-3f);
+    assert_true(fabs(sqrt(sum_squares(n, v)) - 1.0) < 1e-5);
+    free(v);
+}
+
+static void test_lr_schedules(void **state)
+{
+    lr_schedule_t s = {LR_CONSTANT, 5, 0, 0.0f, 0.0f};
+    /* linear warm-up: lr*(step+1)/warmup */
+    assert_float_equal(lr_at(&s, 0.1f, 0, 100), 0.02f, 1e-7f);
+    assert_float_equal(lr_at(&s, 0.1f, 2, 100), 0.06f, 1e-7f);
+    assert_float_equal(lr_at(&s, 0.1f, 4, 100), 0.1f, 1e-7f);
+    assert_float_equal(lr_at(&s, 0.1f, 5, 100), 0.1f, 1e-7f);
+    assert_float_equal(lr_at(&s, 0.1f, 1000, 100), 0.1f, 1e-7f);
+
+    lr_schedule_t st = {LR_STEP, 0, 10, 0.1f, 0.0f};
+    assert_float_equal(lr_at(&st, 0.1f, 0, 100), 0.1f, 1e-7f);
+    assert_float_equal(lr_at(&st, 0.1f, 9, 100), 0.1f, 1e-7f);
+    assert_float_equal(lr_at(&st, 0.1f, 10, 100), 0.01f, 1e-8f);
+    assert_float_equal(lr_at(&st, 0.1f, 25, 100), 0.001f, 1e-9f);
+    st.warmup_steps = 5; /* the step count restarts after warm-up */
+    assert_float_equal(lr_at(&st, 0.1f, 4, 100), 0.1f, 1e-7f);
+    assert_float_equal(lr_at(&st, 0.1f, 14, 100), 0.1f, 1e-7f);
+    assert_float_equal(lr_at(&st, 0.1f, 15, 100), 0.01f, 1e-8f);
+
+    lr_schedule_t cs = {LR_COSINE, 0, 0, 0.0f, 0.0f};
+    assert_float_equal(lr_at(&cs, 0.1f, 0, 100), 0.1f, 1e-7f);
+    assert_float_equal(lr_at(&cs, 0.1f, 50, 100), 0.05f, 1e-7f);
+    assert_float_equal(lr_at(&cs, 0.1f, 25, 100), (float)(0.05 * (1.0 + cos(M_PI / 4))), 1e-7f);
+    assert_float_equal(lr_at(&cs, 0.1f, 100, 100), 0.0f, 1e-9f);
+    assert_float_equal(lr_at(&cs, 0.1f, 150, 100), 0.0f, 1e-9f); /* clamped at the end */
+    cs.warmup_steps = 10;
+    cs.min_lr = 0.01f;
+    assert_float_equal(lr_at(&cs, 0.1f, 9, 110), 0.1f, 1e-7f);
+    assert_float_equal(lr_at(&cs, 0.1f, 10, 110), 0.1f, 1e-7f);
+    assert_float_equal(lr_at(&cs, 0.1f, 60, 110), 0.055f, 1e-7f);
+    assert_float_equal(lr_at(&cs, 0.1f, 110, 110), 0.01f, 1e-7f);
+    assert_float_equal(lr_at(&cs, 0.1f, 500, 110), 0.01f, 1e-7f);
+}
+
+static int print_summary(void **state)
+{
+    print_message("max errors (|a-n|/max(1,|a|,|n|)): forward %.2e (tol %.0e), conv backward vs "
+                  "naive %.2e (tol %.0e), finite differences %.2e (tol %.0e), += %.2e (tol %.0e)\n",
+                  g_max_fwd, FWD_TOL, g_max_bwd, BWD_TOL, g_max_fd, FD_TOL, g_max_acc, ACC_TOL);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_conv_init),
+        cmocka_unit_test(test_conv_geometries),
+        cmocka_unit_test(test_conv_chunked),
+        cmocka_unit_test(test_pool_sizes),
+        cmocka_unit_test(test_maxpool),
+        cmocka_unit_test(test_avgpool),
+        cmocka_unit_test(test_relu),
+        cmocka_unit_test(test_residual_add),
+        cmocka_unit_test(test_gap),
+        cmocka_unit_test(test_fc),
+        cmocka_unit_test(test_softmax_xent),
+        cmocka_unit_test(test_count_correct),
+        cmocka_unit_test(test_batchnorm),
+        cmocka_unit_test(test_sgd),
+        cmocka_unit_test(test_grad_norm),
+        cmocka_unit_test(test_lr_schedules),
+    };
+    return cmocka_run_group_tests(tests, NULL, print_summary);
+}

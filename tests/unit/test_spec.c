@@ -1,0 +1,857 @@
+/* tests/unit/test_spec.c - the job spec parser and validator (common/spec.c).
+ *
+ * Runs with the repository root as the current directory: it reads the examples/ specs and
+ * docs/JOB_SPEC.md from there.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "spec.h"
+
+/* ---- helpers ------------------------------------------------------------------------ */
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    size_t got;
+    while (buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += got;
+        if (cap - n - 1 == 0) {
+            char *bigger = realloc(buf, cap * 2);
+            if (!bigger) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = bigger;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (buf) buf[n] = '\0';
+    return buf;
+}
+
+/* Parses text that must be valid; fails the test with the parser's message otherwise. */
+static void parse_ok(const char *text, job_spec_t *s)
+{
+    char err[256] = "";
+    int rc = spec_parse(text, s, err, sizeof err);
+    if (rc != 0) fail_msg("spec_parse failed: %s\n  on: %s", err, text);
+}
+
+/* Everything set, nothing at its default (where the type allows). */
+static const char *FULL_SPEC =
+    "{\n"
+    "  \"name\": \"full-1.x_y\",\n"
+    "  \"model\": \"resnet20\",\n"
+    "  \"dataset\": {\"name\": \"cifar10\", \"path\": \"/data/cifar\", \"train_subset\": 5000,\n"
+    "              \"test_subset\": 1000, \"augment\": true},\n"
+    "  \"batch_size\": 32, \"epochs\": 7, \"workers\": 4, \"device\": \"cuda\",\n"
+    "  \"seed\": 1234567890123, \"threads\": 2, \"target_accuracy\": 0.75, \"log_every\": 10,\n"
+    "  \"optimizer\": {\"lr\": 0.1, \"momentum\": 0.5, \"nesterov\": true,\n"
+    "                \"weight_decay\": 0.0001, \"clip_norm\": 5,\n"
+    "                \"lr_schedule\": {\"kind\": \"cosine\", \"warmup_epochs\": 0.5,\n"
+    "                                \"step_epochs\": 2.5, \"gamma\": 0.5, \"min_lr\": 0.001}},\n"
+    "  \"algorithm\": {\"name\": \"dc-asgd\", \"dynamic_batch\": true, \"replan_steps\": 7,\n"
+    "                \"min_batch\": 16, \"max_batch\": 128, \"k_steps\": 3, \"group_size\": 2,\n"
+    "                \"local_steps\": 5, \"n\": 2, \"dc_variant\": \"c\", \"lambda0\": 0.5,\n"
+    "                \"dc_m\": 0.9, \"kappa\": 2.5, \"gamma\": 0.8, \"eps\": 1e-8,\n"
+    "                \"tau_max\": 16},\n"
+    "  \"checkpoint\": {\"every_steps\": 500, \"dir\": \"/tmp/ck\"},\n"
+    "  \"emulate\": {\"slowdown\": [1, 1.5, 2, 4],\n"
+    "              \"schedule\": [{\"step\": 100, \"rank\": 3, \"slowdown\": 1},\n"
+    "                           {\"step\": 200, \"rank\": 0, \"slowdown\": 3}]}\n"
+    "}\n";
+
+/* ---- defaults and a full spec --------------------------------------------------------- */
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    job_spec_t s;
+    spec_defaults(&s);
+    assert_string_equal(s.name, "job");
+    assert_string_equal(s.model, "");
+    assert_string_equal(s.dataset.name, "fashion-mnist");
+    assert_string_equal(s.dataset.path, "");
+    assert_int_equal(s.dataset.train_subset, 0);
+    assert_int_equal(s.dataset.test_subset, 0);
+    assert_int_equal(s.dataset.augment, 0);
+    assert_string_equal(s.algorithm.name, "sgd");
+    assert_int_equal(s.algorithm.dynamic_batch, 0);
+    assert_int_equal(s.algorithm.replan_steps, 20);
+    assert_int_equal(s.algorithm.min_batch, 0);
+    assert_int_equal(s.algorithm.max_batch, 0);
+    assert_int_equal(s.algorithm.k_steps, 8);
+    assert_int_equal(s.algorithm.group_size, 0);
+    assert_int_equal(s.algorithm.local_steps, 8);
+    assert_int_equal(s.algorithm.n, 1);
+    assert_string_equal(s.algorithm.dc_variant, "a");
+    assert_true(s.algorithm.lambda0 == 0.0); /* resolved: sgd has no delay compensation */
+    assert_true(s.algorithm.dc_m == 0.95);
+    assert_true(s.algorithm.kappa == 1.0);
+    assert_true(s.algorithm.gamma == 0.9);
+    assert_true(s.algorithm.eps == 1e-7);
+    assert_int_equal(s.algorithm.tau_max, 0);
+    assert_true(s.optimizer.lr == 0.01);
+    assert_true(s.optimizer.momentum == 0.9);
+    assert_int_equal(s.optimizer.nesterov, 0);
+    assert_true(s.optimizer.weight_decay == 0.0);
+    assert_true(s.optimizer.clip_norm == 0.0);
+    assert_string_equal(s.optimizer.lr_schedule.kind, "constant");
+    assert_true(s.optimizer.lr_schedule.warmup_epochs == 0.0);
+    assert_true(s.optimizer.lr_schedule.step_epochs == 1.0);
+    assert_true(s.optimizer.lr_schedule.gamma == 0.1);
+    assert_true(s.optimizer.lr_schedule.min_lr == 0.0);
+    assert_int_equal(s.batch_size, 64);
+    assert_int_equal(s.epochs, 1);
+    assert_int_equal(s.workers, 1);
+    assert_string_equal(s.device, "auto");
+    assert_int_equal(s.seed, 42);
+    assert_int_equal(s.threads, 1);
+    assert_int_equal(s.checkpoint.every_steps, 0);
+    assert_string_equal(s.checkpoint.dir, "checkpoints");
+    assert_int_equal(s.emulate.nslowdown, 0);
+    for (int i = 0; i < SPEC_MAX_WORKERS; i++) assert_true(s.emulate.slowdown[i] == 1.0);
+    assert_int_equal(s.emulate.nschedule, 0);
+    assert_true(s.target_accuracy == 0.0);
+    assert_int_equal(s.log_every, 100);
+    assert_false(spec_is_async(&s));
+
+    /* Deterministic bytes (padding included), so memcmp compares specs. */
+    job_spec_t t;
+    memset(&t, 0xAB, sizeof t);
+    spec_defaults(&t);
+    assert_memory_equal(&s, &t, sizeof s);
+}
+
+static void test_minimal_spec_gets_defaults(void **state)
+{
+    (void)state;
+    job_spec_t s, d;
+    parse_ok("{\"model\": \"lenet5\"}", &s);
+    spec_defaults(&d);
+    strcpy(d.model, "lenet5");
+    assert_memory_equal(&s, &d, sizeof s);
+}
+
+static void test_full_spec(void **state)
+{
+    (void)state;
+    job_spec_t s;
+    parse_ok(FULL_SPEC, &s);
+    assert_string_equal(s.name, "full-1.x_y");
+    assert_string_equal(s.model, "resnet20");
+    assert_string_equal(s.dataset.name, "cifar10");
+    assert_string_equal(s.dataset.path, "/data/cifar");
+    assert_int_equal(s.dataset.train_subset, 5000);
+    assert_int_equal(s.dataset.test_subset, 1000);
+    assert_int_equal(s.dataset.augment, 1);
+    assert_int_equal(s.batch_size, 32);
+    assert_int_equal(s.epochs, 7);
+    assert_int_equal(s.workers, 4);
+    assert_string_equal(s.device, "cuda");
+    assert_true(s.seed == 1234567890123UL);
+    assert_int_equal(s.threads, 2);
+    assert_true(s.target_accuracy == 0.75);
+    assert_int_equal(s.log_every, 10);
+    assert_true(s.optimizer.lr == 0.1);
+    assert_true(s.optimizer.momentum == 0.5);
+    assert_int_equal(s.optimizer.nesterov, 1);
+    assert_true(s.optimizer.weight_decay == 0.0001);
+    assert_true(s.optimizer.clip_norm == 5.0);
+    assert_string_equal(s.optimizer.lr_schedule.kind, "cosine");
+    assert_true(s.optimizer.lr_schedule.warmup_epochs == 0.5);
+    assert_true(s.optimizer.lr_schedule.step_epochs == 2.5);
+    assert_true(s.optimizer.lr_schedule.gamma == 0.5);
+    assert_true(s.optimizer.lr_schedule.min_lr == 0.001);
+    assert_string_equal(s.algorithm.name, "dc-asgd");
+    assert_int_equal(s.algorithm.dynamic_batch, 1);
+    assert_int_equal(s.algorithm.replan_steps, 7);
+    assert_int_equal(s.algorithm.min_batch, 16);
+    assert_int_equal(s.algorithm.max_batch, 128);
+    assert_int_equal(s.algorithm.k_steps, 3);
+    assert_int_equal(s.algorithm.group_size, 2);
+    assert_int_equal(s.algorithm.local_steps, 5);
+    assert_int_equal(s.algorithm.n, 2);
+    assert_string_equal(s.algorithm.dc_variant, "c");
+    assert_true(s.algorithm.lambda0 == 0.5);
+    assert_true(s.algorithm.dc_m == 0.9);
+    assert_true(s.algorithm.kappa == 2.5);
+    assert_true(s.algorithm.gamma == 0.8);
+    assert_true(s.algorithm.eps == 1e-8);
+    assert_int_equal(s.algorithm.tau_max, 16);
+    assert_int_equal(s.checkpoint.every_steps, 500);
+    assert_string_equal(s.checkpoint.dir, "/tmp/ck");
+    assert_int_equal(s.emulate.nslowdown, 4);
+    assert_true(s.emulate.slowdown[0] == 1.0);
+    assert_true(s.emulate.slowdown[1] == 1.5);
+    assert_true(s.emulate.slowdown[2] == 2.0);
+    assert_true(s.emulate.slowdown[3] == 4.0);
+    assert_true(s.emulate.slowdown[4] == 1.0); /* past the given entries: the default */
+    assert_int_equal(s.emulate.nschedule, 2);
+    assert_int_equal(s.emulate.schedule[0].step, 100);
+    assert_int_equal(s.emulate.schedule[0].rank, 3);
+    assert_true(s.emulate.schedule[0].slowdown == 1.0);
+    assert_int_equal(s.emulate.schedule[1].step, 200);
+    assert_int_equal(s.emulate.schedule[1].rank, 0);
+    assert_true(s.emulate.schedule[1].slowdown == 3.0);
+    assert_true(spec_is_async(&s));
+}
+
+/* ---- invalid specs ------------------------------------------------------------------ */
+
+typedef struct {
+    const char *json;
+    const char *want; /* substring of the error message */
+} bad_case_t;
+
+#define W4 "\"model\":\"lenet5\",\"workers\":4,\"algorithm\":{\"name\":\"ssgd\"}"
+
+static const bad_case_t BAD[] = {
+    /* unknown fields, top level and nested */
+    {"{\"model\":\"lenet5\",\"batch_sise\":64}", "batch_sise: unknown field"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"momentun\":0.9}}",
+     "optimizer.momentun: unknown field"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"lr_schedule\":{\"decay\":2}}}",
+     "optimizer.lr_schedule.decay: unknown field"},
+    {"{\"model\":\"lenet5\",\"dataset\":{\"name\":\"mnist\",\"dir\":\"x\"}}",
+     "dataset.dir: unknown field"},
+    {"{\"model\":\"lenet5\",\"params\":{}}", "params: unknown field"},
+    {"{\"model\":\"lenet5\",\"algorithm\":{\"params\":{\"name\":\"ssgd\"}}}",
+     "algorithm.params.name: unknown field"},
+    {"{\"model\":\"lenet5\",\"algorithm\":{\"params\":{\"params\":{}}}}",
+     "algorithm.params.params: unknown field"},
+    {"{" W4 ",\"emulate\":{\"schedule\":[{\"step\":1,\"rank\":0,\"slowdown\":2,\"when\":1}]}}",
+     "emulate.schedule[0].when: unknown field"},
+    {"{\"model\":\"lenet5\",\"emulate\":{\"jitter\":0.1}}", "emulate.jitter: unknown field"},
+    {"{\"model\":\"lenet5\",\"a\\nb\":1}", "a?b: unknown field"},
+    {"{\"model\":\"lenet5\",\"optimizer.lr\":0.1}", "optimizer.lr: unknown field (keys cannot"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"lr_schedule.kind\":\"step\"}}",
+     "optimizer.lr_schedule.kind: unknown field"},
+    {"{\"model\":\"lenet5\",\"\":1}", "\"\": unknown field"},
+    /* wrong types, one per kind */
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"lr\":\"0.1\"}}", "optimizer.lr: must be a number"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"lr\":null}}", "optimizer.lr: must be a number"},
+    {"{\"model\":5}", "model: must be a string"},
+    {"{\"model\":\"lenet5\",\"name\":[\"a\"]}", "name: must be a string"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"nesterov\":1}}",
+     "optimizer.nesterov: must be true or false"},
+    {"{\"model\":\"lenet5\",\"dataset\":{\"augment\":\"yes\"}}",
+     "dataset.augment: must be true or false"},
+    {"{\"model\":\"lenet5\",\"batch_size\":64.5}", "batch_size: must be an integer"},
+    {"{\"model\":\"lenet5\",\"batch_size\":64.0}", "batch_size: must be an integer"},
+    {"{\"model\":\"lenet5\",\"epochs\":\"3\"}", "epochs: must be an integer"},
+    {"{\"model\":\"lenet5\",\"seed\":true}", "seed: must be an integer"},
+    {"{\"model\":\"lenet5\",\"checkpoint\":{\"every_steps\":1.5}}",
+     "checkpoint.every_steps: must be an integer"},
+    {"{\"model\":\"lenet5\",\"optimizer\":5}", "optimizer: must be an object"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"lr_schedule\":\"cosine\"}}",
+     "optimizer.lr_schedule: must be an object"},
+    {"{\"model\":\"lenet5\",\"algorithm\":{\"params\":[1]}}",
+     "algorithm.params: must be an object"},
+    {"{\"model\":\"lenet5\",\"emulate\":{\"slowdown\":2}}",
+     "emulate.slowdown: must be an array of numbers"},
+    {"{" W4 ",\"emulate\":{\"slowdown\":[1,\"2\",1,1]}}", "emulate.slowdown[1]: must be a number"},
+    {"{\"model\":\"lenet5\",\"emulate\":{\"schedule\":{}}}", "emulate.schedule: must be an array"},
+    {"{\"model\":\"lenet5\",\"emulate\":{\"schedule\":[1]}}",
+     "emulate.schedule[0]: must be an object"},
+    {"{" W4 ",\"emulate\":{\"schedule\":[{\"step\":\"1\",\"rank\":0,\"slowdown\":2}]}}",
+     "emulate.schedule[0].step: must be an integer"},
+    /* out of range */
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"lr\":0}}", "optimizer.lr: must be > 0"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"lr\":-0.1}}", "optimizer.lr: must be > 0"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"momentum\":1}}",
+     "optimizer.momentum: must be in [0, 1)"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"momentum\":-0.5}}",
+     "optimizer.momentum: must be in [0, 1)"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"weight_decay\":-1}}",
+     "optimizer.weight_decay: must be >= 0"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"lr_schedule\":{\"gamma\":0}}}",
+     "optimizer.lr_schedule.gamma: must be in (0, 1]"},
+    {"{\"model\":\"lenet5\",\"batch_size\":0}", "batch_size: must be between 1 and 65536"},
+    {"{\"model\":\"lenet5\",\"batch_size\":65537}", "batch_size: must be between 1 and 65536"},
+    {"{\"model\":\"lenet5\",\"epochs\":0}", "epochs: must be between 1 and 100000"},
+    {"{\"model\":\"lenet5\",\"workers\":0}", "workers: must be between 1 and 256"},
+    {"{\"model\":\"lenet5\",\"workers\":257}", "workers: must be between 1 and 256"},
+    {"{\"model\":\"lenet5\",\"threads\":0}", "threads: must be between 1 and 256"},
+    {"{\"model\":\"lenet5\",\"seed\":-1}", "seed: must be >= 0"},
+    {"{\"model\":\"lenet5\",\"log_every\":-1}", "log_every: must be >= 0"},
+    {"{\"model\":\"lenet5\",\"target_accuracy\":1.5}", "target_accuracy: must be between 0 and 1"},
+    {"{\"model\":\"lenet5\",\"dataset\":{\"train_subset\":3000000000}}",
+     "dataset.train_subset: must be <= 2147483647"},
+    {"{\"model\":\"lenet5\",\"checkpoint\":{\"every_steps\":-5}}",
+     "checkpoint.every_steps: must be >= 0"},
+    {"{\"model\":\"lenet5\",\"algorithm\":{\"lambda0\":-1}}", "algorithm.lambda0: must be >= 0"},
+    {"{\"model\":\"lenet5\",\"algorithm\":{\"params\":{\"eps\":0}}}",
+     "algorithm.params.eps: must be > 0"},
+    {"{\"model\":\"lenet5\",\"algorithm\":{\"replan_steps\":0}}",
+     "algorithm.replan_steps: must be >= 1"},
+    /* emulate */
+    {"{" W4 ",\"emulate\":{\"slowdown\":[1,1,0.5,1]}}", "emulate.slowdown[2]: must be >= 1"},
+    {"{" W4 ",\"emulate\":{\"slowdown\":[1,1,2]}}",
+     "emulate.slowdown: has 3 entries, workers is 4"},
+    {"{\"model\":\"lenet5\",\"emulate\":{\"slowdown\":[1,2]}}",
+     "emulate.slowdown: has 2 entries, workers is 1"},
+    {"{" W4 ",\"emulate\":{\"schedule\":[{\"step\":0,\"rank\":4,\"slowdown\":2}]}}",
+     "emulate.schedule[0].rank: must be < workers (4)"},
+    {"{" W4 ",\"emulate\":{\"schedule\":[{\"step\":0,\"rank\":-1,\"slowdown\":2}]}}",
+     "emulate.schedule[0].rank: must be >= 0"},
+    {"{" W4 ",\"emulate\":{\"schedule\":[{\"step\":-1,\"rank\":0,\"slowdown\":2}]}}",
+     "emulate.schedule[0].step: must be >= 0"},
+    {"{" W4 ",\"emulate\":{\"schedule\":[{\"step\":0,\"rank\":1,\"slowdown\":0.9}]}}",
+     "emulate.schedule[0].slowdown: must be >= 1"},
+    {"{" W4 ",\"emulate\":{\"schedule\":[{\"step\":0,\"rank\":1}]}}",
+     "emulate.schedule[0].slowdown: required"},
+    {"{" W4 ",\"emulate\":{\"schedule\":[{\"step\":9,\"rank\":1,\"slowdown\":2},"
+            "{\"step\":5,\"rank\":2,\"slowdown\":2}]}}",
+     "emulate.schedule[1].step: must be >= the previous entry's step (9)"},
+    /* enums */
+    {"{\"model\":\"vgg16\"}", "model: must be one of mlp, lenet5, cifar10_quick, resnet20"},
+    {"{\"model\":\"lenet5\",\"dataset\":{\"name\":\"imagenet\"}}",
+     "dataset.name: must be one of fashion-mnist, mnist, cifar10"},
+    {"{\"model\":\"lenet5\",\"algorithm\":{\"name\":\"adam\"}}",
+     "algorithm.name: must be one of sgd, ssgd, hier-bsp, hpsgd, local-sgd, asgd, nsoftsync, "
+     "dc-asgd, ddc-asgd, dbs-sgd"},
+    {"{\"model\":\"lenet5\",\"device\":\"tpu\"}", "device: must be one of auto, cpu, cuda"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"lr_schedule\":{\"kind\":\"linear\"}}}",
+     "optimizer.lr_schedule.kind: must be one of constant, step, cosine"},
+    {"{\"model\":\"lenet5\",\"algorithm\":{\"dc_variant\":\"b\"}}",
+     "algorithm.dc_variant: must be one of c, a"},
+    {"{\"model\":\"LeNet5\"}", "model: must be one of"},
+    /* not JSON, not an object */
+    {"{\"model\": \"lenet5\",}", "spec: invalid JSON at line 1 column"},
+    {"{\n  \"model\": \"lenet5\"\n  \"epochs\": 2\n}", "spec: invalid JSON at line 3 column"},
+    {"", "spec: invalid JSON at line 1"},
+    {"{\"model\":\"lenet5\",\"model\":\"mlp\"}", "spec: invalid JSON at line 1"},
+    {"{\"model\":\"lenet5\"} trailing", "spec: invalid JSON"},
+    {"{\"model\":\"le\\u0000net5\"}", "spec: invalid JSON"},
+    {"[1, 2]", "spec: must be a JSON object"},
+    {"42", "spec: must be a JSON object"},
+    {"\"lenet5\"", "spec: must be a JSON object"},
+    {"null", "spec: must be a JSON object"},
+    /* strings */
+    {"{\"model\":\"lenet5\",\"name\":"
+     "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}",
+     "name: too long (64 bytes, at most 63)"},
+    {"{\"model\":\"lenet5\",\"name\":\"my job\"}",
+     "name: may contain only letters, digits, '.', '_' and '-'"},
+    {"{\"model\":\"lenet5\",\"name\":\"\"}", "name: must not be empty"},
+    {"{\"model\":\"lenet5\",\"checkpoint\":{\"dir\":\"\"}}", "checkpoint.dir: must not be empty"},
+    /* required */
+    {"{}", "model: required"},
+    {"{\"name\":\"x\",\"optimizer\":{\"lr\":0.1}}", "model: required"},
+    /* cross-field rules */
+    {"{\"model\":\"lenet5\",\"workers\":2}",
+     "algorithm.name: sgd is single-process; use ssgd for workers > 1"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"sgd\"}}",
+     "algorithm.name: sgd is single-process; use ssgd for workers > 1"},
+    {"{\"model\":\"lenet5\",\"dataset\":{\"name\":\"cifar10\"}}",
+     "model: lenet5 needs a 28x28 grayscale data set, dataset.name is cifar10"},
+    {"{\"model\":\"mlp\",\"dataset\":{\"name\":\"cifar10\"}}",
+     "model: mlp needs a 28x28 grayscale data set, dataset.name is cifar10"},
+    {"{\"model\":\"resnet20\",\"dataset\":{\"name\":\"mnist\"}}",
+     "model: resnet20 needs a 32x32 colour data set (cifar10), dataset.name is mnist"},
+    {"{\"model\":\"cifar10_quick\"}",
+     "model: cifar10_quick needs a 32x32 colour data set (cifar10), dataset.name is fashion-mnist"},
+    {"{\"model\":\"lenet5\",\"dataset\":{\"name\":\"mnist\",\"augment\":true}}",
+     "dataset.augment: only for cifar10, dataset.name is mnist"},
+    {"{\"model\":\"lenet5\",\"workers\":4,\"algorithm\":{\"name\":\"nsoftsync\",\"n\":5}}",
+     "algorithm.n: must be between 1 and workers (4)"},
+    {"{\"model\":\"lenet5\",\"workers\":4,\"algorithm\":{\"name\":\"nsoftsync\","
+     "\"params\":{\"n\":8}}}",
+     "algorithm.n: must be between 1 and workers (4)"},
+    {"{\"model\":\"lenet5\",\"workers\":4,\"algorithm\":{\"name\":\"nsoftsync\",\"n\":2,"
+     "\"params\":{\"n\":2}}}",
+     "algorithm.params.n: also given as algorithm.n"},
+    {"{\"model\":\"lenet5\",\"workers\":4,\"algorithm\":{\"name\":\"nsoftsync\","
+     "\"params\":{\"n\":2},\"n\":2}}",
+     "algorithm.n: also given as algorithm.params.n"},
+    {"{\"model\":\"lenet5\",\"workers\":4,\"algorithm\":{\"name\":\"hier-bsp\",\"group_size\":8}}",
+     "algorithm.group_size: must be <= workers (4)"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"ssgd\",\"min_batch\":64,"
+     "\"max_batch\":32}}",
+     "algorithm.min_batch: must be <= algorithm.max_batch (32)"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"lr\":0.01,\"lr_schedule\":{\"kind\":\"cosine\","
+     "\"min_lr\":0.1}}}",
+     "optimizer.lr_schedule.min_lr: must be <= optimizer.lr (0.01)"},
+};
+
+static void test_invalid_specs(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        job_spec_t s, before;
+        memset(&s, 0x5A, sizeof s);
+        memcpy(&before, &s, sizeof s);
+        char err[512] = "";
+        int rc = spec_parse(BAD[i].json, &s, err, sizeof err);
+        if (rc != -1) fail_msg("case %zu accepted: %s", i, BAD[i].json);
+        if (!strstr(err, BAD[i].want))
+            fail_msg("case %zu: error \"%s\"\n  does not contain \"%s\"\n  on: %s", i, err,
+                     BAD[i].want, BAD[i].json);
+        if (strchr(err, '\n')) fail_msg("case %zu: error is not one line: %s", i, err);
+        /* A failed parse leaves the output alone. */
+        assert_memory_equal(&s, &before, sizeof s);
+    }
+}
+
+/* Arrays past their capacity, built rather than spelled out. */
+static void test_array_capacity(void **state)
+{
+    (void)state;
+    size_t cap = 64 * 1024;
+    char *text = malloc(cap);
+    assert_non_null(text);
+    job_spec_t s;
+    char err[256];
+
+    /* 257 slowdowns */
+    static const char HEAD[] = "{\"model\":\"lenet5\",\"workers\":256,"
+                               "\"algorithm\":{\"name\":\"ssgd\"},\"emulate\":{\"slowdown\":[";
+    size_t n = (size_t)snprintf(text, cap, "%s", HEAD);
+    for (int i = 0; i < SPEC_MAX_WORKERS + 1; i++)
+        n += (size_t)snprintf(text + n, cap - n, "%s1", i ? "," : "");
+    snprintf(text + n, cap - n, "]}}");
+    assert_int_equal(spec_parse(text, &s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "emulate.slowdown: at most 256 entries, has 257"));
+
+    /* exactly 256 is fine */
+    n = (size_t)snprintf(text, cap, "%s", HEAD);
+    for (int i = 0; i < SPEC_MAX_WORKERS; i++)
+        n += (size_t)snprintf(text + n, cap - n, "%s%d", i ? "," : "", 1 + i % 3);
+    snprintf(text + n, cap - n, "]}}");
+    parse_ok(text, &s);
+    assert_int_equal(s.emulate.nslowdown, 256);
+    assert_true(s.emulate.slowdown[255] == 1.0 + 255 % 3);
+
+    /* 65 schedule entries */
+    n = (size_t)snprintf(text, cap, "{\"model\":\"lenet5\",\"emulate\":{\"schedule\":[");
+    for (int i = 0; i < SPEC_MAX_SCHEDULE + 1; i++)
+        n += (size_t)snprintf(text + n, cap - n, "%s{\"step\":%d,\"rank\":0,\"slowdown\":2}",
+                              i ? "," : "", i);
+    snprintf(text + n, cap - n, "]}}");
+    assert_int_equal(spec_parse(text, &s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "emulate.schedule: at most 64 entries, has 65"));
+    free(text);
+}
+
+/* Every truncation of a valid spec is rejected cleanly (and, under ASan, without leaks
+ * on any of the decoder's error paths). */
+static void test_truncated_specs(void **state)
+{
+    (void)state;
+    size_t len = strlen(FULL_SPEC);
+    char *buf = malloc(len + 1);
+    assert_non_null(buf);
+    job_spec_t s;
+    char err[256];
+    for (size_t n = 0; n < len; n++) {
+        memcpy(buf, FULL_SPEC, n);
+        buf[n] = '\0';
+        /* The only proper prefixes that are complete documents end after the closing brace
+         * (the trailing newline is optional). */
+        int want = n >= len - 1 ? 0 : -1;
+        int rc = spec_parse(buf, &s, err, sizeof err);
+        if (rc != want) fail_msg("prefix of %zu bytes: rc %d (%s)", n, rc, err);
+    }
+    free(buf);
+}
+
+static void test_error_buffer_edges(void **state)
+{
+    (void)state;
+    job_spec_t s;
+    const char *bad = "{\"model\":\"lenet5\",\"batch_size\":0}";
+    char small[8];
+    memset(small, 'x', sizeof small);
+    assert_int_equal(spec_parse(bad, &s, small, sizeof small), -1);
+    assert_int_equal(strlen(small), 7); /* truncated, terminated, not overflowed */
+    assert_int_equal(spec_parse(bad, &s, NULL, 0), -1);
+    char one[1] = {'x'};
+    assert_int_equal(spec_parse(bad, &s, one, 0), -1);
+    assert_int_equal(one[0], 'x'); /* errlen 0: nothing written */
+    char err[64];
+    assert_int_equal(spec_parse(NULL, &s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "spec:"));
+}
+
+/* ---- algorithm-specific behaviour -------------------------------------------------- */
+
+static void test_lambda0_default_per_algorithm(void **state)
+{
+    (void)state;
+    job_spec_t s;
+    parse_ok("{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"dc-asgd\","
+             "\"dc_variant\":\"c\"}}",
+             &s);
+    assert_true(s.algorithm.lambda0 == 0.04);
+    parse_ok("{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"dc-asgd\"}}", &s);
+    assert_string_equal(s.algorithm.dc_variant, "a");
+    assert_true(s.algorithm.lambda0 == 2.0);
+    parse_ok("{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"ddc-asgd\"}}", &s);
+    assert_true(s.algorithm.lambda0 == 1.0);
+    parse_ok("{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"asgd\"}}", &s);
+    assert_true(s.algorithm.lambda0 == 0.0);
+    /* given explicitly: kept, whatever the algorithm */
+    parse_ok("{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"dc-asgd\","
+             "\"params\":{\"lambda0\":0.3}}}",
+             &s);
+    assert_true(s.algorithm.lambda0 == 0.3);
+    parse_ok("{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"ddc-asgd\","
+             "\"lambda0\":0}}",
+             &s);
+    assert_true(s.algorithm.lambda0 == 0.0);
+}
+
+static void test_params_both_spellings(void **state)
+{
+    (void)state;
+    job_spec_t a, b;
+    parse_ok("{\"model\":\"lenet5\",\"workers\":4,\"algorithm\":{\"name\":\"nsoftsync\",\"n\":2,"
+             "\"tau_max\":5,\"dynamic_batch\":true}}",
+             &a);
+    parse_ok("{\"model\":\"lenet5\",\"workers\":4,\"algorithm\":{\"name\":\"nsoftsync\","
+             "\"params\":{\"n\":2,\"tau_max\":5,\"dynamic_batch\":true}}}",
+             &b);
+    assert_int_equal(a.algorithm.n, 2);
+    assert_int_equal(a.algorithm.tau_max, 5);
+    assert_memory_equal(&a, &b, sizeof a);
+    /* mixed: some direct, some under params */
+    parse_ok("{\"model\":\"lenet5\",\"workers\":4,\"algorithm\":{\"name\":\"nsoftsync\","
+             "\"n\":2,\"params\":{\"tau_max\":5},\"dynamic_batch\":true}}",
+             &b);
+    assert_memory_equal(&a, &b, sizeof a);
+}
+
+static void test_dbs_sgd_forces_dynamic_batch(void **state)
+{
+    (void)state;
+    job_spec_t s;
+    parse_ok("{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"dbs-sgd\"}}", &s);
+    assert_int_equal(s.algorithm.dynamic_batch, 1);
+    parse_ok("{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"dbs-sgd\","
+             "\"dynamic_batch\":false}}",
+             &s);
+    assert_int_equal(s.algorithm.dynamic_batch, 1);
+    parse_ok("{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"ssgd\"}}", &s);
+    assert_int_equal(s.algorithm.dynamic_batch, 0);
+}
+
+static void test_is_async(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        int async;
+    } ALGS[] = {{"sgd", 0},       {"ssgd", 0},      {"hier-bsp", 0}, {"hpsgd", 0},
+                {"local-sgd", 0}, {"asgd", 1},      {"nsoftsync", 1}, {"dc-asgd", 1},
+                {"ddc-asgd", 1},  {"dbs-sgd", 1}};
+    for (size_t i = 0; i < sizeof ALGS / sizeof ALGS[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text,
+                 "{\"model\":\"lenet5\",\"workers\":%d,\"algorithm\":{\"name\":\"%s\"}}",
+                 strcmp(ALGS[i].name, "sgd") == 0 ? 1 : 3, ALGS[i].name);
+        job_spec_t s;
+        parse_ok(text, &s);
+        if (spec_is_async(&s) != ALGS[i].async)
+            fail_msg("spec_is_async(%s) = %d", ALGS[i].name, spec_is_async(&s));
+    }
+}
+
+static void test_empty_slowdown_is_absent(void **state)
+{
+    (void)state;
+    job_spec_t s;
+    parse_ok("{\"model\":\"lenet5\",\"workers\":4,\"algorithm\":{\"name\":\"asgd\"},"
+             "\"emulate\":{\"slowdown\":[],\"schedule\":[]}}",
+             &s);
+    assert_int_equal(s.emulate.nslowdown, 0);
+    assert_int_equal(s.emulate.nschedule, 0);
+    assert_true(s.emulate.slowdown[3] == 1.0);
+}
+
+/* ---- serialisation ----------------------------------------------------------------- */
+
+static void assert_round_trip(const job_spec_t *s)
+{
+    char *text = spec_to_json(s);
+    assert_non_null(text);
+    job_spec_t back;
+    char err[256] = "";
+    if (spec_parse(text, &back, err, sizeof err) != 0)
+        fail_msg("spec_to_json output does not parse: %s\n  %s", err, text);
+    if (memcmp(s, &back, sizeof back) != 0) fail_msg("round trip changed the spec: %s", text);
+    char *again = spec_to_json(&back);
+    assert_non_null(again);
+    assert_string_equal(text, again);
+    free(again);
+    free(text);
+}
+
+static void test_round_trip(void **state)
+{
+    (void)state;
+    job_spec_t s;
+    parse_ok(FULL_SPEC, &s);
+    assert_round_trip(&s);
+
+    spec_defaults(&s);
+    strcpy(s.model, "lenet5");
+    assert_round_trip(&s);
+
+    /* awkward numbers: need all 17 digits, tiny, huge */
+    parse_ok("{\"model\":\"lenet5\",\"optimizer\":{\"lr\":0.1234567890123456789,"
+             "\"weight_decay\":5e-300,\"clip_norm\":1e300},\"seed\":9223372036854775807,"
+             "\"dataset\":{\"path\":\"d\\u00e9j\\u00e0 \\\"vu\\\"\\\\x\"}}",
+             &s);
+    assert_true(s.seed == 9223372036854775807UL);
+    assert_string_equal(s.dataset.path, "d\xc3\xa9j\xc3\xa0 \"vu\"\\x");
+    assert_round_trip(&s);
+
+    const char *examples[] = {"examples/ssgd-4.json", "examples/dbs-sgd-4.json",
+                              "examples/resnet20-cifar10.json"};
+    for (size_t i = 0; i < sizeof examples / sizeof examples[0]; i++) {
+        char err[256];
+        if (spec_load_file(examples[i], &s, err, sizeof err) != 0) fail_msg("%s", err);
+        assert_round_trip(&s);
+    }
+}
+
+static void test_to_json_is_normalised(void **state)
+{
+    (void)state;
+    job_spec_t s;
+    parse_ok("{\"model\":\"lenet5\",\"workers\":4,\"algorithm\":{\"name\":\"nsoftsync\","
+             "\"params\":{\"n\":2}}}",
+             &s);
+    char *text = spec_to_json(&s);
+    assert_non_null(text);
+    /* compact, shortest numbers, parameters directly under algorithm, every field there */
+    assert_null(strchr(text, '\n'));
+    assert_non_null(strstr(text, "\"lr\":0.01,"));
+    assert_null(strstr(text, "00000000")); /* no 0.010000000000000000208 */
+    assert_non_null(strstr(text, "\"algorithm\":{\"name\":\"nsoftsync\""));
+    assert_non_null(strstr(text, "\"n\":2"));
+    assert_null(strstr(text, "params"));
+    assert_non_null(strstr(text, "\"lambda0\":0"));
+    for (size_t i = 0; spec_field_path(i); i++) {
+        const char *path = spec_field_path(i);
+        const char *dot = strrchr(path, '.');
+        const char *key = dot ? dot + 1 : path;
+        if (strstr(path, "[]")) continue; /* element fields: only with entries */
+        char quoted[80];
+        snprintf(quoted, sizeof quoted, "\"%s\":", key);
+        if (!strstr(text, quoted)) fail_msg("%s missing from %s", path, text);
+    }
+    free(text);
+}
+
+/* ---- files ------------------------------------------------------------------------ */
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static void test_examples_parse(void **state)
+{
+    (void)state;
+    DIR *d = opendir("examples");
+    if (!d) fail_msg("examples/ not found: run the tests from the repository root");
+    int count = 0;
+    struct dirent *ent;
+    while ((ent = readdir(d)) != NULL) {
+        if (!ends_with(ent->d_name, ".json")) continue;
+        char path[512], err[512];
+        snprintf(path, sizeof path, "examples/%s", ent->d_name);
+        job_spec_t s;
+        if (spec_load_file(path, &s, err, sizeof err) != 0) fail_msg("%s", err);
+        count++;
+    }
+    closedir(d);
+    assert_true(count >= 7);
+
+    job_spec_t s;
+    char err[512];
+    assert_int_equal(spec_load_file("examples/lenet5-fashion.json", &s, err, sizeof err), 0);
+    assert_string_equal(s.model, "lenet5");
+    assert_string_equal(s.dataset.name, "fashion-mnist");
+    assert_string_equal(s.algorithm.name, "sgd");
+    assert_int_equal(s.epochs, 5);
+    assert_int_equal(s.batch_size, 64);
+    assert_int_equal(s.workers, 1);
+    assert_true(s.optimizer.lr == 0.02);
+    assert_true(s.optimizer.momentum == 0.9);
+
+    assert_int_equal(spec_load_file("examples/mlp-fashion.json", &s, err, sizeof err), 0);
+    assert_string_equal(s.model, "mlp");
+
+    assert_int_equal(spec_load_file("examples/lenet5-mnist.json", &s, err, sizeof err), 0);
+    assert_string_equal(s.dataset.name, "mnist");
+    assert_int_equal(s.epochs, 3);
+
+    assert_int_equal(spec_load_file("examples/cifar10-quick.json", &s, err, sizeof err), 0);
+    assert_string_equal(s.model, "cifar10_quick");
+    assert_string_equal(s.dataset.name, "cifar10");
+
+    assert_int_equal(spec_load_file("examples/resnet20-cifar10.json", &s, err, sizeof err), 0);
+    assert_string_equal(s.model, "resnet20");
+
+    assert_int_equal(spec_load_file("examples/ssgd-4.json", &s, err, sizeof err), 0);
+    assert_string_equal(s.algorithm.name, "ssgd");
+    assert_int_equal(s.workers, 4);
+    assert_int_equal(s.algorithm.dynamic_batch, 1);
+    assert_int_equal(s.emulate.nslowdown, 4);
+    assert_true(s.emulate.slowdown[0] == 1 && s.emulate.slowdown[1] == 1 &&
+                s.emulate.slowdown[2] == 2 && s.emulate.slowdown[3] == 4);
+    assert_false(spec_is_async(&s));
+
+    assert_int_equal(spec_load_file("examples/dbs-sgd-4.json", &s, err, sizeof err), 0);
+    assert_string_equal(s.algorithm.name, "dbs-sgd");
+    assert_int_equal(s.workers, 4);
+    assert_int_equal(s.algorithm.dynamic_batch, 1);
+    assert_int_equal(s.emulate.nslowdown, 4);
+    assert_true(s.emulate.slowdown[3] == 4);
+    assert_true(spec_is_async(&s));
+}
+
+static void test_load_file_errors(void **state)
+{
+    (void)state;
+    job_spec_t s;
+    char err[512];
+    assert_int_equal(spec_load_file("no/such/spec.json", &s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "no/such/spec.json: "));
+
+    char path[] = "/tmp/test_spec_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    fputs("{\"model\": \"lenet5\",\n \"optimizer\": {\"lr\": 0}}\n", f);
+    fclose(f);
+    assert_int_equal(spec_load_file(path, &s, err, sizeof err), -1);
+    char want[128];
+    snprintf(want, sizeof want, "%s: optimizer.lr: must be > 0", path);
+    assert_string_equal(err, want);
+    unlink(path);
+}
+
+/* ---- docs -------------------------------------------------------------------------- */
+
+static void test_print_fields(void **state)
+{
+    (void)state;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    spec_print_fields(f);
+    fclose(f);
+    assert_true(strncmp(buf, "| field | type | default | allowed | description |\n", 51) == 0);
+    assert_non_null(strstr(buf, "| `optimizer.lr` | number | 0.01 | > 0 |"));
+    assert_non_null(strstr(buf, "| `batch_size` | integer | 64 | between 1 and 65536 |"));
+    assert_non_null(strstr(buf, "| `model` | enum | required |"));
+    size_t rows = 0;
+    for (const char *p = buf; (p = strchr(p, '\n')) != NULL; p++) rows++;
+    size_t paths = 0;
+    while (spec_field_path(paths)) paths++;
+    assert_int_equal(rows, paths + 2); /* header, separator, one line per field */
+    free(buf);
+}
+
+/* docs/JOB_SPEC.md names every field, and carries the generated table verbatim: a field
+ * added to, or changed in, the table fails here until the doc is regenerated. */
+static void test_doc_covers_every_field(void **state)
+{
+    (void)state;
+    char *doc = read_text("docs/JOB_SPEC.md");
+    if (!doc) fail_msg("docs/JOB_SPEC.md not found: run the tests from the repository root");
+    size_t n = 0;
+    for (const char *path; (path = spec_field_path(n)) != NULL; n++) {
+        char quoted[128];
+        snprintf(quoted, sizeof quoted, "`%s`", path);
+        if (!strstr(doc, quoted)) fail_msg("docs/JOB_SPEC.md does not mention %s", quoted);
+    }
+    assert_true(n > 40);
+
+    char *table = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&table, &len);
+    assert_non_null(f);
+    spec_print_fields(f);
+    fclose(f);
+    for (char *line = strtok(table, "\n"); line; line = strtok(NULL, "\n"))
+        if (!strstr(doc, line))
+            fail_msg("docs/JOB_SPEC.md lacks the generated table line\n  %s\n"
+                     "regenerate the table with spec_print_fields",
+                     line);
+    free(table);
+    free(doc);
+}
+
+/* Every ```json block of docs/JOB_SPEC.md is a valid spec, so the examples there keep
+ * up with the validator. */
+static void test_doc_examples_parse(void **state)
+{
+    (void)state;
+    char *doc = read_text("docs/JOB_SPEC.md");
+    if (!doc) fail_msg("docs/JOB_SPEC.md not found: run the tests from the repository root");
+    int blocks = 0;
+    for (char *p = doc; (p = strstr(p, "```json\n")) != NULL;) {
+        p += strlen("```json\n");
+        char *end = strstr(p, "```");
+        assert_non_null(end);
+        *end = '\0';
+        job_spec_t s;
+        char err[256];
+        if (spec_parse(p, &s, err, sizeof err) != 0)
+            fail_msg("docs/JOB_SPEC.md example %d: %s\n%s", blocks + 1, err, p);
+        blocks++;
+        p = end + 3;
+    }
+    assert_true(blocks >= 3);
+    free(doc);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_minimal_spec_gets_defaults),
+        cmocka_unit_test(test_full_spec),
+        cmocka_unit_test(test_invalid_specs),
+        cmocka_unit_test(test_array_capacity),
+        cmocka_unit_test(test_truncated_specs),
+        cmocka_unit_test(test_error_buffer_edges),
+        cmocka_unit_test(test_lambda0_default_per_algorithm),
+        cmocka_unit_test(test_params_both_spellings),
+        cmocka_unit_test(test_dbs_sgd_forces_dynamic_batch),
+        cmocka_unit_test(test_is_async),
+        cmocka_unit_test(test_empty_slowdown_is_absent),
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_to_json_is_normalised),
+        cmocka_unit_test(test_examples_parse),
+        cmocka_unit_test(test_load_file_errors),
+        cmocka_unit_test(test_print_fields),
+        cmocka_unit_test(test_doc_covers_every_field),
+        cmocka_unit_test(test_doc_examples_parse),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

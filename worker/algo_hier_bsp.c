@@ -1,0 +1,101 @@
+/* worker/algo_hier_bsp.c - "hier-bsp": hierarchical bulk-synchronous SGD (Cong and
+ * Bhardwaj, ALGORITHMS.md section 9). Ranks form groups (the ranks of one host via
+ * MPI_Comm_split_type(MPI_COMM_TYPE_SHARED), or consecutive blocks of
+ * algorithm.group_size); inside a group every step is synchronous SGD (the ssgd fused
+ * allreduce on the group communicator); every algorithm.k_steps steps the group leaders
+ * average their models with batch weights and broadcast the result inside their group. */
+#include <stdlib.h>
+
+#include "comm.h"
+
+typedef struct {
+    MPI_Comm group;     /* my group */
+    MPI_Comm leaders;   /* group leaders; MPI_COMM_NULL on the other ranks */
+    int since;
+    long group_samples; /* samples the group computed since the last average */
+    float *buf;         /* (nparams + nbuffers + 1) */
+} hier_state_t;
+
+static int hier_init(worker_t *w)
+{
+    hier_state_t *st = calloc(1, sizeof *st);
+    if (!st) return -1;
+    st->buf = malloc((w->model->nparams + w->model->nbuffers + 1) * sizeof(float));
+    if (!st->buf) { free(st); return -1; }
+    int gs = w->spec->algorithm.group_size;
+    if (gs > 0)
+        MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, w->rank / gs, w->rank, &st->group));
+    else
+        MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, w->rank, MPI_INFO_NULL,
+                                      &st->group));
+    int grank;
+    MPI_Comm_rank(st->group, &grank);
+    MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, grank == 0 ? 0 : MPI_UNDEFINED, w->rank, &st->leaders));
+    w->algo_state = st;
+    comm_broadcast_model(w, MPI_COMM_WORLD);
+    return 0;
+}
+
+static void average(worker_t *w, hier_state_t *st)
+{
+    model_t *m = w->model;
+    if (st->leaders != MPI_COMM_NULL) local_average(w, st->leaders, st->buf, (float)st->group_samples);
+    double t0 = now_s();
+    MPI_CHECK(MPI_Bcast(m->params, (int)m->nparams, MPI_FLOAT, 0, st->group));
+    if (m->nbuffers) MPI_CHECK(MPI_Bcast(m->buffers, (int)m->nbuffers, MPI_FLOAT, 0, st->group));
+    double dt = now_s() - t0;
+    w->stats.step_comm_s += dt;
+    w->stats.comm_s += dt;
+    staleness_add(&w->staleness, st->since);
+    st->since = 0;
+    st->group_samples = 0;
+}
+
+static int hier_step(worker_t *w)
+{
+    hier_state_t *st = w->algo_state;
+    model_t *m = w->model;
+    comm_replan(w, MPI_COMM_WORLD);
+    worker_next_batch(w);
+    float b = (float)w->batch;
+    float loss = worker_compute_grad(w, b);
+    m->grads[m->nparams] = b;
+    m->grads[m->nparams + 1] = b * loss;
+    comm_wait_peers(w, st->group);
+    double t0 = now_s();
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, m->grads, (int)m->nparams + MODEL_GRAD_EXTRA, MPI_FLOAT,
+                            MPI_SUM, st->group));
+    double dt = now_s() - t0;
+    w->stats.step_comm_s += dt;
+    w->stats.comm_s += dt;
+    float total = m->grads[m->nparams];
+    w->step_loss = m->grads[m->nparams + 1] / total;
+    w->step_samples = (int)total;
+    worker_apply_update(w, 1.0f / total);
+    st->group_samples += (long)total;
+    if (++st->since >= w->spec->algorithm.k_steps) average(w, st);
+    return 0;
+}
+
+static int hier_epoch_end(worker_t *w)
+{
+    hier_state_t *st = w->algo_state;
+    if (st->since > 0) average(w, st);
+    return 0;
+}
+
+static void hier_fini(worker_t *w)
+{
+    hier_state_t *st = w->algo_state;
+    if (!st) return;
+    if (st->leaders != MPI_COMM_NULL) MPI_Comm_free(&st->leaders);
+    MPI_Comm_free(&st->group);
+    free(st->buf);
+    free(st);
+    w->algo_state = NULL;
+}
+
+const algo_ops_t algo_hier_bsp = {
+    .name = "hier-bsp", .init = hier_init, .step = hier_step, .epoch_end = hier_epoch_end,
+    .evaluate = comm_evaluate_root, .fini = hier_fini,
+};

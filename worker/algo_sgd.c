@@ -1,0 +1,13 @@
+/* worker/algo_sgd.c - "sgd": single-process minibatch SGD, the reference every distributed
+ * algorithm is compared with. One step: batch, gradient, update. */
+#include "worker.h"
+
+static int sgd_step(worker_t *w)
+{
+    worker_next_batch(w);
+    worker_compute_grad(w, 1.0f);
+    worker_apply_update(w, 1.0f);
+    return 0;
+}
+
+const algo_ops_t algo_sgd = { .name = "sgd", .step = sgd_step };

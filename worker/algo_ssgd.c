@@ -1,0 +1,46 @@
+/* worker/algo_ssgd.c - "ssgd": synchronous data-parallel SGD, Horovod style
+ * (ALGORITHMS.md section 1).
+ *
+ * Each rank computes the gradient of b_i * (its mean loss), i.e. b_i * g_i, straight out of
+ * the backward pass (loss_scale = b_i), appends [b_i, b_i * loss_i] in the spare slots of
+ * the fused gradient buffer, and one MPI_Allreduce(SUM) of nparams + 2 floats gives
+ * sum(b_i g_i), sum(b_i) and the global loss. The update applies 1 / sum(b_i) as the
+ * optimizer's gradient scale, so every rank makes the identical batch-weighted step
+ * without another pass over the buffer. Dynamic batching re-plans at step boundaries. */
+#include "comm.h"
+
+static int ssgd_init(worker_t *w)
+{
+    comm_broadcast_model(w, MPI_COMM_WORLD);
+    return 0;
+}
+
+static int ssgd_step(worker_t *w)
+{
+    comm_replan(w, MPI_COMM_WORLD);
+    worker_next_batch(w);
+    model_t *m = w->model;
+    float b = (float)w->batch;
+    float loss = worker_compute_grad(w, b);
+    m->grads[m->nparams] = b;
+    m->grads[m->nparams + 1] = b * loss;
+
+    comm_wait_peers(w, MPI_COMM_WORLD);
+    double t0 = now_s();
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, m->grads, (int)m->nparams + MODEL_GRAD_EXTRA, MPI_FLOAT,
+                            MPI_SUM, MPI_COMM_WORLD));
+    double dt = now_s() - t0;
+    w->stats.step_comm_s = dt;
+    w->stats.comm_s += dt;
+
+    float total = m->grads[m->nparams];
+    w->step_loss = m->grads[m->nparams + 1] / total;
+    w->step_samples = (int)total;
+    worker_apply_update(w, 1.0f / total);
+    staleness_add(&w->staleness, 0);
+    return 0;
+}
+
+const algo_ops_t algo_ssgd = {
+    .name = "ssgd", .init = ssgd_init, .step = ssgd_step, .evaluate = comm_evaluate_root,
+};

@@ -1,0 +1,102 @@
+/* worker/comm.c - see comm.h. */
+#include "comm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "planner.h"
+#include "train.h"
+
+int comm_launched_by_mpirun(void)
+{
+    return getenv("OMPI_COMM_WORLD_SIZE") != NULL || getenv("PMI_RANK") != NULL ||
+           getenv("PMIX_RANK") != NULL;
+}
+
+void comm_broadcast_model(worker_t *w, MPI_Comm comm)
+{
+    model_t *m = w->model;
+    MPI_CHECK(MPI_Bcast(m->params, (int)m->nparams, MPI_FLOAT, 0, comm));
+    if (m->nbuffers) MPI_CHECK(MPI_Bcast(m->buffers, (int)m->nbuffers, MPI_FLOAT, 0, comm));
+}
+
+void comm_replan(worker_t *w, MPI_Comm comm)
+{
+    const job_spec_t *s = w->spec;
+    if (!s->algorithm.dynamic_batch || s->algorithm.replan_steps <= 0) return;
+    if (w->global_step == 0 || w->global_step % s->algorithm.replan_steps != 0) return;
+    int n = w->nworkers;
+    double *speeds = w->plan_speeds;
+    double mine = w->stats.ewma_sps;
+    MPI_CHECK(MPI_Gather(&mine, 1, MPI_DOUBLE, speeds, 1, MPI_DOUBLE, 0, comm));
+    if (w->rank == 0) {
+        int ok = 1;
+        for (int i = 0; i < n; i++) if (!(speeds[i] > 0)) ok = 0;
+        if (w->assignment_hook && w->assignment_hook(w, w->plan_next) == 1) {
+            memcpy(w->batch_of, w->plan_next, (size_t)n * sizeof(int));
+            w->plan_version++;
+        } else if (ok) {
+            int min_b = s->algorithm.min_batch > 0 ? s->algorithm.min_batch : 1;
+            int max_b = w->max_batch;
+            if (planner_assign(speeds, w->batch_of, n, w->global_batch, min_b, max_b, 0.05,
+                               w->plan_next) == 1) {
+                memcpy(w->batch_of, w->plan_next, (size_t)n * sizeof(int));
+                w->plan_version++;
+            }
+        }
+    }
+    MPI_CHECK(MPI_Bcast(w->batch_of, n, MPI_INT, 0, comm));
+    MPI_CHECK(MPI_Bcast(&w->plan_version, 1, MPI_LONG, 0, comm));
+}
+
+json_t *comm_gather_ranks(worker_t *w, MPI_Comm comm)
+{
+    json_t *mine = worker_rank_json(w);
+    char *text = json_dumps(mine, JSON_COMPACT);
+    json_decref(mine);
+    int len = text ? (int)strlen(text) + 1 : 1;
+    int size;
+    MPI_Comm_size(comm, &size);
+    int *lens = NULL, *displs = NULL;
+    char *all = NULL;
+    if (w->rank == 0) {
+        lens = calloc((size_t)size, sizeof *lens);
+        displs = calloc((size_t)size, sizeof *displs);
+    }
+    MPI_CHECK(MPI_Gather(&len, 1, MPI_INT, lens, 1, MPI_INT, 0, comm));
+    if (w->rank == 0) {
+        int total = 0;
+        for (int i = 0; i < size; i++) { displs[i] = total; total += lens[i]; }
+        all = malloc((size_t)total);
+    }
+    MPI_CHECK(MPI_Gatherv(text ? text : "", len, MPI_CHAR, all, lens, displs, MPI_CHAR, 0, comm));
+    free(text);
+    json_t *arr = NULL;
+    if (w->rank == 0) {
+        arr = json_array();
+        for (int i = 0; i < size; i++) {
+            json_t *r = json_loads(all + displs[i], 0, NULL);
+            json_array_append_new(arr, r ? r : json_object());
+        }
+        free(all); free(lens); free(displs);
+    }
+    return arr;
+}
+
+void comm_evaluate_root(worker_t *w)
+{
+    float r[2] = { 0, 0 };
+    if (w->rank == 0) worker_evaluate(w, &r[0], &r[1]);
+    MPI_CHECK(MPI_Bcast(r, 2, MPI_FLOAT, 0, MPI_COMM_WORLD));
+    w->test_loss = r[0];
+    w->test_accuracy = r[1];
+}
+
+void comm_wait_peers(worker_t *w, MPI_Comm comm)
+{
+    double t0 = now_s();
+    MPI_CHECK(MPI_Barrier(comm));
+    double dt = now_s() - t0;
+    w->stats.step_idle_s += dt;
+    w->stats.idle_s += dt;
+}

@@ -1,0 +1,51 @@
+/* worker/comm.h - the MPI side of a worker: start-up checks, helpers every distributed
+ * algorithm uses (weight broadcast, batch re-planning, summary gathering) and MPI_CHECK.
+ *
+ * A worker started without mpirun never calls MPI; under mpirun every rank calls
+ * comm_init first. MPI errors are fatal for the job (MPI_ERRORS_ARE_FATAL): a rank that
+ * dies makes mpirun tear the job down, so no rank waits forever on a dead peer.
+ */
+#ifndef PACER_COMM_H
+#define PACER_COMM_H
+
+#include <jansson.h>
+#include <mpi.h>
+#include <stdio.h>
+
+#include "worker.h"
+
+#define MPI_CHECK(call) do { int rc_ = (call); if (rc_ != MPI_SUCCESS) { \
+    char msg_[MPI_MAX_ERROR_STRING]; int len_ = 0; MPI_Error_string(rc_, msg_, &len_); \
+    fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, msg_); \
+    MPI_Abort(MPI_COMM_WORLD, 1); } } while (0)
+
+/* Whether this process was started by mpirun (Open MPI or a PMI launcher). */
+int comm_launched_by_mpirun(void);
+
+/* Rank 0's parameters and buffers to every rank of comm (identical start). */
+void comm_broadcast_model(worker_t *w, MPI_Comm comm);
+
+/* Dynamic batching for synchronous algorithms over comm (all workers): every
+ * algorithm.replan_steps steps rank 0 gathers the EWMA speeds, runs the planner (or takes
+ * the coordinator's newer assignment) and broadcasts the plan into w->batch_of. A no-op
+ * when dynamic batching is off. Called at step boundaries only. */
+void comm_replan(worker_t *w, MPI_Comm comm);
+
+/* The per_rank summary entries of every rank, gathered at rank 0 (NULL elsewhere). */
+json_t *comm_gather_ranks(worker_t *w, MPI_Comm comm);
+
+
+
+/* Evaluation for algorithms whose ranks hold the same weights at an epoch end: rank 0
+ * evaluates, the result is broadcast (so every rank takes the same early-stop decision). */
+void comm_evaluate_root(worker_t *w);
+
+/* Waits at a barrier and books the time as idle: what a rank spends waiting for slower
+ * peers, kept apart from the collective that follows so comm_s is transfer time. */
+void comm_wait_peers(worker_t *w, MPI_Comm comm);
+
+/* Batch-weighted model average over comm (params and batch-norm buffers), weight = this
+ * rank's samples since the last average; buf holds nparams + nbuffers + 1 floats.
+ * Implemented in algo_local_sgd.c, shared with hier-bsp. */
+void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight);
+#endif

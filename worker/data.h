@@ -1,0 +1,83 @@
+/* worker/data.h - data sets: IDX (MNIST, Fashion-MNIST) and CIFAR-10 binary loaders,
+ * normalisation, seeded shuffling, sharding by rank, CIFAR augmentation.
+ *
+ * A dataset_t owns its memory. Pixels stay as the file's uint8 (a quarter of float32:
+ * every MPI rank holds a copy, and peak memory is a benchmark target); they are
+ * normalised to float32 NCHW when a batch is gathered. Loading happens once before
+ * training; inside a training step only data_batch_gather runs, which writes into
+ * caller-owned buffers and never allocates.
+ */
+#ifndef PACER_DATA_H
+#define PACER_DATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rng.h"
+
+#define DATA_MAX_CHANNELS 3
+
+typedef struct {
+    int n;                          /* number of samples */
+    int C, H, W;                    /* image shape */
+    int num_classes;                /* 10 for every data set pacer knows */
+    uint8_t *pixels;                /* (n, C, H, W) as stored in the file */
+    int32_t *labels;                /* (n), each in [0, num_classes) */
+    float mean[DATA_MAX_CHANNELS];  /* per channel, on the [0,1] scale */
+    float std[DATA_MAX_CHANNELS];   /* gathered x = (pixel/255 - mean) / std */
+} dataset_t;
+
+/* Error codes: every failure also writes into err one line naming the file and the
+ * problem, e.g. "data/t10k-labels-idx1-ubyte: wrong magic 0x00000802 (want 0x00000801)". */
+enum {
+    DATA_OK = 0,
+    DATA_ENOENT = -1,     /* file missing or unreadable */
+    DATA_EFORMAT = -2,    /* wrong magic, bad header, truncated, mismatched counts */
+    DATA_ELABEL = -3,     /* label out of range */
+    DATA_ENOMEM = -4,
+    DATA_EUNKNOWN = -5,   /* unknown data set name */
+};
+
+/* Known data sets: "mnist", "fashion-mnist" (IDX files under dir, standard file names),
+ * "cifar10" (data_batch_1..5.bin for train, test_batch.bin for test). Every file may be
+ * raw or gzip-compressed: the raw name is tried first, then name + ".gz" (zlib reads
+ * both transparently). train selects the split. mean/std are set to the data set's
+ * fixed training-split statistics, so train and test use the same transform. */
+int dataset_load(const char *name, const char *dir, int train, dataset_t *out,
+                 char *err, size_t errlen);
+
+/* The parsers, exposed for tests. Paths are used exactly as given (no ".gz" probing;
+ * zlib's gzread reads raw files too). IDX: images (magic 0x00000803, n, rows, cols,
+ * then n*rows*cols bytes) and labels (magic 0x00000801, n, then n bytes); the counts
+ * must match, labels must be < 10. CIFAR: one or more files of 3073-byte records
+ * (label byte, 1024 R, 1024 G, 1024 B); a size that is not a multiple of 3073 is a
+ * truncated file. mean/std are left at 0/1. */
+int dataset_load_idx(const char *images_path, const char *labels_path, dataset_t *out,
+                     char *err, size_t errlen);
+int dataset_load_cifar(const char *const *paths, int npaths, dataset_t *out,
+                       char *err, size_t errlen);
+
+/* Keeps only the first n samples (subsets for quick runs); no reallocation. */
+void dataset_truncate(dataset_t *d, int n);
+void dataset_free(dataset_t *d);
+/* Human-readable text for an error code. */
+const char *data_strerror(int code);
+
+/* Default directory of a data set: fashion-mnist -> /usr/share/datasets/fashion-mnist,
+ * mnist -> ../shared/datasets/mnist, cifar10 -> ../shared/datasets/cifar-10 (the last
+ * two relative to the current directory; PACER_SHARED overrides ../shared). */
+const char *dataset_default_dir(const char *name);
+
+/* Rank r of `world` takes every world-th position of the (shuffled) epoch order,
+ * starting at r: with the same perm on every rank the shards are disjoint and cover
+ * the epoch. Writes the shard's sample indices into shard (capacity >= n/world + 1)
+ * and returns its length. */
+int data_shard(const int32_t *perm, int n, int rank, int world, int32_t *shard);
+
+/* Copies samples idx[0 .. count) into x (count, C, H, W), normalised, and y (count).
+ * With augment != 0 (CIFAR): random crop from the image zero-padded by 4 pixels, and a
+ * horizontal flip with probability 1/2, drawn from r. */
+void data_batch_gather(const dataset_t *d, const int32_t *idx, int count,
+                       float *x, int32_t *y, int augment, rng_t *r);
+
+#endif

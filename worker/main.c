@@ -1,0 +1,217 @@
+/* worker/main.c - pacer-worker: the training program. Run directly it trains in one process;
+ * under mpirun every rank runs it and the spec's algorithm decides what each rank does.
+ *
+ * Exit status: 0 success, 1 a failure while training, 2 bad input (usage, spec, data set,
+ * checkpoint), each with one line on stderr that names what is wrong. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cblas.h>
+
+#include "comm.h"
+#include "spec.h"
+#include "train.h"
+#include "version.h"
+
+static const struct option OPTIONS[] = {
+    { "spec", required_argument, NULL, 's' },
+    { "summary", required_argument, NULL, 'o' },
+    { "metrics", required_argument, NULL, 'm' },
+    { "resume", no_argument, NULL, 'r' },
+    { "resume-from", required_argument, NULL, 'R' },
+    { "stop-after-steps", required_argument, NULL, 'S' },
+    { "version", no_argument, NULL, 'V' },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: pacer-worker --spec FILE [options]\n"
+        "       mpirun -np N pacer-worker --spec FILE [options]\n"
+        "\n"
+        "Trains the job described by a JSON job spec (docs/JOB_SPEC.md).\n"
+        "\n"
+        "  --spec FILE            the job spec (required)\n"
+        "  --summary FILE         write the JSON summary (accuracy, losses, speed, per rank)\n"
+        "  --metrics FILE         append per-rank metrics records as JSON lines (every step,\n"
+        "                         epoch end and the end); written by a background thread\n"
+        "  --resume               continue from the job's latest checkpoint\n"
+        "                         (checkpoint.dir/NAME.ckpt); starts fresh if there is none\n"
+        "  --resume-from FILE     continue from this checkpoint; a missing file is an error\n"
+        "  --stop-after-steps N   stop after global step N as if interrupted (for tests)\n"
+        "  --version              print the version and the compiled-in backends\n"
+        "  --help                 this text\n"
+        "\n"
+        "Exit status: 0 done, 1 training failed, 2 bad input (spec, data, checkpoint).\n");
+}
+
+static void version(void)
+{
+    printf("pacer-worker %s\nbackends: cpu%s\n", PACER_VERSION,
+#ifdef PACER_WITH_CUDA
+           " cuda"
+#else
+           ""
+#endif
+    );
+}
+
+static int run(const char *spec_path, const char *summary_path, const char *metrics_path,
+               int resume, const char *resume_from, const train_opts_t *opts);
+
+int main(int argc, char **argv)
+{
+    const char *spec_path = NULL, *summary_path = NULL, *resume_from = NULL, *metrics_path = NULL;
+    int resume = 0;
+    train_opts_t opts = { 0 };
+    int c;
+    while ((c = getopt_long(argc, argv, "", OPTIONS, NULL)) != -1) {
+        switch (c) {
+        case 's': spec_path = optarg; break;
+        case 'o': summary_path = optarg; break;
+        case 'm': metrics_path = optarg; break;
+        case 'r': resume = 1; break;
+        case 'R': resume_from = optarg; break;
+        case 'S': opts.stop_after_steps = strtol(optarg, NULL, 10); break;
+        case 'V': version(); return 0;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (!spec_path || optind != argc) {
+        fprintf(stderr, "pacer-worker: %s\n", spec_path ? "unexpected argument" : "--spec FILE is required");
+        usage(stderr);
+        return 2;
+    }
+
+    return run(spec_path, summary_path, metrics_path, resume, resume_from, &opts);
+}
+
+/* Every rank reaches the same verdict: a failure on any rank (a data file missing on one
+ * host, say) stops all of them instead of leaving the others blocked in a collective. */
+static int agree(int use_mpi, int failed)
+{
+    if (!use_mpi) return failed;
+    int any = 0;
+    MPI_CHECK(MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    return any;
+}
+
+static int finish(int use_mpi, worker_t *w, int status)
+{
+    worker_teardown(w);
+    if (use_mpi) MPI_Finalize();
+    return status;
+}
+
+static int run(const char *spec_path, const char *summary_path, const char *metrics_path,
+               int resume, const char *resume_from, const train_opts_t *opts)
+{
+    char err[1024] = "";
+    static job_spec_t spec;
+    static worker_t w;
+    static metrics_reporter_t reporter;
+    int rank = 0, world = 1;
+    int use_mpi = comm_launched_by_mpirun();
+    if (use_mpi) {
+        int provided;
+        MPI_CHECK(MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided));
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &world);
+    }
+    /* Only rank 0 explains failures that every rank sees the same way. */
+#define SAY(...) do { if (rank == 0) fprintf(stderr, __VA_ARGS__); } while (0)
+
+    if (spec_load_file(spec_path, &spec, err, sizeof err) != 0) {
+        SAY("pacer-worker: %s: %s\n", spec_path, err);
+        return finish(use_mpi, &w, 2);
+    }
+    openblas_set_num_threads(spec.threads);
+    int async = spec_is_async(&spec);
+    int need = async ? spec.workers + 1 : spec.workers;
+    if (async && need < 2) {
+        SAY("pacer-worker: algorithm %s needs a parameter server and at least one worker (2 processes)\n",
+            spec.algorithm.name);
+        return finish(use_mpi, &w, 2);
+    }
+    if (world != need) {
+        if (!use_mpi)
+            SAY("pacer-worker: workers: the spec asks for %d workers; algorithm %s runs as %d processes: "
+                "start it with mpirun -np %d\n", spec.workers, spec.algorithm.name, need, need);
+        else
+            SAY("pacer-worker: workers: the spec asks for %d workers, so algorithm %s needs %d processes, "
+                "but mpirun started %d\n", spec.workers, spec.algorithm.name, need, world);
+        return finish(use_mpi, &w, 2);
+    }
+
+    int failed = worker_setup(&w, &spec, rank, world, err, sizeof err) != 0;
+    if (failed) fprintf(stderr, "pacer-worker%s: %s\n", rank ? " (rank>0)" : "", err);
+    if (agree(use_mpi, failed)) return finish(use_mpi, &w, 2);
+    w.use_mpi = use_mpi;
+
+    char ckpt[1100];
+    worker_checkpoint_path(&w, ckpt, sizeof ckpt);
+    failed = 0;
+    if (resume_from || resume) {
+        const char *path = resume_from ? resume_from : ckpt;
+        if (access(path, F_OK) == 0 || resume_from) {
+            failed = worker_resume(&w, path, err, sizeof err) != 0;
+            if (failed) SAY("pacer-worker: %s\n", err);
+            else SAY("resumed from %s at step %ld (epoch %ld)\n", path, w.global_step, w.epoch + 1);
+        } else {
+            SAY("no checkpoint at %s: starting fresh\n", path);
+        }
+    }
+    if (agree(use_mpi, failed)) return finish(use_mpi, &w, 2);
+
+    if (metrics_path) {
+        metrics_sink_t *sink = metrics_file_sink(metrics_path, err, sizeof err);
+        if (!sink || metrics_start(&reporter, spec.name, &sink, 1) != 0) {
+            fprintf(stderr, "pacer-worker: %s\n", err);
+            return finish(use_mpi, &w, 2);
+        }
+        w.metrics = &reporter;
+    }
+
+    SAY("training %s on %s with %s: %zu parameters, %d train / %d test samples, %d worker(s) x batch %d, "
+        "%ld steps per epoch, %d epochs\n",
+        spec.model, spec.dataset.name, spec.algorithm.name, model_param_count(w.model), w.train.n,
+        w.test.n, spec.workers, spec.batch_size, w.steps_per_epoch, spec.epochs);
+    int rc = worker_train(&w, opts, err, sizeof err);
+    if (w.metrics) {
+        metrics_stop(w.metrics, 5.0);
+        if (reporter.dropped) fprintf(stderr, "metrics: %llu records dropped (ring full)\n",
+                                      (unsigned long long)reporter.dropped);
+        w.metrics = NULL;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "pacer-worker: rank %d: %s\n", rank, err);
+        if (use_mpi) MPI_Abort(MPI_COMM_WORLD, 1);
+        return finish(0, &w, 1);
+    }
+    json_t *per_rank = NULL;
+    if (use_mpi) {
+        per_rank = comm_gather_ranks(&w, MPI_COMM_WORLD);
+    } else {
+        per_rank = json_array();
+        json_array_append_new(per_rank, worker_rank_json(&w));
+    }
+    int status = 0;
+    if (rank == 0) {
+        if (w.stop != 2)
+            printf("final test_accuracy %.4f test_loss %.4f train_loss %.4f (%.1f s, %.0f samples/s)\n",
+                   w.test_accuracy, w.test_loss, w.train_loss, w.wall_s,
+                   w.loop_s > 0 ? (double)w.stats.samples * spec.workers / w.loop_s : 0.0);
+        if (summary_path && worker_write_summary(&w, summary_path, per_rank, err, sizeof err) != 0) {
+            fprintf(stderr, "pacer-worker: %s\n", err);
+            status = 1;
+        }
+    }
+    json_decref(per_rank);
+    return finish(use_mpi, &w, status);
+}

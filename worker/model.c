@@ -1,0 +1,434 @@
+/* worker/model.c - see model.h. Builds each network as a layer list in two passes: the
+ * builder records layers and counts floats, then one allocation per fused buffer is made
+ * and every offset becomes a view. Forward walks the list; backward walks it in reverse,
+ * accumulating input gradients so residual branches sum (the ops.h convention). */
+#include "model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rng.h"
+
+/* ---- builder ------------------------------------------------------------------------- */
+
+typedef struct {
+    model_t *m;
+    size_t argmax_ints;
+    size_t aux_floats;
+    int failed;
+} builder_t;
+
+static size_t add_tensor(builder_t *b, const char *layer, const char *what, size_t count,
+                         int is_buffer)
+{
+    model_t *m = b->m;
+    size_t *total = is_buffer ? &m->nbuffers : &m->nparams;
+    if (m->ntensors >= MODEL_MAX_TENSORS) { b->failed = 1; return 0; }
+    tensor_info_t *t = &m->tensors[m->ntensors++];
+    snprintf(t->name, sizeof t->name, "%s.%s", layer, what);
+    t->offset = *total;
+    t->count = count;
+    t->is_buffer = is_buffer;
+    *total += count;
+    return t->offset;
+}
+
+/* Appends a layer reading the output of `in` (-1: model input); returns its index. */
+static int add_layer(builder_t *b, layer_kind_t kind, int in)
+{
+    model_t *m = b->m;
+    if (m->nlayers >= MODEL_MAX_LAYERS) { b->failed = 1; return 0; }
+    layer_t *l = &m->layers[m->nlayers];
+    memset(l, 0, sizeof *l);
+    l->kind = kind;
+    l->in = in;
+    l->in2 = -1;
+    if (in < 0) { l->C = m->C; l->H = m->H; l->W = m->W; }
+    else { l->C = m->layers[in].OC; l->H = m->layers[in].OH; l->W = m->layers[in].OW; }
+    /* Same shape by default; shape-changing layers overwrite. */
+    l->OC = l->C; l->OH = l->H; l->OW = l->W;
+    return m->nlayers++;
+}
+
+static void finish_layer(builder_t *b, int li)
+{
+    layer_t *l = &b->m->layers[li];
+    l->out_off = b->m->act_floats;
+    b->m->act_floats += (size_t)b->m->max_batch * l->OC * l->OH * l->OW;
+}
+
+static int conv(builder_t *b, const char *name, int in, int OC, int K, int stride, int pad,
+                int bias)
+{
+    int li = add_layer(b, LAYER_CONV, in);
+    layer_t *l = &b->m->layers[li];
+    if (conv2d_init(&l->conv, l->C, l->H, l->W, OC, K, K, stride, pad) != 0) b->failed = 1;
+    l->OC = OC; l->OH = l->conv.OH; l->OW = l->conv.OW;
+    l->has_bias = bias;
+    l->w_off = add_tensor(b, name, "weight", (size_t)OC * l->C * K * K, 0);
+    if (bias) l->b_off = add_tensor(b, name, "bias", (size_t)OC, 0);
+    size_t ws = conv2d_workspace(&l->conv, b->m->max_batch);
+    if (ws > b->m->ws_floats) b->m->ws_floats = ws;
+    finish_layer(b, li);
+    return li;
+}
+
+static int pool(builder_t *b, layer_kind_t kind, int in, int K, int stride, int ceil_mode)
+{
+    int li = add_layer(b, kind, in);
+    layer_t *l = &b->m->layers[li];
+    if (pool2d_init(&l->pool, l->C, l->H, l->W, K, stride, 0, ceil_mode) != 0) b->failed = 1;
+    l->OH = l->pool.OH; l->OW = l->pool.OW;
+    if (kind == LAYER_MAXPOOL) {
+        l->aux_off = b->argmax_ints;
+        b->argmax_ints += (size_t)b->m->max_batch * l->OC * l->OH * l->OW;
+    }
+    finish_layer(b, li);
+    return li;
+}
+
+static int relu(builder_t *b, int in)
+{
+    int li = add_layer(b, LAYER_RELU, in);
+    finish_layer(b, li);
+    return li;
+}
+
+static int fc(builder_t *b, const char *name, int in, int OUT)
+{
+    int li = add_layer(b, LAYER_FC, in);
+    layer_t *l = &b->m->layers[li];
+    /* FC flattens its input: (B, C, H, W) is read as (B, C*H*W). */
+    l->C = l->C * l->H * l->W; l->H = 1; l->W = 1;
+    l->OC = OUT; l->OH = 1; l->OW = 1;
+    l->has_bias = 1;
+    l->w_off = add_tensor(b, name, "weight", (size_t)OUT * l->C, 0);
+    l->b_off = add_tensor(b, name, "bias", (size_t)OUT, 0);
+    finish_layer(b, li);
+    return li;
+}
+
+static int bn(builder_t *b, const char *name, int in)
+{
+    int li = add_layer(b, LAYER_BN, in);
+    layer_t *l = &b->m->layers[li];
+    l->w_off = add_tensor(b, name, "weight", (size_t)l->C, 0);
+    l->b_off = add_tensor(b, name, "bias", (size_t)l->C, 0);
+    l->rm_off = add_tensor(b, name, "running_mean", (size_t)l->C, 1);
+    l->rv_off = add_tensor(b, name, "running_var", (size_t)l->C, 1);
+    l->aux_off = b->aux_floats;
+    b->aux_floats += 2 * (size_t)l->C;
+    finish_layer(b, li);
+    return li;
+}
+
+static int gap(builder_t *b, int in)
+{
+    int li = add_layer(b, LAYER_GAP, in);
+    layer_t *l = &b->m->layers[li];
+    l->OH = 1; l->OW = 1;
+    finish_layer(b, li);
+    return li;
+}
+
+/* out = a + shortcut(x) */
+static int add(builder_t *b, int a, int x)
+{
+    int li = add_layer(b, LAYER_ADD, a);
+    layer_t *l = &b->m->layers[li];
+    const layer_t *lx = &b->m->layers[x];
+    l->in2 = x;
+    int stride = lx->OH / l->H;
+    if (shortcut_init(&l->sc, lx->OC, lx->OH, lx->OW, l->C, stride) != 0 ||
+        l->sc.OH != l->H || l->sc.OW != l->W)
+        b->failed = 1;
+    finish_layer(b, li);
+    return li;
+}
+
+/* ---- the four networks (shapes from ALGORITHMS.md) ------------------------------------- */
+
+static void build_mlp(builder_t *b)
+{
+    int x = fc(b, "fc1", -1, 256);
+    x = relu(b, x);
+    x = fc(b, "fc2", x, 128);
+    x = relu(b, x);
+    fc(b, "fc3", x, 10);
+}
+
+static void build_lenet5(builder_t *b)
+{
+    int x = conv(b, "conv1", -1, 6, 5, 1, 2, 1);     /* 28x28 -> 6x28x28 */
+    x = relu(b, x);
+    x = pool(b, LAYER_MAXPOOL, x, 2, 2, 0);          /* -> 6x14x14 */
+    x = conv(b, "conv2", x, 16, 5, 1, 0, 1);         /* -> 16x10x10 */
+    x = relu(b, x);
+    x = pool(b, LAYER_MAXPOOL, x, 2, 2, 0);          /* -> 16x5x5 */
+    x = fc(b, "fc1", x, 120);
+    x = relu(b, x);
+    x = fc(b, "fc2", x, 84);
+    x = relu(b, x);
+    fc(b, "fc3", x, 10);
+}
+
+static void build_cifar10_quick(builder_t *b)
+{
+    /* Caffe's cifar10_quick: ceil-mode pooling gives 32 -> 16 -> 8 -> 4 (fc in 1024). */
+    int x = conv(b, "conv1", -1, 32, 5, 1, 2, 1);
+    x = pool(b, LAYER_MAXPOOL, x, 3, 2, 1);
+    x = relu(b, x);
+    x = conv(b, "conv2", x, 32, 5, 1, 2, 1);
+    x = relu(b, x);
+    x = pool(b, LAYER_AVGPOOL, x, 3, 2, 1);
+    x = conv(b, "conv3", x, 64, 5, 1, 2, 1);
+    x = relu(b, x);
+    x = pool(b, LAYER_AVGPOOL, x, 3, 2, 1);
+    x = fc(b, "fc1", x, 64);
+    fc(b, "fc2", x, 10);
+}
+
+static void build_resnet20(builder_t *b)
+{
+    char name[MODEL_NAME_MAX];
+    int x = conv(b, "conv1", -1, 16, 3, 1, 1, 0);
+    x = bn(b, "bn1", x);
+    x = relu(b, x);
+    static const int widths[3] = { 16, 32, 64 };
+    for (int s = 0; s < 3; s++) {
+        for (int k = 0; k < 3; k++) {
+            int stride = (s > 0 && k == 0) ? 2 : 1;
+            int in = x;
+            snprintf(name, sizeof name, "layer%d.%d.conv1", s + 1, k);
+            int y = conv(b, name, in, widths[s], 3, stride, 1, 0);
+            snprintf(name, sizeof name, "layer%d.%d.bn1", s + 1, k);
+            y = bn(b, name, y);
+            y = relu(b, y);
+            snprintf(name, sizeof name, "layer%d.%d.conv2", s + 1, k);
+            y = conv(b, name, y, widths[s], 3, 1, 1, 0);
+            snprintf(name, sizeof name, "layer%d.%d.bn2", s + 1, k);
+            y = bn(b, name, y);
+            y = add(b, y, in);
+            x = relu(b, y);
+        }
+    }
+    x = gap(b, x);
+    fc(b, "fc", x, 10);
+}
+
+typedef struct {
+    const char *name;
+    int C, H, W;
+    void (*build)(builder_t *b);
+} model_def_t;
+
+static const model_def_t MODELS[] = {
+    { "mlp", 1, 28, 28, build_mlp },
+    { "lenet5", 1, 28, 28, build_lenet5 },
+    { "cifar10_quick", 3, 32, 32, build_cifar10_quick },
+    { "resnet20", 3, 32, 32, build_resnet20 },
+};
+
+static const model_def_t *find_model(const char *name)
+{
+    for (size_t i = 0; i < sizeof MODELS / sizeof MODELS[0]; i++)
+        if (strcmp(MODELS[i].name, name) == 0) return &MODELS[i];
+    return NULL;
+}
+
+int model_input_shape(const char *name, int *C, int *H, int *W)
+{
+    const model_def_t *d = find_model(name);
+    if (!d) return 0;
+    *C = d->C; *H = d->H; *W = d->W;
+    return 1;
+}
+
+int model_create(const char *name, int max_batch, model_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    const model_def_t *def = find_model(name);
+    if (!def) {
+        snprintf(err, errlen, "model: unknown model '%s' (known: mlp, lenet5, cifar10_quick, resnet20)", name);
+        return -1;
+    }
+    if (max_batch < 1) {
+        snprintf(err, errlen, "model: batch size must be >= 1");
+        return -1;
+    }
+    model_t *m = calloc(1, sizeof *m);
+    if (!m) goto oom;
+    snprintf(m->name, sizeof m->name, "%s", name);
+    m->C = def->C; m->H = def->H; m->W = def->W;
+    m->num_classes = 10;
+    m->max_batch = max_batch;
+
+    builder_t b = { .m = m };
+    def->build(&b);
+    if (b.failed) {
+        snprintf(err, errlen, "model %s: internal error: layer table overflow or bad geometry", name);
+        free(m);
+        return -1;
+    }
+
+    /* One allocation per fused buffer; 64-byte alignment keeps AVX loads aligned. */
+#define ALLOC(ptr, n) do { size_t bytes_ = ((n) * sizeof *(ptr) + 63) & ~(size_t)63; \
+        (ptr) = aligned_alloc(64, bytes_ ? bytes_ : 64); if (!(ptr)) goto oom; \
+        memset((ptr), 0, bytes_ ? bytes_ : 64); } while (0)
+    ALLOC(m->params, m->nparams);
+    ALLOC(m->grads, m->nparams + MODEL_GRAD_EXTRA);
+    ALLOC(m->momentum, m->nparams);
+    ALLOC(m->buffers, m->nbuffers);
+    ALLOC(m->acts, m->act_floats);
+    ALLOC(m->dacts, m->act_floats);
+    ALLOC(m->aux, b.aux_floats);
+    ALLOC(m->argmax, b.argmax_ints);
+    ALLOC(m->ws, m->ws_floats);
+    ALLOC(m->probs, (size_t)max_batch * m->num_classes);
+#undef ALLOC
+    *out = m;
+    return 0;
+oom:
+    model_free(m);
+    snprintf(err, errlen, "model %s: out of memory for batch %d", name, max_batch);
+    return -1;
+}
+
+void model_free(model_t *m)
+{
+    if (!m) return;
+    free(m->params); free(m->grads); free(m->momentum); free(m->buffers);
+    free(m->acts); free(m->dacts); free(m->aux); free(m->argmax); free(m->ws);
+    free(m->probs);
+    free(m);
+}
+
+size_t model_param_count(const model_t *m) { return m->nparams; }
+
+void model_init_params(model_t *m, uint64_t seed)
+{
+    rng_t r;
+    rng_seed(&r, seed);
+    int resnet = strcmp(m->name, "resnet20") == 0;
+    for (int i = 0; i < m->nlayers; i++) {
+        const layer_t *l = &m->layers[i];
+        float *w = m->params + l->w_off;
+        float *bias = m->params + l->b_off;
+        if (l->kind == LAYER_CONV || l->kind == LAYER_FC) {
+            size_t fan_in = l->kind == LAYER_CONV
+                ? (size_t)l->C * l->conv.KH * l->conv.KW : (size_t)l->C;
+            size_t nw = (size_t)l->OC * fan_in;
+            float bound = 1.0f / sqrtf((float)fan_in);
+            if (resnet && l->kind == LAYER_CONV) {
+                /* Kaiming normal, fan_in, ReLU gain: what He et al. train resnets with. */
+                float stdv = sqrtf(2.0f / (float)fan_in);
+                for (size_t k = 0; k < nw; k++) w[k] = stdv * rng_normal(&r);
+            } else {
+                for (size_t k = 0; k < nw; k++) w[k] = bound * (2.0f * rng_uniform(&r) - 1.0f);
+            }
+            if (l->has_bias)
+                for (int k = 0; k < l->OC; k++) bias[k] = bound * (2.0f * rng_uniform(&r) - 1.0f);
+        } else if (l->kind == LAYER_BN) {
+            for (int k = 0; k < l->C; k++) {
+                w[k] = 1.0f;
+                bias[k] = 0.0f;
+                m->buffers[l->rm_off + k] = 0.0f;
+                m->buffers[l->rv_off + k] = 1.0f;
+            }
+        }
+    }
+    memset(m->momentum, 0, m->nparams * sizeof(float));
+}
+
+/* ---- forward / backward ----------------------------------------------------------------- */
+
+#define BN_MOMENTUM 0.1f
+
+static const float *layer_input(const model_t *m, const float *x, int in)
+{
+    return in < 0 ? x : m->acts + m->layers[in].out_off;
+}
+
+const float *model_logits(const model_t *m)
+{
+    return m->acts + m->layers[m->nlayers - 1].out_off;
+}
+
+float model_forward(model_t *m, const float *x, const int32_t *y, int B, int train)
+{
+    for (int i = 0; i < m->nlayers; i++) {
+        layer_t *l = &m->layers[i];
+        const float *inp = layer_input(m, x, l->in);
+        float *out = m->acts + l->out_off;
+        const float *w = m->params + l->w_off;
+        const float *bias = l->has_bias ? m->params + l->b_off : NULL;
+        size_t n_out = (size_t)B * l->OC * l->OH * l->OW;
+        switch (l->kind) {
+        case LAYER_CONV: conv2d_forward(&l->conv, B, inp, w, bias, out, m->ws); break;
+        case LAYER_MAXPOOL: maxpool2d_forward(&l->pool, B, inp, out, m->argmax + l->aux_off); break;
+        case LAYER_AVGPOOL: avgpool2d_forward(&l->pool, B, inp, out); break;
+        case LAYER_RELU: relu_forward(n_out, inp, out); break;
+        case LAYER_FC: fc_forward(B, l->C, l->OC, inp, w, bias, out); break;
+        case LAYER_BN:
+            if (train)
+                batchnorm_forward_train(B, l->C, l->H * l->W, inp, w, m->params + l->b_off, out,
+                                        m->aux + l->aux_off, m->aux + l->aux_off + l->C,
+                                        m->buffers + l->rm_off, m->buffers + l->rv_off,
+                                        BN_MOMENTUM);
+            else
+                batchnorm_forward_eval(B, l->C, l->H * l->W, inp, w, m->params + l->b_off,
+                                       m->buffers + l->rm_off, m->buffers + l->rv_off, out);
+            break;
+        case LAYER_GAP: gap_forward(B, l->C, l->H * l->W, inp, out); break;
+        case LAYER_ADD:
+            residual_add_forward(&l->sc, B, inp, layer_input(m, x, l->in2), out);
+            break;
+        }
+    }
+    return softmax_xent_forward(B, m->num_classes, model_logits(m), y, m->probs);
+}
+
+void model_backward(model_t *m, const float *x, const int32_t *y, int B, float loss_scale)
+{
+    /* Input gradients accumulate, so every layer's output gradient starts at zero; the
+     * last layer's is written by the loss below. Only the first B samples are touched. */
+    for (int i = 0; i < m->nlayers - 1; i++) {
+        const layer_t *l = &m->layers[i];
+        memset(m->dacts + l->out_off, 0, (size_t)B * l->OC * l->OH * l->OW * sizeof(float));
+    }
+    const layer_t *last = &m->layers[m->nlayers - 1];
+    softmax_xent_backward(B, m->num_classes, m->probs, y, loss_scale, m->dacts + last->out_off);
+
+    for (int i = m->nlayers - 1; i >= 0; i--) {
+        const layer_t *l = &m->layers[i];
+        const float *inp = layer_input(m, x, l->in);
+        float *dinp = l->in < 0 ? NULL : m->dacts + m->layers[l->in].out_off;
+        const float *out = m->acts + l->out_off;
+        const float *dout = m->dacts + l->out_off;
+        const float *w = m->params + l->w_off;
+        float *dw = m->grads + l->w_off;
+        float *db = l->has_bias ? m->grads + l->b_off : NULL;
+        size_t n_out = (size_t)B * l->OC * l->OH * l->OW;
+        switch (l->kind) {
+        case LAYER_CONV: conv2d_backward(&l->conv, B, inp, w, dout, dinp, dw, db, m->ws); break;
+        case LAYER_MAXPOOL:
+            if (dinp) maxpool2d_backward(&l->pool, B, dout, m->argmax + l->aux_off, dinp);
+            break;
+        case LAYER_AVGPOOL: if (dinp) avgpool2d_backward(&l->pool, B, dout, dinp); break;
+        case LAYER_RELU: if (dinp) relu_backward(n_out, out, dout, dinp); break;
+        case LAYER_FC: fc_backward(B, l->C, l->OC, inp, w, dout, dinp, dw, db); break;
+        case LAYER_BN:
+            batchnorm_backward(B, l->C, l->H * l->W, inp, w, m->aux + l->aux_off,
+                               m->aux + l->aux_off + l->C, dout, dinp, dw, m->grads + l->b_off);
+            break;
+        case LAYER_GAP: if (dinp) gap_backward(B, l->C, l->H * l->W, dout, dinp); break;
+        case LAYER_ADD: {
+            float *dx = m->dacts + m->layers[l->in2].out_off;
+            residual_add_backward(&l->sc, B, dout, dinp, dx);
+            break;
+        }
+        }
+    }
+}

@@ -1,0 +1,484 @@
+/* worker/train.c - the machinery every algorithm shares (batches, gradient computation
+ * with emulated slowdown, the SGD update, evaluation) and the training loop around
+ * algo->step. The loop owns progress lines, checkpoints, epoch ends and the summary. */
+#include "train.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "checkpoint.h"
+
+double wall_clock_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void sleep_s(double s)
+{
+    if (s <= 0) return;
+    struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+}
+
+/* ---- shared machinery ------------------------------------------------------------------ */
+
+static void epoch_order(worker_t *w)
+{
+    /* The permutation depends only on (seed, epoch), so every rank computes the same one
+     * and a resumed run recomputes it instead of storing it. */
+    rng_t r;
+    rng_seed(&r, (uint64_t)w->spec->seed * 1000003u + (uint64_t)w->epoch);
+    for (int i = 0; i < w->train.n; i++) w->perm[i] = i;
+    rng_shuffle(&r, w->perm, w->train.n);
+}
+
+void worker_next_batch(worker_t *w)
+{
+    long offset = w->cursor;
+    for (int i = 0; i < w->worker_index; i++) offset += w->batch_of[i];
+    int b = w->batch_of[w->worker_index];
+    /* Every rank takes its share of the same global positions; the loop guarantees
+     * cursor + global_batch <= n, so the shares never run off the epoch. */
+    data_batch_gather(&w->train, w->perm + offset, b, w->x, w->y, w->spec->dataset.augment,
+                      &w->aug_rng);
+    w->batch = b;
+}
+
+float worker_compute_grad(worker_t *w, float loss_scale)
+{
+    double t0 = now_s();
+    float loss = model_forward(w->model, w->x, w->y, w->batch, 1);
+    model_backward(w->model, w->x, w->y, w->batch, loss_scale);
+    double dt = now_s() - t0;
+    /* Emulated heterogeneity: a rank with factor f behaves like a machine f times slower
+     * by waiting (f - 1) x its measured compute time. The wait counts as compute (it is
+     * what a slower machine would spend computing) and is also kept apart in emulated_s,
+     * so metrics show both. Sleeping, not spinning, leaves the core to the other ranks of
+     * an oversubscribed test machine. */
+    double extra = (w->slowdown - 1.0) * dt;
+    sleep_s(extra);
+    dt += extra;
+    w->stats.emulated_s += extra;
+    w->stats.step_compute_s = dt;
+    w->stats.compute_s += dt;
+    w->stats.step_comm_s = 0;
+    w->stats.step_idle_s = 0;
+    if (dt > 0) {
+        double sps = (double)w->batch / dt;
+        w->stats.ewma_sps = w->stats.ewma_sps > 0 ? 0.7 * w->stats.ewma_sps + 0.3 * sps : sps;
+    }
+    w->stats.samples += w->batch;
+    w->stats.last_loss = loss;
+    return loss;
+}
+
+void worker_apply_update(worker_t *w, float grad_scale)
+{
+    const job_spec_t *s = w->spec;
+    model_t *m = w->model;
+    if (s->optimizer.clip_norm > 0) {
+        /* Clip the gradient the update will use, grad_scale * grads, to clip_norm. */
+        float norm = grad_scale * (float)sqrt(sum_squares(m->nparams, m->grads));
+        if (norm > (float)s->optimizer.clip_norm) grad_scale *= (float)s->optimizer.clip_norm / norm;
+    }
+    sgd_update(m->nparams, m->params, m->grads, m->momentum, w->lr, (float)s->optimizer.momentum,
+               s->optimizer.nesterov, (float)s->optimizer.weight_decay, grad_scale);
+}
+
+/* The emulated slowdown of this worker at the current step: the spec's static factor,
+ * overridden by the last schedule entry for this worker whose step has been reached. */
+static double slowdown_now(const worker_t *w)
+{
+    const job_spec_t *s = w->spec;
+    if (w->worker_index < 0) return 1.0;
+    double f = s->emulate.nslowdown ? s->emulate.slowdown[w->worker_index] : 1.0;
+    long best = -1;
+    for (int i = 0; i < s->emulate.nschedule; i++) {
+        const spec_slowdown_change_t *c = &s->emulate.schedule[i];
+        if (c->rank == w->worker_index && c->step <= w->global_step && c->step >= best) {
+            best = c->step;
+            f = c->slowdown;
+        }
+    }
+    return f;
+}
+
+static void hostname_once(char *out, size_t len)
+{
+    if (gethostname(out, len) != 0) snprintf(out, len, "unknown");
+    out[len - 1] = 0;
+}
+
+void worker_report_step(worker_t *w)
+{
+    if (!w->metrics) return;
+    metrics_record_t *r = &w->record;   /* preallocated; host filled once at set-up */
+    r->kind = METRICS_STEP;
+    r->time = wall_clock_s();
+    r->step = w->global_step;
+    r->epoch = w->epoch + 1;
+    r->batch = w->batch;
+    r->loss = w->stats.last_loss;
+    r->compute_s = w->stats.step_compute_s;
+    r->comm_s = w->stats.step_comm_s;
+    r->idle_s = w->stats.step_idle_s;
+    r->samples_per_s = w->stats.ewma_sps;
+    r->samples = w->stats.samples;
+    r->slowdown = w->slowdown;
+    r->staleness = w->staleness;
+    r->plan_version = w->plan_version;
+    r->test_loss = NAN;
+    r->test_accuracy = NAN;
+    metrics_push(w->metrics, r);
+}
+
+static void report_epoch(worker_t *w, metrics_kind_t kind)
+{
+    if (!w->metrics) return;
+    worker_report_step(w);
+    w->record.kind = kind;
+    w->record.test_loss = w->test_loss;
+    w->record.test_accuracy = w->test_accuracy;
+    w->record.loss = w->train_loss;
+    metrics_push(w->metrics, &w->record);
+}
+
+void worker_evaluate(worker_t *w, float *loss, float *accuracy)
+{
+    model_t *m = w->model;
+    const dataset_t *d = &w->test;
+    double loss_sum = 0;
+    long correct = 0;
+    for (int first = 0; first < d->n; first += w->max_batch) {
+        int b = d->n - first < w->max_batch ? d->n - first : w->max_batch;
+        for (int i = 0; i < b; i++) w->eval_idx[i] = first + i;
+        data_batch_gather(d, w->eval_idx, b, w->x, w->y, 0, NULL);
+        loss_sum += (double)model_forward(m, w->x, w->y, b, 0) * b;
+        correct += count_correct(b, m->num_classes, model_logits(m), w->y);
+    }
+    *loss = d->n ? (float)(loss_sum / d->n) : 0.0f;
+    *accuracy = d->n ? (float)correct / (float)d->n : 0.0f;
+}
+
+/* ---- set-up ------------------------------------------------------------------------------ */
+
+int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char *err, size_t errlen)
+{
+    memset(w, 0, sizeof *w);
+    w->spec = spec;
+    w->rank = rank;
+    w->world = world;
+    w->algo = algo_find(spec->algorithm.name);
+    if (!w->algo) {
+        snprintf(err, errlen, "algorithm.name: '%s' is not built into this worker", spec->algorithm.name);
+        return -1;
+    }
+    int async = spec_is_async(spec);
+    w->nworkers = spec->workers;
+    w->role = (async && rank == 0) ? ROLE_PS : ROLE_WORKER;
+    w->worker_index = async ? rank - 1 : rank;
+    w->global_batch = spec->workers * spec->batch_size;
+    /* Buffers hold the largest batch a plan may assign; evaluation uses them too. */
+    w->max_batch = spec->algorithm.max_batch > 0 ? spec->algorithm.max_batch : spec->batch_size;
+    if (spec->algorithm.dynamic_batch && spec->algorithm.max_batch <= 0)
+        w->max_batch = w->global_batch;
+    if (w->max_batch < spec->batch_size) w->max_batch = spec->batch_size;
+    if (w->max_batch > 4096 && w->max_batch > spec->batch_size) w->max_batch = spec->batch_size * 4;
+
+    const char *ds = spec->dataset.name;
+    const char *dir = spec->dataset.path[0] ? spec->dataset.path : NULL;
+    int rc = dataset_load(ds, dir, 1, &w->train, err, errlen);
+    if (rc == 0) rc = dataset_load(ds, dir, 0, &w->test, err, errlen);
+    if (rc != 0) return rc;
+    if (spec->dataset.train_subset > 0) dataset_truncate(&w->train, spec->dataset.train_subset);
+    if (spec->dataset.test_subset > 0) dataset_truncate(&w->test, spec->dataset.test_subset);
+
+    if (model_create(spec->model, w->max_batch, &w->model, err, errlen) != 0) return -1;
+    model_t *m = w->model;
+    if (m->C != w->train.C || m->H != w->train.H || m->W != w->train.W) {
+        snprintf(err, errlen, "model: %s expects %dx%dx%d images, %s has %dx%dx%d",
+                 m->name, m->C, m->H, m->W, ds, w->train.C, w->train.H, w->train.W);
+        return -1;
+    }
+    model_init_params(m, spec->seed);
+
+    size_t img = (size_t)m->C * m->H * m->W;
+    w->x = aligned_alloc(64, ((size_t)w->max_batch * img * sizeof(float) + 63) & ~(size_t)63);
+    w->y = calloc((size_t)w->max_batch, sizeof *w->y);
+    w->eval_idx = calloc((size_t)w->max_batch, sizeof *w->eval_idx);
+    w->perm = calloc((size_t)w->train.n, sizeof *w->perm);
+    w->batch_of = calloc((size_t)w->nworkers, sizeof *w->batch_of);
+    w->plan_next = calloc((size_t)w->nworkers, sizeof *w->plan_next);
+    w->plan_speeds = calloc((size_t)w->nworkers, sizeof *w->plan_speeds);
+    if (!w->x || !w->y || !w->eval_idx || !w->perm || !w->batch_of || !w->plan_next || !w->plan_speeds) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < w->nworkers; i++) w->batch_of[i] = spec->batch_size;
+
+    w->steps_per_epoch = w->train.n / w->global_batch;
+    if (w->steps_per_epoch < 1) {
+        snprintf(err, errlen, "batch_size: global batch %d (workers x batch_size) exceeds the %d training samples",
+                 w->global_batch, w->train.n);
+        return -1;
+    }
+    w->total_steps = w->steps_per_epoch * spec->epochs;
+    const char *kind = spec->optimizer.lr_schedule.kind;
+    w->sched.kind = strcmp(kind, "step") == 0 ? LR_STEP : strcmp(kind, "cosine") == 0 ? LR_COSINE : LR_CONSTANT;
+    w->sched.warmup_steps = (long)lround(spec->optimizer.lr_schedule.warmup_epochs * (double)w->steps_per_epoch);
+    w->sched.step_size = (long)lround(spec->optimizer.lr_schedule.step_epochs * (double)w->steps_per_epoch);
+    if (w->sched.step_size < 1) w->sched.step_size = 1;
+    w->sched.gamma = (float)spec->optimizer.lr_schedule.gamma;
+    w->sched.min_lr = (float)spec->optimizer.lr_schedule.min_lr;
+    rng_seed(&w->aug_rng, (uint64_t)spec->seed * 7919u + (uint64_t)rank + 1);
+    w->slowdown = slowdown_now(w);
+    w->record.rank = rank;
+    w->record.role = w->role;
+    hostname_once(w->record.host, sizeof w->record.host);
+    snprintf(w->record.device, sizeof w->record.device, "cpu");
+    return 0;
+}
+
+void worker_teardown(worker_t *w)
+{
+    if (w->algo && w->algo->fini) w->algo->fini(w);
+    model_free(w->model);
+    dataset_free(&w->train);
+    dataset_free(&w->test);
+    free(w->x); free(w->y); free(w->eval_idx); free(w->perm); free(w->batch_of);
+    free(w->plan_next); free(w->plan_speeds);
+    memset(w, 0, sizeof *w);
+}
+
+/* ---- checkpoints ------------------------------------------------------------------------ */
+
+static void fill_ckpt(const worker_t *w, ckpt_state_t *st)
+{
+    memset(st, 0, sizeof *st);
+    st->global_step = w->global_step;
+    st->epoch = w->epoch;
+    st->step_in_epoch = w->step_in_epoch;
+    st->cursor = w->cursor;
+    st->seed = w->spec->seed;
+    st->aug_rng = w->aug_rng;
+    st->epoch_loss_sum = w->epoch_loss_sum;
+    st->epoch_loss_samples = w->epoch_loss_samples;
+    st->nworkers = w->nworkers;
+    for (int i = 0; i < w->nworkers && i < CKPT_MAX_WORKERS; i++) st->batch_of[i] = w->batch_of[i];
+}
+
+void worker_checkpoint_path(const worker_t *w, char *out, size_t len)
+{
+    snprintf(out, len, "%s/%s.ckpt", w->spec->checkpoint.dir, w->spec->name);
+}
+
+int worker_save_checkpoint(worker_t *w, char *err, size_t errlen)
+{
+    char path[1100];
+    ckpt_state_t st;
+    worker_checkpoint_path(w, path, sizeof path);
+    fill_ckpt(w, &st);
+    return checkpoint_save(path, w->model, &st, err, errlen);
+}
+
+int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
+{
+    ckpt_state_t st;
+    if (checkpoint_load(path, w->model, &st, err, errlen) != 0) return -1;
+    if (st.seed != (uint64_t)w->spec->seed) {
+        snprintf(err, errlen, "%s: checkpoint was written with seed %llu, spec has %lu",
+                 path, (unsigned long long)st.seed, w->spec->seed);
+        return -1;
+    }
+    if (st.epoch > w->spec->epochs || st.cursor > w->train.n) {
+        snprintf(err, errlen, "%s: checkpoint position (epoch %lld) is beyond this spec", path,
+                 (long long)st.epoch);
+        return -1;
+    }
+    w->global_step = st.global_step;
+    w->epoch = st.epoch;
+    w->step_in_epoch = st.step_in_epoch;
+    w->cursor = st.cursor;
+    w->aug_rng = st.aug_rng;
+    w->epoch_loss_sum = st.epoch_loss_sum;
+    w->epoch_loss_samples = st.epoch_loss_samples;
+    if (st.nworkers == w->nworkers)
+        for (int i = 0; i < w->nworkers; i++) w->batch_of[i] = st.batch_of[i];
+    return 0;
+}
+
+/* ---- the loop ---------------------------------------------------------------------------- */
+
+int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen)
+{
+    const job_spec_t *s = w->spec;
+    int rc = 0;
+    int printer = (w->rank == 0);
+    if (w->algo->init && (rc = w->algo->init(w)) != 0) {
+        snprintf(err, errlen, "algorithm %s failed to start", w->algo->name);
+        return rc;
+    }
+    w->loop_s = 0;
+    double t_start = now_s();
+    while (w->epoch < s->epochs && !w->stop) {
+        epoch_order(w);
+        double t_log = now_s();
+        long samples_log = w->stats.samples;
+        while (w->step_in_epoch < w->steps_per_epoch && !w->stop) {
+            double t0 = now_s();
+            w->lr = lr_at(&w->sched, (float)s->optimizer.lr, w->global_step, w->total_steps);
+            w->slowdown = slowdown_now(w);
+            w->step_loss = NAN;
+            if ((rc = w->algo->step(w)) != 0) {
+                snprintf(err, errlen, "algorithm %s: step %ld failed", w->algo->name, w->global_step);
+                return rc;
+            }
+            /* Algorithms that know the global loss (ssgd) report it in step_loss over
+             * step_samples; otherwise the rank's own batch loss is used. */
+            if (isnan(w->step_loss)) { w->step_loss = w->stats.last_loss; w->step_samples = w->batch; }
+            w->epoch_loss_sum += (double)w->step_loss * w->step_samples;
+            w->epoch_loss_samples += w->step_samples;
+            w->cursor += w->global_batch;
+            w->step_in_epoch++;
+            w->global_step++;
+            w->stats.steps++;
+            w->loop_s += now_s() - t0;
+            worker_report_step(w);
+
+            if (printer && s->log_every > 0 && w->global_step % s->log_every == 0) {
+                double t = now_s();
+                fprintf(stderr, "epoch %ld/%d step %ld/%ld loss %.4f lr %.5f samples/s %.0f\n",
+                        w->epoch + 1, s->epochs, w->step_in_epoch, w->steps_per_epoch,
+                        w->step_loss, w->lr,
+                        (double)(w->stats.samples - samples_log) * w->nworkers / (t - t_log));
+                t_log = t;
+                samples_log = w->stats.samples;
+            }
+            if (s->checkpoint.every_steps > 0 && w->global_step % s->checkpoint.every_steps == 0 &&
+                w->rank == 0) {
+                if (worker_save_checkpoint(w, err, errlen) != 0) return -1;
+            }
+            if (o->stop_after_steps > 0 && w->global_step >= o->stop_after_steps) {
+                w->stop = 2; /* test hook: simulate an interruption */
+                break;
+            }
+        }
+        if (w->stop == 2) break;
+        if (w->algo->epoch_end && (rc = w->algo->epoch_end(w)) != 0) {
+            snprintf(err, errlen, "algorithm %s: epoch end failed", w->algo->name);
+            return rc;
+        }
+        w->train_loss = w->epoch_loss_samples ? (float)(w->epoch_loss_sum / (double)w->epoch_loss_samples) : 0;
+        if (w->algo->evaluate) w->algo->evaluate(w);
+        else worker_evaluate(w, &w->test_loss, &w->test_accuracy);
+        report_epoch(w, METRICS_EPOCH);
+        if (printer)
+            fprintf(stderr, "epoch %ld/%d done: train_loss %.4f test_loss %.4f test_accuracy %.4f\n",
+                    w->epoch + 1, s->epochs, w->train_loss, w->test_loss, w->test_accuracy);
+        w->epoch++;
+        w->step_in_epoch = 0;
+        w->cursor = 0;
+        w->epoch_loss_sum = 0;
+        w->epoch_loss_samples = 0;
+        if (s->target_accuracy > 0 && w->test_accuracy >= s->target_accuracy) {
+            if (printer) fprintf(stderr, "target accuracy %.4f reached\n", s->target_accuracy);
+            w->stop = 1;
+        }
+    }
+    w->wall_s = now_s() - t_start;
+    report_epoch(w, METRICS_FINAL);
+    if (s->checkpoint.every_steps > 0 && w->rank == 0 && w->stop != 2)
+        if (worker_save_checkpoint(w, err, errlen) != 0) return -1;
+    return 0;
+}
+
+/* ---- summary ----------------------------------------------------------------------------- */
+
+static double peak_rss_mb(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_maxrss / 1024.0;
+}
+
+json_t *worker_rank_json(const worker_t *w)
+{
+    json_t *st = json_pack("{s:I, s:f, s:I, s:I, s:I}",
+                           "count", (json_int_t)w->staleness.count,
+                           "mean", staleness_mean(&w->staleness),
+                           "p50", (json_int_t)staleness_quantile(&w->staleness, 0.5),
+                           "p95", (json_int_t)staleness_quantile(&w->staleness, 0.95),
+                           "max", (json_int_t)w->staleness.max);
+    return json_pack("{s:i, s:s, s:f, s:f, s:f, s:f, s:I, s:I, s:i, s:f, s:f, s:f, s:o}",
+                     "rank", w->rank,
+                     "role", w->role == ROLE_PS ? "ps" : "worker",
+                     "compute_s", w->stats.compute_s,
+                     "comm_s", w->stats.comm_s,
+                     "idle_s", w->stats.idle_s,
+                     "emulated_s", w->stats.emulated_s,
+                     "samples", (json_int_t)w->stats.samples,
+                     "steps", (json_int_t)w->stats.steps,
+                     "batch_final", w->role == ROLE_PS ? 0 : w->batch_of[w->worker_index],
+                     "samples_per_s", w->stats.compute_s > 0 ? (double)w->stats.samples / w->stats.compute_s : 0.0,
+                     "peak_rss_mb", peak_rss_mb(),
+                     "slowdown", w->slowdown,
+                     "staleness", st);
+}
+
+int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, char *err, size_t errlen)
+{
+    const job_spec_t *s = w->spec;
+    long train_samples = 0;
+    size_t i;
+    json_t *r;
+    json_array_foreach(per_rank, i, r) train_samples += (long)json_integer_value(json_object_get(r, "samples"));
+    double peak = 0;
+    json_array_foreach(per_rank, i, r) {
+        double p = json_real_value(json_object_get(r, "peak_rss_mb"));
+        if (p > peak) peak = p;
+    }
+    json_t *root = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:O}",
+                             "name", s->name,
+                             "model", s->model,
+                             "dataset", s->dataset.name,
+                             "algorithm", s->algorithm.name,
+                             "workers", s->workers,
+                             "epochs", s->epochs,
+                             "steps", (json_int_t)w->global_step,
+                             "train_loss", (double)w->train_loss,
+                             "test_loss", (double)w->test_loss,
+                             "test_accuracy", (double)w->test_accuracy,
+                             "wall_s", w->wall_s,
+                             "train_s", w->loop_s,
+                             "train_samples_per_s", w->loop_s > 0 ? (double)train_samples / w->loop_s : 0.0,
+                             "peak_rss_mb", peak,
+                             "per_rank", per_rank);
+    if (!root) {
+        snprintf(err, errlen, "summary: out of memory");
+        return -1;
+    }
+    int rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_SORT_KEYS);
+    json_decref(root);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: cannot write summary: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}

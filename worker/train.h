@@ -1,0 +1,34 @@
+/* worker/train.h - set-up, the training loop, checkpoints and the summary of one rank. */
+#ifndef PACER_TRAIN_H
+#define PACER_TRAIN_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "worker.h"
+
+typedef struct {
+    long stop_after_steps;   /* test hook: stop (as if killed) after this global step; 0 = off */
+} train_opts_t;
+
+/* Loads the data, builds and initialises the model, sizes the buffers. rank/world are the
+ * MPI position (0, 1 standalone). Returns 0 or a negative code with err set; a data error
+ * returns the DATA_* code so main can exit with status 2. */
+int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char *err, size_t errlen);
+void worker_teardown(worker_t *w);
+
+/* Restores weights, optimizer state and position from a checkpoint. */
+int worker_resume(worker_t *w, const char *path, char *err, size_t errlen);
+void worker_checkpoint_path(const worker_t *w, char *out, size_t len);
+int worker_save_checkpoint(worker_t *w, char *err, size_t errlen);
+
+/* Runs epochs until the spec's count, target accuracy, or the test hook. */
+int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen);
+
+/* This rank's per_rank summary entry (new reference). */
+json_t *worker_rank_json(const worker_t *w);
+/* Writes the job summary (rank 0) with the per_rank array (borrowed). */
+int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,136 @@
+/* worker/worker.h - one training process: its model, data, position in the epoch, timers,
+ * and the plug-in interface every training algorithm implements.
+ *
+ * Life of a training step (see README "Anatomy of a training step"):
+ *   trainer loop -> algo->step(w)
+ *       worker_next_batch(w)      this rank's share of the global batch, gathered into
+ *                                 preallocated x/y buffers (no allocation)
+ *       worker_compute_grad(w)    forward + backward into model->grads, timed as compute,
+ *                                 then the emulated slowdown wait (timed as idle)
+ *       exchange                  algorithm-specific (nothing, allreduce, PS push/pull),
+ *                                 timed as communication
+ *       worker_apply_update(w)    clip + SGD on the fused buffers
+ * The loop counts steps, prints progress, writes checkpoints and evaluates at epoch ends.
+ */
+#ifndef PACER_WORKER_H
+#define PACER_WORKER_H
+
+#include <stdint.h>
+
+#include "data.h"
+#include "metrics.h"
+#include "model.h"
+#include "spec.h"
+
+typedef enum { ROLE_WORKER = 0, ROLE_PS = 1 } worker_role_t;
+
+/* Per-rank accounting that the summary's per_rank entries and the metrics records read. */
+typedef struct {
+    double compute_s, comm_s, idle_s;   /* totals over the job; compute includes ... */
+    double emulated_s;                   /* ... the emulated-slowdown wait, also kept here */
+    double step_compute_s, step_comm_s, step_idle_s; /* the last step */
+    long samples;                        /* training samples this rank computed */
+    long steps;
+    float last_loss;
+    double ewma_sps;                     /* samples per second of compute, smoothed */
+} worker_stats_t;
+
+struct algo_ops;
+
+typedef struct worker {
+    const job_spec_t *spec;
+    const struct algo_ops *algo;
+    void *algo_state;                    /* owned by the algorithm */
+    int rank, world;                     /* MPI rank and size (0, 1 standalone) */
+    int nworkers;                        /* ranks that compute gradients */
+    int worker_index;                    /* this rank's index among them, -1 for the PS */
+    worker_role_t role;
+    int use_mpi;
+
+    model_t *model;
+    dataset_t train, test;
+
+    /* Epoch order: the same permutation on every rank (seeded by seed and epoch); each step
+     * consumes global_batch samples starting at cursor, rank i taking batch_of[i] of them
+     * after the shares of ranks before it. */
+    int32_t *perm;
+    long cursor;
+    int global_batch;
+    int *batch_of;                       /* (nworkers) current per-worker batch sizes */
+    int max_batch;                       /* buffer capacity */
+    float *x;                            /* (max_batch, C, H, W) */
+    int32_t *y;                          /* (max_batch) */
+    int32_t *eval_idx;                   /* (max_batch) positions for evaluation batches */
+    int batch;                           /* samples in x/y for this step */
+    rng_t aug_rng;
+
+    long epoch;                          /* 0-based, current */
+    long step_in_epoch;
+    long steps_per_epoch;
+    long global_step;                    /* steps done since the job began */
+    long total_steps;
+    float lr;                            /* this step's learning rate */
+    lr_schedule_t sched;
+
+    double slowdown;                     /* emulation factor in force for this rank */
+    worker_stats_t stats;
+    staleness_t staleness;               /* updates this rank had applied (or, at the PS,
+                                            all applied updates, per worker below) */
+    float step_loss;                     /* the step's loss as the algorithm reports it
+                                            (global mean for ssgd); the loop logs it */
+    int step_samples;                    /* samples that loss is over */
+
+    /* Dynamic batching (comm_replan): scratch of nworkers entries, and the plan version. */
+    double *plan_speeds;
+    int *plan_next;
+    long plan_version;
+    /* Returns 1 and fills out (nworkers) when the coordinator has a newer assignment. */
+    int (*assignment_hook)(struct worker *w, int *out);
+    void *assignment_ctx;
+
+    metrics_reporter_t *metrics;         /* NULL: no --metrics / --redis */
+    metrics_record_t record;             /* reused for every record this rank emits */
+
+    /* results */
+    double epoch_loss_sum;               /* sum of batch-weighted losses this epoch */
+    long epoch_loss_samples;
+    float train_loss;                    /* mean over the last full epoch */
+    float test_loss, test_accuracy;
+    int stop;                            /* 1: target_accuracy reached, 2: test hook */
+    double loop_s;                       /* time inside training steps (no eval/ckpt) */
+    double wall_s;                       /* the whole training loop */
+} worker_t;
+
+/* The plug-in interface. Every callback returns 0 or a negative error after printing one
+ * line that says what failed. */
+typedef struct algo_ops {
+    const char *name;
+    int (*init)(worker_t *w);            /* after weights are initialised or restored */
+    int (*step)(worker_t *w);            /* one training step */
+    int (*epoch_end)(worker_t *w);       /* before evaluation (e.g. finish an overlap) */
+    /* Fills w->test_loss/test_accuracy, the same on every rank; NULL: evaluate locally. */
+    void (*evaluate)(worker_t *w);
+    void (*fini)(worker_t *w);
+} algo_ops_t;
+
+const algo_ops_t *algo_find(const char *name);
+
+/* Shared machinery for algorithms. */
+void worker_next_batch(worker_t *w);
+/* Forward + backward of the gathered batch into model->grads; returns the mean loss.
+ * Waits (slowdown - 1) x compute time afterwards to emulate a slower machine. */
+float worker_compute_grad(worker_t *w, float loss_scale);
+/* SGD with the spec's momentum, nesterov and weight decay at the current learning rate,
+ * over the whole fused buffer, on the gradient grad_scale * model->grads (clipped to
+ * optimizer.clip_norm first). grad_scale lets ssgd apply 1/sum(b) without another pass. */
+void worker_apply_update(worker_t *w, float grad_scale);
+/* Emits this rank's metrics record for the step just done (no-op without a reporter). */
+void worker_report_step(worker_t *w);
+
+/* Evaluates model on the test set in batches; fills loss and accuracy. */
+void worker_evaluate(worker_t *w, float *loss, float *accuracy);
+
+double now_s(void);         /* monotonic */
+double wall_clock_s(void);  /* unix time */
+
+#endif

@@ -64,6 +64,7 @@ COORD_SRC   := $(filter-out coordinator/main.c,$(wildcard coordinator/*.c)) $(wi
 CUDA_SRC    := $(wildcard kernels/cuda/*.cu)
 UNIT_SRC    := $(wildcard tests/unit/test_*.c)
 BENCH_SRC   := $(wildcard bench/*.c)
+TOOL_SRC    := $(wildcard tests/tools/*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 LIBCOMMON  := $(BUILD)/libpacer_common.a
@@ -77,10 +78,11 @@ COORD_LIBS  = $(LIBCOORD) $(LIBCOMMON) -lmicrohttpd $(DEP_LIBS)
 
 UNIT_BIN  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
+TOOL_BIN  := $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(TOOL_SRC))
 BINS      := $(BUILD)/pacer-worker $(if $(wildcard coordinator/main.c),$(BUILD)/pacer-coordinator)
 
 .PHONY: all found deps test check-asan demo bench clean format format-check fuzz
-all: found $(BINS) $(UNIT_BIN) $(BENCH_BIN)
+all: found $(BINS) $(UNIT_BIN) $(BENCH_BIN) $(TOOL_BIN)
 
 found:
 	@echo "pacer build: OpenBLAS $(HAVE_OPENBLAS), Open MPI $(HAVE_MPI), nvcc $(HAVE_NVCC), cuDNN $(HAVE_CUDNN) -> CUDA backend $(WITH_CUDA)$(if $(SANITIZE), [sanitize=$(SANITIZE)])"
@@ -112,6 +114,10 @@ $(BUILD)/pacer-coordinator: $(call obj,coordinator/main.c) $(LIBCOORD) $(LIBCOMM
 $(BUILD)/tests/%: $(call obj,tests/unit/%.c) $(LIBWORKER) $(LIBKERNELS) $(LIBCOMMON) $(if $(COORD_SRC),$(LIBCOORD)) $(CUDA_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $< -o $@ $(if $(COORD_SRC),$(LIBCOORD) -lmicrohttpd) $(WORKER_LIBS) -lcmocka
+
+$(BUILD)/tools/%: $(call obj,tests/tools/%.c) $(LIBWORKER) $(LIBKERNELS) $(LIBCOMMON) $(CUDA_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $< -o $@ $(WORKER_LIBS)
 
 $(BUILD)/bench/%: $(call obj,bench/%.c) $(LIBWORKER) $(LIBKERNELS) $(LIBCOMMON) $(CUDA_OBJ)
 	@mkdir -p $(dir $@)

@@ -34,3 +34,6 @@ expect_error() {
     grep -q -- "$pat" "$TMP/out" || { cat "$TMP/out"; fail "'$*' did not say '$pat'"; }
     echo "ok: exit $want, says: $(grep -m1 -- "$pat" "$TMP/out")"
 }
+
+# mpirun as the tests use it: more ranks than cores, as root, quiet about the container.
+MPIRUN="mpirun --oversubscribe --allow-run-as-root --mca btl_vader_single_copy_mechanism none"

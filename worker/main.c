@@ -23,6 +23,7 @@ static const struct option OPTIONS[] = {
     { "resume", no_argument, NULL, 'r' },
     { "resume-from", required_argument, NULL, 'R' },
     { "stop-after-steps", required_argument, NULL, 'S' },
+    { "batch-plan", required_argument, NULL, 'B' },
     { "version", no_argument, NULL, 'V' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
@@ -44,6 +45,8 @@ static void usage(FILE *f)
         "                         (checkpoint.dir/NAME.ckpt); starts fresh if there is none\n"
         "  --resume-from FILE     continue from this checkpoint; a missing file is an error\n"
         "  --stop-after-steps N   stop after global step N as if interrupted (for tests)\n"
+        "  --batch-plan B0,B1,..  initial per-worker batch sizes, summing to workers x\n"
+        "                         batch_size (for tests; the planner takes over if enabled)\n"
         "  --version              print the version and the compiled-in backends\n"
         "  --help                 this text\n"
         "\n"
@@ -78,6 +81,7 @@ int main(int argc, char **argv)
         case 'r': resume = 1; break;
         case 'R': resume_from = optarg; break;
         case 'S': opts.stop_after_steps = strtol(optarg, NULL, 10); break;
+        case 'B': opts.batch_plan = optarg; break;
         case 'V': version(); return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -128,7 +132,7 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
 #define SAY(...) do { if (rank == 0) fprintf(stderr, __VA_ARGS__); } while (0)
 
     if (spec_load_file(spec_path, &spec, err, sizeof err) != 0) {
-        SAY("pacer-worker: %s: %s\n", spec_path, err);
+        SAY("pacer-worker: %s\n", err);
         return finish(use_mpi, &w, 2);
     }
     openblas_set_num_threads(spec.threads);
@@ -151,6 +155,10 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
 
     int failed = worker_setup(&w, &spec, rank, world, err, sizeof err) != 0;
     if (failed) fprintf(stderr, "pacer-worker%s: %s\n", rank ? " (rank>0)" : "", err);
+    if (!failed && opts->batch_plan && worker_apply_batch_plan(&w, opts->batch_plan, err, sizeof err) != 0) {
+        failed = 1;
+        SAY("pacer-worker: %s\n", err);
+    }
     if (agree(use_mpi, failed)) return finish(use_mpi, &w, 2);
     w.use_mpi = use_mpi;
 

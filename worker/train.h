@@ -10,6 +10,7 @@
 
 typedef struct {
     long stop_after_steps;   /* test hook: stop (as if killed) after this global step; 0 = off */
+    const char *batch_plan;  /* "b0,b1,..." initial per-worker batches (tests); NULL = even */
 } train_opts_t;
 
 /* Loads the data, builds and initialises the model, sizes the buffers. rank/world are the
@@ -22,6 +23,9 @@ void worker_teardown(worker_t *w);
 int worker_resume(worker_t *w, const char *path, char *err, size_t errlen);
 void worker_checkpoint_path(const worker_t *w, char *out, size_t len);
 int worker_save_checkpoint(worker_t *w, char *err, size_t errlen);
+
+/* Applies opts->batch_plan to w->batch_of; returns 0 or -1 with err naming the problem. */
+int worker_apply_batch_plan(worker_t *w, const char *plan, char *err, size_t errlen);
 
 /* Runs epochs until the spec's count, target accuracy, or the test hook. */
 int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen);

@@ -7,7 +7,7 @@
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
 spec() { # spec NAME DIR [MODEL]
     cat >"$TMP/$1.json" <<JSON
-{"name": "$1", "model": "${3:-lenet5"}, "dataset": {"name": "fashion-mnist", "train_subset": 2048, "test_subset": 500},
+{"name": "$1", "model": "${3:-lenet5}", "dataset": {"name": "fashion-mnist", "train_subset": 2048, "test_subset": 500},
  "optimizer": {"lr": 0.02, "momentum": 0.9, "weight_decay": 0.0005, "lr_schedule": {"kind": "cosine", "warmup_epochs": 0.5}},
  "batch_size": 64, "epochs": 2, "seed": 7, "log_every": 0, "checkpoint": {"every_steps": 10, "dir": "$2"}}
 JSON

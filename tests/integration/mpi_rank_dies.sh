@@ -1,0 +1,34 @@
+# A rank that dies mid-job (kill -9) makes the whole job exit non-zero within 10 s, with
+# no hang (issue 3): mpirun notices the lost process and tears the others down.
+. tests/lib.sh
+need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
+cat > "$TMP/spec.json" <<JSON
+{"name": "die", "model": "lenet5", "algorithm": {"name": "ssgd"}, "workers": 3, "batch_size": 32,
+ "epochs": 50, "log_every": 10, "dataset": {"name": "fashion-mnist", "train_subset": 4800, "test_subset": 200}}
+JSON
+$MPIRUN -np 3 $WORKER --spec "$TMP/spec.json" >"$TMP/log" 2>&1 &
+mpipid=$!
+# Wait (bounded) until training is under way, then kill one worker rank.
+i=0
+until grep -q "step" "$TMP/log" 2>/dev/null; do
+    i=$((i + 1)); [ $i -gt 300 ] && { kill $mpipid; cat "$TMP/log"; fail "training never started"; }
+    sleep 0.1
+done
+victim=$(pgrep -f "pacer-worker --spec $TMP/spec.json" | tail -1)
+[ -n "$victim" ] || fail "no worker process found"
+start=$(date +%s.%N)
+kill -9 "$victim"
+i=0
+while kill -0 $mpipid 2>/dev/null; do
+    i=$((i + 1))
+    if [ $i -gt 150 ]; then kill -9 $mpipid; pkill -9 -f "$TMP/spec.json"; fail "job still running 15 s after a rank died"; fi
+    sleep 0.1
+done
+wait $mpipid
+status=$?
+took=$(echo "$(date +%s.%N) - $start" | bc 2>/dev/null || awk -v a="$(date +%s.%N)" -v b="$start" 'BEGIN{print a-b}')
+[ $status -ne 0 ] || fail "job exited 0 after a rank was killed"
+awk -v t="$took" 'BEGIN { exit !(t < 10) }' || fail "job took ${took}s to exit"
+echo "ok: job exited $status ${took}s after rank $victim was killed"
+pgrep -f "$TMP/spec.json" && fail "ranks left running"
+exit 0

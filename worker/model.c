@@ -386,6 +386,7 @@ float model_forward(model_t *m, const float *x, const int32_t *y, int B, int tra
             residual_add_forward(&l->sc, B, inp, layer_input(m, x, l->in2), out);
             break;
         }
+        if (m->progress) m->progress(m->progress_ctx);
     }
     return softmax_xent_forward(B, m->num_classes, model_logits(m), y, m->probs);
 }
@@ -430,5 +431,6 @@ void model_backward(model_t *m, const float *x, const int32_t *y, int B, float l
             break;
         }
         }
+        if (m->progress) m->progress(m->progress_ctx);
     }
 }

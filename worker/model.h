@@ -19,7 +19,7 @@
 #include "ops.h"
 
 #define MODEL_MAX_LAYERS 96
-#define MODEL_MAX_TENSORS 96
+#define MODEL_MAX_TENSORS 128
 #define MODEL_NAME_MAX 32
 /* grads has this many spare floats after the last gradient, so an algorithm can append
  * [batch, batch * loss] and send gradients and weights in ONE fused message. */
@@ -78,6 +78,12 @@ typedef struct {
     size_t ws_floats;
     float *probs;               /* (max_batch, num_classes) softmax of the logits */
     float *dinput;              /* NULL: the input gradient is never needed */
+
+    /* Called between layers in forward and backward when set: lets an algorithm drive a
+     * nonblocking MPI collective (MPI_Test) while the step computes, since Open MPI only
+     * progresses nonblocking collectives inside MPI calls. */
+    void (*progress)(void *ctx);
+    void *progress_ctx;
 } model_t;
 
 /* Model names: mlp, lenet5, cifar10_quick, resnet20. Returns 0, or -1 with err set

@@ -102,17 +102,22 @@ float worker_compute_grad(worker_t *w, float loss_scale)
     return loss;
 }
 
-void worker_apply_update(worker_t *w, float grad_scale)
+void worker_apply_gradient(worker_t *w, const float *g, float grad_scale)
 {
     const job_spec_t *s = w->spec;
     model_t *m = w->model;
     if (s->optimizer.clip_norm > 0) {
-        /* Clip the gradient the update will use, grad_scale * grads, to clip_norm. */
-        float norm = grad_scale * (float)sqrt(sum_squares(m->nparams, m->grads));
+        /* Clip the gradient the update will use, grad_scale * g, to clip_norm. */
+        float norm = grad_scale * (float)sqrt(sum_squares(m->nparams, g));
         if (norm > (float)s->optimizer.clip_norm) grad_scale *= (float)s->optimizer.clip_norm / norm;
     }
-    sgd_update(m->nparams, m->params, m->grads, m->momentum, w->lr, (float)s->optimizer.momentum,
+    sgd_update(m->nparams, m->params, g, m->momentum, w->lr, (float)s->optimizer.momentum,
                s->optimizer.nesterov, (float)s->optimizer.weight_decay, grad_scale);
+}
+
+void worker_apply_update(worker_t *w, float grad_scale)
+{
+    worker_apply_gradient(w, w->model->grads, grad_scale);
 }
 
 /* The emulated slowdown of this worker at the current step: the spec's static factor,

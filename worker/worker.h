@@ -124,6 +124,8 @@ float worker_compute_grad(worker_t *w, float loss_scale);
  * over the whole fused buffer, on the gradient grad_scale * model->grads (clipped to
  * optimizer.clip_norm first). grad_scale lets ssgd apply 1/sum(b) without another pass. */
 void worker_apply_update(worker_t *w, float grad_scale);
+/* The same update from another gradient buffer of nparams floats. */
+void worker_apply_gradient(worker_t *w, const float *g, float grad_scale);
 /* Emits this rank's metrics record for the step just done (no-op without a reporter). */
 void worker_report_step(worker_t *w);
 

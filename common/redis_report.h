@@ -1,0 +1,78 @@
+/* common/redis_report.h - the worker's link to Redis: a metrics sink that publishes a
+ * rank's records, its node profile, its staleness and a heartbeat, and reads the job's
+ * batch assignment (docs/REDIS.md lists every key).
+ *
+ * Threading: the sink owns one thread and one hiredis context. write() (called by the
+ * metrics reporter thread) only copies into a bounded backlog under a mutex, never
+ * touches the network and always returns 0 (the records are the sink's from then on,
+ * so a reporter must not hand them over again); the sink thread sends the backlog in pipelines, beats the
+ * heartbeat once a second even when no records come (data loading, evaluation), and
+ * caches the latest assignment. Nothing here ever runs on, or waits for, a training step.
+ *
+ * Unreachable Redis: connects with a 1 s timeout, retries with backoff (0.25 s doubling
+ * to 2 s), keeps at most REDIS_REPORT_BACKLOG stream entries (the oldest are dropped and
+ * counted) and reports the count on stderr once, at close. Delivery is at least once: a
+ * pipeline cut by a lost connection is resent whole after the reconnect.
+ *
+ * URL parsing and connecting are shared with the coordinator.
+ */
+#ifndef PACER_REDIS_REPORT_H
+#define PACER_REDIS_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+#include "metrics.h"
+
+#define REDIS_REPORT_BACKLOG 10000   /* stream entries kept while Redis is unreachable */
+#define REDIS_REPORT_STREAM_MAXLEN 20000
+#define REDIS_URL_MAX 512
+
+/* A parsed Redis URL: redis://[[user]:password@]host[:port][/db] or
+ * unix:///absolute/path/to/socket[?db=N]. */
+typedef struct {
+    int is_unix;
+    char host[256];      /* TCP host name or address (brackets removed for IPv6) */
+    int port;            /* default 6379 */
+    char path[108];      /* unix socket path (sun_path is 108 bytes) */
+    int db;              /* SELECT db; 0 = default */
+    char password[128];  /* AUTH when non-empty */
+} redis_url_t;
+
+/* Parses url into *out. Returns 0, or -1 with one line in err. */
+int redis_url_parse(const char *url, redis_url_t *out, char *err, size_t errlen);
+
+/* Connects (timeout_s for connect, reads and writes), then AUTH and SELECT when the URL
+ * asks for them. Returns a context the caller owns (redisFree), or NULL with err set. */
+redisContext *redis_url_connect(const redis_url_t *u, double timeout_s, char *err, size_t errlen);
+
+/* The sink for metrics_start(). job is the coordinator's job id (keys pacer:job:{job}:*),
+ * rank this process's MPI rank. Starts the sink thread; the first connection attempt
+ * happens there, so this never blocks on the network. NULL with err on a bad URL or when
+ * the thread cannot start. The reporter owns the sink and closes it in metrics_stop(). */
+metrics_sink_t *redis_report_sink(const char *url, const char *job, int rank, char *err, size_t errlen);
+
+/* Stream entries dropped so far (backlog overflow, or unsent at close). */
+uint64_t redis_report_dropped(metrics_sink_t *s);
+
+/* Whether the sink currently holds a working connection (for tests and logs). */
+int redis_report_connected(metrics_sink_t *s);
+
+/* Heartbeats are automatic: the sink thread makes a round trip (heartbeat, node and
+ * staleness hashes, assignment read) every REDIS_REPORT_BEAT_S, records or not, so a rank
+ * that loads data or evaluates for minutes still beats. This asks for a round now.
+ * Never blocks. */
+#define REDIS_REPORT_BEAT_S 0.25
+void redis_report_heartbeat(metrics_sink_t *s);
+
+/* The latest batch assignment (key pacer:job:{job}:assignment). Returns 1 and fills
+ * *version and batches[0..n) when an assignment other than the last one returned exists (a newer version,
+ * or any version after a Redis restart),
+ * 0 when there is none or nothing new, -1 when the stored one is malformed or does not
+ * have n entries. Reads a cache under a mutex (the sink thread refreshes it every
+ * REDIS_REPORT_BEAT_S): cheap, but still not meant for the training step itself. */
+int redis_report_assignment(metrics_sink_t *s, int64_t *version, int *batches, int n);
+
+#endif

@@ -1,0 +1,162 @@
+/* coordinator/coordinator.h - the job service: the public API of pacer-coordinator.
+ *
+ * Two ways to open one:
+ *   coordinator_start()  the daemon: owns (or starts) the Redis server, runs the
+ *                        supervision tick on its own thread (queue -> mpirun launches,
+ *                        restarts, cancels, heartbeats, batch plans, profiles);
+ *   coordinator_open()   a client: the same API against the same Redis, no supervision
+ *                        (the command-line mode and tests use it).
+ * Everything a client can see lives in Redis (docs/REDIS.md), so both give the same
+ * answers, and a job submitted through either is run by the daemon.
+ *
+ * Thread safety: every coord_* function may be called from any number of threads at
+ * once (the HTTP layer's); each call borrows a Redis connection from a pool. Calls block
+ * at most for a Redis round trip (2 s timeout), except coord_events_wait which waits up
+ * to its timeout. No call exits the process; the caller must ignore SIGPIPE.
+ *
+ * Errors: functions return COORD_OK (0) or a negative COORD_E* code; coord_strerror()
+ * names it, and functions with an err buffer put one line there for the client (for
+ * COORD_EINVAL it names the field: "optimizer.lr: must be > 0"). HTTP mapping:
+ * EINVAL 400, ENOTFOUND 404, ESTATE 409, EUNAVAIL 503, anything else 500.
+ *
+ * JSON results are new references (json_decref them). Times are unix seconds (float).
+ */
+#ifndef PACER_COORDINATOR_H
+#define PACER_COORDINATOR_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+enum {
+    COORD_OK = 0,
+    COORD_EINVAL = -1,     /* bad request: invalid spec, bad argument */
+    COORD_ENOTFOUND = -2,  /* no such job */
+    COORD_ESTATE = -3,     /* not possible in the job's state (e.g. cancel a finished job) */
+    COORD_EUNAVAIL = -4,   /* Redis unreachable: try again later */
+    COORD_EINTERNAL = -5,  /* out of memory, I/O error */
+};
+const char *coord_strerror(int code);
+
+#define COORD_SPEC_MAX (1 << 20)   /* largest spec text accepted by coord_submit */
+#define COORD_ID_MAX 32
+
+/* Daemon configuration; coord_config_defaults() fills the defaults of the --help text. */
+typedef struct {
+    const char *listen;           /* ADDR:PORT for the HTTP layer ("127.0.0.1:8080") */
+    const char *redis_url;        /* NULL or "" = embedded redis-server in state_dir */
+    const char *worker_redis_url; /* URL given to workers; NULL = the one the coordinator uses */
+    const char *state_dir;        /* "./var"; made absolute */
+    const char *hostfile;         /* NULL = this machine, one slot per online CPU */
+    const char *worker;           /* NULL = pacer-worker next to this executable */
+    const char *mpirun;           /* "mpirun" */
+    const char *redis_server;     /* "redis-server" (embedded mode) */
+    int max_restarts;             /* 3 */
+    double heartbeat_timeout_s;   /* 60 */
+    double restart_backoff_s;     /* 1: restart delays are 1, 2, 4, ... s */
+    double kill_grace_s;          /* 5: SIGTERM to SIGKILL */
+    double tick_s;                /* 0.2 */
+    long default_checkpoint_steps;/* 50: used when the spec says 0 */
+    int stop_jobs_on_exit;        /* 0: running jobs outlive the daemon and are re-adopted */
+} coord_config_t;
+
+void coord_config_defaults(coord_config_t *cfg);
+
+typedef struct coordinator coordinator_t;
+
+/* Starts the daemon. Returns COORD_OK, or an error with err set (bad configuration, the
+ * embedded Redis does not start, another live coordinator holds the lock). An external
+ * Redis that is down at start is not an error: the tick connects when it comes up. */
+int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err, size_t errlen);
+
+/* A client on redis_url (NULL or "" = unix://STATE_DIR/redis.sock, the daemon's embedded
+ * server; state_dir NULL = "./var"). Does not connect until the first call. */
+int coordinator_open(const char *redis_url, const char *state_dir, coordinator_t **out, char *err,
+                     size_t errlen);
+
+/* Daemon: stops the tick; leaves running jobs running (or stops them with
+ * stop_jobs_on_exit: they resume when a coordinator starts again); releases the lock;
+ * stops the embedded Redis. Client: closes. Frees c. Call it only once no other thread
+ * is inside a coord_* call (stop the HTTP layer first). */
+void coordinator_stop(coordinator_t *c);
+
+/* The configured --listen address ("127.0.0.1:8080"). */
+const char *coordinator_listen(const coordinator_t *c);
+
+/* ---- jobs ------------------------------------------------------------------------------- */
+
+/* Validates spec_json (common/spec.h), assigns an id ("j-<n>") and queues the job. The job
+ * is in Redis before this returns. COORD_EINVAL with the parser's message in err. */
+int coord_submit(coordinator_t *c, const char *spec_json, char *id, size_t idlen, char *err, size_t errlen);
+
+/* Jobs, newest first: {"jobs": [summary...], "total": N, "offset": O, "limit": L} where
+ * total counts the jobs that match state (NULL or "" = any; QUEUED, RUNNING, ...; an
+ * unknown state is COORD_EINVAL). limit <= 0 means 50; at most 1000. A summary has id,
+ * name, state, model, algorithm, workers, submitted, started, finished, restarts, reason. */
+int coord_list(coordinator_t *c, const char *state, long offset, long limit, json_t **out);
+
+/* One job: {"id", "name", "state", "model", "algorithm", "workers", "world",
+ * "dynamic_batch", "spec": {...}, "submitted", "started", "finished", "restarts",
+ * "attempts", "reason", "pid", "exit_code", "log", "checkpoint_dir", "checkpoint",
+ * "cancel_requested", "summary": {...} (the worker's summary file, once written)}.
+ * Fields not known yet are absent. */
+int coord_get(coordinator_t *c, const char *id, json_t **out);
+
+/* Cancels: a QUEUED job at once, a RUNNING/RESTARTING one within a tick or two plus the
+ * kill grace period (SIGTERM to all its processes, SIGKILL after kill_grace_s). COORD_ESTATE
+ * when it has already finished. */
+int coord_cancel(coordinator_t *c, const char *id, char *err, size_t errlen);
+
+/* Per rank: {"job": id, "world": W, "ranks": [{"rank", "host", "device", "role", "pid",
+ * "heartbeat", "heartbeat_age_s", "samples_per_s", "compute_s", "comm_s", "idle_s",
+ * "last_compute_s", "last_comm_s", "last_idle_s", "batch", "loss", "step", "epoch",
+ * "samples", "slowdown", "plan_version", "test_accuracy", "test_loss", "updated",
+ * "staleness": {"count", "sum", "sumsq", "max", "mean", "p50", "p95", "hist": [9]}}],
+ * "staleness": {job total, same shape}, "assignment": {"version", "batches", "time",
+ * "source"} or null}. Ranks that have not reported yet appear with only "rank". */
+int coord_nodes(coordinator_t *c, const char *id, json_t **out);
+
+/* Metrics records from the job's stream after since (a stream id; NULL, "" or "0" = from
+ * the start), at most limit (<= 0: 500; max 10000): {"job", "items": [{"id": stream id,
+ * ...the record (common/metrics.h JSON)}], "next": the last id returned (or since)}. */
+int coord_metrics(coordinator_t *c, const char *id, const char *since, long limit, json_t **out);
+
+/* The job's log (stdout + stderr of mpirun and every rank): with tail_lines > 0 the last
+ * that many lines, else up to limit bytes (<= 0: 64 KiB; max 1 MiB) from byte offset.
+ * {"job", "offset", "next_offset", "size", "text"} ("text" is valid UTF-8: invalid bytes
+ * become '?'). An empty text when the job has not started. */
+int coord_logs(coordinator_t *c, const char *id, long offset, long limit, long tail_lines, json_t **out);
+
+/* The job's checkpoint file (STATE_DIR/jobs/{id}/checkpoints/{name}.ckpt) into path;
+ * COORD_ENOTFOUND when the job is unknown or no checkpoint has been written yet. */
+int coord_checkpoint_path(coordinator_t *c, const char *id, char *path, size_t len);
+
+/* {"coordinator": {pid, host, started, heartbeat, version, state_dir, redis, worker,
+ * worker_redis, hosts: [{name, slots}], slots, slots_used, running} or null when no daemon
+ * has run, "alive": whether its heartbeat is fresh, "queued", "active", "jobs",
+ * "profiles": [{key, host, device, model, samples_per_s, updated, jobs}]}. */
+int coord_cluster(coordinator_t *c, json_t **out);
+
+/* ---- events (for Server-Sent Events) ------------------------------------------------------
+ * Events come from Redis streams, so a subscriber misses nothing between two waits and
+ * sees events of jobs submitted or run by any process:
+ *   {"type": "state", "job", "state", "reason", "time"}      every state change
+ *   {"type": "plan", "job", "version", "batches", "source", "time"}   new batch plans
+ *   {"type": "metrics", "job", ...the metrics record}          (job subscriptions only)
+ * Each event is delivered as {"id": stream id, "event": {...}}. */
+typedef struct {
+    char job[COORD_ID_MAX];   /* "" = state and plan events of every job */
+    char events_id[48];       /* last pacer:events id seen */
+    char metrics_id[48];      /* last metrics stream id seen (job subscriptions) */
+} coord_cursor_t;
+
+/* Positions cur at "now" for job (NULL or "" = all jobs; an unknown job is
+ * COORD_ENOTFOUND). */
+int coord_events_open(coordinator_t *c, const char *job, coord_cursor_t *cur);
+
+/* Waits up to timeout_ms (0 = do not wait; capped at 30000) for events after cur, and
+ * returns at most max (<= 0: 100) of them as a JSON array (empty on timeout), advancing
+ * cur. Blocks one pooled connection while it waits. */
+int coord_events_wait(coordinator_t *c, coord_cursor_t *cur, int timeout_ms, int max, json_t **out);
+
+#endif

@@ -1,0 +1,248 @@
+/* coordinator/dynbatch.c - see dynbatch.h. */
+#include "dynbatch.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "clog.h"
+#include "jobstore.h"
+#include "planner.h"
+
+int dynbatch_rank_of(const job_spec_t *s, int w)
+{
+    return spec_is_async(s) ? w + 1 : w;
+}
+
+static double slowdown_of(const job_spec_t *s, int w)
+{
+    if (w < s->emulate.nslowdown && s->emulate.slowdown[w] >= 1.0) return s->emulate.slowdown[w];
+    return 1.0;
+}
+
+/* Reads the stored assignment into cur (n entries); *version = 0 and cur = batch_size
+ * each when there is none or it does not fit this job. */
+static int read_assignment(redisContext *c, const char *id, const job_spec_t *s, int *cur, long long *version)
+{
+    char key[160];
+    job_key(key, sizeof key, id, "assignment");
+    redisReply *r = redisCommand(c, "HMGET %s version batches", key);
+    if (!r) return JS_EREDIS;
+    int n = s->workers;
+    for (int i = 0; i < n; i++) cur[i] = s->batch_size;
+    *version = 0;
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 && reply_str(r->element[0])) {
+        *version = reply_int(r->element[0], 0);
+        const char *b = reply_str(r->element[1]);
+        json_t *arr = b ? json_loads(b, 0, NULL) : NULL;
+        if (json_is_array(arr) && (int)json_array_size(arr) == n) {
+            for (int i = 0; i < n; i++) {
+                json_int_t v = json_integer_value(json_array_get(arr, (size_t)i));
+                if (v > 0) cur[i] = (int)v;
+            }
+        }
+        json_decref(arr);
+    }
+    freeReplyObject(r);
+    return JS_OK;
+}
+
+static int write_assignment(redisContext *c, const char *id, const int *b, int n, long long version,
+                            const char *source)
+{
+    char key[160], ver[32], t[32];
+    json_t *arr = json_array();
+    for (int i = 0; arr && i < n; i++) json_array_append_new(arr, json_integer(b[i]));
+    char *text = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
+    json_t *ev = json_pack("{s:s, s:s, s:I, s:O, s:s, s:f}", "type", "plan", "job", id, "version",
+                           (json_int_t)version, "batches", arr, "source", source, "time", clog_now());
+    json_decref(arr);
+    if (!text || !ev) {
+        free(text);
+        json_decref(ev);
+        return JS_ENOMEM;
+    }
+    job_key(key, sizeof key, id, "assignment");
+    snprintf(ver, sizeof ver, "%lld", version);
+    snprintf(t, sizeof t, "%.3f", clog_now());
+    redisReply *r = redisCommand(c, "HSET %s version %s batches %s time %s source %s", key, ver, text, t, source);
+    free(text);
+    int rc = !r ? JS_EREDIS : r->type == REDIS_REPLY_ERROR ? JS_EREDIS : JS_OK;
+    if (r) freeReplyObject(r);
+    if (rc == JS_OK) rc = jobstore_event(c, ev);
+    json_decref(ev);
+    return rc;
+}
+
+int dynbatch_replan(redisContext *c, const char *id, const job_spec_t *s)
+{
+    int n = s->workers;
+    double *speed = calloc((size_t)n, sizeof *speed);
+    int *cur = calloc((size_t)n, sizeof *cur), *out = calloc((size_t)n, sizeof *out);
+    int rc = JS_ENOMEM, known = 1;
+    long long version;
+    if (!speed || !cur || !out) goto done;
+    for (int w = 0; w < n; w++) {
+        char key[160], suffix[32];
+        snprintf(suffix, sizeof suffix, "node:%d", dynbatch_rank_of(s, w));
+        job_key(key, sizeof key, id, suffix);
+        redisAppendCommand(c, "HGET %s samples_per_s", key);
+    }
+    rc = JS_OK;
+    for (int w = 0; w < n; w++) {
+        redisReply *r = NULL;
+        if (redisGetReply(c, (void **)&r) != REDIS_OK || !r) {
+            rc = JS_EREDIS;
+            goto done;
+        }
+        speed[w] = reply_double(r, 0);
+        if (!(speed[w] > 0) || !isfinite(speed[w])) known = 0;
+        freeReplyObject(r);
+    }
+    if (!known) goto done;
+    if ((rc = read_assignment(c, id, s, cur, &version)) != JS_OK) goto done;
+    int changed = planner_assign(speed, cur, n, n * s->batch_size, s->algorithm.min_batch,
+                                 s->algorithm.max_batch, DYNBATCH_HYSTERESIS, out);
+    if (changed == 1) {
+        rc = write_assignment(c, id, out, n, version + 1, "planner");
+        if (rc == JS_OK) rc = 1;
+    } else if (changed < 0) {
+        static int warned;
+        if (!warned++) clog_printf("job %s: the planner refused the bounds (min %d, max %d, %d workers x %d)", id,
+                            s->algorithm.min_batch, s->algorithm.max_batch, n, s->batch_size);
+    }
+done:
+    free(speed);
+    free(cur);
+    free(out);
+    return rc;
+}
+
+static void profile_key(char *buf, size_t len, const char *host, const char *device, const char *model)
+{
+    snprintf(buf, len, "pacer:profile:%s:%s:%s", host, device, model);
+}
+
+int dynbatch_initial(redisContext *c, const char *id, const job_spec_t *s, const char *const *rank_host)
+{
+    int n = s->workers;
+    double *speed = calloc((size_t)n, sizeof *speed);
+    int *cur = calloc((size_t)n, sizeof *cur), *out = calloc((size_t)n, sizeof *out);
+    int rc = JS_ENOMEM;
+    long long version;
+    if (!speed || !cur || !out) goto done;
+    if ((rc = read_assignment(c, id, s, cur, &version)) != JS_OK) goto done;
+    if (version > 0) goto done;     /* a plan exists (a restart): it stays */
+    /* "auto" runs on the GPU where there is one: prefer a cuda profile, else cpu. */
+    static const char *const AUTO[] = { "cuda", "cpu" };
+    for (int w = 0; w < n; w++) {
+        const char *devs[2];
+        int ndev = 0;
+        if (strcmp(s->device, "auto") == 0) {
+            devs[0] = AUTO[0];
+            devs[1] = AUTO[1];
+            ndev = 2;
+        } else {
+            devs[ndev++] = s->device;
+        }
+        speed[w] = 0;
+        for (int d = 0; d < ndev && speed[w] <= 0; d++) {
+            char key[512];
+            profile_key(key, sizeof key, rank_host[dynbatch_rank_of(s, w)], devs[d], s->model);
+            redisReply *r = redisCommand(c, "HGET %s samples_per_s", key);
+            if (!r) {
+                rc = JS_EREDIS;
+                goto done;
+            }
+            speed[w] = reply_double(r, 0) / slowdown_of(s, w);
+            freeReplyObject(r);
+        }
+        if (!(speed[w] > 0) || !isfinite(speed[w])) goto done;   /* rc is JS_OK: no plan */
+    }
+    if (planner_assign(speed, cur, n, n * s->batch_size, s->algorithm.min_batch, s->algorithm.max_batch, 0.0,
+                       out) < 0)
+        goto done;
+    rc = write_assignment(c, id, out, n, 1, "profile");
+    if (rc == JS_OK) rc = 1;
+done:
+    free(speed);
+    free(cur);
+    free(out);
+    return rc;
+}
+
+int dynbatch_fold_profiles(redisContext *c, const char *id, const job_spec_t *s, int world)
+{
+    typedef struct {
+        char host[64], device[16];
+        double sum;
+        int n;
+    } group_t;
+    group_t *g = calloc((size_t)world, sizeof *g);
+    int ng = 0, rc = 0;
+    if (!g) return JS_ENOMEM;
+    for (int r = 0; r < world; r++) {
+        char key[160], suffix[32];
+        snprintf(suffix, sizeof suffix, "node:%d", r);
+        job_key(key, sizeof key, id, suffix);
+        redisAppendCommand(c, "HMGET %s host device samples_per_s slowdown role", key);
+    }
+    for (int r = 0; r < world; r++) {
+        redisReply *rep = NULL;
+        if (redisGetReply(c, (void **)&rep) != REDIS_OK || !rep) {
+            rc = JS_EREDIS;
+            continue;   /* the remaining replies are gone with the connection */
+        }
+        if (rc == 0 && rep->type == REDIS_REPLY_ARRAY && rep->elements == 5) {
+            const char *host = reply_str(rep->element[0]), *dev = reply_str(rep->element[1]);
+            const char *role = reply_str(rep->element[4]);
+            double v = reply_double(rep->element[2], 0), sd = reply_double(rep->element[3], 1);
+            if (host && *host && dev && *dev && v > 0 && isfinite(v) && !(role && strcmp(role, "ps") == 0) &&
+                strlen(host) < 64 && strlen(dev) < 16) {
+                v *= sd >= 1 ? sd : 1;
+                int k = 0;
+                while (k < ng && (strcmp(g[k].host, host) || strcmp(g[k].device, dev))) k++;
+                if (k == ng) {
+                    snprintf(g[k].host, sizeof g[k].host, "%s", host);
+                    snprintf(g[k].device, sizeof g[k].device, "%s", dev);
+                    ng++;
+                }
+                g[k].sum += v;
+                g[k].n++;
+            }
+        }
+        freeReplyObject(rep);
+    }
+    for (int k = 0; rc == 0 && k < ng; k++) {
+        char key[512], val[32], t[32];
+        double v = g[k].sum / g[k].n;
+        profile_key(key, sizeof key, g[k].host, g[k].device, s->model);
+        redisReply *r = redisCommand(c, "HGET %s samples_per_s", key);
+        if (!r) {
+            rc = JS_EREDIS;
+            break;
+        }
+        double old = reply_double(r, 0);
+        freeReplyObject(r);
+        if (old > 0) v = (1 - DYNBATCH_PROFILE_ALPHA) * old + DYNBATCH_PROFILE_ALPHA * v;
+        snprintf(val, sizeof val, "%.1f", v);
+        snprintf(t, sizeof t, "%.3f", clog_now());
+        redisAppendCommand(c, "HSET %s samples_per_s %s updated %s host %s device %s model %s", key, val, t,
+                           g[k].host, g[k].device, s->model);
+        redisAppendCommand(c, "HINCRBY %s jobs 1", key);
+        redisAppendCommand(c, "SADD %s %s", KEY_PROFILES, key);
+        for (int i = 0; i < 3; i++) {
+            redisReply *x = NULL;
+            if (redisGetReply(c, (void **)&x) != REDIS_OK || !x) {
+                rc = JS_EREDIS;
+                break;
+            }
+            freeReplyObject(x);
+        }
+    }
+    free(g);
+    return rc < 0 ? rc : ng;
+}

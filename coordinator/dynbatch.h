@@ -1,0 +1,43 @@
+/* coordinator/dynbatch.h - dynamic minibatch assignment and the persistent performance
+ * profiles it starts from.
+ *
+ * Worker w of a job is MPI rank w, or w + 1 for asynchronous algorithms (rank 0 is the
+ * parameter server). The assignment is pacer:job:{id}:assignment {version, batches (JSON
+ * array, one entry per worker, sum = workers x batch_size), time, source}; the workers'
+ * Redis sinks read it (redis_report_assignment). Plans come from common/planner.h with
+ * the spec's min/max batch and DYNBATCH_HYSTERESIS.
+ *
+ * Profiles: pacer:profile:{host}:{device}:{model} {samples_per_s (EWMA over jobs),
+ * updated, jobs}. A rank's measured speed is multiplied by its emulated slowdown before it
+ * is folded in (the profile describes the machine, not the emulation) and divided by the
+ * spec's slowdown again when an initial plan is made from it.
+ */
+#ifndef PACER_DYNBATCH_H
+#define PACER_DYNBATCH_H
+
+#include <hiredis/hiredis.h>
+
+#include "spec.h"
+
+#define DYNBATCH_HYSTERESIS 0.10
+#define DYNBATCH_PROFILE_ALPHA 0.3     /* weight of a new job in a profile's EWMA */
+
+/* MPI rank of worker w. */
+int dynbatch_rank_of(const job_spec_t *s, int w);
+
+/* One planning round from the ranks' current EWMA speeds (node hashes). Returns 1 when a
+ * new assignment was written, 0 when nothing changed or speeds are not all known yet,
+ * JS_EREDIS when the connection broke. */
+int dynbatch_replan(redisContext *c, const char *id, const job_spec_t *s);
+
+/* Before the first launch: when every worker's (host, device, model) has a profile,
+ * writes an initial assignment (source "profile") and returns 1; 0 when a profile is
+ * missing or an assignment already exists; JS_EREDIS. rank_host[r] is the host rank r
+ * is expected to run on. */
+int dynbatch_initial(redisContext *c, const char *id, const job_spec_t *s, const char *const *rank_host);
+
+/* After a job ends: folds each (host, device)'s mean measured speed into its profile.
+ * Returns the number of profiles updated, or JS_EREDIS. */
+int dynbatch_fold_profiles(redisContext *c, const char *id, const job_spec_t *s, int world);
+
+#endif

@@ -1,0 +1,394 @@
+/* coordinator/jobstore.c - see jobstore.h. */
+#include "jobstore.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "clog.h"
+
+static const char *const STATE_NAMES[JOB_NSTATES] = {
+    [JOB_QUEUED] = "QUEUED",       [JOB_RUNNING] = "RUNNING",     [JOB_SUCCEEDED] = "SUCCEEDED",
+    [JOB_FAILED] = "FAILED",       [JOB_CANCELLED] = "CANCELLED", [JOB_RESTARTING] = "RESTARTING",
+};
+
+const char *job_state_name(job_state_t s)
+{
+    return (unsigned)s < JOB_NSTATES ? STATE_NAMES[s] : "UNKNOWN";
+}
+
+int job_state_parse(const char *name, job_state_t *out)
+{
+    for (int i = 0; i < JOB_NSTATES; i++)
+        if (name && strcasecmp(name, STATE_NAMES[i]) == 0) {
+            *out = (job_state_t)i;
+            return 0;
+        }
+    return -1;
+}
+
+int job_state_terminal(job_state_t s)
+{
+    return s == JOB_SUCCEEDED || s == JOB_FAILED || s == JOB_CANCELLED;
+}
+
+void job_key(char *buf, size_t len, const char *id, const char *suffix)
+{
+    if (suffix) snprintf(buf, len, "pacer:job:%s:%s", id, suffix);
+    else snprintf(buf, len, "pacer:job:%s", id);
+}
+
+int job_id_valid(const char *id)
+{
+    if (!id || strncmp(id, "j-", 2) != 0 || !id[2] || strlen(id) >= JOB_ID_MAX) return 0;
+    for (const char *p = id + 2; *p; p++)
+        if (!isdigit((unsigned char)*p)) return 0;
+    return 1;
+}
+
+int reply_ok(const redisReply *r)
+{
+    return r && r->type != REDIS_REPLY_ERROR;
+}
+
+const char *reply_str(const redisReply *r)
+{
+    if (r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)) return r->str;
+    return NULL;
+}
+
+long long reply_int(const redisReply *r, long long dflt)
+{
+    if (!r) return dflt;
+    if (r->type == REDIS_REPLY_INTEGER) return r->integer;
+    if (r->type == REDIS_REPLY_STRING && r->len > 0) {
+        char *end;
+        long long v = strtoll(r->str, &end, 10);
+        return *end ? dflt : v;
+    }
+    return dflt;
+}
+
+double reply_double(const redisReply *r, double dflt)
+{
+    if (!r) return dflt;
+    if (r->type == REDIS_REPLY_INTEGER) return (double)r->integer;
+    if (r->type == REDIS_REPLY_STRING && r->len > 0) {
+        char *end;
+        double v = strtod(r->str, &end);
+        return *end ? dflt : v;
+    }
+    return dflt;
+}
+
+/* ---- pool -------------------------------------------------------------------------------- */
+
+#define POOL_IDLE_MAX 8
+#define POOL_TIMEOUT_S 2.0
+
+struct jobstore_pool {
+    redis_url_t url;
+    pthread_mutex_t lock;
+    redisContext *idle[POOL_IDLE_MAX];
+    int nidle;
+};
+
+jobstore_pool_t *jobstore_pool_new(const redis_url_t *url)
+{
+    jobstore_pool_t *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->url = *url;
+    pthread_mutex_init(&p->lock, NULL);
+    return p;
+}
+
+void jobstore_pool_free(jobstore_pool_t *p)
+{
+    if (!p) return;
+    for (int i = 0; i < p->nidle; i++) redisFree(p->idle[i]);
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+}
+
+redisContext *jobstore_pool_get(jobstore_pool_t *p, char *err, size_t errlen)
+{
+    redisContext *c = NULL;
+    pthread_mutex_lock(&p->lock);
+    if (p->nidle > 0) c = p->idle[--p->nidle];
+    pthread_mutex_unlock(&p->lock);
+    if (c) return c;
+    return redis_url_connect(&p->url, POOL_TIMEOUT_S, err, errlen);
+}
+
+void jobstore_pool_put(jobstore_pool_t *p, redisContext *c, int broken)
+{
+    if (!c) return;
+    if (!broken && !c->err) {
+        pthread_mutex_lock(&p->lock);
+        if (p->nidle < POOL_IDLE_MAX) {
+            p->idle[p->nidle++] = c;
+            c = NULL;
+        }
+        pthread_mutex_unlock(&p->lock);
+    }
+    if (c) redisFree(c);
+}
+
+/* ---- jobs ---------------------------------------------------------------------------------- */
+
+/* Maps a reply to a JS code and frees it. */
+static int done(redisReply *r)
+{
+    int rc = !r ? JS_EREDIS : r->type == REDIS_REPLY_ERROR ? JS_EREDIS : JS_OK;
+    if (r && r->type == REDIS_REPLY_ERROR) clog_printf("redis error: %s", r->str);
+    if (r) freeReplyObject(r);
+    return rc;
+}
+
+static char *event_text(const char *id, const char *type, const char *state, const char *reason, double t)
+{
+    json_t *ev = json_pack("{s:s, s:s, s:f}", "type", type, "job", id, "time", t);
+    if (!ev) return NULL;
+    if (state) json_object_set_new(ev, "state", json_string(state));
+    if (reason && *reason) json_object_set_new(ev, "reason", json_string(reason));
+    char *s = json_dumps(ev, JSON_COMPACT);
+    json_decref(ev);
+    return s;
+}
+
+int jobstore_event(redisContext *c, json_t *ev)
+{
+    char *s = json_dumps(ev, JSON_COMPACT);
+    if (!s) return JS_ENOMEM;
+    redisReply *r = redisCommand(c, "XADD %s MAXLEN ~ %d * json %s", KEY_EVENTS, EVENTS_MAXLEN, s);
+    free(s);
+    return done(r);
+}
+
+/* Sends MULTI, the queued commands already appended by the caller (ncmd of them), EXEC,
+ * and reads every reply. */
+static int exec_pipeline(redisContext *c, int ncmd)
+{
+    int rc = JS_OK;
+    for (int i = 0; i < ncmd + 2; i++) {
+        redisReply *r = NULL;
+        if (redisGetReply(c, (void **)&r) != REDIS_OK || !r) return JS_EREDIS;
+        if (r->type == REDIS_REPLY_ERROR) {
+            clog_printf("redis error: %s", r->str);
+            rc = JS_EREDIS;
+        }
+        if (i == ncmd + 1 && r->type != REDIS_REPLY_ARRAY) rc = JS_EREDIS;   /* EXEC aborted */
+        freeReplyObject(r);
+    }
+    return rc;
+}
+
+int jobstore_submit(redisContext *c, const job_new_t *j, char *id, size_t idlen)
+{
+    redisReply *r = redisCommand(c, "INCR %s", KEY_SEQ);
+    if (!r || r->type != REDIS_REPLY_INTEGER) return done(r);
+    snprintf(id, idlen, "j-%lld", r->integer);
+    freeReplyObject(r);
+
+    double now = clog_now();
+    char key[128], t[32], workers[16], world[16], dyn[4];
+    job_key(key, sizeof key, id, NULL);
+    snprintf(t, sizeof t, "%.3f", now);
+    snprintf(workers, sizeof workers, "%d", j->workers);
+    snprintf(world, sizeof world, "%d", j->world);
+    snprintf(dyn, sizeof dyn, "%d", j->dynamic_batch ? 1 : 0);
+    char *ev = event_text(id, "state", "QUEUED", "submitted", now);
+    if (!ev) return JS_ENOMEM;
+    const char *argv[] = {
+        "HSET", key, "id", id, "name", j->name, "model", j->model, "algorithm", j->algorithm,
+        "workers", workers, "world", world, "dynamic_batch", dyn, "state", "QUEUED",
+        "spec", j->spec_json, "submitted", t, "restarts", "0", "attempts", "0", "reason", "",
+    };
+    size_t len[sizeof argv / sizeof argv[0]];
+    for (size_t i = 0; i < sizeof argv / sizeof argv[0]; i++) len[i] = strlen(argv[i]);
+    redisAppendCommand(c, "MULTI");
+    redisAppendCommandArgv(c, (int)(sizeof argv / sizeof argv[0]), argv, len);
+    redisAppendCommand(c, "ZADD %s %s %s", KEY_JOBS, t, id);
+    redisAppendCommand(c, "RPUSH %s %s", KEY_QUEUE, id);
+    redisAppendCommand(c, "XADD %s MAXLEN ~ %d * json %s", KEY_EVENTS, EVENTS_MAXLEN, ev);
+    redisAppendCommand(c, "EXEC");
+    free(ev);
+    return exec_pipeline(c, 4);
+}
+
+int jobstore_get(redisContext *c, const char *id, json_t **out)
+{
+    char key[128];
+    job_key(key, sizeof key, id, NULL);
+    redisReply *r = redisCommand(c, "HGETALL %s", key);
+    if (!r || r->type != REDIS_REPLY_ARRAY) return done(r);
+    if (r->elements == 0) {
+        freeReplyObject(r);
+        return JS_ENOTFOUND;
+    }
+    json_t *o = json_object();
+    for (size_t i = 0; o && i + 1 < r->elements; i += 2) {
+        const char *k = reply_str(r->element[i]), *v = reply_str(r->element[i + 1]);
+        if (k && v) json_object_set_new(o, k, json_string(v));
+    }
+    freeReplyObject(r);
+    if (!o) return JS_ENOMEM;
+    *out = o;
+    return JS_OK;
+}
+
+/* KEYS: job hash, queue, events. ARGV: id, now, event json.
+ * Returns {code, state}: code 1 cancelled now, 2 requested (running), 0 finished, -1 none. */
+static const char CANCEL_LUA[] =
+    "local st = redis.call('HGET', KEYS[1], 'state')\n"
+    "if not st then return {-1, ''} end\n"
+    "if st == 'QUEUED' then\n"
+    "  redis.call('HSET', KEYS[1], 'state', 'CANCELLED', 'finished', ARGV[2],\n"
+    "             'reason', 'cancelled before it started')\n"
+    "  redis.call('LREM', KEYS[2], 0, ARGV[1])\n"
+    "  redis.call('XADD', KEYS[3], 'MAXLEN', '~', '10000', '*', 'json', ARGV[3])\n"
+    "  return {1, st}\n"
+    "end\n"
+    "if st == 'RUNNING' or st == 'RESTARTING' then\n"
+    "  redis.call('HSET', KEYS[1], 'cancel_requested', ARGV[2])\n"
+    "  return {2, st}\n"
+    "end\n"
+    "return {0, st}\n";
+
+int jobstore_cancel(redisContext *c, const char *id, job_state_t *state_out)
+{
+    char key[128], t[32];
+    double now = clog_now();
+    job_key(key, sizeof key, id, NULL);
+    snprintf(t, sizeof t, "%.3f", now);
+    char *ev = event_text(id, "state", "CANCELLED", "cancelled before it started", now);
+    if (!ev) return JS_ENOMEM;
+    redisReply *r = redisCommand(c, "EVAL %s 3 %s %s %s %s %s %s", CANCEL_LUA, key, KEY_QUEUE, KEY_EVENTS,
+                                 id, t, ev);
+    free(ev);
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) return done(r);
+    long long code = reply_int(r->element[0], -1);
+    const char *st = reply_str(r->element[1]);
+    job_state_t s = JOB_QUEUED;
+    if (st) job_state_parse(st, &s);
+    freeReplyObject(r);
+    if (state_out) *state_out = s;
+    if (code < 0) return JS_ENOTFOUND;
+    if (code == 0) return JS_ESTATE;
+    return JS_OK;
+}
+
+int jobstore_queue_head(redisContext *c, char *id, size_t idlen)
+{
+    redisReply *r = redisCommand(c, "LINDEX %s 0", KEY_QUEUE);
+    if (!reply_ok(r)) return done(r);
+    snprintf(id, idlen, "%s", reply_str(r) ? reply_str(r) : "");
+    freeReplyObject(r);
+    return JS_OK;
+}
+
+/* KEYS: queue, job hash, active, events. ARGV: id, now, event json. */
+static const char CLAIM_LUA[] =
+    "if redis.call('LINDEX', KEYS[1], 0) ~= ARGV[1] then return 0 end\n"
+    "redis.call('LPOP', KEYS[1])\n"
+    "if redis.call('HGET', KEYS[2], 'state') ~= 'QUEUED' then return 0 end\n"
+    "redis.call('HSET', KEYS[2], 'state', 'RUNNING', 'started', ARGV[2])\n"
+    "redis.call('SADD', KEYS[3], ARGV[1])\n"
+    "redis.call('XADD', KEYS[4], 'MAXLEN', '~', '10000', '*', 'json', ARGV[3])\n"
+    "return 1\n";
+
+int jobstore_claim(redisContext *c, const char *id, double now)
+{
+    char key[128], t[32];
+    job_key(key, sizeof key, id, NULL);
+    snprintf(t, sizeof t, "%.3f", now);
+    char *ev = event_text(id, "state", "RUNNING", "started", now);
+    if (!ev) return JS_ENOMEM;
+    redisReply *r = redisCommand(c, "EVAL %s 4 %s %s %s %s %s %s %s", CLAIM_LUA, KEY_QUEUE, key, KEY_ACTIVE,
+                                 KEY_EVENTS, id, t, ev);
+    free(ev);
+    if (!r || r->type != REDIS_REPLY_INTEGER) return done(r);
+    int claimed = r->integer == 1;
+    freeReplyObject(r);
+    return claimed;
+}
+
+int jobstore_update(redisContext *c, const char *id, const char *state, const char *reason,
+                    const char *const *kv, int nkv)
+{
+    char key[128];
+    job_key(key, sizeof key, id, NULL);
+    int argc = 2 + 2 * nkv + (state ? 4 : 0);
+    const char **argv = calloc((size_t)argc, sizeof *argv);
+    size_t *len = calloc((size_t)argc, sizeof *len);
+    char *ev = NULL;
+    int rc = JS_ENOMEM, ncmd = 0;
+    if (!argv || !len) goto out;
+    int a = 0;
+    argv[a++] = "HSET";
+    argv[a++] = key;
+    for (int i = 0; i < 2 * nkv; i++) argv[a++] = kv[i];
+    if (state) {
+        argv[a++] = "state";
+        argv[a++] = state;
+        argv[a++] = "reason";
+        argv[a++] = reason ? reason : "";
+        ev = event_text(id, "state", state, reason, clog_now());
+        if (!ev) goto out;
+    }
+    if (a == 2) {   /* nothing to write */
+        rc = JS_OK;
+        goto out;
+    }
+    for (int i = 0; i < a; i++) len[i] = strlen(argv[i]);
+    redisAppendCommand(c, "MULTI");
+    redisAppendCommandArgv(c, a, argv, len);
+    ncmd++;
+    if (state) {
+        job_state_t s = JOB_QUEUED;
+        job_state_parse(state, &s);
+        if (job_state_terminal(s)) redisAppendCommand(c, "SREM %s %s", KEY_ACTIVE, id);
+        else redisAppendCommand(c, "SADD %s %s", KEY_ACTIVE, id);
+        redisAppendCommand(c, "XADD %s MAXLEN ~ %d * json %s", KEY_EVENTS, EVENTS_MAXLEN, ev);
+        ncmd += 2;
+    }
+    redisAppendCommand(c, "EXEC");
+    rc = exec_pipeline(c, ncmd);
+out:
+    free(ev);
+    free(argv);
+    free(len);
+    return rc;
+}
+
+int jobstore_expire_job_keys(redisContext *c, const char *id, int world)
+{
+    char key[160];
+    int n = 0;
+    job_key(key, sizeof key, id, "metrics");
+    redisAppendCommand(c, "EXPIRE %s %d", key, JOB_KEYS_TTL_S);
+    n++;
+    job_key(key, sizeof key, id, "assignment");
+    redisAppendCommand(c, "EXPIRE %s %d", key, JOB_KEYS_TTL_S);
+    n++;
+    for (int r = 0; r < world; r++) {
+        char suffix[48];
+        snprintf(suffix, sizeof suffix, "node:%d", r);
+        job_key(key, sizeof key, id, suffix);
+        redisAppendCommand(c, "EXPIRE %s %d", key, JOB_KEYS_TTL_S);
+        snprintf(suffix, sizeof suffix, "staleness:%d", r);
+        job_key(key, sizeof key, id, suffix);
+        redisAppendCommand(c, "EXPIRE %s %d", key, JOB_KEYS_TTL_S);
+        n += 2;
+    }
+    int rc = JS_OK;
+    for (int i = 0; i < n; i++) {
+        redisReply *r = NULL;
+        if (redisGetReply(c, (void **)&r) != REDIS_OK || !r) return JS_EREDIS;
+        if (r->type == REDIS_REPLY_ERROR) rc = JS_EREDIS;
+        freeReplyObject(r);
+    }
+    return rc;
+}

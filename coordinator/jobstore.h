@@ -1,0 +1,126 @@
+/* coordinator/jobstore.h - the coordinator's Redis schema: key names, job states, the
+ * job hash, the queue, the event stream, and a small pool of connections for callers
+ * that run on threads of their own (the HTTP layer, the CLI).
+ *
+ * docs/REDIS.md describes every key. State changes that race with clients (claiming a
+ * queued job, cancelling one) are single Lua scripts, so a job is never both claimed
+ * and cancelled; the daemon is the only writer of the state of a job it has claimed.
+ *
+ * All functions take a connected context and return 0 on success or a negative
+ * JS_* code. JS_EREDIS means the connection is broken (a NULL reply): the caller drops
+ * the context and reconnects with backoff.
+ */
+#ifndef PACER_JOBSTORE_H
+#define PACER_JOBSTORE_H
+
+#include <stddef.h>
+
+#include <hiredis/hiredis.h>
+#include <jansson.h>
+#include <pthread.h>
+
+#include "redis_report.h"
+
+enum {
+    JS_OK = 0,
+    JS_EREDIS = -1,     /* connection broken or server error */
+    JS_ENOTFOUND = -2,  /* no such job */
+    JS_ESTATE = -3,     /* the job is not in a state that allows this */
+    JS_ENOMEM = -4,
+};
+
+typedef enum {
+    JOB_QUEUED = 0,
+    JOB_RUNNING,
+    JOB_SUCCEEDED,
+    JOB_FAILED,
+    JOB_CANCELLED,
+    JOB_RESTARTING,
+    JOB_NSTATES
+} job_state_t;
+
+#define JOB_ID_MAX 32
+
+const char *job_state_name(job_state_t s);
+/* Case-insensitive; returns 0 or -1. */
+int job_state_parse(const char *name, job_state_t *out);
+int job_state_terminal(job_state_t s);
+
+/* Key names (docs/REDIS.md). */
+#define KEY_SEQ "pacer:seq"
+#define KEY_QUEUE "pacer:queue"
+#define KEY_JOBS "pacer:jobs"
+#define KEY_ACTIVE "pacer:active"
+#define KEY_EVENTS "pacer:events"
+#define KEY_LOCK "pacer:coordinator:lock"
+#define KEY_COORD "pacer:coordinator"
+#define KEY_PROFILES "pacer:profiles"
+#define EVENTS_MAXLEN 10000
+#define JOB_KEYS_TTL_S (7 * 24 * 3600)   /* metrics and node keys of a finished job */
+
+/* pacer:job:{id} when suffix is NULL, else pacer:job:{id}:{suffix}. */
+void job_key(char *buf, size_t len, const char *id, const char *suffix);
+
+/* 1 when id looks like a job id ("j-" and digits): ids are part of key names and paths,
+ * so anything else is refused before it reaches Redis or the file system. */
+int job_id_valid(const char *id);
+
+/* ---- connection pool ----------------------------------------------------------------- */
+
+typedef struct jobstore_pool jobstore_pool_t;
+
+jobstore_pool_t *jobstore_pool_new(const redis_url_t *url);
+void jobstore_pool_free(jobstore_pool_t *p);
+/* A context used by one thread at a time; NULL with err when Redis is unreachable. */
+redisContext *jobstore_pool_get(jobstore_pool_t *p, char *err, size_t errlen);
+/* Gives it back; a broken one (or broken != 0) is freed instead. */
+void jobstore_pool_put(jobstore_pool_t *p, redisContext *c, int broken);
+
+/* ---- jobs ------------------------------------------------------------------------------ */
+
+typedef struct {
+    const char *spec_json;   /* normalised spec */
+    const char *name, *model, *algorithm;
+    int workers, world;
+    int dynamic_batch;
+} job_new_t;
+
+/* INCR pacer:seq, then in one MULTI/EXEC: the job hash (state QUEUED), pacer:jobs,
+ * pacer:queue and a "submitted" event. The id is valid only when 0 is returned. */
+int jobstore_submit(redisContext *c, const job_new_t *j, char *id, size_t idlen);
+
+/* HGETALL of the job hash as a JSON object of strings (new reference). */
+int jobstore_get(redisContext *c, const char *id, json_t **out);
+
+/* Cancel: a QUEUED job becomes CANCELLED at once (and leaves the queue); a RUNNING or
+ * RESTARTING one gets cancel_requested, which the daemon acts on. *state_out (may be
+ * NULL) is the state found. JS_ESTATE when the job has already finished. */
+int jobstore_cancel(redisContext *c, const char *id, job_state_t *state_out);
+
+/* The id at the head of the queue into id (empty when the queue is empty). */
+int jobstore_queue_head(redisContext *c, char *id, size_t idlen);
+/* Claims the head of the queue if it is id: LPOP, QUEUED -> RUNNING with started time,
+ * SADD pacer:active, event. Returns 1 claimed, 0 not (the head changed, or the job was
+ * not QUEUED any more: then it is only removed from the queue), or a JS_* code. */
+int jobstore_claim(redisContext *c, const char *id, double now);
+
+/* Writes the fields (name/value pairs, nkv names) of the job hash; when state is not
+ * NULL also the state, an event with reason, and pacer:active membership. One
+ * MULTI/EXEC. */
+int jobstore_update(redisContext *c, const char *id, const char *state, const char *reason,
+                    const char *const *kv, int nkv);
+
+/* XADD pacer:events MAXLEN ~ EVENTS_MAXLEN * json <ev> (ev borrowed). */
+int jobstore_event(redisContext *c, json_t *ev);
+
+/* Sets JOB_KEYS_TTL_S on the finished job's metrics, node, staleness and assignment
+ * keys (the job hash itself is kept). */
+int jobstore_expire_job_keys(redisContext *c, const char *id, int world);
+
+/* Reply helpers shared by the coordinator files. */
+int reply_ok(const redisReply *r);                 /* not NULL and not an error */
+long long reply_int(const redisReply *r, long long dflt);   /* integer or numeric string */
+double reply_double(const redisReply *r, double dflt);
+const char *reply_str(const redisReply *r);        /* string/status text or NULL */
+
+#endif

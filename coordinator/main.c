@@ -1,0 +1,450 @@
+/* coordinator/main.c - pacer-coordinator: the job daemon, and a command-line client of the
+ * same Redis for scripts and tests.
+ *
+ *   pacer-coordinator [options]              run the daemon until SIGTERM/SIGINT
+ *   pacer-coordinator COMMAND [ARGS] [options]   submit, status, list, cancel, wait, logs,
+ *                                                nodes, metrics, cluster
+ *
+ * Options and commands are tables; --help is printed from them. The client commands
+ * call the coordinator.h API on a client handle (coordinator_open), exactly what the
+ * HTTP layer calls on the daemon's handle.
+ *
+ * Exit status of commands: 0 ok; 1 the job ended other than SUCCEEDED (wait) or an
+ * internal error; 2 usage, invalid spec, unknown job or a state that does not allow it;
+ * 3 wait timed out; 4 Redis unreachable.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "coordinator.h"
+#include "version.h"
+
+enum {
+    O_LISTEN = 1000, O_REDIS, O_WORKER_REDIS, O_STATE_DIR, O_HOSTFILE, O_WORKER, O_MPIRUN, O_REDIS_SERVER,
+    O_MAX_RESTARTS, O_HEARTBEAT, O_BACKOFF, O_GRACE, O_CKPT_STEPS, O_STOP_JOBS, O_TIMEOUT, O_STATE, O_TAIL,
+    O_LIMIT, O_SINCE, O_JSON, O_HELP, O_VERSION,
+};
+
+typedef struct {
+    const char *name;
+    int has_arg;
+    const char *arg;
+    const char *help;
+    int id;
+} opt_row_t;
+
+static const opt_row_t OPTIONS[] = {
+    { "listen", 1, "ADDR:PORT", "address of the HTTP API (default 127.0.0.1:8080)", O_LISTEN },
+    { "redis", 1, "URL", "Redis: redis://host:port[/db] or unix:///path (default $REDIS_URL; daemon without "
+                         "either: an embedded redis-server on STATE_DIR/redis.sock)", O_REDIS },
+    { "worker-redis", 1, "URL", "the Redis URL given to workers (default: the coordinator's)", O_WORKER_REDIS },
+    { "state-dir", 1, "DIR", "jobs, logs, checkpoints and the embedded Redis (default ./var)", O_STATE_DIR },
+    { "hostfile", 1, "FILE", "Open MPI hostfile (default: this machine, one slot per CPU)", O_HOSTFILE },
+    { "worker", 1, "PATH", "pacer-worker binary (default: next to this executable)", O_WORKER },
+    { "mpirun", 1, "PATH", "mpirun binary (default mpirun)", O_MPIRUN },
+    { "redis-server", 1, "PATH", "redis-server binary for the embedded Redis (default redis-server)", O_REDIS_SERVER },
+    { "max-restarts", 1, "N", "restarts of a failing job before it is FAILED (default 3)", O_MAX_RESTARTS },
+    { "heartbeat-timeout", 1, "S", "restart a job whose ranks are silent this long (default 60)", O_HEARTBEAT },
+    { "restart-backoff", 1, "S", "first restart delay, doubling each time (default 1)", O_BACKOFF },
+    { "kill-grace", 1, "S", "SIGTERM to SIGKILL when stopping a job (default 5)", O_GRACE },
+    { "checkpoint-steps", 1, "N", "checkpoint period for specs that set none (default 50)", O_CKPT_STEPS },
+    { "stop-jobs-on-exit", 0, NULL, "stop running jobs when the daemon exits (they resume at its next start)",
+      O_STOP_JOBS },
+    { "timeout", 1, "S", "wait: give up after S seconds (default 600)", O_TIMEOUT },
+    { "state", 1, "STATE", "list: only jobs in STATE (QUEUED, RUNNING, SUCCEEDED, ...)", O_STATE },
+    { "tail", 1, "N", "logs: the last N lines (default 50)", O_TAIL },
+    { "limit", 1, "N", "list, metrics: at most N entries", O_LIMIT },
+    { "since", 1, "ID", "metrics: entries after this stream id", O_SINCE },
+    { "json", 0, NULL, "list: print JSON instead of a table", O_JSON },
+    { "help", 0, NULL, "this text", O_HELP },
+    { "version", 0, NULL, "print the version", O_VERSION },
+};
+#define NOPTIONS (sizeof OPTIONS / sizeof OPTIONS[0])
+
+typedef struct {
+    coord_config_t cfg;
+    double timeout_s;
+    const char *state;
+    long tail, limit;
+    const char *since;
+    int json;
+} cli_t;
+
+typedef int (*command_fn)(coordinator_t *c, char **args, const cli_t *o);
+
+typedef struct {
+    const char *name;
+    int nargs;
+    const char *args;
+    const char *help;
+    command_fn fn;
+} command_t;
+
+static int cmd_submit(coordinator_t *c, char **args, const cli_t *o);
+static int cmd_status(coordinator_t *c, char **args, const cli_t *o);
+static int cmd_list(coordinator_t *c, char **args, const cli_t *o);
+static int cmd_cancel(coordinator_t *c, char **args, const cli_t *o);
+static int cmd_wait(coordinator_t *c, char **args, const cli_t *o);
+static int cmd_logs(coordinator_t *c, char **args, const cli_t *o);
+static int cmd_nodes(coordinator_t *c, char **args, const cli_t *o);
+static int cmd_metrics(coordinator_t *c, char **args, const cli_t *o);
+static int cmd_cluster(coordinator_t *c, char **args, const cli_t *o);
+
+static const command_t COMMANDS[] = {
+    { "submit", 1, "SPEC.json|-", "validate and queue a job; prints its id", cmd_submit },
+    { "status", 1, "ID", "the job as JSON", cmd_status },
+    { "list", 0, "", "jobs, newest first (--state, --limit, --json)", cmd_list },
+    { "cancel", 1, "ID", "cancel a queued or running job", cmd_cancel },
+    { "wait", 1, "ID", "wait until the job ends (--timeout); exit 0 only if it SUCCEEDED", cmd_wait },
+    { "logs", 1, "ID", "the end of the job's log (--tail)", cmd_logs },
+    { "nodes", 1, "ID", "per-rank profile and staleness as JSON", cmd_nodes },
+    { "metrics", 1, "ID", "metrics records as JSON (--since, --limit)", cmd_metrics },
+    { "cluster", 0, "", "coordinator, queue and profiles as JSON", cmd_cluster },
+};
+#define NCOMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: pacer-coordinator [options]                 run the job daemon\n"
+               "       pacer-coordinator COMMAND [ARGS] [options]  talk to its Redis\n\ncommands:\n");
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        char head[64];
+        snprintf(head, sizeof head, "%s %s", COMMANDS[i].name, COMMANDS[i].args);
+        fprintf(f, "  %-24s %s\n", head, COMMANDS[i].help);
+    }
+    fprintf(f, "\noptions:\n");
+    for (size_t i = 0; i < NOPTIONS; i++) {
+        char head[64];
+        snprintf(head, sizeof head, "--%s%s%s", OPTIONS[i].name, OPTIONS[i].arg ? " " : "",
+                 OPTIONS[i].arg ? OPTIONS[i].arg : "");
+        fprintf(f, "  %-24s %s\n", head, OPTIONS[i].help);
+    }
+    fprintf(f, "\nCommand exit status: 0 ok, 1 job not SUCCEEDED (wait) or internal error, 2 usage,\n"
+               "invalid spec or unknown job, 3 wait timed out, 4 Redis unreachable.\n");
+}
+
+static int exit_for(int code)
+{
+    switch (code) {
+    case COORD_OK: return 0;
+    case COORD_EINVAL:
+    case COORD_ENOTFOUND:
+    case COORD_ESTATE: return 2;
+    case COORD_EUNAVAIL: return 4;
+    default: return 1;
+    }
+}
+
+static int report(const char *what, int code)
+{
+    fprintf(stderr, "pacer-coordinator: %s: %s\n", what, coord_strerror(code));
+    return exit_for(code);
+}
+
+static int print_json(json_t *j)
+{
+    /* 15 digits: unix times with milliseconds print as stored, not as 1715000000.1230001. */
+    int rc = json_dumpf(j, stdout, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(15));
+    fputc('\n', stdout);
+    json_decref(j);
+    return rc == 0 ? 0 : 1;
+}
+
+static char *read_all(FILE *f, size_t max)
+{
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    if (!buf) return NULL;
+    for (;;) {
+        if (n + 1 >= cap) {
+            if (cap > max) {
+                free(buf);
+                errno = EFBIG;
+                return NULL;
+            }
+            char *b = realloc(buf, cap * 2);
+            if (!b) {
+                free(buf);
+                return NULL;
+            }
+            buf = b;
+            cap *= 2;
+        }
+        size_t k = fread(buf + n, 1, cap - 1 - n, f);
+        n += k;
+        if (k == 0) break;
+    }
+    buf[n] = 0;
+    return buf;
+}
+
+static int cmd_submit(coordinator_t *c, char **args, const cli_t *o)
+{
+    FILE *f = strcmp(args[0], "-") == 0 ? stdin : fopen(args[0], "r");
+    if (!f) {
+        fprintf(stderr, "pacer-coordinator: %s: %s\n", args[0], strerror(errno));
+        return 2;
+    }
+    char *text = read_all(f, COORD_SPEC_MAX);
+    if (f != stdin) fclose(f);
+    if (!text) {
+        fprintf(stderr, "pacer-coordinator: %s: %s\n", args[0], strerror(errno));
+        return 2;
+    }
+    char id[COORD_ID_MAX], err[1024] = "";
+    int code = coord_submit(c, text, id, sizeof id, err, sizeof err);
+    free(text);
+    if (code != COORD_OK) {
+        fprintf(stderr, "pacer-coordinator: %s: %s\n", args[0], err[0] ? err : coord_strerror(code));
+        return exit_for(code);
+    }
+    printf("%s\n", id);
+    return 0;
+}
+
+static int cmd_status(coordinator_t *c, char **args, const cli_t *o)
+{
+    json_t *j = NULL;
+    int code = coord_get(c, args[0], &j);
+    if (code != COORD_OK) return report(args[0], code);
+    return print_json(j);
+}
+
+static int cmd_list(coordinator_t *c, char **args, const cli_t *o)
+{
+    json_t *j = NULL;
+    int code = coord_list(c, o->state, 0, o->limit, &j);
+    if (code != COORD_OK) return report("list", code);
+    if (o->json) return print_json(j);
+    size_t i;
+    json_t *job;
+    printf("%-10s %-11s %-20s %-8s %s\n", "ID", "STATE", "NAME", "RESTARTS", "REASON");
+    json_array_foreach(json_object_get(j, "jobs"), i, job) {
+        printf("%-10s %-11s %-20s %-8lld %s\n", json_string_value(json_object_get(job, "id")),
+               json_string_value(json_object_get(job, "state")), json_string_value(json_object_get(job, "name")),
+               (long long)json_integer_value(json_object_get(job, "restarts")),
+               json_string_value(json_object_get(job, "reason")));
+    }
+    json_decref(j);
+    return 0;
+}
+
+static int cmd_cancel(coordinator_t *c, char **args, const cli_t *o)
+{
+    char err[512] = "";
+    int code = coord_cancel(c, args[0], err, sizeof err);
+    if (code != COORD_OK) {
+        fprintf(stderr, "pacer-coordinator: %s\n", err[0] ? err : coord_strerror(code));
+        return exit_for(code);
+    }
+    printf("%s: cancel requested\n", args[0]);
+    return 0;
+}
+
+static double now_mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmd_wait(coordinator_t *c, char **args, const cli_t *o)
+{
+    double deadline = now_mono() + o->timeout_s;
+    int unavailable_logged = 0;
+    for (;;) {
+        json_t *j = NULL;
+        int code = coord_get(c, args[0], &j);
+        if (code == COORD_EUNAVAIL) {
+            /* Redis may be restarting: keep waiting until the deadline. */
+            if (!unavailable_logged++) fprintf(stderr, "pacer-coordinator: Redis unreachable; still waiting\n");
+        } else if (code != COORD_OK) {
+            return report(args[0], code);
+        } else {
+            const char *st = json_string_value(json_object_get(j, "state"));
+            if (st && (strcmp(st, "SUCCEEDED") == 0 || strcmp(st, "FAILED") == 0 || strcmp(st, "CANCELLED") == 0)) {
+                const char *reason = json_string_value(json_object_get(j, "reason"));
+                printf("%s %s%s%s\n", args[0], st, reason && *reason ? ": " : "", reason ? reason : "");
+                int ok = strcmp(st, "SUCCEEDED") == 0;
+                json_decref(j);
+                return ok ? 0 : 1;
+            }
+            json_decref(j);
+        }
+        if (now_mono() >= deadline) {
+            fprintf(stderr, "pacer-coordinator: %s did not finish within %.0f s\n", args[0], o->timeout_s);
+            return 3;
+        }
+        /* Poll with a deadline: a few round trips per second are nothing for Redis. */
+        struct timespec ts = { 0, 200000000L };
+        nanosleep(&ts, NULL);
+    }
+}
+
+static int cmd_logs(coordinator_t *c, char **args, const cli_t *o)
+{
+    json_t *j = NULL;
+    int code = coord_logs(c, args[0], 0, 0, o->tail > 0 ? o->tail : 50, &j);
+    if (code != COORD_OK) return report(args[0], code);
+    fputs(json_string_value(json_object_get(j, "text")), stdout);
+    json_decref(j);
+    return 0;
+}
+
+static int cmd_nodes(coordinator_t *c, char **args, const cli_t *o)
+{
+    json_t *j = NULL;
+    int code = coord_nodes(c, args[0], &j);
+    if (code != COORD_OK) return report(args[0], code);
+    return print_json(j);
+}
+
+static int cmd_metrics(coordinator_t *c, char **args, const cli_t *o)
+{
+    json_t *j = NULL;
+    int code = coord_metrics(c, args[0], o->since, o->limit, &j);
+    if (code != COORD_OK) return report(args[0], code);
+    return print_json(j);
+}
+
+static int cmd_cluster(coordinator_t *c, char **args, const cli_t *o)
+{
+    json_t *j = NULL;
+    int code = coord_cluster(c, &j);
+    if (code != COORD_OK) return report("cluster", code);
+    return print_json(j);
+}
+
+static int parse_num(const char *opt, const char *s, double min, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end || end == s || v < min) {
+        fprintf(stderr, "pacer-coordinator: --%s: '%s' is not a number >= %g\n", opt, s, min);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int run_daemon(const cli_t *o)
+{
+    /* Signals are taken synchronously by this thread (sigwait); every thread the
+     * coordinator starts inherits the mask, and children get it reset (launch.c). */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+
+    coordinator_t *c = NULL;
+    char err[1024] = "";
+    if (coordinator_start(&o->cfg, &c, err, sizeof err) != COORD_OK) {
+        fprintf(stderr, "pacer-coordinator: %s\n", err);
+        return 1;
+    }
+    /* The HTTP layer (http/) starts here, on coordinator_listen(c). */
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&set, &sig) != 0) continue;
+        if (sig == SIGHUP) continue;
+        break;
+    }
+    coordinator_stop(c);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    cli_t o;
+    memset(&o, 0, sizeof o);
+    coord_config_defaults(&o.cfg);
+    o.timeout_s = 600;
+    o.cfg.redis_url = getenv("REDIS_URL");
+
+    struct option longopts[NOPTIONS + 1];
+    for (size_t i = 0; i < NOPTIONS; i++) {
+        longopts[i].name = OPTIONS[i].name;
+        longopts[i].has_arg = OPTIONS[i].has_arg ? required_argument : no_argument;
+        longopts[i].flag = NULL;
+        longopts[i].val = OPTIONS[i].id;
+    }
+    memset(&longopts[NOPTIONS], 0, sizeof longopts[0]);
+
+    int ch;
+    double v;
+    while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        const char *name = "";
+        for (size_t i = 0; i < NOPTIONS; i++)
+            if (OPTIONS[i].id == ch) name = OPTIONS[i].name;
+        switch (ch) {
+        case O_LISTEN: o.cfg.listen = optarg; break;
+        case O_REDIS: o.cfg.redis_url = optarg; break;
+        case O_WORKER_REDIS: o.cfg.worker_redis_url = optarg; break;
+        case O_STATE_DIR: o.cfg.state_dir = optarg; break;
+        case O_HOSTFILE: o.cfg.hostfile = optarg; break;
+        case O_WORKER: o.cfg.worker = optarg; break;
+        case O_MPIRUN: o.cfg.mpirun = optarg; break;
+        case O_REDIS_SERVER: o.cfg.redis_server = optarg; break;
+        case O_STOP_JOBS: o.cfg.stop_jobs_on_exit = 1; break;
+        case O_STATE: o.state = optarg; break;
+        case O_SINCE: o.since = optarg; break;
+        case O_JSON: o.json = 1; break;
+        case O_HELP: usage(stdout); return 0;
+        case O_VERSION: printf("pacer-coordinator %s\n", PACER_VERSION); return 0;
+        case O_MAX_RESTARTS:
+        case O_HEARTBEAT:
+        case O_BACKOFF:
+        case O_GRACE:
+        case O_CKPT_STEPS:
+        case O_TIMEOUT:
+        case O_TAIL:
+        case O_LIMIT:
+            if (parse_num(name, optarg, 0, &v) != 0) return 2;
+            if (ch == O_MAX_RESTARTS) o.cfg.max_restarts = (int)v;
+            else if (ch == O_HEARTBEAT) o.cfg.heartbeat_timeout_s = v;
+            else if (ch == O_BACKOFF) o.cfg.restart_backoff_s = v;
+            else if (ch == O_GRACE) o.cfg.kill_grace_s = v;
+            else if (ch == O_CKPT_STEPS) o.cfg.default_checkpoint_steps = (long)v;
+            else if (ch == O_TIMEOUT) o.timeout_s = v;
+            else if (ch == O_TAIL) o.tail = (long)v;
+            else o.limit = (long)v;
+            break;
+        default: usage(stderr); return 2;
+        }
+    }
+    /* A write to a Redis socket the server closed must be an error return, not death. */
+    signal(SIGPIPE, SIG_IGN);
+
+    if (optind == argc) return run_daemon(&o);
+
+    const command_t *cmd = NULL;
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (strcmp(argv[optind], COMMANDS[i].name) == 0) cmd = &COMMANDS[i];
+    if (!cmd) {
+        fprintf(stderr, "pacer-coordinator: unknown command '%s'\n", argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+    if (argc - optind - 1 != cmd->nargs) {
+        fprintf(stderr, "pacer-coordinator: usage: pacer-coordinator %s %s\n", cmd->name, cmd->args);
+        return 2;
+    }
+    coordinator_t *c = NULL;
+    char err[512] = "";
+    int code = coordinator_open(o.cfg.redis_url, o.cfg.state_dir, &c, err, sizeof err);
+    if (code != COORD_OK) {
+        fprintf(stderr, "pacer-coordinator: %s\n", err);
+        return exit_for(code);
+    }
+    int rc = cmd->fn(c, argv + optind + 1, &o);
+    coordinator_stop(c);
+    return rc;
+}

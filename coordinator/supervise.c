@@ -1,0 +1,52 @@
+/* coordinator/supervise.c - see supervise.h. */
+#include "supervise.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+void supervise_decide(const sv_in_t *in, sv_out_t *out)
+{
+    const char *line = in->last_line && *in->last_line ? in->last_line : "(no output)";
+    char what[256];
+    memset(out, 0, sizeof *out);
+    out->restarts = in->restarts;
+    switch (in->outcome) {
+    case SV_CANCELLED:
+        out->state = JOB_CANCELLED;
+        snprintf(out->reason, sizeof out->reason, "cancelled by request");
+        return;
+    case SV_EXITED:
+        if (in->code == 0) {
+            out->state = JOB_SUCCEEDED;
+            return;
+        }
+        if (in->code == 2) {
+            out->state = JOB_FAILED;
+            snprintf(out->reason, sizeof out->reason, "bad input (exit 2, not retried): %s", line);
+            return;
+        }
+        snprintf(what, sizeof what, "mpirun exited %d", in->code);
+        break;
+    case SV_SIGNALLED:
+        snprintf(what, sizeof what, "mpirun killed by signal %d", in->code);
+        break;
+    case SV_LOST:
+        snprintf(what, sizeof what, "job process lost (no exit status)");
+        break;
+    case SV_STALE:
+        snprintf(what, sizeof what, "no heartbeat from rank %d for %.0f s", in->code, in->stale_s);
+        break;
+    }
+    if (in->restarts >= in->max_restarts) {
+        out->state = JOB_FAILED;
+        snprintf(out->reason, sizeof out->reason, "%s after %d restart%s: %s", what, in->restarts,
+                 in->restarts == 1 ? "" : "s", line);
+        return;
+    }
+    out->state = JOB_RESTARTING;
+    out->restarts = in->restarts + 1;
+    out->delay_s = in->backoff_base_s * ldexp(1.0, in->restarts);
+    snprintf(out->reason, sizeof out->reason, "%s; restart %d of %d in %.3g s: %s", what, out->restarts,
+             in->max_restarts, out->delay_s, line);
+}

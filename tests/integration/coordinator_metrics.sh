@@ -1,0 +1,37 @@
+# The workers' Redis link seen through the coordinator: a job's metrics stream, its
+# per-rank node hash (heartbeat, EWMA speed, compute/comm/idle sums) and staleness hash
+# are filled; when the job ends its speed is folded into the host's performance profile
+# and its bulky keys get their TTL. Skips while pacer-worker lacks --redis (the worker
+# side of the sink, common/redis_report.h, is wired by the worker's owner).
+. tests/integration/coordinator_lib.inc
+need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
+start_coord
+
+spec "$TMP/m.json" m 2
+id=$(submit "$TMP/m.json")
+cli wait "$id" --timeout 60 || { cat "$STATE/jobs/$id/log"; fail "job $id did not succeed"; }
+n=$(cli metrics "$id" --limit 10000 | jq '.items | length')
+if [ "$n" -eq 0 ]; then
+    "$WORKER" --help | grep -q -- "--redis" ||
+        skip "metrics stream empty and pacer-worker --help has no --redis yet: the worker does not report to Redis"
+    fail "pacer-worker knows --redis but job $id wrote no metrics"
+fi
+at_least "metrics records of $id" "$n" 10
+cli metrics "$id" --limit 1 | jq -e '.items[0] | .kind and .step and .samples_per_s' >/dev/null ||
+    fail "a metrics record lacks kind/step/samples_per_s"
+
+cli nodes "$id" >"$TMP/nodes.json"
+at_least "rank 0 samples_per_s" "$(jq '.ranks[0].samples_per_s // 0' "$TMP/nodes.json")" 1
+at_least "rank 0 compute_s" "$(jq '.ranks[0].compute_s // 0' "$TMP/nodes.json")" 0.001
+at_least "rank 0 heartbeat" "$(jq '.ranks[0].heartbeat // 0' "$TMP/nodes.json")" 1
+at_least "rank 0 step" "$(jq '.ranks[0].step // 0' "$TMP/nodes.json")" 64
+[ "$(jq -r '.ranks[0].host' "$TMP/nodes.json")" = "$(hostname)" ] || fail "rank 0 host"
+[ "$(jq '.ranks[0].staleness.hist | length' "$TMP/nodes.json")" = 9 ] || fail "rank 0 has no staleness hash"
+echo "ok: node and staleness hashes of $id filled"
+
+key="pacer:profile:$(hostname):$(jq -r '.ranks[0].device' "$TMP/nodes.json"):lenet5"
+cli cluster | jq -e --arg k "$key" '.profiles | map(.key) | index($k)' >/dev/null || fail "no profile $key"
+at_least "profile speed" "$(redis-cli -s "$STATE/redis.sock" HGET "$key" samples_per_s)" 1
+at_least "metrics TTL" "$(redis-cli -s "$STATE/redis.sock" TTL "pacer:job:$id:metrics")" 3600
+echo "ok: profile $key updated, finished job's keys expire"
+stop_coord

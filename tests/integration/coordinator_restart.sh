@@ -1,0 +1,39 @@
+# The coordinator killed with SIGKILL mid-job, then started again on the same state dir:
+# its embedded Redis (still running) is adopted; job A, whose processes survived, is
+# adopted and finishes without a restart; job B, whose processes were killed while no
+# coordinator ran (so it left no exit status), is resumed from its checkpoint, which
+# counts as one restart. Nothing submitted is lost.
+. tests/integration/coordinator_lib.inc
+need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
+start_coord
+
+spec "$TMP/a.json" a 30
+spec "$TMP/b.json" b 30
+a=$(submit "$TMP/a.json")
+b=$(submit "$TMP/b.json")
+await 30 "job $a to checkpoint" has_checkpoint "$a" a
+await 30 "job $b to checkpoint" has_checkpoint "$b" b
+await 10 "job $b to run its worker" has_worker "$b"
+kill -9 "$COORD_PID"
+wait "$COORD_PID" 2>/dev/null
+COORD_PID=""
+kill_session "$(job_pid "$b")"
+has_worker "$a" || fail "job $a died with the coordinator"
+echo "ok: coordinator and job $b killed with SIGKILL; job $a runs on"
+# A job submitted while no coordinator runs is queued and runs later.
+spec "$TMP/c.json" c 2
+c=$(submit "$TMP/c.json")
+[ "$(state_of "$c")" = QUEUED ] || fail "job $c is $(state_of "$c")"
+
+start_coord
+grep -q "adopted the running server" "$TMP/coord.log" || fail "embedded Redis was not adopted"
+grep -q "job $a: adopted" "$TMP/coord.log" || fail "job $a was not adopted"
+cli wait "$a" --timeout 90 || fail "job $a did not succeed"
+cli wait "$b" --timeout 90 || { tail -30 "$STATE/jobs/$b/log"; fail "job $b did not succeed"; }
+cli wait "$c" --timeout 60 || fail "job $c did not succeed"
+[ "$(field_of "$a" restarts)" = 0 ] || fail "job $a restarts = $(field_of "$a" restarts), want 0"
+[ "$(field_of "$a" attempts)" = 1 ] || fail "job $a attempts = $(field_of "$a" attempts), want 1"
+[ "$(field_of "$b" restarts)" = 1 ] || fail "job $b restarts = $(field_of "$b" restarts), want 1"
+at_least "job $b resumed at step" "$(resumed_step "$b")" 10
+echo "ok: $a adopted ($(job_states "$a")), $b resumed ($(job_states "$b")), $c ran after the restart"
+stop_coord

@@ -1,0 +1,928 @@
+/* tests/unit/test_coordinator.c - the job service (coordinator/).
+ *
+ * Pure parts (the restart policy, state names, log helpers) are tested directly. The
+ * API and the daemon run against a real redis-server each test starts on a unix socket
+ * in a fresh mkdtemp() directory, and the daemon launches a fake pacer-worker (a shell
+ * script written by the test, run through the real mpirun) whose behaviour per attempt
+ * comes from a plan file: "exit N", or "wait" (until the test creates a release file).
+ * Asynchronous outcomes are awaited by polling with a deadline.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <ftw.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+#include <jansson.h>
+
+#include "coordinator.h"
+#include "dynbatch.h"
+#include "embedded.h"
+#include "jobstore.h"
+#include "launch.h"
+#include "spec.h"
+#include "supervise.h"
+
+#define ERRLEN 1024
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void nap(void)
+{
+    struct timespec ts = { 0, 20000000L };
+    nanosleep(&ts, NULL);
+}
+
+static int write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    fputs(text, f);
+    return fclose(f);
+}
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    char *buf = calloc(1, 1 << 16);
+    if (buf) buf[fread(buf, 1, (1 << 16) - 1, f)] = 0;
+    fclose(f);
+    return buf;
+}
+
+/* ---- pure parts -------------------------------------------------------------------------- */
+
+static void test_supervise_decide(void **state)
+{
+    (void)state;
+    sv_out_t o;
+    sv_in_t in = { .outcome = SV_EXITED, .code = 0, .restarts = 0, .max_restarts = 3, .backoff_base_s = 1,
+                   .last_line = "pacer-worker: boom" };
+    supervise_decide(&in, &o);
+    assert_int_equal(o.state, JOB_SUCCEEDED);
+    assert_string_equal(o.reason, "");
+
+    in.code = 2;   /* bad input: never retried */
+    supervise_decide(&in, &o);
+    assert_int_equal(o.state, JOB_FAILED);
+    assert_int_equal(o.restarts, 0);
+    assert_non_null(strstr(o.reason, "pacer-worker: boom"));
+
+    in.code = 1;   /* failures: 1 s, 2 s, 4 s, then FAILED */
+    double want[] = { 1, 2, 4 };
+    for (int k = 0; k < 3; k++) {
+        in.restarts = k;
+        supervise_decide(&in, &o);
+        assert_int_equal(o.state, JOB_RESTARTING);
+        assert_int_equal(o.restarts, k + 1);
+        assert_true(fabs(o.delay_s - want[k]) < 1e-9);
+        assert_non_null(strstr(o.reason, "mpirun exited 1"));
+    }
+    in.restarts = 3;
+    supervise_decide(&in, &o);
+    assert_int_equal(o.state, JOB_FAILED);
+    assert_string_equal(o.reason, "mpirun exited 1 after 3 restarts: pacer-worker: boom");
+
+    in.restarts = 0;
+    in.outcome = SV_SIGNALLED;
+    in.code = 9;
+    supervise_decide(&in, &o);
+    assert_int_equal(o.state, JOB_RESTARTING);
+    assert_non_null(strstr(o.reason, "signal 9"));
+
+    in.outcome = SV_LOST;
+    supervise_decide(&in, &o);
+    assert_int_equal(o.state, JOB_RESTARTING);
+    assert_non_null(strstr(o.reason, "lost"));
+
+    in.outcome = SV_STALE;
+    in.code = 3;
+    in.stale_s = 61;
+    in.max_restarts = 0;
+    in.last_line = NULL;
+    supervise_decide(&in, &o);
+    assert_int_equal(o.state, JOB_FAILED);
+    assert_string_equal(o.reason, "no heartbeat from rank 3 for 61 s after 0 restarts: (no output)");
+
+    in.outcome = SV_CANCELLED;
+    supervise_decide(&in, &o);
+    assert_int_equal(o.state, JOB_CANCELLED);
+}
+
+static void test_states_and_ids(void **state)
+{
+    (void)state;
+    job_state_t s;
+    for (int i = 0; i < JOB_NSTATES; i++) {
+        assert_int_equal(job_state_parse(job_state_name((job_state_t)i), &s), 0);
+        assert_int_equal(s, i);
+    }
+    assert_int_equal(job_state_parse("running", &s), 0);
+    assert_int_equal(s, JOB_RUNNING);
+    assert_int_equal(job_state_parse("DONE", &s), -1);
+    assert_true(job_state_terminal(JOB_SUCCEEDED) && job_state_terminal(JOB_FAILED) &&
+                job_state_terminal(JOB_CANCELLED));
+    assert_false(job_state_terminal(JOB_QUEUED) || job_state_terminal(JOB_RUNNING) ||
+                 job_state_terminal(JOB_RESTARTING));
+    assert_true(job_id_valid("j-1") && job_id_valid("j-123456"));
+    assert_false(job_id_valid("j-") || job_id_valid("j-1x") || job_id_valid("x-1") || job_id_valid("j-1:metrics") ||
+                 job_id_valid("") || job_id_valid(NULL) || job_id_valid("j-../1"));
+}
+
+static void test_log_helpers(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pacer-test-log-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128], line[256];
+    snprintf(path, sizeof path, "%s/log", dir);
+    write_text(path, "=== pacer-coordinator x: job j-1 attempt 1 ===\n"
+                     "training lenet5 ...\n"
+                     "pacer-worker: spec.json: batch_size: must be >= 1\n"
+                     "--------------------------------------------------------------------------\n"
+                     "Primary job  terminated normally, but 1 process returned\n"
+                     "--------------------------------------------------------------------------\n"
+                     "--------------------------------------------------------------------------\n"
+                     "mpirun detected that one or more processes exited with non-zero status\n"
+                     "  Exit code:    2\n"
+                     "--------------------------------------------------------------------------\n");
+    assert_int_equal(log_last_line(path, line, sizeof line), 0);
+    assert_string_equal(line, "pacer-worker: spec.json: batch_size: must be >= 1");
+    write_text(path, "epoch 1/2 step 10/32\n"
+                     "Segmentation fault\n"
+                     "--------------------------------------------------------------------------\n"
+                     "mpirun noticed that process rank 0 exited on signal 11\n"
+                     "--------------------------------------------------------------------------\n\n");
+    assert_int_equal(log_last_line(path, line, sizeof line), 0);
+    assert_string_equal(line, "Segmentation fault");
+    write_text(path, "");
+    assert_int_equal(log_last_line(path, line, sizeof line), -1);
+
+    /* Copy-truncate rotation keeps the log bounded. */
+    char *big = malloc(10000);
+    memset(big, 'x', 9999);
+    big[9999] = 0;
+    write_text(path, big);
+    free(big);
+    assert_int_equal(log_bound(path, 20000), 0);
+    assert_int_equal(log_bound(path, 4096), 1);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_size, 0);
+    char old[160];
+    snprintf(old, sizeof old, "%s.1", path);
+    assert_int_equal(stat(old, &st), 0);
+    assert_int_equal(st.st_size, 9999);
+    unlink(old);
+    unlink(path);
+    rmdir(dir);
+}
+
+static void test_exit_code_and_liveness(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pacer-test-ec-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char ec[128], err[ERRLEN];
+    snprintf(ec, sizeof ec, "%s/exit_code", dir);
+    const char *argv[] = { "/bin/sh", "-c", "exit 7", NULL };
+    pid_t pid;
+    assert_int_equal(launch_job("pacer-job-test", argv, "/dev/null", ec, &pid, err, sizeof err), 0);
+    int code = -1;
+    double end = mono() + 5;
+    while (exit_code_read(ec, &code) != 0 && mono() < end) nap();
+    assert_int_equal(code, 7);
+    /* It is our child: until reaped it is a zombie, which does not count as alive. */
+    end = mono() + 5;
+    while (proc_alive(pid, 0) && mono() < end) nap();
+    assert_false(proc_alive(pid, 0));
+    waitpid(pid, NULL, 0);
+    assert_false(session_alive(pid));
+    unsigned long long start;
+    assert_int_equal(proc_stat(getpid(), &start, NULL), 0);
+    assert_true(proc_alive(getpid(), start));
+    assert_false(proc_alive(getpid(), start + 1));   /* a reused pid is not the process */
+    unlink(ec);
+    rmdir(dir);
+}
+
+/* ---- fixture: Redis, a state dir, a fake worker --------------------------------------------- */
+
+typedef struct {
+    char dir[64];
+    char url[160];
+    char state_dir[128];
+    char worker[128];
+    embedded_t redis;
+    redisContext *rc;
+    coordinator_t *client;
+    coordinator_t *daemon;
+    coord_config_t cfg;
+} fixture_t;
+
+/* The fake worker: "--help" mentions --redis only when DIR/with_redis exists; each run
+ * appends its arguments to DIR/args and follows line <attempt> of DIR/plan (the last line
+ * once the plan is exhausted). */
+static const char FAKE_WORKER[] =
+    "#!/bin/sh\n"
+    "d=$(dirname \"$0\")\n"
+    "if [ \"$1\" = --help ]; then\n"
+    "  echo 'usage: fake-worker --spec FILE [--summary FILE] [--resume]'\n"
+    "  [ -f \"$d/with_redis\" ] && echo '  --redis URL --job ID'\n"
+    "  exit 0\n"
+    "fi\n"
+    "echo \"$@\" >> \"$d/args\"\n"
+    "n=$(cat \"$d/attempt\" 2>/dev/null || echo 0); n=$((n+1)); echo $n > \"$d/attempt\"\n"
+    "line=$(sed -n \"${n}p\" \"$d/plan\"); [ -n \"$line\" ] || line=$(tail -n 1 \"$d/plan\")\n"
+    "echo \"fake worker attempt $n: $line\" >&2\n"
+    "case \"$line\" in\n"
+    "  exit*) c=${line#exit }; [ \"$c\" = 0 ] || echo \"pacer-worker: fake failure $c at attempt $n\" >&2; exit $c ;;\n"
+    "  wait) while [ ! -f \"$d/release\" ]; do sleep 0.05; done; exit 0 ;;\n"
+    "esac\n"
+    "exit 1\n";
+
+static const char SPEC[] = "{\"name\": \"unit\", \"model\": \"lenet5\", \"dataset\": {\"name\": \"fashion-mnist\"}}";
+
+static int setup(void **state)
+{
+    signal(SIGPIPE, SIG_IGN);
+    fixture_t *fx = calloc(1, sizeof *fx);
+    char err[ERRLEN];
+    if (!fx) return -1;
+    strcpy(fx->dir, "/tmp/pacer-test-coord-XXXXXX");
+    if (!mkdtemp(fx->dir)) goto fail;
+    char rdir[128];
+    snprintf(rdir, sizeof rdir, "%s/redis", fx->dir);
+    if (embedded_start(&fx->redis, rdir, "redis-server", 10.0, err, sizeof err) != 0) {
+        fprintf(stderr, "redis: %s\n", err);
+        goto fail;
+    }
+    snprintf(fx->url, sizeof fx->url, "unix://%s", fx->redis.sock);
+    snprintf(fx->state_dir, sizeof fx->state_dir, "%s/state", fx->dir);
+    snprintf(fx->worker, sizeof fx->worker, "%s/fake-worker", fx->dir);
+    if (write_text(fx->worker, FAKE_WORKER) != 0 || chmod(fx->worker, 0755) != 0) goto fail;
+    struct timeval tv = { 2, 0 };
+    fx->rc = redisConnectUnixWithTimeout(fx->redis.sock, tv);
+    if (!fx->rc || fx->rc->err) goto fail;
+    if (coordinator_open(fx->url, fx->state_dir, &fx->client, err, sizeof err) != COORD_OK) goto fail;
+    coord_config_defaults(&fx->cfg);
+    fx->cfg.redis_url = fx->url;
+    fx->cfg.state_dir = fx->state_dir;
+    fx->cfg.worker = fx->worker;
+    fx->cfg.tick_s = 0.05;
+    fx->cfg.restart_backoff_s = 0.05;
+    fx->cfg.kill_grace_s = 2;
+    fx->cfg.max_restarts = 2;
+    *state = fx;
+    return 0;
+fail:
+    free(fx);
+    return -1;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+static int teardown(void **state)
+{
+    fixture_t *fx = *state;
+    char rel[200];
+    snprintf(rel, sizeof rel, "%s/release", fx->dir);
+    write_text(rel, "");   /* lets any fake job still waiting finish */
+    if (fx->daemon) coordinator_stop(fx->daemon);
+    coordinator_stop(fx->client);
+    if (fx->rc) redisFree(fx->rc);
+    embedded_stop(&fx->redis, 5.0);
+    nftw(fx->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(fx);
+    return 0;
+}
+
+static void plan(fixture_t *fx, const char *text)
+{
+    char p[200];
+    snprintf(p, sizeof p, "%s/plan", fx->dir);
+    assert_int_equal(write_text(p, text), 0);
+}
+
+static void start_daemon(fixture_t *fx)
+{
+    char err[ERRLEN] = "";
+    int rc = coordinator_start(&fx->cfg, &fx->daemon, err, sizeof err);
+    if (rc != COORD_OK) fprintf(stderr, "coordinator_start: %s\n", err);
+    assert_int_equal(rc, COORD_OK);
+}
+
+static void stop_daemon(fixture_t *fx)
+{
+    coordinator_stop(fx->daemon);
+    fx->daemon = NULL;
+}
+
+static char *submit(fixture_t *fx, const char *spec)
+{
+    static char id[COORD_ID_MAX];
+    char err[ERRLEN] = "";
+    int rc = coord_submit(fx->client, spec, id, sizeof id, err, sizeof err);
+    if (rc != COORD_OK) fprintf(stderr, "submit: %s\n", err);
+    assert_int_equal(rc, COORD_OK);
+    return id;
+}
+
+/* The job's state, or "" when it cannot be read. */
+static void job_state(fixture_t *fx, const char *id, char *out, size_t len)
+{
+    json_t *j = NULL;
+    out[0] = 0;
+    if (coord_get(fx->client, id, &j) != COORD_OK) return;
+    const char *s = json_string_value(json_object_get(j, "state"));
+    snprintf(out, len, "%s", s ? s : "");
+    json_decref(j);
+}
+
+static json_t *await_state(fixture_t *fx, const char *id, const char *want, double deadline_s)
+{
+    char st[32] = "";
+    double end = mono() + deadline_s;
+    for (;;) {
+        job_state(fx, id, st, sizeof st);
+        if (strcmp(st, want) == 0 || mono() > end) break;
+        nap();
+    }
+    if (strcmp(st, want) != 0) fprintf(stderr, "job %s is %s, waited for %s\n", id, st, want);
+    assert_string_equal(st, want);
+    json_t *j = NULL;
+    assert_int_equal(coord_get(fx->client, id, &j), COORD_OK);
+    return j;
+}
+
+static long long jint(json_t *j, const char *key)
+{
+    return (long long)json_integer_value(json_object_get(j, key));
+}
+
+static const char *jstr(json_t *j, const char *key)
+{
+    const char *s = json_string_value(json_object_get(j, key));
+    return s ? s : "";
+}
+
+/* ---- the API without a daemon ---------------------------------------------------------------- */
+
+static void test_api_submit_get_list_cancel(void **state)
+{
+    fixture_t *fx = *state;
+    char err[ERRLEN], id[COORD_ID_MAX];
+
+    /* Invalid specs are refused naming the field, and nothing is stored. */
+    int rc = coord_submit(fx->client, "{\"model\": \"lenet5\", \"batch_sise\": 3}", id, sizeof id, err, sizeof err);
+    assert_int_equal(rc, COORD_EINVAL);
+    assert_non_null(strstr(err, "batch_sise"));
+    rc = coord_submit(fx->client, "{\"model\": \"lenet5\", \"optimizer\": {\"lr\": -1}}", id, sizeof id, err,
+                      sizeof err);
+    assert_int_equal(rc, COORD_EINVAL);
+    assert_non_null(strstr(err, "optimizer.lr"));
+    assert_int_equal(coord_submit(fx->client, "not json", id, sizeof id, err, sizeof err), COORD_EINVAL);
+    assert_int_equal(coord_submit(fx->client, "", id, sizeof id, err, sizeof err), COORD_EINVAL);
+
+    char a[COORD_ID_MAX], b[COORD_ID_MAX];
+    snprintf(a, sizeof a, "%s", submit(fx, SPEC));
+    snprintf(b, sizeof b, "%s", submit(fx, SPEC));
+    assert_string_equal(a, "j-1");   /* the failed submits took no id */
+    assert_string_equal(b, "j-2");
+
+    json_t *j = NULL;
+    assert_int_equal(coord_get(fx->client, a, &j), COORD_OK);
+    assert_string_equal(jstr(j, "state"), "QUEUED");
+    assert_string_equal(jstr(j, "name"), "unit");
+    assert_string_equal(jstr(j, "model"), "lenet5");
+    assert_int_equal(jint(j, "workers"), 1);
+    assert_int_equal(jint(j, "world"), 1);
+    assert_true(json_is_object(json_object_get(j, "spec")));
+    assert_true(json_number_value(json_object_get(j, "submitted")) > 0);
+    json_decref(j);
+    assert_int_equal(coord_get(fx->client, "j-99", &j), COORD_ENOTFOUND);
+    assert_int_equal(coord_get(fx->client, "../etc", &j), COORD_ENOTFOUND);
+
+    assert_int_equal(coord_list(fx->client, NULL, 0, 0, &j), COORD_OK);
+    assert_int_equal(jint(j, "total"), 2);
+    assert_string_equal(jstr(json_array_get(json_object_get(j, "jobs"), 0), "id"), "j-2");   /* newest first */
+    json_decref(j);
+    assert_int_equal(coord_list(fx->client, "queued", 1, 10, &j), COORD_OK);
+    assert_int_equal(jint(j, "total"), 2);
+    assert_int_equal(json_array_size(json_object_get(j, "jobs")), 1);
+    json_decref(j);
+    assert_int_equal(coord_list(fx->client, "DONE", 0, 0, &j), COORD_EINVAL);
+
+    /* A queued job is cancelled at once and leaves the queue; twice is a state error. */
+    assert_int_equal(coord_cancel(fx->client, a, err, sizeof err), COORD_OK);
+    j = await_state(fx, a, "CANCELLED", 1);
+    assert_true(json_number_value(json_object_get(j, "finished")) > 0);
+    json_decref(j);
+    assert_int_equal(coord_cancel(fx->client, a, err, sizeof err), COORD_ESTATE);
+    assert_non_null(strstr(err, "CANCELLED"));
+    assert_int_equal(coord_cancel(fx->client, "j-77", err, sizeof err), COORD_ENOTFOUND);
+    redisReply *r = redisCommand(fx->rc, "LRANGE pacer:queue 0 -1");
+    assert_int_equal(r->elements, 1);
+    assert_string_equal(r->element[0]->str, "j-2");
+    freeReplyObject(r);
+
+    assert_int_equal(coord_list(fx->client, "CANCELLED", 0, 0, &j), COORD_OK);
+    assert_int_equal(jint(j, "total"), 1);
+    json_decref(j);
+
+    /* Nothing ran yet: no metrics, an empty log, ranks without data, no checkpoint. */
+    assert_int_equal(coord_metrics(fx->client, b, NULL, 0, &j), COORD_OK);
+    assert_int_equal(json_array_size(json_object_get(j, "items")), 0);
+    json_decref(j);
+    assert_int_equal(coord_metrics(fx->client, b, "bogus", 0, &j), COORD_EINVAL);
+    assert_int_equal(coord_metrics(fx->client, "j-55", NULL, 0, &j), COORD_ENOTFOUND);
+    assert_int_equal(coord_logs(fx->client, b, 0, 0, 0, &j), COORD_OK);
+    assert_string_equal(jstr(j, "text"), "");
+    json_decref(j);
+    assert_int_equal(coord_nodes(fx->client, b, &j), COORD_OK);
+    assert_int_equal(json_array_size(json_object_get(j, "ranks")), 1);
+    assert_true(json_is_null(json_object_get(j, "assignment")));
+    json_decref(j);
+    char path[512];
+    assert_int_equal(coord_checkpoint_path(fx->client, b, path, sizeof path), COORD_ENOTFOUND);
+    assert_int_equal(coord_cluster(fx->client, &j), COORD_OK);
+    assert_int_equal(jint(j, "queued"), 1);
+    assert_int_equal(jint(j, "jobs"), 2);
+    assert_true(json_is_null(json_object_get(j, "coordinator")));
+    json_decref(j);
+}
+
+static void test_api_metrics_nodes_events(void **state)
+{
+    fixture_t *fx = *state;
+    coord_cursor_t all, one;
+    json_t *j = NULL;
+    char id[COORD_ID_MAX];
+    assert_int_equal(coord_events_open(fx->client, "j-1", &one), COORD_ENOTFOUND);
+    assert_int_equal(coord_events_open(fx->client, NULL, &all), COORD_OK);
+    snprintf(id, sizeof id, "%s", submit(fx, SPEC));
+    assert_int_equal(coord_events_open(fx->client, id, &one), COORD_OK);
+
+    /* A worker's records and hashes, as the Redis sink writes them. */
+    redisReply *r;
+    for (int i = 1; i <= 3; i++) {
+        r = redisCommand(fx->rc, "XADD pacer:job:%s:metrics * json {\"kind\":\"step\",\"step\":%d}", id, i);
+        freeReplyObject(r);
+    }
+    r = redisCommand(fx->rc, "HSET pacer:job:%s:node:0 host h device cpu samples_per_s 1234.5 step 3 heartbeat %.3f",
+                     id, (double)time(NULL));
+    freeReplyObject(r);
+    r = redisCommand(fx->rc, "HSET pacer:job:%s:staleness:0 count 4 sum 6 sumsq 14 max 3 h0 1 h1 1 h2 1 h3 1", id);
+    freeReplyObject(r);
+
+    assert_int_equal(coord_metrics(fx->client, id, NULL, 2, &j), COORD_OK);
+    json_t *items = json_object_get(j, "items");
+    assert_int_equal(json_array_size(items), 2);
+    assert_int_equal(jint(json_array_get(items, 1), "step"), 2);
+    char next[64];
+    snprintf(next, sizeof next, "%s", jstr(j, "next"));
+    json_decref(j);
+    assert_int_equal(coord_metrics(fx->client, id, next, 0, &j), COORD_OK);
+    assert_int_equal(json_array_size(json_object_get(j, "items")), 1);
+    assert_int_equal(jint(json_array_get(json_object_get(j, "items"), 0), "step"), 3);
+    json_decref(j);
+
+    assert_int_equal(coord_nodes(fx->client, id, &j), COORD_OK);
+    json_t *rank = json_array_get(json_object_get(j, "ranks"), 0);
+    assert_string_equal(jstr(rank, "host"), "h");
+    assert_true(json_real_value(json_object_get(rank, "samples_per_s")) == 1234.5);
+    assert_true(json_number_value(json_object_get(rank, "heartbeat_age_s")) < 5);
+    json_t *st = json_object_get(rank, "staleness");
+    assert_int_equal(jint(st, "count"), 4);
+    assert_int_equal(jint(st, "max"), 3);
+    assert_int_equal(json_array_size(json_object_get(st, "hist")), 9);
+    assert_int_equal(jint(json_object_get(j, "staleness"), "count"), 4);
+    json_decref(j);
+
+    /* The job's subscription sees its metrics; the global one its state events. */
+    assert_int_equal(coord_events_wait(fx->client, &one, 1000, 0, &j), COORD_OK);
+    assert_int_equal(json_array_size(j), 3);
+    assert_string_equal(jstr(json_object_get(json_array_get(j, 0), "event"), "type"), "metrics");
+    json_decref(j);
+    assert_int_equal(coord_events_wait(fx->client, &all, 1000, 0, &j), COORD_OK);
+    assert_int_equal(json_array_size(j), 1);
+    json_t *ev = json_object_get(json_array_get(j, 0), "event");
+    assert_string_equal(jstr(ev, "type"), "state");
+    assert_string_equal(jstr(ev, "state"), "QUEUED");
+    assert_string_equal(jstr(ev, "job"), id);
+    json_decref(j);
+    /* Nothing new: an empty array after the timeout, not an error. */
+    double t0 = mono();
+    assert_int_equal(coord_events_wait(fx->client, &all, 200, 0, &j), COORD_OK);
+    assert_int_equal(json_array_size(j), 0);
+    assert_true(mono() - t0 >= 0.15);
+    json_decref(j);
+    /* A cancel shows up as the next event. */
+    char err[ERRLEN];
+    assert_int_equal(coord_cancel(fx->client, id, err, sizeof err), COORD_OK);
+    assert_int_equal(coord_events_wait(fx->client, &one, 1000, 0, &j), COORD_OK);
+    assert_int_equal(json_array_size(j), 1);
+    assert_string_equal(jstr(json_object_get(json_array_get(j, 0), "event"), "state"), "CANCELLED");
+    json_decref(j);
+}
+
+static void test_api_redis_down(void **state)
+{
+    fixture_t *fx = *state;
+    coordinator_t *c = NULL;
+    char err[ERRLEN], url[200], id[COORD_ID_MAX];
+    snprintf(url, sizeof url, "unix://%s/none.sock", fx->dir);
+    assert_int_equal(coordinator_open(url, fx->state_dir, &c, err, sizeof err), COORD_OK);
+    assert_int_equal(coord_submit(c, SPEC, id, sizeof id, err, sizeof err), COORD_EUNAVAIL);
+    json_t *j;
+    assert_int_equal(coord_get(c, "j-1", &j), COORD_EUNAVAIL);
+    assert_int_equal(coord_list(c, NULL, 0, 0, &j), COORD_EUNAVAIL);
+    coordinator_stop(c);
+    assert_int_equal(coordinator_open("ftp://x", fx->state_dir, &c, err, sizeof err), COORD_EINVAL);
+}
+
+/* ---- planning and profiles -------------------------------------------------------------------- */
+
+static void test_dynbatch(void **state)
+{
+    fixture_t *fx = *state;
+    job_spec_t s;
+    char err[ERRLEN];
+    assert_int_equal(spec_parse("{\"name\": \"d\", \"model\": \"lenet5\", \"dataset\": {\"name\": \"fashion-mnist\"},"
+                                " \"workers\": 2, \"batch_size\": 64, \"algorithm\": {\"name\": \"ssgd\","
+                                " \"dynamic_batch\": true}, \"emulate\": {\"slowdown\": [1, 2]}}",
+                                &s, err, sizeof err),
+                     0);
+    redisReply *r;
+    /* Speeds unknown: no plan. */
+    assert_int_equal(dynbatch_replan(fx->rc, "j-5", &s), 0);
+    r = redisCommand(fx->rc, "HSET pacer:job:j-5:node:0 samples_per_s 1000 host hostA device cpu slowdown 1");
+    freeReplyObject(r);
+    r = redisCommand(fx->rc, "HSET pacer:job:j-5:node:1 samples_per_s 3000 host hostA device cpu slowdown 2");
+    freeReplyObject(r);
+    assert_int_equal(dynbatch_replan(fx->rc, "j-5", &s), 1);
+    r = redisCommand(fx->rc, "HMGET pacer:job:j-5:assignment version batches source");
+    assert_string_equal(r->element[0]->str, "1");
+    assert_string_equal(r->element[1]->str, "[32,96]");
+    assert_string_equal(r->element[2]->str, "planner");
+    freeReplyObject(r);
+    /* Within the hysteresis: the plan stays. */
+    r = redisCommand(fx->rc, "HSET pacer:job:j-5:node:0 samples_per_s 1050");
+    freeReplyObject(r);
+    assert_int_equal(dynbatch_replan(fx->rc, "j-5", &s), 0);
+    /* A big change: version 2. */
+    r = redisCommand(fx->rc, "HSET pacer:job:j-5:node:0 samples_per_s 3000");
+    freeReplyObject(r);
+    assert_int_equal(dynbatch_replan(fx->rc, "j-5", &s), 1);
+    r = redisCommand(fx->rc, "HMGET pacer:job:j-5:assignment version batches");
+    assert_string_equal(r->element[0]->str, "2");
+    assert_string_equal(r->element[1]->str, "[64,64]");
+    freeReplyObject(r);
+
+    /* Profiles: the machine's speed with the emulated slowdown taken out, mean per host. */
+    r = redisCommand(fx->rc, "HSET pacer:job:j-5:node:0 samples_per_s 1000");
+    freeReplyObject(r);
+    r = redisCommand(fx->rc, "HSET pacer:job:j-5:node:1 samples_per_s 500");
+    freeReplyObject(r);
+    assert_int_equal(dynbatch_fold_profiles(fx->rc, "j-5", &s, 2), 1);
+    r = redisCommand(fx->rc, "HMGET pacer:profile:hostA:cpu:lenet5 samples_per_s jobs");
+    assert_true(fabs(strtod(r->element[0]->str, NULL) - 1000) < 0.1);   /* (1000 + 500 x 2) / 2 */
+    assert_string_equal(r->element[1]->str, "1");
+    freeReplyObject(r);
+    r = redisCommand(fx->rc, "SISMEMBER pacer:profiles pacer:profile:hostA:cpu:lenet5");
+    assert_int_equal(r->integer, 1);
+    freeReplyObject(r);
+
+    /* A new job on that host starts from the profile, slowdowns applied again. */
+    job_spec_t t = s;
+    snprintf(t.device, sizeof t.device, "cpu");
+    const char *hosts[2] = { "hostA", "hostA" };
+    assert_int_equal(dynbatch_initial(fx->rc, "j-6", &t, hosts), 1);
+    r = redisCommand(fx->rc, "HMGET pacer:job:j-6:assignment version batches source");
+    assert_string_equal(r->element[0]->str, "1");
+    assert_string_equal(r->element[1]->str, "[85,43]");
+    assert_string_equal(r->element[2]->str, "profile");
+    freeReplyObject(r);
+    assert_int_equal(dynbatch_initial(fx->rc, "j-6", &t, hosts), 0);   /* a plan exists */
+    const char *unknown[2] = { "hostA", "hostB" };
+    assert_int_equal(dynbatch_initial(fx->rc, "j-7", &t, unknown), 0);   /* no profile for hostB */
+}
+
+/* ---- the daemon ------------------------------------------------------------------------------------ */
+
+static void test_daemon_restarts_then_succeeds(void **state)
+{
+    fixture_t *fx = *state;
+    plan(fx, "exit 1\nexit 1\nexit 0\n");
+    start_daemon(fx);
+    char id[COORD_ID_MAX];
+    snprintf(id, sizeof id, "%s", submit(fx, SPEC));
+    json_t *j = await_state(fx, id, "SUCCEEDED", 30);
+    assert_int_equal(jint(j, "restarts"), 2);
+    assert_int_equal(jint(j, "attempts"), 3);
+    assert_int_equal(jint(j, "exit_code"), 0);
+    char ckdir[256];
+    snprintf(ckdir, sizeof ckdir, "%s/jobs/%s/checkpoints", fx->state_dir, id);
+    assert_string_equal(jstr(j, "checkpoint_dir"), ckdir);
+    json_decref(j);
+
+    /* Every attempt resumes; the spec it got points its checkpoints into the state dir. */
+    char p[256];
+    snprintf(p, sizeof p, "%s/args", fx->dir);
+    char *args = read_text(p);
+    assert_non_null(args);
+    int lines = 0;
+    for (char *s = args; (s = strstr(s, "--resume")); s++) lines++;
+    assert_int_equal(lines, 3);
+    assert_null(strstr(args, "--redis"));   /* this worker does not know --redis */
+    free(args);
+    snprintf(p, sizeof p, "%s/jobs/%s/spec.json", fx->state_dir, id);
+    job_spec_t s;
+    char err[ERRLEN];
+    assert_int_equal(spec_load_file(p, &s, err, sizeof err), 0);
+    assert_string_equal(s.checkpoint.dir, ckdir);
+    assert_int_equal(s.checkpoint.every_steps, 50);
+    /* The log holds every attempt. */
+    assert_int_equal(coord_logs(fx->client, id, 0, 0, 0, &j), COORD_OK);
+    assert_non_null(strstr(jstr(j, "text"), "fake worker attempt 3: exit 0"));
+    json_decref(j);
+    assert_int_equal(coord_logs(fx->client, id, 0, 0, 1, &j), COORD_OK);   /* the last line only */
+    assert_non_null(strstr(jstr(j, "text"), "fake worker attempt 3"));
+    assert_null(strstr(jstr(j, "text"), "attempt 2"));
+    json_decref(j);
+    assert_int_equal(coord_cluster(fx->client, &j), COORD_OK);
+    assert_true(json_is_true(json_object_get(j, "alive")));
+    assert_int_equal(jint(json_object_get(j, "coordinator"), "slots"), sysconf(_SC_NPROCESSORS_ONLN));
+    json_decref(j);
+}
+
+static void test_daemon_bad_input_not_retried(void **state)
+{
+    fixture_t *fx = *state;
+    plan(fx, "exit 2\n");
+    start_daemon(fx);
+    char id[COORD_ID_MAX];
+    snprintf(id, sizeof id, "%s", submit(fx, SPEC));
+    json_t *j = await_state(fx, id, "FAILED", 30);
+    assert_int_equal(jint(j, "restarts"), 0);
+    assert_int_equal(jint(j, "exit_code"), 2);
+    assert_non_null(strstr(jstr(j, "reason"), "pacer-worker: fake failure 2 at attempt 1"));
+    json_decref(j);
+}
+
+static void test_daemon_gives_up(void **state)
+{
+    fixture_t *fx = *state;
+    plan(fx, "exit 1\n");
+    start_daemon(fx);
+    char id[COORD_ID_MAX];
+    snprintf(id, sizeof id, "%s", submit(fx, SPEC));
+    json_t *j = await_state(fx, id, "FAILED", 30);
+    assert_int_equal(jint(j, "restarts"), 2);
+    assert_string_equal(jstr(j, "reason"),
+                        "mpirun exited 1 after 2 restarts: pacer-worker: fake failure 1 at attempt 3");
+    json_decref(j);
+}
+
+static void test_daemon_cancel(void **state)
+{
+    fixture_t *fx = *state;
+    plan(fx, "wait\n");
+    start_daemon(fx);
+    char id[COORD_ID_MAX], err[ERRLEN];
+    snprintf(id, sizeof id, "%s", submit(fx, SPEC));
+    json_decref(await_state(fx, id, "RUNNING", 30));
+    double t0 = mono();
+    assert_int_equal(coord_cancel(fx->client, id, err, sizeof err), COORD_OK);
+    json_t *j = await_state(fx, id, "CANCELLED", 10);
+    assert_true(mono() - t0 < 5);
+    assert_int_equal(jint(j, "restarts"), 0);
+    json_decref(j);
+    assert_int_equal(coord_cancel(fx->client, id, err, sizeof err), COORD_ESTATE);
+}
+
+/* The daemon stops and starts again while a job runs: the job is adopted (same process,
+ * no restart) and its end is learnt from the exit_code file. */
+static void test_daemon_readopts(void **state)
+{
+    fixture_t *fx = *state;
+    plan(fx, "wait\n");
+    start_daemon(fx);
+    char id[COORD_ID_MAX];
+    snprintf(id, sizeof id, "%s", submit(fx, SPEC));
+    json_t *j = await_state(fx, id, "RUNNING", 30);
+    json_decref(j);
+    double end = mono() + 10;   /* the pid is recorded right after the launch */
+    long long pid = 0;
+    while (pid <= 0 && mono() < end) {
+        assert_int_equal(coord_get(fx->client, id, &j), COORD_OK);
+        pid = jint(j, "pid");
+        json_decref(j);
+        if (pid <= 0) nap();
+    }
+    assert_true(pid > 0);
+    stop_daemon(fx);
+    assert_true(proc_alive((pid_t)pid, 0));   /* jobs outlive the daemon */
+    start_daemon(fx);
+    char rel[200];
+    snprintf(rel, sizeof rel, "%s/release", fx->dir);
+    write_text(rel, "");
+    j = await_state(fx, id, "SUCCEEDED", 30);
+    assert_int_equal(jint(j, "restarts"), 0);
+    assert_int_equal(jint(j, "attempts"), 1);
+    json_decref(j);
+}
+
+/* The job dies while no daemon runs (no exit status): the next daemon resumes it, and
+ * that counts as a restart. */
+static void test_daemon_resumes_lost_job(void **state)
+{
+    fixture_t *fx = *state;
+    plan(fx, "wait\nexit 0\n");
+    start_daemon(fx);
+    char id[COORD_ID_MAX];
+    snprintf(id, sizeof id, "%s", submit(fx, SPEC));
+    json_decref(await_state(fx, id, "RUNNING", 30));
+    char p[256];
+    snprintf(p, sizeof p, "%s/jobs/%s/pid", fx->state_dir, id);
+    int pid = 0;
+    double end = mono() + 10;
+    for (char *t = NULL; pid <= 0 && mono() < end; nap()) {
+        t = read_text(p);
+        if (t) pid = atoi(t);
+        free(t);
+    }
+    assert_true(pid > 0);
+    /* Kill it only once the fake worker runs (it has counted its attempt). */
+    snprintf(p, sizeof p, "%s/attempt", fx->dir);
+    end = mono() + 10;
+    while (access(p, F_OK) != 0 && mono() < end) nap();
+    assert_int_equal(access(p, F_OK), 0);
+    stop_daemon(fx);
+    session_signal(pid, SIGKILL);
+    end = mono() + 10;
+    while (session_alive(pid) && mono() < end) nap();
+    start_daemon(fx);
+    json_t *j = await_state(fx, id, "SUCCEEDED", 30);
+    assert_int_equal(jint(j, "restarts"), 1);
+    assert_int_equal(jint(j, "attempts"), 2);
+    json_decref(j);
+}
+
+/* --stop-jobs-on-exit: the daemon stops its jobs and leaves them RESTARTING (no restart
+ * counted); the next daemon launches them again. */
+static void test_daemon_stop_jobs_on_exit(void **state)
+{
+    fixture_t *fx = *state;
+    plan(fx, "wait\nexit 0\n");
+    fx->cfg.stop_jobs_on_exit = 1;
+    start_daemon(fx);
+    char id[COORD_ID_MAX], p[256];
+    snprintf(id, sizeof id, "%s", submit(fx, SPEC));
+    json_decref(await_state(fx, id, "RUNNING", 30));
+    snprintf(p, sizeof p, "%s/attempt", fx->dir);
+    double end = mono() + 10;
+    while (access(p, F_OK) != 0 && mono() < end) nap();
+    snprintf(p, sizeof p, "%s/jobs/%s/pid", fx->state_dir, id);
+    char *t = read_text(p);
+    assert_non_null(t);
+    int pid = atoi(t);
+    free(t);
+    stop_daemon(fx);
+    assert_false(session_alive(pid));
+    char st[32];
+    job_state(fx, id, st, sizeof st);
+    assert_string_equal(st, "RESTARTING");
+    fx->cfg.stop_jobs_on_exit = 0;
+    start_daemon(fx);
+    json_t *j = await_state(fx, id, "SUCCEEDED", 30);
+    assert_int_equal(jint(j, "restarts"), 0);
+    assert_int_equal(jint(j, "attempts"), 2);
+    json_decref(j);
+}
+
+static void test_daemon_stale_heartbeat(void **state)
+{
+    fixture_t *fx = *state;
+    char p[256];
+    snprintf(p, sizeof p, "%s/with_redis", fx->dir);
+    write_text(p, "");
+    plan(fx, "wait\n");
+    fx->cfg.heartbeat_timeout_s = 1;
+    fx->cfg.max_restarts = 0;
+    start_daemon(fx);
+    char id[COORD_ID_MAX];
+    snprintf(id, sizeof id, "%s", submit(fx, SPEC));
+    json_t *j = await_state(fx, id, "FAILED", 30);
+    assert_non_null(strstr(jstr(j, "reason"), "no heartbeat from rank 0"));
+    json_decref(j);
+    /* A worker that knows --redis gets the URL and its job id. */
+    snprintf(p, sizeof p, "%s/args", fx->dir);
+    char *args = read_text(p);
+    char want[300];
+    snprintf(want, sizeof want, "--redis %s --job %s", fx->url, id);
+    assert_non_null(args);
+    assert_non_null(strstr(args, want));
+    free(args);
+}
+
+/* Slots come from the hostfile; the queue is FIFO: a job waits while the running ones
+ * use every slot and starts when one frees. The hostfile is passed to mpirun. */
+static void test_daemon_slots(void **state)
+{
+    fixture_t *fx = *state;
+    char hf[200], err[ERRLEN];
+    snprintf(hf, sizeof hf, "%s/hosts", fx->dir);
+    write_text(hf, "# one slot\nlocalhost slots=1\n");
+    fx->cfg.hostfile = hf;
+    plan(fx, "wait\n");
+    start_daemon(fx);
+    char a[COORD_ID_MAX], b[COORD_ID_MAX];
+    snprintf(a, sizeof a, "%s", submit(fx, SPEC));
+    snprintf(b, sizeof b, "%s", submit(fx, SPEC));
+    json_decref(await_state(fx, a, "RUNNING", 30));
+    /* b waits for the slot: after a few ticks it is still queued. */
+    double end = mono() + 0.5;
+    char st[32];
+    while (mono() < end) {
+        job_state(fx, b, st, sizeof st);
+        assert_string_equal(st, "QUEUED");
+        nap();
+    }
+    json_t *j = NULL;
+    assert_int_equal(coord_cluster(fx->client, &j), COORD_OK);
+    assert_int_equal(jint(json_object_get(j, "coordinator"), "slots"), 1);
+    assert_int_equal(jint(j, "queued"), 1);
+    json_decref(j);
+    assert_int_equal(coord_cancel(fx->client, a, err, sizeof err), COORD_OK);
+    json_decref(await_state(fx, a, "CANCELLED", 10));
+    json_decref(await_state(fx, b, "RUNNING", 10));
+    char p[200];
+    snprintf(p, sizeof p, "%s/release", fx->dir);
+    write_text(p, "");
+    json_decref(await_state(fx, b, "SUCCEEDED", 30));
+    snprintf(p, sizeof p, "%s/jobs/%s/log", fx->state_dir, b);
+    char *log = read_text(p);
+    assert_non_null(log);
+    assert_non_null(strstr(log, "--hostfile"));
+    free(log);
+}
+
+static void test_daemon_second_refused(void **state)
+{
+    fixture_t *fx = *state;
+    plan(fx, "exit 0\n");
+    start_daemon(fx);
+    coordinator_t *other = NULL;
+    char err[ERRLEN] = "";
+    assert_int_not_equal(coordinator_start(&fx->cfg, &other, err, sizeof err), COORD_OK);
+    assert_non_null(strstr(err, "another coordinator"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_supervise_decide),
+        cmocka_unit_test(test_states_and_ids),
+        cmocka_unit_test(test_log_helpers),
+        cmocka_unit_test(test_exit_code_and_liveness),
+        cmocka_unit_test_setup_teardown(test_api_submit_get_list_cancel, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_api_metrics_nodes_events, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_api_redis_down, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dynbatch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_restarts_then_succeeds, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_bad_input_not_retried, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_gives_up, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_cancel, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_readopts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_resumes_lost_job, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_stop_jobs_on_exit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_stale_heartbeat, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_slots, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_second_refused, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

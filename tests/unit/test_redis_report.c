@@ -1,0 +1,423 @@
+/* tests/unit/test_redis_report.c - the worker's Redis link (common/redis_report.h):
+ * URL parsing, and the sink against a real redis-server that each test starts on a unix
+ * socket in a fresh mkdtemp() directory (the coordinator's embedded-server code starts
+ * and stops it). Asynchronous results are awaited by polling with a deadline.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <ftw.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+#include "embedded.h"
+#include "metrics.h"
+#include "redis_report.h"
+
+#define ERRLEN 512
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void nap(void)
+{
+    struct timespec ts = { 0, 20000000L };
+    nanosleep(&ts, NULL);
+}
+
+/* ---- fixture: a redis-server in a temporary directory ----------------------------------- */
+
+typedef struct {
+    char dir[64];
+    char url[160];
+    embedded_t redis;
+    redisContext *c;   /* the test's own connection, to look at what the sink wrote */
+} fixture_t;
+
+static int start_redis(fixture_t *fx)
+{
+    char err[ERRLEN];
+    if (embedded_start(&fx->redis, fx->dir, "redis-server", 10.0, err, sizeof err) != 0) {
+        fprintf(stderr, "cannot start redis-server: %s\n", err);
+        return -1;
+    }
+    struct timeval tv = { 2, 0 };
+    fx->c = redisConnectUnixWithTimeout(fx->redis.sock, tv);
+    return fx->c && !fx->c->err ? 0 : -1;
+}
+
+static void stop_redis(fixture_t *fx)
+{
+    if (fx->c) redisFree(fx->c);
+    fx->c = NULL;
+    embedded_stop(&fx->redis, 5.0);
+}
+
+static int setup(void **state)
+{
+    signal(SIGPIPE, SIG_IGN);
+    fixture_t *fx = calloc(1, sizeof *fx);
+    if (!fx) return -1;
+    strcpy(fx->dir, "/tmp/pacer-test-rr-XXXXXX");
+    if (!mkdtemp(fx->dir) || start_redis(fx) != 0) {
+        free(fx);
+        return -1;
+    }
+    snprintf(fx->url, sizeof fx->url, "unix://%s/redis.sock", fx->dir);
+    *state = fx;
+    return 0;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+static int teardown(void **state)
+{
+    fixture_t *fx = *state;
+    stop_redis(fx);
+    nftw(fx->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(fx);
+    return 0;
+}
+
+static long long integer(redisContext *c, const char *fmt, const char *key)
+{
+    redisReply *r = redisCommand(c, fmt, key);
+    long long v = -1;
+    if (r && r->type == REDIS_REPLY_INTEGER) v = r->integer;
+    else if (r && r->type == REDIS_REPLY_STRING) v = strtoll(r->str, NULL, 10);
+    if (r) freeReplyObject(r);
+    return v;
+}
+
+static double hfield(redisContext *c, const char *key, const char *field)
+{
+    redisReply *r = redisCommand(c, "HGET %s %s", key, field);
+    double v = NAN;
+    if (r && r->type == REDIS_REPLY_STRING) v = strtod(r->str, NULL);
+    if (r) freeReplyObject(r);
+    return v;
+}
+
+/* Waits until XLEN key == want (deadline s); returns the last length seen. */
+static long long await_xlen(redisContext *c, const char *key, long long want, double deadline_s)
+{
+    double end = mono() + deadline_s;
+    long long n;
+    while ((n = integer(c, "XLEN %s", key)) != want && mono() < end) nap();
+    return n;
+}
+
+/* ---- records ------------------------------------------------------------------------------ */
+
+static void make_record(metrics_record_t *r, int64_t step)
+{
+    memset(r, 0, sizeof *r);
+    r->kind = METRICS_STEP;
+    r->time = (double)time(NULL);
+    snprintf(r->host, sizeof r->host, "test-host");
+    snprintf(r->device, sizeof r->device, "cpu");
+    r->step = step;
+    r->epoch = 1;
+    r->batch = 64;
+    r->loss = 0.5f;
+    r->compute_s = 0.01;
+    r->comm_s = 0.002;
+    r->idle_s = 0.001;
+    r->samples_per_s = 6400;
+    r->samples = 64 * step;
+    r->slowdown = 1;
+    staleness_add(&r->staleness, 0);
+    staleness_add(&r->staleness, 1);
+    staleness_add(&r->staleness, 5);
+    r->test_loss = NAN;
+    r->test_accuracy = NAN;
+}
+
+/* Writes n records through the sink as the reporter would; returns the longest call. */
+static double write_records(metrics_sink_t *s, int64_t first, int n)
+{
+    static char lines[64][1536];
+    metrics_record_t recs[64];
+    const char *json[64];
+    double worst = 0;
+    for (int done = 0; done < n;) {
+        int k = n - done < 64 ? n - done : 64;
+        for (int i = 0; i < k; i++) {
+            make_record(&recs[i], first + done + i);
+            assert_true(metrics_to_json(&recs[i], "j-7", lines[i], sizeof lines[i]) > 0);
+            json[i] = lines[i];
+        }
+        double t0 = mono();
+        s->write(s, recs, json, k);
+        double dt = mono() - t0;
+        if (dt > worst) worst = dt;
+        done += k;
+    }
+    return worst;
+}
+
+/* ---- URL parsing -------------------------------------------------------------------------------- */
+
+static void test_url_parse(void **state)
+{
+    (void)state;
+    redis_url_t u;
+    char err[ERRLEN];
+    assert_int_equal(redis_url_parse("redis://localhost", &u, err, sizeof err), 0);
+    assert_string_equal(u.host, "localhost");
+    assert_int_equal(u.port, 6379);
+    assert_int_equal(u.db, 0);
+    assert_false(u.is_unix);
+    assert_int_equal(redis_url_parse("redis://10.0.0.5:7000/3", &u, err, sizeof err), 0);
+    assert_string_equal(u.host, "10.0.0.5");
+    assert_int_equal(u.port, 7000);
+    assert_int_equal(u.db, 3);
+    assert_int_equal(redis_url_parse("redis://:s3cret@db.example:6380/", &u, err, sizeof err), 0);
+    assert_string_equal(u.password, "s3cret");
+    assert_string_equal(u.host, "db.example");
+    assert_int_equal(u.port, 6380);
+    assert_int_equal(redis_url_parse("redis://user:pw@h", &u, err, sizeof err), 0);
+    assert_string_equal(u.password, "pw");
+    assert_int_equal(redis_url_parse("redis://[::1]:7001", &u, err, sizeof err), 0);
+    assert_string_equal(u.host, "::1");
+    assert_int_equal(u.port, 7001);
+    assert_int_equal(redis_url_parse("unix:///var/run/redis.sock", &u, err, sizeof err), 0);
+    assert_true(u.is_unix);
+    assert_string_equal(u.path, "/var/run/redis.sock");
+    assert_int_equal(redis_url_parse("unix:///tmp/r.sock?db=2", &u, err, sizeof err), 0);
+    assert_string_equal(u.path, "/tmp/r.sock");
+    assert_int_equal(u.db, 2);
+
+    static const char *const bad[] = {
+        "", "http://x", "redis://", "redis://:6379", "redis://h:0", "redis://h:99999", "redis://h:12a",
+        "redis://h/x", "unix://relative.sock", "unix://", "unix:///tmp/x?foo=1", "redis://[::1",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = 0;
+        assert_int_equal(redis_url_parse(bad[i], &u, err, sizeof err), -1);
+        assert_true(strlen(err) > 0);
+    }
+    char longpath[300] = "unix:///";
+    memset(longpath + 8, 'a', 200);
+    assert_int_equal(redis_url_parse(longpath, &u, err, sizeof err), -1);
+    assert_non_null(strstr(err, "longer"));
+}
+
+/* ---- the sink against a live server ----------------------------------------------------------- */
+
+static void test_records_land(void **state)
+{
+    fixture_t *fx = *state;
+    char err[ERRLEN];
+    metrics_sink_t *s = redis_report_sink(fx->url, "j-7", 0, err, sizeof err);
+    assert_non_null(s);
+    write_records(s, 1, 3);
+    assert_int_equal(await_xlen(fx->c, "pacer:job:j-7:metrics", 3, 5.0), 3);
+
+    /* The node hash: latest values, cumulative sums, a fresh heartbeat. */
+    const char *node = "pacer:job:j-7:node:0";
+    double end = mono() + 5.0;
+    while (!(hfield(fx->c, node, "step") == 3) && mono() < end) nap();
+    assert_true(hfield(fx->c, node, "step") == 3);
+    assert_true(fabs(hfield(fx->c, node, "compute_s") - 0.03) < 1e-9);
+    assert_true(fabs(hfield(fx->c, node, "comm_s") - 0.006) < 1e-9);
+    assert_true(fabs(hfield(fx->c, node, "last_compute_s") - 0.01) < 1e-9);
+    assert_true(hfield(fx->c, node, "samples_per_s") == 6400);
+    assert_true(hfield(fx->c, node, "batch") == 64);
+    assert_true(fabs(hfield(fx->c, node, "heartbeat") - (double)time(NULL)) < 5);
+    redisReply *r = redisCommand(fx->c, "HGET %s host", node);
+    assert_non_null(r);
+    assert_string_equal(r->str, "test-host");
+    freeReplyObject(r);
+
+    /* The staleness hash mirrors the record's cumulative statistics. */
+    const char *st = "pacer:job:j-7:staleness:0";
+    assert_true(hfield(fx->c, st, "count") == 3);
+    assert_true(hfield(fx->c, st, "sum") == 6);
+    assert_true(hfield(fx->c, st, "sumsq") == 26);
+    assert_true(hfield(fx->c, st, "max") == 5);
+    assert_true(hfield(fx->c, st, "h0") == 1);
+    assert_true(hfield(fx->c, st, "h1") == 1);
+    assert_true(hfield(fx->c, st, "h4") == 1);
+
+    /* Stream entries carry the record's JSON in field "json". */
+    r = redisCommand(fx->c, "XRANGE pacer:job:j-7:metrics - + COUNT 1");
+    assert_true(r && r->type == REDIS_REPLY_ARRAY && r->elements == 1);
+    redisReply *fields = r->element[0]->element[1];
+    assert_string_equal(fields->element[0]->str, "json");
+    assert_non_null(strstr(fields->element[1]->str, "\"step\":1"));
+    freeReplyObject(r);
+
+    assert_true(redis_report_connected(s));
+    assert_int_equal(redis_report_dropped(s), 0);
+    s->close(s);
+}
+
+static void test_heartbeat_without_records(void **state)
+{
+    fixture_t *fx = *state;
+    char err[ERRLEN];
+    metrics_sink_t *s = redis_report_sink(fx->url, "j-8", 2, err, sizeof err);
+    assert_non_null(s);
+    const char *node = "pacer:job:j-8:node:2";
+    double end = mono() + 5.0, first;
+    while (!((first = hfield(fx->c, node, "heartbeat")) > 0) && mono() < end) nap();
+    assert_true(first > 0);
+    /* It keeps beating with no records at all (a rank that loads data or evaluates). */
+    double later = first;
+    end = mono() + 5.0;
+    while (!((later = hfield(fx->c, node, "heartbeat")) > first) && mono() < end) nap();
+    assert_true(later > first);
+    assert_true(hfield(fx->c, node, "rank") == 2);
+    assert_true(hfield(fx->c, node, "pid") == getpid());
+    redis_report_heartbeat(s);   /* never blocks */
+    s->close(s);
+}
+
+static void test_assignment_cache(void **state)
+{
+    fixture_t *fx = *state;
+    char err[ERRLEN];
+    metrics_sink_t *s = redis_report_sink(fx->url, "j-9", 0, err, sizeof err);
+    assert_non_null(s);
+    int64_t v = 0;
+    int b[3] = { 0 };
+    assert_int_equal(redis_report_assignment(s, &v, b, 3), 0);   /* none yet */
+
+    redisReply *r = redisCommand(fx->c, "HSET pacer:job:j-9:assignment version 3 batches [10,20,34] time 1");
+    freeReplyObject(r);
+    int got = 0;
+    double end = mono() + 5.0;
+    while ((got = redis_report_assignment(s, &v, b, 3)) == 0 && mono() < end) nap();
+    assert_int_equal(got, 1);
+    assert_int_equal(v, 3);
+    assert_int_equal(b[0], 10);
+    assert_int_equal(b[1], 20);
+    assert_int_equal(b[2], 34);
+    assert_int_equal(redis_report_assignment(s, &v, b, 3), 0);   /* nothing newer */
+
+    /* A plan for another world size, then a malformed one: -1, never garbage. */
+    r = redisCommand(fx->c, "HSET pacer:job:j-9:assignment version 4 batches [32,32]");
+    freeReplyObject(r);
+    end = mono() + 5.0;
+    while ((got = redis_report_assignment(s, &v, b, 3)) == 0 && mono() < end) nap();
+    assert_int_equal(got, -1);
+    r = redisCommand(fx->c, "HSET pacer:job:j-9:assignment version 5 batches {oops");
+    freeReplyObject(r);
+    end = mono() + 5.0;
+    while ((got = redis_report_assignment(s, &v, b, 3)) != -1 && mono() < end) nap();
+    assert_int_equal(got, -1);
+    r = redisCommand(fx->c, "HSET pacer:job:j-9:assignment version 6 batches [1,2,61]");
+    freeReplyObject(r);
+    end = mono() + 5.0;
+    while ((got = redis_report_assignment(s, &v, b, 3)) != 1 && mono() < end) nap();
+    assert_int_equal(got, 1);
+    assert_int_equal(v, 6);
+    assert_int_equal(b[2], 61);
+    s->close(s);
+}
+
+/* Nothing listens: writes return at once, the backlog holds REDIS_REPORT_BACKLOG entries,
+ * the rest is dropped and counted, and close does not hang. */
+static void test_unreachable_bounded(void **state)
+{
+    fixture_t *fx = *state;
+    char err[ERRLEN], url[200];
+    snprintf(url, sizeof url, "unix://%s/nobody.sock", fx->dir);
+    double t0 = mono();
+    metrics_sink_t *s = redis_report_sink(url, "j-10", 0, err, sizeof err);
+    assert_non_null(s);
+    assert_true(mono() - t0 < 0.5);
+    double worst = write_records(s, 1, REDIS_REPORT_BACKLOG + 100);
+    assert_true(worst < 0.5);
+    assert_false(redis_report_connected(s));
+    assert_int_equal(redis_report_dropped(s), 100);
+    t0 = mono();
+    s->close(s);
+    assert_true(mono() - t0 < 1.5);
+
+    /* A TCP port with no server: refused at once, same behaviour. */
+    s = redis_report_sink("redis://127.0.0.1:1", "j-10", 0, err, sizeof err);
+    assert_non_null(s);
+    worst = write_records(s, 1, 50);
+    assert_true(worst < 0.5);
+    t0 = mono();
+    s->close(s);
+    assert_true(mono() - t0 < 1.5);
+}
+
+/* The server goes away mid-run and comes back with its AOF: what was written meanwhile
+ * is delivered after the reconnect, and no write call waited for the network. */
+static void test_server_restart(void **state)
+{
+    fixture_t *fx = *state;
+    char err[ERRLEN];
+    metrics_sink_t *s = redis_report_sink(fx->url, "j-11", 0, err, sizeof err);
+    assert_non_null(s);
+    write_records(s, 1, 5);
+    assert_int_equal(await_xlen(fx->c, "pacer:job:j-11:metrics", 5, 5.0), 5);
+
+    stop_redis(fx);
+    double end = mono() + 5.0, worst = 0;
+    int64_t step = 6;
+    /* Keep writing (as the reporter would) until the sink notices the loss. */
+    while (redis_report_connected(s) && mono() < end) {
+        double w = write_records(s, step++, 1);
+        if (w > worst) worst = w;
+        nap();
+    }
+    assert_false(redis_report_connected(s));
+    double w = write_records(s, step, 20);
+    if (w > worst) worst = w;
+    step += 20;
+    assert_true(worst < 0.5);
+
+    assert_int_equal(start_redis(fx), 0);
+    long long want = step - 1;
+    assert_int_equal(await_xlen(fx->c, "pacer:job:j-11:metrics", want, 10.0), want);
+    assert_true(redis_report_connected(s));
+    assert_int_equal(redis_report_dropped(s), 0);
+    s->close(s);
+}
+
+static void test_bad_arguments(void **state)
+{
+    (void)state;
+    char err[ERRLEN];
+    assert_null(redis_report_sink("nope://x", "j-1", 0, err, sizeof err));
+    assert_non_null(strstr(err, "redis://"));
+    assert_null(redis_report_sink("redis://h", "", 0, err, sizeof err));
+    assert_null(redis_report_sink("redis://h", "has space", 0, err, sizeof err));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_url_parse),
+        cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test_setup_teardown(test_records_land, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_heartbeat_without_records, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_assignment_cache, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unreachable_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_server_restart, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -52,7 +52,7 @@ LDFLAGS  += $(SANFLAGS)
 
 ifeq ($(WITH_CUDA),yes)
 CPPFLAGS += -DPACER_WITH_CUDA -I$(CUDA_HOME)/include
-CUDA_LIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudnn -lcublas -lcudart
+CUDA_LIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudnn -lcublas -lcudart -lstdc++
 NVFLAGS  ?= -O3 -std=c++17 -arch=sm_90 -Xcompiler -fPIC $(INCLUDES) -I$(CUDA_HOME)/include -DPACER_WITH_CUDA
 endif
 

@@ -29,22 +29,7 @@ void comm_replan(worker_t *w, MPI_Comm comm)
     double *speeds = w->plan_speeds;
     double mine = w->stats.ewma_sps;
     MPI_CHECK(MPI_Gather(&mine, 1, MPI_DOUBLE, speeds, 1, MPI_DOUBLE, 0, comm));
-    if (w->rank == 0) {
-        int ok = 1;
-        for (int i = 0; i < n; i++) if (!(speeds[i] > 0)) ok = 0;
-        if (w->assignment_hook && w->assignment_hook(w, w->plan_next) == 1) {
-            memcpy(w->batch_of, w->plan_next, (size_t)n * sizeof(int));
-            w->plan_version++;
-        } else if (ok) {
-            int min_b = s->algorithm.min_batch > 0 ? s->algorithm.min_batch : 1;
-            int max_b = w->max_batch;
-            if (planner_assign(speeds, w->batch_of, n, w->global_batch, min_b, max_b, 0.05,
-                               w->plan_next) == 1) {
-                memcpy(w->batch_of, w->plan_next, (size_t)n * sizeof(int));
-                w->plan_version++;
-            }
-        }
-    }
+    if (w->rank == 0) worker_replan(w, speeds);
     MPI_CHECK(MPI_Bcast(w->batch_of, n, MPI_INT, 0, comm));
     MPI_CHECK(MPI_Bcast(&w->plan_version, 1, MPI_LONG, 0, comm));
 }

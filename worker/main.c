@@ -12,6 +12,7 @@
 #include <cblas.h>
 
 #include "comm.h"
+#include "redis_report.h"
 #include "spec.h"
 #include "train.h"
 #include "version.h"
@@ -20,10 +21,13 @@ static const struct option OPTIONS[] = {
     { "spec", required_argument, NULL, 's' },
     { "summary", required_argument, NULL, 'o' },
     { "metrics", required_argument, NULL, 'm' },
+    { "redis", required_argument, NULL, 'D' },
+    { "job", required_argument, NULL, 'J' },
     { "resume", no_argument, NULL, 'r' },
     { "resume-from", required_argument, NULL, 'R' },
     { "stop-after-steps", required_argument, NULL, 'S' },
     { "batch-plan", required_argument, NULL, 'B' },
+    { "ps-round-robin", no_argument, NULL, 'P' },
     { "version", no_argument, NULL, 'V' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
@@ -41,12 +45,18 @@ static void usage(FILE *f)
         "  --summary FILE         write the JSON summary (accuracy, losses, speed, per rank)\n"
         "  --metrics FILE         append per-rank metrics records as JSON lines (every step,\n"
         "                         epoch end and the end); written by a background thread\n"
+        "  --redis URL            also send the records, node profile, staleness and a\n"
+        "                         heartbeat to Redis (redis://host:port or unix:///path),\n"
+        "                         and take batch assignments from it; needs --job\n"
+        "  --job ID               the coordinator's job id (keys pacer:job:ID:*)\n"
         "  --resume               continue from the job's latest checkpoint\n"
         "                         (checkpoint.dir/NAME.ckpt); starts fresh if there is none\n"
         "  --resume-from FILE     continue from this checkpoint; a missing file is an error\n"
         "  --stop-after-steps N   stop after global step N as if interrupted (for tests)\n"
         "  --batch-plan B0,B1,..  initial per-worker batch sizes, summing to workers x\n"
         "                         batch_size (for tests; the planner takes over if enabled)\n"
+        "  --ps-round-robin       the parameter server takes pushes in worker order, which\n"
+        "                         fixes every staleness value in advance (for tests)\n"
         "  --version              print the version and the compiled-in backends\n"
         "  --help                 this text\n"
         "\n"
@@ -66,6 +76,8 @@ static void version(void)
 
 static int run(const char *spec_path, const char *summary_path, const char *metrics_path,
                int resume, const char *resume_from, const train_opts_t *opts);
+static const char *g_redis_url, *g_job_id;  /* --redis, --job */
+static int coordinator_assignment(worker_t *w, int *out);
 
 int main(int argc, char **argv)
 {
@@ -78,14 +90,21 @@ int main(int argc, char **argv)
         case 's': spec_path = optarg; break;
         case 'o': summary_path = optarg; break;
         case 'm': metrics_path = optarg; break;
+        case 'D': g_redis_url = optarg; break;
+        case 'J': g_job_id = optarg; break;
         case 'r': resume = 1; break;
         case 'R': resume_from = optarg; break;
         case 'S': opts.stop_after_steps = strtol(optarg, NULL, 10); break;
         case 'B': opts.batch_plan = optarg; break;
+        case 'P': opts.ps_round_robin = 1; break;
         case 'V': version(); return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
+    }
+    if ((g_redis_url != NULL) != (g_job_id != NULL)) {
+        fprintf(stderr, "pacer-worker: --redis and --job go together\n");
+        return 2;
     }
     if (!spec_path || optind != argc) {
         fprintf(stderr, "pacer-worker: %s\n", spec_path ? "unexpected argument" : "--spec FILE is required");
@@ -94,6 +113,12 @@ int main(int argc, char **argv)
     }
 
     return run(spec_path, summary_path, metrics_path, resume, resume_from, &opts);
+}
+
+static int coordinator_assignment(worker_t *w, int *out)
+{
+    int64_t version;
+    return redis_report_assignment(w->assignment_ctx, &version, out, w->nworkers) == 1;
 }
 
 /* Every rank reaches the same verdict: a failure on any rank (a data file missing on one
@@ -177,14 +202,28 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
     }
     if (agree(use_mpi, failed)) return finish(use_mpi, &w, 2);
 
-    if (metrics_path) {
-        metrics_sink_t *sink = metrics_file_sink(metrics_path, err, sizeof err);
-        if (!sink || metrics_start(&reporter, spec.name, &sink, 1) != 0) {
-            fprintf(stderr, "pacer-worker: %s\n", err);
-            return finish(use_mpi, &w, 2);
+    metrics_sink_t *sinks[2];
+    int nsinks = 0;
+    if (metrics_path && !(sinks[nsinks++] = metrics_file_sink(metrics_path, err, sizeof err)))
+        failed = 1;
+    if (!failed && g_redis_url) {
+        sinks[nsinks] = redis_report_sink(g_redis_url, g_job_id, rank, err, sizeof err);
+        if (!sinks[nsinks]) failed = 1;
+        else {
+            /* Rank 0 reads the coordinator's batch assignments at re-plan points. */
+            w.assignment_ctx = sinks[nsinks++];
+            w.assignment_hook = coordinator_assignment;
         }
-        w.metrics = &reporter;
     }
+    if (!failed && nsinks && metrics_start(&reporter, g_job_id ? g_job_id : spec.name, sinks, nsinks) != 0) {
+        snprintf(err, sizeof err, "cannot start the metrics reporter thread");
+        failed = 1;
+    }
+    if (failed) {
+        fprintf(stderr, "pacer-worker: %s\n", err);
+        return finish(use_mpi, &w, 2);
+    }
+    if (nsinks) w.metrics = &reporter;
 
     SAY("training %s on %s with %s: %zu parameters, %d train / %d test samples, %d worker(s) x batch %d, "
         "%ld steps per epoch, %d epochs\n",

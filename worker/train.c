@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "checkpoint.h"
+#include "planner.h"
 
 double wall_clock_s(void)
 {
@@ -39,7 +40,7 @@ static void sleep_s(double s)
 
 /* ---- shared machinery ------------------------------------------------------------------ */
 
-static void epoch_order(worker_t *w)
+void worker_epoch_order(worker_t *w)
 {
     /* The permutation depends only on (seed, epoch), so every rank computes the same one
      * and a resumed run recomputes it instead of storing it. */
@@ -49,16 +50,20 @@ static void epoch_order(worker_t *w)
     rng_shuffle(&r, w->perm, w->train.n);
 }
 
+void worker_gather(worker_t *w, long offset, int b)
+{
+    data_batch_gather(&w->train, w->perm + offset, b, w->x, w->y, w->spec->dataset.augment,
+                      &w->aug_rng);
+    w->batch = b;
+}
+
 void worker_next_batch(worker_t *w)
 {
     long offset = w->cursor;
     for (int i = 0; i < w->worker_index; i++) offset += w->batch_of[i];
-    int b = w->batch_of[w->worker_index];
     /* Every rank takes its share of the same global positions; the loop guarantees
      * cursor + global_batch <= n, so the shares never run off the epoch. */
-    data_batch_gather(&w->train, w->perm + offset, b, w->x, w->y, w->spec->dataset.augment,
-                      &w->aug_rng);
-    w->batch = b;
+    worker_gather(w, offset, w->batch_of[w->worker_index]);
 }
 
 static double cpu_s(void)
@@ -122,7 +127,7 @@ void worker_apply_update(worker_t *w, float grad_scale)
 
 /* The emulated slowdown of this worker at the current step: the spec's static factor,
  * overridden by the last schedule entry for this worker whose step has been reached. */
-static double slowdown_now(const worker_t *w)
+double worker_slowdown_now(const worker_t *w)
 {
     const job_spec_t *s = w->spec;
     if (w->worker_index < 0) return 1.0;
@@ -272,7 +277,7 @@ int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char 
     w->sched.gamma = (float)spec->optimizer.lr_schedule.gamma;
     w->sched.min_lr = (float)spec->optimizer.lr_schedule.min_lr;
     rng_seed(&w->aug_rng, (uint64_t)spec->seed * 7919u + (uint64_t)rank + 1);
-    w->slowdown = slowdown_now(w);
+    w->slowdown = worker_slowdown_now(w);
     w->record.rank = rank;
     w->record.role = w->role;
     hostname_once(w->record.host, sizeof w->record.host);
@@ -374,6 +379,55 @@ int worker_apply_batch_plan(worker_t *w, const char *plan, char *err, size_t err
     return 0;
 }
 
+int worker_replan(worker_t *w, const double *speeds)
+{
+    const job_spec_t *s = w->spec;
+    int n = w->nworkers;
+    /* Once the coordinator has assigned a plan it owns planning (it sees every rank's
+     * profile and the persistent ones); until then, and without a coordinator, the ranks
+     * plan for themselves with the same planner. */
+    if (w->assignment_hook && w->assignment_hook(w, w->plan_next) == 1) {
+        memcpy(w->batch_of, w->plan_next, (size_t)n * sizeof(int));
+        w->plan_version++;
+        w->coordinator_plans = 1;
+        return 1;
+    }
+    if (w->coordinator_plans) return 0;
+    for (int i = 0; i < n; i++)
+        if (!(speeds[i] > 0)) return 0;
+    int min_b = s->algorithm.min_batch > 0 ? s->algorithm.min_batch : 1;
+    if (planner_assign(speeds, w->batch_of, n, w->global_batch, min_b, w->max_batch, 0.05,
+                       w->plan_next) != 1)
+        return 0;
+    memcpy(w->batch_of, w->plan_next, (size_t)n * sizeof(int));
+    w->plan_version++;
+    return 1;
+}
+
+void worker_print_plan(const worker_t *w)
+{
+    for (int i = 0; i < w->nworkers; i++) fprintf(stderr, " %d", w->batch_of[i]);
+    fprintf(stderr, "\n");
+}
+
+void worker_epoch_done(worker_t *w)
+{
+    const job_spec_t *s = w->spec;
+    report_epoch(w, METRICS_EPOCH);
+    if (w->rank == 0)
+        fprintf(stderr, "epoch %ld/%d done: train_loss %.4f test_loss %.4f test_accuracy %.4f\n",
+                w->epoch + 1, s->epochs, w->train_loss, w->test_loss, w->test_accuracy);
+    w->epoch++;
+    w->step_in_epoch = 0;
+    w->cursor = 0;
+    w->epoch_loss_sum = 0;
+    w->epoch_loss_samples = 0;
+    if (s->target_accuracy > 0 && w->test_accuracy >= s->target_accuracy) {
+        if (w->rank == 0) fprintf(stderr, "target accuracy %.4f reached\n", s->target_accuracy);
+        w->stop = 1;
+    }
+}
+
 /* ---- the loop ---------------------------------------------------------------------------- */
 
 int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen)
@@ -386,15 +440,27 @@ int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen)
         return rc;
     }
     w->loop_s = 0;
+    w->opts = o;
     double t_start = now_s();
+    if (w->algo->run) {
+        /* Algorithms with their own loop (the parameter server family). */
+        rc = w->algo->run(w);
+        w->wall_s = now_s() - t_start;
+        if (rc != 0) {
+            snprintf(err, errlen, "algorithm %s failed", w->algo->name);
+            return rc;
+        }
+        report_epoch(w, METRICS_FINAL);
+        return 0;
+    }
     while (w->epoch < s->epochs && !w->stop) {
-        epoch_order(w);
+        worker_epoch_order(w);
         double t_log = now_s();
         long samples_log = w->stats.samples;
         while (w->step_in_epoch < w->steps_per_epoch && !w->stop) {
             double t0 = now_s();
             w->lr = lr_at(&w->sched, (float)s->optimizer.lr, w->global_step, w->total_steps);
-            w->slowdown = slowdown_now(w);
+            w->slowdown = worker_slowdown_now(w);
             w->step_loss = NAN;
             if ((rc = w->algo->step(w)) != 0) {
                 snprintf(err, errlen, "algorithm %s: step %ld failed", w->algo->name, w->global_step);
@@ -438,19 +504,7 @@ int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen)
         w->train_loss = w->epoch_loss_samples ? (float)(w->epoch_loss_sum / (double)w->epoch_loss_samples) : 0;
         if (w->algo->evaluate) w->algo->evaluate(w);
         else worker_evaluate(w, &w->test_loss, &w->test_accuracy);
-        report_epoch(w, METRICS_EPOCH);
-        if (printer)
-            fprintf(stderr, "epoch %ld/%d done: train_loss %.4f test_loss %.4f test_accuracy %.4f\n",
-                    w->epoch + 1, s->epochs, w->train_loss, w->test_loss, w->test_accuracy);
-        w->epoch++;
-        w->step_in_epoch = 0;
-        w->cursor = 0;
-        w->epoch_loss_sum = 0;
-        w->epoch_loss_samples = 0;
-        if (s->target_accuracy > 0 && w->test_accuracy >= s->target_accuracy) {
-            if (printer) fprintf(stderr, "target accuracy %.4f reached\n", s->target_accuracy);
-            w->stop = 1;
-        }
+        worker_epoch_done(w);
     }
     w->wall_s = now_s() - t_start;
     report_epoch(w, METRICS_FINAL);
@@ -459,7 +513,20 @@ int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen)
     return 0;
 }
 
-/* ---- summary ----------------------------------------------------------------------------- */
+/* ---- summary ---------------------------------------------------------------------------- */
+
+json_t *staleness_json(const staleness_t *s)
+{
+    json_t *hist = json_array();
+    for (int b = 0; b < STALENESS_BUCKETS; b++) json_array_append_new(hist, json_integer(s->hist[b]));
+    return json_pack("{s:I, s:f, s:I, s:I, s:I, s:o}",
+                     "count", (json_int_t)s->count,
+                     "mean", staleness_mean(s),
+                     "p50", (json_int_t)staleness_quantile(s, 0.5),
+                     "p95", (json_int_t)staleness_quantile(s, 0.95),
+                     "max", (json_int_t)s->max,
+                     "hist", hist);
+}
 
 static double peak_rss_mb(void)
 {
@@ -470,12 +537,7 @@ static double peak_rss_mb(void)
 
 json_t *worker_rank_json(const worker_t *w)
 {
-    json_t *st = json_pack("{s:I, s:f, s:I, s:I, s:I}",
-                           "count", (json_int_t)w->staleness.count,
-                           "mean", staleness_mean(&w->staleness),
-                           "p50", (json_int_t)staleness_quantile(&w->staleness, 0.5),
-                           "p95", (json_int_t)staleness_quantile(&w->staleness, 0.95),
-                           "max", (json_int_t)w->staleness.max);
+    json_t *st = staleness_json(&w->staleness);
     return json_pack("{s:i, s:s, s:f, s:f, s:f, s:f, s:I, s:I, s:i, s:f, s:f, s:f, s:o}",
                      "rank", w->rank,
                      "role", w->role == ROLE_PS ? "ps" : "worker",
@@ -524,6 +586,30 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
         snprintf(err, errlen, "summary: out of memory");
         return -1;
     }
+    /* The job's staleness: at the parameter server it is the exact record of every applied
+     * update; for the synchronous family the ranks' records merged. */
+    staleness_t total = w->staleness;
+    if (w->role != ROLE_PS) {
+        memset(&total, 0, sizeof total);
+        json_array_foreach(per_rank, i, r) {
+            json_t *st = json_object_get(r, "staleness"), *h = json_object_get(st, "hist");
+            staleness_t one = { 0 };
+            one.count = json_integer_value(json_object_get(st, "count"));
+            one.max = json_integer_value(json_object_get(st, "max"));
+            for (int b = 0; b < STALENESS_BUCKETS; b++) {
+                one.hist[b] = json_integer_value(json_array_get(h, (size_t)b));
+                one.sum += one.hist[b] * staleness_bucket_low(b);
+            }
+            staleness_merge(&total, &one);
+        }
+    }
+    json_object_set_new(root, "staleness", staleness_json(&total));
+    if (w->role == ROLE_PS)
+        json_object_set_new(root, "parameter_server",
+                            json_pack("{s:I, s:f, s:f, s:I}", "updates", (json_int_t)w->ps_updates,
+                                      "updates_per_s", w->loop_s > 0 ? (double)w->ps_updates / w->loop_s : 0.0,
+                                      "busy_fraction", w->ps_busy_fraction,
+                                      "dropped", (json_int_t)w->ps_dropped));
     int rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_SORT_KEYS);
     json_decref(root);
     if (rc != 0) {

@@ -87,9 +87,14 @@ typedef struct worker {
     /* Returns 1 and fills out (nworkers) when the coordinator has a newer assignment. */
     int (*assignment_hook)(struct worker *w, int *out);
     void *assignment_ctx;
+    int coordinator_plans;               /* a coordinator assignment has been applied */
 
     metrics_reporter_t *metrics;         /* NULL: no --metrics / --redis */
     metrics_record_t record;             /* reused for every record this rank emits */
+    const struct train_opts *opts;       /* the loop's options (test hooks) */
+    int64_t ps_updates;                  /* parameter server: updates applied, */
+    double ps_busy_fraction;             /* the fraction of its time spent handling pushes, */
+    int64_t ps_dropped;                  /* and gradients dropped by tau_max */
 
     /* results */
     double epoch_loss_sum;               /* sum of batch-weighted losses this epoch */
@@ -110,6 +115,8 @@ typedef struct algo_ops {
     int (*epoch_end)(worker_t *w);       /* before evaluation (e.g. finish an overlap) */
     /* Fills w->test_loss/test_accuracy, the same on every rank; NULL: evaluate locally. */
     void (*evaluate)(worker_t *w);
+    /* Replaces the step loop entirely (the parameter-server family); NULL: step loop. */
+    int (*run)(worker_t *w);
     void (*fini)(worker_t *w);
 } algo_ops_t;
 
@@ -117,6 +124,18 @@ const algo_ops_t *algo_find(const char *name);
 
 /* Shared machinery for algorithms. */
 void worker_next_batch(worker_t *w);
+/* Gathers b samples from position offset of the epoch order into x/y. */
+void worker_gather(worker_t *w, long offset, int b);
+/* Computes the epoch's sample order (seed, epoch) into perm. */
+void worker_epoch_order(worker_t *w);
+/* The emulated slowdown in force at the current step (spec factor or schedule). */
+double worker_slowdown_now(const worker_t *w);
+/* Re-plans batch_of from per-worker speeds (or takes the coordinator's assignment);
+ * returns 1 when the plan changed. Pure bookkeeping: the caller distributes it. */
+int worker_replan(worker_t *w, const double *speeds);
+void worker_print_plan(const worker_t *w);
+/* Epoch end after evaluation: record, progress line, counters, early stop. */
+void worker_epoch_done(worker_t *w);
 /* Forward + backward of the gathered batch into model->grads; returns the mean loss.
  * Waits (slowdown - 1) x compute time afterwards to emulate a slower machine. */
 float worker_compute_grad(worker_t *w, float loss_scale);

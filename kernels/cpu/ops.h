@@ -156,6 +156,24 @@ double sum_squares(size_t n, const float *g);
  * clipping. max_norm <= 0 disables clipping. */
 float clip_grad_norm(size_t n, float *g, float max_norm);
 
+/* ---- asynchronous updates (ALGORITHMS.md sections 4 and 5) ----------------------- */
+/* DC-ASGD-c: out = g + lambda * g*g*(w - w_bak), elementwise. out may alias g. */
+void dc_compensate(size_t n, const float *g, const float *w, const float *w_bak, float lambda,
+                   float *out);
+/* DC-ASGD-a: ms = m*ms + (1-m)*g*g (this worker's mean square, updated in place), then
+ * out = g + lambda0 / sqrt(ms + eps) * g*g*(w - w_bak). out may alias g. */
+void dc_compensate_adaptive(size_t n, const float *g, const float *w, const float *w_bak,
+                            float *ms, float m, float lambda0, float eps, float *out);
+/* DDC-ASGD (pacer's rule, section 5): v = 0.95*v + 0.05*g*g (in place);
+ * c = lambda0 / sqrt(v + eps) * g*g*(w - w_bak); s = min(1, kappa*|g| / (|c| + eps));
+ * out = g + s*c. out may alias g. */
+void ddc_compensate(size_t n, const float *g, const float *w, const float *w_bak, float *v,
+                    float lambda0, float kappa, float eps, float *out);
+/* DDC-ASGD's momentum step on grad_scale * g: u = mu*u - eta*(grad_scale*g + wd*w);
+ * w = w + u. (With wd = 0 and the same mu and eta it moves w exactly as sgd_update.) */
+void momentum_step(size_t n, float *w, float *u, const float *g, float grad_scale, float eta,
+                   float mu, float weight_decay);
+
 /* Learning-rate schedules. Warm-up is linear from lr/warmup_steps to lr; after it:
  * none (constant), step (multiply by gamma every step_size steps) or cosine (from lr
  * to min_lr over the remaining steps). */

@@ -16,3 +16,10 @@ cat > "$TMP/f.json" <<JSON
 {"model": "lenet5", "algorithm": {"name": "ssgd"}, "workers": 2, "emulate": {"slowdown": [1, 0.5]}}
 JSON
 expect_error 2 "emulate.slowdown\[1\]: must be >= 1" $MPIRUN -np 2 $WORKER --spec "$TMP/f.json"
+# Asynchronous algorithms: rank 0 is the parameter server, so world = workers + 1.
+cat > "$TMP/a3.json" <<JSON
+{"model": "lenet5", "algorithm": {"name": "asgd"}, "workers": 3, "dataset": {"train_subset": 512}}
+JSON
+expect_error 2 "spec asks for 3 workers, so algorithm asgd needs 4 processes, but mpirun started 3" \
+    $MPIRUN -np 3 $WORKER --spec "$TMP/a3.json"
+expect_error 2 "start it with mpirun -np 4" $WORKER --spec "$TMP/a3.json"

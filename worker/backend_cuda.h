@@ -1,0 +1,164 @@
+/* worker/backend_cuda.h - the GPU copy of a model_t: the same layer list and the same fused
+ * buffers (params, grads + MODEL_GRAD_EXTRA, momentum, buffers) at the same offsets, in
+ * device memory, plus an activation arena for max_batch. Implemented in
+ * kernels/cuda/model_cuda.cu on the ops of kernels/cuda/ops_cuda.h.
+ *
+ * Life of a training step on the device:
+ *   cuda_model_train_step  copy x, y up -> forward -> backward -> grads down into a host
+ *                          buffer (the pinned staging buffer by default) -> one sync
+ *   exchange               the host grads go to MPI exactly as m->grads do today
+ *   update                 either on the host (sgd_update on m->params, then
+ *                          cuda_model_upload_params), or on the device (cuda_model_upload_grads
+ *                          of the reduced gradient, then cuda_model_sgd)
+ *
+ * Ownership: the device holds the authoritative batch-norm running statistics (forward
+ * updates them there) and, when cuda_model_sgd is used, the weights and momentum; call
+ * cuda_model_download_params before a checkpoint or anything else that reads them on the host.
+ *
+ * Errors: functions returning int give 0 or -1; cuda_model_forward returns -1.0f (a
+ * cross-entropy loss is never negative). The message is cuda_model_error(cm). Nothing here
+ * exits or prints.
+ *
+ * Without PACER_WITH_CUDA (no nvcc or cuDNN at build time) every function is an inline stub:
+ * cuda_device_count() is 0 and cuda_model_create fails with a message, so callers need no
+ * #ifdef of their own.
+ */
+#ifndef PACER_BACKEND_CUDA_H
+#define PACER_BACKEND_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "model.h"
+
+typedef struct cuda_model cuda_model_t;
+
+#ifdef PACER_WITH_CUDA
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Visible devices; 0 when there is no driver or GPU (never prints, never fails). */
+int cuda_device_count(void);
+/* The device this process should use: local rank % device count, the local rank taken from
+ * OMPI_COMM_WORLD_LOCAL_RANK (then MPI_LOCALRANKID, SLURM_LOCALID; 0 when none is set).
+ * Returns -1 when no device is visible. */
+int cuda_pick_device(void);
+int cuda_device_name(int device, char *name, size_t len);
+
+/* Builds the device model for m (its layer list, sizes and max_batch; not its values: call
+ * cuda_model_upload next). Returns NULL with err set on failure. */
+cuda_model_t *cuda_model_create(const model_t *m, int device, char *err, size_t errlen);
+void cuda_model_free(cuda_model_t *cm);
+const char *cuda_model_error(const cuda_model_t *cm);
+
+/* Host <-> device copies of the fused buffers; synchronous. m must be the model cm was
+ * built from (same name and sizes). */
+int cuda_model_upload(cuda_model_t *cm, const model_t *m);           /* params, momentum, buffers */
+int cuda_model_upload_params(cuda_model_t *cm, const float *params); /* (nparams) only */
+int cuda_model_download_params(cuda_model_t *cm, model_t *m);        /* params, momentum, buffers */
+
+/* Pinned host staging, owned by cm: grads has nparams + MODEL_GRAD_EXTRA floats (the host
+ * layout, so an algorithm can append [batch, batch*loss] and hand it to MPI directly);
+ * input/labels hold max_batch samples: a batch gathered there skips one host copy. */
+float *cuda_model_grads_host(cuda_model_t *cm);
+float *cuda_model_input_host(cuda_model_t *cm);
+int32_t *cuda_model_labels_host(cuda_model_t *cm);
+
+/* Copies the nparams gradient floats to host_grads (NULL: the pinned staging). async = 0
+ * waits for the copy; async = 1 returns at once and cuda_model_sync waits. */
+int cuda_model_download_grads(cuda_model_t *cm, float *host_grads, int async);
+/* Copies nparams floats of (e.g. allreduced) gradient from the host into the device grads. */
+int cuda_model_upload_grads(cuda_model_t *cm, const float *host_grads);
+int cuda_model_sync(cuda_model_t *cm);
+
+/* Forward pass of B <= max_batch samples x (B, C, H, W) from host memory; train selects
+ * batch-norm mode (and running-stat updates). Returns the mean cross-entropy against y
+ * (y may be NULL: logits only, returns 0), or -1.0f on error. Waits for the result. */
+float cuda_model_forward(cuda_model_t *cm, const float *host_x, const int32_t *host_y, int B, int train);
+/* Backward after a training forward of the same B: writes the gradient of
+ * loss_scale * mean loss into the device grads (every tensor written). Asynchronous. */
+int cuda_model_backward(cuda_model_t *cm, int B, float loss_scale);
+/* forward(train) + backward + gradient download into host_grads (NULL: the pinned
+ * staging) with a single synchronisation at the end; *loss receives the mean loss. */
+int cuda_model_train_step(cuda_model_t *cm, const float *host_x, const int32_t *host_y, int B,
+                          float loss_scale, float *host_grads, float *loss);
+/* The worker's update on the device grads (worker_apply_gradient): clip grad_scale*g to
+ * clip_norm (<= 0: off; the norm is computed on the device, no round trip), then
+ * sgd_update with grad_scale. Asynchronous. */
+int cuda_model_sgd(cuda_model_t *cm, float lr, float momentum, int nesterov, float weight_decay,
+                   float grad_scale, float clip_norm);
+/* The logits (B, num_classes) of the last forward, copied to pinned host memory owned by
+ * cm; NULL on error. */
+const float *cuda_model_logits_host(cuda_model_t *cm, int B);
+/* For parity tests and debugging: after model_forward(m, x, y, B, 1) on the host and
+ * cuda_model_forward(cm, x, y, B, 1) on the device, replaces the device's forward state
+ * (activations, batch-norm saved statistics, maxpool argmax, softmax probabilities) by the
+ * host's, so that cuda_model_backward runs on exactly the host's activations (same ReLU
+ * gates and argmax) and its gradients can be compared tightly. Synchronous. */
+int cuda_model_upload_forward_state(cuda_model_t *cm, const model_t *m, int B);
+
+/* Called between layers like model_t.progress (lets an algorithm drive MPI_Test). */
+void cuda_model_set_progress(cuda_model_t *cm, void (*fn)(void *ctx), void *ctx);
+/* Device memory this model allocated, in bytes (cuDNN/cuBLAS handles not included). */
+size_t cuda_model_device_bytes(const cuda_model_t *cm);
+/* Device pointers of the fused buffers (for CUDA-aware MPI; nparams floats each). */
+float *cuda_model_device_params(cuda_model_t *cm);
+float *cuda_model_device_grads(cuda_model_t *cm);
+
+#ifdef __cplusplus
+}
+#endif
+
+#else /* !PACER_WITH_CUDA: stubs, so callers compile unchanged */
+
+static inline int cuda_device_count(void) { return 0; }
+static inline int cuda_pick_device(void) { return -1; }
+static inline int cuda_device_name(int device, char *name, size_t len)
+{
+    if (len) name[0] = '\0';
+    return -1;
+}
+static inline cuda_model_t *cuda_model_create(const model_t *m, int device, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "cuda: this build has no CUDA backend (nvcc or cuDNN missing at build time)");
+    return NULL;
+}
+static inline void cuda_model_free(cuda_model_t *cm) {}
+static inline const char *cuda_model_error(const cuda_model_t *cm) { return "built without CUDA"; }
+static inline int cuda_model_upload(cuda_model_t *cm, const model_t *m) { return -1; }
+static inline int cuda_model_upload_params(cuda_model_t *cm, const float *params) { return -1; }
+static inline int cuda_model_download_params(cuda_model_t *cm, model_t *m) { return -1; }
+static inline float *cuda_model_grads_host(cuda_model_t *cm) { return NULL; }
+static inline float *cuda_model_input_host(cuda_model_t *cm) { return NULL; }
+static inline int32_t *cuda_model_labels_host(cuda_model_t *cm) { return NULL; }
+static inline int cuda_model_download_grads(cuda_model_t *cm, float *g, int async) { return -1; }
+static inline int cuda_model_upload_grads(cuda_model_t *cm, const float *g) { return -1; }
+static inline int cuda_model_sync(cuda_model_t *cm) { return -1; }
+static inline float cuda_model_forward(cuda_model_t *cm, const float *x, const int32_t *y, int B, int train)
+{
+    return -1.0f;
+}
+static inline int cuda_model_backward(cuda_model_t *cm, int B, float loss_scale) { return -1; }
+static inline int cuda_model_train_step(cuda_model_t *cm, const float *x, const int32_t *y, int B,
+                                        float loss_scale, float *g, float *loss)
+{
+    return -1;
+}
+static inline int cuda_model_sgd(cuda_model_t *cm, float lr, float momentum, int nesterov,
+                                 float weight_decay, float grad_scale, float clip_norm)
+{
+    return -1;
+}
+static inline const float *cuda_model_logits_host(cuda_model_t *cm, int B) { return NULL; }
+static inline int cuda_model_upload_forward_state(cuda_model_t *cm, const model_t *m, int B) { return -1; }
+static inline void cuda_model_set_progress(cuda_model_t *cm, void (*fn)(void *ctx), void *ctx) {}
+static inline size_t cuda_model_device_bytes(const cuda_model_t *cm) { return 0; }
+static inline float *cuda_model_device_params(cuda_model_t *cm) { return NULL; }
+static inline float *cuda_model_device_grads(cuda_model_t *cm) { return NULL; }
+
+#endif /* PACER_WITH_CUDA */
+
+#endif

@@ -1,0 +1,337 @@
+/* worker/ps.c - see ps.h. */
+#include "ps.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm.h"
+#include "train.h"
+
+#define TAG_PUSH 101
+#define TAG_REPLY 102
+
+float ps_softsync_alpha(float alpha0, int64_t tau)
+{
+    return alpha0 / (float)(tau > 1 ? tau : 1);
+}
+
+/* ---- the parameter server ------------------------------------------------------------- */
+
+typedef struct {
+    ps_t ps;
+    MPI_Request *reqs;          /* (n) receive of each worker's next push */
+    unsigned char **in;         /* (n) push buffers: header + gradient */
+    unsigned char *out;         /* reply buffer: header + weights */
+    int *parked;                /* (n) waiting for the next epoch */
+    int *pending;               /* (n) gradient held by the rule; reply when applied */
+    int64_t *t_read;            /* (n) version each worker last read */
+    int64_t *last_tau;          /* (n) staleness of each worker's last applied gradient */
+    staleness_t *per_worker;    /* (n) */
+    double *speed;              /* (n) reported samples/s */
+    long cursor;                /* next position of the epoch order to hand out */
+    double busy_s;              /* time spent handling pushes */
+    int64_t pushes;
+    int round_robin;            /* test hook: take pushes in worker order */
+} server_t;
+
+static size_t push_bytes(size_t np) { return sizeof(ps_push_t) + np * sizeof(float); }
+static size_t reply_bytes(size_t np) { return sizeof(ps_reply_t) + np * sizeof(float); }
+
+static void post_recv(server_t *s, int m)
+{
+    MPI_CHECK(MPI_Irecv(s->in[m], (int)push_bytes(s->ps.np), MPI_BYTE, m + 1, TAG_PUSH, MPI_COMM_WORLD,
+                        &s->reqs[m]));
+}
+
+/* Sends worker m its reply: weights and the next range of the epoch, or parks it when the
+ * epoch has no range left. With stop, only the header goes. */
+static void reply(server_t *s, int m, int stop)
+{
+    worker_t *w = s->ps.w;
+    ps_reply_t h = { 0 };
+    h.version = s->ps.t;
+    h.tau = s->last_tau[m];
+    h.epoch = w->epoch;
+    h.stop = stop;
+    h.plan_version = w->plan_version;
+    if (!stop) {
+        int b = w->batch_of[m];
+        if (s->cursor + b > w->train.n) {
+            s->parked[m] = 1;
+            return;
+        }
+        h.offset = s->cursor;
+        h.batch = b;
+        s->cursor += b;
+        s->t_read[m] = s->ps.t;
+        if (s->ps.w_bak) memcpy(s->ps.w_bak[m], w->model->params, s->ps.np * sizeof(float));
+        post_recv(s, m);
+    }
+    memcpy(s->out, &h, sizeof h);
+    size_t bytes = sizeof h;
+    if (!stop) {
+        memcpy(s->out + sizeof h, w->model->params, s->ps.np * sizeof(float));
+        bytes = reply_bytes(s->ps.np);
+    }
+    MPI_CHECK(MPI_Send(s->out, (int)bytes, MPI_BYTE, m + 1, TAG_REPLY, MPI_COMM_WORLD));
+}
+
+static int all_parked(const server_t *s)
+{
+    for (int m = 0; m < s->ps.n; m++)
+        if (!s->parked[m]) return 0;
+    return 1;
+}
+
+/* Dynamic batching at the PS: every replan_steps updates per worker, from the speeds the
+ * workers report with their pushes (or the coordinator's assignment). */
+static void maybe_replan(server_t *s)
+{
+    worker_t *w = s->ps.w;
+    const job_spec_t *sp = w->spec;
+    if (!sp->algorithm.dynamic_batch || sp->algorithm.replan_steps <= 0) return;
+    if (s->ps.t == 0 || s->ps.t % ((int64_t)sp->algorithm.replan_steps * s->ps.n) != 0) return;
+    if (worker_replan(w, s->speed) == 1)
+        fprintf(stderr, "plan %ld: batches", w->plan_version), worker_print_plan(w);
+}
+
+/* Ends training: waits for the push of every worker still computing, then tells each
+ * worker to stop (no worker is left blocked on a reply). */
+static void stop_all(server_t *s)
+{
+    for (int m = 0; m < s->ps.n; m++) {
+        if (!s->parked[m] && !s->pending[m] && s->reqs[m] != MPI_REQUEST_NULL)
+            MPI_CHECK(MPI_Wait(&s->reqs[m], MPI_STATUS_IGNORE));
+        reply(s, m, 1);
+    }
+}
+
+static void epoch_end(server_t *s)
+{
+    worker_t *w = s->ps.w;
+    w->train_loss = w->epoch_loss_samples ? (float)(w->epoch_loss_sum / (double)w->epoch_loss_samples) : 0;
+    worker_evaluate(w, &w->test_loss, &w->test_accuracy);
+    worker_epoch_done(w);
+    s->cursor = 0;
+}
+
+static int serve(server_t *s, const train_opts_t *o)
+{
+    worker_t *w = s->ps.w;
+    const job_spec_t *sp = w->spec;
+    size_t np = s->ps.np;
+    int n = s->ps.n;
+    int next_rr = 0;
+    double t_log = now_s();
+    int64_t t_log_updates = s->ps.t;
+
+    for (int m = 0; m < n; m++) reply(s, m, 0);
+    for (;;) {
+        int m;
+        if (s->round_robin) {
+            /* Test hook: worker order, skipping parked workers. */
+            while (s->parked[next_rr] || s->pending[next_rr]) next_rr = (next_rr + 1) % n;
+            m = next_rr;
+            next_rr = (next_rr + 1) % n;
+            MPI_CHECK(MPI_Wait(&s->reqs[m], MPI_STATUS_IGNORE));
+        } else {
+            double t0 = now_s();
+            MPI_CHECK(MPI_Waitany(n, s->reqs, &m, MPI_STATUS_IGNORE));
+            w->stats.idle_s += now_s() - t0;
+            if (m == MPI_UNDEFINED) return -1; /* no receive posted: cannot happen */
+        }
+        double t0 = now_s();
+        ps_push_t h;
+        memcpy(&h, s->in[m], sizeof h);
+        float *g = (float *)(s->in[m] + sizeof h);
+        int64_t tau = s->ps.t - h.t_read;
+        s->speed[m] = h.samples_per_s > 0 ? h.samples_per_s : s->speed[m];
+        float scale = 1.0f;
+        if (sp->algorithm.dynamic_batch) scale = (float)h.batch / (float)sp->batch_size;
+        w->lr = lr_at(&w->sched, (float)sp->optimizer.lr, s->ps.t, w->total_steps);
+        int applied = s->ps.rule->apply(&s->ps, m, g, scale, tau);
+        s->pushes++;
+        w->stats.samples += h.batch;
+        w->epoch_loss_sum += (double)h.loss * h.batch;
+        w->epoch_loss_samples += h.batch;
+        w->stats.last_loss = h.loss;
+        w->step_loss = h.loss;
+        if (applied >= 0) {
+            staleness_add(&s->per_worker[m], tau);
+            staleness_add(&w->staleness, tau);
+            s->last_tau[m] = tau;
+        } else {
+            s->ps.dropped++;
+        }
+        s->pending[m] = 1;
+        if (applied != 0) {
+            s->ps.t += applied > 0 ? applied : 0;
+            w->global_step = s->ps.t;
+            w->stats.steps = s->ps.t;
+            maybe_replan(s);
+            /* Everyone whose gradient is now applied (n-softsync: the whole group) gets
+             * the new weights, in worker order. */
+            for (int k = 0; k < n; k++)
+                if (s->pending[k]) { s->pending[k] = 0; reply(s, k, 0); }
+            if (applied > 0) {
+                worker_report_step(w);
+                if (sp->log_every > 0 && s->ps.t % sp->log_every == 0) {
+                    double tn = now_s();
+                    fprintf(stderr, "epoch %ld/%d update %lld loss %.4f lr %.5f updates/s %.0f mean staleness %.2f\n",
+                            w->epoch + 1, sp->epochs, (long long)s->ps.t, h.loss, w->lr,
+                            (double)(s->ps.t - t_log_updates) / (tn - t_log), staleness_mean(&w->staleness));
+                    t_log = tn;
+                    t_log_updates = s->ps.t;
+                }
+                if (sp->checkpoint.every_steps > 0 && s->ps.t % sp->checkpoint.every_steps == 0) {
+                    char err[512];
+                    w->cursor = s->cursor;
+                    if (worker_save_checkpoint(w, err, sizeof err) != 0) fprintf(stderr, "%s\n", err);
+                }
+            }
+        }
+        s->busy_s += now_s() - t0;
+        if (o->stop_after_steps > 0 && s->ps.t >= o->stop_after_steps) {
+            w->stop = 2;   /* the test hook: stop here, as if interrupted */
+            stop_all(s);
+            return 0;
+        }
+        if (all_parked(s)) {
+            epoch_end(s);
+            if (w->stop || w->epoch >= sp->epochs) {
+                stop_all(s);
+                return 0;
+            }
+            for (int k = 0; k < n; k++) { s->parked[k] = 0; reply(s, k, 0); }
+        }
+    }
+    (void)np;
+}
+
+static int run_server(worker_t *w, const ps_rule_t *rule, const train_opts_t *o)
+{
+    int n = w->nworkers, rc = -1;
+    size_t np = w->model->nparams;
+    server_t s;
+    memset(&s, 0, sizeof s);
+    s.ps.w = w;
+    s.ps.rule = rule;
+    s.ps.n = n;
+    s.ps.np = np;
+    s.ps.t = w->global_step;       /* a resumed PS continues its version count */
+    s.cursor = w->cursor;
+    s.round_robin = o->ps_round_robin;
+    s.reqs = calloc((size_t)n, sizeof *s.reqs);
+    s.in = calloc((size_t)n, sizeof *s.in);
+    s.out = malloc(reply_bytes(np));
+    s.parked = calloc((size_t)n, sizeof *s.parked);
+    s.pending = calloc((size_t)n, sizeof *s.pending);
+    s.t_read = calloc((size_t)n, sizeof *s.t_read);
+    s.last_tau = calloc((size_t)n, sizeof *s.last_tau);
+    s.per_worker = calloc((size_t)n, sizeof *s.per_worker);
+    s.speed = calloc((size_t)n, sizeof *s.speed);
+    s.ps.scratch = malloc(np * sizeof(float));
+    if (!s.reqs || !s.in || !s.out || !s.parked || !s.pending || !s.t_read || !s.last_tau ||
+        !s.per_worker || !s.speed || !s.ps.scratch)
+        goto out;
+    for (int m = 0; m < n; m++) {
+        s.reqs[m] = MPI_REQUEST_NULL;
+        s.last_tau[m] = -1;
+        if (!(s.in[m] = malloc(push_bytes(np)))) goto out;
+    }
+    if (rule->needs_backup) {
+        if (!(s.ps.w_bak = calloc((size_t)n, sizeof *s.ps.w_bak))) goto out;
+        for (int m = 0; m < n; m++)
+            if (!(s.ps.w_bak[m] = malloc(np * sizeof(float)))) goto out;
+    }
+    s.ps.group = 1;
+    if (rule->init && rule->init(&s.ps) != 0) goto out;
+    {
+        /* The schedule runs over PS updates: about n / batch_size pushes per epoch, c of
+         * which make one update (n-softsync). */
+        long per_epoch = (long)w->train.n / w->spec->batch_size / s.ps.group;
+        if (per_epoch < 1) per_epoch = 1;
+        w->total_steps = per_epoch * w->spec->epochs;
+        w->sched.warmup_steps = (long)lround(w->spec->optimizer.lr_schedule.warmup_epochs * (double)per_epoch);
+        w->sched.step_size = (long)lround(w->spec->optimizer.lr_schedule.step_epochs * (double)per_epoch);
+        if (w->sched.step_size < 1) w->sched.step_size = 1;
+    }
+
+    double t0 = now_s();
+    rc = serve(&s, o);
+    double wall = now_s() - t0;
+    w->loop_s = wall;
+    w->ps_updates = s.ps.t;
+    w->ps_busy_fraction = wall > 0 ? s.busy_s / wall : 0;
+    w->ps_dropped = s.ps.dropped;
+    if (w->rank == 0)
+        fprintf(stderr, "parameter server: %lld updates from %lld pushes in %.2f s (%.0f pushes/s), busy %.1f%%%s\n",
+                (long long)s.ps.t, (long long)s.pushes, wall, wall > 0 ? (double)s.pushes / wall : 0.0,
+                100.0 * w->ps_busy_fraction, s.ps.dropped ? " (some gradients dropped by tau_max)" : "");
+    if (rule->fini) rule->fini(&s.ps);
+out:
+    if (rc != 0 && w->rank == 0) fprintf(stderr, "parameter server: out of memory\n");
+    for (int m = 0; s.in && m < n; m++) free(s.in[m]);
+    for (int m = 0; s.ps.w_bak && m < n; m++) free(s.ps.w_bak[m]);
+    free(s.ps.w_bak);
+    free(s.reqs); free(s.in); free(s.out); free(s.parked); free(s.pending); free(s.t_read);
+    free(s.last_tau); free(s.per_worker); free(s.speed); free(s.ps.scratch);
+    return rc;
+}
+
+/* ---- a worker --------------------------------------------------------------------------- */
+
+static int run_worker(worker_t *w)
+{
+    size_t np = w->model->nparams;
+    unsigned char *in = malloc(reply_bytes(np)), *out = malloc(push_bytes(np));
+    int rc = -1;
+    long perm_epoch = -1;
+    if (!in || !out) goto done;
+    for (;;) {
+        double t0 = now_s();
+        MPI_CHECK(MPI_Recv(in, (int)reply_bytes(np), MPI_BYTE, 0, TAG_REPLY, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        double waited = now_s() - t0;
+        ps_reply_t h;
+        memcpy(&h, in, sizeof h);
+        /* The wait for the reply is communication (the PS serialises every push). */
+        w->stats.comm_s += waited;
+        w->stats.step_comm_s = waited;
+        if (h.tau >= 0 && w->stats.steps > 0) staleness_add(&w->staleness, h.tau);
+        if (w->stats.steps > 0) worker_report_step(w);
+        if (h.stop) break;
+        memcpy(w->model->params, in + sizeof h, np * sizeof(float));
+        w->global_step = h.version;
+        w->plan_version = h.plan_version;
+        if (h.epoch != perm_epoch) {
+            w->epoch = h.epoch;
+            worker_epoch_order(w);
+            perm_epoch = h.epoch;
+        }
+        w->batch_of[w->worker_index] = h.batch;
+        worker_gather(w, h.offset, h.batch);
+        w->slowdown = worker_slowdown_now(w);
+        float loss = worker_compute_grad(w, 1.0f);
+        ps_push_t p = { .t_read = h.version, .batch = h.batch, .loss = loss,
+                        .samples_per_s = w->stats.ewma_sps };
+        memcpy(out, &p, sizeof p);
+        memcpy(out + sizeof p, w->model->grads, np * sizeof(float));
+        t0 = now_s();
+        MPI_CHECK(MPI_Send(out, (int)push_bytes(np), MPI_BYTE, 0, TAG_PUSH, MPI_COMM_WORLD));
+        w->stats.comm_s += now_s() - t0;
+        w->stats.steps++;
+    }
+    rc = 0;
+done:
+    free(in);
+    free(out);
+    return rc;
+}
+
+int ps_run(worker_t *w, const ps_rule_t *rule)
+{
+    if (w->role == ROLE_PS) return run_server(w, rule, w->opts);
+    return run_worker(w);
+}

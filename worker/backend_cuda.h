@@ -47,6 +47,8 @@ int cuda_device_count(void);
  * Returns -1 when no device is visible. */
 int cuda_pick_device(void);
 int cuda_device_name(int device, char *name, size_t len);
+/* Free and total memory of the current device in bytes; 0 or -1. */
+int cuda_memory_info(size_t *free_bytes, size_t *total_bytes);
 
 /* Builds the device model for m (its layer list, sizes and max_batch; not its values: call
  * cuda_model_upload next). Returns NULL with err set on failure. */
@@ -121,6 +123,7 @@ static inline int cuda_device_name(int device, char *name, size_t len)
     if (len) name[0] = '\0';
     return -1;
 }
+static inline int cuda_memory_info(size_t *free_bytes, size_t *total_bytes) { return -1; }
 static inline cuda_model_t *cuda_model_create(const model_t *m, int device, char *err, size_t errlen)
 {
     snprintf(err, errlen, "cuda: this build has no CUDA backend (nvcc or cuDNN missing at build time)");

@@ -85,3 +85,10 @@ void comm_wait_peers(worker_t *w, MPI_Comm comm)
     w->stats.step_idle_s += dt;
     w->stats.idle_s += dt;
 }
+
+int comm_agree(worker_t *w, int flag)
+{
+    (void)w;
+    MPI_CHECK(MPI_Bcast(&flag, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    return flag;
+}

@@ -48,4 +48,7 @@ void comm_wait_peers(worker_t *w, MPI_Comm comm);
  * rank's samples since the last average; buf holds nparams + nbuffers + 1 floats.
  * Implemented in algo_local_sgd.c, shared with hier-bsp. */
 void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight);
+
+/* Rank 0's flag on every rank of MPI_COMM_WORLD (for worker_t.agree). */
+int comm_agree(worker_t *w, int flag);
 #endif

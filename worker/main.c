@@ -28,6 +28,7 @@ static const struct option OPTIONS[] = {
     { "stop-after-steps", required_argument, NULL, 'S' },
     { "batch-plan", required_argument, NULL, 'B' },
     { "ps-round-robin", no_argument, NULL, 'P' },
+    { "time-budget", required_argument, NULL, 'T' },
     { "version", no_argument, NULL, 'V' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
@@ -52,6 +53,8 @@ static void usage(FILE *f)
         "  --resume               continue from the job's latest checkpoint\n"
         "                         (checkpoint.dir/NAME.ckpt); starts fresh if there is none\n"
         "  --resume-from FILE     continue from this checkpoint; a missing file is an error\n"
+        "  --time-budget S        stop after S seconds of training, then evaluate (for\n"
+        "                         comparisons at equal wall time)\n"
         "  --stop-after-steps N   stop after global step N as if interrupted (for tests)\n"
         "  --batch-plan B0,B1,..  initial per-worker batch sizes, summing to workers x\n"
         "                         batch_size (for tests; the planner takes over if enabled)\n"
@@ -97,6 +100,7 @@ int main(int argc, char **argv)
         case 'S': opts.stop_after_steps = strtol(optarg, NULL, 10); break;
         case 'B': opts.batch_plan = optarg; break;
         case 'P': opts.ps_round_robin = 1; break;
+        case 'T': opts.time_budget_s = strtod(optarg, NULL); break;
         case 'V': version(); return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -186,6 +190,7 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
     }
     if (agree(use_mpi, failed)) return finish(use_mpi, &w, 2);
     w.use_mpi = use_mpi;
+    if (use_mpi) w.agree = comm_agree;
 
     char ckpt[1100];
     worker_checkpoint_path(&w, ckpt, sizeof ckpt);

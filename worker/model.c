@@ -192,7 +192,7 @@ static void build_cifar10_quick(builder_t *b)
 
 static void build_resnet20(builder_t *b)
 {
-    char name[MODEL_NAME_MAX];
+    char name[64];  /* roomy: gcc cannot see that s and k stay below 3 */
     int x = conv(b, "conv1", -1, 16, 3, 1, 1, 0);
     x = bn(b, "bn1", x);
     x = relu(b, x);

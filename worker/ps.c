@@ -34,6 +34,7 @@ typedef struct {
     double busy_s;              /* time spent handling pushes */
     int64_t pushes;
     int round_robin;            /* test hook: take pushes in worker order */
+    double started;             /* when serving began */
 } server_t;
 
 static size_t push_bytes(size_t np) { return sizeof(ps_push_t) + np * sizeof(float); }
@@ -127,6 +128,7 @@ static int serve(server_t *s, const train_opts_t *o)
     double t_log = now_s();
     int64_t t_log_updates = s->ps.t;
 
+    s->started = now_s();
     for (int m = 0; m < n; m++) reply(s, m, 0);
     for (;;) {
         int m;
@@ -195,6 +197,14 @@ static int serve(server_t *s, const train_opts_t *o)
         s->busy_s += now_s() - t0;
         if (o->stop_after_steps > 0 && s->ps.t >= o->stop_after_steps) {
             w->stop = 2;   /* the test hook: stop here, as if interrupted */
+            stop_all(s);
+            return 0;
+        }
+        if (o->time_budget_s > 0 && now_s() - s->started >= o->time_budget_s && !w->stop) {
+            /* Time budget: evaluate the weights as they are and stop everyone. */
+            w->stop = 3;
+            epoch_end(s);
+            if (w->rank == 0) fprintf(stderr, "time budget of %.1f s used\n", o->time_budget_s);
             stop_all(s);
             return 0;
         }

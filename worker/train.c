@@ -495,6 +495,12 @@ int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen)
                 w->stop = 2; /* test hook: simulate an interruption */
                 break;
             }
+            if (o->time_budget_s > 0) {
+                /* Rank 0's clock decides, so every rank stops after the same step. */
+                int over = now_s() - t_start >= o->time_budget_s;
+                if (w->agree) over = w->agree(w, over);
+                if (over) w->stop = 3;
+            }
         }
         if (w->stop == 2) break;
         if (w->algo->epoch_end && (rc = w->algo->epoch_end(w)) != 0) {
@@ -505,6 +511,8 @@ int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen)
         if (w->algo->evaluate) w->algo->evaluate(w);
         else worker_evaluate(w, &w->test_loss, &w->test_accuracy);
         worker_epoch_done(w);
+        if (w->stop == 3 && w->rank == 0)
+            fprintf(stderr, "time budget of %.1f s used: stopped in epoch %ld\n", o->time_budget_s, w->epoch);
     }
     w->wall_s = now_s() - t_start;
     report_epoch(w, METRICS_FINAL);

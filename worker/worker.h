@@ -88,6 +88,8 @@ typedef struct worker {
     int (*assignment_hook)(struct worker *w, int *out);
     void *assignment_ctx;
     int coordinator_plans;               /* a coordinator assignment has been applied */
+    /* Rank 0's value of flag, on every rank (a broadcast); NULL in one process. */
+    int (*agree)(struct worker *w, int flag);
 
     metrics_reporter_t *metrics;         /* NULL: no --metrics / --redis */
     metrics_record_t record;             /* reused for every record this rank emits */

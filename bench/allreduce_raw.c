@@ -1,0 +1,36 @@
+/* bench/allreduce_raw.c - the baseline for ssgd's communication time: a barrier, then a
+ * raw MPI_Allreduce(SUM) of COUNT floats, ITERS times; prints the median allreduce time
+ * in seconds at rank 0. usage: mpirun -np N allreduce_raw COUNT [ITERS] */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int count = argc > 1 ? atoi(argv[1]) : 61708;
+    int iters = argc > 2 ? atoi(argv[2]) : 200;
+    float *buf = calloc((size_t)count, sizeof(float));
+    double *t = calloc((size_t)iters, sizeof(double));
+    if (!buf || !t) MPI_Abort(MPI_COMM_WORLD, 1);
+    for (int i = 0; i < iters; i++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        MPI_Allreduce(MPI_IN_PLACE, buf, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        t[i] = MPI_Wtime() - t0;
+    }
+    qsort(t, (size_t)iters, sizeof(double), cmp);
+    if (rank == 0) printf("%.9f\n", t[iters / 2]);
+    free(buf);
+    free(t);
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,81 @@
+"""bench/torch_lenet.py - the PyTorch baseline for `make bench`: LeNet-5 on Fashion-MNIST
+with the same shapes, data order size, batch and optimizer as pacer's lenet5 spec, on one
+CPU thread. Prints one JSON line: samples_per_s (training samples / time in the training
+loop, data loading and evaluation excluded, as pacer's summary counts it), peak_rss_mb,
+test_accuracy."""
+import gzip, json, resource, sys, time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.set_num_threads(1)
+torch.manual_seed(42)
+DIR = "/usr/share/datasets/fashion-mnist"
+
+
+def idx(path):
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    ndim = data[3]
+    dims = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+class LeNet5(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 6, 5, padding=2)
+        self.conv2 = nn.Conv2d(6, 16, 5)
+        self.fc1 = nn.Linear(400, 120)
+        self.fc2 = nn.Linear(120, 84)
+        self.fc3 = nn.Linear(84, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        x = x.flatten(1)
+        return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
+
+
+def main():
+    epochs = int(sys.argv[1]) if len(sys.argv) > 1 else 1
+    batch = 64
+    # Same storage as pacer: uint8 pixels, normalised per batch.
+    xtr = torch.from_numpy(idx(f"{DIR}/train-images-idx3-ubyte.gz").copy())
+    ytr = torch.from_numpy(idx(f"{DIR}/train-labels-idx1-ubyte.gz").astype(np.int64))
+    xte = torch.from_numpy(idx(f"{DIR}/t10k-images-idx3-ubyte.gz").copy())
+    yte = torch.from_numpy(idx(f"{DIR}/t10k-labels-idx1-ubyte.gz").astype(np.int64))
+    mean, std = 0.2860, 0.3530
+    model = LeNet5()
+    opt = torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
+    n = xtr.shape[0]
+    samples, loop = 0, 0.0
+    for epoch in range(epochs):
+        perm = torch.randperm(n)
+        t0 = time.perf_counter()
+        for i in range(0, n - batch + 1, batch):
+            idxs = perm[i:i + batch]
+            x = (xtr[idxs].float().unsqueeze(1) / 255.0 - mean) / std
+            y = ytr[idxs]
+            opt.zero_grad(set_to_none=True)
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            samples += batch
+        loop += time.perf_counter() - t0
+    correct = 0
+    with torch.no_grad():
+        for i in range(0, xte.shape[0], 1000):
+            x = (xte[i:i + 1000].float().unsqueeze(1) / 255.0 - mean) / std
+            correct += (model(x).argmax(1) == yte[i:i + 1000]).sum().item()
+    print(json.dumps({
+        "samples_per_s": samples / loop,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+        "test_accuracy": correct / xte.shape[0],
+        "torch": torch.__version__,
+    }))
+
+
+main()

@@ -1,0 +1,20 @@
+#!/bin/sh
+# bench/run.sh - every benchmark, one after the other (make bench). The Markdown they
+# print is also collected in build/bench/results.md; docs/RESULTS.md and
+# docs/PERFORMANCE.md quote it with the commands. Times on a shared 2-core machine are
+# noisy: each benchmark compares against a baseline measured in the same run.
+set -u
+cd "$(dirname "$0")/.."
+export BUILD=${BUILD:-build}
+export OUT=${OUT:-$BUILD/bench/results.md}
+mkdir -p "$(dirname "$OUT")"
+echo "# pacer benchmarks, $(date -u +%Y-%m-%d), $(nproc) cores, $(awk -F: '/model name/ {print $2; exit}' /proc/cpuinfo)" > "$OUT"
+status=0
+for b in lenet_vs_pytorch mpi_sync async_compare redis_overhead cifar_quick; do
+    [ -f bench/$b.sh ] || continue
+    echo "== $b"
+    sh bench/$b.sh || { echo "bench $b failed"; status=1; }
+done
+for b in bench/http_*.sh; do [ -f "$b" ] && { echo "== $b"; sh "$b" || status=1; }; done
+echo "results: $OUT"
+exit $status

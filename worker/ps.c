@@ -94,8 +94,7 @@ static void maybe_replan(server_t *s)
     const job_spec_t *sp = w->spec;
     if (!sp->algorithm.dynamic_batch || sp->algorithm.replan_steps <= 0) return;
     if (s->ps.t == 0 || s->ps.t % ((int64_t)sp->algorithm.replan_steps * s->ps.n) != 0) return;
-    if (worker_replan(w, s->speed) == 1)
-        fprintf(stderr, "plan %ld: batches", w->plan_version), worker_print_plan(w);
+    worker_replan(w, s->speed);
 }
 
 /* Ends training: waits for the push of every worker still computing, then tells each

@@ -390,6 +390,9 @@ int worker_replan(worker_t *w, const double *speeds)
         memcpy(w->batch_of, w->plan_next, (size_t)n * sizeof(int));
         w->plan_version++;
         w->coordinator_plans = 1;
+        /* A re-plan is rare (every replan_steps), so one line here costs nothing. */
+        fprintf(stderr, "batch plan %ld from the coordinator:", w->plan_version);
+        worker_print_plan(w);
         return 1;
     }
     if (w->coordinator_plans) return 0;
@@ -401,6 +404,8 @@ int worker_replan(worker_t *w, const double *speeds)
         return 0;
     memcpy(w->batch_of, w->plan_next, (size_t)n * sizeof(int));
     w->plan_version++;
+    fprintf(stderr, "batch plan %ld:", w->plan_version);
+    worker_print_plan(w);
     return 1;
 }
 

@@ -1,0 +1,31 @@
+# The coordinator's batch assignment reaches the workers (issue 5): a 2-worker ssgd job
+# with dynamic batching and emulated slowdowns [1, 3] reports to Redis; the coordinator
+# plans from the node profiles and writes pacer:job:ID:assignment; rank 0 applies it at
+# its next re-plan point. The slow worker's batch shrinks (ideal 96 / 32 of 128) and the
+# step times converge (medians of the last 40 steps within 25%).
+. tests/integration/coordinator_lib.inc
+need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
+start_coord
+cat > "$TMP/a.json" <<JSON
+{"name": "assign", "model": "lenet5", "dataset": {"name": "fashion-mnist", "train_subset": 25600, "test_subset": 500},
+ "algorithm": {"name": "ssgd", "dynamic_batch": true, "replan_steps": 10}, "workers": 2,
+ "optimizer": {"lr": 0.02, "momentum": 0.9}, "batch_size": 64, "epochs": 1, "seed": 7, "log_every": 50,
+ "emulate": {"slowdown": [1, 3]}}
+JSON
+id=$(submit "$TMP/a.json")
+cli wait "$id" --timeout 120 || { tail -30 "$STATE/jobs/$id/log"; fail "job $id did not succeed"; }
+cli nodes "$id" > "$TMP/nodes.json"
+source=$(jq -r '.assignment.source // "none"' "$TMP/nodes.json")
+batches=$(jq -c '.assignment.batches' "$TMP/nodes.json")
+echo "assignment: $batches from $source"
+[ "$source" = planner ] || [ "$source" = profile ] || fail "no coordinator assignment (source $source)"
+cli metrics "$id" --limit 10000 | jq -c '.items[] | select(.kind == "step")' > "$TMP/steps.jsonl"
+last=$(jq -s -c 'group_by(.rank) | map(.[-1].batch)' "$TMP/steps.jsonl")
+echo "final batches per rank: $last"
+jq -e -n --argjson b "$last" '$b[1] < $b[0] and $b[1] <= 48' >/dev/null || fail "the slow worker's batch did not shrink: $last"
+ratio=$(jq -s -r 'group_by(.rank) | map(.[-40:] | map(.compute_s) | sort | .[length / 2 | floor]) | max / min' "$TMP/steps.jsonl")
+awk -v r="$ratio" 'BEGIN { exit !(r <= 1.25) }' || fail "step times did not converge: max/min median = $ratio"
+echo "ok: step-time ratio $ratio"
+grep -q "batch plan [0-9]* from the coordinator" "$STATE/jobs/$id/log" || fail "rank 0 never applied a coordinator plan"
+echo "ok: $(grep -c "batch plan [0-9]* from the coordinator" "$STATE/jobs/$id/log") coordinator plans applied by rank 0"
+stop_coord

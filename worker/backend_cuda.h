@@ -30,7 +30,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "model.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
+#include "model.h" /* C declarations: inside extern "C" when a .cu file includes this */
+#ifdef __cplusplus
+}
+#endif
 
 typedef struct cuda_model cuda_model_t;
 
@@ -61,6 +67,10 @@ const char *cuda_model_error(const cuda_model_t *cm);
 int cuda_model_upload(cuda_model_t *cm, const model_t *m);           /* params, momentum, buffers */
 int cuda_model_upload_params(cuda_model_t *cm, const float *params); /* (nparams) only */
 int cuda_model_download_params(cuda_model_t *cm, model_t *m);        /* params, momentum, buffers */
+/* Only the non-trained buffers (batch-norm running statistics, nbuffers floats), which the
+ * device forward updates: what a host-side optimizer setup must fetch before a checkpoint or
+ * a host evaluation (download_params would also overwrite the host momentum). */
+int cuda_model_download_buffers(cuda_model_t *cm, float *host_buffers);
 
 /* Pinned host staging, owned by cm: grads has nparams + MODEL_GRAD_EXTRA floats (the host
  * layout, so an algorithm can append [batch, batch*loss] and hand it to MPI directly);
@@ -134,6 +144,7 @@ static inline const char *cuda_model_error(const cuda_model_t *cm) { return "bui
 static inline int cuda_model_upload(cuda_model_t *cm, const model_t *m) { return -1; }
 static inline int cuda_model_upload_params(cuda_model_t *cm, const float *params) { return -1; }
 static inline int cuda_model_download_params(cuda_model_t *cm, model_t *m) { return -1; }
+static inline int cuda_model_download_buffers(cuda_model_t *cm, float *host_buffers) { return -1; }
 static inline float *cuda_model_grads_host(cuda_model_t *cm) { return NULL; }
 static inline float *cuda_model_input_host(cuda_model_t *cm) { return NULL; }
 static inline int32_t *cuda_model_labels_host(cuda_model_t *cm) { return NULL; }

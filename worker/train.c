@@ -14,6 +14,7 @@
 
 #include <jansson.h>
 
+#include "backend_cuda.h"
 #include "checkpoint.h"
 #include "planner.h"
 
@@ -76,15 +77,28 @@ static double cpu_s(void)
 float worker_compute_grad(worker_t *w, float loss_scale)
 {
     double t0 = now_s(), c0 = cpu_s();
-    float loss = model_forward(w->model, w->x, w->y, w->batch, 1);
-    model_backward(w->model, w->x, w->y, w->batch, loss_scale);
+    float loss;
+    if (w->gpu) {
+        /* The host weights are authoritative (every algorithm updates them); the device
+         * computes forward and backward and the gradient comes back into model->grads. */
+        model_t *m = w->model;
+        cuda_model_set_progress(w->gpu, m->progress, m->progress_ctx);
+        if (cuda_model_upload_params(w->gpu, m->params) != 0 ||
+            cuda_model_train_step(w->gpu, w->x, w->y, w->batch, loss_scale, m->grads, &loss) != 0) {
+            fprintf(stderr, "pacer-worker: rank %d: CUDA: %s\n", w->rank, cuda_model_error(w->gpu));
+            abort(); /* a device failure mid-job is not recoverable here; the launcher restarts */
+        }
+    } else {
+        loss = model_forward(w->model, w->x, w->y, w->batch, 1);
+        model_backward(w->model, w->x, w->y, w->batch, loss_scale);
+    }
     /* Compute time as a dedicated machine would see it: the smaller of wall time and
      * process CPU time. On an oversubscribed test machine (4 ranks on 2 cores) wall time
      * also counts the time the scheduler gave our core to another rank, which would make
      * measured speeds (and the emulated slowdowns built on them) depend on scheduling
      * luck; with several BLAS threads CPU time exceeds wall time and wall time is used. */
     double dt = now_s() - t0, dc = cpu_s() - c0;
-    if (dc > 0 && dc < dt) dt = dc;
+    if (!w->gpu && dc > 0 && dc < dt) dt = dc;  /* the GPU computes while the CPU waits */
     /* Emulated heterogeneity: a rank with factor f behaves like a machine f times slower
      * by waiting (f - 1) x its measured compute time. The wait counts as compute (it is
      * what a slower machine would spend computing) and is also kept apart in emulated_s,
@@ -189,9 +203,17 @@ static void report_epoch(worker_t *w, metrics_kind_t kind)
     metrics_push(w->metrics, r);
 }
 
+/* The device owns the batch-norm running statistics while training on a GPU. */
+static void sync_buffers_from_device(worker_t *w)
+{
+    if (w->gpu && w->model->nbuffers && cuda_model_download_buffers(w->gpu, w->model->buffers) != 0)
+        fprintf(stderr, "pacer-worker: rank %d: CUDA: %s\n", w->rank, cuda_model_error(w->gpu));
+}
+
 void worker_evaluate(worker_t *w, float *loss, float *accuracy)
 {
     model_t *m = w->model;
+    sync_buffers_from_device(w);
     const dataset_t *d = &w->test;
     double loss_sum = 0;
     long correct = 0;
@@ -204,6 +226,47 @@ void worker_evaluate(worker_t *w, float *loss, float *accuracy)
     }
     *loss = d->n ? (float)(loss_sum / d->n) : 0.0f;
     *accuracy = d->n ? (float)correct / (float)d->n : 0.0f;
+}
+
+/* device "cpu": the reference path. "cuda": GPU local_rank % device_count, an error when
+ * none is visible. "auto": the GPU when one is visible, else the CPU with a log line.
+ * Ranks choose independently, so one job may mix GPU and CPU ranks (the node profiles
+ * show each rank's device, and dynamic batching balances them). */
+static int select_device(worker_t *w, char *err, size_t errlen)
+{
+    const char *dev = w->spec->device;
+    if (strcmp(dev, "cpu") == 0 || w->role == ROLE_PS) return 0;
+    int d = cuda_pick_device();
+    if (d >= 0) {
+        char why[512];
+        w->gpu = cuda_model_create(w->model, d, why, sizeof why);
+        if (w->gpu && cuda_model_upload(w->gpu, w->model) == 0) {
+            snprintf(w->record.device, sizeof w->record.device, "cuda");
+            fprintf(stderr, "rank %d: training on GPU %d\n", w->rank, d);
+            return 0;
+        }
+        if (w->gpu) snprintf(why, sizeof why, "%s", cuda_model_error(w->gpu));
+        cuda_model_free(w->gpu);
+        w->gpu = NULL;
+        if (strcmp(dev, "cuda") == 0) {
+            snprintf(err, errlen, "device: cuda: GPU %d unusable: %s", d, why);
+            return -1;
+        }
+        fprintf(stderr, "device auto: rank %d: GPU %d unusable (%s); training on the CPU\n", w->rank, d, why);
+        return 0;
+    }
+    if (strcmp(dev, "cuda") == 0) {
+        snprintf(err, errlen, "device: cuda: no CUDA device is visible%s",
+#ifdef PACER_WITH_CUDA
+                 ""
+#else
+                 " (this pacer-worker was built without the CUDA backend)"
+#endif
+        );
+        return -1;
+    }
+    if (w->rank <= 1) fprintf(stderr, "device auto: no CUDA device visible; training on the CPU\n");
+    return 0;
 }
 
 /* ---- set-up ------------------------------------------------------------------------------ */
@@ -247,6 +310,7 @@ int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char 
         return -1;
     }
     model_init_params(m, spec->seed);
+    if (select_device(w, err, errlen) != 0) return -1;
 
     size_t img = (size_t)m->C * m->H * m->W;
     w->x = aligned_alloc(64, ((size_t)w->max_batch * img * sizeof(float) + 63) & ~(size_t)63);
@@ -281,13 +345,14 @@ int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char 
     w->record.rank = rank;
     w->record.role = w->role;
     hostname_once(w->record.host, sizeof w->record.host);
-    snprintf(w->record.device, sizeof w->record.device, "cpu");
+    if (!w->gpu) snprintf(w->record.device, sizeof w->record.device, "cpu");
     return 0;
 }
 
 void worker_teardown(worker_t *w)
 {
     if (w->algo && w->algo->fini) w->algo->fini(w);
+    cuda_model_free(w->gpu);
     model_free(w->model);
     dataset_free(&w->train);
     dataset_free(&w->test);
@@ -321,6 +386,7 @@ void worker_checkpoint_path(const worker_t *w, char *out, size_t len)
 int worker_save_checkpoint(worker_t *w, char *err, size_t errlen)
 {
     char path[1100];
+    sync_buffers_from_device(w);
     ckpt_state_t st;
     worker_checkpoint_path(w, path, sizeof path);
     fill_ckpt(w, &st);
@@ -348,6 +414,10 @@ int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
     w->aug_rng = st.aug_rng;
     w->epoch_loss_sum = st.epoch_loss_sum;
     w->epoch_loss_samples = st.epoch_loss_samples;
+    if (w->gpu && cuda_model_upload(w->gpu, w->model) != 0) {
+        snprintf(err, errlen, "CUDA: %s", cuda_model_error(w->gpu));
+        return -1;
+    }
     if (st.nworkers == w->nworkers)
         for (int i = 0; i < w->nworkers; i++) w->batch_of[i] = st.batch_of[i];
     return 0;

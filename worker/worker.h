@@ -48,6 +48,7 @@ typedef struct worker {
     int use_mpi;
 
     model_t *model;
+    struct cuda_model *gpu;              /* the model's device copy (device cuda/auto), or NULL */
     dataset_t train, test;
 
     /* Epoch order: the same permutation on every rank (seeded by seed and epoch); each step

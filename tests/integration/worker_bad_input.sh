@@ -22,3 +22,14 @@ expect_error 2 "d3/train-images-idx3-ubyte" $WORKER --spec "$TMP/d3.json"
 $WORKER --version | grep -q "backends: cpu" || fail "--version does not list backends"
 $WORKER --help | grep -q -- "--resume-from" || fail "--help does not document --resume-from"
 echo "ok: --version and --help"
+
+# device: "cuda" without a visible GPU is refused before training; "auto" falls back to
+# the CPU with a log line (issue 7). On a machine with a GPU the first check does not apply.
+if ! nvidia-smi -L >/dev/null 2>&1; then
+    echo '{"model": "lenet5", "device": "cuda", "dataset": {"train_subset": 256, "test_subset": 100}}' > "$TMP/cuda.json"
+    expect_error 2 "device: cuda: no CUDA device is visible" $WORKER --spec "$TMP/cuda.json"
+    echo '{"model": "lenet5", "device": "auto", "log_every": 0, "dataset": {"train_subset": 256, "test_subset": 100}}' > "$TMP/auto.json"
+    $WORKER --spec "$TMP/auto.json" 2>&1 | grep -q "device auto: no CUDA device visible; training on the CPU" \
+        || fail "device auto did not say it fell back to the CPU"
+    echo "ok: device auto falls back to the CPU with a log line"
+fi

@@ -1,0 +1,86 @@
+/* kernels/cuda/batchnorm.cu - batch normalisation per channel over (B, HW) on cuDNN
+ * (CUDNN_BATCHNORM_SPATIAL; the legacy API, deprecated in cuDNN 9 but present and exact).
+ *
+ * Letters: B batch, C channels, HW a plane (the input is described to cuDNN as
+ * (B, C, HW, 1), which is the same memory as (B, C, H, W)).
+ *
+ * Agreement with kernels/cpu/batchnorm.c:
+ *   - normalisation uses the biased batch variance and epsilon BN_EPS on both;
+ *   - the running variance: cuDNN blends in the UNBIASED batch variance, as the CPU (and
+ *     PyTorch) do: running = (1 - f)*running + f*batch with f = exponentialAverageFactor =
+ *     momentum. (With B*HW == 1 the CPU uses the biased value 0; cuDNN's behaviour there is
+ *     not documented; none of pacer's networks has such a layer.)
+ *   - saved statistics: cuDNN's resultSaveInvVariance is 1/sqrt(var + eps), the CPU's
+ *     save_invstd, so the pair can be handed between backends.
+ *   - cuDNN accumulates the statistics in float where the CPU uses double around a shift,
+ *     hence agreement to ~1e-6 relative rather than bit for bit.
+ * The input gradient accumulates through betaDataDiff = 1 (ops.h's += convention); dgamma
+ * and dbeta are written (betaParamDiff = 0).
+ */
+#include "cuda_common.h"
+
+static int bn_describe(cuda_ctx_t *ctx, int B, int C, int HW)
+{
+    CUDNN_CHECK(ctx, cudnnSetTensor4dDescriptor(ctx->td_x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, B, C, HW, 1),
+                "batch-norm data descriptor");
+    CUDNN_CHECK(ctx, cudnnSetTensor4dDescriptor(ctx->td_bn, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, C, 1, 1),
+                "batch-norm parameter descriptor");
+    return 0;
+}
+
+extern "C" int cuda_batchnorm_forward_train(cuda_ctx_t *ctx, int B, int C, int HW, const float *inp,
+                                            const float *gamma, const float *beta, float *out,
+                                            float *save_mean, float *save_invstd,
+                                            float *running_mean, float *running_var, float momentum)
+{
+    if (B <= 0 || C <= 0 || HW <= 0) return 0;
+    if (bn_describe(ctx, B, C, HW) != 0) return -1;
+    const float one = 1.0f, zero = 0.0f;
+    CUDNN_CHECK(ctx, cudnnBatchNormalizationForwardTraining(
+                         ctx->cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, ctx->td_x, inp, ctx->td_x, out,
+                         ctx->td_bn, gamma, beta, (double)momentum, running_mean, running_var,
+                         (double)BN_EPS, save_mean, save_invstd),
+                "batch-norm forward (training)");
+    return 0;
+}
+
+extern "C" int cuda_batchnorm_forward_eval(cuda_ctx_t *ctx, int B, int C, int HW, const float *inp,
+                                           const float *gamma, const float *beta,
+                                           const float *running_mean, const float *running_var,
+                                           float *out)
+{
+    if (B <= 0 || C <= 0 || HW <= 0) return 0;
+    if (bn_describe(ctx, B, C, HW) != 0) return -1;
+    const float one = 1.0f, zero = 0.0f;
+    CUDNN_CHECK(ctx, cudnnBatchNormalizationForwardInference(
+                         ctx->cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, ctx->td_x, inp, ctx->td_x, out,
+                         ctx->td_bn, gamma, beta, running_mean, running_var, (double)BN_EPS),
+                "batch-norm forward (inference)");
+    return 0;
+}
+
+extern "C" int cuda_batchnorm_backward(cuda_ctx_t *ctx, int B, int C, int HW, const float *inp,
+                                       const float *gamma, const float *save_mean,
+                                       const float *save_invstd, const float *dout, float *dinp,
+                                       float *dgamma, float *dbeta)
+{
+    if (C <= 0) return 0;
+    if (B <= 0 || HW <= 0) {
+        CUDA_CHECK(ctx, cudaMemsetAsync(dgamma, 0, (size_t)C * sizeof(float), ctx->stream), "memset dgamma");
+        CUDA_CHECK(ctx, cudaMemsetAsync(dbeta, 0, (size_t)C * sizeof(float), ctx->stream), "memset dbeta");
+        return 0;
+    }
+    if (!dinp)
+        return pacer_cuda_fail(ctx, __FILE__, __LINE__, "cuda_batchnorm_backward", "dinp is NULL",
+                               "cuDNN always writes the input gradient: pass a buffer");
+    if (bn_describe(ctx, B, C, HW) != 0) return -1;
+    const float one = 1.0f, zero = 0.0f;
+    CUDNN_CHECK(ctx, cudnnBatchNormalizationBackward(ctx->cudnn, CUDNN_BATCHNORM_SPATIAL,
+                                                     &one, &one,   /* dx = 1*dx_new + 1*dx */
+                                                     &one, &zero,  /* dgamma, dbeta written */
+                                                     ctx->td_x, inp, ctx->td_x, dout, ctx->td_x, dinp,
+                                                     ctx->td_bn, gamma, dgamma, dbeta, (double)BN_EPS,
+                                                     save_mean, save_invstd),
+                "batch-norm backward");
+    return 0;
+}

@@ -1,0 +1,352 @@
+/* kernels/cuda/conv.cu - 2-D convolution on cuDNN, bias on own kernels.
+ *
+ * Letters: B batch, C input channels, H W input size, OC output channels, OH OW output size,
+ * KH KW kernel size, P = OH*OW.
+ *
+ * Algorithm choice. cudnnGet*Algorithm_v7 ranks the algorithms by expected speed for the
+ * descriptors; a plan takes the first one that
+ *   - runs with FMA math (the convolution descriptor is set to CUDNN_FMA_MATH, so no TF32:
+ *     the fp32 CPU reference is matched to ~1e-6 relative, not ~1e-3);
+ *   - is GEMM-like or direct: FFT and Winograd variants are excluded because their
+ *     transforms lose a few bits, which the parity tolerances would have to absorb;
+ *   - for the backward passes, is deterministic when one such algorithm fits (the same run
+ *     gives the same weights twice), otherwise any;
+ *   - needs no more workspace than the limit.
+ * If the heuristic offers none, a fixed list is tried (IMPLICIT_GEMM and backward ALGO_0
+ * need no workspace, so a choice always exists). Choosing is host work only and happens
+ * when the plan is created and when the batch size changes.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_common.h"
+
+/* Default workspace cap per plan: generous for these networks (the chosen algorithms need
+ * a few MiB at batch 256), small next to an H100's memory. */
+#define CONV_WS_CAP ((size_t)256 << 20)
+
+struct cuda_conv_plan {
+    conv2d_desc_t d;
+    int B;                 /* batch the descriptors and algorithms are set for */
+    size_t ws_limit;       /* the workspace bound they were picked under */
+    cudnnTensorDescriptor_t x, y;
+    cudnnFilterDescriptor_t w;
+    cudnnConvolutionDescriptor_t conv;
+    cudnnConvolutionFwdAlgo_t fwd;
+    cudnnConvolutionBwdDataAlgo_t bwd_data;
+    cudnnConvolutionBwdFilterAlgo_t bwd_filter;
+    size_t ws_fwd, ws_data, ws_filter;
+};
+
+static int fwd_allowed(cudnnConvolutionFwdAlgo_t a)
+{
+    return a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM ||
+           a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
+           a == CUDNN_CONVOLUTION_FWD_ALGO_GEMM || a == CUDNN_CONVOLUTION_FWD_ALGO_DIRECT;
+}
+
+static int data_allowed(cudnnConvolutionBwdDataAlgo_t a)
+{
+    return a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0 || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+}
+
+static int filter_allowed(cudnnConvolutionBwdFilterAlgo_t a)
+{
+    return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 || a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1 ||
+           a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3;
+}
+
+/* Not tensor-core math: with the descriptor at CUDNN_FMA_MATH both mean FMA kernels. */
+static int fma_math(cudnnMathType_t m) { return m == CUDNN_FMA_MATH || m == CUDNN_DEFAULT_MATH; }
+
+static int pick_fwd(cuda_ctx_t *ctx, cuda_conv_plan_t *p, size_t limit)
+{
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int n = 0;
+    CUDNN_CHECK(ctx, cudnnGetConvolutionForwardAlgorithm_v7(ctx->cudnn, p->x, p->w, p->conv, p->y,
+                                                            CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf),
+                "convolution forward heuristics");
+    for (int i = 0; i < n; i++) {
+        size_t ws = 0;
+        if (perf[i].status != CUDNN_STATUS_SUCCESS || !fma_math(perf[i].mathType) ||
+            !fwd_allowed(perf[i].algo))
+            continue;
+        if (cudnnGetConvolutionForwardWorkspaceSize(ctx->cudnn, p->x, p->w, p->conv, p->y,
+                                                    perf[i].algo, &ws) != CUDNN_STATUS_SUCCESS ||
+            ws > limit)
+            continue;
+        p->fwd = perf[i].algo;
+        p->ws_fwd = ws;
+        return 0;
+    }
+    static const cudnnConvolutionFwdAlgo_t fallback[] = {
+        CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
+        CUDNN_CONVOLUTION_FWD_ALGO_GEMM,
+    };
+    for (size_t i = 0; i < sizeof fallback / sizeof fallback[0]; i++) {
+        size_t ws = 0;
+        if (cudnnGetConvolutionForwardWorkspaceSize(ctx->cudnn, p->x, p->w, p->conv, p->y,
+                                                    fallback[i], &ws) == CUDNN_STATUS_SUCCESS &&
+            ws <= limit) {
+            p->fwd = fallback[i];
+            p->ws_fwd = ws;
+            return 0;
+        }
+    }
+    return pacer_cuda_fail(ctx, __FILE__, __LINE__, "pick_fwd", "no fp32 FMA forward algorithm",
+                           "unsupported convolution geometry?");
+}
+
+static int pick_data(cuda_ctx_t *ctx, cuda_conv_plan_t *p, size_t limit)
+{
+    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    int n = 0;
+    CUDNN_CHECK(ctx, cudnnGetConvolutionBackwardDataAlgorithm_v7(ctx->cudnn, p->w, p->y, p->conv, p->x,
+                                                                 CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                                                                 &n, perf),
+                "convolution backward-data heuristics");
+    for (int pass = 0; pass < 2; pass++) /* deterministic first */
+        for (int i = 0; i < n; i++) {
+            size_t ws = 0;
+            if (perf[i].status != CUDNN_STATUS_SUCCESS || !fma_math(perf[i].mathType) ||
+                !data_allowed(perf[i].algo) ||
+                (pass == 0 && perf[i].determinism != CUDNN_DETERMINISTIC))
+                continue;
+            if (cudnnGetConvolutionBackwardDataWorkspaceSize(ctx->cudnn, p->w, p->y, p->conv, p->x,
+                                                             perf[i].algo, &ws) != CUDNN_STATUS_SUCCESS ||
+                ws > limit)
+                continue;
+            p->bwd_data = perf[i].algo;
+            p->ws_data = ws;
+            return 0;
+        }
+    static const cudnnConvolutionBwdDataAlgo_t fallback[] = {
+        CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, CUDNN_CONVOLUTION_BWD_DATA_ALGO_0,
+    };
+    for (size_t i = 0; i < sizeof fallback / sizeof fallback[0]; i++) {
+        size_t ws = 0;
+        if (cudnnGetConvolutionBackwardDataWorkspaceSize(ctx->cudnn, p->w, p->y, p->conv, p->x,
+                                                         fallback[i], &ws) == CUDNN_STATUS_SUCCESS &&
+            ws <= limit) {
+            p->bwd_data = fallback[i];
+            p->ws_data = ws;
+            return 0;
+        }
+    }
+    return pacer_cuda_fail(ctx, __FILE__, __LINE__, "pick_data", "no fp32 FMA backward-data algorithm",
+                           "unsupported convolution geometry?");
+}
+
+static int pick_filter(cuda_ctx_t *ctx, cuda_conv_plan_t *p, size_t limit)
+{
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    int n = 0;
+    CUDNN_CHECK(ctx, cudnnGetConvolutionBackwardFilterAlgorithm_v7(ctx->cudnn, p->x, p->y, p->conv, p->w,
+                                                                   CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+                                                                   &n, perf),
+                "convolution backward-filter heuristics");
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < n; i++) {
+            size_t ws = 0;
+            if (perf[i].status != CUDNN_STATUS_SUCCESS || !fma_math(perf[i].mathType) ||
+                !filter_allowed(perf[i].algo) ||
+                (pass == 0 && perf[i].determinism != CUDNN_DETERMINISTIC))
+                continue;
+            if (cudnnGetConvolutionBackwardFilterWorkspaceSize(ctx->cudnn, p->x, p->y, p->conv, p->w,
+                                                               perf[i].algo, &ws) != CUDNN_STATUS_SUCCESS ||
+                ws > limit)
+                continue;
+            p->bwd_filter = perf[i].algo;
+            p->ws_filter = ws;
+            return 0;
+        }
+    static const cudnnConvolutionBwdFilterAlgo_t fallback[] = {
+        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0,
+        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3,
+    };
+    for (size_t i = 0; i < sizeof fallback / sizeof fallback[0]; i++) {
+        size_t ws = 0;
+        if (cudnnGetConvolutionBackwardFilterWorkspaceSize(ctx->cudnn, p->x, p->y, p->conv, p->w,
+                                                           fallback[i], &ws) == CUDNN_STATUS_SUCCESS &&
+            ws <= limit) {
+            p->bwd_filter = fallback[i];
+            p->ws_filter = ws;
+            return 0;
+        }
+    }
+    return pacer_cuda_fail(ctx, __FILE__, __LINE__, "pick_filter", "no fp32 FMA backward-filter algorithm",
+                           "unsupported convolution geometry?");
+}
+
+static size_t plan_need(const cuda_conv_plan_t *p)
+{
+    size_t m = p->ws_fwd;
+    if (p->ws_data > m) m = p->ws_data;
+    if (p->ws_filter > m) m = p->ws_filter;
+    return m;
+}
+
+/* Sets the batch-dependent descriptors to B and picks algorithms within limit bytes. */
+static int plan_configure(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B, size_t limit)
+{
+    const conv2d_desc_t *d = &p->d;
+    p->B = 0; /* invalid until everything below succeeded */
+    CUDNN_CHECK(ctx, cudnnSetTensor4dDescriptor(p->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, B, d->C, d->H, d->W),
+                "conv input descriptor");
+    CUDNN_CHECK(ctx, cudnnSetTensor4dDescriptor(p->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, B, d->OC, d->OH, d->OW),
+                "conv output descriptor");
+    int n = 0, c = 0, h = 0, w = 0;
+    CUDNN_CHECK(ctx, cudnnGetConvolution2dForwardOutputDim(p->conv, p->x, p->w, &n, &c, &h, &w),
+                "conv output size");
+    if (n != B || c != d->OC || h != d->OH || w != d->OW)
+        return pacer_cuda_fail(ctx, __FILE__, __LINE__, "plan_configure",
+                               "cuDNN output size differs from conv2d_init's", "internal error");
+    if (pick_fwd(ctx, p, limit) || pick_data(ctx, p, limit) || pick_filter(ctx, p, limit)) return -1;
+    p->B = B;
+    p->ws_limit = limit;
+    return 0;
+}
+
+/* Ready for batch B with ws_bytes of workspace: re-picks when either no longer fits. */
+static int plan_prepare(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B, size_t ws_bytes)
+{
+    if (p->B == B && plan_need(p) <= ws_bytes) return 0;
+    return plan_configure(ctx, p, B, ws_bytes);
+}
+
+extern "C" int cuda_conv2d_plan_create(cuda_ctx_t *ctx, const conv2d_desc_t *d, int max_B,
+                                       size_t ws_limit, cuda_conv_plan_t **out)
+{
+    *out = NULL;
+    if (max_B < 1 || d->OH < 1 || d->OW < 1)
+        return pacer_cuda_fail(ctx, __FILE__, __LINE__, "cuda_conv2d_plan_create", "bad geometry",
+                               "fill the descriptor with conv2d_init; max_B >= 1");
+    cuda_conv_plan_t *p = (cuda_conv_plan_t *)calloc(1, sizeof *p);
+    if (!p)
+        return pacer_cuda_fail(ctx, __FILE__, __LINE__, "calloc", "out of host memory", "conv plan");
+    p->d = *d;
+    int rc = -1;
+    if (cudnnCreateTensorDescriptor(&p->x) != CUDNN_STATUS_SUCCESS ||
+        cudnnCreateTensorDescriptor(&p->y) != CUDNN_STATUS_SUCCESS ||
+        cudnnCreateFilterDescriptor(&p->w) != CUDNN_STATUS_SUCCESS ||
+        cudnnCreateConvolutionDescriptor(&p->conv) != CUDNN_STATUS_SUCCESS) {
+        pacer_cuda_fail(ctx, __FILE__, __LINE__, "cudnnCreate*Descriptor", "failed", "conv plan");
+        goto out;
+    }
+    if (cudnnSetFilter4dDescriptor(p->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, d->OC, d->C, d->KH,
+                                   d->KW) != CUDNN_STATUS_SUCCESS ||
+        cudnnSetConvolution2dDescriptor(p->conv, d->pad, d->pad, d->stride, d->stride, 1, 1,
+                                        CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT) != CUDNN_STATUS_SUCCESS ||
+        cudnnSetConvolutionMathType(p->conv, CUDNN_FMA_MATH) != CUDNN_STATUS_SUCCESS) {
+        pacer_cuda_fail(ctx, __FILE__, __LINE__, "cudnnSet*Descriptor", "failed", "conv plan geometry");
+        goto out;
+    }
+    if (plan_configure(ctx, p, max_B, ws_limit ? ws_limit : CONV_WS_CAP) != 0) goto out;
+    rc = 0;
+    *out = p;
+out:
+    if (rc != 0) cuda_conv2d_plan_free(p);
+    return rc;
+}
+
+extern "C" void cuda_conv2d_plan_free(cuda_conv_plan_t *p)
+{
+    if (!p) return;
+    if (p->x) cudnnDestroyTensorDescriptor(p->x);
+    if (p->y) cudnnDestroyTensorDescriptor(p->y);
+    if (p->w) cudnnDestroyFilterDescriptor(p->w);
+    if (p->conv) cudnnDestroyConvolutionDescriptor(p->conv);
+    free(p);
+}
+
+extern "C" size_t cuda_conv2d_plan_workspace(const cuda_conv_plan_t *p) { return plan_need(p); }
+
+/* out (B, OC, P) += bias (OC) */
+__global__ void bias_add_kernel(float *out, const float *bias, size_t n, int OC, size_t P)
+{
+    GRID_STRIDE(i, n) out[i] = __fadd_rn(out[i], bias[(i / P) % (size_t)OC]);
+}
+
+/* dbias[oc] = sum over b, p of dout[b, oc, p], in double; one block per channel. */
+#define BIAS_THREADS 256
+__global__ void bias_grad_kernel(const float *dout, float *dbias, int B, int OC, size_t P)
+{
+    const int oc = blockIdx.x;
+    const size_t total = (size_t)B * P;
+    double s = 0.0;
+    for (size_t j = threadIdx.x; j < total; j += BIAS_THREADS) {
+        const size_t b = j / P, p = j % P;
+        s += (double)dout[(b * OC + oc) * P + p];
+    }
+    s = block_sum<BIAS_THREADS>(s);
+    if (threadIdx.x == 0) dbias[oc] = (float)s;
+}
+
+extern "C" int cuda_conv2d_forward(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B, const float *inp,
+                                   const float *weight, const float *bias, float *out, void *ws,
+                                   size_t ws_bytes)
+{
+    if (B <= 0) return 0;
+    if (plan_prepare(ctx, p, B, ws_bytes) != 0) return -1;
+    const float one = 1.0f, zero = 0.0f;
+    cudnnStatus_t st = cudnnConvolutionForward(ctx->cudnn, &one, p->x, inp, p->w, weight, p->conv, p->fwd, ws,
+                                               ws_bytes, &zero, p->y, out);
+    if (st == CUDNN_STATUS_NOT_SUPPORTED && p->fwd != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM) {
+        /* An algorithm can still refuse at run time (pointer alignment of a tensor at an
+         * odd offset in a fused buffer, for one): fall back, once and for good, to the
+         * most general one, which needs no workspace. */
+        p->fwd = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+        p->ws_fwd = 0;
+        st = cudnnConvolutionForward(ctx->cudnn, &one, p->x, inp, p->w, weight, p->conv, p->fwd, ws, ws_bytes,
+                                     &zero, p->y, out);
+    }
+    CUDNN_CHECK(ctx, st, "convolution forward");
+    if (bias) {
+        const size_t P = (size_t)p->d.OH * p->d.OW, n = (size_t)B * p->d.OC * P;
+        bias_add_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(out, bias, n, p->d.OC, P);
+        KERNEL_CHECK(ctx, "bias_add_kernel");
+    }
+    return 0;
+}
+
+extern "C" int cuda_conv2d_backward(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B, const float *inp,
+                                    const float *weight, const float *dout, float *dinp,
+                                    float *dweight, float *dbias, void *ws, size_t ws_bytes)
+{
+    const conv2d_desc_t *d = &p->d;
+    if (B <= 0) {
+        /* parameter gradients are written even for an empty batch */
+        CUDA_CHECK(ctx, cudaMemsetAsync(dweight, 0, (size_t)d->OC * d->C * d->KH * d->KW * sizeof(float), ctx->stream),
+                   "memset dweight");
+        if (dbias) CUDA_CHECK(ctx, cudaMemsetAsync(dbias, 0, (size_t)d->OC * sizeof(float), ctx->stream), "memset dbias");
+        return 0;
+    }
+    if (plan_prepare(ctx, p, B, ws_bytes) != 0) return -1;
+    const float one = 1.0f, zero = 0.0f;
+    if (dbias) {
+        bias_grad_kernel<<<d->OC, BIAS_THREADS, 0, ctx->stream>>>(dout, dbias, B, d->OC,
+                                                                  (size_t)d->OH * d->OW);
+        KERNEL_CHECK(ctx, "bias_grad_kernel");
+    }
+    cudnnStatus_t st = cudnnConvolutionBackwardFilter(ctx->cudnn, &one, p->x, inp, p->y, dout, p->conv,
+                                                      p->bwd_filter, ws, ws_bytes, &zero, p->w, dweight);
+    if (st == CUDNN_STATUS_NOT_SUPPORTED && p->bwd_filter != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0) {
+        p->bwd_filter = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0; /* as in the forward: general, no workspace */
+        p->ws_filter = 0;
+        st = cudnnConvolutionBackwardFilter(ctx->cudnn, &one, p->x, inp, p->y, dout, p->conv, p->bwd_filter, ws,
+                                            ws_bytes, &zero, p->w, dweight);
+    }
+    CUDNN_CHECK(ctx, st, "convolution backward filter");
+    if (!dinp) return 0;
+    /* beta = 1: the input gradient accumulates (ops.h convention) */
+    st = cudnnConvolutionBackwardData(ctx->cudnn, &one, p->w, weight, p->y, dout, p->conv, p->bwd_data, ws, ws_bytes,
+                                      &one, p->x, dinp);
+    if (st == CUDNN_STATUS_NOT_SUPPORTED && p->bwd_data != CUDNN_CONVOLUTION_BWD_DATA_ALGO_0) {
+        p->bwd_data = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
+        p->ws_data = 0;
+        st = cudnnConvolutionBackwardData(ctx->cudnn, &one, p->w, weight, p->y, dout, p->conv, p->bwd_data, ws,
+                                          ws_bytes, &one, p->x, dinp);
+    }
+    CUDNN_CHECK(ctx, st, "convolution backward data");
+    return 0;
+}

@@ -1,0 +1,225 @@
+/* kernels/cuda/ops_cuda.h - the CUDA versions of the ops in kernels/cpu/ops.h.
+ *
+ * Same names with a cuda_ prefix, same shapes, same semantics, same gradient conventions:
+ * input gradients (dinp) ACCUMULATE (+=), parameter gradients are WRITTEN (=), a dinp may be
+ * NULL unless said otherwise. Every tensor pointer is DEVICE memory; descriptors
+ * (conv2d_desc_t, pool2d_desc_t, shortcut_desc_t) are the host structs of ops.h, filled by
+ * their *_init functions.
+ *
+ * This is a plain C header (usable from C11): the CUDA, cuDNN and cuBLAS types stay inside
+ * the .cu files behind the opaque cuda_ctx_t. Every op is enqueued on the context's stream
+ * and returns without waiting, except those that hand a value back to the host (they say so).
+ *
+ * Errors: a fallible function returns 0, or -1 with a message (file, line, call, hint) that
+ * cuda_ctx_error() returns. Library code never exits. An error reported by a kernel that has
+ * already been enqueued surfaces at the next synchronising call.
+ *
+ * What runs on what:
+ *   convolution            cuDNN (algorithms picked once per batch size, FMA math only: no TF32)
+ *   conv bias fwd/bwd      own kernels (bias grad summed in double, like the CPU)
+ *   max / avg pooling      own kernels (bit-identical to the CPU: same window order, same
+ *                          first-max tie rule, count_include_pad = false incl. ceil mode;
+ *                          backward gathers per input element, so no atomics)
+ *   relu, residual add,
+ *   gap, softmax-xent      own kernels
+ *   batch norm             cuDNN, CUDNN_BATCHNORM_SPATIAL (train, inference, backward)
+ *   fully connected        cuBLAS SGEMM (CUBLAS_DEFAULT_MATH: never TF32); own bias kernels
+ *   SGD, norms, clipping,
+ *   DC-ASGD(-a), DDC-ASGD,
+ *   staleness-weighted     own kernels (elementwise ones use __fmul_rn/__fadd_rn so nvcc does not
+ *                          contract to FMA: they round exactly like the CPU loops)
+ */
+#ifndef PACER_OPS_CUDA_H
+#define PACER_OPS_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "ops.h" /* C declarations: inside extern "C" when a .cu file includes this */
+
+/* ---- context ------------------------------------------------------------------------ */
+/* One per device per process: cuDNN and cuBLAS handles bound to one stream, scratch for
+ * reductions and descriptors, and the last error message. */
+typedef struct cuda_ctx cuda_ctx_t;
+
+/* Number of visible CUDA devices; 0 when there is no driver or no GPU (never prints). */
+int cuda_device_count(void);
+/* Fills name with the device's name ("NVIDIA H100 80GB HBM3"); returns 0 or -1. */
+int cuda_device_name(int device, char *name, size_t len);
+/* Free and total memory of the current device in bytes; returns 0 or -1. */
+int cuda_memory_info(size_t *free_bytes, size_t *total_bytes);
+
+/* Makes device current and creates the handles; returns 0, or -1 with err set. */
+int cuda_ctx_create(int device, cuda_ctx_t **out, char *err, size_t errlen);
+void cuda_ctx_free(cuda_ctx_t *ctx);
+const char *cuda_ctx_error(const cuda_ctx_t *ctx);
+/* The cudaStream_t every op of this context is enqueued on. */
+void *cuda_ctx_stream(cuda_ctx_t *ctx);
+/* Waits for everything enqueued so far; reports any asynchronous error. */
+int cuda_ctx_sync(cuda_ctx_t *ctx);
+
+/* Device memory helpers (for tests and tools; the model allocates its own). Copies are
+ * synchronous: they return when the data has arrived. */
+int cuda_malloc(cuda_ctx_t *ctx, void **ptr, size_t bytes);
+void cuda_free(void *ptr);
+int cuda_upload(cuda_ctx_t *ctx, void *dst_dev, const void *src_host, size_t bytes);
+int cuda_download(cuda_ctx_t *ctx, void *dst_host, const void *src_dev, size_t bytes);
+int cuda_memset0(cuda_ctx_t *ctx, void *dst_dev, size_t bytes); /* asynchronous */
+
+/* ---- convolution (cuDNN) ------------------------------------------------------------ */
+/* A plan holds the cuDNN descriptors of one geometry and the algorithms picked for the
+ * batch size it was last used with. Creating it picks algorithms for max_B, using at most
+ * ws_limit bytes of workspace (0: a default cap). A later call with another batch size, or
+ * with less workspace than the plan needs, re-picks (host-side work, no allocation). */
+typedef struct cuda_conv_plan cuda_conv_plan_t;
+int cuda_conv2d_plan_create(cuda_ctx_t *ctx, const conv2d_desc_t *d, int max_B, size_t ws_limit,
+                            cuda_conv_plan_t **out);
+void cuda_conv2d_plan_free(cuda_conv_plan_t *p);
+/* Workspace bytes the plan's current algorithms need (forward and both backward passes). */
+size_t cuda_conv2d_plan_workspace(const cuda_conv_plan_t *p);
+
+int cuda_conv2d_forward(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B,
+                        const float *inp,    /* (B, C, H, W) */
+                        const float *weight, /* (OC, C, KH, KW) */
+                        const float *bias,   /* (OC) or NULL */
+                        float *out,          /* (B, OC, OH, OW) */
+                        void *ws, size_t ws_bytes);
+int cuda_conv2d_backward(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B,
+                         const float *inp,    /* (B, C, H, W) */
+                         const float *weight, /* (OC, C, KH, KW) */
+                         const float *dout,   /* (B, OC, OH, OW) */
+                         float *dinp,         /* (B, C, H, W) +=, or NULL */
+                         float *dweight,      /* (OC, C, KH, KW) = */
+                         float *dbias,        /* (OC) =, or NULL */
+                         void *ws, size_t ws_bytes);
+
+/* ---- pooling (own kernels) ---------------------------------------------------------- */
+int cuda_maxpool2d_forward(cuda_ctx_t *ctx, const pool2d_desc_t *d, int B,
+                           const float *inp,  /* (B, C, H, W) */
+                           float *out,        /* (B, C, OH, OW) */
+                           int32_t *argmax);  /* (B, C, OH, OW) flat index into the H*W plane */
+int cuda_maxpool2d_backward(cuda_ctx_t *ctx, const pool2d_desc_t *d, int B,
+                            const float *dout, const int32_t *argmax,
+                            float *dinp);      /* (B, C, H, W) += */
+int cuda_avgpool2d_forward(cuda_ctx_t *ctx, const pool2d_desc_t *d, int B, const float *inp,
+                           float *out);
+int cuda_avgpool2d_backward(cuda_ctx_t *ctx, const pool2d_desc_t *d, int B, const float *dout,
+                            float *dinp /* += */);
+
+/* ---- elementwise (own kernels) ------------------------------------------------------ */
+int cuda_relu_forward(cuda_ctx_t *ctx, size_t n, const float *inp, float *out);
+int cuda_relu_backward(cuda_ctx_t *ctx, size_t n, const float *out, const float *dout,
+                       float *dinp /* += */);
+int cuda_residual_add_forward(cuda_ctx_t *ctx, const shortcut_desc_t *d, int B,
+                              const float *a,   /* (B, OC, OH, OW) */
+                              const float *x,   /* (B, C, H, W) */
+                              float *out);      /* (B, OC, OH, OW) */
+int cuda_residual_add_backward(cuda_ctx_t *ctx, const shortcut_desc_t *d, int B,
+                               const float *dout,
+                               float *da,       /* (B, OC, OH, OW) += */
+                               float *dx);      /* (B, C, H, W) += */
+/* dst += src, n floats. */
+int cuda_accumulate(cuda_ctx_t *ctx, size_t n, const float *src, float *dst);
+/* x *= k, n floats. */
+int cuda_scale(cuda_ctx_t *ctx, size_t n, float *x, float k);
+
+/* ---- fully connected (cuBLAS) ------------------------------------------------------- */
+int cuda_fc_forward(cuda_ctx_t *ctx, int B, int IN, int OUT,
+                    const float *inp,     /* (B, IN) */
+                    const float *weight,  /* (OUT, IN) */
+                    const float *bias,    /* (OUT) or NULL */
+                    float *out);          /* (B, OUT) */
+int cuda_fc_backward(cuda_ctx_t *ctx, int B, int IN, int OUT,
+                     const float *inp, const float *weight, const float *dout,
+                     float *dinp,         /* (B, IN) +=, or NULL */
+                     float *dweight,      /* (OUT, IN) = */
+                     float *dbias);       /* (OUT) =, or NULL */
+
+/* ---- softmax cross-entropy (own kernels) -------------------------------------------- */
+/* Writes probs and the mean loss to loss_dev (one float on the device); asynchronous. */
+int cuda_softmax_xent_forward(cuda_ctx_t *ctx, int B, int N,
+                              const float *logits,   /* (B, N) */
+                              const int32_t *labels, /* (B) */
+                              float *probs,          /* (B, N) */
+                              float *loss_dev);      /* (1) */
+int cuda_softmax_xent_backward(cuda_ctx_t *ctx, int B, int N, const float *probs,
+                               const int32_t *labels, float scale,
+                               float *dlogits /* (B, N) = */);
+/* argmax(logits) == label count; synchronous. Returns the count, or -1 on error. */
+int cuda_count_correct(cuda_ctx_t *ctx, int B, int N, const float *logits,
+                       const int32_t *labels);
+
+/* ---- batch norm (cuDNN, spatial) ---------------------------------------------------- */
+/* Same contract as ops.h (epsilon BN_EPS, running variance updated with the unbiased batch
+ * variance). save_mean/save_invstd are what cuDNN saves: the batch mean and 1/sqrt(var+eps).
+ * dinp must NOT be NULL here (cuDNN always writes it). */
+int cuda_batchnorm_forward_train(cuda_ctx_t *ctx, int B, int C, int HW,
+                                 const float *inp, const float *gamma, const float *beta,
+                                 float *out, float *save_mean, float *save_invstd,
+                                 float *running_mean, float *running_var, float momentum);
+int cuda_batchnorm_forward_eval(cuda_ctx_t *ctx, int B, int C, int HW, const float *inp,
+                                const float *gamma, const float *beta,
+                                const float *running_mean, const float *running_var,
+                                float *out);
+int cuda_batchnorm_backward(cuda_ctx_t *ctx, int B, int C, int HW,
+                            const float *inp, const float *gamma,
+                            const float *save_mean, const float *save_invstd,
+                            const float *dout,
+                            float *dinp,                  /* += , not NULL */
+                            float *dgamma, float *dbeta); /* = */
+
+/* ---- global average pooling (own kernels) ------------------------------------------- */
+int cuda_gap_forward(cuda_ctx_t *ctx, int B, int C, int HW, const float *inp, float *out);
+int cuda_gap_backward(cuda_ctx_t *ctx, int B, int C, int HW, const float *dout,
+                      float *dinp /* += */);
+
+/* ---- optimizer and gradient work (own kernels) -------------------------------------- */
+/* sgd_update of ops.h. When grad_scale_dev is not NULL the gradient scale is read from
+ * that device float instead of grad_scale (lets a clipping coefficient computed on the
+ * device be applied without a round trip to the host). */
+int cuda_sgd_update(cuda_ctx_t *ctx, size_t n, float *w, const float *g, float *u, float lr,
+                    float momentum, int nesterov, float weight_decay, float grad_scale,
+                    const float *grad_scale_dev);
+/* Sum of squares of g in double, deterministic (fixed reduction order); synchronous. */
+int cuda_sum_squares(cuda_ctx_t *ctx, size_t n, const float *g, double *out);
+/* clip_grad_norm of ops.h: g *= max_norm/(norm + 1e-6) when that is < 1 (max_norm <= 0: no
+ * clipping). norm_out, when not NULL, receives the norm before clipping (synchronous then). */
+int cuda_clip_grad_norm(cuda_ctx_t *ctx, size_t n, float *g, float max_norm, float *norm_out);
+/* The worker's clipping rule (worker_apply_gradient): with norm = grad_scale*sqrt(sum g^2),
+ * *scale_dev = grad_scale * (clip_norm/norm if clip_norm > 0 and norm > clip_norm, else 1).
+ * Asynchronous; pass scale_dev to cuda_sgd_update. */
+int cuda_clip_scale(cuda_ctx_t *ctx, size_t n, const float *g, float grad_scale,
+                    float clip_norm, float *scale_dev);
+
+/* The asynchronous updates of ops.h (ALGORITHMS.md sections 4 and 5), same formulas in
+ * the same float evaluation order (see kernels/cpu/async_ops.c); out may alias g.
+ *   DC-ASGD-c:  out = g + lambda*g*g*(w - w_bak) */
+int cuda_dc_compensate(cuda_ctx_t *ctx, size_t n, const float *g, const float *w,
+                       const float *w_bak, float lambda, float *out);
+/* DC-ASGD-a:  ms = m*ms + (1-m)*g*g (in place);  out = g + lambda0/sqrt(ms + eps)*g*g*(w - w_bak) */
+int cuda_dc_compensate_adaptive(cuda_ctx_t *ctx, size_t n, const float *g, const float *w,
+                                const float *w_bak, float *ms, float m, float lambda0, float eps,
+                                float *out);
+/* DDC-ASGD:   v = 0.95*v + 0.05*g*g (in place);  c = lambda0/sqrt(v + eps)*g*g*(w - w_bak);
+ *             s = min(1, kappa*|g|/(|c| + eps));  out = g + s*c */
+int cuda_ddc_compensate(cuda_ctx_t *ctx, size_t n, const float *g, const float *w,
+                        const float *w_bak, float *v, float lambda0, float kappa, float eps,
+                        float *out);
+/* DDC-ASGD's step:  u = mu*u - eta*(grad_scale*g + wd*w);  w = w + u */
+int cuda_momentum_step(cuda_ctx_t *ctx, size_t n, float *w, float *u, const float *g,
+                       float grad_scale, float eta, float mu, float weight_decay);
+/* y += a*x (n-softsync accumulates alpha(tau)*scale*g this way before one update). */
+int cuda_axpy(cuda_ctx_t *ctx, size_t n, float a, const float *x, float *y);
+/* Staleness-weighted update applied directly: w -= ((alpha0/max(tau,1))*scale)*g. */
+int cuda_staleness_update(cuda_ctx_t *ctx, size_t n, float *w, const float *g, float alpha0,
+                          long tau, float scale);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,287 @@
+/* kernels/cuda/optim.cu - SGD, gradient norms and clipping, and the delay-compensation and
+ * staleness-weighted updates of the asynchronous algorithms (own kernels).
+ *
+ * n is a flat element count. Elementwise formulas use __fmul_rn/__fadd_rn/__fsub_rn/
+ * __fdiv_rn/__fsqrt_rn, which are never contracted into FMA, so with the same inputs they
+ * round exactly like the float C expressions written in ops_cuda.h (evaluated left to
+ * right) and like sgd_update in kernels/cpu/optim.c.
+ *
+ * Reductions are two-pass and deterministic: CUDA_RED_BLOCKS partial sums in double in a
+ * fixed tree order, then one block adds the partials in a fixed order. No atomics, so the
+ * same gradient always gives the same norm (and the same clipping decision).
+ */
+#include <math.h>
+
+#include "cuda_common.h"
+
+/* ---- SGD ------------------------------------------------------------------------------- */
+
+static __device__ __forceinline__ float sgd_d(float g, float w, float gs, float wd)
+{
+    return __fadd_rn(__fmul_rn(gs, g), __fmul_rn(wd, w)); /* d = gs*g + wd*w */
+}
+
+__global__ void sgd_plain_kernel(float *w, const float *g, size_t n, float lr, float wd, float gs,
+                                 const float *gs_dev)
+{
+    if (gs_dev) gs = *gs_dev;
+    GRID_STRIDE(i, n) {
+        const float d = sgd_d(g[i], w[i], gs, wd);
+        w[i] = __fsub_rn(w[i], __fmul_rn(lr, d));
+    }
+}
+
+__global__ void sgd_momentum_kernel(float *w, const float *g, float *u, size_t n, float lr, float mu,
+                                    float wd, float gs, const float *gs_dev, int nesterov)
+{
+    if (gs_dev) gs = *gs_dev;
+    GRID_STRIDE(i, n) {
+        const float d = sgd_d(g[i], w[i], gs, wd);
+        const float v = __fadd_rn(__fmul_rn(mu, u[i]), d); /* v = mu*u + d */
+        u[i] = v;
+        const float step = nesterov ? __fadd_rn(d, __fmul_rn(mu, v)) : v;
+        w[i] = __fsub_rn(w[i], __fmul_rn(lr, step));
+    }
+}
+
+extern "C" int cuda_sgd_update(cuda_ctx_t *ctx, size_t n, float *w, const float *g, float *u,
+                               float lr, float momentum, int nesterov, float weight_decay,
+                               float grad_scale, const float *grad_scale_dev)
+{
+    if (!n) return 0;
+    if (momentum == 0.0f) {
+        /* u is not touched and may be NULL (sgd_update) */
+        sgd_plain_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(w, g, n, lr, weight_decay, grad_scale,
+                                                                     grad_scale_dev);
+        KERNEL_CHECK(ctx, "sgd_plain_kernel");
+    } else {
+        sgd_momentum_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(
+            w, g, u, n, lr, momentum, weight_decay, grad_scale, grad_scale_dev, nesterov ? 1 : 0);
+        KERNEL_CHECK(ctx, "sgd_momentum_kernel");
+    }
+    return 0;
+}
+
+/* ---- norms and clipping ---------------------------------------------------------------- */
+
+__global__ void sumsq_partial_kernel(const float *g, size_t n, double *partials)
+{
+    double s = 0.0;
+    GRID_STRIDE(i, n) {
+        const double v = (double)g[i];
+        s += v * v;
+    }
+    s = block_sum<CUDA_RED_THREADS>(s);
+    if (threadIdx.x == 0) partials[blockIdx.x] = s;
+}
+
+enum { FINAL_SUM = 0, FINAL_CLIP_COEF = 1, FINAL_WORKER_SCALE = 2 };
+
+/* One block: adds the partials, then, by mode,
+ *   FINAL_SUM          *result = sum of squares
+ *   FINAL_CLIP_COEF    *result = ss; *scale = coef < 1 ? coef : 1, coef = a/(sqrt(ss) + 1e-6)
+ *   FINAL_WORKER_SCALE *scale = b * (a/norm if a > 0 and norm > a, else 1), norm = b*sqrt(ss)
+ * with a = max_norm / clip_norm and b = grad_scale. */
+__global__ void sumsq_final_kernel(const double *partials, int nparts, double *result, float *scale,
+                                   int mode, float a, float b)
+{
+    double s = 0.0;
+    for (int i = threadIdx.x; i < nparts; i += CUDA_RED_THREADS) s += partials[i];
+    s = block_sum<CUDA_RED_THREADS>(s);
+    if (threadIdx.x != 0) return;
+    if (result) *result = s;
+    if (mode == FINAL_CLIP_COEF) {
+        /* clip_grad_norm: coefficient max_norm / (norm + 1e-6), applied only when < 1 */
+        const double coef = (double)a / (sqrt(s) + 1e-6);
+        *scale = (a > 0.0f && coef < 1.0) ? (float)coef : 1.0f;
+    } else if (mode == FINAL_WORKER_SCALE) {
+        /* worker_apply_gradient: norm = grad_scale * (float)sqrt(ss) */
+        const float norm = __fmul_rn(b, (float)sqrt(s));
+        *scale = (a > 0.0f && norm > a) ? __fmul_rn(b, __fdiv_rn(a, norm)) : b;
+    }
+}
+
+/* Enqueues the two reduction passes over g. */
+static int sumsq_enqueue(cuda_ctx_t *ctx, size_t n, const float *g, int mode, float a, float b,
+                         double *result, float *scale)
+{
+    size_t blocks = (n + CUDA_RED_THREADS - 1) / CUDA_RED_THREADS;
+    if (blocks > CUDA_RED_BLOCKS) blocks = CUDA_RED_BLOCKS;
+    if (blocks < 1) blocks = 1;
+    sumsq_partial_kernel<<<(unsigned)blocks, CUDA_RED_THREADS, 0, ctx->stream>>>(g, n, ctx->d_partials);
+    KERNEL_CHECK(ctx, "sumsq_partial_kernel");
+    sumsq_final_kernel<<<1, CUDA_RED_THREADS, 0, ctx->stream>>>(ctx->d_partials, (int)blocks, result, scale,
+                                                                mode, a, b);
+    KERNEL_CHECK(ctx, "sumsq_final_kernel");
+    return 0;
+}
+
+extern "C" int cuda_sum_squares(cuda_ctx_t *ctx, size_t n, const float *g, double *out)
+{
+    if (sumsq_enqueue(ctx, n, g, FINAL_SUM, 0.0f, 0.0f, ctx->d_result, NULL) != 0) return -1;
+    CUDA_CHECK(ctx, cudaMemcpyAsync(ctx->h_result, ctx->d_result, sizeof(double), cudaMemcpyDeviceToHost,
+                                    ctx->stream),
+               "sum of squares download");
+    CUDA_CHECK(ctx, cudaStreamSynchronize(ctx->stream), "sum of squares (or an earlier kernel failed)");
+    *out = *ctx->h_result;
+    return 0;
+}
+
+__global__ void scale_by_dev_kernel(float *g, const float *k, size_t n)
+{
+    const float s = *k;
+    GRID_STRIDE(i, n) g[i] = __fmul_rn(g[i], s);
+}
+
+extern "C" int cuda_clip_grad_norm(cuda_ctx_t *ctx, size_t n, float *g, float max_norm, float *norm_out)
+{
+    if (sumsq_enqueue(ctx, n, g, FINAL_CLIP_COEF, max_norm, 0.0f, ctx->d_result, ctx->d_scratch) != 0)
+        return -1;
+    if (max_norm > 0.0f && n) {
+        scale_by_dev_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(g, ctx->d_scratch, n);
+        KERNEL_CHECK(ctx, "scale_by_dev_kernel");
+    }
+    if (norm_out) {
+        CUDA_CHECK(ctx, cudaMemcpyAsync(ctx->h_result, ctx->d_result, sizeof(double), cudaMemcpyDeviceToHost,
+                                        ctx->stream),
+                   "norm download");
+        CUDA_CHECK(ctx, cudaStreamSynchronize(ctx->stream), "clip_grad_norm (or an earlier kernel failed)");
+        *norm_out = (float)sqrt(*ctx->h_result);
+    }
+    return 0;
+}
+
+extern "C" int cuda_clip_scale(cuda_ctx_t *ctx, size_t n, const float *g, float grad_scale,
+                               float clip_norm, float *scale_dev)
+{
+    return sumsq_enqueue(ctx, n, g, FINAL_WORKER_SCALE, clip_norm, grad_scale, NULL, scale_dev);
+}
+
+/* ---- delay compensation and staleness ------------------------------------------------- */
+
+/* lambda*g*g*(w - w_bak), left to right */
+static __device__ __forceinline__ float dc_term(float lam, float g, float w, float wb)
+{
+    return __fmul_rn(__fmul_rn(__fmul_rn(lam, g), g), __fsub_rn(w, wb));
+}
+
+__global__ void dc_kernel(const float *g, const float *w, const float *wb, float lambda, float *out, size_t n)
+{
+    GRID_STRIDE(i, n) {
+        const float gi = g[i];
+        out[i] = __fadd_rn(gi, dc_term(lambda, gi, w[i], wb[i]));
+    }
+}
+
+__global__ void dc_adaptive_kernel(const float *g, const float *w, const float *wb, float *ms, float m,
+                                   float one_minus_m, float lambda0, float eps, float *out, size_t n)
+{
+    GRID_STRIDE(i, n) {
+        const float gi = g[i];
+        /* ms = m*ms + (1-m)*g*g */
+        const float msi = __fadd_rn(__fmul_rn(m, ms[i]), __fmul_rn(__fmul_rn(one_minus_m, gi), gi));
+        ms[i] = msi;
+        const float lam = __fdiv_rn(lambda0, __fsqrt_rn(__fadd_rn(msi, eps)));
+        out[i] = __fadd_rn(gi, dc_term(lam, gi, w[i], wb[i]));
+    }
+}
+
+__global__ void ddc_kernel(const float *g, const float *w, const float *wb, float *v, float lambda0,
+                           float kappa, float eps, float *out, size_t n)
+{
+    GRID_STRIDE(i, n) {
+        const float gi = g[i];
+        /* v = 0.95*v + 0.05*g*g (the constants of ddc_compensate, not 1 - 0.95) */
+        const float vi = __fadd_rn(__fmul_rn(0.95f, v[i]), __fmul_rn(__fmul_rn(0.05f, gi), gi));
+        v[i] = vi;
+        const float lam = __fdiv_rn(lambda0, __fsqrt_rn(__fadd_rn(vi, eps)));
+        const float c = dc_term(lam, gi, w[i], wb[i]);
+        /* s = min(1, kappa*|g| / (|c| + eps)): the correction never exceeds kappa*|g|; written
+         * as the CPU's compare so that a NaN s stays NaN there and here */
+        float s = __fdiv_rn(__fmul_rn(kappa, fabsf(gi)), __fadd_rn(fabsf(c), eps));
+        if (s > 1.0f) s = 1.0f;
+        out[i] = __fadd_rn(gi, __fmul_rn(s, c));
+    }
+}
+
+__global__ void momentum_step_kernel(float *w, float *u, const float *g, float gs, float eta, float mu,
+                                     float wd, size_t n)
+{
+    GRID_STRIDE(i, n) {
+        /* u = mu*u - eta*(gs*g + wd*w);  w = w + u */
+        const float d = __fadd_rn(__fmul_rn(gs, g[i]), __fmul_rn(wd, w[i]));
+        const float ui = __fsub_rn(__fmul_rn(mu, u[i]), __fmul_rn(eta, d));
+        u[i] = ui;
+        w[i] = __fadd_rn(w[i], ui);
+    }
+}
+
+/* y += a*x */
+__global__ void axpy_kernel(float *y, const float *x, float a, size_t n)
+{
+    GRID_STRIDE(i, n) y[i] = __fadd_rn(y[i], __fmul_rn(a, x[i]));
+}
+
+/* w -= k*g */
+__global__ void axpy_neg_kernel(float *w, const float *g, float k, size_t n)
+{
+    GRID_STRIDE(i, n) w[i] = __fsub_rn(w[i], __fmul_rn(k, g[i]));
+}
+
+extern "C" int cuda_dc_compensate(cuda_ctx_t *ctx, size_t n, const float *g, const float *w,
+                                  const float *w_bak, float lambda, float *out)
+{
+    if (!n) return 0;
+    dc_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(g, w, w_bak, lambda, out, n);
+    KERNEL_CHECK(ctx, "dc_kernel");
+    return 0;
+}
+
+extern "C" int cuda_dc_compensate_adaptive(cuda_ctx_t *ctx, size_t n, const float *g, const float *w,
+                                           const float *w_bak, float *ms, float m, float lambda0, float eps,
+                                           float *out)
+{
+    if (!n) return 0;
+    dc_adaptive_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(g, w, w_bak, ms, m, 1.0f - m, lambda0,
+                                                                    eps, out, n);
+    KERNEL_CHECK(ctx, "dc_adaptive_kernel");
+    return 0;
+}
+
+extern "C" int cuda_ddc_compensate(cuda_ctx_t *ctx, size_t n, const float *g, const float *w,
+                                   const float *w_bak, float *v, float lambda0, float kappa, float eps,
+                                   float *out)
+{
+    if (!n) return 0;
+    ddc_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(g, w, w_bak, v, lambda0, kappa, eps, out, n);
+    KERNEL_CHECK(ctx, "ddc_kernel");
+    return 0;
+}
+
+extern "C" int cuda_momentum_step(cuda_ctx_t *ctx, size_t n, float *w, float *u, const float *g,
+                                  float grad_scale, float eta, float mu, float weight_decay)
+{
+    if (!n) return 0;
+    momentum_step_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(w, u, g, grad_scale, eta, mu,
+                                                                      weight_decay, n);
+    KERNEL_CHECK(ctx, "momentum_step_kernel");
+    return 0;
+}
+
+extern "C" int cuda_axpy(cuda_ctx_t *ctx, size_t n, float a, const float *x, float *y)
+{
+    if (!n) return 0;
+    axpy_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(y, x, a, n);
+    KERNEL_CHECK(ctx, "axpy_kernel");
+    return 0;
+}
+
+extern "C" int cuda_staleness_update(cuda_ctx_t *ctx, size_t n, float *w, const float *g, float alpha0,
+                                     long tau, float scale)
+{
+    if (!n) return 0;
+    const float k = (alpha0 / (float)(tau > 1 ? tau : 1)) * scale;
+    axpy_neg_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(w, g, k, n);
+    KERNEL_CHECK(ctx, "axpy_neg_kernel");
+    return 0;
+}

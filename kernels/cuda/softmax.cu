@@ -1,0 +1,98 @@
+/* kernels/cuda/softmax.cu - fused softmax + cross-entropy, its gradient, and accuracy.
+ *
+ * Letters: B batch, N classes.
+ *
+ * The forward pass follows kernels/cpu/softmax.c step by step (row maximum, expf of the
+ * shifted logits, their sum in double, one float reciprocal, loss = log(sum) - (x_label - m)
+ * in double); only expf and log may differ from glibc's by an ulp. The batch mean of the
+ * per-row losses is a fixed-order block reduction in double, so it is deterministic.
+ * A label outside [0, N) gives that row a NaN loss instead of reading out of bounds.
+ */
+#include <math.h>
+
+#include "cuda_common.h"
+
+#define XENT_THREADS 256
+
+/* One block: thread t handles rows t, t + XENT_THREADS, ...; N is small (10 here). */
+__global__ void softmax_xent_fwd_kernel(const float *logits, const int32_t *labels, float *probs,
+                                        float *loss, int B, int N)
+{
+    double acc = 0.0;
+    for (int r = threadIdx.x; r < B; r += XENT_THREADS) {
+        const float *x = logits + (size_t)r * N; /* (N) */
+        float *p = probs + (size_t)r * N;        /* (N) */
+        float m = x[0];
+        for (int j = 1; j < N; j++) m = x[j] > m ? x[j] : m;
+        double sum = 0.0;
+        for (int j = 0; j < N; j++) {
+            p[j] = expf(__fsub_rn(x[j], m));
+            sum += (double)p[j];
+        }
+        const float inv = (float)(1.0 / sum);
+        for (int j = 0; j < N; j++) p[j] = __fmul_rn(p[j], inv);
+        const int y = labels[r];
+        acc += (y >= 0 && y < N) ? log(sum) - ((double)x[y] - (double)m) : (double)NAN;
+    }
+    acc = block_sum<XENT_THREADS>(acc);
+    if (threadIdx.x == 0) *loss = (float)(acc / B);
+}
+
+__global__ void softmax_xent_bwd_kernel(const float *probs, const int32_t *labels, float k,
+                                        float *dlogits, size_t n, int N)
+{
+    GRID_STRIDE(i, n) {
+        const size_t b = i / N;
+        const int j = (int)(i % N);
+        const float p = probs[i];
+        dlogits[i] = j == labels[b] ? __fmul_rn(k, __fsub_rn(p, 1.0f)) : __fmul_rn(k, p);
+    }
+}
+
+__global__ void count_correct_kernel(const float *logits, const int32_t *labels, int *count, int B, int N)
+{
+    const int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= B) return;
+    const float *x = logits + (size_t)r * N;
+    int best = 0;
+    /* strict > keeps the lowest index among ties */
+    for (int j = 1; j < N; j++)
+        if (x[j] > x[best]) best = j;
+    if (best == labels[r]) atomicAdd(count, 1);
+}
+
+extern "C" int cuda_softmax_xent_forward(cuda_ctx_t *ctx, int B, int N, const float *logits,
+                                         const int32_t *labels, float *probs, float *loss_dev)
+{
+    if (B <= 0 || N <= 0) {
+        CUDA_CHECK(ctx, cudaMemsetAsync(loss_dev, 0, sizeof(float), ctx->stream), "memset loss");
+        return 0;
+    }
+    softmax_xent_fwd_kernel<<<1, XENT_THREADS, 0, ctx->stream>>>(logits, labels, probs, loss_dev, B, N);
+    KERNEL_CHECK(ctx, "softmax_xent_fwd_kernel");
+    return 0;
+}
+
+extern "C" int cuda_softmax_xent_backward(cuda_ctx_t *ctx, int B, int N, const float *probs,
+                                          const int32_t *labels, float scale, float *dlogits)
+{
+    if (B <= 0 || N <= 0) return 0;
+    const float k = scale / (float)B;
+    const size_t n = (size_t)B * N;
+    softmax_xent_bwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(probs, labels, k, dlogits, n, N);
+    KERNEL_CHECK(ctx, "softmax_xent_bwd_kernel");
+    return 0;
+}
+
+extern "C" int cuda_count_correct(cuda_ctx_t *ctx, int B, int N, const float *logits,
+                                  const int32_t *labels)
+{
+    if (B <= 0 || N <= 0) return 0;
+    CUDA_CHECK(ctx, cudaMemsetAsync(ctx->d_count, 0, sizeof(int), ctx->stream), "memset count");
+    count_correct_kernel<<<(B + 127) / 128, 128, 0, ctx->stream>>>(logits, labels, ctx->d_count, B, N);
+    KERNEL_CHECK(ctx, "count_correct_kernel");
+    CUDA_CHECK(ctx, cudaMemcpyAsync(ctx->h_count, ctx->d_count, sizeof(int), cudaMemcpyDeviceToHost, ctx->stream),
+               "count download");
+    CUDA_CHECK(ctx, cudaStreamSynchronize(ctx->stream), "count_correct (or an earlier kernel failed)");
+    return *ctx->h_count;
+}

@@ -1,0 +1,1128 @@
+/* tests/unit/test_cuda_parity.c - the CUDA backend against the CPU reference, tensor by tensor.
+ *
+ * Without a CUDA build (no PACER_WITH_CUDA) or without a visible GPU, main prints
+ * "skip: no CUDA device visible" and every test calls skip(): the runner counts them as
+ * skipped, and the program exits 0. Under AddressSanitizer (make check-asan) the device is
+ * not touched either (the driver and ASan's shadow memory do not mix), with its own skip line.
+ *
+ * With a GPU:
+ *   - every op of kernels/cuda/ops_cuda.h, forward and backward, against kernels/cpu on the
+ *     same random inputs: convolution in several geometries (stride 1/2/3, padding, 1x1,
+ *     even kernels, odd sizes, with and without bias, a smaller batch on the same plan),
+ *     max and average pooling in floor and ceil mode (with ties), ReLU, fully connected,
+ *     softmax cross-entropy, batch norm (train, eval, backward, incl. a large mean),
+ *     global average pooling, the option-A residual add, SGD (plain, momentum, Nesterov,
+ *     weight decay, grad_scale from host and device), norms and clipping, DC-ASGD(-a),
+ *     DDC-ASGD, the DDC momentum step, n-softsync's accumulation and the staleness-weighted
+ *     update (against kernels/cpu/async_ops.c where it has them). The gradient
+ *     conventions are checked as on the CPU: dinp is prefilled (+=), parameter gradients
+ *     start as NaN (=).
+ *   - a training step of each model (mlp, lenet5, cifar10_quick, resnet20) on both backends
+ *     from the same weights and batch: loss, logits and batch-norm running statistics;
+ *     every parameter gradient by name from model->tensors[] (twice, see below); the weights
+ *     and momentum after an SGD step with clipping; a second step at a smaller batch through
+ *     cuda_model_train_step; an evaluation forward.
+ *
+ * Error measure, printed for every tensor: max_abs = max |gpu - cpu|, and
+ * max_rel = max_abs / max |cpu| (relative to the tensor's largest magnitude, so entries
+ * that cancel to ~0 are not divided by ~0). A tensor passes when max_rel <= its tolerance:
+ *   TOL_EXACT      0     kernels written to round exactly like the CPU loops (pooling,
+ *                        ReLU, residual add, GAP, SGD, DC/DDC): same operations in the same
+ *                        order, no FMA contraction (__fadd_rn and friends);
+ *   TOL_CONV_FWD   1e-5  cuDNN (FMA math, no TF32) vs im2col + OpenBLAS: summation order;
+ *   TOL_CONV_GRAD  1e-4  the same over B*OH*OW-term sums;
+ *   TOL_FC         1e-5  cuBLAS vs OpenBLAS SGEMM;
+ *   TOL_SOFTMAX    1e-6  expf/log of CUDA vs glibc (an ulp);
+ *   TOL_BN         1e-4  cuDNN accumulates statistics in float, the CPU in double;
+ *   TOL_NORM       1e-6  double sums in another order, then float;
+ * Model step (errors accumulate through up to 20 layers):
+ *   TOL_LOSS 1e-5, TOL_LOGITS 1e-4, TOL_BUFFERS 1e-4 (bn running statistics),
+ *   TOL_GRAD_CONV 1e-3, TOL_GRAD_FC 1e-4, TOL_GRAD_BN 1e-3 (gradients of the backward pass
+ *   run on the host's forward state, see below). The weights after the SGD step and the
+ *   momentum buffer get their tensor's gradient tolerance; for the weights it is measured
+ *   on the update w_new - w_old (relative to the largest update, plus two ulps of the
+ *   weight: see compare_update), since relative to the weights any update would pass.
+ *   TOL_E2E_GRAD 5e-2: gradients end to end, each backend on its own forward. A ReLU input
+ *   within ~1e-6 of zero can land on different sides on the two backends; its gate then
+ *   passes a full-size gradient on one backend only, which moves the weight gradient of
+ *   the layer below by about one of its B*OH*OW terms (~1e-3 relative at these batch
+ *   sizes; resnet20 has millions of ReLU inputs per step, so a few such flips are
+ *   expected). The tight gradient check therefore runs the device backward on the host's
+ *   activations (cuda_model_upload_forward_state): same gates, same argmax, and only
+ *   rounding differences remain.
+ *
+ * Inputs come from a 64-bit LCG, so every run is the same.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend_cuda.h"
+#include "model.h"
+#include "ops.h"
+#ifdef PACER_WITH_CUDA
+#include "../../kernels/cuda/ops_cuda.h"
+#endif
+
+#define PARITY_TESTS(X)                                                                   \
+    X(test_conv) X(test_maxpool) X(test_avgpool) X(test_relu) X(test_fc)                  \
+    X(test_softmax_xent) X(test_batchnorm) X(test_gap) X(test_residual) X(test_sgd)       \
+    X(test_norm_clip) X(test_dc_ddc) X(test_model_mlp) X(test_model_lenet5)               \
+    X(test_model_cifar10_quick) X(test_model_resnet20)
+
+#ifndef PACER_WITH_CUDA
+
+#define STUB_TEST(name) \
+    static void name(void **state) { (void)state; skip(); }
+PARITY_TESTS(STUB_TEST)
+static int g_have_gpu = 0;
+
+#else /* PACER_WITH_CUDA */
+
+#define TOL_EXACT 0.0
+#define TOL_CONV_FWD 1e-5
+#define TOL_CONV_GRAD 1e-4
+#define TOL_FC 1e-5
+#define TOL_SOFTMAX 1e-6
+#define TOL_BN 1e-4
+#define TOL_NORM 1e-6
+#define TOL_LOSS 1e-5
+#define TOL_LOGITS 1e-4
+#define TOL_BUFFERS 1e-4
+#define TOL_GRAD_CONV 1e-3
+#define TOL_GRAD_FC 1e-4
+#define TOL_GRAD_BN 1e-3
+#define TOL_E2E_GRAD 5e-2
+#define PREFILL 0.5f
+
+static int g_have_gpu;
+static int g_device;
+static cuda_ctx_t *g_ctx;
+static int g_failures;         /* tensors out of tolerance in the current test */
+static double g_worst[2];      /* largest max_rel seen: [0] tight checks, [1] end to end */
+
+/* ---- helpers -------------------------------------------------------------------- */
+
+typedef struct { uint64_t s; } lcg_t;
+
+static uint32_t lcg_next(lcg_t *r)
+{
+    r->s = r->s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (uint32_t)(r->s >> 32);
+}
+
+static float lcg_unif(lcg_t *r, float lo, float hi)
+{
+    return lo + (hi - lo) * (float)(lcg_next(r) >> 8) * (1.0f / 16777216.0f);
+}
+
+static void fill(lcg_t *r, float *x, size_t n, float lo, float hi)
+{
+    for (size_t i = 0; i < n; i++) x[i] = lcg_unif(r, lo, hi);
+}
+
+static void fill_const(float *x, size_t n, float v)
+{
+    for (size_t i = 0; i < n; i++) x[i] = v;
+}
+
+static float *halloc(size_t n)
+{
+    float *p = malloc((n ? n : 1) * sizeof(float));
+    assert_non_null(p);
+    return p;
+}
+
+static void dfree_all(void);
+
+static void need_gpu(void)
+{
+    if (!g_have_gpu) skip();
+    if (!g_ctx) fail_msg("CUDA device visible but the context could not be created");
+    g_failures = 0;
+    dfree_all(); /* buffers a failed test left behind */
+}
+
+static void check_rc(int rc, const char *what)
+{
+    if (rc != 0) fail_msg("%s: %s", what, cuda_ctx_error(g_ctx));
+}
+
+/* Device buffers of the current test, freed by dfree_all. */
+#define MAX_DBUF 64
+static void *g_dbuf[MAX_DBUF];
+static int g_ndbuf;
+
+static void *dalloc_bytes(size_t bytes)
+{
+    void *p = NULL;
+    assert_true(g_ndbuf < MAX_DBUF);
+    check_rc(cuda_malloc(g_ctx, &p, bytes), "cuda_malloc");
+    g_dbuf[g_ndbuf++] = p;
+    return p;
+}
+
+static float *dalloc(size_t n) { return dalloc_bytes((n ? n : 1) * sizeof(float)); }
+
+static float *dcopy(const float *h, size_t n)
+{
+    float *d = dalloc(n);
+    check_rc(cuda_upload(g_ctx, d, h, n * sizeof(float)), "upload");
+    return d;
+}
+
+static int32_t *dcopy_i32(const int32_t *h, size_t n)
+{
+    int32_t *d = dalloc_bytes((n ? n : 1) * sizeof(int32_t));
+    check_rc(cuda_upload(g_ctx, d, h, n * sizeof(int32_t)), "upload");
+    return d;
+}
+
+static void upload(float *d, const float *h, size_t n)
+{
+    check_rc(cuda_upload(g_ctx, d, h, n * sizeof(float)), "upload");
+}
+
+/* Waits for the stream, then copies n floats down. */
+static void download(float *h, const float *d, size_t n)
+{
+    check_rc(cuda_ctx_sync(g_ctx), "kernel");
+    check_rc(cuda_download(g_ctx, h, d, n * sizeof(float)), "download");
+}
+
+static void dfree_all(void)
+{
+    for (int i = 0; i < g_ndbuf; i++) cuda_free(g_dbuf[i]);
+    g_ndbuf = 0;
+}
+
+/* Compares one tensor, prints its errors and counts a failure (the test fails at its end,
+ * after every tensor has been printed). e2e selects which worst-case slot it feeds. */
+static void compare_ex(const char *name, const float *gpu, const float *cpu, size_t n, double tol, int e2e)
+{
+    double max_abs = 0.0, max_ref = 0.0;
+    size_t nan_mismatch = 0, worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double a = gpu[i], b = cpu[i];
+        if (isnan(a) || isnan(b)) {
+            if (isnan(a) != isnan(b)) nan_mismatch++;
+            continue;
+        }
+        const double e = fabs(a - b);
+        if (e > max_abs) {
+            max_abs = e;
+            worst = i;
+        }
+        if (fabs(b) > max_ref) max_ref = fabs(b);
+    }
+    const double rel = max_ref > 0.0 ? max_abs / max_ref : max_abs;
+    const int ok = nan_mismatch == 0 && rel <= tol;
+    if (rel > g_worst[e2e]) g_worst[e2e] = rel;
+    printf("  %-34s n=%-8zu max_abs=%9.3e max_rel=%9.3e tol=%7.1e %s", name, n, max_abs, rel, tol,
+           ok ? "ok" : "FAIL");
+    if (!ok)
+        printf(" (worst at %zu: gpu %.9g cpu %.9g; NaN mismatches %zu)", worst, n ? gpu[worst] : 0.0,
+               n ? cpu[worst] : 0.0, nan_mismatch);
+    printf("\n");
+    if (!ok) g_failures++;
+}
+
+static void compare(const char *name, const float *gpu, const float *cpu, size_t n, double tol)
+{
+    compare_ex(name, gpu, cpu, n, tol, 0);
+}
+
+/* Downloads d (n floats) and compares it with cpu. */
+static void compare_dev(const char *name, const float *d, const float *cpu, size_t n, double tol)
+{
+    float *h = halloc(n);
+    download(h, d, n);
+    compare(name, h, cpu, n, tol);
+    free(h);
+}
+
+/* Weights after an update step: the updates (w_new - w_old, exact in float since w_new is
+ * close to w_old) are compared at tol relative to the largest CPU update, plus two ulps of
+ * the stored weight, the precision below which the two backends' weights cannot agree even
+ * when their updates differ by less. (Relative to the weights themselves nearly any update
+ * would pass; relative to the update alone, rounding the weight would fail it.) */
+static void compare_update(const char *name, const float *gpu, const float *cpu, const float *old, size_t n,
+                           double tol)
+{
+    double max_abs = 0.0, max_upd = 0.0, worst_excess = 0.0;
+    size_t bad = 0, worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double u = fabs((double)cpu[i] - old[i]);
+        if (u > max_upd) max_upd = u;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const double e = fabs((double)gpu[i] - cpu[i]);
+        const double ulp = (double)nextafterf(fabsf(cpu[i]), INFINITY) - fabsf(cpu[i]);
+        const double allowed = tol * max_upd + 2.0 * ulp;
+        if (e > max_abs) max_abs = e;
+        if (!(e <= allowed)) {
+            bad++;
+            if (e - allowed > worst_excess || bad == 1) {
+                worst_excess = e - allowed;
+                worst = i;
+            }
+        }
+    }
+    const double rel = max_upd > 0.0 ? max_abs / max_upd : max_abs;
+    if (!bad && rel > g_worst[0]) g_worst[0] = rel;
+    printf("  %-34s n=%-8zu max_abs=%9.3e max_rel=%9.3e tol=%7.1e %s", name, n, max_abs, rel, tol,
+           bad ? "FAIL" : "ok");
+    if (bad)
+        printf(" (%zu elements beyond tol*max|update| + 2 ulp; worst at %zu: gpu %.9g cpu %.9g old %.9g)", bad,
+               worst, gpu[worst], cpu[worst], old[worst]);
+    printf("\n");
+    if (bad) g_failures++;
+}
+
+static void compare_scalar(const char *name, float gpu, float cpu, double tol)
+{
+    compare(name, &gpu, &cpu, 1, tol);
+}
+
+static void end_test(void)
+{
+    dfree_all();
+    if (g_failures) fail_msg("%d tensor(s) out of tolerance (see FAIL lines above)", g_failures);
+}
+
+/* ---- convolution ---------------------------------------------------------------- */
+
+typedef struct { int B, C, H, W, OC, K, stride, pad, bias; } conv_case_t;
+
+static void test_conv(void **state)
+{
+    (void)state;
+    need_gpu();
+    static const conv_case_t cases[] = {
+        { 4, 3, 32, 32, 16, 3, 1, 1, 0 },  /* resnet20 stem */
+        { 4, 16, 32, 32, 32, 3, 2, 1, 0 }, /* resnet20 downsampling conv */
+        { 5, 1, 28, 28, 6, 5, 1, 2, 1 },   /* lenet5 conv1 */
+        { 5, 6, 14, 14, 16, 5, 1, 0, 1 },  /* lenet5 conv2 */
+        { 3, 32, 16, 16, 32, 5, 1, 2, 1 }, /* cifar10_quick conv2 */
+        { 2, 3, 9, 7, 5, 3, 2, 0, 1 },     /* odd sizes, stride 2, no padding */
+        { 2, 4, 8, 8, 6, 1, 1, 0, 1 },     /* 1x1 */
+        { 3, 5, 11, 13, 7, 4, 3, 2, 1 },   /* even kernel, stride 3 */
+    };
+    lcg_t r = { 11 };
+    char name[96];
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const conv_case_t *c = &cases[ci];
+        conv2d_desc_t d;
+        assert_int_equal(conv2d_init(&d, c->C, c->H, c->W, c->OC, c->K, c->K, c->stride, c->pad), 0);
+        printf("conv %zu: B=%d C=%d %dx%d OC=%d K=%d stride=%d pad=%d bias=%d -> %dx%d\n", ci, c->B, c->C, c->H,
+               c->W, c->OC, c->K, c->stride, c->pad, c->bias, d.OH, d.OW);
+        const int B = c->B;
+        const size_t nin = (size_t)B * c->C * c->H * c->W, nw = (size_t)c->OC * c->C * c->K * c->K;
+        const size_t nout = (size_t)B * c->OC * d.OH * d.OW;
+        float *x = halloc(nin), *w = halloc(nw), *b = halloc(c->OC), *g = halloc(nout);
+        float *out = halloc(nout), *dx = halloc(nin), *dw = halloc(nw), *db = halloc(c->OC);
+        float *ws = halloc(conv2d_workspace(&d, B));
+        fill(&r, x, nin, -1, 1);
+        fill(&r, w, nw, -0.3f, 0.3f);
+        fill(&r, b, c->OC, -0.5f, 0.5f);
+        fill(&r, g, nout, -1, 1);
+        fill_const(dx, nin, PREFILL);
+        fill_const(dw, nw, NAN);
+        fill_const(db, c->OC, NAN);
+        /* device copies first: dinp prefilled (+=), parameter gradients NaN (=) */
+        float *d_x = dcopy(x, nin), *d_w = dcopy(w, nw), *d_b = dcopy(b, c->OC), *d_g = dcopy(g, nout);
+        float *d_out = dalloc(nout), *d_dx = dcopy(dx, nin), *d_dw = dcopy(dw, nw), *d_db = dcopy(db, c->OC);
+        conv2d_forward(&d, B, x, w, c->bias ? b : NULL, out, ws);
+        conv2d_backward(&d, B, x, w, g, dx, dw, c->bias ? db : NULL, ws);
+
+        cuda_conv_plan_t *plan = NULL;
+        check_rc(cuda_conv2d_plan_create(g_ctx, &d, B, 0, &plan), "plan");
+        const size_t wsb = cuda_conv2d_plan_workspace(plan);
+        void *dws = dalloc_bytes(wsb ? wsb : 4);
+        check_rc(cuda_conv2d_forward(g_ctx, plan, B, d_x, d_w, c->bias ? d_b : NULL, d_out, dws, wsb), "conv fwd");
+        check_rc(cuda_conv2d_backward(g_ctx, plan, B, d_x, d_w, d_g, d_dx, d_dw, c->bias ? d_db : NULL, dws, wsb),
+                 "conv bwd");
+        snprintf(name, sizeof name, "conv%zu.out", ci);
+        compare_dev(name, d_out, out, nout, TOL_CONV_FWD);
+        snprintf(name, sizeof name, "conv%zu.dinp (+=)", ci);
+        compare_dev(name, d_dx, dx, nin, TOL_CONV_GRAD);
+        snprintf(name, sizeof name, "conv%zu.dweight (=)", ci);
+        compare_dev(name, d_dw, dw, nw, TOL_CONV_GRAD);
+        if (c->bias) {
+            snprintf(name, sizeof name, "conv%zu.dbias (=)", ci);
+            compare_dev(name, d_db, db, c->OC, TOL_CONV_GRAD);
+        }
+
+        /* dinp NULL: weight gradient only */
+        fill_const(dw, nw, NAN);
+        upload(d_dw, dw, nw);
+        conv2d_backward(&d, B, x, w, g, NULL, dw, NULL, ws);
+        check_rc(cuda_conv2d_backward(g_ctx, plan, B, d_x, d_w, d_g, NULL, d_dw, NULL, dws, wsb), "conv bwd NULL");
+        snprintf(name, sizeof name, "conv%zu.dweight (dinp NULL)", ci);
+        compare_dev(name, d_dw, dw, nw, TOL_CONV_GRAD);
+
+        /* a smaller batch on the same plan re-picks algorithms within the same workspace */
+        if (B > 1) {
+            const int Bs = B - 1;
+            conv2d_forward(&d, Bs, x, w, c->bias ? b : NULL, out, ws);
+            check_rc(cuda_conv2d_forward(g_ctx, plan, Bs, d_x, d_w, c->bias ? d_b : NULL, d_out, dws, wsb),
+                     "conv fwd smaller batch");
+            snprintf(name, sizeof name, "conv%zu.out (B=%d)", ci, Bs);
+            compare_dev(name, d_out, out, (size_t)Bs * c->OC * d.OH * d.OW, TOL_CONV_FWD);
+        }
+        cuda_conv2d_plan_free(plan);
+        free(x); free(w); free(b); free(g); free(out); free(dx); free(dw); free(db); free(ws);
+        dfree_all();
+    }
+    end_test();
+}
+
+/* ---- pooling -------------------------------------------------------------------- */
+
+typedef struct { int B, C, H, W, K, stride, pad, ceil_mode; } pool_case_t;
+
+static const pool_case_t POOL_CASES[] = {
+    { 3, 3, 28, 28, 2, 2, 0, 0 }, /* lenet5 */
+    { 2, 4, 32, 32, 3, 2, 0, 1 }, /* cifar10_quick: overlapping windows, ceil */
+    { 2, 4, 16, 16, 3, 2, 0, 1 },
+    { 2, 3, 7, 9, 3, 2, 1, 0 },   /* padding */
+    { 2, 3, 7, 9, 3, 2, 1, 1 },   /* padding + ceil */
+    { 2, 2, 6, 6, 3, 3, 0, 1 },   /* ceil, K == stride */
+    { 2, 2, 5, 5, 2, 2, 0, 1 },   /* ceil: a partial window at the edge */
+    { 2, 2, 8, 8, 3, 1, 1, 0 },   /* stride 1, heavy overlap */
+};
+
+/* Uniform values, or in odd cases quantized to a few levels with zeros (like a ReLU
+ * output) so that windows hold ties and the first-maximum rule matters. */
+static void pool_input(lcg_t *r, float *x, size_t n, int ties)
+{
+    for (size_t i = 0; i < n; i++) {
+        float v = lcg_unif(r, -1, 1);
+        if (ties) v = v < 0 ? 0.0f : floorf(v * 4.0f) / 4.0f;
+        x[i] = v;
+    }
+}
+
+static void pool_test(int is_max)
+{
+    lcg_t r = { is_max ? 21u : 22u };
+    char name[96];
+    const char *kind = is_max ? "maxpool" : "avgpool";
+    for (size_t ci = 0; ci < sizeof POOL_CASES / sizeof POOL_CASES[0]; ci++) {
+        const pool_case_t *c = &POOL_CASES[ci];
+        pool2d_desc_t d;
+        assert_int_equal(pool2d_init(&d, c->C, c->H, c->W, c->K, c->stride, c->pad, c->ceil_mode), 0);
+        printf("%s %zu: B=%d C=%d %dx%d K=%d stride=%d pad=%d ceil=%d -> %dx%d\n", kind, ci, c->B, c->C, c->H, c->W,
+               c->K, c->stride, c->pad, c->ceil_mode, d.OH, d.OW);
+        const size_t nin = (size_t)c->B * c->C * c->H * c->W, nout = (size_t)c->B * c->C * d.OH * d.OW;
+        float *x = halloc(nin), *out = halloc(nout), *g = halloc(nout), *dx = halloc(nin);
+        int32_t *am = malloc(nout * sizeof(int32_t)), *am_g = malloc(nout * sizeof(int32_t));
+        assert_non_null(am);
+        assert_non_null(am_g);
+        pool_input(&r, x, nin, (int)(ci & 1));
+        fill(&r, g, nout, -1, 1);
+        fill_const(dx, nin, PREFILL);
+        float *d_x = dcopy(x, nin), *d_g = dcopy(g, nout), *d_out = dalloc(nout), *d_dx = dcopy(dx, nin);
+        int32_t *d_am = dalloc_bytes(nout * sizeof(int32_t));
+        if (is_max) {
+            maxpool2d_forward(&d, c->B, x, out, am);
+            maxpool2d_backward(&d, c->B, g, am, dx);
+            check_rc(cuda_maxpool2d_forward(g_ctx, &d, c->B, d_x, d_out, d_am), "maxpool fwd");
+            check_rc(cuda_maxpool2d_backward(g_ctx, &d, c->B, d_g, d_am, d_dx), "maxpool bwd");
+            check_rc(cuda_ctx_sync(g_ctx), "maxpool");
+            check_rc(cuda_download(g_ctx, am_g, d_am, nout * sizeof(int32_t)), "download argmax");
+            size_t diff = 0;
+            for (size_t i = 0; i < nout; i++) diff += am[i] != am_g[i];
+            printf("  %-34s n=%-8zu mismatches=%zu (must be 0) %s\n", "argmax", nout, diff, diff ? "FAIL" : "ok");
+            if (diff) g_failures++;
+        } else {
+            avgpool2d_forward(&d, c->B, x, out);
+            avgpool2d_backward(&d, c->B, g, dx);
+            check_rc(cuda_avgpool2d_forward(g_ctx, &d, c->B, d_x, d_out), "avgpool fwd");
+            check_rc(cuda_avgpool2d_backward(g_ctx, &d, c->B, d_g, d_dx), "avgpool bwd");
+        }
+        snprintf(name, sizeof name, "%s%zu.out", kind, ci);
+        compare_dev(name, d_out, out, nout, TOL_EXACT);
+        snprintf(name, sizeof name, "%s%zu.dinp (+=)", kind, ci);
+        compare_dev(name, d_dx, dx, nin, TOL_EXACT);
+        free(x); free(out); free(g); free(dx); free(am); free(am_g);
+        dfree_all();
+    }
+    end_test();
+}
+
+static void test_maxpool(void **state)
+{
+    (void)state;
+    need_gpu();
+    pool_test(1);
+}
+
+static void test_avgpool(void **state)
+{
+    (void)state;
+    need_gpu();
+    pool_test(0);
+}
+
+/* ---- elementwise ---------------------------------------------------------------- */
+
+static void test_relu(void **state)
+{
+    (void)state;
+    need_gpu();
+    lcg_t r = { 31 };
+    const size_t n = 100003;
+    float *x = halloc(n), *out = halloc(n), *g = halloc(n), *dx = halloc(n);
+    fill(&r, x, n, -1, 1);
+    for (size_t i = 0; i < n; i += 7) x[i] = 0.0f; /* exact zeros: the gate is out > 0 */
+    fill(&r, g, n, -1, 1);
+    fill_const(dx, n, PREFILL);
+    float *d_x = dcopy(x, n), *d_g = dcopy(g, n), *d_out = dalloc(n), *d_dx = dcopy(dx, n);
+    relu_forward(n, x, out);
+    relu_backward(n, out, g, dx);
+    check_rc(cuda_relu_forward(g_ctx, n, d_x, d_out), "relu fwd");
+    check_rc(cuda_relu_backward(g_ctx, n, d_out, d_g, d_dx), "relu bwd");
+    compare_dev("relu.out", d_out, out, n, TOL_EXACT);
+    compare_dev("relu.dinp (+=)", d_dx, dx, n, TOL_EXACT);
+    /* in place, as relu_forward allows */
+    check_rc(cuda_relu_forward(g_ctx, n, d_x, d_x), "relu in place");
+    compare_dev("relu.out (in place)", d_x, out, n, TOL_EXACT);
+    free(x); free(out); free(g); free(dx);
+    end_test();
+}
+
+static void test_gap(void **state)
+{
+    (void)state;
+    need_gpu();
+    static const int cases[][3] = { { 4, 16, 64 }, { 3, 5, 7 }, { 2, 64, 64 }, { 2, 3, 1 } };
+    lcg_t r = { 41 };
+    char name[64];
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const int B = cases[ci][0], C = cases[ci][1], HW = cases[ci][2];
+        const size_t nin = (size_t)B * C * HW, nout = (size_t)B * C;
+        float *x = halloc(nin), *out = halloc(nout), *g = halloc(nout), *dx = halloc(nin);
+        fill(&r, x, nin, -1, 1);
+        fill(&r, g, nout, -1, 1);
+        fill_const(dx, nin, PREFILL);
+        float *d_x = dcopy(x, nin), *d_g = dcopy(g, nout), *d_out = dalloc(nout), *d_dx = dcopy(dx, nin);
+        gap_forward(B, C, HW, x, out);
+        gap_backward(B, C, HW, g, dx);
+        check_rc(cuda_gap_forward(g_ctx, B, C, HW, d_x, d_out), "gap fwd");
+        check_rc(cuda_gap_backward(g_ctx, B, C, HW, d_g, d_dx), "gap bwd");
+        snprintf(name, sizeof name, "gap%zu (B=%d C=%d HW=%d).out", ci, B, C, HW);
+        compare_dev(name, d_out, out, nout, TOL_EXACT);
+        snprintf(name, sizeof name, "gap%zu.dinp (+=)", ci);
+        compare_dev(name, d_dx, dx, nin, TOL_EXACT);
+        free(x); free(out); free(g); free(dx);
+        dfree_all();
+    }
+    end_test();
+}
+
+static void test_residual(void **state)
+{
+    (void)state;
+    need_gpu();
+    static const int cases[][5] = {
+        /* C, H, W, OC, stride */
+        { 16, 32, 32, 16, 1 }, /* identity */
+        { 16, 32, 32, 32, 2 }, /* resnet20 stage change */
+        { 3, 7, 9, 8, 2 },     /* odd sizes, odd channel offset */
+        { 4, 5, 5, 8, 3 },
+    };
+    lcg_t r = { 51 };
+    char name[64];
+    const int B = 3;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        shortcut_desc_t d;
+        assert_int_equal(shortcut_init(&d, cases[ci][0], cases[ci][1], cases[ci][2], cases[ci][3], cases[ci][4]), 0);
+        const size_t nx = (size_t)B * d.C * d.H * d.W, na = (size_t)B * d.OC * d.OH * d.OW;
+        float *a = halloc(na), *x = halloc(nx), *out = halloc(na), *g = halloc(na);
+        float *da = halloc(na), *dx = halloc(nx);
+        fill(&r, a, na, -1, 1);
+        fill(&r, x, nx, -1, 1);
+        fill(&r, g, na, -1, 1);
+        fill_const(da, na, PREFILL);
+        fill_const(dx, nx, -PREFILL);
+        float *d_a = dcopy(a, na), *d_x = dcopy(x, nx), *d_g = dcopy(g, na), *d_out = dalloc(na);
+        float *d_da = dcopy(da, na), *d_dx = dcopy(dx, nx);
+        residual_add_forward(&d, B, a, x, out);
+        residual_add_backward(&d, B, g, da, dx);
+        check_rc(cuda_residual_add_forward(g_ctx, &d, B, d_a, d_x, d_out), "residual fwd");
+        check_rc(cuda_residual_add_backward(g_ctx, &d, B, d_g, d_da, d_dx), "residual bwd");
+        snprintf(name, sizeof name, "residual%zu (C=%d OC=%d s=%d).out", ci, d.C, d.OC, d.stride);
+        compare_dev(name, d_out, out, na, TOL_EXACT);
+        snprintf(name, sizeof name, "residual%zu.da (+=)", ci);
+        compare_dev(name, d_da, da, na, TOL_EXACT);
+        snprintf(name, sizeof name, "residual%zu.dx (+=)", ci);
+        compare_dev(name, d_dx, dx, nx, TOL_EXACT);
+        free(a); free(x); free(out); free(g); free(da); free(dx);
+        dfree_all();
+    }
+    end_test();
+}
+
+/* ---- fully connected ------------------------------------------------------------ */
+
+static void test_fc(void **state)
+{
+    (void)state;
+    need_gpu();
+    static const int cases[][4] = {
+        /* B, IN, OUT, bias */
+        { 7, 33, 10, 1 }, { 16, 784, 256, 1 }, { 5, 400, 120, 1 }, { 1, 5, 3, 1 }, { 9, 64, 10, 0 },
+    };
+    lcg_t r = { 61 };
+    char name[64];
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const int B = cases[ci][0], IN = cases[ci][1], OUT = cases[ci][2], hb = cases[ci][3];
+        const size_t nin = (size_t)B * IN, nw = (size_t)OUT * IN, nout = (size_t)B * OUT;
+        float *x = halloc(nin), *w = halloc(nw), *b = halloc(OUT), *g = halloc(nout), *out = halloc(nout);
+        float *dx = halloc(nin), *dw = halloc(nw), *db = halloc(OUT);
+        fill(&r, x, nin, -1, 1);
+        fill(&r, w, nw, -0.2f, 0.2f);
+        fill(&r, b, OUT, -0.5f, 0.5f);
+        fill(&r, g, nout, -1, 1);
+        fill_const(dx, nin, PREFILL);
+        fill_const(dw, nw, NAN);
+        fill_const(db, OUT, NAN);
+        float *d_x = dcopy(x, nin), *d_w = dcopy(w, nw), *d_b = dcopy(b, OUT), *d_g = dcopy(g, nout);
+        float *d_out = dalloc(nout), *d_dx = dcopy(dx, nin), *d_dw = dcopy(dw, nw), *d_db = dcopy(db, OUT);
+        fc_forward(B, IN, OUT, x, w, hb ? b : NULL, out);
+        fc_backward(B, IN, OUT, x, w, g, dx, dw, hb ? db : NULL);
+        check_rc(cuda_fc_forward(g_ctx, B, IN, OUT, d_x, d_w, hb ? d_b : NULL, d_out), "fc fwd");
+        check_rc(cuda_fc_backward(g_ctx, B, IN, OUT, d_x, d_w, d_g, d_dx, d_dw, hb ? d_db : NULL), "fc bwd");
+        snprintf(name, sizeof name, "fc%zu (B=%d %d->%d).out", ci, B, IN, OUT);
+        compare_dev(name, d_out, out, nout, TOL_FC);
+        snprintf(name, sizeof name, "fc%zu.dinp (+=)", ci);
+        compare_dev(name, d_dx, dx, nin, TOL_FC);
+        snprintf(name, sizeof name, "fc%zu.dweight (=)", ci);
+        compare_dev(name, d_dw, dw, nw, TOL_FC);
+        if (hb) {
+            snprintf(name, sizeof name, "fc%zu.dbias (=)", ci);
+            compare_dev(name, d_db, db, OUT, TOL_FC);
+        }
+        /* dinp NULL */
+        fill_const(dw, nw, NAN);
+        upload(d_dw, dw, nw);
+        fc_backward(B, IN, OUT, x, w, g, NULL, dw, NULL);
+        check_rc(cuda_fc_backward(g_ctx, B, IN, OUT, d_x, d_w, d_g, NULL, d_dw, NULL), "fc bwd NULL");
+        snprintf(name, sizeof name, "fc%zu.dweight (dinp NULL)", ci);
+        compare_dev(name, d_dw, dw, nw, TOL_FC);
+        free(x); free(w); free(b); free(g); free(out); free(dx); free(dw); free(db);
+        dfree_all();
+    }
+    end_test();
+}
+
+/* ---- softmax cross-entropy ------------------------------------------------------ */
+
+static void test_softmax_xent(void **state)
+{
+    (void)state;
+    need_gpu();
+    lcg_t r = { 71 };
+    const int B = 37, N = 10;
+    const size_t n = (size_t)B * N;
+    float *x = halloc(n), *p = halloc(n), *g = halloc(n);
+    int32_t y[37];
+    fill(&r, x, n, -5, 5);
+    for (int j = 0; j < N; j++) x[3 * N + j] += 80.0f; /* a row far from 0: needs the max shift */
+    x[5 * N + 2] = x[5 * N + 7];                       /* a tie for count_correct */
+    for (int b = 0; b < B; b++) y[b] = (int32_t)(lcg_next(&r) % N);
+    y[5] = 7;
+    float *d_x = dcopy(x, n), *d_p = dalloc(n), *d_g = dalloc(n), *d_loss = dalloc(1);
+    int32_t *d_y = dcopy_i32(y, B);
+    const float loss = softmax_xent_forward(B, N, x, y, p);
+    check_rc(cuda_softmax_xent_forward(g_ctx, B, N, d_x, d_y, d_p, d_loss), "xent fwd");
+    float loss_g;
+    download(&loss_g, d_loss, 1);
+    compare_scalar("xent.loss", loss_g, loss, TOL_SOFTMAX);
+    compare_dev("xent.probs", d_p, p, n, TOL_SOFTMAX);
+    static const float scales[] = { 1.0f, 0.37f };
+    for (int s = 0; s < 2; s++) {
+        softmax_xent_backward(B, N, p, y, scales[s], g);
+        check_rc(cuda_softmax_xent_backward(g_ctx, B, N, d_p, d_y, scales[s], d_g), "xent bwd");
+        compare_dev(s ? "xent.dlogits (scale 0.37)" : "xent.dlogits (scale 1)", d_g, g, n, TOL_SOFTMAX);
+    }
+    const int cc = count_correct(B, N, x, y), cg = cuda_count_correct(g_ctx, B, N, d_x, d_y);
+    printf("  %-34s cpu=%d gpu=%d %s\n", "count_correct", cc, cg, cc == cg ? "ok" : "FAIL");
+    if (cc != cg) g_failures++;
+    free(x); free(p); free(g);
+    end_test();
+}
+
+/* ---- batch norm ----------------------------------------------------------------- */
+
+static void test_batchnorm(void **state)
+{
+    (void)state;
+    need_gpu();
+    static const struct { int B, C, HW; float offset; } cases[] = {
+        { 8, 16, 64, 0.0f }, { 4, 32, 256, 5.0f }, { 16, 8, 1, 0.0f }, { 3, 5, 49, -2.0f },
+    };
+    lcg_t r = { 81 };
+    char name[96];
+    const float momentum = 0.1f;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const int B = cases[ci].B, C = cases[ci].C, HW = cases[ci].HW;
+        const size_t n = (size_t)B * C * HW;
+        printf("batchnorm %zu: B=%d C=%d HW=%d mean offset %g\n", ci, B, C, HW, cases[ci].offset);
+        float *x = halloc(n), *out = halloc(n), *g = halloc(n), *dx = halloc(n);
+        float *gamma = halloc(C), *beta = halloc(C), *rm = halloc(C), *rv = halloc(C);
+        float *sm = halloc(C), *si = halloc(C), *dgamma = halloc(C), *dbeta = halloc(C);
+        fill(&r, x, n, -1.5f, 1.5f);
+        for (size_t i = 0; i < n; i++) x[i] += cases[ci].offset;
+        fill(&r, g, n, -1, 1);
+        fill(&r, gamma, C, 0.5f, 1.5f);
+        fill(&r, beta, C, -0.5f, 0.5f);
+        fill(&r, rm, C, -0.2f, 0.2f);
+        fill(&r, rv, C, 0.5f, 2.0f);
+        fill_const(dx, n, PREFILL);
+        float *d_x = dcopy(x, n), *d_out = dalloc(n), *d_g = dcopy(g, n), *d_dx = dcopy(dx, n);
+        float *d_gamma = dcopy(gamma, C), *d_beta = dcopy(beta, C), *d_rm = dcopy(rm, C), *d_rv = dcopy(rv, C);
+        float *d_sm = dalloc(C), *d_si = dalloc(C), *d_dgamma = dalloc(C), *d_dbeta = dalloc(C);
+
+        /* eval first, on the initial running statistics */
+        batchnorm_forward_eval(B, C, HW, x, gamma, beta, rm, rv, out);
+        check_rc(cuda_batchnorm_forward_eval(g_ctx, B, C, HW, d_x, d_gamma, d_beta, d_rm, d_rv, d_out), "bn eval");
+        snprintf(name, sizeof name, "bn%zu.out (eval)", ci);
+        compare_dev(name, d_out, out, n, TOL_BN);
+
+        batchnorm_forward_train(B, C, HW, x, gamma, beta, out, sm, si, rm, rv, momentum);
+        check_rc(cuda_batchnorm_forward_train(g_ctx, B, C, HW, d_x, d_gamma, d_beta, d_out, d_sm, d_si, d_rm, d_rv,
+                                              momentum),
+                 "bn train");
+        snprintf(name, sizeof name, "bn%zu.out (train)", ci);
+        compare_dev(name, d_out, out, n, TOL_BN);
+        snprintf(name, sizeof name, "bn%zu.save_mean", ci);
+        compare_dev(name, d_sm, sm, C, TOL_BN);
+        snprintf(name, sizeof name, "bn%zu.save_invstd", ci);
+        compare_dev(name, d_si, si, C, TOL_BN);
+        snprintf(name, sizeof name, "bn%zu.running_mean", ci);
+        compare_dev(name, d_rm, rm, C, TOL_BN);
+        snprintf(name, sizeof name, "bn%zu.running_var (unbiased)", ci);
+        compare_dev(name, d_rv, rv, C, TOL_BN);
+
+        fill_const(dgamma, C, NAN);
+        fill_const(dbeta, C, NAN);
+        upload(d_dgamma, dgamma, C);
+        upload(d_dbeta, dbeta, C);
+        batchnorm_backward(B, C, HW, x, gamma, sm, si, g, dx, dgamma, dbeta);
+        check_rc(cuda_batchnorm_backward(g_ctx, B, C, HW, d_x, d_gamma, d_sm, d_si, d_g, d_dx, d_dgamma, d_dbeta),
+                 "bn bwd");
+        snprintf(name, sizeof name, "bn%zu.dinp (+=)", ci);
+        compare_dev(name, d_dx, dx, n, TOL_BN);
+        snprintf(name, sizeof name, "bn%zu.dgamma (=)", ci);
+        compare_dev(name, d_dgamma, dgamma, C, TOL_BN);
+        snprintf(name, sizeof name, "bn%zu.dbeta (=)", ci);
+        compare_dev(name, d_dbeta, dbeta, C, TOL_BN);
+
+        /* the CPU's saved statistics drive the cuDNN backward too (same meaning) */
+        float *dx2 = halloc(n);
+        fill_const(dx2, n, PREFILL);
+        upload(d_dx, dx2, n);
+        upload(d_sm, sm, C);
+        upload(d_si, si, C);
+        check_rc(cuda_batchnorm_backward(g_ctx, B, C, HW, d_x, d_gamma, d_sm, d_si, d_g, d_dx, d_dgamma, d_dbeta),
+                 "bn bwd (host statistics)");
+        snprintf(name, sizeof name, "bn%zu.dinp (host statistics)", ci);
+        compare_dev(name, d_dx, dx, n, TOL_BN);
+        free(dx2);
+        free(x); free(out); free(g); free(dx); free(gamma); free(beta); free(rm); free(rv);
+        free(sm); free(si); free(dgamma); free(dbeta);
+        dfree_all();
+    }
+    end_test();
+}
+
+/* ---- optimizer ------------------------------------------------------------------ */
+
+static void test_sgd(void **state)
+{
+    (void)state;
+    need_gpu();
+    static const struct { float mu; int nesterov; float wd, gs; int gs_on_device; } cases[] = {
+        { 0.0f, 0, 0.0f, 1.0f, 0 },    { 0.0f, 0, 5e-4f, 0.5f, 0 }, { 0.9f, 0, 5e-4f, 0.25f, 0 },
+        { 0.9f, 1, 1e-4f, 1.0f, 0 },   { 0.9f, 1, 5e-4f, 0.125f, 1 },
+    };
+    lcg_t r = { 91 };
+    char name[96];
+    const size_t n = 10007;
+    const float lr = 0.05f;
+    float *w = halloc(n), *g = halloc(n), *u = halloc(n);
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        fill(&r, w, n, -1, 1);
+        fill_const(u, n, 0.0f);
+        float *d_w = dcopy(w, n), *d_u = dcopy(u, n), *d_g = dalloc(n), *d_gs = dcopy(&cases[ci].gs, 1);
+        for (int step = 0; step < 3; step++) {
+            fill(&r, g, n, -1, 1);
+            upload(d_g, g, n);
+            sgd_update(n, w, g, u, lr, cases[ci].mu, cases[ci].nesterov, cases[ci].wd, cases[ci].gs);
+            check_rc(cuda_sgd_update(g_ctx, n, d_w, d_g, cases[ci].mu != 0.0f ? d_u : NULL, lr, cases[ci].mu,
+                                     cases[ci].nesterov, cases[ci].wd,
+                                     cases[ci].gs_on_device ? 99.0f : cases[ci].gs, /* ignored when on device */
+                                     cases[ci].gs_on_device ? d_gs : NULL),
+                     "sgd");
+        }
+        snprintf(name, sizeof name, "sgd%zu (mu=%g nesterov=%d wd=%g gs=%g%s).w", ci, cases[ci].mu,
+                 cases[ci].nesterov, cases[ci].wd, cases[ci].gs, cases[ci].gs_on_device ? " dev" : "");
+        compare_dev(name, d_w, w, n, TOL_EXACT);
+        snprintf(name, sizeof name, "sgd%zu.momentum", ci);
+        compare_dev(name, d_u, u, n, TOL_EXACT);
+        dfree_all();
+    }
+    free(w); free(g); free(u);
+    end_test();
+}
+
+static void test_norm_clip(void **state)
+{
+    (void)state;
+    need_gpu();
+    lcg_t r = { 101 };
+    const size_t n = 300007;
+    float *g = halloc(n), *g2 = halloc(n);
+    fill(&r, g, n, -0.1f, 0.1f);
+    float *d_g = dcopy(g, n), *d_scale = dalloc(1);
+    double ss_g = 0.0;
+    const double ss = sum_squares(n, g);
+    check_rc(cuda_sum_squares(g_ctx, n, d_g, &ss_g), "sum_squares");
+    printf("  %-34s cpu=%.17g gpu=%.17g rel=%.3e\n", "sum_squares", ss, ss_g, fabs(ss_g - ss) / ss);
+    if (!(fabs(ss_g - ss) <= 1e-12 * ss)) g_failures++;
+    const float norm = (float)sqrt(ss);
+
+    /* clip_grad_norm, clipping and not */
+    static const float factors[] = { 0.5f, 2.0f, 0.0f };
+    for (int k = 0; k < 3; k++) {
+        const float max_norm = factors[k] * norm;
+        memcpy(g2, g, n * sizeof(float));
+        upload(d_g, g, n);
+        const float nc = clip_grad_norm(n, g2, max_norm);
+        float ng = 0.0f;
+        check_rc(cuda_clip_grad_norm(g_ctx, n, d_g, max_norm, &ng), "clip_grad_norm");
+        char name[64];
+        snprintf(name, sizeof name, "clip_grad_norm(%g*norm).norm", factors[k]);
+        compare_scalar(name, ng, nc, TOL_NORM);
+        snprintf(name, sizeof name, "clip_grad_norm(%g*norm).g", factors[k]);
+        compare_dev(name, d_g, g2, n, TOL_NORM);
+    }
+
+    /* the worker's rule (worker_apply_gradient) computed on the device */
+    static const float gss[] = { 1.0f, 0.25f };
+    for (int k = 0; k < 2; k++)
+        for (int c = 0; c < 3; c++) {
+            const float gs = gss[k], clip = factors[c] * norm * gs;
+            float expect = gs;
+            const float nn = gs * (float)sqrt(ss);
+            if (clip > 0 && nn > clip) expect *= clip / nn;
+            upload(d_g, g, n);
+            check_rc(cuda_clip_scale(g_ctx, n, d_g, gs, clip, d_scale), "clip_scale");
+            float got;
+            download(&got, d_scale, 1);
+            char name[64];
+            snprintf(name, sizeof name, "clip_scale(gs=%g, clip=%g*norm)", gs, factors[c]);
+            if (clip > 0) compare_scalar(name, got, expect, TOL_NORM);
+        }
+    free(g); free(g2);
+    dfree_all();
+    end_test();
+}
+
+/* Against the CPU's asynchronous updates (kernels/cpu/async_ops.c); the staleness-weighted
+ * update has no CPU function (n-softsync accumulates with a plain loop), so its reference is
+ * the loop written here. */
+static void test_dc_ddc(void **state)
+{
+    (void)state;
+    need_gpu();
+    lcg_t r = { 111 };
+    const size_t n = 4099;
+    float *g = halloc(n), *w = halloc(n), *wb = halloc(n), *out = halloc(n), *ms = halloc(n), *u = halloc(n);
+    fill(&r, g, n, -1, 1);
+    fill(&r, w, n, -1, 1);
+    for (size_t i = 0; i < n; i++) wb[i] = w[i] + lcg_unif(&r, -0.5f, 0.5f);
+    fill(&r, ms, n, 0.0f, 0.1f);
+    float *d_g = dcopy(g, n), *d_w = dcopy(w, n), *d_wb = dcopy(wb, n), *d_out = dalloc(n), *d_ms = dcopy(ms, n);
+
+    static const float lambdas[] = { 0.04f, 2.0f };
+    for (int k = 0; k < 2; k++) {
+        dc_compensate(n, g, w, wb, lambdas[k], out);
+        check_rc(cuda_dc_compensate(g_ctx, n, d_g, d_w, d_wb, lambdas[k], d_out), "dc");
+        compare_dev(k ? "dc_compensate(lambda=2)" : "dc_compensate(lambda=0.04)", d_out, out, n, TOL_EXACT);
+    }
+    for (int step = 0; step < 2; step++) {
+        dc_compensate_adaptive(n, g, w, wb, ms, 0.95f, 2.0f, 1e-7f, out);
+        check_rc(cuda_dc_compensate_adaptive(g_ctx, n, d_g, d_w, d_wb, d_ms, 0.95f, 2.0f, 1e-7f, d_out), "dc-a");
+    }
+    compare_dev("dc_compensate_adaptive.out", d_out, out, n, TOL_EXACT);
+    compare_dev("dc_compensate_adaptive.ms", d_ms, ms, n, TOL_EXACT);
+
+    /* DDC: kappa 1 clamps many elements (s < 1), kappa 1e6 almost none */
+    static const float kappas[] = { 1.0f, 1e6f };
+    for (int k = 0; k < 2; k++) {
+        fill(&r, ms, n, 0.0f, 0.01f);
+        upload(d_ms, ms, n);
+        ddc_compensate(n, g, w, wb, ms, 1.0f, kappas[k], 1e-7f, out);
+        check_rc(cuda_ddc_compensate(g_ctx, n, d_g, d_w, d_wb, d_ms, 1.0f, kappas[k], 1e-7f, d_out), "ddc");
+        compare_dev(k ? "ddc_compensate(kappa=1e6).out" : "ddc_compensate(kappa=1).out", d_out, out, n, TOL_EXACT);
+        compare_dev(k ? "ddc_compensate(kappa=1e6).v" : "ddc_compensate(kappa=1).v", d_ms, ms, n, TOL_EXACT);
+    }
+    /* in place (out aliases g) */
+    float *d_g2 = dcopy(g, n), *g2 = halloc(n);
+    memcpy(g2, g, n * sizeof(float));
+    dc_compensate(n, g2, w, wb, 0.5f, g2);
+    check_rc(cuda_dc_compensate(g_ctx, n, d_g2, d_w, d_wb, 0.5f, d_g2), "dc in place");
+    compare_dev("dc_compensate (in place)", d_g2, g2, n, TOL_EXACT);
+
+    /* DDC's momentum step, with and without weight decay */
+    fill(&r, u, n, -0.1f, 0.1f);
+    float *d_u = dcopy(u, n);
+    for (int step = 0; step < 2; step++) {
+        const float wd = step ? 5e-4f : 0.0f;
+        momentum_step(n, w, u, g, 0.5f, 0.05f, 0.81f, wd);
+        check_rc(cuda_momentum_step(g_ctx, n, d_w, d_u, d_g, 0.5f, 0.05f, 0.81f, wd), "momentum step");
+    }
+    compare_dev("momentum_step.w", d_w, w, n, TOL_EXACT);
+    compare_dev("momentum_step.u", d_u, u, n, TOL_EXACT);
+
+    /* n-softsync's accumulation acc += a*g, and the direct staleness-weighted update */
+    fill(&r, u, n, -0.1f, 0.1f);
+    upload(d_u, u, n);
+    for (size_t i = 0; i < n; i++) u[i] += 0.3f * g[i];
+    check_rc(cuda_axpy(g_ctx, n, 0.3f, d_g, d_u), "axpy");
+    compare_dev("axpy (acc += a*g)", d_u, u, n, TOL_EXACT);
+    static const long taus[] = { 0, 1, 5 };
+    for (int k = 0; k < 3; k++) {
+        const float kk = (0.1f / (float)(taus[k] > 1 ? taus[k] : 1)) * 0.5f;
+        for (size_t i = 0; i < n; i++) w[i] = w[i] - kk * g[i];
+        check_rc(cuda_staleness_update(g_ctx, n, d_w, d_g, 0.1f, taus[k], 0.5f), "staleness update");
+    }
+    compare_dev("staleness_update(tau=0,1,5).w", d_w, w, n, TOL_EXACT);
+    free(g); free(g2); free(w); free(wb); free(out); free(ms); free(u);
+    dfree_all();
+    end_test();
+}
+
+/* ---- models --------------------------------------------------------------------- */
+
+/* Kind of the layer that owns a parameter tensor (by offset). */
+static layer_kind_t tensor_kind(const model_t *m, const tensor_info_t *t)
+{
+    for (int i = 0; i < m->nlayers; i++) {
+        const layer_t *l = &m->layers[i];
+        const int has_params = l->kind == LAYER_CONV || l->kind == LAYER_FC || l->kind == LAYER_BN;
+        if (!has_params) continue;
+        if (l->w_off == t->offset) return l->kind;
+        if ((l->has_bias || l->kind == LAYER_BN) && l->b_off == t->offset) return l->kind;
+    }
+    fail_msg("tensor %s belongs to no layer", t->name);
+    return LAYER_FC;
+}
+
+static double grad_tol(layer_kind_t k)
+{
+    return k == LAYER_CONV ? TOL_GRAD_CONV : k == LAYER_BN ? TOL_GRAD_BN : TOL_GRAD_FC;
+}
+
+/* Compares every parameter tensor of a (gradient-shaped) buffer by name. e2e: use the end
+ * to end tolerance instead of the per-kind one. */
+static void compare_param_tensors(const model_t *m, const char *what, const float *gpu, const float *cpu, int e2e)
+{
+    char name[96];
+    for (int i = 0; i < m->ntensors; i++) {
+        const tensor_info_t *t = &m->tensors[i];
+        if (t->is_buffer) continue;
+        snprintf(name, sizeof name, "%s %s", what, t->name);
+        compare_ex(name, gpu + t->offset, cpu + t->offset, t->count, e2e ? TOL_E2E_GRAD : grad_tol(tensor_kind(m, t)),
+                   e2e);
+    }
+}
+
+static void check_model_rc(cuda_model_t *cm, int rc, const char *what)
+{
+    if (rc != 0) fail_msg("%s: %s", what, cuda_model_error(cm));
+}
+
+static void model_parity(const char *name, int maxB, int B2)
+{
+    char err[512], label[96];
+    model_t *m = NULL, *mg = NULL;
+    if (model_create(name, maxB, &m, err, sizeof err) != 0) fail_msg("%s", err);
+    if (model_create(name, maxB, &mg, err, sizeof err) != 0) fail_msg("%s", err);
+    model_init_params(m, 1234);
+    cuda_model_t *cm = cuda_model_create(m, g_device, err, sizeof err);
+    if (!cm) fail_msg("%s", err);
+    check_model_rc(cm, cuda_model_upload(cm, m), "upload");
+    printf("model %s: %zu parameters, %zu buffer floats, device memory %.1f MiB\n", name, m->nparams, m->nbuffers,
+           (double)cuda_model_device_bytes(cm) / (1 << 20));
+
+    lcg_t r = { 121 };
+    const size_t in = (size_t)m->C * m->H * m->W, N = (size_t)m->num_classes;
+    float *x = halloc((size_t)maxB * in), *logits = halloc((size_t)maxB * N), *g = halloc(m->nparams);
+    int32_t *y = malloc((size_t)maxB * sizeof(int32_t));
+    assert_non_null(y);
+    fill(&r, x, (size_t)maxB * in, -1.5f, 1.5f);
+    for (int b = 0; b < maxB; b++) y[b] = (int32_t)(lcg_next(&r) % N);
+
+    /* ---- step 1 at maxB: forward */
+    printf("model %s, step 1 (B=%d): forward\n", name, maxB);
+    const float loss_c = model_forward(m, x, y, maxB, 1);
+    memcpy(logits, model_logits(m), (size_t)maxB * N * sizeof(float));
+    const float loss_g = cuda_model_forward(cm, x, y, maxB, 1);
+    if (loss_g < 0.0f) fail_msg("cuda_model_forward: %s", cuda_model_error(cm));
+    const float *lg = cuda_model_logits_host(cm, maxB);
+    if (!lg) fail_msg("logits: %s", cuda_model_error(cm));
+    compare_scalar("loss", loss_g, loss_c, TOL_LOSS);
+    compare("logits", lg, logits, (size_t)maxB * N, TOL_LOGITS);
+
+    /* backward end to end (each backend on its own forward) */
+    printf("model %s, step 1: backward end to end\n", name);
+    model_backward(m, x, y, maxB, 1.0f);
+    check_model_rc(cm, cuda_model_backward(cm, maxB, 1.0f), "backward");
+    check_model_rc(cm, cuda_model_download_grads(cm, g, 0), "download grads");
+    compare_param_tensors(m, "grad(e2e)", g, m->grads, 1);
+
+    /* backward on the host's forward state: the tight check */
+    printf("model %s, step 1: backward on the host's activations\n", name);
+    check_model_rc(cm, cuda_model_upload_forward_state(cm, m, maxB), "upload forward state");
+    check_model_rc(cm, cuda_model_backward(cm, maxB, 1.0f), "backward");
+    check_model_rc(cm, cuda_model_download_grads(cm, NULL, 1), "download grads (pinned, async)");
+    check_model_rc(cm, cuda_model_sync(cm), "sync");
+    compare_param_tensors(m, "grad", cuda_model_grads_host(cm), m->grads, 0);
+
+    /* SGD with clipping at half the norm (the worker's rule) on both */
+    printf("model %s, step 1: SGD (momentum 0.9, wd 5e-4, clip at half the norm)\n", name);
+    const float lr = 0.05f, mu = 0.9f, wd = 5e-4f;
+    const float clip = 0.5f * (float)sqrt(sum_squares(m->nparams, m->grads));
+    float gs = 1.0f;
+    {
+        const float nn = gs * (float)sqrt(sum_squares(m->nparams, m->grads));
+        if (nn > clip) gs *= clip / nn;
+    }
+    float *w_old = halloc(m->nparams);
+    memcpy(w_old, m->params, m->nparams * sizeof(float));
+    sgd_update(m->nparams, m->params, m->grads, m->momentum, lr, mu, 0, wd, gs);
+    check_model_rc(cm, cuda_model_sgd(cm, lr, mu, 0, wd, 1.0f, clip), "sgd");
+    check_model_rc(cm, cuda_model_download_params(cm, mg), "download params");
+    for (int i = 0; i < m->ntensors; i++) {
+        const tensor_info_t *t = &m->tensors[i];
+        if (t->is_buffer) {
+            snprintf(label, sizeof label, "buffer %s", t->name);
+            compare(label, mg->buffers + t->offset, m->buffers + t->offset, t->count, TOL_BUFFERS);
+            continue;
+        }
+        snprintf(label, sizeof label, "weight(after sgd) %s", t->name);
+        compare_update(label, mg->params + t->offset, m->params + t->offset, w_old + t->offset, t->count,
+                       grad_tol(tensor_kind(m, t)));
+        snprintf(label, sizeof label, "momentum %s", t->name);
+        compare(label, mg->momentum + t->offset, m->momentum + t->offset, t->count, grad_tol(tensor_kind(m, t)));
+    }
+
+    /* ---- step 2 at B2 < maxB from the host's state, through cuda_model_train_step */
+    printf("model %s, step 2 (B=%d): cuda_model_train_step\n", name, B2);
+    check_model_rc(cm, cuda_model_upload(cm, m), "upload");
+    fill(&r, x, (size_t)B2 * in, -1.5f, 1.5f);
+    for (int b = 0; b < B2; b++) y[b] = (int32_t)(lcg_next(&r) % N);
+    const float loss_c2 = model_forward(m, x, y, B2, 1);
+    model_backward(m, x, y, B2, 0.5f);
+    float loss_g2 = -1.0f;
+    check_model_rc(cm, cuda_model_train_step(cm, x, y, B2, 0.5f, NULL, &loss_g2), "train_step");
+    compare_scalar("loss", loss_g2, loss_c2, TOL_LOSS);
+    compare_param_tensors(m, "grad(e2e, scale 0.5)", cuda_model_grads_host(cm), m->grads, 1);
+
+    /* ---- evaluation forward (batch norm on running statistics) */
+    printf("model %s, eval forward (B=%d)\n", name, B2);
+    check_model_rc(cm, cuda_model_upload(cm, m), "upload");
+    const float loss_c3 = model_forward(m, x, y, B2, 0);
+    memcpy(logits, model_logits(m), (size_t)B2 * N * sizeof(float));
+    const float loss_g3 = cuda_model_forward(cm, x, y, B2, 0);
+    if (loss_g3 < 0.0f) fail_msg("cuda_model_forward (eval): %s", cuda_model_error(cm));
+    lg = cuda_model_logits_host(cm, B2);
+    if (!lg) fail_msg("logits: %s", cuda_model_error(cm));
+    compare_scalar("loss (eval)", loss_g3, loss_c3, TOL_LOSS);
+    compare("logits (eval)", lg, logits, (size_t)B2 * N, TOL_LOGITS);
+
+    cuda_model_free(cm);
+    model_free(m);
+    model_free(mg);
+    free(x); free(logits); free(g); free(y); free(w_old);
+    end_test();
+}
+
+static void test_model_mlp(void **state)
+{
+    (void)state;
+    need_gpu();
+    model_parity("mlp", 32, 25);
+}
+
+static void test_model_lenet5(void **state)
+{
+    (void)state;
+    need_gpu();
+    model_parity("lenet5", 32, 25);
+}
+
+static void test_model_cifar10_quick(void **state)
+{
+    (void)state;
+    need_gpu();
+    model_parity("cifar10_quick", 32, 25);
+}
+
+static void test_model_resnet20(void **state)
+{
+    (void)state;
+    need_gpu();
+    model_parity("resnet20", 16, 9);
+}
+
+#endif /* PACER_WITH_CUDA */
+
+static int print_summary(void **state)
+{
+    (void)state;
+#ifdef PACER_WITH_CUDA
+    if (g_have_gpu)
+        printf("largest max_rel: %.3e (tight checks), %.3e (end-to-end gradients)\n", g_worst[0], g_worst[1]);
+    cuda_ctx_free(g_ctx);
+    g_ctx = NULL;
+#endif
+    return 0;
+}
+
+int main(void)
+{
+#if defined(PACER_WITH_CUDA) && defined(__SANITIZE_ADDRESS__)
+    /* The CUDA driver maps memory where ASan keeps its shadow gap (it needs
+     * ASAN_OPTIONS=protect_shadow_gap=0) and keeps allocations until exit, which LSan reports
+     * as leaks: under AddressSanitizer the device is left alone. */
+    printf("skip: the CUDA parity tests do not run under AddressSanitizer\n");
+#elif defined(PACER_WITH_CUDA)
+    if (cuda_device_count() > 0) {
+        char err[512], dev[256];
+        g_have_gpu = 1;
+        g_device = cuda_pick_device();
+        if (g_device < 0) g_device = 0;
+        if (cuda_ctx_create(g_device, &g_ctx, err, sizeof err) != 0) printf("cuda: %s\n", err);
+        cuda_device_name(g_device, dev, sizeof dev);
+        printf("cuda parity on device %d: %s\n", g_device, dev);
+    }
+#endif
+#if !(defined(PACER_WITH_CUDA) && defined(__SANITIZE_ADDRESS__))
+    if (!g_have_gpu) printf("skip: no CUDA device visible\n");
+#endif
+#define TEST_ENTRY(name) cmocka_unit_test(name),
+    const struct CMUnitTest tests[] = { PARITY_TESTS(TEST_ENTRY) };
+    return cmocka_run_group_tests(tests, NULL, print_summary);
+}

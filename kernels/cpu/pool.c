@@ -41,15 +41,26 @@ static void window(int o, int K, int stride, int pad, int n, int *lo, int *hi)
     *hi = b > n ? n : b;
 }
 
-/* The 2x2, stride 2, unpadded windows of LeNet-style nets, all inside the input: four
- * loads and three selects per output, in a loop over ow that gcc vectorises (the general
- * loop below spends ~10 instructions per input element on window bookkeeping). The
- * selects keep the general loop's rule exactly: the first maximum in row-major order wins,
- * and a NaN wins and stays. */
+/* The 2x2, stride 2, unpadded windows of LeNet-style nets, all inside the input. The
+ * general loop below spends ~10 instructions per input element on window bookkeeping and
+ * data-dependent selects (17-23% of a LeNet-5 step); here eight outputs at a time are
+ * computed with vector selects (gcc vector extensions: AVX in the avx2 clone, SSE pairs
+ * otherwise). The selects keep the general loop's rule exactly: the first maximum in
+ * row-major order wins, and a NaN wins and stays. */
+typedef float v8f __attribute__((vector_size(32)));
+typedef int v8i __attribute__((vector_size(32)));
+
+/* Macros, not functions: a function passing AVX-sized vectors by value would have a
+ * different ABI in the default (non-AVX) clone. */
+#define TAKE(v, m) (((v) > (m)) | (((v) != (v)) & ((m) == (m))))
+#define SEL_F(k, a, b) ((v8f)(((v8i)(a) & (k)) | ((v8i)(b) & ~(k))))
+#define SEL_I(k, a, b) (((a) & (k)) | ((b) & ~(k)))
+
 __attribute__((target_clones("avx2", "default")))
 static void maxpool_2x2(size_t planes, int H, int W, int OH, int OW, const float *restrict inp,
                         float *restrict out, int32_t *restrict argmax)
 {
+    const v8i even = { 0, 2, 4, 6, 8, 10, 12, 14 }, odd = even + 1;
     for (size_t pl = 0; pl < planes; pl++) {
         const float *x = inp + pl * H * W;
         for (int oh = 0; oh < OH; oh++) {
@@ -57,7 +68,26 @@ static void maxpool_2x2(size_t planes, int H, int W, int OH, int OW, const float
             float *y = out + (pl * OH + oh) * OW;
             int32_t *am = argmax + (pl * OH + oh) * OW;
             const int base = 2 * oh * W;
-            for (int ow = 0; ow < OW; ow++) {
+            int ow = 0;
+            for (; ow + 8 <= OW; ow += 8) {
+                /* 16 inputs of each row hold the 8 windows' left (even) and right (odd) */
+                v8f a, b, c, d;
+                memcpy(&a, r0 + 2 * ow, sizeof a);
+                memcpy(&b, r0 + 2 * ow + 8, sizeof b);
+                memcpy(&c, r1 + 2 * ow, sizeof c);
+                memcpy(&d, r1 + 2 * ow + 8, sizeof d);
+                v8f tl = __builtin_shuffle(a, b, even), tr = __builtin_shuffle(a, b, odd);
+                v8f bl = __builtin_shuffle(c, d, even), br = __builtin_shuffle(c, d, odd);
+                v8i idx = base + 2 * ow + even;
+                v8f m = tl;
+                v8i best = idx, k;
+                k = TAKE(tr, m); m = SEL_F(k, tr, m); best = SEL_I(k, idx + 1, best);
+                k = TAKE(bl, m); m = SEL_F(k, bl, m); best = SEL_I(k, idx + W, best);
+                k = TAKE(br, m); m = SEL_F(k, br, m); best = SEL_I(k, idx + W + 1, best);
+                memcpy(y + ow, &m, sizeof m);
+                memcpy(am + ow, &best, sizeof best);
+            }
+            for (; ow < OW; ow++) {
                 float m = r0[2 * ow];
                 int best = base + 2 * ow;
                 float v = r0[2 * ow + 1];

@@ -584,6 +584,40 @@ static void test_maxpool(void **state)
     assert_int_equal(am[1], 2);
 }
 
+/* The vectorised 2x2/stride-2 path (8 outputs at a time plus a scalar tail) against the
+ * rule written out plainly: first maximum in row-major order, a NaN wins and stays.
+ * Values from {0, 1, 2, 3} make ties common; a few NaNs sit in different window slots. */
+static void test_maxpool_2x2_fast_path(void **state)
+{
+    enum { B = 3, C = 2, H = 28, W = 30, OH = 14, OW = 15 };
+    pool2d_desc_t d;
+    assert_int_equal(pool2d_init(&d, C, H, W, 2, 2, 0, 0), 0);
+    static float x[B * C * H * W], y[B * C * OH * OW];
+    static int32_t am[B * C * OH * OW];
+    lcg_t r = {77};
+    for (size_t i = 0; i < sizeof x / sizeof x[0]; i++) {
+        x[i] = (float)(lcg_next(&r) % 4);
+        if (lcg_next(&r) % 53 == 0) x[i] = NAN;
+    }
+    maxpool2d_forward(&d, B, x, y, am);
+    for (int pl = 0; pl < B * C; pl++)
+        for (int oh = 0; oh < OH; oh++)
+            for (int ow = 0; ow < OW; ow++) {
+                const float *p = x + (size_t)pl * H * W;
+                int best = 2 * oh * W + 2 * ow;
+                float m = p[best];
+                for (int dh = 0; dh < 2; dh++)
+                    for (int dw = 0; dw < 2; dw++) {
+                        int i = (2 * oh + dh) * W + 2 * ow + dw;
+                        float v = p[i];
+                        if (v > m || (isnan(v) && !isnan(m))) { m = v; best = i; }
+                    }
+                size_t o = ((size_t)pl * OH + oh) * OW + ow;
+                assert_int_equal(am[o], best);
+                assert_true(isnan(m) ? isnan(y[o]) : y[o] == m);
+            }
+}
+
 static void test_avgpool(void **state)
 {
     for (size_t i = 0; i < sizeof pool_cases / sizeof pool_cases[0]; i++)
@@ -1236,6 +1270,7 @@ int main(void)
         cmocka_unit_test(test_conv_chunked),
         cmocka_unit_test(test_pool_sizes),
         cmocka_unit_test(test_maxpool),
+        cmocka_unit_test(test_maxpool_2x2_fast_path),
         cmocka_unit_test(test_avgpool),
         cmocka_unit_test(test_relu),
         cmocka_unit_test(test_residual_add),

@@ -49,6 +49,8 @@ int metrics_to_json(const metrics_record_t *r, const char *job, char *buf, size_
     ADD(snprintf(buf + o, len - o, ",\"device\":\"%s\",\"step\":%lld,\"epoch\":%lld,\"batch\":%d,\"loss\":",
                  r->device[0] ? r->device : "cpu", (long long)r->step, (long long)r->epoch, r->batch));
     ADD(num(buf + o, len - o, r->loss));
+    if (r->baseline_comm_s > 0)
+        ADD(snprintf(buf + o, len - o, ",\"baseline_comm_s\":%.6f", r->baseline_comm_s));
     ADD(snprintf(buf + o, len - o, ",\"compute_s\":%.6f,\"comm_s\":%.6f,\"idle_s\":%.6f,\"samples_per_s\":%.1f,"
                  "\"samples\":%lld,\"slowdown\":%.3g,\"plan_version\":%lld,",
                  r->compute_s, r->comm_s, r->idle_s, r->samples_per_s, (long long)r->samples,

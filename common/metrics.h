@@ -32,6 +32,7 @@ typedef struct {
     int batch;              /* samples in this step */
     float loss;             /* this step's mean training loss (NaN when none) */
     double compute_s, comm_s, idle_s;   /* this step */
+    double baseline_comm_s; /* --comm-baseline: a raw allreduce of the same size, this step */
     double samples_per_s;   /* EWMA of samples per second of compute */
     int64_t samples;        /* cumulative samples computed by this rank */
     double slowdown;        /* emulated factor in force (1 = none) */

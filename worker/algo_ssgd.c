@@ -7,12 +7,30 @@
  * sum(b_i g_i), sum(b_i) and the global loss. The update applies 1 / sum(b_i) as the
  * optimizer's gradient scale, so every rank makes the identical batch-weighted step
  * without another pass over the buffer. Dynamic batching re-plans at step boundaries. */
+#include <stdlib.h>
+
 #include "comm.h"
+#include "train.h"
+
+/* Benchmark mode (--comm-baseline): each step also times a raw MPI_Allreduce of the
+ * same count on a scratch buffer, before or after the real one on alternate steps, so the
+ * two see the same conditions; the bench compares their medians. */
+static float *g_baseline_buf;
 
 static int ssgd_init(worker_t *w)
 {
     comm_broadcast_model(w, MPI_COMM_WORLD);
+    if (w->opts && w->opts->comm_baseline)
+        g_baseline_buf = calloc(w->model->nparams + MODEL_GRAD_EXTRA, sizeof(float));
     return 0;
+}
+
+static void baseline_allreduce(worker_t *w)
+{
+    double t0 = now_s();
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, g_baseline_buf, (int)w->model->nparams + MODEL_GRAD_EXTRA,
+                            MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+    w->stats.step_baseline_s = now_s() - t0;
 }
 
 static int ssgd_step(worker_t *w)
@@ -26,10 +44,13 @@ static int ssgd_step(worker_t *w)
     m->grads[m->nparams + 1] = b * loss;
 
     comm_wait_peers(w, MPI_COMM_WORLD);
+    int baseline_first = g_baseline_buf && w->global_step % 2 == 0;
+    if (baseline_first) baseline_allreduce(w);
     double t0 = now_s();
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, m->grads, (int)m->nparams + MODEL_GRAD_EXTRA, MPI_FLOAT,
                             MPI_SUM, MPI_COMM_WORLD));
     double dt = now_s() - t0;
+    if (g_baseline_buf && !baseline_first) baseline_allreduce(w);
     w->stats.step_comm_s = dt;
     w->stats.comm_s += dt;
 
@@ -41,6 +62,14 @@ static int ssgd_step(worker_t *w)
     return 0;
 }
 
+static void ssgd_fini(worker_t *w)
+{
+    (void)w;
+    free(g_baseline_buf);
+    g_baseline_buf = NULL;
+}
+
 const algo_ops_t algo_ssgd = {
     .name = "ssgd", .init = ssgd_init, .step = ssgd_step, .evaluate = comm_evaluate_root,
+    .fini = ssgd_fini,
 };

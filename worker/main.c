@@ -29,6 +29,7 @@ static const struct option OPTIONS[] = {
     { "batch-plan", required_argument, NULL, 'B' },
     { "ps-round-robin", no_argument, NULL, 'P' },
     { "time-budget", required_argument, NULL, 'T' },
+    { "comm-baseline", no_argument, NULL, 'K' },
     { "version", no_argument, NULL, 'V' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
@@ -55,6 +56,8 @@ static void usage(FILE *f)
         "  --resume-from FILE     continue from this checkpoint; a missing file is an error\n"
         "  --time-budget S        stop after S seconds of training, then evaluate (for\n"
         "                         comparisons at equal wall time)\n"
+        "  --comm-baseline        ssgd: also time a raw MPI_Allreduce of the same size each\n"
+        "                         step, into the metrics records (for benchmarks)\n"
         "  --stop-after-steps N   stop after global step N as if interrupted (for tests)\n"
         "  --batch-plan B0,B1,..  initial per-worker batch sizes, summing to workers x\n"
         "                         batch_size (for tests; the planner takes over if enabled)\n"
@@ -101,6 +104,7 @@ int main(int argc, char **argv)
         case 'B': opts.batch_plan = optarg; break;
         case 'P': opts.ps_round_robin = 1; break;
         case 'T': opts.time_budget_s = strtod(optarg, NULL); break;
+        case 'K': opts.comm_baseline = 1; break;
         case 'V': version(); return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;

@@ -176,6 +176,7 @@ static metrics_record_t *fill_record(worker_t *w, metrics_kind_t kind)
     r->compute_s = w->stats.step_compute_s;
     r->comm_s = w->stats.step_comm_s;
     r->idle_s = w->stats.step_idle_s;
+    r->baseline_comm_s = w->stats.step_baseline_s;
     r->samples_per_s = w->stats.ewma_sps;
     r->samples = w->stats.samples;
     r->slowdown = w->slowdown;
@@ -510,12 +511,12 @@ int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen)
     const job_spec_t *s = w->spec;
     int rc = 0;
     int printer = (w->rank == 0);
+    w->opts = o;
     if (w->algo->init && (rc = w->algo->init(w)) != 0) {
         snprintf(err, errlen, "algorithm %s failed to start", w->algo->name);
         return rc;
     }
     w->loop_s = 0;
-    w->opts = o;
     double t_start = now_s();
     if (w->algo->run) {
         /* Algorithms with their own loop (the parameter server family). */

@@ -13,6 +13,7 @@ typedef struct train_opts {
     const char *batch_plan;  /* "b0,b1,..." initial per-worker batches (tests); NULL = even */
     int ps_round_robin;      /* test hook: the PS takes pushes in worker order */
     double time_budget_s;    /* stop (evaluating first) once training has run this long */
+    int comm_baseline;       /* ssgd: also time a raw allreduce per step (benchmarks) */
 } train_opts_t;
 
 /* Loads the data, builds and initialises the model, sizes the buffers. rank/world are the

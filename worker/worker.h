@@ -29,6 +29,7 @@ typedef struct {
     double compute_s, comm_s, idle_s;   /* totals over the job; compute includes ... */
     double emulated_s;                   /* ... the emulated-slowdown wait, also kept here */
     double step_compute_s, step_comm_s, step_idle_s; /* the last step */
+    double step_baseline_s;              /* --comm-baseline: the raw allreduce's time */
     long samples;                        /* training samples this rank computed */
     long steps;
     float last_loss;

@@ -3,6 +3,7 @@
 #   make            build what this machine can build (says what it found)
 #   make deps       install the Debian packages pacer needs (only the missing ones)
 #   make test       deps + build + every test; ends with "N passed, N failed, N skipped"
+#   make test-multihost  the network-namespace multi-host test alone (root)
 #   make check-asan unit tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make demo       the main job
 #   make bench      benchmarks (installs python3-torch for the PyTorch baseline)
@@ -150,5 +151,8 @@ format-check:
 
 clean:
 	rm -rf build build-san
+
+include deploy/deploy.mk
+include http/http.mk
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -21,13 +21,16 @@
 #include <string.h>
 #include <time.h>
 
+#include "auth.h"
 #include "coordinator.h"
+#include "server.h"
 #include "version.h"
 
 enum {
     O_LISTEN = 1000, O_REDIS, O_WORKER_REDIS, O_STATE_DIR, O_HOSTFILE, O_WORKER, O_MPIRUN, O_REDIS_SERVER,
     O_MAX_RESTARTS, O_HEARTBEAT, O_BACKOFF, O_GRACE, O_CKPT_STEPS, O_STOP_JOBS, O_TIMEOUT, O_STATE, O_TAIL,
-    O_LIMIT, O_SINCE, O_JSON, O_HELP, O_VERSION,
+    O_LIMIT, O_SINCE, O_JSON, O_HELP, O_VERSION, O_TOKEN_FILE, O_AUTH_READS, O_STATIC_DIR, O_HTTP_THREADS, O_SSE_MAX,
+    O_API_CACHE,
 };
 
 typedef struct {
@@ -39,7 +42,15 @@ typedef struct {
 } opt_row_t;
 
 static const opt_row_t OPTIONS[] = {
-    { "listen", 1, "ADDR:PORT", "address of the HTTP API (default 127.0.0.1:8080)", O_LISTEN },
+    { "listen", 1, "ADDR:PORT", "address of the HTTP API (default 127.0.0.1:8080; port 0 = any free port)", O_LISTEN },
+    { "token-file", 1, "FILE", "API bearer token (default $PACER_TOKEN); required off loopback; without one "
+                               "POST and DELETE are open to local users", O_TOKEN_FILE },
+    { "auth-reads", 0, NULL, "the read-only API endpoints need the token too (the dashboard files do not)",
+      O_AUTH_READS },
+    { "static-dir", 1, "DIR", "dashboard files (default: static/ next to this executable, else ./static)", O_STATIC_DIR },
+    { "http-threads", 1, "N", "HTTP worker threads (default 4)", O_HTTP_THREADS },
+    { "sse-max", 1, "N", "concurrent Server-Sent Events streams (default 64)", O_SSE_MAX },
+    { "api-cache-ms", 1, "MS", "reuse GET /api/v1/jobs/{id} answers this long (default 500; 0 = off)", O_API_CACHE },
     { "redis", 1, "URL", "Redis: redis://host:port[/db] or unix:///path (default $REDIS_URL; daemon without "
                          "either: an embedded redis-server on STATE_DIR/redis.sock)", O_REDIS },
     { "worker-redis", 1, "URL", "the Redis URL given to workers (default: the coordinator's)", O_WORKER_REDIS },
@@ -68,6 +79,8 @@ static const opt_row_t OPTIONS[] = {
 
 typedef struct {
     coord_config_t cfg;
+    http_config_t http;
+    char token[AUTH_TOKEN_MAX];
     double timeout_s;
     const char *state;
     long tail, limit;
@@ -344,19 +357,35 @@ static int run_daemon(const cli_t *o)
     sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
 
-    coordinator_t *c = NULL;
+    /* A bad --listen, or a non-loopback address without a token, is refused before
+     * anything starts. */
+    http_config_t hc = o->http;
+    hc.listen = o->cfg.listen;
     char err[1024] = "";
+    if (http_check_config(&hc, err, sizeof err) != 0) {
+        fprintf(stderr, "pacer-coordinator: %s\n", err);
+        return 2;
+    }
+    coordinator_t *c = NULL;
     if (coordinator_start(&o->cfg, &c, err, sizeof err) != COORD_OK) {
         fprintf(stderr, "pacer-coordinator: %s\n", err);
         return 1;
     }
-    /* The HTTP layer (http/) starts here, on coordinator_listen(c). */
+    hc.listen = coordinator_listen(c);
+    http_server_t *http = NULL;
+    if (http_start(c, &hc, &http, err, sizeof err) != 0) {
+        fprintf(stderr, "pacer-coordinator: %s\n", err);
+        coordinator_stop(c);
+        return 1;
+    }
     for (;;) {
         int sig = 0;
         if (sigwait(&set, &sig) != 0) continue;
         if (sig == SIGHUP) continue;
         break;
     }
+    /* The HTTP layer calls the coordinator: it stops first. */
+    http_stop(http);
     coordinator_stop(c);
     return 0;
 }
@@ -366,7 +395,9 @@ int main(int argc, char **argv)
     cli_t o;
     memset(&o, 0, sizeof o);
     coord_config_defaults(&o.cfg);
+    http_config_defaults(&o.http);
     o.timeout_s = 600;
+    const char *token_file = NULL;
     o.cfg.redis_url = getenv("REDIS_URL");
 
     struct option longopts[NOPTIONS + 1];
@@ -397,6 +428,9 @@ int main(int argc, char **argv)
         case O_STATE: o.state = optarg; break;
         case O_SINCE: o.since = optarg; break;
         case O_JSON: o.json = 1; break;
+        case O_TOKEN_FILE: token_file = optarg; break;
+        case O_AUTH_READS: o.http.auth_reads = 1; break;
+        case O_STATIC_DIR: o.http.static_dir = optarg; break;
         case O_HELP: usage(stdout); return 0;
         case O_VERSION: printf("pacer-coordinator %s\n", PACER_VERSION); return 0;
         case O_MAX_RESTARTS:
@@ -407,6 +441,9 @@ int main(int argc, char **argv)
         case O_TIMEOUT:
         case O_TAIL:
         case O_LIMIT:
+        case O_HTTP_THREADS:
+        case O_SSE_MAX:
+        case O_API_CACHE:
             if (parse_num(name, optarg, 0, &v) != 0) return 2;
             if (ch == O_MAX_RESTARTS) o.cfg.max_restarts = (int)v;
             else if (ch == O_HEARTBEAT) o.cfg.heartbeat_timeout_s = v;
@@ -415,6 +452,9 @@ int main(int argc, char **argv)
             else if (ch == O_CKPT_STEPS) o.cfg.default_checkpoint_steps = (long)v;
             else if (ch == O_TIMEOUT) o.timeout_s = v;
             else if (ch == O_TAIL) o.tail = (long)v;
+            else if (ch == O_HTTP_THREADS) o.http.threads = (int)v;
+            else if (ch == O_SSE_MAX) o.http.sse_max = (int)v;
+            else if (ch == O_API_CACHE) o.http.cache_ms = (int)v;
             else o.limit = (long)v;
             break;
         default: usage(stderr); return 2;
@@ -423,7 +463,21 @@ int main(int argc, char **argv)
     /* A write to a Redis socket the server closed must be an error return, not death. */
     signal(SIGPIPE, SIG_IGN);
 
-    if (optind == argc) return run_daemon(&o);
+    if (optind == argc) {
+        /* The API token: --token-file, else $PACER_TOKEN; none = open on loopback. */
+        char terr[512];
+        const char *env = getenv("PACER_TOKEN");
+        if (token_file) {
+            if (auth_token_load(token_file, o.token, sizeof o.token, terr, sizeof terr) != 0) {
+                fprintf(stderr, "pacer-coordinator: %s\n", terr);
+                return 2;
+            }
+            o.http.token = o.token;
+        } else if (env && *env) {
+            o.http.token = env;
+        }
+        return run_daemon(&o);
+    }
 
     const command_t *cmd = NULL;
     for (size_t i = 0; i < NCOMMANDS; i++)

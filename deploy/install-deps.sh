@@ -2,15 +2,19 @@
 # deploy/install-deps.sh - installs the Debian packages pacer needs, only those missing.
 # Used by `make deps` and by deploy/Dockerfile. Runs apt-get as root directly, through
 # sudo otherwise. Usage: install-deps.sh [group ...]; groups: build (default), test,
-# bench, browser, deploy. Printing what it installs keeps CI logs honest.
+# bench, browser, fuzz, deploy. Printing what it installs keeps CI logs honest.
 set -eu
 
+# build: compilers and libraries, Redis, the default data set, and node + npm for the
+# dashboard's uPlot (installed from npm at build time).
 build="build-essential pkg-config libopenblas-dev libopenmpi-dev openmpi-bin libjansson-dev \
 libhiredis-dev redis-server libmicrohttpd-dev zlib1g-dev libcmocka-dev dataset-fashion-mnist \
-ca-certificates curl"
-test="iproute2 procps psmisc jq"
+ca-certificates curl nodejs npm"
+# test: what the integration tests drive (jq, namespaces, a headless browser, compose).
+test="iproute2 procps psmisc jq chromium docker-compose"
 bench="python3-torch wrk"
 browser="chromium nodejs npm"
+fuzz="clang libclang-rt-14-dev"
 deploy="docker-compose"
 
 groups=${*:-build}
@@ -19,11 +23,19 @@ for g in $groups; do
     eval "want=\"\$want \$$g\""
 done
 
+# A package counts as present when dpkg has it, or, for node and npm, when the command
+# exists (a nodesource nodejs bundles npm and conflicts with Debian's npm package).
+present() {
+    dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed" && return 0
+    case $1 in
+        nodejs) command -v node >/dev/null 2>&1 ;;
+        npm) command -v npm >/dev/null 2>&1 ;;
+        *) return 1 ;;
+    esac
+}
 missing=""
 for p in $want; do
-    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-        missing="$missing $p"
-    fi
+    present "$p" || missing="$missing $p"
 done
 if [ -z "$missing" ]; then
     echo "deps: all present ($groups)"

@@ -1,0 +1,54 @@
+# deploy/netns/common.sh - names and addresses of the network-namespace cluster, sourced
+# by up.sh, down.sh, rsh.sh and shape.sh (and by tests/integration/multihost.sh).
+#
+# The topology: a bridge in the root namespace carries a private /24; each "host" is a
+# network namespace with one veth into that bridge:
+#
+#   root ns   bridge ${P}br  NET.254      (curl from outside reaches the coordinator here)
+#   ${P}pc    eth0           NET.1        Redis + pacer-coordinator (+ mpirun)
+#   ${P}pwK   eth0           NET.(10+K)   a worker host, K = 1..WORKERS
+#
+# Host names (pc, pw1, ...) resolve inside the namespaces through /etc/netns/NS/hosts,
+# which `ip netns exec` bind-mounts over /etc/hosts, so the real /etc/hosts is never
+# touched. No namespace gets a default route: nothing in it can reach beyond the /24.
+#
+# Everything is overridable from the environment, so a second topology (or an address
+# clash) needs no edit: PACER_NETNS_PREFIX, PACER_NETNS_NET (the first three octets),
+# PACER_NETNS_WORKERS.
+
+# shellcheck disable=SC2034 # sourced: the including scripts use these
+P=${PACER_NETNS_PREFIX:-pacer-}
+NET=${PACER_NETNS_NET:-10.77.0}
+WORKERS=${PACER_NETNS_WORKERS:-3}
+BRIDGE=${P}br
+BRIDGE_ADDR=$NET.254
+
+# The host names, coordinator first.
+netns_hosts() {
+    echo pc
+    k=1
+    while [ "$k" -le "$WORKERS" ]; do echo "pw$k"; k=$((k + 1)); done
+}
+
+# host_addr HOST - the address of a host name (pc, pwK).
+host_addr() {
+    case $1 in
+        pc) echo "$NET.1" ;;
+        pw[0-9]*) echo "$NET.$((10 + ${1#pw}))" ;;
+        *) return 1 ;;
+    esac
+}
+
+# host_of NAME|ADDR - the host name for a name or an address of the topology; fails
+# for anything else, so a stray host in a hostfile is never run on the real machine.
+host_of() {
+    for h in $(netns_hosts); do
+        if [ "$1" = "$h" ] || [ "$1" = "$(host_addr "$h")" ]; then echo "$h"; return 0; fi
+    done
+    return 1
+}
+
+# The namespace of a host name, and the host-side veth of its link (IFNAMSIZ is 16: keep
+# the prefix short).
+host_ns() { echo "$P$1"; }
+host_veth() { echo "$P$1"; }

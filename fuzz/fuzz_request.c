@@ -1,0 +1,127 @@
+/* fuzz/fuzz_request.c - libFuzzer target over the parts of the HTTP layer that see
+ * client bytes before anything else does (build and run: make fuzz).
+ *
+ * The first byte picks the surface (its value mod 4; the seeds use '0'..'3'), the rest
+ * is the client's input:
+ *   0  a POST /api/v1/jobs body: handlers_body_problem (JSON check, spec_parse, the
+ *      problem document with its field), serialised as the server would;
+ *   1  a query string: split at '&' and '=' as libmicrohttpd does, then every typed
+ *      getter the handlers use (limit, offset, tail, state, since);
+ *   2  a request line "METHOD PATH": the route matcher, the static path filter and the
+ *      content-type table;
+ *   3  header values: Last-Event-ID parsing, bearer parsing and comparison, the listen
+ *      address parser, problem field extraction, Prometheus label escaping, SSE framing.
+ */
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "auth.h"
+#include "handlers.h"
+#include "prom.h"
+#include "query.h"
+#include "respond.h"
+#include "routes.h"
+#include "server.h"
+#include "sse.h"
+#include "static.h"
+
+static void body(const char *text, size_t len)
+{
+    json_t *p = handlers_body_problem(text, len);
+    if (p) {
+        /* What respond_problem sends: it must serialise, and name a 4xx/5xx status. */
+        char *s = json_dumps(p, JSON_COMPACT);
+        json_int_t status = json_integer_value(json_object_get(p, "status"));
+        if (!s || status < 400 || status > 599) abort();
+        const char *field = json_string_value(json_object_get(p, "field"));
+        if (field && !*field) abort();
+        free(s);
+        json_decref(p);
+    }
+}
+
+static void query(char *text)
+{
+    query_t q;
+    query_init(&q);
+    for (char *save = NULL, *pair = strtok_r(text, "&", &save); pair; pair = strtok_r(NULL, "&", &save)) {
+        char *eq = strchr(pair, '=');
+        if (eq) *eq++ = 0;
+        query_add(&q, pair, eq);
+    }
+    long v = -7;
+    char err[256];
+    const char *st = NULL;
+    if (query_long(&q, "limit", 1, 1000, 1, &v, err, sizeof err) == 1 && (v < 1 || v > 1000)) abort();
+    if (query_long(&q, "offset", 0, LONG_MAX, 0, &v, err, sizeof err) == 1 && v < 0) abort();
+    if (query_long(&q, "tail", 1, 100000, 1, &v, err, sizeof err) == 1 && (v < 1 || v > 100000)) abort();
+    if (query_state(&q, "state", &st, err, sizeof err) == 1 && !st) abort();
+    const char *since = query_get(&q, "since");
+    if (since) (void)query_stream_id_valid(since);
+}
+
+static void request_line(const char *text)
+{
+    char method[16];
+    size_t n = strcspn(text, " ");
+    if (n >= sizeof method) return;
+    memcpy(method, text, n);
+    method[n] = 0;
+    const char *path = text[n] ? text + n + 1 : "";
+    route_match_t m;
+    const route_t *r = routes_match(method, path, &m);
+    if (!r || !r->handler) abort();
+    if (m.status == 0 && m.nparams > 0 && strlen(m.params[0]) >= ROUTE_PARAM_LEN) abort();
+    if (static_path_ok(path)) {
+        /* Whatever passes the filter stays inside the static root: relative, and no
+         * segment is "." or "..". */
+        if (path[0] == '/') abort();
+        for (const char *seg = path; seg; seg = strchr(seg, '/') ? strchr(seg, '/') + 1 : NULL) {
+            size_t sl = strcspn(seg, "/");
+            if ((sl == 1 && seg[0] == '.') || (sl == 2 && seg[0] == '.' && seg[1] == '.')) abort();
+        }
+    }
+    (void)static_content_type(path);
+}
+
+static void headers(const char *text, size_t len)
+{
+    char ev[48], m[48], field[256], label[512], host[256], frame[4096];
+    if (sse_id_parse(text, ev, sizeof ev, m, sizeof m) == 0 && !query_stream_id_valid(ev)) abort();
+    (void)sse_stream_id_cmp(text, "1-0");
+    const char *tok;
+    size_t tlen;
+    if (auth_bearer(text, &tok, &tlen) == 0) {
+        if (!auth_equal(tok, tlen, tok, tlen)) abort();
+    }
+    (void)auth_equal(text, len, "secret-token", 12);
+    int port;
+    if (http_listen_parse(text, host, sizeof host, &port) == 0 && (port < 0 || port > 65535)) abort();
+    (void)auth_host_is_loopback(text);
+    if (problem_field(text, field, sizeof field) == 0 && strlen(field) >= sizeof field) abort();
+    (void)prom_escape_label(text, label, sizeof label);
+    long k = sse_frame(frame, sizeof frame, "metrics", "1-0,2-0", text);
+    if (k >= (long)sizeof frame) abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1) return 0;
+    int mode = data[0] % 4;
+    char *text = malloc(size);
+    if (!text) return 0;
+    memcpy(text, data + 1, size - 1);
+    text[size - 1] = 0;   /* the server NUL-terminates bodies too */
+    switch (mode) {
+    case 0: body(text, size - 1); break;
+    case 1: query(text); break;
+    case 2: request_line(text); break;
+    default: headers(text, strlen(text)); break;
+    }
+    free(text);
+    return 0;
+}

@@ -1,0 +1,90 @@
+/* http/auth.c - see auth.h. */
+#include "auth.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+int auth_equal(const char *presented, size_t plen, const char *secret, size_t slen)
+{
+    /* Walk the secret's length whatever was presented, and fold every difference into
+     * one accumulator: no early exit tells an attacker how many leading bytes matched. */
+    volatile unsigned char diff = (unsigned char)(plen != slen);
+    for (size_t i = 0; i < slen; i++) {
+        unsigned char p = i < plen ? (unsigned char)presented[i] : 0;
+        diff |= (unsigned char)(p ^ (unsigned char)secret[i]);
+    }
+    return diff == 0;
+}
+
+int auth_bearer(const char *header, const char **tok, size_t *len)
+{
+    if (!header) return -1;
+    while (*header == ' ' || *header == '\t') header++;
+    if (strncasecmp(header, "Bearer", 6) != 0 || (header[6] != ' ' && header[6] != '\t')) return -1;
+    const char *t = header + 6;
+    while (*t == ' ' || *t == '\t') t++;
+    size_t n = strlen(t);
+    while (n > 0 && (t[n - 1] == ' ' || t[n - 1] == '\t')) n--;
+    if (n == 0) return -1;
+    *tok = t;
+    *len = n;
+    return 0;
+}
+
+int auth_token_check(const char *tok, char *err, size_t errlen)
+{
+    size_t n = tok ? strlen(tok) : 0;
+    if (n == 0) {
+        snprintf(err, errlen, "the token is empty");
+        return -1;
+    }
+    if (n >= AUTH_TOKEN_MAX) {
+        snprintf(err, errlen, "the token is longer than %d bytes", AUTH_TOKEN_MAX - 1);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (iscntrl((unsigned char)tok[i]) || tok[i] == ' ') {
+            snprintf(err, errlen, "the token contains white space or control characters");
+            return -1;
+        }
+    return 0;
+}
+
+int auth_token_load(const char *path, char *out, size_t outlen, char *err, size_t errlen)
+{
+    char line[AUTH_TOKEN_MAX + 2];
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "--token-file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    int ok = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    if (!ok) line[0] = 0;
+    char *s = line;
+    while (*s == ' ' || *s == '\t') s++;
+    size_t n = strlen(s);
+    while (n > 0 && isspace((unsigned char)s[n - 1])) s[--n] = 0;
+    char why[128];
+    if (auth_token_check(s, why, sizeof why) != 0 || n + 1 > outlen) {
+        snprintf(err, errlen, "--token-file %s: %s", path, n + 1 > outlen ? "token too long" : why);
+        return -1;
+    }
+    memcpy(out, s, n + 1);
+    return 0;
+}
+
+int auth_host_is_loopback(const char *host)
+{
+    if (!host || !*host) return 0;
+    if (strcasecmp(host, "localhost") == 0) return 1;
+    struct in_addr a4;
+    if (inet_pton(AF_INET, host, &a4) == 1) return (ntohl(a4.s_addr) >> 24) == 127;
+    struct in6_addr a6;
+    if (inet_pton(AF_INET6, host, &a6) == 1) return memcmp(&a6, &in6addr_loopback, sizeof a6) == 0;
+    return 0;
+}

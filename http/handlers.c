@@ -1,0 +1,446 @@
+/* http/handlers.c - one function per endpoint; see routes.c for the table and
+ * docs/openapi.json for the contract. Handlers validate the query, call the coordinator
+ * API (coordinator.h: thread-safe, one Redis round trip or so per call) and answer once
+ * through respond.h. A coordinator error becomes its problem document (respond.c).
+ */
+#include "handlers.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clog.h"
+#include "http_internal.h"
+#include "prom.h"
+#include "respond.h"
+#include "spec.h"
+#include "sse.h"
+#include "static.h"
+
+#define LIST_LIMIT_MAX 1000
+#define METRICS_LIMIT_MAX 10000
+#define LOGS_LIMIT_MAX (1L << 20)
+#define LOGS_TAIL_MAX 100000
+#define PROM_JOBS_PAGES 20
+
+/* ---- shared answers ----------------------------------------------------------------------------- */
+
+static int problem(http_req_t *rq, json_t *p)
+{
+    problem_set_instance(p, rq->path);
+    return respond_problem(rq->conn, p, NULL, 0);
+}
+
+static int coord_error(http_req_t *rq, int code, const char *err)
+{
+    return problem(rq, problem_from_coord(code, err));
+}
+
+/* A bad query parameter: err starts with its name ("limit: must be ..."). */
+static int bad_parameter(http_req_t *rq, const char *err)
+{
+    char name[64];
+    size_t n = strcspn(err, ":");
+    snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), err);
+    return problem(rq, problem_new(400, "invalid-parameter", "Invalid query parameter", err, "parameter", name));
+}
+
+static const char *job_id(http_req_t *rq)
+{
+    return rq->match.params[0];
+}
+
+/* ---- jobs ------------------------------------------------------------------------------------------ */
+
+int handle_jobs_list(http_req_t *rq)
+{
+    const char *state = NULL;
+    long offset = 0, limit = 50;
+    char err[256];
+    if (query_state(&rq->query, "state", &state, err, sizeof err) < 0 ||
+        query_long(&rq->query, "offset", 0, LONG_MAX, 0, &offset, err, sizeof err) < 0 ||
+        query_long(&rq->query, "limit", 1, LIST_LIMIT_MAX, 1, &limit, err, sizeof err) < 0)
+        return bad_parameter(rq, err);
+    json_t *out = NULL;
+    int code = coord_list(rq->srv->coord, state, offset, limit, &out);
+    if (code != COORD_OK) return coord_error(rq, code, NULL);
+    return respond_json(rq->conn, MHD_HTTP_OK, out, NULL, 0);
+}
+
+json_t *handlers_body_problem(const char *body, size_t len)
+{
+    if (!body || len == 0) return problem_new(400, "invalid-json", "Invalid JSON", "the request body is empty", NULL, NULL);
+    if (memchr(body, 0, len))
+        return problem_new(400, "invalid-json", "Invalid JSON", "the request body contains a NUL byte", NULL, NULL);
+    json_error_t jerr;
+    json_t *doc = json_loadb(body, len, 0, &jerr);
+    if (!doc) {
+        char detail[512];
+        snprintf(detail, sizeof detail, "line %d column %d: %s", jerr.line, jerr.column, jerr.text);
+        return problem_new(400, "invalid-json", "Invalid JSON", detail, NULL, NULL);
+    }
+    json_decref(doc);
+    job_spec_t *s = malloc(sizeof *s);
+    if (!s) return problem_new(500, "internal", NULL, "out of memory", NULL, NULL);
+    char err[512];
+    /* body is NUL-terminated at len (server.c, the fuzz target) and holds no NUL before. */
+    int bad = spec_parse(body, s, err, sizeof err) != 0;
+    free(s);
+    return bad ? problem_from_coord(COORD_EINVAL, err) : NULL;
+}
+
+int handle_jobs_submit(http_req_t *rq)
+{
+    json_t *p = handlers_body_problem(rq->body, rq->body_len);
+    if (p) return problem(rq, p);
+    char id[COORD_ID_MAX], err[1024] = "";
+    int code = coord_submit(rq->srv->coord, rq->body, id, sizeof id, err, sizeof err);
+    if (code != COORD_OK) return coord_error(rq, code, err);
+    json_t *job = NULL;
+    if (coord_get(rq->srv->coord, id, &job) != COORD_OK)
+        job = json_pack("{s:s, s:s}", "id", id, "state", "QUEUED");   /* stored; Redis blinked */
+    char location[96];
+    snprintf(location, sizeof location, "/api/v1/jobs/%s", id);
+    http_header_t h[] = { { MHD_HTTP_HEADER_LOCATION, location } };
+    clog_printf("http: job %s submitted", id);
+    return respond_json(rq->conn, MHD_HTTP_CREATED, job, h, 1);
+}
+
+/* ---- the job cache: a dashboard or a script polling one job costs Redis one read per
+ * cache period, not one per request. Slots are picked by a hash of the id; a collision
+ * simply replaces the older entry. ---- */
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static job_cache_entry_t *cache_slot(http_server_t *srv, const char *id)
+{
+    unsigned h = 5381;
+    for (const char *p = id; *p; p++) h = h * 33u + (unsigned char)*p;
+    return &srv->job_cache[h % HTTP_JOB_CACHE_SLOTS];
+}
+
+/* A fresh copy of the cached answer for id, or NULL. */
+static char *cache_get(http_server_t *srv, const char *id, size_t *len)
+{
+    if (srv->cache_s <= 0) return NULL;
+    char *copy = NULL;
+    pthread_mutex_lock(&srv->job_cache_lock);
+    job_cache_entry_t *e = cache_slot(srv, id);
+    if (e->text && strcmp(e->id, id) == 0 && mono() - e->at < srv->cache_s && (copy = malloc(e->len))) {
+        memcpy(copy, e->text, e->len);
+        *len = e->len;
+    }
+    pthread_mutex_unlock(&srv->job_cache_lock);
+    return copy;
+}
+
+static void cache_put(http_server_t *srv, const char *id, const char *text, size_t len, double at)
+{
+    size_t idlen = strlen(id);
+    if (srv->cache_s <= 0 || idlen >= COORD_ID_MAX) return;
+    char *copy = malloc(len);
+    if (!copy) return;
+    memcpy(copy, text, len);
+    pthread_mutex_lock(&srv->job_cache_lock);
+    job_cache_entry_t *e = cache_slot(srv, id);
+    free(e->text);
+    memcpy(e->id, id, idlen + 1);
+    e->text = copy;
+    e->len = len;
+    e->at = at;
+    pthread_mutex_unlock(&srv->job_cache_lock);
+}
+
+static void cache_drop(http_server_t *srv, const char *id)
+{
+    pthread_mutex_lock(&srv->job_cache_lock);
+    job_cache_entry_t *e = cache_slot(srv, id);
+    if (e->text && strcmp(e->id, id) == 0) {
+        free(e->text);
+        e->text = NULL;
+    }
+    pthread_mutex_unlock(&srv->job_cache_lock);
+}
+
+int handle_job_get(http_req_t *rq)
+{
+    size_t len = 0;
+    char *text = cache_get(rq->srv, job_id(rq), &len);
+    if (!text) {
+        double at = mono();   /* before the read: the entry is never fresher than Redis was */
+        json_t *out = NULL;
+        int code = coord_get(rq->srv->coord, job_id(rq), &out);
+        if (code != COORD_OK) return coord_error(rq, code, NULL);
+        text = respond_json_text(out, &len);
+        if (!text) return MHD_NO;
+        cache_put(rq->srv, job_id(rq), text, len, at);
+    }
+    return respond_buffer(rq->conn, MHD_HTTP_OK, "application/json", text, len, NULL, 0);
+}
+
+int handle_job_cancel(http_req_t *rq)
+{
+    char err[512] = "";
+    int code = coord_cancel(rq->srv->coord, job_id(rq), err, sizeof err);
+    cache_drop(rq->srv, job_id(rq));
+    if (code != COORD_OK) return coord_error(rq, code, err);
+    json_t *job = NULL;
+    if (coord_get(rq->srv->coord, job_id(rq), &job) != COORD_OK)
+        job = json_pack("{s:s, s:b}", "id", job_id(rq), "cancel_requested", 1);
+    /* A queued job is cancelled at once (200); a running one once its processes are gone (202). */
+    const char *st = json_string_value(json_object_get(job, "state"));
+    unsigned status = st && strcmp(st, "CANCELLED") == 0 ? MHD_HTTP_OK : MHD_HTTP_ACCEPTED;
+    clog_printf("http: job %s cancel requested", job_id(rq));
+    return respond_json(rq->conn, status, job, NULL, 0);
+}
+
+int handle_job_nodes(http_req_t *rq)
+{
+    json_t *out = NULL;
+    int code = coord_nodes(rq->srv->coord, job_id(rq), &out);
+    if (code != COORD_OK) return coord_error(rq, code, NULL);
+    return respond_json(rq->conn, MHD_HTTP_OK, out, NULL, 0);
+}
+
+int handle_job_metrics(http_req_t *rq)
+{
+    long limit = 500;
+    char err[256];
+    const char *since = query_get(&rq->query, "since");
+    if (since && *since && strcmp(since, "-") != 0 && !query_stream_id_valid(since))
+        return bad_parameter(rq, "since: must be a stream id (\"1715000000123-0\") or 0");
+    if (query_long(&rq->query, "limit", 1, METRICS_LIMIT_MAX, 1, &limit, err, sizeof err) < 0)
+        return bad_parameter(rq, err);
+    json_t *out = NULL;
+    int code = coord_metrics(rq->srv->coord, job_id(rq), since, limit, &out);
+    if (code == COORD_EINVAL) return bad_parameter(rq, "since: must be a stream id (\"1715000000123-0\") or 0");
+    if (code != COORD_OK) return coord_error(rq, code, NULL);
+    return respond_json(rq->conn, MHD_HTTP_OK, out, NULL, 0);
+}
+
+int handle_job_events(http_req_t *rq)
+{
+    return sse_open(rq, job_id(rq));
+}
+
+int handle_events(http_req_t *rq)
+{
+    return sse_open(rq, "");
+}
+
+int handle_job_logs(http_req_t *rq)
+{
+    long offset = 0, limit = 0, tail = 0;
+    char err[256];
+    if (query_long(&rq->query, "offset", 0, LONG_MAX, 0, &offset, err, sizeof err) < 0 ||
+        query_long(&rq->query, "limit", 1, LOGS_LIMIT_MAX, 1, &limit, err, sizeof err) < 0 ||
+        query_long(&rq->query, "tail", 1, LOGS_TAIL_MAX, 1, &tail, err, sizeof err) < 0)
+        return bad_parameter(rq, err);
+    json_t *out = NULL;
+    int code = coord_logs(rq->srv->coord, job_id(rq), offset, limit, tail, &out);
+    if (code != COORD_OK) return coord_error(rq, code, NULL);
+    return respond_json(rq->conn, MHD_HTTP_OK, out, NULL, 0);
+}
+
+/* A file name for Content-Disposition: the checkpoint's name, tame characters only. */
+static void download_name(const char *id, const char *path, char *out, size_t len)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t o = (size_t)snprintf(out, len, "%s-", id);
+    for (const char *p = base; *p && o + 1 < len; p++) {
+        char c = *p;
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+                 c == '_';
+        out[o++] = ok ? c : '_';
+    }
+    out[o < len ? o : len - 1] = 0;
+}
+
+int handle_job_checkpoint(http_req_t *rq)
+{
+    char path[PATH_MAX];
+    int code = coord_checkpoint_path(rq->srv->coord, job_id(rq), path, sizeof path);
+    if (code == COORD_ENOTFOUND) {
+        /* Unknown job, or no checkpoint yet: tell which. */
+        json_t *job = NULL;
+        int known = coord_get(rq->srv->coord, job_id(rq), &job) == COORD_OK;
+        json_decref(job);
+        if (known)
+            return problem(rq, problem_new(404, "no-checkpoint", "No checkpoint yet",
+                                           "the job has not written a checkpoint yet", NULL, NULL));
+    }
+    if (code != COORD_OK) return coord_error(rq, code, NULL);
+    /* The worker replaces the file by rename: the open descriptor keeps one whole version. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        if (fd >= 0) close(fd);
+        return problem(rq, problem_new(404, "no-checkpoint", "No checkpoint yet", "the checkpoint file is gone",
+                                       NULL, NULL));
+    }
+    struct MHD_Response *r = MHD_create_response_from_fd((size_t)st.st_size, fd);
+    if (!r) {
+        close(fd);
+        return MHD_NO;
+    }
+    char name[160], disp[200];
+    download_name(job_id(rq), path, name, sizeof name);
+    snprintf(disp, sizeof disp, "attachment; filename=\"%s\"", name);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_DISPOSITION, disp);
+    respond_common_headers(r);
+    enum MHD_Result ret = MHD_queue_response(rq->conn, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/* ---- cluster, health, docs -------------------------------------------------------------------------- */
+
+int handle_cluster(http_req_t *rq)
+{
+    json_t *out = NULL;
+    int code = coord_cluster(rq->srv->coord, &out);
+    if (code != COORD_OK) return coord_error(rq, code, NULL);
+    return respond_json(rq->conn, MHD_HTTP_OK, out, NULL, 0);
+}
+
+int handle_healthz(http_req_t *rq)
+{
+    json_t *cl = NULL;
+    int code = coord_cluster(rq->srv->coord, &cl);
+    if (code != COORD_OK) {
+        json_t *body = json_pack("{s:s, s:s}", "status", "unavailable", "detail", "Redis does not answer");
+        return respond_json(rq->conn, MHD_HTTP_SERVICE_UNAVAILABLE, body, NULL, 0);
+    }
+    json_t *body = json_pack("{s:s, s:s, s:O?}", "status", "ok", "redis", "ok", "coordinator_alive",
+                             json_object_get(cl, "alive"));
+    json_decref(cl);
+    return respond_json(rq->conn, MHD_HTTP_OK, body, NULL, 0);
+}
+
+int handle_openapi(http_req_t *rq)
+{
+    if (!rq->srv->openapi)
+        return problem(rq, problem_new(404, "not-found", NULL, "docs/openapi.json was not found at start", NULL, NULL));
+    char *copy = malloc(rq->srv->openapi_len);
+    if (!copy) return MHD_NO;
+    memcpy(copy, rq->srv->openapi, rq->srv->openapi_len);
+    return respond_buffer(rq->conn, MHD_HTTP_OK, "application/json", copy, rq->srv->openapi_len, NULL, 0);
+}
+
+int handle_index(http_req_t *rq)
+{
+    return static_serve(rq->conn, rq->srv->static_dir, "index.html", rq->path);
+}
+
+int handle_static(http_req_t *rq)
+{
+    return static_serve(rq->conn, rq->srv->static_dir, rq->match.params[0], rq->path);
+}
+
+int handle_not_found(http_req_t *rq)
+{
+    return problem(rq, problem_new(404, "not-found", NULL, "no such endpoint; see /api/v1/openapi.json", NULL, NULL));
+}
+
+/* ---- Prometheus ------------------------------------------------------------------------------------- */
+
+/* Gathers the scrape: job counts by state (one coord_list per 1000 jobs) and the nodes
+ * of each running job (one pipelined round trip each). */
+static char *prom_build(http_server_t *srv, size_t *len)
+{
+    prom_input_t in;
+    memset(&in, 0, sizeof in);
+    json_t *running = json_array(), *nodes_arr = json_array();
+    json_t **nodes = NULL;
+    long *restarts = NULL;
+    char *text = NULL;
+    long total = 0;
+    in.redis_up = 1;
+    for (long page = 0; page < PROM_JOBS_PAGES && in.redis_up; page++) {
+        json_t *list = NULL;
+        if (coord_list(srv->coord, NULL, page * LIST_LIMIT_MAX, LIST_LIMIT_MAX, &list) != COORD_OK) {
+            in.redis_up = 0;
+            break;
+        }
+        total = (long)json_integer_value(json_object_get(list, "total"));
+        size_t i;
+        json_t *job;
+        json_array_foreach(json_object_get(list, "jobs"), i, job) {
+            const char *st = json_string_value(json_object_get(job, "state"));
+            for (int s = 0; st && QUERY_STATES[s]; s++)
+                if (strcmp(st, QUERY_STATES[s]) == 0) in.states[s]++;
+            if (st && strcmp(st, "RUNNING") == 0) json_array_append(running, job);
+        }
+        json_decref(list);
+        if ((page + 1) * LIST_LIMIT_MAX >= total) break;
+    }
+    size_t nrun = json_array_size(running);
+    if (in.redis_up && nrun > 0) {
+        nodes = calloc(nrun, sizeof *nodes);
+        restarts = calloc(nrun, sizeof *restarts);
+        if (!nodes || !restarts) goto out;
+        for (size_t i = 0; i < nrun; i++) {
+            json_t *job = json_array_get(running, i);
+            json_t *n = NULL;
+            if (coord_nodes(srv->coord, json_string_value(json_object_get(job, "id")), &n) != COORD_OK) continue;
+            json_array_append_new(nodes_arr, n);
+            restarts[in.nnodes] = (long)json_integer_value(json_object_get(job, "restarts"));
+            nodes[in.nnodes++] = n;
+        }
+    }
+    in.nodes = nodes;
+    in.restarts = restarts;
+    pthread_mutex_lock(&srv->lock);
+    in.sse_streams = srv->sse_open;
+    pthread_mutex_unlock(&srv->lock);
+    text = prom_render(&in, len);
+out:
+    free(nodes);
+    free(restarts);
+    json_decref(running);
+    json_decref(nodes_arr);
+    return text;
+}
+
+/* One thread rebuilds a stale text while the others keep serving the previous one, so
+ * a scrape never waits for Redis unless there is no text at all yet. */
+int handle_prometheus(http_req_t *rq)
+{
+    http_server_t *srv = rq->srv;
+    pthread_mutex_lock(&srv->prom_lock);
+    double now = mono();
+    if (!srv->prom_building && (!srv->prom_text || now - srv->prom_at >= PROM_CACHE_S)) {
+        srv->prom_building = 1;
+        int first = !srv->prom_text;
+        if (!first) pthread_mutex_unlock(&srv->prom_lock);
+        size_t len = 0;
+        char *text = prom_build(srv, &len);
+        if (!first) pthread_mutex_lock(&srv->prom_lock);
+        if (text) {
+            free(srv->prom_text);
+            srv->prom_text = text;
+            srv->prom_len = len;
+            srv->prom_at = now;
+        }
+        srv->prom_building = 0;
+    }
+    char *copy = srv->prom_text ? malloc(srv->prom_len + 1) : NULL;
+    size_t len = srv->prom_len;
+    if (copy) memcpy(copy, srv->prom_text, len);
+    pthread_mutex_unlock(&srv->prom_lock);
+    if (!copy) return problem(rq, problem_new(500, "internal", NULL, "out of memory", NULL, NULL));
+    return respond_buffer(rq->conn, MHD_HTTP_OK, PROM_CONTENT_TYPE, copy, len, NULL, 0);
+}

@@ -1,0 +1,34 @@
+/* http/handlers.h - one function per endpoint (the route table in routes.c points here).
+ * Each answers exactly once, through respond.h, and returns the MHD_Result. */
+#ifndef PACER_HTTP_HANDLERS_H
+#define PACER_HTTP_HANDLERS_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "routes.h"
+
+int handle_jobs_list(http_req_t *rq);
+int handle_jobs_submit(http_req_t *rq);
+int handle_job_get(http_req_t *rq);
+int handle_job_cancel(http_req_t *rq);
+int handle_job_nodes(http_req_t *rq);
+int handle_job_metrics(http_req_t *rq);
+int handle_job_events(http_req_t *rq);
+int handle_job_logs(http_req_t *rq);
+int handle_job_checkpoint(http_req_t *rq);
+int handle_events(http_req_t *rq);
+int handle_cluster(http_req_t *rq);
+int handle_openapi(http_req_t *rq);
+int handle_healthz(http_req_t *rq);
+int handle_prometheus(http_req_t *rq);
+int handle_index(http_req_t *rq);
+int handle_static(http_req_t *rq);
+int handle_not_found(http_req_t *rq);
+
+/* The problem for a submitted body that is not valid JSON or not a valid job spec, or
+ * NULL when spec_parse accepts it. Pure (the fuzz target drives it). */
+json_t *handlers_body_problem(const char *body, size_t len);
+
+#endif

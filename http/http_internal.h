@@ -1,0 +1,76 @@
+/* http/http_internal.h - the server object and the per-request state, shared by the
+ * files of http/ (server.c owns them; handlers.c, sse.c and static.c read them). */
+#ifndef PACER_HTTP_INTERNAL_H
+#define PACER_HTTP_INTERNAL_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stddef.h>
+
+#include <microhttpd.h>
+
+#include "auth.h"
+#include "coordinator.h"
+#include "query.h"
+#include "routes.h"
+#include "server.h"
+
+typedef struct sse_stream sse_stream_t;
+
+#define HTTP_JOB_CACHE_SLOTS 64
+
+/* One cached GET /api/v1/jobs/{id} answer (handlers.c). */
+typedef struct {
+    char id[COORD_ID_MAX];
+    char *text;
+    size_t len;
+    double at;     /* monotonic time it was read from Redis */
+} job_cache_entry_t;
+
+struct http_server {
+    coordinator_t *coord;
+    struct MHD_Daemon *daemon;
+    int port;
+    int auth_reads;
+    int sse_max;
+    int threads;
+    size_t body_max;
+    char token[AUTH_TOKEN_MAX];
+    size_t token_len;           /* 0 = no token configured */
+    char static_dir[PATH_MAX];
+    char *openapi;              /* docs/openapi.json, read at start; NULL when not found */
+    size_t openapi_len;
+
+    pthread_mutex_t lock;       /* everything below */
+    pthread_cond_t cond;
+    int stopping;
+    int sse_open;               /* streams counted against sse_max (until their response is freed) */
+    int sse_threads;            /* live SSE threads */
+    sse_stream_t *streams;      /* list of open streams, for shutdown */
+
+    pthread_mutex_t prom_lock;  /* the /metrics cache */
+    char *prom_text;
+    size_t prom_len;
+    double prom_at;
+    int prom_building;          /* a thread is rebuilding prom_text (outside the lock) */
+
+    double cache_s;             /* job answers: how long an entry is fresh; 0 = no cache */
+    pthread_mutex_t job_cache_lock;
+    job_cache_entry_t job_cache[HTTP_JOB_CACHE_SLOTS];
+};
+
+/* Per request: allocated on the first access-handler call, freed in the completion
+ * callback (which MHD runs on success, error and abort alike). */
+struct http_req {
+    http_server_t *srv;
+    struct MHD_Connection *conn;
+    const char *method;
+    const char *path;       /* decoded, without the query string */
+    route_match_t match;
+    query_t query;
+    char *body;             /* ROUTE_JSON_BODY routes: the request body, NUL-terminated */
+    size_t body_len, body_cap, received;
+    int answered;           /* a response was queued early (4xx before the body) */
+};
+
+#endif

@@ -1,0 +1,158 @@
+/* http/prom.c - see prom.h. */
+#include "prom.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "query.h"
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+    int oom;
+} sbuf_t;
+
+static void sb_printf(sbuf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(sbuf_t *b, const char *fmt, ...)
+{
+    if (b->oom) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->oom = 1;
+            return;
+        }
+        if (b->p && b->len + (size_t)n < b->cap) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t cap = b->cap ? b->cap * 2 : 4096;
+        while (cap < b->len + (size_t)n + 1) cap *= 2;
+        char *q = realloc(b->p, cap);
+        if (!q) {
+            b->oom = 1;
+            return;
+        }
+        b->p = q;
+        b->cap = cap;
+    }
+}
+
+int prom_escape_label(const char *s, char *out, size_t len)
+{
+    size_t o = 0;
+    for (; s && *s; s++) {
+        const char *rep = NULL;
+        char one[2] = { *s, 0 };
+        if (*s == '\\') rep = "\\\\";
+        else if (*s == '"') rep = "\\\"";
+        else if (*s == '\n') rep = "\\n";
+        else rep = one;
+        size_t n = strlen(rep);
+        if (o + n + 1 > len) return -1;
+        memcpy(out + o, rep, n);
+        o += n;
+    }
+    if (o + 1 > len) return -1;
+    out[o] = 0;
+    return 0;
+}
+
+/* A finite number as Prometheus wants it; integers without a fraction. */
+static void sb_value(sbuf_t *b, double v)
+{
+    if (isnan(v)) sb_printf(b, "NaN\n");
+    else if (isinf(v)) sb_printf(b, "%s\n", v > 0 ? "+Inf" : "-Inf");
+    else if (v == floor(v) && fabs(v) < 1e15) sb_printf(b, "%.0f\n", v);
+    else sb_printf(b, "%.9g\n", v);
+}
+
+typedef enum { RANK_FIELD, RANK_STALENESS } source_t;
+
+typedef struct {
+    const char *name;
+    const char *type;
+    const char *help;
+    source_t source;
+    const char *key;   /* field of the rank object, or of its "staleness" object */
+} rank_family_t;
+
+/* One row per per-rank family: the text is a loop over this table. */
+static const rank_family_t RANK_FAMILIES[] = {
+    { "pacer_rank_samples_per_second", "gauge", "Training throughput of the rank (EWMA of samples/s).", RANK_FIELD,
+      "samples_per_s" },
+    { "pacer_rank_staleness_mean", "gauge", "Mean staleness of the updates the rank applied.", RANK_STALENESS,
+      "mean" },
+    { "pacer_rank_staleness_p95", "gauge", "95th percentile staleness of the rank's updates.", RANK_STALENESS,
+      "p95" },
+    { "pacer_rank_staleness_updates_total", "counter", "Updates counted in the rank's staleness statistics.",
+      RANK_STALENESS, "count" },
+    { "pacer_rank_loss", "gauge", "Training loss of the rank's latest step.", RANK_FIELD, "loss" },
+    { "pacer_rank_batch_size", "gauge", "Batch size of the rank's latest step.", RANK_FIELD, "batch" },
+    { "pacer_rank_step", "gauge", "Steps the rank has done.", RANK_FIELD, "step" },
+    { "pacer_rank_epoch", "gauge", "Epoch the rank is in.", RANK_FIELD, "epoch" },
+    { "pacer_rank_heartbeat_age_seconds", "gauge", "Seconds since the rank's last heartbeat.", RANK_FIELD,
+      "heartbeat_age_s" },
+    { "pacer_rank_test_accuracy", "gauge", "Latest test accuracy reported by the rank.", RANK_FIELD,
+      "test_accuracy" },
+};
+#define NRANK_FAMILIES (sizeof RANK_FAMILIES / sizeof RANK_FAMILIES[0])
+
+static void family_head(sbuf_t *b, const char *name, const char *type, const char *help)
+{
+    sb_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+char *prom_render(const prom_input_t *in, size_t *len)
+{
+    sbuf_t b = { 0 };
+    char job[256], lab[64];
+
+    family_head(&b, "pacer_redis_up", "gauge", "Whether the job store (Redis) answered this scrape.");
+    sb_printf(&b, "pacer_redis_up %d\n", in->redis_up ? 1 : 0);
+    family_head(&b, "pacer_sse_streams", "gauge", "Server-Sent Events streams open now.");
+    sb_printf(&b, "pacer_sse_streams %ld\n", in->sse_streams);
+    if (in->redis_up) {
+        family_head(&b, "pacer_jobs", "gauge", "Jobs by state.");
+        for (int s = 0; QUERY_STATES[s]; s++) sb_printf(&b, "pacer_jobs{state=\"%s\"} %ld\n", QUERY_STATES[s], in->states[s]);
+    }
+    if (in->nnodes > 0 && in->restarts) {
+        family_head(&b, "pacer_job_restarts", "gauge", "Restarts of the running job so far.");
+        for (size_t j = 0; j < in->nnodes; j++) {
+            if (prom_escape_label(json_string_value(json_object_get(in->nodes[j], "job")), job, sizeof job) != 0)
+                continue;
+            sb_printf(&b, "pacer_job_restarts{job=\"%s\"} %ld\n", job, in->restarts[j]);
+        }
+    }
+    for (size_t f = 0; f < NRANK_FAMILIES && in->nnodes > 0; f++) {
+        const rank_family_t *fam = &RANK_FAMILIES[f];
+        family_head(&b, fam->name, fam->type, fam->help);
+        for (size_t j = 0; j < in->nnodes; j++) {
+            if (prom_escape_label(json_string_value(json_object_get(in->nodes[j], "job")), job, sizeof job) != 0)
+                continue;
+            size_t i;
+            json_t *rank;
+            json_array_foreach(json_object_get(in->nodes[j], "ranks"), i, rank) {
+                json_t *src = fam->source == RANK_FIELD ? rank : json_object_get(rank, "staleness");
+                json_t *v = json_object_get(src, fam->key);
+                if (!json_is_number(v)) continue;
+                snprintf(lab, sizeof lab, "%lld", (long long)json_integer_value(json_object_get(rank, "rank")));
+                sb_printf(&b, "%s{job=\"%s\",rank=\"%s\"} ", fam->name, job, lab);
+                sb_value(&b, json_number_value(v));
+            }
+        }
+    }
+    if (b.oom) {
+        free(b.p);
+        return NULL;
+    }
+    if (!b.p) sb_printf(&b, "%s", "");
+    *len = b.len;
+    return b.p;
+}

@@ -1,0 +1,100 @@
+/* http/routes.c - see routes.h. The table is the API: docs/openapi.json describes the
+ * same list, and tests/unit/test_http.c checks that every row is documented there. */
+#include "routes.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "handlers.h"
+
+static const route_t ROUTES[] = {
+    { "GET", "/api/v1/jobs", handle_jobs_list, 0 },
+    { "POST", "/api/v1/jobs", handle_jobs_submit, ROUTE_MUTATES | ROUTE_JSON_BODY },
+    { "GET", "/api/v1/jobs/{id}", handle_job_get, 0 },
+    { "DELETE", "/api/v1/jobs/{id}", handle_job_cancel, ROUTE_MUTATES },
+    { "GET", "/api/v1/jobs/{id}/nodes", handle_job_nodes, 0 },
+    { "GET", "/api/v1/jobs/{id}/metrics", handle_job_metrics, 0 },
+    { "GET", "/api/v1/jobs/{id}/events", handle_job_events, ROUTE_STREAM },
+    { "GET", "/api/v1/jobs/{id}/logs", handle_job_logs, 0 },
+    { "GET", "/api/v1/jobs/{id}/checkpoint", handle_job_checkpoint, 0 },
+    { "GET", "/api/v1/events", handle_events, ROUTE_STREAM },
+    { "GET", "/api/v1/cluster", handle_cluster, 0 },
+    { "GET", "/api/v1/openapi.json", handle_openapi, 0 },
+    { "GET", "/healthz", handle_healthz, ROUTE_PUBLIC },
+    { "GET", "/metrics", handle_prometheus, 0 },
+    { "GET", "/", handle_index, ROUTE_PUBLIC },
+    { "GET", "/static/{path*}", handle_static, ROUTE_PUBLIC },
+    { NULL, NULL, handle_not_found, ROUTE_PUBLIC },   /* sentinel */
+};
+#define NROUTES (sizeof ROUTES / sizeof ROUTES[0] - 1)
+
+const route_t *routes_table(size_t *n)
+{
+    *n = NROUTES;
+    return ROUTES;
+}
+
+int route_pattern_match(const char *pattern, const char *path, route_match_t *m)
+{
+    const char *p = pattern, *s = path;
+    int np = 0;
+    if (*p != '/' || *s != '/') return 0;
+    while (*p && *s) {
+        if (*p == '{') {
+            const char *close = strchr(p, '}');
+            if (!close) return 0;
+            int rest = close > p + 1 && close[-1] == '*';
+            /* The capture: one segment, or everything that is left. */
+            size_t n = rest ? strlen(s) : strcspn(s, "/");
+            if (n == 0 || n >= ROUTE_PARAM_LEN || np >= ROUTE_PARAMS_MAX) return 0;
+            memcpy(m->params[np], s, n);
+            m->params[np][n] = 0;
+            np++;
+            p = close + 1;
+            s += n;
+            continue;
+        }
+        if (*p != *s) return 0;
+        p++, s++;
+    }
+    if (*p || *s) return 0;
+    m->nparams = np;
+    return 1;
+}
+
+static int method_matches(const char *route_method, const char *method)
+{
+    return strcmp(route_method, method) == 0 || (strcmp(method, "HEAD") == 0 && strcmp(route_method, "GET") == 0);
+}
+
+static void allow_add(char *allow, size_t len, const char *method)
+{
+    size_t used = strlen(allow);
+    snprintf(allow + used, len - used, "%s%s", used ? ", " : "", method);
+}
+
+const route_t *routes_match(const char *method, const char *path, route_match_t *m)
+{
+    memset(m, 0, sizeof *m);
+    m->route = &ROUTES[NROUTES];
+    m->status = 404;
+    if (!method || !path) return m->route;
+    route_match_t probe;
+    for (size_t i = 0; i < NROUTES; i++) {
+        memset(&probe, 0, sizeof probe);
+        if (!route_pattern_match(ROUTES[i].pattern, path, &probe)) continue;
+        if (method_matches(ROUTES[i].method, method)) {
+            char allow[sizeof m->allow];
+            memcpy(allow, m->allow, sizeof allow);
+            *m = probe;
+            memcpy(m->allow, allow, sizeof allow);
+            m->route = &ROUTES[i];
+            m->status = 0;
+            return m->route;
+        }
+        allow_add(m->allow, sizeof m->allow, ROUTES[i].method);
+        if (strcmp(ROUTES[i].method, "GET") == 0) allow_add(m->allow, sizeof m->allow, "HEAD");
+        m->status = 405;
+    }
+    return m->route;
+}

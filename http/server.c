@@ -1,0 +1,429 @@
+/* http/server.c - see server.h. The life of a request:
+ *
+ *   1st access-handler call  allocate the per-request state, match the route, collect
+ *                            the query, and refuse early what can be refused from the
+ *                            headers alone: 404/405, 401, 415, 413 by Content-Length.
+ *   body calls               consume the body chunk by chunk, keeping at most the limit.
+ *   last call                run the route's handler, which answers exactly once.
+ *   completion callback      free the per-request state (success, error and abort alike).
+ */
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "clog.h"
+#include "http_internal.h"
+#include "respond.h"
+#include "sse.h"
+#include "static.h"
+
+#define OPENAPI_MAX (1 << 20)
+#define CONNECTION_LIMIT 1024
+#define CONNECTION_TIMEOUT_S 60
+
+void http_config_defaults(http_config_t *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->listen = "127.0.0.1:8080";
+    cfg->threads = HTTP_THREADS_DEFAULT;
+    cfg->sse_max = HTTP_SSE_MAX_DEFAULT;
+    cfg->body_max = HTTP_BODY_MAX_DEFAULT;
+    cfg->cache_ms = HTTP_CACHE_MS_DEFAULT;
+}
+
+int http_listen_parse(const char *listen, char *host, size_t hostlen, int *port)
+{
+    if (!listen || !hostlen) return -1;
+    const char *colon;
+    size_t hn;
+    if (listen[0] == '[') {
+        const char *close = strchr(listen, ']');
+        if (!close || close[1] != ':') return -1;
+        hn = (size_t)(close - listen - 1);
+        if (hn == 0 || hn >= hostlen) return -1;
+        memcpy(host, listen + 1, hn);
+        colon = close + 1;
+    } else {
+        colon = strrchr(listen, ':');
+        if (!colon) return -1;
+        hn = (size_t)(colon - listen);
+        if (hn >= hostlen || memchr(listen, ':', hn)) return -1;   /* bare IPv6 needs brackets */
+        memcpy(host, listen, hn);
+    }
+    host[hn] = 0;
+    const char *p = colon + 1;
+    if (!*p || strlen(p) > 5) return -1;
+    long v = 0;
+    for (; *p; p++) {
+        if (*p < '0' || *p > '9') return -1;
+        v = v * 10 + (*p - '0');
+    }
+    if (v > 65535) return -1;
+    *port = (int)v;
+    return 0;
+}
+
+int http_check_config(const http_config_t *cfg, char *err, size_t errlen)
+{
+    char host[256];
+    int port;
+    if (http_listen_parse(cfg->listen, host, sizeof host, &port) != 0) {
+        snprintf(err, errlen, "--listen %s: not ADDR:PORT (e.g. 127.0.0.1:8080, [::1]:8080)", cfg->listen ? cfg->listen : "");
+        return -1;
+    }
+    int has_token = cfg->token && *cfg->token;
+    if (has_token && auth_token_check(cfg->token, err, errlen) != 0) return -1;
+    if (!auth_host_is_loopback(host) && !has_token) {
+        snprintf(err, errlen,
+                 "refusing to serve the API on %s without a token: anyone who can reach it could submit and cancel "
+                 "jobs. Set PACER_TOKEN or --token-file FILE, or listen on 127.0.0.1",
+                 cfg->listen);
+        return -1;
+    }
+    if (cfg->threads < 1 || cfg->threads > 256) {
+        snprintf(err, errlen, "--http-threads: must be between 1 and 256");
+        return -1;
+    }
+    if (cfg->cache_ms < 0 || cfg->cache_ms > 60000) {
+        snprintf(err, errlen, "--api-cache-ms: must be between 0 and 60000");
+        return -1;
+    }
+    if (cfg->sse_max < 1 || cfg->sse_max > 10000) {
+        snprintf(err, errlen, "--sse-max: must be between 1 and 10000");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- per request ---------------------------------------------------------------------------------- */
+
+static enum MHD_Result collect_query(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    query_add(cls, key, value);
+    return MHD_YES;
+}
+
+static int authorized(http_req_t *rq)
+{
+    const http_server_t *srv = rq->srv;
+    unsigned f = rq->match.route->flags;
+    if (srv->token_len == 0 || (f & ROUTE_PUBLIC)) return 1;
+    if (!(f & ROUTE_MUTATES) && !srv->auth_reads) return 1;
+    const char *tok;
+    size_t len;
+    const char *h = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (auth_bearer(h, &tok, &len) == 0) return auth_equal(tok, len, srv->token, srv->token_len);
+    /* EventSource cannot set headers: the streams take the token from the query too. */
+    const char *q = (f & ROUTE_STREAM) ? query_get(&rq->query, "access_token") : NULL;
+    return q && auth_equal(q, strlen(q), srv->token, srv->token_len);
+}
+
+static int is_json_type(const char *ct)
+{
+    if (!ct) return 0;
+    while (*ct == ' ') ct++;
+    size_t n = strcspn(ct, "; \t");
+    return n == 16 && strncasecmp(ct, "application/json", 16) == 0;
+}
+
+/* Refusals decided from the request line and headers; NULL when the request may go on. */
+static json_t *early_problem(http_req_t *rq, http_header_t *hdrs, size_t *nhdrs)
+{
+    const route_match_t *m = &rq->match;
+    if (m->status == 405) {
+        hdrs[(*nhdrs)++] = (http_header_t){ MHD_HTTP_HEADER_ALLOW, m->allow };
+        char detail[128];
+        snprintf(detail, sizeof detail, "%s is not allowed here; allowed: %s", rq->method, m->allow);
+        return problem_new(405, "method-not-allowed", NULL, detail, NULL, NULL);
+    }
+    if (m->status == 404) return NULL;   /* the sentinel's handler answers */
+    if (!authorized(rq)) {
+        hdrs[(*nhdrs)++] = (http_header_t){ MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"pacer\"" };
+        const char *h = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+        return problem_new(401, "unauthorized", NULL,
+                           h ? "the bearer token is wrong" : "this endpoint needs Authorization: Bearer <token>", NULL,
+                           NULL);
+    }
+    if (m->route->flags & ROUTE_JSON_BODY) {
+        const char *ct = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+        if (!is_json_type(ct))
+            return problem_new(415, "unsupported-media-type", NULL, "send the job spec with Content-Type: application/json",
+                               NULL, NULL);
+    }
+    const char *cl = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl) {
+        char *end;
+        errno = 0;
+        unsigned long long n = strtoull(cl, &end, 10);
+        if (errno == 0 && end != cl && n > rq->srv->body_max) {
+            char detail[128];
+            snprintf(detail, sizeof detail, "the body is %llu bytes; the limit is %zu", n, rq->srv->body_max);
+            return problem_new(413, "payload-too-large", NULL, detail, NULL, NULL);
+        }
+    }
+    return NULL;
+}
+
+static enum MHD_Result answer_problem(http_req_t *rq, json_t *p, const http_header_t *hdrs, size_t nhdrs)
+{
+    rq->answered = 1;
+    problem_set_instance(p, rq->path);
+    return respond_problem(rq->conn, p, hdrs, nhdrs);
+}
+
+/* Bodies without Content-Length (chunked) are checked as they arrive. libmicrohttpd
+ * 0.9.75 cannot queue a response in the middle of a body, so past the limit the rest is
+ * read and dropped and 413 answers at the end; past DISCARD_MAX the connection is simply
+ * closed. */
+#define DISCARD_MAX (8u << 20)
+
+static enum MHD_Result body_chunk(http_req_t *rq, const char *data, size_t n)
+{
+    rq->received += n;
+    if (rq->received > rq->srv->body_max) {
+        free(rq->body);
+        rq->body = NULL;
+        rq->body_len = rq->body_cap = 0;
+        return rq->received > (size_t)rq->srv->body_max + DISCARD_MAX ? MHD_NO : MHD_YES;
+    }
+    if (!(rq->match.route->flags & ROUTE_JSON_BODY)) return MHD_YES;   /* read and dropped */
+    if (rq->body_len + n + 1 > rq->body_cap) {
+        size_t cap = rq->body_cap ? rq->body_cap : 4096;
+        while (cap < rq->body_len + n + 1) cap *= 2;
+        char *b = realloc(rq->body, cap);
+        if (!b) return MHD_NO;
+        rq->body = b;
+        rq->body_cap = cap;
+    }
+    memcpy(rq->body + rq->body_len, data, n);
+    rq->body_len += n;
+    rq->body[rq->body_len] = 0;
+    return MHD_YES;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+                                  const char *version, const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls)
+{
+    http_server_t *srv = cls;
+    http_req_t *rq = *con_cls;
+    if (!rq) {
+        rq = calloc(1, sizeof *rq);
+        if (!rq) return MHD_NO;   /* out of memory: MHD drops the connection */
+        *con_cls = rq;
+        rq->srv = srv;
+        rq->conn = conn;
+        rq->method = method;
+        rq->path = url;
+        query_init(&rq->query);
+        routes_match(method, url, &rq->match);
+        MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_query, &rq->query);
+        http_header_t hdrs[2];
+        size_t nh = 0;
+        json_t *p = early_problem(rq, hdrs, &nh);
+        if (p) return answer_problem(rq, p, hdrs, nh);
+        return MHD_YES;
+    }
+    if (*upload_data_size > 0) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        if (rq->answered) return MHD_YES;
+        return body_chunk(rq, upload_data, n);
+    }
+    if (rq->answered) return MHD_YES;
+    if (rq->received > rq->srv->body_max) {
+        char detail[128];
+        snprintf(detail, sizeof detail, "the body is larger than the limit of %zu bytes", rq->srv->body_max);
+        return answer_problem(rq, problem_new(413, "payload-too-large", NULL, detail, NULL, NULL), NULL, 0);
+    }
+    rq->answered = 1;
+    if ((rq->match.route->flags & ROUTE_JSON_BODY) && !rq->body) rq->body = calloc(1, 1);
+    return (enum MHD_Result)rq->match.route->handler(rq);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+    http_req_t *rq = *con_cls;
+    if (!rq) return;
+    free(rq->body);
+    free(rq);
+    *con_cls = NULL;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r')) msg[--n] = 0;
+    clog_printf("http: %s", msg);
+}
+
+/* ---- start and stop ------------------------------------------------------------------------------- */
+
+static char *read_small_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = malloc(OPENAPI_MAX + 1);
+    size_t n = buf ? fread(buf, 1, OPENAPI_MAX + 1, f) : 0;
+    fclose(f);
+    if (!buf || n == 0 || n > OPENAPI_MAX) {
+        free(buf);
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+/* docs/openapi.json: a copy in the static directory (make puts one in build/static),
+ * else docs/ of the source tree next to the binary's directory, else ./docs. */
+static void load_openapi(http_server_t *s)
+{
+    char path[PATH_MAX + 64], exe[PATH_MAX];
+    snprintf(path, sizeof path, "%s/openapi.json", s->static_dir);
+    s->openapi = read_small_file(path, &s->openapi_len);
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (!s->openapi && n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = 0;
+        snprintf(path, sizeof path, "%s/../docs/openapi.json", exe);
+        s->openapi = read_small_file(path, &s->openapi_len);
+    }
+    if (!s->openapi) s->openapi = read_small_file("docs/openapi.json", &s->openapi_len);
+    if (!s->openapi) clog_printf("http: docs/openapi.json not found; /api/v1/openapi.json will answer 404");
+}
+
+static int resolve_addr(const char *host, int port, struct sockaddr_storage *ss, int *v6, char *err, size_t errlen)
+{
+    memset(ss, 0, sizeof *ss);
+    struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+    *v6 = 0;
+    if (!*host) {
+        a4->sin_family = AF_INET;
+        a4->sin_addr.s_addr = htonl(INADDR_ANY);
+    } else if (strcasecmp(host, "localhost") == 0 || inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+        a4->sin_family = AF_INET;
+        if (strcasecmp(host, "localhost") == 0) a4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    } else if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+        a6->sin6_family = AF_INET6;
+        *v6 = 1;
+    } else {
+        struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };
+        struct addrinfo *res = NULL;
+        int e = getaddrinfo(host, NULL, &hints, &res);
+        if (e != 0 || !res) {
+            snprintf(err, errlen, "--listen: cannot resolve %s: %s", host, gai_strerror(e));
+            return -1;
+        }
+        memcpy(ss, res->ai_addr, res->ai_addrlen);
+        *v6 = res->ai_family == AF_INET6;
+        freeaddrinfo(res);
+    }
+    if (*v6) a6->sin6_port = htons((uint16_t)port);
+    else a4->sin_port = htons((uint16_t)port);
+    return 0;
+}
+
+int http_start(coordinator_t *c, const http_config_t *cfg, http_server_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (http_check_config(cfg, err, errlen) != 0) return -1;
+    char host[256];
+    int port = 0;
+    http_listen_parse(cfg->listen, host, sizeof host, &port);
+    http_server_t *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    s->coord = c;
+    s->auth_reads = cfg->auth_reads;
+    s->sse_max = cfg->sse_max;
+    s->threads = cfg->threads;
+    s->body_max = cfg->body_max ? cfg->body_max : HTTP_BODY_MAX_DEFAULT;
+    s->cache_s = cfg->cache_ms / 1000.0;
+    if (cfg->token && *cfg->token) {
+        s->token_len = strlen(cfg->token);
+        memcpy(s->token, cfg->token, s->token_len + 1);
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->cond, NULL);
+    pthread_mutex_init(&s->prom_lock, NULL);
+    pthread_mutex_init(&s->job_cache_lock, NULL);
+    if (static_root_resolve(cfg->static_dir, s->static_dir, sizeof s->static_dir, err, errlen) != 0) goto fail;
+    load_openapi(s);
+
+    struct sockaddr_storage ss;
+    int v6 = 0;
+    if (resolve_addr(host, port, &ss, &v6, err, errlen) != 0) goto fail;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+                     (v6 ? MHD_USE_IPv6 : 0);
+    s->daemon = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, s,
+                                 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+                                 MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                                 MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->threads,
+                                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
+                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT,
+                                 MHD_OPTION_END);
+    if (!s->daemon) {
+        snprintf(err, errlen, "cannot serve HTTP on %s: %s", cfg->listen, errno ? strerror(errno) : "libmicrohttpd failed");
+        goto fail;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = info ? info->port : port;
+    clog_printf("http: REST API and dashboard on http://%s%s%s:%d/ (%d threads, static files from %s%s)",
+                v6 ? "[" : "", *host ? host : "0.0.0.0", v6 ? "]" : "", s->port, s->threads, s->static_dir,
+                s->token_len ? (s->auth_reads ? ", token needed for every API call" : ", token needed for POST and DELETE")
+                             : ", no token: POST and DELETE are open to local users");
+    *out = s;
+    return 0;
+fail:
+    pthread_mutex_destroy(&s->job_cache_lock);
+    pthread_mutex_destroy(&s->prom_lock);
+    pthread_cond_destroy(&s->cond);
+    pthread_mutex_destroy(&s->lock);
+    free(s->openapi);
+    free(s);
+    return -1;
+}
+
+int http_port(const http_server_t *s)
+{
+    return s ? s->port : 0;
+}
+
+void http_stop(http_server_t *s)
+{
+    if (!s) return;
+    /* Stop accepting; end the event streams (their threads call the coordinator); then
+     * stop the workers, which joins them: no coord_* call runs after this returns. */
+    clog_printf("http: stopping");
+    MHD_socket lfd = MHD_quiesce_daemon(s->daemon);
+    sse_shutdown(s);
+    MHD_stop_daemon(s->daemon);
+    clog_printf("http: stopped");
+    if (lfd != MHD_INVALID_SOCKET) close(lfd);
+    for (int i = 0; i < HTTP_JOB_CACHE_SLOTS; i++) free(s->job_cache[i].text);
+    pthread_mutex_destroy(&s->job_cache_lock);
+    pthread_mutex_destroy(&s->prom_lock);
+    pthread_cond_destroy(&s->cond);
+    pthread_mutex_destroy(&s->lock);
+    free(s->prom_text);
+    free(s->openapi);
+    free(s);
+}

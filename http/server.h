@@ -1,0 +1,64 @@
+/* http/server.h - the REST API and dashboard server of pacer-coordinator (libmicrohttpd).
+ *
+ *   http_check_config()   before anything starts: the listen address parses, and a
+ *                         non-loopback address has a token (else the daemon exits 2);
+ *   http_start()          after coordinator_start(): binds and serves on a thread pool;
+ *   http_stop()           before coordinator_stop(): ends the SSE streams, waits for
+ *                         their threads, stops the daemon. No coord_* call runs after it.
+ *
+ * Threads: MHD_OPTION_THREAD_POOL_SIZE workers with epoll serve the short requests; each
+ * Server-Sent Events stream has its own thread blocked in coord_events_wait, and its
+ * connection is suspended while there is nothing to send (sse.c).
+ *
+ * Caching: GET /api/v1/jobs/{id} answers are kept for cache_ms (500 ms by default; a
+ * POST or DELETE through this server drops the job's entry at once), /metrics text for
+ * one second. Everything else is read from Redis on every request.
+ *
+ * Without a token on a loopback address the mutating endpoints are open: anyone who can
+ * open a connection to 127.0.0.1 on this machine can submit and cancel jobs.
+ */
+#ifndef PACER_HTTP_SERVER_H
+#define PACER_HTTP_SERVER_H
+
+#include <stddef.h>
+
+#include "coordinator.h"
+
+#define HTTP_BODY_MAX_DEFAULT (1 << 20)
+#define HTTP_SSE_MAX_DEFAULT 64
+#define HTTP_THREADS_DEFAULT 4
+#define HTTP_CACHE_MS_DEFAULT 500
+
+typedef struct {
+    const char *listen;       /* "ADDR:PORT", "[v6]:PORT"; port 0 = any free port */
+    const char *token;        /* NULL or "" = none */
+    int auth_reads;           /* read endpoints need the token too */
+    const char *static_dir;   /* NULL = build/static next to the binary, else ./static */
+    int threads;              /* worker threads; 0 = HTTP_THREADS_DEFAULT */
+    int sse_max;              /* concurrent SSE streams; 0 = HTTP_SSE_MAX_DEFAULT */
+    size_t body_max;          /* request body limit; 0 = HTTP_BODY_MAX_DEFAULT */
+    int cache_ms;             /* GET /api/v1/jobs/{id} answers are reused this long; 0 = off */
+} http_config_t;
+
+typedef struct http_server http_server_t;
+
+void http_config_defaults(http_config_t *cfg);
+
+/* "127.0.0.1:8080" -> host "127.0.0.1", port 8080; "[::1]:80" -> "::1"; ":8080" -> "".
+ * Returns 0, or -1 when it is not ADDR:PORT with a port in 0..65535. */
+int http_listen_parse(const char *listen, char *host, size_t hostlen, int *port);
+
+/* 0, or -1 with a message for the operator (exit status 2). */
+int http_check_config(const http_config_t *cfg, char *err, size_t errlen);
+
+/* Starts serving the API of c. Returns 0, or -1 with err (address in use, no static
+ * directory, ...). cfg's strings are copied. */
+int http_start(coordinator_t *c, const http_config_t *cfg, http_server_t **out, char *err, size_t errlen);
+
+/* The bound port (useful with port 0). */
+int http_port(const http_server_t *s);
+
+/* Stops serving and frees s. */
+void http_stop(http_server_t *s);
+
+#endif

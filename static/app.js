@@ -1,0 +1,629 @@
+/* static/app.js - the pacer dashboard: plain JavaScript, no framework, served by the
+ * coordinator itself. Three views, chosen by the URL hash:
+ *
+ *   #/           the job list (polled every 2 s, and refreshed on every state event of
+ *                GET /api/v1/events)
+ *   #/new        the submit form (POST /api/v1/jobs; a refused spec highlights its field)
+ *   #/jobs/ID    one job, live over Server-Sent Events (GET /api/v1/jobs/ID/events):
+ *                per-rank charts of loss, throughput, staleness mean and p95, batch size,
+ *                test accuracy per epoch, a staleness histogram per node
+ *
+ * The API token (if the coordinator has one) is kept in localStorage and sent as a
+ * bearer header, or as ?access_token= where EventSource cannot send headers.
+ * window.pacer exposes the charts so that tests can read what they plotted.
+ */
+'use strict';
+
+(function () {
+  const API = '/api/v1';
+  const COLORS = ['#2f6fde', '#e4572e', '#17a2b8', '#f0a202', '#6f42c1', '#28a745', '#d63384', '#795548'];
+  const FINAL = ['SUCCEEDED', 'FAILED', 'CANCELLED'];
+  const MAX_ROWS = 4000;          // points kept per chart (oldest dropped first)
+  const REDRAW_MS = 400;          // charts redraw at most this often while data arrives
+  const HIST_LABELS = ['0', '1', '2', '3', '4-7', '8-15', '16-31', '32-63', '64+'];
+
+  const $ = (sel, root) => (root || document).querySelector(sel);
+  const view = $('#view');
+  let current = null;             // the mounted view: { stop() }
+
+  /* ---- API ------------------------------------------------------------------------------ */
+
+  function token() { return localStorage.getItem('pacer.token') || ''; }
+
+  async function api(path, opts) {
+    opts = opts || {};
+    const headers = Object.assign({}, opts.headers || {});
+    if (token()) headers.Authorization = 'Bearer ' + token();
+    const res = await fetch(API + path, Object.assign({}, opts, { headers }));
+    const type = res.headers.get('Content-Type') || '';
+    const body = type.includes('json') ? await res.json().catch(() => null) : null;
+    if (!res.ok) {
+      const err = new Error((body && (body.detail || body.title)) || res.status + ' ' + res.statusText);
+      err.status = res.status;
+      err.problem = body;
+      throw err;
+    }
+    return body;
+  }
+
+  function events(path, handlers, onOpen, onError) {
+    let url = API + path;
+    if (token()) url += (url.includes('?') ? '&' : '?') + 'access_token=' + encodeURIComponent(token());
+    const es = new EventSource(url);
+    for (const type of Object.keys(handlers)) {
+      es.addEventListener(type, (e) => {
+        let data;
+        try { data = JSON.parse(e.data); } catch (_) { return; }
+        handlers[type](data, e);
+      });
+    }
+    if (onOpen) es.addEventListener('open', onOpen);
+    if (onError) es.addEventListener('error', onError);
+    return es;
+  }
+
+  function banner(msg) {
+    const b = $('#banner');
+    b.textContent = msg || '';
+    b.hidden = !msg;
+  }
+
+  function apiError(e) {
+    if (e.status === 401) banner('The coordinator wants an API token: enter it at the top right.');
+    else banner(e.message);
+  }
+
+  /* ---- formatting ------------------------------------------------------------------------ */
+
+  function el(tag, attrs, text) {
+    const e = document.createElement(tag);
+    for (const k of Object.keys(attrs || {})) e.setAttribute(k, attrs[k]);
+    if (text !== undefined && text !== null) e.textContent = text;
+    return e;
+  }
+  function num(v, digits) {
+    if (v === null || v === undefined || v === '' || Number.isNaN(Number(v))) return '–';
+    const x = Number(v);
+    if (digits === undefined) return Number.isInteger(x) ? x.toLocaleString() : x.toFixed(2);
+    return x.toFixed(digits);
+  }
+  function duration(s) {
+    if (!(s >= 0)) return '–';
+    s = Math.round(s);
+    if (s < 60) return s + ' s';
+    if (s < 3600) return Math.floor(s / 60) + ' min ' + (s % 60) + ' s';
+    return Math.floor(s / 3600) + ' h ' + Math.floor((s % 3600) / 60) + ' min';
+  }
+  function when(t) {
+    if (!t) return '–';
+    const d = new Date(t * 1000);
+    const ago = Date.now() / 1000 - t;
+    if (ago < 60) return Math.max(0, Math.round(ago)) + ' s ago';
+    if (ago < 3600) return Math.round(ago / 60) + ' min ago';
+    return d.toLocaleString();
+  }
+  function runtime(job) {
+    if (!job.started) return '–';
+    return duration((job.finished || Date.now() / 1000) - job.started);
+  }
+  function badge(node, state) {
+    node.className = 'badge ' + (state || '');
+    node.textContent = state || '…';
+  }
+
+  /* ---- header: token and cluster line -------------------------------------------------- */
+
+  $('#token').value = token();
+  $('#token-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    localStorage.setItem('pacer.token', $('#token').value.trim());
+    banner('');
+    route();
+  });
+
+  async function clusterLine() {
+    const line = $('#cluster-line');
+    try {
+      const c = await api('/cluster');
+      const co = c.coordinator || {};
+      line.innerHTML = '';
+      line.append(el('span', { class: 'dot ' + (c.alive ? 'up' : 'down') }));
+      const parts = [c.alive ? 'coordinator up' : 'coordinator not running'];
+      if (co.slots) parts.push((co.slots_used || 0) + '/' + co.slots + ' slots');
+      parts.push(c.queued + ' queued', c.active + ' active', c.jobs + ' jobs');
+      if (co.host) parts.push(co.host);
+      line.append(document.createTextNode(parts.join(' · ')));
+    } catch (e) {
+      line.innerHTML = '';
+      line.append(el('span', { class: 'dot down' }), document.createTextNode(e.status === 401 ? 'token needed' : 'API unreachable'));
+    }
+  }
+  setInterval(clusterLine, 5000);
+  clusterLine();
+
+  /* ---- routing ----------------------------------------------------------------------------- */
+
+  function mount(id) {
+    view.innerHTML = '';
+    view.append(document.getElementById(id).content.cloneNode(true));
+  }
+
+  function route() {
+    if (current && current.stop) current.stop();
+    current = null;
+    banner('');
+    const h = location.hash || '#/';
+    const m = h.match(/^#\/jobs\/(j-[0-9]+)$/);
+    let nav = 'jobs';
+    if (m) current = jobView(m[1]);
+    else if (h === '#/new') { current = newView(); nav = 'new'; }
+    else current = jobsView();
+    for (const a of document.querySelectorAll('[data-nav]')) a.classList.toggle('active', a.dataset.nav === nav && !m);
+  }
+  window.addEventListener('hashchange', route);
+
+  /* ---- the job list ---------------------------------------------------------------------- */
+
+  function jobsView() {
+    mount('tpl-jobs');
+    const limit = 25;
+    let offset = 0, total = 0, pending = null;
+    const sel = $('#filter-state');
+    sel.value = sessionStorage.getItem('pacer.state') || '';
+
+    async function load() {
+      try {
+        const q = '?limit=' + limit + '&offset=' + offset + (sel.value ? '&state=' + sel.value : '');
+        const page = await api('/jobs' + q);
+        total = page.total;
+        render(page.jobs);
+        banner('');
+      } catch (e) { apiError(e); }
+    }
+    function render(jobs) {
+      const body = $('#jobs-body');
+      if (!body) return;
+      body.innerHTML = '';
+      for (const j of jobs) {
+        const tr = el('tr', { 'data-id': j.id });
+        const state = el('span', {});
+        badge(state, j.state);
+        const cells = [
+          el('td', {}, j.id), el('td', {}, j.name), null, el('td', {}, j.model), el('td', {}, j.algorithm),
+          el('td', { class: 'num' }, j.workers), el('td', { title: j.submitted ? new Date(j.submitted * 1000).toLocaleString() : '' }, when(j.submitted)),
+          el('td', { class: 'num' }, runtime(j)), el('td', { class: 'num' }, j.restarts || 0),
+          el('td', { class: 'reason', title: j.reason || '' }, j.reason || ''),
+        ];
+        const st = el('td');
+        st.append(state);
+        cells[2] = st;
+        tr.append(...cells);
+        tr.addEventListener('click', () => { location.hash = '#/jobs/' + j.id; });
+        body.append(tr);
+      }
+      $('#jobs-empty').hidden = jobs.length > 0 || offset > 0;
+      $('#jobs-count').textContent = total ? (offset + 1) + '–' + (offset + jobs.length) + ' of ' + total : '';
+      $('#page-prev').disabled = offset === 0;
+      $('#page-next').disabled = offset + limit >= total;
+    }
+    sel.addEventListener('change', () => { sessionStorage.setItem('pacer.state', sel.value); offset = 0; load(); });
+    $('#page-prev').addEventListener('click', () => { offset = Math.max(0, offset - limit); load(); });
+    $('#page-next').addEventListener('click', () => { offset += limit; load(); });
+
+    // State changes refresh at once (debounced); the poll catches anything else.
+    const soon = () => { if (!pending) pending = setTimeout(() => { pending = null; load(); }, 150); };
+    const es = events('/events', { state: soon });
+    const timer = setInterval(load, 2000);
+    load();
+    return { stop() { clearInterval(timer); clearTimeout(pending); es.close(); } };
+  }
+
+  /* ---- the submit form ------------------------------------------------------------------- */
+
+  const ALGO_PARAMS = ['dynamic_batch', 'replan_steps', 'k_steps', 'group_size', 'local_steps', 'n', 'dc_variant', 'lambda0', 'tau_max'];
+
+  function specFromForm(f) {
+    const v = (n) => f.elements[n].value.trim();
+    const int = (n) => parseInt(v(n), 10);
+    const float = (n) => Number(v(n));
+    const alg = v('algorithm');
+    const spec = {
+      name: v('name') || 'job',
+      model: v('model'),
+      dataset: { name: v('dataset') },
+      epochs: int('epochs'),
+      batch_size: int('batch_size'),
+      workers: int('workers'),
+      seed: int('seed'),
+      optimizer: { lr: float('lr'), momentum: float('momentum') },
+      algorithm: { name: alg },
+    };
+    if (int('train_subset') > 0) spec.dataset.train_subset = int('train_subset');
+    if (int('test_subset') > 0) spec.dataset.test_subset = int('test_subset');
+    const a = spec.algorithm;
+    const uses = (name) => {
+      const label = f.elements[name].closest('label');
+      return label && label.dataset.alg.split(' ').includes(alg);
+    };
+    for (const p of ALGO_PARAMS) {
+      if (!uses(p)) continue;
+      const input = f.elements[p];
+      if (p === 'dynamic_batch') { if (input.checked || alg === 'dbs-sgd') a.dynamic_batch = true; continue; }
+      if (p === 'replan_steps' && !a.dynamic_batch) continue;
+      if (input.value.trim() === '') continue;
+      if (p === 'dc_variant') a.dc_variant = input.value;
+      else if (p === 'lambda0') a.lambda0 = Number(input.value);
+      else if (p === 'tau_max') { if (int(p) > 0) a.tau_max = int(p); }
+      else a[p] = parseInt(input.value, 10);
+    }
+    const slow = v('slowdown').split(/[\s,]+/).filter((s) => s !== '').map(Number);
+    if (slow.length) spec.emulate = { slowdown: slow };
+    if (int('every_steps') > 0) spec.checkpoint = { every_steps: int('every_steps') };
+    return spec;
+  }
+
+  function newView() {
+    mount('tpl-new');
+    const f = $('#job-form');
+    const preview = () => { $('#spec-preview').textContent = JSON.stringify(specFromForm(f), null, 2); };
+    const showParams = () => {
+      const alg = f.elements.algorithm.value;
+      for (const label of f.querySelectorAll('[data-alg]')) label.hidden = !label.dataset.alg.split(' ').includes(alg);
+    };
+    // Keep one slowdown per worker when the worker count changes.
+    f.elements.workers.addEventListener('change', () => {
+      const n = parseInt(f.elements.workers.value, 10);
+      const cur = f.elements.slowdown.value.split(/[\s,]+/).filter((s) => s !== '');
+      if (!cur.length || !(n > 0)) return;
+      while (cur.length < n) cur.push('1');
+      f.elements.slowdown.value = cur.slice(0, n).join(', ');
+      preview();
+    });
+    f.addEventListener('input', () => {
+      for (const x of f.querySelectorAll('.invalid')) x.classList.remove('invalid');
+      $('#form-error').hidden = true;
+      showParams();
+      preview();
+    });
+    f.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      const btn = $('#submit-job');
+      btn.disabled = true;
+      try {
+        const job = await api('/jobs', {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json' },
+          body: JSON.stringify(specFromForm(f)),
+        });
+        location.hash = '#/jobs/' + job.id;
+      } catch (err) {
+        const box = $('#form-error');
+        box.hidden = false;
+        box.textContent = err.status === 401 ? 'Refused: this coordinator needs the API token (top right).' : err.message;
+        const field = err.problem && err.problem.field;
+        if (field) {
+          for (const input of f.querySelectorAll('[data-field]')) {
+            const df = input.dataset.field;
+            if (field === df || field.startsWith(df + '[') || field.startsWith(df + '.')) {
+              input.classList.add('invalid');
+              input.focus();
+            }
+          }
+        }
+      } finally {
+        btn.disabled = false;
+      }
+    });
+    showParams();
+    preview();
+    return { stop() {} };
+  }
+
+  /* ---- one job ------------------------------------------------------------------------------ */
+
+  // The per-rank charts: one uPlot each, x = seconds since the job started, one series per
+  // rank. Rows are records (one rank's value, nulls for the others; spanGaps joins them).
+  const RANK_CHARTS = {
+    loss: (r) => r.loss,
+    sps: (r) => r.samples_per_s,
+    st_mean: (r) => (r.staleness ? r.staleness.mean : null),
+    st_p95: (r) => (r.staleness ? r.staleness.p95 : null),
+    batch: (r) => r.batch,
+  };
+
+  function jobView(id) {
+    mount('tpl-job');
+    const s = {
+      job: null, ranks: [], roles: {}, t0: null, t: [], cols: {}, dirty: false, charts: {}, acc: new Map(),
+      seen: new Set(), last: {}, lastEvent: 0, events: 0, finished: false, plan: null,
+    };
+    for (const k of Object.keys(RANK_CHARTS)) s.cols[k] = [];
+    $('#job-id').textContent = id;
+
+    const rankLabel = (r) => 'rank ' + r + (s.roles[r] === 'ps' ? ' (ps)' : '');
+    const color = (r) => COLORS[r % COLORS.length];
+
+    function chartSize(box) { return { width: Math.max(280, box.clientWidth), height: 220 }; }
+
+    function buildCharts() {
+      for (const u of Object.values(s.charts)) u.destroy();
+      s.charts = {};
+      const axis = { stroke: '#6b7385', grid: { stroke: '#eef0f4', width: 1 }, ticks: { stroke: '#e2e5eb', width: 1 } };
+      for (const name of Object.keys(RANK_CHARTS)) {
+        const box = $('[data-chart="' + name + '"] .plot');
+        const series = [{ label: 't (s)', value: (u, v) => (v === null || v === undefined ? '–' : v.toFixed(1)) }];
+        for (const r of s.ranks) {
+          const ser = { label: rankLabel(r), stroke: color(r), width: 1.5, spanGaps: true, points: { show: false } };
+          if (name === 'batch' && uPlot.paths && uPlot.paths.stepped) ser.paths = uPlot.paths.stepped({ align: 1 });
+          series.push(ser);
+        }
+        // Staleness and batch sizes are small non-negative integers: start at 0, and keep a
+        // flat line of zeros (every synchronous algorithm) at the bottom, not mid-chart.
+        const y = name === 'loss' ? {} : { range: (u, min, max) => [0, Math.max(name.startsWith('st_') ? 1 : 0, max) * 1.12 || 1] };
+        const opts = Object.assign(chartSize(box), {
+          scales: { x: { time: false }, y },
+          axes: [Object.assign({ label: 'seconds since start', labelSize: 18, size: 34 }, axis), Object.assign({ size: 58 }, axis)],
+          series,
+          cursor: { drag: { x: true, y: false } },
+          legend: { live: true },
+        });
+        s.charts[name] = new uPlot(opts, chartData(name), box);
+      }
+      const box = $('[data-chart="acc"] .plot');
+      s.charts.acc = new uPlot(Object.assign(chartSize(box), {
+        scales: { x: { time: false }, y: { range: (u, min, max) => [Math.max(0, Math.min(min, 0.5) - 0.05), Math.min(1, Math.max(max, 0.5) + 0.05)] } },
+        axes: [Object.assign({ label: 'epoch', labelSize: 18, size: 34, incrs: [1, 2, 5, 10, 20, 50, 100] }, axis), Object.assign({ size: 58 }, axis)],
+        series: [{ label: 'epoch' }, { label: 'test accuracy', stroke: '#1f8a4c', width: 2, points: { show: true, size: 6 },
+          value: (u, v) => (v === null || v === undefined ? '–' : (100 * v).toFixed(2) + ' %') }],
+        legend: { live: true },
+      }), accData(), box);
+    }
+
+    function chartData(name) { return [s.t].concat(s.cols[name]); }
+    function accData() {
+      const epochs = [...s.acc.keys()].sort((a, b) => a - b);
+      return [epochs, epochs.map((e) => s.acc.get(e))];
+    }
+
+    // Adds a rank seen for the first time: a column of nulls in every chart, then rebuild.
+    function ensureRank(r, role) {
+      if (role) s.roles[r] = role;
+      if (s.ranks.includes(r)) return false;
+      const pos = s.ranks.filter((x) => x < r).length;
+      s.ranks.splice(pos, 0, r);
+      for (const k of Object.keys(RANK_CHARTS)) s.cols[k].splice(pos, 0, new Array(s.t.length).fill(null));
+      return true;
+    }
+
+    // One metrics record -> one row in every per-rank chart (kept sorted by time).
+    function addRecord(rec) {
+      if (rec.id) {
+        if (s.seen.has(rec.id)) return;
+        s.seen.add(rec.id);
+      }
+      if (typeof rec.rank !== 'number' || typeof rec.time !== 'number') return;
+      const rebuilt = ensureRank(rec.rank, rec.role);
+      if (s.t0 === null) s.t0 = (s.job && s.job.started) || rec.time;
+      const t = rec.time - s.t0;
+      let i = s.t.length;
+      while (i > 0 && s.t[i - 1] > t) i--;   // records arrive nearly in order: search from the end
+      const ri = s.ranks.indexOf(rec.rank);
+      s.t.splice(i, 0, t);
+      for (const k of Object.keys(RANK_CHARTS)) {
+        const v = RANK_CHARTS[k](rec);
+        s.cols[k].forEach((col, c) => col.splice(i, 0, c === ri && v !== null && v !== undefined && Number.isFinite(v) ? v : null));
+      }
+      if (s.t.length > MAX_ROWS * 1.1) {
+        const drop = s.t.length - MAX_ROWS;
+        s.t.splice(0, drop);
+        for (const k of Object.keys(RANK_CHARTS)) for (const col of s.cols[k]) col.splice(0, drop);
+      }
+      if ((rec.kind === 'epoch' || rec.kind === 'final') && rec.test_accuracy !== null && rec.test_accuracy !== undefined)
+        s.acc.set(rec.epoch, rec.test_accuracy);
+      const prev = s.last[rec.rank];
+      if (!prev || prev.time <= rec.time) s.last[rec.rank] = rec;
+      if (rebuilt) buildCharts();
+      s.dirty = true;
+    }
+
+    function redraw() {
+      if (!s.dirty) return;
+      s.dirty = false;
+      for (const name of Object.keys(RANK_CHARTS)) if (s.charts[name]) s.charts[name].setData(chartData(name));
+      if (s.charts.acc) s.charts.acc.setData(accData());
+      facts();
+    }
+
+    function facts() {
+      const j = s.job;
+      if (!j) return;
+      badge($('#job-state'), j.state);
+      $('#job-name').textContent = j.name || '';
+      $('#f-model').textContent = j.model + (j.spec && j.spec.dataset ? ' · ' + j.spec.dataset.name : '');
+      $('#f-algorithm').textContent = j.algorithm + (j.dynamic_batch ? ' · dynamic batch' : '');
+      $('#f-workers').textContent = j.workers + (j.world && j.world !== j.workers ? ' (+ parameter server)' : '');
+      const slow = j.spec && j.spec.emulate && j.spec.emulate.slowdown;
+      $('#f-slowdown').textContent = slow && slow.length ? '[' + slow.join(', ') + ']' : 'none';
+      $('#f-started').textContent = j.started ? new Date(j.started * 1000).toLocaleTimeString() : '–';
+      $('#f-runtime').textContent = runtime(j);
+      $('#f-restarts').textContent = (j.restarts || 0) + (j.attempts > 1 ? ' (' + j.attempts + ' attempts)' : '');
+      $('#f-reason').textContent = j.reason || '–';
+      const recs = Object.values(s.last);
+      if (recs.length) {
+        const top = recs.reduce((a, b) => (b.step > a.step ? b : a));
+        const epochs = j.spec ? j.spec.epochs : '?';
+        $('#f-progress').textContent = top.epoch + ' / ' + epochs + ' · step ' + top.step.toLocaleString();
+      }
+      const accs = accData()[1];
+      const acc = accs.length ? accs[accs.length - 1] : j.summary && j.summary.test_accuracy;
+      $('#f-accuracy').textContent = acc !== undefined && acc !== null ? (100 * acc).toFixed(2) + ' %' : '–';
+      const active = !FINAL.includes(j.state);
+      $('#job-cancel').disabled = !active || !!j.cancel_requested;
+      $('#job-cancel').textContent = j.cancel_requested && active ? 'Cancelling…' : 'Cancel';
+    }
+
+    function liveLine() {
+      const live = $('#live');
+      if (!live) return;
+      if (s.finished) { live.className = 'live'; live.textContent = '• finished'; return; }
+      if (!s.lastEvent) return;
+      const ago = (Date.now() - s.lastEvent) / 1000;
+      live.className = 'live on';
+      live.textContent = '• live' + (ago > 2 ? ' · last event ' + Math.round(ago) + ' s ago' : '');
+    }
+
+    async function loadJob() {
+      try {
+        s.job = await api('/jobs/' + id);
+        if (s.t0 === null && s.job.started) s.t0 = s.job.started;
+        if (FINAL.includes(s.job.state)) s.finished = true;
+        facts();
+        banner('');
+      } catch (e) { apiError(e); }
+    }
+
+    async function loadNodes() {
+      let n;
+      try { n = await api('/jobs/' + id + '/nodes'); } catch (e) { return; }
+      const body = $('#nodes-body');
+      if (!body) return;
+      body.innerHTML = '';
+      s.plan = n.assignment;
+      for (const r of n.ranks) {
+        if (r.role) s.roles[r.rank] = r.role;
+        const tr = el('tr');
+        const rank = el('td');
+        rank.append(el('span', { class: 'swatch', style: 'background:' + color(r.rank) }), document.createTextNode(r.rank));
+        const st = r.staleness || {};
+        const hist = el('td');
+        const bars = el('span', { class: 'hist', title: (st.hist || []).map((c, b) => HIST_LABELS[b] + ': ' + c).join('\n') });
+        const peak = Math.max(1, ...(st.hist || [0]));
+        (st.hist || []).forEach((c) => {
+          const bar = el('span', { class: c ? '' : 'zero' });
+          bar.style.height = Math.max(1, Math.round((28 * c) / peak)) + 'px';
+          bars.append(bar);
+        });
+        hist.append(bars);
+        tr.append(rank, el('td', {}, r.host || '–'), el('td', {}, r.role || '–'), el('td', { class: 'num' }, num(r.slowdown)),
+          el('td', { class: 'num' }, num(r.batch)), el('td', { class: 'num' }, num(r.samples_per_s, 0)),
+          el('td', { class: 'num' }, num(r.step)), el('td', { class: 'num' }, num(r.loss, 4)),
+          el('td', { class: 'num' }, st.count ? num(st.mean, 2) + ' / ' + num(st.p95, 0) : '–'), hist,
+          el('td', { class: 'num' }, r.heartbeat_age_s !== undefined ? num(r.heartbeat_age_s, 1) + ' s' : '–'));
+        body.append(tr);
+      }
+    }
+
+    async function backfill() {
+      let since = '0';
+      for (let page = 0; page < 4; page++) {
+        let p;
+        try { p = await api('/jobs/' + id + '/metrics?limit=10000&since=' + since); } catch (e) { return; }
+        for (const rec of p.items) addRecord(rec);
+        if (p.items.length < 10000) break;
+        since = p.next;
+      }
+    }
+
+    // Live: state changes, new batch plans and every metrics record as it is written.
+    const es = events('/jobs/' + id + '/events', {
+      metrics: (rec) => { s.lastEvent = Date.now(); s.events++; addRecord(rec); },
+      state: (ev) => {
+        s.lastEvent = Date.now();
+        s.events++;
+        if (s.job) { s.job.state = ev.state; if (ev.reason !== undefined) s.job.reason = ev.reason; }
+        if (FINAL.includes(ev.state)) { s.finished = true; es.close(); loadJob(); loadNodes(); }
+        else if (!ev.snapshot) loadJob();
+        s.dirty = true;
+      },
+      plan: () => { s.lastEvent = Date.now(); s.events++; loadNodes(); },
+    }, null, () => {
+      if (s.finished) return;
+      const live = $('#live');
+      if (live) { live.className = 'live off'; live.textContent = '• reconnecting'; }
+    });
+
+    $('#job-cancel').addEventListener('click', async () => {
+      try {
+        s.job = await api('/jobs/' + id, { method: 'DELETE' });
+        facts();
+      } catch (e) { apiError(e); }
+    });
+    const ckpt = $('#job-ckpt');
+    ckpt.href = API + '/jobs/' + id + '/checkpoint';
+    ckpt.addEventListener('click', async (e) => {
+      // With a token the download needs the header: fetch it and hand over a blob.
+      e.preventDefault();
+      try {
+        const res = await fetch(ckpt.href, { headers: token() ? { Authorization: 'Bearer ' + token() } : {} });
+        if (!res.ok) {
+          const p = await res.json().catch(() => null);
+          banner((p && p.detail) || 'no checkpoint');
+          return;
+        }
+        const url = URL.createObjectURL(await res.blob());
+        const a = el('a', { href: url, download: id + '.ckpt' });
+        document.body.append(a);
+        a.click();
+        a.remove();
+        setTimeout(() => URL.revokeObjectURL(url), 10000);
+      } catch (err) { banner(err.message); }
+    });
+    let logTimer = null;
+    async function loadLog() {
+      try {
+        const l = await api('/jobs/' + id + '/logs?tail=60');
+        const pre = $('#job-log');
+        if (pre) { pre.textContent = l.text || '(empty)'; pre.scrollTop = pre.scrollHeight; }
+      } catch (e) { /* the poll retries */ }
+    }
+    $('#job-logs-toggle').addEventListener('click', () => {
+      const pre = $('#job-log');
+      pre.hidden = !pre.hidden;
+      clearInterval(logTimer);
+      if (!pre.hidden) { loadLog(); logTimer = setInterval(loadLog, 3000); }
+    });
+
+    const resize = new ResizeObserver(() => {
+      for (const [name, u] of Object.entries(s.charts)) {
+        const box = $('[data-chart="' + name + '"] .plot');
+        if (box) u.setSize(chartSize(box));
+      }
+    });
+    resize.observe($('#charts'));
+
+    buildCharts();
+    loadJob().then(backfill).then(() => { s.dirty = true; redraw(); });
+    loadNodes();
+    const timers = [
+      setInterval(redraw, REDRAW_MS),
+      setInterval(liveLine, 500),
+      setInterval(() => { if (!s.finished) loadJob(); else facts(); }, 2000),
+      setInterval(() => { if (!s.finished) loadNodes(); }, 2000),
+    ];
+
+    // For tests and the curious: what each chart holds.
+    window.pacer = {
+      job: () => s.job,
+      ranks: () => s.ranks.slice(),
+      events: () => s.events,
+      points: (name) => {
+        const u = s.charts[name];
+        if (!u) return [];
+        return u.data.slice(1).map((col) => col.filter((v) => v !== null && v !== undefined).length);
+      },
+    };
+
+    return {
+      stop() {
+        es.close();
+        timers.forEach(clearInterval);
+        clearInterval(logTimer);
+        resize.disconnect();
+        for (const u of Object.values(s.charts)) u.destroy();
+        window.pacer = undefined;
+      },
+    };
+  }
+
+  route();
+})();

@@ -1,0 +1,135 @@
+// tests/browser/dashboard.mjs - the dashboard in headless Chromium (playwright-core, the
+// system's /usr/bin/chromium; no browser download). Run by tests/integration/http_browser.sh:
+//
+//   node tests/browser/dashboard.mjs BASE_URL SCREENSHOT.png
+//
+// Submits a two-worker job through the form, follows it on the job page and checks that
+// the per-node loss and staleness charts (uPlot, read back through window.pacer) receive
+// points for every rank while the job runs, over Server-Sent Events; then that the job
+// list shows it. Saves a screenshot of the job page. Exit 0 = pass, 1 = fail.
+import { chromium } from 'playwright-core';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const [base, shot] = process.argv.slice(2);
+if (!base || !shot) {
+  console.error('usage: node dashboard.mjs BASE_URL SCREENSHOT.png');
+  process.exit(2);
+}
+const profile = mkdtempSync(join(tmpdir(), 'pacer-chromium-'));
+const errors = [];
+let context;
+
+function check(cond, what) {
+  if (!cond) throw new Error(what);
+  console.log('ok: ' + what);
+}
+
+try {
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    viewport: { width: 1440, height: 1000 },
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync',
+      '--disable-dev-shm-usage'],
+  });
+  const page = context.pages()[0] || await context.newPage();
+  page.on('pageerror', (e) => errors.push('page error: ' + e.message));
+  page.on('console', (m) => { if (m.type() === 'error') errors.push('console: ' + m.text()); });
+
+  // ---- submit through the form
+  await page.goto(base + '/#/new');
+  await page.waitForSelector('#job-form');
+  check(await page.evaluate(() => typeof window.uPlot === 'function'), 'uPlot loaded from the coordinator');
+  await page.fill('input[name=name]', 'browser');
+  await page.fill('input[name=train_subset]', '4096');
+  await page.fill('input[name=test_subset]', '500');
+  await page.fill('input[name=epochs]', '3');
+  await page.fill('input[name=batch_size]', '32');
+  await page.fill('input[name=workers]', '2');
+  await page.dispatchEvent('input[name=workers]', 'change');
+  await page.selectOption('select[name=algorithm]', 'ssgd');
+  await page.check('input[name=dynamic_batch]');
+  await page.fill('input[name=slowdown]', '1, 2');
+  const preview = JSON.parse(await page.textContent('#spec-preview'));
+  check(preview.workers === 2 && preview.emulate.slowdown.join() === '1,2' && preview.algorithm.dynamic_batch === true,
+    'the form builds the spec ' + JSON.stringify(preview.algorithm));
+
+  // A refused spec shows the problem and marks the field.
+  await page.fill('input[name=lr]', '0');
+  await page.click('#submit-job');
+  await page.waitForSelector('#form-error:not([hidden])');
+  check(await page.$eval('input[name=lr]', (e) => e.classList.contains('invalid')), 'an invalid lr is marked on its field');
+  await page.fill('input[name=lr]', '0.02');
+  errors.length = 0;   // Chromium logs the refused POST (400) as a console error: expected
+
+  await page.click('#submit-job');
+  await page.waitForURL(/#\/jobs\/j-[0-9]+$/, { timeout: 10000 });
+  const id = page.url().split('/').pop();
+  console.log('submitted ' + id);
+
+  // ---- the job page, live
+  await page.waitForFunction(() => window.pacer && window.pacer.events() > 0, null, { timeout: 60000 });
+  check(true, 'the job page receives Server-Sent Events');
+  await page.waitForFunction(() => {
+    const p = window.pacer;
+    const full = (name) => { const pts = p.points(name); return pts.length >= 2 && pts.every((n) => n >= 3); };
+    return full('loss') && full('st_mean') && full('st_p95') && full('sps') && full('batch');
+  }, null, { timeout: 60000, polling: 250 });
+  const live = await page.evaluate(() => ({
+    loss: window.pacer.points('loss'), st_mean: window.pacer.points('st_mean'), ranks: window.pacer.ranks(),
+    events: window.pacer.events(), state: window.pacer.job() && window.pacer.job().state,
+  }));
+  check(live.ranks.length === 2, 'one series per rank: ' + JSON.stringify(live.ranks));
+  console.log('ok: loss points per rank ' + JSON.stringify(live.loss) + ', staleness ' + JSON.stringify(live.st_mean) +
+    ' after ' + live.events + ' events (job ' + live.state + ')');
+  await page.waitForSelector('#live.on', { timeout: 10000 }).catch(() => {});
+
+  // Points keep arriving without a reload while the job runs.
+  const before = live.loss.reduce((a, b) => a + b, 0);
+  await page.waitForFunction((n) => {
+    const p = window.pacer;
+    const st = p.job() && p.job().state;
+    return p.points('loss').reduce((a, b) => a + b, 0) > n || ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(st);
+  }, before, { timeout: 30000, polling: 250 });
+
+  await page.waitForFunction(() => {
+    const j = window.pacer && window.pacer.job();
+    return j && ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(j.state) && document.querySelector('#job-state').textContent === j.state;
+  }, null, { timeout: 90000, polling: 500 });
+  const state = await page.textContent('#job-state');
+  check(state === 'SUCCEEDED', 'the job page shows ' + state);
+  await page.waitForFunction(() => window.pacer.points('acc')[0] >= 1, null, { timeout: 10000 });
+  const acc = await page.evaluate(() => window.pacer.points('acc'));
+  check(acc[0] >= 1, 'test accuracy per epoch plotted: ' + acc[0] + ' epochs');
+  check(await page.$$eval('#nodes-body tr', (r) => r.length) === 2, 'the nodes table lists both ranks');
+  check(await page.$$eval('#nodes-body .hist span', (b) => b.length) === 18, 'a staleness histogram per node');
+  await page.waitForTimeout(600);   // the last redraw
+  await page.screenshot({ path: shot, fullPage: true });
+  console.log('screenshot: ' + shot);
+
+  // ---- the job list
+  await page.goto(base + '/#/');
+  await page.waitForSelector(`tr[data-id="${id}"]`, { timeout: 10000 });
+  const row = await page.textContent(`tr[data-id="${id}"]`);
+  check(row.includes('SUCCEEDED') && row.includes('browser'), 'the job list shows ' + id + ' SUCCEEDED');
+
+  check(errors.length === 0, 'no errors in the page' + (errors.length ? ': ' + errors.join('; ') : ''));
+  await context.close();
+  rmSync(profile, { recursive: true, force: true });
+  process.exit(0);
+} catch (e) {
+  console.error('FAIL: ' + e.message);
+  if (errors.length) console.error(errors.join('\n'));
+  if (context) {
+    try {
+      const p = context.pages()[0];
+      if (p) await p.screenshot({ path: shot.replace(/\.png$/, '-failed.png'), fullPage: true });
+    } catch (_) { /* the browser is gone */ }
+    await context.close().catch(() => {});
+  }
+  rmSync(profile, { recursive: true, force: true });
+  process.exit(1);
+}

@@ -1,0 +1,263 @@
+# The REST API against the real coordinator and its embedded Redis, over curl: every
+# endpoint, every error status with its problem+json shape (400 with "field", 401, 404,
+# 405 with Allow, 409, 413, 415, 503 from a dead Redis and from the SSE limit), bearer
+# auth (POST/DELETE with $PACER_TOKEN, then every read with --auth-reads and
+# --token-file), the limits, static files (no traversal, no listing), Prometheus text,
+# and Server-Sent Events of a running job (live, and replayed with Last-Event-ID).
+. tests/integration/coordinator_lib.inc
+command -v curl >/dev/null || skip "curl not installed (make deps)"
+command -v jq >/dev/null || skip "jq not installed (make deps)"
+need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
+
+TOKEN=test-token-$$
+export PACER_TOKEN=$TOKEN
+AUTH="Authorization: Bearer $TOKEN"
+JSON="Content-Type: application/json"
+
+# base_url - the address the daemon started last says it serves on (--listen 127.0.0.1:0).
+base_url() { grep -o 'REST API and dashboard on http://[0-9.:]*' "$TMP/coord.log" | tail -1 | sed 's/.* on //'; }
+
+# req METHOD PATH [CURL ARGS...] - prints the status; headers in $TMP/hdr, body in $TMP/body.
+req() {
+    m=$1 p=$2
+    shift 2
+    curl -s -o "$TMP/body" -D "$TMP/hdr" -w '%{http_code}' -X "$m" "$@" "$BASE$p"
+}
+# expect STATUS METHOD PATH [CURL ARGS...]
+expect() {
+    want=$1
+    shift
+    got=$(req "$@")
+    [ "$got" = "$want" ] || { cat "$TMP/hdr" "$TMP/body"; fail "$1 $2: HTTP $got, want $want"; }
+}
+header() { grep -i "^$1:" "$TMP/hdr" | head -1 | cut -d' ' -f2- | tr -d '\r'; }
+# problem TYPE [KEY VALUE] - the last answer is an RFC 7807 document of that type.
+problem() {
+    header Content-Type | grep -q '^application/problem+json' || { cat "$TMP/hdr"; fail "not problem+json"; }
+    jq -e --arg t "urn:pacer:problem:$1" \
+        '.type == $t and (.title | type == "string") and (.status | type == "number") and (.detail | type == "string")' \
+        "$TMP/body" >/dev/null || { cat "$TMP/body"; fail "problem document: want type $1"; }
+    if [ $# -ge 3 ]; then
+        [ "$(jq -r ".$2" "$TMP/body")" = "$3" ] || { cat "$TMP/body"; fail "problem .$2: want $3"; }
+    fi
+}
+job_state() { curl -s "$BASE/api/v1/jobs/$1" | jq -r .state; }
+is_job_state() { [ "$(job_state "$1")" = "$2" ]; }
+
+# ---- refusing to start: a non-loopback address without a token --------------------------
+expect_error 2 "without a token" env -u PACER_TOKEN "$COORD" --state-dir "$TMP/refused" --listen 0.0.0.0:0
+
+start_coord --listen 127.0.0.1:0
+BASE=$(base_url)
+[ -n "$BASE" ] || { cat "$TMP/coord.log"; fail "no 'REST API ... on http://' line in the log"; }
+echo "ok: serving on $BASE"
+
+# ---- health, docs, cluster, dashboard -------------------------------------------------------
+expect 200 GET /healthz
+[ "$(jq -r .status "$TMP/body")" = ok ] || fail "/healthz: $(cat "$TMP/body")"
+expect 200 GET /api/v1/openapi.json
+[ "$(jq -r .openapi "$TMP/body")" = 3.0.3 ] || fail "openapi.json is not OpenAPI 3"
+jq -e '.paths["/api/v1/jobs/{id}/events"].get' "$TMP/body" >/dev/null || fail "openapi.json lacks the events path"
+expect 200 GET /api/v1/cluster
+[ "$(jq -r .alive "$TMP/body")" = true ] || fail "cluster: coordinator not alive"
+expect 200 GET /
+header Content-Type | grep -q '^text/html' || fail "/ is not text/html"
+grep -q '<title>pacer</title>' "$TMP/body" || fail "/ is not the dashboard"
+expect 200 GET /static/app.js
+header Content-Type | grep -q '^text/javascript' || fail "app.js type: $(header Content-Type)"
+expect 200 GET /static/style.css
+header Content-Type | grep -q '^text/css' || fail "style.css type"
+expect 404 GET /static/
+expect 404 GET /static/../../etc/passwd --path-as-is
+problem not-found
+expect 404 GET /static/%2e%2e/%2e%2e/etc/passwd
+expect 404 GET /static/.hidden
+[ "$(curl -s -o /dev/null -w '%{http_code}' -I "$BASE/")" = 200 ] || fail "HEAD /"
+echo "ok: health, openapi, cluster, dashboard files; no traversal, no listing"
+
+# ---- routing errors ------------------------------------------------------------------------------
+expect 404 GET /api/v1/nothing
+problem not-found
+expect 405 PUT /api/v1/jobs
+problem method-not-allowed
+[ "$(header Allow)" = "GET, HEAD, POST" ] || fail "405 Allow: $(header Allow)"
+expect 405 POST /api/v1/jobs/j-1 -H "$AUTH"
+[ "$(header Allow)" = "GET, HEAD, DELETE" ] || fail "405 Allow: $(header Allow)"
+echo "ok: 404 and 405 with Allow"
+
+# ---- submit: auth, media type, size, validation --------------------------------------------------
+spec "$TMP/small.json" small 2
+expect 401 POST /api/v1/jobs -H "$JSON" --data-binary @"$TMP/small.json"
+problem unauthorized
+header WWW-Authenticate | grep -q '^Bearer' || fail "401 without WWW-Authenticate"
+expect 401 POST /api/v1/jobs -H "$JSON" -H "Authorization: Bearer wrong" --data-binary @"$TMP/small.json"
+expect 415 POST /api/v1/jobs -H "$AUTH" --data-binary @"$TMP/small.json"
+problem unsupported-media-type
+expect 415 POST /api/v1/jobs -H "$AUTH" -H "Content-Type: text/plain" --data-binary @"$TMP/small.json"
+expect 400 POST /api/v1/jobs -H "$AUTH" -H "$JSON" --data-binary '{"model": '
+problem invalid-json
+expect 400 POST /api/v1/jobs -H "$AUTH" -H "$JSON" \
+    --data-binary '{"model": "lenet5", "dataset": {"name": "fashion-mnist"}, "optimizer": {"lr": 0}}'
+problem invalid-spec field optimizer.lr
+expect 400 POST /api/v1/jobs -H "$AUTH" -H "$JSON" --data-binary '{"model": "lenet5", "batch_sise": 64}'
+problem invalid-spec field batch_sise
+expect 400 POST /api/v1/jobs -H "$AUTH" -H "$JSON" \
+    --data-binary '{"model": "lenet5", "workers": 2, "algorithm": {"name": "ssgd"}, "emulate": {"slowdown": [1, 2, 4]}}'
+problem invalid-spec field emulate.slowdown
+head -c 2097152 /dev/zero | tr '\0' ' ' >"$TMP/big.json"
+expect 413 POST /api/v1/jobs -H "$AUTH" -H "$JSON" --data-binary @"$TMP/big.json"
+problem payload-too-large
+expect 413 POST /api/v1/jobs -H "$AUTH" -H "$JSON" -H "Transfer-Encoding: chunked" --data-binary @"$TMP/big.json"
+problem payload-too-large
+[ "$(curl -s "$BASE/api/v1/jobs" | jq .total)" = 0 ] || fail "a refused request stored a job"
+echo "ok: 401, 415, 400 (invalid-json, invalid-spec with field), 413 (declared and chunked); nothing stored"
+
+# ---- a small job, start to end, followed live ------------------------------------------------------
+expect 201 POST /api/v1/jobs -H "$AUTH" -H "$JSON" --data-binary @"$TMP/small.json"
+id=$(jq -r .id "$TMP/body")
+[ "$(header Location)" = "/api/v1/jobs/$id" ] || fail "Location: $(header Location)"
+[ "$(jq -r .spec.model "$TMP/body")" = lenet5 ] || fail "201 body is not the job"
+curl -sN --max-time 60 "$BASE/api/v1/jobs/$id/events" >"$TMP/sse.txt" 2>&1 &
+SSE_PID=$!
+EXTRA_PIDS="$EXTRA_PIDS $SSE_PID"
+await 60 "job $id to succeed" is_job_state "$id" SUCCEEDED
+# The stream ends by itself once the job has ended (curl exits 0, well before --max-time).
+wait "$SSE_PID" || { head -20 "$TMP/sse.txt"; fail "the event stream of $id did not end cleanly"; }
+head -1 "$TMP/sse.txt" | grep -q '^retry: ' || fail "the stream does not start with retry:"
+grep -q '^event: state' "$TMP/sse.txt" || fail "no state event"
+grep '^data: ' "$TMP/sse.txt" | sed 's/^data: //' | jq -e 'select(.type == "state" and .state == "SUCCEEDED")' >/dev/null ||
+    { head -20 "$TMP/sse.txt"; fail "no SUCCEEDED state event"; }
+grep -q '^id: [0-9]*-[0-9]*,[0-9]*-[0-9]*$' "$TMP/sse.txt" || fail "frame ids are not EVENTS_ID,METRICS_ID"
+nmet=$(grep -c '^event: metrics' "$TMP/sse.txt")
+if [ "$nmet" -eq 0 ]; then
+    "$WORKER" --help | grep -q -- "--redis" ||
+        skip "no metrics events and pacer-worker --help has no --redis yet: the worker does not report to Redis"
+    fail "pacer-worker knows --redis but the event stream of $id carried no metrics"
+fi
+bad=$(grep '^data: ' "$TMP/sse.txt" | sed 's/^data: //' | jq -c 'select(.type == "metrics") |
+    select((.rank | type) != "number" or (.step | type) != "number" or (.samples_per_s | type) != "number"
+           or (.staleness.hist | length) != 9)' | head -3)
+[ -z "$bad" ] || fail "metrics events lack rank/step/samples_per_s/staleness: $bad"
+echo "ok: $id SUCCEEDED; its event stream carried $nmet metrics events and the state events, then ended"
+
+# Reconnecting with Last-Event-ID replays what the Redis streams still hold after that id:
+# from the start, every metrics record of the job, then the stream ends (the job is over).
+total=$(curl -s "$BASE/api/v1/jobs/$id/metrics?limit=10000" | jq '.items | length')
+curl -sN --max-time 20 -H 'Last-Event-ID: 0-0,0-0' "$BASE/api/v1/jobs/$id/events" >"$TMP/replay.txt" ||
+    fail "the replayed stream of $id did not end by itself"
+[ "$(grep -c '^event: metrics' "$TMP/replay.txt")" = "$total" ] ||
+    fail "Last-Event-ID 0-0,0-0 replayed $(grep -c '^event: metrics' "$TMP/replay.txt") of $total metrics records"
+expect 400 GET "/api/v1/jobs/$id/events" -H 'Last-Event-ID: garbage'
+problem invalid-parameter parameter Last-Event-ID
+echo "ok: Last-Event-ID replays all $total records; a malformed one is a 400"
+
+# ---- reading a job ------------------------------------------------------------------------------------
+expect 200 GET "/api/v1/jobs/$id"
+[ "$(jq -r .state "$TMP/body")" = SUCCEEDED ] || fail "job state"
+expect 404 GET /api/v1/jobs/j-999999
+problem job-not-found
+expect 404 GET /api/v1/jobs/not-an-id
+expect 200 GET "/api/v1/jobs?state=succeeded"
+[ "$(jq '.jobs | length' "$TMP/body")" -ge 1 ] || fail "list ?state=succeeded is empty"
+expect 200 GET "/api/v1/jobs?state=QUEUED"
+[ "$(jq .total "$TMP/body")" = 0 ] || fail "a QUEUED job in the list"
+expect 400 GET "/api/v1/jobs?state=JOGGING"
+problem invalid-parameter parameter state
+expect 200 GET "/api/v1/jobs?limit=5000"
+[ "$(jq .limit "$TMP/body")" = 1000 ] || fail "page size not capped at 1000: $(jq .limit "$TMP/body")"
+expect 400 GET "/api/v1/jobs?limit=0"
+problem invalid-parameter parameter limit
+expect 400 GET "/api/v1/jobs?offset=-1"
+expect 400 GET "/api/v1/jobs?limit=12abc"
+expect 200 GET "/api/v1/jobs/$id/nodes"
+at_least "nodes: rank 0 samples/s" "$(jq '.ranks[0].samples_per_s // 0' "$TMP/body")" 1
+[ "$(jq '.ranks[0].staleness.hist | length' "$TMP/body")" = 9 ] || fail "nodes: no staleness histogram"
+expect 200 GET "/api/v1/jobs/$id/metrics?limit=5"
+[ "$(jq '.items | length' "$TMP/body")" = 5 ] || fail "metrics ?limit=5"
+next=$(jq -r .next "$TMP/body")
+expect 200 GET "/api/v1/jobs/$id/metrics?since=$next&limit=100000"
+[ "$(jq -r '.items[0].id' "$TMP/body")" != "$next" ] || fail "metrics ?since= repeats the last record"
+at_least "metrics after the first page" "$(jq '.items | length' "$TMP/body")" 5
+expect 400 GET "/api/v1/jobs/$id/metrics?since=yesterday"
+problem invalid-parameter parameter since
+expect 200 GET "/api/v1/jobs/$id/logs?tail=3"
+jq -r .text "$TMP/body" | grep -q "final test_accuracy" || fail "logs ?tail=3 lacks the final line"
+expect 200 GET "/api/v1/jobs/$id/logs?offset=0&limit=100"
+[ "$(jq -r .text "$TMP/body" | wc -c)" -le 101 ] || fail "logs ?limit=100 returned more"
+expect 400 GET "/api/v1/jobs/$id/logs?tail=x"
+expect 200 GET "/api/v1/jobs/$id/checkpoint"
+header Content-Type | grep -q '^application/octet-stream' || fail "checkpoint type"
+header Content-Disposition | grep -q "attachment; filename=\"$id-small.ckpt\"" || fail "Content-Disposition: $(header Content-Disposition)"
+cmp -s "$TMP/body" "$STATE/jobs/$id/checkpoints/small.ckpt" || fail "downloaded checkpoint differs from the file"
+echo "ok: job, list (filter, paging, cap), nodes, metrics paging, logs, checkpoint download"
+
+# ---- cancel, 409, /metrics while a job runs -------------------------------------------------------------
+spec "$TMP/long.json" long 30
+expect 201 POST /api/v1/jobs -H "$AUTH" -H "$JSON" --data-binary @"$TMP/long.json"
+id2=$(jq -r .id "$TMP/body")
+expect 404 GET "/api/v1/jobs/$id2/checkpoint"
+await 30 "job $id2 to run" is_job_state "$id2" RUNNING
+has_ranks() { curl -s "$BASE/metrics" | grep -q "^pacer_rank_samples_per_second{job=\"$id2\",rank=\"0\"} "; }
+await 20 "/metrics to show the ranks of $id2" has_ranks
+expect 200 GET /metrics
+header Content-Type | grep -q '^text/plain; version=0.0.4' || fail "/metrics type: $(header Content-Type)"
+grep -q '^pacer_jobs{state="RUNNING"} 1$' "$TMP/body" || fail "/metrics: pacer_jobs RUNNING"
+grep -q '^pacer_jobs{state="SUCCEEDED"} 1$' "$TMP/body" || fail "/metrics: pacer_jobs SUCCEEDED"
+for m in pacer_rank_loss pacer_rank_batch_size pacer_rank_staleness_mean pacer_rank_staleness_p95 \
+    pacer_rank_staleness_updates_total; do
+    grep -q "^$m{job=\"$id2\",rank=\"0\"} " "$TMP/body" || fail "/metrics lacks $m of $id2"
+done
+expect 401 DELETE "/api/v1/jobs/$id2"
+expect 404 DELETE /api/v1/jobs/j-999999 -H "$AUTH"
+cancel=$(req DELETE "/api/v1/jobs/$id2" -H "$AUTH")
+[ "$cancel" = 202 ] || [ "$cancel" = 200 ] || fail "DELETE running job: HTTP $cancel"
+jq -e .cancel_requested "$TMP/body" >/dev/null || fail "DELETE answer lacks cancel_requested"
+await 20 "job $id2 to be CANCELLED" is_job_state "$id2" CANCELLED
+expect 409 DELETE "/api/v1/jobs/$id2" -H "$AUTH"
+problem job-finished
+echo "ok: /metrics while running, cancel (HTTP $cancel), then 409"
+
+# ---- --auth-reads and the SSE limit ---------------------------------------------------------------------
+stop_coord
+# This time the token comes from a file (and not from the environment).
+printf '%s\n' "$TOKEN" >"$TMP/token"
+unset PACER_TOKEN
+start_coord --listen 127.0.0.1:0 --auth-reads --sse-max 2 --token-file "$TMP/token"
+export PACER_TOKEN=$TOKEN
+BASE=$(base_url)
+expect 401 GET /api/v1/jobs
+expect 401 GET /metrics
+expect 200 GET /api/v1/jobs -H "$AUTH"
+expect 200 GET /healthz
+expect 200 GET /
+expect 401 GET /api/v1/events --max-time 2
+curl -sN --max-time 30 "$BASE/api/v1/events?access_token=$TOKEN" >"$TMP/all1.txt" &
+S1=$!
+curl -sN --max-time 30 -H "$AUTH" "$BASE/api/v1/events" >"$TMP/all2.txt" &
+S2=$!
+EXTRA_PIDS="$EXTRA_PIDS $S1 $S2"
+opened() { [ -s "$TMP/all1.txt" ] && [ -s "$TMP/all2.txt" ]; }
+await 10 "two event streams to open" opened
+expect 503 GET /api/v1/events -H "$AUTH" --max-time 5
+problem too-many-streams
+kill "$S1" "$S2" 2>/dev/null
+echo "ok: --token-file, --auth-reads (401 without the token, ?access_token= for streams), 503 beyond --sse-max"
+stop_coord
+
+# ---- 503: a daemon whose Redis is dead --------------------------------------------------------------------
+"$COORD" --state-dir "$TMP/dead" --redis redis://127.0.0.1:1 --listen 127.0.0.1:0 >"$TMP/coord.log" 2>&1 &
+COORD_PID=$!
+await 10 "the API of the daemon with a dead Redis" sh -c "grep -q 'REST API and dashboard on' '$TMP/coord.log'"
+BASE=$(base_url)
+expect 503 GET /healthz
+[ "$(jq -r .status "$TMP/body")" = unavailable ] || fail "/healthz body when Redis is down"
+expect 503 GET /api/v1/jobs
+problem redis-unavailable
+expect 503 POST /api/v1/jobs -H "$AUTH" -H "$JSON" --data-binary @"$TMP/small.json"
+problem redis-unavailable
+expect 200 GET /metrics
+grep -q '^pacer_redis_up 0$' "$TMP/body" || fail "/metrics: pacer_redis_up 0"
+kill -TERM "$COORD_PID"
+wait "$COORD_PID" || fail "the daemon with a dead Redis exited $? on SIGTERM"
+COORD_PID=""
+echo "ok: 503 with Redis unreachable; the daemon still exits 0"

@@ -1,0 +1,27 @@
+# The dashboard in a real browser: headless Chromium (Debian's chromium package) driven by
+# playwright-core from npm (tests/browser/, pinned in its package-lock.json) submits a job
+# through the form and watches the per-node loss and staleness charts fill over
+# Server-Sent Events. Leaves a screenshot in $BUILD/dashboard.png. Skips without chromium,
+# node/npm, or when playwright-core cannot be installed.
+. tests/integration/coordinator_lib.inc
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+[ -x "$CHROMIUM" ] || skip "chromium not installed at $CHROMIUM (deploy/install-deps.sh browser)"
+command -v node >/dev/null || skip "node not installed (deploy/install-deps.sh browser)"
+command -v npm >/dev/null || skip "npm not installed (deploy/install-deps.sh browser)"
+need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
+if [ ! -d tests/browser/node_modules/playwright-core ]; then
+    (cd tests/browser && npm ci --no-audit --no-fund --loglevel=error) >"$TMP/npm.log" 2>&1 ||
+        { cat "$TMP/npm.log"; skip "cannot install playwright-core from npm (offline?)"; }
+fi
+
+start_coord --listen 127.0.0.1:0
+BASE=$(grep -o 'REST API and dashboard on http://[0-9.:]*' "$TMP/coord.log" | tail -1 | sed 's/.* on //')
+[ -n "$BASE" ] || fail "the coordinator did not say where it serves"
+curl -s "$BASE/static/vendor/uPlot.iife.min.js" | head -c 100 | grep -q uPlot ||
+    fail "uPlot is not served at /static/vendor/ (make static: npm ci in static/)"
+shot=$BUILD/dashboard.png
+CHROMIUM=$CHROMIUM timeout 150 node tests/browser/dashboard.mjs "$BASE" "$shot" || {
+    echo "--- coordinator log"; tail -20 "$TMP/coord.log"
+    fail "the dashboard test failed (screenshot of the failure: ${shot%.png}-failed.png)"
+}
+stop_coord

@@ -1,0 +1,245 @@
+# The deployment's topology for real, without Docker: Redis and pacer-coordinator in one
+# network namespace ("pc"), three worker hosts in others ("pw1".."pw3"), linked by a
+# bridge on a private /24 (deploy/netns/). mpirun, started by the coordinator in pc,
+# reaches the worker hosts through deploy/netns/rsh.sh (an rsh agent that enters the
+# host's namespace: no sshd) and Open MPI runs over TCP on the bridge only. Jobs are
+# submitted over HTTP from the root namespace, through the bridge, with the bearer token
+# (the coordinator listens on a non-loopback address, so it must have one).
+#
+# Checked:
+#   1. the API answers from outside (healthz), refuses a submit without the token (401),
+#      accepts one with it (201 + Location);
+#   2. an ssgd job with 2 workers runs one rank per host (the nodes endpoint says pw1,
+#      pw2: distinct hosts, from each rank's own gethostname) and SUCCEEDS, with its
+#      checkpoint in the state dir that all hosts share;
+#   3. pw2's link is then made slow (netem delay 20ms rate 20mbit, or tbf rate 20mbit on
+#      kernels without netem; deploy/netns/shape.sh) and
+#      a. the same ssgd job again: its allreduce time per step goes up on BOTH ranks.
+#         That is the honest expectation for a synchronous allreduce: every rank waits
+#         for the slowest link, so per-rank comm_s cannot single out pw2 (it is asserted
+#         only against the unshaped run, with a margin far below the measured ~6x);
+#      b. an asgd job (world 3: parameter server on pw1, workers on pw2 and pw3): each
+#         worker talks only to the server, so the slow link shows on pw2's rank alone.
+#         Asserted from the coordinator's node profiles (GET /api/v1/jobs/{id}/nodes):
+#         pw2's reply wait per push (comm_s / pushes) is >= 3x pw3's (measured ~10x;
+#         with no shaping the two differ by up to ~2.7x either way on a busy 2-core
+#         machine), pw2 made at most half as many pushes, and pw2's gradients are
+#         staler (mean staleness >= 2x pw3's and >= 1). The rate limit gives pw2 a
+#         physical floor of ~2 x 250 kB / 20 Mbit/s = 0.2 s per push, which no CPU
+#         contention on the fast side can make up.
+#      The per-host profiles (pacer:profile:*) are not used: they hold compute speed
+#      (samples/s of the forward/backward pass), which a slow link rightly leaves alone.
+#
+# Needs root and `ip netns add` (else exit 77); a lock serialises concurrent runs, which
+# would use the same names. Everything is removed on exit, also on failure or signal:
+# every process inside the namespaces, the namespaces, the bridge, /etc/netns files.
+# About 25 s. Run alone with `make test-multihost`.
+. tests/lib.sh
+ROOT=$(pwd)
+case $BUILD in /*) B=$BUILD ;; *) B=$ROOT/$BUILD ;; esac
+COORD=$B/pacer-coordinator
+NETNS=$ROOT/deploy/netns
+[ -x "$COORD" ] || fail "$COORD not built (make $BUILD/pacer-coordinator)"
+[ -x "$B/pacer-worker" ] || fail "$B/pacer-worker not built (make $BUILD/pacer-worker)"
+[ "$(id -u)" -eq 0 ] || skip "multihost: needs root to create network namespaces"
+for c in ip tc unshare flock redis-server redis-cli mpirun curl jq; do
+    command -v "$c" >/dev/null 2>&1 || skip "multihost: $c not installed (make deps; iproute2, util-linux)"
+done
+need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
+
+# One run at a time on this machine: the names and the /24 are fixed. The daemons started
+# below do not inherit the lock's descriptor. A run killed with -9 leaves its topology
+# behind; the next run, holding the lock, removes it.
+exec 9>/tmp/pacer-multihost.lock
+flock -w 120 9 || skip "multihost: another run holds /tmp/pacer-multihost.lock"
+
+# Names of its own (pmt-pc, pmt-pw1, ..., bridge pmt-br), so that a topology someone
+# built by hand with deploy/netns/up.sh (pacer-*) is never touched; the exported values
+# reach up.sh, down.sh, shape.sh and, through the coordinator and mpirun, rsh.sh.
+export PACER_NETNS_PREFIX=pmt- PACER_NETNS_WORKERS=3
+. "$NETNS/common.sh"
+probe=${P}probe$$
+ip netns add "$probe" 2>"$TMP/probe.err" || skip "multihost: cannot create network namespaces: $(cat "$TMP/probe.err")"
+ip netns del "$probe"
+
+cleanup() {
+    sh "$NETNS/down.sh"
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# What a killed earlier run left (we hold the lock, so it is not a live one).
+sh "$NETNS/down.sh"
+sh "$NETNS/up.sh" >"$TMP/up.log" 2>&1 || skip "multihost: cannot build the topology: $(tail -1 "$TMP/up.log")"
+cat "$TMP/up.log"
+
+PC=$(host_addr pc)
+API=http://$PC:8080
+REDIS=redis://$PC:6379
+TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+STATE=$TMP/var
+in_pc() { ip netns exec "$(host_ns pc)" unshare --uts sh -c 'hostname pc && exec "$@"' sh "$@"; }
+
+# Redis on the bridge address only. No password: the /24 is private to this test and
+# has no route anywhere else (protected mode would refuse the worker hosts otherwise).
+in_pc redis-server --bind "$PC" --port 6379 --protected-mode no --save '' --appendonly no \
+    --dir "$TMP" --logfile "$TMP/redis.log" 9>&- &
+i=0
+until redis-cli -h "$PC" ping >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -gt 50 ] && fail "Redis in $(host_ns pc) did not answer on $PC:6379 from the root namespace"
+    sleep 0.1
+done
+for h in pw1 pw2 pw3; do
+    [ "$(ip netns exec "$(host_ns "$h")" redis-cli -h pc ping 2>&1)" = PONG ] ||
+        fail "$h cannot reach Redis on pc (bridge traffic filtered? bridge-nf-call-iptables=$(cat /proc/sys/net/bridge/bridge-nf-call-iptables 2>/dev/null))"
+done
+echo "ok: Redis in pc reachable from the root namespace and from pw1..pw3"
+
+# Open MPI: start daemons through the namespace rsh agent (no tree spawn: every orted is
+# started from pc), the ob1 PML over TCP, and only on the bridge's /24, for the
+# out-of-band channel too. The coordinator passes its environment to mpirun, and
+# mpirun forwards OMPI_MCA_* to the remote daemons, so no extra mpirun argument is needed.
+export OMPI_MCA_plm_rsh_agent="sh $NETNS/rsh.sh"
+export OMPI_MCA_plm_rsh_no_tree_spawn=1
+export OMPI_MCA_pml=ob1
+export OMPI_MCA_btl=tcp,self
+export OMPI_MCA_btl_tcp_if_include="$NET.0/24"
+export OMPI_MCA_oob_tcp_if_include="$NET.0/24"
+export OPENBLAS_NUM_THREADS=1
+printf 'pw1 slots=1\npw2 slots=1\npw3 slots=1\n' >"$TMP/hostfile"
+
+PACER_TOKEN=$TOKEN in_pc "$COORD" --listen "$PC:8080" --redis "$REDIS" --worker-redis "$REDIS" \
+    --state-dir "$STATE" --hostfile "$TMP/hostfile" --worker "$B/pacer-worker" \
+    --heartbeat-timeout 30 --max-restarts 0 >"$TMP/coord.log" 2>&1 9>&- &
+i=0
+until curl -fsS --max-time 2 "$API/healthz" >"$TMP/health" 2>/dev/null &&
+    [ "$(jq -r .coordinator_alive "$TMP/health")" = true ]; do
+    i=$((i + 1))
+    [ $i -gt 100 ] && { cat "$TMP/coord.log"; fail "coordinator on $API did not become healthy"; }
+    sleep 0.2
+done
+echo "ok: coordinator healthy at $API/healthz (from the root namespace)"
+
+# http METHOD PATH [BODY-FILE] [AUTH] - status code on stdout, body in $TMP/body, headers
+# in $TMP/headers. AUTH "none" leaves the token out.
+http() {
+    set -- "$1" "$2" "${3:-}" "${4:-yes}"
+    auth=""
+    [ "$4" = none ] || auth="Authorization: Bearer $TOKEN"
+    if [ -n "$3" ]; then
+        curl -sS --max-time 10 -X "$1" -H "$auth" -H 'Content-Type: application/json' \
+            --data-binary "@$3" -D "$TMP/headers" -o "$TMP/body" -w '%{http_code}' "$API$2"
+    else
+        curl -sS --max-time 10 -X "$1" -H "$auth" -D "$TMP/headers" -o "$TMP/body" -w '%{http_code}' "$API$2"
+    fi
+}
+
+# spec FILE ALGORITHM EPOCHS - LeNet-5 on 4096 Fashion-MNIST images, 2 workers.
+spec() {
+    cat >"$1" <<JSON
+{"name": "mh-$2", "model": "lenet5", "algorithm": {"name": "$2"}, "workers": 2,
+ "dataset": {"name": "fashion-mnist", "train_subset": 4096, "test_subset": 500},
+ "optimizer": {"lr": 0.02, "momentum": 0.9}, "batch_size": 64, "epochs": $3, "seed": 7,
+ "log_every": 16, "checkpoint": {"every_steps": 16}}
+JSON
+}
+
+# submit FILE - prints the new job's id.
+submit() {
+    code=$(http POST /api/v1/jobs "$1") || fail "POST /api/v1/jobs: curl failed"
+    [ "$code" = 201 ] || { cat "$TMP/body"; fail "POST /api/v1/jobs answered $code, want 201"; }
+    loc=$(tr -d '\r' <"$TMP/headers" | sed -n 's/^[Ll]ocation: *//p')
+    jid=$(jq -r .id "$TMP/body")
+    [ "$loc" = "/api/v1/jobs/$jid" ] || fail "Location '$loc' for job $jid"
+    echo "$jid"
+}
+
+# finish ID SECONDS - waits until the job ends; fails unless it SUCCEEDED.
+finish() {
+    end=$(($(date +%s) + $2))
+    while :; do
+        [ "$(http GET "/api/v1/jobs/$1")" = 200 ] || fail "GET /api/v1/jobs/$1: $(cat "$TMP/body")"
+        st=$(jq -r .state "$TMP/body")
+        case $st in SUCCEEDED | FAILED | CANCELLED) break ;; esac
+        [ "$(date +%s)" -ge "$end" ] && { tail -30 "$STATE/jobs/$1/log"; fail "job $1 still $st after $2 s"; }
+        sleep 0.3
+    done
+    [ "$st" = SUCCEEDED ] || {
+        tail -40 "$STATE/jobs/$1/log"; tail -20 "$TMP/coord.log"
+        fail "job $1 $st: $(jq -r .reason "$TMP/body")"
+    }
+    echo "ok: job $1 SUCCEEDED in $(jq -r '(.finished - .started) * 10 | floor / 10' "$TMP/body") s" \
+        "(test_accuracy $(jq -r .summary.test_accuracy "$TMP/body"))"
+}
+
+# nodes ID - the job's node profiles into $TMP/nodes-ID.json, one line per rank printed:
+# rank host role pushes comm_per_step staleness_mean
+nodes() {
+    [ "$(http GET "/api/v1/jobs/$1/nodes")" = 200 ] || fail "GET /api/v1/jobs/$1/nodes: $(cat "$TMP/body")"
+    cp "$TMP/body" "$TMP/nodes-$1.json"
+    # A worker's steps are its samples / batch ("step" is the global step: for asgd the
+    # server's update count); the parameter server (batch 0) reports its updates.
+    jq -r '.ranks[] | (if .batch > 0 then (.samples / .batch | floor) else .step end) as $n |
+           [.rank, .host, .role, $n, (if $n > 0 then .comm_s / $n else 0 end), .staleness.mean] | @tsv' \
+        "$TMP/nodes-$1.json" >"$TMP/nodes-$1.tsv" || fail "unexpected nodes answer: $(cat "$TMP/nodes-$1.json")"
+    awk '{ printf "      rank %s on %s (%s): %d steps, comm %.1f ms/step, mean staleness %.2f\n",
+           $1, $2, $3, $4, $5 * 1000, $6 }' "$TMP/nodes-$1.tsv"
+}
+# field ID HOST COLUMN - a column of nodes() for the rank on HOST.
+field() {
+    v=$(awk -v h="$2" -v c="$3" '$2 == h { print $c }' "$TMP/nodes-$1.tsv")
+    [ -n "$v" ] || fail "job $1: no rank on $2 in the node profiles"
+    echo "$v"
+}
+# ratio_at_least NAME A B MIN - A >= MIN x B.
+ratio_at_least() {
+    if awk -v a="$2" -v b="$3" -v m="$4" 'BEGIN { exit !(a >= m * b) }'; then
+        echo "ok: $1: $2 >= $4 x $3"
+    else
+        fail "$1: $2 is not >= $4 x $3"
+    fi
+}
+
+# 1. Auth from outside.
+spec "$TMP/ssgd.json" ssgd 1
+code=$(http POST /api/v1/jobs "$TMP/ssgd.json" none)
+[ "$code" = 401 ] || fail "POST without the token answered $code, want 401"
+echo "ok: POST /api/v1/jobs without the token: 401"
+
+# 2. ssgd over pw1 + pw2, link untouched.
+id1=$(submit "$TMP/ssgd.json")
+finish "$id1" 40
+nodes "$id1"
+[ "$(jq -r '[.ranks[].host] | join(" ")' "$TMP/nodes-$id1.json")" = "pw1 pw2" ] ||
+    fail "ranks of $id1 ran on '$(jq -r '[.ranks[].host] | join(" ")' "$TMP/nodes-$id1.json")', want 'pw1 pw2'"
+echo "ok: one rank per host (pw1, pw2), each in its own namespace"
+[ -s "$STATE/jobs/$id1/checkpoints/mh-ssgd.ckpt" ] || fail "no checkpoint in the shared state dir"
+echo "ok: checkpoint written to the shared state dir"
+base1=$(field "$id1" pw1 5)
+base2=$(field "$id1" pw2 5)
+
+# 3. pw2's link made slow.
+sh "$NETNS/shape.sh" pw2 on || fail "cannot shape pw2's link"
+
+# 3a. ssgd again: both ranks wait for the slow link.
+id2=$(submit "$TMP/ssgd.json")
+finish "$id2" 50
+nodes "$id2"
+base=$(awk -v a="$base1" -v b="$base2" 'BEGIN { print (a > b ? a : b) }')
+ratio_at_least "ssgd comm per step, pw1's rank, shaped vs unshaped" "$(field "$id2" pw1 5)" "$base" 1.5
+ratio_at_least "ssgd comm per step, pw2's rank, shaped vs unshaped" "$(field "$id2" pw2 5)" "$base" 1.5
+
+# 3b. asgd: the slow link shows on pw2's worker alone.
+spec "$TMP/asgd.json" asgd 2
+id3=$(submit "$TMP/asgd.json")
+finish "$id3" 50
+nodes "$id3"
+[ "$(jq -r '[.ranks[] | "\(.host)/\(.role)"] | join(" ")' "$TMP/nodes-$id3.json")" = "pw1/ps pw2/worker pw3/worker" ] ||
+    fail "asgd placement: $(jq -r '[.ranks[] | "\(.host)/\(.role)"] | join(" ")' "$TMP/nodes-$id3.json")"
+ratio_at_least "asgd reply wait per push, pw2 vs pw3" "$(field "$id3" pw2 5)" "$(field "$id3" pw3 5)" 3
+ratio_at_least "asgd pushes, pw3 vs pw2" "$(field "$id3" pw3 4)" "$(field "$id3" pw2 4)" 2
+ratio_at_least "asgd mean staleness, pw2 vs pw3" "$(field "$id3" pw2 6)" "$(field "$id3" pw3 6)" 2
+at_least "asgd mean staleness of pw2's gradients" "$(field "$id3" pw2 6)" 1
+echo "ok: the slowed host pw2 stands out in the coordinator's node profiles"

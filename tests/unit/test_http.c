@@ -1,0 +1,663 @@
+/* tests/unit/test_http.c - the HTTP layer (http/).
+ *
+ * The pure parts directly: route matching (404/405 and the Allow list), query parameters,
+ * problem documents and the field of a spec error, the constant-time token comparison
+ * and bearer parsing, the loopback rule, the Prometheus text, static paths, SSE ids and
+ * frames, and that docs/openapi.json documents every route. Then the request state
+ * machine end to end: a real server (http_start) on a free port in front of a
+ * coordinator client whose Redis does not exist, spoken to over a socket: every refusal
+ * that does not need Redis (401, 404, 405, 413, 415, 400) and the 503s that do.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <limits.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "auth.h"
+#include "coordinator.h"
+#include "handlers.h"
+#include "prom.h"
+#include "query.h"
+#include "respond.h"
+#include "routes.h"
+#include "server.h"
+#include "sse.h"
+#include "static.h"
+
+/* ---- routes ------------------------------------------------------------------------------------ */
+
+static void test_routes_match(void **state)
+{
+    route_match_t m;
+    const route_t *r = routes_match("GET", "/api/v1/jobs/j-12/events", &m);
+    assert_int_equal(m.status, 0);
+    assert_ptr_equal(r->handler, handle_job_events);
+    assert_int_equal(m.nparams, 1);
+    assert_string_equal(m.params[0], "j-12");
+    assert_true(r->flags & ROUTE_STREAM);
+
+    r = routes_match("POST", "/api/v1/jobs", &m);
+    assert_ptr_equal(r->handler, handle_jobs_submit);
+    assert_true(r->flags & ROUTE_MUTATES);
+    assert_true(r->flags & ROUTE_JSON_BODY);
+    r = routes_match("DELETE", "/api/v1/jobs/j-1", &m);
+    assert_ptr_equal(r->handler, handle_job_cancel);
+    r = routes_match("HEAD", "/api/v1/jobs/j-1", &m);   /* HEAD runs the GET route */
+    assert_ptr_equal(r->handler, handle_job_get);
+    r = routes_match("GET", "/static/vendor/uPlot.min.css", &m);
+    assert_ptr_equal(r->handler, handle_static);
+    assert_string_equal(m.params[0], "vendor/uPlot.min.css");
+    r = routes_match("GET", "/", &m);
+    assert_ptr_equal(r->handler, handle_index);
+}
+
+static void test_routes_not_found_and_method(void **state)
+{
+    route_match_t m;
+    const char *missing[] = { "/api/v1/jobs/", "/api/v1/job", "/api/v1/jobs/j-1/nodes/x", "/api/v2/jobs", "//", "",
+                              "/static/", "/api/v1/jobs//nodes", "relative" };
+    for (size_t i = 0; i < sizeof missing / sizeof missing[0]; i++) {
+        const route_t *r = routes_match("GET", missing[i], &m);
+        assert_int_equal(m.status, 404);
+        assert_ptr_equal(r->handler, handle_not_found);   /* the sentinel */
+        assert_null(r->method);
+    }
+    routes_match("PUT", "/api/v1/jobs", &m);
+    assert_int_equal(m.status, 405);
+    assert_string_equal(m.allow, "GET, HEAD, POST");
+    routes_match("POST", "/api/v1/jobs/j-1", &m);
+    assert_int_equal(m.status, 405);
+    assert_string_equal(m.allow, "GET, HEAD, DELETE");
+    routes_match("DELETE", "/metrics", &m);
+    assert_int_equal(m.status, 405);
+    assert_string_equal(m.allow, "GET, HEAD");
+    /* A parameter longer than ROUTE_PARAM_LEN does not match (no truncation). */
+    char long_path[ROUTE_PARAM_LEN + 64];
+    snprintf(long_path, sizeof long_path, "/api/v1/jobs/");
+    memset(long_path + strlen(long_path), 'x', ROUTE_PARAM_LEN);
+    long_path[sizeof long_path - 1] = 0;
+    routes_match("GET", long_path, &m);
+    assert_int_equal(m.status, 404);
+}
+
+/* Every route is in docs/openapi.json with its method ("{path*}" is "{path}" there). */
+static void test_routes_documented(void **state)
+{
+    json_error_t e;
+    json_t *doc = json_load_file("docs/openapi.json", 0, &e);
+    if (!doc) {
+        print_message("docs/openapi.json: %s (run from the repo root)\n", e.text);
+        fail();
+    }
+    assert_string_equal(json_string_value(json_object_get(doc, "openapi")), "3.0.3");
+    size_t n;
+    const route_t *t = routes_table(&n);
+    assert_true(n >= 15);
+    for (size_t i = 0; i < n; i++) {
+        char path[128], method[16];
+        snprintf(path, sizeof path, "%s", t[i].pattern);
+        char *star = strstr(path, "*}");
+        if (star) memmove(star, star + 1, strlen(star));
+        size_t k;
+        for (k = 0; t[i].method[k] && k + 1 < sizeof method; k++) method[k] = (char)(t[i].method[k] | 0x20);
+        method[k] = 0;
+        json_t *op = json_object_get(json_object_get(json_object_get(doc, "paths"), path), method);
+        if (!op) print_message("%s %s is not in docs/openapi.json\n", t[i].method, path);
+        assert_non_null(op);
+    }
+    json_decref(doc);
+}
+
+/* ---- query --------------------------------------------------------------------------------------- */
+
+static void test_query_long(void **state)
+{
+    query_t q;
+    query_init(&q);
+    query_add(&q, "limit", "5000");
+    query_add(&q, "offset", "12");
+    query_add(&q, "tail", "12abc");
+    query_add(&q, "neg", "-3");
+    query_add(&q, "huge", "99999999999999999999999");
+    query_add(&q, "empty", "");
+    query_add(&q, "limit", "7");   /* a repeated key: the first wins */
+    long v = -1;
+    char err[128];
+    assert_int_equal(query_long(&q, "limit", 1, 1000, 1, &v, err, sizeof err), 1);
+    assert_int_equal(v, 1000);   /* capped */
+    assert_int_equal(query_long(&q, "limit", 1, 1000, 0, &v, err, sizeof err), -1);
+    assert_string_equal(err, "limit: must be an integer between 1 and 1000");
+    assert_int_equal(query_long(&q, "offset", 0, LONG_MAX, 0, &v, err, sizeof err), 1);
+    assert_int_equal(v, 12);
+    assert_int_equal(query_long(&q, "tail", 1, 10, 1, &v, err, sizeof err), -1);
+    assert_int_equal(strncmp(err, "tail: ", 6), 0);
+    assert_int_equal(query_long(&q, "neg", 0, LONG_MAX, 0, &v, err, sizeof err), -1);
+    assert_int_equal(query_long(&q, "neg", -5, 5, 0, &v, err, sizeof err), 1);
+    assert_int_equal(v, -3);
+    assert_int_equal(query_long(&q, "huge", 0, LONG_MAX, 1, &v, err, sizeof err), -1);
+    assert_int_equal(query_long(&q, "empty", 0, 10, 0, &v, err, sizeof err), -1);
+    v = 42;
+    assert_int_equal(query_long(&q, "absent", 0, 10, 0, &v, err, sizeof err), 0);
+    assert_int_equal(v, 42);
+    for (int i = 0; i < 40; i++) query_add(&q, "x", "1");   /* beyond QUERY_MAX: dropped */
+    assert_int_equal(q.n, QUERY_MAX);
+}
+
+static void test_query_state_and_ids(void **state)
+{
+    query_t q;
+    query_init(&q);
+    query_add(&q, "state", "running");
+    query_add(&q, "bad", "JOGGING");
+    query_add(&q, "empty", "");
+    const char *s = NULL;
+    char err[160];
+    assert_int_equal(query_state(&q, "state", &s, err, sizeof err), 1);
+    assert_string_equal(s, "RUNNING");
+    assert_int_equal(query_state(&q, "bad", &s, err, sizeof err), -1);
+    assert_int_equal(strncmp(err, "bad: must be one of", 19), 0);
+    s = NULL;
+    assert_int_equal(query_state(&q, "empty", &s, err, sizeof err), 0);
+    assert_null(s);
+    assert_true(query_stream_id_valid("1715000000123-0"));
+    assert_true(query_stream_id_valid("0"));
+    assert_false(query_stream_id_valid("1715000000123-"));
+    assert_false(query_stream_id_valid("-1"));
+    assert_false(query_stream_id_valid("12a"));
+    assert_false(query_stream_id_valid(""));
+    assert_false(query_stream_id_valid("123456789012345678901-0"));
+}
+
+/* ---- problems ------------------------------------------------------------------------------------ */
+
+static void test_problem_documents(void **state)
+{
+    json_t *p = problem_new(404, "job-not-found", "No such job", "no job j-9", NULL, NULL);
+    assert_string_equal(json_string_value(json_object_get(p, "type")), "urn:pacer:problem:job-not-found");
+    assert_string_equal(json_string_value(json_object_get(p, "title")), "No such job");
+    assert_int_equal(json_integer_value(json_object_get(p, "status")), 404);
+    assert_string_equal(json_string_value(json_object_get(p, "detail")), "no job j-9");
+    problem_set_instance(p, "/api/v1/jobs/j-9");
+    assert_string_equal(json_string_value(json_object_get(p, "instance")), "/api/v1/jobs/j-9");
+    json_decref(p);
+
+    p = problem_new(413, "payload-too-large", NULL, NULL, NULL, NULL);   /* title from the status */
+    assert_string_equal(json_string_value(json_object_get(p, "title")), "Payload Too Large");
+    assert_null(json_object_get(p, "detail"));
+    json_decref(p);
+
+    p = problem_new(400, "x", NULL, "bad \xff byte", NULL, NULL);   /* invalid UTF-8 is not lost */
+    assert_non_null(json_object_get(p, "detail"));
+    json_decref(p);
+
+    struct {
+        int code, status;
+        const char *slug;
+    } map[] = { { COORD_EINVAL, 400, "invalid-spec" },     { COORD_ENOTFOUND, 404, "job-not-found" },
+                { COORD_ESTATE, 409, "job-finished" },     { COORD_EUNAVAIL, 503, "redis-unavailable" },
+                { COORD_EINTERNAL, 500, "internal" } };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+        p = problem_from_coord(map[i].code, "");
+        assert_int_equal(json_integer_value(json_object_get(p, "status")), map[i].status);
+        char type[64];
+        snprintf(type, sizeof type, "urn:pacer:problem:%s", map[i].slug);
+        assert_string_equal(json_string_value(json_object_get(p, "type")), type);
+        json_decref(p);
+    }
+    p = problem_from_coord(COORD_EINVAL, "optimizer.lr: must be > 0");
+    assert_string_equal(json_string_value(json_object_get(p, "field")), "optimizer.lr");
+    assert_string_equal(json_string_value(json_object_get(p, "detail")), "optimizer.lr: must be > 0");
+    json_decref(p);
+    p = problem_from_coord(COORD_EINVAL, "spec: must be a JSON object");   /* the whole spec: no field */
+    assert_null(json_object_get(p, "field"));
+    json_decref(p);
+}
+
+static void test_problem_field(void **state)
+{
+    char f[64];
+    assert_int_equal(problem_field("batch_sise: unknown field", f, sizeof f), 0);
+    assert_string_equal(f, "batch_sise");
+    assert_int_equal(problem_field("emulate.schedule[2].rank: must be < workers (4)", f, sizeof f), 0);
+    assert_string_equal(f, "emulate.schedule[2].rank");
+    assert_int_equal(problem_field("could not store the job: Redis unavailable", f, sizeof f), -1);
+    assert_int_equal(problem_field("no colon here", f, sizeof f), -1);
+    assert_int_equal(problem_field(": empty", f, sizeof f), -1);
+    assert_int_equal(problem_field("a.very.long.field.name.that.does.not.fit.in.the.buffer.at.all: x", f, 16), -1);
+}
+
+static void test_body_problem(void **state)
+{
+    const char *ok = "{\"model\":\"lenet5\",\"dataset\":{\"name\":\"fashion-mnist\"},\"epochs\":1}";
+    assert_null(handlers_body_problem(ok, strlen(ok)));
+    json_t *p = handlers_body_problem("{\"model\":", 9);
+    assert_string_equal(json_string_value(json_object_get(p, "type")), "urn:pacer:problem:invalid-json");
+    assert_int_equal(json_integer_value(json_object_get(p, "status")), 400);
+    json_decref(p);
+    p = handlers_body_problem("", 0);
+    assert_string_equal(json_string_value(json_object_get(p, "type")), "urn:pacer:problem:invalid-json");
+    json_decref(p);
+    const char nul[] = "{\"model\"\0:1}";
+    p = handlers_body_problem(nul, sizeof nul - 1);
+    assert_string_equal(json_string_value(json_object_get(p, "type")), "urn:pacer:problem:invalid-json");
+    json_decref(p);
+    const char *bad = "{\"model\":\"lenet5\",\"workers\":2,\"emulate\":{\"slowdown\":[1,2,3]},\"algorithm\":{\"name\":\"ssgd\"}}";
+    p = handlers_body_problem(bad, strlen(bad));
+    assert_string_equal(json_string_value(json_object_get(p, "type")), "urn:pacer:problem:invalid-spec");
+    assert_string_equal(json_string_value(json_object_get(p, "field")), "emulate.slowdown");
+    json_decref(p);
+}
+
+/* ---- auth ------------------------------------------------------------------------------------------ */
+
+static void test_auth_equal(void **state)
+{
+    assert_true(auth_equal("s3cret", 6, "s3cret", 6));
+    assert_false(auth_equal("s3creT", 6, "s3cret", 6));
+    assert_false(auth_equal("s3cre", 5, "s3cret", 6));
+    assert_false(auth_equal("s3cret!", 7, "s3cret", 6));
+    assert_false(auth_equal("", 0, "s3cret", 6));
+    assert_false(auth_equal("s3cret\0", 7, "s3cret", 6));   /* a NUL does not end the comparison early */
+    assert_true(auth_equal("", 0, "", 0));
+}
+
+static void test_auth_bearer_and_loopback(void **state)
+{
+    const char *tok;
+    size_t len;
+    assert_int_equal(auth_bearer("Bearer abc123", &tok, &len), 0);
+    assert_int_equal(len, 6);
+    assert_memory_equal(tok, "abc123", 6);
+    assert_int_equal(auth_bearer("  bearer   abc123  ", &tok, &len), 0);
+    assert_int_equal(len, 6);
+    assert_int_equal(auth_bearer("Basic YWxhZGRpbjpvcGVu", &tok, &len), -1);
+    assert_int_equal(auth_bearer("Bearer", &tok, &len), -1);
+    assert_int_equal(auth_bearer("Bearer    ", &tok, &len), -1);
+    assert_int_equal(auth_bearer("Bearerabc", &tok, &len), -1);
+    assert_int_equal(auth_bearer(NULL, &tok, &len), -1);
+
+    assert_true(auth_host_is_loopback("127.0.0.1"));
+    assert_true(auth_host_is_loopback("127.1.2.3"));
+    assert_true(auth_host_is_loopback("::1"));
+    assert_true(auth_host_is_loopback("localhost"));
+    assert_false(auth_host_is_loopback("0.0.0.0"));
+    assert_false(auth_host_is_loopback(""));
+    assert_false(auth_host_is_loopback("::"));
+    assert_false(auth_host_is_loopback("10.0.0.1"));
+    assert_false(auth_host_is_loopback("example.org"));
+
+    char err[128];
+    assert_int_equal(auth_token_check("abc", err, sizeof err), 0);
+    assert_int_equal(auth_token_check("a b", err, sizeof err), -1);
+    assert_int_equal(auth_token_check("", err, sizeof err), -1);
+}
+
+static void test_listen_and_config(void **state)
+{
+    char host[64];
+    int port;
+    assert_int_equal(http_listen_parse("127.0.0.1:8080", host, sizeof host, &port), 0);
+    assert_string_equal(host, "127.0.0.1");
+    assert_int_equal(port, 8080);
+    assert_int_equal(http_listen_parse("[::1]:0", host, sizeof host, &port), 0);
+    assert_string_equal(host, "::1");
+    assert_int_equal(port, 0);
+    assert_int_equal(http_listen_parse(":9000", host, sizeof host, &port), 0);
+    assert_string_equal(host, "");
+    assert_int_equal(http_listen_parse("127.0.0.1", host, sizeof host, &port), -1);
+    assert_int_equal(http_listen_parse("127.0.0.1:65536", host, sizeof host, &port), -1);
+    assert_int_equal(http_listen_parse("127.0.0.1:80a", host, sizeof host, &port), -1);
+    assert_int_equal(http_listen_parse("::1:80", host, sizeof host, &port), -1);
+    assert_int_equal(http_listen_parse("[::1]80", host, sizeof host, &port), -1);
+
+    http_config_t cfg;
+    http_config_defaults(&cfg);
+    char err[512];
+    assert_int_equal(http_check_config(&cfg, err, sizeof err), 0);
+    cfg.listen = "0.0.0.0:8080";
+    assert_int_equal(http_check_config(&cfg, err, sizeof err), -1);
+    assert_non_null(strstr(err, "without a token"));
+    cfg.token = "t0ken";
+    assert_int_equal(http_check_config(&cfg, err, sizeof err), 0);
+    cfg.sse_max = 0;
+    assert_int_equal(http_check_config(&cfg, err, sizeof err), -1);
+}
+
+/* ---- Prometheus --------------------------------------------------------------------------------- */
+
+static void test_prom_render(void **state)
+{
+    char lab[32];
+    assert_int_equal(prom_escape_label("a\"b\\c\nd", lab, sizeof lab), 0);
+    assert_string_equal(lab, "a\\\"b\\\\c\\nd");
+    assert_int_equal(prom_escape_label("0123456789", lab, 8), -1);
+
+    json_t *nodes = json_loads("{\"job\":\"j-7\",\"world\":2,\"ranks\":["
+                               "{\"rank\":0,\"samples_per_s\":5210.5,\"loss\":0.61,\"batch\":48,\"step\":120,"
+                               "\"staleness\":{\"count\":40,\"mean\":1.25,\"p95\":3}},"
+                               "{\"rank\":1}]}",
+                               0, NULL);
+    assert_non_null(nodes);
+    prom_input_t in;
+    memset(&in, 0, sizeof in);
+    in.redis_up = 1;
+    in.states[0] = 2;   /* QUEUED */
+    in.states[1] = 1;   /* RUNNING */
+    long restarts[1] = { 3 };
+    in.nodes = &nodes;
+    in.restarts = restarts;
+    in.nnodes = 1;
+    in.sse_streams = 4;
+    size_t len = 0;
+    char *text = prom_render(&in, &len);
+    assert_non_null(text);
+    assert_int_equal(strlen(text), len);
+    const char *want[] = {
+        "# TYPE pacer_jobs gauge\n",
+        "pacer_jobs{state=\"QUEUED\"} 2\n",
+        "pacer_jobs{state=\"RUNNING\"} 1\n",
+        "pacer_jobs{state=\"CANCELLED\"} 0\n",
+        "pacer_redis_up 1\n",
+        "pacer_sse_streams 4\n",
+        "pacer_job_restarts{job=\"j-7\"} 3\n",
+        "pacer_rank_samples_per_second{job=\"j-7\",rank=\"0\"} 5210.5\n",
+        "pacer_rank_staleness_mean{job=\"j-7\",rank=\"0\"} 1.25\n",
+        "pacer_rank_staleness_p95{job=\"j-7\",rank=\"0\"} 3\n",
+        "# TYPE pacer_rank_staleness_updates_total counter\n",
+        "pacer_rank_staleness_updates_total{job=\"j-7\",rank=\"0\"} 40\n",
+        "pacer_rank_loss{job=\"j-7\",rank=\"0\"} 0.61\n",
+        "pacer_rank_batch_size{job=\"j-7\",rank=\"0\"} 48\n",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        if (!strstr(text, want[i])) print_message("missing: %s", want[i]);
+        assert_non_null(strstr(text, want[i]));
+    }
+    assert_null(strstr(text, "rank=\"1\""));   /* a rank without values exports nothing */
+    /* Every line is a comment or "name{labels} value". */
+    for (char *line = text; *line; line = strchr(line, '\n') + 1) {
+        assert_true(line[0] == '#' || strncmp(line, "pacer_", 6) == 0);
+        assert_non_null(strchr(line, '\n'));
+    }
+    free(text);
+
+    in.redis_up = 0;
+    in.nnodes = 0;
+    text = prom_render(&in, &len);
+    assert_non_null(strstr(text, "pacer_redis_up 0\n"));
+    assert_null(strstr(text, "pacer_jobs{"));
+    free(text);
+    json_decref(nodes);
+}
+
+/* ---- static files, SSE ---------------------------------------------------------------------------- */
+
+static void test_static_paths(void **state)
+{
+    const char *ok[] = { "index.html", "vendor/uPlot.min.css", "a/b/c.js", "x-y_z.1.js" };
+    const char *bad[] = { "", "../etc/passwd", "a/../b", "..", ".hidden", "a/.git/config", "a//b", "a/", "/abs",
+                          "a b.js", "a%2e", "a\\b", "vendor/./x" };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) assert_true(static_path_ok(ok[i]));
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (static_path_ok(bad[i])) print_message("accepted: %s\n", bad[i]);
+        assert_false(static_path_ok(bad[i]));
+    }
+    assert_string_equal(static_content_type("index.html"), "text/html; charset=utf-8");
+    assert_string_equal(static_content_type("vendor/uPlot.iife.min.js"), "text/javascript; charset=utf-8");
+    assert_string_equal(static_content_type("x.CSS"), "text/css; charset=utf-8");
+    assert_string_equal(static_content_type("noext"), "application/octet-stream");
+    assert_string_equal(static_content_type("dir.d/noext"), "application/octet-stream");
+}
+
+static void test_sse_ids_and_frames(void **state)
+{
+    char ev[48], m[48];
+    assert_int_equal(sse_id_parse("1715000000123-0,1715000000456-3", ev, sizeof ev, m, sizeof m), 0);
+    assert_string_equal(ev, "1715000000123-0");
+    assert_string_equal(m, "1715000000456-3");
+    assert_int_equal(sse_id_parse("1715000000123-0", ev, sizeof ev, m, sizeof m), 0);
+    assert_string_equal(m, "");
+    assert_int_equal(sse_id_parse("x,1-0", ev, sizeof ev, m, sizeof m), -1);
+    assert_int_equal(sse_id_parse("1-0,", ev, sizeof ev, m, sizeof m), -1);
+    assert_int_equal(sse_id_parse(",1-0", ev, sizeof ev, m, sizeof m), -1);
+    assert_int_equal(sse_id_parse("", ev, sizeof ev, m, sizeof m), -1);
+
+    assert_true(sse_stream_id_cmp("9-0", "10-0") < 0);   /* numeric, not lexical */
+    assert_true(sse_stream_id_cmp("10-2", "10-10") < 0);
+    assert_int_equal(sse_stream_id_cmp("7-1", "7-1"), 0);
+    assert_true(sse_stream_id_cmp("11", "10-5") > 0);
+    assert_true(sse_stream_id_cmp("bad", "1-0") < 0);
+
+    char buf[256];
+    long n = sse_frame(buf, sizeof buf, "metrics", "1-0,2-0", "{\"a\":1}");
+    assert_int_equal(n, (long)strlen(buf));
+    assert_string_equal(buf, "event: metrics\nid: 1-0,2-0\ndata: {\"a\":1}\n\n");
+    sse_frame(buf, sizeof buf, NULL, NULL, "two\nlines\r\nhere");
+    assert_string_equal(buf, "data: two\ndata: lines\ndata: here\n\n");
+    assert_int_equal(sse_frame(buf, 10, "metrics", "1-0", "{}"), -1);
+}
+
+/* ---- the server, end to end (Redis absent) --------------------------------------------------------- */
+
+typedef struct {
+    http_server_t *srv;
+    coordinator_t *coord;
+    char dir[64];
+} server_fixture_t;
+
+static int server_setup(void **state)
+{
+    server_fixture_t *f = calloc(1, sizeof *f);
+    snprintf(f->dir, sizeof f->dir, "/tmp/pacer-http-XXXXXX");
+    if (!mkdtemp(f->dir)) return -1;
+    char path[128];
+    snprintf(path, sizeof path, "%s/index.html", f->dir);
+    FILE *fp = fopen(path, "w");
+    fputs("<!doctype html><title>pacer</title>", fp);
+    fclose(fp);
+    char err[512], sock[128];
+    snprintf(sock, sizeof sock, "unix://%s/no-redis.sock", f->dir);
+    if (coordinator_open(sock, f->dir, &f->coord, err, sizeof err) != COORD_OK) return -1;
+    http_config_t cfg;
+    http_config_defaults(&cfg);
+    cfg.listen = "127.0.0.1:0";
+    cfg.token = "unit-test-token";
+    cfg.static_dir = f->dir;
+    cfg.threads = 2;
+    if (http_start(f->coord, &cfg, &f->srv, err, sizeof err) != 0) {
+        print_message("http_start: %s\n", err);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static int server_teardown(void **state)
+{
+    server_fixture_t *f = *state;
+    http_stop(f->srv);
+    coordinator_stop(f->coord);
+    char path[160];
+    snprintf(path, sizeof path, "%s/index.html", f->dir);
+    unlink(path);
+    rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+/* Sends a raw request (which must say Connection: close) and reads the whole answer into
+ * resp. Returns the status code, or -1. */
+static int http_raw(int port, const char *req, char *resp, size_t len)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) return -1;
+    size_t n = strlen(req), off = 0;
+    while (off < n) {
+        ssize_t k = send(fd, req + off, n - off, MSG_NOSIGNAL);
+        if (k <= 0) break;
+        off += (size_t)k;
+    }
+    size_t got = 0;
+    for (;;) {
+        ssize_t k = recv(fd, resp + got, len - 1 - got, 0);
+        if (k <= 0) break;
+        got += (size_t)k;
+        if (got + 1 >= len) break;
+    }
+    close(fd);
+    resp[got] = 0;
+    int status = -1;
+    if (sscanf(resp, "HTTP/1.1 %d", &status) != 1) return -1;
+    return status;
+}
+
+static const char *body_of(const char *resp)
+{
+    const char *b = strstr(resp, "\r\n\r\n");
+    return b ? b + 4 : "";
+}
+
+static void expect_problem(const char *resp, int status, const char *type)
+{
+    assert_non_null(strstr(resp, "Content-Type: application/problem+json"));
+    json_t *p = json_loads(body_of(resp), 0, NULL);
+    assert_non_null(p);
+    assert_int_equal(json_integer_value(json_object_get(p, "status")), status);
+    char want[96];
+    snprintf(want, sizeof want, "urn:pacer:problem:%s", type);
+    assert_string_equal(json_string_value(json_object_get(p, "type")), want);
+    assert_non_null(json_object_get(p, "title"));
+    json_decref(p);
+}
+
+static void test_server_refusals(void **state)
+{
+    server_fixture_t *f = *state;
+    int port = http_port(f->srv);
+    assert_true(port > 0);
+    static char r[65536];
+
+    assert_int_equal(http_raw(port, "GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", r, sizeof r), 404);
+    expect_problem(r, 404, "not-found");
+
+    assert_int_equal(http_raw(port, "PUT /api/v1/jobs HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", r, sizeof r), 405);
+    expect_problem(r, 405, "method-not-allowed");
+    assert_non_null(strstr(r, "Allow: GET, HEAD, POST"));
+
+    const char *post = "POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                       "Content-Length: 2\r\n%s\r\n{}";
+    char req[512];
+    snprintf(req, sizeof req, post, "");
+    assert_int_equal(http_raw(port, req, r, sizeof r), 401);
+    expect_problem(r, 401, "unauthorized");
+    assert_non_null(strstr(r, "WWW-Authenticate: Bearer"));
+    snprintf(req, sizeof req, post, "Authorization: Bearer wrong-token\r\n");
+    assert_int_equal(http_raw(port, req, r, sizeof r), 401);
+    snprintf(req, sizeof req, post, "Authorization: Bearer unit-test-token\r\n");
+    assert_int_equal(http_raw(port, req, r, sizeof r), 400);   /* the token is right; {} has no model */
+    expect_problem(r, 400, "invalid-spec");
+    json_t *p = json_loads(body_of(r), 0, NULL);
+    assert_string_equal(json_string_value(json_object_get(p, "field")), "model");
+    json_decref(p);
+
+    assert_int_equal(http_raw(port,
+                              "POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer "
+                              "unit-test-token\r\nContent-Length: 2\r\n\r\n{}",
+                              r, sizeof r),
+                     415);
+    expect_problem(r, 415, "unsupported-media-type");
+
+    /* Refused from the declared length alone: the body is never sent. */
+    assert_int_equal(http_raw(port,
+                              "POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer "
+                              "unit-test-token\r\nContent-Type: application/json\r\nContent-Length: 2097152\r\n\r\n",
+                              r, sizeof r),
+                     413);
+    expect_problem(r, 413, "payload-too-large");
+
+    snprintf(req, sizeof req,
+             "POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer unit-test-token\r\n"
+             "Content-Type: application/json; charset=utf-8\r\nContent-Length: 9\r\n\r\n{\"model\":");
+    assert_int_equal(http_raw(port, req, r, sizeof r), 400);
+    expect_problem(r, 400, "invalid-json");
+
+    assert_int_equal(http_raw(port, "GET /api/v1/jobs?limit=abc HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", r,
+                              sizeof r),
+                     400);
+    expect_problem(r, 400, "invalid-parameter");
+    assert_non_null(strstr(r, "\"parameter\":\"limit\""));
+}
+
+static void test_server_static_and_redis_down(void **state)
+{
+    server_fixture_t *f = *state;
+    int port = http_port(f->srv);
+    static char r[65536];
+    assert_int_equal(http_raw(port, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", r, sizeof r), 200);
+    assert_non_null(strstr(r, "Content-Type: text/html"));
+    assert_non_null(strstr(r, "<title>pacer</title>"));
+    assert_int_equal(http_raw(port, "GET /static/../index.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", r,
+                              sizeof r),
+                     404);
+    assert_int_equal(http_raw(port, "GET /static/%2e%2e/%2e%2e/etc/passwd HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                              r, sizeof r),
+                     404);
+
+    /* Redis does not exist: health and reads say 503, /metrics says pacer_redis_up 0. */
+    assert_int_equal(http_raw(port, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", r, sizeof r), 503);
+    assert_int_equal(http_raw(port, "GET /api/v1/jobs HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", r, sizeof r),
+                     503);
+    expect_problem(r, 503, "redis-unavailable");
+    assert_int_equal(http_raw(port, "GET /api/v1/jobs/j-1/events HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", r,
+                              sizeof r),
+                     503);
+    assert_int_equal(http_raw(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", r, sizeof r), 200);
+    assert_non_null(strstr(r, "text/plain; version=0.0.4"));
+    assert_non_null(strstr(r, "pacer_redis_up 0\n"));
+    assert_int_equal(http_raw(port,
+                              "DELETE /api/v1/jobs/j-1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: "
+                              "Bearer unit-test-token\r\n\r\n",
+                              r, sizeof r),
+                     503);
+    /* Garbage is answered (or dropped) without harm to the server. */
+    http_raw(port, "\x01\x02 nonsense\r\n\r\n", r, sizeof r);
+    assert_int_equal(http_raw(port, "GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", r, sizeof r), 404);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_routes_match),
+        cmocka_unit_test(test_routes_not_found_and_method),
+        cmocka_unit_test(test_routes_documented),
+        cmocka_unit_test(test_query_long),
+        cmocka_unit_test(test_query_state_and_ids),
+        cmocka_unit_test(test_problem_documents),
+        cmocka_unit_test(test_problem_field),
+        cmocka_unit_test(test_body_problem),
+        cmocka_unit_test(test_auth_equal),
+        cmocka_unit_test(test_auth_bearer_and_loopback),
+        cmocka_unit_test(test_listen_and_config),
+        cmocka_unit_test(test_prom_render),
+        cmocka_unit_test(test_static_paths),
+        cmocka_unit_test(test_sse_ids_and_frames),
+        cmocka_unit_test_setup_teardown(test_server_refusals, server_setup, server_teardown),
+        cmocka_unit_test_setup_teardown(test_server_static_and_redis_down, server_setup, server_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

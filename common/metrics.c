@@ -2,6 +2,8 @@
 #include "metrics.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,33 +175,68 @@ void metrics_stop(metrics_reporter_t *m, double timeout_s)
 
 /* ---- file sink ----------------------------------------------------------------------- */
 
+/* Several ranks may append to one file, so each batch goes out as ONE write() of whole
+ * lines on an O_APPEND descriptor (stdio split batches at its buffer boundaries, and
+ * ranks' lines interleaved mid-line). */
+typedef struct {
+    int fd;
+    char *buf;
+    size_t cap;
+} file_sink_t;
+
 static int file_write(metrics_sink_t *s, const metrics_record_t *recs, const char *const *json, int n)
 {
     (void)recs;
-    FILE *f = s->ctx;
-    for (int i = 0; i < n; i++)
-        if (json[i][0]) fprintf(f, "%s\n", json[i]);
-    return fflush(f) == 0 ? 0 : -1;
+    file_sink_t *f = s->ctx;
+    size_t len = 0;
+    for (int i = 0; i < n; i++) {
+        size_t k = strlen(json[i]);
+        if (k == 0) continue;
+        if (len + k + 1 > f->cap) break;  /* cannot happen: cap holds a full batch */
+        memcpy(f->buf + len, json[i], k);
+        len += k;
+        f->buf[len++] = '\n';
+    }
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(f->fd, f->buf + off, len - off);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        off += (size_t)w;
+    }
+    return 0;
 }
 
 static void file_close(metrics_sink_t *s)
 {
-    fclose(s->ctx);
+    file_sink_t *f = s->ctx;
+    close(f->fd);
+    free(f->buf);
+    free(f);
     free(s);
 }
 
 metrics_sink_t *metrics_file_sink(const char *path, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "a");
-    if (!f) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) {
         snprintf(err, errlen, "%s: cannot open metrics file: %s", path, strerror(errno));
         return NULL;
     }
-    /* Several ranks may append to one file: a buffer larger than any batch makes each
-     * batch one append-mode write(), which Linux does not interleave with another's. */
-    setvbuf(f, NULL, _IOFBF, 1 << 20);
     metrics_sink_t *s = calloc(1, sizeof *s);
-    if (!s) { fclose(f); snprintf(err, errlen, "out of memory"); return NULL; }
+    file_sink_t *f = calloc(1, sizeof *f);
+    char *buf = malloc((size_t)BATCH * LINE);
+    if (!s || !f || !buf) {
+        close(fd);
+        free(s); free(f); free(buf);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    f->fd = fd;
+    f->buf = buf;
+    f->cap = (size_t)BATCH * LINE;
     s->write = file_write;
     s->close = file_close;
     s->ctx = f;

@@ -45,6 +45,16 @@ static int ns_apply(ps_t *ps, int m, float *g, float scale, int64_t tau)
     return 1;
 }
 
+static int ns_flush(ps_t *ps)
+{
+    softsync_t *st = ps->rule_state;
+    if (st->held == 0) return 0;
+    worker_apply_gradient(ps->w, st->acc, 1.0f / (float)st->held);
+    memset(st->acc, 0, ps->np * sizeof(float));
+    st->held = 0;
+    return 1;
+}
+
 static void ns_fini(ps_t *ps)
 {
     softsync_t *st = ps->rule_state;
@@ -53,7 +63,9 @@ static void ns_fini(ps_t *ps)
     ps->rule_state = NULL;
 }
 
-static const ps_rule_t RULE = { .name = "nsoftsync", .init = ns_init, .apply = ns_apply, .fini = ns_fini };
+static const ps_rule_t RULE = {
+    .name = "nsoftsync", .init = ns_init, .apply = ns_apply, .flush = ns_flush, .fini = ns_fini,
+};
 
 static int ns_run(worker_t *w) { return ps_run(w, &RULE); }
 

@@ -86,6 +86,15 @@ static int all_parked(const server_t *s)
     return 1;
 }
 
+/* Whether no worker can push: each is parked for the next epoch or waits for an
+ * aggregate (n-softsync) that only the parked ones could complete. */
+static int nobody_pushing(const server_t *s)
+{
+    for (int m = 0; m < s->ps.n; m++)
+        if (!s->parked[m] && !s->pending[m]) return 0;
+    return 1;
+}
+
 /* Dynamic batching at the PS: every replan_steps updates per worker, from the speeds the
  * workers report with their pushes (or the coordinator's assignment). */
 static void maybe_replan(server_t *s)
@@ -131,6 +140,24 @@ static int serve(server_t *s, const train_opts_t *o)
     for (int m = 0; m < n; m++) reply(s, m, 0);
     for (;;) {
         int m;
+        if (nobody_pushing(s)) {
+            /* n-softsync near an epoch end: apply the partial aggregate so its workers
+             * get their replies (and are parked or served); then the epoch can end. */
+            int applied = s->ps.rule->flush ? s->ps.rule->flush(&s->ps) : 0;
+            s->ps.t += applied;
+            w->global_step = s->ps.t;
+            for (int k = 0; k < n; k++)
+                if (s->pending[k]) { s->pending[k] = 0; reply(s, k, 0); }
+            if (all_parked(s)) {
+                epoch_end(s);
+                if (w->stop || w->epoch >= sp->epochs) {
+                    stop_all(s);
+                    return 0;
+                }
+                for (int k = 0; k < n; k++) { s->parked[k] = 0; reply(s, k, 0); }
+            }
+            continue;
+        }
         if (s->round_robin) {
             /* Test hook: worker order, skipping parked workers. */
             while (s->parked[next_rr] || s->pending[next_rr]) next_rr = (next_rr + 1) % n;
@@ -281,7 +308,7 @@ static int run_server(worker_t *w, const ps_rule_t *rule, const train_opts_t *o)
                 100.0 * w->ps_busy_fraction, s.ps.dropped ? " (some gradients dropped by tau_max)" : "");
     if (rule->fini) rule->fini(&s.ps);
 out:
-    if (rc != 0 && w->rank == 0) fprintf(stderr, "parameter server: out of memory\n");
+    if (rc != 0 && w->rank == 0) fprintf(stderr, "parameter server: %s\n", s.reqs && s.ps.scratch ? "no worker can make progress" : "out of memory");
     for (int m = 0; s.in && m < n; m++) free(s.in[m]);
     for (int m = 0; s.ps.w_bak && m < n; m++) free(s.ps.w_bak[m]);
     free(s.ps.w_bak);

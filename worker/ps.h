@@ -52,6 +52,9 @@ typedef struct {
     const char *name;
     int (*init)(struct ps *ps);
     int (*apply)(struct ps *ps, int m, float *g, float scale, int64_t tau);
+    /* Applies gradients held back by apply (a partial n-softsync aggregate) when no other
+     * push can come; returns the updates applied (0 or 1). NULL: nothing is ever held. */
+    int (*flush)(struct ps *ps);
     void (*fini)(struct ps *ps);
     int needs_backup;    /* keep w_bak[m] = the weights worker m last read */
 } ps_rule_t;

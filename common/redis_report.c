@@ -1,6 +1,8 @@
 /* common/redis_report.c - see redis_report.h. */
 #include "redis_report.h"
 
+#include "log.h"
+
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -33,18 +35,12 @@ static double now_s(void)
 
 static void rlog(int rank, const char *fmt, ...)
 {
-    char msg[512];
+    char who[48];
+    snprintf(who, sizeof who, "rank %d redis", rank);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    log_vline(who, fmt, ap);
     va_end(ap);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    localtime_r(&ts.tv_sec, &tm);
-    char when[32];
-    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-    fprintf(stderr, "%s.%03ld rank %d redis: %s\n", when, ts.tv_nsec / 1000000L, rank, msg);
 }
 
 /* ---- URLs --------------------------------------------------------------------------------- */

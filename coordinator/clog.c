@@ -1,6 +1,8 @@
 /* coordinator/clog.c - see clog.h. */
 #include "clog.h"
 
+#include "log.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <time.h>
@@ -14,17 +16,8 @@ double clog_now(void)
 
 void clog_printf(const char *fmt, ...)
 {
-    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    log_vline("pacer-coordinator", fmt, ap);
     va_end(ap);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    localtime_r(&ts.tv_sec, &tm);
-    char when[32];
-    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-    /* One fprintf per line: stderr is unbuffered, so lines from threads do not mix. */
-    fprintf(stderr, "%s.%03ld pacer-coordinator: %s\n", when, ts.tv_nsec / 1000000L, msg);
 }

@@ -19,7 +19,9 @@
  * COORD_EINVAL it names the field: "optimizer.lr: must be > 0"). HTTP mapping:
  * EINVAL 400, ENOTFOUND 404, ESTATE 409, EUNAVAIL 503, anything else 500.
  *
- * JSON results are new references (json_decref them). Times are unix seconds (float).
+ * JSON results are new references (json_decref them). coord_get's "spec" and "summary"
+ * members may be shared with a cache (finished jobs): read them, do not modify them.
+ * Times are unix seconds (float).
  */
 #ifndef PACER_COORDINATOR_H
 #define PACER_COORDINATOR_H

@@ -694,10 +694,14 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
                                       "updates_per_s", w->loop_s > 0 ? (double)w->ps_updates / w->loop_s : 0.0,
                                       "busy_fraction", w->ps_busy_fraction,
                                       "dropped", (json_int_t)w->ps_dropped));
-    int rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_SORT_KEYS);
+    /* temp file + rename: the coordinator may read the summary while it is written */
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    int rc = json_dump_file(root, tmp, JSON_INDENT(2) | JSON_SORT_KEYS);
     json_decref(root);
-    if (rc != 0) {
+    if (rc != 0 || rename(tmp, path) != 0) {
         snprintf(err, errlen, "%s: cannot write summary: %s", path, strerror(errno));
+        unlink(tmp);
         return -1;
     }
     return 0;

@@ -49,11 +49,14 @@ static void window(int o, int K, int stride, int pad, int n, int *lo, int *hi)
  * row-major order wins, and a NaN wins and stays. */
 typedef float v8f __attribute__((vector_size(32)));
 typedef int v8i __attribute__((vector_size(32)));
+typedef float v4f __attribute__((vector_size(16)));
+typedef int v4i __attribute__((vector_size(16)));
 
 /* Macros, not functions: a function passing AVX-sized vectors by value would have a
  * different ABI in the default (non-AVX) clone. */
 #define TAKE(v, m) (((v) > (m)) | (((v) != (v)) & ((m) == (m))))
 #define SEL_F(k, a, b) ((v8f)(((v8i)(a) & (k)) | ((v8i)(b) & ~(k))))
+#define SEL_F4(k, a, b) ((v4f)(((v4i)(a) & (k)) | ((v4i)(b) & ~(k))))
 #define SEL_I(k, a, b) (((a) & (k)) | ((b) & ~(k)))
 
 __attribute__((target_clones("avx2", "default")))
@@ -61,6 +64,7 @@ static void maxpool_2x2(size_t planes, int H, int W, int OH, int OW, const float
                         float *restrict out, int32_t *restrict argmax)
 {
     const v8i even = { 0, 2, 4, 6, 8, 10, 12, 14 }, odd = even + 1;
+    const v4i even4 = { 0, 2, 4, 6 }, odd4 = even4 + 1;
     for (size_t pl = 0; pl < planes; pl++) {
         const float *x = inp + pl * H * W;
         for (int oh = 0; oh < OH; oh++) {
@@ -68,9 +72,16 @@ static void maxpool_2x2(size_t planes, int H, int W, int OH, int OW, const float
             float *y = out + (pl * OH + oh) * OW;
             int32_t *am = argmax + (pl * OH + oh) * OW;
             const int base = 2 * oh * W;
+            /* Blocks of 8 outputs, then one more block of 8 (or 4) ending at OW that may
+             * overlap the previous one: recomputing an output writes the same values, and
+             * the scalar loop below only runs for rows of fewer than 4 outputs (the tail
+             * was most of this function's time at LeNet's OW = 14 and 5). */
             int ow = 0;
-            for (; ow + 8 <= OW; ow += 8) {
-                /* 16 inputs of each row hold the 8 windows' left (even) and right (odd) */
+            for (;;) {
+                if (ow + 8 > OW) {
+                    if (OW < 8 || ow >= OW) break;
+                    ow = OW - 8;
+                }
                 v8f a, b, c, d;
                 memcpy(&a, r0 + 2 * ow, sizeof a);
                 memcpy(&b, r0 + 2 * ow + 8, sizeof b);
@@ -86,6 +97,27 @@ static void maxpool_2x2(size_t planes, int H, int W, int OH, int OW, const float
                 k = TAKE(br, m); m = SEL_F(k, br, m); best = SEL_I(k, idx + W + 1, best);
                 memcpy(y + ow, &m, sizeof m);
                 memcpy(am + ow, &best, sizeof best);
+                if (ow + 8 >= OW) { ow = OW; break; }
+                ow += 8;
+            }
+            for (int o4 = 0; OW >= 4 && OW < 8 && o4 < OW; o4 += 4) {
+                if (o4 + 4 > OW) o4 = OW - 4;
+                v4f a, b, c, d;
+                memcpy(&a, r0 + 2 * o4, sizeof a);
+                memcpy(&b, r0 + 2 * o4 + 4, sizeof b);
+                memcpy(&c, r1 + 2 * o4, sizeof c);
+                memcpy(&d, r1 + 2 * o4 + 4, sizeof d);
+                v4f tl = __builtin_shuffle(a, b, even4), tr = __builtin_shuffle(a, b, odd4);
+                v4f bl = __builtin_shuffle(c, d, even4), br = __builtin_shuffle(c, d, odd4);
+                v4i idx = base + 2 * o4 + even4;
+                v4f m = tl;
+                v4i best = idx, k;
+                k = TAKE(tr, m); m = SEL_F4(k, tr, m); best = SEL_I(k, idx + 1, best);
+                k = TAKE(bl, m); m = SEL_F4(k, bl, m); best = SEL_I(k, idx + W, best);
+                k = TAKE(br, m); m = SEL_F4(k, br, m); best = SEL_I(k, idx + W + 1, best);
+                memcpy(y + o4, &m, sizeof m);
+                memcpy(am + o4, &best, sizeof best);
+                ow = OW;
             }
             for (; ow < OW; ow++) {
                 float m = r0[2 * ow];

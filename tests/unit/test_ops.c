@@ -584,18 +584,23 @@ static void test_maxpool(void **state)
     assert_int_equal(am[1], 2);
 }
 
-/* The vectorised 2x2/stride-2 path (8 outputs at a time plus a scalar tail) against the
- * rule written out plainly: first maximum in row-major order, a NaN wins and stays.
- * Values from {0, 1, 2, 3} make ties common; a few NaNs sit in different window slots. */
-static void test_maxpool_2x2_fast_path(void **state)
+/* The vectorised 2x2/stride-2 paths (blocks of 8 outputs with an overlapping last block,
+ * blocks of 4 for rows of 4..7 outputs, scalar below 4) against the rule written out
+ * plainly: first maximum in row-major order, a NaN wins and stays. Values from
+ * {0, 1, 2, 3} make ties common; a few NaNs sit in different window slots. Widths cover
+ * OW = 3, 5 (LeNet's second pool), 8, 14 (LeNet's first), 15 and an odd input width. */
+static void check_maxpool_2x2(int H, int W, uint64_t seed)
 {
-    enum { B = 3, C = 2, H = 28, W = 30, OH = 14, OW = 15 };
+    enum { B = 3, C = 2 };
     pool2d_desc_t d;
     assert_int_equal(pool2d_init(&d, C, H, W, 2, 2, 0, 0), 0);
-    static float x[B * C * H * W], y[B * C * OH * OW];
-    static int32_t am[B * C * OH * OW];
-    lcg_t r = {77};
-    for (size_t i = 0; i < sizeof x / sizeof x[0]; i++) {
+    const int OH = d.OH, OW = d.OW;
+    size_t nx = (size_t)B * C * H * W, ny = (size_t)B * C * OH * OW;
+    float *x = falloc(nx), *y = falloc(ny);
+    int32_t *am = malloc(ny * sizeof(int32_t));
+    assert_non_null(am);
+    lcg_t r = {seed};
+    for (size_t i = 0; i < nx; i++) {
         x[i] = (float)(lcg_next(&r) % 4);
         if (lcg_next(&r) % 53 == 0) x[i] = NAN;
     }
@@ -613,9 +618,21 @@ static void test_maxpool_2x2_fast_path(void **state)
                         if (v > m || (isnan(v) && !isnan(m))) { m = v; best = i; }
                     }
                 size_t o = ((size_t)pl * OH + oh) * OW + ow;
-                assert_int_equal(am[o], best);
+                if (am[o] != best) fail_msg("2x2 pool %dx%d: argmax[%zu] = %d, want %d", H, W, o, am[o], best);
                 assert_true(isnan(m) ? isnan(y[o]) : y[o] == m);
             }
+    free(x);
+    free(y);
+    free(am);
+}
+
+static void test_maxpool_2x2_fast_path(void **state)
+{
+    (void)state;
+    static const int widths[] = { 6, 10, 16, 28, 30, 31 };
+    for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++) check_maxpool_2x2(12, widths[i], 77 + i);
+    check_maxpool_2x2(28, 28, 91);
+    check_maxpool_2x2(10, 10, 92);
 }
 
 static void test_avgpool(void **state)

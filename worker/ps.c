@@ -23,7 +23,8 @@ typedef struct {
     ps_t ps;
     MPI_Request *reqs;          /* (n) receive of each worker's next push */
     unsigned char **in;         /* (n) push buffers: header + gradient */
-    unsigned char *out;         /* reply buffer: header + weights */
+    unsigned char **out;        /* (n) reply buffers: header + weights */
+    MPI_Request *sreqs;         /* (n) the reply in flight to each worker */
     int *parked;                /* (n) waiting for the next epoch */
     int *pending;               /* (n) gradient held by the rule; reply when applied */
     int64_t *t_read;            /* (n) version each worker last read */
@@ -70,13 +71,18 @@ static void reply(server_t *s, int m, int stop)
         if (s->ps.w_bak) memcpy(s->ps.w_bak[m], w->model->params, s->ps.np * sizeof(float));
         post_recv(s, m);
     }
-    memcpy(s->out, &h, sizeof h);
+    /* Nonblocking: a worker that is not scheduled right now (several ranks per core)
+     * must not hold the PS in a rendezvous send. Its previous reply has long completed
+     * (it has pushed since), so the wait below returns at once. */
+    MPI_CHECK(MPI_Wait(&s->sreqs[m], MPI_STATUS_IGNORE));
+    unsigned char *out = s->out[m];
+    memcpy(out, &h, sizeof h);
     size_t bytes = sizeof h;
     if (!stop) {
-        memcpy(s->out + sizeof h, w->model->params, s->ps.np * sizeof(float));
+        memcpy(out + sizeof h, w->model->params, s->ps.np * sizeof(float));
         bytes = reply_bytes(s->ps.np);
     }
-    MPI_CHECK(MPI_Send(s->out, (int)bytes, MPI_BYTE, m + 1, TAG_REPLY, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Isend(out, (int)bytes, MPI_BYTE, m + 1, TAG_REPLY, MPI_COMM_WORLD, &s->sreqs[m]));
 }
 
 static int all_parked(const server_t *s)
@@ -261,7 +267,8 @@ static int run_server(worker_t *w, const ps_rule_t *rule, const train_opts_t *o)
     s.round_robin = o->ps_round_robin;
     s.reqs = calloc((size_t)n, sizeof *s.reqs);
     s.in = calloc((size_t)n, sizeof *s.in);
-    s.out = malloc(reply_bytes(np));
+    s.out = calloc((size_t)n, sizeof *s.out);
+    s.sreqs = calloc((size_t)n, sizeof *s.sreqs);
     s.parked = calloc((size_t)n, sizeof *s.parked);
     s.pending = calloc((size_t)n, sizeof *s.pending);
     s.t_read = calloc((size_t)n, sizeof *s.t_read);
@@ -269,13 +276,14 @@ static int run_server(worker_t *w, const ps_rule_t *rule, const train_opts_t *o)
     s.per_worker = calloc((size_t)n, sizeof *s.per_worker);
     s.speed = calloc((size_t)n, sizeof *s.speed);
     s.ps.scratch = malloc(np * sizeof(float));
-    if (!s.reqs || !s.in || !s.out || !s.parked || !s.pending || !s.t_read || !s.last_tau ||
+    if (!s.reqs || !s.in || !s.out || !s.sreqs || !s.parked || !s.pending || !s.t_read || !s.last_tau ||
         !s.per_worker || !s.speed || !s.ps.scratch)
         goto out;
     for (int m = 0; m < n; m++) {
         s.reqs[m] = MPI_REQUEST_NULL;
+        s.sreqs[m] = MPI_REQUEST_NULL;
         s.last_tau[m] = -1;
-        if (!(s.in[m] = malloc(push_bytes(np)))) goto out;
+        if (!(s.in[m] = malloc(push_bytes(np))) || !(s.out[m] = malloc(reply_bytes(np)))) goto out;
     }
     if (rule->needs_backup) {
         if (!(s.ps.w_bak = calloc((size_t)n, sizeof *s.ps.w_bak))) goto out;
@@ -312,7 +320,10 @@ out:
     for (int m = 0; s.in && m < n; m++) free(s.in[m]);
     for (int m = 0; s.ps.w_bak && m < n; m++) free(s.ps.w_bak[m]);
     free(s.ps.w_bak);
-    free(s.reqs); free(s.in); free(s.out); free(s.parked); free(s.pending); free(s.t_read);
+    for (int m = 0; s.sreqs && m < n; m++)
+        if (s.sreqs[m] != MPI_REQUEST_NULL) MPI_Wait(&s.sreqs[m], MPI_STATUS_IGNORE);
+    for (int m = 0; s.out && m < n; m++) free(s.out[m]);
+    free(s.reqs); free(s.in); free(s.out); free(s.sreqs); free(s.parked); free(s.pending); free(s.t_read);
     free(s.last_tau); free(s.per_worker); free(s.speed); free(s.ps.scratch);
     return rc;
 }

@@ -13,6 +13,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "test_util.h"
+
 #include <errno.h>
 #include <ftw.h>
 #include <math.h>
@@ -37,19 +39,6 @@
 #include "supervise.h"
 
 #define ERRLEN 1024
-
-static double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void nap(void)
-{
-    struct timespec ts = { 0, 20000000L };
-    nanosleep(&ts, NULL);
-}
 
 static int write_text(const char *path, const char *text)
 {
@@ -299,12 +288,6 @@ fail:
     return -1;
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
-
 static int teardown(void **state)
 {
     fixture_t *fx = *state;
@@ -315,7 +298,7 @@ static int teardown(void **state)
     coordinator_stop(fx->client);
     if (fx->rc) redisFree(fx->rc);
     embedded_stop(&fx->redis, 5.0);
-    nftw(fx->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    rm_tree(fx->dir);
     free(fx);
     return 0;
 }

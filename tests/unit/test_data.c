@@ -11,6 +11,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "test_util.h"
+
 #include <ftw.h>
 #include <math.h>
 #include <stdio.h>
@@ -45,16 +47,10 @@ static int setup(void **state)
     return 0;
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
-
 static int teardown(void **state)
 {
     fixture_t *fx = *state;
-    int rc = nftw(fx->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    int rc = rm_tree(fx->dir);
     free(fx);
     return rc;
 }

@@ -9,6 +9,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "test_util.h"
+
 #include <ftw.h>
 #include <math.h>
 #include <signal.h>
@@ -25,19 +27,6 @@
 #include "redis_report.h"
 
 #define ERRLEN 512
-
-static double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void nap(void)
-{
-    struct timespec ts = { 0, 20000000L };
-    nanosleep(&ts, NULL);
-}
 
 /* ---- fixture: a redis-server in a temporary directory ----------------------------------- */
 
@@ -82,17 +71,11 @@ static int setup(void **state)
     return 0;
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
-
 static int teardown(void **state)
 {
     fixture_t *fx = *state;
     stop_redis(fx);
-    nftw(fx->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    rm_tree(fx->dir);
     free(fx);
     return 0;
 }

@@ -14,21 +14,21 @@
 
 /* Benchmark mode (--comm-baseline): each step also times a raw MPI_Allreduce of the
  * same count on a scratch buffer, before or after the real one on alternate steps, so the
- * two see the same conditions; the bench compares their medians. */
-static float *g_baseline_buf;
+ * two see the same conditions; the bench compares their medians. The scratch buffer is
+ * ssgd's algo_state (NULL without --comm-baseline). */
 
 static int ssgd_init(worker_t *w)
 {
     comm_broadcast_model(w, MPI_COMM_WORLD);
     if (w->opts && w->opts->comm_baseline)
-        g_baseline_buf = calloc(w->model->nparams + MODEL_GRAD_EXTRA, sizeof(float));
+        w->algo_state = calloc(w->model->nparams + MODEL_GRAD_EXTRA, sizeof(float));
     return 0;
 }
 
 static void baseline_allreduce(worker_t *w)
 {
     double t0 = now_s();
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, g_baseline_buf, (int)w->model->nparams + MODEL_GRAD_EXTRA,
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, w->algo_state, (int)w->model->nparams + MODEL_GRAD_EXTRA,
                             MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
     w->stats.step_baseline_s = now_s() - t0;
 }
@@ -44,13 +44,13 @@ static int ssgd_step(worker_t *w)
     m->grads[m->nparams + 1] = b * loss;
 
     comm_wait_peers(w, MPI_COMM_WORLD);
-    int baseline_first = g_baseline_buf && w->global_step % 2 == 0;
+    int baseline_first = w->algo_state && w->global_step % 2 == 0;
     if (baseline_first) baseline_allreduce(w);
     double t0 = now_s();
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, m->grads, (int)m->nparams + MODEL_GRAD_EXTRA, MPI_FLOAT,
                             MPI_SUM, MPI_COMM_WORLD));
     double dt = now_s() - t0;
-    if (g_baseline_buf && !baseline_first) baseline_allreduce(w);
+    if (w->algo_state && !baseline_first) baseline_allreduce(w);
     w->stats.step_comm_s = dt;
     w->stats.comm_s += dt;
 
@@ -64,9 +64,8 @@ static int ssgd_step(worker_t *w)
 
 static void ssgd_fini(worker_t *w)
 {
-    (void)w;
-    free(g_baseline_buf);
-    g_baseline_buf = NULL;
+    free(w->algo_state);
+    w->algo_state = NULL;
 }
 
 const algo_ops_t algo_ssgd = {

@@ -46,7 +46,7 @@ MPI_CFLAGS  := $(shell mpicc --showme:compile 2>/dev/null)
 MPI_LIBS    := $(shell mpicc --showme:link 2>/dev/null)
 DEP_LIBS    := -ljansson -lz -lhiredis -lpthread -lm
 
-INCLUDES  = -Icommon -Ikernels/cpu -Iworker -Icoordinator -Ihttp
+INCLUDES  = -Icommon -Ikernels/cpu -Imodel -Iworker -Icoordinator -Ihttp
 CPPFLAGS += -D_GNU_SOURCE $(INCLUDES) $(BLAS_CFLAGS) $(MPI_CFLAGS)
 CFLAGS   += $(CSTD) $(OPT) -g $(WARN) $(SANFLAGS) -MMD -MP
 LDFLAGS  += $(SANFLAGS)
@@ -54,15 +54,15 @@ LDFLAGS  += $(SANFLAGS)
 ifeq ($(WITH_CUDA),yes)
 CPPFLAGS += -DPACER_WITH_CUDA -I$(CUDA_HOME)/include
 CUDA_LIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudnn -lcublas -lcudart -lstdc++
-NVFLAGS  ?= -O3 -std=c++17 -arch=sm_90 -Xcompiler -fPIC $(INCLUDES) -I$(CUDA_HOME)/include -DPACER_WITH_CUDA
+NVFLAGS  ?= -O3 -std=c++17 -arch=sm_90 -Xcompiler -fPIC $(INCLUDES) -Ikernels/cuda -I$(CUDA_HOME)/include -DPACER_WITH_CUDA
 endif
 
 # ---- sources ------------------------------------------------------------------------
 COMMON_SRC  := $(wildcard common/*.c)
 KERNELS_SRC := $(wildcard kernels/cpu/*.c)
-WORKER_SRC  := $(filter-out worker/main.c,$(wildcard worker/*.c))
+WORKER_SRC  := $(filter-out worker/main.c,$(wildcard worker/*.c)) $(wildcard model/*.c)
 COORD_SRC   := $(filter-out coordinator/main.c,$(wildcard coordinator/*.c)) $(wildcard http/*.c)
-CUDA_SRC    := $(wildcard kernels/cuda/*.cu)
+CUDA_SRC    := $(wildcard kernels/cuda/*.cu) $(wildcard model/*.cu)
 UNIT_SRC    := $(wildcard tests/unit/test_*.c)
 BENCH_SRC   := $(wildcard bench/*.c)
 TOOL_SRC    := $(wildcard tests/tools/*.c)

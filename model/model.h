@@ -1,4 +1,4 @@
-/* worker/model.h - the four networks pacer trains, as a list of layers over fused buffers.
+/* model/model.h - the four networks pacer trains, as a list of layers over fused buffers.
  *
  * Memory layout (the llm.c habit): one allocation holds every parameter, one every
  * gradient, one the optimizer's momentum, one the non-trained buffers (batch-norm running

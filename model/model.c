@@ -1,4 +1,4 @@
-/* worker/model.c - see model.h. Builds each network as a layer list in two passes: the
+/* model/model.c - see model.h. Builds each network as a layer list in two passes: the
  * builder records layers and counts floats, then one allocation per fused buffer is made
  * and every offset becomes a view. Forward walks the list; backward walks it in reverse,
  * accumulating input gradients so residual branches sum (the ops.h convention). */

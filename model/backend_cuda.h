@@ -1,7 +1,7 @@
-/* worker/backend_cuda.h - the GPU copy of a model_t: the same layer list and the same fused
+/* model/backend_cuda.h - the GPU copy of a model_t: the same layer list and the same fused
  * buffers (params, grads + MODEL_GRAD_EXTRA, momentum, buffers) at the same offsets, in
  * device memory, plus an activation arena for max_batch. Implemented in
- * kernels/cuda/model_cuda.cu on the ops of kernels/cuda/ops_cuda.h.
+ * model/model_cuda.cu on the ops of kernels/cuda/ops_cuda.h.
  *
  * Life of a training step on the device:
  *   cuda_model_train_step  copy x, y up -> forward -> backward -> grads down into a host

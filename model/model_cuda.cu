@@ -1,7 +1,7 @@
-/* kernels/cuda/model_cuda.cu - the device model of worker/backend_cuda.h.
+/* model/model_cuda.cu - the device model of model/backend_cuda.h.
  *
  * A cuda_model_t keeps a copy of the host model's layer list (model_t with its pointers
- * cleared) and walks it exactly as worker/model.c does: forward in order, backward in
+ * cleared) and walks it exactly as model/model.c does: forward in order, backward in
  * reverse with input gradients accumulating, every layer output gradient zeroed for the
  * first B samples before the loss writes the last one. All offsets are the host's, so a
  * tensor is at the same offset in m->params and in the device params.
@@ -20,7 +20,7 @@
 #include "backend_cuda.h"
 #include "cuda_common.h"
 
-/* Batch-norm momentum of the running statistics: must equal BN_MOMENTUM in worker/model.c. */
+/* Batch-norm momentum of the running statistics: must equal BN_MOMENTUM in model/model.c. */
 #define CUDA_BN_MOMENTUM 0.1f
 
 struct cuda_model {

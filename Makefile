@@ -61,7 +61,7 @@ endif
 COMMON_SRC  := $(wildcard common/*.c)
 KERNELS_SRC := $(wildcard kernels/cpu/*.c)
 WORKER_SRC  := $(filter-out worker/main.c,$(wildcard worker/*.c)) $(wildcard model/*.c)
-COORD_SRC   := $(filter-out coordinator/main.c,$(wildcard coordinator/*.c)) $(wildcard http/*.c)
+COORD_SRC   := $(wildcard coordinator/*.c) $(wildcard http/*.c)
 CUDA_SRC    := $(wildcard kernels/cuda/*.cu) $(wildcard model/*.cu)
 UNIT_SRC    := $(wildcard tests/unit/test_*.c)
 BENCH_SRC   := $(wildcard bench/*.c)
@@ -80,7 +80,7 @@ COORD_LIBS  = $(LIBCOORD) $(LIBCOMMON) -lmicrohttpd $(DEP_LIBS)
 UNIT_BIN  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 TOOL_BIN  := $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(TOOL_SRC))
-BINS      := $(BUILD)/pacer-worker $(if $(wildcard coordinator/main.c),$(BUILD)/pacer-coordinator)
+BINS      := $(BUILD)/pacer-worker $(if $(wildcard daemon/main.c),$(BUILD)/pacer-coordinator)
 
 .PHONY: all found deps test check-asan demo bench clean format format-check fuzz
 all: found $(BINS) $(UNIT_BIN) $(BENCH_BIN) $(TOOL_BIN)
@@ -108,7 +108,7 @@ $(BUILD)/%.a:
 $(BUILD)/pacer-worker: $(call obj,worker/main.c) $(LIBWORKER) $(LIBKERNELS) $(LIBCOMMON) $(CUDA_OBJ)
 	$(CC) $(LDFLAGS) $< -o $@ $(WORKER_LIBS)
 
-$(BUILD)/pacer-coordinator: $(call obj,coordinator/main.c) $(LIBCOORD) $(LIBCOMMON)
+$(BUILD)/pacer-coordinator: $(call obj,daemon/main.c) $(LIBCOORD) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) $< -o $@ $(COORD_LIBS)
 
 # Unit tests link everything; a test that needs the coordinator pulls it from its archive.

@@ -48,7 +48,7 @@ $(UPLOT_STAMP): static/package.json static/package-lock.json
 FUZZ_SECONDS ?= 300
 FUZZ_CC      ?= clang
 FUZZ_BIN     := $(BUILD)/fuzz/fuzz_request
-FUZZ_SRC     := fuzz/fuzz_request.c $(wildcard http/*.c) $(filter-out coordinator/main.c,$(wildcard coordinator/*.c)) \
+FUZZ_SRC     := fuzz/fuzz_request.c $(wildcard http/*.c) $(wildcard coordinator/*.c) \
                 $(wildcard common/*.c)
 
 $(FUZZ_BIN): $(FUZZ_SRC) $(wildcard http/*.h coordinator/*.h common/*.h)

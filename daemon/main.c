@@ -1,4 +1,4 @@
-/* coordinator/main.c - pacer-coordinator: the job daemon, and a command-line client of the
+/* daemon/main.c - pacer-coordinator: the job daemon, and a command-line client of the
  * same Redis for scripts and tests.
  *
  *   pacer-coordinator [options]              run the daemon until SIGTERM/SIGINT

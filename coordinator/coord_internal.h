@@ -11,7 +11,7 @@
 #include "coordinator.h"
 #include "embedded.h"
 #include "jobstore.h"
-#include "redis_report.h"
+#include "redis_url.h"
 #include "spec.h"
 
 #define COORD_MAX_HOSTS 256

@@ -19,7 +19,7 @@
 #include <jansson.h>
 #include <pthread.h>
 
-#include "redis_report.h"
+#include "redis_url.h"
 
 enum {
     JS_OK = 0,

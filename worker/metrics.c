@@ -1,4 +1,4 @@
-/* common/metrics.c - see metrics.h. */
+/* worker/metrics.c - see metrics.h. */
 #include "metrics.h"
 
 #include <errno.h>

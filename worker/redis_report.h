@@ -1,4 +1,4 @@
-/* common/redis_report.h - the worker's link to Redis: a metrics sink that publishes a
+/* worker/redis_report.h - the worker's link to Redis: a metrics sink that publishes a
  * rank's records, its node profile, its staleness and a heartbeat, and reads the job's
  * batch assignment (docs/REDIS.md lists every key).
  *
@@ -14,7 +14,7 @@
  * counted) and reports the count on stderr once, at close. Delivery is at least once: a
  * pipeline cut by a lost connection is resent whole after the reconnect.
  *
- * URL parsing and connecting are shared with the coordinator.
+ * URL parsing and connecting are common/redis_url.h, shared with the coordinator.
  */
 #ifndef PACER_REDIS_REPORT_H
 #define PACER_REDIS_REPORT_H
@@ -25,28 +25,10 @@
 #include <hiredis/hiredis.h>
 
 #include "metrics.h"
+#include "redis_url.h"
 
 #define REDIS_REPORT_BACKLOG 10000   /* stream entries kept while Redis is unreachable */
 #define REDIS_REPORT_STREAM_MAXLEN 20000
-#define REDIS_URL_MAX 512
-
-/* A parsed Redis URL: redis://[[user]:password@]host[:port][/db] or
- * unix:///absolute/path/to/socket[?db=N]. */
-typedef struct {
-    int is_unix;
-    char host[256];      /* TCP host name or address (brackets removed for IPv6) */
-    int port;            /* default 6379 */
-    char path[108];      /* unix socket path (sun_path is 108 bytes) */
-    int db;              /* SELECT db; 0 = default */
-    char password[128];  /* AUTH when non-empty */
-} redis_url_t;
-
-/* Parses url into *out. Returns 0, or -1 with one line in err. */
-int redis_url_parse(const char *url, redis_url_t *out, char *err, size_t errlen);
-
-/* Connects (timeout_s for connect, reads and writes), then AUTH and SELECT when the URL
- * asks for them. Returns a context the caller owns (redisFree), or NULL with err set. */
-redisContext *redis_url_connect(const redis_url_t *u, double timeout_s, char *err, size_t errlen);
 
 /* The sink for metrics_start(). job is the coordinator's job id (keys pacer:job:{job}:*),
  * rank this process's MPI rank. Starts the sink thread; the first connection attempt

@@ -1,4 +1,4 @@
-/* common/metrics.h - the per-rank metrics record and the path it leaves a training process.
+/* worker/metrics.h - the per-rank metrics record and the path it leaves a training process.
  *
  * One struct, one serialiser: the same record becomes a JSON line in the --metrics file,
  * an entry of the job's Redis stream, an SSE event and a dashboard point.

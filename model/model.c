@@ -348,8 +348,6 @@ void model_init_params(model_t *m, uint64_t seed)
 
 /* ---- forward / backward ----------------------------------------------------------------- */
 
-#define BN_MOMENTUM 0.1f
-
 static const float *layer_input(const model_t *m, const float *x, int in)
 {
     return in < 0 ? x : m->acts + m->layers[in].out_off;
@@ -380,7 +378,7 @@ float model_forward(model_t *m, const float *x, const int32_t *y, int B, int tra
                 batchnorm_forward_train(B, l->C, l->H * l->W, inp, w, m->params + l->b_off, out,
                                         m->aux + l->aux_off, m->aux + l->aux_off + l->C,
                                         m->buffers + l->rm_off, m->buffers + l->rv_off,
-                                        BN_MOMENTUM);
+                                        MODEL_BN_MOMENTUM);
             else
                 batchnorm_forward_eval(B, l->C, l->H * l->W, inp, w, m->params + l->b_off,
                                        m->buffers + l->rm_off, m->buffers + l->rv_off, out);

@@ -24,6 +24,9 @@
 /* grads has this many spare floats after the last gradient, so an algorithm can append
  * [batch, batch * loss] and send gradients and weights in ONE fused message. */
 #define MODEL_GRAD_EXTRA 2
+/* Momentum of the batch-norm running statistics (PyTorch's 0.1): the host model and its
+ * CUDA twin (model_cuda.cu) both pass this one value to their batch-norm kernels. */
+#define MODEL_BN_MOMENTUM 0.1f
 
 typedef enum {
     LAYER_CONV, LAYER_MAXPOOL, LAYER_AVGPOOL, LAYER_RELU, LAYER_FC,

@@ -20,9 +20,6 @@
 #include "backend_cuda.h"
 #include "cuda_common.h"
 
-/* Batch-norm momentum of the running statistics: must equal BN_MOMENTUM in model/model.c. */
-#define CUDA_BN_MOMENTUM 0.1f
-
 struct cuda_model {
     cuda_ctx_t *ctx;
     model_t meta;            /* the host model's layers, tensors and sizes; pointers NULL */
@@ -347,7 +344,7 @@ static int enqueue_forward(cuda_model_t *cm, const float *x, const int32_t *y, i
                 rc = cuda_batchnorm_forward_train(ctx, B, l->C, l->H * l->W, inp, w, cm->params + l->b_off, out,
                                                   cm->aux + l->aux_off, cm->aux + l->aux_off + l->C,
                                                   cm->buffers + l->rm_off, cm->buffers + l->rv_off,
-                                                  CUDA_BN_MOMENTUM);
+                                                  MODEL_BN_MOMENTUM);
             else
                 rc = cuda_batchnorm_forward_eval(ctx, B, l->C, l->H * l->W, inp, w, cm->params + l->b_off,
                                                  cm->buffers + l->rm_off, cm->buffers + l->rv_off, out);

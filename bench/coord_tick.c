@@ -178,7 +178,7 @@ static int reporters(const char *url, const char *job, int nranks, double shift_
             metrics_record_t rec;
             memset(&rec, 0, sizeof rec);
             rec.kind = METRICS_STEP;
-            rec.time = clog_now();
+            rec.time = clock_wall_s();
             rec.rank = r;
             snprintf(rec.host, sizeof rec.host, "%s", host);
             snprintf(rec.device, sizeof rec.device, "cpu");
@@ -408,7 +408,7 @@ int main(int argc, char **argv)
         .workers = spec->workers, .world = spec->workers, .dynamic_batch = 1,
     };
     char id[JOB_ID_MAX];
-    if (!norm || jobstore_submit(rc, &j, id, sizeof id) != JS_OK || jobstore_claim(rc, id, clog_now()) != 1) {
+    if (!norm || jobstore_submit(rc, &j, id, sizeof id) != JS_OK || jobstore_claim(rc, id, clock_wall_s()) != 1) {
         fprintf(stderr, "coord_tick: cannot submit and claim the job\n");
         return 1;
     }

@@ -21,15 +21,9 @@
 #include <time.h>
 
 #include "backend_cuda.h"
+#include "clock.h"
 #include "model.h"
 #include "ops.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 #ifdef PACER_WITH_CUDA
 static unsigned long long g_rng = 88172645463325252ULL;
@@ -73,12 +67,12 @@ static int bench_model(const char *name, int batch, int steps, int warmup, int c
         if (cuda_model_train_step(cm, x, y, batch, 1.0f, NULL, &loss) != 0 ||
             cuda_model_sgd(cm, 0.01f, 0.9f, 0, 5e-4f, 1.0f, 0.0f) != 0 || cuda_model_sync(cm) != 0)
             goto fail;
-    double t0 = now();
+    double t0 = clock_mono_s();
     for (int s = 0; s < steps; s++)
         if (cuda_model_train_step(cm, x, y, batch, 1.0f, NULL, &loss) != 0 ||
             cuda_model_sgd(cm, 0.01f, 0.9f, 0, 5e-4f, 1.0f, 0.0f) != 0 || cuda_model_sync(cm) != 0)
             goto fail;
-    const double dt = (now() - t0) / (steps > 0 ? steps : 1);
+    const double dt = (clock_mono_s() - t0) / (steps > 0 ? steps : 1);
     size_t free_b = 0, total_b = 0;
     cuda_memory_info(&free_b, &total_b);
     char dev[256];
@@ -89,13 +83,13 @@ static int bench_model(const char *name, int batch, int steps, int warmup, int c
            (double)(total_b - free_b) / (1 << 20), loss, dev);
 
     if (cpu_steps > 0) {
-        double c0 = now();
+        double c0 = clock_mono_s();
         for (int s = 0; s < cpu_steps; s++) {
             model_forward(m, x, y, batch, 1);
             model_backward(m, x, y, batch, 1.0f);
             sgd_update(m->nparams, m->params, m->grads, m->momentum, 0.01f, 0.9f, 0, 5e-4f, 1.0f);
         }
-        const double cdt = (now() - c0) / cpu_steps;
+        const double cdt = (clock_mono_s() - c0) / cpu_steps;
         printf("cpu_bench model=%s batch=%d steps=%d step_ms=%.3f samples_per_s=%.0f speedup=%.1fx\n", name, batch,
                cpu_steps, 1e3 * cdt, (double)batch / cdt, cdt / dt);
     }
@@ -136,7 +130,6 @@ int main(int argc, char **argv)
         return 2;
     }
 #ifndef PACER_WITH_CUDA
-    (void)now;
     (void)models;
     printf("skip: built without CUDA (nvcc or cuDNN missing at build time)\n");
     return 0;

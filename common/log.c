@@ -1,6 +1,8 @@
 /* common/log.c - see log.h. */
 #include "log.h"
 
+#include "clock.h"
+
 #include <stdio.h>
 #include <time.h>
 
@@ -9,7 +11,7 @@ void log_vline(const char *who, const char *fmt, va_list ap)
     char msg[1024];
     vsnprintf(msg, sizeof msg, fmt, ap);
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    clock_wall_ts(&ts);
     struct tm tm;
     localtime_r(&ts.tv_sec, &tm);
     char when[32];

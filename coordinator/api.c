@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "clog.h"
 #include "staleness.h"
 
@@ -604,7 +605,7 @@ int coord_nodes(coordinator_t *c, const char *id, json_t **out)
     job_key(key, sizeof key, id, "assignment");
     redisAppendCommand(rc, "HGETALL %s", key);
     ranks = json_array();
-    double now = clog_now();
+    double now = clock_wall_s();
     static const char *const NODE_STRINGS[] = { "host", "device", "role", NULL };
     for (long long r = 0; r < world; r++) {
         redisReply *n = NULL, *s = NULL;
@@ -848,7 +849,7 @@ int coord_cluster(coordinator_t *c, json_t **out)
         }
     }
     *out = json_pack("{s:o, s:b, s:I, s:I, s:I, s:o}", "coordinator", coord ? coord : json_null(), "alive",
-                     hb > 0 && clog_now() - hb < 5.0, "queued", (json_int_t)reply_int(r[1], 0), "active",
+                     hb > 0 && clock_wall_s() - hb < 5.0, "queued", (json_int_t)reply_int(r[1], 0), "active",
                      (json_int_t)reply_int(r[2], 0), "jobs", (json_int_t)reply_int(r[3], 0), "profiles", profiles);
     coord = profiles = NULL;
     if (!*out) code = COORD_EINTERNAL;

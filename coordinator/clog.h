@@ -12,7 +12,4 @@
 /* "2024-05-01 12:00:00.123 pacer-coordinator: <message>" */
 void clog_printf(const char *fmt, ...) CLOG_PRINTF(1, 2);
 
-/* Unix time in seconds (wall clock: it is compared with times stored in Redis). */
-double clog_now(void);
-
 #endif

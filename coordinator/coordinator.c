@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "clog.h"
 #include "dynbatch.h"
 #include "launch.h"
@@ -94,7 +95,7 @@ static void rc_broken(coordinator_t *c, const char *what)
     redisFree(c->rc);
     c->rc = NULL;
     c->rc_backoff = RC_BACKOFF_MIN_S;
-    c->rc_next_try = clog_now() + c->rc_backoff;
+    c->rc_next_try = clock_wall_s() + c->rc_backoff;
     c->rc_down_logged = 1;
 }
 
@@ -783,7 +784,7 @@ static void publish_info(coordinator_t *c, double now)
 
 static void tick(coordinator_t *c)
 {
-    double now = clog_now();
+    double now = clock_wall_s();
     if (c->embedded_on) embedded_check(&c->emb);
     ensure_rc(c, now);
     int second = now - c->last_second >= 1.0;
@@ -829,10 +830,7 @@ static void *tick_main(void *arg)
         pthread_mutex_lock(&c->lock);
         if (c->stopping) break;
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        long ns = ts.tv_nsec + (long)(c->cfg.tick_s * 1e9);
-        ts.tv_sec += ns / 1000000000L;
-        ts.tv_nsec = ns % 1000000000L;
+        clock_wall_deadline(c->cfg.tick_s, &ts);
         pthread_cond_timedwait(&c->cond, &c->lock, &ts);
     }
     pthread_mutex_unlock(&c->lock);
@@ -949,7 +947,7 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
     }
     c->daemon = 1;
     c->cfg = *cfg;
-    c->started_at = clog_now();
+    c->started_at = clock_wall_s();
     copy_str(c->listen, sizeof c->listen, cfg->listen, "127.0.0.1:8080");
     copy_str(c->mpirun, sizeof c->mpirun, cfg->mpirun, "mpirun");
     copy_str(c->redis_server, sizeof c->redis_server, cfg->redis_server, "redis-server");
@@ -1038,14 +1036,12 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
     proc_stat(getpid(), &me, NULL);
     /* host, pid and start time identify the holder (a dead one on this host can be taken
      * over at once); the nonce tells two coordinators of one process apart. */
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
     snprintf(c->lock_value, sizeof c->lock_value, "%s %d %llu %lx", c->hostname, (int)getpid(), me,
-             (unsigned long)ts.tv_nsec ^ (unsigned long)(uintptr_t)c);
+             (unsigned long)(clock_mono_s() * 1e9) ^ (unsigned long)(uintptr_t)c);
 
     /* A second daemon on the same Redis would launch every job twice: refuse early when
      * the answer is known now; otherwise the tick keeps checking. */
-    ensure_rc(c, clog_now());
+    ensure_rc(c, clock_wall_s());
     if (c->rc) {
         char who[320];
         int k = lock_try(c, c->rc, who, sizeof who);
@@ -1090,7 +1086,7 @@ void coordinator_stop(coordinator_t *c)
         pthread_mutex_unlock(&c->lock);
         if (c->tick_running) pthread_join(c->tick_thread, NULL);
         /* The tick thread is gone: this thread owns c->rc and the runs now. */
-        double now = clog_now();
+        double now = clock_wall_s();
         ensure_rc(c, now);
         if (c->cfg.stop_jobs_on_exit) {
             int n = 0;
@@ -1112,12 +1108,11 @@ void coordinator_stop(coordinator_t *c)
                     if (session_alive(r->pid)) alive++;
                 }
                 if (!alive) break;
-                if (clog_now() > deadline) {
+                if (clock_wall_s() > deadline) {
                     for (int i = 0; i < c->nruns; i++) session_signal(c->runs[i]->pid, SIGKILL);
                     break;
                 }
-                struct timespec ts = { 0, 50000000L };
-                nanosleep(&ts, NULL);
+                clock_sleep_s(0.05);
             }
             for (int i = 0; i < c->nruns; i++) {
                 coord_run_t *r = c->runs[i];
@@ -1137,7 +1132,7 @@ void coordinator_stop(coordinator_t *c)
         if (c->rc && c->have_lock) {
             redisReply *r = redisCommand(c->rc, "EVAL %s 1 %s %s", UNLOCK_LUA, KEY_LOCK, c->lock_value);
             if (r) freeReplyObject(r);
-            r = redisCommand(c->rc, "HSET %s heartbeat 0 stopped %.3f", KEY_COORD, clog_now());
+            r = redisCommand(c->rc, "HSET %s heartbeat 0 stopped %.3f", KEY_COORD, clock_wall_s());
             if (r) freeReplyObject(r);
         }
         if (c->rc) {

@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "clock.h"
 #include "clog.h"
 #include "jobstore.h"
 #include "planner.h"
@@ -58,7 +59,7 @@ static int write_assignment(redisContext *c, const char *id, const int *b, int n
     for (int i = 0; arr && i < n; i++) json_array_append_new(arr, json_integer(b[i]));
     char *text = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
     json_t *ev = json_pack("{s:s, s:s, s:I, s:O, s:s, s:f}", "type", "plan", "job", id, "version",
-                           (json_int_t)version, "batches", arr, "source", source, "time", clog_now());
+                           (json_int_t)version, "batches", arr, "source", source, "time", clock_wall_s());
     json_decref(arr);
     if (!text || !ev) {
         free(text);
@@ -67,7 +68,7 @@ static int write_assignment(redisContext *c, const char *id, const int *b, int n
     }
     job_key(key, sizeof key, id, "assignment");
     snprintf(ver, sizeof ver, "%lld", version);
-    snprintf(t, sizeof t, "%.3f", clog_now());
+    snprintf(t, sizeof t, "%.3f", clock_wall_s());
     redisReply *r = redisCommand(c, "HSET %s version %s batches %s time %s source %s", key, ver, text, t, source);
     free(text);
     int rc = !r ? JS_EREDIS : r->type == REDIS_REPLY_ERROR ? JS_EREDIS : JS_OK;
@@ -229,7 +230,7 @@ int dynbatch_fold_profiles(redisContext *c, const char *id, const job_spec_t *s,
         freeReplyObject(r);
         if (old > 0) v = (1 - DYNBATCH_PROFILE_ALPHA) * old + DYNBATCH_PROFILE_ALPHA * v;
         snprintf(val, sizeof val, "%.1f", v);
-        snprintf(t, sizeof t, "%.3f", clog_now());
+        snprintf(t, sizeof t, "%.3f", clock_wall_s());
         redisAppendCommand(c, "HSET %s samples_per_s %s updated %s host %s device %s model %s", key, val, t,
                            g[k].host, g[k].device, s->model);
         redisAppendCommand(c, "HINCRBY %s jobs 1", key);

@@ -12,17 +12,12 @@
 
 #include <hiredis/hiredis.h>
 
+#include "clock.h"
 #include "clog.h"
 #include "launch.h"
 
 #define BACKOFF_MIN_S 0.5
 #define BACKOFF_MAX_S 5.0
-
-static void sleep_s(double s)
-{
-    struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
-}
 
 int embedded_ping(const char *sock, double timeout_s)
 {
@@ -137,8 +132,7 @@ int embedded_start(embedded_t *e, const char *state_dir, const char *server, dou
     }
 
     if (spawn_server(e, err, errlen) != 0) return -1;
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = clock_mono_s();
     for (;;) {
         if (embedded_ping(e->sock, 0.2)) {
             clog_printf("embedded redis: started %s (pid %d) on %s", e->server, (int)e->pid, e->sock);
@@ -152,15 +146,13 @@ int embedded_start(embedded_t *e, const char *state_dir, const char *server, dou
             e->pid = 0;
             return -1;
         }
-        struct timespec t;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        if ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) * 1e-9 > timeout_s) {
+        if (clock_mono_s() - t0 > timeout_s) {
             snprintf(err, errlen, "embedded redis-server did not answer PING on %s within %.0f s",
                      e->sock, timeout_s);
             embedded_stop(e, 2.0);
             return -1;
         }
-        sleep_s(0.05);
+        clock_sleep_s(0.05);
     }
 }
 
@@ -169,7 +161,7 @@ int embedded_check(embedded_t *e)
     if (e->pid > 0 && !e->owned) return 0;    /* someone else's server: not ours to restart */
     if (e->pid > 0 && server_alive(e)) return 0;
     if (e->pid <= 0 && embedded_ping(e->sock, 0.1)) return 0;
-    double now = clog_now();
+    double now = clock_wall_s();
     if (now < e->next_try) return 0;
     if (e->pid > 0) clog_printf("embedded redis: server (pid %d) is gone; starting it again", (int)e->pid);
     e->pid = 0;
@@ -189,19 +181,17 @@ void embedded_stop(embedded_t *e, double timeout_s)
 {
     if (!e->owned || e->pid <= 0) return;
     kill(e->pid, SIGTERM);
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = clock_mono_s();
     int killed = 0;
     while (server_alive(e)) {
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        double el = (double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) * 1e-9;
+        double el = clock_mono_s() - t0;
         if (el > timeout_s && !killed) {
             clog_printf("embedded redis: pid %d did not stop within %.0f s; SIGKILL", (int)e->pid, timeout_s);
             kill(e->pid, SIGKILL);
             killed = 1;
         }
         if (el > timeout_s + 5) break;
-        sleep_s(0.02);
+        clock_sleep_s(0.02);
     }
     char pidfile[4200];
     pidfile_path(e, pidfile, sizeof pidfile);

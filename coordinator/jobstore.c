@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "clock.h"
 #include "clog.h"
 
 static const char *const STATE_NAMES[JOB_NSTATES] = {
@@ -192,7 +193,7 @@ int jobstore_submit(redisContext *c, const job_new_t *j, char *id, size_t idlen)
     snprintf(id, idlen, "j-%lld", r->integer);
     freeReplyObject(r);
 
-    double now = clog_now();
+    double now = clock_wall_s();
     char key[128], t[32], workers[16], world[16], dyn[4];
     job_key(key, sizeof key, id, NULL);
     snprintf(t, sizeof t, "%.3f", now);
@@ -260,7 +261,7 @@ static const char CANCEL_LUA[] =
 int jobstore_cancel(redisContext *c, const char *id, job_state_t *state_out)
 {
     char key[128], t[32];
-    double now = clog_now();
+    double now = clock_wall_s();
     job_key(key, sizeof key, id, NULL);
     snprintf(t, sizeof t, "%.3f", now);
     char *ev = event_text(id, "state", "CANCELLED", "cancelled before it started", now);
@@ -335,7 +336,7 @@ int jobstore_update(redisContext *c, const char *id, const char *state, const ch
         argv[a++] = state;
         argv[a++] = "reason";
         argv[a++] = reason ? reason : "";
-        ev = event_text(id, "state", state, reason, clog_now());
+        ev = event_text(id, "state", state, reason, clock_wall_s());
         if (!ev) goto out;
     }
     if (a == 2) {   /* nothing to write */

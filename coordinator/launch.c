@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+
 extern char **environ;
 
 /* The job wrapper. $1 = exit-code file, the rest = the command. 'trap : TERM' keeps the
@@ -94,13 +96,6 @@ int launch_job(const char *tag, const char *const *argv, const char *log_path,
     return rc;
 }
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 int launch_capture(const char *const *argv, char *out, size_t len, double timeout_s)
 {
     int fds[2];
@@ -116,9 +111,9 @@ int launch_capture(const char *const *argv, char *out, size_t len, double timeou
         return -1;
     }
     close(fds[1]);
-    double deadline = mono_s() + timeout_s;
+    double deadline = clock_mono_s() + timeout_s;
     for (;;) {
-        double left = deadline - mono_s();
+        double left = deadline - clock_mono_s();
         if (left <= 0) {
             kill(pid, SIGKILL);
             break;

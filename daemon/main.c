@@ -19,9 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "auth.h"
+#include "clock.h"
 #include "coordinator.h"
 #include "server.h"
 #include "version.h"
@@ -259,16 +259,9 @@ static int cmd_cancel(coordinator_t *c, char **args, const cli_t *o)
     return 0;
 }
 
-static double now_mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int cmd_wait(coordinator_t *c, char **args, const cli_t *o)
 {
-    double deadline = now_mono() + o->timeout_s;
+    double deadline = clock_mono_s() + o->timeout_s;
     int unavailable_logged = 0;
     for (;;) {
         json_t *j = NULL;
@@ -289,13 +282,12 @@ static int cmd_wait(coordinator_t *c, char **args, const cli_t *o)
             }
             json_decref(j);
         }
-        if (now_mono() >= deadline) {
+        if (clock_mono_s() >= deadline) {
             fprintf(stderr, "pacer-coordinator: %s did not finish within %.0f s\n", args[0], o->timeout_s);
             return 3;
         }
         /* Poll with a deadline: a few round trips per second are nothing for Redis. */
-        struct timespec ts = { 0, 200000000L };
-        nanosleep(&ts, NULL);
+        clock_sleep_s(0.2);
     }
 }
 

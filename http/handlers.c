@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "clog.h"
 #include "http_internal.h"
 #include "prom.h"
@@ -116,13 +116,6 @@ int handle_jobs_submit(http_req_t *rq)
  * cache period, not one per request. Slots are picked by a hash of the id; a collision
  * simply replaces the older entry. ---- */
 
-static double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static job_cache_entry_t *cache_slot(http_server_t *srv, const char *id)
 {
     unsigned h = 5381;
@@ -137,7 +130,7 @@ static char *cache_get(http_server_t *srv, const char *id, size_t *len)
     char *copy = NULL;
     pthread_mutex_lock(&srv->job_cache_lock);
     job_cache_entry_t *e = cache_slot(srv, id);
-    if (e->text && strcmp(e->id, id) == 0 && mono() - e->at < srv->cache_s && (copy = malloc(e->len))) {
+    if (e->text && strcmp(e->id, id) == 0 && clock_mono_s() - e->at < srv->cache_s && (copy = malloc(e->len))) {
         memcpy(copy, e->text, e->len);
         *len = e->len;
     }
@@ -178,7 +171,7 @@ int handle_job_get(http_req_t *rq)
     size_t len = 0;
     char *text = cache_get(rq->srv, job_id(rq), &len);
     if (!text) {
-        double at = mono();   /* before the read: the entry is never fresher than Redis was */
+        double at = clock_mono_s();   /* before the read: the entry is never fresher than Redis was */
         json_t *out = NULL;
         int code = coord_get(rq->srv->coord, job_id(rq), &out);
         if (code != COORD_OK) return coord_error(rq, code, NULL);
@@ -421,7 +414,7 @@ int handle_prometheus(http_req_t *rq)
 {
     http_server_t *srv = rq->srv;
     pthread_mutex_lock(&srv->prom_lock);
-    double now = mono();
+    double now = clock_mono_s();
     if (!srv->prom_building && (!srv->prom_text || now - srv->prom_at >= PROM_CACHE_S)) {
         srv->prom_building = 1;
         int first = !srv->prom_text;

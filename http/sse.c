@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "clog.h"
 #include "query.h"
 #include "respond.h"
@@ -42,13 +43,6 @@ struct sse_stream {
     double last_write;
     sse_stream_t *prev, *next;   /* srv->streams, under srv->lock */
 };
-
-static double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---- pure helpers ---------------------------------------------------------------------------- */
 
@@ -293,12 +287,6 @@ static int batch_frames(sse_stream_t *s, json_t *list, char *pos_ev, char *pos_m
     return rc;
 }
 
-static void nap_ms(int ms)
-{
-    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-    nanosleep(&ts, NULL);
-}
-
 static void *stream_thread(void *arg)
 {
     sse_stream_t *s = arg;
@@ -319,7 +307,7 @@ static void *stream_thread(void *arg)
                 text = strdup(": redis unavailable, retrying\n\n");
                 len = text ? strlen(text) : 0;
             }
-            nap_ms(SSE_WAIT_MS / 2);
+            clock_sleep_s(SSE_WAIT_MS / 2 / 1000.0);
         } else if (code != COORD_OK) {
             end = 1;
         } else {
@@ -330,7 +318,7 @@ static void *stream_thread(void *arg)
             if (was_terminal && json_array_size(list) == 0) end = 1;
         }
         json_decref(list);
-        double now = mono();
+        double now = clock_mono_s();
         if (len == 0 && !end && now - s->last_write >= SSE_HEARTBEAT_S) {
             free(text);
             text = strdup(": keep-alive\n\n");
@@ -372,7 +360,7 @@ static int opening_frames(sse_stream_t *s, const char *job, json_t *snapshot)
     if (snapshot) {
         const char *st = json_string_value(json_object_get(snapshot, "state"));
         json_t *ev = json_pack("{s:s, s:s, s:s, s:O?, s:f, s:O?, s:b}", "type", "state", "job", job, "state",
-                               st ? st : "", "reason", json_object_get(snapshot, "reason"), "time", clog_now(),
+                               st ? st : "", "reason", json_object_get(snapshot, "reason"), "time", clock_wall_s(),
                                "restarts", json_object_get(snapshot, "restarts"), "snapshot", 1);
         char *data = ev ? json_dumps(ev, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
         char id[128];
@@ -436,7 +424,7 @@ enum MHD_Result sse_open(http_req_t *rq, const char *job)
     s->conn = rq->conn;
     s->refs = 1;   /* the response's */
     s->for_job = *job != 0;
-    s->last_write = mono();
+    s->last_write = clock_mono_s();
     pthread_mutex_lock(&srv->lock);
     s->next = srv->streams;
     if (s->next) s->next->prev = s;
@@ -516,8 +504,7 @@ void sse_shutdown(http_server_t *srv)
     pthread_mutex_lock(&srv->lock);
     while (srv->sse_threads > 0) pthread_cond_wait(&srv->cond, &srv->lock);
     struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += 2;
+    clock_wall_deadline(2.0, &deadline);
     while (srv->sse_open > 0)
         if (pthread_cond_timedwait(&srv->cond, &srv->lock, &deadline) == ETIMEDOUT) break;
     int left = srv->sse_open;

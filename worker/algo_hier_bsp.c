@@ -40,10 +40,10 @@ static void average(worker_t *w, hier_state_t *st)
 {
     model_t *m = w->model;
     if (st->leaders != MPI_COMM_NULL) local_average(w, st->leaders, st->buf, (float)st->group_samples);
-    double t0 = now_s();
+    double t0 = clock_mono_s();
     MPI_CHECK(MPI_Bcast(m->params, (int)m->nparams, MPI_FLOAT, 0, st->group));
     if (m->nbuffers) MPI_CHECK(MPI_Bcast(m->buffers, (int)m->nbuffers, MPI_FLOAT, 0, st->group));
-    double dt = now_s() - t0;
+    double dt = clock_mono_s() - t0;
     w->stats.step_comm_s += dt;
     w->stats.comm_s += dt;
     staleness_add(&w->staleness, st->since);
@@ -62,10 +62,10 @@ static int hier_step(worker_t *w)
     m->grads[m->nparams] = b;
     m->grads[m->nparams + 1] = b * loss;
     comm_wait_peers(w, st->group);
-    double t0 = now_s();
+    double t0 = clock_mono_s();
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, m->grads, (int)m->nparams + MODEL_GRAD_EXTRA, MPI_FLOAT,
                             MPI_SUM, st->group));
-    double dt = now_s() - t0;
+    double dt = clock_mono_s() - t0;
     w->stats.step_comm_s += dt;
     w->stats.comm_s += dt;
     float total = m->grads[m->nparams];

@@ -117,9 +117,9 @@ static void start_round(worker_t *w, hp_state_t *st, float *R, MPI_Request *req,
     st->local_steps = 0;
     memset(st->S, 0, n * sizeof(float));
     st->nstarted++;
-    double t0 = now_s();
+    double t0 = clock_mono_s();
     MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, R, (int)n + 2, MPI_FLOAT, MPI_SUM, st->comm, req));
-    double dt = now_s() - t0;
+    double dt = clock_mono_s() - t0;
     st->blocked_s += dt;
     w->stats.step_comm_s += dt;
     w->stats.comm_s += dt;
@@ -130,12 +130,12 @@ static void start_round(worker_t *w, hp_state_t *st, float *R, MPI_Request *req,
 static int test_done(worker_t *w, hp_state_t *st, MPI_Request *req, int wait)
 {
     int done = 0;
-    double t0 = now_s();
+    double t0 = clock_mono_s();
     if (req == &st->req && st->done_early) done = 1; /* the request is already freed */
     else if (wait) { MPI_CHECK(MPI_Wait(req, MPI_STATUS_IGNORE)); done = 1; }
     else MPI_CHECK(MPI_Test(req, &done, MPI_STATUS_IGNORE));
     if (req == &st->req) st->done_early = 0;
-    double t1 = now_s();
+    double t1 = clock_mono_s();
     st->blocked_s += t1 - t0;
     w->stats.step_comm_s += t1 - t0;
     w->stats.comm_s += t1 - t0;
@@ -173,9 +173,9 @@ static int hp_epoch_end(worker_t *w)
 {
     hp_state_t *st = w->algo_state;
     long most = 0;
-    double t0 = now_s();
+    double t0 = clock_mono_s();
     MPI_CHECK(MPI_Allreduce(&st->nstarted, &most, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD));
-    w->stats.idle_s += now_s() - t0;
+    w->stats.idle_s += clock_mono_s() - t0;
     int behind = st->nstarted < most;
     if (behind) start_round(w, st, st->R2, &st->req2, 0);
     if (st->in_flight) {

@@ -35,9 +35,9 @@ void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight)
     for (size_t i = 0; i < nb; i++) buf[np + i] = weight * m->buffers[i];
     buf[np + nb] = weight;
     comm_wait_peers(w, comm);
-    double t0 = now_s();
+    double t0 = clock_mono_s();
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, (int)(np + nb + 1), MPI_FLOAT, MPI_SUM, comm));
-    double dt = now_s() - t0;
+    double dt = clock_mono_s() - t0;
     w->stats.step_comm_s += dt;
     w->stats.comm_s += dt;
     float inv = 1.0f / buf[np + nb];

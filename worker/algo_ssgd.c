@@ -27,10 +27,10 @@ static int ssgd_init(worker_t *w)
 
 static void baseline_allreduce(worker_t *w)
 {
-    double t0 = now_s();
+    double t0 = clock_mono_s();
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, w->algo_state, (int)w->model->nparams + MODEL_GRAD_EXTRA,
                             MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
-    w->stats.step_baseline_s = now_s() - t0;
+    w->stats.step_baseline_s = clock_mono_s() - t0;
 }
 
 static int ssgd_step(worker_t *w)
@@ -46,10 +46,10 @@ static int ssgd_step(worker_t *w)
     comm_wait_peers(w, MPI_COMM_WORLD);
     int baseline_first = w->algo_state && w->global_step % 2 == 0;
     if (baseline_first) baseline_allreduce(w);
-    double t0 = now_s();
+    double t0 = clock_mono_s();
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, m->grads, (int)m->nparams + MODEL_GRAD_EXTRA, MPI_FLOAT,
                             MPI_SUM, MPI_COMM_WORLD));
-    double dt = now_s() - t0;
+    double dt = clock_mono_s() - t0;
     if (w->algo_state && !baseline_first) baseline_allreduce(w);
     w->stats.step_comm_s = dt;
     w->stats.comm_s += dt;

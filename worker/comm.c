@@ -79,9 +79,9 @@ void comm_evaluate_root(worker_t *w)
 
 void comm_wait_peers(worker_t *w, MPI_Comm comm)
 {
-    double t0 = now_s();
+    double t0 = clock_mono_s();
     MPI_CHECK(MPI_Barrier(comm));
-    double dt = now_s() - t0;
+    double dt = clock_mono_s() - t0;
     w->stats.step_idle_s += dt;
     w->stats.idle_s += dt;
 }

@@ -1,6 +1,8 @@
 /* worker/metrics.c - see metrics.h. */
 #include "metrics.h"
 
+#include "clock.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -8,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static const char *const KIND[] = { "step", "epoch", "final" };
 
@@ -77,6 +78,14 @@ int metrics_to_json(const metrics_record_t *r, const char *job, char *buf, size_
 #define BATCH 256
 #define LINE 1536
 
+/* Waits on m->wake (m->lock held) for at most one period. */
+static void wait_period(metrics_reporter_t *m)
+{
+    struct timespec ts;
+    clock_wall_deadline(m->period_s, &ts);
+    pthread_cond_timedwait(&m->wake, &m->lock, &ts);
+}
+
 static void *reporter_main(void *arg)
 {
     metrics_reporter_t *m = arg;
@@ -85,14 +94,7 @@ static void *reporter_main(void *arg)
     const char *json[BATCH];
     pthread_mutex_lock(&m->lock);
     for (;;) {
-        while (m->head == m->tail && !m->stopping) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            long ns = ts.tv_nsec + (long)(m->period_s * 1e9);
-            ts.tv_sec += ns / 1000000000L;
-            ts.tv_nsec = ns % 1000000000L;
-            pthread_cond_timedwait(&m->wake, &m->lock, &ts);
-        }
+        while (m->head == m->tail && !m->stopping) wait_period(m);
         if (m->head == m->tail && m->stopping) break;
         int n = 0;
         while (n < BATCH && m->tail + (uint64_t)n < m->head) {
@@ -117,12 +119,7 @@ static void *reporter_main(void *arg)
         m->sent += (uint64_t)n;
         if (!m->stopping) {
             /* Batch writes: wait one period before the next drain. */
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            long ns = ts.tv_nsec + (long)(m->period_s * 1e9);
-            ts.tv_sec += ns / 1000000000L;
-            ts.tv_nsec = ns % 1000000000L;
-            pthread_cond_timedwait(&m->wake, &m->lock, &ts);
+            wait_period(m);
         }
     }
     pthread_mutex_unlock(&m->lock);

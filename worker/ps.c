@@ -139,10 +139,10 @@ static int serve(server_t *s, const train_opts_t *o)
     size_t np = s->ps.np;
     int n = s->ps.n;
     int next_rr = 0;
-    double t_log = now_s();
+    double t_log = clock_mono_s();
     int64_t t_log_updates = s->ps.t;
 
-    s->started = now_s();
+    s->started = clock_mono_s();
     for (int m = 0; m < n; m++) reply(s, m, 0);
     for (;;) {
         int m;
@@ -171,12 +171,12 @@ static int serve(server_t *s, const train_opts_t *o)
             next_rr = (next_rr + 1) % n;
             MPI_CHECK(MPI_Wait(&s->reqs[m], MPI_STATUS_IGNORE));
         } else {
-            double t0 = now_s();
+            double t0 = clock_mono_s();
             MPI_CHECK(MPI_Waitany(n, s->reqs, &m, MPI_STATUS_IGNORE));
-            w->stats.idle_s += now_s() - t0;
+            w->stats.idle_s += clock_mono_s() - t0;
             if (m == MPI_UNDEFINED) return -1; /* no receive posted: cannot happen */
         }
-        double t0 = now_s();
+        double t0 = clock_mono_s();
         ps_push_t h;
         memcpy(&h, s->in[m], sizeof h);
         float *g = (float *)(s->in[m] + sizeof h);
@@ -212,7 +212,7 @@ static int serve(server_t *s, const train_opts_t *o)
             if (applied > 0) {
                 worker_report_step(w);
                 if (sp->log_every > 0 && s->ps.t % sp->log_every == 0) {
-                    double tn = now_s();
+                    double tn = clock_mono_s();
                     fprintf(stderr, "epoch %ld/%d update %lld loss %.4f lr %.5f updates/s %.0f mean staleness %.2f\n",
                             w->epoch + 1, sp->epochs, (long long)s->ps.t, h.loss, w->lr,
                             (double)(s->ps.t - t_log_updates) / (tn - t_log), staleness_mean(&w->staleness));
@@ -226,13 +226,13 @@ static int serve(server_t *s, const train_opts_t *o)
                 }
             }
         }
-        s->busy_s += now_s() - t0;
+        s->busy_s += clock_mono_s() - t0;
         if (o->stop_after_steps > 0 && s->ps.t >= o->stop_after_steps) {
             w->stop = 2;   /* the test hook: stop here, as if interrupted */
             stop_all(s);
             return 0;
         }
-        if (o->time_budget_s > 0 && now_s() - s->started >= o->time_budget_s && !w->stop) {
+        if (o->time_budget_s > 0 && clock_mono_s() - s->started >= o->time_budget_s && !w->stop) {
             /* Time budget: evaluate the weights as they are and stop everyone. */
             w->stop = 3;
             epoch_end(s);
@@ -303,9 +303,9 @@ static int run_server(worker_t *w, const ps_rule_t *rule, const train_opts_t *o)
         if (w->sched.step_size < 1) w->sched.step_size = 1;
     }
 
-    double t0 = now_s();
+    double t0 = clock_mono_s();
     rc = serve(&s, o);
-    double wall = now_s() - t0;
+    double wall = clock_mono_s() - t0;
     w->loop_s = wall;
     w->ps_updates = s.ps.t;
     w->ps_busy_fraction = wall > 0 ? s.busy_s / wall : 0;
@@ -338,9 +338,9 @@ static int run_worker(worker_t *w)
     long perm_epoch = -1;
     if (!in || !out) goto done;
     for (;;) {
-        double t0 = now_s();
+        double t0 = clock_mono_s();
         MPI_CHECK(MPI_Recv(in, (int)reply_bytes(np), MPI_BYTE, 0, TAG_REPLY, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-        double waited = now_s() - t0;
+        double waited = clock_mono_s() - t0;
         ps_reply_t h;
         memcpy(&h, in, sizeof h);
         /* The wait for the reply is communication (the PS serialises every push). */
@@ -365,9 +365,9 @@ static int run_worker(worker_t *w)
                         .samples_per_s = w->stats.ewma_sps };
         memcpy(out, &p, sizeof p);
         memcpy(out + sizeof p, w->model->grads, np * sizeof(float));
-        t0 = now_s();
+        t0 = clock_mono_s();
         MPI_CHECK(MPI_Send(out, (int)push_bytes(np), MPI_BYTE, 0, TAG_PUSH, MPI_COMM_WORLD));
-        w->stats.comm_s += now_s() - t0;
+        w->stats.comm_s += clock_mono_s() - t0;
         w->stats.steps++;
     }
     rc = 0;

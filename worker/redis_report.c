@@ -1,6 +1,7 @@
 /* worker/redis_report.c - see redis_report.h. */
 #include "redis_report.h"
 
+#include "clock.h"
 #include "log.h"
 
 #include <errno.h>
@@ -11,8 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -25,13 +24,6 @@
 #define CONNECT_TIMEOUT_S 1.0
 
 /* ---- small helpers ---------------------------------------------------------------------- */
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void rlog(int rank, const char *fmt, ...)
 {
@@ -200,7 +192,7 @@ static void disconnect(rsink_t *s, const char *why)
     redisFree(s->c);
     s->c = NULL;
     s->backoff = BACKOFF_MIN_S;
-    s->next_try = now_s() + s->backoff;
+    s->next_try = clock_mono_s() + s->backoff;
     pthread_mutex_lock(&s->lock);
     s->connected = 0;
     pthread_mutex_unlock(&s->lock);
@@ -208,7 +200,7 @@ static void disconnect(rsink_t *s, const char *why)
 
 static void try_connect(rsink_t *s)
 {
-    double t = now_s();
+    double t = clock_mono_s();
     if (t < s->next_try) return;
     char err[256];
     s->c = redis_url_connect(&s->url, CONNECT_TIMEOUT_S, err, sizeof err);
@@ -220,7 +212,7 @@ static void try_connect(rsink_t *s)
         }
         s->backoff = s->backoff < BACKOFF_MIN_S ? BACKOFF_MIN_S : s->backoff * 2;
         if (s->backoff > BACKOFF_MAX_S) s->backoff = BACKOFF_MAX_S;
-        s->next_try = now_s() + s->backoff;
+        s->next_try = clock_mono_s() + s->backoff;
         return;
     }
     if (s->down_logged) rlog(s->rank, "connected again");
@@ -316,7 +308,7 @@ static int round_trip(rsink_t *s)
     arg_str(&a, "host");
     arg_str(&a, have && rec.host[0] ? rec.host : s->host);
     arg_int(&a, "pid", (long long)getpid());
-    arg_time(&a, "heartbeat", now_s());
+    arg_time(&a, "heartbeat", clock_wall_s());
     if (have) {
         arg_str(&a, "device");
         arg_str(&a, rec.device[0] ? rec.device : "cpu");
@@ -417,18 +409,15 @@ static void *sink_main(void *arg)
          * and a connection to send it on (while disconnected, the beat period paces the
          * reconnection attempts, which try_connect spaces further by its backoff). */
         while (!s->stopping && !(s->c && (s->beat_now || s->n > 0)) &&
-               now_s() - last_round < REDIS_REPORT_BEAT_S) {
+               clock_mono_s() - last_round < REDIS_REPORT_BEAT_S) {
             struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            long ns = ts.tv_nsec + (long)(REDIS_REPORT_BEAT_S * 1e9);
-            ts.tv_sec += ns / 1000000000L;
-            ts.tv_nsec = ns % 1000000000L;
+            clock_wall_deadline(REDIS_REPORT_BEAT_S, &ts);
             pthread_cond_timedwait(&s->wake, &s->lock, &ts);
         }
         int stop = s->stopping;
         pthread_mutex_unlock(&s->lock);
         if (stop) break;
-        last_round = now_s();
+        last_round = clock_mono_s();
         while (round_trip(s)) {
             pthread_mutex_lock(&s->lock);
             stop = s->stopping;
@@ -438,10 +427,10 @@ static void *sink_main(void *arg)
         pthread_mutex_lock(&s->lock);
     }
     /* Closing: one more connection attempt if needed, then a bounded flush. */
-    double deadline = now_s() + CLOSE_FLUSH_S;
+    double deadline = clock_mono_s() + CLOSE_FLUSH_S;
     s->next_try = 0;
     if (!s->c) try_connect(s);
-    while (s->c && now_s() < deadline && round_trip(s)) {}
+    while (s->c && clock_mono_s() < deadline && round_trip(s)) {}
     if (s->c) redisFree(s->c);
     s->c = NULL;
     return NULL;

@@ -9,35 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
 #include "backend_cuda.h"
 #include "checkpoint.h"
+#include "clock.h"
 #include "planner.h"
-
-double wall_clock_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void sleep_s(double s)
-{
-    if (s <= 0) return;
-    struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
-}
 
 /* ---- shared machinery ------------------------------------------------------------------ */
 
@@ -67,16 +46,9 @@ void worker_next_batch(worker_t *w)
     worker_gather(w, offset, w->batch_of[w->worker_index]);
 }
 
-static double cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 float worker_compute_grad(worker_t *w, float loss_scale)
 {
-    double t0 = now_s(), c0 = cpu_s();
+    double t0 = clock_mono_s(), c0 = clock_cpu_s();
     float loss;
     if (w->gpu) {
         /* The host weights are authoritative (every algorithm updates them); the device
@@ -97,7 +69,7 @@ float worker_compute_grad(worker_t *w, float loss_scale)
      * also counts the time the scheduler gave our core to another rank, which would make
      * measured speeds (and the emulated slowdowns built on them) depend on scheduling
      * luck; with several BLAS threads CPU time exceeds wall time and wall time is used. */
-    double dt = now_s() - t0, dc = cpu_s() - c0;
+    double dt = clock_mono_s() - t0, dc = clock_cpu_s() - c0;
     if (!w->gpu && dc > 0 && dc < dt) dt = dc;  /* the GPU computes while the CPU waits */
     /* Emulated heterogeneity: a rank with factor f behaves like a machine f times slower
      * by waiting (f - 1) x its measured compute time. The wait counts as compute (it is
@@ -105,7 +77,7 @@ float worker_compute_grad(worker_t *w, float loss_scale)
      * so metrics show both. Sleeping, not spinning, leaves the core to the other ranks of
      * an oversubscribed test machine. */
     double extra = (w->slowdown - 1.0) * dt;
-    sleep_s(extra);
+    clock_sleep_s(extra);
     dt += extra;
     w->stats.emulated_s += extra;
     w->stats.step_compute_s = dt;
@@ -168,7 +140,7 @@ static metrics_record_t *fill_record(worker_t *w, metrics_kind_t kind)
 {
     metrics_record_t *r = &w->record;   /* preallocated; host filled once at set-up */
     r->kind = kind;
-    r->time = wall_clock_s();
+    r->time = clock_wall_s();
     r->step = w->global_step;
     r->epoch = w->epoch + 1;
     r->batch = w->batch;
@@ -517,11 +489,11 @@ int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen)
         return rc;
     }
     w->loop_s = 0;
-    double t_start = now_s();
+    double t_start = clock_mono_s();
     if (w->algo->run) {
         /* Algorithms with their own loop (the parameter server family). */
         rc = w->algo->run(w);
-        w->wall_s = now_s() - t_start;
+        w->wall_s = clock_mono_s() - t_start;
         if (rc != 0) {
             snprintf(err, errlen, "algorithm %s failed", w->algo->name);
             return rc;
@@ -531,10 +503,10 @@ int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen)
     }
     while (w->epoch < s->epochs && !w->stop) {
         worker_epoch_order(w);
-        double t_log = now_s();
+        double t_log = clock_mono_s();
         long samples_log = w->stats.samples;
         while (w->step_in_epoch < w->steps_per_epoch && !w->stop) {
-            double t0 = now_s();
+            double t0 = clock_mono_s();
             w->lr = lr_at(&w->sched, (float)s->optimizer.lr, w->global_step, w->total_steps);
             w->slowdown = worker_slowdown_now(w);
             w->step_loss = NAN;
@@ -551,11 +523,11 @@ int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen)
             w->step_in_epoch++;
             w->global_step++;
             w->stats.steps++;
-            w->loop_s += now_s() - t0;
+            w->loop_s += clock_mono_s() - t0;
             worker_report_step(w);
 
             if (printer && s->log_every > 0 && w->global_step % s->log_every == 0) {
-                double t = now_s();
+                double t = clock_mono_s();
                 fprintf(stderr, "epoch %ld/%d step %ld/%ld loss %.4f lr %.5f samples/s %.0f\n",
                         w->epoch + 1, s->epochs, w->step_in_epoch, w->steps_per_epoch,
                         w->step_loss, w->lr,
@@ -573,7 +545,7 @@ int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen)
             }
             if (o->time_budget_s > 0) {
                 /* Rank 0's clock decides, so every rank stops after the same step. */
-                int over = now_s() - t_start >= o->time_budget_s;
+                int over = clock_mono_s() - t_start >= o->time_budget_s;
                 if (w->agree) over = w->agree(w, over);
                 if (over) w->stop = 3;
             }
@@ -590,7 +562,7 @@ int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen)
         if (w->stop == 3 && w->rank == 0)
             fprintf(stderr, "time budget of %.1f s used: stopped in epoch %ld\n", o->time_budget_s, w->epoch);
     }
-    w->wall_s = now_s() - t_start;
+    w->wall_s = clock_mono_s() - t_start;
     report_epoch(w, METRICS_FINAL);
     if (s->checkpoint.every_steps > 0 && w->rank == 0 && w->stop != 2)
         if (worker_save_checkpoint(w, err, errlen) != 0) return -1;

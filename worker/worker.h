@@ -17,6 +17,7 @@
 
 #include <stdint.h>
 
+#include "clock.h"
 #include "data.h"
 #include "metrics.h"
 #include "model.h"
@@ -154,8 +155,5 @@ void worker_report_step(worker_t *w);
 
 /* Evaluates model on the test set in batches; fills loss and accuracy. */
 void worker_evaluate(worker_t *w, float *loss, float *accuracy);
-
-double now_s(void);         /* monotonic */
-double wall_clock_s(void);  /* unix time */
 
 #endif

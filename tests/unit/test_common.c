@@ -1,4 +1,5 @@
-/* tests/unit/test_common.c - the planner, staleness statistics and the metrics record. */
+/* tests/unit/test_common.c - the planner, staleness statistics, the metrics record and the
+ * clock. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -9,8 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "metrics.h"
 #include "planner.h"
 #include "staleness.h"
@@ -178,6 +181,33 @@ static void test_metrics_reporter_file(void **state)
     assert_int_equal(lines, 100);
 }
 
+/* The two meanings of time: monotonic for durations, wall for timestamps. Bounds are
+ * one-sided or loose: a loaded machine may oversleep, never undersleep. */
+static void test_clock(void **state)
+{
+    (void)state;
+    double w = clock_wall_s();
+    assert_true(fabs(w - (double)time(NULL)) < 2.0);
+    struct timespec ts;
+    clock_wall_ts(&ts);
+    assert_true(fabs((double)ts.tv_sec - w) < 2.0);
+    assert_true(ts.tv_nsec >= 0 && ts.tv_nsec < 1000000000L);
+
+    double t0 = clock_mono_s(), c0 = clock_cpu_s();
+    clock_sleep_s(0.05);
+    clock_sleep_s(0);
+    clock_sleep_s(-1);
+    double dt = clock_mono_s() - t0;
+    assert_true(dt >= 0.05);
+    assert_true(clock_cpu_s() - c0 < dt);   /* sleeping is not CPU time */
+
+    struct timespec d;
+    clock_wall_deadline(1.5, &d);
+    double dd = (double)d.tv_sec + 1e-9 * (double)d.tv_nsec - clock_wall_s();
+    assert_true(dd > 0 && dd <= 1.5);
+    assert_true(d.tv_nsec >= 0 && d.tv_nsec < 1000000000L);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -189,6 +219,7 @@ int main(void)
         cmocka_unit_test(test_staleness_quantiles),
         cmocka_unit_test(test_metrics_json),
         cmocka_unit_test(test_metrics_reporter_file),
+        cmocka_unit_test(test_clock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,25 +1,23 @@
 /* tests/unit/test_util.h - helpers several unit-test programs share: a monotonic clock,
- * a short nap for polling with a deadline, and removing a test's temporary directory.
- * Header-only (static) because each test is its own program. */
+ * a short nap for polling with a deadline (both common/clock.h underneath), and removing
+ * a test's temporary directory. Header-only (static) because each test is its own program. */
 #ifndef PACER_TEST_UTIL_H
 #define PACER_TEST_UTIL_H
 
 #include <ftw.h>
 #include <stdio.h>
-#include <time.h>
+
+#include "clock.h"
 
 static inline double mono(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return clock_mono_s();
 }
 
 /* 20 ms: the polling step of every "await with a deadline" loop. */
 static inline void nap(void)
 {
-    struct timespec ts = { 0, 20000000L };
-    nanosleep(&ts, NULL);
+    clock_sleep_s(0.02);
 }
 
 static inline int test_rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)

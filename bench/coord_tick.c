@@ -436,7 +436,7 @@ int main(int argc, char **argv)
     snprintf(pidp, sizeof pidp, "%s/pid", dir);
     int n = snprintf(line, sizeof line, "%d %llu\n", (int)child,
                      proc_stat(child, &pstart, NULL) == 0 ? pstart : 0ULL);
-    if (mkdir_p(dir, 0755) != 0 || write_file_atomic(pidp, line, (size_t)n) != 0) {
+    if (fs_mkdir_p(dir, 0755) != 0 || write_file_atomic(pidp, line, (size_t)n) != 0) {
         fprintf(stderr, "coord_tick: %s: %s\n", pidp, strerror(errno));
         goto out;
     }

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "fs.h"
 #include "clog.h"
 #include "dynbatch.h"
 #include "launch.h"
@@ -336,7 +337,7 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
     snprintf(np, sizeof np, "%d", r->world);
     snprintf(tag, sizeof tag, "pacer-job-%s", r->id);
 
-    if (mkdir_p(ckdir, 0755) != 0) {
+    if (fs_mkdir_p(ckdir, 0755) != 0) {
         snprintf(err, sizeof err, "%.300s: %s", ckdir, strerror(errno));
         goto fail;
     }
@@ -967,7 +968,7 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
     }
     char jobs[PATH_MAX + 8];
     snprintf(jobs, sizeof jobs, "%s/jobs", c->state_dir);
-    if (mkdir_p(jobs, 0755) != 0) {
+    if (fs_mkdir_p(jobs, 0755) != 0) {
         snprintf(err, errlen, "state dir %s: %s", jobs, strerror(errno));
         goto fail;
     }

@@ -13,6 +13,7 @@
 #include <hiredis/hiredis.h>
 
 #include "clock.h"
+#include "fs.h"
 #include "clog.h"
 #include "launch.h"
 
@@ -105,7 +106,7 @@ int embedded_start(embedded_t *e, const char *state_dir, const char *server, dou
     }
     snprintf(e->sock, sizeof e->sock, "%s/redis.sock", state_dir);
     snprintf(e->url, sizeof e->url, "unix://%s", e->sock);
-    if (mkdir_p(state_dir, 0755) != 0) {
+    if (fs_mkdir_p(state_dir, 0755) != 0) {
         snprintf(err, errlen, "state dir %s: %s", state_dir, strerror(errno));
         return -1;
     }

@@ -60,9 +60,6 @@ int log_last_line(const char *path, char *out, size_t len);
  * Returns 1 when it rotated, 0 when not needed, -1 on error. */
 int log_bound(const char *path, long max_bytes);
 
-/* mkdir -p. Returns 0 or -1 (errno set). */
-int mkdir_p(const char *path, unsigned mode);
-
 /* Writes data to path atomically (temporary file + rename). Returns 0 or -1. */
 int write_file_atomic(const char *path, const char *data, size_t len);
 

@@ -11,6 +11,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "fs.h"
+
 /* Header fields after magic, version and header_bytes, written field by field (no struct
  * dump) so the format does not depend on the compiler's padding. */
 #define HEADER_BYTES (MODEL_NAME_MAX + 2 * 8 + 4 * 8 + 8 + 16 + 8 + 8 + 8 + 4 + 4 * CKPT_MAX_WORKERS)
@@ -35,20 +37,6 @@ static int write_all(int fd, const void *buf, size_t n)
     return 0;
 }
 
-static int mkdir_p(const char *dir)
-{
-    char tmp[1024];
-    snprintf(tmp, sizeof tmp, "%s", dir);
-    for (char *s = tmp + 1; *s; s++) {
-        if (*s != '/') continue;
-        *s = 0;
-        if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
-        *s = '/';
-    }
-    if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
-    return 0;
-}
-
 int checkpoint_save(const char *path, const model_t *m, const ckpt_state_t *st,
                     char *err, size_t errlen)
 {
@@ -60,7 +48,7 @@ int checkpoint_save(const char *path, const model_t *m, const ckpt_state_t *st,
 
     snprintf(dir, sizeof dir, "%s", path);
     char *d = dirname(dir);
-    if (mkdir_p(d) != 0) {
+    if (fs_mkdir_p(d, 0755) != 0) {
         snprintf(err, errlen, "%s: cannot create directory %s: %s", path, d, strerror(errno));
         goto out;
     }

@@ -15,6 +15,7 @@
 
 #include "clock.h"
 #include "clog.h"
+#include "strhash.h"
 #include "staleness.h"
 
 #define LIST_DEFAULT 50
@@ -376,13 +377,6 @@ typedef struct {
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static spec_entry_t spec_cache[SPEC_CACHE_SLOTS];
 static summary_entry_t summary_cache[SUMMARY_CACHE_SLOTS];
-
-static unsigned str_hash(const char *s)
-{
-    unsigned h = 5381;
-    for (; *s; s++) h = h * 33u + (unsigned char)*s;
-    return h;
-}
 
 /* The job's parsed spec (a new reference, shared), or NULL when text is not JSON. */
 static json_t *spec_get(const char *id, const char *text)

@@ -22,6 +22,7 @@
 #include "spec.h"
 #include "sse.h"
 #include "static.h"
+#include "strhash.h"
 
 #define LIST_LIMIT_MAX 1000
 #define METRICS_LIMIT_MAX 10000
@@ -118,9 +119,7 @@ int handle_jobs_submit(http_req_t *rq)
 
 static job_cache_entry_t *cache_slot(http_server_t *srv, const char *id)
 {
-    unsigned h = 5381;
-    for (const char *p = id; *p; p++) h = h * 33u + (unsigned char)*p;
-    return &srv->job_cache[h % HTTP_JOB_CACHE_SLOTS];
+    return &srv->job_cache[str_hash(id) % HTTP_JOB_CACHE_SLOTS];
 }
 
 /* A fresh copy of the cached answer for id, or NULL. */

@@ -319,7 +319,7 @@ static int run_ticks(coordinator_t *c, double seconds, sample_t *out, int max)
 static long long assignment_version(redisContext *rc, const char *id)
 {
     char key[160];
-    job_key(key, sizeof key, id, "assignment");
+    snprintf(key, sizeof key, KEY_JOB_ASSIGNMENT, id);
     redisReply *r = redisCommand(rc, "HGET %s version", key);
     long long v = reply_int(r, 0);
     if (r) freeReplyObject(r);
@@ -331,9 +331,8 @@ static int ranks_reporting(redisContext *rc, const char *id, int nranks)
 {
     int n = 0;
     for (int r = 0; r < nranks; r++) {
-        char key[160], suffix[32];
-        snprintf(suffix, sizeof suffix, "node:%d", r);
-        job_key(key, sizeof key, id, suffix);
+        char key[160];
+        snprintf(key, sizeof key, KEY_JOB_NODE, id, r);
         redisReply *x = redisCommand(rc, "HEXISTS %s heartbeat", key);
         n += reply_int(x, 0) == 1;
         if (x) freeReplyObject(x);

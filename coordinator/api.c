@@ -158,7 +158,7 @@ static int stream_id_valid(const char *s)
 static int job_exists(redisContext *rc, const char *id)
 {
     char key[128];
-    job_key(key, sizeof key, id, NULL);
+    snprintf(key, sizeof key, KEY_JOB, id);
     redisReply *r = redisCommand(rc, "EXISTS %s", key);
     if (!r || r->type != REDIS_REPLY_INTEGER) {
         if (r) freeReplyObject(r);
@@ -254,7 +254,7 @@ int coord_list(coordinator_t *c, const char *state, long offset, long limit, jso
         size_t n = ids->elements;
         for (size_t i = 0; i < n; i++) {
             char key[128];
-            job_key(key, sizeof key, reply_str(ids->element[i]) ? reply_str(ids->element[i]) : "", NULL);
+            snprintf(key, sizeof key, KEY_JOB, reply_str(ids->element[i]) ? reply_str(ids->element[i]) : "");
             const char *argv[2 + NSUMMARY];
             size_t len[2 + NSUMMARY];
             argv[0] = "HMGET";
@@ -574,7 +574,7 @@ int coord_nodes(coordinator_t *c, const char *id, json_t **out)
     json_t *ranks = NULL, *assignment = NULL;
     staleness_t total;
     memset(&total, 0, sizeof total);
-    job_key(key, sizeof key, id, NULL);
+    snprintf(key, sizeof key, KEY_JOB, id);
     redisReply *w = redisCommand(rc, "HMGET %s world state", key);
     if (!w || w->type != REDIS_REPLY_ARRAY || w->elements != 2) {
         broken = !w;
@@ -588,15 +588,12 @@ int coord_nodes(coordinator_t *c, const char *id, json_t **out)
     long long world = reply_int(w->element[0], 0);
     if (world > NODES_MAX) world = NODES_MAX;
     for (long long r = 0; r < world; r++) {
-        char suffix[48];
-        snprintf(suffix, sizeof suffix, "node:%lld", r);
-        job_key(key, sizeof key, id, suffix);
+        snprintf(key, sizeof key, KEY_JOB_NODE, id, (int)r);
         redisAppendCommand(rc, "HGETALL %s", key);
-        snprintf(suffix, sizeof suffix, "staleness:%lld", r);
-        job_key(key, sizeof key, id, suffix);
+        snprintf(key, sizeof key, KEY_JOB_STALENESS, id, (int)r);
         redisAppendCommand(rc, "HGETALL %s", key);
     }
-    job_key(key, sizeof key, id, "assignment");
+    snprintf(key, sizeof key, KEY_JOB_ASSIGNMENT, id);
     redisAppendCommand(rc, "HGETALL %s", key);
     ranks = json_array();
     double now = clock_wall_s();
@@ -682,7 +679,7 @@ int coord_metrics(coordinator_t *c, const char *id, const char *since, long limi
         return e == 0 ? COORD_ENOTFOUND : COORD_EUNAVAIL;
     }
     char key[160], start[64];
-    job_key(key, sizeof key, id, "metrics");
+    snprintf(key, sizeof key, KEY_JOB_METRICS, id);
     if (from_start) snprintf(start, sizeof start, "-");
     else snprintf(start, sizeof start, "(%s", since);
     redisReply *r = redisCommand(rc, "XRANGE %s %s + COUNT %ld", key, start, limit);
@@ -714,7 +711,7 @@ static int job_field(coordinator_t *c, const char *id, const char *field, char *
     redisContext *rc = conn_get(c);
     if (!rc) return COORD_EUNAVAIL;
     char key[128];
-    job_key(key, sizeof key, id, NULL);
+    snprintf(key, sizeof key, KEY_JOB, id);
     redisReply *r = redisCommand(rc, "HMGET %s state %s", key, field);
     int code = COORD_OK;
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) code = COORD_EUNAVAIL;
@@ -890,7 +887,7 @@ int coord_events_open(coordinator_t *c, const char *job, coord_cursor_t *cur)
         }
         snprintf(cur->job, sizeof cur->job, "%s", job);
         char key[160];
-        job_key(key, sizeof key, job, "metrics");
+        snprintf(key, sizeof key, KEY_JOB_METRICS, job);
         js = last_id(rc, key, cur->metrics_id, sizeof cur->metrics_id);
     }
     if (js == JS_OK) js = last_id(rc, KEY_EVENTS, cur->events_id, sizeof cur->events_id);
@@ -914,7 +911,7 @@ int coord_events_wait(coordinator_t *c, coord_cursor_t *cur, int timeout_ms, int
     struct timeval tv = { (timeout_ms + 2000) / 1000, ((timeout_ms + 2000) % 1000) * 1000 };
     redisSetTimeout(rc, tv);
     char mkey[160], count[16], block[16];
-    job_key(mkey, sizeof mkey, cur->job, "metrics");
+    snprintf(mkey, sizeof mkey, KEY_JOB_METRICS, cur->job);
     snprintf(count, sizeof count, "%d", max);
     snprintf(block, sizeof block, "%d", timeout_ms);
     const char *argv[12];

@@ -515,13 +515,11 @@ static void read_flags(coordinator_t *c, coord_run_t *r, int check_beats, double
 {
     if (!c->rc) return;
     char key[160];
-    job_key(key, sizeof key, r->id, NULL);
+    snprintf(key, sizeof key, KEY_JOB, r->id);
     redisAppendCommand(c->rc, "HGET %s cancel_requested", key);
     int nb = check_beats ? r->world : 0;
     for (int k = 0; k < nb; k++) {
-        char suffix[32];
-        snprintf(suffix, sizeof suffix, "node:%d", k);
-        job_key(key, sizeof key, r->id, suffix);
+        snprintf(key, sizeof key, KEY_JOB_NODE, r->id, k);
         redisAppendCommand(c->rc, "HGET %s heartbeat", key);
     }
     int stale = -1;

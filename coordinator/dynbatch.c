@@ -29,7 +29,7 @@ static double slowdown_of(const job_spec_t *s, int w)
 static int read_assignment(redisContext *c, const char *id, const job_spec_t *s, int *cur, long long *version)
 {
     char key[160];
-    job_key(key, sizeof key, id, "assignment");
+    snprintf(key, sizeof key, KEY_JOB_ASSIGNMENT, id);
     redisReply *r = redisCommand(c, "HMGET %s version batches", key);
     if (!r) return JS_EREDIS;
     int n = s->workers;
@@ -66,7 +66,7 @@ static int write_assignment(redisContext *c, const char *id, const int *b, int n
         json_decref(ev);
         return JS_ENOMEM;
     }
-    job_key(key, sizeof key, id, "assignment");
+    snprintf(key, sizeof key, KEY_JOB_ASSIGNMENT, id);
     snprintf(ver, sizeof ver, "%lld", version);
     snprintf(t, sizeof t, "%.3f", clock_wall_s());
     redisReply *r = redisCommand(c, "HSET %s version %s batches %s time %s source %s", key, ver, text, t, source);
@@ -87,9 +87,8 @@ int dynbatch_replan(redisContext *c, const char *id, const job_spec_t *s)
     long long version;
     if (!speed || !cur || !out) goto done;
     for (int w = 0; w < n; w++) {
-        char key[160], suffix[32];
-        snprintf(suffix, sizeof suffix, "node:%d", dynbatch_rank_of(s, w));
-        job_key(key, sizeof key, id, suffix);
+        char key[160];
+        snprintf(key, sizeof key, KEY_JOB_NODE, id, dynbatch_rank_of(s, w));
         redisAppendCommand(c, "HGET %s samples_per_s", key);
     }
     rc = JS_OK;
@@ -124,7 +123,7 @@ done:
 
 static void profile_key(char *buf, size_t len, const char *host, const char *device, const char *model)
 {
-    snprintf(buf, len, "pacer:profile:%s:%s:%s", host, device, model);
+    snprintf(buf, len, KEY_PROFILE, host, device, model);
 }
 
 int dynbatch_initial(redisContext *c, const char *id, const job_spec_t *s, const char *const *rank_host)
@@ -186,9 +185,8 @@ int dynbatch_fold_profiles(redisContext *c, const char *id, const job_spec_t *s,
     int ng = 0, rc = 0;
     if (!g) return JS_ENOMEM;
     for (int r = 0; r < world; r++) {
-        char key[160], suffix[32];
-        snprintf(suffix, sizeof suffix, "node:%d", r);
-        job_key(key, sizeof key, id, suffix);
+        char key[160];
+        snprintf(key, sizeof key, KEY_JOB_NODE, id, r);
         redisAppendCommand(c, "HMGET %s host device samples_per_s slowdown role", key);
     }
     for (int r = 0; r < world; r++) {

@@ -35,12 +35,6 @@ int job_state_terminal(job_state_t s)
     return s == JOB_SUCCEEDED || s == JOB_FAILED || s == JOB_CANCELLED;
 }
 
-void job_key(char *buf, size_t len, const char *id, const char *suffix)
-{
-    if (suffix) snprintf(buf, len, "pacer:job:%s:%s", id, suffix);
-    else snprintf(buf, len, "pacer:job:%s", id);
-}
-
 int job_id_valid(const char *id)
 {
     if (!id || strncmp(id, "j-", 2) != 0 || !id[2] || strlen(id) >= JOB_ID_MAX) return 0;
@@ -195,7 +189,7 @@ int jobstore_submit(redisContext *c, const job_new_t *j, char *id, size_t idlen)
 
     double now = clock_wall_s();
     char key[128], t[32], workers[16], world[16], dyn[4];
-    job_key(key, sizeof key, id, NULL);
+    snprintf(key, sizeof key, KEY_JOB, id);
     snprintf(t, sizeof t, "%.3f", now);
     snprintf(workers, sizeof workers, "%d", j->workers);
     snprintf(world, sizeof world, "%d", j->world);
@@ -222,7 +216,7 @@ int jobstore_submit(redisContext *c, const job_new_t *j, char *id, size_t idlen)
 int jobstore_get(redisContext *c, const char *id, json_t **out)
 {
     char key[128];
-    job_key(key, sizeof key, id, NULL);
+    snprintf(key, sizeof key, KEY_JOB, id);
     redisReply *r = redisCommand(c, "HGETALL %s", key);
     if (!r || r->type != REDIS_REPLY_ARRAY) return done(r);
     if (r->elements == 0) {
@@ -262,7 +256,7 @@ int jobstore_cancel(redisContext *c, const char *id, job_state_t *state_out)
 {
     char key[128], t[32];
     double now = clock_wall_s();
-    job_key(key, sizeof key, id, NULL);
+    snprintf(key, sizeof key, KEY_JOB, id);
     snprintf(t, sizeof t, "%.3f", now);
     char *ev = event_text(id, "state", "CANCELLED", "cancelled before it started", now);
     if (!ev) return JS_ENOMEM;
@@ -303,7 +297,7 @@ static const char CLAIM_LUA[] =
 int jobstore_claim(redisContext *c, const char *id, double now)
 {
     char key[128], t[32];
-    job_key(key, sizeof key, id, NULL);
+    snprintf(key, sizeof key, KEY_JOB, id);
     snprintf(t, sizeof t, "%.3f", now);
     char *ev = event_text(id, "state", "RUNNING", "started", now);
     if (!ev) return JS_ENOMEM;
@@ -320,7 +314,7 @@ int jobstore_update(redisContext *c, const char *id, const char *state, const ch
                     const char *const *kv, int nkv)
 {
     char key[128];
-    job_key(key, sizeof key, id, NULL);
+    snprintf(key, sizeof key, KEY_JOB, id);
     int argc = 2 + 2 * nkv + (state ? 4 : 0);
     const char **argv = calloc((size_t)argc, sizeof *argv);
     size_t *len = calloc((size_t)argc, sizeof *len);
@@ -368,19 +362,16 @@ int jobstore_expire_job_keys(redisContext *c, const char *id, int world)
 {
     char key[160];
     int n = 0;
-    job_key(key, sizeof key, id, "metrics");
+    snprintf(key, sizeof key, KEY_JOB_METRICS, id);
     redisAppendCommand(c, "EXPIRE %s %d", key, JOB_KEYS_TTL_S);
     n++;
-    job_key(key, sizeof key, id, "assignment");
+    snprintf(key, sizeof key, KEY_JOB_ASSIGNMENT, id);
     redisAppendCommand(c, "EXPIRE %s %d", key, JOB_KEYS_TTL_S);
     n++;
     for (int r = 0; r < world; r++) {
-        char suffix[48];
-        snprintf(suffix, sizeof suffix, "node:%d", r);
-        job_key(key, sizeof key, id, suffix);
+        snprintf(key, sizeof key, KEY_JOB_NODE, id, r);
         redisAppendCommand(c, "EXPIRE %s %d", key, JOB_KEYS_TTL_S);
-        snprintf(suffix, sizeof suffix, "staleness:%d", r);
-        job_key(key, sizeof key, id, suffix);
+        snprintf(key, sizeof key, KEY_JOB_STALENESS, id, r);
         redisAppendCommand(c, "EXPIRE %s %d", key, JOB_KEYS_TTL_S);
         n += 2;
     }

@@ -1,6 +1,6 @@
-/* coordinator/jobstore.h - the coordinator's Redis schema: key names, job states, the
- * job hash, the queue, the event stream, and a small pool of connections for callers
- * that run on threads of their own (the HTTP layer, the CLI).
+/* coordinator/jobstore.h - the coordinator's Redis schema: job states, the job hash, the
+ * queue, the event stream, and a small pool of connections for callers that run on
+ * threads of their own (the HTTP layer, the CLI). Key names: common/redis_keys.h.
  *
  * docs/REDIS.md describes every key. State changes that race with clients (claiming a
  * queued job, cancelling one) are single Lua scripts, so a job is never both claimed
@@ -19,6 +19,7 @@
 #include <jansson.h>
 #include <pthread.h>
 
+#include "redis_keys.h"
 #include "redis_url.h"
 
 enum {
@@ -46,20 +47,8 @@ const char *job_state_name(job_state_t s);
 int job_state_parse(const char *name, job_state_t *out);
 int job_state_terminal(job_state_t s);
 
-/* Key names (docs/REDIS.md). */
-#define KEY_SEQ "pacer:seq"
-#define KEY_QUEUE "pacer:queue"
-#define KEY_JOBS "pacer:jobs"
-#define KEY_ACTIVE "pacer:active"
-#define KEY_EVENTS "pacer:events"
-#define KEY_LOCK "pacer:coordinator:lock"
-#define KEY_COORD "pacer:coordinator"
-#define KEY_PROFILES "pacer:profiles"
 #define EVENTS_MAXLEN 10000
 #define JOB_KEYS_TTL_S (7 * 24 * 3600)   /* metrics and node keys of a finished job */
-
-/* pacer:job:{id} when suffix is NULL, else pacer:job:{id}:{suffix}. */
-void job_key(char *buf, size_t len, const char *id, const char *suffix);
 
 /* 1 when id looks like a job id ("j-" and digits): ids are part of key names and paths,
  * so anything else is refused before it reaches Redis or the file system. */

@@ -3,6 +3,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "redis_keys.h"
 
 #include <errno.h>
 #include <math.h>
@@ -482,10 +483,10 @@ metrics_sink_t *redis_report_sink(const char *url, const char *job, int rank, ch
     s->rank = rank;
     if (gethostname(s->host, sizeof s->host) != 0) snprintf(s->host, sizeof s->host, "unknown");
     s->host[sizeof s->host - 1] = 0;
-    snprintf(s->k_stream, sizeof s->k_stream, "pacer:job:%s:metrics", job);
-    snprintf(s->k_node, sizeof s->k_node, "pacer:job:%s:node:%d", job, rank);
-    snprintf(s->k_stale, sizeof s->k_stale, "pacer:job:%s:staleness:%d", job, rank);
-    snprintf(s->k_assign, sizeof s->k_assign, "pacer:job:%s:assignment", job);
+    snprintf(s->k_stream, sizeof s->k_stream, KEY_JOB_METRICS, job);
+    snprintf(s->k_node, sizeof s->k_node, KEY_JOB_NODE, job, rank);
+    snprintf(s->k_stale, sizeof s->k_stale, KEY_JOB_STALENESS, job, rank);
+    snprintf(s->k_assign, sizeof s->k_assign, KEY_JOB_ASSIGNMENT, job);
     s->test_accuracy = s->test_loss = NAN;
     s->base.write = sink_write;
     s->base.close = sink_close;

@@ -1,5 +1,5 @@
-/* tests/unit/test_common.c - the planner, staleness statistics, the metrics record and the
- * clock. */
+/* tests/unit/test_common.c - the planner, staleness statistics, the metrics record, the
+ * clock, and the Redis key names against docs/REDIS.md. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "metrics.h"
 #include "planner.h"
+#include "redis_keys.h"
 #include "staleness.h"
 
 static int sum(const int *b, int n)
@@ -208,6 +209,71 @@ static void test_clock(void **state)
     assert_true(d.tv_nsec >= 0 && d.tv_nsec < 1000000000L);
 }
 
+/* A key's printf format against its documented pattern: %d stands for {rank}, %s for
+ * any other {placeholder}, every other character is the same. */
+static int format_matches(const char *fmt, const char *doc)
+{
+    while (*fmt || *doc) {
+        if (*fmt == '%') {
+            const char *end = strchr(doc, '}');
+            if (*doc != '{' || !end || end == doc + 1) return 0;
+            int is_rank = strncmp(doc, "{rank}", 6) == 0;
+            if (fmt[1] != (is_rank ? 'd' : 's')) return 0;
+            fmt += 2;
+            doc = end + 1;
+        } else if (*doc == '{' || *fmt != *doc) {
+            return 0;
+        } else {
+            fmt++;
+            doc++;
+        }
+    }
+    return 1;
+}
+
+#define KEY_ROW(name, doc) { #name, name, doc },
+static const struct { const char *name, *fmt, *doc; } KEYS[] = { REDIS_KEYS(KEY_ROW) };
+#define NKEYS (sizeof KEYS / sizeof KEYS[0])
+
+/* common/redis_keys.h names every key; docs/REDIS.md must describe exactly those. */
+static void test_redis_keys_documented(void **state)
+{
+    (void)state;
+    FILE *f = fopen("docs/REDIS.md", "r");
+    if (!f) fail_msg("docs/REDIS.md not found: run the unit tests from the repository root");
+    static char doc[1 << 16];
+    size_t n = fread(doc, 1, sizeof doc - 1, f);
+    fclose(f);
+    doc[n] = 0;
+    for (size_t i = 0; i < NKEYS; i++) {
+        if (!format_matches(KEYS[i].fmt, KEYS[i].doc))
+            fail_msg("%s: format \"%s\" does not match its pattern \"%s\"", KEYS[i].name, KEYS[i].fmt, KEYS[i].doc);
+        char quoted[128];
+        snprintf(quoted, sizeof quoted, "`%s`", KEYS[i].doc);
+        if (!strstr(doc, quoted)) fail_msg("docs/REDIS.md does not describe %s (%s)", quoted, KEYS[i].name);
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(KEYS[k].fmt, KEYS[i].fmt) == 0) fail_msg("%s and %s are the same key", KEYS[k].name, KEYS[i].name);
+    }
+    /* ...and every key the document names in backquotes is one of them. */
+    int seen = 0;
+    for (const char *p = strstr(doc, "`pacer:"); p; p = strstr(p + 1, "`pacer:")) {
+        const char *end = strchr(p + 1, '`');
+        assert_non_null(end);
+        size_t len = (size_t)(end - p - 1);
+        int known = 0;
+        for (size_t i = 0; i < NKEYS; i++) known |= strlen(KEYS[i].doc) == len && strncmp(KEYS[i].doc, p + 1, len) == 0;
+        if (!known) fail_msg("docs/REDIS.md names %.*s, which common/redis_keys.h does not", (int)len, p + 1);
+        seen++;
+        p = end;
+    }
+    assert_true(seen >= (int)NKEYS);
+    /* The check can fail: a wrong format or an undocumented pattern is caught. */
+    assert_false(format_matches("pacer:job:%d:node:%d", "pacer:job:{id}:node:{rank}"));
+    assert_false(format_matches("pacer:job:%s:node", "pacer:job:{id}:node:{rank}"));
+    assert_false(format_matches("pacer:jobs", "pacer:job"));
+    assert_null(strstr(doc, "`pacer:job:{id}:nodes:{rank}`"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -220,6 +286,7 @@ int main(void)
         cmocka_unit_test(test_metrics_json),
         cmocka_unit_test(test_metrics_reporter_file),
         cmocka_unit_test(test_clock),
+        cmocka_unit_test(test_redis_keys_documented),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,46 @@
+/* common/redis_keys.h - the name of every Redis key pacer uses, in one place. The worker's
+ * sink (worker/redis_report.c) writes some, the coordinator (jobstore.c, dynbatch.c, the
+ * tick, the API) the rest; docs/REDIS.md says who writes and reads each and what it
+ * holds. A name with arguments is a printf format taking them in the order of its
+ * documented pattern: {id} a job id (%s), {rank} an MPI rank (%d), {host}, {device} and
+ * {model} strings.
+ *
+ * REDIS_KEYS lists every key with the pattern docs/REDIS.md writes for it; a unit test
+ * (test_common) checks that each format matches its pattern and that docs/REDIS.md names
+ * exactly these keys.
+ */
+#ifndef PACER_REDIS_KEYS_H
+#define PACER_REDIS_KEYS_H
+
+#define KEY_SEQ "pacer:seq"
+#define KEY_JOBS "pacer:jobs"
+#define KEY_QUEUE "pacer:queue"
+#define KEY_ACTIVE "pacer:active"
+#define KEY_EVENTS "pacer:events"
+#define KEY_JOB "pacer:job:%s"
+#define KEY_JOB_METRICS "pacer:job:%s:metrics"
+#define KEY_JOB_NODE "pacer:job:%s:node:%d"
+#define KEY_JOB_STALENESS "pacer:job:%s:staleness:%d"
+#define KEY_JOB_ASSIGNMENT "pacer:job:%s:assignment"
+#define KEY_PROFILE "pacer:profile:%s:%s:%s"
+#define KEY_PROFILES "pacer:profiles"
+#define KEY_COORD "pacer:coordinator"
+#define KEY_LOCK "pacer:coordinator:lock"
+
+#define REDIS_KEYS(X)                                                  \
+    X(KEY_SEQ, "pacer:seq")                                            \
+    X(KEY_JOBS, "pacer:jobs")                                          \
+    X(KEY_QUEUE, "pacer:queue")                                        \
+    X(KEY_ACTIVE, "pacer:active")                                      \
+    X(KEY_EVENTS, "pacer:events")                                      \
+    X(KEY_JOB, "pacer:job:{id}")                                       \
+    X(KEY_JOB_METRICS, "pacer:job:{id}:metrics")                       \
+    X(KEY_JOB_NODE, "pacer:job:{id}:node:{rank}")                      \
+    X(KEY_JOB_STALENESS, "pacer:job:{id}:staleness:{rank}")            \
+    X(KEY_JOB_ASSIGNMENT, "pacer:job:{id}:assignment")                 \
+    X(KEY_PROFILE, "pacer:profile:{host}:{device}:{model}")            \
+    X(KEY_PROFILES, "pacer:profiles")                                  \
+    X(KEY_COORD, "pacer:coordinator")                                  \
+    X(KEY_LOCK, "pacer:coordinator:lock")
+
+#endif

@@ -44,7 +44,7 @@ BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
 BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null)
 MPI_CFLAGS  := $(shell mpicc --showme:compile 2>/dev/null)
 MPI_LIBS    := $(shell mpicc --showme:link 2>/dev/null)
-DEP_LIBS    := -ljansson -lz -lhiredis -lpthread -lm
+DEP_LIBS    := -ljansson -lz -lhiredis -lpthread -lm -ldl
 
 # ---- rooms ---------------------------------------------------------------------------
 # Each room compiles with only the rooms it may use on its include path, so an include
@@ -67,7 +67,7 @@ INC_bench       = $(INC_worker)
 INC_bench_coord = -Icoordinator -Iworker -Icommon   # bench/coord_tick.c: the tick and worker sinks
 # Outside libraries, by room.
 EXT_kernels     = $(BLAS_CFLAGS)
-EXT_worker      = $(MPI_CFLAGS)
+EXT_worker      = $(MPI_CFLAGS) $(BLAS_CFLAGS)
 
 $(BUILD)/obj/common/%.o:      INCLUDES = $(INC_common)
 $(BUILD)/obj/kernels/cpu/%.o: INCLUDES = $(INC_kernels) $(EXT_kernels)
@@ -87,10 +87,17 @@ CPPFLAGS += -D_GNU_SOURCE $(INCLUDES)
 CFLAGS   += $(CSTD) $(OPT) -g $(WARN) $(SANFLAGS) -MMD -MP
 LDFLAGS  += $(SANFLAGS)
 
+# The CUDA backend is a shared object, $(BUILD)/libpacer_cuda.so: kernels/cuda and
+# model/model_cuda.cu, linked with cudart, cuDNN and cuBLAS. pacer-worker does not link it:
+# model/backend_cuda.c loads it with dlopen when a rank asks for a GPU (backend_cuda_abi.h),
+# so a CPU run maps no CUDA library and the binary runs where CUDA is absent. -Bsymbolic:
+# the library's calls to its own functions never go to a program's function of the same
+# name. The parity tests and gpu_bench link it (and define PACER_WITH_CUDA to compile
+# their device code); nothing else depends on WITH_CUDA.
 ifeq ($(WITH_CUDA),yes)
-CPPFLAGS += -DPACER_WITH_CUDA
-CUDA_LIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudnn -lcublas -lcudart -lstdc++
+CUDA_LIBS = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudnn -lcublas -lcudart -lstdc++ -lm
 NVFLAGS  ?= -O3 -std=c++17 -arch=sm_90 -Xcompiler -fPIC -I$(CUDA_HOME)/include -DPACER_WITH_CUDA
+CUDA_SO   = $(BUILD)/libpacer_cuda.so
 endif
 
 # ---- sources ------------------------------------------------------------------------
@@ -114,13 +121,13 @@ LIBCOORD   := $(BUILD)/libpacer_coord.a
 LIBHTTP    := $(BUILD)/libpacer_http.a
 CUDA_OBJ   := $(if $(filter yes,$(WITH_CUDA)),$(patsubst %.cu,$(BUILD)/obj/%.cu.o,$(CUDA_SRC)))
 
-WORKER_LIBS = $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON) $(CUDA_OBJ) $(BLAS_LIBS) $(MPI_LIBS) $(CUDA_LIBS) $(DEP_LIBS)
+WORKER_LIBS = $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON) $(BLAS_LIBS) $(MPI_LIBS) $(DEP_LIBS)
 COORD_LIBS  = $(LIBHTTP) $(LIBCOORD) $(LIBCOMMON) -lmicrohttpd $(DEP_LIBS)
 
 UNIT_BIN  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 TOOL_BIN  := $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(TOOL_SRC))
-BINS      := $(BUILD)/pacer-worker $(if $(wildcard daemon/main.c),$(BUILD)/pacer-coordinator)
+BINS      := $(BUILD)/pacer-worker $(CUDA_SO) $(if $(wildcard daemon/main.c),$(BUILD)/pacer-coordinator)
 
 .PHONY: all found deps test check-asan check-layers demo bench clean format format-check fuzz FORCE
 all: found $(BINS) $(UNIT_BIN) $(BENCH_BIN) $(TOOL_BIN)
@@ -156,24 +163,35 @@ $(BUILD)/%.a:
 	ar rcs $@ $(filter %.o,$^)
 FORCE:
 
-$(BUILD)/pacer-worker: $(call obj,worker/main.c) $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON) $(CUDA_OBJ)
+# The backend is built with the worker (order-only: the worker does not link it).
+$(BUILD)/pacer-worker: $(call obj,worker/main.c) $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON) | $(CUDA_SO)
 	$(CC) $(LDFLAGS) $< -o $@ $(WORKER_LIBS)
+
+$(BUILD)/libpacer_cuda.so: $(CUDA_OBJ)
+	$(CC) -shared -Wl,-soname,libpacer_cuda.so -Wl,-Bsymbolic -Wl,-z,defs $^ -o $@ $(CUDA_LIBS)
+
+ifeq ($(WITH_CUDA),yes)
+CUDA_USERS := $(BUILD)/tests/test_cuda_parity $(BUILD)/bench/gpu_bench
+$(CUDA_USERS): $(CUDA_SO)
+$(CUDA_USERS): LINK_CUDA = -L$(BUILD) -Wl,--no-as-needed -lpacer_cuda -Wl,--as-needed -Wl,-rpath,'$$ORIGIN/..'
+$(BUILD)/obj/tests/unit/test_cuda_parity.o $(BUILD)/obj/bench/gpu_bench.o: CPPFLAGS += -DPACER_WITH_CUDA
+endif
 
 $(BUILD)/pacer-coordinator: $(call obj,daemon/main.c) $(LIBHTTP) $(LIBCOORD) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) $< -o $@ $(COORD_LIBS)
 
 # Unit tests link everything; a test that needs the coordinator pulls it from its archive.
-$(BUILD)/tests/%: $(call obj,tests/unit/%.c) $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON) $(LIBHTTP) $(LIBCOORD) $(CUDA_OBJ)
+$(BUILD)/tests/%: $(call obj,tests/unit/%.c) $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON) $(LIBHTTP) $(LIBCOORD)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $< -o $@ $(LIBHTTP) $(LIBCOORD) -lmicrohttpd $(WORKER_LIBS) -lcmocka
+	$(CC) $(LDFLAGS) $< -o $@ $(LIBHTTP) $(LIBCOORD) -lmicrohttpd $(WORKER_LIBS) $(LINK_CUDA) -lcmocka
 
-$(BUILD)/tools/%: $(call obj,tests/tools/%.c) $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON) $(CUDA_OBJ)
+$(BUILD)/tools/%: $(call obj,tests/tools/%.c) $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $< -o $@ $(WORKER_LIBS)
 
-$(BUILD)/bench/%: $(call obj,bench/%.c) $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON) $(CUDA_OBJ)
+$(BUILD)/bench/%: $(call obj,bench/%.c) $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $< -o $@ $(WORKER_LIBS)
+	$(CC) $(LDFLAGS) $< -o $@ $(WORKER_LIBS) $(LINK_CUDA)
 
 # ---- layering: a wrong-way include must not compile ---------------------------------
 # ROOM:HEADER:HOME - HEADER (of room HOME) must compile with HOME's include path and must

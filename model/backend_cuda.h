@@ -19,32 +19,36 @@
  * cross-entropy loss is never negative). The message is cuda_model_error(cm). Nothing here
  * exits or prints.
  *
- * Without PACER_WITH_CUDA (no nvcc or cuDNN at build time) every function is an inline stub:
- * cuda_device_count() is 0 and cuda_model_create fails with a message, so callers need no
- * #ifdef of their own.
+ * Loading: the implementation is the shared object libpacer_cuda.so (built when nvcc and
+ * cuDNN are found), which alone links cudart, cuDNN and cuBLAS. This file's functions are
+ * implemented by model/backend_cuda.c, which loads it with dlopen: cuda_backend_load()
+ * says why it cannot. Before it is loaded cuda_device_count() is 0, cuda_pick_device()
+ * -1 and cuda_model_create fails with the reason; those four device functions and
+ * cuda_model_create load it on first use, and cuda_model_free(NULL) never does. A
+ * pacer-worker that trains on the CPU never loads it, so it runs where CUDA is absent.
  */
 #ifndef PACER_BACKEND_CUDA_H
 #define PACER_BACKEND_CUDA_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-#include "model.h" /* C declarations: inside extern "C" when a .cu file includes this */
-#ifdef __cplusplus
-}
-#endif
+#include "model.h"
 
 typedef struct cuda_model cuda_model_t;
 
-#ifdef PACER_WITH_CUDA
-
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Loads the backend unless it is loaded: a copy the process already links (the parity
+ * tests, gpu_bench), else the file cuda_backend_path() names. Returns 0, or -1 with err
+ * naming the file and what the loader said (dlerror), or why the library was refused
+ * (not a pacer backend, or built from another version of pacer). Thread-safe. */
+int cuda_backend_load(char *err, size_t errlen);
+/* $PACER_CUDA_LIB when set, else libpacer_cuda.so in the directory of this executable
+ * (symbolic links resolved). Returns buf. */
+const char *cuda_backend_path(char *buf, size_t len);
 
 /* Visible devices; 0 when there is no driver or GPU (never prints, never fails). */
 int cuda_device_count(void);
@@ -123,56 +127,5 @@ float *cuda_model_device_grads(cuda_model_t *cm);
 #ifdef __cplusplus
 }
 #endif
-
-#else /* !PACER_WITH_CUDA: stubs, so callers compile unchanged */
-
-static inline int cuda_device_count(void) { return 0; }
-static inline int cuda_pick_device(void) { return -1; }
-static inline int cuda_device_name(int device, char *name, size_t len)
-{
-    if (len) name[0] = '\0';
-    return -1;
-}
-static inline int cuda_memory_info(size_t *free_bytes, size_t *total_bytes) { return -1; }
-static inline cuda_model_t *cuda_model_create(const model_t *m, int device, char *err, size_t errlen)
-{
-    snprintf(err, errlen, "cuda: this build has no CUDA backend (nvcc or cuDNN missing at build time)");
-    return NULL;
-}
-static inline void cuda_model_free(cuda_model_t *cm) {}
-static inline const char *cuda_model_error(const cuda_model_t *cm) { return "built without CUDA"; }
-static inline int cuda_model_upload(cuda_model_t *cm, const model_t *m) { return -1; }
-static inline int cuda_model_upload_params(cuda_model_t *cm, const float *params) { return -1; }
-static inline int cuda_model_download_params(cuda_model_t *cm, model_t *m) { return -1; }
-static inline int cuda_model_download_buffers(cuda_model_t *cm, float *host_buffers) { return -1; }
-static inline float *cuda_model_grads_host(cuda_model_t *cm) { return NULL; }
-static inline float *cuda_model_input_host(cuda_model_t *cm) { return NULL; }
-static inline int32_t *cuda_model_labels_host(cuda_model_t *cm) { return NULL; }
-static inline int cuda_model_download_grads(cuda_model_t *cm, float *g, int async) { return -1; }
-static inline int cuda_model_upload_grads(cuda_model_t *cm, const float *g) { return -1; }
-static inline int cuda_model_sync(cuda_model_t *cm) { return -1; }
-static inline float cuda_model_forward(cuda_model_t *cm, const float *x, const int32_t *y, int B, int train)
-{
-    return -1.0f;
-}
-static inline int cuda_model_backward(cuda_model_t *cm, int B, float loss_scale) { return -1; }
-static inline int cuda_model_train_step(cuda_model_t *cm, const float *x, const int32_t *y, int B,
-                                        float loss_scale, float *g, float *loss)
-{
-    return -1;
-}
-static inline int cuda_model_sgd(cuda_model_t *cm, float lr, float momentum, int nesterov,
-                                 float weight_decay, float grad_scale, float clip_norm)
-{
-    return -1;
-}
-static inline const float *cuda_model_logits_host(cuda_model_t *cm, int B) { return NULL; }
-static inline int cuda_model_upload_forward_state(cuda_model_t *cm, const model_t *m, int B) { return -1; }
-static inline void cuda_model_set_progress(cuda_model_t *cm, void (*fn)(void *ctx), void *ctx) {}
-static inline size_t cuda_model_device_bytes(const cuda_model_t *cm) { return 0; }
-static inline float *cuda_model_device_params(cuda_model_t *cm) { return NULL; }
-static inline float *cuda_model_device_grads(cuda_model_t *cm) { return NULL; }
-
-#endif /* PACER_WITH_CUDA */
 
 #endif

@@ -1,4 +1,6 @@
-/* model/model_cuda.cu - the device model of model/backend_cuda.h.
+/* model/model_cuda.cu - the device model behind model/backend_cuda.h. It is part of the
+ * shared object libpacer_cuda.so and reached only through the table its one exported
+ * function returns (backend_cuda_abi.h), so every function here is static.
  *
  * A cuda_model_t keeps a copy of the host model's layer list (model_t with its pointers
  * cleared) and walks it exactly as model/model.c does: forward in order, backward in
@@ -17,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend_cuda.h"
+#include "backend_cuda_abi.h"
 #include "cuda_common.h"
 
 struct cuda_model {
@@ -51,6 +53,8 @@ struct cuda_model {
     void *progress_ctx;
 };
 
+static void cuda_model_free(cuda_model_t *cm);
+
 /* A call the model cannot serve (bad batch size, wrong order): recorded like a CUDA error. */
 #define FAIL(cm, what, hint) pacer_cuda_fail((cm)->ctx, __FILE__, __LINE__, (what), "invalid call", (hint))
 
@@ -71,7 +75,7 @@ static int host_alloc(cuda_model_t *cm, void **p, size_t bytes)
     return 0;
 }
 
-extern "C" int cuda_pick_device(void)
+static int cuda_pick_device(void)
 {
     int n = cuda_device_count();
     if (n <= 0) return -1;
@@ -140,7 +144,7 @@ static int model_setup(cuda_model_t *cm, const model_t *m)
     return 0;
 }
 
-extern "C" cuda_model_t *cuda_model_create(const model_t *m, int device, char *err, size_t errlen)
+static cuda_model_t *cuda_model_create(const model_t *m, int device, char *err, size_t errlen)
 {
     cuda_model_t *cm = (cuda_model_t *)calloc(1, sizeof *cm);
     if (!cm) {
@@ -173,7 +177,7 @@ extern "C" cuda_model_t *cuda_model_create(const model_t *m, int device, char *e
     return cm;
 }
 
-extern "C" void cuda_model_free(cuda_model_t *cm)
+static void cuda_model_free(cuda_model_t *cm)
 {
     if (!cm) return;
     if (cm->ctx) cudaStreamSynchronize(cm->ctx->stream);
@@ -188,7 +192,7 @@ extern "C" void cuda_model_free(cuda_model_t *cm)
     free(cm);
 }
 
-extern "C" const char *cuda_model_error(const cuda_model_t *cm)
+static const char *cuda_model_error(const cuda_model_t *cm)
 {
     return cm ? cuda_ctx_error(cm->ctx) : "no CUDA model";
 }
@@ -201,7 +205,7 @@ static int same_layout(cuda_model_t *cm, const model_t *m)
     return 0;
 }
 
-extern "C" int cuda_model_upload(cuda_model_t *cm, const model_t *m)
+static int cuda_model_upload(cuda_model_t *cm, const model_t *m)
 {
     if (same_layout(cm, m) != 0) return -1;
     cudaStream_t s = cm->ctx->stream;
@@ -215,7 +219,7 @@ extern "C" int cuda_model_upload(cuda_model_t *cm, const model_t *m)
     return 0;
 }
 
-extern "C" int cuda_model_upload_params(cuda_model_t *cm, const float *params)
+static int cuda_model_upload_params(cuda_model_t *cm, const float *params)
 {
     cudaStream_t s = cm->ctx->stream;
     CUDA_CHECK(cm->ctx, cudaMemcpyAsync(cm->params, params, cm->meta.nparams * sizeof(float), cudaMemcpyHostToDevice, s),
@@ -224,7 +228,7 @@ extern "C" int cuda_model_upload_params(cuda_model_t *cm, const float *params)
     return 0;
 }
 
-extern "C" int cuda_model_download_params(cuda_model_t *cm, model_t *m)
+static int cuda_model_download_params(cuda_model_t *cm, model_t *m)
 {
     if (same_layout(cm, m) != 0) return -1;
     cudaStream_t s = cm->ctx->stream;
@@ -239,7 +243,7 @@ extern "C" int cuda_model_download_params(cuda_model_t *cm, model_t *m)
     return 0;
 }
 
-extern "C" int cuda_model_download_buffers(cuda_model_t *cm, float *host_buffers)
+static int cuda_model_download_buffers(cuda_model_t *cm, float *host_buffers)
 {
     if (!cm->meta.nbuffers) return 0;
     cudaStream_t s = cm->ctx->stream;
@@ -250,14 +254,14 @@ extern "C" int cuda_model_download_buffers(cuda_model_t *cm, float *host_buffers
     return 0;
 }
 
-extern "C" float *cuda_model_grads_host(cuda_model_t *cm) { return cm->h_grads; }
-extern "C" float *cuda_model_input_host(cuda_model_t *cm) { return cm->h_x; }
-extern "C" int32_t *cuda_model_labels_host(cuda_model_t *cm) { return cm->h_y; }
-extern "C" float *cuda_model_device_params(cuda_model_t *cm) { return cm->params; }
-extern "C" float *cuda_model_device_grads(cuda_model_t *cm) { return cm->grads; }
-extern "C" size_t cuda_model_device_bytes(const cuda_model_t *cm) { return cm->device_bytes; }
+static float *cuda_model_grads_host(cuda_model_t *cm) { return cm->h_grads; }
+static float *cuda_model_input_host(cuda_model_t *cm) { return cm->h_x; }
+static int32_t *cuda_model_labels_host(cuda_model_t *cm) { return cm->h_y; }
+static float *cuda_model_device_params(cuda_model_t *cm) { return cm->params; }
+static float *cuda_model_device_grads(cuda_model_t *cm) { return cm->grads; }
+static size_t cuda_model_device_bytes(const cuda_model_t *cm) { return cm->device_bytes; }
 
-extern "C" void cuda_model_set_progress(cuda_model_t *cm, void (*fn)(void *ctx), void *ctx)
+static void cuda_model_set_progress(cuda_model_t *cm, void (*fn)(void *ctx), void *ctx)
 {
     cm->progress = fn;
     cm->progress_ctx = ctx;
@@ -271,14 +275,14 @@ static int enqueue_grads_download(cuda_model_t *cm, float *dst)
     return 0;
 }
 
-extern "C" int cuda_model_download_grads(cuda_model_t *cm, float *host_grads, int async)
+static int cuda_model_download_grads(cuda_model_t *cm, float *host_grads, int async)
 {
     if (enqueue_grads_download(cm, host_grads) != 0) return -1;
     if (!async) CUDA_CHECK(cm->ctx, cudaStreamSynchronize(cm->ctx->stream), "download grads (or an earlier kernel failed)");
     return 0;
 }
 
-extern "C" int cuda_model_upload_grads(cuda_model_t *cm, const float *host_grads)
+static int cuda_model_upload_grads(cuda_model_t *cm, const float *host_grads)
 {
     cudaStream_t s = cm->ctx->stream;
     CUDA_CHECK(cm->ctx, cudaMemcpyAsync(cm->grads, host_grads, cm->meta.nparams * sizeof(float), cudaMemcpyHostToDevice, s),
@@ -287,7 +291,7 @@ extern "C" int cuda_model_upload_grads(cuda_model_t *cm, const float *host_grads
     return 0;
 }
 
-extern "C" int cuda_model_sync(cuda_model_t *cm) { return cuda_ctx_sync(cm->ctx); }
+static int cuda_model_sync(cuda_model_t *cm) { return cuda_ctx_sync(cm->ctx); }
 
 /* ---- forward / backward ----------------------------------------------------------------- */
 
@@ -424,20 +428,20 @@ static int enqueue_backward(cuda_model_t *cm, int B, float loss_scale)
     return 0;
 }
 
-extern "C" float cuda_model_forward(cuda_model_t *cm, const float *host_x, const int32_t *host_y, int B, int train)
+static float cuda_model_forward(cuda_model_t *cm, const float *host_x, const int32_t *host_y, int B, int train)
 {
     if (enqueue_forward(cm, host_x, host_y, B, train) != 0) return -1.0f;
     if (cuda_ctx_sync(cm->ctx) != 0) return -1.0f;
     return *cm->h_loss;
 }
 
-extern "C" int cuda_model_backward(cuda_model_t *cm, int B, float loss_scale)
+static int cuda_model_backward(cuda_model_t *cm, int B, float loss_scale)
 {
     return enqueue_backward(cm, B, loss_scale);
 }
 
-extern "C" int cuda_model_train_step(cuda_model_t *cm, const float *host_x, const int32_t *host_y, int B,
-                                     float loss_scale, float *host_grads, float *loss)
+static int cuda_model_train_step(cuda_model_t *cm, const float *host_x, const int32_t *host_y, int B,
+                                 float loss_scale, float *host_grads, float *loss)
 {
     if (!host_y) return FAIL(cm, "cuda_model_train_step", "labels are required");
     if (enqueue_forward(cm, host_x, host_y, B, 1) != 0 || enqueue_backward(cm, B, loss_scale) != 0 ||
@@ -447,8 +451,8 @@ extern "C" int cuda_model_train_step(cuda_model_t *cm, const float *host_x, cons
     return 0;
 }
 
-extern "C" int cuda_model_sgd(cuda_model_t *cm, float lr, float momentum, int nesterov, float weight_decay,
-                              float grad_scale, float clip_norm)
+static int cuda_model_sgd(cuda_model_t *cm, float lr, float momentum, int nesterov, float weight_decay,
+                          float grad_scale, float clip_norm)
 {
     const size_t n = cm->meta.nparams;
     const float *scale_dev = NULL;
@@ -460,7 +464,7 @@ extern "C" int cuda_model_sgd(cuda_model_t *cm, float lr, float momentum, int ne
                            grad_scale, scale_dev);
 }
 
-extern "C" const float *cuda_model_logits_host(cuda_model_t *cm, int B)
+static const float *cuda_model_logits_host(cuda_model_t *cm, int B)
 {
     if (B < 1 || B > cm->meta.max_batch) {
         FAIL(cm, "cuda_model_logits_host", "batch must be in [1, max_batch]");
@@ -476,7 +480,7 @@ extern "C" const float *cuda_model_logits_host(cuda_model_t *cm, int B)
     return cm->h_logits;
 }
 
-extern "C" int cuda_model_upload_forward_state(cuda_model_t *cm, const model_t *m, int B)
+static int cuda_model_upload_forward_state(cuda_model_t *cm, const model_t *m, int B)
 {
     if (same_layout(cm, m) != 0) return -1;
     if (cm->fwd_B != B)
@@ -498,4 +502,42 @@ extern "C" int cuda_model_upload_forward_state(cuda_model_t *cm, const model_t *
                "upload probabilities");
     CUDA_CHECK(cm->ctx, cudaStreamSynchronize(s), "upload forward state");
     return 0;
+}
+
+/* ---- the library's entry point (backend_cuda_abi.h) -------------------------------------- */
+
+extern "C" const pacer_cuda_backend_t *pacer_cuda_backend(void)
+{
+    static const pacer_cuda_backend_t table = {
+        PACER_CUDA_ABI,
+        sizeof(model_t),
+        cuda_device_count,
+        cuda_pick_device,
+        cuda_device_name,
+        cuda_memory_info,
+        cuda_model_create,
+        cuda_model_free,
+        cuda_model_error,
+        cuda_model_upload,
+        cuda_model_upload_params,
+        cuda_model_download_params,
+        cuda_model_download_buffers,
+        cuda_model_grads_host,
+        cuda_model_input_host,
+        cuda_model_labels_host,
+        cuda_model_download_grads,
+        cuda_model_upload_grads,
+        cuda_model_sync,
+        cuda_model_forward,
+        cuda_model_backward,
+        cuda_model_train_step,
+        cuda_model_sgd,
+        cuda_model_logits_host,
+        cuda_model_upload_forward_state,
+        cuda_model_set_progress,
+        cuda_model_device_bytes,
+        cuda_model_device_params,
+        cuda_model_device_grads,
+    };
+    return &table;
 }

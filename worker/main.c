@@ -11,6 +11,7 @@
 
 #include <cblas.h>
 
+#include "backend_cuda.h"
 #include "comm.h"
 #include "redis_report.h"
 #include "spec.h"
@@ -66,18 +67,19 @@ static void usage(FILE *f)
         "  --version              print the version and the compiled-in backends\n"
         "  --help                 this text\n"
         "\n"
+        "Environment: PACER_CUDA_LIB  the CUDA backend that device cuda or auto loads\n"
+        "                             (default: libpacer_cuda.so next to this program)\n"
+        "\n"
         "Exit status: 0 done, 1 training failed, 2 bad input (spec, data, checkpoint).\n");
 }
 
+/* The CUDA backend is listed when its library is there (not loaded: --version stays
+ * cheap and maps no CUDA library). */
 static void version(void)
 {
-    printf("pacer-worker %s\nbackends: cpu%s\n", PACER_VERSION,
-#ifdef PACER_WITH_CUDA
-           " cuda"
-#else
-           ""
-#endif
-    );
+    char path[4200];
+    cuda_backend_path(path, sizeof path);
+    printf("pacer-worker %s\nbackends: cpu%s\n", PACER_VERSION, access(path, R_OK) == 0 ? " cuda" : "");
 }
 
 static int run(const char *spec_path, const char *summary_path, const char *metrics_path,

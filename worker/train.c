@@ -204,14 +204,24 @@ void worker_evaluate(worker_t *w, float *loss, float *accuracy)
 /* device "cpu": the reference path. "cuda": GPU local_rank % device_count, an error when
  * none is visible. "auto": the GPU when one is visible, else the CPU with a log line.
  * Ranks choose independently, so one job may mix GPU and CPU ranks (the node profiles
- * show each rank's device, and dynamic batching balances them). */
+ * show each rank's device, and dynamic batching balances them). Only "cuda" and "auto"
+ * load the CUDA backend (model/backend_cuda.h): a CPU rank never maps the CUDA libraries.
+ * A backend that cannot be loaded is an error for "cuda" and a logged fallback for "auto". */
 static int select_device(worker_t *w, char *err, size_t errlen)
 {
     const char *dev = w->spec->device;
     if (strcmp(dev, "cpu") == 0 || w->role == ROLE_PS) return 0;
+    char why[768];
+    if (cuda_backend_load(why, sizeof why) != 0) {
+        if (strcmp(dev, "cuda") == 0) {
+            snprintf(err, errlen, "device: cuda: %s", why);
+            return -1;
+        }
+        if (w->rank <= 1) fprintf(stderr, "device auto: %s; training on the CPU\n", why);
+        return 0;
+    }
     int d = cuda_pick_device();
     if (d >= 0) {
-        char why[512];
         w->gpu = cuda_model_create(w->model, d, why, sizeof why);
         if (w->gpu && cuda_model_upload(w->gpu, w->model) == 0) {
             snprintf(w->record.device, sizeof w->record.device, "cuda");
@@ -229,13 +239,7 @@ static int select_device(worker_t *w, char *err, size_t errlen)
         return 0;
     }
     if (strcmp(dev, "cuda") == 0) {
-        snprintf(err, errlen, "device: cuda: no CUDA device is visible%s",
-#ifdef PACER_WITH_CUDA
-                 ""
-#else
-                 " (this pacer-worker was built without the CUDA backend)"
-#endif
-        );
+        snprintf(err, errlen, "device: cuda: no CUDA device is visible");
         return -1;
     }
     if (w->rank <= 1) fprintf(stderr, "device auto: no CUDA device visible; training on the CPU\n");

@@ -7,7 +7,7 @@
  *       [--tick 0.2] [--shift 5]
  *
  * What runs:
- *   - the reporters: a child process with one real worker sink (common/redis_report.c)
+ *   - the reporters: a child process with one real worker sink (worker/redis_report.c)
  *     per rank, each fed one step record every 100 ms as the worker's metrics reporter
  *     does (METRICS period 0.1 s), so Redis sees exactly the workers' traffic: per rank
  *     and round trip an XADD, the node and staleness HSETs with the heartbeat, and the
@@ -96,7 +96,10 @@ static int bench_redisGetReply(redisContext *c, void **reply)
 #include "../coordinator/embedded.c"
 #include "../coordinator/jobstore.c"
 #include "../coordinator/launch.c"
+#include "../coordinator/lock.c"
+#include "../coordinator/run.c"
 #include "../coordinator/supervise.c"
+#include "../coordinator/tickconn.c"
 
 #undef redisCommand
 #undef redisCommandArgv

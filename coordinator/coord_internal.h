@@ -1,6 +1,6 @@
-/* coordinator/coord_internal.h - the coordinator object, shared by coordinator.c (the
- * daemon: start, stop, the supervision tick) and api.c (the coord_* calls). Not for the
- * HTTP layer: it uses coordinator.h only. */
+/* coordinator/coord_internal.h - the coordinator object, shared by the daemon's files
+ * (coordinator.c: start, stop and the tick; run.c: a job's run; lock.c; tickconn.c) and
+ * the API's (api.c: the coord_* calls). Not for the HTTP layer: it uses coordinator.h only. */
 #ifndef PACER_COORD_INTERNAL_H
 #define PACER_COORD_INTERNAL_H
 
@@ -12,6 +12,7 @@
 #include "embedded.h"
 #include "jobstore.h"
 #include "redis_url.h"
+#include "run.h"
 #include "spec.h"
 
 #define COORD_MAX_HOSTS 256
@@ -20,44 +21,6 @@ typedef struct {
     char name[256];
     int slots;
 } coord_host_t;
-
-typedef enum {
-    PH_ACTIVE,      /* the job runs (spawned or adopted) */
-    PH_KILLING,     /* SIGTERM sent; SIGKILL at kill_deadline */
-    PH_BACKOFF,     /* RESTARTING: waiting for next_launch */
-    PH_DONE,        /* final state decided; removed once Redis has it */
-} run_phase_t;
-
-typedef enum { KILL_NONE, KILL_CANCEL, KILL_STALE } kill_reason_t;
-
-/* One job the daemon runs (tick thread only). */
-typedef struct {
-    char id[JOB_ID_MAX];
-    job_spec_t *spec;         /* as submitted (normalised) */
-    int world;
-    run_phase_t phase;
-    pid_t pid;                /* the wrapper: leader of the job's session */
-    unsigned long long pstart;
-    int is_child;             /* spawned by this process (waitpid) or adopted (polled) */
-    double launched_at;       /* heartbeat grace starts here */
-    int restarts, attempts;
-    double next_launch;
-    kill_reason_t kill_reason;
-    int stale_rank;
-    double stale_s;
-    double kill_deadline;
-    int sigkilled;
-    job_state_t state;        /* the state Redis should show */
-    job_state_t saved_state;  /* the state Redis was last told (events on change) */
-    char reason[768];
-    int exit_code;            /* -1 = unknown */
-    double started, finished;
-    int dirty;                /* Redis does not show this run's latest fields yet */
-    int cancel_requested;
-    double last_plan, last_log_check;
-    int first_launch;         /* no launch yet: the initial batch plan is due */
-    int redis_reported;       /* the worker's Redis sink was seen (a node hash exists) */
-} coord_run_t;
 
 struct coordinator {
     int daemon;

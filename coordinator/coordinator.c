@@ -1,49 +1,27 @@
-/* coordinator/coordinator.c - the daemon: start and stop, and the supervision tick.
- *
- * The life of a job here:
- *   submit (api.c) -> pacer:queue -> schedule(): claimed (QUEUED -> RUNNING, one Lua
- *   script) when its world fits the free slots -> launch(): spec rewritten into
- *   STATE_DIR/jobs/{id}/spec.json, `sh -c '... mpirun ... pacer-worker ...; echo $? >
- *   exit_code'` in a new session -> step(): every tick, exit status (waitpid, or the
- *   exit_code file for a job adopted after a coordinator restart), cancel requests,
- *   heartbeats, batch plans, log size -> on exit, supervise_decide() says SUCCEEDED,
- *   FAILED, CANCELLED or RESTARTING (relaunched with --resume after a backoff).
- *
- * The tick runs on one thread with its own Redis context. Processes are supervised
- * whether or not Redis is reachable; what Redis should show is kept in the run and
- * written when it can be (run->dirty), and a Redis read that fails counts as "unknown",
- * never as a stale heartbeat.
+/* coordinator/coordinator.c - the daemon's start and stop, and the tick that drives it:
+ * every tick_s on its own thread, the lock (lock.c), adoption, one step of every run and
+ * the schedule (run.c), and once a second the daemon's own hash (pacer:coordinator). The
+ * tick's Redis connection is tickconn.c. coordinator_open() makes a client instead: the
+ * same object without the daemon parts, for the coord_* calls of api.c.
  */
 #include "coord_internal.h"
 
 #include <errno.h>
 #include <libgen.h>
-#include <math.h>
 #include <signal.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
-#include "fs.h"
 #include "clog.h"
-#include "dynbatch.h"
+#include "fs.h"
 #include "launch.h"
-#include "supervise.h"
+#include "lock.h"
+#include "tickconn.h"
 #include "version.h"
-
-#define RC_BACKOFF_MIN_S 0.25
-#define RC_BACKOFF_MAX_S 2.0
-#define RC_TIMEOUT_S 1.0
-#define LOCK_TTL_MS 15000
-#define SCHEDULE_PER_TICK 16
-#define PLAN_PERIOD_S 1.0
-#define JPATH (PATH_MAX + 128)   /* STATE_DIR/jobs/{id}/{leaf} always fits */
 
 void coord_config_defaults(coord_config_t *cfg)
 {
@@ -58,17 +36,6 @@ void coord_config_defaults(coord_config_t *cfg)
     cfg->kill_grace_s = 5;
     cfg->tick_s = 0.2;
     cfg->default_checkpoint_steps = 50;
-}
-
-/* ---- paths ------------------------------------------------------------------------------ */
-
-/* STATE_DIR/jobs/{id}[/leaf]. Returns 0, or -1 when it did not fit (the state dir is
- * checked at start to leave room, so callers may ignore it). */
-static int job_path(const coordinator_t *c, const char *id, const char *leaf, char *out, size_t len)
-{
-    int n = leaf ? snprintf(out, len, "%s/jobs/%s/%s", c->state_dir, id, leaf)
-                 : snprintf(out, len, "%s/jobs/%s", c->state_dir, id);
-    return n >= 0 && (size_t)n < len ? 0 : -1;
 }
 
 static int absolute(const char *in, char *out, size_t len)
@@ -86,670 +53,7 @@ static int absolute(const char *in, char *out, size_t len)
     return 0;
 }
 
-/* ---- Redis connection of the tick --------------------------------------------------------- */
-
-static void rc_broken(coordinator_t *c, const char *what)
-{
-    if (!c->rc) return;
-    clog_printf("redis: connection lost (%s: %s); processes stay supervised, retrying", what,
-         c->rc->errstr[0] ? c->rc->errstr : "error reply");
-    redisFree(c->rc);
-    c->rc = NULL;
-    c->rc_backoff = RC_BACKOFF_MIN_S;
-    c->rc_next_try = clock_wall_s() + c->rc_backoff;
-    c->rc_down_logged = 1;
-}
-
-/* Maps a JS code from a call on c->rc: a broken connection is dropped. */
-static int rc_check(coordinator_t *c, int js, const char *what)
-{
-    if (js == JS_EREDIS) rc_broken(c, what);
-    return js;
-}
-
-static void ensure_rc(coordinator_t *c, double now)
-{
-    if (c->rc || now < c->rc_next_try) return;
-    char err[256];
-    c->rc = redis_url_connect(&c->url, RC_TIMEOUT_S, err, sizeof err);
-    if (!c->rc) {
-        if (!c->rc_down_logged) clog_printf("redis: cannot connect to %s (%s); retrying", c->redis_url, err);
-        c->rc_down_logged = 1;
-        c->rc_backoff = c->rc_backoff < RC_BACKOFF_MIN_S ? RC_BACKOFF_MIN_S : c->rc_backoff * 2;
-        if (c->rc_backoff > RC_BACKOFF_MAX_S) c->rc_backoff = RC_BACKOFF_MAX_S;
-        c->rc_next_try = now + c->rc_backoff;
-        return;
-    }
-    if (c->rc_down_logged) clog_printf("redis: connected to %s", c->redis_url);
-    c->rc_down_logged = 0;
-    c->rc_backoff = 0;
-    c->redis_up_since = now;
-}
-
-/* ---- the coordinator lock -------------------------------------------------------------------- */
-
-/* KEYS: lock. ARGV: mine, ttl ms, takeover-from ("" = none).
- * Takes or refreshes the lock when it is free, ours, or held by takeover-from. */
-static const char LOCK_LUA[] =
-    "local v = redis.call('GET', KEYS[1])\n"
-    "if v == false or v == ARGV[1] or (ARGV[3] ~= '' and v == ARGV[3]) then\n"
-    "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
-    "  return {1, ARGV[1]}\n"
-    "end\n"
-    "return {0, v}\n";
-
-static const char UNLOCK_LUA[] =
-    "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end\n"
-    "return 0\n";
-
-/* Returns 1 held, 0 held by another live coordinator (holder in who), JS_EREDIS. */
-static int lock_try(coordinator_t *c, redisContext *rc, char *who, size_t wholen)
-{
-    char ttl[16];
-    snprintf(ttl, sizeof ttl, "%d", LOCK_TTL_MS);
-    const char *takeover = "";
-    char holder[320] = "";
-    for (int attempt = 0; attempt < 2; attempt++) {
-        redisReply *r = redisCommand(rc, "EVAL %s 1 %s %s %s %s", LOCK_LUA, KEY_LOCK, c->lock_value, ttl, takeover);
-        if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
-            if (r) freeReplyObject(r);
-            return JS_EREDIS;
-        }
-        int got = reply_int(r->element[0], 0) == 1;
-        snprintf(holder, sizeof holder, "%s", reply_str(r->element[1]) ? reply_str(r->element[1]) : "");
-        freeReplyObject(r);
-        if (got) return 1;
-        /* Held: by a coordinator of this host that is gone (killed -9)? Then take over. */
-        char host[256];
-        int pid = 0;
-        unsigned long long start = 0;
-        if (sscanf(holder, "%255s %d %llu", host, &pid, &start) == 3 && strcmp(host, c->hostname) == 0 &&
-            !proc_alive(pid, start) && attempt == 0) {
-            takeover = holder;
-            continue;
-        }
-        break;
-    }
-    snprintf(who, wholen, "%s", holder);
-    return 0;
-}
-
-/* ---- runs ------------------------------------------------------------------------------------- */
-
-static void run_free(coord_run_t *r)
-{
-    if (!r) return;
-    free(r->spec);
-    free(r);
-}
-
-static coord_run_t *run_new(coordinator_t *c, const char *id)
-{
-    if (c->nruns == c->capruns) {
-        int cap = c->capruns ? 2 * c->capruns : 16;
-        coord_run_t **n = realloc(c->runs, sizeof *n * (size_t)cap);
-        if (!n) return NULL;
-        c->runs = n;
-        c->capruns = cap;
-    }
-    coord_run_t *r = calloc(1, sizeof *r);
-    if (!r) return NULL;
-    r->spec = malloc(sizeof *r->spec);
-    if (!r->spec) {
-        free(r);
-        return NULL;
-    }
-    snprintf(r->id, sizeof r->id, "%s", id);
-    r->exit_code = -1;
-    r->saved_state = r->state = JOB_RUNNING;
-    c->runs[c->nruns++] = r;
-    return r;
-}
-
-static int slots_used(const coordinator_t *c)
-{
-    int used = 0;
-    for (int i = 0; i < c->nruns; i++)
-        if (c->runs[i]->phase != PH_DONE) used += c->runs[i]->world;
-    return used;
-}
-
-/* Writes what Redis should show about r. On success, a finished job's profiles are
- * folded and its bulky keys get their TTL. */
-static void persist(coordinator_t *c, coord_run_t *r)
-{
-    if (!c->rc) {
-        r->dirty = 1;
-        return;
-    }
-    char restarts[16], attempts[16], pid[16], pstart[32], ec[16], world[16], started[32], finished[32];
-    char log[JPATH], ckdir[JPATH], summary[JPATH];
-    snprintf(restarts, sizeof restarts, "%d", r->restarts);
-    snprintf(attempts, sizeof attempts, "%d", r->attempts);
-    snprintf(pid, sizeof pid, "%d", (int)r->pid);
-    snprintf(pstart, sizeof pstart, "%llu", r->pstart);
-    if (r->exit_code >= 0) snprintf(ec, sizeof ec, "%d", r->exit_code);
-    else ec[0] = 0;
-    snprintf(world, sizeof world, "%d", r->world);
-    snprintf(started, sizeof started, "%.3f", r->started);
-    if (r->finished > 0) snprintf(finished, sizeof finished, "%.3f", r->finished);
-    else finished[0] = 0;
-    job_path(c, r->id, "log", log, sizeof log);
-    job_path(c, r->id, "checkpoints", ckdir, sizeof ckdir);
-    job_path(c, r->id, "summary.json", summary, sizeof summary);
-    const char *kv[] = {
-        "restarts", restarts, "attempts", attempts, "pid", pid, "pstart", pstart, "exit_code", ec,
-        "world", world, "started", started, "finished", finished, "log", log, "checkpoint_dir", ckdir,
-        "summary_path", summary, "reason", r->reason,
-    };
-    int changed = r->state != r->saved_state;
-    /* With a state change jobstore_update writes state + reason itself (and the event). */
-    int nkv = (int)(sizeof kv / sizeof kv[0]) / 2 - (changed ? 1 : 0);
-    int rc = rc_check(c, jobstore_update(c->rc, r->id, changed ? job_state_name(r->state) : NULL, r->reason, kv, nkv),
-                      "job update");
-    if (rc != JS_OK) {
-        r->dirty = 1;
-        return;
-    }
-    r->dirty = 0;
-    r->saved_state = r->state;
-    if (r->phase == PH_DONE && c->rc) {
-        if (c->worker_has_redis) {
-            int n = dynbatch_fold_profiles(c->rc, r->id, r->spec, r->world);
-            if (n == JS_EREDIS) rc_broken(c, "profiles");
-        }
-        if (c->rc) rc_check(c, jobstore_expire_job_keys(c->rc, r->id, r->world), "expire");
-    }
-}
-
-static void set_state(coordinator_t *c, coord_run_t *r, job_state_t s, const char *reason)
-{
-    r->state = s;
-    if (reason != r->reason) snprintf(r->reason, sizeof r->reason, "%s", reason ? reason : "");
-    r->dirty = 1;
-    persist(c, r);
-}
-
-/* The job's processes have ended (or must be treated so): decide what comes next. */
-static void finish_attempt(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, int code, double now)
-{
-    char log[JPATH], line[512] = "";
-    job_path(c, r->id, "log", log, sizeof log);
-    log_last_line(log, line, sizeof line);
-    /* Stragglers (a rank whose mpirun died first) must not outlive the job. A child is
-     * reaped only after this: its zombie keeps the session id from being reused. */
-    session_signal(r->pid, SIGKILL);
-    if (r->is_child && r->pid > 0) waitpid(r->pid, NULL, 0);
-    sv_in_t in = {
-        .outcome = oc, .code = oc == SV_STALE ? r->stale_rank : code, .stale_s = r->stale_s,
-        .restarts = r->restarts, .max_restarts = c->cfg.max_restarts,
-        .backoff_base_s = c->cfg.restart_backoff_s, .last_line = line,
-    };
-    sv_out_t out;
-    supervise_decide(&in, &out);
-    r->exit_code = oc == SV_EXITED ? code : -1;
-    r->pid = 0;
-    r->pstart = 0;
-    r->restarts = out.restarts;
-    r->kill_reason = KILL_NONE;
-    if (out.state == JOB_RESTARTING) {
-        r->phase = PH_BACKOFF;
-        r->next_launch = now + out.delay_s;
-    } else {
-        r->phase = PH_DONE;
-        r->finished = now;
-    }
-    clog_printf("job %s: %s%s%s", r->id, job_state_name(out.state), out.reason[0] ? ": " : "", out.reason);
-    set_state(c, r, out.state, out.reason);
-}
-
-/* Where each rank is expected to run: Open MPI's default by-slot mapping over the
- * hostfile (wrapping around when oversubscribed). Used for initial plans only. */
-static void rank_hosts(const coordinator_t *c, int world, const char **out)
-{
-    int h = 0, used = 0;
-    for (int r = 0; r < world; r++) {
-        while (c->hosts[h].slots > 0 && used >= c->hosts[h].slots) {
-            h = (h + 1) % c->nhosts;
-            used = 0;
-        }
-        const char *name = c->hosts[h].name;
-        if (strcmp(name, "localhost") == 0 || strcmp(name, "127.0.0.1") == 0) name = c->hostname;
-        out[r] = name;
-        used++;
-    }
-}
-
-static void launch(coordinator_t *c, coord_run_t *r, double now)
-{
-    char dir[JPATH], ckdir[JPATH], specp[JPATH], summary[JPATH];
-    char log[JPATH], ecp[JPATH], pidp[JPATH], np[16], tag[64];
-    char err[512] = "";
-    job_spec_t *sp = NULL;
-    char *text = NULL;
-    job_path(c, r->id, NULL, dir, sizeof dir);
-    job_path(c, r->id, "checkpoints", ckdir, sizeof ckdir);
-    job_path(c, r->id, "spec.json", specp, sizeof specp);
-    job_path(c, r->id, "summary.json", summary, sizeof summary);
-    job_path(c, r->id, "log", log, sizeof log);
-    job_path(c, r->id, "exit_code", ecp, sizeof ecp);
-    job_path(c, r->id, "pid", pidp, sizeof pidp);
-    snprintf(np, sizeof np, "%d", r->world);
-    snprintf(tag, sizeof tag, "pacer-job-%s", r->id);
-
-    if (fs_mkdir_p(ckdir, 0755) != 0) {
-        snprintf(err, sizeof err, "%.300s: %s", ckdir, strerror(errno));
-        goto fail;
-    }
-    /* The worker checkpoints where the coordinator can find it, often enough to resume. */
-    sp = malloc(sizeof *sp);
-    if (!sp) {
-        snprintf(err, sizeof err, "out of memory");
-        goto fail;
-    }
-    *sp = *r->spec;
-    if (strlen(ckdir) >= sizeof sp->checkpoint.dir) {
-        snprintf(err, sizeof err, "checkpoint.dir: %.300s is longer than %zu bytes", ckdir,
-                 sizeof sp->checkpoint.dir - 1);
-        goto fail;
-    }
-    memcpy(sp->checkpoint.dir, ckdir, strlen(ckdir) + 1);
-    if (sp->checkpoint.every_steps <= 0) sp->checkpoint.every_steps = c->cfg.default_checkpoint_steps;
-    text = spec_to_json(sp);
-    if (!text || write_file_atomic(specp, text, strlen(text)) != 0) {
-        snprintf(err, sizeof err, "%.300s: cannot write the spec: %s", specp, text ? strerror(errno) : "out of memory");
-        goto fail;
-    }
-    /* A stale exit status from the previous attempt must not be read as this one's. */
-    unlink(ecp);
-
-    if (r->first_launch && r->spec->algorithm.dynamic_batch && c->worker_has_redis && c->rc) {
-        const char **hosts = calloc((size_t)r->world, sizeof *hosts);
-        if (hosts) {
-            rank_hosts(c, r->world, hosts);
-            int k = dynbatch_initial(c->rc, r->id, r->spec, hosts);
-            if (k == JS_EREDIS) rc_broken(c, "initial plan");
-            else if (k == 1) clog_printf("job %s: initial batch plan from stored profiles", r->id);
-            free(hosts);
-        }
-    }
-    r->first_launch = 0;
-
-    const char *argv[32];
-    int a = 0;
-    argv[a++] = c->mpirun;
-    argv[a++] = "--oversubscribe";
-    argv[a++] = "--allow-run-as-root";
-    argv[a++] = "-np";
-    argv[a++] = np;
-    if (c->hostfile[0]) {
-        argv[a++] = "--hostfile";
-        argv[a++] = c->hostfile;
-    }
-    argv[a++] = c->worker;
-    argv[a++] = "--spec";
-    argv[a++] = specp;
-    argv[a++] = "--summary";
-    argv[a++] = summary;
-    argv[a++] = "--resume";
-    if (c->worker_has_redis) {
-        argv[a++] = "--redis";
-        argv[a++] = c->worker_redis_url;
-        argv[a++] = "--job";
-        argv[a++] = r->id;
-    }
-    argv[a] = NULL;
-
-    FILE *lf = fopen(log, "a");
-    if (lf) {
-        time_t t = (time_t)now;
-        struct tm tm;
-        char when[32];
-        localtime_r(&t, &tm);
-        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-        fprintf(lf, "=== pacer-coordinator %s: job %s attempt %d:", when, r->id, r->attempts + 1);
-        for (int i = 0; i < a; i++) fprintf(lf, " %s", argv[i]);
-        fprintf(lf, " ===\n");
-        fclose(lf);
-    }
-    pid_t pid;
-    if (launch_job(tag, argv, log, ecp, &pid, err, sizeof err) != 0) goto fail;
-    r->pid = pid;
-    r->is_child = 1;
-    if (proc_stat(pid, &r->pstart, NULL) != 0) r->pstart = 0;
-    /* The local record of the process comes first: Redis may be down, and a coordinator
-     * restarted after a crash must find the newest attempt, not an older one. */
-    char pidline[64];
-    int n = snprintf(pidline, sizeof pidline, "%d %llu\n", (int)pid, r->pstart);
-    if (write_file_atomic(pidp, pidline, (size_t)n) != 0)
-        clog_printf("job %s: cannot write %s: %s", r->id, pidp, strerror(errno));
-    r->attempts++;
-    r->launched_at = now;
-    r->phase = PH_ACTIVE;
-    r->kill_reason = KILL_NONE;
-    r->sigkilled = 0;
-    if (r->started <= 0) r->started = now;
-    clog_printf("job %s: attempt %d started (pid %d, %d rank%s)", r->id, r->attempts, (int)pid, r->world,
-         r->world == 1 ? "" : "s");
-    free(sp);
-    free(text);
-    set_state(c, r, JOB_RUNNING, r->state == JOB_RESTARTING ? r->reason : "");
-    return;
-fail:
-    free(sp);
-    free(text);
-    lf = fopen(log, "a");
-    if (lf) {
-        fprintf(lf, "pacer-coordinator: cannot start the job: %s\n", err);
-        fclose(lf);
-    }
-    clog_printf("job %s: cannot start: %s", r->id, err);
-    r->pid = 0;
-    r->attempts++;
-    finish_attempt(c, r, SV_LOST, 0, now);
-}
-
-/* Has the job ended? For a child, waitpid; for an adopted job, the
- * exit_code file and then liveness of the recorded pid. */
-static int poll_ended(coordinator_t *c, coord_run_t *r, sv_outcome_t *oc, int *code)
-{
-    char ecp[JPATH];
-    int ec;
-    job_path(c, r->id, "exit_code", ecp, sizeof ecp);
-    if (r->pid <= 0) {
-        *oc = SV_LOST;
-        return 1;
-    }
-    if (r->is_child) {
-        /* WNOWAIT: look, do not reap yet (finish_attempt reaps after the session kill). */
-        siginfo_t si;
-        memset(&si, 0, sizeof si);
-        if (waitid(P_PID, (id_t)r->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0) {
-            if (si.si_pid != r->pid) return 0;
-            if (si.si_code == CLD_EXITED) {
-                *oc = SV_EXITED;
-                *code = si.si_status;
-            } else if (exit_code_read(ecp, &ec) == 0) {
-                *oc = SV_EXITED;
-                *code = ec;
-            } else {
-                *oc = SV_SIGNALLED;
-                *code = si.si_status;
-            }
-            return 1;
-        }
-        r->is_child = 0;   /* ECHILD: not ours after all; fall back to polling */
-    }
-    if (exit_code_read(ecp, &ec) == 0) {
-        *oc = SV_EXITED;
-        *code = ec;
-        return 1;
-    }
-    if (proc_alive(r->pid, r->pstart)) return 0;
-    if (exit_code_read(ecp, &ec) == 0) {   /* written just before it exited */
-        *oc = SV_EXITED;
-        *code = ec;
-        return 1;
-    }
-    *oc = SV_LOST;
-    return 1;
-}
-
-static void start_kill(coordinator_t *c, coord_run_t *r, kill_reason_t why, double now)
-{
-    r->kill_reason = why;
-    r->phase = PH_KILLING;
-    r->kill_deadline = now + c->cfg.kill_grace_s;
-    r->sigkilled = 0;
-    session_signal(r->pid, SIGTERM);
-    if (why == KILL_CANCEL)
-        clog_printf("job %s: cancelling (SIGTERM to the processes of session %d)", r->id, (int)r->pid);
-    else
-        clog_printf("job %s: no heartbeat from rank %d for %.0f s; killing session %d", r->id, r->stale_rank,
-                    r->stale_s, (int)r->pid);
-}
-
-/* Reads cancel_requested and (when check_beats) the ranks' heartbeats. A failed read
- * changes nothing: unknown is not stale. */
-static void read_flags(coordinator_t *c, coord_run_t *r, int check_beats, double now)
-{
-    if (!c->rc) return;
-    char key[160];
-    snprintf(key, sizeof key, KEY_JOB, r->id);
-    redisAppendCommand(c->rc, "HGET %s cancel_requested", key);
-    int nb = check_beats ? r->world : 0;
-    for (int k = 0; k < nb; k++) {
-        snprintf(key, sizeof key, KEY_JOB_NODE, r->id, k);
-        redisAppendCommand(c->rc, "HGET %s heartbeat", key);
-    }
-    int stale = -1;
-    double stale_age = 0;
-    double baseline = r->launched_at > c->redis_up_since ? r->launched_at : c->redis_up_since;
-    for (int k = 0; k < nb + 1; k++) {
-        redisReply *rep = NULL;
-        if (redisGetReply(c->rc, (void **)&rep) != REDIS_OK || !rep) {
-            rc_broken(c, "heartbeats");
-            return;
-        }
-        if (k == 0) {
-            if (reply_str(rep) && reply_str(rep)[0]) r->cancel_requested = 1;
-        } else {
-            double hb = reply_double(rep, 0);
-            if (hb > 0) r->redis_reported = 1;
-            double t = hb > baseline ? hb : baseline;
-            if (now - t > c->cfg.heartbeat_timeout_s && stale < 0) {
-                stale = k - 1;
-                stale_age = now - t;
-            }
-        }
-        freeReplyObject(rep);
-    }
-    if (stale >= 0) {
-        r->stale_rank = stale;
-        r->stale_s = stale_age;
-    } else {
-        r->stale_rank = -1;
-    }
-}
-
-static void step(coordinator_t *c, coord_run_t *r, double now)
-{
-    sv_outcome_t oc;
-    int code = 0;
-    switch (r->phase) {
-    case PH_ACTIVE:
-        if (poll_ended(c, r, &oc, &code)) {
-            finish_attempt(c, r, oc, code, now);
-            break;
-        }
-        r->stale_rank = -1;
-        read_flags(c, r, c->worker_has_redis, now);
-        if (r->cancel_requested) {
-            start_kill(c, r, KILL_CANCEL, now);
-        } else if (r->stale_rank >= 0) {
-            start_kill(c, r, KILL_STALE, now);
-        } else if (r->spec->algorithm.dynamic_batch && c->worker_has_redis && c->rc &&
-                   now - r->last_plan >= PLAN_PERIOD_S) {
-            r->last_plan = now;
-            int k = dynbatch_replan(c->rc, r->id, r->spec);
-            if (k == JS_EREDIS) rc_broken(c, "batch plan");
-        }
-        if (now - r->last_log_check >= 1.0) {
-            char log[JPATH];
-            r->last_log_check = now;
-            job_path(c, r->id, "log", log, sizeof log);
-            if (log_bound(log, LAUNCH_LOG_MAX) == 1) clog_printf("job %s: log rotated into log.1", r->id);
-        }
-        break;
-    case PH_KILLING:
-        if (poll_ended(c, r, &oc, &code)) {
-            finish_attempt(c, r, r->kill_reason == KILL_CANCEL ? SV_CANCELLED : SV_STALE, code, now);
-        } else if (now >= r->kill_deadline && !r->sigkilled) {
-            clog_printf("job %s: still running %.0f s after SIGTERM; SIGKILL", r->id, c->cfg.kill_grace_s);
-            session_signal(r->pid, SIGKILL);
-            r->sigkilled = 1;
-        }
-        break;
-    case PH_BACKOFF:
-        read_flags(c, r, 0, now);
-        if (r->cancel_requested) {
-            finish_attempt(c, r, SV_CANCELLED, 0, now);
-        } else if (now >= r->next_launch) {
-            launch(c, r, now);
-        }
-        break;
-    case PH_DONE:
-        break;
-    }
-    if (r->dirty) persist(c, r);
-}
-
-/* Claims queued jobs while their worlds fit: FIFO, no backfilling (a big job at the head
- * waits for slots rather than be overtaken forever). A job larger than the whole cluster
- * runs alone, oversubscribed. */
-static void schedule(coordinator_t *c, double now)
-{
-    int used = slots_used(c);
-    for (int k = 0; k < SCHEDULE_PER_TICK && c->rc; k++) {
-        char id[JOB_ID_MAX];
-        if (rc_check(c, jobstore_queue_head(c->rc, id, sizeof id), "queue") != JS_OK || !id[0]) return;
-        json_t *h = NULL;
-        int rc = rc_check(c, jobstore_get(c->rc, id, &h), "job read");
-        if (rc == JS_EREDIS) return;
-        job_spec_t *spec = malloc(sizeof *spec);
-        char err[512] = "";
-        int bad = 1;
-        if (!spec) {
-            json_decref(h);
-            return;
-        }
-        if (rc == JS_OK) {
-            const char *text = json_string_value(json_object_get(h, "spec"));
-            bad = !text || spec_parse(text, spec, err, sizeof err) != 0;
-            if (!text) snprintf(err, sizeof err, "spec: missing from the job record");
-        }
-        json_decref(h);
-        int world = bad ? 0 : (spec_is_async(spec) ? spec->workers + 1 : spec->workers);
-        if (!bad && used > 0 && used + world > c->slots_total) {
-            free(spec);
-            return;
-        }
-        int claimed = rc_check(c, jobstore_claim(c->rc, id, now), "claim");
-        if (claimed != 1) {
-            free(spec);
-            if (claimed < 0) return;
-            continue;   /* cancelled or gone meanwhile: it left the queue, look again */
-        }
-        coord_run_t *r = run_new(c, id);
-        if (!r) {
-            free(spec);
-            clog_printf("job %s: out of memory", id);
-            return;
-        }
-        *r->spec = *spec;
-        free(spec);
-        r->world = world;
-        r->started = now;
-        r->first_launch = 1;
-        r->stale_rank = -1;
-        if (bad) {
-            r->phase = PH_DONE;
-            r->finished = now;
-            clog_printf("job %s: FAILED: %s", id, err);
-            set_state(c, r, JOB_FAILED, err);
-            continue;
-        }
-        clog_printf("job %s: claimed (%s, %d rank%s, slots %d/%d)", id, r->spec->name, world, world == 1 ? "" : "s",
-             used + world, c->slots_total);
-        launch(c, r, now);
-        used += world;
-    }
-}
-
-/* A field of a job hash read with jobstore_get, "" when absent. */
-static const char *hstr(json_t *h, const char *key)
-{
-    const char *v = json_string_value(json_object_get(h, key));
-    return v ? v : "";
-}
-
-/* After a (re)start: every job Redis says is RUNNING or RESTARTING becomes a run again:
- * adopted when its process lives, finished when it left an exit status, resumed when
- * it died without one. */
-static void adopt(coordinator_t *c, double now)
-{
-    redisReply *m = redisCommand(c->rc, "SMEMBERS %s", KEY_ACTIVE);
-    if (!m || m->type != REDIS_REPLY_ARRAY) {
-        if (m) freeReplyObject(m);
-        rc_broken(c, "adopt");
-        return;
-    }
-    for (size_t i = 0; i < m->elements && c->rc; i++) {   /* a broken connection ends the pass */
-        const char *id = reply_str(m->element[i]);
-        if (!id || !job_id_valid(id)) continue;
-        int known = 0;
-        for (int k = 0; k < c->nruns; k++) known |= strcmp(c->runs[k]->id, id) == 0;
-        if (known) continue;
-        json_t *h = NULL;
-        int rc = rc_check(c, jobstore_get(c->rc, id, &h), "adopt");
-        if (rc == JS_EREDIS) break;
-        job_state_t st = JOB_QUEUED;
-        const char *sts = rc == JS_OK ? json_string_value(json_object_get(h, "state")) : NULL;
-        if (!sts || job_state_parse(sts, &st) != 0 || (st != JOB_RUNNING && st != JOB_RESTARTING)) {
-            redisReply *x = redisCommand(c->rc, "SREM %s %s", KEY_ACTIVE, id);
-            if (x) freeReplyObject(x);
-            json_decref(h);
-            continue;
-        }
-        coord_run_t *r = run_new(c, id);
-        if (!r) {
-            json_decref(h);
-            break;
-        }
-        char err[512] = "";
-        const char *text = json_string_value(json_object_get(h, "spec"));
-        int bad = !text || spec_parse(text, r->spec, err, sizeof err) != 0;
-        r->world = bad ? 0 : spec_is_async(r->spec) ? r->spec->workers + 1 : r->spec->workers;
-        r->restarts = atoi(hstr(h, "restarts"));
-        r->attempts = atoi(hstr(h, "attempts"));
-        r->started = atof(hstr(h, "started"));
-        snprintf(r->reason, sizeof r->reason, "%s", hstr(h, "reason"));
-        r->state = r->saved_state = st;
-        r->stale_rank = -1;
-        r->launched_at = now;
-        json_decref(h);
-        if (bad) {
-            r->phase = PH_DONE;
-            r->finished = now;
-            set_state(c, r, JOB_FAILED, err[0] ? err : "spec: missing from the job record");
-            continue;
-        }
-        if (st == JOB_RESTARTING) {
-            r->phase = PH_BACKOFF;
-            r->next_launch = now;
-            clog_printf("job %s: was RESTARTING; launching it again", id);
-            continue;
-        }
-        /* The pid file is newer than Redis (written right after the spawn). */
-        char pidp[JPATH];
-        job_path(c, id, "pid", pidp, sizeof pidp);
-        FILE *f = fopen(pidp, "r");
-        int pid = 0;
-        unsigned long long ps = 0;
-        if (f) {
-            if (fscanf(f, "%d %llu", &pid, &ps) != 2) pid = 0;
-            fclose(f);
-        }
-        r->pid = pid;
-        r->pstart = ps;
-        r->is_child = 0;
-        r->phase = PH_ACTIVE;
-        if (pid > 0 && proc_alive(pid, ps)) clog_printf("job %s: adopted (session %d still running)", id, pid);
-        else clog_printf("job %s: its process is gone; finding out how it ended", id);
-    }
-    freeReplyObject(m);
-    if (c->rc) c->adopted = 1;
-}
+/* ---- the tick ------------------------------------------------------------------------------ */
 
 static void publish_info(coordinator_t *c, double now)
 {
@@ -765,7 +69,7 @@ static void publish_info(coordinator_t *c, double now)
     snprintf(started, sizeof started, "%.3f", c->started_at);
     snprintf(hb, sizeof hb, "%.3f", now);
     snprintf(slots, sizeof slots, "%d", c->slots_total);
-    snprintf(used, sizeof used, "%d", slots_used(c));
+    snprintf(used, sizeof used, "%d", run_slots_used(c));
     snprintf(nrun, sizeof nrun, "%d", running);
     const char *argv[] = {
         "HSET", KEY_COORD, "pid", pid, "host", c->hostname, "started", started, "heartbeat", hb,
@@ -777,7 +81,7 @@ static void publish_info(coordinator_t *c, double now)
     for (size_t i = 0; i < sizeof argv / sizeof argv[0]; i++) len[i] = strlen(argv[i]);
     redisReply *r = redisCommandArgv(c->rc, (int)(sizeof argv / sizeof argv[0]), argv, len);
     free(htext);
-    if (!r) rc_broken(c, "coordinator info");
+    if (!r) tickconn_broken(c, "coordinator info");
     else freeReplyObject(r);
 }
 
@@ -785,14 +89,14 @@ static void tick(coordinator_t *c)
 {
     double now = clock_wall_s();
     if (c->embedded_on) embedded_check(&c->emb);
-    ensure_rc(c, now);
+    tickconn_ensure(c, now);
     int second = now - c->last_second >= 1.0;
     if (second) c->last_second = now;
     if (c->rc && (!c->have_lock || second)) {
         char who[320];
-        int k = lock_try(c, c->rc, who, sizeof who);
+        int k = coord_lock_try(c, c->rc, who, sizeof who);
         if (k == JS_EREDIS) {
-            rc_broken(c, "lock");
+            tickconn_broken(c, "lock");
         } else if (k == 1) {
             if (!c->have_lock) clog_printf("holding %s", KEY_LOCK);
             c->have_lock = 1;
@@ -804,8 +108,8 @@ static void tick(coordinator_t *c)
             c->lock_conflict_logged = 1;
         }
     }
-    if (c->rc && c->have_lock && !c->adopted) adopt(c, now);
-    for (int i = 0; i < c->nruns; i++) step(c, c->runs[i], now);
+    if (c->rc && c->have_lock && !c->adopted) run_adopt(c, now);
+    for (int i = 0; i < c->nruns; i++) run_step(c, c->runs[i], now);
     for (int i = 0; i < c->nruns;) {
         coord_run_t *r = c->runs[i];
         if (r->phase == PH_DONE && !r->dirty) {
@@ -815,7 +119,7 @@ static void tick(coordinator_t *c)
             i++;
         }
     }
-    if (c->rc && c->have_lock && c->adopted) schedule(c, now);
+    if (c->rc && c->have_lock && c->adopted) run_schedule(c, now);
     if (c->rc && second) publish_info(c, now);
 }
 
@@ -1031,19 +335,14 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
         rc = COORD_EINTERNAL;
         goto fail;
     }
-    unsigned long long me = 0;
-    proc_stat(getpid(), &me, NULL);
-    /* host, pid and start time identify the holder (a dead one on this host can be taken
-     * over at once); the nonce tells two coordinators of one process apart. */
-    snprintf(c->lock_value, sizeof c->lock_value, "%s %d %llu %lx", c->hostname, (int)getpid(), me,
-             (unsigned long)(clock_mono_s() * 1e9) ^ (unsigned long)(uintptr_t)c);
+    coord_lock_init(c);
 
     /* A second daemon on the same Redis would launch every job twice: refuse early when
      * the answer is known now; otherwise the tick keeps checking. */
-    ensure_rc(c, clock_wall_s());
+    tickconn_ensure(c, clock_wall_s());
     if (c->rc) {
         char who[320];
-        int k = lock_try(c, c->rc, who, sizeof who);
+        int k = coord_lock_try(c, c->rc, who, sizeof who);
         if (k == 0) {
             snprintf(err, errlen, "another coordinator (%s) is running on this Redis (%s holds the lock)", who,
                      KEY_LOCK);
@@ -1053,7 +352,7 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
             c->have_lock = 1;
             clog_printf("holding %s", KEY_LOCK);
         } else {
-            rc_broken(c, "lock");
+            tickconn_broken(c, "lock");
         }
     }
     clog_printf("pacer-coordinator %s: state %s, redis %s%s, worker %s, %d slot%s on %d host%s", PACER_VERSION,
@@ -1086,7 +385,7 @@ void coordinator_stop(coordinator_t *c)
         if (c->tick_running) pthread_join(c->tick_thread, NULL);
         /* The tick thread is gone: this thread owns c->rc and the runs now. */
         double now = clock_wall_s();
-        ensure_rc(c, now);
+        tickconn_ensure(c, now);
         if (c->cfg.stop_jobs_on_exit) {
             int n = 0;
             for (int i = 0; i < c->nruns; i++) {
@@ -1120,18 +419,17 @@ void coordinator_stop(coordinator_t *c)
                 r->phase = PH_BACKOFF;
                 r->pid = 0;
                 /* RESTARTING without a restart counted: the next coordinator resumes it. */
-                set_state(c, r, JOB_RESTARTING, "stopped with the coordinator (--stop-jobs-on-exit)");
+                run_set_state(c, r, JOB_RESTARTING, "stopped with the coordinator (--stop-jobs-on-exit)");
             }
         }
         for (int i = 0; i < c->nruns; i++)
-            if (c->runs[i]->dirty) persist(c, c->runs[i]);
+            if (c->runs[i]->dirty) run_persist(c, c->runs[i]);
         for (int i = 0; i < c->nruns; i++)
             if (c->runs[i]->dirty)
                 clog_printf("job %s: could not record its state in Redis before exiting", c->runs[i]->id);
         if (c->rc && c->have_lock) {
-            redisReply *r = redisCommand(c->rc, "EVAL %s 1 %s %s", UNLOCK_LUA, KEY_LOCK, c->lock_value);
-            if (r) freeReplyObject(r);
-            r = redisCommand(c->rc, "HSET %s heartbeat 0 stopped %.3f", KEY_COORD, clock_wall_s());
+            coord_lock_release(c);
+            redisReply *r = redisCommand(c->rc, "HSET %s heartbeat 0 stopped %.3f", KEY_COORD, clock_wall_s());
             if (r) freeReplyObject(r);
         }
         if (c->rc) {

@@ -1,0 +1,621 @@
+/* coordinator/run.c - see run.h. The life of a job in the daemon:
+ *   submit (api.c) -> pacer:queue -> run_schedule(): claimed (QUEUED -> RUNNING, one Lua
+ *   script) when its world fits the free slots -> launch(): spec rewritten into
+ *   STATE_DIR/jobs/{id}/spec.json, `sh -c '... mpirun ... pacer-worker ...; echo $? >
+ *   exit_code'` in a new session -> run_step(): every tick, exit status (waitpid, or the
+ *   exit_code file for a job adopted after a coordinator restart), cancel requests,
+ *   heartbeats, batch plans, log size -> on exit, supervise_decide() says SUCCEEDED,
+ *   FAILED, CANCELLED or RESTARTING (relaunched with --resume after a backoff).
+ *
+ * The tick runs on one thread with its own Redis context. Processes are supervised
+ * whether or not Redis is reachable; what Redis should show is kept in the run and
+ * written when it can be (run->dirty), and a Redis read that fails counts as "unknown",
+ * never as a stale heartbeat.
+ */
+#include "run.h"
+
+#include "coord_internal.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clog.h"
+#include "dynbatch.h"
+#include "fs.h"
+#include "launch.h"
+#include "supervise.h"
+#include "tickconn.h"
+
+#define SCHEDULE_PER_TICK 16
+#define PLAN_PERIOD_S 1.0
+#define JPATH (PATH_MAX + 128)   /* STATE_DIR/jobs/{id}/{leaf} always fits */
+
+/* STATE_DIR/jobs/{id}[/leaf]. Returns 0, or -1 when it did not fit (the state dir is
+ * checked at start to leave room, so callers may ignore it). */
+static int job_path(const coordinator_t *c, const char *id, const char *leaf, char *out, size_t len)
+{
+    int n = leaf ? snprintf(out, len, "%s/jobs/%s/%s", c->state_dir, id, leaf)
+                 : snprintf(out, len, "%s/jobs/%s", c->state_dir, id);
+    return n >= 0 && (size_t)n < len ? 0 : -1;
+}
+
+void run_free(coord_run_t *r)
+{
+    if (!r) return;
+    free(r->spec);
+    free(r);
+}
+
+static coord_run_t *run_new(coordinator_t *c, const char *id)
+{
+    if (c->nruns == c->capruns) {
+        int cap = c->capruns ? 2 * c->capruns : 16;
+        coord_run_t **n = realloc(c->runs, sizeof *n * (size_t)cap);
+        if (!n) return NULL;
+        c->runs = n;
+        c->capruns = cap;
+    }
+    coord_run_t *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->spec = malloc(sizeof *r->spec);
+    if (!r->spec) {
+        free(r);
+        return NULL;
+    }
+    snprintf(r->id, sizeof r->id, "%s", id);
+    r->exit_code = -1;
+    r->saved_state = r->state = JOB_RUNNING;
+    c->runs[c->nruns++] = r;
+    return r;
+}
+
+int run_slots_used(const coordinator_t *c)
+{
+    int used = 0;
+    for (int i = 0; i < c->nruns; i++)
+        if (c->runs[i]->phase != PH_DONE) used += c->runs[i]->world;
+    return used;
+}
+
+/* Writes what Redis should show about r. On success, a finished job's profiles are
+ * folded and its bulky keys get their TTL. */
+void run_persist(coordinator_t *c, coord_run_t *r)
+{
+    if (!c->rc) {
+        r->dirty = 1;
+        return;
+    }
+    char restarts[16], attempts[16], pid[16], pstart[32], ec[16], world[16], started[32], finished[32];
+    char log[JPATH], ckdir[JPATH], summary[JPATH];
+    snprintf(restarts, sizeof restarts, "%d", r->restarts);
+    snprintf(attempts, sizeof attempts, "%d", r->attempts);
+    snprintf(pid, sizeof pid, "%d", (int)r->pid);
+    snprintf(pstart, sizeof pstart, "%llu", r->pstart);
+    if (r->exit_code >= 0) snprintf(ec, sizeof ec, "%d", r->exit_code);
+    else ec[0] = 0;
+    snprintf(world, sizeof world, "%d", r->world);
+    snprintf(started, sizeof started, "%.3f", r->started);
+    if (r->finished > 0) snprintf(finished, sizeof finished, "%.3f", r->finished);
+    else finished[0] = 0;
+    job_path(c, r->id, "log", log, sizeof log);
+    job_path(c, r->id, "checkpoints", ckdir, sizeof ckdir);
+    job_path(c, r->id, "summary.json", summary, sizeof summary);
+    const char *kv[] = {
+        "restarts", restarts, "attempts", attempts, "pid", pid, "pstart", pstart, "exit_code", ec,
+        "world", world, "started", started, "finished", finished, "log", log, "checkpoint_dir", ckdir,
+        "summary_path", summary, "reason", r->reason,
+    };
+    int changed = r->state != r->saved_state;
+    /* With a state change jobstore_update writes state + reason itself (and the event). */
+    int nkv = (int)(sizeof kv / sizeof kv[0]) / 2 - (changed ? 1 : 0);
+    int rc = tickconn_check(c, jobstore_update(c->rc, r->id, changed ? job_state_name(r->state) : NULL, r->reason, kv, nkv),
+                      "job update");
+    if (rc != JS_OK) {
+        r->dirty = 1;
+        return;
+    }
+    r->dirty = 0;
+    r->saved_state = r->state;
+    if (r->phase == PH_DONE && c->rc) {
+        if (c->worker_has_redis) {
+            int n = dynbatch_fold_profiles(c->rc, r->id, r->spec, r->world);
+            if (n == JS_EREDIS) tickconn_broken(c, "profiles");
+        }
+        if (c->rc) tickconn_check(c, jobstore_expire_job_keys(c->rc, r->id, r->world), "expire");
+    }
+}
+
+void run_set_state(coordinator_t *c, coord_run_t *r, job_state_t s, const char *reason)
+{
+    r->state = s;
+    if (reason != r->reason) snprintf(r->reason, sizeof r->reason, "%s", reason ? reason : "");
+    r->dirty = 1;
+    run_persist(c, r);
+}
+
+/* The job's processes have ended (or must be treated so): decide what comes next. */
+static void finish_attempt(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, int code, double now)
+{
+    char log[JPATH], line[512] = "";
+    job_path(c, r->id, "log", log, sizeof log);
+    log_last_line(log, line, sizeof line);
+    /* Stragglers (a rank whose mpirun died first) must not outlive the job. A child is
+     * reaped only after this: its zombie keeps the session id from being reused. */
+    session_signal(r->pid, SIGKILL);
+    if (r->is_child && r->pid > 0) waitpid(r->pid, NULL, 0);
+    sv_in_t in = {
+        .outcome = oc, .code = oc == SV_STALE ? r->stale_rank : code, .stale_s = r->stale_s,
+        .restarts = r->restarts, .max_restarts = c->cfg.max_restarts,
+        .backoff_base_s = c->cfg.restart_backoff_s, .last_line = line,
+    };
+    sv_out_t out;
+    supervise_decide(&in, &out);
+    r->exit_code = oc == SV_EXITED ? code : -1;
+    r->pid = 0;
+    r->pstart = 0;
+    r->restarts = out.restarts;
+    r->kill_reason = KILL_NONE;
+    if (out.state == JOB_RESTARTING) {
+        r->phase = PH_BACKOFF;
+        r->next_launch = now + out.delay_s;
+    } else {
+        r->phase = PH_DONE;
+        r->finished = now;
+    }
+    clog_printf("job %s: %s%s%s", r->id, job_state_name(out.state), out.reason[0] ? ": " : "", out.reason);
+    run_set_state(c, r, out.state, out.reason);
+}
+
+/* Where each rank is expected to run: Open MPI's default by-slot mapping over the
+ * hostfile (wrapping around when oversubscribed). Used for initial plans only. */
+static void rank_hosts(const coordinator_t *c, int world, const char **out)
+{
+    int h = 0, used = 0;
+    for (int r = 0; r < world; r++) {
+        while (c->hosts[h].slots > 0 && used >= c->hosts[h].slots) {
+            h = (h + 1) % c->nhosts;
+            used = 0;
+        }
+        const char *name = c->hosts[h].name;
+        if (strcmp(name, "localhost") == 0 || strcmp(name, "127.0.0.1") == 0) name = c->hostname;
+        out[r] = name;
+        used++;
+    }
+}
+
+static void launch(coordinator_t *c, coord_run_t *r, double now)
+{
+    char dir[JPATH], ckdir[JPATH], specp[JPATH], summary[JPATH];
+    char log[JPATH], ecp[JPATH], pidp[JPATH], np[16], tag[64];
+    char err[512] = "";
+    job_spec_t *sp = NULL;
+    char *text = NULL;
+    job_path(c, r->id, NULL, dir, sizeof dir);
+    job_path(c, r->id, "checkpoints", ckdir, sizeof ckdir);
+    job_path(c, r->id, "spec.json", specp, sizeof specp);
+    job_path(c, r->id, "summary.json", summary, sizeof summary);
+    job_path(c, r->id, "log", log, sizeof log);
+    job_path(c, r->id, "exit_code", ecp, sizeof ecp);
+    job_path(c, r->id, "pid", pidp, sizeof pidp);
+    snprintf(np, sizeof np, "%d", r->world);
+    snprintf(tag, sizeof tag, "pacer-job-%s", r->id);
+
+    if (fs_mkdir_p(ckdir, 0755) != 0) {
+        snprintf(err, sizeof err, "%.300s: %s", ckdir, strerror(errno));
+        goto fail;
+    }
+    /* The worker checkpoints where the coordinator can find it, often enough to resume. */
+    sp = malloc(sizeof *sp);
+    if (!sp) {
+        snprintf(err, sizeof err, "out of memory");
+        goto fail;
+    }
+    *sp = *r->spec;
+    if (strlen(ckdir) >= sizeof sp->checkpoint.dir) {
+        snprintf(err, sizeof err, "checkpoint.dir: %.300s is longer than %zu bytes", ckdir,
+                 sizeof sp->checkpoint.dir - 1);
+        goto fail;
+    }
+    memcpy(sp->checkpoint.dir, ckdir, strlen(ckdir) + 1);
+    if (sp->checkpoint.every_steps <= 0) sp->checkpoint.every_steps = c->cfg.default_checkpoint_steps;
+    text = spec_to_json(sp);
+    if (!text || write_file_atomic(specp, text, strlen(text)) != 0) {
+        snprintf(err, sizeof err, "%.300s: cannot write the spec: %s", specp, text ? strerror(errno) : "out of memory");
+        goto fail;
+    }
+    /* A stale exit status from the previous attempt must not be read as this one's. */
+    unlink(ecp);
+
+    if (r->first_launch && r->spec->algorithm.dynamic_batch && c->worker_has_redis && c->rc) {
+        const char **hosts = calloc((size_t)r->world, sizeof *hosts);
+        if (hosts) {
+            rank_hosts(c, r->world, hosts);
+            int k = dynbatch_initial(c->rc, r->id, r->spec, hosts);
+            if (k == JS_EREDIS) tickconn_broken(c, "initial plan");
+            else if (k == 1) clog_printf("job %s: initial batch plan from stored profiles", r->id);
+            free(hosts);
+        }
+    }
+    r->first_launch = 0;
+
+    const char *argv[32];
+    int a = 0;
+    argv[a++] = c->mpirun;
+    argv[a++] = "--oversubscribe";
+    argv[a++] = "--allow-run-as-root";
+    argv[a++] = "-np";
+    argv[a++] = np;
+    if (c->hostfile[0]) {
+        argv[a++] = "--hostfile";
+        argv[a++] = c->hostfile;
+    }
+    argv[a++] = c->worker;
+    argv[a++] = "--spec";
+    argv[a++] = specp;
+    argv[a++] = "--summary";
+    argv[a++] = summary;
+    argv[a++] = "--resume";
+    if (c->worker_has_redis) {
+        argv[a++] = "--redis";
+        argv[a++] = c->worker_redis_url;
+        argv[a++] = "--job";
+        argv[a++] = r->id;
+    }
+    argv[a] = NULL;
+
+    FILE *lf = fopen(log, "a");
+    if (lf) {
+        time_t t = (time_t)now;
+        struct tm tm;
+        char when[32];
+        localtime_r(&t, &tm);
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+        fprintf(lf, "=== pacer-coordinator %s: job %s attempt %d:", when, r->id, r->attempts + 1);
+        for (int i = 0; i < a; i++) fprintf(lf, " %s", argv[i]);
+        fprintf(lf, " ===\n");
+        fclose(lf);
+    }
+    pid_t pid;
+    if (launch_job(tag, argv, log, ecp, &pid, err, sizeof err) != 0) goto fail;
+    r->pid = pid;
+    r->is_child = 1;
+    if (proc_stat(pid, &r->pstart, NULL) != 0) r->pstart = 0;
+    /* The local record of the process comes first: Redis may be down, and a coordinator
+     * restarted after a crash must find the newest attempt, not an older one. */
+    char pidline[64];
+    int n = snprintf(pidline, sizeof pidline, "%d %llu\n", (int)pid, r->pstart);
+    if (write_file_atomic(pidp, pidline, (size_t)n) != 0)
+        clog_printf("job %s: cannot write %s: %s", r->id, pidp, strerror(errno));
+    r->attempts++;
+    r->launched_at = now;
+    r->phase = PH_ACTIVE;
+    r->kill_reason = KILL_NONE;
+    r->sigkilled = 0;
+    if (r->started <= 0) r->started = now;
+    clog_printf("job %s: attempt %d started (pid %d, %d rank%s)", r->id, r->attempts, (int)pid, r->world,
+         r->world == 1 ? "" : "s");
+    free(sp);
+    free(text);
+    run_set_state(c, r, JOB_RUNNING, r->state == JOB_RESTARTING ? r->reason : "");
+    return;
+fail:
+    free(sp);
+    free(text);
+    lf = fopen(log, "a");
+    if (lf) {
+        fprintf(lf, "pacer-coordinator: cannot start the job: %s\n", err);
+        fclose(lf);
+    }
+    clog_printf("job %s: cannot start: %s", r->id, err);
+    r->pid = 0;
+    r->attempts++;
+    finish_attempt(c, r, SV_LOST, 0, now);
+}
+
+/* Has the job ended? For a child, waitpid; for an adopted job, the
+ * exit_code file and then liveness of the recorded pid. */
+static int poll_ended(coordinator_t *c, coord_run_t *r, sv_outcome_t *oc, int *code)
+{
+    char ecp[JPATH];
+    int ec;
+    job_path(c, r->id, "exit_code", ecp, sizeof ecp);
+    if (r->pid <= 0) {
+        *oc = SV_LOST;
+        return 1;
+    }
+    if (r->is_child) {
+        /* WNOWAIT: look, do not reap yet (finish_attempt reaps after the session kill). */
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        if (waitid(P_PID, (id_t)r->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0) {
+            if (si.si_pid != r->pid) return 0;
+            if (si.si_code == CLD_EXITED) {
+                *oc = SV_EXITED;
+                *code = si.si_status;
+            } else if (exit_code_read(ecp, &ec) == 0) {
+                *oc = SV_EXITED;
+                *code = ec;
+            } else {
+                *oc = SV_SIGNALLED;
+                *code = si.si_status;
+            }
+            return 1;
+        }
+        r->is_child = 0;   /* ECHILD: not ours after all; fall back to polling */
+    }
+    if (exit_code_read(ecp, &ec) == 0) {
+        *oc = SV_EXITED;
+        *code = ec;
+        return 1;
+    }
+    if (proc_alive(r->pid, r->pstart)) return 0;
+    if (exit_code_read(ecp, &ec) == 0) {   /* written just before it exited */
+        *oc = SV_EXITED;
+        *code = ec;
+        return 1;
+    }
+    *oc = SV_LOST;
+    return 1;
+}
+
+static void start_kill(coordinator_t *c, coord_run_t *r, kill_reason_t why, double now)
+{
+    r->kill_reason = why;
+    r->phase = PH_KILLING;
+    r->kill_deadline = now + c->cfg.kill_grace_s;
+    r->sigkilled = 0;
+    session_signal(r->pid, SIGTERM);
+    if (why == KILL_CANCEL)
+        clog_printf("job %s: cancelling (SIGTERM to the processes of session %d)", r->id, (int)r->pid);
+    else
+        clog_printf("job %s: no heartbeat from rank %d for %.0f s; killing session %d", r->id, r->stale_rank,
+                    r->stale_s, (int)r->pid);
+}
+
+/* Reads cancel_requested and (when check_beats) the ranks' heartbeats. A failed read
+ * changes nothing: unknown is not stale. */
+static void read_flags(coordinator_t *c, coord_run_t *r, int check_beats, double now)
+{
+    if (!c->rc) return;
+    char key[160];
+    snprintf(key, sizeof key, KEY_JOB, r->id);
+    redisAppendCommand(c->rc, "HGET %s cancel_requested", key);
+    int nb = check_beats ? r->world : 0;
+    for (int k = 0; k < nb; k++) {
+        snprintf(key, sizeof key, KEY_JOB_NODE, r->id, k);
+        redisAppendCommand(c->rc, "HGET %s heartbeat", key);
+    }
+    int stale = -1;
+    double stale_age = 0;
+    double baseline = r->launched_at > c->redis_up_since ? r->launched_at : c->redis_up_since;
+    for (int k = 0; k < nb + 1; k++) {
+        redisReply *rep = NULL;
+        if (redisGetReply(c->rc, (void **)&rep) != REDIS_OK || !rep) {
+            tickconn_broken(c, "heartbeats");
+            return;
+        }
+        if (k == 0) {
+            if (reply_str(rep) && reply_str(rep)[0]) r->cancel_requested = 1;
+        } else {
+            double hb = reply_double(rep, 0);
+            if (hb > 0) r->redis_reported = 1;
+            double t = hb > baseline ? hb : baseline;
+            if (now - t > c->cfg.heartbeat_timeout_s && stale < 0) {
+                stale = k - 1;
+                stale_age = now - t;
+            }
+        }
+        freeReplyObject(rep);
+    }
+    if (stale >= 0) {
+        r->stale_rank = stale;
+        r->stale_s = stale_age;
+    } else {
+        r->stale_rank = -1;
+    }
+}
+
+void run_step(coordinator_t *c, coord_run_t *r, double now)
+{
+    sv_outcome_t oc;
+    int code = 0;
+    switch (r->phase) {
+    case PH_ACTIVE:
+        if (poll_ended(c, r, &oc, &code)) {
+            finish_attempt(c, r, oc, code, now);
+            break;
+        }
+        r->stale_rank = -1;
+        read_flags(c, r, c->worker_has_redis, now);
+        if (r->cancel_requested) {
+            start_kill(c, r, KILL_CANCEL, now);
+        } else if (r->stale_rank >= 0) {
+            start_kill(c, r, KILL_STALE, now);
+        } else if (r->spec->algorithm.dynamic_batch && c->worker_has_redis && c->rc &&
+                   now - r->last_plan >= PLAN_PERIOD_S) {
+            r->last_plan = now;
+            int k = dynbatch_replan(c->rc, r->id, r->spec);
+            if (k == JS_EREDIS) tickconn_broken(c, "batch plan");
+        }
+        if (now - r->last_log_check >= 1.0) {
+            char log[JPATH];
+            r->last_log_check = now;
+            job_path(c, r->id, "log", log, sizeof log);
+            if (log_bound(log, LAUNCH_LOG_MAX) == 1) clog_printf("job %s: log rotated into log.1", r->id);
+        }
+        break;
+    case PH_KILLING:
+        if (poll_ended(c, r, &oc, &code)) {
+            finish_attempt(c, r, r->kill_reason == KILL_CANCEL ? SV_CANCELLED : SV_STALE, code, now);
+        } else if (now >= r->kill_deadline && !r->sigkilled) {
+            clog_printf("job %s: still running %.0f s after SIGTERM; SIGKILL", r->id, c->cfg.kill_grace_s);
+            session_signal(r->pid, SIGKILL);
+            r->sigkilled = 1;
+        }
+        break;
+    case PH_BACKOFF:
+        read_flags(c, r, 0, now);
+        if (r->cancel_requested) {
+            finish_attempt(c, r, SV_CANCELLED, 0, now);
+        } else if (now >= r->next_launch) {
+            launch(c, r, now);
+        }
+        break;
+    case PH_DONE:
+        break;
+    }
+    if (r->dirty) run_persist(c, r);
+}
+
+/* Claims queued jobs while their worlds fit: FIFO, no backfilling (a big job at the head
+ * waits for slots rather than be overtaken forever). A job larger than the whole cluster
+ * runs alone, oversubscribed. */
+void run_schedule(coordinator_t *c, double now)
+{
+    int used = run_slots_used(c);
+    for (int k = 0; k < SCHEDULE_PER_TICK && c->rc; k++) {
+        char id[JOB_ID_MAX];
+        if (tickconn_check(c, jobstore_queue_head(c->rc, id, sizeof id), "queue") != JS_OK || !id[0]) return;
+        json_t *h = NULL;
+        int rc = tickconn_check(c, jobstore_get(c->rc, id, &h), "job read");
+        if (rc == JS_EREDIS) return;
+        job_spec_t *spec = malloc(sizeof *spec);
+        char err[512] = "";
+        int bad = 1;
+        if (!spec) {
+            json_decref(h);
+            return;
+        }
+        if (rc == JS_OK) {
+            const char *text = json_string_value(json_object_get(h, "spec"));
+            bad = !text || spec_parse(text, spec, err, sizeof err) != 0;
+            if (!text) snprintf(err, sizeof err, "spec: missing from the job record");
+        }
+        json_decref(h);
+        int world = bad ? 0 : (spec_is_async(spec) ? spec->workers + 1 : spec->workers);
+        if (!bad && used > 0 && used + world > c->slots_total) {
+            free(spec);
+            return;
+        }
+        int claimed = tickconn_check(c, jobstore_claim(c->rc, id, now), "claim");
+        if (claimed != 1) {
+            free(spec);
+            if (claimed < 0) return;
+            continue;   /* cancelled or gone meanwhile: it left the queue, look again */
+        }
+        coord_run_t *r = run_new(c, id);
+        if (!r) {
+            free(spec);
+            clog_printf("job %s: out of memory", id);
+            return;
+        }
+        *r->spec = *spec;
+        free(spec);
+        r->world = world;
+        r->started = now;
+        r->first_launch = 1;
+        r->stale_rank = -1;
+        if (bad) {
+            r->phase = PH_DONE;
+            r->finished = now;
+            clog_printf("job %s: FAILED: %s", id, err);
+            run_set_state(c, r, JOB_FAILED, err);
+            continue;
+        }
+        clog_printf("job %s: claimed (%s, %d rank%s, slots %d/%d)", id, r->spec->name, world, world == 1 ? "" : "s",
+             used + world, c->slots_total);
+        launch(c, r, now);
+        used += world;
+    }
+}
+
+/* A field of a job hash read with jobstore_get, "" when absent. */
+static const char *hstr(json_t *h, const char *key)
+{
+    const char *v = json_string_value(json_object_get(h, key));
+    return v ? v : "";
+}
+
+/* After a (re)start: every job Redis says is RUNNING or RESTARTING becomes a run again:
+ * adopted when its process lives, finished when it left an exit status, resumed when
+ * it died without one. */
+void run_adopt(coordinator_t *c, double now)
+{
+    redisReply *m = redisCommand(c->rc, "SMEMBERS %s", KEY_ACTIVE);
+    if (!m || m->type != REDIS_REPLY_ARRAY) {
+        if (m) freeReplyObject(m);
+        tickconn_broken(c, "adopt");
+        return;
+    }
+    for (size_t i = 0; i < m->elements && c->rc; i++) {   /* a broken connection ends the pass */
+        const char *id = reply_str(m->element[i]);
+        if (!id || !job_id_valid(id)) continue;
+        int known = 0;
+        for (int k = 0; k < c->nruns; k++) known |= strcmp(c->runs[k]->id, id) == 0;
+        if (known) continue;
+        json_t *h = NULL;
+        int rc = tickconn_check(c, jobstore_get(c->rc, id, &h), "adopt");
+        if (rc == JS_EREDIS) break;
+        job_state_t st = JOB_QUEUED;
+        const char *sts = rc == JS_OK ? json_string_value(json_object_get(h, "state")) : NULL;
+        if (!sts || job_state_parse(sts, &st) != 0 || (st != JOB_RUNNING && st != JOB_RESTARTING)) {
+            redisReply *x = redisCommand(c->rc, "SREM %s %s", KEY_ACTIVE, id);
+            if (x) freeReplyObject(x);
+            json_decref(h);
+            continue;
+        }
+        coord_run_t *r = run_new(c, id);
+        if (!r) {
+            json_decref(h);
+            break;
+        }
+        char err[512] = "";
+        const char *text = json_string_value(json_object_get(h, "spec"));
+        int bad = !text || spec_parse(text, r->spec, err, sizeof err) != 0;
+        r->world = bad ? 0 : spec_is_async(r->spec) ? r->spec->workers + 1 : r->spec->workers;
+        r->restarts = atoi(hstr(h, "restarts"));
+        r->attempts = atoi(hstr(h, "attempts"));
+        r->started = atof(hstr(h, "started"));
+        snprintf(r->reason, sizeof r->reason, "%s", hstr(h, "reason"));
+        r->state = r->saved_state = st;
+        r->stale_rank = -1;
+        r->launched_at = now;
+        json_decref(h);
+        if (bad) {
+            r->phase = PH_DONE;
+            r->finished = now;
+            run_set_state(c, r, JOB_FAILED, err[0] ? err : "spec: missing from the job record");
+            continue;
+        }
+        if (st == JOB_RESTARTING) {
+            r->phase = PH_BACKOFF;
+            r->next_launch = now;
+            clog_printf("job %s: was RESTARTING; launching it again", id);
+            continue;
+        }
+        /* The pid file is newer than Redis (written right after the spawn). */
+        char pidp[JPATH];
+        job_path(c, id, "pid", pidp, sizeof pidp);
+        FILE *f = fopen(pidp, "r");
+        int pid = 0;
+        unsigned long long ps = 0;
+        if (f) {
+            if (fscanf(f, "%d %llu", &pid, &ps) != 2) pid = 0;
+            fclose(f);
+        }
+        r->pid = pid;
+        r->pstart = ps;
+        r->is_child = 0;
+        r->phase = PH_ACTIVE;
+        if (pid > 0 && proc_alive(pid, ps)) clog_printf("job %s: adopted (session %d still running)", id, pid);
+        else clog_printf("job %s: its process is gone; finding out how it ended", id);
+    }
+    freeReplyObject(m);
+    if (c->rc) c->adopted = 1;
+}

@@ -1,0 +1,67 @@
+/* coordinator/run.h - a job's run in the daemon, from the claim to its final state: the
+ * launch, the supervision of its processes every tick (exit status, cancel requests,
+ * heartbeats, batch plans, log size), restarts from checkpoints, adoption after a
+ * coordinator restart, and what Redis shows about it. Tick thread only (and
+ * coordinator_stop once that thread is gone). run.c tells the whole life. */
+#ifndef PACER_RUN_H
+#define PACER_RUN_H
+
+#include <sys/types.h>
+
+#include "coordinator.h"
+#include "jobstore.h"
+#include "spec.h"
+
+typedef enum {
+    PH_ACTIVE,      /* the job runs (spawned or adopted) */
+    PH_KILLING,     /* SIGTERM sent; SIGKILL at kill_deadline */
+    PH_BACKOFF,     /* RESTARTING: waiting for next_launch */
+    PH_DONE,        /* final state decided; removed once Redis has it */
+} run_phase_t;
+
+typedef enum { KILL_NONE, KILL_CANCEL, KILL_STALE } kill_reason_t;
+
+/* One job the daemon runs (tick thread only). */
+typedef struct {
+    char id[JOB_ID_MAX];
+    job_spec_t *spec;         /* as submitted (normalised) */
+    int world;
+    run_phase_t phase;
+    pid_t pid;                /* the wrapper: leader of the job's session */
+    unsigned long long pstart;
+    int is_child;             /* spawned by this process (waitpid) or adopted (polled) */
+    double launched_at;       /* heartbeat grace starts here */
+    int restarts, attempts;
+    double next_launch;
+    kill_reason_t kill_reason;
+    int stale_rank;
+    double stale_s;
+    double kill_deadline;
+    int sigkilled;
+    job_state_t state;        /* the state Redis should show */
+    job_state_t saved_state;  /* the state Redis was last told (events on change) */
+    char reason[768];
+    int exit_code;            /* -1 = unknown */
+    double started, finished;
+    int dirty;                /* Redis does not show this run's latest fields yet */
+    int cancel_requested;
+    double last_plan, last_log_check;
+    int first_launch;         /* no launch yet: the initial batch plan is due */
+    int redis_reported;       /* the worker's Redis sink was seen (a node hash exists) */
+} coord_run_t;
+
+void run_free(coord_run_t *r);
+/* Slots (ranks) of the runs that are not done. */
+int run_slots_used(const coordinator_t *c);
+/* One tick of r: see run.c. */
+void run_step(coordinator_t *c, coord_run_t *r, double now);
+/* Claims queued jobs while their worlds fit the free slots, and launches them. */
+void run_schedule(coordinator_t *c, double now);
+/* After a (re)start: jobs Redis says are RUNNING or RESTARTING become runs again. */
+void run_adopt(coordinator_t *c, double now);
+/* Writes what Redis should show about r (r->dirty stays set when it cannot). */
+void run_persist(coordinator_t *c, coord_run_t *r);
+/* Sets r's state and reason and persists them. */
+void run_set_state(coordinator_t *c, coord_run_t *r, job_state_t s, const char *reason);
+
+#endif

@@ -410,7 +410,7 @@ int main(int argc, char **argv)
         .workers = spec->workers, .world = spec->workers, .dynamic_batch = 1,
     };
     char id[JOB_ID_MAX];
-    if (!norm || jobstore_submit(rc, &j, id, sizeof id) != JS_OK || jobstore_claim(rc, id, clock_wall_s()) != 1) {
+    if (!norm || jobstore_submit(rc, &j, id, sizeof id, NULL) != JS_OK || jobstore_claim(rc, id, clock_wall_s()) != 1) {
         fprintf(stderr, "coord_tick: cannot submit and claim the job\n");
         return 1;
     }

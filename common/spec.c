@@ -652,10 +652,22 @@ int spec_parse(const char *json_text, job_spec_t *out, char *err, size_t errlen)
     /* DECODE_ANY so that "42" gets the clearer "must be a JSON object" below; duplicate
      * keys are an error rather than last-one-wins, which would hide a typo'd copy. */
     json_t *root = json_loads(json_text, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
-    if (!root)
-        return fail(&e, "spec: invalid JSON at line %d column %d: %s", jerr.line, jerr.column,
-                    jerr.text);
+    if (!root) return spec_json_error(&jerr, err, errlen);
+    int rc = spec_from_json(root, out, err, errlen);
+    json_decref(root);
+    return rc;
+}
 
+int spec_json_error(const json_error_t *jerr, char *err, size_t errlen)
+{
+    errbuf_t e = {err, errlen};
+    return fail(&e, "spec: invalid JSON at line %d column %d: %s", jerr->line, jerr->column,
+                jerr->text);
+}
+
+int spec_from_json(json_t *root, job_spec_t *out, char *err, size_t errlen)
+{
+    errbuf_t e = {err, errlen};
     int rc = -1;
     /* Parsed into a local copy: on failure *out is left as it was. */
     job_spec_t s;
@@ -681,7 +693,6 @@ int spec_parse(const char *json_text, job_spec_t *out, char *err, size_t errlen)
     memcpy(out, &s, sizeof s);
     rc = 0;
 done:
-    json_decref(root);
     return rc;
 }
 
@@ -805,6 +816,12 @@ static json_t *value_json(const field_t *f, const unsigned char *base, int *prec
 
 char *spec_to_json(const job_spec_t *s)
 {
+    return spec_to_json_doc(s, NULL);
+}
+
+char *spec_to_json_doc(const job_spec_t *s, json_t **doc)
+{
+    if (doc) *doc = NULL;
     json_t *root = json_object();
     if (!root) return NULL;
     int prec = 1;
@@ -821,7 +838,8 @@ char *spec_to_json(const job_spec_t *s)
     /* One precision for the whole document: the largest any number needs to read back
      * exactly, so 0.01 prints as 0.01 rather than 0.010000000000000000208. */
     char *text = json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(prec));
-    json_decref(root);
+    if (text && doc) *doc = root;
+    else json_decref(root);
     return text;
 }
 

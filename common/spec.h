@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 #define SPEC_NAME_MAX 64
 #define SPEC_PATH_MAX 512
 #define SPEC_MAX_WORKERS 256
@@ -96,10 +98,18 @@ void spec_defaults(job_spec_t *s);
  * (image shape). Rules that need the MPI world size are checked by the worker. */
 int spec_parse(const char *json_text, job_spec_t *out, char *err, size_t errlen);
 int spec_load_file(const char *path, job_spec_t *out, char *err, size_t errlen);
+/* The same on a document the caller decoded (with JSON_REJECT_DUPLICATES: a repeated key
+ * is an error, as in spec_parse), so that text is decoded once; root is not kept. */
+int spec_from_json(json_t *root, job_spec_t *out, char *err, size_t errlen);
+/* spec_parse's message for a text that did not decode (jerr from json_loads); returns -1. */
+int spec_json_error(const json_error_t *jerr, char *err, size_t errlen);
 
 /* Serialises the (normalised, defaults filled) spec as compact JSON; returns a
  * malloc'ed string the caller frees, or NULL on out-of-memory. */
 char *spec_to_json(const job_spec_t *s);
+/* The same, and (doc not NULL) the document it was printed from, which the caller owns:
+ * equal to what decoding the text would give, without decoding it. */
+char *spec_to_json_doc(const job_spec_t *s, json_t **doc);
 
 /* Whether the algorithm runs with a parameter server on rank 0 (world = workers + 1). */
 int spec_is_async(const job_spec_t *s);

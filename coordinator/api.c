@@ -171,36 +171,39 @@ static int job_exists(redisContext *rc, const char *id)
 
 /* ---- submit, list, get, cancel ---------------------------------------------------------------- */
 
+static json_t *job_json(const char *id, json_t *h, json_t *spec);
+
 int coord_submit(coordinator_t *c, const char *spec_json, char *id, size_t idlen, char *err, size_t errlen)
 {
-    job_spec_t *s = NULL;
-    char *norm = NULL;
-    redisContext *rc = NULL;
-    int rc_code = COORD_EINVAL;
     if (err && errlen) err[0] = 0;
     if (!spec_json || !*spec_json) {
         set_err(err, errlen, "spec: empty request body");
-        goto out;
+        return COORD_EINVAL;
     }
     if (strlen(spec_json) > COORD_SPEC_MAX) {
         set_err(err, errlen, "spec: larger than %d bytes", COORD_SPEC_MAX);
-        goto out;
+        return COORD_EINVAL;
     }
-    s = malloc(sizeof *s);
-    if (!s) {
-        rc_code = COORD_EINTERNAL;
-        goto out;
-    }
+    job_spec_t *s = malloc(sizeof *s);
+    if (!s) return COORD_EINTERNAL;
     char perr[512];
-    if (spec_parse(spec_json, s, perr, sizeof perr) != 0) {
-        set_err(err, errlen, "%s", perr);
-        goto out;
-    }
-    norm = spec_to_json(s);
-    if (!norm) {
-        rc_code = COORD_EINTERNAL;
-        goto out;
-    }
+    int code = COORD_EINVAL;
+    if (spec_parse(spec_json, s, perr, sizeof perr) != 0) set_err(err, errlen, "%s", perr);
+    else code = coord_submit_spec(c, s, id, idlen, NULL, err, errlen);
+    free(s);
+    return code;
+}
+
+int coord_submit_spec(coordinator_t *c, const job_spec_t *s, char *id, size_t idlen, json_t **job, char *err,
+                      size_t errlen)
+{
+    json_t *doc = NULL, *h = NULL;
+    redisContext *rc = NULL;
+    int rc_code = COORD_EINTERNAL;
+    if (job) *job = NULL;
+    if (err && errlen) err[0] = 0;
+    char *norm = spec_to_json_doc(s, job ? &doc : NULL);
+    if (!norm) goto out;
     job_new_t j = {
         .spec_json = norm, .name = s->name, .model = s->model, .algorithm = s->algorithm.name,
         .workers = s->workers, .world = spec_is_async(s) ? s->workers + 1 : s->workers,
@@ -212,12 +215,22 @@ int coord_submit(coordinator_t *c, const char *spec_json, char *id, size_t idlen
         set_err(err, errlen, "Redis at %s is unreachable", c->redis_url);
         goto out;
     }
-    int js = jobstore_submit(rc, &j, id, idlen);
+    int js = jobstore_submit(rc, &j, id, idlen, job ? &h : NULL);
     conn_put(c, rc, js == JS_EREDIS);
     rc_code = coord_js_to_coord(js);
-    if (rc_code != COORD_OK) set_err(err, errlen, "could not store the job: %s", coord_strerror(rc_code));
+    if (rc_code != COORD_OK) {
+        set_err(err, errlen, "could not store the job: %s", coord_strerror(rc_code));
+        goto out;
+    }
+    if (job && h) {
+        /* The job as coord_get would show it, from what was just written; the spec's
+         * document goes into the parse cache, so the first GET does not decode it either. */
+        api_cache_spec_put(id, norm, doc);
+        *job = job_json(id, h, doc);
+    }
 out:
-    free(s);
+    json_decref(h);
+    json_decref(doc);
     free(norm);
     return rc_code;
 }
@@ -301,23 +314,19 @@ int coord_list(coordinator_t *c, const char *state, long offset, long limit, jso
     return *out ? COORD_OK : COORD_EINTERNAL;
 }
 
-int coord_get(coordinator_t *c, const char *id, json_t **out)
+/* A job hash (jobstore_get's strings) as the API shows it; spec: the parsed "spec" field
+ * when the caller has it, else it comes from the parse cache. */
+static json_t *job_json(const char *id, json_t *h, json_t *spec)
 {
-    if (!job_id_valid(id)) return COORD_ENOTFOUND;
-    redisContext *rc = conn_get(c);
-    if (!rc) return COORD_EUNAVAIL;
-    json_t *h = NULL;
-    int js = jobstore_get(rc, id, &h);
-    conn_put(c, rc, js == JS_EREDIS);
-    if (js != JS_OK) return coord_js_to_coord(js);
     json_t *o = json_object();
+    if (!o) return NULL;
     const char *key;
     json_t *v;
     json_object_foreach(h, key, v) {
         const char *s = json_string_value(v);
         if (strcmp(key, "spec") == 0) {
-            json_t *spec = api_cache_spec(id, s);
-            json_object_set_new(o, "spec", spec ? spec : json_string(s));
+            json_t *parsed = spec ? json_incref(spec) : api_cache_spec(id, s);
+            json_object_set_new(o, "spec", parsed ? parsed : json_string(s));
         } else if (strcmp(key, "dynamic_batch") == 0) {
             json_object_set_new(o, key, json_boolean(s && strcmp(s, "1") == 0));
         } else if (strcmp(key, "pstart") == 0 || strcmp(key, "summary_path") == 0) {
@@ -342,9 +351,21 @@ int coord_get(coordinator_t *c, const char *id, json_t **out)
     int final = state && job_state_parse(state, &st) == 0 && job_state_terminal(st);
     json_t *summary = api_cache_summary(json_string_value(json_object_get(h, "summary_path")), final);
     if (summary) json_object_set_new(o, "summary", summary);
+    return o;
+}
+
+int coord_get(coordinator_t *c, const char *id, json_t **out)
+{
+    if (!job_id_valid(id)) return COORD_ENOTFOUND;
+    redisContext *rc = conn_get(c);
+    if (!rc) return COORD_EUNAVAIL;
+    json_t *h = NULL;
+    int js = jobstore_get(rc, id, &h);
+    conn_put(c, rc, js == JS_EREDIS);
+    if (js != JS_OK) return coord_js_to_coord(js);
+    *out = job_json(id, h, NULL);
     json_decref(h);
-    *out = o;
-    return COORD_OK;
+    return *out ? COORD_OK : COORD_EINTERNAL;
 }
 
 int coord_cancel(coordinator_t *c, const char *id, char *err, size_t errlen)

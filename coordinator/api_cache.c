@@ -92,6 +92,26 @@ static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static spec_entry_t spec_cache[SPEC_CACHE_SLOTS];
 static summary_entry_t summary_cache[SUMMARY_CACHE_SLOTS];
 
+void api_cache_spec_put(const char *id, const char *text, json_t *spec)
+{
+    if (!id || !text || !spec) return;
+    size_t len = strlen(text);
+    spec_entry_t *e = &spec_cache[str_hash(id) % SPEC_CACHE_SLOTS];
+    if (len > SPEC_CACHE_TEXT_MAX || strlen(id) >= sizeof e->id) return;
+    char *copy = malloc(len + 1);
+    if (!copy) return;
+    memcpy(copy, text, len + 1);
+    pthread_mutex_lock(&cache_lock);
+    char *old_text = e->text;
+    json_t *old = e->spec;
+    snprintf(e->id, sizeof e->id, "%s", id);
+    e->text = copy;
+    e->spec = json_incref(spec);
+    pthread_mutex_unlock(&cache_lock);
+    free(old_text);   /* outside the lock: a big old entry takes a while to free */
+    json_decref(old);
+}
+
 json_t *api_cache_spec(const char *id, const char *text)
 {
     if (!text) return NULL;
@@ -101,20 +121,7 @@ json_t *api_cache_spec(const char *id, const char *text)
     if (e->text && strcmp(e->id, id) == 0 && strcmp(e->text, text) == 0) j = json_incref(e->spec);
     pthread_mutex_unlock(&cache_lock);
     if (j) return j;
-    size_t len = strlen(text);
-    if (!(j = json_loadb(text, len, 0, NULL)) || len > SPEC_CACHE_TEXT_MAX || strlen(id) >= sizeof e->id) return j;
-    char *copy = malloc(len + 1);
-    if (!copy) return j;
-    memcpy(copy, text, len + 1);
-    pthread_mutex_lock(&cache_lock);
-    char *old_text = e->text;
-    json_t *old = e->spec;
-    snprintf(e->id, sizeof e->id, "%s", id);
-    e->text = copy;
-    e->spec = json_incref(j);
-    pthread_mutex_unlock(&cache_lock);
-    free(old_text);   /* outside the lock: a big old entry takes a while to free */
-    json_decref(old);
+    if ((j = json_loadb(text, strlen(text), 0, NULL))) api_cache_spec_put(id, text, j);
     return j;
 }
 

@@ -11,6 +11,9 @@
 /* The job's parsed spec for its stored text (a new reference, shared), or NULL when text
  * is not JSON. An entry is used only for exactly the text it was parsed from. */
 json_t *api_cache_spec(const char *id, const char *text);
+/* Enters spec as the parsed form of text (a reference is taken): the submit path, which
+ * has the document it printed the text from. Texts over 64 KiB are not cached. */
+void api_cache_spec_put(const char *id, const char *text, json_t *spec);
 
 /* The job's summary file at path (a new reference, shared when final) or NULL when it is
  * missing, too large or not JSON. final: the job is SUCCEEDED, FAILED or CANCELLED in

@@ -30,6 +30,8 @@
 
 #include <jansson.h>
 
+#include "spec.h"
+
 enum {
     COORD_OK = 0,
     COORD_EINVAL = -1,     /* bad request: invalid spec, bad argument */
@@ -90,6 +92,13 @@ const char *coordinator_listen(const coordinator_t *c);
 /* Validates spec_json (common/spec.h), assigns an id ("j-<n>") and queues the job. The job
  * is in Redis before this returns. COORD_EINVAL with the parser's message in err. */
 int coord_submit(coordinator_t *c, const char *spec_json, char *id, size_t idlen, char *err, size_t errlen);
+
+/* The same for a spec the caller has parsed and validated (spec_parse or spec_from_json:
+ * the HTTP layer decodes the body once). With job not NULL, *job receives the job as
+ * coord_get would show it, built from what was written, not read back (a new reference;
+ * NULL when out of memory). */
+int coord_submit_spec(coordinator_t *c, const job_spec_t *s, char *id, size_t idlen, json_t **job, char *err,
+                      size_t errlen);
 
 /* Jobs, newest first: {"jobs": [summary...], "total": N, "offset": O, "limit": L} where
  * total counts the jobs that match state (NULL or "" = any; QUEUED, RUNNING, ...; an

@@ -180,8 +180,9 @@ static int exec_pipeline(redisContext *c, int ncmd)
     return rc;
 }
 
-int jobstore_submit(redisContext *c, const job_new_t *j, char *id, size_t idlen)
+int jobstore_submit(redisContext *c, const job_new_t *j, char *id, size_t idlen, json_t **hash)
 {
+    if (hash) *hash = NULL;
     redisReply *r = redisCommand(c, "INCR %s", KEY_SEQ);
     if (!r || r->type != REDIS_REPLY_INTEGER) return done(r);
     snprintf(id, idlen, "j-%lld", r->integer);
@@ -210,7 +211,18 @@ int jobstore_submit(redisContext *c, const job_new_t *j, char *id, size_t idlen)
     redisAppendCommand(c, "XADD %s MAXLEN ~ %d * json %s", KEY_EVENTS, EVENTS_MAXLEN, ev);
     redisAppendCommand(c, "EXEC");
     free(ev);
-    return exec_pipeline(c, 4);
+    int rc = exec_pipeline(c, 4);
+    if (rc == JS_OK && hash) {
+        /* What HGETALL would return now, without asking (field order included). */
+        json_t *h = json_object();
+        for (size_t i = 2; h && i + 1 < sizeof argv / sizeof argv[0]; i += 2)
+            if (json_object_set_new(h, argv[i], json_string(argv[i + 1])) != 0) {
+                json_decref(h);
+                h = NULL;
+            }
+        *hash = h;
+    }
+    return rc;
 }
 
 int jobstore_get(redisContext *c, const char *id, json_t **out)

@@ -75,8 +75,10 @@ typedef struct {
 } job_new_t;
 
 /* INCR pacer:seq, then in one MULTI/EXEC: the job hash (state QUEUED), pacer:jobs,
- * pacer:queue and a "submitted" event. The id is valid only when 0 is returned. */
-int jobstore_submit(redisContext *c, const job_new_t *j, char *id, size_t idlen);
+ * pacer:queue and a "submitted" event. The id is valid only when 0 is returned. hash
+ * (may be NULL) receives the fields written, as jobstore_get would return them (a new
+ * reference; NULL when out of memory), so a caller need not read the job back. */
+int jobstore_submit(redisContext *c, const job_new_t *j, char *id, size_t idlen, json_t **hash);
 
 /* HGETALL of the job hash as a JSON object of strings (new reference). */
 int jobstore_get(redisContext *c, const char *id, json_t **out);

@@ -3,7 +3,7 @@
  *
  * The first byte picks the surface (its value mod 4; the seeds use '0'..'3'), the rest
  * is the client's input:
- *   0  a POST /api/v1/jobs body: handlers_body_problem (JSON check, spec_parse, the
+ *   0  a POST /api/v1/jobs body: handlers_body_problem (one decode, spec_from_json, the
  *      problem document with its field), serialised as the server would;
  *   1  a query string: split at '&' and '=' as libmicrohttpd does, then every typed
  *      getter the handlers use (limit, offset, tail, state, since);

@@ -74,38 +74,62 @@ int handle_jobs_list(http_req_t *rq)
     return respond_json(rq->conn, MHD_HTTP_OK, out, NULL, 0);
 }
 
-json_t *handlers_body_problem(const char *body, size_t len)
+json_t *handlers_body_spec(const char *body, size_t len, job_spec_t *out)
 {
     if (!body || len == 0) return problem_new(400, "invalid-json", "Invalid JSON", "the request body is empty", NULL, NULL);
     if (memchr(body, 0, len))
         return problem_new(400, "invalid-json", "Invalid JSON", "the request body contains a NUL byte", NULL, NULL);
+    /* Decoded once, for both checks: the JSON itself, then the spec (spec_from_json). A
+     * repeated key is the spec's error, as spec_parse reports it, unless the body is also
+     * broken JSON further on (then, as without the duplicate, it is invalid JSON). */
     json_error_t jerr;
-    json_t *doc = json_loadb(body, len, 0, &jerr);
+    json_t *doc = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!doc && json_error_code(&jerr) == json_error_duplicate_key) {
+        json_error_t jerr2;
+        json_t *plain = json_loadb(body, len, 0, &jerr2);
+        if (plain) {
+            json_decref(plain);
+            char err[512];
+            spec_json_error(&jerr, err, sizeof err);
+            return problem_from_coord(COORD_EINVAL, err);
+        }
+        jerr = jerr2;
+    }
     if (!doc) {
         char detail[512];
         snprintf(detail, sizeof detail, "line %d column %d: %s", jerr.line, jerr.column, jerr.text);
         return problem_new(400, "invalid-json", "Invalid JSON", detail, NULL, NULL);
     }
+    char err[512];
+    int bad = spec_from_json(doc, out, err, sizeof err) != 0;
     json_decref(doc);
+    return bad ? problem_from_coord(COORD_EINVAL, err) : NULL;
+}
+
+json_t *handlers_body_problem(const char *body, size_t len)
+{
     job_spec_t *s = malloc(sizeof *s);
     if (!s) return problem_new(500, "internal", NULL, "out of memory", NULL, NULL);
-    char err[512];
-    /* body is NUL-terminated at len (server.c, the fuzz target) and holds no NUL before. */
-    int bad = spec_parse(body, s, err, sizeof err) != 0;
+    json_t *p = handlers_body_spec(body, len, s);
     free(s);
-    return bad ? problem_from_coord(COORD_EINVAL, err) : NULL;
+    return p;
 }
 
 int handle_jobs_submit(http_req_t *rq)
 {
-    json_t *p = handlers_body_problem(rq->body, rq->body_len);
-    if (p) return problem(rq, p);
+    job_spec_t *s = malloc(sizeof *s);
+    if (!s) return problem(rq, problem_new(500, "internal", NULL, "out of memory", NULL, NULL));
+    json_t *p = handlers_body_spec(rq->body, rq->body_len, s);
+    if (p) {
+        free(s);
+        return problem(rq, p);
+    }
     char id[COORD_ID_MAX], err[1024] = "";
-    int code = coord_submit(rq->srv->coord, rq->body, id, sizeof id, err, sizeof err);
-    if (code != COORD_OK) return coord_error(rq, code, err);
     json_t *job = NULL;
-    if (coord_get(rq->srv->coord, id, &job) != COORD_OK)
-        job = json_pack("{s:s, s:s}", "id", id, "state", "QUEUED");   /* stored; Redis blinked */
+    int code = coord_submit_spec(rq->srv->coord, s, id, sizeof id, &job, err, sizeof err);
+    free(s);
+    if (code != COORD_OK) return coord_error(rq, code, err);
+    if (!job) job = json_pack("{s:s, s:s}", "id", id, "state", "QUEUED");   /* stored; out of memory here */
     char location[96];
     snprintf(location, sizeof location, "/api/v1/jobs/%s", id);
     http_header_t h[] = { { MHD_HTTP_HEADER_LOCATION, location } };

@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "routes.h"
+#include "spec.h"
 
 int handle_jobs_list(http_req_t *rq);
 int handle_jobs_submit(http_req_t *rq);
@@ -27,8 +28,10 @@ int handle_index(http_req_t *rq);
 int handle_static(http_req_t *rq);
 int handle_not_found(http_req_t *rq);
 
-/* The problem for a submitted body that is not valid JSON or not a valid job spec, or
- * NULL when spec_parse accepts it. Pure (the fuzz target drives it). */
+/* A submitted body as a job spec: NULL with *out filled, or the problem when the body is
+ * not valid JSON or not a valid job spec (the body is decoded once). Pure. */
+json_t *handlers_body_spec(const char *body, size_t len, job_spec_t *out);
+/* The same without keeping the spec (the fuzz target drives it). */
 json_t *handlers_body_problem(const char *body, size_t len);
 
 #endif

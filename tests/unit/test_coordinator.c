@@ -374,6 +374,39 @@ static const char *jstr(json_t *j, const char *key)
 
 /* ---- the API without a daemon ---------------------------------------------------------------- */
 
+/* The HTTP layer's submit: a parsed spec in, the job as coord_get shows it out, without
+ * reading it back; the spec's document goes into the parse cache, so the first coord_get
+ * returns that very object instead of decoding the stored text. */
+static void test_api_submit_spec(void **state)
+{
+    fixture_t *fx = *state;
+    char err[ERRLEN], id[COORD_ID_MAX];
+    job_spec_t *s = malloc(sizeof *s);
+    assert_non_null(s);
+    assert_int_equal(spec_parse(SPEC, s, err, sizeof err), 0);
+    json_t *job = NULL, *got = NULL;
+    assert_int_equal(coord_submit_spec(fx->client, s, id, sizeof id, &job, err, sizeof err), COORD_OK);
+    free(s);
+    assert_non_null(job);
+    assert_string_equal(jstr(job, "id"), id);
+    assert_string_equal(jstr(job, "state"), "QUEUED");
+    assert_string_equal(jstr(job, "model"), "lenet5");
+    assert_int_equal(coord_get(fx->client, id, &got), COORD_OK);
+    if (!json_equal(job, got)) {
+        char *a = json_dumps(job, JSON_SORT_KEYS), *b = json_dumps(got, JSON_SORT_KEYS);
+        fail_msg("submit answered\n  %s\nbut the job reads\n  %s", a, b);
+    }
+    assert_ptr_equal(json_object_get(job, "spec"), json_object_get(got, "spec"));
+    json_decref(job);
+    json_decref(got);
+    /* The text path (the command line) stores the same job. */
+    char id2[COORD_ID_MAX];
+    assert_int_equal(coord_submit(fx->client, SPEC, id2, sizeof id2, err, sizeof err), COORD_OK);
+    assert_int_equal(coord_get(fx->client, id2, &got), COORD_OK);
+    assert_string_equal(jstr(got, "model"), "lenet5");
+    json_decref(got);
+}
+
 static void test_api_submit_get_list_cancel(void **state)
 {
     fixture_t *fx = *state;
@@ -893,6 +926,7 @@ int main(void)
         cmocka_unit_test(test_log_helpers),
         cmocka_unit_test(test_exit_code_and_liveness),
         cmocka_unit_test_setup_teardown(test_api_submit_get_list_cancel, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_api_submit_spec, setup, teardown),
         cmocka_unit_test_setup_teardown(test_api_metrics_nodes_events, setup, teardown),
         cmocka_unit_test_setup_teardown(test_api_redis_down, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dynbatch, setup, teardown),

@@ -260,6 +260,30 @@ static void test_body_problem(void **state)
     assert_string_equal(json_string_value(json_object_get(p, "type")), "urn:pacer:problem:invalid-spec");
     assert_string_equal(json_string_value(json_object_get(p, "field")), "emulate.slowdown");
     json_decref(p);
+
+    /* The body is decoded once (handlers_body_spec); the answers are spec_parse's: a
+     * repeated key is an invalid spec with spec_parse's words, unless the body is broken
+     * JSON further on; a bare number is invalid JSON. */
+    const char *dup = "{\"model\":\"lenet5\",\"model\":\"mlp\"}";
+    job_spec_t *sp = malloc(sizeof *sp);
+    assert_non_null(sp);
+    char perr[512];
+    assert_int_equal(spec_parse(dup, sp, perr, sizeof perr), -1);
+    p = handlers_body_problem(dup, strlen(dup));
+    assert_string_equal(json_string_value(json_object_get(p, "type")), "urn:pacer:problem:invalid-spec");
+    assert_string_equal(json_string_value(json_object_get(p, "detail")), perr);
+    json_decref(p);
+    const char *dup_broken = "{\"model\":\"lenet5\",\"model\":\"mlp\",}";
+    p = handlers_body_problem(dup_broken, strlen(dup_broken));
+    assert_string_equal(json_string_value(json_object_get(p, "type")), "urn:pacer:problem:invalid-json");
+    json_decref(p);
+    p = handlers_body_problem("42", 2);
+    assert_string_equal(json_string_value(json_object_get(p, "type")), "urn:pacer:problem:invalid-json");
+    json_decref(p);
+    assert_null(handlers_body_spec(ok, strlen(ok), sp));
+    assert_string_equal(sp->model, "lenet5");
+    assert_int_equal(sp->epochs, 1);
+    free(sp);
 }
 
 /* ---- auth ------------------------------------------------------------------------------------------ */

@@ -599,6 +599,24 @@ static void assert_round_trip(const job_spec_t *s)
     char *again = spec_to_json(&back);
     assert_non_null(again);
     assert_string_equal(text, again);
+    /* The document spec_to_json_doc hands back is what decoding its text gives (the
+     * coordinator's submit path uses it instead of decoding), and spec_from_json on a
+     * decoded document is spec_parse. */
+    json_t *doc = NULL;
+    char *third = spec_to_json_doc(s, &doc);
+    assert_non_null(third);
+    assert_string_equal(text, third);
+    json_t *decoded = json_loads(text, 0, NULL);
+    assert_non_null(doc);
+    assert_non_null(decoded);
+    assert_true(json_equal(doc, decoded));
+    job_spec_t from_doc;
+    memset(&from_doc, 0, sizeof from_doc);
+    assert_int_equal(spec_from_json(decoded, &from_doc, err, sizeof err), 0);
+    assert_memory_equal(&from_doc, &back, sizeof back);
+    json_decref(decoded);
+    json_decref(doc);
+    free(third);
     free(again);
     free(text);
 }

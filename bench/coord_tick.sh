@@ -1,7 +1,7 @@
 # The coordinator's supervision tick with one RUNNING job of 64 ranks reporting (issue 5):
 # time per tick (wall and CPU), Redis round trips per tick, CPU shares. A real
 # redis-server on a unix socket in a temporary directory; the ranks are real worker Redis
-# sinks (common/redis_report.c) in a second process. bench/coord_tick.c says how.
+# sinks (worker/redis_report.c) in a second process. bench/coord_tick.c says how.
 # Environment: BUILD, RANKS (64), TICK_SECONDS (30), IDLE_SECONDS (5), TICK_S (0.2, the
 # daemon's default --tick).
 . bench/lib.sh

@@ -129,7 +129,7 @@ int coord_nodes(coordinator_t *c, const char *id, json_t **out);
 
 /* Metrics records from the job's stream after since (a stream id; NULL, "" or "0" = from
  * the start), at most limit (<= 0: 500; max 10000): {"job", "items": [{"id": stream id,
- * ...the record (common/metrics.h JSON)}], "next": the last id returned (or since)}. */
+ * ...the record (worker/metrics.h JSON)}], "next": the last id returned (or since)}. */
 int coord_metrics(coordinator_t *c, const char *id, const char *since, long limit, json_t **out);
 
 /* The job's log (stdout + stderr of mpirun and every rank): with tail_lines > 0 the last

@@ -1,8 +1,9 @@
 # http/http.mk - the REST API's extra targets; the top-level Makefile includes it with
 #
-#   -include http/http.mk
+#   include http/http.mk
 #
-# after its own rules (it uses BUILD, CC, CPPFLAGS, DEP_LIBS from there).
+# after its own rules (it uses BUILD from there; the fuzz target has its own compiler,
+# flags and include path: the HTTP layer, the coordinator and common/).
 #
 #   make static        build/static/: the dashboard (static/*), uPlot from npm
 #                      (static/package.json, pinned in static/package-lock.json) and

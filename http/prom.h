@@ -1,9 +1,9 @@
 /* http/prom.h - GET /metrics: the Prometheus text exposition format 0.0.4.
  *
  * prom_render is pure: it turns what the coordinator API returned (job counts by state,
- * and coord_nodes() of each RUNNING job) into the text. prom_scrape (handlers.c) gathers
- * that input with a few Redis round trips and caches the text for PROM_CACHE_S, so a
- * scraper hammering the endpoint costs Redis nothing more.
+ * and coord_nodes() of each RUNNING job) into the text. handle_prometheus (handlers.c)
+ * gathers that input with a few Redis round trips (prom_build) and caches the text for
+ * PROM_CACHE_S, so a scraper hammering the endpoint costs Redis nothing more.
  *
  * Families: pacer_redis_up, pacer_jobs{state}, pacer_sse_streams, pacer_job_restarts{job},
  * and per rank of running jobs {job, rank}: pacer_rank_samples_per_second,

@@ -132,6 +132,23 @@ static void epoch_end(server_t *s)
     s->cursor = 0;
 }
 
+/* Every worker is parked at the end of the epoch: the epoch ends, then either everyone
+ * is told to stop (returns 1) or the next epoch starts with a reply to every worker. */
+static int next_epoch(server_t *s)
+{
+    worker_t *w = s->ps.w;
+    epoch_end(s);
+    if (w->stop || w->epoch >= w->spec->epochs) {
+        stop_all(s);
+        return 1;
+    }
+    for (int k = 0; k < s->ps.n; k++) {
+        s->parked[k] = 0;
+        reply(s, k, 0);
+    }
+    return 0;
+}
+
 static int serve(server_t *s, const train_opts_t *o)
 {
     worker_t *w = s->ps.w;
@@ -154,14 +171,7 @@ static int serve(server_t *s, const train_opts_t *o)
             w->global_step = s->ps.t;
             for (int k = 0; k < n; k++)
                 if (s->pending[k]) { s->pending[k] = 0; reply(s, k, 0); }
-            if (all_parked(s)) {
-                epoch_end(s);
-                if (w->stop || w->epoch >= sp->epochs) {
-                    stop_all(s);
-                    return 0;
-                }
-                for (int k = 0; k < n; k++) { s->parked[k] = 0; reply(s, k, 0); }
-            }
+            if (all_parked(s) && next_epoch(s)) return 0;
             continue;
         }
         if (s->round_robin) {
@@ -240,14 +250,7 @@ static int serve(server_t *s, const train_opts_t *o)
             stop_all(s);
             return 0;
         }
-        if (all_parked(s)) {
-            epoch_end(s);
-            if (w->stop || w->epoch >= sp->epochs) {
-                stop_all(s);
-                return 0;
-            }
-            for (int k = 0; k < n; k++) { s->parked[k] = 0; reply(s, k, 0); }
-        }
+        if (all_parked(s) && next_epoch(s)) return 0;
     }
     (void)np;
 }

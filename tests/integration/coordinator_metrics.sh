@@ -2,7 +2,7 @@
 # per-rank node hash (heartbeat, EWMA speed, compute/comm/idle sums) and staleness hash
 # are filled; when the job ends its speed is folded into the host's performance profile
 # and its bulky keys get their TTL. Skips while pacer-worker lacks --redis (the worker
-# side of the sink, common/redis_report.h, is wired by the worker's owner).
+# side of the sink, worker/redis_report.h, is wired by the worker's owner).
 . tests/integration/coordinator_lib.inc
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
 start_coord

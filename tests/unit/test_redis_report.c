@@ -1,4 +1,4 @@
-/* tests/unit/test_redis_report.c - the worker's Redis link (common/redis_report.h):
+/* tests/unit/test_redis_report.c - the worker's Redis link (worker/redis_report.h):
  * URL parsing, and the sink against a real redis-server that each test starts on a unix
  * socket in a fresh mkdtemp() directory (the coordinator's embedded-server code starts
  * and stops it). Asynchronous results are awaited by polling with a deadline.

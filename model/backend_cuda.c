@@ -96,6 +96,20 @@ static const pacer_cuda_backend_t *use(void)
 
 /* ---- devices: usable before (and without) the library ----------------------------------- */
 
+int cuda_driver_device_count(void)
+{
+    /* The driver library only: the backend would map cudart, cuDNN and cuBLAS to ask. It
+     * stays loaded (the driver keeps state once initialised, and the backend uses it). */
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) return -1;
+    int (*init)(unsigned) = NULL, (*count)(int *) = NULL;
+    *(void **)&init = dlsym(h, "cuInit");
+    *(void **)&count = dlsym(h, "cuDeviceGetCount");
+    int n = 0;
+    if (!init || !count || init(0) != 0 || count(&n) != 0) n = 0;   /* CUresult 0: success */
+    return n;
+}
+
 int cuda_device_count(void)
 {
     const pacer_cuda_backend_t *t = use();

@@ -25,7 +25,8 @@
  * says why it cannot. Before it is loaded cuda_device_count() is 0, cuda_pick_device()
  * -1 and cuda_model_create fails with the reason; those four device functions and
  * cuda_model_create load it on first use, and cuda_model_free(NULL) never does. A
- * pacer-worker that trains on the CPU never loads it, so it runs where CUDA is absent.
+ * pacer-worker that trains on the CPU never loads it, so it runs where CUDA is absent:
+ * device "cpu" never, "auto" only when the driver reports a device.
  */
 #ifndef PACER_BACKEND_CUDA_H
 #define PACER_BACKEND_CUDA_H
@@ -49,6 +50,10 @@ int cuda_backend_load(char *err, size_t errlen);
 /* $PACER_CUDA_LIB when set, else libpacer_cuda.so in the directory of this executable
  * (symbolic links resolved). Returns buf. */
 const char *cuda_backend_path(char *buf, size_t len);
+/* Devices the CUDA driver reports (libcuda.so.1: cuInit, cuDeviceGetCount), without
+ * loading the backend and the libraries it maps; -1 when there is no driver. What device
+ * "auto" asks before it loads anything. */
+int cuda_driver_device_count(void);
 
 /* Visible devices; 0 when there is no driver or GPU (never prints, never fails). */
 int cuda_device_count(void);

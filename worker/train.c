@@ -204,13 +204,19 @@ void worker_evaluate(worker_t *w, float *loss, float *accuracy)
 /* device "cpu": the reference path. "cuda": GPU local_rank % device_count, an error when
  * none is visible. "auto": the GPU when one is visible, else the CPU with a log line.
  * Ranks choose independently, so one job may mix GPU and CPU ranks (the node profiles
- * show each rank's device, and dynamic batching balances them). Only "cuda" and "auto"
- * load the CUDA backend (model/backend_cuda.h): a CPU rank never maps the CUDA libraries.
- * A backend that cannot be loaded is an error for "cuda" and a logged fallback for "auto". */
+ * show each rank's device, and dynamic batching balances them).
+ * The CUDA backend (model/backend_cuda.h) is a library loaded here, never for "cpu":
+ * "cuda" loads it (a library that cannot be loaded is the error); "auto" first asks the
+ * driver, so a machine without a GPU maps no CUDA library, and falls back to the CPU with
+ * a log line when the library cannot be loaded. */
 static int select_device(worker_t *w, char *err, size_t errlen)
 {
     const char *dev = w->spec->device;
     if (strcmp(dev, "cpu") == 0 || w->role == ROLE_PS) return 0;
+    if (strcmp(dev, "auto") == 0 && cuda_driver_device_count() <= 0) {
+        if (w->rank <= 1) fprintf(stderr, "device auto: no CUDA device visible; training on the CPU\n");
+        return 0;
+    }
     char why[768];
     if (cuda_backend_load(why, sizeof why) != 0) {
         if (strcmp(dev, "cuda") == 0) {

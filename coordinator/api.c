@@ -171,6 +171,12 @@ static int job_exists(redisContext *rc, const char *id)
 
 int coord_submit(coordinator_t *c, const char *spec_json, char *id, size_t idlen, char *err, size_t errlen)
 {
+    return coord_submit_as(c, spec_json, NULL, id, idlen, err, errlen);
+}
+
+int coord_submit_as(coordinator_t *c, const char *spec_json, const char *parent, char *id, size_t idlen, char *err,
+                    size_t errlen)
+{
     job_spec_t *s = NULL;
     char *norm = NULL;
     redisContext *rc = NULL;
@@ -202,7 +208,7 @@ int coord_submit(coordinator_t *c, const char *spec_json, char *id, size_t idlen
     job_new_t j = {
         .spec_json = norm, .name = s->name, .model = s->model, .algorithm = s->algorithm.name,
         .workers = s->workers, .world = spec_is_async(s) ? s->workers + 1 : s->workers,
-        .dynamic_batch = s->algorithm.dynamic_batch,
+        .dynamic_batch = s->algorithm.dynamic_batch, .parent = parent,
     };
     rc = conn_get(c);
     if (!rc) {
@@ -496,6 +502,8 @@ int coord_get(coordinator_t *c, const char *id, json_t **out)
             continue;   /* internal */
         } else if (strcmp(key, "reason") == 0) {
             json_object_set_new(o, key, json_string(s));
+        } else if (strcmp(key, "retries") == 0) {
+            json_object_set_new(o, key, coord_id_list(s));   /* "j-5,j-9" -> ["j-5", "j-9"] */
         } else {
             int str = 0;
             for (const char *const *f = STRING_FIELDS; *f; f++) str |= strcmp(*f, key) == 0;

@@ -40,6 +40,7 @@ typedef enum {
 } job_state_t;
 
 #define JOB_ID_MAX 32
+#define JOB_RETRIES_MAX 100
 
 const char *job_state_name(job_state_t s);
 /* Case-insensitive; returns 0 or -1. */
@@ -83,10 +84,14 @@ typedef struct {
     const char *name, *model, *algorithm;
     int workers, world;
     int dynamic_batch;
+    const char *parent;      /* a retry: the job it retries (NULL = a new job) */
 } job_new_t;
 
 /* INCR pacer:seq, then in one MULTI/EXEC: the job hash (state QUEUED), pacer:jobs,
- * pacer:queue and a "submitted" event. The id is valid only when 0 is returned. */
+ * pacer:queue and a "submitted" event. The id is valid only when 0 is returned. A retry
+ * (j->parent) also gets "parent", and its id is appended to the parent's "retries" (a
+ * comma-separated list of at most JOB_RETRIES_MAX ids, the oldest dropped first) in the
+ * same transaction. */
 int jobstore_submit(redisContext *c, const job_new_t *j, char *id, size_t idlen);
 
 /* HGETALL of the job hash as a JSON object of strings (new reference). */

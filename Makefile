@@ -30,6 +30,7 @@ endif
 have = $(shell pkg-config --exists $(1) 2>/dev/null && echo yes || echo no)
 HAVE_OPENBLAS := $(call have,openblas)
 HAVE_MPI      := $(shell command -v mpicc >/dev/null 2>&1 && echo yes || echo no)
+HAVE_CURL     := $(call have,libcurl)
 CUDA_HOME     ?= /usr/local/cuda
 NVCC          := $(shell command -v nvcc 2>/dev/null || ( test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc ))
 HAVE_NVCC     := $(if $(NVCC),yes,no)
@@ -66,12 +67,17 @@ CUDA_SRC    := $(wildcard kernels/cuda/*.cu)
 UNIT_SRC    := $(wildcard tests/unit/test_*.c)
 BENCH_SRC   := $(wildcard bench/*.c)
 TOOL_SRC    := $(wildcard tests/tools/*.c)
+# The command-line client: its pure parts (arguments, tables, progress lines, the SSE
+# parser) are an archive the unit tests link; the rest needs libcurl.
+CLI_PURE    := cli/cliargs.c cli/format.c cli/progress.c cli/sseparse.c
+CLI_SRC     := $(filter-out $(CLI_PURE),$(wildcard cli/*.c))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 LIBCOMMON  := $(BUILD)/libpacer_common.a
 LIBKERNELS := $(BUILD)/libpacer_kernels.a
 LIBWORKER  := $(BUILD)/libpacer_worker.a
 LIBCOORD   := $(BUILD)/libpacer_coord.a
+LIBCLI     := $(BUILD)/libpacer_cli.a
 CUDA_OBJ   := $(if $(filter yes,$(WITH_CUDA)),$(patsubst %.cu,$(BUILD)/obj/%.cu.o,$(CUDA_SRC)))
 
 WORKER_LIBS = $(LIBWORKER) $(LIBKERNELS) $(LIBCOMMON) $(CUDA_OBJ) $(BLAS_LIBS) $(MPI_LIBS) $(CUDA_LIBS) $(DEP_LIBS)
@@ -80,13 +86,14 @@ COORD_LIBS  = $(LIBCOORD) $(LIBCOMMON) -lmicrohttpd $(DEP_LIBS)
 UNIT_BIN  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 TOOL_BIN  := $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(TOOL_SRC))
-BINS      := $(BUILD)/pacer-worker $(if $(wildcard coordinator/main.c),$(BUILD)/pacer-coordinator)
+BINS      := $(BUILD)/pacer-worker $(if $(wildcard coordinator/main.c),$(BUILD)/pacer-coordinator) \
+             $(if $(filter yes,$(HAVE_CURL)),$(BUILD)/pacer)
 
 .PHONY: all found deps test check-asan demo bench clean format format-check fuzz
 all: found $(BINS) $(UNIT_BIN) $(BENCH_BIN) $(TOOL_BIN)
 
 found:
-	@echo "pacer build: OpenBLAS $(HAVE_OPENBLAS), Open MPI $(HAVE_MPI), nvcc $(HAVE_NVCC), cuDNN $(HAVE_CUDNN) -> CUDA backend $(WITH_CUDA)$(if $(SANITIZE), [sanitize=$(SANITIZE)])"
+	@echo "pacer build: OpenBLAS $(HAVE_OPENBLAS), Open MPI $(HAVE_MPI), nvcc $(HAVE_NVCC), cuDNN $(HAVE_CUDNN) -> CUDA backend $(WITH_CUDA)$(if $(SANITIZE), [sanitize=$(SANITIZE)]); libcurl $(HAVE_CURL)$(if $(filter no,$(HAVE_CURL)), (no build/pacer: make deps))"
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -100,6 +107,7 @@ $(LIBCOMMON): $(call obj,$(COMMON_SRC))
 $(LIBKERNELS): $(call obj,$(KERNELS_SRC))
 $(LIBWORKER): $(call obj,$(WORKER_SRC))
 $(LIBCOORD): $(call obj,$(COORD_SRC))
+$(LIBCLI): $(call obj,$(CLI_PURE))
 $(BUILD)/%.a:
 	@mkdir -p $(dir $@)
 	@rm -f $@
@@ -111,10 +119,14 @@ $(BUILD)/pacer-worker: $(call obj,worker/main.c) $(LIBWORKER) $(LIBKERNELS) $(LI
 $(BUILD)/pacer-coordinator: $(call obj,coordinator/main.c) $(LIBCOORD) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) $< -o $@ $(COORD_LIBS)
 
+$(BUILD)/pacer: $(call obj,$(CLI_SRC)) $(LIBCLI)
+	$(CC) $(LDFLAGS) $(call obj,$(CLI_SRC)) -o $@ $(LIBCLI) -lcurl -ljansson -lm
+
 # Unit tests link everything; a test that needs the coordinator pulls it from its archive.
-$(BUILD)/tests/%: $(call obj,tests/unit/%.c) $(LIBWORKER) $(LIBKERNELS) $(LIBCOMMON) $(if $(COORD_SRC),$(LIBCOORD)) $(CUDA_OBJ)
+$(BUILD)/tests/%: $(call obj,tests/unit/%.c) $(LIBWORKER) $(LIBKERNELS) $(LIBCOMMON) $(if $(COORD_SRC),$(LIBCOORD)) $(LIBCLI) $(CUDA_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $< -o $@ $(if $(COORD_SRC),$(LIBCOORD) -lmicrohttpd) $(WORKER_LIBS) -lcmocka
+	$(CC) $(LDFLAGS) $< -o $@ $(if $(COORD_SRC),$(LIBCOORD) -lmicrohttpd) $(LIBCLI) $(WORKER_LIBS) -lcmocka
+$(BUILD)/obj/tests/unit/test_cli.o: CPPFLAGS += -Icli
 
 $(BUILD)/tools/%: $(call obj,tests/tools/%.c) $(LIBWORKER) $(LIBKERNELS) $(LIBCOMMON) $(CUDA_OBJ)
 	@mkdir -p $(dir $@)

@@ -94,7 +94,7 @@ void progress_nodes(progress_t *p, json_t *nodes)
         json_t *k = json_object_get(r, "rank");
         if (!json_is_integer(k)) continue;
         long long rank = (long long)json_integer_value(k);
-        if (ensure(p, rank + 1) != 0) continue;
+        if (rank < 0 || ensure(p, rank + 1) != 0) continue;
         if (json_object_size(r) > 1) take_rank(&p->ranks[rank], r);   /* more than "rank": it reported */
     }
 }
@@ -112,7 +112,7 @@ int progress_event(progress_t *p, json_t *ev, int *rank)
         json_t *k = json_object_get(ev, "rank");
         if (!json_is_integer(k)) return PROGRESS_NONE;
         long long r = (long long)json_integer_value(k);
-        if (ensure(p, r + 1) != 0) return PROGRESS_NONE;
+        if (r < 0 || ensure(p, r + 1) != 0) return PROGRESS_NONE;
         take_rank(&p->ranks[r], ev);
         if (rank) *rank = (int)r;
         return PROGRESS_RANK;

@@ -107,8 +107,9 @@ static void final_line(cli_ctx_t *cx, watch_t *w, const char *path)
 {
     json_t *job = NULL;
     char ran[32] = "";
+    /* The state and reason are the stream's: a GET may be served from the API's short
+     * cache and lag behind the final state event. */
     if (cli_get_json(cx, path, &job) == CLI_EXIT_OK) {
-        progress_job(&w->p, job);
         double st = json_number_value(json_object_get(job, "started"));
         double fin = json_number_value(json_object_get(job, "finished"));
         if (st > 0 && fin >= st) {

@@ -30,6 +30,7 @@ endif
 have = $(shell pkg-config --exists $(1) 2>/dev/null && echo yes || echo no)
 HAVE_OPENBLAS := $(call have,openblas)
 HAVE_MPI      := $(shell command -v mpicc >/dev/null 2>&1 && echo yes || echo no)
+HAVE_CURL     := $(call have,libcurl)
 CUDA_HOME     ?= /usr/local/cuda
 NVCC          := $(shell command -v nvcc 2>/dev/null || ( test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc ))
 HAVE_NVCC     := $(if $(NVCC),yes,no)
@@ -61,7 +62,8 @@ INC_worker      = -Iworker -Imodel -Ikernels/cpu -Icommon
 INC_coordinator = -Icoordinator -Icommon
 INC_http        = -Ihttp -Icoordinator -Icommon
 INC_daemon      = -Ihttp -Icoordinator -Icommon
-INC_tests       = -Itests/unit -Ihttp -Icoordinator -Iworker -Imodel -Ikernels/cpu -Icommon
+INC_cli         = -Icli -Icommon
+INC_tests       = -Itests/unit -Icli -Ihttp -Icoordinator -Iworker -Imodel -Ikernels/cpu -Icommon
 INC_tools       = $(INC_worker)
 INC_bench       = $(INC_worker)
 INC_bench_coord = -Icoordinator -Iworker -Icommon   # bench/coord_tick.c: the tick and worker sinks
@@ -76,6 +78,7 @@ $(BUILD)/obj/worker/%.o:      INCLUDES = $(INC_worker) $(EXT_worker)
 $(BUILD)/obj/coordinator/%.o: INCLUDES = $(INC_coordinator)
 $(BUILD)/obj/http/%.o:        INCLUDES = $(INC_http)
 $(BUILD)/obj/daemon/%.o:      INCLUDES = $(INC_daemon)
+$(BUILD)/obj/cli/%.o:         INCLUDES = $(INC_cli)
 $(BUILD)/obj/tests/unit/%.o:  INCLUDES = $(INC_tests) $(EXT_worker)
 $(BUILD)/obj/tests/tools/%.o: INCLUDES = $(INC_tools) $(EXT_worker)
 $(BUILD)/obj/bench/%.o:       INCLUDES = $(INC_bench) $(EXT_worker)
@@ -111,6 +114,10 @@ CUDA_SRC    := $(wildcard kernels/cuda/*.cu) $(wildcard model/*.cu)
 UNIT_SRC    := $(wildcard tests/unit/test_*.c)
 BENCH_SRC   := $(wildcard bench/*.c)
 TOOL_SRC    := $(wildcard tests/tools/*.c)
+# The command-line client: its pure parts (arguments, tables, progress lines, the SSE
+# parser) are an archive the unit tests link; the rest needs libcurl.
+CLI_PURE    := cli/cliargs.c cli/format.c cli/progress.c cli/sseparse.c
+CLI_SRC     := $(filter-out $(CLI_PURE),$(wildcard cli/*.c))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 LIBCOMMON  := $(BUILD)/libpacer_common.a
@@ -119,6 +126,7 @@ LIBMODEL   := $(BUILD)/libpacer_model.a
 LIBWORKER  := $(BUILD)/libpacer_worker.a
 LIBCOORD   := $(BUILD)/libpacer_coord.a
 LIBHTTP    := $(BUILD)/libpacer_http.a
+LIBCLI     := $(BUILD)/libpacer_cli.a
 CUDA_OBJ   := $(if $(filter yes,$(WITH_CUDA)),$(patsubst %.cu,$(BUILD)/obj/%.cu.o,$(CUDA_SRC)))
 
 WORKER_LIBS = $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON) $(BLAS_LIBS) $(MPI_LIBS) $(DEP_LIBS)
@@ -127,13 +135,14 @@ COORD_LIBS  = $(LIBHTTP) $(LIBCOORD) $(LIBCOMMON) -lmicrohttpd $(DEP_LIBS)
 UNIT_BIN  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 TOOL_BIN  := $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(TOOL_SRC))
-BINS      := $(BUILD)/pacer-worker $(CUDA_SO) $(if $(wildcard daemon/main.c),$(BUILD)/pacer-coordinator)
+BINS      := $(BUILD)/pacer-worker $(CUDA_SO) $(if $(wildcard daemon/main.c),$(BUILD)/pacer-coordinator) \
+             $(if $(filter yes,$(HAVE_CURL)),$(BUILD)/pacer)
 
 .PHONY: all found deps test check-asan check-layers demo bench clean format format-check fuzz FORCE
 all: found $(BINS) $(UNIT_BIN) $(BENCH_BIN) $(TOOL_BIN)
 
 found:
-	@echo "pacer build: OpenBLAS $(HAVE_OPENBLAS), Open MPI $(HAVE_MPI), nvcc $(HAVE_NVCC), cuDNN $(HAVE_CUDNN) -> CUDA backend $(WITH_CUDA)$(if $(SANITIZE), [sanitize=$(SANITIZE)])"
+	@echo "pacer build: OpenBLAS $(HAVE_OPENBLAS), Open MPI $(HAVE_MPI), nvcc $(HAVE_NVCC), cuDNN $(HAVE_CUDNN) -> CUDA backend $(WITH_CUDA)$(if $(SANITIZE), [sanitize=$(SANITIZE)]); libcurl $(HAVE_CURL)$(if $(filter no,$(HAVE_CURL)), (no build/pacer: make deps))"
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -157,6 +166,7 @@ $(eval $(call archive,$(LIBMODEL),$(MODEL_SRC)))
 $(eval $(call archive,$(LIBWORKER),$(WORKER_SRC)))
 $(eval $(call archive,$(LIBCOORD),$(COORD_SRC)))
 $(eval $(call archive,$(LIBHTTP),$(HTTP_SRC)))
+$(eval $(call archive,$(LIBCLI),$(CLI_PURE)))
 $(BUILD)/%.a:
 	@mkdir -p $(dir $@)
 	@rm -f $@
@@ -180,10 +190,13 @@ endif
 $(BUILD)/pacer-coordinator: $(call obj,daemon/main.c) $(LIBHTTP) $(LIBCOORD) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) $< -o $@ $(COORD_LIBS)
 
+$(BUILD)/pacer: $(call obj,$(CLI_SRC)) $(LIBCLI)
+	$(CC) $(LDFLAGS) $(call obj,$(CLI_SRC)) -o $@ $(LIBCLI) -lcurl -ljansson -lm
+
 # Unit tests link everything; a test that needs the coordinator pulls it from its archive.
-$(BUILD)/tests/%: $(call obj,tests/unit/%.c) $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON) $(LIBHTTP) $(LIBCOORD)
+$(BUILD)/tests/%: $(call obj,tests/unit/%.c) $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON) $(LIBHTTP) $(LIBCOORD) $(LIBCLI)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $< -o $@ $(LIBHTTP) $(LIBCOORD) -lmicrohttpd $(WORKER_LIBS) $(LINK_CUDA) -lcmocka
+	$(CC) $(LDFLAGS) $< -o $@ $(LIBHTTP) $(LIBCOORD) -lmicrohttpd $(LIBCLI) $(WORKER_LIBS) $(LINK_CUDA) -lcmocka
 
 $(BUILD)/tools/%: $(call obj,tests/tools/%.c) $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON)
 	@mkdir -p $(dir $@)

@@ -175,6 +175,13 @@ static json_t *job_json(const char *id, json_t *h, json_t *spec);
 
 int coord_submit(coordinator_t *c, const char *spec_json, char *id, size_t idlen, char *err, size_t errlen)
 {
+    return coord_submit_as(c, spec_json, NULL, id, idlen, err, errlen);
+}
+
+/* Parses spec_json and submits it; parent (may be NULL) is the job a retry comes from. */
+int coord_submit_as(coordinator_t *c, const char *spec_json, const char *parent, char *id, size_t idlen, char *err,
+                    size_t errlen)
+{
     if (err && errlen) err[0] = 0;
     if (!spec_json || !*spec_json) {
         set_err(err, errlen, "spec: empty request body");
@@ -189,13 +196,19 @@ int coord_submit(coordinator_t *c, const char *spec_json, char *id, size_t idlen
     char perr[512];
     int code = COORD_EINVAL;
     if (spec_parse(spec_json, s, perr, sizeof perr) != 0) set_err(err, errlen, "%s", perr);
-    else code = coord_submit_spec(c, s, id, idlen, NULL, err, errlen);
+    else code = coord_submit_spec_as(c, s, parent, id, idlen, NULL, err, errlen);
     free(s);
     return code;
 }
 
 int coord_submit_spec(coordinator_t *c, const job_spec_t *s, char *id, size_t idlen, json_t **job, char *err,
                       size_t errlen)
+{
+    return coord_submit_spec_as(c, s, NULL, id, idlen, job, err, errlen);
+}
+
+int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *parent, char *id, size_t idlen,
+                         json_t **job, char *err, size_t errlen)
 {
     json_t *doc = NULL, *h = NULL;
     redisContext *rc = NULL;
@@ -207,7 +220,7 @@ int coord_submit_spec(coordinator_t *c, const job_spec_t *s, char *id, size_t id
     job_new_t j = {
         .spec_json = norm, .name = s->name, .model = s->model, .algorithm = s->algorithm.name,
         .workers = s->workers, .world = spec_is_async(s) ? s->workers + 1 : s->workers,
-        .dynamic_batch = s->algorithm.dynamic_batch,
+        .dynamic_batch = s->algorithm.dynamic_batch, .parent = parent,
     };
     rc = conn_get(c);
     if (!rc) {
@@ -333,6 +346,8 @@ static json_t *job_json(const char *id, json_t *h, json_t *spec)
             continue;   /* internal */
         } else if (strcmp(key, "reason") == 0) {
             json_object_set_new(o, key, json_string(s));
+        } else if (strcmp(key, "retries") == 0) {
+            json_object_set_new(o, key, coord_id_list(s));   /* "j-5,j-9" -> ["j-5", "j-9"] */
         } else {
             int str = 0;
             for (const char *const *f = STRING_FIELDS; *f; f++) str |= strcmp(*f, key) == 0;

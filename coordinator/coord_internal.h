@@ -65,4 +65,13 @@ struct coordinator {
 
 int coord_js_to_coord(int js);   /* JS_* -> COORD_* */
 
+/* coord_submit, recording parent (NULL = none) as the job this one retries (lifecycle.c). */
+int coord_submit_as(coordinator_t *c, const char *spec_json, const char *parent, char *id, size_t idlen, char *err,
+                    size_t errlen);
+/* coord_submit_spec, recording parent (NULL = none). */
+int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *parent, char *id, size_t idlen,
+                         json_t **job, char *err, size_t errlen);
+/* A comma-separated list of job ids ("retries") as a JSON array of strings (lifecycle.c). */
+json_t *coord_id_list(const char *csv);
+
 #endif

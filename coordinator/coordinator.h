@@ -109,7 +109,8 @@ int coord_list(coordinator_t *c, const char *state, long offset, long limit, jso
 /* One job: {"id", "name", "state", "model", "algorithm", "workers", "world",
  * "dynamic_batch", "spec": {...}, "submitted", "started", "finished", "restarts",
  * "attempts", "reason", "pid", "exit_code", "log", "checkpoint_dir", "checkpoint",
- * "cancel_requested", "summary": {...} (the worker's summary file, once written)}.
+ * "cancel_requested", "summary": {...} (the worker's summary file, once written),
+ * "parent" (a retry: the job it retries), "retries": [ids of its retries, oldest first]}.
  * Fields not known yet are absent. */
 int coord_get(coordinator_t *c, const char *id, json_t **out);
 
@@ -117,6 +118,13 @@ int coord_get(coordinator_t *c, const char *id, json_t **out);
  * kill grace period (SIGTERM to all its processes, SIGKILL after kill_grace_s). COORD_ESTATE
  * when it has already finished. */
 int coord_cancel(coordinator_t *c, const char *id, char *err, size_t errlen);
+
+/* Retries a finished job (SUCCEEDED, FAILED or CANCELLED): queues a new job with the
+ * same spec, whose "parent" is id and whose id is appended to the parent's "retries"
+ * (coord_get shows both). The retry starts from scratch: its checkpoints are its own.
+ * COORD_ENOTFOUND for an unknown job, COORD_ESTATE for one that is queued or running
+ * (cancel it first). lifecycle.c. */
+int coord_retry(coordinator_t *c, const char *id, char *new_id, size_t idlen, char *err, size_t errlen);
 
 /* Per rank: {"job": id, "world": W, "ranks": [{"rank", "host", "device", "role", "pid",
  * "heartbeat", "heartbeat_age_s", "samples_per_s", "compute_s", "comm_s", "idle_s",

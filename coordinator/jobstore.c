@@ -180,6 +180,21 @@ static int exec_pipeline(redisContext *c, int ncmd)
     return rc;
 }
 
+/* KEYS: the parent's hash. ARGV: the retry's id, JOB_RETRIES_MAX. Appends the id to the
+ * parent's "retries", dropping the oldest beyond the limit; nothing when the parent is gone
+ * (a hash with only "retries" would look like a job). */
+static const char RETRIES_LUA[] =
+    "if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end\n"
+    "local v = redis.call('HGET', KEYS[1], 'retries')\n"
+    "if not v or v == '' then v = ARGV[1] else v = v .. ',' .. ARGV[1] end\n"
+    "local _, commas = string.gsub(v, ',', ',')\n"
+    "while commas + 1 > tonumber(ARGV[2]) do\n"
+    "  v = string.sub(v, string.find(v, ',', 1, true) + 1)\n"
+    "  commas = commas - 1\n"
+    "end\n"
+    "redis.call('HSET', KEYS[1], 'retries', v)\n"
+    "return commas + 1\n";
+
 int jobstore_submit(redisContext *c, const job_new_t *j, char *id, size_t idlen, json_t **hash)
 {
     if (hash) *hash = NULL;
@@ -189,33 +204,41 @@ int jobstore_submit(redisContext *c, const job_new_t *j, char *id, size_t idlen,
     freeReplyObject(r);
 
     double now = clock_wall_s();
-    char key[128], t[32], workers[16], world[16], dyn[4];
+    char key[128], pkey[128], t[32], workers[16], world[16], dyn[4], why[64], max[16];
     snprintf(key, sizeof key, KEY_JOB, id);
     snprintf(t, sizeof t, "%.3f", now);
     snprintf(workers, sizeof workers, "%d", j->workers);
     snprintf(world, sizeof world, "%d", j->world);
     snprintf(dyn, sizeof dyn, "%d", j->dynamic_batch ? 1 : 0);
-    char *ev = event_text(id, "state", "QUEUED", "submitted", now);
+    snprintf(why, sizeof why, "%s%s", j->parent ? "retry of " : "submitted", j->parent ? j->parent : "");
+    char *ev = event_text(id, "state", "QUEUED", why, now);
     if (!ev) return JS_ENOMEM;
     const char *argv[] = {
         "HSET", key, "id", id, "name", j->name, "model", j->model, "algorithm", j->algorithm,
         "workers", workers, "world", world, "dynamic_batch", dyn, "state", "QUEUED",
         "spec", j->spec_json, "submitted", t, "restarts", "0", "attempts", "0", "reason", "",
+        "parent", j->parent ? j->parent : "",   /* last: left out when there is none */
     };
+    int argc = (int)(sizeof argv / sizeof argv[0]) - (j->parent ? 0 : 2);
     size_t len[sizeof argv / sizeof argv[0]];
-    for (size_t i = 0; i < sizeof argv / sizeof argv[0]; i++) len[i] = strlen(argv[i]);
+    for (int i = 0; i < argc; i++) len[i] = strlen(argv[i]);
     redisAppendCommand(c, "MULTI");
-    redisAppendCommandArgv(c, (int)(sizeof argv / sizeof argv[0]), argv, len);
+    redisAppendCommandArgv(c, argc, argv, len);
     redisAppendCommand(c, "ZADD %s %s %s", KEY_JOBS, t, id);
     redisAppendCommand(c, "RPUSH %s %s", KEY_QUEUE, id);
     redisAppendCommand(c, "XADD %s MAXLEN ~ %d * json %s", KEY_EVENTS, EVENTS_MAXLEN, ev);
+    if (j->parent) {
+        snprintf(pkey, sizeof pkey, KEY_JOB, j->parent);
+        snprintf(max, sizeof max, "%d", JOB_RETRIES_MAX);
+        redisAppendCommand(c, "EVAL %s 1 %s %s %s", RETRIES_LUA, pkey, id, max);
+    }
     redisAppendCommand(c, "EXEC");
     free(ev);
-    int rc = exec_pipeline(c, 4);
+    int rc = exec_pipeline(c, j->parent ? 5 : 4);
     if (rc == JS_OK && hash) {
         /* What HGETALL would return now, without asking (field order included). */
         json_t *h = json_object();
-        for (size_t i = 2; h && i + 1 < sizeof argv / sizeof argv[0]; i += 2)
+        for (int i = 2; h && i + 1 < argc; i += 2)
             if (json_object_set_new(h, argv[i], json_string(argv[i + 1])) != 0) {
                 json_decref(h);
                 h = NULL;

@@ -41,6 +41,7 @@ typedef enum {
 } job_state_t;
 
 #define JOB_ID_MAX 32
+#define JOB_RETRIES_MAX 100
 
 const char *job_state_name(job_state_t s);
 /* Case-insensitive; returns 0 or -1. */
@@ -72,12 +73,16 @@ typedef struct {
     const char *name, *model, *algorithm;
     int workers, world;
     int dynamic_batch;
+    const char *parent;      /* a retry: the job it retries (NULL = a new job) */
 } job_new_t;
 
 /* INCR pacer:seq, then in one MULTI/EXEC: the job hash (state QUEUED), pacer:jobs,
- * pacer:queue and a "submitted" event. The id is valid only when 0 is returned. hash
- * (may be NULL) receives the fields written, as jobstore_get would return them (a new
- * reference; NULL when out of memory), so a caller need not read the job back. */
+ * pacer:queue and a "submitted" event. The id is valid only when 0 is returned. A retry
+ * (j->parent) also gets "parent", and its id is appended to the parent's "retries" (a
+ * comma-separated list of at most JOB_RETRIES_MAX ids, the oldest dropped first) in the
+ * same transaction. hash (may be NULL) receives the fields written, as jobstore_get would
+ * return them (a new reference; NULL when out of memory), so a caller need not read the
+ * job back. */
 int jobstore_submit(redisContext *c, const job_new_t *j, char *id, size_t idlen, json_t **hash);
 
 /* HGETALL of the job hash as a JSON object of strings (new reference). */

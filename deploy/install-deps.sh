@@ -5,10 +5,10 @@
 # bench, browser, fuzz, deploy. Printing what it installs keeps CI logs honest.
 set -eu
 
-# build: compilers and libraries, Redis, the default data set, and node + npm for the
-# dashboard's uPlot (installed from npm at build time).
+# build: compilers and libraries (libcurl for the pacer client), Redis, the default data
+# set, and node + npm for the dashboard's uPlot (installed from npm at build time).
 build="build-essential pkg-config libopenblas-dev libopenmpi-dev openmpi-bin libjansson-dev \
-libhiredis-dev redis-server libmicrohttpd-dev zlib1g-dev libcmocka-dev dataset-fashion-mnist \
+libhiredis-dev redis-server libmicrohttpd-dev zlib1g-dev libcmocka-dev libcurl4-openssl-dev dataset-fashion-mnist \
 ca-certificates curl nodejs npm"
 # test: what the integration tests drive (jq, namespaces, a headless browser, compose).
 test="iproute2 procps psmisc jq chromium docker-compose"

@@ -221,6 +221,26 @@ int handle_job_cancel(http_req_t *rq)
     return respond_json(rq->conn, status, job, NULL, 0);
 }
 
+/* POST /api/v1/jobs/{id}/retry (issue 15): the new job, 201 with its Location. The
+ * parent's cached answer is dropped: it now lists the retry. */
+int handle_job_retry(http_req_t *rq)
+{
+    char id[COORD_ID_MAX], err[1024] = "";
+    int code = coord_retry(rq->srv->coord, job_id(rq), id, sizeof id, err, sizeof err);
+    cache_drop(rq->srv, job_id(rq));
+    if (code == COORD_ESTATE)
+        return problem(rq, problem_new(409, "job-not-finished", "The job has not finished", err, NULL, NULL));
+    if (code != COORD_OK) return coord_error(rq, code, err);
+    json_t *job = NULL;
+    if (coord_get(rq->srv->coord, id, &job) != COORD_OK)
+        job = json_pack("{s:s, s:s, s:s}", "id", id, "state", "QUEUED", "parent", job_id(rq));
+    char location[96];
+    snprintf(location, sizeof location, "/api/v1/jobs/%s", id);
+    http_header_t h[] = { { MHD_HTTP_HEADER_LOCATION, location } };
+    clog_printf("http: job %s submitted as a retry of %s", id, job_id(rq));
+    return respond_json(rq->conn, MHD_HTTP_CREATED, job, h, 1);
+}
+
 int handle_job_nodes(http_req_t *rq)
 {
     json_t *out = NULL;

@@ -14,6 +14,7 @@ int handle_jobs_list(http_req_t *rq);
 int handle_jobs_submit(http_req_t *rq);
 int handle_job_get(http_req_t *rq);
 int handle_job_cancel(http_req_t *rq);
+int handle_job_retry(http_req_t *rq);
 int handle_job_nodes(http_req_t *rq);
 int handle_job_metrics(http_req_t *rq);
 int handle_job_events(http_req_t *rq);

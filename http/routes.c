@@ -12,6 +12,7 @@ static const route_t ROUTES[] = {
     { "POST", "/api/v1/jobs", handle_jobs_submit, ROUTE_MUTATES | ROUTE_JSON_BODY },
     { "GET", "/api/v1/jobs/{id}", handle_job_get, 0 },
     { "DELETE", "/api/v1/jobs/{id}", handle_job_cancel, ROUTE_MUTATES },
+    { "POST", "/api/v1/jobs/{id}/retry", handle_job_retry, ROUTE_MUTATES },
     { "GET", "/api/v1/jobs/{id}/nodes", handle_job_nodes, 0 },
     { "GET", "/api/v1/jobs/{id}/metrics", handle_job_metrics, 0 },
     { "GET", "/api/v1/jobs/{id}/events", handle_job_events, ROUTE_STREAM },

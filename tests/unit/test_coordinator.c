@@ -582,6 +582,64 @@ static void test_api_redis_down(void **state)
 
 /* ---- planning and profiles -------------------------------------------------------------------- */
 
+/* Retry (issue 15): only a finished job; the new job has the same spec and its parent,
+ * the parent lists its retries (bounded); unknown ids are ENOTFOUND. */
+static void test_api_retry(void **state)
+{
+    fixture_t *fx = *state;
+    char err[ERRLEN], a[COORD_ID_MAX], b[COORD_ID_MAX], c[COORD_ID_MAX];
+    snprintf(a, sizeof a, "%s", submit(fx, SPEC));
+    assert_int_equal(coord_retry(fx->client, a, b, sizeof b, err, sizeof err), COORD_ESTATE);
+    assert_non_null(strstr(err, "QUEUED"));
+    assert_int_equal(coord_retry(fx->client, "j-99", b, sizeof b, err, sizeof err), COORD_ENOTFOUND);
+    assert_non_null(strstr(err, "j-99"));
+    assert_int_equal(coord_retry(fx->client, "../etc", b, sizeof b, err, sizeof err), COORD_ENOTFOUND);
+
+    assert_int_equal(coord_cancel(fx->client, a, err, sizeof err), COORD_OK);
+    assert_int_equal(coord_retry(fx->client, a, b, sizeof b, err, sizeof err), COORD_OK);
+    assert_string_not_equal(a, b);
+    json_t *ja = NULL, *jb = NULL;
+    assert_int_equal(coord_get(fx->client, b, &jb), COORD_OK);
+    assert_string_equal(jstr(jb, "state"), "QUEUED");
+    assert_string_equal(jstr(jb, "parent"), a);
+    assert_null(json_object_get(jb, "retries"));
+    assert_int_equal(coord_get(fx->client, a, &ja), COORD_OK);
+    assert_true(json_equal(json_object_get(ja, "spec"), json_object_get(jb, "spec")));
+    assert_null(json_object_get(ja, "parent"));
+    json_t *retries = json_object_get(ja, "retries");
+    assert_int_equal(json_array_size(retries), 1);
+    assert_string_equal(json_string_value(json_array_get(retries, 0)), b);
+    json_decref(ja);
+    json_decref(jb);
+    /* The retry is queued like any job, and its submit event says whose retry it is. */
+    redisReply *r = redisCommand(fx->rc, "LRANGE pacer:queue 0 -1");
+    assert_int_equal(r->elements, 1);
+    assert_string_equal(r->element[0]->str, b);
+    freeReplyObject(r);
+    r = redisCommand(fx->rc, "XREVRANGE pacer:events + - COUNT 1");
+    assert_non_null(strstr(r->element[0]->element[1]->element[1]->str, "retry of"));
+    freeReplyObject(r);
+
+    /* A second retry of the same job is appended; the list keeps the newest 100. */
+    assert_int_equal(coord_retry(fx->client, a, c, sizeof c, err, sizeof err), COORD_OK);
+    assert_int_equal(coord_get(fx->client, a, &ja), COORD_OK);
+    assert_int_equal(json_array_size(json_object_get(ja, "retries")), 2);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(ja, "retries"), 1)), c);
+    json_decref(ja);
+    char many[4096] = "";
+    for (int i = 0; i < 100; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "%sj-%d", i ? "," : "", 1000 + i);
+    r = redisCommand(fx->rc, "HSET pacer:job:%s retries %s", a, many);
+    freeReplyObject(r);
+    assert_int_equal(coord_retry(fx->client, a, c, sizeof c, err, sizeof err), COORD_OK);
+    assert_int_equal(coord_get(fx->client, a, &ja), COORD_OK);
+    retries = json_object_get(ja, "retries");
+    assert_int_equal(json_array_size(retries), 100);
+    assert_string_equal(json_string_value(json_array_get(retries, 0)), "j-1001");
+    assert_string_equal(json_string_value(json_array_get(retries, 99)), c);
+    json_decref(ja);
+}
+
 static void test_dynbatch(void **state)
 {
     fixture_t *fx = *state;
@@ -707,6 +765,30 @@ static void test_daemon_bad_input_not_retried(void **state)
     assert_int_equal(jint(j, "exit_code"), 2);
     assert_non_null(strstr(jstr(j, "reason"), "pacer-worker: fake failure 2 at attempt 1"));
     json_decref(j);
+}
+
+/* A failed job retried: the retry runs and succeeds with a log of its own, and the
+ * parent's log stays readable after its processes are gone. */
+static void test_daemon_retry_failed(void **state)
+{
+    fixture_t *fx = *state;
+    plan(fx, "exit 2\nexit 0\n");
+    start_daemon(fx);
+    char id[COORD_ID_MAX], retry[COORD_ID_MAX], err[ERRLEN];
+    snprintf(id, sizeof id, "%s", submit(fx, SPEC));
+    json_decref(await_state(fx, id, "FAILED", 30));
+    assert_int_equal(coord_retry(fx->client, id, retry, sizeof retry, err, sizeof err), COORD_OK);
+    json_t *j = await_state(fx, retry, "SUCCEEDED", 30);
+    assert_string_equal(jstr(j, "parent"), id);
+    json_decref(j);
+    assert_int_equal(coord_logs(fx->client, id, 0, 0, 0, &j), COORD_OK);
+    assert_non_null(strstr(jstr(j, "text"), "fake failure 2 at attempt 1"));
+    json_decref(j);
+    assert_int_equal(coord_logs(fx->client, retry, 0, 0, 0, &j), COORD_OK);
+    assert_non_null(strstr(jstr(j, "text"), "fake worker attempt 2: exit 0"));
+    assert_null(strstr(jstr(j, "text"), "fake worker attempt 1"));
+    json_decref(j);
+    assert_int_equal(coord_retry(fx->client, retry, id, sizeof id, err, sizeof err), COORD_OK);   /* of a retry */
 }
 
 static void test_daemon_gives_up(void **state)
@@ -929,9 +1011,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_api_submit_spec, setup, teardown),
         cmocka_unit_test_setup_teardown(test_api_metrics_nodes_events, setup, teardown),
         cmocka_unit_test_setup_teardown(test_api_redis_down, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_api_retry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dynbatch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_restarts_then_succeeds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_bad_input_not_retried, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_retry_failed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_gives_up, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_cancel, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_readopts, setup, teardown),

@@ -56,6 +56,11 @@ static void test_routes_match(void **state)
     assert_true(r->flags & ROUTE_JSON_BODY);
     r = routes_match("DELETE", "/api/v1/jobs/j-1", &m);
     assert_ptr_equal(r->handler, handle_job_cancel);
+    r = routes_match("POST", "/api/v1/jobs/j-1/retry", &m);
+    assert_ptr_equal(r->handler, handle_job_retry);
+    assert_true(r->flags & ROUTE_MUTATES);
+    assert_false(r->flags & ROUTE_JSON_BODY);
+    assert_string_equal(m.params[0], "j-1");
     r = routes_match("HEAD", "/api/v1/jobs/j-1", &m);   /* HEAD runs the GET route */
     assert_ptr_equal(r->handler, handle_job_get);
     r = routes_match("GET", "/static/vendor/uPlot.min.css", &m);

@@ -1,0 +1,270 @@
+/* cli/cliargs.c - see cliargs.h. */
+#include "cliargs.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const cli_command_t COMMANDS[] = {
+    { "submit", CMD_SUBMIT, 1, 1, "SPEC", OPT_WATCH, "queue a job from a spec file (- = stdin); prints its id",
+      "Sends the job spec (docs/JOB_SPEC.md; a file, or - for standard input) to POST /api/v1/jobs\n"
+      "and prints the new job's id (--json: the job). With --watch it then follows the job as\n"
+      "`pacer watch` does and exits with its final state. An invalid spec is refused with the\n"
+      "field that is wrong." },
+    { "ls", CMD_LS, 0, 0, "", OPT_STATE | OPT_LIMIT, "list jobs, newest first (--state, --limit)",
+      "A table of jobs, newest first: id, state, name, model, algorithm, workers, age, run\n"
+      "time, restarts and reason. --state keeps the jobs in one state (QUEUED, RUNNING,\n"
+      "RESTARTING, SUCCEEDED, FAILED, CANCELLED; any case); --limit the first N (default 50,\n"
+      "the API caps at 1000). --json prints the API's page as it is." },
+    { "get", CMD_GET, 1, 1, "ID", 0, "one job in detail",
+      "The job: state and reason, spec summary, times, restarts, the job it retries and its\n"
+      "retries, the result once the worker wrote its summary. --json prints the API's job\n"
+      "object, spec included." },
+    { "watch", CMD_WATCH, 1, 1, "ID", 0, "follow a job live, one line per rank",
+      "Follows the job's event stream (GET /api/v1/jobs/ID/events, Server-Sent Events): one\n"
+      "line per rank with epoch, step, batch, loss, samples/s, staleness and test accuracy,\n"
+      "redrawn in place on a terminal and printed line by line otherwise (--json: one event\n"
+      "per line, as the API sends it). A dropped stream is resumed where it stopped. Ends\n"
+      "when the job ends, with its final state as the exit status (0 SUCCEEDED, 4 FAILED,\n"
+      "5 CANCELLED)." },
+    { "logs", CMD_LOGS, 1, 1, "ID", OPT_FOLLOW | OPT_TAIL, "the job's log (-f follows it, --tail N)",
+      "Prints the job's log (mpirun and every rank, every attempt), which the coordinator\n"
+      "keeps after the job's processes are gone. --tail N prints only the last N lines; -f\n"
+      "keeps printing what is appended until the job ends, then exits with its final state\n"
+      "like watch. --json prints the API's pages, one per line." },
+    { "cancel", CMD_CANCEL, 1, 1, "ID", 0, "cancel a queued or running job",
+      "A queued job is cancelled at once; a running one is stopped within a few seconds (the\n"
+      "command returns once it is asked: follow it with watch). A finished job cannot be\n"
+      "cancelled (the API answers 409)." },
+    { "retry", CMD_RETRY, 1, 1, "ID", OPT_WATCH, "run a finished job again with the same spec",
+      "Queues a new job with the spec of a SUCCEEDED, FAILED or CANCELLED job (POST\n"
+      "/api/v1/jobs/ID/retry) and prints its id; the new job records ID as its parent. A\n"
+      "job that has not finished is refused (409: cancel it first). --watch follows the new\n"
+      "job like submit --watch." },
+    { "trace", CMD_TRACE, 1, 1, "ID", OPT_OUTPUT, "save the job's timeline (Chrome trace JSON)",
+      "Downloads GET /api/v1/jobs/ID/trace, the job's recent steps as Chrome trace event JSON\n"
+      "(open it in Perfetto or chrome://tracing), into FILE (-o; default ID.trace.json; - =\n"
+      "standard output). The file is written only when the whole answer has arrived." },
+    { "help", CMD_HELP, 0, 1, "[COMMAND]", 0, "this text, or the help of one command",
+      "pacer help COMMAND is pacer COMMAND --help." },
+};
+#define NCOMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
+
+static const cli_option_t OPTIONS[] = {
+    { "url", 0, "URL", OPT_URL, "the coordinator (default $PACER_URL, else " CLI_DEFAULT_URL ")" },
+    { "token", 0, "TOKEN", OPT_TOKEN, "API bearer token (default $PACER_TOKEN)" },
+    { "token-file", 0, "FILE", OPT_TOKEN_FILE, "read the token from FILE (its first line)" },
+    { "json", 0, NULL, OPT_JSON, "print JSON for scripts instead of tables" },
+    { "watch", 'w', NULL, OPT_WATCH, "submit, retry: then follow the job like watch" },
+    { "state", 0, "STATE", OPT_STATE, "ls: only jobs in STATE" },
+    { "limit", 0, "N", OPT_LIMIT, "ls: at most N jobs (default 50)" },
+    { "follow", 'f', NULL, OPT_FOLLOW, "logs: keep printing until the job ends" },
+    { "tail", 'n', "N", OPT_TAIL, "logs: only the last N lines" },
+    { "output", 'o', "FILE", OPT_OUTPUT, "trace: where to write (default ID.trace.json; - = stdout)" },
+    { "help", 'h', NULL, OPT_HELP, "help (of the command, after one)" },
+    { "version", 0, NULL, OPT_VERSION, "print the version" },
+};
+#define NOPTIONS (sizeof OPTIONS / sizeof OPTIONS[0])
+
+const cli_command_t *cli_commands(size_t *n)
+{
+    *n = NCOMMANDS;
+    return COMMANDS;
+}
+
+const cli_command_t *cli_command_find(const char *name)
+{
+    for (size_t i = 0; name && i < NCOMMANDS; i++)
+        if (strcmp(COMMANDS[i].name, name) == 0) return &COMMANDS[i];
+    return NULL;
+}
+
+int cli_url_valid(const char *url, char *err, size_t errlen)
+{
+    size_t n = url ? strlen(url) : 0;
+    const char *host = NULL;
+    if (n > 0 && strncmp(url, "http://", 7) == 0) host = url + 7;
+    else if (n > 0 && strncmp(url, "https://", 8) == 0) host = url + 8;
+    if (!host || !*host || *host == '/') {
+        snprintf(err, errlen, "URL '%.200s' must be http://HOST[:PORT] or https://...", url ? url : "");
+        return -1;
+    }
+    if (n >= CLI_URL_MAX) {
+        snprintf(err, errlen, "URL longer than %d characters", CLI_URL_MAX - 1);
+        return -1;
+    }
+    for (const char *p = url; *p; p++)
+        if ((unsigned char)*p <= ' ' || *p == 0x7f) {
+            snprintf(err, errlen, "URL '%.200s' contains a space or a control character", url);
+            return -1;
+        }
+    return 0;
+}
+
+static const cli_option_t *find_long(const char *name, size_t len)
+{
+    for (size_t i = 0; i < NOPTIONS; i++)
+        if (strlen(OPTIONS[i].long_name) == len && strncmp(OPTIONS[i].long_name, name, len) == 0) return &OPTIONS[i];
+    return NULL;
+}
+
+static const cli_option_t *find_short(char c)
+{
+    for (size_t i = 0; i < NOPTIONS; i++)
+        if (OPTIONS[i].short_name && OPTIONS[i].short_name == c) return &OPTIONS[i];
+    return NULL;
+}
+
+static int parse_count(const char *opt, const char *s, long max, long *out, char *err, size_t errlen)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 1 || v > max) {
+        snprintf(err, errlen, "--%s: '%.40s' is not a whole number from 1 to %ld", opt, s, max);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Stores one option's value. */
+static int apply(cli_args_t *a, const cli_option_t *o, const char *val, char *err, size_t errlen)
+{
+    a->seen |= o->bit;
+    switch (o->bit) {
+    case OPT_URL: a->url = val; break;
+    case OPT_TOKEN: a->token = val; break;
+    case OPT_TOKEN_FILE: a->token_file = val; break;
+    case OPT_JSON: a->json = 1; break;
+    case OPT_HELP: a->help = 1; break;
+    case OPT_VERSION: a->version = 1; break;
+    case OPT_WATCH: a->watch = 1; break;
+    case OPT_FOLLOW: a->follow = 1; break;
+    case OPT_STATE: a->state = val; break;
+    case OPT_OUTPUT: a->output = val; break;
+    case OPT_LIMIT: return parse_count(o->long_name, val, 100000, &a->limit, err, errlen);
+    case OPT_TAIL: return parse_count(o->long_name, val, 100000, &a->tail, err, errlen);
+    }
+    return 0;
+}
+
+int cli_args_parse(int argc, char *const argv[], const char *env_url, const char *env_token, cli_args_t *a,
+                   char *err, size_t errlen)
+{
+    memset(a, 0, sizeof *a);
+    a->limit = 50;
+    const char *pos[4];
+    int npos = 0, options_done = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        if (options_done || s[0] != '-' || strcmp(s, "-") == 0) {
+            if (npos == (int)(sizeof pos / sizeof pos[0])) {
+                snprintf(err, errlen, "too many arguments ('%.60s')", s);
+                return -1;
+            }
+            pos[npos++] = s;
+            continue;
+        }
+        if (strcmp(s, "--") == 0) {
+            options_done = 1;
+            continue;
+        }
+        const cli_option_t *o;
+        const char *val = NULL;
+        if (s[1] == '-') {
+            const char *eq = strchr(s + 2, '=');
+            size_t len = eq ? (size_t)(eq - s - 2) : strlen(s + 2);
+            if (!(o = find_long(s + 2, len))) {
+                snprintf(err, errlen, "unknown option '%.60s'", s);
+                return -1;
+            }
+            if (eq && !o->arg) {
+                snprintf(err, errlen, "--%s takes no value", o->long_name);
+                return -1;
+            }
+            if (eq) val = eq + 1;
+        } else {
+            if (!(o = find_short(s[1])) || (s[2] && !o->arg)) {
+                snprintf(err, errlen, "unknown option '%.60s'", s);
+                return -1;
+            }
+            if (s[2]) val = s + 2;   /* -oFILE */
+        }
+        if (o->arg && !val) {
+            if (i + 1 >= argc) {
+                snprintf(err, errlen, "--%s needs a value (%s)", o->long_name, o->arg);
+                return -1;
+            }
+            val = argv[++i];
+        }
+        if (apply(a, o, val, err, errlen) != 0) return -1;
+    }
+
+    const char *url = a->url ? a->url : env_url && *env_url ? env_url : CLI_DEFAULT_URL;
+    if (!a->token && env_token && *env_token && !a->token_file) a->token = env_token;
+    if (a->token && a->token_file && (a->seen & OPT_TOKEN)) {
+        snprintf(err, errlen, "--token and --token-file: give one");
+        return -1;
+    }
+    if (a->token_file) a->token = NULL;
+    a->url = url;
+    if (npos == 0) return 0;   /* usage or --version */
+    if (!(a->command = cli_command_find(pos[0]))) {
+        snprintf(err, errlen, "unknown command '%.60s' (pacer --help lists them)", pos[0]);
+        return -1;
+    }
+    const cli_command_t *c = a->command;
+    int nargs = npos - 1;
+    if (!a->help && (nargs < c->min_args || nargs > c->max_args)) {
+        snprintf(err, errlen, "usage: pacer %s %s", c->name, c->args);
+        return -1;
+    }
+    if (nargs > 0) a->arg = pos[1];
+    unsigned stray = a->seen & ~(c->opts | OPT_GLOBAL);
+    for (size_t i = 0; stray && i < NOPTIONS; i++)
+        if (stray & OPTIONS[i].bit) {
+            snprintf(err, errlen, "%s: --%s does not apply to %s", c->name, OPTIONS[i].long_name, c->name);
+            return -1;
+        }
+    if (c->cmd == CMD_HELP && a->arg && !cli_command_find(a->arg)) {
+        snprintf(err, errlen, "help: unknown command '%.60s'", a->arg);
+        return -1;
+    }
+    if (!a->help && cli_url_valid(a->url, err, errlen) != 0) return -1;
+    return 0;
+}
+
+static void option_line(FILE *f, const cli_option_t *o)
+{
+    char head[64], shortf[8] = "    ";
+    if (o->short_name) snprintf(shortf, sizeof shortf, "-%c, ", o->short_name);
+    snprintf(head, sizeof head, "%s--%s%s%s", shortf, o->long_name, o->arg ? " " : "", o->arg ? o->arg : "");
+    fprintf(f, "  %-24s %s\n", head, o->help);
+}
+
+void cli_usage(FILE *f)
+{
+    fprintf(f, "usage: pacer [options] COMMAND [ARGS]\n\n"
+               "The command-line client of pacer-coordinator's REST API.\n\ncommands:\n");
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        char head[64];
+        snprintf(head, sizeof head, "%s %s", COMMANDS[i].name, COMMANDS[i].args);
+        fprintf(f, "  %-24s %s\n", head, COMMANDS[i].summary);
+    }
+    fprintf(f, "\noptions:\n");
+    for (size_t i = 0; i < NOPTIONS; i++) option_line(f, &OPTIONS[i]);
+    fprintf(f, "\nexit status: 0 ok; 1 the API answered an error (its problem detail is printed);\n"
+               "2 bad usage; 3 the coordinator could not be reached; watch, logs -f and --watch:\n"
+               "4 the job FAILED, 5 it was CANCELLED. docs/CLI.md has the details.\n");
+}
+
+void cli_command_help(FILE *f, const cli_command_t *c)
+{
+    fprintf(f, "usage: pacer %s%s%s [options]\n\n%s\n\noptions:\n", c->name, *c->args ? " " : "", c->args, c->help);
+    for (size_t i = 0; i < NOPTIONS; i++)
+        if (OPTIONS[i].bit & c->opts) option_line(f, &OPTIONS[i]);
+    for (size_t i = 0; i < NOPTIONS; i++)
+        if ((OPTIONS[i].bit & OPT_GLOBAL) && OPTIONS[i].bit != OPT_VERSION) option_line(f, &OPTIONS[i]);
+}

@@ -1,0 +1,90 @@
+/* cli/cliargs.h - the command line of `pacer`, the API's command-line client: the
+ * command and option tables (the help text is printed from them), and the parser.
+ *
+ * Options may come before or after the command; "--name=value" and "--name value" both
+ * work, as do the short forms; "--" ends the options. Global options (--url, --token,
+ * --token-file, --json, --help) apply to every command; the others only to the commands
+ * that list them. The coordinator's address and token come from the options, else from
+ * PACER_URL and PACER_TOKEN, else the default URL. Pure: no I/O except the help text.
+ */
+#ifndef PACER_CLI_CLIARGS_H
+#define PACER_CLI_CLIARGS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#define CLI_DEFAULT_URL "http://127.0.0.1:8080"
+#define CLI_URL_MAX 1024
+#define CLI_TOKEN_MAX 4096
+
+/* Exit statuses (docs/CLI.md). */
+enum {
+    CLI_EXIT_OK = 0,
+    CLI_EXIT_API = 1,          /* the API answered with an error (its problem detail is printed) */
+    CLI_EXIT_USAGE = 2,        /* bad command line, unreadable file */
+    CLI_EXIT_UNREACHABLE = 3,  /* no answer from the coordinator (the URL is named) */
+    CLI_EXIT_FAILED = 4,       /* watch, logs -f, --watch: the job ended FAILED */
+    CLI_EXIT_CANCELLED = 5,    /* ... ended CANCELLED */
+};
+
+typedef enum {
+    CMD_SUBMIT, CMD_LS, CMD_GET, CMD_WATCH, CMD_LOGS, CMD_CANCEL, CMD_RETRY, CMD_TRACE, CMD_HELP,
+} cli_cmd_t;
+
+/* Option bits. */
+enum {
+    OPT_URL = 1u << 0, OPT_TOKEN = 1u << 1, OPT_TOKEN_FILE = 1u << 2, OPT_JSON = 1u << 3, OPT_HELP = 1u << 4,
+    OPT_VERSION = 1u << 5, OPT_WATCH = 1u << 6, OPT_STATE = 1u << 7, OPT_LIMIT = 1u << 8, OPT_FOLLOW = 1u << 9,
+    OPT_TAIL = 1u << 10, OPT_OUTPUT = 1u << 11,
+};
+#define OPT_GLOBAL (OPT_URL | OPT_TOKEN | OPT_TOKEN_FILE | OPT_JSON | OPT_HELP | OPT_VERSION)
+
+typedef struct {
+    const char *name;
+    cli_cmd_t cmd;
+    int min_args, max_args;
+    const char *args;      /* "SPEC" */
+    unsigned opts;         /* the options it takes besides the global ones */
+    const char *summary;   /* one line for `pacer --help` */
+    const char *help;      /* the paragraph of `pacer CMD --help` */
+} cli_command_t;
+
+typedef struct {
+    const char *long_name;
+    char short_name;       /* 0 = none */
+    const char *arg;       /* NULL = a flag */
+    unsigned bit;
+    const char *help;
+} cli_option_t;
+
+typedef struct {
+    const cli_command_t *command;   /* NULL: no command given (usage, or --version) */
+    const char *arg;                /* the command's argument (SPEC, ID, or the command help asks about) */
+    const char *url;                /* never NULL after a successful parse */
+    const char *token;              /* NULL = none */
+    const char *token_file;
+    const char *state;              /* ls --state */
+    const char *output;             /* trace -o */
+    long limit;                     /* ls --limit (default 50) */
+    long tail;                      /* logs --tail (0 = the whole log) */
+    int json, help, version, watch, follow;
+    unsigned seen;                  /* option bits given */
+} cli_args_t;
+
+/* Parses argv (argv[0] is the program). env_url/env_token: $PACER_URL and $PACER_TOKEN
+ * (NULL or "" = unset). Returns 0, or -1 with one line in err ("ls: --follow does not
+ * apply to ls"). A parse that sets help or version needs no command. */
+int cli_args_parse(int argc, char *const argv[], const char *env_url, const char *env_token, cli_args_t *a,
+                   char *err, size_t errlen);
+
+/* 0 when url is an http:// or https:// URL without spaces or control characters. */
+int cli_url_valid(const char *url, char *err, size_t errlen);
+
+const cli_command_t *cli_command_find(const char *name);
+const cli_command_t *cli_commands(size_t *n);
+
+/* `pacer --help` and `pacer CMD --help`. */
+void cli_usage(FILE *f);
+void cli_command_help(FILE *f, const cli_command_t *c);
+
+#endif

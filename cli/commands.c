@@ -1,0 +1,344 @@
+/* cli/commands.c - the commands of `pacer` except watch (watch.c): each builds its
+ * request, calls the API through client.h and prints the answer for people (format.h)
+ * or, with --json, as the API sent it. */
+#include "commands.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "format.h"
+
+#define SPEC_MAX (1u << 20)   /* the API's body limit */
+#define LOG_PAGE (1L << 20)
+#define FOLLOW_POLL_MS 500
+
+static const char *cmd_name(const cli_ctx_t *cx)
+{
+    return cx->args->command ? cx->args->command->name : "pacer";
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void nap_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+int cli_api_error(const cli_ctx_t *cx, const client_resp_t *r)
+{
+    char msg[1200];
+    fmt_problem(r->status, r->body, r->len, msg, sizeof msg);
+    fprintf(stderr, "pacer %s: %s\n", cmd_name(cx), msg);
+    if (cx->args->json && r->body) {
+        json_t *p = json_loadb(r->body, r->len, 0, NULL);
+        if (json_is_object(p)) fmt_json(stdout, p);
+        json_decref(p);
+    }
+    return CLI_EXIT_API;
+}
+
+int cli_unreachable(const cli_ctx_t *cx, const char *err)
+{
+    fprintf(stderr, "pacer %s: %s%s\n", cmd_name(cx), err,
+            strncmp(err, "cannot reach", 12) == 0 ? " (is pacer-coordinator running there? --url or PACER_URL sets "
+                                                    "the address)" : "");
+    return CLI_EXIT_UNREACHABLE;
+}
+
+/* The answer's body as JSON, or NULL (reported as an error of the API). */
+static json_t *body_json(const cli_ctx_t *cx, const client_resp_t *r)
+{
+    json_error_t e;
+    json_t *j = r->body ? json_loadb(r->body, r->len, 0, &e) : NULL;
+    if (!j)
+        fprintf(stderr, "pacer %s: the coordinator at %s answered HTTP %ld with something that is not JSON\n",
+                cmd_name(cx), client_url(cx->client), r->status);
+    return j;
+}
+
+/* One call whose 2xx answer is JSON: CLI_EXIT_OK and *out, or the failure's status. */
+static int call_json(cli_ctx_t *cx, const char *method, const char *path, const char *body, size_t len,
+                     client_resp_t *r, json_t **out)
+{
+    char err[1024];
+    *out = NULL;
+    if (client_call(cx->client, method, path, body, len, r, err, sizeof err) != 0) return cli_unreachable(cx, err);
+    int rc = CLI_EXIT_OK;
+    if (r->status < 200 || r->status >= 300) rc = cli_api_error(cx, r);
+    else if (!(*out = body_json(cx, r))) rc = CLI_EXIT_API;
+    return rc;
+}
+
+int cli_get_json(cli_ctx_t *cx, const char *path, json_t **out)
+{
+    client_resp_t r;
+    int rc = call_json(cx, "GET", path, NULL, 0, &r, out);
+    client_resp_free(&r);
+    return rc;
+}
+
+static int job_path(const cli_ctx_t *cx, const char *id, const char *suffix, char *out, size_t len)
+{
+    if (client_job_path(out, len, id, suffix) != 0) {
+        fprintf(stderr, "pacer %s: job id too long\n", cmd_name(cx));
+        return CLI_EXIT_USAGE;
+    }
+    return CLI_EXIT_OK;
+}
+
+/* ---- submit, retry -------------------------------------------------------------------------- */
+
+static char *read_spec(const char *path, size_t *len, char *err, size_t errlen)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    char *buf = malloc(SPEC_MAX + 1);
+    size_t n = buf ? fread(buf, 1, SPEC_MAX + 1, f) : 0;
+    int bad = !buf || ferror(f);
+    if (f != stdin) fclose(f);
+    if (bad || n > SPEC_MAX || n == 0) {
+        if (bad) snprintf(err, errlen, "%s: cannot read it", path);
+        else if (n == 0) snprintf(err, errlen, "%s: empty", path);
+        else snprintf(err, errlen, "%s: larger than %u bytes (the API's limit)", path, SPEC_MAX);
+        free(buf);
+        return NULL;
+    }
+    buf[n] = 0;
+    *len = n;
+    return buf;
+}
+
+/* A 201 answer with a new job: its id (or the job as JSON), then --watch. */
+static int created(cli_ctx_t *cx, json_t *job)
+{
+    const char *id = json_string_value(json_object_get(job, "id"));
+    char copy[64];
+    snprintf(copy, sizeof copy, "%s", id ? id : "");
+    if (cx->args->json) fmt_json(stdout, job);
+    else printf("%s\n", copy);
+    fflush(stdout);
+    json_decref(job);
+    if (!copy[0]) {
+        fprintf(stderr, "pacer %s: the answer names no job id\n", cmd_name(cx));
+        return CLI_EXIT_API;
+    }
+    return cx->args->watch ? cli_watch(cx, copy) : CLI_EXIT_OK;
+}
+
+int cmd_submit(cli_ctx_t *cx)
+{
+    char err[512];
+    size_t len = 0;
+    char *spec = read_spec(cx->args->arg, &len, err, sizeof err);
+    if (!spec) {
+        fprintf(stderr, "pacer submit: %s\n", err);
+        return CLI_EXIT_USAGE;
+    }
+    client_resp_t r;
+    json_t *job = NULL;
+    int rc = call_json(cx, "POST", "/api/v1/jobs", spec, len, &r, &job);
+    free(spec);
+    client_resp_free(&r);
+    return rc == CLI_EXIT_OK ? created(cx, job) : rc;
+}
+
+int cmd_retry(cli_ctx_t *cx)
+{
+    char path[512];
+    int rc = job_path(cx, cx->args->arg, "/retry", path, sizeof path);
+    if (rc) return rc;
+    client_resp_t r;
+    json_t *job = NULL;
+    rc = call_json(cx, "POST", path, NULL, 0, &r, &job);
+    client_resp_free(&r);
+    return rc == CLI_EXIT_OK ? created(cx, job) : rc;
+}
+
+/* ---- ls, get, cancel ------------------------------------------------------------------------ */
+
+int cmd_ls(cli_ctx_t *cx)
+{
+    char path[512];
+    int n = snprintf(path, sizeof path, "/api/v1/jobs?limit=%ld", cx->args->limit);
+    if (cx->args->state) {
+        /* A state is letters: anything else would only be refused by the API anyway. */
+        if (strspn(cx->args->state, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(cx->args->state) ||
+            strlen(cx->args->state) > 32) {
+            fprintf(stderr, "pacer ls: --state: '%.40s' is not a state (QUEUED, RUNNING, RESTARTING, SUCCEEDED, "
+                            "FAILED, CANCELLED)\n", cx->args->state);
+            return CLI_EXIT_USAGE;
+        }
+        snprintf(path + n, sizeof path - (size_t)n, "&state=%s", cx->args->state);
+    }
+    json_t *list = NULL;
+    int rc = cli_get_json(cx, path, &list);
+    if (rc) return rc;
+    if (cx->args->json) fmt_json(stdout, list);
+    else fmt_jobs(stdout, list, now_s());
+    json_decref(list);
+    return CLI_EXIT_OK;
+}
+
+int cmd_get(cli_ctx_t *cx)
+{
+    char path[512];
+    int rc = job_path(cx, cx->args->arg, "", path, sizeof path);
+    json_t *job = NULL;
+    if (rc || (rc = cli_get_json(cx, path, &job))) return rc;
+    if (cx->args->json) fmt_json(stdout, job);
+    else fmt_job(stdout, job, now_s());
+    json_decref(job);
+    return CLI_EXIT_OK;
+}
+
+int cmd_cancel(cli_ctx_t *cx)
+{
+    char path[512];
+    int rc = job_path(cx, cx->args->arg, "", path, sizeof path);
+    if (rc) return rc;
+    client_resp_t r;
+    json_t *job = NULL;
+    rc = call_json(cx, "DELETE", path, NULL, 0, &r, &job);
+    long status = r.status;
+    client_resp_free(&r);
+    if (rc) return rc;
+    if (cx->args->json) {
+        fmt_json(stdout, job);
+    } else {
+        const char *st = json_string_value(json_object_get(job, "state"));
+        if (status == 200) printf("%s: %s\n", cx->args->arg, st ? st : "CANCELLED");
+        else printf("%s: cancel requested (%s; `pacer watch %s` follows it)\n", cx->args->arg, st ? st : "running",
+                    cx->args->arg);
+    }
+    json_decref(job);
+    return CLI_EXIT_OK;
+}
+
+/* ---- logs ------------------------------------------------------------------------------------- */
+
+/* One page of the log: prints its text (or the page as JSON); *next and *size from it. */
+static int log_page(cli_ctx_t *cx, const char *path, long long *next, long long *size, size_t *got)
+{
+    json_t *page = NULL;
+    int rc = cli_get_json(cx, path, &page);
+    if (rc) return rc;
+    const char *text = json_string_value(json_object_get(page, "text"));
+    *got = text ? strlen(text) : 0;
+    *next = (long long)json_integer_value(json_object_get(page, "next_offset"));
+    *size = (long long)json_integer_value(json_object_get(page, "size"));
+    if (cx->args->json) fmt_json_line(stdout, page);
+    else if (*got) fwrite(text, 1, *got, stdout);
+    fflush(stdout);
+    json_decref(page);
+    return CLI_EXIT_OK;
+}
+
+/* The job's state now: 1 and *exit_code when it has ended, 0 when not, or -(status). */
+static int job_ended(cli_ctx_t *cx, int *exit_code)
+{
+    char path[512];
+    json_t *job = NULL;
+    if (job_path(cx, cx->args->arg, "", path, sizeof path)) return -CLI_EXIT_USAGE;
+    int rc = cli_get_json(cx, path, &job);
+    if (rc) return -rc;
+    *exit_code = fmt_state_exit(json_string_value(json_object_get(job, "state")));
+    json_decref(job);
+    return *exit_code >= 0;
+}
+
+int cmd_logs(cli_ctx_t *cx)
+{
+    char base[512], path[640];
+    int rc = job_path(cx, cx->args->arg, "/logs", base, sizeof base);
+    if (rc) return rc;
+    long long offset = 0, next = 0, size = 0;
+    size_t got = 0;
+    if (cx->args->tail > 0) {
+        snprintf(path, sizeof path, "%s?tail=%ld", base, cx->args->tail);
+        if ((rc = log_page(cx, path, &next, &size, &got))) return rc;
+        offset = next;
+        if (!cx->args->follow) return CLI_EXIT_OK;
+    }
+    int ended = 0, exit_code = CLI_EXIT_OK;
+    for (;;) {
+        snprintf(path, sizeof path, "%s?offset=%lld&limit=%ld", base, offset, LOG_PAGE);
+        if ((rc = log_page(cx, path, &next, &size, &got))) return rc;
+        if (size < offset) next = 0;   /* rotated (copied to log.1 and truncated): start over */
+        int more = next > offset;
+        offset = next;
+        if (more && next < size) continue;
+        if (!cx->args->follow || ended) break;
+        /* Caught up: has the job ended? Then one more read takes what it wrote last. */
+        int e = job_ended(cx, &exit_code);
+        if (e < 0) return -e;
+        if (e) {
+            ended = 1;
+            continue;
+        }
+        if (!more) nap_ms(FOLLOW_POLL_MS);
+    }
+    return cx->args->follow ? exit_code : CLI_EXIT_OK;
+}
+
+/* ---- trace ------------------------------------------------------------------------------------ */
+
+int cmd_trace(cli_ctx_t *cx)
+{
+    const char *id = cx->args->arg;
+    char path[512], out[4096], part[4200];
+    int rc = job_path(cx, id, "/trace", path, sizeof path);
+    if (rc) return rc;
+    int to_stdout = cx->args->output && strcmp(cx->args->output, "-") == 0;
+    if (cx->args->output) {
+        snprintf(out, sizeof out, "%s", cx->args->output);
+    } else {
+        if (strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != strlen(id) ||
+            strlen(id) > 64) {
+            fprintf(stderr, "pacer trace: give the file with -o ('%.40s' does not make a file name)\n", id);
+            return CLI_EXIT_USAGE;
+        }
+        snprintf(out, sizeof out, "%s.trace.json", id);
+    }
+    /* Into a temporary file next to the target, renamed once the whole answer is in: a
+     * failed download leaves no half file (and no file at all on an error answer). */
+    snprintf(part, sizeof part, "%s.part.%ld", out, (long)getpid());
+    FILE *f = to_stdout ? stdout : fopen(part, "wb");
+    if (!f) {
+        fprintf(stderr, "pacer trace: %s: %s\n", part, strerror(errno));
+        return CLI_EXIT_USAGE;
+    }
+    client_resp_t r;
+    size_t written = 0;
+    char err[1024];
+    rc = client_download(cx->client, path, f, &written, &r, err, sizeof err);
+    int ok = rc == 0 && r.status >= 200 && r.status < 300, local = 0;
+    if (to_stdout) fflush(stdout);
+    else if (fclose(f) != 0 && ok) local = errno;
+    if (ok && !local && !to_stdout && rename(part, out) != 0) local = errno;
+    if ((!ok || local) && !to_stdout) unlink(part);
+    int status = CLI_EXIT_OK;
+    if (local) {
+        fprintf(stderr, "pacer trace: %s: %s\n", out, strerror(local));
+        status = CLI_EXIT_USAGE;
+    } else if (rc != 0) {
+        status = cli_unreachable(cx, err);
+    } else if (!ok) {
+        status = cli_api_error(cx, &r);
+    } else if (!to_stdout) {
+        fprintf(stderr, "pacer trace: wrote %s (%zu bytes)\n", out, written);
+    }
+    client_resp_free(&r);
+    return status;
+}

@@ -1,0 +1,39 @@
+/* cli/commands.h - the commands of `pacer` (one function each, in commands.c and watch.c)
+ * and the few things they share: how an API error or a lost coordinator is reported. */
+#ifndef PACER_CLI_COMMANDS_H
+#define PACER_CLI_COMMANDS_H
+
+#include <jansson.h>
+
+#include "client.h"
+#include "cliargs.h"
+
+typedef struct {
+    client_t *client;
+    const cli_args_t *args;
+} cli_ctx_t;
+
+int cmd_submit(cli_ctx_t *cx);
+int cmd_ls(cli_ctx_t *cx);
+int cmd_get(cli_ctx_t *cx);
+int cmd_watch(cli_ctx_t *cx);
+int cmd_logs(cli_ctx_t *cx);
+int cmd_cancel(cli_ctx_t *cx);
+int cmd_retry(cli_ctx_t *cx);
+int cmd_trace(cli_ctx_t *cx);
+
+/* Follows job id until it ends (watch.c); the exit status of its final state, or of the
+ * error that stopped it. */
+int cli_watch(cli_ctx_t *cx, const char *id);
+
+/* Prints "pacer CMD: <the problem detail>" on stderr (and with --json the problem
+ * document on stdout); returns CLI_EXIT_API. */
+int cli_api_error(const cli_ctx_t *cx, const client_resp_t *r);
+/* Prints "pacer CMD: <err>" (err names the URL); returns CLI_EXIT_UNREACHABLE. */
+int cli_unreachable(const cli_ctx_t *cx, const char *err);
+
+/* GET path and parse the JSON answer: CLI_EXIT_OK with *out, or the exit status of the
+ * failure (reported). */
+int cli_get_json(cli_ctx_t *cx, const char *path, json_t **out);
+
+#endif

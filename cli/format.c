@@ -1,0 +1,370 @@
+/* cli/format.c - see format.h. */
+#include "format.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cliargs.h"
+
+#define TABLE_COLS_MAX 16
+#define CELL_MAX 512
+
+/* ---- text ------------------------------------------------------------------------------- */
+
+size_t fmt_width(const char *s)
+{
+    size_t n = 0;
+    for (; s && *s; s++)
+        if (((unsigned char)*s & 0xC0) != 0x80) n++;
+    return n;
+}
+
+void fmt_clean(const char *in, size_t max, char *out, size_t len)
+{
+    if (!len) return;
+    if (!in) in = "";
+    size_t o = 0, chars = 0, total = fmt_width(in);
+    int cut = max > 3 && total > max;
+    size_t keep = cut ? max - 3 : (max ? max : (size_t)-1);
+    for (const char *p = in; *p; p++) {
+        unsigned char b = (unsigned char)*p;
+        int start = (b & 0xC0) != 0x80;
+        if (start && chars == keep) break;
+        /* room for this character's bytes and the end marker */
+        size_t clen = 1;
+        if (start && b >= 0xC0) clen = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : 2;
+        if (start && o + clen + (cut ? 3 : 0) >= len) {
+            cut = 1;
+            break;
+        }
+        if (!start && o + 1 >= len) break;
+        if (start) chars++;
+        if (b == 0xC2 && (unsigned char)p[1] >= 0x80 && (unsigned char)p[1] <= 0x9F) {
+            out[o++] = '?';   /* a C1 control (U+0080..U+009F, e.g. CSI) */
+            p++;
+            continue;
+        }
+        out[o++] = (b < 0x20 || b == 0x7f) ? '?' : (char)b;
+    }
+    if (cut && o + 3 < len) {
+        memcpy(out + o, "...", 3);
+        o += 3;
+    }
+    out[o < len ? o : len - 1] = 0;
+}
+
+void fmt_age(double s, char *out, size_t len)
+{
+    if (!(s >= 0) || !isfinite(s)) snprintf(out, len, "-");
+    else if (s < 60) snprintf(out, len, "%.0fs", floor(s));
+    else if (s < 3600) snprintf(out, len, "%.0fm", floor(s / 60));
+    else if (s < 86400) snprintf(out, len, "%.0fh", floor(s / 3600));
+    else snprintf(out, len, "%.0fd", floor(s / 86400));
+}
+
+void fmt_duration(double s, char *out, size_t len)
+{
+    if (!(s >= 0) || !isfinite(s)) {
+        snprintf(out, len, "-");
+        return;
+    }
+    if (s < 1) {
+        snprintf(out, len, "%.0fms", floor(s * 1000));
+        return;
+    }
+    long t = (long)floor(s);
+    if (t < 60) snprintf(out, len, "%lds", t);
+    else if (t < 3600) snprintf(out, len, "%ldm%02lds", t / 60, t % 60);
+    else if (t < 86400) snprintf(out, len, "%ldh%02ldm", t / 3600, t % 3600 / 60);
+    else snprintf(out, len, "%ldd%02ldh", t / 86400, t % 86400 / 3600);
+}
+
+void fmt_time(double unix_s, char *out, size_t len)
+{
+    struct tm tm;
+    time_t t = (time_t)unix_s;
+    if (!(unix_s > 0) || !localtime_r(&t, &tm) || !strftime(out, len, "%Y-%m-%d %H:%M:%S", &tm))
+        snprintf(out, len, "-");
+}
+
+/* ---- tables ----------------------------------------------------------------------------- */
+
+struct table {
+    int ncols, nrows, cap;
+    char **cells;              /* nrows + 1 rows (the header first) of ncols */
+    size_t width[TABLE_COLS_MAX];
+    int right[TABLE_COLS_MAX];
+};
+
+static int table_row(table_t *t, const char *const *cells)
+{
+    if (t->nrows + 1 >= t->cap) {
+        int cap = t->cap ? t->cap * 2 : 16;
+        char **c = realloc(t->cells, (size_t)cap * (size_t)t->ncols * sizeof *c);
+        if (!c) return -1;
+        t->cells = c;
+        t->cap = cap;
+    }
+    char **row = t->cells + (size_t)(t->nrows + 1) * (size_t)t->ncols;
+    char clean[CELL_MAX];
+    for (int i = 0; i < t->ncols; i++) {
+        fmt_clean(cells[i] ? cells[i] : "", 0, clean, sizeof clean);
+        row[i] = strdup(clean);
+        if (!row[i]) {
+            while (i-- > 0) free(row[i]);
+            return -1;
+        }
+        size_t w = fmt_width(clean);
+        if (w > t->width[i]) t->width[i] = w;
+    }
+    t->nrows++;
+    return 0;
+}
+
+table_t *table_new(int ncols, const char *const *headers)
+{
+    if (ncols < 1 || ncols > TABLE_COLS_MAX) return NULL;
+    table_t *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->ncols = ncols;
+    t->nrows = -1;   /* the header is row -1 */
+    if (table_row(t, headers) != 0) {
+        free(t);
+        return NULL;
+    }
+    return t;
+}
+
+int table_add(table_t *t, const char *const *cells)
+{
+    return table_row(t, cells);
+}
+
+void table_align_right(table_t *t, int col)
+{
+    if (col >= 0 && col < t->ncols) t->right[col] = 1;
+}
+
+void table_print(const table_t *t, FILE *f)
+{
+    for (int r = 0; r <= t->nrows; r++) {
+        char **row = t->cells + (size_t)r * (size_t)t->ncols;
+        for (int i = 0; i < t->ncols; i++) {
+            size_t pad = t->width[i] - fmt_width(row[i]);
+            int last = i == t->ncols - 1;
+            if (t->right[i]) fprintf(f, "%*s%s", (int)pad, "", row[i]);
+            else fprintf(f, "%s%*s", row[i], last ? 0 : (int)pad, "");
+            fputs(last ? "\n" : "  ", f);
+        }
+    }
+}
+
+void table_free(table_t *t)
+{
+    if (!t) return;
+    for (size_t i = 0; i < (size_t)(t->nrows + 1) * (size_t)t->ncols; i++) free(t->cells[i]);
+    free(t->cells);
+    free(t);
+}
+
+/* ---- the API's objects -------------------------------------------------------------------- */
+
+static const char *str(json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s ? s : "";
+}
+
+static double num(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static void int_cell(json_t *o, const char *key, char *out, size_t len)
+{
+    json_t *v = json_object_get(o, key);
+    if (json_is_integer(v)) snprintf(out, len, "%lld", (long long)json_integer_value(v));
+    else snprintf(out, len, "-");
+}
+
+void fmt_jobs(FILE *f, json_t *list, double now)
+{
+    static const char *const H[] = { "ID", "STATE", "NAME", "MODEL", "ALGORITHM", "WORKERS", "AGE", "RAN",
+                                     "RESTARTS", "REASON" };
+    table_t *t = table_new(10, H);
+    if (!t) return;
+    table_align_right(t, 5);
+    table_align_right(t, 8);
+    size_t i;
+    json_t *job;
+    json_t *jobs = json_object_get(list, "jobs");
+    json_array_foreach(jobs, i, job) {
+        char workers[24], age[16], ran[16], restarts[24], reason[128];
+        int_cell(job, "workers", workers, sizeof workers);
+        int_cell(job, "restarts", restarts, sizeof restarts);
+        fmt_age(now - num(job, "submitted"), age, sizeof age);
+        double started = num(job, "started"), finished = num(job, "finished");
+        if (started > 0) fmt_duration((finished > 0 ? finished : now) - started, ran, sizeof ran);
+        else snprintf(ran, sizeof ran, "-");
+        fmt_clean(str(job, "reason"), 60, reason, sizeof reason);
+        const char *cells[] = { str(job, "id"), str(job, "state"), str(job, "name"), str(job, "model"),
+                                str(job, "algorithm"), workers, age, ran, restarts, reason };
+        table_add(t, cells);
+    }
+    if (json_array_size(jobs) == 0) fprintf(f, "no jobs\n");
+    else table_print(t, f);
+    table_free(t);
+    json_int_t total = json_integer_value(json_object_get(list, "total"));
+    json_int_t offset = json_integer_value(json_object_get(list, "offset"));
+    if (total > (json_int_t)json_array_size(jobs) + offset)
+        fprintf(f, "(%zu of %lld jobs; --limit N shows more)\n", json_array_size(jobs), (long long)total);
+}
+
+static void row(FILE *f, const char *key, const char *value)
+{
+    char clean[1024];
+    fmt_clean(value, 0, clean, sizeof clean);
+    fprintf(f, "%-11s %s\n", key, clean);
+}
+
+void fmt_job(FILE *f, json_t *job, double now)
+{
+    char buf[1024], t1[64], t2[64];
+    row(f, "id", str(job, "id"));
+    row(f, "name", str(job, "name"));
+    row(f, "state", str(job, "state"));
+    if (*str(job, "reason")) row(f, "reason", str(job, "reason"));
+    if (json_object_get(job, "cancel_requested") && fmt_state_exit(str(job, "state")) < 0)
+        row(f, "cancel", "requested");
+    char workers[24], world[24];
+    int_cell(job, "workers", workers, sizeof workers);
+    int_cell(job, "world", world, sizeof world);
+    snprintf(buf, sizeof buf, "%s, %s, %s worker%s%s%s%s", str(job, "model"), str(job, "algorithm"), workers,
+             strcmp(workers, "1") == 0 ? "" : "s", strcmp(world, workers) != 0 ? " (world " : "",
+             strcmp(world, workers) != 0 ? world : "", strcmp(world, workers) != 0 ? ")" : "");
+    row(f, "model", buf);
+    json_t *spec = json_object_get(job, "spec");
+    json_t *ds = json_object_get(spec, "dataset");
+    if (json_is_object(spec)) {
+        char epochs[24], batch[24];
+        int_cell(spec, "epochs", epochs, sizeof epochs);
+        int_cell(spec, "batch_size", batch, sizeof batch);
+        snprintf(buf, sizeof buf, "%s, %s epochs, batch %s%s", json_is_object(ds) ? str(ds, "name") : "-", epochs,
+                 batch, json_is_true(json_object_get(job, "dynamic_batch")) ? " (dynamic)" : "");
+        row(f, "data", buf);
+    }
+    double sub = num(job, "submitted"), st = num(job, "started"), fin = num(job, "finished");
+    fmt_time(sub, t1, sizeof t1);
+    fmt_age(now - sub, t2, sizeof t2);
+    snprintf(buf, sizeof buf, "%s (%s ago)", t1, t2);
+    row(f, "submitted", buf);
+    if (st > 0) {
+        fmt_time(st, t1, sizeof t1);
+        row(f, "started", t1);
+    }
+    if (fin > 0) {
+        fmt_time(fin, t1, sizeof t1);
+        if (st > 0) {
+            fmt_duration(fin - st, t2, sizeof t2);
+            snprintf(buf, sizeof buf, "%s (ran %s)", t1, t2);
+        } else {
+            snprintf(buf, sizeof buf, "%s", t1);
+        }
+        row(f, "finished", buf);
+    } else if (st > 0) {
+        fmt_duration(now - st, t2, sizeof t2);
+        snprintf(buf, sizeof buf, "running for %s", t2);
+        row(f, "elapsed", buf);
+    }
+    char restarts[24], attempts[24];
+    int_cell(job, "restarts", restarts, sizeof restarts);
+    int_cell(job, "attempts", attempts, sizeof attempts);
+    snprintf(buf, sizeof buf, "%s (%s attempt%s)", restarts, attempts, strcmp(attempts, "1") == 0 ? "" : "s");
+    row(f, "restarts", buf);
+    if (*str(job, "parent")) row(f, "parent", str(job, "parent"));
+    json_t *retries = json_object_get(job, "retries");
+    if (json_array_size(retries) > 0) {
+        size_t o = 0, i;
+        json_t *r;
+        buf[0] = 0;
+        json_array_foreach(retries, i, r) {
+            if (o + 40 >= sizeof buf) {
+                snprintf(buf + o, sizeof buf - o, ", ...");
+                break;
+            }
+            o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", i ? ", " : "", json_string_value(r) ? json_string_value(r) : "?");
+        }
+        row(f, "retries", buf);
+    }
+    json_t *sum = json_object_get(job, "summary");
+    if (json_is_object(sum)) {
+        char tp[32];
+        double sps = num(sum, "train_samples_per_s");
+        snprintf(tp, sizeof tp, "%.0f", isfinite(sps) ? sps : 0);
+        snprintf(buf, sizeof buf, "test accuracy %.4f, test loss %.4f, train loss %.4f; %lld steps, %.1f s, %s samples/s",
+                 num(sum, "test_accuracy"), num(sum, "test_loss"), num(sum, "train_loss"),
+                 (long long)json_integer_value(json_object_get(sum, "steps")), num(sum, "wall_s"), tp);
+        row(f, "result", buf);
+    }
+    if (*str(job, "log")) row(f, "log", str(job, "log"));
+    if (*str(job, "checkpoint")) row(f, "checkpoint", str(job, "checkpoint"));
+}
+
+void fmt_problem(long status, const char *body, size_t body_len, char *out, size_t len)
+{
+    json_t *p = body && body_len ? json_loadb(body, body_len, 0, NULL) : NULL;
+    const char *title = json_string_value(json_object_get(p, "title"));
+    const char *detail = json_string_value(json_object_get(p, "detail"));
+    char t[256], d[768], extra[160] = "";
+    if (json_is_object(p) && (title || detail)) {
+        fmt_clean(title ? title : "Error", 120, t, sizeof t);
+        fmt_clean(detail ? detail : "", 600, d, sizeof d);
+        const char *field = json_string_value(json_object_get(p, "field"));
+        const char *param = json_string_value(json_object_get(p, "parameter"));
+        if (field || param) {
+            char v[96];
+            fmt_clean(field ? field : param, 80, v, sizeof v);
+            snprintf(extra, sizeof extra, ", %s %s", field ? "field" : "parameter", v);
+        }
+        snprintf(out, len, "%s%s%s (HTTP %ld%s)", t, *d ? ": " : "", d, status, extra);
+    } else {
+        /* Not ours (a proxy's page?): the first line of what came back. */
+        char first[256] = "";
+        if (body && body_len) {
+            size_t n = strcspn(body, "\r\n");
+            if (n > body_len) n = body_len;
+            if (n > sizeof first - 1) n = sizeof first - 1;
+            memcpy(first, body, n);
+            first[n] = 0;
+        }
+        fmt_clean(first, 160, d, sizeof d);
+        snprintf(out, len, "HTTP %ld%s%s", status, *d ? ": " : "", d);
+    }
+    json_decref(p);
+}
+
+int fmt_state_exit(const char *state)
+{
+    if (!state) return -1;
+    if (strcmp(state, "SUCCEEDED") == 0) return CLI_EXIT_OK;
+    if (strcmp(state, "FAILED") == 0) return CLI_EXIT_FAILED;
+    if (strcmp(state, "CANCELLED") == 0) return CLI_EXIT_CANCELLED;
+    return -1;
+}
+
+int fmt_json(FILE *f, json_t *j)
+{
+    int rc = json_dumpf(j, f, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
+    fputc('\n', f);
+    return rc;
+}
+
+int fmt_json_line(FILE *f, json_t *j)
+{
+    int rc = json_dumpf(j, f, JSON_COMPACT | JSON_REAL_PRECISION(15));
+    fputc('\n', f);
+    return rc;
+}

@@ -1,0 +1,88 @@
+/* cli/pacer.c - `pacer`, the command-line client of pacer-coordinator's REST API
+ * (docs/CLI.md): parses the command line (cliargs.h), sets up libcurl and runs one
+ * command (commands.h). Exit statuses are CLI_EXIT_* (cliargs.h). */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "commands.h"
+#include "version.h"
+
+/* The first line of a token file, without its line end. */
+static int read_token(const char *path, char *out, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "pacer: --token-file %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    int ok = fgets(out, (int)len, f) != NULL;
+    fclose(f);
+    out[strcspn(out, "\r\n")] = 0;
+    if (!ok || !*out) {
+        fprintf(stderr, "pacer: --token-file %s: no token in its first line\n", path);
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    cli_args_t a;
+    char err[512];
+    if (cli_args_parse(argc, argv, getenv("PACER_URL"), getenv("PACER_TOKEN"), &a, err, sizeof err) != 0) {
+        fprintf(stderr, "pacer: %s\n", err);
+        return CLI_EXIT_USAGE;
+    }
+    if (a.version) {
+        printf("pacer %s\n", PACER_VERSION);
+        return CLI_EXIT_OK;
+    }
+    if (!a.command || (a.command->cmd == CMD_HELP && !a.arg)) {
+        cli_usage(a.command || a.help ? stdout : stderr);
+        return a.command || a.help ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    }
+    if (a.command->cmd == CMD_HELP || a.help) {
+        cli_command_help(stdout, a.command->cmd == CMD_HELP ? cli_command_find(a.arg) : a.command);
+        return CLI_EXIT_OK;
+    }
+    static char token[CLI_TOKEN_MAX];
+    if (a.token_file) {
+        if (read_token(a.token_file, token, sizeof token) != 0) return CLI_EXIT_USAGE;
+        a.token = token;
+    }
+
+    /* A write to a connection the server closed must be an error return, not death. */
+    signal(SIGPIPE, SIG_IGN);
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fprintf(stderr, "pacer: cannot initialise libcurl\n");
+        return CLI_EXIT_UNREACHABLE;
+    }
+    client_t *client = client_new(a.url, a.token, err, sizeof err);
+    if (!client) {
+        fprintf(stderr, "pacer: %s\n", err);
+        curl_global_cleanup();
+        return CLI_EXIT_USAGE;
+    }
+    cli_ctx_t cx = { .client = client, .args = &a };
+    int rc = CLI_EXIT_USAGE;
+    switch (a.command->cmd) {
+    case CMD_SUBMIT: rc = cmd_submit(&cx); break;
+    case CMD_LS: rc = cmd_ls(&cx); break;
+    case CMD_GET: rc = cmd_get(&cx); break;
+    case CMD_WATCH: rc = cmd_watch(&cx); break;
+    case CMD_LOGS: rc = cmd_logs(&cx); break;
+    case CMD_CANCEL: rc = cmd_cancel(&cx); break;
+    case CMD_RETRY: rc = cmd_retry(&cx); break;
+    case CMD_TRACE: rc = cmd_trace(&cx); break;
+    case CMD_HELP: break;
+    }
+    client_free(client);
+    curl_global_cleanup();
+    memset(token, 0, sizeof token);
+    return rc;
+}

@@ -1,0 +1,60 @@
+/* cli/progress.h - the live view of `pacer watch`: one line per rank, fed by the job's
+ * event stream (state, metrics and plan events, docs/openapi.json) and seeded from the
+ * job and its nodes, so a watch that starts late shows every rank at once.
+ *
+ * Two ways to show it: line by line (a log, for pipes: a header once, then a line per
+ * metrics event and one per state or plan change), or as a frame redrawn in place on a
+ * terminal (ANSI cursor-up and erase-line; lines cut to the terminal's width so none
+ * wraps, ranks beyond its height summarised). Pure: it writes to the FILE it is given.
+ */
+#ifndef PACER_CLI_PROGRESS_H
+#define PACER_CLI_PROGRESS_H
+
+#include <stdio.h>
+
+#include <jansson.h>
+
+#define PROGRESS_RANKS_MAX 4096
+
+typedef struct {
+    int known;                 /* the rank has reported */
+    char role[12], host[48];
+    long long epoch, step, batch;
+    double loss, samples_per_s, staleness, test_accuracy;   /* NaN = not known */
+    double time;               /* of the latest record (unix s); 0 = unknown */
+} progress_rank_t;
+
+typedef struct {
+    char job[32], name[64], state[16], reason[256];
+    progress_rank_t *ranks;
+    int nranks;
+    long long plan_version;
+    char plan[96];             /* the batches of the latest plan, "40,88" */
+    int drawn;                 /* lines of the previous frame (draw) */
+} progress_t;
+
+enum { PROGRESS_NONE, PROGRESS_STATE, PROGRESS_RANK, PROGRESS_PLAN };
+
+void progress_init(progress_t *p, const char *job);
+void progress_free(progress_t *p);
+
+/* A Job object (GET /api/v1/jobs/{id}): name, state, reason, the number of ranks. */
+void progress_job(progress_t *p, json_t *job);
+/* A Nodes object (GET /api/v1/jobs/{id}/nodes): every rank that has reported. */
+void progress_nodes(progress_t *p, json_t *nodes);
+/* One event of the stream (its data, which carries "type"). Returns what it changed:
+ * PROGRESS_STATE, PROGRESS_RANK (*rank = which), PROGRESS_PLAN or PROGRESS_NONE (an
+ * event of another job, an unknown type, a rank out of range). */
+int progress_event(progress_t *p, json_t *ev, int *rank);
+
+/* Line mode. */
+void progress_print_header(FILE *f);
+void progress_print_rank(const progress_t *p, int rank, FILE *f);
+void progress_print_state(const progress_t *p, FILE *f);
+void progress_print_plan(const progress_t *p, FILE *f);
+
+/* Terminal mode: replaces the previous frame (p->drawn lines above the cursor) with the
+ * current one, cols x rows being the terminal's size (0 = unknown: 80 x 24). */
+void progress_draw(progress_t *p, FILE *f, double now, int cols, int rows);
+
+#endif

@@ -1,0 +1,559 @@
+/* tests/unit/test_cli.c - the pure parts of `pacer` (cli/): the command line (options in
+ * any place, environment fallbacks, every refusal), the cleaning and cutting of what the
+ * coordinator sends before it reaches a terminal, tables, the job detail, problem
+ * details, the Server-Sent Events parser (fed in every possible split), and the rank
+ * progress view in both its forms. The HTTP side runs against a real coordinator in
+ * tests/integration/cli.sh.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "cliargs.h"
+#include "format.h"
+#include "progress.h"
+#include "sseparse.h"
+
+#define ERRLEN 256
+
+/* Parses a NULL-terminated argument list (without the program name). */
+static int parse(cli_args_t *a, char *err, const char *env_url, const char *env_token, ...)
+{
+    char *argv[32];
+    int argc = 0;
+    argv[argc++] = "pacer";
+    va_list ap;
+    va_start(ap, env_token);
+    for (char *s; (s = va_arg(ap, char *)) && argc < 31;) argv[argc++] = s;
+    va_end(ap);
+    argv[argc] = NULL;
+    err[0] = 0;
+    return cli_args_parse(argc, argv, env_url, env_token, a, err, ERRLEN);
+}
+
+/* Output of a printing function, captured in memory. */
+typedef struct {
+    char *buf;
+    size_t len;
+    FILE *f;
+} capture_t;
+
+static void cap_open(capture_t *c)
+{
+    c->buf = NULL;
+    c->len = 0;
+    c->f = open_memstream(&c->buf, &c->len);
+    assert_non_null(c->f);
+}
+
+static char *cap_close(capture_t *c)
+{
+    fclose(c->f);
+    return c->buf;
+}
+
+/* ---- the command line ------------------------------------------------------------------- */
+
+static void test_args_commands_and_options(void **state)
+{
+    cli_args_t a;
+    char err[ERRLEN];
+    assert_int_equal(parse(&a, err, NULL, NULL, "ls", NULL), 0);
+    assert_int_equal(a.command->cmd, CMD_LS);
+    assert_string_equal(a.url, CLI_DEFAULT_URL);
+    assert_null(a.token);
+    assert_int_equal(a.limit, 50);
+    assert_false(a.json);
+
+    /* Options before or after the command, both value forms, short forms. */
+    assert_int_equal(parse(&a, err, NULL, NULL, "--url", "http://h:1", "ls", "--state=running", "--limit", "7",
+                           "--json", NULL), 0);
+    assert_string_equal(a.url, "http://h:1");
+    assert_string_equal(a.state, "running");
+    assert_int_equal(a.limit, 7);
+    assert_true(a.json);
+    assert_int_equal(parse(&a, err, NULL, NULL, "logs", "-f", "j-3", "-n", "20", NULL), 0);
+    assert_int_equal(a.command->cmd, CMD_LOGS);
+    assert_string_equal(a.arg, "j-3");
+    assert_true(a.follow);
+    assert_int_equal(a.tail, 20);
+    assert_int_equal(parse(&a, err, NULL, NULL, "trace", "j-3", "-oout.json", NULL), 0);
+    assert_string_equal(a.output, "out.json");
+    assert_int_equal(parse(&a, err, NULL, NULL, "submit", "-w", "-", NULL), 0);   /* "-" = stdin */
+    assert_string_equal(a.arg, "-");
+    assert_true(a.watch);
+    assert_int_equal(parse(&a, err, NULL, NULL, "get", "--", "-odd", NULL), 0);   /* after --, not an option */
+    assert_string_equal(a.arg, "-odd");
+
+    /* The environment, and the options over it. */
+    assert_int_equal(parse(&a, err, "https://coord:8443/pacer", "s3cret", "get", "j-1", NULL), 0);
+    assert_string_equal(a.url, "https://coord:8443/pacer");
+    assert_string_equal(a.token, "s3cret");
+    assert_int_equal(parse(&a, err, "http://env:1", "envtok", "--url=http://opt:2", "--token", "opt", "get", "j-1",
+                           NULL), 0);
+    assert_string_equal(a.url, "http://opt:2");
+    assert_string_equal(a.token, "opt");
+    assert_int_equal(parse(&a, err, "", "", "get", "j-1", NULL), 0);   /* empty = unset */
+    assert_string_equal(a.url, CLI_DEFAULT_URL);
+    assert_null(a.token);
+    assert_int_equal(parse(&a, err, NULL, "envtok", "--token-file", "/tmp/t", "get", "j-1", NULL), 0);
+    assert_null(a.token);   /* the file wins over the environment; main reads it */
+    assert_string_equal(a.token_file, "/tmp/t");
+
+    /* Help and version need no command arguments. */
+    assert_int_equal(parse(&a, err, NULL, NULL, NULL), 0);
+    assert_null(a.command);
+    assert_int_equal(parse(&a, err, NULL, NULL, "--version", NULL), 0);
+    assert_true(a.version);
+    assert_int_equal(parse(&a, err, NULL, NULL, "watch", "--help", NULL), 0);
+    assert_true(a.help);
+    assert_int_equal(a.command->cmd, CMD_WATCH);
+    assert_int_equal(parse(&a, err, NULL, NULL, "help", "retry", NULL), 0);
+    assert_string_equal(a.arg, "retry");
+}
+
+static void test_args_refusals(void **state)
+{
+    cli_args_t a;
+    char err[ERRLEN];
+    static const struct {
+        const char *args[6];
+        const char *says;
+    } bad[] = {
+        { { "frobnicate" }, "unknown command 'frobnicate'" },
+        { { "ls", "--colour" }, "unknown option '--colour'" },
+        { { "ls", "-x" }, "unknown option '-x'" },
+        { { "get" }, "usage: pacer get ID" },
+        { { "get", "j-1", "j-2" }, "usage: pacer get ID" },
+        { { "ls", "j-1" }, "usage: pacer ls" },
+        { { "ls", "--follow" }, "--follow does not apply to ls" },
+        { { "get", "j-1", "--output", "x" }, "--output does not apply to get" },
+        { { "ls", "--limit", "0" }, "--limit: '0' is not a whole number from 1 to 100000" },
+        { { "ls", "--limit", "5x" }, "--limit: '5x'" },
+        { { "logs", "j-1", "--tail" }, "--tail needs a value (N)" },
+        { { "ls", "--json=yes" }, "--json takes no value" },
+        { { "ls", "--url", "ftp://h" }, "must be http://HOST[:PORT] or https://" },
+        { { "ls", "--url", "http://" }, "must be http://HOST[:PORT]" },
+        { { "ls", "--url", "http://h x" }, "contains a space or a control character" },
+        { { "ls", "--token", "a", "--token-file", "f" }, "--token and --token-file: give one" },
+        { { "help", "nothing" }, "help: unknown command 'nothing'" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *argv[8] = { "pacer" };
+        int argc = 1;
+        for (int k = 0; k < 6 && bad[i].args[k]; k++) argv[argc++] = (char *)bad[i].args[k];
+        assert_int_equal(cli_args_parse(argc, argv, NULL, NULL, &a, err, sizeof err), -1);
+        if (!strstr(err, bad[i].says)) fail_msg("case %zu: '%s' does not say '%s'", i, err, bad[i].says);
+    }
+    /* A bad URL from the environment is refused too, naming it. */
+    assert_int_equal(parse(&a, err, "localhost:8080", NULL, "ls", NULL), -1);
+    assert_non_null(strstr(err, "'localhost:8080'"));
+}
+
+static void test_args_help_text(void **state)
+{
+    capture_t c;
+    cap_open(&c);
+    cli_usage(c.f);
+    char *text = cap_close(&c);
+    size_t n;
+    const cli_command_t *cmds = cli_commands(&n);
+    for (size_t i = 0; i < n; i++) assert_non_null(strstr(text, cmds[i].name));
+    assert_non_null(strstr(text, "PACER_URL"));
+    assert_non_null(strstr(text, "exit status"));
+    free(text);
+    cap_open(&c);
+    cli_command_help(c.f, cli_command_find("logs"));
+    text = cap_close(&c);
+    assert_non_null(strstr(text, "usage: pacer logs ID [options]"));
+    assert_non_null(strstr(text, "-f, --follow"));
+    assert_non_null(strstr(text, "--url URL"));
+    assert_null(strstr(text, "--state"));   /* not an option of logs */
+    free(text);
+}
+
+/* ---- text ---------------------------------------------------------------------------------- */
+
+static void test_clean_and_cut(void **state)
+{
+    char out[64];
+    fmt_clean("plain", 0, out, sizeof out);
+    assert_string_equal(out, "plain");
+    /* Terminal escapes and other controls from outside are shown, not obeyed. */
+    fmt_clean("a\033[2Jb\r\nc\x7f", 0, out, sizeof out);
+    assert_string_equal(out, "a?[2Jb??c?");
+    fmt_clean("x\xc2\x9b" "31m", 0, out, sizeof out);   /* C1 CSI, UTF-8 encoded */
+    assert_string_equal(out, "x?31m");
+    fmt_clean(NULL, 0, out, sizeof out);
+    assert_string_equal(out, "");
+    /* Cut by characters, never inside a UTF-8 sequence. */
+    fmt_clean("0123456789", 8, out, sizeof out);
+    assert_string_equal(out, "01234...");
+    fmt_clean("\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", 4, out, sizeof out);   /* ééééé */
+    assert_string_equal(out, "\xc3\xa9...");
+    fmt_clean("0123456789", 10, out, sizeof out);
+    assert_string_equal(out, "0123456789");
+    fmt_clean("\xc3\xa9\xc3\xa9\xc3\xa9", 0, out, 6);   /* room for 2 of 3, none for "..." */
+    assert_string_equal(out, "\xc3\xa9\xc3\xa9");   /* never half a sequence */
+    fmt_clean("\xc3\xa9\xc3\xa9\xc3\xa9", 0, out, 4);
+    assert_string_equal(out, "\xc3\xa9");
+    assert_int_equal(fmt_width("h\xc3\xa9llo"), 5);
+}
+
+static void test_times(void **state)
+{
+    char b[32];
+    fmt_age(12.7, b, sizeof b);
+    assert_string_equal(b, "12s");
+    fmt_age(125, b, sizeof b);
+    assert_string_equal(b, "2m");
+    fmt_age(7300, b, sizeof b);
+    assert_string_equal(b, "2h");
+    fmt_age(3 * 86400 + 5, b, sizeof b);
+    assert_string_equal(b, "3d");
+    fmt_age(-1, b, sizeof b);
+    assert_string_equal(b, "-");
+    fmt_age(NAN, b, sizeof b);
+    assert_string_equal(b, "-");
+    fmt_duration(0.25, b, sizeof b);
+    assert_string_equal(b, "250ms");
+    fmt_duration(83.9, b, sizeof b);
+    assert_string_equal(b, "1m23s");
+    fmt_duration(2 * 3600 + 5 * 60 + 9, b, sizeof b);
+    assert_string_equal(b, "2h05m");
+    fmt_duration(86400 * 3 + 3600 * 4, b, sizeof b);
+    assert_string_equal(b, "3d04h");
+    setenv("TZ", "UTC", 1);
+    tzset();
+    fmt_time(1715000000.5, b, sizeof b);
+    assert_string_equal(b, "2024-05-06 12:53:20");
+    fmt_time(0, b, sizeof b);
+    assert_string_equal(b, "-");
+}
+
+/* ---- tables and the API's objects ---------------------------------------------------------------- */
+
+static void test_table(void **state)
+{
+    static const char *const H[] = { "ID", "N", "NOTE" };
+    table_t *t = table_new(3, H);
+    assert_non_null(t);
+    table_align_right(t, 1);
+    const char *r1[] = { "j-1", "7", "caf\xc3\xa9" };
+    const char *r2[] = { "j-100", "1234", NULL };
+    const char *r3[] = { "j-2", "", "bell\a" };
+    assert_int_equal(table_add(t, r1), 0);
+    assert_int_equal(table_add(t, r2), 0);
+    assert_int_equal(table_add(t, r3), 0);
+    capture_t c;
+    cap_open(&c);
+    table_print(t, c.f);
+    char *text = cap_close(&c);
+    assert_string_equal(text, "ID        N  NOTE\n"
+                              "j-1       7  caf\xc3\xa9\n"
+                              "j-100  1234  \n"
+                              "j-2          bell?\n");
+    free(text);
+    table_free(t);
+    assert_null(table_new(0, H));
+}
+
+static void test_jobs_and_job(void **state)
+{
+    json_t *list = json_loads(
+        "{\"jobs\": [{\"id\": \"j-2\", \"name\": \"b\", \"state\": \"RUNNING\", \"model\": \"mlp\", \"algorithm\": "
+        "\"ssgd\", \"workers\": 4, \"submitted\": 1000, \"started\": 1010, \"finished\": null, \"restarts\": 1, "
+        "\"reason\": \"rank 2 silent\\u001b[0m\"},"
+        "{\"id\": \"j-1\", \"name\": \"a\", \"state\": \"SUCCEEDED\", \"model\": \"lenet5\", \"algorithm\": \"sgd\", "
+        "\"workers\": 1, \"submitted\": 100, \"started\": 110, \"finished\": 200, \"restarts\": 0, \"reason\": \"\"}],"
+        " \"total\": 5, \"offset\": 0, \"limit\": 2}", 0, NULL);
+    assert_non_null(list);
+    capture_t c;
+    cap_open(&c);
+    fmt_jobs(c.f, list, 1100);
+    char *text = cap_close(&c);
+    assert_string_equal(text,
+                        "ID   STATE      NAME  MODEL   ALGORITHM  WORKERS  AGE  RAN    RESTARTS  REASON\n"
+                        "j-2  RUNNING    b     mlp     ssgd             4  1m   1m30s         1  rank 2 silent?[0m\n"
+                        "j-1  SUCCEEDED  a     lenet5  sgd              1  16m  1m30s         0  \n"
+                        "(2 of 5 jobs; --limit N shows more)\n");
+    free(text);
+    json_decref(list);
+    list = json_loads("{\"jobs\": [], \"total\": 0}", 0, NULL);
+    cap_open(&c);
+    fmt_jobs(c.f, list, 0);
+    text = cap_close(&c);
+    assert_string_equal(text, "no jobs\n");
+    free(text);
+    json_decref(list);
+
+    setenv("TZ", "UTC", 1);
+    tzset();
+    json_t *job = json_loads(
+        "{\"id\": \"j-7\", \"name\": \"again\", \"state\": \"SUCCEEDED\", \"model\": \"lenet5\", \"algorithm\": "
+        "\"ssgd\", \"workers\": 2, \"world\": 2, \"spec\": {\"epochs\": 3, \"batch_size\": 64, \"dataset\": "
+        "{\"name\": \"fashion-mnist\"}}, \"submitted\": 1715000000, \"started\": 1715000001, \"finished\": "
+        "1715000084, \"restarts\": 0, \"attempts\": 1, \"parent\": \"j-3\", \"retries\": [\"j-8\", \"j-9\"], "
+        "\"summary\": {\"test_accuracy\": 0.8123, \"test_loss\": 0.5, \"train_loss\": 0.45, \"steps\": 96, "
+        "\"wall_s\": 80.5, \"train_samples_per_s\": 2440.4}, \"log\": \"/var/jobs/j-7/log\"}", 0, NULL);
+    assert_non_null(job);
+    cap_open(&c);
+    fmt_job(c.f, job, 1715000100);
+    text = cap_close(&c);
+    assert_string_equal(text, "id          j-7\n"
+                              "name        again\n"
+                              "state       SUCCEEDED\n"
+                              "model       lenet5, ssgd, 2 workers\n"
+                              "data        fashion-mnist, 3 epochs, batch 64\n"
+                              "submitted   2024-05-06 12:53:20 (1m ago)\n"
+                              "started     2024-05-06 12:53:21\n"
+                              "finished    2024-05-06 12:54:44 (ran 1m23s)\n"
+                              "restarts    0 (1 attempt)\n"
+                              "parent      j-3\n"
+                              "retries     j-8, j-9\n"
+                              "result      test accuracy 0.8123, test loss 0.5000, train loss 0.4500; 96 steps, "
+                              "80.5 s, 2440 samples/s\n"
+                              "log         /var/jobs/j-7/log\n");
+    free(text);
+    json_decref(job);
+}
+
+static void test_problem_and_states(void **state)
+{
+    char out[512];
+    const char *p = "{\"type\": \"urn:pacer:problem:invalid-spec\", \"title\": \"Invalid job spec\", \"status\": 400,"
+                    " \"detail\": \"optimizer.lr: must be > 0\", \"field\": \"optimizer.lr\"}";
+    fmt_problem(400, p, strlen(p), out, sizeof out);
+    assert_string_equal(out, "Invalid job spec: optimizer.lr: must be > 0 (HTTP 400, field optimizer.lr)");
+    p = "{\"title\": \"Invalid query parameter\", \"detail\": \"limit: must be >= 1\", \"parameter\": \"limit\"}";
+    fmt_problem(400, p, strlen(p), out, sizeof out);
+    assert_string_equal(out, "Invalid query parameter: limit: must be >= 1 (HTTP 400, parameter limit)");
+    p = "{\"title\": \"No such job\"}";
+    fmt_problem(404, p, strlen(p), out, sizeof out);
+    assert_string_equal(out, "No such job (HTTP 404)");
+    p = "<html>\r\n<h1>502 Bad Gateway</h1>";
+    fmt_problem(502, p, strlen(p), out, sizeof out);
+    assert_string_equal(out, "HTTP 502: <html>");
+    fmt_problem(500, NULL, 0, out, sizeof out);
+    assert_string_equal(out, "HTTP 500");
+    p = "{\"title\": \"x\\u001b]0;pwned\\u0007\", \"detail\": \"d\"}";   /* a hostile answer */
+    fmt_problem(418, p, strlen(p), out, sizeof out);
+    assert_string_equal(out, "x?]0;pwned?: d (HTTP 418)");
+
+    assert_int_equal(fmt_state_exit("SUCCEEDED"), CLI_EXIT_OK);
+    assert_int_equal(fmt_state_exit("FAILED"), CLI_EXIT_FAILED);
+    assert_int_equal(fmt_state_exit("CANCELLED"), CLI_EXIT_CANCELLED);
+    assert_int_equal(fmt_state_exit("RUNNING"), -1);
+    assert_int_equal(fmt_state_exit(NULL), -1);
+}
+
+/* ---- Server-Sent Events ------------------------------------------------------------------------ */
+
+typedef struct {
+    char log[4096];
+    int n, stop_at;
+} sse_seen_t;
+
+static int record(void *ctx, const char *type, const char *id, const char *data)
+{
+    sse_seen_t *s = ctx;
+    size_t o = strlen(s->log);
+    snprintf(s->log + o, sizeof s->log - o, "[%s|%s|%s]", type, id, data);
+    return ++s->n == s->stop_at ? 7 : 0;
+}
+
+static const char STREAM[] = "retry: 2000\n\n"
+                             ": keep-alive\n\n"
+                             "event: state\nid: 1-0,2-0\ndata: {\"state\":\"RUNNING\"}\n\n"
+                             "event: metrics\r\nid: 1-0,2-1\r\ndata: {\"a\":1,\r\ndata:  \"b\":2}\r\n\r\n"
+                             "data:no space\rid: 9-9\r\r"
+                             "id: 10-0\nevent: plan\n\n"   /* no data: not dispatched, but the id counts */
+                             "bogus: field\nevent:end\ndata\n\n";
+static const char WANT[] = "[state|1-0,2-0|{\"state\":\"RUNNING\"}]"
+                           "[metrics|1-0,2-1|{\"a\":1,\n \"b\":2}]"
+                           "[message|9-9|no space]"
+                           "[end|10-0|]";
+
+static void test_sse_parser(void **state)
+{
+    /* Every split of the stream into two chunks (CRLF split too) gives the same events. */
+    size_t len = strlen(STREAM);
+    for (size_t cut = 0; cut <= len; cut++) {
+        sse_seen_t seen = { "", 0, 0 };
+        sse_parser_t p;
+        sse_init(&p, record, &seen);
+        assert_int_equal(sse_feed(&p, STREAM, cut), 0);
+        assert_int_equal(sse_feed(&p, STREAM + cut, len - cut), 0);
+        if (strcmp(seen.log, WANT) != 0) fail_msg("split at %zu: %s", cut, seen.log);
+        assert_int_equal(p.retry_ms, 2000);
+        assert_string_equal(p.last_id, "10-0");
+        sse_free(&p);
+    }
+    /* One byte at a time. */
+    sse_seen_t seen = { "", 0, 0 };
+    sse_parser_t p;
+    sse_init(&p, record, &seen);
+    for (size_t i = 0; i < len; i++) assert_int_equal(sse_feed(&p, STREAM + i, 1), 0);
+    assert_string_equal(seen.log, WANT);
+    sse_free(&p);
+
+    /* An id is taken over only at the blank line that ends its event: an event cut off by a
+     * dropped connection is asked for again. */
+    sse_seen_t s2 = { "", 0, 0 };
+    sse_init(&p, record, &s2);
+    const char *part = "id: 1-0\ndata: x\n\nid: 2-0\ndata: y\n";
+    assert_int_equal(sse_feed(&p, part, strlen(part)), 0);
+    assert_string_equal(p.last_id, "1-0");
+    sse_free(&p);
+
+    /* The callback stops the stream with its value. */
+    sse_seen_t s3 = { "", 0, 2 };
+    sse_init(&p, record, &s3);
+    assert_int_equal(sse_feed(&p, STREAM, len), 7);
+    assert_int_equal(s3.n, 2);
+    sse_free(&p);
+
+    /* An event (or a line) beyond SSE_EVENT_MAX is an error, not a growing buffer. */
+    sse_seen_t s4 = { "", 0, 0 };
+    sse_init(&p, record, &s4);
+    char *big = malloc(64 * 1024);
+    memset(big, 'x', 64 * 1024);
+    memcpy(big, "data: ", 6);
+    int rc = 0;
+    for (int i = 0; i < 20 && rc == 0; i++) rc = sse_feed(&p, big, 64 * 1024);
+    assert_int_equal(rc, -1);
+    sse_free(&p);
+    sse_init(&p, record, &s4);
+    big[64 * 1024 - 1] = '\n';
+    rc = 0;
+    for (int i = 0; i < 20 && rc == 0; i++) rc = sse_feed(&p, big, 64 * 1024);   /* many data lines, one event */
+    assert_int_equal(rc, -1);
+    assert_int_equal(s4.n, 0);
+    sse_free(&p);
+    free(big);
+}
+
+/* ---- the progress view ------------------------------------------------------------------------- */
+
+static json_t *jl(const char *s)
+{
+    json_t *j = json_loads(s, 0, NULL);
+    assert_non_null(j);
+    return j;
+}
+
+static int apply(progress_t *p, const char *ev, int *rank)
+{
+    json_t *j = jl(ev);
+    int what = progress_event(p, j, rank);
+    json_decref(j);
+    return what;
+}
+
+static void test_progress(void **state)
+{
+    progress_t p;
+    progress_init(&p, "j-3");
+    json_t *job = jl("{\"id\": \"j-3\", \"name\": \"demo\", \"state\": \"RUNNING\", \"world\": 3}");
+    progress_job(&p, job);
+    json_decref(job);
+    assert_int_equal(p.nranks, 3);
+    json_t *nodes = jl("{\"ranks\": [{\"rank\": 0, \"host\": \"a\", \"role\": \"worker\", \"step\": 5, \"epoch\": 1,"
+                       " \"batch\": 32, \"loss\": 1.5, \"samples_per_s\": 100.25, \"staleness\": {\"mean\": 0.5},"
+                       " \"updated\": 990}, {\"rank\": 1}, {\"rank\": 99999}]}");
+    progress_nodes(&p, nodes);
+    json_decref(nodes);
+    assert_int_equal(p.nranks, 3);   /* the out-of-range rank is ignored */
+    assert_true(p.ranks[0].known);
+    assert_false(p.ranks[1].known);
+
+    int rank = -1;
+    assert_int_equal(apply(&p, "{\"type\": \"metrics\", \"job\": \"j-3\", \"kind\": \"step\", \"rank\": 2, \"role\":"
+                               " \"worker\", \"host\": \"b\\u001b\", \"step\": 9, \"epoch\": 1, \"batch\": 64, \"loss\":"
+                               " 0.61234, \"samples_per_s\": 5210.44, \"staleness\": {\"mean\": 2}, \"time\": 1000}",
+                         &rank),
+                     PROGRESS_RANK);
+    assert_int_equal(rank, 2);
+    assert_int_equal(apply(&p, "{\"type\": \"metrics\", \"job\": \"j-4\", \"rank\": 0}", &rank), PROGRESS_NONE);
+    assert_int_equal(apply(&p, "{\"type\": \"metrics\", \"job\": \"j-3\", \"rank\": -1}", &rank), PROGRESS_NONE);
+    assert_int_equal(apply(&p, "{\"type\": \"metrics\", \"job\": \"j-3\", \"rank\": 5000}", &rank), PROGRESS_NONE);
+    assert_int_equal(apply(&p, "{\"type\": \"metrics\", \"job\": \"j-3\", \"rank\": \"0\"}", &rank), PROGRESS_NONE);
+    assert_int_equal(apply(&p, "{\"type\": \"gossip\", \"job\": \"j-3\"}", &rank), PROGRESS_NONE);
+    assert_int_equal(apply(&p, "{\"type\": \"plan\", \"job\": \"j-3\", \"version\": 4, \"batches\": [40, 88]}", &rank),
+                     PROGRESS_PLAN);
+    assert_string_equal(p.plan, "40,88");
+    assert_int_equal(apply(&p, "{\"type\": \"metrics\", \"job\": \"j-3\", \"rank\": 2, \"kind\": \"epoch\", "
+                               "\"test_accuracy\": 0.8, \"time\": 1001}", &rank),
+                     PROGRESS_RANK);
+    assert_true(fabs(p.ranks[2].loss - 0.61234) < 1e-9);   /* an epoch record keeps what it lacks */
+
+    capture_t c;
+    cap_open(&c);
+    progress_print_header(c.f);
+    progress_print_rank(&p, 2, c.f);
+    progress_print_rank(&p, 1, c.f);
+    progress_print_plan(&p, c.f);
+    assert_int_equal(apply(&p, "{\"type\": \"state\", \"job\": \"j-3\", \"state\": \"FAILED\", \"reason\": \"rank 1 "
+                               "died\"}", &rank),
+                     PROGRESS_STATE);
+    progress_print_state(&p, c.f);
+    char *text = cap_close(&c);
+    assert_string_equal(text,
+                        "RANK  ROLE    HOST              EPOCH     STEP  BATCH      LOSS  SAMPLES/S  STALE  TEST_ACC\n"
+                        "   2  worker  b?                    1        9     64    0.6123     5210.4    2.0    0.8000\n"
+                        "   1  (no report yet)\n"
+                        "-- j-3 batch plan v4: 40,88\n"
+                        "-- j-3 FAILED: rank 1 died\n");
+    free(text);
+
+    /* Frames: the second replaces the first (cursor up by its height), lines never wrap,
+     * and ranks beyond the terminal's height are summarised. */
+    cap_open(&c);
+    progress_draw(&p, c.f, 1003, 60, 24);
+    assert_int_equal(p.drawn, 5);   /* title, header, 3 ranks (a final state shows no reason line) */
+    progress_draw(&p, c.f, 1003, 60, 24);
+    text = cap_close(&c);
+    assert_non_null(strstr(text, "\033[5A"));
+    assert_non_null(strstr(text, "j-3  demo  FAILED  2/3 ranks reporting  plan v4 [40,88]"));
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        char *visible = strrchr(line, 'K');   /* after the last erase-line */
+        if (visible && strncmp(visible - 3, "\r\033[2K", 5) == 0) assert_true(fmt_width(visible + 1) <= 59);
+    }
+    free(text);
+    cap_open(&c);
+    p.drawn = 0;
+    progress_draw(&p, c.f, 1003, 200, 5);
+    text = cap_close(&c);
+    assert_non_null(strstr(text, "... 2 more ranks"));   /* 5 rows: title, header, 1 rank, this line */
+    assert_non_null(strstr(text, "   0  worker  a                     1        5     32    1.5000      100.2    0.5"
+                                 "         -    13s"));   /* wide terminal: the AGE column */
+    free(text);
+    progress_free(&p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_args_commands_and_options),
+        cmocka_unit_test(test_args_refusals),
+        cmocka_unit_test(test_args_help_text),
+        cmocka_unit_test(test_clean_and_cut),
+        cmocka_unit_test(test_times),
+        cmocka_unit_test(test_table),
+        cmocka_unit_test(test_jobs_and_job),
+        cmocka_unit_test(test_problem_and_states),
+        cmocka_unit_test(test_sse_parser),
+        cmocka_unit_test(test_progress),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

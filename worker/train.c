@@ -51,10 +51,27 @@ void worker_epoch_order(worker_t *w)
     rng_shuffle(&r, w->perm, w->train.n);
 }
 
+/* Floats the batch buffer x holds: max_batch samples of the model's input shape. */
+static size_t x_floats(const worker_t *w)
+{
+    const model_t *m = w->model;
+    return (size_t)w->max_batch * (size_t)m->C * (size_t)m->H * (size_t)m->W;
+}
+
 void worker_gather(worker_t *w, long offset, int b)
 {
-    data_batch_gather(&w->train, w->perm + offset, b, w->x, w->y, w->spec->dataset.augment,
-                      &w->aug_rng);
+    /* Sizes come from the plan in force (spec, --batch-plan, a checkpoint or the
+     * coordinator), each validated where it enters; this is the last line: a batch that
+     * would run past the epoch order or the buffers stops the rank instead of writing
+     * past them. Never reached with validated input. */
+    if (b < 0 || b > w->max_batch || offset < 0 || offset > (long)w->train.n - b ||
+        data_batch_gather(&w->train, w->perm + offset, b, w->x, x_floats(w), w->y,
+                          w->spec->dataset.augment, &w->aug_rng) != 0) {
+        fprintf(stderr, "pacer-worker: rank %d: batch of %d at position %ld does not fit "
+                "(buffer %d, %d samples): refusing to gather it\n", w->rank, b, offset, w->max_batch,
+                w->train.n);
+        abort();
+    }
     w->batch = b;
 }
 
@@ -221,7 +238,12 @@ void worker_evaluate(worker_t *w, float *loss, float *accuracy)
     for (int first = 0; first < d->n; first += w->max_batch) {
         int b = d->n - first < w->max_batch ? d->n - first : w->max_batch;
         for (int i = 0; i < b; i++) w->eval_idx[i] = first + i;
-        data_batch_gather(d, w->eval_idx, b, w->x, w->y, 0, NULL);
+        if (data_batch_gather(d, w->eval_idx, b, w->x, x_floats(w), w->y, 0, NULL) != 0) {
+            /* worker_setup checked the test set's shape against the model */
+            fprintf(stderr, "pacer-worker: rank %d: %s does not fit the model: refusing to evaluate\n",
+                    w->rank, d->source);
+            abort();
+        }
         loss_sum += (double)model_forward(m, w->x, w->y, b, 0) * b;
         correct += count_correct(b, m->num_classes, model_logits(m), w->y);
     }
@@ -305,11 +327,11 @@ int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char 
 
     if (model_create(spec->model, w->max_batch, &w->model, err, errlen) != 0) return -1;
     model_t *m = w->model;
-    if (m->C != w->train.C || m->H != w->train.H || m->W != w->train.W) {
-        snprintf(err, errlen, "model: %s expects %dx%dx%d images, %s has %dx%dx%d",
-                 m->name, m->C, m->H, m->W, ds, w->train.C, w->train.H, w->train.W);
-        return -1;
-    }
+    /* Both sets, once: every later copy into x/y relies on the shape matching the model
+     * (the spec's model/dataset pairing says nothing about what the files hold). */
+    rc = dataset_check_shape(&w->train, m->C, m->H, m->W, m->num_classes, m->name, err, errlen);
+    if (rc == 0) rc = dataset_check_shape(&w->test, m->C, m->H, m->W, m->num_classes, m->name, err, errlen);
+    if (rc != 0) return rc;
     model_init_params(m, spec->seed);
     if (select_device(w, err, errlen) != 0) return -1;
 

@@ -112,4 +112,16 @@ void spec_print_fields(FILE *f);
  * tests check that docs and other consumers cover every field. */
 const char *spec_field_path(size_t i);
 
+/* What the i-th row of that table accepts, for tests that walk every field (range
+ * errors of every numeric field, say). numeric: integer, number, or array of numbers
+ * (array: bounds then apply to each entry); integer: JSON integer literals only. Every numeric
+ * field has both bounds. Returns 0, or -1 past the end. */
+typedef struct {
+    const char *path;
+    int numeric, integer, array;
+    int has_min, has_max, min_excl, max_excl;
+    double min, max;
+} spec_field_info_t;
+int spec_field_info(size_t i, spec_field_info_t *out);
+
 #endif

@@ -294,6 +294,26 @@ static int select_device(worker_t *w, char *err, size_t errlen)
 
 /* ---- set-up ------------------------------------------------------------------------------ */
 
+/* epochs x per_epoch as a step count. The spec bounds epochs (100000) and per_epoch is
+ * at most the training set's size (an int), so the product fits a long many times
+ * over; the clamp keeps the conversion defined whatever those bounds become. */
+static long epochs_to_steps(double epochs, long per_epoch)
+{
+    double x = epochs * (double)per_epoch;
+    if (!(x > 0)) return 0;
+    if (x > 1e15) return (long)1e15;
+    return lround(x);
+}
+
+void worker_schedule_steps(worker_t *w, long per_epoch)
+{
+    const job_spec_t *s = w->spec;
+    w->total_steps = per_epoch * s->epochs;
+    w->sched.warmup_steps = epochs_to_steps(s->optimizer.lr_schedule.warmup_epochs, per_epoch);
+    w->sched.step_size = epochs_to_steps(s->optimizer.lr_schedule.step_epochs, per_epoch);
+    if (w->sched.step_size < 1) w->sched.step_size = 1;
+}
+
 int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char *err, size_t errlen)
 {
     memset(w, 0, sizeof *w);
@@ -355,12 +375,9 @@ int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char 
                  w->global_batch, w->train.n);
         return -1;
     }
-    w->total_steps = w->steps_per_epoch * spec->epochs;
     const char *kind = spec->optimizer.lr_schedule.kind;
     w->sched.kind = strcmp(kind, "step") == 0 ? LR_STEP : strcmp(kind, "cosine") == 0 ? LR_COSINE : LR_CONSTANT;
-    w->sched.warmup_steps = (long)lround(spec->optimizer.lr_schedule.warmup_epochs * (double)w->steps_per_epoch);
-    w->sched.step_size = (long)lround(spec->optimizer.lr_schedule.step_epochs * (double)w->steps_per_epoch);
-    if (w->sched.step_size < 1) w->sched.step_size = 1;
+    worker_schedule_steps(w, w->steps_per_epoch);
     w->sched.gamma = (float)spec->optimizer.lr_schedule.gamma;
     w->sched.min_lr = (float)spec->optimizer.lr_schedule.min_lr;
     rng_seed(&w->aug_rng, (uint64_t)spec->seed * 7919u + (uint64_t)rank + 1);

@@ -8,6 +8,8 @@
  */
 #include "spec.h"
 
+#include "hash.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -52,6 +54,8 @@ struct field {
     const char *def_str;                  /* strings */
     int required;                         /* no default: must be given */
     int param;                            /* may also sit under algorithm.params */
+    int resume_free;                      /* may differ between a checkpoint's run and
+                                             the run resuming it: not in spec_hash */
     const char *default_doc;              /* overrides the printed default */
     const char *allowed_doc;              /* overrides the printed "allowed" column */
     const char *doc;
@@ -135,14 +139,14 @@ static const field_t SCHEDULE_FIELDS[] = {
 
 /* Table order is document order: spec_to_json and spec_print_fields follow it. */
 static const field_t FIELDS[] = {
-    {.path = "name", STR(name), .def_str = "job", .check = check_name,
+    {.path = "name", STR(name), .def_str = "job", .check = check_name, .resume_free = 1,
      .allowed_doc = "letters, digits, `.` `_` `-`; at most 63 bytes",
      .doc = "Job name; used in checkpoint file names and logs."},
     {.path = "model", STR(model), .choices = MODELS, .required = 1,
      .doc = "Network to train."},
     {.path = "dataset.name", STR(dataset.name), .choices = DATASETS, .def_str = "fashion-mnist",
      .doc = "Data set; must match the model's input shape."},
-    {.path = "dataset.path", STR(dataset.path), .def_str = "",
+    {.path = "dataset.path", STR(dataset.path), .def_str = "", .resume_free = 1,
      .doc = "Directory of the data set files; empty = the data set's default directory."},
     {.path = "dataset.train_subset", INT(dataset.train_subset), BETWEEN(0, MAX_COUNT), .def_num = 0,
      .doc = "Train on the first N training samples only; 0 = all."},
@@ -156,15 +160,15 @@ static const field_t FIELDS[] = {
      .doc = "Passes over the training set."},
     {.path = "workers", INT(workers), BETWEEN(1, SPEC_MAX_WORKERS), .def_num = 1,
      .doc = "Training processes; asynchronous algorithms add a parameter server."},
-    {.path = "device", STR(device), .choices = DEVICES, .def_str = "auto",
+    {.path = "device", STR(device), .choices = DEVICES, .def_str = "auto", .resume_free = 1,
      .doc = "Where to compute; auto = CUDA when built with it and a GPU is present."},
     {.path = "seed", ULONG(seed), BETWEEN(0, (double)LLONG_MAX), .def_num = 42,
      .doc = "Seed of weight init, shuffling and augmentation; same seed, same run."},
-    {.path = "threads", INT(threads), BETWEEN(1, 256), .def_num = 1,
+    {.path = "threads", INT(threads), BETWEEN(1, 256), .def_num = 1, .resume_free = 1,
      .doc = "BLAS threads per worker process."},
     {.path = "target_accuracy", DBL(target_accuracy), BETWEEN(0, 1), .def_num = 0,
      .doc = "Stop after the first epoch whose test accuracy reaches it; 0 = off."},
-    {.path = "log_every", INT(log_every), BETWEEN(0, MAX_COUNT), .def_num = 100,
+    {.path = "log_every", INT(log_every), BETWEEN(0, MAX_COUNT), .def_num = 100, .resume_free = 1,
      .doc = "Print a progress line every N steps; 0 = none."},
 
     {.path = "optimizer.lr", DBL(optimizer.lr), IN_OC(0, MAX_LR), .def_num = 0.01,
@@ -233,8 +237,9 @@ static const field_t FIELDS[] = {
      .doc = "Asynchronous: drop gradients staler than this many updates; 0 = keep all."},
 
     {.path = "checkpoint.every_steps", LONG(checkpoint.every_steps), BETWEEN(0, MAX_STEPS), .def_num = 0,
+     .resume_free = 1,
      .doc = "Write a checkpoint every N steps; 0 = no periodic checkpoints."},
-    {.path = "checkpoint.dir", STR(checkpoint.dir), .def_str = "checkpoints",
+    {.path = "checkpoint.dir", STR(checkpoint.dir), .def_str = "checkpoints", .resume_free = 1,
      .check = check_nonempty,
      .allowed_doc = "non-empty, at most 511 bytes", .doc = "Directory of the checkpoint files."},
 
@@ -818,12 +823,16 @@ static json_t *value_json(const field_t *f, const unsigned char *base, int *prec
     return NULL;
 }
 
-char *spec_to_json(const job_spec_t *s)
+/* The normalised spec as compact JSON; with for_hash, only the rows a resumed run must
+ * keep (no resume_free rows) and keys sorted, so the text depends on nothing but those
+ * values. */
+static char *spec_text(const job_spec_t *s, int for_hash)
 {
     json_t *root = json_object();
     if (!root) return NULL;
     int prec = 1;
     for (size_t i = 0; i < ARRAY_LEN(FIELDS); i++) {
+        if (for_hash && FIELDS[i].resume_free) continue;
         char key[64];
         json_t *parent = parent_of(root, FIELDS[i].path, key, sizeof key);
         json_t *v = parent ? value_json(&FIELDS[i], (const unsigned char *)s, &prec) : NULL;
@@ -835,9 +844,25 @@ char *spec_to_json(const job_spec_t *s)
     }
     /* One precision for the whole document: the largest any number needs to read back
      * exactly, so 0.01 prints as 0.01 rather than 0.010000000000000000208. */
-    char *text = json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(prec));
+    char *text = json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(prec) | (for_hash ? JSON_SORT_KEYS : 0));
     json_decref(root);
     return text;
+}
+
+char *spec_to_json(const job_spec_t *s)
+{
+    return spec_text(s, 0);
+}
+
+uint64_t spec_hash(const job_spec_t *s)
+{
+    char *text = spec_text(s, 1);
+    /* Out of memory: a value no spec hashes to in practice, so a resume is refused
+     * rather than trusted. */
+    if (!text) return 0;
+    uint64_t h = hash_fnv1a(HASH_FNV1A_INIT, text, strlen(text));
+    free(text);
+    return h;
 }
 
 /* ---- queries and docs --------------------------------------------------------------- */
@@ -882,6 +907,7 @@ int spec_field_info(size_t i, spec_field_info_t *out)
     out->max_excl = (f->range & R_MAX_EXCL) != 0;
     out->min = f->min;
     out->max = f->max;
+    out->resume_free = f->resume_free;
     return 0;
 }
 

@@ -11,6 +11,7 @@
 #define PACER_SPEC_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #define SPEC_NAME_MAX 64
@@ -101,6 +102,12 @@ int spec_load_file(const char *path, job_spec_t *out, char *err, size_t errlen);
  * malloc'ed string the caller frees, or NULL on out-of-memory. */
 char *spec_to_json(const job_spec_t *s);
 
+/* A fingerprint of everything in the spec that shapes the training run: the normalised
+ * spec without the fields a resumed run may change (resume_free: name, dataset.path,
+ * device, threads, log_every, checkpoint.every_steps, checkpoint.dir), keys sorted, FNV-1a
+ * 64. Checkpoints carry it; a resume with a spec of another hash is refused. */
+uint64_t spec_hash(const job_spec_t *s);
+
 /* Whether the algorithm runs with a parameter server on rank 0 (world = workers + 1). */
 int spec_is_async(const job_spec_t *s);
 
@@ -121,6 +128,7 @@ typedef struct {
     int numeric, integer, array;
     int has_min, has_max, min_excl, max_excl;
     double min, max;
+    int resume_free;      /* left out of spec_hash */
 } spec_field_info_t;
 int spec_field_info(size_t i, spec_field_info_t *out);
 

@@ -416,6 +416,7 @@ static void fill_ckpt(const worker_t *w, ckpt_state_t *st)
     st->epoch_loss_samples = w->epoch_loss_samples;
     st->nworkers = w->nworkers;
     for (int i = 0; i < w->nworkers && i < CKPT_MAX_WORKERS; i++) st->batch_of[i] = w->batch_of[i];
+    st->spec_hash = spec_hash(w->spec);
 }
 
 void worker_checkpoint_path(const worker_t *w, char *out, size_t len)
@@ -435,18 +436,21 @@ int worker_save_checkpoint(worker_t *w, char *err, size_t errlen)
 
 int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
 {
+    /* Everything the checkpoint's fields are checked against before any is used: the
+     * batch sizes index the buffers, the cursor the epoch order. */
+    ckpt_expect_t want = {
+        .spec_hash = spec_hash(w->spec),
+        .seed = (uint64_t)w->spec->seed,
+        .nworkers = w->nworkers,
+        .epochs = w->spec->epochs,
+        .steps_per_epoch = w->steps_per_epoch,
+        .train_n = w->train.n,
+        .global_batch = w->global_batch,
+        .max_batch = w->max_batch,
+        .async = spec_is_async(w->spec),
+    };
     ckpt_state_t st;
-    if (checkpoint_load(path, w->model, &st, err, errlen) != 0) return -1;
-    if (st.seed != (uint64_t)w->spec->seed) {
-        snprintf(err, errlen, "%s: checkpoint was written with seed %llu, spec has %lu",
-                 path, (unsigned long long)st.seed, w->spec->seed);
-        return -1;
-    }
-    if (st.epoch > w->spec->epochs || st.cursor > w->train.n) {
-        snprintf(err, errlen, "%s: checkpoint position (epoch %lld) is beyond this spec", path,
-                 (long long)st.epoch);
-        return -1;
-    }
+    if (checkpoint_load(path, w->model, &want, &st, err, errlen) != 0) return -1;
     w->global_step = st.global_step;
     w->epoch = st.epoch;
     w->step_in_epoch = st.step_in_epoch;
@@ -458,8 +462,7 @@ int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "CUDA: %s", cuda_model_error(w->gpu));
         return -1;
     }
-    if (st.nworkers == w->nworkers)
-        for (int i = 0; i < w->nworkers; i++) w->batch_of[i] = st.batch_of[i];
+    for (int i = 0; i < w->nworkers; i++) w->batch_of[i] = st.batch_of[i];
     return 0;
 }
 

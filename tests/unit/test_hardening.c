@@ -14,11 +14,12 @@
 
 #include "test_util.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "checkpoint.h"
 #include "spec.h"
@@ -187,12 +188,288 @@ static void test_gather_refuses_what_does_not_fit(void **state)
     dataset_free(&d);
 }
 
+/* ---- checkpoints with a valid CRC and hostile fields --------------------------------- */
+
+static unsigned char *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    *len = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *buf = malloc(*len);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, *len, f), *len);
+    fclose(f);
+    return buf;
+}
+
+/* Trains the fixture's job to step 4 (a checkpoint there) and returns its path. */
+static void make_checkpoint(fixture_t *fx, char *path, size_t len)
+{
+    make_data(fx, 28);
+    static job_spec_t spec;
+    static worker_t w;
+    lenet_spec(fx, &spec, NULL);
+    char err[512] = "";
+    if (worker_setup(&w, &spec, 0, 1, err, sizeof err) != 0) fail_msg("%s", err);
+    train_opts_t o = {.stop_after_steps = 4};
+    if (worker_train(&w, &o, err, sizeof err) != 0) fail_msg("%s", err);
+    worker_checkpoint_path(&w, path, len);
+    worker_teardown(&w);
+    assert_int_equal(access(path, R_OK), 0);
+}
+
+/* A copy of the checkpoint with field set to the little-endian value (size bytes as the
+ * field has), CRC fixed. */
+static void forge(const char *from, const char *to, const char *field, int64_t value)
+{
+    size_t len, off, size;
+    unsigned char *buf = read_all(from, &len);
+    if (checkpoint_field_at(field, &off, &size) != 0) fail_msg("unknown field %s", field);
+    assert_true(off + size <= len);
+    if (size == 4) {
+        int32_t v = (int32_t)value;
+        memcpy(buf + off, &v, 4);
+    } else {
+        memset(buf + off, 0, size);
+        memcpy(buf + off, &value, 8);
+    }
+    checkpoint_fix_crc(buf, len);
+    write_bytes(to, buf, len);
+    free(buf);
+}
+
+/* Resuming from path must fail with want in the message and leave the weights alone. */
+static void expect_refused(worker_t *w, const char *path, const char *want)
+{
+    char err[1024] = "";
+    size_t np = w->model->nparams;
+    float *before = malloc(np * sizeof *before);
+    assert_non_null(before);
+    memcpy(before, w->model->params, np * sizeof *before);
+    long step = w->global_step;
+    if (worker_resume(w, path, err, sizeof err) == 0) fail_msg("resumed from a checkpoint that wants \"%s\"", want);
+    if (!strstr(err, want)) fail_msg("refusal \"%s\"\n  does not say \"%s\"", err, want);
+    if (!strstr(err, path)) fail_msg("refusal \"%s\" does not name the file", err);
+    assert_memory_equal(before, w->model->params, np * sizeof *before);
+    assert_int_equal(w->global_step, step);
+    free(before);
+}
+
+static void test_checkpoint_hostile_fields(void **state)
+{
+    fixture_t *fx = *state;
+    char good[512], bad[600];
+    make_checkpoint(fx, good, sizeof good);
+    snprintf(bad, sizeof bad, "%s/bad.ckpt", fx->dir);
+
+    static job_spec_t spec;
+    static worker_t w;
+    lenet_spec(fx, &spec, NULL);
+    char err[512] = "";
+    if (worker_setup(&w, &spec, 0, 1, err, sizeof err) != 0) fail_msg("%s", err);
+    /* 256 samples / batch 16 = 16 steps per epoch, 2 epochs, one worker */
+    assert_int_equal(w.steps_per_epoch, 16);
+
+    static const struct {
+        const char *field;
+        int64_t value;
+        const char *want;
+    } CASES[] = {
+        /* the example: a batch far past the buffers */
+        {"batch_of[0]", 100000, "batch_of[0] = 100000 is outside [1, 16]"},
+        {"batch_of[0]", 17, "batch_of[0] = 17 is outside [1, 16]"},
+        {"batch_of[0]", 0, "batch_of[0] = 0 is outside"},
+        {"batch_of[0]", -5, "batch_of[0] = -5 is outside"},
+        {"batch_of[1]", 16, "batch_of[1] = 16 past nworkers (1), want 0"},
+        {"batch_of[255]", 1, "batch_of[255] = 1 past nworkers"},
+        {"nworkers", 300, "invalid counters"},
+        {"nworkers", -1, "invalid counters"},
+        {"nworkers", 2, "nworkers = 2 is outside [1, 1]"},
+        {"nworkers", 0, "nworkers = 0 is outside [1, 1]"},
+        {"epoch", 3, "epoch = 3 is outside [0, 2]"},
+        {"epoch", INT64_MAX, "epoch = 9223372036854775807 is outside"},
+        {"epoch", -1, "invalid counters"},
+        {"epoch", 2, "step_in_epoch = 4 is outside [0, 0]"},
+        {"step_in_epoch", 17, "step_in_epoch = 17 is outside [0, 16]"},
+        {"step_in_epoch", INT64_MAX, "step_in_epoch = 9223372036854775807 is outside"},
+        {"step_in_epoch", -1, "invalid counters"},
+        {"cursor", 65, "cursor = 65 is outside [64, 64]"},
+        {"cursor", (int64_t)1 << 40, "cursor = 1099511627776 is outside"},
+        {"cursor", -64, "invalid counters"},
+        {"global_step", 5, "global_step = 5 is outside [4, 4]"},
+        {"global_step", (int64_t)1 << 50, "global_step = 1125899906842624 is outside"},
+        {"global_step", INT64_MIN, "invalid counters"},
+        {"epoch_loss_samples", -1, "epoch_loss_samples = -1 is outside [0, 64]"},
+        {"epoch_loss_samples", 65, "epoch_loss_samples = 65 is outside [0, 64]"},
+        {"ps_version", 99, "ps_version = 99 is outside [0, 4]"},
+        {"ps_version", -1, "ps_version = -1 is outside"},
+        {"aug_rng", 0, "aug_rng is all zero"},
+        {"seed", 43, "seed 43, spec has 42"},
+        {"spec_hash", 1, "another job spec"},
+        {"layout_hash", 1, "parameter layout"},
+        {"nparams", 61707, "truncated or oversized checkpoint"},
+        {"nparams", INT64_MAX, "truncated or oversized checkpoint"},
+        {"nbuffers", 1, "truncated or oversized checkpoint"},
+        {"version", 1, "checkpoint format version 1 is from an older pacer-worker"},
+        {"version", 3, "unsupported checkpoint version 3"},
+        {"version", -1, "unsupported checkpoint version 4294967295"},
+        {"header_bytes", 100, "unsupported checkpoint version 2"},
+        {"model", 0x01706c6d, "checkpoint is for model mlp? with"},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        forge(good, bad, CASES[i].field, CASES[i].value);
+        expect_refused(&w, bad, CASES[i].want);
+    }
+    /* negative and NaN loss sums: the first is impossible, the second a diverged run */
+    size_t len, off, size;
+    unsigned char *buf = read_all(good, &len);
+    assert_int_equal(checkpoint_field_at("epoch_loss_sum", &off, &size), 0);
+    double v = -1.0;
+    memcpy(buf + off, &v, 8);
+    checkpoint_fix_crc(buf, len);
+    write_bytes(bad, buf, len);
+    expect_refused(&w, bad, "epoch_loss_sum = -1 is negative");
+    v = NAN;
+    memcpy(buf + off, &v, 8);
+    checkpoint_fix_crc(buf, len);
+    write_bytes(bad, buf, len);
+    assert_int_equal(worker_resume(&w, bad, err, sizeof err), 0);
+    free(buf);
+
+    /* the file as written resumes */
+    if (worker_resume(&w, good, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_int_equal(w.global_step, 4);
+    assert_int_equal(w.cursor, 64);
+    worker_teardown(&w);
+}
+
+/* text with every DATA replaced by the fixture's data directory and every DIR by its
+ * temporary directory. */
+static void subst(char *out, size_t len, const char *text, const fixture_t *fx)
+{
+    size_t o = 0;
+    while (*text && o + 1 < len) {
+        const char *rep = !strncmp(text, "DATA", 4) ? fx->data : !strncmp(text, "DIR", 3) ? fx->dir : NULL;
+        if (rep) {
+            o += (size_t)snprintf(out + o, len - o, "%s", rep);
+            text += rep == fx->data ? 4 : 3;
+        } else {
+            out[o++] = *text++;
+        }
+    }
+    out[o < len ? o : len - 1] = 0;
+}
+
+/* The spec hash: any field that shapes the run refuses the checkpoint; the ones a
+ * resumed run may change (name, paths, device, threads, log_every, checkpoint.*) do not. */
+static void test_checkpoint_spec_hash(void **state)
+{
+    fixture_t *fx = *state;
+    char good[512];
+    make_checkpoint(fx, good, sizeof good);
+#define BASE "\"model\": \"lenet5\", \"batch_size\": 16, \"dataset\": {\"name\": \"mnist\", \"path\": \"DATA\"}"
+    static const struct {
+        const char *json;
+        int ok;
+    } CASES[] = {
+        {"{" BASE ", \"name\": \"h\", \"epochs\": 2, \"log_every\": 0, \"device\": \"cpu\","
+         " \"checkpoint\": {\"every_steps\": 4, \"dir\": \"DIR/ck\"}}", 1},
+        /* the fields a resumed run may change, all changed at once */
+        {"{" BASE ", \"name\": \"other\", \"epochs\": 2, \"log_every\": 7, \"device\": \"auto\", \"threads\": 2,"
+         " \"checkpoint\": {\"every_steps\": 9, \"dir\": \"DIR/elsewhere\"}}", 1},
+        /* and fields that shape the run, one at a time */
+        {"{" BASE ", \"name\": \"h\", \"epochs\": 3}", 0},
+        {"{" BASE ", \"name\": \"h\", \"epochs\": 2, \"optimizer\": {\"lr\": 0.02}}", 0},
+        {"{" BASE ", \"name\": \"h\", \"epochs\": 2, \"emulate\": {\"slowdown\": [2]}}", 0},
+        {"{" BASE ", \"name\": \"h\", \"epochs\": 2, \"target_accuracy\": 0.5}", 0},
+        {"{" BASE ", \"name\": \"h\", \"epochs\": 2, \"optimizer\": {\"lr_schedule\": {\"kind\": \"cosine\"}}}", 0},
+    };
+#undef BASE
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        static job_spec_t spec;
+        static worker_t w;
+        char json[2048], err[1024] = "";
+        subst(json, sizeof json, CASES[i].json, fx);
+        parse_spec(json, &spec);
+        if (worker_setup(&w, &spec, 0, 1, err, sizeof err) != 0) fail_msg("case %zu: %s", i, err);
+        int rc = worker_resume(&w, good, err, sizeof err);
+        if (CASES[i].ok && rc != 0) fail_msg("case %zu refused: %s", i, err);
+        if (!CASES[i].ok && (rc == 0 || !strstr(err, "another job spec")))
+            fail_msg("case %zu: rc %d, \"%s\"", i, rc, err);
+        worker_teardown(&w);
+    }
+}
+
+/* The parameter server's positions: checked against the training set, not steps. */
+static void test_checkpoint_validate_async(void **state)
+{
+    (void)state;
+    ckpt_state_t st;
+    memset(&st, 0, sizeof st);
+    st.spec_hash = 7, st.seed = 1, st.nworkers = 2, st.epoch = 1, st.cursor = 100, st.global_step = 150;
+    st.aug_rng.s[0] = 1, st.batch_of[0] = 32, st.batch_of[1] = 32, st.epoch_loss_samples = 100;
+    ckpt_expect_t want = {.spec_hash = 7, .seed = 1, .nworkers = 2, .epochs = 3, .train_n = 1000,
+                          .global_batch = 64, .max_batch = 64, .async = 1};
+    char err[512];
+    assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), 0);
+    st.cursor = 1001;
+    assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), -1);
+    assert_non_null(strstr(err, "cursor = 1001 is outside [0, 1000]"));
+    st.cursor = 100, st.step_in_epoch = 1;
+    assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), -1);
+    assert_non_null(strstr(err, "step_in_epoch = 1"));
+    st.step_in_epoch = 0, st.global_step = 2001;
+    assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), -1);
+    assert_non_null(strstr(err, "global_step = 2001 is outside [0, 2000]"));
+    st.global_step = 150, st.batch_of[1] = 31;
+    assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), -1);
+    assert_non_null(strstr(err, "batch_of sums to 63, want 64"));
+}
+
+/* The field table of checkpoint_field_at is the order checkpoint_save writes. */
+static void test_checkpoint_field_table(void **state)
+{
+    fixture_t *fx = *state;
+    char good[512];
+    make_checkpoint(fx, good, sizeof good);
+    size_t len, off, size;
+    unsigned char *buf = read_all(good, &len);
+    int64_t v;
+    int32_t i32;
+    assert_int_equal(checkpoint_field_at("global_step", &off, &size), 0);
+    memcpy(&v, buf + off, 8);
+    assert_int_equal(v, 4);
+    assert_int_equal(checkpoint_field_at("cursor", &off, &size), 0);
+    memcpy(&v, buf + off, 8);
+    assert_int_equal(v, 64);
+    assert_int_equal(checkpoint_field_at("seed", &off, &size), 0);
+    memcpy(&v, buf + off, 8);
+    assert_int_equal(v, 42);
+    assert_int_equal(checkpoint_field_at("nworkers", &off, &size), 0);
+    memcpy(&i32, buf + off, 4);
+    assert_int_equal(i32, 1);
+    assert_int_equal(checkpoint_field_at("batch_of[0]", &off, &size), 0);
+    memcpy(&i32, buf + off, 4);
+    assert_int_equal(i32, 16);
+    assert_int_equal(checkpoint_field_at("model", &off, &size), 0);
+    assert_string_equal((char *)buf + off, "lenet5");
+    assert_int_equal(checkpoint_field_at("batch_of[256]", &off, &size), -1);
+    assert_int_equal(checkpoint_field_at("nope", &off, &size), -1);
+    free(buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_test_set_shape_mismatch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_train_set_shape_mismatch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gather_refuses_what_does_not_fit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_checkpoint_hostile_fields, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_checkpoint_spec_hash, setup, teardown),
+        cmocka_unit_test(test_checkpoint_validate_async),
+        cmocka_unit_test_setup_teardown(test_checkpoint_field_table, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -527,6 +527,48 @@ static void test_every_number_is_bounded(void **state)
     assert_true(numeric >= 30);
 }
 
+/* spec_hash covers every field but the resume_free ones, which docs/JOB_SPEC.md lists
+ * under "Resuming from a checkpoint". */
+static void test_spec_hash(void **state)
+{
+    (void)state;
+    job_spec_t a, b;
+    parse_ok("{\"model\":\"lenet5\"}", &a);
+    parse_ok("{\"model\":\"lenet5\"}", &b);
+    assert_true(spec_hash(&a) == spec_hash(&b));
+    parse_ok("{\"model\":\"lenet5\",\"name\":\"x\",\"threads\":4,\"device\":\"cpu\",\"log_every\":1,"
+             "\"dataset\":{\"path\":\"/d\"},\"checkpoint\":{\"dir\":\"/c\",\"every_steps\":5}}",
+             &b);
+    assert_true(spec_hash(&a) == spec_hash(&b));
+    const char *differ[] = {
+        "{\"model\":\"mlp\"}", "{\"model\":\"lenet5\",\"epochs\":2}",
+        "{\"model\":\"lenet5\",\"optimizer\":{\"lr\":0.010000000000000002}}",
+        "{\"model\":\"lenet5\",\"seed\":43}", "{\"model\":\"lenet5\",\"dataset\":{\"train_subset\":5}}",
+        "{\"model\":\"lenet5\",\"emulate\":{\"schedule\":[{\"step\":1,\"rank\":0,\"slowdown\":2}]}}",
+    };
+    for (size_t i = 0; i < sizeof differ / sizeof differ[0]; i++) {
+        parse_ok(differ[i], &b);
+        if (spec_hash(&a) == spec_hash(&b)) fail_msg("same hash for %s", differ[i]);
+    }
+    char *doc = read_text("docs/JOB_SPEC.md");
+    if (!doc) fail_msg("docs/JOB_SPEC.md not found: run the tests from the repository root");
+    char *sec = strstr(doc, "## Resuming from a checkpoint");
+    assert_non_null(sec);
+    char *end = strstr(sec + 3, "\n## ");
+    if (end) *end = 0;
+    spec_field_info_t f;
+    int nfree = 0;
+    for (size_t i = 0; spec_field_info(i, &f) == 0; i++) {
+        if (!f.resume_free) continue;
+        nfree++;
+        char quoted[128];
+        snprintf(quoted, sizeof quoted, "`%s`", f.path);
+        if (!strstr(sec, quoted)) fail_msg("docs/JOB_SPEC.md, Resuming from a checkpoint: %s is not listed", quoted);
+    }
+    assert_int_equal(nfree, 7);
+    free(doc);
+}
+
 /* Arrays past their capacity, built rather than spelled out. */
 static void test_array_capacity(void **state)
 {
@@ -955,6 +997,7 @@ int main(void)
         cmocka_unit_test(test_full_spec),
         cmocka_unit_test(test_invalid_specs),
         cmocka_unit_test(test_every_number_is_bounded),
+        cmocka_unit_test(test_spec_hash),
         cmocka_unit_test(test_array_capacity),
         cmocka_unit_test(test_truncated_specs),
         cmocka_unit_test(test_error_buffer_edges),

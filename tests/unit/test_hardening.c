@@ -1,7 +1,8 @@
-/* tests/unit/test_hardening.c - the worker against hostile input from files (issue 13,
- * memory safety): data sets whose shape or labels do not fit the model, and checkpoints
- * with a valid CRC but hostile header fields. Each case must end in an error that names
- * the file and the field, never in a write past a buffer (run under make check-asan).
+/* tests/unit/test_hardening.c - hostile input from files and from Redis (issue 13, memory
+ * safety): data sets whose shape or labels do not fit the model, checkpoints with a valid
+ * CRC but hostile header fields, and Redis replies the assignment and profile parsers must
+ * survive. Each case must end in an error that names the file and the field (or in the
+ * reply being ignored), never in a write past a buffer (run under make check-asan).
  *
  * The data sets are tiny MNIST-format IDX files written into a mkdtemp() directory, so
  * the tests run anywhere; nothing here needs the real data sets.
@@ -21,7 +22,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <hiredis/hiredis.h>
+
 #include "checkpoint.h"
+#include "dynbatch.h"
+#include "redis_report.h"
 #include "spec.h"
 #include "train.h"
 
@@ -460,6 +465,109 @@ static void test_checkpoint_field_table(void **state)
     free(buf);
 }
 
+/* ---- Redis replies ---------------------------------------------------------------------- */
+
+/* The reply hiredis builds from RESP bytes (what a Redis server, or something posing as
+ * one, sends); NULL when the bytes are not one complete reply. */
+static redisReply *resp(const char *bytes, size_t len)
+{
+    redisReader *rd = redisReaderCreate();
+    assert_non_null(rd);
+    void *reply = NULL;
+    if (redisReaderFeed(rd, bytes, len) != REDIS_OK || redisReaderGetReply(rd, &reply) != REDIS_OK) reply = NULL;
+    redisReaderFree(rd);
+    return reply;
+}
+#define RESP(lit) resp(lit, sizeof lit - 1)
+
+static void test_redis_assignment_parser(void **state)
+{
+    (void)state;
+    int b[8], n = -1;
+    int64_t v = 0;
+    redisReply *r = RESP("*2\r\n$1\r\n3\r\n$9\r\n[10,20,2]\r\n");
+    assert_int_equal(redis_report_parse_assignment(r, &v, b, 8, &n), 1);
+    assert_true(v == 3 && n == 3 && b[0] == 10 && b[1] == 20 && b[2] == 2);
+    freeReplyObject(r);
+    static const struct {
+        const char *bytes;
+        size_t len;
+        int want;
+    } CASES[] = {
+#define C(lit, w) {lit, sizeof lit - 1, w}
+        C("*2\r\n$-1\r\n$-1\r\n", 0),                                 /* no assignment */
+        C("*1\r\n$1\r\n3\r\n", 0),                                     /* not the reply asked for */
+        C("$5\r\nhello\r\n", 0),
+        C("*2\r\n:3\r\n$3\r\n[1]\r\n", 0),                             /* version as an integer reply */
+        C("*2\r\n$1\r\n3\r\n$12\r\n[2147483648]\r\n", -1),             /* above INT_MAX */
+        C("*2\r\n$1\r\n3\r\n$4\r\n[-1]\r\n", -1),
+        C("*2\r\n$1\r\n3\r\n$5\r\n[1.5]\r\n", -1),
+        C("*2\r\n$1\r\n3\r\n$19\r\n[1,1,1,1,1,1,1,1,1]\r\n", -1),      /* more than cap */
+        C("*2\r\n$1\r\n3\r\n$3\r\n[1\0]\r\n", -1),                     /* a NUL inside */
+        C("*2\r\n$3\r\nabc\r\n$3\r\n[1]\r\n", -1),                     /* version not a number */
+        C("*2\r\n$21\r\n999999999999999999999\r\n$3\r\n[1]\r\n", -1), /* version overflows */
+        C("*2\r\n$1\r\n0\r\n$3\r\n[1]\r\n", -1),                       /* versions start at 1 */
+        C("*2\r\n$1\r\n3\r\n:5\r\n", -1),
+#undef C
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        r = resp(CASES[i].bytes, CASES[i].len);
+        assert_non_null(r);
+        int got = redis_report_parse_assignment(r, &v, b, 8, &n);
+        if (got != CASES[i].want) fail_msg("case %zu: %d, want %d", i, got, CASES[i].want);
+        if (got <= 0) assert_int_equal(n, 0);
+        freeReplyObject(r);
+    }
+}
+
+static void test_redis_dynbatch_parsers(void **state)
+{
+    (void)state;
+    int cur[3];
+    long long ver = -1;
+    redisReply *r = RESP("*2\r\n$1\r\n7\r\n$23\r\n[5,2147483648,-3,99999]\r\n");
+    assert_non_null(r);
+    dynbatch_parse_assignment(r, 3, 64, cur, &ver);   /* 4 entries for 3 workers: not this job's */
+    assert_true(ver == 7 && cur[0] == 64 && cur[1] == 64 && cur[2] == 64);
+    freeReplyObject(r);
+    r = RESP("*2\r\n$2\r\n-7\r\n$17\r\n[5,2147483648,-3]\r\n");
+    assert_non_null(r);
+    dynbatch_parse_assignment(r, 3, 64, cur, &ver);   /* entries out of range keep the default */
+    assert_true(ver == 0 && cur[0] == 5 && cur[1] == 64 && cur[2] == 64);
+    freeReplyObject(r);
+
+    char host[64], dev[16];
+    double v = 0;
+    r = RESP("*5\r\n$2\r\nh1\r\n$3\r\ncpu\r\n$4\r\n1000\r\n$1\r\n2\r\n$6\r\nworker\r\n");
+    assert_int_equal(dynbatch_parse_node(r, host, sizeof host, dev, sizeof dev, &v), 1);
+    assert_string_equal(host, "h1");
+    assert_true(v == 2000);
+    freeReplyObject(r);
+    static const char *const BAD[] = {
+        "*5\r\n$2\r\nh1\r\n$3\r\ncpu\r\n$4\r\n1000\r\n$1\r\n2\r\n$2\r\nps\r\n",        /* the PS */
+        "*5\r\n$2\r\nh1\r\n$3\r\ncpu\r\n$3\r\nnan\r\n$1\r\n2\r\n$-1\r\n",             /* NaN speed */
+        "*5\r\n$2\r\nh1\r\n$3\r\ncpu\r\n$5\r\n1e400\r\n$1\r\n2\r\n$-1\r\n",           /* infinite */
+        "*5\r\n$2\r\nh1\r\n$3\r\ncpu\r\n$5\r\n1e300\r\n$5\r\n1e300\r\n$-1\r\n",      /* finite x finite = inf */
+        "*5\r\n$2\r\nh1\r\n$17\r\ncpucpucpucpucpucp\r\n$1\r\n1\r\n$1\r\n1\r\n$-1\r\n", /* device too long */
+        "*4\r\n$2\r\nh1\r\n$3\r\ncpu\r\n$1\r\n1\r\n$1\r\n1\r\n",
+    };
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        r = resp(BAD[i], strlen(BAD[i]));
+        assert_non_null(r);
+        if (dynbatch_parse_node(r, host, sizeof host, dev, sizeof dev, &v) != 0) fail_msg("case %zu accepted", i);
+        freeReplyObject(r);
+    }
+    r = RESP("$3\r\ninf\r\n");
+    assert_true(dynbatch_parse_speed(r) == 0);
+    freeReplyObject(r);
+    r = RESP("$5\r\n12.5x\r\n");
+    assert_true(dynbatch_parse_speed(r) == 0);
+    freeReplyObject(r);
+    r = RESP(":40\r\n");
+    assert_true(dynbatch_parse_speed(r) == 40);
+    freeReplyObject(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -470,6 +578,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_checkpoint_spec_hash, setup, teardown),
         cmocka_unit_test(test_checkpoint_validate_async),
         cmocka_unit_test_setup_teardown(test_checkpoint_field_table, setup, teardown),
+        cmocka_unit_test(test_redis_assignment_parser),
+        cmocka_unit_test(test_redis_dynbatch_parsers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

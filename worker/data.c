@@ -40,10 +40,21 @@
 #define CIFAR_SIDE 32
 #define CIFAR_IMAGE_BYTES (3 * CIFAR_SIDE * CIFAR_SIDE)
 #define CIFAR_RECORD_BYTES (1 + CIFAR_IMAGE_BYTES)
+#ifndef CIFAR_INITIAL_RECORDS
 #define CIFAR_INITIAL_RECORDS 1024
+#endif
+/* These buffer sizes (and CIFAR_INITIAL_RECORDS above) may be set at build time: the
+ * fuzzers (fuzz/fuzz.mk) make them small, which is both faster per input and drives the
+ * growing paths harder. */
+#ifndef READ_INITIAL_BYTES
 #define READ_INITIAL_BYTES ((size_t)16 << 20)  /* first buffer of a growing read */
+#endif
+#ifndef READ_CHUNK_BYTES
 #define READ_CHUNK_BYTES ((size_t)1 << 20)     /* bytes per gzread call */
+#endif
+#ifndef GZ_BUFFER_BYTES
 #define GZ_BUFFER_BYTES (256u << 10)           /* zlib's buffer; the default 8K is slow */
+#endif
 #define AUG_PAD 4                              /* CIFAR augmentation: pad, crop 0..2*PAD */
 #define DATA_PATH_MAX 4096
 

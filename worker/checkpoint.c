@@ -297,9 +297,12 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
                       "checkpoint format version %u is from an older pacer-worker, which did not record the job "
                       "spec and model layout; this one reads version %u only: start the job afresh",
                       version, CKPT_VERSION);
-    if (version != CKPT_VERSION || hdr != HEADER_BYTES)
+    if (version != CKPT_VERSION)
         return refuse(err, errlen, path, "unsupported checkpoint version %u (this build reads %u)", version,
                       CKPT_VERSION);
+    if (hdr != HEADER_BYTES)
+        return refuse(err, errlen, path, "checkpoint field header_bytes = %u, version %u has %u", hdr, version,
+                      (unsigned)HEADER_BYTES);
     if (len < PREFIX_BYTES + (size_t)HEADER_BYTES + 4)
         return refuse(err, errlen, path, "truncated checkpoint (%zu bytes)", len);
     char name[MODEL_NAME_MAX];

@@ -320,7 +320,7 @@ static void test_checkpoint_hostile_fields(void **state)
         {"version", 1, "checkpoint format version 1 is from an older pacer-worker"},
         {"version", 3, "unsupported checkpoint version 3"},
         {"version", -1, "unsupported checkpoint version 4294967295"},
-        {"header_bytes", 100, "unsupported checkpoint version 2"},
+        {"header_bytes", 100, "checkpoint field header_bytes = 100, version 2 has"},
         {"model", 0x01706c6d, "checkpoint is for model mlp? with"},
     };
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {

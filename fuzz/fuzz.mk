@@ -18,6 +18,9 @@ FUZZ_CC           ?= clang
 FUZZ_RUNS         ?= 1000000
 FUZZ_RUNS_PARSERS ?= $(shell expr $(FUZZ_RUNS) \* 10)
 FUZZ_MAX_TIME     ?= 0        # seconds per harness, 0 = no limit (the run count decides)
+# One input taking this long is reported as a hang. Generous: on a shared machine under
+# load one input of fuzz_cifar once took 12 s inside ASan's allocator (alone: < 0.1 s).
+FUZZ_TIMEOUT      ?= 60
 FUZZ_FLAGS        := -std=c11 -O1 -g -D_GNU_SOURCE $(INCLUDES) -fno-omit-frame-pointer \
                      -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_LIBS         := -lmicrohttpd -ljansson -lhiredis -lz -lpthread -lm
@@ -68,7 +71,7 @@ fuzz-$(1): $(BUILD)/fuzz/fuzz_$(1)
 	@mkdir -p $(BUILD)/fuzz/corpus/$(1)
 	@echo "fuzz $(1): $$(or $$(FUZZ_RUNS_$(1)),$$(FUZZ_RUNS)) runs"
 	cd $(BUILD)/fuzz && nice -n 10 ./fuzz_$(1) -runs=$$(or $$(FUZZ_RUNS_$(1)),$$(FUZZ_RUNS)) \
-	    -max_total_time=$(strip $(FUZZ_MAX_TIME)) -max_len=$(FUZZ_MAXLEN_$(1)) -timeout=10 -rss_limit_mb=2048 \
+	    -max_total_time=$(strip $(FUZZ_MAX_TIME)) -max_len=$(FUZZ_MAXLEN_$(1)) -timeout=$(FUZZ_TIMEOUT) -rss_limit_mb=2048 \
 	    $$(if $$(wildcard fuzz/$(1).dict),-dict=$(CURDIR)/fuzz/$(1).dict) -artifact_prefix=$(1)- \
 	    -print_final_stats=1 corpus/$(1) $(CURDIR)/fuzz/corpus/$(1)
 endef

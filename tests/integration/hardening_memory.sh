@@ -124,6 +124,11 @@ bad '"algorithm": {"lambda0": 1e300}' "algorithm.lambda0: must be between 0 and 
 bad '"checkpoint": {"every_steps": 9223372036854775807}' "checkpoint.every_steps: must be between 0 and 1000000000000"
 bad '"log_every": 2147483648' "log_every: must be between 0 and 1000000000"
 
+# the coordinator's numeric options are bounded too: (int)1e300 would be undefined
+expect_error 2 "max-restarts: '1e300' is not a number between 0 and 1000000000" \
+    "$COORD" --state-dir "$TMP/cli" --max-restarts 1e300 status j-1
+expect_error 2 "sse-max: 'nan' is not a number" "$COORD" --state-dir "$TMP/cli" --sse-max nan status j-1
+
 # ---- the coordinator: the same specs over HTTP, and stream ids past 2^64 - 1 ---------------
 start_coord --listen 127.0.0.1:0
 BASE=$(grep -o 'REST API and dashboard on http://[0-9.:]*' "$TMP/coord.log" | tail -1 | sed 's/.* on //')

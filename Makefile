@@ -7,6 +7,8 @@
 #   make check-asan unit tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make demo       the main job
 #   make bench      benchmarks (installs python3-torch for the PyTorch baseline)
+#   make fuzz       libFuzzer harnesses under ASan + UBSan, a fixed number of runs each
+#                   (fuzz/fuzz.mk; FUZZ_RUNS=10000 for a quick smoke run)
 #
 # CI=true turns warnings into errors. SANITIZE=address,undefined builds a sanitized tree
 # into build-san/ (what check-asan uses).
@@ -265,5 +267,6 @@ clean:
 
 include deploy/deploy.mk
 include http/http.mk
+include fuzz/fuzz.mk
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -8,6 +8,8 @@
  */
 #include "spec.h"
 
+#include "hash.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -52,6 +54,8 @@ struct field {
     const char *def_str;                  /* strings */
     int required;                         /* no default: must be given */
     int param;                            /* may also sit under algorithm.params */
+    int resume_free;                      /* may differ between a checkpoint's run and
+                                             the run resuming it: not in spec_hash */
     const char *default_doc;              /* overrides the printed default */
     const char *allowed_doc;              /* overrides the printed "allowed" column */
     const char *doc;
@@ -78,7 +82,17 @@ struct field {
 #define GE(lo) .range = R_MIN, .min = (lo)
 #define GT(lo) .range = R_MIN | R_MIN_EXCL, .min = (lo)
 
+/* Upper bounds. Every numeric field has one (issue 13): a value the worker would have to
+ * convert to a narrower type (a float learning rate, a long step count made from epochs
+ * x steps per epoch, a nanosleep from a slowdown) must fit it, and a sane job is far
+ * inside each of them. tests/unit/test_spec.c checks every row has both bounds. */
 #define MAX_BATCH 65536
+#define MAX_EPOCHS 100000          /* also caps the epoch counts of the lr schedule */
+#define MAX_COUNT 1000000000       /* step periods and sample counts kept in an int */
+#define MAX_STEPS 1000000000000.0  /* global step numbers (a long; < 2^53, exact as double) */
+#define MAX_LR 1000.0              /* rates are used as float */
+#define MAX_COEF 1000.0            /* delay-compensation strengths */
+#define MAX_SLOWDOWN 1000.0        /* emulated slowdown factors */
 
 static const char *const MODELS[] = {"mlp", "lenet5", "cifar10_quick", "resnet20", NULL};
 static const char *const DATASETS[] = {"fashion-mnist", "mnist", "cifar10", NULL};
@@ -113,71 +127,73 @@ static const char *check_nonempty(const void *v)
 
 static const field_t SCHEDULE_FIELDS[] = {
     {.path = "emulate.schedule[].step", .type = F_LONG,
-     MEMBER(spec_slowdown_change_t, step, long), GE(0), .required = 1,
+     MEMBER(spec_slowdown_change_t, step, long), BETWEEN(0, MAX_STEPS), .required = 1,
      .doc = "Global step from which the change applies."},
     {.path = "emulate.schedule[].rank", .type = F_INT,
-     MEMBER(spec_slowdown_change_t, rank, int), GE(0), .required = 1,
+     MEMBER(spec_slowdown_change_t, rank, int), BETWEEN(0, SPEC_MAX_WORKERS - 1), .required = 1,
      .allowed_doc = ">= 0, < workers", .doc = "Worker rank whose speed changes."},
     {.path = "emulate.schedule[].slowdown", .type = F_DOUBLE,
-     MEMBER(spec_slowdown_change_t, slowdown, double), GE(1), .required = 1,
+     MEMBER(spec_slowdown_change_t, slowdown, double), BETWEEN(1, MAX_SLOWDOWN), .required = 1,
      .doc = "New slowdown factor of that rank (1 = full speed)."},
 };
 
 /* Table order is document order: spec_to_json and spec_print_fields follow it. */
 static const field_t FIELDS[] = {
-    {.path = "name", STR(name), .def_str = "job", .check = check_name,
+    {.path = "name", STR(name), .def_str = "job", .check = check_name, .resume_free = 1,
      .allowed_doc = "letters, digits, `.` `_` `-`; at most 63 bytes",
      .doc = "Job name; used in checkpoint file names and logs."},
     {.path = "model", STR(model), .choices = MODELS, .required = 1,
      .doc = "Network to train."},
     {.path = "dataset.name", STR(dataset.name), .choices = DATASETS, .def_str = "fashion-mnist",
      .doc = "Data set; must match the model's input shape."},
-    {.path = "dataset.path", STR(dataset.path), .def_str = "",
+    {.path = "dataset.path", STR(dataset.path), .def_str = "", .resume_free = 1,
      .doc = "Directory of the data set files; empty = the data set's default directory."},
-    {.path = "dataset.train_subset", INT(dataset.train_subset), GE(0), .def_num = 0,
+    {.path = "dataset.train_subset", INT(dataset.train_subset), BETWEEN(0, MAX_COUNT), .def_num = 0,
      .doc = "Train on the first N training samples only; 0 = all."},
-    {.path = "dataset.test_subset", INT(dataset.test_subset), GE(0), .def_num = 0,
+    {.path = "dataset.test_subset", INT(dataset.test_subset), BETWEEN(0, MAX_COUNT), .def_num = 0,
      .doc = "Evaluate on the first N test samples only; 0 = all."},
     {.path = "dataset.augment", BOOL(dataset.augment), .def_num = 0,
      .allowed_doc = "cifar10 only", .doc = "Random crop (pad 4) and horizontal flip."},
     {.path = "batch_size", INT(batch_size), BETWEEN(1, MAX_BATCH), .def_num = 64,
      .doc = "Mini-batch size per worker (the starting size when batches are re-planned)."},
-    {.path = "epochs", INT(epochs), BETWEEN(1, 100000), .def_num = 1,
+    {.path = "epochs", INT(epochs), BETWEEN(1, MAX_EPOCHS), .def_num = 1,
      .doc = "Passes over the training set."},
     {.path = "workers", INT(workers), BETWEEN(1, SPEC_MAX_WORKERS), .def_num = 1,
      .doc = "Training processes; asynchronous algorithms add a parameter server."},
-    {.path = "device", STR(device), .choices = DEVICES, .def_str = "auto",
+    {.path = "device", STR(device), .choices = DEVICES, .def_str = "auto", .resume_free = 1,
      .doc = "Where to compute; auto = CUDA when built with it and a GPU is present."},
-    {.path = "seed", ULONG(seed), GE(0), .def_num = 42,
+    {.path = "seed", ULONG(seed), BETWEEN(0, (double)LLONG_MAX), .def_num = 42,
      .doc = "Seed of weight init, shuffling and augmentation; same seed, same run."},
-    {.path = "threads", INT(threads), BETWEEN(1, 256), .def_num = 1,
+    {.path = "threads", INT(threads), BETWEEN(1, 256), .def_num = 1, .resume_free = 1,
      .doc = "BLAS threads per worker process."},
     {.path = "target_accuracy", DBL(target_accuracy), BETWEEN(0, 1), .def_num = 0,
      .doc = "Stop after the first epoch whose test accuracy reaches it; 0 = off."},
-    {.path = "log_every", INT(log_every), GE(0), .def_num = 100,
+    {.path = "log_every", INT(log_every), BETWEEN(0, MAX_COUNT), .def_num = 100, .resume_free = 1,
      .doc = "Print a progress line every N steps; 0 = none."},
 
-    {.path = "optimizer.lr", DBL(optimizer.lr), GT(0), .def_num = 0.01,
+    {.path = "optimizer.lr", DBL(optimizer.lr), IN_OC(0, MAX_LR), .def_num = 0.01,
      .doc = "Learning rate (peak rate when a schedule is set)."},
     {.path = "optimizer.momentum", DBL(optimizer.momentum), IN_CO(0, 1), .def_num = 0.9,
      .doc = "Momentum; 0 = plain SGD."},
     {.path = "optimizer.nesterov", BOOL(optimizer.nesterov), .def_num = 0,
      .doc = "Nesterov momentum."},
-    {.path = "optimizer.weight_decay", DBL(optimizer.weight_decay), GE(0), .def_num = 0,
+    {.path = "optimizer.weight_decay", DBL(optimizer.weight_decay), BETWEEN(0, 1), .def_num = 0,
      .doc = "L2 penalty added to the gradient."},
-    {.path = "optimizer.clip_norm", DBL(optimizer.clip_norm), GE(0), .def_num = 0,
+    {.path = "optimizer.clip_norm", DBL(optimizer.clip_norm), BETWEEN(0, 1e6), .def_num = 0,
      .doc = "Clip the gradient to this global L2 norm; 0 = no clipping."},
     {.path = "optimizer.lr_schedule.kind", STR(optimizer.lr_schedule.kind),
      .choices = SCHEDULES, .def_str = "constant",
      .doc = "Learning-rate schedule after the warm-up."},
     {.path = "optimizer.lr_schedule.warmup_epochs", DBL(optimizer.lr_schedule.warmup_epochs),
-     GE(0), .def_num = 0, .doc = "Linear warm-up from 0 to lr over this many epochs."},
+     BETWEEN(0, MAX_EPOCHS), .def_num = 0,
+     .doc = "Linear warm-up from 0 to lr over this many epochs."},
     {.path = "optimizer.lr_schedule.step_epochs", DBL(optimizer.lr_schedule.step_epochs),
-     GT(0), .def_num = 1, .doc = "step: multiply the rate by gamma every this many epochs."},
+     IN_OC(0, MAX_EPOCHS), .def_num = 1,
+     .doc = "step: multiply the rate by gamma every this many epochs."},
     {.path = "optimizer.lr_schedule.gamma", DBL(optimizer.lr_schedule.gamma), IN_OC(0, 1),
      .def_num = 0.1, .doc = "step: decay factor."},
-    {.path = "optimizer.lr_schedule.min_lr", DBL(optimizer.lr_schedule.min_lr), GE(0),
-     .def_num = 0, .allowed_doc = ">= 0, <= optimizer.lr",
+    {.path = "optimizer.lr_schedule.min_lr", DBL(optimizer.lr_schedule.min_lr),
+     BETWEEN(0, MAX_LR), .def_num = 0, .allowed_doc = "between 0 and optimizer.lr",
      .doc = "cosine: the rate at the end of training."},
 
     {.path = "algorithm.name", STR(algorithm.name), .choices = ALGORITHMS, .def_str = "sgd",
@@ -185,51 +201,52 @@ static const field_t FIELDS[] = {
     {.path = "algorithm.dynamic_batch", BOOL(algorithm.dynamic_batch), .def_num = 0,
      .param = 1, .allowed_doc = "forced true by dbs-sgd",
      .doc = "Re-plan per-worker batch sizes from measured speeds."},
-    {.path = "algorithm.replan_steps", INT(algorithm.replan_steps), GE(1), .def_num = 20,
+    {.path = "algorithm.replan_steps", INT(algorithm.replan_steps), BETWEEN(1, MAX_COUNT), .def_num = 20,
      .param = 1, .doc = "Dynamic batching: re-plan every this many steps."},
     {.path = "algorithm.min_batch", INT(algorithm.min_batch), BETWEEN(0, MAX_BATCH),
      .def_num = 0, .param = 1, .doc = "Dynamic batching: smallest batch; 0 = derived."},
     {.path = "algorithm.max_batch", INT(algorithm.max_batch), BETWEEN(0, MAX_BATCH),
      .def_num = 0, .param = 1, .allowed_doc = "between 0 and 65536, >= min_batch",
      .doc = "Dynamic batching: largest batch; 0 = derived."},
-    {.path = "algorithm.k_steps", INT(algorithm.k_steps), GE(1), .def_num = 8, .param = 1,
+    {.path = "algorithm.k_steps", INT(algorithm.k_steps), BETWEEN(1, MAX_COUNT), .def_num = 8, .param = 1,
      .doc = "hier-bsp: steps between global averages."},
     {.path = "algorithm.group_size", INT(algorithm.group_size),
      BETWEEN(0, SPEC_MAX_WORKERS), .def_num = 0, .param = 1,
      .allowed_doc = "between 0 and workers (hier-bsp)",
      .doc = "hier-bsp: ranks per group; 0 = the ranks of one host."},
-    {.path = "algorithm.local_steps", INT(algorithm.local_steps), GE(1), .def_num = 8,
+    {.path = "algorithm.local_steps", INT(algorithm.local_steps), BETWEEN(1, MAX_COUNT), .def_num = 8,
      .param = 1, .doc = "local-sgd: local steps H between averages."},
-    {.path = "algorithm.n", INT(algorithm.n), GE(1), .def_num = 1, .param = 1,
+    {.path = "algorithm.n", INT(algorithm.n), BETWEEN(1, SPEC_MAX_WORKERS), .def_num = 1, .param = 1,
      .allowed_doc = "between 1 and workers (nsoftsync)",
      .doc = "nsoftsync: the server updates after every workers/n gradients."},
     {.path = "algorithm.dc_variant", STR(algorithm.dc_variant), .choices = DC_VARIANTS,
      .def_str = "a", .param = 1,
      .doc = "dc-asgd: c = constant lambda, a = adaptive (mean-square scaled)."},
-    {.path = "algorithm.lambda0", DBL(algorithm.lambda0), GE(0), .def_num = NAN, .param = 1,
+    {.path = "algorithm.lambda0", DBL(algorithm.lambda0), BETWEEN(0, MAX_COEF), .def_num = NAN, .param = 1,
      .default_doc = "0.04 (dc-asgd c), 2 (dc-asgd a), 1 (ddc-asgd), else 0",
      .doc = "dc-asgd / ddc-asgd: delay-compensation strength."},
     {.path = "algorithm.dc_m", DBL(algorithm.dc_m), IN_CO(0, 1), .def_num = 0.95, .param = 1,
      .doc = "dc-asgd a: decay of the gradient mean square."},
-    {.path = "algorithm.kappa", DBL(algorithm.kappa), GE(0), .def_num = 1, .param = 1,
+    {.path = "algorithm.kappa", DBL(algorithm.kappa), BETWEEN(0, MAX_COEF), .def_num = 1, .param = 1,
      .doc = "ddc-asgd: kappa."},
     {.path = "algorithm.gamma", DBL(algorithm.gamma), BETWEEN(0, 1), .def_num = 0.9,
      .param = 1, .doc = "ddc-asgd: gamma."},
-    {.path = "algorithm.eps", DBL(algorithm.eps), GT(0), .def_num = 1e-7, .param = 1,
+    {.path = "algorithm.eps", DBL(algorithm.eps), IN_OC(0, 1), .def_num = 1e-7, .param = 1,
      .doc = "dc-asgd / ddc-asgd: epsilon of the adaptive scaling."},
-    {.path = "algorithm.tau_max", INT(algorithm.tau_max), GE(0), .def_num = 0, .param = 1,
+    {.path = "algorithm.tau_max", INT(algorithm.tau_max), BETWEEN(0, MAX_COUNT), .def_num = 0, .param = 1,
      .doc = "Asynchronous: drop gradients staler than this many updates; 0 = keep all."},
 
-    {.path = "checkpoint.every_steps", LONG(checkpoint.every_steps), GE(0), .def_num = 0,
+    {.path = "checkpoint.every_steps", LONG(checkpoint.every_steps), BETWEEN(0, MAX_STEPS), .def_num = 0,
+     .resume_free = 1,
      .doc = "Write a checkpoint every N steps; 0 = no periodic checkpoints."},
-    {.path = "checkpoint.dir", STR(checkpoint.dir), .def_str = "checkpoints",
+    {.path = "checkpoint.dir", STR(checkpoint.dir), .def_str = "checkpoints", .resume_free = 1,
      .check = check_nonempty,
      .allowed_doc = "non-empty, at most 511 bytes", .doc = "Directory of the checkpoint files."},
 
     {.path = "emulate.slowdown", .type = F_DOUBLES,
-     MEMBER(job_spec_t, emulate.slowdown, double *), COUNT(emulate.nslowdown), GE(1),
-     .def_num = 1, .default_doc = "`[]` (all 1)",
-     .allowed_doc = "each >= 1; `[]` or one entry per worker",
+     MEMBER(job_spec_t, emulate.slowdown, double *), COUNT(emulate.nslowdown),
+     BETWEEN(1, MAX_SLOWDOWN), .def_num = 1, .default_doc = "`[]` (all 1)",
+     .allowed_doc = "each between 1 and 1000; `[]` or one entry per worker",
      .doc = "Per-rank slowdown factor (rank r computes slowdown[r] times slower); [] = none."},
     {.path = "emulate.schedule", .type = F_OBJECTS,
      MEMBER(job_spec_t, emulate.schedule, spec_slowdown_change_t *),
@@ -289,7 +306,10 @@ static void join_list(char *buf, size_t n, const char *const *list, const char *
 /* Integers print as integers (65536, not 6.5536e+04); others with %g. */
 static const char *fmt_num(char buf[32], double x)
 {
-    if (x == floor(x) && fabs(x) < 1e15)
+    /* LLONG_MAX (the seed's bound) reads back as 2^63 in a double: say what is meant. */
+    if (x == (double)LLONG_MAX)
+        snprintf(buf, 32, "%lld", LLONG_MAX);
+    else if (x == floor(x) && fabs(x) < 1e15)
         snprintf(buf, 32, "%.0f", x);
     else
         snprintf(buf, 32, "%g", x);
@@ -814,18 +834,17 @@ static json_t *value_json(const field_t *f, const unsigned char *base, int *prec
     return NULL;
 }
 
-char *spec_to_json(const job_spec_t *s)
-{
-    return spec_to_json_doc(s, NULL);
-}
-
-char *spec_to_json_doc(const job_spec_t *s, json_t **doc)
+/* The normalised spec as compact JSON; with for_hash, only the rows a resumed run must
+ * keep (no resume_free rows) and keys sorted, so the text depends on nothing but those
+ * values. */
+static char *spec_text(const job_spec_t *s, int for_hash, json_t **doc)
 {
     if (doc) *doc = NULL;
     json_t *root = json_object();
     if (!root) return NULL;
     int prec = 1;
     for (size_t i = 0; i < ARRAY_LEN(FIELDS); i++) {
+        if (for_hash && FIELDS[i].resume_free) continue;
         char key[64];
         json_t *parent = parent_of(root, FIELDS[i].path, key, sizeof key);
         json_t *v = parent ? value_json(&FIELDS[i], (const unsigned char *)s, &prec) : NULL;
@@ -837,10 +856,31 @@ char *spec_to_json_doc(const job_spec_t *s, json_t **doc)
     }
     /* One precision for the whole document: the largest any number needs to read back
      * exactly, so 0.01 prints as 0.01 rather than 0.010000000000000000208. */
-    char *text = json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(prec));
+    char *text = json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(prec) | (for_hash ? JSON_SORT_KEYS : 0));
     if (text && doc) *doc = root;
     else json_decref(root);
     return text;
+}
+
+char *spec_to_json(const job_spec_t *s)
+{
+    return spec_text(s, 0, NULL);
+}
+
+char *spec_to_json_doc(const job_spec_t *s, json_t **doc)
+{
+    return spec_text(s, 0, doc);
+}
+
+uint64_t spec_hash(const job_spec_t *s)
+{
+    char *text = spec_text(s, 1, NULL);
+    /* Out of memory: a value no spec hashes to in practice, so a resume is refused
+     * rather than trusted. */
+    if (!text) return 0;
+    uint64_t h = hash_fnv1a(HASH_FNV1A_INIT, text, strlen(text));
+    free(text);
+    return h;
 }
 
 /* ---- queries and docs --------------------------------------------------------------- */
@@ -868,6 +908,25 @@ const char *spec_field_path(size_t i)
 {
     const field_t *f = field_at(i);
     return f ? f->path : NULL;
+}
+
+int spec_field_info(size_t i, spec_field_info_t *out)
+{
+    const field_t *f = field_at(i);
+    if (!f) return -1;
+    memset(out, 0, sizeof *out);
+    out->path = f->path;
+    out->integer = f->type == F_INT || f->type == F_LONG || f->type == F_ULONG;
+    out->array = f->type == F_DOUBLES;
+    out->numeric = out->integer || f->type == F_DOUBLE || out->array;
+    out->has_min = (f->range & R_MIN) != 0;
+    out->has_max = (f->range & R_MAX) != 0;
+    out->min_excl = (f->range & R_MIN_EXCL) != 0;
+    out->max_excl = (f->range & R_MAX_EXCL) != 0;
+    out->min = f->min;
+    out->max = f->max;
+    out->resume_free = f->resume_free;
+    return 0;
 }
 
 static const char *type_name(const field_t *f)

@@ -11,6 +11,7 @@
 #define PACER_SPEC_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include <jansson.h>
@@ -111,6 +112,12 @@ char *spec_to_json(const job_spec_t *s);
  * equal to what decoding the text would give, without decoding it. */
 char *spec_to_json_doc(const job_spec_t *s, json_t **doc);
 
+/* A fingerprint of everything in the spec that shapes the training run: the normalised
+ * spec without the fields a resumed run may change (resume_free: name, dataset.path,
+ * device, threads, log_every, checkpoint.every_steps, checkpoint.dir), keys sorted, FNV-1a
+ * 64. Checkpoints carry it; a resume with a spec of another hash is refused. */
+uint64_t spec_hash(const job_spec_t *s);
+
 /* Whether the algorithm runs with a parameter server on rank 0 (world = workers + 1). */
 int spec_is_async(const job_spec_t *s);
 
@@ -121,5 +128,18 @@ void spec_print_fields(FILE *f);
  * fields of arrays of objects as "emulate.schedule[].rank"); NULL past the end. Lets
  * tests check that docs and other consumers cover every field. */
 const char *spec_field_path(size_t i);
+
+/* What the i-th row of that table accepts, for tests that walk every field (range
+ * errors of every numeric field, say). numeric: integer, number, or array of numbers
+ * (array: bounds then apply to each entry); integer: JSON integer literals only. Every numeric
+ * field has both bounds. Returns 0, or -1 past the end. */
+typedef struct {
+    const char *path;
+    int numeric, integer, array;
+    int has_min, has_max, min_excl, max_excl;
+    double min, max;
+    int resume_free;      /* left out of spec_hash */
+} spec_field_info_t;
+int spec_field_info(size_t i, spec_field_info_t *out);
 
 #endif

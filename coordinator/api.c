@@ -146,12 +146,7 @@ static json_t *utf8_string(const char *s, size_t n)
 
 static int stream_id_valid(const char *s)
 {
-    if (!s || !isdigit((unsigned char)*s)) return 0;
-    while (isdigit((unsigned char)*s)) s++;
-    if (!*s) return 1;
-    if (*s++ != '-' || !isdigit((unsigned char)*s)) return 0;
-    while (isdigit((unsigned char)*s)) s++;
-    return *s == 0 && strlen(s) < 40;
+    return jobstore_stream_id_parse(s, NULL, NULL) == 0;
 }
 
 /* EXISTS pacer:job:{id}: 1, 0, or JS_EREDIS. */

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "jobstore.h"
-#include "strhash.h"
+#include "hash.h"
 
 #define SUMMARY_MAX (1 << 20)
 

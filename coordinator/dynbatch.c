@@ -1,6 +1,7 @@
 /* coordinator/dynbatch.c - see dynbatch.h. */
 #include "dynbatch.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,24 @@ static double slowdown_of(const job_spec_t *s, int w)
     return 1.0;
 }
 
+void dynbatch_parse_assignment(const redisReply *r, int n, int dflt, int *cur, long long *version)
+{
+    for (int i = 0; i < n; i++) cur[i] = dflt;
+    *version = 0;
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 || !reply_str(r->element[0])) return;
+    long long v = reply_int(r->element[0], 0);
+    *version = v > 0 ? v : 0;
+    const redisReply *b = r->element[1];
+    json_t *arr = b && b->type == REDIS_REPLY_STRING ? json_loadb(b->str, b->len, 0, NULL) : NULL;
+    if (json_is_array(arr) && json_array_size(arr) == (size_t)n) {
+        for (int i = 0; i < n; i++) {
+            json_int_t e = json_integer_value(json_array_get(arr, (size_t)i));
+            if (e > 0 && e <= INT_MAX) cur[i] = (int)e;
+        }
+    }
+    json_decref(arr);
+}
+
 /* Reads the stored assignment into cur (n entries); *version = 0 and cur = batch_size
  * each when there is none or it does not fit this job. */
 static int read_assignment(redisContext *c, const char *id, const job_spec_t *s, int *cur, long long *version)
@@ -32,21 +51,7 @@ static int read_assignment(redisContext *c, const char *id, const job_spec_t *s,
     snprintf(key, sizeof key, KEY_JOB_ASSIGNMENT, id);
     redisReply *r = redisCommand(c, "HMGET %s version batches", key);
     if (!r) return JS_EREDIS;
-    int n = s->workers;
-    for (int i = 0; i < n; i++) cur[i] = s->batch_size;
-    *version = 0;
-    if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 && reply_str(r->element[0])) {
-        *version = reply_int(r->element[0], 0);
-        const char *b = reply_str(r->element[1]);
-        json_t *arr = b ? json_loads(b, 0, NULL) : NULL;
-        if (json_is_array(arr) && (int)json_array_size(arr) == n) {
-            for (int i = 0; i < n; i++) {
-                json_int_t v = json_integer_value(json_array_get(arr, (size_t)i));
-                if (v > 0) cur[i] = (int)v;
-            }
-        }
-        json_decref(arr);
-    }
+    dynbatch_parse_assignment(r, s->workers, s->batch_size, cur, version);
     freeReplyObject(r);
     return JS_OK;
 }
@@ -98,8 +103,8 @@ int dynbatch_replan(redisContext *c, const char *id, const job_spec_t *s)
             rc = JS_EREDIS;
             goto done;
         }
-        speed[w] = reply_double(r, 0);
-        if (!(speed[w] > 0) || !isfinite(speed[w])) known = 0;
+        speed[w] = dynbatch_parse_speed(r);
+        if (!(speed[w] > 0)) known = 0;
         freeReplyObject(r);
     }
     if (!known) goto done;
@@ -119,6 +124,31 @@ done:
     free(cur);
     free(out);
     return rc;
+}
+
+double dynbatch_parse_speed(const redisReply *r)
+{
+    double v = reply_double(r, 0);
+    return v > 0 && isfinite(v) ? v : 0;
+}
+
+int dynbatch_parse_node(const redisReply *rep, char *host, size_t hostlen, char *dev, size_t devlen, double *speed)
+{
+    if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements != 5) return 0;
+    const char *h = reply_str(rep->element[0]), *d = reply_str(rep->element[1]);
+    const char *role = reply_str(rep->element[4]);
+    double v = reply_double(rep->element[2], 0), sd = reply_double(rep->element[3], 1);
+    /* strlen, not the reply's len: a name with a NUL inside is cut there, as a key would be */
+    if (!h || !*h || !d || !*d || !(v > 0) || !isfinite(v) || (role && strcmp(role, "ps") == 0) ||
+        strlen(h) >= hostlen || strlen(d) >= devlen)
+        return 0;
+    /* The profile describes the machine: undo the emulated slowdown (>= 1, finite). */
+    if (sd >= 1 && isfinite(sd)) v *= sd;
+    if (!isfinite(v)) return 0;
+    snprintf(host, hostlen, "%s", h);
+    snprintf(dev, devlen, "%s", d);
+    *speed = v;
+    return 1;
 }
 
 static void profile_key(char *buf, size_t len, const char *host, const char *device, const char *model)
@@ -157,7 +187,7 @@ int dynbatch_initial(redisContext *c, const char *id, const job_spec_t *s, const
                 rc = JS_EREDIS;
                 goto done;
             }
-            speed[w] = reply_double(r, 0) / slowdown_of(s, w);
+            speed[w] = dynbatch_parse_speed(r) / slowdown_of(s, w);
             freeReplyObject(r);
         }
         if (!(speed[w] > 0) || !isfinite(speed[w])) goto done;   /* rc is JS_OK: no plan */
@@ -195,23 +225,18 @@ int dynbatch_fold_profiles(redisContext *c, const char *id, const job_spec_t *s,
             rc = JS_EREDIS;
             continue;   /* the remaining replies are gone with the connection */
         }
-        if (rc == 0 && rep->type == REDIS_REPLY_ARRAY && rep->elements == 5) {
-            const char *host = reply_str(rep->element[0]), *dev = reply_str(rep->element[1]);
-            const char *role = reply_str(rep->element[4]);
-            double v = reply_double(rep->element[2], 0), sd = reply_double(rep->element[3], 1);
-            if (host && *host && dev && *dev && v > 0 && isfinite(v) && !(role && strcmp(role, "ps") == 0) &&
-                strlen(host) < 64 && strlen(dev) < 16) {
-                v *= sd >= 1 ? sd : 1;
-                int k = 0;
-                while (k < ng && (strcmp(g[k].host, host) || strcmp(g[k].device, dev))) k++;
-                if (k == ng) {
-                    snprintf(g[k].host, sizeof g[k].host, "%s", host);
-                    snprintf(g[k].device, sizeof g[k].device, "%s", dev);
-                    ng++;
-                }
-                g[k].sum += v;
-                g[k].n++;
+        char host[64], dev[16];
+        double v;
+        if (rc == 0 && dynbatch_parse_node(rep, host, sizeof host, dev, sizeof dev, &v) == 1) {
+            int k = 0;
+            while (k < ng && (strcmp(g[k].host, host) || strcmp(g[k].device, dev))) k++;
+            if (k == ng) {
+                snprintf(g[k].host, sizeof g[k].host, "%s", host);
+                snprintf(g[k].device, sizeof g[k].device, "%s", dev);
+                ng++;
             }
+            g[k].sum += v;
+            g[k].n++;
         }
         freeReplyObject(rep);
     }
@@ -224,7 +249,7 @@ int dynbatch_fold_profiles(redisContext *c, const char *id, const job_spec_t *s,
             rc = JS_EREDIS;
             break;
         }
-        double old = reply_double(r, 0);
+        double old = dynbatch_parse_speed(r);
         freeReplyObject(r);
         if (old > 0) v = (1 - DYNBATCH_PROFILE_ALPHA) * old + DYNBATCH_PROFILE_ALPHA * v;
         snprintf(val, sizeof val, "%.1f", v);

@@ -40,4 +40,17 @@ int dynbatch_initial(redisContext *c, const char *id, const job_spec_t *s, const
  * Returns the number of profiles updated, or JS_EREDIS. */
 int dynbatch_fold_profiles(redisContext *c, const char *id, const job_spec_t *s, int world);
 
+/* Parsers of the Redis replies above, pure (fuzzed by fuzz/fuzz_redis.c). */
+/* HMGET assignment version batches: cur[0..n) = the stored plan's entries that are
+ * integers in [1, INT_MAX] when it has exactly n of them, dflt otherwise; *version = the
+ * stored version when positive, else 0. */
+void dynbatch_parse_assignment(const redisReply *r, int n, int dflt, int *cur, long long *version);
+/* A samples_per_s value (node or profile hash): positive and finite, else 0. */
+double dynbatch_parse_speed(const redisReply *r);
+/* HMGET node:{rank} host device samples_per_s slowdown role: 1 with the host, device (each
+ * shorter than its buffer) and the speed with the emulated slowdown taken out, for a
+ * worker rank that reported one; 0 for anything else (the PS, missing fields). */
+int dynbatch_parse_node(const redisReply *rep, char *host, size_t hostlen, char *dev, size_t devlen,
+                        double *speed);
+
 #endif

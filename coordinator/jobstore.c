@@ -2,6 +2,7 @@
 #include "jobstore.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,33 @@ double reply_double(const redisReply *r, double dflt)
         return *end ? dflt : v;
     }
     return dflt;
+}
+
+/* Digits up to the first non-digit into *v; -1 when there are none, more than 20, or
+ * the value passes 2^64 - 1. */
+static const char *stream_id_part(const char *s, unsigned long long *v)
+{
+    unsigned long long x = 0;
+    int n = 0;
+    for (; *s >= '0' && *s <= '9'; s++, n++) {
+        unsigned d = (unsigned)(*s - '0');
+        if (n >= 20 || x > (ULLONG_MAX - d) / 10) return NULL;
+        x = x * 10 + d;
+    }
+    if (n == 0) return NULL;
+    *v = x;
+    return s;
+}
+
+int jobstore_stream_id_parse(const char *s, unsigned long long *ms, unsigned long long *seq)
+{
+    unsigned long long a = 0, b = 0;
+    if (!s || !(s = stream_id_part(s, &a))) return -1;
+    if (*s == '-' && !(s = stream_id_part(s + 1, &b))) return -1;
+    if (*s) return -1;
+    if (ms) *ms = a;
+    if (seq) *seq = b;
+    return 0;
 }
 
 /* ---- pool -------------------------------------------------------------------------------- */

@@ -113,6 +113,13 @@ int jobstore_event(redisContext *c, json_t *ev);
  * keys (the job hash itself is kept). */
 int jobstore_expire_job_keys(redisContext *c, const char *id, int world);
 
+/* Parses a Redis stream id "MS-SEQ" (or "MS", SEQ = 0): decimal digits only, each part
+ * at most 20 digits and at most 2^64 - 1, as Redis's own parser requires. An id that
+ * passes here is one Redis accepts, so a client's id out of range is a 400 at the API,
+ * never an error reply from Redis (which the event streams would read as Redis being
+ * down, and retry forever). ms and seq may be NULL. Returns 0, or -1 when malformed. */
+int jobstore_stream_id_parse(const char *s, unsigned long long *ms, unsigned long long *seq);
+
 /* Reply helpers shared by the coordinator files. */
 int reply_ok(const redisReply *r);                 /* not NULL and not an error */
 long long reply_int(const redisReply *r, long long dflt);   /* integer or numeric string */

@@ -325,13 +325,18 @@ static int cmd_cluster(coordinator_t *c, char **args, const cli_t *o)
     return print_json(j);
 }
 
+/* Every numeric option is at most NUM_OPT_MAX: the integer ones are converted to int or
+ * long, which an out-of-range double must never reach (1e300 would be undefined). */
+#define NUM_OPT_MAX 1e9
+
 static int parse_num(const char *opt, const char *s, double min, double *out)
 {
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || *end || end == s || v < min) {
-        fprintf(stderr, "pacer-coordinator: --%s: '%s' is not a number >= %g\n", opt, s, min);
+    if (errno || *end || end == s || !(v >= min && v <= NUM_OPT_MAX)) {
+        fprintf(stderr, "pacer-coordinator: --%s: '%s' is not a number between %g and %.0f\n", opt, s, min,
+                NUM_OPT_MAX);
         return -1;
     }
     *out = v;

@@ -21,6 +21,7 @@
 
 #include "auth.h"
 #include "handlers.h"
+#include "jobstore.h"
 #include "prom.h"
 #include "query.h"
 #include "respond.h"
@@ -61,7 +62,7 @@ static void query(char *text)
     if (query_long(&q, "tail", 1, 100000, 1, &v, err, sizeof err) == 1 && (v < 1 || v > 100000)) abort();
     if (query_state(&q, "state", &st, err, sizeof err) == 1 && !st) abort();
     const char *since = query_get(&q, "since");
-    if (since) (void)query_stream_id_valid(since);
+    if (since) (void)jobstore_stream_id_parse(since, NULL, NULL);
 }
 
 static void request_line(const char *text)
@@ -91,7 +92,7 @@ static void request_line(const char *text)
 static void headers(const char *text, size_t len)
 {
     char ev[48], m[48], field[256], label[512], host[256], frame[4096];
-    if (sse_id_parse(text, ev, sizeof ev, m, sizeof m) == 0 && !query_stream_id_valid(ev)) abort();
+    if (sse_id_parse(text, ev, sizeof ev, m, sizeof m) == 0 && jobstore_stream_id_parse(ev, NULL, NULL) != 0) abort();
     (void)sse_stream_id_cmp(text, "1-0");
     const char *tok;
     size_t tlen;

@@ -17,12 +17,13 @@
 #include "clock.h"
 #include "clog.h"
 #include "http_internal.h"
+#include "jobstore.h"
 #include "prom.h"
 #include "respond.h"
 #include "spec.h"
 #include "sse.h"
 #include "static.h"
-#include "strhash.h"
+#include "hash.h"
 
 #define LIST_LIMIT_MAX 1000
 #define METRICS_LIMIT_MAX 10000
@@ -254,7 +255,7 @@ int handle_job_metrics(http_req_t *rq)
     long limit = 500;
     char err[256];
     const char *since = query_get(&rq->query, "since");
-    if (since && *since && strcmp(since, "-") != 0 && !query_stream_id_valid(since))
+    if (since && *since && strcmp(since, "-") != 0 && jobstore_stream_id_parse(since, NULL, NULL) != 0)
         return bad_parameter(rq, "since: must be a stream id (\"1715000000123-0\") or 0");
     if (query_long(&rq->query, "limit", 1, METRICS_LIMIT_MAX, 1, &limit, err, sizeof err) < 0)
         return bad_parameter(rq, err);

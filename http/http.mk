@@ -8,9 +8,7 @@
 #   make static        build/static/: the dashboard (static/*), uPlot from npm
 #                      (static/package.json, pinned in static/package-lock.json) and
 #                      docs/openapi.json; part of `make all`
-#   make fuzz          libFuzzer target over request bodies, query parameters, routes and
-#                      event ids (clang, -fsanitize=fuzzer,address,undefined), run for
-#                      FUZZ_SECONDS (default 300) from the seeds in fuzz/corpus/
+#   (make fuzz, with fuzz/fuzz_request.c among its harnesses, is in fuzz/fuzz.mk)
 #   make bench-http    wrk and SSE benchmarks of the API (bench/http_wrk.sh)
 
 STATIC_SRC  := $(wildcard static/*.html static/*.css static/*.js)
@@ -18,7 +16,7 @@ STATIC_OUT  := $(patsubst static/%,$(BUILD)/static/%,$(STATIC_SRC))
 UPLOT_DIST  := static/node_modules/uplot/dist
 UPLOT_STAMP := $(BUILD)/static/vendor/.uplot
 
-.PHONY: static fuzz fuzz-build bench-http
+.PHONY: static bench-http
 all: static
 
 static: $(STATIC_OUT) $(UPLOT_STAMP) $(BUILD)/static/openapi.json
@@ -44,26 +42,6 @@ $(UPLOT_STAMP): static/package.json static/package-lock.json
 	@if [ -f $(UPLOT_DIST)/uPlot.iife.min.js ]; then \
 	    cp $(UPLOT_DIST)/uPlot.iife.min.js $(UPLOT_DIST)/uPlot.min.css $(dir $@) && touch $@; \
 	else echo "static: uPlot not installed: the dashboard will have no charts"; fi
-
-# ---- fuzzing ---------------------------------------------------------------------------------
-FUZZ_SECONDS ?= 300
-FUZZ_CC      ?= clang
-FUZZ_BIN     := $(BUILD)/fuzz/fuzz_request
-FUZZ_SRC     := fuzz/fuzz_request.c $(wildcard http/*.c) $(wildcard coordinator/*.c) \
-                $(wildcard common/*.c)
-
-$(FUZZ_BIN): $(FUZZ_SRC) $(wildcard http/*.h coordinator/*.h common/*.h)
-	@mkdir -p $(dir $@)
-	$(FUZZ_CC) -std=c11 -O1 -g -D_GNU_SOURCE -Icommon -Icoordinator -Ihttp -fsanitize=fuzzer,address,undefined \
-	    -fno-sanitize-recover=undefined $(FUZZ_SRC) -o $@ -lmicrohttpd -ljansson -lhiredis -lz -lpthread -lm
-
-fuzz-build: $(FUZZ_BIN)
-
-# Findings land in $(BUILD)/fuzz/ (crash-*, leak-*); the work corpus in $(BUILD)/fuzz/corpus.
-fuzz: $(FUZZ_BIN)
-	@mkdir -p $(BUILD)/fuzz/corpus
-	cd $(BUILD)/fuzz && ./fuzz_request -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -timeout=10 \
-	    -dict=$(CURDIR)/fuzz/request.dict -print_final_stats=1 corpus $(CURDIR)/fuzz/corpus
 
 bench-http:
 	@sh bench/http_wrk.sh

@@ -71,22 +71,3 @@ int query_state(const query_t *q, const char *key, const char **out, char *err, 
     snprintf(err, errlen, "%s: must be one of QUEUED, RUNNING, RESTARTING, SUCCEEDED, FAILED, CANCELLED", key);
     return -1;
 }
-
-static const char *digits_run(const char *s, int *n)
-{
-    *n = 0;
-    while (isdigit((unsigned char)*s)) s++, (*n)++;
-    return s;
-}
-
-int query_stream_id_valid(const char *s)
-{
-    if (!s) return 0;
-    int n;
-    s = digits_run(s, &n);
-    if (n == 0 || n > 20) return 0;
-    if (!*s) return 1;
-    if (*s++ != '-') return 0;
-    s = digits_run(s, &n);
-    return n > 0 && n <= 20 && !*s;
-}

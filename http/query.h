@@ -37,9 +37,6 @@ int query_long(const query_t *q, const char *key, long lo, long hi, int clamp_hi
 /* A job state name (QUEUED, RUNNING, ...; case-insensitive); *out is the canonical name. */
 int query_state(const query_t *q, const char *key, const char **out, char *err, size_t errlen);
 
-/* A Redis stream id: "MS" or "MS-SEQ" (decimal, at most 20 digits each), or "0". */
-int query_stream_id_valid(const char *s);
-
 /* The job states, in the order the API documents them; NULL-terminated. */
 extern const char *const QUERY_STATES[];
 

@@ -23,6 +23,7 @@
 
 #include "clock.h"
 #include "clog.h"
+#include "jobstore.h"
 #include "query.h"
 #include "respond.h"
 
@@ -46,20 +47,10 @@ struct sse_stream {
 
 /* ---- pure helpers ---------------------------------------------------------------------------- */
 
-static int parse_id(const char *s, uint64_t *ms, uint64_t *seq)
-{
-    if (!query_stream_id_valid(s)) return -1;
-    char *end;
-    errno = 0;
-    *ms = strtoull(s, &end, 10);
-    *seq = *end == '-' ? strtoull(end + 1, NULL, 10) : 0;
-    return errno ? -1 : 0;
-}
-
 int sse_stream_id_cmp(const char *a, const char *b)
 {
-    uint64_t am = 0, as = 0, bm = 0, bs = 0;
-    int ea = parse_id(a, &am, &as), eb = parse_id(b, &bm, &bs);
+    unsigned long long am = 0, as = 0, bm = 0, bs = 0;
+    int ea = jobstore_stream_id_parse(a, &am, &as), eb = jobstore_stream_id_parse(b, &bm, &bs);
     if (ea || eb) return ea && eb ? 0 : (ea ? -1 : 1);
     if (am != bm) return am < bm ? -1 : 1;
     if (as != bs) return as < bs ? -1 : 1;
@@ -75,12 +66,12 @@ int sse_id_parse(const char *s, char *events_id, size_t elen, char *metrics_id, 
     memcpy(events_id, s, n);
     events_id[n] = 0;
     metrics_id[0] = 0;
-    if (!query_stream_id_valid(events_id)) return -1;
+    if (jobstore_stream_id_parse(events_id, NULL, NULL) != 0) return -1;
     if (comma) {
         size_t m = strlen(comma + 1);
         if (m == 0 || m >= mlen) return -1;
         memcpy(metrics_id, comma + 1, m + 1);
-        if (!query_stream_id_valid(metrics_id)) return -1;
+        if (jobstore_stream_id_parse(metrics_id, NULL, NULL) != 0) return -1;
     }
     return 0;
 }

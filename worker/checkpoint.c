@@ -3,7 +3,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <libgen.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,10 +14,15 @@
 #include <zlib.h>
 
 #include "fs.h"
+#include "hash.h"
 
 /* Header fields after magic, version and header_bytes, written field by field (no struct
- * dump) so the format does not depend on the compiler's padding. */
-#define HEADER_BYTES (MODEL_NAME_MAX + 2 * 8 + 4 * 8 + 8 + 16 + 8 + 8 + 8 + 4 + 4 * CKPT_MAX_WORKERS)
+ * dump) so the format does not depend on the compiler's padding: model name, nparams,
+ * nbuffers, spec hash, layout hash, then the state. */
+#define HEADER_BYTES (MODEL_NAME_MAX + 2 * 8 + 2 * 8 + 4 * 8 + 8 + 16 + 8 + 8 + 8 + 4 + 4 * CKPT_MAX_WORKERS)
+#define PREFIX_BYTES 16   /* magic, version, header_bytes */
+_Static_assert(HEADER_BYTES == MODEL_NAME_MAX + 12 * 8 + 16 + 4 + 4 * CKPT_MAX_WORKERS, "header size");
+#define CKPT_READ_FLOOR ((size_t)64 << 20)
 
 typedef struct { unsigned char *p; size_t len, cap; } wbuf_t;
 
@@ -42,7 +49,7 @@ int checkpoint_save(const char *path, const model_t *m, const ckpt_state_t *st,
 {
     int rc = -1, fd = -1;
     char tmp[1100], dir[1024];
-    size_t bytes = 8 + 4 + 4 + HEADER_BYTES + (2 * m->nparams + m->nbuffers) * sizeof(float);
+    size_t bytes = PREFIX_BYTES + HEADER_BYTES + (2 * m->nparams + m->nbuffers) * sizeof(float);
     wbuf_t b = { .p = malloc(bytes + 4), .cap = bytes + 4 };
     if (!b.p) { snprintf(err, errlen, "%s: out of memory", path); return -1; }
 
@@ -60,9 +67,11 @@ int checkpoint_save(const char *path, const model_t *m, const ckpt_state_t *st,
     char name[MODEL_NAME_MAX] = { 0 };
     snprintf(name, sizeof name, "%s", m->name);
     put(&b, name, sizeof name);
-    uint64_t np = m->nparams, nb = m->nbuffers;
+    uint64_t np = m->nparams, nb = m->nbuffers, layout = checkpoint_layout_hash(m);
     put(&b, &np, 8);
     put(&b, &nb, 8);
+    put(&b, &st->spec_hash, 8);
+    put(&b, &layout, 8);
     put(&b, &st->global_step, 8);
     put(&b, &st->epoch, 8);
     put(&b, &st->step_in_epoch, 8);
@@ -107,10 +116,234 @@ out:
     return rc;
 }
 
+/* The header after the prefix, in file order (checkpoint_save writes it in this order;
+ * test_hardening checks the two agree). */
+static const struct { const char *name; size_t size; } HEADER_FIELDS[] = {
+    {"model", MODEL_NAME_MAX}, {"nparams", 8}, {"nbuffers", 8}, {"spec_hash", 8}, {"layout_hash", 8},
+    {"global_step", 8}, {"epoch", 8}, {"step_in_epoch", 8}, {"cursor", 8}, {"seed", 8}, {"aug_rng", 16},
+    {"epoch_loss_sum", 8}, {"epoch_loss_samples", 8}, {"ps_version", 8}, {"nworkers", 4},
+    {"batch_of", 4 * CKPT_MAX_WORKERS},
+};
+
+int checkpoint_field_at(const char *field, size_t *off, size_t *size)
+{
+    if (strcmp(field, "version") == 0) return *off = 8, *size = 4, 0;
+    if (strcmp(field, "header_bytes") == 0) return *off = 12, *size = 4, 0;
+    size_t o = PREFIX_BYTES;
+    for (size_t i = 0; i < sizeof HEADER_FIELDS / sizeof HEADER_FIELDS[0]; i++) {
+        size_t n = strlen(HEADER_FIELDS[i].name);
+        if (strncmp(field, HEADER_FIELDS[i].name, n) == 0) {
+            if (field[n] == 0) return *off = o, *size = HEADER_FIELDS[i].size, 0;
+            /* batch_of[i] */
+            unsigned k;
+            char close = 0;
+            if (strcmp(HEADER_FIELDS[i].name, "batch_of") == 0 && sscanf(field + n, "[%u%c", &k, &close) == 2 &&
+                close == ']' && k < CKPT_MAX_WORKERS)
+                return *off = o + 4 * (size_t)k, *size = 4, 0;
+        }
+        o += HEADER_FIELDS[i].size;
+    }
+    return -1;
+}
+
+void checkpoint_fix_crc(unsigned char *buf, size_t len)
+{
+    if (len < 4) return;
+    uint32_t crc = (uint32_t)crc32(0L, buf, (uInt)(len - 4));
+    memcpy(buf + len - 4, &crc, 4);
+}
+
+uint64_t checkpoint_layout_hash(const model_t *m)
+{
+    uint64_t h = HASH_FNV1A_INIT, v[3];
+    h = hash_fnv1a(h, m->name, strnlen(m->name, sizeof m->name) + 1);
+    v[0] = m->nparams, v[1] = m->nbuffers, v[2] = (uint64_t)m->ntensors;
+    h = hash_fnv1a(h, v, sizeof v);
+    for (int t = 0; t < m->ntensors && t < MODEL_MAX_TENSORS; t++) {
+        const tensor_info_t *ti = &m->tensors[t];
+        h = hash_fnv1a(h, ti->name, strnlen(ti->name, sizeof ti->name) + 1);
+        v[0] = ti->offset, v[1] = ti->count, v[2] = (uint64_t)ti->is_buffer;
+        h = hash_fnv1a(h, v, sizeof v);
+    }
+    return h;
+}
+
+/* ---- reading: every field is checked before it is used --------------------------------- */
+
 typedef struct { const unsigned char *p; size_t off; } rbuf_t;
+/* Only called once the file's length has been checked against the header's counts. */
 static void get(rbuf_t *r, void *dst, size_t n) { memcpy(dst, r->p + r->off, n); r->off += n; }
 
-int checkpoint_load(const char *path, model_t *m, ckpt_state_t *st, char *err, size_t errlen)
+/* A name read from the file, for a message: bytes other than [A-Za-z0-9_-] become '?'
+ * (error lines never carry raw bytes from a file). */
+static void printable_name(char *out, size_t len, const char *in)
+{
+    size_t i = 0;
+    for (; i + 1 < len && in[i]; i++) {
+        unsigned char c = (unsigned char)in[i];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                 c == '-';
+        out[i] = ok ? (char)c : '?';
+    }
+    out[i] = 0;
+}
+
+__attribute__((format(printf, 4, 5))) static int refuse(char *err, size_t errlen, const char *path,
+                                                        const char *fmt, ...)
+{
+    char what[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    snprintf(err, errlen, "%s: %s", path, what);
+    return -1;
+}
+
+/* field in [lo, hi], or a refusal that names it and says why the bound is what it is. */
+#define IN_RANGE(field, lo, hi, why)                                                                        \
+    do {                                                                                                     \
+        long long v_ = (long long)st->field, lo_ = (long long)(lo), hi_ = (long long)(hi);                   \
+        if (v_ < lo_ || v_ > hi_)                                                                            \
+            return refuse(err, errlen, path, "checkpoint field %s = %lld is outside [%lld, %lld] (%s)",     \
+                          #field, v_, lo_, hi_, why);                                                        \
+    } while (0)
+
+int checkpoint_validate(const ckpt_state_t *st, const ckpt_expect_t *want, const char *path,
+                        char *err, size_t errlen)
+{
+    if (st->spec_hash != want->spec_hash)
+        return refuse(err, errlen, path,
+                      "checkpoint was written for another job spec (spec hash %016" PRIx64 ", this spec %016" PRIx64
+                      "): only name, dataset.path, device, threads, log_every and checkpoint.* may change on resume",
+                      st->spec_hash, want->spec_hash);
+    if (st->seed != want->seed)
+        return refuse(err, errlen, path, "checkpoint was written with seed %" PRIu64 ", spec has %" PRIu64,
+                      st->seed, want->seed);
+    IN_RANGE(nworkers, want->nworkers, want->nworkers, "the spec's workers");
+    IN_RANGE(epoch, 0, want->epochs, "the spec's epochs");
+    const int64_t n = want->train_n, gb = want->global_batch;
+    if (!want->async) {
+        const int64_t spe = want->steps_per_epoch;
+        /* A finished run has moved on to epoch == epochs with nothing done in it. */
+        IN_RANGE(step_in_epoch, 0, st->epoch == want->epochs ? 0 : spe, "steps per epoch");
+        /* Every step consumes one global batch of the epoch order. */
+        IN_RANGE(cursor, st->step_in_epoch * gb, st->step_in_epoch * gb, "step_in_epoch x global batch");
+        /* A time budget or a target accuracy ends an epoch early, so fewer is possible. */
+        IN_RANGE(global_step, st->step_in_epoch, st->epoch * spe + st->step_in_epoch,
+                 "the steps of the epochs before it");
+        IN_RANGE(epoch_loss_samples, 0, st->step_in_epoch * gb, "samples of the epoch's steps");
+    } else {
+        /* Parameter server: the cursor hands out ranges of the epoch order, every update
+         * takes at least one pushed sample, and pushes of ranges handed out before the
+         * epoch ended (one per worker) may still count. */
+        IN_RANGE(step_in_epoch, 0, 0, "unused by the parameter server");
+        IN_RANGE(cursor, 0, n, "training samples");
+        IN_RANGE(global_step, 0, (st->epoch + 1) * n, "one sample per update at least");
+        IN_RANGE(epoch_loss_samples, 0, n + (int64_t)want->nworkers * want->max_batch,
+                 "samples handed out in the epoch");
+    }
+    IN_RANGE(ps_version, 0, st->global_step, "updates so far");
+    if (st->epoch_loss_sum < 0) /* NaN passes: a diverged run checkpoints one */
+        return refuse(err, errlen, path, "checkpoint field epoch_loss_sum = %g is negative", st->epoch_loss_sum);
+    if (st->aug_rng.s[0] == 0 && st->aug_rng.s[1] == 0)
+        return refuse(err, errlen, path, "checkpoint field aug_rng is all zero (not a generator state)");
+    int64_t sum = 0;
+    for (int i = 0; i < CKPT_MAX_WORKERS; i++) {
+        int32_t b = st->batch_of[i];
+        if (i >= st->nworkers) {
+            if (b != 0)
+                return refuse(err, errlen, path, "checkpoint field batch_of[%d] = %d past nworkers (%d), want 0", i,
+                              (int)b, (int)st->nworkers);
+            continue;
+        }
+        if (b < 1 || b > want->max_batch)
+            return refuse(err, errlen, path,
+                          "checkpoint field batch_of[%d] = %d is outside [1, %d] (the batch buffers' capacity)", i,
+                          (int)b, (int)want->max_batch);
+        sum += b;
+    }
+    if (sum != gb)
+        return refuse(err, errlen, path, "checkpoint field batch_of sums to %" PRId64 ", want %" PRId64
+                      " (workers x batch_size)", sum, gb);
+    return 0;
+}
+
+int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, model_t *m,
+                     const ckpt_expect_t *want, ckpt_state_t *st, char *err, size_t errlen)
+{
+    if (len < PREFIX_BYTES + 4)
+        return refuse(err, errlen, path, "not a pacer checkpoint (only %zu bytes)", len);
+    if (memcmp(buf, CKPT_MAGIC, 8) != 0) return refuse(err, errlen, path, "not a pacer checkpoint (bad magic)");
+    rbuf_t r = { .p = buf, .off = 8 };
+    uint32_t version, hdr;
+    get(&r, &version, 4);
+    get(&r, &hdr, 4);
+    if (version < CKPT_VERSION)
+        return refuse(err, errlen, path,
+                      "checkpoint format version %u is from an older pacer-worker, which did not record the job "
+                      "spec and model layout; this one reads version %u only: start the job afresh",
+                      version, CKPT_VERSION);
+    if (version != CKPT_VERSION)
+        return refuse(err, errlen, path, "unsupported checkpoint version %u (this build reads %u)", version,
+                      CKPT_VERSION);
+    if (hdr != HEADER_BYTES)
+        return refuse(err, errlen, path, "checkpoint field header_bytes = %u, version %u has %u", hdr, version,
+                      (unsigned)HEADER_BYTES);
+    if (len < PREFIX_BYTES + (size_t)HEADER_BYTES + 4)
+        return refuse(err, errlen, path, "truncated checkpoint (%zu bytes)", len);
+    char name[MODEL_NAME_MAX];
+    uint64_t np, nb, layout;
+    ckpt_state_t s;
+    memset(&s, 0, sizeof s);
+    get(&r, name, sizeof name);
+    name[MODEL_NAME_MAX - 1] = 0;
+    get(&r, &np, 8);
+    get(&r, &nb, 8);
+    if (np > ((uint64_t)1 << 40) || nb > ((uint64_t)1 << 40) ||
+        len != PREFIX_BYTES + (size_t)HEADER_BYTES + (2 * np + nb) * sizeof(float) + 4)
+        return refuse(err, errlen, path, "truncated or oversized checkpoint (%zu bytes, header says %" PRIu64
+                      " parameters and %" PRIu64 " buffers)", len, np, nb);
+    uint32_t crc_file, crc = (uint32_t)crc32(0L, buf, (uInt)(len - 4));
+    memcpy(&crc_file, buf + len - 4, 4);
+    if (crc != crc_file)
+        return refuse(err, errlen, path, "checkpoint is corrupt (CRC32 %08x, stored %08x)", crc, crc_file);
+    char shown[MODEL_NAME_MAX];
+    printable_name(shown, sizeof shown, name);
+    if (strcmp(name, m->name) != 0 || np != m->nparams || nb != m->nbuffers)
+        return refuse(err, errlen, path, "checkpoint is for model %s with %" PRIu64 " parameters, job runs %s with %zu",
+                      shown, np, m->name, m->nparams);
+    get(&r, &s.spec_hash, 8);
+    get(&r, &layout, 8);
+    if (layout != checkpoint_layout_hash(m))
+        return refuse(err, errlen, path, "checkpoint's parameter layout (hash %016" PRIx64 ") is not model %s's "
+                      "(%016" PRIx64 "): written by another version of the model", layout, m->name,
+                      checkpoint_layout_hash(m));
+    get(&r, &s.global_step, 8);
+    get(&r, &s.epoch, 8);
+    get(&r, &s.step_in_epoch, 8);
+    get(&r, &s.cursor, 8);
+    get(&r, &s.seed, 8);
+    get(&r, s.aug_rng.s, 16);
+    get(&r, &s.epoch_loss_sum, 8);
+    get(&r, &s.epoch_loss_samples, 8);
+    get(&r, &s.ps_version, 8);
+    get(&r, &s.nworkers, 4);
+    get(&r, s.batch_of, 4 * CKPT_MAX_WORKERS);
+    /* Counters any run needs sane, even a tool that compares weights (want NULL). */
+    if (s.global_step < 0 || s.epoch < 0 || s.step_in_epoch < 0 || s.cursor < 0 || s.nworkers < 0 ||
+        s.nworkers > CKPT_MAX_WORKERS)
+        return refuse(err, errlen, path, "checkpoint header has invalid counters");
+    if (want && checkpoint_validate(&s, want, path, err, errlen) != 0) return -1;
+    get(&r, m->params, m->nparams * sizeof(float));
+    get(&r, m->momentum, m->nparams * sizeof(float));
+    get(&r, m->buffers, m->nbuffers * sizeof(float));
+    *st = s;
+    return 0;
+}
+
+int checkpoint_load(const char *path, model_t *m, const ckpt_expect_t *want, ckpt_state_t *st,
+                    char *err, size_t errlen)
 {
     int rc = -1;
     unsigned char *buf = NULL;
@@ -124,80 +357,26 @@ int checkpoint_load(const char *path, model_t *m, ckpt_state_t *st, char *err, s
         snprintf(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
         goto out;
     }
-    size_t len = (size_t)sb.st_size;
-    if (len < 16 + 4) {
-        snprintf(err, errlen, "%s: not a pacer checkpoint (only %zu bytes)", path, len);
+    if (!S_ISREG(sb.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file", path);
         goto out;
     }
-    buf = malloc(len);
+    /* A file larger than this model's checkpoint and than any pacer model's (so that the
+     * parser can still say which model a real checkpoint is for) is refused unread. */
+    size_t len = (size_t)sb.st_size;
+    size_t most = PREFIX_BYTES + HEADER_BYTES + (2 * m->nparams + m->nbuffers) * sizeof(float) + 4;
+    if (most < CKPT_READ_FLOOR) most = CKPT_READ_FLOOR;
+    if (len > most) {
+        snprintf(err, errlen, "%s: truncated or oversized checkpoint (%zu bytes, model %s needs %zu)", path, len,
+                 m->name, PREFIX_BYTES + HEADER_BYTES + (2 * m->nparams + m->nbuffers) * sizeof(float) + 4);
+        goto out;
+    }
+    buf = malloc(len ? len : 1);
     if (!buf || fread(buf, 1, len, f) != len) {
         snprintf(err, errlen, "%s: read failed", path);
         goto out;
     }
-    if (memcmp(buf, CKPT_MAGIC, 8) != 0) {
-        snprintf(err, errlen, "%s: not a pacer checkpoint (bad magic)", path);
-        goto out;
-    }
-    rbuf_t r = { .p = buf, .off = 8 };
-    uint32_t version, hdr;
-    get(&r, &version, 4);
-    get(&r, &hdr, 4);
-    if (version != CKPT_VERSION || hdr != HEADER_BYTES) {
-        snprintf(err, errlen, "%s: unsupported checkpoint version %u (this build reads %u)",
-                 path, version, CKPT_VERSION);
-        goto out;
-    }
-    if (len < 16 + (size_t)HEADER_BYTES + 4) {
-        snprintf(err, errlen, "%s: truncated checkpoint (%zu bytes)", path, len);
-        goto out;
-    }
-    uint32_t crc_file;
-    memcpy(&crc_file, buf + len - 4, 4);
-    uint32_t crc = (uint32_t)crc32(0L, buf, (uInt)(len - 4));
-    char name[MODEL_NAME_MAX];
-    uint64_t np, nb;
-    get(&r, name, sizeof name);
-    name[MODEL_NAME_MAX - 1] = 0;
-    get(&r, &np, 8);
-    get(&r, &nb, 8);
-    size_t want = 16 + (size_t)HEADER_BYTES + (2 * np + nb) * sizeof(float) + 4;
-    if (np > ((size_t)1 << 40) || nb > ((size_t)1 << 40) || len != want) {
-        snprintf(err, errlen, "%s: truncated or oversized checkpoint (%zu bytes, header says %zu)",
-                 path, len, want);
-        goto out;
-    }
-    if (crc != crc_file) {
-        snprintf(err, errlen, "%s: checkpoint is corrupt (CRC32 %08x, stored %08x)", path, crc, crc_file);
-        goto out;
-    }
-    if (strcmp(name, m->name) != 0 || np != m->nparams || nb != m->nbuffers) {
-        snprintf(err, errlen, "%s: checkpoint is for model %s with %llu parameters, job runs %s with %zu",
-                 path, name, (unsigned long long)np, m->name, m->nparams);
-        goto out;
-    }
-    ckpt_state_t s;
-    memset(&s, 0, sizeof s);
-    get(&r, &s.global_step, 8);
-    get(&r, &s.epoch, 8);
-    get(&r, &s.step_in_epoch, 8);
-    get(&r, &s.cursor, 8);
-    get(&r, &s.seed, 8);
-    get(&r, s.aug_rng.s, 16);
-    get(&r, &s.epoch_loss_sum, 8);
-    get(&r, &s.epoch_loss_samples, 8);
-    get(&r, &s.ps_version, 8);
-    get(&r, &s.nworkers, 4);
-    get(&r, s.batch_of, 4 * CKPT_MAX_WORKERS);
-    if (s.global_step < 0 || s.epoch < 0 || s.step_in_epoch < 0 || s.cursor < 0 ||
-        s.nworkers < 0 || s.nworkers > CKPT_MAX_WORKERS) {
-        snprintf(err, errlen, "%s: checkpoint header has invalid counters", path);
-        goto out;
-    }
-    get(&r, m->params, m->nparams * sizeof(float));
-    get(&r, m->momentum, m->nparams * sizeof(float));
-    get(&r, m->buffers, m->nbuffers * sizeof(float));
-    *st = s;
-    rc = 0;
+    rc = checkpoint_parse(buf, len, path, m, want, st, err, errlen);
 out:
     free(buf);
     fclose(f);

@@ -1,11 +1,19 @@
 /* worker/checkpoint.h - versioned binary checkpoints of the fused buffers.
  *
- * Layout (little-endian, as written by x86-64):
- *   "PACERCKP" | u32 version | u32 header_bytes | header fields (ckpt_header_t order)
- *   | params (nparams f32) | momentum (nparams f32) | buffers (nbuffers f32)
- *   | u32 CRC32 (zlib) of every byte before it
+ * Layout (little-endian, as written by x86-64), version 2:
+ *   "PACERCKP" | u32 version | u32 header_bytes | header fields (the order of
+ *   checkpoint_save: model name, nparams, nbuffers, spec hash, layout hash, then
+ *   ckpt_state_t's fields) | params (nparams f32) | momentum (nparams f32)
+ *   | buffers (nbuffers f32) | u32 CRC32 (zlib) of every byte before it
  * Written to a temporary file in the same directory, fsync'ed and renamed over the
  * target, so a reader sees the old checkpoint or the new one, never half of one.
+ *
+ * A checkpoint is input from outside (a file on disk, possibly from another job or
+ * another version): a valid CRC only says the bytes are the ones written. So the reader
+ * checks the model (name, counts, a hash of the parameter layout), the spec (a hash of
+ * the fields that shape the run, spec_hash) and then every counter and batch size of
+ * the header against what this run can hold, before anything is used; each refusal is
+ * one line naming the file and the field. Version 1 files (no hashes) are refused.
  */
 #ifndef PACER_CHECKPOINT_H
 #define PACER_CHECKPOINT_H
@@ -17,7 +25,7 @@
 #include "rng.h"
 
 #define CKPT_MAGIC "PACERCKP"
-#define CKPT_VERSION 1u
+#define CKPT_VERSION 2u
 #define CKPT_MAX_WORKERS 256
 
 /* Everything besides the buffers that a resumed run needs to continue bit for bit. */
@@ -32,14 +40,50 @@ typedef struct {
     int64_t epoch_loss_samples;
     int64_t ps_version;         /* parameter server's update counter (async), else 0 */
     int32_t nworkers;
-    int32_t batch_of[CKPT_MAX_WORKERS]; /* the batch plan in force */
+    int32_t batch_of[CKPT_MAX_WORKERS]; /* the batch plan in force; 0 past nworkers */
+    uint64_t spec_hash;         /* spec_hash() of the run's spec */
 } ckpt_state_t;
+
+/* What the resuming run can take, to validate a checkpoint's fields against. */
+typedef struct {
+    uint64_t spec_hash, seed;
+    int32_t nworkers;
+    int64_t epochs;             /* the spec's */
+    int64_t steps_per_epoch;    /* synchronous loop; ignored when async */
+    int64_t train_n;            /* training samples */
+    int32_t global_batch;       /* workers x batch_size: a plan's sum */
+    int32_t max_batch;          /* the batch buffers' capacity */
+    int async;                  /* parameter server: positions count PS updates */
+} ckpt_expect_t;
 
 /* Returns 0, or -1 with err naming the path and the problem. */
 int checkpoint_save(const char *path, const model_t *m, const ckpt_state_t *st,
                     char *err, size_t errlen);
-/* Verifies magic, version, size, CRC and that the model name and parameter counts match
- * m, then restores params, momentum, buffers and st. On any failure m is unchanged. */
-int checkpoint_load(const char *path, model_t *m, ckpt_state_t *st, char *err, size_t errlen);
+/* Reads path and restores it through checkpoint_parse. */
+int checkpoint_load(const char *path, model_t *m, const ckpt_expect_t *want, ckpt_state_t *st,
+                    char *err, size_t errlen);
+/* The checkpoint in buf (len bytes; path only names it in messages): verifies magic,
+ * version, size and CRC, that the model name, parameter counts and layout hash match m,
+ * and, unless want is NULL (tools that only compare weights), checkpoint_validate. Then
+ * restores params, momentum, buffers and st. On any failure m and st are unchanged. */
+int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, model_t *m,
+                     const ckpt_expect_t *want, ckpt_state_t *st, char *err, size_t errlen);
+/* Every field of st against want: the spec hash and seed; nworkers; the position (epoch,
+ * step in epoch, cursor, global step) inside the run; each batch in [1, max_batch],
+ * summing to global_batch, and zero past nworkers; the loss accumulators and the rng
+ * state. Returns 0, or -1 with one line naming path and the field. */
+int checkpoint_validate(const ckpt_state_t *st, const ckpt_expect_t *want, const char *path,
+                        char *err, size_t errlen);
+/* FNV-1a of the model's name, counts and every tensor's name, offset, size and kind:
+ * two models with the same counts but another arrangement differ. */
+uint64_t checkpoint_layout_hash(const model_t *m);
+
+/* For tests and tools that forge checkpoints: where a field sits in a file of this
+ * version ("version", "header_bytes", "model", "nparams", "nbuffers", "spec_hash",
+ * "layout_hash", the ckpt_state_t fields by name, "batch_of[i]"). Returns 0 with the
+ * byte offset and size, or -1 for an unknown name. */
+int checkpoint_field_at(const char *field, size_t *off, size_t *size);
+/* Recomputes the trailing CRC32 of a checkpoint image of len bytes in place. */
+void checkpoint_fix_crc(unsigned char *buf, size_t len);
 
 #endif

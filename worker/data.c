@@ -40,10 +40,21 @@
 #define CIFAR_SIDE 32
 #define CIFAR_IMAGE_BYTES (3 * CIFAR_SIDE * CIFAR_SIDE)
 #define CIFAR_RECORD_BYTES (1 + CIFAR_IMAGE_BYTES)
+#ifndef CIFAR_INITIAL_RECORDS
 #define CIFAR_INITIAL_RECORDS 1024
+#endif
+/* These buffer sizes (and CIFAR_INITIAL_RECORDS above) may be set at build time: the
+ * fuzzers (fuzz/fuzz.mk) make them small, which is both faster per input and drives the
+ * growing paths harder. */
+#ifndef READ_INITIAL_BYTES
 #define READ_INITIAL_BYTES ((size_t)16 << 20)  /* first buffer of a growing read */
+#endif
+#ifndef READ_CHUNK_BYTES
 #define READ_CHUNK_BYTES ((size_t)1 << 20)     /* bytes per gzread call */
+#endif
+#ifndef GZ_BUFFER_BYTES
 #define GZ_BUFFER_BYTES (256u << 10)           /* zlib's buffer; the default 8K is slow */
+#endif
 #define AUG_PAD 4                              /* CIFAR augmentation: pad, crop 0..2*PAD */
 #define DATA_PATH_MAX 4096
 
@@ -318,6 +329,8 @@ int dataset_load_idx(const char *images_path, const char *labels_path, dataset_t
     out->num_classes = DATA_NUM_CLASSES;
     out->pixels = pixels;
     out->labels = labels;
+    snprintf(out->source, sizeof out->source, "%s", images_path);
+    snprintf(out->label_source, sizeof out->label_source, "%s", labels_path);
     pixels = NULL;
     labels = NULL;
 out:
@@ -438,6 +451,8 @@ int dataset_load_cifar(const char *const *paths, int npaths, dataset_t *out, cha
     out->num_classes = DATA_NUM_CLASSES;
     out->pixels = pixels;
     out->labels = labels;
+    snprintf(out->source, sizeof out->source, "%s", paths[0]);
+    snprintf(out->label_source, sizeof out->label_source, "%s", paths[0]);
     pixels = NULL;
     labels = NULL;
 out:
@@ -564,6 +579,22 @@ int dataset_load(const char *name, const char *dir, int train, dataset_t *out, c
     return DATA_OK;
 }
 
+/* ---- fitting a model ---------------------------------------------------------------- */
+
+int dataset_check_shape(const dataset_t *d, int C, int H, int W, int num_classes, const char *model,
+                        char *err, size_t errlen)
+{
+    if (d->C != C || d->H != H || d->W != W)
+        return set_err(err, errlen, DATA_EFORMAT, "%s: images are %dx%dx%d, model %s takes %dx%dx%d",
+                       d->source, d->C, d->H, d->W, model, C, H, W);
+    for (int i = 0; i < d->n; i++)
+        if (d->labels[i] < 0 || d->labels[i] >= num_classes)
+            return set_err(err, errlen, DATA_ELABEL,
+                           "%s: label %d at index %d out of range [0, %d) of model %s",
+                           d->label_source, (int)d->labels[i], i, num_classes, model);
+    return DATA_OK;
+}
+
 /* ---- ownership --------------------------------------------------------------------- */
 
 void dataset_truncate(dataset_t *d, int n)
@@ -594,15 +625,22 @@ int data_shard(const int32_t *perm, int n, int rank, int world, int32_t *shard)
     return k;
 }
 
-void data_batch_gather(const dataset_t *d, const int32_t *idx, int count, float *x, int32_t *y,
-                       int augment, rng_t *r)
+int data_batch_gather(const dataset_t *d, const int32_t *idx, int count, float *x, size_t x_floats,
+                      int32_t *y, int augment, rng_t *r)
 {
     const int C = d->C, H = d->H, W = d->W;
     const size_t plane = (size_t)H * W, image = (size_t)C * plane;
     float lut[DATA_MAX_CHANNELS][256]; /* normalised value of each pixel byte, per channel */
 
-    assert(C >= 1 && C <= DATA_MAX_CHANNELS);
-    assert(!augment || r);
+    /* The bounds are checked before anything is written: the buffer is sized for the
+     * model, the shape comes from a file. image >= 1 and count >= 0 here, so the
+     * division cannot overflow where count * image could. */
+    if (C < 1 || C > DATA_MAX_CHANNELS || H < 1 || W < 1 || count < 0 || (augment && !r) ||
+        (size_t)count > x_floats / image)
+        return -1;
+    for (int b = 0; b < count; b++)
+        if (idx[b] < 0 || idx[b] >= d->n)
+            return -1;
     /* The table makes the per-pixel work a load and removes a division; its entries are
      * exactly the documented (pixel/255 - mean) / std. */
     for (int c = 0; c < C; c++)
@@ -611,7 +649,6 @@ void data_batch_gather(const dataset_t *d, const int32_t *idx, int count, float 
 
     for (int b = 0; b < count; b++) {
         const int32_t s = idx[b];
-        assert(s >= 0 && s < d->n);
         const uint8_t *src = d->pixels + (size_t)s * image; /* (C, H, W) */
         float *dst = x + (size_t)b * image;                  /* (C, H, W) */
         if (y)
@@ -649,4 +686,5 @@ void data_batch_gather(const dataset_t *d, const int32_t *idx, int count, float 
             }
         }
     }
+    return 0;
 }

@@ -16,6 +16,7 @@
 #include "rng.h"
 
 #define DATA_MAX_CHANNELS 3
+#define DATA_SOURCE_MAX 512   /* file names kept for error messages (truncated beyond) */
 
 typedef struct {
     int n;                          /* number of samples */
@@ -25,6 +26,9 @@ typedef struct {
     int32_t *labels;                /* (n), each in [0, num_classes) */
     float mean[DATA_MAX_CHANNELS];  /* per channel, on the [0,1] scale */
     float std[DATA_MAX_CHANNELS];   /* gathered x = (pixel/255 - mean) / std */
+    char source[DATA_SOURCE_MAX];   /* the file the images came from (IDX images file,
+                                       first CIFAR batch), for error messages */
+    char label_source[DATA_SOURCE_MAX]; /* the file the labels came from */
 } dataset_t;
 
 /* Error codes: every failure also writes into err one line naming the file and the
@@ -57,6 +61,15 @@ int dataset_load_idx(const char *images_path, const char *labels_path, dataset_t
 int dataset_load_cifar(const char *const *paths, int npaths, dataset_t *out,
                        char *err, size_t errlen);
 
+/* Whether d fits a model that takes C x H x W images and num_classes classes: the same
+ * shape, and every label below num_classes. Checked once after loading, for the training
+ * and the test set alike, so that gathering a batch into buffers sized for the model can
+ * never write past them. Returns DATA_OK, or DATA_EFORMAT / DATA_ELABEL with err naming
+ * the file, e.g. "d/t10k-images-idx3-ubyte: images are 1x40x40, model lenet5 takes
+ * 1x28x28". model names the model in the message. */
+int dataset_check_shape(const dataset_t *d, int C, int H, int W, int num_classes, const char *model,
+                        char *err, size_t errlen);
+
 /* Keeps only the first n samples (subsets for quick runs); no reallocation. */
 void dataset_truncate(dataset_t *d, int n);
 void dataset_free(dataset_t *d);
@@ -74,10 +87,13 @@ const char *dataset_default_dir(const char *name);
  * and returns its length. */
 int data_shard(const int32_t *perm, int n, int rank, int world, int32_t *shard);
 
-/* Copies samples idx[0 .. count) into x (count, C, H, W), normalised, and y (count).
+/* Copies samples idx[0 .. count) into x (count, C, H, W), normalised, and y (count; may
+ * be NULL). x holds x_floats floats: a batch that would not fit, or an index outside the
+ * data set, writes nothing and returns -1 (the caller's bug, or a shape check that was
+ * skipped: never a write past x); 0 otherwise. No allocation, no logging.
  * With augment != 0 (CIFAR): random crop from the image zero-padded by 4 pixels, and a
  * horizontal flip with probability 1/2, drawn from r. */
-void data_batch_gather(const dataset_t *d, const int32_t *idx, int count,
-                       float *x, int32_t *y, int augment, rng_t *r);
+int data_batch_gather(const dataset_t *d, const int32_t *idx, int count, float *x, size_t x_floats,
+                      int32_t *y, int augment, rng_t *r);
 
 #endif

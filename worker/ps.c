@@ -300,10 +300,7 @@ static int run_server(worker_t *w, const ps_rule_t *rule, const train_opts_t *o)
          * which make one update (n-softsync). */
         long per_epoch = (long)w->train.n / w->spec->batch_size / s.ps.group;
         if (per_epoch < 1) per_epoch = 1;
-        w->total_steps = per_epoch * w->spec->epochs;
-        w->sched.warmup_steps = (long)lround(w->spec->optimizer.lr_schedule.warmup_epochs * (double)per_epoch);
-        w->sched.step_size = (long)lround(w->spec->optimizer.lr_schedule.step_epochs * (double)per_epoch);
-        if (w->sched.step_size < 1) w->sched.step_size = 1;
+        worker_schedule_steps(w, per_epoch);
     }
 
     double t0 = clock_mono_s();

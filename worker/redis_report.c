@@ -6,6 +6,7 @@
 #include "redis_keys.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -224,30 +225,52 @@ static void try_connect(rsink_t *s)
     pthread_mutex_unlock(&s->lock);
 }
 
+int redis_report_parse_assignment(const redisReply *r, int64_t *version, int *batches, int cap, int *n)
+{
+    *n = 0;
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) return 0;
+    const redisReply *ver = r->element[0], *bat = r->element[1];
+    if (!ver || ver->type != REDIS_REPLY_STRING) return 0;   /* no assignment yet */
+    /* Digits only; anything else is a version nobody wrote: -1 marks it. */
+    char *end = NULL;
+    errno = 0;
+    long long v = ver->len > 0 && ver->str[0] >= '0' && ver->str[0] <= '9' ? strtoll(ver->str, &end, 10) : -1;
+    if (v <= 0 || errno || !end || end != ver->str + ver->len) v = -1;
+    *version = v;
+    if (v < 0 || !bat || bat->type != REDIS_REPLY_STRING) return -1;
+    json_t *arr = json_loadb(bat->str, bat->len, 0, NULL);
+    int rc = 1;
+    if (!json_is_array(arr) || json_array_size(arr) > (size_t)cap) {
+        rc = -1;
+    } else {
+        for (size_t i = 0; i < json_array_size(arr); i++) {
+            json_t *e = json_array_get(arr, i);
+            json_int_t b = json_is_integer(e) ? json_integer_value(e) : -1;
+            if (b < 0 || b > INT_MAX) {
+                rc = -1;
+                break;
+            }
+            batches[(*n)++] = (int)b;
+        }
+    }
+    json_decref(arr);
+    if (rc < 0) *n = 0;
+    return rc;
+}
+
 /* Parses the HMGET version batches reply into the cache. */
 static void take_assignment(rsink_t *s, const redisReply *r)
 {
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) return;
-    const redisReply *ver = r->element[0], *bat = r->element[1];
-    if (ver->type != REDIS_REPLY_STRING) return;            /* no assignment yet */
-    int64_t v = strtoll(ver->str, NULL, 10);
+    int tmp[ASSIGN_MAX];
+    int n = 0;
+    int64_t v = 0;
+    int got = redis_report_parse_assignment(r, &v, tmp, ASSIGN_MAX, &n);
+    if (got == 0) return;
     pthread_mutex_lock(&s->lock);
     int known = (v == s->asg_version);
     pthread_mutex_unlock(&s->lock);
     if (known) return;
-    int tmp[ASSIGN_MAX];
-    int n = 0, bad = 0;
-    json_t *arr = bat->type == REDIS_REPLY_STRING ? json_loads(bat->str, 0, NULL) : NULL;
-    if (!arr || !json_is_array(arr) || json_array_size(arr) > ASSIGN_MAX) {
-        bad = 1;
-    } else {
-        for (size_t i = 0; i < json_array_size(arr); i++) {
-            json_t *e = json_array_get(arr, i);
-            if (!json_is_integer(e) || json_integer_value(e) < 0) { bad = 1; break; }
-            tmp[n++] = (int)json_integer_value(e);
-        }
-    }
-    json_decref(arr);
+    int bad = got < 0;
     pthread_mutex_lock(&s->lock);
     s->asg_version = v;
     s->asg_bad = bad;

@@ -57,4 +57,11 @@ void redis_report_heartbeat(metrics_sink_t *s);
  * REDIS_REPORT_BEAT_S): cheap, but still not meant for the training step itself. */
 int redis_report_assignment(metrics_sink_t *s, int64_t *version, int *batches, int n);
 
+/* The reply to HMGET pacer:job:{job}:assignment version batches, as Redis sent it: 1 with
+ * *version (> 0) and batches[0..*n) (*n <= cap, each in [0, INT_MAX]); 0 when there is no
+ * assignment (or the reply is not an HMGET of two fields); -1 when the stored one is
+ * malformed: *version is then the version, or -1 when that is not a number either.
+ * Nothing else is checked here (the worker bounds the sizes against its buffers). */
+int redis_report_parse_assignment(const redisReply *r, int64_t *version, int *batches, int cap, int *n);
+
 #endif

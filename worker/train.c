@@ -30,10 +30,27 @@ void worker_epoch_order(worker_t *w)
     rng_shuffle(&r, w->perm, w->train.n);
 }
 
+/* Floats the batch buffer x holds: max_batch samples of the model's input shape. */
+static size_t x_floats(const worker_t *w)
+{
+    const model_t *m = w->model;
+    return (size_t)w->max_batch * (size_t)m->C * (size_t)m->H * (size_t)m->W;
+}
+
 void worker_gather(worker_t *w, long offset, int b)
 {
-    data_batch_gather(&w->train, w->perm + offset, b, w->x, w->y, w->spec->dataset.augment,
-                      &w->aug_rng);
+    /* Sizes come from the plan in force (spec, --batch-plan, a checkpoint or the
+     * coordinator), each validated where it enters; this is the last line: a batch that
+     * would run past the epoch order or the buffers stops the rank instead of writing
+     * past them. Never reached with validated input. */
+    if (b < 0 || b > w->max_batch || offset < 0 || offset > (long)w->train.n - b ||
+        data_batch_gather(&w->train, w->perm + offset, b, w->x, x_floats(w), w->y,
+                          w->spec->dataset.augment, &w->aug_rng) != 0) {
+        fprintf(stderr, "pacer-worker: rank %d: batch of %d at position %ld does not fit "
+                "(buffer %d, %d samples): refusing to gather it\n", w->rank, b, offset, w->max_batch,
+                w->train.n);
+        abort();
+    }
     w->batch = b;
 }
 
@@ -193,7 +210,12 @@ void worker_evaluate(worker_t *w, float *loss, float *accuracy)
     for (int first = 0; first < d->n; first += w->max_batch) {
         int b = d->n - first < w->max_batch ? d->n - first : w->max_batch;
         for (int i = 0; i < b; i++) w->eval_idx[i] = first + i;
-        data_batch_gather(d, w->eval_idx, b, w->x, w->y, 0, NULL);
+        if (data_batch_gather(d, w->eval_idx, b, w->x, x_floats(w), w->y, 0, NULL) != 0) {
+            /* worker_setup checked the test set's shape against the model */
+            fprintf(stderr, "pacer-worker: rank %d: %s does not fit the model: refusing to evaluate\n",
+                    w->rank, d->source);
+            abort();
+        }
         loss_sum += (double)model_forward(m, w->x, w->y, b, 0) * b;
         correct += count_correct(b, m->num_classes, model_logits(m), w->y);
     }
@@ -254,6 +276,26 @@ static int select_device(worker_t *w, char *err, size_t errlen)
 
 /* ---- set-up ------------------------------------------------------------------------------ */
 
+/* epochs x per_epoch as a step count. The spec bounds epochs (100000) and per_epoch is
+ * at most the training set's size (an int), so the product fits a long many times
+ * over; the clamp keeps the conversion defined whatever those bounds become. */
+static long epochs_to_steps(double epochs, long per_epoch)
+{
+    double x = epochs * (double)per_epoch;
+    if (!(x > 0)) return 0;
+    if (x > 1e15) return (long)1e15;
+    return lround(x);
+}
+
+void worker_schedule_steps(worker_t *w, long per_epoch)
+{
+    const job_spec_t *s = w->spec;
+    w->total_steps = per_epoch * s->epochs;
+    w->sched.warmup_steps = epochs_to_steps(s->optimizer.lr_schedule.warmup_epochs, per_epoch);
+    w->sched.step_size = epochs_to_steps(s->optimizer.lr_schedule.step_epochs, per_epoch);
+    if (w->sched.step_size < 1) w->sched.step_size = 1;
+}
+
 int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char *err, size_t errlen)
 {
     memset(w, 0, sizeof *w);
@@ -287,11 +329,11 @@ int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char 
 
     if (model_create(spec->model, w->max_batch, &w->model, err, errlen) != 0) return -1;
     model_t *m = w->model;
-    if (m->C != w->train.C || m->H != w->train.H || m->W != w->train.W) {
-        snprintf(err, errlen, "model: %s expects %dx%dx%d images, %s has %dx%dx%d",
-                 m->name, m->C, m->H, m->W, ds, w->train.C, w->train.H, w->train.W);
-        return -1;
-    }
+    /* Both sets, once: every later copy into x/y relies on the shape matching the model
+     * (the spec's model/dataset pairing says nothing about what the files hold). */
+    rc = dataset_check_shape(&w->train, m->C, m->H, m->W, m->num_classes, m->name, err, errlen);
+    if (rc == 0) rc = dataset_check_shape(&w->test, m->C, m->H, m->W, m->num_classes, m->name, err, errlen);
+    if (rc != 0) return rc;
     model_init_params(m, spec->seed);
     if (select_device(w, err, errlen) != 0) return -1;
 
@@ -315,12 +357,9 @@ int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char 
                  w->global_batch, w->train.n);
         return -1;
     }
-    w->total_steps = w->steps_per_epoch * spec->epochs;
     const char *kind = spec->optimizer.lr_schedule.kind;
     w->sched.kind = strcmp(kind, "step") == 0 ? LR_STEP : strcmp(kind, "cosine") == 0 ? LR_COSINE : LR_CONSTANT;
-    w->sched.warmup_steps = (long)lround(spec->optimizer.lr_schedule.warmup_epochs * (double)w->steps_per_epoch);
-    w->sched.step_size = (long)lround(spec->optimizer.lr_schedule.step_epochs * (double)w->steps_per_epoch);
-    if (w->sched.step_size < 1) w->sched.step_size = 1;
+    worker_schedule_steps(w, w->steps_per_epoch);
     w->sched.gamma = (float)spec->optimizer.lr_schedule.gamma;
     w->sched.min_lr = (float)spec->optimizer.lr_schedule.min_lr;
     rng_seed(&w->aug_rng, (uint64_t)spec->seed * 7919u + (uint64_t)rank + 1);
@@ -359,6 +398,7 @@ static void fill_ckpt(const worker_t *w, ckpt_state_t *st)
     st->epoch_loss_samples = w->epoch_loss_samples;
     st->nworkers = w->nworkers;
     for (int i = 0; i < w->nworkers && i < CKPT_MAX_WORKERS; i++) st->batch_of[i] = w->batch_of[i];
+    st->spec_hash = spec_hash(w->spec);
 }
 
 void worker_checkpoint_path(const worker_t *w, char *out, size_t len)
@@ -378,18 +418,21 @@ int worker_save_checkpoint(worker_t *w, char *err, size_t errlen)
 
 int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
 {
+    /* Everything the checkpoint's fields are checked against before any is used: the
+     * batch sizes index the buffers, the cursor the epoch order. */
+    ckpt_expect_t want = {
+        .spec_hash = spec_hash(w->spec),
+        .seed = (uint64_t)w->spec->seed,
+        .nworkers = w->nworkers,
+        .epochs = w->spec->epochs,
+        .steps_per_epoch = w->steps_per_epoch,
+        .train_n = w->train.n,
+        .global_batch = w->global_batch,
+        .max_batch = w->max_batch,
+        .async = spec_is_async(w->spec),
+    };
     ckpt_state_t st;
-    if (checkpoint_load(path, w->model, &st, err, errlen) != 0) return -1;
-    if (st.seed != (uint64_t)w->spec->seed) {
-        snprintf(err, errlen, "%s: checkpoint was written with seed %llu, spec has %lu",
-                 path, (unsigned long long)st.seed, w->spec->seed);
-        return -1;
-    }
-    if (st.epoch > w->spec->epochs || st.cursor > w->train.n) {
-        snprintf(err, errlen, "%s: checkpoint position (epoch %lld) is beyond this spec", path,
-                 (long long)st.epoch);
-        return -1;
-    }
+    if (checkpoint_load(path, w->model, &want, &st, err, errlen) != 0) return -1;
     w->global_step = st.global_step;
     w->epoch = st.epoch;
     w->step_in_epoch = st.step_in_epoch;
@@ -401,8 +444,7 @@ int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "CUDA: %s", cuda_model_error(w->gpu));
         return -1;
     }
-    if (st.nworkers == w->nworkers)
-        for (int i = 0; i < w->nworkers; i++) w->batch_of[i] = st.batch_of[i];
+    for (int i = 0; i < w->nworkers; i++) w->batch_of[i] = st.batch_of[i];
     return 0;
 }
 

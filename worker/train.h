@@ -21,6 +21,9 @@ typedef struct train_opts {
  * returns the DATA_* code so main can exit with status 2. */
 int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char *err, size_t errlen);
 void worker_teardown(worker_t *w);
+/* The learning-rate schedule's step counts (total, warm-up, decay period) for per_epoch
+ * steps (or parameter-server updates) per epoch. */
+void worker_schedule_steps(worker_t *w, long per_epoch);
 
 /* Restores weights, optimizer state and position from a checkpoint. */
 int worker_resume(worker_t *w, const char *path, char *err, size_t errlen);

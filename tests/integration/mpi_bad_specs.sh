@@ -15,7 +15,7 @@ expect_error 2 "emulate.slowdown: has 3 entries, workers is 4" $MPIRUN -np 4 $WO
 cat > "$TMP/f.json" <<JSON
 {"model": "lenet5", "algorithm": {"name": "ssgd"}, "workers": 2, "emulate": {"slowdown": [1, 0.5]}}
 JSON
-expect_error 2 "emulate.slowdown\[1\]: must be >= 1" $MPIRUN -np 2 $WORKER --spec "$TMP/f.json"
+expect_error 2 "emulate.slowdown\[1\]: must be between 1 and 1000" $MPIRUN -np 2 $WORKER --spec "$TMP/f.json"
 # Asynchronous algorithms: rank 0 is the parameter server, so world = workers + 1.
 cat > "$TMP/a3.json" <<JSON
 {"model": "lenet5", "algorithm": {"name": "asgd"}, "workers": 3, "dataset": {"train_subset": 512}}

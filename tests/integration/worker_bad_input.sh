@@ -4,7 +4,7 @@
 expect_error 2 "spec FILE is required" $WORKER
 expect_error 2 "cannot\|No such" $WORKER --spec "$TMP/nope.json"
 echo '{"model": "lenet5", "optimizer": {"lr": -1}}' > "$TMP/lr.json"
-expect_error 2 "optimizer.lr: must be > 0" $WORKER --spec "$TMP/lr.json"
+expect_error 2 "optimizer.lr: must be in (0, 1000]" $WORKER --spec "$TMP/lr.json"
 echo '{"model": "lenet5", "batch_sise": 3}' > "$TMP/typo.json"
 expect_error 2 "batch_sise: unknown field" $WORKER --spec "$TMP/typo.json"
 echo '{"model": "lenet5",' > "$TMP/syntax.json"

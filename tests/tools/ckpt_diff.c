@@ -41,8 +41,8 @@ int main(int argc, char **argv)
         return 2;
     }
     ckpt_state_t sa, sb;
-    if (checkpoint_load(argv[1], a, &sa, err, sizeof err) != 0 ||
-        checkpoint_load(argv[2], b, &sb, err, sizeof err) != 0) {
+    if (checkpoint_load(argv[1], a, NULL, &sa, err, sizeof err) != 0 ||
+        checkpoint_load(argv[2], b, NULL, &sb, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         return 2;
     }

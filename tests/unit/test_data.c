@@ -783,7 +783,7 @@ static void test_gather_normalises(void **state)
     int32_t y[3];
     x[3 * CIFAR_IMG] = 12345.0f; /* canary */
 
-    data_batch_gather(&d, idx, 3, x, y, 0, NULL);
+    assert_int_equal(data_batch_gather(&d, idx, 3, x, 3 * CIFAR_IMG, y, 0, NULL), 0);
     assert_float_equal(x[3 * CIFAR_IMG], 12345.0f, 0.0f);
     assert_float_equal(x[0], -0.4914f / 0.2470f, 1e-6);
     assert_float_equal(x[1024 + 33], (1.0f - 0.4822f) / 0.2435f, 1e-6);
@@ -796,7 +796,7 @@ static void test_gather_normalises(void **state)
                                1e-6);
     }
     /* y may be NULL (inference without labels). */
-    data_batch_gather(&d, idx, 1, x, NULL, 0, NULL);
+    assert_int_equal(data_batch_gather(&d, idx, 1, x, 3 * CIFAR_IMG, NULL, 0, NULL), 0);
     dataset_free(&d);
 }
 
@@ -842,8 +842,8 @@ static void test_gather_augment(void **state)
     rng_seed(&r2, 99);
     x1[B * CIFAR_IMG] = x2[B * CIFAR_IMG] = -999.0f; /* canaries: the shape is kept */
     for (int round = 0; round < ROUNDS; round++) {
-        data_batch_gather(&d, idx, B, x1, y, 1, &r1);
-        data_batch_gather(&d, idx, B, x2, y, 1, &r2);
+        assert_int_equal(data_batch_gather(&d, idx, B, x1, B * CIFAR_IMG, y, 1, &r1), 0);
+        assert_int_equal(data_batch_gather(&d, idx, B, x2, B * CIFAR_IMG, y, 1, &r2), 0);
         /* Same seed, same stream: bitwise the same batches. */
         assert_memory_equal(x1, x2, sizeof x1);
         for (int b = 0; b < B; b++) {
@@ -867,7 +867,7 @@ static void test_gather_augment(void **state)
 
     /* A different seed gives different crops. */
     rng_seed(&r2, 100);
-    data_batch_gather(&d, idx, B, x2, y, 1, &r2);
+    assert_int_equal(data_batch_gather(&d, idx, B, x2, B * CIFAR_IMG, y, 1, &r2), 0);
     assert_memory_not_equal(x1, x2, B * CIFAR_IMG * sizeof(float));
     dataset_free(&d);
 }

@@ -30,6 +30,7 @@
 #include "auth.h"
 #include "coordinator.h"
 #include "handlers.h"
+#include "jobstore.h"
 #include "prom.h"
 #include "query.h"
 #include "respond.h"
@@ -178,13 +179,44 @@ static void test_query_state_and_ids(void **state)
     s = NULL;
     assert_int_equal(query_state(&q, "empty", &s, err, sizeof err), 0);
     assert_null(s);
-    assert_true(query_stream_id_valid("1715000000123-0"));
-    assert_true(query_stream_id_valid("0"));
-    assert_false(query_stream_id_valid("1715000000123-"));
-    assert_false(query_stream_id_valid("-1"));
-    assert_false(query_stream_id_valid("12a"));
-    assert_false(query_stream_id_valid(""));
-    assert_false(query_stream_id_valid("123456789012345678901-0"));
+}
+
+#define ID_OK(s) (jobstore_stream_id_parse((s), NULL, NULL) == 0)
+
+/* Stream ids: what Redis accepts and nothing else (issue 13: a part above 2^64 - 1 passed
+ * the old digit-count check, Redis refused it, and an event stream retried forever). */
+static void test_stream_ids(void **state)
+{
+    (void)state;
+    assert_true(ID_OK("1715000000123-0"));
+    assert_true(ID_OK("0"));
+    assert_false(ID_OK("1715000000123-"));
+    assert_false(ID_OK("-1"));
+    assert_false(ID_OK("12a"));
+    assert_false(ID_OK(""));
+    assert_false(ID_OK(NULL));
+    assert_false(ID_OK("1-2-3"));
+    assert_false(ID_OK("+1-0"));
+    assert_false(ID_OK(" 1-0"));
+    assert_false(ID_OK("123456789012345678901-0"));
+    unsigned long long ms = 1, seq = 1;
+    assert_int_equal(jobstore_stream_id_parse("18446744073709551615-18446744073709551615", &ms, &seq), 0);
+    assert_true(ms == 18446744073709551615ULL && seq == 18446744073709551615ULL);
+    assert_int_equal(jobstore_stream_id_parse("42", &ms, &seq), 0);
+    assert_true(ms == 42 && seq == 0);
+    /* one above 2^64 - 1, in either part, and 20-digit values far above it */
+    assert_false(ID_OK("18446744073709551616"));
+    assert_false(ID_OK("18446744073709551616-0"));
+    assert_false(ID_OK("1-18446744073709551616"));
+    assert_false(ID_OK("99999999999999999999-0"));
+    assert_false(ID_OK("0-99999999999999999999"));
+    /* Last-Event-ID carries two of them: either part out of range refuses the header */
+    char ev[48], m[48];
+    assert_int_equal(sse_id_parse("99999999999999999999-0,1-0", ev, sizeof ev, m, sizeof m), -1);
+    assert_int_equal(sse_id_parse("1-0,1-99999999999999999999", ev, sizeof ev, m, sizeof m), -1);
+    assert_int_equal(sse_id_parse("18446744073709551615-0,1-18446744073709551615", ev, sizeof ev, m, sizeof m), 0);
+    /* and ordering is numeric up to the top */
+    assert_true(sse_stream_id_cmp("18446744073709551614-0", "18446744073709551615-0") < 0);
 }
 
 /* ---- problems ------------------------------------------------------------------------------------ */
@@ -676,6 +708,7 @@ int main(void)
         cmocka_unit_test(test_routes_documented),
         cmocka_unit_test(test_query_long),
         cmocka_unit_test(test_query_state_and_ids),
+        cmocka_unit_test(test_stream_ids),
         cmocka_unit_test(test_problem_documents),
         cmocka_unit_test(test_problem_field),
         cmocka_unit_test(test_body_problem),

@@ -273,14 +273,14 @@ static const bad_case_t BAD[] = {
     {"{" W4 ",\"emulate\":{\"schedule\":[{\"step\":\"1\",\"rank\":0,\"slowdown\":2}]}}",
      "emulate.schedule[0].step: must be an integer"},
     /* out of range */
-    {"{\"model\":\"lenet5\",\"optimizer\":{\"lr\":0}}", "optimizer.lr: must be > 0"},
-    {"{\"model\":\"lenet5\",\"optimizer\":{\"lr\":-0.1}}", "optimizer.lr: must be > 0"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"lr\":0}}", "optimizer.lr: must be in (0, 1000]"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"lr\":-0.1}}", "optimizer.lr: must be in (0, 1000]"},
     {"{\"model\":\"lenet5\",\"optimizer\":{\"momentum\":1}}",
      "optimizer.momentum: must be in [0, 1)"},
     {"{\"model\":\"lenet5\",\"optimizer\":{\"momentum\":-0.5}}",
      "optimizer.momentum: must be in [0, 1)"},
     {"{\"model\":\"lenet5\",\"optimizer\":{\"weight_decay\":-1}}",
-     "optimizer.weight_decay: must be >= 0"},
+     "optimizer.weight_decay: must be between 0 and 1"},
     {"{\"model\":\"lenet5\",\"optimizer\":{\"lr_schedule\":{\"gamma\":0}}}",
      "optimizer.lr_schedule.gamma: must be in (0, 1]"},
     {"{\"model\":\"lenet5\",\"batch_size\":0}", "batch_size: must be between 1 and 65536"},
@@ -289,20 +289,20 @@ static const bad_case_t BAD[] = {
     {"{\"model\":\"lenet5\",\"workers\":0}", "workers: must be between 1 and 256"},
     {"{\"model\":\"lenet5\",\"workers\":257}", "workers: must be between 1 and 256"},
     {"{\"model\":\"lenet5\",\"threads\":0}", "threads: must be between 1 and 256"},
-    {"{\"model\":\"lenet5\",\"seed\":-1}", "seed: must be >= 0"},
-    {"{\"model\":\"lenet5\",\"log_every\":-1}", "log_every: must be >= 0"},
+    {"{\"model\":\"lenet5\",\"seed\":-1}", "seed: must be between 0 and 9223372036854775807"},
+    {"{\"model\":\"lenet5\",\"log_every\":-1}", "log_every: must be between 0 and 1000000000"},
     {"{\"model\":\"lenet5\",\"target_accuracy\":1.5}", "target_accuracy: must be between 0 and 1"},
     {"{\"model\":\"lenet5\",\"dataset\":{\"train_subset\":3000000000}}",
-     "dataset.train_subset: must be <= 2147483647"},
+     "dataset.train_subset: must be between 0 and 1000000000"},
     {"{\"model\":\"lenet5\",\"checkpoint\":{\"every_steps\":-5}}",
-     "checkpoint.every_steps: must be >= 0"},
-    {"{\"model\":\"lenet5\",\"algorithm\":{\"lambda0\":-1}}", "algorithm.lambda0: must be >= 0"},
+     "checkpoint.every_steps: must be between 0 and 1000000000000"},
+    {"{\"model\":\"lenet5\",\"algorithm\":{\"lambda0\":-1}}", "algorithm.lambda0: must be between 0 and 1000"},
     {"{\"model\":\"lenet5\",\"algorithm\":{\"params\":{\"eps\":0}}}",
-     "algorithm.params.eps: must be > 0"},
+     "algorithm.params.eps: must be in (0, 1]"},
     {"{\"model\":\"lenet5\",\"algorithm\":{\"replan_steps\":0}}",
-     "algorithm.replan_steps: must be >= 1"},
+     "algorithm.replan_steps: must be between 1 and 1000000000"},
     /* emulate */
-    {"{" W4 ",\"emulate\":{\"slowdown\":[1,1,0.5,1]}}", "emulate.slowdown[2]: must be >= 1"},
+    {"{" W4 ",\"emulate\":{\"slowdown\":[1,1,0.5,1]}}", "emulate.slowdown[2]: must be between 1 and 1000"},
     {"{" W4 ",\"emulate\":{\"slowdown\":[1,1,2]}}",
      "emulate.slowdown: has 3 entries, workers is 4"},
     {"{\"model\":\"lenet5\",\"emulate\":{\"slowdown\":[1,2]}}",
@@ -310,11 +310,11 @@ static const bad_case_t BAD[] = {
     {"{" W4 ",\"emulate\":{\"schedule\":[{\"step\":0,\"rank\":4,\"slowdown\":2}]}}",
      "emulate.schedule[0].rank: must be < workers (4)"},
     {"{" W4 ",\"emulate\":{\"schedule\":[{\"step\":0,\"rank\":-1,\"slowdown\":2}]}}",
-     "emulate.schedule[0].rank: must be >= 0"},
+     "emulate.schedule[0].rank: must be between 0 and 255"},
     {"{" W4 ",\"emulate\":{\"schedule\":[{\"step\":-1,\"rank\":0,\"slowdown\":2}]}}",
-     "emulate.schedule[0].step: must be >= 0"},
+     "emulate.schedule[0].step: must be between 0 and 1000000000000"},
     {"{" W4 ",\"emulate\":{\"schedule\":[{\"step\":0,\"rank\":1,\"slowdown\":0.9}]}}",
-     "emulate.schedule[0].slowdown: must be >= 1"},
+     "emulate.schedule[0].slowdown: must be between 1 and 1000"},
     {"{" W4 ",\"emulate\":{\"schedule\":[{\"step\":0,\"rank\":1}]}}",
      "emulate.schedule[0].slowdown: required"},
     {"{" W4 ",\"emulate\":{\"schedule\":[{\"step\":9,\"rank\":1,\"slowdown\":2},"
@@ -408,6 +408,165 @@ static void test_invalid_specs(void **state)
         /* A failed parse leaves the output alone. */
         assert_memory_equal(&s, &before, sizeof s);
     }
+}
+
+/* ---- bounds of every numeric field, from the table itself (issue 13) ---------------- */
+
+/* {"model":"lenet5","a":{"b":{"c":raw}}} for path "a.b.c". */
+static void nest(char *buf, size_t len, const char *path, const char *raw)
+{
+    size_t o = (size_t)snprintf(buf, len, "{\"model\":\"lenet5\",");
+    const char *p = path, *dot;
+    int depth = 0;
+    for (; (dot = strchr(p, '.')) != NULL; p = dot + 1, depth++)
+        o += (size_t)snprintf(buf + o, len - o, "\"%.*s\":{", (int)(dot - p), p);
+    o += (size_t)snprintf(buf + o, len - o, "\"%s\":%s", p, raw);
+    while (depth-- > 0) o += (size_t)snprintf(buf + o, len - o, "}");
+    snprintf(buf + o, len - o, "}");
+}
+
+/* A spec whose field f is value: an array-of-numbers row gets [value], an element row
+ * ("emulate.schedule[].step") one element with the value and the other required fields. */
+static void doc_with(char *buf, size_t len, const spec_field_info_t *f, const char *value)
+{
+    char raw[256];
+    const char *arr = strstr(f->path, "[]");
+    if (arr) {
+        static const char *const ELEM[][2] = {{"step", "0"}, {"rank", "0"}, {"slowdown", "1"}};
+        const char *leaf = arr + 3;
+        size_t o = (size_t)snprintf(raw, sizeof raw, "[{");
+        for (size_t i = 0; i < 3; i++)
+            if (strcmp(ELEM[i][0], leaf) != 0)
+                o += (size_t)snprintf(raw + o, sizeof raw - o, "\"%s\":%s,", ELEM[i][0], ELEM[i][1]);
+        snprintf(raw + o, sizeof raw - o, "\"%s\":%s}]", leaf, value);
+        char prefix[128];
+        snprintf(prefix, sizeof prefix, "%.*s", (int)(arr - f->path), f->path);
+        nest(buf, len, prefix, raw);
+    } else {
+        snprintf(raw, sizeof raw, f->array ? "[%s]" : "%s", value);
+        nest(buf, len, f->path, raw);
+    }
+}
+
+/* The error for a value just outside a bound names the field (an array entry as
+ * path[0]) and says "must be"; returns it in out. */
+static void expect_range_error(const spec_field_info_t *f, const char *value, char *out, size_t outlen)
+{
+    char doc[1024], err[512] = "";
+    job_spec_t s;
+    doc_with(doc, sizeof doc, f, value);
+    if (spec_parse(doc, &s, err, sizeof err) == 0) fail_msg("%s = %s accepted: %s", f->path, value, doc);
+    char want[160];
+    const char *arr = strstr(f->path, "[]");
+    if (arr)
+        snprintf(want, sizeof want, "%.*s[0]%s: must be", (int)(arr - f->path), f->path, arr + 2);
+    else if (f->array)
+        snprintf(want, sizeof want, "%s[0]: must be", f->path);
+    else
+        snprintf(want, sizeof want, "%s: must be", f->path);
+    if (strncmp(err, want, strlen(want)) != 0)
+        fail_msg("%s = %s: error \"%s\", want \"%s ...\"\n  on: %s", f->path, value, err, want, doc);
+    snprintf(out, outlen, "%s", err);
+}
+
+/* A bound itself (when inclusive) is not refused with the range error: other rules (a
+ * rank below workers) may still refuse the document, but not with that message. */
+static void expect_no_range_error(const spec_field_info_t *f, const char *value, const char *range_err)
+{
+    char doc[1024], err[512] = "";
+    job_spec_t s;
+    doc_with(doc, sizeof doc, f, value);
+    if (spec_parse(doc, &s, err, sizeof err) == 0) return;
+    if (strcmp(err, range_err) == 0) fail_msg("%s = %s refused as out of range: %s\n  on: %s", f->path, value, err, doc);
+}
+
+static void fmt_value(char *buf, size_t len, const spec_field_info_t *f, double x)
+{
+    if (f->integer)
+        snprintf(buf, len, "%.0f", x);
+    else
+        snprintf(buf, len, "%.17g", x);
+}
+
+static void test_every_number_is_bounded(void **state)
+{
+    (void)state;
+    spec_field_info_t f;
+    int numeric = 0;
+    for (size_t i = 0; spec_field_info(i, &f) == 0; i++) {
+        if (!f.numeric) continue;
+        numeric++;
+        if (!f.has_min || !f.has_max) fail_msg("%s has no %s bound", f.path, f.has_min ? "upper" : "lower");
+        /* small enough that every consumer's conversion (to float, to a step count) fits */
+        if (!f.integer) assert_true(f.max <= 1e6);
+        char v[64], above[512] = "", below[512] = "";
+        /* just above the upper bound: max itself when exclusive, else the next value up */
+        if (f.integer && f.max >= 9.2e18) {
+            /* the seed: the bound is the type's; one more does not even parse */
+            char doc[256], err[256];
+            job_spec_t s;
+            nest(doc, sizeof doc, f.path, "9223372036854775808");
+            assert_int_equal(spec_parse(doc, &s, err, sizeof err), -1);
+        } else {
+            fmt_value(v, sizeof v, &f, f.max_excl ? f.max : f.integer ? f.max + 1 : nextafter(f.max, INFINITY));
+            expect_range_error(&f, v, above, sizeof above);
+            if (!f.integer) expect_range_error(&f, "1e300", above, sizeof above);
+        }
+        fmt_value(v, sizeof v, &f, f.min_excl ? f.min : f.integer ? f.min - 1 : nextafter(f.min, -INFINITY));
+        expect_range_error(&f, v, below, sizeof below);
+        if (!f.integer) expect_range_error(&f, "-1e300", below, sizeof below);
+        if (!f.max_excl && above[0]) {
+            fmt_value(v, sizeof v, &f, f.max);
+            expect_no_range_error(&f, v, above);
+        }
+        if (!f.min_excl) {
+            fmt_value(v, sizeof v, &f, f.min);
+            expect_no_range_error(&f, v, below);
+        }
+    }
+    assert_true(numeric >= 30);
+}
+
+/* spec_hash covers every field but the resume_free ones, which docs/JOB_SPEC.md lists
+ * under "Resuming from a checkpoint". */
+static void test_spec_hash(void **state)
+{
+    (void)state;
+    job_spec_t a, b;
+    parse_ok("{\"model\":\"lenet5\"}", &a);
+    parse_ok("{\"model\":\"lenet5\"}", &b);
+    assert_true(spec_hash(&a) == spec_hash(&b));
+    parse_ok("{\"model\":\"lenet5\",\"name\":\"x\",\"threads\":4,\"device\":\"cpu\",\"log_every\":1,"
+             "\"dataset\":{\"path\":\"/d\"},\"checkpoint\":{\"dir\":\"/c\",\"every_steps\":5}}",
+             &b);
+    assert_true(spec_hash(&a) == spec_hash(&b));
+    const char *differ[] = {
+        "{\"model\":\"mlp\"}", "{\"model\":\"lenet5\",\"epochs\":2}",
+        "{\"model\":\"lenet5\",\"optimizer\":{\"lr\":0.010000000000000002}}",
+        "{\"model\":\"lenet5\",\"seed\":43}", "{\"model\":\"lenet5\",\"dataset\":{\"train_subset\":5}}",
+        "{\"model\":\"lenet5\",\"emulate\":{\"schedule\":[{\"step\":1,\"rank\":0,\"slowdown\":2}]}}",
+    };
+    for (size_t i = 0; i < sizeof differ / sizeof differ[0]; i++) {
+        parse_ok(differ[i], &b);
+        if (spec_hash(&a) == spec_hash(&b)) fail_msg("same hash for %s", differ[i]);
+    }
+    char *doc = read_text("docs/JOB_SPEC.md");
+    if (!doc) fail_msg("docs/JOB_SPEC.md not found: run the tests from the repository root");
+    char *sec = strstr(doc, "## Resuming from a checkpoint");
+    assert_non_null(sec);
+    char *end = strstr(sec + 3, "\n## ");
+    if (end) *end = 0;
+    spec_field_info_t f;
+    int nfree = 0;
+    for (size_t i = 0; spec_field_info(i, &f) == 0; i++) {
+        if (!f.resume_free) continue;
+        nfree++;
+        char quoted[128];
+        snprintf(quoted, sizeof quoted, "`%s`", f.path);
+        if (!strstr(sec, quoted)) fail_msg("docs/JOB_SPEC.md, Resuming from a checkpoint: %s is not listed", quoted);
+    }
+    assert_int_equal(nfree, 7);
+    free(doc);
 }
 
 /* Arrays past their capacity, built rather than spelled out. */
@@ -634,7 +793,7 @@ static void test_round_trip(void **state)
 
     /* awkward numbers: need all 17 digits, tiny, huge */
     parse_ok("{\"model\":\"lenet5\",\"optimizer\":{\"lr\":0.1234567890123456789,"
-             "\"weight_decay\":5e-300,\"clip_norm\":1e300},\"seed\":9223372036854775807,"
+             "\"weight_decay\":5e-300,\"clip_norm\":987654.32109876543},\"seed\":9223372036854775807,"
              "\"dataset\":{\"path\":\"d\\u00e9j\\u00e0 \\\"vu\\\"\\\\x\"}}",
              &s);
     assert_true(s.seed == 9223372036854775807UL);
@@ -766,7 +925,7 @@ static void test_load_file_errors(void **state)
     fclose(f);
     assert_int_equal(spec_load_file(path, &s, err, sizeof err), -1);
     char want[128];
-    snprintf(want, sizeof want, "%s: optimizer.lr: must be > 0", path);
+    snprintf(want, sizeof want, "%s: optimizer.lr: must be in (0, 1000]", path);
     assert_string_equal(err, want);
     unlink(path);
 }
@@ -783,7 +942,7 @@ static void test_print_fields(void **state)
     spec_print_fields(f);
     fclose(f);
     assert_true(strncmp(buf, "| field | type | default | allowed | description |\n", 51) == 0);
-    assert_non_null(strstr(buf, "| `optimizer.lr` | number | 0.01 | > 0 |"));
+    assert_non_null(strstr(buf, "| `optimizer.lr` | number | 0.01 | in (0, 1000] |"));
     assert_non_null(strstr(buf, "| `batch_size` | integer | 64 | between 1 and 65536 |"));
     assert_non_null(strstr(buf, "| `model` | enum | required |"));
     size_t rows = 0;
@@ -855,6 +1014,8 @@ int main(void)
         cmocka_unit_test(test_minimal_spec_gets_defaults),
         cmocka_unit_test(test_full_spec),
         cmocka_unit_test(test_invalid_specs),
+        cmocka_unit_test(test_every_number_is_bounded),
+        cmocka_unit_test(test_spec_hash),
         cmocka_unit_test(test_array_capacity),
         cmocka_unit_test(test_truncated_specs),
         cmocka_unit_test(test_error_buffer_edges),

@@ -1,0 +1,163 @@
+/* fuzz/fuzz_checkpoint.c - libFuzzer target for the checkpoint reader (checkpoint_parse
+ * and checkpoint_validate, worker/checkpoint.c). Build and run: make fuzz-checkpoint.
+ *
+ * The model is a hand-made one of 6 parameters and 2 buffers in 3 tensors, so a whole
+ * checkpoint is about 1.2 KB and the fuzzer reaches every header field. Input, by the
+ * low bits of its first byte:
+ *   bit 0  0: the rest is a checkpoint file as it is (the seeds are real ones);
+ *          1: the rest patches a valid checkpoint written at start-up: records of
+ *             (offset low, offset high, byte), with an offset past the end truncating
+ *             the file there (a CRC mismatch is then the common refusal: see bit 1);
+ *   bit 1  recompute the CRC before reading, so the fields behind it are reached;
+ *   bit 2  validate against the spec's expectations (what pacer-worker --resume does),
+ *          else only the structure (what ckpt_diff does).
+ * Invariants: a refusal leaves the model's weights untouched and says which file; an
+ * accepted checkpoint, validated, holds batch sizes inside the buffers and a position
+ * inside the run.
+ *
+ * PACER_FUZZ_WRITE_SEEDS=DIR writes the seed files (a fresh run, the same after 4 steps,
+ * a finished run) into DIR at start-up: fuzz/corpus/checkpoint/ holds their output.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "checkpoint.h"
+
+enum { NP = 6, NB = 2, NW = 2 };
+static model_t model;
+static float params[NP], momentum[NP], buffers[NB];
+static unsigned char *valid;
+static size_t valid_len;
+static const ckpt_expect_t WANT = {.spec_hash = 0x1234, .seed = 42, .nworkers = NW, .epochs = 3,
+                                   .steps_per_epoch = 10, .train_n = 640, .global_batch = 64, .max_batch = 48};
+
+static void make_model(void)
+{
+    snprintf(model.name, sizeof model.name, "fuzz");
+    model.nparams = NP, model.nbuffers = NB, model.ntensors = 3;
+    model.params = params, model.momentum = momentum, model.buffers = buffers;
+    snprintf(model.tensors[0].name, MODEL_NAME_MAX, "w"), model.tensors[0].count = 4;
+    snprintf(model.tensors[1].name, MODEL_NAME_MAX, "b"), model.tensors[1].offset = 4, model.tensors[1].count = 2;
+    snprintf(model.tensors[2].name, MODEL_NAME_MAX, "rm"), model.tensors[2].count = 2, model.tensors[2].is_buffer = 1;
+    for (int i = 0; i < NP; i++) params[i] = (float)i, momentum[i] = -(float)i;
+    buffers[0] = 0.5f, buffers[1] = 2.0f;
+}
+
+/* A state that validates against WANT: step k of epoch e. */
+static void state(ckpt_state_t *st, int64_t epoch, int64_t k)
+{
+    memset(st, 0, sizeof *st);
+    st->spec_hash = WANT.spec_hash, st->seed = WANT.seed;
+    st->epoch = epoch, st->step_in_epoch = k, st->cursor = k * WANT.global_batch;
+    st->global_step = epoch * WANT.steps_per_epoch + k;
+    st->aug_rng.s[0] = 7, st->aug_rng.s[1] = 9;
+    st->epoch_loss_sum = 2.5 * (double)k, st->epoch_loss_samples = k * WANT.global_batch;
+    st->nworkers = NW, st->batch_of[0] = 40, st->batch_of[1] = 24;
+}
+
+static unsigned char *write_read(const char *path, const ckpt_state_t *st, size_t *len)
+{
+    char err[512];
+    if (checkpoint_save(path, &model, st, err, sizeof err) != 0) {
+        fprintf(stderr, "fuzz_checkpoint: %s\n", err);
+        abort();
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f) abort();
+    fseek(f, 0, SEEK_END);
+    *len = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *buf = malloc(*len);
+    if (!buf || fread(buf, 1, *len, f) != *len) abort();
+    fclose(f);
+    return buf;
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc, (void)argv;
+    make_model();
+    char dir[] = "/tmp/pacer-fuzz-ckpt-XXXXXX", path[64];
+    if (!mkdtemp(dir)) abort();
+    snprintf(path, sizeof path, "%s/c.ckpt", dir);
+    ckpt_state_t st;
+    state(&st, 1, 4);
+    valid = write_read(path, &st, &valid_len);
+    const char *seeds = getenv("PACER_FUZZ_WRITE_SEEDS");
+    if (seeds) {
+        static const struct { const char *name; int epoch, k; } S[] = {{"fresh", 0, 0}, {"mid-epoch", 1, 4}, {"done", 3, 0}};
+        for (size_t i = 0; i < sizeof S / sizeof S[0]; i++) {
+            size_t len;
+            state(&st, S[i].epoch, S[i].k);
+            unsigned char *b = write_read(path, &st, &len);
+            char out[512];
+            snprintf(out, sizeof out, "%s/%s.bin", seeds, S[i].name);
+            FILE *f = fopen(out, "wb");
+            /* mode byte: raw file, CRC as is, validated */
+            if (!f || fputc(4, f) == EOF || fwrite(b, 1, len, f) != len || fclose(f) != 0) abort();
+            free(b);
+        }
+    }
+    unlink(path);
+    rmdir(dir);
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1) return 0;
+    int mode = data[0];
+    data++, size--;
+    unsigned char *buf;
+    size_t len;
+    if (mode & 1) {
+        len = valid_len;
+        buf = malloc(len);
+        if (!buf) return 0;
+        memcpy(buf, valid, len);
+        for (size_t i = 0; i + 3 <= size; i += 3) {
+            size_t off = (size_t)data[i] | (size_t)data[i + 1] << 8;
+            if (off < valid_len) buf[off] = data[i + 2];
+            else if (off - valid_len < len) len = off - valid_len; /* truncate */
+        }
+    } else {
+        len = size;
+        buf = malloc(len ? len : 1);
+        if (!buf) return 0;
+        memcpy(buf, data, len);
+    }
+    if (mode & 2) checkpoint_fix_crc(buf, len);
+    float before[NP + NP + NB];
+    memcpy(before, params, sizeof params);
+    memcpy(before + NP, momentum, sizeof momentum);
+    memcpy(before + 2 * NP, buffers, sizeof buffers);
+    ckpt_state_t st;
+    char err[1024];
+    err[0] = 0;
+    const ckpt_expect_t *want = (mode & 4) ? &WANT : NULL;
+    if (checkpoint_parse(buf, len, "fuzz.ckpt", &model, want, &st, err, sizeof err) != 0) {
+        if (strncmp(err, "fuzz.ckpt: ", 11) != 0 || strchr(err, '\n')) abort();
+        if (memcmp(before, params, sizeof params) || memcmp(before + NP, momentum, sizeof momentum) ||
+            memcmp(before + 2 * NP, buffers, sizeof buffers))
+            abort();
+    } else if (want) {
+        int64_t sum = 0;
+        for (int i = 0; i < CKPT_MAX_WORKERS; i++) {
+            if (i < NW && (st.batch_of[i] < 1 || st.batch_of[i] > WANT.max_batch)) abort();
+            if (i >= NW && st.batch_of[i] != 0) abort();
+            sum += st.batch_of[i];
+        }
+        if (sum != WANT.global_batch || st.epoch < 0 || st.epoch > WANT.epochs || st.cursor < 0 ||
+            st.cursor > WANT.train_n || st.global_step < 0)
+            abort();
+    }
+    /* every input starts from the same model */
+    memcpy(params, before, sizeof params);
+    memcpy(momentum, before + NP, sizeof momentum);
+    memcpy(buffers, before + 2 * NP, sizeof buffers);
+    free(buf);
+    return 0;
+}

@@ -1,0 +1,585 @@
+/* tests/unit/test_hardening.c - hostile input from files and from Redis (issue 13, memory
+ * safety): data sets whose shape or labels do not fit the model, checkpoints with a valid
+ * CRC but hostile header fields, and Redis replies the assignment and profile parsers must
+ * survive. Each case must end in an error that names the file and the field (or in the
+ * reply being ignored), never in a write past a buffer (run under make check-asan).
+ *
+ * The data sets are tiny MNIST-format IDX files written into a mkdtemp() directory, so
+ * the tests run anywhere; nothing here needs the real data sets.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "test_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+#include "checkpoint.h"
+#include "dynbatch.h"
+#include "redis_report.h"
+#include "spec.h"
+#include "train.h"
+
+typedef struct {
+    char dir[64];
+    char data[128], ckdir[128];
+} fixture_t;
+
+static int setup(void **state)
+{
+    fixture_t *fx = calloc(1, sizeof *fx);
+    if (!fx) return -1;
+    strcpy(fx->dir, "/tmp/pacer-test-hardening-XXXXXX");
+    if (!mkdtemp(fx->dir)) {
+        free(fx);
+        return -1;
+    }
+    snprintf(fx->data, sizeof fx->data, "%s/data", fx->dir);
+    snprintf(fx->ckdir, sizeof fx->ckdir, "%s/ck", fx->dir);
+    *state = fx;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture_t *fx = *state;
+    int rc = rm_tree(fx->dir);
+    free(fx);
+    return rc;
+}
+
+/* ---- tiny IDX data sets ------------------------------------------------------------- */
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+}
+
+static void write_bytes(const char *path, const uint8_t *buf, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(buf, 1, len, f), len);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* dir/<prefix>-images-idx3-ubyte with n images of rows x cols, and the labels file with
+ * labels i % nclass. */
+static void write_idx(const char *dir, const char *prefix, int n, int rows, int cols, int nclass)
+{
+    char path[256];
+    size_t img = (size_t)rows * cols, len = 16 + (size_t)n * img;
+    uint8_t *buf = malloc(len);
+    assert_non_null(buf);
+    put_be32(buf, 0x803), put_be32(buf + 4, (uint32_t)n), put_be32(buf + 8, (uint32_t)rows);
+    put_be32(buf + 12, (uint32_t)cols);
+    for (size_t k = 16; k < len; k++) buf[k] = (uint8_t)(k * 7);
+    snprintf(path, sizeof path, "%s/%s-images-idx3-ubyte", dir, prefix);
+    write_bytes(path, buf, len);
+    put_be32(buf, 0x801), put_be32(buf + 4, (uint32_t)n);
+    for (int i = 0; i < n; i++) buf[8 + i] = (uint8_t)(i % nclass);
+    snprintf(path, sizeof path, "%s/%s-labels-idx1-ubyte", dir, prefix);
+    write_bytes(path, buf, 8 + (size_t)n);
+    free(buf);
+}
+
+static void make_data(fixture_t *fx, int test_side)
+{
+    assert_int_equal(mkdir(fx->data, 0755), 0);
+    write_idx(fx->data, "train", 256, 28, 28, 10);
+    write_idx(fx->data, "t10k", 64, test_side, test_side, 10);
+}
+
+static void parse_spec(const char *json, job_spec_t *s)
+{
+    char err[512];
+    if (spec_parse(json, s, err, sizeof err) != 0) fail_msg("spec: %s", err);
+}
+
+/* A small lenet5 job on the fixture's data, checkpoints into fx->ckdir. */
+static void lenet_spec(fixture_t *fx, job_spec_t *s, const char *extra)
+{
+    char json[2048];
+    snprintf(json, sizeof json,
+             "{\"model\": \"lenet5\", \"name\": \"h\", \"dataset\": {\"name\": \"mnist\", \"path\": \"%s\"},"
+             " \"batch_size\": 16, \"epochs\": 2, \"log_every\": 0, \"device\": \"cpu\","
+             " \"checkpoint\": {\"every_steps\": 4, \"dir\": \"%s\"}%s}",
+             fx->data, fx->ckdir, extra ? extra : "");
+    parse_spec(json, s);
+}
+
+/* ---- data sets against the model ---------------------------------------------------- */
+
+/* A test set of 40x40 images beside a 28x28 training set: before issue 13 only the
+ * training set's shape was checked, and evaluation gathered 1600 floats per image into
+ * a buffer sized for 784 (a heap overflow under ASan). Now set-up refuses it and names
+ * the file. */
+static void test_test_set_shape_mismatch(void **state)
+{
+    fixture_t *fx = *state;
+    make_data(fx, 40);
+    static job_spec_t spec;
+    static worker_t w;
+    lenet_spec(fx, &spec, NULL);
+    char err[512] = "";
+    int rc = worker_setup(&w, &spec, 0, 1, err, sizeof err);
+    if (rc == 0) {
+        float loss, acc;
+        worker_evaluate(&w, &loss, &acc); /* the overflow this test guards against */
+        worker_teardown(&w);
+        fail_msg("a 40x40 test set was accepted for lenet5 (28x28)");
+    }
+    assert_non_null(strstr(err, "t10k-images-idx3-ubyte"));
+    assert_non_null(strstr(err, "1x40x40"));
+    assert_non_null(strstr(err, "1x28x28"));
+    worker_teardown(&w);
+}
+
+static void test_train_set_shape_mismatch(void **state)
+{
+    fixture_t *fx = *state;
+    assert_int_equal(mkdir(fx->data, 0755), 0);
+    write_idx(fx->data, "train", 256, 32, 32, 10);
+    write_idx(fx->data, "t10k", 64, 28, 28, 10);
+    static job_spec_t spec;
+    static worker_t w;
+    lenet_spec(fx, &spec, NULL);
+    char err[512] = "";
+    assert_int_not_equal(worker_setup(&w, &spec, 0, 1, err, sizeof err), 0);
+    assert_non_null(strstr(err, "train-images-idx3-ubyte"));
+    assert_non_null(strstr(err, "1x32x32"));
+    worker_teardown(&w);
+}
+
+/* The gather itself never writes past the buffer it is given, whatever the data set's
+ * shape: it refuses instead. */
+static void test_gather_refuses_what_does_not_fit(void **state)
+{
+    fixture_t *fx = *state;
+    make_data(fx, 40);
+    char ip[256], lp[256], err[512];
+    snprintf(ip, sizeof ip, "%s/t10k-images-idx3-ubyte", fx->data);
+    snprintf(lp, sizeof lp, "%s/t10k-labels-idx1-ubyte", fx->data);
+    dataset_t d;
+    assert_int_equal(dataset_load_idx(ip, lp, &d, err, sizeof err), DATA_OK);
+    /* room for three 28x28 images: one 40x40 image fits, two do not */
+    float *x = malloc(3 * 784 * sizeof *x);
+    int32_t y[2];
+    int32_t idx[2] = {0, 1};
+    assert_non_null(x);
+    assert_int_equal(data_batch_gather(&d, idx, 2, x, 3 * 784, y, 0, NULL), -1);
+    assert_int_equal(data_batch_gather(&d, idx, 1, x, 3 * 784, y, 0, NULL), 0);
+    idx[0] = 64; /* past the end of the data set */
+    assert_int_equal(data_batch_gather(&d, idx, 1, x, 3 * 784, y, 0, NULL), -1);
+    idx[0] = -1;
+    assert_int_equal(data_batch_gather(&d, idx, 1, x, 3 * 784, y, 0, NULL), -1);
+    assert_int_equal(dataset_check_shape(&d, 1, 28, 28, 10, "lenet5", err, sizeof err), DATA_EFORMAT);
+    assert_non_null(strstr(err, ip));
+    assert_int_equal(dataset_check_shape(&d, 1, 40, 40, 10, "x", err, sizeof err), DATA_OK);
+    /* labels are 0..9: a model with 5 classes cannot take them */
+    assert_int_equal(dataset_check_shape(&d, 1, 40, 40, 5, "x", err, sizeof err), DATA_ELABEL);
+    assert_non_null(strstr(err, lp));
+    free(x);
+    dataset_free(&d);
+}
+
+/* ---- checkpoints with a valid CRC and hostile fields --------------------------------- */
+
+static unsigned char *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    *len = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *buf = malloc(*len);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, *len, f), *len);
+    fclose(f);
+    return buf;
+}
+
+/* Trains the fixture's job to step 4 (a checkpoint there) and returns its path. */
+static void make_checkpoint(fixture_t *fx, char *path, size_t len)
+{
+    make_data(fx, 28);
+    static job_spec_t spec;
+    static worker_t w;
+    lenet_spec(fx, &spec, NULL);
+    char err[512] = "";
+    if (worker_setup(&w, &spec, 0, 1, err, sizeof err) != 0) fail_msg("%s", err);
+    train_opts_t o = {.stop_after_steps = 4};
+    if (worker_train(&w, &o, err, sizeof err) != 0) fail_msg("%s", err);
+    worker_checkpoint_path(&w, path, len);
+    worker_teardown(&w);
+    assert_int_equal(access(path, R_OK), 0);
+}
+
+/* A copy of the checkpoint with field set to the little-endian value (size bytes as the
+ * field has), CRC fixed. */
+static void forge(const char *from, const char *to, const char *field, int64_t value)
+{
+    size_t len, off, size;
+    unsigned char *buf = read_all(from, &len);
+    if (checkpoint_field_at(field, &off, &size) != 0) fail_msg("unknown field %s", field);
+    assert_true(off + size <= len);
+    if (size == 4) {
+        int32_t v = (int32_t)value;
+        memcpy(buf + off, &v, 4);
+    } else {
+        memset(buf + off, 0, size);
+        memcpy(buf + off, &value, 8);
+    }
+    checkpoint_fix_crc(buf, len);
+    write_bytes(to, buf, len);
+    free(buf);
+}
+
+/* Resuming from path must fail with want in the message and leave the weights alone. */
+static void expect_refused(worker_t *w, const char *path, const char *want)
+{
+    char err[1024] = "";
+    size_t np = w->model->nparams;
+    float *before = malloc(np * sizeof *before);
+    assert_non_null(before);
+    memcpy(before, w->model->params, np * sizeof *before);
+    long step = w->global_step;
+    if (worker_resume(w, path, err, sizeof err) == 0) fail_msg("resumed from a checkpoint that wants \"%s\"", want);
+    if (!strstr(err, want)) fail_msg("refusal \"%s\"\n  does not say \"%s\"", err, want);
+    if (!strstr(err, path)) fail_msg("refusal \"%s\" does not name the file", err);
+    assert_memory_equal(before, w->model->params, np * sizeof *before);
+    assert_int_equal(w->global_step, step);
+    free(before);
+}
+
+static void test_checkpoint_hostile_fields(void **state)
+{
+    fixture_t *fx = *state;
+    char good[512], bad[600];
+    make_checkpoint(fx, good, sizeof good);
+    snprintf(bad, sizeof bad, "%s/bad.ckpt", fx->dir);
+
+    static job_spec_t spec;
+    static worker_t w;
+    lenet_spec(fx, &spec, NULL);
+    char err[512] = "";
+    if (worker_setup(&w, &spec, 0, 1, err, sizeof err) != 0) fail_msg("%s", err);
+    /* 256 samples / batch 16 = 16 steps per epoch, 2 epochs, one worker */
+    assert_int_equal(w.steps_per_epoch, 16);
+
+    static const struct {
+        const char *field;
+        int64_t value;
+        const char *want;
+    } CASES[] = {
+        /* the issue's example: a batch far past the buffers */
+        {"batch_of[0]", 100000, "batch_of[0] = 100000 is outside [1, 16]"},
+        {"batch_of[0]", 17, "batch_of[0] = 17 is outside [1, 16]"},
+        {"batch_of[0]", 0, "batch_of[0] = 0 is outside"},
+        {"batch_of[0]", -5, "batch_of[0] = -5 is outside"},
+        {"batch_of[1]", 16, "batch_of[1] = 16 past nworkers (1), want 0"},
+        {"batch_of[255]", 1, "batch_of[255] = 1 past nworkers"},
+        {"nworkers", 300, "invalid counters"},
+        {"nworkers", -1, "invalid counters"},
+        {"nworkers", 2, "nworkers = 2 is outside [1, 1]"},
+        {"nworkers", 0, "nworkers = 0 is outside [1, 1]"},
+        {"epoch", 3, "epoch = 3 is outside [0, 2]"},
+        {"epoch", INT64_MAX, "epoch = 9223372036854775807 is outside"},
+        {"epoch", -1, "invalid counters"},
+        {"epoch", 2, "step_in_epoch = 4 is outside [0, 0]"},
+        {"step_in_epoch", 17, "step_in_epoch = 17 is outside [0, 16]"},
+        {"step_in_epoch", INT64_MAX, "step_in_epoch = 9223372036854775807 is outside"},
+        {"step_in_epoch", -1, "invalid counters"},
+        {"cursor", 65, "cursor = 65 is outside [64, 64]"},
+        {"cursor", (int64_t)1 << 40, "cursor = 1099511627776 is outside"},
+        {"cursor", -64, "invalid counters"},
+        {"global_step", 5, "global_step = 5 is outside [4, 4]"},
+        {"global_step", (int64_t)1 << 50, "global_step = 1125899906842624 is outside"},
+        {"global_step", INT64_MIN, "invalid counters"},
+        {"epoch_loss_samples", -1, "epoch_loss_samples = -1 is outside [0, 64]"},
+        {"epoch_loss_samples", 65, "epoch_loss_samples = 65 is outside [0, 64]"},
+        {"ps_version", 99, "ps_version = 99 is outside [0, 4]"},
+        {"ps_version", -1, "ps_version = -1 is outside"},
+        {"aug_rng", 0, "aug_rng is all zero"},
+        {"seed", 43, "seed 43, spec has 42"},
+        {"spec_hash", 1, "another job spec"},
+        {"layout_hash", 1, "parameter layout"},
+        {"nparams", 61707, "truncated or oversized checkpoint"},
+        {"nparams", INT64_MAX, "truncated or oversized checkpoint"},
+        {"nbuffers", 1, "truncated or oversized checkpoint"},
+        {"version", 1, "checkpoint format version 1 is from an older pacer-worker"},
+        {"version", 3, "unsupported checkpoint version 3"},
+        {"version", -1, "unsupported checkpoint version 4294967295"},
+        {"header_bytes", 100, "checkpoint field header_bytes = 100, version 2 has"},
+        {"model", 0x01706c6d, "checkpoint is for model mlp? with"},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        forge(good, bad, CASES[i].field, CASES[i].value);
+        expect_refused(&w, bad, CASES[i].want);
+    }
+    /* negative and NaN loss sums: the first is impossible, the second a diverged run */
+    size_t len, off, size;
+    unsigned char *buf = read_all(good, &len);
+    assert_int_equal(checkpoint_field_at("epoch_loss_sum", &off, &size), 0);
+    double v = -1.0;
+    memcpy(buf + off, &v, 8);
+    checkpoint_fix_crc(buf, len);
+    write_bytes(bad, buf, len);
+    expect_refused(&w, bad, "epoch_loss_sum = -1 is negative");
+    v = NAN;
+    memcpy(buf + off, &v, 8);
+    checkpoint_fix_crc(buf, len);
+    write_bytes(bad, buf, len);
+    assert_int_equal(worker_resume(&w, bad, err, sizeof err), 0);
+    free(buf);
+
+    /* the file as written resumes */
+    if (worker_resume(&w, good, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_int_equal(w.global_step, 4);
+    assert_int_equal(w.cursor, 64);
+    worker_teardown(&w);
+}
+
+/* text with every DATA replaced by the fixture's data directory and every DIR by its
+ * temporary directory. */
+static void subst(char *out, size_t len, const char *text, const fixture_t *fx)
+{
+    size_t o = 0;
+    while (*text && o + 1 < len) {
+        const char *rep = !strncmp(text, "DATA", 4) ? fx->data : !strncmp(text, "DIR", 3) ? fx->dir : NULL;
+        if (rep) {
+            o += (size_t)snprintf(out + o, len - o, "%s", rep);
+            text += rep == fx->data ? 4 : 3;
+        } else {
+            out[o++] = *text++;
+        }
+    }
+    out[o < len ? o : len - 1] = 0;
+}
+
+/* The spec hash: any field that shapes the run refuses the checkpoint; the ones a
+ * resumed run may change (name, paths, device, threads, log_every, checkpoint.*) do not. */
+static void test_checkpoint_spec_hash(void **state)
+{
+    fixture_t *fx = *state;
+    char good[512];
+    make_checkpoint(fx, good, sizeof good);
+#define BASE "\"model\": \"lenet5\", \"batch_size\": 16, \"dataset\": {\"name\": \"mnist\", \"path\": \"DATA\"}"
+    static const struct {
+        const char *json;
+        int ok;
+    } CASES[] = {
+        {"{" BASE ", \"name\": \"h\", \"epochs\": 2, \"log_every\": 0, \"device\": \"cpu\","
+         " \"checkpoint\": {\"every_steps\": 4, \"dir\": \"DIR/ck\"}}", 1},
+        /* the fields a resumed run may change, all changed at once */
+        {"{" BASE ", \"name\": \"other\", \"epochs\": 2, \"log_every\": 7, \"device\": \"auto\", \"threads\": 2,"
+         " \"checkpoint\": {\"every_steps\": 9, \"dir\": \"DIR/elsewhere\"}}", 1},
+        /* and fields that shape the run, one at a time */
+        {"{" BASE ", \"name\": \"h\", \"epochs\": 3}", 0},
+        {"{" BASE ", \"name\": \"h\", \"epochs\": 2, \"optimizer\": {\"lr\": 0.02}}", 0},
+        {"{" BASE ", \"name\": \"h\", \"epochs\": 2, \"emulate\": {\"slowdown\": [2]}}", 0},
+        {"{" BASE ", \"name\": \"h\", \"epochs\": 2, \"target_accuracy\": 0.5}", 0},
+        {"{" BASE ", \"name\": \"h\", \"epochs\": 2, \"optimizer\": {\"lr_schedule\": {\"kind\": \"cosine\"}}}", 0},
+    };
+#undef BASE
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        static job_spec_t spec;
+        static worker_t w;
+        char json[2048], err[1024] = "";
+        subst(json, sizeof json, CASES[i].json, fx);
+        parse_spec(json, &spec);
+        if (worker_setup(&w, &spec, 0, 1, err, sizeof err) != 0) fail_msg("case %zu: %s", i, err);
+        int rc = worker_resume(&w, good, err, sizeof err);
+        if (CASES[i].ok && rc != 0) fail_msg("case %zu refused: %s", i, err);
+        if (!CASES[i].ok && (rc == 0 || !strstr(err, "another job spec")))
+            fail_msg("case %zu: rc %d, \"%s\"", i, rc, err);
+        worker_teardown(&w);
+    }
+}
+
+/* The parameter server's positions: checked against the training set, not steps. */
+static void test_checkpoint_validate_async(void **state)
+{
+    (void)state;
+    ckpt_state_t st;
+    memset(&st, 0, sizeof st);
+    st.spec_hash = 7, st.seed = 1, st.nworkers = 2, st.epoch = 1, st.cursor = 100, st.global_step = 150;
+    st.aug_rng.s[0] = 1, st.batch_of[0] = 32, st.batch_of[1] = 32, st.epoch_loss_samples = 100;
+    ckpt_expect_t want = {.spec_hash = 7, .seed = 1, .nworkers = 2, .epochs = 3, .train_n = 1000,
+                          .global_batch = 64, .max_batch = 64, .async = 1};
+    char err[512];
+    assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), 0);
+    st.cursor = 1001;
+    assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), -1);
+    assert_non_null(strstr(err, "cursor = 1001 is outside [0, 1000]"));
+    st.cursor = 100, st.step_in_epoch = 1;
+    assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), -1);
+    assert_non_null(strstr(err, "step_in_epoch = 1"));
+    st.step_in_epoch = 0, st.global_step = 2001;
+    assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), -1);
+    assert_non_null(strstr(err, "global_step = 2001 is outside [0, 2000]"));
+    st.global_step = 150, st.batch_of[1] = 31;
+    assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), -1);
+    assert_non_null(strstr(err, "batch_of sums to 63, want 64"));
+}
+
+/* The field table of checkpoint_field_at is the order checkpoint_save writes. */
+static void test_checkpoint_field_table(void **state)
+{
+    fixture_t *fx = *state;
+    char good[512];
+    make_checkpoint(fx, good, sizeof good);
+    size_t len, off, size;
+    unsigned char *buf = read_all(good, &len);
+    int64_t v;
+    int32_t i32;
+    assert_int_equal(checkpoint_field_at("global_step", &off, &size), 0);
+    memcpy(&v, buf + off, 8);
+    assert_int_equal(v, 4);
+    assert_int_equal(checkpoint_field_at("cursor", &off, &size), 0);
+    memcpy(&v, buf + off, 8);
+    assert_int_equal(v, 64);
+    assert_int_equal(checkpoint_field_at("seed", &off, &size), 0);
+    memcpy(&v, buf + off, 8);
+    assert_int_equal(v, 42);
+    assert_int_equal(checkpoint_field_at("nworkers", &off, &size), 0);
+    memcpy(&i32, buf + off, 4);
+    assert_int_equal(i32, 1);
+    assert_int_equal(checkpoint_field_at("batch_of[0]", &off, &size), 0);
+    memcpy(&i32, buf + off, 4);
+    assert_int_equal(i32, 16);
+    assert_int_equal(checkpoint_field_at("model", &off, &size), 0);
+    assert_string_equal((char *)buf + off, "lenet5");
+    assert_int_equal(checkpoint_field_at("batch_of[256]", &off, &size), -1);
+    assert_int_equal(checkpoint_field_at("nope", &off, &size), -1);
+    free(buf);
+}
+
+/* ---- Redis replies ---------------------------------------------------------------------- */
+
+/* The reply hiredis builds from RESP bytes (what a Redis server, or something posing as
+ * one, sends); NULL when the bytes are not one complete reply. */
+static redisReply *resp(const char *bytes, size_t len)
+{
+    redisReader *rd = redisReaderCreate();
+    assert_non_null(rd);
+    void *reply = NULL;
+    if (redisReaderFeed(rd, bytes, len) != REDIS_OK || redisReaderGetReply(rd, &reply) != REDIS_OK) reply = NULL;
+    redisReaderFree(rd);
+    return reply;
+}
+#define RESP(lit) resp(lit, sizeof lit - 1)
+
+static void test_redis_assignment_parser(void **state)
+{
+    (void)state;
+    int b[8], n = -1;
+    int64_t v = 0;
+    redisReply *r = RESP("*2\r\n$1\r\n3\r\n$9\r\n[10,20,2]\r\n");
+    assert_int_equal(redis_report_parse_assignment(r, &v, b, 8, &n), 1);
+    assert_true(v == 3 && n == 3 && b[0] == 10 && b[1] == 20 && b[2] == 2);
+    freeReplyObject(r);
+    static const struct {
+        const char *bytes;
+        size_t len;
+        int want;
+    } CASES[] = {
+#define C(lit, w) {lit, sizeof lit - 1, w}
+        C("*2\r\n$-1\r\n$-1\r\n", 0),                                 /* no assignment */
+        C("*1\r\n$1\r\n3\r\n", 0),                                     /* not the reply asked for */
+        C("$5\r\nhello\r\n", 0),
+        C("*2\r\n:3\r\n$3\r\n[1]\r\n", 0),                             /* version as an integer reply */
+        C("*2\r\n$1\r\n3\r\n$12\r\n[2147483648]\r\n", -1),             /* above INT_MAX */
+        C("*2\r\n$1\r\n3\r\n$4\r\n[-1]\r\n", -1),
+        C("*2\r\n$1\r\n3\r\n$5\r\n[1.5]\r\n", -1),
+        C("*2\r\n$1\r\n3\r\n$19\r\n[1,1,1,1,1,1,1,1,1]\r\n", -1),      /* more than cap */
+        C("*2\r\n$1\r\n3\r\n$3\r\n[1\0]\r\n", -1),                     /* a NUL inside */
+        C("*2\r\n$3\r\nabc\r\n$3\r\n[1]\r\n", -1),                     /* version not a number */
+        C("*2\r\n$21\r\n999999999999999999999\r\n$3\r\n[1]\r\n", -1), /* version overflows */
+        C("*2\r\n$1\r\n0\r\n$3\r\n[1]\r\n", -1),                       /* versions start at 1 */
+        C("*2\r\n$1\r\n3\r\n:5\r\n", -1),
+#undef C
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        r = resp(CASES[i].bytes, CASES[i].len);
+        assert_non_null(r);
+        int got = redis_report_parse_assignment(r, &v, b, 8, &n);
+        if (got != CASES[i].want) fail_msg("case %zu: %d, want %d", i, got, CASES[i].want);
+        if (got <= 0) assert_int_equal(n, 0);
+        freeReplyObject(r);
+    }
+}
+
+static void test_redis_dynbatch_parsers(void **state)
+{
+    (void)state;
+    int cur[3];
+    long long ver = -1;
+    redisReply *r = RESP("*2\r\n$1\r\n7\r\n$23\r\n[5,2147483648,-3,99999]\r\n");
+    assert_non_null(r);
+    dynbatch_parse_assignment(r, 3, 64, cur, &ver);   /* 4 entries for 3 workers: not this job's */
+    assert_true(ver == 7 && cur[0] == 64 && cur[1] == 64 && cur[2] == 64);
+    freeReplyObject(r);
+    r = RESP("*2\r\n$2\r\n-7\r\n$17\r\n[5,2147483648,-3]\r\n");
+    assert_non_null(r);
+    dynbatch_parse_assignment(r, 3, 64, cur, &ver);   /* entries out of range keep the default */
+    assert_true(ver == 0 && cur[0] == 5 && cur[1] == 64 && cur[2] == 64);
+    freeReplyObject(r);
+
+    char host[64], dev[16];
+    double v = 0;
+    r = RESP("*5\r\n$2\r\nh1\r\n$3\r\ncpu\r\n$4\r\n1000\r\n$1\r\n2\r\n$6\r\nworker\r\n");
+    assert_int_equal(dynbatch_parse_node(r, host, sizeof host, dev, sizeof dev, &v), 1);
+    assert_string_equal(host, "h1");
+    assert_true(v == 2000);
+    freeReplyObject(r);
+    static const char *const BAD[] = {
+        "*5\r\n$2\r\nh1\r\n$3\r\ncpu\r\n$4\r\n1000\r\n$1\r\n2\r\n$2\r\nps\r\n",        /* the PS */
+        "*5\r\n$2\r\nh1\r\n$3\r\ncpu\r\n$3\r\nnan\r\n$1\r\n2\r\n$-1\r\n",             /* NaN speed */
+        "*5\r\n$2\r\nh1\r\n$3\r\ncpu\r\n$5\r\n1e400\r\n$1\r\n2\r\n$-1\r\n",           /* infinite */
+        "*5\r\n$2\r\nh1\r\n$3\r\ncpu\r\n$5\r\n1e300\r\n$5\r\n1e300\r\n$-1\r\n",      /* finite x finite = inf */
+        "*5\r\n$2\r\nh1\r\n$17\r\ncpucpucpucpucpucp\r\n$1\r\n1\r\n$1\r\n1\r\n$-1\r\n", /* device too long */
+        "*4\r\n$2\r\nh1\r\n$3\r\ncpu\r\n$1\r\n1\r\n$1\r\n1\r\n",
+    };
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        r = resp(BAD[i], strlen(BAD[i]));
+        assert_non_null(r);
+        if (dynbatch_parse_node(r, host, sizeof host, dev, sizeof dev, &v) != 0) fail_msg("case %zu accepted", i);
+        freeReplyObject(r);
+    }
+    r = RESP("$3\r\ninf\r\n");
+    assert_true(dynbatch_parse_speed(r) == 0);
+    freeReplyObject(r);
+    r = RESP("$5\r\n12.5x\r\n");
+    assert_true(dynbatch_parse_speed(r) == 0);
+    freeReplyObject(r);
+    r = RESP(":40\r\n");
+    assert_true(dynbatch_parse_speed(r) == 40);
+    freeReplyObject(r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_test_set_shape_mismatch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_train_set_shape_mismatch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gather_refuses_what_does_not_fit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_checkpoint_hostile_fields, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_checkpoint_spec_hash, setup, teardown),
+        cmocka_unit_test(test_checkpoint_validate_async),
+        cmocka_unit_test_setup_teardown(test_checkpoint_field_table, setup, teardown),
+        cmocka_unit_test(test_redis_assignment_parser),
+        cmocka_unit_test(test_redis_dynbatch_parsers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

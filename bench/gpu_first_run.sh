@@ -3,8 +3,10 @@
 # "CUDA backend yes (sm_80 ... + PTX compute_90)") and `make deps`:
 #
 #   sh bench/gpu_first_run.sh                # report: build/bench/gpu-first-run.md
-#   RUNS=5 OUT=/tmp/r.md sh bench/gpu_first_run.sh
+#   RUNS=5 OUT=/tmp/r.md PYTHON=~/venv/bin/python sh bench/gpu_first_run.sh
 #
+# PYTHON (default python3) must have a CUDA build of torch for the PyTorch column (Debian's
+# python3-torch has none; the report then says "skip").
 # Steps, each with its output in the report verbatim:
 #   1. the machine: nvidia-smi; pacer-worker --version (the CUDA runtime the backend was built
 #      with, the driver that needs, the driver found);
@@ -59,7 +61,7 @@ fi
 : >"$TMP/bench.all"
 for i in $(seq "$RUNS"); do
     "$BUILD/bench/gpu_bench" --batch 256 --steps 50 lenet5 resnet20 >>"$TMP/bench.all" 2>&1 || status=1
-    python3 bench/torch_gpu_bench.py --batch 256 --steps 50 lenet5 resnet20 >>"$TMP/bench.all" 2>&1 || true
+    "${PYTHON:-python3}" bench/torch_gpu_bench.py --batch 256 --steps 50 lenet5 resnet20 >>"$TMP/bench.all" 2>&1 || true
 done
 md ""
 md "### Throughput, batch 256 ($RUNS runs each, alternating)"

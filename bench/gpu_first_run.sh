@@ -60,7 +60,7 @@ fi
 # ---- 3. throughput beside PyTorch -----------------------------------------------------------
 : >"$TMP/bench.all"
 for i in $(seq "$RUNS"); do
-    "$BUILD/bench/gpu_bench" --batch 256 --steps 50 lenet5 resnet20 >>"$TMP/bench.all" 2>&1 || status=1
+    env PACER_REQUIRE_GPU=1 "$BUILD/bench/gpu_bench" --batch 256 --steps 50 lenet5 resnet20 >>"$TMP/bench.all" 2>&1 || status=1
     "${PYTHON:-python3}" bench/torch_gpu_bench.py --batch 256 --steps 50 lenet5 resnet20 >>"$TMP/bench.all" 2>&1 || true
 done
 md ""

@@ -93,7 +93,7 @@ fi
 bnspec() {   # bnspec NAME DEVICE ALGORITHM
     printf '{"name": "j", "model": "resnet20", "device": "%s", "epochs": 1, "log_every": 0, "seed": 7, "workers": 2,
       "batch_size": 16, "algorithm": %s, "optimizer": {"lr": 0.05, "momentum": 0.9},
-      "dataset": {"name": "cifar10", "path": "%s", "train_subset": 128, "test_subset": 64},
+      "dataset": {"name": "cifar10", "path": "%s", "train_subset": 64, "test_subset": 32},
       "checkpoint": {"every_steps": 1000, "dir": "%s"}}\n' "$2" "$3" "$PACER_SHARED/datasets/cifar-10" "$TMP/$1" >"$TMP/$1.spec"
 }
 for algo in '{"name": "local-sgd", "local_steps": 2}' '{"name": "hier-bsp", "group_size": 1, "k_steps": 2}'; do

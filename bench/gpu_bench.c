@@ -2,18 +2,29 @@
  *
  *   build/bench/gpu_bench [--batch N] [--steps N] [--warmup N] [--cpu-steps N] [model ...]
  *
- * Models default to lenet5 and resnet20, batch 256. A step is what a worker does on the
- * device: cuda_model_train_step (batch up, forward, backward, gradients down into pinned
- * host memory, one synchronisation) followed by cuda_model_sgd (momentum 0.9, weight decay
- * 5e-4, on the device), timed until the update has finished. The batch is random but fixed
- * (data loading is not measured). Prints one line per model:
- *   gpu_bench model=M batch=B steps=S step_ms=... samples_per_s=... model_mib=... device_used_mib=...
+ * Models default to lenet5 and resnet20, batch 256. A step is exactly what a worker does on
+ * a GPU rank (worker/train.c), with its host buffers page-locked as the worker's are:
+ *   path=local     sgd, local-sgd: cuda_model_train_step (batch up, forward, backward,
+ *                  gradient down into the host's gradient buffer, one wait), then
+ *                  cuda_model_sgd on the device's own gradient;
+ *   path=exchange  ssgd, hier-bsp: the same, then the (here not reduced) host gradient
+ *                  uploaded again before cuda_model_sgd, as after an allreduce;
+ * each with momentum 0.9 and weight decay 5e-4, timed until the update has finished. The
+ * batch is random but fixed (data loading and MPI are not measured). One line per model and
+ * path:
+ *   gpu_bench model=M batch=B params=N path=P steps=S step_ms=... samples_per_s=... model_mib=...
+ *             device_used_mib=... loss=... device="..."
  * model_mib is what cuda_model_create allocated; device_used_mib is the device's used memory
- * (total - free) with the model loaded: CUDA context, cuDNN and cuBLAS included.
+ * (total - free) with the model loaded: CUDA context, cuDNN and cuBLAS included. Then
+ *   gpu_bench model=M replan_ms=... cached_ms=...
+ * the time cuda_model_prepare_batch takes for a batch size never seen (cuDNN's algorithm
+ * choice for every convolution: what a re-plan of dynamic batching costs, outside the step)
+ * and for one seen before.
  * --cpu-steps N also times N steps of the CPU reference (model_forward, model_backward,
  * sgd_update) on the same batch for comparison (0, the default, skips it).
  *
- * Without a CUDA build or a visible GPU it prints "skip: ..." and exits 0.
+ * Without a CUDA build or a usable GPU it prints "skip: " and the reason, and exits 0; with
+ * PACER_REQUIRE_GPU=1 it exits 1 instead.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +46,25 @@ static float frand(void)
     return (float)(g_rng >> 40) / 16777216.0f;
 }
 
+/* Whole pages: page-locked buffers must not share one. */
+static void *page_alloc(size_t bytes)
+{
+    return aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+}
+
+/* steps of one path; returns seconds per step, or -1 */
+static double time_path(cuda_model_t *cm, model_t *m, const float *x, const int32_t *y, int batch, int steps,
+                        int exchange, float *loss)
+{
+    double t0 = clock_mono_s();
+    for (int s = 0; s < steps; s++) {
+        if (cuda_model_train_step(cm, x, y, batch, 1.0f, m->grads, loss) != 0) return -1;
+        if (exchange && cuda_model_upload_grads(cm, m->grads) != 0) return -1;
+        if (cuda_model_sgd(cm, 0.01f, 0.9f, 0, 5e-4f, 1.0f, 0.0f) != 0 || cuda_model_sync(cm) != 0) return -1;
+    }
+    return (clock_mono_s() - t0) / (steps > 0 ? steps : 1);
+}
+
 static int bench_model(const char *name, int batch, int steps, int warmup, int cpu_steps, int device)
 {
     char err[512];
@@ -45,8 +75,8 @@ static int bench_model(const char *name, int batch, int steps, int warmup, int c
     }
     model_init_params(m, 42);
     const size_t in = (size_t)m->C * m->H * m->W;
-    float *x = malloc((size_t)batch * in * sizeof(float));
-    int32_t *y = malloc((size_t)batch * sizeof(int32_t));
+    float *x = page_alloc((size_t)batch * in * sizeof(float));
+    int32_t *y = page_alloc((size_t)batch * sizeof(int32_t));
     if (!x || !y) {
         fprintf(stderr, "gpu_bench: out of memory\n");
         free(x); free(y); model_free(m);
@@ -62,25 +92,36 @@ static int bench_model(const char *name, int batch, int steps, int warmup, int c
         goto out;
     }
     if (cuda_model_upload(cm, m) != 0) goto fail;
+    /* as the worker: its batch, params and grads page-locked (worker/train.c) */
+    if (cuda_model_host_register(cm, x, (size_t)batch * in * sizeof(float)) != 0 ||
+        cuda_model_host_register(cm, y, (size_t)batch * sizeof(int32_t)) != 0 ||
+        cuda_model_host_register(cm, m->params, m->nparams * sizeof(float)) != 0 ||
+        cuda_model_host_register(cm, m->grads, (m->nparams + MODEL_GRAD_EXTRA) * sizeof(float)) != 0)
+        goto fail;
     float loss = 0.0f;
-    for (int s = 0; s < warmup; s++)
-        if (cuda_model_train_step(cm, x, y, batch, 1.0f, NULL, &loss) != 0 ||
-            cuda_model_sgd(cm, 0.01f, 0.9f, 0, 5e-4f, 1.0f, 0.0f) != 0 || cuda_model_sync(cm) != 0)
-            goto fail;
-    double t0 = clock_mono_s();
-    for (int s = 0; s < steps; s++)
-        if (cuda_model_train_step(cm, x, y, batch, 1.0f, NULL, &loss) != 0 ||
-            cuda_model_sgd(cm, 0.01f, 0.9f, 0, 5e-4f, 1.0f, 0.0f) != 0 || cuda_model_sync(cm) != 0)
-            goto fail;
-    const double dt = (clock_mono_s() - t0) / (steps > 0 ? steps : 1);
+    double dt = 0.0;
+    if (time_path(cm, m, x, y, batch, warmup, 0, &loss) < 0) goto fail;
     size_t free_b = 0, total_b = 0;
     cuda_memory_info(&free_b, &total_b);
     char dev[256];
     cuda_device_name(device, dev, sizeof dev);
-    printf("gpu_bench model=%s batch=%d steps=%d step_ms=%.3f samples_per_s=%.0f model_mib=%.1f "
-           "device_used_mib=%.0f loss=%.4f device=\"%s\"\n",
-           name, batch, steps, 1e3 * dt, (double)batch / dt, (double)cuda_model_device_bytes(cm) / (1 << 20),
-           (double)(total_b - free_b) / (1 << 20), loss, dev);
+    static const char *const paths[] = { "local", "exchange" };
+    for (int p = 0; p < 2; p++) {
+        if ((dt = time_path(cm, m, x, y, batch, steps, p, &loss)) < 0) goto fail;
+        printf("gpu_bench model=%s batch=%d params=%zu path=%s steps=%d step_ms=%.3f samples_per_s=%.0f "
+               "model_mib=%.1f device_used_mib=%.0f loss=%.4f device=\"%s\"\n",
+               name, batch, m->nparams, paths[p], steps, 1e3 * dt, (double)batch / dt,
+               (double)cuda_model_device_bytes(cm) / (1 << 20), (double)(total_b - free_b) / (1 << 20), loss, dev);
+    }
+    if (batch > 1) {
+        /* a batch size never seen, then one seen before */
+        double r0 = clock_mono_s();
+        if (cuda_model_prepare_batch(cm, batch - 1) != 0) goto fail;
+        double r1 = clock_mono_s();
+        if (cuda_model_prepare_batch(cm, batch) != 0) goto fail;
+        double r2 = clock_mono_s();
+        printf("gpu_bench model=%s replan_ms=%.3f cached_ms=%.3f\n", name, 1e3 * (r1 - r0), 1e3 * (r2 - r1));
+    }
 
     if (cpu_steps > 0) {
         double c0 = clock_mono_s();
@@ -129,16 +170,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "gpu_bench: batch and steps must be >= 1\n");
         return 2;
     }
+    const char *req = getenv("PACER_REQUIRE_GPU");
+    const int required = req && strcmp(req, "1") == 0;
 #ifndef PACER_WITH_CUDA
     (void)models;
-    printf("skip: built without CUDA (nvcc or cuDNN missing at build time)\n");
-    return 0;
+    printf("%s: built without CUDA (nvcc or cuDNN missing at build time)\n", required ? "FAIL" : "skip");
+    return required ? 1 : 0;
 #else
-    const int device = cuda_pick_device();
-    if (device < 0) {
-        printf("skip: no CUDA device visible\n");
-        return 0;
+    cuda_probe_t probe;
+    if (cuda_probe(-1, &probe) != CUDA_PROBE_OK) {
+        printf("%s: %s\n", required ? "FAIL" : "skip", probe.reason);
+        return required ? 1 : 0;
     }
+    const int device = probe.device;
     int failed = 0;
     for (int i = 0; i < nmodels; i++) failed |= bench_model(models[i], batch, steps, warmup, cpu_steps, device) != 0;
     return failed ? 1 : 0;

@@ -161,7 +161,7 @@ static const field_t FIELDS[] = {
     {.path = "workers", INT(workers), BETWEEN(1, SPEC_MAX_WORKERS), .def_num = 1,
      .doc = "Training processes; asynchronous algorithms add a parameter server."},
     {.path = "device", STR(device), .choices = DEVICES, .def_str = "auto", .resume_free = 1,
-     .doc = "Where to compute; auto = CUDA when built with it and a GPU is present."},
+     .doc = "Where to compute; auto = CUDA when built with it and a GPU is usable, else the CPU after saying why (log line and summary `device.reason`); cuda = a rank that cannot use its GPU fails with the reason."},
     {.path = "seed", ULONG(seed), BETWEEN(0, (double)LLONG_MAX), .def_num = 42,
      .doc = "Seed of weight init, shuffling and augmentation; same seed, same run."},
     {.path = "threads", INT(threads), BETWEEN(1, 256), .def_num = 1, .resume_free = 1,

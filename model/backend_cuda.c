@@ -2,6 +2,7 @@
  * (backend_cuda_abi.h says why and what the library exports). */
 #include "backend_cuda.h"
 
+#include <ctype.h>
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
@@ -76,11 +77,21 @@ static int load_locked(void)
     return 0;
 }
 
+/* Copies src into dst[len], cut to fit. */
+static void set_str(char *dst, size_t len, const char *src)
+{
+    if (!len) return;
+    size_t n = strlen(src);
+    if (n >= len) n = len - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
 int cuda_backend_load(char *err, size_t errlen)
 {
     pthread_mutex_lock(&load_lock);
     int rc = load_locked();
-    if (rc != 0 && err && errlen) snprintf(err, errlen, "%s", load_error);
+    if (rc != 0 && err) set_str(err, errlen, load_error);
     pthread_mutex_unlock(&load_lock);
     return rc;
 }
@@ -96,18 +107,133 @@ static const pacer_cuda_backend_t *use(void)
 
 /* ---- devices: usable before (and without) the library ----------------------------------- */
 
-int cuda_driver_device_count(void)
+/* CUresult values the driver probe tells apart (cuda.h; the host side has no CUDA headers). */
+enum { CU_SUCCESS = 0, CU_ERROR_STUB_LIBRARY = 34, CU_ERROR_NO_DEVICE = 100 };
+
+const char *cuda_probe_kind_name(int kind)
 {
+    static const char *const names[] = { "ok", "no-library", "no-driver", "no-device",
+                                         "driver-too-old", "no-kernel-image", "cuda-error" };
+    return kind >= 0 && kind <= CUDA_PROBE_ERROR ? names[kind] : "unknown";
+}
+
+/* The kernel module's release ("580.65.06") from /proc, or "" when there is none. */
+static void driver_release(char *buf, size_t len)
+{
+    buf[0] = '\0';
+    FILE *f = fopen("/proc/driver/nvidia/version", "r");
+    if (!f) return;
+    char line[512];
+    if (fgets(line, sizeof line, f)) {
+        const char *p = strstr(line, "Kernel Module");
+        if (p) {
+            p += strlen("Kernel Module");
+            while (*p == ' ' || *p == '\t') p++;
+            size_t n = 0;
+            while (p[n] && (isdigit((unsigned char)p[n]) || p[n] == '.')) n++;
+            if (n && n < len) {
+                memcpy(buf, p, n);
+                buf[n] = '\0';
+            }
+        }
+    }
+    fclose(f);
+}
+
+int cuda_driver_probe(cuda_probe_t *p)
+{
+    memset(p, 0, sizeof *p);
+    p->device = -1;
     /* The driver library only: the backend would map cudart, cuDNN and cuBLAS to ask. It
      * stays loaded (the driver keeps state once initialised, and the backend uses it). */
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h) return -1;
-    int (*init)(unsigned) = NULL, (*count)(int *) = NULL;
+    if (!h) {
+        const char *why = dlerror();
+        p->kind = CUDA_PROBE_NO_DRIVER;
+        snprintf(p->reason, sizeof p->reason, "no NVIDIA driver: %s%s", why ? why : "libcuda.so.1 not found",
+                 access("/dev/nvidia0", F_OK) == 0 ? " (/dev/nvidia0 exists: is the driver's user-space library "
+                                                     "missing from this container?)" : "");
+        return p->kind;
+    }
+    int (*init)(unsigned) = NULL, (*count)(int *) = NULL, (*version)(int *) = NULL;
+    int (*err_name)(int, const char **) = NULL, (*err_text)(int, const char **) = NULL;
     *(void **)&init = dlsym(h, "cuInit");
     *(void **)&count = dlsym(h, "cuDeviceGetCount");
+    *(void **)&version = dlsym(h, "cuDriverGetVersion");
+    *(void **)&err_name = dlsym(h, "cuGetErrorName");
+    *(void **)&err_text = dlsym(h, "cuGetErrorString");
+    if (!init || !count || !version) {
+        p->kind = CUDA_PROBE_NO_DRIVER;
+        snprintf(p->reason, sizeof p->reason, "no NVIDIA driver: libcuda.so.1 lacks cuInit/cuDeviceGetCount");
+        return p->kind;
+    }
+    if (version(&p->driver_version) != CU_SUCCESS) p->driver_version = 0;
+    char rel[64];
+    driver_release(rel, sizeof rel);
+    int rc = init(0);
+    if (rc != CU_SUCCESS) {
+        const char *name = NULL, *text = NULL;
+        if (!err_name || err_name(rc, &name) != CU_SUCCESS) name = NULL;
+        if (!err_text || err_text(rc, &text) != CU_SUCCESS) text = NULL;
+        p->kind = rc == CU_ERROR_NO_DEVICE ? CUDA_PROBE_NO_DEVICE
+                : rc == CU_ERROR_STUB_LIBRARY ? CUDA_PROBE_NO_DRIVER : CUDA_PROBE_ERROR;
+        snprintf(p->reason, sizeof p->reason, "%s: cuInit: %s (%s; error %d)%s%s",
+                 p->kind == CUDA_PROBE_NO_DEVICE ? "no CUDA device"
+                 : p->kind == CUDA_PROBE_NO_DRIVER ? "no NVIDIA driver (libcuda.so.1 is the CUDA toolkit's stub)"
+                                                   : "the NVIDIA driver failed to start",
+                 name ? name : "?", text ? text : "no description", rc, rel[0] ? "; driver " : "", rel);
+        return p->kind;
+    }
     int n = 0;
-    if (!init || !count || init(0) != 0 || count(&n) != 0) n = 0;   /* CUresult 0: success */
-    return n;
+    if (count(&n) != CU_SUCCESS) n = 0;
+    p->devices = n;
+    if (n <= 0) {
+        const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+        p->kind = CUDA_PROBE_NO_DEVICE;
+        snprintf(p->reason, sizeof p->reason, "no CUDA device: the NVIDIA driver%s%s (CUDA %d.%d) reports none%s%s",
+                 rel[0] ? " " : "", rel, p->driver_version / 1000, p->driver_version % 1000 / 10,
+                 cvd ? " with CUDA_VISIBLE_DEVICES=" : "", cvd ? cvd : "");
+        return p->kind;
+    }
+    p->kind = CUDA_PROBE_OK;
+    return p->kind;
+}
+
+int cuda_probe(int device, cuda_probe_t *p)
+{
+    if (cuda_driver_probe(p) != CUDA_PROBE_OK) return p->kind;
+    if (cuda_backend_load(p->reason, sizeof p->reason) != 0) {
+        p->kind = CUDA_PROBE_NO_LIBRARY;
+        return p->kind;
+    }
+    return backend->probe(device, p->driver_version, p);
+}
+
+int cuda_classify_error(int cuda_error, int driver_version)
+{
+    const pacer_cuda_backend_t *t = use();
+    return t ? t->classify_error(cuda_error, driver_version) : -1;
+}
+
+int cuda_backend_info(char *buf, size_t len)
+{
+    if (cuda_backend_load(buf, len) != 0) return -1;
+    backend->build_info(buf, len);
+    return 0;
+}
+
+void cuda_driver_info(char *buf, size_t len)
+{
+    cuda_probe_t p;
+    char rel[64];
+    driver_release(rel, sizeof rel);
+    if (cuda_driver_probe(&p) == CUDA_PROBE_NO_DRIVER) {
+        snprintf(buf, len, "%s", p.reason);
+        return;
+    }
+    snprintf(buf, len, "NVIDIA driver%s%s (CUDA %d.%d), %d device(s)%s%s", rel[0] ? " " : "", rel, p.driver_version / 1000,
+             p.driver_version % 1000 / 10, p.devices, p.kind == CUDA_PROBE_OK ? "" : ": ",
+             p.kind == CUDA_PROBE_OK ? "" : p.reason);
 }
 
 int cuda_device_count(void)
@@ -157,6 +283,12 @@ int cuda_model_download_buffers(cuda_model_t *cm, float *host_buffers)
 {
     return backend->model_download_buffers(cm, host_buffers);
 }
+int cuda_model_upload_buffers(cuda_model_t *cm, const float *host_buffers)
+{
+    return backend->model_upload_buffers(cm, host_buffers);
+}
+int cuda_model_host_register(cuda_model_t *cm, void *p, size_t bytes) { return backend->model_host_register(cm, p, bytes); }
+int cuda_model_prepare_batch(cuda_model_t *cm, int B) { return backend->model_prepare_batch(cm, B); }
 float *cuda_model_grads_host(cuda_model_t *cm) { return backend->model_grads_host(cm); }
 float *cuda_model_input_host(cuda_model_t *cm) { return backend->model_input_host(cm); }
 int32_t *cuda_model_labels_host(cuda_model_t *cm) { return backend->model_labels_host(cm); }

@@ -3,17 +3,20 @@
  * device memory, plus an activation arena for max_batch. Implemented in
  * model/model_cuda.cu on the ops of kernels/cuda/ops_cuda.h.
  *
- * Life of a training step on the device:
- *   cuda_model_train_step  copy x, y up -> forward -> backward -> grads down into a host
- *                          buffer (the pinned staging buffer by default) -> one sync
- *   exchange               the host grads go to MPI exactly as m->grads do today
- *   update                 either on the host (sgd_update on m->params, then
- *                          cuda_model_upload_params), or on the device (cuda_model_upload_grads
- *                          of the reduced gradient, then cuda_model_sgd)
+ * Life of a training step on the device (what the worker does, worker/train.c):
+ *   cuda_model_train_step  copy x, y up -> forward -> backward -> grads down into the
+ *                          worker's model->grads (page-locked with cuda_model_host_register,
+ *                          so the copies are DMA) -> one wait
+ *   exchange               model->grads go to MPI as on a CPU rank
+ *   update                 on the device: cuda_model_upload_grads of the reduced gradient
+ *                          (skipped when the rank's own gradient is applied), then
+ *                          cuda_model_sgd; or on the host by the algorithm (hpsgd, a PS
+ *                          worker), whose new weights go up with the next step
  *
  * Ownership: the device holds the authoritative batch-norm running statistics (forward
- * updates them there) and, when cuda_model_sgd is used, the weights and momentum; call
- * cuda_model_download_params before a checkpoint or anything else that reads them on the host.
+ * updates them there) and, after cuda_model_sgd, the weights and momentum; the host copy is
+ * refreshed by the download functions and pushed back by the upload ones. worker.h says
+ * when the worker does which.
  *
  * Errors: functions returning int give 0 or -1; cuda_model_forward returns -1.0f (a
  * cross-entropy loss is never negative). The message is cuda_model_error(cm). Nothing here
@@ -34,6 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend_cuda_abi.h" /* cuda_probe_t and its kinds */
 #include "model.h"
 
 typedef struct cuda_model cuda_model_t;
@@ -50,12 +54,30 @@ int cuda_backend_load(char *err, size_t errlen);
 /* $PACER_CUDA_LIB when set, else libpacer_cuda.so in the directory of this executable
  * (symbolic links resolved). Returns buf. */
 const char *cuda_backend_path(char *buf, size_t len);
-/* Devices the CUDA driver reports (libcuda.so.1: cuInit, cuDeviceGetCount), without
- * loading the backend and the libraries it maps; -1 when there is no driver. What device
- * "auto" asks before it loads anything. */
-int cuda_driver_device_count(void);
+/* What the CUDA driver says (libcuda.so.1: cuDriverGetVersion, cuInit, cuDeviceGetCount),
+ * without loading the backend and the libraries it maps: what device "auto" asks before it
+ * loads anything. Fills p (kind, devices, driver_version, reason) and returns p->kind:
+ * CUDA_PROBE_OK when at least one device is visible, else NO_DRIVER, NO_DEVICE or ERROR. */
+int cuda_driver_probe(cuda_probe_t *p);
+/* Whether a rank can train on device (-1: the local rank's, as cuda_pick_device): the
+ * driver probe, the backend loaded, the driver's CUDA version against the runtime the
+ * backend was built with, the runtime's device count, the device activated and a trivial
+ * kernel run on it. Returns p->kind; p->reason says what is wrong and what to do. */
+int cuda_probe(int device, cuda_probe_t *p);
+/* "ok", "no-driver", "no-device", "driver-too-old", "no-kernel-image", ... */
+const char *cuda_probe_kind_name(int kind);
+/* The cuda_probe_kind_t of a cudaError_t value (loads the backend; -1 when it cannot be). */
+int cuda_classify_error(int cuda_error, int driver_version);
+/* One line on the backend: the CUDA runtime and cuDNN it was built with, the driver that
+ * needs, the GPU architectures it has code for. Loads it (and the CUDA libraries it links,
+ * but does not initialise CUDA); returns 0, or -1 with buf saying why it cannot be loaded. */
+int cuda_backend_info(char *buf, size_t len);
+/* One line on the driver found: release, CUDA version and devices, or why there is none.
+ * Never loads the backend. */
+void cuda_driver_info(char *buf, size_t len);
 
-/* Visible devices; 0 when there is no driver or GPU (never prints, never fails). */
+/* Visible devices; 0 when there is no driver or GPU, whatever the reason (cuda_probe says
+ * which). Never prints, never fails. */
 int cuda_device_count(void);
 /* The device this process should use: local rank % device count, the local rank taken from
  * OMPI_COMM_WORLD_LOCAL_RANK (then MPI_LOCALRANKID, SLURM_LOCALID; 0 when none is set).
@@ -80,10 +102,22 @@ int cuda_model_download_params(cuda_model_t *cm, model_t *m);        /* params, 
  * device forward updates: what a host-side optimizer setup must fetch before a checkpoint or
  * a host evaluation (download_params would also overwrite the host momentum). */
 int cuda_model_download_buffers(cuda_model_t *cm, float *host_buffers);
+/* The reverse: after the host changed them (averaged, broadcast, restored). */
+int cuda_model_upload_buffers(cuda_model_t *cm, const float *host_buffers);
+/* Page-locks bytes of the caller's host memory at p for the life of cm (undone by
+ * cuda_model_free, which must come before the memory is freed), so copies to and from it
+ * are DMA: the batch (x, y), params, grads. p must not share a page with memory already
+ * registered. At most 8 buffers. 0, or -1 (the memory then stays pageable and still works). */
+int cuda_model_host_register(cuda_model_t *cm, void *p, size_t bytes);
+/* Readies every convolution for batch B (1 <= B <= max_batch): algorithms chosen before for
+ * B are reused, a new B gets its choice now. The step does this itself; calling it before
+ * the timed part keeps cuDNN's heuristics out of the step time after a re-plan. */
+int cuda_model_prepare_batch(cuda_model_t *cm, int B);
 
 /* Pinned host staging, owned by cm: grads has nparams + MODEL_GRAD_EXTRA floats (the host
  * layout, so an algorithm can append [batch, batch*loss] and hand it to MPI directly);
- * input/labels hold max_batch samples: a batch gathered there skips one host copy. */
+ * input/labels hold max_batch samples: a batch gathered there skips one host copy. A batch
+ * from memory neither here nor registered is copied here first. */
 float *cuda_model_grads_host(cuda_model_t *cm);
 float *cuda_model_input_host(cuda_model_t *cm);
 int32_t *cuda_model_labels_host(cuda_model_t *cm);
@@ -121,7 +155,8 @@ const float *cuda_model_logits_host(cuda_model_t *cm, int B);
  * gates and argmax) and its gradients can be compared tightly. Synchronous. */
 int cuda_model_upload_forward_state(cuda_model_t *cm, const model_t *m, int B);
 
-/* Called between layers like model_t.progress (lets an algorithm drive MPI_Test). */
+/* Called every ~100 us while the host waits for cuda_model_train_step (lets an algorithm
+ * drive MPI_Test on a nonblocking collective while the device computes). */
 void cuda_model_set_progress(cuda_model_t *cm, void (*fn)(void *ctx), void *ctx);
 /* Device memory this model allocated, in bytes (cuDNN/cuBLAS handles not included). */
 size_t cuda_model_device_bytes(const cuda_model_t *cm);

@@ -22,14 +22,48 @@ extern "C" {
 #endif
 #include "model.h" /* C declarations: inside extern "C" when model_cuda.cu includes this */
 
-#define PACER_CUDA_ABI 1
+#define PACER_CUDA_ABI 2
 #define PACER_CUDA_ENTRY "pacer_cuda_backend"
 
 typedef struct cuda_model cuda_model_t;
 
+/* Why a GPU can or cannot be used (cuda_probe in backend_cuda.h). The kinds are what a
+ * person does about it: install a driver, find a GPU, update the driver, rebuild for this
+ * GPU, or read the CUDA error. */
+typedef enum {
+    CUDA_PROBE_OK = 0,
+    CUDA_PROBE_NO_LIBRARY,      /* libpacer_cuda.so (or a library it needs) cannot be loaded */
+    CUDA_PROBE_NO_DRIVER,       /* no NVIDIA driver: libcuda.so.1 absent, or the toolkit's stub */
+    CUDA_PROBE_NO_DEVICE,       /* the driver sees no GPU (or CUDA_VISIBLE_DEVICES hides them) */
+    CUDA_PROBE_DRIVER_TOO_OLD,  /* the driver predates the CUDA runtime the backend was built with */
+    CUDA_PROBE_NO_KERNEL_IMAGE, /* the backend has no code this GPU can run (SASS or PTX) */
+    CUDA_PROBE_ERROR,           /* anything else; the reason carries the CUDA error */
+} cuda_probe_kind_t;
+
+typedef struct {
+    int kind;                /* cuda_probe_kind_t */
+    int devices;             /* devices the driver reports (0 when it was not asked) */
+    int device;              /* the device probed, -1 when none was reached */
+    int cc_major, cc_minor;  /* its compute capability */
+    int driver_version;      /* cuDriverGetVersion: 12040 = CUDA 12.4; 0 = no driver */
+    int runtime_version;     /* CUDART_VERSION the backend was built with; 0 = not loaded */
+    char name[256];          /* the device's name, when reached */
+    char reason[768];        /* what is wrong and what to do about it; "" when kind is OK */
+} cuda_probe_t;
+
 typedef struct {
     int abi;                 /* PACER_CUDA_ABI of the library's build */
     size_t model_bytes;      /* sizeof(model_t) of the library's build */
+    /* Probes device (-1: the local rank's, as pick_device) for a training run: the driver's
+     * version against the runtime's (driver_version from libcuda, 0 if unknown), the
+     * runtime's device count, activation, and a trivial kernel launched and waited for,
+     * so a GPU without a matching kernel image is found here, not in the first step. */
+    int (*probe)(int device, int driver_version, cuda_probe_t *out);
+    /* The cuda_probe_kind_t of a cudaError_t (driver_version as above). Host-only. */
+    int (*classify_error)(int cuda_error, int driver_version);
+    /* One line: the CUDA runtime and cuDNN the library was built with, the driver that
+     * runtime needs, and the GPU architectures it has code for. */
+    void (*build_info)(char *buf, size_t len);
     int (*device_count)(void);
     int (*pick_device)(void);
     int (*device_name)(int device, char *name, size_t len);
@@ -41,6 +75,9 @@ typedef struct {
     int (*model_upload_params)(cuda_model_t *cm, const float *params);
     int (*model_download_params)(cuda_model_t *cm, model_t *m);
     int (*model_download_buffers)(cuda_model_t *cm, float *host_buffers);
+    int (*model_upload_buffers)(cuda_model_t *cm, const float *host_buffers);
+    int (*model_host_register)(cuda_model_t *cm, void *p, size_t bytes);
+    int (*model_prepare_batch)(cuda_model_t *cm, int B);
     float *(*model_grads_host)(cuda_model_t *cm);
     float *(*model_input_host)(cuda_model_t *cm);
     int32_t *(*model_labels_host)(cuda_model_t *cm);

@@ -277,10 +277,12 @@ int model_create(const char *name, int max_batch, model_t **out, char *err, size
         return -1;
     }
 
-    /* One allocation per fused buffer; 64-byte alignment keeps AVX loads aligned. */
-#define ALLOC(ptr, n) do { size_t bytes_ = ((n) * sizeof *(ptr) + 63) & ~(size_t)63; \
-        (ptr) = aligned_alloc(64, bytes_ ? bytes_ : 64); if (!(ptr)) goto oom; \
-        memset((ptr), 0, bytes_ ? bytes_ : 64); } while (0)
+    /* One allocation per fused buffer, in whole 4 KiB pages: aligned for AVX loads, and a
+     * GPU rank can page-lock params and grads (cudaHostRegister) without two registrations
+     * sharing a page. */
+#define ALLOC(ptr, n) do { size_t bytes_ = ((n) * sizeof *(ptr) + 4095) & ~(size_t)4095; \
+        (ptr) = aligned_alloc(4096, bytes_ ? bytes_ : 4096); if (!(ptr)) goto oom; \
+        memset((ptr), 0, bytes_ ? bytes_ : 4096); } while (0)
     ALLOC(m->params, m->nparams);
     ALLOC(m->grads, m->nparams + MODEL_GRAD_EXTRA);
     ALLOC(m->momentum, m->nparams);

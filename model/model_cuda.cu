@@ -14,7 +14,16 @@
  * by every layer (the largest any layer's algorithms need at max_batch), and pinned host
  * staging for the batch, the gradients, the logits and the loss. Nothing is allocated after
  * cuda_model_create; a step enqueues kernels and copies on one stream and synchronises once.
+ * A caller's own host buffers can be page-locked too (cuda_model_host_register): the worker
+ * registers its fused params and grads and its batch buffers, so their copies are DMA
+ * straight from and into them, with no pageable bounce and no extra host copy.
+ *
+ * Probing (cuda_probe): before a rank trains, the library compares the driver with the
+ * runtime it was built with, asks the runtime for the devices, activates one and runs a
+ * trivial kernel, so that each of "no driver", "no device", "driver too old" and "no
+ * kernel image for this GPU" is named with the CUDA error and what to do about it.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +54,8 @@ struct cuda_model {
     float *h_grads;          /* pinned (nparams + MODEL_GRAD_EXTRA) */
     float *h_logits;         /* pinned (max_batch, num_classes) */
     float *h_loss;           /* pinned (1) */
+    struct { void *p; size_t bytes; } pinned[8];  /* caller buffers page-locked by host_register */
+    int npinned;
     size_t in_floats;        /* C*H*W of one sample */
     size_t aux_floats, argmax_ints;
     size_t device_bytes;
@@ -54,6 +65,175 @@ struct cuda_model {
 };
 
 static void cuda_model_free(cuda_model_t *cm);
+
+/* ---- build facts and the probe ------------------------------------------------------------ */
+
+/* The GPU architectures the Makefile compiled for (CUDA_ARCHS, CUDA_PTX). */
+#ifndef PACER_CUDA_ARCHS
+#define PACER_CUDA_ARCHS "unknown (built without the Makefile's CUDA_ARCHS)"
+#endif
+
+/* The oldest driver the runtime we were built with runs on (CUDA minor version
+ * compatibility: NVIDIA's CUDA Compatibility guide, Linux). */
+#if CUDART_VERSION >= 13000
+#define MIN_DRIVER "580"
+#elif CUDART_VERSION >= 12000
+#define MIN_DRIVER "525.60.13"
+#elif CUDART_VERSION >= 11000
+#define MIN_DRIVER "450.80.02"
+#else
+#define MIN_DRIVER "the one in this CUDA's release notes"
+#endif
+
+#define PROBE_MAGIC 0x70616365 /* "pace" */
+
+/* The smallest kernel there is: if it cannot run, no kernel of this library can. */
+__global__ void probe_kernel(int *flag)
+{
+    if (blockIdx.x == 0 && threadIdx.x == 0) *flag = PROBE_MAGIC;
+}
+
+static void build_info(char *buf, size_t len)
+{
+    snprintf(buf, len,
+             "built with the CUDA %d.%d runtime (needs an NVIDIA driver >= %s) and cuDNN %d.%d.%d; GPU code: %s",
+             CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10, MIN_DRIVER, CUDNN_MAJOR, CUDNN_MINOR,
+             CUDNN_PATCHLEVEL, PACER_CUDA_ARCHS);
+}
+
+static int classify_error(int e, int driver_version)
+{
+    switch ((cudaError_t)e) {
+    case cudaSuccess: return CUDA_PROBE_OK;
+    case cudaErrorNoDevice: return CUDA_PROBE_NO_DEVICE;
+    case cudaErrorStubLibrary: return CUDA_PROBE_NO_DRIVER;
+    /* the runtime says this both without any driver and with an old one */
+    case cudaErrorInsufficientDriver: return driver_version > 0 ? CUDA_PROBE_DRIVER_TOO_OLD : CUDA_PROBE_NO_DRIVER;
+    case cudaErrorCallRequiresNewerDriver:
+    case cudaErrorCompatNotSupportedOnDevice: return CUDA_PROBE_DRIVER_TOO_OLD;
+    case cudaErrorNoKernelImageForDevice:
+    case cudaErrorInvalidKernelImage:
+    case cudaErrorInvalidPtx:
+    case cudaErrorUnsupportedPtxVersion:
+    case cudaErrorJitCompilerNotFound:
+    case cudaErrorJitCompilationDisabled: return CUDA_PROBE_NO_KERNEL_IMAGE;
+    default: return CUDA_PROBE_ERROR;
+    }
+}
+
+static int probe_say(cuda_probe_t *p, int kind, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->reason, sizeof p->reason, fmt, ap);
+    va_end(ap);
+    p->kind = kind;
+    return kind;
+}
+
+/* A failed runtime call, named with its error and what to do about its kind. */
+static int probe_cuda_error(cuda_probe_t *p, const char *call, cudaError_t e, int driver_version)
+{
+    const int kind = classify_error((int)e, driver_version);
+    const char *name = cudaGetErrorName(e), *text = cudaGetErrorString(e);
+    const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+    switch (kind) {
+    case CUDA_PROBE_NO_DRIVER:
+        return probe_say(p, kind, "no NVIDIA driver: %s: %s (%s); install the driver, or give the container the GPU "
+                         "(libcuda.so.1 must be the driver's, not the CUDA toolkit's stub)", call, name, text);
+    case CUDA_PROBE_NO_DEVICE:
+        return probe_say(p, kind, "no CUDA device: %s: %s (%s); check nvidia-smi%s%s", call, name, text,
+                         cvd ? " and CUDA_VISIBLE_DEVICES=" : "", cvd ? cvd : "");
+    case CUDA_PROBE_DRIVER_TOO_OLD:
+        return probe_say(p, kind, "the NVIDIA driver is too old: %s: %s (%s); this backend was built with the CUDA "
+                         "%d.%d runtime, which needs a driver >= %s", call, name, text, CUDART_VERSION / 1000,
+                         CUDART_VERSION % 1000 / 10, MIN_DRIVER);
+    case CUDA_PROBE_NO_KERNEL_IMAGE:
+        return probe_say(p, kind, "no kernel image for this GPU: %s: %s (%s); %s is compute capability %d.%d and "
+                         "libpacer_cuda.so has code for %s: rebuild with make CUDA_ARCHS=%d%d", call, name, text,
+                         p->name[0] ? p->name : "the device", p->cc_major, p->cc_minor, PACER_CUDA_ARCHS,
+                         p->cc_major, p->cc_minor);
+    default:
+        return probe_say(p, kind, "CUDA error on device %d%s%s%s: %s: %s (%s)", p->device, p->name[0] ? " (" : "",
+                         p->name, p->name[0] ? ")" : "", call, name, text);
+    }
+}
+
+static int cuda_pick_device(void);
+
+static int probe(int device, int driver_version, cuda_probe_t *p)
+{
+    p->runtime_version = CUDART_VERSION;
+    p->device = -1;
+    p->name[0] = '\0';
+    p->reason[0] = '\0';
+    p->driver_version = driver_version;
+    const int rt_major = CUDART_VERSION / 1000, rt_minor = CUDART_VERSION % 1000 / 10;
+    /* Minor version compatibility: a driver of the same major release runs the runtime;
+     * an older major does not (and the runtime may not even say why). */
+    if (driver_version > 0 && driver_version / 1000 < rt_major)
+        return probe_say(p, CUDA_PROBE_DRIVER_TOO_OLD,
+                         "the NVIDIA driver is too old: it supports CUDA %d.%d, and libpacer_cuda.so was built with "
+                         "the CUDA %d.%d runtime, which needs a driver >= %s; update the driver, or build pacer with "
+                         "a CUDA %d.x toolkit (docs/PERFORMANCE.md, \"GPU: first run\")",
+                         driver_version / 1000, driver_version % 1000 / 10, rt_major, rt_minor, MIN_DRIVER,
+                         driver_version / 1000);
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return probe_cuda_error(p, "cudaGetDeviceCount", e, driver_version);
+    }
+    p->devices = n;
+    if (n == 0) return probe_cuda_error(p, "cudaGetDeviceCount", cudaErrorNoDevice, driver_version);
+    if (device < 0) device = cuda_pick_device();
+    if (device < 0 || device >= n)
+        return probe_say(p, CUDA_PROBE_ERROR, "CUDA device %d does not exist (%d visible)", device, n);
+    p->device = device;
+    cudaDeviceProp prop;
+    if ((e = cudaGetDeviceProperties(&prop, device)) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return probe_cuda_error(p, "cudaGetDeviceProperties", e, driver_version);
+    }
+    snprintf(p->name, sizeof p->name, "%s", prop.name);
+    p->cc_major = prop.major;
+    p->cc_minor = prop.minor;
+    if ((e = (cudaError_t)cuda_device_activate(device)) != cudaSuccess)
+        return probe_cuda_error(p, "cudaInitDevice/cudaSetDevice", e, driver_version);
+    int *flag = NULL, got = 0;
+    if ((e = cudaMalloc((void **)&flag, sizeof(int))) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return probe_cuda_error(p, "cudaMalloc", e, driver_version);
+    }
+    e = cudaMemset(flag, 0, sizeof(int));
+    if (e == cudaSuccess) {
+        probe_kernel<<<1, 32>>>(flag);
+        e = cudaGetLastError();   /* a missing kernel image is reported here */
+    }
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    if (e == cudaSuccess) e = cudaMemcpy(&got, flag, sizeof got, cudaMemcpyDeviceToHost);
+    cudaFree(flag);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return probe_cuda_error(p, "a probe kernel", e, driver_version);
+    }
+    if (got != PROBE_MAGIC)
+        return probe_say(p, CUDA_PROBE_ERROR, "a probe kernel on device %d (%s) ran but wrote %#x instead of %#x",
+                         device, p->name, got, PROBE_MAGIC);
+    p->kind = CUDA_PROBE_OK;
+    return CUDA_PROBE_OK;
+}
+
+/* Whether [p, p + bytes) is page-locked host memory this model may DMA from or into. */
+static int is_pinned(const cuda_model_t *cm, const void *p, size_t bytes)
+{
+    const char *c = (const char *)p;
+    for (int i = 0; i < cm->npinned; i++) {
+        const char *b = (const char *)cm->pinned[i].p;
+        if (c >= b && c + bytes <= b + cm->pinned[i].bytes) return 1;
+    }
+    return 0;
+}
 
 /* A call the model cannot serve (bad batch size, wrong order): recorded like a CUDA error. */
 #define FAIL(cm, what, hint) pacer_cuda_fail((cm)->ctx, __FILE__, __LINE__, (what), "invalid call", (hint))
@@ -188,6 +368,7 @@ static void cuda_model_free(cuda_model_t *cm)
     cudaFree(cm->ws);
     cudaFreeHost(cm->h_x); cudaFreeHost(cm->h_y); cudaFreeHost(cm->h_grads);
     cudaFreeHost(cm->h_logits); cudaFreeHost(cm->h_loss);
+    for (int i = 0; i < cm->npinned; i++) cudaHostUnregister(cm->pinned[i].p);
     cuda_ctx_free(cm->ctx);
     free(cm);
 }
@@ -215,8 +396,7 @@ static int cuda_model_upload(cuda_model_t *cm, const model_t *m)
     if (m->nbuffers)
         CUDA_CHECK(cm->ctx, cudaMemcpyAsync(cm->buffers, m->buffers, m->nbuffers * F, cudaMemcpyHostToDevice, s),
                    "upload buffers");
-    CUDA_CHECK(cm->ctx, cudaStreamSynchronize(s), "upload");
-    return 0;
+    return cuda_ctx_sync(cm->ctx);
 }
 
 static int cuda_model_upload_params(cuda_model_t *cm, const float *params)
@@ -224,8 +404,7 @@ static int cuda_model_upload_params(cuda_model_t *cm, const float *params)
     cudaStream_t s = cm->ctx->stream;
     CUDA_CHECK(cm->ctx, cudaMemcpyAsync(cm->params, params, cm->meta.nparams * sizeof(float), cudaMemcpyHostToDevice, s),
                "upload params");
-    CUDA_CHECK(cm->ctx, cudaStreamSynchronize(s), "upload params");
-    return 0;
+    return cuda_ctx_sync(cm->ctx);
 }
 
 static int cuda_model_download_params(cuda_model_t *cm, model_t *m)
@@ -239,8 +418,7 @@ static int cuda_model_download_params(cuda_model_t *cm, model_t *m)
     if (m->nbuffers)
         CUDA_CHECK(cm->ctx, cudaMemcpyAsync(m->buffers, cm->buffers, m->nbuffers * F, cudaMemcpyDeviceToHost, s),
                    "download buffers");
-    CUDA_CHECK(cm->ctx, cudaStreamSynchronize(s), "download (or an earlier kernel failed)");
-    return 0;
+    return cuda_ctx_sync(cm->ctx);
 }
 
 static int cuda_model_download_buffers(cuda_model_t *cm, float *host_buffers)
@@ -250,7 +428,36 @@ static int cuda_model_download_buffers(cuda_model_t *cm, float *host_buffers)
     CUDA_CHECK(cm->ctx, cudaMemcpyAsync(host_buffers, cm->buffers, cm->meta.nbuffers * sizeof(float),
                                         cudaMemcpyDeviceToHost, s),
                "download buffers");
-    CUDA_CHECK(cm->ctx, cudaStreamSynchronize(s), "download buffers (or an earlier kernel failed)");
+    return cuda_ctx_sync(cm->ctx);
+}
+
+static int cuda_model_upload_buffers(cuda_model_t *cm, const float *host_buffers)
+{
+    if (!cm->meta.nbuffers) return 0;
+    CUDA_CHECK(cm->ctx, cudaMemcpyAsync(cm->buffers, host_buffers, cm->meta.nbuffers * sizeof(float),
+                                        cudaMemcpyHostToDevice, cm->ctx->stream),
+               "upload buffers");
+    return cuda_ctx_sync(cm->ctx);
+}
+
+static int cuda_model_host_register(cuda_model_t *cm, void *p, size_t bytes)
+{
+    if (!p || !bytes || is_pinned(cm, p, bytes)) return 0;
+    const int max = (int)(sizeof cm->pinned / sizeof cm->pinned[0]);
+    if (cm->npinned == max) return FAIL(cm, "cuda_model_host_register", "at most 8 registered buffers");
+    CUDA_CHECK(cm->ctx, cudaHostRegister(p, bytes, cudaHostRegisterDefault),
+               "page-locking a host buffer (it must not share a page with another registered one)");
+    cm->pinned[cm->npinned].p = p;
+    cm->pinned[cm->npinned].bytes = bytes;
+    cm->npinned++;
+    return 0;
+}
+
+static int cuda_model_prepare_batch(cuda_model_t *cm, int B)
+{
+    if (B < 1 || B > cm->meta.max_batch) return FAIL(cm, "cuda_model_prepare_batch", "batch must be in [1, max_batch]");
+    for (int i = 0; i < cm->meta.nlayers; i++)
+        if (cm->plans[i] && cuda_conv2d_plan_prepare(cm->ctx, cm->plans[i], B, cm->ws_bytes) != 0) return -1;
     return 0;
 }
 
@@ -278,8 +485,7 @@ static int enqueue_grads_download(cuda_model_t *cm, float *dst)
 static int cuda_model_download_grads(cuda_model_t *cm, float *host_grads, int async)
 {
     if (enqueue_grads_download(cm, host_grads) != 0) return -1;
-    if (!async) CUDA_CHECK(cm->ctx, cudaStreamSynchronize(cm->ctx->stream), "download grads (or an earlier kernel failed)");
-    return 0;
+    return async ? 0 : cuda_ctx_sync(cm->ctx);
 }
 
 static int cuda_model_upload_grads(cuda_model_t *cm, const float *host_grads)
@@ -287,8 +493,7 @@ static int cuda_model_upload_grads(cuda_model_t *cm, const float *host_grads)
     cudaStream_t s = cm->ctx->stream;
     CUDA_CHECK(cm->ctx, cudaMemcpyAsync(cm->grads, host_grads, cm->meta.nparams * sizeof(float), cudaMemcpyHostToDevice, s),
                "upload grads");
-    CUDA_CHECK(cm->ctx, cudaStreamSynchronize(s), "upload grads");
-    return 0;
+    return cuda_ctx_sync(cm->ctx);
 }
 
 static int cuda_model_sync(cuda_model_t *cm) { return cuda_ctx_sync(cm->ctx); }
@@ -315,16 +520,16 @@ static int enqueue_forward(cuda_model_t *cm, const float *x, const int32_t *y, i
     cm->fwd_B = 0;
     if (B < 1 || B > m->max_batch) return FAIL(cm, "cuda_model_forward", "batch must be in [1, max_batch]");
 
-    /* Through the pinned staging (skipped when the caller gathered there), so the copy is a
-     * true asynchronous DMA. Every entry point ends with a synchronisation, so the staging
-     * is free again when the next step writes it. */
-    const size_t xb = (size_t)B * cm->in_floats * sizeof(float);
-    if (x != cm->h_x) memcpy(cm->h_x, x, xb);
-    CUDA_CHECK(ctx, cudaMemcpyAsync(cm->x, cm->h_x, xb, cudaMemcpyHostToDevice, s), "upload batch");
+    /* From page-locked memory, so the copy is a true asynchronous DMA: the caller's own
+     * buffer when it is registered (or is the staging), else through the pinned staging.
+     * Every entry point ends with a synchronisation, so the buffers are free again when the
+     * next step writes them. */
+    const size_t xb = (size_t)B * cm->in_floats * sizeof(float), yb = (size_t)B * sizeof(int32_t);
+    if (x != cm->h_x && !is_pinned(cm, x, xb)) x = (const float *)memcpy(cm->h_x, x, xb);
+    CUDA_CHECK(ctx, cudaMemcpyAsync(cm->x, x, xb, cudaMemcpyHostToDevice, s), "upload batch");
     if (y) {
-        if (y != cm->h_y) memcpy(cm->h_y, y, (size_t)B * sizeof(int32_t));
-        CUDA_CHECK(ctx, cudaMemcpyAsync(cm->y, cm->h_y, (size_t)B * sizeof(int32_t), cudaMemcpyHostToDevice, s),
-                   "upload labels");
+        if (y != cm->h_y && !is_pinned(cm, y, yb)) y = (const int32_t *)memcpy(cm->h_y, y, yb);
+        CUDA_CHECK(ctx, cudaMemcpyAsync(cm->y, y, yb, cudaMemcpyHostToDevice, s), "upload labels");
     }
 
     for (int i = 0; i < m->nlayers; i++) {
@@ -357,7 +562,6 @@ static int enqueue_forward(cuda_model_t *cm, const float *x, const int32_t *y, i
         case LAYER_ADD: rc = cuda_residual_add_forward(ctx, &l->sc, B, inp, layer_input(cm, l->in2), out); break;
         }
         if (rc != 0) return -1;
-        if (cm->progress) cm->progress(cm->progress_ctx);
     }
     if (y) {
         if (cuda_softmax_xent_forward(ctx, B, m->num_classes, logits_dev(cm), cm->y, cm->probs, cm->loss) != 0)
@@ -423,7 +627,6 @@ static int enqueue_backward(cuda_model_t *cm, int B, float loss_scale)
         }
         }
         if (rc != 0) return -1;
-        if (cm->progress) cm->progress(cm->progress_ctx);
     }
     return 0;
 }
@@ -444,8 +647,11 @@ static int cuda_model_train_step(cuda_model_t *cm, const float *host_x, const in
                                  float loss_scale, float *host_grads, float *loss)
 {
     if (!host_y) return FAIL(cm, "cuda_model_train_step", "labels are required");
+    /* One wait for the whole step; with a progress callback (hpsgd) the host drives MPI while
+     * the device computes instead of sleeping through it. */
     if (enqueue_forward(cm, host_x, host_y, B, 1) != 0 || enqueue_backward(cm, B, loss_scale) != 0 ||
-        enqueue_grads_download(cm, host_grads) != 0 || cuda_ctx_sync(cm->ctx) != 0)
+        enqueue_grads_download(cm, host_grads) != 0 ||
+        cuda_ctx_sync_progress(cm->ctx, cm->progress, cm->progress_ctx) != 0)
         return -1;
     if (loss) *loss = *cm->h_loss;
     return 0;
@@ -500,8 +706,7 @@ static int cuda_model_upload_forward_state(cuda_model_t *cm, const model_t *m, i
     CUDA_CHECK(cm->ctx, cudaMemcpyAsync(cm->probs, m->probs, (size_t)B * cm->meta.num_classes * F,
                                         cudaMemcpyHostToDevice, s),
                "upload probabilities");
-    CUDA_CHECK(cm->ctx, cudaStreamSynchronize(s), "upload forward state");
-    return 0;
+    return cuda_ctx_sync(cm->ctx);
 }
 
 /* ---- the library's entry point (backend_cuda_abi.h) -------------------------------------- */
@@ -511,6 +716,9 @@ extern "C" const pacer_cuda_backend_t *pacer_cuda_backend(void)
     static const pacer_cuda_backend_t table = {
         PACER_CUDA_ABI,
         sizeof(model_t),
+        probe,
+        classify_error,
+        build_info,
         cuda_device_count,
         cuda_pick_device,
         cuda_device_name,
@@ -522,6 +730,9 @@ extern "C" const pacer_cuda_backend_t *pacer_cuda_backend(void)
         cuda_model_upload_params,
         cuda_model_download_params,
         cuda_model_download_buffers,
+        cuda_model_upload_buffers,
+        cuda_model_host_register,
+        cuda_model_prepare_batch,
         cuda_model_grads_host,
         cuda_model_input_host,
         cuda_model_labels_host,

@@ -39,10 +39,14 @@ static int hier_init(worker_t *w)
 static void average(worker_t *w, hier_state_t *st)
 {
     model_t *m = w->model;
+    /* Every rank: a GPU rank's host copy must be current before the broadcast overwrites
+     * it, or its stale state would outlive the average (worker.h). */
+    worker_model_to_host(w);
     if (st->leaders != MPI_COMM_NULL) local_average(w, st->leaders, st->buf, (float)st->group_samples);
     double t0 = clock_mono_s();
     MPI_CHECK(MPI_Bcast(m->params, (int)m->nparams, MPI_FLOAT, 0, st->group));
     if (m->nbuffers) MPI_CHECK(MPI_Bcast(m->buffers, (int)m->nbuffers, MPI_FLOAT, 0, st->group));
+    worker_buffers_to_device(w);
     double dt = clock_mono_s() - t0;
     w->stats.step_comm_s += dt;
     w->stats.comm_s += dt;

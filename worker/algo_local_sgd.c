@@ -31,6 +31,7 @@ void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight)
 {
     model_t *m = w->model;
     size_t np = m->nparams, nb = m->nbuffers;
+    worker_model_to_host(w);   /* a GPU rank's newest weights and batch-norm statistics */
     for (size_t i = 0; i < np; i++) buf[i] = weight * m->params[i];
     for (size_t i = 0; i < nb; i++) buf[np + i] = weight * m->buffers[i];
     buf[np + nb] = weight;
@@ -43,6 +44,7 @@ void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight)
     float inv = 1.0f / buf[np + nb];
     for (size_t i = 0; i < np; i++) m->params[i] = buf[i] * inv;
     for (size_t i = 0; i < nb; i++) m->buffers[i] = buf[np + i] * inv;
+    worker_buffers_to_device(w);   /* the params go up with the next step (worker.h) */
 }
 
 static void average(worker_t *w, local_state_t *st)
@@ -59,7 +61,7 @@ static int local_step(worker_t *w)
     comm_replan(w, MPI_COMM_WORLD);
     worker_next_batch(w);
     worker_compute_grad(w, 1.0f);
-    worker_apply_update(w, 1.0f);
+    worker_apply_local_update(w);
     st->since++;
     st->samples += w->batch;
     if (st->since >= w->spec->algorithm.local_steps) average(w, st);

@@ -6,7 +6,7 @@ static int sgd_step(worker_t *w)
 {
     worker_next_batch(w);
     worker_compute_grad(w, 1.0f);
-    worker_apply_update(w, 1.0f);
+    worker_apply_local_update(w);
     return 0;
 }
 

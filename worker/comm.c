@@ -16,8 +16,10 @@ int comm_launched_by_mpirun(void)
 void comm_broadcast_model(worker_t *w, MPI_Comm comm)
 {
     model_t *m = w->model;
+    worker_model_to_host(w);   /* GPU ranks: see worker.h for who owns what when */
     MPI_CHECK(MPI_Bcast(m->params, (int)m->nparams, MPI_FLOAT, 0, comm));
     if (m->nbuffers) MPI_CHECK(MPI_Bcast(m->buffers, (int)m->nbuffers, MPI_FLOAT, 0, comm));
+    worker_buffers_to_device(w);
 }
 
 void comm_replan(worker_t *w, MPI_Comm comm)

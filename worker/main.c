@@ -73,13 +73,21 @@ static void usage(FILE *f)
         "Exit status: 0 done, 1 training failed, 2 bad input (spec, data, checkpoint).\n");
 }
 
-/* The CUDA backend is listed when its library is there (not loaded: --version stays
- * cheap and maps no CUDA library). */
+/* The CUDA backend is listed when its library is there; then it is loaded (not
+ * initialised) to say what it was built with and which driver that needs, and the driver
+ * is asked what it is (libcuda only), so a mismatch shows before a job is started. */
 static void version(void)
 {
-    char path[4200];
+    char path[4200], info[1024];
     cuda_backend_path(path, sizeof path);
-    printf("pacer-worker %s\nbackends: cpu%s\n", PACER_VERSION, access(path, R_OK) == 0 ? " cuda" : "");
+    int have = access(path, R_OK) == 0;
+    printf("pacer-worker %s\nbackends: cpu%s\n", PACER_VERSION, have ? " cuda" : "");
+    if (have) {
+        int rc = cuda_backend_info(info, sizeof info);
+        printf("cuda backend: %s%s%s\n", rc == 0 ? path : "", rc == 0 ? ": " : "", info);
+    }
+    cuda_driver_info(info, sizeof info);
+    printf("cuda driver: %s\n", info);
 }
 
 static int run(const char *spec_path, const char *summary_path, const char *metrics_path,

@@ -20,6 +20,13 @@
 
 /* ---- shared machinery ------------------------------------------------------------------ */
 
+/* A device failure mid-job is not recoverable here; the launcher restarts from a checkpoint. */
+static void gpu_fail(const worker_t *w, const char *what)
+{
+    fprintf(stderr, "pacer-worker: rank %d: CUDA: %s: %s\n", w->rank, what, cuda_model_error(w->gpu));
+    abort();
+}
+
 void worker_epoch_order(worker_t *w)
 {
     /* The permutation depends only on (seed, epoch), so every rank computes the same one
@@ -52,6 +59,9 @@ void worker_gather(worker_t *w, long offset, int b)
         abort();
     }
     w->batch = b;
+    /* A new batch size (a re-plan) gets its convolution algorithms here, before the timed
+     * step; a size seen before reuses its choice. */
+    if (w->gpu && cuda_model_prepare_batch(w->gpu, b) != 0) gpu_fail(w, "preparing the batch size");
 }
 
 void worker_next_batch(worker_t *w)
@@ -68,15 +78,15 @@ float worker_compute_grad(worker_t *w, float loss_scale)
     double t0 = clock_mono_s(), c0 = clock_cpu_s();
     float loss;
     if (w->gpu) {
-        /* The host weights are authoritative (every algorithm updates them); the device
-         * computes forward and backward and the gradient comes back into model->grads. */
+        /* The host params go up unless the device optimizer holds newer ones (worker.h);
+         * x, y, params and grads are page-locked, so every copy is DMA; the gradient comes
+         * back into model->grads with the step's one wait, during which an algorithm's
+         * progress callback (hpsgd) drives MPI. */
         model_t *m = w->model;
         cuda_model_set_progress(w->gpu, m->progress, m->progress_ctx);
-        if (cuda_model_upload_params(w->gpu, m->params) != 0 ||
-            cuda_model_train_step(w->gpu, w->x, w->y, w->batch, loss_scale, m->grads, &loss) != 0) {
-            fprintf(stderr, "pacer-worker: rank %d: CUDA: %s\n", w->rank, cuda_model_error(w->gpu));
-            abort(); /* a device failure mid-job is not recoverable here; the launcher restarts */
-        }
+        if (!w->gpu_ahead && cuda_model_upload_params(w->gpu, m->params) != 0) gpu_fail(w, "uploading the weights");
+        if (cuda_model_train_step(w->gpu, w->x, w->y, w->batch, loss_scale, m->grads, &loss) != 0)
+            gpu_fail(w, "training step");
     } else {
         loss = model_forward(w->model, w->x, w->y, w->batch, 1);
         model_backward(w->model, w->x, w->y, w->batch, loss_scale);
@@ -110,10 +120,33 @@ float worker_compute_grad(worker_t *w, float loss_scale)
     return loss;
 }
 
+/* The update on the device: g (host, nparams floats) is uploaded first, unless NULL (the
+ * device's own gradient). Same rule as the host path below (cuda_clip_scale computes the
+ * clipping coefficient the same way), so a GPU rank and a CPU rank update alike. */
+static void apply_on_device(worker_t *w, const float *g, float grad_scale)
+{
+    const job_spec_t *s = w->spec;
+    if (g && cuda_model_upload_grads(w->gpu, g) != 0) gpu_fail(w, "uploading the gradient");
+    if (cuda_model_sgd(w->gpu, w->lr, (float)s->optimizer.momentum, s->optimizer.nesterov,
+                       (float)s->optimizer.weight_decay, grad_scale, (float)s->optimizer.clip_norm) != 0)
+        gpu_fail(w, "optimizer step");
+    w->gpu_ahead = 1;
+}
+
+void worker_apply_local_update(worker_t *w)
+{
+    if (w->gpu) apply_on_device(w, NULL, 1.0f);
+    else worker_apply_gradient(w, w->model->grads, 1.0f);
+}
+
 void worker_apply_gradient(worker_t *w, const float *g, float grad_scale)
 {
     const job_spec_t *s = w->spec;
     model_t *m = w->model;
+    if (w->gpu) {
+        apply_on_device(w, g, grad_scale);
+        return;
+    }
     if (s->optimizer.clip_norm > 0) {
         /* Clip the gradient the update will use, grad_scale * g, to clip_norm. */
         float norm = grad_scale * (float)sqrt(sum_squares(m->nparams, g));
@@ -193,20 +226,32 @@ static void report_epoch(worker_t *w, metrics_kind_t kind)
     metrics_push(w->metrics, r);
 }
 
-/* The device owns the batch-norm running statistics while training on a GPU. */
-static void sync_buffers_from_device(worker_t *w)
+void worker_model_to_host(worker_t *w)
 {
-    if (w->gpu && w->model->nbuffers && cuda_model_download_buffers(w->gpu, w->model->buffers) != 0)
-        fprintf(stderr, "pacer-worker: rank %d: CUDA: %s\n", w->rank, cuda_model_error(w->gpu));
+    if (!w->gpu) return;
+    model_t *m = w->model;
+    if (w->gpu_ahead) {
+        if (cuda_model_download_params(w->gpu, m) != 0) gpu_fail(w, "downloading the weights");   /* and buffers */
+        w->gpu_ahead = 0;
+    } else if (cuda_model_download_buffers(w->gpu, m->buffers) != 0) {
+        gpu_fail(w, "downloading the batch-norm statistics");
+    }
+}
+
+void worker_buffers_to_device(worker_t *w)
+{
+    if (w->gpu && cuda_model_upload_buffers(w->gpu, w->model->buffers) != 0)
+        gpu_fail(w, "uploading the batch-norm statistics");
 }
 
 void worker_evaluate(worker_t *w, float *loss, float *accuracy)
 {
     model_t *m = w->model;
-    sync_buffers_from_device(w);
     const dataset_t *d = &w->test;
     double loss_sum = 0;
     long correct = 0;
+    if (w->gpu && !w->gpu_ahead && cuda_model_upload_params(w->gpu, m->params) != 0)
+        gpu_fail(w, "uploading the weights");
     for (int first = 0; first < d->n; first += w->max_batch) {
         int b = d->n - first < w->max_batch ? d->n - first : w->max_batch;
         for (int i = 0; i < b; i++) w->eval_idx[i] = first + i;
@@ -216,6 +261,14 @@ void worker_evaluate(worker_t *w, float *loss, float *accuracy)
                     w->rank, d->source);
             abort();
         }
+        if (w->gpu) {
+            float l = cuda_model_forward(w->gpu, w->x, w->y, b, 0);
+            const float *logits = l < 0 ? NULL : cuda_model_logits_host(w->gpu, b);
+            if (!logits) gpu_fail(w, "evaluation");
+            loss_sum += (double)l * b;
+            correct += count_correct(b, m->num_classes, logits, w->y);
+            continue;
+        }
         loss_sum += (double)model_forward(m, w->x, w->y, b, 0) * b;
         correct += count_correct(b, m->num_classes, model_logits(m), w->y);
     }
@@ -223,55 +276,81 @@ void worker_evaluate(worker_t *w, float *loss, float *accuracy)
     *accuracy = d->n ? (float)correct / (float)d->n : 0.0f;
 }
 
-/* device "cpu": the reference path. "cuda": GPU local_rank % device_count, an error when
- * none is visible. "auto": the GPU when one is visible, else the CPU with a log line.
- * Ranks choose independently, so one job may mix GPU and CPU ranks (the node profiles
- * show each rank's device, and dynamic batching balances them).
+/* device "cpu": the reference path. "cuda": GPU local_rank % device_count; a rank that
+ * cannot use it fails with the reason, before training. "auto": the GPU when the probe
+ * passes, else the CPU, after saying why on stderr and in the summary (per_rank[].device,
+ * and the job's "device"). Ranks choose independently, so one job may mix GPU and CPU
+ * ranks (the node profiles show each rank's device, and dynamic batching balances them).
  * The CUDA backend (model/backend_cuda.h) is a library loaded here, never for "cpu":
- * "cuda" loads it (a library that cannot be loaded is the error); "auto" first asks the
- * driver, so a machine without a GPU maps no CUDA library, and falls back to the CPU with
- * a log line when the library cannot be loaded. */
+ * "cuda" loads it first (a library that cannot be loaded is the error); "auto" first asks
+ * the driver, so a machine without a GPU maps no CUDA library. The probe tells "no driver",
+ * "no device", "driver too old" and "no kernel image for this GPU" apart, and runs a
+ * kernel on the device, so none of them surfaces as a failure in the first step. */
 static int select_device(worker_t *w, char *err, size_t errlen)
 {
     const char *dev = w->spec->device;
-    if (strcmp(dev, "cpu") == 0 || w->role == ROLE_PS) return 0;
-    if (strcmp(dev, "auto") == 0 && cuda_driver_device_count() <= 0) {
-        if (w->rank <= 1) fprintf(stderr, "device auto: no CUDA device visible; training on the CPU\n");
+    snprintf(w->record.device, sizeof w->record.device, "cpu");
+    w->device_reason[0] = '\0';
+    if (strcmp(dev, "cpu") == 0) return 0;
+    if (w->role == ROLE_PS) {
+        snprintf(w->device_reason, sizeof w->device_reason, "the parameter server computes on the CPU");
         return 0;
     }
-    char why[768];
-    if (cuda_backend_load(why, sizeof why) != 0) {
-        if (strcmp(dev, "cuda") == 0) {
-            snprintf(err, errlen, "device: cuda: %s", why);
-            return -1;
-        }
-        if (w->rank <= 1) fprintf(stderr, "device auto: %s; training on the CPU\n", why);
+    const int want_cuda = strcmp(dev, "cuda") == 0;
+    char why[sizeof w->device_reason];
+    cuda_probe_t p;
+    if (want_cuda && cuda_backend_load(why, sizeof why) != 0) goto fallback;
+    if (cuda_probe(-1, &p) != CUDA_PROBE_OK) {
+        snprintf(why, sizeof why, "%s", p.reason);
+        goto fallback;
+    }
+    w->gpu = cuda_model_create(w->model, p.device, why, sizeof why);
+    if (w->gpu && cuda_model_upload(w->gpu, w->model) != 0) snprintf(why, sizeof why, "%s", cuda_model_error(w->gpu));
+    else if (w->gpu) {
+        snprintf(w->record.device, sizeof w->record.device, "cuda");
+        fprintf(stderr, "rank %d: training on GPU %d (%s)\n", w->rank, p.device, p.name);
         return 0;
     }
-    int d = cuda_pick_device();
-    if (d >= 0) {
-        w->gpu = cuda_model_create(w->model, d, why, sizeof why);
-        if (w->gpu && cuda_model_upload(w->gpu, w->model) == 0) {
-            snprintf(w->record.device, sizeof w->record.device, "cuda");
-            fprintf(stderr, "rank %d: training on GPU %d\n", w->rank, d);
-            return 0;
-        }
-        if (w->gpu) snprintf(why, sizeof why, "%s", cuda_model_error(w->gpu));
-        cuda_model_free(w->gpu);
-        w->gpu = NULL;
-        if (strcmp(dev, "cuda") == 0) {
-            snprintf(err, errlen, "device: cuda: GPU %d unusable: %s", d, why);
-            return -1;
-        }
-        fprintf(stderr, "device auto: rank %d: GPU %d unusable (%s); training on the CPU\n", w->rank, d, why);
-        return 0;
-    }
-    if (strcmp(dev, "cuda") == 0) {
-        snprintf(err, errlen, "device: cuda: no CUDA device is visible");
+    cuda_model_free(w->gpu);
+    w->gpu = NULL;
+fallback:
+    if (want_cuda) {
+        snprintf(err, errlen, "device: cuda: %s", why);
         return -1;
     }
-    if (w->rank <= 1) fprintf(stderr, "device auto: no CUDA device visible; training on the CPU\n");
+    snprintf(w->device_reason, sizeof w->device_reason, "%s", why);
+    fprintf(stderr, "device auto: rank %d: %s; training on the CPU\n", w->rank, why);
     return 0;
+}
+
+/* Page-locks the host buffers every step copies to or from the device (the batch, params,
+ * grads), so those copies are DMA from where the worker keeps them. Each is its own pages
+ * (page_alloc, model_create's fused buffers). A buffer the driver will not lock stays
+ * pageable: slower copies, same results. */
+static void pin_host_buffers(worker_t *w)
+{
+    model_t *m = w->model;
+    size_t img = (size_t)m->C * m->H * m->W;
+    struct { void *p; size_t bytes; } bufs[] = {
+        { w->x, (size_t)w->max_batch * img * sizeof(float) },
+        { w->y, (size_t)w->max_batch * sizeof(int32_t) },
+        { m->params, m->nparams * sizeof(float) },
+        { m->grads, (m->nparams + MODEL_GRAD_EXTRA) * sizeof(float) },
+    };
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        if (cuda_model_host_register(w->gpu, bufs[i].p, bufs[i].bytes) != 0)
+            fprintf(stderr, "rank %d: %s; copies through it stay pageable\n", w->rank, cuda_model_error(w->gpu));
+}
+
+/* Whole pages of zeroes: a buffer that may be page-locked must not share a page with one
+ * that is locked separately. */
+static void *page_alloc(size_t bytes)
+{
+    const size_t page = 4096;
+    size_t n = (bytes + page - 1) / page * page;
+    void *p = aligned_alloc(page, n ? n : page);
+    if (p) memset(p, 0, n ? n : page);
+    return p;
 }
 
 /* ---- set-up ------------------------------------------------------------------------------ */
@@ -338,8 +417,8 @@ int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char 
     if (select_device(w, err, errlen) != 0) return -1;
 
     size_t img = (size_t)m->C * m->H * m->W;
-    w->x = aligned_alloc(64, ((size_t)w->max_batch * img * sizeof(float) + 63) & ~(size_t)63);
-    w->y = calloc((size_t)w->max_batch, sizeof *w->y);
+    w->x = page_alloc((size_t)w->max_batch * img * sizeof(float));
+    w->y = page_alloc((size_t)w->max_batch * sizeof *w->y);
     w->eval_idx = calloc((size_t)w->max_batch, sizeof *w->eval_idx);
     w->perm = calloc((size_t)w->train.n, sizeof *w->perm);
     w->batch_of = calloc((size_t)w->nworkers, sizeof *w->batch_of);
@@ -349,6 +428,7 @@ int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char 
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    if (w->gpu) pin_host_buffers(w);
     for (int i = 0; i < w->nworkers; i++) w->batch_of[i] = spec->batch_size;
 
     w->steps_per_epoch = w->train.n / w->global_batch;
@@ -367,7 +447,6 @@ int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char 
     w->record.rank = rank;
     w->record.role = w->role;
     hostname_once(w->record.host, sizeof w->record.host);
-    if (!w->gpu) snprintf(w->record.device, sizeof w->record.device, "cpu");
     return 0;
 }
 
@@ -409,7 +488,7 @@ void worker_checkpoint_path(const worker_t *w, char *out, size_t len)
 int worker_save_checkpoint(worker_t *w, char *err, size_t errlen)
 {
     char path[1100];
-    sync_buffers_from_device(w);
+    worker_model_to_host(w);
     ckpt_state_t st;
     worker_checkpoint_path(w, path, sizeof path);
     fill_ckpt(w, &st);
@@ -444,6 +523,7 @@ int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "CUDA: %s", cuda_model_error(w->gpu));
         return -1;
     }
+    w->gpu_ahead = 0;
     for (int i = 0; i < w->nworkers; i++) w->batch_of[i] = st.batch_of[i];
     return 0;
 }
@@ -643,12 +723,22 @@ static double peak_rss_mb(void)
     return (double)ru.ru_maxrss / 1024.0;
 }
 
+/* {"requested": spec device, "used": "cpu" | "cuda", "reason": why not the GPU (only when a
+ * rank that may use one computes on the CPU)}. */
+static json_t *device_json(const worker_t *w)
+{
+    json_t *d = json_pack("{s:s, s:s}", "requested", w->spec->device, "used", w->record.device);
+    if (d && w->device_reason[0]) json_object_set_new(d, "reason", json_string(w->device_reason));
+    return d;
+}
+
 json_t *worker_rank_json(const worker_t *w)
 {
     json_t *st = staleness_json(&w->staleness);
-    return json_pack("{s:i, s:s, s:f, s:f, s:f, s:f, s:I, s:I, s:i, s:f, s:f, s:f, s:o}",
+    return json_pack("{s:i, s:s, s:o, s:f, s:f, s:f, s:f, s:I, s:I, s:i, s:f, s:f, s:f, s:o}",
                      "rank", w->rank,
                      "role", w->role == ROLE_PS ? "ps" : "worker",
+                     "device", device_json(w),
                      "compute_s", w->stats.compute_s,
                      "comm_s", w->stats.comm_s,
                      "idle_s", w->stats.idle_s,
@@ -660,6 +750,29 @@ json_t *worker_rank_json(const worker_t *w)
                      "peak_rss_mb", peak_rss_mb(),
                      "slowdown", w->slowdown,
                      "staleness", st);
+}
+
+/* The job's device: {"requested", "used": "cuda" when every computing rank used a GPU,
+ * "cpu" when none did, else "mixed"; "gpu_ranks"; "reason": the first fallback's reason}. */
+static json_t *job_device_json(const job_spec_t *s, json_t *per_rank)
+{
+    size_t i;
+    json_t *r;
+    int gpu = 0, cpu = 0;
+    const char *reason = NULL;
+    json_array_foreach(per_rank, i, r) {
+        const char *role = json_string_value(json_object_get(r, "role"));
+        if (!role || strcmp(role, "worker") != 0) continue;
+        json_t *d = json_object_get(r, "device");
+        const char *used = json_string_value(json_object_get(d, "used"));
+        if (used && strcmp(used, "cuda") == 0) gpu++;
+        else cpu++;
+        if (!reason) reason = json_string_value(json_object_get(d, "reason"));
+    }
+    json_t *out = json_pack("{s:s, s:s, s:i}", "requested", s->device,
+                            "used", gpu && cpu ? "mixed" : gpu ? "cuda" : "cpu", "gpu_ranks", gpu);
+    if (out && reason) json_object_set_new(out, "reason", json_string(reason));
+    return out;
 }
 
 int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, char *err, size_t errlen)
@@ -712,6 +825,7 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
         }
     }
     json_object_set_new(root, "staleness", staleness_json(&total));
+    json_object_set_new(root, "device", job_device_json(s, per_rank));
     if (w->role == ROLE_PS)
         json_object_set_new(root, "parameter_server",
                             json_pack("{s:I, s:f, s:f, s:I}", "updates", (json_int_t)w->ps_updates,

@@ -51,6 +51,9 @@ typedef struct worker {
 
     model_t *model;
     struct cuda_model *gpu;              /* the model's device copy (device cuda/auto), or NULL */
+    int gpu_ahead;                       /* the device optimizer moved params and momentum
+                                            since the host last had them (see below) */
+    char device_reason[800];             /* why a rank that may use a GPU computes on the CPU */
     dataset_t train, test;
 
     /* Epoch order: the same permutation on every rank (seeded by seed and epoch); each step
@@ -153,7 +156,30 @@ void worker_apply_gradient(worker_t *w, const float *g, float grad_scale);
 /* Emits this rank's metrics record for the step just done (no-op without a reporter). */
 void worker_report_step(worker_t *w);
 
-/* Evaluates model on the test set in batches; fills loss and accuracy. */
+/* Evaluates model on the test set in batches; fills loss and accuracy. A GPU rank
+ * evaluates on its device, with the device's weights and batch-norm statistics. */
 void worker_evaluate(worker_t *w, float *loss, float *accuracy);
+
+/* GPU ranks (w->gpu != NULL): who owns the model when. On a CPU rank the host owns all of it
+ * and these calls do nothing.
+ *   params, momentum  the host copy (model->params, ->momentum) is the truth unless
+ *                     w->gpu_ahead: the device optimizer (worker_apply_gradient and
+ *                     worker_apply_local_update run cuda_model_sgd) has moved them since.
+ *                     An algorithm that writes model->params on the host (an average, a
+ *                     broadcast, a parameter-server reply, hpsgd's replica and merge) has
+ *                     nothing more to do: worker_compute_grad uploads the host params
+ *                     whenever !gpu_ahead, and so does a device evaluation.
+ *   grads             worker_compute_grad leaves the rank's gradient in model->grads (and
+ *                     on the device); what an algorithm hands to the update is uploaded.
+ *   buffers           the batch-norm running statistics: every training forward updates
+ *                     the device's copy, which is therefore the truth while training.
+ * So: call worker_model_to_host before anything reads the model on the host (a checkpoint,
+ * an average, a broadcast from this rank), and worker_buffers_to_device after anything wrote
+ * model->buffers on the host (an average, a broadcast to this rank, a restore). */
+void worker_model_to_host(worker_t *w);
+void worker_buffers_to_device(worker_t *w);
+/* worker_apply_update(w, 1) of the gradient this rank has just computed, unchanged (sgd,
+ * local-sgd's local steps): a GPU rank uses the device's own copy of it, without an upload. */
+void worker_apply_local_update(worker_t *w);
 
 #endif

@@ -13,8 +13,16 @@
  *     gives the same weights twice), otherwise any;
  *   - needs no more workspace than the limit.
  * If the heuristic offers none, a fixed list is tried (IMPLICIT_GEMM and backward ALGO_0
- * need no workspace, so a choice always exists). Choosing is host work only and happens
- * when the plan is created and when the batch size changes.
+ * need no workspace, so a choice always exists). Choosing is host work only (cuDNN's
+ * heuristics and workspace queries, no device work and no allocation): it happens
+ * when the plan is created and the first time a batch size is seen; the choices are kept
+ * per batch size (CONV_PLAN_CACHE of them), so returning to a batch size after a re-plan
+ * of dynamic batching costs two descriptor updates, and cuda_conv2d_plan_prepare lets a
+ * caller do even the first choice outside a timed step.
+ *
+ * An algorithm can still refuse at run time; cuDNN 9 may say so with a sub-code of
+ * CUDNN_STATUS_NOT_SUPPORTED (3001 graph pattern, 3002 shape, ... 3014) instead of 3000
+ * itself, so the fallbacks compare categories (cuda_cudnn_is_not_supported).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -24,19 +32,41 @@
 /* Default workspace cap per plan: generous for these networks (the chosen algorithms need
  * a few MiB at batch 256), small next to an H100's memory. */
 #define CONV_WS_CAP ((size_t)256 << 20)
+/* Batch sizes whose algorithm choices a plan keeps (dynamic batching moves between a few). */
+#define CONV_PLAN_CACHE 16
 
-struct cuda_conv_plan {
-    conv2d_desc_t d;
-    int B;                 /* batch the descriptors and algorithms are set for */
-    size_t ws_limit;       /* the workspace bound they were picked under */
-    cudnnTensorDescriptor_t x, y;
-    cudnnFilterDescriptor_t w;
-    cudnnConvolutionDescriptor_t conv;
+/* The algorithms chosen for one batch size. */
+typedef struct {
+    int B;                 /* 0: unused slot */
     cudnnConvolutionFwdAlgo_t fwd;
     cudnnConvolutionBwdDataAlgo_t bwd_data;
     cudnnConvolutionBwdFilterAlgo_t bwd_filter;
     size_t ws_fwd, ws_data, ws_filter;
+} conv_algos_t;
+
+struct cuda_conv_plan {
+    conv2d_desc_t d;
+    int B;                 /* batch the tensor descriptors are set for; 0: none yet */
+    cudnnTensorDescriptor_t x, y;
+    cudnnFilterDescriptor_t w;
+    cudnnConvolutionDescriptor_t conv;
+    conv_algos_t cache[CONV_PLAN_CACHE];
+    int victim;            /* next slot to reuse when the cache is full (round robin) */
+    conv_algos_t *cur;     /* the choice for B; NULL until one is made */
 };
+
+extern "C" int cuda_cudnn_is_not_supported(int status)
+{
+#if CUDNN_MAJOR >= 9
+#ifdef CUDNN_STATUS_CATEGORY
+    return CUDNN_STATUS_CATEGORY(status) == (int)CUDNN_STATUS_NOT_SUPPORTED;
+#else
+    return status / 1000 * 1000 == (int)CUDNN_STATUS_NOT_SUPPORTED;
+#endif
+#else
+    return status == (int)CUDNN_STATUS_NOT_SUPPORTED; /* cuDNN 8: one code, no categories */
+#endif
+}
 
 static int fwd_allowed(cudnnConvolutionFwdAlgo_t a)
 {
@@ -59,7 +89,7 @@ static int filter_allowed(cudnnConvolutionBwdFilterAlgo_t a)
 /* Not tensor-core math: with the descriptor at CUDNN_FMA_MATH both mean FMA kernels. */
 static int fma_math(cudnnMathType_t m) { return m == CUDNN_FMA_MATH || m == CUDNN_DEFAULT_MATH; }
 
-static int pick_fwd(cuda_ctx_t *ctx, cuda_conv_plan_t *p, size_t limit)
+static int pick_fwd(cuda_ctx_t *ctx, const cuda_conv_plan_t *p, conv_algos_t *a, size_t limit)
 {
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int n = 0;
@@ -75,8 +105,8 @@ static int pick_fwd(cuda_ctx_t *ctx, cuda_conv_plan_t *p, size_t limit)
                                                     perf[i].algo, &ws) != CUDNN_STATUS_SUCCESS ||
             ws > limit)
             continue;
-        p->fwd = perf[i].algo;
-        p->ws_fwd = ws;
+        a->fwd = perf[i].algo;
+        a->ws_fwd = ws;
         return 0;
     }
     static const cudnnConvolutionFwdAlgo_t fallback[] = {
@@ -88,8 +118,8 @@ static int pick_fwd(cuda_ctx_t *ctx, cuda_conv_plan_t *p, size_t limit)
         if (cudnnGetConvolutionForwardWorkspaceSize(ctx->cudnn, p->x, p->w, p->conv, p->y,
                                                     fallback[i], &ws) == CUDNN_STATUS_SUCCESS &&
             ws <= limit) {
-            p->fwd = fallback[i];
-            p->ws_fwd = ws;
+            a->fwd = fallback[i];
+            a->ws_fwd = ws;
             return 0;
         }
     }
@@ -97,7 +127,7 @@ static int pick_fwd(cuda_ctx_t *ctx, cuda_conv_plan_t *p, size_t limit)
                            "unsupported convolution geometry?");
 }
 
-static int pick_data(cuda_ctx_t *ctx, cuda_conv_plan_t *p, size_t limit)
+static int pick_data(cuda_ctx_t *ctx, const cuda_conv_plan_t *p, conv_algos_t *a, size_t limit)
 {
     cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     int n = 0;
@@ -116,8 +146,8 @@ static int pick_data(cuda_ctx_t *ctx, cuda_conv_plan_t *p, size_t limit)
                                                              perf[i].algo, &ws) != CUDNN_STATUS_SUCCESS ||
                 ws > limit)
                 continue;
-            p->bwd_data = perf[i].algo;
-            p->ws_data = ws;
+            a->bwd_data = perf[i].algo;
+            a->ws_data = ws;
             return 0;
         }
     static const cudnnConvolutionBwdDataAlgo_t fallback[] = {
@@ -128,8 +158,8 @@ static int pick_data(cuda_ctx_t *ctx, cuda_conv_plan_t *p, size_t limit)
         if (cudnnGetConvolutionBackwardDataWorkspaceSize(ctx->cudnn, p->w, p->y, p->conv, p->x,
                                                          fallback[i], &ws) == CUDNN_STATUS_SUCCESS &&
             ws <= limit) {
-            p->bwd_data = fallback[i];
-            p->ws_data = ws;
+            a->bwd_data = fallback[i];
+            a->ws_data = ws;
             return 0;
         }
     }
@@ -137,7 +167,7 @@ static int pick_data(cuda_ctx_t *ctx, cuda_conv_plan_t *p, size_t limit)
                            "unsupported convolution geometry?");
 }
 
-static int pick_filter(cuda_ctx_t *ctx, cuda_conv_plan_t *p, size_t limit)
+static int pick_filter(cuda_ctx_t *ctx, const cuda_conv_plan_t *p, conv_algos_t *a, size_t limit)
 {
     cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     int n = 0;
@@ -156,8 +186,8 @@ static int pick_filter(cuda_ctx_t *ctx, cuda_conv_plan_t *p, size_t limit)
                                                                perf[i].algo, &ws) != CUDNN_STATUS_SUCCESS ||
                 ws > limit)
                 continue;
-            p->bwd_filter = perf[i].algo;
-            p->ws_filter = ws;
+            a->bwd_filter = perf[i].algo;
+            a->ws_filter = ws;
             return 0;
         }
     static const cudnnConvolutionBwdFilterAlgo_t fallback[] = {
@@ -169,8 +199,8 @@ static int pick_filter(cuda_ctx_t *ctx, cuda_conv_plan_t *p, size_t limit)
         if (cudnnGetConvolutionBackwardFilterWorkspaceSize(ctx->cudnn, p->x, p->y, p->conv, p->w,
                                                            fallback[i], &ws) == CUDNN_STATUS_SUCCESS &&
             ws <= limit) {
-            p->bwd_filter = fallback[i];
-            p->ws_filter = ws;
+            a->bwd_filter = fallback[i];
+            a->ws_filter = ws;
             return 0;
         }
     }
@@ -178,17 +208,18 @@ static int pick_filter(cuda_ctx_t *ctx, cuda_conv_plan_t *p, size_t limit)
                            "unsupported convolution geometry?");
 }
 
-static size_t plan_need(const cuda_conv_plan_t *p)
+static size_t algos_need(const conv_algos_t *a)
 {
-    size_t m = p->ws_fwd;
-    if (p->ws_data > m) m = p->ws_data;
-    if (p->ws_filter > m) m = p->ws_filter;
+    size_t m = a->ws_fwd;
+    if (a->ws_data > m) m = a->ws_data;
+    if (a->ws_filter > m) m = a->ws_filter;
     return m;
 }
 
-/* Sets the batch-dependent descriptors to B and picks algorithms within limit bytes. */
-static int plan_configure(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B, size_t limit)
+/* Sets the batch-dependent tensor descriptors to B (host-side, cheap). */
+static int plan_describe(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B)
 {
+    if (p->B == B) return 0;
     const conv2d_desc_t *d = &p->d;
     p->B = 0; /* invalid until everything below succeeded */
     CUDNN_CHECK(ctx, cudnnSetTensor4dDescriptor(p->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, B, d->C, d->H, d->W),
@@ -199,19 +230,46 @@ static int plan_configure(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B, size_t li
     CUDNN_CHECK(ctx, cudnnGetConvolution2dForwardOutputDim(p->conv, p->x, p->w, &n, &c, &h, &w),
                 "conv output size");
     if (n != B || c != d->OC || h != d->OH || w != d->OW)
-        return pacer_cuda_fail(ctx, __FILE__, __LINE__, "plan_configure",
+        return pacer_cuda_fail(ctx, __FILE__, __LINE__, "plan_describe",
                                "cuDNN output size differs from conv2d_init's", "internal error");
-    if (pick_fwd(ctx, p, limit) || pick_data(ctx, p, limit) || pick_filter(ctx, p, limit)) return -1;
     p->B = B;
-    p->ws_limit = limit;
     return 0;
 }
 
-/* Ready for batch B with ws_bytes of workspace: re-picks when either no longer fits. */
+/* Ready for batch B with ws_bytes of workspace: the cached choice for B when it fits, else
+ * a new choice (which replaces the cached one for B, or the round-robin victim). */
 static int plan_prepare(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B, size_t ws_bytes)
 {
-    if (p->B == B && plan_need(p) <= ws_bytes) return 0;
-    return plan_configure(ctx, p, B, ws_bytes);
+    if (p->cur && p->cur->B == B && p->B == B && algos_need(p->cur) <= ws_bytes) return 0;
+    if (plan_describe(ctx, p, B) != 0) return -1;
+    conv_algos_t *slot = NULL;
+    for (int i = 0; i < CONV_PLAN_CACHE; i++)
+        if (p->cache[i].B == B) {
+            slot = &p->cache[i];
+            break;
+        }
+    if (slot && algos_need(slot) <= ws_bytes) {
+        p->cur = slot;
+        return 0;
+    }
+    if (!slot) {
+        for (int i = 0; i < CONV_PLAN_CACHE && !slot; i++)
+            if (p->cache[i].B == 0) slot = &p->cache[i];
+        if (!slot) {
+            slot = &p->cache[p->victim];
+            p->victim = (p->victim + 1) % CONV_PLAN_CACHE;
+        }
+    }
+    conv_algos_t a;
+    memset(&a, 0, sizeof a);
+    p->cur = NULL;
+    slot->B = 0;
+    if (pick_fwd(ctx, p, &a, ws_bytes) || pick_data(ctx, p, &a, ws_bytes) || pick_filter(ctx, p, &a, ws_bytes))
+        return -1;
+    a.B = B;
+    *slot = a;
+    p->cur = slot;
+    return 0;
 }
 
 extern "C" int cuda_conv2d_plan_create(cuda_ctx_t *ctx, const conv2d_desc_t *d, int max_B,
@@ -241,7 +299,7 @@ extern "C" int cuda_conv2d_plan_create(cuda_ctx_t *ctx, const conv2d_desc_t *d, 
         pacer_cuda_fail(ctx, __FILE__, __LINE__, "cudnnSet*Descriptor", "failed", "conv plan geometry");
         goto out;
     }
-    if (plan_configure(ctx, p, max_B, ws_limit ? ws_limit : CONV_WS_CAP) != 0) goto out;
+    if (plan_prepare(ctx, p, max_B, ws_limit ? ws_limit : CONV_WS_CAP) != 0) goto out;
     rc = 0;
     *out = p;
 out:
@@ -259,7 +317,13 @@ extern "C" void cuda_conv2d_plan_free(cuda_conv_plan_t *p)
     free(p);
 }
 
-extern "C" size_t cuda_conv2d_plan_workspace(const cuda_conv_plan_t *p) { return plan_need(p); }
+extern "C" size_t cuda_conv2d_plan_workspace(const cuda_conv_plan_t *p) { return p->cur ? algos_need(p->cur) : 0; }
+
+extern "C" int cuda_conv2d_plan_prepare(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B, size_t ws_bytes)
+{
+    if (B < 1) return 0;
+    return plan_prepare(ctx, p, B, ws_bytes);
+}
 
 /* out (B, OC, P) += bias (OC) */
 __global__ void bias_add_kernel(float *out, const float *bias, size_t n, int OC, size_t P)
@@ -289,15 +353,16 @@ extern "C" int cuda_conv2d_forward(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B, 
     if (B <= 0) return 0;
     if (plan_prepare(ctx, p, B, ws_bytes) != 0) return -1;
     const float one = 1.0f, zero = 0.0f;
-    cudnnStatus_t st = cudnnConvolutionForward(ctx->cudnn, &one, p->x, inp, p->w, weight, p->conv, p->fwd, ws,
+    conv_algos_t *a = p->cur;
+    cudnnStatus_t st = cudnnConvolutionForward(ctx->cudnn, &one, p->x, inp, p->w, weight, p->conv, a->fwd, ws,
                                                ws_bytes, &zero, p->y, out);
-    if (st == CUDNN_STATUS_NOT_SUPPORTED && p->fwd != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM) {
+    if (cuda_cudnn_is_not_supported(st) && a->fwd != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM) {
         /* An algorithm can still refuse at run time (pointer alignment of a tensor at an
          * odd offset in a fused buffer, for one): fall back, once and for good, to the
          * most general one, which needs no workspace. */
-        p->fwd = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
-        p->ws_fwd = 0;
-        st = cudnnConvolutionForward(ctx->cudnn, &one, p->x, inp, p->w, weight, p->conv, p->fwd, ws, ws_bytes,
+        a->fwd = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+        a->ws_fwd = 0;
+        st = cudnnConvolutionForward(ctx->cudnn, &one, p->x, inp, p->w, weight, p->conv, a->fwd, ws, ws_bytes,
                                      &zero, p->y, out);
     }
     CUDNN_CHECK(ctx, st, "convolution forward");
@@ -328,23 +393,24 @@ extern "C" int cuda_conv2d_backward(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B,
                                                                   (size_t)d->OH * d->OW);
         KERNEL_CHECK(ctx, "bias_grad_kernel");
     }
+    conv_algos_t *a = p->cur;
     cudnnStatus_t st = cudnnConvolutionBackwardFilter(ctx->cudnn, &one, p->x, inp, p->y, dout, p->conv,
-                                                      p->bwd_filter, ws, ws_bytes, &zero, p->w, dweight);
-    if (st == CUDNN_STATUS_NOT_SUPPORTED && p->bwd_filter != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0) {
-        p->bwd_filter = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0; /* as in the forward: general, no workspace */
-        p->ws_filter = 0;
-        st = cudnnConvolutionBackwardFilter(ctx->cudnn, &one, p->x, inp, p->y, dout, p->conv, p->bwd_filter, ws,
+                                                      a->bwd_filter, ws, ws_bytes, &zero, p->w, dweight);
+    if (cuda_cudnn_is_not_supported(st) && a->bwd_filter != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0) {
+        a->bwd_filter = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0; /* as in the forward: general, no workspace */
+        a->ws_filter = 0;
+        st = cudnnConvolutionBackwardFilter(ctx->cudnn, &one, p->x, inp, p->y, dout, p->conv, a->bwd_filter, ws,
                                             ws_bytes, &zero, p->w, dweight);
     }
     CUDNN_CHECK(ctx, st, "convolution backward filter");
     if (!dinp) return 0;
     /* beta = 1: the input gradient accumulates (ops.h convention) */
-    st = cudnnConvolutionBackwardData(ctx->cudnn, &one, p->w, weight, p->y, dout, p->conv, p->bwd_data, ws, ws_bytes,
+    st = cudnnConvolutionBackwardData(ctx->cudnn, &one, p->w, weight, p->y, dout, p->conv, a->bwd_data, ws, ws_bytes,
                                       &one, p->x, dinp);
-    if (st == CUDNN_STATUS_NOT_SUPPORTED && p->bwd_data != CUDNN_CONVOLUTION_BWD_DATA_ALGO_0) {
-        p->bwd_data = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
-        p->ws_data = 0;
-        st = cudnnConvolutionBackwardData(ctx->cudnn, &one, p->w, weight, p->y, dout, p->conv, p->bwd_data, ws,
+    if (cuda_cudnn_is_not_supported(st) && a->bwd_data != CUDNN_CONVOLUTION_BWD_DATA_ALGO_0) {
+        a->bwd_data = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
+        a->ws_data = 0;
+        st = cudnnConvolutionBackwardData(ctx->cudnn, &one, p->w, weight, p->y, dout, p->conv, a->bwd_data, ws,
                                           ws_bytes, &one, p->x, dinp);
     }
     CUDNN_CHECK(ctx, st, "convolution backward data");

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cuda_common.h"
 
@@ -68,10 +69,29 @@ extern "C" int cuda_memory_info(size_t *free_bytes, size_t *total_bytes)
     return 0;
 }
 
+extern "C" int cuda_device_activate(int device)
+{
+    /* Blocking sync: a host thread waiting for the device sleeps on an interrupt instead of
+     * spinning, so an MPI rank that waits for its GPU leaves the core to MPI progress and
+     * to the other ranks of the node. The flag must reach the primary context when it is
+     * created (cudaInitDevice, CUDA 12+); cudaSetDevice then makes it current. */
+#if CUDART_VERSION >= 12000
+    cudaError_t e = cudaInitDevice(device, cudaDeviceScheduleBlockingSync, cudaInitDeviceFlagsAreValid);
+#else
+    cudaError_t e = cudaSetDevice(device);
+    if (e == cudaSuccess) e = cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync);
+    if (e == cudaErrorSetOnActiveProcess) e = cudaSuccess; /* initialised earlier: keep its flags */
+#endif
+    if (e == cudaSuccess) e = cudaSetDevice(device);
+    if (e != cudaSuccess) (void)cudaGetLastError();
+    return (int)e;
+}
+
 static int ctx_init(cuda_ctx_t *c, int device)
 {
-    CUDA_CHECK(c, cudaSetDevice(device), "no such device? check nvidia-smi and CUDA_VISIBLE_DEVICES");
+    CUDA_CHECK(c, (cudaError_t)cuda_device_activate(device), "no such device? check nvidia-smi and CUDA_VISIBLE_DEVICES");
     CUDA_CHECK(c, cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), "stream");
+    CUDA_CHECK(c, cudaEventCreateWithFlags(&c->done, cudaEventBlockingSync | cudaEventDisableTiming), "event");
     CUDNN_CHECK(c, cudnnCreate(&c->cudnn), "cuDNN initialisation: is libcudnn 9 installed for this CUDA?");
     CUDNN_CHECK(c, cudnnSetStream(c->cudnn, c->stream), "cuDNN stream");
     CUBLAS_CHECK(c, cublasCreate(&c->cublas), "cuBLAS initialisation");
@@ -112,6 +132,7 @@ extern "C" void cuda_ctx_free(cuda_ctx_t *c)
 {
     if (!c) return;
     if (c->stream) cudaStreamSynchronize(c->stream);
+    if (c->done) cudaEventDestroy(c->done);
     if (c->td_x) cudnnDestroyTensorDescriptor(c->td_x);
     if (c->td_bn) cudnnDestroyTensorDescriptor(c->td_bn);
     cudaFree(c->d_partials);
@@ -134,9 +155,25 @@ extern "C" const char *cuda_ctx_error(const cuda_ctx_t *ctx)
 
 extern "C" void *cuda_ctx_stream(cuda_ctx_t *ctx) { return (void *)ctx->stream; }
 
-extern "C" int cuda_ctx_sync(cuda_ctx_t *ctx)
+extern "C" int cuda_ctx_sync(cuda_ctx_t *ctx) { return cuda_ctx_sync_progress(ctx, NULL, NULL); }
+
+extern "C" int cuda_ctx_sync_progress(cuda_ctx_t *ctx, void (*progress)(void *), void *progress_ctx)
 {
-    CUDA_CHECK(ctx, cudaStreamSynchronize(ctx->stream), "an earlier kernel or copy failed");
+    CUDA_CHECK(ctx, cudaEventRecord(ctx->done, ctx->stream), "record the end of the work");
+    if (progress) {
+        /* Open MPI moves a nonblocking collective only inside MPI calls: poll the event and
+         * call progress (an MPI_Test) between polls, sleeping ~100 us each time so that the
+         * core stays free for the rank's other work. */
+        const struct timespec nap = { 0, 100000 };
+        for (;;) {
+            cudaError_t e = cudaEventQuery(ctx->done);
+            if (e == cudaSuccess) return 0;
+            if (e != cudaErrorNotReady) CUDA_CHECK(ctx, e, "an earlier kernel or copy failed");
+            progress(progress_ctx);
+            nanosleep(&nap, NULL);
+        }
+    }
+    CUDA_CHECK(ctx, cudaEventSynchronize(ctx->done), "an earlier kernel or copy failed");
     return 0;
 }
 

@@ -26,6 +26,7 @@
 struct cuda_ctx {
     int device;
     cudaStream_t stream;
+    cudaEvent_t done;               /* blocking-sync event every wait records and waits on */
     cudnnHandle_t cudnn;
     cublasHandle_t cublas;
     cudnnTensorDescriptor_t td_x;   /* scratch descriptors for batch norm, set per call */

@@ -24,10 +24,10 @@
  *   gap, softmax-xent      own kernels
  *   batch norm             cuDNN, CUDNN_BATCHNORM_SPATIAL (train, inference, backward)
  *   fully connected        cuBLAS SGEMM (CUBLAS_DEFAULT_MATH: never TF32); own bias kernels
- *   SGD, norms, clipping,
- *   DC-ASGD(-a), DDC-ASGD,
- *   staleness-weighted     own kernels (elementwise ones use __fmul_rn/__fadd_rn so nvcc does not
+ *   SGD, norms, clipping   own kernels (elementwise ones use __fmul_rn/__fadd_rn so nvcc does not
  *                          contract to FMA: they round exactly like the CPU loops)
+ * The asynchronous algorithms' updates (DC-ASGD, DDC-ASGD, n-softsync) have no CUDA version:
+ * they run at the parameter server, which is a CPU rank (worker/ps.c).
  */
 #ifndef PACER_OPS_CUDA_H
 #define PACER_OPS_CUDA_H
@@ -48,6 +48,10 @@ typedef struct cuda_ctx cuda_ctx_t;
 
 /* Number of visible CUDA devices; 0 when there is no driver or no GPU (never prints). */
 int cuda_device_count(void);
+/* Initialises device for this process with blocking synchronisation (a waiting host thread
+ * sleeps instead of spinning, which leaves the core to MPI and to other ranks) and makes it
+ * current. Returns the cudaError_t (0 = cudaSuccess), for callers that classify it. */
+int cuda_device_activate(int device);
 /* Fills name with the device's name ("NVIDIA H100 80GB HBM3"); returns 0 or -1. */
 int cuda_device_name(int device, char *name, size_t len);
 /* Free and total memory of the current device in bytes; returns 0 or -1. */
@@ -59,8 +63,13 @@ void cuda_ctx_free(cuda_ctx_t *ctx);
 const char *cuda_ctx_error(const cuda_ctx_t *ctx);
 /* The cudaStream_t every op of this context is enqueued on. */
 void *cuda_ctx_stream(cuda_ctx_t *ctx);
-/* Waits for everything enqueued so far; reports any asynchronous error. */
+/* Waits for everything enqueued so far (blocking: the thread sleeps); reports any
+ * asynchronous error. */
 int cuda_ctx_sync(cuda_ctx_t *ctx);
+/* The same wait, but while the device works the host calls progress(progress_ctx) every
+ * ~100 us (an MPI_Test that moves a nonblocking collective along); progress NULL is
+ * cuda_ctx_sync. */
+int cuda_ctx_sync_progress(cuda_ctx_t *ctx, void (*progress)(void *), void *progress_ctx);
 
 /* Device memory helpers (for tests and tools; the model allocates its own). Copies are
  * synchronous: they return when the data has arrived. */
@@ -81,6 +90,15 @@ int cuda_conv2d_plan_create(cuda_ctx_t *ctx, const conv2d_desc_t *d, int max_B, 
 void cuda_conv2d_plan_free(cuda_conv_plan_t *p);
 /* Workspace bytes the plan's current algorithms need (forward and both backward passes). */
 size_t cuda_conv2d_plan_workspace(const cuda_conv_plan_t *p);
+/* Makes the plan ready for batch B within ws_bytes of workspace: the algorithms chosen for
+ * B earlier (a plan keeps them for several batch sizes) or, the first time, a new choice.
+ * forward and backward do this themselves; calling it first keeps the choice (host work
+ * only) out of a timed step. */
+int cuda_conv2d_plan_prepare(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B, size_t ws_bytes);
+/* Whether a cuDNN status means "not supported": CUDNN_STATUS_NOT_SUPPORTED or, from cuDNN
+ * 9 on, any of its sub-codes (CUDNN_STATUS_NOT_SUPPORTED_SHAPE, ..._ARCH_MISMATCH, ...),
+ * which share its category (status / 1000 * 1000). Host-only; no device needed. */
+int cuda_cudnn_is_not_supported(int status);
 
 int cuda_conv2d_forward(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B,
                         const float *inp,    /* (B, C, H, W) */
@@ -194,29 +212,6 @@ int cuda_clip_grad_norm(cuda_ctx_t *ctx, size_t n, float *g, float max_norm, flo
  * Asynchronous; pass scale_dev to cuda_sgd_update. */
 int cuda_clip_scale(cuda_ctx_t *ctx, size_t n, const float *g, float grad_scale,
                     float clip_norm, float *scale_dev);
-
-/* The asynchronous updates of ops.h (ALGORITHMS.md sections 4 and 5), same formulas in
- * the same float evaluation order (see kernels/cpu/async_ops.c); out may alias g.
- *   DC-ASGD-c:  out = g + lambda*g*g*(w - w_bak) */
-int cuda_dc_compensate(cuda_ctx_t *ctx, size_t n, const float *g, const float *w,
-                       const float *w_bak, float lambda, float *out);
-/* DC-ASGD-a:  ms = m*ms + (1-m)*g*g (in place);  out = g + lambda0/sqrt(ms + eps)*g*g*(w - w_bak) */
-int cuda_dc_compensate_adaptive(cuda_ctx_t *ctx, size_t n, const float *g, const float *w,
-                                const float *w_bak, float *ms, float m, float lambda0, float eps,
-                                float *out);
-/* DDC-ASGD:   v = 0.95*v + 0.05*g*g (in place);  c = lambda0/sqrt(v + eps)*g*g*(w - w_bak);
- *             s = min(1, kappa*|g|/(|c| + eps));  out = g + s*c */
-int cuda_ddc_compensate(cuda_ctx_t *ctx, size_t n, const float *g, const float *w,
-                        const float *w_bak, float *v, float lambda0, float kappa, float eps,
-                        float *out);
-/* DDC-ASGD's step:  u = mu*u - eta*(grad_scale*g + wd*w);  w = w + u */
-int cuda_momentum_step(cuda_ctx_t *ctx, size_t n, float *w, float *u, const float *g,
-                       float grad_scale, float eta, float mu, float weight_decay);
-/* y += a*x (n-softsync accumulates alpha(tau)*scale*g this way before one update). */
-int cuda_axpy(cuda_ctx_t *ctx, size_t n, float a, const float *x, float *y);
-/* Staleness-weighted update applied directly: w -= ((alpha0/max(tau,1))*scale)*g. */
-int cuda_staleness_update(cuda_ctx_t *ctx, size_t n, float *w, const float *g, float alpha0,
-                          long tau, float scale);
 
 #ifdef __cplusplus
 }

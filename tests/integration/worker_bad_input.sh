@@ -27,12 +27,12 @@ echo "ok: --version and --help"
 # the CPU with a log line (issue 7). On a machine with a GPU the first check does not apply.
 # For "cuda" without the CUDA backend library (a build without nvcc/cuDNN) the reason is
 # that it cannot be loaded (tests/integration/cuda_backend_dlopen.sh checks that in full).
-if [ -f "$BUILD/libpacer_cuda.so" ]; then why="no CUDA device is visible"; else why="cannot load the CUDA backend"; fi
+if [ -f "$BUILD/libpacer_cuda.so" ]; then why="no \(NVIDIA driver\|CUDA device\)"; else why="cannot load the CUDA backend"; fi
 if ! nvidia-smi -L >/dev/null 2>&1; then
     echo '{"model": "lenet5", "device": "cuda", "dataset": {"train_subset": 256, "test_subset": 100}}' > "$TMP/cuda.json"
     expect_error 2 "device: cuda: $why" $WORKER --spec "$TMP/cuda.json"
     echo '{"model": "lenet5", "device": "auto", "log_every": 0, "dataset": {"train_subset": 256, "test_subset": 100}}' > "$TMP/auto.json"
-    $WORKER --spec "$TMP/auto.json" 2>&1 | grep -q "device auto: no CUDA device visible; training on the CPU" \
+    $WORKER --spec "$TMP/auto.json" 2>&1 | grep -q "device auto: rank 0: .*; training on the CPU" \
         || fail "device auto did not say it fell back to the CPU"
     echo "ok: device auto falls back to the CPU with a log line"
 fi

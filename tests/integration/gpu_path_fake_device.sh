@@ -1,0 +1,115 @@
+# The worker's GPU path on a stand-in device, next to the CPU path (issue 17).
+# tests/fakecuda/backend.c has the CUDA backend's ABI; its "device" is a second host copy of
+# the model computed by the CPU reference, and pacer-worker loads it through PACER_CUDA_LIB
+# as it would load libpacer_cuda.so (a stand-in libcuda.so.1 lets the driver probe pass).
+# On the GPU path the weights, momentum, gradients and batch-norm statistics live on the
+# device between steps and move only where an algorithm reads or writes them on the host
+# (worker/worker.h): a move the worker misses makes the two paths disagree, and correct
+# moves make them identical to the bit (the same code in the same order). Checked:
+#   - sgd (momentum, Nesterov, weight decay, clipping: the device optimizer from the
+#     device's own gradient), ssgd with unequal batches (the allreduced gradient uploaded),
+#     asgd (the parameter server's weights uploaded before every step): the checkpoint
+#     (weights, momentum) and the test loss equal the CPU path's;
+#   - batch-norm running statistics (resnet20 on CIFAR-10) through local-sgd and hier-bsp in
+#     jobs with one CPU and one GPU rank, either way round: rank 0's checkpoint (its
+#     weights, momentum and statistics after the last average) and the test loss it
+#     evaluates equal the all-CPU job's, so the averaged statistics reach both ranks;
+#   - hpsgd on two GPU ranks trains to the end (its merges depend on timing);
+#   - every such summary says which device each rank used.
+. tests/lib.sh
+need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
+FAKE=$PWD/$BUILD/tests/libpacer_fakecuda.so
+DRV="LD_LIBRARY_PATH=$PWD/$BUILD/tests/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+[ -f "$FAKE" ] || fail "$FAKE is not built"
+GPU="env $DRV PACER_CUDA_LIB=$FAKE"           # a rank on the stand-in device
+CPU="env $DRV PACER_FAKE_DEVICES=0"           # a rank whose driver reports no device
+
+# same A B WHAT - two runs' checkpoints and test losses must be identical.
+same() {
+    cmp -s "$TMP/$1/j.ckpt" "$TMP/$2/j.ckpt" || { $BUILD/tools/ckpt_diff "$TMP/$1/j.ckpt" "$TMP/$2/j.ckpt" 0; fail "$3: the checkpoints differ"; }
+    a=$(json "$TMP/$1.json" .test_loss) b=$(json "$TMP/$2.json" .test_loss)
+    [ "$a" = "$b" ] || fail "$3: test loss $a on one path, $b on the other"
+    echo "ok: $3: identical checkpoints, test loss $a"
+}
+# used RUN WANT - the summary's devices, rank by rank ("cpu cuda").
+used() {
+    got=$(json "$TMP/$1.json" '[.per_rank[].device.used] | join(" ")')
+    [ "$got" = "$2" ] || fail "$1: ranks used '$got', want '$2'"
+}
+spec() {   # spec NAME DEVICE JSON-FIELDS [CHECKPOINT-EVERY]
+    printf '{"name": "j", "model": "lenet5", "device": "%s", "epochs": 1, "log_every": 0, "seed": 5,
+      "dataset": {"train_subset": 512, "test_subset": 200}, "checkpoint": {"every_steps": %s, "dir": "%s"}, %s}\n' \
+        "$2" "${4:-1000}" "$TMP/$1" "$3" >"$TMP/$1.spec"
+}
+
+# ---- sgd: the device optimizer on the device's own gradient --------------------------------
+opt='"optimizer": {"lr": 0.05, "momentum": 0.9, "nesterov": true, "weight_decay": 0.0005, "clip_norm": 0.5}'
+spec sgd-cpu cpu "$opt"
+spec sgd-gpu cuda "$opt"
+$WORKER --spec "$TMP/sgd-cpu.spec" --summary "$TMP/sgd-cpu.json" >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "sgd on the CPU"; }
+$GPU $WORKER --spec "$TMP/sgd-gpu.spec" --summary "$TMP/sgd-gpu.json" >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "sgd on the device"; }
+grep -q "training on GPU 0 (pacer fake CUDA device" "$TMP/out" || { cat "$TMP/out"; fail "the stand-in device was not used"; }
+used sgd-gpu cuda
+same sgd-cpu sgd-gpu "sgd, Nesterov and clipping on the device"
+
+# ---- ssgd with unequal batches: the allreduced gradient goes up ----------------------------
+opt='"workers": 2, "batch_size": 32, "algorithm": {"name": "ssgd", "max_batch": 64}, "optimizer": {"lr": 0.05, "momentum": 0.9, "weight_decay": 0.0005}'
+spec ssgd-cpu cpu "$opt"
+spec ssgd-gpu cuda "$opt"
+$MPIRUN -np 2 $WORKER --spec "$TMP/ssgd-cpu.spec" --summary "$TMP/ssgd-cpu.json" --batch-plan 24,40 >"$TMP/out" 2>&1 \
+    || { cat "$TMP/out"; fail "ssgd on the CPU"; }
+$MPIRUN -np 2 $GPU $WORKER --spec "$TMP/ssgd-gpu.spec" --summary "$TMP/ssgd-gpu.json" --batch-plan 24,40 >"$TMP/out" 2>&1 \
+    || { cat "$TMP/out"; fail "ssgd on the device"; }
+used ssgd-gpu "cuda cuda"
+same ssgd-cpu ssgd-gpu "ssgd (batches 24 and 40) on two devices"
+
+# ---- asgd: the parameter server (a CPU rank) sends weights that must go up -----------------
+opt='"workers": 1, "batch_size": 32, "algorithm": {"name": "asgd"}, "optimizer": {"lr": 0.05, "momentum": 0.9}'
+spec asgd-cpu cpu "$opt" 16     # the parameter server saves at its 16th and last update
+spec asgd-gpu auto "$opt" 16
+$MPIRUN -np 2 $WORKER --spec "$TMP/asgd-cpu.spec" --summary "$TMP/asgd-cpu.json" --ps-round-robin >"$TMP/out" 2>&1 \
+    || { cat "$TMP/out"; fail "asgd on the CPU"; }
+$MPIRUN -np 2 $GPU $WORKER --spec "$TMP/asgd-gpu.spec" --summary "$TMP/asgd-gpu.json" --ps-round-robin >"$TMP/out" 2>&1 \
+    || { cat "$TMP/out"; fail "asgd with a device worker"; }
+used asgd-gpu "cpu cuda"
+[ "$(json "$TMP/asgd-gpu.json" .per_rank[0].device.reason)" = "the parameter server computes on the CPU" ] \
+    || fail "the parameter server's device: $(json "$TMP/asgd-gpu.json" .per_rank[0].device)"
+same asgd-cpu asgd-gpu "asgd with its worker on a device"
+
+# ---- hpsgd on two devices: completes ---------------------------------------------------------
+opt='"workers": 2, "batch_size": 32, "algorithm": {"name": "hpsgd"}, "optimizer": {"lr": 0.05, "momentum": 0.9}'
+spec hp-gpu cuda "$opt"
+$MPIRUN -np 2 $GPU $WORKER --spec "$TMP/hp-gpu.spec" --summary "$TMP/hp-gpu.json" >"$TMP/out" 2>&1 \
+    || { cat "$TMP/out"; fail "hpsgd on two devices"; }
+used hp-gpu "cuda cuda"
+[ "$(json "$TMP/hp-gpu.json" .device.used)" = cuda ] || fail "hpsgd: job device $(json "$TMP/hp-gpu.json" .device)"
+echo "ok: hpsgd on two devices, test accuracy $(json "$TMP/hp-gpu.json" .test_accuracy)"
+
+# ---- batch-norm statistics in mixed jobs -----------------------------------------------------
+if [ ! -d "$PACER_SHARED/datasets/cifar-10" ]; then
+    echo "note: CIFAR-10 not found at $PACER_SHARED/datasets/cifar-10: the batch-norm checks did not run"
+    exit 0
+fi
+bnspec() {   # bnspec NAME DEVICE ALGORITHM
+    printf '{"name": "j", "model": "resnet20", "device": "%s", "epochs": 1, "log_every": 0, "seed": 7, "workers": 2,
+      "batch_size": 16, "algorithm": %s, "optimizer": {"lr": 0.05, "momentum": 0.9},
+      "dataset": {"name": "cifar10", "path": "%s", "train_subset": 64, "test_subset": 32},
+      "checkpoint": {"every_steps": 1000, "dir": "%s"}}\n' "$2" "$3" "$PACER_SHARED/datasets/cifar-10" "$TMP/$1" >"$TMP/$1.spec"
+}
+for algo in '{"name": "local-sgd", "local_steps": 2}' '{"name": "hier-bsp", "group_size": 1, "k_steps": 2}'; do
+    alg=$(echo "$algo" | sed 's/.*"name": "\([a-z-]*\)".*/\1/')
+    bnspec "$alg-cc" cpu "$algo"
+    bnspec "$alg-cg" auto "$algo"
+    bnspec "$alg-gc" auto "$algo"
+    $MPIRUN -np 2 $WORKER --spec "$TMP/$alg-cc.spec" --summary "$TMP/$alg-cc.json" >"$TMP/out" 2>&1 \
+        || { cat "$TMP/out"; fail "$alg on two CPU ranks"; }
+    $MPIRUN -np 1 $CPU $WORKER --spec "$TMP/$alg-cg.spec" --summary "$TMP/$alg-cg.json" : \
+            -np 1 $GPU $WORKER --spec "$TMP/$alg-cg.spec" >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "$alg, CPU + GPU"; }
+    used "$alg-cg" "cpu cuda"
+    [ "$(json "$TMP/$alg-cg.json" .device.used)" = mixed ] || fail "$alg: job device $(json "$TMP/$alg-cg.json" .device)"
+    same "$alg-cc" "$alg-cg" "$alg, rank 0 on the CPU and rank 1 on a device"
+    $MPIRUN -np 1 $GPU $WORKER --spec "$TMP/$alg-gc.spec" --summary "$TMP/$alg-gc.json" : \
+            -np 1 $CPU $WORKER --spec "$TMP/$alg-gc.spec" >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "$alg, GPU + CPU"; }
+    used "$alg-gc" "cuda cpu"
+    same "$alg-cc" "$alg-gc" "$alg, rank 0 on a device and rank 1 on the CPU"
+done

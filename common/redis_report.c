@@ -1,6 +1,7 @@
 /* common/redis_report.c - see redis_report.h. */
 #include "redis_report.h"
 
+#include "hostname.h"
 #include "log.h"
 
 #include <errno.h>
@@ -648,8 +649,7 @@ metrics_sink_t *redis_report_sink(const char *url, const char *job, int rank, ch
     }
     snprintf(s->job, sizeof s->job, "%s", job);
     s->rank = rank;
-    if (gethostname(s->host, sizeof s->host) != 0) snprintf(s->host, sizeof s->host, "unknown");
-    s->host[sizeof s->host - 1] = 0;
+    host_name(s->host, sizeof s->host);
     snprintf(s->k_stream, sizeof s->k_stream, "pacer:job:%s:metrics", job);
     snprintf(s->k_node, sizeof s->k_node, "pacer:job:%s:node:%d", job, rank);
     snprintf(s->k_stale, sizeof s->k_stale, "pacer:job:%s:staleness:%d", job, rank);

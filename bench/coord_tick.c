@@ -96,6 +96,10 @@ static int bench_redisGetReply(redisContext *c, void **reply)
 #include "../coordinator/embedded.c"
 #include "../coordinator/jobstore.c"
 #include "../coordinator/launch.c"
+#include "../coordinator/launch_hostfile.c"
+#include "../coordinator/launch_local.c"
+#include "../coordinator/launch_slurm.c"
+#include "../coordinator/launcher.c"
 #include "../coordinator/supervise.c"
 
 #undef redisCommand

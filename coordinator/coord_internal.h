@@ -11,15 +11,9 @@
 #include "coordinator.h"
 #include "embedded.h"
 #include "jobstore.h"
+#include "launcher.h"
 #include "redis_report.h"
 #include "spec.h"
-
-#define COORD_MAX_HOSTS 256
-
-typedef struct {
-    char name[256];
-    int slots;
-} coord_host_t;
 
 typedef enum {
     PH_ACTIVE,      /* the job runs (spawned or adopted) */
@@ -36,9 +30,7 @@ typedef struct {
     job_spec_t *spec;         /* as submitted (normalised) */
     int world;
     run_phase_t phase;
-    pid_t pid;                /* the wrapper: leader of the job's session */
-    unsigned long long pstart;
-    int is_child;             /* spawned by this process (waitpid) or adopted (polled) */
+    launch_handle_t h;        /* the attempt's processes (launcher.h); zero between attempts */
     double launched_at;       /* heartbeat grace starts here */
     int restarts, attempts;
     double next_launch;
@@ -76,8 +68,8 @@ struct coordinator {
     /* daemon only */
     int embedded_on;
     embedded_t emb;
-    coord_host_t hosts[COORD_MAX_HOSTS];
-    int nhosts, slots_total;
+    launcher_t *launcher;                  /* starts, follows, stops attempts (--launcher) */
+    int nhosts, slots_total;               /* the launcher's hosts and their slots */
     char hostname[256];
     int worker_has_redis;                  /* the worker understands --redis/--job */
     double started_at;

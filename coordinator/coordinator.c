@@ -3,9 +3,9 @@
  * The life of a job here:
  *   submit (api.c) -> pacer:queue -> schedule(): claimed (QUEUED -> RUNNING, one Lua
  *   script) when its world fits the free slots -> launch(): spec rewritten into
- *   STATE_DIR/jobs/{id}/spec.json, `sh -c '... mpirun ... pacer-worker ...; echo $? >
- *   exit_code'` in a new session -> step(): every tick, exit status (waitpid, or the
- *   exit_code file for a job adopted after a coordinator restart), cancel requests,
+ *   STATE_DIR/jobs/{id}/spec.json, the attempt started by the launcher (launcher.h:
+ *   mpirun under `sh -c '...; echo $? > exit_code'` in a new session, or a Slurm batch
+ *   job) -> step(): every tick, has it ended (launcher_poll), cancel requests,
  *   heartbeats, batch plans, log size -> on exit, supervise_decide() says SUCCEEDED,
  *   FAILED, CANCELLED or RESTARTING (relaunched with --resume after a backoff).
  *
@@ -31,7 +31,9 @@
 
 #include "clog.h"
 #include "dynbatch.h"
+#include "hostname.h"
 #include "launch.h"
+#include "launcher.h"
 #include "supervise.h"
 #include "version.h"
 
@@ -224,8 +226,8 @@ static void persist(coordinator_t *c, coord_run_t *r)
     char log[JPATH], ckdir[JPATH], summary[JPATH];
     snprintf(restarts, sizeof restarts, "%d", r->restarts);
     snprintf(attempts, sizeof attempts, "%d", r->attempts);
-    snprintf(pid, sizeof pid, "%d", (int)r->pid);
-    snprintf(pstart, sizeof pstart, "%llu", r->pstart);
+    snprintf(pid, sizeof pid, "%d", (int)r->h.pid);
+    snprintf(pstart, sizeof pstart, "%llu", r->h.pstart);
     if (r->exit_code >= 0) snprintf(ec, sizeof ec, "%d", r->exit_code);
     else ec[0] = 0;
     snprintf(world, sizeof world, "%d", r->world);
@@ -274,10 +276,8 @@ static void finish_attempt(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, in
     char log[JPATH], line[512] = "";
     job_path(c, r->id, "log", log, sizeof log);
     log_last_line(log, line, sizeof line);
-    /* Stragglers (a rank whose mpirun died first) must not outlive the job. A child is
-     * reaped only after this: its zombie keeps the session id from being reused. */
-    session_signal(r->pid, SIGKILL);
-    if (r->is_child && r->pid > 0) waitpid(r->pid, NULL, 0);
+    /* [launcher] Stragglers must not outlive the attempt; a child is reaped. */
+    launcher_reap(c->launcher, &r->h);
     sv_in_t in = {
         .outcome = oc, .code = oc == SV_STALE ? r->stale_rank : code, .stale_s = r->stale_s,
         .restarts = r->restarts, .max_restarts = c->cfg.max_restarts,
@@ -286,8 +286,6 @@ static void finish_attempt(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, in
     sv_out_t out;
     supervise_decide(&in, &out);
     r->exit_code = oc == SV_EXITED ? code : -1;
-    r->pid = 0;
-    r->pstart = 0;
     r->restarts = out.restarts;
     r->kill_reason = KILL_NONE;
     if (out.state == JOB_RESTARTING) {
@@ -301,27 +299,10 @@ static void finish_attempt(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, in
     set_state(c, r, out.state, out.reason);
 }
 
-/* Where each rank is expected to run: Open MPI's default by-slot mapping over the
- * hostfile (wrapping around when oversubscribed). Used for initial plans only. */
-static void rank_hosts(const coordinator_t *c, int world, const char **out)
-{
-    int h = 0, used = 0;
-    for (int r = 0; r < world; r++) {
-        while (c->hosts[h].slots > 0 && used >= c->hosts[h].slots) {
-            h = (h + 1) % c->nhosts;
-            used = 0;
-        }
-        const char *name = c->hosts[h].name;
-        if (strcmp(name, "localhost") == 0 || strcmp(name, "127.0.0.1") == 0) name = c->hostname;
-        out[r] = name;
-        used++;
-    }
-}
-
 static void launch(coordinator_t *c, coord_run_t *r, double now)
 {
     char dir[JPATH], ckdir[JPATH], specp[JPATH], summary[JPATH];
-    char log[JPATH], ecp[JPATH], pidp[JPATH], np[16], tag[64];
+    char log[JPATH], ecp[JPATH], pidp[JPATH];
     char err[512] = "";
     job_spec_t *sp = NULL;
     char *text = NULL;
@@ -332,8 +313,6 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
     job_path(c, r->id, "log", log, sizeof log);
     job_path(c, r->id, "exit_code", ecp, sizeof ecp);
     job_path(c, r->id, "pid", pidp, sizeof pidp);
-    snprintf(np, sizeof np, "%d", r->world);
-    snprintf(tag, sizeof tag, "pacer-job-%s", r->id);
 
     if (mkdir_p(ckdir, 0755) != 0) {
         snprintf(err, sizeof err, "%.300s: %s", ckdir, strerror(errno));
@@ -362,28 +341,20 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
     unlink(ecp);
 
     if (r->first_launch && r->spec->algorithm.dynamic_batch && c->worker_has_redis && c->rc) {
+        /* [launcher] Only where placement is known before the start (not under Slurm). */
         const char **hosts = calloc((size_t)r->world, sizeof *hosts);
-        if (hosts) {
-            rank_hosts(c, r->world, hosts);
+        if (hosts && launcher_rank_hosts(c->launcher, r->world, hosts) == 0) {
             int k = dynbatch_initial(c->rc, r->id, r->spec, hosts);
             if (k == JS_EREDIS) rc_broken(c, "initial plan");
             else if (k == 1) clog_printf("job %s: initial batch plan from stored profiles", r->id);
-            free(hosts);
         }
+        free(hosts);
     }
     r->first_launch = 0;
 
+    /* [launcher] The worker's command; the launcher wraps it (mpirun, sbatch). */
     const char *argv[32];
     int a = 0;
-    argv[a++] = c->mpirun;
-    argv[a++] = "--oversubscribe";
-    argv[a++] = "--allow-run-as-root";
-    argv[a++] = "-np";
-    argv[a++] = np;
-    if (c->hostfile[0]) {
-        argv[a++] = "--hostfile";
-        argv[a++] = c->hostfile;
-    }
     argv[a++] = c->worker;
     argv[a++] = "--spec";
     argv[a++] = specp;
@@ -397,38 +368,20 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
         argv[a++] = r->id;
     }
     argv[a] = NULL;
-
-    FILE *lf = fopen(log, "a");
-    if (lf) {
-        time_t t = (time_t)now;
-        struct tm tm;
-        char when[32];
-        localtime_r(&t, &tm);
-        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-        fprintf(lf, "=== pacer-coordinator %s: job %s attempt %d:", when, r->id, r->attempts + 1);
-        for (int i = 0; i < a; i++) fprintf(lf, " %s", argv[i]);
-        fprintf(lf, " ===\n");
-        fclose(lf);
-    }
-    pid_t pid;
-    if (launch_job(tag, argv, log, ecp, &pid, err, sizeof err) != 0) goto fail;
-    r->pid = pid;
-    r->is_child = 1;
-    if (proc_stat(pid, &r->pstart, NULL) != 0) r->pstart = 0;
-    /* The local record of the process comes first: Redis may be down, and a coordinator
-     * restarted after a crash must find the newest attempt, not an older one. */
-    char pidline[64];
-    int n = snprintf(pidline, sizeof pidline, "%d %llu\n", (int)pid, r->pstart);
-    if (write_file_atomic(pidp, pidline, (size_t)n) != 0)
-        clog_printf("job %s: cannot write %s: %s", r->id, pidp, strerror(errno));
+    launch_req_t req = {
+        .id = r->id, .attempt = r->attempts + 1, .world = r->world, .argv = argv, .dir = dir,
+        .log_path = log, .exit_code_path = ecp, .handle_path = pidp,
+    };
+    if (launcher_start(c->launcher, &req, &r->h, err, sizeof err) != 0) goto fail;
+    char what[64];
     r->attempts++;
     r->launched_at = now;
     r->phase = PH_ACTIVE;
     r->kill_reason = KILL_NONE;
     r->sigkilled = 0;
     if (r->started <= 0) r->started = now;
-    clog_printf("job %s: attempt %d started (pid %d, %d rank%s)", r->id, r->attempts, (int)pid, r->world,
-         r->world == 1 ? "" : "s");
+    clog_printf("job %s: attempt %d started (%s, %d rank%s)", r->id, r->attempts,
+                launcher_describe(&r->h, what, sizeof what), r->world, r->world == 1 ? "" : "s");
     free(sp);
     free(text);
     set_state(c, r, JOB_RUNNING, r->state == JOB_RESTARTING ? r->reason : "");
@@ -436,60 +389,32 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
 fail:
     free(sp);
     free(text);
-    lf = fopen(log, "a");
+    FILE *lf = fopen(log, "a");
     if (lf) {
         fprintf(lf, "pacer-coordinator: cannot start the job: %s\n", err);
         fclose(lf);
     }
     clog_printf("job %s: cannot start: %s", r->id, err);
-    r->pid = 0;
+    memset(&r->h, 0, sizeof r->h);
     r->attempts++;
     finish_attempt(c, r, SV_LOST, 0, now);
 }
 
-/* Has the job ended? For a child, waitpid; for an adopted job, the
- * exit_code file and then liveness of the recorded pid. */
-static int poll_ended(coordinator_t *c, coord_run_t *r, sv_outcome_t *oc, int *code)
+/* [launcher] Has the attempt ended? While the resource manager still queues it, no
+ * heartbeat is due: the grace period starts when it runs. */
+static int poll_ended(coordinator_t *c, coord_run_t *r, double now, sv_outcome_t *oc, int *code)
 {
-    char ecp[JPATH];
-    int ec;
+    char ecp[JPATH], log[JPATH];
     job_path(c, r->id, "exit_code", ecp, sizeof ecp);
-    if (r->pid <= 0) {
-        *oc = SV_LOST;
-        return 1;
-    }
-    if (r->is_child) {
-        /* WNOWAIT: look, do not reap yet (finish_attempt reaps after the session kill). */
-        siginfo_t si;
-        memset(&si, 0, sizeof si);
-        if (waitid(P_PID, (id_t)r->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0) {
-            if (si.si_pid != r->pid) return 0;
-            if (si.si_code == CLD_EXITED) {
-                *oc = SV_EXITED;
-                *code = si.si_status;
-            } else if (exit_code_read(ecp, &ec) == 0) {
-                *oc = SV_EXITED;
-                *code = ec;
-            } else {
-                *oc = SV_SIGNALLED;
-                *code = si.si_status;
-            }
-            return 1;
-        }
-        r->is_child = 0;   /* ECHILD: not ours after all; fall back to polling */
-    }
-    if (exit_code_read(ecp, &ec) == 0) {
-        *oc = SV_EXITED;
-        *code = ec;
-        return 1;
-    }
-    if (proc_alive(r->pid, r->pstart)) return 0;
-    if (exit_code_read(ecp, &ec) == 0) {   /* written just before it exited */
-        *oc = SV_EXITED;
-        *code = ec;
-        return 1;
-    }
-    *oc = SV_LOST;
+    job_path(c, r->id, "log", log, sizeof log);
+    launch_status_t st;
+    launcher_poll(c->launcher, &r->h, ecp, log, now, &st);
+    if (st.pending) r->launched_at = now;
+    if (!st.ended) return 0;
+    if (st.lost_hosts[0]) clog_printf("job %s: lost host%s %s", r->id, strchr(st.lost_hosts, ' ') ? "s" : "",
+                                      st.lost_hosts);
+    *oc = st.outcome;
+    *code = st.code;
     return 1;
 }
 
@@ -499,12 +424,14 @@ static void start_kill(coordinator_t *c, coord_run_t *r, kill_reason_t why, doub
     r->phase = PH_KILLING;
     r->kill_deadline = now + c->cfg.kill_grace_s;
     r->sigkilled = 0;
-    session_signal(r->pid, SIGTERM);
+    launcher_stop(c->launcher, &r->h, 0);   /* [launcher] */
+    char what[64];
+    launcher_describe(&r->h, what, sizeof what);
     if (why == KILL_CANCEL)
-        clog_printf("job %s: cancelling (SIGTERM to the processes of session %d)", r->id, (int)r->pid);
+        clog_printf("job %s: cancelling (stopping %s)", r->id, what);
     else
-        clog_printf("job %s: no heartbeat from rank %d for %.0f s; killing session %d", r->id, r->stale_rank,
-                    r->stale_s, (int)r->pid);
+        clog_printf("job %s: no heartbeat from rank %d for %.0f s; stopping %s", r->id, r->stale_rank, r->stale_s,
+                    what);
 }
 
 /* Reads cancel_requested and (when check_beats) the ranks' heartbeats. A failed read
@@ -558,7 +485,7 @@ static void step(coordinator_t *c, coord_run_t *r, double now)
     int code = 0;
     switch (r->phase) {
     case PH_ACTIVE:
-        if (poll_ended(c, r, &oc, &code)) {
+        if (poll_ended(c, r, now, &oc, &code)) {
             finish_attempt(c, r, oc, code, now);
             break;
         }
@@ -582,11 +509,11 @@ static void step(coordinator_t *c, coord_run_t *r, double now)
         }
         break;
     case PH_KILLING:
-        if (poll_ended(c, r, &oc, &code)) {
+        if (poll_ended(c, r, now, &oc, &code)) {
             finish_attempt(c, r, r->kill_reason == KILL_CANCEL ? SV_CANCELLED : SV_STALE, code, now);
         } else if (now >= r->kill_deadline && !r->sigkilled) {
             clog_printf("job %s: still running %.0f s after SIGTERM; SIGKILL", r->id, c->cfg.kill_grace_s);
-            session_signal(r->pid, SIGKILL);
+            launcher_stop(c->launcher, &r->h, 1);   /* [launcher] */
             r->sigkilled = 1;
         }
         break;
@@ -730,22 +657,14 @@ static void adopt(coordinator_t *c, double now)
             clog_printf("job %s: was RESTARTING; launching it again", id);
             continue;
         }
-        /* The pid file is newer than Redis (written right after the spawn). */
-        char pidp[JPATH];
+        /* [launcher] The handle file is newer than Redis (written right after the start). */
+        char pidp[JPATH], what[256];
         job_path(c, id, "pid", pidp, sizeof pidp);
-        FILE *f = fopen(pidp, "r");
-        int pid = 0;
-        unsigned long long ps = 0;
-        if (f) {
-            if (fscanf(f, "%d %llu", &pid, &ps) != 2) pid = 0;
-            fclose(f);
-        }
-        r->pid = pid;
-        r->pstart = ps;
-        r->is_child = 0;
         r->phase = PH_ACTIVE;
-        if (pid > 0 && proc_alive(pid, ps)) clog_printf("job %s: adopted (session %d still running)", id, pid);
-        else clog_printf("job %s: its process is gone; finding out how it ended", id);
+        if (launcher_adopt(c->launcher, pidp, &r->h, what, sizeof what))
+            clog_printf("job %s: adopted (%s); following it", id, launcher_describe(&r->h, what, sizeof what));
+        else
+            clog_printf("job %s: %s; finding out how it ended", id, what);
     }
     freeReplyObject(m);
     if (c->rc) c->adopted = 1;
@@ -754,8 +673,10 @@ static void adopt(coordinator_t *c, double now)
 static void publish_info(coordinator_t *c, double now)
 {
     json_t *hosts = json_array();
-    for (int i = 0; hosts && i < c->nhosts; i++)
-        json_array_append_new(hosts, json_pack("{s:s, s:i}", "name", c->hosts[i].name, "slots", c->hosts[i].slots));
+    const launch_host_t *lh;
+    int nh = launcher_hosts(c->launcher, &lh);   /* [launcher] */
+    for (int i = 0; hosts && i < nh; i++)
+        json_array_append_new(hosts, json_pack("{s:s, s:i}", "name", lh[i].name, "slots", lh[i].slots));
     char *htext = hosts ? json_dumps(hosts, JSON_COMPACT) : NULL;
     json_decref(hosts);
     int running = 0;
@@ -841,49 +762,6 @@ static void *tick_main(void *arg)
 
 /* ---- start and stop ---------------------------------------------------------------------- */
 
-static int parse_hostfile(coordinator_t *c, char *err, size_t errlen)
-{
-    FILE *f = fopen(c->hostfile, "r");
-    if (!f) {
-        snprintf(err, errlen, "hostfile %s: %s", c->hostfile, strerror(errno));
-        return -1;
-    }
-    char line[1024];
-    int lineno = 0;
-    while (fgets(line, sizeof line, f)) {
-        lineno++;
-        char *hash = strchr(line, '#');
-        if (hash) *hash = 0;
-        char name[256];
-        if (sscanf(line, "%255s", name) != 1) continue;
-        if (c->nhosts == COORD_MAX_HOSTS) {
-            snprintf(err, errlen, "hostfile %s: more than %d hosts", c->hostfile, COORD_MAX_HOSTS);
-            fclose(f);
-            return -1;
-        }
-        int slots = 1;
-        char *s = strstr(line, "slots=");
-        if (s && (s == line || s[-1] != '_')) {
-            slots = atoi(s + 6);
-            if (slots < 1) {
-                snprintf(err, errlen, "hostfile %s:%d: slots must be >= 1", c->hostfile, lineno);
-                fclose(f);
-                return -1;
-            }
-        }
-        coord_host_t *h = &c->hosts[c->nhosts++];
-        snprintf(h->name, sizeof h->name, "%s", name);
-        h->slots = slots;
-        c->slots_total += slots;
-    }
-    fclose(f);
-    if (c->nhosts == 0) {
-        snprintf(err, errlen, "hostfile %s: no hosts", c->hostfile);
-        return -1;
-    }
-    return 0;
-}
-
 static void copy_str(char *dst, size_t len, const char *src, const char *dflt)
 {
     snprintf(dst, len, "%s", src && *src ? src : dflt);
@@ -902,6 +780,7 @@ static void free_coordinator(coordinator_t *c)
 {
     for (int i = 0; i < c->nruns; i++) run_free(c->runs[i]);
     free(c->runs);
+    launcher_close(c->launcher);
     if (c->rc) redisFree(c->rc);
     jobstore_pool_free(c->pool);
     pthread_cond_destroy(&c->cond);
@@ -973,18 +852,22 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
         snprintf(err, errlen, "state dir %s: %s", jobs, strerror(errno));
         goto fail;
     }
-    if (gethostname(c->hostname, sizeof c->hostname) != 0) snprintf(c->hostname, sizeof c->hostname, "localhost");
-    c->hostname[sizeof c->hostname - 1] = 0;
+    host_name(c->hostname, sizeof c->hostname);
 
-    if (cfg->hostfile && *cfg->hostfile) {
-        if (absolute(cfg->hostfile, c->hostfile, sizeof c->hostfile) != 0 || parse_hostfile(c, err, errlen) != 0)
-            goto fail;
-    } else {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        c->nhosts = 1;
-        snprintf(c->hosts[0].name, sizeof c->hosts[0].name, "%s", c->hostname);
-        c->hosts[0].slots = n > 0 ? (int)n : 1;
-        c->slots_total = c->hosts[0].slots;
+    /* [launcher] local, hostfile or slurm: where ranks can run, and how they start. */
+    if (cfg->hostfile && *cfg->hostfile && absolute(cfg->hostfile, c->hostfile, sizeof c->hostfile) != 0) {
+        snprintf(err, errlen, "--hostfile: path too long");
+        goto fail;
+    }
+    launcher_config_t lcfg = {
+        .kind = cfg->launcher, .hostname = c->hostname, .mpirun = c->mpirun, .hostfile = c->hostfile,
+        .slurm_mpi = cfg->slurm_mpi, .slurm_partition = cfg->slurm_partition, .slurm_args = cfg->slurm_args,
+    };
+    if (launcher_open(&lcfg, &c->launcher, err, errlen) != 0) goto fail;
+    {
+        const launch_host_t *lh;
+        c->nhosts = launcher_hosts(c->launcher, &lh);
+        c->slots_total = launcher_slots(c->launcher);
     }
 
     if (cfg->worker && *cfg->worker) {
@@ -1061,9 +944,10 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
             rc_broken(c, "lock");
         }
     }
-    clog_printf("pacer-coordinator %s: state %s, redis %s%s, worker %s, %d slot%s on %d host%s", PACER_VERSION,
-         c->state_dir, c->redis_url, c->embedded_on ? " (embedded)" : "", c->worker, c->slots_total,
-         c->slots_total == 1 ? "" : "s", c->nhosts, c->nhosts == 1 ? "" : "s");
+    clog_printf("pacer-coordinator %s: state %s, redis %s%s, worker %s, %s launcher: %d slot%s on %d host%s",
+         PACER_VERSION, c->state_dir, c->redis_url, c->embedded_on ? " (embedded)" : "", c->worker,
+         launcher_name(c->launcher), c->slots_total, c->slots_total == 1 ? "" : "s", c->nhosts,
+         c->nhosts == 1 ? "" : "s");
     if (pthread_create(&c->tick_thread, NULL, tick_main, c) != 0) {
         snprintf(err, errlen, "cannot start the tick thread");
         rc = COORD_EINTERNAL;
@@ -1097,7 +981,7 @@ void coordinator_stop(coordinator_t *c)
             for (int i = 0; i < c->nruns; i++) {
                 coord_run_t *r = c->runs[i];
                 if (r->phase == PH_ACTIVE || r->phase == PH_KILLING) {
-                    session_signal(r->pid, SIGTERM);
+                    launcher_stop(c->launcher, &r->h, 0);   /* [launcher] */
                     n++;
                 }
             }
@@ -1108,12 +992,18 @@ void coordinator_stop(coordinator_t *c)
                 for (int i = 0; i < c->nruns; i++) {
                     coord_run_t *r = c->runs[i];
                     if (r->phase != PH_ACTIVE && r->phase != PH_KILLING) continue;
-                    if (r->is_child) waitpid(r->pid, NULL, WNOHANG);
-                    if (session_alive(r->pid)) alive++;
+                    char ecp[JPATH], log[JPATH];
+                    job_path(c, r->id, "exit_code", ecp, sizeof ecp);
+                    job_path(c, r->id, "log", log, sizeof log);
+                    launch_status_t st;
+                    launcher_poll(c->launcher, &r->h, ecp, log, clog_now(), &st);   /* [launcher] */
+                    if (!st.ended) alive++;
                 }
                 if (!alive) break;
                 if (clog_now() > deadline) {
-                    for (int i = 0; i < c->nruns; i++) session_signal(c->runs[i]->pid, SIGKILL);
+                    for (int i = 0; i < c->nruns; i++)
+                        if (c->runs[i]->phase == PH_ACTIVE || c->runs[i]->phase == PH_KILLING)
+                            launcher_stop(c->launcher, &c->runs[i]->h, 1);   /* [launcher] */
                     break;
                 }
                 struct timespec ts = { 0, 50000000L };
@@ -1122,9 +1012,8 @@ void coordinator_stop(coordinator_t *c)
             for (int i = 0; i < c->nruns; i++) {
                 coord_run_t *r = c->runs[i];
                 if (r->phase != PH_ACTIVE && r->phase != PH_KILLING) continue;
-                if (r->is_child) waitpid(r->pid, NULL, WNOHANG);
+                launcher_reap(c->launcher, &r->h);   /* [launcher] */
                 r->phase = PH_BACKOFF;
-                r->pid = 0;
                 /* RESTARTING without a restart counted: the next coordinator resumes it. */
                 set_state(c, r, JOB_RESTARTING, "stopped with the coordinator (--stop-jobs-on-exit)");
             }

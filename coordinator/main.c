@@ -487,8 +487,16 @@ int main(int argc, char **argv)
             }
             o.http.token = o.token;
         } else if (env && *env) {
-            o.http.token = env;
+            if (strlen(env) >= sizeof o.token) {
+                fprintf(stderr, "pacer-coordinator: PACER_TOKEN: longer than %zu bytes\n", sizeof o.token - 1);
+                return 2;
+            }
+            memcpy(o.token, env, strlen(env) + 1);
+            o.http.token = o.token;
         }
+        /* Jobs inherit the daemon's environment (mpirun passes it to local ranks; sbatch
+         * hands it to slurmctld, which keeps it with the job): the API token stays here. */
+        unsetenv("PACER_TOKEN");
         return run_daemon(&o);
     }
 

@@ -11,7 +11,9 @@
 #      job (the default where Slurm has the PMIx plugin), runs one rank on each node
 #      (the nodes endpoint says pw1, pw2: the Slurm node names) and SUCCEEDS; Slurm
 #      shows its batch job COMPLETED, and its log starts with the sbatch command;
-#   2. a coordinator restarted while a job runs adopts its Slurm job (from the handle
+#   2. the coordinator's API token is in neither the ranks' environment nor slurmctld's
+#      state (the job's environment comes from the coordinator's); a coordinator
+#      restarted while a job runs adopts its Slurm job (from the handle
 #      file in the job's directory); then DELETE: the job ends CANCELLED, Slurm shows its batch job
 #      CANCELLED and no longer pending or running (squeue -j, scontrol show job), and no
 #      pacer-worker process is left on either node;
@@ -218,6 +220,16 @@ done
 s2=$(slurm_id "$id2")
 [ "$(slurm_state "$s2")" = RUNNING ] || fail "Slurm job $s2 is $(slurm_state "$s2") while the ranks train"
 echo "ok: job $id2 training on both nodes as Slurm job $s2 (RUNNING)"
+# The API token reaches neither the ranks nor slurmctld's copy of the job's environment.
+n=0
+for p in $(for h in pw1 pw2; do ip netns pids "$(host_ns "$h")"; done); do
+    [ "$(cat "/proc/$p/comm" 2>/dev/null)" = pacer-worker ] || continue
+    n=$((n + 1))
+    tr '\0' '\n' <"/proc/$p/environ" | grep -q "$TOKEN" && fail "rank process $p has the API token in its environment"
+done
+[ "$n" -ge 2 ] || fail "found $n pacer-worker processes on pw1 and pw2, want 2"
+grep -rqs "$TOKEN" "$SD" && fail "the API token is in the Slurm cluster's files: $(grep -rls "$TOKEN" "$SD")"
+echo "ok: the API token is in neither the ranks' environment nor slurmctld's state"
 # A coordinator restarted meanwhile follows the Slurm job it did not submit.
 stop_coord
 start_coord

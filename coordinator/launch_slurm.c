@@ -336,7 +336,15 @@ static void slurm_poll(launcher_t *l, launch_handle_t *h, const char *ecp, const
     int status = 0, sig = 0;
     if (rc == 0 && launch_slurm_parse_job(out, state, sizeof state, &status, &sig, nodes, sizeof nodes) == 0) {
         h->unreachable = 0;
-        h->slurm_pending = strcmp(state, "PENDING") == 0 || strcmp(state, "CONFIGURING") == 0;
+        int pending = strcmp(state, "PENDING") == 0 || strcmp(state, "CONFIGURING") == 0;
+        if (pending != h->slurm_pending || !h->slurm_seen) {
+            char reason[128];
+            field(out, "Reason", reason, sizeof reason);
+            if (pending) clog_printf("slurm: job %ld %s (%s)", h->slurm_job, state, reason);
+            else if (strcmp(state, "RUNNING") == 0) clog_printf("slurm: job %ld RUNNING on %s", h->slurm_job, nodes);
+        }
+        h->slurm_seen = 1;
+        h->slurm_pending = pending;
         st->pending = h->slurm_pending;
         if (state_active(state)) goto out;
         /* Over. The exit-code file may have appeared since the first look. */

@@ -69,6 +69,7 @@ typedef struct {
     int is_child;                   /* started by this process: waitpid works */
     long slurm_job;                 /* slurm: the batch job id */
     double next_poll;               /* slurm: when to ask slurmctld again */
+    int slurm_seen;                 /* slurm: scontrol answered about it at least once */
     int slurm_pending;              /* slurm: PENDING at the last answer */
     int slurm_done;                 /* slurm: known to be over (nothing to scancel) */
     int unreachable;                /* slurm: the last question got no answer (logged once) */

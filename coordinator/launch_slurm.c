@@ -296,7 +296,10 @@ static void lost_nodes(const char *nodes, char *lost, size_t len)
             char name[256], st[32];
             if (sscanf(line, "%255s %31s", name, st) != 2) continue;
             if (!strstr(st, "down") && !strstr(st, "fail") && !strchr(st, '*')) continue;
-            if (strstr(lost, name)) continue;
+            int dup = 0;   /* a node in two partitions is listed twice */
+            for (const char *q = lost; (q = strstr(q, name)) != NULL; q++)
+                dup |= (q == lost || q[-1] == ' ') && (q[strlen(name)] == ' ' || q[strlen(name)] == 0);
+            if (dup) continue;
             int w = snprintf(lost + used, len - used, "%s%s", used ? " " : "", name);
             if (w < 0 || (size_t)w >= len - used) break;
             used += (size_t)w;

@@ -360,17 +360,17 @@ static void test_slurm_attempt(void **state)
     /* NODE_FAIL: lost, with the nodes that are down now, and a line in the log. */
     h.next_poll = 0;
     answer(fx, "scontrol", 0, "JobId=12 JobState=NODE_FAIL Reason=NodeDown ExitCode=0:0 NodeList=pw[1-2]\n");
-    answer(fx, "sinfo", 0, "pw1 alloc\npw2 down*\n");
+    answer(fx, "sinfo", 0, "pw1 alloc\npw12 down*\npw2 down*\npw12 down*\n");   /* pw12: two partitions */
     launcher_poll(l, &h, a.ec, a.log, 106.0, &st);
     assert_true(st.ended);
     assert_int_equal(st.outcome, SV_LOST);
-    assert_string_equal(st.lost_hosts, "pw2");
+    assert_string_equal(st.lost_hosts, "pw12 pw2");
     t = read_text(a.log);
-    assert_non_null(strstr(t, "pacer-coordinator: Slurm job 12 ended NODE_FAIL (nodes pw[1-2]; lost pw2)"));
+    assert_non_null(strstr(t, "pacer-coordinator: Slurm job 12 ended NODE_FAIL (nodes pw[1-2]; lost pw12 pw2)"));
     free(t);
     char line[256];
     assert_int_equal(log_last_line(a.log, line, sizeof line), 0);
-    assert_string_equal(line, "pacer-coordinator: Slurm job 12 ended NODE_FAIL (nodes pw[1-2]; lost pw2)");
+    assert_string_equal(line, "pacer-coordinator: Slurm job 12 ended NODE_FAIL (nodes pw[1-2]; lost pw12 pw2)");
 
     /* Purged from slurmctld: the exit-code file decides, else lost. */
     h.next_poll = 0;

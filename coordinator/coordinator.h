@@ -2,7 +2,7 @@
  *
  * Two ways to open one:
  *   coordinator_start()  the daemon: owns (or starts) the Redis server, runs the
- *                        supervision tick on its own thread (queue -> mpirun launches,
+ *                        supervision tick on its own thread (queue -> launches (launcher.h),
  *                        restarts, cancels, heartbeats, batch plans, profiles);
  *   coordinator_open()   a client: the same API against the same Redis, no supervision
  *                        (the command-line mode and tests use it).

@@ -3,7 +3,9 @@
  * MPI_Comm_split_type(MPI_COMM_TYPE_SHARED), or consecutive blocks of
  * algorithm.group_size); inside a group every step is synchronous SGD (the ssgd fused
  * allreduce on the group communicator); every algorithm.k_steps steps the group leaders
- * average their models with batch weights and broadcast the result inside their group. */
+ * average their models with batch weights and broadcast the result inside their group.
+ * Staleness: every step records the steps since the last average across groups (0 ..
+ * k_steps - 1), as local-sgd does; inside a group the step itself is synchronous. */
 #include <stdlib.h>
 
 #include "comm.h"
@@ -46,7 +48,6 @@ static void average(worker_t *w, hier_state_t *st)
     double dt = now_s() - t0;
     w->stats.step_comm_s += dt;
     w->stats.comm_s += dt;
-    staleness_add(&w->staleness, st->since);
     st->since = 0;
     st->group_samples = 0;
 }
@@ -73,6 +74,7 @@ static int hier_step(worker_t *w)
     w->step_samples = (int)total;
     worker_apply_update(w, 1.0f / total);
     st->group_samples += (long)total;
+    staleness_add(&w->staleness, st->since);
     if (++st->since >= w->spec->algorithm.k_steps) average(w, st);
     return 0;
 }

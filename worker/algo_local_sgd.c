@@ -2,7 +2,9 @@
  * local SGD steps, then all ranks replace their model by the batch-weighted average
  * w = sum(s_p w_p) / sum(s_p) (s_p = samples rank p computed since the last average), in
  * one allreduce of [s_p * params, s_p * buffers, s_p]. Momentum stays local.
- * Staleness (ALGORITHMS.md): each average records the local steps since the last one. */
+ * Staleness: every local step records how many local steps the model it computed its
+ * gradient at is away from the last average (0, 1, ..., H - 1), so the mean is exact
+ * and (H - 1) / 2 for a whole number of rounds. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,7 +50,6 @@ void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight)
 static void average(worker_t *w, local_state_t *st)
 {
     local_average(w, MPI_COMM_WORLD, st->buf, (float)st->samples);
-    staleness_add(&w->staleness, st->since);
     st->since = 0;
     st->samples = 0;
 }
@@ -60,6 +61,7 @@ static int local_step(worker_t *w)
     worker_next_batch(w);
     worker_compute_grad(w, 1.0f);
     worker_apply_update(w, 1.0f);
+    staleness_add(&w->staleness, st->since);
     st->since++;
     st->samples += w->batch;
     if (st->since >= w->spec->algorithm.local_steps) average(w, st);

@@ -29,7 +29,6 @@ typedef struct {
     int *pending;               /* (n) gradient held by the rule; reply when applied */
     int64_t *t_read;            /* (n) version each worker last read */
     int64_t *last_tau;          /* (n) staleness of each worker's last applied gradient */
-    staleness_t *per_worker;    /* (n) */
     double *speed;              /* (n) reported samples/s */
     long cursor;                /* next position of the epoch order to hand out */
     double busy_s;              /* time spent handling pushes */
@@ -83,6 +82,7 @@ static void reply(server_t *s, int m, int stop)
         bytes = reply_bytes(s->ps.np);
     }
     MPI_CHECK(MPI_Isend(out, (int)bytes, MPI_BYTE, m + 1, TAG_REPLY, MPI_COMM_WORLD, &s->sreqs[m]));
+    s->last_tau[m] = -1;   /* delivered: a later reply (a stop) must not count it again */
 }
 
 static int all_parked(const server_t *s)
@@ -193,7 +193,6 @@ static int serve(server_t *s, const train_opts_t *o)
         w->stats.last_loss = h.loss;
         w->step_loss = h.loss;
         if (applied >= 0) {
-            staleness_add(&s->per_worker[m], tau);
             staleness_add(&w->staleness, tau);
             s->last_tau[m] = tau;
         } else {
@@ -215,7 +214,7 @@ static int serve(server_t *s, const train_opts_t *o)
                     double tn = now_s();
                     fprintf(stderr, "epoch %ld/%d update %lld loss %.4f lr %.5f updates/s %.0f mean staleness %.2f\n",
                             w->epoch + 1, sp->epochs, (long long)s->ps.t, h.loss, w->lr,
-                            (double)(s->ps.t - t_log_updates) / (tn - t_log), staleness_mean(&w->staleness));
+                            (double)(s->ps.t - t_log_updates) / (tn - t_log), staleness_mean(&w->staleness.s));
                     t_log = tn;
                     t_log_updates = s->ps.t;
                 }
@@ -273,11 +272,10 @@ static int run_server(worker_t *w, const ps_rule_t *rule, const train_opts_t *o)
     s.pending = calloc((size_t)n, sizeof *s.pending);
     s.t_read = calloc((size_t)n, sizeof *s.t_read);
     s.last_tau = calloc((size_t)n, sizeof *s.last_tau);
-    s.per_worker = calloc((size_t)n, sizeof *s.per_worker);
     s.speed = calloc((size_t)n, sizeof *s.speed);
     s.ps.scratch = malloc(np * sizeof(float));
     if (!s.reqs || !s.in || !s.out || !s.sreqs || !s.parked || !s.pending || !s.t_read || !s.last_tau ||
-        !s.per_worker || !s.speed || !s.ps.scratch)
+        !s.speed || !s.ps.scratch)
         goto out;
     for (int m = 0; m < n; m++) {
         s.reqs[m] = MPI_REQUEST_NULL;
@@ -324,7 +322,7 @@ out:
         if (s.sreqs[m] != MPI_REQUEST_NULL) MPI_Wait(&s.sreqs[m], MPI_STATUS_IGNORE);
     for (int m = 0; s.out && m < n; m++) free(s.out[m]);
     free(s.reqs); free(s.in); free(s.out); free(s.sreqs); free(s.parked); free(s.pending); free(s.t_read);
-    free(s.last_tau); free(s.per_worker); free(s.speed); free(s.ps.scratch);
+    free(s.last_tau); free(s.speed); free(s.ps.scratch);
     return rc;
 }
 

@@ -180,7 +180,7 @@ static metrics_record_t *fill_record(worker_t *w, metrics_kind_t kind)
     r->samples_per_s = w->stats.ewma_sps;
     r->samples = w->stats.samples;
     r->slowdown = w->slowdown;
-    r->staleness = w->staleness;
+    r->staleness = w->staleness.s;
     r->plan_version = w->plan_version;
     r->test_loss = NAN;
     r->test_accuracy = NAN;
@@ -599,19 +599,6 @@ int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen)
 
 /* ---- summary ---------------------------------------------------------------------------- */
 
-json_t *staleness_json(const staleness_t *s)
-{
-    json_t *hist = json_array();
-    for (int b = 0; b < STALENESS_BUCKETS; b++) json_array_append_new(hist, json_integer(s->hist[b]));
-    return json_pack("{s:I, s:f, s:I, s:I, s:I, s:o}",
-                     "count", (json_int_t)s->count,
-                     "mean", staleness_mean(s),
-                     "p50", (json_int_t)staleness_quantile(s, 0.5),
-                     "p95", (json_int_t)staleness_quantile(s, 0.95),
-                     "max", (json_int_t)s->max,
-                     "hist", hist);
-}
-
 static double peak_rss_mb(void)
 {
     struct rusage ru;
@@ -621,7 +608,7 @@ static double peak_rss_mb(void)
 
 json_t *worker_rank_json(const worker_t *w)
 {
-    json_t *st = staleness_json(&w->staleness);
+    json_t *st = staleness_json(&w->staleness.s);
     return json_pack("{s:i, s:s, s:f, s:f, s:f, s:f, s:I, s:I, s:i, s:f, s:f, s:f, s:o}",
                      "rank", w->rank,
                      "role", w->role == ROLE_PS ? "ps" : "worker",
@@ -670,24 +657,10 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
         snprintf(err, errlen, "summary: out of memory");
         return -1;
     }
-    /* The job's staleness: at the parameter server it is the exact record of every applied
-     * update; for the synchronous family the ranks' records merged. */
-    staleness_t total = w->staleness;
-    if (w->role != ROLE_PS) {
-        memset(&total, 0, sizeof total);
-        json_array_foreach(per_rank, i, r) {
-            json_t *st = json_object_get(r, "staleness"), *h = json_object_get(st, "hist");
-            staleness_t one = { 0 };
-            one.count = json_integer_value(json_object_get(st, "count"));
-            one.max = json_integer_value(json_object_get(st, "max"));
-            for (int b = 0; b < STALENESS_BUCKETS; b++) {
-                one.hist[b] = json_integer_value(json_array_get(h, (size_t)b));
-                one.sum += one.hist[b] * staleness_bucket_low(b);
-            }
-            staleness_merge(&total, &one);
-        }
-    }
-    json_object_set_new(root, "staleness", staleness_json(&total));
+    /* The job's staleness is rank 0's (this rank's): the parameter server records every
+     * applied update once, and in the synchronous families every rank applies every
+     * update with the same tau. Exact: it comes from the counts, not the histogram. */
+    json_object_set_new(root, "staleness", staleness_json(&w->staleness.s));
     if (w->role == ROLE_PS)
         json_object_set_new(root, "parameter_server",
                             json_pack("{s:I, s:f, s:f, s:I}", "updates", (json_int_t)w->ps_updates,

@@ -76,8 +76,8 @@ typedef struct worker {
 
     double slowdown;                     /* emulation factor in force for this rank */
     worker_stats_t stats;
-    staleness_t staleness;               /* updates this rank had applied (or, at the PS,
-                                            all applied updates, per worker below) */
+    staleness_acc_t staleness;           /* updates this rank applied (at the PS: every
+                                            applied update); exact counts, ~8 KB */
     float step_loss;                     /* the step's loss as the algorithm reports it
                                             (global mean for ssgd); the loop logs it */
     int step_samples;                    /* samples that loss is over */

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "metrics.h"
 #include "planner.h"
 #include "staleness.h"
@@ -84,42 +86,92 @@ static void test_planner_imbalance(void **state)
     assert_true(planner_imbalance(v, good, 2) < 1.05);
 }
 
+static staleness_acc_t acc;   /* 8 KB each: static, not on the test's stack */
+
 static void test_staleness_histogram(void **state)
 {
     (void)state;
-    staleness_t s;
-    memset(&s, 0, sizeof s);
+    memset(&acc, 0, sizeof acc);
     int64_t taus[] = { 0, 1, 2, 3, 4, 7, 8, 15, 16, 31, 32, 63, 64, 1000 };
     int64_t want_bucket[] = { 0, 1, 2, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8 };
     for (size_t i = 0; i < sizeof taus / sizeof taus[0]; i++) {
         assert_int_equal(staleness_bucket(taus[i]), want_bucket[i]);
-        staleness_add(&s, taus[i]);
+        staleness_add(&acc, taus[i]);
     }
-    assert_int_equal(s.count, 14);
-    assert_int_equal(s.max, 1000);
-    assert_int_equal(s.hist[4], 2);
-    assert_int_equal(s.hist[8], 2);
+    const staleness_t *s = &acc.s;
+    assert_int_equal(s->count, 14);
+    assert_int_equal(s->max, 1000);
+    assert_int_equal(s->hist[4], 2);
+    assert_int_equal(s->hist[8], 2);
     int64_t total = 0, sq = 0;
     for (size_t i = 0; i < 14; i++) { total += taus[i]; sq += taus[i] * taus[i]; }
-    assert_int_equal(s.sum, total);
-    assert_int_equal(s.sumsq, sq);
+    assert_int_equal(s->sum, total);
+    assert_int_equal(s->sumsq, sq);
 }
 
+/* Quantiles come from exact counts, not bucket lower bounds: 90 x 3 and 10 x 10 give
+ * p95 = 10 (the histogram alone could only say "8-15"). */
 static void test_staleness_quantiles(void **state)
 {
     (void)state;
-    staleness_t s;
-    memset(&s, 0, sizeof s);
-    for (int i = 0; i < 90; i++) staleness_add(&s, 3);
-    for (int i = 0; i < 10; i++) staleness_add(&s, 10);
-    assert_int_equal(staleness_quantile(&s, 0.5), 3);
-    assert_int_equal(staleness_quantile(&s, 0.90), 3);
-    assert_int_equal(staleness_quantile(&s, 0.95), 8); /* bucket 8-15 */
-    assert_true(fabs(staleness_mean(&s) - 3.7) < 1e-9);
-    staleness_t t = s;
-    staleness_merge(&t, &s);
-    assert_int_equal(t.count, 200);
-    assert_int_equal(t.hist[3], 180);
+    memset(&acc, 0, sizeof acc);
+    for (int i = 0; i < 90; i++) staleness_add(&acc, 3);
+    for (int i = 0; i < 10; i++) staleness_add(&acc, 10);
+    assert_int_equal(staleness_quantile(&acc, 0.5), 3);
+    assert_int_equal(staleness_quantile(&acc, 0.90), 3);
+    assert_int_equal(staleness_quantile(&acc, 0.91), 10);
+    assert_int_equal(acc.s.p50, 3);
+    assert_int_equal(acc.s.p95, 10);
+    assert_true(fabs(staleness_mean(&acc.s) - 3.7) < 1e-9);
+    /* local-sgd with H = 5 records 0..4 per round: mean exactly 2, p50 2, p95 4 */
+    memset(&acc, 0, sizeof acc);
+    for (int round = 0; round < 7; round++)
+        for (int j = 0; j < 5; j++) staleness_add(&acc, j);
+    assert_true(fabs(staleness_mean(&acc.s) - 2.0) < 1e-12);
+    assert_int_equal(acc.s.p50, 2);
+    assert_int_equal(acc.s.p95, 4);
+}
+
+/* Above STALENESS_EXACT_MAX values are only counted: a quantile that falls among them
+ * reads STALENESS_EXACT_MAX + 1, max stays exact. */
+static void test_staleness_overflow(void **state)
+{
+    (void)state;
+    memset(&acc, 0, sizeof acc);
+    for (int i = 0; i < 90; i++) staleness_add(&acc, 2);
+    for (int i = 0; i < 10; i++) staleness_add(&acc, 5000 + i);
+    assert_int_equal(acc.s.overflow, 10);
+    assert_int_equal(acc.s.max, 5009);
+    assert_int_equal(acc.s.p50, 2);
+    assert_int_equal(acc.s.p95, STALENESS_EXACT_MAX + 1);
+    staleness_add(&acc, STALENESS_EXACT_MAX);   /* the bound itself is exact */
+    assert_int_equal(acc.s.overflow, 10);
+    assert_int_equal(acc.counts[STALENESS_EXACT_MAX], 1);
+}
+
+/* The one JSON writer: every field, exact quantiles, and no overrun when short. */
+static void test_staleness_json(void **state)
+{
+    (void)state;
+    memset(&acc, 0, sizeof acc);
+    staleness_add(&acc, 0);
+    staleness_add(&acc, 1);
+    staleness_add(&acc, 5);
+    char buf[STALENESS_JSON_MAX];
+    int n = staleness_to_json(&acc.s, buf, sizeof buf);
+    assert_true(n > 0);
+    assert_string_equal(buf, "{\"count\":3,\"sum\":6,\"sumsq\":26,\"mean\":2.0000,\"p50\":1,\"p95\":5,"
+                             "\"max\":5,\"overflow\":0,\"hist\":[1,1,0,0,1,0,0,0,0]}");
+    assert_int_equal(staleness_to_json(&acc.s, buf, 30), -1);
+    /* the largest possible values still fit STALENESS_JSON_MAX */
+    staleness_t big;
+    for (size_t i = 0; i < sizeof big / sizeof(int64_t); i++) ((int64_t *)&big)[i] = INT64_MIN;
+    big.count = 1;
+    assert_true(staleness_to_json(&big, buf, sizeof buf) > 0);
+    json_t *j = staleness_json(&acc.s);
+    assert_non_null(j);
+    assert_int_equal(json_integer_value(json_object_get(j, "p95")), 5);
+    json_decref(j);
 }
 
 static void test_metrics_json(void **state)
@@ -136,7 +188,9 @@ static void test_metrics_json(void **state)
     r.test_loss = NAN;
     r.test_accuracy = NAN;
     r.slowdown = 2;
-    staleness_add(&r.staleness, 3);
+    memset(&acc, 0, sizeof acc);
+    staleness_add(&acc, 3);
+    r.staleness = acc.s;
     char buf[2048];
     int n = metrics_to_json(&r, "j-1", buf, sizeof buf);
     assert_true(n > 0);
@@ -187,6 +241,8 @@ int main(void)
         cmocka_unit_test(test_planner_imbalance),
         cmocka_unit_test(test_staleness_histogram),
         cmocka_unit_test(test_staleness_quantiles),
+        cmocka_unit_test(test_staleness_overflow),
+        cmocka_unit_test(test_staleness_json),
         cmocka_unit_test(test_metrics_json),
         cmocka_unit_test(test_metrics_reporter_file),
     };

@@ -32,6 +32,7 @@ typedef struct {
     double *speed;              /* (n) reported samples/s */
     long cursor;                /* next position of the epoch order to hand out */
     double busy_s;              /* time spent handling pushes */
+    double aside_s;             /* evaluation and checkpoints: not training time */
     int64_t pushes;
     int round_robin;            /* test hook: take pushes in worker order */
     double started;             /* when serving began */
@@ -126,10 +127,12 @@ static void stop_all(server_t *s)
 static void epoch_end(server_t *s)
 {
     worker_t *w = s->ps.w;
-    w->train_loss = w->epoch_loss_samples ? (float)(w->epoch_loss_sum / (double)w->epoch_loss_samples) : 0;
+    double t0 = now_s();
+    w->train_loss_running = w->epoch_loss_samples ? (float)(w->epoch_loss_sum / (double)w->epoch_loss_samples) : 0;
     worker_evaluate(w, &w->test_loss, &w->test_accuracy);
     worker_epoch_done(w);
     s->cursor = 0;
+    s->aside_s += now_s() - t0;
 }
 
 static int serve(server_t *s, const train_opts_t *o)
@@ -220,8 +223,10 @@ static int serve(server_t *s, const train_opts_t *o)
                 }
                 if (sp->checkpoint.every_steps > 0 && s->ps.t % sp->checkpoint.every_steps == 0) {
                     char err[512];
+                    double tc = now_s();
                     w->cursor = s->cursor;
                     if (worker_save_checkpoint(w, err, sizeof err) != 0) fprintf(stderr, "%s\n", err);
+                    s->aside_s += now_s() - tc;
                 }
             }
         }
@@ -304,7 +309,7 @@ static int run_server(worker_t *w, const ps_rule_t *rule, const train_opts_t *o)
     double t0 = now_s();
     rc = serve(&s, o);
     double wall = now_s() - t0;
-    w->loop_s = wall;
+    w->loop_s = wall - s.aside_s;   /* training time, as the synchronous loop counts it */
     w->ps_updates = s.ps.t;
     w->ps_busy_fraction = wall > 0 ? s.busy_s / wall : 0;
     w->ps_dropped = s.ps.dropped;

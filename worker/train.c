@@ -200,7 +200,7 @@ static void report_epoch(worker_t *w, metrics_kind_t kind)
     r->epoch = kind == METRICS_EPOCH ? w->epoch + 1 : w->epoch;
     r->test_loss = w->test_loss;
     r->test_accuracy = w->test_accuracy;
-    r->loss = w->train_loss;
+    r->loss = w->train_loss_running;
     metrics_push(w->metrics, r);
 }
 
@@ -211,22 +211,36 @@ static void sync_buffers_from_device(worker_t *w)
         fprintf(stderr, "pacer-worker: rank %d: CUDA: %s\n", w->rank, cuda_model_error(w->gpu));
 }
 
-void worker_evaluate(worker_t *w, float *loss, float *accuracy)
+/* Mean loss and accuracy of the current weights on the first n samples of d, in
+ * evaluation mode, in batches of the preallocated buffers. */
+static void evaluate_on(worker_t *w, const dataset_t *d, int n, float *loss, float *accuracy)
 {
     model_t *m = w->model;
     sync_buffers_from_device(w);
-    const dataset_t *d = &w->test;
     double loss_sum = 0;
     long correct = 0;
-    for (int first = 0; first < d->n; first += w->max_batch) {
-        int b = d->n - first < w->max_batch ? d->n - first : w->max_batch;
+    for (int first = 0; first < n; first += w->max_batch) {
+        int b = n - first < w->max_batch ? n - first : w->max_batch;
         for (int i = 0; i < b; i++) w->eval_idx[i] = first + i;
         data_batch_gather(d, w->eval_idx, b, w->x, w->y, 0, NULL);
         loss_sum += (double)model_forward(m, w->x, w->y, b, 0) * b;
         correct += count_correct(b, m->num_classes, model_logits(m), w->y);
     }
-    *loss = d->n ? (float)(loss_sum / d->n) : 0.0f;
-    *accuracy = d->n ? (float)correct / (float)d->n : 0.0f;
+    *loss = n ? (float)(loss_sum / n) : 0.0f;
+    *accuracy = n ? (float)correct / (float)n : 0.0f;
+}
+
+void worker_evaluate(worker_t *w, float *loss, float *accuracy)
+{
+    evaluate_on(w, &w->test, w->test.n, loss, accuracy);
+}
+
+float worker_final_train_loss(worker_t *w)
+{
+    float loss, acc;
+    int n = w->train.n < TRAIN_LOSS_SAMPLES ? w->train.n : TRAIN_LOSS_SAMPLES;
+    evaluate_on(w, &w->train, n, &loss, &acc);
+    return loss;
 }
 
 /* device "cpu": the reference path. "cuda": GPU local_rank % device_count, an error when
@@ -491,8 +505,8 @@ void worker_epoch_done(worker_t *w)
     const job_spec_t *s = w->spec;
     report_epoch(w, METRICS_EPOCH);
     if (w->rank == 0)
-        fprintf(stderr, "epoch %ld/%d done: train_loss %.4f test_loss %.4f test_accuracy %.4f\n",
-                w->epoch + 1, s->epochs, w->train_loss, w->test_loss, w->test_accuracy);
+        fprintf(stderr, "epoch %ld/%d done: train_loss_running %.4f test_loss %.4f test_accuracy %.4f\n",
+                w->epoch + 1, s->epochs, w->train_loss_running, w->test_loss, w->test_accuracy);
     w->epoch++;
     w->step_in_epoch = 0;
     w->cursor = 0;
@@ -527,6 +541,8 @@ int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen)
             return rc;
         }
         report_epoch(w, METRICS_FINAL);
+        /* The PS (rank 0) holds the final weights. */
+        if (w->role == ROLE_PS && w->stop != 2) w->train_loss = worker_final_train_loss(w);
         return 0;
     }
     while (w->epoch < s->epochs && !w->stop) {
@@ -583,7 +599,7 @@ int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen)
             snprintf(err, errlen, "algorithm %s: epoch end failed", w->algo->name);
             return rc;
         }
-        w->train_loss = w->epoch_loss_samples ? (float)(w->epoch_loss_sum / (double)w->epoch_loss_samples) : 0;
+        w->train_loss_running = w->epoch_loss_samples ? (float)(w->epoch_loss_sum / (double)w->epoch_loss_samples) : 0;
         if (w->algo->evaluate) w->algo->evaluate(w);
         else worker_evaluate(w, &w->test_loss, &w->test_accuracy);
         worker_epoch_done(w);
@@ -592,6 +608,8 @@ int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen)
     }
     w->wall_s = now_s() - t_start;
     report_epoch(w, METRICS_FINAL);
+    /* Rank 0 holds the final (merged) weights after the last epoch end. */
+    if (w->rank == 0 && w->stop != 2) w->train_loss = worker_final_train_loss(w);
     if (s->checkpoint.every_steps > 0 && w->rank == 0 && w->stop != 2)
         if (worker_save_checkpoint(w, err, errlen) != 0) return -1;
     return 0;
@@ -609,35 +627,61 @@ static double peak_rss_mb(void)
 json_t *worker_rank_json(const worker_t *w)
 {
     json_t *st = staleness_json(&w->staleness.s);
-    return json_pack("{s:i, s:s, s:f, s:f, s:f, s:f, s:I, s:I, s:i, s:f, s:f, s:f, s:o}",
+    if (w->role == ROLE_PS)
+        /* The parameter server computes no samples: it reports the updates it applied
+         * (counting the workers' samples here too would count every sample twice). */
+        return json_pack("{s:i, s:s, s:s, s:I, s:f, s:f, s:f, s:f, s:o}",
+                         "rank", w->rank,
+                         "role", "ps",
+                         "host", w->record.host,
+                         "updates", (json_int_t)w->ps_updates,
+                         "updates_per_s", w->loop_s > 0 ? (double)w->ps_updates / w->loop_s : 0.0,
+                         "busy_fraction", w->ps_busy_fraction,
+                         "idle_s", w->stats.idle_s,
+                         "peak_rss_mb", peak_rss_mb(),
+                         "staleness", st);
+    return json_pack("{s:i, s:s, s:s, s:f, s:f, s:f, s:f, s:I, s:I, s:i, s:f, s:f, s:f, s:o}",
                      "rank", w->rank,
-                     "role", w->role == ROLE_PS ? "ps" : "worker",
+                     "role", "worker",
+                     "host", w->record.host,
                      "compute_s", w->stats.compute_s,
                      "comm_s", w->stats.comm_s,
                      "idle_s", w->stats.idle_s,
                      "emulated_s", w->stats.emulated_s,
                      "samples", (json_int_t)w->stats.samples,
                      "steps", (json_int_t)w->stats.steps,
-                     "batch_final", w->role == ROLE_PS ? 0 : w->batch_of[w->worker_index],
+                     "batch_final", w->batch_of[w->worker_index],
                      "samples_per_s", w->stats.compute_s > 0 ? (double)w->stats.samples / w->stats.compute_s : 0.0,
                      "peak_rss_mb", peak_rss_mb(),
                      "slowdown", w->slowdown,
                      "staleness", st);
 }
 
+long worker_train_samples(json_t *per_rank)
+{
+    long n = 0;
+    size_t i;
+    json_t *r;
+    json_array_foreach(per_rank, i, r)
+        if (strcmp(json_string_value(json_object_get(r, "role")) ?: "", "worker") == 0)
+            n += (long)json_integer_value(json_object_get(r, "samples"));
+    return n;
+}
+
 int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, char *err, size_t errlen)
 {
     const job_spec_t *s = w->spec;
-    long train_samples = 0;
+    /* Every training sample once: the workers computed them; the training time is rank
+     * 0's time in training steps (the PS: serving), evaluation and checkpoints left out. */
+    long train_samples = worker_train_samples(per_rank);
     size_t i;
     json_t *r;
-    json_array_foreach(per_rank, i, r) train_samples += (long)json_integer_value(json_object_get(r, "samples"));
     double peak = 0;
     json_array_foreach(per_rank, i, r) {
         double p = json_real_value(json_object_get(r, "peak_rss_mb"));
         if (p > peak) peak = p;
     }
-    json_t *root = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:O}",
+    json_t *root = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:f, s:f, s:i, s:f, s:f, s:f, s:f, s:I, s:f, s:f, s:O}",
                              "name", s->name,
                              "model", s->model,
                              "dataset", s->dataset.name,
@@ -646,10 +690,13 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
                              "epochs", s->epochs,
                              "steps", (json_int_t)w->global_step,
                              "train_loss", (double)w->train_loss,
+                             "train_loss_running", (double)w->train_loss_running,
+                             "train_loss_samples", w->train.n < TRAIN_LOSS_SAMPLES ? w->train.n : TRAIN_LOSS_SAMPLES,
                              "test_loss", (double)w->test_loss,
                              "test_accuracy", (double)w->test_accuracy,
                              "wall_s", w->wall_s,
                              "train_s", w->loop_s,
+                             "train_samples", (json_int_t)train_samples,
                              "train_samples_per_s", w->loop_s > 0 ? (double)train_samples / w->loop_s : 0.0,
                              "peak_rss_mb", peak,
                              "per_rank", per_rank);

@@ -103,10 +103,14 @@ typedef struct worker {
     /* results */
     double epoch_loss_sum;               /* sum of batch-weighted losses this epoch */
     long epoch_loss_samples;
-    float train_loss;                    /* mean over the last full epoch */
+    float train_loss_running;            /* mean batch loss over the last epoch, as trained */
+    float train_loss;                    /* the final weights' loss on the fixed training
+                                            subset (worker_final_train_loss; rank 0) */
     float test_loss, test_accuracy;
     int stop;                            /* 1: target_accuracy reached, 2: test hook */
-    double loop_s;                       /* time inside training steps (no eval/ckpt) */
+    double loop_s;                       /* training time: inside training steps, without
+                                            evaluation or checkpoints (the PS: serving,
+                                            without them) */
     double wall_s;                       /* the whole training loop */
 } worker_t;
 
@@ -154,6 +158,12 @@ void worker_report_step(worker_t *w);
 
 /* Evaluates model on the test set in batches; fills loss and accuracy. */
 void worker_evaluate(worker_t *w, float *loss, float *accuracy);
+/* The summary's train_loss: the loss of the current weights on the first
+ * min(TRAIN_LOSS_SAMPLES, train.n) samples of the training set in file order, without
+ * augmentation, in evaluation mode; the same samples for every algorithm and run, so
+ * runs compare (the running mean over an epoch mixes weights of different ages). */
+#define TRAIN_LOSS_SAMPLES 10000
+float worker_final_train_loss(worker_t *w);
 
 double now_s(void);         /* monotonic */
 double wall_clock_s(void);  /* unix time */

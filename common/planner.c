@@ -94,6 +94,13 @@ int planner_assign(const double *speed, const int *current, int n, int global_ba
     return 1;
 }
 
+double planner_speed(double prev, long samples, double compute_wall_s)
+{
+    if (!(compute_wall_s > 0) || samples <= 0) return prev;
+    double v = (double)samples / compute_wall_s;
+    return prev > 0 ? (1 - PLANNER_SPEED_WEIGHT) * prev + PLANNER_SPEED_WEIGHT * v : v;
+}
+
 double planner_imbalance(const double *speed, const int *batch, int n)
 {
     double lo = INFINITY, hi = 0;

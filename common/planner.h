@@ -20,6 +20,16 @@
 int planner_assign(const double *speed, const int *current, int n, int global_batch,
                    int min_b, int max_b, double hysteresis, int *out);
 
+/* Node speed, the one figure the worker's planner, the coordinator's plans and profiles
+ * (through the node hash's samples_per_s) and the dashboard all use: samples per
+ * wall-clock second of the step's compute (forward, backward, on a GPU the device
+ * synchronisation that ends the step, and an emulated slowdown's wait), as an EWMA over
+ * steps with weight PLANNER_SPEED_WEIGHT for the newest. Wall clock, not CPU time: a rank
+ * whose core is shared, or a host thread waiting for its GPU, is as slow as the wall
+ * clock says. prev <= 0 starts the average. Returns prev when the step took no time. */
+#define PLANNER_SPEED_WEIGHT 0.3
+double planner_speed(double prev, long samples, double compute_wall_s);
+
 /* Predicted imbalance of a plan: max over ranks of b_i / v_i divided by the min. */
 double planner_imbalance(const double *speed, const int *batch, int n);
 

@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "planner.h"
 #include "train.h"
@@ -77,10 +78,57 @@ void comm_evaluate_root(worker_t *w)
     w->test_accuracy = r[1];
 }
 
+/* A polite wait polls for POLITE_SPIN_S first: a message under way (Open MPI's
+ * rendezvous hands a large message over in several steps, each needing the other side
+ * to poll) usually completes within it while the peer is running, without a trip through
+ * the scheduler per step; after that it naps between polls. */
+#define POLITE_SPIN_S 0.0005
+#define POLITE_NAP_NS 100000L
+
+static void nap(double since)
+{
+    if (now_s() - since < POLITE_SPIN_S) return;
+    struct timespec ts = { 0, POLITE_NAP_NS };
+    nanosleep(&ts, NULL);
+}
+
+void comm_wait(worker_t *w, MPI_Request *req)
+{
+    if (!w->polite_wait) {
+        MPI_CHECK(MPI_Wait(req, MPI_STATUS_IGNORE));
+        return;
+    }
+    double t0 = now_s();
+    for (;;) {
+        int done = 0;
+        MPI_CHECK(MPI_Test(req, &done, MPI_STATUS_IGNORE));
+        if (done) return;
+        nap(t0);
+    }
+}
+
+int comm_wait_any(worker_t *w, int n, MPI_Request *reqs)
+{
+    int m = MPI_UNDEFINED;
+    if (!w->polite_wait) {
+        MPI_CHECK(MPI_Waitany(n, reqs, &m, MPI_STATUS_IGNORE));
+        return m;
+    }
+    double t0 = now_s();
+    for (;;) {
+        int done = 0;
+        MPI_CHECK(MPI_Testany(n, reqs, &m, &done, MPI_STATUS_IGNORE));
+        if (done) return m;   /* m is MPI_UNDEFINED when no request is active */
+        nap(t0);
+    }
+}
+
 void comm_wait_peers(worker_t *w, MPI_Comm comm)
 {
     double t0 = now_s();
-    MPI_CHECK(MPI_Barrier(comm));
+    MPI_Request req;
+    MPI_CHECK(MPI_Ibarrier(comm, &req));
+    comm_wait(w, &req);
     double dt = now_s() - t0;
     w->stats.step_idle_s += dt;
     w->stats.idle_s += dt;

@@ -49,6 +49,13 @@ void comm_wait_peers(worker_t *w, MPI_Comm comm);
  * Implemented in algo_local_sgd.c, shared with hier-bsp. */
 void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight);
 
+/* MPI_Wait / MPI_Waitany, except on an oversubscribed host (w->polite_wait, see
+ * emulate.h): there they test and sleep ~0.1 ms between tests, so a waiting rank leaves
+ * the core to the ranks that compute instead of spinning in Open MPI's progress loop.
+ * comm_wait_any returns the index that completed (MPI_UNDEFINED when none is active). */
+void comm_wait(worker_t *w, MPI_Request *req);
+int comm_wait_any(worker_t *w, int n, MPI_Request *reqs);
+
 /* Rank 0's flag on every rank of MPI_COMM_WORLD (for worker_t.agree). */
 int comm_agree(worker_t *w, int flag);
 #endif

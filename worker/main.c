@@ -12,6 +12,7 @@
 #include <cblas.h>
 
 #include "comm.h"
+#include "emulate.h"
 #include "redis_report.h"
 #include "spec.h"
 #include "train.h"
@@ -195,6 +196,10 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
     if (agree(use_mpi, failed)) return finish(use_mpi, &w, 2);
     w.use_mpi = use_mpi;
     if (use_mpi) w.agree = comm_agree;
+    if (emulate_check(&w) != 0) {
+        fprintf(stderr, "pacer-worker: out of memory\n");
+        return finish(use_mpi, &w, 1);
+    }
 
     char ckpt[1100];
     worker_checkpoint_path(&w, ckpt, sizeof ckpt);

@@ -172,10 +172,10 @@ static int serve(server_t *s, const train_opts_t *o)
             while (s->parked[next_rr] || s->pending[next_rr]) next_rr = (next_rr + 1) % n;
             m = next_rr;
             next_rr = (next_rr + 1) % n;
-            MPI_CHECK(MPI_Wait(&s->reqs[m], MPI_STATUS_IGNORE));
+            comm_wait(w, &s->reqs[m]);
         } else {
             double t0 = now_s();
-            MPI_CHECK(MPI_Waitany(n, s->reqs, &m, MPI_STATUS_IGNORE));
+            m = comm_wait_any(w, n, s->reqs);
             w->stats.idle_s += now_s() - t0;
             if (m == MPI_UNDEFINED) return -1; /* no receive posted: cannot happen */
         }
@@ -342,7 +342,9 @@ static int run_worker(worker_t *w)
     if (!in || !out) goto done;
     for (;;) {
         double t0 = now_s();
-        MPI_CHECK(MPI_Recv(in, (int)reply_bytes(np), MPI_BYTE, 0, TAG_REPLY, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        MPI_Request req;
+        MPI_CHECK(MPI_Irecv(in, (int)reply_bytes(np), MPI_BYTE, 0, TAG_REPLY, MPI_COMM_WORLD, &req));
+        comm_wait(w, &req);
         double waited = now_s() - t0;
         ps_reply_t h;
         memcpy(&h, in, sizeof h);
@@ -369,7 +371,8 @@ static int run_worker(worker_t *w)
         memcpy(out, &p, sizeof p);
         memcpy(out + sizeof p, w->model->grads, np * sizeof(float));
         t0 = now_s();
-        MPI_CHECK(MPI_Send(out, (int)push_bytes(np), MPI_BYTE, 0, TAG_PUSH, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Isend(out, (int)push_bytes(np), MPI_BYTE, 0, TAG_PUSH, MPI_COMM_WORLD, &req));
+        comm_wait(w, &req);
         w->stats.comm_s += now_s() - t0;
         w->stats.steps++;
     }

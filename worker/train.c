@@ -16,6 +16,7 @@
 
 #include "backend_cuda.h"
 #include "checkpoint.h"
+#include "emulate.h"
 #include "planner.h"
 
 double wall_clock_s(void)
@@ -67,20 +68,60 @@ void worker_next_batch(worker_t *w)
     worker_gather(w, offset, w->batch_of[w->worker_index]);
 }
 
-static double cpu_s(void)
+/* CPU time of the calling thread: with one BLAS thread (spec.threads = 1) the whole
+ * forward and backward run on it, and it does not advance while the scheduler gives
+ * the core to another process. */
+static double thread_cpu_s(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The cost of the step that began at wall t0 and thread CPU time c0 and took wall:
+ * thread CPU time on a CPU rank with one BLAS thread (capped by wall), else wall. */
+static double step_cost(const worker_t *w, double wall, double c0)
+{
+    double u = wall;
+    if (!w->gpu && w->spec->threads == 1) {
+        double c = thread_cpu_s() - c0;
+        if (c > 0 && c < u) u = c;
+    }
+    return u;
+}
+
+void worker_calibrate(worker_t *w)
+{
+    model_t *m = w->model;
+    int b = w->batch_of[w->worker_index];
+    if (w->gpu || b > w->train.n) return;
+    /* Batch-norm running statistics move in a training-mode forward: keep them. */
+    float *keep = m->nbuffers ? malloc(m->nbuffers * sizeof(float)) : NULL;
+    if (m->nbuffers && !keep) return;
+    if (keep) memcpy(keep, m->buffers, m->nbuffers * sizeof(float));
+    for (int i = 0; i < b; i++) w->eval_idx[i] = i;
+    data_batch_gather(&w->train, w->eval_idx, b, w->x, w->y, 0, NULL);
+    double *best = &w->undisturbed_s[b];
+    for (int k = 0; k < 5; k++) {
+        double t0 = now_s(), c0 = thread_cpu_s();
+        model_forward(m, w->x, w->y, b, 1);
+        model_backward(m, w->x, w->y, b, 1.0f);
+        double u = step_cost(w, now_s() - t0, c0);
+        if (!(*best > 0) || u < *best) *best = u;
+    }
+    if (keep) memcpy(m->buffers, keep, m->nbuffers * sizeof(float));
+    free(keep);
 }
 
 float worker_compute_grad(worker_t *w, float loss_scale)
 {
-    double t0 = now_s(), c0 = cpu_s();
+    double t0 = now_s(), c0 = thread_cpu_s();
     float loss;
     if (w->gpu) {
         /* The host weights are authoritative (every algorithm updates them); the device
-         * computes forward and backward and the gradient comes back into model->grads. */
+         * computes forward and backward and the gradient comes back into model->grads.
+         * The step ends with the stream synchronised (the gradient download), so the
+         * wall time below includes the device's work. */
         model_t *m = w->model;
         cuda_model_set_progress(w->gpu, m->progress, m->progress_ctx);
         if (cuda_model_upload_params(w->gpu, m->params) != 0 ||
@@ -92,30 +133,42 @@ float worker_compute_grad(worker_t *w, float loss_scale)
         loss = model_forward(w->model, w->x, w->y, w->batch, 1);
         model_backward(w->model, w->x, w->y, w->batch, loss_scale);
     }
-    /* Compute time as a dedicated machine would see it: the smaller of wall time and
-     * process CPU time. On an oversubscribed test machine (4 ranks on 2 cores) wall time
-     * also counts the time the scheduler gave our core to another rank, which would make
-     * measured speeds (and the emulated slowdowns built on them) depend on scheduling
-     * luck; with several BLAS threads CPU time exceeds wall time and wall time is used. */
-    double dt = now_s() - t0, dc = cpu_s() - c0;
-    if (!w->gpu && dc > 0 && dc < dt) dt = dc;  /* the GPU computes while the CPU waits */
-    /* Emulated heterogeneity: a rank with factor f behaves like a machine f times slower
-     * by waiting (f - 1) x its measured compute time. The wait counts as compute (it is
-     * what a slower machine would spend computing) and is also kept apart in emulated_s,
-     * so metrics show both. Sleeping, not spinning, leaves the core to the other ranks of
-     * an oversubscribed test machine. */
-    double extra = (w->slowdown - 1.0) * dt;
-    sleep_s(extra);
-    dt += extra;
-    w->stats.emulated_s += extra;
-    w->stats.step_compute_s = dt;
-    w->stats.compute_s += dt;
+    double wall = now_s() - t0;
+    /* Emulated heterogeneity: slowdown f makes this step take f times the rank's own
+     * undisturbed step u, by sleeping until f * u has passed since the step began
+     * (sleeping, not spinning, leaves the core to the other ranks). The undisturbed step
+     * is estimated so that core contention cannot move it:
+     *  - a step's own cost is its thread CPU time on a CPU rank with one BLAS thread
+     *    (time the scheduler gave the core to someone else does not count), capped by
+     *    its wall time; with several BLAS threads, or on a GPU (where a waiting host
+     *    thread uses little CPU), its wall time;
+     *  - contention only ever adds to that cost (cache refills after a context switch,
+     *    a virtual CPU's stolen time), so u is the smallest cost this rank has measured
+     *    for a batch of this size (undisturbed_s, one entry per size up to max_batch).
+     * worker_calibrate seeds it before training, so that even the first steps (caches and
+     * page tables still cold) are not emulated from an inflated cost.
+     * When contention makes the real step longer than f * u there is nothing to wait:
+     * the emulation is then not faithful, which the start-up check predicts (emulate.c). */
+    if (w->slowdown > 1.0) {
+        double u = step_cost(w, wall, c0);
+        double *best = &w->undisturbed_s[w->batch];
+        if (*best > 0 && *best < u) u = *best;
+        *best = u;
+        double extra = w->slowdown * u - wall;
+        if (extra > 0) {
+            double t1 = now_s();
+            sleep_s(extra);
+            w->stats.emulated_s += now_s() - t1;
+        }
+        wall = now_s() - t0;
+    }
+    /* Compute time, and the node speed built on it, are wall clock: what the step took,
+     * emulated wait included (planner_speed). */
+    w->stats.step_compute_s = wall;
+    w->stats.compute_s += wall;
     w->stats.step_comm_s = 0;
     w->stats.step_idle_s = 0;
-    if (dt > 0) {
-        double sps = (double)w->batch / dt;
-        w->stats.ewma_sps = w->stats.ewma_sps > 0 ? 0.7 * w->stats.ewma_sps + 0.3 * sps : sps;
-    }
+    w->stats.ewma_sps = planner_speed(w->stats.ewma_sps, w->batch, wall);
     w->stats.samples += w->batch;
     w->stats.last_loss = loss;
     return loss;
@@ -335,7 +388,9 @@ int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char 
     w->batch_of = calloc((size_t)w->nworkers, sizeof *w->batch_of);
     w->plan_next = calloc((size_t)w->nworkers, sizeof *w->plan_next);
     w->plan_speeds = calloc((size_t)w->nworkers, sizeof *w->plan_speeds);
-    if (!w->x || !w->y || !w->eval_idx || !w->perm || !w->batch_of || !w->plan_next || !w->plan_speeds) {
+    w->undisturbed_s = calloc((size_t)w->max_batch + 1, sizeof *w->undisturbed_s);
+    if (!w->x || !w->y || !w->eval_idx || !w->perm || !w->batch_of || !w->plan_next || !w->plan_speeds ||
+        !w->undisturbed_s) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -372,7 +427,8 @@ void worker_teardown(worker_t *w)
     dataset_free(&w->train);
     dataset_free(&w->test);
     free(w->x); free(w->y); free(w->eval_idx); free(w->perm); free(w->batch_of);
-    free(w->plan_next); free(w->plan_speeds);
+    free(w->plan_next); free(w->plan_speeds); free(w->emulation.hosts);
+    free(w->undisturbed_s);
     memset(w, 0, sizeof *w);
 }
 
@@ -708,6 +764,7 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
      * applied update once, and in the synchronous families every rank applies every
      * update with the same tau. Exact: it comes from the counts, not the histogram. */
     json_object_set_new(root, "staleness", staleness_json(&w->staleness.s));
+    json_object_set_new(root, "emulation", emulate_summary_json(w));
     if (w->role == ROLE_PS)
         json_object_set_new(root, "parameter_server",
                             json_pack("{s:I, s:f, s:f, s:I}", "updates", (json_int_t)w->ps_updates,

@@ -5,8 +5,8 @@
  *   trainer loop -> algo->step(w)
  *       worker_next_batch(w)      this rank's share of the global batch, gathered into
  *                                 preallocated x/y buffers (no allocation)
- *       worker_compute_grad(w)    forward + backward into model->grads, timed as compute,
- *                                 then the emulated slowdown wait (timed as idle)
+ *       worker_compute_grad(w)    forward + backward into model->grads, then the
+ *                                 emulated slowdown's wait; both timed as compute
  *       exchange                  algorithm-specific (nothing, allreduce, PS push/pull),
  *                                 timed as communication
  *       worker_apply_update(w)    clip + SGD on the fused buffers
@@ -26,14 +26,16 @@ typedef enum { ROLE_WORKER = 0, ROLE_PS = 1 } worker_role_t;
 
 /* Per-rank accounting that the summary's per_rank entries and the metrics records read. */
 typedef struct {
-    double compute_s, comm_s, idle_s;   /* totals over the job; compute includes ... */
-    double emulated_s;                   /* ... the emulated-slowdown wait, also kept here */
+    double compute_s, comm_s, idle_s;   /* wall-clock totals over the job; compute
+                                            includes ... */
+    double emulated_s;                   /* ... the emulated slowdown's wait, also kept here */
     double step_compute_s, step_comm_s, step_idle_s; /* the last step */
     double step_baseline_s;              /* --comm-baseline: the raw allreduce's time */
     long samples;                        /* training samples this rank computed */
     long steps;
     float last_loss;
-    double ewma_sps;                     /* samples per second of compute, smoothed */
+    double ewma_sps;                     /* node speed (planner_speed): samples per
+                                            wall-clock second of compute, smoothed */
 } worker_stats_t;
 
 struct algo_ops;
@@ -47,6 +49,11 @@ typedef struct worker {
     int worker_index;                    /* this rank's index among them, -1 for the PS */
     worker_role_t role;
     int use_mpi;
+    int polite_wait;                     /* wait for messages without spinning (emulate.c) */
+    struct {
+        double *hosts;                   /* rank 0: (world) x {host demand, cores, host id} */
+        int ps_host;                     /* host id (lowest world rank) of this rank's host */
+    } emulation;                         /* emulate.c */
 
     model_t *model;
     struct cuda_model *gpu;              /* the model's device copy (device cuda/auto), or NULL */
@@ -75,6 +82,8 @@ typedef struct worker {
     lr_schedule_t sched;
 
     double slowdown;                     /* emulation factor in force for this rank */
+    double *undisturbed_s;               /* (max_batch + 1) the cheapest step measured per
+                                            batch size: the emulation's base (train.c) */
     worker_stats_t stats;
     staleness_acc_t staleness;           /* updates this rank applied (at the PS: every
                                             applied update); exact counts, ~8 KB */
@@ -144,8 +153,13 @@ int worker_replan(worker_t *w, const double *speeds);
 void worker_print_plan(const worker_t *w);
 /* Epoch end after evaluation: record, progress line, counters, early stop. */
 void worker_epoch_done(worker_t *w);
+/* Emulation only: five untimed forward/backward passes of this rank's batch before
+ * training, to seed the undisturbed step cost (weights and batch-norm statistics are left
+ * as they were; a no-op on a GPU rank). */
+void worker_calibrate(worker_t *w);
 /* Forward + backward of the gathered batch into model->grads; returns the mean loss.
- * Waits (slowdown - 1) x compute time afterwards to emulate a slower machine. */
+ * With an emulated slowdown f it then sleeps until the step has taken f times the
+ * rank's undisturbed step (see train.c). Times the step in wall-clock seconds. */
 float worker_compute_grad(worker_t *w, float loss_scale);
 /* SGD with the spec's momentum, nesterov and weight decay at the current learning rate,
  * over the whole fused buffer, on the gradient grad_scale * model->grads (clipped to

@@ -25,6 +25,9 @@ static int hier_init(worker_t *w)
     st->buf = malloc((w->model->nparams + w->model->nbuffers + 1) * sizeof(float));
     if (!st->buf) { free(st); return -1; }
     int gs = w->spec->algorithm.group_size;
+    st->group = st->leaders = MPI_COMM_NULL;
+    w->algo_state = st;
+    if (!w->use_mpi) return 0;   /* one process: one group of one rank, nothing to average */
     if (gs > 0)
         MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, w->rank / gs, w->rank, &st->group));
     else
@@ -42,6 +45,7 @@ static void average(worker_t *w, hier_state_t *st)
 {
     model_t *m = w->model;
     if (st->leaders != MPI_COMM_NULL) local_average(w, st->leaders, st->buf, (float)st->group_samples);
+    if (st->group == MPI_COMM_NULL) return;
     double t0 = now_s();
     MPI_CHECK(MPI_Bcast(m->params, (int)m->nparams, MPI_FLOAT, 0, st->group));
     if (m->nbuffers) MPI_CHECK(MPI_Bcast(m->buffers, (int)m->nbuffers, MPI_FLOAT, 0, st->group));
@@ -64,8 +68,9 @@ static int hier_step(worker_t *w)
     m->grads[m->nparams + 1] = b * loss;
     comm_wait_peers(w, st->group);
     double t0 = now_s();
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, m->grads, (int)m->nparams + MODEL_GRAD_EXTRA, MPI_FLOAT,
-                            MPI_SUM, st->group));
+    if (st->group != MPI_COMM_NULL)
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, m->grads, (int)m->nparams + MODEL_GRAD_EXTRA, MPI_FLOAT,
+                                MPI_SUM, st->group));
     double dt = now_s() - t0;
     w->stats.step_comm_s += dt;
     w->stats.comm_s += dt;
@@ -91,7 +96,7 @@ static void hier_fini(worker_t *w)
     hier_state_t *st = w->algo_state;
     if (!st) return;
     if (st->leaders != MPI_COMM_NULL) MPI_Comm_free(&st->leaders);
-    MPI_Comm_free(&st->group);
+    if (st->group != MPI_COMM_NULL) MPI_Comm_free(&st->group);
     free(st->buf);
     free(st);
     w->algo_state = NULL;

@@ -69,7 +69,8 @@ static int hp_init(worker_t *w)
         free(st->snap); free(st->S); free(st->R); free(st->R2); free(st);
         return -1;
     }
-    MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &st->comm));
+    st->comm = MPI_COMM_NULL;
+    if (w->use_mpi) MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &st->comm));
     w->algo_state = st;
     w->model->progress = hp_progress;
     w->model->progress_ctx = w;
@@ -118,6 +119,14 @@ static void start_round(worker_t *w, hp_state_t *st, float *R, MPI_Request *req,
     memset(st->S, 0, n * sizeof(float));
     st->nstarted++;
     double t0 = now_s();
+    if (!w->use_mpi) {
+        /* One process (workers: 1): the reduction of one rank is R, complete at once;
+         * test_done finds it done as a round that completed between layers. */
+        st->started = t0;
+        st->in_flight = 1;
+        st->done_early = 1;
+        return;
+    }
     MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, R, (int)n + 2, MPI_FLOAT, MPI_SUM, st->comm, req));
     double dt = now_s() - t0;
     st->blocked_s += dt;
@@ -172,9 +181,9 @@ static int hp_step(worker_t *w)
 static int hp_epoch_end(worker_t *w)
 {
     hp_state_t *st = w->algo_state;
-    long most = 0;
+    long most = st->nstarted;
     double t0 = now_s();
-    MPI_CHECK(MPI_Allreduce(&st->nstarted, &most, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD));
+    if (w->use_mpi) MPI_CHECK(MPI_Allreduce(&st->nstarted, &most, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD));
     w->stats.idle_s += now_s() - t0;
     int behind = st->nstarted < most;
     if (behind) start_round(w, st, st->R2, &st->req2, 0);
@@ -204,7 +213,7 @@ static void hp_fini(worker_t *w)
     if (w->rank == 0 && st->flight_s > 0)
         fprintf(stderr, "hpsgd: %ld merges in %ld steps; allreduce in flight %.3f s, blocked %.3f s, hidden %.1f%%\n", st->merges, w->stats.steps,
                 st->flight_s, st->blocked_s, 100.0 * (1.0 - st->blocked_s / st->flight_s));
-    MPI_Comm_free(&st->comm);
+    if (st->comm != MPI_COMM_NULL) MPI_Comm_free(&st->comm);
     free(st->snap); free(st->S); free(st->R); free(st->R2);
     free(st);
     w->algo_state = NULL;

@@ -33,6 +33,9 @@ void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight)
 {
     model_t *m = w->model;
     size_t np = m->nparams, nb = m->nbuffers;
+    int size = 1;
+    if (w->use_mpi && comm != MPI_COMM_NULL) MPI_Comm_size(comm, &size);
+    if (size == 1) return;   /* the average of one model is itself (one process or one rank) */
     for (size_t i = 0; i < np; i++) buf[i] = weight * m->params[i];
     for (size_t i = 0; i < nb; i++) buf[np + i] = weight * m->buffers[i];
     buf[np + nb] = weight;

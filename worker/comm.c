@@ -16,6 +16,7 @@ int comm_launched_by_mpirun(void)
 
 void comm_broadcast_model(worker_t *w, MPI_Comm comm)
 {
+    if (!w->use_mpi) return;
     model_t *m = w->model;
     MPI_CHECK(MPI_Bcast(m->params, (int)m->nparams, MPI_FLOAT, 0, comm));
     if (m->nbuffers) MPI_CHECK(MPI_Bcast(m->buffers, (int)m->nbuffers, MPI_FLOAT, 0, comm));
@@ -24,7 +25,7 @@ void comm_broadcast_model(worker_t *w, MPI_Comm comm)
 void comm_replan(worker_t *w, MPI_Comm comm)
 {
     const job_spec_t *s = w->spec;
-    if (!s->algorithm.dynamic_batch || s->algorithm.replan_steps <= 0) return;
+    if (!w->use_mpi || !s->algorithm.dynamic_batch || s->algorithm.replan_steps <= 0) return;
     if (w->global_step == 0 || w->global_step % s->algorithm.replan_steps != 0) return;
     int n = w->nworkers;
     double *speeds = w->plan_speeds;
@@ -71,6 +72,10 @@ json_t *comm_gather_ranks(worker_t *w, MPI_Comm comm)
 
 void comm_evaluate_root(worker_t *w)
 {
+    if (!w->use_mpi) {
+        worker_evaluate(w, &w->test_loss, &w->test_accuracy);
+        return;
+    }
     float r[2] = { 0, 0 };
     if (w->rank == 0) worker_evaluate(w, &r[0], &r[1]);
     MPI_CHECK(MPI_Bcast(r, 2, MPI_FLOAT, 0, MPI_COMM_WORLD));
@@ -125,6 +130,7 @@ int comm_wait_any(worker_t *w, int n, MPI_Request *reqs)
 
 void comm_wait_peers(worker_t *w, MPI_Comm comm)
 {
+    if (!w->use_mpi) return;
     double t0 = now_s();
     MPI_Request req;
     MPI_CHECK(MPI_Ibarrier(comm, &req));

@@ -1,8 +1,10 @@
 /* worker/comm.h - the MPI side of a worker: start-up checks, helpers every distributed
  * algorithm uses (weight broadcast, batch re-planning, summary gathering) and MPI_CHECK.
  *
- * A worker started without mpirun never calls MPI; under mpirun every rank calls
- * comm_init first. MPI errors are fatal for the job (MPI_ERRORS_ARE_FATAL): a rank that
+ * A worker started without mpirun never calls MPI: the synchronous algorithms then run
+ * with one worker (workers: 1) as one process, and the helpers here become what they are
+ * on one rank (no broadcast, no wait, local evaluation); the algorithms skip their own
+ * collectives when w->use_mpi is 0. MPI errors are fatal for the job (MPI_ERRORS_ARE_FATAL): a rank that
  * dies makes mpirun tear the job down, so no rank waits forever on a dead peer.
  */
 #ifndef PACER_COMM_H

@@ -57,11 +57,13 @@ int emulate_check(worker_t *w)
     /* Waiting without spinning costs each message up to a sleep period (~0.1 ms); it is
      * worth it only where ranks would otherwise take cores from each other. */
     w->polite_wait = host[1] > cores;
+    int emulated = w->spec->emulate.nslowdown > 0 || w->spec->emulate.nschedule > 0;
     if (host_rank == 0 && host[0] > cores + 1e-9)
-        fprintf(stderr, "emulation: the %d rank(s) on host %s ask for %.2f cores of compute (sum of threads / "
-                        "slowdown) but have %.0f: emulated speeds will not be faithful (they will measure core "
-                        "sharing); the summary says \"faithful\": false\n",
-                host_ranks, w->record.host, host[0], cores);
+        fprintf(stderr, "emulation: the %d rank(s) on host %s ask for %.2f cores of compute (sum of threads%s) "
+                        "but have %.0f: %s; the summary says \"faithful\": false\n",
+                host_ranks, w->record.host, host[0], emulated ? " / slowdown" : "", cores,
+                emulated ? "emulated speeds will not be faithful (they will measure core sharing)"
+                         : "measured speeds will include core sharing");
     /* Rank 0 keeps every rank's host figures for the summary. */
     double row[3] = { host[0], cores, (double)leader };
     double *all = NULL;

@@ -124,9 +124,22 @@ static void stop_all(server_t *s)
     }
 }
 
+/* Applies what the rule holds (a partial n-softsync aggregate) and replies to the workers
+ * that waited for it. */
+static void flush_held(server_t *s)
+{
+    worker_t *w = s->ps.w;
+    int applied = s->ps.rule->flush ? s->ps.rule->flush(&s->ps) : 0;
+    s->ps.t += applied;
+    w->global_step = s->ps.t;
+    for (int k = 0; k < s->ps.n; k++)
+        if (s->pending[k]) { s->pending[k] = 0; reply(s, k, 0); }
+}
+
 static void epoch_end(server_t *s)
 {
     worker_t *w = s->ps.w;
+    flush_held(s);   /* the evaluation sees every gradient of the epoch */
     double t0 = now_s();
     w->train_loss_running = w->epoch_loss_samples ? (float)(w->epoch_loss_sum / (double)w->epoch_loss_samples) : 0;
     worker_evaluate(w, &w->test_loss, &w->test_accuracy);
@@ -152,11 +165,7 @@ static int serve(server_t *s, const train_opts_t *o)
         if (nobody_pushing(s)) {
             /* n-softsync near an epoch end: apply the partial aggregate so its workers
              * get their replies (and are parked or served); then the epoch can end. */
-            int applied = s->ps.rule->flush ? s->ps.rule->flush(&s->ps) : 0;
-            s->ps.t += applied;
-            w->global_step = s->ps.t;
-            for (int k = 0; k < n; k++)
-                if (s->pending[k]) { s->pending[k] = 0; reply(s, k, 0); }
+            flush_held(s);
             if (all_parked(s)) {
                 epoch_end(s);
                 if (w->stop || w->epoch >= sp->epochs) {
@@ -201,7 +210,10 @@ static int serve(server_t *s, const train_opts_t *o)
         } else {
             s->ps.dropped++;
         }
-        s->pending[m] = 1;
+        /* Held for an aggregate: without hold_replies the worker gets the current weights
+         * now and never waits for its own aggregate. */
+        s->pending[m] = applied != 0 || s->ps.hold_replies;
+        if (applied == 0 && !s->ps.hold_replies) reply(s, m, 0);
         if (applied != 0) {
             s->ps.t += applied > 0 ? applied : 0;
             w->global_step = s->ps.t;

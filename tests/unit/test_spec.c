@@ -372,6 +372,10 @@ static const bad_case_t BAD[] = {
      "dataset.augment: only for cifar10, dataset.name is mnist"},
     {"{\"model\":\"lenet5\",\"workers\":4,\"algorithm\":{\"name\":\"nsoftsync\",\"n\":5}}",
      "algorithm.n: must be between 1 and workers (4)"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"ddc-asgd\"},"
+     "\"optimizer\":{\"nesterov\":true}}",
+     "optimizer.nesterov: ddc-asgd's delay-adapted momentum has no Nesterov form; set it to false or "
+     "choose another algorithm"},
     {"{\"model\":\"lenet5\",\"workers\":4,\"algorithm\":{\"name\":\"nsoftsync\","
      "\"params\":{\"n\":8}}}",
      "algorithm.n: must be between 1 and workers (4)"},

@@ -627,6 +627,11 @@ static int cross_check(errbuf_t *e, const job_spec_t *s)
         s->algorithm.min_batch > s->algorithm.max_batch)
         return fail(e, "algorithm.min_batch: must be <= algorithm.max_batch (%d)",
                     s->algorithm.max_batch);
+    /* Every worker starts at batch_size: the bounds must hold it (common/planner.h). */
+    if (s->algorithm.min_batch > s->batch_size)
+        return fail(e, "algorithm.min_batch: must be <= batch_size (%d)", s->batch_size);
+    if (s->algorithm.max_batch > 0 && s->algorithm.max_batch < s->batch_size)
+        return fail(e, "algorithm.max_batch: must be >= batch_size (%d)", s->batch_size);
 
     if (strcmp(s->optimizer.lr_schedule.kind, "cosine") == 0 &&
         s->optimizer.lr_schedule.min_lr > s->optimizer.lr)

@@ -374,6 +374,12 @@ static int run_worker(worker_t *w)
             worker_epoch_order(w);
             perm_epoch = h.epoch;
         }
+        if (h.batch < 1 || h.batch > w->max_batch || h.offset < 0 || h.offset + h.batch > w->train.n) {
+            /* The PS only hands out plans within the bounds; never gather past x/y. */
+            fprintf(stderr, "pacer-worker: rank %d: the parameter server sent batch %d at %lld, outside [1, %d] "
+                            "or the epoch\n", w->rank, h.batch, (long long)h.offset, w->max_batch);
+            goto done;
+        }
         w->batch_of[w->worker_index] = h.batch;
         worker_gather(w, h.offset, h.batch);
         w->slowdown = worker_slowdown_now(w);

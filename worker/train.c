@@ -355,12 +355,10 @@ int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char 
     w->role = (async && rank == 0) ? ROLE_PS : ROLE_WORKER;
     w->worker_index = async ? rank - 1 : rank;
     w->global_batch = spec->workers * spec->batch_size;
-    /* Buffers hold the largest batch a plan may assign; evaluation uses them too. */
-    w->max_batch = spec->algorithm.max_batch > 0 ? spec->algorithm.max_batch : spec->batch_size;
-    if (spec->algorithm.dynamic_batch && spec->algorithm.max_batch <= 0)
-        w->max_batch = w->global_batch;
-    if (w->max_batch < spec->batch_size) w->max_batch = spec->batch_size;
-    if (w->max_batch > 4096 && w->max_batch > spec->batch_size) w->max_batch = spec->batch_size * 4;
+    /* Buffers hold the largest batch a plan may assign (common/planner.h's bounds, the
+     * same the coordinator plans within; plans outside them are refused); evaluation
+     * uses them too. */
+    planner_bounds(spec, &w->min_batch, &w->max_batch);
 
     const char *ds = spec->dataset.name;
     const char *dir = spec->dataset.path[0] ? spec->dataset.path : NULL;
@@ -489,45 +487,56 @@ int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "CUDA: %s", cuda_model_error(w->gpu));
         return -1;
     }
-    if (st.nworkers == w->nworkers)
-        for (int i = 0; i < w->nworkers; i++) w->batch_of[i] = st.batch_of[i];
+    if (st.nworkers == w->nworkers && w->nworkers <= CKPT_MAX_WORKERS) {
+        /* A plan from a file: used only if it fits this spec's bounds and buffers. */
+        char why[160];
+        if (planner_check(st.batch_of, w->nworkers, w->global_batch, w->min_batch, w->max_batch, why,
+                          sizeof why) == 0)
+            for (int i = 0; i < w->nworkers; i++) w->batch_of[i] = st.batch_of[i];
+        else
+            fprintf(stderr, "%s: the checkpoint's batch plan is not used: %s\n", path, why);
+    }
     return 0;
 }
 
 int worker_apply_batch_plan(worker_t *w, const char *plan, char *err, size_t errlen)
 {
-    int n = 0, sum = 0;
+    int n = 0;
     const char *p = plan;
-    while (*p) {
+    char why[160] = "";
+    while (*p && n <= w->nworkers) {
         char *end;
         long b = strtol(p, &end, 10);
-        if (end == p || b < 1 || b > w->max_batch || n >= w->nworkers) {
-            snprintf(err, errlen, "--batch-plan: '%s' must be %d batches in [1, %d] (algorithm.max_batch)",
-                     plan, w->nworkers, w->max_batch);
-            return -1;
-        }
-        w->batch_of[n++] = (int)b;
-        sum += (int)b;
+        if (end == p || (*end && *end != ',') || b < 0 || b > 1 << 30) { n = -1; break; }
+        if (n < w->nworkers) w->plan_next[n] = (int)b;
+        n++;
         p = *end == ',' ? end + 1 : end;
-        if (*end && *end != ',') { n = -1; break; }
     }
-    if (n != w->nworkers || sum != w->global_batch) {
-        snprintf(err, errlen, "--batch-plan: '%s' must be %d batches summing to workers x batch_size = %d",
-                 plan, w->nworkers, w->global_batch);
-        for (int i = 0; i < w->nworkers; i++) w->batch_of[i] = w->spec->batch_size;
+    if (n != w->nworkers)
+        snprintf(why, sizeof why, "it must be %d comma-separated batch sizes", w->nworkers);
+    else
+        planner_check(w->plan_next, n, w->global_batch, w->min_batch, w->max_batch, why, sizeof why);
+    if (why[0]) {
+        snprintf(err, errlen, "--batch-plan: '%s': %s", plan, why);
         return -1;
     }
+    memcpy(w->batch_of, w->plan_next, (size_t)n * sizeof(int));
     return 0;
 }
 
 int worker_replan(worker_t *w, const double *speeds)
 {
-    const job_spec_t *s = w->spec;
     int n = w->nworkers;
     /* Once the coordinator has assigned a plan it owns planning (it sees every rank's
      * profile and the persistent ones); until then, and without a coordinator, the ranks
      * plan for themselves with the same planner. */
     if (w->assignment_hook && w->assignment_hook(w, w->plan_next) == 1) {
+        char why[160];
+        if (planner_check(w->plan_next, n, w->global_batch, w->min_batch, w->max_batch, why, sizeof why) != 0) {
+            /* The plan in force stays; a new assignment gets another chance. */
+            fprintf(stderr, "batch plan from the coordinator refused: %s\n", why);
+            return 0;
+        }
         memcpy(w->batch_of, w->plan_next, (size_t)n * sizeof(int));
         w->plan_version++;
         w->coordinator_plans = 1;
@@ -539,9 +548,7 @@ int worker_replan(worker_t *w, const double *speeds)
     if (w->coordinator_plans) return 0;
     for (int i = 0; i < n; i++)
         if (!(speeds[i] > 0)) return 0;
-    int min_b = s->algorithm.min_batch > 0 ? s->algorithm.min_batch : 1;
-    if (planner_assign(speeds, w->batch_of, n, w->global_batch, min_b, w->max_batch, 0.05,
-                       w->plan_next) != 1)
+    if (planner_replan(speeds, w->batch_of, n, w->global_batch, w->min_batch, w->max_batch, w->plan_next) != 1)
         return 0;
     memcpy(w->batch_of, w->plan_next, (size_t)n * sizeof(int));
     w->plan_version++;

@@ -66,7 +66,7 @@ typedef struct worker {
     long cursor;
     int global_batch;
     int *batch_of;                       /* (nworkers) current per-worker batch sizes */
-    int max_batch;                       /* buffer capacity */
+    int min_batch, max_batch;            /* batch bounds (planner_bounds); buffer capacity */
     float *x;                            /* (max_batch, C, H, W) */
     int32_t *y;                          /* (max_batch) */
     int32_t *eval_idx;                   /* (max_batch) positions for evaluation batches */

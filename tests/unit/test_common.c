@@ -86,6 +86,73 @@ static void test_planner_imbalance(void **state)
     assert_true(planner_imbalance(v, good, 2) < 1.05);
 }
 
+/* "0 = derived": min 1; max the global batch with dynamic batching (capped), else the
+ * batch size; explicit bounds as given. */
+static void test_planner_derived_bounds(void **state)
+{
+    (void)state;
+    job_spec_t s;
+    spec_defaults(&s);
+    s.workers = 4;
+    s.batch_size = 64;
+    int lo, hi;
+    planner_bounds(&s, &lo, &hi);
+    assert_int_equal(lo, 1);
+    assert_int_equal(hi, 64);
+    s.algorithm.dynamic_batch = 1;
+    planner_bounds(&s, &lo, &hi);
+    assert_int_equal(hi, 256);
+    s.workers = 200;
+    planner_bounds(&s, &lo, &hi);
+    assert_int_equal(hi, PLANNER_DERIVED_MAX);
+    s.algorithm.min_batch = 8;
+    s.algorithm.max_batch = 100;
+    planner_bounds(&s, &lo, &hi);
+    assert_int_equal(lo, 8);
+    assert_int_equal(hi, 100);
+}
+
+/* The 5% trigger: a plan whose predicted imbalance is within 5% stays (noise never moves
+ * it), one beyond is replaced by the proportional plan, within the bounds. */
+static void test_planner_replan_trigger(void **state)
+{
+    (void)state;
+    int out[4];
+    double v[4] = { 100, 100, 50, 25 };
+    int balanced[4] = { 93, 93, 47, 23 };      /* imbalance 1.02 */
+    assert_true(planner_imbalance(v, balanced, 4) < 1.05);
+    assert_int_equal(planner_replan(v, balanced, 4, 256, 1, 256, out), 0);
+    assert_memory_equal(out, balanced, sizeof balanced);
+    double v4[4] = { 100, 100, 50, 24 };        /* 4% slower: still inside the band */
+    assert_int_equal(planner_replan(v4, balanced, 4, 256, 1, 256, out), 0);
+    int even[4] = { 64, 64, 64, 64 };          /* imbalance 4 */
+    assert_int_equal(planner_replan(v, even, 4, 256, 1, 256, out), 1);
+    assert_int_equal(sum(out, 4), 256);
+    assert_true(abs(out[0] - 93) <= 1 && abs(out[3] - 23) <= 1);
+    /* bounds hold: max 80 pins the fast ranks and the rest is shared by speed */
+    assert_int_equal(planner_replan(v, even, 4, 256, 1, 80, out), 1);
+    for (int i = 0; i < 4; i++) assert_true(out[i] <= 80);
+    assert_int_equal(sum(out, 4), 256);
+    double bad[4] = { 100, 0, 50, 25 };
+    assert_int_equal(planner_replan(bad, even, 4, 256, 1, 256, out), -1);
+}
+
+/* Plans from outside are refused with a reason when they do not sum to the global batch
+ * or leave [min, max] (the worker then keeps its plan and its buffers are never overrun). */
+static void test_planner_check(void **state)
+{
+    (void)state;
+    char why[160];
+    int ok[3] = { 40, 40, 48 }, big[3] = { 10, 10, 108 }, short_[3] = { 40, 40, 40 }, zero[3] = { 0, 64, 64 };
+    assert_int_equal(planner_check(ok, 3, 128, 1, 96, why, sizeof why), 0);
+    assert_int_equal(planner_check(big, 3, 128, 1, 96, why, sizeof why), -1);
+    assert_non_null(strstr(why, "batch 108 of worker 2 is outside [1, 96]"));
+    assert_int_equal(planner_check(short_, 3, 128, 1, 96, why, sizeof why), -1);
+    assert_non_null(strstr(why, "sum to 120, not to the global batch 128"));
+    assert_int_equal(planner_check(zero, 3, 128, 1, 96, why, sizeof why), -1);
+    assert_non_null(strstr(why, "batch 0 of worker 0"));
+}
+
 static staleness_acc_t acc;   /* 8 KB each: static, not on the test's stack */
 
 static void test_staleness_histogram(void **state)
@@ -239,6 +306,9 @@ int main(void)
         cmocka_unit_test(test_planner_hysteresis),
         cmocka_unit_test(test_planner_bounds),
         cmocka_unit_test(test_planner_imbalance),
+        cmocka_unit_test(test_planner_derived_bounds),
+        cmocka_unit_test(test_planner_replan_trigger),
+        cmocka_unit_test(test_planner_check),
         cmocka_unit_test(test_staleness_histogram),
         cmocka_unit_test(test_staleness_quantiles),
         cmocka_unit_test(test_staleness_overflow),

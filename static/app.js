@@ -325,6 +325,8 @@
   // rank. Rows are records (one rank's value, nulls for the others; spanGaps joins them).
   const RANK_CHARTS = {
     loss: (r) => r.loss,
+    // The worker's node speed (common/planner.h planner_speed): samples per wall-clock
+    // second of compute, the same figure the planner and the coordinator's profiles use.
     sps: (r) => r.samples_per_s,
     st_mean: (r) => (r.staleness ? r.staleness.mean : null),
     st_p95: (r) => (r.staleness ? r.staleness.p95 : null),

@@ -474,9 +474,19 @@
       live.textContent = '• live' + (ago > 2 ? ' · last event ' + Math.round(ago) + ' s ago' : '');
     }
 
+    // Requests can answer out of order (the 2 s poll and the one a state event starts): only
+    // the answer to the latest request is used. And the API caches a job's answer for up to
+    // half a second (the coordinator's --api-cache-ms): after a final state event an answer
+    // from before it can still come back, so the event's state stays and the page asks
+    // again until the API shows the end too.
+    let jobSeq = 0;
     async function loadJob() {
+      const seq = ++jobSeq;
       try {
-        s.job = await api('/jobs/' + id);
+        const j = await api('/jobs/' + id);
+        if (seq !== jobSeq) return;
+        if (s.finished && !FINAL.includes(j.state)) { setTimeout(loadJob, 700); return; }
+        s.job = j;
         if (s.t0 === null && s.job.started) s.t0 = s.job.started;
         if (FINAL.includes(s.job.state)) s.finished = true;
         facts();

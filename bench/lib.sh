@@ -14,3 +14,15 @@ trap 'rm -rf "$TMP"' EXIT
 md() { printf '%s\n' "$*" | tee -a "$OUT"; }
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+# meansd [DIGITS] - "mean ± sd" (sample standard deviation) of the numbers on stdin, one a
+# line; "mean" alone for one number, "-" for none.
+meansd() {
+    awk -v d="${1:-3}" '{ s += $1; q += $1 * $1; n++ }
+        END { if (!n) { print "-"; exit }
+              m = s / n; v = n > 1 ? (q - n * m * m) / (n - 1) : 0
+              if (n == 1) printf "%.*f\n", d, m; else printf "%.*f ± %.*f\n", d, m, d, sqrt(v > 0 ? v : 0) }'
+}
+# faithful SUMMARY - "yes" or "NO (x of y cores)" from a summary's emulation object.
+faithful() {
+    jq -r 'if .emulation.faithful then "yes" else "NO (\(.emulation.demand_cores * 100 | round / 100) of \(.emulation.cores) cores)" end' "$1"
+}

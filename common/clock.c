@@ -26,9 +26,9 @@ void clock_wall_ts(struct timespec *ts)
     clock_gettime(CLOCK_REALTIME, ts);
 }
 
-double clock_cpu_s(void)
+double clock_thread_cpu_s(void)
 {
-    return seconds(CLOCK_PROCESS_CPUTIME_ID);
+    return seconds(CLOCK_THREAD_CPUTIME_ID);
 }
 
 void clock_sleep_s(double s)

@@ -21,8 +21,10 @@ double clock_mono_s(void);
 double clock_wall_s(void);
 /* The wall clock as a timespec (log lines print its milliseconds exactly). */
 void clock_wall_ts(struct timespec *ts);
-/* CPU time of this process, all threads (the worker's compute time on a shared core). */
-double clock_cpu_s(void);
+/* CPU time of the calling thread: it does not advance while the scheduler gives the core
+ * to another process, so the worker's emulation (worker/train.c, step_cost) reads a
+ * step's own cost from it on a shared core. */
+double clock_thread_cpu_s(void);
 
 /* Sleeps s seconds (s <= 0: returns at once); a signal does not cut it short. */
 void clock_sleep_s(double s);

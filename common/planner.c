@@ -2,6 +2,7 @@
 #include "planner.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #define PLANNER_MAX_RANKS 1024
@@ -94,6 +95,13 @@ int planner_assign(const double *speed, const int *current, int n, int global_ba
     return 1;
 }
 
+double planner_speed(double prev, long samples, double compute_wall_s)
+{
+    if (!(compute_wall_s > 0) || samples <= 0) return prev;
+    double v = (double)samples / compute_wall_s;
+    return prev > 0 ? (1 - PLANNER_SPEED_WEIGHT) * prev + PLANNER_SPEED_WEIGHT * v : v;
+}
+
 double planner_imbalance(const double *speed, const int *batch, int n)
 {
     double lo = INFINITY, hi = 0;
@@ -103,4 +111,53 @@ double planner_imbalance(const double *speed, const int *batch, int n)
         if (t > hi) hi = t;
     }
     return lo > 0 ? hi / lo : INFINITY;
+}
+
+void planner_bounds(const job_spec_t *s, int *min_b, int *max_b)
+{
+    long global = (long)s->workers * s->batch_size;
+    *min_b = s->algorithm.min_batch > 0 ? s->algorithm.min_batch : 1;
+    if (s->algorithm.max_batch > 0) {
+        *max_b = s->algorithm.max_batch;
+    } else if (s->algorithm.dynamic_batch) {
+        long cap = s->batch_size > PLANNER_DERIVED_MAX ? s->batch_size : PLANNER_DERIVED_MAX;
+        *max_b = (int)(global < cap ? global : cap);
+    } else {
+        *max_b = s->batch_size;
+    }
+    /* The starting plan (batch_size each) is always inside, whatever the spec says. */
+    if (*min_b > s->batch_size) *min_b = s->batch_size;
+    if (*max_b < s->batch_size) *max_b = s->batch_size;
+}
+
+int planner_replan(const double *speed, const int *current, int n, int global_batch, int min_b, int max_b,
+                   int *out)
+{
+    if (n < 1 || n > PLANNER_MAX_RANKS) return -1;
+    for (int i = 0; i < n; i++)
+        if (!(speed[i] > 0) || !isfinite(speed[i]) || current[i] < 1) return -1;
+    if (planner_imbalance(speed, current, n) <= 1.0 + PLANNER_IMBALANCE) {
+        for (int i = 0; i < n; i++) out[i] = current[i];
+        return 0;
+    }
+    return planner_assign(speed, current, n, global_batch, min_b, max_b, 0.0, out);
+}
+
+int planner_check(const int *plan, int n, int global_batch, int min_b, int max_b, char *err, size_t errlen)
+{
+    long sum = 0;
+    for (int i = 0; i < n; i++) {
+        if (plan[i] < min_b || plan[i] > max_b) {
+            snprintf(err, errlen, "batch %d of worker %d is outside [%d, %d] (algorithm.min_batch, max_batch)",
+                     plan[i], i, min_b, max_b);
+            return -1;
+        }
+        sum += plan[i];
+    }
+    if (sum != global_batch) {
+        snprintf(err, errlen, "the %d batches sum to %ld, not to the global batch %d (workers x batch_size)", n,
+                 sum, global_batch);
+        return -1;
+    }
+    return 0;
 }

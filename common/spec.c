@@ -636,12 +636,22 @@ static int cross_check(errbuf_t *e, const job_spec_t *s)
         return fail(e, "algorithm.name: sgd is single-process; use ssgd for workers > 1");
     if (strcmp(alg, "nsoftsync") == 0 && (s->algorithm.n < 1 || s->algorithm.n > s->workers))
         return fail(e, "algorithm.n: must be between 1 and workers (%d)", s->workers);
+    /* DDC-ASGD's momentum rule (ALGORITHMS.md section 5) adapts mu per update and has no
+     * Nesterov form; clip_norm it honours (worker/algo_ddc_asgd.c). */
+    if (strcmp(alg, "ddc-asgd") == 0 && s->optimizer.nesterov)
+        return fail(e, "optimizer.nesterov: ddc-asgd's delay-adapted momentum has no Nesterov form; "
+                       "set it to false or choose another algorithm");
     if (strcmp(alg, "hier-bsp") == 0 && s->algorithm.group_size > s->workers)
         return fail(e, "algorithm.group_size: must be <= workers (%d)", s->workers);
     if (s->algorithm.min_batch > 0 && s->algorithm.max_batch > 0 &&
         s->algorithm.min_batch > s->algorithm.max_batch)
         return fail(e, "algorithm.min_batch: must be <= algorithm.max_batch (%d)",
                     s->algorithm.max_batch);
+    /* Every worker starts at batch_size: the bounds must hold it (common/planner.h). */
+    if (s->algorithm.min_batch > s->batch_size)
+        return fail(e, "algorithm.min_batch: must be <= batch_size (%d)", s->batch_size);
+    if (s->algorithm.max_batch > 0 && s->algorithm.max_batch < s->batch_size)
+        return fail(e, "algorithm.max_batch: must be >= batch_size (%d)", s->batch_size);
 
     if (strcmp(s->optimizer.lr_schedule.kind, "cosine") == 0 &&
         s->optimizer.lr_schedule.min_lr > s->optimizer.lr)

@@ -401,16 +401,6 @@ int coord_cancel(coordinator_t *c, const char *id, char *err, size_t errlen)
 
 /* ---- nodes, metrics, logs, checkpoint, cluster ------------------------------------------------ */
 
-static json_t *staleness_json(const staleness_t *s)
-{
-    json_t *hist = json_array();
-    for (int b = 0; b < STALENESS_BUCKETS; b++) json_array_append_new(hist, json_integer(s->hist[b]));
-    return json_pack("{s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:o}", "count", (json_int_t)s->count, "sum",
-                     (json_int_t)s->sum, "sumsq", (json_int_t)s->sumsq, "max", (json_int_t)s->max, "mean",
-                     staleness_mean(s), "p50", (json_int_t)staleness_quantile(s, 0.5), "p95",
-                     (json_int_t)staleness_quantile(s, 0.95), "hist", hist);
-}
-
 static int staleness_from_reply(const redisReply *r, staleness_t *s)
 {
     memset(s, 0, sizeof *s);
@@ -423,6 +413,9 @@ static int staleness_from_reply(const redisReply *r, staleness_t *s)
         else if (strcmp(k, "sum") == 0) s->sum = v;
         else if (strcmp(k, "sumsq") == 0) s->sumsq = v;
         else if (strcmp(k, "max") == 0) s->max = v;
+        else if (strcmp(k, "p50") == 0) s->p50 = v;
+        else if (strcmp(k, "p95") == 0) s->p95 = v;
+        else if (strcmp(k, "overflow") == 0) s->overflow = v;
         else if (k[0] == 'h' && k[1] >= '0' && k[1] < '0' + STALENESS_BUCKETS && !k[2]) s->hist[k[1] - '0'] = v;
     }
     return 1;
@@ -477,7 +470,10 @@ int coord_nodes(coordinator_t *c, const char *id, json_t **out)
         staleness_t st;
         if (staleness_from_reply(s, &st)) {
             json_object_set_new(o, "staleness", staleness_json(&st));
-            staleness_merge(&total, &st);
+            /* The job's staleness is rank 0's: the parameter server records every applied
+             * update once, and in the synchronous families every rank applies every
+             * update with the same tau (the worker's summary uses the same rule). */
+            if (r == 0) total = st;
         }
         json_array_append_new(ranks, o);
         freeReplyObject(n);

@@ -135,8 +135,9 @@ int coord_retry(coordinator_t *c, const char *id, char *new_id, size_t idlen, ch
  * "heartbeat", "heartbeat_age_s", "samples_per_s", "compute_s", "comm_s", "idle_s",
  * "last_compute_s", "last_comm_s", "last_idle_s", "batch", "loss", "step", "epoch",
  * "samples", "slowdown", "plan_version", "test_accuracy", "test_loss", "updated",
- * "staleness": {"count", "sum", "sumsq", "max", "mean", "p50", "p95", "hist": [9]}}],
- * "staleness": {job total, same shape}, "assignment": {"version", "batches", "time",
+ * "staleness": {"count", "sum", "sumsq", "mean", "p50", "p95", "max", "overflow",
+ * "hist": [9]} (common/staleness.h)}], "staleness": {the job's: rank 0's, same shape},
+ * "assignment": {"version", "batches", "time",
  * "source"} or null}. Ranks that have not reported yet appear with only "rank". */
 int coord_nodes(coordinator_t *c, const char *id, json_t **out);
 

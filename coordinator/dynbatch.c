@@ -109,15 +109,17 @@ int dynbatch_replan(redisContext *c, const char *id, const job_spec_t *s)
     }
     if (!known) goto done;
     if ((rc = read_assignment(c, id, s, cur, &version)) != JS_OK) goto done;
-    int changed = planner_assign(speed, cur, n, n * s->batch_size, s->algorithm.min_batch,
-                                 s->algorithm.max_batch, DYNBATCH_HYSTERESIS, out);
+    /* The workers' rule (common/planner.h): their bounds, their 5% trigger. */
+    int min_b, max_b;
+    planner_bounds(s, &min_b, &max_b);
+    int changed = planner_replan(speed, cur, n, n * s->batch_size, min_b, max_b, out);
     if (changed == 1) {
         rc = write_assignment(c, id, out, n, version + 1, "planner");
         if (rc == JS_OK) rc = 1;
     } else if (changed < 0) {
         static int warned;
         if (!warned++) clog_printf("job %s: the planner refused the bounds (min %d, max %d, %d workers x %d)", id,
-                            s->algorithm.min_batch, s->algorithm.max_batch, n, s->batch_size);
+                            min_b, max_b, n, s->batch_size);
     }
 done:
     free(speed);
@@ -192,9 +194,9 @@ int dynbatch_initial(redisContext *c, const char *id, const job_spec_t *s, const
         }
         if (!(speed[w] > 0) || !isfinite(speed[w])) goto done;   /* rc is JS_OK: no plan */
     }
-    if (planner_assign(speed, cur, n, n * s->batch_size, s->algorithm.min_batch, s->algorithm.max_batch, 0.0,
-                       out) < 0)
-        goto done;
+    int min_b, max_b;
+    planner_bounds(s, &min_b, &max_b);
+    if (planner_assign(speed, cur, n, n * s->batch_size, min_b, max_b, 0.0, out) < 0) goto done;
     rc = write_assignment(c, id, out, n, 1, "profile");
     if (rc == JS_OK) rc = 1;
 done:

@@ -4,8 +4,8 @@
  * Worker w of a job is MPI rank w, or w + 1 for asynchronous algorithms (rank 0 is the
  * parameter server). The assignment is pacer:job:{id}:assignment {version, batches (JSON
  * array, one entry per worker, sum = workers x batch_size), time, source}; the workers'
- * Redis sinks read it (redis_report_assignment). Plans come from common/planner.h with
- * the spec's min/max batch and DYNBATCH_HYSTERESIS.
+ * Redis sinks read it (redis_report_assignment). Plans come from common/planner.h's
+ * dynamic-batching rule (planner_bounds, planner_replan), the one the workers use.
  *
  * Profiles: pacer:profile:{host}:{device}:{model} {samples_per_s (EWMA over jobs),
  * updated, jobs}. A rank's measured speed is multiplied by its emulated slowdown before it
@@ -19,7 +19,6 @@
 
 #include "spec.h"
 
-#define DYNBATCH_HYSTERESIS 0.10
 #define DYNBATCH_PROFILE_ALPHA 0.3     /* weight of a new job in a profile's EWMA */
 
 /* MPI rank of worker w. */

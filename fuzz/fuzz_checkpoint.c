@@ -32,7 +32,8 @@ static float params[NP], momentum[NP], buffers[NB];
 static unsigned char *valid;
 static size_t valid_len;
 static const ckpt_expect_t WANT = {.spec_hash = 0x1234, .seed = 42, .nworkers = NW, .epochs = 3,
-                                   .steps_per_epoch = 10, .train_n = 640, .global_batch = 64, .max_batch = 48};
+                                   .steps_per_epoch = 10, .train_n = 640, .global_batch = 64, .min_batch = 8,
+                                   .max_batch = 48};
 
 static void make_model(void)
 {
@@ -146,7 +147,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else if (want) {
         int64_t sum = 0;
         for (int i = 0; i < CKPT_MAX_WORKERS; i++) {
-            if (i < NW && (st.batch_of[i] < 1 || st.batch_of[i] > WANT.max_batch)) abort();
+            if (i < NW && (st.batch_of[i] < WANT.min_batch || st.batch_of[i] > WANT.max_batch)) abort();
             if (i >= NW && st.batch_of[i] != 0) abort();
             sum += st.batch_of[i];
         }

@@ -10,8 +10,8 @@
  *   exchange               model->grads go to MPI as on a CPU rank
  *   update                 on the device: cuda_model_upload_grads of the reduced gradient
  *                          (skipped when the rank's own gradient is applied), then
- *                          cuda_model_sgd; or on the host by the algorithm (hpsgd, a PS
- *                          worker), whose new weights go up with the next step
+ *                          cuda_model_sgd; or on the host by the algorithm (a PS
+ *                          worker; hpsgd's merge), whose new weights go up with the next step
  *
  * Ownership: the device holds the authoritative batch-norm running statistics (forward
  * updates them there) and, after cuda_model_sgd, the weights and momentum; the host copy is

@@ -325,6 +325,8 @@
   // rank. Rows are records (one rank's value, nulls for the others; spanGaps joins them).
   const RANK_CHARTS = {
     loss: (r) => r.loss,
+    // The worker's node speed (common/planner.h planner_speed): samples per wall-clock
+    // second of compute, the same figure the planner and the coordinator's profiles use.
     sps: (r) => r.samples_per_s,
     st_mean: (r) => (r.staleness ? r.staleness.mean : null),
     st_p95: (r) => (r.staleness ? r.staleness.p95 : null),
@@ -472,9 +474,19 @@
       live.textContent = '• live' + (ago > 2 ? ' · last event ' + Math.round(ago) + ' s ago' : '');
     }
 
+    // Requests can answer out of order (the 2 s poll and the one a state event starts): only
+    // the answer to the latest request is used. And the API caches a job's answer for up to
+    // half a second (the coordinator's --api-cache-ms): after a final state event an answer
+    // from before it can still come back, so the event's state stays and the page asks
+    // again until the API shows the end too.
+    let jobSeq = 0;
     async function loadJob() {
+      const seq = ++jobSeq;
       try {
-        s.job = await api('/jobs/' + id);
+        const j = await api('/jobs/' + id);
+        if (seq !== jobSeq) return;
+        if (s.finished && !FINAL.includes(j.state)) { setTimeout(loadJob, 700); return; }
+        s.job = j;
         if (s.t0 === null && s.job.started) s.t0 = s.job.started;
         if (FINAL.includes(s.job.state)) s.finished = true;
         facts();

@@ -7,7 +7,9 @@
  *                    eta_tau = eta * min(1, (tau_avg+1)/(tau+1))
  *                    mu_tau  = mu * gamma^max(0, tau - tau_avg)
  *                    u = mu_tau*u - eta_tau*g_hat;  w = w + u
- * (weight decay, when set, is added to g_hat). tau = 0 gives momentum SGD; lambda0 = 0
+ * (weight decay, when set, is added to g_hat; optimizer.clip_norm clips scale * g_hat,
+ * as worker_apply_gradient clips the gradient of the other rules; optimizer.nesterov is
+ * refused by the spec validator). tau = 0 gives momentum SGD; lambda0 = 0
  * gives staleness-aware momentum ASGD. The pure pieces live in kernels/cpu/async_ops.c
  * and ddc_step below, which the unit tests call directly. */
 #include <math.h>
@@ -26,6 +28,10 @@ void ddc_step(const job_spec_t *s, size_t np, float *w, float *u, const float *w
     *tau_avg = 0.95 * *tau_avg + 0.05 * (double)tau;
     ddc_compensate(np, g, w, w_bak, v, (float)s->algorithm.lambda0, (float)s->algorithm.kappa,
                    (float)s->algorithm.eps, scratch);
+    if (s->optimizer.clip_norm > 0) {
+        float norm = scale * (float)sqrt(sum_squares(np, scratch));
+        if (norm > (float)s->optimizer.clip_norm) scale *= (float)s->optimizer.clip_norm / norm;
+    }
     double damp = (*tau_avg + 1.0) / ((double)tau + 1.0);
     float eta_tau = eta * (float)(damp < 1.0 ? damp : 1.0);
     double excess = (double)tau - *tau_avg;

@@ -3,7 +3,9 @@
  * MPI_Comm_split_type(MPI_COMM_TYPE_SHARED), or consecutive blocks of
  * algorithm.group_size); inside a group every step is synchronous SGD (the ssgd fused
  * allreduce on the group communicator); every algorithm.k_steps steps the group leaders
- * average their models with batch weights and broadcast the result inside their group. */
+ * average their models with batch weights and broadcast the result inside their group.
+ * Staleness: every step records the steps since the last average across groups (0 ..
+ * k_steps - 1), as local-sgd does; inside a group the step itself is synchronous. */
 #include <stdlib.h>
 
 #include "comm.h"
@@ -23,6 +25,9 @@ static int hier_init(worker_t *w)
     st->buf = malloc((w->model->nparams + w->model->nbuffers + 1) * sizeof(float));
     if (!st->buf) { free(st); return -1; }
     int gs = w->spec->algorithm.group_size;
+    st->group = st->leaders = MPI_COMM_NULL;
+    w->algo_state = st;
+    if (!w->use_mpi) return 0;   /* one process: one group of one rank, nothing to average */
     if (gs > 0)
         MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, w->rank / gs, w->rank, &st->group));
     else
@@ -39,18 +44,19 @@ static int hier_init(worker_t *w)
 static void average(worker_t *w, hier_state_t *st)
 {
     model_t *m = w->model;
-    /* Every rank: a GPU rank's host copy must be current before the broadcast overwrites
-     * it, or its stale state would outlive the average (worker.h). */
-    worker_model_to_host(w);
-    if (st->leaders != MPI_COMM_NULL) local_average(w, st->leaders, st->buf, (float)st->group_samples);
-    double t0 = clock_mono_s();
-    MPI_CHECK(MPI_Bcast(m->params, (int)m->nparams, MPI_FLOAT, 0, st->group));
-    if (m->nbuffers) MPI_CHECK(MPI_Bcast(m->buffers, (int)m->nbuffers, MPI_FLOAT, 0, st->group));
-    worker_buffers_to_device(w);
-    double dt = clock_mono_s() - t0;
-    w->stats.step_comm_s += dt;
-    w->stats.comm_s += dt;
-    staleness_add(&w->staleness, st->since);
+    if (st->group != MPI_COMM_NULL) {   /* one process: nothing to average or broadcast */
+        /* Every rank: a GPU rank's host copy must be current before the broadcast
+         * overwrites it, or its stale state would outlive the average (worker.h). */
+        worker_model_to_host(w);
+        if (st->leaders != MPI_COMM_NULL) local_average(w, st->leaders, st->buf, (float)st->group_samples);
+        double t0 = clock_mono_s();
+        MPI_CHECK(MPI_Bcast(m->params, (int)m->nparams, MPI_FLOAT, 0, st->group));
+        if (m->nbuffers) MPI_CHECK(MPI_Bcast(m->buffers, (int)m->nbuffers, MPI_FLOAT, 0, st->group));
+        worker_buffers_to_device(w);
+        double dt = clock_mono_s() - t0;
+        w->stats.step_comm_s += dt;
+        w->stats.comm_s += dt;
+    }
     st->since = 0;
     st->group_samples = 0;
 }
@@ -67,8 +73,9 @@ static int hier_step(worker_t *w)
     m->grads[m->nparams + 1] = b * loss;
     comm_wait_peers(w, st->group);
     double t0 = clock_mono_s();
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, m->grads, (int)m->nparams + MODEL_GRAD_EXTRA, MPI_FLOAT,
-                            MPI_SUM, st->group));
+    if (st->group != MPI_COMM_NULL)
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, m->grads, (int)m->nparams + MODEL_GRAD_EXTRA, MPI_FLOAT,
+                                MPI_SUM, st->group));
     double dt = clock_mono_s() - t0;
     w->stats.step_comm_s += dt;
     w->stats.comm_s += dt;
@@ -77,6 +84,7 @@ static int hier_step(worker_t *w)
     w->step_samples = (int)total;
     worker_apply_update(w, 1.0f / total);
     st->group_samples += (long)total;
+    staleness_add(&w->staleness, st->since);
     if (++st->since >= w->spec->algorithm.k_steps) average(w, st);
     return 0;
 }
@@ -93,7 +101,7 @@ static void hier_fini(worker_t *w)
     hier_state_t *st = w->algo_state;
     if (!st) return;
     if (st->leaders != MPI_COMM_NULL) MPI_Comm_free(&st->leaders);
-    MPI_Comm_free(&st->group);
+    if (st->group != MPI_COMM_NULL) MPI_Comm_free(&st->group);
     free(st->buf);
     free(st);
     w->algo_state = NULL;

@@ -2,7 +2,9 @@
  * local SGD steps, then all ranks replace their model by the batch-weighted average
  * w = sum(s_p w_p) / sum(s_p) (s_p = samples rank p computed since the last average), in
  * one allreduce of [s_p * params, s_p * buffers, s_p]. Momentum stays local.
- * Staleness (ALGORITHMS.md): each average records the local steps since the last one. */
+ * Staleness: every local step records how many local steps the model it computed its
+ * gradient at is away from the last average (0, 1, ..., H - 1), so the mean is exact
+ * and (H - 1) / 2 for a whole number of rounds. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +33,9 @@ void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight)
 {
     model_t *m = w->model;
     size_t np = m->nparams, nb = m->nbuffers;
+    int size = 1;
+    if (w->use_mpi && comm != MPI_COMM_NULL) MPI_Comm_size(comm, &size);
+    if (size == 1) return;   /* the average of one model is itself (one process or one rank) */
     worker_model_to_host(w);   /* a GPU rank's newest weights and batch-norm statistics */
     for (size_t i = 0; i < np; i++) buf[i] = weight * m->params[i];
     for (size_t i = 0; i < nb; i++) buf[np + i] = weight * m->buffers[i];
@@ -50,7 +55,6 @@ void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight)
 static void average(worker_t *w, local_state_t *st)
 {
     local_average(w, MPI_COMM_WORLD, st->buf, (float)st->samples);
-    staleness_add(&w->staleness, st->since);
     st->since = 0;
     st->samples = 0;
 }
@@ -62,6 +66,7 @@ static int local_step(worker_t *w)
     worker_next_batch(w);
     worker_compute_grad(w, 1.0f);
     worker_apply_local_update(w);
+    staleness_add(&w->staleness, st->since);
     st->since++;
     st->samples += w->batch;
     if (st->since >= w->spec->algorithm.local_steps) average(w, st);

@@ -3,9 +3,13 @@
  * c = floor(lambda / n) gradients: w = w - (1/c) * sum_l alpha(tau_l) * g_l with
  * alpha(tau) = alpha0 / max(tau, 1) (alpha0 = the learning rate in force; momentum and
  * weight decay as the PS's optimizer). Versions count aggregated updates, so tau does.
- * A worker whose gradient is being aggregated gets its reply (the new weights) when the
- * aggregate is applied: n = 1 is hard-sync (it equals ssgd), n = lambda is asgd with the
- * staleness-scaled rate. */
+ * As in the paper, learners never wait for each other: a learner whose gradient is held
+ * for the aggregate gets the current weights at once and computes its next gradient, so
+ * with equal speeds each learner's gradient is about n aggregated updates stale (between
+ * its read and its next push the other learners push lambda - 1 gradients, about n
+ * aggregates). n = 1 is hard sync instead (the paper's 1-softsync learners wait for the
+ * aggregate): the PS holds their replies until it is applied, staleness is 0, and it
+ * equals ssgd. n = lambda is asgd with the staleness-scaled rate. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +30,7 @@ static int ns_init(ps_t *ps)
     if (!(st->acc = calloc(ps->np, sizeof(float)))) { free(st); return -1; }
     ps->rule_state = st;
     ps->group = st->c;
+    ps->hold_replies = ps->w->spec->algorithm.n <= 1;
     return 0;
 }
 

@@ -20,7 +20,7 @@
 static int ssgd_init(worker_t *w)
 {
     comm_broadcast_model(w, MPI_COMM_WORLD);
-    if (w->opts && w->opts->comm_baseline)
+    if (w->use_mpi && w->opts && w->opts->comm_baseline)
         w->algo_state = calloc(w->model->nparams + MODEL_GRAD_EXTRA, sizeof(float));
     return 0;
 }
@@ -47,8 +47,9 @@ static int ssgd_step(worker_t *w)
     int baseline_first = w->algo_state && w->global_step % 2 == 0;
     if (baseline_first) baseline_allreduce(w);
     double t0 = clock_mono_s();
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, m->grads, (int)m->nparams + MODEL_GRAD_EXTRA, MPI_FLOAT,
-                            MPI_SUM, MPI_COMM_WORLD));
+    if (w->use_mpi)   /* one process (workers: 1): the sum over one rank is the buffer */
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, m->grads, (int)m->nparams + MODEL_GRAD_EXTRA, MPI_FLOAT,
+                                MPI_SUM, MPI_COMM_WORLD));
     double dt = clock_mono_s() - t0;
     if (w->algo_state && !baseline_first) baseline_allreduce(w);
     w->stats.step_comm_s = dt;

@@ -249,6 +249,7 @@ int checkpoint_validate(const ckpt_state_t *st, const ckpt_expect_t *want, const
     if (st->aug_rng.s[0] == 0 && st->aug_rng.s[1] == 0)
         return refuse(err, errlen, path, "checkpoint field aug_rng is all zero (not a generator state)");
     int64_t sum = 0;
+    const int32_t lo = want->min_batch > 1 ? want->min_batch : 1;
     for (int i = 0; i < CKPT_MAX_WORKERS; i++) {
         int32_t b = st->batch_of[i];
         if (i >= st->nworkers) {
@@ -257,10 +258,10 @@ int checkpoint_validate(const ckpt_state_t *st, const ckpt_expect_t *want, const
                               (int)b, (int)st->nworkers);
             continue;
         }
-        if (b < 1 || b > want->max_batch)
+        if (b < lo || b > want->max_batch)
             return refuse(err, errlen, path,
-                          "checkpoint field batch_of[%d] = %d is outside [1, %d] (the batch buffers' capacity)", i,
-                          (int)b, (int)want->max_batch);
+                          "checkpoint field batch_of[%d] = %d is outside [%d, %d] (algorithm.min_batch and the "
+                          "batch buffers' capacity)", i, (int)b, (int)lo, (int)want->max_batch);
         sum += b;
     }
     if (sum != gb)

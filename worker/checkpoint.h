@@ -52,7 +52,8 @@ typedef struct {
     int64_t steps_per_epoch;    /* synchronous loop; ignored when async */
     int64_t train_n;            /* training samples */
     int32_t global_batch;       /* workers x batch_size: a plan's sum */
-    int32_t max_batch;          /* the batch buffers' capacity */
+    int32_t min_batch;          /* a plan's smallest batch (planner_bounds); 0 = 1 */
+    int32_t max_batch;          /* a plan's largest batch: the batch buffers' capacity */
     int async;                  /* parameter server: positions count PS updates */
 } ckpt_expect_t;
 
@@ -69,8 +70,9 @@ int checkpoint_load(const char *path, model_t *m, const ckpt_expect_t *want, ckp
 int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, model_t *m,
                      const ckpt_expect_t *want, ckpt_state_t *st, char *err, size_t errlen);
 /* Every field of st against want: the spec hash and seed; nworkers; the position (epoch,
- * step in epoch, cursor, global step) inside the run; each batch in [1, max_batch],
- * summing to global_batch, and zero past nworkers; the loss accumulators and the rng
+ * step in epoch, cursor, global step) inside the run; each batch in [min_batch,
+ * max_batch] (the bounds every plan keeps, common/planner.h), summing to global_batch,
+ * and zero past nworkers; the loss accumulators and the rng
  * state. Returns 0, or -1 with one line naming path and the field. */
 int checkpoint_validate(const ckpt_state_t *st, const ckpt_expect_t *want, const char *path,
                         char *err, size_t errlen);

@@ -1,8 +1,10 @@
 /* worker/comm.h - the MPI side of a worker: start-up checks, helpers every distributed
  * algorithm uses (weight broadcast, batch re-planning, summary gathering) and MPI_CHECK.
  *
- * A worker started without mpirun never calls MPI; under mpirun every rank calls
- * comm_init first. MPI errors are fatal for the job (MPI_ERRORS_ARE_FATAL): a rank that
+ * A worker started without mpirun never calls MPI: the synchronous algorithms then run
+ * with one worker (workers: 1) as one process, and the helpers here become what they are
+ * on one rank (no broadcast, no wait, local evaluation); the algorithms skip their own
+ * collectives when w->use_mpi is 0. MPI errors are fatal for the job (MPI_ERRORS_ARE_FATAL): a rank that
  * dies makes mpirun tear the job down, so no rank waits forever on a dead peer.
  */
 #ifndef PACER_COMM_H
@@ -48,6 +50,13 @@ void comm_wait_peers(worker_t *w, MPI_Comm comm);
  * rank's samples since the last average; buf holds nparams + nbuffers + 1 floats.
  * Implemented in algo_local_sgd.c, shared with hier-bsp. */
 void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight);
+
+/* MPI_Wait / MPI_Waitany, except on an oversubscribed host (w->polite_wait, see
+ * emulate.h): there they test and sleep ~0.1 ms between tests, so a waiting rank leaves
+ * the core to the ranks that compute instead of spinning in Open MPI's progress loop.
+ * comm_wait_any returns the index that completed (MPI_UNDEFINED when none is active). */
+void comm_wait(worker_t *w, MPI_Request *req);
+int comm_wait_any(worker_t *w, int n, MPI_Request *reqs);
 
 /* Rank 0's flag on every rank of MPI_COMM_WORLD (for worker_t.agree). */
 int comm_agree(worker_t *w, int flag);

@@ -13,6 +13,7 @@
 
 #include "backend_cuda.h"
 #include "comm.h"
+#include "emulate.h"
 #include "redis_report.h"
 #include "spec.h"
 #include "train.h"
@@ -205,6 +206,10 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
     if (agree(use_mpi, failed)) return finish(use_mpi, &w, 2);
     w.use_mpi = use_mpi;
     if (use_mpi) w.agree = comm_agree;
+    if (emulate_check(&w) != 0) {
+        fprintf(stderr, "pacer-worker: out of memory\n");
+        return finish(use_mpi, &w, 1);
+    }
 
     char ckpt[1100];
     worker_checkpoint_path(&w, ckpt, sizeof ckpt);
@@ -272,7 +277,7 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
         if (w.stop != 2)
             printf("final test_accuracy %.4f test_loss %.4f train_loss %.4f (%.1f s, %.0f samples/s)\n",
                    w.test_accuracy, w.test_loss, w.train_loss, w.wall_s,
-                   w.loop_s > 0 ? (double)w.stats.samples * spec.workers / w.loop_s : 0.0);
+                   w.loop_s > 0 ? (double)worker_train_samples(per_rank) / w.loop_s : 0.0);
         if (summary_path && worker_write_summary(&w, summary_path, per_rank, err, sizeof err) != 0) {
             fprintf(stderr, "pacer-worker: %s\n", err);
             status = 1;

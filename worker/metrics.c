@@ -43,7 +43,6 @@ static int str(char *p, size_t left, const char *s)
 int metrics_to_json(const metrics_record_t *r, const char *job, char *buf, size_t len)
 {
     size_t o = 0;
-    const staleness_t *s = &r->staleness;
     ADD(snprintf(buf + o, len - o, "{\"kind\":\"%s\",\"job\":", KIND[r->kind]));
     ADD(str(buf + o, len - o, job ? job : ""));
     ADD(snprintf(buf + o, len - o, ",\"time\":%.3f,\"rank\":%d,\"role\":\"%s\",\"host\":",
@@ -58,14 +57,9 @@ int metrics_to_json(const metrics_record_t *r, const char *job, char *buf, size_
                  "\"samples\":%lld,\"slowdown\":%.3g,\"plan_version\":%lld,",
                  r->compute_s, r->comm_s, r->idle_s, r->samples_per_s, (long long)r->samples,
                  r->slowdown, (long long)r->plan_version));
-    ADD(snprintf(buf + o, len - o, "\"staleness\":{\"count\":%lld,\"sum\":%lld,\"sumsq\":%lld,\"max\":%lld,"
-                 "\"mean\":%.4f,\"p50\":%lld,\"p95\":%lld,\"hist\":[",
-                 (long long)s->count, (long long)s->sum, (long long)s->sumsq, (long long)s->max,
-                 staleness_mean(s), (long long)staleness_quantile(s, 0.5),
-                 (long long)staleness_quantile(s, 0.95)));
-    for (int b = 0; b < STALENESS_BUCKETS; b++)
-        ADD(snprintf(buf + o, len - o, "%s%lld", b ? "," : "", (long long)s->hist[b]));
-    ADD(snprintf(buf + o, len - o, "]},\"test_loss\":"));
+    ADD(snprintf(buf + o, len - o, "\"staleness\":"));
+    ADD(staleness_to_json(&r->staleness, buf + o, len - o));
+    ADD(snprintf(buf + o, len - o, ",\"test_loss\":"));
     ADD(num(buf + o, len - o, r->test_loss));
     ADD(snprintf(buf + o, len - o, ",\"test_accuracy\":"));
     ADD(num(buf + o, len - o, r->test_accuracy));

@@ -29,10 +29,10 @@ typedef struct {
     int *pending;               /* (n) gradient held by the rule; reply when applied */
     int64_t *t_read;            /* (n) version each worker last read */
     int64_t *last_tau;          /* (n) staleness of each worker's last applied gradient */
-    staleness_t *per_worker;    /* (n) */
     double *speed;              /* (n) reported samples/s */
     long cursor;                /* next position of the epoch order to hand out */
     double busy_s;              /* time spent handling pushes */
+    double aside_s;             /* evaluation and checkpoints: not training time */
     int64_t pushes;
     int round_robin;            /* test hook: take pushes in worker order */
     double started;             /* when serving began */
@@ -83,6 +83,7 @@ static void reply(server_t *s, int m, int stop)
         bytes = reply_bytes(s->ps.np);
     }
     MPI_CHECK(MPI_Isend(out, (int)bytes, MPI_BYTE, m + 1, TAG_REPLY, MPI_COMM_WORLD, &s->sreqs[m]));
+    s->last_tau[m] = -1;   /* delivered: a later reply (a stop) must not count it again */
 }
 
 static int all_parked(const server_t *s)
@@ -123,13 +124,28 @@ static void stop_all(server_t *s)
     }
 }
 
+/* Applies what the rule holds (a partial n-softsync aggregate) and replies to the workers
+ * that waited for it. */
+static void flush_held(server_t *s)
+{
+    worker_t *w = s->ps.w;
+    int applied = s->ps.rule->flush ? s->ps.rule->flush(&s->ps) : 0;
+    s->ps.t += applied;
+    w->global_step = s->ps.t;
+    for (int k = 0; k < s->ps.n; k++)
+        if (s->pending[k]) { s->pending[k] = 0; reply(s, k, 0); }
+}
+
 static void epoch_end(server_t *s)
 {
     worker_t *w = s->ps.w;
-    w->train_loss = w->epoch_loss_samples ? (float)(w->epoch_loss_sum / (double)w->epoch_loss_samples) : 0;
+    flush_held(s);   /* the evaluation sees every gradient of the epoch */
+    double t0 = clock_mono_s();
+    w->train_loss_running = w->epoch_loss_samples ? (float)(w->epoch_loss_sum / (double)w->epoch_loss_samples) : 0;
     worker_evaluate(w, &w->test_loss, &w->test_accuracy);
     worker_epoch_done(w);
     s->cursor = 0;
+    s->aside_s += clock_mono_s() - t0;
 }
 
 /* Every worker is parked at the end of the epoch: the epoch ends, then either everyone
@@ -166,11 +182,7 @@ static int serve(server_t *s, const train_opts_t *o)
         if (nobody_pushing(s)) {
             /* n-softsync near an epoch end: apply the partial aggregate so its workers
              * get their replies (and are parked or served); then the epoch can end. */
-            int applied = s->ps.rule->flush ? s->ps.rule->flush(&s->ps) : 0;
-            s->ps.t += applied;
-            w->global_step = s->ps.t;
-            for (int k = 0; k < n; k++)
-                if (s->pending[k]) { s->pending[k] = 0; reply(s, k, 0); }
+            flush_held(s);
             if (all_parked(s) && next_epoch(s)) return 0;
             continue;
         }
@@ -179,10 +191,10 @@ static int serve(server_t *s, const train_opts_t *o)
             while (s->parked[next_rr] || s->pending[next_rr]) next_rr = (next_rr + 1) % n;
             m = next_rr;
             next_rr = (next_rr + 1) % n;
-            MPI_CHECK(MPI_Wait(&s->reqs[m], MPI_STATUS_IGNORE));
+            comm_wait(w, &s->reqs[m]);
         } else {
             double t0 = clock_mono_s();
-            MPI_CHECK(MPI_Waitany(n, s->reqs, &m, MPI_STATUS_IGNORE));
+            m = comm_wait_any(w, n, s->reqs);
             w->stats.idle_s += clock_mono_s() - t0;
             if (m == MPI_UNDEFINED) return -1; /* no receive posted: cannot happen */
         }
@@ -203,13 +215,15 @@ static int serve(server_t *s, const train_opts_t *o)
         w->stats.last_loss = h.loss;
         w->step_loss = h.loss;
         if (applied >= 0) {
-            staleness_add(&s->per_worker[m], tau);
             staleness_add(&w->staleness, tau);
             s->last_tau[m] = tau;
         } else {
             s->ps.dropped++;
         }
-        s->pending[m] = 1;
+        /* Held for an aggregate: without hold_replies the worker gets the current weights
+         * now and never waits for its own aggregate. */
+        s->pending[m] = applied != 0 || s->ps.hold_replies;
+        if (applied == 0 && !s->ps.hold_replies) reply(s, m, 0);
         if (applied != 0) {
             s->ps.t += applied > 0 ? applied : 0;
             w->global_step = s->ps.t;
@@ -225,14 +239,16 @@ static int serve(server_t *s, const train_opts_t *o)
                     double tn = clock_mono_s();
                     fprintf(stderr, "epoch %ld/%d update %lld loss %.4f lr %.5f updates/s %.0f mean staleness %.2f\n",
                             w->epoch + 1, sp->epochs, (long long)s->ps.t, h.loss, w->lr,
-                            (double)(s->ps.t - t_log_updates) / (tn - t_log), staleness_mean(&w->staleness));
+                            (double)(s->ps.t - t_log_updates) / (tn - t_log), staleness_mean(&w->staleness.s));
                     t_log = tn;
                     t_log_updates = s->ps.t;
                 }
                 if (sp->checkpoint.every_steps > 0 && s->ps.t % sp->checkpoint.every_steps == 0) {
                     char err[512];
+                    double tc = clock_mono_s();
                     w->cursor = s->cursor;
                     if (worker_save_checkpoint(w, err, sizeof err) != 0) fprintf(stderr, "%s\n", err);
+                    s->aside_s += clock_mono_s() - tc;
                 }
             }
         }
@@ -276,11 +292,10 @@ static int run_server(worker_t *w, const ps_rule_t *rule, const train_opts_t *o)
     s.pending = calloc((size_t)n, sizeof *s.pending);
     s.t_read = calloc((size_t)n, sizeof *s.t_read);
     s.last_tau = calloc((size_t)n, sizeof *s.last_tau);
-    s.per_worker = calloc((size_t)n, sizeof *s.per_worker);
     s.speed = calloc((size_t)n, sizeof *s.speed);
     s.ps.scratch = malloc(np * sizeof(float));
     if (!s.reqs || !s.in || !s.out || !s.sreqs || !s.parked || !s.pending || !s.t_read || !s.last_tau ||
-        !s.per_worker || !s.speed || !s.ps.scratch)
+        !s.speed || !s.ps.scratch)
         goto out;
     for (int m = 0; m < n; m++) {
         s.reqs[m] = MPI_REQUEST_NULL;
@@ -306,7 +321,7 @@ static int run_server(worker_t *w, const ps_rule_t *rule, const train_opts_t *o)
     double t0 = clock_mono_s();
     rc = serve(&s, o);
     double wall = clock_mono_s() - t0;
-    w->loop_s = wall;
+    w->loop_s = wall - s.aside_s;   /* training time, as the synchronous loop counts it */
     w->ps_updates = s.ps.t;
     w->ps_busy_fraction = wall > 0 ? s.busy_s / wall : 0;
     w->ps_dropped = s.ps.dropped;
@@ -324,7 +339,7 @@ out:
         if (s.sreqs[m] != MPI_REQUEST_NULL) MPI_Wait(&s.sreqs[m], MPI_STATUS_IGNORE);
     for (int m = 0; s.out && m < n; m++) free(s.out[m]);
     free(s.reqs); free(s.in); free(s.out); free(s.sreqs); free(s.parked); free(s.pending); free(s.t_read);
-    free(s.last_tau); free(s.per_worker); free(s.speed); free(s.ps.scratch);
+    free(s.last_tau); free(s.speed); free(s.ps.scratch);
     return rc;
 }
 
@@ -339,7 +354,9 @@ static int run_worker(worker_t *w)
     if (!in || !out) goto done;
     for (;;) {
         double t0 = clock_mono_s();
-        MPI_CHECK(MPI_Recv(in, (int)reply_bytes(np), MPI_BYTE, 0, TAG_REPLY, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        MPI_Request req;
+        MPI_CHECK(MPI_Irecv(in, (int)reply_bytes(np), MPI_BYTE, 0, TAG_REPLY, MPI_COMM_WORLD, &req));
+        comm_wait(w, &req);
         double waited = clock_mono_s() - t0;
         ps_reply_t h;
         memcpy(&h, in, sizeof h);
@@ -357,6 +374,12 @@ static int run_worker(worker_t *w)
             worker_epoch_order(w);
             perm_epoch = h.epoch;
         }
+        if (h.batch < 1 || h.batch > w->max_batch || h.offset < 0 || h.offset + h.batch > w->train.n) {
+            /* The PS only hands out plans within the bounds; never gather past x/y. */
+            fprintf(stderr, "pacer-worker: rank %d: the parameter server sent batch %d at %lld, outside [1, %d] "
+                            "or the epoch\n", w->rank, h.batch, (long long)h.offset, w->max_batch);
+            goto done;
+        }
         w->batch_of[w->worker_index] = h.batch;
         worker_gather(w, h.offset, h.batch);
         w->slowdown = worker_slowdown_now(w);
@@ -366,7 +389,8 @@ static int run_worker(worker_t *w)
         memcpy(out, &p, sizeof p);
         memcpy(out + sizeof p, w->model->grads, np * sizeof(float));
         t0 = clock_mono_s();
-        MPI_CHECK(MPI_Send(out, (int)push_bytes(np), MPI_BYTE, 0, TAG_PUSH, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Isend(out, (int)push_bytes(np), MPI_BYTE, 0, TAG_PUSH, MPI_COMM_WORLD, &req));
+        comm_wait(w, &req);
         w->stats.comm_s += clock_mono_s() - t0;
         w->stats.steps++;
     }

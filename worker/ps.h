@@ -70,6 +70,9 @@ typedef struct ps {
     void *rule_state;
     int64_t dropped;     /* gradients dropped by tau_max */
     int group;           /* gradients per update (n-softsync's c), set by init; 1 default */
+    int hold_replies;    /* set by init: a worker whose gradient the rule holds gets its
+                            reply when the aggregate is applied (hard sync, n-softsync with
+                            n = 1); 0: it gets the current weights at once */
 } ps_t;
 
 /* DDC-ASGD's whole update for one push (exposed for the unit tests). */

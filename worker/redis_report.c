@@ -368,6 +368,9 @@ static int round_trip(rsink_t *s)
         arg_int(&b, "sum", (long long)st->sum);
         arg_int(&b, "sumsq", (long long)st->sumsq);
         arg_int(&b, "max", (long long)st->max);
+        arg_int(&b, "p50", (long long)st->p50);
+        arg_int(&b, "p95", (long long)st->p95);
+        arg_int(&b, "overflow", (long long)st->overflow);
         for (int h = 0; h < STALENESS_BUCKETS; h++) {
             arg_fmt(&b, "h%d", h);
             arg_fmt(&b, "%lld", (long long)st->hist[h]);

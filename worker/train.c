@@ -16,6 +16,7 @@
 #include "backend_cuda.h"
 #include "checkpoint.h"
 #include "clock.h"
+#include "emulate.h"
 #include "hostname.h"
 #include "planner.h"
 
@@ -74,15 +75,53 @@ void worker_next_batch(worker_t *w)
     worker_gather(w, offset, w->batch_of[w->worker_index]);
 }
 
+/* The cost of the step that began at wall t0 and thread CPU time c0 and took wall:
+ * thread CPU time on a CPU rank with one BLAS thread (capped by wall), else wall. */
+static double step_cost(const worker_t *w, double wall, double c0)
+{
+    double u = wall;
+    if (!w->gpu && w->spec->threads == 1) {
+        double c = clock_thread_cpu_s() - c0;
+        if (c > 0 && c < u) u = c;
+    }
+    return u;
+}
+
+void worker_calibrate(worker_t *w)
+{
+    model_t *m = w->model;
+    int b = w->batch_of[w->worker_index];
+    if (w->gpu || b > w->train.n || b > w->max_batch) return;
+    /* Batch-norm running statistics move in a training-mode forward: keep them. */
+    float *keep = m->nbuffers ? malloc(m->nbuffers * sizeof(float)) : NULL;
+    if (m->nbuffers && !keep) return;
+    if (keep) memcpy(keep, m->buffers, m->nbuffers * sizeof(float));
+    for (int i = 0; i < b; i++) w->eval_idx[i] = i;
+    if (data_batch_gather(&w->train, w->eval_idx, b, w->x, x_floats(w), w->y, 0, NULL) == 0) {
+        double *best = &w->undisturbed_s[b];
+        for (int k = 0; k < 5; k++) {
+            double t0 = clock_mono_s(), c0 = clock_thread_cpu_s();
+            model_forward(m, w->x, w->y, b, 1);
+            model_backward(m, w->x, w->y, b, 1.0f);
+            double u = step_cost(w, clock_mono_s() - t0, c0);
+            if (!(*best > 0) || u < *best) *best = u;
+        }
+    }
+    if (keep) memcpy(m->buffers, keep, m->nbuffers * sizeof(float));
+    free(keep);
+}
+
 float worker_compute_grad(worker_t *w, float loss_scale)
 {
-    double t0 = clock_mono_s(), c0 = clock_cpu_s();
+    double t0 = clock_mono_s(), c0 = clock_thread_cpu_s();
     float loss;
     if (w->gpu) {
         /* The host params go up unless the device optimizer holds newer ones (worker.h);
          * x, y, params and grads are page-locked, so every copy is DMA; the gradient comes
          * back into model->grads with the step's one wait, during which an algorithm's
-         * progress callback (hpsgd) drives MPI. */
+         * progress callback (hpsgd) drives MPI. That wait synchronises the stream, so the
+         * wall time below includes the device's work (and the device update the previous
+         * step queued before it). */
         model_t *m = w->model;
         cuda_model_set_progress(w->gpu, m->progress, m->progress_ctx);
         if (!w->gpu_ahead && cuda_model_upload_params(w->gpu, m->params) != 0) gpu_fail(w, "uploading the weights");
@@ -92,30 +131,43 @@ float worker_compute_grad(worker_t *w, float loss_scale)
         loss = model_forward(w->model, w->x, w->y, w->batch, 1);
         model_backward(w->model, w->x, w->y, w->batch, loss_scale);
     }
-    /* Compute time as a dedicated machine would see it: the smaller of wall time and
-     * process CPU time. On an oversubscribed test machine (4 ranks on 2 cores) wall time
-     * also counts the time the scheduler gave our core to another rank, which would make
-     * measured speeds (and the emulated slowdowns built on them) depend on scheduling
-     * luck; with several BLAS threads CPU time exceeds wall time and wall time is used. */
-    double dt = clock_mono_s() - t0, dc = clock_cpu_s() - c0;
-    if (!w->gpu && dc > 0 && dc < dt) dt = dc;  /* the GPU computes while the CPU waits */
-    /* Emulated heterogeneity: a rank with factor f behaves like a machine f times slower
-     * by waiting (f - 1) x its measured compute time. The wait counts as compute (it is
-     * what a slower machine would spend computing) and is also kept apart in emulated_s,
-     * so metrics show both. Sleeping, not spinning, leaves the core to the other ranks of
-     * an oversubscribed test machine. */
-    double extra = (w->slowdown - 1.0) * dt;
-    clock_sleep_s(extra);
-    dt += extra;
-    w->stats.emulated_s += extra;
-    w->stats.step_compute_s = dt;
-    w->stats.compute_s += dt;
+    double wall = clock_mono_s() - t0;
+    /* Emulated heterogeneity: slowdown f makes this step take f times the rank's own
+     * undisturbed step u, by sleeping until f * u has passed since the step began
+     * (sleeping, not spinning, leaves the core to the other ranks). The undisturbed step
+     * is estimated so that core contention cannot move it:
+     *  - a step's own cost is its thread CPU time on a CPU rank with one BLAS thread
+     *    (time the scheduler gave the core to someone else does not count), capped by
+     *    its wall time; with several BLAS threads, or on a GPU (where a waiting host
+     *    thread uses little CPU), its wall time;
+     *  - contention only ever adds to that cost (cache refills after a context switch,
+     *    a virtual CPU's stolen time), so u is the smallest cost this rank has measured
+     *    for a batch of this size (undisturbed_s, one entry per size up to max_batch).
+     * worker_calibrate seeds it before training, so that even the first steps (caches and
+     * page tables still cold) are not emulated from an inflated cost.
+     * When contention makes the real step longer than f * u there is nothing to wait:
+     * the emulation is then not faithful, which the start-up check predicts (emulate.c). */
+    if (w->slowdown > 1.0) {
+        double u = step_cost(w, wall, c0);
+        double *best = &w->undisturbed_s[w->batch];
+        if (*best > 0 && *best < u) u = *best;
+        *best = u;
+        double extra = w->slowdown * u - wall;
+        if (extra > 0) {
+            double t1 = clock_mono_s();
+            clock_sleep_s(extra);
+            w->stats.emulated_s += clock_mono_s() - t1;
+        }
+        wall = clock_mono_s() - t0;
+    }
+    /* Compute time, and the node speed built on it, are wall clock: what the step took,
+     * the device's work and the emulated wait included (planner_speed), on CPU and GPU
+     * ranks alike. */
+    w->stats.step_compute_s = wall;
+    w->stats.compute_s += wall;
     w->stats.step_comm_s = 0;
     w->stats.step_idle_s = 0;
-    if (dt > 0) {
-        double sps = (double)w->batch / dt;
-        w->stats.ewma_sps = w->stats.ewma_sps > 0 ? 0.7 * w->stats.ewma_sps + 0.3 * sps : sps;
-    }
+    w->stats.ewma_sps = planner_speed(w->stats.ewma_sps, w->batch, wall);
     w->stats.samples += w->batch;
     w->stats.last_loss = loss;
     return loss;
@@ -202,7 +254,7 @@ static metrics_record_t *fill_record(worker_t *w, metrics_kind_t kind)
     r->samples_per_s = w->stats.ewma_sps;
     r->samples = w->stats.samples;
     r->slowdown = w->slowdown;
-    r->staleness = w->staleness;
+    r->staleness = w->staleness.s;
     r->plan_version = w->plan_version;
     r->test_loss = NAN;
     r->test_accuracy = NAN;
@@ -222,7 +274,7 @@ static void report_epoch(worker_t *w, metrics_kind_t kind)
     r->epoch = kind == METRICS_EPOCH ? w->epoch + 1 : w->epoch;
     r->test_loss = w->test_loss;
     r->test_accuracy = w->test_accuracy;
-    r->loss = w->train_loss;
+    r->loss = w->train_loss_running;
     metrics_push(w->metrics, r);
 }
 
@@ -244,16 +296,17 @@ void worker_buffers_to_device(worker_t *w)
         gpu_fail(w, "uploading the batch-norm statistics");
 }
 
-void worker_evaluate(worker_t *w, float *loss, float *accuracy)
+/* Mean loss and accuracy of the current weights on the first n samples of d, in
+ * evaluation mode, in batches of the preallocated buffers. */
+static void evaluate_on(worker_t *w, const dataset_t *d, int n, float *loss, float *accuracy)
 {
     model_t *m = w->model;
-    const dataset_t *d = &w->test;
     double loss_sum = 0;
     long correct = 0;
     if (w->gpu && !w->gpu_ahead && cuda_model_upload_params(w->gpu, m->params) != 0)
         gpu_fail(w, "uploading the weights");
-    for (int first = 0; first < d->n; first += w->max_batch) {
-        int b = d->n - first < w->max_batch ? d->n - first : w->max_batch;
+    for (int first = 0; first < n; first += w->max_batch) {
+        int b = n - first < w->max_batch ? n - first : w->max_batch;
         for (int i = 0; i < b; i++) w->eval_idx[i] = first + i;
         if (data_batch_gather(d, w->eval_idx, b, w->x, x_floats(w), w->y, 0, NULL) != 0) {
             /* worker_setup checked the test set's shape against the model */
@@ -272,8 +325,21 @@ void worker_evaluate(worker_t *w, float *loss, float *accuracy)
         loss_sum += (double)model_forward(m, w->x, w->y, b, 0) * b;
         correct += count_correct(b, m->num_classes, model_logits(m), w->y);
     }
-    *loss = d->n ? (float)(loss_sum / d->n) : 0.0f;
-    *accuracy = d->n ? (float)correct / (float)d->n : 0.0f;
+    *loss = n ? (float)(loss_sum / n) : 0.0f;
+    *accuracy = n ? (float)correct / (float)n : 0.0f;
+}
+
+void worker_evaluate(worker_t *w, float *loss, float *accuracy)
+{
+    evaluate_on(w, &w->test, w->test.n, loss, accuracy);
+}
+
+float worker_final_train_loss(worker_t *w)
+{
+    float loss, acc;
+    int n = w->train.n < TRAIN_LOSS_SAMPLES ? w->train.n : TRAIN_LOSS_SAMPLES;
+    evaluate_on(w, &w->train, n, &loss, &acc);
+    return loss;
 }
 
 /* device "cpu": the reference path. "cuda": GPU local_rank % device_count; a rank that
@@ -391,12 +457,10 @@ int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char 
     w->role = (async && rank == 0) ? ROLE_PS : ROLE_WORKER;
     w->worker_index = async ? rank - 1 : rank;
     w->global_batch = spec->workers * spec->batch_size;
-    /* Buffers hold the largest batch a plan may assign; evaluation uses them too. */
-    w->max_batch = spec->algorithm.max_batch > 0 ? spec->algorithm.max_batch : spec->batch_size;
-    if (spec->algorithm.dynamic_batch && spec->algorithm.max_batch <= 0)
-        w->max_batch = w->global_batch;
-    if (w->max_batch < spec->batch_size) w->max_batch = spec->batch_size;
-    if (w->max_batch > 4096 && w->max_batch > spec->batch_size) w->max_batch = spec->batch_size * 4;
+    /* Buffers hold the largest batch a plan may assign (common/planner.h's bounds, the
+     * same the coordinator plans within; plans outside them are refused); evaluation
+     * uses them too. */
+    planner_bounds(spec, &w->min_batch, &w->max_batch);
 
     const char *ds = spec->dataset.name;
     const char *dir = spec->dataset.path[0] ? spec->dataset.path : NULL;
@@ -424,7 +488,9 @@ int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char 
     w->batch_of = calloc((size_t)w->nworkers, sizeof *w->batch_of);
     w->plan_next = calloc((size_t)w->nworkers, sizeof *w->plan_next);
     w->plan_speeds = calloc((size_t)w->nworkers, sizeof *w->plan_speeds);
-    if (!w->x || !w->y || !w->eval_idx || !w->perm || !w->batch_of || !w->plan_next || !w->plan_speeds) {
+    w->undisturbed_s = calloc((size_t)w->max_batch + 1, sizeof *w->undisturbed_s);
+    if (!w->x || !w->y || !w->eval_idx || !w->perm || !w->batch_of || !w->plan_next || !w->plan_speeds ||
+        !w->undisturbed_s) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -458,7 +524,8 @@ void worker_teardown(worker_t *w)
     dataset_free(&w->train);
     dataset_free(&w->test);
     free(w->x); free(w->y); free(w->eval_idx); free(w->perm); free(w->batch_of);
-    free(w->plan_next); free(w->plan_speeds);
+    free(w->plan_next); free(w->plan_speeds); free(w->emulation.hosts);
+    free(w->undisturbed_s);
     memset(w, 0, sizeof *w);
 }
 
@@ -507,6 +574,7 @@ int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
         .steps_per_epoch = w->steps_per_epoch,
         .train_n = w->train.n,
         .global_batch = w->global_batch,
+        .min_batch = w->min_batch,
         .max_batch = w->max_batch,
         .async = spec_is_async(w->spec),
     };
@@ -524,44 +592,49 @@ int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
         return -1;
     }
     w->gpu_ahead = 0;
+    /* checkpoint_validate has held the plan to this spec's bounds (planner_bounds). */
     for (int i = 0; i < w->nworkers; i++) w->batch_of[i] = st.batch_of[i];
     return 0;
 }
 
 int worker_apply_batch_plan(worker_t *w, const char *plan, char *err, size_t errlen)
 {
-    int n = 0, sum = 0;
+    int n = 0;
     const char *p = plan;
-    while (*p) {
+    char why[160] = "";
+    while (*p && n <= w->nworkers) {
         char *end;
         long b = strtol(p, &end, 10);
-        if (end == p || b < 1 || b > w->max_batch || n >= w->nworkers) {
-            snprintf(err, errlen, "--batch-plan: '%s' must be %d batches in [1, %d] (algorithm.max_batch)",
-                     plan, w->nworkers, w->max_batch);
-            return -1;
-        }
-        w->batch_of[n++] = (int)b;
-        sum += (int)b;
+        if (end == p || (*end && *end != ',') || b < 0 || b > 1 << 30) { n = -1; break; }
+        if (n < w->nworkers) w->plan_next[n] = (int)b;
+        n++;
         p = *end == ',' ? end + 1 : end;
-        if (*end && *end != ',') { n = -1; break; }
     }
-    if (n != w->nworkers || sum != w->global_batch) {
-        snprintf(err, errlen, "--batch-plan: '%s' must be %d batches summing to workers x batch_size = %d",
-                 plan, w->nworkers, w->global_batch);
-        for (int i = 0; i < w->nworkers; i++) w->batch_of[i] = w->spec->batch_size;
+    if (n != w->nworkers)
+        snprintf(why, sizeof why, "it must be %d comma-separated batch sizes", w->nworkers);
+    else
+        planner_check(w->plan_next, n, w->global_batch, w->min_batch, w->max_batch, why, sizeof why);
+    if (why[0]) {
+        snprintf(err, errlen, "--batch-plan: '%s': %s", plan, why);
         return -1;
     }
+    memcpy(w->batch_of, w->plan_next, (size_t)n * sizeof(int));
     return 0;
 }
 
 int worker_replan(worker_t *w, const double *speeds)
 {
-    const job_spec_t *s = w->spec;
     int n = w->nworkers;
     /* Once the coordinator has assigned a plan it owns planning (it sees every rank's
      * profile and the persistent ones); until then, and without a coordinator, the ranks
      * plan for themselves with the same planner. */
     if (w->assignment_hook && w->assignment_hook(w, w->plan_next) == 1) {
+        char why[160];
+        if (planner_check(w->plan_next, n, w->global_batch, w->min_batch, w->max_batch, why, sizeof why) != 0) {
+            /* The plan in force stays; a new assignment gets another chance. */
+            fprintf(stderr, "batch plan from the coordinator refused: %s\n", why);
+            return 0;
+        }
         memcpy(w->batch_of, w->plan_next, (size_t)n * sizeof(int));
         w->plan_version++;
         w->coordinator_plans = 1;
@@ -573,9 +646,7 @@ int worker_replan(worker_t *w, const double *speeds)
     if (w->coordinator_plans) return 0;
     for (int i = 0; i < n; i++)
         if (!(speeds[i] > 0)) return 0;
-    int min_b = s->algorithm.min_batch > 0 ? s->algorithm.min_batch : 1;
-    if (planner_assign(speeds, w->batch_of, n, w->global_batch, min_b, w->max_batch, 0.05,
-                       w->plan_next) != 1)
+    if (planner_replan(speeds, w->batch_of, n, w->global_batch, w->min_batch, w->max_batch, w->plan_next) != 1)
         return 0;
     memcpy(w->batch_of, w->plan_next, (size_t)n * sizeof(int));
     w->plan_version++;
@@ -595,8 +666,8 @@ void worker_epoch_done(worker_t *w)
     const job_spec_t *s = w->spec;
     report_epoch(w, METRICS_EPOCH);
     if (w->rank == 0)
-        fprintf(stderr, "epoch %ld/%d done: train_loss %.4f test_loss %.4f test_accuracy %.4f\n",
-                w->epoch + 1, s->epochs, w->train_loss, w->test_loss, w->test_accuracy);
+        fprintf(stderr, "epoch %ld/%d done: train_loss_running %.4f test_loss %.4f test_accuracy %.4f\n",
+                w->epoch + 1, s->epochs, w->train_loss_running, w->test_loss, w->test_accuracy);
     w->epoch++;
     w->step_in_epoch = 0;
     w->cursor = 0;
@@ -631,6 +702,8 @@ int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen)
             return rc;
         }
         report_epoch(w, METRICS_FINAL);
+        /* The PS (rank 0) holds the final weights. */
+        if (w->role == ROLE_PS && w->stop != 2) w->train_loss = worker_final_train_loss(w);
         return 0;
     }
     while (w->epoch < s->epochs && !w->stop) {
@@ -687,7 +760,7 @@ int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen)
             snprintf(err, errlen, "algorithm %s: epoch end failed", w->algo->name);
             return rc;
         }
-        w->train_loss = w->epoch_loss_samples ? (float)(w->epoch_loss_sum / (double)w->epoch_loss_samples) : 0;
+        w->train_loss_running = w->epoch_loss_samples ? (float)(w->epoch_loss_sum / (double)w->epoch_loss_samples) : 0;
         if (w->algo->evaluate) w->algo->evaluate(w);
         else worker_evaluate(w, &w->test_loss, &w->test_accuracy);
         worker_epoch_done(w);
@@ -696,25 +769,14 @@ int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen)
     }
     w->wall_s = clock_mono_s() - t_start;
     report_epoch(w, METRICS_FINAL);
+    /* Rank 0 holds the final (merged) weights after the last epoch end. */
+    if (w->rank == 0 && w->stop != 2) w->train_loss = worker_final_train_loss(w);
     if (s->checkpoint.every_steps > 0 && w->rank == 0 && w->stop != 2)
         if (worker_save_checkpoint(w, err, errlen) != 0) return -1;
     return 0;
 }
 
 /* ---- summary ---------------------------------------------------------------------------- */
-
-json_t *staleness_json(const staleness_t *s)
-{
-    json_t *hist = json_array();
-    for (int b = 0; b < STALENESS_BUCKETS; b++) json_array_append_new(hist, json_integer(s->hist[b]));
-    return json_pack("{s:I, s:f, s:I, s:I, s:I, s:o}",
-                     "count", (json_int_t)s->count,
-                     "mean", staleness_mean(s),
-                     "p50", (json_int_t)staleness_quantile(s, 0.5),
-                     "p95", (json_int_t)staleness_quantile(s, 0.95),
-                     "max", (json_int_t)s->max,
-                     "hist", hist);
-}
 
 static double peak_rss_mb(void)
 {
@@ -734,10 +796,25 @@ static json_t *device_json(const worker_t *w)
 
 json_t *worker_rank_json(const worker_t *w)
 {
-    json_t *st = staleness_json(&w->staleness);
-    return json_pack("{s:i, s:s, s:o, s:f, s:f, s:f, s:f, s:I, s:I, s:i, s:f, s:f, s:f, s:o}",
+    json_t *st = staleness_json(&w->staleness.s);
+    if (w->role == ROLE_PS)
+        /* The parameter server computes no samples: it reports the updates it applied
+         * (counting the workers' samples here too would count every sample twice). */
+        return json_pack("{s:i, s:s, s:s, s:o, s:I, s:f, s:f, s:f, s:f, s:o}",
+                         "rank", w->rank,
+                         "role", "ps",
+                         "host", w->record.host,
+                         "device", device_json(w),
+                         "updates", (json_int_t)w->ps_updates,
+                         "updates_per_s", w->loop_s > 0 ? (double)w->ps_updates / w->loop_s : 0.0,
+                         "busy_fraction", w->ps_busy_fraction,
+                         "idle_s", w->stats.idle_s,
+                         "peak_rss_mb", peak_rss_mb(),
+                         "staleness", st);
+    return json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:f, s:f, s:I, s:I, s:i, s:f, s:f, s:f, s:o}",
                      "rank", w->rank,
-                     "role", w->role == ROLE_PS ? "ps" : "worker",
+                     "role", "worker",
+                     "host", w->record.host,
                      "device", device_json(w),
                      "compute_s", w->stats.compute_s,
                      "comm_s", w->stats.comm_s,
@@ -745,7 +822,7 @@ json_t *worker_rank_json(const worker_t *w)
                      "emulated_s", w->stats.emulated_s,
                      "samples", (json_int_t)w->stats.samples,
                      "steps", (json_int_t)w->stats.steps,
-                     "batch_final", w->role == ROLE_PS ? 0 : w->batch_of[w->worker_index],
+                     "batch_final", w->batch_of[w->worker_index],
                      "samples_per_s", w->stats.compute_s > 0 ? (double)w->stats.samples / w->stats.compute_s : 0.0,
                      "peak_rss_mb", peak_rss_mb(),
                      "slowdown", w->slowdown,
@@ -775,19 +852,31 @@ static json_t *job_device_json(const job_spec_t *s, json_t *per_rank)
     return out;
 }
 
+long worker_train_samples(json_t *per_rank)
+{
+    long n = 0;
+    size_t i;
+    json_t *r;
+    json_array_foreach(per_rank, i, r)
+        if (strcmp(json_string_value(json_object_get(r, "role")) ?: "", "worker") == 0)
+            n += (long)json_integer_value(json_object_get(r, "samples"));
+    return n;
+}
+
 int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, char *err, size_t errlen)
 {
     const job_spec_t *s = w->spec;
-    long train_samples = 0;
+    /* Every training sample once: the workers computed them; the training time is rank
+     * 0's time in training steps (the PS: serving), evaluation and checkpoints left out. */
+    long train_samples = worker_train_samples(per_rank);
     size_t i;
     json_t *r;
-    json_array_foreach(per_rank, i, r) train_samples += (long)json_integer_value(json_object_get(r, "samples"));
     double peak = 0;
     json_array_foreach(per_rank, i, r) {
         double p = json_real_value(json_object_get(r, "peak_rss_mb"));
         if (p > peak) peak = p;
     }
-    json_t *root = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:O}",
+    json_t *root = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:f, s:f, s:i, s:f, s:f, s:f, s:f, s:I, s:f, s:f, s:O}",
                              "name", s->name,
                              "model", s->model,
                              "dataset", s->dataset.name,
@@ -796,10 +885,13 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
                              "epochs", s->epochs,
                              "steps", (json_int_t)w->global_step,
                              "train_loss", (double)w->train_loss,
+                             "train_loss_running", (double)w->train_loss_running,
+                             "train_loss_samples", w->train.n < TRAIN_LOSS_SAMPLES ? w->train.n : TRAIN_LOSS_SAMPLES,
                              "test_loss", (double)w->test_loss,
                              "test_accuracy", (double)w->test_accuracy,
                              "wall_s", w->wall_s,
                              "train_s", w->loop_s,
+                             "train_samples", (json_int_t)train_samples,
                              "train_samples_per_s", w->loop_s > 0 ? (double)train_samples / w->loop_s : 0.0,
                              "peak_rss_mb", peak,
                              "per_rank", per_rank);
@@ -807,25 +899,12 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
         snprintf(err, errlen, "summary: out of memory");
         return -1;
     }
-    /* The job's staleness: at the parameter server it is the exact record of every applied
-     * update; for the synchronous family the ranks' records merged. */
-    staleness_t total = w->staleness;
-    if (w->role != ROLE_PS) {
-        memset(&total, 0, sizeof total);
-        json_array_foreach(per_rank, i, r) {
-            json_t *st = json_object_get(r, "staleness"), *h = json_object_get(st, "hist");
-            staleness_t one = { 0 };
-            one.count = json_integer_value(json_object_get(st, "count"));
-            one.max = json_integer_value(json_object_get(st, "max"));
-            for (int b = 0; b < STALENESS_BUCKETS; b++) {
-                one.hist[b] = json_integer_value(json_array_get(h, (size_t)b));
-                one.sum += one.hist[b] * staleness_bucket_low(b);
-            }
-            staleness_merge(&total, &one);
-        }
-    }
-    json_object_set_new(root, "staleness", staleness_json(&total));
+    /* The job's staleness is rank 0's (this rank's): the parameter server records every
+     * applied update once, and in the synchronous families every rank applies every
+     * update with the same tau. Exact: it comes from the counts, not the histogram. */
+    json_object_set_new(root, "staleness", staleness_json(&w->staleness.s));
     json_object_set_new(root, "device", job_device_json(s, per_rank));
+    json_object_set_new(root, "emulation", emulate_summary_json(w));
     if (w->role == ROLE_PS)
         json_object_set_new(root, "parameter_server",
                             json_pack("{s:I, s:f, s:f, s:I}", "updates", (json_int_t)w->ps_updates,

@@ -36,8 +36,9 @@ int worker_apply_batch_plan(worker_t *w, const char *plan, char *err, size_t err
 /* Runs epochs until the spec's count, target accuracy, or the test hook. */
 int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen);
 
-/* count, mean, p50, p95, max and the histogram (new reference). */
-json_t *staleness_json(const staleness_t *s);
+/* Training samples of a job: the sum over the per_rank entries of role "worker" (each
+ * sample is computed by exactly one worker; the PS reports updates, not samples). */
+long worker_train_samples(json_t *per_rank);
 /* This rank's per_rank summary entry (new reference). */
 json_t *worker_rank_json(const worker_t *w);
 /* Writes the job summary (rank 0) with the per_rank array (borrowed). */

@@ -5,8 +5,8 @@
  *   trainer loop -> algo->step(w)
  *       worker_next_batch(w)      this rank's share of the global batch, gathered into
  *                                 preallocated x/y buffers (no allocation)
- *       worker_compute_grad(w)    forward + backward into model->grads, timed as compute,
- *                                 then the emulated slowdown wait (timed as idle)
+ *       worker_compute_grad(w)    forward + backward into model->grads, then the
+ *                                 emulated slowdown's wait; both timed as compute
  *       exchange                  algorithm-specific (nothing, allreduce, PS push/pull),
  *                                 timed as communication
  *       worker_apply_update(w)    clip + SGD on the fused buffers
@@ -27,14 +27,16 @@ typedef enum { ROLE_WORKER = 0, ROLE_PS = 1 } worker_role_t;
 
 /* Per-rank accounting that the summary's per_rank entries and the metrics records read. */
 typedef struct {
-    double compute_s, comm_s, idle_s;   /* totals over the job; compute includes ... */
-    double emulated_s;                   /* ... the emulated-slowdown wait, also kept here */
+    double compute_s, comm_s, idle_s;   /* wall-clock totals over the job; compute
+                                            includes ... */
+    double emulated_s;                   /* ... the emulated slowdown's wait, also kept here */
     double step_compute_s, step_comm_s, step_idle_s; /* the last step */
     double step_baseline_s;              /* --comm-baseline: the raw allreduce's time */
     long samples;                        /* training samples this rank computed */
     long steps;
     float last_loss;
-    double ewma_sps;                     /* samples per second of compute, smoothed */
+    double ewma_sps;                     /* node speed (planner_speed): samples per
+                                            wall-clock second of compute, smoothed */
 } worker_stats_t;
 
 struct algo_ops;
@@ -48,6 +50,11 @@ typedef struct worker {
     int worker_index;                    /* this rank's index among them, -1 for the PS */
     worker_role_t role;
     int use_mpi;
+    int polite_wait;                     /* wait for messages without spinning (emulate.c) */
+    struct {
+        double *hosts;                   /* rank 0: (world) x {host demand, cores, host id} */
+        int ps_host;                     /* host id (lowest world rank) of this rank's host */
+    } emulation;                         /* emulate.c */
 
     model_t *model;
     struct cuda_model *gpu;              /* the model's device copy (device cuda/auto), or NULL */
@@ -63,7 +70,7 @@ typedef struct worker {
     long cursor;
     int global_batch;
     int *batch_of;                       /* (nworkers) current per-worker batch sizes */
-    int max_batch;                       /* buffer capacity */
+    int min_batch, max_batch;            /* batch bounds (planner_bounds); buffer capacity */
     float *x;                            /* (max_batch, C, H, W) */
     int32_t *y;                          /* (max_batch) */
     int32_t *eval_idx;                   /* (max_batch) positions for evaluation batches */
@@ -79,9 +86,11 @@ typedef struct worker {
     lr_schedule_t sched;
 
     double slowdown;                     /* emulation factor in force for this rank */
+    double *undisturbed_s;               /* (max_batch + 1) the cheapest step measured per
+                                            batch size: the emulation's base (train.c) */
     worker_stats_t stats;
-    staleness_t staleness;               /* updates this rank had applied (or, at the PS,
-                                            all applied updates, per worker below) */
+    staleness_acc_t staleness;           /* updates this rank applied (at the PS: every
+                                            applied update); exact counts, ~8 KB */
     float step_loss;                     /* the step's loss as the algorithm reports it
                                             (global mean for ssgd); the loop logs it */
     int step_samples;                    /* samples that loss is over */
@@ -107,10 +116,14 @@ typedef struct worker {
     /* results */
     double epoch_loss_sum;               /* sum of batch-weighted losses this epoch */
     long epoch_loss_samples;
-    float train_loss;                    /* mean over the last full epoch */
+    float train_loss_running;            /* mean batch loss over the last epoch, as trained */
+    float train_loss;                    /* the final weights' loss on the fixed training
+                                            subset (worker_final_train_loss; rank 0) */
     float test_loss, test_accuracy;
     int stop;                            /* 1: target_accuracy reached, 2: test hook */
-    double loop_s;                       /* time inside training steps (no eval/ckpt) */
+    double loop_s;                       /* training time: inside training steps, without
+                                            evaluation or checkpoints (the PS: serving,
+                                            without them) */
     double wall_s;                       /* the whole training loop */
 } worker_t;
 
@@ -144,8 +157,13 @@ int worker_replan(worker_t *w, const double *speeds);
 void worker_print_plan(const worker_t *w);
 /* Epoch end after evaluation: record, progress line, counters, early stop. */
 void worker_epoch_done(worker_t *w);
+/* Emulation only: five untimed forward/backward passes of this rank's batch before
+ * training, to seed the undisturbed step cost (weights and batch-norm statistics are left
+ * as they were; a no-op on a GPU rank). */
+void worker_calibrate(worker_t *w);
 /* Forward + backward of the gathered batch into model->grads; returns the mean loss.
- * Waits (slowdown - 1) x compute time afterwards to emulate a slower machine. */
+ * With an emulated slowdown f it then sleeps until the step has taken f times the
+ * rank's undisturbed step (see train.c). Times the step in wall-clock seconds. */
 float worker_compute_grad(worker_t *w, float loss_scale);
 /* SGD with the spec's momentum, nesterov and weight decay at the current learning rate,
  * over the whole fused buffer, on the gradient grad_scale * model->grads (clipped to
@@ -159,6 +177,12 @@ void worker_report_step(worker_t *w);
 /* Evaluates model on the test set in batches; fills loss and accuracy. A GPU rank
  * evaluates on its device, with the device's weights and batch-norm statistics. */
 void worker_evaluate(worker_t *w, float *loss, float *accuracy);
+/* The summary's train_loss: the loss of the current weights on the first
+ * min(TRAIN_LOSS_SAMPLES, train.n) samples of the training set in file order, without
+ * augmentation, in evaluation mode; the same samples for every algorithm and run, so
+ * runs compare (the running mean over an epoch mixes weights of different ages). */
+#define TRAIN_LOSS_SAMPLES 10000
+float worker_final_train_loss(worker_t *w);
 
 /* GPU ranks (w->gpu != NULL): who owns the model when. On a CPU rank the host owns all of it
  * and these calls do nothing.
@@ -166,7 +190,7 @@ void worker_evaluate(worker_t *w, float *loss, float *accuracy);
  *                     w->gpu_ahead: the device optimizer (worker_apply_gradient and
  *                     worker_apply_local_update run cuda_model_sgd) has moved them since.
  *                     An algorithm that writes model->params on the host (an average, a
- *                     broadcast, a parameter-server reply, hpsgd's replica and merge) has
+ *                     broadcast, a parameter-server reply, hpsgd's replica at a merge) has
  *                     nothing more to do: worker_compute_grad uploads the host params
  *                     whenever !gpu_ahead, and so does a device evaluation.
  *   grads             worker_compute_grad leaves the rank's gradient in model->grads (and
@@ -179,7 +203,7 @@ void worker_evaluate(worker_t *w, float *loss, float *accuracy);
 void worker_model_to_host(worker_t *w);
 void worker_buffers_to_device(worker_t *w);
 /* worker_apply_update(w, 1) of the gradient this rank has just computed, unchanged (sgd,
- * local-sgd's local steps): a GPU rank uses the device's own copy of it, without an upload. */
+ * local-sgd's and hpsgd's local steps): a GPU rank uses the device's own copy of it, without an upload. */
 void worker_apply_local_update(worker_t *w);
 
 #endif

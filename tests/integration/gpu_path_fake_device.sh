@@ -14,7 +14,11 @@
 #     jobs with one CPU and one GPU rank, either way round: rank 0's checkpoint (its
 #     weights, momentum and statistics after the last average) and the test loss it
 #     evaluates equal the all-CPU job's, so the averaged statistics reach both ranks;
-#   - hpsgd on two GPU ranks trains to the end (its merges depend on timing);
+#   - hpsgd on two GPU ranks trains to the end (its merges depend on timing); in one
+#     process (a merge every step, no timing; local steps are device SGD steps, merges
+#     work on the host) checkpoint and test loss equal the CPU path's. One rank's hpsgd
+#     is sgd whichever copy a merge reads, so this shows the paths agree, not that the
+#     merge downloads the window first (that matters from two ranks on);
 #   - every such summary says which device each rank used.
 . tests/lib.sh
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
@@ -84,6 +88,16 @@ $MPIRUN -np 2 $GPU $WORKER --spec "$TMP/hp-gpu.spec" --summary "$TMP/hp-gpu.json
 used hp-gpu "cuda cuda"
 [ "$(json "$TMP/hp-gpu.json" .device.used)" = cuda ] || fail "hpsgd: job device $(json "$TMP/hp-gpu.json" .device)"
 echo "ok: hpsgd on two devices, test accuracy $(json "$TMP/hp-gpu.json" .test_accuracy)"
+
+# ---- hpsgd in one process: device SGD steps, the window read on the host at each merge -------
+opt='"workers": 1, "batch_size": 32, "algorithm": {"name": "hpsgd"}, "optimizer": {"lr": 0.05, "momentum": 0.9, "weight_decay": 0.0005}'
+spec hp1-cpu cpu "$opt"
+spec hp1-gpu cuda "$opt"
+$WORKER --spec "$TMP/hp1-cpu.spec" --summary "$TMP/hp1-cpu.json" >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "hpsgd (one process) on the CPU"; }
+$GPU $WORKER --spec "$TMP/hp1-gpu.spec" --summary "$TMP/hp1-gpu.json" >"$TMP/out" 2>&1 \
+    || { cat "$TMP/out"; fail "hpsgd (one process) on the device"; }
+used hp1-gpu cuda
+same hp1-cpu hp1-gpu "hpsgd in one process, local steps on the device"
 
 # ---- batch-norm statistics in mixed jobs -----------------------------------------------------
 if [ ! -d "$PACER_SHARED/datasets/cifar-10" ]; then

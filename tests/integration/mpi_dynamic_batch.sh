@@ -1,17 +1,25 @@
-# Dynamic batching for ssgd (issue 3): 4 ranks with emulated slowdowns [1,1,2,4], global
-# batch 256, re-plan every 20 steps. The plan must reach batches within 10% of the ideal
-# split (256 x (1/f_i) / sum(1/f_j) = 93.1, 93.1, 46.5, 23.3) in at most 3 re-plans, and
-# afterwards the ranks' per-step compute times (emulated wait included) must be within
-# 20% of each other (medians per rank).
+# Dynamic batching for ssgd (issues 3 and 11): 4 ranks with emulated slowdowns
+# [8, 8, 16, 32], global batch 256, re-plan every 20 steps. The plan must reach batches
+# within 10% of the ideal split (256 x (1/f_i) / sum(1/f_j) = 93.1, 93.1, 46.5, 23.3) in
+# at most 3 re-plans, and afterwards the ranks' wall-clock step compute times (emulated
+# wait included) must be within 20% of each other (medians per rank).
+# Why it holds on a loaded 2-core machine: the profile asks for 0.34 cores (4 ranks, sum
+# of 1/f), so each rank computes its undisturbed cost u and then sleeps to f x u; u is
+# the smallest thread CPU time measured for the batch size (worker/train.c), which core
+# sharing does not inflate, and unless contention stretches a rank's real compute past
+# 8 x u the step lasts f x u whatever the scheduler does. With factors [1, 1, 2, 4] the
+# profile asked for 2.75 cores: the f = 1 ranks' speeds were whatever share of the cores
+# they got, and the plan chased that (103 80 52 21 on a loaded machine).
 . tests/lib.sh
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
 cat > "$TMP/spec.json" <<JSON
 {"name": "dyn", "model": "lenet5", "dataset": {"name": "fashion-mnist", "train_subset": 30000, "test_subset": 1000},
  "algorithm": {"name": "ssgd", "dynamic_batch": true, "replan_steps": 20}, "workers": 4, "batch_size": 64,
  "epochs": 1, "seed": 3, "log_every": 0, "optimizer": {"lr": 0.05, "momentum": 0.9},
- "emulate": {"slowdown": [1, 1, 2, 4]}}
+ "emulate": {"slowdown": [8, 8, 16, 32]}}
 JSON
 $MPIRUN -np 4 $WORKER --spec "$TMP/spec.json" --metrics "$TMP/m.jsonl" --summary "$TMP/s.json" || fail "training failed"
+jq -e '.emulation.faithful' "$TMP/s.json" >/dev/null || fail "emulation $(jq -c .emulation "$TMP/s.json") is not faithful"
 # First plan version whose batches are all within 10% of the ideal split.
 reached=$(jq -s -r '
   [1, 1, 0.5, 0.25] as $v | ($v | add) as $t | [$v[] * 256 / $t] as $ideal |
@@ -22,7 +30,8 @@ reached=$(jq -s -r '
   (.[0].v // -1)' "$TMP/m.jsonl")
 echo "plan within 10% of ideal at version $reached"
 [ "$reached" -ge 1 ] && [ "$reached" -le 3 ] || fail "plan reached the ideal split at version $reached (want 1..3)"
-# Step-time balance over the steps run under that plan or later (medians per rank).
+# Step-time balance over the steps run under that plan or later (medians per rank of the
+# wall-clock compute time).
 ratio=$(jq -s -r --argjson v "$reached" '
   [ .[] | select(.kind == "step" and .plan_version >= $v) ] | group_by(.rank) |
   map(map(.compute_s) | sort | .[length / 2 | floor]) as $m |

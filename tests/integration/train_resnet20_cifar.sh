@@ -8,8 +8,8 @@ cat > "$TMP/spec.json" <<JSON
 JSON
 $WORKER --spec "$TMP/spec.json" 2>"$TMP/log" >/dev/null || { cat "$TMP/log"; fail "training failed"; }
 cat "$TMP/log"
-first=$(sed -n 's/^epoch 1\/3 done: train_loss \([0-9.]*\).*/\1/p' "$TMP/log")
-last=$(sed -n 's/^epoch 3\/3 done: train_loss \([0-9.]*\).*/\1/p' "$TMP/log")
+first=$(sed -n 's/^epoch 1\/3 done: train_loss_running \([0-9.]*\).*/\1/p' "$TMP/log")
+last=$(sed -n 's/^epoch 3\/3 done: train_loss_running \([0-9.]*\).*/\1/p' "$TMP/log")
 [ -n "$first" ] && [ -n "$last" ] || fail "no epoch lines"
 awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a * 0.95) }' || fail "loss did not fall: $first -> $last"
 echo "ok: resnet20 train_loss $first -> $last"

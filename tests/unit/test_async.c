@@ -129,6 +129,40 @@ static void test_ddc_lambda0_is_staleness_aware_asgd(void **state)
     for (int i = 0; i < N; i++) close_to(w[i], ref_w[i], 1e-5);
 }
 
+/* optimizer.clip_norm: DDC-ASGD clips scale * g_hat (the compensated gradient) to the
+ * norm, as the other rules clip theirs: the step equals an unclipped step whose scale
+ * is reduced by clip / |scale * g_hat|. */
+static void test_ddc_clip_norm(void **state)
+{
+    (void)state;
+    job_spec_t s = spec_with(1.0, 0.9);
+    float w1[N], w2[N], u1[N] = { 0 }, u2[N] = { 0 }, v1[N] = { 0 }, v2[N] = { 0 }, vh[N] = { 0 };
+    float scratch[N], ghat[N];
+    memcpy(w1, W, sizeof w1);
+    memcpy(w2, W, sizeof w2);
+    ddc_compensate(N, G, W, WB, vh, 1.0f, 1.0f, 1e-7f, ghat);
+    double norm = 0;
+    for (int i = 0; i < N; i++) norm += (double)ghat[i] * ghat[i];
+    norm = 2.0 * sqrt(norm);                  /* scale 2 */
+    assert_true(norm > 0.5);
+    double tau_avg1 = 0, tau_avg2 = 0;
+    s.optimizer.clip_norm = 0.5;
+    ddc_step(&s, N, w1, u1, WB, v1, &tau_avg1, G, 2.0f, 0, 0.1f, scratch);
+    s.optimizer.clip_norm = 0;
+    ddc_step(&s, N, w2, u2, WB, v2, &tau_avg2, G, (float)(2.0 * 0.5 / norm), 0, 0.1f, scratch);
+    for (int i = 0; i < N; i++) close_to(w1[i], w2[i], 1e-6);
+    /* a gradient already within the norm is left alone */
+    memcpy(w1, W, sizeof w1);
+    memcpy(w2, W, sizeof w2);
+    memset(u1, 0, sizeof u1); memset(u2, 0, sizeof u2); memset(v1, 0, sizeof v1); memset(v2, 0, sizeof v2);
+    tau_avg1 = tau_avg2 = 0;
+    s.optimizer.clip_norm = 100;
+    ddc_step(&s, N, w1, u1, WB, v1, &tau_avg1, G, 2.0f, 0, 0.1f, scratch);
+    s.optimizer.clip_norm = 0;
+    ddc_step(&s, N, w2, u2, WB, v2, &tau_avg2, G, 2.0f, 0, 0.1f, scratch);
+    for (int i = 0; i < N; i++) close_to(w1[i], w2[i], 0);
+}
+
 static void test_softsync_alpha(void **state)
 {
     (void)state;
@@ -145,6 +179,7 @@ int main(void)
         cmocka_unit_test(test_ddc_compensation),
         cmocka_unit_test(test_ddc_tau0_is_momentum_sgd),
         cmocka_unit_test(test_ddc_lambda0_is_staleness_aware_asgd),
+        cmocka_unit_test(test_ddc_clip_norm),
         cmocka_unit_test(test_softsync_alpha),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

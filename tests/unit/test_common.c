@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "clock.h"
 #include "metrics.h"
 #include "planner.h"
@@ -88,42 +90,159 @@ static void test_planner_imbalance(void **state)
     assert_true(planner_imbalance(v, good, 2) < 1.05);
 }
 
+/* "0 = derived": min 1; max the global batch with dynamic batching (capped), else the
+ * batch size; explicit bounds as given. */
+static void test_planner_derived_bounds(void **state)
+{
+    (void)state;
+    job_spec_t s;
+    spec_defaults(&s);
+    s.workers = 4;
+    s.batch_size = 64;
+    int lo, hi;
+    planner_bounds(&s, &lo, &hi);
+    assert_int_equal(lo, 1);
+    assert_int_equal(hi, 64);
+    s.algorithm.dynamic_batch = 1;
+    planner_bounds(&s, &lo, &hi);
+    assert_int_equal(hi, 256);
+    s.workers = 200;
+    planner_bounds(&s, &lo, &hi);
+    assert_int_equal(hi, PLANNER_DERIVED_MAX);
+    s.algorithm.min_batch = 8;
+    s.algorithm.max_batch = 100;
+    planner_bounds(&s, &lo, &hi);
+    assert_int_equal(lo, 8);
+    assert_int_equal(hi, 100);
+}
+
+/* The 5% trigger: a plan whose predicted imbalance is within 5% stays (noise never moves
+ * it), one beyond is replaced by the proportional plan, within the bounds. */
+static void test_planner_replan_trigger(void **state)
+{
+    (void)state;
+    int out[4];
+    double v[4] = { 100, 100, 50, 25 };
+    int balanced[4] = { 93, 93, 47, 23 };      /* imbalance 1.02 */
+    assert_true(planner_imbalance(v, balanced, 4) < 1.05);
+    assert_int_equal(planner_replan(v, balanced, 4, 256, 1, 256, out), 0);
+    assert_memory_equal(out, balanced, sizeof balanced);
+    double v4[4] = { 100, 100, 50, 24 };        /* 4% slower: still inside the band */
+    assert_int_equal(planner_replan(v4, balanced, 4, 256, 1, 256, out), 0);
+    int even[4] = { 64, 64, 64, 64 };          /* imbalance 4 */
+    assert_int_equal(planner_replan(v, even, 4, 256, 1, 256, out), 1);
+    assert_int_equal(sum(out, 4), 256);
+    assert_true(abs(out[0] - 93) <= 1 && abs(out[3] - 23) <= 1);
+    /* bounds hold: max 80 pins the fast ranks and the rest is shared by speed */
+    assert_int_equal(planner_replan(v, even, 4, 256, 1, 80, out), 1);
+    for (int i = 0; i < 4; i++) assert_true(out[i] <= 80);
+    assert_int_equal(sum(out, 4), 256);
+    double bad[4] = { 100, 0, 50, 25 };
+    assert_int_equal(planner_replan(bad, even, 4, 256, 1, 256, out), -1);
+}
+
+/* Plans from outside are refused with a reason when they do not sum to the global batch
+ * or leave [min, max] (the worker then keeps its plan and its buffers are never overrun). */
+static void test_planner_check(void **state)
+{
+    (void)state;
+    char why[160];
+    int ok[3] = { 40, 40, 48 }, big[3] = { 10, 10, 108 }, short_[3] = { 40, 40, 40 }, zero[3] = { 0, 64, 64 };
+    assert_int_equal(planner_check(ok, 3, 128, 1, 96, why, sizeof why), 0);
+    assert_int_equal(planner_check(big, 3, 128, 1, 96, why, sizeof why), -1);
+    assert_non_null(strstr(why, "batch 108 of worker 2 is outside [1, 96]"));
+    assert_int_equal(planner_check(short_, 3, 128, 1, 96, why, sizeof why), -1);
+    assert_non_null(strstr(why, "sum to 120, not to the global batch 128"));
+    assert_int_equal(planner_check(zero, 3, 128, 1, 96, why, sizeof why), -1);
+    assert_non_null(strstr(why, "batch 0 of worker 0"));
+}
+
+static staleness_acc_t acc;   /* 8 KB each: static, not on the test's stack */
+
 static void test_staleness_histogram(void **state)
 {
     (void)state;
-    staleness_t s;
-    memset(&s, 0, sizeof s);
+    memset(&acc, 0, sizeof acc);
     int64_t taus[] = { 0, 1, 2, 3, 4, 7, 8, 15, 16, 31, 32, 63, 64, 1000 };
     int64_t want_bucket[] = { 0, 1, 2, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8 };
     for (size_t i = 0; i < sizeof taus / sizeof taus[0]; i++) {
         assert_int_equal(staleness_bucket(taus[i]), want_bucket[i]);
-        staleness_add(&s, taus[i]);
+        staleness_add(&acc, taus[i]);
     }
-    assert_int_equal(s.count, 14);
-    assert_int_equal(s.max, 1000);
-    assert_int_equal(s.hist[4], 2);
-    assert_int_equal(s.hist[8], 2);
+    const staleness_t *s = &acc.s;
+    assert_int_equal(s->count, 14);
+    assert_int_equal(s->max, 1000);
+    assert_int_equal(s->hist[4], 2);
+    assert_int_equal(s->hist[8], 2);
     int64_t total = 0, sq = 0;
     for (size_t i = 0; i < 14; i++) { total += taus[i]; sq += taus[i] * taus[i]; }
-    assert_int_equal(s.sum, total);
-    assert_int_equal(s.sumsq, sq);
+    assert_int_equal(s->sum, total);
+    assert_int_equal(s->sumsq, sq);
 }
 
+/* Quantiles come from exact counts, not bucket lower bounds: 90 x 3 and 10 x 10 give
+ * p95 = 10 (the histogram alone could only say "8-15"). */
 static void test_staleness_quantiles(void **state)
 {
     (void)state;
-    staleness_t s;
-    memset(&s, 0, sizeof s);
-    for (int i = 0; i < 90; i++) staleness_add(&s, 3);
-    for (int i = 0; i < 10; i++) staleness_add(&s, 10);
-    assert_int_equal(staleness_quantile(&s, 0.5), 3);
-    assert_int_equal(staleness_quantile(&s, 0.90), 3);
-    assert_int_equal(staleness_quantile(&s, 0.95), 8); /* bucket 8-15 */
-    assert_true(fabs(staleness_mean(&s) - 3.7) < 1e-9);
-    staleness_t t = s;
-    staleness_merge(&t, &s);
-    assert_int_equal(t.count, 200);
-    assert_int_equal(t.hist[3], 180);
+    memset(&acc, 0, sizeof acc);
+    for (int i = 0; i < 90; i++) staleness_add(&acc, 3);
+    for (int i = 0; i < 10; i++) staleness_add(&acc, 10);
+    assert_int_equal(staleness_quantile(&acc, 0.5), 3);
+    assert_int_equal(staleness_quantile(&acc, 0.90), 3);
+    assert_int_equal(staleness_quantile(&acc, 0.91), 10);
+    assert_int_equal(acc.s.p50, 3);
+    assert_int_equal(acc.s.p95, 10);
+    assert_true(fabs(staleness_mean(&acc.s) - 3.7) < 1e-9);
+    /* local-sgd with H = 5 records 0..4 per round: mean exactly 2, p50 2, p95 4 */
+    memset(&acc, 0, sizeof acc);
+    for (int round = 0; round < 7; round++)
+        for (int j = 0; j < 5; j++) staleness_add(&acc, j);
+    assert_true(fabs(staleness_mean(&acc.s) - 2.0) < 1e-12);
+    assert_int_equal(acc.s.p50, 2);
+    assert_int_equal(acc.s.p95, 4);
+}
+
+/* Above STALENESS_EXACT_MAX values are only counted: a quantile that falls among them
+ * reads STALENESS_EXACT_MAX + 1, max stays exact. */
+static void test_staleness_overflow(void **state)
+{
+    (void)state;
+    memset(&acc, 0, sizeof acc);
+    for (int i = 0; i < 90; i++) staleness_add(&acc, 2);
+    for (int i = 0; i < 10; i++) staleness_add(&acc, 5000 + i);
+    assert_int_equal(acc.s.overflow, 10);
+    assert_int_equal(acc.s.max, 5009);
+    assert_int_equal(acc.s.p50, 2);
+    assert_int_equal(acc.s.p95, STALENESS_EXACT_MAX + 1);
+    staleness_add(&acc, STALENESS_EXACT_MAX);   /* the bound itself is exact */
+    assert_int_equal(acc.s.overflow, 10);
+    assert_int_equal(acc.counts[STALENESS_EXACT_MAX], 1);
+}
+
+/* The one JSON writer: every field, exact quantiles, and no overrun when short. */
+static void test_staleness_json(void **state)
+{
+    (void)state;
+    memset(&acc, 0, sizeof acc);
+    staleness_add(&acc, 0);
+    staleness_add(&acc, 1);
+    staleness_add(&acc, 5);
+    char buf[STALENESS_JSON_MAX];
+    int n = staleness_to_json(&acc.s, buf, sizeof buf);
+    assert_true(n > 0);
+    assert_string_equal(buf, "{\"count\":3,\"sum\":6,\"sumsq\":26,\"mean\":2.0000,\"p50\":1,\"p95\":5,"
+                             "\"max\":5,\"overflow\":0,\"hist\":[1,1,0,0,1,0,0,0,0]}");
+    assert_int_equal(staleness_to_json(&acc.s, buf, 30), -1);
+    /* the largest possible values still fit STALENESS_JSON_MAX */
+    staleness_t big;
+    for (size_t i = 0; i < sizeof big / sizeof(int64_t); i++) ((int64_t *)&big)[i] = INT64_MIN;
+    big.count = 1;
+    assert_true(staleness_to_json(&big, buf, sizeof buf) > 0);
+    json_t *j = staleness_json(&acc.s);
+    assert_non_null(j);
+    assert_int_equal(json_integer_value(json_object_get(j, "p95")), 5);
+    json_decref(j);
 }
 
 static void test_metrics_json(void **state)
@@ -140,7 +259,9 @@ static void test_metrics_json(void **state)
     r.test_loss = NAN;
     r.test_accuracy = NAN;
     r.slowdown = 2;
-    staleness_add(&r.staleness, 3);
+    memset(&acc, 0, sizeof acc);
+    staleness_add(&acc, 3);
+    r.staleness = acc.s;
     char buf[2048];
     int n = metrics_to_json(&r, "j-1", buf, sizeof buf);
     assert_true(n > 0);
@@ -194,13 +315,13 @@ static void test_clock(void **state)
     assert_true(fabs((double)ts.tv_sec - w) < 2.0);
     assert_true(ts.tv_nsec >= 0 && ts.tv_nsec < 1000000000L);
 
-    double t0 = clock_mono_s(), c0 = clock_cpu_s();
+    double t0 = clock_mono_s(), c0 = clock_thread_cpu_s();
     clock_sleep_s(0.05);
     clock_sleep_s(0);
     clock_sleep_s(-1);
     double dt = clock_mono_s() - t0;
     assert_true(dt >= 0.05);
-    assert_true(clock_cpu_s() - c0 < dt);   /* sleeping is not CPU time */
+    assert_true(clock_thread_cpu_s() - c0 < dt);   /* sleeping is not CPU time */
 
     struct timespec d;
     clock_wall_deadline(1.5, &d);
@@ -281,8 +402,13 @@ int main(void)
         cmocka_unit_test(test_planner_hysteresis),
         cmocka_unit_test(test_planner_bounds),
         cmocka_unit_test(test_planner_imbalance),
+        cmocka_unit_test(test_planner_derived_bounds),
+        cmocka_unit_test(test_planner_replan_trigger),
+        cmocka_unit_test(test_planner_check),
         cmocka_unit_test(test_staleness_histogram),
         cmocka_unit_test(test_staleness_quantiles),
+        cmocka_unit_test(test_staleness_overflow),
+        cmocka_unit_test(test_staleness_json),
         cmocka_unit_test(test_metrics_json),
         cmocka_unit_test(test_metrics_reporter_file),
         cmocka_unit_test(test_clock),

@@ -511,7 +511,7 @@ static void test_api_metrics_nodes_events(void **state)
     r = redisCommand(fx->rc, "HSET pacer:job:%s:node:0 host h device cpu samples_per_s 1234.5 step 3 heartbeat %.3f",
                      id, (double)time(NULL));
     freeReplyObject(r);
-    r = redisCommand(fx->rc, "HSET pacer:job:%s:staleness:0 count 4 sum 6 sumsq 14 max 3 h0 1 h1 1 h2 1 h3 1", id);
+    r = redisCommand(fx->rc, "HSET pacer:job:%s:staleness:0 count 4 sum 6 sumsq 14 max 3 p50 1 p95 3 overflow 0 h0 1 h1 1 h2 1 h3 1", id);
     freeReplyObject(r);
 
     assert_int_equal(coord_metrics(fx->client, id, NULL, 2, &j), COORD_OK);
@@ -534,6 +534,8 @@ static void test_api_metrics_nodes_events(void **state)
     json_t *st = json_object_get(rank, "staleness");
     assert_int_equal(jint(st, "count"), 4);
     assert_int_equal(jint(st, "max"), 3);
+    assert_int_equal(jint(st, "p50"), 1);   /* the worker's exact quantiles, passed through */
+    assert_int_equal(jint(st, "p95"), 3);
     assert_int_equal(json_array_size(json_object_get(st, "hist")), 9);
     assert_int_equal(jint(json_object_get(j, "staleness"), "count"), 4);
     json_decref(j);

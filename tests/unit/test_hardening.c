@@ -431,6 +431,13 @@ static void test_checkpoint_validate_async(void **state)
     st.global_step = 150, st.batch_of[1] = 31;
     assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), -1);
     assert_non_null(strstr(err, "batch_of sums to 63, want 64"));
+    /* The spec's min_batch holds a checkpoint's plan as it holds every other plan
+     * (common/planner.h): checkpoint_validate is its one check on resume. */
+    st.batch_of[0] = 4, st.batch_of[1] = 60, want.min_batch = 8;
+    assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), -1);
+    assert_non_null(strstr(err, "batch_of[0] = 4 is outside [8, 64]"));
+    want.min_batch = 4;
+    assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), 0);
 }
 
 /* The field table of checkpoint_field_at is the order checkpoint_save writes. */

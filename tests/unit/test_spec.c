@@ -372,6 +372,10 @@ static const bad_case_t BAD[] = {
      "dataset.augment: only for cifar10, dataset.name is mnist"},
     {"{\"model\":\"lenet5\",\"workers\":4,\"algorithm\":{\"name\":\"nsoftsync\",\"n\":5}}",
      "algorithm.n: must be between 1 and workers (4)"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"ddc-asgd\"},"
+     "\"optimizer\":{\"nesterov\":true}}",
+     "optimizer.nesterov: ddc-asgd's delay-adapted momentum has no Nesterov form; set it to false or "
+     "choose another algorithm"},
     {"{\"model\":\"lenet5\",\"workers\":4,\"algorithm\":{\"name\":\"nsoftsync\","
      "\"params\":{\"n\":8}}}",
      "algorithm.n: must be between 1 and workers (4)"},
@@ -386,6 +390,10 @@ static const bad_case_t BAD[] = {
     {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"ssgd\",\"min_batch\":64,"
      "\"max_batch\":32}}",
      "algorithm.min_batch: must be <= algorithm.max_batch (32)"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"batch_size\":32,\"algorithm\":{\"name\":\"ssgd\",\"min_batch\":48}}",
+     "algorithm.min_batch: must be <= batch_size (32)"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"batch_size\":32,\"algorithm\":{\"name\":\"ssgd\",\"max_batch\":16}}",
+     "algorithm.max_batch: must be >= batch_size (32)"},
     {"{\"model\":\"lenet5\",\"optimizer\":{\"lr\":0.01,\"lr_schedule\":{\"kind\":\"cosine\","
      "\"min_lr\":0.1}}}",
      "optimizer.lr_schedule.min_lr: must be <= optimizer.lr (0.01)"},

@@ -1,0 +1,53 @@
+# Emulated heterogeneity is faithful while its demand fits in the cores (issue 11).
+#
+# 1. asgd, 4 workers with slowdowns [10, 20, 20, 40]: nominal speeds 4 : 2 : 2 : 1, so of
+#    the 270 pushes of one epoch (34,560 samples, batch 128) the workers must make
+#    120, 60, 60 and 30, each within 15%.
+#    Why this holds on a loaded 2-core machine, every time: a worker's step lasts f times
+#    its undisturbed cost u, and u is the smallest thread CPU time the rank has measured
+#    for its batch size (seeded by five calibration passes): time the scheduler gives to
+#    other processes never enters it, and contention only ever inflates a measurement,
+#    which the minimum discards. The profile asks for 0.23 cores (1/10 + 2/20 + 1/40), so
+#    even a worker that gets a sixth of a core computes its u-long share well inside its
+#    f x u step (f >= 10) and then sleeps; the pushes therefore follow f x u, which no
+#    scheduling decision moves. What scheduling does add, the push/reply hand-over and
+#    the late wake-up from sleep, is a few ms against steps of 100-400 ms. 30 pushes for
+#    the slowest keep one push of start-up or end-of-epoch slack at 3%.
+# 2. The same check says when a profile does not fit: 4 ranks pinned to one core with
+#    slowdowns [1, 1, 2, 4] ask for 2.75 cores: the worker says so at start-up and the
+#    summary carries "emulation": {"faithful": false, "demand_cores": 2.75, "cores": 1};
+#    with [4, 4, 8, 16] (0.69 cores) it is faithful.
+. tests/lib.sh
+need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
+cat > "$TMP/ratio.json" <<JSON
+{"name": "ratio", "model": "lenet5", "dataset": {"name": "fashion-mnist", "train_subset": 34560, "test_subset": 200},
+ "algorithm": {"name": "asgd"}, "workers": 4, "batch_size": 128, "epochs": 1, "seed": 3, "log_every": 0,
+ "emulate": {"slowdown": [10, 20, 20, 40]}}
+JSON
+$MPIRUN -np 5 $WORKER --spec "$TMP/ratio.json" --summary "$TMP/ratio.out" >"$TMP/ratio.log" 2>&1 \
+    || { cat "$TMP/ratio.log"; fail "asgd failed"; }
+pushes=$(jq -c '[.per_rank[] | select(.role == "worker") | .steps]' "$TMP/ratio.out")
+echo "pushes per worker $pushes (nominal 120, 60, 60, 30); emulation $(jq -c .emulation "$TMP/ratio.out")"
+jq -e '.emulation.faithful' "$TMP/ratio.out" >/dev/null || fail "a 0.23-core profile was judged unfaithful"
+jq -e -n --argjson p "$pushes" '[4, 2, 2, 1] as $v | ($p | add) as $t |
+    [range(0; 4) as $i | ($p[$i] / ($t * $v[$i] / 9)) | . >= 0.85 and . <= 1.15] | all' >/dev/null \
+    || fail "pushes $pushes are not within 15% of the ratio 4 : 2 : 2 : 1"
+echo "ok: push counts follow the nominal speeds within 15%"
+
+unfaithful() {   # SLOWDOWNS -> the summary's emulation object, with 4 ranks on one core
+    cat > "$TMP/u.json" <<JSON
+{"name": "unf", "model": "lenet5", "dataset": {"name": "fashion-mnist", "train_subset": 640, "test_subset": 100},
+ "algorithm": {"name": "ssgd"}, "workers": 4, "batch_size": 32, "epochs": 1, "seed": 3, "log_every": 0,
+ "emulate": {"slowdown": $1}}
+JSON
+    taskset -c 0 $MPIRUN -np 4 $WORKER --spec "$TMP/u.json" --summary "$TMP/u.out" >"$TMP/u.log" 2>&1 \
+        || { cat "$TMP/u.log"; fail "ssgd $1 failed"; }
+    jq -c '.emulation' "$TMP/u.out"
+}
+got=$(unfaithful '[1, 1, 2, 4]')
+[ "$got" = '{"cores":1,"demand_cores":2.75,"faithful":false}' ] || fail "emulation of [1,1,2,4] on one core: $got"
+grep -q "ask for 2.75 cores of compute .* but have 1" "$TMP/u.log" || { cat "$TMP/u.log"; fail "no start-up warning"; }
+echo "ok: [1,1,2,4] on one core: $got, and the worker said so at start-up"
+got=$(unfaithful '[4, 4, 8, 16]')
+[ "$got" = '{"cores":1,"demand_cores":0.6875,"faithful":true}' ] || fail "emulation of [4,4,8,16] on one core: $got"
+echo "ok: [4,4,8,16] on one core: $got"

@@ -1,0 +1,90 @@
+/* worker/emulate.c - see emulate.h. */
+#include "emulate.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "comm.h"
+
+/* Cores this worker rank keeps busy: threads / f for the smallest factor it will run
+ * with (a schedule may speed it up mid-run). A GPU rank drives its device from one host
+ * thread. The parameter server's share is only known at the end (its busy fraction). */
+static double rank_demand(const worker_t *w)
+{
+    if (w->role == ROLE_PS) return 0;
+    const job_spec_t *s = w->spec;
+    double f = s->emulate.nslowdown ? s->emulate.slowdown[w->worker_index] : 1.0;
+    for (int i = 0; i < s->emulate.nschedule; i++)
+        if (s->emulate.schedule[i].rank == w->worker_index && s->emulate.schedule[i].slowdown < f)
+            f = s->emulate.schedule[i].slowdown;
+    if (f < 1) f = 1;
+    return (w->gpu ? 1.0 : (double)s->threads) / f;
+}
+
+/* Processes that may want a core at once: every rank's BLAS threads (1 for the PS). */
+static double rank_slots(const worker_t *w)
+{
+    return w->role == ROLE_PS || w->gpu ? 1.0 : (double)w->spec->threads;
+}
+
+int emulate_check(worker_t *w)
+{
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    if (sched_getaffinity(0, sizeof mask, &mask) != 0) {
+        for (int i = 0; i < CPU_SETSIZE && i < 1024; i++) CPU_SET(i, &mask);
+    }
+    double mine[2] = { rank_demand(w), rank_slots(w) }, host[2] = { mine[0], mine[1] };
+    if (w->role != ROLE_PS && mine[0] < rank_slots(w)) worker_calibrate(w);   /* it emulates */
+    int leader = w->rank, host_ranks = 1, host_rank = 0;
+    MPI_Comm hc = MPI_COMM_NULL;
+    if (w->use_mpi) {
+        MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, w->rank, MPI_INFO_NULL, &hc));
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &mask, (int)sizeof mask, MPI_BYTE, MPI_BOR, hc));
+        MPI_CHECK(MPI_Allreduce(mine, host, 2, MPI_DOUBLE, MPI_SUM, hc));
+        MPI_CHECK(MPI_Allreduce(&w->rank, &leader, 1, MPI_INT, MPI_MIN, hc));
+        MPI_Comm_size(hc, &host_ranks);
+        MPI_Comm_rank(hc, &host_rank);
+        MPI_Comm_free(&hc);
+    }
+    double cores = CPU_COUNT(&mask);
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (online > 0 && cores > (double)online) cores = (double)online;
+    if (cores < 1) cores = 1;
+    /* Waiting without spinning costs each message up to a sleep period (~0.1 ms); it is
+     * worth it only where ranks would otherwise take cores from each other. */
+    w->polite_wait = host[1] > cores;
+    int emulated = w->spec->emulate.nslowdown > 0 || w->spec->emulate.nschedule > 0;
+    if (host_rank == 0 && host[0] > cores + 1e-9)
+        fprintf(stderr, "emulation: the %d rank(s) on host %s ask for %.2f cores of compute (sum of threads%s) "
+                        "but have %.0f: %s; the summary says \"faithful\": false\n",
+                host_ranks, w->record.host, host[0], emulated ? " / slowdown" : "", cores,
+                emulated ? "emulated speeds will not be faithful (they will measure core sharing)"
+                         : "measured speeds will include core sharing");
+    /* Rank 0 keeps every rank's host figures for the summary. */
+    double row[3] = { host[0], cores, (double)leader };
+    double *all = NULL;
+    if (w->rank == 0 && !(all = malloc((size_t)w->world * sizeof row))) return -1;
+    if (w->use_mpi) MPI_CHECK(MPI_Gather(row, 3, MPI_DOUBLE, all, 3, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+    else if (all) memcpy(all, row, sizeof row);
+    w->emulation.hosts = all;
+    w->emulation.ps_host = leader;
+    return 0;
+}
+
+json_t *emulate_summary_json(const worker_t *w)
+{
+    const double *all = w->emulation.hosts;
+    double worst = -1, demand = 0, cores = 1;
+    for (int r = 0; all && r < w->world; r++) {
+        double d = all[3 * r], c = all[3 * r + 1];
+        /* The parameter server (rank 0 of the asynchronous family) adds what it used. */
+        if (w->role == ROLE_PS && (int)all[3 * r + 2] == w->emulation.ps_host) d += w->ps_busy_fraction;
+        if (d / c > worst) { worst = d / c; demand = d; cores = c; }
+    }
+    int faithful = demand <= cores + 1e-9;
+    return json_pack("{s:b, s:f, s:f}", "faithful", faithful, "demand_cores", demand, "cores", cores);
+}

@@ -193,15 +193,6 @@ field() {
     [ -n "$v" ] || fail "job $1: no rank on $2 in the node profiles"
     echo "$v"
 }
-# ratio_at_least NAME A B MIN - A >= MIN x B.
-ratio_at_least() {
-    if awk -v a="$2" -v b="$3" -v m="$4" 'BEGIN { exit !(a >= m * b) }'; then
-        echo "ok: $1: $2 >= $4 x $3"
-    else
-        fail "$1: $2 is not >= $4 x $3"
-    fi
-}
-
 # 1. Auth from outside.
 spec "$TMP/ssgd.json" ssgd 1
 code=$(http POST /api/v1/jobs "$TMP/ssgd.json" none)

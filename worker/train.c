@@ -375,6 +375,7 @@ static void fill_ckpt(const worker_t *w, ckpt_state_t *st)
     st->aug_rng = w->aug_rng;
     st->epoch_loss_sum = w->epoch_loss_sum;
     st->epoch_loss_samples = w->epoch_loss_samples;
+    st->ps_version = w->role == ROLE_PS ? w->global_step : 0;
     st->nworkers = w->nworkers;
     for (int i = 0; i < w->nworkers && i < CKPT_MAX_WORKERS; i++) st->batch_of[i] = w->batch_of[i];
 }
@@ -527,6 +528,10 @@ int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen)
             return rc;
         }
         report_epoch(w, METRICS_FINAL);
+        /* The parameter server holds the final weights: its last checkpoint is the end
+         * of the job, as for the step loop below. */
+        if (s->checkpoint.every_steps > 0 && w->role == ROLE_PS && w->stop != 2)
+            if (worker_save_checkpoint(w, err, errlen) != 0) return -1;
         return 0;
     }
     while (w->epoch < s->epochs && !w->stop) {

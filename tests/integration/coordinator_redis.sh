@@ -2,8 +2,14 @@
 # with SIGKILL while a job runs and started again on the same AOF once the job has made
 # progress without it; (2) the daemon's embedded redis-server is killed and the daemon
 # starts it again. Both times the coordinator reconnects, the job is not restarted (a
-# heartbeat that cannot be read is unknown, not stale) and it SUCCEEDS.
+# heartbeat that cannot be read is unknown, not stale, and once Redis is back the ranks
+# get a full timeout to report again) and it SUCCEEDS.
+# The daemon runs with a 5 s heartbeat timeout and the external Redis stays down for
+# longer than that, so a coordinator that took an unreadable or old heartbeat for a
+# stale one would restart the job (coordinator_heartbeat.sh shows that the same timeout
+# does restart a job whose ranks fall silent).
 . tests/integration/coordinator_lib.inc
+HEARTBEAT_TIMEOUT=5
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
 
 RDIR=$TMP/redis
@@ -28,8 +34,11 @@ await 30 "job $id to checkpoint" has_checkpoint "$id" r
 kill -9 "$REDIS_PID"
 wait "$REDIS_PID" 2>/dev/null
 await 10 "the coordinator to notice" grep -q "redis: connection lost" "$TMP/coord.log"
+down_at=$(now)
 before=$(stat -c %Y.%s "$ck")
 await 30 "job $id to checkpoint again while Redis is down" ckpt_changed "$ck" "$before"
+down_long() { awk -v n="$(now)" -v d="$down_at" -v t="$HEARTBEAT_TIMEOUT" 'BEGIN { exit !(n - d > t + 3) }'; }
+await 30 "Redis to have been down for more than the heartbeat timeout + 3 s" down_long
 has_worker "$id" || fail "job $id is not running any more"
 start_redis
 await 10 "the coordinator to reconnect" grep -q "redis: connected to" "$TMP/coord.log"

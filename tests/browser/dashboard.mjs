@@ -46,7 +46,8 @@ try {
   await page.fill('input[name=name]', 'browser');
   await page.fill('input[name=train_subset]', '4096');
   await page.fill('input[name=test_subset]', '500');
-  await page.fill('input[name=epochs]', '3');
+  // Long enough to be watched live on a fast machine: 4 epochs, the second rank 2x slower.
+  await page.fill('input[name=epochs]', '4');
   await page.fill('input[name=batch_size]', '32');
   await page.fill('input[name=workers]', '2');
   await page.dispatchEvent('input[name=workers]', 'change');
@@ -82,18 +83,25 @@ try {
     loss: window.pacer.points('loss'), st_mean: window.pacer.points('st_mean'), ranks: window.pacer.ranks(),
     events: window.pacer.events(), state: window.pacer.job() && window.pacer.job().state,
   }));
+  // The point of this test is the live view: charts filled while the job runs. A job that
+  // ended before the page watched it would only show a replay, so that fails too.
+  check(live.state === 'RUNNING', 'the charts filled while the job was RUNNING (state: ' + live.state + ')');
   check(live.ranks.length === 2, 'one series per rank: ' + JSON.stringify(live.ranks));
   console.log('ok: loss points per rank ' + JSON.stringify(live.loss) + ', staleness ' + JSON.stringify(live.st_mean) +
     ' after ' + live.events + ' events (job ' + live.state + ')');
   await page.waitForSelector('#live.on', { timeout: 10000 }).catch(() => {});
 
-  // Points keep arriving without a reload while the job runs.
+  // Points keep arriving without a reload while the job runs (seen while still RUNNING).
   const before = live.loss.reduce((a, b) => a + b, 0);
-  await page.waitForFunction((n) => {
+  const grown = await page.waitForFunction((n) => {
     const p = window.pacer;
     const st = p.job() && p.job().state;
-    return p.points('loss').reduce((a, b) => a + b, 0) > n || ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(st);
-  }, before, { timeout: 30000, polling: 250 });
+    const now = p.points('loss').reduce((a, b) => a + b, 0);
+    if (now > n) return { now, st };
+    return ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(st) ? { now, st } : false;
+  }, before, { timeout: 30000, polling: 250 }).then((h) => h.jsonValue());
+  check(grown.now > before && grown.st === 'RUNNING',
+    'more points arrived while the job ran, without a reload (' + before + ' -> ' + grown.now + ', ' + grown.st + ')');
 
   await page.waitForFunction(() => {
     const j = window.pacer && window.pacer.job();

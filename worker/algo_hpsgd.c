@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "comm.h"
+#include "train.h"
 
 typedef struct {
     MPI_Comm comm;
@@ -153,7 +154,12 @@ static int hp_step(worker_t *w)
     comm_replan(w, MPI_COMM_WORLD);
     worker_next_batch(w);
     worker_compute_grad(w, 1.0f);
-    if (st->in_flight && !test_done(w, st, &st->req, 0)) {
+    /* Test hook (--hpsgd-round-steps N): the round merges after exactly N local steps,
+     * waiting for it if need be, so the schedule does not depend on MPI_Test timing. */
+    int fixed = w->opts ? w->opts->hpsgd_round_steps : 0;
+    int done = !st->in_flight || (fixed > 0 ? st->local_steps + 1 >= fixed && test_done(w, st, &st->req, 1)
+                                            : test_done(w, st, &st->req, 0));
+    if (!done) {
         /* Local step on the replica with the plain learning rate. */
         size_t n = m->nparams;
         float lr = w->lr;

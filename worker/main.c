@@ -30,6 +30,8 @@ static const struct option OPTIONS[] = {
     { "ps-round-robin", no_argument, NULL, 'P' },
     { "time-budget", required_argument, NULL, 'T' },
     { "comm-baseline", no_argument, NULL, 'K' },
+    { "hpsgd-round-steps", required_argument, NULL, 'H' },
+    { "weight-digest", required_argument, NULL, 'W' },
     { "version", no_argument, NULL, 'V' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
@@ -63,6 +65,11 @@ static void usage(FILE *f)
         "                         batch_size (for tests; the planner takes over if enabled)\n"
         "  --ps-round-robin       the parameter server takes pushes in worker order, which\n"
         "                         fixes every staleness value in advance (for tests)\n"
+        "  --hpsgd-round-steps N  hpsgd: merge each round after exactly N local steps,\n"
+        "                         waiting for it, instead of when MPI_Test finds it done:\n"
+        "                         a schedule no timing can move (for tests)\n"
+        "  --weight-digest PATH   each rank appends 'STEP HASH' of its weights after every\n"
+        "                         step and epoch end to PATH.rank<N> (for tests)\n"
         "  --version              print the version and the compiled-in backends\n"
         "  --help                 this text\n"
         "\n"
@@ -105,6 +112,8 @@ int main(int argc, char **argv)
         case 'P': opts.ps_round_robin = 1; break;
         case 'T': opts.time_budget_s = strtod(optarg, NULL); break;
         case 'K': opts.comm_baseline = 1; break;
+        case 'H': opts.hpsgd_round_steps = (int)strtol(optarg, NULL, 10); break;
+        case 'W': opts.weight_digest = optarg; break;
         case 'V': version(); return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;

@@ -1,0 +1,58 @@
+# The model averages of the synchronous family really happen (an accuracy within a few
+# points of ssgd would not show it): with --weight-digest every rank writes a hash of its
+# weights after each step and epoch end, and
+#   - local-sgd (4 ranks, local_steps 4): all ranks hold identical weights right after
+#     every 4th step and at the epoch end, and do NOT between averages (so the check can
+#     fail: identical weights everywhere would mean no local steps);
+#   - hier-bsp (4 ranks, groups {0,1} {2,3}, k_steps 4): the two ranks of a group are
+#     identical after every step (synchronous inside the group); all four right after
+#     every 4th step and at the epoch end, and the groups differ between averages;
+#   - hpsgd (4 ranks, --hpsgd-round-steps 2: each round merges after exactly 2 local
+#     steps): identical after every merge (steps 0, 2, 4, ...: w = the merged global
+#     model) and at the epoch end, different after the local steps in between.
+# 2560 samples, batch 32: 20 steps of 4 x 32.
+. tests/lib.sh
+need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
+run() { # ALGORITHM [OPTIONS...]
+    a=$1
+    shift
+    cat >"$TMP/$a.json" <<JSON
+{"name": "agree-$a", "model": "lenet5", "dataset": {"name": "fashion-mnist", "train_subset": 2560, "test_subset": 200},
+ "algorithm": {"name": "$a", "group_size": 2, "k_steps": 4, "local_steps": 4}, "workers": 4, "batch_size": 32,
+ "epochs": 1, "seed": 5, "log_every": 0, "optimizer": {"lr": 0.05, "momentum": 0.9}}
+JSON
+    $MPIRUN -np 4 $WORKER --spec "$TMP/$a.json" --weight-digest "$TMP/$a" "$@" >"$TMP/$a.log" 2>&1 ||
+        { cat "$TMP/$a.log"; fail "$a failed"; }
+    for r in 0 1 2 3; do
+        [ "$(wc -l <"$TMP/$a.rank$r")" = 21 ] || fail "$a rank $r wrote $(wc -l <"$TMP/$a.rank$r") digests, want 20 steps + 1 epoch end"
+    done
+    # One line per record: STEP TAG D0 D1 D2 D3 (TAG "step" or "epoch").
+    paste -d' ' "$TMP/$a.rank0" "$TMP/$a.rank1" "$TMP/$a.rank2" "$TMP/$a.rank3" |
+        awk '{ if ($3 == "epoch") print $1, "epoch", $2, $5, $8, $11; else print $1, "step", $2, $4, $6, $8 }' >"$TMP/$a.table"
+}
+# check ALGORITHM AWK-CONDITION-FOR-"ALL EQUAL" AWK-CONDITION-FOR-"GROUPS EQUAL"
+check() {
+    awk -v period="$2" -v grouped="$3" '
+        { all = ($3 == $4 && $4 == $5 && $5 == $6); groups = ($3 == $4 && $5 == $6)
+          want = ($2 == "epoch" || $1 % period == 0)
+          if (want && !all) { print "step " $1 " " $2 ": ranks differ right after an average"; bad = 1 }
+          if (!want && all) { print "step " $1 ": all ranks identical between averages"; bad = 1 }
+          if (grouped && !groups) { print "step " $1 ": the ranks of a group differ"; bad = 1 }
+          if (!want) between++ }
+        END { if (!between) { print "no step between averages"; bad = 1 } exit bad }' "$TMP/$1.table" ||
+        { cat "$TMP/$1.table"; fail "$1: weights across ranks are not what its averaging promises"; }
+}
+run local-sgd
+check local-sgd 4 0
+echo "ok: local-sgd: identical weights on all 4 ranks after steps 4, 8, ..., 20 and at the epoch end, different in between"
+run hier-bsp
+check hier-bsp 4 1
+echo "ok: hier-bsp: groups identical after every step; all 4 ranks after every 4th step and at the epoch end, groups apart in between"
+run hpsgd --hpsgd-round-steps 2
+# The digest's STEP is the global step after the step: the merges happen in steps
+# 2, 4, ... (0-based), i.e. after global steps 3, 5, ...; step 0 starts the first round
+# on the broadcast weights (global step 1 identical).
+awk '{ $1 = $1 - 1; print }' "$TMP/hpsgd.table" >"$TMP/hpsgd.t" && mv "$TMP/hpsgd.t" "$TMP/hpsgd.table"
+check hpsgd 2 0
+grep -q '^hpsgd: 11 merges in 20 steps' "$TMP/hpsgd.log" || { grep '^hpsgd:' "$TMP/hpsgd.log"; fail "hpsgd did not merge every 2 steps (9 merges in steps 2, 4, ..., 18, 2 at the epoch end)"; }
+echo "ok: hpsgd with rounds of 2 local steps: identical weights after each of its merges, different after local steps"

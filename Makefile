@@ -4,6 +4,7 @@
 #   make deps       install the Debian packages pacer needs (only the missing ones)
 #   make test       deps + build + every test; ends with "N passed, N failed, N skipped"
 #   make test-multihost  the network-namespace multi-host test alone (root)
+#   make test-stress     the timing-dependent tests 3 times each under a load of two busy processes
 #   make check-asan unit tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make demo       the main job
 #   make bench      benchmarks (installs python3-torch for the PyTorch baseline)
@@ -82,7 +83,7 @@ BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 TOOL_BIN  := $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(TOOL_SRC))
 BINS      := $(BUILD)/pacer-worker $(if $(wildcard coordinator/main.c),$(BUILD)/pacer-coordinator)
 
-.PHONY: all found deps test check-asan demo bench clean format format-check fuzz
+.PHONY: all found deps test test-stress check-asan demo bench clean format format-check fuzz
 all: found $(BINS) $(UNIT_BIN) $(BENCH_BIN) $(TOOL_BIN)
 
 found:
@@ -130,6 +131,10 @@ deps:
 test: deps
 	@$(MAKE) --no-print-directory all
 	@sh tests/run.sh $(BUILD)
+
+test-stress: deps
+	@$(MAKE) --no-print-directory all
+	@sh tests/stress.sh $(BUILD)
 
 check-asan: deps
 	@$(MAKE) --no-print-directory SANITIZE=address,undefined all

@@ -210,15 +210,34 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
     failed = 0;
     if (resume_from || resume) {
         const char *path = resume_from ? resume_from : ckpt;
-        if (access(path, F_OK) == 0 || resume_from) {
+        /* Rank 0 decides whether there is a checkpoint: a rank that cannot see it (a
+         * directory not shared with its host) must not start fresh beside ranks that
+         * resume. Every rank then loads it, and one that cannot stops them all. */
+        int exists = access(path, F_OK) == 0;
+        if (use_mpi) MPI_CHECK(MPI_Bcast(&exists, 1, MPI_INT, 0, MPI_COMM_WORLD));
+        if (exists || resume_from) {
             failed = worker_resume(&w, path, err, sizeof err) != 0;
-            if (failed) SAY("pacer-worker: %s\n", err);
-            else SAY("resumed from %s at step %ld (epoch %ld)\n", path, w.global_step, w.epoch + 1);
+            if (failed && rank == 0) fprintf(stderr, "pacer-worker: %s\n", err);
+            else if (failed) fprintf(stderr, "pacer-worker: rank %d: %s (rank 0 resumes from it: every rank must read the same checkpoint)\n", rank, err);
         } else {
             SAY("no checkpoint at %s: starting fresh\n", path);
         }
+        int any = agree(use_mpi, failed);
+        if (any && !failed) SAY("pacer-worker: not every rank could read %s: stopping\n", path);
+        if (any) return finish(use_mpi, &w, 2);
+        if (use_mpi && (exists || resume_from)) {
+            /* Copies of the checkpoint that differ between hosts would start the ranks at
+             * different steps. */
+            long step[2] = { w.global_step, -w.global_step }, ext[2];
+            MPI_CHECK(MPI_Allreduce(step, ext, 2, MPI_LONG, MPI_MAX, MPI_COMM_WORLD));
+            if (ext[0] != -ext[1]) {
+                SAY("pacer-worker: the ranks' copies of %s disagree: steps %ld to %ld; every rank must read the same checkpoint\n",
+                    path, -ext[1], ext[0]);
+                return finish(use_mpi, &w, 2);
+            }
+        }
+        if (exists || resume_from) SAY("resumed from %s at step %ld (epoch %ld)\n", path, w.global_step, w.epoch + 1);
     }
-    if (agree(use_mpi, failed)) return finish(use_mpi, &w, 2);
 
     metrics_sink_t *sinks[2];
     int nsinks = 0;

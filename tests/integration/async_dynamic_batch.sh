@@ -1,0 +1,62 @@
+# Dynamic batching in the asynchronous family (issue 18): worker w is MPI rank w + 1
+# (rank 0 is the parameter server).
+#   1. Without a coordinator the parameter server re-plans from the speeds the workers
+#      report with their pushes: asgd, 2 workers, emulated slowdowns [1, 4], re-plan every
+#      10 updates per worker. The slow worker (rank 2) ends with at most 1/1.5 of the fast
+#      one's batch (ideal at equal cost per sample: a quarter), the two still sum to the
+#      global batch, and the workers' metrics records carry the PS's plan version.
+#   2. Under the coordinator the same job gets the coordinator's plans: its assignment
+#      (source planner or profile) gives worker 1 (rank 2) the smaller batch, the PS logs
+#      that it applied a plan from the coordinator, and rank 2 trains with the batch the
+#      assignment gives worker 1 (not worker 2, nor the PS).
+# At equal batches the measured speeds differ 4x by construction (the emulated wait scales
+# the measured compute time); a small batch costs more per sample, so plans land near 3x
+# (measured 2.8x to 4.3x on a loaded machine): 1.5x is what no load can bring it under.
+. tests/integration/coordinator_lib.inc
+need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
+cat >"$TMP/a.json" <<JSON
+{"name": "adyn", "model": "lenet5", "dataset": {"name": "fashion-mnist", "train_subset": 9600, "test_subset": 200},
+ "algorithm": {"name": "asgd", "dynamic_batch": true, "replan_steps": 10}, "workers": 2, "batch_size": 32,
+ "epochs": 1, "seed": 3, "log_every": 0, "optimizer": {"lr": 0.02, "momentum": 0.5},
+ "emulate": {"slowdown": [1, 4]}}
+JSON
+$MPIRUN -np 3 $WORKER --spec "$TMP/a.json" --metrics "$TMP/m.jsonl" --summary "$TMP/s.json" >"$TMP/a.log" 2>&1 ||
+    { cat "$TMP/a.log"; fail "asgd with dynamic batching failed"; }
+grep -q "^batch plan [0-9]*:" "$TMP/a.log" || { cat "$TMP/a.log"; fail "the parameter server never re-planned"; }
+last=$(grep "^batch plan [0-9]*:" "$TMP/a.log" | tail -1)
+fast=$(echo "$last" | awk '{ print $4 }')
+slow=$(echo "$last" | awk '{ print $5 }')
+equals_num "the plan's batches sum ($last)" $((fast + slow)) 64
+ratio_at_least "fast worker's batch vs the slow one's ($last)" "$fast" "$slow" 1.5
+b2=$(jq -s '[.[] | select(.kind == "step" and .rank == 2)] | .[-1].batch' "$TMP/m.jsonl")
+equals_num "rank 2's last batch (worker 1 of the plan)" "$b2" "$slow"
+v=$(jq -s '[.[] | select(.kind == "step" and .rank == 2)] | .[-1].plan_version' "$TMP/m.jsonl")
+at_least "plan version the workers report" "$v" 1
+echo "ok: the parameter server re-plans: $last (worker 1 = rank 2 slowed 4x)"
+
+# 2. Under the coordinator.
+start_coord
+id=$(submit "$TMP/a.json")
+cli wait "$id" --timeout 300 || { tail -30 "$STATE/jobs/$id/log"; fail "job $id did not succeed"; }
+cli nodes "$id" >"$TMP/nodes.json"
+source=$(jq -r '.assignment.source // "none"' "$TMP/nodes.json")
+batches=$(jq -c '.assignment.batches' "$TMP/nodes.json")
+[ "$source" = planner ] || [ "$source" = profile ] || fail "no coordinator assignment for the async job (source $source)"
+[ "$(jq 'length' <<EOF2
+$batches
+EOF2
+)" = 2 ] || fail "assignment $batches: want one entry per worker (2), not per rank"
+# The plan the parameter server applied last (the coordinator may have written a newer
+# one in the last moments of the job, which nobody had to apply).
+applied=$(grep -o "batch plan [0-9]* from the coordinator: [0-9]* [0-9]*" "$STATE/jobs/$id/log" | tail -1)
+[ -n "$applied" ] || { grep "batch plan" "$STATE/jobs/$id/log"; fail "the parameter server never applied a coordinator plan"; }
+c0=$(echo "$applied" | awk '{ print $7 }')
+c1=$(echo "$applied" | awk '{ print $8 }')
+ratio_at_least "coordinator plan ($applied): worker 0 vs worker 1" "$c0" "$c1" 1.5
+cli metrics "$id" --limit 100000 | jq -c '.items[] | select(.kind == "step")' >"$TMP/cm.jsonl"
+r2=$(jq -s '[.[] | select(.rank == 2)] | .[-1].batch' "$TMP/cm.jsonl")
+r1=$(jq -s '[.[] | select(.rank == 1)] | .[-1].batch' "$TMP/cm.jsonl")
+equals_num "rank 2's last batch (worker 1: $c1)" "$r2" "$c1"
+equals_num "rank 1's last batch (worker 0: $c0)" "$r1" "$c0"
+echo "ok: coordinator plans ($source, last $batches) applied by the parameter server: rank 1 trains $r1, rank 2 trains $r2"
+stop_coord

@@ -852,6 +852,20 @@ const char *spec_field_path(size_t i)
     return f ? f->path : NULL;
 }
 
+int spec_field_bounds(size_t i, int *integer, double *min, int *min_excl, double *max, int *max_excl)
+{
+    const field_t *f = field_at(i);
+    if (!f || (f->type != F_INT && f->type != F_LONG && f->type != F_ULONG && f->type != F_DOUBLE &&
+               f->type != F_DOUBLES))
+        return -1;
+    *integer = f->type == F_INT ? (int)(8 * sizeof(int)) : f->type == F_DOUBLE || f->type == F_DOUBLES ? 0 : 64;
+    *min = f->range & R_MIN ? f->min : NAN;
+    *max = f->range & R_MAX ? f->max : NAN;
+    *min_excl = (f->range & R_MIN_EXCL) != 0;
+    *max_excl = (f->range & R_MAX_EXCL) != 0;
+    return 0;
+}
+
 static const char *type_name(const field_t *f)
 {
     switch (f->type) {

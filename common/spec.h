@@ -112,4 +112,11 @@ void spec_print_fields(FILE *f);
  * tests check that docs and other consumers cover every field. */
 const char *spec_field_path(size_t i);
 
+/* The numeric bounds of field i (tests use them to check that every numeric field's
+ * range error is reported, whatever its bounds): returns 0 for a number, an integer or
+ * an array of numbers, with *integer (0 for numbers, else the bits of its C type: 32 or
+ * 64), and min/max (NAN when unbounded) each with whether it is exclusive; -1 for other
+ * fields or past the end. */
+int spec_field_bounds(size_t i, int *integer, double *min, int *min_excl, double *max, int *max_excl);
+
 #endif

@@ -13,7 +13,7 @@ ca-certificates curl nodejs npm"
 # test: what the integration tests drive (jq, namespaces, a headless browser, compose,
 # a JSON Schema validator for the REST answers against docs/openapi.json).
 test="iproute2 procps psmisc jq chromium docker-compose python3-jsonschema"
-bench="python3-torch wrk"
+bench="python3-torch wrk linux-perf"
 browser="chromium nodejs npm"
 fuzz="clang libclang-rt-14-dev"
 deploy="docker-compose"

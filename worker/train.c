@@ -593,8 +593,10 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
             w->step_in_epoch++;
             w->global_step++;
             w->stats.steps++;
-            w->loop_s += now_s() - t0;
+            /* The step's metrics record is part of the step's cost: it is inside train_s
+             * (bench/redis_overhead.sh compares it with and without --redis). */
             worker_report_step(w);
+            w->loop_s += now_s() - t0;
             write_digest(w, digest_fd, "");
 
             if (printer && s->log_every > 0 && w->global_step % s->log_every == 0) {

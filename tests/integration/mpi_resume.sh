@@ -105,4 +105,4 @@ echo "ok: a rank that cannot see the checkpoint stops the job (exit 2), naming i
 (cd "$TMP/r1" && $MPIRUN -np 2 "$OLDPWD/$WORKER" --spec "$TMP/rel.json" --stop-after-steps 20 >"$TMP/rel2.log" 2>&1) ||
     { cat "$TMP/rel2.log"; fail "the second checkpoint run failed"; }
 expect_error 2 "copies of ck/rel.ckpt disagree: steps 10 to 20" $MPIRUN -np 2 sh "$TMP/run.sh" --spec "$TMP/rel.json" --resume
-ok: ranks whose checkpoints are at different steps stop the job (exit 2)
+echo "ok: ranks whose copies of the checkpoint are at different steps stop the job (exit 2)"

@@ -12,7 +12,7 @@ start_coord --hostfile "$TMP/hosts"
 
 spec "$TMP/a.json" a 30
 spec "$TMP/b.json" b 30
-spec "$TMP/d.json" d 2
+spec "$TMP/d.json" d 5
 a=$(submit "$TMP/a.json")
 b=$(submit "$TMP/b.json")
 await 30 "job $a to checkpoint" has_checkpoint "$a" a

@@ -10,8 +10,8 @@ ROUNDS=${2:-3}
 cd "$(dirname "$0")/.." || exit 1
 # Tests whose verdict scheduling could move, or whose time limits a load could break.
 TIMING="test_coordinator test_redis_report mpi_emulate_schedule mpi_algorithms_accuracy async_accuracy
- mpi_rank_dies mpi_weights_agree mpi_dynamic_batch coordinator_assignment coordinator_redis
- coordinator_heartbeat coordinator_lock http_browser multihost"
+ mpi_rank_dies mpi_weights_agree mpi_dynamic_batch async_dynamic_batch coordinator_assignment
+ coordinator_redis coordinator_heartbeat coordinator_lock http_api http_browser multihost"
 LOAD=${STRESS_LOAD:-2}
 pids=""
 stop_load() { for p in $pids; do kill "$p" 2>/dev/null; done; pids=""; }

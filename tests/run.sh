@@ -73,6 +73,11 @@ if [ "$WHAT" = all ] || [ "$WHAT" = integration ] || [ "$WHAT" = only ]; then
     done
 fi
 
+# A name given to "only" that matches no test is a failure, not a silent no-op.
+for n in $ONLY; do
+    [ -x "$BUILD/tests/$n" ] || [ -f "tests/integration/$n.sh" ] ||
+        { echo "no test named $n"; failed=$((failed + 1)); failures="$failures $n"; }
+done
 [ -n "$failures" ] && echo "failed:$failures"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -10,14 +10,16 @@ need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
 printf 'localhost slots=3\n' >"$TMP/hosts"
 start_coord --hostfile "$TMP/hosts"
 
-spec "$TMP/a.json" a 30
-spec "$TMP/b.json" b 30
+# a and b must outlive the steps below on any machine (a fast one trains 30 epochs of this
+# spec in about 4 s), d must end while no coordinator runs.
+spec "$TMP/a.json" a 100
+spec "$TMP/b.json" b 100
 spec "$TMP/d.json" d 5
 a=$(submit "$TMP/a.json")
 b=$(submit "$TMP/b.json")
-await 30 "job $a to checkpoint" has_checkpoint "$a" a
-await 30 "job $b to checkpoint" has_checkpoint "$b" b
-await 10 "job $b to run its worker" has_worker "$b"
+await 120 "job $a to checkpoint" has_checkpoint "$a" a
+await 120 "job $b to checkpoint" has_checkpoint "$b" b
+await 60 "job $b to run its worker" has_worker "$b"
 d=$(submit "$TMP/d.json")
 await 60 "job $d to run its worker" has_worker "$d"
 kill -9 "$COORD_PID"
@@ -38,10 +40,10 @@ c=$(submit "$TMP/c.json")
 start_coord --hostfile "$TMP/hosts"
 grep -q "adopted the running server" "$TMP/coord.log" || fail "embedded Redis was not adopted"
 grep -q "job $a: adopted" "$TMP/coord.log" || fail "job $a was not adopted"
-cli wait "$a" --timeout 90 || fail "job $a did not succeed"
-cli wait "$b" --timeout 90 || { tail -30 "$STATE/jobs/$b/log"; fail "job $b did not succeed"; }
-cli wait "$c" --timeout 60 || fail "job $c did not succeed"
-cli wait "$d" --timeout 30 || fail "job $d: $(state_of "$d") ($(field_of "$d" reason)), want SUCCEEDED"
+cli wait "$a" --timeout 600 || fail "job $a did not succeed"
+cli wait "$b" --timeout 600 || { tail -30 "$STATE/jobs/$b/log"; fail "job $b did not succeed"; }
+cli wait "$c" --timeout 600 || fail "job $c did not succeed"
+cli wait "$d" --timeout 120 || fail "job $d: $(state_of "$d") ($(field_of "$d" reason)), want SUCCEEDED"
 [ "$(field_of "$d" restarts)" = 0 ] || fail "job $d restarts = $(field_of "$d" restarts), want 0"
 [ "$(field_of "$d" attempts)" = 1 ] || fail "job $d attempts = $(field_of "$d" attempts), want 1 (it must not run again)"
 at_least "job $d summary test_accuracy" "$(field_of "$d" summary.test_accuracy)" 0.3

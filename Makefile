@@ -5,6 +5,7 @@
 #   make test       deps + build + every test; ends with "N passed, N failed, N skipped"
 #   make test-multihost  the network-namespace multi-host test alone (root)
 #   make test-slurm the Slurm launcher against a real slurmctld + 2 slurmd (root)
+#   make test-stress     the timing-dependent tests 3 times each under a load of two busy processes
 #   make check-asan unit tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make demo       the main job
 #   make bench      benchmarks (installs python3-torch for the PyTorch baseline)
@@ -156,7 +157,7 @@ BINS      := $(BUILD)/pacer-worker $(CUDA_SO) $(if $(wildcard daemon/main.c),$(B
              $(if $(filter yes,$(HAVE_CURL)),$(BUILD)/pacer)
 FAKE_CUDA := $(BUILD)/tests/libpacer_fakecuda.so $(BUILD)/tests/fakecuda/libcuda.so.1
 
-.PHONY: all found deps test check-asan check-layers demo bench clean format format-check fuzz FORCE
+.PHONY: all found deps test test-stress check-asan check-layers demo bench clean format format-check fuzz FORCE
 all: found $(BINS) $(UNIT_BIN) $(BENCH_BIN) $(TOOL_BIN) $(FAKE_CUDA)
 
 found:
@@ -280,6 +281,10 @@ deps:
 test: deps
 	@$(MAKE) --no-print-directory all
 	@sh tests/run.sh $(BUILD)
+
+test-stress: deps
+	@$(MAKE) --no-print-directory all
+	@sh tests/stress.sh $(BUILD)
 
 check-asan: deps
 	@$(MAKE) --no-print-directory SANITIZE=address,undefined all

@@ -18,8 +18,9 @@
 #   4. a mixed job: rank 0 on GPU 0, rank 1 on the CPU (CUDA_VISIBLE_DEVICES empty: device
 #      auto falls back and says why), ssgd with dynamic batching, LeNet-5 on Fashion-MNIST;
 #      the summary's devices, final batches and speeds;
-#   5. hpsgd on two ranks sharing GPU 0: its "allreduce in flight ... hidden" line, which
-#      shows whether the nonblocking allreduce moved while the GPU computed.
+#   5. hpsgd on two ranks sharing GPU 0: its closing "hpsgd: ... in MPI ..., of which
+#      waiting in MPI_Wait ..." line, which shows whether the nonblocking allreduce moved
+#      while the GPU computed (little waiting).
 # Exits 1 when the parity test fails or a step cannot run (the report says which).
 . bench/lib.sh
 RUNS=${RUNS:-3}

@@ -215,9 +215,11 @@ int handle_job_cancel(http_req_t *rq)
     json_t *job = NULL;
     if (coord_get(rq->srv->coord, job_id(rq), &job) != COORD_OK)
         job = json_pack("{s:s, s:b}", "id", job_id(rq), "cancel_requested", 1);
-    /* A queued job is cancelled at once (200); a running one once its processes are gone (202). */
-    const char *st = json_string_value(json_object_get(job, "state"));
-    unsigned status = st && strcmp(st, "CANCELLED") == 0 ? MHD_HTTP_OK : MHD_HTTP_ACCEPTED;
+    /* A queued job is cancelled at once (200); a running one once its processes are gone
+     * (202). Only a running job gets cancel_requested, and keeps it once the daemon has
+     * marked it CANCELLED, which may already have happened by this read: so the field,
+     * not the state, says which answer is due. */
+    unsigned status = json_object_get(job, "cancel_requested") ? MHD_HTTP_ACCEPTED : MHD_HTTP_OK;
     clog_printf("http: job %s cancel requested", job_id(rq));
     return respond_json(rq->conn, status, job, NULL, 0);
 }

@@ -488,6 +488,13 @@
         if (s.finished && !FINAL.includes(j.state)) { setTimeout(loadJob, 700); return; }
         s.job = j;
         if (s.t0 === null && s.job.started) s.t0 = s.job.started;
+        // The coordinator may answer from its short GET cache (--api-cache-ms) a state older
+        // than the final state event that triggered this read: keep the event's state and
+        // read again once the cache has expired, for the finish time and the summary.
+        if (s.finalState && !FINAL.includes(s.job.state)) {
+          s.job.state = s.finalState;
+          setTimeout(loadJob, 1000);
+        }
         if (FINAL.includes(s.job.state)) s.finished = true;
         facts();
         banner('');
@@ -543,7 +550,7 @@
         s.lastEvent = Date.now();
         s.events++;
         if (s.job) { s.job.state = ev.state; if (ev.reason !== undefined) s.job.reason = ev.reason; }
-        if (FINAL.includes(ev.state)) { s.finished = true; es.close(); loadJob(); loadNodes(); }
+        if (FINAL.includes(ev.state)) { s.finished = true; s.finalState = ev.state; es.close(); loadJob(); loadNodes(); }
         else if (!ev.snapshot) loadJob();
         s.dirty = true;
       },

@@ -15,12 +15,75 @@ need_dir() { [ -d "$1" ] || skip "$2 not found at $1"; }
 # json FILE FILTER - one value from a JSON file (jq is installed by make deps).
 json() { jq -r "$2" "$1"; }
 
-# at_least NAME VALUE MIN - numeric comparison with a message either way.
+# Numeric checks. Every value must be a finite decimal number ("12", "-0.5", "3e-4"):
+# null, nan, inf, an empty string or any other text fails the check, so a summary field
+# that is missing (jq prints null) can never pass. awk alone would compare such values
+# as strings.
+# is_number VALUE - exit 0 when VALUE is a finite decimal number.
+is_number() {
+    printf '%s\n' "$1" | grep -Eq '^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?$'
+}
+# need_number NAME VALUE - fails the test unless VALUE is a finite number.
+need_number() {
+    is_number "$2" || fail "$1 = '$2' is not a number"
+}
+# cmp_num A OP B - awk's numeric comparison of two numbers (OP: < <= > >= ==).
+cmp_num() {
+    awk -v a="$1" -v b="$3" -v op="$2" 'BEGIN {
+        a += 0; b += 0
+        if (op == "<") r = a < b; else if (op == "<=") r = a <= b; else if (op == ">") r = a > b
+        else if (op == ">=") r = a >= b; else if (op == "==") r = a == b; else r = 0
+        exit !r }'
+}
+
+# at_least NAME VALUE MIN - VALUE >= MIN, with a message either way.
 at_least() {
-    if awk -v v="$2" -v m="$3" 'BEGIN { exit !(v >= m) }'; then
+    need_number "$1" "$2"; need_number "$1 (minimum)" "$3"
+    if cmp_num "$2" ">=" "$3"; then
         echo "ok: $1 = $2 (>= $3)"
     else
         fail "$1 = $2, want >= $3"
+    fi
+}
+
+# at_most NAME VALUE MAX - VALUE <= MAX.
+at_most() {
+    need_number "$1" "$2"; need_number "$1 (maximum)" "$3"
+    if cmp_num "$2" "<=" "$3"; then
+        echo "ok: $1 = $2 (<= $3)"
+    else
+        fail "$1 = $2, want <= $3"
+    fi
+}
+
+# between NAME VALUE LO HI - LO <= VALUE <= HI.
+between() {
+    need_number "$1" "$2"; need_number "$1 (low)" "$3"; need_number "$1 (high)" "$4"
+    if cmp_num "$2" ">=" "$3" && cmp_num "$2" "<=" "$4"; then
+        echo "ok: $1 = $2 (in [$3, $4])"
+    else
+        fail "$1 = $2, want in [$3, $4]"
+    fi
+}
+
+# equals_num NAME VALUE WANT - numerically equal (1 == 1.0).
+equals_num() {
+    need_number "$1" "$2"; need_number "$1 (wanted)" "$3"
+    if cmp_num "$2" "==" "$3"; then
+        echo "ok: $1 = $2"
+    else
+        fail "$1 = $2, want $3"
+    fi
+}
+
+# ratio_at_least NAME A B MIN - A >= MIN x B (both numbers, B > 0).
+ratio_at_least() {
+    need_number "$1 (numerator)" "$2"; need_number "$1 (denominator)" "$3"; need_number "$1 (minimum)" "$4"
+    cmp_num "$3" ">" 0 || fail "$1: denominator $3 is not > 0"
+    if awk -v a="$2" -v b="$3" -v m="$4" 'BEGIN { exit !(a + 0 >= (m + 0) * (b + 0)) }'; then
+        echo "ok: $1: $2 >= $4 x $3"
+    else
+        fail "$1: $2 is not >= $4 x $3"
     fi
 }
 

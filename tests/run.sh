@@ -1,6 +1,8 @@
 #!/bin/sh
 # tests/run.sh BUILD [unit|integration|all] - runs pacer's tests and prints one closing line
 #   N passed, N failed, N skipped
+# tests/run.sh BUILD only NAME... - only the named tests (test_coordinator, async_accuracy,
+#   ...), unit programs and integration scripts alike (tests/stress.sh uses it).
 # Unit tests are cmocka programs (build/tests/test_*); each cmocka test case counts once.
 # Integration tests are scripts in tests/integration/*.sh, run from the repo root with
 # BUILD exported; each counts once; exit 0 = pass, 77 = skip (the automake convention,
@@ -8,6 +10,13 @@
 set -u
 BUILD=${1:-build}
 WHAT=${2:-all}
+ONLY=""
+if [ "$WHAT" = only ]; then
+    shift 2
+    ONLY=" $* "
+fi
+# wanted NAME - whether this run includes the test NAME.
+wanted() { [ -z "$ONLY" ] || case $ONLY in *" $1 "*) true ;; *) false ;; esac; }
 cd "$(dirname "$0")/.." || exit 1
 export BUILD
 export OPENBLAS_NUM_THREADS=1
@@ -24,10 +33,11 @@ trap 'rm -f "$log"' EXIT
 
 count() { sed -n "s/^\[  *$1  *\] \([0-9][0-9]*\) test.*/\1/p" "$log" | tail -1; }
 
-if [ "$WHAT" = all ] || [ "$WHAT" = unit ]; then
+if [ "$WHAT" = all ] || [ "$WHAT" = unit ] || [ "$WHAT" = only ]; then
     for t in "$BUILD"/tests/test_*; do
         [ -x "$t" ] || continue
         name=$(basename "$t")
+        wanted "$name" || continue
         start=$(date +%s)
         "$t" >"$log" 2>&1
         status=$?
@@ -45,10 +55,11 @@ if [ "$WHAT" = all ] || [ "$WHAT" = unit ]; then
     done
 fi
 
-if [ "$WHAT" = all ] || [ "$WHAT" = integration ]; then
+if [ "$WHAT" = all ] || [ "$WHAT" = integration ] || [ "$WHAT" = only ]; then
     for t in tests/integration/*.sh; do
         [ -f "$t" ] || continue
         name=$(basename "$t" .sh)
+        wanted "$name" || continue
         start=$(date +%s)
         sh "$t" >"$log" 2>&1
         status=$?
@@ -62,6 +73,11 @@ if [ "$WHAT" = all ] || [ "$WHAT" = integration ]; then
     done
 fi
 
+# A name given to "only" that matches no test is a failure, not a silent no-op.
+for n in $ONLY; do
+    [ -x "$BUILD/tests/$n" ] || [ -f "tests/integration/$n.sh" ] ||
+        { echo "no test named $n"; failed=$((failed + 1)); failures="$failures $n"; }
+done
 [ -n "$failures" ] && echo "failed:$failures"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -237,11 +237,14 @@ int checkpoint_validate(const ckpt_state_t *st, const ckpt_expect_t *want, const
         /* Parameter server: the cursor hands out ranges of the epoch order, every update
          * takes at least one pushed sample, and pushes of ranges handed out before the
          * epoch ended (one per worker) may still count. */
-        IN_RANGE(step_in_epoch, 0, 0, "unused by the parameter server");
         IN_RANGE(cursor, 0, n, "training samples");
         IN_RANGE(global_step, 0, (st->epoch + 1) * n, "one sample per update at least");
         IN_RANGE(epoch_loss_samples, 0, n + (int64_t)want->nworkers * want->max_batch,
                  "samples handed out in the epoch");
+        /* step_in_epoch: the updates applied in this epoch, each from one pushed sample at
+         * least (and part of global_step). */
+        IN_RANGE(step_in_epoch, 0, st->epoch_loss_samples < st->global_step ? st->epoch_loss_samples : st->global_step,
+                 "one pushed sample per update at least, and within global_step");
     }
     IN_RANGE(ps_version, 0, st->global_step, "updates so far");
     if (st->epoch_loss_sum < 0) /* NaN passes: a diverged run checkpoints one */

@@ -32,6 +32,8 @@ static const struct option OPTIONS[] = {
     { "ps-round-robin", no_argument, NULL, 'P' },
     { "time-budget", required_argument, NULL, 'T' },
     { "comm-baseline", no_argument, NULL, 'K' },
+    { "hpsgd-round-steps", required_argument, NULL, 'H' },
+    { "weight-digest", required_argument, NULL, 'W' },
     { "version", no_argument, NULL, 'V' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
@@ -65,6 +67,12 @@ static void usage(FILE *f)
         "                         batch_size (for tests; the planner takes over if enabled)\n"
         "  --ps-round-robin       the parameter server takes pushes in worker order, which\n"
         "                         fixes every staleness value in advance (for tests)\n"
+        "  --hpsgd-round-steps N  hpsgd: merge each round after exactly N local steps,\n"
+        "                         waiting for it, instead of when MPI_Test finds it done:\n"
+        "                         a schedule no timing can move (for tests)\n"
+        "  --weight-digest PATH   each rank appends 'STEP HASH' of its weights at the start,\n"
+        "                         after every step and at every epoch end to PATH.rank<N>\n"
+        "                         (for tests)\n"
         "  --version              print the version and the compiled-in backends\n"
         "  --help                 this text\n"
         "\n"
@@ -116,6 +124,8 @@ int main(int argc, char **argv)
         case 'P': opts.ps_round_robin = 1; break;
         case 'T': opts.time_budget_s = strtod(optarg, NULL); break;
         case 'K': opts.comm_baseline = 1; break;
+        case 'H': opts.hpsgd_round_steps = (int)strtol(optarg, NULL, 10); break;
+        case 'W': opts.weight_digest = optarg; break;
         case 'V': version(); return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -216,15 +226,34 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
     failed = 0;
     if (resume_from || resume) {
         const char *path = resume_from ? resume_from : ckpt;
-        if (access(path, F_OK) == 0 || resume_from) {
+        /* Rank 0 decides whether there is a checkpoint: a rank that cannot see it (a
+         * directory not shared with its host) must not start fresh beside ranks that
+         * resume. Every rank then loads it, and one that cannot stops them all. */
+        int exists = access(path, F_OK) == 0;
+        if (use_mpi) MPI_CHECK(MPI_Bcast(&exists, 1, MPI_INT, 0, MPI_COMM_WORLD));
+        if (exists || resume_from) {
             failed = worker_resume(&w, path, err, sizeof err) != 0;
-            if (failed) SAY("pacer-worker: %s\n", err);
-            else SAY("resumed from %s at step %ld (epoch %ld)\n", path, w.global_step, w.epoch + 1);
+            if (failed && rank == 0) fprintf(stderr, "pacer-worker: %s\n", err);
+            else if (failed) fprintf(stderr, "pacer-worker: rank %d: %s (rank 0 resumes from it: every rank must read the same checkpoint)\n", rank, err);
         } else {
             SAY("no checkpoint at %s: starting fresh\n", path);
         }
+        int any = agree(use_mpi, failed);
+        if (any && !failed) SAY("pacer-worker: not every rank could read %s: stopping\n", path);
+        if (any) return finish(use_mpi, &w, 2);
+        if (use_mpi && (exists || resume_from)) {
+            /* Copies of the checkpoint that differ between hosts would start the ranks at
+             * different steps. */
+            long step[2] = { w.global_step, -w.global_step }, ext[2];
+            MPI_CHECK(MPI_Allreduce(step, ext, 2, MPI_LONG, MPI_MAX, MPI_COMM_WORLD));
+            if (ext[0] != -ext[1]) {
+                SAY("pacer-worker: the ranks' copies of %s disagree: steps %ld to %ld; every rank must read the same checkpoint\n",
+                    path, -ext[1], ext[0]);
+                return finish(use_mpi, &w, 2);
+            }
+        }
+        if (exists || resume_from) SAY("resumed from %s at step %ld (epoch %ld)\n", path, w.global_step, w.epoch + 1);
     }
-    if (agree(use_mpi, failed)) return finish(use_mpi, &w, 2);
 
     metrics_sink_t *sinks[2];
     int nsinks = 0;

@@ -132,6 +132,7 @@ static void flush_held(server_t *s)
     int applied = s->ps.rule->flush ? s->ps.rule->flush(&s->ps) : 0;
     s->ps.t += applied;
     w->global_step = s->ps.t;
+    w->step_in_epoch += applied;
     for (int k = 0; k < s->ps.n; k++)
         if (s->pending[k]) { s->pending[k] = 0; reply(s, k, 0); }
 }
@@ -227,8 +228,19 @@ static int serve(server_t *s, const train_opts_t *o)
         if (applied != 0) {
             s->ps.t += applied > 0 ? applied : 0;
             w->global_step = s->ps.t;
+            w->step_in_epoch += applied > 0 ? applied : 0;
             w->stats.steps = s->ps.t;
             maybe_replan(s);
+            /* The checkpoint comes before the replies hand out new ranges, so its cursor
+             * is where the applied gradients' data ends (exact for hard-sync n-softsync,
+             * where no other range is in flight; asgd loses the in-flight ranges). */
+            if (applied > 0 && sp->checkpoint.every_steps > 0 && s->ps.t % sp->checkpoint.every_steps == 0) {
+                char err[512];
+                double tc = clock_mono_s();
+                w->cursor = s->cursor;
+                if (worker_save_checkpoint(w, err, sizeof err) != 0) fprintf(stderr, "%s\n", err);
+                s->aside_s += clock_mono_s() - tc;
+            }
             /* Everyone whose gradient is now applied (n-softsync: the whole group) gets
              * the new weights, in worker order. */
             for (int k = 0; k < n; k++)
@@ -242,13 +254,6 @@ static int serve(server_t *s, const train_opts_t *o)
                             (double)(s->ps.t - t_log_updates) / (tn - t_log), staleness_mean(&w->staleness.s));
                     t_log = tn;
                     t_log_updates = s->ps.t;
-                }
-                if (sp->checkpoint.every_steps > 0 && s->ps.t % sp->checkpoint.every_steps == 0) {
-                    char err[512];
-                    double tc = clock_mono_s();
-                    w->cursor = s->cursor;
-                    if (worker_save_checkpoint(w, err, sizeof err) != 0) fprintf(stderr, "%s\n", err);
-                    s->aside_s += clock_mono_s() - tc;
                 }
             }
         }

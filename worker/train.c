@@ -4,6 +4,7 @@
 #include "train.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -542,6 +543,7 @@ static void fill_ckpt(const worker_t *w, ckpt_state_t *st)
     st->aug_rng = w->aug_rng;
     st->epoch_loss_sum = w->epoch_loss_sum;
     st->epoch_loss_samples = w->epoch_loss_samples;
+    st->ps_version = w->role == ROLE_PS ? w->global_step : 0;
     st->nworkers = w->nworkers;
     for (int i = 0; i < w->nworkers && i < CKPT_MAX_WORKERS; i++) st->batch_of[i] = w->batch_of[i];
     st->spec_hash = spec_hash(w->spec);
@@ -681,7 +683,46 @@ void worker_epoch_done(worker_t *w)
 
 /* ---- the loop ---------------------------------------------------------------------------- */
 
+/* Test hook (--weight-digest): one line "STEP HASH start" when the step loop starts (after
+ * the algorithm's init: broadcast or resumed weights), then "STEP HASH" per step and "STEP
+ * HASH epoch" per epoch end, HASH the FNV-1a 64 of the bytes of params and buffers, so a
+ * test can see which ranks hold identical weights when. Off (fd < 0) in every real run. A GPU rank's weights are read
+ * back first (a test of GPU ranks then syncs every step, which it may). */
+static void write_digest(worker_t *w, int fd, const char *tag)
+{
+    if (fd < 0) return;
+    worker_model_to_host(w);
+    const model_t *m = w->model;
+    uint64_t h = 1469598103934665603ull;
+    const unsigned char *p = (const unsigned char *)m->params;
+    for (size_t i = 0; i < m->nparams * sizeof(float); i++) h = (h ^ p[i]) * 1099511628211ull;
+    p = (const unsigned char *)m->buffers;
+    for (size_t i = 0; i < m->nbuffers * sizeof(float); i++) h = (h ^ p[i]) * 1099511628211ull;
+    char line[96];
+    int n = snprintf(line, sizeof line, "%ld %016llx%s\n", w->global_step, (unsigned long long)h, tag);
+    if (write(fd, line, (size_t)n) != n) {}
+}
+
+static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *err, size_t errlen);
+
 int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen)
+{
+    int digest_fd = -1;
+    if (o->weight_digest) {
+        char path[1100];
+        snprintf(path, sizeof path, "%s.rank%d", o->weight_digest, w->rank);
+        digest_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+        if (digest_fd < 0) {
+            snprintf(err, errlen, "--weight-digest: cannot create %s: %s", path, strerror(errno));
+            return -1;
+        }
+    }
+    int rc = train_loop(w, o, digest_fd, err, errlen);
+    if (digest_fd >= 0) close(digest_fd);
+    return rc;
+}
+
+static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *err, size_t errlen)
 {
     const job_spec_t *s = w->spec;
     int rc = 0;
@@ -702,10 +743,15 @@ int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen)
             return rc;
         }
         report_epoch(w, METRICS_FINAL);
-        /* The PS (rank 0) holds the final weights. */
-        if (w->role == ROLE_PS && w->stop != 2) w->train_loss = worker_final_train_loss(w);
+        /* The PS (rank 0) holds the final weights: their loss on the fixed subset, and its
+         * last checkpoint is the end of the job, as for the step loop below. */
+        if (w->role == ROLE_PS && w->stop != 2) {
+            w->train_loss = worker_final_train_loss(w);
+            if (s->checkpoint.every_steps > 0 && worker_save_checkpoint(w, err, errlen) != 0) return -1;
+        }
         return 0;
     }
+    write_digest(w, digest_fd, " start");
     while (w->epoch < s->epochs && !w->stop) {
         worker_epoch_order(w);
         double t_log = clock_mono_s();
@@ -728,8 +774,11 @@ int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen)
             w->step_in_epoch++;
             w->global_step++;
             w->stats.steps++;
-            w->loop_s += clock_mono_s() - t0;
+            /* The step's metrics record is part of the step's cost: it is inside train_s
+             * (bench/redis_overhead.sh compares it with and without --redis). */
             worker_report_step(w);
+            w->loop_s += clock_mono_s() - t0;
+            write_digest(w, digest_fd, "");
 
             if (printer && s->log_every > 0 && w->global_step % s->log_every == 0) {
                 double t = clock_mono_s();
@@ -760,6 +809,7 @@ int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen)
             snprintf(err, errlen, "algorithm %s: epoch end failed", w->algo->name);
             return rc;
         }
+        write_digest(w, digest_fd, " epoch");
         w->train_loss_running = w->epoch_loss_samples ? (float)(w->epoch_loss_sum / (double)w->epoch_loss_samples) : 0;
         if (w->algo->evaluate) w->algo->evaluate(w);
         else worker_evaluate(w, &w->test_loss, &w->test_accuracy);

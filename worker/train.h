@@ -14,6 +14,11 @@ typedef struct train_opts {
     int ps_round_robin;      /* test hook: the PS takes pushes in worker order */
     double time_budget_s;    /* stop (evaluating first) once training has run this long */
     int comm_baseline;       /* ssgd: also time a raw allreduce per step (benchmarks) */
+    int hpsgd_round_steps;   /* test hook: hpsgd merges each round after exactly this many
+                                local steps (0: when MPI_Test finds it done) */
+    const char *weight_digest; /* test hook: each rank appends "STEP DIGEST" at the start,
+                                  after every step and at every epoch end to this path +
+                                  ".rank<N>" */
 } train_opts_t;
 
 /* Loads the data, builds and initialises the model, sizes the buffers. rank/world are the

@@ -16,7 +16,7 @@ echo "ok: invalid specs refused, nothing stored"
 spec "$TMP/small.json" small 2
 id=$(submit "$TMP/small.json")
 [ "$(state_of "$id")" != "" ] || fail "job $id not readable right after submit"
-cli wait "$id" --timeout 60 || { cat "$STATE/jobs/$id/log"; fail "job $id did not succeed"; }
+cli wait "$id" --timeout 300 || { cat "$STATE/jobs/$id/log"; fail "job $id did not succeed"; }
 [ "$(field_of "$id" exit_code)" = 0 ] || fail "exit_code $(field_of "$id" exit_code)"
 [ "$(field_of "$id" restarts)" = 0 ] || fail "restarts $(field_of "$id" restarts)"
 at_least "summary test_accuracy" "$(field_of "$id" summary.test_accuracy)" 0.3
@@ -29,12 +29,12 @@ states=$(job_states "$id")
 [ "$states" = "QUEUED RUNNING SUCCEEDED " ] || fail "events for $id: $states"
 echo "ok: $id QUEUED -> RUNNING -> SUCCEEDED"
 
-spec "$TMP/long.json" long 30
+spec "$TMP/long.json" long 300   # cancelled below: longer than any machine takes to get there
 id2=$(submit "$TMP/long.json")
-await 30 "job $id2 to run its worker" has_worker "$id2"
+await 120 "job $id2 to run its worker" has_worker "$id2"
 sid=$(job_pid "$id2")
 cli cancel "$id2" >/dev/null || fail "cancel $id2"
-await 15 "job $id2 to be CANCELLED" is_state "$id2" CANCELLED
+await 60 "job $id2 to be CANCELLED" is_state "$id2" CANCELLED
 left=$(ps -eo pid=,sid=,stat= | awk -v s="$sid" '$2 == s && $3 !~ /^Z/' | wc -l)
 [ "$left" -eq 0 ] || fail "$left processes of cancelled job $id2 still run"
 expect_error 2 "already finished" cli cancel "$id2"

@@ -9,7 +9,7 @@ start_coord
 
 spec "$TMP/m.json" m 2
 id=$(submit "$TMP/m.json")
-cli wait "$id" --timeout 60 || { cat "$STATE/jobs/$id/log"; fail "job $id did not succeed"; }
+cli wait "$id" --timeout 300 || { cat "$STATE/jobs/$id/log"; fail "job $id did not succeed"; }
 n=$(cli metrics "$id" --limit 10000 | jq '.items | length')
 if [ "$n" -eq 0 ]; then
     "$WORKER" --help | grep -q -- "--redis" ||

@@ -2,38 +2,54 @@
 # its embedded Redis (still running) is adopted; job A, whose processes survived, is
 # adopted and finishes without a restart; job B, whose processes were killed while no
 # coordinator ran (so it left no exit status), is resumed from its checkpoint, which
-# counts as one restart. Nothing submitted is lost.
+# counts as one restart; job D, which ran to its end while no coordinator ran, is found
+# SUCCEEDED from the exit status it left, without a restart. Nothing submitted is lost.
 . tests/integration/coordinator_lib.inc
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
-start_coord
+# Three slots whatever the machine has: a, b and d run side by side.
+printf 'localhost slots=3\n' >"$TMP/hosts"
+start_coord --hostfile "$TMP/hosts"
 
-spec "$TMP/a.json" a 30
-spec "$TMP/b.json" b 30
+# a and b must outlive the steps below on any machine (a fast one trains 30 epochs of this
+# spec in about 4 s), d must end while no coordinator runs.
+spec "$TMP/a.json" a 100
+spec "$TMP/b.json" b 100
+spec "$TMP/d.json" d 5
 a=$(submit "$TMP/a.json")
 b=$(submit "$TMP/b.json")
-await 30 "job $a to checkpoint" has_checkpoint "$a" a
-await 30 "job $b to checkpoint" has_checkpoint "$b" b
-await 10 "job $b to run its worker" has_worker "$b"
+await 120 "job $a to checkpoint" has_checkpoint "$a" a
+await 120 "job $b to checkpoint" has_checkpoint "$b" b
+await 60 "job $b to run its worker" has_worker "$b"
+d=$(submit "$TMP/d.json")
+await 60 "job $d to run its worker" has_worker "$d"
 kill -9 "$COORD_PID"
 wait "$COORD_PID" 2>/dev/null
 COORD_PID=""
 kill_session "$(job_pid "$b")"
 has_worker "$a" || fail "job $a died with the coordinator"
-echo "ok: coordinator and job $b killed with SIGKILL; job $a runs on"
+echo "ok: coordinator and job $b killed with SIGKILL; jobs $a and $d run on"
+d_done() { [ -s "$STATE/jobs/$d/exit_code" ] && ! has_worker "$d"; }
+await 120 "job $d to finish while no coordinator runs" d_done
+[ "$(state_of "$d")" = RUNNING ] || fail "job $d is $(state_of "$d") with no coordinator to notice its end"
+echo "ok: job $d ended while no coordinator ran (exit status $(cat "$STATE/jobs/$d/exit_code"))"
 # A job submitted while no coordinator runs is queued and runs later.
 spec "$TMP/c.json" c 2
 c=$(submit "$TMP/c.json")
 [ "$(state_of "$c")" = QUEUED ] || fail "job $c is $(state_of "$c")"
 
-start_coord
+start_coord --hostfile "$TMP/hosts"
 grep -q "adopted the running server" "$TMP/coord.log" || fail "embedded Redis was not adopted"
 grep -q "job $a: adopted" "$TMP/coord.log" || fail "job $a was not adopted"
-cli wait "$a" --timeout 90 || fail "job $a did not succeed"
-cli wait "$b" --timeout 90 || { tail -30 "$STATE/jobs/$b/log"; fail "job $b did not succeed"; }
-cli wait "$c" --timeout 60 || fail "job $c did not succeed"
+cli wait "$a" --timeout 600 || fail "job $a did not succeed"
+cli wait "$b" --timeout 600 || { tail -30 "$STATE/jobs/$b/log"; fail "job $b did not succeed"; }
+cli wait "$c" --timeout 600 || fail "job $c did not succeed"
+cli wait "$d" --timeout 120 || fail "job $d: $(state_of "$d") ($(field_of "$d" reason)), want SUCCEEDED"
+[ "$(field_of "$d" restarts)" = 0 ] || fail "job $d restarts = $(field_of "$d" restarts), want 0"
+[ "$(field_of "$d" attempts)" = 1 ] || fail "job $d attempts = $(field_of "$d" attempts), want 1 (it must not run again)"
+at_least "job $d summary test_accuracy" "$(field_of "$d" summary.test_accuracy)" 0.3
 [ "$(field_of "$a" restarts)" = 0 ] || fail "job $a restarts = $(field_of "$a" restarts), want 0"
 [ "$(field_of "$a" attempts)" = 1 ] || fail "job $a attempts = $(field_of "$a" attempts), want 1"
 [ "$(field_of "$b" restarts)" = 1 ] || fail "job $b restarts = $(field_of "$b" restarts), want 1"
 at_least "job $b resumed at step" "$(resumed_step "$b")" 10
-echo "ok: $a adopted ($(job_states "$a")), $b resumed ($(job_states "$b")), $c ran after the restart"
+echo "ok: $a adopted ($(job_states "$a")), $b resumed ($(job_states "$b")), $c ran after the restart, $d found finished ($(job_states "$d"))"
 stop_coord

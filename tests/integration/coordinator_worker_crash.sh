@@ -7,12 +7,12 @@ start_coord
 
 spec "$TMP/crash.json" crash 30
 id=$(submit "$TMP/crash.json")
-await 30 "job $id to write its first checkpoint" has_checkpoint "$id" crash
-await 10 "job $id to run its worker" has_worker "$id"
+await 120 "job $id to write its first checkpoint" has_checkpoint "$id" crash
+await 60 "job $id to run its worker" has_worker "$id"
 victim=$(worker_pid "$id")
 kill -9 "$victim" || fail "cannot kill worker $victim"
 echo "ok: killed pacer-worker $victim of $id after its first checkpoint"
-cli wait "$id" --timeout 90 || { tail -30 "$STATE/jobs/$id/log"; fail "job $id did not succeed"; }
+cli wait "$id" --timeout 600 || { tail -30 "$STATE/jobs/$id/log"; fail "job $id did not succeed"; }
 [ "$(field_of "$id" restarts)" = 1 ] || fail "restarts = $(field_of "$id" restarts), want 1"
 [ "$(field_of "$id" attempts)" = 2 ] || fail "attempts = $(field_of "$id" attempts), want 2"
 states=$(job_states "$id")

@@ -3,7 +3,12 @@
 # 405 with Allow, 409, 413, 415, 503 from a dead Redis and from the SSE limit), bearer
 # auth (POST/DELETE with $PACER_TOKEN, then every read with --auth-reads and
 # --token-file), the limits, static files (no traversal, no listing), Prometheus text,
-# and Server-Sent Events of a running job (live, and replayed with Last-Event-ID).
+# and Server-Sent Events of a running job (live, replayed with Last-Event-ID, and cut
+# mid-stream then resumed while the job runs: every record once, in order), the global
+# /api/v1/events stream, 404 from every per-job route, HEAD on every GET route,
+# cancelling a queued job (200) and a running one (202). Every answer's status, content
+# type and body are checked against docs/openapi.json at the end (strict: no
+# undocumented field), with python3-jsonschema.
 . tests/integration/coordinator_lib.inc
 command -v curl >/dev/null || skip "curl not installed (make deps)"
 command -v jq >/dev/null || skip "jq not installed (make deps)"
@@ -18,10 +23,24 @@ JSON="Content-Type: application/json"
 base_url() { grep -o 'REST API and dashboard on http://[0-9.:]*' "$TMP/coord.log" | tail -1 | sed 's/.* on //'; }
 
 # req METHOD PATH [CURL ARGS...] - prints the status; headers in $TMP/hdr, body in $TMP/body.
+# Every answer is also recorded ($TMP/answers/) and checked against docs/openapi.json at
+# the end (tests/tools/openapi_check.py: documented status, content type, strict schema).
+mkdir -p "$TMP/answers"
 req() {
     m=$1 p=$2
     shift 2
-    curl -s -o "$TMP/body" -D "$TMP/hdr" -w '%{http_code}' -X "$m" "$@" "$BASE$p"
+    if [ "$m" = HEAD ]; then
+        # curl -I reads no body (it prints the headers to -o): keep those in hdr only.
+        code=$(curl -s -I -o /dev/null -D "$TMP/hdr" -w '%{http_code}' "$@" "$BASE$p")
+        : >"$TMP/body"
+    else
+        code=$(curl -s -o "$TMP/body" -D "$TMP/hdr" -w '%{http_code}' -X "$m" "$@" "$BASE$p")
+    fi
+    # (req runs in a command substitution: a counter would not survive it; mktemp does)
+    saved=$(mktemp "$TMP/answers/body.XXXXXX")
+    cp "$TMP/body" "$saved"
+    printf '%s\t%s\t%s\t%s\t%s\n' "$m" "$p" "$code" "$(header Content-Type)" "$saved" >>"$TMP/answers/index"
+    echo "$code"
 }
 # expect STATUS METHOD PATH [CURL ARGS...]
 expect() {
@@ -191,8 +210,47 @@ header Content-Disposition | grep -q "attachment; filename=\"$id-small.ckpt\"" |
 cmp -s "$TMP/body" "$STATE/jobs/$id/checkpoints/small.ckpt" || fail "downloaded checkpoint differs from the file"
 echo "ok: job, list (filter, paging, cap), nodes, metrics paging, logs, checkpoint download"
 
+# Every per-job route answers 404 job-not-found for a job that does not exist (and for an
+# id that is not one), GET and HEAD alike.
+for route in "" /nodes /metrics /events /logs /checkpoint; do
+    for jid in j-999999 not-an-id; do
+        expect 404 GET "/api/v1/jobs/$jid$route" --max-time 5
+        problem job-not-found
+        expect 404 HEAD "/api/v1/jobs/$jid$route" --max-time 5
+    done
+done
+expect 404 DELETE /api/v1/jobs/j-999999 -H "$AUTH"
+problem job-not-found
+echo "ok: 404 job-not-found from every per-job route (GET, HEAD, DELETE)"
+
+# HEAD: the status and headers of GET.
+for path in /healthz /api/v1/jobs "/api/v1/jobs/$id" "/api/v1/jobs/$id/nodes" "/api/v1/jobs/$id/metrics" \
+    "/api/v1/jobs/$id/logs" "/api/v1/jobs/$id/checkpoint" /api/v1/cluster /api/v1/openapi.json /metrics / /static/app.js; do
+    expect 200 HEAD "$path"
+    [ -n "$(header Content-Type)" ] || fail "HEAD $path has no Content-Type"
+done
+header Content-Type | grep -q '^text/javascript' || fail "HEAD /static/app.js: $(header Content-Type)"
+echo "ok: HEAD on every GET route: 200 with its headers"
+
+# /api/v1/events: state events of every job (here: $id went QUEUED, RUNNING, SUCCEEDED),
+# no metrics, frame ids of the pacer:events stream alone; it does not end by itself.
+curl -sN --max-time 3 -H 'Last-Event-ID: 0-0' "$BASE/api/v1/events" >"$TMP/all.txt" 2>/dev/null
+[ $? -eq 28 ] || fail "/api/v1/events ended by itself (it has no end)"
+grep '^data: ' "$TMP/all.txt" | sed 's/^data: //' | jq -r --arg j "$id" 'select(.job == $j and .type == "state") | .state' |
+    tr '\n' ' ' >"$TMP/all.states"
+[ "$(cat "$TMP/all.states")" = "QUEUED RUNNING SUCCEEDED " ] || fail "/api/v1/events for $id: $(cat "$TMP/all.states")"
+grep -q '^event: metrics' "$TMP/all.txt" && fail "/api/v1/events carried metrics"
+grep '^id: ' "$TMP/all.txt" | grep -vq '^id: [0-9]*-[0-9]*$' && fail "/api/v1/events frame ids are not pacer:events ids"
+grep '^data: ' "$TMP/all.txt" | sed 's/^data: //' | jq -e 'select((.type | type) != "string" or (.job | type) != "string" or (.time | type) != "number")' >/dev/null &&
+    fail "an event of /api/v1/events lacks type, job or time"
+evid=$(grep '^id: ' "$TMP/all.txt" | sed -n 2p | cut -d' ' -f2)
+curl -sN --max-time 3 -H "Last-Event-ID: $evid" "$BASE/api/v1/events" >"$TMP/all2.txt" 2>/dev/null
+[ "$(grep -c '^id: ' "$TMP/all2.txt")" -eq $(($(grep -c '^id: ' "$TMP/all.txt") - 2)) ] ||
+    fail "/api/v1/events resumed after the second frame did not carry the rest"
+echo "ok: /api/v1/events: QUEUED RUNNING SUCCEEDED of $id, no metrics, resumable by Last-Event-ID"
+
 # ---- cancel, 409, /metrics while a job runs -------------------------------------------------------------
-spec "$TMP/long.json" long 30
+spec "$TMP/long.json" long 300   # cancelled below: longer than any machine takes to get there
 expect 201 POST /api/v1/jobs -H "$AUTH" -H "$JSON" --data-binary @"$TMP/long.json"
 id2=$(jq -r .id "$TMP/body")
 expect 404 GET "/api/v1/jobs/$id2/checkpoint"
@@ -209,13 +267,65 @@ for m in pacer_rank_loss pacer_rank_batch_size pacer_rank_staleness_mean pacer_r
 done
 expect 401 DELETE "/api/v1/jobs/$id2"
 expect 404 DELETE /api/v1/jobs/j-999999 -H "$AUTH"
-cancel=$(req DELETE "/api/v1/jobs/$id2" -H "$AUTH")
-[ "$cancel" = 202 ] || [ "$cancel" = 200 ] || fail "DELETE running job: HTTP $cancel"
-jq -e .cancel_requested "$TMP/body" >/dev/null || fail "DELETE answer lacks cancel_requested"
+
+# ---- events of a running job: a stream cut mid-way and resumed with Last-Event-ID --------------------
+# Stream A from the start until it has carried 5 metrics frames, then cut (as a dropped
+# connection would); stream B resumes from A's last frame id and runs until the job ends.
+# Together they carry every metrics record of the job exactly once, in order.
+frames() { # FILE - "EVENTS_ID METRICS_ID EVENT" per frame with an id
+    awk '/^id: / { id = $2 } /^event: / { ev = $2 } /^$/ { if (id != "") print id, ev; id = ""; ev = "" }' "$1" | tr ',' ' '
+}
+nmetrics() { [ "$(frames "$1" | awk '$3 == "metrics"' | wc -l)" -ge "$2" ]; }
+curl -sN --max-time 120 -H 'Last-Event-ID: 0-0,0-0' "$BASE/api/v1/jobs/$id2/events" >"$TMP/a.txt" 2>/dev/null &
+SA=$!
+EXTRA_PIDS="$EXTRA_PIDS $SA"
+await 30 "stream A to carry 5 metrics frames" nmetrics "$TMP/a.txt" 5
+kill "$SA"
+wait "$SA" 2>/dev/null
+# The cut may fall inside a frame: A counts up to its last complete frame.
+last=$(frames "$TMP/a.txt" | tail -1 | awk '{ print $1 "," $2 }')
+na=$(frames "$TMP/a.txt" | awk '$3 == "metrics"' | wc -l)
+curl -sN --max-time 120 -H "Last-Event-ID: $last" "$BASE/api/v1/jobs/$id2/events" >"$TMP/b.txt" 2>/dev/null &
+SB=$!
+EXTRA_PIDS="$EXTRA_PIDS $SB"
+await 30 "resumed stream B to carry 3 metrics frames while $id2 runs" nmetrics "$TMP/b.txt" 3
+is_job_state "$id2" RUNNING || fail "job $id2 ended before the resumed stream was checked live"
+
+# A queued job is cancelled at once: 200, CANCELLED in the answer. It stays queued because
+# it needs more slots than the machine has while $id2 holds one.
+slots=$(curl -s "$BASE/api/v1/cluster" | jq .coordinator.slots)
+need_number "coordinator slots" "$slots"
+jq --argjson w $((slots + 1)) '.name = "queued" | .workers = $w | .algorithm = {"name": "ssgd"}' "$TMP/long.json" >"$TMP/queued.json"
+expect 201 POST /api/v1/jobs -H "$AUTH" -H "$JSON" --data-binary @"$TMP/queued.json"
+id3=$(jq -r .id "$TMP/body")
+[ "$(job_state "$id3")" = QUEUED ] || fail "job $id3 is $(job_state "$id3"), want QUEUED"
+expect 200 DELETE "/api/v1/jobs/$id3" -H "$AUTH"
+[ "$(jq -r .state "$TMP/body")" = CANCELLED ] || fail "DELETE of queued $id3 answered state $(jq -r .state "$TMP/body")"
+jq -e 'has("cancel_requested") | not' "$TMP/body" >/dev/null || fail "a queued job's cancel says cancel_requested"
+expect 409 DELETE "/api/v1/jobs/$id3" -H "$AUTH"
+echo "ok: queued job $id3 cancelled at once (200), then 409"
+
+# A running job: 202 with cancel_requested, CANCELLED once its processes are gone.
+expect 202 DELETE "/api/v1/jobs/$id2" -H "$AUTH"
+[ "$(jq -r .state "$TMP/body")" = RUNNING ] || fail "202 answer for $id2 says state $(jq -r .state "$TMP/body")"
+jq -e '.cancel_requested | type == "number"' "$TMP/body" >/dev/null || fail "DELETE answer lacks cancel_requested"
 await 20 "job $id2 to be CANCELLED" is_job_state "$id2" CANCELLED
 expect 409 DELETE "/api/v1/jobs/$id2" -H "$AUTH"
 problem job-finished
-echo "ok: /metrics while running, cancel (HTTP $cancel), then 409"
+echo "ok: /metrics while running, running job cancelled (202), then 409"
+
+wait "$SB" || fail "the resumed stream of $id2 did not end by itself when the job was cancelled"
+total=$(curl -s "$BASE/api/v1/jobs/$id2/metrics?limit=100000" | jq '.items | length')
+nb=$(frames "$TMP/b.txt" | awk '$3 == "metrics"' | wc -l)
+[ $((na + nb)) -eq "$total" ] || fail "streams A ($na) and B ($nb) carried $((na + nb)) metrics records of $total"
+# Metrics ids strictly increase over A then B: nothing repeated, nothing out of order.
+{ frames "$TMP/a.txt"; frames "$TMP/b.txt"; } | awk '$3 == "metrics" { split($2, p, "-"); p[1] += 0; p[2] += 0
+    if (n++ && (p[1] < q1 || (p[1] == q1 && p[2] <= q2))) { print "metrics id " $2 " after " pid; bad = 1 }
+    q1 = p[1]; q2 = p[2]; pid = $2 } END { exit bad }' ||
+    fail "the resumed stream repeated or reordered records"
+grep '^data: ' "$TMP/b.txt" | sed 's/^data: //' | jq -e 'select(.type == "state" and .state == "CANCELLED")' >/dev/null ||
+    fail "the resumed stream did not carry the CANCELLED state event"
+echo "ok: a stream cut after $na metrics records and resumed with Last-Event-ID $last carried the other $nb: all $total, once each, in order"
 
 # ---- --auth-reads and the SSE limit ---------------------------------------------------------------------
 stop_coord
@@ -261,3 +371,7 @@ kill -TERM "$COORD_PID"
 wait "$COORD_PID" || fail "the daemon with a dead Redis exited $? on SIGTERM"
 COORD_PID=""
 echo "ok: 503 with Redis unreachable; the daemon still exits 0"
+
+# Every answer recorded above, against the document.
+python3 -c 'import jsonschema' 2>/dev/null || fail "python3-jsonschema not installed (deploy/install-deps.sh test)"
+python3 tests/tools/openapi_check.py docs/openapi.json "$TMP/answers/index" || fail "answers that docs/openapi.json does not describe"

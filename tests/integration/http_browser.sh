@@ -1,7 +1,9 @@
 # The dashboard in a real browser: headless Chromium (Debian's chromium package) driven by
 # playwright-core from npm (tests/browser/, pinned in its package-lock.json) submits a job
 # through the form and watches the per-node loss and staleness charts fill over
-# Server-Sent Events. Leaves a screenshot in $BUILD/dashboard.png. Skips without chromium,
+# Server-Sent Events while the job runs (a job that ended before the page watched it
+# fails: a replay is not the live view), then cancels it from the page. Leaves a screenshot
+# in $BUILD/dashboard.png. Skips without chromium,
 # node/npm, or when playwright-core cannot be installed.
 . tests/integration/coordinator_lib.inc
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}

@@ -1,6 +1,8 @@
-# A rank that dies mid-job (kill -9) makes the whole job exit non-zero within 10 s, with
-# no hang: mpirun notices the lost process and tears the others down. Checked for ssgd
-# (issue 3) and for a worker of the parameter-server family, asgd (issue 4).
+# A rank that dies mid-job (kill -9) makes the whole job exit non-zero, with no hang:
+# mpirun notices the lost process and tears the others down. Checked for ssgd (issue 3)
+# and for a worker of the parameter-server family, asgd (issue 4). The limit is what a
+# user would call a hang, 60 s (it takes about 1 s: mpirun reacts to the lost process at
+# once; a loaded machine only delays the teardown, a hang never ends).
 . tests/lib.sh
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
 run_and_kill() { # ALGORITHM NP
@@ -13,7 +15,7 @@ mpipid=$!
 # Wait (bounded) until training is under way, then kill one worker rank.
 i=0
 until grep -q "step\|update" "$TMP/log" 2>/dev/null; do
-    i=$((i + 1)); [ $i -gt 300 ] && { kill $mpipid; cat "$TMP/log"; fail "training never started"; }
+    i=$((i + 1)); [ $i -gt 1200 ] && { kill $mpipid; cat "$TMP/log"; fail "training never started (120 s)"; }
     sleep 0.1
 done
 victim=$(pgrep -f "pacer-worker --spec $TMP/spec.json" | tail -1)
@@ -23,14 +25,14 @@ kill -9 "$victim"
 i=0
 while kill -0 $mpipid 2>/dev/null; do
     i=$((i + 1))
-    if [ $i -gt 150 ]; then kill -9 $mpipid; pkill -9 -f "$TMP/spec.json"; fail "job still running 15 s after a rank died"; fi
+    if [ $i -gt 600 ]; then kill -9 $mpipid; pkill -9 -f "$TMP/spec.json"; fail "job still running 60 s after a rank died: a hang"; fi
     sleep 0.1
 done
 wait $mpipid
 status=$?
 took=$(echo "$(date +%s.%N) - $start" | bc 2>/dev/null || awk -v a="$(date +%s.%N)" -v b="$start" 'BEGIN{print a-b}')
 [ $status -ne 0 ] || fail "job exited 0 after a rank was killed"
-awk -v t="$took" 'BEGIN { exit !(t < 10) }' || fail "job took ${took}s to exit"
+at_most "seconds from the kill to the job's exit" "$took" 60
 echo "ok: $1 job exited $status ${took}s after process $victim was killed"
 pgrep -f "$TMP/spec.json" && fail "ranks left running"
 return 0

@@ -1,4 +1,6 @@
-# resnet20 trains on a CIFAR-10 subset: the training loss falls from epoch 1 to epoch 3.
+# resnet20 trains on a CIFAR-10 subset of the real data set (../shared): the training loss
+# falls from epoch 1 to epoch 3. Without ../shared, train_synthetic.sh still runs resnet20,
+# batch norm and augmentation on generated CIFAR-10 files.
 . tests/lib.sh
 need_dir "$PACER_SHARED/datasets/cifar-10" "CIFAR-10"
 cat > "$TMP/spec.json" <<JSON
@@ -10,6 +12,5 @@ $WORKER --spec "$TMP/spec.json" 2>"$TMP/log" >/dev/null || { cat "$TMP/log"; fai
 cat "$TMP/log"
 first=$(sed -n 's/^epoch 1\/3 done: train_loss_running \([0-9.]*\).*/\1/p' "$TMP/log")
 last=$(sed -n 's/^epoch 3\/3 done: train_loss_running \([0-9.]*\).*/\1/p' "$TMP/log")
-[ -n "$first" ] && [ -n "$last" ] || fail "no epoch lines"
-awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a * 0.95) }' || fail "loss did not fall: $first -> $last"
-echo "ok: resnet20 train_loss $first -> $last"
+need_number "epoch 1 train_loss_running" "$first"
+at_most "resnet20 train_loss_running in epoch 3 (epoch 1: $first)" "$last" "$(awk -v a="$first" 'BEGIN { print a * 0.95 }')"

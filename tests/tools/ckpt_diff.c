@@ -1,8 +1,14 @@
-/* tests/tools/ckpt_diff.c - compares the parameters of two pacer checkpoints.
- * usage: ckpt-diff A.ckpt B.ckpt [TOL]
- * Prints the max absolute and max relative difference of the parameters (and of the
- * batch-norm buffers); exits 0 when the max absolute difference is <= TOL (default 0),
- * 1 when larger, 2 when a file cannot be read or the models differ. */
+/* tests/tools/ckpt_diff.c - compares two pacer checkpoints (the equivalence tests).
+ * usage: ckpt_diff [--ignore FIELD]... A.ckpt B.ckpt [TOL]
+ * Prints the max absolute and max relative difference of the parameters, the momentum and
+ * the batch-norm buffers. Exits 0 when the two describe the same point of training within
+ * TOL (default 0): same model, same step, epoch, position and parameter-server version,
+ * every value finite in both, and max abs difference of parameters, momentum and buffers
+ * <= TOL. Exits 1 on any difference (a NaN or an infinity anywhere is one, even in both
+ * files: a diverged run is never "equal"), 2 when a file cannot be read or the models
+ * differ. --ignore FIELD leaves one position field out (printed as ignored): comparing
+ * a parameter-server run with a synchronous one, ps_version is the PS's update count on
+ * one side and 0 on the other. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,16 +29,63 @@ static int model_name(const char *path, char *name, size_t len)
     return 0;
 }
 
+typedef struct {
+    double max_abs, max_rel;
+    size_t nonfinite, worst;   /* values that are NaN or Inf in either file; index of max_abs */
+} cmp_t;
+
+static cmp_t compare(const float *a, const float *b, size_t n)
+{
+    cmp_t c = { 0 };
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(a[i]) || !isfinite(b[i])) {
+            if (c.nonfinite++ == 0) c.worst = i;
+            continue;
+        }
+        double d = fabs((double)a[i] - (double)b[i]);
+        double r = d / fmax(1e-12, fmax(fabs(a[i]), fabs(b[i])));
+        if (d > c.max_abs) { c.max_abs = d; if (!c.nonfinite) c.worst = i; }
+        if (r > c.max_rel && d > 1e-9) c.max_rel = r;
+    }
+    return c;
+}
+
+static int report(const char *what, const cmp_t *c, double tol)
+{
+    printf("  %s: max abs diff %.3g, max rel diff %.3g", what, c->max_abs, c->max_rel);
+    if (c->nonfinite) printf(", %zu non-finite values (first at [%zu])", c->nonfinite, c->worst);
+    int bad = c->nonfinite > 0 || !(c->max_abs <= tol);
+    printf("%s\n", bad ? "  <- DIFFERENT" : "");
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 3) {
-        fprintf(stderr, "usage: ckpt-diff A.ckpt B.ckpt [TOL]\n");
+    const char *ignore[8];
+    int nignore = 0;
+    while (argc > 2 && strcmp(argv[1], "--ignore") == 0 && nignore < 8) {
+        ignore[nignore++] = argv[2];
+        argv += 2;
+        argc -= 2;
+    }
+    if (argc < 3 || argc > 4) {
+        fprintf(stderr, "usage: ckpt_diff [--ignore FIELD]... A.ckpt B.ckpt [TOL]\n");
         return 2;
     }
-    double tol = argc > 3 ? atof(argv[3]) : 0.0;
-    char name[MODEL_NAME_MAX], err[512];
-    if (model_name(argv[1], name, sizeof name) != 0) {
-        fprintf(stderr, "%s: not a pacer checkpoint\n", argv[1]);
+    char *end = NULL;
+    double tol = argc > 3 ? strtod(argv[3], &end) : 0.0;
+    if (argc > 3 && (end == argv[3] || *end || !isfinite(tol) || tol < 0)) {
+        fprintf(stderr, "ckpt_diff: TOL '%s' is not a finite number >= 0\n", argv[3]);
+        return 2;
+    }
+    char name[MODEL_NAME_MAX], name_b[MODEL_NAME_MAX], err[512];
+    for (int k = 1; k <= 2; k++)
+        if (model_name(argv[k], k == 1 ? name : name_b, sizeof name) != 0) {
+            fprintf(stderr, "%s: not a pacer checkpoint\n", argv[k]);
+            return 2;
+        }
+    if (strcmp(name, name_b) != 0) {
+        fprintf(stderr, "ckpt_diff: models differ: %s vs %s\n", name, name_b);
         return 2;
     }
     model_t *a = NULL, *b = NULL;
@@ -46,21 +99,39 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         return 2;
     }
-    double max_abs = 0, max_rel = 0;
-    for (size_t i = 0; i < a->nparams; i++) {
-        double d = fabs((double)a->params[i] - (double)b->params[i]);
-        double r = d / fmax(1e-12, fmax(fabs(a->params[i]), fabs(b->params[i])));
-        if (d > max_abs) max_abs = d;
-        if (r > max_rel && d > 1e-9) max_rel = r;
+    int bad = 0;
+    printf("%s: %zu parameters, %zu buffers\n", name, a->nparams, a->nbuffers);
+    /* The position in training: two runs that stopped at different steps are different
+     * runs whatever their weights. */
+    struct { const char *what; long long x, y; } pos[] = {
+        { "global_step", (long long)sa.global_step, (long long)sb.global_step },
+        { "epoch", (long long)sa.epoch, (long long)sb.epoch },
+        { "step_in_epoch", (long long)sa.step_in_epoch, (long long)sb.step_in_epoch },
+        { "cursor", (long long)sa.cursor, (long long)sb.cursor },
+        { "ps_version", (long long)sa.ps_version, (long long)sb.ps_version },
+    };
+    int known = 0;
+    for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++) {
+        int ignored = 0;
+        for (int k = 0; k < nignore; k++)
+            if (strcmp(ignore[k], pos[i].what) == 0) ignored = 1, known++;
+        int differ = !ignored && pos[i].x != pos[i].y;
+        printf("  %s: %lld vs %lld%s\n", pos[i].what, pos[i].x, pos[i].y,
+               ignored ? "  (ignored)" : differ ? "  <- DIFFERENT" : "");
+        bad |= differ;
     }
-    double max_buf = 0;
-    for (size_t i = 0; i < a->nbuffers; i++) {
-        double d = fabs((double)a->buffers[i] - (double)b->buffers[i]);
-        if (d > max_buf) max_buf = d;
+    if (known != nignore) {
+        fprintf(stderr, "ckpt_diff: --ignore takes global_step, epoch, step_in_epoch, cursor or ps_version\n");
+        return 2;
     }
-    printf("%s: %zu parameters, steps %lld vs %lld: max abs diff %.3g, max rel diff %.3g, buffers max abs %.3g\n",
-           name, a->nparams, (long long)sa.global_step, (long long)sb.global_step, max_abs, max_rel, max_buf);
+    cmp_t p = compare(a->params, b->params, a->nparams);
+    cmp_t m = compare(a->momentum, b->momentum, a->nparams);
+    cmp_t f = compare(a->buffers, b->buffers, a->nbuffers);
+    bad |= report("parameters", &p, tol);
+    bad |= report("momentum", &m, tol);
+    bad |= report("buffers", &f, tol);
+    printf("%s (tolerance %g)\n", bad ? "DIFFERENT" : "same", tol);
     model_free(a);
     model_free(b);
-    return max_abs <= tol ? 0 : 1;
+    return bad ? 1 : 0;
 }

@@ -39,6 +39,9 @@
 #include "supervise.h"
 
 #define ERRLEN 1024
+/* Deadline of every poll: it only bounds a failing test, so it is long enough for a
+ * loaded 2-core machine; limits that are claims say so where they are asserted. */
+#define AWAIT_S 60.0
 
 static int write_text(const char *path, const char *text)
 {
@@ -197,11 +200,11 @@ static void test_exit_code_and_liveness(void **state)
     pid_t pid;
     assert_int_equal(launch_job("pacer-job-test", argv, "/dev/null", ec, &pid, err, sizeof err), 0);
     int code = -1;
-    double end = mono() + 5;
+    double end = mono() + AWAIT_S;
     while (exit_code_read(ec, &code) != 0 && mono() < end) nap();
     assert_int_equal(code, 7);
     /* It is our child: until reaped it is a zombie, which does not count as alive. */
-    end = mono() + 5;
+    end = mono() + AWAIT_S;
     while (proc_alive(pid, 0) && mono() < end) nap();
     assert_false(proc_alive(pid, 0));
     waitpid(pid, NULL, 0);
@@ -454,7 +457,7 @@ static void test_api_submit_get_list_cancel(void **state)
 
     /* A queued job is cancelled at once and leaves the queue; twice is a state error. */
     assert_int_equal(coord_cancel(fx->client, a, err, sizeof err), COORD_OK);
-    j = await_state(fx, a, "CANCELLED", 1);
+    j = await_state(fx, a, "CANCELLED", 0);   /* one read: the cancel is one Redis script */
     assert_true(json_number_value(json_object_get(j, "finished")) > 0);
     json_decref(j);
     assert_int_equal(coord_cancel(fx->client, a, err, sizeof err), COORD_ESTATE);
@@ -530,7 +533,7 @@ static void test_api_metrics_nodes_events(void **state)
     json_t *rank = json_array_get(json_object_get(j, "ranks"), 0);
     assert_string_equal(jstr(rank, "host"), "h");
     assert_true(json_real_value(json_object_get(rank, "samples_per_s")) == 1234.5);
-    assert_true(json_number_value(json_object_get(rank, "heartbeat_age_s")) < 5);
+    assert_true(json_number_value(json_object_get(rank, "heartbeat_age_s")) < AWAIT_S);   /* fresh, not stale */
     json_t *st = json_object_get(rank, "staleness");
     assert_int_equal(jint(st, "count"), 4);
     assert_int_equal(jint(st, "max"), 3);
@@ -716,7 +719,7 @@ static void test_daemon_restarts_then_succeeds(void **state)
     start_daemon(fx);
     char id[COORD_ID_MAX];
     snprintf(id, sizeof id, "%s", submit(fx, SPEC));
-    json_t *j = await_state(fx, id, "SUCCEEDED", 30);
+    json_t *j = await_state(fx, id, "SUCCEEDED", AWAIT_S);
     assert_int_equal(jint(j, "restarts"), 2);
     assert_int_equal(jint(j, "attempts"), 3);
     assert_int_equal(jint(j, "exit_code"), 0);
@@ -762,7 +765,7 @@ static void test_daemon_bad_input_not_retried(void **state)
     start_daemon(fx);
     char id[COORD_ID_MAX];
     snprintf(id, sizeof id, "%s", submit(fx, SPEC));
-    json_t *j = await_state(fx, id, "FAILED", 30);
+    json_t *j = await_state(fx, id, "FAILED", AWAIT_S);
     assert_int_equal(jint(j, "restarts"), 0);
     assert_int_equal(jint(j, "exit_code"), 2);
     assert_non_null(strstr(jstr(j, "reason"), "pacer-worker: fake failure 2 at attempt 1"));
@@ -800,7 +803,7 @@ static void test_daemon_gives_up(void **state)
     start_daemon(fx);
     char id[COORD_ID_MAX];
     snprintf(id, sizeof id, "%s", submit(fx, SPEC));
-    json_t *j = await_state(fx, id, "FAILED", 30);
+    json_t *j = await_state(fx, id, "FAILED", AWAIT_S);
     assert_int_equal(jint(j, "restarts"), 2);
     assert_string_equal(jstr(j, "reason"),
                         "mpirun exited 1 after 2 restarts: pacer-worker: fake failure 1 at attempt 3");
@@ -814,11 +817,12 @@ static void test_daemon_cancel(void **state)
     start_daemon(fx);
     char id[COORD_ID_MAX], err[ERRLEN];
     snprintf(id, sizeof id, "%s", submit(fx, SPEC));
-    json_decref(await_state(fx, id, "RUNNING", 30));
+    json_decref(await_state(fx, id, "RUNNING", AWAIT_S));
     double t0 = mono();
     assert_int_equal(coord_cancel(fx->client, id, err, sizeof err), COORD_OK);
-    json_t *j = await_state(fx, id, "CANCELLED", 10);
-    assert_true(mono() - t0 < 5);
+    json_t *j = await_state(fx, id, "CANCELLED", AWAIT_S);
+    /* What a user would notice: SIGTERM, SIGKILL at worst after the grace, a few ticks. */
+    assert_true(mono() - t0 < fx->cfg.kill_grace_s + 10);
     assert_int_equal(jint(j, "restarts"), 0);
     json_decref(j);
     assert_int_equal(coord_cancel(fx->client, id, err, sizeof err), COORD_ESTATE);
@@ -833,9 +837,9 @@ static void test_daemon_readopts(void **state)
     start_daemon(fx);
     char id[COORD_ID_MAX];
     snprintf(id, sizeof id, "%s", submit(fx, SPEC));
-    json_t *j = await_state(fx, id, "RUNNING", 30);
+    json_t *j = await_state(fx, id, "RUNNING", AWAIT_S);
     json_decref(j);
-    double end = mono() + 10;   /* the pid is recorded right after the launch */
+    double end = mono() + AWAIT_S;   /* the pid is recorded right after the launch */
     long long pid = 0;
     while (pid <= 0 && mono() < end) {
         assert_int_equal(coord_get(fx->client, id, &j), COORD_OK);
@@ -850,7 +854,7 @@ static void test_daemon_readopts(void **state)
     char rel[200];
     snprintf(rel, sizeof rel, "%s/release", fx->dir);
     write_text(rel, "");
-    j = await_state(fx, id, "SUCCEEDED", 30);
+    j = await_state(fx, id, "SUCCEEDED", AWAIT_S);
     assert_int_equal(jint(j, "restarts"), 0);
     assert_int_equal(jint(j, "attempts"), 1);
     json_decref(j);
@@ -865,11 +869,11 @@ static void test_daemon_resumes_lost_job(void **state)
     start_daemon(fx);
     char id[COORD_ID_MAX];
     snprintf(id, sizeof id, "%s", submit(fx, SPEC));
-    json_decref(await_state(fx, id, "RUNNING", 30));
+    json_decref(await_state(fx, id, "RUNNING", AWAIT_S));
     char p[256];
     snprintf(p, sizeof p, "%s/jobs/%s/pid", fx->state_dir, id);
     int pid = 0;
-    double end = mono() + 10;
+    double end = mono() + AWAIT_S;
     for (char *t = NULL; pid <= 0 && mono() < end; nap()) {
         t = read_text(p);
         if (t) pid = atoi(t);
@@ -878,15 +882,15 @@ static void test_daemon_resumes_lost_job(void **state)
     assert_true(pid > 0);
     /* Kill it only once the fake worker runs (it has counted its attempt). */
     snprintf(p, sizeof p, "%s/attempt", fx->dir);
-    end = mono() + 10;
+    end = mono() + AWAIT_S;
     while (access(p, F_OK) != 0 && mono() < end) nap();
     assert_int_equal(access(p, F_OK), 0);
     stop_daemon(fx);
     session_signal(pid, SIGKILL);
-    end = mono() + 10;
+    end = mono() + AWAIT_S;
     while (session_alive(pid) && mono() < end) nap();
     start_daemon(fx);
-    json_t *j = await_state(fx, id, "SUCCEEDED", 30);
+    json_t *j = await_state(fx, id, "SUCCEEDED", AWAIT_S);
     assert_int_equal(jint(j, "restarts"), 1);
     assert_int_equal(jint(j, "attempts"), 2);
     json_decref(j);
@@ -902,9 +906,9 @@ static void test_daemon_stop_jobs_on_exit(void **state)
     start_daemon(fx);
     char id[COORD_ID_MAX], p[256];
     snprintf(id, sizeof id, "%s", submit(fx, SPEC));
-    json_decref(await_state(fx, id, "RUNNING", 30));
+    json_decref(await_state(fx, id, "RUNNING", AWAIT_S));
     snprintf(p, sizeof p, "%s/attempt", fx->dir);
-    double end = mono() + 10;
+    double end = mono() + AWAIT_S;
     while (access(p, F_OK) != 0 && mono() < end) nap();
     snprintf(p, sizeof p, "%s/jobs/%s/pid", fx->state_dir, id);
     char *t = read_text(p);
@@ -918,7 +922,7 @@ static void test_daemon_stop_jobs_on_exit(void **state)
     assert_string_equal(st, "RESTARTING");
     fx->cfg.stop_jobs_on_exit = 0;
     start_daemon(fx);
-    json_t *j = await_state(fx, id, "SUCCEEDED", 30);
+    json_t *j = await_state(fx, id, "SUCCEEDED", AWAIT_S);
     assert_int_equal(jint(j, "restarts"), 0);
     assert_int_equal(jint(j, "attempts"), 2);
     json_decref(j);
@@ -936,7 +940,7 @@ static void test_daemon_stale_heartbeat(void **state)
     start_daemon(fx);
     char id[COORD_ID_MAX];
     snprintf(id, sizeof id, "%s", submit(fx, SPEC));
-    json_t *j = await_state(fx, id, "FAILED", 30);
+    json_t *j = await_state(fx, id, "FAILED", AWAIT_S);
     assert_non_null(strstr(jstr(j, "reason"), "no heartbeat from rank 0"));
     json_decref(j);
     /* A worker that knows --redis gets the URL and its job id. */
@@ -963,7 +967,7 @@ static void test_daemon_slots(void **state)
     char a[COORD_ID_MAX], b[COORD_ID_MAX];
     snprintf(a, sizeof a, "%s", submit(fx, SPEC));
     snprintf(b, sizeof b, "%s", submit(fx, SPEC));
-    json_decref(await_state(fx, a, "RUNNING", 30));
+    json_decref(await_state(fx, a, "RUNNING", AWAIT_S));
     /* b waits for the slot: after a few ticks it is still queued. */
     double end = mono() + 0.5;
     char st[32];
@@ -978,12 +982,12 @@ static void test_daemon_slots(void **state)
     assert_int_equal(jint(j, "queued"), 1);
     json_decref(j);
     assert_int_equal(coord_cancel(fx->client, a, err, sizeof err), COORD_OK);
-    json_decref(await_state(fx, a, "CANCELLED", 10));
-    json_decref(await_state(fx, b, "RUNNING", 10));
+    json_decref(await_state(fx, a, "CANCELLED", AWAIT_S));
+    json_decref(await_state(fx, b, "RUNNING", AWAIT_S));
     char p[200];
     snprintf(p, sizeof p, "%s/release", fx->dir);
     write_text(p, "");
-    json_decref(await_state(fx, b, "SUCCEEDED", 30));
+    json_decref(await_state(fx, b, "SUCCEEDED", AWAIT_S));
     snprintf(p, sizeof p, "%s/jobs/%s/log", fx->state_dir, b);
     char *log = read_text(p);
     assert_non_null(log);

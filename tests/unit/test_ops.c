@@ -12,13 +12,14 @@
  *     a NULL dinp is accepted and changes nothing else, and the workspace is filled
  *     with NaN before every call so that nothing may read it before writing it.
  *
- * Error measure everywhere: |a - n| / max(1, |a|, |n|), a the kernel's value, n the
+ * Error measure (but for finite differences): |a - n| / max(1, |a|, |n|), a the kernel's value, n the
  * reference. Tolerances (the kernels compute in float, the references in double):
  *   FWD_TOL 1e-5  forward outputs against the naive double forward;
  *   BWD_TOL 1e-4  convolution gradients against the naive double backward (dweight of
  *                 the B=200 case sums 16200 float products of size ~0.25 in SGEMM: its
  *                 absolute error reaches ~2e-5 while the sum is ~0.7);
- *   FD_TOL  1e-4  analytic gradients against double-precision central differences;
+ *   FD_ATOL 1e-6, FD_RTOL 1e-5  analytic gradients against double-precision central
+ *                 differences: |a - n| <= FD_ATOL max|n| + FD_RTOL |n| (see check_fd);
  *   ACC_TOL 1e-5  "+=" checks: dinp after the call equals prefill + gradient (the
  *                 kernel adds its terms one by one onto the prefill, so the rounding
  *                 differs slightly from prefill + the gradient computed from zero).
@@ -45,7 +46,8 @@
 
 #define FWD_TOL 1e-5
 #define BWD_TOL 1e-4
-#define FD_TOL 1e-4
+#define FD_ATOL 1e-6   /* x the largest |numeric gradient| of the check */
+#define FD_RTOL 1e-5
 #define ACC_TOL 1e-5
 #define FD_H 1e-5
 #define PREFILL 0.5f
@@ -161,16 +163,30 @@ static double check_acc(const char *what, const float *got, const float *grad, f
 
 /* Central differences of loss() with respect to x[i] (x lives inside ctx), compared with
  * the analytic gradient g. Checks every element, or max_samples spread evenly over x
- * (so every image and every chunk of a batch is visited). */
+ * (so every image and every chunk of a batch is visited).
+ *
+ * Criterion (combined absolute-relative, not "relative to max(1, ...)", which passed a
+ * zero gradient wherever the true one was below 1e-4): |a - n| <= atol + FD_RTOL |n|,
+ * atol = FD_ATOL x max_i |n_i| (the float kernel's rounding is relative to the size of
+ * the gradient it computes; the double differences are exact to ~1e-10). A zero or
+ * wrong-sign a fails on every entry with |n| > 2 atol / (1 - FD_RTOL), and the largest
+ * entry always is one, so a gradient that is zero, negated, or zero where the true one
+ * is small cannot pass; a gradient check whose numeric gradient is identically zero
+ * fails too (it could not tell). test_fd_criterion shows both on every op's case. */
 typedef double (*loss_fn)(void *ctx);
+
+typedef enum { FD_REAL, FD_ZERO, FD_NEGATED } fd_mode_t;
+static fd_mode_t g_fd_mode = FD_REAL;   /* test_fd_criterion replaces the analytic side */
+static int g_fd_rejected, g_fd_checks;  /* checks made / failed while g_fd_mode != FD_REAL */
 
 static double check_fd(const char *what, loss_fn loss, void *ctx, double *x, size_t n,
                        const float *g, size_t max_samples)
 {
     size_t cnt = n < max_samples ? n : max_samples;
-    double worst = 0.0;
-    size_t wi = 0;
-    double wn = 0.0;
+    double *num = dalloc(cnt);
+    size_t *at = malloc(cnt * sizeof *at);
+    assert_non_null(at);
+    double scale = 0.0;
     for (size_t k = 0; k < cnt; k++) {
         size_t i = cnt == n ? k : (size_t)(((double)k + 0.5) * (double)n / (double)cnt);
         double x0 = x[i], h = FD_H * fmax(1.0, fabs(x0));
@@ -179,19 +195,40 @@ static double check_fd(const char *what, loss_fn loss, void *ctx, double *x, siz
         x[i] = x0 - h;
         double fm = loss(ctx);
         x[i] = x0;
-        double num = (fp - fm) / (2.0 * h);
-        double e = relerr(g[i], num);
+        num[k] = (fp - fm) / (2.0 * h);
+        at[k] = i;
+        scale = fmax(scale, fabs(num[k]));
+    }
+    double atol = fmax(1e-12, FD_ATOL * scale);
+    double worst = 0.0, wn = 0.0, wa = 0.0;
+    size_t wi = 0;
+    for (size_t k = 0; k < cnt; k++) {
+        double a = g[at[k]];
+        if (g_fd_mode == FD_ZERO) a = 0.0;
+        if (g_fd_mode == FD_NEGATED) a = -a;
+        double e = fabs(a - num[k]) / (atol + FD_RTOL * fabs(num[k]));
+        if (isnan(e)) e = INFINITY;
         if (e > worst) {
             worst = e;
-            wi = i;
-            wn = num;
+            wi = at[k];
+            wn = num[k];
+            wa = a;
         }
     }
+    free(num);
+    free(at);
+    if (g_fd_mode != FD_REAL) {
+        g_fd_checks++;
+        g_fd_rejected += !(worst <= 1.0) || scale == 0.0;
+        return worst;
+    }
     if (worst > g_max_fd) g_max_fd = worst;
-    if (!(worst < FD_TOL))
-        fail_msg("%s: finite-difference check failed: max relative error %.3g at [%zu] "
-                 "(analytic %.9g, numeric %.9g) is not below %.0e (|a-n|/max(1,|a|,|n|))",
-                 what, worst, wi, g[wi], wn, FD_TOL);
+    if (scale == 0.0)
+        fail_msg("%s: every finite difference is 0: the check cannot tell a zero gradient from this one", what);
+    if (!(worst <= 1.0))
+        fail_msg("%s: finite-difference check failed at [%zu]: analytic %.9g, numeric %.9g: |a - n| = %.3g "
+                 "exceeds %.0e x max|n| + %.0e x |n| = %.3g (%.3gx the bound)",
+                 what, wi, wa, wn, fabs(wa - wn), FD_ATOL, FD_RTOL, atol + FD_RTOL * fabs(wn), worst);
     return worst;
 }
 
@@ -1271,11 +1308,36 @@ static void test_lr_schedules(void **state)
     assert_float_equal(lr_at(&cs, 0.1f, 500, 110), 0.01f, 1e-7f);
 }
 
+/* The finite-difference criterion itself: every op's gradient checks run again with the
+ * analytic gradient replaced by zero, then by its negation, and every single check must
+ * reject it. */
+static void test_fd_criterion(void **state)
+{
+    static const struct { const char *name; void (*run)(void **); } ops[] = {
+        { "conv", test_conv_geometries }, { "maxpool", test_maxpool }, { "avgpool", test_avgpool },
+        { "relu", test_relu }, { "residual", test_residual_add }, { "gap", test_gap }, { "fc", test_fc },
+        { "softmax-xent", test_softmax_xent }, { "batchnorm", test_batchnorm },
+    };
+    for (fd_mode_t mode = FD_ZERO; mode <= FD_NEGATED; mode++) {
+        for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+            g_fd_mode = mode;
+            g_fd_checks = g_fd_rejected = 0;
+            ops[i].run(state);
+            g_fd_mode = FD_REAL;
+            if (g_fd_checks == 0) fail_msg("%s: no finite-difference check ran", ops[i].name);
+            if (g_fd_rejected != g_fd_checks)
+                fail_msg("%s: a %s gradient passed %d of %d finite-difference checks", ops[i].name,
+                         mode == FD_ZERO ? "zero" : "negated", g_fd_checks - g_fd_rejected, g_fd_checks);
+        }
+    }
+    print_message("zero and negated gradients are rejected by every finite-difference check\n");
+}
+
 static int print_summary(void **state)
 {
     print_message("max errors (|a-n|/max(1,|a|,|n|)): forward %.2e (tol %.0e), conv backward vs "
-                  "naive %.2e (tol %.0e), finite differences %.2e (tol %.0e), += %.2e (tol %.0e)\n",
-                  g_max_fwd, FWD_TOL, g_max_bwd, BWD_TOL, g_max_fd, FD_TOL, g_max_acc, ACC_TOL);
+                  "naive %.2e (tol %.0e), += %.2e (tol %.0e); finite differences at %.2f of their bound\n",
+                  g_max_fwd, FWD_TOL, g_max_bwd, BWD_TOL, g_max_acc, ACC_TOL, g_max_fd);
     return 0;
 }
 
@@ -1299,6 +1361,7 @@ int main(void)
         cmocka_unit_test(test_sgd),
         cmocka_unit_test(test_grad_norm),
         cmocka_unit_test(test_lr_schedules),
+        cmocka_unit_test(test_fd_criterion),
     };
     return cmocka_run_group_tests(tests, NULL, print_summary);
 }

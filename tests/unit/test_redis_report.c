@@ -26,6 +26,17 @@
 #include "metrics.h"
 #include "redis_report.h"
 
+/* Time limits are what a user would notice, not what this machine happens to take: a
+ * write must never wait for the network, so the median call returns within
+ * WRITE_MEDIAN_S and no call stalls a training step for STALL_S (the 1 s connect
+ * timeout plus what the scheduler of a loaded machine may add to one call); close gives
+ * up within CLOSE_S (its 2 s flush budget plus slack). Polling deadlines (AWAIT_S) only
+ * bound a failing test. */
+#define AWAIT_S 30.0
+#define WRITE_MEDIAN_S 0.05
+#define STALL_S 2.0
+#define CLOSE_S 3.0
+
 #define ERRLEN 512
 
 /* ---- fixture: a redis-server in a temporary directory ----------------------------------- */
@@ -40,7 +51,7 @@ typedef struct {
 static int start_redis(fixture_t *fx)
 {
     char err[ERRLEN];
-    if (embedded_start(&fx->redis, fx->dir, "redis-server", 10.0, err, sizeof err) != 0) {
+    if (embedded_start(&fx->redis, fx->dir, "redis-server", AWAIT_S, err, sizeof err) != 0) {
         fprintf(stderr, "cannot start redis-server: %s\n", err);
         return -1;
     }
@@ -137,6 +148,23 @@ static void make_record(metrics_record_t *r, int64_t step)
     r->test_accuracy = NAN;
 }
 
+/* Durations of the write calls since the last reset, for the median. */
+static double g_calls[1024];
+static int g_ncalls;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double calls_median(void)
+{
+    assert_true(g_ncalls > 0);
+    qsort(g_calls, (size_t)g_ncalls, sizeof g_calls[0], cmp_double);
+    return g_calls[g_ncalls / 2];
+}
+
 /* Writes n records through the sink as the reporter would; returns the longest call. */
 static double write_records(metrics_sink_t *s, int64_t first, int n)
 {
@@ -155,6 +183,7 @@ static double write_records(metrics_sink_t *s, int64_t first, int n)
         s->write(s, recs, json, k);
         double dt = mono() - t0;
         if (dt > worst) worst = dt;
+        if (g_ncalls < (int)(sizeof g_calls / sizeof g_calls[0])) g_calls[g_ncalls++] = dt;
         done += k;
     }
     return worst;
@@ -216,11 +245,11 @@ static void test_records_land(void **state)
     metrics_sink_t *s = redis_report_sink(fx->url, "j-7", 0, err, sizeof err);
     assert_non_null(s);
     write_records(s, 1, 3);
-    assert_int_equal(await_xlen(fx->c, "pacer:job:j-7:metrics", 3, 5.0), 3);
+    assert_int_equal(await_xlen(fx->c, "pacer:job:j-7:metrics", 3, AWAIT_S), 3);
 
     /* The node hash: latest values, cumulative sums, a fresh heartbeat. */
     const char *node = "pacer:job:j-7:node:0";
-    double end = mono() + 5.0;
+    double end = mono() + AWAIT_S;
     while (!(hfield(fx->c, node, "step") == 3) && mono() < end) nap();
     assert_true(hfield(fx->c, node, "step") == 3);
     assert_true(fabs(hfield(fx->c, node, "compute_s") - 0.03) < 1e-9);
@@ -228,7 +257,7 @@ static void test_records_land(void **state)
     assert_true(fabs(hfield(fx->c, node, "last_compute_s") - 0.01) < 1e-9);
     assert_true(hfield(fx->c, node, "samples_per_s") == 6400);
     assert_true(hfield(fx->c, node, "batch") == 64);
-    assert_true(fabs(hfield(fx->c, node, "heartbeat") - (double)time(NULL)) < 5);
+    assert_true(fabs(hfield(fx->c, node, "heartbeat") - (double)time(NULL)) < AWAIT_S);   /* fresh, not stale */
     redisReply *r = redisCommand(fx->c, "HGET %s host", node);
     assert_non_null(r);
     assert_string_equal(r->str, "test-host");
@@ -267,12 +296,12 @@ static void test_heartbeat_without_records(void **state)
     metrics_sink_t *s = redis_report_sink(fx->url, "j-8", 2, err, sizeof err);
     assert_non_null(s);
     const char *node = "pacer:job:j-8:node:2";
-    double end = mono() + 5.0, first;
+    double end = mono() + AWAIT_S, first;
     while (!((first = hfield(fx->c, node, "heartbeat")) > 0) && mono() < end) nap();
     assert_true(first > 0);
     /* It keeps beating with no records at all (a rank that loads data or evaluates). */
     double later = first;
-    end = mono() + 5.0;
+    end = mono() + AWAIT_S;
     while (!((later = hfield(fx->c, node, "heartbeat")) > first) && mono() < end) nap();
     assert_true(later > first);
     assert_true(hfield(fx->c, node, "rank") == 2);
@@ -294,7 +323,7 @@ static void test_assignment_cache(void **state)
     redisReply *r = redisCommand(fx->c, "HSET pacer:job:j-9:assignment version 3 batches [10,20,34] time 1");
     freeReplyObject(r);
     int got = 0;
-    double end = mono() + 5.0;
+    double end = mono() + AWAIT_S;
     while ((got = redis_report_assignment(s, &v, b, 3)) == 0 && mono() < end) nap();
     assert_int_equal(got, 1);
     assert_int_equal(v, 3);
@@ -306,17 +335,17 @@ static void test_assignment_cache(void **state)
     /* A plan for another world size, then a malformed one: -1, never garbage. */
     r = redisCommand(fx->c, "HSET pacer:job:j-9:assignment version 4 batches [32,32]");
     freeReplyObject(r);
-    end = mono() + 5.0;
+    end = mono() + AWAIT_S;
     while ((got = redis_report_assignment(s, &v, b, 3)) == 0 && mono() < end) nap();
     assert_int_equal(got, -1);
     r = redisCommand(fx->c, "HSET pacer:job:j-9:assignment version 5 batches {oops");
     freeReplyObject(r);
-    end = mono() + 5.0;
+    end = mono() + AWAIT_S;
     while ((got = redis_report_assignment(s, &v, b, 3)) != -1 && mono() < end) nap();
     assert_int_equal(got, -1);
     r = redisCommand(fx->c, "HSET pacer:job:j-9:assignment version 6 batches [1,2,61]");
     freeReplyObject(r);
-    end = mono() + 5.0;
+    end = mono() + AWAIT_S;
     while ((got = redis_report_assignment(s, &v, b, 3)) != 1 && mono() < end) nap();
     assert_int_equal(got, 1);
     assert_int_equal(v, 6);
@@ -334,23 +363,29 @@ static void test_unreachable_bounded(void **state)
     double t0 = mono();
     metrics_sink_t *s = redis_report_sink(url, "j-10", 0, err, sizeof err);
     assert_non_null(s);
-    assert_true(mono() - t0 < 0.5);
+    assert_true(mono() - t0 < STALL_S);
+    g_ncalls = 0;
     double worst = write_records(s, 1, REDIS_REPORT_BACKLOG + 100);
-    assert_true(worst < 0.5);
+    double med = calls_median();
+    print_message("unreachable: %d write calls, median %.2g s, worst %.2g s\n", g_ncalls, med, worst);
+    assert_true(med < WRITE_MEDIAN_S);
+    assert_true(worst < STALL_S);
     assert_false(redis_report_connected(s));
     assert_int_equal(redis_report_dropped(s), 100);
     t0 = mono();
     s->close(s);
-    assert_true(mono() - t0 < 1.5);
+    assert_true(mono() - t0 < CLOSE_S);
 
     /* A TCP port with no server: refused at once, same behaviour. */
     s = redis_report_sink("redis://127.0.0.1:1", "j-10", 0, err, sizeof err);
     assert_non_null(s);
-    worst = write_records(s, 1, 50);
-    assert_true(worst < 0.5);
+    g_ncalls = 0;
+    worst = write_records(s, 1, 50 * 64);
+    assert_true(calls_median() < WRITE_MEDIAN_S);
+    assert_true(worst < STALL_S);
     t0 = mono();
     s->close(s);
-    assert_true(mono() - t0 < 1.5);
+    assert_true(mono() - t0 < CLOSE_S);
 }
 
 /* The server goes away mid-run and comes back with its AOF: what was written meanwhile
@@ -362,11 +397,12 @@ static void test_server_restart(void **state)
     metrics_sink_t *s = redis_report_sink(fx->url, "j-11", 0, err, sizeof err);
     assert_non_null(s);
     write_records(s, 1, 5);
-    assert_int_equal(await_xlen(fx->c, "pacer:job:j-11:metrics", 5, 5.0), 5);
+    assert_int_equal(await_xlen(fx->c, "pacer:job:j-11:metrics", 5, AWAIT_S), 5);
 
     stop_redis(fx);
-    double end = mono() + 5.0, worst = 0;
+    double end = mono() + AWAIT_S, worst = 0;
     int64_t step = 6;
+    g_ncalls = 0;
     /* Keep writing (as the reporter would) until the sink notices the loss. */
     while (redis_report_connected(s) && mono() < end) {
         double w = write_records(s, step++, 1);
@@ -377,11 +413,12 @@ static void test_server_restart(void **state)
     double w = write_records(s, step, 20);
     if (w > worst) worst = w;
     step += 20;
-    assert_true(worst < 0.5);
+    assert_true(calls_median() < WRITE_MEDIAN_S);
+    assert_true(worst < STALL_S);
 
     assert_int_equal(start_redis(fx), 0);
     long long want = step - 1;
-    assert_int_equal(await_xlen(fx->c, "pacer:job:j-11:metrics", want, 10.0), want);
+    assert_int_equal(await_xlen(fx->c, "pacer:job:j-11:metrics", want, AWAIT_S), want);
     assert_true(redis_report_connected(s));
     assert_int_equal(redis_report_dropped(s), 0);
     s->close(s);

@@ -16,6 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "spec.h"
 
 /* ---- helpers ------------------------------------------------------------------------ */
@@ -1015,6 +1017,97 @@ static void test_doc_examples_parse(void **state)
     free(doc);
 }
 
+/* Every numeric field's range error, table-driven from the field table itself
+ * (spec_field_info), so a bound added to a row is tested without touching this test:
+ * for each bound, the first value beyond it (min - 1 / max + 1 for integers, the bound
+ * itself when exclusive, the next double beyond it otherwise), built as a JSON value
+ * rather than text, must be refused with an error naming the field; an integer field
+ * must refuse 1.5. Arrays of numbers get the bad
+ * value as an entry; the fields of emulate.schedule[] sit in an otherwise valid entry. */
+static json_t *spec_with(const char *path, json_t *value, char *where, size_t wlen)
+{
+    json_t *root = json_pack("{s:s, s:s, s:{s:s}}", "model", "mlp", "name", "range", "dataset", "name", "fashion-mnist");
+    char p[128];
+    snprintf(p, sizeof p, "%s", path);
+    char *arr = strstr(p, "[]");
+    if (arr) {   /* emulate.schedule[].step: one valid entry with this field replaced */
+        json_t *entry = json_pack("{s:i, s:i, s:f}", "step", 0, "rank", 0, "slowdown", 1.0);
+        json_object_set_new(entry, arr + 3, value);
+        json_object_set_new(json_object_get(root, "dataset"), "train_subset", json_integer(0));
+        json_object_set_new(root, "emulate", json_pack("{s:[o]}", "schedule", entry));
+        *arr = 0;
+        snprintf(where, wlen, "%s[0].%s", p, arr + 3);
+        return root;
+    }
+    snprintf(where, wlen, "%s", path);
+    json_t *obj = root;
+    char *key = p, *dot;
+    while ((dot = strchr(key, '.')) != NULL) {
+        *dot = 0;
+        json_t *next = json_object_get(obj, key);
+        if (!next) {
+            next = json_object();
+            json_object_set_new(obj, key, next);
+        }
+        obj = next;
+        key = dot + 1;
+    }
+    json_object_set_new(obj, key, value);
+    return root;
+}
+
+static int refused(const char *path, json_t *value, const char *what)
+{
+    char where[160], err[512] = "";
+    json_t *root = spec_with(path, value, where, sizeof where);
+    char *text = json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    json_decref(root);
+    assert_non_null(text);
+    job_spec_t s;
+    int rc = spec_parse(text, &s, err, sizeof err);
+    if (rc == 0) fail_msg("%s: %s accepted (%s)", path, what, text);
+    if (!strstr(err, where) || !strstr(err, "must be"))
+        fail_msg("%s: %s refused, but the error does not name %s: %s", path, what, where, err);
+    free(text);
+    return 1;
+}
+
+static void test_range_errors_every_numeric_field(void **state)
+{
+    (void)state;
+    int fields = 0, checks = 0;
+    spec_field_info_t f;
+    for (size_t i = 0; spec_field_info(i, &f) == 0; i++) {
+        if (!f.numeric) continue;
+        const char *path = f.path;
+        fields++;
+        int bounded = 0;
+        char what[96];
+        for (int side = 0; side < 2; side++) {
+            if (!(side == 0 ? f.has_min : f.has_max)) continue;
+            double b = side == 0 ? f.min : f.max;
+            /* the seed's upper bound is its type's: one more is not a JSON integer jansson
+             * holds (test_every_number_is_bounded checks that it does not parse) */
+            if (f.integer && side == 1 && b >= 9.2e18) {
+                bounded = 1;
+                continue;
+            }
+            int excl = side == 0 ? f.min_excl : f.max_excl;
+            double bad = excl ? b : f.integer ? b + (side ? 1 : -1) : nextafter(b, side ? INFINITY : -INFINITY);
+            json_t *v = f.integer ? json_integer((json_int_t)bad) : json_real(bad);
+            if (f.array) v = json_pack("[o]", v);
+            snprintf(what, sizeof what, "%.17g (%s bound %.17g%s)", bad, side ? "upper" : "lower", b,
+                     excl ? ", exclusive" : "");
+            checks += refused(path, v, what);
+            bounded = 1;
+        }
+        if (f.integer) checks += refused(path, json_real(1.5), "1.5 (not an integer)");
+        if (!bounded) fail_msg("%s: numeric field with no bound at all", path);
+    }
+    assert_true(fields >= 30);
+    print_message("%d numeric fields, %d out-of-range values refused, each naming its field\n", fields, checks);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1039,6 +1132,7 @@ int main(void)
         cmocka_unit_test(test_print_fields),
         cmocka_unit_test(test_doc_covers_every_field),
         cmocka_unit_test(test_doc_examples_parse),
+        cmocka_unit_test(test_range_errors_every_numeric_field),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,70 @@
+# Dynamic batching in the asynchronous family (issue 18): worker w is MPI rank w + 1
+# (rank 0 is the parameter server).
+#   1. Without a coordinator the parameter server re-plans from the speeds the workers
+#      report with their pushes: asgd, 2 workers, emulated slowdowns [8, 32], re-plan every
+#      10 updates per worker. The slow worker (rank 2) ends with at most 1/1.5 of the fast
+#      one's batch (ideal at equal cost per sample: a quarter), the two still sum to the
+#      global batch, and the workers' metrics records carry the PS's plan version.
+#   2. Under the coordinator the same job gets the coordinator's plans: its assignment
+#      (source planner or profile) gives worker 1 (rank 2) the smaller batch, the PS logs
+#      that it applied a plan from the coordinator, and rank 2 trains with the batch the
+#      assignment gives worker 1 (not worker 2, nor the PS).
+# At equal batches the measured speeds differ 4x by construction: each worker's step lasts
+# f times its undisturbed cost (worker/train.c), and with f of 8 and 32 both workers ask for
+# a fraction of a core, so core sharing on a loaded machine does not move that (a fast
+# worker at f = 1 would be timed by the wall clock that contention inflates). A small batch
+# costs more per sample, so plans land near 3x: 1.5x is what no load can bring it under.
+. tests/integration/coordinator_lib.inc
+need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
+cat >"$TMP/a.json" <<JSON
+{"name": "adyn", "model": "lenet5", "dataset": {"name": "fashion-mnist", "train_subset": 9600, "test_subset": 200},
+ "algorithm": {"name": "asgd", "dynamic_batch": true, "replan_steps": 10}, "workers": 2, "batch_size": 32,
+ "epochs": 1, "seed": 3, "log_every": 0, "optimizer": {"lr": 0.02, "momentum": 0.5},
+ "emulate": {"slowdown": [8, 32]}}
+JSON
+$MPIRUN -np 3 $WORKER --spec "$TMP/a.json" --metrics "$TMP/m.jsonl" --summary "$TMP/s.json" >"$TMP/a.log" 2>&1 ||
+    { cat "$TMP/a.log"; fail "asgd with dynamic batching failed"; }
+grep -q "^batch plan [0-9]*:" "$TMP/a.log" || { cat "$TMP/a.log"; fail "the parameter server never re-planned"; }
+last=$(grep "^batch plan [0-9]*:" "$TMP/a.log" | tail -1)
+fast=$(echo "$last" | awk '{ print $4 }')
+slow=$(echo "$last" | awk '{ print $5 }')
+equals_num "the plan's batches sum ($last)" $((fast + slow)) 64
+ratio_at_least "fast worker's batch vs the slow one's ($last)" "$fast" "$slow" 1.5
+b2=$(jq -s '[.[] | select(.kind == "step" and .rank == 2)] | .[-1].batch' "$TMP/m.jsonl")
+equals_num "rank 2's last batch (worker 1 of the plan)" "$b2" "$slow"
+v=$(jq -s '[.[] | select(.kind == "step" and .rank == 2)] | .[-1].plan_version' "$TMP/m.jsonl")
+at_least "plan version the workers report" "$v" 1
+echo "ok: the parameter server re-plans: $last (worker 1 = rank 2 4x slower)"
+
+# 2. Under the coordinator. The job is long (it is cancelled once the checks are done), so
+# that no machine finishes it before the coordinator has planned.
+start_coord
+jq '.epochs = 100' "$TMP/a.json" >"$TMP/c.json"
+id=$(submit "$TMP/c.json")
+applied_plan() { grep -o "batch plan [0-9]* from the coordinator: [0-9]* [0-9]*" "$STATE/jobs/$id/log" 2>/dev/null | tail -1; }
+await 180 "the parameter server to apply a coordinator plan" sh -c "grep -q 'from the coordinator' '$STATE/jobs/$id/log'"
+# Worker w trains the plan's entry w: the newest record of rank w + 1 has the batch of the
+# plan applied last (read before the records, so a newer plan can only make it wait).
+trains_plan() {
+    p=$(applied_plan)
+    c0=$(echo "$p" | awk '{ print $7 }')
+    c1=$(echo "$p" | awk '{ print $8 }')
+    cli metrics "$id" --limit 100000 | jq -c '.items[] | select(.kind == "step")' >"$TMP/cm.jsonl"
+    r1=$(jq -s '[.[] | select(.rank == 1)] | .[-1].batch' "$TMP/cm.jsonl")
+    r2=$(jq -s '[.[] | select(.rank == 2)] | .[-1].batch' "$TMP/cm.jsonl")
+    [ "$r1" = "$c0" ] && [ "$r2" = "$c1" ] && [ "$p" = "$(applied_plan)" ]
+}
+await 120 "ranks 1 and 2 to train the batches of the coordinator's plan" trains_plan
+applied=$(applied_plan)
+cli nodes "$id" >"$TMP/nodes.json"
+source=$(jq -r '.assignment.source // "none"' "$TMP/nodes.json")
+batches=$(jq -c '.assignment.batches' "$TMP/nodes.json")
+[ "$source" = planner ] || [ "$source" = profile ] || fail "no coordinator assignment for the async job (source $source)"
+[ "$(echo "$batches" | jq 'length')" = 2 ] || fail "assignment $batches: want one entry per worker (2), not per rank"
+ratio_at_least "coordinator plan ($applied): worker 0 vs worker 1" "$c0" "$c1" 1.5
+equals_num "rank 1's batch (worker 0 of the plan)" "$r1" "$c0"
+equals_num "rank 2's batch (worker 1 of the plan)" "$r2" "$c1"
+cli cancel "$id" >/dev/null || fail "cancel $id"
+await 60 "job $id to be CANCELLED" is_state "$id" CANCELLED
+echo "ok: coordinator plans ($source) applied by the parameter server: $applied; rank 1 trains $r1, rank 2 trains $r2"
+stop_coord

@@ -43,27 +43,36 @@ jq '.epochs = 100' "$TMP/a.json" >"$TMP/c.json"
 id=$(submit "$TMP/c.json")
 applied_plan() { grep -o "batch plan [0-9]* from the coordinator: [0-9]* [0-9]*" "$STATE/jobs/$id/log" 2>/dev/null | tail -1; }
 await 180 "the parameter server to apply a coordinator plan" sh -c "grep -q 'from the coordinator' '$STATE/jobs/$id/log'"
-# Worker w trains the plan's entry w: the newest record of rank w + 1 has the batch of the
-# plan applied last (read before the records, so a newer plan can only make it wait).
-trains_plan() {
-    p=$(applied_plan)
-    c0=$(echo "$p" | awk '{ print $7 }')
-    c1=$(echo "$p" | awk '{ print $8 }')
-    cli metrics "$id" --limit 100000 | jq -c '.items[] | select(.kind == "step")' >"$TMP/cm.jsonl"
-    r1=$(jq -s '[.[] | select(.rank == 1)] | .[-1].batch' "$TMP/cm.jsonl")
-    r2=$(jq -s '[.[] | select(.rank == 2)] | .[-1].batch' "$TMP/cm.jsonl")
-    [ "$r1" = "$c0" ] && [ "$r2" = "$c1" ] && [ "$p" = "$(applied_plan)" ]
+# Worker w trains the plan's entry w: the newest record of rank w + 1 carries the version
+# of the plan it trains with (plan_version), and its batch is entry w of the coordinator's
+# plan of that version as the PS logged it. Matched by version, not by reading the plan
+# before and after the records: the coordinator re-plans about every second, and on a
+# loaded machine reading the records takes longer than that.
+plan_entry() { # VERSION WORKER - entry WORKER of the coordinator plan VERSION the PS applied
+    grep -o "batch plan $1 from the coordinator: [0-9]* [0-9]*" "$STATE/jobs/$id/log" 2>/dev/null | tail -1 |
+        awk -v k="$2" '{ print $(7 + k) }'
 }
+trains_plan() {
+    cli metrics "$id" --limit 100000 | jq -c '.items[] | select(.kind == "step")' >"$TMP/cm.jsonl"
+    for k in 0 1; do
+        set -- $(jq -s -r --argjson r $((k + 1)) '[.[] | select(.rank == $r)] | .[-1] | "\(.plan_version) \(.batch)"' "$TMP/cm.jsonl")
+        want=$(plan_entry "$1" "$k")
+        [ -n "$want" ] && [ "$2" = "$want" ] || return 1
+        eval "v$k=\$1 r$((k + 1))=\$2 e$k=\$want"
+    done
+    c0=$(plan_entry "$v1" 0) c1=$(plan_entry "$v1" 1)
+}
+# (await runs trains_plan in this shell: its values stay set)
 await 120 "ranks 1 and 2 to train the batches of the coordinator's plan" trains_plan
-applied=$(applied_plan)
+applied="batch plan $v1 from the coordinator: $c0 $c1"
 cli nodes "$id" >"$TMP/nodes.json"
 source=$(jq -r '.assignment.source // "none"' "$TMP/nodes.json")
 batches=$(jq -c '.assignment.batches' "$TMP/nodes.json")
 [ "$source" = planner ] || [ "$source" = profile ] || fail "no coordinator assignment for the async job (source $source)"
 [ "$(echo "$batches" | jq 'length')" = 2 ] || fail "assignment $batches: want one entry per worker (2), not per rank"
 ratio_at_least "coordinator plan ($applied): worker 0 vs worker 1" "$c0" "$c1" 1.5
-equals_num "rank 1's batch (worker 0 of the plan)" "$r1" "$c0"
-equals_num "rank 2's batch (worker 1 of the plan)" "$r2" "$c1"
+equals_num "rank 1's batch (worker 0 of coordinator plan $v0)" "$r1" "$e0"
+equals_num "rank 2's batch (worker 1 of coordinator plan $v1)" "$r2" "$e1"
 cli cancel "$id" >/dev/null || fail "cancel $id"
 await 60 "job $id to be CANCELLED" is_state "$id" CANCELLED
 echo "ok: coordinator plans ($source) applied by the parameter server: $applied; rank 1 trains $r1, rank 2 trains $r2"

@@ -22,7 +22,7 @@ echo "ok: stopped pacer-worker $victim of $id after its first checkpoint"
 await 60 "job $id to be restarted for its silence" is_state "$id" RESTARTING
 silent=$(awk -v n="$(now)" -v s="$stopped_at" 'BEGIN { printf "%.1f", n - s }')
 at_least "seconds of silence before the restart" "$silent" "$HEARTBEAT_TIMEOUT"
-grep -q "job $id: no heartbeat from rank 0 for [0-9]* s; killing session" "$TMP/coord.log" ||
+grep -q "job $id: no heartbeat from rank 0 for [0-9]* s; stopping session" "$TMP/coord.log" ||
     { tail -20 "$TMP/coord.log"; fail "the coordinator did not say why it killed $id"; }
 field_of "$id" reason | grep -q "no heartbeat from rank 0" || fail "reason of $id: $(field_of "$id" reason)"
 # No process of the first attempt may outlive it: two attempts would write one checkpoint.

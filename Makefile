@@ -154,5 +154,6 @@ clean:
 
 include deploy/deploy.mk
 include http/http.mk
+include sim/sim.mk
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -226,7 +226,8 @@ out:
 
 int main(int argc, char **argv)
 {
-    json_t *doc = json_pack("{s:s, s:{}}", "model", "lenet5", "simulate");
+    /* A minimal spec around the options: the table validates them as it does a spec. */
+    json_t *doc = json_pack("{s:s, s:{s:s}, s:{}}", "model", "lenet5", "algorithm", "name", "ssgd", "simulate");
     json_t *sim = json_object_get(doc, "simulate");
     const char *out = NULL, *url = NULL, *model = NULL, *device = NULL;
     int with_ps = 0, workers = 0, status = 2, c;

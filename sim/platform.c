@@ -65,28 +65,38 @@ int platform_write(const platform_t *p, FILE *f, char *err, size_t errlen)
         snprintf(err, errlen, "platform: bandwidths must be > 0 and latencies >= 0");
         return -1;
     }
-    /* "--" may not appear inside an XML comment. */
-    char comment[sizeof p->comment];
-    snprintf(comment, sizeof comment, "%s", p->comment);
-    for (char *c = comment; (c = strstr(c, "--")) != NULL;) c[1] = '=';
     fprintf(f, "<?xml version='1.0'?>\n"
                "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
-               "<!-- pacer simulated cluster (sim/platform.h): %s -->\n"
+               "<!-- a pacer simulated cluster (sim/platform.h); made_by says how -->\n"
                "<platform version=\"4.1\">\n"
-               "  <zone id=\"pacer\" routing=\"Cluster\">\n",
-            comment);
+               "  <zone id=\"pacer\" routing=\"Cluster\">\n"
+               "    <prop id=\"made_by\" value=\"");
+    for (const char *c = p->comment; *c; c++) {
+        switch (*c) {
+        case '&': fputs("&amp;", f); break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default: fputc((unsigned char)*c < 0x20 ? ' ' : *c, f);
+        }
+    }
+    fprintf(f, "\"/>\n");
     for (int i = 0; i < p->nhosts; i++) {
         const platform_host_t *h = &p->hosts[i];
         fprintf(f, "    <host id=\"%s\" speed=\"%.9gf\" core=\"%d\"/>\n", h->name, h->speed, h->cores);
         fprintf(f, "    <link id=\"%s_nic\" bandwidth=\"%.9gBps\" latency=\"%.9gs\" sharing_policy=\"SPLITDUPLEX\"/>\n",
                 h->name, p->bw_bps, p->lat_s / 2);
         fprintf(f, "    <host_link id=\"%s\" up=\"%s_nic_UP\" down=\"%s_nic_DOWN\"/>\n", h->name, h->name, h->name);
-        if (h->cores > 1) {
+        if (h->cores > 1)
             fprintf(f, "    <link id=\"%s_intra\" bandwidth=\"%.9gBps\" latency=\"%.9gs\" sharing_policy=\"FATPIPE\"/>\n",
                     h->name, p->intra_bw_bps, p->intra_lat_s);
+    }
+    /* Routes come after every host and link (the DTD's order): a node's loopback. */
+    for (int i = 0; i < p->nhosts; i++) {
+        const platform_host_t *h = &p->hosts[i];
+        if (h->cores > 1)
             fprintf(f, "    <route src=\"%s\" dst=\"%s\"><link_ctn id=\"%s_intra\"/></route>\n", h->name, h->name,
                     h->name);
-        }
     }
     fprintf(f, "  </zone>\n</platform>\n");
     if (ferror(f)) {

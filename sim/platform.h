@@ -36,7 +36,7 @@ typedef struct {
     double lat_s;          /* one-way latency host to host (split over two links) */
     double intra_bw_bps;   /* between ranks of one host */
     double intra_lat_s;
-    char comment[512];     /* how it was made; goes into the file */
+    char comment[512];     /* how it was made: the zone's property made_by */
 } platform_t;
 
 /* The platform of a spec's simulate section (generator fields; simulate.platform empty):

@@ -41,6 +41,7 @@ static const struct option OPTIONS[] = {
     { "smpirun", required_argument, NULL, 'r' },
     { "keep", required_argument, NULL, 'k' },
     { "log", no_argument, NULL, 'l' },
+    { "dry-run", no_argument, NULL, 'n' },
     { "version", no_argument, NULL, 'V' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
@@ -63,6 +64,8 @@ static void usage(FILE *f)
         "  --smpirun PATH    SimGrid's launcher (default: smpirun on PATH)\n"
         "  --keep DIR        write the platform and hostfile into DIR and keep them\n"
         "  --log             show SimGrid's own log lines (default: warnings only)\n"
+        "  --dry-run         print the smpirun command instead of running it (with --keep,\n"
+        "                    the platform and hostfile stay for a look)\n"
         "  -- ARGS           passed to every rank of pacer-worker (--redis URL --job ID,\n"
         "                    --stop-after-steps N, --time-budget S, --batch-plan B, ...)\n"
         "\n"
@@ -132,7 +135,7 @@ int main(int argc, char **argv)
 {
     const char *spec_path = NULL, *summary = NULL, *metrics = NULL, *smpirun = "smpirun", *keep = NULL;
     char worker[PATH_MAX] = "";
-    int show_log = 0, c;
+    int show_log = 0, dry_run = 0, c;
     while ((c = getopt_long(argc, argv, "", OPTIONS, NULL)) != -1) {
         switch (c) {
         case 's': spec_path = optarg; break;
@@ -142,6 +145,7 @@ int main(int argc, char **argv)
         case 'r': smpirun = optarg; break;
         case 'k': keep = optarg; break;
         case 'l': show_log = 1; break;
+        case 'n': dry_run = 1; break;
         case 'V': printf("pacer-sim %s\n", PACER_VERSION); return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -293,9 +297,15 @@ int main(int argc, char **argv)
      * broken in SimGrid 3.32: it consumes one word too few). */
     setenv("TMPDIR", dir, 1);
 
-    fprintf(stderr, "pacer-sim: %d ranks (%d workers%s) on %s%s%s\n", world, spec.workers,
-            with_ps ? " + parameter server" : "", label, spec.simulate.deterministic ? ", deterministic" : "",
-            keep ? "" : "");
+    fprintf(stderr, "pacer-sim: %d ranks (%d workers%s) on %s%s\n", world, spec.workers,
+            with_ps ? " + parameter server" : "", label, spec.simulate.deterministic ? ", deterministic" : "");
+    if (dry_run) {
+        printf("TMPDIR=%s OPENBLAS_NUM_THREADS=1 PACER_SIM_PLATFORM=%s", dir, label);
+        for (int i = 0; i < a; i++) printf(" %s", args[i]);
+        printf("\n");
+        remove_tree(dir, keep != NULL);
+        return 0;
+    }
     fflush(stderr);
     double t0 = now_s();
     struct sigaction sa = { 0 };

@@ -75,8 +75,15 @@ $(SIM_WORKER): $(SIM_SMPI_OBJ) $(SIM_PLAIN_OBJ) $(SIM_SHARE)
 $(BUILD)/pacer-sim: $(call obj,sim/pacer_sim.c sim/platform.c) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) $(call obj,sim/pacer_sim.c sim/platform.c) -o $@ $(LIBCOMMON) $(DEP_LIBS)
 
+# --as-needed: it uses the model code only; loading Open MPI for nothing costs seconds.
 $(BUILD)/pacer-platform: $(call obj,sim/pacer_platform.c sim/platform.c sim/cost.c) $(LIBWORKER) $(LIBKERNELS) $(LIBCOMMON) $(CUDA_OBJ)
-	$(CC) $(LDFLAGS) $(call obj,sim/pacer_platform.c sim/platform.c sim/cost.c) -o $@ $(WORKER_LIBS)
+	$(CC) $(LDFLAGS) -Wl,--as-needed $(call obj,sim/pacer_platform.c sim/platform.c sim/cost.c) -o $@ $(WORKER_LIBS)
+
+# The unit test of sim/'s pure parts links them on top of what every unit test links.
+SIM_UNIT_OBJ = $(call obj,sim/platform.c sim/cost.c)
+$(BUILD)/tests/test_sim: $(call obj,tests/unit/test_sim.c) $(SIM_UNIT_OBJ) $(LIBWORKER) $(LIBKERNELS) $(LIBCOMMON) $(CUDA_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -Wl,--as-needed $(call obj,tests/unit/test_sim.c) $(SIM_UNIT_OBJ) -o $@ $(WORKER_LIBS) -lcmocka
 
 sim-platforms: $(BUILD)/pacer-platform
 	sh sim/platforms/generate.sh $(BUILD)/pacer-platform sim/platforms

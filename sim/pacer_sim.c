@@ -11,6 +11,7 @@
  *
  * Exit status: the worker's (0 done, 1 training failed, 2 bad input), 2 for a bad
  * command line or spec here, 1 when smpirun cannot be started. */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <libgen.h>
@@ -112,14 +113,21 @@ static void default_worker(char *out, size_t len)
     snprintf(out, len, "%s/build-smpi/pacer-worker", root);
 }
 
+/* Removes our temporary directory: the platform, the hostfile, and whatever smpirun
+ * left there (each rank's copy of the worker, should it stop before unlinking them). */
 static void remove_tree(const char *dir, int keep)
 {
     if (keep) return;
-    char path[PATH_MAX];
-    const char *names[] = { "platform.xml", "hostfile" };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        unlink(path);
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        char path[2 * PATH_MAX];
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+        closedir(d);
     }
     rmdir(dir);
 }

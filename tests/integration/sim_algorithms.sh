@@ -79,3 +79,13 @@ last=$(jq -s 'map(.time) | max' "$TMP/metrics.jsonl")
 awk -v t="$last" -v w="$(json "$TMP/metrics.out" .simulated_wall_s)" 'BEGIN { exit !(t > 0 && t <= w + 0.001) }  # records print 3 decimals' ||
     fail "metrics times end at $last, not within the simulated run"
 echo "ok: $(wc -l <"$TMP/metrics.jsonl") metrics records from $hosts, times in simulated seconds (last $last)"
+
+# One copy of the data set for all ranks: 12 more ranks cost far less than 12 copies of
+# Fashion-MNIST (55 MB each). pacer-sim reports the simulation's peak memory.
+sim_spec "$TMP/wide.json" '{"workers": 16, "epochs": 1}'
+sim_run wide
+peak() { sed -n 's/.*peak memory \([0-9]*\) MB.*/\1/p' "$TMP/$1.log"; }
+m4=$(peak ssgd) m16=$(peak wide)
+awk -v a="$m4" -v b="$m16" 'BEGIN { exit !(b - a < 12 * 20) }' ||
+    fail "16 ranks peak at $m16 MB, 4 ranks at $m4 MB: the data set is not shared"
+echo "ok: data set shared: peak memory $m4 MB with 4 ranks, $m16 MB with 16"

@@ -4,7 +4,8 @@
 # (SimGrid's default) and half charged by the cost model (deterministic). Each run is
 # seconds: 1024 training samples, 2 epochs. Checks: exit 0, the summary is marked
 # simulated, losses are finite, the model learned something, and what each family must
-# show (staleness, batch plans, node groups, metrics records from simulated hosts).
+# show (staleness, batch plans, node groups, metrics records from simulated hosts), plus
+# emulate.slowdown waiting in simulated time and one shared copy of the data set.
 . tests/integration/sim_lib.inc
 need_sim
 need_fashion
@@ -68,6 +69,13 @@ b=$(json "$TMP/dbs-sgd.out" '[.per_rank[1:][].batch_final] | map(tostring) | joi
 echo "dbs-sgd: final batches $b"
 json "$TMP/dbs-sgd.out" '[.per_rank[1:][].batch_final] | (add == 128) and (.[0] > .[3])' | grep -q true ||
     fail "dbs-sgd: batches $b should sum to 128 with the slowest worker's smallest"
+
+# emulate.slowdown inside a simulation: the worker's wait (nanosleep, SimGrid's under
+# smpicc) passes in simulated time, (f - 1) x its compute, as on a real machine.
+run emulate true '{"workers": 2, "epochs": 1, "emulate": {"slowdown": [1, 3]}}'
+within "emulated wait / own compute of the 3x rank" \
+    "$(json "$TMP/emulate.out" '.per_rank[1] | .emulated_s / (.compute_s - .emulated_s)')" 2 0.001
+[ "$(json "$TMP/emulate.out" .per_rank[0].emulated_s)" = 0 ] || fail "emulate: rank 0 waited"
 
 # Metrics records: written by the reporter thread (real time, no MPI) with simulated
 # hosts and simulated times.

@@ -14,6 +14,7 @@
 #include "backend_cuda.h"
 #include "comm.h"
 #include "redis_report.h"
+#include "sim.h"
 #include "spec.h"
 #include "train.h"
 #include "version.h"
@@ -170,7 +171,8 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
         SAY("pacer-worker: %s\n", err);
         return finish(use_mpi, &w, 2);
     }
-    openblas_set_num_threads(spec.threads);
+    /* Simulated: one BLAS thread, because SMPI times only the rank's own thread. */
+    openblas_set_num_threads(sim_active() ? 1 : spec.threads);
     int async = spec_is_async(&spec);
     int need = async ? spec.workers + 1 : spec.workers;
     if (async && need < 2) {

@@ -17,6 +17,7 @@
 #include "checkpoint.h"
 #include "clock.h"
 #include "planner.h"
+#include "sim.h"
 
 /* ---- shared machinery ------------------------------------------------------------------ */
 
@@ -81,6 +82,7 @@ float worker_compute_grad(worker_t *w, float loss_scale)
         loss = model_forward(w->model, w->x, w->y, w->batch, 1);
         model_backward(w->model, w->x, w->y, w->batch, loss_scale);
     }
+    sim_charge_train(w, w->batch);  /* deterministic simulation: the cost model's time */
     /* Compute time as a dedicated machine would see it: the smaller of wall time and
      * process CPU time. On an oversubscribed test machine (4 ranks on 2 cores) wall time
      * also counts the time the scheduler gave our core to another rank, which would make
@@ -121,6 +123,7 @@ void worker_apply_gradient(worker_t *w, const float *g, float grad_scale)
     }
     sgd_update(m->nparams, m->params, g, m->momentum, w->lr, (float)s->optimizer.momentum,
                s->optimizer.nesterov, (float)s->optimizer.weight_decay, grad_scale);
+    sim_charge_update(w);
 }
 
 void worker_apply_update(worker_t *w, float grad_scale)
@@ -148,6 +151,7 @@ double worker_slowdown_now(const worker_t *w)
 
 static void hostname_once(char *out, size_t len)
 {
+    if (sim_host_name(out, len) == 0) return; /* a simulated rank: its simulated host */
     if (gethostname(out, len) != 0) snprintf(out, len, "unknown");
     out[len - 1] = 0;
 }
@@ -217,6 +221,7 @@ void worker_evaluate(worker_t *w, float *loss, float *accuracy)
             abort();
         }
         loss_sum += (double)model_forward(m, w->x, w->y, b, 0) * b;
+        sim_charge_eval(w, b);
         correct += count_correct(b, m->num_classes, model_logits(m), w->y);
     }
     *loss = d->n ? (float)(loss_sum / d->n) : 0.0f;
@@ -321,8 +326,9 @@ int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char 
 
     const char *ds = spec->dataset.name;
     const char *dir = spec->dataset.path[0] ? spec->dataset.path : NULL;
-    int rc = dataset_load(ds, dir, 1, &w->train, err, errlen);
-    if (rc == 0) rc = dataset_load(ds, dir, 0, &w->test, err, errlen);
+    /* sim_dataset_load is dataset_load, except that simulated ranks share one copy. */
+    int rc = sim_dataset_load(ds, dir, 1, &w->train, err, errlen);
+    if (rc == 0) rc = sim_dataset_load(ds, dir, 0, &w->test, err, errlen);
     if (rc != 0) return rc;
     if (spec->dataset.train_subset > 0) dataset_truncate(&w->train, spec->dataset.train_subset);
     if (spec->dataset.test_subset > 0) dataset_truncate(&w->test, spec->dataset.test_subset);
@@ -376,8 +382,8 @@ void worker_teardown(worker_t *w)
     if (w->algo && w->algo->fini) w->algo->fini(w);
     cuda_model_free(w->gpu);
     model_free(w->model);
-    dataset_free(&w->train);
-    dataset_free(&w->test);
+    sim_dataset_free(&w->train);
+    sim_dataset_free(&w->test);
     free(w->x); free(w->y); free(w->eval_idx); free(w->perm); free(w->batch_of);
     free(w->plan_next); free(w->plan_speeds);
     memset(w, 0, sizeof *w);
@@ -657,7 +663,7 @@ json_t *worker_rank_json(const worker_t *w)
                      "steps", (json_int_t)w->stats.steps,
                      "batch_final", w->role == ROLE_PS ? 0 : w->batch_of[w->worker_index],
                      "samples_per_s", w->stats.compute_s > 0 ? (double)w->stats.samples / w->stats.compute_s : 0.0,
-                     "peak_rss_mb", peak_rss_mb(),
+                     "peak_rss_mb", sim_active() ? 0.0 : peak_rss_mb(), /* sim: one process for all ranks */
                      "slowdown", w->slowdown,
                      "staleness", st);
 }
@@ -712,6 +718,7 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
         }
     }
     json_object_set_new(root, "staleness", staleness_json(&total));
+    sim_summary(w, root);
     if (w->role == ROLE_PS)
         json_object_set_new(root, "parameter_server",
                             json_pack("{s:I, s:f, s:f, s:I}", "updates", (json_int_t)w->ps_updates,

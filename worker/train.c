@@ -674,7 +674,13 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
     long train_samples = 0;
     size_t i;
     json_t *r;
-    json_array_foreach(per_rank, i, r) train_samples += (long)json_integer_value(json_object_get(r, "samples"));
+    /* Samples trained, by the workers only: the parameter server's "samples" are the same
+     * samples again, counted as it applies their pushes. */
+    json_array_foreach(per_rank, i, r) {
+        const char *role = json_string_value(json_object_get(r, "role"));
+        if (!role || strcmp(role, "ps") != 0)
+            train_samples += (long)json_integer_value(json_object_get(r, "samples"));
+    }
     double peak = 0;
     json_array_foreach(per_rank, i, r) {
         double p = json_real_value(json_object_get(r, "peak_rss_mb"));

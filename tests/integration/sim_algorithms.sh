@@ -57,6 +57,9 @@ ASYNC='"optimizer": {"lr": 0.01}'
 run asgd false "{$ASYNC, \"algorithm\": {\"name\": \"asgd\"}, \"simulate\": {$HETERO}}"
 check asgd 0.15
 at_least "asgd staleness count" "$(json "$TMP/asgd.out" .staleness.count)" 60
+# Throughput counts the samples the workers trained, not the server's applied pushes too.
+within "asgd train_samples_per_s x train_s / workers' samples" \
+    "$(json "$TMP/asgd.out" '.train_samples_per_s * .train_s / ([.per_rank[] | select(.role == "worker") | .samples] | add)')" 1 0.001
 run nsoftsync true "{$ASYNC, \"algorithm\": {\"name\": \"nsoftsync\", \"n\": 2}}"
 check nsoftsync 0.15
 run dc-asgd true "{$ASYNC, \"algorithm\": {\"name\": \"dc-asgd\"}, \"simulate\": {$HETERO}}"

@@ -296,6 +296,10 @@ static const field_t FIELDS[] = {
     {.path = "simulate.deterministic", BOOL(simulate.deterministic), .def_num = 0,
      .doc = "Simulation: charge compute by a cost model (FLOPs per sample) instead of timing it; "
             "same spec, same summary."},
+    {.path = "simulate.skip_compute", BOOL(simulate.skip_compute), .def_num = 0,
+     .allowed_doc = "only with `simulate.deterministic`",
+     .doc = "Simulation: charge the cost model's time without running forward and backward passes "
+            "(gradients are zero, nothing is learned, accuracy is not measured): time-per-epoch what-ifs."},
 };
 
 /* Walks keep a "seen" flag per row of the table being walked. */
@@ -671,6 +675,10 @@ static int cross_check_simulate(errbuf_t *e, const job_spec_t *s)
         return fail(e, "simulate.gpus_per_node: not used with simulate.platform (the platform file sets the nodes)");
     if (s->simulate.hostfile[0] && !s->simulate.platform[0])
         return fail(e, "simulate.hostfile: only with simulate.platform");
+    /* Without the cost model the simulated time is the timed computation: skipping it
+     * would make every step free. */
+    if (s->simulate.skip_compute && !s->simulate.deterministic)
+        return fail(e, "simulate.skip_compute: only with simulate.deterministic (the cost model charges the skipped compute)");
     /* A node is one simulated host with k cores: one speed for all its workers. */
     for (int i = 0; i < n; i++)
         if (s->simulate.slowdown[i] != s->simulate.slowdown[i - i % k])

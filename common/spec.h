@@ -97,6 +97,7 @@ typedef struct {
         int gpus_per_node;                    /* ranks per simulated node */
         double intra_bandwidth_gbps, intra_latency_us; /* between ranks of one node */
         int deterministic;                    /* charge compute by a cost model */
+        int skip_compute;                     /* deterministic only: charge it, never run it */
     } simulate;
     double target_accuracy;                   /* 0 = off; stop at the end of the first
                                                  epoch that reaches it */

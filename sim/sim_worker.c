@@ -40,6 +40,16 @@ void sim_charge_eval(const worker_t *w, int batch)
     charge(w, cost_forward_flops(w->model) * batch);
 }
 
+int sim_skip_compute(const worker_t *w)
+{
+    return w->spec->simulate.deterministic && w->spec->simulate.skip_compute;
+}
+
+int sim_model_batch(const worker_t *w)
+{
+    return sim_skip_compute(w) ? 1 : w->max_batch;
+}
+
 int sim_host_name(char *out, size_t len)
 {
     char name[MPI_MAX_PROCESSOR_NAME];
@@ -164,6 +174,7 @@ void sim_summary(const worker_t *w, json_t *root)
     json_object_set_new(root, "simulated", json_true());
     json_object_set_new(root, "simulated_wall_s", json_real(MPI_Wtime()));
     json_object_set_new(root, "simulation",
-                        json_pack("{s:s, s:b}", "platform", platform ? platform : "",
-                                  "deterministic", w->spec->simulate.deterministic));
+                        json_pack("{s:s, s:b, s:b}", "platform", platform ? platform : "",
+                                  "deterministic", w->spec->simulate.deterministic,
+                                  "skip_compute", sim_skip_compute(w)));
 }

@@ -37,6 +37,15 @@ static inline int sim_active(void) { return 1; }
 void sim_charge_train(const worker_t *w, int batch);
 void sim_charge_update(const worker_t *w);
 void sim_charge_eval(const worker_t *w, int batch);
+/* simulate.skip_compute: 1 when this rank charges its compute without running it (the
+ * forward and backward passes and evaluation are skipped; gradients stay zero). The
+ * simulated timeline is the same as with the computation, since in deterministic mode
+ * time depends only on the cost model and message sizes, never on values
+ * (tests/integration/sim_skip_compute.sh). sim_model_batch is the batch the model's
+ * activation arena is sized for: 1 when nothing runs through it (a 128-rank ResNet-20
+ * what-if would otherwise hold 128 arenas of 170 MB). */
+int sim_skip_compute(const worker_t *w);
+int sim_model_batch(const worker_t *w);
 /* The simulated host's name into out; returns 0. */
 int sim_host_name(char *out, size_t len);
 /* dataset_load, but every rank of the simulation shares the first rank's copy (read-only;
@@ -44,7 +53,7 @@ int sim_host_name(char *out, size_t len);
 int sim_dataset_load(const char *name, const char *dir, int train, dataset_t *out, char *err,
                      size_t errlen);
 void sim_dataset_free(dataset_t *d);
-/* Adds "simulated": true, "simulated_wall_s" and "simulation" {platform, deterministic}
+/* Adds "simulated": true, "simulated_wall_s" and "simulation" {platform, deterministic, skip_compute}
  * to the job summary. */
 void sim_summary(const worker_t *w, json_t *root);
 
@@ -54,6 +63,8 @@ static inline int sim_active(void) { return 0; }
 static inline void sim_charge_train(const worker_t *w, int batch) { (void)w; (void)batch; }
 static inline void sim_charge_update(const worker_t *w) { (void)w; }
 static inline void sim_charge_eval(const worker_t *w, int batch) { (void)w; (void)batch; }
+static inline int sim_skip_compute(const worker_t *w) { (void)w; return 0; }
+static inline int sim_model_batch(const worker_t *w) { return w->max_batch; }
 static inline int sim_host_name(char *out, size_t len) { (void)out; (void)len; return -1; }
 #define sim_dataset_load dataset_load
 #define sim_dataset_free dataset_free

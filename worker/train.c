@@ -78,6 +78,10 @@ float worker_compute_grad(worker_t *w, float loss_scale)
             fprintf(stderr, "pacer-worker: rank %d: CUDA: %s\n", w->rank, cuda_model_error(w->gpu));
             abort(); /* a device failure mid-job is not recoverable here; the launcher restarts */
         }
+    } else if (sim_skip_compute(w)) {
+        /* A simulated timing what-if: sim_charge_train below charges the step. */
+        memset(w->model->grads, 0, w->model->nparams * sizeof *w->model->grads);
+        loss = 0;
     } else {
         loss = model_forward(w->model, w->x, w->y, w->batch, 1);
         model_backward(w->model, w->x, w->y, w->batch, loss_scale);
@@ -213,6 +217,10 @@ void worker_evaluate(worker_t *w, float *loss, float *accuracy)
     long correct = 0;
     for (int first = 0; first < d->n; first += w->max_batch) {
         int b = d->n - first < w->max_batch ? d->n - first : w->max_batch;
+        if (sim_skip_compute(w)) { /* a simulated timing what-if: charged, not computed */
+            sim_charge_eval(w, b);
+            continue;
+        }
         for (int i = 0; i < b; i++) w->eval_idx[i] = first + i;
         if (data_batch_gather(d, w->eval_idx, b, w->x, x_floats(w), w->y, 0, NULL) != 0) {
             /* worker_setup checked the test set's shape against the model */
@@ -333,7 +341,7 @@ int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char 
     if (spec->dataset.train_subset > 0) dataset_truncate(&w->train, spec->dataset.train_subset);
     if (spec->dataset.test_subset > 0) dataset_truncate(&w->test, spec->dataset.test_subset);
 
-    if (model_create(spec->model, w->max_batch, &w->model, err, errlen) != 0) return -1;
+    if (model_create(spec->model, sim_model_batch(w), &w->model, err, errlen) != 0) return -1;
     model_t *m = w->model;
     /* Both sets, once: every later copy into x/y relies on the shape matching the model
      * (the spec's model/dataset pairing says nothing about what the files hold). */

@@ -36,6 +36,7 @@ typedef struct {
     int64_t pushes;
     int round_robin;            /* test hook: take pushes in worker order */
     double started;             /* when serving began */
+    double eval_s;              /* time spent evaluating at epoch ends (not training) */
 } server_t;
 
 static size_t push_bytes(size_t np) { return sizeof(ps_push_t) + np * sizeof(float); }
@@ -127,7 +128,9 @@ static void epoch_end(server_t *s)
 {
     worker_t *w = s->ps.w;
     w->train_loss = w->epoch_loss_samples ? (float)(w->epoch_loss_sum / (double)w->epoch_loss_samples) : 0;
+    double t0 = clock_mono_s();
     worker_evaluate(w, &w->test_loss, &w->test_accuracy);
+    s->eval_s += clock_mono_s() - t0;
     worker_epoch_done(w);
     s->cursor = 0;
 }
@@ -242,7 +245,8 @@ static int serve(server_t *s, const train_opts_t *o)
             stop_all(s);
             return 0;
         }
-        if (o->time_budget_s > 0 && clock_mono_s() - s->started >= o->time_budget_s && !w->stop) {
+        /* The budget counts training only, as in the synchronous loop. */
+        if (o->time_budget_s > 0 && clock_mono_s() - s->started - s->eval_s >= o->time_budget_s && !w->stop) {
             /* Time budget: evaluate the weights as they are and stop everyone. */
             w->stop = 3;
             epoch_end(s);
@@ -306,7 +310,7 @@ static int run_server(worker_t *w, const ps_rule_t *rule, const train_opts_t *o)
     double t0 = clock_mono_s();
     rc = serve(&s, o);
     double wall = clock_mono_s() - t0;
-    w->loop_s = wall;
+    w->loop_s = wall - s.eval_s; /* training time: the evaluations at epoch ends left out */
     w->ps_updates = s.ps.t;
     w->ps_busy_fraction = wall > 0 ? s.busy_s / wall : 0;
     w->ps_dropped = s.ps.dropped;

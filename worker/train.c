@@ -610,8 +610,10 @@ int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen)
                 break;
             }
             if (o->time_budget_s > 0) {
-                /* Rank 0's clock decides, so every rank stops after the same step. */
-                int over = clock_mono_s() - t_start >= o->time_budget_s;
+                /* Seconds of training (loop_s: evaluations at epoch ends left out, as the
+                 * parameter server counts them); rank 0's decides, so every rank stops
+                 * after the same step. */
+                int over = w->loop_s >= o->time_budget_s;
                 if (w->agree) over = w->agree(w, over);
                 if (over) w->stop = 3;
             }

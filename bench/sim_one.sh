@@ -8,7 +8,8 @@
 #              the training time (the training loss "at equal time")
 #   sps        training samples per simulated second (the workers' samples / train_s)
 #   plus the summary's test_accuracy, test_loss, train_s, steps, staleness per worker,
-#   and comm_frac: the workers' communication and waiting over their total step time.
+#   comm_frac: the workers' communication and waiting over their total step time, and
+#   epoch_t: the simulated times at which rank 0 ended each epoch (after its evaluation).
 set -u
 sim=$1
 d=$2
@@ -34,7 +35,8 @@ jq -c --slurpfile m "$d/metrics.jsonl" '
     stale_mean: [$wk[] | .staleness.mean], stale_p95: [$wk[] | .staleness.p95],
     stale_all: .staleness.mean,
     batch_final: [$wk[] | .batch_final],
-    comm_frac: (($wk | map(.comm_s + .idle_s) | add) / ($wk | map(.compute_s + .comm_s + .idle_s) | add)) }' \
+    comm_frac: (($wk | map(.comm_s + .idle_s) | add) / ($wk | map(.compute_s + .comm_s + .idle_s) | add)),
+    epoch_t: [$m[] | select(.kind == "epoch" and .rank == 0) | .time] }' \
     "$d/summary.json" >"$d/row.tmp" || { echo "FAILED: $d: cannot read its summary or metrics"; exit 255; }
 mv "$d/row.tmp" "$d/row.json"
 cp "$d/spec.new" "$d/spec.run"

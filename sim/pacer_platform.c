@@ -43,6 +43,7 @@ static const struct option OPTIONS[] = {
     { "model", required_argument, NULL, 'M' },
     { "device", required_argument, NULL, 'd' },
     { "out", required_argument, NULL, 'o' },
+    { "cost", required_argument, NULL, 'c' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
 };
@@ -52,6 +53,7 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: pacer-platform --slowdown F0,F1,... | --workers N  [options] [--out FILE]\n"
         "       pacer-platform --redis URL --model NAME [--device D] [options] [--out FILE]\n"
+        "       pacer-platform --cost MODEL\n"
         "\n"
         "Writes a SimGrid platform file for pacer-sim (\"simulate\": {\"platform\": FILE}).\n"
         "\n"
@@ -68,6 +70,10 @@ static void usage(FILE *f)
         "  --intra-bandwidth-gbps B  between workers of one node, Gbit/s (default 200)\n"
         "  --intra-latency-us L      between workers of one node, us (default 1)\n"
         "  --out FILE                write there instead of standard output\n"
+        "  --cost MODEL              print the cost model's FLOPs for MODEL as JSON (forward and\n"
+        "                            forward + backward per sample, one optimizer step), what\n"
+        "                            a deterministic simulation charges: calibrating a host speed\n"
+        "                            from a measured step needs them (bench/sim_validate.sh)\n"
         "\n"
         "Exit status: 0 written, 2 bad options or profiles, 1 Redis unreachable or a write error.\n");
 }
@@ -224,6 +230,23 @@ out:
     return rc;
 }
 
+/* --cost MODEL: the cost model's figures, for scripts that turn a measured step into a
+ * host speed. */
+static int print_cost(const char *model)
+{
+    model_t *m = NULL;
+    char err[256];
+    if (model_create(model, 1, &m, err, sizeof err) != 0) {
+        fprintf(stderr, "pacer-platform: --cost: %s\n", err);
+        return 2;
+    }
+    printf("{\"model\": \"%s\", \"params\": %zu, \"forward_flops\": %.17g, \"train_flops\": %.17g, "
+           "\"update_flops\": %.17g}\n", m->name, m->nparams, cost_forward_flops(m), cost_train_flops(m),
+           cost_update_flops(m));
+    model_free(m);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     /* A minimal spec around the options: the table validates them as it does a spec. */
@@ -247,6 +270,7 @@ int main(int argc, char **argv)
         case 'M': model = optarg; break;
         case 'd': device = optarg; break;
         case 'o': out = optarg; break;
+        case 'c': json_decref(doc); return print_cost(optarg);
         case 'h': usage(stdout); json_decref(doc); return 0;
         default: usage(stderr); json_decref(doc); return 2;
         }

@@ -4,6 +4,7 @@
 #   make deps       install the Debian packages pacer needs (only the missing ones)
 #   make test       deps + build + every test; ends with "N passed, N failed, N skipped"
 #   make test-multihost  the network-namespace multi-host test alone (root)
+#   make test-slurm the Slurm launcher against a real slurmctld + 2 slurmd (root)
 #   make check-asan unit tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make demo       the main job
 #   make bench      benchmarks (installs python3-torch for the PyTorch baseline)
@@ -221,12 +222,13 @@ LAYER_REFUSED = kernels:model.h:model kernels:rng.h:common kernels_cuda:model.h:
                 coordinator:worker.h:worker coordinator:model.h:model coordinator:server.h:http \
                 coordinator:redis_report.h:worker http:redis_report.h:worker http:model.h:model \
                 worker:coordinator.h:coordinator worker:jobstore.h:coordinator worker:server.h:http \
+                worker:launcher.h:coordinator \
                 worker:platform.h:sim worker:cost.h:sim common:platform.h:sim model:sim.h:worker \
                 coordinator:platform.h:sim sim:coordinator.h:coordinator sim:server.h:http
 LAYER_ALLOWED = kernels:ops.h model:ops.h model:rng.h worker:model.h worker:ops.h worker:spec.h \
-                worker:redis_url.h coordinator:spec.h coordinator:redis_url.h http:coordinator.h \
-                http:clog.h daemon:server.h daemon:coordinator.h worker:sim.h sim:sim.h \
-                sim:redis_report.h sim:model.h sim:spec.h
+                worker:redis_url.h worker:hostname.h coordinator:spec.h coordinator:redis_url.h \
+                coordinator:hostname.h http:coordinator.h http:clog.h daemon:server.h daemon:coordinator.h \
+                worker:sim.h sim:sim.h sim:redis_report.h sim:model.h sim:spec.h
 layer_cc = printf '\043include "%s"\n' $(2) | $(CC) -std=c11 -D_GNU_SOURCE -x c -fsyntax-only $(INC_$(1)) $(EXT_$(1)) - 2>&1
 define layer_refused
 if ! $(call layer_cc,$(3),$(2)) >/dev/null; then echo "check-layers: $(2) does not compile in its own room, $(3)"; fail=1; \

@@ -96,6 +96,10 @@ static int bench_redisGetReply(redisContext *c, void **reply)
 #include "../coordinator/embedded.c"
 #include "../coordinator/jobstore.c"
 #include "../coordinator/launch.c"
+#include "../coordinator/launch_hostfile.c"
+#include "../coordinator/launch_local.c"
+#include "../coordinator/launch_slurm.c"
+#include "../coordinator/launcher.c"
 #include "../coordinator/lock.c"
 #include "../coordinator/run.c"
 #include "../coordinator/supervise.c"
@@ -110,6 +114,7 @@ static int bench_redisGetReply(redisContext *c, void **reply)
 #include <sys/prctl.h>
 #include <sys/resource.h>
 
+#include "hostname.h"
 #include "metrics.h"
 #include "redis_report.h"
 
@@ -153,8 +158,7 @@ static int reporters(const char *url, const char *job, int nranks, double shift_
     int64_t *plan = calloc((size_t)nranks, sizeof *plan);
     if (!sinks || !batch || !plan) return 1;
     char host[64];
-    if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "localhost");
-    host[sizeof host - 1] = 0;
+    host_name(host, sizeof host);   /* what a rank reports (worker/train.c) */
     for (int r = 0; r < nranks; r++) {
         char err[256];
         sinks[r] = redis_report_sink(url, job, r, err, sizeof err);

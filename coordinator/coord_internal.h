@@ -11,16 +11,10 @@
 #include "coordinator.h"
 #include "embedded.h"
 #include "jobstore.h"
+#include "launcher.h"
 #include "redis_url.h"
 #include "run.h"
 #include "spec.h"
-
-#define COORD_MAX_HOSTS 256
-
-typedef struct {
-    char name[256];
-    int slots;
-} coord_host_t;
 
 struct coordinator {
     int daemon;
@@ -39,8 +33,8 @@ struct coordinator {
     /* daemon only */
     int embedded_on;
     embedded_t emb;
-    coord_host_t hosts[COORD_MAX_HOSTS];
-    int nhosts, slots_total;
+    launcher_t *launcher;                  /* starts, follows, stops attempts (--launcher) */
+    int nhosts, slots_total;               /* the launcher's hosts and their slots */
     char hostname[256];
     int worker_has_redis;                  /* the worker understands --redis/--job */
     double started_at;

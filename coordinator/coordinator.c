@@ -8,17 +8,17 @@
 
 #include <errno.h>
 #include <libgen.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "clog.h"
 #include "fs.h"
+#include "hostname.h"
 #include "launch.h"
+#include "launcher.h"
 #include "lock.h"
 #include "tickconn.h"
 #include "version.h"
@@ -58,8 +58,10 @@ static int absolute(const char *in, char *out, size_t len)
 static void publish_info(coordinator_t *c, double now)
 {
     json_t *hosts = json_array();
-    for (int i = 0; hosts && i < c->nhosts; i++)
-        json_array_append_new(hosts, json_pack("{s:s, s:i}", "name", c->hosts[i].name, "slots", c->hosts[i].slots));
+    const launch_host_t *lh;
+    int nh = launcher_hosts(c->launcher, &lh);
+    for (int i = 0; hosts && i < nh; i++)
+        json_array_append_new(hosts, json_pack("{s:s, s:i}", "name", lh[i].name, "slots", lh[i].slots));
     char *htext = hosts ? json_dumps(hosts, JSON_COMPACT) : NULL;
     json_decref(hosts);
     int running = 0;
@@ -142,49 +144,6 @@ static void *tick_main(void *arg)
 
 /* ---- start and stop ---------------------------------------------------------------------- */
 
-static int parse_hostfile(coordinator_t *c, char *err, size_t errlen)
-{
-    FILE *f = fopen(c->hostfile, "r");
-    if (!f) {
-        snprintf(err, errlen, "hostfile %s: %s", c->hostfile, strerror(errno));
-        return -1;
-    }
-    char line[1024];
-    int lineno = 0;
-    while (fgets(line, sizeof line, f)) {
-        lineno++;
-        char *hash = strchr(line, '#');
-        if (hash) *hash = 0;
-        char name[256];
-        if (sscanf(line, "%255s", name) != 1) continue;
-        if (c->nhosts == COORD_MAX_HOSTS) {
-            snprintf(err, errlen, "hostfile %s: more than %d hosts", c->hostfile, COORD_MAX_HOSTS);
-            fclose(f);
-            return -1;
-        }
-        int slots = 1;
-        char *s = strstr(line, "slots=");
-        if (s && (s == line || s[-1] != '_')) {
-            slots = atoi(s + 6);
-            if (slots < 1) {
-                snprintf(err, errlen, "hostfile %s:%d: slots must be >= 1", c->hostfile, lineno);
-                fclose(f);
-                return -1;
-            }
-        }
-        coord_host_t *h = &c->hosts[c->nhosts++];
-        snprintf(h->name, sizeof h->name, "%s", name);
-        h->slots = slots;
-        c->slots_total += slots;
-    }
-    fclose(f);
-    if (c->nhosts == 0) {
-        snprintf(err, errlen, "hostfile %s: no hosts", c->hostfile);
-        return -1;
-    }
-    return 0;
-}
-
 static void copy_str(char *dst, size_t len, const char *src, const char *dflt)
 {
     snprintf(dst, len, "%s", src && *src ? src : dflt);
@@ -203,6 +162,7 @@ static void free_coordinator(coordinator_t *c)
 {
     for (int i = 0; i < c->nruns; i++) run_free(c->runs[i]);
     free(c->runs);
+    launcher_close(c->launcher);
     if (c->rc) redisFree(c->rc);
     jobstore_pool_free(c->pool);
     pthread_cond_destroy(&c->cond);
@@ -274,18 +234,22 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
         snprintf(err, errlen, "state dir %s: %s", jobs, strerror(errno));
         goto fail;
     }
-    if (gethostname(c->hostname, sizeof c->hostname) != 0) snprintf(c->hostname, sizeof c->hostname, "localhost");
-    c->hostname[sizeof c->hostname - 1] = 0;
+    host_name(c->hostname, sizeof c->hostname);
 
-    if (cfg->hostfile && *cfg->hostfile) {
-        if (absolute(cfg->hostfile, c->hostfile, sizeof c->hostfile) != 0 || parse_hostfile(c, err, errlen) != 0)
-            goto fail;
-    } else {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        c->nhosts = 1;
-        snprintf(c->hosts[0].name, sizeof c->hosts[0].name, "%s", c->hostname);
-        c->hosts[0].slots = n > 0 ? (int)n : 1;
-        c->slots_total = c->hosts[0].slots;
+    /* local, hostfile or slurm: where ranks can run, and how they start. */
+    if (cfg->hostfile && *cfg->hostfile && absolute(cfg->hostfile, c->hostfile, sizeof c->hostfile) != 0) {
+        snprintf(err, errlen, "--hostfile: path too long");
+        goto fail;
+    }
+    launcher_config_t lcfg = {
+        .kind = cfg->launcher, .hostname = c->hostname, .mpirun = c->mpirun, .hostfile = c->hostfile,
+        .slurm_mpi = cfg->slurm_mpi, .slurm_partition = cfg->slurm_partition, .slurm_args = cfg->slurm_args,
+    };
+    if (launcher_open(&lcfg, &c->launcher, err, errlen) != 0) goto fail;
+    {
+        const launch_host_t *lh;
+        c->nhosts = launcher_hosts(c->launcher, &lh);
+        c->slots_total = launcher_slots(c->launcher);
     }
 
     if (cfg->worker && *cfg->worker) {
@@ -355,9 +319,10 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
             tickconn_broken(c, "lock");
         }
     }
-    clog_printf("pacer-coordinator %s: state %s, redis %s%s, worker %s, %d slot%s on %d host%s", PACER_VERSION,
-         c->state_dir, c->redis_url, c->embedded_on ? " (embedded)" : "", c->worker, c->slots_total,
-         c->slots_total == 1 ? "" : "s", c->nhosts, c->nhosts == 1 ? "" : "s");
+    clog_printf("pacer-coordinator %s: state %s, redis %s%s, worker %s, %s launcher: %d slot%s on %d host%s",
+         PACER_VERSION, c->state_dir, c->redis_url, c->embedded_on ? " (embedded)" : "", c->worker,
+         launcher_name(c->launcher), c->slots_total, c->slots_total == 1 ? "" : "s", c->nhosts,
+         c->nhosts == 1 ? "" : "s");
     if (pthread_create(&c->tick_thread, NULL, tick_main, c) != 0) {
         snprintf(err, errlen, "cannot start the tick thread");
         rc = COORD_EINTERNAL;
@@ -391,7 +356,7 @@ void coordinator_stop(coordinator_t *c)
             for (int i = 0; i < c->nruns; i++) {
                 coord_run_t *r = c->runs[i];
                 if (r->phase == PH_ACTIVE || r->phase == PH_KILLING) {
-                    session_signal(r->pid, SIGTERM);
+                    launcher_stop(c->launcher, &r->h, 0);
                     n++;
                 }
             }
@@ -402,12 +367,15 @@ void coordinator_stop(coordinator_t *c)
                 for (int i = 0; i < c->nruns; i++) {
                     coord_run_t *r = c->runs[i];
                     if (r->phase != PH_ACTIVE && r->phase != PH_KILLING) continue;
-                    if (r->is_child) waitpid(r->pid, NULL, WNOHANG);
-                    if (session_alive(r->pid)) alive++;
+                    launch_status_t st;
+                    run_poll(c, r, clock_wall_s(), &st);
+                    if (!st.ended) alive++;
                 }
                 if (!alive) break;
                 if (clock_wall_s() > deadline) {
-                    for (int i = 0; i < c->nruns; i++) session_signal(c->runs[i]->pid, SIGKILL);
+                    for (int i = 0; i < c->nruns; i++)
+                        if (c->runs[i]->phase == PH_ACTIVE || c->runs[i]->phase == PH_KILLING)
+                            launcher_stop(c->launcher, &c->runs[i]->h, 1);
                     break;
                 }
                 clock_sleep_s(0.05);
@@ -415,9 +383,8 @@ void coordinator_stop(coordinator_t *c)
             for (int i = 0; i < c->nruns; i++) {
                 coord_run_t *r = c->runs[i];
                 if (r->phase != PH_ACTIVE && r->phase != PH_KILLING) continue;
-                if (r->is_child) waitpid(r->pid, NULL, WNOHANG);
+                launcher_reap(c->launcher, &r->h);
                 r->phase = PH_BACKOFF;
-                r->pid = 0;
                 /* RESTARTING without a restart counted: the next coordinator resumes it. */
                 run_set_state(c, r, JOB_RESTARTING, "stopped with the coordinator (--stop-jobs-on-exit)");
             }

@@ -2,7 +2,7 @@
  *
  * Two ways to open one:
  *   coordinator_start()  the daemon: owns (or starts) the Redis server, runs the
- *                        supervision tick on its own thread (queue -> mpirun launches,
+ *                        supervision tick on its own thread (queue -> launches (launcher.h),
  *                        restarts, cancels, heartbeats, batch plans, profiles);
  *   coordinator_open()   a client: the same API against the same Redis, no supervision
  *                        (the command-line mode and tests use it).
@@ -51,7 +51,12 @@ typedef struct {
     const char *redis_url;        /* NULL or "" = embedded redis-server in state_dir */
     const char *worker_redis_url; /* URL given to workers; NULL = the one the coordinator uses */
     const char *state_dir;        /* "./var"; made absolute */
-    const char *hostfile;         /* NULL = this machine, one slot per online CPU */
+    const char *launcher;         /* "local", "hostfile", "slurm" (coordinator/launcher.h); NULL =
+                                     hostfile when hostfile is set, else local */
+    const char *hostfile;         /* hostfile launcher: the Open MPI hostfile */
+    const char *slurm_mpi;        /* slurm: "pmix", "mpirun" or NULL = pmix when srun has it */
+    const char *slurm_partition;  /* slurm: NULL = the default partition */
+    const char *slurm_args;       /* slurm: extra sbatch options, blank-separated */
     const char *worker;           /* NULL = pacer-worker next to this executable */
     const char *mpirun;           /* "mpirun" */
     const char *redis_server;     /* "redis-server" (embedded mode) */

@@ -30,6 +30,11 @@ static const char WRAPPER[] =
     "echo $s > \"$ec.tmp\" && mv -f \"$ec.tmp\" \"$ec\"\n"
     "exit $s\n";
 
+const char *launch_wrapper_script(void)
+{
+    return WRAPPER;
+}
+
 static int spawn_with(const char *const *argv, int out_fd_from_path, const char *out_path,
                       int pipe_fd, pid_t *pid, char *err, size_t errlen)
 {

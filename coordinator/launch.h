@@ -27,6 +27,10 @@ int launch_spawn(const char *const *argv, const char *out_path, pid_t *pid, char
 int launch_job(const char *tag, const char *const *argv, const char *log_path,
                const char *exit_code_path, pid_t *pid, char *err, size_t errlen);
 
+/* The wrapper's text (a /bin/sh script: $1 = exit-code file, the rest = the command), for
+ * launchers that hand it to something else to run (the Slurm launcher's batch script). */
+const char *launch_wrapper_script(void);
+
 /* Runs argv to completion with stdout and stderr captured into out (NUL-terminated,
  * truncated to len-1), killing it after timeout_s. Returns its exit status, or -1. */
 int launch_capture(const char *const *argv, char *out, size_t len, double timeout_s);

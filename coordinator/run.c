@@ -1,9 +1,9 @@
 /* coordinator/run.c - see run.h. The life of a job in the daemon:
  *   submit (api.c) -> pacer:queue -> run_schedule(): claimed (QUEUED -> RUNNING, one Lua
  *   script) when its world fits the free slots -> launch(): spec rewritten into
- *   STATE_DIR/jobs/{id}/spec.json, `sh -c '... mpirun ... pacer-worker ...; echo $? >
- *   exit_code'` in a new session -> run_step(): every tick, exit status (waitpid, or the
- *   exit_code file for a job adopted after a coordinator restart), cancel requests,
+ *   STATE_DIR/jobs/{id}/spec.json, the attempt started by the launcher (launcher.h:
+ *   mpirun under `sh -c '...; echo $? > exit_code'` in a new session, or a Slurm batch
+ *   job) -> run_step(): every tick, has it ended (launcher_poll), cancel requests,
  *   heartbeats, batch plans, log size -> on exit, supervise_decide() says SUCCEEDED,
  *   FAILED, CANCELLED or RESTARTING (relaunched with --resume after a backoff).
  *
@@ -17,18 +17,16 @@
 #include "coord_internal.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "clog.h"
 #include "dynbatch.h"
 #include "fs.h"
 #include "launch.h"
+#include "launcher.h"
 #include "supervise.h"
 #include "tickconn.h"
 
@@ -95,8 +93,8 @@ void run_persist(coordinator_t *c, coord_run_t *r)
     char log[JPATH], ckdir[JPATH], summary[JPATH];
     snprintf(restarts, sizeof restarts, "%d", r->restarts);
     snprintf(attempts, sizeof attempts, "%d", r->attempts);
-    snprintf(pid, sizeof pid, "%d", (int)r->pid);
-    snprintf(pstart, sizeof pstart, "%llu", r->pstart);
+    snprintf(pid, sizeof pid, "%d", (int)r->h.pid);
+    snprintf(pstart, sizeof pstart, "%llu", r->h.pstart);
     if (r->exit_code >= 0) snprintf(ec, sizeof ec, "%d", r->exit_code);
     else ec[0] = 0;
     snprintf(world, sizeof world, "%d", r->world);
@@ -145,10 +143,8 @@ static void finish_attempt(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, in
     char log[JPATH], line[512] = "";
     job_path(c, r->id, "log", log, sizeof log);
     log_last_line(log, line, sizeof line);
-    /* Stragglers (a rank whose mpirun died first) must not outlive the job. A child is
-     * reaped only after this: its zombie keeps the session id from being reused. */
-    session_signal(r->pid, SIGKILL);
-    if (r->is_child && r->pid > 0) waitpid(r->pid, NULL, 0);
+    /* Stragglers must not outlive the attempt; a child is reaped (launcher_reap). */
+    launcher_reap(c->launcher, &r->h);
     sv_in_t in = {
         .outcome = oc, .code = oc == SV_STALE ? r->stale_rank : code, .stale_s = r->stale_s,
         .restarts = r->restarts, .max_restarts = c->cfg.max_restarts,
@@ -157,8 +153,6 @@ static void finish_attempt(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, in
     sv_out_t out;
     supervise_decide(&in, &out);
     r->exit_code = oc == SV_EXITED ? code : -1;
-    r->pid = 0;
-    r->pstart = 0;
     r->restarts = out.restarts;
     r->kill_reason = KILL_NONE;
     if (out.state == JOB_RESTARTING) {
@@ -172,27 +166,10 @@ static void finish_attempt(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, in
     run_set_state(c, r, out.state, out.reason);
 }
 
-/* Where each rank is expected to run: Open MPI's default by-slot mapping over the
- * hostfile (wrapping around when oversubscribed). Used for initial plans only. */
-static void rank_hosts(const coordinator_t *c, int world, const char **out)
-{
-    int h = 0, used = 0;
-    for (int r = 0; r < world; r++) {
-        while (c->hosts[h].slots > 0 && used >= c->hosts[h].slots) {
-            h = (h + 1) % c->nhosts;
-            used = 0;
-        }
-        const char *name = c->hosts[h].name;
-        if (strcmp(name, "localhost") == 0 || strcmp(name, "127.0.0.1") == 0) name = c->hostname;
-        out[r] = name;
-        used++;
-    }
-}
-
 static void launch(coordinator_t *c, coord_run_t *r, double now)
 {
     char dir[JPATH], ckdir[JPATH], specp[JPATH], summary[JPATH];
-    char log[JPATH], ecp[JPATH], pidp[JPATH], np[16], tag[64];
+    char log[JPATH], ecp[JPATH], pidp[JPATH];
     char err[512] = "";
     job_spec_t *sp = NULL;
     char *text = NULL;
@@ -203,8 +180,6 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
     job_path(c, r->id, "log", log, sizeof log);
     job_path(c, r->id, "exit_code", ecp, sizeof ecp);
     job_path(c, r->id, "pid", pidp, sizeof pidp);
-    snprintf(np, sizeof np, "%d", r->world);
-    snprintf(tag, sizeof tag, "pacer-job-%s", r->id);
 
     if (fs_mkdir_p(ckdir, 0755) != 0) {
         snprintf(err, sizeof err, "%.300s: %s", ckdir, strerror(errno));
@@ -233,28 +208,20 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
     unlink(ecp);
 
     if (r->first_launch && r->spec->algorithm.dynamic_batch && c->worker_has_redis && c->rc) {
+        /* Only where placement is known before the start (not under Slurm). */
         const char **hosts = calloc((size_t)r->world, sizeof *hosts);
-        if (hosts) {
-            rank_hosts(c, r->world, hosts);
+        if (hosts && launcher_rank_hosts(c->launcher, r->world, hosts) == 0) {
             int k = dynbatch_initial(c->rc, r->id, r->spec, hosts);
             if (k == JS_EREDIS) tickconn_broken(c, "initial plan");
             else if (k == 1) clog_printf("job %s: initial batch plan from stored profiles", r->id);
-            free(hosts);
         }
+        free(hosts);
     }
     r->first_launch = 0;
 
+    /* The worker's command; the launcher wraps it (mpirun, sbatch). */
     const char *argv[32];
     int a = 0;
-    argv[a++] = c->mpirun;
-    argv[a++] = "--oversubscribe";
-    argv[a++] = "--allow-run-as-root";
-    argv[a++] = "-np";
-    argv[a++] = np;
-    if (c->hostfile[0]) {
-        argv[a++] = "--hostfile";
-        argv[a++] = c->hostfile;
-    }
     argv[a++] = c->worker;
     argv[a++] = "--spec";
     argv[a++] = specp;
@@ -268,38 +235,20 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
         argv[a++] = r->id;
     }
     argv[a] = NULL;
-
-    FILE *lf = fopen(log, "a");
-    if (lf) {
-        time_t t = (time_t)now;
-        struct tm tm;
-        char when[32];
-        localtime_r(&t, &tm);
-        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-        fprintf(lf, "=== pacer-coordinator %s: job %s attempt %d:", when, r->id, r->attempts + 1);
-        for (int i = 0; i < a; i++) fprintf(lf, " %s", argv[i]);
-        fprintf(lf, " ===\n");
-        fclose(lf);
-    }
-    pid_t pid;
-    if (launch_job(tag, argv, log, ecp, &pid, err, sizeof err) != 0) goto fail;
-    r->pid = pid;
-    r->is_child = 1;
-    if (proc_stat(pid, &r->pstart, NULL) != 0) r->pstart = 0;
-    /* The local record of the process comes first: Redis may be down, and a coordinator
-     * restarted after a crash must find the newest attempt, not an older one. */
-    char pidline[64];
-    int n = snprintf(pidline, sizeof pidline, "%d %llu\n", (int)pid, r->pstart);
-    if (write_file_atomic(pidp, pidline, (size_t)n) != 0)
-        clog_printf("job %s: cannot write %s: %s", r->id, pidp, strerror(errno));
+    launch_req_t req = {
+        .id = r->id, .attempt = r->attempts + 1, .world = r->world, .argv = argv, .dir = dir,
+        .log_path = log, .exit_code_path = ecp, .handle_path = pidp,
+    };
+    if (launcher_start(c->launcher, &req, &r->h, err, sizeof err) != 0) goto fail;
+    char what[64];
     r->attempts++;
     r->launched_at = now;
     r->phase = PH_ACTIVE;
     r->kill_reason = KILL_NONE;
     r->sigkilled = 0;
     if (r->started <= 0) r->started = now;
-    clog_printf("job %s: attempt %d started (pid %d, %d rank%s)", r->id, r->attempts, (int)pid, r->world,
-         r->world == 1 ? "" : "s");
+    clog_printf("job %s: attempt %d started (%s, %d rank%s)", r->id, r->attempts,
+                launcher_describe(&r->h, what, sizeof what), r->world, r->world == 1 ? "" : "s");
     free(sp);
     free(text);
     run_set_state(c, r, JOB_RUNNING, r->state == JOB_RESTARTING ? r->reason : "");
@@ -307,60 +256,37 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
 fail:
     free(sp);
     free(text);
-    lf = fopen(log, "a");
+    FILE *lf = fopen(log, "a");
     if (lf) {
         fprintf(lf, "pacer-coordinator: cannot start the job: %s\n", err);
         fclose(lf);
     }
     clog_printf("job %s: cannot start: %s", r->id, err);
-    r->pid = 0;
+    memset(&r->h, 0, sizeof r->h);
     r->attempts++;
     finish_attempt(c, r, SV_LOST, 0, now);
 }
 
-/* Has the job ended? For a child, waitpid; for an adopted job, the
- * exit_code file and then liveness of the recorded pid. */
-static int poll_ended(coordinator_t *c, coord_run_t *r, sv_outcome_t *oc, int *code)
+void run_poll(coordinator_t *c, coord_run_t *r, double now, launch_status_t *st)
 {
-    char ecp[JPATH];
-    int ec;
+    char ecp[JPATH], log[JPATH];
     job_path(c, r->id, "exit_code", ecp, sizeof ecp);
-    if (r->pid <= 0) {
-        *oc = SV_LOST;
-        return 1;
-    }
-    if (r->is_child) {
-        /* WNOWAIT: look, do not reap yet (finish_attempt reaps after the session kill). */
-        siginfo_t si;
-        memset(&si, 0, sizeof si);
-        if (waitid(P_PID, (id_t)r->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0) {
-            if (si.si_pid != r->pid) return 0;
-            if (si.si_code == CLD_EXITED) {
-                *oc = SV_EXITED;
-                *code = si.si_status;
-            } else if (exit_code_read(ecp, &ec) == 0) {
-                *oc = SV_EXITED;
-                *code = ec;
-            } else {
-                *oc = SV_SIGNALLED;
-                *code = si.si_status;
-            }
-            return 1;
-        }
-        r->is_child = 0;   /* ECHILD: not ours after all; fall back to polling */
-    }
-    if (exit_code_read(ecp, &ec) == 0) {
-        *oc = SV_EXITED;
-        *code = ec;
-        return 1;
-    }
-    if (proc_alive(r->pid, r->pstart)) return 0;
-    if (exit_code_read(ecp, &ec) == 0) {   /* written just before it exited */
-        *oc = SV_EXITED;
-        *code = ec;
-        return 1;
-    }
-    *oc = SV_LOST;
+    job_path(c, r->id, "log", log, sizeof log);
+    launcher_poll(c->launcher, &r->h, ecp, log, now, st);
+}
+
+/* Has the attempt ended? While the resource manager still queues it, no heartbeat is
+ * due: the grace period starts when it runs. */
+static int poll_ended(coordinator_t *c, coord_run_t *r, double now, sv_outcome_t *oc, int *code)
+{
+    launch_status_t st;
+    run_poll(c, r, now, &st);
+    if (st.pending) r->launched_at = now;
+    if (!st.ended) return 0;
+    if (st.lost_hosts[0])
+        clog_printf("job %s: lost host%s %s", r->id, strchr(st.lost_hosts, ' ') ? "s" : "", st.lost_hosts);
+    *oc = st.outcome;
+    *code = st.code;
     return 1;
 }
 
@@ -370,12 +296,14 @@ static void start_kill(coordinator_t *c, coord_run_t *r, kill_reason_t why, doub
     r->phase = PH_KILLING;
     r->kill_deadline = now + c->cfg.kill_grace_s;
     r->sigkilled = 0;
-    session_signal(r->pid, SIGTERM);
+    launcher_stop(c->launcher, &r->h, 0);
+    char what[64];
+    launcher_describe(&r->h, what, sizeof what);
     if (why == KILL_CANCEL)
-        clog_printf("job %s: cancelling (SIGTERM to the processes of session %d)", r->id, (int)r->pid);
+        clog_printf("job %s: cancelling (stopping %s)", r->id, what);
     else
-        clog_printf("job %s: no heartbeat from rank %d for %.0f s; killing session %d", r->id, r->stale_rank,
-                    r->stale_s, (int)r->pid);
+        clog_printf("job %s: no heartbeat from rank %d for %.0f s; stopping %s", r->id, r->stale_rank, r->stale_s,
+                    what);
 }
 
 /* Reads cancel_requested and (when check_beats) the ranks' heartbeats. A failed read
@@ -427,7 +355,7 @@ void run_step(coordinator_t *c, coord_run_t *r, double now)
     int code = 0;
     switch (r->phase) {
     case PH_ACTIVE:
-        if (poll_ended(c, r, &oc, &code)) {
+        if (poll_ended(c, r, now, &oc, &code)) {
             finish_attempt(c, r, oc, code, now);
             break;
         }
@@ -451,11 +379,11 @@ void run_step(coordinator_t *c, coord_run_t *r, double now)
         }
         break;
     case PH_KILLING:
-        if (poll_ended(c, r, &oc, &code)) {
+        if (poll_ended(c, r, now, &oc, &code)) {
             finish_attempt(c, r, r->kill_reason == KILL_CANCEL ? SV_CANCELLED : SV_STALE, code, now);
         } else if (now >= r->kill_deadline && !r->sigkilled) {
             clog_printf("job %s: still running %.0f s after SIGTERM; SIGKILL", r->id, c->cfg.kill_grace_s);
-            session_signal(r->pid, SIGKILL);
+            launcher_stop(c->launcher, &r->h, 1);
             r->sigkilled = 1;
         }
         break;
@@ -599,22 +527,14 @@ void run_adopt(coordinator_t *c, double now)
             clog_printf("job %s: was RESTARTING; launching it again", id);
             continue;
         }
-        /* The pid file is newer than Redis (written right after the spawn). */
-        char pidp[JPATH];
+        /* The handle file is newer than Redis (written right after the start). */
+        char pidp[JPATH], what[256];
         job_path(c, id, "pid", pidp, sizeof pidp);
-        FILE *f = fopen(pidp, "r");
-        int pid = 0;
-        unsigned long long ps = 0;
-        if (f) {
-            if (fscanf(f, "%d %llu", &pid, &ps) != 2) pid = 0;
-            fclose(f);
-        }
-        r->pid = pid;
-        r->pstart = ps;
-        r->is_child = 0;
         r->phase = PH_ACTIVE;
-        if (pid > 0 && proc_alive(pid, ps)) clog_printf("job %s: adopted (session %d still running)", id, pid);
-        else clog_printf("job %s: its process is gone; finding out how it ended", id);
+        if (launcher_adopt(c->launcher, pidp, &r->h, what, sizeof what))
+            clog_printf("job %s: adopted (%s); following it", id, launcher_describe(&r->h, what, sizeof what));
+        else
+            clog_printf("job %s: %s; finding out how it ended", id, what);
     }
     freeReplyObject(m);
     if (c->rc) c->adopted = 1;

@@ -6,10 +6,9 @@
 #ifndef PACER_RUN_H
 #define PACER_RUN_H
 
-#include <sys/types.h>
-
 #include "coordinator.h"
 #include "jobstore.h"
+#include "launcher.h"
 #include "spec.h"
 
 typedef enum {
@@ -27,9 +26,7 @@ typedef struct {
     job_spec_t *spec;         /* as submitted (normalised) */
     int world;
     run_phase_t phase;
-    pid_t pid;                /* the wrapper: leader of the job's session */
-    unsigned long long pstart;
-    int is_child;             /* spawned by this process (waitpid) or adopted (polled) */
+    launch_handle_t h;        /* the attempt's processes (launcher.h); zero between attempts */
     double launched_at;       /* heartbeat grace starts here */
     int restarts, attempts;
     double next_launch;
@@ -59,6 +56,9 @@ void run_step(coordinator_t *c, coord_run_t *r, double now);
 void run_schedule(coordinator_t *c, double now);
 /* After a (re)start: jobs Redis says are RUNNING or RESTARTING become runs again. */
 void run_adopt(coordinator_t *c, double now);
+/* Has r's attempt ended? launcher_poll with r's exit-code file and log (coordinator_stop
+ * uses it to wait for the jobs it stops). */
+void run_poll(coordinator_t *c, coord_run_t *r, double now, launch_status_t *st);
 /* Writes what Redis should show about r (r->dirty stays set when it cannot). */
 void run_persist(coordinator_t *c, coord_run_t *r);
 /* Sets r's state and reason and persists them. */

@@ -30,7 +30,7 @@ enum {
     O_LISTEN = 1000, O_REDIS, O_WORKER_REDIS, O_STATE_DIR, O_HOSTFILE, O_WORKER, O_MPIRUN, O_REDIS_SERVER,
     O_MAX_RESTARTS, O_HEARTBEAT, O_BACKOFF, O_GRACE, O_CKPT_STEPS, O_STOP_JOBS, O_TIMEOUT, O_STATE, O_TAIL,
     O_LIMIT, O_SINCE, O_JSON, O_HELP, O_VERSION, O_TOKEN_FILE, O_AUTH_READS, O_STATIC_DIR, O_HTTP_THREADS, O_SSE_MAX,
-    O_API_CACHE,
+    O_API_CACHE, O_LAUNCHER, O_SLURM_MPI, O_SLURM_PARTITION, O_SLURM_ARGS,
 };
 
 typedef struct {
@@ -55,7 +55,16 @@ static const opt_row_t OPTIONS[] = {
                          "either: an embedded redis-server on STATE_DIR/redis.sock)", O_REDIS },
     { "worker-redis", 1, "URL", "the Redis URL given to workers (default: the coordinator's)", O_WORKER_REDIS },
     { "state-dir", 1, "DIR", "jobs, logs, checkpoints and the embedded Redis (default ./var)", O_STATE_DIR },
-    { "hostfile", 1, "FILE", "Open MPI hostfile (default: this machine, one slot per CPU)", O_HOSTFILE },
+    { "launcher", 1, "KIND", "how jobs start: local (mpirun here, one slot per CPU), hostfile (mpirun over "
+                             "--hostfile), slurm (one sbatch job per attempt; needs slurm-client) "
+                             "(default: hostfile with --hostfile, else local)", O_LAUNCHER },
+    { "hostfile", 1, "FILE", "Open MPI hostfile for --launcher hostfile", O_HOSTFILE },
+    { "slurm-mpi", 1, "HOW", "slurm: start ranks with srun --mpi=pmix (pmix) or mpirun in the allocation "
+                             "(mpirun) (default: pmix when srun --mpi=list has it)", O_SLURM_MPI },
+    { "slurm-partition", 1, "NAME", "slurm: submit to this partition (default: the cluster's default)",
+      O_SLURM_PARTITION },
+    { "slurm-args", 1, "OPTS", "slurm: extra sbatch options, blank-separated (e.g. \"--ntasks-per-node=1\")",
+      O_SLURM_ARGS },
     { "worker", 1, "PATH", "pacer-worker binary (default: next to this executable)", O_WORKER },
     { "mpirun", 1, "PATH", "mpirun binary (default mpirun)", O_MPIRUN },
     { "redis-server", 1, "PATH", "redis-server binary for the embedded Redis (default redis-server)", O_REDIS_SERVER },
@@ -418,6 +427,10 @@ int main(int argc, char **argv)
         case O_WORKER_REDIS: o.cfg.worker_redis_url = optarg; break;
         case O_STATE_DIR: o.cfg.state_dir = optarg; break;
         case O_HOSTFILE: o.cfg.hostfile = optarg; break;
+        case O_LAUNCHER: o.cfg.launcher = optarg; break;
+        case O_SLURM_MPI: o.cfg.slurm_mpi = optarg; break;
+        case O_SLURM_PARTITION: o.cfg.slurm_partition = optarg; break;
+        case O_SLURM_ARGS: o.cfg.slurm_args = optarg; break;
         case O_WORKER: o.cfg.worker = optarg; break;
         case O_MPIRUN: o.cfg.mpirun = optarg; break;
         case O_REDIS_SERVER: o.cfg.redis_server = optarg; break;
@@ -471,8 +484,16 @@ int main(int argc, char **argv)
             }
             o.http.token = o.token;
         } else if (env && *env) {
-            o.http.token = env;
+            if (strlen(env) >= sizeof o.token) {
+                fprintf(stderr, "pacer-coordinator: PACER_TOKEN: longer than %zu bytes\n", sizeof o.token - 1);
+                return 2;
+            }
+            memcpy(o.token, env, strlen(env) + 1);
+            o.http.token = o.token;
         }
+        /* Jobs inherit the daemon's environment (mpirun passes it to local ranks; sbatch
+         * hands it to slurmctld, which keeps it with the job): the API token stays here. */
+        unsetenv("PACER_TOKEN");
         return run_daemon(&o);
     }
 

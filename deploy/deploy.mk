@@ -5,6 +5,8 @@
 #
 #   make test-multihost   the multi-host test on network namespaces (root; ~25 s):
 #                         Redis + coordinator + 3 worker hosts, jobs over HTTP, a slow link
+#   make test-slurm       the slurm launcher against a real Slurm (root; ~40 s): slurmctld +
+#                         2 slurmd + munged on network namespaces (deploy/slurm), jobs over HTTP
 #   make test-deploy      the Docker files without an engine: docker-compose config -q
 #                         (installs Debian's docker-compose), the Dockerfile lint
 #   make lint-dockerfile  deploy/lint-dockerfile.sh on deploy/Dockerfile
@@ -14,11 +16,15 @@
 GPU_BUILD_BASE ?= nvidia/cuda:12.4.1-cudnn-devel-ubuntu22.04
 GPU_BASE       ?= nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04
 
-.PHONY: test-multihost test-deploy lint-dockerfile image image-gpu
+.PHONY: test-multihost test-slurm test-deploy lint-dockerfile image image-gpu
 
 test-multihost: $(BUILD)/pacer-coordinator $(BUILD)/pacer-worker
 	@sh deploy/install-deps.sh test
 	@BUILD=$(BUILD) OPENBLAS_NUM_THREADS=1 sh tests/integration/multihost.sh
+
+test-slurm: $(BUILD)/pacer-coordinator $(BUILD)/pacer-worker
+	@sh deploy/install-deps.sh test
+	@BUILD=$(BUILD) OPENBLAS_NUM_THREADS=1 sh tests/integration/slurm.sh
 
 test-deploy:
 	@sh deploy/install-deps.sh deploy

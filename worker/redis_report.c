@@ -2,6 +2,7 @@
 #include "redis_report.h"
 
 #include "clock.h"
+#include "hostname.h"
 #include "log.h"
 #include "redis_keys.h"
 
@@ -504,8 +505,7 @@ metrics_sink_t *redis_report_sink(const char *url, const char *job, int rank, ch
     }
     snprintf(s->job, sizeof s->job, "%s", job);
     s->rank = rank;
-    if (gethostname(s->host, sizeof s->host) != 0) snprintf(s->host, sizeof s->host, "unknown");
-    s->host[sizeof s->host - 1] = 0;
+    host_name(s->host, sizeof s->host);
     snprintf(s->k_stream, sizeof s->k_stream, KEY_JOB_METRICS, job);
     snprintf(s->k_node, sizeof s->k_node, KEY_JOB_NODE, job, rank);
     snprintf(s->k_stale, sizeof s->k_stale, KEY_JOB_STALENESS, job, rank);

@@ -16,6 +16,7 @@
 #include "backend_cuda.h"
 #include "checkpoint.h"
 #include "clock.h"
+#include "hostname.h"
 #include "planner.h"
 #include "sim.h"
 
@@ -156,8 +157,7 @@ double worker_slowdown_now(const worker_t *w)
 static void hostname_once(char *out, size_t len)
 {
     if (sim_host_name(out, len) == 0) return; /* a simulated rank: its simulated host */
-    if (gethostname(out, len) != 0) snprintf(out, len, "unknown");
-    out[len - 1] = 0;
+    host_name(out, len);
 }
 
 /* Fills the reusable record with this rank's state after a step. */

@@ -1,0 +1,147 @@
+/* coordinator/launcher.h - how a job attempt's ranks are started, followed and stopped:
+ * one small interface, three kinds (pacer-coordinator --launcher):
+ *
+ *   local     mpirun on this machine, one slot per online CPU
+ *   hostfile  mpirun over an Open MPI hostfile (--hostfile): its daemons reach the hosts
+ *             through ssh, or whatever plm_rsh_agent names
+ *   slurm     every attempt is a Slurm batch job (sbatch --no-requeue); inside the
+ *             allocation the ranks are started by `srun --mpi=pmix` (Slurm's PMIx
+ *             plugin is the PMIx server) or by `mpirun` (Open MPI's Slurm support: it
+ *             reads the allocation and starts its daemons with srun); followed with
+ *             `scontrol show job`, stopped with scancel. Host names are Slurm node names.
+ *
+ * The coordinator (run.c) decides what runs and when (queue, restarts, cancels,
+ * heartbeats); a launcher only knows how. local and hostfile run mpirun under a shell
+ * wrapper in a session of its own (launch.h); slurm runs the same wrapper as the batch
+ * script. Either way the wrapper writes the command's exit status into the attempt's
+ * exit-code file, which is how an attempt that a restarted coordinator did not start is
+ * known to have ended.
+ *
+ * Every call is made by one thread at a time (the tick thread; coordinator_stop after
+ * it ended). Calls that ask Slurm run a client command and wait for it (5 s at most).
+ */
+#ifndef PACER_LAUNCHER_H
+#define PACER_LAUNCHER_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "supervise.h"
+
+#define LAUNCH_MAX_HOSTS 256
+#define LAUNCH_MAX_SLOTS 65536   /* per host: a bound on what a hostfile or sinfo says */
+
+typedef enum { LAUNCHER_LOCAL, LAUNCHER_HOSTFILE, LAUNCHER_SLURM } launcher_kind_t;
+
+typedef struct {
+    char name[256];   /* what a rank reports as its host: gethostname(), or the Slurm node name */
+    int slots;        /* ranks it takes before mpirun oversubscribes; Slurm: its CPUs */
+} launch_host_t;
+
+typedef struct {
+    const char *kind;           /* "local", "hostfile", "slurm"; NULL or "": hostfile when
+                                   hostfile is set, else local */
+    const char *hostname;       /* this machine (the local launcher's only host) */
+    const char *mpirun;         /* mpirun binary */
+    const char *hostfile;       /* absolute path (hostfile only) */
+    const char *slurm_mpi;      /* "pmix", "mpirun", or NULL/"" = pmix when `srun --mpi=list`
+                                   names it, else mpirun */
+    const char *slurm_partition;/* NULL or "" = the default partition */
+    const char *slurm_args;     /* extra sbatch options, split on blanks (NULL = none) */
+} launcher_config_t;
+
+/* What one attempt runs. */
+typedef struct {
+    const char *id;                 /* the job id */
+    int attempt;                    /* 1, 2, ...: for the log's header line */
+    int world;                      /* ranks */
+    const char *const *argv;        /* pacer-worker and its arguments, NULL-terminated */
+    const char *dir;                /* STATE_DIR/jobs/{id}: the launcher may keep files there */
+    const char *log_path;           /* stdout + stderr of every rank, appended */
+    const char *exit_code_path;     /* written by the wrapper when the command ends */
+    const char *handle_path;        /* launcher_start records the handle here (adoption) */
+} launch_req_t;
+
+/* One attempt's processes, as a launcher follows them. All zero = nothing running. */
+typedef struct {
+    pid_t pid;                      /* local, hostfile: the wrapper, leader of the session */
+    unsigned long long pstart;      /* its start time: a reused pid is not it */
+    int is_child;                   /* started by this process: waitpid works */
+    long slurm_job;                 /* slurm: the batch job id */
+    double next_poll;               /* slurm: when to ask slurmctld again */
+    int slurm_seen;                 /* slurm: scontrol answered about it at least once */
+    int slurm_pending;              /* slurm: PENDING at the last answer */
+    int slurm_done;                 /* slurm: known to be over (nothing to scancel) */
+    int unreachable;                /* slurm: the last question got no answer (logged once) */
+} launch_handle_t;
+
+/* What launcher_poll found. */
+typedef struct {
+    int ended;                      /* the attempt is over: outcome and code say how */
+    sv_outcome_t outcome;           /* SV_EXITED (code = exit status), SV_SIGNALLED (code =
+                                       signal), SV_LOST (gone without an exit status) */
+    int code;
+    int pending;                    /* queued by the resource manager, not started: no
+                                       heartbeat can be expected yet */
+    /* Hosts the attempt lost (space-separated; "" = none known): Slurm reports a node
+     * that failed under a job (NODE_FAIL, or DOWN while the job ran). The seam for
+     * elastic restarts (issue 14, phase 2): relaunch on the hosts that remain. */
+    char lost_hosts[512];
+} launch_status_t;
+
+typedef struct launcher launcher_t;
+
+/* Opens a launcher of cfg->kind and learns its hosts (hostfile: parses it; slurm: asks
+ * sinfo, so slurmctld must answer now). Returns 0, or -1 with err. */
+int launcher_open(const launcher_config_t *cfg, launcher_t **out, char *err, size_t errlen);
+void launcher_close(launcher_t *l);
+
+launcher_kind_t launcher_kind(const launcher_t *l);
+const char *launcher_name(const launcher_t *l);          /* "local", "hostfile", "slurm" */
+
+/* The hosts ranks can run on and their slots. Fixed after open. */
+int launcher_hosts(const launcher_t *l, const launch_host_t **hosts);
+int launcher_slots(const launcher_t *l);
+
+/* Where rank r will run, for the first batch plan (from stored host profiles): Open
+ * MPI's default by-slot mapping over the hosts, wrapping around when oversubscribed.
+ * Returns 0, or -1 when the launcher cannot know before the job starts (slurm: Slurm
+ * places the tasks). */
+int launcher_rank_hosts(const launcher_t *l, int world, const char **out);
+
+/* Starts an attempt. Appends the "=== pacer-coordinator ... ===" header to the log,
+ * clears *h and fills it, and records it in req->handle_path. Returns 0, or -1 with err
+ * (then nothing runs). */
+int launcher_start(launcher_t *l, const launch_req_t *req, launch_handle_t *h, char *err, size_t errlen);
+
+/* Has the attempt ended? Cheap enough for every tick: slurm asks slurmctld at most once a
+ * second per attempt and reads the exit-code file in between. A question that gets no
+ * answer means "still running" (unknown is not ended). log_path gets a line saying why
+ * when the launcher knows more than an exit status (e.g. "Slurm job 12: NODE_FAIL"). */
+void launcher_poll(launcher_t *l, launch_handle_t *h, const char *exit_code_path, const char *log_path,
+                   double now, launch_status_t *st);
+
+/* Asks the attempt to stop: hard = 0 SIGTERM to every process (slurm: scancel), hard = 1
+ * SIGKILL (slurm: scancel --signal=KILL --full). launcher_poll says when it is over. */
+void launcher_stop(launcher_t *l, launch_handle_t *h, int hard);
+
+/* The attempt is over (or must be treated so): kills stragglers, reaps a child, and
+ * clears *h. */
+void launcher_reap(launcher_t *l, launch_handle_t *h);
+
+/* After a coordinator restart: the handle recorded at handle_path. Returns 1 when it
+ * names something to follow (alive or not: launcher_poll finds out how it ended), 0
+ * when there is none or it belongs to another kind of launcher (then *h is zero; what
+ * says why goes to what). */
+int launcher_adopt(launcher_t *l, const char *handle_path, launch_handle_t *h, char *what, size_t whatlen);
+
+/* "session 1234" or "Slurm job 12": for log lines. */
+const char *launcher_describe(const launch_handle_t *h, char *buf, size_t len);
+
+/* Parsing `scontrol show job -o ID` (exposed for the unit tests): fills the state name
+ * ("RUNNING", "COMPLETED", ...; "" when absent), the exit status and signal of ExitCode=S:G,
+ * and NodeList ("" when absent). Returns 0, or -1 when text is not a job record. */
+int launch_slurm_parse_job(const char *text, char *state, size_t statelen, int *exit_status, int *signal,
+                           char *nodes, size_t nodeslen);
+
+#endif

@@ -1,0 +1,56 @@
+/* coordinator/launcher_impl.h - what the launcher kinds share (launcher.c dispatches;
+ * launch_local.c runs local and hostfile, launch_hostfile.c reads hostfiles,
+ * launch_slurm.c talks to Slurm). Not for the rest of the coordinator: launcher.h is. */
+#ifndef PACER_LAUNCHER_IMPL_H
+#define PACER_LAUNCHER_IMPL_H
+
+#include <limits.h>
+
+#include "launcher.h"
+
+typedef struct {
+    const char *name;
+    /* Fills l->hosts, l->nhosts, l->slots and what the kind needs from cfg. */
+    int (*open)(launcher_t *l, const launcher_config_t *cfg, char *err, size_t errlen);
+    /* Starts the attempt (the header line and the handle file are launcher.c's). */
+    int (*start)(launcher_t *l, const launch_req_t *req, launch_handle_t *h, char *err, size_t errlen);
+    void (*poll)(launcher_t *l, launch_handle_t *h, const char *exit_code_path, const char *log_path, double now,
+                 launch_status_t *st);
+    void (*stop)(launcher_t *l, launch_handle_t *h, int hard);
+    void (*reap)(launcher_t *l, launch_handle_t *h);
+    int predicts_placement;   /* launcher_rank_hosts can answer before the start */
+} launcher_ops_t;
+
+#define LAUNCH_SLURM_ARGS_MAX 32
+
+struct launcher {
+    launcher_kind_t kind;
+    const launcher_ops_t *ops;
+    launch_host_t hosts[LAUNCH_MAX_HOSTS];
+    int nhosts, slots;
+    char hostname[256];
+    char mpirun[PATH_MAX];
+    char hostfile[PATH_MAX];
+    /* slurm */
+    int slurm_pmix;                          /* srun --mpi=pmix, else mpirun in the allocation */
+    char partition[128];
+    char args_buf[1024];                     /* --slurm-args, split in place */
+    char *args[LAUNCH_SLURM_ARGS_MAX];
+    int nargs;
+};
+
+extern const launcher_ops_t LAUNCH_LOCAL_OPS;      /* local and hostfile */
+extern const launcher_ops_t LAUNCH_SLURM_OPS;
+
+/* Appends "=== pacer-coordinator DATE: job ID attempt N: ARGV ===" to the log. */
+void launcher_log_header(const char *log_path, const char *id, int attempt, const char *const *argv);
+
+/* Appends one line to the log ("pacer-coordinator: ..."): a launcher's account of an
+ * ending that the exit status does not tell (it becomes the job's reason when no rank
+ * said more). */
+void launcher_log_note(const char *log_path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Reads an Open MPI hostfile ("NAME [slots=N]" lines, # comments) into l->hosts. */
+int launch_hostfile_parse(launcher_t *l, const char *path, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,260 @@
+# The slurm launcher against a real Slurm: Debian's slurmctld, two slurmd and munged,
+# started here by deploy/slurm/up.sh on the network-namespace cluster (pc: munged,
+# slurmctld, Redis, pacer-coordinator; pw1, pw2: one slurmd each, with its own network,
+# UTS name and /etc/hosts), stopped on exit by deploy/slurm/down.sh, with every file in
+# this test's temporary directory. The coordinator runs `--launcher slurm
+# --slurm-args --ntasks-per-node=1`, and jobs go to it over HTTP from the root
+# namespace, through the bridge, with the bearer token.
+#
+# Checked:
+#   1. an ssgd job with 2 workers, ranks started by `srun --mpi=pmix` inside its batch
+#      job (the default where Slurm has the PMIx plugin), runs one rank on each node
+#      (the nodes endpoint says pw1, pw2: the Slurm node names) and SUCCEEDS; Slurm
+#      shows its batch job COMPLETED, and its log starts with the sbatch command;
+#   2. the coordinator's API token is in neither the ranks' environment nor slurmctld's
+#      state (the job's environment comes from the coordinator's); a coordinator
+#      restarted while a job runs adopts its Slurm job (from the handle
+#      file in the job's directory); then DELETE: the job ends CANCELLED, Slurm shows its batch job
+#      CANCELLED and no longer pending or running (squeue -j, scontrol show job), and no
+#      pacer-worker process is left on either node;
+#   3. the coordinator restarted with --slurm-mpi mpirun: the same job again, this time
+#      with mpirun inside the allocation (Open MPI's Slurm support starts its daemon on
+#      the second node with srun), across both nodes, SUCCEEDED.
+#
+# Needs root, `ip netns`, nsenter/unshare and slurm-wlm + munge (make deps installs them
+# in its test group); otherwise exit 77 with the reason. A lock serialises concurrent
+# runs (the namespace names and the /24 are fixed: psl-*, 10.79.0.0/24, not those of the
+# multi-host test). Run alone with `make test-slurm`. About 60 s.
+. tests/lib.sh
+ROOT=$(pwd)
+case $BUILD in /*) B=$BUILD ;; *) B=$ROOT/$BUILD ;; esac
+COORD=$B/pacer-coordinator
+[ -x "$COORD" ] || fail "$COORD not built (make $BUILD/pacer-coordinator)"
+[ -x "$B/pacer-worker" ] || fail "$B/pacer-worker not built (make $BUILD/pacer-worker)"
+[ "$(id -u)" -eq 0 ] || skip "slurm: needs root to start slurmd and create network namespaces"
+for c in slurmctld slurmd munged sbatch squeue scontrol scancel sinfo srun; do
+    command -v "$c" >/dev/null 2>&1 || skip "slurm: $c not installed (make deps: slurmctld slurmd slurm-client munge)"
+done
+for c in ip nsenter unshare flock redis-server redis-cli mpirun curl jq; do
+    command -v "$c" >/dev/null 2>&1 || skip "slurm: $c not installed (make deps)"
+done
+need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
+
+exec 9>/tmp/pacer-slurm.lock
+flock -w 300 9 || skip "slurm: another run holds /tmp/pacer-slurm.lock"
+
+export PACER_NETNS_PREFIX=psl- PACER_NETNS_NET=10.79.0 PACER_NETNS_WORKERS=2
+. "$ROOT/deploy/netns/common.sh"
+probe=${P}probe$$
+ip netns add "$probe" 2>"$TMP/probe.err" || skip "slurm: cannot create network namespaces: $(cat "$TMP/probe.err")"
+ip netns del "$probe"
+
+SD=$TMP/slurm
+mkdir -p "$SD"
+cleanup() {
+    sh "$ROOT/deploy/slurm/down.sh" "$SD"
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# What a killed earlier run left (we hold the lock, so it is not a live one).
+sh "$ROOT/deploy/slurm/down.sh"
+sh "$ROOT/deploy/slurm/up.sh" "$SD" 9>&- >"$TMP/up.log" 2>&1 || {
+    cat "$TMP/up.log"
+    fail "the Slurm cluster did not come up (logs above; deploy/slurm/up.sh)"
+}
+cat "$TMP/up.log"
+. "$SD/env"
+
+PC=$(host_addr pc)
+API=http://$PC:8080
+REDIS=redis://$PC:6379
+TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+STATE=$TMP/var
+in_pc() { ip netns exec "$(host_ns pc)" unshare --uts sh -c 'hostname pc && exec "$@"' sh "$@"; }
+# Slurm's client commands, asked from the head node.
+sl() { ip netns exec "$(host_ns pc)" "$@"; }
+
+in_pc redis-server --bind "$PC" --port 6379 --protected-mode no --save '' --appendonly no \
+    --dir "$TMP" --logfile "$TMP/redis.log" 9>&- &
+i=0
+until redis-cli -h "$PC" ping >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -gt 50 ] && fail "Redis in $(host_ns pc) did not answer on $PC:6379"
+    sleep 0.1
+done
+
+# Open MPI over the bridge only (the ranks' TCP and, under mpirun, its daemons' channel).
+# sbatch passes the coordinator's environment to the batch job, srun to the ranks.
+export OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self
+export OMPI_MCA_btl_tcp_if_include="$NET.0/24" OMPI_MCA_oob_tcp_if_include="$NET.0/24"
+export OPENBLAS_NUM_THREADS=1
+
+COORD_LOG=$TMP/coord.log
+# start_coord [OPTIONS...] - the daemon in pc, healthy as seen from the root namespace.
+start_coord() {
+    PACER_TOKEN=$TOKEN in_pc "$COORD" --listen "$PC:8080" --redis "$REDIS" --worker-redis "$REDIS" \
+        --state-dir "$STATE" --worker "$B/pacer-worker" --launcher slurm --slurm-args "--ntasks-per-node=1" \
+        --heartbeat-timeout 60 --max-restarts 0 "$@" >>"$COORD_LOG" 2>&1 9>&- &
+    i=0
+    until curl -fsS --max-time 2 "$API/healthz" >"$TMP/health" 2>/dev/null &&
+        [ "$(jq -r .coordinator_alive "$TMP/health")" = true ]; do
+        i=$((i + 1))
+        [ $i -gt 100 ] && { cat "$COORD_LOG"; fail "coordinator on $API did not become healthy"; }
+        sleep 0.2
+    done
+}
+stop_coord() {
+    pid=$(ip netns pids "$(host_ns pc)" | while read -r p; do
+        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = pacer-coordinat ] && echo "$p"; done)
+    [ -n "$pid" ] || fail "no coordinator running in pc"
+    kill -TERM $pid
+    i=0
+    while kill -0 $pid 2>/dev/null; do
+        i=$((i + 1)); [ $i -gt 100 ] && fail "coordinator did not stop on SIGTERM"
+        sleep 0.1
+    done
+}
+
+# http METHOD PATH [BODY-FILE] - status code on stdout, body in $TMP/body.
+http() {
+    if [ -n "${3:-}" ]; then
+        curl -sS --max-time 10 -X "$1" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
+            --data-binary "@$3" -o "$TMP/body" -w '%{http_code}' "$API$2"
+    else
+        curl -sS --max-time 10 -X "$1" -H "Authorization: Bearer $TOKEN" -o "$TMP/body" -w '%{http_code}' "$API$2"
+    fi
+}
+
+# spec FILE NAME EPOCHS - LeNet-5 on 4096 Fashion-MNIST images, 2 workers.
+spec() {
+    cat >"$1" <<JSON
+{"name": "$2", "model": "lenet5", "algorithm": {"name": "ssgd"}, "workers": 2,
+ "dataset": {"name": "fashion-mnist", "train_subset": 4096, "test_subset": 500},
+ "optimizer": {"lr": 0.02, "momentum": 0.9}, "batch_size": 64, "epochs": $3, "seed": 7,
+ "log_every": 16, "checkpoint": {"every_steps": 16}}
+JSON
+}
+
+submit() {
+    code=$(http POST /api/v1/jobs "$1") || fail "POST /api/v1/jobs: curl failed"
+    [ "$code" = 201 ] || { cat "$TMP/body"; fail "POST /api/v1/jobs answered $code, want 201"; }
+    jq -r .id "$TMP/body"
+}
+
+# state_is ID STATE...: the job is in one of the states (body in $TMP/body).
+state_of() {
+    [ "$(http GET "/api/v1/jobs/$1")" = 200 ] || fail "GET /api/v1/jobs/$1: $(cat "$TMP/body")"
+    jq -r .state "$TMP/body"
+}
+
+# finish ID SECONDS WANT - waits until the job ends; fails unless it ended WANT.
+finish() {
+    end=$(($(date +%s) + $2))
+    while :; do
+        st=$(state_of "$1")
+        case $st in SUCCEEDED | FAILED | CANCELLED) break ;; esac
+        [ "$(date +%s)" -ge "$end" ] && {
+            tail -30 "$STATE/jobs/$1/log"; tail -20 "$COORD_LOG"; sl squeue
+            fail "job $1 still $st after $2 s"
+        }
+        sleep 0.3
+    done
+    [ "$st" = "$3" ] || {
+        tail -40 "$STATE/jobs/$1/log"; tail -20 "$COORD_LOG"
+        fail "job $1 $st, want $3: $(jq -r .reason "$TMP/body")"
+    }
+}
+
+# slurm_id ID - the Slurm job of pacer job ID (its batch job is named pacer-ID).
+slurm_id() { sl squeue --noheader --states=all --name="pacer-$1" --format=%i | tail -1; }
+slurm_state() { sl scontrol --oneliner show job "$1" | tr ' ' '\n' | sed -n 's/^JobState=//p'; }
+
+# two_nodes ID - the job's ranks ran on pw1 and pw2, by their own report.
+two_nodes() {
+    [ "$(http GET "/api/v1/jobs/$1/nodes")" = 200 ] || fail "GET /api/v1/jobs/$1/nodes: $(cat "$TMP/body")"
+    hosts=$(jq -r '[.ranks[].host] | join(" ")' "$TMP/body")
+    [ "$hosts" = "pw1 pw2" ] || fail "ranks of $1 ran on '$hosts', want 'pw1 pw2'"
+    echo "ok: job $1: rank 0 on pw1, rank 1 on pw2 (Slurm node names, from each rank's report)"
+}
+
+# workers_left - pacer-worker processes in the node namespaces.
+workers_left() {
+    for h in pw1 pw2; do
+        for p in $(ip netns pids "$(host_ns "$h")"); do
+            [ "$(cat "/proc/$p/comm" 2>/dev/null)" = pacer-worker ] && echo "$h:$p"
+        done
+    done
+}
+
+# 1. A job across both nodes, ranks started by srun --mpi=pmix.
+start_coord
+grep -q "slurm launcher: 4 slots on 2 hosts" "$COORD_LOG" ||
+    fail "coordinator did not take the two nodes from sinfo: $(grep -m1 'launcher' "$COORD_LOG")"
+echo "ok: coordinator --launcher slurm: 2 nodes, 4 CPUs from sinfo"
+[ "$(http GET /api/v1/cluster)" = 200 ] || fail "GET /api/v1/cluster: $(cat "$TMP/body")"
+[ "$(jq -r '[.coordinator.hosts[].name] | join(" ")' "$TMP/body")" = "pw1 pw2" ] ||
+    fail "cluster hosts: $(jq -c .coordinator.hosts "$TMP/body")"
+spec "$TMP/short.json" slurm-short 1
+id1=$(submit "$TMP/short.json")
+finish "$id1" 120 SUCCEEDED
+echo "ok: job $id1 SUCCEEDED in $(jq -r '(.finished - .started) * 10 | floor / 10' "$TMP/body") s (test_accuracy $(jq -r .summary.test_accuracy "$TMP/body"))"
+two_nodes "$id1"
+s1=$(slurm_id "$id1")
+[ -n "$s1" ] || fail "no Slurm job named pacer-$id1"
+[ "$(slurm_state "$s1")" = COMPLETED ] || fail "Slurm job $s1: $(sl scontrol --oneliner show job "$s1")"
+grep -q "^=== pacer-coordinator .* attempt 1: sbatch .* srun --mpi=pmix " "$STATE/jobs/$id1/log" ||
+    fail "the log does not start with the sbatch + srun --mpi=pmix command: $(head -3 "$STATE/jobs/$id1/log")"
+echo "ok: Slurm job $s1 COMPLETED; started with sbatch, ranks with srun --mpi=pmix"
+
+# 2. DELETE cancels the Slurm job.
+spec "$TMP/long.json" slurm-long 30
+id2=$(submit "$TMP/long.json")
+end=$(($(date +%s) + 60))
+until [ "$(http GET "/api/v1/jobs/$id2/nodes")" = 200 ] &&
+    [ "$(jq '[.ranks[] | select(.step > 0)] | length' "$TMP/body")" = 2 ]; do
+    [ "$(date +%s)" -ge "$end" ] && { tail -20 "$STATE/jobs/$id2/log"; sl squeue; fail "job $id2: ranks not training after 60 s"; }
+    sleep 0.3
+done
+s2=$(slurm_id "$id2")
+[ "$(slurm_state "$s2")" = RUNNING ] || fail "Slurm job $s2 is $(slurm_state "$s2") while the ranks train"
+echo "ok: job $id2 training on both nodes as Slurm job $s2 (RUNNING)"
+# The API token reaches neither the ranks nor slurmctld's copy of the job's environment.
+n=0
+for p in $(for h in pw1 pw2; do ip netns pids "$(host_ns "$h")"; done); do
+    [ "$(cat "/proc/$p/comm" 2>/dev/null)" = pacer-worker ] || continue
+    n=$((n + 1))
+    tr '\0' '\n' <"/proc/$p/environ" | grep -q "$TOKEN" && fail "rank process $p has the API token in its environment"
+done
+[ "$n" -ge 2 ] || fail "found $n pacer-worker processes on pw1 and pw2, want 2"
+grep -rqs "$TOKEN" "$SD" && fail "the API token is in the Slurm cluster's files: $(grep -rls "$TOKEN" "$SD")"
+echo "ok: the API token is in neither the ranks' environment nor slurmctld's state"
+# A coordinator restarted meanwhile follows the Slurm job it did not submit.
+stop_coord
+start_coord
+grep -q "job $id2: adopted (Slurm job $s2)" "$COORD_LOG" || fail "job $id2 not adopted: $(tail -5 "$COORD_LOG")"
+[ "$(state_of "$id2")" = RUNNING ] || fail "job $id2 is $(jq -r .state "$TMP/body") after the coordinator restart"
+echo "ok: a restarted coordinator adopted Slurm job $s2 (still RUNNING)"
+code=$(http DELETE "/api/v1/jobs/$id2")
+case $code in 200 | 202) ;; *) fail "DELETE /api/v1/jobs/$id2 answered $code: $(cat "$TMP/body")" ;; esac
+finish "$id2" 60 CANCELLED
+[ -z "$(sl squeue --noheader --jobs="$s2" 2>/dev/null)" ] || fail "squeue still lists Slurm job $s2: $(sl squeue --jobs="$s2")"
+[ "$(slurm_state "$s2")" = CANCELLED ] || fail "Slurm job $s2: $(sl scontrol --oneliner show job "$s2")"
+end=$(($(date +%s) + 20))
+while [ -n "$(workers_left)" ]; do
+    [ "$(date +%s)" -ge "$end" ] && fail "pacer-worker processes left after the cancel: $(workers_left)"
+    sleep 0.2
+done
+echo "ok: DELETE: job $id2 CANCELLED; Slurm job $s2 CANCELLED, not in squeue; no pacer-worker left on pw1 or pw2"
+
+# 3. mpirun inside the allocation.
+stop_coord
+start_coord --slurm-mpi mpirun
+id3=$(submit "$TMP/short.json")
+finish "$id3" 120 SUCCEEDED
+two_nodes "$id3"
+grep -q "^=== pacer-coordinator .* attempt 1: sbatch .* mpirun --allow-run-as-root -np 2 " "$STATE/jobs/$id3/log" ||
+    fail "job $id3 was not started by mpirun inside the batch job: $(head -3 "$STATE/jobs/$id3/log")"
+echo "ok: --slurm-mpi mpirun: job $id3 SUCCEEDED across pw1 and pw2 (Open MPI's plm/slurm)"
+stop_coord

@@ -1,0 +1,470 @@
+/* tests/unit/test_launcher.c - the launchers' own logic (coordinator/launcher.h): choosing
+ * the kind, hostfiles, the by-slot placement guess, handle files, and how the Slurm
+ * launcher reads what Slurm's commands answer, bad answers included.
+ *
+ * The Slurm launcher's real path (sbatch, srun, scontrol, scancel against slurmctld and
+ * two slurmd) is tests/integration/slurm.sh. Here its client commands are small scripts
+ * first in PATH that print a canned answer and exit with a canned status, so that the
+ * answers a healthy test cluster never gives (garbage, a controller that does not answer,
+ * a purged job, NODE_FAIL) are covered too.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "launch.h"
+#include "launcher.h"
+
+#define ERRLEN 1024
+
+typedef struct {
+    char dir[256];
+    char bin[300];
+    char *old_path;
+} fx_t;
+
+static int write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    fputs(text, f);
+    return fclose(f);
+}
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    char *buf = calloc(1, 1 << 16);
+    if (buf) buf[fread(buf, 1, (1 << 16) - 1, f)] = 0;
+    fclose(f);
+    return buf;
+}
+
+/* answer fx CMD STATUS TEXT - what the fake CMD prints and exits with from now on. */
+static void answer(fx_t *fx, const char *cmd, int status, const char *text)
+{
+    char path[400], rc[16];
+    snprintf(path, sizeof path, "%s/%s.out", fx->dir, cmd);
+    assert_int_equal(write_text(path, text), 0);
+    snprintf(path, sizeof path, "%s/%s.rc", fx->dir, cmd);
+    snprintf(rc, sizeof rc, "%d\n", status);
+    assert_int_equal(write_text(path, rc), 0);
+}
+
+static int setup(void **state)
+{
+    fx_t *fx = calloc(1, sizeof *fx);
+    snprintf(fx->dir, sizeof fx->dir, "/tmp/pacer-test-launcher-XXXXXX");
+    if (!mkdtemp(fx->dir)) return -1;
+    snprintf(fx->bin, sizeof fx->bin, "%s/bin", fx->dir);
+    mkdir(fx->bin, 0755);
+    /* One script under every Slurm command's name: records its arguments, prints
+     * DIR/NAME.out, exits with DIR/NAME.rc (0 when absent). */
+    static const char *const CMDS[] = { "sinfo", "srun", "sbatch", "scontrol", "scancel", NULL };
+    for (const char *const *c = CMDS; *c; c++) {
+        char path[400], text[1024];
+        snprintf(path, sizeof path, "%s/%s", fx->bin, *c);
+        snprintf(text, sizeof text,
+                 "#!/bin/sh\n"
+                 "echo \"%s $*\" >> %s/calls\n"
+                 "cat %s/%s.out 2>/dev/null\n"
+                 "exit $(cat %s/%s.rc 2>/dev/null || echo 0)\n",
+                 *c, fx->dir, fx->dir, *c, fx->dir, *c);
+        if (write_text(path, text) != 0 || chmod(path, 0755) != 0) return -1;
+    }
+    const char *p = getenv("PATH");
+    fx->old_path = strdup(p ? p : "/usr/bin:/bin");
+    char *np = malloc(strlen(fx->bin) + strlen(fx->old_path) + 2);
+    sprintf(np, "%s:%s", fx->bin, fx->old_path);
+    setenv("PATH", np, 1);
+    free(np);
+    *state = fx;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx_t *fx = *state;
+    setenv("PATH", fx->old_path, 1);
+    free(fx->old_path);
+    rm_tree(fx->dir);
+    free(fx);
+    return 0;
+}
+
+static char *calls(fx_t *fx)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/calls", fx->dir);
+    char *t = read_text(path);
+    return t ? t : strdup("");
+}
+
+/* ---- choosing the kind, hostfiles, placement --------------------------------------------- */
+
+static void test_kinds_and_hostfile(void **state)
+{
+    fx_t *fx = *state;
+    char err[ERRLEN] = "", hf[400];
+    launcher_t *l = NULL;
+    launcher_config_t cfg = { .hostname = "here", .mpirun = "mpirun" };
+
+    assert_int_equal(launcher_open(&cfg, &l, err, sizeof err), 0);   /* default: local */
+    assert_string_equal(launcher_name(l), "local");
+    const launch_host_t *hosts;
+    assert_int_equal(launcher_hosts(l, &hosts), 1);
+    assert_string_equal(hosts[0].name, "here");
+    assert_int_equal(launcher_slots(l), hosts[0].slots);
+    launcher_close(l);
+
+    cfg.kind = "pbs";
+    assert_int_equal(launcher_open(&cfg, &l, err, sizeof err), -1);
+    assert_non_null(strstr(err, "--launcher pbs: unknown"));
+    cfg.kind = "hostfile";
+    assert_int_equal(launcher_open(&cfg, &l, err, sizeof err), -1);
+    assert_non_null(strstr(err, "needs --hostfile"));
+
+    snprintf(hf, sizeof hf, "%s/hosts", fx->dir);
+    cfg.hostfile = hf;
+    cfg.kind = "local";
+    assert_int_equal(launcher_open(&cfg, &l, err, sizeof err), -1);
+    assert_non_null(strstr(err, "--hostfile is for --launcher hostfile"));
+
+    /* Bad hostfiles: each names the file (and line). */
+    cfg.kind = NULL;   /* a hostfile alone means the hostfile launcher */
+    assert_int_equal(launcher_open(&cfg, &l, err, sizeof err), -1);
+    assert_non_null(strstr(err, "No such file"));
+    assert_int_equal(write_text(hf, "# nothing\n\n"), 0);
+    assert_int_equal(launcher_open(&cfg, &l, err, sizeof err), -1);
+    assert_non_null(strstr(err, "no hosts"));
+    assert_int_equal(write_text(hf, "a slots=2\nb slots=0\n"), 0);
+    assert_int_equal(launcher_open(&cfg, &l, err, sizeof err), -1);
+    assert_non_null(strstr(err, ":2: slots must be 1 to"));
+    assert_int_equal(write_text(hf, "a slots=99999999999\n"), 0);
+    assert_int_equal(launcher_open(&cfg, &l, err, sizeof err), -1);
+    assert_non_null(strstr(err, ":1: slots must be 1 to"));
+
+    /* By-slot placement over the hosts, wrapping around; localhost is this machine. */
+    assert_int_equal(write_text(hf, "localhost slots=2 # here\nb max_slots=4\n"), 0);
+    assert_int_equal(launcher_open(&cfg, &l, err, sizeof err), 0);
+    assert_string_equal(launcher_name(l), "hostfile");
+    assert_int_equal(launcher_slots(l), 3);
+    const char *where[5];
+    assert_int_equal(launcher_rank_hosts(l, 5, where), 0);
+    const char *want[] = { "here", "here", "b", "here", "here" };
+    for (int r = 0; r < 5; r++) assert_string_equal(where[r], want[r]);
+    launcher_close(l);
+}
+
+/* ---- handle files --------------------------------------------------------------------------- */
+
+static void test_adopt(void **state)
+{
+    fx_t *fx = *state;
+    char err[ERRLEN], what[256], path[400], buf[64];
+    launcher_t *local = NULL, *slurm = NULL;
+    launcher_config_t cfg = { .hostname = "here" };
+    assert_int_equal(launcher_open(&cfg, &local, err, sizeof err), 0);
+    answer(fx, "sinfo", 0, "n1 4\n");
+    answer(fx, "srun", 0, "MPI plugin types are...\n\tnone\n\tpmix\n");
+    cfg.kind = "slurm";
+    assert_int_equal(launcher_open(&cfg, &slurm, err, sizeof err), 0);
+    launch_handle_t h;
+
+    snprintf(path, sizeof path, "%s/pid", fx->dir);
+    assert_int_equal(launcher_adopt(local, path, &h, what, sizeof what), 0);
+    assert_non_null(strstr(what, "no record"));
+    assert_int_equal(write_text(path, "1234 5678\n"), 0);
+    assert_int_equal(launcher_adopt(local, path, &h, what, sizeof what), 1);
+    assert_int_equal(h.pid, 1234);
+    assert_string_equal(launcher_describe(&h, buf, sizeof buf), "session 1234");
+    assert_int_equal(launcher_adopt(slurm, path, &h, what, sizeof what), 0);   /* not its kind */
+    assert_non_null(strstr(what, "started by mpirun (session 1234)"));
+    assert_int_equal(h.pid, 0);
+
+    assert_int_equal(write_text(path, "slurm 42\n"), 0);
+    assert_int_equal(launcher_adopt(slurm, path, &h, what, sizeof what), 1);
+    assert_int_equal(h.slurm_job, 42);
+    assert_string_equal(launcher_describe(&h, buf, sizeof buf), "Slurm job 42");
+    assert_int_equal(launcher_adopt(local, path, &h, what, sizeof what), 0);
+    assert_non_null(strstr(what, "Slurm job 42"));
+
+    assert_int_equal(write_text(path, "slurm -3\n"), 0);
+    assert_int_equal(launcher_adopt(slurm, path, &h, what, sizeof what), 0);
+    assert_non_null(strstr(what, "does not name"));
+    assert_int_equal(write_text(path, "\x01garbage"), 0);
+    assert_int_equal(launcher_adopt(local, path, &h, what, sizeof what), 0);
+    launcher_close(local);
+    launcher_close(slurm);
+}
+
+/* ---- Slurm: opening ------------------------------------------------------------------------- */
+
+static void test_slurm_open(void **state)
+{
+    fx_t *fx = *state;
+    char err[ERRLEN];
+    launcher_t *l = NULL;
+    launcher_config_t cfg = { .kind = "slurm", .hostname = "here" };
+
+    answer(fx, "sinfo", 1, "slurm_load_node: Unable to contact slurm controller (connect failure)\n");
+    assert_int_equal(launcher_open(&cfg, &l, err, sizeof err), -1);
+    assert_non_null(strstr(err, "sinfo failed: slurm_load_node: Unable to contact slurm controller"));
+    answer(fx, "sinfo", 0, "garbage\n\n");
+    assert_int_equal(launcher_open(&cfg, &l, err, sizeof err), -1);
+    assert_non_null(strstr(err, "sinfo lists no nodes"));
+
+    /* A node in two partitions counts once; absurd CPU counts are bounded. */
+    answer(fx, "sinfo", 0, "n1 2\nn2 99999999999\nn1 2\n");
+    answer(fx, "srun", 0, "MPI plugin types are...\n\tnone\n\tpmi2\n");
+    assert_int_equal(launcher_open(&cfg, &l, err, sizeof err), 0);
+    const launch_host_t *hosts;
+    assert_int_equal(launcher_hosts(l, &hosts), 2);
+    assert_string_equal(hosts[0].name, "n1");
+    assert_int_equal(hosts[1].slots, LAUNCH_MAX_SLOTS);
+    const char *where[2];
+    assert_int_equal(launcher_rank_hosts(l, 2, where), -1);   /* Slurm places tasks */
+    launcher_close(l);
+
+    cfg.slurm_mpi = "openmp";
+    assert_int_equal(launcher_open(&cfg, &l, err, sizeof err), -1);
+    assert_non_null(strstr(err, "--slurm-mpi openmp"));
+    cfg.slurm_mpi = NULL;
+    cfg.slurm_args = "--ntasks-per-node=1 script.sh";
+    assert_int_equal(launcher_open(&cfg, &l, err, sizeof err), -1);
+    assert_non_null(strstr(err, "'script.sh' is not an sbatch option"));
+    cfg.slurm_args = NULL;
+    cfg.slurm_partition = "a b";
+    assert_int_equal(launcher_open(&cfg, &l, err, sizeof err), -1);
+    assert_non_null(strstr(err, "not a partition name"));
+}
+
+/* ---- Slurm: an attempt ---------------------------------------------------------------------- */
+
+typedef struct {
+    char log[400], ec[400], handle[400];
+    const char *argv[4];
+    launch_req_t req;
+} attempt_t;
+
+static void attempt_init(fx_t *fx, attempt_t *a)
+{
+    snprintf(a->log, sizeof a->log, "%s/log", fx->dir);
+    snprintf(a->ec, sizeof a->ec, "%s/exit_code", fx->dir);
+    snprintf(a->handle, sizeof a->handle, "%s/pid", fx->dir);
+    a->argv[0] = "/path/to/pacer-worker";
+    a->argv[1] = "--spec";
+    a->argv[2] = "spec.json";
+    a->argv[3] = NULL;
+    launch_req_t r = { .id = "j-7", .attempt = 1, .world = 3, .argv = a->argv, .dir = fx->dir,
+                       .log_path = a->log, .exit_code_path = a->ec, .handle_path = a->handle };
+    a->req = r;
+}
+
+static const char RUNNING[] =
+    "JobId=12 JobName=pacer-j-7 UserId=root(0) GroupId=root(0) MCS_label=N/A Priority=4294901758 "
+    "Nice=0 Account=(null) QOS=(null) JobState=RUNNING Reason=None Dependency=(null) Requeue=0 "
+    "Restarts=0 BatchFlag=1 Reboot=0 ExitCode=0:0 DerivedExitCode=1:0 RunTime=00:00:03 "
+    "ReqNodeList=(null) ExcNodeList=(null) NodeList=pw[1-2] BatchHost=pw1 NumNodes=2 NumCPUs=2\n";
+
+static void test_slurm_attempt(void **state)
+{
+    fx_t *fx = *state;
+    char err[ERRLEN];
+    launcher_t *l = NULL;
+    launcher_config_t cfg = { .kind = "slurm", .hostname = "here", .slurm_args = "--ntasks-per-node=1 --exclusive" };
+    answer(fx, "sinfo", 0, "pw1 2\npw2 2\n");
+    answer(fx, "srun", 0, "MPI plugin types are...\n\tnone\n\tpmix\n");
+    assert_int_equal(launcher_open(&cfg, &l, err, sizeof err), 0);
+    attempt_t a;
+    attempt_init(fx, &a);
+    launch_handle_t h;
+    launch_status_t st;
+
+    /* sbatch failing, or answering garbage: a clear error, nothing followed. */
+    answer(fx, "sbatch", 1, "sbatch: error: Batch job submission failed: Requested node configuration is not available\n");
+    assert_int_equal(launcher_start(l, &a.req, &h, err, sizeof err), -1);
+    assert_non_null(strstr(err, "sbatch failed: sbatch: error: Batch job submission failed: Requested node"));
+    assert_int_equal(h.slurm_job, 0);
+    answer(fx, "sbatch", 0, "Submitted batch job twelve\n");
+    assert_int_equal(launcher_start(l, &a.req, &h, err, sizeof err), -1);
+    assert_non_null(strstr(err, "sbatch failed: Submitted batch job twelve"));
+
+    answer(fx, "sbatch", 0, "12;pacer\n");
+    assert_int_equal(launcher_start(l, &a.req, &h, err, sizeof err), 0);
+    assert_int_equal(h.slurm_job, 12);
+    char *t = read_text(a.handle);
+    assert_string_equal(t, "slurm 12\n");
+    free(t);
+    t = calls(fx);
+    assert_non_null(strstr(t, "sbatch --parsable --job-name=pacer-j-7 --ntasks=3 --no-requeue --open-mode=append"));
+    assert_non_null(strstr(t, "--ntasks-per-node=1 --exclusive"));
+    assert_non_null(strstr(t, "/slurm-batch.sh"));
+    assert_non_null(strstr(t, "srun --mpi=pmix --kill-on-bad-exit=1 /path/to/pacer-worker --spec spec.json"));
+    free(t);
+    t = read_text(a.log);
+    assert_non_null(strstr(t, "=== pacer-coordinator "));
+    assert_non_null(strstr(t, "job j-7 attempt 1: sbatch --parsable"));
+    free(t);
+
+    /* Pending, then running: not ended; scontrol at most once a second. */
+    answer(fx, "scontrol", 0, "JobId=12 JobName=pacer-j-7 JobState=PENDING Reason=Resources ExitCode=0:0\n");
+    launcher_poll(l, &h, a.ec, a.log, 100.0, &st);
+    assert_false(st.ended);
+    assert_true(st.pending);
+    answer(fx, "scontrol", 0, RUNNING);
+    launcher_poll(l, &h, a.ec, a.log, 100.5, &st);   /* too soon: the last answer stands */
+    assert_true(st.pending);
+    launcher_poll(l, &h, a.ec, a.log, 101.0, &st);
+    assert_false(st.ended || st.pending);
+
+    /* slurmctld not answering: unknown is not ended. */
+    answer(fx, "scontrol", 1, "slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n");
+    launcher_poll(l, &h, a.ec, a.log, 102.0, &st);
+    assert_false(st.ended);
+    answer(fx, "scontrol", 0, "\x01\x02 not a job\n");
+    launcher_poll(l, &h, a.ec, a.log, 103.0, &st);
+    assert_false(st.ended);
+
+    /* The batch script's exit status wins, without asking Slurm. */
+    assert_int_equal(write_text(a.ec, "3\n"), 0);
+    launcher_poll(l, &h, a.ec, a.log, 103.1, &st);
+    assert_true(st.ended);
+    assert_int_equal(st.outcome, SV_EXITED);
+    assert_int_equal(st.code, 3);
+    unlink(a.ec);
+
+    /* Over in Slurm's eyes, without an exit status: FAILED 1:0 is exit 1, 0:9 signal 9. */
+    answer(fx, "scontrol", 0, "JobId=12 JobState=FAILED Reason=NonZeroExitCode ExitCode=1:0 NodeList=pw[1-2]\n");
+    launcher_poll(l, &h, a.ec, a.log, 104.0, &st);
+    assert_true(st.ended);
+    assert_int_equal(st.outcome, SV_EXITED);
+    assert_int_equal(st.code, 1);
+    h.next_poll = 0;
+    answer(fx, "scontrol", 0, "JobId=12 JobState=FAILED ExitCode=0:9 NodeList=pw1\n");
+    launcher_poll(l, &h, a.ec, a.log, 105.0, &st);
+    assert_int_equal(st.outcome, SV_SIGNALLED);
+    assert_int_equal(st.code, 9);
+
+    /* NODE_FAIL: lost, with the nodes that are down now, and a line in the log. */
+    h.next_poll = 0;
+    answer(fx, "scontrol", 0, "JobId=12 JobState=NODE_FAIL Reason=NodeDown ExitCode=0:0 NodeList=pw[1-2]\n");
+    answer(fx, "sinfo", 0, "pw1 alloc\npw12 down*\npw2 down*\npw12 down*\n");   /* pw12: two partitions */
+    launcher_poll(l, &h, a.ec, a.log, 106.0, &st);
+    assert_true(st.ended);
+    assert_int_equal(st.outcome, SV_LOST);
+    assert_string_equal(st.lost_hosts, "pw12 pw2");
+    t = read_text(a.log);
+    assert_non_null(strstr(t, "pacer-coordinator: Slurm job 12 ended NODE_FAIL (nodes pw[1-2]; lost pw12 pw2)"));
+    free(t);
+    char line[256];
+    assert_int_equal(log_last_line(a.log, line, sizeof line), 0);
+    assert_string_equal(line, "pacer-coordinator: Slurm job 12 ended NODE_FAIL (nodes pw[1-2]; lost pw12 pw2)");
+
+    /* Purged from slurmctld: the exit-code file decides, else lost. */
+    h.next_poll = 0;
+    answer(fx, "scontrol", 1, "slurm_load_jobs error: Invalid job id specified\n");
+    launcher_poll(l, &h, a.ec, a.log, 107.0, &st);
+    assert_true(st.ended);
+    assert_int_equal(st.outcome, SV_LOST);
+
+    /* Stop and reap: scancel; a job Slurm already ended is not cancelled again. */
+    unlink(a.ec);
+    char path[400];
+    snprintf(path, sizeof path, "%s/calls", fx->dir);
+    unlink(path);
+    launcher_stop(l, &h, 0);
+    launcher_stop(l, &h, 1);
+    t = calls(fx);
+    assert_non_null(strstr(t, "scancel 12\n"));
+    assert_non_null(strstr(t, "scancel --signal=KILL --full 12\n"));
+    free(t);
+    unlink(path);
+    launcher_reap(l, &h);   /* slurm_done: nothing to cancel */
+    t = calls(fx);
+    assert_null(strstr(t, "scancel"));
+    free(t);
+    assert_int_equal(h.slurm_job, 0);
+    launcher_close(l);
+}
+
+static void test_slurm_mpirun_inside(void **state)
+{
+    fx_t *fx = *state;
+    char err[ERRLEN];
+    launcher_t *l = NULL;
+    launcher_config_t cfg = { .kind = "slurm", .hostname = "here", .mpirun = "/opt/mpirun", .slurm_partition = "gpu" };
+    answer(fx, "sinfo", 0, "g1 8\n");
+    answer(fx, "srun", 0, "MPI plugin types are...\n\tnone\n\tpmix\n");   /* pmix there: auto would pick it */
+    cfg.slurm_mpi = "mpirun";
+    assert_int_equal(launcher_open(&cfg, &l, err, sizeof err), 0);
+    char *t = calls(fx);
+    assert_non_null(strstr(t, "sinfo --noheader --Node --format=%N %c --partition=gpu"));
+    free(t);
+    attempt_t a;
+    attempt_init(fx, &a);
+    launch_handle_t h;
+    answer(fx, "sbatch", 0, "77\n");
+    assert_int_equal(launcher_start(l, &a.req, &h, err, sizeof err), 0);
+    t = calls(fx);
+    assert_non_null(strstr(t, "--partition=gpu"));
+    assert_non_null(strstr(t, "/opt/mpirun --allow-run-as-root -np 3 /path/to/pacer-worker --spec spec.json"));
+    free(t);
+    /* The batch script is the wrapper, with the interpreter line sbatch requires. */
+    char script[400];
+    snprintf(script, sizeof script, "%s/slurm-batch.sh", fx->dir);
+    t = read_text(script);
+    assert_true(strncmp(t, "#!/bin/sh\n", 10) == 0);
+    assert_non_null(strstr(t, launch_wrapper_script()));
+    free(t);
+    launcher_close(l);
+}
+
+static void test_slurm_parse(void **state)
+{
+    (void)state;
+    char st[64], nodes[128];
+    int s = -1, g = -1;
+    assert_int_equal(launch_slurm_parse_job(RUNNING, st, sizeof st, &s, &g, nodes, sizeof nodes), 0);
+    assert_string_equal(st, "RUNNING");
+    assert_string_equal(nodes, "pw[1-2]");   /* not ReqNodeList's or ExcNodeList's */
+    assert_int_equal(s, 0);                  /* not DerivedExitCode's */
+    assert_int_equal(g, 0);
+    assert_int_equal(launch_slurm_parse_job("JobId=3 JobState=CANCELLED ExitCode=0:15 NodeList=(null)", st, sizeof st,
+                                            &s, &g, nodes, sizeof nodes), 0);
+    assert_string_equal(st, "CANCELLED");
+    assert_string_equal(nodes, "");
+    assert_int_equal(g, 15);
+    /* Long values are cut to the buffer, never past it. */
+    char big[2048] = "JobId=1 JobState=";
+    memset(big + strlen(big), 'X', 1500);
+    assert_int_equal(launch_slurm_parse_job(big, st, sizeof st, &s, &g, nodes, sizeof nodes), 0);
+    assert_int_equal(strlen(st), sizeof st - 1);
+    assert_int_equal(launch_slurm_parse_job("slurm_load_jobs error: Invalid job id specified", st, sizeof st, &s, &g,
+                                            nodes, sizeof nodes), -1);
+    assert_int_equal(launch_slurm_parse_job("", st, sizeof st, &s, &g, nodes, sizeof nodes), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_kinds_and_hostfile, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_adopt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slurm_open, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slurm_attempt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slurm_mpirun_inside, setup, teardown),
+        cmocka_unit_test(test_slurm_parse),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

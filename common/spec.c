@@ -269,6 +269,9 @@ static const field_t FIELDS[] = {
      .doc = "Slowdown changes during the run (objects with step, rank, slowdown)."},
 
     /* The simulated cluster (build/pacer-sim); a real run ignores these rows. */
+    {.path = "simulate.enabled", BOOL(simulate.enabled), .def_num = 0,
+     .doc = "Simulation: the coordinator runs this job on the simulated cluster below (pacer-sim) "
+            "instead of for real; pacer-sim itself simulates any spec."},
     {.path = "simulate.platform", STR(simulate.platform), .def_str = "", .check = check_sim_path,
      .allowed_doc = "a path: letters, digits, `.` `_` `-` `+` `/`",
      .doc = "Simulation: SimGrid platform file; \"\" = generate one from the fields below."},

@@ -88,6 +88,7 @@ typedef struct {
     /* Read only by build/pacer-sim and the simulated worker (sim/, docs/ARCHITECTURE.md
      * "Simulation"); a real run ignores this section. */
     struct {
+        int enabled;                          /* the coordinator runs it with pacer-sim */
         char platform[SPEC_PATH_MAX];         /* SimGrid platform file; "" = generated */
         char hostfile[SPEC_PATH_MAX];         /* worker hosts of that file; "" = its <host>s */
         double slowdown[SPEC_MAX_WORKERS];    /* per worker, >= 1: host speed gflops / f */

@@ -75,12 +75,32 @@ static void usage(FILE *f)
 }
 
 static pid_t g_child = -1;
+static double now_s(void);
 
-/* A signal for the job (the coordinator's cancel, ^C) goes to smpirun, which stops the
- * simulation; pacer-sim then cleans up as after any other end. */
+/* A signal for the job (the coordinator's cancel, ^C) goes to smpirun's process group:
+ * smpirun itself and the simulation it started (smpimain), which smpirun, stopped, does
+ * not wait for. pacer-sim then waits for the whole group (wait_group) and cleans up as
+ * after any other end, so that when it exits nothing of the simulation is left. */
 static void forward(int sig)
 {
-    if (g_child > 0) kill(g_child, sig);
+    if (g_child > 0) kill(-g_child, sig);
+}
+
+/* After smpirun has ended: gives what is left of its group (a simulation still stopping)
+ * grace_s to go, then SIGKILL. */
+static void wait_group(pid_t pgid, double grace_s)
+{
+    double end = now_s() + grace_s;
+    while (kill(-pgid, 0) == 0) {
+        if (now_s() > end) {
+            kill(-pgid, SIGKILL);
+            end = now_s() + 5;   /* a killed process still takes a moment to go */
+            grace_s = -1;
+        }
+        if (grace_s < 0 && now_s() > end) break;
+        struct timespec ts = { 0, 50 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
 }
 
 /* smpirun passes the program's arguments on through an unquoted shell word list. */
@@ -334,13 +354,16 @@ int main(int argc, char **argv)
         return 1;
     }
     if (pid == 0) {
+        setpgid(0, 0);   /* a group of its own, so that a signal reaches the simulation too */
         execvp(smpirun, args);
         fprintf(stderr, "pacer-sim: %s: %s (install libsimgrid-dev: make deps)\n", smpirun, strerror(errno));
         _exit(127);
     }
+    setpgid(pid, pid);   /* also here: whichever runs first */
     g_child = pid;
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    wait_group(pid, 10);
     g_child = -1;
     double host_s = now_s() - t0;
     struct rusage ru;

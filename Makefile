@@ -56,6 +56,7 @@ DEP_LIBS    := -ljansson -lz -lhiredis -lpthread -lm -ldl
 # that points the wrong way (kernels -> model, common -> worker, coordinator -> http, ...)
 # does not compile. Arrows point down (docs/ARCHITECTURE.md draws them):
 #   worker -> model -> kernels;  daemon -> http -> coordinator -> common;  worker -> common
+#   sim -> worker (the simulated cluster's tools and the worker's SMPI hooks, sim/sim.mk)
 # `make check-layers` (run by tests/integration/include_layers.sh) proves it.
 INC_common      = -Icommon
 INC_kernels     = -Ikernels/cpu
@@ -67,7 +68,8 @@ INC_coordinator = -Icoordinator -Icommon
 INC_http        = -Ihttp -Icoordinator -Icommon
 INC_daemon      = -Ihttp -Icoordinator -Icommon
 INC_cli         = -Icli -Icommon
-INC_tests       = -Itests/unit -Icli -Ihttp -Icoordinator -Iworker -Imodel -Ikernels/cpu -Icommon
+INC_sim         = -Isim -Iworker -Imodel -Ikernels/cpu -Icommon
+INC_tests       = -Itests/unit -Icli -Ihttp -Icoordinator -Isim -Iworker -Imodel -Ikernels/cpu -Icommon
 INC_tools       = $(INC_worker)
 INC_bench       = $(INC_worker)
 INC_bench_coord = -Icoordinator -Iworker -Icommon   # bench/coord_tick.c: the tick and worker sinks
@@ -83,6 +85,7 @@ $(BUILD)/obj/coordinator/%.o: INCLUDES = $(INC_coordinator)
 $(BUILD)/obj/http/%.o:        INCLUDES = $(INC_http)
 $(BUILD)/obj/daemon/%.o:      INCLUDES = $(INC_daemon)
 $(BUILD)/obj/cli/%.o:         INCLUDES = $(INC_cli)
+$(BUILD)/obj/sim/%.o:         INCLUDES = $(INC_sim)
 $(BUILD)/obj/tests/unit/%.o:  INCLUDES = $(INC_tests) $(EXT_worker)
 $(BUILD)/obj/tests/tools/%.o: INCLUDES = $(INC_tools) $(EXT_worker)
 $(BUILD)/obj/bench/%.o:       INCLUDES = $(INC_bench) $(EXT_worker)
@@ -255,10 +258,13 @@ LAYER_REFUSED = kernels:model.h:model kernels:rng.h:common kernels_cuda:model.h:
                 coordinator:worker.h:worker coordinator:model.h:model coordinator:server.h:http \
                 coordinator:redis_report.h:worker http:redis_report.h:worker http:model.h:model \
                 worker:coordinator.h:coordinator worker:jobstore.h:coordinator worker:server.h:http \
-                worker:launcher.h:coordinator
+                worker:launcher.h:coordinator \
+                worker:platform.h:sim worker:cost.h:sim common:platform.h:sim model:sim.h:worker \
+                coordinator:platform.h:sim sim:coordinator.h:coordinator sim:server.h:http
 LAYER_ALLOWED = kernels:ops.h model:ops.h model:rng.h worker:model.h worker:ops.h worker:spec.h \
                 worker:redis_url.h worker:hostname.h coordinator:spec.h coordinator:redis_url.h \
-                coordinator:hostname.h http:coordinator.h http:clog.h daemon:server.h daemon:coordinator.h
+                coordinator:hostname.h http:coordinator.h http:clog.h daemon:server.h daemon:coordinator.h \
+                worker:sim.h sim:sim.h sim:redis_report.h sim:model.h sim:spec.h
 layer_cc = printf '\043include "%s"\n' $(2) | $(CC) -std=c11 -D_GNU_SOURCE -x c -fsyntax-only $(INC_$(1)) $(EXT_$(1)) - 2>&1
 define layer_refused
 if ! $(call layer_cc,$(3),$(2)) >/dev/null; then echo "check-layers: $(2) does not compile in its own room, $(3)"; fail=1; \
@@ -310,5 +316,6 @@ clean:
 include deploy/deploy.mk
 include http/http.mk
 include fuzz/fuzz.mk
+include sim/sim.mk
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

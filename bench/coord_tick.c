@@ -98,10 +98,12 @@ static int bench_redisGetReply(redisContext *c, void **reply)
 #include "../coordinator/launch.c"
 #include "../coordinator/launch_hostfile.c"
 #include "../coordinator/launch_local.c"
+#include "../coordinator/launch_sim.c"
 #include "../coordinator/launch_slurm.c"
 #include "../coordinator/launcher.c"
 #include "../coordinator/lock.c"
 #include "../coordinator/run.c"
+#include "../coordinator/simjob.c"
 #include "../coordinator/supervise.c"
 #include "../coordinator/tickconn.c"
 

@@ -125,6 +125,19 @@ static const char *check_nonempty(const void *v)
     return *(const char *)v ? NULL : "must not be empty";
 }
 
+/* simulate.platform / hostfile go onto smpirun's command line, which splits words on
+ * white space: keep them to characters that need no quoting. */
+static const char *check_sim_path(const void *v)
+{
+    for (const char *s = v; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '.' || c == '_' || c == '-' || c == '/' || c == '+';
+        if (!ok) return "may contain only letters, digits, '.', '_', '-', '+' and '/'";
+    }
+    return NULL;
+}
+
 static const field_t SCHEDULE_FIELDS[] = {
     {.path = "emulate.schedule[].step", .type = F_LONG,
      MEMBER(spec_slowdown_change_t, step, long), BETWEEN(0, MAX_STEPS), .required = 1,
@@ -254,10 +267,46 @@ static const field_t FIELDS[] = {
      .elem_size = sizeof(spec_slowdown_change_t), .default_doc = "`[]`",
      .allowed_doc = "at most 64 entries, steps in non-decreasing order",
      .doc = "Slowdown changes during the run (objects with step, rank, slowdown)."},
+
+    /* The simulated cluster (build/pacer-sim); a real run ignores these rows. */
+    {.path = "simulate.enabled", BOOL(simulate.enabled), .def_num = 0,
+     .doc = "Simulation: the coordinator runs this job on the simulated cluster below (pacer-sim) "
+            "instead of for real; pacer-sim itself simulates any spec."},
+    {.path = "simulate.platform", STR(simulate.platform), .def_str = "", .check = check_sim_path,
+     .allowed_doc = "a path: letters, digits, `.` `_` `-` `+` `/`",
+     .doc = "Simulation: SimGrid platform file; \"\" = generate one from the fields below."},
+    {.path = "simulate.hostfile", STR(simulate.hostfile), .def_str = "", .check = check_sim_path,
+     .allowed_doc = "a path, only with `simulate.platform`",
+     .doc = "Simulation: the worker hosts of that platform, one per line; \"\" = its `<host>` elements."},
+    {.path = "simulate.slowdown", .type = F_DOUBLES,
+     MEMBER(job_spec_t, simulate.slowdown, double *), COUNT(simulate.nslowdown), BETWEEN(1, 1000),
+     .def_num = 1, .default_doc = "`[]` (all 1)",
+     .allowed_doc = "each between 1 and 1000; `[]` or one entry per worker",
+     .doc = "Simulation: worker i's host computes slowdown[i] times slower than `gflops`."},
+    {.path = "simulate.gflops", DBL(simulate.gflops), IN_OC(0, 1e6), .def_num = 10,
+     .doc = "Simulation: speed of a slowdown-1 host (Gflop/s); also what this machine's CPU counts as."},
+    {.path = "simulate.bandwidth_gbps", DBL(simulate.bandwidth_gbps), IN_OC(0, 1e5),
+     .def_num = 10, .doc = "Simulation: each node's link to the switch, Gbit/s."},
+    {.path = "simulate.latency_us", DBL(simulate.latency_us), BETWEEN(0, 1e6), .def_num = 5,
+     .doc = "Simulation: one-way latency between two nodes, microseconds."},
+    {.path = "simulate.gpus_per_node", INT(simulate.gpus_per_node), BETWEEN(1, SPEC_MAX_WORKERS),
+     .def_num = 1, .allowed_doc = "between 1 and 256; workers of one node share its slowdown",
+     .doc = "Simulation: workers per node; they talk over the intra-node link."},
+    {.path = "simulate.intra_bandwidth_gbps", DBL(simulate.intra_bandwidth_gbps), IN_OC(0, 1e5),
+     .def_num = 200, .doc = "Simulation: bandwidth between workers of one node, Gbit/s."},
+    {.path = "simulate.intra_latency_us", DBL(simulate.intra_latency_us), BETWEEN(0, 1e6),
+     .def_num = 1, .doc = "Simulation: latency between workers of one node, microseconds."},
+    {.path = "simulate.deterministic", BOOL(simulate.deterministic), .def_num = 0,
+     .doc = "Simulation: charge compute by a cost model (FLOPs per sample) instead of timing it; "
+            "same spec, same summary."},
+    {.path = "simulate.skip_compute", BOOL(simulate.skip_compute), .def_num = 0,
+     .allowed_doc = "only with `simulate.deterministic`",
+     .doc = "Simulation: charge the cost model's time without running forward and backward passes "
+            "(gradients are zero, nothing is learned, accuracy is not measured): time-per-epoch what-ifs."},
 };
 
 /* Walks keep a "seen" flag per row of the table being walked. */
-#define MAX_ROWS 64
+#define MAX_ROWS 96
 _Static_assert(ARRAY_LEN(FIELDS) <= MAX_ROWS, "raise MAX_ROWS");
 _Static_assert(ARRAY_LEN(SCHEDULE_FIELDS) <= MAX_ROWS, "raise MAX_ROWS");
 
@@ -616,6 +665,31 @@ static int is_28x28_gray(const char *dataset)
     return strcmp(dataset, "mnist") == 0 || strcmp(dataset, "fashion-mnist") == 0;
 }
 
+/* The simulate section: a given platform file sets host speeds and links itself, so the
+ * generator's per-worker fields would be silently unused next to it. */
+static int cross_check_simulate(errbuf_t *e, const job_spec_t *s)
+{
+    const int k = s->simulate.gpus_per_node, n = s->simulate.nslowdown;
+    if (n > 0 && n != s->workers)
+        return fail(e, "simulate.slowdown: has %d entries, workers is %d", n, s->workers);
+    if (s->simulate.platform[0] && n > 0)
+        return fail(e, "simulate.slowdown: not used with simulate.platform (the platform file sets host speeds)");
+    if (s->simulate.platform[0] && k > 1)
+        return fail(e, "simulate.gpus_per_node: not used with simulate.platform (the platform file sets the nodes)");
+    if (s->simulate.hostfile[0] && !s->simulate.platform[0])
+        return fail(e, "simulate.hostfile: only with simulate.platform");
+    /* Without the cost model the simulated time is the timed computation: skipping it
+     * would make every step free. */
+    if (s->simulate.skip_compute && !s->simulate.deterministic)
+        return fail(e, "simulate.skip_compute: only with simulate.deterministic (the cost model charges the skipped compute)");
+    /* A node is one simulated host with k cores: one speed for all its workers. */
+    for (int i = 0; i < n; i++)
+        if (s->simulate.slowdown[i] != s->simulate.slowdown[i - i % k])
+            return fail(e, "simulate.slowdown[%d]: must equal simulate.slowdown[%d]: the workers of a node "
+                        "(gpus_per_node %d) share its speed", i, i - i % k, k);
+    return 0;
+}
+
 /* Rules between fields, checked once every field has its value. */
 static int cross_check(errbuf_t *e, const job_spec_t *s)
 {
@@ -670,7 +744,7 @@ static int cross_check(errbuf_t *e, const job_spec_t *s)
             return fail(e, "emulate.schedule[%d].step: must be >= the previous entry's step (%ld)",
                         i, s->emulate.schedule[i - 1].step);
     }
-    return 0;
+    return cross_check_simulate(e, s);
 }
 
 int spec_parse(const char *json_text, job_spec_t *out, char *err, size_t errlen)

@@ -85,6 +85,21 @@ typedef struct {
         spec_slowdown_change_t schedule[SPEC_MAX_SCHEDULE];
         int nschedule;
     } emulate;
+    /* Read only by build/pacer-sim and the simulated worker (sim/, docs/ARCHITECTURE.md
+     * "Simulation"); a real run ignores this section. */
+    struct {
+        int enabled;                          /* the coordinator runs it with pacer-sim */
+        char platform[SPEC_PATH_MAX];         /* SimGrid platform file; "" = generated */
+        char hostfile[SPEC_PATH_MAX];         /* worker hosts of that file; "" = its <host>s */
+        double slowdown[SPEC_MAX_WORKERS];    /* per worker, >= 1: host speed gflops / f */
+        int nslowdown;                        /* 0 when not given (all 1) */
+        double gflops;                        /* speed of a slowdown-1 host, Gflop/s */
+        double bandwidth_gbps, latency_us;    /* each node's link to the switch */
+        int gpus_per_node;                    /* ranks per simulated node */
+        double intra_bandwidth_gbps, intra_latency_us; /* between ranks of one node */
+        int deterministic;                    /* charge compute by a cost model */
+        int skip_compute;                     /* deterministic only: charge it, never run it */
+    } simulate;
     double target_accuracy;                   /* 0 = off; stop at the end of the first
                                                  epoch that reaches it */
     int log_every;                            /* progress line period in steps */

@@ -17,6 +17,7 @@
 #include "api_cache.h"
 #include "clock.h"
 #include "clog.h"
+#include "simjob.h"
 #include "staleness.h"
 
 #define LIST_DEFAULT 50
@@ -208,14 +209,32 @@ int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *pare
     json_t *doc = NULL, *h = NULL;
     redisContext *rc = NULL;
     int rc_code = COORD_EINTERNAL;
+    char *norm = NULL;
     if (job) *job = NULL;
     if (err && errlen) err[0] = 0;
-    char *norm = spec_to_json_doc(s, job ? &doc : NULL);
+    if (s->simulate.enabled && c->daemon) {
+        /* Platform files only from the daemon's platform directory (simjob.h); checked
+         * on a copy: the job keeps the paths as written, the launch resolves them again.
+         * A client (coordinator_open) does not know the daemon's directory: its launch
+         * refuses such a job then, with the same message as its reason. */
+        job_spec_t *chk = malloc(sizeof *chk);
+        char why[512];
+        if (!chk) goto out;
+        *chk = *s;
+        int bad = simjob_resolve(c->sim_platforms, chk, why, sizeof why);
+        free(chk);
+        if (bad) {
+            set_err(err, errlen, "%s", why);
+            rc_code = COORD_EINVAL;
+            goto out;
+        }
+    }
+    norm = spec_to_json_doc(s, job ? &doc : NULL);
     if (!norm) goto out;
     job_new_t j = {
         .spec_json = norm, .name = s->name, .model = s->model, .algorithm = s->algorithm.name,
         .workers = s->workers, .world = spec_is_async(s) ? s->workers + 1 : s->workers,
-        .dynamic_batch = s->algorithm.dynamic_batch, .parent = parent,
+        .dynamic_batch = s->algorithm.dynamic_batch, .simulated = s->simulate.enabled, .parent = parent,
     };
     rc = conn_get(c);
     if (!rc) {
@@ -245,6 +264,7 @@ out:
 
 static const char *const SUMMARY_FIELDS[] = {
     "id", "name", "state", "model", "algorithm", "workers", "submitted", "started", "finished", "restarts", "reason",
+    "simulated",
 };
 #define NSUMMARY (sizeof SUMMARY_FIELDS / sizeof SUMMARY_FIELDS[0])
 static const char *const STRING_FIELDS[] = { "id", "name", "state", "model", "algorithm", "reason", "spec",
@@ -300,7 +320,10 @@ int coord_list(coordinator_t *c, const char *state, long offset, long limit, jso
                         for (size_t f = 0; f < NSUMMARY; f++) {
                             const char *v = reply_str(r->element[f]);
                             int str = f <= 4 || f == 10;   /* id..algorithm, reason */
-                            json_object_set_new(o, SUMMARY_FIELDS[f], str ? json_string(v ? v : "") : typed(v));
+                            if (f == 11)   /* simulated: a flag ("1"; absent before it existed) */
+                                json_object_set_new(o, SUMMARY_FIELDS[f], json_boolean(v && strcmp(v, "1") == 0));
+                            else
+                                json_object_set_new(o, SUMMARY_FIELDS[f], str ? json_string(v ? v : "") : typed(v));
                         }
                         json_array_append_new(jobs, o);
                     }
@@ -335,7 +358,7 @@ static json_t *job_json(const char *id, json_t *h, json_t *spec)
         if (strcmp(key, "spec") == 0) {
             json_t *parsed = spec ? json_incref(spec) : api_cache_spec(id, s);
             json_object_set_new(o, "spec", parsed ? parsed : json_string(s));
-        } else if (strcmp(key, "dynamic_batch") == 0) {
+        } else if (strcmp(key, "dynamic_batch") == 0 || strcmp(key, "simulated") == 0) {
             json_object_set_new(o, key, json_boolean(s && strcmp(s, "1") == 0));
         } else if (strcmp(key, "pstart") == 0 || strcmp(key, "summary_path") == 0) {
             continue;   /* internal */
@@ -677,6 +700,9 @@ int coord_cluster(coordinator_t *c, json_t **out)
         const char *h = json_string_value(json_object_get(coord, "hosts"));
         json_t *hosts = h ? json_loads(h, 0, NULL) : NULL;
         if (hosts) json_object_set_new(coord, "hosts", hosts);
+        const char *sm = json_string_value(json_object_get(coord, "simulator"));
+        json_t *sim = sm ? json_loads(sm, 0, NULL) : NULL;
+        if (sim) json_object_set_new(coord, "simulator", sim);
         json_object_set_new(coord, "worker_redis",
                             json_boolean(json_integer_value(json_object_get(coord, "worker_redis")) == 1));
     }

@@ -23,6 +23,8 @@ struct coordinator {
     char state_dir[PATH_MAX];
     char hostfile[PATH_MAX];
     char worker[PATH_MAX];
+    char sim[PATH_MAX];                    /* pacer-sim */
+    char sim_platforms[PATH_MAX];          /* real path; "" = none (simjob.h) */
     char mpirun[PATH_MAX];
     char redis_server[PATH_MAX];
     char redis_url[REDIS_URL_MAX];         /* what the coordinator connects to */
@@ -34,6 +36,9 @@ struct coordinator {
     int embedded_on;
     embedded_t emb;
     launcher_t *launcher;                  /* starts, follows, stops attempts (--launcher) */
+    launcher_t *sim_launcher;              /* simulated jobs (launch_sim.c); NULL: they fail */
+    char sim_why[512];                     /* why there is no sim launcher */
+    int sim_slots;                         /* its slots: simulations at a time */
     int nhosts, slots_total;               /* the launcher's hosts and their slots */
     char hostname[256];
     int worker_has_redis;                  /* the worker understands --redis/--job */

@@ -20,6 +20,7 @@
 #include "launch.h"
 #include "launcher.h"
 #include "lock.h"
+#include "simjob.h"
 #include "tickconn.h"
 #include "version.h"
 
@@ -36,6 +37,7 @@ void coord_config_defaults(coord_config_t *cfg)
     cfg->kill_grace_s = 5;
     cfg->tick_s = 0.2;
     cfg->default_checkpoint_steps = 50;
+    cfg->sim_slots = 1;
 }
 
 static int absolute(const char *in, char *out, size_t len)
@@ -64,6 +66,13 @@ static void publish_info(coordinator_t *c, double now)
         json_array_append_new(hosts, json_pack("{s:s, s:i}", "name", lh[i].name, "slots", lh[i].slots));
     char *htext = hosts ? json_dumps(hosts, JSON_COMPACT) : NULL;
     json_decref(hosts);
+    /* What a client needs to offer simulation (the dashboard's form): whether it runs,
+     * and the platform files a job may name. */
+    json_t *sim = json_pack("{s:b, s:s, s:i, s:s, s:o}", "available", c->sim_launcher != NULL, "reason",
+                            c->sim_launcher ? "" : c->sim_why, "slots", c->sim_slots, "platforms_dir",
+                            c->sim_platforms, "platforms", simjob_platforms(c->sim_platforms));
+    char *stext = sim ? json_dumps(sim, JSON_COMPACT) : NULL;
+    json_decref(sim);
     int running = 0;
     for (int i = 0; i < c->nruns; i++) running += c->runs[i]->phase != PH_DONE;
     char pid[16], started[32], hb[32], slots[16], used[16], nrun[16];
@@ -77,12 +86,13 @@ static void publish_info(coordinator_t *c, double now)
         "HSET", KEY_COORD, "pid", pid, "host", c->hostname, "started", started, "heartbeat", hb,
         "version", PACER_VERSION, "state_dir", c->state_dir, "redis", c->redis_url, "worker", c->worker,
         "worker_redis", c->worker_has_redis ? "1" : "0", "hosts", htext ? htext : "[]", "slots", slots,
-        "slots_used", used, "running", nrun, "listen", c->listen,
+        "slots_used", used, "running", nrun, "listen", c->listen, "simulator", stext ? stext : "{}",
     };
     size_t len[sizeof argv / sizeof argv[0]];
     for (size_t i = 0; i < sizeof argv / sizeof argv[0]; i++) len[i] = strlen(argv[i]);
     redisReply *r = redisCommandArgv(c->rc, (int)(sizeof argv / sizeof argv[0]), argv, len);
     free(htext);
+    free(stext);
     if (!r) tickconn_broken(c, "coordinator info");
     else freeReplyObject(r);
 }
@@ -163,6 +173,7 @@ static void free_coordinator(coordinator_t *c)
     for (int i = 0; i < c->nruns; i++) run_free(c->runs[i]);
     free(c->runs);
     launcher_close(c->launcher);
+    launcher_close(c->sim_launcher);
     if (c->rc) redisFree(c->rc);
     jobstore_pool_free(c->pool);
     pthread_cond_destroy(&c->cond);
@@ -198,6 +209,49 @@ int coordinator_open(const char *redis_url, const char *state_dir, coordinator_t
     copy_str(c->listen, sizeof c->listen, NULL, c->cfg.listen);
     *out = c;
     return COORD_OK;
+}
+
+/* The sim launcher for jobs with simulate.enabled, beside the real one. A machine without
+ * pacer-sim (or SimGrid) still runs real jobs: simulated ones then fail, saying why. Only
+ * a bad option is an error. */
+static int open_simulator(coordinator_t *c, const coord_config_t *cfg, char *err, size_t errlen)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", c->worker);
+    dirname(dir);   /* the worker's directory: build/ */
+    if (cfg->sim && *cfg->sim) {
+        if (absolute(cfg->sim, c->sim, sizeof c->sim) != 0) {
+            snprintf(err, errlen, "--sim: path too long");
+            return -1;
+        }
+    } else if (snprintf(c->sim, sizeof c->sim, "%s/pacer-sim", dir) >= (int)sizeof c->sim) {
+        snprintf(err, errlen, "pacer-sim: path too long (pass --sim)");
+        return -1;
+    }
+    c->sim_platforms[0] = 0;
+    if (cfg->sim_platforms && *cfg->sim_platforms) {
+        if (!realpath(cfg->sim_platforms, c->sim_platforms)) {
+            snprintf(err, errlen, "--sim-platforms %.300s: %s", cfg->sim_platforms, strerror(errno));
+            return -1;
+        }
+    } else {
+        char guess[PATH_MAX + 32];
+        snprintf(guess, sizeof guess, "%s/../sim/platforms", dir);
+        if (!realpath(guess, c->sim_platforms) && !realpath("sim/platforms", c->sim_platforms))
+            c->sim_platforms[0] = 0;
+    }
+    c->sim_slots = cfg->sim_slots > 0 ? cfg->sim_slots : 1;
+    launcher_config_t scfg = { .kind = "sim", .hostname = c->hostname, .sim = c->sim, .sim_slots = c->sim_slots };
+    char why[400];
+    if (launcher_open(&scfg, &c->sim_launcher, why, sizeof why) != 0) {
+        c->sim_launcher = NULL;
+        snprintf(c->sim_why, sizeof c->sim_why, "%s", why);
+        clog_printf("simulated jobs (simulate.enabled) will fail: %s", c->sim_why);
+    } else {
+        clog_printf("simulated jobs: %s, %d at a time, platform files from %s", c->sim, c->sim_slots,
+                    c->sim_platforms[0] ? c->sim_platforms : "(none: generated platforms only)");
+    }
+    return 0;
 }
 
 int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err, size_t errlen)
@@ -241,6 +295,11 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
         snprintf(err, errlen, "--hostfile: path too long");
         goto fail;
     }
+    if (cfg->launcher && strcmp(cfg->launcher, "sim") == 0) {
+        snprintf(err, errlen, "--launcher sim: the simulator runs the jobs that ask for it (simulate.enabled) "
+                 "beside any launcher; choose local, hostfile or slurm");
+        goto fail;
+    }
     launcher_config_t lcfg = {
         .kind = cfg->launcher, .hostname = c->hostname, .mpirun = c->mpirun, .hostfile = c->hostfile,
         .slurm_mpi = cfg->slurm_mpi, .slurm_partition = cfg->slurm_partition, .slurm_args = cfg->slurm_args,
@@ -271,6 +330,7 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
         snprintf(err, errlen, "worker %s: %s (build it with make, or pass --worker PATH)", c->worker, strerror(errno));
         goto fail;
     }
+    if (open_simulator(c, cfg, err, errlen) != 0) goto fail;
     {
         /* Only a worker that knows --redis/--job gets them (an older one would reject the
          * unknown option and every job would fail with exit 2). */
@@ -356,7 +416,7 @@ void coordinator_stop(coordinator_t *c)
             for (int i = 0; i < c->nruns; i++) {
                 coord_run_t *r = c->runs[i];
                 if (r->phase == PH_ACTIVE || r->phase == PH_KILLING) {
-                    launcher_stop(c->launcher, &r->h, 0);
+                    launcher_stop(r->launcher, &r->h, 0);
                     n++;
                 }
             }
@@ -375,7 +435,7 @@ void coordinator_stop(coordinator_t *c)
                 if (clock_wall_s() > deadline) {
                     for (int i = 0; i < c->nruns; i++)
                         if (c->runs[i]->phase == PH_ACTIVE || c->runs[i]->phase == PH_KILLING)
-                            launcher_stop(c->launcher, &c->runs[i]->h, 1);
+                            launcher_stop(c->runs[i]->launcher, &c->runs[i]->h, 1);
                     break;
                 }
                 clock_sleep_s(0.05);
@@ -383,7 +443,7 @@ void coordinator_stop(coordinator_t *c)
             for (int i = 0; i < c->nruns; i++) {
                 coord_run_t *r = c->runs[i];
                 if (r->phase != PH_ACTIVE && r->phase != PH_KILLING) continue;
-                launcher_reap(c->launcher, &r->h);
+                launcher_reap(r->launcher, &r->h);
                 r->phase = PH_BACKOFF;
                 /* RESTARTING without a restart counted: the next coordinator resumes it. */
                 run_set_state(c, r, JOB_RESTARTING, "stopped with the coordinator (--stop-jobs-on-exit)");

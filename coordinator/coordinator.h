@@ -58,6 +58,11 @@ typedef struct {
     const char *slurm_partition;  /* slurm: NULL = the default partition */
     const char *slurm_args;       /* slurm: extra sbatch options, blank-separated */
     const char *worker;           /* NULL = pacer-worker next to this executable */
+    const char *sim;              /* pacer-sim, for jobs with simulate.enabled (the sim launcher);
+                                     NULL = next to this executable */
+    const char *sim_platforms;    /* the platform files such a job may name; NULL = sim/platforms
+                                     beside this executable's directory, else ./sim/platforms */
+    int sim_slots;                /* simulations at a time (1) */
     const char *mpirun;           /* "mpirun" */
     const char *redis_server;     /* "redis-server" (embedded mode) */
     int max_restarts;             /* 3 */
@@ -112,7 +117,7 @@ int coord_submit_spec(coordinator_t *c, const job_spec_t *s, char *id, size_t id
 int coord_list(coordinator_t *c, const char *state, long offset, long limit, json_t **out);
 
 /* One job: {"id", "name", "state", "model", "algorithm", "workers", "world",
- * "dynamic_batch", "spec": {...}, "submitted", "started", "finished", "restarts",
+ * "dynamic_batch", "simulated", "spec": {...}, "submitted", "started", "finished", "restarts",
  * "attempts", "reason", "pid", "exit_code", "log", "checkpoint_dir", "checkpoint",
  * "cancel_requested", "summary": {...} (the worker's summary file, once written),
  * "parent" (a retry: the job it retries), "retries": [ids of its retries, oldest first]}.
@@ -157,7 +162,8 @@ int coord_logs(coordinator_t *c, const char *id, long offset, long limit, long t
 int coord_checkpoint_path(coordinator_t *c, const char *id, char *path, size_t len);
 
 /* {"coordinator": {pid, host, started, heartbeat, version, state_dir, redis, worker,
- * worker_redis, hosts: [{name, slots}], slots, slots_used, running} or null when no daemon
+ * worker_redis, hosts: [{name, slots}], slots, slots_used, running, simulator: {available,
+ * reason, slots, platforms_dir, platforms: [file names]}} or null when no daemon
  * has run, "alive": whether its heartbeat is fresh, "queued", "active", "jobs",
  * "profiles": [{key, host, device, model, samples_per_s, updated, jobs}]}. */
 int coord_cluster(coordinator_t *c, json_t **out);

@@ -232,18 +232,19 @@ int jobstore_submit(redisContext *c, const job_new_t *j, char *id, size_t idlen,
     freeReplyObject(r);
 
     double now = clock_wall_s();
-    char key[128], pkey[128], t[32], workers[16], world[16], dyn[4], why[64], max[16];
+    char key[128], pkey[128], t[32], workers[16], world[16], dyn[4], sim[4], why[64], max[16];
     snprintf(key, sizeof key, KEY_JOB, id);
     snprintf(t, sizeof t, "%.3f", now);
     snprintf(workers, sizeof workers, "%d", j->workers);
     snprintf(world, sizeof world, "%d", j->world);
     snprintf(dyn, sizeof dyn, "%d", j->dynamic_batch ? 1 : 0);
+    snprintf(sim, sizeof sim, "%d", j->simulated ? 1 : 0);
     snprintf(why, sizeof why, "%s%s", j->parent ? "retry of " : "submitted", j->parent ? j->parent : "");
     char *ev = event_text(id, "state", "QUEUED", why, now);
     if (!ev) return JS_ENOMEM;
     const char *argv[] = {
         "HSET", key, "id", id, "name", j->name, "model", j->model, "algorithm", j->algorithm,
-        "workers", workers, "world", world, "dynamic_batch", dyn, "state", "QUEUED",
+        "workers", workers, "world", world, "dynamic_batch", dyn, "simulated", sim, "state", "QUEUED",
         "spec", j->spec_json, "submitted", t, "restarts", "0", "attempts", "0", "reason", "",
         "parent", j->parent ? j->parent : "",   /* last: left out when there is none */
     };

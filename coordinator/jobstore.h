@@ -73,6 +73,7 @@ typedef struct {
     const char *name, *model, *algorithm;
     int workers, world;
     int dynamic_batch;
+    int simulated;           /* simulate.enabled: run by the sim launcher */
     const char *parent;      /* a retry: the job it retries (NULL = a new job) */
 } job_new_t;
 

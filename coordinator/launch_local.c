@@ -64,7 +64,7 @@ static int local_start(launcher_t *l, const launch_req_t *req, launch_handle_t *
 
 /* For a child, waitpid; for an adopted attempt, the exit-code file, then liveness of the
  * recorded pid. */
-static void local_poll(launcher_t *l, launch_handle_t *h, const char *ecp, const char *log_path, double now,
+void launch_local_poll(launcher_t *l, launch_handle_t *h, const char *ecp, const char *log_path, double now,
                        launch_status_t *st)
 {
     (void)l, (void)log_path, (void)now;
@@ -115,13 +115,13 @@ static void local_poll(launcher_t *l, launch_handle_t *h, const char *ecp, const
     st->outcome = SV_LOST;
 }
 
-static void local_stop(launcher_t *l, launch_handle_t *h, int hard)
+void launch_local_stop(launcher_t *l, launch_handle_t *h, int hard)
 {
     (void)l;
     session_signal(h->pid, hard ? SIGKILL : SIGTERM);
 }
 
-static void local_reap(launcher_t *l, launch_handle_t *h)
+void launch_local_reap(launcher_t *l, launch_handle_t *h)
 {
     (void)l;
     /* Stragglers (a rank whose mpirun died first) must not outlive the attempt. */
@@ -133,8 +133,8 @@ const launcher_ops_t LAUNCH_LOCAL_OPS = {
     .name = "local",
     .open = local_open,
     .start = local_start,
-    .poll = local_poll,
-    .stop = local_stop,
-    .reap = local_reap,
+    .poll = launch_local_poll,
+    .stop = launch_local_stop,
+    .reap = launch_local_reap,
     .predicts_placement = 1,
 };

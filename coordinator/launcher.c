@@ -21,6 +21,7 @@ static const struct {
     { "local", LAUNCHER_LOCAL, &LAUNCH_LOCAL_OPS },
     { "hostfile", LAUNCHER_HOSTFILE, &LAUNCH_LOCAL_OPS },
     { "slurm", LAUNCHER_SLURM, &LAUNCH_SLURM_OPS },
+    { "sim", LAUNCHER_SIM, &LAUNCH_SIM_OPS },
 };
 #define NKINDS (sizeof KINDS / sizeof KINDS[0])
 

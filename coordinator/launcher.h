@@ -9,6 +9,11 @@
  *             plugin is the PMIx server) or by `mpirun` (Open MPI's Slurm support: it
  *             reads the allocation and starts its daemons with srun); followed with
  *             `scontrol show job`, stopped with scancel. Host names are Slurm node names.
+ *   sim       build/pacer-sim on this machine: the job's ranks run on a simulated
+ *             cluster (SimGrid SMPI, sim/), all of them inside one process. The daemon
+ *             opens it beside the launcher above and gives it the jobs whose spec says
+ *             simulate.enabled; its slots are simulations at a time (--sim-slots), not
+ *             ranks. Host names are the simulated hosts.
  *
  * The coordinator (run.c) decides what runs and when (queue, restarts, cancels,
  * heartbeats); a launcher only knows how. local and hostfile run mpirun under a shell
@@ -31,7 +36,7 @@
 #define LAUNCH_MAX_HOSTS 256
 #define LAUNCH_MAX_SLOTS 65536   /* per host: a bound on what a hostfile or sinfo says */
 
-typedef enum { LAUNCHER_LOCAL, LAUNCHER_HOSTFILE, LAUNCHER_SLURM } launcher_kind_t;
+typedef enum { LAUNCHER_LOCAL, LAUNCHER_HOSTFILE, LAUNCHER_SLURM, LAUNCHER_SIM } launcher_kind_t;
 
 typedef struct {
     char name[256];   /* what a rank reports as its host: gethostname(), or the Slurm node name */
@@ -48,6 +53,8 @@ typedef struct {
                                    names it, else mpirun */
     const char *slurm_partition;/* NULL or "" = the default partition */
     const char *slurm_args;     /* extra sbatch options, split on blanks (NULL = none) */
+    const char *sim;            /* sim: the pacer-sim binary (absolute) */
+    int sim_slots;              /* sim: simulations at a time (<= 0: 1) */
 } launcher_config_t;
 
 /* What one attempt runs. */
@@ -97,7 +104,7 @@ int launcher_open(const launcher_config_t *cfg, launcher_t **out, char *err, siz
 void launcher_close(launcher_t *l);
 
 launcher_kind_t launcher_kind(const launcher_t *l);
-const char *launcher_name(const launcher_t *l);          /* "local", "hostfile", "slurm" */
+const char *launcher_name(const launcher_t *l);          /* "local", "hostfile", "slurm", "sim" */
 
 /* The hosts ranks can run on and their slots. Fixed after open. */
 int launcher_hosts(const launcher_t *l, const launch_host_t **hosts);

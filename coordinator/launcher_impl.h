@@ -1,6 +1,7 @@
 /* coordinator/launcher_impl.h - what the launcher kinds share (launcher.c dispatches;
  * launch_local.c runs local and hostfile, launch_hostfile.c reads hostfiles,
- * launch_slurm.c talks to Slurm). Not for the rest of the coordinator: launcher.h is. */
+ * launch_slurm.c talks to Slurm, launch_sim.c runs pacer-sim). Not for the rest of the
+ * coordinator: launcher.h is. */
 #ifndef PACER_LAUNCHER_IMPL_H
 #define PACER_LAUNCHER_IMPL_H
 
@@ -37,10 +38,20 @@ struct launcher {
     char args_buf[1024];                     /* --slurm-args, split in place */
     char *args[LAUNCH_SLURM_ARGS_MAX];
     int nargs;
+    /* sim */
+    char sim[PATH_MAX];
 };
 
 extern const launcher_ops_t LAUNCH_LOCAL_OPS;      /* local and hostfile */
 extern const launcher_ops_t LAUNCH_SLURM_OPS;
+extern const launcher_ops_t LAUNCH_SIM_OPS;
+
+/* The local launcher's poll, stop and reap: every kind whose attempt is the shell wrapper
+ * of launch.h in a session on this machine (local, hostfile, sim) follows it the same way. */
+void launch_local_poll(launcher_t *l, launch_handle_t *h, const char *exit_code_path, const char *log_path,
+                       double now, launch_status_t *st);
+void launch_local_stop(launcher_t *l, launch_handle_t *h, int hard);
+void launch_local_reap(launcher_t *l, launch_handle_t *h);
 
 /* Appends "=== pacer-coordinator DATE: job ID attempt N: ARGV ===" to the log. */
 void launcher_log_header(const char *log_path, const char *id, int attempt, const char *const *argv);

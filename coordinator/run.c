@@ -27,6 +27,7 @@
 #include "fs.h"
 #include "launch.h"
 #include "launcher.h"
+#include "simjob.h"
 #include "supervise.h"
 #include "tickconn.h"
 
@@ -77,8 +78,34 @@ int run_slots_used(const coordinator_t *c)
 {
     int used = 0;
     for (int i = 0; i < c->nruns; i++)
-        if (c->runs[i]->phase != PH_DONE) used += c->runs[i]->world;
+        if (c->runs[i]->phase != PH_DONE && !c->runs[i]->simulated) used += c->runs[i]->world;
     return used;
+}
+
+int run_sims_used(const coordinator_t *c)
+{
+    int used = 0;
+    for (int i = 0; i < c->nruns; i++) used += c->runs[i]->phase != PH_DONE && c->runs[i]->simulated;
+    return used;
+}
+
+/* Which launcher runs r: the sim launcher for a simulated job (NULL when this daemon has
+ * none: run_schedule and run_adopt fail such a job before anything is launched). */
+static void run_bind(coordinator_t *c, coord_run_t *r)
+{
+    r->simulated = r->spec->simulate.enabled;
+    r->launcher = r->simulated ? c->sim_launcher : c->launcher;
+}
+
+/* A simulated job on a daemon that cannot simulate: the reason names the field. */
+static void fail_unsimulated(coordinator_t *c, coord_run_t *r, double now)
+{
+    char why[768];
+    snprintf(why, sizeof why, "simulate.enabled: this coordinator cannot run simulations: %.600s", c->sim_why);
+    r->phase = PH_DONE;
+    r->finished = now;
+    clog_printf("job %s: FAILED: %s", r->id, why);
+    run_set_state(c, r, JOB_FAILED, why);
 }
 
 /* Writes what Redis should show about r. On success, a finished job's profiles are
@@ -121,7 +148,9 @@ void run_persist(coordinator_t *c, coord_run_t *r)
     r->dirty = 0;
     r->saved_state = r->state;
     if (r->phase == PH_DONE && c->rc) {
-        if (c->worker_has_redis) {
+        /* A simulated job's nodes are simulated hosts: folding them into the persistent
+         * profiles would invent hosts (and speeds) the cluster does not have. */
+        if (c->worker_has_redis && !r->simulated) {
             int n = dynbatch_fold_profiles(c->rc, r->id, r->spec, r->world);
             if (n == JS_EREDIS) tickconn_broken(c, "profiles");
         }
@@ -144,7 +173,7 @@ static void finish_attempt(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, in
     job_path(c, r->id, "log", log, sizeof log);
     log_last_line(log, line, sizeof line);
     /* Stragglers must not outlive the attempt; a child is reaped (launcher_reap). */
-    launcher_reap(c->launcher, &r->h);
+    if (r->launcher) launcher_reap(r->launcher, &r->h);
     sv_in_t in = {
         .outcome = oc, .code = oc == SV_STALE ? r->stale_rank : code, .stale_s = r->stale_s,
         .restarts = r->restarts, .max_restarts = c->cfg.max_restarts,
@@ -199,6 +228,10 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
     }
     memcpy(sp->checkpoint.dir, ckdir, strlen(ckdir) + 1);
     if (sp->checkpoint.every_steps <= 0) sp->checkpoint.every_steps = c->cfg.default_checkpoint_steps;
+    /* pacer-sim reads platform files on this machine: only from the platform directory,
+     * checked again here (the submission was checked against the configuration of the
+     * coordinator that took it), and given by real path. */
+    if (r->simulated && simjob_resolve(c->sim_platforms, sp, err, sizeof err) != 0) goto fail;
     text = spec_to_json(sp);
     if (!text || write_file_atomic(specp, text, strlen(text)) != 0) {
         snprintf(err, sizeof err, "%.300s: cannot write the spec: %s", specp, text ? strerror(errno) : "out of memory");
@@ -207,7 +240,9 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
     /* A stale exit status from the previous attempt must not be read as this one's. */
     unlink(ecp);
 
-    if (r->first_launch && r->spec->algorithm.dynamic_batch && c->worker_has_redis && c->rc) {
+    /* Simulated ranks plan their own batches: the coordinator's plans arrive in real time,
+     * which would make a deterministic simulation depend on this machine's load. */
+    if (r->first_launch && r->spec->algorithm.dynamic_batch && c->worker_has_redis && c->rc && !r->simulated) {
         /* Only where placement is known before the start (not under Slurm). */
         const char **hosts = calloc((size_t)r->world, sizeof *hosts);
         if (hosts && launcher_rank_hosts(c->launcher, r->world, hosts) == 0) {
@@ -239,7 +274,7 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
         .id = r->id, .attempt = r->attempts + 1, .world = r->world, .argv = argv, .dir = dir,
         .log_path = log, .exit_code_path = ecp, .handle_path = pidp,
     };
-    if (launcher_start(c->launcher, &req, &r->h, err, sizeof err) != 0) goto fail;
+    if (launcher_start(r->launcher, &req, &r->h, err, sizeof err) != 0) goto fail;
     char what[64];
     r->attempts++;
     r->launched_at = now;
@@ -272,7 +307,7 @@ void run_poll(coordinator_t *c, coord_run_t *r, double now, launch_status_t *st)
     char ecp[JPATH], log[JPATH];
     job_path(c, r->id, "exit_code", ecp, sizeof ecp);
     job_path(c, r->id, "log", log, sizeof log);
-    launcher_poll(c->launcher, &r->h, ecp, log, now, st);
+    launcher_poll(r->launcher, &r->h, ecp, log, now, st);
 }
 
 /* Has the attempt ended? While the resource manager still queues it, no heartbeat is
@@ -296,7 +331,7 @@ static void start_kill(coordinator_t *c, coord_run_t *r, kill_reason_t why, doub
     r->phase = PH_KILLING;
     r->kill_deadline = now + c->cfg.kill_grace_s;
     r->sigkilled = 0;
-    launcher_stop(c->launcher, &r->h, 0);
+    launcher_stop(r->launcher, &r->h, 0);
     char what[64];
     launcher_describe(&r->h, what, sizeof what);
     if (why == KILL_CANCEL)
@@ -365,7 +400,7 @@ void run_step(coordinator_t *c, coord_run_t *r, double now)
             start_kill(c, r, KILL_CANCEL, now);
         } else if (r->stale_rank >= 0) {
             start_kill(c, r, KILL_STALE, now);
-        } else if (r->spec->algorithm.dynamic_batch && c->worker_has_redis && c->rc &&
+        } else if (r->spec->algorithm.dynamic_batch && c->worker_has_redis && c->rc && !r->simulated &&
                    now - r->last_plan >= PLAN_PERIOD_S) {
             r->last_plan = now;
             int k = dynbatch_replan(c->rc, r->id, r->spec);
@@ -383,7 +418,7 @@ void run_step(coordinator_t *c, coord_run_t *r, double now)
             finish_attempt(c, r, r->kill_reason == KILL_CANCEL ? SV_CANCELLED : SV_STALE, code, now);
         } else if (now >= r->kill_deadline && !r->sigkilled) {
             clog_printf("job %s: still running %.0f s after SIGTERM; SIGKILL", r->id, c->cfg.kill_grace_s);
-            launcher_stop(c->launcher, &r->h, 1);
+            launcher_stop(r->launcher, &r->h, 1);
             r->sigkilled = 1;
         }
         break;
@@ -406,7 +441,7 @@ void run_step(coordinator_t *c, coord_run_t *r, double now)
  * runs alone, oversubscribed. */
 void run_schedule(coordinator_t *c, double now)
 {
-    int used = run_slots_used(c);
+    int used = run_slots_used(c), sims = run_sims_used(c);
     for (int k = 0; k < SCHEDULE_PER_TICK && c->rc; k++) {
         char id[JOB_ID_MAX];
         if (tickconn_check(c, jobstore_queue_head(c->rc, id, sizeof id), "queue") != JS_OK || !id[0]) return;
@@ -427,7 +462,10 @@ void run_schedule(coordinator_t *c, double now)
         }
         json_decref(h);
         int world = bad ? 0 : (spec_is_async(spec) ? spec->workers + 1 : spec->workers);
-        if (!bad && used > 0 && used + world > c->slots_total) {
+        /* A simulation takes one of the sim launcher's slots (one process here, whatever
+         * its simulated size); one that cannot run here is claimed and failed below. */
+        int simulated = !bad && spec->simulate.enabled;
+        if (simulated ? c->sim_launcher && sims >= c->sim_slots : !bad && used > 0 && used + world > c->slots_total) {
             free(spec);
             return;
         }
@@ -449,6 +487,11 @@ void run_schedule(coordinator_t *c, double now)
         r->started = now;
         r->first_launch = 1;
         r->stale_rank = -1;
+        run_bind(c, r);
+        if (!bad && !r->launcher) {
+            fail_unsimulated(c, r, now);
+            continue;
+        }
         if (bad) {
             r->phase = PH_DONE;
             r->finished = now;
@@ -456,10 +499,15 @@ void run_schedule(coordinator_t *c, double now)
             run_set_state(c, r, JOB_FAILED, err);
             continue;
         }
-        clog_printf("job %s: claimed (%s, %d rank%s, slots %d/%d)", id, r->spec->name, world, world == 1 ? "" : "s",
-             used + world, c->slots_total);
+        if (simulated)
+            clog_printf("job %s: claimed (%s, %d simulated rank%s, simulations %d/%d)", id, r->spec->name, world,
+                        world == 1 ? "" : "s", sims + 1, c->sim_slots);
+        else
+            clog_printf("job %s: claimed (%s, %d rank%s, slots %d/%d)", id, r->spec->name, world,
+                        world == 1 ? "" : "s", used + world, c->slots_total);
         launch(c, r, now);
-        used += world;
+        if (simulated) sims++;
+        else used += world;
     }
 }
 
@@ -521,6 +569,11 @@ void run_adopt(coordinator_t *c, double now)
             run_set_state(c, r, JOB_FAILED, err[0] ? err : "spec: missing from the job record");
             continue;
         }
+        run_bind(c, r);
+        if (!r->launcher) {
+            fail_unsimulated(c, r, now);
+            continue;
+        }
         if (st == JOB_RESTARTING) {
             r->phase = PH_BACKOFF;
             r->next_launch = now;
@@ -531,7 +584,7 @@ void run_adopt(coordinator_t *c, double now)
         char pidp[JPATH], what[256];
         job_path(c, id, "pid", pidp, sizeof pidp);
         r->phase = PH_ACTIVE;
-        if (launcher_adopt(c->launcher, pidp, &r->h, what, sizeof what))
+        if (launcher_adopt(r->launcher, pidp, &r->h, what, sizeof what))
             clog_printf("job %s: adopted (%s); following it", id, launcher_describe(&r->h, what, sizeof what));
         else
             clog_printf("job %s: %s; finding out how it ended", id, what);

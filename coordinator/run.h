@@ -27,6 +27,8 @@ typedef struct {
     int world;
     run_phase_t phase;
     launch_handle_t h;        /* the attempt's processes (launcher.h); zero between attempts */
+    launcher_t *launcher;     /* the daemon's launcher, or its sim launcher for a simulated job */
+    int simulated;            /* spec->simulate.enabled: runs under pacer-sim (launch_sim.c) */
     double launched_at;       /* heartbeat grace starts here */
     int restarts, attempts;
     double next_launch;
@@ -48,8 +50,10 @@ typedef struct {
 } coord_run_t;
 
 void run_free(coord_run_t *r);
-/* Slots (ranks) of the runs that are not done. */
+/* Slots (ranks) of the real runs that are not done. */
 int run_slots_used(const coordinator_t *c);
+/* Simulations (the sim launcher's slots) that are not done. */
+int run_sims_used(const coordinator_t *c);
 /* One tick of r: see run.c. */
 void run_step(coordinator_t *c, coord_run_t *r, double now);
 /* Claims queued jobs while their worlds fit the free slots, and launches them. */

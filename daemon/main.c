@@ -30,7 +30,7 @@ enum {
     O_LISTEN = 1000, O_REDIS, O_WORKER_REDIS, O_STATE_DIR, O_HOSTFILE, O_WORKER, O_MPIRUN, O_REDIS_SERVER,
     O_MAX_RESTARTS, O_HEARTBEAT, O_BACKOFF, O_GRACE, O_CKPT_STEPS, O_STOP_JOBS, O_TIMEOUT, O_STATE, O_TAIL,
     O_LIMIT, O_SINCE, O_JSON, O_HELP, O_VERSION, O_TOKEN_FILE, O_AUTH_READS, O_STATIC_DIR, O_HTTP_THREADS, O_SSE_MAX,
-    O_API_CACHE, O_LAUNCHER, O_SLURM_MPI, O_SLURM_PARTITION, O_SLURM_ARGS,
+    O_API_CACHE, O_LAUNCHER, O_SLURM_MPI, O_SLURM_PARTITION, O_SLURM_ARGS, O_SIM, O_SIM_PLATFORMS, O_SIM_SLOTS,
 };
 
 typedef struct {
@@ -66,6 +66,12 @@ static const opt_row_t OPTIONS[] = {
     { "slurm-args", 1, "OPTS", "slurm: extra sbatch options, blank-separated (e.g. \"--ntasks-per-node=1\")",
       O_SLURM_ARGS },
     { "worker", 1, "PATH", "pacer-worker binary (default: next to this executable)", O_WORKER },
+    { "sim", 1, "PATH", "pacer-sim, which runs the jobs whose spec says simulate.enabled on a simulated "
+                        "cluster (default: next to this executable)", O_SIM },
+    { "sim-platforms", 1, "DIR", "the only directory whose platform files a simulated job may name "
+                                 "(default: ../sim/platforms from this executable, else ./sim/platforms)",
+      O_SIM_PLATFORMS },
+    { "sim-slots", 1, "N", "simulated jobs at a time (default 1; each is one process here)", O_SIM_SLOTS },
     { "mpirun", 1, "PATH", "mpirun binary (default mpirun)", O_MPIRUN },
     { "redis-server", 1, "PATH", "redis-server binary for the embedded Redis (default redis-server)", O_REDIS_SERVER },
     { "max-restarts", 1, "N", "restarts of a failing job before it is FAILED (default 3)", O_MAX_RESTARTS },
@@ -432,6 +438,8 @@ int main(int argc, char **argv)
         case O_SLURM_PARTITION: o.cfg.slurm_partition = optarg; break;
         case O_SLURM_ARGS: o.cfg.slurm_args = optarg; break;
         case O_WORKER: o.cfg.worker = optarg; break;
+        case O_SIM: o.cfg.sim = optarg; break;
+        case O_SIM_PLATFORMS: o.cfg.sim_platforms = optarg; break;
         case O_MPIRUN: o.cfg.mpirun = optarg; break;
         case O_REDIS_SERVER: o.cfg.redis_server = optarg; break;
         case O_STOP_JOBS: o.cfg.stop_jobs_on_exit = 1; break;
@@ -454,6 +462,7 @@ int main(int argc, char **argv)
         case O_HTTP_THREADS:
         case O_SSE_MAX:
         case O_API_CACHE:
+        case O_SIM_SLOTS:
             if (parse_num(name, optarg, 0, &v) != 0) return 2;
             if (ch == O_MAX_RESTARTS) o.cfg.max_restarts = (int)v;
             else if (ch == O_HEARTBEAT) o.cfg.heartbeat_timeout_s = v;
@@ -465,6 +474,7 @@ int main(int argc, char **argv)
             else if (ch == O_HTTP_THREADS) o.http.threads = (int)v;
             else if (ch == O_SSE_MAX) o.http.sse_max = (int)v;
             else if (ch == O_API_CACHE) o.http.cache_ms = (int)v;
+            else if (ch == O_SIM_SLOTS) o.cfg.sim_slots = v >= 1 ? (int)v : 1;
             else o.limit = (long)v;
             break;
         default: usage(stderr); return 2;

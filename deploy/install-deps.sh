@@ -6,10 +6,11 @@
 set -eu
 
 # build: compilers and libraries (libcurl for the pacer client), Redis, the default data
-# set, and node + npm for the dashboard's uPlot (installed from npm at build time).
+# set, node + npm for the dashboard's uPlot (installed from npm at build time), and SimGrid
+# (smpicc, smpirun) for the simulated cluster (make smpi, build/pacer-sim).
 build="build-essential pkg-config libopenblas-dev libopenmpi-dev openmpi-bin libjansson-dev \
 libhiredis-dev redis-server libmicrohttpd-dev zlib1g-dev libcmocka-dev libcurl4-openssl-dev dataset-fashion-mnist \
-ca-certificates curl nodejs npm"
+ca-certificates curl nodejs npm libsimgrid-dev"
 # test: what the integration tests drive (jq, namespaces, a headless browser, compose, a
 # JSON Schema validator for the REST answers against docs/openapi.json, and a real Slurm for
 # tests/integration/slurm.sh). The Slurm services stay down (their units need

@@ -164,6 +164,13 @@
 
   /* ---- the job list ---------------------------------------------------------------------- */
 
+  // A job's name, with a badge when it ran (or runs) on a simulated cluster.
+  function nameCell(j) {
+    const td = el('td', {}, j.name);
+    if (j.simulated) td.append(' ', el('span', { class: 'badge sim', title: 'run by pacer-sim on a simulated cluster' }, 'simulated'));
+    return td;
+  }
+
   function jobsView() {
     mount('tpl-jobs');
     const limit = 25;
@@ -189,7 +196,7 @@
         const state = el('span', {});
         badge(state, j.state);
         const cells = [
-          el('td', {}, j.id), el('td', {}, j.name), null, el('td', {}, j.model), el('td', {}, j.algorithm),
+          el('td', {}, j.id), nameCell(j), null, el('td', {}, j.model), el('td', {}, j.algorithm),
           el('td', { class: 'num' }, j.workers), el('td', { title: j.submitted ? new Date(j.submitted * 1000).toLocaleString() : '' }, when(j.submitted)),
           el('td', { class: 'num' }, runtime(j)), el('td', { class: 'num' }, j.restarts || 0),
           el('td', { class: 'reason', title: j.reason || '' }, j.reason || ''),
@@ -257,7 +264,20 @@
       else a[p] = parseInt(input.value, 10);
     }
     const slow = v('slowdown').split(/[\s,]+/).filter((s) => s !== '').map(Number);
-    if (slow.length) spec.emulate = { slowdown: slow };
+    if (f.elements.simulate.checked) {
+      // A simulated cluster: the slowdowns become the simulated hosts' speeds (a named
+      // platform file sets its own), nothing is emulated by waiting.
+      const sim = { enabled: true, deterministic: f.elements.deterministic.checked };
+      if (v('platform')) sim.platform = v('platform');
+      else {
+        if (slow.length) sim.slowdown = slow;
+        sim.gflops = float('gflops');
+        sim.bandwidth_gbps = float('bandwidth_gbps');
+        sim.latency_us = float('latency_us');
+        if (int('gpus_per_node') > 1) sim.gpus_per_node = int('gpus_per_node');
+      }
+      spec.simulate = sim;
+    } else if (slow.length) spec.emulate = { slowdown: slow };
     if (int('every_steps') > 0) spec.checkpoint = { every_steps: int('every_steps') };
     return spec;
   }
@@ -269,7 +289,28 @@
     const showParams = () => {
       const alg = f.elements.algorithm.value;
       for (const label of f.querySelectorAll('[data-alg]')) label.hidden = !label.dataset.alg.split(' ').includes(alg);
+      const sim = f.elements.simulate.checked, named = f.elements.platform.value !== '';
+      for (const label of f.querySelectorAll('[data-sim]')) label.hidden = !sim || (label.dataset.sim === 'gen' && named);
+      // Where a refused slowdown list is reported: the field it went into.
+      f.elements.slowdown.dataset.field = sim ? 'simulate.slowdown' : 'emulate.slowdown';
+      f.elements.slowdown.disabled = sim && named;
     };
+    // What this coordinator can simulate (GET /api/v1/cluster): its platform files, or why not.
+    api('/cluster').then((cl) => {
+      const sim = cl && cl.coordinator && cl.coordinator.simulator;
+      const box = f.elements.simulate;
+      if (!sim || !sim.available) {
+        box.disabled = true;
+        box.checked = false;
+        $('#sim-note').textContent = 'This coordinator cannot simulate' + (sim && sim.reason ? ': ' + sim.reason : '.');
+      } else {
+        for (const p of sim.platforms || []) f.elements.platform.append(el('option', { value: p }, p));
+        $('#sim-note').textContent = 'Up to ' + sim.slots + ' simulation' + (sim.slots === 1 ? '' : 's') +
+          ' at a time on the coordinator\'s machine; platform files from ' + (sim.platforms_dir || 'nowhere (generated only)') + '.';
+      }
+      showParams();
+      preview();
+    }).catch(() => { $('#sim-note').textContent = 'Could not ask the coordinator whether it can simulate.'; });
     // Keep one slowdown per worker when the worker count changes.
     f.elements.workers.addEventListener('change', () => {
       const n = parseInt(f.elements.workers.value, 10);
@@ -337,7 +378,7 @@
     mount('tpl-job');
     const s = {
       job: null, ranks: [], roles: {}, t0: null, t: [], cols: {}, dirty: false, charts: {}, acc: new Map(),
-      seen: new Set(), last: {}, lastEvent: 0, events: 0, finished: false, plan: null,
+      seen: new Set(), last: {}, lastEvent: 0, events: 0, finished: false, plan: null, simClock: false,
     };
     for (const k of Object.keys(RANK_CHARTS)) s.cols[k] = [];
     $('#job-id').textContent = id;
@@ -364,7 +405,8 @@
         const y = name === 'loss' ? {} : { range: (u, min, max) => [0, Math.max(name.startsWith('st_') ? 1 : 0, max) * 1.12 || 1] };
         const opts = Object.assign(chartSize(box), {
           scales: { x: { time: false }, y },
-          axes: [Object.assign({ label: 'seconds since start', labelSize: 18, size: 34 }, axis), Object.assign({ size: 58 }, axis)],
+          axes: [Object.assign({ label: s.simClock ? 'simulated seconds since start' : 'seconds since start', labelSize: 18, size: 34 }, axis),
+            Object.assign({ size: 58 }, axis)],
           series,
           cursor: { drag: { x: true, y: false } },
           legend: { live: true },
@@ -404,8 +446,11 @@
         s.seen.add(rec.id);
       }
       if (typeof rec.rank !== 'number' || typeof rec.time !== 'number') return;
+      let rebuiltAxis = false;
       const rebuilt = ensureRank(rec.rank, rec.role);
-      if (s.t0 === null) s.t0 = (s.job && s.job.started) || rec.time;
+      // A simulated job's records carry simulated seconds from its start; a real one's, unix time.
+      if (rec.time < 1e8 && !s.simClock) { s.simClock = true; s.t0 = 0; rebuiltAxis = true; }
+      if (s.t0 === null) s.t0 = s.simClock ? 0 : (s.job && s.job.started) || rec.time;
       const t = rec.time - s.t0;
       let i = s.t.length;
       while (i > 0 && s.t[i - 1] > t) i--;   // records arrive nearly in order: search from the end
@@ -424,7 +469,7 @@
         s.acc.set(rec.epoch, rec.test_accuracy);
       const prev = s.last[rec.rank];
       if (!prev || prev.time <= rec.time) s.last[rec.rank] = rec;
-      if (rebuilt) buildCharts();
+      if (rebuilt || rebuiltAxis) buildCharts();
       s.dirty = true;
     }
 
@@ -444,8 +489,13 @@
       $('#f-model').textContent = j.model + (j.spec && j.spec.dataset ? ' · ' + j.spec.dataset.name : '');
       $('#f-algorithm').textContent = j.algorithm + (j.dynamic_batch ? ' · dynamic batch' : '');
       $('#f-workers').textContent = j.workers + (j.world && j.world !== j.workers ? ' (+ parameter server)' : '');
-      const slow = j.spec && j.spec.emulate && j.spec.emulate.slowdown;
-      $('#f-slowdown').textContent = slow && slow.length ? '[' + slow.join(', ') + ']' : 'none';
+      const sim = j.simulated && j.spec && j.spec.simulate;
+      const slow = sim ? sim.slowdown : j.spec && j.spec.emulate && j.spec.emulate.slowdown;
+      $('#f-slowdown').textContent = slow && slow.length ? '[' + slow.join(', ') + ']' + (sim ? ' (host speeds)' : '') : 'none';
+      $('#job-sim').hidden = !j.simulated;
+      $('#f-cluster').textContent = !sim ? 'real' : 'simulated: ' + (sim.platform ? sim.platform.split('/').pop()
+        : sim.gflops + ' Gflop/s hosts, ' + sim.bandwidth_gbps + ' Gbit/s links' + (sim.gpus_per_node > 1 ? ', ' + sim.gpus_per_node + ' per node' : '')) +
+        (sim.deterministic ? ', deterministic' : '');
       $('#f-started').textContent = j.started ? new Date(j.started * 1000).toLocaleTimeString() : '–';
       $('#f-runtime').textContent = runtime(j);
       $('#f-restarts').textContent = (j.restarts || 0) + (j.attempts > 1 ? ' (' + j.attempts + ' attempts)' : '');
@@ -487,14 +537,12 @@
         if (seq !== jobSeq) return;
         if (s.finished && !FINAL.includes(j.state)) { setTimeout(loadJob, 700); return; }
         s.job = j;
-        if (s.t0 === null && s.job.started) s.t0 = s.job.started;
-        // The coordinator may answer from its short GET cache (--api-cache-ms) a state older
-        // than the final state event that triggered this read: keep the event's state and
-        // read again once the cache has expired, for the finish time and the summary.
-        if (s.finalState && !FINAL.includes(s.job.state)) {
-          s.job.state = s.finalState;
-          setTimeout(loadJob, 1000);
+        if (s.job.simulated && !s.simClock) {   // its records' times are simulated seconds
+          s.simClock = true;
+          s.t0 = 0;
+          buildCharts();
         }
+        if (s.t0 === null && s.job.started && !s.simClock) s.t0 = s.job.started;
         if (FINAL.includes(s.job.state)) s.finished = true;
         facts();
         banner('');
@@ -624,6 +672,9 @@
     window.pacer = {
       job: () => s.job,
       ranks: () => s.ranks.slice(),
+      clock: () => (s.simClock ? 'simulated' : 'real'),
+      tmax: () => (s.t.length ? s.t[s.t.length - 1] : null),
+      xlabel: () => (s.charts.loss ? s.charts.loss.axes[0].label : null),
       events: () => s.events,
       points: (name) => {
         const u = s.charts[name];

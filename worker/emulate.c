@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "comm.h"
+#include "sim.h"
 
 /* Cores this worker rank keeps busy: threads / f for the smallest factor it will run
  * with (a schedule may speed it up mid-run). A GPU rank drives its device from one host
@@ -32,6 +33,14 @@ static double rank_slots(const worker_t *w)
 
 int emulate_check(worker_t *w)
 {
+    /* A simulated rank (sim.h) computes and waits in simulated time, which no other rank
+     * takes from it: every emulated profile is faithful, a step's cost needs no
+     * calibration (the first is exact) and waiting politely would only add simulated
+     * polling. The real machine's cores say nothing about the simulated hosts. */
+    if (sim_active()) {
+        w->polite_wait = 0;
+        return 0;
+    }
     cpu_set_t mask;
     CPU_ZERO(&mask);
     if (sched_getaffinity(0, sizeof mask, &mask) != 0) {
@@ -77,6 +86,7 @@ int emulate_check(worker_t *w)
 
 json_t *emulate_summary_json(const worker_t *w)
 {
+    if (sim_active()) return json_pack("{s:b, s:b}", "faithful", 1, "simulated", 1);
     const double *all = w->emulation.hosts;
     double worst = -1, demand = 0, cores = 1;
     for (int r = 0; all && r < w->world; r++) {

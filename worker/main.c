@@ -15,6 +15,7 @@
 #include "comm.h"
 #include "emulate.h"
 #include "redis_report.h"
+#include "sim.h"
 #include "spec.h"
 #include "train.h"
 #include "version.h"
@@ -58,8 +59,9 @@ static void usage(FILE *f)
         "  --resume               continue from the job's latest checkpoint\n"
         "                         (checkpoint.dir/NAME.ckpt); starts fresh if there is none\n"
         "  --resume-from FILE     continue from this checkpoint; a missing file is an error\n"
-        "  --time-budget S        stop after S seconds of training, then evaluate (for\n"
-        "                         comparisons at equal wall time)\n"
+        "  --time-budget S        stop after S seconds of training (evaluations at epoch\n"
+        "                         ends not counted), then evaluate (for comparisons at\n"
+        "                         equal training time)\n"
         "  --comm-baseline        ssgd: also time a raw MPI_Allreduce of the same size each\n"
         "                         step, into the metrics records (for benchmarks)\n"
         "  --stop-after-steps N   stop after global step N as if interrupted (for tests)\n"
@@ -189,7 +191,8 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
         SAY("pacer-worker: %s\n", err);
         return finish(use_mpi, &w, 2);
     }
-    openblas_set_num_threads(spec.threads);
+    /* Simulated: one BLAS thread, because SMPI times only the rank's own thread. */
+    openblas_set_num_threads(sim_active() ? 1 : spec.threads);
     int async = spec_is_async(&spec);
     int need = async ? spec.workers + 1 : spec.workers;
     if (async && need < 2) {

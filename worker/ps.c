@@ -263,7 +263,8 @@ static int serve(server_t *s, const train_opts_t *o)
             stop_all(s);
             return 0;
         }
-        if (o->time_budget_s > 0 && clock_mono_s() - s->started >= o->time_budget_s && !w->stop) {
+        /* The budget counts training only, as in the synchronous loop. */
+        if (o->time_budget_s > 0 && clock_mono_s() - s->started - s->aside_s >= o->time_budget_s && !w->stop) {
             /* Time budget: evaluate the weights as they are and stop everyone. */
             w->stop = 3;
             epoch_end(s);

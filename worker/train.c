@@ -20,6 +20,7 @@
 #include "emulate.h"
 #include "hostname.h"
 #include "planner.h"
+#include "sim.h"
 
 /* ---- shared machinery ------------------------------------------------------------------ */
 
@@ -128,10 +129,15 @@ float worker_compute_grad(worker_t *w, float loss_scale)
         if (!w->gpu_ahead && cuda_model_upload_params(w->gpu, m->params) != 0) gpu_fail(w, "uploading the weights");
         if (cuda_model_train_step(w->gpu, w->x, w->y, w->batch, loss_scale, m->grads, &loss) != 0)
             gpu_fail(w, "training step");
+    } else if (sim_skip_compute(w)) {
+        /* A simulated timing what-if: sim_charge_train below charges the step. */
+        memset(w->model->grads, 0, w->model->nparams * sizeof *w->model->grads);
+        loss = 0;
     } else {
         loss = model_forward(w->model, w->x, w->y, w->batch, 1);
         model_backward(w->model, w->x, w->y, w->batch, loss_scale);
     }
+    sim_charge_train(w, w->batch);  /* deterministic simulation: the cost model's time */
     double wall = clock_mono_s() - t0;
     /* Emulated heterogeneity: slowdown f makes this step take f times the rank's own
      * undisturbed step u, by sleeping until f * u has passed since the step began
@@ -147,7 +153,9 @@ float worker_compute_grad(worker_t *w, float loss_scale)
      * worker_calibrate seeds it before training, so that even the first steps (caches and
      * page tables still cold) are not emulated from an inflated cost.
      * When contention makes the real step longer than f * u there is nothing to wait:
-     * the emulation is then not faithful, which the start-up check predicts (emulate.c). */
+     * the emulation is then not faithful, which the start-up check predicts (emulate.c).
+     * In a simulation (sim.h) every clock here reads simulated time, which no other rank
+     * disturbs: the wait is (f - 1) x the step's simulated compute, in simulated time. */
     if (w->slowdown > 1.0) {
         double u = step_cost(w, wall, c0);
         double *best = &w->undisturbed_s[w->batch];
@@ -208,6 +216,7 @@ void worker_apply_gradient(worker_t *w, const float *g, float grad_scale)
     }
     sgd_update(m->nparams, m->params, g, m->momentum, w->lr, (float)s->optimizer.momentum,
                s->optimizer.nesterov, (float)s->optimizer.weight_decay, grad_scale);
+    sim_charge_update(w);
 }
 
 void worker_apply_update(worker_t *w, float grad_scale)
@@ -235,6 +244,7 @@ double worker_slowdown_now(const worker_t *w)
 
 static void hostname_once(char *out, size_t len)
 {
+    if (sim_host_name(out, len) == 0) return; /* a simulated rank: its simulated host */
     host_name(out, len);
 }
 
@@ -308,6 +318,10 @@ static void evaluate_on(worker_t *w, const dataset_t *d, int n, float *loss, flo
         gpu_fail(w, "uploading the weights");
     for (int first = 0; first < n; first += w->max_batch) {
         int b = n - first < w->max_batch ? n - first : w->max_batch;
+        if (sim_skip_compute(w)) { /* a simulated timing what-if: charged, not computed */
+            sim_charge_eval(w, b);
+            continue;
+        }
         for (int i = 0; i < b; i++) w->eval_idx[i] = first + i;
         if (data_batch_gather(d, w->eval_idx, b, w->x, x_floats(w), w->y, 0, NULL) != 0) {
             /* worker_setup checked the test set's shape against the model */
@@ -324,6 +338,7 @@ static void evaluate_on(worker_t *w, const dataset_t *d, int n, float *loss, flo
             continue;
         }
         loss_sum += (double)model_forward(m, w->x, w->y, b, 0) * b;
+        sim_charge_eval(w, b);
         correct += count_correct(b, m->num_classes, model_logits(m), w->y);
     }
     *loss = n ? (float)(loss_sum / n) : 0.0f;
@@ -465,13 +480,14 @@ int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char 
 
     const char *ds = spec->dataset.name;
     const char *dir = spec->dataset.path[0] ? spec->dataset.path : NULL;
-    int rc = dataset_load(ds, dir, 1, &w->train, err, errlen);
-    if (rc == 0) rc = dataset_load(ds, dir, 0, &w->test, err, errlen);
+    /* sim_dataset_load is dataset_load, except that simulated ranks share one copy. */
+    int rc = sim_dataset_load(ds, dir, 1, &w->train, err, errlen);
+    if (rc == 0) rc = sim_dataset_load(ds, dir, 0, &w->test, err, errlen);
     if (rc != 0) return rc;
     if (spec->dataset.train_subset > 0) dataset_truncate(&w->train, spec->dataset.train_subset);
     if (spec->dataset.test_subset > 0) dataset_truncate(&w->test, spec->dataset.test_subset);
 
-    if (model_create(spec->model, w->max_batch, &w->model, err, errlen) != 0) return -1;
+    if (model_create(spec->model, sim_model_batch(w), &w->model, err, errlen) != 0) return -1;
     model_t *m = w->model;
     /* Both sets, once: every later copy into x/y relies on the shape matching the model
      * (the spec's model/dataset pairing says nothing about what the files hold). */
@@ -522,8 +538,8 @@ void worker_teardown(worker_t *w)
     if (w->algo && w->algo->fini) w->algo->fini(w);
     cuda_model_free(w->gpu);
     model_free(w->model);
-    dataset_free(&w->train);
-    dataset_free(&w->test);
+    sim_dataset_free(&w->train);
+    sim_dataset_free(&w->test);
     free(w->x); free(w->y); free(w->eval_idx); free(w->perm); free(w->batch_of);
     free(w->plan_next); free(w->plan_speeds); free(w->emulation.hosts);
     free(w->undisturbed_s);
@@ -798,8 +814,10 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
                 break;
             }
             if (o->time_budget_s > 0) {
-                /* Rank 0's clock decides, so every rank stops after the same step. */
-                int over = clock_mono_s() - t_start >= o->time_budget_s;
+                /* Seconds of training (loop_s: evaluations at epoch ends left out, as the
+                 * parameter server counts them); rank 0's decides, so every rank stops
+                 * after the same step. */
+                int over = w->loop_s >= o->time_budget_s;
                 if (w->agree) over = w->agree(w, over);
                 if (over) w->stop = 3;
             }
@@ -828,8 +846,10 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
 
 /* ---- summary ---------------------------------------------------------------------------- */
 
+/* A rank's peak memory; 0 in a simulation, where one process holds every rank. */
 static double peak_rss_mb(void)
 {
+    if (sim_active()) return 0.0;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return (double)ru.ru_maxrss / 1024.0;
@@ -955,6 +975,7 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
     json_object_set_new(root, "staleness", staleness_json(&w->staleness.s));
     json_object_set_new(root, "device", job_device_json(s, per_rank));
     json_object_set_new(root, "emulation", emulate_summary_json(w));
+    sim_summary(w, root);
     if (w->role == ROLE_PS)
         json_object_set_new(root, "parameter_server",
                             json_pack("{s:I, s:f, s:f, s:I}", "updates", (json_int_t)w->ps_updates,

@@ -9,7 +9,10 @@
 // them; once an epoch's test accuracy is plotted it cancels the job with the page's
 // button and checks the page and the job list show CANCELLED. The job is far longer than
 // the test (100 epochs), so no machine is fast enough to finish it before the page has
-// watched it live. Saves a screenshot of the job page. Exit 0 = pass, 1 = fail.
+// watched it live. Saves a screenshot of the job page. Then, when the coordinator can
+// simulate (GET /api/v1/cluster), a simulated job through the form's "Simulated cluster"
+// section: the spec it builds, the job page's "simulated" badge and simulated clock on the
+// charts' time axis, and the badge in the job list. Exit 0 = pass, 1 = fail.
 import { chromium } from 'playwright-core';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -130,6 +133,53 @@ try {
   await page.waitForSelector(`tr[data-id="${id}"]`, { timeout: 10000 });
   const row = await page.textContent(`tr[data-id="${id}"]`);
   check(row.includes('CANCELLED') && row.includes('browser'), 'the job list shows ' + id + ' CANCELLED');
+
+  // ---- a simulated job through the form
+  const cluster = await (await fetch(base + '/api/v1/cluster')).json();
+  const simulator = cluster.coordinator && cluster.coordinator.simulator;
+  if (!simulator || !simulator.available) {
+    console.log('skip: this coordinator cannot simulate (' + (simulator ? simulator.reason : 'no simulator field') + ')');
+  } else {
+    await page.goto(base + '/#/new');
+    await page.waitForSelector('#job-form');
+    await page.waitForFunction(() => document.querySelector('select[name=platform]').options.length > 1, null, { timeout: 10000 });
+    await page.fill('input[name=name]', 'browser-sim');
+    await page.fill('input[name=train_subset]', '1024');
+    await page.fill('input[name=test_subset]', '256');
+    await page.fill('input[name=epochs]', '2');
+    await page.fill('input[name=batch_size]', '32');
+    await page.fill('input[name=workers]', '4');
+    await page.dispatchEvent('input[name=workers]', 'change');
+    await page.selectOption('select[name=algorithm]', 'asgd');
+    await page.fill('input[name=lr]', '0.01');
+    await page.fill('input[name=slowdown]', '1, 1, 2, 4');
+    await page.check('input[name=simulate]');
+    const sp = JSON.parse(await page.textContent('#spec-preview'));
+    check(sp.simulate && sp.simulate.enabled === true && sp.simulate.slowdown.join() === '1,1,2,4' && !sp.emulate &&
+      sp.simulate.deterministic === true, 'the form builds a simulated spec ' + JSON.stringify(sp.simulate));
+    await page.selectOption('select[name=platform]', 'hetero-1124.xml');
+    const named = JSON.parse(await page.textContent('#spec-preview'));
+    check(named.simulate.platform === 'hetero-1124.xml' && !named.simulate.slowdown, 'a named platform file replaces the generated one');
+    await page.selectOption('select[name=platform]', '');
+    await page.click('#submit-job');
+    await page.waitForURL(/#\/jobs\/j-[0-9]+$/, { timeout: 10000 });
+    const sid = page.url().split('/').pop();
+    await page.waitForFunction(() => {
+      const j = window.pacer && window.pacer.job();
+      return j && ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(j.state) && document.querySelector('#job-state').textContent === j.state &&
+        window.pacer.points('loss').length === 5 && window.pacer.points('loss').every((n) => n > 0);
+    }, null, { timeout: 120000, polling: 500 });
+    const sj = await page.evaluate(() => ({ state: window.pacer.job().state, clock: window.pacer.clock(), tmax: window.pacer.tmax(),
+      wall: window.pacer.job().summary && window.pacer.job().summary.simulated_wall_s }));
+    check(sj.state === 'SUCCEEDED', 'the simulated job ' + sid + ' shows ' + sj.state);
+    check(await page.isVisible('#job-sim'), 'the job page marks it simulated');
+    check(sj.clock === 'simulated' && sj.tmax > 0 && sj.tmax <= sj.wall + 0.001,
+      'its charts run on the simulated clock (last point ' + sj.tmax + ' s of ' + sj.wall + ' simulated s)');
+    check(await page.evaluate(() => window.pacer.xlabel()) === 'simulated seconds since start', 'the time axis says simulated seconds');
+    await page.goto(base + '/#/');
+    await page.waitForSelector(`tr[data-id="${sid}"]`, { timeout: 10000 });
+    check((await page.textContent(`tr[data-id="${sid}"]`)).includes('simulated'), 'the job list marks ' + sid + ' simulated');
+  }
 
   check(errors.length === 0, 'no errors in the page' + (errors.length ? ': ' + errors.join('; ') : ''));
   await context.close();

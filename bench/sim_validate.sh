@@ -1,0 +1,136 @@
+# bench/sim_validate.sh - does the simulator predict real runs? (issue 12) Runs 2- and
+# 4-rank ssgd and asgd jobs for real, over network namespaces with rate-limited links (the
+# multi-host test's set-up: deploy/netns/up.sh, rsh.sh, shape.sh), then the same jobs on
+# a simulated platform calibrated from this machine, and reports the simulator's error on
+# the training time (train_s: training wall time, evaluations left out) of each.
+#
+#   sudo sh bench/sim_validate.sh        (root: network namespaces; about 5 minutes)
+#
+# Calibration, measured in the same run:
+#   host speed  one undisturbed step: pacer-worker alone (sgd, LeNet-5, batch 32) for
+#               CAL_STEPS steps; the step's compute time is the 20th percentile of the
+#               steps' compute_s (forward and backward, the smaller of wall and CPU time:
+#               what the worker's emulated slowdown multiplies), and the simulated host
+#               speed is the cost model's FLOPs of that (pacer-platform --cost) over it;
+#   links       every worker host's link limited to RATE_MBIT (tbf, or netem rate with no
+#               delay where the kernel has netem) both ways: the simulated links are
+#               RATE_MBIT with LATENCY_US (default 50 us: veth, bridge and TCP stack; no
+#               ping here to measure it).
+# Jobs: LeNet-5 / Fashion-MNIST, batch 32, STEPS steps per worker, one rank per namespace
+# host, every worker slowed down emulate.slowdown = max(2, workers) so that the ranks'
+# computing (1/f of their time) fits in 1 of the 2 cores: the faithfulness condition of
+# emulated slow nodes (docs/ARCHITECTURE.md). The simulated job has the same spec with
+# the slowdown moved to simulate.slowdown (hosts f times slower) and "deterministic": true.
+# Each real job runs REPS times (mean and sd); the simulation once (it is deterministic).
+# The per-worker split of compute and communication (the first real run's) shows where
+# a difference comes from. JOBS_TO_RUN picks jobs (default "ssgd:2 ssgd:4 asgd:2 asgd:4",
+# algorithm:ranks); KEEP=DIR keeps every spec, summary and log.
+#
+# Real runs are timing-sensitive: on a machine loaded by other work their compute is
+# slower than the calibrated step and the error grows. The report prints the load.
+. bench/lib.sh
+ROOT=$(pwd)
+case $BUILD in /*) B=$BUILD ;; *) B=$ROOT/$BUILD ;; esac
+NETNS=$ROOT/deploy/netns
+RATE_MBIT=${RATE_MBIT:-100}
+LATENCY_US=${LATENCY_US:-50}
+STEPS=${STEPS:-60}
+REPS=${REPS:-3}
+CAL_STEPS=${CAL_STEPS:-300}
+JOBS_TO_RUN=${JOBS_TO_RUN:-ssgd:2 ssgd:4 asgd:2 asgd:4}   # ALGO:RANKS
+KEEP=${KEEP:-}    # a directory to keep every spec, summary and log in
+SIM=$B/pacer-sim
+[ "$(id -u)" -eq 0 ] || { echo "sim_validate: needs root (network namespaces)"; exit 1; }
+for c in ip tc unshare flock mpirun jq smpirun; do
+    command -v "$c" >/dev/null 2>&1 || { echo "sim_validate: $c not installed (make deps)"; exit 1; }
+done
+for f in "$B/pacer-worker" "$SIM" "$B/pacer-platform"; do
+    [ -x "$f" ] || { echo "sim_validate: $f not built (make; make smpi)"; exit 1; }
+done
+[ -d /usr/share/datasets/fashion-mnist ] || { echo "sim_validate: Fashion-MNIST not installed"; exit 1; }
+
+# One run at a time; names and a /24 of its own (not the multi-host test's).
+exec 9>/tmp/pacer-simvalidate.lock
+flock -w 600 9 || { echo "sim_validate: another run holds /tmp/pacer-simvalidate.lock"; exit 1; }
+export PACER_NETNS_PREFIX=psv- PACER_NETNS_WORKERS=4 PACER_NETNS_NET=${VALIDATE_NET:-10.78.0}
+. "$NETNS/common.sh"
+trap 'sh "$NETNS/down.sh"; rm -rf "$TMP"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+sh "$NETNS/down.sh"
+sh "$NETNS/up.sh" >"$TMP/up.log" 2>&1 || { cat "$TMP/up.log"; exit 1; }
+shaped=""
+for h in pw1 pw2 pw3 pw4; do
+    shaped=$(sh "$NETNS/shape.sh" "$h" on 0ms "${RATE_MBIT}mbit") || { echo "sim_validate: cannot shape $h"; exit 1; }
+done
+export OMPI_MCA_plm_rsh_agent="sh $NETNS/rsh.sh"
+export OMPI_MCA_plm_rsh_no_tree_spawn=1
+export OMPI_MCA_pml=ob1
+export OMPI_MCA_btl=tcp,self
+export OMPI_MCA_btl_tcp_if_include="$NET.0/24"
+export OMPI_MCA_oob_tcp_if_include="$NET.0/24"
+# A rank waiting in MPI polls; yielding lets a computing rank of the same core go first,
+# so the waiting ranks do not count against the cores the emulated demand must fit in.
+export OMPI_MCA_mpi_yield_when_idle=1
+export OPENBLAS_NUM_THREADS=1
+printf 'pw1 slots=1\npw2 slots=1\npw3 slots=1\npw4 slots=1\n' >"$TMP/hostfile"
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# ---- calibration: one undisturbed step ----------------------------------------------
+jq -n --argjson n $((32 * CAL_STEPS)) '{name: "cal", model: "lenet5", dataset: {name: "fashion-mnist",
+    train_subset: $n, test_subset: 32}, batch_size: 32, epochs: 1, seed: 1, log_every: 0,
+    optimizer: {lr: 0.01, momentum: 0.5}, algorithm: {name: "sgd"}}' >"$TMP/cal.json"
+"$B/pacer-worker" --spec "$TMP/cal.json" --summary "$TMP/cal.out" --metrics "$TMP/cal.jsonl" >"$TMP/cal.log" 2>&1 ||
+    { cat "$TMP/cal.log"; exit 1; }
+step_s=$(jq -s '[.[] | select(.kind == "step") | .compute_s] | sort | .[(length * 0.2 | floor)]' "$TMP/cal.jsonl")
+cost=$("$B/pacer-platform" --cost lenet5)
+gflops=$(echo "$cost" | jq --argjson t "$step_s" '32 * .train_flops / $t / 1e9')
+md ""
+md "### Simulator against real runs (\`sudo sh bench/sim_validate.sh\`)"
+md ""
+md "Calibration: an undisturbed LeNet-5 forward and backward pass (batch 32) takes $(awk -v t="$step_s" 'BEGIN { printf "%.2f", t * 1000 }') ms here,"
+md "so a full-speed simulated host runs at $(awk -v g="$gflops" 'BEGIN { printf "%.2f", g }') Gflop/s; links: $shaped;"
+md "simulated as ${RATE_MBIT} Mbit/s, ${LATENCY_US} us. $STEPS steps per worker, $REPS real runs per job."
+md ""
+md "| job | ranks | emulated slowdown | real train_s (mean ± sd) | simulated train_s | error | per worker, real: compute / communication + waiting (s) | simulated |"
+md "|---|---|---|---|---|---|---|---|"
+
+# ---- each job: real, then simulated --------------------------------------------------
+job() { # ALGO WORKERS
+    a=$1 w=$2
+    np=$w; [ "$a" = asgd ] && np=$((w + 1))
+    f=$w; [ "$f" -lt 2 ] && f=2
+    jq -n --arg a "$a" --argjson w "$w" --argjson f "$f" --argjson n $((32 * w * STEPS)) '{name: "val", model: "lenet5",
+        dataset: {name: "fashion-mnist", train_subset: $n, test_subset: 256}, workers: $w, batch_size: 32,
+        epochs: 1, seed: 1, log_every: 0, optimizer: {lr: 0.01, momentum: 0.5}, algorithm: {name: $a},
+        emulate: {slowdown: [range($w) | $f]}}' >"$TMP/$a$w.json"
+    r=1
+    : >"$TMP/$a$w.real"
+    while [ $r -le "$REPS" ]; do
+        ip netns exec "$(host_ns pc)" mpirun --allow-run-as-root -np $np --hostfile "$TMP/hostfile" \
+            "$B/pacer-worker" --spec "$TMP/$a$w.json" --summary "$TMP/$a$w-$r.out" >"$TMP/$a$w-$r.log" 2>&1 9>&- ||
+            { tail -20 "$TMP/$a$w-$r.log"; echo "sim_validate: real $a with $np ranks failed"; exit 1; }
+        jq .train_s "$TMP/$a$w-$r.out" >>"$TMP/$a$w.real"
+        r=$((r + 1))
+    done
+    jq --argjson g "$gflops" --argjson bw "$(awk -v r="$RATE_MBIT" 'BEGIN { print r / 1000 }')" --argjson l "$LATENCY_US" \
+        '.simulate = {gflops: $g, slowdown: .emulate.slowdown, bandwidth_gbps: $bw, latency_us: $l, deterministic: true}
+         | del(.emulate)' "$TMP/$a$w.json" >"$TMP/$a$w-sim.json"
+    "$SIM" --spec "$TMP/$a$w-sim.json" --summary "$TMP/$a$w-sim.out" >"$TMP/$a$w-sim.log" 2>&1 ||
+        { tail -20 "$TMP/$a$w-sim.log"; echo "sim_validate: simulated $a with $np ranks failed"; exit 1; }
+    sim=$(jq .train_s "$TMP/$a$w-sim.out")
+    split='[.per_rank[] | select(.role == "worker")] | "\(map(.compute_s) | add / length * 100 | round / 100) / \(map(.comm_s + .idle_s) | add / length * 100 | round / 100)"'
+    split_real=$(jq -r "$split" "$TMP/$a$w-1.out")
+    split_sim=$(jq -r "$split" "$TMP/$a$w-sim.out")
+    set -- $(awk '{ s += $1; q += $1 * $1; n++ } END { m = s / n; v = n > 1 ? (q - n * m * m) / (n - 1) : 0; if (v < 0) v = 0; print m, sqrt(v) }' "$TMP/$a$w.real")
+    md "| $a | $np | $f | $(awk -v m="$1" -v s="$2" 'BEGIN { printf "%.2f ± %.2f", m, s }') | $(awk -v t="$sim" 'BEGIN { printf "%.2f", t }') | $(awk -v m="$1" -v t="$sim" 'BEGIN { printf "%+.1f%%", 100 * (t - m) / m }') | $split_real | $split_sim |"
+    [ -n "$KEEP" ] && mkdir -p "$KEEP" && cp "$TMP/$a$w"* "$KEEP/"
+    return 0
+}
+for j in $JOBS_TO_RUN; do
+    a=${j%:*} np=${j#*:}
+    [ "$a" = asgd ] && np=$((np - 1))
+    job "$a" "$np"
+done
+md ""
+md "Load average (1, 5, 15 min) before: $load_before; after: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores."

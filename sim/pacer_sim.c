@@ -1,0 +1,386 @@
+/* sim/pacer_sim.c - build/pacer-sim: runs a job spec on a simulated cluster.
+ *
+ *   pacer-sim --spec FILE --summary FILE [--metrics FILE] [options] [-- worker options]
+ *
+ * Reads the spec's "simulate" section, writes the SimGrid platform (generated, or the
+ * one the spec names) and a hostfile that puts the parameter server (rank 0 of the
+ * asynchronous algorithms) and each worker on its host, then runs the SMPI build of
+ * pacer-worker (build-smpi/pacer-worker, `make smpi`) under smpirun with as many ranks
+ * as a real run would have. The worker writes the usual summary plus "simulated": true
+ * and "simulated_wall_s"; its times are simulated seconds.
+ *
+ * Exit status: the worker's (0 done, 1 training failed, 2 bad input), 2 for a bad
+ * command line or spec here, 1 when smpirun cannot be started. */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "platform.h"
+#include "spec.h"
+#include "version.h"
+
+#define MAX_PASS 64
+
+static const struct option OPTIONS[] = {
+    { "spec", required_argument, NULL, 's' },
+    { "summary", required_argument, NULL, 'o' },
+    { "metrics", required_argument, NULL, 'm' },
+    { "worker", required_argument, NULL, 'w' },
+    { "smpirun", required_argument, NULL, 'r' },
+    { "keep", required_argument, NULL, 'k' },
+    { "log", no_argument, NULL, 'l' },
+    { "dry-run", no_argument, NULL, 'n' },
+    { "version", no_argument, NULL, 'V' },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: pacer-sim --spec FILE --summary FILE [--metrics FILE] [options] [-- worker options]\n"
+        "\n"
+        "Runs the job spec on the simulated cluster its \"simulate\" section describes\n"
+        "(SimGrid SMPI; docs/JOB_SPEC.md, docs/ARCHITECTURE.md \"Simulation\").\n"
+        "\n"
+        "  --spec FILE       the job spec\n"
+        "  --summary FILE    the job summary: as pacer-worker's, plus \"simulated\": true and\n"
+        "                    \"simulated_wall_s\"; every time in it is simulated seconds\n"
+        "  --metrics FILE    per-rank metrics records (JSON lines; \"time\" is simulated seconds)\n"
+        "  --worker PATH     the SMPI build of pacer-worker (default: build-smpi/pacer-worker\n"
+        "                    beside this program's build directory; `make smpi` builds it)\n"
+        "  --smpirun PATH    SimGrid's launcher (default: smpirun on PATH)\n"
+        "  --keep DIR        write the platform and hostfile into DIR and keep them\n"
+        "  --log             show SimGrid's own log lines (default: warnings only)\n"
+        "  --dry-run         print the smpirun command instead of running it (with --keep,\n"
+        "                    the platform and hostfile stay for a look)\n"
+        "  -- ARGS           passed to every rank of pacer-worker (--redis URL --job ID,\n"
+        "                    --stop-after-steps N, --time-budget S, --batch-plan B, ...)\n"
+        "\n"
+        "Exit status: the worker's (0 done, 1 training failed, 2 bad input); 2 for a bad\n"
+        "command line or spec; 1 when the simulation cannot be started.\n");
+}
+
+static pid_t g_child = -1;
+static double now_s(void);
+
+/* A signal for the job (the coordinator's cancel, ^C) goes to smpirun's process group:
+ * smpirun itself and the simulation it started (smpimain), which smpirun, stopped, does
+ * not wait for. pacer-sim then waits for the whole group (wait_group) and cleans up as
+ * after any other end, so that when it exits nothing of the simulation is left. */
+static void forward(int sig)
+{
+    if (g_child > 0) kill(-g_child, sig);
+}
+
+/* After smpirun has ended: gives what is left of its group (a simulation still stopping)
+ * grace_s to go, then SIGKILL. */
+static void wait_group(pid_t pgid, double grace_s)
+{
+    double end = now_s() + grace_s;
+    while (kill(-pgid, 0) == 0) {
+        if (now_s() > end) {
+            kill(-pgid, SIGKILL);
+            end = now_s() + 5;   /* a killed process still takes a moment to go */
+            grace_s = -1;
+        }
+        if (grace_s < 0 && now_s() > end) break;
+        struct timespec ts = { 0, 50 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* smpirun passes the program's arguments on through an unquoted shell word list. */
+static int shell_safe(const char *what, const char *s)
+{
+    for (const char *p = s; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c <= ' ' || c == '\'' || c == '"' || c == '\\' || c == '*' || c == '?' || c == '[' || c == '$' ||
+            c == '`' || c == 0x7f) {
+            fprintf(stderr, "pacer-sim: %s: '%s': smpirun cannot pass white space, quotes or shell "
+                    "wildcards through\n", what, s);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* build-smpi/pacer-worker next to the directory this program lives in. */
+static void default_worker(char *out, size_t len)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) {
+        snprintf(out, len, "build-smpi/pacer-worker");
+        return;
+    }
+    self[n] = 0;
+    char *bin = dirname(self);       /* .../build */
+    char *root = dirname(bin);       /* ... */
+    snprintf(out, len, "%s/build-smpi/pacer-worker", root);
+}
+
+/* Removes our temporary directory: the platform, the hostfile, and whatever smpirun
+ * left there (each rank's copy of the worker, should it stop before unlinking them). */
+static void remove_tree(const char *dir, int keep)
+{
+    if (keep) return;
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        char path[2 * PATH_MAX];
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+    const char *spec_path = NULL, *summary = NULL, *metrics = NULL, *smpirun = "smpirun", *keep = NULL;
+    char worker[PATH_MAX] = "";
+    int show_log = 0, dry_run = 0, c;
+    while ((c = getopt_long(argc, argv, "", OPTIONS, NULL)) != -1) {
+        switch (c) {
+        case 's': spec_path = optarg; break;
+        case 'o': summary = optarg; break;
+        case 'm': metrics = optarg; break;
+        case 'w': snprintf(worker, sizeof worker, "%s", optarg); break;
+        case 'r': smpirun = optarg; break;
+        case 'k': keep = optarg; break;
+        case 'l': show_log = 1; break;
+        case 'n': dry_run = 1; break;
+        case 'V': printf("pacer-sim %s\n", PACER_VERSION); return 0;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (!spec_path || !summary) {
+        fprintf(stderr, "pacer-sim: %s is required\n", !spec_path ? "--spec FILE" : "--summary FILE");
+        usage(stderr);
+        return 2;
+    }
+    int npass = argc - optind;
+    if (npass > 0 && strcmp(argv[optind - 1], "--") != 0) {
+        fprintf(stderr, "pacer-sim: unexpected argument '%s' (worker options go after --)\n", argv[optind]);
+        return 2;
+    }
+    if (npass > MAX_PASS) {
+        fprintf(stderr, "pacer-sim: more than %d worker options\n", MAX_PASS);
+        return 2;
+    }
+    if (!worker[0]) default_worker(worker, sizeof worker);
+    if (!shell_safe("--spec", spec_path) || !shell_safe("--summary", summary) ||
+        (metrics && !shell_safe("--metrics", metrics)) || !shell_safe("--worker", worker))
+        return 2;
+    for (int i = optind; i < argc; i++)
+        if (!shell_safe("worker option", argv[i])) return 2;
+
+    static job_spec_t spec;
+    char err[PATH_MAX + 1024];
+    if (spec_load_file(spec_path, &spec, err, sizeof err) != 0) {
+        fprintf(stderr, "pacer-sim: %s\n", err);
+        return 2;
+    }
+    if (access(worker, X_OK) != 0) {
+        fprintf(stderr, "pacer-sim: %s: %s (build it with `make smpi`, which needs libsimgrid-dev)\n", worker,
+                strerror(errno));
+        return 2;
+    }
+    if (spec.emulate.nslowdown > 0 || spec.emulate.nschedule > 0)
+        fprintf(stderr, "pacer-sim: note: emulate.* still applies, on top of the simulated hosts' speeds "
+                "(use simulate.slowdown alone to simulate a heterogeneous cluster)\n");
+    int with_ps = spec_is_async(&spec);
+    int world = spec.workers + with_ps;
+
+    /* The platform and the hostfile. */
+    char dir[PATH_MAX];
+    if (keep) {
+        snprintf(dir, sizeof dir, "%s", keep);
+        if (!shell_safe("--keep", dir)) return 2;
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+            fprintf(stderr, "pacer-sim: --keep %s: %s\n", dir, strerror(errno));
+            return 2;
+        }
+    } else {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(dir, sizeof dir, "%s/pacer-sim.XXXXXX", tmp && *tmp && shell_safe("TMPDIR", tmp) ? tmp : "/tmp");
+        if (!mkdtemp(dir)) {
+            fprintf(stderr, "pacer-sim: cannot create a temporary directory: %s\n", strerror(errno));
+            return 1;
+        }
+    }
+    char platform_path[PATH_MAX + 32], hostfile[PATH_MAX + 32], label[SPEC_PATH_MAX + 16], ps_host[PLATFORM_NAME_MAX];
+    static char slots[4096][PLATFORM_NAME_MAX];
+    int nslots;
+    if (spec.simulate.platform[0]) {
+        snprintf(platform_path, sizeof platform_path, "%s", spec.simulate.platform);
+        snprintf(label, sizeof label, "%s", spec.simulate.platform);
+        nslots = platform_slots(platform_path, spec.simulate.hostfile[0] ? spec.simulate.hostfile : NULL, slots,
+                                4096, ps_host, err, sizeof err);
+        if (nslots < 0) {
+            fprintf(stderr, "pacer-sim: simulate: %s\n", err);
+            remove_tree(dir, keep != NULL);
+            return 2;
+        }
+    } else {
+        static platform_t plat;
+        platform_from_spec(&spec, with_ps, &plat);
+        snprintf(platform_path, sizeof platform_path, "%s/platform.xml", dir);
+        snprintf(label, sizeof label, "generated");
+        FILE *f = fopen(platform_path, "w");
+        int rc = f ? platform_write(&plat, f, err, sizeof err) : -1;
+        if (!f) snprintf(err, sizeof err, "%s: %s", platform_path, strerror(errno));
+        if (f && fclose(f) != 0 && rc == 0) {
+            snprintf(err, sizeof err, "%s: %s", platform_path, strerror(errno));
+            rc = -1;
+        }
+        if (rc != 0) {
+            fprintf(stderr, "pacer-sim: %s\n", err);
+            remove_tree(dir, keep != NULL);
+            return 1;
+        }
+        nslots = platform_slots_of(&plat, slots, 4096, ps_host);
+    }
+    snprintf(hostfile, sizeof hostfile, "%s/hostfile", dir);
+    FILE *hf = fopen(hostfile, "w");
+    int hrc = hf ? platform_write_hostfile(hf, slots, nslots, ps_host, spec.workers, with_ps, err, sizeof err) : -1;
+    if (!hf) snprintf(err, sizeof err, "%s: %s", hostfile, strerror(errno));
+    if ((hf && fclose(hf) != 0) || hrc != 0) {
+        fprintf(stderr, "pacer-sim: %s\n", err);
+        remove_tree(dir, keep != NULL);
+        return 1;
+    }
+
+    /* smpirun's command line. */
+    char np[32], speed[64], *args[64 + MAX_PASS];
+    int a = 0;
+    snprintf(np, sizeof np, "%d", world);
+    /* In timing mode SMPI charges each measured burst as burst x host-speed flops, so a
+     * host of `gflops` computes as fast as this machine did. */
+    snprintf(speed, sizeof speed, "--cfg=smpi/host-speed:%.9gf", spec.simulate.gflops * 1e9);
+    args[a++] = (char *)smpirun;
+    args[a++] = "-platform";
+    args[a++] = platform_path;
+    args[a++] = "-hostfile";
+    args[a++] = hostfile;
+    args[a++] = "-np";
+    args[a++] = np;
+    args[a++] = speed;
+    /* MPI_Test's injected polling cost (default 0.1 ms, growing with every failed test,
+     * shared by all ranks) would slow hpsgd's between-layer tests far beyond a real
+     * MPI_Test's microsecond. */
+    args[a++] = "--cfg=smpi/test:1e-6";
+    args[a++] = "--cfg=smpi/grow-injected-times:no";
+    /* Reading the clock costs no simulated time (SimGrid injects 10 ns per read against
+     * busy-wait loops, which pacer has none of): metrics records, which read it, then
+     * leave the simulated run exactly as it is without them. */
+    args[a++] = "--cfg=smpi/wtime:0";
+    /* Collectives as Open MPI chooses them (the real runs' MPI); SimGrid's default
+     * selector uses naive algorithms, 15x slower for a 128-rank allreduce. */
+    args[a++] = "--cfg=smpi/coll-selector:ompi";
+    if (spec.simulate.deterministic) args[a++] = "--cfg=smpi/simulate-computation:no";
+    if (!show_log) args[a++] = "--log=root.thres:warning";
+    args[a++] = worker;
+    args[a++] = "--spec";
+    args[a++] = (char *)spec_path;
+    args[a++] = "--summary";
+    args[a++] = (char *)summary;
+    if (metrics) {
+        args[a++] = "--metrics";
+        args[a++] = (char *)metrics;
+    }
+    for (int i = optind; i < argc; i++) args[a++] = argv[i];
+    args[a] = NULL;
+
+    /* The worker's environment: one BLAS thread (SMPI times only the rank's own thread),
+     * the platform's name for the summary, and the worker's directory for
+     * libpacer_simshare.so (also in its run path). */
+    char libdir[PATH_MAX], ldpath[2 * PATH_MAX];
+    snprintf(libdir, sizeof libdir, "%s", worker);
+    const char *old = getenv("LD_LIBRARY_PATH");
+    snprintf(ldpath, sizeof ldpath, "%s%s%s", dirname(libdir), old && *old ? ":" : "", old ? old : "");
+    setenv("LD_LIBRARY_PATH", ldpath, 1);
+    setenv("OPENBLAS_NUM_THREADS", "1", 1);
+    setenv("PACER_SIM_PLATFORM", label, 1);
+    /* smpirun puts each rank's copy of the worker into $TMPDIR (its -tmpdir option is
+     * broken in SimGrid 3.32: it consumes one word too few). */
+    setenv("TMPDIR", dir, 1);
+
+    fprintf(stderr, "pacer-sim: %d ranks (%d workers%s) on %s%s\n", world, spec.workers,
+            with_ps ? " + parameter server" : "", label, spec.simulate.deterministic ? ", deterministic" : "");
+    if (dry_run) {
+        printf("TMPDIR=%s OPENBLAS_NUM_THREADS=1 PACER_SIM_PLATFORM=%s", dir, label);
+        for (int i = 0; i < a; i++) printf(" %s", args[i]);
+        printf("\n");
+        remove_tree(dir, keep != NULL);
+        return 0;
+    }
+    fflush(stderr);
+    double t0 = now_s();
+    struct sigaction sa = { 0 };
+    sa.sa_handler = forward;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "pacer-sim: fork: %s\n", strerror(errno));
+        remove_tree(dir, keep != NULL);
+        return 1;
+    }
+    if (pid == 0) {
+        setpgid(0, 0);   /* a group of its own, so that a signal reaches the simulation too */
+        execvp(smpirun, args);
+        fprintf(stderr, "pacer-sim: %s: %s (install libsimgrid-dev: make deps)\n", smpirun, strerror(errno));
+        _exit(127);
+    }
+    setpgid(pid, pid);   /* also here: whichever runs first */
+    g_child = pid;
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    wait_group(pid, 10);
+    g_child = -1;
+    double host_s = now_s() - t0;
+    struct rusage ru;
+    getrusage(RUSAGE_CHILDREN, &ru);
+    remove_tree(dir, keep != NULL);
+
+    int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    if (rc == 127) rc = 1;
+    json_t *sum = rc == 0 ? json_load_file(summary, 0, NULL) : NULL;
+    double sim_s = sum ? json_number_value(json_object_get(sum, "simulated_wall_s")) : 0;
+    json_decref(sum);
+    /* Host figures go to stderr, not the summary: they depend on this machine's load,
+     * and a deterministic summary must not. */
+    double cpu_s = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
+                   1e-6 * (double)ru.ru_stime.tv_usec;
+    fprintf(stderr, "pacer-sim: %s: %.3f simulated s in %.1f s on this machine (%.1f s of CPU), peak memory %.0f MB\n",
+            rc == 0 ? "done" : WIFSIGNALED(status) ? "killed" : "failed", sim_s, host_s, cpu_s,
+            (double)ru.ru_maxrss / 1024.0);
+    return rc;
+}

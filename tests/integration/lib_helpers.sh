@@ -41,3 +41,32 @@ for bad in null nan NaN inf -inf "" abc; do
     fails need_number v "$bad"
 done
 echo "ok: at_least, at_most, between, equals_num, ratio_at_least fail on null, nan, inf, empty and text"
+
+# tests/tools/mpirun.sh ($MPIRUN): a stand-in mpirun first on PATH. Open MPI's finalize race
+# message ("with PID 0 ... exiting improperly") makes it run the job once more; any other
+# failure, the same message with a real PID included, comes back unchanged and once.
+mkdir -p "$TMP/bin"
+cat >"$TMP/bin/mpirun" <<'SH'
+#!/bin/sh
+n=$(cat "$FAKE_COUNT" 2>/dev/null || echo 0); n=$((n + 1)); echo $n >"$FAKE_COUNT"
+echo "rank output $n"
+case "$FAKE_MODE:$n" in
+race:1) printf 'mpirun has exited due to process rank 3 with PID 0 on\nnode vm exiting improperly. There are three reasons\n' >&2; exit 1 ;;
+race:*) exit 0 ;;
+real:*) printf 'mpirun has exited due to process rank 3 with PID 4242 on\nnode vm exiting improperly. There are three reasons\n' >&2; exit 1 ;;
+fail:*) echo "pacer-worker: bad spec" >&2; exit 2 ;;
+esac
+SH
+chmod +x "$TMP/bin/mpirun"
+fake() { # MODE -> exit status; output in $TMP/fake.out, runs in $FAKE_COUNT
+    FAKE_COUNT=$TMP/count.$1; rm -f "$FAKE_COUNT"
+    PATH=$TMP/bin:$PATH FAKE_MODE=$1 FAKE_COUNT=$FAKE_COUNT $MPIRUN -np 2 true >"$TMP/fake.out" 2>&1
+}
+fake race || { cat "$TMP/fake.out"; fail "mpirun.sh did not run the job again after Open MPI's finalize race"; }
+[ "$(cat "$TMP/count.race")" = 2 ] || fail "mpirun.sh ran the job $(cat "$TMP/count.race") times after the race, want 2"
+grep -q 'running the job once more' "$TMP/fake.out" || fail "mpirun.sh did not say it ran the job again"
+fake real; [ $? = 1 ] || fail "a rank with a real PID exiting improperly must fail"
+[ "$(cat "$TMP/count.real")" = 1 ] || fail "mpirun.sh ran a real improper exit again"
+fake fail; [ $? = 2 ] || fail "mpirun.sh changed the exit status of a failed job"
+[ "$(cat "$TMP/count.fail")" = 1 ] && grep -q 'bad spec' "$TMP/fake.out" || fail "a failed job's message or count changed"
+echo "ok: \$MPIRUN runs a job again only after Open MPI's finalize race, and keeps other failures"

@@ -10,7 +10,7 @@ cat > "$TMP/spec.json" <<JSON
 {"name": "die", "model": "lenet5", "algorithm": {"name": "$1"}, "workers": 3, "batch_size": 32,
  "epochs": 50, "log_every": 10, "dataset": {"name": "fashion-mnist", "train_subset": 4800, "test_subset": 200}}
 JSON
-$MPIRUN -np $2 $WORKER --spec "$TMP/spec.json" >"$TMP/log" 2>&1 &
+$MPIRUN_RAW -np $2 $WORKER --spec "$TMP/spec.json" >"$TMP/log" 2>&1 &
 mpipid=$!
 # Wait (bounded) until training is under way, then kill one worker rank.
 i=0

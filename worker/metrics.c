@@ -45,7 +45,7 @@ int metrics_to_json(const metrics_record_t *r, const char *job, char *buf, size_
     size_t o = 0;
     ADD(snprintf(buf + o, len - o, "{\"kind\":\"%s\",\"job\":", KIND[r->kind]));
     ADD(str(buf + o, len - o, job ? job : ""));
-    ADD(snprintf(buf + o, len - o, ",\"time\":%.3f,\"rank\":%d,\"role\":\"%s\",\"host\":",
+    ADD(snprintf(buf + o, len - o, ",\"time\":%.6f,\"rank\":%d,\"role\":\"%s\",\"host\":",
                  r->time, r->rank, r->role ? "ps" : "worker"));
     ADD(str(buf + o, len - o, r->host));
     ADD(snprintf(buf + o, len - o, ",\"device\":\"%s\",\"step\":%lld,\"epoch\":%lld,\"batch\":%d,\"loss\":",

@@ -19,8 +19,10 @@
 
 #include <jansson.h>
 
+#include "jobtrace.h"
 #include "metrics.h"
 #include "phase.h"
+#include "prom.h"
 #include "trace.h"
 
 /* One scripted step: data 4 ms, compute 12 ms, emulated 6 ms, wait 8 ms, comm 5 ms,
@@ -197,6 +199,102 @@ static void test_trace_ring(void **state)
     trace_ring_free(&ring);
 }
 
+/* GET /metrics: the breakdown as per-rank counters, one series per phase. */
+static void test_prom_phases(void **state)
+{
+    (void)state;
+    json_t *nodes = json_loads("{\"job\":\"j-9\",\"world\":2,\"ranks\":["
+                               "{\"rank\":0,\"step_s\":2.5,\"phase_data_s\":0.25,\"phase_compute_s\":1.5,"
+                               "\"phase_comm_s\":0.5,\"phase_wait_s\":0.125,\"phase_optimizer_s\":0.0625,"
+                               "\"phase_emulated_s\":0,\"phase_other_s\":0.0625},"
+                               "{\"rank\":1}]}", 0, NULL);
+    assert_non_null(nodes);
+    prom_input_t in;
+    memset(&in, 0, sizeof in);
+    in.redis_up = 1;
+    in.nodes = &nodes;
+    in.nnodes = 1;
+    size_t len = 0;
+    char *text = prom_render(&in, &len);
+    assert_non_null(text);
+    const char *want[] = {
+        "# TYPE pacer_rank_phase_seconds_total counter\n",
+        "pacer_rank_phase_seconds_total{job=\"j-9\",rank=\"0\",phase=\"data\"} 0.25\n",
+        "pacer_rank_phase_seconds_total{job=\"j-9\",rank=\"0\",phase=\"compute\"} 1.5\n",
+        "pacer_rank_phase_seconds_total{job=\"j-9\",rank=\"0\",phase=\"comm\"} 0.5\n",
+        "pacer_rank_phase_seconds_total{job=\"j-9\",rank=\"0\",phase=\"wait\"} 0.125\n",
+        "pacer_rank_phase_seconds_total{job=\"j-9\",rank=\"0\",phase=\"optimizer\"} 0.0625\n",
+        "pacer_rank_phase_seconds_total{job=\"j-9\",rank=\"0\",phase=\"emulated\"} 0\n",
+        "pacer_rank_phase_seconds_total{job=\"j-9\",rank=\"0\",phase=\"other\"} 0.0625\n",
+        "# TYPE pacer_rank_step_seconds_total counter\n",
+        "pacer_rank_step_seconds_total{job=\"j-9\",rank=\"0\"} 2.5\n",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        if (!strstr(text, want[i])) print_message("missing: %s", want[i]);
+        assert_non_null(strstr(text, want[i]));
+    }
+    assert_null(strstr(text, "rank=\"1\""));   /* nothing reported yet: no series */
+    free(text);
+    json_decref(nodes);
+}
+
+/* The coordinator's trace from step records: the window per rank, the clamping that keeps
+ * slices apart when records' times overlap, restarts, events, bad records skipped. */
+static void test_trace_from_records(void **state)
+{
+    (void)state;
+    json_t *recs = json_array();
+    /* rank 0: steps 1..5 of 0.1 s; step 4 flags a plan change. rank 1: steps 1..3 whose
+     * times claim they overlap (end 0.05 s apart), then a restart at step 2. */
+    for (int s = 1; s <= 5; s++)
+        json_array_append_new(recs, json_pack("{s:s, s:i, s:s, s:s, s:i, s:f, s:f, s:{s:f, s:f, s:f, s:f, s:f, s:f, s:f}, s:o}",
+            "kind", "step", "rank", 0, "host", "h0", "role", "worker", "step", s, "time", 1000.0 + 0.1 * s, "step_s", 0.1,
+            "phases", "data", 0.01, "compute", 0.05, "comm", 0.02, "wait", 0.01, "optimizer", 0.005, "emulated", 0.0,
+            "other", 0.005, "events", s == 4 ? json_pack("[s]", "plan") : json_array()));
+    for (int s = 1; s <= 4; s++)
+        json_array_append_new(recs, json_pack("{s:s, s:i, s:s, s:i, s:f, s:f, s:{s:f, s:f}}", "kind", "step", "rank", 1,
+            "host", "h1", "step", s == 4 ? 2 : s, "time", 1000.2 + 0.05 * s, "step_s", 0.1, "phases", "compute", 0.08,
+            "wait", 0.02));
+    json_array_append_new(recs, json_pack("{s:s, s:i}", "kind", "epoch", "rank", 0));              /* not a step */
+    json_array_append_new(recs, json_pack("{s:s, s:i, s:f, s:f}", "kind", "step", "rank", 2, "time", 1000.0,
+                                          "step_s", 0.1));                                          /* no phases */
+    json_array_append_new(recs, json_pack("{s:s, s:i, s:f, s:f, s:{}}", "kind", "step", "rank", -1, "time", 1000.0,
+                                          "step_s", 0.1));                                          /* bad rank */
+    json_array_append_new(recs, json_string("garbage"));
+    json_t *tr = trace_from_records(recs, 3, "j-5");
+    assert_non_null(tr);
+    json_t *ev = json_object_get(tr, "traceEvents");
+    int steps0[8] = { 0 }, restarts = 0, plans = 0, ns = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(ev, i, e) {
+        const char *ph = json_string_value(json_object_get(e, "ph"));
+        json_int_t tid = json_integer_value(json_object_get(e, "tid"));
+        assert_true(tid == 0 || tid == 1);
+        if (strcmp(ph, "X") == 0 && tid == 0) steps0[json_integer_value(json_object_get(json_object_get(e, "args"), "step"))] = 1;
+        if (strcmp(ph, "i") == 0 && strcmp(json_string_value(json_object_get(e, "name")), "restart") == 0) restarts++;
+        if (strcmp(ph, "i") == 0 && strcmp(json_string_value(json_object_get(e, "name")), "batch plan") == 0) plans++;
+    }
+    /* The newest 3 steps of rank 0 only. */
+    assert_int_equal(steps0[1] + steps0[2], 0);
+    assert_int_equal(steps0[3] + steps0[4] + steps0[5], 3);
+    assert_int_equal(restarts, 1);
+    assert_int_equal(plans, 1);
+    check_track(ev, 0, &ns);
+    assert_int_equal(ns, 3 * 6);   /* six non-zero phases a step */
+    check_track(ev, 1, &ns);
+    assert_int_equal(ns, 3 * 2);
+    json_decref(tr);
+    /* Nothing usable: a valid, empty trace. */
+    json_t *none = json_array();
+    tr = trace_from_records(none, 10, "j-6");
+    assert_non_null(tr);
+    assert_int_equal(json_array_size(json_object_get(tr, "traceEvents")), 1);   /* the process name */
+    json_decref(tr);
+    json_decref(none);
+    json_decref(recs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -204,6 +302,8 @@ int main(void)
         cmocka_unit_test(test_marks_outside_a_step_do_nothing),
         cmocka_unit_test(test_record_json),
         cmocka_unit_test(test_trace_ring),
+        cmocka_unit_test(test_prom_phases),
+        cmocka_unit_test(test_trace_from_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

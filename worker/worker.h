@@ -11,6 +11,8 @@
  *                                 timed as communication
  *       worker_apply_update(w)    clip + SGD on the fused buffers
  * The loop counts steps, prints progress, writes checkpoints and evaluates at epoch ends.
+ * Each stage marks its end on the step timer (w->phases, phase.h), which splits the step's
+ * wall time into data, compute, comm, wait, optimizer, emulated and other.
  */
 #ifndef PACER_WORKER_H
 #define PACER_WORKER_H

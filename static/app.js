@@ -341,6 +341,7 @@
     };
     for (const k of Object.keys(RANK_CHARTS)) s.cols[k] = [];
     $('#job-id').textContent = id;
+    s.breakdown = window.pacerBreakdown ? window.pacerBreakdown.create($('#breakdown')) : null;   // breakdown.js
 
     const rankLabel = (r) => 'rank ' + r + (s.roles[r] === 'ps' ? ' (ps)' : '');
     const color = (r) => COLORS[r % COLORS.length];
@@ -404,6 +405,7 @@
         s.seen.add(rec.id);
       }
       if (typeof rec.rank !== 'number' || typeof rec.time !== 'number') return;
+      if (s.breakdown) s.breakdown.add(rec);
       const rebuilt = ensureRank(rec.rank, rec.role);
       if (s.t0 === null) s.t0 = (s.job && s.job.started) || rec.time;
       const t = rec.time - s.t0;
@@ -432,6 +434,7 @@
       if (!s.dirty) return;
       s.dirty = false;
       for (const name of Object.keys(RANK_CHARTS)) if (s.charts[name]) s.charts[name].setData(chartData(name));
+      if (s.breakdown) s.breakdown.render();
       if (s.charts.acc) s.charts.acc.setData(accData());
       facts();
     }

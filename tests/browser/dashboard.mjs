@@ -106,6 +106,12 @@ try {
   check(acc[0] >= 1, 'test accuracy per epoch plotted: ' + acc[0] + ' epochs');
   check(await page.$$eval('#nodes-body tr', (r) => r.length) === 2, 'the nodes table lists both ranks');
   check(await page.$$eval('#nodes-body .hist span', (b) => b.length) === 18, 'a staleness histogram per node');
+  // Where the time goes (issue 15): a stacked bar of the phases per rank, and a verdict
+  // naming the rank that holds the job back.
+  check(await page.$$eval('#breakdown .breakdown-row', (r) => r.length) === 2, 'a time-breakdown bar per rank');
+  check(await page.$$eval('#breakdown .breakdown-row [data-phase]', (s) => s.length) === 14, 'seven phases per bar');
+  const verdict = await page.textContent('#breakdown .breakdown-verdict');
+  check(/^Rank [01] holds the job back: [0-9.]+ ms/.test(verdict), 'the breakdown names the rank that holds the job back: ' + verdict);
   await page.waitForTimeout(600);   // the last redraw
   await page.screenshot({ path: shot, fullPage: true });
   console.log('screenshot: ' + shot);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "phases.h"
 #include "query.h"
 
 typedef struct {
@@ -109,6 +110,45 @@ static void family_head(sbuf_t *b, const char *name, const char *type, const cha
     sb_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* The time breakdown (common/phases.h) as counters: the seconds of each rank's steps,
+ * per phase, from the node hash's cumulative phase_<name>_s (worker/redis_report.c), and
+ * the steps' wall time, which the phases add up to. */
+static void phase_families(sbuf_t *b, const prom_input_t *in)
+{
+    char job[256], lab[64], key[32];
+    family_head(b, "pacer_rank_phase_seconds_total", "counter",
+                "Seconds of the rank's training steps spent in each phase (they add up to pacer_rank_step_seconds_total).");
+    for (size_t j = 0; j < in->nnodes; j++) {
+        if (prom_escape_label(json_string_value(json_object_get(in->nodes[j], "job")), job, sizeof job) != 0) continue;
+        size_t i;
+        json_t *rank;
+        json_array_foreach(json_object_get(in->nodes[j], "ranks"), i, rank) {
+            snprintf(lab, sizeof lab, "%lld", (long long)json_integer_value(json_object_get(rank, "rank")));
+            for (int ph = 0; ph < PHASE_N; ph++) {
+                snprintf(key, sizeof key, "phase_%s_s", PHASE_NAMES[ph]);
+                json_t *v = json_object_get(rank, key);
+                if (!json_is_number(v)) continue;
+                sb_printf(b, "pacer_rank_phase_seconds_total{job=\"%s\",rank=\"%s\",phase=\"%s\"} ", job, lab,
+                          PHASE_NAMES[ph]);
+                sb_value(b, json_number_value(v));
+            }
+        }
+    }
+    family_head(b, "pacer_rank_step_seconds_total", "counter", "Wall-clock seconds of the rank's training steps.");
+    for (size_t j = 0; j < in->nnodes; j++) {
+        if (prom_escape_label(json_string_value(json_object_get(in->nodes[j], "job")), job, sizeof job) != 0) continue;
+        size_t i;
+        json_t *rank;
+        json_array_foreach(json_object_get(in->nodes[j], "ranks"), i, rank) {
+            json_t *v = json_object_get(rank, "step_s");
+            if (!json_is_number(v)) continue;
+            snprintf(lab, sizeof lab, "%lld", (long long)json_integer_value(json_object_get(rank, "rank")));
+            sb_printf(b, "pacer_rank_step_seconds_total{job=\"%s\",rank=\"%s\"} ", job, lab);
+            sb_value(b, json_number_value(v));
+        }
+    }
+}
+
 char *prom_render(const prom_input_t *in, size_t *len)
 {
     sbuf_t b = { 0 };
@@ -148,6 +188,7 @@ char *prom_render(const prom_input_t *in, size_t *len)
             }
         }
     }
+    if (in->nnodes > 0) phase_families(&b, in);
     if (b.oom) {
         free(b.p);
         return NULL;

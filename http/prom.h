@@ -9,7 +9,9 @@
  * and per rank of running jobs {job, rank}: pacer_rank_samples_per_second,
  * pacer_rank_staleness_mean, pacer_rank_staleness_p95, pacer_rank_staleness_updates_total,
  * pacer_rank_loss, pacer_rank_batch_size, pacer_rank_step, pacer_rank_epoch,
- * pacer_rank_heartbeat_age_seconds, pacer_rank_test_accuracy. A value a rank has not
+ * pacer_rank_heartbeat_age_seconds, pacer_rank_test_accuracy, and the time breakdown:
+ * pacer_rank_phase_seconds_total{job, rank, phase} (common/phases.h names the phases) and
+ * pacer_rank_step_seconds_total{job, rank}. A value a rank has not
  * reported yet is left out rather than exported as 0.
  */
 #ifndef PACER_HTTP_PROM_H

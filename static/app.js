@@ -382,6 +382,7 @@
     };
     for (const k of Object.keys(RANK_CHARTS)) s.cols[k] = [];
     $('#job-id').textContent = id;
+    s.breakdown = window.pacerBreakdown ? window.pacerBreakdown.create($('#breakdown')) : null;   // breakdown.js
 
     const rankLabel = (r) => 'rank ' + r + (s.roles[r] === 'ps' ? ' (ps)' : '');
     const color = (r) => COLORS[r % COLORS.length];
@@ -447,6 +448,7 @@
       }
       if (typeof rec.rank !== 'number' || typeof rec.time !== 'number') return;
       let rebuiltAxis = false;
+      if (s.breakdown) s.breakdown.add(rec);
       const rebuilt = ensureRank(rec.rank, rec.role);
       // A simulated job's records carry simulated seconds from its start; a real one's, unix time.
       if (rec.time < 1e8 && !s.simClock) { s.simClock = true; s.t0 = 0; rebuiltAxis = true; }
@@ -477,6 +479,7 @@
       if (!s.dirty) return;
       s.dirty = false;
       for (const name of Object.keys(RANK_CHARTS)) if (s.charts[name]) s.charts[name].setData(chartData(name));
+      if (s.breakdown) s.breakdown.render();
       if (s.charts.acc) s.charts.acc.setData(accData());
       facts();
     }

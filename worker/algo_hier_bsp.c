@@ -47,12 +47,16 @@ static void average(worker_t *w, hier_state_t *st)
     if (st->group != MPI_COMM_NULL) {   /* one process: nothing to average or broadcast */
         /* Every rank: a GPU rank's host copy must be current before the broadcast
          * overwrites it, or its stale state would outlive the average (worker.h). */
+        phase_mark(&w->phases, PHASE_OTHER);
         worker_model_to_host(w);
+        phase_mark(&w->phases, PHASE_COMM);   /* a GPU rank's download */
         if (st->leaders != MPI_COMM_NULL) local_average(w, st->leaders, st->buf, (float)st->group_samples);
         double t0 = clock_mono_s();
         MPI_CHECK(MPI_Bcast(m->params, (int)m->nparams, MPI_FLOAT, 0, st->group));
         if (m->nbuffers) MPI_CHECK(MPI_Bcast(m->buffers, (int)m->nbuffers, MPI_FLOAT, 0, st->group));
         worker_buffers_to_device(w);
+        phase_mark(&w->phases, PHASE_COMM);
+        phase_event(&w->phases, STEP_EV_MERGE);
         double dt = clock_mono_s() - t0;
         w->stats.step_comm_s += dt;
         w->stats.comm_s += dt;
@@ -76,6 +80,7 @@ static int hier_step(worker_t *w)
     if (st->group != MPI_COMM_NULL)
         MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, m->grads, (int)m->nparams + MODEL_GRAD_EXTRA, MPI_FLOAT,
                                 MPI_SUM, st->group));
+    phase_mark(&w->phases, PHASE_COMM);
     double dt = clock_mono_s() - t0;
     w->stats.step_comm_s += dt;
     w->stats.comm_s += dt;

@@ -131,6 +131,8 @@ static void merge(worker_t *w, hp_state_t *st, const float *R)
     if (R[n + 1] > 0) staleness_add(&w->staleness, 1);
     st->rounds++;
     st->merges++;
+    phase_mark(&w->phases, PHASE_OPTIMIZER);   /* the merge is a model update */
+    phase_event(&w->phases, STEP_EV_MERGE);
 }
 
 /* R = weight * d with d = w - B (this rank's window), R[n] = weight, R[n+1] = weight *
@@ -141,6 +143,7 @@ static void start_round(worker_t *w, hp_state_t *st, float *R, MPI_Request *req)
     model_t *m = w->model;
     size_t n = m->nparams;
     float wgt = (float)w->batch;
+    phase_mark(&w->phases, PHASE_OTHER);
     /* A GPU rank's local steps ran on the device (worker_apply_local_update); its window is
      * read and its replica rewritten on the host, which the next step uploads (worker.h). */
     worker_model_to_host(w);
@@ -155,6 +158,7 @@ static void start_round(worker_t *w, hp_state_t *st, float *R, MPI_Request *req)
     R[n + 1] = wgt * (float)st->local_steps;
     st->local_steps = 0;
     st->nstarted++;
+    phase_mark(&w->phases, PHASE_OPTIMIZER);   /* the replica moves to G + d */
     if (!w->use_mpi) {
         /* One process (workers: 1): the reduction of one rank is R, complete at once;
          * test_done finds it done as a round that completed between layers. */
@@ -172,6 +176,7 @@ static void start_round(worker_t *w, hp_state_t *st, float *R, MPI_Request *req)
     }
     double t0 = clock_mono_s();
     MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, R, (int)n + 2, MPI_FLOAT, MPI_SUM, st->comm, req));
+    phase_mark(&w->phases, PHASE_COMM);
     double dt = clock_mono_s() - t0;
     st->mpi_s += dt;
     w->stats.step_comm_s += dt;
@@ -182,11 +187,13 @@ static void start_round(worker_t *w, hp_state_t *st, float *R, MPI_Request *req)
 static int test_done(worker_t *w, hp_state_t *st, MPI_Request *req, int wait)
 {
     int done = 0;
+    phase_mark(&w->phases, PHASE_OTHER);
     double t0 = clock_mono_s();
     if (req == &st->req && st->done_early) done = 1; /* the request is already freed */
     else if (wait) { MPI_CHECK(MPI_Wait(req, MPI_STATUS_IGNORE)); done = 1; }
     else MPI_CHECK(MPI_Test(req, &done, MPI_STATUS_IGNORE));
     if (req == &st->req) st->done_early = 0;
+    phase_mark(&w->phases, PHASE_COMM);
     double t1 = clock_mono_s();
     st->mpi_s += t1 - t0;
     if (wait) st->wait_s += t1 - t0;

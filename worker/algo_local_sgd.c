@@ -36,10 +36,12 @@ void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight)
     int size = 1;
     if (w->use_mpi && comm != MPI_COMM_NULL) MPI_Comm_size(comm, &size);
     if (size == 1) return;   /* the average of one model is itself (one process or one rank) */
+    phase_mark(&w->phases, PHASE_OTHER);
     worker_model_to_host(w);   /* a GPU rank's newest weights and batch-norm statistics */
     for (size_t i = 0; i < np; i++) buf[i] = weight * m->params[i];
     for (size_t i = 0; i < nb; i++) buf[np + i] = weight * m->buffers[i];
     buf[np + nb] = weight;
+    phase_mark(&w->phases, PHASE_COMM);   /* packing the average's buffer */
     comm_wait_peers(w, comm);
     double t0 = clock_mono_s();
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, (int)(np + nb + 1), MPI_FLOAT, MPI_SUM, comm));
@@ -50,6 +52,8 @@ void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight)
     for (size_t i = 0; i < np; i++) m->params[i] = buf[i] * inv;
     for (size_t i = 0; i < nb; i++) m->buffers[i] = buf[np + i] * inv;
     worker_buffers_to_device(w);   /* the params go up with the next step (worker.h) */
+    phase_mark(&w->phases, PHASE_COMM);   /* the reduction and unpacking */
+    phase_event(&w->phases, STEP_EV_MERGE);
 }
 
 static void average(worker_t *w, local_state_t *st)

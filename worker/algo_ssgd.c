@@ -36,6 +36,7 @@ static void baseline_allreduce(worker_t *w)
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, w->algo_state, (int)w->model->nparams + MODEL_GRAD_EXTRA,
                             MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
     w->stats.step_baseline_s = clock_mono_s() - t0;
+    phase_mark(&w->phases, PHASE_COMM);   /* benchmark mode only (--comm-baseline) */
 }
 
 static int ssgd_step(worker_t *w)
@@ -55,6 +56,7 @@ static int ssgd_step(worker_t *w)
     if (w->use_mpi)   /* one process (workers: 1): the sum over one rank is the buffer */
         MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, m->grads, (int)m->nparams + MODEL_GRAD_EXTRA, MPI_FLOAT,
                                 MPI_SUM, MPI_COMM_WORLD));
+    phase_mark(&w->phases, PHASE_COMM);
     double dt = clock_mono_s() - t0;
     if (w->algo_state && !baseline_first) baseline_allreduce(w);
     w->stats.step_comm_s = dt;

@@ -1,11 +1,15 @@
 /* worker/comm.c - see comm.h. */
 #include "comm.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "planner.h"
 #include "sim.h"
+#include "trace.h"
 #include "train.h"
 
 int comm_launched_by_mpirun(void)
@@ -33,10 +37,16 @@ void comm_replan(worker_t *w, MPI_Comm comm)
     int n = w->nworkers;
     double *speeds = w->plan_speeds;
     double mine = w->stats.ewma_sps;
+    long before = w->plan_version;
+    phase_mark(&w->phases, PHASE_OTHER);
     MPI_CHECK(MPI_Gather(&mine, 1, MPI_DOUBLE, speeds, 1, MPI_DOUBLE, 0, comm));
+    phase_mark(&w->phases, PHASE_COMM);
     if (w->rank == 0) worker_replan(w, speeds);
+    phase_mark(&w->phases, PHASE_OTHER);   /* the planner */
     MPI_CHECK(MPI_Bcast(w->batch_of, n, MPI_INT, 0, comm));
     MPI_CHECK(MPI_Bcast(&w->plan_version, 1, MPI_LONG, 0, comm));
+    phase_mark(&w->phases, PHASE_COMM);
+    if (w->plan_version != before) phase_event(&w->phases, STEP_EV_PLAN);
 }
 
 json_t *comm_gather_ranks(worker_t *w, MPI_Comm comm)
@@ -130,13 +140,30 @@ int comm_wait_any(worker_t *w, int n, MPI_Request *reqs)
     }
 }
 
+void comm_probe(worker_t *w, int source, int tag, MPI_Comm comm)
+{
+    if (!w->polite_wait) {
+        MPI_CHECK(MPI_Probe(source, tag, comm, MPI_STATUS_IGNORE));
+        return;
+    }
+    double t0 = clock_mono_s();
+    for (;;) {
+        int ready = 0;
+        MPI_CHECK(MPI_Iprobe(source, tag, comm, &ready, MPI_STATUS_IGNORE));
+        if (ready) return;
+        nap(t0);
+    }
+}
+
 void comm_wait_peers(worker_t *w, MPI_Comm comm)
 {
     if (!w->use_mpi) return;
+    phase_mark(&w->phases, PHASE_OTHER);
     double t0 = clock_mono_s();
     MPI_Request req;
     MPI_CHECK(MPI_Ibarrier(comm, &req));
     comm_wait(w, &req);
+    phase_mark(&w->phases, PHASE_WAIT);
     double dt = clock_mono_s() - t0;
     w->stats.step_idle_s += dt;
     w->stats.idle_s += dt;
@@ -147,4 +174,63 @@ int comm_agree(worker_t *w, int flag)
     (void)w;
     MPI_CHECK(MPI_Bcast(&flag, 1, MPI_INT, 0, MPI_COMM_WORLD));
     return flag;
+}
+
+int comm_write_trace(worker_t *w, const char *path, char *err, size_t errlen)
+{
+    /* One time origin for every track: the earliest slice kept by any rank. */
+    double first = trace_ring_first_wall(w->trace), origin = first;
+    if (w->use_mpi) MPI_CHECK(MPI_Allreduce(&first, &origin, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD));
+    if (!isfinite(origin)) origin = clock_wall_s();
+    char label[160];
+    snprintf(label, sizeof label, "rank %d (%s, %s)", w->rank, w->record.host, w->role == ROLE_PS ? "ps" : "worker");
+    char *text = trace_ring_events(w->trace, w->rank, label, origin);
+    int len = text ? (int)strlen(text) + 1 : 1;
+    int size = w->use_mpi ? w->world : 1;
+    int *lens = NULL, *displs = NULL;
+    char *all = NULL, **texts = NULL;
+    int rc = 0;
+    if (w->rank == 0) {
+        lens = calloc((size_t)size, sizeof *lens);
+        displs = calloc((size_t)size, sizeof *displs);
+        texts = calloc((size_t)size, sizeof *texts);
+    }
+    if (w->use_mpi) {
+        MPI_CHECK(MPI_Gather(&len, 1, MPI_INT, lens, 1, MPI_INT, 0, MPI_COMM_WORLD));
+        if (w->rank == 0 && lens) {
+            long total = 0;
+            for (int i = 0; i < size; i++) { displs[i] = (int)total; total += lens[i]; }
+            all = total < 0x7fffffff ? malloc((size_t)total) : NULL;
+        }
+        /* A rank 0 out of memory still takes part (into nothing) and says so below. */
+        MPI_CHECK(MPI_Gatherv(text ? text : "", len, MPI_CHAR, all, all ? lens : NULL, all ? displs : NULL,
+                              MPI_CHAR, 0, MPI_COMM_WORLD));
+    } else if (texts) {
+        texts[0] = text;
+    }
+    if (w->rank == 0) {
+        if (!texts || (w->use_mpi && !all)) {
+            snprintf(err, errlen, "--trace %s: out of memory", path);
+            rc = -1;
+            goto out;
+        }
+        for (int i = 0; w->use_mpi && i < size; i++) texts[i] = all + displs[i];
+        char tmp[1100];
+        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+        FILE *f = fopen(tmp, "w");
+        int bad = !f || trace_write_file(f, w->spec->name, texts, size) != 0;
+        if (f && fclose(f) != 0) bad = 1;
+        if (bad || rename(tmp, path) != 0) {
+            snprintf(err, errlen, "--trace %s: cannot write: %s", path, strerror(errno));
+            unlink(tmp);
+            rc = -1;
+        }
+    }
+out:
+    free(text);
+    free(all);
+    free(lens);
+    free(displs);
+    free(texts);
+    return rc;
 }

@@ -58,6 +58,16 @@ void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight);
 void comm_wait(worker_t *w, MPI_Request *req);
 int comm_wait_any(worker_t *w, int n, MPI_Request *reqs);
 
+/* Waits until a message from source with tag can be received (MPI_Probe), politely
+ * like comm_wait: the parameter-server worker's wait for the PS, kept apart from the
+ * transfer that follows. */
+void comm_probe(worker_t *w, int source, int tag, MPI_Comm comm);
+
+/* --trace: every rank formats its trace ring (w->trace), rank 0 gathers them over
+ * MPI_COMM_WORLD (when use_mpi) and writes path as one Chrome trace, one track per rank
+ * (worker/trace.h). Collective. Returns 0, or -1 with err at rank 0 (a write error). */
+int comm_write_trace(worker_t *w, const char *path, char *err, size_t errlen);
+
 /* Rank 0's flag on every rank of MPI_COMM_WORLD (for worker_t.agree). */
 int comm_agree(worker_t *w, int flag);
 #endif

@@ -17,6 +17,7 @@
 #include "redis_report.h"
 #include "sim.h"
 #include "spec.h"
+#include "trace.h"
 #include "train.h"
 #include "version.h"
 
@@ -35,6 +36,7 @@ static const struct option OPTIONS[] = {
     { "comm-baseline", no_argument, NULL, 'K' },
     { "hpsgd-round-steps", required_argument, NULL, 'H' },
     { "weight-digest", required_argument, NULL, 'W' },
+    { "trace", required_argument, NULL, 'X' },
     { "version", no_argument, NULL, 'V' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
@@ -64,6 +66,9 @@ static void usage(FILE *f)
         "                         at equal training time)\n"
         "  --comm-baseline        ssgd: also time a raw MPI_Allreduce of the same size each\n"
         "                         step, into the metrics records (for benchmarks)\n"
+        "  --trace FILE           write this job's recent steps as a Chrome trace (Perfetto,\n"
+        "                         chrome://tracing): one track per rank, phases as slices;\n"
+        "                         rank 0 gathers every rank's timeline at the end\n"
         "  --stop-after-steps N   stop after global step N as if interrupted (for tests)\n"
         "  --batch-plan B0,B1,..  initial per-worker batch sizes, summing to workers x\n"
         "                         batch_size (for tests; the planner takes over if enabled)\n"
@@ -104,6 +109,7 @@ static void version(void)
 static int run(const char *spec_path, const char *summary_path, const char *metrics_path,
                int resume, const char *resume_from, const train_opts_t *opts);
 static const char *g_redis_url, *g_job_id;  /* --redis, --job */
+static const char *g_trace_path;             /* --trace */
 static int coordinator_assignment(worker_t *w, int *out);
 
 int main(int argc, char **argv)
@@ -128,6 +134,7 @@ int main(int argc, char **argv)
         case 'K': opts.comm_baseline = 1; break;
         case 'H': opts.hpsgd_round_steps = (int)strtol(optarg, NULL, 10); break;
         case 'W': opts.weight_digest = optarg; break;
+        case 'X': g_trace_path = optarg; break;
         case 'V': version(); return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -258,6 +265,15 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
         if (exists || resume_from) SAY("resumed from %s at step %ld (epoch %ld)\n", path, w.global_step, w.epoch + 1);
     }
 
+    static trace_ring_t ring;
+    if (g_trace_path) {
+        /* Allocated here, once: recording in a step only stores into it. */
+        failed = trace_ring_init(&ring) != 0;
+        if (failed) fprintf(stderr, "pacer-worker: rank %d: --trace: out of memory\n", rank);
+        else w.trace = w.phases.ring = &ring;
+    }
+    if (agree(use_mpi, failed)) return finish(use_mpi, &w, 1);
+
     metrics_sink_t *sinks[2];
     int nsinks = 0;
     if (metrics_path && !(sinks[nsinks++] = metrics_file_sink(metrics_path, err, sizeof err)))
@@ -297,6 +313,15 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
         if (use_mpi) MPI_Abort(MPI_COMM_WORLD, 1);
         return finish(0, &w, 1);
     }
+    int status = 0;
+    if (w.trace) {
+        if (comm_write_trace(&w, g_trace_path, err, sizeof err) != 0) {
+            fprintf(stderr, "pacer-worker: %s\n", err);
+            status = 1;
+        }
+        w.trace = w.phases.ring = NULL;
+        trace_ring_free(&ring);
+    }
     json_t *per_rank = NULL;
     if (use_mpi) {
         per_rank = comm_gather_ranks(&w, MPI_COMM_WORLD);
@@ -304,7 +329,6 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
         per_rank = json_array();
         json_array_append_new(per_rank, worker_rank_json(&w));
     }
-    int status = 0;
     if (rank == 0) {
         if (w.stop != 2)
             printf("final test_accuracy %.4f test_loss %.4f train_loss %.4f (%.1f s, %.0f samples/s)\n",

@@ -45,7 +45,7 @@ int metrics_to_json(const metrics_record_t *r, const char *job, char *buf, size_
     size_t o = 0;
     ADD(snprintf(buf + o, len - o, "{\"kind\":\"%s\",\"job\":", KIND[r->kind]));
     ADD(str(buf + o, len - o, job ? job : ""));
-    ADD(snprintf(buf + o, len - o, ",\"time\":%.3f,\"rank\":%d,\"role\":\"%s\",\"host\":",
+    ADD(snprintf(buf + o, len - o, ",\"time\":%.6f,\"rank\":%d,\"role\":\"%s\",\"host\":",
                  r->time, r->rank, r->role ? "ps" : "worker"));
     ADD(str(buf + o, len - o, r->host));
     ADD(snprintf(buf + o, len - o, ",\"device\":\"%s\",\"step\":%lld,\"epoch\":%lld,\"batch\":%d,\"loss\":",
@@ -57,6 +57,17 @@ int metrics_to_json(const metrics_record_t *r, const char *job, char *buf, size_
                  "\"samples\":%lld,\"slowdown\":%.3g,\"plan_version\":%lld,",
                  r->compute_s, r->comm_s, r->idle_s, r->samples_per_s, (long long)r->samples,
                  r->slowdown, (long long)r->plan_version));
+    if (r->kind == METRICS_STEP) {
+        /* The time breakdown (common/phases.h): the phases add up to step_s. */
+        ADD(snprintf(buf + o, len - o, "\"step_s\":%.6f,\"phases\":{", r->step_s));
+        for (int i = 0; i < PHASE_N; i++)
+            ADD(snprintf(buf + o, len - o, "%s\"%s\":%.6f", i ? "," : "", PHASE_NAMES[i], r->phase_s[i]));
+        ADD(snprintf(buf + o, len - o, "},"));
+        if (r->events)
+            ADD(snprintf(buf + o, len - o, "\"events\":[%s%s%s],", r->events & STEP_EV_PLAN ? "\"plan\"" : "",
+                         (r->events & STEP_EV_PLAN) && (r->events & STEP_EV_MERGE) ? "," : "",
+                         r->events & STEP_EV_MERGE ? "\"merge\"" : ""));
+    }
     ADD(snprintf(buf + o, len - o, "\"staleness\":"));
     ADD(staleness_to_json(&r->staleness, buf + o, len - o));
     ADD(snprintf(buf + o, len - o, ",\"test_loss\":"));

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "phases.h"
 #include "staleness.h"
 
 typedef enum { METRICS_STEP = 0, METRICS_EPOCH = 1, METRICS_FINAL = 2 } metrics_kind_t;
@@ -39,6 +40,12 @@ typedef struct {
     staleness_t staleness;  /* cumulative, this rank's applied updates */
     float test_loss, test_accuracy; /* METRICS_EPOCH / FINAL at the evaluating rank; NaN otherwise */
     int64_t plan_version;   /* batch assignment version in force */
+    /* METRICS_STEP: where the step's wall time went (common/phases.h); the phases add
+     * up to step_s. compute_s/comm_s/idle_s above keep their older meanings (compute_s
+     * includes the emulated wait; a PS worker's comm_s is its whole wait for the reply). */
+    double phase_s[PHASE_N];
+    double step_s;          /* the step's wall time */
+    unsigned events;        /* STEP_EV_* that happened in the step */
 } metrics_record_t;
 
 /* Serialises r as one JSON object without a newline into buf; returns the length, or -1

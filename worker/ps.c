@@ -52,6 +52,7 @@ static void post_recv(server_t *s, int m)
 static void reply(server_t *s, int m, int stop)
 {
     worker_t *w = s->ps.w;
+    phase_mark(&w->phases, PHASE_OTHER);
     ps_reply_t h = { 0 };
     h.version = s->ps.t;
     h.tau = s->last_tau[m];
@@ -84,6 +85,7 @@ static void reply(server_t *s, int m, int stop)
     }
     MPI_CHECK(MPI_Isend(out, (int)bytes, MPI_BYTE, m + 1, TAG_REPLY, MPI_COMM_WORLD, &s->sreqs[m]));
     s->last_tau[m] = -1;   /* delivered: a later reply (a stop) must not count it again */
+    phase_mark(&w->phases, PHASE_COMM);
 }
 
 static int all_parked(const server_t *s)
@@ -181,12 +183,19 @@ static int serve(server_t *s, const train_opts_t *o)
     for (;;) {
         int m;
         if (nobody_pushing(s)) {
+            /* An aggregate held across the epoch end is applied without a record: its
+             * partial step is not booked (the evaluation would land in it). */
+            phase_abort(&w->phases);
             /* n-softsync near an epoch end: apply the partial aggregate so its workers
              * get their replies (and are parked or served); then the epoch can end. */
             flush_held(s);
             if (all_parked(s) && next_epoch(s)) return 0;
             continue;
         }
+        /* The PS's step: from the wait for a push to the update it applies (n-softsync:
+         * the pushes of one aggregate make one step), replies included. */
+        if (!w->phases.active) phase_begin(&w->phases, s->ps.t + 1);
+        phase_mark(&w->phases, PHASE_OTHER);
         if (s->round_robin) {
             /* Test hook: worker order, skipping parked workers. */
             while (s->parked[next_rr] || s->pending[next_rr]) next_rr = (next_rr + 1) % n;
@@ -199,6 +208,7 @@ static int serve(server_t *s, const train_opts_t *o)
             w->stats.idle_s += clock_mono_s() - t0;
             if (m == MPI_UNDEFINED) return -1; /* no receive posted: cannot happen */
         }
+        phase_mark(&w->phases, PHASE_WAIT);
         double t0 = clock_mono_s();
         ps_push_t h;
         memcpy(&h, s->in[m], sizeof h);
@@ -208,7 +218,9 @@ static int serve(server_t *s, const train_opts_t *o)
         float scale = 1.0f;
         if (sp->algorithm.dynamic_batch) scale = (float)h.batch / (float)sp->batch_size;
         w->lr = lr_at(&w->sched, (float)sp->optimizer.lr, s->ps.t, w->total_steps);
+        phase_mark(&w->phases, PHASE_OTHER);
         int applied = s->ps.rule->apply(&s->ps, m, g, scale, tau);
+        phase_mark(&w->phases, PHASE_OPTIMIZER);   /* the rule (and its compensation) */
         s->pushes++;
         w->stats.samples += h.batch;
         w->epoch_loss_sum += (double)h.loss * h.batch;
@@ -230,6 +242,7 @@ static int serve(server_t *s, const train_opts_t *o)
             w->global_step = s->ps.t;
             w->step_in_epoch += applied > 0 ? applied : 0;
             w->stats.steps = s->ps.t;
+            long plan_before = w->plan_version;
             maybe_replan(s);
             /* The checkpoint comes before the replies hand out new ranges, so its cursor
              * is where the applied gradients' data ends (exact for hard-sync n-softsync,
@@ -241,11 +254,13 @@ static int serve(server_t *s, const train_opts_t *o)
                 if (worker_save_checkpoint(w, err, sizeof err) != 0) fprintf(stderr, "%s\n", err);
                 s->aside_s += clock_mono_s() - tc;
             }
+            if (w->plan_version != plan_before) phase_event(&w->phases, STEP_EV_PLAN);
             /* Everyone whose gradient is now applied (n-softsync: the whole group) gets
              * the new weights, in worker order. */
             for (int k = 0; k < n; k++)
                 if (s->pending[k]) { s->pending[k] = 0; reply(s, k, 0); }
             if (applied > 0) {
+                phase_end(&w->phases);
                 worker_report_step(w);
                 if (sp->log_every > 0 && s->ps.t % sp->log_every == 0) {
                     double tn = clock_mono_s();
@@ -272,7 +287,10 @@ static int serve(server_t *s, const train_opts_t *o)
             stop_all(s);
             return 0;
         }
-        if (all_parked(s) && next_epoch(s)) return 0;
+        if (all_parked(s)) {
+            phase_abort(&w->phases);   /* a dropped gradient's partial step, if any */
+            if (next_epoch(s)) return 0;
+        }
     }
     (void)np;
 }
@@ -359,10 +377,17 @@ static int run_worker(worker_t *w)
     long perm_epoch = -1;
     if (!in || !out) goto done;
     for (;;) {
+        /* A worker's step (the breakdown): copy in the weights, gather, compute, push,
+         * then wait for the PS (until its reply starts arriving) and receive the reply
+         * (its transfer is the pull); it is reported once the reply tells its staleness. */
         double t0 = clock_mono_s();
         MPI_Request req;
+        phase_mark(&w->phases, PHASE_OTHER);
+        comm_probe(w, 0, TAG_REPLY, MPI_COMM_WORLD);
+        phase_mark(&w->phases, PHASE_WAIT);
         MPI_CHECK(MPI_Irecv(in, (int)reply_bytes(np), MPI_BYTE, 0, TAG_REPLY, MPI_COMM_WORLD, &req));
         comm_wait(w, &req);
+        phase_mark(&w->phases, PHASE_COMM);
         double waited = clock_mono_s() - t0;
         ps_reply_t h;
         memcpy(&h, in, sizeof h);
@@ -370,9 +395,14 @@ static int run_worker(worker_t *w)
         w->stats.comm_s += waited;
         w->stats.step_comm_s = waited;
         if (h.tau >= 0 && w->stats.steps > 0) staleness_add(&w->staleness, h.tau);
-        if (w->stats.steps > 0) worker_report_step(w);
+        if (w->stats.steps > 0) {
+            phase_end(&w->phases);
+            worker_report_step(w);
+        }
         if (h.stop) break;
+        phase_begin(&w->phases, h.version);
         memcpy(w->model->params, in + sizeof h, np * sizeof(float));
+        phase_mark(&w->phases, PHASE_COMM);   /* the pull, into the model */
         w->global_step = h.version;
         w->plan_version = h.plan_version;
         if (h.epoch != perm_epoch) {
@@ -390,6 +420,7 @@ static int run_worker(worker_t *w)
         worker_gather(w, h.offset, h.batch);
         w->slowdown = worker_slowdown_now(w);
         float loss = worker_compute_grad(w, 1.0f);
+        phase_mark(&w->phases, PHASE_OTHER);
         ps_push_t p = { .t_read = h.version, .batch = h.batch, .loss = loss,
                         .samples_per_s = w->stats.ewma_sps };
         memcpy(out, &p, sizeof p);
@@ -397,6 +428,7 @@ static int run_worker(worker_t *w)
         t0 = clock_mono_s();
         MPI_CHECK(MPI_Isend(out, (int)push_bytes(np), MPI_BYTE, 0, TAG_PUSH, MPI_COMM_WORLD, &req));
         comm_wait(w, &req);
+        phase_mark(&w->phases, PHASE_COMM);   /* the push, packing included */
         w->stats.comm_s += clock_mono_s() - t0;
         w->stats.steps++;
     }

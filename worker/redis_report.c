@@ -62,6 +62,7 @@ typedef struct {
     int have_rec;                 /* node state folded from the records written so far */
     metrics_record_t last;        /* the latest step record */
     double sum_compute, sum_comm, sum_idle;
+    double sum_phase[PHASE_N], sum_step;   /* the time breakdown, summed over step records */
     double last_time;
     float test_accuracy, test_loss;
 
@@ -118,6 +119,8 @@ static int sink_write(metrics_sink_t *base, const metrics_record_t *recs, const 
             s->sum_compute += r->compute_s;
             s->sum_comm += r->comm_s;
             s->sum_idle += r->idle_s;
+            for (int k = 0; k < PHASE_N; k++) s->sum_phase[k] += r->phase_s[k];
+            s->sum_step += r->step_s;
             s->last = *r;
             s->have_rec = 1;
         } else {
@@ -136,7 +139,7 @@ static int sink_write(metrics_sink_t *base, const metrics_record_t *recs, const 
 }
 
 /* Argument vector for one command, formatted into fixed storage. */
-#define ARGS_MAX 64
+#define ARGS_MAX 96   /* the node hash: 2 + 2 x 31 fields */
 typedef struct {
     int argc;
     const char *argv[ARGS_MAX];
@@ -292,6 +295,7 @@ static int round_trip(rsink_t *s)
     int nb = 0;
     metrics_record_t rec;
     double sc, sm, si, last_time;
+    double sphase[PHASE_N], sstep;
     float tacc, tloss;
     int have;
     pthread_mutex_lock(&s->lock);
@@ -305,6 +309,8 @@ static int round_trip(rsink_t *s)
     sc = s->sum_compute;
     sm = s->sum_comm;
     si = s->sum_idle;
+    memcpy(sphase, s->sum_phase, sizeof sphase);
+    sstep = s->sum_step;
     last_time = s->last_time;
     tacc = s->test_accuracy;
     tloss = s->test_loss;
@@ -346,6 +352,12 @@ static int round_trip(rsink_t *s)
         arg_num(&a, "last_compute_s", rec.compute_s);
         arg_num(&a, "last_comm_s", rec.comm_s);
         arg_num(&a, "last_idle_s", rec.idle_s);
+        /* The time breakdown, cumulative (the Prometheus counters read these). */
+        arg_num(&a, "step_s", sstep);
+        for (int k = 0; k < PHASE_N; k++) {
+            arg_fmt(&a, "phase_%s_s", PHASE_NAMES[k]);
+            arg_fmt(&a, "%.9g", isfinite(sphase[k]) ? sphase[k] : 0.0);
+        }
         arg_int(&a, "batch", rec.batch);
         arg_num(&a, "loss", rec.loss);
         arg_int(&a, "step", (long long)rec.step);

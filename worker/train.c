@@ -50,6 +50,7 @@ static size_t x_floats(const worker_t *w)
 
 void worker_gather(worker_t *w, long offset, int b)
 {
+    phase_mark(&w->phases, PHASE_OTHER);
     /* Sizes come from the plan in force (spec, --batch-plan, a checkpoint or the
      * coordinator), each validated where it enters; this is the last line: a batch that
      * would run past the epoch order or the buffers stops the rank instead of writing
@@ -66,6 +67,7 @@ void worker_gather(worker_t *w, long offset, int b)
     /* A new batch size (a re-plan) gets its convolution algorithms here, before the timed
      * step; a size seen before reuses its choice. */
     if (w->gpu && cuda_model_prepare_batch(w->gpu, b) != 0) gpu_fail(w, "preparing the batch size");
+    phase_mark(&w->phases, PHASE_DATA);
 }
 
 void worker_next_batch(worker_t *w)
@@ -115,6 +117,7 @@ void worker_calibrate(worker_t *w)
 
 float worker_compute_grad(worker_t *w, float loss_scale)
 {
+    phase_mark(&w->phases, PHASE_OTHER);
     double t0 = clock_mono_s(), c0 = clock_thread_cpu_s();
     float loss;
     if (w->gpu) {
@@ -139,6 +142,7 @@ float worker_compute_grad(worker_t *w, float loss_scale)
     }
     sim_charge_train(w, w->batch);  /* deterministic simulation: the cost model's time */
     double wall = clock_mono_s() - t0;
+    phase_mark(&w->phases, PHASE_COMPUTE);
     /* Emulated heterogeneity: slowdown f makes this step take f times the rank's own
      * undisturbed step u, by sleeping until f * u has passed since the step began
      * (sleeping, not spinning, leaves the core to the other ranks). The undisturbed step
@@ -167,6 +171,7 @@ float worker_compute_grad(worker_t *w, float loss_scale)
             clock_sleep_s(extra);
             w->stats.emulated_s += clock_mono_s() - t1;
         }
+        phase_mark(&w->phases, PHASE_EMULATED);
         wall = clock_mono_s() - t0;
     }
     /* Compute time, and the node speed built on it, are wall clock: what the step took,
@@ -193,6 +198,10 @@ static void apply_on_device(worker_t *w, const float *g, float grad_scale)
                        (float)s->optimizer.weight_decay, grad_scale, (float)s->optimizer.clip_norm) != 0)
         gpu_fail(w, "optimizer step");
     w->gpu_ahead = 1;
+    /* The kernels are queued, not waited for: the device runs them before the next
+     * step's forward pass, whose synchronisation books them as compute. A wait here
+     * would stall every step to move time between two buckets. */
+    phase_mark(&w->phases, PHASE_OPTIMIZER);
 }
 
 void worker_apply_local_update(worker_t *w)
@@ -217,6 +226,7 @@ void worker_apply_gradient(worker_t *w, const float *g, float grad_scale)
     sgd_update(m->nparams, m->params, g, m->momentum, w->lr, (float)s->optimizer.momentum,
                s->optimizer.nesterov, (float)s->optimizer.weight_decay, grad_scale);
     sim_charge_update(w);
+    phase_mark(&w->phases, PHASE_OPTIMIZER);
 }
 
 void worker_apply_update(worker_t *w, float grad_scale)
@@ -267,6 +277,9 @@ static metrics_record_t *fill_record(worker_t *w, metrics_kind_t kind)
     r->slowdown = w->slowdown;
     r->staleness = w->staleness.s;
     r->plan_version = w->plan_version;
+    memcpy(r->phase_s, w->phases.s, sizeof r->phase_s);
+    r->step_s = w->phases.wall;
+    r->events = w->phases.events;
     r->test_loss = NAN;
     r->test_accuracy = NAN;
     return r;
@@ -774,6 +787,7 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
         long samples_log = w->stats.samples;
         while (w->step_in_epoch < w->steps_per_epoch && !w->stop) {
             double t0 = clock_mono_s();
+            phase_begin(&w->phases, w->global_step + 1);
             w->lr = lr_at(&w->sched, (float)s->optimizer.lr, w->global_step, w->total_steps);
             w->slowdown = worker_slowdown_now(w);
             w->step_loss = NAN;
@@ -792,6 +806,7 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
             w->stats.steps++;
             /* The step's metrics record is part of the step's cost: it is inside train_s
              * (bench/redis_overhead.sh compares it with and without --redis). */
+            phase_end(&w->phases);
             worker_report_step(w);
             w->loop_s += clock_mono_s() - t0;
             write_digest(w, digest_fd, "");
@@ -864,9 +879,27 @@ static json_t *device_json(const worker_t *w)
     return d;
 }
 
+static json_t *rank_json_base(const worker_t *w, json_t *st);
+
+/* {"step_s": the timed steps' wall time, "steps": how many, "data": s, "compute": s, ...}:
+ * the time breakdown's totals (phase.h); the phases add up to step_s. */
+static json_t *phases_json(const step_phases_t *p)
+{
+    json_t *o = json_pack("{s:f, s:I}", "step_s", p->total_wall, "steps", (json_int_t)p->steps);
+    for (int i = 0; o && i < PHASE_N; i++) json_object_set_new(o, PHASE_NAMES[i], json_real(p->total[i]));
+    return o;
+}
+
 json_t *worker_rank_json(const worker_t *w)
 {
     json_t *st = staleness_json(&w->staleness.s);
+    json_t *r = rank_json_base(w, st);
+    if (r) json_object_set_new(r, "phases", phases_json(&w->phases));
+    return r;
+}
+
+static json_t *rank_json_base(const worker_t *w, json_t *st)
+{
     if (w->role == ROLE_PS)
         /* The parameter server computes no samples: it reports the updates it applied
          * (counting the workers' samples here too would count every sample twice). */

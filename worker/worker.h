@@ -11,6 +11,8 @@
  *                                 timed as communication
  *       worker_apply_update(w)    clip + SGD on the fused buffers
  * The loop counts steps, prints progress, writes checkpoints and evaluates at epoch ends.
+ * Each stage marks its end on the step timer (w->phases, phase.h), which splits the step's
+ * wall time into data, compute, comm, wait, optimizer, emulated and other.
  */
 #ifndef PACER_WORKER_H
 #define PACER_WORKER_H
@@ -21,6 +23,7 @@
 #include "data.h"
 #include "metrics.h"
 #include "model.h"
+#include "phase.h"
 #include "spec.h"
 
 typedef enum { ROLE_WORKER = 0, ROLE_PS = 1 } worker_role_t;
@@ -108,6 +111,8 @@ typedef struct worker {
 
     metrics_reporter_t *metrics;         /* NULL: no --metrics / --redis */
     metrics_record_t record;             /* reused for every record this rank emits */
+    step_phases_t phases;                /* the step in progress: where its time goes */
+    struct trace_ring *trace;            /* --trace: the rank's recent slices; NULL: off */
     const struct train_opts *opts;       /* the loop's options (test hooks) */
     int64_t ps_updates;                  /* parameter server: updates applied, */
     double ps_busy_fraction;             /* the fraction of its time spent handling pushes, */

@@ -124,6 +124,12 @@ try {
   }, null, { timeout: 90000, polling: 500 });
   const state = await page.textContent('#job-state');
   check(state === 'CANCELLED', 'cancelled from the page, which shows ' + state);
+  // Where the time goes (issue 15): a stacked bar of the phases per rank, and a verdict
+  // naming the rank that holds the job back.
+  check(await page.$$eval('#breakdown .breakdown-row', (r) => r.length) === 2, 'a time-breakdown bar per rank');
+  check(await page.$$eval('#breakdown .breakdown-row [data-phase]', (s) => s.length) === 14, 'seven phases per bar');
+  const verdict = await page.textContent('#breakdown .breakdown-verdict');
+  check(/^Rank [01] holds the job back: [0-9.]+ ms/.test(verdict), 'the breakdown names the rank that holds the job back: ' + verdict);
   await page.waitForTimeout(600);   // the last redraw
   await page.screenshot({ path: shot, fullPage: true });
   console.log('screenshot: ' + shot);

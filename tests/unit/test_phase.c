@@ -1,0 +1,309 @@
+/* tests/unit/test_phase.c - the time breakdown of a training step (worker/phase.h), the
+ * worker's trace ring (worker/trace.h) and the record's JSON (worker/metrics.h), on
+ * scripted steps: sleeps of known length stand for the phases. Sleeps only ever take
+ * longer than asked on a loaded machine, so the checks are lower bounds plus the exact
+ * identity sum(phases) == wall; nothing asserts a speed.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "test_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "jobtrace.h"
+#include "metrics.h"
+#include "phase.h"
+#include "prom.h"
+#include "trace.h"
+
+/* One scripted step: data 4 ms, compute 12 ms, emulated 6 ms, wait 8 ms, comm 5 ms,
+ * optimizer 3 ms, each ended by its mark, as the worker's code does. */
+static const struct { phase_t ph; double s; } SCRIPT[] = {
+    { PHASE_DATA, 0.004 }, { PHASE_COMPUTE, 0.012 }, { PHASE_EMULATED, 0.006 },
+    { PHASE_WAIT, 0.008 }, { PHASE_COMM, 0.005 }, { PHASE_OPTIMIZER, 0.003 },
+};
+#define NSCRIPT (sizeof SCRIPT / sizeof SCRIPT[0])
+
+static void scripted_step(step_phases_t *p, int64_t step)
+{
+    phase_begin(p, step);
+    for (size_t i = 0; i < NSCRIPT; i++) {
+        clock_sleep_s(SCRIPT[i].s);
+        phase_mark(p, SCRIPT[i].ph);
+    }
+    phase_event(p, STEP_EV_PLAN);
+    phase_end(p);
+}
+
+static void test_scripted_step_adds_up(void **state)
+{
+    (void)state;
+    step_phases_t p;
+    memset(&p, 0, sizeof p);
+    double t0 = mono();
+    scripted_step(&p, 7);
+    double outside = mono() - t0;
+    for (size_t i = 0; i < NSCRIPT; i++) assert_true(p.s[SCRIPT[i].ph] >= SCRIPT[i].s);
+    /* The phases tile the step: their sum is its wall time (rounding only). */
+    assert_true(fabs(phase_sum(&p) - p.wall) < 1e-9);
+    assert_true(p.wall <= outside + 1e-9);
+    assert_true(p.wall >= 0.038);
+    /* Nothing happened between the last mark and the end: "other" is that gap only. */
+    assert_true(p.s[PHASE_OTHER] >= 0 && p.s[PHASE_OTHER] < p.wall);
+    assert_int_equal(p.events, STEP_EV_PLAN);
+    assert_int_equal(p.steps, 1);
+    assert_true(fabs(p.total_wall - p.wall) < 1e-12);
+}
+
+static void test_marks_outside_a_step_do_nothing(void **state)
+{
+    (void)state;
+    step_phases_t p;
+    memset(&p, 0, sizeof p);
+    scripted_step(&p, 1);
+    double before[PHASE_N];
+    memcpy(before, p.s, sizeof before);
+    clock_sleep_s(0.002);
+    phase_mark(&p, PHASE_COMPUTE);   /* evaluation, say: not a step */
+    phase_event(&p, STEP_EV_MERGE);
+    assert_memory_equal(before, p.s, sizeof before);
+    assert_int_equal(p.events, STEP_EV_PLAN);
+    /* Gaps before a phase are booked as other, never into the phase that follows. */
+    phase_begin(&p, 2);
+    clock_sleep_s(0.004);
+    phase_mark(&p, PHASE_OTHER);
+    phase_mark(&p, PHASE_COMM);
+    phase_end(&p);
+    assert_true(p.s[PHASE_OTHER] >= 0.004);
+    assert_true(p.s[PHASE_COMM] < 0.004);
+    assert_int_equal(p.steps, 2);
+    /* An aborted step is not booked. */
+    phase_begin(&p, 3);
+    phase_mark(&p, PHASE_DATA);
+    phase_abort(&p);
+    assert_int_equal(p.steps, 2);
+}
+
+/* The record's JSON: the phases by name, step_s, events; the sum checks out. */
+static void test_record_json(void **state)
+{
+    (void)state;
+    step_phases_t p;
+    memset(&p, 0, sizeof p);
+    scripted_step(&p, 3);
+    metrics_record_t r;
+    memset(&r, 0, sizeof r);
+    r.kind = METRICS_STEP;
+    r.loss = NAN;
+    r.test_loss = r.test_accuracy = NAN;
+    memcpy(r.phase_s, p.s, sizeof r.phase_s);
+    r.step_s = p.wall;
+    r.events = p.events | STEP_EV_MERGE;
+    char buf[4096];
+    assert_true(metrics_to_json(&r, "j-1", buf, sizeof buf) > 0);
+    json_error_t e;
+    json_t *o = json_loads(buf, 0, &e);
+    assert_non_null(o);
+    json_t *ph = json_object_get(o, "phases");
+    assert_int_equal(json_object_size(ph), PHASE_N);
+    double sum = 0;
+    for (int i = 0; i < PHASE_N; i++) {
+        json_t *v = json_object_get(ph, PHASE_NAMES[i]);
+        assert_true(json_is_number(v));
+        sum += json_number_value(v);
+    }
+    double wall = json_number_value(json_object_get(o, "step_s"));
+    assert_true(fabs(sum - wall) <= 0.02 * wall);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(o, "events"), 0)), "plan");
+    assert_string_equal(json_string_value(json_array_get(json_object_get(o, "events"), 1)), "merge");
+    json_decref(o);
+    /* Epoch records carry no breakdown. */
+    r.kind = METRICS_EPOCH;
+    assert_true(metrics_to_json(&r, "j-1", buf, sizeof buf) > 0);
+    assert_null(strstr(buf, "\"phases\""));
+}
+
+/* Slices of one track, in order, must not overlap. */
+static void check_track(json_t *events, int tid, int *nslices)
+{
+    double end = -1;
+    size_t i;
+    json_t *ev;
+    *nslices = 0;
+    json_array_foreach(events, i, ev) {
+        if (json_integer_value(json_object_get(ev, "tid")) != tid) continue;
+        if (strcmp(json_string_value(json_object_get(ev, "ph")), "X") != 0) continue;
+        double ts = json_number_value(json_object_get(ev, "ts"));
+        double dur = json_number_value(json_object_get(ev, "dur"));
+        assert_true(dur >= 0);
+        assert_true(ts >= end - 1e-9);
+        end = ts + dur;
+        (*nslices)++;
+    }
+}
+
+static void test_trace_ring(void **state)
+{
+    (void)state;
+    trace_ring_t ring;
+    assert_int_equal(trace_ring_init(&ring), 0);
+    step_phases_t p;
+    memset(&p, 0, sizeof p);
+    p.ring = &ring;
+    scripted_step(&p, 1);
+    scripted_step(&p, 2);
+    /* Six phases per step, plus "other" when its gap reaches a microsecond. */
+    assert_true(ring.nslices >= 2 * NSCRIPT && ring.nslices <= 2 * (NSCRIPT + 1));
+    assert_int_equal(ring.ninst, 2);
+    /* The same phase twice in a row is one slice. */
+    uint64_t n = ring.nslices;
+    double t = mono() + 1.0;
+    trace_slice(&ring, 9, PHASE_COMM, t, 0.5);
+    trace_slice(&ring, 9, PHASE_COMM, t + 0.5, 0.25);
+    assert_int_equal(ring.nslices, n + 1);
+    assert_true(fabs(ring.slices[n % TRACE_SLICES].dur - 0.75) < 1e-12);
+
+    char *text = trace_ring_events(&ring, 3, "rank 3 (h\"x, worker)", trace_ring_first_wall(&ring));
+    assert_non_null(text);
+    char *texts[2] = { text, NULL };
+    char *doc = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&doc, &len);
+    assert_int_equal(trace_write_file(f, "job \"q\"", texts, 2), 0);
+    fclose(f);
+    json_error_t e;
+    json_t *o = json_loads(doc, 0, &e);
+    if (!o) fprintf(stderr, "%s: %s\n", e.text, doc);
+    assert_non_null(o);
+    json_t *events = json_object_get(o, "traceEvents");
+    assert_true(json_is_array(events));
+    int ns = 0;
+    check_track(events, 3, &ns);
+    assert_int_equal(ns, (int)ring.nslices);
+    json_decref(o);
+    free(doc);
+    free(text);
+
+    /* Full ring: the newest TRACE_SLICES slices are kept, the oldest overwritten. */
+    for (int i = 0; i < TRACE_SLICES + 10; i++) trace_slice(&ring, 100 + i, i % 2 ? PHASE_COMPUTE : PHASE_COMM, 200.0 + i, 0.5);
+    assert_true(fabs(trace_ring_first_wall(&ring) - ring.wall_minus_mono - 210.0) < 1e-9);
+    trace_ring_free(&ring);
+}
+
+/* GET /metrics: the breakdown as per-rank counters, one series per phase. */
+static void test_prom_phases(void **state)
+{
+    (void)state;
+    json_t *nodes = json_loads("{\"job\":\"j-9\",\"world\":2,\"ranks\":["
+                               "{\"rank\":0,\"step_s\":2.5,\"phase_data_s\":0.25,\"phase_compute_s\":1.5,"
+                               "\"phase_comm_s\":0.5,\"phase_wait_s\":0.125,\"phase_optimizer_s\":0.0625,"
+                               "\"phase_emulated_s\":0,\"phase_other_s\":0.0625},"
+                               "{\"rank\":1}]}", 0, NULL);
+    assert_non_null(nodes);
+    prom_input_t in;
+    memset(&in, 0, sizeof in);
+    in.redis_up = 1;
+    in.nodes = &nodes;
+    in.nnodes = 1;
+    size_t len = 0;
+    char *text = prom_render(&in, &len);
+    assert_non_null(text);
+    const char *want[] = {
+        "# TYPE pacer_rank_phase_seconds_total counter\n",
+        "pacer_rank_phase_seconds_total{job=\"j-9\",rank=\"0\",phase=\"data\"} 0.25\n",
+        "pacer_rank_phase_seconds_total{job=\"j-9\",rank=\"0\",phase=\"compute\"} 1.5\n",
+        "pacer_rank_phase_seconds_total{job=\"j-9\",rank=\"0\",phase=\"comm\"} 0.5\n",
+        "pacer_rank_phase_seconds_total{job=\"j-9\",rank=\"0\",phase=\"wait\"} 0.125\n",
+        "pacer_rank_phase_seconds_total{job=\"j-9\",rank=\"0\",phase=\"optimizer\"} 0.0625\n",
+        "pacer_rank_phase_seconds_total{job=\"j-9\",rank=\"0\",phase=\"emulated\"} 0\n",
+        "pacer_rank_phase_seconds_total{job=\"j-9\",rank=\"0\",phase=\"other\"} 0.0625\n",
+        "# TYPE pacer_rank_step_seconds_total counter\n",
+        "pacer_rank_step_seconds_total{job=\"j-9\",rank=\"0\"} 2.5\n",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        if (!strstr(text, want[i])) print_message("missing: %s", want[i]);
+        assert_non_null(strstr(text, want[i]));
+    }
+    assert_null(strstr(text, "rank=\"1\""));   /* nothing reported yet: no series */
+    free(text);
+    json_decref(nodes);
+}
+
+/* The coordinator's trace from step records: the window per rank, the clamping that keeps
+ * slices apart when records' times overlap, restarts, events, bad records skipped. */
+static void test_trace_from_records(void **state)
+{
+    (void)state;
+    json_t *recs = json_array();
+    /* rank 0: steps 1..5 of 0.1 s; step 4 flags a plan change. rank 1: steps 1..3 whose
+     * times claim they overlap (end 0.05 s apart), then a restart at step 2. */
+    for (int s = 1; s <= 5; s++)
+        json_array_append_new(recs, json_pack("{s:s, s:i, s:s, s:s, s:i, s:f, s:f, s:{s:f, s:f, s:f, s:f, s:f, s:f, s:f}, s:o}",
+            "kind", "step", "rank", 0, "host", "h0", "role", "worker", "step", s, "time", 1000.0 + 0.1 * s, "step_s", 0.1,
+            "phases", "data", 0.01, "compute", 0.05, "comm", 0.02, "wait", 0.01, "optimizer", 0.005, "emulated", 0.0,
+            "other", 0.005, "events", s == 4 ? json_pack("[s]", "plan") : json_array()));
+    for (int s = 1; s <= 4; s++)
+        json_array_append_new(recs, json_pack("{s:s, s:i, s:s, s:i, s:f, s:f, s:{s:f, s:f}}", "kind", "step", "rank", 1,
+            "host", "h1", "step", s == 4 ? 2 : s, "time", 1000.2 + 0.05 * s, "step_s", 0.1, "phases", "compute", 0.08,
+            "wait", 0.02));
+    json_array_append_new(recs, json_pack("{s:s, s:i}", "kind", "epoch", "rank", 0));              /* not a step */
+    json_array_append_new(recs, json_pack("{s:s, s:i, s:f, s:f}", "kind", "step", "rank", 2, "time", 1000.0,
+                                          "step_s", 0.1));                                          /* no phases */
+    json_array_append_new(recs, json_pack("{s:s, s:i, s:f, s:f, s:{}}", "kind", "step", "rank", -1, "time", 1000.0,
+                                          "step_s", 0.1));                                          /* bad rank */
+    json_array_append_new(recs, json_string("garbage"));
+    json_t *tr = trace_from_records(recs, 3, "j-5");
+    assert_non_null(tr);
+    json_t *ev = json_object_get(tr, "traceEvents");
+    int steps0[8] = { 0 }, restarts = 0, plans = 0, ns = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(ev, i, e) {
+        const char *ph = json_string_value(json_object_get(e, "ph"));
+        json_int_t tid = json_integer_value(json_object_get(e, "tid"));
+        assert_true(tid == 0 || tid == 1);
+        if (strcmp(ph, "X") == 0 && tid == 0) steps0[json_integer_value(json_object_get(json_object_get(e, "args"), "step"))] = 1;
+        if (strcmp(ph, "i") == 0 && strcmp(json_string_value(json_object_get(e, "name")), "restart") == 0) restarts++;
+        if (strcmp(ph, "i") == 0 && strcmp(json_string_value(json_object_get(e, "name")), "batch plan") == 0) plans++;
+    }
+    /* The newest 3 steps of rank 0 only. */
+    assert_int_equal(steps0[1] + steps0[2], 0);
+    assert_int_equal(steps0[3] + steps0[4] + steps0[5], 3);
+    assert_int_equal(restarts, 1);
+    assert_int_equal(plans, 1);
+    check_track(ev, 0, &ns);
+    assert_int_equal(ns, 3 * 6);   /* six non-zero phases a step */
+    check_track(ev, 1, &ns);
+    assert_int_equal(ns, 3 * 2);
+    json_decref(tr);
+    /* Nothing usable: a valid, empty trace. */
+    json_t *none = json_array();
+    tr = trace_from_records(none, 10, "j-6");
+    assert_non_null(tr);
+    assert_int_equal(json_array_size(json_object_get(tr, "traceEvents")), 1);   /* the process name */
+    json_decref(tr);
+    json_decref(none);
+    json_decref(recs);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_scripted_step_adds_up),
+        cmocka_unit_test(test_marks_outside_a_step_do_nothing),
+        cmocka_unit_test(test_record_json),
+        cmocka_unit_test(test_trace_ring),
+        cmocka_unit_test(test_prom_phases),
+        cmocka_unit_test(test_trace_from_records),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

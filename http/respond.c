@@ -85,6 +85,9 @@ const char *http_status_title(int status)
     case 409: return "Conflict";
     case 413: return "Payload Too Large";
     case 415: return "Unsupported Media Type";
+    case 421: return "Misdirected Request";
+    case 422: return "Unprocessable Content";
+    case 429: return "Too Many Requests";
     case 500: return "Internal Server Error";
     case 503: return "Service Unavailable";
     default: return "Error";

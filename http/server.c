@@ -38,6 +38,7 @@ void http_config_defaults(http_config_t *cfg)
     cfg->listen = "127.0.0.1:8080";
     cfg->threads = HTTP_THREADS_DEFAULT;
     cfg->sse_max = HTTP_SSE_MAX_DEFAULT;
+    cfg->sse_per_client = HTTP_SSE_PER_CLIENT_DEFAULT;
     cfg->body_max = HTTP_BODY_MAX_DEFAULT;
     cfg->cache_ms = HTTP_CACHE_MS_DEFAULT;
 }
@@ -103,10 +104,38 @@ int http_check_config(const http_config_t *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "--sse-max: must be between 1 and 10000");
         return -1;
     }
+    if (cfg->sse_per_client < 0 || cfg->sse_per_client > 10000) {
+        snprintf(err, errlen, "--sse-per-client: must be between 1 and 10000");
+        return -1;
+    }
+    if (cfg->nallowed_hosts < 0 || cfg->nallowed_hosts > HTTP_ALLOWED_HOSTS_MAX) {
+        snprintf(err, errlen, "--allowed-host: at most %d", HTTP_ALLOWED_HOSTS_MAX);
+        return -1;
+    }
+    for (int i = 0; i < cfg->nallowed_hosts; i++) {
+        char h[AUTH_HOST_MAX + 1];
+        if (!cfg->allowed_hosts || auth_host_header_parse(cfg->allowed_hosts[i], h, sizeof h) != 0) {
+            snprintf(err, errlen, "--allowed-host %.64s: not a host name or address",
+                     cfg->allowed_hosts && cfg->allowed_hosts[i] ? cfg->allowed_hosts[i] : "");
+            return -1;
+        }
+    }
     return 0;
 }
 
 /* ---- per request ---------------------------------------------------------------------------------- */
+
+/* The peer's address as text ("127.0.0.1", "::1"); "?" when unknown. */
+static void client_address(struct MHD_Connection *conn, char *out, size_t len)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+    snprintf(out, len, "?");
+    if (sa && sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, out, (socklen_t)len);
+    else if (sa && sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out, (socklen_t)len);
+}
 
 static enum MHD_Result collect_query(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
@@ -119,7 +148,7 @@ static int authorized(http_req_t *rq)
     const http_server_t *srv = rq->srv;
     unsigned f = rq->match.route->flags;
     if (srv->token_len == 0 || (f & ROUTE_PUBLIC)) return 1;
-    if (!(f & ROUTE_MUTATES) && !srv->auth_reads) return 1;
+    if (!(f & ROUTE_MUTATES) && srv->public_reads) return 1;
     const char *tok;
     size_t len;
     const char *h = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
@@ -141,6 +170,20 @@ static int is_json_type(const char *ct)
 static json_t *early_problem(http_req_t *rq, http_header_t *hdrs, size_t *nhdrs)
 {
     const route_match_t *m = &rq->match;
+    /* DNS rebinding: without a token, only a Host that names this machine's loopback (or
+     * an --allowed-host). Every route, before anything else: a page served from another
+     * name must learn nothing, not even which paths exist. */
+    if (rq->srv->token_len == 0) {
+        const char *host = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+        if (!auth_host_allowed(host, rq->srv->allowed_ptrs, rq->srv->nallowed_hosts)) {
+            char detail[200];
+            snprintf(detail, sizeof detail,
+                     "this server has no token and answers only Host localhost, 127.0.0.1 or [::1]%s; got %.64s%s",
+                     rq->srv->nallowed_hosts ? " or an --allowed-host" : "", host ? host : "none",
+                     host && strlen(host) > 64 ? "..." : "");
+            return problem_new(421, "misdirected-request", NULL, detail, NULL, NULL);
+        }
+    }
     if (m->status == 405) {
         hdrs[(*nhdrs)++] = (http_header_t){ MHD_HTTP_HEADER_ALLOW, m->allow };
         char detail[128];
@@ -226,6 +269,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         rq->conn = conn;
         rq->method = method;
         rq->path = url;
+        client_address(conn, rq->client, sizeof rq->client);
         query_init(&rq->query);
         routes_match(method, url, &rq->match);
         MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_query, &rq->query);
@@ -351,8 +395,14 @@ int http_start(coordinator_t *c, const http_config_t *cfg, http_server_t **out, 
         return -1;
     }
     s->coord = c;
-    s->auth_reads = cfg->auth_reads;
+    s->public_reads = cfg->public_reads;
     s->sse_max = cfg->sse_max;
+    s->sse_per_client = cfg->sse_per_client > 0 ? cfg->sse_per_client : HTTP_SSE_PER_CLIENT_DEFAULT;
+    for (int i = 0; i < cfg->nallowed_hosts; i++) {
+        auth_host_header_parse(cfg->allowed_hosts[i], s->allowed_hosts[i], sizeof s->allowed_hosts[i]);
+        s->allowed_ptrs[i] = s->allowed_hosts[i];
+    }
+    s->nallowed_hosts = cfg->nallowed_hosts;
     s->threads = cfg->threads;
     s->body_max = cfg->body_max ? cfg->body_max : HTTP_BODY_MAX_DEFAULT;
     s->cache_s = cfg->cache_ms / 1000.0;
@@ -388,8 +438,9 @@ int http_start(coordinator_t *c, const http_config_t *cfg, http_server_t **out, 
     s->port = info ? info->port : port;
     clog_printf("http: REST API and dashboard on http://%s%s%s:%d/ (%d threads, static files from %s%s)",
                 v6 ? "[" : "", *host ? host : "0.0.0.0", v6 ? "]" : "", s->port, s->threads, s->static_dir,
-                s->token_len ? (s->auth_reads ? ", token needed for every API call" : ", token needed for POST and DELETE")
-                             : ", no token: POST and DELETE are open to local users");
+                s->token_len ? (s->public_reads ? ", token needed for POST and DELETE (--public-reads)"
+                                                : ", token needed for every API call")
+                             : ", no token: open to local users, Host must be loopback");
     *out = s;
     return 0;
 fail:

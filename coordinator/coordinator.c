@@ -75,7 +75,7 @@ static void publish_info(coordinator_t *c, double now)
     snprintf(nrun, sizeof nrun, "%d", running);
     const char *argv[] = {
         "HSET", KEY_COORD, "pid", pid, "host", c->hostname, "started", started, "heartbeat", hb,
-        "version", PACER_VERSION, "state_dir", c->state_dir, "redis", c->redis_url, "worker", c->worker,
+        "version", PACER_VERSION, "state_dir", c->state_dir, "redis", c->redis_url_shown, "worker", c->worker,
         "worker_redis", c->worker_has_redis ? "1" : "0", "hosts", htext ? htext : "[]", "slots", slots,
         "slots_used", used, "running", nrun, "listen", c->listen,
     };
@@ -189,6 +189,7 @@ int coordinator_open(const char *redis_url, const char *state_dir, coordinator_t
         memcpy(c->redis_url + 7, c->state_dir, strlen(c->state_dir));
         memcpy(c->redis_url + 7 + strlen(c->state_dir), "/redis.sock", 12);
     }
+    redis_url_redact(c->redis_url, c->redis_url_shown, sizeof c->redis_url_shown);
     if (redis_url_parse(c->redis_url, &c->url, err, errlen) != 0 || !(c->pool = jobstore_pool_new(&c->url))) {
         if (!c->pool && !err[0]) snprintf(err, errlen, "out of memory");
         free_coordinator(c);
@@ -198,6 +199,36 @@ int coordinator_open(const char *redis_url, const char *state_dir, coordinator_t
     copy_str(c->listen, sizeof c->listen, NULL, c->cfg.listen);
     *out = c;
     return COORD_OK;
+}
+
+/* The workers' Redis password leaves the URL they get on their command line (which ps
+ * shows every user, and the job log's header line repeats) for STATE_DIR/redis.password,
+ * mode 0600, which they read with --redis-password-file. The state dir is on every host
+ * under hostfile and slurm (docs/ARCHITECTURE.md), so remote ranks find it too. */
+static int worker_password(coordinator_t *c, char *err, size_t errlen)
+{
+    redis_url_t wu;
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/redis.password", c->state_dir);
+    if (redis_url_parse(c->worker_redis_url, &wu, err, errlen) != 0) return -1;
+    int rc = 0;
+    if (!wu.password[0]) {
+        unlink(path);   /* a password of an earlier configuration is not left lying around */
+    } else if (c->worker_has_redis && !c->worker_has_password_file) {
+        snprintf(err, errlen, "worker %s has no --redis-password-file option: the Redis password would be on its "
+                              "command line; rebuild it", c->worker);
+        rc = -1;
+    } else if (write_file_atomic_mode(path, wu.password, strlen(wu.password), 0600) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        rc = -1;
+    } else {
+        snprintf(c->worker_password_file, sizeof c->worker_password_file, "%s", path);
+        char bare[REDIS_URL_MAX];
+        redis_url_strip_password(c->worker_redis_url, bare, sizeof bare);
+        memcpy(c->worker_redis_url, bare, sizeof bare);
+    }
+    memset(&wu, 0, sizeof wu);
+    return rc;
 }
 
 int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err, size_t errlen)
@@ -279,6 +310,7 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
         const char *argv[] = { c->worker, "--help", NULL };
         if (help) launch_capture(argv, help, HELP_MAX, 10.0);
         c->worker_has_redis = help && strstr(help, "--redis") != NULL;
+        c->worker_has_password_file = help && strstr(help, "--redis-password-file") != NULL;
         free(help);
         if (!c->worker_has_redis)
             clog_printf("worker %s has no --redis option: jobs run without metrics, heartbeats and batch plans",
@@ -293,7 +325,9 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
         copy_str(c->redis_url, sizeof c->redis_url, cfg->redis_url, "");
     }
     if (redis_url_parse(c->redis_url, &c->url, err, errlen) != 0) goto fail;
+    redis_url_redact(c->redis_url, c->redis_url_shown, sizeof c->redis_url_shown);
     copy_str(c->worker_redis_url, sizeof c->worker_redis_url, cfg->worker_redis_url, c->redis_url);
+    if (worker_password(c, err, errlen) != 0) goto fail;
     if (!(c->pool = jobstore_pool_new(&c->url))) {
         snprintf(err, errlen, "out of memory");
         rc = COORD_EINTERNAL;
@@ -320,7 +354,7 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
         }
     }
     clog_printf("pacer-coordinator %s: state %s, redis %s%s, worker %s, %s launcher: %d slot%s on %d host%s",
-         PACER_VERSION, c->state_dir, c->redis_url, c->embedded_on ? " (embedded)" : "", c->worker,
+         PACER_VERSION, c->state_dir, c->redis_url_shown, c->embedded_on ? " (embedded)" : "", c->worker,
          launcher_name(c->launcher), c->slots_total, c->slots_total == 1 ? "" : "s", c->nhosts,
          c->nhosts == 1 ? "" : "s");
     if (pthread_create(&c->tick_thread, NULL, tick_main, c) != 0) {

@@ -34,13 +34,15 @@
 #define PLAN_PERIOD_S 1.0
 #define JPATH (PATH_MAX + 128)   /* STATE_DIR/jobs/{id}/{leaf} always fits */
 
-/* STATE_DIR/jobs/{id}[/leaf]. Returns 0, or -1 when it did not fit (the state dir is
- * checked at start to leave room, so callers may ignore it). */
-static int job_path(const coordinator_t *c, const char *id, const char *leaf, char *out, size_t len)
+/* STATE_DIR/jobs/{id}[/leaf]: where a job's files live, for the daemon and the API alike
+ * (the API never uses a path read back from Redis). Returns 0, or -1 when the id is not a
+ * job id ("j-" and digits) or the path did not fit (the state dir is checked at start to
+ * leave room, so the daemon's callers, whose ids it made, may ignore it). */
+int coord_job_path(const coordinator_t *c, const char *id, const char *leaf, char *out, size_t len)
 {
     int n = leaf ? snprintf(out, len, "%s/jobs/%s/%s", c->state_dir, id, leaf)
                  : snprintf(out, len, "%s/jobs/%s", c->state_dir, id);
-    return n >= 0 && (size_t)n < len ? 0 : -1;
+    return n >= 0 && (size_t)n < len && job_id_valid(id) ? 0 : -1;
 }
 
 void run_free(coord_run_t *r)
@@ -101,9 +103,9 @@ void run_persist(coordinator_t *c, coord_run_t *r)
     snprintf(started, sizeof started, "%.3f", r->started);
     if (r->finished > 0) snprintf(finished, sizeof finished, "%.3f", r->finished);
     else finished[0] = 0;
-    job_path(c, r->id, "log", log, sizeof log);
-    job_path(c, r->id, "checkpoints", ckdir, sizeof ckdir);
-    job_path(c, r->id, "summary.json", summary, sizeof summary);
+    coord_job_path(c, r->id, "log", log, sizeof log);
+    coord_job_path(c, r->id, "checkpoints", ckdir, sizeof ckdir);
+    coord_job_path(c, r->id, "summary.json", summary, sizeof summary);
     const char *kv[] = {
         "restarts", restarts, "attempts", attempts, "pid", pid, "pstart", pstart, "exit_code", ec,
         "world", world, "started", started, "finished", finished, "log", log, "checkpoint_dir", ckdir,
@@ -141,7 +143,7 @@ void run_set_state(coordinator_t *c, coord_run_t *r, job_state_t s, const char *
 static void finish_attempt(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, int code, double now)
 {
     char log[JPATH], line[512] = "";
-    job_path(c, r->id, "log", log, sizeof log);
+    coord_job_path(c, r->id, "log", log, sizeof log);
     log_last_line(log, line, sizeof line);
     /* Stragglers must not outlive the attempt; a child is reaped (launcher_reap). */
     launcher_reap(c->launcher, &r->h);
@@ -173,13 +175,13 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
     char err[512] = "";
     job_spec_t *sp = NULL;
     char *text = NULL;
-    job_path(c, r->id, NULL, dir, sizeof dir);
-    job_path(c, r->id, "checkpoints", ckdir, sizeof ckdir);
-    job_path(c, r->id, "spec.json", specp, sizeof specp);
-    job_path(c, r->id, "summary.json", summary, sizeof summary);
-    job_path(c, r->id, "log", log, sizeof log);
-    job_path(c, r->id, "exit_code", ecp, sizeof ecp);
-    job_path(c, r->id, "pid", pidp, sizeof pidp);
+    coord_job_path(c, r->id, NULL, dir, sizeof dir);
+    coord_job_path(c, r->id, "checkpoints", ckdir, sizeof ckdir);
+    coord_job_path(c, r->id, "spec.json", specp, sizeof specp);
+    coord_job_path(c, r->id, "summary.json", summary, sizeof summary);
+    coord_job_path(c, r->id, "log", log, sizeof log);
+    coord_job_path(c, r->id, "exit_code", ecp, sizeof ecp);
+    coord_job_path(c, r->id, "pid", pidp, sizeof pidp);
 
     if (fs_mkdir_p(ckdir, 0755) != 0) {
         snprintf(err, sizeof err, "%.300s: %s", ckdir, strerror(errno));
@@ -233,6 +235,10 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
         argv[a++] = c->worker_redis_url;
         argv[a++] = "--job";
         argv[a++] = r->id;
+        if (c->worker_password_file[0]) {
+            argv[a++] = "--redis-password-file";
+            argv[a++] = c->worker_password_file;
+        }
     }
     argv[a] = NULL;
     launch_req_t req = {
@@ -270,8 +276,8 @@ fail:
 void run_poll(coordinator_t *c, coord_run_t *r, double now, launch_status_t *st)
 {
     char ecp[JPATH], log[JPATH];
-    job_path(c, r->id, "exit_code", ecp, sizeof ecp);
-    job_path(c, r->id, "log", log, sizeof log);
+    coord_job_path(c, r->id, "exit_code", ecp, sizeof ecp);
+    coord_job_path(c, r->id, "log", log, sizeof log);
     launcher_poll(c->launcher, &r->h, ecp, log, now, st);
 }
 
@@ -374,7 +380,7 @@ void run_step(coordinator_t *c, coord_run_t *r, double now)
         if (now - r->last_log_check >= 1.0) {
             char log[JPATH];
             r->last_log_check = now;
-            job_path(c, r->id, "log", log, sizeof log);
+            coord_job_path(c, r->id, "log", log, sizeof log);
             if (log_bound(log, LAUNCH_LOG_MAX) == 1) clog_printf("job %s: log rotated into log.1", r->id);
         }
         break;
@@ -529,7 +535,7 @@ void run_adopt(coordinator_t *c, double now)
         }
         /* The handle file is newer than Redis (written right after the start). */
         char pidp[JPATH], what[256];
-        job_path(c, id, "pid", pidp, sizeof pidp);
+        coord_job_path(c, id, "pid", pidp, sizeof pidp);
         r->phase = PH_ACTIVE;
         if (launcher_adopt(c->launcher, pidp, &r->h, what, sizeof what))
             clog_printf("job %s: adopted (%s); following it", id, launcher_describe(&r->h, what, sizeof what));

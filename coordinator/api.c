@@ -41,6 +41,7 @@ const char *coord_strerror(int code)
     case COORD_ESTATE: return "not possible in this state";
     case COORD_EUNAVAIL: return "Redis unavailable";
     case COORD_EINTERNAL: return "internal error";
+    case COORD_ENOFIT: return "does not fit the cluster";
     default: return "unknown error";
     }
 }
@@ -217,6 +218,17 @@ int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *pare
         .workers = s->workers, .world = spec_is_async(s) ? s->workers + 1 : s->workers,
         .dynamic_batch = s->algorithm.dynamic_batch, .parent = parent,
     };
+    /* Admission: a job that could never run is refused now, not queued forever (or run
+     * hundreds of ranks to a core). Only the daemon knows its slots (0 in coordinator_open's
+     * CLI mode, where the daemon's scheduler still runs it alone, oversubscribed). */
+    if (c->slots_total > 0 && j.world > c->slots_total * c->cfg.oversubscribe) {
+        rc_code = COORD_ENOFIT;
+        set_err(err, errlen, "workers: %d ranks (world %d) do not fit the cluster's %d slot%s times the "
+                "oversubscription factor %g (--oversubscribe-factor): at most %d",
+                s->workers, j.world, c->slots_total, c->slots_total == 1 ? "" : "s", c->cfg.oversubscribe,
+                (int)(c->slots_total * c->cfg.oversubscribe) - (j.world - s->workers));
+        goto out;
+    }
     rc = conn_get(c);
     if (!rc) {
         rc_code = COORD_EUNAVAIL;

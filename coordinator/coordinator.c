@@ -36,6 +36,7 @@ void coord_config_defaults(coord_config_t *cfg)
     cfg->kill_grace_s = 5;
     cfg->tick_s = 0.2;
     cfg->default_checkpoint_steps = 50;
+    cfg->oversubscribe = COORD_OVERSUBSCRIBE_DEFAULT;
 }
 
 static int absolute(const char *in, char *out, size_t len)

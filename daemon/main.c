@@ -31,7 +31,7 @@ enum {
     O_MAX_RESTARTS, O_HEARTBEAT, O_BACKOFF, O_GRACE, O_CKPT_STEPS, O_STOP_JOBS, O_TIMEOUT, O_STATE, O_TAIL,
     O_LIMIT, O_SINCE, O_JSON, O_HELP, O_VERSION, O_TOKEN_FILE, O_AUTH_READS, O_STATIC_DIR, O_HTTP_THREADS, O_SSE_MAX,
     O_API_CACHE, O_LAUNCHER, O_SLURM_MPI, O_SLURM_PARTITION, O_SLURM_ARGS, O_PUBLIC_READS, O_ALLOWED_HOST,
-    O_SSE_PER_CLIENT,
+    O_SSE_PER_CLIENT, O_CONNS_PER_CLIENT, O_HEADER_TIMEOUT, O_OVERSUBSCRIBE,
 };
 
 typedef struct {
@@ -56,6 +56,12 @@ static const opt_row_t OPTIONS[] = {
     { "sse-max", 1, "N", "concurrent Server-Sent Events streams (default 64)", O_SSE_MAX },
     { "sse-per-client", 1, "N", "concurrent event streams per client address (default 8; 429 beyond)",
       O_SSE_PER_CLIENT },
+    { "max-conns-per-client", 1, "N", "connections one client address may hold (default 32; more are closed at "
+                                      "once)", O_CONNS_PER_CLIENT },
+    { "header-timeout", 1, "S", "close a connection whose request headers are still incomplete after S idle "
+                                "seconds (default 10)", O_HEADER_TIMEOUT },
+    { "oversubscribe-factor", 1, "X", "refuse (422) a job with more ranks than the cluster's slots times X "
+                                      "(default 4)", O_OVERSUBSCRIBE },
     { "api-cache-ms", 1, "MS", "reuse GET /api/v1/jobs/{id} answers this long (default 500; 0 = off)", O_API_CACHE },
     { "redis", 1, "URL", "Redis: redis://host:port[/db] or unix:///path (default $REDIS_URL; daemon without "
                          "either: an embedded redis-server on STATE_DIR/redis.sock)", O_REDIS },
@@ -165,6 +171,7 @@ static int exit_for(int code)
     case COORD_ENOTFOUND:
     case COORD_ESTATE: return 2;
     case COORD_EUNAVAIL: return 4;
+    case COORD_ENOFIT: return 2;
     default: return 1;
     }
 }
@@ -442,6 +449,14 @@ int main(int argc, char **argv)
         case O_MPIRUN: o.cfg.mpirun = optarg; break;
         case O_REDIS_SERVER: o.cfg.redis_server = optarg; break;
         case O_STOP_JOBS: o.cfg.stop_jobs_on_exit = 1; break;
+        case O_OVERSUBSCRIBE:
+            if (parse_num(name, optarg, 1, &v) != 0) return 2;
+            if (v > COORD_OVERSUBSCRIBE_MAX) {
+                fprintf(stderr, "pacer-coordinator: --oversubscribe-factor: at most %g\n", COORD_OVERSUBSCRIBE_MAX);
+                return 2;
+            }
+            o.cfg.oversubscribe = v;
+            break;
         case O_STATE: o.state = optarg; break;
         case O_SINCE: o.since = optarg; break;
         case O_JSON: o.json = 1; break;
@@ -470,6 +485,8 @@ int main(int argc, char **argv)
         case O_HTTP_THREADS:
         case O_SSE_MAX:
         case O_SSE_PER_CLIENT:
+        case O_CONNS_PER_CLIENT:
+        case O_HEADER_TIMEOUT:
         case O_API_CACHE:
             if (parse_num(name, optarg, 0, &v) != 0) return 2;
             if (ch == O_MAX_RESTARTS) o.cfg.max_restarts = (int)v;
@@ -482,6 +499,8 @@ int main(int argc, char **argv)
             else if (ch == O_HTTP_THREADS) o.http.threads = (int)v;
             else if (ch == O_SSE_MAX) o.http.sse_max = (int)v;
             else if (ch == O_SSE_PER_CLIENT) o.http.sse_per_client = (int)v;
+            else if (ch == O_CONNS_PER_CLIENT) o.http.conns_per_client = (int)v;
+            else if (ch == O_HEADER_TIMEOUT) o.http.header_timeout_s = (int)v;
             else if (ch == O_API_CACHE) o.http.cache_ms = (int)v;
             else o.limit = (long)v;
             break;

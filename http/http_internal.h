@@ -34,6 +34,8 @@ struct http_server {
     int public_reads;
     int sse_max;
     int sse_per_client;
+    int conns_per_client;   /* MHD_OPTION_PER_IP_CONNECTION_LIMIT */
+    int header_timeout_s;   /* idle timeout until a request's headers are in */
     char allowed_hosts[HTTP_ALLOWED_HOSTS_MAX][AUTH_HOST_MAX + 1];
     const char *allowed_ptrs[HTTP_ALLOWED_HOSTS_MAX];
     int nallowed_hosts;

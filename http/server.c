@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "clog.h"
 #include "http_internal.h"
 #include "respond.h"
@@ -39,6 +41,8 @@ void http_config_defaults(http_config_t *cfg)
     cfg->threads = HTTP_THREADS_DEFAULT;
     cfg->sse_max = HTTP_SSE_MAX_DEFAULT;
     cfg->sse_per_client = HTTP_SSE_PER_CLIENT_DEFAULT;
+    cfg->conns_per_client = HTTP_CONNS_PER_CLIENT_DEFAULT;
+    cfg->header_timeout_s = HTTP_HEADER_TIMEOUT_DEFAULT_S;
     cfg->body_max = HTTP_BODY_MAX_DEFAULT;
     cfg->cache_ms = HTTP_CACHE_MS_DEFAULT;
 }
@@ -106,6 +110,14 @@ int http_check_config(const http_config_t *cfg, char *err, size_t errlen)
     }
     if (cfg->sse_per_client < 0 || cfg->sse_per_client > 10000) {
         snprintf(err, errlen, "--sse-per-client: must be between 1 and 10000");
+        return -1;
+    }
+    if (cfg->conns_per_client < 0 || cfg->conns_per_client > CONNECTION_LIMIT) {
+        snprintf(err, errlen, "--max-conns-per-client: must be between 1 and %d", CONNECTION_LIMIT);
+        return -1;
+    }
+    if (cfg->header_timeout_s < 0 || cfg->header_timeout_s > CONNECTION_TIMEOUT_S) {
+        snprintf(err, errlen, "--header-timeout: must be between 1 and %d seconds", CONNECTION_TIMEOUT_S);
         return -1;
     }
     if (cfg->nallowed_hosts < 0 || cfg->nallowed_hosts > HTTP_ALLOWED_HOSTS_MAX) {
@@ -270,6 +282,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         rq->method = method;
         rq->path = url;
         client_address(conn, rq->client, sizeof rq->client);
+        /* The headers are in: from now on the connection gets the ordinary idle timeout
+         * (the short one, MHD_OPTION_CONNECTION_TIMEOUT, is for headers that dribble in). */
+        MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S);
         query_init(&rq->query);
         routes_match(method, url, &rq->match);
         MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_query, &rq->query);
@@ -305,12 +320,38 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
 }
 
+/* libmicrohttpd's messages, at most LOG_BURST a second: a client that opens a thousand
+ * connections past its limit (each one a "connection limit" line) must not flood the log
+ * or the disk. What is dropped is counted and said with the next line that passes. */
+#define LOG_BURST 5
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static double window;
+    static int in_window;
+    static unsigned long dropped;
+    double now = clock_mono_s();
+    pthread_mutex_lock(&lock);
+    if (now - window >= 1.0) {
+        window = now;
+        in_window = 0;
+    }
+    int pass = in_window < LOG_BURST;
+    unsigned long said = 0;
+    if (pass) {
+        in_window++;
+        said = dropped;
+        dropped = 0;
+    } else {
+        dropped++;
+    }
+    pthread_mutex_unlock(&lock);
+    if (!pass) return;
     char msg[512];
     vsnprintf(msg, sizeof msg, fmt, ap);
     size_t n = strlen(msg);
     while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r')) msg[--n] = 0;
+    if (said) clog_printf("http: (%lu messages like the ones above were not logged)", said);
     clog_printf("http: %s", msg);
 }
 
@@ -403,6 +444,8 @@ int http_start(coordinator_t *c, const http_config_t *cfg, http_server_t **out, 
         s->allowed_ptrs[i] = s->allowed_hosts[i];
     }
     s->nallowed_hosts = cfg->nallowed_hosts;
+    s->conns_per_client = cfg->conns_per_client > 0 ? cfg->conns_per_client : HTTP_CONNS_PER_CLIENT_DEFAULT;
+    s->header_timeout_s = cfg->header_timeout_s > 0 ? cfg->header_timeout_s : HTTP_HEADER_TIMEOUT_DEFAULT_S;
     s->threads = cfg->threads;
     s->body_max = cfg->body_max ? cfg->body_max : HTTP_BODY_MAX_DEFAULT;
     s->cache_s = cfg->cache_ms / 1000.0;
@@ -427,8 +470,9 @@ int http_start(coordinator_t *c, const http_config_t *cfg, http_server_t **out, 
                                  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                                  MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->threads,
                                  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->header_timeout_s,
                                  MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT,
+                                 MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->conns_per_client,
                                  MHD_OPTION_END);
     if (!s->daemon) {
         snprintf(err, errlen, "cannot serve HTTP on %s: %s", cfg->listen, errno ? strerror(errno) : "libmicrohttpd failed");

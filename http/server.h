@@ -31,6 +31,8 @@
 #define HTTP_SSE_MAX_DEFAULT 64
 #define HTTP_SSE_PER_CLIENT_DEFAULT 8
 #define HTTP_ALLOWED_HOSTS_MAX 16
+#define HTTP_CONNS_PER_CLIENT_DEFAULT 32
+#define HTTP_HEADER_TIMEOUT_DEFAULT_S 10
 #define HTTP_THREADS_DEFAULT 4
 #define HTTP_CACHE_MS_DEFAULT 500
 
@@ -42,6 +44,10 @@ typedef struct {
                                            loopback ones (--allowed-host) */
     int nallowed_hosts;
     int sse_per_client;       /* streams one client address may hold; 0 = HTTP_SSE_PER_CLIENT_DEFAULT */
+    int conns_per_client;     /* connections one client address may hold (more are closed at
+                                 accept); 0 = HTTP_CONNS_PER_CLIENT_DEFAULT */
+    int header_timeout_s;     /* a connection whose request headers have not all arrived is
+                                 closed after this many idle seconds (Slowloris); 0 = default */
     const char *static_dir;   /* NULL = build/static next to the binary, else ./static */
     int threads;              /* worker threads; 0 = HTTP_THREADS_DEFAULT */
     int sse_max;              /* concurrent SSE streams; 0 = HTTP_SSE_MAX_DEFAULT */

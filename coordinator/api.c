@@ -203,6 +203,37 @@ int coord_submit_spec(coordinator_t *c, const job_spec_t *s, char *id, size_t id
     return coord_submit_spec_as(c, s, NULL, id, idlen, job, err, errlen);
 }
 
+/* dataset.path, resolved (realpath: no "..", no symbolic link out), must be one of the
+ * data roots or under one: a client of the API must not make the workers read, and the
+ * log then quote, any file the daemon's user can read. Only the daemon checks: the
+ * command-line client writes to Redis itself, as the operator. The message names the
+ * path as the client sent it, never what is in the file. */
+static int data_path_allowed(const coordinator_t *c, const char *path, char *err, size_t errlen)
+{
+    char real[PATH_MAX];
+    if (path[0] != '/') {
+        set_err(err, errlen, "dataset.path: %.300s: must be an absolute path (the workers do not run in this "
+                "process's directory)", path);
+        return -1;
+    }
+    if (!realpath(path, real)) {
+        set_err(err, errlen, "dataset.path: %.300s: %s", path, strerror(errno));
+        return -1;
+    }
+    for (int i = 0; i < c->ndata_roots; i++) {
+        size_t n = strlen(c->data_roots[i]);
+        if (strncmp(real, c->data_roots[i], n) == 0 && (real[n] == 0 || real[n] == '/' || n == 1)) return 0;
+    }
+    char roots[512] = "";
+    for (int i = 0; i < c->ndata_roots; i++) {
+        size_t k = strlen(roots);
+        snprintf(roots + k, sizeof roots - k, "%s%s", i ? ", " : "", c->data_roots[i]);
+    }
+    set_err(err, errlen, "dataset.path: %.300s is not under a data root (--data-root; now: %s)", path,
+            c->ndata_roots ? roots : "none");
+    return -1;
+}
+
 int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *parent, char *id, size_t idlen,
                          json_t **job, char *err, size_t errlen)
 {
@@ -218,6 +249,10 @@ int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *pare
         .workers = s->workers, .world = spec_is_async(s) ? s->workers + 1 : s->workers,
         .dynamic_batch = s->algorithm.dynamic_batch, .parent = parent,
     };
+    if (c->daemon && s->dataset.path[0] && data_path_allowed(c, s->dataset.path, err, errlen) != 0) {
+        rc_code = COORD_EINVAL;
+        goto out;
+    }
     /* Admission: a job that could never run is refused now, not queued forever (or run
      * hundreds of ranks to a core). Only the daemon knows its slots (0 in coordinator_open's
      * CLI mode, where the daemon's scheduler still runs it alone, oversubscribed). */

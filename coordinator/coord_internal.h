@@ -32,6 +32,8 @@ struct coordinator {
     char worker_password_file[PATH_MAX + 32]; /* STATE_DIR/redis.password (0600) when the
                                               workers' URL has a password, else "" */
     redis_url_t url;
+    char data_roots[COORD_DATA_ROOTS_MAX][PATH_MAX]; /* resolved (realpath) --data-root dirs */
+    int ndata_roots;
     jobstore_pool_t *pool;                 /* API connections */
 
     /* daemon only */

@@ -232,6 +232,38 @@ static int worker_password(coordinator_t *c, char *err, size_t errlen)
     return rc;
 }
 
+/* The directories a submitted dataset.path must resolve under, resolved once: the
+ * --data-root ones (each must exist), else the Debian data set directory and
+ * STATE_DIR/data, where they exist (none: no submission may name a path). */
+static int data_roots(coordinator_t *c, const coord_config_t *cfg, char *err, size_t errlen)
+{
+    char defaults[2][PATH_MAX];
+    const char *given[COORD_DATA_ROOTS_MAX];
+    int n = cfg->ndata_roots, user = n > 0;
+    if (n > COORD_DATA_ROOTS_MAX || (n > 0 && !cfg->data_roots)) {
+        snprintf(err, errlen, "--data-root: at most %d", COORD_DATA_ROOTS_MAX);
+        return -1;
+    }
+    if (user) {
+        for (int i = 0; i < n; i++) given[i] = cfg->data_roots[i];
+    } else {
+        snprintf(defaults[0], sizeof defaults[0], "%s", COORD_DATA_ROOT_DEBIAN);
+        snprintf(defaults[1], sizeof defaults[1], "%.*s/data", PATH_MAX - 8, c->state_dir);
+        given[0] = defaults[0];
+        given[1] = defaults[1];
+        n = 2;
+    }
+    for (int i = 0; i < n; i++) {
+        if (!realpath(given[i], c->data_roots[c->ndata_roots])) {
+            if (!user) continue;
+            snprintf(err, errlen, "--data-root %.200s: %s", given[i], strerror(errno));
+            return -1;
+        }
+        c->ndata_roots++;
+    }
+    return 0;
+}
+
 int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err, size_t errlen)
 {
     coordinator_t *c = alloc_coordinator();
@@ -251,6 +283,8 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
     if (c->cfg.heartbeat_timeout_s <= 0) c->cfg.heartbeat_timeout_s = 60;
     if (c->cfg.kill_grace_s < 0) c->cfg.kill_grace_s = 0;
     if (c->cfg.default_checkpoint_steps <= 0) c->cfg.default_checkpoint_steps = 50;
+    if (!(c->cfg.oversubscribe >= 1)) c->cfg.oversubscribe = COORD_OVERSUBSCRIBE_DEFAULT;
+    c->cfg.data_roots = NULL;   /* copied below, resolved */
     if (absolute(cfg->state_dir && *cfg->state_dir ? cfg->state_dir : "./var", c->state_dir, sizeof c->state_dir)) {
         snprintf(err, errlen, "state dir: path too long");
         goto fail;
@@ -260,6 +294,7 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
         snprintf(err, errlen, "state dir %.200s...: longer than %d bytes", c->state_dir, SPEC_PATH_MAX - 64);
         goto fail;
     }
+    if (data_roots(c, cfg, err, errlen) != 0) goto fail;
     char jobs[PATH_MAX + 8];
     snprintf(jobs, sizeof jobs, "%s/jobs", c->state_dir);
     if (fs_mkdir_p(jobs, 0755) != 0) {

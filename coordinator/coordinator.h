@@ -70,10 +70,16 @@ typedef struct {
     int stop_jobs_on_exit;        /* 0: running jobs outlive the daemon and are re-adopted */
     double oversubscribe;         /* 4: a submission may ask for at most this many ranks per
                                      slot of the cluster (more is 422 at submission) */
+    const char *const *data_roots;/* --data-root: directories a spec's dataset.path must
+                                     resolve under; none = COORD_DATA_ROOT_DEBIAN and
+                                     STATE_DIR/data */
+    int ndata_roots;
 } coord_config_t;
 
 #define COORD_OVERSUBSCRIBE_DEFAULT 4.0
 #define COORD_OVERSUBSCRIBE_MAX 1024.0
+#define COORD_DATA_ROOTS_MAX 16
+#define COORD_DATA_ROOT_DEBIAN "/usr/share/datasets"
 
 void coord_config_defaults(coord_config_t *cfg);
 

@@ -31,7 +31,7 @@ enum {
     O_MAX_RESTARTS, O_HEARTBEAT, O_BACKOFF, O_GRACE, O_CKPT_STEPS, O_STOP_JOBS, O_TIMEOUT, O_STATE, O_TAIL,
     O_LIMIT, O_SINCE, O_JSON, O_HELP, O_VERSION, O_TOKEN_FILE, O_AUTH_READS, O_STATIC_DIR, O_HTTP_THREADS, O_SSE_MAX,
     O_API_CACHE, O_LAUNCHER, O_SLURM_MPI, O_SLURM_PARTITION, O_SLURM_ARGS, O_PUBLIC_READS, O_ALLOWED_HOST,
-    O_SSE_PER_CLIENT, O_CONNS_PER_CLIENT, O_HEADER_TIMEOUT, O_OVERSUBSCRIBE,
+    O_SSE_PER_CLIENT, O_CONNS_PER_CLIENT, O_HEADER_TIMEOUT, O_OVERSUBSCRIBE, O_DATA_ROOT,
 };
 
 typedef struct {
@@ -60,6 +60,8 @@ static const opt_row_t OPTIONS[] = {
                                       "once)", O_CONNS_PER_CLIENT },
     { "header-timeout", 1, "S", "close a connection whose request headers are still incomplete after S idle "
                                 "seconds (default 10)", O_HEADER_TIMEOUT },
+    { "data-root", 1, "DIR", "a job's dataset.path must resolve under DIR (repeatable; default "
+                             COORD_DATA_ROOT_DEBIAN " and STATE_DIR/data); others are 400", O_DATA_ROOT },
     { "oversubscribe-factor", 1, "X", "refuse (422) a job with more ranks than the cluster's slots times X "
                                       "(default 4)", O_OVERSUBSCRIBE },
     { "api-cache-ms", 1, "MS", "reuse GET /api/v1/jobs/{id} answers this long (default 500; 0 = off)", O_API_CACHE },
@@ -102,6 +104,7 @@ typedef struct {
     coord_config_t cfg;
     http_config_t http;
     const char *allowed_hosts[HTTP_ALLOWED_HOSTS_MAX];
+    const char *data_roots[COORD_DATA_ROOTS_MAX];
     char token[AUTH_TOKEN_MAX];
     double timeout_s;
     const char *state;
@@ -449,6 +452,14 @@ int main(int argc, char **argv)
         case O_MPIRUN: o.cfg.mpirun = optarg; break;
         case O_REDIS_SERVER: o.cfg.redis_server = optarg; break;
         case O_STOP_JOBS: o.cfg.stop_jobs_on_exit = 1; break;
+        case O_DATA_ROOT:
+            if (o.cfg.ndata_roots == COORD_DATA_ROOTS_MAX) {
+                fprintf(stderr, "pacer-coordinator: --data-root: at most %d\n", COORD_DATA_ROOTS_MAX);
+                return 2;
+            }
+            o.data_roots[o.cfg.ndata_roots++] = optarg;
+            o.cfg.data_roots = o.data_roots;
+            break;
         case O_OVERSUBSCRIBE:
             if (parse_num(name, optarg, 1, &v) != 0) return 2;
             if (v > COORD_OVERSUBSCRIBE_MAX) {

@@ -9,7 +9,9 @@
 #    name that is a path) are never opened or shown: the API derives them from the state
 #    dir and the job id;
 #  - without a token the API answers only a loopback Host (DNS rebinding) or an
-#    --allowed-host, with 421 otherwise; event streams count against --sse-per-client.
+#    --allowed-host, with 421 otherwise; event streams count against --sse-per-client;
+#  - a submitted dataset.path must resolve (no "..", no symbolic link out) under a data
+#    root: /usr/share/datasets and STATE/data by default, else the --data-root ones.
 . tests/integration/coordinator_lib.inc
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
 command -v curl >/dev/null || skip "curl not installed (make deps)"
@@ -47,6 +49,7 @@ get() { curl -s -o "$TMP/body" -w '%{http_code}' "$@"; }
 # no_pw WHAT FILE - FILE must not hold the password.
 no_pw() { ! grep -qF -- "$PW" "$2" || { grep -F -- "$PW" "$2" | head -3; fail "the Redis password is in $1"; }; }
 
+mkdir -p "$STATE/data"
 start_coord --listen 127.0.0.1:0
 BASE=$(base_url)
 [ -n "$BASE" ] || fail "no 'REST API ... on http://' line in the log"
@@ -108,6 +111,37 @@ rcli HSET "pacer:job:$id" name "../../../../$(basename "$TMP")/evil/sec" >/dev/n
 ! grep -q TOPSECRET "$TMP/body" || fail "GET checkpoint followed a name that is a path"
 echo "ok: log, checkpoint and summary paths from the state dir and the id (checkpoint $code), never from Redis"
 
+# ---- dataset.path under a data root ------------------------------------------------------------------------
+# dpost PATH - POSTs a small job reading PATH; the status, the answer in $TMP/body.
+dpost() {
+    printf '{"name":"dp","model":"lenet5","dataset":{"name":"fashion-mnist","path":"%s"},"epochs":1}' "$1" >"$TMP/dp.json"
+    curl -s -o "$TMP/body" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary @"$TMP/dp.json" "$BASE/api/v1/jobs"
+}
+# refused PATH - 400 naming dataset.path, and the answer shows nothing of what is there.
+refused() {
+    code=$(dpost "$1")
+    [ "$code" = 400 ] && jq -e '.field == "dataset.path"' "$TMP/body" >/dev/null ||
+        { cat "$TMP/body"; fail "dataset.path $1: HTTP $code, want 400 naming dataset.path"; }
+    ! grep -q "root:" "$TMP/body" || fail "dataset.path $1: the answer quotes a file"
+}
+accepted() {
+    code=$(dpost "$1")
+    [ "$code" = 201 ] || { cat "$TMP/body"; fail "dataset.path $1: HTTP $code, want 201"; }
+    curl -s -X DELETE "$BASE/api/v1/jobs/$(jq -r .id "$TMP/body")" >/dev/null
+}
+mkdir -p "$STATE/data/fm" "$TMP/mine"
+ln -s /etc "$STATE/data/etc"
+refused /etc
+refused /etc/passwd
+refused "$FASHION/../../../../etc"
+refused "$STATE/data/etc"
+refused "$STATE/data/../jobs"
+refused data/fm
+refused "$TMP/mine"
+accepted "$FASHION"
+accepted "$STATE/data/fm"
+echo "ok: dataset.path: 400 outside /usr/share/datasets and STATE/data (.., a link out, relative), 201 inside"
+
 # ---- DNS rebinding and the per-client stream cap ---------------------------------------------------------
 [ "$(get -H 'Host: attacker.example' "$BASE/api/v1/jobs")" = 421 ] || fail "Host attacker.example: want 421"
 jq -e '.type == "urn:pacer:problem:misdirected-request"' "$TMP/body" >/dev/null || fail "421: $(cat "$TMP/body")"
@@ -115,8 +149,11 @@ jq -e '.type == "urn:pacer:problem:misdirected-request"' "$TMP/body" >/dev/null 
 [ "$(get -H "Host: localhost:${BASE##*:}" "$BASE/api/v1/jobs")" = 200 ] || fail "Host localhost: want 200"
 [ "$(get -H 'Host: pacer.lab' "$BASE/api/v1/jobs")" = 421 ] || fail "Host pacer.lab before --allowed-host: want 421"
 stop_coord
-start_coord --listen 127.0.0.1:0 --allowed-host pacer.lab --sse-per-client 1
+start_coord --listen 127.0.0.1:0 --allowed-host pacer.lab --sse-per-client 1 --data-root "$TMP/mine"
 BASE=$(base_url)
+accepted "$TMP/mine"
+refused "$FASHION"
+expect_error 1 "--data-root" "$COORD" --state-dir "$TMP/other" --listen 127.0.0.1:0 --data-root "$TMP/missing"
 [ "$(get -H 'Host: pacer.lab:8080' "$BASE/api/v1/jobs")" = 200 ] || fail "Host pacer.lab with --allowed-host: want 200"
 [ "$(get -H 'Host: attacker.example' "$BASE/api/v1/jobs")" = 421 ] || fail "Host attacker.example: want 421"
 curl -s -N "$BASE/api/v1/events" >"$TMP/s1.txt" 2>&1 &
@@ -126,5 +163,5 @@ await 10 "the first event stream to open" sh -c "curl -s '$BASE/metrics' | grep 
 [ "$(get --max-time 5 "$BASE/api/v1/events")" = 429 ] || fail "second stream from one client: want 429"
 jq -e '.type == "urn:pacer:problem:too-many-streams"' "$TMP/body" >/dev/null || fail "429: $(cat "$TMP/body")"
 kill "$S1" 2>/dev/null
-echo "ok: 421 for a Host that is not loopback or --allowed-host; 429 beyond --sse-per-client"
+echo "ok: 421 for a Host that is not loopback or --allowed-host; 429 beyond --sse-per-client; --data-root replaces the defaults"
 stop_coord

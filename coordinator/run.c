@@ -20,8 +20,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "clog.h"
 #include "dynbatch.h"
 #include "fs.h"
@@ -168,6 +170,30 @@ static void finish_attempt(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, in
     run_set_state(c, r, out.state, out.reason);
 }
 
+/* A job just claimed has never run, so whatever STATE_DIR/jobs/{id} already holds is an
+ * earlier job's that had the same id: Redis lost its data (no AOF, a flushed database)
+ * and ids began again at j-1. Its checkpoint must never be resumed (the worker's spec
+ * fingerprint refuses it too) and its log never shown as this job's: the directory is
+ * moved aside, to jobs/{id}.old-{unix time}[-k], and kept for whoever wants it. */
+static int move_aside(coordinator_t *c, const coord_run_t *r, const char *dir, char *err, size_t errlen)
+{
+    struct stat st;
+    if (lstat(dir, &st) != 0) return 0;
+    char aside[JPATH + 64];
+    long t = (long)clock_wall_s();
+    for (int k = 0; k < 100; k++) {
+        if (k == 0) snprintf(aside, sizeof aside, "%s.old-%ld", dir, t);
+        else snprintf(aside, sizeof aside, "%s.old-%ld-%d", dir, t, k);
+        if (lstat(aside, &st) == 0) continue;
+        if (rename(dir, aside) != 0) break;
+        clog_printf("job %s: %s held an earlier job's files with this id (did Redis lose its data?); moved to %s",
+                    r->id, dir, aside);
+        return 0;
+    }
+    snprintf(err, errlen, "%.300s holds an earlier job's files and cannot be moved aside: %s", dir, strerror(errno));
+    return -1;
+}
+
 static void launch(coordinator_t *c, coord_run_t *r, double now)
 {
     char dir[JPATH], ckdir[JPATH], specp[JPATH], summary[JPATH];
@@ -183,6 +209,7 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
     coord_job_path(c, r->id, "exit_code", ecp, sizeof ecp);
     coord_job_path(c, r->id, "pid", pidp, sizeof pidp);
 
+    if (r->first_launch && move_aside(c, r, dir, err, sizeof err) != 0) goto fail;
     if (fs_mkdir_p(ckdir, 0755) != 0) {
         snprintf(err, sizeof err, "%.300s: %s", ckdir, strerror(errno));
         goto fail;

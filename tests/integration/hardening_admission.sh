@@ -1,4 +1,5 @@
-# Issue 13, admission and exhaustion, against the real coordinator:
+# Issue 13, admission and exhaustion, against the real coordinator (and, for the last
+# part, real workers):
 #  - a submission with more ranks than the cluster's slots times --oversubscribe-factor
 #    is refused at submission with 422 naming "workers", and nothing is stored; one that
 #    fits is accepted;
@@ -6,7 +7,9 @@
 #    headers, more than the server's whole connection limit (1024): the per-client limit
 #    (--max-conns-per-client) closes all but a few at once, so /healthz and the API still
 #    answer another client; the rest are closed after --header-timeout; libmicrohttpd's
-#    line per refused connection is rate-limited in the coordinator's log.
+#    line per refused connection is rate-limited in the coordinator's log;
+#  - after Redis lost its data and ids began again at j-1, the new j-1 does not inherit
+#    the old j-1's directory (checkpoint, log): the coordinator moves it aside.
 . tests/integration/coordinator_lib.inc
 command -v curl >/dev/null || skip "curl not installed (make deps)"
 PROBE=$BUILD/tools/netprobe
@@ -61,4 +64,31 @@ cat "$TMP/probe.txt" | tail -2
 nlog=$(grep -c '^.*http: ' "$TMP/coord.log")
 [ "$nlog" -le 60 ] || { grep 'http: ' "$TMP/coord.log" | tail -5; fail "$nlog http: lines in the log for one flood"; }
 echo "ok: the rest closed by --header-timeout 3; $nlog http: lines in the coordinator's log"
+stop_coord
+
+# ---- Redis lost its data: a new j-1 never inherits the old j-1's directory -------------------------------
+[ -d "$FASHION" ] || { echo "skip: the rest needs Fashion-MNIST at $FASHION"; exit 0; }
+rm -rf "$STATE"
+start_coord --listen 127.0.0.1:0
+spec "$TMP/first.json" same 1
+id=$(submit "$TMP/first.json")
+[ "$id" = j-1 ] || fail "first job: $id, want j-1"
+await 120 "the first j-1 to succeed" is_state j-1 SUCCEEDED
+has_checkpoint j-1 same || fail "the first j-1 left no checkpoint"
+stop_coord
+# The embedded Redis stopped with the daemon; its data goes, so ids begin again.
+rm -rf "$STATE"/appendonlydir "$STATE"/*.aof "$STATE"/dump.rdb
+start_coord --listen 127.0.0.1:0
+sed 's/"seed": 7/"seed": 8/' "$TMP/first.json" >"$TMP/second.json"
+id=$(submit "$TMP/second.json")
+[ "$id" = j-1 ] || fail "after Redis lost its data the next job is $id, want j-1"
+ended() { is_state j-1 SUCCEEDED || is_state j-1 FAILED; }
+await 120 "the second j-1 to end" ended
+is_state j-1 SUCCEEDED || { tail -20 "$STATE/jobs/j-1/log"; fail "the second j-1: $(field_of j-1 reason)"; }
+old=$(ls -d "$STATE"/jobs/j-1.old-* 2>/dev/null | head -1)
+[ -n "$old" ] && [ -s "$old/checkpoints/same.ckpt" ] || fail "the first j-1's directory was not moved aside with its checkpoint"
+grep -q "moved to $old" "$TMP/coord.log" || fail "the coordinator did not say where it moved the directory"
+[ "$(grep -c '=== pacer-coordinator .* job j-1 attempt' "$STATE/jobs/j-1/log")" = 1 ] || fail "the new j-1's log holds the old one's"
+! grep -q 'resumed from' "$STATE/jobs/j-1/log" || fail "the new j-1 resumed from the old checkpoint"
+echo "ok: after Redis lost its data, the old j-1's directory moved to $(basename "$old"); the new j-1 started clean"
 stop_coord

@@ -37,6 +37,7 @@ void coord_config_defaults(coord_config_t *cfg)
     cfg->tick_s = 0.2;
     cfg->default_checkpoint_steps = 50;
     cfg->oversubscribe = COORD_OVERSUBSCRIBE_DEFAULT;
+    cfg->keep_jobs = COORD_KEEP_JOBS_DEFAULT;
 }
 
 static int absolute(const char *in, char *out, size_t len)
@@ -88,6 +89,24 @@ static void publish_info(coordinator_t *c, double now)
     else freeReplyObject(r);
 }
 
+/* Job history retention (--keep-jobs): at most PRUNE_PER_TICK of the oldest final jobs a
+ * second, so a history far over the limit (a lowered --keep-jobs) shrinks without one
+ * long stall of the tick; their directories go with them. */
+#define PRUNE_PER_TICK 100
+static void prune(coordinator_t *c)
+{
+    char ids[PRUNE_PER_TICK][JOB_ID_MAX];
+    int n = 0;
+    if (tickconn_check(c, jobstore_prune(c->rc, c->cfg.keep_jobs, PRUNE_PER_TICK, ids, &n), "prune") != JS_OK) return;
+    for (int i = 0; i < n; i++) {
+        char dir[PATH_MAX];
+        if (coord_job_path(c, ids[i], NULL, dir, sizeof dir) == 0 && fs_remove_tree(dir) != 0)
+            clog_printf("job %s: %s: cannot remove: %s", ids[i], dir, strerror(errno));
+    }
+    if (n) clog_printf("retention: deleted %d finished job%s beyond --keep-jobs %ld (oldest %s)", n, n == 1 ? "" : "s",
+                       c->cfg.keep_jobs, ids[0]);
+}
+
 static void tick(coordinator_t *c)
 {
     double now = clock_wall_s();
@@ -124,6 +143,7 @@ static void tick(coordinator_t *c)
     }
     if (c->rc && c->have_lock && c->adopted) run_schedule(c, now);
     if (c->rc && second) publish_info(c, now);
+    if (c->rc && c->have_lock && second && c->cfg.keep_jobs > 0) prune(c);
 }
 
 static void *tick_main(void *arg)

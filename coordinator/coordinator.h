@@ -74,11 +74,14 @@ typedef struct {
                                      resolve under; none = COORD_DATA_ROOT_DEBIAN and
                                      STATE_DIR/data */
     int ndata_roots;
+    long keep_jobs;               /* 10000: job history kept (final jobs beyond it, oldest
+                                     first, are deleted with their directory); 0 = all */
 } coord_config_t;
 
 #define COORD_OVERSUBSCRIBE_DEFAULT 4.0
 #define COORD_OVERSUBSCRIBE_MAX 1024.0
 #define COORD_DATA_ROOTS_MAX 16
+#define COORD_KEEP_JOBS_DEFAULT 10000
 #define COORD_DATA_ROOT_DEBIAN "/usr/share/datasets"
 
 void coord_config_defaults(coord_config_t *cfg);

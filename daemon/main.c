@@ -31,7 +31,7 @@ enum {
     O_MAX_RESTARTS, O_HEARTBEAT, O_BACKOFF, O_GRACE, O_CKPT_STEPS, O_STOP_JOBS, O_TIMEOUT, O_STATE, O_TAIL,
     O_LIMIT, O_SINCE, O_JSON, O_HELP, O_VERSION, O_TOKEN_FILE, O_AUTH_READS, O_STATIC_DIR, O_HTTP_THREADS, O_SSE_MAX,
     O_API_CACHE, O_LAUNCHER, O_SLURM_MPI, O_SLURM_PARTITION, O_SLURM_ARGS, O_PUBLIC_READS, O_ALLOWED_HOST,
-    O_SSE_PER_CLIENT, O_CONNS_PER_CLIENT, O_HEADER_TIMEOUT, O_OVERSUBSCRIBE, O_DATA_ROOT,
+    O_SSE_PER_CLIENT, O_CONNS_PER_CLIENT, O_HEADER_TIMEOUT, O_OVERSUBSCRIBE, O_DATA_ROOT, O_KEEP_JOBS,
 };
 
 typedef struct {
@@ -62,6 +62,8 @@ static const opt_row_t OPTIONS[] = {
                                 "seconds (default 10)", O_HEADER_TIMEOUT },
     { "data-root", 1, "DIR", "a job's dataset.path must resolve under DIR (repeatable; default "
                              COORD_DATA_ROOT_DEBIAN " and STATE_DIR/data); others are 400", O_DATA_ROOT },
+    { "keep-jobs", 1, "N", "job history: delete the oldest finished jobs beyond N, with their directories "
+                           "(default 10000; 0 = keep all)", O_KEEP_JOBS },
     { "oversubscribe-factor", 1, "X", "refuse (422) a job with more ranks than the cluster's slots times X "
                                       "(default 4)", O_OVERSUBSCRIBE },
     { "api-cache-ms", 1, "MS", "reuse GET /api/v1/jobs/{id} answers this long (default 500; 0 = off)", O_API_CACHE },
@@ -498,6 +500,7 @@ int main(int argc, char **argv)
         case O_SSE_PER_CLIENT:
         case O_CONNS_PER_CLIENT:
         case O_HEADER_TIMEOUT:
+        case O_KEEP_JOBS:
         case O_API_CACHE:
             if (parse_num(name, optarg, 0, &v) != 0) return 2;
             if (ch == O_MAX_RESTARTS) o.cfg.max_restarts = (int)v;
@@ -510,6 +513,7 @@ int main(int argc, char **argv)
             else if (ch == O_HTTP_THREADS) o.http.threads = (int)v;
             else if (ch == O_SSE_MAX) o.http.sse_max = (int)v;
             else if (ch == O_SSE_PER_CLIENT) o.http.sse_per_client = (int)v;
+            else if (ch == O_KEEP_JOBS) o.cfg.keep_jobs = (long)v;
             else if (ch == O_CONNS_PER_CLIENT) o.http.conns_per_client = (int)v;
             else if (ch == O_HEADER_TIMEOUT) o.http.header_timeout_s = (int)v;
             else if (ch == O_API_CACHE) o.http.cache_ms = (int)v;

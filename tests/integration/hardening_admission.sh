@@ -8,6 +8,8 @@
 #    (--max-conns-per-client) closes all but a few at once, so /healthz and the API still
 #    answer another client; the rest are closed after --header-timeout; libmicrohttpd's
 #    line per refused connection is rate-limited in the coordinator's log;
+#  - job history: --keep-jobs N deletes the oldest finished jobs beyond N, with their
+#    directories;
 #  - after Redis lost its data and ids began again at j-1, the new j-1 does not inherit
 #    the old j-1's directory (checkpoint, log): the coordinator moves it aside.
 . tests/integration/coordinator_lib.inc
@@ -18,7 +20,7 @@ PROBE=$BUILD/tools/netprobe
 base_url() { grep -o 'REST API and dashboard on http://[0-9.:]*' "$TMP/coord.log" | tail -1 | sed 's/.* on //'; }
 post() { curl -s -o "$TMP/body" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary @"$1" "$BASE/api/v1/jobs"; }
 
-start_coord --listen 127.0.0.1:0 --oversubscribe-factor 1 --max-conns-per-client 16 --header-timeout 3
+start_coord --listen 127.0.0.1:0 --oversubscribe-factor 1 --max-conns-per-client 16 --header-timeout 3 --keep-jobs 3
 BASE=$(base_url)
 [ -n "$BASE" ] || fail "no 'REST API ... on http://' line in the log"
 
@@ -64,6 +66,20 @@ cat "$TMP/probe.txt" | tail -2
 nlog=$(grep -c '^.*http: ' "$TMP/coord.log")
 [ "$nlog" -le 60 ] || { grep 'http: ' "$TMP/coord.log" | tail -5; fail "$nlog http: lines in the log for one flood"; }
 echo "ok: the rest closed by --header-timeout 3; $nlog http: lines in the coordinator's log"
+
+# ---- job history retention (--keep-jobs 3) -----------------------------------------------------------------
+for k in 1 2 3 4; do
+    [ "$(post "$TMP/fits.json")" = 201 ] || fail "POST for retention: $(cat "$TMP/body")"
+    curl -s -X DELETE "$BASE/api/v1/jobs/$(jq -r .id "$TMP/body")" >/dev/null
+done
+ids() { curl -s "$BASE/api/v1/jobs" | jq -r '[.jobs[].id] | sort | join(" ")'; }
+kept() { [ "$(ids)" = "j-3 j-4 j-5" ]; }
+await 60 "history to shrink to the newest 3 finished jobs" kept
+[ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/api/v1/jobs/j-1")" = 404 ] || fail "j-1 is still there"
+[ ! -e "$STATE/jobs/j-1" ] && [ ! -e "$STATE/jobs/j-2" ] || fail "the deleted jobs' directories are still there"
+[ -d "$STATE/jobs/j-5" ] || [ "$(field_of j-5 started)" = null ] || fail "j-5's directory went with the others"
+grep -q 'retention: deleted' "$TMP/coord.log" || fail "the coordinator did not log the deletion"
+echo "ok: --keep-jobs 3 kept $(ids), deleted j-1 and j-2 with their directories"
 stop_coord
 
 # ---- Redis lost its data: a new j-1 never inherits the old j-1's directory -------------------------------

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "fs.h"
 #include "launch.h"
 #include "redis_url.h"
 
@@ -143,6 +144,36 @@ static void test_redis_password_file(void **state)
     rm_tree(dir);
 }
 
+/* ---- job history retention: a job directory goes, never what a link in it points to ----- */
+
+static void test_remove_tree_keeps_link_targets(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pacer-secure-XXXXXX", p[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(p, sizeof p, "%s/outside", dir);
+    assert_int_equal(mkdir(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/outside/keep", dir);
+    assert_int_equal(write_file_atomic_mode(p, "x", 1, 0644), 0);
+    snprintf(p, sizeof p, "%s/job/checkpoints/deep", dir);
+    assert_int_equal(fs_mkdir_p(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/job/checkpoints/deep/a.ckpt", dir);
+    assert_int_equal(write_file_atomic_mode(p, "y", 1, 0644), 0);
+    char target[256], link[256];
+    snprintf(target, sizeof target, "%s/outside", dir);
+    snprintf(link, sizeof link, "%s/job/evil", dir);
+    assert_int_equal(symlink(target, link), 0);
+    snprintf(p, sizeof p, "%s/job", dir);
+    assert_int_equal(fs_remove_tree(p), 0);
+    struct stat st;
+    assert_int_equal(lstat(p, &st), -1);
+    snprintf(p, sizeof p, "%s/outside/keep", dir);
+    assert_int_equal(stat(p, &st), 0);   /* the link went, not its target */
+    snprintf(p, sizeof p, "%s/job", dir);
+    assert_int_equal(fs_remove_tree(p), 0);   /* already gone: fine */
+    rm_tree(dir);
+}
+
 /* ---- DNS rebinding: the Host header -------------------------------------------------------- */
 
 static void test_host_header(void **state)
@@ -196,6 +227,7 @@ int main(void)
         cmocka_unit_test(test_redis_url_redact),
         cmocka_unit_test(test_redis_password_file),
         cmocka_unit_test(test_host_header),
+        cmocka_unit_test(test_remove_tree_keeps_link_targets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

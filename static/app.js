@@ -474,7 +474,15 @@
 
     async function loadJob() {
       try {
-        s.job = await api('/jobs/' + id);
+        const job = await api('/jobs/' + id);
+        // An answer older than the final state event (a request sent before it, or the
+        // server's short answer cache) must not turn the page back to RUNNING for good.
+        if (s.finalEvent && !FINAL.includes(job.state)) {
+          job.state = s.finalEvent.state;
+          if (s.finalEvent.reason !== undefined) job.reason = s.finalEvent.reason;
+          if ((s.finalRetries = (s.finalRetries || 0) + 1) <= 10) setTimeout(loadJob, 1000);   // until the record catches up
+        }
+        s.job = job;
         if (s.t0 === null && s.job.started) s.t0 = s.job.started;
         if (FINAL.includes(s.job.state)) s.finished = true;
         facts();
@@ -531,7 +539,7 @@
         s.lastEvent = Date.now();
         s.events++;
         if (s.job) { s.job.state = ev.state; if (ev.reason !== undefined) s.job.reason = ev.reason; }
-        if (FINAL.includes(ev.state)) { s.finished = true; es.close(); loadJob(); loadNodes(); }
+        if (FINAL.includes(ev.state)) { s.finished = true; s.finalEvent = ev; es.close(); loadJob(); loadNodes(); }
         else if (!ev.snapshot) loadJob();
         s.dirty = true;
       },

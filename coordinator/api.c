@@ -274,8 +274,10 @@ int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *pare
     }
     /* Admission: a job that could never run is refused now, not queued forever (or run
      * hundreds of ranks to a core). Only the daemon knows its slots (0 in coordinator_open's
-     * CLI mode, where the daemon's scheduler still runs it alone, oversubscribed). */
-    if (c->slots_total > 0 && j.world > c->slots_total * c->cfg.oversubscribe) {
+     * CLI mode, where the daemon's scheduler still runs it alone, oversubscribed). A
+     * simulated job's ranks are simulated hosts inside one pacer-sim process (one of
+     * --sim-slots), not ranks on the launcher's slots: its size is not counted here. */
+    if (c->slots_total > 0 && !s->simulate.enabled && j.world > c->slots_total * c->cfg.oversubscribe) {
         rc_code = COORD_ENOFIT;
         set_err(err, errlen, "workers: %d ranks (world %d) do not fit the cluster's %d slot%s times the "
                 "oversubscription factor %g (--oversubscribe-factor): at most %d",

@@ -66,7 +66,7 @@ static const opt_row_t OPTIONS[] = {
     { "keep-jobs", 1, "N", "job history: delete the oldest finished jobs beyond N, with their directories "
                            "(default 10000; 0 = keep all)", O_KEEP_JOBS },
     { "oversubscribe-factor", 1, "X", "refuse (422) a job with more ranks than the cluster's slots times X "
-                                      "(default 4)", O_OVERSUBSCRIBE },
+                                      "(default 4; simulated jobs are not counted)", O_OVERSUBSCRIBE },
     { "api-cache-ms", 1, "MS", "reuse GET /api/v1/jobs/{id} answers this long (default 500; 0 = off)", O_API_CACHE },
     { "redis", 1, "URL", "Redis: redis://host:port[/db] or unix:///path (default $REDIS_URL; daemon without "
                          "either: an embedded redis-server on STATE_DIR/redis.sock)", O_REDIS },

@@ -4,7 +4,8 @@
 #    process's argv (ps), the job log (with the logged mpirun command line), the
 #    coordinator's log, /api/v1/cluster, /api/v1/jobs/{id}, /metrics or `cluster`; the
 #    workers still authenticate (their records reach Redis) with the owner-only file
-#    STATE/redis.password that --redis-password-file names;
+#    STATE/redis.password that --redis-password-file names; so do a simulated job's ranks
+#    (pacer-sim passes the option on), where SimGrid is built;
 #  - paths written into Redis by someone else (log, checkpoint_dir, summary_path, a job
 #    name that is a path) are never opened or shown: the API derives them from the state
 #    dir and the job id;
@@ -85,6 +86,28 @@ no_pw "the job log" "$STATE/jobs/$id/log"
 no_pw "/api/v1/jobs/$id/logs" "$TMP/body"
 no_pw "the coordinator's log" "$TMP/coord.log"
 echo "ok: password in no argv, log, answer or metric; workers authenticate from STATE/redis.password (0600)"
+
+# ---- a simulated job: pacer-sim passes the same file on to its ranks ----------------------------------------
+# The sim launcher (coordinator/launch_sim.c) gives every simulated rank the worker's options,
+# --redis-password-file among them: the password is in neither pacer-sim's argv nor its log.
+if command -v smpirun >/dev/null 2>&1 && [ -x "$BUILD/pacer-sim" ] && [ -x "${SMPI_BUILD:-build-smpi}/pacer-worker" ]; then
+    jq -n '{name: "simsec", model: "lenet5", workers: 2, batch_size: 32, epochs: 1, seed: 3, log_every: 0,
+            dataset: {name: "fashion-mnist", train_subset: 512, test_subset: 128},
+            optimizer: {lr: 0.01}, algorithm: {name: "asgd"},
+            simulate: {enabled: true, slowdown: [1, 2], deterministic: true}}' >"$TMP/sim.json"
+    sid=$(submit "$TMP/sim.json")
+    sim_ended() { is_state "$sid" SUCCEEDED || is_state "$sid" FAILED; }
+    await 180 "simulated job $sid to end" sim_ended
+    is_state "$sid" SUCCEEDED || { tail -20 "$STATE/jobs/$sid/log"; fail "simulated job $sid: $(field_of "$sid" reason)"; }
+    grep -q -- "pacer-sim.* -- .*--redis redis://127.0.0.1:$RPORT .*--redis-password-file $STATE/redis.password" \
+        "$STATE/jobs/$sid/log" || { head -3 "$STATE/jobs/$sid/log"; fail "pacer-sim's command line lacks --redis-password-file or a bare URL"; }
+    no_pw "the simulated job's log" "$STATE/jobs/$sid/log"
+    [ "$(rcli XLEN "pacer:job:$sid:metrics")" -gt 0 ] 2>/dev/null ||
+        fail "the simulated ranks wrote no metrics to Redis (did they authenticate?)"
+    echo "ok: simulated job $sid: its ranks authenticate from STATE/redis.password; the password is in neither argv nor log"
+else
+    echo "skip-part: no SimGrid build (make smpi): the simulated job's password path is not checked"
+fi
 
 # ---- paths read back from Redis are never trusted -------------------------------------------------------
 mkdir -p "$TMP/evil"

@@ -110,7 +110,8 @@ refuse '{"simulate": {"slowdown": [], "platform": "sim/platforms/../../Makefile"
 refuse '{"simulate": {"slowdown": [], "platform": "nope.xml"}}' simulate.platform
 refuse '{"simulate": {"slowdown": [], "platform": "hetero-1124.xml", "hostfile": "/etc/hosts"}}' simulate.hostfile
 # The same spec without "enabled" is a real job: its paths are not the simulator's business.
-sim_job "$TMP/real.json" '{"simulate": {"enabled": false, "slowdown": [], "platform": "/etc/hostname"}}'
+# (One ssgd worker: a real job's ranks do count against the slots, x 1 here.)
+sim_job "$TMP/real.json" '{"workers": 1, "algorithm": {"name": "ssgd"}, "simulate": {"enabled": false, "slowdown": [], "platform": "/etc/hostname"}}'
 [ "$(post "$TMP/real.json")" = 201 ] || { cat "$TMP/body"; fail "a real job with a simulate section was refused"; }
 [ "$(jq -r .simulated "$TMP/body")" = false ] || fail "a real job is marked simulated"
 curl -s -o /dev/null -X DELETE "$BASE/api/v1/jobs/$(jq -r .id "$TMP/body")"

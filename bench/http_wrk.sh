@@ -11,7 +11,7 @@
 #      Redis stream holds (no missed events).
 #
 # The coordinator runs with its embedded Redis in a temporary state dir, on a free port,
-# with --sse-max above SSE_CLIENTS. Environment: BUILD (build), DURATION (10), CONNS (32),
+# with --sse-max and --sse-per-client above SSE_CLIENTS. Environment: BUILD (build), DURATION (10), CONNS (32),
 # THREADS (2), HTTP_THREADS (the coordinator's --http-threads, 4), API_CACHE_MS (its
 # --api-cache-ms, 500; 0 measures every GET reading Redis), SSE_CLIENTS (100).
 set -u
@@ -46,7 +46,10 @@ command -v jq >/dev/null || die "jq not installed (make deps)"
 [ -d /usr/share/datasets/fashion-mnist ] || die "Fashion-MNIST not installed (make deps)"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 
+# Every client here is one address (127.0.0.1): the per-client limits (--sse-per-client,
+# 8, and --max-conns-per-client, 32, by default) are raised with the global one.
 "$COORD" --state-dir "$TMP/var" --listen 127.0.0.1:0 --sse-max $((SSE_CLIENTS + 16)) --http-threads "$HTTP_THREADS" \
+    --sse-per-client $((SSE_CLIENTS + 16)) --max-conns-per-client $((CONNS + SSE_CLIENTS + 16)) \
     --api-cache-ms "$API_CACHE_MS" \
     --stop-jobs-on-exit >"$TMP/coord.log" 2>&1 &
 COORD_PID=$!

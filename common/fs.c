@@ -2,6 +2,8 @@
 #include "fs.h"
 
 #include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -22,4 +24,20 @@ int fs_mkdir_p(const char *path, unsigned mode)
     }
     if (mkdir(tmp, (mode_t)mode) != 0 && errno != EEXIST) return -1;
     return 0;
+}
+
+static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st;
+    (void)type;
+    (void)ftw;
+    return remove(path) != 0 && errno != ENOENT ? -1 : 0;
+}
+
+int fs_remove_tree(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0) return errno == ENOENT ? 0 : -1;
+    /* FTW_DEPTH: contents before their directory; FTW_PHYS: a link is an entry, not a way out. */
+    return nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -1;
 }

@@ -7,4 +7,9 @@
  * Returns 0, or -1 with errno set (ENAMETOOLONG beyond 4095 bytes). */
 int fs_mkdir_p(const char *path, unsigned mode);
 
+/* rm -r: removes path and everything under it, never following a symbolic link (a link
+ * is removed, not what it points to). A missing path is fine. Returns 0, or -1 with
+ * errno set by the first failure. */
+int fs_remove_tree(const char *path);
+
 #endif

@@ -956,6 +956,11 @@ char *spec_to_json_doc(const job_spec_t *s, json_t **doc)
     return spec_text(s, 0, doc);
 }
 
+int spec_name_valid(const char *name)
+{
+    return name && strlen(name) < SPEC_NAME_MAX && check_name(name) == NULL;
+}
+
 uint64_t spec_hash(const job_spec_t *s)
 {
     char *text = spec_text(s, 1, NULL);

@@ -133,6 +133,10 @@ char *spec_to_json_doc(const job_spec_t *s, json_t **doc);
  * 64. Checkpoints carry it; a resume with a spec of another hash is refused. */
 uint64_t spec_hash(const job_spec_t *s);
 
+/* 1 when name is a valid job name (the "name" field's rule: 1-63 letters, digits, '.',
+ * '_' and '-'): safe as a file name, never a path. For names read back from elsewhere. */
+int spec_name_valid(const char *name);
+
 /* Whether the algorithm runs with a parameter server on rank 0 (world = workers + 1). */
 int spec_is_async(const job_spec_t *s);
 

@@ -42,6 +42,7 @@ const char *coord_strerror(int code)
     case COORD_ESTATE: return "not possible in this state";
     case COORD_EUNAVAIL: return "Redis unavailable";
     case COORD_EINTERNAL: return "internal error";
+    case COORD_ENOFIT: return "does not fit the cluster";
     default: return "unknown error";
     }
 }
@@ -167,7 +168,7 @@ static int job_exists(redisContext *rc, const char *id)
 
 /* ---- submit, list, get, cancel ---------------------------------------------------------------- */
 
-static json_t *job_json(const char *id, json_t *h, json_t *spec);
+static json_t *job_json(const coordinator_t *c, const char *id, json_t *h, json_t *spec);
 
 int coord_submit(coordinator_t *c, const char *spec_json, char *id, size_t idlen, char *err, size_t errlen)
 {
@@ -203,6 +204,37 @@ int coord_submit_spec(coordinator_t *c, const job_spec_t *s, char *id, size_t id
     return coord_submit_spec_as(c, s, NULL, id, idlen, job, err, errlen);
 }
 
+/* dataset.path, resolved (realpath: no "..", no symbolic link out), must be one of the
+ * data roots or under one: a client of the API must not make the workers read, and the
+ * log then quote, any file the daemon's user can read. Only the daemon checks: the
+ * command-line client writes to Redis itself, as the operator. The message names the
+ * path as the client sent it, never what is in the file. */
+static int data_path_allowed(const coordinator_t *c, const char *path, char *err, size_t errlen)
+{
+    char real[PATH_MAX];
+    if (path[0] != '/') {
+        set_err(err, errlen, "dataset.path: %.300s: must be an absolute path (the workers do not run in this "
+                "process's directory)", path);
+        return -1;
+    }
+    if (!realpath(path, real)) {
+        set_err(err, errlen, "dataset.path: %.300s: %s", path, strerror(errno));
+        return -1;
+    }
+    for (int i = 0; i < c->ndata_roots; i++) {
+        size_t n = strlen(c->data_roots[i]);
+        if (strncmp(real, c->data_roots[i], n) == 0 && (real[n] == 0 || real[n] == '/' || n == 1)) return 0;
+    }
+    char roots[512] = "";
+    for (int i = 0; i < c->ndata_roots; i++) {
+        size_t k = strlen(roots);
+        snprintf(roots + k, sizeof roots - k, "%s%s", i ? ", " : "", c->data_roots[i]);
+    }
+    set_err(err, errlen, "dataset.path: %.300s is not under a data root (--data-root; now: %s)", path,
+            c->ndata_roots ? roots : "none");
+    return -1;
+}
+
 int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *parent, char *id, size_t idlen,
                          json_t **job, char *err, size_t errlen)
 {
@@ -236,10 +268,27 @@ int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *pare
         .workers = s->workers, .world = spec_is_async(s) ? s->workers + 1 : s->workers,
         .dynamic_batch = s->algorithm.dynamic_batch, .simulated = s->simulate.enabled, .parent = parent,
     };
+    if (c->daemon && s->dataset.path[0] && data_path_allowed(c, s->dataset.path, err, errlen) != 0) {
+        rc_code = COORD_EINVAL;
+        goto out;
+    }
+    /* Admission: a job that could never run is refused now, not queued forever (or run
+     * hundreds of ranks to a core). Only the daemon knows its slots (0 in coordinator_open's
+     * CLI mode, where the daemon's scheduler still runs it alone, oversubscribed). A
+     * simulated job's ranks are simulated hosts inside one pacer-sim process (one of
+     * --sim-slots), not ranks on the launcher's slots: its size is not counted here. */
+    if (c->slots_total > 0 && !s->simulate.enabled && j.world > c->slots_total * c->cfg.oversubscribe) {
+        rc_code = COORD_ENOFIT;
+        set_err(err, errlen, "workers: %d ranks (world %d) do not fit the cluster's %d slot%s times the "
+                "oversubscription factor %g (--oversubscribe-factor): at most %d",
+                s->workers, j.world, c->slots_total, c->slots_total == 1 ? "" : "s", c->cfg.oversubscribe,
+                (int)(c->slots_total * c->cfg.oversubscribe) - (j.world - s->workers));
+        goto out;
+    }
     rc = conn_get(c);
     if (!rc) {
         rc_code = COORD_EUNAVAIL;
-        set_err(err, errlen, "Redis at %s is unreachable", c->redis_url);
+        set_err(err, errlen, "Redis at %s is unreachable", c->redis_url_shown);
         goto out;
     }
     int js = jobstore_submit(rc, &j, id, idlen, job ? &h : NULL);
@@ -253,7 +302,7 @@ int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *pare
         /* The job as coord_get would show it, from what was just written; the spec's
          * document goes into the parse cache, so the first GET does not decode it either. */
         api_cache_spec_put(id, norm, doc);
-        *job = job_json(id, h, doc);
+        *job = job_json(c, id, h, doc);
     }
 out:
     json_decref(h);
@@ -345,9 +394,20 @@ int coord_list(coordinator_t *c, const char *state, long offset, long limit, jso
     return *out ? COORD_OK : COORD_EINTERNAL;
 }
 
+/* The checkpoint: STATE_DIR/jobs/{id}/checkpoints/{name}.ckpt, name being the job's
+ * name as Redis holds it, used only when it is a valid job name (never a path). */
+static int checkpoint_file(const coordinator_t *c, const char *id, const char *name, char *out, size_t len)
+{
+    char dir[PATH_MAX];
+    if (!spec_name_valid(name) || coord_job_path(c, id, "checkpoints", dir, sizeof dir) != 0) return -1;
+    int n = snprintf(out, len, "%s/%s.ckpt", dir, name);
+    return n >= 0 && (size_t)n < len ? 0 : -1;
+}
+
 /* A job hash (jobstore_get's strings) as the API shows it; spec: the parsed "spec" field
- * when the caller has it, else it comes from the parse cache. */
-static json_t *job_json(const char *id, json_t *h, json_t *spec)
+ * when the caller has it, else it comes from the parse cache. The paths it shows (log,
+ * checkpoint_dir, checkpoint) and the summary it reads are derived (coord_job_path). */
+static json_t *job_json(const coordinator_t *c, const char *id, json_t *h, json_t *spec)
 {
     json_t *o = json_object();
     if (!o) return NULL;
@@ -360,8 +420,9 @@ static json_t *job_json(const char *id, json_t *h, json_t *spec)
             json_object_set_new(o, "spec", parsed ? parsed : json_string(s));
         } else if (strcmp(key, "dynamic_batch") == 0 || strcmp(key, "simulated") == 0) {
             json_object_set_new(o, key, json_boolean(s && strcmp(s, "1") == 0));
-        } else if (strcmp(key, "pstart") == 0 || strcmp(key, "summary_path") == 0) {
-            continue;   /* internal */
+        } else if (strcmp(key, "pstart") == 0 || strcmp(key, "summary_path") == 0 || strcmp(key, "log") == 0 ||
+                   strcmp(key, "checkpoint_dir") == 0) {
+            continue;   /* internal, or derived below */
         } else if (strcmp(key, "reason") == 0) {
             json_object_set_new(o, key, json_string(s));
         } else if (strcmp(key, "retries") == 0) {
@@ -372,17 +433,21 @@ static json_t *job_json(const char *id, json_t *h, json_t *spec)
             if (s && *s) json_object_set_new(o, key, str ? json_string(s) : typed(s));
         }
     }
-    const char *ckdir = json_string_value(json_object_get(h, "checkpoint_dir"));
+    /* Shown once the daemon has launched the job (it records them then). */
     const char *name = json_string_value(json_object_get(h, "name"));
-    if (ckdir && *ckdir && name) {
-        char path[PATH_MAX + 128];
-        snprintf(path, sizeof path, "%s/%s.ckpt", ckdir, name);
-        json_object_set_new(o, "checkpoint", json_string(path));
+    char path[PATH_MAX];
+    if (json_object_get(h, "log") && coord_job_path(c, id, "log", path, sizeof path) == 0)
+        json_object_set_new(o, "log", json_string(path));
+    if (json_object_get(h, "checkpoint_dir") && coord_job_path(c, id, "checkpoints", path, sizeof path) == 0) {
+        json_object_set_new(o, "checkpoint_dir", json_string(path));
+        if (checkpoint_file(c, id, name, path, sizeof path) == 0) json_object_set_new(o, "checkpoint", json_string(path));
     }
     job_state_t st;
     const char *state = json_string_value(json_object_get(h, "state"));
     int final = state && job_state_parse(state, &st) == 0 && job_state_terminal(st);
-    json_t *summary = api_cache_summary(json_string_value(json_object_get(h, "summary_path")), final);
+    json_t *summary = json_object_get(h, "summary_path") && coord_job_path(c, id, "summary.json", path, sizeof path) == 0
+                          ? api_cache_summary(path, final)
+                          : NULL;
     if (summary) json_object_set_new(o, "summary", summary);
     return o;
 }
@@ -396,7 +461,7 @@ int coord_get(coordinator_t *c, const char *id, json_t **out)
     int js = jobstore_get(rc, id, &h);
     conn_put(c, rc, js == JS_EREDIS);
     if (js != JS_OK) return coord_js_to_coord(js);
-    *out = job_json(id, h, NULL);
+    *out = job_json(c, id, h, NULL);
     json_decref(h);
     return *out ? COORD_OK : COORD_EINTERNAL;
 }
@@ -409,7 +474,7 @@ int coord_cancel(coordinator_t *c, const char *id, char *err, size_t errlen)
     }
     redisContext *rc = conn_get(c);
     if (!rc) {
-        set_err(err, errlen, "Redis at %s is unreachable", c->redis_url);
+        set_err(err, errlen, "Redis at %s is unreachable", c->redis_url_shown);
         return COORD_EUNAVAIL;
     }
     job_state_t st = JOB_QUEUED;
@@ -608,9 +673,10 @@ static int job_field(coordinator_t *c, const char *id, const char *field, char *
 int coord_logs(coordinator_t *c, const char *id, long offset, long limit, long tail_lines, json_t **out)
 {
     if (!job_id_valid(id)) return COORD_ENOTFOUND;
-    char path[PATH_MAX];
-    int code = job_field(c, id, "log", path, sizeof path);
+    char path[PATH_MAX], state[32];
+    int code = job_field(c, id, "state", state, sizeof state);   /* the job exists */
     if (code != COORD_OK) return code;
+    if (coord_job_path(c, id, "log", path, sizeof path) != 0) path[0] = 0;
     if (offset < 0) offset = 0;
     if (limit <= 0) limit = LOG_DEFAULT;
     if (limit > LOG_MAX) limit = LOG_MAX;
@@ -662,15 +728,10 @@ int coord_checkpoint_path(coordinator_t *c, const char *id, char *path, size_t l
     int js = jobstore_get(rc, id, &h);
     conn_put(c, rc, js == JS_EREDIS);
     if (js != JS_OK) return coord_js_to_coord(js);
-    const char *dir = json_string_value(json_object_get(h, "checkpoint_dir"));
     const char *name = json_string_value(json_object_get(h, "name"));
     int code = COORD_ENOTFOUND;
     struct stat st;
-    if (dir && *dir && name) {
-        int k = snprintf(path, len, "%s/%s.ckpt", dir, name);
-        if (k < 0 || (size_t)k >= len) code = COORD_EINVAL;
-        else if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) code = COORD_OK;
-    }
+    if (checkpoint_file(c, id, name, path, len) == 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode)) code = COORD_OK;
     json_decref(h);
     return code;
 }
@@ -697,6 +758,14 @@ int coord_cluster(coordinator_t *c, json_t **out)
     static const char *const COORD_STRINGS[] = { "host", "version", "state_dir", "redis", "worker", "listen", NULL };
     if (r[0]->type == REDIS_REPLY_ARRAY && r[0]->elements > 0) {
         coord = hash_object(r[0], COORD_STRINGS);
+        /* Masked where it is written (coordinator.c); masked again here, for a record an
+         * older coordinator wrote: the API never shows a Redis password. */
+        const char *ru = json_string_value(json_object_get(coord, "redis"));
+        if (ru) {
+            char shown[REDIS_URL_MAX + 16];
+            redis_url_redact(ru, shown, sizeof shown);
+            json_object_set_new(coord, "redis", json_string(shown));
+        }
         const char *h = json_string_value(json_object_get(coord, "hosts"));
         json_t *hosts = h ? json_loads(h, 0, NULL) : NULL;
         if (hosts) json_object_set_new(coord, "hosts", hosts);

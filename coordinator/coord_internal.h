@@ -28,8 +28,14 @@ struct coordinator {
     char mpirun[PATH_MAX];
     char redis_server[PATH_MAX];
     char redis_url[REDIS_URL_MAX];         /* what the coordinator connects to */
-    char worker_redis_url[REDIS_URL_MAX];  /* what the workers get */
+    char worker_redis_url[REDIS_URL_MAX];  /* what the workers get, without a password */
+    char redis_url_shown[REDIS_URL_MAX + 16]; /* redis_url with its password masked: for
+                                              logs, messages and pacer:coordinator */
+    char worker_password_file[PATH_MAX + 32]; /* STATE_DIR/redis.password (0600) when the
+                                              workers' URL has a password, else "" */
     redis_url_t url;
+    char data_roots[COORD_DATA_ROOTS_MAX][PATH_MAX]; /* resolved (realpath) --data-root dirs */
+    int ndata_roots;
     jobstore_pool_t *pool;                 /* API connections */
 
     /* daemon only */
@@ -42,6 +48,7 @@ struct coordinator {
     int nhosts, slots_total;               /* the launcher's hosts and their slots */
     char hostname[256];
     int worker_has_redis;                  /* the worker understands --redis/--job */
+    int worker_has_password_file;          /* ... and --redis-password-file */
     double started_at;
     char lock_value[320];
 
@@ -63,6 +70,11 @@ struct coordinator {
 };
 
 int coord_js_to_coord(int js);   /* JS_* -> COORD_* */
+
+/* STATE_DIR/jobs/{id}[/leaf] (run.c): the one place a job's file paths come from. The
+ * API derives what it opens and shows from it, never from a path stored in Redis.
+ * Returns 0, or -1 when id is not a job id or the path does not fit. */
+int coord_job_path(const coordinator_t *c, const char *id, const char *leaf, char *out, size_t len);
 
 /* coord_submit, recording parent (NULL = none) as the job this one retries (lifecycle.c). */
 int coord_submit_as(coordinator_t *c, const char *spec_json, const char *parent, char *id, size_t idlen, char *err,

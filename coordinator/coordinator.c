@@ -38,6 +38,8 @@ void coord_config_defaults(coord_config_t *cfg)
     cfg->tick_s = 0.2;
     cfg->default_checkpoint_steps = 50;
     cfg->sim_slots = 1;
+    cfg->oversubscribe = COORD_OVERSUBSCRIBE_DEFAULT;
+    cfg->keep_jobs = COORD_KEEP_JOBS_DEFAULT;
 }
 
 static int absolute(const char *in, char *out, size_t len)
@@ -84,7 +86,7 @@ static void publish_info(coordinator_t *c, double now)
     snprintf(nrun, sizeof nrun, "%d", running);
     const char *argv[] = {
         "HSET", KEY_COORD, "pid", pid, "host", c->hostname, "started", started, "heartbeat", hb,
-        "version", PACER_VERSION, "state_dir", c->state_dir, "redis", c->redis_url, "worker", c->worker,
+        "version", PACER_VERSION, "state_dir", c->state_dir, "redis", c->redis_url_shown, "worker", c->worker,
         "worker_redis", c->worker_has_redis ? "1" : "0", "hosts", htext ? htext : "[]", "slots", slots,
         "slots_used", used, "running", nrun, "listen", c->listen, "simulator", stext ? stext : "{}",
     };
@@ -95,6 +97,24 @@ static void publish_info(coordinator_t *c, double now)
     free(stext);
     if (!r) tickconn_broken(c, "coordinator info");
     else freeReplyObject(r);
+}
+
+/* Job history retention (--keep-jobs): at most PRUNE_PER_TICK of the oldest final jobs a
+ * second, so a history far over the limit (a lowered --keep-jobs) shrinks without one
+ * long stall of the tick; their directories go with them. */
+#define PRUNE_PER_TICK 100
+static void prune(coordinator_t *c)
+{
+    char ids[PRUNE_PER_TICK][JOB_ID_MAX];
+    int n = 0;
+    if (tickconn_check(c, jobstore_prune(c->rc, c->cfg.keep_jobs, PRUNE_PER_TICK, ids, &n), "prune") != JS_OK) return;
+    for (int i = 0; i < n; i++) {
+        char dir[PATH_MAX];
+        if (coord_job_path(c, ids[i], NULL, dir, sizeof dir) == 0 && fs_remove_tree(dir) != 0)
+            clog_printf("job %s: %s: cannot remove: %s", ids[i], dir, strerror(errno));
+    }
+    if (n) clog_printf("retention: deleted %d finished job%s beyond --keep-jobs %ld (oldest %s)", n, n == 1 ? "" : "s",
+                       c->cfg.keep_jobs, ids[0]);
 }
 
 static void tick(coordinator_t *c)
@@ -133,6 +153,7 @@ static void tick(coordinator_t *c)
     }
     if (c->rc && c->have_lock && c->adopted) run_schedule(c, now);
     if (c->rc && second) publish_info(c, now);
+    if (c->rc && c->have_lock && second && c->cfg.keep_jobs > 0) prune(c);
 }
 
 static void *tick_main(void *arg)
@@ -200,6 +221,7 @@ int coordinator_open(const char *redis_url, const char *state_dir, coordinator_t
         memcpy(c->redis_url + 7, c->state_dir, strlen(c->state_dir));
         memcpy(c->redis_url + 7 + strlen(c->state_dir), "/redis.sock", 12);
     }
+    redis_url_redact(c->redis_url, c->redis_url_shown, sizeof c->redis_url_shown);
     if (redis_url_parse(c->redis_url, &c->url, err, errlen) != 0 || !(c->pool = jobstore_pool_new(&c->url))) {
         if (!c->pool && !err[0]) snprintf(err, errlen, "out of memory");
         free_coordinator(c);
@@ -254,6 +276,68 @@ static int open_simulator(coordinator_t *c, const coord_config_t *cfg, char *err
     return 0;
 }
 
+/* The workers' Redis password leaves the URL they get on their command line (which ps
+ * shows every user, and the job log's header line repeats) for STATE_DIR/redis.password,
+ * mode 0600, which they read with --redis-password-file. The state dir is on every host
+ * under hostfile and slurm (docs/ARCHITECTURE.md), so remote ranks find it too. */
+static int worker_password(coordinator_t *c, char *err, size_t errlen)
+{
+    redis_url_t wu;
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/redis.password", c->state_dir);
+    if (redis_url_parse(c->worker_redis_url, &wu, err, errlen) != 0) return -1;
+    int rc = 0;
+    if (!wu.password[0]) {
+        unlink(path);   /* a password of an earlier configuration is not left lying around */
+    } else if (c->worker_has_redis && !c->worker_has_password_file) {
+        snprintf(err, errlen, "worker %s has no --redis-password-file option: the Redis password would be on its "
+                              "command line; rebuild it", c->worker);
+        rc = -1;
+    } else if (write_file_atomic_mode(path, wu.password, strlen(wu.password), 0600) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        rc = -1;
+    } else {
+        snprintf(c->worker_password_file, sizeof c->worker_password_file, "%s", path);
+        char bare[REDIS_URL_MAX];
+        redis_url_strip_password(c->worker_redis_url, bare, sizeof bare);
+        memcpy(c->worker_redis_url, bare, sizeof bare);
+    }
+    memset(&wu, 0, sizeof wu);
+    return rc;
+}
+
+/* The directories a submitted dataset.path must resolve under, resolved once: the
+ * --data-root ones (each must exist), else the Debian data set directory and
+ * STATE_DIR/data, where they exist (none: no submission may name a path). */
+static int data_roots(coordinator_t *c, const coord_config_t *cfg, char *err, size_t errlen)
+{
+    char defaults[2][PATH_MAX];
+    const char *given[COORD_DATA_ROOTS_MAX];
+    int n = cfg->ndata_roots, user = n > 0;
+    if (n > COORD_DATA_ROOTS_MAX || (n > 0 && !cfg->data_roots)) {
+        snprintf(err, errlen, "--data-root: at most %d", COORD_DATA_ROOTS_MAX);
+        return -1;
+    }
+    if (user) {
+        for (int i = 0; i < n; i++) given[i] = cfg->data_roots[i];
+    } else {
+        snprintf(defaults[0], sizeof defaults[0], "%s", COORD_DATA_ROOT_DEBIAN);
+        snprintf(defaults[1], sizeof defaults[1], "%.*s/data", PATH_MAX - 8, c->state_dir);
+        given[0] = defaults[0];
+        given[1] = defaults[1];
+        n = 2;
+    }
+    for (int i = 0; i < n; i++) {
+        if (!realpath(given[i], c->data_roots[c->ndata_roots])) {
+            if (!user) continue;
+            snprintf(err, errlen, "--data-root %.200s: %s", given[i], strerror(errno));
+            return -1;
+        }
+        c->ndata_roots++;
+    }
+    return 0;
+}
+
 int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err, size_t errlen)
 {
     coordinator_t *c = alloc_coordinator();
@@ -273,6 +357,8 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
     if (c->cfg.heartbeat_timeout_s <= 0) c->cfg.heartbeat_timeout_s = 60;
     if (c->cfg.kill_grace_s < 0) c->cfg.kill_grace_s = 0;
     if (c->cfg.default_checkpoint_steps <= 0) c->cfg.default_checkpoint_steps = 50;
+    if (!(c->cfg.oversubscribe >= 1)) c->cfg.oversubscribe = COORD_OVERSUBSCRIBE_DEFAULT;
+    c->cfg.data_roots = NULL;   /* copied below, resolved */
     if (absolute(cfg->state_dir && *cfg->state_dir ? cfg->state_dir : "./var", c->state_dir, sizeof c->state_dir)) {
         snprintf(err, errlen, "state dir: path too long");
         goto fail;
@@ -282,6 +368,7 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
         snprintf(err, errlen, "state dir %.200s...: longer than %d bytes", c->state_dir, SPEC_PATH_MAX - 64);
         goto fail;
     }
+    if (data_roots(c, cfg, err, errlen) != 0) goto fail;
     char jobs[PATH_MAX + 8];
     snprintf(jobs, sizeof jobs, "%s/jobs", c->state_dir);
     if (fs_mkdir_p(jobs, 0755) != 0) {
@@ -339,6 +426,7 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
         const char *argv[] = { c->worker, "--help", NULL };
         if (help) launch_capture(argv, help, HELP_MAX, 10.0);
         c->worker_has_redis = help && strstr(help, "--redis") != NULL;
+        c->worker_has_password_file = help && strstr(help, "--redis-password-file") != NULL;
         free(help);
         if (!c->worker_has_redis)
             clog_printf("worker %s has no --redis option: jobs run without metrics, heartbeats and batch plans",
@@ -353,7 +441,9 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
         copy_str(c->redis_url, sizeof c->redis_url, cfg->redis_url, "");
     }
     if (redis_url_parse(c->redis_url, &c->url, err, errlen) != 0) goto fail;
+    redis_url_redact(c->redis_url, c->redis_url_shown, sizeof c->redis_url_shown);
     copy_str(c->worker_redis_url, sizeof c->worker_redis_url, cfg->worker_redis_url, c->redis_url);
+    if (worker_password(c, err, errlen) != 0) goto fail;
     if (!(c->pool = jobstore_pool_new(&c->url))) {
         snprintf(err, errlen, "out of memory");
         rc = COORD_EINTERNAL;
@@ -380,7 +470,7 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
         }
     }
     clog_printf("pacer-coordinator %s: state %s, redis %s%s, worker %s, %s launcher: %d slot%s on %d host%s",
-         PACER_VERSION, c->state_dir, c->redis_url, c->embedded_on ? " (embedded)" : "", c->worker,
+         PACER_VERSION, c->state_dir, c->redis_url_shown, c->embedded_on ? " (embedded)" : "", c->worker,
          launcher_name(c->launcher), c->slots_total, c->slots_total == 1 ? "" : "s", c->nhosts,
          c->nhosts == 1 ? "" : "s");
     if (pthread_create(&c->tick_thread, NULL, tick_main, c) != 0) {

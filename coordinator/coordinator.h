@@ -39,6 +39,7 @@ enum {
     COORD_ESTATE = -3,     /* not possible in the job's state (e.g. cancel a finished job) */
     COORD_EUNAVAIL = -4,   /* Redis unreachable: try again later */
     COORD_EINTERNAL = -5,  /* out of memory, I/O error */
+    COORD_ENOFIT = -6,     /* a valid spec the cluster cannot run: more ranks than it admits */
 };
 const char *coord_strerror(int code);
 
@@ -72,7 +73,21 @@ typedef struct {
     double tick_s;                /* 0.2 */
     long default_checkpoint_steps;/* 50: used when the spec says 0 */
     int stop_jobs_on_exit;        /* 0: running jobs outlive the daemon and are re-adopted */
+    double oversubscribe;         /* 4: a submission may ask for at most this many ranks per
+                                     slot of the cluster (more is 422 at submission) */
+    const char *const *data_roots;/* --data-root: directories a spec's dataset.path must
+                                     resolve under; none = COORD_DATA_ROOT_DEBIAN and
+                                     STATE_DIR/data */
+    int ndata_roots;
+    long keep_jobs;               /* 10000: job history kept (final jobs beyond it, oldest
+                                     first, are deleted with their directory); 0 = all */
 } coord_config_t;
+
+#define COORD_OVERSUBSCRIBE_DEFAULT 4.0
+#define COORD_OVERSUBSCRIBE_MAX 1024.0
+#define COORD_DATA_ROOTS_MAX 16
+#define COORD_KEEP_JOBS_DEFAULT 10000
+#define COORD_DATA_ROOT_DEBIAN "/usr/share/datasets"
 
 void coord_config_defaults(coord_config_t *cfg);
 

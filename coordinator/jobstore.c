@@ -422,6 +422,44 @@ out:
     return rc;
 }
 
+/* KEYS: pacer:jobs, the job hash. ARGV: id. Deletes a final job; 1 when it did. */
+static const char PRUNE_LUA[] =
+    "local st = redis.call('HGET', KEYS[2], 'state')\n"
+    "if st == 'QUEUED' or st == 'RUNNING' or st == 'RESTARTING' then return 0 end\n"
+    "redis.call('DEL', KEYS[2])\n"
+    "redis.call('ZREM', KEYS[1], ARGV[1])\n"
+    "return 1\n";
+
+int jobstore_prune(redisContext *c, long keep, int max, char (*ids)[JOB_ID_MAX], int *n)
+{
+    *n = 0;
+    if (keep <= 0 || max <= 0) return JS_OK;
+    redisReply *r = redisCommand(c, "ZCARD %s", KEY_JOBS);
+    if (!reply_ok(r)) return done(r);
+    long long card = reply_int(r, 0);
+    freeReplyObject(r);
+    if (card <= keep) return JS_OK;
+    long long excess = card - keep < max ? card - keep : max;
+    r = redisCommand(c, "ZRANGE %s 0 %lld", KEY_JOBS, excess - 1);
+    if (!reply_ok(r) || r->type != REDIS_REPLY_ARRAY) return done(r);
+    int rc = JS_OK;
+    for (size_t i = 0; i < r->elements && (long long)i < excess; i++) {
+        const char *id = reply_str(r->element[i]);
+        if (!id || !job_id_valid(id)) continue;   /* not ours to interpret */
+        char key[160];
+        snprintf(key, sizeof key, KEY_JOB, id);
+        redisReply *d = redisCommand(c, "EVAL %s 2 %s %s %s", PRUNE_LUA, KEY_JOBS, key, id);
+        if (!reply_ok(d)) {
+            rc = done(d);
+            break;
+        }
+        if (reply_int(d, 0) == 1) snprintf(ids[(*n)++], JOB_ID_MAX, "%s", id);
+        freeReplyObject(d);
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
 int jobstore_expire_job_keys(redisContext *c, const char *id, int world)
 {
     char key[160];

@@ -340,9 +340,17 @@ out:
 
 int write_file_atomic(const char *path, const char *data, size_t len)
 {
-    char tmp[4096];
+    return write_file_atomic_mode(path, data, len, 0644);
+}
+
+int write_file_atomic_mode(const char *path, const char *data, size_t len, unsigned mode)
+{
+    char tmp[4096], dir[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) return -1;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* The temporary name is fixed: one left by a crash is replaced, and it is created
+     * with mode from the start (O_EXCL after the unlink: never an older file's mode). */
+    unlink(tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, (mode_t)mode);
     if (fd < 0) return -1;
     size_t o = 0;
     while (o < len) {
@@ -355,9 +363,28 @@ int write_file_atomic(const char *path, const char *data, size_t len)
         }
         o += (size_t)w;
     }
-    if (close(fd) != 0 || rename(tmp, path) != 0) {
+    /* Durable like a checkpoint (worker/checkpoint.c): the data before the rename, the
+     * rename itself after it. Without the first a crash can leave an empty spec or pid
+     * file under the real name (ext4's delayed allocation). */
+    int bad = fsync(fd) != 0;
+    if (close(fd) != 0) bad = 1;
+    if (bad) {
         unlink(tmp);
         return -1;
+    }
+    if (rename(tmp, path) != 0) {
+        unlink(tmp);
+        return -1;
+    }
+    const char *slash = strrchr(path, '/');
+    size_t dn = slash ? (size_t)(slash - path) : 0;
+    if (dn == 0) snprintf(dir, sizeof dir, "%s", slash ? "/" : ".");
+    else if (dn < sizeof dir) snprintf(dir, sizeof dir, "%.*s", (int)dn, path);
+    else return 0;
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
     }
     return 0;
 }

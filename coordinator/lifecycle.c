@@ -42,7 +42,7 @@ int coord_retry(coordinator_t *c, const char *id, char *new_id, size_t idlen, ch
     char perr[256];
     redisContext *rc = jobstore_pool_get(c->pool, perr, sizeof perr);
     if (!rc) {
-        set_err(err, errlen, "Redis at %s is unreachable", c->redis_url);
+        set_err(err, errlen, "Redis at %s is unreachable", c->redis_url_shown);
         return COORD_EUNAVAIL;
     }
     json_t *h = NULL;

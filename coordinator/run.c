@@ -20,8 +20,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "clog.h"
 #include "dynbatch.h"
 #include "fs.h"
@@ -35,13 +37,15 @@
 #define PLAN_PERIOD_S 1.0
 #define JPATH (PATH_MAX + 128)   /* STATE_DIR/jobs/{id}/{leaf} always fits */
 
-/* STATE_DIR/jobs/{id}[/leaf]. Returns 0, or -1 when it did not fit (the state dir is
- * checked at start to leave room, so callers may ignore it). */
-static int job_path(const coordinator_t *c, const char *id, const char *leaf, char *out, size_t len)
+/* STATE_DIR/jobs/{id}[/leaf]: where a job's files live, for the daemon and the API alike
+ * (the API never uses a path read back from Redis). Returns 0, or -1 when the id is not a
+ * job id ("j-" and digits) or the path did not fit (the state dir is checked at start to
+ * leave room, so the daemon's callers, whose ids it made, may ignore it). */
+int coord_job_path(const coordinator_t *c, const char *id, const char *leaf, char *out, size_t len)
 {
     int n = leaf ? snprintf(out, len, "%s/jobs/%s/%s", c->state_dir, id, leaf)
                  : snprintf(out, len, "%s/jobs/%s", c->state_dir, id);
-    return n >= 0 && (size_t)n < len ? 0 : -1;
+    return n >= 0 && (size_t)n < len && job_id_valid(id) ? 0 : -1;
 }
 
 void run_free(coord_run_t *r)
@@ -128,9 +132,9 @@ void run_persist(coordinator_t *c, coord_run_t *r)
     snprintf(started, sizeof started, "%.3f", r->started);
     if (r->finished > 0) snprintf(finished, sizeof finished, "%.3f", r->finished);
     else finished[0] = 0;
-    job_path(c, r->id, "log", log, sizeof log);
-    job_path(c, r->id, "checkpoints", ckdir, sizeof ckdir);
-    job_path(c, r->id, "summary.json", summary, sizeof summary);
+    coord_job_path(c, r->id, "log", log, sizeof log);
+    coord_job_path(c, r->id, "checkpoints", ckdir, sizeof ckdir);
+    coord_job_path(c, r->id, "summary.json", summary, sizeof summary);
     const char *kv[] = {
         "restarts", restarts, "attempts", attempts, "pid", pid, "pstart", pstart, "exit_code", ec,
         "world", world, "started", started, "finished", finished, "log", log, "checkpoint_dir", ckdir,
@@ -170,7 +174,7 @@ void run_set_state(coordinator_t *c, coord_run_t *r, job_state_t s, const char *
 static void finish_attempt(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, int code, double now)
 {
     char log[JPATH], line[512] = "";
-    job_path(c, r->id, "log", log, sizeof log);
+    coord_job_path(c, r->id, "log", log, sizeof log);
     log_last_line(log, line, sizeof line);
     /* Stragglers must not outlive the attempt; a child is reaped (launcher_reap). */
     if (r->launcher) launcher_reap(r->launcher, &r->h);
@@ -195,6 +199,30 @@ static void finish_attempt(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, in
     run_set_state(c, r, out.state, out.reason);
 }
 
+/* A job just claimed has never run, so whatever STATE_DIR/jobs/{id} already holds is an
+ * earlier job's that had the same id: Redis lost its data (no AOF, a flushed database)
+ * and ids began again at j-1. Its checkpoint must never be resumed (the worker's spec
+ * fingerprint refuses it too) and its log never shown as this job's: the directory is
+ * moved aside, to jobs/{id}.old-{unix time}[-k], and kept for whoever wants it. */
+static int move_aside(coordinator_t *c, const coord_run_t *r, const char *dir, char *err, size_t errlen)
+{
+    struct stat st;
+    if (lstat(dir, &st) != 0) return 0;
+    char aside[JPATH + 64];
+    long t = (long)clock_wall_s();
+    for (int k = 0; k < 100; k++) {
+        if (k == 0) snprintf(aside, sizeof aside, "%s.old-%ld", dir, t);
+        else snprintf(aside, sizeof aside, "%s.old-%ld-%d", dir, t, k);
+        if (lstat(aside, &st) == 0) continue;
+        if (rename(dir, aside) != 0) break;
+        clog_printf("job %s: %s held an earlier job's files with this id (did Redis lose its data?); moved to %s",
+                    r->id, dir, aside);
+        return 0;
+    }
+    snprintf(err, errlen, "%.300s holds an earlier job's files and cannot be moved aside: %s", dir, strerror(errno));
+    return -1;
+}
+
 static void launch(coordinator_t *c, coord_run_t *r, double now)
 {
     char dir[JPATH], ckdir[JPATH], specp[JPATH], summary[JPATH];
@@ -202,14 +230,15 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
     char err[512] = "";
     job_spec_t *sp = NULL;
     char *text = NULL;
-    job_path(c, r->id, NULL, dir, sizeof dir);
-    job_path(c, r->id, "checkpoints", ckdir, sizeof ckdir);
-    job_path(c, r->id, "spec.json", specp, sizeof specp);
-    job_path(c, r->id, "summary.json", summary, sizeof summary);
-    job_path(c, r->id, "log", log, sizeof log);
-    job_path(c, r->id, "exit_code", ecp, sizeof ecp);
-    job_path(c, r->id, "pid", pidp, sizeof pidp);
+    coord_job_path(c, r->id, NULL, dir, sizeof dir);
+    coord_job_path(c, r->id, "checkpoints", ckdir, sizeof ckdir);
+    coord_job_path(c, r->id, "spec.json", specp, sizeof specp);
+    coord_job_path(c, r->id, "summary.json", summary, sizeof summary);
+    coord_job_path(c, r->id, "log", log, sizeof log);
+    coord_job_path(c, r->id, "exit_code", ecp, sizeof ecp);
+    coord_job_path(c, r->id, "pid", pidp, sizeof pidp);
 
+    if (r->first_launch && move_aside(c, r, dir, err, sizeof err) != 0) goto fail;
     if (fs_mkdir_p(ckdir, 0755) != 0) {
         snprintf(err, sizeof err, "%.300s: %s", ckdir, strerror(errno));
         goto fail;
@@ -268,6 +297,10 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
         argv[a++] = c->worker_redis_url;
         argv[a++] = "--job";
         argv[a++] = r->id;
+        if (c->worker_password_file[0]) {
+            argv[a++] = "--redis-password-file";
+            argv[a++] = c->worker_password_file;
+        }
     }
     argv[a] = NULL;
     launch_req_t req = {
@@ -305,8 +338,8 @@ fail:
 void run_poll(coordinator_t *c, coord_run_t *r, double now, launch_status_t *st)
 {
     char ecp[JPATH], log[JPATH];
-    job_path(c, r->id, "exit_code", ecp, sizeof ecp);
-    job_path(c, r->id, "log", log, sizeof log);
+    coord_job_path(c, r->id, "exit_code", ecp, sizeof ecp);
+    coord_job_path(c, r->id, "log", log, sizeof log);
     launcher_poll(r->launcher, &r->h, ecp, log, now, st);
 }
 
@@ -409,7 +442,7 @@ void run_step(coordinator_t *c, coord_run_t *r, double now)
         if (now - r->last_log_check >= 1.0) {
             char log[JPATH];
             r->last_log_check = now;
-            job_path(c, r->id, "log", log, sizeof log);
+            coord_job_path(c, r->id, "log", log, sizeof log);
             if (log_bound(log, LAUNCH_LOG_MAX) == 1) clog_printf("job %s: log rotated into log.1", r->id);
         }
         break;
@@ -582,7 +615,7 @@ void run_adopt(coordinator_t *c, double now)
         }
         /* The handle file is newer than Redis (written right after the start). */
         char pidp[JPATH], what[256];
-        job_path(c, id, "pid", pidp, sizeof pidp);
+        coord_job_path(c, id, "pid", pidp, sizeof pidp);
         r->phase = PH_ACTIVE;
         if (launcher_adopt(r->launcher, pidp, &r->h, what, sizeof what))
             clog_printf("job %s: adopted (%s); following it", id, launcher_describe(&r->h, what, sizeof what));

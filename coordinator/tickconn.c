@@ -33,14 +33,14 @@ void tickconn_ensure(coordinator_t *c, double now)
     char err[256];
     c->rc = redis_url_connect(&c->url, RC_TIMEOUT_S, err, sizeof err);
     if (!c->rc) {
-        if (!c->rc_down_logged) clog_printf("redis: cannot connect to %s (%s); retrying", c->redis_url, err);
+        if (!c->rc_down_logged) clog_printf("redis: cannot connect to %s (%s); retrying", c->redis_url_shown, err);
         c->rc_down_logged = 1;
         c->rc_backoff = c->rc_backoff < RC_BACKOFF_MIN_S ? RC_BACKOFF_MIN_S : c->rc_backoff * 2;
         if (c->rc_backoff > RC_BACKOFF_MAX_S) c->rc_backoff = RC_BACKOFF_MAX_S;
         c->rc_next_try = now + c->rc_backoff;
         return;
     }
-    if (c->rc_down_logged) clog_printf("redis: connected to %s", c->redis_url);
+    if (c->rc_down_logged) clog_printf("redis: connected to %s", c->redis_url_shown);
     c->rc_down_logged = 0;
     c->rc_backoff = 0;
     c->redis_up_since = now;

@@ -31,6 +31,8 @@ enum {
     O_MAX_RESTARTS, O_HEARTBEAT, O_BACKOFF, O_GRACE, O_CKPT_STEPS, O_STOP_JOBS, O_TIMEOUT, O_STATE, O_TAIL,
     O_LIMIT, O_SINCE, O_JSON, O_HELP, O_VERSION, O_TOKEN_FILE, O_AUTH_READS, O_STATIC_DIR, O_HTTP_THREADS, O_SSE_MAX,
     O_API_CACHE, O_LAUNCHER, O_SLURM_MPI, O_SLURM_PARTITION, O_SLURM_ARGS, O_SIM, O_SIM_PLATFORMS, O_SIM_SLOTS,
+    O_PUBLIC_READS, O_ALLOWED_HOST, O_SSE_PER_CLIENT, O_CONNS_PER_CLIENT, O_HEADER_TIMEOUT, O_OVERSUBSCRIBE,
+    O_DATA_ROOT, O_KEEP_JOBS,
 };
 
 typedef struct {
@@ -43,13 +45,28 @@ typedef struct {
 
 static const opt_row_t OPTIONS[] = {
     { "listen", 1, "ADDR:PORT", "address of the HTTP API (default 127.0.0.1:8080; port 0 = any free port)", O_LISTEN },
-    { "token-file", 1, "FILE", "API bearer token (default $PACER_TOKEN); required off loopback; without one "
-                               "POST and DELETE are open to local users", O_TOKEN_FILE },
-    { "auth-reads", 0, NULL, "the read-only API endpoints need the token too (the dashboard files do not)",
-      O_AUTH_READS },
+    { "token-file", 1, "FILE", "API bearer token (default $PACER_TOKEN); required off loopback; every API call "
+                               "needs it (/healthz and the dashboard's files do not); without one the API is open "
+                               "to local users and answers only a loopback Host", O_TOKEN_FILE },
+    { "public-reads", 0, NULL, "with a token: the read-only API endpoints do not need it", O_PUBLIC_READS },
+    { "auth-reads", 0, NULL, "reads need the token (the default; kept for older scripts)", O_AUTH_READS },
+    { "allowed-host", 1, "NAME", "without a token: also answer requests whose Host is NAME (repeatable; a name "
+                                 "a reverse proxy or tunnel uses); others get 421", O_ALLOWED_HOST },
     { "static-dir", 1, "DIR", "dashboard files (default: static/ next to this executable, else ./static)", O_STATIC_DIR },
     { "http-threads", 1, "N", "HTTP worker threads (default 4)", O_HTTP_THREADS },
     { "sse-max", 1, "N", "concurrent Server-Sent Events streams (default 64)", O_SSE_MAX },
+    { "sse-per-client", 1, "N", "concurrent event streams per client address (default 8; 429 beyond)",
+      O_SSE_PER_CLIENT },
+    { "max-conns-per-client", 1, "N", "connections one client address may hold (default 32; more are closed at "
+                                      "once)", O_CONNS_PER_CLIENT },
+    { "header-timeout", 1, "S", "close a connection whose request headers are still incomplete after S idle "
+                                "seconds (default 10)", O_HEADER_TIMEOUT },
+    { "data-root", 1, "DIR", "a job's dataset.path must resolve under DIR (repeatable; default "
+                             COORD_DATA_ROOT_DEBIAN " and STATE_DIR/data); others are 400", O_DATA_ROOT },
+    { "keep-jobs", 1, "N", "job history: delete the oldest finished jobs beyond N, with their directories "
+                           "(default 10000; 0 = keep all)", O_KEEP_JOBS },
+    { "oversubscribe-factor", 1, "X", "refuse (422) a job with more ranks than the cluster's slots times X "
+                                      "(default 4; simulated jobs are not counted)", O_OVERSUBSCRIBE },
     { "api-cache-ms", 1, "MS", "reuse GET /api/v1/jobs/{id} answers this long (default 500; 0 = off)", O_API_CACHE },
     { "redis", 1, "URL", "Redis: redis://host:port[/db] or unix:///path (default $REDIS_URL; daemon without "
                          "either: an embedded redis-server on STATE_DIR/redis.sock)", O_REDIS },
@@ -95,6 +112,8 @@ static const opt_row_t OPTIONS[] = {
 typedef struct {
     coord_config_t cfg;
     http_config_t http;
+    const char *allowed_hosts[HTTP_ALLOWED_HOSTS_MAX];
+    const char *data_roots[COORD_DATA_ROOTS_MAX];
     char token[AUTH_TOKEN_MAX];
     double timeout_s;
     const char *state;
@@ -164,6 +183,7 @@ static int exit_for(int code)
     case COORD_ENOTFOUND:
     case COORD_ESTATE: return 2;
     case COORD_EUNAVAIL: return 4;
+    case COORD_ENOFIT: return 2;
     default: return 1;
     }
 }
@@ -443,11 +463,36 @@ int main(int argc, char **argv)
         case O_MPIRUN: o.cfg.mpirun = optarg; break;
         case O_REDIS_SERVER: o.cfg.redis_server = optarg; break;
         case O_STOP_JOBS: o.cfg.stop_jobs_on_exit = 1; break;
+        case O_DATA_ROOT:
+            if (o.cfg.ndata_roots == COORD_DATA_ROOTS_MAX) {
+                fprintf(stderr, "pacer-coordinator: --data-root: at most %d\n", COORD_DATA_ROOTS_MAX);
+                return 2;
+            }
+            o.data_roots[o.cfg.ndata_roots++] = optarg;
+            o.cfg.data_roots = o.data_roots;
+            break;
+        case O_OVERSUBSCRIBE:
+            if (parse_num(name, optarg, 1, &v) != 0) return 2;
+            if (v > COORD_OVERSUBSCRIBE_MAX) {
+                fprintf(stderr, "pacer-coordinator: --oversubscribe-factor: at most %g\n", COORD_OVERSUBSCRIBE_MAX);
+                return 2;
+            }
+            o.cfg.oversubscribe = v;
+            break;
         case O_STATE: o.state = optarg; break;
         case O_SINCE: o.since = optarg; break;
         case O_JSON: o.json = 1; break;
         case O_TOKEN_FILE: token_file = optarg; break;
-        case O_AUTH_READS: o.http.auth_reads = 1; break;
+        case O_AUTH_READS: break;   /* the default now */
+        case O_PUBLIC_READS: o.http.public_reads = 1; break;
+        case O_ALLOWED_HOST:
+            if (o.http.nallowed_hosts == HTTP_ALLOWED_HOSTS_MAX) {
+                fprintf(stderr, "pacer-coordinator: --allowed-host: at most %d\n", HTTP_ALLOWED_HOSTS_MAX);
+                return 2;
+            }
+            o.allowed_hosts[o.http.nallowed_hosts++] = optarg;
+            o.http.allowed_hosts = o.allowed_hosts;
+            break;
         case O_STATIC_DIR: o.http.static_dir = optarg; break;
         case O_HELP: usage(stdout); return 0;
         case O_VERSION: printf("pacer-coordinator %s\n", PACER_VERSION); return 0;
@@ -461,6 +506,10 @@ int main(int argc, char **argv)
         case O_LIMIT:
         case O_HTTP_THREADS:
         case O_SSE_MAX:
+        case O_SSE_PER_CLIENT:
+        case O_CONNS_PER_CLIENT:
+        case O_HEADER_TIMEOUT:
+        case O_KEEP_JOBS:
         case O_API_CACHE:
         case O_SIM_SLOTS:
             if (parse_num(name, optarg, 0, &v) != 0) return 2;
@@ -473,6 +522,10 @@ int main(int argc, char **argv)
             else if (ch == O_TAIL) o.tail = (long)v;
             else if (ch == O_HTTP_THREADS) o.http.threads = (int)v;
             else if (ch == O_SSE_MAX) o.http.sse_max = (int)v;
+            else if (ch == O_SSE_PER_CLIENT) o.http.sse_per_client = (int)v;
+            else if (ch == O_KEEP_JOBS) o.cfg.keep_jobs = (long)v;
+            else if (ch == O_CONNS_PER_CLIENT) o.http.conns_per_client = (int)v;
+            else if (ch == O_HEADER_TIMEOUT) o.http.header_timeout_s = (int)v;
             else if (ch == O_API_CACHE) o.http.cache_ms = (int)v;
             else if (ch == O_SIM_SLOTS) o.cfg.sim_slots = v >= 1 ? (int)v : 1;
             else o.limit = (long)v;
@@ -504,6 +557,9 @@ int main(int argc, char **argv)
         /* Jobs inherit the daemon's environment (mpirun passes it to local ranks; sbatch
          * hands it to slurmctld, which keeps it with the job): the API token stays here. */
         unsetenv("PACER_TOKEN");
+        /* The same for a Redis password in $REDIS_URL (read above): workers get theirs
+         * from a file only the owner can read (coordinator.c). */
+        unsetenv("REDIS_URL");
         return run_daemon(&o);
     }
 

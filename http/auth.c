@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -86,5 +87,54 @@ int auth_host_is_loopback(const char *host)
     if (inet_pton(AF_INET, host, &a4) == 1) return (ntohl(a4.s_addr) >> 24) == 127;
     struct in6_addr a6;
     if (inet_pton(AF_INET6, host, &a6) == 1) return memcmp(&a6, &in6addr_loopback, sizeof a6) == 0;
+    return 0;
+}
+
+int auth_host_header_parse(const char *value, char *host, size_t len)
+{
+    if (!value || !len) return -1;
+    const char *h = value, *end;
+    size_t n = strlen(value);
+    if (n == 0 || n > AUTH_HOST_MAX + 8) return -1;
+    const char *port = NULL;
+    int bracket = h[0] == '[';
+    if (bracket) {
+        const char *rb = strchr(h, ']');
+        if (!rb) return -1;
+        h++;
+        end = rb;
+        if (rb[1] == ':') port = rb + 2;
+        else if (rb[1]) return -1;
+    } else {
+        const char *colon = strchr(h, ':');
+        if (colon && strchr(colon + 1, ':')) return -1;   /* a bare IPv6 address needs brackets */
+        end = colon ? colon : h + n;
+        if (colon) port = colon + 1;
+    }
+    if (port) {
+        size_t pl = strlen(port);
+        if (pl == 0 || pl > 5 || strspn(port, "0123456789") != pl || atol(port) > 65535) return -1;
+    }
+    size_t hl = (size_t)(end - h);
+    if (hl > 1 && !bracket && h[hl - 1] == '.') hl--;   /* "localhost." is localhost */
+    if (hl == 0 || hl > AUTH_HOST_MAX || hl >= len) return -1;
+    for (size_t i = 0; i < hl; i++) {
+        unsigned char c = (unsigned char)h[i];
+        int ok = isalnum(c) || c == '.' || c == '-' || c == '_' || (bracket && c == ':');
+        if (!ok) return -1;
+        host[i] = (char)tolower(c);
+    }
+    host[hl] = 0;
+    return 0;
+}
+
+int auth_host_allowed(const char *value, const char *const *allowed, int nallowed)
+{
+    char host[AUTH_HOST_MAX + 1], want[AUTH_HOST_MAX + 1];
+    if (auth_host_header_parse(value, host, sizeof host) != 0) return 0;
+    if (auth_host_is_loopback(host)) return 1;
+    for (int i = 0; i < nallowed; i++)
+        if (allowed[i] && auth_host_header_parse(allowed[i], want, sizeof want) == 0 && strcmp(host, want) == 0)
+            return 1;
     return 0;
 }

@@ -1,9 +1,12 @@
 /* http/auth.h - bearer tokens and the listen address rules of the HTTP API.
  *
- * Mutating endpoints need "Authorization: Bearer <token>" when a token is configured
- * (env PACER_TOKEN or --token-file); --auth-reads extends that to the read endpoints.
- * The daemon refuses a non-loopback --listen address without a token (http_check_config
- * in server.h). Everything here is pure: no I/O except auth_token_load.
+ * When a token is configured (env PACER_TOKEN or --token-file) every API endpoint needs
+ * "Authorization: Bearer <token>"; --public-reads opens the read endpoints again. The
+ * daemon refuses a non-loopback --listen address without a token (http_check_config in
+ * server.h), and without a token it answers only requests whose Host names a loopback
+ * address or an --allowed-host: a web page whose name an attacker re-points at 127.0.0.1
+ * (DNS rebinding) gets 421, not the API. Everything here is pure: no I/O except
+ * auth_token_load.
  */
 #ifndef PACER_HTTP_AUTH_H
 #define PACER_HTTP_AUTH_H
@@ -31,5 +34,19 @@ int auth_token_check(const char *tok, char *err, size_t errlen);
 /* 1 when host (from --listen, without brackets) names only the loopback interface:
  * 127.0.0.0/8, ::1 or "localhost". "", "0.0.0.0" and "::" are every interface. */
 int auth_host_is_loopback(const char *host);
+
+#define AUTH_HOST_MAX 255   /* longest host name (RFC 1035) */
+
+/* The host of a Host header value ("localhost:8080", "[::1]:80", "Example.org.") into
+ * host, lower-cased, without port, brackets or a final dot. Returns 0, or -1 when it is
+ * not a host[:port] (empty, bad port, a bare IPv6 address, characters no host name or
+ * address has, longer than AUTH_HOST_MAX). */
+int auth_host_header_parse(const char *value, char *host, size_t len);
+
+/* 1 when a request with this Host header value may be answered by a server that
+ * listens on loopback without a token: its host is a loopback name or address
+ * (auth_host_is_loopback), or equals one of allowed[0..nallowed) (host names, compared
+ * without case, port and final dot). A missing or malformed header is refused. */
+int auth_host_allowed(const char *value, const char *const *allowed, int nallowed);
 
 #endif

@@ -31,8 +31,14 @@ struct http_server {
     coordinator_t *coord;
     struct MHD_Daemon *daemon;
     int port;
-    int auth_reads;
+    int public_reads;
     int sse_max;
+    int sse_per_client;
+    int conns_per_client;   /* MHD_OPTION_PER_IP_CONNECTION_LIMIT */
+    int header_timeout_s;   /* idle timeout until a request's headers are in */
+    char allowed_hosts[HTTP_ALLOWED_HOSTS_MAX][AUTH_HOST_MAX + 1];
+    const char *allowed_ptrs[HTTP_ALLOWED_HOSTS_MAX];
+    int nallowed_hosts;
     int threads;
     size_t body_max;
     char token[AUTH_TOKEN_MAX];
@@ -71,6 +77,7 @@ struct http_req {
     char *body;             /* ROUTE_JSON_BODY routes: the request body, NUL-terminated */
     size_t body_len, body_cap, received;
     int answered;           /* a response was queued early (4xx before the body) */
+    char client[64];        /* the peer's address ("127.0.0.1"): per-client limits */
 };
 
 #endif

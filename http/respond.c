@@ -85,6 +85,9 @@ const char *http_status_title(int status)
     case 409: return "Conflict";
     case 413: return "Payload Too Large";
     case 415: return "Unsupported Media Type";
+    case 421: return "Misdirected Request";
+    case 422: return "Unprocessable Content";
+    case 429: return "Too Many Requests";
     case 500: return "Internal Server Error";
     case 503: return "Service Unavailable";
     default: return "Error";
@@ -145,6 +148,12 @@ json_t *problem_from_coord(int code, const char *err)
         return problem_new(400, "invalid-spec", "Invalid job spec", detail, has ? "field" : NULL, has ? field : NULL);
     }
     case COORD_ENOTFOUND: return problem_new(404, "job-not-found", "No such job", detail, NULL, NULL);
+    case COORD_ENOFIT: {
+        char field[256];
+        int has = problem_field(detail, field, sizeof field) == 0;
+        return problem_new(422, "does-not-fit", "The cluster cannot run this job", detail, has ? "field" : NULL,
+                           has ? field : NULL);
+    }
     case COORD_ESTATE: return problem_new(409, "job-finished", "Not possible in the job's state", detail, NULL, NULL);
     case COORD_EUNAVAIL:
         return problem_new(503, "redis-unavailable", "Redis unavailable",

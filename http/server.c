@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "clog.h"
 #include "http_internal.h"
 #include "respond.h"
@@ -38,6 +40,9 @@ void http_config_defaults(http_config_t *cfg)
     cfg->listen = "127.0.0.1:8080";
     cfg->threads = HTTP_THREADS_DEFAULT;
     cfg->sse_max = HTTP_SSE_MAX_DEFAULT;
+    cfg->sse_per_client = HTTP_SSE_PER_CLIENT_DEFAULT;
+    cfg->conns_per_client = HTTP_CONNS_PER_CLIENT_DEFAULT;
+    cfg->header_timeout_s = HTTP_HEADER_TIMEOUT_DEFAULT_S;
     cfg->body_max = HTTP_BODY_MAX_DEFAULT;
     cfg->cache_ms = HTTP_CACHE_MS_DEFAULT;
 }
@@ -103,10 +108,46 @@ int http_check_config(const http_config_t *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "--sse-max: must be between 1 and 10000");
         return -1;
     }
+    if (cfg->sse_per_client < 0 || cfg->sse_per_client > 10000) {
+        snprintf(err, errlen, "--sse-per-client: must be between 1 and 10000");
+        return -1;
+    }
+    if (cfg->conns_per_client < 0 || cfg->conns_per_client > CONNECTION_LIMIT) {
+        snprintf(err, errlen, "--max-conns-per-client: must be between 1 and %d", CONNECTION_LIMIT);
+        return -1;
+    }
+    if (cfg->header_timeout_s < 0 || cfg->header_timeout_s > CONNECTION_TIMEOUT_S) {
+        snprintf(err, errlen, "--header-timeout: must be between 1 and %d seconds", CONNECTION_TIMEOUT_S);
+        return -1;
+    }
+    if (cfg->nallowed_hosts < 0 || cfg->nallowed_hosts > HTTP_ALLOWED_HOSTS_MAX) {
+        snprintf(err, errlen, "--allowed-host: at most %d", HTTP_ALLOWED_HOSTS_MAX);
+        return -1;
+    }
+    for (int i = 0; i < cfg->nallowed_hosts; i++) {
+        char h[AUTH_HOST_MAX + 1];
+        if (!cfg->allowed_hosts || auth_host_header_parse(cfg->allowed_hosts[i], h, sizeof h) != 0) {
+            snprintf(err, errlen, "--allowed-host %.64s: not a host name or address",
+                     cfg->allowed_hosts && cfg->allowed_hosts[i] ? cfg->allowed_hosts[i] : "");
+            return -1;
+        }
+    }
     return 0;
 }
 
 /* ---- per request ---------------------------------------------------------------------------------- */
+
+/* The peer's address as text ("127.0.0.1", "::1"); "?" when unknown. */
+static void client_address(struct MHD_Connection *conn, char *out, size_t len)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+    snprintf(out, len, "?");
+    if (sa && sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, out, (socklen_t)len);
+    else if (sa && sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out, (socklen_t)len);
+}
 
 static enum MHD_Result collect_query(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
@@ -119,7 +160,7 @@ static int authorized(http_req_t *rq)
     const http_server_t *srv = rq->srv;
     unsigned f = rq->match.route->flags;
     if (srv->token_len == 0 || (f & ROUTE_PUBLIC)) return 1;
-    if (!(f & ROUTE_MUTATES) && !srv->auth_reads) return 1;
+    if (!(f & ROUTE_MUTATES) && srv->public_reads) return 1;
     const char *tok;
     size_t len;
     const char *h = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
@@ -141,6 +182,20 @@ static int is_json_type(const char *ct)
 static json_t *early_problem(http_req_t *rq, http_header_t *hdrs, size_t *nhdrs)
 {
     const route_match_t *m = &rq->match;
+    /* DNS rebinding: without a token, only a Host that names this machine's loopback (or
+     * an --allowed-host). Every route, before anything else: a page served from another
+     * name must learn nothing, not even which paths exist. */
+    if (rq->srv->token_len == 0) {
+        const char *host = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+        if (!auth_host_allowed(host, rq->srv->allowed_ptrs, rq->srv->nallowed_hosts)) {
+            char detail[200];
+            snprintf(detail, sizeof detail,
+                     "this server has no token and answers only Host localhost, 127.0.0.1 or [::1]%s; got %.64s%s",
+                     rq->srv->nallowed_hosts ? " or an --allowed-host" : "", host ? host : "none",
+                     host && strlen(host) > 64 ? "..." : "");
+            return problem_new(421, "misdirected-request", NULL, detail, NULL, NULL);
+        }
+    }
     if (m->status == 405) {
         hdrs[(*nhdrs)++] = (http_header_t){ MHD_HTTP_HEADER_ALLOW, m->allow };
         char detail[128];
@@ -226,6 +281,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         rq->conn = conn;
         rq->method = method;
         rq->path = url;
+        client_address(conn, rq->client, sizeof rq->client);
+        /* The headers are in: from now on the connection gets the ordinary idle timeout
+         * (the short one, MHD_OPTION_CONNECTION_TIMEOUT, is for headers that dribble in). */
+        MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S);
         query_init(&rq->query);
         routes_match(method, url, &rq->match);
         MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_query, &rq->query);
@@ -261,12 +320,38 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
 }
 
+/* libmicrohttpd's messages, at most LOG_BURST a second: a client that opens a thousand
+ * connections past its limit (each one a "connection limit" line) must not flood the log
+ * or the disk. What is dropped is counted and said with the next line that passes. */
+#define LOG_BURST 5
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static double window;
+    static int in_window;
+    static unsigned long dropped;
+    double now = clock_mono_s();
+    pthread_mutex_lock(&lock);
+    if (now - window >= 1.0) {
+        window = now;
+        in_window = 0;
+    }
+    int pass = in_window < LOG_BURST;
+    unsigned long said = 0;
+    if (pass) {
+        in_window++;
+        said = dropped;
+        dropped = 0;
+    } else {
+        dropped++;
+    }
+    pthread_mutex_unlock(&lock);
+    if (!pass) return;
     char msg[512];
     vsnprintf(msg, sizeof msg, fmt, ap);
     size_t n = strlen(msg);
     while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r')) msg[--n] = 0;
+    if (said) clog_printf("http: (%lu messages like the ones above were not logged)", said);
     clog_printf("http: %s", msg);
 }
 
@@ -351,8 +436,16 @@ int http_start(coordinator_t *c, const http_config_t *cfg, http_server_t **out, 
         return -1;
     }
     s->coord = c;
-    s->auth_reads = cfg->auth_reads;
+    s->public_reads = cfg->public_reads;
     s->sse_max = cfg->sse_max;
+    s->sse_per_client = cfg->sse_per_client > 0 ? cfg->sse_per_client : HTTP_SSE_PER_CLIENT_DEFAULT;
+    for (int i = 0; i < cfg->nallowed_hosts; i++) {
+        auth_host_header_parse(cfg->allowed_hosts[i], s->allowed_hosts[i], sizeof s->allowed_hosts[i]);
+        s->allowed_ptrs[i] = s->allowed_hosts[i];
+    }
+    s->nallowed_hosts = cfg->nallowed_hosts;
+    s->conns_per_client = cfg->conns_per_client > 0 ? cfg->conns_per_client : HTTP_CONNS_PER_CLIENT_DEFAULT;
+    s->header_timeout_s = cfg->header_timeout_s > 0 ? cfg->header_timeout_s : HTTP_HEADER_TIMEOUT_DEFAULT_S;
     s->threads = cfg->threads;
     s->body_max = cfg->body_max ? cfg->body_max : HTTP_BODY_MAX_DEFAULT;
     s->cache_s = cfg->cache_ms / 1000.0;
@@ -377,8 +470,9 @@ int http_start(coordinator_t *c, const http_config_t *cfg, http_server_t **out, 
                                  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                                  MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->threads,
                                  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->header_timeout_s,
                                  MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT,
+                                 MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->conns_per_client,
                                  MHD_OPTION_END);
     if (!s->daemon) {
         snprintf(err, errlen, "cannot serve HTTP on %s: %s", cfg->listen, errno ? strerror(errno) : "libmicrohttpd failed");
@@ -388,8 +482,9 @@ int http_start(coordinator_t *c, const http_config_t *cfg, http_server_t **out, 
     s->port = info ? info->port : port;
     clog_printf("http: REST API and dashboard on http://%s%s%s:%d/ (%d threads, static files from %s%s)",
                 v6 ? "[" : "", *host ? host : "0.0.0.0", v6 ? "]" : "", s->port, s->threads, s->static_dir,
-                s->token_len ? (s->auth_reads ? ", token needed for every API call" : ", token needed for POST and DELETE")
-                             : ", no token: POST and DELETE are open to local users");
+                s->token_len ? (s->public_reads ? ", token needed for POST and DELETE (--public-reads)"
+                                                : ", token needed for every API call")
+                             : ", no token: open to local users, Host must be loopback");
     *out = s;
     return 0;
 fail:

@@ -14,8 +14,11 @@
  * POST or DELETE through this server drops the job's entry at once), /metrics text for
  * one second. Everything else is read from Redis on every request.
  *
- * Without a token on a loopback address the mutating endpoints are open: anyone who can
- * open a connection to 127.0.0.1 on this machine can submit and cancel jobs.
+ * Without a token on a loopback address the API is open: anyone who can open a connection
+ * to 127.0.0.1 on this machine can submit and cancel jobs. Requests whose Host is not a
+ * loopback name or address (or an --allowed-host) are refused with 421, so that a web
+ * page cannot reach the API through DNS rebinding. With a token every API call needs it
+ * (reads too, unless public_reads); /healthz and the dashboard's files never do.
  */
 #ifndef PACER_HTTP_SERVER_H
 #define PACER_HTTP_SERVER_H
@@ -26,13 +29,25 @@
 
 #define HTTP_BODY_MAX_DEFAULT (1 << 20)
 #define HTTP_SSE_MAX_DEFAULT 64
+#define HTTP_SSE_PER_CLIENT_DEFAULT 8
+#define HTTP_ALLOWED_HOSTS_MAX 16
+#define HTTP_CONNS_PER_CLIENT_DEFAULT 32
+#define HTTP_HEADER_TIMEOUT_DEFAULT_S 10
 #define HTTP_THREADS_DEFAULT 4
 #define HTTP_CACHE_MS_DEFAULT 500
 
 typedef struct {
     const char *listen;       /* "ADDR:PORT", "[v6]:PORT"; port 0 = any free port */
     const char *token;        /* NULL or "" = none */
-    int auth_reads;           /* read endpoints need the token too */
+    int public_reads;         /* with a token: the read endpoints do not need it */
+    const char *const *allowed_hosts;   /* without a token: Host names answered besides the
+                                           loopback ones (--allowed-host) */
+    int nallowed_hosts;
+    int sse_per_client;       /* streams one client address may hold; 0 = HTTP_SSE_PER_CLIENT_DEFAULT */
+    int conns_per_client;     /* connections one client address may hold (more are closed at
+                                 accept); 0 = HTTP_CONNS_PER_CLIENT_DEFAULT */
+    int header_timeout_s;     /* a connection whose request headers have not all arrived is
+                                 closed after this many idle seconds (Slowloris); 0 = default */
     const char *static_dir;   /* NULL = build/static next to the binary, else ./static */
     int threads;              /* worker threads; 0 = HTTP_THREADS_DEFAULT */
     int sse_max;              /* concurrent SSE streams; 0 = HTTP_SSE_MAX_DEFAULT */

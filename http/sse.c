@@ -42,6 +42,7 @@ struct sse_stream {
     int for_job;
     int terminal;             /* the job reached a final state: drain, then end */
     double last_write;
+    char client[64];          /* the peer's address: streams per client are capped */
     sse_stream_t *prev, *next;   /* srv->streams, under srv->lock */
 };
 
@@ -370,21 +371,42 @@ enum MHD_Result sse_open(http_req_t *rq, const char *job)
 {
     http_server_t *srv = rq->srv;
     int is_head = strcmp(rq->method, "HEAD") == 0;
+    sse_stream_t *s = calloc(1, sizeof *s);
+    if (!s) return problem(rq, problem_new(500, "internal", NULL, "out of memory", NULL, NULL));
+    pthread_mutex_init(&s->lock, NULL);
+    s->srv = srv;
+    s->conn = rq->conn;
+    s->refs = 1;   /* the response's (or, until there is one, this function's) */
+    snprintf(s->client, sizeof s->client, "%s", rq->client);
+    /* Counted and listed at once, so that a client opening many streams at the same
+     * moment cannot pass its cap: the whole server's (503) and its own (429). */
     pthread_mutex_lock(&srv->lock);
-    int refuse = srv->stopping || srv->sse_open >= srv->sse_max;
-    if (!refuse) srv->sse_open++;
+    int mine = 0;
+    for (sse_stream_t *t = srv->streams; t; t = t->next) mine += strcmp(t->client, s->client) == 0;
+    int refuse = srv->stopping || srv->sse_open >= srv->sse_max ? 503 : mine >= srv->sse_per_client ? 429 : 0;
     int open_now = srv->sse_open;
+    if (!refuse) {
+        srv->sse_open++;
+        s->next = srv->streams;
+        if (s->next) s->next->prev = s;
+        srv->streams = s;
+    }
     pthread_mutex_unlock(&srv->lock);
     if (refuse) {
+        pthread_mutex_destroy(&s->lock);
+        free(s);
         char detail[160];
-        snprintf(detail, sizeof detail, "%d event streams are open, the limit (--sse-max)", open_now);
-        return problem(rq, problem_new(503, "too-many-streams", "Too many event streams", detail, NULL, NULL));
+        if (refuse == 429)
+            snprintf(detail, sizeof detail, "this client has %d event streams open, the limit per client "
+                                            "(--sse-per-client)", mine);
+        else
+            snprintf(detail, sizeof detail, "%d event streams are open, the limit (--sse-max)", open_now);
+        return problem(rq, problem_new(refuse, "too-many-streams", "Too many event streams", detail, NULL, NULL));
     }
 
-    sse_stream_t *s = calloc(1, sizeof *s);
     json_t *snapshot = NULL;
     char err[256] = "";
-    int code = s ? coord_events_open(srv->coord, job, &s->cur) : COORD_EINTERNAL;
+    int code = coord_events_open(srv->coord, job, &s->cur);
     if (code == COORD_OK && *job) code = coord_get(srv->coord, job, &snapshot);
     if (code == COORD_OK) {
         /* Last-Event-ID: continue from where the client's previous stream stopped. */
@@ -401,26 +423,14 @@ enum MHD_Result sse_open(http_req_t *rq, const char *job)
         }
     }
     if (code != COORD_OK) {
-        free(s);
         json_decref(snapshot);
-        pthread_mutex_lock(&srv->lock);
-        srv->sse_open--;
-        pthread_mutex_unlock(&srv->lock);
+        stream_release(s);   /* unlisted and uncounted */
         json_t *p = code == COORD_EINVAL ? problem_new(400, "invalid-parameter", NULL, err, "parameter", "Last-Event-ID")
                                          : problem_from_coord(code, err);
         return problem(rq, p);
     }
-    pthread_mutex_init(&s->lock, NULL);
-    s->srv = srv;
-    s->conn = rq->conn;
-    s->refs = 1;   /* the response's */
     s->for_job = *job != 0;
     s->last_write = clock_mono_s();
-    pthread_mutex_lock(&srv->lock);
-    s->next = srv->streams;
-    if (s->next) s->next->prev = s;
-    srv->streams = s;
-    pthread_mutex_unlock(&srv->lock);
 
     struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, s,
                                                                stream_response_free);

@@ -26,7 +26,9 @@
 #define SSE_BUFFER_MAX (4 << 20)   /* a client this far behind is dropped (it reconnects) */
 
 /* Answers the request with a stream of job's events (job "" = every job's state and plan
- * events), or with a problem: 404 unknown job, 503 too many streams / Redis down. */
+ * events), or with a problem: 404 unknown job, 503 too many streams on the server
+ * (--sse-max) or Redis down, 429 too many streams from this client address
+ * (--sse-per-client). */
 enum MHD_Result sse_open(http_req_t *rq, const char *job);
 
 /* Ends every stream and waits for their threads (server stopping). */

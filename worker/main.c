@@ -26,6 +26,7 @@ static const struct option OPTIONS[] = {
     { "summary", required_argument, NULL, 'o' },
     { "metrics", required_argument, NULL, 'm' },
     { "redis", required_argument, NULL, 'D' },
+    { "redis-password-file", required_argument, NULL, 'w' },
     { "job", required_argument, NULL, 'J' },
     { "resume", no_argument, NULL, 'r' },
     { "resume-from", required_argument, NULL, 'R' },
@@ -57,6 +58,8 @@ static void usage(FILE *f)
         "  --redis URL            also send the records, node profile, staleness and a\n"
         "                         heartbeat to Redis (redis://host:port or unix:///path),\n"
         "                         and take batch assignments from it; needs --job\n"
+        "  --redis-password-file FILE  the Redis password (first line), from a file only\n"
+        "                         its owner can read, never on the command line\n"
         "  --job ID               the coordinator's job id (keys pacer:job:ID:*)\n"
         "  --resume               continue from the job's latest checkpoint\n"
         "                         (checkpoint.dir/NAME.ckpt); starts fresh if there is none\n"
@@ -110,6 +113,7 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
                int resume, const char *resume_from, const train_opts_t *opts);
 static const char *g_redis_url, *g_job_id;  /* --redis, --job */
 static const char *g_trace_path;             /* --trace */
+static const char *g_redis_password_file;    /* --redis-password-file */
 static int coordinator_assignment(worker_t *w, int *out);
 
 int main(int argc, char **argv)
@@ -125,6 +129,7 @@ int main(int argc, char **argv)
         case 'm': metrics_path = optarg; break;
         case 'D': g_redis_url = optarg; break;
         case 'J': g_job_id = optarg; break;
+        case 'w': g_redis_password_file = optarg; break;
         case 'r': resume = 1; break;
         case 'R': resume_from = optarg; break;
         case 'S': opts.stop_after_steps = strtol(optarg, NULL, 10); break;
@@ -140,8 +145,8 @@ int main(int argc, char **argv)
         default: usage(stderr); return 2;
         }
     }
-    if ((g_redis_url != NULL) != (g_job_id != NULL)) {
-        fprintf(stderr, "pacer-worker: --redis and --job go together\n");
+    if ((g_redis_url != NULL) != (g_job_id != NULL) || (g_redis_password_file && !g_redis_url)) {
+        fprintf(stderr, "pacer-worker: --redis and --job go together (and --redis-password-file needs them)\n");
         return 2;
     }
     if (!spec_path || optind != argc) {
@@ -279,7 +284,12 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
     if (metrics_path && !(sinks[nsinks++] = metrics_file_sink(metrics_path, err, sizeof err)))
         failed = 1;
     if (!failed && g_redis_url) {
-        sinks[nsinks] = redis_report_sink(g_redis_url, g_job_id, rank, err, sizeof err);
+        redis_url_t url;
+        sinks[nsinks] = NULL;
+        if (redis_url_parse(g_redis_url, &url, err, sizeof err) == 0 &&
+            (!g_redis_password_file || redis_url_read_password(&url, g_redis_password_file, err, sizeof err) == 0))
+            sinks[nsinks] = redis_report_sink_url(&url, g_job_id, rank, err, sizeof err);
+        memset(url.password, 0, sizeof url.password);
         if (!sinks[nsinks]) failed = 1;
         else {
             /* Rank 0 reads the coordinator's batch assignments at re-plan points. */

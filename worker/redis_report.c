@@ -499,6 +499,13 @@ static void sink_close(metrics_sink_t *base)
 
 metrics_sink_t *redis_report_sink(const char *url, const char *job, int rank, char *err, size_t errlen)
 {
+    redis_url_t u;
+    if (redis_url_parse(url, &u, err, errlen) != 0) return NULL;
+    return redis_report_sink_url(&u, job, rank, err, errlen);
+}
+
+metrics_sink_t *redis_report_sink_url(const redis_url_t *url, const char *job, int rank, char *err, size_t errlen)
+{
     if (!job || !*job || strlen(job) >= 64 || strpbrk(job, " \t\r\n")) {
         snprintf(err, errlen, "job id must be 1-63 characters without spaces");
         return NULL;
@@ -508,10 +515,7 @@ metrics_sink_t *redis_report_sink(const char *url, const char *job, int rank, ch
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    if (redis_url_parse(url, &s->url, err, errlen) != 0) {
-        free(s);
-        return NULL;
-    }
+    s->url = *url;
     s->ring = calloc(REDIS_REPORT_BACKLOG, sizeof *s->ring);
     if (!s->ring) {
         free(s);

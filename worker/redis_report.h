@@ -35,6 +35,8 @@
  * happens there, so this never blocks on the network. NULL with err on a bad URL or when
  * the thread cannot start. The reporter owns the sink and closes it in metrics_stop(). */
 metrics_sink_t *redis_report_sink(const char *url, const char *job, int rank, char *err, size_t errlen);
+/* The same for a parsed URL (with a password read from a file: redis_url_read_password). */
+metrics_sink_t *redis_report_sink_url(const redis_url_t *url, const char *job, int rank, char *err, size_t errlen);
 
 /* Stream entries dropped so far (backlog overflow, or unsent at close). */
 uint64_t redis_report_dropped(metrics_sink_t *s);

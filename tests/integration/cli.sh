@@ -151,7 +151,7 @@ id4=$(p submit "$TMP/long.json") || fail "submit long exited $?"
 p logs -f "$id4" >"$TMP/follow.txt" 2>&1 &
 FOLLOW=$!
 EXTRA_PIDS="$EXTRA_PIDS $FOLLOW"
-has_steps() { job_json "$id4" >/dev/null && curl -s "$BASE/api/v1/jobs/$id4/nodes" | jq -e '.ranks[0].step > 0' >/dev/null; }
+has_steps() { job_json "$id4" >/dev/null && curl -s -H "Authorization: Bearer $TOKEN" "$BASE/api/v1/jobs/$id4/nodes" | jq -e '.ranks[0].step > 0' >/dev/null; }
 await 60 "job $id4 to train" has_steps
 p cancel "$id4" >"$TMP/cancel.txt" || fail "cancel exited $?"
 grep -q "^$id4: cancel requested" "$TMP/cancel.txt" || fail "cancel: $(cat "$TMP/cancel.txt")"
@@ -169,7 +169,7 @@ p cancel --json "$id4" 2>/dev/null | jq -e '.status == 409' >/dev/null || fail "
 echo "ok: cancel (requested while running), watch exit 5, logs -f exit 5 with the whole log, then 409"
 
 # ---- trace: the client side (the endpoint may not exist yet: then its 404 is printed) ------------------------
-if curl -s "$BASE/api/v1/openapi.json" | jq -e '.paths["/api/v1/jobs/{id}/trace"]' >/dev/null; then
+if curl -s -H "Authorization: Bearer $TOKEN" "$BASE/api/v1/openapi.json" | jq -e '.paths["/api/v1/jobs/{id}/trace"]' >/dev/null; then
     p trace "$id1" -o "$TMP/trace.json" || fail "trace exited $?"
     jq -e . "$TMP/trace.json" >/dev/null || fail "trace: not JSON"
     echo "ok: trace wrote $(wc -c <"$TMP/trace.json") bytes"

@@ -1,8 +1,8 @@
 # The REST API against the real coordinator and its embedded Redis, over curl: every
 # endpoint, every error status with its problem+json shape (400 with "field", 401, 404,
 # 405 with Allow, 409, 413, 415, 503 from a dead Redis and from the SSE limit), bearer
-# auth (POST/DELETE with $PACER_TOKEN, then every read with --auth-reads and
-# --token-file), the limits, static files (no traversal, no listing), Prometheus text,
+# auth (POST/DELETE with $PACER_TOKEN and --public-reads, then every read by default
+# with --token-file), the limits, static files (no traversal, no listing), Prometheus text,
 # and Server-Sent Events of a running job (live, replayed with Last-Event-ID, and cut
 # mid-stream then resumed while the job runs: every record once, in order), the global
 # /api/v1/events stream, 404 from every per-job route, HEAD on every GET route,
@@ -66,7 +66,7 @@ is_job_state() { [ "$(job_state "$1")" = "$2" ]; }
 # ---- refusing to start: a non-loopback address without a token --------------------------
 expect_error 2 "without a token" env -u PACER_TOKEN "$COORD" --state-dir "$TMP/refused" --listen 0.0.0.0:0
 
-start_coord --listen 127.0.0.1:0
+start_coord --listen 127.0.0.1:0 --public-reads
 BASE=$(base_url)
 [ -n "$BASE" ] || { cat "$TMP/coord.log"; fail "no 'REST API ... on http://' line in the log"; }
 echo "ok: serving on $BASE"
@@ -327,12 +327,12 @@ grep '^data: ' "$TMP/b.txt" | sed 's/^data: //' | jq -e 'select(.type == "state"
     fail "the resumed stream did not carry the CANCELLED state event"
 echo "ok: a stream cut after $na metrics records and resumed with Last-Event-ID $last carried the other $nb: all $total, once each, in order"
 
-# ---- --auth-reads and the SSE limit ---------------------------------------------------------------------
+# ---- reads need the token by default, and the SSE limit ---------------------------------------------------------------------
 stop_coord
 # This time the token comes from a file (and not from the environment).
 printf '%s\n' "$TOKEN" >"$TMP/token"
 unset PACER_TOKEN
-start_coord --listen 127.0.0.1:0 --auth-reads --sse-max 2 --token-file "$TMP/token"
+start_coord --listen 127.0.0.1:0 --sse-max 2 --token-file "$TMP/token"
 export PACER_TOKEN=$TOKEN
 BASE=$(base_url)
 expect 401 GET /api/v1/jobs
@@ -351,7 +351,7 @@ await 10 "two event streams to open" opened
 expect 503 GET /api/v1/events -H "$AUTH" --max-time 5
 problem too-many-streams
 kill "$S1" "$S2" 2>/dev/null
-echo "ok: --token-file, --auth-reads (401 without the token, ?access_token= for streams), 503 beyond --sse-max"
+echo "ok: --token-file, reads need it (401 without the token, ?access_token= for streams), 503 beyond --sse-max"
 stop_coord
 
 # ---- 503: a daemon whose Redis is dead --------------------------------------------------------------------
@@ -361,11 +361,11 @@ await 10 "the API of the daemon with a dead Redis" sh -c "grep -q 'REST API and 
 BASE=$(base_url)
 expect 503 GET /healthz
 [ "$(jq -r .status "$TMP/body")" = unavailable ] || fail "/healthz body when Redis is down"
-expect 503 GET /api/v1/jobs
+expect 503 GET /api/v1/jobs -H "$AUTH"
 problem redis-unavailable
 expect 503 POST /api/v1/jobs -H "$AUTH" -H "$JSON" --data-binary @"$TMP/small.json"
 problem redis-unavailable
-expect 200 GET /metrics
+expect 200 GET /metrics -H "$AUTH"
 grep -q '^pacer_redis_up 0$' "$TMP/body" || fail "/metrics: pacer_redis_up 0"
 kill -TERM "$COORD_PID"
 wait "$COORD_PID" || fail "the daemon with a dead Redis exited $? on SIGTERM"

@@ -32,7 +32,9 @@ sim_job() {
     } * $o' >"$1" || fail "cannot write $1"
 }
 
-start_coord --listen 127.0.0.1:0 --sim-platforms sim/platforms
+# --oversubscribe-factor 1: a simulated job's ranks are simulated hosts in one pacer-sim
+# process, never counted against this machine's slots (the 422 does-not-fit admission).
+start_coord --listen 127.0.0.1:0 --sim-platforms sim/platforms --oversubscribe-factor 1
 BASE=$(base_url)
 [ -n "$BASE" ] || { cat "$TMP/coord.log"; fail "no 'REST API ... on http://' line in the log"; }
 curl -s "$BASE/api/v1/cluster" >"$TMP/cluster"
@@ -41,6 +43,14 @@ curl -s "$BASE/api/v1/cluster" >"$TMP/cluster"
 jq -e '.coordinator.simulator.platforms | index("hetero-1124.xml")' "$TMP/cluster" >/dev/null ||
     fail "the cluster does not list sim/platforms/hetero-1124.xml: $(jq -c .coordinator.simulator "$TMP/cluster")"
 echo "ok: the cluster offers simulation with $(jq '.coordinator.simulator.platforms | length' "$TMP/cluster") platform files"
+slots=$(jq -r '.coordinator.slots | tonumber' "$TMP/cluster")
+n=$((slots + 1))
+sim_job "$TMP/big.json" "{\"workers\": $n, \"algorithm\": {\"name\": \"ssgd\"}, \"simulate\": {\"slowdown\": $(jq -nc --argjson n $n '[range($n)] | map(1)')}}"
+[ "$(post "$TMP/big.json")" = 201 ] || { cat "$TMP/body"; fail "a simulated job of $n ranks on $slots real slots x 1 was refused"; }
+big=$(jq -r .id "$TMP/body")
+curl -s -o /dev/null -X DELETE "$BASE/api/v1/jobs/$big"
+await 60 "simulated job $big to be cancelled" is_job_state "$big" CANCELLED
+echo "ok: a simulated job of $n ranks is admitted beyond $slots real slots x --oversubscribe-factor 1"
 
 # ---- a simulated job, end to end ---------------------------------------------------------------
 sim_job "$TMP/a.json" '{}'
@@ -100,7 +110,8 @@ refuse '{"simulate": {"slowdown": [], "platform": "sim/platforms/../../Makefile"
 refuse '{"simulate": {"slowdown": [], "platform": "nope.xml"}}' simulate.platform
 refuse '{"simulate": {"slowdown": [], "platform": "hetero-1124.xml", "hostfile": "/etc/hosts"}}' simulate.hostfile
 # The same spec without "enabled" is a real job: its paths are not the simulator's business.
-sim_job "$TMP/real.json" '{"simulate": {"enabled": false, "slowdown": [], "platform": "/etc/hostname"}}'
+# (One ssgd worker: a real job's ranks do count against the slots, x 1 here.)
+sim_job "$TMP/real.json" '{"workers": 1, "algorithm": {"name": "ssgd"}, "simulate": {"enabled": false, "slowdown": [], "platform": "/etc/hostname"}}'
 [ "$(post "$TMP/real.json")" = 201 ] || { cat "$TMP/body"; fail "a real job with a simulate section was refused"; }
 [ "$(jq -r .simulated "$TMP/body")" = false ] || fail "a real job is marked simulated"
 curl -s -o /dev/null -X DELETE "$BASE/api/v1/jobs/$(jq -r .id "$TMP/body")"

@@ -657,7 +657,7 @@ static void test_server_refusals(void **state)
     assert_int_equal(http_raw(port, req, r, sizeof r), 400);
     expect_problem(r, 400, "invalid-json");
 
-    assert_int_equal(http_raw(port, "GET /api/v1/jobs?limit=abc HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", r,
+    assert_int_equal(http_raw(port, "GET /api/v1/jobs?limit=abc HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer unit-test-token\r\n\r\n", r,
                               sizeof r),
                      400);
     expect_problem(r, 400, "invalid-parameter");
@@ -679,15 +679,20 @@ static void test_server_static_and_redis_down(void **state)
                               r, sizeof r),
                      404);
 
+    /* Reads need the token by default (--public-reads opens them). */
+    assert_int_equal(http_raw(port, "GET /api/v1/jobs HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", r, sizeof r), 401);
+    expect_problem(r, 401, "unauthorized");
+    assert_int_equal(http_raw(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", r, sizeof r), 401);
+
     /* Redis does not exist: health and reads say 503, /metrics says pacer_redis_up 0. */
     assert_int_equal(http_raw(port, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", r, sizeof r), 503);
-    assert_int_equal(http_raw(port, "GET /api/v1/jobs HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", r, sizeof r),
+    assert_int_equal(http_raw(port, "GET /api/v1/jobs HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer unit-test-token\r\n\r\n", r, sizeof r),
                      503);
     expect_problem(r, 503, "redis-unavailable");
-    assert_int_equal(http_raw(port, "GET /api/v1/jobs/j-1/events HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", r,
+    assert_int_equal(http_raw(port, "GET /api/v1/jobs/j-1/events HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer unit-test-token\r\n\r\n", r,
                               sizeof r),
                      503);
-    assert_int_equal(http_raw(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", r, sizeof r), 200);
+    assert_int_equal(http_raw(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer unit-test-token\r\n\r\n", r, sizeof r), 200);
     assert_non_null(strstr(r, "text/plain; version=0.0.4"));
     assert_non_null(strstr(r, "pacer_redis_up 0\n"));
     assert_int_equal(http_raw(port,

@@ -37,6 +37,7 @@ struct coordinator {
     int nhosts, slots_total;               /* the launcher's hosts and their slots */
     char hostname[256];
     int worker_has_redis;                  /* the worker understands --redis/--job */
+    int worker_has_world;                  /* ... and --world N */
     double started_at;
     char lock_value[320];
 

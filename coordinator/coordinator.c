@@ -279,6 +279,7 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
         const char *argv[] = { c->worker, "--help", NULL };
         if (help) launch_capture(argv, help, HELP_MAX, 10.0);
         c->worker_has_redis = help && strstr(help, "--redis") != NULL;
+        c->worker_has_world = help && strstr(help, "--world") != NULL;
         free(help);
         if (!c->worker_has_redis)
             clog_printf("worker %s has no --redis option: jobs run without metrics, heartbeats and batch plans",

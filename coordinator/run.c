@@ -228,6 +228,14 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
     argv[a++] = "--summary";
     argv[a++] = summary;
     argv[a++] = "--resume";
+    char world[16];
+    if (c->worker_has_world) {
+        /* A rank that finds itself in another world (alone, when the launch did not
+         * connect the ranks) stops instead of training on its own. */
+        snprintf(world, sizeof world, "%d", r->world);
+        argv[a++] = "--world";
+        argv[a++] = world;
+    }
     if (c->worker_has_redis) {
         argv[a++] = "--redis";
         argv[a++] = c->worker_redis_url;

@@ -24,6 +24,7 @@ static const struct option OPTIONS[] = {
     { "metrics", required_argument, NULL, 'm' },
     { "redis", required_argument, NULL, 'D' },
     { "job", required_argument, NULL, 'J' },
+    { "world", required_argument, NULL, 'w' },
     { "resume", no_argument, NULL, 'r' },
     { "resume-from", required_argument, NULL, 'R' },
     { "stop-after-steps", required_argument, NULL, 'S' },
@@ -52,6 +53,10 @@ static void usage(FILE *f)
         "                         heartbeat to Redis (redis://host:port or unix:///path),\n"
         "                         and take batch assignments from it; needs --job\n"
         "  --job ID               the coordinator's job id (keys pacer:job:ID:*)\n"
+        "  --world N              the number of processes this run was launched as (the\n"
+        "                         coordinator passes it): a process that finds itself in\n"
+        "                         another MPI world, e.g. alone because the launcher did not\n"
+        "                         connect the ranks, stops instead of training on its own\n"
         "  --resume               continue from the job's latest checkpoint\n"
         "                         (checkpoint.dir/NAME.ckpt); starts fresh if there is none\n"
         "  --resume-from FILE     continue from this checkpoint; a missing file is an error\n"
@@ -93,6 +98,7 @@ static void version(void)
 static int run(const char *spec_path, const char *summary_path, const char *metrics_path,
                int resume, const char *resume_from, const train_opts_t *opts);
 static const char *g_redis_url, *g_job_id;  /* --redis, --job */
+static int g_world;                         /* --world: 0 = not given */
 static int coordinator_assignment(worker_t *w, int *out);
 
 int main(int argc, char **argv)
@@ -108,6 +114,17 @@ int main(int argc, char **argv)
         case 'm': metrics_path = optarg; break;
         case 'D': g_redis_url = optarg; break;
         case 'J': g_job_id = optarg; break;
+        case 'w': {
+            char *end;
+            long n = strtol(optarg, &end, 10);
+            if (end == optarg || *end || n < 1 || n > SPEC_MAX_WORKERS + 1) {
+                fprintf(stderr, "pacer-worker: --world %s: must be a process count between 1 and %d\n", optarg,
+                        SPEC_MAX_WORKERS + 1);
+                return 2;
+            }
+            g_world = (int)n;
+            break;
+        }
         case 'r': resume = 1; break;
         case 'R': resume_from = optarg; break;
         case 'S': opts.stop_after_steps = strtol(optarg, NULL, 10); break;
@@ -186,13 +203,8 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
             spec.algorithm.name);
         return finish(use_mpi, &w, 2);
     }
-    if (world != need) {
-        if (!use_mpi)
-            SAY("pacer-worker: workers: the spec asks for %d workers; algorithm %s runs as %d processes: "
-                "start it with mpirun -np %d\n", spec.workers, spec.algorithm.name, need, need);
-        else
-            SAY("pacer-worker: workers: the spec asks for %d workers, so algorithm %s needs %d processes, "
-                "but mpirun started %d\n", spec.workers, spec.algorithm.name, need, world);
+    if (comm_check_world(&spec, world, g_world, err, sizeof err) != 0) {
+        SAY("pacer-worker: %s\n", err);
         return finish(use_mpi, &w, 2);
     }
 

@@ -210,7 +210,7 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
     if (r->first_launch && r->spec->algorithm.dynamic_batch && c->worker_has_redis && c->rc) {
         /* Only where placement is known before the start (not under Slurm). */
         const char **hosts = calloc((size_t)r->world, sizeof *hosts);
-        if (hosts && launcher_rank_hosts(c->launcher, r->world, hosts) == 0) {
+        if (hosts && launcher_rank_hosts(c->launcher, r->world, NULL, 0, hosts) == 0) {
             int k = dynbatch_initial(c->rc, r->id, r->spec, hosts);
             if (k == JS_EREDIS) tickconn_broken(c, "initial plan");
             else if (k == 1) clog_printf("job %s: initial batch plan from stored profiles", r->id);

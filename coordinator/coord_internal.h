@@ -10,6 +10,7 @@
 
 #include "coordinator.h"
 #include "embedded.h"
+#include "hosts.h"
 #include "jobstore.h"
 #include "launcher.h"
 #include "redis_url.h"
@@ -34,7 +35,6 @@ struct coordinator {
     int embedded_on;
     embedded_t emb;
     launcher_t *launcher;                  /* starts, follows, stops attempts (--launcher) */
-    int nhosts, slots_total;               /* the launcher's hosts and their slots */
     char hostname[256];
     int worker_has_redis;                  /* the worker understands --redis/--job */
     int worker_has_world;                  /* ... and --world N */
@@ -43,9 +43,15 @@ struct coordinator {
 
     pthread_t tick_thread;
     int tick_running;
-    pthread_mutex_t lock;                  /* stopping + cond */
+    pthread_mutex_t lock;                  /* stopping, cond, the reload request */
     pthread_cond_t cond;
     int stopping;
+    /* Reloads of the host list (SIGHUP, POST /api/v1/cluster/reload): a caller bumps
+     * reload_asked and waits on reload_cond until the tick has done that many. */
+    long reload_asked, reload_done;
+    pthread_cond_t reload_cond;
+    char reload_err[512];                  /* the last reload's error ("" = it worked) */
+    json_t *reload_result;                 /* and what it found (owned; replaced each time) */
 
     /* tick thread only */
     redisContext *rc;
@@ -56,6 +62,9 @@ struct coordinator {
     double last_second;
     coord_run_t **runs;
     int nruns, capruns;
+    host_t *hosts;                         /* the cluster's hosts and their states (hosts.h) */
+    int nhosts;
+    int slots_total, slots_usable;         /* all their slots; those of up and slow hosts */
 };
 
 int coord_js_to_coord(int js);   /* JS_* -> COORD_* */

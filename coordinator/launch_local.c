@@ -62,8 +62,11 @@ static int rsh_agent(char *buf, size_t len, const char **argv, int max)
 static void local_probe_start(launcher_t *l, const launch_host_t *h, double now, launch_probe_t *p)
 {
     (void)now;
-    if (l->kind == LAUNCHER_LOCAL) {
-        p->result = 1;   /* this machine */
+    /* This machine (the local launcher's only host, or a hostfile's localhost): mpirun
+     * starts ranks here without a remote shell. */
+    if (l->kind == LAUNCHER_LOCAL || strcmp(h->name, "localhost") == 0 || strcmp(h->name, "127.0.0.1") == 0 ||
+        strcmp(h->name, l->hostname) == 0) {
+        p->result = 1;
         return;
     }
     char buf[1024], err[256];

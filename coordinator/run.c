@@ -25,6 +25,7 @@
 #include "clog.h"
 #include "dynbatch.h"
 #include "fs.h"
+#include "hosts.h"
 #include "launch.h"
 #include "launcher.h"
 #include "supervise.h"
@@ -435,7 +436,14 @@ void run_schedule(coordinator_t *c, double now)
         }
         json_decref(h);
         int world = bad ? 0 : (spec_is_async(spec) ? spec->workers + 1 : spec->workers);
-        if (!bad && used > 0 && used + world > c->slots_total) {
+        /* Every host down: jobs wait in the queue. Otherwise the world that fits what
+         * is usable now (an elastic job starts on fewer ranks). */
+        if (!bad && c->slots_usable == 0) {
+            free(spec);
+            return;
+        }
+        if (!bad) world = hosts_elastic_world(world, spec_is_async(spec) ? 2 : 1, c->slots_total, c->slots_usable);
+        if (!bad && used > 0 && used + world > c->slots_usable) {
             free(spec);
             return;
         }
@@ -465,7 +473,7 @@ void run_schedule(coordinator_t *c, double now)
             continue;
         }
         clog_printf("job %s: claimed (%s, %d rank%s, slots %d/%d)", id, r->spec->name, world, world == 1 ? "" : "s",
-             used + world, c->slots_total);
+             used + world, c->slots_usable);
         launch(c, r, now);
         used += world;
     }

@@ -22,6 +22,7 @@ int handle_job_logs(http_req_t *rq);
 int handle_job_checkpoint(http_req_t *rq);
 int handle_events(http_req_t *rq);
 int handle_cluster(http_req_t *rq);
+int handle_cluster_reload(http_req_t *rq);
 int handle_openapi(http_req_t *rq);
 int handle_healthz(http_req_t *rq);
 int handle_prometheus(http_req_t *rq);

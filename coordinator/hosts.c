@@ -221,7 +221,7 @@ int hosts_elastic_world(int full, int min, int total_slots, int usable_slots)
     return w < min ? min : w;
 }
 
-static int cmp_double(const void *a, const void *b)
+static int hosts_cmp_speed(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -235,7 +235,7 @@ void hosts_classify(const double *speed, int n, double *ratio, int *slow)
         if (speed[i] > 0 && isfinite(speed[i])) ok[k++] = speed[i];
     double median = 0;
     if (k > 0) {
-        qsort(ok, (size_t)k, sizeof *ok, cmp_double);
+        qsort(ok, (size_t)k, sizeof *ok, hosts_cmp_speed);
         median = k % 2 ? ok[k / 2] : 0.5 * (ok[k / 2 - 1] + ok[k / 2]);
     }
     for (int i = 0; i < n; i++) {

@@ -69,7 +69,7 @@ int hosts_sync(coordinator_t *c, double now, char *added, size_t addlen, char *r
             next[i] = *old;
             old->probing = 0;   /* the probe (if any) moved with it */
         } else {
-            snprintf(next[i].name, sizeof next[i].name, "%s", lh[i].name);
+            snprintf(next[i].name, sizeof next[i].name, "%.255s", lh[i].name);
             next[i].state = HOST_UP;
             next[i].since = now;
             next[i].probe.fd = -1;

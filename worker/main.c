@@ -12,6 +12,7 @@
 #include <cblas.h>
 
 #include "backend_cuda.h"
+#include "benchmark.h"
 #include "comm.h"
 #include "redis_report.h"
 #include "spec.h"
@@ -25,6 +26,7 @@ static const struct option OPTIONS[] = {
     { "redis", required_argument, NULL, 'D' },
     { "job", required_argument, NULL, 'J' },
     { "world", required_argument, NULL, 'w' },
+    { "benchmark", required_argument, NULL, 'b' },
     { "resume", no_argument, NULL, 'r' },
     { "resume-from", required_argument, NULL, 'R' },
     { "stop-after-steps", required_argument, NULL, 'S' },
@@ -57,6 +59,10 @@ static void usage(FILE *f)
         "                         coordinator passes it): a process that finds itself in\n"
         "                         another MPI world, e.g. alone because the launcher did not\n"
         "                         connect the ranks, stops instead of training on its own\n"
+        "  --benchmark N          measure this host's speed for the spec's model instead of\n"
+        "                         training: N steps of its batch_size after 2 untimed ones,\n"
+        "                         one process, no MPI; prints (and with --summary writes)\n"
+        "                         {\"benchmark\": {samples_per_s, device, ...}}\n"
         "  --resume               continue from the job's latest checkpoint\n"
         "                         (checkpoint.dir/NAME.ckpt); starts fresh if there is none\n"
         "  --resume-from FILE     continue from this checkpoint; a missing file is an error\n"
@@ -105,6 +111,7 @@ int main(int argc, char **argv)
 {
     const char *spec_path = NULL, *summary_path = NULL, *resume_from = NULL, *metrics_path = NULL;
     int resume = 0;
+    long bench_steps = 0;
     train_opts_t opts = { 0 };
     int c;
     while ((c = getopt_long(argc, argv, "", OPTIONS, NULL)) != -1) {
@@ -114,6 +121,15 @@ int main(int argc, char **argv)
         case 'm': metrics_path = optarg; break;
         case 'D': g_redis_url = optarg; break;
         case 'J': g_job_id = optarg; break;
+        case 'b': {
+            char *end;
+            bench_steps = strtol(optarg, &end, 10);
+            if (end == optarg || *end || bench_steps < 1 || bench_steps > BENCHMARK_MAX_STEPS) {
+                fprintf(stderr, "pacer-worker: --benchmark %s: must be 1 to %d steps\n", optarg, BENCHMARK_MAX_STEPS);
+                return 2;
+            }
+            break;
+        }
         case 'w': {
             char *end;
             long n = strtol(optarg, &end, 10);
@@ -147,6 +163,7 @@ int main(int argc, char **argv)
         return 2;
     }
 
+    if (bench_steps) return benchmark_run(spec_path, bench_steps, summary_path);
     return run(spec_path, summary_path, metrics_path, resume, resume_from, &opts);
 }
 

@@ -61,6 +61,9 @@ int comm_check_world(const job_spec_t *s, int world, int expect, char *err, size
                  world);
         return -1;
     }
+    /* An elastic restart: the coordinator relaunched the job on fewer ranks than the
+     * spec asks (hosts were lost); they share its global batch. */
+    if (expect > 0 && world == expect && world < need && world >= (async ? 2 : 1)) return 0;
     if (world != need) {
         if (world == 1 && launched == 0)
             snprintf(err, errlen, "workers: the spec asks for %d workers; algorithm %s runs as %d processes: "

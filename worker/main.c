@@ -225,7 +225,10 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
         return finish(use_mpi, &w, 2);
     }
 
-    int failed = worker_setup(&w, &spec, rank, world, err, sizeof err) != 0;
+    /* Under MPI the world says how many compute (fewer than the spec's workers after an
+     * elastic restart, comm_check_world); a process on its own is the spec's one worker. */
+    int nworkers = use_mpi ? (async ? world - 1 : world) : spec.workers;
+    int failed = worker_setup_world(&w, &spec, rank, world, nworkers, err, sizeof err) != 0;
     if (failed) fprintf(stderr, "pacer-worker%s: %s\n", rank ? " (rank>0)" : "", err);
     if (!failed && opts->batch_plan && worker_apply_batch_plan(&w, opts->batch_plan, err, sizeof err) != 0) {
         failed = 1;
@@ -277,6 +280,9 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
         "%ld steps per epoch, %d epochs\n",
         spec.model, spec.dataset.name, spec.algorithm.name, model_param_count(w.model), w.train.n,
         w.test.n, spec.workers, spec.batch_size, w.steps_per_epoch, spec.epochs);
+    if (w.nworkers != spec.workers)
+        SAY("elastic: %d of the spec's %d workers share its global batch of %d\n", w.nworkers, spec.workers,
+            w.global_batch);
     int rc = worker_train(&w, opts, err, sizeof err);
     if (w.metrics) {
         metrics_stop(w.metrics, 5.0);
@@ -301,7 +307,7 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
         if (w.stop != 2)
             printf("final test_accuracy %.4f test_loss %.4f train_loss %.4f (%.1f s, %.0f samples/s)\n",
                    w.test_accuracy, w.test_loss, w.train_loss, w.wall_s,
-                   w.loop_s > 0 ? (double)w.stats.samples * spec.workers / w.loop_s : 0.0);
+                   w.loop_s > 0 ? (double)w.stats.samples * w.nworkers / w.loop_s : 0.0);
         if (summary_path && worker_write_summary(&w, summary_path, per_rank, err, sizeof err) != 0) {
             fprintf(stderr, "pacer-worker: %s\n", err);
             status = 1;

@@ -375,9 +375,24 @@ void worker_schedule_steps(worker_t *w, long per_epoch)
     if (w->sched.step_size < 1) w->sched.step_size = 1;
 }
 
+void worker_even_plan(int global, int n, int *out)
+{
+    for (int i = 0; i < n; i++) out[i] = global / n + (i < global % n ? 1 : 0);
+}
+
 int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char *err, size_t errlen)
 {
+    return worker_setup_world(w, spec, rank, world, spec->workers, err, errlen);
+}
+
+int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world, int nworkers, char *err,
+                       size_t errlen)
+{
     memset(w, 0, sizeof *w);
+    if (nworkers < 1 || nworkers > spec->workers) {
+        snprintf(err, errlen, "%d workers: must be 1 to the spec's %d", nworkers, spec->workers);
+        return -1;
+    }
     w->spec = spec;
     w->rank = rank;
     w->world = world;
@@ -387,7 +402,7 @@ int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char 
         return -1;
     }
     int async = spec_is_async(spec);
-    w->nworkers = spec->workers;
+    w->nworkers = nworkers;
     w->role = (async && rank == 0) ? ROLE_PS : ROLE_WORKER;
     w->worker_index = async ? rank - 1 : rank;
     w->global_batch = spec->workers * spec->batch_size;
@@ -397,6 +412,9 @@ int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char 
         w->max_batch = w->global_batch;
     if (w->max_batch < spec->batch_size) w->max_batch = spec->batch_size;
     if (w->max_batch > 4096 && w->max_batch > spec->batch_size) w->max_batch = spec->batch_size * 4;
+    /* Fewer workers than the spec asks share its global batch: each holds its share. */
+    int share = (w->global_batch + nworkers - 1) / nworkers;
+    if (w->max_batch < share) w->max_batch = share;
 
     const char *ds = spec->dataset.name;
     const char *dir = spec->dataset.path[0] ? spec->dataset.path : NULL;
@@ -429,7 +447,7 @@ int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char 
         return -1;
     }
     if (w->gpu) pin_host_buffers(w);
-    for (int i = 0; i < w->nworkers; i++) w->batch_of[i] = spec->batch_size;
+    worker_even_plan(w->global_batch, w->nworkers, w->batch_of);
 
     w->steps_per_epoch = w->train.n / w->global_batch;
     if (w->steps_per_epoch < 1) {
@@ -503,6 +521,7 @@ int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
         .spec_hash = spec_hash(w->spec),
         .seed = (uint64_t)w->spec->seed,
         .nworkers = w->nworkers,
+        .spec_workers = w->spec->workers,
         .epochs = w->spec->epochs,
         .steps_per_epoch = w->steps_per_epoch,
         .train_n = w->train.n,
@@ -524,7 +543,18 @@ int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
         return -1;
     }
     w->gpu_ahead = 0;
-    for (int i = 0; i < w->nworkers; i++) w->batch_of[i] = st.batch_of[i];
+    if (st.nworkers == w->nworkers) {
+        for (int i = 0; i < w->nworkers; i++) w->batch_of[i] = st.batch_of[i];
+    } else {
+        /* Written by another world (an elastic restart): the same global batch over this
+         * run's workers; a planner (dynamic batching, the coordinator's "resize"
+         * assignment) refines it at its next re-plan. Set-up already split it evenly. */
+        if (w->rank == 0) {
+            fprintf(stderr, "checkpoint %s was written by %d workers; resuming with %d: the global batch %d is "
+                    "re-planned:", path, (int)st.nworkers, w->nworkers, w->global_batch);
+            worker_print_plan(w);
+        }
+    }
     return 0;
 }
 
@@ -548,7 +578,7 @@ int worker_apply_batch_plan(worker_t *w, const char *plan, char *err, size_t err
     if (n != w->nworkers || sum != w->global_batch) {
         snprintf(err, errlen, "--batch-plan: '%s' must be %d batches summing to workers x batch_size = %d",
                  plan, w->nworkers, w->global_batch);
-        for (int i = 0; i < w->nworkers; i++) w->batch_of[i] = w->spec->batch_size;
+        worker_even_plan(w->global_batch, w->nworkers, w->batch_of);
         return -1;
     }
     return 0;

@@ -5,6 +5,7 @@
 #   make test       deps + build + every test; ends with "N passed, N failed, N skipped"
 #   make test-multihost  the network-namespace multi-host test alone (root)
 #   make test-slurm the Slurm launcher against a real slurmctld + 2 slurmd (root)
+#   make test-elastic  a 3-host namespace job that loses a host and shrinks (root)
 #   make check-asan unit tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make demo       the main job
 #   make bench      benchmarks (installs python3-torch for the PyTorch baseline)

@@ -9,9 +9,14 @@
 . tests/lib.sh
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
 spec() { # spec ALGO
-    # hpsgd's one-round-stale merges lag with momentum (docs/RESULTS.md): plain SGD there.
+    # hpsgd's one-round-stale merges lag with momentum (docs/RESULTS.md): plain SGD there;
+    # the stale parameter-server rules take async_accuracy.sh's recipe (staleness adds
+    # momentum of its own: 0.9 can diverge on a loaded machine).
     opt='"lr": 0.05, "momentum": 0.9'
-    [ "$1" = hpsgd ] && opt='"lr": 0.1, "momentum": 0'
+    case $1 in
+        hpsgd) opt='"lr": 0.1, "momentum": 0' ;;
+        asgd | dc-asgd | ddc-asgd) opt='"lr": 0.04, "momentum": 0.5' ;;
+    esac
     cat >"$TMP/$1.json" <<JSON
 {"name": "el-$1", "model": "lenet5", "dataset": {"name": "fashion-mnist", "train_subset": 3072, "test_subset": 1000},
  "algorithm": {"name": "$1", "group_size": 2, "k_steps": 4, "local_steps": 4}, "workers": 3, "batch_size": 32,
@@ -34,7 +39,7 @@ for a in ssgd hier-bsp hpsgd local-sgd asgd nsoftsync dc-asgd ddc-asgd; do
         { cat "$TMP/$a.2"; fail "$a: no line saying the batch plan was re-planned"; }
     grep -q "elastic: 2 of the spec's 3 workers" "$TMP/$a.2" || { cat "$TMP/$a.2"; fail "$a: not run as 2 of 3"; }
     acc=$(json "$TMP/$a.out" .test_accuracy)
-    # Sane: far above chance (0.1). These runs end at 0.52-0.72 (the parameter-server
+    # Sane: far above chance (0.1). These runs end at 0.61-0.68 (the parameter-server
     # ones vary with timing), except hpsgd, whose stale merges learn slower (0.36-0.38
     # undisturbed, either optimizer).
     want=0.4

@@ -31,6 +31,7 @@ enum {
     O_MAX_RESTARTS, O_HEARTBEAT, O_BACKOFF, O_GRACE, O_CKPT_STEPS, O_STOP_JOBS, O_TIMEOUT, O_STATE, O_TAIL,
     O_LIMIT, O_SINCE, O_JSON, O_HELP, O_VERSION, O_TOKEN_FILE, O_AUTH_READS, O_STATIC_DIR, O_HTTP_THREADS, O_SSE_MAX,
     O_API_CACHE, O_LAUNCHER, O_SLURM_MPI, O_SLURM_PARTITION, O_SLURM_ARGS, O_SIM, O_SIM_PLATFORMS, O_SIM_SLOTS,
+    O_HOST_PROBE,
 };
 
 typedef struct {
@@ -65,6 +66,8 @@ static const opt_row_t OPTIONS[] = {
       O_SLURM_PARTITION },
     { "slurm-args", 1, "OPTS", "slurm: extra sbatch options, blank-separated (e.g. \"--ntasks-per-node=1\")",
       O_SLURM_ARGS },
+    { "host-probe", 1, "S", "probe a lost host this often until it answers again (default 5); the host list "
+                            "itself is read again on SIGHUP or POST /api/v1/cluster/reload", O_HOST_PROBE },
     { "worker", 1, "PATH", "pacer-worker binary (default: next to this executable)", O_WORKER },
     { "sim", 1, "PATH", "pacer-sim, which runs the jobs whose spec says simulate.enabled on a simulated "
                         "cluster (default: next to this executable)", O_SIM },
@@ -393,7 +396,15 @@ static int run_daemon(const cli_t *o)
     for (;;) {
         int sig = 0;
         if (sigwait(&set, &sig) != 0) continue;
-        if (sig == SIGHUP) continue;
+        if (sig == SIGHUP) {
+            /* The host list again (hostfile, sinfo); the coordinator logs what changed. */
+            json_t *res = NULL;
+            char rerr[512] = "";
+            if (coord_cluster_reload(c, &res, rerr, sizeof rerr) != COORD_OK)
+                fprintf(stderr, "pacer-coordinator: SIGHUP: host list not reloaded: %s\n", rerr);
+            json_decref(res);
+            continue;
+        }
         break;
     }
     /* The HTTP layer calls the coordinator: it stops first. */
@@ -463,6 +474,7 @@ int main(int argc, char **argv)
         case O_SSE_MAX:
         case O_API_CACHE:
         case O_SIM_SLOTS:
+        case O_HOST_PROBE:
             if (parse_num(name, optarg, 0, &v) != 0) return 2;
             if (ch == O_MAX_RESTARTS) o.cfg.max_restarts = (int)v;
             else if (ch == O_HEARTBEAT) o.cfg.heartbeat_timeout_s = v;
@@ -475,6 +487,7 @@ int main(int argc, char **argv)
             else if (ch == O_SSE_MAX) o.http.sse_max = (int)v;
             else if (ch == O_API_CACHE) o.http.cache_ms = (int)v;
             else if (ch == O_SIM_SLOTS) o.cfg.sim_slots = v >= 1 ? (int)v : 1;
+            else if (ch == O_HOST_PROBE) o.cfg.host_probe_s = v;
             else o.limit = (long)v;
             break;
         default: usage(stderr); return 2;

@@ -461,10 +461,15 @@ static void test_checkpoint_validate_other_world(void **state)
     assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), 0);
     want.nworkers = 3;   /* the same world: the buffers' capacity holds again */
     assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), -1);
-    assert_non_null(strstr(err, "batch_of[0] = 64 is outside [1, 48] (the batch buffers' capacity)"));
+    assert_non_null(strstr(err, "batch_of[0] = 64 is outside [1, 48] (algorithm.min_batch and the batch buffers' capacity)"));
     want.nworkers = 2, st.batch_of[0] = 97, st.batch_of[1] = 0, st.batch_of[2] = 0, st.nworkers = 1;
     assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), -1);
-    assert_non_null(strstr(err, "batch_of[0] = 97 is outside [1, 96] (the global batch)"));
+    assert_non_null(strstr(err, "batch_of[0] = 97 is outside [1, 96] (algorithm.min_batch and the global batch)"));
+    /* The spec's min_batch holds for a plan of any world. */
+    want.min_batch = 8, st.nworkers = 3, st.batch_of[0] = 4, st.batch_of[1] = 46, st.batch_of[2] = 46;
+    assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), -1);
+    assert_non_null(strstr(err, "batch_of[0] = 4 is outside [8, 96] (algorithm.min_batch and the global batch)"));
+    want.min_batch = 0;
     st.nworkers = 4, st.batch_of[0] = 24, st.batch_of[1] = 24, st.batch_of[2] = 24, st.batch_of[3] = 24;
     assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), -1);
     assert_non_null(strstr(err, "nworkers = 4 is outside [1, 3]"));

@@ -6,6 +6,7 @@
 #   make test-multihost  the network-namespace multi-host test alone (root)
 #   make test-slurm the Slurm launcher against a real slurmctld + 2 slurmd (root)
 #   make test-stress     the timing-dependent tests 3 times each under a load of two busy processes
+#   make test-elastic  a 3-host namespace job that loses a host and shrinks (root)
 #   make check-asan unit tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make demo       the main job
 #   make bench      benchmarks (installs python3-torch for the PyTorch baseline)

@@ -94,6 +94,7 @@ static int bench_redisGetReply(redisContext *c, void **reply)
 #include "../coordinator/coordinator.c"
 #include "../coordinator/dynbatch.c"
 #include "../coordinator/embedded.c"
+#include "../coordinator/hosts.c"
 #include "../coordinator/jobstore.c"
 #include "../coordinator/launch.c"
 #include "../coordinator/launch_hostfile.c"

@@ -130,6 +130,20 @@ void planner_bounds(const job_spec_t *s, int *min_b, int *max_b)
     if (*max_b < s->batch_size) *max_b = s->batch_size;
 }
 
+void planner_bounds_world(const job_spec_t *s, int n, int *min_b, int *max_b)
+{
+    planner_bounds(s, min_b, max_b);
+    if (n < 1) return;
+    long global = (long)s->workers * s->batch_size;
+    long share = (global + n - 1) / n;
+    if (*max_b < share) *max_b = (int)share;
+}
+
+void planner_even(int global, int n, int *out)
+{
+    for (int i = 0; i < n; i++) out[i] = global / n + (i < global % n ? 1 : 0);
+}
+
 int planner_replan(const double *speed, const int *current, int n, int global_batch, int min_b, int max_b,
                    int *out)
 {

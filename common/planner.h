@@ -49,6 +49,14 @@ double planner_imbalance(const double *speed, const int *batch, int n);
  * sizes its batch buffers for max, so no accepted plan can overrun them. */
 #define PLANNER_DERIVED_MAX 4096
 void planner_bounds(const job_spec_t *s, int *min_b, int *max_b);
+/* planner_bounds for a run of n workers, which may be fewer than the spec's (an elastic
+ * restart on the hosts that remain): the global batch stays workers x batch_size, so
+ * max grows to ceil(global / n) where it is smaller (each worker holds its share of the
+ * even split). n = s->workers gives planner_bounds. */
+void planner_bounds_world(const job_spec_t *s, int n, int *min_b, int *max_b);
+/* The even split of global over n into out[n]: global / n each, the first global % n one
+ * more. The plan of a run that has no other (a start, an elastic restart). */
+void planner_even(int global, int n, int *out);
 
 /* Re-plan trigger and hysteresis: the plan in force is kept while its predicted
  * imbalance (planner_imbalance) is at most 1 + PLANNER_IMBALANCE; beyond that the

@@ -427,6 +427,11 @@ static json_t *job_json(const coordinator_t *c, const char *id, json_t *h, json_
             json_object_set_new(o, key, json_string(s));
         } else if (strcmp(key, "retries") == 0) {
             json_object_set_new(o, key, coord_id_list(s));   /* "j-5,j-9" -> ["j-5", "j-9"] */
+        } else if (strcmp(key, "hosts") == 0 || strcmp(key, "resizes") == 0) {
+            /* JSON arrays the daemon wrote (run.c); anything else is left out. */
+            json_t *a = s && strlen(s) < (1 << 20) ? json_loads(s, 0, NULL) : NULL;
+            if (json_is_array(a)) json_object_set_new(o, key, a);
+            else json_decref(a);
         } else {
             int str = 0;
             for (const char *const *f = STRING_FIELDS; *f; f++) str |= strcmp(*f, key) == 0;

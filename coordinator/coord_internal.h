@@ -10,6 +10,7 @@
 
 #include "coordinator.h"
 #include "embedded.h"
+#include "hosts.h"
 #include "jobstore.h"
 #include "launcher.h"
 #include "redis_url.h"
@@ -45,18 +46,24 @@ struct coordinator {
     launcher_t *sim_launcher;              /* simulated jobs (launch_sim.c); NULL: they fail */
     char sim_why[512];                     /* why there is no sim launcher */
     int sim_slots;                         /* its slots: simulations at a time */
-    int nhosts, slots_total;               /* the launcher's hosts and their slots */
     char hostname[256];
     int worker_has_redis;                  /* the worker understands --redis/--job */
     int worker_has_password_file;          /* ... and --redis-password-file */
+    int worker_has_world;                  /* ... and --world N */
     double started_at;
     char lock_value[320];
 
     pthread_t tick_thread;
     int tick_running;
-    pthread_mutex_t lock;                  /* stopping + cond */
+    pthread_mutex_t lock;                  /* stopping, cond, the reload request */
     pthread_cond_t cond;
     int stopping;
+    /* Reloads of the host list (SIGHUP, POST /api/v1/cluster/reload): a caller bumps
+     * reload_asked and waits on reload_cond until the tick has done that many. */
+    long reload_asked, reload_done;
+    pthread_cond_t reload_cond;
+    char reload_err[512];                  /* the last reload's error ("" = it worked) */
+    json_t *reload_result;                 /* and what it found (owned; replaced each time) */
 
     /* tick thread only */
     redisContext *rc;
@@ -67,6 +74,9 @@ struct coordinator {
     double last_second;
     coord_run_t **runs;
     int nruns, capruns;
+    host_t *hosts;                         /* the cluster's hosts and their states (hosts.h) */
+    int nhosts;
+    int slots_total, slots_usable;         /* all their slots; those of up and slow hosts */
 };
 
 int coord_js_to_coord(int js);   /* JS_* -> COORD_* */

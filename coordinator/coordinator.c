@@ -40,6 +40,7 @@ void coord_config_defaults(coord_config_t *cfg)
     cfg->sim_slots = 1;
     cfg->oversubscribe = COORD_OVERSUBSCRIBE_DEFAULT;
     cfg->keep_jobs = COORD_KEEP_JOBS_DEFAULT;
+    cfg->host_probe_s = 5;
 }
 
 static int absolute(const char *in, char *out, size_t len)
@@ -61,11 +62,7 @@ static int absolute(const char *in, char *out, size_t len)
 
 static void publish_info(coordinator_t *c, double now)
 {
-    json_t *hosts = json_array();
-    const launch_host_t *lh;
-    int nh = launcher_hosts(c->launcher, &lh);
-    for (int i = 0; hosts && i < nh; i++)
-        json_array_append_new(hosts, json_pack("{s:s, s:i}", "name", lh[i].name, "slots", lh[i].slots));
+    json_t *hosts = hosts_json(c);
     char *htext = hosts ? json_dumps(hosts, JSON_COMPACT) : NULL;
     json_decref(hosts);
     /* What a client needs to offer simulation (the dashboard's form): whether it runs,
@@ -77,18 +74,20 @@ static void publish_info(coordinator_t *c, double now)
     json_decref(sim);
     int running = 0;
     for (int i = 0; i < c->nruns; i++) running += c->runs[i]->phase != PH_DONE;
-    char pid[16], started[32], hb[32], slots[16], used[16], nrun[16];
+    char pid[16], started[32], hb[32], slots[16], usable[16], used[16], nrun[16];
     snprintf(pid, sizeof pid, "%d", (int)getpid());
     snprintf(started, sizeof started, "%.3f", c->started_at);
     snprintf(hb, sizeof hb, "%.3f", now);
     snprintf(slots, sizeof slots, "%d", c->slots_total);
+    snprintf(usable, sizeof usable, "%d", c->slots_usable);
     snprintf(used, sizeof used, "%d", run_slots_used(c));
     snprintf(nrun, sizeof nrun, "%d", running);
     const char *argv[] = {
         "HSET", KEY_COORD, "pid", pid, "host", c->hostname, "started", started, "heartbeat", hb,
         "version", PACER_VERSION, "state_dir", c->state_dir, "redis", c->redis_url_shown, "worker", c->worker,
         "worker_redis", c->worker_has_redis ? "1" : "0", "hosts", htext ? htext : "[]", "slots", slots,
-        "slots_used", used, "running", nrun, "listen", c->listen, "simulator", stext ? stext : "{}",
+        "slots_usable", usable, "slots_used", used, "launcher", launcher_name(c->launcher), "running", nrun, "listen", c->listen,
+        "simulator", stext ? stext : "{}",
     };
     size_t len[sizeof argv / sizeof argv[0]];
     for (size_t i = 0; i < sizeof argv / sizeof argv[0]; i++) len[i] = strlen(argv[i]);
@@ -117,11 +116,80 @@ static void prune(coordinator_t *c)
                        c->cfg.keep_jobs, ids[0]);
 }
 
+/* A reload asked for by coord_cluster_reload (SIGHUP, the API): the launcher learns its
+ * hosts again and the host table follows. */
+static void reload_hosts(coordinator_t *c, double now)
+{
+    pthread_mutex_lock(&c->lock);
+    long asked = c->reload_asked;
+    pthread_mutex_unlock(&c->lock);
+    if (asked == c->reload_done) return;
+    char err[512] = "", added[4096] = "", removed[4096] = "";
+    json_t *result = NULL;
+    if (launcher_reload(c->launcher, err, sizeof err) == 0) {
+        if (hosts_sync(c, now, added, sizeof added, removed, sizeof removed) != 0) {
+            snprintf(err, sizeof err, "out of memory");
+        } else {
+            clog_printf("host list reloaded (%s launcher): %d host%s, %d slot%s; added [%s], removed [%s]",
+                        launcher_name(c->launcher), c->nhosts, c->nhosts == 1 ? "" : "s", c->slots_total,
+                        c->slots_total == 1 ? "" : "s", added, removed);
+            json_t *a = json_array(), *r = json_array();
+            for (char *save = NULL, *t = strtok_r(added, " ", &save); a && t; t = strtok_r(NULL, " ", &save))
+                json_array_append_new(a, json_string(t));
+            for (char *save = NULL, *t = strtok_r(removed, " ", &save); r && t; t = strtok_r(NULL, " ", &save))
+                json_array_append_new(r, json_string(t));
+            result = json_pack("{s:o, s:i, s:i, s:o, s:o}", "hosts", hosts_json(c), "slots", c->slots_total,
+                               "slots_usable", c->slots_usable, "added", a ? a : json_array(), "removed",
+                               r ? r : json_array());
+        }
+    }
+    if (err[0]) clog_printf("host list not reloaded: %s (the %d known host%s stay)", err, c->nhosts,
+                            c->nhosts == 1 ? "" : "s");
+    if (c->rc) publish_info(c, now);
+    pthread_mutex_lock(&c->lock);
+    c->reload_done = asked;
+    snprintf(c->reload_err, sizeof c->reload_err, "%s", err);
+    json_decref(c->reload_result);
+    c->reload_result = result;
+    pthread_cond_broadcast(&c->reload_cond);
+    pthread_mutex_unlock(&c->lock);
+}
+
+int coord_cluster_reload(coordinator_t *c, json_t **out, char *err, size_t errlen)
+{
+    if (!c->daemon) {
+        snprintf(err, errlen, "only the coordinator daemon keeps a host list: ask its API, or send it SIGHUP");
+        return COORD_ESTATE;
+    }
+    pthread_mutex_lock(&c->lock);
+    long mine = ++c->reload_asked;
+    pthread_cond_signal(&c->cond);
+    struct timespec ts;
+    clock_wall_deadline(30.0, &ts);
+    int code = COORD_OK;
+    while (c->reload_done < mine && !c->stopping)
+        if (pthread_cond_timedwait(&c->reload_cond, &c->lock, &ts) != 0) break;
+    if (c->reload_done < mine) {
+        snprintf(err, errlen, "the coordinator did not reload its host list within 30 s");
+        code = COORD_EUNAVAIL;
+    } else if (c->reload_err[0]) {
+        snprintf(err, errlen, "%s", c->reload_err);
+        code = COORD_EINVAL;
+    } else {
+        *out = c->reload_result ? json_deep_copy(c->reload_result) : NULL;
+        if (!*out) code = COORD_EINTERNAL;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return code;
+}
+
 static void tick(coordinator_t *c)
 {
     double now = clock_wall_s();
     if (c->embedded_on) embedded_check(&c->emb);
     tickconn_ensure(c, now);
+    reload_hosts(c, now);
+    hosts_tick(c, now);
     int second = now - c->last_second >= 1.0;
     if (second) c->last_second = now;
     if (c->rc && (!c->have_lock || second)) {
@@ -186,6 +254,7 @@ static coordinator_t *alloc_coordinator(void)
     if (!c) return NULL;
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->cond, NULL);
+    pthread_cond_init(&c->reload_cond, NULL);
     return c;
 }
 
@@ -193,11 +262,14 @@ static void free_coordinator(coordinator_t *c)
 {
     for (int i = 0; i < c->nruns; i++) run_free(c->runs[i]);
     free(c->runs);
+    hosts_free(c);
+    json_decref(c->reload_result);
     launcher_close(c->launcher);
     launcher_close(c->sim_launcher);
     if (c->rc) redisFree(c->rc);
     jobstore_pool_free(c->pool);
     pthread_cond_destroy(&c->cond);
+    pthread_cond_destroy(&c->reload_cond);
     pthread_mutex_destroy(&c->lock);
     free(c);
 }
@@ -348,6 +420,7 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
     }
     c->daemon = 1;
     c->cfg = *cfg;
+    if (!(c->cfg.host_probe_s > 0)) c->cfg.host_probe_s = 5;
     c->started_at = clock_wall_s();
     copy_str(c->listen, sizeof c->listen, cfg->listen, "127.0.0.1:8080");
     copy_str(c->mpirun, sizeof c->mpirun, cfg->mpirun, "mpirun");
@@ -392,10 +465,10 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
         .slurm_mpi = cfg->slurm_mpi, .slurm_partition = cfg->slurm_partition, .slurm_args = cfg->slurm_args,
     };
     if (launcher_open(&lcfg, &c->launcher, err, errlen) != 0) goto fail;
-    {
-        const launch_host_t *lh;
-        c->nhosts = launcher_hosts(c->launcher, &lh);
-        c->slots_total = launcher_slots(c->launcher);
+    if (hosts_sync(c, clock_wall_s(), NULL, 0, NULL, 0) != 0) {
+        snprintf(err, errlen, "out of memory");
+        rc = COORD_EINTERNAL;
+        goto fail;
     }
 
     if (cfg->worker && *cfg->worker) {
@@ -427,6 +500,7 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
         if (help) launch_capture(argv, help, HELP_MAX, 10.0);
         c->worker_has_redis = help && strstr(help, "--redis") != NULL;
         c->worker_has_password_file = help && strstr(help, "--redis-password-file") != NULL;
+        c->worker_has_world = help && strstr(help, "--world") != NULL;
         free(help);
         if (!c->worker_has_redis)
             clog_printf("worker %s has no --redis option: jobs run without metrics, heartbeats and batch plans",
@@ -496,6 +570,7 @@ void coordinator_stop(coordinator_t *c)
         pthread_mutex_lock(&c->lock);
         c->stopping = 1;
         pthread_cond_signal(&c->cond);
+        pthread_cond_broadcast(&c->reload_cond);
         pthread_mutex_unlock(&c->lock);
         if (c->tick_running) pthread_join(c->tick_thread, NULL);
         /* The tick thread is gone: this thread owns c->rc and the runs now. */

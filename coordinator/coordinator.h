@@ -81,6 +81,7 @@ typedef struct {
     int ndata_roots;
     long keep_jobs;               /* 10000: job history kept (final jobs beyond it, oldest
                                      first, are deleted with their directory); 0 = all */
+    double host_probe_s;          /* 5: a lost host is probed this often until it is back */
 } coord_config_t;
 
 #define COORD_OVERSUBSCRIBE_DEFAULT 4.0
@@ -182,6 +183,15 @@ int coord_checkpoint_path(coordinator_t *c, const char *id, char *path, size_t l
  * has run, "alive": whether its heartbeat is fresh, "queued", "active", "jobs",
  * "profiles": [{key, host, device, model, samples_per_s, updated, jobs}]}. */
 int coord_cluster(coordinator_t *c, json_t **out);
+
+/* Daemon: learns the host list again (hostfile re-read, sinfo asked again, CPUs counted),
+ * as SIGHUP does, and waits (30 s at most) until the tick has done it. Hosts that stay
+ * keep their state; new hosts are probed; running jobs are not touched (a shrunk job
+ * grows onto a new host at its next checkpoint). *out: {"hosts": [...as coord_cluster],
+ * "slots", "added": [names], "removed": [names]}. COORD_EINVAL with err when the new list
+ * cannot be read (the old one stays); COORD_ESTATE on a client handle (only the daemon
+ * has a host list); COORD_EUNAVAIL when the tick did not answer in time. */
+int coord_cluster_reload(coordinator_t *c, json_t **out, char *err, size_t errlen);
 
 /* ---- events (for Server-Sent Events) ------------------------------------------------------
  * Events come from Redis streams, so a subscriber misses nothing between two waits and

@@ -43,16 +43,25 @@ void dynbatch_parse_assignment(const redisReply *r, int n, int dflt, int *cur, l
     json_decref(arr);
 }
 
-/* Reads the stored assignment into cur (n entries); *version = 0 and cur = batch_size
- * each when there is none or it does not fit this job. */
-static int read_assignment(redisContext *c, const char *id, const job_spec_t *s, int *cur, long long *version)
+/* The job's global batch: the spec's workers x batch_size, whatever n runs it now. */
+static int global_batch(const job_spec_t *s)
+{
+    return s->workers * s->batch_size;
+}
+
+/* Reads the stored assignment into cur (n entries); *version = 0 and cur = the even split
+ * when there is none or it does not fit n workers. */
+static int read_assignment(redisContext *c, const char *id, const job_spec_t *s, int n, int *cur, long long *version)
 {
     char key[160];
     snprintf(key, sizeof key, KEY_JOB_ASSIGNMENT, id);
     redisReply *r = redisCommand(c, "HMGET %s version batches", key);
     if (!r) return JS_EREDIS;
-    dynbatch_parse_assignment(r, s->workers, s->batch_size, cur, version);
+    dynbatch_parse_assignment(r, n, 0, cur, version);
     freeReplyObject(r);
+    long long sum = 0;
+    for (int i = 0; i < n; i++) sum += cur[i] > 0 ? cur[i] : -(long long)INT_MAX;
+    if (sum != global_batch(s)) planner_even(global_batch(s), n, cur);
     return JS_OK;
 }
 
@@ -83,9 +92,9 @@ static int write_assignment(redisContext *c, const char *id, const int *b, int n
     return rc;
 }
 
-int dynbatch_replan(redisContext *c, const char *id, const job_spec_t *s)
+int dynbatch_replan(redisContext *c, const char *id, const job_spec_t *s, int n)
 {
-    int n = s->workers;
+    if (n < 1) return JS_OK;
     double *speed = calloc((size_t)n, sizeof *speed);
     int *cur = calloc((size_t)n, sizeof *cur), *out = calloc((size_t)n, sizeof *out);
     int rc = JS_ENOMEM, known = 1;
@@ -108,18 +117,18 @@ int dynbatch_replan(redisContext *c, const char *id, const job_spec_t *s)
         freeReplyObject(r);
     }
     if (!known) goto done;
-    if ((rc = read_assignment(c, id, s, cur, &version)) != JS_OK) goto done;
-    /* The workers' rule (common/planner.h): their bounds, their 5% trigger. */
+    if ((rc = read_assignment(c, id, s, n, cur, &version)) != JS_OK) goto done;
+    /* The workers' rule (common/planner.h): their bounds (for n workers), their 5% trigger. */
     int min_b, max_b;
-    planner_bounds(s, &min_b, &max_b);
-    int changed = planner_replan(speed, cur, n, n * s->batch_size, min_b, max_b, out);
+    planner_bounds_world(s, n, &min_b, &max_b);
+    int changed = planner_replan(speed, cur, n, global_batch(s), min_b, max_b, out);
     if (changed == 1) {
         rc = write_assignment(c, id, out, n, version + 1, "planner");
         if (rc == JS_OK) rc = 1;
     } else if (changed < 0) {
         static int warned;
-        if (!warned++) clog_printf("job %s: the planner refused the bounds (min %d, max %d, %d workers x %d)", id,
-                            min_b, max_b, n, s->batch_size);
+        if (!warned++) clog_printf("job %s: the planner refused the bounds (min %d, max %d, %d workers, global batch %d)",
+                                   id, min_b, max_b, n, global_batch(s));
     }
 done:
     free(speed);
@@ -158,16 +167,10 @@ static void profile_key(char *buf, size_t len, const char *host, const char *dev
     snprintf(buf, len, KEY_PROFILE, host, device, model);
 }
 
-int dynbatch_initial(redisContext *c, const char *id, const job_spec_t *s, const char *const *rank_host)
+/* Speeds from the stored profiles of the workers' hosts into speed (n): 1 when every
+ * worker's host has one, 0 when one is missing, JS_EREDIS. */
+static int profile_speeds(redisContext *c, const job_spec_t *s, int n, const char *const *rank_host, double *speed)
 {
-    int n = s->workers;
-    double *speed = calloc((size_t)n, sizeof *speed);
-    int *cur = calloc((size_t)n, sizeof *cur), *out = calloc((size_t)n, sizeof *out);
-    int rc = JS_ENOMEM;
-    long long version;
-    if (!speed || !cur || !out) goto done;
-    if ((rc = read_assignment(c, id, s, cur, &version)) != JS_OK) goto done;
-    if (version > 0) goto done;     /* a plan exists (a restart): it stays */
     /* "auto" runs on the GPU where there is one: prefer a cuda profile, else cpu. */
     static const char *const AUTO[] = { "cuda", "cpu" };
     for (int w = 0; w < n; w++) {
@@ -185,19 +188,59 @@ int dynbatch_initial(redisContext *c, const char *id, const job_spec_t *s, const
             char key[512];
             profile_key(key, sizeof key, rank_host[dynbatch_rank_of(s, w)], devs[d], s->model);
             redisReply *r = redisCommand(c, "HGET %s samples_per_s", key);
-            if (!r) {
-                rc = JS_EREDIS;
-                goto done;
-            }
+            if (!r) return JS_EREDIS;
             speed[w] = dynbatch_parse_speed(r) / slowdown_of(s, w);
             freeReplyObject(r);
         }
-        if (!(speed[w] > 0) || !isfinite(speed[w])) goto done;   /* rc is JS_OK: no plan */
+        if (!(speed[w] > 0) || !isfinite(speed[w])) return 0;
+    }
+    return 1;
+}
+
+int dynbatch_initial(redisContext *c, const char *id, const job_spec_t *s, int n, const char *const *rank_host)
+{
+    if (n < 1) return JS_OK;
+    double *speed = calloc((size_t)n, sizeof *speed);
+    int *cur = calloc((size_t)n, sizeof *cur), *out = calloc((size_t)n, sizeof *out);
+    int rc = JS_ENOMEM;
+    long long version;
+    if (!speed || !cur || !out) goto done;
+    if ((rc = read_assignment(c, id, s, n, cur, &version)) != JS_OK) goto done;
+    if (version > 0) goto done;     /* a plan exists (a restart): it stays */
+    if ((rc = profile_speeds(c, s, n, rank_host, speed)) != 1) goto done;   /* 0: a profile is missing */
+    rc = JS_OK;
+    int min_b, max_b;
+    planner_bounds_world(s, n, &min_b, &max_b);
+    if (planner_assign(speed, cur, n, global_batch(s), min_b, max_b, 0.0, out) < 0) goto done;
+    rc = write_assignment(c, id, out, n, 1, "profile");
+    if (rc == JS_OK) rc = 1;
+done:
+    free(speed);
+    free(cur);
+    free(out);
+    return rc;
+}
+
+int dynbatch_resize(redisContext *c, const char *id, const job_spec_t *s, int n, const char *const *rank_host)
+{
+    if (n < 1) return JS_OK;
+    double *speed = calloc((size_t)n, sizeof *speed);
+    int *cur = calloc((size_t)n, sizeof *cur), *out = calloc((size_t)n, sizeof *out);
+    int rc = JS_ENOMEM;
+    long long version;
+    if (!speed || !cur || !out) goto done;
+    if ((rc = read_assignment(c, id, s, n, cur, &version)) != JS_OK) goto done;
+    planner_even(global_batch(s), n, cur);
+    int known = rank_host ? profile_speeds(c, s, n, rank_host, speed) : 0;
+    if (known < 0) {
+        rc = known;
+        goto done;
     }
     int min_b, max_b;
-    planner_bounds(s, &min_b, &max_b);
-    if (planner_assign(speed, cur, n, n * s->batch_size, min_b, max_b, 0.0, out) < 0) goto done;
-    rc = write_assignment(c, id, out, n, 1, "profile");
+    planner_bounds_world(s, n, &min_b, &max_b);
+    if (!known || planner_assign(speed, cur, n, global_batch(s), min_b, max_b, 0.0, out) < 0)
+        memcpy(out, cur, sizeof *out * (size_t)n);
+    rc = write_assignment(c, id, out, n, version + 1, "resize");
     if (rc == JS_OK) rc = 1;
 done:
     free(speed);

@@ -24,16 +24,26 @@
 /* MPI rank of worker w. */
 int dynbatch_rank_of(const job_spec_t *s, int w);
 
+/* n is the number of workers the job runs with now: the spec's, or fewer after an
+ * elastic restart (coordinator/run.c). The global batch is the spec's workers x
+ * batch_size either way; with fewer workers the upper bound is raised to what they need
+ * to hold it. */
+
 /* One planning round from the ranks' current EWMA speeds (node hashes). Returns 1 when a
  * new assignment was written, 0 when nothing changed or speeds are not all known yet,
  * JS_EREDIS when the connection broke. */
-int dynbatch_replan(redisContext *c, const char *id, const job_spec_t *s);
+int dynbatch_replan(redisContext *c, const char *id, const job_spec_t *s, int n);
 
 /* Before the first launch: when every worker's (host, device, model) has a profile,
  * writes an initial assignment (source "profile") and returns 1; 0 when a profile is
  * missing or an assignment already exists; JS_EREDIS. rank_host[r] is the host rank r
  * is expected to run on. */
-int dynbatch_initial(redisContext *c, const char *id, const job_spec_t *s, const char *const *rank_host);
+int dynbatch_initial(redisContext *c, const char *id, const job_spec_t *s, int n, const char *const *rank_host);
+
+/* An elastic restart with n workers: a new assignment (version + 1, source "resize")
+ * from the profiles of the hosts the ranks will run on (rank_host; NULL when the
+ * launcher cannot know, as under Slurm), else the even split. Returns 1, or JS_EREDIS. */
+int dynbatch_resize(redisContext *c, const char *id, const job_spec_t *s, int n, const char *const *rank_host);
 
 /* After a job ends: folds each (host, device)'s mean measured speed into its profile.
  * Returns the number of profiles updated, or JS_EREDIS. */

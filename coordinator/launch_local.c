@@ -17,14 +17,89 @@
 
 static int local_open(launcher_t *l, const launcher_config_t *cfg, char *err, size_t errlen)
 {
-    (void)cfg;
-    if (l->kind == LAUNCHER_HOSTFILE) return launch_hostfile_parse(l, l->hostfile, err, errlen);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    l->nhosts = 1;
-    snprintf(l->hosts[0].name, sizeof l->hosts[0].name, "%s", l->hostname);
-    l->hosts[0].slots = n > 0 ? (int)n : 1;
-    l->slots = l->hosts[0].slots;
+    (void)l, (void)cfg, (void)err, (void)errlen;
     return 0;
+}
+
+static int local_discover(launcher_t *l, launch_host_t *hosts, int *n, int *slots, char *err, size_t errlen)
+{
+    if (l->kind == LAUNCHER_HOSTFILE) return launch_hostfile_parse(l->hostfile, hosts, n, slots, err, errlen);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    memset(&hosts[0], 0, sizeof hosts[0]);
+    snprintf(hosts[0].name, sizeof hosts[0].name, "%s", l->hostname);
+    snprintf(hosts[0].addr, sizeof hosts[0].addr, "%s", l->hostname);
+    hosts[0].slots = cpus > 0 ? (int)cpus : 1;
+    *n = 1;
+    *slots = hosts[0].slots;
+    return 0;
+}
+
+/* The remote shell Open MPI starts its daemons with: the first alternative of
+ * plm_rsh_agent ("ssh : rsh" style), split on blanks, into argv (at most max - 3 words,
+ * room left for ssh's options, the host and the command). Returns the word count. */
+static int rsh_agent(char *buf, size_t len, const char **argv, int max)
+{
+    const char *env = getenv("OMPI_MCA_plm_rsh_agent");
+    snprintf(buf, len, "%s", env && *env ? env : "ssh");
+    char *colon = strchr(buf, ':');
+    if (colon) *colon = 0;
+    int n = 0;
+    for (char *save = NULL, *t = strtok_r(buf, " \t", &save); t && n < max - 8; t = strtok_r(NULL, " \t", &save))
+        argv[n++] = t;
+    if (n == 0) argv[n++] = "ssh";
+    const char *base = strrchr(argv[0], '/');
+    base = base ? base + 1 : argv[0];
+    if (strcmp(base, "ssh") == 0) {
+        /* Never a password prompt, and a dead host answers within the probe's time. */
+        argv[n++] = "-o";
+        argv[n++] = "BatchMode=yes";
+        argv[n++] = "-o";
+        argv[n++] = "ConnectTimeout=5";
+    }
+    return n;
+}
+
+static void local_probe_start(launcher_t *l, const launch_host_t *h, double now, launch_probe_t *p)
+{
+    (void)now;
+    /* This machine (the local launcher's only host, or a hostfile's localhost): mpirun
+     * starts ranks here without a remote shell. */
+    if (l->kind == LAUNCHER_LOCAL || strcmp(h->name, "localhost") == 0 || strcmp(h->name, "127.0.0.1") == 0 ||
+        strcmp(h->name, l->hostname) == 0) {
+        p->result = 1;
+        return;
+    }
+    char buf[1024], err[256];
+    const char *argv[40];
+    int n = rsh_agent(buf, sizeof buf, argv, 40);
+    argv[n++] = h->name;
+    argv[n++] = "true";
+    argv[n] = NULL;
+    if (launch_spawn(argv, NULL, &p->pid, err, sizeof err) != 0) {
+        p->pid = 0;
+        p->result = 0;
+        snprintf(p->why, sizeof p->why, "%.190s", err);
+    }
+}
+
+static void local_probe_poll(launcher_t *l, launch_probe_t *p)
+{
+    (void)l;
+    int st;
+    pid_t k = waitpid(p->pid, &st, WNOHANG);
+    if (k == 0) return;
+    p->pid = 0;
+    if (k < 0) {
+        p->result = 0;
+        snprintf(p->why, sizeof p->why, "the remote shell vanished: %s", strerror(errno));
+        return;
+    }
+    p->result = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    if (!p->result) {
+        if (WIFEXITED(st)) snprintf(p->why, sizeof p->why, "the remote shell could not run a command there (exit %d)",
+                                    WEXITSTATUS(st));
+        else snprintf(p->why, sizeof p->why, "the remote shell was killed by signal %d", WTERMSIG(st));
+    }
 }
 
 static int local_start(launcher_t *l, const launch_req_t *req, launch_handle_t *h, char *err, size_t errlen)
@@ -45,9 +120,21 @@ static int local_start(launcher_t *l, const launch_req_t *req, launch_handle_t *
     argv[a++] = "--allow-run-as-root";
     argv[a++] = "-np";
     argv[a++] = np;
+    char hf[PATH_MAX + 32];
     if (l->kind == LAUNCHER_HOSTFILE) {
         argv[a++] = "--hostfile";
         argv[a++] = l->hostfile;
+        if (req->hosts) {
+            /* Some hosts only: a hostfile of this attempt's own. */
+            int rc = snprintf(hf, sizeof hf, "%s/hostfile", req->dir) >= (int)sizeof hf ? -1 : 0;
+            if (rc != 0) snprintf(err, errlen, "job directory path too long");
+            else rc = launch_hostfile_write(l, hf, req->hosts, req->nhosts, err, errlen);
+            if (rc != 0) {
+                free(argv);
+                return -1;
+            }
+            argv[a - 1] = hf;
+        }
     }
     for (size_t i = 0; i < n; i++) argv[a++] = req->argv[i];
     argv[a] = NULL;
@@ -132,6 +219,9 @@ void launch_local_reap(launcher_t *l, launch_handle_t *h)
 const launcher_ops_t LAUNCH_LOCAL_OPS = {
     .name = "local",
     .open = local_open,
+    .discover = local_discover,
+    .probe_start = local_probe_start,
+    .probe_poll = local_probe_poll,
     .start = local_start,
     .poll = launch_local_poll,
     .stop = launch_local_stop,

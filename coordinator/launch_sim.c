@@ -6,7 +6,12 @@
  * worker's options (--resume, --redis, --job) go to every simulated rank after "--", so
  * its metrics, heartbeats (real time: the Redis sink's thread is not simulated) and
  * summary reach the coordinator as a real job's do. Polling, stopping and reaping are the
- * local launcher's. */
+ * local launcher's.
+ *
+ * Its one host is this machine, so the elastic side of the interface is trivial: a reload
+ * learns the same host again, a probe answers "up" at once, and the host is always
+ * schedulable. The coordinator keeps simulated jobs out of its host table anyway (run.c):
+ * their hosts are simulated, and a simulation is never resized. */
 #include "launcher_impl.h"
 
 #include <errno.h>
@@ -28,12 +33,33 @@ static int sim_open(launcher_t *l, const launcher_config_t *cfg, char *err, size
                  strerror(errno));
         return -1;
     }
-    /* One "host", this machine; a simulation is one process whatever its simulated size. */
-    l->nhosts = 1;
-    snprintf(l->hosts[0].name, sizeof l->hosts[0].name, "%s", l->hostname);
-    l->hosts[0].slots = cfg->sim_slots > 0 ? cfg->sim_slots : 1;
-    l->slots = l->hosts[0].slots;
+    l->sim_slots = cfg->sim_slots > 0 ? cfg->sim_slots : 1;
     return 0;
+}
+
+/* One "host", this machine; a simulation is one process whatever its simulated size. */
+static int sim_discover(launcher_t *l, launch_host_t *hosts, int *n, int *slots, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    memset(&hosts[0], 0, sizeof hosts[0]);
+    snprintf(hosts[0].name, sizeof hosts[0].name, "%s", l->hostname);
+    snprintf(hosts[0].addr, sizeof hosts[0].addr, "%s", l->hostname);
+    hosts[0].slots = l->sim_slots;
+    *n = 1;
+    *slots = hosts[0].slots;
+    return 0;
+}
+
+/* This machine runs pacer-sim whenever the coordinator runs. */
+static void sim_probe_start(launcher_t *l, const launch_host_t *h, double now, launch_probe_t *p)
+{
+    (void)l, (void)h, (void)now;
+    p->result = 1;
+}
+
+static void sim_probe_poll(launcher_t *l, launch_probe_t *p)
+{
+    (void)l, (void)p;   /* answered at the start */
 }
 
 /* req->argv is pacer-worker's command: its --spec and --summary become pacer-sim's own,
@@ -81,6 +107,10 @@ static int sim_start(launcher_t *l, const launch_req_t *req, launch_handle_t *h,
 const launcher_ops_t LAUNCH_SIM_OPS = {
     .name = "sim",
     .open = sim_open,
+    .discover = sim_discover,
+    .probe_start = sim_probe_start,
+    .probe_poll = sim_probe_poll,
+    .schedulable = NULL,       /* always (launcher_host_schedulable) */
     .start = sim_start,
     .poll = launch_local_poll,
     .stop = launch_local_stop,

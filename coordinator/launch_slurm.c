@@ -28,9 +28,13 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <netdb.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "clog.h"
 #include "launch.h"
@@ -86,47 +90,21 @@ static int slurm_open(launcher_t *l, const launcher_config_t *cfg, char *err, si
                 goto out;
             }
             l->args[l->nargs++] = t;
+            /* Ranks per node: the coordinator's slots follow it. */
+            long k = 0;
+            if (sscanf(t, "--ntasks-per-node=%ld", &k) == 1 && k > 0 && k <= LAUNCH_MAX_SLOTS) l->tasks_per_node = (int)k;
         }
     }
 
-    /* The nodes: "NAME CPUS" per line; a node in several partitions appears once each. */
-    const char *sinfo[] = { "sinfo", "--noheader", "--Node", "--format=%N %c", NULL, NULL };
-    char part[160];
-    if (l->partition[0]) {
-        snprintf(part, sizeof part, "--partition=%s", l->partition);
-        sinfo[4] = part;
+    /* SlurmdPort, for the probes (the default when scontrol does not say). */
+    l->slurmd_port = 6818;
+    const char *conf[] = { "scontrol", "show", "config", NULL };
+    if (slurm_cmd(conf, out, OUT_MAX, SLURM_TIMEOUT_S) == 0) {
+        char *p = strstr(out, "SlurmdPort");
+        int port = 0;
+        if (p && sscanf(p, "SlurmdPort = %d", &port) == 1 && port > 0 && port < 65536) l->slurmd_port = port;
     }
-    int st = slurm_cmd(sinfo, out, OUT_MAX, SLURM_TIMEOUT_S);
-    if (st != 0) {
-        snprintf(err, errlen, "--launcher slurm: sinfo %s: %.300s", st < 0 ? "did not run (is slurm-client installed?)"
-                 : "failed", first_line(out));
-        goto out;
-    }
-    for (char *save = NULL, *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        char name[256];
-        long cpus = 0;
-        if (sscanf(line, "%255s %ld", name, &cpus) != 2) continue;
-        if (cpus < 1) cpus = 1;
-        if (cpus > LAUNCH_MAX_SLOTS) cpus = LAUNCH_MAX_SLOTS;
-        int dup = 0;
-        for (int i = 0; i < l->nhosts; i++) dup |= strcmp(l->hosts[i].name, name) == 0;
-        if (dup) continue;
-        if (l->nhosts == LAUNCH_MAX_HOSTS) {
-            clog_printf("slurm: more than %d nodes; the coordinator counts the first %d", LAUNCH_MAX_HOSTS,
-                        LAUNCH_MAX_HOSTS);
-            break;
-        }
-        snprintf(l->hosts[l->nhosts].name, sizeof l->hosts[0].name, "%s", name);
-        l->hosts[l->nhosts].slots = (int)cpus;
-        l->slots += (int)cpus;
-        l->nhosts++;
-    }
-    if (l->nhosts == 0) {
-        snprintf(err, errlen, "--launcher slurm: sinfo lists no nodes%s%s", l->partition[0] ? " in partition " : "",
-                 l->partition);
-        goto out;
-    }
-
+    int st;
     const char *mpi = cfg->slurm_mpi && *cfg->slurm_mpi ? cfg->slurm_mpi : "auto";
     if (strcmp(mpi, "pmix") == 0) {
         l->slurm_pmix = 1;
@@ -146,12 +124,68 @@ out:
     return rc;
 }
 
+/* The nodes: "NAME CPUS ADDR" per line; a node in several partitions appears once each. */
+static int slurm_discover(launcher_t *l, launch_host_t *hosts, int *nhosts, int *nslots, char *err, size_t errlen)
+{
+    char *out = malloc(OUT_MAX);
+    int rc = -1, n = 0, total = 0;
+    if (!out) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    const char *sinfo[] = { "sinfo", "--noheader", "--Node", "--format=%N %c %o", NULL, NULL };
+    char part[160];
+    if (l->partition[0]) {
+        snprintf(part, sizeof part, "--partition=%s", l->partition);
+        sinfo[4] = part;
+    }
+    int st = slurm_cmd(sinfo, out, OUT_MAX, SLURM_TIMEOUT_S);
+    if (st != 0) {
+        snprintf(err, errlen, "--launcher slurm: sinfo %s: %.300s", st < 0 ? "did not run (is slurm-client installed?)"
+                 : "failed", first_line(out));
+        goto out;
+    }
+    for (char *save = NULL, *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char name[256], addr[256] = "";
+        long cpus = 0;
+        if (sscanf(line, "%255s %ld %255s", name, &cpus, addr) < 2) continue;
+        if (cpus < 1) cpus = 1;
+        if (cpus > LAUNCH_MAX_SLOTS) cpus = LAUNCH_MAX_SLOTS;
+        if (l->tasks_per_node > 0 && cpus > l->tasks_per_node) cpus = l->tasks_per_node;
+        int dup = 0;
+        for (int i = 0; i < n; i++) dup |= strcmp(hosts[i].name, name) == 0;
+        if (dup) continue;
+        if (n == LAUNCH_MAX_HOSTS) {
+            clog_printf("slurm: more than %d nodes; the coordinator counts the first %d", LAUNCH_MAX_HOSTS,
+                        LAUNCH_MAX_HOSTS);
+            break;
+        }
+        memset(&hosts[n], 0, sizeof hosts[n]);
+        snprintf(hosts[n].name, sizeof hosts[0].name, "%s", name);
+        snprintf(hosts[n].addr, sizeof hosts[0].addr, "%s", addr[0] && strcmp(addr, "(null)") ? addr : name);
+        hosts[n].slots = (int)cpus;
+        total += (int)cpus;
+        n++;
+    }
+    if (n == 0) {
+        snprintf(err, errlen, "--launcher slurm: sinfo lists no nodes%s%s", l->partition[0] ? " in partition " : "",
+                 l->partition);
+        goto out;
+    }
+    *nhosts = n;
+    *nslots = total;
+    rc = 0;
+out:
+    free(out);
+    return rc;
+}
+
 static int slurm_start(launcher_t *l, const launch_req_t *req, launch_handle_t *h, char *err, size_t errlen)
 {
     char script[PATH_MAX + 64], np[16], ntasks[32], name[96], output[PATH_MAX + 16], chdir[PATH_MAX + 16];
     char part[160];
     const char **argv = NULL;
-    char *out = NULL, *text = NULL;
+    char *out = NULL, *text = NULL, *excl = NULL;
     int rc = -1;
     size_t n = 0;
     while (req->argv[n]) n++;
@@ -198,6 +232,23 @@ static int slurm_start(launcher_t *l, const launch_req_t *req, launch_handle_t *
         argv[a++] = part;
     }
     for (int i = 0; i < l->nargs; i++) argv[a++] = l->args[i];
+    /* Some nodes only (an elastic restart, a benchmark): the others are excluded, so
+     * Slurm still chooses among these. */
+    if (req->hosts) {
+        size_t cap = (size_t)l->nhosts * 260 + 16, used = 0;
+        if (!(excl = malloc(cap))) {
+            snprintf(err, errlen, "out of memory");
+            goto out;
+        }
+        used = (size_t)snprintf(excl, cap, "--exclude=");
+        size_t base = used;
+        for (int i = 0; i < l->nhosts; i++) {
+            int keep = 0;
+            for (int k = 0; k < req->nhosts; k++) keep |= strcmp(req->hosts[k], l->hosts[i].name) == 0;
+            if (!keep) used += (size_t)snprintf(excl + used, cap - used, "%s%s", used > base ? "," : "", l->hosts[i].name);
+        }
+        if (used > base) argv[a++] = excl;
+    }
     argv[a++] = script;
     argv[a++] = req->exit_code_path;
     if (l->slurm_pmix) {
@@ -225,6 +276,7 @@ static int slurm_start(launcher_t *l, const launch_req_t *req, launch_handle_t *
     h->slurm_job = job;
     rc = 0;
 out:
+    free(excl);
     free(argv);
     free(out);
     free(text);
@@ -420,9 +472,72 @@ static void slurm_reap(launcher_t *l, launch_handle_t *h)
     if (h->slurm_job > 0 && !h->slurm_done) slurm_cancel(h->slurm_job, 1);
 }
 
+/* ---- probes: is the node's slurmd there? ---------------------------------------------- */
+
+static void slurm_probe_start(launcher_t *l, const launch_host_t *h, double now, launch_probe_t *p)
+{
+    (void)now;
+    char port[16];
+    snprintf(port, sizeof port, "%d", l->slurmd_port);
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai = NULL;
+    int e = getaddrinfo(h->addr, port, &hints, &ai);
+    if (e != 0 || !ai) {
+        p->result = 0;
+        snprintf(p->why, sizeof p->why, "%.100s: %s", h->addr, gai_strerror(e));
+        if (ai) freeaddrinfo(ai);
+        return;
+    }
+    p->fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (p->fd < 0 || (connect(p->fd, ai->ai_addr, ai->ai_addrlen) != 0 && errno != EINPROGRESS)) {
+        p->result = 0;
+        snprintf(p->why, sizeof p->why, "slurmd at %.100s:%d: %s", h->addr, l->slurmd_port, strerror(errno));
+        if (p->fd >= 0) close(p->fd);
+        p->fd = -1;
+    }
+    /* What a failure will be prefixed with. */
+    if (p->result != 0) snprintf(p->why, sizeof p->why, "slurmd at %.100s:%d", h->addr, l->slurmd_port);
+    freeaddrinfo(ai);
+}
+
+static void slurm_probe_poll(launcher_t *l, launch_probe_t *p)
+{
+    (void)l;
+    struct pollfd pf = { .fd = p->fd, .events = POLLOUT };
+    if (poll(&pf, 1, 0) <= 0) return;
+    int soerr = 0;
+    socklen_t sl = sizeof soerr;
+    if (getsockopt(p->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0) soerr = errno;
+    close(p->fd);
+    p->fd = -1;
+    p->result = soerr == 0;
+    if (soerr) {
+        char what[sizeof p->why];
+        snprintf(what, sizeof what, "%s", p->why);
+        snprintf(p->why, sizeof p->why, "%.120s: %.60s", what, strerror(soerr));
+    }
+}
+
+/* sinfo's compact state of one node: schedulable unless down, drained, failing or not
+ * responding ('*'). No answer: not schedulable (asked again at the next probe). */
+static int slurm_schedulable(launcher_t *l, const char *host)
+{
+    (void)l;
+    char arg[300], out[512];
+    if (snprintf(arg, sizeof arg, "--nodes=%s", host) >= (int)sizeof arg) return 0;
+    const char *argv[] = { "sinfo", "--noheader", "--Node", "--format=%N %t", arg, NULL };
+    if (slurm_cmd(argv, out, sizeof out, SLURM_TIMEOUT_S) != 0) return 0;
+    char name[256], st[32];
+    if (sscanf(out, "%255s %31s", name, st) != 2) return 0;
+    return !strstr(st, "down") && !strstr(st, "drain") && !strstr(st, "fail") && !strchr(st, '*');
+}
+
 const launcher_ops_t LAUNCH_SLURM_OPS = {
     .name = "slurm",
     .open = slurm_open,
+    .discover = slurm_discover,
+    .probe_start = slurm_probe_start,
+    .probe_poll = slurm_probe_poll,
+    .schedulable = slurm_schedulable,
     .start = slurm_start,
     .poll = slurm_poll,
     .stop = slurm_stop,

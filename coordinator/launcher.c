@@ -3,11 +3,14 @@
 #include "launcher_impl.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "clog.h"
@@ -56,12 +59,83 @@ int launcher_open(const launcher_config_t *cfg, launcher_t **out, char *err, siz
         free(l);
         return -1;
     }
-    if (l->ops->open(l, cfg, err, errlen) != 0) {
+    if (l->ops->open(l, cfg, err, errlen) != 0 || l->ops->discover(l, l->hosts, &l->nhosts, &l->slots, err, errlen) != 0) {
         free(l);
         return -1;
     }
     *out = l;
     return 0;
+}
+
+int launcher_reload(launcher_t *l, char *err, size_t errlen)
+{
+    launch_host_t *hosts = calloc(LAUNCH_MAX_HOSTS, sizeof *hosts);
+    int n = 0, slots = 0;
+    if (!hosts) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = l->ops->discover(l, hosts, &n, &slots, err, errlen);
+    if (rc == 0) {
+        memcpy(l->hosts, hosts, (size_t)n * sizeof *hosts);
+        l->nhosts = n;
+        l->slots = slots;
+    }
+    free(hosts);
+    return rc;
+}
+
+const launch_host_t *launcher_host(const launcher_t *l, const char *name)
+{
+    for (int i = 0; i < l->nhosts; i++)
+        if (strcmp(l->hosts[i].name, name) == 0) return &l->hosts[i];
+    return NULL;
+}
+
+void launcher_probe_start(launcher_t *l, const char *host, double now, launch_probe_t *p)
+{
+    memset(p, 0, sizeof *p);
+    p->fd = -1;
+    p->result = -1;
+    p->deadline = now + LAUNCH_PROBE_TIMEOUT_S;
+    const launch_host_t *h = launcher_host(l, host);
+    if (!h) {
+        p->result = 0;
+        snprintf(p->why, sizeof p->why, "not in the launcher's host list");
+        return;
+    }
+    l->ops->probe_start(l, h, now, p);
+}
+
+int launcher_probe_poll(launcher_t *l, launch_probe_t *p, double now)
+{
+    if (p->result >= 0) return p->result;
+    l->ops->probe_poll(l, p);
+    if (p->result < 0 && now >= p->deadline) {
+        launcher_probe_cancel(l, p);
+        p->result = 0;
+        snprintf(p->why, sizeof p->why, "no answer within %.0f s", LAUNCH_PROBE_TIMEOUT_S);
+    }
+    return p->result;
+}
+
+void launcher_probe_cancel(launcher_t *l, launch_probe_t *p)
+{
+    (void)l;
+    if (p->pid > 0) {
+        session_signal(p->pid, SIGKILL);
+        waitpid(p->pid, NULL, 0);
+        p->pid = 0;
+    }
+    if (p->fd >= 0) {
+        close(p->fd);
+        p->fd = -1;
+    }
+}
+
+int launcher_host_schedulable(launcher_t *l, const char *host)
+{
+    return l->ops->schedulable ? l->ops->schedulable(l, host) : 1;
 }
 
 void launcher_close(launcher_t *l)
@@ -92,16 +166,25 @@ int launcher_slots(const launcher_t *l)
     return l->slots;
 }
 
-int launcher_rank_hosts(const launcher_t *l, int world, const char **out)
+int launcher_rank_hosts(const launcher_t *l, int world, const char *const *names, int nnames, const char **out)
 {
     if (!l->ops->predicts_placement || l->nhosts == 0) return -1;
+    /* The hosts in hostfile order (an attempt's own hostfile keeps that order). */
+    const launch_host_t *use[LAUNCH_MAX_HOSTS];
+    int n = 0;
+    for (int i = 0; i < l->nhosts; i++) {
+        int keep = !names;
+        for (int k = 0; names && k < nnames; k++) keep |= strcmp(names[k], l->hosts[i].name) == 0;
+        if (keep) use[n++] = &l->hosts[i];
+    }
+    if (n == 0) return -1;
     int h = 0, used = 0;
     for (int r = 0; r < world; r++) {
-        while (l->hosts[h].slots > 0 && used >= l->hosts[h].slots) {
-            h = (h + 1) % l->nhosts;
+        while (use[h]->slots > 0 && used >= use[h]->slots) {
+            h = (h + 1) % n;
             used = 0;
         }
-        const char *name = l->hosts[h].name;
+        const char *name = use[h]->name;
         /* A hostfile may say localhost; the rank reports this machine's name. */
         if (strcmp(name, "localhost") == 0 || strcmp(name, "127.0.0.1") == 0) name = l->hostname;
         out[r] = name;

@@ -40,7 +40,9 @@ typedef enum { LAUNCHER_LOCAL, LAUNCHER_HOSTFILE, LAUNCHER_SLURM, LAUNCHER_SIM }
 
 typedef struct {
     char name[256];   /* what a rank reports as its host: gethostname(), or the Slurm node name */
-    int slots;        /* ranks it takes before mpirun oversubscribes; Slurm: its CPUs */
+    int slots;        /* ranks it takes before mpirun oversubscribes; Slurm: its CPUs (at most
+                         --ntasks-per-node when --slurm-args sets it) */
+    char addr[256];   /* where a probe reaches it: Slurm's NodeAddr; else the name */
 } launch_host_t;
 
 typedef struct {
@@ -67,6 +69,11 @@ typedef struct {
     const char *log_path;           /* stdout + stderr of every rank, appended */
     const char *exit_code_path;     /* written by the wrapper when the command ends */
     const char *handle_path;        /* launcher_start records the handle here (adoption) */
+    /* The hosts the attempt may use, by name (of launcher_hosts), or NULL for all of them:
+     * an elastic restart leaves out hosts that were lost, a benchmark names one. hostfile:
+     * a hostfile of these in dir; slurm: --exclude of the others. local: ignored. */
+    const char *const *hosts;
+    int nhosts;
 } launch_req_t;
 
 /* One attempt's processes, as a launcher follows them. All zero = nothing running. */
@@ -106,15 +113,49 @@ void launcher_close(launcher_t *l);
 launcher_kind_t launcher_kind(const launcher_t *l);
 const char *launcher_name(const launcher_t *l);          /* "local", "hostfile", "slurm", "sim" */
 
-/* The hosts ranks can run on and their slots. Fixed after open. */
+/* The hosts ranks can run on and their slots, as learnt at open or the last reload. */
 int launcher_hosts(const launcher_t *l, const launch_host_t **hosts);
 int launcher_slots(const launcher_t *l);
 
+/* Learns the hosts again, as launcher_open did (hostfile: reads the file again; slurm:
+ * asks sinfo; local: counts the CPUs; sim: this machine with --sim-slots). Returns 0, or -1 with err: then the hosts known
+ * before stay. Attempts that run are not touched. */
+int launcher_reload(launcher_t *l, char *err, size_t errlen);
+
+/* ---- is a host there? ----------------------------------------------------------------
+ * A probe checks, without blocking the caller, that ranks can be started on a host now:
+ *   local     this machine: up at once (sim too: its one host is this machine)
+ *   hostfile  the remote shell Open MPI starts its daemons with runs `true` there: the
+ *             first alternative of $OMPI_MCA_plm_rsh_agent, else ssh (with BatchMode and
+ *             a 5 s ConnectTimeout)
+ *   slurm     a TCP connection to the node's slurmd (NodeAddr:SlurmdPort): slurmctld
+ *             notices a dead node only after SlurmdTimeout, too late for a restart
+ * A probe that has not answered within LAUNCH_PROBE_TIMEOUT_S counts as down. */
+#define LAUNCH_PROBE_TIMEOUT_S 10.0
+typedef struct {
+    pid_t pid;                      /* hostfile: the remote shell */
+    int fd;                         /* slurm: the connecting socket (-1 none) */
+    double deadline;
+    int result;                     /* -1 running, 0 down, 1 up */
+    char why[200];                  /* down: what failed */
+} launch_probe_t;
+void launcher_probe_start(launcher_t *l, const char *host, double now, launch_probe_t *p);
+/* 1 up, 0 down (p->why says why), -1 not known yet. */
+int launcher_probe_poll(launcher_t *l, launch_probe_t *p, double now);
+/* Stops a probe that still runs (and reaps it). */
+void launcher_probe_cancel(launcher_t *l, launch_probe_t *p);
+/* Whether the resource manager would place ranks on host now (slurm: sinfo's state is
+ * not down, drained, failing or not responding; others: 1). Asked when a host that was
+ * lost answers a probe again: slurmd may be back before slurmctld takes the node. May
+ * block (slurm: one sinfo, 5 s at most). */
+int launcher_host_schedulable(launcher_t *l, const char *host);
+
 /* Where rank r will run, for the first batch plan (from stored host profiles): Open
- * MPI's default by-slot mapping over the hosts, wrapping around when oversubscribed.
- * Returns 0, or -1 when the launcher cannot know before the job starts (slurm: Slurm
- * places the tasks). */
-int launcher_rank_hosts(const launcher_t *l, int world, const char **out);
+ * MPI's default by-slot mapping over the hosts (names: only these, as an attempt with
+ * launch_req_t.hosts; NULL = all), wrapping around when oversubscribed. Returns 0, or
+ * -1 when the launcher cannot know before the job starts (slurm: Slurm places the
+ * tasks). */
+int launcher_rank_hosts(const launcher_t *l, int world, const char *const *names, int nnames, const char **out);
 
 /* Starts an attempt. Appends the "=== pacer-coordinator ... ===" header to the log,
  * clears *h and fills it, and records it in req->handle_path. Returns 0, or -1 with err

@@ -11,8 +11,14 @@
 
 typedef struct {
     const char *name;
-    /* Fills l->hosts, l->nhosts, l->slots and what the kind needs from cfg. */
+    /* Takes what the kind needs from cfg (launcher.c then calls discover). */
     int (*open)(launcher_t *l, const launcher_config_t *cfg, char *err, size_t errlen);
+    /* Learns the hosts into hosts (LAUNCH_MAX_HOSTS), *n and *slots; open and reload. */
+    int (*discover)(launcher_t *l, launch_host_t *hosts, int *n, int *slots, char *err, size_t errlen);
+    void (*probe_start)(launcher_t *l, const launch_host_t *host, double now, launch_probe_t *p);
+    /* After probe_start set p->result = -1: finds out; the deadline is launcher.c's. */
+    void (*probe_poll)(launcher_t *l, launch_probe_t *p);
+    int (*schedulable)(launcher_t *l, const char *host);
     /* Starts the attempt (the header line and the handle file are launcher.c's). */
     int (*start)(launcher_t *l, const launch_req_t *req, launch_handle_t *h, char *err, size_t errlen);
     void (*poll)(launcher_t *l, launch_handle_t *h, const char *exit_code_path, const char *log_path, double now,
@@ -38,8 +44,11 @@ struct launcher {
     char args_buf[1024];                     /* --slurm-args, split in place */
     char *args[LAUNCH_SLURM_ARGS_MAX];
     int nargs;
+    int tasks_per_node;                      /* --ntasks-per-node in --slurm-args (0 = none) */
+    int slurmd_port;                         /* SlurmdPort, for probes */
     /* sim */
     char sim[PATH_MAX];
+    int sim_slots;                           /* simulations at a time (its one host's slots) */
 };
 
 extern const launcher_ops_t LAUNCH_LOCAL_OPS;      /* local and hostfile */
@@ -61,7 +70,13 @@ void launcher_log_header(const char *log_path, const char *id, int attempt, cons
  * said more). */
 void launcher_log_note(const char *log_path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Reads an Open MPI hostfile ("NAME [slots=N]" lines, # comments) into l->hosts. */
-int launch_hostfile_parse(launcher_t *l, const char *path, char *err, size_t errlen);
+/* Reads an Open MPI hostfile ("NAME [slots=N]" lines, # comments) into hosts
+ * (LAUNCH_MAX_HOSTS), *n and *slots. */
+int launch_hostfile_parse(const char *path, launch_host_t *hosts, int *n, int *slots, char *err, size_t errlen);
+/* Writes a hostfile of the named hosts (with the slots l knows for them) to path. */
+int launch_hostfile_write(const launcher_t *l, const char *path, const char *const *names, int n, char *err,
+                          size_t errlen);
+/* The host of that name, or NULL. */
+const launch_host_t *launcher_host(const launcher_t *l, const char *name);
 
 #endif

@@ -7,6 +7,14 @@
  *   heartbeats, batch plans, log size -> on exit, supervise_decide() says SUCCEEDED,
  *   FAILED, CANCELLED or RESTARTING (relaunched with --resume after a backoff).
  *
+ * Elastic restarts (issue 14): an attempt that fails on a multi-host launcher has its
+ * hosts probed first (PH_PROBING, hosts.h); when one is gone the job is relaunched at
+ * once, without using a restart, on the hosts that remain, with the world that fits them
+ * (hosts_elastic_world) and the same global batch, from its last checkpoint. While a job
+ * runs on fewer ranks than its spec asks and hosts come back, it is stopped right after
+ * its next checkpoint (KILL_RESIZE) and relaunched on more. Each change of world is a
+ * resize: logged, an event {"type": "resize"}, and the job's "resizes" field.
+ *
  * The tick runs on one thread with its own Redis context. Processes are supervised
  * whether or not Redis is reachable; what Redis should show is kept in the run and
  * written when it can be (run->dirty), and a Redis read that fails counts as "unknown",
@@ -27,6 +35,7 @@
 #include "clog.h"
 #include "dynbatch.h"
 #include "fs.h"
+#include "hosts.h"
 #include "launch.h"
 #include "launcher.h"
 #include "simjob.h"
@@ -48,11 +57,51 @@ int coord_job_path(const coordinator_t *c, const char *id, const char *leaf, cha
     return n >= 0 && (size_t)n < len && job_id_valid(id) ? 0 : -1;
 }
 
+static void run_clear_hosts(coord_run_t *r)
+{
+    for (int i = 0; i < r->nhosts; i++) free(r->hosts[i]);
+    free(r->hosts);
+    r->hosts = NULL;
+    r->nhosts = 0;
+}
+
 void run_free(coord_run_t *r)
 {
     if (!r) return;
+    run_clear_hosts(r);
+    json_decref(r->resize_log);
     free(r->spec);
     free(r);
+}
+
+/* Workers of an attempt of `world` processes. */
+static int workers_of(const coord_run_t *r, int world)
+{
+    return spec_is_async(r->spec) ? world - 1 : world;
+}
+
+/* The hosts r's attempt may use (copies); 0, or -1 when out of memory. */
+static int run_set_hosts(coord_run_t *r, const char *const *names, int n)
+{
+    char **h = calloc((size_t)(n > 0 ? n : 1), sizeof *h);
+    if (!h) return -1;
+    for (int i = 0; i < n; i++)
+        if (!(h[i] = strdup(names[i]))) {
+            while (i--) free(h[i]);
+            free(h);
+            return -1;
+        }
+    run_clear_hosts(r);
+    r->hosts = h;
+    r->nhosts = n;
+    return 0;
+}
+
+static json_t *run_hosts_json(const coord_run_t *r)
+{
+    json_t *a = json_array();
+    for (int i = 0; a && i < r->nhosts; i++) json_array_append_new(a, json_string(r->hosts[i]));
+    return a;
 }
 
 static coord_run_t *run_new(coordinator_t *c, const char *id)
@@ -74,6 +123,7 @@ static coord_run_t *run_new(coordinator_t *c, const char *id)
     snprintf(r->id, sizeof r->id, "%s", id);
     r->exit_code = -1;
     r->saved_state = r->state = JOB_RUNNING;
+    r->resize_log = json_array();
     c->runs[c->nruns++] = r;
     return r;
 }
@@ -135,16 +185,22 @@ void run_persist(coordinator_t *c, coord_run_t *r)
     coord_job_path(c, r->id, "log", log, sizeof log);
     coord_job_path(c, r->id, "checkpoints", ckdir, sizeof ckdir);
     coord_job_path(c, r->id, "summary.json", summary, sizeof summary);
+    json_t *hj = run_hosts_json(r);
+    char *hosts = hj ? json_dumps(hj, JSON_COMPACT) : NULL, *resizes = r->resize_log ? json_dumps(r->resize_log, JSON_COMPACT) : NULL;
+    json_decref(hj);
     const char *kv[] = {
         "restarts", restarts, "attempts", attempts, "pid", pid, "pstart", pstart, "exit_code", ec,
         "world", world, "started", started, "finished", finished, "log", log, "checkpoint_dir", ckdir,
-        "summary_path", summary, "reason", r->reason,
+        "summary_path", summary, "hosts", hosts ? hosts : "[]", "resizes", resizes ? resizes : "[]",
+        "reason", r->reason,
     };
     int changed = r->state != r->saved_state;
     /* With a state change jobstore_update writes state + reason itself (and the event). */
     int nkv = (int)(sizeof kv / sizeof kv[0]) / 2 - (changed ? 1 : 0);
     int rc = tickconn_check(c, jobstore_update(c->rc, r->id, changed ? job_state_name(r->state) : NULL, r->reason, kv, nkv),
                       "job update");
+    free(hosts);
+    free(resizes);
     if (rc != JS_OK) {
         r->dirty = 1;
         return;
@@ -223,6 +279,197 @@ static int move_aside(coordinator_t *c, const coord_run_t *r, const char *dir, c
     return -1;
 }
 
+static void start_kill(coordinator_t *c, coord_run_t *r, kill_reason_t why, double now);
+
+/* ---- elastic restarts --------------------------------------------------------------- */
+
+/* Names of the cluster's hosts that are not usable, with their state ("pw3 down"). */
+static void unusable_hosts(coordinator_t *c, char *out, size_t len)
+{
+    size_t used = 0;
+    out[0] = 0;
+    for (int i = 0; i < c->nhosts && used < len; i++) {
+        const host_t *h = &c->hosts[i];
+        if (h->state != HOST_DOWN && h->state != HOST_FAILING) continue;
+        int k = snprintf(out + used, len - used, "%s%s %s", used ? ", " : "", h->name, host_state_name(h->state));
+        if (k < 0) break;
+        used += (size_t)k;
+    }
+}
+
+/* A change of r's world, from -> to (r->hosts are the new attempt's): the job's record,
+ * an event, the log. */
+static void record_resize(coordinator_t *c, coord_run_t *r, int from, int to, const char *reason, double now)
+{
+    json_t *e = json_pack("{s:i, s:i, s:s, s:o, s:f}", "from", from, "to", to, "reason", reason, "hosts",
+                          run_hosts_json(r), "time", now);
+    if (!e) return;
+    r->resizes++;
+    if (r->resize_log) {
+        json_array_append(r->resize_log, e);
+        while (json_array_size(r->resize_log) > RUN_RESIZES_KEPT) json_array_remove(r->resize_log, 0);
+    }
+    clog_printf("job %s: resize %d -> %d rank%s: %s", r->id, from, to, to == 1 ? "" : "s", reason);
+    if (c->rc) {
+        json_t *ev = json_deep_copy(e);
+        json_object_set_new(ev, "type", json_string("resize"));
+        json_object_set_new(ev, "job", json_string(r->id));
+        tickconn_check(c, jobstore_event(c->rc, ev), "resize event");
+        json_decref(ev);
+    }
+    json_decref(e);
+    r->dirty = 1;
+}
+
+/* Node and staleness hashes of ranks [to, from) belong to no rank any more. */
+static void drop_rank_keys(coordinator_t *c, coord_run_t *r, int from, int to)
+{
+    for (int k = to; c->rc && k < from; k++) {
+        char a[160], b[160];
+        snprintf(a, sizeof a, KEY_JOB_NODE, r->id, k);
+        snprintf(b, sizeof b, KEY_JOB_STALENESS, r->id, k);
+        redisReply *x = redisCommand(c->rc, "DEL %s %s", a, b);
+        if (!x) tickconn_broken(c, "resize");
+        else freeReplyObject(x);
+    }
+}
+
+/* The checkpoint file's identity (mtime in ns, inode, size; zeros when absent): the
+ * worker renames a new one over it, so any change means a checkpoint was written. */
+static void ckpt_ident(coordinator_t *c, const coord_run_t *r, long long out[3])
+{
+    char dir[JPATH], path[JPATH + SPEC_NAME_MAX + 8];
+    struct stat st;
+    coord_job_path(c, r->id, "checkpoints", dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/%s.ckpt", dir, r->spec->name);
+    out[0] = out[1] = out[2] = 0;
+    if (stat(path, &st) != 0) return;
+    out[0] = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+    out[1] = (long long)st.st_ino;
+    out[2] = (long long)st.st_size;
+}
+
+/* Whether an attempt that ended so may have lost a host: only failures, and only where
+ * hosts other than this machine run ranks (not a simulation: its hosts are simulated). */
+static int should_probe(const coordinator_t *c, const coord_run_t *r, sv_outcome_t oc, int code)
+{
+    if (r->simulated || launcher_kind(c->launcher) == LAUNCHER_LOCAL) return 0;
+    switch (oc) {
+    case SV_EXITED: return code != 0 && code != 2;
+    case SV_SIGNALLED:
+    case SV_LOST:
+    case SV_STALE: return 1;
+    case SV_CANCELLED: return 0;
+    }
+    return 0;
+}
+
+/* The attempt failed: its processes are reaped and its hosts probed before the restart
+ * policy decides (run_step's PH_PROBING). lost: hosts the launcher already knows are gone
+ * (Slurm's NODE_FAIL), blank-separated. */
+static void begin_probing(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, int code, const char *lost, double now)
+{
+    launcher_reap(r->launcher, &r->h);
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", lost ? lost : "");
+    for (char *save = NULL, *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+        host_t *h = hosts_find(c, t);
+        if (h) hosts_set_state(c, h, HOST_DOWN, "Slurm: the node failed under a job (NODE_FAIL)", now);
+    }
+    for (int i = 0; i < r->nhosts; i++) hosts_probe(c, r->hosts[i], now);
+    r->probe_oc = oc;
+    r->probe_code = code;
+    r->probe_deadline = now + LAUNCH_PROBE_TIMEOUT_S + 2;
+    r->phase = PH_PROBING;
+    r->kill_reason = KILL_NONE;
+    clog_printf("job %s: attempt %d ended (%s %d); probing its host%s", r->id, r->attempts,
+                oc == SV_EXITED ? "exit" : oc == SV_SIGNALLED ? "signal" : oc == SV_STALE ? "stale rank" : "lost",
+                code, r->nhosts == 1 ? "" : "s");
+}
+
+/* Relaunch at once on the hosts usable now, without using a restart. */
+static void relaunch_soon(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, int code, const char *reason, double now)
+{
+    launcher_reap(r->launcher, &r->h);
+    r->exit_code = oc == SV_EXITED ? code : -1;
+    r->kill_reason = KILL_NONE;
+    r->phase = PH_BACKOFF;
+    r->next_launch = now;
+    if (reason != r->resize_reason) snprintf(r->resize_reason, sizeof r->resize_reason, "%s", reason);
+    char why[sizeof r->reason];
+    snprintf(why, sizeof why, "%s: relaunching on the hosts there are", reason);
+    clog_printf("job %s: RESTARTING: %s", r->id, why);
+    run_set_state(c, r, JOB_RESTARTING, why);
+}
+
+/* PH_PROBING: once the probes of the attempt's hosts answered, a lost host means an
+ * elastic relaunch; none means the attempt failed on its own (the restart policy). */
+static void after_probing(coordinator_t *c, coord_run_t *r, double now)
+{
+    int waiting = 0;
+    for (int i = 0; i < r->nhosts; i++) waiting |= hosts_probing(c, r->hosts[i]);
+    if (waiting && now < r->probe_deadline) return;
+    char lost[1024] = "", why[256] = "";
+    size_t used = 0;
+    int n = 0;
+    for (int i = 0; i < r->nhosts; i++) {
+        host_t *h = hosts_find(c, r->hosts[i]);
+        if (h && h->state != HOST_DOWN && h->state != HOST_FAILING) continue;
+        int k = snprintf(lost + used, sizeof lost - used, "%s%s", used ? ", " : "", r->hosts[i]);
+        if (k > 0 && (size_t)k < sizeof lost - used) used += (size_t)k;
+        if (!n++) snprintf(why, sizeof why, "%s", h ? h->reason : "no longer in the host list");
+    }
+    if (!n) {
+        finish_attempt(c, r, r->probe_oc, r->probe_code, now);
+        return;
+    }
+    char reason[sizeof r->resize_reason];
+    snprintf(reason, sizeof reason, "lost host%s %s (%.200s)", n == 1 ? "" : "s", lost, why);
+    relaunch_soon(c, r, r->probe_oc, r->probe_code, reason, now);
+}
+
+/* PH_ACTIVE, once a second: a job on fewer ranks than its spec asks grows when more
+ * slots are usable again, right after its next checkpoint (the work since is lost
+ * otherwise). */
+static void grow_check(coordinator_t *c, coord_run_t *r, double now)
+{
+    if (now - r->last_grow_check < 1.0) return;
+    r->last_grow_check = now;
+    int w = r->world < r->full_world
+                ? hosts_elastic_world(r->full_world, r->min_world, c->slots_total, c->slots_usable) : 0;
+    if (w <= r->world) {
+        if (r->grow_armed) clog_printf("job %s: no longer grows (the hosts are gone again)", r->id);
+        r->grow_armed = 0;
+        return;
+    }
+    long long id[3];
+    ckpt_ident(c, r, id);
+    if (!r->grow_armed) {
+        r->grow_armed = 1;
+        memcpy(r->grow_ckpt, id, sizeof r->grow_ckpt);
+        clog_printf("job %s: %d usable slot%s now: grows from %d to %d ranks at its next checkpoint", r->id,
+                    c->slots_usable, c->slots_usable == 1 ? "" : "s", r->world, w);
+        return;
+    }
+    if (memcmp(id, r->grow_ckpt, sizeof id) == 0) return;
+    /* Which hosts it gains, for the reason. */
+    char back[512] = "";
+    size_t used = 0;
+    for (int i = 0; i < c->nhosts; i++) {
+        const host_t *h = &c->hosts[i];
+        if (h->state != HOST_UP && h->state != HOST_SLOW) continue;
+        int had = 0;
+        for (int k = 0; k < r->nhosts; k++) had |= strcmp(r->hosts[k], h->name) == 0;
+        if (had) continue;
+        int k = snprintf(back + used, sizeof back - used, "%s%s", used ? ", " : "", h->name);
+        if (k > 0 && (size_t)k < sizeof back - used) used += (size_t)k;
+    }
+    snprintf(r->resize_reason, sizeof r->resize_reason, "grow at the checkpoint: %s%s", back[0] ? back : "more slots",
+             back[0] ? (strchr(back, ',') ? " are usable again" : " is usable again") : " are usable");
+    r->grow_armed = 0;
+    start_kill(c, r, KILL_RESIZE, now);
+}
+
 static void launch(coordinator_t *c, coord_run_t *r, double now)
 {
     char dir[JPATH], ckdir[JPATH], specp[JPATH], summary[JPATH];
@@ -230,6 +477,7 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
     char err[512] = "";
     job_spec_t *sp = NULL;
     char *text = NULL;
+    const char **names = NULL, **rank_host = NULL;
     coord_job_path(c, r->id, NULL, dir, sizeof dir);
     coord_job_path(c, r->id, "checkpoints", ckdir, sizeof ckdir);
     coord_job_path(c, r->id, "spec.json", specp, sizeof specp);
@@ -269,17 +517,71 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
     /* A stale exit status from the previous attempt must not be read as this one's. */
     unlink(ecp);
 
-    /* Simulated ranks plan their own batches: the coordinator's plans arrive in real time,
-     * which would make a deterministic simulation depend on this machine's load. */
-    if (r->first_launch && r->spec->algorithm.dynamic_batch && c->worker_has_redis && c->rc && !r->simulated) {
-        /* Only where placement is known before the start (not under Slurm). */
-        const char **hosts = calloc((size_t)r->world, sizeof *hosts);
-        if (hosts && launcher_rank_hosts(c->launcher, r->world, hosts) == 0) {
-            int k = dynbatch_initial(c->rc, r->id, r->spec, hosts);
-            if (k == JS_EREDIS) tickconn_broken(c, "initial plan");
-            else if (k == 1) clog_printf("job %s: initial batch plan from stored profiles", r->id);
+    /* The hosts this attempt may use, and the world that fits them (elastic). A
+     * simulation runs on simulated hosts, all inside one process here: the host table
+     * (the real launcher's hosts) does not apply to it, and it runs the spec's world. */
+    int world = r->full_world, nn = 0, placed = 0;
+    if (!r->simulated) {
+        names = calloc((size_t)c->nhosts + 1, sizeof *names);
+        if (!names) {
+            snprintf(err, sizeof err, "out of memory");
+            goto fail;
         }
-        free(hosts);
+        int usable_slots = 0;
+        nn = hosts_usable(c, names, c->nhosts, &usable_slots);
+        if (nn == 0) {
+            /* Nowhere to run: wait for a host to come back (the probes run meanwhile). */
+            free(sp);
+            free(text);
+            free(names);
+            r->phase = PH_BACKOFF;
+            r->next_launch = now + c->cfg.host_probe_s;
+            if (r->state != JOB_RESTARTING || !strstr(r->reason, "waiting for a host")) {
+                char down[512];
+                unusable_hosts(c, down, sizeof down);
+                char why[sizeof r->reason];
+                snprintf(why, sizeof why, "waiting for a host: none is usable (%s)", down);
+                clog_printf("job %s: %s", r->id, why);
+                run_set_state(c, r, JOB_RESTARTING, why);
+            }
+            return;
+        }
+        world = hosts_elastic_world(r->full_world, r->min_world, c->slots_total, usable_slots);
+        if (run_set_hosts(r, names, nn) != 0) {
+            snprintf(err, sizeof err, "out of memory");
+            goto fail;
+        }
+        rank_host = calloc((size_t)world, sizeof *rank_host);
+        placed = rank_host &&
+                 launcher_rank_hosts(c->launcher, world, nn == c->nhosts ? NULL : names, nn, rank_host) == 0;
+    }
+    int from = r->first_launch ? r->full_world : r->world;
+    if (world != from) {
+        char reason[sizeof r->resize_reason + 600], down[512];
+        unusable_hosts(c, down, sizeof down);
+        if (r->resize_reason[0]) snprintf(reason, sizeof reason, "%s", r->resize_reason);
+        else snprintf(reason, sizeof reason, "%s", world < from ? "fewer slots are usable" : "more slots are usable");
+        if (down[0] && world < r->full_world)
+            snprintf(reason + strlen(reason), sizeof reason - strlen(reason), "; not usable: %s", down);
+        r->world = world;
+        record_resize(c, r, from, world, reason, now);
+        if (world < from) drop_rank_keys(c, r, from, world);
+        if (!r->first_launch && r->spec->algorithm.dynamic_batch && c->worker_has_redis && c->rc) {
+            int k = dynbatch_resize(c->rc, r->id, r->spec, workers_of(r, world), placed ? rank_host : NULL);
+            if (k == JS_EREDIS) tickconn_broken(c, "resize plan");
+        }
+    }
+    r->world = world;
+    r->resize_reason[0] = 0;
+    r->grow_armed = 0;
+
+    /* Only where placement is known before the start (not under Slurm). Simulated ranks
+     * (never placed) plan their own batches: the coordinator's plans arrive in real time,
+     * which would make a deterministic simulation depend on this machine's load. */
+    if (r->first_launch && r->spec->algorithm.dynamic_batch && c->worker_has_redis && c->rc && placed) {
+        int k = dynbatch_initial(c->rc, r->id, r->spec, workers_of(r, world), rank_host);
+        if (k == JS_EREDIS) tickconn_broken(c, "initial plan");
+        else if (k == 1) clog_printf("job %s: initial batch plan from stored profiles", r->id);
     }
     r->first_launch = 0;
 
@@ -292,6 +594,15 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
     argv[a++] = "--summary";
     argv[a++] = summary;
     argv[a++] = "--resume";
+    char wtext[16];
+    if (c->worker_has_world) {
+        /* A rank that finds itself in another world (alone, when the launch did not
+         * connect the ranks) stops instead of training on its own; fewer ranks than the
+         * spec asks (an elastic restart) share its global batch. */
+        snprintf(wtext, sizeof wtext, "%d", r->world);
+        argv[a++] = "--world";
+        argv[a++] = wtext;
+    }
     if (c->worker_has_redis) {
         argv[a++] = "--redis";
         argv[a++] = c->worker_redis_url;
@@ -306,6 +617,8 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
     launch_req_t req = {
         .id = r->id, .attempt = r->attempts + 1, .world = r->world, .argv = argv, .dir = dir,
         .log_path = log, .exit_code_path = ecp, .handle_path = pidp,
+        /* All hosts usable: the launcher's own list (the hostfile as given). */
+        .hosts = names && nn != c->nhosts ? names : NULL, .nhosts = nn,
     };
     if (launcher_start(r->launcher, &req, &r->h, err, sizeof err) != 0) goto fail;
     char what[64];
@@ -319,11 +632,15 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
                 launcher_describe(&r->h, what, sizeof what), r->world, r->world == 1 ? "" : "s");
     free(sp);
     free(text);
+    free(names);
+    free(rank_host);
     run_set_state(c, r, JOB_RUNNING, r->state == JOB_RESTARTING ? r->reason : "");
     return;
 fail:
     free(sp);
     free(text);
+    free(names);
+    free(rank_host);
     FILE *lf = fopen(log, "a");
     if (lf) {
         fprintf(lf, "pacer-coordinator: cannot start the job: %s\n", err);
@@ -345,7 +662,8 @@ void run_poll(coordinator_t *c, coord_run_t *r, double now, launch_status_t *st)
 
 /* Has the attempt ended? While the resource manager still queues it, no heartbeat is
  * due: the grace period starts when it runs. */
-static int poll_ended(coordinator_t *c, coord_run_t *r, double now, sv_outcome_t *oc, int *code)
+static int poll_ended(coordinator_t *c, coord_run_t *r, double now, sv_outcome_t *oc, int *code, char *lost,
+                      size_t lostlen)
 {
     launch_status_t st;
     run_poll(c, r, now, &st);
@@ -353,6 +671,7 @@ static int poll_ended(coordinator_t *c, coord_run_t *r, double now, sv_outcome_t
     if (!st.ended) return 0;
     if (st.lost_hosts[0])
         clog_printf("job %s: lost host%s %s", r->id, strchr(st.lost_hosts, ' ') ? "s" : "", st.lost_hosts);
+    snprintf(lost, lostlen, "%s", st.lost_hosts);
     *oc = st.outcome;
     *code = st.code;
     return 1;
@@ -369,6 +688,8 @@ static void start_kill(coordinator_t *c, coord_run_t *r, kill_reason_t why, doub
     launcher_describe(&r->h, what, sizeof what);
     if (why == KILL_CANCEL)
         clog_printf("job %s: cancelling (stopping %s)", r->id, what);
+    else if (why == KILL_RESIZE)
+        clog_printf("job %s: stopping %s to resize: %s", r->id, what, r->resize_reason);
     else
         clog_printf("job %s: no heartbeat from rank %d for %.0f s; stopping %s", r->id, r->stale_rank, r->stale_s,
                     what);
@@ -421,10 +742,12 @@ void run_step(coordinator_t *c, coord_run_t *r, double now)
 {
     sv_outcome_t oc;
     int code = 0;
+    char lost[512];
     switch (r->phase) {
     case PH_ACTIVE:
-        if (poll_ended(c, r, now, &oc, &code)) {
-            finish_attempt(c, r, oc, code, now);
+        if (poll_ended(c, r, now, &oc, &code, lost, sizeof lost)) {
+            if (should_probe(c, r, oc, code)) begin_probing(c, r, oc, code, lost, now);
+            else finish_attempt(c, r, oc, code, now);
             break;
         }
         r->stale_rank = -1;
@@ -436,9 +759,10 @@ void run_step(coordinator_t *c, coord_run_t *r, double now)
         } else if (r->spec->algorithm.dynamic_batch && c->worker_has_redis && c->rc && !r->simulated &&
                    now - r->last_plan >= PLAN_PERIOD_S) {
             r->last_plan = now;
-            int k = dynbatch_replan(c->rc, r->id, r->spec);
+            int k = dynbatch_replan(c->rc, r->id, r->spec, workers_of(r, r->world));
             if (k == JS_EREDIS) tickconn_broken(c, "batch plan");
         }
+        if (r->phase == PH_ACTIVE) grow_check(c, r, now);
         if (now - r->last_log_check >= 1.0) {
             char log[JPATH];
             r->last_log_check = now;
@@ -447,13 +771,27 @@ void run_step(coordinator_t *c, coord_run_t *r, double now)
         }
         break;
     case PH_KILLING:
-        if (poll_ended(c, r, now, &oc, &code)) {
-            finish_attempt(c, r, r->kill_reason == KILL_CANCEL ? SV_CANCELLED : SV_STALE, code, now);
+        if (poll_ended(c, r, now, &oc, &code, lost, sizeof lost)) {
+            if (r->kill_reason == KILL_CANCEL)
+                finish_attempt(c, r, SV_CANCELLED, code, now);
+            else if (r->kill_reason == KILL_RESIZE && oc == SV_EXITED && code == 0)
+                finish_attempt(c, r, oc, code, now);   /* it finished before the stop reached it */
+            else if (r->kill_reason == KILL_RESIZE)
+                relaunch_soon(c, r, oc, code, r->resize_reason, now);
+            else if (should_probe(c, r, SV_STALE, r->stale_rank))
+                begin_probing(c, r, SV_STALE, r->stale_rank, lost, now);
+            else
+                finish_attempt(c, r, SV_STALE, code, now);
         } else if (now >= r->kill_deadline && !r->sigkilled) {
             clog_printf("job %s: still running %.0f s after SIGTERM; SIGKILL", r->id, c->cfg.kill_grace_s);
             launcher_stop(r->launcher, &r->h, 1);
             r->sigkilled = 1;
         }
+        break;
+    case PH_PROBING:
+        read_flags(c, r, 0, now);
+        if (r->cancel_requested) finish_attempt(c, r, SV_CANCELLED, 0, now);
+        else after_probing(c, r, now);
         break;
     case PH_BACKOFF:
         read_flags(c, r, 0, now);
@@ -498,7 +836,15 @@ void run_schedule(coordinator_t *c, double now)
         /* A simulation takes one of the sim launcher's slots (one process here, whatever
          * its simulated size); one that cannot run here is claimed and failed below. */
         int simulated = !bad && spec->simulate.enabled;
-        if (simulated ? c->sim_launcher && sims >= c->sim_slots : !bad && used > 0 && used + world > c->slots_total) {
+        /* Every host down: jobs that run on them wait in the queue. Otherwise the world
+         * that fits what is usable now (an elastic job starts on fewer ranks). */
+        if (!bad && !simulated && c->slots_usable == 0) {
+            free(spec);
+            return;
+        }
+        int fits = bad || simulated ? 0 : hosts_elastic_world(world, spec_is_async(spec) ? 2 : 1, c->slots_total,
+                                                               c->slots_usable);
+        if (simulated ? c->sim_launcher && sims >= c->sim_slots : !bad && used > 0 && used + fits > c->slots_usable) {
             free(spec);
             return;
         }
@@ -516,7 +862,8 @@ void run_schedule(coordinator_t *c, double now)
         }
         *r->spec = *spec;
         free(spec);
-        r->world = world;
+        r->world = r->full_world = world;
+        r->min_world = spec_is_async(r->spec) ? 2 : 1;
         r->started = now;
         r->first_launch = 1;
         r->stale_rank = -1;
@@ -537,10 +884,10 @@ void run_schedule(coordinator_t *c, double now)
                         world == 1 ? "" : "s", sims + 1, c->sim_slots);
         else
             clog_printf("job %s: claimed (%s, %d rank%s, slots %d/%d)", id, r->spec->name, world,
-                        world == 1 ? "" : "s", used + world, c->slots_total);
+                        world == 1 ? "" : "s", used + fits, c->slots_usable);
         launch(c, r, now);
         if (simulated) sims++;
-        else used += world;
+        else used += fits;
     }
 }
 
@@ -549,6 +896,33 @@ static const char *hstr(json_t *h, const char *key)
 {
     const char *v = json_string_value(json_object_get(h, key));
     return v ? v : "";
+}
+
+/* The "hosts" and "resizes" fields of an adopted job (JSON written by run_persist;
+ * anything else is ignored: the next launch chooses hosts again). */
+static void adopt_hosts_and_resizes(coord_run_t *r, const char *hosts, const char *resizes)
+{
+    json_t *h = json_loads(hosts, 0, NULL);
+    size_t n = json_is_array(h) ? json_array_size(h) : 0;
+    if (n > 0 && n <= LAUNCH_MAX_HOSTS) {
+        const char **names = calloc(n, sizeof *names);
+        size_t k = 0;
+        for (size_t i = 0; names && i < n; i++) {
+            const char *v = json_string_value(json_array_get(h, i));
+            if (v && strlen(v) < 256) names[k++] = v;
+        }
+        if (names && k == n) run_set_hosts(r, names, (int)k);
+        free(names);
+    }
+    json_decref(h);
+    json_t *l = json_loads(resizes, 0, NULL);
+    if (json_is_array(l) && json_array_size(l) <= RUN_RESIZES_KEPT) {
+        json_decref(r->resize_log);
+        r->resize_log = l;
+        r->resizes = (int)json_array_size(l);
+    } else {
+        json_decref(l);
+    }
 }
 
 /* After a (re)start: every job Redis says is RUNNING or RESTARTING becomes a run again:
@@ -587,7 +961,12 @@ void run_adopt(coordinator_t *c, double now)
         char err[512] = "";
         const char *text = json_string_value(json_object_get(h, "spec"));
         int bad = !text || spec_parse(text, r->spec, err, sizeof err) != 0;
-        r->world = bad ? 0 : spec_is_async(r->spec) ? r->spec->workers + 1 : r->spec->workers;
+        r->full_world = bad ? 0 : spec_is_async(r->spec) ? r->spec->workers + 1 : r->spec->workers;
+        r->min_world = !bad && spec_is_async(r->spec) ? 2 : 1;
+        /* The attempt's own world and hosts (an elastic one runs on fewer). */
+        int w = atoi(hstr(h, "world"));
+        r->world = w >= r->min_world && w <= r->full_world ? w : r->full_world;
+        adopt_hosts_and_resizes(r, hstr(h, "hosts"), hstr(h, "resizes"));
         r->restarts = atoi(hstr(h, "restarts"));
         r->attempts = atoi(hstr(h, "attempts"));
         r->started = atof(hstr(h, "started"));

@@ -6,6 +6,8 @@
 #ifndef PACER_RUN_H
 #define PACER_RUN_H
 
+#include <jansson.h>
+
 #include "coordinator.h"
 #include "jobstore.h"
 #include "launcher.h"
@@ -14,17 +16,37 @@
 typedef enum {
     PH_ACTIVE,      /* the job runs (spawned or adopted) */
     PH_KILLING,     /* SIGTERM sent; SIGKILL at kill_deadline */
+    PH_PROBING,     /* the attempt failed: are its hosts still there? (probe_deadline) */
     PH_BACKOFF,     /* RESTARTING: waiting for next_launch */
     PH_DONE,        /* final state decided; removed once Redis has it */
 } run_phase_t;
 
-typedef enum { KILL_NONE, KILL_CANCEL, KILL_STALE } kill_reason_t;
+/* KILL_RESIZE: a host is back and the job has just checkpointed: it stops to grow. */
+typedef enum { KILL_NONE, KILL_CANCEL, KILL_STALE, KILL_RESIZE } kill_reason_t;
+
+#define RUN_RESIZES_KEPT 20   /* resizes a job's record lists (the newest) */
 
 /* One job the daemon runs (tick thread only). */
 typedef struct {
     char id[JOB_ID_MAX];
     job_spec_t *spec;         /* as submitted (normalised) */
-    int world;
+    int world;                /* processes of the current (or next) attempt */
+    int full_world;           /* what the spec asks: workers, + 1 with a parameter server */
+    int min_world;            /* the fewest it can run as: 1, or 2 with a parameter server */
+    /* Elastic restarts: the hosts the attempt may use (the usable ones at its launch),
+     * the failed attempt's outcome while its hosts are probed, why the next launch
+     * changes the world, the resizes so far, and the checkpoint a grow waits for. */
+    char **hosts;
+    int nhosts;
+    sv_outcome_t probe_oc;
+    int probe_code;
+    double probe_deadline;
+    char resize_reason[320];
+    int resizes;
+    json_t *resize_log;       /* the newest RUN_RESIZES_KEPT: [{from, to, reason, hosts, time}] */
+    int grow_armed;           /* a grow is possible: waiting for the next checkpoint */
+    long long grow_ckpt[3];   /* the checkpoint file then (mtime ns, inode, size) */
+    double last_grow_check;
     run_phase_t phase;
     launch_handle_t h;        /* the attempt's processes (launcher.h); zero between attempts */
     launcher_t *launcher;     /* the daemon's launcher, or its sim launcher for a simulated job */

@@ -33,6 +33,7 @@ enum {
     O_API_CACHE, O_LAUNCHER, O_SLURM_MPI, O_SLURM_PARTITION, O_SLURM_ARGS, O_SIM, O_SIM_PLATFORMS, O_SIM_SLOTS,
     O_PUBLIC_READS, O_ALLOWED_HOST, O_SSE_PER_CLIENT, O_CONNS_PER_CLIENT, O_HEADER_TIMEOUT, O_OVERSUBSCRIBE,
     O_DATA_ROOT, O_KEEP_JOBS,
+    O_HOST_PROBE,
 };
 
 typedef struct {
@@ -82,6 +83,8 @@ static const opt_row_t OPTIONS[] = {
       O_SLURM_PARTITION },
     { "slurm-args", 1, "OPTS", "slurm: extra sbatch options, blank-separated (e.g. \"--ntasks-per-node=1\")",
       O_SLURM_ARGS },
+    { "host-probe", 1, "S", "probe a lost host this often until it answers again (default 5); the host list "
+                            "itself is read again on SIGHUP or POST /api/v1/cluster/reload", O_HOST_PROBE },
     { "worker", 1, "PATH", "pacer-worker binary (default: next to this executable)", O_WORKER },
     { "sim", 1, "PATH", "pacer-sim, which runs the jobs whose spec says simulate.enabled on a simulated "
                         "cluster (default: next to this executable)", O_SIM },
@@ -413,7 +416,15 @@ static int run_daemon(const cli_t *o)
     for (;;) {
         int sig = 0;
         if (sigwait(&set, &sig) != 0) continue;
-        if (sig == SIGHUP) continue;
+        if (sig == SIGHUP) {
+            /* The host list again (hostfile, sinfo); the coordinator logs what changed. */
+            json_t *res = NULL;
+            char rerr[512] = "";
+            if (coord_cluster_reload(c, &res, rerr, sizeof rerr) != COORD_OK)
+                fprintf(stderr, "pacer-coordinator: SIGHUP: host list not reloaded: %s\n", rerr);
+            json_decref(res);
+            continue;
+        }
         break;
     }
     /* The HTTP layer calls the coordinator: it stops first. */
@@ -512,6 +523,7 @@ int main(int argc, char **argv)
         case O_KEEP_JOBS:
         case O_API_CACHE:
         case O_SIM_SLOTS:
+        case O_HOST_PROBE:
             if (parse_num(name, optarg, 0, &v) != 0) return 2;
             if (ch == O_MAX_RESTARTS) o.cfg.max_restarts = (int)v;
             else if (ch == O_HEARTBEAT) o.cfg.heartbeat_timeout_s = v;
@@ -528,6 +540,7 @@ int main(int argc, char **argv)
             else if (ch == O_HEADER_TIMEOUT) o.http.header_timeout_s = (int)v;
             else if (ch == O_API_CACHE) o.http.cache_ms = (int)v;
             else if (ch == O_SIM_SLOTS) o.cfg.sim_slots = v >= 1 ? (int)v : 1;
+            else if (ch == O_HOST_PROBE) o.cfg.host_probe_s = v;
             else o.limit = (long)v;
             break;
         default: usage(stderr); return 2;

@@ -355,6 +355,22 @@ int handle_cluster(http_req_t *rq)
     return respond_json(rq->conn, MHD_HTTP_OK, out, NULL, 0);
 }
 
+int handle_cluster_reload(http_req_t *rq)
+{
+    json_t *out = NULL;
+    char err[1024] = "";
+    int code = coord_cluster_reload(rq->srv->coord, &out, err, sizeof err);
+    if (code == COORD_EINVAL)
+        return problem(rq, problem_new(500, "reload-failed", "The host list could not be read", err, NULL, NULL));
+    if (code == COORD_ESTATE)
+        return problem(rq, problem_new(409, "not-the-daemon", "No host list here", err, NULL, NULL));
+    if (code == COORD_EUNAVAIL)
+        return problem(rq, problem_new(503, "reload-timeout", "The coordinator is busy", err, NULL, NULL));
+    if (code != COORD_OK) return coord_error(rq, code, err);
+    clog_printf("http: host list reloaded");
+    return respond_json(rq->conn, MHD_HTTP_OK, out, NULL, 0);
+}
+
 int handle_healthz(http_req_t *rq)
 {
     json_t *cl = NULL;

@@ -254,7 +254,12 @@ static void hp_fini(worker_t *w)
 {
     hp_state_t *st = w->algo_state;
     if (!st) return;
-    if (st->in_flight && !st->done_early) MPI_Wait(&st->req, MPI_STATUS_IGNORE);
+    /* Stopped mid-epoch by --stop-after-steps (every rank after the same step): the
+     * ranks may have started different numbers of rounds, so a plain wait on this rank's
+     * round can wait for peers that never start it. The epoch end's catch-up matches them
+     * (after the checkpoint, so what a resume sees is unchanged). */
+    if (w->stop == 2 && w->use_mpi) hp_epoch_end(w);
+    else if (st->in_flight && !st->done_early) MPI_Wait(&st->req, MPI_STATUS_IGNORE);
     w->model->progress = NULL;
     if (w->rank == 0 && st->rounds > 0 && w->use_mpi) {
         fprintf(stderr, "hpsgd: %ld merges in %ld steps; in MPI %.3f s (%.0f us per merge), of which waiting in "

@@ -220,7 +220,12 @@ int checkpoint_validate(const ckpt_state_t *st, const ckpt_expect_t *want, const
     if (st->seed != want->seed)
         return refuse(err, errlen, path, "checkpoint was written with seed %" PRIu64 ", spec has %" PRIu64,
                       st->seed, want->seed);
-    IN_RANGE(nworkers, want->nworkers, want->nworkers, "the spec's workers");
+    /* Any world the spec allows: an elastic restart resumes on fewer (or again more)
+     * workers; 0 for spec_workers means a caller that knows only its own count. */
+    int32_t most = want->spec_workers > 0 ? want->spec_workers : want->nworkers;
+    IN_RANGE(nworkers, 1, most, "1 to the spec's workers");
+    /* A batch of another world's plan may exceed this run's buffers: it is re-planned. */
+    const int32_t cap = st->nworkers == want->nworkers ? want->max_batch : want->global_batch;
     IN_RANGE(epoch, 0, want->epochs, "the spec's epochs");
     const int64_t n = want->train_n, gb = want->global_batch;
     if (!want->async) {
@@ -239,7 +244,9 @@ int checkpoint_validate(const ckpt_state_t *st, const ckpt_expect_t *want, const
          * epoch ended (one per worker) may still count. */
         IN_RANGE(cursor, 0, n, "training samples");
         IN_RANGE(global_step, 0, (st->epoch + 1) * n, "one sample per update at least");
-        IN_RANGE(epoch_loss_samples, 0, n + (int64_t)want->nworkers * want->max_batch,
+        IN_RANGE(epoch_loss_samples, 0,
+                 n + (int64_t)(st->nworkers > want->nworkers ? st->nworkers : want->nworkers) *
+                         (want->max_batch > want->global_batch ? want->max_batch : want->global_batch),
                  "samples handed out in the epoch");
         /* step_in_epoch: the updates applied in this epoch, each from one pushed sample at
          * least (and part of global_step). */
@@ -261,10 +268,10 @@ int checkpoint_validate(const ckpt_state_t *st, const ckpt_expect_t *want, const
                               (int)b, (int)st->nworkers);
             continue;
         }
-        if (b < lo || b > want->max_batch)
+        if (b < lo || b > cap)
             return refuse(err, errlen, path,
-                          "checkpoint field batch_of[%d] = %d is outside [%d, %d] (algorithm.min_batch and the "
-                          "batch buffers' capacity)", i, (int)b, (int)lo, (int)want->max_batch);
+                          "checkpoint field batch_of[%d] = %d is outside [%d, %d] (algorithm.min_batch and %s)", i,
+                          (int)b, (int)lo, (int)cap, cap == want->max_batch ? "the batch buffers' capacity" : "the global batch");
         sum += b;
     }
     if (sum != gb)

@@ -47,7 +47,8 @@ typedef struct {
 /* What the resuming run can take, to validate a checkpoint's fields against. */
 typedef struct {
     uint64_t spec_hash, seed;
-    int32_t nworkers;
+    int32_t nworkers;           /* this run's workers */
+    int32_t spec_workers;       /* the spec's (a checkpoint may come from 1 to this many) */
     int64_t epochs;             /* the spec's */
     int64_t steps_per_epoch;    /* synchronous loop; ignored when async */
     int64_t train_n;            /* training samples */
@@ -69,11 +70,13 @@ int checkpoint_load(const char *path, model_t *m, const ckpt_expect_t *want, ckp
  * restores params, momentum, buffers and st. On any failure m and st are unchanged. */
 int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, model_t *m,
                      const ckpt_expect_t *want, ckpt_state_t *st, char *err, size_t errlen);
-/* Every field of st against want: the spec hash and seed; nworkers; the position (epoch,
- * step in epoch, cursor, global step) inside the run; each batch in [min_batch,
- * max_batch] (the bounds every plan keeps, common/planner.h), summing to global_batch,
- * and zero past nworkers; the loss accumulators and the rng
- * state. Returns 0, or -1 with one line naming path and the field. */
+/* Every field of st against want: the spec hash and seed; nworkers (this run's, or any
+ * from 1 to spec_workers: checkpoints do not depend on the world size, the caller
+ * re-plans the batches); the position (epoch, step in epoch, cursor, global step) inside
+ * the run; each batch in [min_batch, max_batch] (the bounds every plan keeps,
+ * common/planner.h; [min_batch, global_batch] when written by another number of
+ * workers), summing to global_batch, and zero past nworkers; the loss accumulators and
+ * the rng state. Returns 0, or -1 with one line naming path and the field. */
 int checkpoint_validate(const ckpt_state_t *st, const ckpt_expect_t *want, const char *path,
                         char *err, size_t errlen);
 /* FNV-1a of the model's name, counts and every tensor's name, offset, size and kind:

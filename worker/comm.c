@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,6 +18,67 @@ int comm_launched_by_mpirun(void)
     if (sim_active()) return 1; /* smpirun sets none of these */
     return getenv("OMPI_COMM_WORLD_SIZE") != NULL || getenv("PMI_RANK") != NULL ||
            getenv("PMIX_RANK") != NULL;
+}
+
+/* The launchers' variables, in the order they are believed: Open MPI's mpirun, PMI-1/2
+ * (MPICH's hydra, srun --mpi=pmi2), and any srun job step (with or without an MPI plugin;
+ * sbatch and salloc shells have SLURM_NTASKS but no step, so they do not count). */
+static const char *const WORLD_VARS[] = { "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS", NULL };
+
+int comm_launcher_world(char *var, size_t varlen)
+{
+    if (varlen) var[0] = 0;
+    for (const char *const *v = WORLD_VARS; *v; v++) {
+        const char *s = getenv(*v);
+        if (!s || !*s) continue;
+        char *end;
+        errno = 0;
+        long n = strtol(s, &end, 10);
+        if (errno || *end || n < 1 || n > 1000000) continue;   /* not a count: not believed */
+        snprintf(var, varlen, "%s", *v);
+        return (int)n;
+    }
+    return 0;
+}
+
+int comm_check_world(const job_spec_t *s, int world, int expect, char *err, size_t errlen)
+{
+    int async = spec_is_async(s);
+    int need = async ? s->workers + 1 : s->workers;
+    char var[32];
+    int launched = comm_launcher_world(var, sizeof var);
+    /* N singletons: every process of a launch that did not connect them (srun without
+     * an MPI plugin Open MPI can use, a missing PMIx) is rank 0 of a world of 1. Each
+     * would train a model of its own and write the same checkpoint: stop instead. */
+    if (world == 1 && (expect > 1 || launched > 1)) {
+        char how[96];
+        if (launched > 1) snprintf(how, sizeof how, "%s=%d", var, launched);
+        else snprintf(how, sizeof how, "--world %d", expect);
+        snprintf(err, errlen,
+                 "this process is alone in its MPI world, but it was started as one of %d processes (%s): the "
+                 "launcher did not connect the ranks (srun without --mpi=pmix, or a PMIx/PMI that Open MPI "
+                 "cannot use?); stopping instead of training %d separate models",
+                 launched > 1 ? launched : expect, how, launched > 1 ? launched : expect);
+        return -1;
+    }
+    if (expect > 0 && world != expect) {
+        snprintf(err, errlen, "the coordinator expects %d processes (--world %d), but MPI started %d", expect, expect,
+                 world);
+        return -1;
+    }
+    /* An elastic restart: the coordinator relaunched the job on fewer ranks than the
+     * spec asks (hosts were lost); they share its global batch. */
+    if (expect > 0 && world == expect && world < need && world >= (async ? 2 : 1)) return 0;
+    if (world != need) {
+        if (world == 1 && launched == 0)
+            snprintf(err, errlen, "workers: the spec asks for %d workers; algorithm %s runs as %d processes: "
+                     "start it with mpirun -np %d", s->workers, s->algorithm.name, need, need);
+        else
+            snprintf(err, errlen, "workers: the spec asks for %d workers, so algorithm %s needs %d processes, "
+                     "but mpirun started %d", s->workers, s->algorithm.name, need, world);
+        return -1;
+    }
+    return 0;
 }
 
 void comm_broadcast_model(worker_t *w, MPI_Comm comm)

@@ -24,6 +24,20 @@
 /* Whether this process was started by mpirun (Open MPI or a PMI launcher). */
 int comm_launched_by_mpirun(void);
 
+/* The number of processes the launcher that started this one says it started (0 when no
+ * launcher variable is set), and the variable that says so (OMPI_COMM_WORLD_SIZE,
+ * PMI_SIZE, SLURM_STEP_NUM_TASKS). */
+int comm_launcher_world(char *var, size_t varlen);
+
+/* Whether an MPI world of `world` processes is the one this run must have: expect (> 0)
+ * is what the coordinator says the attempt runs as (--world), else the spec's workers
+ * (+ 1 with a parameter server). A process alone in its world while a launcher variable
+ * or expect says it is one of several (N singletons: srun without a working PMIx) is
+ * refused with a message that says so. A world of expect processes, fewer than the spec
+ * asks (an elastic restart on the hosts that remain), is accepted. Returns 0, or -1 with
+ * err (exit status 2). */
+int comm_check_world(const job_spec_t *s, int world, int expect, char *err, size_t errlen);
+
 /* Rank 0's parameters and buffers to every rank of comm (identical start). */
 void comm_broadcast_model(worker_t *w, MPI_Comm comm);
 

@@ -12,6 +12,7 @@
 #include <cblas.h>
 
 #include "backend_cuda.h"
+#include "benchmark.h"
 #include "comm.h"
 #include "emulate.h"
 #include "redis_report.h"
@@ -26,8 +27,10 @@ static const struct option OPTIONS[] = {
     { "summary", required_argument, NULL, 'o' },
     { "metrics", required_argument, NULL, 'm' },
     { "redis", required_argument, NULL, 'D' },
-    { "redis-password-file", required_argument, NULL, 'w' },
+    { "redis-password-file", required_argument, NULL, 'A' },
     { "job", required_argument, NULL, 'J' },
+    { "world", required_argument, NULL, 'w' },
+    { "benchmark", required_argument, NULL, 'b' },
     { "resume", no_argument, NULL, 'r' },
     { "resume-from", required_argument, NULL, 'R' },
     { "stop-after-steps", required_argument, NULL, 'S' },
@@ -61,6 +64,14 @@ static void usage(FILE *f)
         "  --redis-password-file FILE  the Redis password (first line), from a file only\n"
         "                         its owner can read, never on the command line\n"
         "  --job ID               the coordinator's job id (keys pacer:job:ID:*)\n"
+        "  --world N              the number of processes this run was launched as (the\n"
+        "                         coordinator passes it): a process that finds itself in\n"
+        "                         another MPI world, e.g. alone because the launcher did not\n"
+        "                         connect the ranks, stops instead of training on its own\n"
+        "  --benchmark N          measure this host's speed for the spec's model instead of\n"
+        "                         training: N steps of its batch_size after 2 untimed ones,\n"
+        "                         one process, no MPI; prints (and with --summary writes)\n"
+        "                         {\"benchmark\": {samples_per_s, device, ...}}\n"
         "  --resume               continue from the job's latest checkpoint\n"
         "                         (checkpoint.dir/NAME.ckpt); starts fresh if there is none\n"
         "  --resume-from FILE     continue from this checkpoint; a missing file is an error\n"
@@ -114,12 +125,14 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
 static const char *g_redis_url, *g_job_id;  /* --redis, --job */
 static const char *g_trace_path;             /* --trace */
 static const char *g_redis_password_file;    /* --redis-password-file */
+static int g_world;                         /* --world: 0 = not given */
 static int coordinator_assignment(worker_t *w, int *out);
 
 int main(int argc, char **argv)
 {
     const char *spec_path = NULL, *summary_path = NULL, *resume_from = NULL, *metrics_path = NULL;
     int resume = 0;
+    long bench_steps = 0;
     train_opts_t opts = { 0 };
     int c;
     while ((c = getopt_long(argc, argv, "", OPTIONS, NULL)) != -1) {
@@ -129,7 +142,27 @@ int main(int argc, char **argv)
         case 'm': metrics_path = optarg; break;
         case 'D': g_redis_url = optarg; break;
         case 'J': g_job_id = optarg; break;
-        case 'w': g_redis_password_file = optarg; break;
+        case 'A': g_redis_password_file = optarg; break;
+        case 'b': {
+            char *end;
+            bench_steps = strtol(optarg, &end, 10);
+            if (end == optarg || *end || bench_steps < 1 || bench_steps > BENCHMARK_MAX_STEPS) {
+                fprintf(stderr, "pacer-worker: --benchmark %s: must be 1 to %d steps\n", optarg, BENCHMARK_MAX_STEPS);
+                return 2;
+            }
+            break;
+        }
+        case 'w': {
+            char *end;
+            long n = strtol(optarg, &end, 10);
+            if (end == optarg || *end || n < 1 || n > SPEC_MAX_WORKERS + 1) {
+                fprintf(stderr, "pacer-worker: --world %s: must be a process count between 1 and %d\n", optarg,
+                        SPEC_MAX_WORKERS + 1);
+                return 2;
+            }
+            g_world = (int)n;
+            break;
+        }
         case 'r': resume = 1; break;
         case 'R': resume_from = optarg; break;
         case 'S': opts.stop_after_steps = strtol(optarg, NULL, 10); break;
@@ -155,6 +188,7 @@ int main(int argc, char **argv)
         return 2;
     }
 
+    if (bench_steps) return benchmark_run(spec_path, bench_steps, summary_path);
     return run(spec_path, summary_path, metrics_path, resume, resume_from, &opts);
 }
 
@@ -212,17 +246,15 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
             spec.algorithm.name);
         return finish(use_mpi, &w, 2);
     }
-    if (world != need) {
-        if (!use_mpi)
-            SAY("pacer-worker: workers: the spec asks for %d workers; algorithm %s runs as %d processes: "
-                "start it with mpirun -np %d\n", spec.workers, spec.algorithm.name, need, need);
-        else
-            SAY("pacer-worker: workers: the spec asks for %d workers, so algorithm %s needs %d processes, "
-                "but mpirun started %d\n", spec.workers, spec.algorithm.name, need, world);
+    if (comm_check_world(&spec, world, g_world, err, sizeof err) != 0) {
+        SAY("pacer-worker: %s\n", err);
         return finish(use_mpi, &w, 2);
     }
 
-    int failed = worker_setup(&w, &spec, rank, world, err, sizeof err) != 0;
+    /* Under MPI the world says how many compute (fewer than the spec's workers after an
+     * elastic restart, comm_check_world); a process on its own is the spec's one worker. */
+    int nworkers = use_mpi ? (async ? world - 1 : world) : spec.workers;
+    int failed = worker_setup_world(&w, &spec, rank, world, nworkers, err, sizeof err) != 0;
     if (failed) fprintf(stderr, "pacer-worker%s: %s\n", rank ? " (rank>0)" : "", err);
     if (!failed && opts->batch_plan && worker_apply_batch_plan(&w, opts->batch_plan, err, sizeof err) != 0) {
         failed = 1;
@@ -311,6 +343,9 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
         "%ld steps per epoch, %d epochs\n",
         spec.model, spec.dataset.name, spec.algorithm.name, model_param_count(w.model), w.train.n,
         w.test.n, spec.workers, spec.batch_size, w.steps_per_epoch, spec.epochs);
+    if (w.nworkers != spec.workers)
+        SAY("elastic: %d of the spec's %d workers share its global batch of %d\n", w.nworkers, spec.workers,
+            w.global_batch);
     int rc = worker_train(&w, opts, err, sizeof err);
     if (w.metrics) {
         metrics_stop(w.metrics, 5.0);

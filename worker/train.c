@@ -472,7 +472,17 @@ void worker_schedule_steps(worker_t *w, long per_epoch)
 
 int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char *err, size_t errlen)
 {
+    return worker_setup_world(w, spec, rank, world, spec->workers, err, errlen);
+}
+
+int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world, int nworkers, char *err,
+                       size_t errlen)
+{
     memset(w, 0, sizeof *w);
+    if (nworkers < 1 || nworkers > spec->workers) {
+        snprintf(err, errlen, "%d workers: must be 1 to the spec's %d", nworkers, spec->workers);
+        return -1;
+    }
     w->spec = spec;
     w->rank = rank;
     w->world = world;
@@ -482,14 +492,15 @@ int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char 
         return -1;
     }
     int async = spec_is_async(spec);
-    w->nworkers = spec->workers;
+    w->nworkers = nworkers;
     w->role = (async && rank == 0) ? ROLE_PS : ROLE_WORKER;
     w->worker_index = async ? rank - 1 : rank;
     w->global_batch = spec->workers * spec->batch_size;
     /* Buffers hold the largest batch a plan may assign (common/planner.h's bounds, the
      * same the coordinator plans within; plans outside them are refused); evaluation
-     * uses them too. */
-    planner_bounds(spec, &w->min_batch, &w->max_batch);
+     * uses them too. Fewer workers than the spec asks (elastic) share its global batch,
+     * so the upper bound grows to hold each one's share. */
+    planner_bounds_world(spec, nworkers, &w->min_batch, &w->max_batch);
 
     const char *ds = spec->dataset.name;
     const char *dir = spec->dataset.path[0] ? spec->dataset.path : NULL;
@@ -525,7 +536,7 @@ int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char 
         return -1;
     }
     if (w->gpu) pin_host_buffers(w);
-    for (int i = 0; i < w->nworkers; i++) w->batch_of[i] = spec->batch_size;
+    planner_even(w->global_batch, w->nworkers, w->batch_of);
 
     w->steps_per_epoch = w->train.n / w->global_batch;
     if (w->steps_per_epoch < 1) {
@@ -601,6 +612,7 @@ int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
         .spec_hash = spec_hash(w->spec),
         .seed = (uint64_t)w->spec->seed,
         .nworkers = w->nworkers,
+        .spec_workers = w->spec->workers,
         .epochs = w->spec->epochs,
         .steps_per_epoch = w->steps_per_epoch,
         .train_n = w->train.n,
@@ -623,8 +635,19 @@ int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
         return -1;
     }
     w->gpu_ahead = 0;
-    /* checkpoint_validate has held the plan to this spec's bounds (planner_bounds). */
-    for (int i = 0; i < w->nworkers; i++) w->batch_of[i] = st.batch_of[i];
+    if (st.nworkers == w->nworkers) {
+        /* checkpoint_validate has held the plan to this spec's bounds (planner_bounds). */
+        for (int i = 0; i < w->nworkers; i++) w->batch_of[i] = st.batch_of[i];
+    } else {
+        /* Written by another world (an elastic restart): the same global batch over this
+         * run's workers; a planner (dynamic batching, the coordinator's "resize"
+         * assignment) refines it at its next re-plan. Set-up already split it evenly. */
+        if (w->rank == 0) {
+            fprintf(stderr, "checkpoint %s was written by %d workers; resuming with %d: the global batch %d is "
+                    "re-planned:", path, (int)st.nworkers, w->nworkers, w->global_batch);
+            worker_print_plan(w);
+        }
+    }
     return 0;
 }
 

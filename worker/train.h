@@ -25,12 +25,22 @@ typedef struct train_opts {
  * MPI position (0, 1 standalone). Returns 0 or a negative code with err set; a data error
  * returns the DATA_* code so main can exit with status 2. */
 int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char *err, size_t errlen);
+/* worker_setup for a run with nworkers gradient ranks, which may be fewer than the spec's
+ * workers (an elastic restart on the hosts that remain, --world): the global batch stays
+ * workers x batch_size, split evenly over the nworkers (the first ranks take the
+ * remainder), and the batch buffers grow to hold the largest share. */
+int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world, int nworkers, char *err,
+                       size_t errlen);
 void worker_teardown(worker_t *w);
 /* The learning-rate schedule's step counts (total, warm-up, decay period) for per_epoch
  * steps (or parameter-server updates) per epoch. */
 void worker_schedule_steps(worker_t *w, long per_epoch);
 
-/* Restores weights, optimizer state and position from a checkpoint. */
+/* Restores weights, optimizer state and position from a checkpoint. A checkpoint written
+ * by another number of workers (an elastic restart) resumes too: the batch plan is made
+ * again for this run's workers over the same global batch, with one line on stderr that
+ * says so; the parameter server's per-worker state (DC/DDC weight backups, staleness) is
+ * not in a checkpoint and starts again at each worker's first pull. */
 int worker_resume(worker_t *w, const char *path, char *err, size_t errlen);
 void worker_checkpoint_path(const worker_t *w, char *out, size_t len);
 int worker_save_checkpoint(worker_t *w, char *err, size_t errlen);

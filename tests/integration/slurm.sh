@@ -190,9 +190,11 @@ workers_left() {
 
 # 1. A job across both nodes, ranks started by srun --mpi=pmix.
 start_coord
-grep -q "slurm launcher: 4 slots on 2 hosts" "$COORD_LOG" ||
+# Two nodes from sinfo; a slot per node, as --ntasks-per-node=1 lets Slurm place one rank
+# on each (their 2 CPUs each would otherwise be 4 slots).
+grep -q "slurm launcher: 2 slots on 2 hosts" "$COORD_LOG" ||
     fail "coordinator did not take the two nodes from sinfo: $(grep -m1 'launcher' "$COORD_LOG")"
-echo "ok: coordinator --launcher slurm: 2 nodes, 4 CPUs from sinfo"
+echo "ok: coordinator --launcher slurm: 2 nodes from sinfo, 1 slot each (--ntasks-per-node=1)"
 [ "$(http GET /api/v1/cluster)" = 200 ] || fail "GET /api/v1/cluster: $(cat "$TMP/body")"
 [ "$(jq -r '[.coordinator.hosts[].name] | join(" ")' "$TMP/body")" = "pw1 pw2" ] ||
     fail "cluster hosts: $(jq -c .coordinator.hosts "$TMP/body")"

@@ -116,6 +116,40 @@ static void test_planner_derived_bounds(void **state)
     assert_int_equal(hi, 100);
 }
 
+/* Fewer workers than the spec's (an elastic restart) share its global batch: the upper
+ * bound grows to each one's share where it is smaller, never shrinks, and the even split
+ * gives the first ones the remainder. */
+static void test_planner_world_bounds(void **state)
+{
+    (void)state;
+    job_spec_t s;
+    spec_defaults(&s);
+    s.workers = 3;
+    s.batch_size = 32;
+    s.algorithm.min_batch = 8;
+    int lo, hi;
+    planner_bounds_world(&s, 3, &lo, &hi);
+    assert_int_equal(lo, 8);
+    assert_int_equal(hi, 32);
+    planner_bounds_world(&s, 2, &lo, &hi);
+    assert_int_equal(lo, 8);
+    assert_int_equal(hi, 48);
+    s.workers = 5;
+    s.batch_size = 10;
+    planner_bounds_world(&s, 3, &lo, &hi);
+    assert_int_equal(hi, 17);   /* ceil(50 / 3) */
+    s.algorithm.max_batch = 40;
+    planner_bounds_world(&s, 3, &lo, &hi);
+    assert_int_equal(hi, 40);   /* already large enough */
+    int out[3];
+    planner_even(50, 3, out);
+    assert_int_equal(out[0], 17);
+    assert_int_equal(out[1], 17);
+    assert_int_equal(out[2], 16);
+    assert_int_equal(sum(out, 3), 50);
+    assert_true(out[0] <= 17);
+}
+
 /* The 5% trigger: a plan whose predicted imbalance is within 5% stays (noise never moves
  * it), one beyond is replaced by the proportional plan, within the bounds. */
 static void test_planner_replan_trigger(void **state)
@@ -401,6 +435,7 @@ int main(void)
         cmocka_unit_test(test_planner_proportional),
         cmocka_unit_test(test_planner_hysteresis),
         cmocka_unit_test(test_planner_bounds),
+        cmocka_unit_test(test_planner_world_bounds),
         cmocka_unit_test(test_planner_imbalance),
         cmocka_unit_test(test_planner_derived_bounds),
         cmocka_unit_test(test_planner_replan_trigger),

@@ -657,12 +657,12 @@ static void test_dynbatch(void **state)
                      0);
     redisReply *r;
     /* Speeds unknown: no plan. */
-    assert_int_equal(dynbatch_replan(fx->rc, "j-5", &s), 0);
+    assert_int_equal(dynbatch_replan(fx->rc, "j-5", &s, s.workers), 0);
     r = redisCommand(fx->rc, "HSET pacer:job:j-5:node:0 samples_per_s 1000 host hostA device cpu slowdown 1");
     freeReplyObject(r);
     r = redisCommand(fx->rc, "HSET pacer:job:j-5:node:1 samples_per_s 3000 host hostA device cpu slowdown 2");
     freeReplyObject(r);
-    assert_int_equal(dynbatch_replan(fx->rc, "j-5", &s), 1);
+    assert_int_equal(dynbatch_replan(fx->rc, "j-5", &s, s.workers), 1);
     r = redisCommand(fx->rc, "HMGET pacer:job:j-5:assignment version batches source");
     assert_string_equal(r->element[0]->str, "1");
     assert_string_equal(r->element[1]->str, "[32,96]");
@@ -671,11 +671,11 @@ static void test_dynbatch(void **state)
     /* Within the hysteresis: the plan stays. */
     r = redisCommand(fx->rc, "HSET pacer:job:j-5:node:0 samples_per_s 1050");
     freeReplyObject(r);
-    assert_int_equal(dynbatch_replan(fx->rc, "j-5", &s), 0);
+    assert_int_equal(dynbatch_replan(fx->rc, "j-5", &s, s.workers), 0);
     /* A big change: version 2. */
     r = redisCommand(fx->rc, "HSET pacer:job:j-5:node:0 samples_per_s 3000");
     freeReplyObject(r);
-    assert_int_equal(dynbatch_replan(fx->rc, "j-5", &s), 1);
+    assert_int_equal(dynbatch_replan(fx->rc, "j-5", &s, s.workers), 1);
     r = redisCommand(fx->rc, "HMGET pacer:job:j-5:assignment version batches");
     assert_string_equal(r->element[0]->str, "2");
     assert_string_equal(r->element[1]->str, "[64,64]");
@@ -699,15 +699,15 @@ static void test_dynbatch(void **state)
     job_spec_t t = s;
     snprintf(t.device, sizeof t.device, "cpu");
     const char *hosts[2] = { "hostA", "hostA" };
-    assert_int_equal(dynbatch_initial(fx->rc, "j-6", &t, hosts), 1);
+    assert_int_equal(dynbatch_initial(fx->rc, "j-6", &t, t.workers, hosts), 1);
     r = redisCommand(fx->rc, "HMGET pacer:job:j-6:assignment version batches source");
     assert_string_equal(r->element[0]->str, "1");
     assert_string_equal(r->element[1]->str, "[85,43]");
     assert_string_equal(r->element[2]->str, "profile");
     freeReplyObject(r);
-    assert_int_equal(dynbatch_initial(fx->rc, "j-6", &t, hosts), 0);   /* a plan exists */
+    assert_int_equal(dynbatch_initial(fx->rc, "j-6", &t, t.workers, hosts), 0);   /* a plan exists */
     const char *unknown[2] = { "hostA", "hostB" };
-    assert_int_equal(dynbatch_initial(fx->rc, "j-7", &t, unknown), 0);   /* no profile for hostB */
+    assert_int_equal(dynbatch_initial(fx->rc, "j-7", &t, t.workers, unknown), 0);   /* no profile for hostB */
 }
 
 /* ---- the daemon ------------------------------------------------------------------------------------ */

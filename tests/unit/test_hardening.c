@@ -443,6 +443,38 @@ static void test_checkpoint_validate_async(void **state)
     assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), 0);
 }
 
+/* Checkpoints do not depend on the world size (issue 14): one of 3 workers is valid for
+ * a run of 2 of the spec's 3 (its batches may exceed this run's buffers: re-planned),
+ * one of more workers than the spec's is not, and its batches still sum to the global
+ * batch and stay within it. */
+static void test_checkpoint_validate_other_world(void **state)
+{
+    (void)state;
+    ckpt_state_t st;
+    memset(&st, 0, sizeof st);
+    st.spec_hash = 7, st.seed = 1, st.nworkers = 3, st.epoch = 1, st.step_in_epoch = 2, st.cursor = 192;
+    st.global_step = 12, st.aug_rng.s[0] = 1, st.epoch_loss_samples = 192;
+    st.batch_of[0] = 64, st.batch_of[1] = 16, st.batch_of[2] = 16;
+    ckpt_expect_t want = {.spec_hash = 7, .seed = 1, .nworkers = 2, .spec_workers = 3, .epochs = 3,
+                          .steps_per_epoch = 10, .train_n = 1000, .global_batch = 96, .max_batch = 48};
+    char err[512];
+    assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), 0);
+    want.nworkers = 3;   /* the same world: the buffers' capacity holds again */
+    assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), -1);
+    assert_non_null(strstr(err, "batch_of[0] = 64 is outside [1, 48] (algorithm.min_batch and the batch buffers' capacity)"));
+    want.nworkers = 2, st.batch_of[0] = 97, st.batch_of[1] = 0, st.batch_of[2] = 0, st.nworkers = 1;
+    assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), -1);
+    assert_non_null(strstr(err, "batch_of[0] = 97 is outside [1, 96] (algorithm.min_batch and the global batch)"));
+    /* The spec's min_batch holds for a plan of any world. */
+    want.min_batch = 8, st.nworkers = 3, st.batch_of[0] = 4, st.batch_of[1] = 46, st.batch_of[2] = 46;
+    assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), -1);
+    assert_non_null(strstr(err, "batch_of[0] = 4 is outside [8, 96] (algorithm.min_batch and the global batch)"));
+    want.min_batch = 0;
+    st.nworkers = 4, st.batch_of[0] = 24, st.batch_of[1] = 24, st.batch_of[2] = 24, st.batch_of[3] = 24;
+    assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), -1);
+    assert_non_null(strstr(err, "nworkers = 4 is outside [1, 3]"));
+}
+
 /* The field table of checkpoint_field_at is the order checkpoint_save writes. */
 static void test_checkpoint_field_table(void **state)
 {
@@ -587,6 +619,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_checkpoint_hostile_fields, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_spec_hash, setup, teardown),
         cmocka_unit_test(test_checkpoint_validate_async),
+        cmocka_unit_test(test_checkpoint_validate_other_world),
         cmocka_unit_test_setup_teardown(test_checkpoint_field_table, setup, teardown),
         cmocka_unit_test(test_redis_assignment_parser),
         cmocka_unit_test(test_redis_dynbatch_parsers),

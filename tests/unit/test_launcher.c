@@ -16,9 +16,13 @@
 
 #include "test_util.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -161,7 +165,7 @@ static void test_kinds_and_hostfile(void **state)
     assert_string_equal(launcher_name(l), "hostfile");
     assert_int_equal(launcher_slots(l), 3);
     const char *where[5];
-    assert_int_equal(launcher_rank_hosts(l, 5, where), 0);
+    assert_int_equal(launcher_rank_hosts(l, 5, NULL, 0, where), 0);
     const char *want[] = { "here", "here", "b", "here", "here" };
     for (int r = 0; r < 5; r++) assert_string_equal(where[r], want[r]);
     launcher_close(l);
@@ -234,7 +238,7 @@ static void test_slurm_open(void **state)
     assert_string_equal(hosts[0].name, "n1");
     assert_int_equal(hosts[1].slots, LAUNCH_MAX_SLOTS);
     const char *where[2];
-    assert_int_equal(launcher_rank_hosts(l, 2, where), -1);   /* Slurm places tasks */
+    assert_int_equal(launcher_rank_hosts(l, 2, NULL, 0, where), -1);   /* Slurm places tasks */
     launcher_close(l);
 
     cfg.slurm_mpi = "openmp";
@@ -410,7 +414,7 @@ static void test_slurm_mpirun_inside(void **state)
     cfg.slurm_mpi = "mpirun";
     assert_int_equal(launcher_open(&cfg, &l, err, sizeof err), 0);
     char *t = calls(fx);
-    assert_non_null(strstr(t, "sinfo --noheader --Node --format=%N %c --partition=gpu"));
+    assert_non_null(strstr(t, "sinfo --noheader --Node --format=%N %c %o --partition=gpu"));
     free(t);
     attempt_t a;
     attempt_init(fx, &a);
@@ -456,6 +460,195 @@ static void test_slurm_parse(void **state)
     assert_int_equal(launch_slurm_parse_job("", st, sizeof st, &s, &g, nodes, sizeof nodes), -1);
 }
 
+/* ---- hosts coming and going: reload, probes, attempts on some hosts ----------------------- */
+
+/* Polls p until it answers (a probe never takes longer than its deadline). */
+static int probe_wait(launcher_t *l, launch_probe_t *p)
+{
+    for (;;) {
+        int k = launcher_probe_poll(l, p, mono());
+        if (k >= 0) return k;
+        nap();
+    }
+}
+
+static void test_hostfile_reload_and_probe(void **state)
+{
+    fx_t *fx = *state;
+    char err[ERRLEN], hf[400], agent[400], path[400];
+    launcher_t *l = NULL;
+    snprintf(hf, sizeof hf, "%s/hosts", fx->dir);
+    assert_int_equal(write_text(hf, "a slots=2\nb\na\n"), 0);   /* a twice: 3 slots, as mpirun counts */
+    launcher_config_t cfg = { .hostname = "here", .mpirun = "/bin/true", .hostfile = hf };
+    assert_int_equal(launcher_open(&cfg, &l, err, sizeof err), 0);
+    const launch_host_t *hosts;
+    assert_int_equal(launcher_hosts(l, &hosts), 2);
+    assert_int_equal(hosts[0].slots, 3);
+    assert_int_equal(launcher_slots(l), 4);
+
+    /* Reload: the file's new hosts; a broken file leaves the old ones. */
+    assert_int_equal(write_text(hf, "a slots=2\nc slots=3\ndead\n"), 0);
+    assert_int_equal(launcher_reload(l, err, sizeof err), 0);
+    assert_int_equal(launcher_hosts(l, &hosts), 3);
+    assert_string_equal(hosts[1].name, "c");
+    assert_int_equal(launcher_slots(l), 6);
+    assert_int_equal(write_text(hf, "a slots=0\n"), 0);
+    assert_int_equal(launcher_reload(l, err, sizeof err), -1);
+    assert_non_null(strstr(err, ":1: slots must be 1 to"));
+    assert_int_equal(launcher_hosts(l, &hosts), 3);
+    assert_int_equal(launcher_slots(l), 6);
+
+    /* By-slot placement over some hosts only. */
+    const char *where[6], *only_c[] = { "c" }, *a_c[] = { "c", "a" };
+    assert_int_equal(launcher_rank_hosts(l, 4, only_c, 1, where), 0);
+    for (int r = 0; r < 4; r++) assert_string_equal(where[r], "c");
+    assert_int_equal(launcher_rank_hosts(l, 6, a_c, 2, where), 0);   /* hostfile order, not the list's */
+    const char *want[] = { "a", "a", "c", "c", "c", "a" };
+    for (int r = 0; r < 6; r++) assert_string_equal(where[r], want[r]);
+    const char *none[] = { "zz" };
+    assert_int_equal(launcher_rank_hosts(l, 2, none, 1, where), -1);
+
+    /* Probes run the remote shell Open MPI would: here a script that fails for "dead". */
+    snprintf(agent, sizeof agent, "%s/rsh", fx->dir);
+    assert_int_equal(write_text(agent, "#!/bin/sh\necho \"$@\" >> $(dirname $0)/rsh.calls\n"
+                                       "[ \"$1\" = dead ] && exit 255\nexec sh -c \"$2\"\n"), 0);
+    char env[500];
+    snprintf(env, sizeof env, "sh %s : rsh", agent);
+    setenv("OMPI_MCA_plm_rsh_agent", env, 1);
+    launch_probe_t p;
+    launcher_probe_start(l, "c", mono(), &p);
+    assert_int_equal(probe_wait(l, &p), 1);
+    launcher_probe_start(l, "dead", mono(), &p);
+    assert_int_equal(probe_wait(l, &p), 0);
+    assert_non_null(strstr(p.why, "exit 255"));
+    launcher_probe_start(l, "nowhere", mono(), &p);
+    assert_int_equal(launcher_probe_poll(l, &p, mono()), 0);
+    assert_non_null(strstr(p.why, "not in the launcher's host list"));
+    snprintf(path, sizeof path, "%s/rsh.calls", fx->dir);
+    char *t = read_text(path);
+    assert_non_null(strstr(t, "c true"));
+    free(t);
+    /* A probe that hangs is down at its deadline, and killed. */
+    assert_int_equal(write_text(agent, "#!/bin/sh\nsleep 30\n"), 0);
+    launcher_probe_start(l, "c", mono(), &p);
+    assert_int_equal(launcher_probe_poll(l, &p, mono()), -1);
+    pid_t pid = p.pid;
+    assert_int_equal(launcher_probe_poll(l, &p, mono() + LAUNCH_PROBE_TIMEOUT_S + 1), 0);
+    assert_non_null(strstr(p.why, "no answer within"));
+    assert_int_equal(kill(pid, 0), -1);   /* killed and reaped */
+    /* ssh gets options that never prompt and give up in time. */
+    setenv("OMPI_MCA_plm_rsh_agent", "/nonexistent/ssh", 1);
+    launcher_probe_start(l, "c", mono(), &p);
+    assert_int_equal(probe_wait(l, &p), 0);
+    unsetenv("OMPI_MCA_plm_rsh_agent");
+    assert_int_equal(write_text(hf, "a slots=2\nc slots=3\ndead\n"), 0);
+    assert_int_equal(launcher_reload(l, err, sizeof err), 0);
+
+    /* An attempt on some hosts only gets a hostfile of its own. */
+    attempt_t a;
+    attempt_init(fx, &a);
+    const char *use[] = { "a", "c" };
+    a.req.hosts = use;
+    a.req.nhosts = 2;
+    launch_handle_t h;
+    assert_int_equal(launcher_start(l, &a.req, &h, err, sizeof err), 0);
+    launch_status_t st;
+    double end = mono() + 30;
+    do {
+        launcher_poll(l, &h, a.ec, a.log, mono(), &st);
+        if (!st.ended) nap();
+    } while (!st.ended && mono() < end);
+    assert_true(st.ended);
+    launcher_reap(l, &h);
+    snprintf(path, sizeof path, "%s/hostfile", fx->dir);
+    t = read_text(path);
+    assert_non_null(t);
+    assert_non_null(strstr(t, "\na slots=2\nc slots=3\n"));
+    assert_null(strstr(t, "dead"));
+    free(t);
+    t = read_text(a.log);
+    char want_arg[500];
+    snprintf(want_arg, sizeof want_arg, "--hostfile %s/hostfile", fx->dir);
+    assert_non_null(strstr(t, want_arg));
+    free(t);
+    launcher_close(l);
+
+    /* local: this machine is always there. */
+    launcher_config_t lc = { .hostname = "here" };
+    assert_int_equal(launcher_open(&lc, &l, err, sizeof err), 0);
+    launcher_probe_start(l, "here", mono(), &p);
+    assert_int_equal(launcher_probe_poll(l, &p, mono()), 1);
+    assert_int_equal(launcher_host_schedulable(l, "here"), 1);
+    launcher_close(l);
+}
+
+static void test_slurm_hosts(void **state)
+{
+    fx_t *fx = *state;
+    char err[ERRLEN], text[256];
+    launcher_t *l = NULL;
+    /* A stand-in for slurmd: a listening socket on a port the kernel picks. */
+    int ls = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    assert_int_equal(bind(ls, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(ls, 4), 0);
+    socklen_t sl = sizeof sa;
+    assert_int_equal(getsockname(ls, (struct sockaddr *)&sa, &sl), 0);
+    snprintf(text, sizeof text, "Configuration data as of ...\nSlurmctldPort = 6817\nSlurmdPort = %d\n", ntohs(sa.sin_port));
+    answer(fx, "scontrol", 0, text);
+    answer(fx, "sinfo", 0, "n1 2 127.0.0.1\nn2 4 127.0.0.1\nn3 4 (null)\n");
+    answer(fx, "srun", 0, "MPI plugin types are...\n\tnone\n\tpmix\n");
+    launcher_config_t cfg = { .kind = "slurm", .hostname = "here", .slurm_args = "--ntasks-per-node=1" };
+    assert_int_equal(launcher_open(&cfg, &l, err, sizeof err), 0);
+    const launch_host_t *hosts;
+    assert_int_equal(launcher_hosts(l, &hosts), 3);
+    assert_int_equal(launcher_slots(l), 3);           /* one rank per node, whatever the CPUs */
+    assert_string_equal(hosts[2].addr, "n3");         /* no NodeAddr: the name */
+
+    launch_probe_t p;
+    launcher_probe_start(l, "n1", mono(), &p);
+    assert_int_equal(probe_wait(l, &p), 1);
+    close(ls);                                         /* slurmd gone: refused */
+    launcher_probe_start(l, "n2", mono(), &p);
+    assert_int_equal(probe_wait(l, &p), 0);
+    assert_non_null(strstr(p.why, "slurmd at 127.0.0.1:"));
+    assert_non_null(strstr(p.why, "refused"));
+
+    answer(fx, "sinfo", 0, "n1 idle\n");
+    assert_int_equal(launcher_host_schedulable(l, "n1"), 1);
+    answer(fx, "sinfo", 0, "n1 idle*\n");
+    assert_int_equal(launcher_host_schedulable(l, "n1"), 0);
+    answer(fx, "sinfo", 0, "n1 down\n");
+    assert_int_equal(launcher_host_schedulable(l, "n1"), 0);
+    answer(fx, "sinfo", 1, "slurm_load_node: Unable to contact slurm controller\n");
+    assert_int_equal(launcher_host_schedulable(l, "n1"), 0);
+
+    /* Reload: what sinfo says now; a controller that does not answer keeps the old list. */
+    assert_int_equal(launcher_reload(l, err, sizeof err), -1);
+    assert_non_null(strstr(err, "Unable to contact slurm controller"));
+    assert_int_equal(launcher_hosts(l, &hosts), 3);
+    answer(fx, "sinfo", 0, "n1 2 10.0.0.1\nn4 8 10.0.0.4\n");
+    assert_int_equal(launcher_reload(l, err, sizeof err), 0);
+    assert_int_equal(launcher_hosts(l, &hosts), 2);
+    assert_string_equal(hosts[1].name, "n4");
+
+    /* An attempt on some nodes only: the others are excluded. */
+    attempt_t a;
+    attempt_init(fx, &a);
+    const char *use[] = { "n4" };
+    a.req.hosts = use;
+    a.req.nhosts = 1;
+    a.req.world = 1;
+    launch_handle_t h;
+    answer(fx, "sbatch", 0, "90\n");
+    assert_int_equal(launcher_start(l, &a.req, &h, err, sizeof err), 0);
+    char *t = calls(fx);
+    assert_non_null(strstr(t, "sbatch --parsable --job-name=pacer-j-7 --ntasks=1 --no-requeue"));
+    assert_non_null(strstr(t, "--ntasks-per-node=1 --exclude=n1 "));
+    free(t);
+    launcher_close(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -465,6 +658,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_slurm_attempt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slurm_mpirun_inside, setup, teardown),
         cmocka_unit_test(test_slurm_parse),
+        cmocka_unit_test_setup_teardown(test_hostfile_reload_and_probe, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slurm_hosts, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

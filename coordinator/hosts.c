@@ -1,0 +1,247 @@
+/* coordinator/hosts.c - see hosts.h. */
+#include "hosts.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "clog.h"
+#include "coord_internal.h"
+#include "tickconn.h"
+
+const char *host_state_name(host_state_t s)
+{
+    switch (s) {
+    case HOST_UP: return "up";
+    case HOST_SLOW: return "slow";
+    case HOST_FAILING: return "failing";
+    case HOST_DOWN: return "down";
+    }
+    return "?";
+}
+
+static int usable(const host_t *h)
+{
+    return h->state == HOST_UP || h->state == HOST_SLOW;
+}
+
+static void recount(coordinator_t *c)
+{
+    c->slots_total = c->slots_usable = 0;
+    for (int i = 0; i < c->nhosts; i++) {
+        c->slots_total += c->hosts[i].slots;
+        if (usable(&c->hosts[i])) c->slots_usable += c->hosts[i].slots;
+    }
+}
+
+host_t *hosts_find(coordinator_t *c, const char *name)
+{
+    for (int i = 0; i < c->nhosts; i++)
+        if (strcmp(c->hosts[i].name, name) == 0) return &c->hosts[i];
+    return NULL;
+}
+
+static void append_name(char *buf, size_t len, const char *name)
+{
+    if (!buf || !len) return;
+    size_t used = strlen(buf);
+    snprintf(buf + used, len - used, "%s%s", used ? " " : "", name);
+}
+
+int hosts_sync(coordinator_t *c, double now, char *added, size_t addlen, char *removed, size_t remlen)
+{
+    const launch_host_t *lh;
+    int n = launcher_hosts(c->launcher, &lh);
+    host_t *next = calloc((size_t)(n > 0 ? n : 1), sizeof *next);
+    int *fresh = calloc((size_t)(n > 0 ? n : 1), sizeof *fresh);
+    if (!next || !fresh) {
+        free(next);
+        free(fresh);
+        return -1;
+    }
+    if (added && addlen) added[0] = 0;
+    if (removed && remlen) removed[0] = 0;
+    for (int i = 0; i < n; i++) {
+        host_t *old = hosts_find(c, lh[i].name);
+        if (old) {
+            next[i] = *old;
+            old->probing = 0;   /* the probe (if any) moved with it */
+        } else {
+            snprintf(next[i].name, sizeof next[i].name, "%.255s", lh[i].name);
+            next[i].state = HOST_UP;
+            next[i].since = now;
+            next[i].probe.fd = -1;
+            fresh[i] = 1;
+            append_name(added, addlen, lh[i].name);
+        }
+        next[i].slots = lh[i].slots;
+    }
+    for (int i = 0; i < c->nhosts; i++) {
+        int kept = 0;
+        for (int k = 0; k < n; k++) kept |= strcmp(c->hosts[i].name, lh[k].name) == 0;
+        if (kept) continue;
+        if (c->hosts[i].probing) launcher_probe_cancel(c->launcher, &c->hosts[i].probe);
+        append_name(removed, remlen, c->hosts[i].name);
+    }
+    free(c->hosts);
+    c->hosts = next;
+    c->nhosts = n;
+    recount(c);
+    /* New hosts are up until shown otherwise; a probe shows it soon. */
+    for (int i = 0; i < n; i++)
+        if (fresh[i]) hosts_probe(c, c->hosts[i].name, now);
+    free(fresh);
+    return 0;
+}
+
+void hosts_free(coordinator_t *c)
+{
+    for (int i = 0; i < c->nhosts; i++)
+        if (c->hosts[i].probing && c->launcher) launcher_probe_cancel(c->launcher, &c->hosts[i].probe);
+    free(c->hosts);
+    c->hosts = NULL;
+    c->nhosts = 0;
+}
+
+static void host_event(coordinator_t *c, const host_t *h, double now)
+{
+    if (!c->rc) return;   /* the state is in pacer:coordinator's hosts once Redis is back */
+    json_t *ev = json_pack("{s:s, s:s, s:s, s:s, s:f}", "type", "host", "host", h->name, "state",
+                           host_state_name(h->state), "reason", h->reason, "time", now);
+    if (ev) tickconn_check(c, jobstore_event(c->rc, ev), "host event");
+    json_decref(ev);
+}
+
+void hosts_set_state(coordinator_t *c, host_t *h, host_state_t st, const char *reason, double now)
+{
+    if (h->state == st && strcmp(h->reason, reason ? reason : "") == 0) return;
+    int changed = h->state != st;
+    h->state = st;
+    snprintf(h->reason, sizeof h->reason, "%s", reason ? reason : "");
+    if (changed) h->since = now;
+    if (st == HOST_DOWN && h->next_probe < now) h->next_probe = now + c->cfg.host_probe_s;
+    recount(c);
+    clog_printf("host %s: %s%s%s", h->name, host_state_name(st), h->reason[0] ? ": " : "", h->reason);
+    host_event(c, h, now);
+}
+
+void hosts_probe(coordinator_t *c, const char *name, double now)
+{
+    host_t *h = hosts_find(c, name);
+    if (!h || h->probing) return;
+    launcher_probe_start(c->launcher, h->name, now, &h->probe);
+    h->probing = 1;
+}
+
+int hosts_probing(coordinator_t *c, const char *name)
+{
+    host_t *h = hosts_find(c, name);
+    return h && h->probing;
+}
+
+void hosts_tick(coordinator_t *c, double now)
+{
+    for (int i = 0; i < c->nhosts; i++) {
+        host_t *h = &c->hosts[i];
+        if (!h->probing && h->state == HOST_DOWN && now >= h->next_probe) hosts_probe(c, h->name, now);
+        if (!h->probing) continue;
+        int up = launcher_probe_poll(c->launcher, &h->probe, now);
+        if (up < 0) continue;
+        h->probing = 0;
+        h->checked = now;
+        if (up) {
+            if (h->state != HOST_DOWN) continue;
+            /* slurmd may answer before slurmctld takes the node back. */
+            if (!launcher_host_schedulable(c->launcher, h->name)) {
+                h->next_probe = now + c->cfg.host_probe_s;
+                continue;
+            }
+            hosts_set_state(c, h, HOST_UP, "", now);
+        } else {
+            h->next_probe = now + c->cfg.host_probe_s;
+            if (h->state != HOST_DOWN) {
+                char why[256];
+                snprintf(why, sizeof why, "unreachable: %.200s", h->probe.why);
+                hosts_set_state(c, h, HOST_DOWN, why, now);
+            }
+        }
+    }
+}
+
+int hosts_usable(coordinator_t *c, const char **names, int max, int *slots)
+{
+    int n = 0, s = 0;
+    for (int i = 0; i < c->nhosts; i++) {
+        if (!usable(&c->hosts[i])) continue;
+        if (n < max) names[n] = c->hosts[i].name;
+        n++;
+        s += c->hosts[i].slots;
+    }
+    if (slots) *slots = s;
+    return n < max ? n : max;
+}
+
+json_t *hosts_json(coordinator_t *c)
+{
+    json_t *arr = json_array();
+    for (int i = 0; arr && i < c->nhosts; i++) {
+        const host_t *h = &c->hosts[i];
+        json_t *b = json_null();
+        if (h->bench.time > 0 || h->bench.running) {
+            b = json_pack("{s:b, s:f, s:s, s:s, s:f, s:f}", "running", h->bench.running, "time", h->bench.time, "model",
+                          h->bench.model, "device", h->bench.device, "samples_per_s", h->bench.samples_per_s, "ratio",
+                          h->bench.ratio);
+            if (b && h->bench.error[0]) json_object_set_new(b, "error", json_string(h->bench.error));
+        }
+        json_array_append_new(arr, json_pack("{s:s, s:i, s:s, s:s, s:f, s:f, s:o}", "name", h->name, "slots",
+                                             h->slots, "state", host_state_name(h->state), "reason", h->reason,
+                                             "since", h->since, "checked", h->checked, "benchmark",
+                                             b ? b : json_null()));
+    }
+    return arr;
+}
+
+/* ---- policy ----------------------------------------------------------------------------- */
+
+int hosts_elastic_world(int full, int min, int total_slots, int usable_slots)
+{
+    if (usable_slots <= 0 || full <= 0) return 0;
+    if (min < 1) min = 1;
+    if (total_slots < usable_slots) total_slots = usable_slots;
+    int w = full;
+    if (full > usable_slots) {
+        /* ceil(full x usable / total): a job that oversubscribed the whole cluster keeps
+         * doing so in the same proportion; one that fitted gets one rank per slot. */
+        long long k = ((long long)full * usable_slots + total_slots - 1) / total_slots;
+        w = (int)(k > usable_slots ? k : usable_slots);
+        if (w > full) w = full;
+    }
+    return w < min ? min : w;
+}
+
+static int hosts_cmp_speed(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void hosts_classify(const double *speed, int n, double *ratio, int *slow)
+{
+    double *ok = malloc(sizeof *ok * (size_t)(n > 0 ? n : 1));
+    int k = 0;
+    for (int i = 0; ok && i < n; i++)
+        if (speed[i] > 0 && isfinite(speed[i])) ok[k++] = speed[i];
+    double median = 0;
+    if (k > 0) {
+        qsort(ok, (size_t)k, sizeof *ok, hosts_cmp_speed);
+        median = k % 2 ? ok[k / 2] : 0.5 * (ok[k / 2 - 1] + ok[k / 2]);
+    }
+    for (int i = 0; i < n; i++) {
+        int good = speed[i] > 0 && isfinite(speed[i]) && median > 0;
+        ratio[i] = good ? speed[i] / median : 0;
+        slow[i] = good && ratio[i] < HOSTS_SLOW_RATIO;
+    }
+    free(ok);
+}

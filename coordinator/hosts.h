@@ -1,0 +1,93 @@
+/* coordinator/hosts.h - the cluster's hosts as the daemon sees them: the launcher's list
+ * (this machine, a hostfile's hosts, sinfo's nodes) with a state each, which elastic
+ * restarts, pre-flight benchmarks and the Cluster page read.
+ *
+ *   up       ranks may run there (a host is up until something shows otherwise)
+ *   slow     up, but its last benchmark was much slower than the median of its peers
+ *            (HOSTS_SLOW_RATIO): used, with the smaller batches its profile earns
+ *   failing  its last benchmark failed (data set missing, a worker that crashes there):
+ *            not used until a benchmark passes there
+ *   down     a probe (launcher.h) could not reach it, or Slurm said it failed: not used;
+ *            probed again every --host-probe seconds, and up when a probe passes and the
+ *            resource manager would place ranks there again
+ *
+ * A state change is logged, written to pacer:events ({"type": "host"}), and shown in
+ * pacer:coordinator's "hosts". The tick thread owns all of it (coordinator.c runs
+ * hosts_tick every tick; run.c asks for probes when an attempt fails). The two pure
+ * functions at the end are the policy, unit-tested without processes.
+ */
+#ifndef PACER_HOSTS_H
+#define PACER_HOSTS_H
+
+#include <jansson.h>
+
+#include "launcher.h"
+#include "spec.h"
+
+typedef enum { HOST_UP, HOST_SLOW, HOST_FAILING, HOST_DOWN } host_state_t;
+const char *host_state_name(host_state_t s);
+
+#define HOSTS_SLOW_RATIO 0.5   /* slower than half the median speed: "slow" */
+
+/* The last benchmark of a host (pre-flight, or asked for through the API). */
+typedef struct {
+    int running;                 /* a benchmark is under way */
+    double time;                 /* when the last one ended (0: never) */
+    char model[SPEC_NAME_MAX], device[16];
+    double samples_per_s;        /* 0 when it failed */
+    double ratio;                /* samples_per_s / the median of the hosts benchmarked with it */
+    char error[256];             /* why it failed ("" when it did not) */
+} host_bench_t;
+
+typedef struct {
+    char name[256];
+    int slots;
+    host_state_t state;
+    char reason[256];            /* why it is in its state ("" for up) */
+    double since;                /* when it entered it */
+    double checked;              /* when a probe last answered */
+    double next_probe;           /* down: when to look again */
+    int probing;
+    launch_probe_t probe;
+    host_bench_t bench;
+} host_t;
+
+struct coordinator;
+
+/* Takes the launcher's host list (after open or a reload): hosts that stay keep their
+ * state; new ones are up and probed; removed ones are dropped. added/removed (may be
+ * NULL) get the names, blank-separated. Recomputes the usable slots. Returns 0, or -1
+ * when out of memory (the table is unchanged). */
+int hosts_sync(struct coordinator *c, double now, char *added, size_t addlen, char *removed, size_t remlen);
+void hosts_free(struct coordinator *c);
+host_t *hosts_find(struct coordinator *c, const char *name);
+
+/* One tick: answers of running probes, and new probes of down hosts that are due. */
+void hosts_tick(struct coordinator *c, double now);
+/* Starts a probe of name now, unless one runs. */
+void hosts_probe(struct coordinator *c, const char *name, double now);
+/* Whether a probe of name still runs. */
+int hosts_probing(struct coordinator *c, const char *name);
+/* Changes a host's state (logged, an event, pacer:coordinator at the next second). */
+void hosts_set_state(struct coordinator *c, host_t *h, host_state_t st, const char *reason, double now);
+
+/* The usable hosts (up or slow), in the launcher's order: their names into names (at
+ * most max) and their slots summed into *slots. Returns the count. */
+int hosts_usable(struct coordinator *c, const char **names, int max, int *slots);
+
+/* [{name, slots, state, reason, since, checked, benchmark: {...} or null}] (new ref). */
+json_t *hosts_json(struct coordinator *c);
+
+/* ---- policy (pure) ------------------------------------------------------------------- */
+
+/* The processes an attempt runs as when usable of the cluster's total slots are left:
+ * all `full` (the spec's) while they fit; fewer when not, keeping the ratio of ranks to
+ * slots a job that oversubscribes the whole cluster already has; never below min (1, or
+ * 2 with a parameter server). 0 when no slot is usable. */
+int hosts_elastic_world(int full, int min, int total_slots, int usable_slots);
+
+/* Benchmark verdicts: speed[i] <= 0 failed. ratio[i] = speed / the median of the ones
+ * that did not fail (0 for a failure); slow[i] = 1 when ratio < HOSTS_SLOW_RATIO. */
+void hosts_classify(const double *speed, int n, double *ratio, int *slow);
+
+#endif

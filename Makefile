@@ -7,6 +7,8 @@
 #   make check-asan unit tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make demo       the main job
 #   make bench      benchmarks (installs python3-torch for the PyTorch baseline)
+#   make check-layers  a wrong-way include between rooms must not compile (docs/ARCHITECTURE.md)
+#   make format     clang-format the tree (.clang-format); make format-check only checks
 #
 # CI=true turns warnings into errors. SANITIZE=address,undefined builds a sanitized tree
 # into build-san/ (what check-asan uses).

@@ -10,8 +10,9 @@ set -eu
 build="build-essential pkg-config libopenblas-dev libopenmpi-dev openmpi-bin libjansson-dev \
 libhiredis-dev redis-server libmicrohttpd-dev zlib1g-dev libcmocka-dev dataset-fashion-mnist \
 ca-certificates curl nodejs npm"
-# test: what the integration tests drive (jq, namespaces, a headless browser, compose).
-test="iproute2 procps psmisc jq chromium docker-compose"
+# test: what the integration tests drive (jq, namespaces, a headless browser, compose),
+# readelf (binutils) for the CUDA-backend check, and clang-format for `make format-check`.
+test="iproute2 procps psmisc jq chromium docker-compose binutils clang-format"
 bench="python3-torch wrk"
 browser="chromium nodejs npm"
 fuzz="clang libclang-rt-14-dev"

@@ -11,10 +11,11 @@ build="build-essential pkg-config libopenblas-dev libopenmpi-dev openmpi-bin lib
 libhiredis-dev redis-server libmicrohttpd-dev zlib1g-dev libcmocka-dev libcurl4-openssl-dev dataset-fashion-mnist \
 ca-certificates curl nodejs npm"
 # test: what the integration tests drive (jq, namespaces, a headless browser, compose, and
-# a real Slurm for tests/integration/slurm.sh). The Slurm services stay down (their units
+# a real Slurm for tests/integration/slurm.sh), readelf (binutils) for the CUDA-backend
+# check, and clang-format for `make format-check`. The Slurm services stay down (their units
 # need /etc/slurm/slurm.conf, which nothing writes); a munge service the package may
 # start is not used: the test runs its own daemons with their own key (deploy/slurm).
-test="iproute2 procps psmisc jq chromium docker-compose slurmctld slurmd slurm-client munge"
+test="iproute2 procps psmisc jq chromium docker-compose slurmctld slurmd slurm-client munge binutils clang-format"
 bench="python3-torch wrk"
 browser="chromium nodejs npm"
 fuzz="clang libclang-rt-14-dev"

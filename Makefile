@@ -10,6 +10,8 @@
 #   make check-asan unit tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make demo       the main job
 #   make bench      benchmarks (installs python3-torch for the PyTorch baseline)
+#   make check-layers  a wrong-way include between rooms must not compile (docs/ARCHITECTURE.md)
+#   make format     clang-format the tree (.clang-format); make format-check only checks
 #   make fuzz       libFuzzer harnesses under ASan + UBSan, a fixed number of runs each
 #                   (fuzz/fuzz.mk; FUZZ_RUNS=10000 for a quick smoke run)
 #

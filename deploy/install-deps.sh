@@ -13,10 +13,11 @@ libhiredis-dev redis-server libmicrohttpd-dev zlib1g-dev libcmocka-dev libcurl4-
 ca-certificates curl nodejs npm libsimgrid-dev"
 # test: what the integration tests drive (jq, namespaces, a headless browser, compose, a
 # JSON Schema validator for the REST answers against docs/openapi.json, and a real Slurm for
-# tests/integration/slurm.sh). The Slurm services stay down (their units need
-# /etc/slurm/slurm.conf, which nothing writes); a munge service the package may start is not
-# used: the test runs its own daemons with their own key (deploy/slurm).
-test="iproute2 procps psmisc jq chromium docker-compose python3-jsonschema slurmctld slurmd slurm-client munge"
+# tests/integration/slurm.sh), readelf (binutils) for the CUDA-backend check, and
+# clang-format for `make format-check` (.ci/run). The Slurm services stay down (their units
+# need /etc/slurm/slurm.conf, which nothing writes); a munge service the package may start
+# is not used: the test runs its own daemons with their own key (deploy/slurm).
+test="iproute2 procps psmisc jq chromium docker-compose python3-jsonschema slurmctld slurmd slurm-client munge binutils clang-format"
 bench="python3-torch wrk linux-perf"
 browser="chromium nodejs npm"
 fuzz="clang libclang-rt-14-dev"

@@ -123,7 +123,7 @@ static int bench_redisGetReply(redisContext *c, void **reply)
 
 /* ---- the reporters (child process) ------------------------------------------------------- */
 
-#define REPORT_PERIOD_S 0.1   /* the worker's metrics reporter period */
+#define REPORT_PERIOD_S 0.1 /* the worker's metrics reporter period */
 
 static volatile sig_atomic_t bench_stop;
 
@@ -161,7 +161,7 @@ static int reporters(const char *url, const char *job, int nranks, double shift_
     int64_t *plan = calloc((size_t)nranks, sizeof *plan);
     if (!sinks || !batch || !plan) return 1;
     char host[64];
-    host_name(host, sizeof host);   /* what a rank reports (worker/train.c) */
+    host_name(host, sizeof host); /* what a rank reports (worker/train.c) */
     for (int r = 0; r < nranks; r++) {
         char err[256];
         sinks[r] = redis_report_sink(url, job, r, err, sizeof err);
@@ -225,7 +225,7 @@ static int reporters(const char *url, const char *job, int nranks, double shift_
 typedef struct {
     double wall_ms, cpu_ms;
     long rt, cmds;
-    int second;   /* the tick did once-a-second work: lock and info, or a planning round */
+    int second; /* the tick did once-a-second work: lock and info, or a planning round */
 } sample_t;
 
 static double thread_cpu_s(void)
@@ -413,8 +413,13 @@ int main(int argc, char **argv)
     }
     char *norm = spec_to_json(spec);
     job_new_t j = {
-        .spec_json = norm, .name = spec->name, .model = spec->model, .algorithm = spec->algorithm.name,
-        .workers = spec->workers, .world = spec->workers, .dynamic_batch = 1,
+        .spec_json = norm,
+        .name = spec->name,
+        .model = spec->model,
+        .algorithm = spec->algorithm.name,
+        .workers = spec->workers,
+        .world = spec->workers,
+        .dynamic_batch = 1,
     };
     char id[JOB_ID_MAX];
     if (!norm || jobstore_submit(rc, &j, id, sizeof id, NULL) != JS_OK || jobstore_claim(rc, id, clock_wall_s()) != 1) {
@@ -443,8 +448,7 @@ int main(int argc, char **argv)
     unsigned long long pstart = 0;
     snprintf(dir, sizeof dir, "%s/jobs/%s", state, id);
     snprintf(pidp, sizeof pidp, "%s/pid", dir);
-    int n = snprintf(line, sizeof line, "%d %llu\n", (int)child,
-                     proc_stat(child, &pstart, NULL) == 0 ? pstart : 0ULL);
+    int n = snprintf(line, sizeof line, "%d %llu\n", (int)child, proc_stat(child, &pstart, NULL) == 0 ? pstart : 0ULL);
     if (fs_mkdir_p(dir, 0755) != 0 || write_file_atomic(pidp, line, (size_t)n) != 0) {
         fprintf(stderr, "coord_tick: %s: %s\n", pidp, strerror(errno));
         goto out;
@@ -508,9 +512,10 @@ int main(int argc, char **argv)
     long long v1 = assignment_version(rc, id);
     coord_run_t *r = c->nruns == 1 ? c->runs[0] : NULL;
     if (!r || r->phase != PH_ACTIVE || !r->redis_reported || r->stale_rank >= 0 || v1 < 1) {
-        fprintf(stderr, "coord_tick: the job was not supervised as expected (runs %d, phase %d, reported %d, stale %d, "
-                        "plan version %lld)\n", c->nruns, r ? (int)r->phase : -1, r ? r->redis_reported : 0,
-                r ? r->stale_rank : -1, v1);
+        fprintf(stderr,
+                "coord_tick: the job was not supervised as expected (runs %d, phase %d, reported %d, stale %d, "
+                "plan version %lld)\n",
+                c->nruns, r ? (int)r->phase : -1, r ? r->redis_reported : 0, r ? r->stale_rank : -1, v1);
         goto out;
     }
     double tick_cpu = 0;

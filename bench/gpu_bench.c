@@ -47,10 +47,7 @@ static float frand(void)
 }
 
 /* Whole pages: page-locked buffers must not share one. */
-static void *page_alloc(size_t bytes)
-{
-    return aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
-}
+static void *page_alloc(size_t bytes) { return aligned_alloc(4096, (bytes + 4095) / 4096 * 4096); }
 
 /* steps of one path; returns seconds per step, or -1 */
 static double time_path(cuda_model_t *cm, model_t *m, const float *x, const int32_t *y, int batch, int steps,
@@ -79,7 +76,9 @@ static int bench_model(const char *name, int batch, int steps, int warmup, int c
     int32_t *y = page_alloc((size_t)batch * sizeof(int32_t));
     if (!x || !y) {
         fprintf(stderr, "gpu_bench: out of memory\n");
-        free(x); free(y); model_free(m);
+        free(x);
+        free(y);
+        model_free(m);
         return -1;
     }
     for (size_t i = 0; i < (size_t)batch * in; i++) x[i] = 2.0f * frand() - 1.0f;
@@ -105,7 +104,7 @@ static int bench_model(const char *name, int batch, int steps, int warmup, int c
     cuda_memory_info(&free_b, &total_b);
     char dev[256];
     cuda_device_name(device, dev, sizeof dev);
-    static const char *const paths[] = { "local", "exchange" };
+    static const char *const paths[] = {"local", "exchange"};
     for (int p = 0; p < 2; p++) {
         if ((dt = time_path(cm, m, x, y, batch, steps, p, &loss)) < 0) goto fail;
         printf("gpu_bench model=%s batch=%d params=%zu path=%s steps=%d step_ms=%.3f samples_per_s=%.0f "

@@ -12,8 +12,8 @@
 #include "phase.h"
 #include "trace.h"
 
-#define MARKS 12      /* more than any algorithm's step makes (ssgd: 8, a PS worker: 9) */
-#define STEPS 200     /* per block */
+#define MARKS 12  /* more than any algorithm's step makes (ssgd: 8, a PS worker: 9) */
+#define STEPS 200 /* per block */
 #define N 4096
 
 static float buf[N];

@@ -7,63 +7,63 @@
 #include <string.h>
 
 static const cli_command_t COMMANDS[] = {
-    { "submit", CMD_SUBMIT, 1, 1, "SPEC", OPT_WATCH, "queue a job from a spec file (- = stdin); prints its id",
-      "Sends the job spec (docs/JOB_SPEC.md; a file, or - for standard input) to POST /api/v1/jobs\n"
-      "and prints the new job's id (--json: the job). With --watch it then follows the job as\n"
-      "`pacer watch` does and exits with its final state. An invalid spec is refused with the\n"
-      "field that is wrong." },
-    { "ls", CMD_LS, 0, 0, "", OPT_STATE | OPT_LIMIT, "list jobs, newest first (--state, --limit)",
-      "A table of jobs, newest first: id, state, name, model, algorithm, workers, age, run\n"
-      "time, restarts and reason. --state keeps the jobs in one state (QUEUED, RUNNING,\n"
-      "RESTARTING, SUCCEEDED, FAILED, CANCELLED; any case); --limit the first N (default 50,\n"
-      "the API caps at 1000). --json prints the API's page as it is." },
-    { "get", CMD_GET, 1, 1, "ID", 0, "one job in detail",
-      "The job: state and reason, spec summary, times, restarts, the job it retries and its\n"
-      "retries, the result once the worker wrote its summary. --json prints the API's job\n"
-      "object, spec included." },
-    { "watch", CMD_WATCH, 1, 1, "ID", 0, "follow a job live, one line per rank",
-      "Follows the job's event stream (GET /api/v1/jobs/ID/events, Server-Sent Events): one\n"
-      "line per rank with epoch, step, batch, loss, samples/s, staleness and test accuracy,\n"
-      "redrawn in place on a terminal and printed line by line otherwise (--json: one event\n"
-      "per line, as the API sends it). A dropped stream is resumed where it stopped. Ends\n"
-      "when the job ends, with its final state as the exit status (0 SUCCEEDED, 4 FAILED,\n"
-      "5 CANCELLED)." },
-    { "logs", CMD_LOGS, 1, 1, "ID", OPT_FOLLOW | OPT_TAIL, "the job's log (-f follows it, --tail N)",
-      "Prints the job's log (mpirun and every rank, every attempt), which the coordinator\n"
-      "keeps after the job's processes are gone. --tail N prints only the last N lines; -f\n"
-      "keeps printing what is appended until the job ends, then exits with its final state\n"
-      "like watch. --json prints the API's pages, one per line." },
-    { "cancel", CMD_CANCEL, 1, 1, "ID", 0, "cancel a queued or running job",
-      "A queued job is cancelled at once; a running one is stopped within a few seconds (the\n"
-      "command returns once it is asked: follow it with watch). A finished job cannot be\n"
-      "cancelled (the API answers 409)." },
-    { "retry", CMD_RETRY, 1, 1, "ID", OPT_WATCH, "run a finished job again with the same spec",
-      "Queues a new job with the spec of a SUCCEEDED, FAILED or CANCELLED job (POST\n"
-      "/api/v1/jobs/ID/retry) and prints its id; the new job records ID as its parent. A\n"
-      "job that has not finished is refused (409: cancel it first). --watch follows the new\n"
-      "job like submit --watch." },
-    { "trace", CMD_TRACE, 1, 1, "ID", OPT_OUTPUT, "save the job's timeline (Chrome trace JSON)",
-      "Downloads GET /api/v1/jobs/ID/trace, the job's recent steps as Chrome trace event JSON\n"
-      "(open it in Perfetto or chrome://tracing), into FILE (-o; default ID.trace.json; - =\n"
-      "standard output). The file is written only when the whole answer has arrived." },
-    { "help", CMD_HELP, 0, 1, "[COMMAND]", 0, "this text, or the help of one command",
-      "pacer help COMMAND is pacer COMMAND --help." },
+    {"submit", CMD_SUBMIT, 1, 1, "SPEC", OPT_WATCH, "queue a job from a spec file (- = stdin); prints its id",
+     "Sends the job spec (docs/JOB_SPEC.md; a file, or - for standard input) to POST /api/v1/jobs\n"
+     "and prints the new job's id (--json: the job). With --watch it then follows the job as\n"
+     "`pacer watch` does and exits with its final state. An invalid spec is refused with the\n"
+     "field that is wrong."},
+    {"ls", CMD_LS, 0, 0, "", OPT_STATE | OPT_LIMIT, "list jobs, newest first (--state, --limit)",
+     "A table of jobs, newest first: id, state, name, model, algorithm, workers, age, run\n"
+     "time, restarts and reason. --state keeps the jobs in one state (QUEUED, RUNNING,\n"
+     "RESTARTING, SUCCEEDED, FAILED, CANCELLED; any case); --limit the first N (default 50,\n"
+     "the API caps at 1000). --json prints the API's page as it is."},
+    {"get", CMD_GET, 1, 1, "ID", 0, "one job in detail",
+     "The job: state and reason, spec summary, times, restarts, the job it retries and its\n"
+     "retries, the result once the worker wrote its summary. --json prints the API's job\n"
+     "object, spec included."},
+    {"watch", CMD_WATCH, 1, 1, "ID", 0, "follow a job live, one line per rank",
+     "Follows the job's event stream (GET /api/v1/jobs/ID/events, Server-Sent Events): one\n"
+     "line per rank with epoch, step, batch, loss, samples/s, staleness and test accuracy,\n"
+     "redrawn in place on a terminal and printed line by line otherwise (--json: one event\n"
+     "per line, as the API sends it). A dropped stream is resumed where it stopped. Ends\n"
+     "when the job ends, with its final state as the exit status (0 SUCCEEDED, 4 FAILED,\n"
+     "5 CANCELLED)."},
+    {"logs", CMD_LOGS, 1, 1, "ID", OPT_FOLLOW | OPT_TAIL, "the job's log (-f follows it, --tail N)",
+     "Prints the job's log (mpirun and every rank, every attempt), which the coordinator\n"
+     "keeps after the job's processes are gone. --tail N prints only the last N lines; -f\n"
+     "keeps printing what is appended until the job ends, then exits with its final state\n"
+     "like watch. --json prints the API's pages, one per line."},
+    {"cancel", CMD_CANCEL, 1, 1, "ID", 0, "cancel a queued or running job",
+     "A queued job is cancelled at once; a running one is stopped within a few seconds (the\n"
+     "command returns once it is asked: follow it with watch). A finished job cannot be\n"
+     "cancelled (the API answers 409)."},
+    {"retry", CMD_RETRY, 1, 1, "ID", OPT_WATCH, "run a finished job again with the same spec",
+     "Queues a new job with the spec of a SUCCEEDED, FAILED or CANCELLED job (POST\n"
+     "/api/v1/jobs/ID/retry) and prints its id; the new job records ID as its parent. A\n"
+     "job that has not finished is refused (409: cancel it first). --watch follows the new\n"
+     "job like submit --watch."},
+    {"trace", CMD_TRACE, 1, 1, "ID", OPT_OUTPUT, "save the job's timeline (Chrome trace JSON)",
+     "Downloads GET /api/v1/jobs/ID/trace, the job's recent steps as Chrome trace event JSON\n"
+     "(open it in Perfetto or chrome://tracing), into FILE (-o; default ID.trace.json; - =\n"
+     "standard output). The file is written only when the whole answer has arrived."},
+    {"help", CMD_HELP, 0, 1, "[COMMAND]", 0, "this text, or the help of one command",
+     "pacer help COMMAND is pacer COMMAND --help."},
 };
 #define NCOMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 
 static const cli_option_t OPTIONS[] = {
-    { "url", 0, "URL", OPT_URL, "the coordinator (default $PACER_URL, else " CLI_DEFAULT_URL ")" },
-    { "token", 0, "TOKEN", OPT_TOKEN, "API bearer token (default $PACER_TOKEN)" },
-    { "token-file", 0, "FILE", OPT_TOKEN_FILE, "read the token from FILE (its first line)" },
-    { "json", 0, NULL, OPT_JSON, "print JSON for scripts instead of tables" },
-    { "watch", 'w', NULL, OPT_WATCH, "submit, retry: then follow the job like watch" },
-    { "state", 0, "STATE", OPT_STATE, "ls: only jobs in STATE" },
-    { "limit", 0, "N", OPT_LIMIT, "ls: at most N jobs (default 50)" },
-    { "follow", 'f', NULL, OPT_FOLLOW, "logs: keep printing until the job ends" },
-    { "tail", 'n', "N", OPT_TAIL, "logs: only the last N lines" },
-    { "output", 'o', "FILE", OPT_OUTPUT, "trace: where to write (default ID.trace.json; - = stdout)" },
-    { "help", 'h', NULL, OPT_HELP, "help (of the command, after one)" },
-    { "version", 0, NULL, OPT_VERSION, "print the version" },
+    {"url", 0, "URL", OPT_URL, "the coordinator (default $PACER_URL, else " CLI_DEFAULT_URL ")"},
+    {"token", 0, "TOKEN", OPT_TOKEN, "API bearer token (default $PACER_TOKEN)"},
+    {"token-file", 0, "FILE", OPT_TOKEN_FILE, "read the token from FILE (its first line)"},
+    {"json", 0, NULL, OPT_JSON, "print JSON for scripts instead of tables"},
+    {"watch", 'w', NULL, OPT_WATCH, "submit, retry: then follow the job like watch"},
+    {"state", 0, "STATE", OPT_STATE, "ls: only jobs in STATE"},
+    {"limit", 0, "N", OPT_LIMIT, "ls: at most N jobs (default 50)"},
+    {"follow", 'f', NULL, OPT_FOLLOW, "logs: keep printing until the job ends"},
+    {"tail", 'n', "N", OPT_TAIL, "logs: only the last N lines"},
+    {"output", 'o', "FILE", OPT_OUTPUT, "trace: where to write (default ID.trace.json; - = stdout)"},
+    {"help", 'h', NULL, OPT_HELP, "help (of the command, after one)"},
+    {"version", 0, NULL, OPT_VERSION, "print the version"},
 };
 #define NOPTIONS (sizeof OPTIONS / sizeof OPTIONS[0])
 
@@ -150,8 +150,8 @@ static int apply(cli_args_t *a, const cli_option_t *o, const char *val, char *er
     return 0;
 }
 
-int cli_args_parse(int argc, char *const argv[], const char *env_url, const char *env_token, cli_args_t *a,
-                   char *err, size_t errlen)
+int cli_args_parse(int argc, char *const argv[], const char *env_url, const char *env_token, cli_args_t *a, char *err,
+                   size_t errlen)
 {
     memset(a, 0, sizeof *a);
     a->limit = 50;
@@ -190,7 +190,7 @@ int cli_args_parse(int argc, char *const argv[], const char *env_url, const char
                 snprintf(err, errlen, "unknown option '%.60s'", s);
                 return -1;
             }
-            if (s[2]) val = s + 2;   /* -oFILE */
+            if (s[2]) val = s + 2; /* -oFILE */
         }
         if (o->arg && !val) {
             if (i + 1 >= argc) {
@@ -210,7 +210,7 @@ int cli_args_parse(int argc, char *const argv[], const char *env_url, const char
     }
     if (a->token_file) a->token = NULL;
     a->url = url;
-    if (npos == 0) return 0;   /* usage or --version */
+    if (npos == 0) return 0; /* usage or --version */
     if (!(a->command = cli_command_find(pos[0]))) {
         snprintf(err, errlen, "unknown command '%.60s' (pacer --help lists them)", pos[0]);
         return -1;

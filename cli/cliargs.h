@@ -20,22 +20,39 @@
 /* Exit statuses (docs/CLI.md). */
 enum {
     CLI_EXIT_OK = 0,
-    CLI_EXIT_API = 1,          /* the API answered with an error (its problem detail is printed) */
-    CLI_EXIT_USAGE = 2,        /* bad command line, unreadable file */
-    CLI_EXIT_UNREACHABLE = 3,  /* no answer from the coordinator (the URL is named) */
-    CLI_EXIT_FAILED = 4,       /* watch, logs -f, --watch: the job ended FAILED */
-    CLI_EXIT_CANCELLED = 5,    /* ... ended CANCELLED */
+    CLI_EXIT_API = 1,         /* the API answered with an error (its problem detail is printed) */
+    CLI_EXIT_USAGE = 2,       /* bad command line, unreadable file */
+    CLI_EXIT_UNREACHABLE = 3, /* no answer from the coordinator (the URL is named) */
+    CLI_EXIT_FAILED = 4,      /* watch, logs -f, --watch: the job ended FAILED */
+    CLI_EXIT_CANCELLED = 5,   /* ... ended CANCELLED */
 };
 
 typedef enum {
-    CMD_SUBMIT, CMD_LS, CMD_GET, CMD_WATCH, CMD_LOGS, CMD_CANCEL, CMD_RETRY, CMD_TRACE, CMD_HELP,
+    CMD_SUBMIT,
+    CMD_LS,
+    CMD_GET,
+    CMD_WATCH,
+    CMD_LOGS,
+    CMD_CANCEL,
+    CMD_RETRY,
+    CMD_TRACE,
+    CMD_HELP,
 } cli_cmd_t;
 
 /* Option bits. */
 enum {
-    OPT_URL = 1u << 0, OPT_TOKEN = 1u << 1, OPT_TOKEN_FILE = 1u << 2, OPT_JSON = 1u << 3, OPT_HELP = 1u << 4,
-    OPT_VERSION = 1u << 5, OPT_WATCH = 1u << 6, OPT_STATE = 1u << 7, OPT_LIMIT = 1u << 8, OPT_FOLLOW = 1u << 9,
-    OPT_TAIL = 1u << 10, OPT_OUTPUT = 1u << 11,
+    OPT_URL = 1u << 0,
+    OPT_TOKEN = 1u << 1,
+    OPT_TOKEN_FILE = 1u << 2,
+    OPT_JSON = 1u << 3,
+    OPT_HELP = 1u << 4,
+    OPT_VERSION = 1u << 5,
+    OPT_WATCH = 1u << 6,
+    OPT_STATE = 1u << 7,
+    OPT_LIMIT = 1u << 8,
+    OPT_FOLLOW = 1u << 9,
+    OPT_TAIL = 1u << 10,
+    OPT_OUTPUT = 1u << 11,
 };
 #define OPT_GLOBAL (OPT_URL | OPT_TOKEN | OPT_TOKEN_FILE | OPT_JSON | OPT_HELP | OPT_VERSION)
 
@@ -43,39 +60,39 @@ typedef struct {
     const char *name;
     cli_cmd_t cmd;
     int min_args, max_args;
-    const char *args;      /* "SPEC" */
-    unsigned opts;         /* the options it takes besides the global ones */
-    const char *summary;   /* one line for `pacer --help` */
-    const char *help;      /* the paragraph of `pacer CMD --help` */
+    const char *args;    /* "SPEC" */
+    unsigned opts;       /* the options it takes besides the global ones */
+    const char *summary; /* one line for `pacer --help` */
+    const char *help;    /* the paragraph of `pacer CMD --help` */
 } cli_command_t;
 
 typedef struct {
     const char *long_name;
-    char short_name;       /* 0 = none */
-    const char *arg;       /* NULL = a flag */
+    char short_name; /* 0 = none */
+    const char *arg; /* NULL = a flag */
     unsigned bit;
     const char *help;
 } cli_option_t;
 
 typedef struct {
-    const cli_command_t *command;   /* NULL: no command given (usage, or --version) */
-    const char *arg;                /* the command's argument (SPEC, ID, or the command help asks about) */
-    const char *url;                /* never NULL after a successful parse */
-    const char *token;              /* NULL = none */
+    const cli_command_t *command; /* NULL: no command given (usage, or --version) */
+    const char *arg;              /* the command's argument (SPEC, ID, or the command help asks about) */
+    const char *url;              /* never NULL after a successful parse */
+    const char *token;            /* NULL = none */
     const char *token_file;
-    const char *state;              /* ls --state */
-    const char *output;             /* trace -o */
-    long limit;                     /* ls --limit (default 50) */
-    long tail;                      /* logs --tail (0 = the whole log) */
+    const char *state;  /* ls --state */
+    const char *output; /* trace -o */
+    long limit;         /* ls --limit (default 50) */
+    long tail;          /* logs --tail (0 = the whole log) */
     int json, help, version, watch, follow;
-    unsigned seen;                  /* option bits given */
+    unsigned seen; /* option bits given */
 } cli_args_t;
 
 /* Parses argv (argv[0] is the program). env_url/env_token: $PACER_URL and $PACER_TOKEN
  * (NULL or "" = unset). Returns 0, or -1 with one line in err ("ls: --follow does not
  * apply to ls"). A parse that sets help or version needs no command. */
-int cli_args_parse(int argc, char *const argv[], const char *env_url, const char *env_token, cli_args_t *a,
-                   char *err, size_t errlen);
+int cli_args_parse(int argc, char *const argv[], const char *env_url, const char *env_token, cli_args_t *a, char *err,
+                   size_t errlen);
 
 /* 0 when url is an http:// or https:// URL without spaces or control characters. */
 int cli_url_valid(const char *url, char *err, size_t errlen);

@@ -12,7 +12,7 @@
 
 #define CONNECT_TIMEOUT_S 10L
 #define CALL_TIMEOUT_S 120L
-#define SILENT_S 45L   /* the server sends a keep-alive comment every 15 s */
+#define SILENT_S 45L /* the server sends a keep-alive comment every 15 s */
 
 struct client {
     CURL *curl;
@@ -25,13 +25,13 @@ struct client {
 typedef struct {
     client_t *c;
     client_resp_t *r;
-    int overflow;             /* the body went over CLIENT_BODY_MAX */
-    FILE *out;                /* download: 2xx bodies go here */
+    int overflow; /* the body went over CLIENT_BODY_MAX */
+    FILE *out;    /* download: 2xx bodies go here */
     size_t *written;
     int out_failed;
-    sse_parser_t *parser;     /* stream: 200 bodies go here */
-    int stop;                 /* the parser's or tick's positive value */
-    int bad_stream;           /* the parser refused the stream (an event over SSE_EVENT_MAX) */
+    sse_parser_t *parser; /* stream: 200 bodies go here */
+    int stop;             /* the parser's or tick's positive value */
+    int bad_stream;       /* the parser refused the stream (an event over SSE_EVENT_MAX) */
     client_tick_fn tick;
     void *ctx;
     double last_tick;
@@ -65,10 +65,7 @@ void client_free(client_t *c)
     free(c);
 }
 
-const char *client_url(const client_t *c)
-{
-    return c->base;
-}
+const char *client_url(const client_t *c) { return c->base; }
 
 void client_resp_free(client_resp_t *r)
 {
@@ -139,7 +136,7 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
         if (rc) {
             if (rc > 0) x->stop = rc;
             else x->bad_stream = 1;
-            return 0;   /* aborts the transfer (CURLE_WRITE_ERROR) */
+            return 0; /* aborts the transfer (CURLE_WRITE_ERROR) */
         }
         return n;
     }
@@ -197,7 +194,7 @@ static int perform(client_t *c, const char *method, const char *path, const char
     struct curl_slist *hdrs = extra;
     if (c->auth[0]) hdrs = curl_slist_append(hdrs, c->auth);
     if (body) hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
-    hdrs = curl_slist_append(hdrs, "Expect:");   /* no 100-continue round trip for specs */
+    hdrs = curl_slist_append(hdrs, "Expect:"); /* no 100-continue round trip for specs */
     c->errbuf[0] = 0;
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->errbuf);
@@ -247,11 +244,11 @@ static int perform(client_t *c, const char *method, const char *path, const char
     return -1;
 }
 
-int client_call(client_t *c, const char *method, const char *path, const char *body, size_t body_len,
-                client_resp_t *r, char *err, size_t errlen)
+int client_call(client_t *c, const char *method, const char *path, const char *body, size_t body_len, client_resp_t *r,
+                char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
-    xfer_t x = { .c = c, .r = r };
+    xfer_t x = {.c = c, .r = r};
     int rc = perform(c, method, path, body, body_len, NULL, &x, CALL_TIMEOUT_S, err, errlen);
     if (rc != 0) client_resp_free(r);
     return rc;
@@ -262,17 +259,17 @@ int client_download(client_t *c, const char *path, FILE *out, size_t *written, c
 {
     memset(r, 0, sizeof *r);
     *written = 0;
-    xfer_t x = { .c = c, .r = r, .out = out, .written = written };
+    xfer_t x = {.c = c, .r = r, .out = out, .written = written};
     int rc = perform(c, "GET", path, NULL, 0, NULL, &x, 0, err, errlen);
     if (rc != 0) client_resp_free(r);
     return rc;
 }
 
-int client_stream(client_t *c, const char *path, const char *last_event_id, sse_parser_t *parser,
-                  client_tick_fn tick, void *ctx, client_resp_t *r, char *err, size_t errlen)
+int client_stream(client_t *c, const char *path, const char *last_event_id, sse_parser_t *parser, client_tick_fn tick,
+                  void *ctx, client_resp_t *r, char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
-    xfer_t x = { .c = c, .r = r, .parser = parser, .tick = tick, .ctx = ctx, .last_tick = mono() };
+    xfer_t x = {.c = c, .r = r, .parser = parser, .tick = tick, .ctx = ctx, .last_tick = mono()};
     struct curl_slist *hdrs = curl_slist_append(NULL, "Accept: text/event-stream");
     if (last_event_id && *last_event_id && strlen(last_event_id) < SSE_ID_MAX && !strpbrk(last_event_id, "\r\n")) {
         char h[SSE_ID_MAX + 32];

@@ -20,8 +20,8 @@
 typedef struct client client_t;
 
 typedef struct {
-    long status;               /* HTTP status; 0 before an answer */
-    char *body;                /* NUL-terminated; NULL when empty or streamed elsewhere */
+    long status; /* HTTP status; 0 before an answer */
+    char *body;  /* NUL-terminated; NULL when empty or streamed elsewhere */
     size_t len;
     char content_type[128];
     char location[256];
@@ -39,8 +39,8 @@ const char *client_url(const client_t *c);
 /* method "GET", "POST", "DELETE"; path begins with '/' and may carry a query; body (may
  * be NULL) is sent as application/json. 0 when an answer came (r filled; free it with
  * client_resp_free), -1 when none did (err says why, naming the URL). */
-int client_call(client_t *c, const char *method, const char *path, const char *body, size_t body_len,
-                client_resp_t *r, char *err, size_t errlen);
+int client_call(client_t *c, const char *method, const char *path, const char *body, size_t body_len, client_resp_t *r,
+                char *err, size_t errlen);
 
 /* GET path; a 2xx body is written to out as it arrives (r->body stays NULL), any other
  * answer is kept in r->body for its problem detail. *written counts the bytes written. */
@@ -52,8 +52,8 @@ int client_download(client_t *c, const char *path, FILE *out, size_t *written, c
  * is kept in r->body. Returns 0 when the server ended the stream, a non-zero value that
  * the parser's callback or tick returned (positive) to stop it, or -1 when the connection failed or
  * went silent for 45 s (err says which). */
-int client_stream(client_t *c, const char *path, const char *last_event_id, sse_parser_t *parser,
-                  client_tick_fn tick, void *ctx, client_resp_t *r, char *err, size_t errlen);
+int client_stream(client_t *c, const char *path, const char *last_event_id, sse_parser_t *parser, client_tick_fn tick,
+                  void *ctx, client_resp_t *r, char *err, size_t errlen);
 
 void client_resp_free(client_resp_t *r);
 

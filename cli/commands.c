@@ -11,14 +11,11 @@
 
 #include "format.h"
 
-#define SPEC_MAX (1u << 20)   /* the API's body limit */
+#define SPEC_MAX (1u << 20) /* the API's body limit */
 #define LOG_PAGE (1L << 20)
 #define FOLLOW_POLL_MS 500
 
-static const char *cmd_name(const cli_ctx_t *cx)
-{
-    return cx->args->command ? cx->args->command->name : "pacer";
-}
+static const char *cmd_name(const cli_ctx_t *cx) { return cx->args->command ? cx->args->command->name : "pacer"; }
 
 static double now_s(void)
 {
@@ -29,7 +26,7 @@ static double now_s(void)
 
 static void nap_ms(long ms)
 {
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
 }
 
@@ -50,7 +47,8 @@ int cli_unreachable(const cli_ctx_t *cx, const char *err)
 {
     fprintf(stderr, "pacer %s: %s%s\n", cmd_name(cx), err,
             strncmp(err, "cannot reach", 12) == 0 ? " (is pacer-coordinator running there? --url or PACER_URL sets "
-                                                    "the address)" : "");
+                                                    "the address)"
+                                                  : "");
     return CLI_EXIT_UNREACHABLE;
 }
 
@@ -176,8 +174,10 @@ int cmd_ls(cli_ctx_t *cx)
         /* A state is letters: anything else would only be refused by the API anyway. */
         if (strspn(cx->args->state, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(cx->args->state) ||
             strlen(cx->args->state) > 32) {
-            fprintf(stderr, "pacer ls: --state: '%.40s' is not a state (QUEUED, RUNNING, RESTARTING, SUCCEEDED, "
-                            "FAILED, CANCELLED)\n", cx->args->state);
+            fprintf(stderr,
+                    "pacer ls: --state: '%.40s' is not a state (QUEUED, RUNNING, RESTARTING, SUCCEEDED, "
+                    "FAILED, CANCELLED)\n",
+                    cx->args->state);
             return CLI_EXIT_USAGE;
         }
         snprintf(path + n, sizeof path - (size_t)n, "&state=%s", cx->args->state);
@@ -219,8 +219,9 @@ int cmd_cancel(cli_ctx_t *cx)
     } else {
         const char *st = json_string_value(json_object_get(job, "state"));
         if (status == 200) printf("%s: %s\n", cx->args->arg, st ? st : "CANCELLED");
-        else printf("%s: cancel requested (%s; `pacer watch %s` follows it)\n", cx->args->arg, st ? st : "running",
-                    cx->args->arg);
+        else
+            printf("%s: cancel requested (%s; `pacer watch %s` follows it)\n", cx->args->arg, st ? st : "running",
+                   cx->args->arg);
     }
     json_decref(job);
     return CLI_EXIT_OK;
@@ -275,7 +276,7 @@ int cmd_logs(cli_ctx_t *cx)
     for (;;) {
         snprintf(path, sizeof path, "%s?offset=%lld&limit=%ld", base, offset, LOG_PAGE);
         if ((rc = log_page(cx, path, &next, &size, &got))) return rc;
-        if (size < offset) next = 0;   /* rotated (copied to log.1 and truncated): start over */
+        if (size < offset) next = 0; /* rotated (copied to log.1 and truncated): start over */
         int more = next > offset;
         offset = next;
         if (more && next < size) continue;

@@ -42,7 +42,7 @@ void fmt_clean(const char *in, size_t max, char *out, size_t len)
         if (!start && o + 1 >= len) break;
         if (start) chars++;
         if (b == 0xC2 && (unsigned char)p[1] >= 0x80 && (unsigned char)p[1] <= 0x9F) {
-            out[o++] = '?';   /* a C1 control (U+0080..U+009F, e.g. CSI) */
+            out[o++] = '?'; /* a C1 control (U+0080..U+009F, e.g. CSI) */
             p++;
             continue;
         }
@@ -93,7 +93,7 @@ void fmt_time(double unix_s, char *out, size_t len)
 
 struct table {
     int ncols, nrows, cap;
-    char **cells;              /* nrows + 1 rows (the header first) of ncols */
+    char **cells; /* nrows + 1 rows (the header first) of ncols */
     size_t width[TABLE_COLS_MAX];
     int right[TABLE_COLS_MAX];
 };
@@ -129,7 +129,7 @@ table_t *table_new(int ncols, const char *const *headers)
     table_t *t = calloc(1, sizeof *t);
     if (!t) return NULL;
     t->ncols = ncols;
-    t->nrows = -1;   /* the header is row -1 */
+    t->nrows = -1; /* the header is row -1 */
     if (table_row(t, headers) != 0) {
         free(t);
         return NULL;
@@ -137,10 +137,7 @@ table_t *table_new(int ncols, const char *const *headers)
     return t;
 }
 
-int table_add(table_t *t, const char *const *cells)
-{
-    return table_row(t, cells);
-}
+int table_add(table_t *t, const char *const *cells) { return table_row(t, cells); }
 
 void table_align_right(table_t *t, int col)
 {
@@ -192,8 +189,8 @@ static void int_cell(json_t *o, const char *key, char *out, size_t len)
 
 void fmt_jobs(FILE *f, json_t *list, double now)
 {
-    static const char *const H[] = { "ID", "STATE", "NAME", "MODEL", "ALGORITHM", "WORKERS", "AGE", "RAN",
-                                     "RESTARTS", "REASON" };
+    static const char *const H[] = {"ID",      "STATE", "NAME", "MODEL",    "ALGORITHM",
+                                    "WORKERS", "AGE",   "RAN",  "RESTARTS", "REASON"};
     table_t *t = table_new(10, H);
     if (!t) return;
     table_align_right(t, 5);
@@ -201,7 +198,8 @@ void fmt_jobs(FILE *f, json_t *list, double now)
     size_t i;
     json_t *job;
     json_t *jobs = json_object_get(list, "jobs");
-    json_array_foreach(jobs, i, job) {
+    json_array_foreach(jobs, i, job)
+    {
         char workers[24], age[16], ran[16], restarts[24], reason[128];
         int_cell(job, "workers", workers, sizeof workers);
         int_cell(job, "restarts", restarts, sizeof restarts);
@@ -210,8 +208,16 @@ void fmt_jobs(FILE *f, json_t *list, double now)
         if (started > 0) fmt_duration((finished > 0 ? finished : now) - started, ran, sizeof ran);
         else snprintf(ran, sizeof ran, "-");
         fmt_clean(str(job, "reason"), 60, reason, sizeof reason);
-        const char *cells[] = { str(job, "id"), str(job, "state"), str(job, "name"), str(job, "model"),
-                                str(job, "algorithm"), workers, age, ran, restarts, reason };
+        const char *cells[] = {str(job, "id"),
+                               str(job, "state"),
+                               str(job, "name"),
+                               str(job, "model"),
+                               str(job, "algorithm"),
+                               workers,
+                               age,
+                               ran,
+                               restarts,
+                               reason};
         table_add(t, cells);
     }
     if (json_array_size(jobs) == 0) fprintf(f, "no jobs\n");
@@ -290,12 +296,14 @@ void fmt_job(FILE *f, json_t *job, double now)
         size_t o = 0, i;
         json_t *r;
         buf[0] = 0;
-        json_array_foreach(retries, i, r) {
+        json_array_foreach(retries, i, r)
+        {
             if (o + 40 >= sizeof buf) {
                 snprintf(buf + o, sizeof buf - o, ", ...");
                 break;
             }
-            o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", i ? ", " : "", json_string_value(r) ? json_string_value(r) : "?");
+            o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", i ? ", " : "",
+                                  json_string_value(r) ? json_string_value(r) : "?");
         }
         row(f, "retries", buf);
     }
@@ -304,7 +312,8 @@ void fmt_job(FILE *f, json_t *job, double now)
         char tp[32];
         double sps = num(sum, "train_samples_per_s");
         snprintf(tp, sizeof tp, "%.0f", isfinite(sps) ? sps : 0);
-        snprintf(buf, sizeof buf, "test accuracy %.4f, test loss %.4f, train loss %.4f; %lld steps, %.1f s, %s samples/s",
+        snprintf(buf, sizeof buf,
+                 "test accuracy %.4f, test loss %.4f, train loss %.4f; %lld steps, %.1f s, %s samples/s",
                  num(sum, "test_accuracy"), num(sum, "test_loss"), num(sum, "train_loss"),
                  (long long)json_integer_value(json_object_get(sum, "steps")), num(sum, "wall_s"), tp);
         row(f, "result", buf);

@@ -68,7 +68,7 @@ int main(int argc, char **argv)
         curl_global_cleanup();
         return CLI_EXIT_USAGE;
     }
-    cli_ctx_t cx = { .client = client, .args = &a };
+    cli_ctx_t cx = {.client = client, .args = &a};
     int rc = CLI_EXIT_USAGE;
     switch (a.command->cmd) {
     case CMD_SUBMIT: rc = cmd_submit(&cx); break;

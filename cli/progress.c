@@ -90,12 +90,13 @@ void progress_nodes(progress_t *p, json_t *nodes)
 {
     size_t i;
     json_t *r;
-    json_array_foreach(json_object_get(nodes, "ranks"), i, r) {
+    json_array_foreach(json_object_get(nodes, "ranks"), i, r)
+    {
         json_t *k = json_object_get(r, "rank");
         if (!json_is_integer(k)) continue;
         long long rank = (long long)json_integer_value(k);
         if (rank < 0 || ensure(p, rank + 1) != 0) continue;
-        if (json_object_size(r) > 1) take_rank(&p->ranks[rank], r);   /* more than "rank": it reported */
+        if (json_object_size(r) > 1) take_rank(&p->ranks[rank], r); /* more than "rank": it reported */
     }
 }
 
@@ -122,7 +123,8 @@ int progress_event(progress_t *p, json_t *ev, int *rank)
         size_t i, o = 0;
         json_t *b;
         p->plan[0] = 0;
-        json_array_foreach(json_object_get(ev, "batches"), i, b) {
+        json_array_foreach(json_object_get(ev, "batches"), i, b)
+        {
             int k = snprintf(p->plan + o, sizeof p->plan - o, "%s%lld", i ? "," : "", (long long)json_integer_value(b));
             if (k < 0 || o + (size_t)k >= sizeof p->plan - 4) {
                 snprintf(p->plan + o, sizeof p->plan - o, ",...");
@@ -169,8 +171,8 @@ static void rank_row(const progress_t *p, int rank, double age, char *out, size_
     cell_num(stale, sizeof stale, "%.1f", r->staleness);
     cell_num(acc, sizeof acc, "%.4f", r->test_accuracy);
     fmt_clean(r->host, 16, host, sizeof host);
-    int n = snprintf(out, len, ROW_FMT, id, r->role[0] ? r->role : "-", host[0] ? host : "-", epoch, step, batch,
-                     loss, sps, stale, acc);
+    int n = snprintf(out, len, ROW_FMT, id, r->role[0] ? r->role : "-", host[0] ? host : "-", epoch, step, batch, loss,
+                     sps, stale, acc);
     if (age >= 0 && n > 0 && (size_t)n < len) {
         char a[16];
         if (r->time > 0) fmt_age(age, a, sizeof a);
@@ -181,8 +183,7 @@ static void rank_row(const progress_t *p, int rank, double age, char *out, size_
 
 void progress_print_header(FILE *f)
 {
-    fprintf(f, ROW_FMT "\n", "RANK", "ROLE", "HOST", "EPOCH", "STEP", "BATCH", "LOSS", "SAMPLES/S", "STALE",
-            "TEST_ACC");
+    fprintf(f, ROW_FMT "\n", "RANK", "ROLE", "HOST", "EPOCH", "STEP", "BATCH", "LOSS", "SAMPLES/S", "STALE", "TEST_ACC");
 }
 
 void progress_print_rank(const progress_t *p, int rank, FILE *f)
@@ -231,8 +232,8 @@ void progress_draw(progress_t *p, FILE *f, double now, int cols, int rows)
         frame_line(f, line, cols);
         lines++;
     }
-    snprintf(line, sizeof line, ROW_FMT "  %5s", "RANK", "ROLE", "HOST", "EPOCH", "STEP", "BATCH", "LOSS",
-             "SAMPLES/S", "STALE", "TEST_ACC", "AGE");
+    snprintf(line, sizeof line, ROW_FMT "  %5s", "RANK", "ROLE", "HOST", "EPOCH", "STEP", "BATCH", "LOSS", "SAMPLES/S",
+             "STALE", "TEST_ACC", "AGE");
     frame_line(f, line, cols);
     lines++;
     /* Keep the frame within the terminal: a frame taller than it cannot be redrawn. */
@@ -250,7 +251,7 @@ void progress_draw(progress_t *p, FILE *f, double now, int cols, int rows)
         frame_line(f, line, cols);
         lines++;
     }
-    fprintf(f, "\033[J");   /* whatever the previous, taller frame left below */
+    fprintf(f, "\033[J"); /* whatever the previous, taller frame left below */
     fflush(f);
     p->drawn = lines;
 }

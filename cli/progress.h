@@ -17,11 +17,11 @@
 #define PROGRESS_RANKS_MAX 4096
 
 typedef struct {
-    int known;                 /* the rank has reported */
+    int known; /* the rank has reported */
     char role[12], host[48];
     long long epoch, step, batch;
-    double loss, samples_per_s, staleness, test_accuracy;   /* NaN = not known */
-    double time;               /* of the latest record (unix s); 0 = unknown */
+    double loss, samples_per_s, staleness, test_accuracy; /* NaN = not known */
+    double time;                                          /* of the latest record (unix s); 0 = unknown */
 } progress_rank_t;
 
 typedef struct {
@@ -29,8 +29,8 @@ typedef struct {
     progress_rank_t *ranks;
     int nranks;
     long long plan_version;
-    char plan[96];             /* the batches of the latest plan, "40,88" */
-    int drawn;                 /* lines of the previous frame (draw) */
+    char plan[96]; /* the batches of the latest plan, "40,88" */
+    int drawn;     /* lines of the previous frame (draw) */
 } progress_t;
 
 enum { PROGRESS_NONE, PROGRESS_STATE, PROGRESS_RANK, PROGRESS_PLAN };

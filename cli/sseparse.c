@@ -54,7 +54,7 @@ static int line(sse_parser_t *p)
     size_t n = p->line_len;
     l[n] = 0;
     if (n == 0) return dispatch(p);
-    if (l[0] == ':') return 0;   /* comment (keep-alive) */
+    if (l[0] == ':') return 0; /* comment (keep-alive) */
     char *colon = memchr(l, ':', n);
     const char *value = "";
     size_t vlen = 0;
@@ -95,7 +95,7 @@ int sse_feed(sse_parser_t *p, const char *buf, size_t len)
     for (; i < len; i++) {
         char ch = buf[i];
         p->bytes++;
-        if (ch == '\n' && p->after_cr) {   /* the LF of a CRLF */
+        if (ch == '\n' && p->after_cr) { /* the LF of a CRLF */
             p->after_cr = 0;
             continue;
         }

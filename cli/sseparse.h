@@ -24,17 +24,17 @@ typedef int (*sse_event_fn)(void *ctx, const char *type, const char *id, const c
 typedef struct {
     sse_event_fn fn;
     void *ctx;
-    char *line;            /* the line being read */
+    char *line; /* the line being read */
     size_t line_len, line_cap;
-    char *data;            /* the event's data so far */
+    char *data; /* the event's data so far */
     size_t data_len, data_cap;
     int has_data;
     char type[64];
-    char id_buf[SSE_ID_MAX];    /* the last "id:" read */
-    char last_id[SSE_ID_MAX];   /* id_buf as of the last blank line: what a reconnect sends */
-    long retry_ms;         /* the server's retry: advice; 0 = none */
-    int after_cr;          /* the previous byte was a CR */
-    size_t bytes;          /* total fed */
+    char id_buf[SSE_ID_MAX];  /* the last "id:" read */
+    char last_id[SSE_ID_MAX]; /* id_buf as of the last blank line: what a reconnect sends */
+    long retry_ms;            /* the server's retry: advice; 0 = none */
+    int after_cr;             /* the previous byte was a CR */
+    size_t bytes;             /* total fed */
 } sse_parser_t;
 
 void sse_init(sse_parser_t *p, sse_event_fn fn, void *ctx);

@@ -18,7 +18,7 @@
 #include "format.h"
 #include "progress.h"
 
-#define RECONNECT_TRIES 30   /* consecutive failures, about 2 s apart */
+#define RECONNECT_TRIES 30 /* consecutive failures, about 2 s apart */
 #define DRAW_EVERY_S 0.2
 
 typedef struct {
@@ -26,8 +26,8 @@ typedef struct {
     int tty, json;
     int dirty;
     double last_draw;
-    int final_exit;   /* -1 until a final state arrives */
-    int events;       /* events this connection */
+    int final_exit; /* -1 until a final state arrives */
+    int events;     /* events this connection */
 } watch_t;
 
 static double mono(void)
@@ -46,7 +46,7 @@ static double now_s(void)
 
 static void nap_ms(long ms)
 {
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
 }
 
@@ -70,7 +70,7 @@ static int on_event(void *ctx, const char *type, const char *id, const char *dat
     json_t *ev = json_loads(data, 0, NULL);
     if (!json_is_object(ev)) {
         json_decref(ev);
-        return 0;   /* not ours to judge: skip it */
+        return 0; /* not ours to judge: skip it */
     }
     if (w->json) {
         fmt_json_line(stdout, ev);
@@ -151,7 +151,7 @@ int cli_watch(cli_ctx_t *cx, const char *id)
     if (w.tty) {
         draw(&w);
     } else if (!w.json) {
-        progress_print_header(stdout);   /* the stream's first event says the state */
+        progress_print_header(stdout); /* the stream's first event says the state */
         for (int i = 0; i < w.p.nranks; i++)
             if (w.p.ranks[i].known) progress_print_rank(&w.p, i, stdout);
         fflush(stdout);
@@ -194,7 +194,4 @@ out:
     return rc;
 }
 
-int cmd_watch(cli_ctx_t *cx)
-{
-    return cli_watch(cx, cx->args->arg);
-}
+int cmd_watch(cli_ctx_t *cx) { return cli_watch(cx, cx->args->arg); }

@@ -11,30 +11,18 @@ static double seconds(clockid_t id)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-double clock_mono_s(void)
-{
-    return seconds(CLOCK_MONOTONIC);
-}
+double clock_mono_s(void) { return seconds(CLOCK_MONOTONIC); }
 
-double clock_wall_s(void)
-{
-    return seconds(CLOCK_REALTIME);
-}
+double clock_wall_s(void) { return seconds(CLOCK_REALTIME); }
 
-void clock_wall_ts(struct timespec *ts)
-{
-    clock_gettime(CLOCK_REALTIME, ts);
-}
+void clock_wall_ts(struct timespec *ts) { clock_gettime(CLOCK_REALTIME, ts); }
 
-double clock_thread_cpu_s(void)
-{
-    return seconds(CLOCK_THREAD_CPUTIME_ID);
-}
+double clock_thread_cpu_s(void) { return seconds(CLOCK_THREAD_CPUTIME_ID); }
 
 void clock_sleep_s(double s)
 {
     if (s <= 0) return;
-    struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
 

@@ -28,9 +28,6 @@ static inline uint64_t hash_fnv1a(uint64_t h, const void *p, size_t n)
 }
 
 /* A cache slot for a NUL-terminated key. */
-static inline unsigned str_hash(const char *s)
-{
-    return (unsigned)hash_fnv1a(HASH_FNV1A_INIT, s, strlen(s));
-}
+static inline unsigned str_hash(const char *s) { return (unsigned)hash_fnv1a(HASH_FNV1A_INIT, s, strlen(s)); }
 
 #endif

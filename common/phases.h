@@ -35,7 +35,7 @@ static const char *const PHASE_NAMES[PHASE_N] = {
 };
 
 /* Step events (metrics_record_t.events, trace instant events). */
-#define STEP_EV_PLAN 1u   /* a new batch plan took effect at this step */
-#define STEP_EV_MERGE 2u  /* models were merged or averaged at this step (hpsgd, local-sgd, hier-bsp) */
+#define STEP_EV_PLAN 1u  /* a new batch plan took effect at this step */
+#define STEP_EV_MERGE 2u /* models were merged or averaged at this step (hpsgd, local-sgd, hier-bsp) */
 
 #endif

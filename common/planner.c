@@ -7,8 +7,8 @@
 
 #define PLANNER_MAX_RANKS 1024
 
-int planner_assign(const double *speed, const int *current, int n, int global_batch,
-                   int min_b, int max_b, double hysteresis, int *out)
+int planner_assign(const double *speed, const int *current, int n, int global_batch, int min_b, int max_b,
+                   double hysteresis, int *out)
 {
     if (n < 1 || n > PLANNER_MAX_RANKS || global_batch < n) return -1;
     if (min_b < 1) min_b = 1;
@@ -24,7 +24,7 @@ int planner_assign(const double *speed, const int *current, int n, int global_ba
      * speed; pin the ranks above max_b first (that frees samples for the others), and only
      * when none is above, the ranks below min_b; repeat until nothing new is pinned. */
     double ideal[PLANNER_MAX_RANKS];
-    char pinned[PLANNER_MAX_RANKS] = { 0 };
+    char pinned[PLANNER_MAX_RANKS] = {0};
     double left = global_batch, free_speed = total;
     for (int iter = 0; iter <= 2 * n && free_speed > 0; iter++) {
         for (int i = 0; i < n; i++)
@@ -62,7 +62,10 @@ int planner_assign(const double *speed, const int *current, int n, int global_ba
         for (int i = 0; i < n; i++) {
             if (out[i] >= max_b) continue;
             double frac = ideal[i] - out[i];
-            if (frac > best_frac) { best_frac = frac; best = i; }
+            if (frac > best_frac) {
+                best_frac = frac;
+                best = i;
+            }
         }
         if (best < 0) return -1;
         out[best]++;
@@ -74,7 +77,10 @@ int planner_assign(const double *speed, const int *current, int n, int global_ba
         for (int i = 0; i < n; i++) {
             if (out[i] <= min_b) continue;
             double frac = ideal[i] - out[i];
-            if (frac < best_frac) { best_frac = frac; best = i; }
+            if (frac < best_frac) {
+                best_frac = frac;
+                best = i;
+            }
         }
         if (best < 0) return -1;
         out[best]--;
@@ -84,8 +90,7 @@ int planner_assign(const double *speed, const int *current, int n, int global_ba
     int differs = 0, significant = 0;
     for (int i = 0; i < n; i++) {
         if (out[i] != current[i]) differs = 1;
-        if (current[i] <= 0 || fabs((double)(out[i] - current[i])) / current[i] > hysteresis)
-            significant = 1;
+        if (current[i] <= 0 || fabs((double)(out[i] - current[i])) / current[i] > hysteresis) significant = 1;
     }
     if (!differs) return 0;
     if (!significant) {
@@ -144,8 +149,7 @@ void planner_even(int global, int n, int *out)
     for (int i = 0; i < n; i++) out[i] = global / n + (i < global % n ? 1 : 0);
 }
 
-int planner_replan(const double *speed, const int *current, int n, int global_batch, int min_b, int max_b,
-                   int *out)
+int planner_replan(const double *speed, const int *current, int n, int global_batch, int min_b, int max_b, int *out)
 {
     if (n < 1 || n > PLANNER_MAX_RANKS) return -1;
     for (int i = 0; i < n; i++)
@@ -162,15 +166,15 @@ int planner_check(const int *plan, int n, int global_batch, int min_b, int max_b
     long sum = 0;
     for (int i = 0; i < n; i++) {
         if (plan[i] < min_b || plan[i] > max_b) {
-            snprintf(err, errlen, "batch %d of worker %d is outside [%d, %d] (algorithm.min_batch, max_batch)",
-                     plan[i], i, min_b, max_b);
+            snprintf(err, errlen, "batch %d of worker %d is outside [%d, %d] (algorithm.min_batch, max_batch)", plan[i],
+                     i, min_b, max_b);
             return -1;
         }
         sum += plan[i];
     }
     if (sum != global_batch) {
-        snprintf(err, errlen, "the %d batches sum to %ld, not to the global batch %d (workers x batch_size)", n,
-                 sum, global_batch);
+        snprintf(err, errlen, "the %d batches sum to %ld, not to the global batch %d (workers x batch_size)", n, sum,
+                 global_batch);
         return -1;
     }
     return 0;

@@ -21,8 +21,8 @@
  * max_b >= min_b (0 = no upper bound). Writes out (n). Returns 1 when out differs from
  * current, 0 when the current plan is kept (out = current), -1 on invalid input (n < 1,
  * a speed that is not positive and finite, or bounds that cannot hold global_batch). */
-int planner_assign(const double *speed, const int *current, int n, int global_batch,
-                   int min_b, int max_b, double hysteresis, int *out);
+int planner_assign(const double *speed, const int *current, int n, int global_batch, int min_b, int max_b,
+                   double hysteresis, int *out);
 
 /* Node speed, the one figure the worker's planner, the coordinator's plans and profiles
  * (through the node hash's samples_per_s) and the dashboard all use: samples per
@@ -65,8 +65,7 @@ void planner_even(int global, int n, int *out);
 #define PLANNER_IMBALANCE 0.05
 /* Applies the rule at a re-plan point: returns 1 with out (n) the new plan, 0 when the
  * current plan stays (out = current), -1 on invalid input (as planner_assign). */
-int planner_replan(const double *speed, const int *current, int n, int global_batch, int min_b, int max_b,
-                   int *out);
+int planner_replan(const double *speed, const int *current, int n, int global_batch, int min_b, int max_b, int *out);
 
 /* Whether a plan from outside (the coordinator's assignment, --batch-plan) may be used:
  * n entries, each in [min_b, max_b], summing to global_batch. Returns 0, or -1 with err

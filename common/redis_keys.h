@@ -27,20 +27,20 @@
 #define KEY_COORD "pacer:coordinator"
 #define KEY_LOCK "pacer:coordinator:lock"
 
-#define REDIS_KEYS(X)                                                  \
-    X(KEY_SEQ, "pacer:seq")                                            \
-    X(KEY_JOBS, "pacer:jobs")                                          \
-    X(KEY_QUEUE, "pacer:queue")                                        \
-    X(KEY_ACTIVE, "pacer:active")                                      \
-    X(KEY_EVENTS, "pacer:events")                                      \
-    X(KEY_JOB, "pacer:job:{id}")                                       \
-    X(KEY_JOB_METRICS, "pacer:job:{id}:metrics")                       \
-    X(KEY_JOB_NODE, "pacer:job:{id}:node:{rank}")                      \
-    X(KEY_JOB_STALENESS, "pacer:job:{id}:staleness:{rank}")            \
-    X(KEY_JOB_ASSIGNMENT, "pacer:job:{id}:assignment")                 \
-    X(KEY_PROFILE, "pacer:profile:{host}:{device}:{model}")            \
-    X(KEY_PROFILES, "pacer:profiles")                                  \
-    X(KEY_COORD, "pacer:coordinator")                                  \
+#define REDIS_KEYS(X)                                       \
+    X(KEY_SEQ, "pacer:seq")                                 \
+    X(KEY_JOBS, "pacer:jobs")                               \
+    X(KEY_QUEUE, "pacer:queue")                             \
+    X(KEY_ACTIVE, "pacer:active")                           \
+    X(KEY_EVENTS, "pacer:events")                           \
+    X(KEY_JOB, "pacer:job:{id}")                            \
+    X(KEY_JOB_METRICS, "pacer:job:{id}:metrics")            \
+    X(KEY_JOB_NODE, "pacer:job:{id}:node:{rank}")           \
+    X(KEY_JOB_STALENESS, "pacer:job:{id}:staleness:{rank}") \
+    X(KEY_JOB_ASSIGNMENT, "pacer:job:{id}:assignment")      \
+    X(KEY_PROFILE, "pacer:profile:{host}:{device}:{model}") \
+    X(KEY_PROFILES, "pacer:profiles")                       \
+    X(KEY_COORD, "pacer:coordinator")                       \
     X(KEY_LOCK, "pacer:coordinator:lock")
 
 #endif

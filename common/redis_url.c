@@ -19,7 +19,7 @@ static const char *userinfo(const char *url, const char **colon)
     const char *p = url + 8, *end = p + strcspn(p, "/");
     const char *at = NULL;
     for (const char *q = p; q < end; q++)
-        if (*q == '@') at = q;   /* the last one: a password may hold '@' */
+        if (*q == '@') at = q; /* the last one: a password may hold '@' */
     if (at) *colon = memchr(p, ':', (size_t)(at - p));
     return at;
 }
@@ -78,7 +78,9 @@ int redis_url_read_password(redis_url_t *u, const char *path, char *err, size_t 
     while (k < got && buf[k] != '\n' && buf[k] != '\r') k++;
     if (k == 0 || k >= sizeof u->password || memchr(buf, 0, k)) {
         snprintf(err, errlen, "--redis-password-file %s: %s", path,
-                 k == 0 ? "empty first line" : k >= sizeof u->password ? "password too long" : "contains a NUL byte");
+                 k == 0                    ? "empty first line"
+                 : k >= sizeof u->password ? "password too long"
+                                           : "contains a NUL byte");
         memset(buf, 0, sizeof buf);
         return -1;
     }
@@ -141,10 +143,10 @@ int redis_url_parse(const char *url, redis_url_t *out, char *err, size_t errlen)
         return -1;
     }
     const char *p = url + 8;
-    const char *end = p + strcspn(p, "/");   /* authority ends at the first '/' */
+    const char *end = p + strcspn(p, "/"); /* authority ends at the first '/' */
     const char *at = NULL;
     for (const char *q = p; q < end; q++)
-        if (*q == '@') at = q;   /* the last one: a password may hold '@' */
+        if (*q == '@') at = q; /* the last one: a password may hold '@' */
     if (at) {
         const char *colon = memchr(p, ':', (size_t)(at - p));
         const char *pw = colon ? colon + 1 : p;
@@ -157,7 +159,7 @@ int redis_url_parse(const char *url, redis_url_t *out, char *err, size_t errlen)
         p = at + 1;
     }
     const char *hend, *portp = NULL;
-    if (*p == '[') {                          /* [IPv6]:port */
+    if (*p == '[') { /* [IPv6]:port */
         const char *rb = memchr(p, ']', (size_t)(end - p));
         if (!rb) {
             snprintf(err, errlen, "%s: unterminated '[' in host", shown);

@@ -15,11 +15,11 @@
  * unix:///absolute/path/to/socket[?db=N]. */
 typedef struct {
     int is_unix;
-    char host[256];      /* TCP host name or address (brackets removed for IPv6) */
-    int port;            /* default 6379 */
-    char path[108];      /* unix socket path (sun_path is 108 bytes) */
-    int db;              /* SELECT db; 0 = default */
-    char password[128];  /* AUTH when non-empty */
+    char host[256];     /* TCP host name or address (brackets removed for IPv6) */
+    int port;           /* default 6379 */
+    char path[108];     /* unix socket path (sun_path is 108 bytes) */
+    int db;             /* SELECT db; 0 = default */
+    char password[128]; /* AUTH when non-empty */
 } redis_url_t;
 
 /* Parses url into *out. Returns 0, or -1 with one line in err (which shows the URL with

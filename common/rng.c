@@ -31,10 +31,7 @@ uint64_t rng_next(rng_t *r)
     return result;
 }
 
-float rng_uniform(rng_t *r)
-{
-    return (float)(rng_next(r) >> 40) * (1.0f / 16777216.0f);
-}
+float rng_uniform(rng_t *r) { return (float)(rng_next(r) >> 40) * (1.0f / 16777216.0f); }
 
 float rng_normal(rng_t *r)
 {

@@ -40,33 +40,32 @@ enum { R_MIN = 1, R_MAX = 2, R_MIN_EXCL = 4, R_MAX_EXCL = 8 };
 
 typedef struct field field_t;
 struct field {
-    const char *path;      /* "optimizer.lr"; sub-table rows: "emulate.schedule[].rank" */
+    const char *path; /* "optimizer.lr"; sub-table rows: "emulate.schedule[].rank" */
     ftype_t type;
-    size_t offset, size;   /* of the member, in job_spec_t (or the array element) */
-    unsigned range;        /* R_* bits; bounds also apply to each entry of F_DOUBLES */
+    size_t offset, size; /* of the member, in job_spec_t (or the array element) */
+    unsigned range;      /* R_* bits; bounds also apply to each entry of F_DOUBLES */
     double min, max;
-    const char *const *choices;           /* NULL-terminated; F_STR only */
-    const char *(*check)(const void *v);  /* NULL when fine, else what is wrong */
-    size_t count_offset;                  /* F_DOUBLES, F_OBJECTS: the int count */
-    const field_t *sub;                   /* F_OBJECTS: the element's rows */
+    const char *const *choices;          /* NULL-terminated; F_STR only */
+    const char *(*check)(const void *v); /* NULL when fine, else what is wrong */
+    size_t count_offset;                 /* F_DOUBLES, F_OBJECTS: the int count */
+    const field_t *sub;                  /* F_OBJECTS: the element's rows */
     size_t nsub, elem_size;
-    double def_num;                       /* numbers, booleans, F_DOUBLES entries */
-    const char *def_str;                  /* strings */
-    int required;                         /* no default: must be given */
-    int param;                            /* may also sit under algorithm.params */
-    int resume_free;                      /* may differ between a checkpoint's run and
+    double def_num;          /* numbers, booleans, F_DOUBLES entries */
+    const char *def_str;     /* strings */
+    int required;            /* no default: must be given */
+    int param;               /* may also sit under algorithm.params */
+    int resume_free;         /* may differ between a checkpoint's run and
                                              the run resuming it: not in spec_hash */
-    const char *default_doc;              /* overrides the printed default */
-    const char *allowed_doc;              /* overrides the printed "allowed" column */
+    const char *default_doc; /* overrides the printed default */
+    const char *allowed_doc; /* overrides the printed "allowed" column */
     const char *doc;
 };
 
 /* The member's offset, checked at compile time to have C type T: a row that points at a
  * member of another type (an int row on a long) would silently corrupt the struct, so
  * a mismatch makes a negative array size. Arrays decay, so strings check as char *. */
-#define TYPECHECK(S, m, T) (0 * sizeof(char[_Generic(((S *)0)->m, T: 1, default: -1)]))
-#define MEMBER(S, m, T) \
-    .offset = offsetof(S, m) + TYPECHECK(S, m, T), .size = sizeof(((S *)0)->m)
+#define TYPECHECK(S, m, T) (0 * sizeof(char[_Generic(((S *)0)->m, T : 1, default : -1)]))
+#define MEMBER(S, m, T) .offset = offsetof(S, m) + TYPECHECK(S, m, T), .size = sizeof(((S *)0)->m)
 #define COUNT(m) .count_offset = offsetof(job_spec_t, m) + TYPECHECK(job_spec_t, m, int)
 
 #define STR(m) .type = F_STR, MEMBER(job_spec_t, m, char *)
@@ -87,20 +86,18 @@ struct field {
  * x steps per epoch, a nanosleep from a slowdown) must fit it, and a sane job is far
  * inside each of them. tests/unit/test_spec.c checks every row has both bounds. */
 #define MAX_BATCH 65536
-#define MAX_EPOCHS 100000          /* also caps the epoch counts of the lr schedule */
-#define MAX_COUNT 1000000000       /* step periods and sample counts kept in an int */
-#define MAX_STEPS 1000000000000.0  /* global step numbers (a long; < 2^53, exact as double) */
-#define MAX_LR 1000.0              /* rates are used as float */
-#define MAX_COEF 1000.0            /* delay-compensation strengths */
-#define MAX_SLOWDOWN 1000.0        /* emulated slowdown factors */
+#define MAX_EPOCHS 100000         /* also caps the epoch counts of the lr schedule */
+#define MAX_COUNT 1000000000      /* step periods and sample counts kept in an int */
+#define MAX_STEPS 1000000000000.0 /* global step numbers (a long; < 2^53, exact as double) */
+#define MAX_LR 1000.0             /* rates are used as float */
+#define MAX_COEF 1000.0           /* delay-compensation strengths */
+#define MAX_SLOWDOWN 1000.0       /* emulated slowdown factors */
 
 static const char *const MODELS[] = {"mlp", "lenet5", "cifar10_quick", "resnet20", NULL};
 static const char *const DATASETS[] = {"fashion-mnist", "mnist", "cifar10", NULL};
-static const char *const ALGORITHMS[] = {"sgd",       "ssgd", "hier-bsp",  "hpsgd",
-                                         "local-sgd", "asgd", "nsoftsync", "dc-asgd",
-                                         "ddc-asgd",  "dbs-sgd", NULL};
-static const char *const ASYNC_ALGORITHMS[] = {"asgd", "nsoftsync", "dc-asgd", "ddc-asgd",
-                                               "dbs-sgd", NULL};
+static const char *const ALGORITHMS[] = {"sgd",       "ssgd",    "hier-bsp", "hpsgd",   "local-sgd", "asgd",
+                                         "nsoftsync", "dc-asgd", "ddc-asgd", "dbs-sgd", NULL};
+static const char *const ASYNC_ALGORITHMS[] = {"asgd", "nsoftsync", "dc-asgd", "ddc-asgd", "dbs-sgd", NULL};
 static const char *const DEVICES[] = {"auto", "cpu", "cuda", NULL};
 static const char *const SCHEDULES[] = {"constant", "step", "cosine", NULL};
 static const char *const DC_VARIANTS[] = {"c", "a", NULL};
@@ -113,17 +110,14 @@ static const char *check_name(const void *v)
     if (!*s) return "must not be empty";
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                 c == '.' || c == '_' || c == '-';
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+                 c == '-';
         if (!ok) return "may contain only letters, digits, '.', '_' and '-'";
     }
     return NULL;
 }
 
-static const char *check_nonempty(const void *v)
-{
-    return *(const char *)v ? NULL : "must not be empty";
-}
+static const char *check_nonempty(const void *v) { return *(const char *)v ? NULL : "must not be empty"; }
 
 /* simulate.platform / hostfile go onto smpirun's command line, which splits words on
  * white space: keep them to characters that need no quoting. */
@@ -131,13 +125,15 @@ static const char *check_sim_path(const void *v)
 {
     for (const char *s = v; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                 c == '.' || c == '_' || c == '-' || c == '/' || c == '+';
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+                 c == '-' || c == '/' || c == '+';
         if (!ok) return "may contain only letters, digits, '.', '_', '-', '+' and '/'";
     }
     return NULL;
 }
 
+/* The field tables are laid out by hand, a few fields of a row per line. */
+/* clang-format off */
 static const field_t SCHEDULE_FIELDS[] = {
     {.path = "emulate.schedule[].step", .type = F_LONG,
      MEMBER(spec_slowdown_change_t, step, long), BETWEEN(0, MAX_STEPS), .required = 1,
@@ -304,6 +300,7 @@ static const field_t FIELDS[] = {
      .doc = "Simulation: charge the cost model's time without running forward and backward passes "
             "(gradients are zero, nothing is learned, accuracy is not measured): time-per-epoch what-ifs."},
 };
+/* clang-format on */
 
 /* Walks keep a "seen" flag per row of the table being walked. */
 #define MAX_ROWS 96
@@ -345,8 +342,7 @@ static void join_list(char *buf, size_t n, const char *const *list, const char *
     size_t used = 0;
     buf[0] = '\0';
     for (const char *const *p = list; *p && used < n; p++) {
-        int w = snprintf(buf + used, n - used, "%s%s%s%s", p == list ? "" : ", ", quote, *p,
-                         quote);
+        int w = snprintf(buf + used, n - used, "%s%s%s%s", p == list ? "" : ", ", quote, *p, quote);
         if (w < 0) break;
         used += (size_t)w;
     }
@@ -356,12 +352,9 @@ static void join_list(char *buf, size_t n, const char *const *list, const char *
 static const char *fmt_num(char buf[32], double x)
 {
     /* LLONG_MAX (the seed's bound) reads back as 2^63 in a double: say what is meant. */
-    if (x == (double)LLONG_MAX)
-        snprintf(buf, 32, "%lld", LLONG_MAX);
-    else if (x == floor(x) && fabs(x) < 1e15)
-        snprintf(buf, 32, "%.0f", x);
-    else
-        snprintf(buf, 32, "%g", x);
+    if (x == (double)LLONG_MAX) snprintf(buf, 32, "%lld", LLONG_MAX);
+    else if (x == floor(x) && fabs(x) < 1e15) snprintf(buf, 32, "%.0f", x);
+    else snprintf(buf, 32, "%g", x);
     return buf;
 }
 
@@ -374,10 +367,8 @@ static void range_text(const field_t *f, char *buf, size_t n)
     unsigned r = f->range;
     if ((r & R_MIN) && (r & R_MAX)) {
         if (r & (R_MIN_EXCL | R_MAX_EXCL))
-            snprintf(buf, n, "in %c%s, %s%c", (r & R_MIN_EXCL) ? '(' : '[', lo, hi,
-                     (r & R_MAX_EXCL) ? ')' : ']');
-        else
-            snprintf(buf, n, "between %s and %s", lo, hi);
+            snprintf(buf, n, "in %c%s, %s%c", (r & R_MIN_EXCL) ? '(' : '[', lo, hi, (r & R_MAX_EXCL) ? ')' : ']');
+        else snprintf(buf, n, "between %s and %s", lo, hi);
     } else if (r & R_MIN) {
         snprintf(buf, n, "%s %s", (r & R_MIN_EXCL) ? ">" : ">=", lo);
     } else if (r & R_MAX) {
@@ -425,8 +416,7 @@ static const char *leaf_key(const char *path)
 
 /* Paths in messages are truncated if absurdly long (a 300-byte unknown key), never
  * overflowed; going through vsnprintf says so to the compiler's truncation warnings. */
-__attribute__((format(printf, 3, 4))) static void pathf(char *buf, size_t n, const char *fmt,
-                                                        ...)
+__attribute__((format(printf, 3, 4))) static void pathf(char *buf, size_t n, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -475,10 +465,8 @@ static void resolve(job_spec_t *s)
     if (isnan(s->algorithm.lambda0)) {
         if (strcmp(s->algorithm.name, "dc-asgd") == 0)
             s->algorithm.lambda0 = strcmp(s->algorithm.dc_variant, "c") == 0 ? 0.04 : 2.0;
-        else if (strcmp(s->algorithm.name, "ddc-asgd") == 0)
-            s->algorithm.lambda0 = 1.0;
-        else
-            s->algorithm.lambda0 = 0.0;
+        else if (strcmp(s->algorithm.name, "ddc-asgd") == 0) s->algorithm.lambda0 = 1.0;
+        else s->algorithm.lambda0 = 0.0;
     }
     /* DBS-SGD is dynamic batching by definition. */
     if (strcmp(s->algorithm.name, "dbs-sgd") == 0) s->algorithm.dynamic_batch = 1;
@@ -495,12 +483,10 @@ void spec_defaults(job_spec_t *s)
 
 /* ---- parsing ------------------------------------------------------------------------ */
 
-static int walk_object(errbuf_t *e, json_t *obj, const field_t *rows, size_t nrows,
-                       const char *prefix, const char *shown, int params_only,
-                       unsigned char *base, unsigned char *seen);
+static int walk_object(errbuf_t *e, json_t *obj, const field_t *rows, size_t nrows, const char *prefix,
+                       const char *shown, int params_only, unsigned char *base, unsigned char *seen);
 
-static int parse_objects(errbuf_t *e, const field_t *f, json_t *v, unsigned char *base,
-                         const char *where)
+static int parse_objects(errbuf_t *e, const field_t *f, json_t *v, unsigned char *base, const char *where)
 {
     if (!json_is_array(v)) return fail(e, "%s: must be an array", where);
     size_t n = json_array_size(v), cap = f->size / f->elem_size;
@@ -518,15 +504,13 @@ static int parse_objects(errbuf_t *e, const field_t *f, json_t *v, unsigned char
         fill_defaults(f->sub, f->nsub, elem);
         if (walk_object(e, item, f->sub, f->nsub, prefix, at, 0, elem, seen) < 0) return -1;
         for (size_t k = 0; k < f->nsub; k++)
-            if (f->sub[k].required && !seen[k])
-                return fail(e, "%s.%s: required", at, leaf_key(f->sub[k].path));
+            if (f->sub[k].required && !seen[k]) return fail(e, "%s.%s: required", at, leaf_key(f->sub[k].path));
     }
     *(int *)(base + f->count_offset) = (int)n;
     return 0;
 }
 
-static int parse_value(errbuf_t *e, const field_t *f, json_t *v, unsigned char *base,
-                       const char *where)
+static int parse_value(errbuf_t *e, const field_t *f, json_t *v, unsigned char *base, const char *where)
 {
     void *p = base + f->offset;
     switch (f->type) {
@@ -539,8 +523,7 @@ static int parse_value(errbuf_t *e, const field_t *f, json_t *v, unsigned char *
             join_list(list, sizeof list, f->choices, "");
             return fail(e, "%s: must be one of %s", where, list);
         }
-        if (n >= f->size)
-            return fail(e, "%s: too long (%zu bytes, at most %zu)", where, n, f->size - 1);
+        if (n >= f->size) return fail(e, "%s: too long (%zu bytes, at most %zu)", where, n, f->size - 1);
         const char *why = f->check ? f->check(s) : NULL;
         if (why) return fail(e, "%s: %s", where, why);
         memset(p, 0, f->size);
@@ -558,12 +541,9 @@ static int parse_value(errbuf_t *e, const field_t *f, json_t *v, unsigned char *
         long long hi = f->type == F_INT ? INT_MAX : LLONG_MAX;
         if (x < lo) return fail(e, "%s: must be >= %lld", where, lo);
         if (x > hi) return fail(e, "%s: must be <= %lld", where, hi);
-        if (f->type == F_INT)
-            *(int *)p = (int)x;
-        else if (f->type == F_LONG)
-            *(long *)p = (long)x;
-        else
-            *(unsigned long *)p = (unsigned long)x;
+        if (f->type == F_INT) *(int *)p = (int)x;
+        else if (f->type == F_LONG) *(long *)p = (long)x;
+        else *(unsigned long *)p = (unsigned long)x;
         return 0;
     }
     case F_DOUBLE: {
@@ -602,20 +582,19 @@ static int parse_value(errbuf_t *e, const field_t *f, json_t *v, unsigned char *
  * ("optimizer.lr_schedule", "emulate.schedule[]"), shown the path errors print
  * ("algorithm.params", "emulate.schedule[2]"). params_only: obj is algorithm.params,
  * where only algorithm parameters may appear. */
-static int walk_object(errbuf_t *e, json_t *obj, const field_t *rows, size_t nrows,
-                       const char *prefix, const char *shown, int params_only,
-                       unsigned char *base, unsigned char *seen)
+static int walk_object(errbuf_t *e, json_t *obj, const field_t *rows, size_t nrows, const char *prefix,
+                       const char *shown, int params_only, unsigned char *base, unsigned char *seen)
 {
     const char *key;
     json_t *v;
-    json_object_foreach(obj, key, v) {
+    json_object_foreach(obj, key, v)
+    {
         char where[256];
         join_path(where, sizeof where, shown, *key ? key : "\"\"");
         /* Table paths are dotted, so without this {"optimizer.lr": 1} would match a row;
          * one spelling per field keeps documents and their error paths unambiguous. */
         if (strchr(key, '.'))
-            return fail(e, "%s: unknown field (keys cannot contain '.'; nest objects instead)",
-                        where);
+            return fail(e, "%s: unknown field (keys cannot contain '.'; nest objects instead)", where);
         size_t klen = strlen(key);
         const field_t *leaf = NULL;
         size_t idx = 0;
@@ -635,10 +614,8 @@ static int walk_object(errbuf_t *e, json_t *obj, const field_t *rows, size_t nro
                 /* Only algorithm parameters have two spellings; duplicate keys in one
                  * object are rejected by the JSON decoder already. */
                 char other[256];
-                if (params_only)
-                    join_path(other, sizeof other, "algorithm", key);
-                else
-                    join_path(other, sizeof other, "algorithm.params", key);
+                if (params_only) join_path(other, sizeof other, "algorithm", key);
+                else join_path(other, sizeof other, "algorithm.params", key);
                 return fail(e, "%s: also given as %s", where, other);
             }
             seen[idx] = 1;
@@ -648,11 +625,9 @@ static int walk_object(errbuf_t *e, json_t *obj, const field_t *rows, size_t nro
             char sub[128];
             join_path(sub, sizeof sub, prefix, key);
             if (walk_object(e, v, rows, nrows, sub, where, 0, base, seen) < 0) return -1;
-        } else if (!params_only && strcmp(prefix, "algorithm") == 0 &&
-                   strcmp(key, "params") == 0) {
+        } else if (!params_only && strcmp(prefix, "algorithm") == 0 && strcmp(key, "params") == 0) {
             if (!json_is_object(v)) return fail(e, "%s: must be an object", where);
-            if (walk_object(e, v, rows, nrows, "algorithm", where, 1, base, seen) < 0)
-                return -1;
+            if (walk_object(e, v, rows, nrows, "algorithm", where, 1, base, seen) < 0) return -1;
         } else {
             return fail(e, "%s: unknown field", where);
         }
@@ -670,8 +645,7 @@ static int is_28x28_gray(const char *dataset)
 static int cross_check_simulate(errbuf_t *e, const job_spec_t *s)
 {
     const int k = s->simulate.gpus_per_node, n = s->simulate.nslowdown;
-    if (n > 0 && n != s->workers)
-        return fail(e, "simulate.slowdown: has %d entries, workers is %d", n, s->workers);
+    if (n > 0 && n != s->workers) return fail(e, "simulate.slowdown: has %d entries, workers is %d", n, s->workers);
     if (s->simulate.platform[0] && n > 0)
         return fail(e, "simulate.slowdown: not used with simulate.platform (the platform file sets host speeds)");
     if (s->simulate.platform[0] && k > 1)
@@ -681,12 +655,15 @@ static int cross_check_simulate(errbuf_t *e, const job_spec_t *s)
     /* Without the cost model the simulated time is the timed computation: skipping it
      * would make every step free. */
     if (s->simulate.skip_compute && !s->simulate.deterministic)
-        return fail(e, "simulate.skip_compute: only with simulate.deterministic (the cost model charges the skipped compute)");
+        return fail(
+            e, "simulate.skip_compute: only with simulate.deterministic (the cost model charges the skipped compute)");
     /* A node is one simulated host with k cores: one speed for all its workers. */
     for (int i = 0; i < n; i++)
         if (s->simulate.slowdown[i] != s->simulate.slowdown[i - i % k])
-            return fail(e, "simulate.slowdown[%d]: must equal simulate.slowdown[%d]: the workers of a node "
-                        "(gpus_per_node %d) share its speed", i, i - i % k, k);
+            return fail(e,
+                        "simulate.slowdown[%d]: must equal simulate.slowdown[%d]: the workers of a node "
+                        "(gpus_per_node %d) share its speed",
+                        i, i - i % k, k);
     return 0;
 }
 
@@ -697,12 +674,9 @@ static int cross_check(errbuf_t *e, const job_spec_t *s)
     char num[32];
 
     if ((strcmp(model, "mlp") == 0 || strcmp(model, "lenet5") == 0) && !is_28x28_gray(ds))
-        return fail(e, "model: %s needs a 28x28 grayscale data set, dataset.name is %s",
-                    model, ds);
-    if ((strcmp(model, "cifar10_quick") == 0 || strcmp(model, "resnet20") == 0) &&
-        strcmp(ds, "cifar10") != 0)
-        return fail(e, "model: %s needs a 32x32 colour data set (cifar10), dataset.name is %s",
-                    model, ds);
+        return fail(e, "model: %s needs a 28x28 grayscale data set, dataset.name is %s", model, ds);
+    if ((strcmp(model, "cifar10_quick") == 0 || strcmp(model, "resnet20") == 0) && strcmp(ds, "cifar10") != 0)
+        return fail(e, "model: %s needs a 32x32 colour data set (cifar10), dataset.name is %s", model, ds);
     if (s->dataset.augment && strcmp(ds, "cifar10") != 0)
         return fail(e, "dataset.augment: only for cifar10, dataset.name is %s", ds);
 
@@ -717,32 +691,26 @@ static int cross_check(errbuf_t *e, const job_spec_t *s)
                        "set it to false or choose another algorithm");
     if (strcmp(alg, "hier-bsp") == 0 && s->algorithm.group_size > s->workers)
         return fail(e, "algorithm.group_size: must be <= workers (%d)", s->workers);
-    if (s->algorithm.min_batch > 0 && s->algorithm.max_batch > 0 &&
-        s->algorithm.min_batch > s->algorithm.max_batch)
-        return fail(e, "algorithm.min_batch: must be <= algorithm.max_batch (%d)",
-                    s->algorithm.max_batch);
+    if (s->algorithm.min_batch > 0 && s->algorithm.max_batch > 0 && s->algorithm.min_batch > s->algorithm.max_batch)
+        return fail(e, "algorithm.min_batch: must be <= algorithm.max_batch (%d)", s->algorithm.max_batch);
     /* Every worker starts at batch_size: the bounds must hold it (common/planner.h). */
     if (s->algorithm.min_batch > s->batch_size)
         return fail(e, "algorithm.min_batch: must be <= batch_size (%d)", s->batch_size);
     if (s->algorithm.max_batch > 0 && s->algorithm.max_batch < s->batch_size)
         return fail(e, "algorithm.max_batch: must be >= batch_size (%d)", s->batch_size);
 
-    if (strcmp(s->optimizer.lr_schedule.kind, "cosine") == 0 &&
-        s->optimizer.lr_schedule.min_lr > s->optimizer.lr)
-        return fail(e, "optimizer.lr_schedule.min_lr: must be <= optimizer.lr (%s)",
-                    fmt_num(num, s->optimizer.lr));
+    if (strcmp(s->optimizer.lr_schedule.kind, "cosine") == 0 && s->optimizer.lr_schedule.min_lr > s->optimizer.lr)
+        return fail(e, "optimizer.lr_schedule.min_lr: must be <= optimizer.lr (%s)", fmt_num(num, s->optimizer.lr));
 
     if (s->emulate.nslowdown > 0 && s->emulate.nslowdown != s->workers)
-        return fail(e, "emulate.slowdown: has %d entries, workers is %d", s->emulate.nslowdown,
-                    s->workers);
+        return fail(e, "emulate.slowdown: has %d entries, workers is %d", s->emulate.nslowdown, s->workers);
     for (int i = 0; i < s->emulate.nschedule; i++) {
         const spec_slowdown_change_t *c = &s->emulate.schedule[i];
-        if (c->rank >= s->workers)
-            return fail(e, "emulate.schedule[%d].rank: must be < workers (%d)", i, s->workers);
+        if (c->rank >= s->workers) return fail(e, "emulate.schedule[%d].rank: must be < workers (%d)", i, s->workers);
         /* The worker applies changes in one forward pass over the list. */
         if (i > 0 && c->step < s->emulate.schedule[i - 1].step)
-            return fail(e, "emulate.schedule[%d].step: must be >= the previous entry's step (%ld)",
-                        i, s->emulate.schedule[i - 1].step);
+            return fail(e, "emulate.schedule[%d].step: must be >= the previous entry's step (%ld)", i,
+                        s->emulate.schedule[i - 1].step);
     }
     return cross_check_simulate(e, s);
 }
@@ -765,8 +733,7 @@ int spec_parse(const char *json_text, job_spec_t *out, char *err, size_t errlen)
 int spec_json_error(const json_error_t *jerr, char *err, size_t errlen)
 {
     errbuf_t e = {err, errlen};
-    return fail(&e, "spec: invalid JSON at line %d column %d: %s", jerr->line, jerr->column,
-                jerr->text);
+    return fail(&e, "spec: invalid JSON at line %d column %d: %s", jerr->line, jerr->column, jerr->text);
 }
 
 int spec_from_json(json_t *root, job_spec_t *out, char *err, size_t errlen)
@@ -783,9 +750,7 @@ int spec_from_json(json_t *root, job_spec_t *out, char *err, size_t errlen)
         fail(&e, "spec: must be a JSON object");
         goto done;
     }
-    if (walk_object(&e, root, FIELDS, ARRAY_LEN(FIELDS), "", "", 0, (unsigned char *)&s,
-                    seen) < 0)
-        goto done;
+    if (walk_object(&e, root, FIELDS, ARRAY_LEN(FIELDS), "", "", 0, (unsigned char *)&s, seen) < 0) goto done;
     for (size_t i = 0; i < ARRAY_LEN(FIELDS); i++) {
         if (FIELDS[i].required && !seen[i]) {
             fail(&e, "%s: required", FIELDS[i].path);
@@ -946,20 +911,11 @@ static char *spec_text(const job_spec_t *s, int for_hash, json_t **doc)
     return text;
 }
 
-char *spec_to_json(const job_spec_t *s)
-{
-    return spec_text(s, 0, NULL);
-}
+char *spec_to_json(const job_spec_t *s) { return spec_text(s, 0, NULL); }
 
-char *spec_to_json_doc(const job_spec_t *s, json_t **doc)
-{
-    return spec_text(s, 0, doc);
-}
+char *spec_to_json_doc(const job_spec_t *s, json_t **doc) { return spec_text(s, 0, doc); }
 
-int spec_name_valid(const char *name)
-{
-    return name && strlen(name) < SPEC_NAME_MAX && check_name(name) == NULL;
-}
+int spec_name_valid(const char *name) { return name && strlen(name) < SPEC_NAME_MAX && check_name(name) == NULL; }
 
 uint64_t spec_hash(const job_spec_t *s)
 {
@@ -974,10 +930,7 @@ uint64_t spec_hash(const job_spec_t *s)
 
 /* ---- queries and docs --------------------------------------------------------------- */
 
-int spec_is_async(const job_spec_t *s)
-{
-    return in_list(s->algorithm.name, ASYNC_ALGORITHMS);
-}
+int spec_is_async(const job_spec_t *s) { return in_list(s->algorithm.name, ASYNC_ALGORITHMS); }
 
 /* Rows in document order: each F_OBJECTS row followed by its element rows. */
 static const field_t *field_at(size_t i)
@@ -1040,29 +993,18 @@ void spec_print_fields(FILE *out)
     const field_t *f;
     for (size_t i = 0; (f = field_at(i)) != NULL; i++) {
         char def[128], allowed[256], num[32];
-        if (f->default_doc)
-            snprintf(def, sizeof def, "%s", f->default_doc);
-        else if (f->required)
-            snprintf(def, sizeof def, "required");
-        else if (f->type == F_STR)
-            snprintf(def, sizeof def, "`\"%s\"`", f->def_str ? f->def_str : "");
-        else if (f->type == F_BOOL)
-            snprintf(def, sizeof def, "%s", f->def_num != 0 ? "true" : "false");
-        else
-            snprintf(def, sizeof def, "%s", fmt_num(num, f->def_num));
+        if (f->default_doc) snprintf(def, sizeof def, "%s", f->default_doc);
+        else if (f->required) snprintf(def, sizeof def, "required");
+        else if (f->type == F_STR) snprintf(def, sizeof def, "`\"%s\"`", f->def_str ? f->def_str : "");
+        else if (f->type == F_BOOL) snprintf(def, sizeof def, "%s", f->def_num != 0 ? "true" : "false");
+        else snprintf(def, sizeof def, "%s", fmt_num(num, f->def_num));
 
-        if (f->allowed_doc)
-            snprintf(allowed, sizeof allowed, "%s", f->allowed_doc);
-        else if (f->choices)
-            join_list(allowed, sizeof allowed, f->choices, "`");
-        else if (f->type == F_STR)
-            snprintf(allowed, sizeof allowed, "at most %zu bytes", f->size - 1);
-        else if (f->type == F_BOOL)
-            snprintf(allowed, sizeof allowed, "`true`, `false`");
-        else
-            range_text(f, allowed, sizeof allowed);
+        if (f->allowed_doc) snprintf(allowed, sizeof allowed, "%s", f->allowed_doc);
+        else if (f->choices) join_list(allowed, sizeof allowed, f->choices, "`");
+        else if (f->type == F_STR) snprintf(allowed, sizeof allowed, "at most %zu bytes", f->size - 1);
+        else if (f->type == F_BOOL) snprintf(allowed, sizeof allowed, "`true`, `false`");
+        else range_text(f, allowed, sizeof allowed);
 
-        fprintf(out, "| `%s` | %s | %s | %s | %s |\n", f->path, type_name(f), def, allowed,
-                f->doc);
+        fprintf(out, "| `%s` | %s | %s | %s | %s |\n", f->path, type_name(f), def, allowed, f->doc);
     }
 }

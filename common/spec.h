@@ -28,81 +28,81 @@ typedef struct {
 } spec_slowdown_change_t;
 
 typedef struct {
-    char name[SPEC_NAME_MAX];                 /* job name, default "job" */
-    char model[SPEC_NAME_MAX];                /* mlp | lenet5 | cifar10_quick | resnet20 */
+    char name[SPEC_NAME_MAX];  /* job name, default "job" */
+    char model[SPEC_NAME_MAX]; /* mlp | lenet5 | cifar10_quick | resnet20 */
     struct {
-        char name[SPEC_NAME_MAX];             /* fashion-mnist | mnist | cifar10 */
-        char path[SPEC_PATH_MAX];             /* "" = the data set's default directory */
-        int train_subset;                     /* 0 = all; else the first N training samples */
-        int test_subset;                      /* 0 = all */
-        int augment;                          /* random crop + flip (cifar10 only) */
+        char name[SPEC_NAME_MAX]; /* fashion-mnist | mnist | cifar10 */
+        char path[SPEC_PATH_MAX]; /* "" = the data set's default directory */
+        int train_subset;         /* 0 = all; else the first N training samples */
+        int test_subset;          /* 0 = all */
+        int augment;              /* random crop + flip (cifar10 only) */
     } dataset;
     struct {
-        char name[SPEC_NAME_MAX];             /* sgd (single process) | ssgd | hier-bsp |
+        char name[SPEC_NAME_MAX]; /* sgd (single process) | ssgd | hier-bsp |
                                                  hpsgd | local-sgd | asgd | nsoftsync |
                                                  dc-asgd | ddc-asgd | dbs-sgd */
-        int dynamic_batch;                    /* planner on (dbs-sgd forces it) */
-        int replan_steps;                     /* re-plan period, steps */
-        int min_batch, max_batch;             /* planner bounds; 0 = derived */
-        int k_steps;                          /* hier-bsp averaging period */
-        int group_size;                       /* hier-bsp; 0 = ranks of one host */
-        int local_steps;                      /* local-sgd H */
-        int n;                                /* nsoftsync split */
-        char dc_variant[8];                   /* dc-asgd: "c" | "a" */
-        double lambda0;                       /* dc-asgd / ddc-asgd */
-        double dc_m;                          /* dc-asgd-a MS decay, 0.95 */
-        double kappa, gamma;                  /* ddc-asgd */
-        double eps;                           /* dc/ddc epsilon, 1e-7 */
-        int tau_max;                          /* drop gradients staler than this; 0 = off */
+        int dynamic_batch;        /* planner on (dbs-sgd forces it) */
+        int replan_steps;         /* re-plan period, steps */
+        int min_batch, max_batch; /* planner bounds; 0 = derived */
+        int k_steps;              /* hier-bsp averaging period */
+        int group_size;           /* hier-bsp; 0 = ranks of one host */
+        int local_steps;          /* local-sgd H */
+        int n;                    /* nsoftsync split */
+        char dc_variant[8];       /* dc-asgd: "c" | "a" */
+        double lambda0;           /* dc-asgd / ddc-asgd */
+        double dc_m;              /* dc-asgd-a MS decay, 0.95 */
+        double kappa, gamma;      /* ddc-asgd */
+        double eps;               /* dc/ddc epsilon, 1e-7 */
+        int tau_max;              /* drop gradients staler than this; 0 = off */
     } algorithm;
     struct {
         double lr;
         double momentum;
         int nesterov;
         double weight_decay;
-        double clip_norm;                     /* 0 = no clipping */
+        double clip_norm; /* 0 = no clipping */
         struct {
-            char kind[16];                    /* constant | step | cosine */
+            char kind[16]; /* constant | step | cosine */
             double warmup_epochs;
-            double step_epochs;               /* step: decay period in epochs */
-            double gamma;                     /* step: decay factor */
-            double min_lr;                    /* cosine floor */
+            double step_epochs; /* step: decay period in epochs */
+            double gamma;       /* step: decay factor */
+            double min_lr;      /* cosine floor */
         } lr_schedule;
     } optimizer;
-    int batch_size;                           /* per worker */
+    int batch_size; /* per worker */
     int epochs;
     int workers;
-    char device[8];                           /* auto | cpu | cuda */
+    char device[8]; /* auto | cpu | cuda */
     unsigned long seed;
-    int threads;                              /* BLAS threads per rank; default 1 */
+    int threads; /* BLAS threads per rank; default 1 */
     struct {
-        long every_steps;                     /* 0 = no periodic checkpoints */
-        char dir[SPEC_PATH_MAX];              /* default "checkpoints" */
+        long every_steps;        /* 0 = no periodic checkpoints */
+        char dir[SPEC_PATH_MAX]; /* default "checkpoints" */
     } checkpoint;
     struct {
-        double slowdown[SPEC_MAX_WORKERS];    /* per rank, >= 1; default all 1 */
-        int nslowdown;                        /* 0 when not given */
+        double slowdown[SPEC_MAX_WORKERS]; /* per rank, >= 1; default all 1 */
+        int nslowdown;                     /* 0 when not given */
         spec_slowdown_change_t schedule[SPEC_MAX_SCHEDULE];
         int nschedule;
     } emulate;
     /* Read only by build/pacer-sim and the simulated worker (sim/, docs/ARCHITECTURE.md
      * "Simulation"); a real run ignores this section. */
     struct {
-        int enabled;                          /* the coordinator runs it with pacer-sim */
-        char platform[SPEC_PATH_MAX];         /* SimGrid platform file; "" = generated */
-        char hostfile[SPEC_PATH_MAX];         /* worker hosts of that file; "" = its <host>s */
-        double slowdown[SPEC_MAX_WORKERS];    /* per worker, >= 1: host speed gflops / f */
-        int nslowdown;                        /* 0 when not given (all 1) */
-        double gflops;                        /* speed of a slowdown-1 host, Gflop/s */
-        double bandwidth_gbps, latency_us;    /* each node's link to the switch */
-        int gpus_per_node;                    /* ranks per simulated node */
+        int enabled;                                   /* the coordinator runs it with pacer-sim */
+        char platform[SPEC_PATH_MAX];                  /* SimGrid platform file; "" = generated */
+        char hostfile[SPEC_PATH_MAX];                  /* worker hosts of that file; "" = its <host>s */
+        double slowdown[SPEC_MAX_WORKERS];             /* per worker, >= 1: host speed gflops / f */
+        int nslowdown;                                 /* 0 when not given (all 1) */
+        double gflops;                                 /* speed of a slowdown-1 host, Gflop/s */
+        double bandwidth_gbps, latency_us;             /* each node's link to the switch */
+        int gpus_per_node;                             /* ranks per simulated node */
         double intra_bandwidth_gbps, intra_latency_us; /* between ranks of one node */
-        int deterministic;                    /* charge compute by a cost model */
-        int skip_compute;                     /* deterministic only: charge it, never run it */
+        int deterministic;                             /* charge compute by a cost model */
+        int skip_compute;                              /* deterministic only: charge it, never run it */
     } simulate;
-    double target_accuracy;                   /* 0 = off; stop at the end of the first
+    double target_accuracy; /* 0 = off; stop at the end of the first
                                                  epoch that reaches it */
-    int log_every;                            /* progress line period in steps */
+    int log_every;          /* progress line period in steps */
 } job_spec_t;
 
 /* Fills every field with its default (the defaults of the table). */
@@ -157,7 +157,7 @@ typedef struct {
     int numeric, integer, array;
     int has_min, has_max, min_excl, max_excl;
     double min, max;
-    int resume_free;      /* left out of spec_hash */
+    int resume_free; /* left out of spec_hash */
 } spec_field_info_t;
 int spec_field_info(size_t i, spec_field_info_t *out);
 

@@ -6,7 +6,7 @@
 
 #include <jansson.h>
 
-static const int64_t LOW[STALENESS_BUCKETS] = { 0, 1, 2, 3, 4, 8, 16, 32, 64 };
+static const int64_t LOW[STALENESS_BUCKETS] = {0, 1, 2, 3, 4, 8, 16, 32, 64};
 
 int staleness_bucket(int64_t tau)
 {
@@ -31,7 +31,7 @@ int64_t staleness_quantile(const staleness_acc_t *a, double q)
         seen += a->counts[v];
         if (seen >= want) return v;
     }
-    return STALENESS_EXACT_MAX + 1;   /* among the overflow values */
+    return STALENESS_EXACT_MAX + 1; /* among the overflow values */
 }
 
 void staleness_add(staleness_acc_t *a, int64_t tau)
@@ -49,18 +49,15 @@ void staleness_add(staleness_acc_t *a, int64_t tau)
     s->p95 = staleness_quantile(a, 0.95);
 }
 
-double staleness_mean(const staleness_t *s)
-{
-    return s->count ? (double)s->sum / (double)s->count : 0.0;
-}
+double staleness_mean(const staleness_t *s) { return s->count ? (double)s->sum / (double)s->count : 0.0; }
 
 int staleness_to_json(const staleness_t *s, char *buf, size_t len)
 {
     int o = snprintf(buf, len,
                      "{\"count\":%lld,\"sum\":%lld,\"sumsq\":%lld,\"mean\":%.4f,\"p50\":%lld,\"p95\":%lld,"
                      "\"max\":%lld,\"overflow\":%lld,\"hist\":[",
-                     (long long)s->count, (long long)s->sum, (long long)s->sumsq, staleness_mean(s),
-                     (long long)s->p50, (long long)s->p95, (long long)s->max, (long long)s->overflow);
+                     (long long)s->count, (long long)s->sum, (long long)s->sumsq, staleness_mean(s), (long long)s->p50,
+                     (long long)s->p95, (long long)s->max, (long long)s->overflow);
     for (int b = 0; b < STALENESS_BUCKETS && o >= 0 && (size_t)o < len; b++)
         o += snprintf(buf + o, len - (size_t)o, "%s%lld", b ? "," : "", (long long)s->hist[b]);
     if (o >= 0 && (size_t)o < len) o += snprintf(buf + o, len - (size_t)o, "]}");

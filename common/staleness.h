@@ -27,13 +27,13 @@ typedef struct {
     int64_t sum;
     int64_t sumsq;
     int64_t max;
-    int64_t p50, p95;        /* exact (see above) */
-    int64_t overflow;        /* values above STALENESS_EXACT_MAX */
+    int64_t p50, p95; /* exact (see above) */
+    int64_t overflow; /* values above STALENESS_EXACT_MAX */
     int64_t hist[STALENESS_BUCKETS];
 } staleness_t;
 
 typedef struct {
-    staleness_t s;           /* kept current by staleness_add */
+    staleness_t s; /* kept current by staleness_add */
     int64_t counts[STALENESS_EXACT_MAX + 1];
 } staleness_acc_t;
 
@@ -51,7 +51,7 @@ double staleness_mean(const staleness_t *s);
  *   {"count","sum","sumsq","mean","p50","p95","max","overflow","hist":[9]}
  * written into buf without a newline; returns the length, or -1 when it does not fit. */
 int staleness_to_json(const staleness_t *s, char *buf, size_t len);
-#define STALENESS_JSON_MAX 512   /* always enough for staleness_to_json */
+#define STALENESS_JSON_MAX 512 /* always enough for staleness_to_json */
 /* The same object for jansson users (summary, coordinator API): a new reference, NULL
  * when out of memory. */
 struct json_t;

@@ -67,10 +67,7 @@ static redisContext *conn_get(coordinator_t *c)
 }
 
 /* Returns the connection to the pool; a NULL reply seen on it means it is broken. */
-static void conn_put(coordinator_t *c, redisContext *rc, int broken)
-{
-    jobstore_pool_put(c->pool, rc, broken);
-}
+static void conn_put(coordinator_t *c, redisContext *rc, int broken) { jobstore_pool_put(c->pool, rc, broken); }
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...) CLOG_PRINTF(3, 4);
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -121,7 +118,7 @@ static json_t *utf8_string(const char *s, size_t n)
         size_t len = b < 0x80 ? 1 : (b & 0xE0) == 0xC0 ? 2 : (b & 0xF0) == 0xE0 ? 3 : (b & 0xF8) == 0xF0 ? 4 : 0;
         int ok = len > 0 && i + len <= n && b != 0;
         for (size_t k = 1; ok && k < len; k++) ok = ((unsigned char)s[i + k] & 0xC0) == 0x80;
-        if (ok && len == 2 && b < 0xC2) ok = 0;   /* overlong */
+        if (ok && len == 2 && b < 0xC2) ok = 0; /* overlong */
         if (ok && len == 3) {
             unsigned cp = ((b & 0x0Fu) << 12) | (((unsigned char)s[i + 1] & 0x3Fu) << 6) |
                           ((unsigned char)s[i + 2] & 0x3Fu);
@@ -146,10 +143,7 @@ static json_t *utf8_string(const char *s, size_t n)
     return j;
 }
 
-static int stream_id_valid(const char *s)
-{
-    return jobstore_stream_id_parse(s, NULL, NULL) == 0;
-}
+static int stream_id_valid(const char *s) { return jobstore_stream_id_parse(s, NULL, NULL) == 0; }
 
 /* EXISTS pacer:job:{id}: 1, 0, or JS_EREDIS. */
 static int job_exists(redisContext *rc, const char *id)
@@ -213,8 +207,10 @@ static int data_path_allowed(const coordinator_t *c, const char *path, char *err
 {
     char real[PATH_MAX];
     if (path[0] != '/') {
-        set_err(err, errlen, "dataset.path: %.300s: must be an absolute path (the workers do not run in this "
-                "process's directory)", path);
+        set_err(err, errlen,
+                "dataset.path: %.300s: must be an absolute path (the workers do not run in this "
+                "process's directory)",
+                path);
         return -1;
     }
     if (!realpath(path, real)) {
@@ -264,9 +260,15 @@ int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *pare
     norm = spec_to_json_doc(s, job ? &doc : NULL);
     if (!norm) goto out;
     job_new_t j = {
-        .spec_json = norm, .name = s->name, .model = s->model, .algorithm = s->algorithm.name,
-        .workers = s->workers, .world = spec_is_async(s) ? s->workers + 1 : s->workers,
-        .dynamic_batch = s->algorithm.dynamic_batch, .simulated = s->simulate.enabled, .parent = parent,
+        .spec_json = norm,
+        .name = s->name,
+        .model = s->model,
+        .algorithm = s->algorithm.name,
+        .workers = s->workers,
+        .world = spec_is_async(s) ? s->workers + 1 : s->workers,
+        .dynamic_batch = s->algorithm.dynamic_batch,
+        .simulated = s->simulate.enabled,
+        .parent = parent,
     };
     if (c->daemon && s->dataset.path[0] && data_path_allowed(c, s->dataset.path, err, errlen) != 0) {
         rc_code = COORD_EINVAL;
@@ -279,7 +281,8 @@ int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *pare
      * --sim-slots), not ranks on the launcher's slots: its size is not counted here. */
     if (c->slots_total > 0 && !s->simulate.enabled && j.world > c->slots_total * c->cfg.oversubscribe) {
         rc_code = COORD_ENOFIT;
-        set_err(err, errlen, "workers: %d ranks (world %d) do not fit the cluster's %d slot%s times the "
+        set_err(err, errlen,
+                "workers: %d ranks (world %d) do not fit the cluster's %d slot%s times the "
                 "oversubscription factor %g (--oversubscribe-factor): at most %d",
                 s->workers, j.world, c->slots_total, c->slots_total == 1 ? "" : "s", c->cfg.oversubscribe,
                 (int)(c->slots_total * c->cfg.oversubscribe) - (j.world - s->workers));
@@ -312,12 +315,12 @@ out:
 }
 
 static const char *const SUMMARY_FIELDS[] = {
-    "id", "name", "state", "model", "algorithm", "workers", "submitted", "started", "finished", "restarts", "reason",
-    "simulated",
+    "id",        "name",    "state",    "model",    "algorithm", "workers",
+    "submitted", "started", "finished", "restarts", "reason",    "simulated",
 };
 #define NSUMMARY (sizeof SUMMARY_FIELDS / sizeof SUMMARY_FIELDS[0])
-static const char *const STRING_FIELDS[] = { "id", "name", "state", "model", "algorithm", "reason", "spec",
-                                             "log", "checkpoint_dir", "summary_path", NULL };
+static const char *const STRING_FIELDS[] = {"id",   "name", "state",          "model",        "algorithm", "reason",
+                                            "spec", "log",  "checkpoint_dir", "summary_path", NULL};
 
 int coord_list(coordinator_t *c, const char *state, long offset, long limit, json_t **out)
 {
@@ -368,11 +371,10 @@ int coord_list(coordinator_t *c, const char *state, long offset, long limit, jso
                         json_t *o = json_object();
                         for (size_t f = 0; f < NSUMMARY; f++) {
                             const char *v = reply_str(r->element[f]);
-                            int str = f <= 4 || f == 10;   /* id..algorithm, reason */
-                            if (f == 11)   /* simulated: a flag ("1"; absent before it existed) */
+                            int str = f <= 4 || f == 10; /* id..algorithm, reason */
+                            if (f == 11)                 /* simulated: a flag ("1"; absent before it existed) */
                                 json_object_set_new(o, SUMMARY_FIELDS[f], json_boolean(v && strcmp(v, "1") == 0));
-                            else
-                                json_object_set_new(o, SUMMARY_FIELDS[f], str ? json_string(v ? v : "") : typed(v));
+                            else json_object_set_new(o, SUMMARY_FIELDS[f], str ? json_string(v ? v : "") : typed(v));
                         }
                         json_array_append_new(jobs, o);
                     }
@@ -389,8 +391,8 @@ int coord_list(coordinator_t *c, const char *state, long offset, long limit, jso
         json_decref(jobs);
         return code;
     }
-    *out = json_pack("{s:o, s:I, s:I, s:I}", "jobs", jobs, "total", (json_int_t)matched, "offset",
-                     (json_int_t)offset, "limit", (json_int_t)limit);
+    *out = json_pack("{s:o, s:I, s:I, s:I}", "jobs", jobs, "total", (json_int_t)matched, "offset", (json_int_t)offset,
+                     "limit", (json_int_t)limit);
     return *out ? COORD_OK : COORD_EINTERNAL;
 }
 
@@ -413,7 +415,8 @@ static json_t *job_json(const coordinator_t *c, const char *id, json_t *h, json_
     if (!o) return NULL;
     const char *key;
     json_t *v;
-    json_object_foreach(h, key, v) {
+    json_object_foreach(h, key, v)
+    {
         const char *s = json_string_value(v);
         if (strcmp(key, "spec") == 0) {
             json_t *parsed = spec ? json_incref(spec) : api_cache_spec(id, s);
@@ -422,11 +425,11 @@ static json_t *job_json(const coordinator_t *c, const char *id, json_t *h, json_
             json_object_set_new(o, key, json_boolean(s && strcmp(s, "1") == 0));
         } else if (strcmp(key, "pstart") == 0 || strcmp(key, "summary_path") == 0 || strcmp(key, "log") == 0 ||
                    strcmp(key, "checkpoint_dir") == 0) {
-            continue;   /* internal, or derived below */
+            continue; /* internal, or derived below */
         } else if (strcmp(key, "reason") == 0) {
             json_object_set_new(o, key, json_string(s));
         } else if (strcmp(key, "retries") == 0) {
-            json_object_set_new(o, key, coord_id_list(s));   /* "j-5,j-9" -> ["j-5", "j-9"] */
+            json_object_set_new(o, key, coord_id_list(s)); /* "j-5,j-9" -> ["j-5", "j-9"] */
         } else if (strcmp(key, "hosts") == 0 || strcmp(key, "resizes") == 0) {
             /* JSON arrays the daemon wrote (run.c); anything else is left out. */
             json_t *a = s && strlen(s) < (1 << 20) ? json_loads(s, 0, NULL) : NULL;
@@ -445,7 +448,8 @@ static json_t *job_json(const coordinator_t *c, const char *id, json_t *h, json_
         json_object_set_new(o, "log", json_string(path));
     if (json_object_get(h, "checkpoint_dir") && coord_job_path(c, id, "checkpoints", path, sizeof path) == 0) {
         json_object_set_new(o, "checkpoint_dir", json_string(path));
-        if (checkpoint_file(c, id, name, path, sizeof path) == 0) json_object_set_new(o, "checkpoint", json_string(path));
+        if (checkpoint_file(c, id, name, path, sizeof path) == 0)
+            json_object_set_new(o, "checkpoint", json_string(path));
     }
     job_state_t st;
     const char *state = json_string_value(json_object_get(h, "state"));
@@ -547,7 +551,7 @@ int coord_nodes(coordinator_t *c, const char *id, json_t **out)
     redisAppendCommand(rc, "HGETALL %s", key);
     ranks = json_array();
     double now = clock_wall_s();
-    static const char *const NODE_STRINGS[] = { "host", "device", "role", NULL };
+    static const char *const NODE_STRINGS[] = {"host", "device", "role", NULL};
     for (long long r = 0; r < world; r++) {
         redisReply *n = NULL, *s = NULL;
         if (redisGetReply(rc, (void **)&n) != REDIS_OK || !n || redisGetReply(rc, (void **)&s) != REDIS_OK || !s) {
@@ -579,7 +583,7 @@ int coord_nodes(coordinator_t *c, const char *id, json_t **out)
         goto out;
     }
     if (a->type == REDIS_REPLY_ARRAY && a->elements > 0) {
-        static const char *const ASG_STRINGS[] = { "source", NULL };
+        static const char *const ASG_STRINGS[] = {"source", NULL};
         assignment = hash_object(a, ASG_STRINGS);
         const char *b = json_string_value(json_object_get(assignment, "batches"));
         json_t *arr = b ? json_loads(b, 0, NULL) : NULL;
@@ -679,7 +683,7 @@ int coord_logs(coordinator_t *c, const char *id, long offset, long limit, long t
 {
     if (!job_id_valid(id)) return COORD_ENOTFOUND;
     char path[PATH_MAX], state[32];
-    int code = job_field(c, id, "state", state, sizeof state);   /* the job exists */
+    int code = job_field(c, id, "state", state, sizeof state); /* the job exists */
     if (code != COORD_OK) return code;
     if (coord_job_path(c, id, "log", path, sizeof path) != 0) path[0] = 0;
     if (offset < 0) offset = 0;
@@ -752,7 +756,7 @@ int coord_cluster(coordinator_t *c, json_t **out)
     redisAppendCommand(rc, "SCARD %s", KEY_ACTIVE);
     redisAppendCommand(rc, "ZCARD %s", KEY_JOBS);
     redisAppendCommand(rc, "SRANDMEMBER %s %d", KEY_PROFILES, PROFILES_MAX);
-    redisReply *r[5] = { 0 };
+    redisReply *r[5] = {0};
     for (int i = 0; i < 5; i++) {
         if (redisGetReply(rc, (void **)&r[i]) != REDIS_OK || !r[i]) {
             broken = 1;
@@ -760,7 +764,7 @@ int coord_cluster(coordinator_t *c, json_t **out)
             goto out;
         }
     }
-    static const char *const COORD_STRINGS[] = { "host", "version", "state_dir", "redis", "worker", "listen", NULL };
+    static const char *const COORD_STRINGS[] = {"host", "version", "state_dir", "redis", "worker", "listen", NULL};
     if (r[0]->type == REDIS_REPLY_ARRAY && r[0]->elements > 0) {
         coord = hash_object(r[0], COORD_STRINGS);
         /* Masked where it is written (coordinator.c); masked again here, for a record an
@@ -784,7 +788,7 @@ int coord_cluster(coordinator_t *c, json_t **out)
     if (r[4]->type == REDIS_REPLY_ARRAY) {
         for (size_t i = 0; i < r[4]->elements; i++)
             if (reply_str(r[4]->element[i])) redisAppendCommand(rc, "HGETALL %s", reply_str(r[4]->element[i]));
-        static const char *const PROFILE_STRINGS[] = { "host", "device", "model", NULL };
+        static const char *const PROFILE_STRINGS[] = {"host", "device", "model", NULL};
         for (size_t i = 0; i < r[4]->elements; i++) {
             if (!reply_str(r[4]->element[i])) continue;
             redisReply *p = NULL;
@@ -868,7 +872,7 @@ int coord_events_wait(coordinator_t *c, coord_cursor_t *cur, int timeout_ms, int
     redisContext *rc = conn_get(c);
     if (!rc) return COORD_EUNAVAIL;
     /* The pool's socket timeout would cut a long BLOCK short: widen it for this call. */
-    struct timeval tv = { (timeout_ms + 2000) / 1000, ((timeout_ms + 2000) % 1000) * 1000 };
+    struct timeval tv = {(timeout_ms + 2000) / 1000, ((timeout_ms + 2000) % 1000) * 1000};
     redisSetTimeout(rc, tv);
     char mkey[160], count[16], block[16];
     snprintf(mkey, sizeof mkey, KEY_JOB_METRICS, cur->job);
@@ -879,7 +883,7 @@ int coord_events_wait(coordinator_t *c, coord_cursor_t *cur, int timeout_ms, int
     argv[a++] = "XREAD";
     argv[a++] = "COUNT";
     argv[a++] = count;
-    if (timeout_ms > 0) {   /* BLOCK 0 would mean forever */
+    if (timeout_ms > 0) { /* BLOCK 0 would mean forever */
         argv[a++] = "BLOCK";
         argv[a++] = block;
     }
@@ -892,7 +896,7 @@ int coord_events_wait(coordinator_t *c, coord_cursor_t *cur, int timeout_ms, int
     for (int i = 0; i < a; i++) len[i] = strlen(argv[i]);
     redisReply *r = redisCommandArgv(rc, a, argv, len);
     if (!r || r->type == REDIS_REPLY_ERROR) {
-        conn_put(c, rc, 1);   /* its timeout was changed: do not give it back */
+        conn_put(c, rc, 1); /* its timeout was changed: do not give it back */
         if (r) freeReplyObject(r);
         return COORD_EUNAVAIL;
     }
@@ -922,7 +926,7 @@ int coord_events_wait(coordinator_t *c, coord_cursor_t *cur, int timeout_ms, int
         }
     }
     freeReplyObject(r);
-    struct timeval back = { 2, 0 };
+    struct timeval back = {2, 0};
     redisSetTimeout(rc, back);
     conn_put(c, rc, 0);
     *out = list;

@@ -61,9 +61,9 @@ out:
  * paths, so the coordinators of one process (tests) can share them. ---- */
 
 #define SPEC_CACHE_SLOTS 32
-#define SPEC_CACHE_TEXT_MAX (64 * 1024)       /* larger specs are parsed per call */
+#define SPEC_CACHE_TEXT_MAX (64 * 1024) /* larger specs are parsed per call */
 #define SUMMARY_CACHE_SLOTS 32
-#define SUMMARY_CACHE_FILE_MAX (256 * 1024)   /* larger summaries are parsed per call */
+#define SUMMARY_CACHE_FILE_MAX (256 * 1024) /* larger summaries are parsed per call */
 
 /* A spec never changes after submit; an entry is used only when the text in Redis is
  * exactly the one it was parsed from, so it cannot go stale (not even for an id reused
@@ -108,7 +108,7 @@ void api_cache_spec_put(const char *id, const char *text, json_t *spec)
     e->text = copy;
     e->spec = json_incref(spec);
     pthread_mutex_unlock(&cache_lock);
-    free(old_text);   /* outside the lock: a big old entry takes a while to free */
+    free(old_text); /* outside the lock: a big old entry takes a while to free */
     json_decref(old);
 }
 

@@ -19,17 +19,17 @@
 
 struct coordinator {
     int daemon;
-    coord_config_t cfg;       /* string members point into the buffers below */
+    coord_config_t cfg; /* string members point into the buffers below */
     char listen[256];
     char state_dir[PATH_MAX];
     char hostfile[PATH_MAX];
     char worker[PATH_MAX];
-    char sim[PATH_MAX];                    /* pacer-sim */
-    char sim_platforms[PATH_MAX];          /* real path; "" = none (simjob.h) */
+    char sim[PATH_MAX];           /* pacer-sim */
+    char sim_platforms[PATH_MAX]; /* real path; "" = none (simjob.h) */
     char mpirun[PATH_MAX];
     char redis_server[PATH_MAX];
-    char redis_url[REDIS_URL_MAX];         /* what the coordinator connects to */
-    char worker_redis_url[REDIS_URL_MAX];  /* what the workers get, without a password */
+    char redis_url[REDIS_URL_MAX];            /* what the coordinator connects to */
+    char worker_redis_url[REDIS_URL_MAX];     /* what the workers get, without a password */
     char redis_url_shown[REDIS_URL_MAX + 16]; /* redis_url with its password masked: for
                                               logs, messages and pacer:coordinator */
     char worker_password_file[PATH_MAX + 32]; /* STATE_DIR/redis.password (0600) when the
@@ -37,33 +37,33 @@ struct coordinator {
     redis_url_t url;
     char data_roots[COORD_DATA_ROOTS_MAX][PATH_MAX]; /* resolved (realpath) --data-root dirs */
     int ndata_roots;
-    jobstore_pool_t *pool;                 /* API connections */
+    jobstore_pool_t *pool; /* API connections */
 
     /* daemon only */
     int embedded_on;
     embedded_t emb;
-    launcher_t *launcher;                  /* starts, follows, stops attempts (--launcher) */
-    launcher_t *sim_launcher;              /* simulated jobs (launch_sim.c); NULL: they fail */
-    char sim_why[512];                     /* why there is no sim launcher */
-    int sim_slots;                         /* its slots: simulations at a time */
+    launcher_t *launcher;     /* starts, follows, stops attempts (--launcher) */
+    launcher_t *sim_launcher; /* simulated jobs (launch_sim.c); NULL: they fail */
+    char sim_why[512];        /* why there is no sim launcher */
+    int sim_slots;            /* its slots: simulations at a time */
     char hostname[256];
-    int worker_has_redis;                  /* the worker understands --redis/--job */
-    int worker_has_password_file;          /* ... and --redis-password-file */
-    int worker_has_world;                  /* ... and --world N */
+    int worker_has_redis;         /* the worker understands --redis/--job */
+    int worker_has_password_file; /* ... and --redis-password-file */
+    int worker_has_world;         /* ... and --world N */
     double started_at;
     char lock_value[320];
 
     pthread_t tick_thread;
     int tick_running;
-    pthread_mutex_t lock;                  /* stopping, cond, the reload request */
+    pthread_mutex_t lock; /* stopping, cond, the reload request */
     pthread_cond_t cond;
     int stopping;
     /* Reloads of the host list (SIGHUP, POST /api/v1/cluster/reload): a caller bumps
      * reload_asked and waits on reload_cond until the tick has done that many. */
     long reload_asked, reload_done;
     pthread_cond_t reload_cond;
-    char reload_err[512];                  /* the last reload's error ("" = it worked) */
-    json_t *reload_result;                 /* and what it found (owned; replaced each time) */
+    char reload_err[512];  /* the last reload's error ("" = it worked) */
+    json_t *reload_result; /* and what it found (owned; replaced each time) */
 
     /* tick thread only */
     redisContext *rc;
@@ -74,12 +74,12 @@ struct coordinator {
     double last_second;
     coord_run_t **runs;
     int nruns, capruns;
-    host_t *hosts;                         /* the cluster's hosts and their states (hosts.h) */
+    host_t *hosts; /* the cluster's hosts and their states (hosts.h) */
     int nhosts;
-    int slots_total, slots_usable;         /* all their slots; those of up and slow hosts */
+    int slots_total, slots_usable; /* all their slots; those of up and slow hosts */
 };
 
-int coord_js_to_coord(int js);   /* JS_* -> COORD_* */
+int coord_js_to_coord(int js); /* JS_* -> COORD_* */
 
 /* STATE_DIR/jobs/{id}[/leaf] (run.c): the one place a job's file paths come from. The
  * API derives what it opens and shows from it, never from a path stored in Redis.

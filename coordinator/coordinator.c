@@ -68,8 +68,8 @@ static void publish_info(coordinator_t *c, double now)
     /* What a client needs to offer simulation (the dashboard's form): whether it runs,
      * and the platform files a job may name. */
     json_t *sim = json_pack("{s:b, s:s, s:i, s:s, s:o}", "available", c->sim_launcher != NULL, "reason",
-                            c->sim_launcher ? "" : c->sim_why, "slots", c->sim_slots, "platforms_dir",
-                            c->sim_platforms, "platforms", simjob_platforms(c->sim_platforms));
+                            c->sim_launcher ? "" : c->sim_why, "slots", c->sim_slots, "platforms_dir", c->sim_platforms,
+                            "platforms", simjob_platforms(c->sim_platforms));
     char *stext = sim ? json_dumps(sim, JSON_COMPACT) : NULL;
     json_decref(sim);
     int running = 0;
@@ -83,11 +83,24 @@ static void publish_info(coordinator_t *c, double now)
     snprintf(used, sizeof used, "%d", run_slots_used(c));
     snprintf(nrun, sizeof nrun, "%d", running);
     const char *argv[] = {
-        "HSET", KEY_COORD, "pid", pid, "host", c->hostname, "started", started, "heartbeat", hb,
-        "version", PACER_VERSION, "state_dir", c->state_dir, "redis", c->redis_url_shown, "worker", c->worker,
-        "worker_redis", c->worker_has_redis ? "1" : "0", "hosts", htext ? htext : "[]", "slots", slots,
-        "slots_usable", usable, "slots_used", used, "launcher", launcher_name(c->launcher), "running", nrun, "listen", c->listen,
-        "simulator", stext ? stext : "{}",
+        "HSET",         KEY_COORD,
+        "pid",          pid,
+        "host",         c->hostname,
+        "started",      started,
+        "heartbeat",    hb,
+        "version",      PACER_VERSION,
+        "state_dir",    c->state_dir,
+        "redis",        c->redis_url_shown,
+        "worker",       c->worker,
+        "worker_redis", c->worker_has_redis ? "1" : "0",
+        "hosts",        htext ? htext : "[]",
+        "slots",        slots,
+        "slots_usable", usable,
+        "slots_used",   used,
+        "launcher",     launcher_name(c->launcher),
+        "running",      nrun,
+        "listen",       c->listen,
+        "simulator",    stext ? stext : "{}",
     };
     size_t len[sizeof argv / sizeof argv[0]];
     for (size_t i = 0; i < sizeof argv / sizeof argv[0]; i++) len[i] = strlen(argv[i]);
@@ -112,8 +125,9 @@ static void prune(coordinator_t *c)
         if (coord_job_path(c, ids[i], NULL, dir, sizeof dir) == 0 && fs_remove_tree(dir) != 0)
             clog_printf("job %s: %s: cannot remove: %s", ids[i], dir, strerror(errno));
     }
-    if (n) clog_printf("retention: deleted %d finished job%s beyond --keep-jobs %ld (oldest %s)", n, n == 1 ? "" : "s",
-                       c->cfg.keep_jobs, ids[0]);
+    if (n)
+        clog_printf("retention: deleted %d finished job%s beyond --keep-jobs %ld (oldest %s)", n, n == 1 ? "" : "s",
+                    c->cfg.keep_jobs, ids[0]);
 }
 
 /* A reload asked for by coord_cluster_reload (SIGHUP, the API): the launcher learns its
@@ -143,8 +157,8 @@ static void reload_hosts(coordinator_t *c, double now)
                                r ? r : json_array());
         }
     }
-    if (err[0]) clog_printf("host list not reloaded: %s (the %d known host%s stay)", err, c->nhosts,
-                            c->nhosts == 1 ? "" : "s");
+    if (err[0])
+        clog_printf("host list not reloaded: %s (the %d known host%s stay)", err, c->nhosts, c->nhosts == 1 ? "" : "s");
     if (c->rc) publish_info(c, now);
     pthread_mutex_lock(&c->lock);
     c->reload_done = asked;
@@ -287,7 +301,7 @@ int coordinator_open(const char *redis_url, const char *state_dir, coordinator_t
         return COORD_EINVAL;
     }
     if (redis_url && *redis_url) copy_str(c->redis_url, sizeof c->redis_url, redis_url, "");
-    else if (strlen(c->state_dir) + 19 > sizeof c->redis_url) c->redis_url[0] = 0;   /* parse says why */
+    else if (strlen(c->state_dir) + 19 > sizeof c->redis_url) c->redis_url[0] = 0; /* parse says why */
     else {
         memcpy(c->redis_url, "unix://", 7);
         memcpy(c->redis_url + 7, c->state_dir, strlen(c->state_dir));
@@ -312,7 +326,7 @@ static int open_simulator(coordinator_t *c, const coord_config_t *cfg, char *err
 {
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", c->worker);
-    dirname(dir);   /* the worker's directory: build/ */
+    dirname(dir); /* the worker's directory: build/ */
     if (cfg->sim && *cfg->sim) {
         if (absolute(cfg->sim, c->sim, sizeof c->sim) != 0) {
             snprintf(err, errlen, "--sim: path too long");
@@ -331,11 +345,10 @@ static int open_simulator(coordinator_t *c, const coord_config_t *cfg, char *err
     } else {
         char guess[PATH_MAX + 32];
         snprintf(guess, sizeof guess, "%s/../sim/platforms", dir);
-        if (!realpath(guess, c->sim_platforms) && !realpath("sim/platforms", c->sim_platforms))
-            c->sim_platforms[0] = 0;
+        if (!realpath(guess, c->sim_platforms) && !realpath("sim/platforms", c->sim_platforms)) c->sim_platforms[0] = 0;
     }
     c->sim_slots = cfg->sim_slots > 0 ? cfg->sim_slots : 1;
-    launcher_config_t scfg = { .kind = "sim", .hostname = c->hostname, .sim = c->sim, .sim_slots = c->sim_slots };
+    launcher_config_t scfg = {.kind = "sim", .hostname = c->hostname, .sim = c->sim, .sim_slots = c->sim_slots};
     char why[400];
     if (launcher_open(&scfg, &c->sim_launcher, why, sizeof why) != 0) {
         c->sim_launcher = NULL;
@@ -360,10 +373,12 @@ static int worker_password(coordinator_t *c, char *err, size_t errlen)
     if (redis_url_parse(c->worker_redis_url, &wu, err, errlen) != 0) return -1;
     int rc = 0;
     if (!wu.password[0]) {
-        unlink(path);   /* a password of an earlier configuration is not left lying around */
+        unlink(path); /* a password of an earlier configuration is not left lying around */
     } else if (c->worker_has_redis && !c->worker_has_password_file) {
-        snprintf(err, errlen, "worker %s has no --redis-password-file option: the Redis password would be on its "
-                              "command line; rebuild it", c->worker);
+        snprintf(err, errlen,
+                 "worker %s has no --redis-password-file option: the Redis password would be on its "
+                 "command line; rebuild it",
+                 c->worker);
         rc = -1;
     } else if (write_file_atomic_mode(path, wu.password, strlen(wu.password), 0600) != 0) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
@@ -431,7 +446,7 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
     if (c->cfg.kill_grace_s < 0) c->cfg.kill_grace_s = 0;
     if (c->cfg.default_checkpoint_steps <= 0) c->cfg.default_checkpoint_steps = 50;
     if (!(c->cfg.oversubscribe >= 1)) c->cfg.oversubscribe = COORD_OVERSUBSCRIBE_DEFAULT;
-    c->cfg.data_roots = NULL;   /* copied below, resolved */
+    c->cfg.data_roots = NULL; /* copied below, resolved */
     if (absolute(cfg->state_dir && *cfg->state_dir ? cfg->state_dir : "./var", c->state_dir, sizeof c->state_dir)) {
         snprintf(err, errlen, "state dir: path too long");
         goto fail;
@@ -456,13 +471,19 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
         goto fail;
     }
     if (cfg->launcher && strcmp(cfg->launcher, "sim") == 0) {
-        snprintf(err, errlen, "--launcher sim: the simulator runs the jobs that ask for it (simulate.enabled) "
+        snprintf(err, errlen,
+                 "--launcher sim: the simulator runs the jobs that ask for it (simulate.enabled) "
                  "beside any launcher; choose local, hostfile or slurm");
         goto fail;
     }
     launcher_config_t lcfg = {
-        .kind = cfg->launcher, .hostname = c->hostname, .mpirun = c->mpirun, .hostfile = c->hostfile,
-        .slurm_mpi = cfg->slurm_mpi, .slurm_partition = cfg->slurm_partition, .slurm_args = cfg->slurm_args,
+        .kind = cfg->launcher,
+        .hostname = c->hostname,
+        .mpirun = c->mpirun,
+        .hostfile = c->hostfile,
+        .slurm_mpi = cfg->slurm_mpi,
+        .slurm_partition = cfg->slurm_partition,
+        .slurm_args = cfg->slurm_args,
     };
     if (launcher_open(&lcfg, &c->launcher, err, errlen) != 0) goto fail;
     if (hosts_sync(c, clock_wall_s(), NULL, 0, NULL, 0) != 0) {
@@ -496,7 +517,7 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
          * unknown option and every job would fail with exit 2). */
         enum { HELP_MAX = 1 << 16 };
         char *help = malloc(HELP_MAX);
-        const char *argv[] = { c->worker, "--help", NULL };
+        const char *argv[] = {c->worker, "--help", NULL};
         if (help) launch_capture(argv, help, HELP_MAX, 10.0);
         c->worker_has_redis = help && strstr(help, "--redis") != NULL;
         c->worker_has_password_file = help && strstr(help, "--redis-password-file") != NULL;
@@ -504,7 +525,7 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
         free(help);
         if (!c->worker_has_redis)
             clog_printf("worker %s has no --redis option: jobs run without metrics, heartbeats and batch plans",
-                 c->worker);
+                        c->worker);
     }
 
     if (!cfg->redis_url || !*cfg->redis_url) {
@@ -544,9 +565,9 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
         }
     }
     clog_printf("pacer-coordinator %s: state %s, redis %s%s, worker %s, %s launcher: %d slot%s on %d host%s",
-         PACER_VERSION, c->state_dir, c->redis_url_shown, c->embedded_on ? " (embedded)" : "", c->worker,
-         launcher_name(c->launcher), c->slots_total, c->slots_total == 1 ? "" : "s", c->nhosts,
-         c->nhosts == 1 ? "" : "s");
+                PACER_VERSION, c->state_dir, c->redis_url_shown, c->embedded_on ? " (embedded)" : "", c->worker,
+                launcher_name(c->launcher), c->slots_total, c->slots_total == 1 ? "" : "s", c->nhosts,
+                c->nhosts == 1 ? "" : "s");
     if (pthread_create(&c->tick_thread, NULL, tick_main, c) != 0) {
         snprintf(err, errlen, "cannot start the tick thread");
         rc = COORD_EINTERNAL;
@@ -634,7 +655,4 @@ void coordinator_stop(coordinator_t *c)
     free_coordinator(c);
 }
 
-const char *coordinator_listen(const coordinator_t *c)
-{
-    return c->listen;
-}
+const char *coordinator_listen(const coordinator_t *c) { return c->listen; }

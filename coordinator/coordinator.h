@@ -34,54 +34,54 @@
 
 enum {
     COORD_OK = 0,
-    COORD_EINVAL = -1,     /* bad request: invalid spec, bad argument */
-    COORD_ENOTFOUND = -2,  /* no such job */
-    COORD_ESTATE = -3,     /* not possible in the job's state (e.g. cancel a finished job) */
-    COORD_EUNAVAIL = -4,   /* Redis unreachable: try again later */
-    COORD_EINTERNAL = -5,  /* out of memory, I/O error */
-    COORD_ENOFIT = -6,     /* a valid spec the cluster cannot run: more ranks than it admits */
+    COORD_EINVAL = -1,    /* bad request: invalid spec, bad argument */
+    COORD_ENOTFOUND = -2, /* no such job */
+    COORD_ESTATE = -3,    /* not possible in the job's state (e.g. cancel a finished job) */
+    COORD_EUNAVAIL = -4,  /* Redis unreachable: try again later */
+    COORD_EINTERNAL = -5, /* out of memory, I/O error */
+    COORD_ENOFIT = -6,    /* a valid spec the cluster cannot run: more ranks than it admits */
 };
 const char *coord_strerror(int code);
 
-#define COORD_SPEC_MAX (1 << 20)   /* largest spec text accepted by coord_submit */
+#define COORD_SPEC_MAX (1 << 20) /* largest spec text accepted by coord_submit */
 #define COORD_ID_MAX 32
 
 /* Daemon configuration; coord_config_defaults() fills the defaults of the --help text. */
 typedef struct {
-    const char *listen;           /* ADDR:PORT for the HTTP layer ("127.0.0.1:8080") */
-    const char *redis_url;        /* NULL or "" = embedded redis-server in state_dir */
-    const char *worker_redis_url; /* URL given to workers; NULL = the one the coordinator uses */
-    const char *state_dir;        /* "./var"; made absolute */
-    const char *launcher;         /* "local", "hostfile", "slurm" (coordinator/launcher.h); NULL =
+    const char *listen;            /* ADDR:PORT for the HTTP layer ("127.0.0.1:8080") */
+    const char *redis_url;         /* NULL or "" = embedded redis-server in state_dir */
+    const char *worker_redis_url;  /* URL given to workers; NULL = the one the coordinator uses */
+    const char *state_dir;         /* "./var"; made absolute */
+    const char *launcher;          /* "local", "hostfile", "slurm" (coordinator/launcher.h); NULL =
                                      hostfile when hostfile is set, else local */
-    const char *hostfile;         /* hostfile launcher: the Open MPI hostfile */
-    const char *slurm_mpi;        /* slurm: "pmix", "mpirun" or NULL = pmix when srun has it */
-    const char *slurm_partition;  /* slurm: NULL = the default partition */
-    const char *slurm_args;       /* slurm: extra sbatch options, blank-separated */
-    const char *worker;           /* NULL = pacer-worker next to this executable */
-    const char *sim;              /* pacer-sim, for jobs with simulate.enabled (the sim launcher);
+    const char *hostfile;          /* hostfile launcher: the Open MPI hostfile */
+    const char *slurm_mpi;         /* slurm: "pmix", "mpirun" or NULL = pmix when srun has it */
+    const char *slurm_partition;   /* slurm: NULL = the default partition */
+    const char *slurm_args;        /* slurm: extra sbatch options, blank-separated */
+    const char *worker;            /* NULL = pacer-worker next to this executable */
+    const char *sim;               /* pacer-sim, for jobs with simulate.enabled (the sim launcher);
                                      NULL = next to this executable */
-    const char *sim_platforms;    /* the platform files such a job may name; NULL = sim/platforms
+    const char *sim_platforms;     /* the platform files such a job may name; NULL = sim/platforms
                                      beside this executable's directory, else ./sim/platforms */
-    int sim_slots;                /* simulations at a time (1) */
-    const char *mpirun;           /* "mpirun" */
-    const char *redis_server;     /* "redis-server" (embedded mode) */
-    int max_restarts;             /* 3 */
-    double heartbeat_timeout_s;   /* 60 */
-    double restart_backoff_s;     /* 1: restart delays are 1, 2, 4, ... s */
-    double kill_grace_s;          /* 5: SIGTERM to SIGKILL */
-    double tick_s;                /* 0.2 */
-    long default_checkpoint_steps;/* 50: used when the spec says 0 */
-    int stop_jobs_on_exit;        /* 0: running jobs outlive the daemon and are re-adopted */
-    double oversubscribe;         /* 4: a submission may ask for at most this many ranks per
+    int sim_slots;                 /* simulations at a time (1) */
+    const char *mpirun;            /* "mpirun" */
+    const char *redis_server;      /* "redis-server" (embedded mode) */
+    int max_restarts;              /* 3 */
+    double heartbeat_timeout_s;    /* 60 */
+    double restart_backoff_s;      /* 1: restart delays are 1, 2, 4, ... s */
+    double kill_grace_s;           /* 5: SIGTERM to SIGKILL */
+    double tick_s;                 /* 0.2 */
+    long default_checkpoint_steps; /* 50: used when the spec says 0 */
+    int stop_jobs_on_exit;         /* 0: running jobs outlive the daemon and are re-adopted */
+    double oversubscribe;          /* 4: a submission may ask for at most this many ranks per
                                      slot of the cluster (more is 422 at submission) */
-    const char *const *data_roots;/* --data-root: directories a spec's dataset.path must
+    const char *const *data_roots; /* --data-root: directories a spec's dataset.path must
                                      resolve under; none = COORD_DATA_ROOT_DEBIAN and
                                      STATE_DIR/data */
     int ndata_roots;
-    long keep_jobs;               /* 10000: job history kept (final jobs beyond it, oldest
+    long keep_jobs;      /* 10000: job history kept (final jobs beyond it, oldest
                                      first, are deleted with their directory); 0 = all */
-    double host_probe_s;          /* 5: a lost host is probed this often until it is back */
+    double host_probe_s; /* 5: a lost host is probed this often until it is back */
 } coord_config_t;
 
 #define COORD_OVERSUBSCRIBE_DEFAULT 4.0
@@ -101,8 +101,7 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
 
 /* A client on redis_url (NULL or "" = unix://STATE_DIR/redis.sock, the daemon's embedded
  * server; state_dir NULL = "./var"). Does not connect until the first call. */
-int coordinator_open(const char *redis_url, const char *state_dir, coordinator_t **out, char *err,
-                     size_t errlen);
+int coordinator_open(const char *redis_url, const char *state_dir, coordinator_t **out, char *err, size_t errlen);
 
 /* Daemon: stops the tick; leaves running jobs running (or stops them with
  * stop_jobs_on_exit: they resume when a coordinator starts again); releases the lock;
@@ -201,9 +200,9 @@ int coord_cluster_reload(coordinator_t *c, json_t **out, char *err, size_t errle
  *   {"type": "metrics", "job", ...the metrics record}          (job subscriptions only)
  * Each event is delivered as {"id": stream id, "event": {...}}. */
 typedef struct {
-    char job[COORD_ID_MAX];   /* "" = state and plan events of every job */
-    char events_id[48];       /* last pacer:events id seen */
-    char metrics_id[48];      /* last metrics stream id seen (job subscriptions) */
+    char job[COORD_ID_MAX]; /* "" = state and plan events of every job */
+    char events_id[48];     /* last pacer:events id seen */
+    char metrics_id[48];    /* last metrics stream id seen (job subscriptions) */
 } coord_cursor_t;
 
 /* Positions cur at "now" for job (NULL or "" = all jobs; an unknown job is

@@ -14,10 +14,7 @@
 #include "jobstore.h"
 #include "planner.h"
 
-int dynbatch_rank_of(const job_spec_t *s, int w)
-{
-    return spec_is_async(s) ? w + 1 : w;
-}
+int dynbatch_rank_of(const job_spec_t *s, int w) { return spec_is_async(s) ? w + 1 : w; }
 
 static double slowdown_of(const job_spec_t *s, int w)
 {
@@ -44,10 +41,7 @@ void dynbatch_parse_assignment(const redisReply *r, int n, int dflt, int *cur, l
 }
 
 /* The job's global batch: the spec's workers x batch_size, whatever n runs it now. */
-static int global_batch(const job_spec_t *s)
-{
-    return s->workers * s->batch_size;
-}
+static int global_batch(const job_spec_t *s) { return s->workers * s->batch_size; }
 
 /* Reads the stored assignment into cur (n entries); *version = 0 and cur = the even split
  * when there is none or it does not fit n workers. */
@@ -65,15 +59,14 @@ static int read_assignment(redisContext *c, const char *id, const job_spec_t *s,
     return JS_OK;
 }
 
-static int write_assignment(redisContext *c, const char *id, const int *b, int n, long long version,
-                            const char *source)
+static int write_assignment(redisContext *c, const char *id, const int *b, int n, long long version, const char *source)
 {
     char key[160], ver[32], t[32];
     json_t *arr = json_array();
     for (int i = 0; arr && i < n; i++) json_array_append_new(arr, json_integer(b[i]));
     char *text = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
-    json_t *ev = json_pack("{s:s, s:s, s:I, s:O, s:s, s:f}", "type", "plan", "job", id, "version",
-                           (json_int_t)version, "batches", arr, "source", source, "time", clock_wall_s());
+    json_t *ev = json_pack("{s:s, s:s, s:I, s:O, s:s, s:f}", "type", "plan", "job", id, "version", (json_int_t)version,
+                           "batches", arr, "source", source, "time", clock_wall_s());
     json_decref(arr);
     if (!text || !ev) {
         free(text);
@@ -127,8 +120,9 @@ int dynbatch_replan(redisContext *c, const char *id, const job_spec_t *s, int n)
         if (rc == JS_OK) rc = 1;
     } else if (changed < 0) {
         static int warned;
-        if (!warned++) clog_printf("job %s: the planner refused the bounds (min %d, max %d, %d workers, global batch %d)",
-                                   id, min_b, max_b, n, global_batch(s));
+        if (!warned++)
+            clog_printf("job %s: the planner refused the bounds (min %d, max %d, %d workers, global batch %d)", id,
+                        min_b, max_b, n, global_batch(s));
     }
 done:
     free(speed);
@@ -172,7 +166,7 @@ static void profile_key(char *buf, size_t len, const char *host, const char *dev
 static int profile_speeds(redisContext *c, const job_spec_t *s, int n, const char *const *rank_host, double *speed)
 {
     /* "auto" runs on the GPU where there is one: prefer a cuda profile, else cpu. */
-    static const char *const AUTO[] = { "cuda", "cpu" };
+    static const char *const AUTO[] = {"cuda", "cpu"};
     for (int w = 0; w < n; w++) {
         const char *devs[2];
         int ndev = 0;
@@ -206,8 +200,8 @@ int dynbatch_initial(redisContext *c, const char *id, const job_spec_t *s, int n
     long long version;
     if (!speed || !cur || !out) goto done;
     if ((rc = read_assignment(c, id, s, n, cur, &version)) != JS_OK) goto done;
-    if (version > 0) goto done;     /* a plan exists (a restart): it stays */
-    if ((rc = profile_speeds(c, s, n, rank_host, speed)) != 1) goto done;   /* 0: a profile is missing */
+    if (version > 0) goto done;                                           /* a plan exists (a restart): it stays */
+    if ((rc = profile_speeds(c, s, n, rank_host, speed)) != 1) goto done; /* 0: a profile is missing */
     rc = JS_OK;
     int min_b, max_b;
     planner_bounds_world(s, n, &min_b, &max_b);
@@ -268,7 +262,7 @@ int dynbatch_fold_profiles(redisContext *c, const char *id, const job_spec_t *s,
         redisReply *rep = NULL;
         if (redisGetReply(c, (void **)&rep) != REDIS_OK || !rep) {
             rc = JS_EREDIS;
-            continue;   /* the remaining replies are gone with the connection */
+            continue; /* the remaining replies are gone with the connection */
         }
         char host[64], dev[16];
         double v;
@@ -299,8 +293,8 @@ int dynbatch_fold_profiles(redisContext *c, const char *id, const job_spec_t *s,
         if (old > 0) v = (1 - DYNBATCH_PROFILE_ALPHA) * old + DYNBATCH_PROFILE_ALPHA * v;
         snprintf(val, sizeof val, "%.1f", v);
         snprintf(t, sizeof t, "%.3f", clock_wall_s());
-        redisAppendCommand(c, "HSET %s samples_per_s %s updated %s host %s device %s model %s", key, val, t,
-                           g[k].host, g[k].device, s->model);
+        redisAppendCommand(c, "HSET %s samples_per_s %s updated %s host %s device %s model %s", key, val, t, g[k].host,
+                           g[k].device, s->model);
         redisAppendCommand(c, "HINCRBY %s jobs 1", key);
         redisAppendCommand(c, "SADD %s %s", KEY_PROFILES, key);
         for (int i = 0; i < 3; i++) {

@@ -19,7 +19,7 @@
 
 #include "spec.h"
 
-#define DYNBATCH_PROFILE_ALPHA 0.3     /* weight of a new job in a profile's EWMA */
+#define DYNBATCH_PROFILE_ALPHA 0.3 /* weight of a new job in a profile's EWMA */
 
 /* MPI rank of worker w. */
 int dynbatch_rank_of(const job_spec_t *s, int w);
@@ -59,7 +59,6 @@ double dynbatch_parse_speed(const redisReply *r);
 /* HMGET node:{rank} host device samples_per_s slowdown role: 1 with the host, device (each
  * shorter than its buffer) and the speed with the emulated slowdown taken out, for a
  * worker rank that reported one; 0 for anything else (the PS, missing fields). */
-int dynbatch_parse_node(const redisReply *rep, char *host, size_t hostlen, char *dev, size_t devlen,
-                        double *speed);
+int dynbatch_parse_node(const redisReply *rep, char *host, size_t hostlen, char *dev, size_t devlen, double *speed);
 
 #endif

@@ -22,7 +22,7 @@
 
 int embedded_ping(const char *sock, double timeout_s)
 {
-    struct timeval tv = { (time_t)timeout_s, (suseconds_t)((timeout_s - (double)(time_t)timeout_s) * 1e6) };
+    struct timeval tv = {(time_t)timeout_s, (suseconds_t)((timeout_s - (double)(time_t)timeout_s) * 1e6)};
     redisContext *c = redisConnectUnixWithTimeout(sock, tv);
     int ok = 0;
     if (c && !c->err && redisSetTimeout(c, tv) == REDIS_OK) {
@@ -45,10 +45,7 @@ static int is_redis_server(pid_t pid)
     return strncmp(comm, "redis-server", 12) == 0;
 }
 
-static void pidfile_path(const embedded_t *e, char *out, size_t len)
-{
-    snprintf(out, len, "%s/redis.pid", e->dir);
-}
+static void pidfile_path(const embedded_t *e, char *out, size_t len) { snprintf(out, len, "%s/redis.pid", e->dir); }
 
 static int spawn_server(embedded_t *e, char *err, size_t errlen)
 {
@@ -56,9 +53,10 @@ static int spawn_server(embedded_t *e, char *err, size_t errlen)
     snprintf(log, sizeof log, "%s/redis.log", e->dir);
     pidfile_path(e, pidfile, sizeof pidfile);
     const char *argv[] = {
-        e->server, "--port", "0", "--unixsocket", e->sock, "--unixsocketperm", "700",
-        "--dir", e->dir, "--appendonly", "yes", "--appendfsync", "everysec", "--save", "",
-        "--daemonize", "no", "--logfile", log, NULL,
+        e->server,  "--port", "0",    "--unixsocket", e->sock, "--unixsocketperm",
+        "700",      "--dir",  e->dir, "--appendonly", "yes",   "--appendfsync",
+        "everysec", "--save", "",     "--daemonize",  "no",    "--logfile",
+        log,        NULL,
     };
     /* A socket file left by a dead server would make the new one fail to bind. */
     unlink(e->sock);
@@ -88,8 +86,7 @@ static int server_alive(embedded_t *e)
     return proc_alive(e->pid, e->pstart);
 }
 
-int embedded_start(embedded_t *e, const char *state_dir, const char *server, double timeout_s,
-                   char *err, size_t errlen)
+int embedded_start(embedded_t *e, const char *state_dir, const char *server, double timeout_s, char *err, size_t errlen)
 {
     memset(e, 0, sizeof *e);
     if (state_dir[0] != '/') {
@@ -99,9 +96,10 @@ int embedded_start(embedded_t *e, const char *state_dir, const char *server, dou
     snprintf(e->dir, sizeof e->dir, "%s", state_dir);
     snprintf(e->server, sizeof e->server, "%s", server && *server ? server : "redis-server");
     if (strlen(state_dir) + strlen("/redis.sock") >= sizeof e->sock) {
-        snprintf(err, errlen, "state dir %s: too long for a unix socket path (max %zu bytes); "
-                              "use a shorter --state-dir or --redis", state_dir,
-                 sizeof e->sock - 1 - strlen("/redis.sock"));
+        snprintf(err, errlen,
+                 "state dir %s: too long for a unix socket path (max %zu bytes); "
+                 "use a shorter --state-dir or --redis",
+                 state_dir, sizeof e->sock - 1 - strlen("/redis.sock"));
         return -1;
     }
     snprintf(e->sock, sizeof e->sock, "%s/redis.sock", state_dir);
@@ -127,7 +125,8 @@ int embedded_start(embedded_t *e, const char *state_dir, const char *server, dou
             clog_printf("embedded redis: adopted the running server (pid %d) on %s", pid, e->sock);
         } else {
             clog_printf("embedded redis: something answers on %s but %s names no live redis-server; "
-                 "using it without managing it", e->sock, pidfile);
+                        "using it without managing it",
+                        e->sock, pidfile);
         }
         return 0;
     }
@@ -148,8 +147,7 @@ int embedded_start(embedded_t *e, const char *state_dir, const char *server, dou
             return -1;
         }
         if (clock_mono_s() - t0 > timeout_s) {
-            snprintf(err, errlen, "embedded redis-server did not answer PING on %s within %.0f s",
-                     e->sock, timeout_s);
+            snprintf(err, errlen, "embedded redis-server did not answer PING on %s within %.0f s", e->sock, timeout_s);
             embedded_stop(e, 2.0);
             return -1;
         }
@@ -159,7 +157,7 @@ int embedded_start(embedded_t *e, const char *state_dir, const char *server, dou
 
 int embedded_check(embedded_t *e)
 {
-    if (e->pid > 0 && !e->owned) return 0;    /* someone else's server: not ours to restart */
+    if (e->pid > 0 && !e->owned) return 0; /* someone else's server: not ours to restart */
     if (e->pid > 0 && server_alive(e)) return 0;
     if (e->pid <= 0 && embedded_ping(e->sock, 0.1)) return 0;
     double now = clock_wall_s();

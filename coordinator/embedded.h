@@ -15,22 +15,21 @@
 #include <sys/types.h>
 
 typedef struct {
-    char dir[4096];          /* absolute state directory (the AOF lives here) */
-    char sock[108];          /* STATE_DIR/redis.sock */
-    char url[128 + 8];       /* unix://STATE_DIR/redis.sock */
-    char server[1024];       /* redis-server binary */
-    pid_t pid;               /* 0 when not known */
+    char dir[4096];    /* absolute state directory (the AOF lives here) */
+    char sock[108];    /* STATE_DIR/redis.sock */
+    char url[128 + 8]; /* unix://STATE_DIR/redis.sock */
+    char server[1024]; /* redis-server binary */
+    pid_t pid;         /* 0 when not known */
     unsigned long long pstart;
-    int is_child;            /* spawned by this process (waitpid works) */
-    int owned;               /* ours to restart and stop (spawned or adopted via redis.pid) */
-    double next_try;         /* restart backoff */
+    int is_child;    /* spawned by this process (waitpid works) */
+    int owned;       /* ours to restart and stop (spawned or adopted via redis.pid) */
+    double next_try; /* restart backoff */
     double backoff;
 } embedded_t;
 
 /* Adopts a live server on STATE_DIR/redis.sock or starts one, and waits (deadline
  * timeout_s) until it answers PING. state_dir must be absolute. Returns 0 or -1 with err. */
-int embedded_start(embedded_t *e, const char *state_dir, const char *server, double timeout_s,
-                   char *err, size_t errlen);
+int embedded_start(embedded_t *e, const char *state_dir, const char *server, double timeout_s, char *err, size_t errlen);
 
 /* Non-blocking: when the server has died, starts it again (with backoff). Returns 1 when
  * it (re)started one, 0 when nothing was needed, -1 when a restart failed. */

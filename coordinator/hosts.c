@@ -22,10 +22,7 @@ const char *host_state_name(host_state_t s)
     return "?";
 }
 
-static int usable(const host_t *h)
-{
-    return h->state == HOST_UP || h->state == HOST_SLOW;
-}
+static int usable(const host_t *h) { return h->state == HOST_UP || h->state == HOST_SLOW; }
 
 static void recount(coordinator_t *c)
 {
@@ -67,7 +64,7 @@ int hosts_sync(coordinator_t *c, double now, char *added, size_t addlen, char *r
         host_t *old = hosts_find(c, lh[i].name);
         if (old) {
             next[i] = *old;
-            old->probing = 0;   /* the probe (if any) moved with it */
+            old->probing = 0; /* the probe (if any) moved with it */
         } else {
             snprintf(next[i].name, sizeof next[i].name, "%.255s", lh[i].name);
             next[i].state = HOST_UP;
@@ -107,7 +104,7 @@ void hosts_free(coordinator_t *c)
 
 static void host_event(coordinator_t *c, const host_t *h, double now)
 {
-    if (!c->rc) return;   /* the state is in pacer:coordinator's hosts once Redis is back */
+    if (!c->rc) return; /* the state is in pacer:coordinator's hosts once Redis is back */
     json_t *ev = json_pack("{s:s, s:s, s:s, s:s, s:f}", "type", "host", "host", h->name, "state",
                            host_state_name(h->state), "reason", h->reason, "time", now);
     if (ev) tickconn_check(c, jobstore_event(c->rc, ev), "host event");
@@ -195,10 +192,9 @@ json_t *hosts_json(coordinator_t *c)
                           h->bench.ratio);
             if (b && h->bench.error[0]) json_object_set_new(b, "error", json_string(h->bench.error));
         }
-        json_array_append_new(arr, json_pack("{s:s, s:i, s:s, s:s, s:f, s:f, s:o}", "name", h->name, "slots",
-                                             h->slots, "state", host_state_name(h->state), "reason", h->reason,
-                                             "since", h->since, "checked", h->checked, "benchmark",
-                                             b ? b : json_null()));
+        json_array_append_new(arr, json_pack("{s:s, s:i, s:s, s:s, s:f, s:f, s:o}", "name", h->name, "slots", h->slots,
+                                             "state", host_state_name(h->state), "reason", h->reason, "since", h->since,
+                                             "checked", h->checked, "benchmark", b ? b : json_null()));
     }
     return arr;
 }

@@ -27,26 +27,26 @@
 typedef enum { HOST_UP, HOST_SLOW, HOST_FAILING, HOST_DOWN } host_state_t;
 const char *host_state_name(host_state_t s);
 
-#define HOSTS_SLOW_RATIO 0.5   /* slower than half the median speed: "slow" */
+#define HOSTS_SLOW_RATIO 0.5 /* slower than half the median speed: "slow" */
 
 /* The last benchmark of a host (pre-flight, or asked for through the API). */
 typedef struct {
-    int running;                 /* a benchmark is under way */
-    double time;                 /* when the last one ended (0: never) */
+    int running; /* a benchmark is under way */
+    double time; /* when the last one ended (0: never) */
     char model[SPEC_NAME_MAX], device[16];
-    double samples_per_s;        /* 0 when it failed */
-    double ratio;                /* samples_per_s / the median of the hosts benchmarked with it */
-    char error[256];             /* why it failed ("" when it did not) */
+    double samples_per_s; /* 0 when it failed */
+    double ratio;         /* samples_per_s / the median of the hosts benchmarked with it */
+    char error[256];      /* why it failed ("" when it did not) */
 } host_bench_t;
 
 typedef struct {
     char name[256];
     int slots;
     host_state_t state;
-    char reason[256];            /* why it is in its state ("" for up) */
-    double since;                /* when it entered it */
-    double checked;              /* when a probe last answered */
-    double next_probe;           /* down: when to look again */
+    char reason[256];  /* why it is in its state ("" for up) */
+    double since;      /* when it entered it */
+    double checked;    /* when a probe last answered */
+    double next_probe; /* down: when to look again */
     int probing;
     launch_probe_t probe;
     host_bench_t bench;

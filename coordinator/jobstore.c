@@ -12,14 +12,11 @@
 #include "clog.h"
 
 static const char *const STATE_NAMES[JOB_NSTATES] = {
-    [JOB_QUEUED] = "QUEUED",       [JOB_RUNNING] = "RUNNING",     [JOB_SUCCEEDED] = "SUCCEEDED",
-    [JOB_FAILED] = "FAILED",       [JOB_CANCELLED] = "CANCELLED", [JOB_RESTARTING] = "RESTARTING",
+    [JOB_QUEUED] = "QUEUED", [JOB_RUNNING] = "RUNNING",     [JOB_SUCCEEDED] = "SUCCEEDED",
+    [JOB_FAILED] = "FAILED", [JOB_CANCELLED] = "CANCELLED", [JOB_RESTARTING] = "RESTARTING",
 };
 
-const char *job_state_name(job_state_t s)
-{
-    return (unsigned)s < JOB_NSTATES ? STATE_NAMES[s] : "UNKNOWN";
-}
+const char *job_state_name(job_state_t s) { return (unsigned)s < JOB_NSTATES ? STATE_NAMES[s] : "UNKNOWN"; }
 
 int job_state_parse(const char *name, job_state_t *out)
 {
@@ -31,10 +28,7 @@ int job_state_parse(const char *name, job_state_t *out)
     return -1;
 }
 
-int job_state_terminal(job_state_t s)
-{
-    return s == JOB_SUCCEEDED || s == JOB_FAILED || s == JOB_CANCELLED;
-}
+int job_state_terminal(job_state_t s) { return s == JOB_SUCCEEDED || s == JOB_FAILED || s == JOB_CANCELLED; }
 
 int job_id_valid(const char *id)
 {
@@ -44,10 +38,7 @@ int job_id_valid(const char *id)
     return 1;
 }
 
-int reply_ok(const redisReply *r)
-{
-    return r && r->type != REDIS_REPLY_ERROR;
-}
+int reply_ok(const redisReply *r) { return r && r->type != REDIS_REPLY_ERROR; }
 
 const char *reply_str(const redisReply *r)
 {
@@ -202,7 +193,7 @@ static int exec_pipeline(redisContext *c, int ncmd)
             clog_printf("redis error: %s", r->str);
             rc = JS_EREDIS;
         }
-        if (i == ncmd + 1 && r->type != REDIS_REPLY_ARRAY) rc = JS_EREDIS;   /* EXEC aborted */
+        if (i == ncmd + 1 && r->type != REDIS_REPLY_ARRAY) rc = JS_EREDIS; /* EXEC aborted */
         freeReplyObject(r);
     }
     return rc;
@@ -211,17 +202,16 @@ static int exec_pipeline(redisContext *c, int ncmd)
 /* KEYS: the parent's hash. ARGV: the retry's id, JOB_RETRIES_MAX. Appends the id to the
  * parent's "retries", dropping the oldest beyond the limit; nothing when the parent is gone
  * (a hash with only "retries" would look like a job). */
-static const char RETRIES_LUA[] =
-    "if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end\n"
-    "local v = redis.call('HGET', KEYS[1], 'retries')\n"
-    "if not v or v == '' then v = ARGV[1] else v = v .. ',' .. ARGV[1] end\n"
-    "local _, commas = string.gsub(v, ',', ',')\n"
-    "while commas + 1 > tonumber(ARGV[2]) do\n"
-    "  v = string.sub(v, string.find(v, ',', 1, true) + 1)\n"
-    "  commas = commas - 1\n"
-    "end\n"
-    "redis.call('HSET', KEYS[1], 'retries', v)\n"
-    "return commas + 1\n";
+static const char RETRIES_LUA[] = "if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end\n"
+                                  "local v = redis.call('HGET', KEYS[1], 'retries')\n"
+                                  "if not v or v == '' then v = ARGV[1] else v = v .. ',' .. ARGV[1] end\n"
+                                  "local _, commas = string.gsub(v, ',', ',')\n"
+                                  "while commas + 1 > tonumber(ARGV[2]) do\n"
+                                  "  v = string.sub(v, string.find(v, ',', 1, true) + 1)\n"
+                                  "  commas = commas - 1\n"
+                                  "end\n"
+                                  "redis.call('HSET', KEYS[1], 'retries', v)\n"
+                                  "return commas + 1\n";
 
 int jobstore_submit(redisContext *c, const job_new_t *j, char *id, size_t idlen, json_t **hash)
 {
@@ -243,10 +233,38 @@ int jobstore_submit(redisContext *c, const job_new_t *j, char *id, size_t idlen,
     char *ev = event_text(id, "state", "QUEUED", why, now);
     if (!ev) return JS_ENOMEM;
     const char *argv[] = {
-        "HSET", key, "id", id, "name", j->name, "model", j->model, "algorithm", j->algorithm,
-        "workers", workers, "world", world, "dynamic_batch", dyn, "simulated", sim, "state", "QUEUED",
-        "spec", j->spec_json, "submitted", t, "restarts", "0", "attempts", "0", "reason", "",
-        "parent", j->parent ? j->parent : "",   /* last: left out when there is none */
+        "HSET",
+        key,
+        "id",
+        id,
+        "name",
+        j->name,
+        "model",
+        j->model,
+        "algorithm",
+        j->algorithm,
+        "workers",
+        workers,
+        "world",
+        world,
+        "dynamic_batch",
+        dyn,
+        "simulated",
+        sim,
+        "state",
+        "QUEUED",
+        "spec",
+        j->spec_json,
+        "submitted",
+        t,
+        "restarts",
+        "0",
+        "attempts",
+        "0",
+        "reason",
+        "",
+        "parent",
+        j->parent ? j->parent : "", /* last: left out when there is none */
     };
     int argc = (int)(sizeof argv / sizeof argv[0]) - (j->parent ? 0 : 2);
     size_t len[sizeof argv / sizeof argv[0]];
@@ -300,21 +318,20 @@ int jobstore_get(redisContext *c, const char *id, json_t **out)
 
 /* KEYS: job hash, queue, events. ARGV: id, now, event json.
  * Returns {code, state}: code 1 cancelled now, 2 requested (running), 0 finished, -1 none. */
-static const char CANCEL_LUA[] =
-    "local st = redis.call('HGET', KEYS[1], 'state')\n"
-    "if not st then return {-1, ''} end\n"
-    "if st == 'QUEUED' then\n"
-    "  redis.call('HSET', KEYS[1], 'state', 'CANCELLED', 'finished', ARGV[2],\n"
-    "             'reason', 'cancelled before it started')\n"
-    "  redis.call('LREM', KEYS[2], 0, ARGV[1])\n"
-    "  redis.call('XADD', KEYS[3], 'MAXLEN', '~', '10000', '*', 'json', ARGV[3])\n"
-    "  return {1, st}\n"
-    "end\n"
-    "if st == 'RUNNING' or st == 'RESTARTING' then\n"
-    "  redis.call('HSET', KEYS[1], 'cancel_requested', ARGV[2])\n"
-    "  return {2, st}\n"
-    "end\n"
-    "return {0, st}\n";
+static const char CANCEL_LUA[] = "local st = redis.call('HGET', KEYS[1], 'state')\n"
+                                 "if not st then return {-1, ''} end\n"
+                                 "if st == 'QUEUED' then\n"
+                                 "  redis.call('HSET', KEYS[1], 'state', 'CANCELLED', 'finished', ARGV[2],\n"
+                                 "             'reason', 'cancelled before it started')\n"
+                                 "  redis.call('LREM', KEYS[2], 0, ARGV[1])\n"
+                                 "  redis.call('XADD', KEYS[3], 'MAXLEN', '~', '10000', '*', 'json', ARGV[3])\n"
+                                 "  return {1, st}\n"
+                                 "end\n"
+                                 "if st == 'RUNNING' or st == 'RESTARTING' then\n"
+                                 "  redis.call('HSET', KEYS[1], 'cancel_requested', ARGV[2])\n"
+                                 "  return {2, st}\n"
+                                 "end\n"
+                                 "return {0, st}\n";
 
 int jobstore_cancel(redisContext *c, const char *id, job_state_t *state_out)
 {
@@ -324,8 +341,7 @@ int jobstore_cancel(redisContext *c, const char *id, job_state_t *state_out)
     snprintf(t, sizeof t, "%.3f", now);
     char *ev = event_text(id, "state", "CANCELLED", "cancelled before it started", now);
     if (!ev) return JS_ENOMEM;
-    redisReply *r = redisCommand(c, "EVAL %s 3 %s %s %s %s %s %s", CANCEL_LUA, key, KEY_QUEUE, KEY_EVENTS,
-                                 id, t, ev);
+    redisReply *r = redisCommand(c, "EVAL %s 3 %s %s %s %s %s %s", CANCEL_LUA, key, KEY_QUEUE, KEY_EVENTS, id, t, ev);
     free(ev);
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) return done(r);
     long long code = reply_int(r->element[0], -1);
@@ -349,14 +365,13 @@ int jobstore_queue_head(redisContext *c, char *id, size_t idlen)
 }
 
 /* KEYS: queue, job hash, active, events. ARGV: id, now, event json. */
-static const char CLAIM_LUA[] =
-    "if redis.call('LINDEX', KEYS[1], 0) ~= ARGV[1] then return 0 end\n"
-    "redis.call('LPOP', KEYS[1])\n"
-    "if redis.call('HGET', KEYS[2], 'state') ~= 'QUEUED' then return 0 end\n"
-    "redis.call('HSET', KEYS[2], 'state', 'RUNNING', 'started', ARGV[2])\n"
-    "redis.call('SADD', KEYS[3], ARGV[1])\n"
-    "redis.call('XADD', KEYS[4], 'MAXLEN', '~', '10000', '*', 'json', ARGV[3])\n"
-    "return 1\n";
+static const char CLAIM_LUA[] = "if redis.call('LINDEX', KEYS[1], 0) ~= ARGV[1] then return 0 end\n"
+                                "redis.call('LPOP', KEYS[1])\n"
+                                "if redis.call('HGET', KEYS[2], 'state') ~= 'QUEUED' then return 0 end\n"
+                                "redis.call('HSET', KEYS[2], 'state', 'RUNNING', 'started', ARGV[2])\n"
+                                "redis.call('SADD', KEYS[3], ARGV[1])\n"
+                                "redis.call('XADD', KEYS[4], 'MAXLEN', '~', '10000', '*', 'json', ARGV[3])\n"
+                                "return 1\n";
 
 int jobstore_claim(redisContext *c, const char *id, double now)
 {
@@ -365,8 +380,8 @@ int jobstore_claim(redisContext *c, const char *id, double now)
     snprintf(t, sizeof t, "%.3f", now);
     char *ev = event_text(id, "state", "RUNNING", "started", now);
     if (!ev) return JS_ENOMEM;
-    redisReply *r = redisCommand(c, "EVAL %s 4 %s %s %s %s %s %s %s", CLAIM_LUA, KEY_QUEUE, key, KEY_ACTIVE,
-                                 KEY_EVENTS, id, t, ev);
+    redisReply *r = redisCommand(c, "EVAL %s 4 %s %s %s %s %s %s %s", CLAIM_LUA, KEY_QUEUE, key, KEY_ACTIVE, KEY_EVENTS,
+                                 id, t, ev);
     free(ev);
     if (!r || r->type != REDIS_REPLY_INTEGER) return done(r);
     int claimed = r->integer == 1;
@@ -374,8 +389,8 @@ int jobstore_claim(redisContext *c, const char *id, double now)
     return claimed;
 }
 
-int jobstore_update(redisContext *c, const char *id, const char *state, const char *reason,
-                    const char *const *kv, int nkv)
+int jobstore_update(redisContext *c, const char *id, const char *state, const char *reason, const char *const *kv,
+                    int nkv)
 {
     char key[128];
     snprintf(key, sizeof key, KEY_JOB, id);
@@ -397,7 +412,7 @@ int jobstore_update(redisContext *c, const char *id, const char *state, const ch
         ev = event_text(id, "state", state, reason, clock_wall_s());
         if (!ev) goto out;
     }
-    if (a == 2) {   /* nothing to write */
+    if (a == 2) { /* nothing to write */
         rc = JS_OK;
         goto out;
     }
@@ -423,12 +438,11 @@ out:
 }
 
 /* KEYS: pacer:jobs, the job hash. ARGV: id. Deletes a final job; 1 when it did. */
-static const char PRUNE_LUA[] =
-    "local st = redis.call('HGET', KEYS[2], 'state')\n"
-    "if st == 'QUEUED' or st == 'RUNNING' or st == 'RESTARTING' then return 0 end\n"
-    "redis.call('DEL', KEYS[2])\n"
-    "redis.call('ZREM', KEYS[1], ARGV[1])\n"
-    "return 1\n";
+static const char PRUNE_LUA[] = "local st = redis.call('HGET', KEYS[2], 'state')\n"
+                                "if st == 'QUEUED' or st == 'RUNNING' or st == 'RESTARTING' then return 0 end\n"
+                                "redis.call('DEL', KEYS[2])\n"
+                                "redis.call('ZREM', KEYS[1], ARGV[1])\n"
+                                "return 1\n";
 
 int jobstore_prune(redisContext *c, long keep, int max, char (*ids)[JOB_ID_MAX], int *n)
 {
@@ -445,7 +459,7 @@ int jobstore_prune(redisContext *c, long keep, int max, char (*ids)[JOB_ID_MAX],
     int rc = JS_OK;
     for (size_t i = 0; i < r->elements && (long long)i < excess; i++) {
         const char *id = reply_str(r->element[i]);
-        if (!id || !job_id_valid(id)) continue;   /* not ours to interpret */
+        if (!id || !job_id_valid(id)) continue; /* not ours to interpret */
         char key[160];
         snprintf(key, sizeof key, KEY_JOB, id);
         redisReply *d = redisCommand(c, "EVAL %s 2 %s %s %s", PRUNE_LUA, KEY_JOBS, key, id);

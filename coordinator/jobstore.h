@@ -24,9 +24,9 @@
 
 enum {
     JS_OK = 0,
-    JS_EREDIS = -1,     /* connection broken or server error */
-    JS_ENOTFOUND = -2,  /* no such job */
-    JS_ESTATE = -3,     /* the job is not in a state that allows this */
+    JS_EREDIS = -1,    /* connection broken or server error */
+    JS_ENOTFOUND = -2, /* no such job */
+    JS_ESTATE = -3,    /* the job is not in a state that allows this */
     JS_ENOMEM = -4,
 };
 
@@ -49,7 +49,7 @@ int job_state_parse(const char *name, job_state_t *out);
 int job_state_terminal(job_state_t s);
 
 #define EVENTS_MAXLEN 10000
-#define JOB_KEYS_TTL_S (7 * 24 * 3600)   /* metrics and node keys of a finished job */
+#define JOB_KEYS_TTL_S (7 * 24 * 3600) /* metrics and node keys of a finished job */
 
 /* 1 when id looks like a job id ("j-" and digits): ids are part of key names and paths,
  * so anything else is refused before it reaches Redis or the file system. */
@@ -69,12 +69,12 @@ void jobstore_pool_put(jobstore_pool_t *p, redisContext *c, int broken);
 /* ---- jobs ------------------------------------------------------------------------------ */
 
 typedef struct {
-    const char *spec_json;   /* normalised spec */
+    const char *spec_json; /* normalised spec */
     const char *name, *model, *algorithm;
     int workers, world;
     int dynamic_batch;
-    int simulated;           /* simulate.enabled: run by the sim launcher */
-    const char *parent;      /* a retry: the job it retries (NULL = a new job) */
+    int simulated;      /* simulate.enabled: run by the sim launcher */
+    const char *parent; /* a retry: the job it retries (NULL = a new job) */
 } job_new_t;
 
 /* INCR pacer:seq, then in one MULTI/EXEC: the job hash (state QUEUED), pacer:jobs,
@@ -104,8 +104,8 @@ int jobstore_claim(redisContext *c, const char *id, double now);
 /* Writes the fields (name/value pairs, nkv names) of the job hash; when state is not
  * NULL also the state, an event with reason, and pacer:active membership. One
  * MULTI/EXEC. */
-int jobstore_update(redisContext *c, const char *id, const char *state, const char *reason,
-                    const char *const *kv, int nkv);
+int jobstore_update(redisContext *c, const char *id, const char *state, const char *reason, const char *const *kv,
+                    int nkv);
 
 /* XADD pacer:events MAXLEN ~ EVENTS_MAXLEN * json <ev> (ev borrowed). */
 int jobstore_event(redisContext *c, json_t *ev);
@@ -129,9 +129,9 @@ int jobstore_prune(redisContext *c, long keep, int max, char (*ids)[JOB_ID_MAX],
 int jobstore_stream_id_parse(const char *s, unsigned long long *ms, unsigned long long *seq);
 
 /* Reply helpers shared by the coordinator files. */
-int reply_ok(const redisReply *r);                 /* not NULL and not an error */
-long long reply_int(const redisReply *r, long long dflt);   /* integer or numeric string */
+int reply_ok(const redisReply *r);                        /* not NULL and not an error */
+long long reply_int(const redisReply *r, long long dflt); /* integer or numeric string */
 double reply_double(const redisReply *r, double dflt);
-const char *reply_str(const redisReply *r);        /* string/status text or NULL */
+const char *reply_str(const redisReply *r); /* string/status text or NULL */
 
 #endif

@@ -29,8 +29,9 @@ static int usable(json_t *r)
     double t = json_number_value(json_object_get(r, "time"));
     double w = json_number_value(json_object_get(r, "step_s"));
     return kind && strcmp(kind, "step") == 0 && json_is_integer(rank) && json_integer_value(rank) >= 0 &&
-           json_integer_value(rank) < TRACE_RANKS_MAX && isfinite(t) && t > 0 && json_is_number(json_object_get(r, "step_s")) &&
-           isfinite(w) && w >= 0 && w < 1e6 && json_is_object(json_object_get(r, "phases"));
+           json_integer_value(rank) < TRACE_RANKS_MAX && isfinite(t) && t > 0 &&
+           json_is_number(json_object_get(r, "step_s")) && isfinite(w) && w >= 0 && w < 1e6 &&
+           json_is_object(json_object_get(r, "phases"));
 }
 
 static json_t *instant(const char *name, double ts, int tid, json_int_t step)
@@ -59,8 +60,8 @@ json_t *trace_from_records(json_t *records, long steps, const char *job)
         double start = json_number_value(json_object_get(r, "time")) - json_number_value(json_object_get(r, "step_s"));
         if (start < origin) origin = start;
     }
-    json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:i, s:{s:s+}}", "name", "process_name", "ph", "M", "pid", 1,
-                                            "tid", 0, "args", "name", "pacer job ", job ? job : ""));
+    json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:i, s:{s:s+}}", "name", "process_name", "ph", "M", "pid",
+                                            1, "tid", 0, "args", "name", "pacer job ", job ? job : ""));
     /* Per rank: where its track ends, its last step count, whether it is named. */
     double *end = calloc(TRACE_RANKS_MAX, sizeof *end);
     json_int_t *last_step = calloc(TRACE_RANKS_MAX, sizeof *last_step);
@@ -87,7 +88,7 @@ json_t *trace_from_records(json_t *records, long steps, const char *job)
                                                     "pid", 1, "tid", rank, "args", "name", label));
             json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:i, s:{s:i}}", "name", "thread_sort_index", "ph",
                                                     "M", "pid", 1, "tid", rank, "args", "sort_index", rank));
-            count[rank] = -1;   /* named */
+            count[rank] = -1; /* named */
             end[rank] = -INFINITY;
         } else if (step < last_step[rank]) {
             json_array_append_new(events, instant("restart", us(t - wall, origin), rank, step));
@@ -111,10 +112,13 @@ json_t *trace_from_records(json_t *records, long steps, const char *job)
         json_t *evs = json_object_get(r, "events");
         size_t i;
         json_t *e;
-        json_array_foreach(evs, i, e) {
+        json_array_foreach(evs, i, e)
+        {
             const char *name = json_string_value(e);
-            if (name && strcmp(name, "plan") == 0) json_array_append_new(events, instant("batch plan", us(a, origin), rank, step));
-            else if (name && strcmp(name, "merge") == 0) json_array_append_new(events, instant("merge", us(a, origin), rank, step));
+            if (name && strcmp(name, "plan") == 0)
+                json_array_append_new(events, instant("batch plan", us(a, origin), rank, step));
+            else if (name && strcmp(name, "merge") == 0)
+                json_array_append_new(events, instant("merge", us(a, origin), rank, step));
         }
     }
     free(end);

@@ -22,21 +22,17 @@ extern char **environ;
 /* The job wrapper. $1 = exit-code file, the rest = the command. 'trap : TERM' keeps the
  * shell alive through a group-wide SIGTERM until mpirun is gone (a handler, unlike an
  * ignored signal, is not inherited by the commands it runs). */
-static const char WRAPPER[] =
-    "trap : TERM INT HUP\n"
-    "ec=$1; shift\n"
-    "\"$@\"\n"
-    "s=$?\n"
-    "echo $s > \"$ec.tmp\" && mv -f \"$ec.tmp\" \"$ec\"\n"
-    "exit $s\n";
+static const char WRAPPER[] = "trap : TERM INT HUP\n"
+                              "ec=$1; shift\n"
+                              "\"$@\"\n"
+                              "s=$?\n"
+                              "echo $s > \"$ec.tmp\" && mv -f \"$ec.tmp\" \"$ec\"\n"
+                              "exit $s\n";
 
-const char *launch_wrapper_script(void)
-{
-    return WRAPPER;
-}
+const char *launch_wrapper_script(void) { return WRAPPER; }
 
-static int spawn_with(const char *const *argv, int out_fd_from_path, const char *out_path,
-                      int pipe_fd, pid_t *pid, char *err, size_t errlen)
+static int spawn_with(const char *const *argv, int out_fd_from_path, const char *out_path, int pipe_fd, pid_t *pid,
+                      char *err, size_t errlen)
 {
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
@@ -57,15 +53,13 @@ static int spawn_with(const char *const *argv, int out_fd_from_path, const char 
     posix_spawn_file_actions_addclosefrom_np(&fa, 3);
     sigemptyset(&empty);
     sigemptyset(&def);
-    int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGCHLD, SIGQUIT, SIGUSR1, SIGUSR2 };
+    int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGCHLD, SIGQUIT, SIGUSR1, SIGUSR2};
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) sigaddset(&def, sigs[i]);
     posix_spawnattr_setsigmask(&at, &empty);
     posix_spawnattr_setsigdefault(&at, &def);
     posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    if (strchr(argv[0], '/'))
-        rc = posix_spawn(pid, argv[0], &fa, &at, (char *const *)argv, environ);
-    else
-        rc = posix_spawnp(pid, argv[0], &fa, &at, (char *const *)argv, environ);
+    if (strchr(argv[0], '/')) rc = posix_spawn(pid, argv[0], &fa, &at, (char *const *)argv, environ);
+    else rc = posix_spawnp(pid, argv[0], &fa, &at, (char *const *)argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
     if (rc != 0) {
@@ -80,8 +74,8 @@ int launch_spawn(const char *const *argv, const char *out_path, pid_t *pid, char
     return spawn_with(argv, 1, out_path, -1, pid, err, errlen);
 }
 
-int launch_job(const char *tag, const char *const *argv, const char *log_path,
-               const char *exit_code_path, pid_t *pid, char *err, size_t errlen)
+int launch_job(const char *tag, const char *const *argv, const char *log_path, const char *exit_code_path, pid_t *pid,
+               char *err, size_t errlen)
 {
     size_t n = 0;
     while (argv[n]) n++;
@@ -93,7 +87,7 @@ int launch_job(const char *tag, const char *const *argv, const char *log_path,
     full[0] = "/bin/sh";
     full[1] = "-c";
     full[2] = WRAPPER;
-    full[3] = tag;                 /* $0: what ps shows for the wrapper */
+    full[3] = tag; /* $0: what ps shows for the wrapper */
     full[4] = exit_code_path;
     for (size_t i = 0; i < n; i++) full[5 + i] = argv[i];
     int rc = launch_spawn(full, log_path, pid, err, errlen);
@@ -123,7 +117,7 @@ int launch_capture(const char *const *argv, char *out, size_t len, double timeou
             kill(pid, SIGKILL);
             break;
         }
-        struct pollfd p = { .fd = fds[0], .events = POLLIN };
+        struct pollfd p = {.fd = fds[0], .events = POLLIN};
         int k = poll(&p, 1, (int)(left * 1000) + 1);
         if (k < 0 && errno == EINTR) continue;
         if (k <= 0) continue;
@@ -161,8 +155,7 @@ int proc_stat(pid_t pid, unsigned long long *start, char *state)
     if (!p) return -1;
     char st = 0;
     unsigned long long t = 0;
-    if (sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-               &st, &t) != 2)
+    if (sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &st, &t) != 2)
         return -1;
     if (start) *start = t;
     if (state) *state = st;
@@ -272,7 +265,7 @@ int log_last_line(const char *path, char *out, size_t len)
         const char *line = buf + start;
         size_t ll = end - start;
         while (ll > 0 && (line[ll - 1] == '\n' || line[ll - 1] == '\r' || line[ll - 1] == ' ')) ll--;
-        if (from > 0 && start == 0) break;   /* first line of the tail may be partial */
+        if (from > 0 && start == 0) break; /* first line of the tail may be partial */
         if (is_banner(line, ll)) {
             in_banner = !in_banner;
         } else if (!in_banner && ll > 0) {

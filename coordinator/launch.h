@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define LAUNCH_LOG_MAX (8L << 20)   /* a job log is rotated into log.1 beyond 8 MiB */
+#define LAUNCH_LOG_MAX (8L << 20) /* a job log is rotated into log.1 beyond 8 MiB */
 
 /* Starts argv (argv[0] is searched in PATH when it has no '/') in a new session, with
  * stdout and stderr appended to out_path (or /dev/null when NULL). *pid is the new
@@ -24,8 +24,8 @@ int launch_spawn(const char *const *argv, const char *out_path, pid_t *pid, char
  * exit_code_path (through a temporary file and a rename, so a reader never sees half a
  * number). The wrapper traps SIGTERM (its children do not inherit the trap) so that it
  * survives a group-wide SIGTERM and still records how mpirun ended. */
-int launch_job(const char *tag, const char *const *argv, const char *log_path,
-               const char *exit_code_path, pid_t *pid, char *err, size_t errlen);
+int launch_job(const char *tag, const char *const *argv, const char *log_path, const char *exit_code_path, pid_t *pid,
+               char *err, size_t errlen);
 
 /* The wrapper's text (a /bin/sh script: $1 = exit-code file, the rest = the command), for
  * launchers that hand it to something else to run (the Slurm launcher's batch script). */

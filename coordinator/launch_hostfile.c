@@ -12,8 +12,7 @@
 
 #include "launch.h"
 
-int launch_hostfile_parse(const char *path, launch_host_t *hosts, int *nhosts, int *nslots, char *err,
-                          size_t errlen)
+int launch_hostfile_parse(const char *path, launch_host_t *hosts, int *nhosts, int *nslots, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "r");
     if (!f) {

@@ -96,8 +96,8 @@ static void local_probe_poll(launcher_t *l, launch_probe_t *p)
     }
     p->result = WIFEXITED(st) && WEXITSTATUS(st) == 0;
     if (!p->result) {
-        if (WIFEXITED(st)) snprintf(p->why, sizeof p->why, "the remote shell could not run a command there (exit %d)",
-                                    WEXITSTATUS(st));
+        if (WIFEXITED(st))
+            snprintf(p->why, sizeof p->why, "the remote shell could not run a command there (exit %d)", WEXITSTATUS(st));
         else snprintf(p->why, sizeof p->why, "the remote shell was killed by signal %d", WTERMSIG(st));
     }
 }
@@ -183,7 +183,7 @@ void launch_local_poll(launcher_t *l, launch_handle_t *h, const char *ecp, const
             }
             return;
         }
-        h->is_child = 0;   /* ECHILD: not ours after all; fall back to polling */
+        h->is_child = 0; /* ECHILD: not ours after all; fall back to polling */
     }
     if (exit_code_read(ecp, &ec) == 0) {
         st->outcome = SV_EXITED;
@@ -194,7 +194,7 @@ void launch_local_poll(launcher_t *l, launch_handle_t *h, const char *ecp, const
         st->ended = 0;
         return;
     }
-    if (exit_code_read(ecp, &ec) == 0) {   /* written just before it exited */
+    if (exit_code_read(ecp, &ec) == 0) { /* written just before it exited */
         st->outcome = SV_EXITED;
         st->code = ec;
         return;

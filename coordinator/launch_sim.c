@@ -57,10 +57,7 @@ static void sim_probe_start(launcher_t *l, const launch_host_t *h, double now, l
     p->result = 1;
 }
 
-static void sim_probe_poll(launcher_t *l, launch_probe_t *p)
-{
-    (void)l, (void)p;   /* answered at the start */
-}
+static void sim_probe_poll(launcher_t *l, launch_probe_t *p) { (void)l, (void)p; /* answered at the start */ }
 
 /* req->argv is pacer-worker's command: its --spec and --summary become pacer-sim's own,
  * the rest goes to every simulated rank. */
@@ -110,10 +107,10 @@ const launcher_ops_t LAUNCH_SIM_OPS = {
     .discover = sim_discover,
     .probe_start = sim_probe_start,
     .probe_poll = sim_probe_poll,
-    .schedulable = NULL,       /* always (launcher_host_schedulable) */
+    .schedulable = NULL, /* always (launcher_host_schedulable) */
     .start = sim_start,
     .poll = launch_local_poll,
     .stop = launch_local_stop,
     .reap = launch_local_reap,
-    .predicts_placement = 0,   /* ranks land on simulated hosts, not on this launcher's */
+    .predicts_placement = 0, /* ranks land on simulated hosts, not on this launcher's */
 };

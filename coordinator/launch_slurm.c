@@ -39,9 +39,9 @@
 #include "clog.h"
 #include "launch.h"
 
-#define SLURM_TIMEOUT_S 5.0       /* one client command */
+#define SLURM_TIMEOUT_S 5.0 /* one client command */
 #define SLURM_SUBMIT_TIMEOUT_S 20.0
-#define SLURM_POLL_S 1.0          /* scontrol at most this often per attempt */
+#define SLURM_POLL_S 1.0 /* scontrol at most this often per attempt */
 #define OUT_MAX 16384
 
 /* Runs a Slurm client command; out gets its output. Returns its exit status or -1. */
@@ -85,20 +85,23 @@ static int slurm_open(launcher_t *l, const launcher_config_t *cfg, char *err, si
                 goto out;
             }
             if (t[0] != '-') {
-                snprintf(err, errlen, "--slurm-args: '%.64s' is not an sbatch option (options only: the "
-                                      "script is the coordinator's)", t);
+                snprintf(err, errlen,
+                         "--slurm-args: '%.64s' is not an sbatch option (options only: the "
+                         "script is the coordinator's)",
+                         t);
                 goto out;
             }
             l->args[l->nargs++] = t;
             /* Ranks per node: the coordinator's slots follow it. */
             long k = 0;
-            if (sscanf(t, "--ntasks-per-node=%ld", &k) == 1 && k > 0 && k <= LAUNCH_MAX_SLOTS) l->tasks_per_node = (int)k;
+            if (sscanf(t, "--ntasks-per-node=%ld", &k) == 1 && k > 0 && k <= LAUNCH_MAX_SLOTS)
+                l->tasks_per_node = (int)k;
         }
     }
 
     /* SlurmdPort, for the probes (the default when scontrol does not say). */
     l->slurmd_port = 6818;
-    const char *conf[] = { "scontrol", "show", "config", NULL };
+    const char *conf[] = {"scontrol", "show", "config", NULL};
     if (slurm_cmd(conf, out, OUT_MAX, SLURM_TIMEOUT_S) == 0) {
         char *p = strstr(out, "SlurmdPort");
         int port = 0;
@@ -111,7 +114,7 @@ static int slurm_open(launcher_t *l, const launcher_config_t *cfg, char *err, si
     } else if (strcmp(mpi, "mpirun") == 0) {
         l->slurm_pmix = 0;
     } else if (strcmp(mpi, "auto") == 0) {
-        const char *list[] = { "srun", "--mpi=list", NULL };
+        const char *list[] = {"srun", "--mpi=list", NULL};
         st = slurm_cmd(list, out, OUT_MAX, SLURM_TIMEOUT_S);
         l->slurm_pmix = st == 0 && strstr(out, "pmix") != NULL;
     } else {
@@ -133,7 +136,7 @@ static int slurm_discover(launcher_t *l, launch_host_t *hosts, int *nhosts, int 
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    const char *sinfo[] = { "sinfo", "--noheader", "--Node", "--format=%N %c %o", NULL, NULL };
+    const char *sinfo[] = {"sinfo", "--noheader", "--Node", "--format=%N %c %o", NULL, NULL};
     char part[160];
     if (l->partition[0]) {
         snprintf(part, sizeof part, "--partition=%s", l->partition);
@@ -141,8 +144,8 @@ static int slurm_discover(launcher_t *l, launch_host_t *hosts, int *nhosts, int 
     }
     int st = slurm_cmd(sinfo, out, OUT_MAX, SLURM_TIMEOUT_S);
     if (st != 0) {
-        snprintf(err, errlen, "--launcher slurm: sinfo %s: %.300s", st < 0 ? "did not run (is slurm-client installed?)"
-                 : "failed", first_line(out));
+        snprintf(err, errlen, "--launcher slurm: sinfo %s: %.300s",
+                 st < 0 ? "did not run (is slurm-client installed?)" : "failed", first_line(out));
         goto out;
     }
     for (char *save = NULL, *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -206,7 +209,8 @@ static int slurm_start(launcher_t *l, const launch_req_t *req, launch_handle_t *
         snprintf(err, errlen, "out of memory");
         goto out;
     }
-    int tn = snprintf(text, tl, "#!/bin/sh\n# pacer-coordinator's batch script: $1 = exit-code file, then the command\n%s",
+    int tn = snprintf(text, tl,
+                      "#!/bin/sh\n# pacer-coordinator's batch script: $1 = exit-code file, then the command\n%s",
                       wrapper);
     if (write_file_atomic(script, text, (size_t)tn) != 0) {
         snprintf(err, errlen, "%.300s: %s", script, strerror(errno));
@@ -245,7 +249,8 @@ static int slurm_start(launcher_t *l, const launch_req_t *req, launch_handle_t *
         for (int i = 0; i < l->nhosts; i++) {
             int keep = 0;
             for (int k = 0; k < req->nhosts; k++) keep |= strcmp(req->hosts[k], l->hosts[i].name) == 0;
-            if (!keep) used += (size_t)snprintf(excl + used, cap - used, "%s%s", used > base ? "," : "", l->hosts[i].name);
+            if (!keep)
+                used += (size_t)snprintf(excl + used, cap - used, "%s%s", used > base ? "," : "", l->hosts[i].name);
         }
         if (used > base) argv[a++] = excl;
     }
@@ -301,8 +306,8 @@ static void field(const char *text, const char *key, char *val, size_t len)
     }
 }
 
-int launch_slurm_parse_job(const char *text, char *state, size_t statelen, int *exit_status, int *signal,
-                           char *nodes, size_t nodeslen)
+int launch_slurm_parse_job(const char *text, char *state, size_t statelen, int *exit_status, int *signal, char *nodes,
+                           size_t nodeslen)
 {
     char id[32], ec[32];
     field(text, "JobId", id, sizeof id);
@@ -322,9 +327,9 @@ int launch_slurm_parse_job(const char *text, char *state, size_t statelen, int *
  * script ended and Slurm is cleaning up: the exit-code file says how it ended). */
 static int state_active(const char *s)
 {
-    static const char *const ACTIVE[] = { "PENDING", "CONFIGURING", "RUNNING", "SUSPENDED", "COMPLETING",
-                                          "RESIZING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "SIGNALING",
-                                          "STAGE_OUT", "SPECIAL_EXIT", "STOPPED", "RESV_DEL_HOLD", NULL };
+    static const char *const ACTIVE[] = {"PENDING",   "CONFIGURING",  "RUNNING",     "SUSPENDED",     "COMPLETING",
+                                         "RESIZING",  "REQUEUED",     "REQUEUE_FED", "REQUEUE_HOLD",  "SIGNALING",
+                                         "STAGE_OUT", "SPECIAL_EXIT", "STOPPED",     "RESV_DEL_HOLD", NULL};
     for (const char *const *a = ACTIVE; *a; a++)
         if (strcmp(s, *a) == 0) return 1;
     return 0;
@@ -341,14 +346,14 @@ static void lost_nodes(const char *nodes, char *lost, size_t len)
         return;
     }
     /* %t: the compact state; a trailing '*' means not responding. */
-    const char *argv[] = { "sinfo", "--noheader", "--Node", "--format=%N %t", arg, NULL };
+    const char *argv[] = {"sinfo", "--noheader", "--Node", "--format=%N %t", arg, NULL};
     if (slurm_cmd(argv, out, OUT_MAX, SLURM_TIMEOUT_S) == 0) {
         size_t used = 0;
         for (char *save = NULL, *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
             char name[256], st[32];
             if (sscanf(line, "%255s %31s", name, st) != 2) continue;
             if (!strstr(st, "down") && !strstr(st, "fail") && !strchr(st, '*')) continue;
-            int dup = 0;   /* a node in two partitions is listed twice */
+            int dup = 0; /* a node in two partitions is listed twice */
             for (const char *q = lost; (q = strstr(q, name)) != NULL; q++)
                 dup |= (q == lost || q[-1] == ' ') && (q[strlen(name)] == ' ' || q[strlen(name)] == 0);
             if (dup) continue;
@@ -384,9 +389,9 @@ static void slurm_poll(launcher_t *l, launch_handle_t *h, const char *ecp, const
 
     char id[32], state[64], nodes[512];
     char *out = malloc(OUT_MAX);
-    if (!out) return;   /* unknown: try again next time */
+    if (!out) return; /* unknown: try again next time */
     snprintf(id, sizeof id, "%ld", h->slurm_job);
-    const char *argv[] = { "scontrol", "--oneliner", "show", "job", id, NULL };
+    const char *argv[] = {"scontrol", "--oneliner", "show", "job", id, NULL};
     int rc = slurm_cmd(argv, out, OUT_MAX, SLURM_TIMEOUT_S);
     int status = 0, sig = 0;
     if (rc == 0 && launch_slurm_parse_job(out, state, sizeof state, &status, &sig, nodes, sizeof nodes) == 0) {
@@ -430,8 +435,10 @@ static void slurm_poll(launcher_t *l, launch_handle_t *h, const char *ecp, const
             st->code = ec;
         } else {
             st->outcome = SV_LOST;
-            launcher_log_note(log_path, "Slurm job %ld: slurmctld no longer knows it, and its batch script left no "
-                              "exit status", h->slurm_job);
+            launcher_log_note(log_path,
+                              "Slurm job %ld: slurmctld no longer knows it, and its batch script left no "
+                              "exit status",
+                              h->slurm_job);
         }
         goto out;
     }
@@ -449,12 +456,12 @@ static void slurm_cancel(long job, int hard)
     char id[32], out[512];
     snprintf(id, sizeof id, "%ld", job);
     if (hard) {
-        const char *kill[] = { "scancel", "--signal=KILL", "--full", id, NULL };
+        const char *kill[] = {"scancel", "--signal=KILL", "--full", id, NULL};
         slurm_cmd(kill, out, sizeof out, SLURM_TIMEOUT_S);
     }
     /* Plain scancel: a pending job leaves the queue; a running one gets SIGTERM, then
      * SIGKILL after the cluster's KillWait. */
-    const char *argv[] = { "scancel", id, NULL };
+    const char *argv[] = {"scancel", id, NULL};
     if (slurm_cmd(argv, out, sizeof out, SLURM_TIMEOUT_S) != 0)
         clog_printf("slurm: scancel %s: %s", id, first_line(out));
 }
@@ -479,7 +486,7 @@ static void slurm_probe_start(launcher_t *l, const launch_host_t *h, double now,
     (void)now;
     char port[16];
     snprintf(port, sizeof port, "%d", l->slurmd_port);
-    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai = NULL;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
     int e = getaddrinfo(h->addr, port, &hints, &ai);
     if (e != 0 || !ai) {
         p->result = 0;
@@ -502,7 +509,7 @@ static void slurm_probe_start(launcher_t *l, const launch_host_t *h, double now,
 static void slurm_probe_poll(launcher_t *l, launch_probe_t *p)
 {
     (void)l;
-    struct pollfd pf = { .fd = p->fd, .events = POLLOUT };
+    struct pollfd pf = {.fd = p->fd, .events = POLLOUT};
     if (poll(&pf, 1, 0) <= 0) return;
     int soerr = 0;
     socklen_t sl = sizeof soerr;
@@ -524,7 +531,7 @@ static int slurm_schedulable(launcher_t *l, const char *host)
     (void)l;
     char arg[300], out[512];
     if (snprintf(arg, sizeof arg, "--nodes=%s", host) >= (int)sizeof arg) return 0;
-    const char *argv[] = { "sinfo", "--noheader", "--Node", "--format=%N %t", arg, NULL };
+    const char *argv[] = {"sinfo", "--noheader", "--Node", "--format=%N %t", arg, NULL};
     if (slurm_cmd(argv, out, sizeof out, SLURM_TIMEOUT_S) != 0) return 0;
     char name[256], st[32];
     if (sscanf(out, "%255s %31s", name, st) != 2) return 0;

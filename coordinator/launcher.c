@@ -21,10 +21,10 @@ static const struct {
     launcher_kind_t kind;
     const launcher_ops_t *ops;
 } KINDS[] = {
-    { "local", LAUNCHER_LOCAL, &LAUNCH_LOCAL_OPS },
-    { "hostfile", LAUNCHER_HOSTFILE, &LAUNCH_LOCAL_OPS },
-    { "slurm", LAUNCHER_SLURM, &LAUNCH_SLURM_OPS },
-    { "sim", LAUNCHER_SIM, &LAUNCH_SIM_OPS },
+    {"local", LAUNCHER_LOCAL, &LAUNCH_LOCAL_OPS},
+    {"hostfile", LAUNCHER_HOSTFILE, &LAUNCH_LOCAL_OPS},
+    {"slurm", LAUNCHER_SLURM, &LAUNCH_SLURM_OPS},
+    {"sim", LAUNCHER_SIM, &LAUNCH_SIM_OPS},
 };
 #define NKINDS (sizeof KINDS / sizeof KINDS[0])
 
@@ -59,7 +59,8 @@ int launcher_open(const launcher_config_t *cfg, launcher_t **out, char *err, siz
         free(l);
         return -1;
     }
-    if (l->ops->open(l, cfg, err, errlen) != 0 || l->ops->discover(l, l->hosts, &l->nhosts, &l->slots, err, errlen) != 0) {
+    if (l->ops->open(l, cfg, err, errlen) != 0 ||
+        l->ops->discover(l, l->hosts, &l->nhosts, &l->slots, err, errlen) != 0) {
         free(l);
         return -1;
     }
@@ -138,15 +139,9 @@ int launcher_host_schedulable(launcher_t *l, const char *host)
     return l->ops->schedulable ? l->ops->schedulable(l, host) : 1;
 }
 
-void launcher_close(launcher_t *l)
-{
-    free(l);
-}
+void launcher_close(launcher_t *l) { free(l); }
 
-launcher_kind_t launcher_kind(const launcher_t *l)
-{
-    return l->kind;
-}
+launcher_kind_t launcher_kind(const launcher_t *l) { return l->kind; }
 
 const char *launcher_name(const launcher_t *l)
 {
@@ -161,10 +156,7 @@ int launcher_hosts(const launcher_t *l, const launch_host_t **hosts)
     return l->nhosts;
 }
 
-int launcher_slots(const launcher_t *l)
-{
-    return l->slots;
-}
+int launcher_slots(const launcher_t *l) { return l->slots; }
 
 int launcher_rank_hosts(const launcher_t *l, int world, const char *const *names, int nnames, const char **out)
 {
@@ -246,10 +238,7 @@ void launcher_poll(launcher_t *l, launch_handle_t *h, const char *exit_code_path
     l->ops->poll(l, h, exit_code_path, log_path, now, st);
 }
 
-void launcher_stop(launcher_t *l, launch_handle_t *h, int hard)
-{
-    l->ops->stop(l, h, hard);
-}
+void launcher_stop(launcher_t *l, launch_handle_t *h, int hard) { l->ops->stop(l, h, hard); }
 
 void launcher_reap(launcher_t *l, launch_handle_t *h)
 {

@@ -34,41 +34,41 @@
 #include "supervise.h"
 
 #define LAUNCH_MAX_HOSTS 256
-#define LAUNCH_MAX_SLOTS 65536   /* per host: a bound on what a hostfile or sinfo says */
+#define LAUNCH_MAX_SLOTS 65536 /* per host: a bound on what a hostfile or sinfo says */
 
 typedef enum { LAUNCHER_LOCAL, LAUNCHER_HOSTFILE, LAUNCHER_SLURM, LAUNCHER_SIM } launcher_kind_t;
 
 typedef struct {
-    char name[256];   /* what a rank reports as its host: gethostname(), or the Slurm node name */
-    int slots;        /* ranks it takes before mpirun oversubscribes; Slurm: its CPUs (at most
+    char name[256]; /* what a rank reports as its host: gethostname(), or the Slurm node name */
+    int slots;      /* ranks it takes before mpirun oversubscribes; Slurm: its CPUs (at most
                          --ntasks-per-node when --slurm-args sets it) */
-    char addr[256];   /* where a probe reaches it: Slurm's NodeAddr; else the name */
+    char addr[256]; /* where a probe reaches it: Slurm's NodeAddr; else the name */
 } launch_host_t;
 
 typedef struct {
-    const char *kind;           /* "local", "hostfile", "slurm"; NULL or "": hostfile when
+    const char *kind;            /* "local", "hostfile", "slurm"; NULL or "": hostfile when
                                    hostfile is set, else local */
-    const char *hostname;       /* this machine (the local launcher's only host) */
-    const char *mpirun;         /* mpirun binary */
-    const char *hostfile;       /* absolute path (hostfile only) */
-    const char *slurm_mpi;      /* "pmix", "mpirun", or NULL/"" = pmix when `srun --mpi=list`
+    const char *hostname;        /* this machine (the local launcher's only host) */
+    const char *mpirun;          /* mpirun binary */
+    const char *hostfile;        /* absolute path (hostfile only) */
+    const char *slurm_mpi;       /* "pmix", "mpirun", or NULL/"" = pmix when `srun --mpi=list`
                                    names it, else mpirun */
-    const char *slurm_partition;/* NULL or "" = the default partition */
-    const char *slurm_args;     /* extra sbatch options, split on blanks (NULL = none) */
-    const char *sim;            /* sim: the pacer-sim binary (absolute) */
-    int sim_slots;              /* sim: simulations at a time (<= 0: 1) */
+    const char *slurm_partition; /* NULL or "" = the default partition */
+    const char *slurm_args;      /* extra sbatch options, split on blanks (NULL = none) */
+    const char *sim;             /* sim: the pacer-sim binary (absolute) */
+    int sim_slots;               /* sim: simulations at a time (<= 0: 1) */
 } launcher_config_t;
 
 /* What one attempt runs. */
 typedef struct {
-    const char *id;                 /* the job id */
-    int attempt;                    /* 1, 2, ...: for the log's header line */
-    int world;                      /* ranks */
-    const char *const *argv;        /* pacer-worker and its arguments, NULL-terminated */
-    const char *dir;                /* STATE_DIR/jobs/{id}: the launcher may keep files there */
-    const char *log_path;           /* stdout + stderr of every rank, appended */
-    const char *exit_code_path;     /* written by the wrapper when the command ends */
-    const char *handle_path;        /* launcher_start records the handle here (adoption) */
+    const char *id;             /* the job id */
+    int attempt;                /* 1, 2, ...: for the log's header line */
+    int world;                  /* ranks */
+    const char *const *argv;    /* pacer-worker and its arguments, NULL-terminated */
+    const char *dir;            /* STATE_DIR/jobs/{id}: the launcher may keep files there */
+    const char *log_path;       /* stdout + stderr of every rank, appended */
+    const char *exit_code_path; /* written by the wrapper when the command ends */
+    const char *handle_path;    /* launcher_start records the handle here (adoption) */
     /* The hosts the attempt may use, by name (of launcher_hosts), or NULL for all of them:
      * an elastic restart leaves out hosts that were lost, a benchmark names one. hostfile:
      * a hostfile of these in dir; slurm: --exclude of the others. local: ignored. */
@@ -78,24 +78,24 @@ typedef struct {
 
 /* One attempt's processes, as a launcher follows them. All zero = nothing running. */
 typedef struct {
-    pid_t pid;                      /* local, hostfile: the wrapper, leader of the session */
-    unsigned long long pstart;      /* its start time: a reused pid is not it */
-    int is_child;                   /* started by this process: waitpid works */
-    long slurm_job;                 /* slurm: the batch job id */
-    double next_poll;               /* slurm: when to ask slurmctld again */
-    int slurm_seen;                 /* slurm: scontrol answered about it at least once */
-    int slurm_pending;              /* slurm: PENDING at the last answer */
-    int slurm_done;                 /* slurm: known to be over (nothing to scancel) */
-    int unreachable;                /* slurm: the last question got no answer (logged once) */
+    pid_t pid;                 /* local, hostfile: the wrapper, leader of the session */
+    unsigned long long pstart; /* its start time: a reused pid is not it */
+    int is_child;              /* started by this process: waitpid works */
+    long slurm_job;            /* slurm: the batch job id */
+    double next_poll;          /* slurm: when to ask slurmctld again */
+    int slurm_seen;            /* slurm: scontrol answered about it at least once */
+    int slurm_pending;         /* slurm: PENDING at the last answer */
+    int slurm_done;            /* slurm: known to be over (nothing to scancel) */
+    int unreachable;           /* slurm: the last question got no answer (logged once) */
 } launch_handle_t;
 
 /* What launcher_poll found. */
 typedef struct {
-    int ended;                      /* the attempt is over: outcome and code say how */
-    sv_outcome_t outcome;           /* SV_EXITED (code = exit status), SV_SIGNALLED (code =
+    int ended;            /* the attempt is over: outcome and code say how */
+    sv_outcome_t outcome; /* SV_EXITED (code = exit status), SV_SIGNALLED (code =
                                        signal), SV_LOST (gone without an exit status) */
     int code;
-    int pending;                    /* queued by the resource manager, not started: no
+    int pending; /* queued by the resource manager, not started: no
                                        heartbeat can be expected yet */
     /* Hosts the attempt lost (space-separated; "" = none known): Slurm reports a node
      * that failed under a job (NODE_FAIL, or DOWN while the job ran). The seam for
@@ -111,7 +111,7 @@ int launcher_open(const launcher_config_t *cfg, launcher_t **out, char *err, siz
 void launcher_close(launcher_t *l);
 
 launcher_kind_t launcher_kind(const launcher_t *l);
-const char *launcher_name(const launcher_t *l);          /* "local", "hostfile", "slurm", "sim" */
+const char *launcher_name(const launcher_t *l); /* "local", "hostfile", "slurm", "sim" */
 
 /* The hosts ranks can run on and their slots, as learnt at open or the last reload. */
 int launcher_hosts(const launcher_t *l, const launch_host_t **hosts);
@@ -133,11 +133,11 @@ int launcher_reload(launcher_t *l, char *err, size_t errlen);
  * A probe that has not answered within LAUNCH_PROBE_TIMEOUT_S counts as down. */
 #define LAUNCH_PROBE_TIMEOUT_S 10.0
 typedef struct {
-    pid_t pid;                      /* hostfile: the remote shell */
-    int fd;                         /* slurm: the connecting socket (-1 none) */
+    pid_t pid; /* hostfile: the remote shell */
+    int fd;    /* slurm: the connecting socket (-1 none) */
     double deadline;
-    int result;                     /* -1 running, 0 down, 1 up */
-    char why[200];                  /* down: what failed */
+    int result;    /* -1 running, 0 down, 1 up */
+    char why[200]; /* down: what failed */
 } launch_probe_t;
 void launcher_probe_start(launcher_t *l, const char *host, double now, launch_probe_t *p);
 /* 1 up, 0 down (p->why says why), -1 not known yet. */
@@ -166,8 +166,8 @@ int launcher_start(launcher_t *l, const launch_req_t *req, launch_handle_t *h, c
  * second per attempt and reads the exit-code file in between. A question that gets no
  * answer means "still running" (unknown is not ended). log_path gets a line saying why
  * when the launcher knows more than an exit status (e.g. "Slurm job 12: NODE_FAIL"). */
-void launcher_poll(launcher_t *l, launch_handle_t *h, const char *exit_code_path, const char *log_path,
-                   double now, launch_status_t *st);
+void launcher_poll(launcher_t *l, launch_handle_t *h, const char *exit_code_path, const char *log_path, double now,
+                   launch_status_t *st);
 
 /* Asks the attempt to stop: hard = 0 SIGTERM to every process (slurm: scancel), hard = 1
  * SIGKILL (slurm: scancel --signal=KILL --full). launcher_poll says when it is over. */
@@ -189,7 +189,7 @@ const char *launcher_describe(const launch_handle_t *h, char *buf, size_t len);
 /* Parsing `scontrol show job -o ID` (exposed for the unit tests): fills the state name
  * ("RUNNING", "COMPLETED", ...; "" when absent), the exit status and signal of ExitCode=S:G,
  * and NodeList ("" when absent). Returns 0, or -1 when text is not a job record. */
-int launch_slurm_parse_job(const char *text, char *state, size_t statelen, int *exit_status, int *signal,
-                           char *nodes, size_t nodeslen);
+int launch_slurm_parse_job(const char *text, char *state, size_t statelen, int *exit_status, int *signal, char *nodes,
+                           size_t nodeslen);
 
 #endif

@@ -25,7 +25,7 @@ typedef struct {
                  launch_status_t *st);
     void (*stop)(launcher_t *l, launch_handle_t *h, int hard);
     void (*reap)(launcher_t *l, launch_handle_t *h);
-    int predicts_placement;   /* launcher_rank_hosts can answer before the start */
+    int predicts_placement; /* launcher_rank_hosts can answer before the start */
 } launcher_ops_t;
 
 #define LAUNCH_SLURM_ARGS_MAX 32
@@ -39,26 +39,26 @@ struct launcher {
     char mpirun[PATH_MAX];
     char hostfile[PATH_MAX];
     /* slurm */
-    int slurm_pmix;                          /* srun --mpi=pmix, else mpirun in the allocation */
+    int slurm_pmix; /* srun --mpi=pmix, else mpirun in the allocation */
     char partition[128];
-    char args_buf[1024];                     /* --slurm-args, split in place */
+    char args_buf[1024]; /* --slurm-args, split in place */
     char *args[LAUNCH_SLURM_ARGS_MAX];
     int nargs;
-    int tasks_per_node;                      /* --ntasks-per-node in --slurm-args (0 = none) */
-    int slurmd_port;                         /* SlurmdPort, for probes */
+    int tasks_per_node; /* --ntasks-per-node in --slurm-args (0 = none) */
+    int slurmd_port;    /* SlurmdPort, for probes */
     /* sim */
     char sim[PATH_MAX];
-    int sim_slots;                           /* simulations at a time (its one host's slots) */
+    int sim_slots; /* simulations at a time (its one host's slots) */
 };
 
-extern const launcher_ops_t LAUNCH_LOCAL_OPS;      /* local and hostfile */
+extern const launcher_ops_t LAUNCH_LOCAL_OPS; /* local and hostfile */
 extern const launcher_ops_t LAUNCH_SLURM_OPS;
 extern const launcher_ops_t LAUNCH_SIM_OPS;
 
 /* The local launcher's poll, stop and reap: every kind whose attempt is the shell wrapper
  * of launch.h in a session on this machine (local, hostfile, sim) follows it the same way. */
-void launch_local_poll(launcher_t *l, launch_handle_t *h, const char *exit_code_path, const char *log_path,
-                       double now, launch_status_t *st);
+void launch_local_poll(launcher_t *l, launch_handle_t *h, const char *exit_code_path, const char *log_path, double now,
+                       launch_status_t *st);
 void launch_local_stop(launcher_t *l, launch_handle_t *h, int hard);
 void launch_local_reap(launcher_t *l, launch_handle_t *h);
 

@@ -58,8 +58,10 @@ int coord_retry(coordinator_t *c, const char *id, char *new_id, size_t idlen, ch
     const char *spec = json_string_value(json_object_get(h, "spec"));
     job_state_t st;
     if (!state || job_state_parse(state, &st) != 0 || !job_state_terminal(st)) {
-        set_err(err, errlen, "job %s is %s: only a finished job (SUCCEEDED, FAILED or CANCELLED) can be retried; "
-                "cancel it first", id, state ? state : "in an unknown state");
+        set_err(err, errlen,
+                "job %s is %s: only a finished job (SUCCEEDED, FAILED or CANCELLED) can be retried; "
+                "cancel it first",
+                id, state ? state : "in an unknown state");
         code = COORD_ESTATE;
     } else if (!spec || !*spec) {
         set_err(err, errlen, "job %s has no stored spec", id);

@@ -23,17 +23,15 @@ void coord_lock_init(coordinator_t *c)
 
 /* KEYS: lock. ARGV: mine, ttl ms, takeover-from ("" = none).
  * Takes or refreshes the lock when it is free, ours, or held by takeover-from. */
-static const char LOCK_LUA[] =
-    "local v = redis.call('GET', KEYS[1])\n"
-    "if v == false or v == ARGV[1] or (ARGV[3] ~= '' and v == ARGV[3]) then\n"
-    "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
-    "  return {1, ARGV[1]}\n"
-    "end\n"
-    "return {0, v}\n";
+static const char LOCK_LUA[] = "local v = redis.call('GET', KEYS[1])\n"
+                               "if v == false or v == ARGV[1] or (ARGV[3] ~= '' and v == ARGV[3]) then\n"
+                               "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+                               "  return {1, ARGV[1]}\n"
+                               "end\n"
+                               "return {0, v}\n";
 
-static const char UNLOCK_LUA[] =
-    "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end\n"
-    "return 0\n";
+static const char UNLOCK_LUA[] = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end\n"
+                                 "return 0\n";
 
 int coord_lock_try(coordinator_t *c, redisContext *rc, char *who, size_t wholen)
 {

@@ -44,7 +44,7 @@
 
 #define SCHEDULE_PER_TICK 16
 #define PLAN_PERIOD_S 1.0
-#define JPATH (PATH_MAX + 128)   /* STATE_DIR/jobs/{id}/{leaf} always fits */
+#define JPATH (PATH_MAX + 128) /* STATE_DIR/jobs/{id}/{leaf} always fits */
 
 /* STATE_DIR/jobs/{id}[/leaf]: where a job's files live, for the daemon and the API alike
  * (the API never uses a path read back from Redis). Returns 0, or -1 when the id is not a
@@ -75,10 +75,7 @@ void run_free(coord_run_t *r)
 }
 
 /* Workers of an attempt of `world` processes. */
-static int workers_of(const coord_run_t *r, int world)
-{
-    return spec_is_async(r->spec) ? world - 1 : world;
-}
+static int workers_of(const coord_run_t *r, int world) { return spec_is_async(r->spec) ? world - 1 : world; }
 
 /* The hosts r's attempt may use (copies); 0, or -1 when out of memory. */
 static int run_set_hosts(coord_run_t *r, const char *const *names, int n)
@@ -186,19 +183,45 @@ void run_persist(coordinator_t *c, coord_run_t *r)
     coord_job_path(c, r->id, "checkpoints", ckdir, sizeof ckdir);
     coord_job_path(c, r->id, "summary.json", summary, sizeof summary);
     json_t *hj = run_hosts_json(r);
-    char *hosts = hj ? json_dumps(hj, JSON_COMPACT) : NULL, *resizes = r->resize_log ? json_dumps(r->resize_log, JSON_COMPACT) : NULL;
+    char *hosts = hj ? json_dumps(hj, JSON_COMPACT) : NULL,
+         *resizes = r->resize_log ? json_dumps(r->resize_log, JSON_COMPACT) : NULL;
     json_decref(hj);
     const char *kv[] = {
-        "restarts", restarts, "attempts", attempts, "pid", pid, "pstart", pstart, "exit_code", ec,
-        "world", world, "started", started, "finished", finished, "log", log, "checkpoint_dir", ckdir,
-        "summary_path", summary, "hosts", hosts ? hosts : "[]", "resizes", resizes ? resizes : "[]",
-        "reason", r->reason,
+        "restarts",
+        restarts,
+        "attempts",
+        attempts,
+        "pid",
+        pid,
+        "pstart",
+        pstart,
+        "exit_code",
+        ec,
+        "world",
+        world,
+        "started",
+        started,
+        "finished",
+        finished,
+        "log",
+        log,
+        "checkpoint_dir",
+        ckdir,
+        "summary_path",
+        summary,
+        "hosts",
+        hosts ? hosts : "[]",
+        "resizes",
+        resizes ? resizes : "[]",
+        "reason",
+        r->reason,
     };
     int changed = r->state != r->saved_state;
     /* With a state change jobstore_update writes state + reason itself (and the event). */
     int nkv = (int)(sizeof kv / sizeof kv[0]) / 2 - (changed ? 1 : 0);
-    int rc = tickconn_check(c, jobstore_update(c->rc, r->id, changed ? job_state_name(r->state) : NULL, r->reason, kv, nkv),
-                      "job update");
+    int rc = tickconn_check(c,
+                            jobstore_update(c->rc, r->id, changed ? job_state_name(r->state) : NULL, r->reason, kv, nkv),
+                            "job update");
     free(hosts);
     free(resizes);
     if (rc != JS_OK) {
@@ -235,9 +258,13 @@ static void finish_attempt(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, in
     /* Stragglers must not outlive the attempt; a child is reaped (launcher_reap). */
     if (r->launcher) launcher_reap(r->launcher, &r->h);
     sv_in_t in = {
-        .outcome = oc, .code = oc == SV_STALE ? r->stale_rank : code, .stale_s = r->stale_s,
-        .restarts = r->restarts, .max_restarts = c->cfg.max_restarts,
-        .backoff_base_s = c->cfg.restart_backoff_s, .last_line = line,
+        .outcome = oc,
+        .code = oc == SV_STALE ? r->stale_rank : code,
+        .stale_s = r->stale_s,
+        .restarts = r->restarts,
+        .max_restarts = c->cfg.max_restarts,
+        .backoff_base_s = c->cfg.restart_backoff_s,
+        .last_line = line,
     };
     sv_out_t out;
     supervise_decide(&in, &out);
@@ -383,7 +410,10 @@ static void begin_probing(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, int
     r->phase = PH_PROBING;
     r->kill_reason = KILL_NONE;
     clog_printf("job %s: attempt %d ended (%s %d); probing its host%s", r->id, r->attempts,
-                oc == SV_EXITED ? "exit" : oc == SV_SIGNALLED ? "signal" : oc == SV_STALE ? "stale rank" : "lost",
+                oc == SV_EXITED      ? "exit"
+                : oc == SV_SIGNALLED ? "signal"
+                : oc == SV_STALE     ? "stale rank"
+                                     : "lost",
                 code, r->nhosts == 1 ? "" : "s");
 }
 
@@ -435,8 +465,8 @@ static void grow_check(coordinator_t *c, coord_run_t *r, double now)
 {
     if (now - r->last_grow_check < 1.0) return;
     r->last_grow_check = now;
-    int w = r->world < r->full_world
-                ? hosts_elastic_world(r->full_world, r->min_world, c->slots_total, c->slots_usable) : 0;
+    int w = r->world < r->full_world ? hosts_elastic_world(r->full_world, r->min_world, c->slots_total, c->slots_usable)
+                                     : 0;
     if (w <= r->world) {
         if (r->grow_armed) clog_printf("job %s: no longer grows (the hosts are gone again)", r->id);
         r->grow_armed = 0;
@@ -615,10 +645,17 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
     }
     argv[a] = NULL;
     launch_req_t req = {
-        .id = r->id, .attempt = r->attempts + 1, .world = r->world, .argv = argv, .dir = dir,
-        .log_path = log, .exit_code_path = ecp, .handle_path = pidp,
+        .id = r->id,
+        .attempt = r->attempts + 1,
+        .world = r->world,
+        .argv = argv,
+        .dir = dir,
+        .log_path = log,
+        .exit_code_path = ecp,
+        .handle_path = pidp,
         /* All hosts usable: the launcher's own list (the hostfile as given). */
-        .hosts = names && nn != c->nhosts ? names : NULL, .nhosts = nn,
+        .hosts = names && nn != c->nhosts ? names : NULL,
+        .nhosts = nn,
     };
     if (launcher_start(r->launcher, &req, &r->h, err, sizeof err) != 0) goto fail;
     char what[64];
@@ -686,13 +723,10 @@ static void start_kill(coordinator_t *c, coord_run_t *r, kill_reason_t why, doub
     launcher_stop(r->launcher, &r->h, 0);
     char what[64];
     launcher_describe(&r->h, what, sizeof what);
-    if (why == KILL_CANCEL)
-        clog_printf("job %s: cancelling (stopping %s)", r->id, what);
-    else if (why == KILL_RESIZE)
-        clog_printf("job %s: stopping %s to resize: %s", r->id, what, r->resize_reason);
+    if (why == KILL_CANCEL) clog_printf("job %s: cancelling (stopping %s)", r->id, what);
+    else if (why == KILL_RESIZE) clog_printf("job %s: stopping %s to resize: %s", r->id, what, r->resize_reason);
     else
-        clog_printf("job %s: no heartbeat from rank %d for %.0f s; stopping %s", r->id, r->stale_rank, r->stale_s,
-                    what);
+        clog_printf("job %s: no heartbeat from rank %d for %.0f s; stopping %s", r->id, r->stale_rank, r->stale_s, what);
 }
 
 /* Reads cancel_requested and (when check_beats) the ranks' heartbeats. A failed read
@@ -772,16 +806,13 @@ void run_step(coordinator_t *c, coord_run_t *r, double now)
         break;
     case PH_KILLING:
         if (poll_ended(c, r, now, &oc, &code, lost, sizeof lost)) {
-            if (r->kill_reason == KILL_CANCEL)
-                finish_attempt(c, r, SV_CANCELLED, code, now);
+            if (r->kill_reason == KILL_CANCEL) finish_attempt(c, r, SV_CANCELLED, code, now);
             else if (r->kill_reason == KILL_RESIZE && oc == SV_EXITED && code == 0)
-                finish_attempt(c, r, oc, code, now);   /* it finished before the stop reached it */
-            else if (r->kill_reason == KILL_RESIZE)
-                relaunch_soon(c, r, oc, code, r->resize_reason, now);
+                finish_attempt(c, r, oc, code, now); /* it finished before the stop reached it */
+            else if (r->kill_reason == KILL_RESIZE) relaunch_soon(c, r, oc, code, r->resize_reason, now);
             else if (should_probe(c, r, SV_STALE, r->stale_rank))
                 begin_probing(c, r, SV_STALE, r->stale_rank, lost, now);
-            else
-                finish_attempt(c, r, SV_STALE, code, now);
+            else finish_attempt(c, r, SV_STALE, code, now);
         } else if (now >= r->kill_deadline && !r->sigkilled) {
             clog_printf("job %s: still running %.0f s after SIGTERM; SIGKILL", r->id, c->cfg.kill_grace_s);
             launcher_stop(r->launcher, &r->h, 1);
@@ -801,8 +832,7 @@ void run_step(coordinator_t *c, coord_run_t *r, double now)
             launch(c, r, now);
         }
         break;
-    case PH_DONE:
-        break;
+    case PH_DONE: break;
     }
     if (r->dirty) run_persist(c, r);
 }
@@ -842,8 +872,9 @@ void run_schedule(coordinator_t *c, double now)
             free(spec);
             return;
         }
-        int fits = bad || simulated ? 0 : hosts_elastic_world(world, spec_is_async(spec) ? 2 : 1, c->slots_total,
-                                                               c->slots_usable);
+        int fits = bad || simulated
+                       ? 0
+                       : hosts_elastic_world(world, spec_is_async(spec) ? 2 : 1, c->slots_total, c->slots_usable);
         if (simulated ? c->sim_launcher && sims >= c->sim_slots : !bad && used > 0 && used + fits > c->slots_usable) {
             free(spec);
             return;
@@ -852,7 +883,7 @@ void run_schedule(coordinator_t *c, double now)
         if (claimed != 1) {
             free(spec);
             if (claimed < 0) return;
-            continue;   /* cancelled or gone meanwhile: it left the queue, look again */
+            continue; /* cancelled or gone meanwhile: it left the queue, look again */
         }
         coord_run_t *r = run_new(c, id);
         if (!r) {
@@ -883,8 +914,8 @@ void run_schedule(coordinator_t *c, double now)
             clog_printf("job %s: claimed (%s, %d simulated rank%s, simulations %d/%d)", id, r->spec->name, world,
                         world == 1 ? "" : "s", sims + 1, c->sim_slots);
         else
-            clog_printf("job %s: claimed (%s, %d rank%s, slots %d/%d)", id, r->spec->name, world,
-                        world == 1 ? "" : "s", used + fits, c->slots_usable);
+            clog_printf("job %s: claimed (%s, %d rank%s, slots %d/%d)", id, r->spec->name, world, world == 1 ? "" : "s",
+                        used + fits, c->slots_usable);
         launch(c, r, now);
         if (simulated) sims++;
         else used += fits;
@@ -936,7 +967,7 @@ void run_adopt(coordinator_t *c, double now)
         tickconn_broken(c, "adopt");
         return;
     }
-    for (size_t i = 0; i < m->elements && c->rc; i++) {   /* a broken connection ends the pass */
+    for (size_t i = 0; i < m->elements && c->rc; i++) { /* a broken connection ends the pass */
         const char *id = reply_str(m->element[i]);
         if (!id || !job_id_valid(id)) continue;
         int known = 0;
@@ -998,8 +1029,7 @@ void run_adopt(coordinator_t *c, double now)
         r->phase = PH_ACTIVE;
         if (launcher_adopt(r->launcher, pidp, &r->h, what, sizeof what))
             clog_printf("job %s: adopted (%s); following it", id, launcher_describe(&r->h, what, sizeof what));
-        else
-            clog_printf("job %s: %s; finding out how it ended", id, what);
+        else clog_printf("job %s: %s; finding out how it ended", id, what);
     }
     freeReplyObject(m);
     if (c->rc) c->adopted = 1;

@@ -14,25 +14,25 @@
 #include "spec.h"
 
 typedef enum {
-    PH_ACTIVE,      /* the job runs (spawned or adopted) */
-    PH_KILLING,     /* SIGTERM sent; SIGKILL at kill_deadline */
-    PH_PROBING,     /* the attempt failed: are its hosts still there? (probe_deadline) */
-    PH_BACKOFF,     /* RESTARTING: waiting for next_launch */
-    PH_DONE,        /* final state decided; removed once Redis has it */
+    PH_ACTIVE,  /* the job runs (spawned or adopted) */
+    PH_KILLING, /* SIGTERM sent; SIGKILL at kill_deadline */
+    PH_PROBING, /* the attempt failed: are its hosts still there? (probe_deadline) */
+    PH_BACKOFF, /* RESTARTING: waiting for next_launch */
+    PH_DONE,    /* final state decided; removed once Redis has it */
 } run_phase_t;
 
 /* KILL_RESIZE: a host is back and the job has just checkpointed: it stops to grow. */
 typedef enum { KILL_NONE, KILL_CANCEL, KILL_STALE, KILL_RESIZE } kill_reason_t;
 
-#define RUN_RESIZES_KEPT 20   /* resizes a job's record lists (the newest) */
+#define RUN_RESIZES_KEPT 20 /* resizes a job's record lists (the newest) */
 
 /* One job the daemon runs (tick thread only). */
 typedef struct {
     char id[JOB_ID_MAX];
-    job_spec_t *spec;         /* as submitted (normalised) */
-    int world;                /* processes of the current (or next) attempt */
-    int full_world;           /* what the spec asks: workers, + 1 with a parameter server */
-    int min_world;            /* the fewest it can run as: 1, or 2 with a parameter server */
+    job_spec_t *spec; /* as submitted (normalised) */
+    int world;        /* processes of the current (or next) attempt */
+    int full_world;   /* what the spec asks: workers, + 1 with a parameter server */
+    int min_world;    /* the fewest it can run as: 1, or 2 with a parameter server */
     /* Elastic restarts: the hosts the attempt may use (the usable ones at its launch),
      * the failed attempt's outcome while its hosts are probed, why the next launch
      * changes the world, the resizes so far, and the checkpoint a grow waits for. */
@@ -43,15 +43,15 @@ typedef struct {
     double probe_deadline;
     char resize_reason[320];
     int resizes;
-    json_t *resize_log;       /* the newest RUN_RESIZES_KEPT: [{from, to, reason, hosts, time}] */
-    int grow_armed;           /* a grow is possible: waiting for the next checkpoint */
-    long long grow_ckpt[3];   /* the checkpoint file then (mtime ns, inode, size) */
+    json_t *resize_log;     /* the newest RUN_RESIZES_KEPT: [{from, to, reason, hosts, time}] */
+    int grow_armed;         /* a grow is possible: waiting for the next checkpoint */
+    long long grow_ckpt[3]; /* the checkpoint file then (mtime ns, inode, size) */
     double last_grow_check;
     run_phase_t phase;
-    launch_handle_t h;        /* the attempt's processes (launcher.h); zero between attempts */
-    launcher_t *launcher;     /* the daemon's launcher, or its sim launcher for a simulated job */
-    int simulated;            /* spec->simulate.enabled: runs under pacer-sim (launch_sim.c) */
-    double launched_at;       /* heartbeat grace starts here */
+    launch_handle_t h;    /* the attempt's processes (launcher.h); zero between attempts */
+    launcher_t *launcher; /* the daemon's launcher, or its sim launcher for a simulated job */
+    int simulated;        /* spec->simulate.enabled: runs under pacer-sim (launch_sim.c) */
+    double launched_at;   /* heartbeat grace starts here */
     int restarts, attempts;
     double next_launch;
     kill_reason_t kill_reason;
@@ -59,16 +59,16 @@ typedef struct {
     double stale_s;
     double kill_deadline;
     int sigkilled;
-    job_state_t state;        /* the state Redis should show */
-    job_state_t saved_state;  /* the state Redis was last told (events on change) */
+    job_state_t state;       /* the state Redis should show */
+    job_state_t saved_state; /* the state Redis was last told (events on change) */
     char reason[768];
-    int exit_code;            /* -1 = unknown */
+    int exit_code; /* -1 = unknown */
     double started, finished;
-    int dirty;                /* Redis does not show this run's latest fields yet */
+    int dirty; /* Redis does not show this run's latest fields yet */
     int cancel_requested;
     double last_plan, last_log_check;
-    int first_launch;         /* no launch yet: the initial batch plan is due */
-    int redis_reported;       /* the worker's Redis sink was seen (a node hash exists) */
+    int first_launch;   /* no launch yet: the initial batch plan is due */
+    int redis_reported; /* the worker's Redis sink was seen (a node hash exists) */
 } coord_run_t;
 
 void run_free(coord_run_t *r);

@@ -15,8 +15,10 @@ static int resolve_one(const char *dir, const char *field, char *path, size_t ca
 {
     if (!path[0]) return 0;
     if (!dir[0]) {
-        snprintf(err, errlen, "%s: this coordinator has no platform directory (--sim-platforms); leave it empty "
-                 "to simulate the platform the other simulate fields describe", field);
+        snprintf(err, errlen,
+                 "%s: this coordinator has no platform directory (--sim-platforms); leave it empty "
+                 "to simulate the platform the other simulate fields describe",
+                 field);
         return -1;
     }
     char cand[PATH_MAX + SPEC_PATH_MAX + 2], real[PATH_MAX];
@@ -45,10 +47,7 @@ int simjob_resolve(const char *dir, job_spec_t *s, char *err, size_t errlen)
     return resolve_one(dir, "simulate.hostfile", s->simulate.hostfile, sizeof s->simulate.hostfile, err, errlen);
 }
 
-static int by_name(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 json_t *simjob_platforms(const char *dir)
 {
@@ -60,8 +59,7 @@ json_t *simjob_platforms(const char *dir)
     struct dirent *e;
     while ((e = readdir(d)) && n < PLATFORMS_MAX) {
         size_t len = strlen(e->d_name);
-        if (len > 4 && strcmp(e->d_name + len - 4, ".xml") == 0 && e->d_name[0] != '.' &&
-            (names[n] = strdup(e->d_name)))
+        if (len > 4 && strcmp(e->d_name + len - 4, ".xml") == 0 && e->d_name[0] != '.' && (names[n] = strdup(e->d_name)))
             n++;
     }
     closedir(d);

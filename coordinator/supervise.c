@@ -28,15 +28,9 @@ void supervise_decide(const sv_in_t *in, sv_out_t *out)
         }
         snprintf(what, sizeof what, "mpirun exited %d", in->code);
         break;
-    case SV_SIGNALLED:
-        snprintf(what, sizeof what, "mpirun killed by signal %d", in->code);
-        break;
-    case SV_LOST:
-        snprintf(what, sizeof what, "job process lost (no exit status)");
-        break;
-    case SV_STALE:
-        snprintf(what, sizeof what, "no heartbeat from rank %d for %.0f s", in->code, in->stale_s);
-        break;
+    case SV_SIGNALLED: snprintf(what, sizeof what, "mpirun killed by signal %d", in->code); break;
+    case SV_LOST: snprintf(what, sizeof what, "job process lost (no exit status)"); break;
+    case SV_STALE: snprintf(what, sizeof what, "no heartbeat from rank %d for %.0f s", in->code, in->stale_s); break;
     }
     if (in->restarts >= in->max_restarts) {
         out->state = JOB_FAILED;

@@ -16,28 +16,28 @@
 #include "jobstore.h"
 
 typedef enum {
-    SV_EXITED,      /* the wrapper reported mpirun's exit status in code */
-    SV_SIGNALLED,   /* mpirun (or the wrapper) was killed by signal code */
-    SV_LOST,        /* gone without an exit status */
-    SV_STALE,       /* killed by the coordinator: heartbeat older than stale_s (rank in code) */
-    SV_CANCELLED,   /* killed by the coordinator on request */
+    SV_EXITED,    /* the wrapper reported mpirun's exit status in code */
+    SV_SIGNALLED, /* mpirun (or the wrapper) was killed by signal code */
+    SV_LOST,      /* gone without an exit status */
+    SV_STALE,     /* killed by the coordinator: heartbeat older than stale_s (rank in code) */
+    SV_CANCELLED, /* killed by the coordinator on request */
 } sv_outcome_t;
 
 typedef struct {
     sv_outcome_t outcome;
     int code;
     double stale_s;
-    int restarts;           /* restarts used so far */
+    int restarts; /* restarts used so far */
     int max_restarts;
-    double backoff_base_s;  /* first restart delay; doubles each time */
-    const char *last_line;  /* the log's last meaningful line, or NULL */
+    double backoff_base_s; /* first restart delay; doubles each time */
+    const char *last_line; /* the log's last meaningful line, or NULL */
 } sv_in_t;
 
 typedef struct {
-    job_state_t state;      /* SUCCEEDED, FAILED, CANCELLED or RESTARTING */
-    int restarts;           /* restarts used after this decision */
-    double delay_s;         /* RESTARTING: wait this long before launching again */
-    char reason[768];       /* "" for SUCCEEDED */
+    job_state_t state; /* SUCCEEDED, FAILED, CANCELLED or RESTARTING */
+    int restarts;      /* restarts used after this decision */
+    double delay_s;    /* RESTARTING: wait this long before launching again */
+    char reason[768];  /* "" for SUCCEEDED */
 } sv_out_t;
 
 void supervise_decide(const sv_in_t *in, sv_out_t *out);

@@ -12,7 +12,7 @@ void tickconn_broken(coordinator_t *c, const char *what)
 {
     if (!c->rc) return;
     clog_printf("redis: connection lost (%s: %s); processes stay supervised, retrying", what,
-         c->rc->errstr[0] ? c->rc->errstr : "error reply");
+                c->rc->errstr[0] ? c->rc->errstr : "error reply");
     redisFree(c->rc);
     c->rc = NULL;
     c->rc_backoff = RC_BACKOFF_MIN_S;

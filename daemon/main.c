@@ -27,12 +27,49 @@
 #include "version.h"
 
 enum {
-    O_LISTEN = 1000, O_REDIS, O_WORKER_REDIS, O_STATE_DIR, O_HOSTFILE, O_WORKER, O_MPIRUN, O_REDIS_SERVER,
-    O_MAX_RESTARTS, O_HEARTBEAT, O_BACKOFF, O_GRACE, O_CKPT_STEPS, O_STOP_JOBS, O_TIMEOUT, O_STATE, O_TAIL,
-    O_LIMIT, O_SINCE, O_JSON, O_HELP, O_VERSION, O_TOKEN_FILE, O_AUTH_READS, O_STATIC_DIR, O_HTTP_THREADS, O_SSE_MAX,
-    O_API_CACHE, O_LAUNCHER, O_SLURM_MPI, O_SLURM_PARTITION, O_SLURM_ARGS, O_SIM, O_SIM_PLATFORMS, O_SIM_SLOTS,
-    O_PUBLIC_READS, O_ALLOWED_HOST, O_SSE_PER_CLIENT, O_CONNS_PER_CLIENT, O_HEADER_TIMEOUT, O_OVERSUBSCRIBE,
-    O_DATA_ROOT, O_KEEP_JOBS,
+    O_LISTEN = 1000,
+    O_REDIS,
+    O_WORKER_REDIS,
+    O_STATE_DIR,
+    O_HOSTFILE,
+    O_WORKER,
+    O_MPIRUN,
+    O_REDIS_SERVER,
+    O_MAX_RESTARTS,
+    O_HEARTBEAT,
+    O_BACKOFF,
+    O_GRACE,
+    O_CKPT_STEPS,
+    O_STOP_JOBS,
+    O_TIMEOUT,
+    O_STATE,
+    O_TAIL,
+    O_LIMIT,
+    O_SINCE,
+    O_JSON,
+    O_HELP,
+    O_VERSION,
+    O_TOKEN_FILE,
+    O_AUTH_READS,
+    O_STATIC_DIR,
+    O_HTTP_THREADS,
+    O_SSE_MAX,
+    O_API_CACHE,
+    O_LAUNCHER,
+    O_SLURM_MPI,
+    O_SLURM_PARTITION,
+    O_SLURM_ARGS,
+    O_SIM,
+    O_SIM_PLATFORMS,
+    O_SIM_SLOTS,
+    O_PUBLIC_READS,
+    O_ALLOWED_HOST,
+    O_SSE_PER_CLIENT,
+    O_CONNS_PER_CLIENT,
+    O_HEADER_TIMEOUT,
+    O_OVERSUBSCRIBE,
+    O_DATA_ROOT,
+    O_KEEP_JOBS,
     O_HOST_PROBE,
 };
 
@@ -45,70 +82,94 @@ typedef struct {
 } opt_row_t;
 
 static const opt_row_t OPTIONS[] = {
-    { "listen", 1, "ADDR:PORT", "address of the HTTP API (default 127.0.0.1:8080; port 0 = any free port)", O_LISTEN },
-    { "token-file", 1, "FILE", "API bearer token (default $PACER_TOKEN); required off loopback; every API call "
-                               "needs it (/healthz and the dashboard's files do not); without one the API is open "
-                               "to local users and answers only a loopback Host", O_TOKEN_FILE },
-    { "public-reads", 0, NULL, "with a token: the read-only API endpoints do not need it", O_PUBLIC_READS },
-    { "auth-reads", 0, NULL, "reads need the token (the default; kept for older scripts)", O_AUTH_READS },
-    { "allowed-host", 1, "NAME", "without a token: also answer requests whose Host is NAME (repeatable; a name "
-                                 "a reverse proxy or tunnel uses); others get 421", O_ALLOWED_HOST },
-    { "static-dir", 1, "DIR", "dashboard files (default: static/ next to this executable, else ./static)", O_STATIC_DIR },
-    { "http-threads", 1, "N", "HTTP worker threads (default 4)", O_HTTP_THREADS },
-    { "sse-max", 1, "N", "concurrent Server-Sent Events streams (default 64)", O_SSE_MAX },
-    { "sse-per-client", 1, "N", "concurrent event streams per client address (default 8; 429 beyond)",
-      O_SSE_PER_CLIENT },
-    { "max-conns-per-client", 1, "N", "connections one client address may hold (default 32; more are closed at "
-                                      "once)", O_CONNS_PER_CLIENT },
-    { "header-timeout", 1, "S", "close a connection whose request headers are still incomplete after S idle "
-                                "seconds (default 10)", O_HEADER_TIMEOUT },
-    { "data-root", 1, "DIR", "a job's dataset.path must resolve under DIR (repeatable; default "
-                             COORD_DATA_ROOT_DEBIAN " and STATE_DIR/data); others are 400", O_DATA_ROOT },
-    { "keep-jobs", 1, "N", "job history: delete the oldest finished jobs beyond N, with their directories "
-                           "(default 10000; 0 = keep all)", O_KEEP_JOBS },
-    { "oversubscribe-factor", 1, "X", "refuse (422) a job with more ranks than the cluster's slots times X "
-                                      "(default 4; simulated jobs are not counted)", O_OVERSUBSCRIBE },
-    { "api-cache-ms", 1, "MS", "reuse GET /api/v1/jobs/{id} answers this long (default 500; 0 = off)", O_API_CACHE },
-    { "redis", 1, "URL", "Redis: redis://host:port[/db] or unix:///path (default $REDIS_URL; daemon without "
-                         "either: an embedded redis-server on STATE_DIR/redis.sock)", O_REDIS },
-    { "worker-redis", 1, "URL", "the Redis URL given to workers (default: the coordinator's)", O_WORKER_REDIS },
-    { "state-dir", 1, "DIR", "jobs, logs, checkpoints and the embedded Redis (default ./var)", O_STATE_DIR },
-    { "launcher", 1, "KIND", "how jobs start: local (mpirun here, one slot per CPU), hostfile (mpirun over "
-                             "--hostfile), slurm (one sbatch job per attempt; needs slurm-client) "
-                             "(default: hostfile with --hostfile, else local)", O_LAUNCHER },
-    { "hostfile", 1, "FILE", "Open MPI hostfile for --launcher hostfile", O_HOSTFILE },
-    { "slurm-mpi", 1, "HOW", "slurm: start ranks with srun --mpi=pmix (pmix) or mpirun in the allocation "
-                             "(mpirun) (default: pmix when srun --mpi=list has it)", O_SLURM_MPI },
-    { "slurm-partition", 1, "NAME", "slurm: submit to this partition (default: the cluster's default)",
-      O_SLURM_PARTITION },
-    { "slurm-args", 1, "OPTS", "slurm: extra sbatch options, blank-separated (e.g. \"--ntasks-per-node=1\")",
-      O_SLURM_ARGS },
-    { "host-probe", 1, "S", "probe a lost host this often until it answers again (default 5); the host list "
-                            "itself is read again on SIGHUP or POST /api/v1/cluster/reload", O_HOST_PROBE },
-    { "worker", 1, "PATH", "pacer-worker binary (default: next to this executable)", O_WORKER },
-    { "sim", 1, "PATH", "pacer-sim, which runs the jobs whose spec says simulate.enabled on a simulated "
-                        "cluster (default: next to this executable)", O_SIM },
-    { "sim-platforms", 1, "DIR", "the only directory whose platform files a simulated job may name "
-                                 "(default: ../sim/platforms from this executable, else ./sim/platforms)",
-      O_SIM_PLATFORMS },
-    { "sim-slots", 1, "N", "simulated jobs at a time (default 1; each is one process here)", O_SIM_SLOTS },
-    { "mpirun", 1, "PATH", "mpirun binary (default mpirun)", O_MPIRUN },
-    { "redis-server", 1, "PATH", "redis-server binary for the embedded Redis (default redis-server)", O_REDIS_SERVER },
-    { "max-restarts", 1, "N", "restarts of a failing job before it is FAILED (default 3)", O_MAX_RESTARTS },
-    { "heartbeat-timeout", 1, "S", "restart a job whose ranks are silent this long (default 60)", O_HEARTBEAT },
-    { "restart-backoff", 1, "S", "first restart delay, doubling each time (default 1)", O_BACKOFF },
-    { "kill-grace", 1, "S", "SIGTERM to SIGKILL when stopping a job (default 5)", O_GRACE },
-    { "checkpoint-steps", 1, "N", "checkpoint period for specs that set none (default 50)", O_CKPT_STEPS },
-    { "stop-jobs-on-exit", 0, NULL, "stop running jobs when the daemon exits (they resume at its next start)",
-      O_STOP_JOBS },
-    { "timeout", 1, "S", "wait: give up after S seconds (default 600)", O_TIMEOUT },
-    { "state", 1, "STATE", "list: only jobs in STATE (QUEUED, RUNNING, SUCCEEDED, ...)", O_STATE },
-    { "tail", 1, "N", "logs: the last N lines (default 50)", O_TAIL },
-    { "limit", 1, "N", "list, metrics: at most N entries", O_LIMIT },
-    { "since", 1, "ID", "metrics: entries after this stream id", O_SINCE },
-    { "json", 0, NULL, "list: print JSON instead of a table", O_JSON },
-    { "help", 0, NULL, "this text", O_HELP },
-    { "version", 0, NULL, "print the version", O_VERSION },
+    {"listen", 1, "ADDR:PORT", "address of the HTTP API (default 127.0.0.1:8080; port 0 = any free port)", O_LISTEN},
+    {"token-file", 1, "FILE",
+     "API bearer token (default $PACER_TOKEN); required off loopback; every API call "
+     "needs it (/healthz and the dashboard's files do not); without one the API is open "
+     "to local users and answers only a loopback Host",
+     O_TOKEN_FILE},
+    {"public-reads", 0, NULL, "with a token: the read-only API endpoints do not need it", O_PUBLIC_READS},
+    {"auth-reads", 0, NULL, "reads need the token (the default; kept for older scripts)", O_AUTH_READS},
+    {"allowed-host", 1, "NAME",
+     "without a token: also answer requests whose Host is NAME (repeatable; a name "
+     "a reverse proxy or tunnel uses); others get 421",
+     O_ALLOWED_HOST},
+    {"static-dir", 1, "DIR", "dashboard files (default: static/ next to this executable, else ./static)", O_STATIC_DIR},
+    {"http-threads", 1, "N", "HTTP worker threads (default 4)", O_HTTP_THREADS},
+    {"sse-max", 1, "N", "concurrent Server-Sent Events streams (default 64)", O_SSE_MAX},
+    {"sse-per-client", 1, "N", "concurrent event streams per client address (default 8; 429 beyond)", O_SSE_PER_CLIENT},
+    {"max-conns-per-client", 1, "N",
+     "connections one client address may hold (default 32; more are closed at "
+     "once)",
+     O_CONNS_PER_CLIENT},
+    {"header-timeout", 1, "S",
+     "close a connection whose request headers are still incomplete after S idle "
+     "seconds (default 10)",
+     O_HEADER_TIMEOUT},
+    {"data-root", 1, "DIR",
+     "a job's dataset.path must resolve under DIR (repeatable; default " COORD_DATA_ROOT_DEBIAN
+     " and STATE_DIR/data); others are 400",
+     O_DATA_ROOT},
+    {"keep-jobs", 1, "N",
+     "job history: delete the oldest finished jobs beyond N, with their directories "
+     "(default 10000; 0 = keep all)",
+     O_KEEP_JOBS},
+    {"oversubscribe-factor", 1, "X",
+     "refuse (422) a job with more ranks than the cluster's slots times X "
+     "(default 4; simulated jobs are not counted)",
+     O_OVERSUBSCRIBE},
+    {"api-cache-ms", 1, "MS", "reuse GET /api/v1/jobs/{id} answers this long (default 500; 0 = off)", O_API_CACHE},
+    {"redis", 1, "URL",
+     "Redis: redis://host:port[/db] or unix:///path (default $REDIS_URL; daemon without "
+     "either: an embedded redis-server on STATE_DIR/redis.sock)",
+     O_REDIS},
+    {"worker-redis", 1, "URL", "the Redis URL given to workers (default: the coordinator's)", O_WORKER_REDIS},
+    {"state-dir", 1, "DIR", "jobs, logs, checkpoints and the embedded Redis (default ./var)", O_STATE_DIR},
+    {"launcher", 1, "KIND",
+     "how jobs start: local (mpirun here, one slot per CPU), hostfile (mpirun over "
+     "--hostfile), slurm (one sbatch job per attempt; needs slurm-client) "
+     "(default: hostfile with --hostfile, else local)",
+     O_LAUNCHER},
+    {"hostfile", 1, "FILE", "Open MPI hostfile for --launcher hostfile", O_HOSTFILE},
+    {"slurm-mpi", 1, "HOW",
+     "slurm: start ranks with srun --mpi=pmix (pmix) or mpirun in the allocation "
+     "(mpirun) (default: pmix when srun --mpi=list has it)",
+     O_SLURM_MPI},
+    {"slurm-partition", 1, "NAME", "slurm: submit to this partition (default: the cluster's default)",
+     O_SLURM_PARTITION},
+    {"slurm-args", 1, "OPTS", "slurm: extra sbatch options, blank-separated (e.g. \"--ntasks-per-node=1\")",
+     O_SLURM_ARGS},
+    {"host-probe", 1, "S",
+     "probe a lost host this often until it answers again (default 5); the host list "
+     "itself is read again on SIGHUP or POST /api/v1/cluster/reload",
+     O_HOST_PROBE},
+    {"worker", 1, "PATH", "pacer-worker binary (default: next to this executable)", O_WORKER},
+    {"sim", 1, "PATH",
+     "pacer-sim, which runs the jobs whose spec says simulate.enabled on a simulated "
+     "cluster (default: next to this executable)",
+     O_SIM},
+    {"sim-platforms", 1, "DIR",
+     "the only directory whose platform files a simulated job may name "
+     "(default: ../sim/platforms from this executable, else ./sim/platforms)",
+     O_SIM_PLATFORMS},
+    {"sim-slots", 1, "N", "simulated jobs at a time (default 1; each is one process here)", O_SIM_SLOTS},
+    {"mpirun", 1, "PATH", "mpirun binary (default mpirun)", O_MPIRUN},
+    {"redis-server", 1, "PATH", "redis-server binary for the embedded Redis (default redis-server)", O_REDIS_SERVER},
+    {"max-restarts", 1, "N", "restarts of a failing job before it is FAILED (default 3)", O_MAX_RESTARTS},
+    {"heartbeat-timeout", 1, "S", "restart a job whose ranks are silent this long (default 60)", O_HEARTBEAT},
+    {"restart-backoff", 1, "S", "first restart delay, doubling each time (default 1)", O_BACKOFF},
+    {"kill-grace", 1, "S", "SIGTERM to SIGKILL when stopping a job (default 5)", O_GRACE},
+    {"checkpoint-steps", 1, "N", "checkpoint period for specs that set none (default 50)", O_CKPT_STEPS},
+    {"stop-jobs-on-exit", 0, NULL, "stop running jobs when the daemon exits (they resume at its next start)",
+     O_STOP_JOBS},
+    {"timeout", 1, "S", "wait: give up after S seconds (default 600)", O_TIMEOUT},
+    {"state", 1, "STATE", "list: only jobs in STATE (QUEUED, RUNNING, SUCCEEDED, ...)", O_STATE},
+    {"tail", 1, "N", "logs: the last N lines (default 50)", O_TAIL},
+    {"limit", 1, "N", "list, metrics: at most N entries", O_LIMIT},
+    {"since", 1, "ID", "metrics: entries after this stream id", O_SINCE},
+    {"json", 0, NULL, "list: print JSON instead of a table", O_JSON},
+    {"help", 0, NULL, "this text", O_HELP},
+    {"version", 0, NULL, "print the version", O_VERSION},
 };
 #define NOPTIONS (sizeof OPTIONS / sizeof OPTIONS[0])
 
@@ -146,15 +207,15 @@ static int cmd_metrics(coordinator_t *c, char **args, const cli_t *o);
 static int cmd_cluster(coordinator_t *c, char **args, const cli_t *o);
 
 static const command_t COMMANDS[] = {
-    { "submit", 1, "SPEC.json|-", "validate and queue a job; prints its id", cmd_submit },
-    { "status", 1, "ID", "the job as JSON", cmd_status },
-    { "list", 0, "", "jobs, newest first (--state, --limit, --json)", cmd_list },
-    { "cancel", 1, "ID", "cancel a queued or running job", cmd_cancel },
-    { "wait", 1, "ID", "wait until the job ends (--timeout); exit 0 only if it SUCCEEDED", cmd_wait },
-    { "logs", 1, "ID", "the end of the job's log (--tail)", cmd_logs },
-    { "nodes", 1, "ID", "per-rank profile and staleness as JSON", cmd_nodes },
-    { "metrics", 1, "ID", "metrics records as JSON (--since, --limit)", cmd_metrics },
-    { "cluster", 0, "", "coordinator, queue and profiles as JSON", cmd_cluster },
+    {"submit", 1, "SPEC.json|-", "validate and queue a job; prints its id", cmd_submit},
+    {"status", 1, "ID", "the job as JSON", cmd_status},
+    {"list", 0, "", "jobs, newest first (--state, --limit, --json)", cmd_list},
+    {"cancel", 1, "ID", "cancel a queued or running job", cmd_cancel},
+    {"wait", 1, "ID", "wait until the job ends (--timeout); exit 0 only if it SUCCEEDED", cmd_wait},
+    {"logs", 1, "ID", "the end of the job's log (--tail)", cmd_logs},
+    {"nodes", 1, "ID", "per-rank profile and staleness as JSON", cmd_nodes},
+    {"metrics", 1, "ID", "metrics records as JSON (--since, --limit)", cmd_metrics},
+    {"cluster", 0, "", "coordinator, queue and profiles as JSON", cmd_cluster},
 };
 #define NCOMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 
@@ -275,7 +336,8 @@ static int cmd_list(coordinator_t *c, char **args, const cli_t *o)
     size_t i;
     json_t *job;
     printf("%-10s %-11s %-20s %-8s %s\n", "ID", "STATE", "NAME", "RESTARTS", "REASON");
-    json_array_foreach(json_object_get(j, "jobs"), i, job) {
+    json_array_foreach(json_object_get(j, "jobs"), i, job)
+    {
         printf("%-10s %-11s %-20s %-8lld %s\n", json_string_value(json_object_get(job, "id")),
                json_string_value(json_object_get(job, "state")), json_string_value(json_object_get(job, "name")),
                (long long)json_integer_value(json_object_get(job, "restarts")),
@@ -373,8 +435,7 @@ static int parse_num(const char *opt, const char *s, double min, double *out)
     errno = 0;
     double v = strtod(s, &end);
     if (errno || *end || end == s || !(v >= min && v <= NUM_OPT_MAX)) {
-        fprintf(stderr, "pacer-coordinator: --%s: '%s' is not a number between %g and %.0f\n", opt, s, min,
-                NUM_OPT_MAX);
+        fprintf(stderr, "pacer-coordinator: --%s: '%s' is not a number between %g and %.0f\n", opt, s, min, NUM_OPT_MAX);
         return -1;
     }
     *out = v;
@@ -494,7 +555,7 @@ int main(int argc, char **argv)
         case O_SINCE: o.since = optarg; break;
         case O_JSON: o.json = 1; break;
         case O_TOKEN_FILE: token_file = optarg; break;
-        case O_AUTH_READS: break;   /* the default now */
+        case O_AUTH_READS: break; /* the default now */
         case O_PUBLIC_READS: o.http.public_reads = 1; break;
         case O_ALLOWED_HOST:
             if (o.http.nallowed_hosts == HTTP_ALLOWED_HOSTS_MAX) {

@@ -31,8 +31,14 @@ static model_t model;
 static float params[NP], momentum[NP], buffers[NB];
 static unsigned char *valid;
 static size_t valid_len;
-static const ckpt_expect_t WANT = {.spec_hash = 0x1234, .seed = 42, .nworkers = NW, .epochs = 3,
-                                   .steps_per_epoch = 10, .train_n = 640, .global_batch = 64, .min_batch = 8,
+static const ckpt_expect_t WANT = {.spec_hash = 0x1234,
+                                   .seed = 42,
+                                   .nworkers = NW,
+                                   .epochs = 3,
+                                   .steps_per_epoch = 10,
+                                   .train_n = 640,
+                                   .global_batch = 64,
+                                   .min_batch = 8,
                                    .max_batch = 48};
 
 static void make_model(void)
@@ -89,7 +95,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     valid = write_read(path, &st, &valid_len);
     const char *seeds = getenv("PACER_FUZZ_WRITE_SEEDS");
     if (seeds) {
-        static const struct { const char *name; int epoch, k; } S[] = {{"fresh", 0, 0}, {"mid-epoch", 1, 4}, {"done", 3, 0}};
+        static const struct {
+            const char *name;
+            int epoch, k;
+        } S[] = {{"fresh", 0, 0}, {"mid-epoch", 1, 4}, {"done", 3, 0}};
         for (size_t i = 0; i < sizeof S / sizeof S[0]; i++) {
             size_t len;
             state(&st, S[i].epoch, S[i].k);

@@ -133,7 +133,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *text = malloc(size);
     if (!text) return 0;
     memcpy(text, data + 1, size - 1);
-    text[size - 1] = 0;   /* the server NUL-terminates bodies too */
+    text[size - 1] = 0; /* the server NUL-terminates bodies too */
     switch (mode) {
     case 0: body(text, size - 1); break;
     case 1: query(text); break;

@@ -107,7 +107,7 @@ int auth_host_header_parse(const char *value, char *host, size_t len)
         else if (rb[1]) return -1;
     } else {
         const char *colon = strchr(h, ':');
-        if (colon && strchr(colon + 1, ':')) return -1;   /* a bare IPv6 address needs brackets */
+        if (colon && strchr(colon + 1, ':')) return -1; /* a bare IPv6 address needs brackets */
         end = colon ? colon : h + n;
         if (colon) port = colon + 1;
     }
@@ -116,7 +116,7 @@ int auth_host_header_parse(const char *value, char *host, size_t len)
         if (pl == 0 || pl > 5 || strspn(port, "0123456789") != pl || atol(port) > 65535) return -1;
     }
     size_t hl = (size_t)(end - h);
-    if (hl > 1 && !bracket && h[hl - 1] == '.') hl--;   /* "localhost." is localhost */
+    if (hl > 1 && !bracket && h[hl - 1] == '.') hl--; /* "localhost." is localhost */
     if (hl == 0 || hl > AUTH_HOST_MAX || hl >= len) return -1;
     for (size_t i = 0; i < hl; i++) {
         unsigned char c = (unsigned char)h[i];

@@ -35,7 +35,7 @@ int auth_token_check(const char *tok, char *err, size_t errlen);
  * 127.0.0.0/8, ::1 or "localhost". "", "0.0.0.0" and "::" are every interface. */
 int auth_host_is_loopback(const char *host);
 
-#define AUTH_HOST_MAX 255   /* longest host name (RFC 1035) */
+#define AUTH_HOST_MAX 255 /* longest host name (RFC 1035) */
 
 /* The host of a Host header value ("localhost:8080", "[::1]:80", "Example.org.") into
  * host, lower-cased, without port, brackets or a final dot. Returns 0, or -1 when it is

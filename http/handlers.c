@@ -39,10 +39,7 @@ static int problem(http_req_t *rq, json_t *p)
     return respond_problem(rq->conn, p, NULL, 0);
 }
 
-static int coord_error(http_req_t *rq, int code, const char *err)
-{
-    return problem(rq, problem_from_coord(code, err));
-}
+static int coord_error(http_req_t *rq, int code, const char *err) { return problem(rq, problem_from_coord(code, err)); }
 
 /* A bad query parameter: err starts with its name ("limit: must be ..."). */
 static int bad_parameter(http_req_t *rq, const char *err)
@@ -53,10 +50,7 @@ static int bad_parameter(http_req_t *rq, const char *err)
     return problem(rq, problem_new(400, "invalid-parameter", "Invalid query parameter", err, "parameter", name));
 }
 
-static const char *job_id(http_req_t *rq)
-{
-    return rq->match.params[0];
-}
+static const char *job_id(http_req_t *rq) { return rq->match.params[0]; }
 
 /* ---- jobs ------------------------------------------------------------------------------------------ */
 
@@ -77,7 +71,8 @@ int handle_jobs_list(http_req_t *rq)
 
 json_t *handlers_body_spec(const char *body, size_t len, job_spec_t *out)
 {
-    if (!body || len == 0) return problem_new(400, "invalid-json", "Invalid JSON", "the request body is empty", NULL, NULL);
+    if (!body || len == 0)
+        return problem_new(400, "invalid-json", "Invalid JSON", "the request body is empty", NULL, NULL);
     if (memchr(body, 0, len))
         return problem_new(400, "invalid-json", "Invalid JSON", "the request body contains a NUL byte", NULL, NULL);
     /* Decoded once, for both checks: the JSON itself, then the spec (spec_from_json). A
@@ -130,10 +125,10 @@ int handle_jobs_submit(http_req_t *rq)
     int code = coord_submit_spec(rq->srv->coord, s, id, sizeof id, &job, err, sizeof err);
     free(s);
     if (code != COORD_OK) return coord_error(rq, code, err);
-    if (!job) job = json_pack("{s:s, s:s}", "id", id, "state", "QUEUED");   /* stored; out of memory here */
+    if (!job) job = json_pack("{s:s, s:s}", "id", id, "state", "QUEUED"); /* stored; out of memory here */
     char location[96];
     snprintf(location, sizeof location, "/api/v1/jobs/%s", id);
-    http_header_t h[] = { { MHD_HTTP_HEADER_LOCATION, location } };
+    http_header_t h[] = {{MHD_HTTP_HEADER_LOCATION, location}};
     clog_printf("http: job %s submitted", id);
     return respond_json(rq->conn, MHD_HTTP_CREATED, job, h, 1);
 }
@@ -195,7 +190,7 @@ int handle_job_get(http_req_t *rq)
     size_t len = 0;
     char *text = cache_get(rq->srv, job_id(rq), &len);
     if (!text) {
-        double at = clock_mono_s();   /* before the read: the entry is never fresher than Redis was */
+        double at = clock_mono_s(); /* before the read: the entry is never fresher than Redis was */
         json_t *out = NULL;
         int code = coord_get(rq->srv->coord, job_id(rq), &out);
         if (code != COORD_OK) return coord_error(rq, code, NULL);
@@ -239,7 +234,7 @@ int handle_job_retry(http_req_t *rq)
         job = json_pack("{s:s, s:s, s:s}", "id", id, "state", "QUEUED", "parent", job_id(rq));
     char location[96];
     snprintf(location, sizeof location, "/api/v1/jobs/%s", id);
-    http_header_t h[] = { { MHD_HTTP_HEADER_LOCATION, location } };
+    http_header_t h[] = {{MHD_HTTP_HEADER_LOCATION, location}};
     clog_printf("http: job %s submitted as a retry of %s", id, job_id(rq));
     return respond_json(rq->conn, MHD_HTTP_CREATED, job, h, 1);
 }
@@ -268,15 +263,9 @@ int handle_job_metrics(http_req_t *rq)
     return respond_json(rq->conn, MHD_HTTP_OK, out, NULL, 0);
 }
 
-int handle_job_events(http_req_t *rq)
-{
-    return sse_open(rq, job_id(rq));
-}
+int handle_job_events(http_req_t *rq) { return sse_open(rq, job_id(rq)); }
 
-int handle_events(http_req_t *rq)
-{
-    return sse_open(rq, "");
-}
+int handle_events(http_req_t *rq) { return sse_open(rq, ""); }
 
 int handle_job_logs(http_req_t *rq)
 {
@@ -326,8 +315,8 @@ int handle_job_checkpoint(http_req_t *rq)
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         if (fd >= 0) close(fd);
-        return problem(rq, problem_new(404, "no-checkpoint", "No checkpoint yet", "the checkpoint file is gone",
-                                       NULL, NULL));
+        return problem(rq, problem_new(404, "no-checkpoint", "No checkpoint yet", "the checkpoint file is gone", NULL,
+                                       NULL));
     }
     struct MHD_Response *r = MHD_create_response_from_fd((size_t)st.st_size, fd);
     if (!r) {
@@ -395,15 +384,9 @@ int handle_openapi(http_req_t *rq)
     return respond_buffer(rq->conn, MHD_HTTP_OK, "application/json", copy, rq->srv->openapi_len, NULL, 0);
 }
 
-int handle_index(http_req_t *rq)
-{
-    return static_serve(rq->conn, rq->srv->static_dir, "index.html", rq->path);
-}
+int handle_index(http_req_t *rq) { return static_serve(rq->conn, rq->srv->static_dir, "index.html", rq->path); }
 
-int handle_static(http_req_t *rq)
-{
-    return static_serve(rq->conn, rq->srv->static_dir, rq->match.params[0], rq->path);
-}
+int handle_static(http_req_t *rq) { return static_serve(rq->conn, rq->srv->static_dir, rq->match.params[0], rq->path); }
 
 int handle_not_found(http_req_t *rq)
 {
@@ -433,7 +416,8 @@ static char *prom_build(http_server_t *srv, size_t *len)
         total = (long)json_integer_value(json_object_get(list, "total"));
         size_t i;
         json_t *job;
-        json_array_foreach(json_object_get(list, "jobs"), i, job) {
+        json_array_foreach(json_object_get(list, "jobs"), i, job)
+        {
             const char *st = json_string_value(json_object_get(job, "state"));
             for (int s = 0; st && QUERY_STATES[s]; s++)
                 if (strcmp(st, QUERY_STATES[s]) == 0) in.states[s]++;

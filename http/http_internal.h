@@ -24,7 +24,7 @@ typedef struct {
     char id[COORD_ID_MAX];
     char *text;
     size_t len;
-    double at;     /* monotonic time it was read from Redis */
+    double at; /* monotonic time it was read from Redis */
 } job_cache_entry_t;
 
 struct http_server {
@@ -34,33 +34,33 @@ struct http_server {
     int public_reads;
     int sse_max;
     int sse_per_client;
-    int conns_per_client;   /* MHD_OPTION_PER_IP_CONNECTION_LIMIT */
-    int header_timeout_s;   /* idle timeout until a request's headers are in */
+    int conns_per_client; /* MHD_OPTION_PER_IP_CONNECTION_LIMIT */
+    int header_timeout_s; /* idle timeout until a request's headers are in */
     char allowed_hosts[HTTP_ALLOWED_HOSTS_MAX][AUTH_HOST_MAX + 1];
     const char *allowed_ptrs[HTTP_ALLOWED_HOSTS_MAX];
     int nallowed_hosts;
     int threads;
     size_t body_max;
     char token[AUTH_TOKEN_MAX];
-    size_t token_len;           /* 0 = no token configured */
+    size_t token_len; /* 0 = no token configured */
     char static_dir[PATH_MAX];
-    char *openapi;              /* docs/openapi.json, read at start; NULL when not found */
+    char *openapi; /* docs/openapi.json, read at start; NULL when not found */
     size_t openapi_len;
 
-    pthread_mutex_t lock;       /* everything below */
+    pthread_mutex_t lock; /* everything below */
     pthread_cond_t cond;
     int stopping;
-    int sse_open;               /* streams counted against sse_max (until their response is freed) */
-    int sse_threads;            /* live SSE threads */
-    sse_stream_t *streams;      /* list of open streams, for shutdown */
+    int sse_open;          /* streams counted against sse_max (until their response is freed) */
+    int sse_threads;       /* live SSE threads */
+    sse_stream_t *streams; /* list of open streams, for shutdown */
 
-    pthread_mutex_t prom_lock;  /* the /metrics cache */
+    pthread_mutex_t prom_lock; /* the /metrics cache */
     char *prom_text;
     size_t prom_len;
     double prom_at;
-    int prom_building;          /* a thread is rebuilding prom_text (outside the lock) */
+    int prom_building; /* a thread is rebuilding prom_text (outside the lock) */
 
-    double cache_s;             /* job answers: how long an entry is fresh; 0 = no cache */
+    double cache_s; /* job answers: how long an entry is fresh; 0 = no cache */
     pthread_mutex_t job_cache_lock;
     job_cache_entry_t job_cache[HTTP_JOB_CACHE_SLOTS];
 };
@@ -71,13 +71,13 @@ struct http_req {
     http_server_t *srv;
     struct MHD_Connection *conn;
     const char *method;
-    const char *path;       /* decoded, without the query string */
+    const char *path; /* decoded, without the query string */
     route_match_t match;
     query_t query;
-    char *body;             /* ROUTE_JSON_BODY routes: the request body, NUL-terminated */
+    char *body; /* ROUTE_JSON_BODY routes: the request body, NUL-terminated */
     size_t body_len, body_cap, received;
-    int answered;           /* a response was queued early (4xx before the body) */
-    char client[64];        /* the peer's address ("127.0.0.1"): per-client limits */
+    int answered;    /* a response was queued early (4xx before the body) */
+    char client[64]; /* the peer's address ("127.0.0.1"): per-client limits */
 };
 
 #endif

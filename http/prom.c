@@ -50,7 +50,7 @@ int prom_escape_label(const char *s, char *out, size_t len)
     size_t o = 0;
     for (; s && *s; s++) {
         const char *rep = NULL;
-        char one[2] = { *s, 0 };
+        char one[2] = {*s, 0};
         if (*s == '\\') rep = "\\\\";
         else if (*s == '"') rep = "\\\"";
         else if (*s == '\n') rep = "\\n";
@@ -81,27 +81,24 @@ typedef struct {
     const char *type;
     const char *help;
     source_t source;
-    const char *key;   /* field of the rank object, or of its "staleness" object */
+    const char *key; /* field of the rank object, or of its "staleness" object */
 } rank_family_t;
 
 /* One row per per-rank family: the text is a loop over this table. */
 static const rank_family_t RANK_FAMILIES[] = {
-    { "pacer_rank_samples_per_second", "gauge", "Training throughput of the rank (EWMA of samples/s).", RANK_FIELD,
-      "samples_per_s" },
-    { "pacer_rank_staleness_mean", "gauge", "Mean staleness of the updates the rank applied.", RANK_STALENESS,
-      "mean" },
-    { "pacer_rank_staleness_p95", "gauge", "95th percentile staleness of the rank's updates.", RANK_STALENESS,
-      "p95" },
-    { "pacer_rank_staleness_updates_total", "counter", "Updates counted in the rank's staleness statistics.",
-      RANK_STALENESS, "count" },
-    { "pacer_rank_loss", "gauge", "Training loss of the rank's latest step.", RANK_FIELD, "loss" },
-    { "pacer_rank_batch_size", "gauge", "Batch size of the rank's latest step.", RANK_FIELD, "batch" },
-    { "pacer_rank_step", "gauge", "Steps the rank has done.", RANK_FIELD, "step" },
-    { "pacer_rank_epoch", "gauge", "Epoch the rank is in.", RANK_FIELD, "epoch" },
-    { "pacer_rank_heartbeat_age_seconds", "gauge", "Seconds since the rank's last heartbeat.", RANK_FIELD,
-      "heartbeat_age_s" },
-    { "pacer_rank_test_accuracy", "gauge", "Latest test accuracy reported by the rank.", RANK_FIELD,
-      "test_accuracy" },
+    {"pacer_rank_samples_per_second", "gauge", "Training throughput of the rank (EWMA of samples/s).", RANK_FIELD,
+     "samples_per_s"},
+    {"pacer_rank_staleness_mean", "gauge", "Mean staleness of the updates the rank applied.", RANK_STALENESS, "mean"},
+    {"pacer_rank_staleness_p95", "gauge", "95th percentile staleness of the rank's updates.", RANK_STALENESS, "p95"},
+    {"pacer_rank_staleness_updates_total", "counter", "Updates counted in the rank's staleness statistics.",
+     RANK_STALENESS, "count"},
+    {"pacer_rank_loss", "gauge", "Training loss of the rank's latest step.", RANK_FIELD, "loss"},
+    {"pacer_rank_batch_size", "gauge", "Batch size of the rank's latest step.", RANK_FIELD, "batch"},
+    {"pacer_rank_step", "gauge", "Steps the rank has done.", RANK_FIELD, "step"},
+    {"pacer_rank_epoch", "gauge", "Epoch the rank is in.", RANK_FIELD, "epoch"},
+    {"pacer_rank_heartbeat_age_seconds", "gauge", "Seconds since the rank's last heartbeat.", RANK_FIELD,
+     "heartbeat_age_s"},
+    {"pacer_rank_test_accuracy", "gauge", "Latest test accuracy reported by the rank.", RANK_FIELD, "test_accuracy"},
 };
 #define NRANK_FAMILIES (sizeof RANK_FAMILIES / sizeof RANK_FAMILIES[0])
 
@@ -116,13 +113,15 @@ static void family_head(sbuf_t *b, const char *name, const char *type, const cha
 static void phase_families(sbuf_t *b, const prom_input_t *in)
 {
     char job[256], lab[64], key[32];
-    family_head(b, "pacer_rank_phase_seconds_total", "counter",
-                "Seconds of the rank's training steps spent in each phase (they add up to pacer_rank_step_seconds_total).");
+    family_head(
+        b, "pacer_rank_phase_seconds_total", "counter",
+        "Seconds of the rank's training steps spent in each phase (they add up to pacer_rank_step_seconds_total).");
     for (size_t j = 0; j < in->nnodes; j++) {
         if (prom_escape_label(json_string_value(json_object_get(in->nodes[j], "job")), job, sizeof job) != 0) continue;
         size_t i;
         json_t *rank;
-        json_array_foreach(json_object_get(in->nodes[j], "ranks"), i, rank) {
+        json_array_foreach(json_object_get(in->nodes[j], "ranks"), i, rank)
+        {
             snprintf(lab, sizeof lab, "%lld", (long long)json_integer_value(json_object_get(rank, "rank")));
             for (int ph = 0; ph < PHASE_N; ph++) {
                 snprintf(key, sizeof key, "phase_%s_s", PHASE_NAMES[ph]);
@@ -139,7 +138,8 @@ static void phase_families(sbuf_t *b, const prom_input_t *in)
         if (prom_escape_label(json_string_value(json_object_get(in->nodes[j], "job")), job, sizeof job) != 0) continue;
         size_t i;
         json_t *rank;
-        json_array_foreach(json_object_get(in->nodes[j], "ranks"), i, rank) {
+        json_array_foreach(json_object_get(in->nodes[j], "ranks"), i, rank)
+        {
             json_t *v = json_object_get(rank, "step_s");
             if (!json_is_number(v)) continue;
             snprintf(lab, sizeof lab, "%lld", (long long)json_integer_value(json_object_get(rank, "rank")));
@@ -151,7 +151,7 @@ static void phase_families(sbuf_t *b, const prom_input_t *in)
 
 char *prom_render(const prom_input_t *in, size_t *len)
 {
-    sbuf_t b = { 0 };
+    sbuf_t b = {0};
     char job[256], lab[64];
 
     family_head(&b, "pacer_redis_up", "gauge", "Whether the job store (Redis) answered this scrape.");
@@ -160,7 +160,8 @@ char *prom_render(const prom_input_t *in, size_t *len)
     sb_printf(&b, "pacer_sse_streams %ld\n", in->sse_streams);
     if (in->redis_up) {
         family_head(&b, "pacer_jobs", "gauge", "Jobs by state.");
-        for (int s = 0; QUERY_STATES[s]; s++) sb_printf(&b, "pacer_jobs{state=\"%s\"} %ld\n", QUERY_STATES[s], in->states[s]);
+        for (int s = 0; QUERY_STATES[s]; s++)
+            sb_printf(&b, "pacer_jobs{state=\"%s\"} %ld\n", QUERY_STATES[s], in->states[s]);
     }
     if (in->nnodes > 0 && in->restarts) {
         family_head(&b, "pacer_job_restarts", "gauge", "Restarts of the running job so far.");
@@ -178,7 +179,8 @@ char *prom_render(const prom_input_t *in, size_t *len)
                 continue;
             size_t i;
             json_t *rank;
-            json_array_foreach(json_object_get(in->nodes[j], "ranks"), i, rank) {
+            json_array_foreach(json_object_get(in->nodes[j], "ranks"), i, rank)
+            {
                 json_t *src = fam->source == RANK_FIELD ? rank : json_object_get(rank, "staleness");
                 json_t *v = json_object_get(src, fam->key);
                 if (!json_is_number(v)) continue;

@@ -26,9 +26,9 @@
 
 typedef struct {
     int redis_up;
-    long states[6];          /* counts in QUERY_STATES order */
-    json_t *const *nodes;    /* coord_nodes() of the running jobs (borrowed) */
-    const long *restarts;    /* restarts of those jobs, same order; may be NULL */
+    long states[6];       /* counts in QUERY_STATES order */
+    json_t *const *nodes; /* coord_nodes() of the running jobs (borrowed) */
+    const long *restarts; /* restarts of those jobs, same order; may be NULL */
     size_t nnodes;
     long sse_streams;
 } prom_input_t;

@@ -9,12 +9,9 @@
 #include <string.h>
 #include <strings.h>
 
-const char *const QUERY_STATES[] = { "QUEUED", "RUNNING", "RESTARTING", "SUCCEEDED", "FAILED", "CANCELLED", NULL };
+const char *const QUERY_STATES[] = {"QUEUED", "RUNNING", "RESTARTING", "SUCCEEDED", "FAILED", "CANCELLED", NULL};
 
-void query_init(query_t *q)
-{
-    q->n = 0;
-}
+void query_init(query_t *q) { q->n = 0; }
 
 int query_add(query_t *q, const char *key, const char *value)
 {
@@ -32,8 +29,7 @@ const char *query_get(const query_t *q, const char *key)
     return NULL;
 }
 
-int query_long(const query_t *q, const char *key, long lo, long hi, int clamp_high, long *out, char *err,
-               size_t errlen)
+int query_long(const query_t *q, const char *key, long lo, long hi, int clamp_high, long *out, char *err, size_t errlen)
 {
     const char *v = query_get(q, key);
     if (!v) return 0;
@@ -62,7 +58,7 @@ int query_state(const query_t *q, const char *key, const char **out, char *err, 
 {
     const char *v = query_get(q, key);
     if (!v) return 0;
-    if (!*v) return 0;   /* "?state=" means any state, as in coord_list */
+    if (!*v) return 0; /* "?state=" means any state, as in coord_list */
     for (const char *const *s = QUERY_STATES; *s; s++)
         if (strcasecmp(v, *s) == 0) {
             *out = *s;

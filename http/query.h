@@ -18,7 +18,7 @@ typedef struct {
     int n;
     struct {
         const char *key;
-        const char *value;   /* "" for "?key" without '=' */
+        const char *value; /* "" for "?key" without '=' */
     } kv[QUERY_MAX];
 } query_t;
 
@@ -31,8 +31,7 @@ int query_add(query_t *q, const char *key, const char *value);
 const char *query_get(const query_t *q, const char *key);
 
 /* A decimal integer in [lo, hi]. Above hi: clamped to hi when clamp_high, else invalid. */
-int query_long(const query_t *q, const char *key, long lo, long hi, int clamp_high, long *out, char *err,
-               size_t errlen);
+int query_long(const query_t *q, const char *key, long lo, long hi, int clamp_high, long *out, char *err, size_t errlen);
 
 /* A job state name (QUEUED, RUNNING, ...; case-insensitive); *out is the canonical name. */
 int query_state(const query_t *q, const char *key, const char **out, char *err, size_t errlen);

@@ -24,7 +24,7 @@ enum MHD_Result respond_buffer(struct MHD_Connection *conn, unsigned status, con
                                                              data ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
     if (!r) {
         free(data);
-        return MHD_NO;   /* out of memory: MHD closes the connection */
+        return MHD_NO; /* out of memory: MHD closes the connection */
     }
     if (content_type) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
     respond_common_headers(r);

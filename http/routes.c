@@ -8,26 +8,26 @@
 #include "handlers.h"
 
 static const route_t ROUTES[] = {
-    { "GET", "/api/v1/jobs", handle_jobs_list, 0 },
-    { "POST", "/api/v1/jobs", handle_jobs_submit, ROUTE_MUTATES | ROUTE_JSON_BODY },
-    { "GET", "/api/v1/jobs/{id}", handle_job_get, 0 },
-    { "DELETE", "/api/v1/jobs/{id}", handle_job_cancel, ROUTE_MUTATES },
-    { "POST", "/api/v1/jobs/{id}/retry", handle_job_retry, ROUTE_MUTATES },
-    { "GET", "/api/v1/jobs/{id}/nodes", handle_job_nodes, 0 },
-    { "GET", "/api/v1/jobs/{id}/metrics", handle_job_metrics, 0 },
-    { "GET", "/api/v1/jobs/{id}/events", handle_job_events, ROUTE_STREAM },
-    { "GET", "/api/v1/jobs/{id}/logs", handle_job_logs, 0 },
-    { "GET", "/api/v1/jobs/{id}/checkpoint", handle_job_checkpoint, 0 },
-    { "GET", "/api/v1/jobs/{id}/trace", handle_job_trace, 0 },
-    { "GET", "/api/v1/events", handle_events, ROUTE_STREAM },
-    { "GET", "/api/v1/cluster", handle_cluster, 0 },
-    { "POST", "/api/v1/cluster/reload", handle_cluster_reload, ROUTE_MUTATES },
-    { "GET", "/api/v1/openapi.json", handle_openapi, 0 },
-    { "GET", "/healthz", handle_healthz, ROUTE_PUBLIC },
-    { "GET", "/metrics", handle_prometheus, 0 },
-    { "GET", "/", handle_index, ROUTE_PUBLIC },
-    { "GET", "/static/{path*}", handle_static, ROUTE_PUBLIC },
-    { NULL, NULL, handle_not_found, ROUTE_PUBLIC },   /* sentinel */
+    {"GET", "/api/v1/jobs", handle_jobs_list, 0},
+    {"POST", "/api/v1/jobs", handle_jobs_submit, ROUTE_MUTATES | ROUTE_JSON_BODY},
+    {"GET", "/api/v1/jobs/{id}", handle_job_get, 0},
+    {"DELETE", "/api/v1/jobs/{id}", handle_job_cancel, ROUTE_MUTATES},
+    {"POST", "/api/v1/jobs/{id}/retry", handle_job_retry, ROUTE_MUTATES},
+    {"GET", "/api/v1/jobs/{id}/nodes", handle_job_nodes, 0},
+    {"GET", "/api/v1/jobs/{id}/metrics", handle_job_metrics, 0},
+    {"GET", "/api/v1/jobs/{id}/events", handle_job_events, ROUTE_STREAM},
+    {"GET", "/api/v1/jobs/{id}/logs", handle_job_logs, 0},
+    {"GET", "/api/v1/jobs/{id}/checkpoint", handle_job_checkpoint, 0},
+    {"GET", "/api/v1/jobs/{id}/trace", handle_job_trace, 0},
+    {"GET", "/api/v1/events", handle_events, ROUTE_STREAM},
+    {"GET", "/api/v1/cluster", handle_cluster, 0},
+    {"POST", "/api/v1/cluster/reload", handle_cluster_reload, ROUTE_MUTATES},
+    {"GET", "/api/v1/openapi.json", handle_openapi, 0},
+    {"GET", "/healthz", handle_healthz, ROUTE_PUBLIC},
+    {"GET", "/metrics", handle_prometheus, 0},
+    {"GET", "/", handle_index, ROUTE_PUBLIC},
+    {"GET", "/static/{path*}", handle_static, ROUTE_PUBLIC},
+    {NULL, NULL, handle_not_found, ROUTE_PUBLIC}, /* sentinel */
 };
 #define NROUTES (sizeof ROUTES / sizeof ROUTES[0] - 1)
 

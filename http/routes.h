@@ -20,24 +20,24 @@ typedef struct http_req http_req_t;
 typedef int (*route_handler_t)(http_req_t *rq);
 
 enum {
-    ROUTE_MUTATES = 1,    /* POST/DELETE: needs the token when one is configured */
-    ROUTE_PUBLIC = 2,     /* never needs the token (dashboard files, /healthz) */
-    ROUTE_JSON_BODY = 4,  /* reads a JSON body: Content-Type application/json, size limit */
-    ROUTE_STREAM = 8,     /* Server-Sent Events: ?access_token= is accepted (EventSource
+    ROUTE_MUTATES = 1,   /* POST/DELETE: needs the token when one is configured */
+    ROUTE_PUBLIC = 2,    /* never needs the token (dashboard files, /healthz) */
+    ROUTE_JSON_BODY = 4, /* reads a JSON body: Content-Type application/json, size limit */
+    ROUTE_STREAM = 8,    /* Server-Sent Events: ?access_token= is accepted (EventSource
                              cannot send headers) */
 };
 
 typedef struct {
-    const char *method;   /* NULL in the sentinel */
+    const char *method; /* NULL in the sentinel */
     const char *pattern;
     route_handler_t handler;
     unsigned flags;
 } route_t;
 
 typedef struct {
-    const route_t *route;   /* the route to run: a match, or the sentinel */
-    int status;             /* 0 matched, 404 no route, 405 wrong method */
-    char allow[64];         /* 405: "GET, HEAD, DELETE" */
+    const route_t *route; /* the route to run: a match, or the sentinel */
+    int status;           /* 0 matched, 404 no route, 405 wrong method */
+    char allow[64];       /* 405: "GET, HEAD, DELETE" */
     int nparams;
     char params[ROUTE_PARAMS_MAX][ROUTE_PARAM_LEN];
 } route_match_t;

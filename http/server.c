@@ -63,7 +63,7 @@ int http_listen_parse(const char *listen, char *host, size_t hostlen, int *port)
         colon = strrchr(listen, ':');
         if (!colon) return -1;
         hn = (size_t)(colon - listen);
-        if (hn >= hostlen || memchr(listen, ':', hn)) return -1;   /* bare IPv6 needs brackets */
+        if (hn >= hostlen || memchr(listen, ':', hn)) return -1; /* bare IPv6 needs brackets */
         memcpy(host, listen, hn);
     }
     host[hn] = 0;
@@ -84,7 +84,8 @@ int http_check_config(const http_config_t *cfg, char *err, size_t errlen)
     char host[256];
     int port;
     if (http_listen_parse(cfg->listen, host, sizeof host, &port) != 0) {
-        snprintf(err, errlen, "--listen %s: not ADDR:PORT (e.g. 127.0.0.1:8080, [::1]:8080)", cfg->listen ? cfg->listen : "");
+        snprintf(err, errlen, "--listen %s: not ADDR:PORT (e.g. 127.0.0.1:8080, [::1]:8080)",
+                 cfg->listen ? cfg->listen : "");
         return -1;
     }
     int has_token = cfg->token && *cfg->token;
@@ -197,14 +198,14 @@ static json_t *early_problem(http_req_t *rq, http_header_t *hdrs, size_t *nhdrs)
         }
     }
     if (m->status == 405) {
-        hdrs[(*nhdrs)++] = (http_header_t){ MHD_HTTP_HEADER_ALLOW, m->allow };
+        hdrs[(*nhdrs)++] = (http_header_t){MHD_HTTP_HEADER_ALLOW, m->allow};
         char detail[128];
         snprintf(detail, sizeof detail, "%s is not allowed here; allowed: %s", rq->method, m->allow);
         return problem_new(405, "method-not-allowed", NULL, detail, NULL, NULL);
     }
-    if (m->status == 404) return NULL;   /* the sentinel's handler answers */
+    if (m->status == 404) return NULL; /* the sentinel's handler answers */
     if (!authorized(rq)) {
-        hdrs[(*nhdrs)++] = (http_header_t){ MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"pacer\"" };
+        hdrs[(*nhdrs)++] = (http_header_t){MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"pacer\""};
         const char *h = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
         return problem_new(401, "unauthorized", NULL,
                            h ? "the bearer token is wrong" : "this endpoint needs Authorization: Bearer <token>", NULL,
@@ -213,8 +214,8 @@ static json_t *early_problem(http_req_t *rq, http_header_t *hdrs, size_t *nhdrs)
     if (m->route->flags & ROUTE_JSON_BODY) {
         const char *ct = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
         if (!is_json_type(ct))
-            return problem_new(415, "unsupported-media-type", NULL, "send the job spec with Content-Type: application/json",
-                               NULL, NULL);
+            return problem_new(415, "unsupported-media-type", NULL,
+                               "send the job spec with Content-Type: application/json", NULL, NULL);
     }
     const char *cl = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl) {
@@ -252,7 +253,7 @@ static enum MHD_Result body_chunk(http_req_t *rq, const char *data, size_t n)
         rq->body_len = rq->body_cap = 0;
         return rq->received > (size_t)rq->srv->body_max + DISCARD_MAX ? MHD_NO : MHD_YES;
     }
-    if (!(rq->match.route->flags & ROUTE_JSON_BODY)) return MHD_YES;   /* read and dropped */
+    if (!(rq->match.route->flags & ROUTE_JSON_BODY)) return MHD_YES; /* read and dropped */
     if (rq->body_len + n + 1 > rq->body_cap) {
         size_t cap = rq->body_cap ? rq->body_cap : 4096;
         while (cap < rq->body_len + n + 1) cap *= 2;
@@ -268,14 +269,13 @@ static enum MHD_Result body_chunk(http_req_t *rq, const char *data, size_t n)
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-                                  const char *version, const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls)
+                                  const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
     http_server_t *srv = cls;
     http_req_t *rq = *con_cls;
     if (!rq) {
         rq = calloc(1, sizeof *rq);
-        if (!rq) return MHD_NO;   /* out of memory: MHD drops the connection */
+        if (!rq) return MHD_NO; /* out of memory: MHD drops the connection */
         *con_cls = rq;
         rq->srv = srv;
         rq->conn = conn;
@@ -407,7 +407,7 @@ static int resolve_addr(const char *host, int port, struct sockaddr_storage *ss,
         a6->sin6_family = AF_INET6;
         *v6 = 1;
     } else {
-        struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };
+        struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
         struct addrinfo *res = NULL;
         int e = getaddrinfo(host, NULL, &hints, &res);
         if (e != 0 || !res) {
@@ -465,23 +465,21 @@ int http_start(coordinator_t *c, const http_config_t *cfg, http_server_t **out, 
     if (resolve_addr(host, port, &ss, &v6, err, errlen) != 0) goto fail;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
                      (v6 ? MHD_USE_IPv6 : 0);
-    s->daemon = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, s,
-                                 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-                                 MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-                                 MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->threads,
-                                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+    s->daemon = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
+                                 s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE,
+                                 (unsigned)s->threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
                                  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->header_timeout_s,
                                  MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT,
-                                 MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->conns_per_client,
-                                 MHD_OPTION_END);
+                                 MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->conns_per_client, MHD_OPTION_END);
     if (!s->daemon) {
-        snprintf(err, errlen, "cannot serve HTTP on %s: %s", cfg->listen, errno ? strerror(errno) : "libmicrohttpd failed");
+        snprintf(err, errlen, "cannot serve HTTP on %s: %s", cfg->listen,
+                 errno ? strerror(errno) : "libmicrohttpd failed");
         goto fail;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
     s->port = info ? info->port : port;
-    clog_printf("http: REST API and dashboard on http://%s%s%s:%d/ (%d threads, static files from %s%s)",
-                v6 ? "[" : "", *host ? host : "0.0.0.0", v6 ? "]" : "", s->port, s->threads, s->static_dir,
+    clog_printf("http: REST API and dashboard on http://%s%s%s:%d/ (%d threads, static files from %s%s)", v6 ? "[" : "",
+                *host ? host : "0.0.0.0", v6 ? "]" : "", s->port, s->threads, s->static_dir,
                 s->token_len ? (s->public_reads ? ", token needed for POST and DELETE (--public-reads)"
                                                 : ", token needed for every API call")
                              : ", no token: open to local users, Host must be loopback");
@@ -497,10 +495,7 @@ fail:
     return -1;
 }
 
-int http_port(const http_server_t *s)
-{
-    return s ? s->port : 0;
-}
+int http_port(const http_server_t *s) { return s ? s->port : 0; }
 
 void http_stop(http_server_t *s)
 {

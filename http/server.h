@@ -37,22 +37,22 @@
 #define HTTP_CACHE_MS_DEFAULT 500
 
 typedef struct {
-    const char *listen;       /* "ADDR:PORT", "[v6]:PORT"; port 0 = any free port */
-    const char *token;        /* NULL or "" = none */
-    int public_reads;         /* with a token: the read endpoints do not need it */
-    const char *const *allowed_hosts;   /* without a token: Host names answered besides the
+    const char *listen;               /* "ADDR:PORT", "[v6]:PORT"; port 0 = any free port */
+    const char *token;                /* NULL or "" = none */
+    int public_reads;                 /* with a token: the read endpoints do not need it */
+    const char *const *allowed_hosts; /* without a token: Host names answered besides the
                                            loopback ones (--allowed-host) */
     int nallowed_hosts;
-    int sse_per_client;       /* streams one client address may hold; 0 = HTTP_SSE_PER_CLIENT_DEFAULT */
-    int conns_per_client;     /* connections one client address may hold (more are closed at
+    int sse_per_client;     /* streams one client address may hold; 0 = HTTP_SSE_PER_CLIENT_DEFAULT */
+    int conns_per_client;   /* connections one client address may hold (more are closed at
                                  accept); 0 = HTTP_CONNS_PER_CLIENT_DEFAULT */
-    int header_timeout_s;     /* a connection whose request headers have not all arrived is
+    int header_timeout_s;   /* a connection whose request headers have not all arrived is
                                  closed after this many idle seconds (Slowloris); 0 = default */
-    const char *static_dir;   /* NULL = build/static next to the binary, else ./static */
-    int threads;              /* worker threads; 0 = HTTP_THREADS_DEFAULT */
-    int sse_max;              /* concurrent SSE streams; 0 = HTTP_SSE_MAX_DEFAULT */
-    size_t body_max;          /* request body limit; 0 = HTTP_BODY_MAX_DEFAULT */
-    int cache_ms;             /* GET /api/v1/jobs/{id} answers are reused this long; 0 = off */
+    const char *static_dir; /* NULL = build/static next to the binary, else ./static */
+    int threads;            /* worker threads; 0 = HTTP_THREADS_DEFAULT */
+    int sse_max;            /* concurrent SSE streams; 0 = HTTP_SSE_MAX_DEFAULT */
+    size_t body_max;        /* request body limit; 0 = HTTP_BODY_MAX_DEFAULT */
+    int cache_ms;           /* GET /api/v1/jobs/{id} answers are reused this long; 0 = off */
 } http_config_t;
 
 typedef struct http_server http_server_t;

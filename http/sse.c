@@ -30,20 +30,20 @@
 struct sse_stream {
     http_server_t *srv;
     struct MHD_Connection *conn;
-    pthread_mutex_t lock;     /* the fields up to cur */
+    pthread_mutex_t lock; /* the fields up to cur */
     int refs;
-    int suspended;            /* the reader suspended the connection; the thread must resume it */
-    int done;                 /* no more data: the reader ends the stream once buf is drained */
-    int closed;               /* MHD is done with the response: the thread stops */
+    int suspended; /* the reader suspended the connection; the thread must resume it */
+    int done;      /* no more data: the reader ends the stream once buf is drained */
+    int closed;    /* MHD is done with the response: the thread stops */
     char *buf;
     size_t len, off, cap;
 
-    coord_cursor_t cur;       /* thread only */
+    coord_cursor_t cur; /* thread only */
     int for_job;
-    int terminal;             /* the job reached a final state: drain, then end */
+    int terminal; /* the job reached a final state: drain, then end */
     double last_write;
-    char client[64];          /* the peer's address: streams per client are capped */
-    sse_stream_t *prev, *next;   /* srv->streams, under srv->lock */
+    char client[64];           /* the peer's address: streams per client are capped */
+    sse_stream_t *prev, *next; /* srv->streams, under srv->lock */
 };
 
 /* ---- pure helpers ---------------------------------------------------------------------------- */
@@ -81,11 +81,11 @@ long sse_frame(char *buf, size_t len, const char *type, const char *id, const ch
 {
     size_t o = 0;
     int k;
-#define PUT(...)                                                                                                       \
-    do {                                                                                                               \
-        k = snprintf(buf + o, len > o ? len - o : 0, __VA_ARGS__);                                                    \
-        if (k < 0 || o + (size_t)k >= len) return -1;                                                                  \
-        o += (size_t)k;                                                                                                \
+#define PUT(...)                                                   \
+    do {                                                           \
+        k = snprintf(buf + o, len > o ? len - o : 0, __VA_ARGS__); \
+        if (k < 0 || o + (size_t)k >= len) return -1;              \
+        o += (size_t)k;                                            \
     } while (0)
     if (type) PUT("event: %s\n", type);
     if (id) PUT("id: %s\n", id);
@@ -376,7 +376,7 @@ enum MHD_Result sse_open(http_req_t *rq, const char *job)
     pthread_mutex_init(&s->lock, NULL);
     s->srv = srv;
     s->conn = rq->conn;
-    s->refs = 1;   /* the response's (or, until there is one, this function's) */
+    s->refs = 1; /* the response's (or, until there is one, this function's) */
     snprintf(s->client, sizeof s->client, "%s", rq->client);
     /* Counted and listed at once, so that a client opening many streams at the same
      * moment cannot pass its cap: the whole server's (503) and its own (429). */
@@ -397,10 +397,11 @@ enum MHD_Result sse_open(http_req_t *rq, const char *job)
         free(s);
         char detail[160];
         if (refuse == 429)
-            snprintf(detail, sizeof detail, "this client has %d event streams open, the limit per client "
-                                            "(--sse-per-client)", mine);
-        else
-            snprintf(detail, sizeof detail, "%d event streams are open, the limit (--sse-max)", open_now);
+            snprintf(detail, sizeof detail,
+                     "this client has %d event streams open, the limit per client "
+                     "(--sse-per-client)",
+                     mine);
+        else snprintf(detail, sizeof detail, "%d event streams are open, the limit (--sse-max)", open_now);
         return problem(rq, problem_new(refuse, "too-many-streams", "Too many event streams", detail, NULL, NULL));
     }
 
@@ -424,9 +425,10 @@ enum MHD_Result sse_open(http_req_t *rq, const char *job)
     }
     if (code != COORD_OK) {
         json_decref(snapshot);
-        stream_release(s);   /* unlisted and uncounted */
-        json_t *p = code == COORD_EINVAL ? problem_new(400, "invalid-parameter", NULL, err, "parameter", "Last-Event-ID")
-                                         : problem_from_coord(code, err);
+        stream_release(s); /* unlisted and uncounted */
+        json_t *p = code == COORD_EINVAL
+                        ? problem_new(400, "invalid-parameter", NULL, err, "parameter", "Last-Event-ID")
+                        : problem_from_coord(code, err);
         return problem(rq, p);
     }
     s->for_job = *job != 0;
@@ -451,7 +453,7 @@ enum MHD_Result sse_open(http_req_t *rq, const char *job)
         pthread_attr_setstacksize(&attr, 256 * 1024);
         pthread_t t;
         pthread_mutex_lock(&s->lock);
-        s->refs++;   /* the thread's */
+        s->refs++; /* the thread's */
         pthread_mutex_unlock(&s->lock);
         pthread_mutex_lock(&srv->lock);
         srv->sse_threads++;
@@ -468,7 +470,7 @@ enum MHD_Result sse_open(http_req_t *rq, const char *job)
         }
         pthread_attr_destroy(&attr);
     } else {
-        stream_push(s, NULL, 0, 1);   /* HEAD, or out of memory: headers only */
+        stream_push(s, NULL, 0, 1); /* HEAD, or out of memory: headers only */
     }
     json_decref(snapshot);
     enum MHD_Result ret = MHD_queue_response(rq->conn, MHD_HTTP_OK, r);
@@ -488,7 +490,7 @@ void sse_shutdown(http_server_t *srv)
     int k = 0;
     for (sse_stream_t *s = srv->streams; s && all; s = s->next) {
         pthread_mutex_lock(&s->lock);
-        s->refs++;   /* keep it alive while we push below */
+        s->refs++; /* keep it alive while we push below */
         pthread_mutex_unlock(&s->lock);
         all[k++] = s;
     }

@@ -23,7 +23,7 @@
 #define SSE_HEARTBEAT_S 15.0
 #define SSE_WAIT_MS 1000
 #define SSE_BATCH 200
-#define SSE_BUFFER_MAX (4 << 20)   /* a client this far behind is dropped (it reconnects) */
+#define SSE_BUFFER_MAX (4 << 20) /* a client this far behind is dropped (it reconnects) */
 
 /* Answers the request with a stream of job's events (job "" = every job's state and plan
  * events), or with a problem: 404 unknown job, 503 too many streams on the server

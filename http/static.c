@@ -38,17 +38,17 @@ static const struct {
     const char *ext;
     const char *type;
 } TYPES[] = {
-    { ".html", "text/html; charset=utf-8" },
-    { ".css", "text/css; charset=utf-8" },
-    { ".js", "text/javascript; charset=utf-8" },
-    { ".mjs", "text/javascript; charset=utf-8" },
-    { ".json", "application/json" },
-    { ".map", "application/json" },
-    { ".svg", "image/svg+xml" },
-    { ".png", "image/png" },
-    { ".ico", "image/x-icon" },
-    { ".txt", "text/plain; charset=utf-8" },
-    { ".woff2", "font/woff2" },
+    {".html", "text/html; charset=utf-8"},
+    {".css", "text/css; charset=utf-8"},
+    {".js", "text/javascript; charset=utf-8"},
+    {".mjs", "text/javascript; charset=utf-8"},
+    {".json", "application/json"},
+    {".map", "application/json"},
+    {".svg", "image/svg+xml"},
+    {".png", "image/png"},
+    {".ico", "image/x-icon"},
+    {".txt", "text/plain; charset=utf-8"},
+    {".woff2", "font/woff2"},
 };
 
 const char *static_content_type(const char *name)

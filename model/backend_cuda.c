@@ -16,8 +16,8 @@
 #define CUDA_LIB_NAME "libpacer_cuda.so"
 
 static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
-static const pacer_cuda_backend_t *backend;   /* set once, under load_lock */
-static char load_error[PATH_MAX + 1024];      /* why the last attempt failed */
+static const pacer_cuda_backend_t *backend; /* set once, under load_lock */
+static char load_error[PATH_MAX + 1024];    /* why the last attempt failed */
 
 const char *cuda_backend_path(char *buf, size_t len)
 {
@@ -29,7 +29,7 @@ const char *cuda_backend_path(char *buf, size_t len)
     char self[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0) {
-        snprintf(buf, len, "%s", CUDA_LIB_NAME);   /* the dynamic loader's search path */
+        snprintf(buf, len, "%s", CUDA_LIB_NAME); /* the dynamic loader's search path */
         return buf;
     }
     self[n] = 0;
@@ -54,11 +54,12 @@ static int load_locked(void)
     }
     if (!h) {
         const char *why = dlerror();
-        snprintf(load_error, sizeof load_error, "cannot load the CUDA backend %s: %s", path, why ? why : "unknown error");
+        snprintf(load_error, sizeof load_error, "cannot load the CUDA backend %s: %s", path,
+                 why ? why : "unknown error");
         return -1;
     }
     const pacer_cuda_backend_t *(*entry)(void) = NULL;
-    *(void **)&entry = dlsym(h, PACER_CUDA_ENTRY);   /* the POSIX way to read a function pointer */
+    *(void **)&entry = dlsym(h, PACER_CUDA_ENTRY); /* the POSIX way to read a function pointer */
     const pacer_cuda_backend_t *t = entry ? entry() : NULL;
     if (!t) {
         snprintf(load_error, sizeof load_error, "%s is not a pacer CUDA backend (no %s)", path, PACER_CUDA_ENTRY);
@@ -73,7 +74,7 @@ static int load_locked(void)
         dlclose(h);
         return -1;
     }
-    backend = t;   /* the handle stays open for the life of the process */
+    backend = t; /* the handle stays open for the life of the process */
     return 0;
 }
 
@@ -112,8 +113,9 @@ enum { CU_SUCCESS = 0, CU_ERROR_STUB_LIBRARY = 34, CU_ERROR_NO_DEVICE = 100 };
 
 const char *cuda_probe_kind_name(int kind)
 {
-    static const char *const names[] = { "ok", "no-library", "no-driver", "no-device",
-                                         "driver-too-old", "no-kernel-image", "cuda-error" };
+    static const char *const names[] = {"ok",        "no-library",     "no-driver",
+                                        "no-device", "driver-too-old", "no-kernel-image",
+                                        "cuda-error"};
     return kind >= 0 && kind <= CUDA_PROBE_ERROR ? names[kind] : "unknown";
 }
 
@@ -152,7 +154,8 @@ int cuda_driver_probe(cuda_probe_t *p)
         p->kind = CUDA_PROBE_NO_DRIVER;
         snprintf(p->reason, sizeof p->reason, "no NVIDIA driver: %s%s", why ? why : "libcuda.so.1 not found",
                  access("/dev/nvidia0", F_OK) == 0 ? " (/dev/nvidia0 exists: is the driver's user-space library "
-                                                     "missing from this container?)" : "");
+                                                     "missing from this container?)"
+                                                   : "");
         return p->kind;
     }
     int (*init)(unsigned) = NULL, (*count)(int *) = NULL, (*version)(int *) = NULL;
@@ -175,10 +178,11 @@ int cuda_driver_probe(cuda_probe_t *p)
         const char *name = NULL, *text = NULL;
         if (!err_name || err_name(rc, &name) != CU_SUCCESS) name = NULL;
         if (!err_text || err_text(rc, &text) != CU_SUCCESS) text = NULL;
-        p->kind = rc == CU_ERROR_NO_DEVICE ? CUDA_PROBE_NO_DEVICE
-                : rc == CU_ERROR_STUB_LIBRARY ? CUDA_PROBE_NO_DRIVER : CUDA_PROBE_ERROR;
+        p->kind = rc == CU_ERROR_NO_DEVICE      ? CUDA_PROBE_NO_DEVICE
+                  : rc == CU_ERROR_STUB_LIBRARY ? CUDA_PROBE_NO_DRIVER
+                                                : CUDA_PROBE_ERROR;
         snprintf(p->reason, sizeof p->reason, "%s: cuInit: %s (%s; error %d)%s%s",
-                 p->kind == CUDA_PROBE_NO_DEVICE ? "no CUDA device"
+                 p->kind == CUDA_PROBE_NO_DEVICE   ? "no CUDA device"
                  : p->kind == CUDA_PROBE_NO_DRIVER ? "no NVIDIA driver (libcuda.so.1 is the CUDA toolkit's stub)"
                                                    : "the NVIDIA driver failed to start",
                  name ? name : "?", text ? text : "no description", rc, rel[0] ? "; driver " : "", rel);
@@ -231,8 +235,8 @@ void cuda_driver_info(char *buf, size_t len)
         snprintf(buf, len, "%s", p.reason);
         return;
     }
-    snprintf(buf, len, "NVIDIA driver%s%s (CUDA %d.%d), %d device(s)%s%s", rel[0] ? " " : "", rel, p.driver_version / 1000,
-             p.driver_version % 1000 / 10, p.devices, p.kind == CUDA_PROBE_OK ? "" : ": ",
+    snprintf(buf, len, "NVIDIA driver%s%s (CUDA %d.%d), %d device(s)%s%s", rel[0] ? " " : "", rel,
+             p.driver_version / 1000, p.driver_version % 1000 / 10, p.devices, p.kind == CUDA_PROBE_OK ? "" : ": ",
              p.kind == CUDA_PROBE_OK ? "" : p.reason);
 }
 
@@ -270,7 +274,7 @@ cuda_model_t *cuda_model_create(const model_t *m, int device, char *err, size_t 
 
 void cuda_model_free(cuda_model_t *cm)
 {
-    if (cm) backend->model_free(cm);   /* a model exists only once the library is loaded */
+    if (cm) backend->model_free(cm); /* a model exists only once the library is loaded */
 }
 
 /* ---- a model's calls: cm exists, so the library is loaded ------------------------------- */
@@ -287,7 +291,10 @@ int cuda_model_upload_buffers(cuda_model_t *cm, const float *host_buffers)
 {
     return backend->model_upload_buffers(cm, host_buffers);
 }
-int cuda_model_host_register(cuda_model_t *cm, void *p, size_t bytes) { return backend->model_host_register(cm, p, bytes); }
+int cuda_model_host_register(cuda_model_t *cm, void *p, size_t bytes)
+{
+    return backend->model_host_register(cm, p, bytes);
+}
 int cuda_model_prepare_batch(cuda_model_t *cm, int B) { return backend->model_prepare_batch(cm, B); }
 float *cuda_model_grads_host(cuda_model_t *cm) { return backend->model_grads_host(cm); }
 float *cuda_model_input_host(cuda_model_t *cm) { return backend->model_input_host(cm); }
@@ -296,13 +303,19 @@ int cuda_model_download_grads(cuda_model_t *cm, float *host_grads, int async)
 {
     return backend->model_download_grads(cm, host_grads, async);
 }
-int cuda_model_upload_grads(cuda_model_t *cm, const float *host_grads) { return backend->model_upload_grads(cm, host_grads); }
+int cuda_model_upload_grads(cuda_model_t *cm, const float *host_grads)
+{
+    return backend->model_upload_grads(cm, host_grads);
+}
 int cuda_model_sync(cuda_model_t *cm) { return backend->model_sync(cm); }
 float cuda_model_forward(cuda_model_t *cm, const float *host_x, const int32_t *host_y, int B, int train)
 {
     return backend->model_forward(cm, host_x, host_y, B, train);
 }
-int cuda_model_backward(cuda_model_t *cm, int B, float loss_scale) { return backend->model_backward(cm, B, loss_scale); }
+int cuda_model_backward(cuda_model_t *cm, int B, float loss_scale)
+{
+    return backend->model_backward(cm, B, loss_scale);
+}
 int cuda_model_train_step(cuda_model_t *cm, const float *host_x, const int32_t *host_y, int B, float loss_scale,
                           float *host_grads, float *loss)
 {

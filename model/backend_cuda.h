@@ -138,13 +138,13 @@ float cuda_model_forward(cuda_model_t *cm, const float *host_x, const int32_t *h
 int cuda_model_backward(cuda_model_t *cm, int B, float loss_scale);
 /* forward(train) + backward + gradient download into host_grads (NULL: the pinned
  * staging) with a single synchronisation at the end; *loss receives the mean loss. */
-int cuda_model_train_step(cuda_model_t *cm, const float *host_x, const int32_t *host_y, int B,
-                          float loss_scale, float *host_grads, float *loss);
+int cuda_model_train_step(cuda_model_t *cm, const float *host_x, const int32_t *host_y, int B, float loss_scale,
+                          float *host_grads, float *loss);
 /* The worker's update on the device grads (worker_apply_gradient): clip grad_scale*g to
  * clip_norm (<= 0: off; the norm is computed on the device, no round trip), then
  * sgd_update with grad_scale. Asynchronous. */
-int cuda_model_sgd(cuda_model_t *cm, float lr, float momentum, int nesterov, float weight_decay,
-                   float grad_scale, float clip_norm);
+int cuda_model_sgd(cuda_model_t *cm, float lr, float momentum, int nesterov, float weight_decay, float grad_scale,
+                   float clip_norm);
 /* The logits (B, num_classes) of the last forward, copied to pinned host memory owned by
  * cm; NULL on error. */
 const float *cuda_model_logits_host(cuda_model_t *cm, int B);

@@ -41,19 +41,19 @@ typedef enum {
 } cuda_probe_kind_t;
 
 typedef struct {
-    int kind;                /* cuda_probe_kind_t */
-    int devices;             /* devices the driver reports (0 when it was not asked) */
-    int device;              /* the device probed, -1 when none was reached */
-    int cc_major, cc_minor;  /* its compute capability */
-    int driver_version;      /* cuDriverGetVersion: 12040 = CUDA 12.4; 0 = no driver */
-    int runtime_version;     /* CUDART_VERSION the backend was built with; 0 = not loaded */
-    char name[256];          /* the device's name, when reached */
-    char reason[768];        /* what is wrong and what to do about it; "" when kind is OK */
+    int kind;               /* cuda_probe_kind_t */
+    int devices;            /* devices the driver reports (0 when it was not asked) */
+    int device;             /* the device probed, -1 when none was reached */
+    int cc_major, cc_minor; /* its compute capability */
+    int driver_version;     /* cuDriverGetVersion: 12040 = CUDA 12.4; 0 = no driver */
+    int runtime_version;    /* CUDART_VERSION the backend was built with; 0 = not loaded */
+    char name[256];         /* the device's name, when reached */
+    char reason[768];       /* what is wrong and what to do about it; "" when kind is OK */
 } cuda_probe_t;
 
 typedef struct {
-    int abi;                 /* PACER_CUDA_ABI of the library's build */
-    size_t model_bytes;      /* sizeof(model_t) of the library's build */
+    int abi;            /* PACER_CUDA_ABI of the library's build */
+    size_t model_bytes; /* sizeof(model_t) of the library's build */
     /* Probes device (-1: the local rank's, as pick_device) for a training run: the driver's
      * version against the runtime's (driver_version from libcuda, 0 if unknown), the
      * runtime's device count, activation, and a trivial kernel launched and waited for,

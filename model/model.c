@@ -20,12 +20,14 @@ typedef struct {
     int failed;
 } builder_t;
 
-static size_t add_tensor(builder_t *b, const char *layer, const char *what, size_t count,
-                         int is_buffer)
+static size_t add_tensor(builder_t *b, const char *layer, const char *what, size_t count, int is_buffer)
 {
     model_t *m = b->m;
     size_t *total = is_buffer ? &m->nbuffers : &m->nparams;
-    if (m->ntensors >= MODEL_MAX_TENSORS) { b->failed = 1; return 0; }
+    if (m->ntensors >= MODEL_MAX_TENSORS) {
+        b->failed = 1;
+        return 0;
+    }
     tensor_info_t *t = &m->tensors[m->ntensors++];
     snprintf(t->name, sizeof t->name, "%s.%s", layer, what);
     t->offset = *total;
@@ -39,16 +41,28 @@ static size_t add_tensor(builder_t *b, const char *layer, const char *what, size
 static int add_layer(builder_t *b, layer_kind_t kind, int in)
 {
     model_t *m = b->m;
-    if (m->nlayers >= MODEL_MAX_LAYERS) { b->failed = 1; return 0; }
+    if (m->nlayers >= MODEL_MAX_LAYERS) {
+        b->failed = 1;
+        return 0;
+    }
     layer_t *l = &m->layers[m->nlayers];
     memset(l, 0, sizeof *l);
     l->kind = kind;
     l->in = in;
     l->in2 = -1;
-    if (in < 0) { l->C = m->C; l->H = m->H; l->W = m->W; }
-    else { l->C = m->layers[in].OC; l->H = m->layers[in].OH; l->W = m->layers[in].OW; }
+    if (in < 0) {
+        l->C = m->C;
+        l->H = m->H;
+        l->W = m->W;
+    } else {
+        l->C = m->layers[in].OC;
+        l->H = m->layers[in].OH;
+        l->W = m->layers[in].OW;
+    }
     /* Same shape by default; shape-changing layers overwrite. */
-    l->OC = l->C; l->OH = l->H; l->OW = l->W;
+    l->OC = l->C;
+    l->OH = l->H;
+    l->OW = l->W;
     return m->nlayers++;
 }
 
@@ -59,13 +73,14 @@ static void finish_layer(builder_t *b, int li)
     b->m->act_floats += (size_t)b->m->max_batch * l->OC * l->OH * l->OW;
 }
 
-static int conv(builder_t *b, const char *name, int in, int OC, int K, int stride, int pad,
-                int bias)
+static int conv(builder_t *b, const char *name, int in, int OC, int K, int stride, int pad, int bias)
 {
     int li = add_layer(b, LAYER_CONV, in);
     layer_t *l = &b->m->layers[li];
     if (conv2d_init(&l->conv, l->C, l->H, l->W, OC, K, K, stride, pad) != 0) b->failed = 1;
-    l->OC = OC; l->OH = l->conv.OH; l->OW = l->conv.OW;
+    l->OC = OC;
+    l->OH = l->conv.OH;
+    l->OW = l->conv.OW;
     l->has_bias = bias;
     l->w_off = add_tensor(b, name, "weight", (size_t)OC * l->C * K * K, 0);
     if (bias) l->b_off = add_tensor(b, name, "bias", (size_t)OC, 0);
@@ -80,7 +95,8 @@ static int pool(builder_t *b, layer_kind_t kind, int in, int K, int stride, int 
     int li = add_layer(b, kind, in);
     layer_t *l = &b->m->layers[li];
     if (pool2d_init(&l->pool, l->C, l->H, l->W, K, stride, 0, ceil_mode) != 0) b->failed = 1;
-    l->OH = l->pool.OH; l->OW = l->pool.OW;
+    l->OH = l->pool.OH;
+    l->OW = l->pool.OW;
     if (kind == LAYER_MAXPOOL) {
         l->aux_off = b->argmax_ints;
         b->argmax_ints += (size_t)b->m->max_batch * l->OC * l->OH * l->OW;
@@ -101,8 +117,12 @@ static int fc(builder_t *b, const char *name, int in, int OUT)
     int li = add_layer(b, LAYER_FC, in);
     layer_t *l = &b->m->layers[li];
     /* FC flattens its input: (B, C, H, W) is read as (B, C*H*W). */
-    l->C = l->C * l->H * l->W; l->H = 1; l->W = 1;
-    l->OC = OUT; l->OH = 1; l->OW = 1;
+    l->C = l->C * l->H * l->W;
+    l->H = 1;
+    l->W = 1;
+    l->OC = OUT;
+    l->OH = 1;
+    l->OW = 1;
     l->has_bias = 1;
     l->w_off = add_tensor(b, name, "weight", (size_t)OUT * l->C, 0);
     l->b_off = add_tensor(b, name, "bias", (size_t)OUT, 0);
@@ -128,7 +148,8 @@ static int gap(builder_t *b, int in)
 {
     int li = add_layer(b, LAYER_GAP, in);
     layer_t *l = &b->m->layers[li];
-    l->OH = 1; l->OW = 1;
+    l->OH = 1;
+    l->OW = 1;
     finish_layer(b, li);
     return li;
 }
@@ -141,8 +162,7 @@ static int add(builder_t *b, int a, int x)
     const layer_t *lx = &b->m->layers[x];
     l->in2 = x;
     int stride = lx->OH / l->H;
-    if (shortcut_init(&l->sc, lx->OC, lx->OH, lx->OW, l->C, stride) != 0 ||
-        l->sc.OH != l->H || l->sc.OW != l->W)
+    if (shortcut_init(&l->sc, lx->OC, lx->OH, lx->OW, l->C, stride) != 0 || l->sc.OH != l->H || l->sc.OW != l->W)
         b->failed = 1;
     finish_layer(b, li);
     return li;
@@ -165,11 +185,11 @@ static void build_lenet5(builder_t *b)
      * so max(relu(x)) == relu(max(x)) bit for bit, and the gradient reaching the conv
      * output is identical too (the first maximum gets it when it is positive, nothing
      * does otherwise). ReLU then runs on a quarter of the elements. */
-    int x = conv(b, "conv1", -1, 6, 5, 1, 2, 1);     /* 28x28 -> 6x28x28 */
-    x = pool(b, LAYER_MAXPOOL, x, 2, 2, 0);          /* -> 6x14x14 */
+    int x = conv(b, "conv1", -1, 6, 5, 1, 2, 1); /* 28x28 -> 6x28x28 */
+    x = pool(b, LAYER_MAXPOOL, x, 2, 2, 0);      /* -> 6x14x14 */
     x = relu(b, x);
-    x = conv(b, "conv2", x, 16, 5, 1, 0, 1);         /* -> 16x10x10 */
-    x = pool(b, LAYER_MAXPOOL, x, 2, 2, 0);          /* -> 16x5x5 */
+    x = conv(b, "conv2", x, 16, 5, 1, 0, 1); /* -> 16x10x10 */
+    x = pool(b, LAYER_MAXPOOL, x, 2, 2, 0);  /* -> 16x5x5 */
     x = relu(b, x);
     x = fc(b, "fc1", x, 120);
     x = relu(b, x);
@@ -196,11 +216,11 @@ static void build_cifar10_quick(builder_t *b)
 
 static void build_resnet20(builder_t *b)
 {
-    char name[64];  /* roomy: gcc cannot see that s and k stay below 3 */
+    char name[64]; /* roomy: gcc cannot see that s and k stay below 3 */
     int x = conv(b, "conv1", -1, 16, 3, 1, 1, 0);
     x = bn(b, "bn1", x);
     x = relu(b, x);
-    static const int widths[3] = { 16, 32, 64 };
+    static const int widths[3] = {16, 32, 64};
     for (int s = 0; s < 3; s++) {
         for (int k = 0; k < 3; k++) {
             int stride = (s > 0 && k == 0) ? 2 : 1;
@@ -229,10 +249,10 @@ typedef struct {
 } model_def_t;
 
 static const model_def_t MODELS[] = {
-    { "mlp", 1, 28, 28, build_mlp },
-    { "lenet5", 1, 28, 28, build_lenet5 },
-    { "cifar10_quick", 3, 32, 32, build_cifar10_quick },
-    { "resnet20", 3, 32, 32, build_resnet20 },
+    {"mlp", 1, 28, 28, build_mlp},
+    {"lenet5", 1, 28, 28, build_lenet5},
+    {"cifar10_quick", 3, 32, 32, build_cifar10_quick},
+    {"resnet20", 3, 32, 32, build_resnet20},
 };
 
 static const model_def_t *find_model(const char *name)
@@ -246,7 +266,9 @@ int model_input_shape(const char *name, int *C, int *H, int *W)
 {
     const model_def_t *d = find_model(name);
     if (!d) return 0;
-    *C = d->C; *H = d->H; *W = d->W;
+    *C = d->C;
+    *H = d->H;
+    *W = d->W;
     return 1;
 }
 
@@ -265,11 +287,13 @@ int model_create(const char *name, int max_batch, model_t **out, char *err, size
     model_t *m = calloc(1, sizeof *m);
     if (!m) goto oom;
     snprintf(m->name, sizeof m->name, "%s", name);
-    m->C = def->C; m->H = def->H; m->W = def->W;
+    m->C = def->C;
+    m->H = def->H;
+    m->W = def->W;
     m->num_classes = 10;
     m->max_batch = max_batch;
 
-    builder_t b = { .m = m };
+    builder_t b = {.m = m};
     def->build(&b);
     if (b.failed) {
         snprintf(err, errlen, "model %s: internal error: layer table overflow or bad geometry", name);
@@ -280,9 +304,13 @@ int model_create(const char *name, int max_batch, model_t **out, char *err, size
     /* One allocation per fused buffer, in whole 4 KiB pages: aligned for AVX loads, and a
      * GPU rank can page-lock params and grads (cudaHostRegister) without two registrations
      * sharing a page. */
-#define ALLOC(ptr, n) do { size_t bytes_ = ((n) * sizeof *(ptr) + 4095) & ~(size_t)4095; \
-        (ptr) = aligned_alloc(4096, bytes_ ? bytes_ : 4096); if (!(ptr)) goto oom; \
-        memset((ptr), 0, bytes_ ? bytes_ : 4096); } while (0)
+#define ALLOC(ptr, n)                                                 \
+    do {                                                              \
+        size_t bytes_ = ((n) * sizeof *(ptr) + 4095) & ~(size_t)4095; \
+        (ptr) = aligned_alloc(4096, bytes_ ? bytes_ : 4096);          \
+        if (!(ptr)) goto oom;                                         \
+        memset((ptr), 0, bytes_ ? bytes_ : 4096);                     \
+    } while (0)
     ALLOC(m->params, m->nparams);
     ALLOC(m->grads, m->nparams + MODEL_GRAD_EXTRA);
     ALLOC(m->momentum, m->nparams);
@@ -305,8 +333,15 @@ oom:
 void model_free(model_t *m)
 {
     if (!m) return;
-    free(m->params); free(m->grads); free(m->momentum); free(m->buffers);
-    free(m->acts); free(m->dacts); free(m->aux); free(m->argmax); free(m->ws);
+    free(m->params);
+    free(m->grads);
+    free(m->momentum);
+    free(m->buffers);
+    free(m->acts);
+    free(m->dacts);
+    free(m->aux);
+    free(m->argmax);
+    free(m->ws);
     free(m->probs);
     free(m);
 }
@@ -323,8 +358,7 @@ void model_init_params(model_t *m, uint64_t seed)
         float *w = m->params + l->w_off;
         float *bias = m->params + l->b_off;
         if (l->kind == LAYER_CONV || l->kind == LAYER_FC) {
-            size_t fan_in = l->kind == LAYER_CONV
-                ? (size_t)l->C * l->conv.KH * l->conv.KW : (size_t)l->C;
+            size_t fan_in = l->kind == LAYER_CONV ? (size_t)l->C * l->conv.KH * l->conv.KW : (size_t)l->C;
             size_t nw = (size_t)l->OC * fan_in;
             float bound = 1.0f / sqrtf((float)fan_in);
             if (resnet && l->kind == LAYER_CONV) {
@@ -355,10 +389,7 @@ static const float *layer_input(const model_t *m, const float *x, int in)
     return in < 0 ? x : m->acts + m->layers[in].out_off;
 }
 
-const float *model_logits(const model_t *m)
-{
-    return m->acts + m->layers[m->nlayers - 1].out_off;
-}
+const float *model_logits(const model_t *m) { return m->acts + m->layers[m->nlayers - 1].out_off; }
 
 float model_forward(model_t *m, const float *x, const int32_t *y, int B, int train)
 {
@@ -377,18 +408,15 @@ float model_forward(model_t *m, const float *x, const int32_t *y, int B, int tra
         case LAYER_FC: fc_forward(B, l->C, l->OC, inp, w, bias, out); break;
         case LAYER_BN:
             if (train)
-                batchnorm_forward_train(B, l->C, l->H * l->W, inp, w, m->params + l->b_off, out,
-                                        m->aux + l->aux_off, m->aux + l->aux_off + l->C,
-                                        m->buffers + l->rm_off, m->buffers + l->rv_off,
+                batchnorm_forward_train(B, l->C, l->H * l->W, inp, w, m->params + l->b_off, out, m->aux + l->aux_off,
+                                        m->aux + l->aux_off + l->C, m->buffers + l->rm_off, m->buffers + l->rv_off,
                                         MODEL_BN_MOMENTUM);
             else
-                batchnorm_forward_eval(B, l->C, l->H * l->W, inp, w, m->params + l->b_off,
-                                       m->buffers + l->rm_off, m->buffers + l->rv_off, out);
+                batchnorm_forward_eval(B, l->C, l->H * l->W, inp, w, m->params + l->b_off, m->buffers + l->rm_off,
+                                       m->buffers + l->rv_off, out);
             break;
         case LAYER_GAP: gap_forward(B, l->C, l->H * l->W, inp, out); break;
-        case LAYER_ADD:
-            residual_add_forward(&l->sc, B, inp, layer_input(m, x, l->in2), out);
-            break;
+        case LAYER_ADD: residual_add_forward(&l->sc, B, inp, layer_input(m, x, l->in2), out); break;
         }
         if (m->progress) m->progress(m->progress_ctx);
     }
@@ -421,14 +449,20 @@ void model_backward(model_t *m, const float *x, const int32_t *y, int B, float l
         case LAYER_MAXPOOL:
             if (dinp) maxpool2d_backward(&l->pool, B, dout, m->argmax + l->aux_off, dinp);
             break;
-        case LAYER_AVGPOOL: if (dinp) avgpool2d_backward(&l->pool, B, dout, dinp); break;
-        case LAYER_RELU: if (dinp) relu_backward(n_out, out, dout, dinp); break;
+        case LAYER_AVGPOOL:
+            if (dinp) avgpool2d_backward(&l->pool, B, dout, dinp);
+            break;
+        case LAYER_RELU:
+            if (dinp) relu_backward(n_out, out, dout, dinp);
+            break;
         case LAYER_FC: fc_backward(B, l->C, l->OC, inp, w, dout, dinp, dw, db); break;
         case LAYER_BN:
-            batchnorm_backward(B, l->C, l->H * l->W, inp, w, m->aux + l->aux_off,
-                               m->aux + l->aux_off + l->C, dout, dinp, dw, m->grads + l->b_off);
+            batchnorm_backward(B, l->C, l->H * l->W, inp, w, m->aux + l->aux_off, m->aux + l->aux_off + l->C, dout,
+                               dinp, dw, m->grads + l->b_off);
             break;
-        case LAYER_GAP: if (dinp) gap_backward(B, l->C, l->H * l->W, dout, dinp); break;
+        case LAYER_GAP:
+            if (dinp) gap_backward(B, l->C, l->H * l->W, dout, dinp);
+            break;
         case LAYER_ADD: {
             float *dx = m->dacts + m->layers[l->in2].out_off;
             residual_add_backward(&l->sc, B, dout, dinp, dx);

@@ -29,35 +29,41 @@
 #define MODEL_BN_MOMENTUM 0.1f
 
 typedef enum {
-    LAYER_CONV, LAYER_MAXPOOL, LAYER_AVGPOOL, LAYER_RELU, LAYER_FC,
-    LAYER_BN, LAYER_GAP, LAYER_ADD,
+    LAYER_CONV,
+    LAYER_MAXPOOL,
+    LAYER_AVGPOOL,
+    LAYER_RELU,
+    LAYER_FC,
+    LAYER_BN,
+    LAYER_GAP,
+    LAYER_ADD,
 } layer_kind_t;
 
 typedef struct {
     layer_kind_t kind;
-    int in;                 /* producing layer of the input; -1 = the model input */
-    int in2;                /* LAYER_ADD: producing layer of the shortcut input */
-    int C, H, W;            /* input shape of one sample */
-    int OC, OH, OW;         /* output shape of one sample */
+    int in;         /* producing layer of the input; -1 = the model input */
+    int in2;        /* LAYER_ADD: producing layer of the shortcut input */
+    int C, H, W;    /* input shape of one sample */
+    int OC, OH, OW; /* output shape of one sample */
     conv2d_desc_t conv;
     pool2d_desc_t pool;
     shortcut_desc_t sc;
     int has_bias;
-    size_t w_off, b_off;    /* params: conv/fc weight and bias, bn gamma and beta */
-    size_t rm_off, rv_off;  /* buffers: bn running mean and variance */
-    size_t out_off;         /* activation arena: (max_batch, OC, OH, OW) */
-    size_t aux_off;         /* maxpool argmax arena, or bn saved mean/invstd (2*OC) */
+    size_t w_off, b_off;   /* params: conv/fc weight and bias, bn gamma and beta */
+    size_t rm_off, rv_off; /* buffers: bn running mean and variance */
+    size_t out_off;        /* activation arena: (max_batch, OC, OH, OW) */
+    size_t aux_off;        /* maxpool argmax arena, or bn saved mean/invstd (2*OC) */
 } layer_t;
 
 typedef struct {
-    char name[MODEL_NAME_MAX];  /* "conv1.weight" */
-    size_t offset, count;       /* into params (or buffers when is_buffer) */
+    char name[MODEL_NAME_MAX]; /* "conv1.weight" */
+    size_t offset, count;      /* into params (or buffers when is_buffer) */
     int is_buffer;
 } tensor_info_t;
 
 typedef struct {
     char name[MODEL_NAME_MAX];
-    int C, H, W, num_classes;   /* input and output of the network */
+    int C, H, W, num_classes; /* input and output of the network */
     int max_batch;
 
     layer_t layers[MODEL_MAX_LAYERS];
@@ -65,22 +71,22 @@ typedef struct {
     tensor_info_t tensors[MODEL_MAX_TENSORS];
     int ntensors;
 
-    size_t nparams;             /* floats in params, grads and momentum */
-    size_t nbuffers;            /* floats in buffers */
-    float *params;              /* fused parameters */
-    float *grads;               /* fused gradients, same offsets, + MODEL_GRAD_EXTRA */
-    float *momentum;            /* optimizer state, same offsets */
-    float *buffers;             /* bn running stats */
+    size_t nparams;  /* floats in params, grads and momentum */
+    size_t nbuffers; /* floats in buffers */
+    float *params;   /* fused parameters */
+    float *grads;    /* fused gradients, same offsets, + MODEL_GRAD_EXTRA */
+    float *momentum; /* optimizer state, same offsets */
+    float *buffers;  /* bn running stats */
 
-    size_t act_floats;          /* per arena */
-    float *acts;                /* every layer's output */
-    float *dacts;               /* gradient of every layer's output */
-    float *aux;                 /* bn saved statistics */
-    int32_t *argmax;            /* maxpool argmax */
-    float *ws;                  /* conv workspace */
+    size_t act_floats; /* per arena */
+    float *acts;       /* every layer's output */
+    float *dacts;      /* gradient of every layer's output */
+    float *aux;        /* bn saved statistics */
+    int32_t *argmax;   /* maxpool argmax */
+    float *ws;         /* conv workspace */
     size_t ws_floats;
-    float *probs;               /* (max_batch, num_classes) softmax of the logits */
-    float *dinput;              /* NULL: the input gradient is never needed */
+    float *probs;  /* (max_batch, num_classes) softmax of the logits */
+    float *dinput; /* NULL: the input gradient is never needed */
 
     /* Called between layers in forward and backward when set: lets an algorithm drive a
      * nonblocking MPI collective (MPI_Test) while the step computes, since Open MPI only

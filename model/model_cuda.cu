@@ -33,33 +33,36 @@
 
 struct cuda_model {
     cuda_ctx_t *ctx;
-    model_t meta;            /* the host model's layers, tensors and sizes; pointers NULL */
-    float *params;           /* (nparams) */
-    float *grads;            /* (nparams + MODEL_GRAD_EXTRA) */
-    float *momentum;         /* (nparams) */
-    float *buffers;          /* (nbuffers) */
-    float *acts, *dacts;     /* (act_floats) each */
-    float *aux;              /* (aux_floats) bn saved mean / invstd */
-    int32_t *argmax;         /* (argmax_ints) */
-    float *probs;            /* (max_batch, num_classes) */
-    float *x;                /* (max_batch, C, H, W) */
-    int32_t *y;              /* (max_batch) */
-    float *loss;             /* (1) */
-    float *scale;            /* (1) clipped gradient scale for cuda_model_sgd */
+    model_t meta;        /* the host model's layers, tensors and sizes; pointers NULL */
+    float *params;       /* (nparams) */
+    float *grads;        /* (nparams + MODEL_GRAD_EXTRA) */
+    float *momentum;     /* (nparams) */
+    float *buffers;      /* (nbuffers) */
+    float *acts, *dacts; /* (act_floats) each */
+    float *aux;          /* (aux_floats) bn saved mean / invstd */
+    int32_t *argmax;     /* (argmax_ints) */
+    float *probs;        /* (max_batch, num_classes) */
+    float *x;            /* (max_batch, C, H, W) */
+    int32_t *y;          /* (max_batch) */
+    float *loss;         /* (1) */
+    float *scale;        /* (1) clipped gradient scale for cuda_model_sgd */
     void *ws;
     size_t ws_bytes;
     cuda_conv_plan_t *plans[MODEL_MAX_LAYERS];
-    float *h_x;              /* pinned (max_batch, C, H, W) */
-    int32_t *h_y;            /* pinned (max_batch) */
-    float *h_grads;          /* pinned (nparams + MODEL_GRAD_EXTRA) */
-    float *h_logits;         /* pinned (max_batch, num_classes) */
-    float *h_loss;           /* pinned (1) */
-    struct { void *p; size_t bytes; } pinned[8];  /* caller buffers page-locked by host_register */
+    float *h_x;      /* pinned (max_batch, C, H, W) */
+    int32_t *h_y;    /* pinned (max_batch) */
+    float *h_grads;  /* pinned (nparams + MODEL_GRAD_EXTRA) */
+    float *h_logits; /* pinned (max_batch, num_classes) */
+    float *h_loss;   /* pinned (1) */
+    struct {
+        void *p;
+        size_t bytes;
+    } pinned[8]; /* caller buffers page-locked by host_register */
     int npinned;
-    size_t in_floats;        /* C*H*W of one sample */
+    size_t in_floats; /* C*H*W of one sample */
     size_t aux_floats, argmax_ints;
     size_t device_bytes;
-    int fwd_B;               /* batch of the last training forward with labels; 0: none */
+    int fwd_B; /* batch of the last training forward with labels; 0: none */
     void (*progress)(void *ctx);
     void *progress_ctx;
 };
@@ -97,8 +100,8 @@ static void build_info(char *buf, size_t len)
 {
     snprintf(buf, len,
              "built with the CUDA %d.%d runtime (needs an NVIDIA driver >= %s) and cuDNN %d.%d.%d; GPU code: %s",
-             CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10, MIN_DRIVER, CUDNN_MAJOR, CUDNN_MINOR,
-             CUDNN_PATCHLEVEL, PACER_CUDA_ARCHS);
+             CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10, MIN_DRIVER, CUDNN_MAJOR, CUDNN_MINOR, CUDNN_PATCHLEVEL,
+             PACER_CUDA_ARCHS);
 }
 
 static int classify_error(int e, int driver_version)
@@ -139,20 +142,24 @@ static int probe_cuda_error(cuda_probe_t *p, const char *call, cudaError_t e, in
     const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
     switch (kind) {
     case CUDA_PROBE_NO_DRIVER:
-        return probe_say(p, kind, "no NVIDIA driver: %s: %s (%s); install the driver, or give the container the GPU "
-                         "(libcuda.so.1 must be the driver's, not the CUDA toolkit's stub)", call, name, text);
+        return probe_say(p, kind,
+                         "no NVIDIA driver: %s: %s (%s); install the driver, or give the container the GPU "
+                         "(libcuda.so.1 must be the driver's, not the CUDA toolkit's stub)",
+                         call, name, text);
     case CUDA_PROBE_NO_DEVICE:
         return probe_say(p, kind, "no CUDA device: %s: %s (%s); check nvidia-smi%s%s", call, name, text,
                          cvd ? " and CUDA_VISIBLE_DEVICES=" : "", cvd ? cvd : "");
     case CUDA_PROBE_DRIVER_TOO_OLD:
-        return probe_say(p, kind, "the NVIDIA driver is too old: %s: %s (%s); this backend was built with the CUDA "
-                         "%d.%d runtime, which needs a driver >= %s", call, name, text, CUDART_VERSION / 1000,
-                         CUDART_VERSION % 1000 / 10, MIN_DRIVER);
+        return probe_say(p, kind,
+                         "the NVIDIA driver is too old: %s: %s (%s); this backend was built with the CUDA "
+                         "%d.%d runtime, which needs a driver >= %s",
+                         call, name, text, CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10, MIN_DRIVER);
     case CUDA_PROBE_NO_KERNEL_IMAGE:
-        return probe_say(p, kind, "no kernel image for this GPU: %s: %s (%s); %s is compute capability %d.%d and "
-                         "libpacer_cuda.so has code for %s: rebuild with make CUDA_ARCHS=%d%d", call, name, text,
-                         p->name[0] ? p->name : "the device", p->cc_major, p->cc_minor, PACER_CUDA_ARCHS,
-                         p->cc_major, p->cc_minor);
+        return probe_say(p, kind,
+                         "no kernel image for this GPU: %s: %s (%s); %s is compute capability %d.%d and "
+                         "libpacer_cuda.so has code for %s: rebuild with make CUDA_ARCHS=%d%d",
+                         call, name, text, p->name[0] ? p->name : "the device", p->cc_major, p->cc_minor,
+                         PACER_CUDA_ARCHS, p->cc_major, p->cc_minor);
     default:
         return probe_say(p, kind, "CUDA error on device %d%s%s%s: %s: %s (%s)", p->device, p->name[0] ? " (" : "",
                          p->name, p->name[0] ? ")" : "", call, name, text);
@@ -208,7 +215,7 @@ static int probe(int device, int driver_version, cuda_probe_t *p)
     e = cudaMemset(flag, 0, sizeof(int));
     if (e == cudaSuccess) {
         probe_kernel<<<1, 32>>>(flag);
-        e = cudaGetLastError();   /* a missing kernel image is reported here */
+        e = cudaGetLastError(); /* a missing kernel image is reported here */
     }
     if (e == cudaSuccess) e = cudaDeviceSynchronize();
     if (e == cudaSuccess) e = cudaMemcpy(&got, flag, sizeof got, cudaMemcpyDeviceToHost);
@@ -259,7 +266,7 @@ static int cuda_pick_device(void)
 {
     int n = cuda_device_count();
     if (n <= 0) return -1;
-    static const char *const vars[] = { "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID" };
+    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"};
     int local = 0;
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
         const char *v = getenv(vars[i]);
@@ -293,13 +300,11 @@ static int model_setup(cuda_model_t *cm, const model_t *m)
         dev_alloc(cm, (void **)&cm->momentum, mm->nparams * F) ||
         dev_alloc(cm, (void **)&cm->buffers, mm->nbuffers * F) ||
         dev_alloc(cm, (void **)&cm->acts, mm->act_floats * F) ||
-        dev_alloc(cm, (void **)&cm->dacts, mm->act_floats * F) ||
-        dev_alloc(cm, (void **)&cm->aux, cm->aux_floats * F) ||
+        dev_alloc(cm, (void **)&cm->dacts, mm->act_floats * F) || dev_alloc(cm, (void **)&cm->aux, cm->aux_floats * F) ||
         dev_alloc(cm, (void **)&cm->argmax, cm->argmax_ints * sizeof(int32_t)) ||
         dev_alloc(cm, (void **)&cm->probs, maxb * ncls * F) ||
         dev_alloc(cm, (void **)&cm->x, maxb * cm->in_floats * F) ||
-        dev_alloc(cm, (void **)&cm->y, maxb * sizeof(int32_t)) ||
-        dev_alloc(cm, (void **)&cm->loss, F) ||
+        dev_alloc(cm, (void **)&cm->y, maxb * sizeof(int32_t)) || dev_alloc(cm, (void **)&cm->loss, F) ||
         dev_alloc(cm, (void **)&cm->scale, F))
         return -1;
 
@@ -307,8 +312,7 @@ static int model_setup(cuda_model_t *cm, const model_t *m)
     size_t ws = 0;
     for (int i = 0; i < mm->nlayers; i++) {
         if (mm->layers[i].kind != LAYER_CONV) continue;
-        if (cuda_conv2d_plan_create(cm->ctx, &mm->layers[i].conv, mm->max_batch, 0, &cm->plans[i]) != 0)
-            return -1;
+        if (cuda_conv2d_plan_create(cm->ctx, &mm->layers[i].conv, mm->max_batch, 0, &cm->plans[i]) != 0) return -1;
         size_t need = cuda_conv2d_plan_workspace(cm->plans[i]);
         if (need > ws) ws = need;
     }
@@ -318,8 +322,7 @@ static int model_setup(cuda_model_t *cm, const model_t *m)
     if (host_alloc(cm, (void **)&cm->h_x, maxb * cm->in_floats * F) ||
         host_alloc(cm, (void **)&cm->h_y, maxb * sizeof(int32_t)) ||
         host_alloc(cm, (void **)&cm->h_grads, (mm->nparams + MODEL_GRAD_EXTRA) * F) ||
-        host_alloc(cm, (void **)&cm->h_logits, maxb * ncls * F) ||
-        host_alloc(cm, (void **)&cm->h_loss, F))
+        host_alloc(cm, (void **)&cm->h_logits, maxb * ncls * F) || host_alloc(cm, (void **)&cm->h_loss, F))
         return -1;
     return 0;
 }
@@ -349,8 +352,7 @@ static cuda_model_t *cuda_model_create(const model_t *m, int device, char *err, 
     mm->progress = NULL;
     mm->progress_ctx = NULL;
     if (model_setup(cm, m) != 0) {
-        snprintf(err, errlen, "cuda model %s (batch %d) on device %d: %s", m->name, m->max_batch, device,
-                 cm->ctx->err);
+        snprintf(err, errlen, "cuda model %s (batch %d) on device %d: %s", m->name, m->max_batch, device, cm->ctx->err);
         cuda_model_free(cm);
         return NULL;
     }
@@ -362,26 +364,35 @@ static void cuda_model_free(cuda_model_t *cm)
     if (!cm) return;
     if (cm->ctx) cudaStreamSynchronize(cm->ctx->stream);
     for (int i = 0; i < MODEL_MAX_LAYERS; i++) cuda_conv2d_plan_free(cm->plans[i]);
-    cudaFree(cm->params); cudaFree(cm->grads); cudaFree(cm->momentum); cudaFree(cm->buffers);
-    cudaFree(cm->acts); cudaFree(cm->dacts); cudaFree(cm->aux); cudaFree(cm->argmax);
-    cudaFree(cm->probs); cudaFree(cm->x); cudaFree(cm->y); cudaFree(cm->loss); cudaFree(cm->scale);
+    cudaFree(cm->params);
+    cudaFree(cm->grads);
+    cudaFree(cm->momentum);
+    cudaFree(cm->buffers);
+    cudaFree(cm->acts);
+    cudaFree(cm->dacts);
+    cudaFree(cm->aux);
+    cudaFree(cm->argmax);
+    cudaFree(cm->probs);
+    cudaFree(cm->x);
+    cudaFree(cm->y);
+    cudaFree(cm->loss);
+    cudaFree(cm->scale);
     cudaFree(cm->ws);
-    cudaFreeHost(cm->h_x); cudaFreeHost(cm->h_y); cudaFreeHost(cm->h_grads);
-    cudaFreeHost(cm->h_logits); cudaFreeHost(cm->h_loss);
+    cudaFreeHost(cm->h_x);
+    cudaFreeHost(cm->h_y);
+    cudaFreeHost(cm->h_grads);
+    cudaFreeHost(cm->h_logits);
+    cudaFreeHost(cm->h_loss);
     for (int i = 0; i < cm->npinned; i++) cudaHostUnregister(cm->pinned[i].p);
     cuda_ctx_free(cm->ctx);
     free(cm);
 }
 
-static const char *cuda_model_error(const cuda_model_t *cm)
-{
-    return cm ? cuda_ctx_error(cm->ctx) : "no CUDA model";
-}
+static const char *cuda_model_error(const cuda_model_t *cm) { return cm ? cuda_ctx_error(cm->ctx) : "no CUDA model"; }
 
 static int same_layout(cuda_model_t *cm, const model_t *m)
 {
-    if (strcmp(m->name, cm->meta.name) != 0 || m->nparams != cm->meta.nparams ||
-        m->nbuffers != cm->meta.nbuffers)
+    if (strcmp(m->name, cm->meta.name) != 0 || m->nparams != cm->meta.nparams || m->nbuffers != cm->meta.nbuffers)
         return FAIL(cm, "cuda_model_upload/download", "the host model is not the one this device model was built from");
     return 0;
 }
@@ -391,8 +402,10 @@ static int cuda_model_upload(cuda_model_t *cm, const model_t *m)
     if (same_layout(cm, m) != 0) return -1;
     cudaStream_t s = cm->ctx->stream;
     const size_t F = sizeof(float);
-    CUDA_CHECK(cm->ctx, cudaMemcpyAsync(cm->params, m->params, m->nparams * F, cudaMemcpyHostToDevice, s), "upload params");
-    CUDA_CHECK(cm->ctx, cudaMemcpyAsync(cm->momentum, m->momentum, m->nparams * F, cudaMemcpyHostToDevice, s), "upload momentum");
+    CUDA_CHECK(cm->ctx, cudaMemcpyAsync(cm->params, m->params, m->nparams * F, cudaMemcpyHostToDevice, s),
+               "upload params");
+    CUDA_CHECK(cm->ctx, cudaMemcpyAsync(cm->momentum, m->momentum, m->nparams * F, cudaMemcpyHostToDevice, s),
+               "upload momentum");
     if (m->nbuffers)
         CUDA_CHECK(cm->ctx, cudaMemcpyAsync(cm->buffers, m->buffers, m->nbuffers * F, cudaMemcpyHostToDevice, s),
                    "upload buffers");
@@ -412,7 +425,8 @@ static int cuda_model_download_params(cuda_model_t *cm, model_t *m)
     if (same_layout(cm, m) != 0) return -1;
     cudaStream_t s = cm->ctx->stream;
     const size_t F = sizeof(float);
-    CUDA_CHECK(cm->ctx, cudaMemcpyAsync(m->params, cm->params, m->nparams * F, cudaMemcpyDeviceToHost, s), "download params");
+    CUDA_CHECK(cm->ctx, cudaMemcpyAsync(m->params, cm->params, m->nparams * F, cudaMemcpyDeviceToHost, s),
+               "download params");
     CUDA_CHECK(cm->ctx, cudaMemcpyAsync(m->momentum, cm->momentum, m->nparams * F, cudaMemcpyDeviceToHost, s),
                "download momentum");
     if (m->nbuffers)
@@ -425,8 +439,8 @@ static int cuda_model_download_buffers(cuda_model_t *cm, float *host_buffers)
 {
     if (!cm->meta.nbuffers) return 0;
     cudaStream_t s = cm->ctx->stream;
-    CUDA_CHECK(cm->ctx, cudaMemcpyAsync(host_buffers, cm->buffers, cm->meta.nbuffers * sizeof(float),
-                                        cudaMemcpyDeviceToHost, s),
+    CUDA_CHECK(cm->ctx,
+               cudaMemcpyAsync(host_buffers, cm->buffers, cm->meta.nbuffers * sizeof(float), cudaMemcpyDeviceToHost, s),
                "download buffers");
     return cuda_ctx_sync(cm->ctx);
 }
@@ -434,8 +448,9 @@ static int cuda_model_download_buffers(cuda_model_t *cm, float *host_buffers)
 static int cuda_model_upload_buffers(cuda_model_t *cm, const float *host_buffers)
 {
     if (!cm->meta.nbuffers) return 0;
-    CUDA_CHECK(cm->ctx, cudaMemcpyAsync(cm->buffers, host_buffers, cm->meta.nbuffers * sizeof(float),
-                                        cudaMemcpyHostToDevice, cm->ctx->stream),
+    CUDA_CHECK(cm->ctx,
+               cudaMemcpyAsync(cm->buffers, host_buffers, cm->meta.nbuffers * sizeof(float), cudaMemcpyHostToDevice,
+                               cm->ctx->stream),
                "upload buffers");
     return cuda_ctx_sync(cm->ctx);
 }
@@ -476,8 +491,9 @@ static void cuda_model_set_progress(cuda_model_t *cm, void (*fn)(void *ctx), voi
 
 static int enqueue_grads_download(cuda_model_t *cm, float *dst)
 {
-    CUDA_CHECK(cm->ctx, cudaMemcpyAsync(dst ? dst : cm->h_grads, cm->grads, cm->meta.nparams * sizeof(float),
-                                        cudaMemcpyDeviceToHost, cm->ctx->stream),
+    CUDA_CHECK(cm->ctx,
+               cudaMemcpyAsync(dst ? dst : cm->h_grads, cm->grads, cm->meta.nparams * sizeof(float),
+                               cudaMemcpyDeviceToHost, cm->ctx->stream),
                "download grads");
     return 0;
 }
@@ -491,7 +507,8 @@ static int cuda_model_download_grads(cuda_model_t *cm, float *host_grads, int as
 static int cuda_model_upload_grads(cuda_model_t *cm, const float *host_grads)
 {
     cudaStream_t s = cm->ctx->stream;
-    CUDA_CHECK(cm->ctx, cudaMemcpyAsync(cm->grads, host_grads, cm->meta.nparams * sizeof(float), cudaMemcpyHostToDevice, s),
+    CUDA_CHECK(cm->ctx,
+               cudaMemcpyAsync(cm->grads, host_grads, cm->meta.nparams * sizeof(float), cudaMemcpyHostToDevice, s),
                "upload grads");
     return cuda_ctx_sync(cm->ctx);
 }
@@ -541,9 +558,7 @@ static int enqueue_forward(cuda_model_t *cm, const float *x, const int32_t *y, i
         const size_t n_out = (size_t)B * l->OC * l->OH * l->OW;
         int rc = 0;
         switch (l->kind) {
-        case LAYER_CONV:
-            rc = cuda_conv2d_forward(ctx, cm->plans[i], B, inp, w, bias, out, cm->ws, cm->ws_bytes);
-            break;
+        case LAYER_CONV: rc = cuda_conv2d_forward(ctx, cm->plans[i], B, inp, w, bias, out, cm->ws, cm->ws_bytes); break;
         case LAYER_MAXPOOL: rc = cuda_maxpool2d_forward(ctx, &l->pool, B, inp, out, cm->argmax + l->aux_off); break;
         case LAYER_AVGPOOL: rc = cuda_avgpool2d_forward(ctx, &l->pool, B, inp, out); break;
         case LAYER_RELU: rc = cuda_relu_forward(ctx, n_out, inp, out); break;
@@ -552,8 +567,7 @@ static int enqueue_forward(cuda_model_t *cm, const float *x, const int32_t *y, i
             if (train)
                 rc = cuda_batchnorm_forward_train(ctx, B, l->C, l->H * l->W, inp, w, cm->params + l->b_off, out,
                                                   cm->aux + l->aux_off, cm->aux + l->aux_off + l->C,
-                                                  cm->buffers + l->rm_off, cm->buffers + l->rv_off,
-                                                  MODEL_BN_MOMENTUM);
+                                                  cm->buffers + l->rm_off, cm->buffers + l->rv_off, MODEL_BN_MOMENTUM);
             else
                 rc = cuda_batchnorm_forward_eval(ctx, B, l->C, l->H * l->W, inp, w, cm->params + l->b_off,
                                                  cm->buffers + l->rm_off, cm->buffers + l->rv_off, out);
@@ -586,8 +600,9 @@ static int enqueue_backward(cuda_model_t *cm, int B, float loss_scale)
      * last layer's is written by the loss. Only the first B samples are touched. */
     for (int i = 0; i < m->nlayers - 1; i++) {
         const layer_t *l = &m->layers[i];
-        CUDA_CHECK(ctx, cudaMemsetAsync(cm->dacts + l->out_off, 0, (size_t)B * l->OC * l->OH * l->OW * sizeof(float),
-                                        ctx->stream),
+        CUDA_CHECK(ctx,
+                   cudaMemsetAsync(cm->dacts + l->out_off, 0, (size_t)B * l->OC * l->OH * l->OW * sizeof(float),
+                                   ctx->stream),
                    "zero activation gradients");
     }
     const layer_t *last = &m->layers[m->nlayers - 1];
@@ -612,14 +627,20 @@ static int enqueue_backward(cuda_model_t *cm, int B, float loss_scale)
         case LAYER_MAXPOOL:
             if (dinp) rc = cuda_maxpool2d_backward(ctx, &l->pool, B, dout, cm->argmax + l->aux_off, dinp);
             break;
-        case LAYER_AVGPOOL: if (dinp) rc = cuda_avgpool2d_backward(ctx, &l->pool, B, dout, dinp); break;
-        case LAYER_RELU: if (dinp) rc = cuda_relu_backward(ctx, n_out, out, dout, dinp); break;
+        case LAYER_AVGPOOL:
+            if (dinp) rc = cuda_avgpool2d_backward(ctx, &l->pool, B, dout, dinp);
+            break;
+        case LAYER_RELU:
+            if (dinp) rc = cuda_relu_backward(ctx, n_out, out, dout, dinp);
+            break;
         case LAYER_FC: rc = cuda_fc_backward(ctx, B, l->C, l->OC, inp, w, dout, dinp, dw, db); break;
         case LAYER_BN:
             rc = cuda_batchnorm_backward(ctx, B, l->C, l->H * l->W, inp, w, cm->aux + l->aux_off,
                                          cm->aux + l->aux_off + l->C, dout, dinp, dw, cm->grads + l->b_off);
             break;
-        case LAYER_GAP: if (dinp) rc = cuda_gap_backward(ctx, B, l->C, l->H * l->W, dout, dinp); break;
+        case LAYER_GAP:
+            if (dinp) rc = cuda_gap_backward(ctx, B, l->C, l->H * l->W, dout, dinp);
+            break;
         case LAYER_ADD: {
             float *dx = l->in2 < 0 ? NULL : cm->dacts + m->layers[l->in2].out_off;
             rc = cuda_residual_add_backward(ctx, &l->sc, B, dout, dinp, dx);
@@ -643,8 +664,8 @@ static int cuda_model_backward(cuda_model_t *cm, int B, float loss_scale)
     return enqueue_backward(cm, B, loss_scale);
 }
 
-static int cuda_model_train_step(cuda_model_t *cm, const float *host_x, const int32_t *host_y, int B,
-                                 float loss_scale, float *host_grads, float *loss)
+static int cuda_model_train_step(cuda_model_t *cm, const float *host_x, const int32_t *host_y, int B, float loss_scale,
+                                 float *host_grads, float *loss)
 {
     if (!host_y) return FAIL(cm, "cuda_model_train_step", "labels are required");
     /* One wait for the whole step; with a progress callback (hpsgd) the host drives MPI while
@@ -690,7 +711,8 @@ static int cuda_model_upload_forward_state(cuda_model_t *cm, const model_t *m, i
 {
     if (same_layout(cm, m) != 0) return -1;
     if (cm->fwd_B != B)
-        return FAIL(cm, "cuda_model_upload_forward_state", "run a training forward of the same batch on the device first");
+        return FAIL(cm, "cuda_model_upload_forward_state",
+                    "run a training forward of the same batch on the device first");
     cudaStream_t s = cm->ctx->stream;
     const size_t F = sizeof(float);
     /* whole arenas: the layouts are the host's, offsets included */
@@ -700,11 +722,11 @@ static int cuda_model_upload_forward_state(cuda_model_t *cm, const model_t *m, i
         CUDA_CHECK(cm->ctx, cudaMemcpyAsync(cm->aux, m->aux, cm->aux_floats * F, cudaMemcpyHostToDevice, s),
                    "upload bn statistics");
     if (cm->argmax_ints)
-        CUDA_CHECK(cm->ctx, cudaMemcpyAsync(cm->argmax, m->argmax, cm->argmax_ints * sizeof(int32_t),
-                                            cudaMemcpyHostToDevice, s),
+        CUDA_CHECK(cm->ctx,
+                   cudaMemcpyAsync(cm->argmax, m->argmax, cm->argmax_ints * sizeof(int32_t), cudaMemcpyHostToDevice, s),
                    "upload argmax");
-    CUDA_CHECK(cm->ctx, cudaMemcpyAsync(cm->probs, m->probs, (size_t)B * cm->meta.num_classes * F,
-                                        cudaMemcpyHostToDevice, s),
+    CUDA_CHECK(cm->ctx,
+               cudaMemcpyAsync(cm->probs, m->probs, (size_t)B * cm->meta.num_classes * F, cudaMemcpyHostToDevice, s),
                "upload probabilities");
     return cuda_ctx_sync(cm->ctx);
 }

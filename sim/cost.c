@@ -16,12 +16,6 @@ double cost_forward_flops(const model_t *m)
     return f + 5.0 * m->num_classes; /* softmax and cross-entropy */
 }
 
-double cost_train_flops(const model_t *m)
-{
-    return 3.0 * cost_forward_flops(m);
-}
+double cost_train_flops(const model_t *m) { return 3.0 * cost_forward_flops(m); }
 
-double cost_update_flops(const model_t *m)
-{
-    return 4.0 * (double)m->nparams;
-}
+double cost_update_flops(const model_t *m) { return 4.0 * (double)m->nparams; }

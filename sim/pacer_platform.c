@@ -27,55 +27,54 @@
 #include "redis_report.h"
 #include "spec.h"
 
-#define PROFILE_SPS_MAX 1e9   /* samples/s: anything above is not a measurement */
+#define PROFILE_SPS_MAX 1e9 /* samples/s: anything above is not a measurement */
 
 static const struct option OPTIONS[] = {
-    { "slowdown", required_argument, NULL, 'S' },
-    { "workers", required_argument, NULL, 'n' },
-    { "ps", no_argument, NULL, 'p' },
-    { "gflops", required_argument, NULL, 'g' },
-    { "bandwidth-gbps", required_argument, NULL, 'b' },
-    { "latency-us", required_argument, NULL, 'l' },
-    { "gpus-per-node", required_argument, NULL, 'k' },
-    { "intra-bandwidth-gbps", required_argument, NULL, 'B' },
-    { "intra-latency-us", required_argument, NULL, 'L' },
-    { "redis", required_argument, NULL, 'r' },
-    { "model", required_argument, NULL, 'M' },
-    { "device", required_argument, NULL, 'd' },
-    { "out", required_argument, NULL, 'o' },
-    { "cost", required_argument, NULL, 'c' },
-    { "help", no_argument, NULL, 'h' },
-    { NULL, 0, NULL, 0 },
+    {"slowdown", required_argument, NULL, 'S'},
+    {"workers", required_argument, NULL, 'n'},
+    {"ps", no_argument, NULL, 'p'},
+    {"gflops", required_argument, NULL, 'g'},
+    {"bandwidth-gbps", required_argument, NULL, 'b'},
+    {"latency-us", required_argument, NULL, 'l'},
+    {"gpus-per-node", required_argument, NULL, 'k'},
+    {"intra-bandwidth-gbps", required_argument, NULL, 'B'},
+    {"intra-latency-us", required_argument, NULL, 'L'},
+    {"redis", required_argument, NULL, 'r'},
+    {"model", required_argument, NULL, 'M'},
+    {"device", required_argument, NULL, 'd'},
+    {"out", required_argument, NULL, 'o'},
+    {"cost", required_argument, NULL, 'c'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
 };
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-        "usage: pacer-platform --slowdown F0,F1,... | --workers N  [options] [--out FILE]\n"
-        "       pacer-platform --redis URL --model NAME [--device D] [options] [--out FILE]\n"
-        "       pacer-platform --cost MODEL\n"
-        "\n"
-        "Writes a SimGrid platform file for pacer-sim (\"simulate\": {\"platform\": FILE}).\n"
-        "\n"
-        "  --slowdown LIST           one host per worker at gflops / F_i (as simulate.slowdown)\n"
-        "  --workers N               N equal hosts\n"
-        "  --gpus-per-node K         K workers per node: k-core hosts, intra-node links\n"
-        "  --redis URL --model NAME  one host per node profile the coordinator measured for\n"
-        "                            that model (pacer:profile:*), at its samples/s\n"
-        "  --device D                only profiles of that device (cpu, cuda)\n"
-        "  --ps                      add a host \"ps\" for the parameter server\n"
-        "  --gflops G                speed of a slowdown-1 host, Gflop/s (default 10)\n"
-        "  --bandwidth-gbps B        each node's link, Gbit/s (default 10)\n"
-        "  --latency-us L            one-way latency between nodes, us (default 5)\n"
-        "  --intra-bandwidth-gbps B  between workers of one node, Gbit/s (default 200)\n"
-        "  --intra-latency-us L      between workers of one node, us (default 1)\n"
-        "  --out FILE                write there instead of standard output\n"
-        "  --cost MODEL              print the cost model's FLOPs for MODEL as JSON (forward and\n"
-        "                            forward + backward per sample, one optimizer step), what\n"
-        "                            a deterministic simulation charges: calibrating a host speed\n"
-        "                            from a measured step needs them (bench/sim_validate.sh)\n"
-        "\n"
-        "Exit status: 0 written, 2 bad options or profiles, 1 Redis unreachable or a write error.\n");
+    fprintf(f, "usage: pacer-platform --slowdown F0,F1,... | --workers N  [options] [--out FILE]\n"
+               "       pacer-platform --redis URL --model NAME [--device D] [options] [--out FILE]\n"
+               "       pacer-platform --cost MODEL\n"
+               "\n"
+               "Writes a SimGrid platform file for pacer-sim (\"simulate\": {\"platform\": FILE}).\n"
+               "\n"
+               "  --slowdown LIST           one host per worker at gflops / F_i (as simulate.slowdown)\n"
+               "  --workers N               N equal hosts\n"
+               "  --gpus-per-node K         K workers per node: k-core hosts, intra-node links\n"
+               "  --redis URL --model NAME  one host per node profile the coordinator measured for\n"
+               "                            that model (pacer:profile:*), at its samples/s\n"
+               "  --device D                only profiles of that device (cpu, cuda)\n"
+               "  --ps                      add a host \"ps\" for the parameter server\n"
+               "  --gflops G                speed of a slowdown-1 host, Gflop/s (default 10)\n"
+               "  --bandwidth-gbps B        each node's link, Gbit/s (default 10)\n"
+               "  --latency-us L            one-way latency between nodes, us (default 5)\n"
+               "  --intra-bandwidth-gbps B  between workers of one node, Gbit/s (default 200)\n"
+               "  --intra-latency-us L      between workers of one node, us (default 1)\n"
+               "  --out FILE                write there instead of standard output\n"
+               "  --cost MODEL              print the cost model's FLOPs for MODEL as JSON (forward and\n"
+               "                            forward + backward per sample, one optimizer step), what\n"
+               "                            a deterministic simulation charges: calibrating a host speed\n"
+               "                            from a measured step needs them (bench/sim_validate.sh)\n"
+               "\n"
+               "Exit status: 0 written, 2 bad options or profiles, 1 Redis unreachable or a write error.\n");
 }
 
 /* Number options go through the spec table, so bounds and messages are the spec's. */
@@ -87,7 +86,8 @@ static int set_number(json_t *sim, const char *key, const char *text, int intege
         fprintf(stderr, "pacer-platform: simulate.%s: '%s' is not a number\n", key, text);
         return -1;
     }
-    json_object_set_new(sim, key, integer && v == floor(v) && fabs(v) < 1e9 ? json_integer((json_int_t)v) : json_real(v));
+    json_object_set_new(sim, key,
+                        integer && v == floor(v) && fabs(v) < 1e9 ? json_integer((json_int_t)v) : json_real(v));
     return 0;
 }
 
@@ -115,8 +115,8 @@ static int host_name_ok(const char *s)
     if (!*s || strlen(s) >= PLATFORM_NAME_MAX - 8) return 0;
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-              c == '_' || c == '-'))
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+              c == '-'))
             return 0;
     }
     return 1;
@@ -154,7 +154,9 @@ static int from_profiles(const char *url, const char *model, const char *device,
     redisReply *keys = redisCommand(c, "SMEMBERS pacer:profiles");
     if (!keys || keys->type != REDIS_REPLY_ARRAY) {
         fprintf(stderr, "pacer-platform: Redis: SMEMBERS pacer:profiles: %s\n",
-                keys && keys->type == REDIS_REPLY_ERROR ? keys->str : c->errstr[0] ? c->errstr : "not a set");
+                keys && keys->type == REDIS_REPLY_ERROR ? keys->str
+                : c->errstr[0]                          ? c->errstr
+                                                        : "not a set");
         rc = keys ? -2 : -1;
         goto out;
     }
@@ -182,9 +184,10 @@ static int from_profiles(const char *url, const char *model, const char *device,
         double sps = strtod(h->element[3]->str, &end);
         if (!host_name_ok(host) || strlen(dev) >= sizeof prof[0].device || !host_name_ok(dev) ||
             end == h->element[3]->str || *end || !(sps > 0) || !(sps <= PROFILE_SPS_MAX)) {
-            fprintf(stderr, "pacer-platform: Redis: %.*s: not a usable profile (host and device must be "
-                    "[A-Za-z0-9._-], samples_per_s a number in (0, %g])\n", (int)(k->len < 200 ? k->len : 200),
-                    k->str, PROFILE_SPS_MAX);
+            fprintf(stderr,
+                    "pacer-platform: Redis: %.*s: not a usable profile (host and device must be "
+                    "[A-Za-z0-9._-], samples_per_s a number in (0, %g])\n",
+                    (int)(k->len < 200 ? k->len : 200), k->str, PROFILE_SPS_MAX);
             freeReplyObject(h);
             goto out;
         }
@@ -200,8 +203,10 @@ static int from_profiles(const char *url, const char *model, const char *device,
         freeReplyObject(h);
     }
     if (n == 0) {
-        fprintf(stderr, "pacer-platform: Redis has no profile for model %s%s%s (profiles are written when a "
-                "job ends; docs/REDIS.md)\n", model, device ? " on device " : "", device ? device : "");
+        fprintf(stderr,
+                "pacer-platform: Redis has no profile for model %s%s%s (profiles are written when a "
+                "job ends; docs/REDIS.md)\n",
+                model, device ? " on device " : "", device ? device : "");
         goto out;
     }
     qsort(prof, (size_t)n, sizeof prof[0], by_host);
@@ -241,8 +246,8 @@ static int print_cost(const char *model)
         return 2;
     }
     printf("{\"model\": \"%s\", \"params\": %zu, \"forward_flops\": %.17g, \"train_flops\": %.17g, "
-           "\"update_flops\": %.17g}\n", m->name, m->nparams, cost_forward_flops(m), cost_train_flops(m),
-           cost_update_flops(m));
+           "\"update_flops\": %.17g}\n",
+           m->name, m->nparams, cost_forward_flops(m), cost_train_flops(m), cost_update_flops(m));
     model_free(m);
     return 0;
 }
@@ -257,7 +262,10 @@ int main(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "", OPTIONS, NULL)) != -1) {
         int rc = 0;
         switch (c) {
-        case 'S': rc = parse_list(sim, optarg); if (rc > 0) workers = rc; break;
+        case 'S':
+            rc = parse_list(sim, optarg);
+            if (rc > 0) workers = rc;
+            break;
         case 'n': rc = set_number(doc, "workers", optarg, 1); break;
         case 'p': with_ps = 1; break;
         case 'g': rc = set_number(sim, "gflops", optarg, 0); break;
@@ -271,8 +279,14 @@ int main(int argc, char **argv)
         case 'd': device = optarg; break;
         case 'o': out = optarg; break;
         case 'c': json_decref(doc); return print_cost(optarg);
-        case 'h': usage(stdout); json_decref(doc); return 0;
-        default: usage(stderr); json_decref(doc); return 2;
+        case 'h':
+            usage(stdout);
+            json_decref(doc);
+            return 0;
+        default:
+            usage(stderr);
+            json_decref(doc);
+            return 2;
         }
         if (rc < 0) goto done;
     }

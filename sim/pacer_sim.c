@@ -35,43 +35,42 @@
 #define MAX_PASS 64
 
 static const struct option OPTIONS[] = {
-    { "spec", required_argument, NULL, 's' },
-    { "summary", required_argument, NULL, 'o' },
-    { "metrics", required_argument, NULL, 'm' },
-    { "worker", required_argument, NULL, 'w' },
-    { "smpirun", required_argument, NULL, 'r' },
-    { "keep", required_argument, NULL, 'k' },
-    { "log", no_argument, NULL, 'l' },
-    { "dry-run", no_argument, NULL, 'n' },
-    { "version", no_argument, NULL, 'V' },
-    { "help", no_argument, NULL, 'h' },
-    { NULL, 0, NULL, 0 },
+    {"spec", required_argument, NULL, 's'},
+    {"summary", required_argument, NULL, 'o'},
+    {"metrics", required_argument, NULL, 'm'},
+    {"worker", required_argument, NULL, 'w'},
+    {"smpirun", required_argument, NULL, 'r'},
+    {"keep", required_argument, NULL, 'k'},
+    {"log", no_argument, NULL, 'l'},
+    {"dry-run", no_argument, NULL, 'n'},
+    {"version", no_argument, NULL, 'V'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
 };
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-        "usage: pacer-sim --spec FILE --summary FILE [--metrics FILE] [options] [-- worker options]\n"
-        "\n"
-        "Runs the job spec on the simulated cluster its \"simulate\" section describes\n"
-        "(SimGrid SMPI; docs/JOB_SPEC.md, docs/ARCHITECTURE.md \"Simulation\").\n"
-        "\n"
-        "  --spec FILE       the job spec\n"
-        "  --summary FILE    the job summary: as pacer-worker's, plus \"simulated\": true and\n"
-        "                    \"simulated_wall_s\"; every time in it is simulated seconds\n"
-        "  --metrics FILE    per-rank metrics records (JSON lines; \"time\" is simulated seconds)\n"
-        "  --worker PATH     the SMPI build of pacer-worker (default: build-smpi/pacer-worker\n"
-        "                    beside this program's build directory; `make smpi` builds it)\n"
-        "  --smpirun PATH    SimGrid's launcher (default: smpirun on PATH)\n"
-        "  --keep DIR        write the platform and hostfile into DIR and keep them\n"
-        "  --log             show SimGrid's own log lines (default: warnings only)\n"
-        "  --dry-run         print the smpirun command instead of running it (with --keep,\n"
-        "                    the platform and hostfile stay for a look)\n"
-        "  -- ARGS           passed to every rank of pacer-worker (--redis URL --job ID,\n"
-        "                    --stop-after-steps N, --time-budget S, --batch-plan B, ...)\n"
-        "\n"
-        "Exit status: the worker's (0 done, 1 training failed, 2 bad input); 2 for a bad\n"
-        "command line or spec; 1 when the simulation cannot be started.\n");
+    fprintf(f, "usage: pacer-sim --spec FILE --summary FILE [--metrics FILE] [options] [-- worker options]\n"
+               "\n"
+               "Runs the job spec on the simulated cluster its \"simulate\" section describes\n"
+               "(SimGrid SMPI; docs/JOB_SPEC.md, docs/ARCHITECTURE.md \"Simulation\").\n"
+               "\n"
+               "  --spec FILE       the job spec\n"
+               "  --summary FILE    the job summary: as pacer-worker's, plus \"simulated\": true and\n"
+               "                    \"simulated_wall_s\"; every time in it is simulated seconds\n"
+               "  --metrics FILE    per-rank metrics records (JSON lines; \"time\" is simulated seconds)\n"
+               "  --worker PATH     the SMPI build of pacer-worker (default: build-smpi/pacer-worker\n"
+               "                    beside this program's build directory; `make smpi` builds it)\n"
+               "  --smpirun PATH    SimGrid's launcher (default: smpirun on PATH)\n"
+               "  --keep DIR        write the platform and hostfile into DIR and keep them\n"
+               "  --log             show SimGrid's own log lines (default: warnings only)\n"
+               "  --dry-run         print the smpirun command instead of running it (with --keep,\n"
+               "                    the platform and hostfile stay for a look)\n"
+               "  -- ARGS           passed to every rank of pacer-worker (--redis URL --job ID,\n"
+               "                    --stop-after-steps N, --time-budget S, --batch-plan B, ...)\n"
+               "\n"
+               "Exit status: the worker's (0 done, 1 training failed, 2 bad input); 2 for a bad\n"
+               "command line or spec; 1 when the simulation cannot be started.\n");
 }
 
 static pid_t g_child = -1;
@@ -94,11 +93,11 @@ static void wait_group(pid_t pgid, double grace_s)
     while (kill(-pgid, 0) == 0) {
         if (now_s() > end) {
             kill(-pgid, SIGKILL);
-            end = now_s() + 5;   /* a killed process still takes a moment to go */
+            end = now_s() + 5; /* a killed process still takes a moment to go */
             grace_s = -1;
         }
         if (grace_s < 0 && now_s() > end) break;
-        struct timespec ts = { 0, 50 * 1000 * 1000 };
+        struct timespec ts = {0, 50 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
 }
@@ -110,8 +109,10 @@ static int shell_safe(const char *what, const char *s)
         unsigned char c = (unsigned char)*p;
         if (c <= ' ' || c == '\'' || c == '"' || c == '\\' || c == '*' || c == '?' || c == '[' || c == '$' ||
             c == '`' || c == 0x7f) {
-            fprintf(stderr, "pacer-sim: %s: '%s': smpirun cannot pass white space, quotes or shell "
-                    "wildcards through\n", what, s);
+            fprintf(stderr,
+                    "pacer-sim: %s: '%s': smpirun cannot pass white space, quotes or shell "
+                    "wildcards through\n",
+                    what, s);
             return 0;
         }
     }
@@ -128,8 +129,8 @@ static void default_worker(char *out, size_t len)
         return;
     }
     self[n] = 0;
-    char *bin = dirname(self);       /* .../build */
-    char *root = dirname(bin);       /* ... */
+    char *bin = dirname(self); /* .../build */
+    char *root = dirname(bin); /* ... */
     snprintf(out, len, "%s/build-smpi/pacer-worker", root);
 }
 
@@ -213,7 +214,7 @@ int main(int argc, char **argv)
     }
     if (spec.emulate.nslowdown > 0 || spec.emulate.nschedule > 0)
         fprintf(stderr, "pacer-sim: note: emulate.* still applies, on top of the simulated hosts' speeds "
-                "(use simulate.slowdown alone to simulate a heterogeneous cluster)\n");
+                        "(use simulate.slowdown alone to simulate a heterogeneous cluster)\n");
     int with_ps = spec_is_async(&spec);
     int world = spec.workers + with_ps;
 
@@ -240,8 +241,8 @@ int main(int argc, char **argv)
     if (spec.simulate.platform[0]) {
         snprintf(platform_path, sizeof platform_path, "%s", spec.simulate.platform);
         snprintf(label, sizeof label, "%s", spec.simulate.platform);
-        nslots = platform_slots(platform_path, spec.simulate.hostfile[0] ? spec.simulate.hostfile : NULL, slots,
-                                4096, ps_host, err, sizeof err);
+        nslots = platform_slots(platform_path, spec.simulate.hostfile[0] ? spec.simulate.hostfile : NULL, slots, 4096,
+                                ps_host, err, sizeof err);
         if (nslots < 0) {
             fprintf(stderr, "pacer-sim: simulate: %s\n", err);
             remove_tree(dir, keep != NULL);
@@ -342,7 +343,7 @@ int main(int argc, char **argv)
     }
     fflush(stderr);
     double t0 = now_s();
-    struct sigaction sa = { 0 };
+    struct sigaction sa = {0};
     sa.sa_handler = forward;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
@@ -354,12 +355,12 @@ int main(int argc, char **argv)
         return 1;
     }
     if (pid == 0) {
-        setpgid(0, 0);   /* a group of its own, so that a signal reaches the simulation too */
+        setpgid(0, 0); /* a group of its own, so that a signal reaches the simulation too */
         execvp(smpirun, args);
         fprintf(stderr, "pacer-sim: %s: %s (install libsimgrid-dev: make deps)\n", smpirun, strerror(errno));
         _exit(127);
     }
-    setpgid(pid, pid);   /* also here: whichever runs first */
+    setpgid(pid, pid); /* also here: whichever runs first */
     g_child = pid;
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
@@ -380,7 +381,9 @@ int main(int argc, char **argv)
     double cpu_s = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
                    1e-6 * (double)ru.ru_stime.tv_usec;
     fprintf(stderr, "pacer-sim: %s: %.3f simulated s in %.1f s on this machine (%.1f s of CPU), peak memory %.0f MB\n",
-            rc == 0 ? "done" : WIFSIGNALED(status) ? "killed" : "failed", sim_s, host_s, cpu_s,
-            (double)ru.ru_maxrss / 1024.0);
+            rc == 0               ? "done"
+            : WIFSIGNALED(status) ? "killed"
+                                  : "failed",
+            sim_s, host_s, cpu_s, (double)ru.ru_maxrss / 1024.0);
     return rc;
 }

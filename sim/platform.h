@@ -20,23 +20,23 @@
 
 #define PLATFORM_NAME_MAX 64
 #define PLATFORM_MAX_HOSTS 1024
-#define PLATFORM_FILE_MAX (16 << 20)   /* platform files pacer-sim reads for host names */
+#define PLATFORM_FILE_MAX (16 << 20) /* platform files pacer-sim reads for host names */
 
 typedef struct {
     char name[PLATFORM_NAME_MAX];
-    double speed;          /* flop/s per core */
-    int cores;             /* ranks it holds (a node of `cores` GPUs) */
+    double speed; /* flop/s per core */
+    int cores;    /* ranks it holds (a node of `cores` GPUs) */
 } platform_host_t;
 
 typedef struct {
     platform_host_t hosts[PLATFORM_MAX_HOSTS];
     int nhosts;
-    int has_ps;            /* hosts[0] is "ps", the parameter server's host */
-    double bw_bps;         /* each host's link to the switch, bytes/s */
-    double lat_s;          /* one-way latency host to host (split over two links) */
-    double intra_bw_bps;   /* between ranks of one host */
+    int has_ps;          /* hosts[0] is "ps", the parameter server's host */
+    double bw_bps;       /* each host's link to the switch, bytes/s */
+    double lat_s;        /* one-way latency host to host (split over two links) */
+    double intra_bw_bps; /* between ranks of one host */
     double intra_lat_s;
-    char comment[512];     /* how it was made: the zone's property made_by */
+    char comment[512]; /* how it was made: the zone's property made_by */
 } platform_t;
 
 /* The platform of a spec's simulate section (generator fields; simulate.platform empty):
@@ -53,8 +53,8 @@ int platform_write(const platform_t *p, FILE *f, char *err, size_t errlen);
  * hostfile, when given, lists worker hosts instead, one per line ("name" or "name:N").
  * Fills names (cap entries of PLATFORM_NAME_MAX) and returns the number of slots, or -1
  * with err (unreadable file, no hosts, a name with characters outside [A-Za-z0-9._-]). */
-int platform_slots(const char *platform_path, const char *hostfile, char (*names)[PLATFORM_NAME_MAX],
-                   int cap, char *ps_host, char *err, size_t errlen);
+int platform_slots(const char *platform_path, const char *hostfile, char (*names)[PLATFORM_NAME_MAX], int cap,
+                   char *ps_host, char *err, size_t errlen);
 
 /* The same from a platform in memory. */
 int platform_slots_of(const platform_t *p, char (*names)[PLATFORM_NAME_MAX], int cap, char *ps_host);
@@ -62,8 +62,7 @@ int platform_slots_of(const platform_t *p, char (*names)[PLATFORM_NAME_MAX], int
 /* Writes the hostfile smpirun reads: one line per rank. With a parameter server, rank 0
  * goes to ps_host (or the first slot when ps_host is ""), then worker w to slot w modulo
  * nslots. Returns 0, or -1 with err. */
-int platform_write_hostfile(FILE *f, char (*slots)[PLATFORM_NAME_MAX], int nslots,
-                            const char *ps_host, int workers, int with_ps, char *err,
-                            size_t errlen);
+int platform_write_hostfile(FILE *f, char (*slots)[PLATFORM_NAME_MAX], int nslots, const char *ps_host, int workers,
+                            int with_ps, char *err, size_t errlen);
 
 #endif

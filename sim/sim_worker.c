@@ -25,30 +25,15 @@ static void charge(const worker_t *w, double flops)
     smpi_execute_flops_benched(flops);
 }
 
-void sim_charge_train(const worker_t *w, int batch)
-{
-    charge(w, cost_train_flops(w->model) * batch);
-}
+void sim_charge_train(const worker_t *w, int batch) { charge(w, cost_train_flops(w->model) * batch); }
 
-void sim_charge_update(const worker_t *w)
-{
-    charge(w, cost_update_flops(w->model));
-}
+void sim_charge_update(const worker_t *w) { charge(w, cost_update_flops(w->model)); }
 
-void sim_charge_eval(const worker_t *w, int batch)
-{
-    charge(w, cost_forward_flops(w->model) * batch);
-}
+void sim_charge_eval(const worker_t *w, int batch) { charge(w, cost_forward_flops(w->model) * batch); }
 
-int sim_skip_compute(const worker_t *w)
-{
-    return w->spec->simulate.deterministic && w->spec->simulate.skip_compute;
-}
+int sim_skip_compute(const worker_t *w) { return w->spec->simulate.deterministic && w->spec->simulate.skip_compute; }
 
-int sim_model_batch(const worker_t *w)
-{
-    return sim_skip_compute(w) ? 1 : w->max_batch;
-}
+int sim_model_batch(const worker_t *w) { return sim_skip_compute(w) ? 1 : w->max_batch; }
 
 int sim_host_name(char *out, size_t len)
 {
@@ -73,15 +58,17 @@ typedef struct {
 
 static shared_set_t *taken[4];
 
-int sim_dataset_load(const char *name, const char *dir, int train, dataset_t *out, char *err,
-                     size_t errlen)
+int sim_dataset_load(const char *name, const char *dir, int train, dataset_t *out, char *err, size_t errlen)
 {
     char key[SIMSHARE_KEY_MAX];
     snprintf(key, sizeof key, "dataset|%s|%s|%d", name, dir ? dir : "", train);
     shared_set_t *s = simshare_get(key);
     int slot = -1;
     for (int i = 0; i < 4; i++)
-        if (!taken[i]) { slot = i; break; }
+        if (!taken[i]) {
+            slot = i;
+            break;
+        }
     if (slot < 0) return dataset_load(name, dir, train, out, err, errlen);
     if (!s) {
         if (!(s = calloc(1, sizeof *s))) return dataset_load(name, dir, train, out, err, errlen);
@@ -128,8 +115,8 @@ void sim_dataset_free(dataset_t *d)
  * -DMPI_Iallreduce=sim_mpi_iallreduce, and this wrapper gives an in-place reduction a
  * send buffer that lives as long as it does: one per receive buffer, reused by the next
  * reduction into that buffer, which MPI allows only after this one has completed. */
-int sim_mpi_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
-                       MPI_Comm comm, MPI_Request *req);
+int sim_mpi_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                       MPI_Request *req);
 
 #define SEND_COPIES 8
 static struct {
@@ -138,8 +125,8 @@ static struct {
     size_t cap;
 } copies[SEND_COPIES];
 
-int sim_mpi_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
-                       MPI_Comm comm, MPI_Request *req)
+int sim_mpi_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                       MPI_Request *req)
 {
     if (sendbuf != MPI_IN_PLACE) return MPI_Iallreduce(sendbuf, recvbuf, count, type, op, comm, req);
     int size = 0;
@@ -151,8 +138,7 @@ int sim_mpi_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
     for (int i = 0; i < SEND_COPIES && k < 0; i++)
         if (!copies[i].recv) k = i;
     if (k < 0) {
-        fprintf(stderr, "pacer-worker: sim: more than %d buffers reduced in place with MPI_Iallreduce\n",
-                SEND_COPIES);
+        fprintf(stderr, "pacer-worker: sim: more than %d buffers reduced in place with MPI_Iallreduce\n", SEND_COPIES);
         return MPI_ERR_OTHER;
     }
     if (copies[k].cap < bytes) {
@@ -174,7 +160,6 @@ void sim_summary(const worker_t *w, json_t *root)
     json_object_set_new(root, "simulated", json_true());
     json_object_set_new(root, "simulated_wall_s", json_real(MPI_Wtime()));
     json_object_set_new(root, "simulation",
-                        json_pack("{s:s, s:b, s:b}", "platform", platform ? platform : "",
-                                  "deterministic", w->spec->simulate.deterministic,
-                                  "skip_compute", sim_skip_compute(w)));
+                        json_pack("{s:s, s:b, s:b}", "platform", platform ? platform : "", "deterministic",
+                                  w->spec->simulate.deterministic, "skip_compute", sim_skip_compute(w)));
 }

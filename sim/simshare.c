@@ -28,7 +28,10 @@ int simshare_put(const char *key, void *value)
     pthread_mutex_lock(&lock);
     int slot = -1;
     for (int i = 0; i < SIMSHARE_MAX; i++) {
-        if (table[i].value && strcmp(table[i].key, key) == 0) { slot = i; break; }
+        if (table[i].value && strcmp(table[i].key, key) == 0) {
+            slot = i;
+            break;
+        }
         if (!table[i].value && slot < 0) slot = i;
     }
     if (slot >= 0 && (value || table[slot].value)) {

@@ -8,8 +8,8 @@ extern const algo_ops_t algo_sgd, algo_ssgd, algo_local_sgd, algo_hier_bsp, algo
 extern const algo_ops_t algo_asgd, algo_dbs_sgd, algo_nsoftsync, algo_dc_asgd, algo_ddc_asgd;
 
 static const algo_ops_t *const ALGOS[] = {
-    &algo_sgd, &algo_ssgd, &algo_local_sgd, &algo_hier_bsp, &algo_hpsgd,
-    &algo_asgd, &algo_dbs_sgd, &algo_nsoftsync, &algo_dc_asgd, &algo_ddc_asgd,
+    &algo_sgd,  &algo_ssgd,    &algo_local_sgd, &algo_hier_bsp, &algo_hpsgd,
+    &algo_asgd, &algo_dbs_sgd, &algo_nsoftsync, &algo_dc_asgd,  &algo_ddc_asgd,
 };
 
 const algo_ops_t *algo_find(const char *name)

@@ -15,9 +15,9 @@ int ps_rule_asgd_apply(ps_t *ps, int m, float *g, float scale, int64_t tau)
     return 1;
 }
 
-static const ps_rule_t RULE_ASGD = { .name = "asgd", .apply = ps_rule_asgd_apply };
+static const ps_rule_t RULE_ASGD = {.name = "asgd", .apply = ps_rule_asgd_apply};
 
 static int asgd_run(worker_t *w) { return ps_run(w, &RULE_ASGD); }
 
-const algo_ops_t algo_asgd = { .name = "asgd", .run = asgd_run };
-const algo_ops_t algo_dbs_sgd = { .name = "dbs-sgd", .run = asgd_run };
+const algo_ops_t algo_asgd = {.name = "asgd", .run = asgd_run};
+const algo_ops_t algo_dbs_sgd = {.name = "dbs-sgd", .run = asgd_run};

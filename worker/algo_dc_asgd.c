@@ -10,7 +10,9 @@
 
 #include "ps.h"
 
-typedef struct { float **ms; } dc_t;   /* (n)(np) variant a */
+typedef struct {
+    float **ms;
+} dc_t; /* (n)(np) variant a */
 
 static int dc_init(ps_t *ps)
 {
@@ -34,8 +36,7 @@ static int dc_apply(ps_t *ps, int m, float *g, float scale, int64_t tau)
     if (st->ms)
         dc_compensate_adaptive(ps->np, g, w, ps->w_bak[m], st->ms[m], (float)s->algorithm.dc_m,
                                (float)s->algorithm.lambda0, (float)s->algorithm.eps, ps->scratch);
-    else
-        dc_compensate(ps->np, g, w, ps->w_bak[m], (float)s->algorithm.lambda0, ps->scratch);
+    else dc_compensate(ps->np, g, w, ps->w_bak[m], (float)s->algorithm.lambda0, ps->scratch);
     worker_apply_gradient(ps->w, ps->scratch, scale);
     return 1;
 }
@@ -52,9 +53,13 @@ static void dc_fini(ps_t *ps)
 }
 
 static const ps_rule_t RULE = {
-    .name = "dc-asgd", .init = dc_init, .apply = dc_apply, .fini = dc_fini, .needs_backup = 1,
+    .name = "dc-asgd",
+    .init = dc_init,
+    .apply = dc_apply,
+    .fini = dc_fini,
+    .needs_backup = 1,
 };
 
 static int dc_run(worker_t *w) { return ps_run(w, &RULE); }
 
-const algo_ops_t algo_dc_asgd = { .name = "dc-asgd", .run = dc_run };
+const algo_ops_t algo_dc_asgd = {.name = "dc-asgd", .run = dc_run};

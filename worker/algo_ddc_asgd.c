@@ -18,16 +18,16 @@
 #include "ps.h"
 
 typedef struct {
-    float *v;        /* (np) EWMA of g*g, shared by all workers */
+    float *v; /* (np) EWMA of g*g, shared by all workers */
     double tau_avg;
 } ddc_t;
 
-void ddc_step(const job_spec_t *s, size_t np, float *w, float *u, const float *w_bak, float *v,
-              double *tau_avg, const float *g, float scale, int64_t tau, float eta, float *scratch)
+void ddc_step(const job_spec_t *s, size_t np, float *w, float *u, const float *w_bak, float *v, double *tau_avg,
+              const float *g, float scale, int64_t tau, float eta, float *scratch)
 {
     *tau_avg = 0.95 * *tau_avg + 0.05 * (double)tau;
-    ddc_compensate(np, g, w, w_bak, v, (float)s->algorithm.lambda0, (float)s->algorithm.kappa,
-                   (float)s->algorithm.eps, scratch);
+    ddc_compensate(np, g, w, w_bak, v, (float)s->algorithm.lambda0, (float)s->algorithm.kappa, (float)s->algorithm.eps,
+                   scratch);
     if (s->optimizer.clip_norm > 0) {
         float norm = scale * (float)sqrt(sum_squares(np, scratch));
         if (norm > (float)s->optimizer.clip_norm) scale *= (float)s->optimizer.clip_norm / norm;
@@ -42,7 +42,10 @@ void ddc_step(const job_spec_t *s, size_t np, float *w, float *u, const float *w
 static int ddc_init(ps_t *ps)
 {
     ddc_t *st = calloc(1, sizeof *st);
-    if (!st || !(st->v = calloc(ps->np, sizeof(float)))) { free(st); return -1; }
+    if (!st || !(st->v = calloc(ps->np, sizeof(float)))) {
+        free(st);
+        return -1;
+    }
     ps->rule_state = st;
     return 0;
 }
@@ -55,8 +58,8 @@ static int ddc_apply(ps_t *ps, int m, float *g, float scale, int64_t tau)
     model_t *mod = ps->w->model;
     /* DDC keeps its momentum in the negative-step form u = mu*u - eta*g in the same
      * momentum buffer the other algorithms use. */
-    ddc_step(s, ps->np, mod->params, mod->momentum, ps->w_bak[m], st->v, &st->tau_avg, g, scale, tau,
-             ps->w->lr, ps->scratch);
+    ddc_step(s, ps->np, mod->params, mod->momentum, ps->w_bak[m], st->v, &st->tau_avg, g, scale, tau, ps->w->lr,
+             ps->scratch);
     return 1;
 }
 
@@ -69,9 +72,13 @@ static void ddc_fini(ps_t *ps)
 }
 
 static const ps_rule_t RULE = {
-    .name = "ddc-asgd", .init = ddc_init, .apply = ddc_apply, .fini = ddc_fini, .needs_backup = 1,
+    .name = "ddc-asgd",
+    .init = ddc_init,
+    .apply = ddc_apply,
+    .fini = ddc_fini,
+    .needs_backup = 1,
 };
 
 static int ddc_run(worker_t *w) { return ps_run(w, &RULE); }
 
-const algo_ops_t algo_ddc_asgd = { .name = "ddc-asgd", .run = ddc_run };
+const algo_ops_t algo_ddc_asgd = {.name = "ddc-asgd", .run = ddc_run};

@@ -11,8 +11,8 @@
 #include "comm.h"
 
 typedef struct {
-    MPI_Comm group;     /* my group */
-    MPI_Comm leaders;   /* group leaders; MPI_COMM_NULL on the other ranks */
+    MPI_Comm group;   /* my group */
+    MPI_Comm leaders; /* group leaders; MPI_COMM_NULL on the other ranks */
     int since;
     long group_samples; /* samples the group computed since the last average */
     float *buf;         /* (nparams + nbuffers + 1) */
@@ -23,16 +23,16 @@ static int hier_init(worker_t *w)
     hier_state_t *st = calloc(1, sizeof *st);
     if (!st) return -1;
     st->buf = malloc((w->model->nparams + w->model->nbuffers + 1) * sizeof(float));
-    if (!st->buf) { free(st); return -1; }
+    if (!st->buf) {
+        free(st);
+        return -1;
+    }
     int gs = w->spec->algorithm.group_size;
     st->group = st->leaders = MPI_COMM_NULL;
     w->algo_state = st;
-    if (!w->use_mpi) return 0;   /* one process: one group of one rank, nothing to average */
-    if (gs > 0)
-        MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, w->rank / gs, w->rank, &st->group));
-    else
-        MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, w->rank, MPI_INFO_NULL,
-                                      &st->group));
+    if (!w->use_mpi) return 0; /* one process: one group of one rank, nothing to average */
+    if (gs > 0) MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, w->rank / gs, w->rank, &st->group));
+    else MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, w->rank, MPI_INFO_NULL, &st->group));
     int grank;
     MPI_Comm_rank(st->group, &grank);
     MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, grank == 0 ? 0 : MPI_UNDEFINED, w->rank, &st->leaders));
@@ -44,12 +44,12 @@ static int hier_init(worker_t *w)
 static void average(worker_t *w, hier_state_t *st)
 {
     model_t *m = w->model;
-    if (st->group != MPI_COMM_NULL) {   /* one process: nothing to average or broadcast */
+    if (st->group != MPI_COMM_NULL) { /* one process: nothing to average or broadcast */
         /* Every rank: a GPU rank's host copy must be current before the broadcast
          * overwrites it, or its stale state would outlive the average (worker.h). */
         phase_mark(&w->phases, PHASE_OTHER);
         worker_model_to_host(w);
-        phase_mark(&w->phases, PHASE_COMM);   /* a GPU rank's download */
+        phase_mark(&w->phases, PHASE_COMM); /* a GPU rank's download */
         if (st->leaders != MPI_COMM_NULL) local_average(w, st->leaders, st->buf, (float)st->group_samples);
         double t0 = clock_mono_s();
         MPI_CHECK(MPI_Bcast(m->params, (int)m->nparams, MPI_FLOAT, 0, st->group));
@@ -78,8 +78,8 @@ static int hier_step(worker_t *w)
     comm_wait_peers(w, st->group);
     double t0 = clock_mono_s();
     if (st->group != MPI_COMM_NULL)
-        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, m->grads, (int)m->nparams + MODEL_GRAD_EXTRA, MPI_FLOAT,
-                                MPI_SUM, st->group));
+        MPI_CHECK(
+            MPI_Allreduce(MPI_IN_PLACE, m->grads, (int)m->nparams + MODEL_GRAD_EXTRA, MPI_FLOAT, MPI_SUM, st->group));
     phase_mark(&w->phases, PHASE_COMM);
     double dt = clock_mono_s() - t0;
     w->stats.step_comm_s += dt;
@@ -113,6 +113,10 @@ static void hier_fini(worker_t *w)
 }
 
 const algo_ops_t algo_hier_bsp = {
-    .name = "hier-bsp", .init = hier_init, .step = hier_step, .epoch_end = hier_epoch_end,
-    .evaluate = comm_evaluate_root, .fini = hier_fini,
+    .name = "hier-bsp",
+    .init = hier_init,
+    .step = hier_step,
+    .epoch_end = hier_epoch_end,
+    .evaluate = comm_evaluate_root,
+    .fini = hier_fini,
 };

@@ -33,28 +33,28 @@ typedef struct {
     MPI_Comm comm;
     MPI_Request req, req2;
     int in_flight;
-    long nstarted;      /* rounds started on the round communicator this epoch */
-    int local_steps;    /* local steps in the current window */
-    int done_early;     /* the round in flight completed in a between-layer test */
-    float *snap;        /* (nparams) G, the global model */
-    float *S;           /* (nparams) B, where the current window began */
-    float *R;           /* (nparams + 2) weighted window displacement, then its reduction */
-    float *R2;          /* (nparams + 2) the epoch end's catch-up round */
+    long nstarted;   /* rounds started on the round communicator this epoch */
+    int local_steps; /* local steps in the current window */
+    int done_early;  /* the round in flight completed in a between-layer test */
+    float *snap;     /* (nparams) G, the global model */
+    float *S;        /* (nparams) B, where the current window began */
+    float *R;        /* (nparams + 2) weighted window displacement, then its reduction */
+    float *R2;       /* (nparams + 2) the epoch end's catch-up round */
     /* What overlap costs and saves (the summary line at the end). On one host Open MPI
      * moves and sums the data inside whatever MPI call the rank is in, so the time
      * inside MPI is work, not only waiting: */
-    double mpi_s;       /* time inside every MPI call of the rounds (start, the tests
+    double mpi_s;  /* time inside every MPI call of the rounds (start, the tests
                            between layers and in the step, waits) */
-    double wait_s;      /* of which inside MPI_Wait: blocked, nothing else to do */
+    double wait_s; /* of which inside MPI_Wait: blocked, nothing else to do */
     /* --comm-baseline with --hpsgd-round-steps (every rank starts the same rounds at the
      * same steps): a blocking MPI_Allreduce of the same size per round, on a copy of the
      * round buffer just written (same cache state), after an untimed barrier. */
     MPI_Comm bcomm;
-    float *base;        /* (nparams + 2) */
+    float *base; /* (nparams + 2) */
     double base_s;
     long base_rounds;
     long rounds;
-    long merges;        /* over the job */
+    long merges; /* over the job */
 } hp_state_t;
 
 /* Between layers: one MPI_Test on the round in flight so it advances during compute. */
@@ -81,7 +81,11 @@ static int hp_init(worker_t *w)
     st->R = malloc((n + 2) * sizeof(float));
     st->R2 = malloc((n + 2) * sizeof(float));
     if (!st->snap || !st->S || !st->R || !st->R2) {
-        free(st->snap); free(st->S); free(st->R); free(st->R2); free(st);
+        free(st->snap);
+        free(st->S);
+        free(st->R);
+        free(st->R2);
+        free(st);
         return -1;
     }
     st->comm = MPI_COMM_NULL;
@@ -131,7 +135,7 @@ static void merge(worker_t *w, hp_state_t *st, const float *R)
     if (R[n + 1] > 0) staleness_add(&w->staleness, 1);
     st->rounds++;
     st->merges++;
-    phase_mark(&w->phases, PHASE_OPTIMIZER);   /* the merge is a model update */
+    phase_mark(&w->phases, PHASE_OPTIMIZER); /* the merge is a model update */
     phase_event(&w->phases, STEP_EV_MERGE);
 }
 
@@ -158,7 +162,7 @@ static void start_round(worker_t *w, hp_state_t *st, float *R, MPI_Request *req)
     R[n + 1] = wgt * (float)st->local_steps;
     st->local_steps = 0;
     st->nstarted++;
-    phase_mark(&w->phases, PHASE_OPTIMIZER);   /* the replica moves to G + d */
+    phase_mark(&w->phases, PHASE_OPTIMIZER); /* the replica moves to G + d */
     if (!w->use_mpi) {
         /* One process (workers: 1): the reduction of one rank is R, complete at once;
          * test_done finds it done as a round that completed between layers. */
@@ -190,8 +194,10 @@ static int test_done(worker_t *w, hp_state_t *st, MPI_Request *req, int wait)
     phase_mark(&w->phases, PHASE_OTHER);
     double t0 = clock_mono_s();
     if (req == &st->req && st->done_early) done = 1; /* the request is already freed */
-    else if (wait) { MPI_CHECK(MPI_Wait(req, MPI_STATUS_IGNORE)); done = 1; }
-    else MPI_CHECK(MPI_Test(req, &done, MPI_STATUS_IGNORE));
+    else if (wait) {
+        MPI_CHECK(MPI_Wait(req, MPI_STATUS_IGNORE));
+        done = 1;
+    } else MPI_CHECK(MPI_Test(req, &done, MPI_STATUS_IGNORE));
     if (req == &st->req) st->done_early = 0;
     phase_mark(&w->phases, PHASE_COMM);
     double t1 = clock_mono_s();
@@ -209,13 +215,13 @@ static int hp_step(worker_t *w)
     comm_replan(w, MPI_COMM_WORLD);
     worker_next_batch(w);
     worker_compute_grad(w, 1.0f);
-    worker_apply_local_update(w);   /* the local step: ssgd's update on this rank's gradient */
+    worker_apply_local_update(w); /* the local step: ssgd's update on this rank's gradient */
     st->local_steps++;
     /* Test hook (--hpsgd-round-steps N): the round merges after exactly N local steps,
      * waiting for it if need be, so the schedule does not depend on MPI_Test timing. */
     int fixed = w->opts ? w->opts->hpsgd_round_steps : 0;
-    if (st->in_flight && !(fixed > 0 ? st->local_steps >= fixed && test_done(w, st, &st->req, 1)
-                                     : test_done(w, st, &st->req, 0)))
+    if (st->in_flight &&
+        !(fixed > 0 ? st->local_steps >= fixed && test_done(w, st, &st->req, 1) : test_done(w, st, &st->req, 0)))
         return 0;
     if (st->nstarted > 0) merge(w, st, st->R);
     start_round(w, st, st->R, &st->req);
@@ -262,23 +268,34 @@ static void hp_fini(worker_t *w)
     else if (st->in_flight && !st->done_early) MPI_Wait(&st->req, MPI_STATUS_IGNORE);
     w->model->progress = NULL;
     if (w->rank == 0 && st->rounds > 0 && w->use_mpi) {
-        fprintf(stderr, "hpsgd: %ld merges in %ld steps; in MPI %.3f s (%.0f us per merge), of which waiting in "
-                "MPI_Wait %.3f s", st->merges, w->stats.steps, st->mpi_s, 1e6 * st->mpi_s / (double)st->rounds,
-                st->wait_s);
+        fprintf(stderr,
+                "hpsgd: %ld merges in %ld steps; in MPI %.3f s (%.0f us per merge), of which waiting in "
+                "MPI_Wait %.3f s",
+                st->merges, w->stats.steps, st->mpi_s, 1e6 * st->mpi_s / (double)st->rounds, st->wait_s);
         if (st->base_rounds > 0)
-            fprintf(stderr, "; a blocking allreduce of the same %ld rounds: %.3f s (%.0f us per round), so overlap "
-                    "saves %.1f%% of it", st->base_rounds, st->base_s, 1e6 * st->base_s / (double)st->base_rounds,
+            fprintf(stderr,
+                    "; a blocking allreduce of the same %ld rounds: %.3f s (%.0f us per round), so overlap "
+                    "saves %.1f%% of it",
+                    st->base_rounds, st->base_s, 1e6 * st->base_s / (double)st->base_rounds,
                     100.0 * (1.0 - (st->mpi_s / (double)st->rounds) / (st->base_s / (double)st->base_rounds)));
         fprintf(stderr, "\n");
     }
     if (st->comm != MPI_COMM_NULL) MPI_Comm_free(&st->comm);
     if (st->base) MPI_Comm_free(&st->bcomm);
-    free(st->snap); free(st->S); free(st->R); free(st->R2); free(st->base);
+    free(st->snap);
+    free(st->S);
+    free(st->R);
+    free(st->R2);
+    free(st->base);
     free(st);
     w->algo_state = NULL;
 }
 
 const algo_ops_t algo_hpsgd = {
-    .name = "hpsgd", .init = hp_init, .step = hp_step, .epoch_end = hp_epoch_end,
-    .evaluate = comm_evaluate_root, .fini = hp_fini,
+    .name = "hpsgd",
+    .init = hp_init,
+    .step = hp_step,
+    .epoch_end = hp_epoch_end,
+    .evaluate = comm_evaluate_root,
+    .fini = hp_fini,
 };

@@ -11,9 +11,9 @@
 #include "comm.h"
 
 typedef struct {
-    int since;          /* local steps since the last average */
-    long samples;       /* samples since the last average */
-    float *buf;         /* (nparams + nbuffers + 1) */
+    int since;    /* local steps since the last average */
+    long samples; /* samples since the last average */
+    float *buf;   /* (nparams + nbuffers + 1) */
 } local_state_t;
 
 static int local_init(worker_t *w)
@@ -21,7 +21,10 @@ static int local_init(worker_t *w)
     local_state_t *st = calloc(1, sizeof *st);
     if (!st) return -1;
     st->buf = malloc((w->model->nparams + w->model->nbuffers + 1) * sizeof(float));
-    if (!st->buf) { free(st); return -1; }
+    if (!st->buf) {
+        free(st);
+        return -1;
+    }
     w->algo_state = st;
     comm_broadcast_model(w, MPI_COMM_WORLD);
     return 0;
@@ -35,13 +38,13 @@ void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight)
     size_t np = m->nparams, nb = m->nbuffers;
     int size = 1;
     if (w->use_mpi && comm != MPI_COMM_NULL) MPI_Comm_size(comm, &size);
-    if (size == 1) return;   /* the average of one model is itself (one process or one rank) */
+    if (size == 1) return; /* the average of one model is itself (one process or one rank) */
     phase_mark(&w->phases, PHASE_OTHER);
-    worker_model_to_host(w);   /* a GPU rank's newest weights and batch-norm statistics */
+    worker_model_to_host(w); /* a GPU rank's newest weights and batch-norm statistics */
     for (size_t i = 0; i < np; i++) buf[i] = weight * m->params[i];
     for (size_t i = 0; i < nb; i++) buf[np + i] = weight * m->buffers[i];
     buf[np + nb] = weight;
-    phase_mark(&w->phases, PHASE_COMM);   /* packing the average's buffer */
+    phase_mark(&w->phases, PHASE_COMM); /* packing the average's buffer */
     comm_wait_peers(w, comm);
     double t0 = clock_mono_s();
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, (int)(np + nb + 1), MPI_FLOAT, MPI_SUM, comm));
@@ -51,8 +54,8 @@ void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight)
     float inv = 1.0f / buf[np + nb];
     for (size_t i = 0; i < np; i++) m->params[i] = buf[i] * inv;
     for (size_t i = 0; i < nb; i++) m->buffers[i] = buf[np + i] * inv;
-    worker_buffers_to_device(w);   /* the params go up with the next step (worker.h) */
-    phase_mark(&w->phases, PHASE_COMM);   /* the reduction and unpacking */
+    worker_buffers_to_device(w);        /* the params go up with the next step (worker.h) */
+    phase_mark(&w->phases, PHASE_COMM); /* the reduction and unpacking */
     phase_event(&w->phases, STEP_EV_MERGE);
 }
 
@@ -94,6 +97,10 @@ static void local_fini(worker_t *w)
 }
 
 const algo_ops_t algo_local_sgd = {
-    .name = "local-sgd", .init = local_init, .step = local_step, .epoch_end = local_epoch_end,
-    .evaluate = comm_evaluate_root, .fini = local_fini,
+    .name = "local-sgd",
+    .init = local_init,
+    .step = local_step,
+    .epoch_end = local_epoch_end,
+    .evaluate = comm_evaluate_root,
+    .fini = local_fini,
 };

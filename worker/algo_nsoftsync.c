@@ -16,9 +16,9 @@
 #include "ps.h"
 
 typedef struct {
-    int c;          /* gradients per update */
-    int held;       /* gradients in acc */
-    float *acc;     /* (np) sum of alpha(tau)/alpha0 * scale * g */
+    int c;      /* gradients per update */
+    int held;   /* gradients in acc */
+    float *acc; /* (np) sum of alpha(tau)/alpha0 * scale * g */
 } softsync_t;
 
 static int ns_init(ps_t *ps)
@@ -27,7 +27,10 @@ static int ns_init(ps_t *ps)
     if (!st) return -1;
     st->c = ps->n / ps->w->spec->algorithm.n;
     if (st->c < 1) st->c = 1;
-    if (!(st->acc = calloc(ps->np, sizeof(float)))) { free(st); return -1; }
+    if (!(st->acc = calloc(ps->np, sizeof(float)))) {
+        free(st);
+        return -1;
+    }
     ps->rule_state = st;
     ps->group = st->c;
     ps->hold_replies = ps->w->spec->algorithm.n <= 1;
@@ -69,9 +72,13 @@ static void ns_fini(ps_t *ps)
 }
 
 static const ps_rule_t RULE = {
-    .name = "nsoftsync", .init = ns_init, .apply = ns_apply, .flush = ns_flush, .fini = ns_fini,
+    .name = "nsoftsync",
+    .init = ns_init,
+    .apply = ns_apply,
+    .flush = ns_flush,
+    .fini = ns_fini,
 };
 
 static int ns_run(worker_t *w) { return ps_run(w, &RULE); }
 
-const algo_ops_t algo_nsoftsync = { .name = "nsoftsync", .run = ns_run };
+const algo_ops_t algo_nsoftsync = {.name = "nsoftsync", .run = ns_run};

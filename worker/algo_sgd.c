@@ -10,4 +10,4 @@ static int sgd_step(worker_t *w)
     return 0;
 }
 
-const algo_ops_t algo_sgd = { .name = "sgd", .step = sgd_step };
+const algo_ops_t algo_sgd = {.name = "sgd", .step = sgd_step};

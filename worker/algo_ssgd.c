@@ -33,10 +33,10 @@ static void baseline_allreduce(worker_t *w)
 {
     memcpy(w->algo_state, w->model->grads, (w->model->nparams + MODEL_GRAD_EXTRA) * sizeof(float));
     double t0 = clock_mono_s();
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, w->algo_state, (int)w->model->nparams + MODEL_GRAD_EXTRA,
-                            MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, w->algo_state, (int)w->model->nparams + MODEL_GRAD_EXTRA, MPI_FLOAT, MPI_SUM,
+                            MPI_COMM_WORLD));
     w->stats.step_baseline_s = clock_mono_s() - t0;
-    phase_mark(&w->phases, PHASE_COMM);   /* benchmark mode only (--comm-baseline) */
+    phase_mark(&w->phases, PHASE_COMM); /* benchmark mode only (--comm-baseline) */
 }
 
 static int ssgd_step(worker_t *w)
@@ -53,9 +53,9 @@ static int ssgd_step(worker_t *w)
     int baseline_first = w->algo_state && w->global_step % 2 == 0;
     if (baseline_first) baseline_allreduce(w);
     double t0 = clock_mono_s();
-    if (w->use_mpi)   /* one process (workers: 1): the sum over one rank is the buffer */
-        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, m->grads, (int)m->nparams + MODEL_GRAD_EXTRA, MPI_FLOAT,
-                                MPI_SUM, MPI_COMM_WORLD));
+    if (w->use_mpi) /* one process (workers: 1): the sum over one rank is the buffer */
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, m->grads, (int)m->nparams + MODEL_GRAD_EXTRA, MPI_FLOAT, MPI_SUM,
+                                MPI_COMM_WORLD));
     phase_mark(&w->phases, PHASE_COMM);
     double dt = clock_mono_s() - t0;
     if (w->algo_state && !baseline_first) baseline_allreduce(w);
@@ -77,6 +77,9 @@ static void ssgd_fini(worker_t *w)
 }
 
 const algo_ops_t algo_ssgd = {
-    .name = "ssgd", .init = ssgd_init, .step = ssgd_step, .evaluate = comm_evaluate_root,
+    .name = "ssgd",
+    .init = ssgd_init,
+    .step = ssgd_step,
+    .evaluate = comm_evaluate_root,
     .fini = ssgd_fini,
 };

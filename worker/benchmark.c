@@ -64,7 +64,7 @@ int benchmark_run(const char *spec_path, long steps, const char *summary_path)
     }
     double setup_s = clock_mono_s() - t0;
     int b = spec.batch_size < w.max_batch ? spec.batch_size : w.max_batch;
-    w.slowdown = 1.0;   /* emulate.slowdown is per rank of a job, not the machine's */
+    w.slowdown = 1.0; /* emulate.slowdown is per rank of a job, not the machine's */
     worker_epoch_order(&w);
     long total = BENCHMARK_WARMUP + steps, offset = 0;
     double compute0 = 0;
@@ -86,11 +86,10 @@ int benchmark_run(const char *spec_path, long steps, const char *summary_path)
         status = 1;
         goto out;
     }
-    json_t *b_obj = json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:f, s:f, s:f, s:f}", "host", w.record.host,
-                              "device", w.record.device, "model", spec.model, "dataset", spec.dataset.name, "batch", b,
-                              "steps", (json_int_t)steps, "samples", (json_int_t)samples, "compute_s", compute,
-                              "samples_per_s", (double)samples / compute, "setup_s", setup_s, "wall_s",
-                              clock_mono_s() - t0);
+    json_t *b_obj = json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:f, s:f, s:f, s:f}", "host", w.record.host, "device",
+                              w.record.device, "model", spec.model, "dataset", spec.dataset.name, "batch", b, "steps",
+                              (json_int_t)steps, "samples", (json_int_t)samples, "compute_s", compute, "samples_per_s",
+                              (double)samples / compute, "setup_s", setup_s, "wall_s", clock_mono_s() - t0);
     root = b_obj ? json_pack("{s:o}", "benchmark", b_obj) : NULL;
     if (!root) {
         fprintf(stderr, "pacer-worker: out of memory\n");

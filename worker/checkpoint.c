@@ -20,11 +20,14 @@
  * dump) so the format does not depend on the compiler's padding: model name, nparams,
  * nbuffers, spec hash, layout hash, then the state. */
 #define HEADER_BYTES (MODEL_NAME_MAX + 2 * 8 + 2 * 8 + 4 * 8 + 8 + 16 + 8 + 8 + 8 + 4 + 4 * CKPT_MAX_WORKERS)
-#define PREFIX_BYTES 16   /* magic, version, header_bytes */
+#define PREFIX_BYTES 16 /* magic, version, header_bytes */
 _Static_assert(HEADER_BYTES == MODEL_NAME_MAX + 12 * 8 + 16 + 4 + 4 * CKPT_MAX_WORKERS, "header size");
 #define CKPT_READ_FLOOR ((size_t)64 << 20)
 
-typedef struct { unsigned char *p; size_t len, cap; } wbuf_t;
+typedef struct {
+    unsigned char *p;
+    size_t len, cap;
+} wbuf_t;
 
 static void put(wbuf_t *b, const void *src, size_t n)
 {
@@ -37,21 +40,26 @@ static int write_all(int fd, const void *buf, size_t n)
     const unsigned char *p = buf;
     while (n > 0) {
         ssize_t k = write(fd, p, n);
-        if (k < 0) { if (errno == EINTR) continue; return -1; }
+        if (k < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
         p += k;
         n -= (size_t)k;
     }
     return 0;
 }
 
-int checkpoint_save(const char *path, const model_t *m, const ckpt_state_t *st,
-                    char *err, size_t errlen)
+int checkpoint_save(const char *path, const model_t *m, const ckpt_state_t *st, char *err, size_t errlen)
 {
     int rc = -1, fd = -1;
     char tmp[1100], dir[1024];
     size_t bytes = PREFIX_BYTES + HEADER_BYTES + (2 * m->nparams + m->nbuffers) * sizeof(float);
-    wbuf_t b = { .p = malloc(bytes + 4), .cap = bytes + 4 };
-    if (!b.p) { snprintf(err, errlen, "%s: out of memory", path); return -1; }
+    wbuf_t b = {.p = malloc(bytes + 4), .cap = bytes + 4};
+    if (!b.p) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
 
     snprintf(dir, sizeof dir, "%s", path);
     char *d = dirname(dir);
@@ -64,7 +72,7 @@ int checkpoint_save(const char *path, const model_t *m, const ckpt_state_t *st,
     put(&b, CKPT_MAGIC, 8);
     put(&b, &version, 4);
     put(&b, &hdr, 4);
-    char name[MODEL_NAME_MAX] = { 0 };
+    char name[MODEL_NAME_MAX] = {0};
     snprintf(name, sizeof name, "%s", m->name);
     put(&b, name, sizeof name);
     uint64_t np = m->nparams, nb = m->nbuffers, layout = checkpoint_layout_hash(m);
@@ -107,7 +115,10 @@ int checkpoint_save(const char *path, const model_t *m, const ckpt_state_t *st,
     }
     /* Make the rename itself durable. */
     int dfd = open(d, O_RDONLY | O_DIRECTORY);
-    if (dfd >= 0) { fsync(dfd); close(dfd); }
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
     rc = 0;
 out:
     if (fd >= 0) close(fd);
@@ -118,10 +129,25 @@ out:
 
 /* The header after the prefix, in file order (checkpoint_save writes it in this order;
  * test_hardening checks the two agree). */
-static const struct { const char *name; size_t size; } HEADER_FIELDS[] = {
-    {"model", MODEL_NAME_MAX}, {"nparams", 8}, {"nbuffers", 8}, {"spec_hash", 8}, {"layout_hash", 8},
-    {"global_step", 8}, {"epoch", 8}, {"step_in_epoch", 8}, {"cursor", 8}, {"seed", 8}, {"aug_rng", 16},
-    {"epoch_loss_sum", 8}, {"epoch_loss_samples", 8}, {"ps_version", 8}, {"nworkers", 4},
+static const struct {
+    const char *name;
+    size_t size;
+} HEADER_FIELDS[] = {
+    {"model", MODEL_NAME_MAX},
+    {"nparams", 8},
+    {"nbuffers", 8},
+    {"spec_hash", 8},
+    {"layout_hash", 8},
+    {"global_step", 8},
+    {"epoch", 8},
+    {"step_in_epoch", 8},
+    {"cursor", 8},
+    {"seed", 8},
+    {"aug_rng", 16},
+    {"epoch_loss_sum", 8},
+    {"epoch_loss_samples", 8},
+    {"ps_version", 8},
+    {"nworkers", 4},
     {"batch_of", 4 * CKPT_MAX_WORKERS},
 };
 
@@ -170,9 +196,16 @@ uint64_t checkpoint_layout_hash(const model_t *m)
 
 /* ---- reading: every field is checked before it is used --------------------------------- */
 
-typedef struct { const unsigned char *p; size_t off; } rbuf_t;
+typedef struct {
+    const unsigned char *p;
+    size_t off;
+} rbuf_t;
 /* Only called once the file's length has been checked against the header's counts. */
-static void get(rbuf_t *r, void *dst, size_t n) { memcpy(dst, r->p + r->off, n); r->off += n; }
+static void get(rbuf_t *r, void *dst, size_t n)
+{
+    memcpy(dst, r->p + r->off, n);
+    r->off += n;
+}
 
 /* A name read from the file, for a message: bytes other than [A-Za-z0-9_-] become '?'
  * (error lines never carry raw bytes from a file). */
@@ -181,15 +214,13 @@ static void printable_name(char *out, size_t len, const char *in)
     size_t i = 0;
     for (; i + 1 < len && in[i]; i++) {
         unsigned char c = (unsigned char)in[i];
-        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-                 c == '-';
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
         out[i] = ok ? (char)c : '?';
     }
     out[i] = 0;
 }
 
-__attribute__((format(printf, 4, 5))) static int refuse(char *err, size_t errlen, const char *path,
-                                                        const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) static int refuse(char *err, size_t errlen, const char *path, const char *fmt, ...)
 {
     char what[512];
     va_list ap;
@@ -201,16 +232,15 @@ __attribute__((format(printf, 4, 5))) static int refuse(char *err, size_t errlen
 }
 
 /* field in [lo, hi], or a refusal that names it and says why the bound is what it is. */
-#define IN_RANGE(field, lo, hi, why)                                                                        \
-    do {                                                                                                     \
-        long long v_ = (long long)st->field, lo_ = (long long)(lo), hi_ = (long long)(hi);                   \
-        if (v_ < lo_ || v_ > hi_)                                                                            \
-            return refuse(err, errlen, path, "checkpoint field %s = %lld is outside [%lld, %lld] (%s)",     \
-                          #field, v_, lo_, hi_, why);                                                        \
+#define IN_RANGE(field, lo, hi, why)                                                                                \
+    do {                                                                                                            \
+        long long v_ = (long long)st->field, lo_ = (long long)(lo), hi_ = (long long)(hi);                          \
+        if (v_ < lo_ || v_ > hi_)                                                                                   \
+            return refuse(err, errlen, path, "checkpoint field %s = %lld is outside [%lld, %lld] (%s)", #field, v_, \
+                          lo_, hi_, why);                                                                           \
     } while (0)
 
-int checkpoint_validate(const ckpt_state_t *st, const ckpt_expect_t *want, const char *path,
-                        char *err, size_t errlen)
+int checkpoint_validate(const ckpt_state_t *st, const ckpt_expect_t *want, const char *path, char *err, size_t errlen)
 {
     if (st->spec_hash != want->spec_hash)
         return refuse(err, errlen, path,
@@ -218,8 +248,8 @@ int checkpoint_validate(const ckpt_state_t *st, const ckpt_expect_t *want, const
                       "): only name, dataset.path, device, threads, log_every and checkpoint.* may change on resume",
                       st->spec_hash, want->spec_hash);
     if (st->seed != want->seed)
-        return refuse(err, errlen, path, "checkpoint was written with seed %" PRIu64 ", spec has %" PRIu64,
-                      st->seed, want->seed);
+        return refuse(err, errlen, path, "checkpoint was written with seed %" PRIu64 ", spec has %" PRIu64, st->seed,
+                      want->seed);
     /* Any world the spec allows: an elastic restart resumes on fewer (or again more)
      * workers; 0 for spec_workers means a caller that knows only its own count. */
     int32_t most = want->spec_workers > 0 ? want->spec_workers : want->nworkers;
@@ -271,22 +301,22 @@ int checkpoint_validate(const ckpt_state_t *st, const ckpt_expect_t *want, const
         if (b < lo || b > cap)
             return refuse(err, errlen, path,
                           "checkpoint field batch_of[%d] = %d is outside [%d, %d] (algorithm.min_batch and %s)", i,
-                          (int)b, (int)lo, (int)cap, cap == want->max_batch ? "the batch buffers' capacity" : "the global batch");
+                          (int)b, (int)lo, (int)cap,
+                          cap == want->max_batch ? "the batch buffers' capacity" : "the global batch");
         sum += b;
     }
     if (sum != gb)
-        return refuse(err, errlen, path, "checkpoint field batch_of sums to %" PRId64 ", want %" PRId64
-                      " (workers x batch_size)", sum, gb);
+        return refuse(err, errlen, path,
+                      "checkpoint field batch_of sums to %" PRId64 ", want %" PRId64 " (workers x batch_size)", sum, gb);
     return 0;
 }
 
-int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, model_t *m,
-                     const ckpt_expect_t *want, ckpt_state_t *st, char *err, size_t errlen)
+int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, model_t *m, const ckpt_expect_t *want,
+                     ckpt_state_t *st, char *err, size_t errlen)
 {
-    if (len < PREFIX_BYTES + 4)
-        return refuse(err, errlen, path, "not a pacer checkpoint (only %zu bytes)", len);
+    if (len < PREFIX_BYTES + 4) return refuse(err, errlen, path, "not a pacer checkpoint (only %zu bytes)", len);
     if (memcmp(buf, CKPT_MAGIC, 8) != 0) return refuse(err, errlen, path, "not a pacer checkpoint (bad magic)");
-    rbuf_t r = { .p = buf, .off = 8 };
+    rbuf_t r = {.p = buf, .off = 8};
     uint32_t version, hdr;
     get(&r, &version, 4);
     get(&r, &hdr, 4);
@@ -313,8 +343,10 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
     get(&r, &nb, 8);
     if (np > ((uint64_t)1 << 40) || nb > ((uint64_t)1 << 40) ||
         len != PREFIX_BYTES + (size_t)HEADER_BYTES + (2 * np + nb) * sizeof(float) + 4)
-        return refuse(err, errlen, path, "truncated or oversized checkpoint (%zu bytes, header says %" PRIu64
-                      " parameters and %" PRIu64 " buffers)", len, np, nb);
+        return refuse(err, errlen, path,
+                      "truncated or oversized checkpoint (%zu bytes, header says %" PRIu64 " parameters and %" PRIu64
+                      " buffers)",
+                      len, np, nb);
     uint32_t crc_file, crc = (uint32_t)crc32(0L, buf, (uInt)(len - 4));
     memcpy(&crc_file, buf + len - 4, 4);
     if (crc != crc_file)
@@ -327,9 +359,10 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
     get(&r, &s.spec_hash, 8);
     get(&r, &layout, 8);
     if (layout != checkpoint_layout_hash(m))
-        return refuse(err, errlen, path, "checkpoint's parameter layout (hash %016" PRIx64 ") is not model %s's "
-                      "(%016" PRIx64 "): written by another version of the model", layout, m->name,
-                      checkpoint_layout_hash(m));
+        return refuse(err, errlen, path,
+                      "checkpoint's parameter layout (hash %016" PRIx64 ") is not model %s's "
+                      "(%016" PRIx64 "): written by another version of the model",
+                      layout, m->name, checkpoint_layout_hash(m));
     get(&r, &s.global_step, 8);
     get(&r, &s.epoch, 8);
     get(&r, &s.step_in_epoch, 8);
@@ -353,8 +386,7 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
     return 0;
 }
 
-int checkpoint_load(const char *path, model_t *m, const ckpt_expect_t *want, ckpt_state_t *st,
-                    char *err, size_t errlen)
+int checkpoint_load(const char *path, model_t *m, const ckpt_expect_t *want, ckpt_state_t *st, char *err, size_t errlen)
 {
     int rc = -1;
     unsigned char *buf = NULL;

@@ -30,46 +30,44 @@
 
 /* Everything besides the buffers that a resumed run needs to continue bit for bit. */
 typedef struct {
-    int64_t global_step;        /* steps completed */
-    int64_t epoch;              /* epoch the next step belongs to */
-    int64_t step_in_epoch;      /* steps completed in that epoch */
-    int64_t cursor;             /* next sample position in the epoch order */
+    int64_t global_step;   /* steps completed */
+    int64_t epoch;         /* epoch the next step belongs to */
+    int64_t step_in_epoch; /* steps completed in that epoch */
+    int64_t cursor;        /* next sample position in the epoch order */
     uint64_t seed;
     rng_t aug_rng;
-    double epoch_loss_sum;      /* the epoch's running loss, for the summary */
+    double epoch_loss_sum; /* the epoch's running loss, for the summary */
     int64_t epoch_loss_samples;
-    int64_t ps_version;         /* parameter server's update counter (async), else 0 */
+    int64_t ps_version; /* parameter server's update counter (async), else 0 */
     int32_t nworkers;
     int32_t batch_of[CKPT_MAX_WORKERS]; /* the batch plan in force; 0 past nworkers */
-    uint64_t spec_hash;         /* spec_hash() of the run's spec */
+    uint64_t spec_hash;                 /* spec_hash() of the run's spec */
 } ckpt_state_t;
 
 /* What the resuming run can take, to validate a checkpoint's fields against. */
 typedef struct {
     uint64_t spec_hash, seed;
-    int32_t nworkers;           /* this run's workers */
-    int32_t spec_workers;       /* the spec's (a checkpoint may come from 1 to this many) */
-    int64_t epochs;             /* the spec's */
-    int64_t steps_per_epoch;    /* synchronous loop; ignored when async */
-    int64_t train_n;            /* training samples */
-    int32_t global_batch;       /* workers x batch_size: a plan's sum */
-    int32_t min_batch;          /* a plan's smallest batch (planner_bounds); 0 = 1 */
-    int32_t max_batch;          /* a plan's largest batch: the batch buffers' capacity */
-    int async;                  /* parameter server: positions count PS updates */
+    int32_t nworkers;        /* this run's workers */
+    int32_t spec_workers;    /* the spec's (a checkpoint may come from 1 to this many) */
+    int64_t epochs;          /* the spec's */
+    int64_t steps_per_epoch; /* synchronous loop; ignored when async */
+    int64_t train_n;         /* training samples */
+    int32_t global_batch;    /* workers x batch_size: a plan's sum */
+    int32_t min_batch;       /* a plan's smallest batch (planner_bounds); 0 = 1 */
+    int32_t max_batch;       /* a plan's largest batch: the batch buffers' capacity */
+    int async;               /* parameter server: positions count PS updates */
 } ckpt_expect_t;
 
 /* Returns 0, or -1 with err naming the path and the problem. */
-int checkpoint_save(const char *path, const model_t *m, const ckpt_state_t *st,
-                    char *err, size_t errlen);
+int checkpoint_save(const char *path, const model_t *m, const ckpt_state_t *st, char *err, size_t errlen);
 /* Reads path and restores it through checkpoint_parse. */
-int checkpoint_load(const char *path, model_t *m, const ckpt_expect_t *want, ckpt_state_t *st,
-                    char *err, size_t errlen);
+int checkpoint_load(const char *path, model_t *m, const ckpt_expect_t *want, ckpt_state_t *st, char *err, size_t errlen);
 /* The checkpoint in buf (len bytes; path only names it in messages): verifies magic,
  * version, size and CRC, that the model name, parameter counts and layout hash match m,
  * and, unless want is NULL (tools that only compare weights), checkpoint_validate. Then
  * restores params, momentum, buffers and st. On any failure m and st are unchanged. */
-int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, model_t *m,
-                     const ckpt_expect_t *want, ckpt_state_t *st, char *err, size_t errlen);
+int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, model_t *m, const ckpt_expect_t *want,
+                     ckpt_state_t *st, char *err, size_t errlen);
 /* Every field of st against want: the spec hash and seed; nworkers (this run's, or any
  * from 1 to spec_workers: checkpoints do not depend on the world size, the caller
  * re-plans the batches); the position (epoch, step in epoch, cursor, global step) inside
@@ -77,8 +75,7 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
  * common/planner.h; [min_batch, global_batch] when written by another number of
  * workers), summing to global_batch, and zero past nworkers; the loss accumulators and
  * the rng state. Returns 0, or -1 with one line naming path and the field. */
-int checkpoint_validate(const ckpt_state_t *st, const ckpt_expect_t *want, const char *path,
-                        char *err, size_t errlen);
+int checkpoint_validate(const ckpt_state_t *st, const ckpt_expect_t *want, const char *path, char *err, size_t errlen);
 /* FNV-1a of the model's name, counts and every tensor's name, offset, size and kind:
  * two models with the same counts but another arrangement differ. */
 uint64_t checkpoint_layout_hash(const model_t *m);

@@ -16,14 +16,13 @@
 int comm_launched_by_mpirun(void)
 {
     if (sim_active()) return 1; /* smpirun sets none of these */
-    return getenv("OMPI_COMM_WORLD_SIZE") != NULL || getenv("PMI_RANK") != NULL ||
-           getenv("PMIX_RANK") != NULL;
+    return getenv("OMPI_COMM_WORLD_SIZE") != NULL || getenv("PMI_RANK") != NULL || getenv("PMIX_RANK") != NULL;
 }
 
 /* The launchers' variables, in the order they are believed: Open MPI's mpirun, PMI-1/2
  * (MPICH's hydra, srun --mpi=pmi2), and any srun job step (with or without an MPI plugin;
  * sbatch and salloc shells have SLURM_NTASKS but no step, so they do not count). */
-static const char *const WORLD_VARS[] = { "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS", NULL };
+static const char *const WORLD_VARS[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS", NULL};
 
 int comm_launcher_world(char *var, size_t varlen)
 {
@@ -34,7 +33,7 @@ int comm_launcher_world(char *var, size_t varlen)
         char *end;
         errno = 0;
         long n = strtol(s, &end, 10);
-        if (errno || *end || n < 1 || n > 1000000) continue;   /* not a count: not believed */
+        if (errno || *end || n < 1 || n > 1000000) continue; /* not a count: not believed */
         snprintf(var, varlen, "%s", *v);
         return (int)n;
     }
@@ -71,11 +70,15 @@ int comm_check_world(const job_spec_t *s, int world, int expect, char *err, size
     if (expect > 0 && world == expect && world < need && world >= (async ? 2 : 1)) return 0;
     if (world != need) {
         if (world == 1 && launched == 0)
-            snprintf(err, errlen, "workers: the spec asks for %d workers; algorithm %s runs as %d processes: "
-                     "start it with mpirun -np %d", s->workers, s->algorithm.name, need, need);
+            snprintf(err, errlen,
+                     "workers: the spec asks for %d workers; algorithm %s runs as %d processes: "
+                     "start it with mpirun -np %d",
+                     s->workers, s->algorithm.name, need, need);
         else
-            snprintf(err, errlen, "workers: the spec asks for %d workers, so algorithm %s needs %d processes, "
-                     "but mpirun started %d", s->workers, s->algorithm.name, need, world);
+            snprintf(err, errlen,
+                     "workers: the spec asks for %d workers, so algorithm %s needs %d processes, "
+                     "but mpirun started %d",
+                     s->workers, s->algorithm.name, need, world);
         return -1;
     }
     return 0;
@@ -85,7 +88,7 @@ void comm_broadcast_model(worker_t *w, MPI_Comm comm)
 {
     if (!w->use_mpi) return;
     model_t *m = w->model;
-    worker_model_to_host(w);   /* GPU ranks: see worker.h for who owns what when */
+    worker_model_to_host(w); /* GPU ranks: see worker.h for who owns what when */
     MPI_CHECK(MPI_Bcast(m->params, (int)m->nparams, MPI_FLOAT, 0, comm));
     if (m->nbuffers) MPI_CHECK(MPI_Bcast(m->buffers, (int)m->nbuffers, MPI_FLOAT, 0, comm));
     worker_buffers_to_device(w);
@@ -104,7 +107,7 @@ void comm_replan(worker_t *w, MPI_Comm comm)
     MPI_CHECK(MPI_Gather(&mine, 1, MPI_DOUBLE, speeds, 1, MPI_DOUBLE, 0, comm));
     phase_mark(&w->phases, PHASE_COMM);
     if (w->rank == 0) worker_replan(w, speeds);
-    phase_mark(&w->phases, PHASE_OTHER);   /* the planner */
+    phase_mark(&w->phases, PHASE_OTHER); /* the planner */
     MPI_CHECK(MPI_Bcast(w->batch_of, n, MPI_INT, 0, comm));
     MPI_CHECK(MPI_Bcast(&w->plan_version, 1, MPI_LONG, 0, comm));
     phase_mark(&w->phases, PHASE_COMM);
@@ -128,7 +131,10 @@ json_t *comm_gather_ranks(worker_t *w, MPI_Comm comm)
     MPI_CHECK(MPI_Gather(&len, 1, MPI_INT, lens, 1, MPI_INT, 0, comm));
     if (w->rank == 0) {
         int total = 0;
-        for (int i = 0; i < size; i++) { displs[i] = total; total += lens[i]; }
+        for (int i = 0; i < size; i++) {
+            displs[i] = total;
+            total += lens[i];
+        }
         all = malloc((size_t)total);
     }
     MPI_CHECK(MPI_Gatherv(text ? text : "", len, MPI_CHAR, all, lens, displs, MPI_CHAR, 0, comm));
@@ -140,7 +146,9 @@ json_t *comm_gather_ranks(worker_t *w, MPI_Comm comm)
             json_t *r = json_loads(all + displs[i], 0, NULL);
             json_array_append_new(arr, r ? r : json_object());
         }
-        free(all); free(lens); free(displs);
+        free(all);
+        free(lens);
+        free(displs);
     }
     return arr;
 }
@@ -151,7 +159,7 @@ void comm_evaluate_root(worker_t *w)
         worker_evaluate(w, &w->test_loss, &w->test_accuracy);
         return;
     }
-    float r[2] = { 0, 0 };
+    float r[2] = {0, 0};
     if (w->rank == 0) worker_evaluate(w, &r[0], &r[1]);
     MPI_CHECK(MPI_Bcast(r, 2, MPI_FLOAT, 0, MPI_COMM_WORLD));
     w->test_loss = r[0];
@@ -197,7 +205,7 @@ int comm_wait_any(worker_t *w, int n, MPI_Request *reqs)
     for (;;) {
         int done = 0;
         MPI_CHECK(MPI_Testany(n, reqs, &m, &done, MPI_STATUS_IGNORE));
-        if (done) return m;   /* m is MPI_UNDEFINED when no request is active */
+        if (done) return m; /* m is MPI_UNDEFINED when no request is active */
         nap(t0);
     }
 }
@@ -261,12 +269,15 @@ int comm_write_trace(worker_t *w, const char *path, char *err, size_t errlen)
         MPI_CHECK(MPI_Gather(&len, 1, MPI_INT, lens, 1, MPI_INT, 0, MPI_COMM_WORLD));
         if (w->rank == 0 && lens) {
             long total = 0;
-            for (int i = 0; i < size; i++) { displs[i] = (int)total; total += lens[i]; }
+            for (int i = 0; i < size; i++) {
+                displs[i] = (int)total;
+                total += lens[i];
+            }
             all = total < 0x7fffffff ? malloc((size_t)total) : NULL;
         }
         /* A rank 0 out of memory still takes part (into nothing) and says so below. */
-        MPI_CHECK(MPI_Gatherv(text ? text : "", len, MPI_CHAR, all, all ? lens : NULL, all ? displs : NULL,
-                              MPI_CHAR, 0, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Gatherv(text ? text : "", len, MPI_CHAR, all, all ? lens : NULL, all ? displs : NULL, MPI_CHAR, 0,
+                              MPI_COMM_WORLD));
     } else if (texts) {
         texts[0] = text;
     }

@@ -16,10 +16,17 @@
 
 #include "worker.h"
 
-#define MPI_CHECK(call) do { int rc_ = (call); if (rc_ != MPI_SUCCESS) { \
-    char msg_[MPI_MAX_ERROR_STRING]; int len_ = 0; MPI_Error_string(rc_, msg_, &len_); \
-    fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, msg_); \
-    MPI_Abort(MPI_COMM_WORLD, 1); } } while (0)
+#define MPI_CHECK(call)                                                                 \
+    do {                                                                                \
+        int rc_ = (call);                                                               \
+        if (rc_ != MPI_SUCCESS) {                                                       \
+            char msg_[MPI_MAX_ERROR_STRING];                                            \
+            int len_ = 0;                                                               \
+            MPI_Error_string(rc_, msg_, &len_);                                         \
+            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, msg_); \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                               \
+        }                                                                               \
+    } while (0)
 
 /* Whether this process was started by mpirun (Open MPI or a PMI launcher). */
 int comm_launched_by_mpirun(void);
@@ -49,7 +56,6 @@ void comm_replan(worker_t *w, MPI_Comm comm);
 
 /* The per_rank summary entries of every rank, gathered at rank 0 (NULL elsewhere). */
 json_t *comm_gather_ranks(worker_t *w, MPI_Comm comm);
-
 
 
 /* Evaluation for algorithms whose ranks hold the same weights at an epoch end: rank 0

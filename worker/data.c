@@ -35,7 +35,7 @@
 
 #define IDX_IMAGES_MAGIC 0x00000803u
 #define IDX_LABELS_MAGIC 0x00000801u
-#define IDX_MAX_SIDE 1024u          /* rows/cols beyond this are a corrupt header */
+#define IDX_MAX_SIDE 1024u /* rows/cols beyond this are a corrupt header */
 #define DATA_NUM_CLASSES 10
 #define CIFAR_SIDE 32
 #define CIFAR_IMAGE_BYTES (3 * CIFAR_SIDE * CIFAR_SIDE)
@@ -47,21 +47,20 @@
  * fuzzers (fuzz/fuzz.mk) make them small, which is both faster per input and drives the
  * growing paths harder. */
 #ifndef READ_INITIAL_BYTES
-#define READ_INITIAL_BYTES ((size_t)16 << 20)  /* first buffer of a growing read */
+#define READ_INITIAL_BYTES ((size_t)16 << 20) /* first buffer of a growing read */
 #endif
 #ifndef READ_CHUNK_BYTES
-#define READ_CHUNK_BYTES ((size_t)1 << 20)     /* bytes per gzread call */
+#define READ_CHUNK_BYTES ((size_t)1 << 20) /* bytes per gzread call */
 #endif
 #ifndef GZ_BUFFER_BYTES
-#define GZ_BUFFER_BYTES (256u << 10)           /* zlib's buffer; the default 8K is slow */
+#define GZ_BUFFER_BYTES (256u << 10) /* zlib's buffer; the default 8K is slow */
 #endif
-#define AUG_PAD 4                              /* CIFAR augmentation: pad, crop 0..2*PAD */
+#define AUG_PAD 4 /* CIFAR augmentation: pad, crop 0..2*PAD */
 #define DATA_PATH_MAX 4096
 
 /* ---- errors ------------------------------------------------------------------------ */
 
-static int set_err(char *err, size_t errlen, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+static int set_err(char *err, size_t errlen, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* Writes one line into err (which may be NULL) and returns code, so that every error
  * path is a single statement: rc = set_err(...); goto out; */
@@ -97,8 +96,8 @@ static int open_file(const char *path, gzFile *f, char *err, size_t errlen)
     *f = gzopen(path, "rb");
     if (!*f) {
         /* gzopen leaves errno from open(); 0 means zlib itself ran out of memory. */
-        return set_err(err, errlen, errno ? DATA_ENOENT : DATA_ENOMEM, "%s: cannot open: %s",
-                       path, errno ? strerror(errno) : "out of memory");
+        return set_err(err, errlen, errno ? DATA_ENOENT : DATA_ENOMEM, "%s: cannot open: %s", path,
+                       errno ? strerror(errno) : "out of memory");
     }
     gzbuffer(*f, GZ_BUFFER_BYTES);
     return DATA_OK;
@@ -110,12 +109,9 @@ static int stream_error(gzFile f, const char *path, char *err, size_t errlen)
 {
     int errnum = Z_OK;
     const char *msg = gzerror(f, &errnum);
-    if (errnum == Z_OK)
-        return DATA_OK;
-    if (errnum == Z_ERRNO)
-        return set_err(err, errlen, DATA_ENOENT, "%s: read error: %s", path, strerror(errno));
-    if (errnum == Z_MEM_ERROR)
-        return set_err(err, errlen, DATA_ENOMEM, "%s: out of memory in zlib", path);
+    if (errnum == Z_OK) return DATA_OK;
+    if (errnum == Z_ERRNO) return set_err(err, errlen, DATA_ENOENT, "%s: read error: %s", path, strerror(errno));
+    if (errnum == Z_MEM_ERROR) return set_err(err, errlen, DATA_ENOMEM, "%s: out of memory in zlib", path);
     if (errnum == Z_BUF_ERROR) /* the gzip stream stops before its end */
         return set_err(err, errlen, DATA_EFORMAT, "%s: truncated gzip stream (%s)", path, msg);
     return set_err(err, errlen, DATA_EFORMAT, "%s: corrupt gzip data: %s", path, msg);
@@ -124,23 +120,19 @@ static int stream_error(gzFile f, const char *path, char *err, size_t errlen)
 /* Reads up to len bytes into buf, stopping only at len, at the end of the stream or at
  * an error. *got says how many arrived. A gzip stream cut short counts as a short read
  * (the caller's "truncated" message is the useful one), any other failure is an error. */
-static int read_upto(gzFile f, const char *path, void *buf, size_t len, size_t *got,
-                     char *err, size_t errlen)
+static int read_upto(gzFile f, const char *path, void *buf, size_t len, size_t *got, char *err, size_t errlen)
 {
     uint8_t *p = buf;
     *got = 0;
     while (*got < len) {
         size_t want = len - *got;
-        if (want > READ_CHUNK_BYTES)
-            want = READ_CHUNK_BYTES;
+        if (want > READ_CHUNK_BYTES) want = READ_CHUNK_BYTES;
         int r = gzread(f, p + *got, (unsigned)want);
-        if (r < 0)
-            return stream_error(f, path, err, errlen);
+        if (r < 0) return stream_error(f, path, err, errlen);
         if (r == 0) {
             int errnum = Z_OK;
             gzerror(f, &errnum);
-            if (errnum != Z_OK && errnum != Z_BUF_ERROR)
-                return stream_error(f, path, err, errlen);
+            if (errnum != Z_OK && errnum != Z_BUF_ERROR) return stream_error(f, path, err, errlen);
             break;
         }
         *got += (size_t)r;
@@ -159,8 +151,8 @@ static int gz_cut_short(gzFile f)
 /* Reads exactly want bytes into a new buffer (*out, owned by the caller on success).
  * The buffer grows as data arrives, so a lying header cannot make us allocate more
  * than the file holds plus READ_INITIAL_BYTES. what names the data in the message. */
-static int read_payload(gzFile f, const char *path, size_t want, const char *what,
-                        uint8_t **out, char *err, size_t errlen)
+static int read_payload(gzFile f, const char *path, size_t want, const char *what, uint8_t **out, char *err,
+                        size_t errlen)
 {
     size_t cap = want < READ_INITIAL_BYTES ? want : READ_INITIAL_BYTES;
     size_t got = 0;
@@ -168,15 +160,13 @@ static int read_payload(gzFile f, const char *path, size_t want, const char *wha
     uint8_t *buf = malloc(cap ? cap : 1);
 
     *out = NULL;
-    if (!buf)
-        return set_err(err, errlen, DATA_ENOMEM, "%s: out of memory (%zu bytes)", path, cap);
+    if (!buf) return set_err(err, errlen, DATA_ENOMEM, "%s: out of memory (%zu bytes)", path, cap);
     while (got < want) {
         if (got == cap) {
             size_t ncap = cap > want / 2 ? want : cap * 2;
             uint8_t *nbuf = realloc(buf, ncap);
             if (!nbuf) {
-                rc = set_err(err, errlen, DATA_ENOMEM, "%s: out of memory (%zu bytes)", path,
-                             ncap);
+                rc = set_err(err, errlen, DATA_ENOMEM, "%s: out of memory (%zu bytes)", path, ncap);
                 goto out;
             }
             buf = nbuf;
@@ -184,16 +174,13 @@ static int read_payload(gzFile f, const char *path, size_t want, const char *wha
         }
         size_t n = 0;
         rc = read_upto(f, path, buf + got, cap - got, &n, err, errlen);
-        if (rc)
-            goto out;
+        if (rc) goto out;
         got += n;
-        if (got < cap)
-            break; /* end of stream before the buffer filled: short */
+        if (got < cap) break; /* end of stream before the buffer filled: short */
     }
     if (got < want) {
-        rc = set_err(err, errlen, DATA_EFORMAT,
-                     "%s: truncated: expected %zu bytes of %s data, got %zu%s", path, want, what,
-                     got, gz_cut_short(f) ? " (gzip stream ends early)" : "");
+        rc = set_err(err, errlen, DATA_EFORMAT, "%s: truncated: expected %zu bytes of %s data, got %zu%s", path, want,
+                     what, got, gz_cut_short(f) ? " (gzip stream ends early)" : "");
         goto out;
     }
     *out = buf;
@@ -205,12 +192,10 @@ out:
 
 /* After the payload the stream must end. Reading one more byte also makes zlib reach
  * the gzip trailer and check its CRC, which a read of exactly the payload may not. */
-static int expect_end(gzFile f, const char *path, size_t payload, const char *what, char *err,
-                      size_t errlen)
+static int expect_end(gzFile f, const char *path, size_t payload, const char *what, char *err, size_t errlen)
 {
     if (gzgetc(f) != -1)
-        return set_err(err, errlen, DATA_EFORMAT, "%s: trailing data after %zu bytes of %s data",
-                       path, payload, what);
+        return set_err(err, errlen, DATA_EFORMAT, "%s: trailing data after %zu bytes of %s data", path, payload, what);
     return stream_error(f, path, err, errlen);
 }
 
@@ -220,26 +205,22 @@ static uint32_t be32(const uint8_t *p)
 }
 
 /* Reads an IDX header of 4-byte big-endian words (magic first) into h[0..nwords). */
-static int read_idx_header(gzFile f, const char *path, uint32_t magic, uint32_t *h, int nwords,
-                           char *err, size_t errlen)
+static int read_idx_header(gzFile f, const char *path, uint32_t magic, uint32_t *h, int nwords, char *err, size_t errlen)
 {
     uint8_t raw[16];
     size_t want = (size_t)nwords * 4, got = 0;
     assert(nwords >= 1 && want <= sizeof raw);
 
     int rc = read_upto(f, path, raw, want, &got, err, errlen);
-    if (rc)
-        return rc;
+    if (rc) return rc;
     /* Check the magic as soon as there is one: a wrong file type is the better message. */
     if (got >= 4 && be32(raw) != magic)
-        return set_err(err, errlen, DATA_EFORMAT, "%s: wrong magic 0x%08x (want 0x%08x)", path,
-                       (unsigned)be32(raw), (unsigned)magic);
+        return set_err(err, errlen, DATA_EFORMAT, "%s: wrong magic 0x%08x (want 0x%08x)", path, (unsigned)be32(raw),
+                       (unsigned)magic);
     if (got < want)
-        return set_err(err, errlen, DATA_EFORMAT,
-                       "%s: truncated: expected %zu bytes of header, got %zu%s", path, want, got,
-                       gz_cut_short(f) ? " (gzip stream ends early)" : "");
-    for (int i = 0; i < nwords; i++)
-        h[i] = be32(raw + 4 * i);
+        return set_err(err, errlen, DATA_EFORMAT, "%s: truncated: expected %zu bytes of header, got %zu%s", path, want,
+                       got, gz_cut_short(f) ? " (gzip stream ends early)" : "");
+    for (int i = 0; i < nwords; i++) h[i] = be32(raw + 4 * i);
     return DATA_OK;
 }
 
@@ -247,14 +228,12 @@ static int read_idx_header(gzFile f, const char *path, uint32_t magic, uint32_t 
 static void dataset_init(dataset_t *d)
 {
     memset(d, 0, sizeof *d);
-    for (int c = 0; c < DATA_MAX_CHANNELS; c++)
-        d->std[c] = 1.0f;
+    for (int c = 0; c < DATA_MAX_CHANNELS; c++) d->std[c] = 1.0f;
 }
 
 /* ---- IDX --------------------------------------------------------------------------- */
 
-int dataset_load_idx(const char *images_path, const char *labels_path, dataset_t *out,
-                     char *err, size_t errlen)
+int dataset_load_idx(const char *images_path, const char *labels_path, dataset_t *out, char *err, size_t errlen)
 {
     gzFile fi = NULL, fl = NULL;
     uint8_t *pixels = NULL, *lab8 = NULL;
@@ -265,58 +244,46 @@ int dataset_load_idx(const char *images_path, const char *labels_path, dataset_t
     dataset_init(out);
     /* Both headers first: a count mismatch is found before any large read. */
     rc = open_file(images_path, &fi, err, errlen);
-    if (rc)
-        goto out;
+    if (rc) goto out;
     rc = read_idx_header(fi, images_path, IDX_IMAGES_MAGIC, ih, 4, err, errlen);
-    if (rc)
-        goto out;
+    if (rc) goto out;
     uint32_t n = ih[1], rows = ih[2], cols = ih[3];
-    if (n == 0 || n > INT_MAX || rows == 0 || rows > IDX_MAX_SIDE || cols == 0 ||
-        cols > IDX_MAX_SIDE) {
+    if (n == 0 || n > INT_MAX || rows == 0 || rows > IDX_MAX_SIDE || cols == 0 || cols > IDX_MAX_SIDE) {
         rc = set_err(err, errlen, DATA_EFORMAT,
                      "%s: absurd dimensions %u images of %u x %u (want 1..%d images, sides "
                      "1..%u)",
-                     images_path, (unsigned)n, (unsigned)rows, (unsigned)cols, INT_MAX,
-                     IDX_MAX_SIDE);
+                     images_path, (unsigned)n, (unsigned)rows, (unsigned)cols, INT_MAX, IDX_MAX_SIDE);
         goto out;
     }
     rc = open_file(labels_path, &fl, err, errlen);
-    if (rc)
-        goto out;
+    if (rc) goto out;
     rc = read_idx_header(fl, labels_path, IDX_LABELS_MAGIC, lh, 2, err, errlen);
-    if (rc)
-        goto out;
+    if (rc) goto out;
     if (lh[1] != n) {
-        rc = set_err(err, errlen, DATA_EFORMAT,
-                     "%s: count mismatch: %u labels, but %s has %u images", labels_path,
+        rc = set_err(err, errlen, DATA_EFORMAT, "%s: count mismatch: %u labels, but %s has %u images", labels_path,
                      (unsigned)lh[1], images_path, (unsigned)n);
         goto out;
     }
 
     size_t npix = (size_t)n * rows * cols; /* < 2^31 * 2^20: no overflow in 64 bits */
     rc = read_payload(fi, images_path, npix, "pixel", &pixels, err, errlen);
-    if (rc)
-        goto out;
+    if (rc) goto out;
     rc = expect_end(fi, images_path, npix, "pixel", err, errlen);
-    if (rc)
-        goto out;
+    if (rc) goto out;
     rc = read_payload(fl, labels_path, n, "label", &lab8, err, errlen);
-    if (rc)
-        goto out;
+    if (rc) goto out;
     rc = expect_end(fl, labels_path, n, "label", err, errlen);
-    if (rc)
-        goto out;
+    if (rc) goto out;
 
     labels = malloc((size_t)n * sizeof *labels);
     if (!labels) {
-        rc = set_err(err, errlen, DATA_ENOMEM, "%s: out of memory (%u labels)", labels_path,
-                     (unsigned)n);
+        rc = set_err(err, errlen, DATA_ENOMEM, "%s: out of memory (%u labels)", labels_path, (unsigned)n);
         goto out;
     }
     for (uint32_t i = 0; i < n; i++) {
         if (lab8[i] >= DATA_NUM_CLASSES) {
-            rc = set_err(err, errlen, DATA_ELABEL, "%s: label %u at index %u out of range [0, %d)",
-                         labels_path, (unsigned)lab8[i], (unsigned)i, DATA_NUM_CLASSES);
+            rc = set_err(err, errlen, DATA_ELABEL, "%s: label %u at index %u out of range [0, %d)", labels_path,
+                         (unsigned)lab8[i], (unsigned)i, DATA_NUM_CLASSES);
             goto out;
         }
         labels[i] = lab8[i];
@@ -337,29 +304,24 @@ out:
     free(pixels);
     free(lab8);
     free(labels);
-    if (fi)
-        gzclose(fi);
-    if (fl)
-        gzclose(fl);
+    if (fi) gzclose(fi);
+    if (fl) gzclose(fl);
     return rc;
 }
 
 /* ---- CIFAR-10 binary --------------------------------------------------------------- */
 
 /* Makes room for one more record in the growing pixel and label arrays. */
-static int cifar_reserve(uint8_t **pixels, int32_t **labels, size_t *cap, size_t n,
-                         const char *path, char *err, size_t errlen)
+static int cifar_reserve(uint8_t **pixels, int32_t **labels, size_t *cap, size_t n, const char *path, char *err,
+                         size_t errlen)
 {
-    if (n < *cap)
-        return DATA_OK;
+    if (n < *cap) return DATA_OK;
     size_t ncap = *cap ? *cap * 2 : CIFAR_INITIAL_RECORDS;
     uint8_t *np = realloc(*pixels, ncap * CIFAR_IMAGE_BYTES);
-    if (!np)
-        return set_err(err, errlen, DATA_ENOMEM, "%s: out of memory (%zu records)", path, ncap);
+    if (!np) return set_err(err, errlen, DATA_ENOMEM, "%s: out of memory (%zu records)", path, ncap);
     *pixels = np;
     int32_t *nl = realloc(*labels, ncap * sizeof **labels);
-    if (!nl)
-        return set_err(err, errlen, DATA_ENOMEM, "%s: out of memory (%zu records)", path, ncap);
+    if (!nl) return set_err(err, errlen, DATA_ENOMEM, "%s: out of memory (%zu records)", path, ncap);
     *labels = nl;
     *cap = ncap;
     return DATA_OK;
@@ -367,59 +329,49 @@ static int cifar_reserve(uint8_t **pixels, int32_t **labels, size_t *cap, size_t
 
 /* Appends the records of one file. A record's image bytes are already C, H, W order
  * (1024 R, then G, then B, each row-major), so they are copied as they are. */
-static int cifar_read_file(const char *path, uint8_t **pixels, int32_t **labels, size_t *cap,
-                           size_t *n, char *err, size_t errlen)
+static int cifar_read_file(const char *path, uint8_t **pixels, int32_t **labels, size_t *cap, size_t *n, char *err,
+                           size_t errlen)
 {
     gzFile f = NULL;
     uint8_t rec[CIFAR_RECORD_BYTES];
     size_t first = *n;
     int rc = open_file(path, &f, err, errlen);
-    if (rc)
-        goto out;
+    if (rc) goto out;
     for (;;) {
         size_t got = 0;
         rc = read_upto(f, path, rec, sizeof rec, &got, err, errlen);
-        if (rc)
-            goto out;
-        if (got == 0)
-            break;
+        if (rc) goto out;
+        if (got == 0) break;
         size_t k = *n - first; /* record index within this file */
         if (got < sizeof rec) {
-            rc = set_err(err, errlen, DATA_EFORMAT,
-                         "%s: truncated record: %zu bytes is not a multiple of %d%s", path,
+            rc = set_err(err, errlen, DATA_EFORMAT, "%s: truncated record: %zu bytes is not a multiple of %d%s", path,
                          k * CIFAR_RECORD_BYTES + got, CIFAR_RECORD_BYTES,
                          gz_cut_short(f) ? " (gzip stream ends early)" : "");
             goto out;
         }
         if (rec[0] >= DATA_NUM_CLASSES) {
-            rc = set_err(err, errlen, DATA_ELABEL,
-                         "%s: label %u at index %zu out of range [0, %d)", path,
+            rc = set_err(err, errlen, DATA_ELABEL, "%s: label %u at index %zu out of range [0, %d)", path,
                          (unsigned)rec[0], k, DATA_NUM_CLASSES);
             goto out;
         }
         if (*n >= (size_t)INT_MAX) {
-            rc = set_err(err, errlen, DATA_EFORMAT, "%s: more than %d records in total", path,
-                         INT_MAX);
+            rc = set_err(err, errlen, DATA_EFORMAT, "%s: more than %d records in total", path, INT_MAX);
             goto out;
         }
         rc = cifar_reserve(pixels, labels, cap, *n, path, err, errlen);
-        if (rc)
-            goto out;
+        if (rc) goto out;
         memcpy(*pixels + *n * CIFAR_IMAGE_BYTES, rec + 1, CIFAR_IMAGE_BYTES);
         (*labels)[*n] = rec[0];
         (*n)++;
     }
     if (*n == first)
-        rc = set_err(err, errlen, DATA_EFORMAT, "%s: empty file (no %d-byte records)", path,
-                     CIFAR_RECORD_BYTES);
+        rc = set_err(err, errlen, DATA_EFORMAT, "%s: empty file (no %d-byte records)", path, CIFAR_RECORD_BYTES);
 out:
-    if (f)
-        gzclose(f);
+    if (f) gzclose(f);
     return rc;
 }
 
-int dataset_load_cifar(const char *const *paths, int npaths, dataset_t *out, char *err,
-                       size_t errlen)
+int dataset_load_cifar(const char *const *paths, int npaths, dataset_t *out, char *err, size_t errlen)
 {
     uint8_t *pixels = NULL;
     int32_t *labels = NULL;
@@ -427,22 +379,18 @@ int dataset_load_cifar(const char *const *paths, int npaths, dataset_t *out, cha
     int rc = DATA_OK;
 
     dataset_init(out);
-    if (!paths || npaths <= 0)
-        return set_err(err, errlen, DATA_ENOENT, "cifar10: no files given");
+    if (!paths || npaths <= 0) return set_err(err, errlen, DATA_ENOENT, "cifar10: no files given");
     for (int i = 0; i < npaths; i++) {
         rc = cifar_read_file(paths[i], &pixels, &labels, &cap, &n, err, errlen);
-        if (rc)
-            goto out;
+        if (rc) goto out;
     }
     /* Give back the unused tail of the last doubling; shrinking cannot fail in a way
      * that matters, so the old block is kept if it does. */
     if (n < cap) {
         uint8_t *np = realloc(pixels, n * CIFAR_IMAGE_BYTES);
-        if (np)
-            pixels = np;
+        if (np) pixels = np;
         int32_t *nl = realloc(labels, n * sizeof *labels);
-        if (nl)
-            labels = nl;
+        if (nl) labels = nl;
     }
     out->n = (int)n;
     out->C = 3;
@@ -468,7 +416,7 @@ enum { KIND_IDX, KIND_CIFAR };
 typedef struct {
     const char *name;
     int kind;
-    const char *shared_subdir;  /* under $PACER_SHARED/datasets, or NULL: fixed_dir */
+    const char *shared_subdir; /* under $PACER_SHARED/datasets, or NULL: fixed_dir */
     const char *fixed_dir;
     const char *train_files[5]; /* IDX: images, labels; CIFAR: the batches */
     int ntrain;
@@ -478,27 +426,43 @@ typedef struct {
 } dataset_info_t;
 
 static const dataset_info_t DATASETS[] = {
-    {"fashion-mnist", KIND_IDX, NULL, "/usr/share/datasets/fashion-mnist",
-     {"train-images-idx3-ubyte", "train-labels-idx1-ubyte"}, 2,
-     {"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"}, 2,
-     {0.2860f}, {0.3530f}},
-    {"mnist", KIND_IDX, "mnist", NULL,
-     {"train-images-idx3-ubyte", "train-labels-idx1-ubyte"}, 2,
-     {"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"}, 2,
-     {0.1307f}, {0.3081f}},
-    {"cifar10", KIND_CIFAR, "cifar-10", NULL,
-     {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin",
-      "data_batch_5.bin"}, 5,
-     {"test_batch.bin"}, 1,
-     {0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2616f}},
+    {"fashion-mnist",
+     KIND_IDX,
+     NULL,
+     "/usr/share/datasets/fashion-mnist",
+     {"train-images-idx3-ubyte", "train-labels-idx1-ubyte"},
+     2,
+     {"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"},
+     2,
+     {0.2860f},
+     {0.3530f}},
+    {"mnist",
+     KIND_IDX,
+     "mnist",
+     NULL,
+     {"train-images-idx3-ubyte", "train-labels-idx1-ubyte"},
+     2,
+     {"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"},
+     2,
+     {0.1307f},
+     {0.3081f}},
+    {"cifar10",
+     KIND_CIFAR,
+     "cifar-10",
+     NULL,
+     {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin", "data_batch_5.bin"},
+     5,
+     {"test_batch.bin"},
+     1,
+     {0.4914f, 0.4822f, 0.4465f},
+     {0.2470f, 0.2435f, 0.2616f}},
 };
 #define NUM_DATASETS ((int)(sizeof DATASETS / sizeof DATASETS[0]))
 
 static const dataset_info_t *dataset_find(const char *name)
 {
     for (int i = 0; name && i < NUM_DATASETS; i++)
-        if (strcmp(DATASETS[i].name, name) == 0)
-            return &DATASETS[i];
+        if (strcmp(DATASETS[i].name, name) == 0) return &DATASETS[i];
     return NULL;
 }
 
@@ -508,40 +472,31 @@ static char default_dirs[NUM_DATASETS][DATA_PATH_MAX];
 const char *dataset_default_dir(const char *name)
 {
     const dataset_info_t *info = dataset_find(name);
-    if (!info)
-        return NULL;
-    if (info->fixed_dir)
-        return info->fixed_dir;
+    if (!info) return NULL;
+    if (info->fixed_dir) return info->fixed_dir;
     const char *shared = getenv("PACER_SHARED");
-    if (!shared || !*shared)
-        shared = "../shared";
+    if (!shared || !*shared) shared = "../shared";
     char *buf = default_dirs[info - DATASETS];
     int len = snprintf(buf, DATA_PATH_MAX, "%s/datasets/%s", shared, info->shared_subdir);
-    if (len < 0 || len >= DATA_PATH_MAX)
-        return NULL;
+    if (len < 0 || len >= DATA_PATH_MAX) return NULL;
     return buf;
 }
 
 /* Finds dir/file, trying the raw name first and then file.gz; writes the one that exists
  * into path. When neither does, the message names the raw path. */
-static int probe_file(const char *dir, const char *file, char *path, size_t pathlen,
-                      char *err, size_t errlen)
+static int probe_file(const char *dir, const char *file, char *path, size_t pathlen, char *err, size_t errlen)
 {
     int len = snprintf(path, pathlen, "%s/%s.gz", dir, file);
-    if (len < 0 || (size_t)len >= pathlen)
-        return set_err(err, errlen, DATA_ENOENT, "%s/%s: path too long", dir, file);
+    if (len < 0 || (size_t)len >= pathlen) return set_err(err, errlen, DATA_ENOENT, "%s/%s: path too long", dir, file);
     path[len - 3] = '\0'; /* the raw name */
-    if (access(path, F_OK) == 0)
-        return DATA_OK;
+    if (access(path, F_OK) == 0) return DATA_OK;
     path[len - 3] = '.';
-    if (access(path, F_OK) == 0)
-        return DATA_OK;
+    if (access(path, F_OK) == 0) return DATA_OK;
     path[len - 3] = '\0';
     return set_err(err, errlen, DATA_ENOENT, "%s: not found (nor %s.gz)", path, file);
 }
 
-int dataset_load(const char *name, const char *dir, int train, dataset_t *out, char *err,
-                 size_t errlen)
+int dataset_load(const char *name, const char *dir, int train, dataset_t *out, char *err, size_t errlen)
 {
     char paths[5][DATA_PATH_MAX];
     const char *pp[5];
@@ -550,28 +505,21 @@ int dataset_load(const char *name, const char *dir, int train, dataset_t *out, c
 
     dataset_init(out);
     if (!info)
-        return set_err(err, errlen, DATA_EUNKNOWN,
-                       "unknown data set '%s' (known: fashion-mnist, mnist, cifar10)",
+        return set_err(err, errlen, DATA_EUNKNOWN, "unknown data set '%s' (known: fashion-mnist, mnist, cifar10)",
                        name ? name : "(null)");
-    if (!dir || !*dir)
-        dir = dataset_default_dir(name);
-    if (!dir)
-        return set_err(err, errlen, DATA_ENOENT, "%s: default directory path too long", name);
+    if (!dir || !*dir) dir = dataset_default_dir(name);
+    if (!dir) return set_err(err, errlen, DATA_ENOENT, "%s: default directory path too long", name);
 
     const char *const *files = train ? info->train_files : info->test_files;
     int nfiles = train ? info->ntrain : info->ntest;
     for (int i = 0; i < nfiles; i++) {
         rc = probe_file(dir, files[i], paths[i], sizeof paths[i], err, errlen);
-        if (rc)
-            return rc;
+        if (rc) return rc;
         pp[i] = paths[i];
     }
-    if (info->kind == KIND_IDX)
-        rc = dataset_load_idx(pp[0], pp[1], out, err, errlen);
-    else
-        rc = dataset_load_cifar(pp, nfiles, out, err, errlen);
-    if (rc)
-        return rc;
+    if (info->kind == KIND_IDX) rc = dataset_load_idx(pp[0], pp[1], out, err, errlen);
+    else rc = dataset_load_cifar(pp, nfiles, out, err, errlen);
+    if (rc) return rc;
     for (int c = 0; c < out->C && c < DATA_MAX_CHANNELS; c++) {
         out->mean[c] = info->mean[c];
         out->std[c] = info->std[c];
@@ -581,16 +529,15 @@ int dataset_load(const char *name, const char *dir, int train, dataset_t *out, c
 
 /* ---- fitting a model ---------------------------------------------------------------- */
 
-int dataset_check_shape(const dataset_t *d, int C, int H, int W, int num_classes, const char *model,
-                        char *err, size_t errlen)
+int dataset_check_shape(const dataset_t *d, int C, int H, int W, int num_classes, const char *model, char *err,
+                        size_t errlen)
 {
     if (d->C != C || d->H != H || d->W != W)
-        return set_err(err, errlen, DATA_EFORMAT, "%s: images are %dx%dx%d, model %s takes %dx%dx%d",
-                       d->source, d->C, d->H, d->W, model, C, H, W);
+        return set_err(err, errlen, DATA_EFORMAT, "%s: images are %dx%dx%d, model %s takes %dx%dx%d", d->source, d->C,
+                       d->H, d->W, model, C, H, W);
     for (int i = 0; i < d->n; i++)
         if (d->labels[i] < 0 || d->labels[i] >= num_classes)
-            return set_err(err, errlen, DATA_ELABEL,
-                           "%s: label %d at index %d out of range [0, %d) of model %s",
+            return set_err(err, errlen, DATA_ELABEL, "%s: label %d at index %d out of range [0, %d) of model %s",
                            d->label_source, (int)d->labels[i], i, num_classes, model);
     return DATA_OK;
 }
@@ -599,14 +546,12 @@ int dataset_check_shape(const dataset_t *d, int C, int H, int W, int num_classes
 
 void dataset_truncate(dataset_t *d, int n)
 {
-    if (n >= 0 && n < d->n)
-        d->n = n;
+    if (n >= 0 && n < d->n) d->n = n;
 }
 
 void dataset_free(dataset_t *d)
 {
-    if (!d)
-        return;
+    if (!d) return;
     free(d->pixels);
     free(d->labels);
     memset(d, 0, sizeof *d);
@@ -616,17 +561,15 @@ void dataset_free(dataset_t *d)
 
 int data_shard(const int32_t *perm, int n, int rank, int world, int32_t *shard)
 {
-    if (world <= 0 || rank < 0 || rank >= world || n <= 0)
-        return 0;
+    if (world <= 0 || rank < 0 || rank >= world || n <= 0) return 0;
     int k = 0;
     /* long long: i + world must not overflow int when n is close to INT_MAX. */
-    for (long long i = rank; i < n; i += world)
-        shard[k++] = perm[i];
+    for (long long i = rank; i < n; i += world) shard[k++] = perm[i];
     return k;
 }
 
-int data_batch_gather(const dataset_t *d, const int32_t *idx, int count, float *x, size_t x_floats,
-                      int32_t *y, int augment, rng_t *r)
+int data_batch_gather(const dataset_t *d, const int32_t *idx, int count, float *x, size_t x_floats, int32_t *y,
+                      int augment, rng_t *r)
 {
     const int C = d->C, H = d->H, W = d->W;
     const size_t plane = (size_t)H * W, image = (size_t)C * plane;
@@ -639,24 +582,20 @@ int data_batch_gather(const dataset_t *d, const int32_t *idx, int count, float *
         (size_t)count > x_floats / image)
         return -1;
     for (int b = 0; b < count; b++)
-        if (idx[b] < 0 || idx[b] >= d->n)
-            return -1;
+        if (idx[b] < 0 || idx[b] >= d->n) return -1;
     /* The table makes the per-pixel work a load and removes a division; its entries are
      * exactly the documented (pixel/255 - mean) / std. */
     for (int c = 0; c < C; c++)
-        for (int p = 0; p < 256; p++)
-            lut[c][p] = ((float)p / 255.0f - d->mean[c]) / d->std[c];
+        for (int p = 0; p < 256; p++) lut[c][p] = ((float)p / 255.0f - d->mean[c]) / d->std[c];
 
     for (int b = 0; b < count; b++) {
         const int32_t s = idx[b];
         const uint8_t *src = d->pixels + (size_t)s * image; /* (C, H, W) */
-        float *dst = x + (size_t)b * image;                  /* (C, H, W) */
-        if (y)
-            y[b] = d->labels[s];
+        float *dst = x + (size_t)b * image;                 /* (C, H, W) */
+        if (y) y[b] = d->labels[s];
         if (!augment) {
             for (int c = 0; c < C; c++)
-                for (size_t i = 0; i < plane; i++)
-                    dst[c * plane + i] = lut[c][src[c * plane + i]];
+                for (size_t i = 0; i < plane; i++) dst[c * plane + i] = lut[c][src[c * plane + i]];
             continue;
         }
         /* Crop an H x W window at (oy, ox) out of the image padded by AUG_PAD on each side,
@@ -674,8 +613,7 @@ int data_batch_gather(const dataset_t *d, const int32_t *idx, int count, float *
                 const int sy = i + oy - AUG_PAD;
                 float *row = dp + (size_t)i * W;
                 if (sy < 0 || sy >= H) {
-                    for (int j = 0; j < W; j++)
-                        row[j] = pad;
+                    for (int j = 0; j < W; j++) row[j] = pad;
                     continue;
                 }
                 const uint8_t *srow = sp + (size_t)sy * W;

@@ -16,17 +16,17 @@
 #include "rng.h"
 
 #define DATA_MAX_CHANNELS 3
-#define DATA_SOURCE_MAX 512   /* file names kept for error messages (truncated beyond) */
+#define DATA_SOURCE_MAX 512 /* file names kept for error messages (truncated beyond) */
 
 typedef struct {
-    int n;                          /* number of samples */
-    int C, H, W;                    /* image shape */
-    int num_classes;                /* 10 for every data set pacer knows */
-    uint8_t *pixels;                /* (n, C, H, W) as stored in the file */
-    int32_t *labels;                /* (n), each in [0, num_classes) */
-    float mean[DATA_MAX_CHANNELS];  /* per channel, on the [0,1] scale */
-    float std[DATA_MAX_CHANNELS];   /* gathered x = (pixel/255 - mean) / std */
-    char source[DATA_SOURCE_MAX];   /* the file the images came from (IDX images file,
+    int n;                              /* number of samples */
+    int C, H, W;                        /* image shape */
+    int num_classes;                    /* 10 for every data set pacer knows */
+    uint8_t *pixels;                    /* (n, C, H, W) as stored in the file */
+    int32_t *labels;                    /* (n), each in [0, num_classes) */
+    float mean[DATA_MAX_CHANNELS];      /* per channel, on the [0,1] scale */
+    float std[DATA_MAX_CHANNELS];       /* gathered x = (pixel/255 - mean) / std */
+    char source[DATA_SOURCE_MAX];       /* the file the images came from (IDX images file,
                                        first CIFAR batch), for error messages */
     char label_source[DATA_SOURCE_MAX]; /* the file the labels came from */
 } dataset_t;
@@ -35,11 +35,11 @@ typedef struct {
  * problem, e.g. "data/t10k-labels-idx1-ubyte: wrong magic 0x00000802 (want 0x00000801)". */
 enum {
     DATA_OK = 0,
-    DATA_ENOENT = -1,     /* file missing or unreadable */
-    DATA_EFORMAT = -2,    /* wrong magic, bad header, truncated, mismatched counts */
-    DATA_ELABEL = -3,     /* label out of range */
+    DATA_ENOENT = -1,  /* file missing or unreadable */
+    DATA_EFORMAT = -2, /* wrong magic, bad header, truncated, mismatched counts */
+    DATA_ELABEL = -3,  /* label out of range */
     DATA_ENOMEM = -4,
-    DATA_EUNKNOWN = -5,   /* unknown data set name */
+    DATA_EUNKNOWN = -5, /* unknown data set name */
 };
 
 /* Known data sets: "mnist", "fashion-mnist" (IDX files under dir, standard file names),
@@ -47,8 +47,7 @@ enum {
  * raw or gzip-compressed: the raw name is tried first, then name + ".gz" (zlib reads
  * both transparently). train selects the split. mean/std are set to the data set's
  * fixed training-split statistics, so train and test use the same transform. */
-int dataset_load(const char *name, const char *dir, int train, dataset_t *out,
-                 char *err, size_t errlen);
+int dataset_load(const char *name, const char *dir, int train, dataset_t *out, char *err, size_t errlen);
 
 /* The parsers, exposed for tests. Paths are used exactly as given (no ".gz" probing;
  * zlib's gzread reads raw files too). IDX: images (magic 0x00000803, n, rows, cols,
@@ -56,10 +55,8 @@ int dataset_load(const char *name, const char *dir, int train, dataset_t *out,
  * must match, labels must be < 10. CIFAR: one or more files of 3073-byte records
  * (label byte, 1024 R, 1024 G, 1024 B); a size that is not a multiple of 3073 is a
  * truncated file. mean/std are left at 0/1. */
-int dataset_load_idx(const char *images_path, const char *labels_path, dataset_t *out,
-                     char *err, size_t errlen);
-int dataset_load_cifar(const char *const *paths, int npaths, dataset_t *out,
-                       char *err, size_t errlen);
+int dataset_load_idx(const char *images_path, const char *labels_path, dataset_t *out, char *err, size_t errlen);
+int dataset_load_cifar(const char *const *paths, int npaths, dataset_t *out, char *err, size_t errlen);
 
 /* Whether d fits a model that takes C x H x W images and num_classes classes: the same
  * shape, and every label below num_classes. Checked once after loading, for the training
@@ -67,8 +64,8 @@ int dataset_load_cifar(const char *const *paths, int npaths, dataset_t *out,
  * never write past them. Returns DATA_OK, or DATA_EFORMAT / DATA_ELABEL with err naming
  * the file, e.g. "d/t10k-images-idx3-ubyte: images are 1x40x40, model lenet5 takes
  * 1x28x28". model names the model in the message. */
-int dataset_check_shape(const dataset_t *d, int C, int H, int W, int num_classes, const char *model,
-                        char *err, size_t errlen);
+int dataset_check_shape(const dataset_t *d, int C, int H, int W, int num_classes, const char *model, char *err,
+                        size_t errlen);
 
 /* Keeps only the first n samples (subsets for quick runs); no reallocation. */
 void dataset_truncate(dataset_t *d, int n);
@@ -93,7 +90,7 @@ int data_shard(const int32_t *perm, int n, int rank, int world, int32_t *shard);
  * skipped: never a write past x); 0 otherwise. No allocation, no logging.
  * With augment != 0 (CIFAR): random crop from the image zero-padded by 4 pixels, and a
  * horizontal flip with probability 1/2, drawn from r. */
-int data_batch_gather(const dataset_t *d, const int32_t *idx, int count, float *x, size_t x_floats,
-                      int32_t *y, int augment, rng_t *r);
+int data_batch_gather(const dataset_t *d, const int32_t *idx, int count, float *x, size_t x_floats, int32_t *y,
+                      int augment, rng_t *r);
 
 #endif

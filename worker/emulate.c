@@ -26,10 +26,7 @@ static double rank_demand(const worker_t *w)
 }
 
 /* Processes that may want a core at once: every rank's BLAS threads (1 for the PS). */
-static double rank_slots(const worker_t *w)
-{
-    return w->role == ROLE_PS || w->gpu ? 1.0 : (double)w->spec->threads;
-}
+static double rank_slots(const worker_t *w) { return w->role == ROLE_PS || w->gpu ? 1.0 : (double)w->spec->threads; }
 
 int emulate_check(worker_t *w)
 {
@@ -46,8 +43,8 @@ int emulate_check(worker_t *w)
     if (sched_getaffinity(0, sizeof mask, &mask) != 0) {
         for (int i = 0; i < CPU_SETSIZE && i < 1024; i++) CPU_SET(i, &mask);
     }
-    double mine[2] = { rank_demand(w), rank_slots(w) }, host[2] = { mine[0], mine[1] };
-    if (w->role != ROLE_PS && mine[0] < rank_slots(w)) worker_calibrate(w);   /* it emulates */
+    double mine[2] = {rank_demand(w), rank_slots(w)}, host[2] = {mine[0], mine[1]};
+    if (w->role != ROLE_PS && mine[0] < rank_slots(w)) worker_calibrate(w); /* it emulates */
     int leader = w->rank, host_ranks = 1, host_rank = 0;
     MPI_Comm hc = MPI_COMM_NULL;
     if (w->use_mpi) {
@@ -68,13 +65,14 @@ int emulate_check(worker_t *w)
     w->polite_wait = host[1] > cores;
     int emulated = w->spec->emulate.nslowdown > 0 || w->spec->emulate.nschedule > 0;
     if (host_rank == 0 && host[0] > cores + 1e-9)
-        fprintf(stderr, "emulation: the %d rank(s) on host %s ask for %.2f cores of compute (sum of threads%s) "
-                        "but have %.0f: %s; the summary says \"faithful\": false\n",
+        fprintf(stderr,
+                "emulation: the %d rank(s) on host %s ask for %.2f cores of compute (sum of threads%s) "
+                "but have %.0f: %s; the summary says \"faithful\": false\n",
                 host_ranks, w->record.host, host[0], emulated ? " / slowdown" : "", cores,
                 emulated ? "emulated speeds will not be faithful (they will measure core sharing)"
                          : "measured speeds will include core sharing");
     /* Rank 0 keeps every rank's host figures for the summary. */
-    double row[3] = { host[0], cores, (double)leader };
+    double row[3] = {host[0], cores, (double)leader};
     double *all = NULL;
     if (w->rank == 0 && !(all = malloc((size_t)w->world * sizeof row))) return -1;
     if (w->use_mpi) MPI_CHECK(MPI_Gather(row, 3, MPI_DOUBLE, all, 3, MPI_DOUBLE, 0, MPI_COMM_WORLD));
@@ -93,7 +91,11 @@ json_t *emulate_summary_json(const worker_t *w)
         double d = all[3 * r], c = all[3 * r + 1];
         /* The parameter server (rank 0 of the asynchronous family) adds what it used. */
         if (w->role == ROLE_PS && (int)all[3 * r + 2] == w->emulation.ps_host) d += w->ps_busy_fraction;
-        if (d / c > worst) { worst = d / c; demand = d; cores = c; }
+        if (d / c > worst) {
+            worst = d / c;
+            demand = d;
+            cores = c;
+        }
     }
     int faithful = demand <= cores + 1e-9;
     return json_pack("{s:b, s:f, s:f}", "faithful", faithful, "demand_cores", demand, "cores", cores);

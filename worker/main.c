@@ -23,84 +23,83 @@
 #include "version.h"
 
 static const struct option OPTIONS[] = {
-    { "spec", required_argument, NULL, 's' },
-    { "summary", required_argument, NULL, 'o' },
-    { "metrics", required_argument, NULL, 'm' },
-    { "redis", required_argument, NULL, 'D' },
-    { "redis-password-file", required_argument, NULL, 'A' },
-    { "job", required_argument, NULL, 'J' },
-    { "world", required_argument, NULL, 'w' },
-    { "benchmark", required_argument, NULL, 'b' },
-    { "resume", no_argument, NULL, 'r' },
-    { "resume-from", required_argument, NULL, 'R' },
-    { "stop-after-steps", required_argument, NULL, 'S' },
-    { "batch-plan", required_argument, NULL, 'B' },
-    { "ps-round-robin", no_argument, NULL, 'P' },
-    { "time-budget", required_argument, NULL, 'T' },
-    { "comm-baseline", no_argument, NULL, 'K' },
-    { "hpsgd-round-steps", required_argument, NULL, 'H' },
-    { "weight-digest", required_argument, NULL, 'W' },
-    { "trace", required_argument, NULL, 'X' },
-    { "version", no_argument, NULL, 'V' },
-    { "help", no_argument, NULL, 'h' },
-    { NULL, 0, NULL, 0 },
+    {"spec", required_argument, NULL, 's'},
+    {"summary", required_argument, NULL, 'o'},
+    {"metrics", required_argument, NULL, 'm'},
+    {"redis", required_argument, NULL, 'D'},
+    {"redis-password-file", required_argument, NULL, 'A'},
+    {"job", required_argument, NULL, 'J'},
+    {"world", required_argument, NULL, 'w'},
+    {"benchmark", required_argument, NULL, 'b'},
+    {"resume", no_argument, NULL, 'r'},
+    {"resume-from", required_argument, NULL, 'R'},
+    {"stop-after-steps", required_argument, NULL, 'S'},
+    {"batch-plan", required_argument, NULL, 'B'},
+    {"ps-round-robin", no_argument, NULL, 'P'},
+    {"time-budget", required_argument, NULL, 'T'},
+    {"comm-baseline", no_argument, NULL, 'K'},
+    {"hpsgd-round-steps", required_argument, NULL, 'H'},
+    {"weight-digest", required_argument, NULL, 'W'},
+    {"trace", required_argument, NULL, 'X'},
+    {"version", no_argument, NULL, 'V'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
 };
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-        "usage: pacer-worker --spec FILE [options]\n"
-        "       mpirun -np N pacer-worker --spec FILE [options]\n"
-        "\n"
-        "Trains the job described by a JSON job spec (docs/JOB_SPEC.md).\n"
-        "\n"
-        "  --spec FILE            the job spec (required)\n"
-        "  --summary FILE         write the JSON summary (accuracy, losses, speed, per rank)\n"
-        "  --metrics FILE         append per-rank metrics records as JSON lines (every step,\n"
-        "                         epoch end and the end); written by a background thread\n"
-        "  --redis URL            also send the records, node profile, staleness and a\n"
-        "                         heartbeat to Redis (redis://host:port or unix:///path),\n"
-        "                         and take batch assignments from it; needs --job\n"
-        "  --redis-password-file FILE  the Redis password (first line), from a file only\n"
-        "                         its owner can read, never on the command line\n"
-        "  --job ID               the coordinator's job id (keys pacer:job:ID:*)\n"
-        "  --world N              the number of processes this run was launched as (the\n"
-        "                         coordinator passes it): a process that finds itself in\n"
-        "                         another MPI world, e.g. alone because the launcher did not\n"
-        "                         connect the ranks, stops instead of training on its own\n"
-        "  --benchmark N          measure this host's speed for the spec's model instead of\n"
-        "                         training: N steps of its batch_size after 2 untimed ones,\n"
-        "                         one process, no MPI; prints (and with --summary writes)\n"
-        "                         {\"benchmark\": {samples_per_s, device, ...}}\n"
-        "  --resume               continue from the job's latest checkpoint\n"
-        "                         (checkpoint.dir/NAME.ckpt); starts fresh if there is none\n"
-        "  --resume-from FILE     continue from this checkpoint; a missing file is an error\n"
-        "  --time-budget S        stop after S seconds of training (evaluations and\n"
-        "                         checkpoints not counted), then evaluate (for comparisons\n"
-        "                         at equal training time)\n"
-        "  --comm-baseline        ssgd: also time a raw MPI_Allreduce of the same size each\n"
-        "                         step, into the metrics records (for benchmarks)\n"
-        "  --trace FILE           write this job's recent steps as a Chrome trace (Perfetto,\n"
-        "                         chrome://tracing): one track per rank, phases as slices;\n"
-        "                         rank 0 gathers every rank's timeline at the end\n"
-        "  --stop-after-steps N   stop after global step N as if interrupted (for tests)\n"
-        "  --batch-plan B0,B1,..  initial per-worker batch sizes, summing to workers x\n"
-        "                         batch_size (for tests; the planner takes over if enabled)\n"
-        "  --ps-round-robin       the parameter server takes pushes in worker order, which\n"
-        "                         fixes every staleness value in advance (for tests)\n"
-        "  --hpsgd-round-steps N  hpsgd: merge each round after exactly N local steps,\n"
-        "                         waiting for it, instead of when MPI_Test finds it done:\n"
-        "                         a schedule no timing can move (for tests)\n"
-        "  --weight-digest PATH   each rank appends 'STEP HASH' of its weights at the start,\n"
-        "                         after every step and at every epoch end to PATH.rank<N>\n"
-        "                         (for tests)\n"
-        "  --version              print the version and the compiled-in backends\n"
-        "  --help                 this text\n"
-        "\n"
-        "Environment: PACER_CUDA_LIB  the CUDA backend that device cuda or auto loads\n"
-        "                             (default: libpacer_cuda.so next to this program)\n"
-        "\n"
-        "Exit status: 0 done, 1 training failed, 2 bad input (spec, data, checkpoint).\n");
+    fprintf(f, "usage: pacer-worker --spec FILE [options]\n"
+               "       mpirun -np N pacer-worker --spec FILE [options]\n"
+               "\n"
+               "Trains the job described by a JSON job spec (docs/JOB_SPEC.md).\n"
+               "\n"
+               "  --spec FILE            the job spec (required)\n"
+               "  --summary FILE         write the JSON summary (accuracy, losses, speed, per rank)\n"
+               "  --metrics FILE         append per-rank metrics records as JSON lines (every step,\n"
+               "                         epoch end and the end); written by a background thread\n"
+               "  --redis URL            also send the records, node profile, staleness and a\n"
+               "                         heartbeat to Redis (redis://host:port or unix:///path),\n"
+               "                         and take batch assignments from it; needs --job\n"
+               "  --redis-password-file FILE  the Redis password (first line), from a file only\n"
+               "                         its owner can read, never on the command line\n"
+               "  --job ID               the coordinator's job id (keys pacer:job:ID:*)\n"
+               "  --world N              the number of processes this run was launched as (the\n"
+               "                         coordinator passes it): a process that finds itself in\n"
+               "                         another MPI world, e.g. alone because the launcher did not\n"
+               "                         connect the ranks, stops instead of training on its own\n"
+               "  --benchmark N          measure this host's speed for the spec's model instead of\n"
+               "                         training: N steps of its batch_size after 2 untimed ones,\n"
+               "                         one process, no MPI; prints (and with --summary writes)\n"
+               "                         {\"benchmark\": {samples_per_s, device, ...}}\n"
+               "  --resume               continue from the job's latest checkpoint\n"
+               "                         (checkpoint.dir/NAME.ckpt); starts fresh if there is none\n"
+               "  --resume-from FILE     continue from this checkpoint; a missing file is an error\n"
+               "  --time-budget S        stop after S seconds of training (evaluations and\n"
+               "                         checkpoints not counted), then evaluate (for comparisons\n"
+               "                         at equal training time)\n"
+               "  --comm-baseline        ssgd: also time a raw MPI_Allreduce of the same size each\n"
+               "                         step, into the metrics records (for benchmarks)\n"
+               "  --trace FILE           write this job's recent steps as a Chrome trace (Perfetto,\n"
+               "                         chrome://tracing): one track per rank, phases as slices;\n"
+               "                         rank 0 gathers every rank's timeline at the end\n"
+               "  --stop-after-steps N   stop after global step N as if interrupted (for tests)\n"
+               "  --batch-plan B0,B1,..  initial per-worker batch sizes, summing to workers x\n"
+               "                         batch_size (for tests; the planner takes over if enabled)\n"
+               "  --ps-round-robin       the parameter server takes pushes in worker order, which\n"
+               "                         fixes every staleness value in advance (for tests)\n"
+               "  --hpsgd-round-steps N  hpsgd: merge each round after exactly N local steps,\n"
+               "                         waiting for it, instead of when MPI_Test finds it done:\n"
+               "                         a schedule no timing can move (for tests)\n"
+               "  --weight-digest PATH   each rank appends 'STEP HASH' of its weights at the start,\n"
+               "                         after every step and at every epoch end to PATH.rank<N>\n"
+               "                         (for tests)\n"
+               "  --version              print the version and the compiled-in backends\n"
+               "  --help                 this text\n"
+               "\n"
+               "Environment: PACER_CUDA_LIB  the CUDA backend that device cuda or auto loads\n"
+               "                             (default: libpacer_cuda.so next to this program)\n"
+               "\n"
+               "Exit status: 0 done, 1 training failed, 2 bad input (spec, data, checkpoint).\n");
 }
 
 /* The CUDA backend is listed when its library is there; then it is loaded (not
@@ -120,12 +119,12 @@ static void version(void)
     printf("cuda driver: %s\n", info);
 }
 
-static int run(const char *spec_path, const char *summary_path, const char *metrics_path,
-               int resume, const char *resume_from, const train_opts_t *opts);
-static const char *g_redis_url, *g_job_id;  /* --redis, --job */
-static const char *g_trace_path;             /* --trace */
-static const char *g_redis_password_file;    /* --redis-password-file */
-static int g_world;                         /* --world: 0 = not given */
+static int run(const char *spec_path, const char *summary_path, const char *metrics_path, int resume,
+               const char *resume_from, const train_opts_t *opts);
+static const char *g_redis_url, *g_job_id; /* --redis, --job */
+static const char *g_trace_path;           /* --trace */
+static const char *g_redis_password_file;  /* --redis-password-file */
+static int g_world;                        /* --world: 0 = not given */
 static int coordinator_assignment(worker_t *w, int *out);
 
 int main(int argc, char **argv)
@@ -133,7 +132,7 @@ int main(int argc, char **argv)
     const char *spec_path = NULL, *summary_path = NULL, *resume_from = NULL, *metrics_path = NULL;
     int resume = 0;
     long bench_steps = 0;
-    train_opts_t opts = { 0 };
+    train_opts_t opts = {0};
     int c;
     while ((c = getopt_long(argc, argv, "", OPTIONS, NULL)) != -1) {
         switch (c) {
@@ -215,8 +214,8 @@ static int finish(int use_mpi, worker_t *w, int status)
     return status;
 }
 
-static int run(const char *spec_path, const char *summary_path, const char *metrics_path,
-               int resume, const char *resume_from, const train_opts_t *opts)
+static int run(const char *spec_path, const char *summary_path, const char *metrics_path, int resume,
+               const char *resume_from, const train_opts_t *opts)
 {
     char err[1024] = "";
     static job_spec_t spec;
@@ -231,7 +230,10 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
         MPI_Comm_size(MPI_COMM_WORLD, &world);
     }
     /* Only rank 0 explains failures that every rank sees the same way. */
-#define SAY(...) do { if (rank == 0) fprintf(stderr, __VA_ARGS__); } while (0)
+#define SAY(...)                                     \
+    do {                                             \
+        if (rank == 0) fprintf(stderr, __VA_ARGS__); \
+    } while (0)
 
     if (spec_load_file(spec_path, &spec, err, sizeof err) != 0) {
         SAY("pacer-worker: %s\n", err);
@@ -281,7 +283,10 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
         if (exists || resume_from) {
             failed = worker_resume(&w, path, err, sizeof err) != 0;
             if (failed && rank == 0) fprintf(stderr, "pacer-worker: %s\n", err);
-            else if (failed) fprintf(stderr, "pacer-worker: rank %d: %s (rank 0 resumes from it: every rank must read the same checkpoint)\n", rank, err);
+            else if (failed)
+                fprintf(stderr,
+                        "pacer-worker: rank %d: %s (rank 0 resumes from it: every rank must read the same checkpoint)\n",
+                        rank, err);
         } else {
             SAY("no checkpoint at %s: starting fresh\n", path);
         }
@@ -291,7 +296,7 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
         if (use_mpi && (exists || resume_from)) {
             /* Copies of the checkpoint that differ between hosts would start the ranks at
              * different steps. */
-            long step[2] = { w.global_step, -w.global_step }, ext[2];
+            long step[2] = {w.global_step, -w.global_step}, ext[2];
             MPI_CHECK(MPI_Allreduce(step, ext, 2, MPI_LONG, MPI_MAX, MPI_COMM_WORLD));
             if (ext[0] != -ext[1]) {
                 SAY("pacer-worker: the ranks' copies of %s disagree: steps %ld to %ld; every rank must read the same checkpoint\n",
@@ -313,8 +318,7 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
 
     metrics_sink_t *sinks[2];
     int nsinks = 0;
-    if (metrics_path && !(sinks[nsinks++] = metrics_file_sink(metrics_path, err, sizeof err)))
-        failed = 1;
+    if (metrics_path && !(sinks[nsinks++] = metrics_file_sink(metrics_path, err, sizeof err))) failed = 1;
     if (!failed && g_redis_url) {
         redis_url_t url;
         sinks[nsinks] = NULL;
@@ -341,16 +345,16 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
 
     SAY("training %s on %s with %s: %zu parameters, %d train / %d test samples, %d worker(s) x batch %d, "
         "%ld steps per epoch, %d epochs\n",
-        spec.model, spec.dataset.name, spec.algorithm.name, model_param_count(w.model), w.train.n,
-        w.test.n, spec.workers, spec.batch_size, w.steps_per_epoch, spec.epochs);
+        spec.model, spec.dataset.name, spec.algorithm.name, model_param_count(w.model), w.train.n, w.test.n,
+        spec.workers, spec.batch_size, w.steps_per_epoch, spec.epochs);
     if (w.nworkers != spec.workers)
         SAY("elastic: %d of the spec's %d workers share its global batch of %d\n", w.nworkers, spec.workers,
             w.global_batch);
     int rc = worker_train(&w, opts, err, sizeof err);
     if (w.metrics) {
         metrics_stop(w.metrics, 5.0);
-        if (reporter.dropped) fprintf(stderr, "metrics: %llu records dropped (ring full)\n",
-                                      (unsigned long long)reporter.dropped);
+        if (reporter.dropped)
+            fprintf(stderr, "metrics: %llu records dropped (ring full)\n", (unsigned long long)reporter.dropped);
         w.metrics = NULL;
     }
     if (rc != 0) {

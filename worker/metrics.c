@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const KIND[] = { "step", "epoch", "final" };
+static const char *const KIND[] = {"step", "epoch", "final"};
 
 /* Appends a number or null; returns chars written like snprintf. */
 static int num(char *p, size_t left, double v)
@@ -29,8 +29,10 @@ static int str(char *p, size_t left, const char *s)
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
         if (o + 8 >= left) return (int)left + 1;
-        if (c == '"' || c == '\\') { p[o++] = '\\'; p[o++] = (char)c; }
-        else if (c < 0x20) o += (size_t)snprintf(p + o, left - o, "\\u%04x", c);
+        if (c == '"' || c == '\\') {
+            p[o++] = '\\';
+            p[o++] = (char)c;
+        } else if (c < 0x20) o += (size_t)snprintf(p + o, left - o, "\\u%04x", c);
         else p[o++] = (char)c;
     }
     p[o++] = '"';
@@ -38,25 +40,30 @@ static int str(char *p, size_t left, const char *s)
     return (int)o;
 }
 
-#define ADD(expr) do { int k_ = (expr); if (k_ < 0 || (size_t)k_ >= len - o) return -1; o += (size_t)k_; } while (0)
+#define ADD(expr)                                       \
+    do {                                                \
+        int k_ = (expr);                                \
+        if (k_ < 0 || (size_t)k_ >= len - o) return -1; \
+        o += (size_t)k_;                                \
+    } while (0)
 
 int metrics_to_json(const metrics_record_t *r, const char *job, char *buf, size_t len)
 {
     size_t o = 0;
     ADD(snprintf(buf + o, len - o, "{\"kind\":\"%s\",\"job\":", KIND[r->kind]));
     ADD(str(buf + o, len - o, job ? job : ""));
-    ADD(snprintf(buf + o, len - o, ",\"time\":%.6f,\"rank\":%d,\"role\":\"%s\",\"host\":",
-                 r->time, r->rank, r->role ? "ps" : "worker"));
+    ADD(snprintf(buf + o, len - o, ",\"time\":%.6f,\"rank\":%d,\"role\":\"%s\",\"host\":", r->time, r->rank,
+                 r->role ? "ps" : "worker"));
     ADD(str(buf + o, len - o, r->host));
     ADD(snprintf(buf + o, len - o, ",\"device\":\"%s\",\"step\":%lld,\"epoch\":%lld,\"batch\":%d,\"loss\":",
                  r->device[0] ? r->device : "cpu", (long long)r->step, (long long)r->epoch, r->batch));
     ADD(num(buf + o, len - o, r->loss));
-    if (r->baseline_comm_s > 0)
-        ADD(snprintf(buf + o, len - o, ",\"baseline_comm_s\":%.6f", r->baseline_comm_s));
-    ADD(snprintf(buf + o, len - o, ",\"compute_s\":%.6f,\"comm_s\":%.6f,\"idle_s\":%.6f,\"samples_per_s\":%.1f,"
+    if (r->baseline_comm_s > 0) ADD(snprintf(buf + o, len - o, ",\"baseline_comm_s\":%.6f", r->baseline_comm_s));
+    ADD(snprintf(buf + o, len - o,
+                 ",\"compute_s\":%.6f,\"comm_s\":%.6f,\"idle_s\":%.6f,\"samples_per_s\":%.1f,"
                  "\"samples\":%lld,\"slowdown\":%.3g,\"plan_version\":%lld,",
-                 r->compute_s, r->comm_s, r->idle_s, r->samples_per_s, (long long)r->samples,
-                 r->slowdown, (long long)r->plan_version));
+                 r->compute_s, r->comm_s, r->idle_s, r->samples_per_s, (long long)r->samples, r->slowdown,
+                 (long long)r->plan_version));
     if (r->kind == METRICS_STEP) {
         /* The time breakdown (common/phases.h): the phases add up to step_s. */
         ADD(snprintf(buf + o, len - o, "\"step_s\":%.6f,\"phases\":{", r->step_s));
@@ -94,7 +101,7 @@ static void wait_period(metrics_reporter_t *m)
 static void *reporter_main(void *arg)
 {
     metrics_reporter_t *m = arg;
-    static char lines[BATCH][LINE];     /* one reporter per process */
+    static char lines[BATCH][LINE]; /* one reporter per process */
     static metrics_record_t recs[BATCH];
     const char *json[BATCH];
     pthread_mutex_lock(&m->lock);
@@ -194,7 +201,7 @@ static int file_write(metrics_sink_t *s, const metrics_record_t *recs, const cha
     for (int i = 0; i < n; i++) {
         size_t k = strlen(json[i]);
         if (k == 0) continue;
-        if (len + k + 1 > f->cap) break;  /* cannot happen: cap holds a full batch */
+        if (len + k + 1 > f->cap) break; /* cannot happen: cap holds a full batch */
         memcpy(f->buf + len, json[i], k);
         len += k;
         f->buf[len++] = '\n';
@@ -232,7 +239,9 @@ metrics_sink_t *metrics_file_sink(const char *path, char *err, size_t errlen)
     char *buf = malloc((size_t)BATCH * LINE);
     if (!s || !f || !buf) {
         close(fd);
-        free(s); free(f); free(buf);
+        free(s);
+        free(f);
+        free(buf);
         snprintf(err, errlen, "out of memory");
         return NULL;
     }

@@ -23,29 +23,29 @@ typedef enum { METRICS_STEP = 0, METRICS_EPOCH = 1, METRICS_FINAL = 2 } metrics_
 
 typedef struct {
     metrics_kind_t kind;
-    double time;            /* unix seconds */
+    double time; /* unix seconds */
     int rank;
-    int role;               /* 0 worker, 1 parameter server */
+    int role; /* 0 worker, 1 parameter server */
     char host[64];
-    char device[8];         /* "cpu" | "cuda" */
-    int64_t step;           /* this rank's step count (global step for sync algorithms) */
-    int64_t epoch;          /* 1-based epoch the step belongs to */
-    int batch;              /* samples in this step */
-    float loss;             /* this step's mean training loss (NaN when none) */
-    double compute_s, comm_s, idle_s;   /* this step */
-    double baseline_comm_s; /* --comm-baseline: a raw allreduce of the same size, this step */
-    double samples_per_s;   /* EWMA of samples per second of compute */
-    int64_t samples;        /* cumulative samples computed by this rank */
-    double slowdown;        /* emulated factor in force (1 = none) */
-    staleness_t staleness;  /* cumulative, this rank's applied updates */
-    float test_loss, test_accuracy; /* METRICS_EPOCH / FINAL at the evaluating rank; NaN otherwise */
-    int64_t plan_version;   /* batch assignment version in force */
+    char device[8];                   /* "cpu" | "cuda" */
+    int64_t step;                     /* this rank's step count (global step for sync algorithms) */
+    int64_t epoch;                    /* 1-based epoch the step belongs to */
+    int batch;                        /* samples in this step */
+    float loss;                       /* this step's mean training loss (NaN when none) */
+    double compute_s, comm_s, idle_s; /* this step */
+    double baseline_comm_s;           /* --comm-baseline: a raw allreduce of the same size, this step */
+    double samples_per_s;             /* EWMA of samples per second of compute */
+    int64_t samples;                  /* cumulative samples computed by this rank */
+    double slowdown;                  /* emulated factor in force (1 = none) */
+    staleness_t staleness;            /* cumulative, this rank's applied updates */
+    float test_loss, test_accuracy;   /* METRICS_EPOCH / FINAL at the evaluating rank; NaN otherwise */
+    int64_t plan_version;             /* batch assignment version in force */
     /* METRICS_STEP: where the step's wall time went (common/phases.h); the phases add
      * up to step_s. compute_s/comm_s/idle_s above keep their older meanings (compute_s
      * includes the emulated wait; a PS worker's comm_s is its whole wait for the reply). */
     double phase_s[PHASE_N];
-    double step_s;          /* the step's wall time */
-    unsigned events;        /* STEP_EV_* that happened in the step */
+    double step_s;   /* the step's wall time */
+    unsigned events; /* STEP_EV_* that happened in the step */
 } metrics_record_t;
 
 /* Serialises r as one JSON object without a newline into buf; returns the length, or -1
@@ -55,8 +55,7 @@ int metrics_to_json(const metrics_record_t *r, const char *job, char *buf, size_
 /* A sink receives serialised records on the reporter thread. write returns 0, or -1 when
  * the destination is unreachable (the reporter then keeps the batch and retries later). */
 typedef struct metrics_sink {
-    int (*write)(struct metrics_sink *s, const metrics_record_t *recs, const char *const *json,
-                 int n);
+    int (*write)(struct metrics_sink *s, const metrics_record_t *recs, const char *const *json, int n);
     void (*close)(struct metrics_sink *s);
     void *ctx;
 } metrics_sink_t;
@@ -70,8 +69,8 @@ typedef struct {
     pthread_t thread;
     int running, stopping;
     metrics_record_t ring[METRICS_RING];
-    uint64_t head, tail;        /* tail: next to send; head: next free; head - tail <= RING */
-    uint64_t dropped;           /* records dropped because the ring was full */
+    uint64_t head, tail; /* tail: next to send; head: next free; head - tail <= RING */
+    uint64_t dropped;    /* records dropped because the ring was full */
     uint64_t sent;
     metrics_sink_t *sinks[METRICS_MAX_SINKS];
     int nsinks;

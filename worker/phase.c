@@ -37,10 +37,7 @@ void phase_end(step_phases_t *p)
     p->steps++;
 }
 
-void phase_abort(step_phases_t *p)
-{
-    p->active = 0;
-}
+void phase_abort(step_phases_t *p) { p->active = 0; }
 
 void phase_event(step_phases_t *p, unsigned ev)
 {

@@ -22,14 +22,14 @@
 struct trace_ring;
 
 typedef struct {
-    int active;            /* between phase_begin and phase_end */
-    double begin, mark;    /* clock_mono_s at the step's start and at the last mark */
-    double s[PHASE_N];     /* seconds per phase, this step */
-    double wall;           /* the step's wall time (phase_end) */
-    unsigned events;       /* STEP_EV_* of this step */
-    int64_t step;          /* the step number, for the trace */
+    int active;              /* between phase_begin and phase_end */
+    double begin, mark;      /* clock_mono_s at the step's start and at the last mark */
+    double s[PHASE_N];       /* seconds per phase, this step */
+    double wall;             /* the step's wall time (phase_end) */
+    unsigned events;         /* STEP_EV_* of this step */
+    int64_t step;            /* the step number, for the trace */
     struct trace_ring *ring; /* --trace: where slices go; NULL: none */
-    double total[PHASE_N]; /* sums over the steps closed so far (the summary's per_rank) */
+    double total[PHASE_N];   /* sums over the steps closed so far (the summary's per_rank) */
     double total_wall;
     long steps;
 } step_phases_t;

@@ -12,30 +12,27 @@
 #define TAG_PUSH 101
 #define TAG_REPLY 102
 
-float ps_softsync_alpha(float alpha0, int64_t tau)
-{
-    return alpha0 / (float)(tau > 1 ? tau : 1);
-}
+float ps_softsync_alpha(float alpha0, int64_t tau) { return alpha0 / (float)(tau > 1 ? tau : 1); }
 
 /* ---- the parameter server ------------------------------------------------------------- */
 
 typedef struct {
     ps_t ps;
-    MPI_Request *reqs;          /* (n) receive of each worker's next push */
-    unsigned char **in;         /* (n) push buffers: header + gradient */
-    unsigned char **out;        /* (n) reply buffers: header + weights */
-    MPI_Request *sreqs;         /* (n) the reply in flight to each worker */
-    int *parked;                /* (n) waiting for the next epoch */
-    int *pending;               /* (n) gradient held by the rule; reply when applied */
-    int64_t *t_read;            /* (n) version each worker last read */
-    int64_t *last_tau;          /* (n) staleness of each worker's last applied gradient */
-    double *speed;              /* (n) reported samples/s */
-    long cursor;                /* next position of the epoch order to hand out */
-    double busy_s;              /* time spent handling pushes */
-    double aside_s;             /* evaluation and checkpoints: not training time */
+    MPI_Request *reqs;   /* (n) receive of each worker's next push */
+    unsigned char **in;  /* (n) push buffers: header + gradient */
+    unsigned char **out; /* (n) reply buffers: header + weights */
+    MPI_Request *sreqs;  /* (n) the reply in flight to each worker */
+    int *parked;         /* (n) waiting for the next epoch */
+    int *pending;        /* (n) gradient held by the rule; reply when applied */
+    int64_t *t_read;     /* (n) version each worker last read */
+    int64_t *last_tau;   /* (n) staleness of each worker's last applied gradient */
+    double *speed;       /* (n) reported samples/s */
+    long cursor;         /* next position of the epoch order to hand out */
+    double busy_s;       /* time spent handling pushes */
+    double aside_s;      /* evaluation and checkpoints: not training time */
     int64_t pushes;
-    int round_robin;            /* test hook: take pushes in worker order */
-    double started;             /* when serving began */
+    int round_robin; /* test hook: take pushes in worker order */
+    double started;  /* when serving began */
 } server_t;
 
 static size_t push_bytes(size_t np) { return sizeof(ps_push_t) + np * sizeof(float); }
@@ -43,8 +40,7 @@ static size_t reply_bytes(size_t np) { return sizeof(ps_reply_t) + np * sizeof(f
 
 static void post_recv(server_t *s, int m)
 {
-    MPI_CHECK(MPI_Irecv(s->in[m], (int)push_bytes(s->ps.np), MPI_BYTE, m + 1, TAG_PUSH, MPI_COMM_WORLD,
-                        &s->reqs[m]));
+    MPI_CHECK(MPI_Irecv(s->in[m], (int)push_bytes(s->ps.np), MPI_BYTE, m + 1, TAG_PUSH, MPI_COMM_WORLD, &s->reqs[m]));
 }
 
 /* Sends worker m its reply: weights and the next range of the epoch, or parks it when the
@@ -53,7 +49,7 @@ static void reply(server_t *s, int m, int stop)
 {
     worker_t *w = s->ps.w;
     phase_mark(&w->phases, PHASE_OTHER);
-    ps_reply_t h = { 0 };
+    ps_reply_t h = {0};
     h.version = s->ps.t;
     h.tau = s->last_tau[m];
     h.epoch = w->epoch;
@@ -84,7 +80,7 @@ static void reply(server_t *s, int m, int stop)
         bytes = reply_bytes(s->ps.np);
     }
     MPI_CHECK(MPI_Isend(out, (int)bytes, MPI_BYTE, m + 1, TAG_REPLY, MPI_COMM_WORLD, &s->sreqs[m]));
-    s->last_tau[m] = -1;   /* delivered: a later reply (a stop) must not count it again */
+    s->last_tau[m] = -1; /* delivered: a later reply (a stop) must not count it again */
     phase_mark(&w->phases, PHASE_COMM);
 }
 
@@ -136,13 +132,16 @@ static void flush_held(server_t *s)
     w->global_step = s->ps.t;
     w->step_in_epoch += applied;
     for (int k = 0; k < s->ps.n; k++)
-        if (s->pending[k]) { s->pending[k] = 0; reply(s, k, 0); }
+        if (s->pending[k]) {
+            s->pending[k] = 0;
+            reply(s, k, 0);
+        }
 }
 
 static void epoch_end(server_t *s)
 {
     worker_t *w = s->ps.w;
-    flush_held(s);   /* the evaluation sees every gradient of the epoch */
+    flush_held(s); /* the evaluation sees every gradient of the epoch */
     double t0 = clock_mono_s();
     w->train_loss_running = w->epoch_loss_samples ? (float)(w->epoch_loss_sum / (double)w->epoch_loss_samples) : 0;
     worker_evaluate(w, &w->test_loss, &w->test_accuracy);
@@ -220,7 +219,7 @@ static int serve(server_t *s, const train_opts_t *o)
         w->lr = lr_at(&w->sched, (float)sp->optimizer.lr, s->ps.t, w->total_steps);
         phase_mark(&w->phases, PHASE_OTHER);
         int applied = s->ps.rule->apply(&s->ps, m, g, scale, tau);
-        phase_mark(&w->phases, PHASE_OPTIMIZER);   /* the rule (and its compensation) */
+        phase_mark(&w->phases, PHASE_OPTIMIZER); /* the rule (and its compensation) */
         s->pushes++;
         w->stats.samples += h.batch;
         w->epoch_loss_sum += (double)h.loss * h.batch;
@@ -258,7 +257,10 @@ static int serve(server_t *s, const train_opts_t *o)
             /* Everyone whose gradient is now applied (n-softsync: the whole group) gets
              * the new weights, in worker order. */
             for (int k = 0; k < n; k++)
-                if (s->pending[k]) { s->pending[k] = 0; reply(s, k, 0); }
+                if (s->pending[k]) {
+                    s->pending[k] = 0;
+                    reply(s, k, 0);
+                }
             if (applied > 0) {
                 phase_end(&w->phases);
                 worker_report_step(w);
@@ -274,7 +276,7 @@ static int serve(server_t *s, const train_opts_t *o)
         }
         s->busy_s += clock_mono_s() - t0;
         if (o->stop_after_steps > 0 && s->ps.t >= o->stop_after_steps) {
-            w->stop = 2;   /* the test hook: stop here, as if interrupted */
+            w->stop = 2; /* the test hook: stop here, as if interrupted */
             stop_all(s);
             return 0;
         }
@@ -288,7 +290,7 @@ static int serve(server_t *s, const train_opts_t *o)
             return 0;
         }
         if (all_parked(s)) {
-            phase_abort(&w->phases);   /* a dropped gradient's partial step, if any */
+            phase_abort(&w->phases); /* a dropped gradient's partial step, if any */
             if (next_epoch(s)) return 0;
         }
     }
@@ -305,7 +307,7 @@ static int run_server(worker_t *w, const ps_rule_t *rule, const train_opts_t *o)
     s.ps.rule = rule;
     s.ps.n = n;
     s.ps.np = np;
-    s.ps.t = w->global_step;       /* a resumed PS continues its version count */
+    s.ps.t = w->global_step; /* a resumed PS continues its version count */
     s.cursor = w->cursor;
     s.round_robin = o->ps_round_robin;
     s.reqs = calloc((size_t)n, sizeof *s.reqs);
@@ -318,8 +320,8 @@ static int run_server(worker_t *w, const ps_rule_t *rule, const train_opts_t *o)
     s.last_tau = calloc((size_t)n, sizeof *s.last_tau);
     s.speed = calloc((size_t)n, sizeof *s.speed);
     s.ps.scratch = malloc(np * sizeof(float));
-    if (!s.reqs || !s.in || !s.out || !s.sreqs || !s.parked || !s.pending || !s.t_read || !s.last_tau ||
-        !s.speed || !s.ps.scratch)
+    if (!s.reqs || !s.in || !s.out || !s.sreqs || !s.parked || !s.pending || !s.t_read || !s.last_tau || !s.speed ||
+        !s.ps.scratch)
         goto out;
     for (int m = 0; m < n; m++) {
         s.reqs[m] = MPI_REQUEST_NULL;
@@ -345,7 +347,7 @@ static int run_server(worker_t *w, const ps_rule_t *rule, const train_opts_t *o)
     double t0 = clock_mono_s();
     rc = serve(&s, o);
     double wall = clock_mono_s() - t0;
-    w->loop_s = wall - s.aside_s;   /* training time, as the synchronous loop counts it */
+    w->loop_s = wall - s.aside_s; /* training time, as the synchronous loop counts it */
     w->ps_updates = s.ps.t;
     w->ps_busy_fraction = wall > 0 ? s.busy_s / wall : 0;
     w->ps_dropped = s.ps.dropped;
@@ -355,15 +357,25 @@ static int run_server(worker_t *w, const ps_rule_t *rule, const train_opts_t *o)
                 100.0 * w->ps_busy_fraction, s.ps.dropped ? " (some gradients dropped by tau_max)" : "");
     if (rule->fini) rule->fini(&s.ps);
 out:
-    if (rc != 0 && w->rank == 0) fprintf(stderr, "parameter server: %s\n", s.reqs && s.ps.scratch ? "no worker can make progress" : "out of memory");
+    if (rc != 0 && w->rank == 0)
+        fprintf(stderr, "parameter server: %s\n",
+                s.reqs && s.ps.scratch ? "no worker can make progress" : "out of memory");
     for (int m = 0; s.in && m < n; m++) free(s.in[m]);
     for (int m = 0; s.ps.w_bak && m < n; m++) free(s.ps.w_bak[m]);
     free(s.ps.w_bak);
     for (int m = 0; s.sreqs && m < n; m++)
         if (s.sreqs[m] != MPI_REQUEST_NULL) MPI_Wait(&s.sreqs[m], MPI_STATUS_IGNORE);
     for (int m = 0; s.out && m < n; m++) free(s.out[m]);
-    free(s.reqs); free(s.in); free(s.out); free(s.sreqs); free(s.parked); free(s.pending); free(s.t_read);
-    free(s.last_tau); free(s.speed); free(s.ps.scratch);
+    free(s.reqs);
+    free(s.in);
+    free(s.out);
+    free(s.sreqs);
+    free(s.parked);
+    free(s.pending);
+    free(s.t_read);
+    free(s.last_tau);
+    free(s.speed);
+    free(s.ps.scratch);
     return rc;
 }
 
@@ -402,7 +414,7 @@ static int run_worker(worker_t *w)
         if (h.stop) break;
         phase_begin(&w->phases, h.version);
         memcpy(w->model->params, in + sizeof h, np * sizeof(float));
-        phase_mark(&w->phases, PHASE_COMM);   /* the pull, into the model */
+        phase_mark(&w->phases, PHASE_COMM); /* the pull, into the model */
         w->global_step = h.version;
         w->plan_version = h.plan_version;
         if (h.epoch != perm_epoch) {
@@ -412,8 +424,10 @@ static int run_worker(worker_t *w)
         }
         if (h.batch < 1 || h.batch > w->max_batch || h.offset < 0 || h.offset + h.batch > w->train.n) {
             /* The PS only hands out plans within the bounds; never gather past x/y. */
-            fprintf(stderr, "pacer-worker: rank %d: the parameter server sent batch %d at %lld, outside [1, %d] "
-                            "or the epoch\n", w->rank, h.batch, (long long)h.offset, w->max_batch);
+            fprintf(stderr,
+                    "pacer-worker: rank %d: the parameter server sent batch %d at %lld, outside [1, %d] "
+                    "or the epoch\n",
+                    w->rank, h.batch, (long long)h.offset, w->max_batch);
             goto done;
         }
         w->batch_of[w->worker_index] = h.batch;
@@ -421,14 +435,13 @@ static int run_worker(worker_t *w)
         w->slowdown = worker_slowdown_now(w);
         float loss = worker_compute_grad(w, 1.0f);
         phase_mark(&w->phases, PHASE_OTHER);
-        ps_push_t p = { .t_read = h.version, .batch = h.batch, .loss = loss,
-                        .samples_per_s = w->stats.ewma_sps };
+        ps_push_t p = {.t_read = h.version, .batch = h.batch, .loss = loss, .samples_per_s = w->stats.ewma_sps};
         memcpy(out, &p, sizeof p);
         memcpy(out + sizeof p, w->model->grads, np * sizeof(float));
         t0 = clock_mono_s();
         MPI_CHECK(MPI_Isend(out, (int)push_bytes(np), MPI_BYTE, 0, TAG_PUSH, MPI_COMM_WORLD, &req));
         comm_wait(w, &req);
-        phase_mark(&w->phases, PHASE_COMM);   /* the push, packing included */
+        phase_mark(&w->phases, PHASE_COMM); /* the push, packing included */
         w->stats.comm_s += clock_mono_s() - t0;
         w->stats.steps++;
     }

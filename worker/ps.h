@@ -25,19 +25,19 @@
 #include "worker.h"
 
 typedef struct {
-    int64_t t_read;      /* version the gradient was computed at */
-    int32_t batch;       /* samples it is over */
-    float loss;          /* its mean loss */
-    double samples_per_s;/* the worker's EWMA compute speed (for dynamic batching) */
+    int64_t t_read;       /* version the gradient was computed at */
+    int32_t batch;        /* samples it is over */
+    float loss;           /* its mean loss */
+    double samples_per_s; /* the worker's EWMA compute speed (for dynamic batching) */
 } ps_push_t;
 
 typedef struct {
-    int64_t version;     /* t of the weights that follow */
-    int64_t tau;         /* staleness of this worker's last applied gradient; -1 = none */
-    int64_t epoch;       /* epoch of the assigned range */
-    int64_t offset;      /* first position of the range in the epoch order */
-    int32_t batch;       /* samples in the range (this worker's current batch size) */
-    int32_t stop;        /* 1: training is over, no weights follow */
+    int64_t version; /* t of the weights that follow */
+    int64_t tau;     /* staleness of this worker's last applied gradient; -1 = none */
+    int64_t epoch;   /* epoch of the assigned range */
+    int64_t offset;  /* first position of the range in the epoch order */
+    int32_t batch;   /* samples in the range (this worker's current batch size) */
+    int32_t stop;    /* 1: training is over, no weights follow */
     int64_t plan_version;
 } ps_reply_t;
 
@@ -56,28 +56,28 @@ typedef struct {
      * push can come; returns the updates applied (0 or 1). NULL: nothing is ever held. */
     int (*flush)(struct ps *ps);
     void (*fini)(struct ps *ps);
-    int needs_backup;    /* keep w_bak[m] = the weights worker m last read */
+    int needs_backup; /* keep w_bak[m] = the weights worker m last read */
 } ps_rule_t;
 
 typedef struct ps {
     worker_t *w;
     const ps_rule_t *rule;
-    int n;               /* workers */
-    size_t np;           /* parameters */
-    int64_t t;           /* version: updates applied */
-    float *scratch;      /* (np) compensated gradient */
-    float **w_bak;       /* (n)(np) per-worker backups, when needs_backup */
+    int n;          /* workers */
+    size_t np;      /* parameters */
+    int64_t t;      /* version: updates applied */
+    float *scratch; /* (np) compensated gradient */
+    float **w_bak;  /* (n)(np) per-worker backups, when needs_backup */
     void *rule_state;
-    int64_t dropped;     /* gradients dropped by tau_max */
-    int group;           /* gradients per update (n-softsync's c), set by init; 1 default */
-    int hold_replies;    /* set by init: a worker whose gradient the rule holds gets its
+    int64_t dropped;  /* gradients dropped by tau_max */
+    int group;        /* gradients per update (n-softsync's c), set by init; 1 default */
+    int hold_replies; /* set by init: a worker whose gradient the rule holds gets its
                             reply when the aggregate is applied (hard sync, n-softsync with
                             n = 1); 0: it gets the current weights at once */
 } ps_t;
 
 /* DDC-ASGD's whole update for one push (exposed for the unit tests). */
-void ddc_step(const job_spec_t *s, size_t np, float *w, float *u, const float *w_bak, float *v,
-              double *tau_avg, const float *g, float scale, int64_t tau, float eta, float *scratch);
+void ddc_step(const job_spec_t *s, size_t np, float *w, float *u, const float *w_bak, float *v, double *tau_avg,
+              const float *g, float scale, int64_t tau, float eta, float *scratch);
 
 /* The one entry point of every asynchronous algorithm: runs the PS loop on rank 0 and the
  * worker loop on the other ranks, for the whole job. */

@@ -19,11 +19,11 @@
 
 #include <jansson.h>
 
-#define PIPELINE_MAX 512        /* stream entries per round trip */
-#define ASSIGN_MAX 4096         /* entries accepted in an assignment */
+#define PIPELINE_MAX 512 /* stream entries per round trip */
+#define ASSIGN_MAX 4096  /* entries accepted in an assignment */
 #define BACKOFF_MIN_S 0.25
 #define BACKOFF_MAX_S 2.0
-#define CLOSE_FLUSH_S 2.0       /* how long close() keeps trying to send the backlog */
+#define CLOSE_FLUSH_S 2.0 /* how long close() keeps trying to send the backlog */
 #define CONNECT_TIMEOUT_S 1.0
 
 /* ---- small helpers ---------------------------------------------------------------------- */
@@ -41,7 +41,7 @@ static void rlog(int rank, const char *fmt, ...)
 /* ---- the sink ----------------------------------------------------------------------------- */
 
 typedef struct {
-    metrics_sink_t base;          /* first member: the reporter holds a metrics_sink_t * */
+    metrics_sink_t base; /* first member: the reporter holds a metrics_sink_t * */
     redis_url_t url;
     char job[64];
     int rank;
@@ -49,27 +49,27 @@ typedef struct {
     char k_stream[160], k_node[160], k_stale[160], k_assign[160];
 
     pthread_t thread;
-    pthread_mutex_t lock;         /* guards everything down to 'sink thread only' */
+    pthread_mutex_t lock; /* guards everything down to 'sink thread only' */
     pthread_cond_t wake;
     int stopping;
     int beat_now;
     int connected;
 
-    char **ring;                  /* backlog of serialised records, oldest at head */
+    char **ring; /* backlog of serialised records, oldest at head */
     size_t head, n;
     uint64_t dropped;
 
-    int have_rec;                 /* node state folded from the records written so far */
-    metrics_record_t last;        /* the latest step record */
+    int have_rec;          /* node state folded from the records written so far */
+    metrics_record_t last; /* the latest step record */
     double sum_compute, sum_comm, sum_idle;
-    double sum_phase[PHASE_N], sum_step;   /* the time breakdown, summed over step records */
+    double sum_phase[PHASE_N], sum_step; /* the time breakdown, summed over step records */
     double last_time;
     float test_accuracy, test_loss;
 
-    int64_t asg_version;          /* assignment cache; 0 = none seen */
+    int64_t asg_version; /* assignment cache; 0 = none seen */
     int asg_n, asg_bad;
     int asg[ASSIGN_MAX];
-    int64_t asg_returned;         /* the version redis_report_assignment last handed out */
+    int64_t asg_returned; /* the version redis_report_assignment last handed out */
 
     /* sink thread only */
     redisContext *c;
@@ -80,7 +80,7 @@ typedef struct {
 
 static void ring_push_back(rsink_t *s, char *line)
 {
-    if (s->n == REDIS_REPORT_BACKLOG) {       /* full: the oldest goes */
+    if (s->n == REDIS_REPORT_BACKLOG) { /* full: the oldest goes */
         free(s->ring[s->head]);
         s->head = (s->head + 1) % REDIS_REPORT_BACKLOG;
         s->n--;
@@ -139,7 +139,7 @@ static int sink_write(metrics_sink_t *base, const metrics_record_t *recs, const 
 }
 
 /* Argument vector for one command, formatted into fixed storage. */
-#define ARGS_MAX 96   /* the node hash: 2 + 2 x 31 fields */
+#define ARGS_MAX 96 /* the node hash: 2 + 2 x 31 fields */
 typedef struct {
     int argc;
     const char *argv[ARGS_MAX];
@@ -183,16 +183,12 @@ static void arg_int(args_t *a, const char *name, long long v)
     arg_fmt(a, "%lld", v);
 }
 
-static void append(redisContext *c, args_t *a)
-{
-    redisAppendCommandArgv(c, a->argc, a->argv, a->len);
-}
+static void append(redisContext *c, args_t *a) { redisAppendCommandArgv(c, a->argc, a->argv, a->len); }
 
 static void disconnect(rsink_t *s, const char *why)
 {
     if (!s->down_logged) {
-        rlog(s->rank, "connection lost (%s); buffering up to %d records and retrying",
-             why, REDIS_REPORT_BACKLOG);
+        rlog(s->rank, "connection lost (%s); buffering up to %d records and retrying", why, REDIS_REPORT_BACKLOG);
         s->down_logged = 1;
     }
     redisFree(s->c);
@@ -212,8 +208,7 @@ static void try_connect(rsink_t *s)
     s->c = redis_url_connect(&s->url, CONNECT_TIMEOUT_S, err, sizeof err);
     if (!s->c) {
         if (!s->down_logged) {
-            rlog(s->rank, "cannot connect (%s); buffering up to %d records and retrying",
-                 err, REDIS_REPORT_BACKLOG);
+            rlog(s->rank, "cannot connect (%s); buffering up to %d records and retrying", err, REDIS_REPORT_BACKLOG);
             s->down_logged = 1;
         }
         s->backoff = s->backoff < BACKOFF_MIN_S ? BACKOFF_MIN_S : s->backoff * 2;
@@ -234,7 +229,7 @@ int redis_report_parse_assignment(const redisReply *r, int64_t *version, int *ba
     *n = 0;
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) return 0;
     const redisReply *ver = r->element[0], *bat = r->element[1];
-    if (!ver || ver->type != REDIS_REPLY_STRING) return 0;   /* no assignment yet */
+    if (!ver || ver->type != REDIS_REPLY_STRING) return 0; /* no assignment yet */
     /* Digits only; anything else is a version nobody wrote: -1 marks it. */
     char *end = NULL;
     errno = 0;
@@ -317,7 +312,7 @@ static int round_trip(rsink_t *s)
     s->beat_now = 0;
     pthread_mutex_unlock(&s->lock);
 
-    static const char *const xadd_head[] = { "XADD", NULL, "MAXLEN", "~", NULL, "*", "json" };
+    static const char *const xadd_head[] = {"XADD", NULL, "MAXLEN", "~", NULL, "*", "json"};
     char maxlen[16];
     snprintf(maxlen, sizeof maxlen, "%d", REDIS_REPORT_STREAM_MAXLEN);
     for (int i = 0; i < nb; i++) {
@@ -332,7 +327,7 @@ static int round_trip(rsink_t *s)
     }
     int ncmd = nb;
 
-    args_t a = { 0 };
+    args_t a = {0};
     arg_str(&a, "HSET");
     arg_str(&a, s->k_node);
     arg_int(&a, "rank", s->rank);
@@ -372,7 +367,7 @@ static int round_trip(rsink_t *s)
     append(s->c, &a);
     ncmd++;
     if (have) {
-        args_t b = { 0 };
+        args_t b = {0};
         const staleness_t *st = &rec.staleness;
         arg_str(&b, "HSET");
         arg_str(&b, s->k_stale);

@@ -27,7 +27,7 @@
 #include "metrics.h"
 #include "redis_url.h"
 
-#define REDIS_REPORT_BACKLOG 10000   /* stream entries kept while Redis is unreachable */
+#define REDIS_REPORT_BACKLOG 10000 /* stream entries kept while Redis is unreachable */
 #define REDIS_REPORT_STREAM_MAXLEN 20000
 
 /* The sink for metrics_start(). job is the coordinator's job id (keys pacer:job:{job}:*),

@@ -50,8 +50,7 @@ int sim_model_batch(const worker_t *w);
 int sim_host_name(char *out, size_t len);
 /* dataset_load, but every rank of the simulation shares the first rank's copy (read-only;
  * truncation only changes this rank's count). sim_dataset_free drops this rank's share. */
-int sim_dataset_load(const char *name, const char *dir, int train, dataset_t *out, char *err,
-                     size_t errlen);
+int sim_dataset_load(const char *name, const char *dir, int train, dataset_t *out, char *err, size_t errlen);
 void sim_dataset_free(dataset_t *d);
 /* Adds "simulated": true, "simulated_wall_s" and "simulation" {platform, deterministic, skip_compute}
  * to the job summary. */
@@ -60,15 +59,36 @@ void sim_summary(const worker_t *w, json_t *root);
 #else
 
 static inline int sim_active(void) { return 0; }
-static inline void sim_charge_train(const worker_t *w, int batch) { (void)w; (void)batch; }
+static inline void sim_charge_train(const worker_t *w, int batch)
+{
+    (void)w;
+    (void)batch;
+}
 static inline void sim_charge_update(const worker_t *w) { (void)w; }
-static inline void sim_charge_eval(const worker_t *w, int batch) { (void)w; (void)batch; }
-static inline int sim_skip_compute(const worker_t *w) { (void)w; return 0; }
+static inline void sim_charge_eval(const worker_t *w, int batch)
+{
+    (void)w;
+    (void)batch;
+}
+static inline int sim_skip_compute(const worker_t *w)
+{
+    (void)w;
+    return 0;
+}
 static inline int sim_model_batch(const worker_t *w) { return w->max_batch; }
-static inline int sim_host_name(char *out, size_t len) { (void)out; (void)len; return -1; }
+static inline int sim_host_name(char *out, size_t len)
+{
+    (void)out;
+    (void)len;
+    return -1;
+}
 #define sim_dataset_load dataset_load
 #define sim_dataset_free dataset_free
-static inline void sim_summary(const worker_t *w, json_t *root) { (void)w; (void)root; }
+static inline void sim_summary(const worker_t *w, json_t *root)
+{
+    (void)w;
+    (void)root;
+}
 
 #endif
 

@@ -86,12 +86,21 @@ static void add(text_t *b, const char *fmt, ...)
         va_start(ap, fmt);
         int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
         va_end(ap);
-        if (n < 0) { b->oom = 1; return; }
-        if (b->p && b->len + (size_t)n < b->cap) { b->len += (size_t)n; return; }
+        if (n < 0) {
+            b->oom = 1;
+            return;
+        }
+        if (b->p && b->len + (size_t)n < b->cap) {
+            b->len += (size_t)n;
+            return;
+        }
         size_t cap = b->cap ? b->cap * 2 : 65536;
         while (cap < b->len + (size_t)n + 1) cap *= 2;
         char *q = realloc(b->p, cap);
-        if (!q) { b->oom = 1; return; }
+        if (!q) {
+            b->oom = 1;
+            return;
+        }
         b->p = q;
         b->cap = cap;
     }
@@ -110,25 +119,27 @@ static const char *event_name(unsigned ev)
 /* label: a JSON-safe name (the caller builds it from the rank and host). */
 char *trace_ring_events(const trace_ring_t *r, int tid, const char *label, double origin_wall)
 {
-    text_t b = { 0 };
+    text_t b = {0};
     add(&b, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"name\":\"", tid);
     for (const char *c = label; *c; c++)
         if (*c != '"' && *c != '\\' && (unsigned char)*c >= 0x20) add(&b, "%c", *c);
-    add(&b, "\"}},{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"sort_index\":%d}}",
-        tid, tid);
+    add(&b, "\"}},{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"sort_index\":%d}}", tid,
+        tid);
     for (uint64_t i = first_kept(r->nslices, TRACE_SLICES); i < r->nslices; i++) {
         const trace_slice_t *s = &r->slices[i % TRACE_SLICES];
         double a = us(s->t0 + r->wall_minus_mono, origin_wall);
         double z = us(s->t0 + s->dur + r->wall_minus_mono, origin_wall);
-        add(&b, ",{\"name\":\"%s\",\"cat\":\"phase\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":1,\"tid\":%d,"
-                "\"args\":{\"step\":%lld}}",
+        add(&b,
+            ",{\"name\":\"%s\",\"cat\":\"phase\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":1,\"tid\":%d,"
+            "\"args\":{\"step\":%lld}}",
             PHASE_NAMES[s->phase < 0 || s->phase >= PHASE_N ? PHASE_OTHER : s->phase], a, z - a, tid,
             (long long)s->step);
     }
     for (uint64_t i = first_kept(r->ninst, TRACE_INSTANTS); i < r->ninst; i++) {
         const trace_instant_t *e = &r->inst[i % TRACE_INSTANTS];
-        add(&b, ",{\"name\":\"%s\",\"cat\":\"event\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":1,\"tid\":%d,"
-                "\"args\":{\"step\":%lld}}",
+        add(&b,
+            ",{\"name\":\"%s\",\"cat\":\"event\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":1,\"tid\":%d,"
+            "\"args\":{\"step\":%lld}}",
             event_name(e->ev), us(e->t + r->wall_minus_mono, origin_wall), tid, (long long)e->step);
     }
     if (b.oom) {
@@ -140,7 +151,9 @@ char *trace_ring_events(const trace_ring_t *r, int tid, const char *label, doubl
 
 int trace_write_file(FILE *f, const char *job_name, char *const *texts, int n)
 {
-    fprintf(f, "{\"traceEvents\":[{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"pacer job ");
+    fprintf(
+        f,
+        "{\"traceEvents\":[{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"pacer job ");
     for (const char *c = job_name ? job_name : ""; *c; c++)
         if (*c != '"' && *c != '\\' && (unsigned char)*c >= 0x20) fputc(*c, f);
     fprintf(f, "\"}}");

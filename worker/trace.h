@@ -28,7 +28,7 @@
 #define TRACE_INSTANTS 1024
 
 typedef struct {
-    double t0, dur;        /* clock_mono_s start, seconds */
+    double t0, dur; /* clock_mono_s start, seconds */
     int64_t step;
     int phase;
 } trace_slice_t;
@@ -40,11 +40,11 @@ typedef struct {
 } trace_instant_t;
 
 typedef struct trace_ring {
-    trace_slice_t *slices;     /* (TRACE_SLICES) */
-    uint64_t nslices;          /* slices ever kept; the ring holds the last TRACE_SLICES */
-    trace_instant_t *inst;     /* (TRACE_INSTANTS) */
+    trace_slice_t *slices; /* (TRACE_SLICES) */
+    uint64_t nslices;      /* slices ever kept; the ring holds the last TRACE_SLICES */
+    trace_instant_t *inst; /* (TRACE_INSTANTS) */
     uint64_t ninst;
-    double wall_minus_mono;    /* clock_wall_s() - clock_mono_s() at trace_ring_init */
+    double wall_minus_mono; /* clock_wall_s() - clock_mono_s() at trace_ring_init */
 } trace_ring_t;
 
 /* Allocates the ring (start-up, never in a step). Returns 0 or -1 (out of memory). */

@@ -56,11 +56,12 @@ void worker_gather(worker_t *w, long offset, int b)
      * would run past the epoch order or the buffers stops the rank instead of writing
      * past them. Never reached with validated input. */
     if (b < 0 || b > w->max_batch || offset < 0 || offset > (long)w->train.n - b ||
-        data_batch_gather(&w->train, w->perm + offset, b, w->x, x_floats(w), w->y,
-                          w->spec->dataset.augment, &w->aug_rng) != 0) {
-        fprintf(stderr, "pacer-worker: rank %d: batch of %d at position %ld does not fit "
-                "(buffer %d, %d samples): refusing to gather it\n", w->rank, b, offset, w->max_batch,
-                w->train.n);
+        data_batch_gather(&w->train, w->perm + offset, b, w->x, x_floats(w), w->y, w->spec->dataset.augment,
+                          &w->aug_rng) != 0) {
+        fprintf(stderr,
+                "pacer-worker: rank %d: batch of %d at position %ld does not fit "
+                "(buffer %d, %d samples): refusing to gather it\n",
+                w->rank, b, offset, w->max_batch, w->train.n);
         abort();
     }
     w->batch = b;
@@ -140,7 +141,7 @@ float worker_compute_grad(worker_t *w, float loss_scale)
         loss = model_forward(w->model, w->x, w->y, w->batch, 1);
         model_backward(w->model, w->x, w->y, w->batch, loss_scale);
     }
-    sim_charge_train(w, w->batch);  /* deterministic simulation: the cost model's time */
+    sim_charge_train(w, w->batch); /* deterministic simulation: the cost model's time */
     double wall = clock_mono_s() - t0;
     phase_mark(&w->phases, PHASE_COMPUTE);
     /* Emulated heterogeneity: slowdown f makes this step take f times the rank's own
@@ -223,16 +224,13 @@ void worker_apply_gradient(worker_t *w, const float *g, float grad_scale)
         float norm = grad_scale * (float)sqrt(sum_squares(m->nparams, g));
         if (norm > (float)s->optimizer.clip_norm) grad_scale *= (float)s->optimizer.clip_norm / norm;
     }
-    sgd_update(m->nparams, m->params, g, m->momentum, w->lr, (float)s->optimizer.momentum,
-               s->optimizer.nesterov, (float)s->optimizer.weight_decay, grad_scale);
+    sgd_update(m->nparams, m->params, g, m->momentum, w->lr, (float)s->optimizer.momentum, s->optimizer.nesterov,
+               (float)s->optimizer.weight_decay, grad_scale);
     sim_charge_update(w);
     phase_mark(&w->phases, PHASE_OPTIMIZER);
 }
 
-void worker_apply_update(worker_t *w, float grad_scale)
-{
-    worker_apply_gradient(w, w->model->grads, grad_scale);
-}
+void worker_apply_update(worker_t *w, float grad_scale) { worker_apply_gradient(w, w->model->grads, grad_scale); }
 
 /* The emulated slowdown of this worker at the current step: the spec's static factor,
  * overridden by the last schedule entry for this worker whose step has been reached. */
@@ -261,7 +259,7 @@ static void hostname_once(char *out, size_t len)
 /* Fills the reusable record with this rank's state after a step. */
 static metrics_record_t *fill_record(worker_t *w, metrics_kind_t kind)
 {
-    metrics_record_t *r = &w->record;   /* preallocated; host filled once at set-up */
+    metrics_record_t *r = &w->record; /* preallocated; host filled once at set-up */
     r->kind = kind;
     r->time = clock_wall_s();
     r->step = w->global_step;
@@ -307,7 +305,7 @@ void worker_model_to_host(worker_t *w)
     if (!w->gpu) return;
     model_t *m = w->model;
     if (w->gpu_ahead) {
-        if (cuda_model_download_params(w->gpu, m) != 0) gpu_fail(w, "downloading the weights");   /* and buffers */
+        if (cuda_model_download_params(w->gpu, m) != 0) gpu_fail(w, "downloading the weights"); /* and buffers */
         w->gpu_ahead = 0;
     } else if (cuda_model_download_buffers(w->gpu, m->buffers) != 0) {
         gpu_fail(w, "downloading the batch-norm statistics");
@@ -338,8 +336,8 @@ static void evaluate_on(worker_t *w, const dataset_t *d, int n, float *loss, flo
         for (int i = 0; i < b; i++) w->eval_idx[i] = first + i;
         if (data_batch_gather(d, w->eval_idx, b, w->x, x_floats(w), w->y, 0, NULL) != 0) {
             /* worker_setup checked the test set's shape against the model */
-            fprintf(stderr, "pacer-worker: rank %d: %s does not fit the model: refusing to evaluate\n",
-                    w->rank, d->source);
+            fprintf(stderr, "pacer-worker: rank %d: %s does not fit the model: refusing to evaluate\n", w->rank,
+                    d->source);
             abort();
         }
         if (w->gpu) {
@@ -358,10 +356,7 @@ static void evaluate_on(worker_t *w, const dataset_t *d, int n, float *loss, flo
     *accuracy = n ? (float)correct / (float)n : 0.0f;
 }
 
-void worker_evaluate(worker_t *w, float *loss, float *accuracy)
-{
-    evaluate_on(w, &w->test, w->test.n, loss, accuracy);
-}
+void worker_evaluate(worker_t *w, float *loss, float *accuracy) { evaluate_on(w, &w->test, w->test.n, loss, accuracy); }
 
 float worker_final_train_loss(worker_t *w)
 {
@@ -426,11 +421,14 @@ static void pin_host_buffers(worker_t *w)
 {
     model_t *m = w->model;
     size_t img = (size_t)m->C * m->H * m->W;
-    struct { void *p; size_t bytes; } bufs[] = {
-        { w->x, (size_t)w->max_batch * img * sizeof(float) },
-        { w->y, (size_t)w->max_batch * sizeof(int32_t) },
-        { m->params, m->nparams * sizeof(float) },
-        { m->grads, (m->nparams + MODEL_GRAD_EXTRA) * sizeof(float) },
+    struct {
+        void *p;
+        size_t bytes;
+    } bufs[] = {
+        {w->x, (size_t)w->max_batch * img * sizeof(float)},
+        {w->y, (size_t)w->max_batch * sizeof(int32_t)},
+        {m->params, m->nparams * sizeof(float)},
+        {m->grads, (m->nparams + MODEL_GRAD_EXTRA) * sizeof(float)},
     };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (cuda_model_host_register(w->gpu, bufs[i].p, bufs[i].bytes) != 0)
@@ -475,8 +473,7 @@ int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char 
     return worker_setup_world(w, spec, rank, world, spec->workers, err, errlen);
 }
 
-int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world, int nworkers, char *err,
-                       size_t errlen)
+int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world, int nworkers, char *err, size_t errlen)
 {
     memset(w, 0, sizeof *w);
     if (nworkers < 1 || nworkers > spec->workers) {
@@ -564,8 +561,14 @@ void worker_teardown(worker_t *w)
     model_free(w->model);
     sim_dataset_free(&w->train);
     sim_dataset_free(&w->test);
-    free(w->x); free(w->y); free(w->eval_idx); free(w->perm); free(w->batch_of);
-    free(w->plan_next); free(w->plan_speeds); free(w->emulation.hosts);
+    free(w->x);
+    free(w->y);
+    free(w->eval_idx);
+    free(w->perm);
+    free(w->batch_of);
+    free(w->plan_next);
+    free(w->plan_speeds);
+    free(w->emulation.hosts);
     free(w->undisturbed_s);
     memset(w, 0, sizeof *w);
 }
@@ -643,8 +646,10 @@ int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
          * run's workers; a planner (dynamic batching, the coordinator's "resize"
          * assignment) refines it at its next re-plan. Set-up already split it evenly. */
         if (w->rank == 0) {
-            fprintf(stderr, "checkpoint %s was written by %d workers; resuming with %d: the global batch %d is "
-                    "re-planned:", path, (int)st.nworkers, w->nworkers, w->global_batch);
+            fprintf(stderr,
+                    "checkpoint %s was written by %d workers; resuming with %d: the global batch %d is "
+                    "re-planned:",
+                    path, (int)st.nworkers, w->nworkers, w->global_batch);
             worker_print_plan(w);
         }
     }
@@ -659,15 +664,16 @@ int worker_apply_batch_plan(worker_t *w, const char *plan, char *err, size_t err
     while (*p && n <= w->nworkers) {
         char *end;
         long b = strtol(p, &end, 10);
-        if (end == p || (*end && *end != ',') || b < 0 || b > 1 << 30) { n = -1; break; }
+        if (end == p || (*end && *end != ',') || b < 0 || b > 1 << 30) {
+            n = -1;
+            break;
+        }
         if (n < w->nworkers) w->plan_next[n] = (int)b;
         n++;
         p = *end == ',' ? end + 1 : end;
     }
-    if (n != w->nworkers)
-        snprintf(why, sizeof why, "it must be %d comma-separated batch sizes", w->nworkers);
-    else
-        planner_check(w->plan_next, n, w->global_batch, w->min_batch, w->max_batch, why, sizeof why);
+    if (n != w->nworkers) snprintf(why, sizeof why, "it must be %d comma-separated batch sizes", w->nworkers);
+    else planner_check(w->plan_next, n, w->global_batch, w->min_batch, w->max_batch, why, sizeof why);
     if (why[0]) {
         snprintf(err, errlen, "--batch-plan: '%s': %s", plan, why);
         return -1;
@@ -720,8 +726,8 @@ void worker_epoch_done(worker_t *w)
     const job_spec_t *s = w->spec;
     report_epoch(w, METRICS_EPOCH);
     if (w->rank == 0)
-        fprintf(stderr, "epoch %ld/%d done: train_loss_running %.4f test_loss %.4f test_accuracy %.4f\n",
-                w->epoch + 1, s->epochs, w->train_loss_running, w->test_loss, w->test_accuracy);
+        fprintf(stderr, "epoch %ld/%d done: train_loss_running %.4f test_loss %.4f test_accuracy %.4f\n", w->epoch + 1,
+                s->epochs, w->train_loss_running, w->test_loss, w->test_accuracy);
     w->epoch++;
     w->step_in_epoch = 0;
     w->cursor = 0;
@@ -820,7 +826,10 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
             }
             /* Algorithms that know the global loss (ssgd) report it in step_loss over
              * step_samples; otherwise the rank's own batch loss is used. */
-            if (isnan(w->step_loss)) { w->step_loss = w->stats.last_loss; w->step_samples = w->batch; }
+            if (isnan(w->step_loss)) {
+                w->step_loss = w->stats.last_loss;
+                w->step_samples = w->batch;
+            }
             w->epoch_loss_sum += (double)w->step_loss * w->step_samples;
             w->epoch_loss_samples += w->step_samples;
             w->cursor += w->global_batch;
@@ -836,15 +845,13 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
 
             if (printer && s->log_every > 0 && w->global_step % s->log_every == 0) {
                 double t = clock_mono_s();
-                fprintf(stderr, "epoch %ld/%d step %ld/%ld loss %.4f lr %.5f samples/s %.0f\n",
-                        w->epoch + 1, s->epochs, w->step_in_epoch, w->steps_per_epoch,
-                        w->step_loss, w->lr,
+                fprintf(stderr, "epoch %ld/%d step %ld/%ld loss %.4f lr %.5f samples/s %.0f\n", w->epoch + 1, s->epochs,
+                        w->step_in_epoch, w->steps_per_epoch, w->step_loss, w->lr,
                         (double)(w->stats.samples - samples_log) * w->nworkers / (t - t_log));
                 t_log = t;
                 samples_log = w->stats.samples;
             }
-            if (s->checkpoint.every_steps > 0 && w->global_step % s->checkpoint.every_steps == 0 &&
-                w->rank == 0) {
+            if (s->checkpoint.every_steps > 0 && w->global_step % s->checkpoint.every_steps == 0 && w->rank == 0) {
                 if (worker_save_checkpoint(w, err, errlen) != 0) return -1;
             }
             if (o->stop_after_steps > 0 && w->global_step >= o->stop_after_steps) {
@@ -926,33 +933,17 @@ static json_t *rank_json_base(const worker_t *w, json_t *st)
     if (w->role == ROLE_PS)
         /* The parameter server computes no samples: it reports the updates it applied
          * (counting the workers' samples here too would count every sample twice). */
-        return json_pack("{s:i, s:s, s:s, s:o, s:I, s:f, s:f, s:f, s:f, s:o}",
-                         "rank", w->rank,
-                         "role", "ps",
-                         "host", w->record.host,
-                         "device", device_json(w),
-                         "updates", (json_int_t)w->ps_updates,
-                         "updates_per_s", w->loop_s > 0 ? (double)w->ps_updates / w->loop_s : 0.0,
-                         "busy_fraction", w->ps_busy_fraction,
-                         "idle_s", w->stats.idle_s,
-                         "peak_rss_mb", peak_rss_mb(),
-                         "staleness", st);
-    return json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:f, s:f, s:I, s:I, s:i, s:f, s:f, s:f, s:o}",
-                     "rank", w->rank,
-                     "role", "worker",
-                     "host", w->record.host,
-                     "device", device_json(w),
-                     "compute_s", w->stats.compute_s,
-                     "comm_s", w->stats.comm_s,
-                     "idle_s", w->stats.idle_s,
-                     "emulated_s", w->stats.emulated_s,
-                     "samples", (json_int_t)w->stats.samples,
-                     "steps", (json_int_t)w->stats.steps,
-                     "batch_final", w->batch_of[w->worker_index],
-                     "samples_per_s", w->stats.compute_s > 0 ? (double)w->stats.samples / w->stats.compute_s : 0.0,
-                     "peak_rss_mb", peak_rss_mb(),
-                     "slowdown", w->slowdown,
-                     "staleness", st);
+        return json_pack("{s:i, s:s, s:s, s:o, s:I, s:f, s:f, s:f, s:f, s:o}", "rank", w->rank, "role", "ps", "host",
+                         w->record.host, "device", device_json(w), "updates", (json_int_t)w->ps_updates,
+                         "updates_per_s", w->loop_s > 0 ? (double)w->ps_updates / w->loop_s : 0.0, "busy_fraction",
+                         w->ps_busy_fraction, "idle_s", w->stats.idle_s, "peak_rss_mb", peak_rss_mb(), "staleness", st);
+    return json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:f, s:f, s:I, s:I, s:i, s:f, s:f, s:f, s:o}", "rank", w->rank,
+                     "role", "worker", "host", w->record.host, "device", device_json(w), "compute_s",
+                     w->stats.compute_s, "comm_s", w->stats.comm_s, "idle_s", w->stats.idle_s, "emulated_s",
+                     w->stats.emulated_s, "samples", (json_int_t)w->stats.samples, "steps", (json_int_t)w->stats.steps,
+                     "batch_final", w->batch_of[w->worker_index], "samples_per_s",
+                     w->stats.compute_s > 0 ? (double)w->stats.samples / w->stats.compute_s : 0.0, "peak_rss_mb",
+                     peak_rss_mb(), "slowdown", w->slowdown, "staleness", st);
 }
 
 /* The job's device: {"requested", "used": "cuda" when every computing rank used a GPU,
@@ -963,7 +954,8 @@ static json_t *job_device_json(const job_spec_t *s, json_t *per_rank)
     json_t *r;
     int gpu = 0, cpu = 0;
     const char *reason = NULL;
-    json_array_foreach(per_rank, i, r) {
+    json_array_foreach(per_rank, i, r)
+    {
         const char *role = json_string_value(json_object_get(r, "role"));
         if (!role || strcmp(role, "worker") != 0) continue;
         json_t *d = json_object_get(r, "device");
@@ -972,8 +964,11 @@ static json_t *job_device_json(const job_spec_t *s, json_t *per_rank)
         else cpu++;
         if (!reason) reason = json_string_value(json_object_get(d, "reason"));
     }
-    json_t *out = json_pack("{s:s, s:s, s:i}", "requested", s->device,
-                            "used", gpu && cpu ? "mixed" : gpu ? "cuda" : "cpu", "gpu_ranks", gpu);
+    json_t *out = json_pack("{s:s, s:s, s:i}", "requested", s->device, "used",
+                            gpu && cpu ? "mixed"
+                            : gpu      ? "cuda"
+                                       : "cpu",
+                            "gpu_ranks", gpu);
     if (out && reason) json_object_set_new(out, "reason", json_string(reason));
     return out;
 }
@@ -983,9 +978,8 @@ long worker_train_samples(json_t *per_rank)
     long n = 0;
     size_t i;
     json_t *r;
-    json_array_foreach(per_rank, i, r)
-        if (strcmp(json_string_value(json_object_get(r, "role")) ?: "", "worker") == 0)
-            n += (long)json_integer_value(json_object_get(r, "samples"));
+    json_array_foreach(per_rank, i, r) if (strcmp(json_string_value(json_object_get(r, "role")) ?: "", "worker") == 0)
+        n += (long)json_integer_value(json_object_get(r, "samples"));
     return n;
 }
 
@@ -998,29 +992,20 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
     size_t i;
     json_t *r;
     double peak = 0;
-    json_array_foreach(per_rank, i, r) {
+    json_array_foreach(per_rank, i, r)
+    {
         double p = json_real_value(json_object_get(r, "peak_rss_mb"));
         if (p > peak) peak = p;
     }
-    json_t *root = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:f, s:f, s:i, s:f, s:f, s:f, s:f, s:I, s:f, s:f, s:O}",
-                             "name", s->name,
-                             "model", s->model,
-                             "dataset", s->dataset.name,
-                             "algorithm", s->algorithm.name,
-                             "workers", s->workers,
-                             "epochs", s->epochs,
-                             "steps", (json_int_t)w->global_step,
-                             "train_loss", (double)w->train_loss,
-                             "train_loss_running", (double)w->train_loss_running,
-                             "train_loss_samples", w->train.n < TRAIN_LOSS_SAMPLES ? w->train.n : TRAIN_LOSS_SAMPLES,
-                             "test_loss", (double)w->test_loss,
-                             "test_accuracy", (double)w->test_accuracy,
-                             "wall_s", w->wall_s,
-                             "train_s", w->loop_s,
-                             "train_samples", (json_int_t)train_samples,
-                             "train_samples_per_s", w->loop_s > 0 ? (double)train_samples / w->loop_s : 0.0,
-                             "peak_rss_mb", peak,
-                             "per_rank", per_rank);
+    json_t *root =
+        json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:f, s:f, s:i, s:f, s:f, s:f, s:f, s:I, s:f, s:f, s:O}", "name",
+                  s->name, "model", s->model, "dataset", s->dataset.name, "algorithm", s->algorithm.name, "workers",
+                  s->workers, "epochs", s->epochs, "steps", (json_int_t)w->global_step, "train_loss",
+                  (double)w->train_loss, "train_loss_running", (double)w->train_loss_running, "train_loss_samples",
+                  w->train.n < TRAIN_LOSS_SAMPLES ? w->train.n : TRAIN_LOSS_SAMPLES, "test_loss", (double)w->test_loss,
+                  "test_accuracy", (double)w->test_accuracy, "wall_s", w->wall_s, "train_s", w->loop_s, "train_samples",
+                  (json_int_t)train_samples, "train_samples_per_s",
+                  w->loop_s > 0 ? (double)train_samples / w->loop_s : 0.0, "peak_rss_mb", peak, "per_rank", per_rank);
     if (!root) {
         snprintf(err, errlen, "summary: out of memory");
         return -1;
@@ -1034,10 +1019,9 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
     sim_summary(w, root);
     if (w->role == ROLE_PS)
         json_object_set_new(root, "parameter_server",
-                            json_pack("{s:I, s:f, s:f, s:I}", "updates", (json_int_t)w->ps_updates,
-                                      "updates_per_s", w->loop_s > 0 ? (double)w->ps_updates / w->loop_s : 0.0,
-                                      "busy_fraction", w->ps_busy_fraction,
-                                      "dropped", (json_int_t)w->ps_dropped));
+                            json_pack("{s:I, s:f, s:f, s:I}", "updates", (json_int_t)w->ps_updates, "updates_per_s",
+                                      w->loop_s > 0 ? (double)w->ps_updates / w->loop_s : 0.0, "busy_fraction",
+                                      w->ps_busy_fraction, "dropped", (json_int_t)w->ps_dropped));
     /* temp file + rename: the coordinator may read the summary while it is written */
     char tmp[1100];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());

@@ -9,12 +9,12 @@
 #include "worker.h"
 
 typedef struct train_opts {
-    long stop_after_steps;   /* test hook: stop (as if killed) after this global step; 0 = off */
-    const char *batch_plan;  /* "b0,b1,..." initial per-worker batches (tests); NULL = even */
-    int ps_round_robin;      /* test hook: the PS takes pushes in worker order */
-    double time_budget_s;    /* stop (evaluating first) once training has run this long */
-    int comm_baseline;       /* ssgd: also time a raw allreduce per step (benchmarks) */
-    int hpsgd_round_steps;   /* test hook: hpsgd merges each round after exactly this many
+    long stop_after_steps;     /* test hook: stop (as if killed) after this global step; 0 = off */
+    const char *batch_plan;    /* "b0,b1,..." initial per-worker batches (tests); NULL = even */
+    int ps_round_robin;        /* test hook: the PS takes pushes in worker order */
+    double time_budget_s;      /* stop (evaluating first) once training has run this long */
+    int comm_baseline;         /* ssgd: also time a raw allreduce per step (benchmarks) */
+    int hpsgd_round_steps;     /* test hook: hpsgd merges each round after exactly this many
                                 local steps (0: when MPI_Test finds it done) */
     const char *weight_digest; /* test hook: each rank appends "STEP DIGEST" at the start,
                                   after every step and at every epoch end to this path +
@@ -29,8 +29,7 @@ int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char 
  * workers (an elastic restart on the hosts that remain, --world): the global batch stays
  * workers x batch_size, split evenly over the nworkers (the first ranks take the
  * remainder), and the batch buffers grow to hold the largest share. */
-int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world, int nworkers, char *err,
-                       size_t errlen);
+int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world, int nworkers, char *err, size_t errlen);
 void worker_teardown(worker_t *w);
 /* The learning-rate schedule's step counts (total, warm-up, decay period) for per_epoch
  * steps (or parameter-server updates) per epoch. */

@@ -30,15 +30,15 @@ typedef enum { ROLE_WORKER = 0, ROLE_PS = 1 } worker_role_t;
 
 /* Per-rank accounting that the summary's per_rank entries and the metrics records read. */
 typedef struct {
-    double compute_s, comm_s, idle_s;   /* wall-clock totals over the job; compute
+    double compute_s, comm_s, idle_s;                /* wall-clock totals over the job; compute
                                             includes ... */
-    double emulated_s;                   /* ... the emulated slowdown's wait, also kept here */
+    double emulated_s;                               /* ... the emulated slowdown's wait, also kept here */
     double step_compute_s, step_comm_s, step_idle_s; /* the last step */
-    double step_baseline_s;              /* --comm-baseline: the raw allreduce's time */
-    long samples;                        /* training samples this rank computed */
+    double step_baseline_s;                          /* --comm-baseline: the raw allreduce's time */
+    long samples;                                    /* training samples this rank computed */
     long steps;
     float last_loss;
-    double ewma_sps;                     /* node speed (planner_speed): samples per
+    double ewma_sps; /* node speed (planner_speed): samples per
                                             wall-clock second of compute, smoothed */
 } worker_stats_t;
 
@@ -47,23 +47,23 @@ struct algo_ops;
 typedef struct worker {
     const job_spec_t *spec;
     const struct algo_ops *algo;
-    void *algo_state;                    /* owned by the algorithm */
-    int rank, world;                     /* MPI rank and size (0, 1 standalone) */
-    int nworkers;                        /* ranks that compute gradients */
-    int worker_index;                    /* this rank's index among them, -1 for the PS */
+    void *algo_state; /* owned by the algorithm */
+    int rank, world;  /* MPI rank and size (0, 1 standalone) */
+    int nworkers;     /* ranks that compute gradients */
+    int worker_index; /* this rank's index among them, -1 for the PS */
     worker_role_t role;
     int use_mpi;
-    int polite_wait;                     /* wait for messages without spinning (emulate.c) */
+    int polite_wait; /* wait for messages without spinning (emulate.c) */
     struct {
-        double *hosts;                   /* rank 0: (world) x {host demand, cores, host id} */
-        int ps_host;                     /* host id (lowest world rank) of this rank's host */
-    } emulation;                         /* emulate.c */
+        double *hosts; /* rank 0: (world) x {host demand, cores, host id} */
+        int ps_host;   /* host id (lowest world rank) of this rank's host */
+    } emulation;       /* emulate.c */
 
     model_t *model;
-    struct cuda_model *gpu;              /* the model's device copy (device cuda/auto), or NULL */
-    int gpu_ahead;                       /* the device optimizer moved params and momentum
+    struct cuda_model *gpu;  /* the model's device copy (device cuda/auto), or NULL */
+    int gpu_ahead;           /* the device optimizer moved params and momentum
                                             since the host last had them (see below) */
-    char device_reason[800];             /* why a rank that may use a GPU computes on the CPU */
+    char device_reason[800]; /* why a rank that may use a GPU computes on the CPU */
     dataset_t train, test;
 
     /* Epoch order: the same permutation on every rank (seeded by seed and epoch); each step
@@ -72,31 +72,31 @@ typedef struct worker {
     int32_t *perm;
     long cursor;
     int global_batch;
-    int *batch_of;                       /* (nworkers) current per-worker batch sizes */
-    int min_batch, max_batch;            /* batch bounds (planner_bounds); buffer capacity */
-    float *x;                            /* (max_batch, C, H, W) */
-    int32_t *y;                          /* (max_batch) */
-    int32_t *eval_idx;                   /* (max_batch) positions for evaluation batches */
-    int batch;                           /* samples in x/y for this step */
+    int *batch_of;            /* (nworkers) current per-worker batch sizes */
+    int min_batch, max_batch; /* batch bounds (planner_bounds); buffer capacity */
+    float *x;                 /* (max_batch, C, H, W) */
+    int32_t *y;               /* (max_batch) */
+    int32_t *eval_idx;        /* (max_batch) positions for evaluation batches */
+    int batch;                /* samples in x/y for this step */
     rng_t aug_rng;
 
-    long epoch;                          /* 0-based, current */
+    long epoch; /* 0-based, current */
     long step_in_epoch;
     long steps_per_epoch;
-    long global_step;                    /* steps done since the job began */
+    long global_step; /* steps done since the job began */
     long total_steps;
-    float lr;                            /* this step's learning rate */
+    float lr; /* this step's learning rate */
     lr_schedule_t sched;
 
-    double slowdown;                     /* emulation factor in force for this rank */
-    double *undisturbed_s;               /* (max_batch + 1) the cheapest step measured per
+    double slowdown;       /* emulation factor in force for this rank */
+    double *undisturbed_s; /* (max_batch + 1) the cheapest step measured per
                                             batch size: the emulation's base (train.c) */
     worker_stats_t stats;
-    staleness_acc_t staleness;           /* updates this rank applied (at the PS: every
+    staleness_acc_t staleness; /* updates this rank applied (at the PS: every
                                             applied update); exact counts, ~8 KB */
-    float step_loss;                     /* the step's loss as the algorithm reports it
+    float step_loss;           /* the step's loss as the algorithm reports it
                                             (global mean for ssgd); the loop logs it */
-    int step_samples;                    /* samples that loss is over */
+    int step_samples;          /* samples that loss is over */
 
     /* Dynamic batching (comm_replan): scratch of nworkers entries, and the plan version. */
     double *plan_speeds;
@@ -105,40 +105,40 @@ typedef struct worker {
     /* Returns 1 and fills out (nworkers) when the coordinator has a newer assignment. */
     int (*assignment_hook)(struct worker *w, int *out);
     void *assignment_ctx;
-    int coordinator_plans;               /* a coordinator assignment has been applied */
+    int coordinator_plans; /* a coordinator assignment has been applied */
     /* Rank 0's value of flag, on every rank (a broadcast); NULL in one process. */
     int (*agree)(struct worker *w, int flag);
 
-    metrics_reporter_t *metrics;         /* NULL: no --metrics / --redis */
-    metrics_record_t record;             /* reused for every record this rank emits */
-    step_phases_t phases;                /* the step in progress: where its time goes */
-    struct trace_ring *trace;            /* --trace: the rank's recent slices; NULL: off */
-    const struct train_opts *opts;       /* the loop's options (test hooks) */
-    int64_t ps_updates;                  /* parameter server: updates applied, */
-    double ps_busy_fraction;             /* the fraction of its time spent handling pushes, */
-    int64_t ps_dropped;                  /* and gradients dropped by tau_max */
+    metrics_reporter_t *metrics;   /* NULL: no --metrics / --redis */
+    metrics_record_t record;       /* reused for every record this rank emits */
+    step_phases_t phases;          /* the step in progress: where its time goes */
+    struct trace_ring *trace;      /* --trace: the rank's recent slices; NULL: off */
+    const struct train_opts *opts; /* the loop's options (test hooks) */
+    int64_t ps_updates;            /* parameter server: updates applied, */
+    double ps_busy_fraction;       /* the fraction of its time spent handling pushes, */
+    int64_t ps_dropped;            /* and gradients dropped by tau_max */
 
     /* results */
-    double epoch_loss_sum;               /* sum of batch-weighted losses this epoch */
+    double epoch_loss_sum; /* sum of batch-weighted losses this epoch */
     long epoch_loss_samples;
-    float train_loss_running;            /* mean batch loss over the last epoch, as trained */
-    float train_loss;                    /* the final weights' loss on the fixed training
+    float train_loss_running; /* mean batch loss over the last epoch, as trained */
+    float train_loss;         /* the final weights' loss on the fixed training
                                             subset (worker_final_train_loss; rank 0) */
     float test_loss, test_accuracy;
-    int stop;                            /* 1: target_accuracy reached, 2: test hook */
-    double loop_s;                       /* training time: inside training steps, without
+    int stop;      /* 1: target_accuracy reached, 2: test hook */
+    double loop_s; /* training time: inside training steps, without
                                             evaluation or checkpoints (the PS: serving,
                                             without them) */
-    double wall_s;                       /* the whole training loop */
+    double wall_s; /* the whole training loop */
 } worker_t;
 
 /* The plug-in interface. Every callback returns 0 or a negative error after printing one
  * line that says what failed. */
 typedef struct algo_ops {
     const char *name;
-    int (*init)(worker_t *w);            /* after weights are initialised or restored */
-    int (*step)(worker_t *w);            /* one training step */
-    int (*epoch_end)(worker_t *w);       /* before evaluation (e.g. finish an overlap) */
+    int (*init)(worker_t *w);      /* after weights are initialised or restored */
+    int (*step)(worker_t *w);      /* one training step */
+    int (*epoch_end)(worker_t *w); /* before evaluation (e.g. finish an overlap) */
     /* Fills w->test_loss/test_accuracy, the same on every rank; NULL: evaluate locally. */
     void (*evaluate)(worker_t *w);
     /* Replaces the step loop entirely (the parameter-server family); NULL: step loop. */

@@ -5,9 +5,8 @@
 
 #include "ops.h"
 
-__attribute__((target_clones("avx2", "default")))
-void dc_compensate(size_t n, const float *g, const float *w, const float *w_bak, float lambda,
-                   float *out)
+__attribute__((target_clones("avx2", "default"))) void dc_compensate(size_t n, const float *g, const float *w,
+                                                                     const float *w_bak, float lambda, float *out)
 {
     for (size_t i = 0; i < n; i++) {
         float gi = g[i];
@@ -15,9 +14,9 @@ void dc_compensate(size_t n, const float *g, const float *w, const float *w_bak,
     }
 }
 
-__attribute__((target_clones("avx2", "default")))
-void dc_compensate_adaptive(size_t n, const float *g, const float *w, const float *w_bak,
-                            float *ms, float m, float lambda0, float eps, float *out)
+__attribute__((target_clones("avx2", "default"))) void dc_compensate_adaptive(size_t n, const float *g, const float *w,
+                                                                              const float *w_bak, float *ms, float m,
+                                                                              float lambda0, float eps, float *out)
 {
     for (size_t i = 0; i < n; i++) {
         float gi = g[i];
@@ -27,9 +26,9 @@ void dc_compensate_adaptive(size_t n, const float *g, const float *w, const floa
     }
 }
 
-__attribute__((target_clones("avx2", "default")))
-void ddc_compensate(size_t n, const float *g, const float *w, const float *w_bak, float *v,
-                    float lambda0, float kappa, float eps, float *out)
+__attribute__((target_clones("avx2", "default"))) void ddc_compensate(size_t n, const float *g, const float *w,
+                                                                      const float *w_bak, float *v, float lambda0,
+                                                                      float kappa, float eps, float *out)
 {
     for (size_t i = 0; i < n; i++) {
         float gi = g[i];
@@ -42,9 +41,8 @@ void ddc_compensate(size_t n, const float *g, const float *w, const float *w_bak
     }
 }
 
-__attribute__((target_clones("avx2", "default")))
-void momentum_step(size_t n, float *w, float *u, const float *g, float grad_scale, float eta,
-                   float mu, float weight_decay)
+__attribute__((target_clones("avx2", "default"))) void
+momentum_step(size_t n, float *w, float *u, const float *g, float grad_scale, float eta, float mu, float weight_decay)
 {
     for (size_t i = 0; i < n; i++) {
         float ui = mu * u[i] - eta * (grad_scale * g[i] + weight_decay * w[i]);

@@ -14,8 +14,8 @@
 
 /* Sums of v and v^2 over v = x - shift, in eight explicit double lanes (vectorised
  * without reassociation, hence bitwise the same on every ISA). */
-__attribute__((target_clones("avx2", "default")))
-static void shifted_sums(const float *restrict x, size_t n, double shift, double *s1, double *s2)
+__attribute__((target_clones("avx2", "default"))) static void shifted_sums(const float *restrict x, size_t n,
+                                                                           double shift, double *s1, double *s2)
 {
     double a[8] = {0}, q[8] = {0};
     size_t i = 0;
@@ -40,9 +40,8 @@ static void shifted_sums(const float *restrict x, size_t n, double shift, double
 }
 
 /* Sums of g and g*(x - mean), as the backward pass needs them. */
-__attribute__((target_clones("avx2", "default")))
-static void grad_sums(const float *restrict g, const float *restrict x, size_t n, double mean,
-                      double *sg, double *sgx)
+__attribute__((target_clones("avx2", "default"))) static void grad_sums(const float *restrict g, const float *restrict x,
+                                                                        size_t n, double mean, double *sg, double *sgx)
 {
     double a[8] = {0}, q[8] = {0};
     size_t i = 0;
@@ -68,32 +67,30 @@ static void grad_sums(const float *restrict g, const float *restrict x, size_t n
 
 /* y = a*(x - m) + b. Centring first (rather than folding m into b) keeps the result
  * accurate when the mean is large compared with the spread. */
-__attribute__((target_clones("avx2", "default")))
-static void affine(size_t n, const float *restrict x, float m, float a, float b,
-                   float *restrict y)
+__attribute__((target_clones("avx2", "default"))) static void affine(size_t n, const float *restrict x, float m,
+                                                                     float a, float b, float *restrict y)
 {
     for (size_t i = 0; i < n; i++) y[i] = a * (x[i] - m) + b;
 }
 
 /* d += a*g + b*(x - m) + k */
-__attribute__((target_clones("avx2", "default")))
-static void affine2_acc(size_t n, const float *restrict g, const float *restrict x, float m,
-                        float a, float b, float k, float *restrict d)
+__attribute__((target_clones("avx2", "default"))) static void affine2_acc(size_t n, const float *restrict g,
+                                                                          const float *restrict x, float m, float a,
+                                                                          float b, float k, float *restrict d)
 {
     for (size_t i = 0; i < n; i++) d[i] += a * g[i] + b * (x[i] - m) + k;
 }
 
-void batchnorm_forward_train(int B, int C, int HW, const float *inp, const float *gamma,
-                             const float *beta, float *out, float *save_mean, float *save_invstd,
-                             float *running_mean, float *running_var, float momentum)
+void batchnorm_forward_train(int B, int C, int HW, const float *inp, const float *gamma, const float *beta, float *out,
+                             float *save_mean, float *save_invstd, float *running_mean, float *running_var,
+                             float momentum)
 {
     if (B <= 0 || C <= 0 || HW <= 0) return;
     const size_t M = (size_t)B * HW, plane = (size_t)HW, bstride = (size_t)C * HW;
     for (int c = 0; c < C; c++) {
         const double shift = inp[(size_t)c * plane];
         double s1 = 0.0, s2 = 0.0;
-        for (int b = 0; b < B; b++)
-            shifted_sums(inp + b * bstride + c * plane, plane, shift, &s1, &s2);
+        for (int b = 0; b < B; b++) shifted_sums(inp + b * bstride + c * plane, plane, shift, &s1, &s2);
         const double dm = s1 / (double)M;
         double var = s2 / (double)M - dm * dm; /* biased: what normalises the batch */
         if (var < 0.0) var = 0.0;
@@ -114,35 +111,30 @@ void batchnorm_forward_train(int B, int C, int HW, const float *inp, const float
         const float mf = (float)mean;
         const float shift_out = (float)((double)beta[c] - a * (mean - (double)mf));
         for (int b = 0; b < B; b++)
-            affine(plane, inp + b * bstride + c * plane, mf, (float)a, shift_out,
-                   out + b * bstride + c * plane);
+            affine(plane, inp + b * bstride + c * plane, mf, (float)a, shift_out, out + b * bstride + c * plane);
     }
 }
 
-void batchnorm_forward_eval(int B, int C, int HW, const float *inp, const float *gamma,
-                            const float *beta, const float *running_mean, const float *running_var,
-                            float *out)
+void batchnorm_forward_eval(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
+                            const float *running_mean, const float *running_var, float *out)
 {
     const size_t plane = (size_t)HW, bstride = (size_t)C * HW;
     for (int c = 0; c < C; c++) {
         const float a = (float)((double)gamma[c] / sqrt((double)running_var[c] + (double)BN_EPS));
         for (int b = 0; b < B; b++)
-            affine(plane, inp + b * bstride + c * plane, running_mean[c], a, beta[c],
-                   out + b * bstride + c * plane);
+            affine(plane, inp + b * bstride + c * plane, running_mean[c], a, beta[c], out + b * bstride + c * plane);
     }
 }
 
-void batchnorm_backward(int B, int C, int HW, const float *inp, const float *gamma,
-                        const float *save_mean, const float *save_invstd, const float *dout,
-                        float *dinp, float *dgamma, float *dbeta)
+void batchnorm_backward(int B, int C, int HW, const float *inp, const float *gamma, const float *save_mean,
+                        const float *save_invstd, const float *dout, float *dinp, float *dgamma, float *dbeta)
 {
     const size_t M = (size_t)B * HW, plane = (size_t)HW, bstride = (size_t)C * HW;
     for (int c = 0; c < C; c++) {
         const double mean = save_mean[c], invstd = save_invstd[c];
         double sg = 0.0, sgx = 0.0;
         for (int b = 0; b < B; b++)
-            grad_sums(dout + b * bstride + c * plane, inp + b * bstride + c * plane, plane, mean,
-                      &sg, &sgx);
+            grad_sums(dout + b * bstride + c * plane, inp + b * bstride + c * plane, plane, mean, &sg, &sgx);
         /* dbeta = sum g, dgamma = sum g * xhat with xhat = (x - mean) * invstd */
         const double db = sg, dg = sgx * invstd;
         dbeta[c] = (float)db;
@@ -155,7 +147,7 @@ void batchnorm_backward(int B, int C, int HW, const float *inp, const float *gam
         const double bx = -a * invstd * dg / (double)M;
         const double k = -a * db / (double)M;
         for (int b = 0; b < B; b++)
-            affine2_acc(plane, dout + b * bstride + c * plane, inp + b * bstride + c * plane,
-                        (float)mean, (float)a, (float)bx, (float)k, dinp + b * bstride + c * plane);
+            affine2_acc(plane, dout + b * bstride + c * plane, inp + b * bstride + c * plane, (float)mean, (float)a,
+                        (float)bx, (float)k, dinp + b * bstride + c * plane);
     }
 }

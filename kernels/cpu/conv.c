@@ -44,12 +44,16 @@
 int conv2d_init(conv2d_desc_t *d, int C, int H, int W, int OC, int KH, int KW, int stride, int pad)
 {
     memset(d, 0, sizeof *d);
-    if (C <= 0 || H <= 0 || W <= 0 || OC <= 0 || KH <= 0 || KW <= 0 || stride <= 0 || pad < 0)
-        return -1;
+    if (C <= 0 || H <= 0 || W <= 0 || OC <= 0 || KH <= 0 || KW <= 0 || stride <= 0 || pad < 0) return -1;
     if (H + 2 * pad < KH || W + 2 * pad < KW) return -1;
-    d->C = C; d->H = H; d->W = W;
-    d->OC = OC; d->KH = KH; d->KW = KW;
-    d->stride = stride; d->pad = pad;
+    d->C = C;
+    d->H = H;
+    d->W = W;
+    d->OC = OC;
+    d->KH = KH;
+    d->KW = KW;
+    d->stride = stride;
+    d->pad = pad;
     d->OH = (H + 2 * pad - KH) / stride + 1;
     d->OW = (W + 2 * pad - KW) / stride + 1;
     return 0;
@@ -104,11 +108,10 @@ static void valid_range(int kw, int pad, int stride, int W, int OW, int *lo, int
 }
 
 /* Lowers nb images into col; every element of col is written. */
-__attribute__((target_clones("avx2", "default"))) KEEP_LOOPS_INLINE
-static void im2col_chunk(const conv2d_desc_t *d, int nb,
-                         const float *restrict inp, /* (nb, C, H, W) */
-                         float *restrict col,       /* (C*KH*KW, nb*OH*OW), rows ld apart */
-                         size_t ld)
+__attribute__((target_clones("avx2", "default"))) KEEP_LOOPS_INLINE static void
+im2col_chunk(const conv2d_desc_t *d, int nb, const float *restrict inp, /* (nb, C, H, W) */
+             float *restrict col,                                       /* (C*KH*KW, nb*OH*OW), rows ld apart */
+             size_t ld)
 {
     const int C = d->C, H = d->H, W = d->W, KH = d->KH, KW = d->KW;
     const int OH = d->OH, OW = d->OW, s = d->stride, pad = d->pad;
@@ -147,11 +150,9 @@ static void im2col_chunk(const conv2d_desc_t *d, int nb,
 }
 
 /* Adds the column gradient of nb images into dinp (the adjoint of im2col_chunk). */
-__attribute__((target_clones("avx2", "default")))
-static void col2im_chunk_add(const conv2d_desc_t *d, int nb,
-                             const float *restrict col, /* (C*KH*KW, nb*OH*OW), rows ld apart */
-                             size_t ld,
-                             float *restrict dinp)      /* (nb, C, H, W) += */
+__attribute__((target_clones("avx2", "default"))) static void
+col2im_chunk_add(const conv2d_desc_t *d, int nb, const float *restrict col, /* (C*KH*KW, nb*OH*OW), rows ld apart */
+                 size_t ld, float *restrict dinp)                           /* (nb, C, H, W) += */
 {
     const int C = d->C, H = d->H, W = d->W, KH = d->KH, KW = d->KW;
     const int OH = d->OH, OW = d->OW, s = d->stride, pad = d->pad;
@@ -184,12 +185,10 @@ static void col2im_chunk_add(const conv2d_desc_t *d, int nb,
 }
 
 /* out[b] = tmp[:, b*P : (b+1)*P] + bias, for each image of the chunk. */
-__attribute__((target_clones("avx2", "default")))
-static void scatter_chunk(int nb, int OC, size_t P,
-                          const float *restrict tmp,  /* (OC, nb*P), rows ld apart */
-                          size_t ld,
-                          const float *restrict bias, /* (OC) or NULL */
-                          float *restrict out)        /* (nb, OC, P) */
+__attribute__((target_clones("avx2", "default"))) static void
+scatter_chunk(int nb, int OC, size_t P, const float *restrict tmp, /* (OC, nb*P), rows ld apart */
+              size_t ld, const float *restrict bias,               /* (OC) or NULL */
+              float *restrict out)                                 /* (nb, OC, P) */
 {
     for (int b = 0; b < nb; b++)
         for (int oc = 0; oc < OC; oc++) {
@@ -206,14 +205,12 @@ static void gather_chunk(int nb, int OC, size_t P, const float *dout, /* (nb, OC
 {
     for (int b = 0; b < nb; b++)
         for (int oc = 0; oc < OC; oc++)
-            memcpy(tmp + (size_t)oc * ld + (size_t)b * P, dout + ((size_t)b * OC + oc) * P,
-                   P * sizeof(float));
+            memcpy(tmp + (size_t)oc * ld + (size_t)b * P, dout + ((size_t)b * OC + oc) * P, P * sizeof(float));
 }
 
 /* Sum of x[0..n) in double with eight independent lanes: the lanes are explicit, so
  * gcc vectorises it without reassociating and the result is the same on every ISA. */
-__attribute__((target_clones("avx2", "default")))
-static double sum_f64(const float *restrict x, size_t n)
+__attribute__((target_clones("avx2", "default"))) static double sum_f64(const float *restrict x, size_t n)
 {
     double acc[8] = {0};
     size_t i = 0;
@@ -254,11 +251,11 @@ static int use_wide(const conv2d_desc_t *d) { return d->stride == 1; }
 #endif
 
 typedef struct {
-    int PH, PW;        /* padded plane */
-    size_t Pw;         /* grid positions per image: OH * PW */
-    size_t plane;      /* PH * PW */
-    int nb;            /* images per chunk */
-    size_t ld;         /* row stride of col and tmp */
+    int PH, PW;   /* padded plane */
+    size_t Pw;    /* grid positions per image: OH * PW */
+    size_t plane; /* PH * PW */
+    int nb;       /* images per chunk */
+    size_t ld;    /* row stride of col and tmp */
 } wide_t;
 
 static void wide_geometry(const conv2d_desc_t *d, int B, wide_t *g)
@@ -287,18 +284,16 @@ static size_t wide_workspace(const conv2d_desc_t *d, int B)
 }
 
 /* xp = the nb images' planes with pad zeros around them (pad > 0 only). */
-static void pad_planes(const conv2d_desc_t *d, const wide_t *g, int nb, const float *restrict inp,
-                       float *restrict xp)
+static void pad_planes(const conv2d_desc_t *d, const wide_t *g, int nb, const float *restrict inp, float *restrict xp)
 {
     memset(xp, 0, (size_t)nb * d->C * g->plane * sizeof(float));
     for (size_t pl = 0; pl < (size_t)nb * d->C; pl++)
         for (int h = 0; h < d->H; h++)
-            memcpy(xp + pl * g->plane + (size_t)(h + d->pad) * g->PW + d->pad,
-                   inp + (pl * d->H + h) * d->W, (size_t)d->W * sizeof(float));
+            memcpy(xp + pl * g->plane + (size_t)(h + d->pad) * g->PW + d->pad, inp + (pl * d->H + h) * d->W,
+                   (size_t)d->W * sizeof(float));
 }
 
-static void im2col_wide(const conv2d_desc_t *d, const wide_t *g, int nb, const float *restrict xp,
-                        float *restrict col)
+static void im2col_wide(const conv2d_desc_t *d, const wide_t *g, int nb, const float *restrict xp, float *restrict col)
 {
     const size_t Pw = g->Pw;
     for (int c = 0; c < d->C; c++)
@@ -314,9 +309,8 @@ static void im2col_wide(const conv2d_desc_t *d, const wide_t *g, int nb, const f
             }
 }
 
-__attribute__((target_clones("avx2", "default")))
-static void col2im_wide_add(const conv2d_desc_t *d, const wide_t *g, int nb,
-                            const float *restrict col, float *restrict dxp)
+__attribute__((target_clones("avx2", "default"))) static void
+col2im_wide_add(const conv2d_desc_t *d, const wide_t *g, int nb, const float *restrict col, float *restrict dxp)
 {
     const size_t Pw = g->Pw;
     for (int c = 0; c < d->C; c++)
@@ -333,8 +327,8 @@ static void col2im_wide_add(const conv2d_desc_t *d, const wide_t *g, int nb,
             }
 }
 
-static void wide_forward(const conv2d_desc_t *d, int B, const float *inp, const float *weight,
-                         const float *bias, float *out, float *ws)
+static void wide_forward(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *bias,
+                         float *out, float *ws)
 {
     wide_t g;
     wide_geometry(d, B, &g);
@@ -344,10 +338,13 @@ static void wide_forward(const conv2d_desc_t *d, int B, const float *inp, const 
     for (int b0 = 0; b0 < B; b0 += g.nb) {
         const int nb = B - b0 < g.nb ? B - b0 : g.nb;
         const float *src = inp + (size_t)b0 * in_img;
-        if (d->pad > 0) { pad_planes(d, &g, nb, src, xp); src = xp; }
+        if (d->pad > 0) {
+            pad_planes(d, &g, nb, src, xp);
+            src = xp;
+        }
         im2col_wide(d, &g, nb, src, col);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, OC, (int)(nb * g.Pw), K, 1.0f, weight,
-                    K, col, (int)g.ld, 0.0f, tmp, (int)g.ld);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, OC, (int)(nb * g.Pw), K, 1.0f, weight, K, col, (int)g.ld,
+                    0.0f, tmp, (int)g.ld);
         for (int b = 0; b < nb; b++)
             for (int oc = 0; oc < OC; oc++) {
                 const float *t = tmp + (size_t)oc * g.ld + (size_t)b * g.Pw;
@@ -359,8 +356,8 @@ static void wide_forward(const conv2d_desc_t *d, int B, const float *inp, const 
     }
 }
 
-static void wide_backward(const conv2d_desc_t *d, int B, const float *inp, const float *weight,
-                          const float *dout, float *dinp, float *dweight, float *ws)
+static void wide_backward(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *dout,
+                          float *dinp, float *dweight, float *ws)
 {
     wide_t g;
     wide_geometry(d, B, &g);
@@ -381,13 +378,16 @@ static void wide_backward(const conv2d_desc_t *d, int B, const float *inp, const
                 }
             }
         const float *src = inp + (size_t)b0 * in_img;
-        if (d->pad > 0) { pad_planes(d, &g, nb, src, xp); src = xp; }
+        if (d->pad > 0) {
+            pad_planes(d, &g, nb, src, xp);
+            src = xp;
+        }
         im2col_wide(d, &g, nb, src, col);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, OC, K, N, 1.0f, tmp, (int)g.ld, col,
-                    (int)g.ld, b0 == 0 ? 0.0f : 1.0f, dweight, K);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, OC, K, N, 1.0f, tmp, (int)g.ld, col, (int)g.ld,
+                    b0 == 0 ? 0.0f : 1.0f, dweight, K);
         if (!dinp) continue;
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, N, OC, 1.0f, weight, K, tmp, (int)g.ld,
-                    0.0f, col, (int)g.ld);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, N, OC, 1.0f, weight, K, tmp, (int)g.ld, 0.0f, col,
+                    (int)g.ld);
         float *dx = dinp + (size_t)b0 * in_img;
         if (d->pad == 0) {
             /* the grid is the input plane itself */
@@ -405,8 +405,8 @@ static void wide_backward(const conv2d_desc_t *d, int B, const float *inp, const
     }
 }
 
-void conv2d_forward(const conv2d_desc_t *d, int B, const float *inp, const float *weight,
-                    const float *bias, float *out, float *ws)
+void conv2d_forward(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *bias, float *out,
+                    float *ws)
 {
     if (B <= 0) return;
     const int OC = d->OC, K = d->C * d->KH * d->KW;
@@ -418,7 +418,7 @@ void conv2d_forward(const conv2d_desc_t *d, int B, const float *inp, const float
     }
     const int nbmax = chunk_images(d, B);
     const size_t ldmax = padded_ld((size_t)nbmax * P);
-    float *col = ws;                   /* (K, nb*P), rows ld apart */
+    float *col = ws;                     /* (K, nb*P), rows ld apart */
     float *tmp = ws + (size_t)K * ldmax; /* (OC, nb*P), rows ld apart; only when nb > 1 */
 
     for (int b0 = 0; b0 < B; b0 += nbmax) {
@@ -430,18 +430,18 @@ void conv2d_forward(const conv2d_desc_t *d, int B, const float *inp, const float
             /* one image: (OC, P) is already the layout of out[b0] */
             float *o = out + (size_t)b0 * out_img;
             if (bias) fill_bias(o, OC, P, bias);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, OC, N, K, 1.0f, weight, K, col,
-                        (int)ld, bias ? 1.0f : 0.0f, o, N);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, OC, N, K, 1.0f, weight, K, col, (int)ld,
+                        bias ? 1.0f : 0.0f, o, N);
         } else {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, OC, N, K, 1.0f, weight, K, col,
-                        (int)ld, 0.0f, tmp, (int)ld);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, OC, N, K, 1.0f, weight, K, col, (int)ld, 0.0f, tmp,
+                        (int)ld);
             scatter_chunk(nb, OC, P, tmp, ld, bias, out + (size_t)b0 * out_img);
         }
     }
 }
 
-void conv2d_backward(const conv2d_desc_t *d, int B, const float *inp, const float *weight,
-                     const float *dout, float *dinp, float *dweight, float *dbias, float *ws)
+void conv2d_backward(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *dout,
+                     float *dinp, float *dweight, float *dbias, float *ws)
 {
     const int OC = d->OC, K = d->C * d->KH * d->KW;
     const size_t P = (size_t)d->OH * d->OW;
@@ -470,7 +470,7 @@ void conv2d_backward(const conv2d_desc_t *d, int B, const float *inp, const floa
     }
     const int nbmax = chunk_images(d, B);
     const size_t ldmax = padded_ld((size_t)nbmax * P);
-    float *col = ws;                   /* (K, nb*P), rows ld apart */
+    float *col = ws;                     /* (K, nb*P), rows ld apart */
     float *tmp = ws + (size_t)K * ldmax; /* (OC, nb*P), rows ld apart; only when nb > 1 */
     for (int b0 = 0; b0 < B; b0 += nbmax) {
         const int nb = B - b0 < nbmax ? B - b0 : nbmax;
@@ -489,8 +489,7 @@ void conv2d_backward(const conv2d_desc_t *d, int B, const float *inp, const floa
                     b0 == 0 ? 0.0f : 1.0f, dweight, K);
         if (dinp) {
             /* dcol (K, N) = W^T (K, OC) x g (OC, N), reusing col which is no longer needed */
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, N, OC, 1.0f, weight, K, g, ldg,
-                        0.0f, col, (int)ld);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, N, OC, 1.0f, weight, K, g, ldg, 0.0f, col, (int)ld);
             col2im_chunk_add(d, nb, col, ld, dinp + (size_t)b0 * in_img);
         }
     }

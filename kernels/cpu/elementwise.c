@@ -9,15 +9,14 @@
 
 #include "ops.h"
 
-__attribute__((target_clones("avx2", "default")))
-void relu_forward(size_t n, const float *inp, float *out)
+__attribute__((target_clones("avx2", "default"))) void relu_forward(size_t n, const float *inp, float *out)
 {
     /* NaN > 0 is false, so a NaN maps to 0 */
     for (size_t i = 0; i < n; i++) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
 }
 
-__attribute__((target_clones("avx2", "default")))
-void relu_backward(size_t n, const float *out, const float *dout, float *dinp)
+__attribute__((target_clones("avx2", "default"))) void relu_backward(size_t n, const float *out, const float *dout,
+                                                                     float *dinp)
 {
     if (!dinp) return;
     for (size_t i = 0; i < n; i++) dinp[i] += out[i] > 0.0f ? dout[i] : 0.0f;
@@ -29,27 +28,30 @@ int shortcut_init(shortcut_desc_t *d, int C, int H, int W, int OC, int stride)
 {
     memset(d, 0, sizeof *d);
     if (C <= 0 || H <= 0 || W <= 0 || OC < C || stride <= 0) return -1;
-    d->C = C; d->H = H; d->W = W; d->OC = OC; d->stride = stride;
+    d->C = C;
+    d->H = H;
+    d->W = W;
+    d->OC = OC;
+    d->stride = stride;
     /* x[:, :, ::stride, ::stride] */
     d->OH = (H - 1) / stride + 1;
     d->OW = (W - 1) / stride + 1;
     return 0;
 }
 
-__attribute__((target_clones("avx2", "default")))
-static void add_plane(size_t n, const float *a, const float *x, float *out)
+__attribute__((target_clones("avx2", "default"))) static void add_plane(size_t n, const float *a, const float *x,
+                                                                        float *out)
 {
     for (size_t i = 0; i < n; i++) out[i] = a[i] + x[i];
 }
 
-__attribute__((target_clones("avx2", "default")))
-static void acc_plane(size_t n, const float *restrict g, float *restrict dst)
+__attribute__((target_clones("avx2", "default"))) static void acc_plane(size_t n, const float *restrict g,
+                                                                        float *restrict dst)
 {
     for (size_t i = 0; i < n; i++) dst[i] += g[i];
 }
 
-void residual_add_forward(const shortcut_desc_t *d, int B, const float *a, const float *x,
-                          float *out)
+void residual_add_forward(const shortcut_desc_t *d, int B, const float *a, const float *x, float *out)
 {
     const int C = d->C, OC = d->OC, H = d->H, W = d->W, OH = d->OH, OW = d->OW, s = d->stride;
     const int off = (OC - C) / 2;
@@ -77,8 +79,7 @@ void residual_add_forward(const shortcut_desc_t *d, int B, const float *a, const
         }
 }
 
-void residual_add_backward(const shortcut_desc_t *d, int B, const float *dout, float *da,
-                           float *dx)
+void residual_add_backward(const shortcut_desc_t *d, int B, const float *dout, float *da, float *dx)
 {
     const int C = d->C, OC = d->OC, H = d->H, W = d->W, OH = d->OH, OW = d->OW, s = d->stride;
     const int off = (OC - C) / 2;

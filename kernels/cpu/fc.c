@@ -4,8 +4,7 @@
 
 #include "ops.h"
 
-void fc_forward(int B, int IN, int OUT, const float *inp, const float *weight, const float *bias,
-                float *out)
+void fc_forward(int B, int IN, int OUT, const float *inp, const float *weight, const float *bias, float *out)
 {
     if (B <= 0 || OUT <= 0) return;
     if (IN <= 0) {
@@ -18,12 +17,12 @@ void fc_forward(int B, int IN, int OUT, const float *inp, const float *weight, c
     if (bias)
         for (int b = 0; b < B; b++) memcpy(out + (size_t)b * OUT, bias, (size_t)OUT * sizeof(float));
     /* out (B, OUT) = inp (B, IN) x W^T (IN, OUT) */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, OUT, IN, 1.0f, inp, IN, weight, IN,
-                bias ? 1.0f : 0.0f, out, OUT);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, OUT, IN, 1.0f, inp, IN, weight, IN, bias ? 1.0f : 0.0f, out,
+                OUT);
 }
 
-void fc_backward(int B, int IN, int OUT, const float *inp, const float *weight, const float *dout,
-                 float *dinp, float *dweight, float *dbias)
+void fc_backward(int B, int IN, int OUT, const float *inp, const float *weight, const float *dout, float *dinp,
+                 float *dweight, float *dbias)
 {
     if (OUT <= 0) return;
     if (dbias) {
@@ -42,10 +41,8 @@ void fc_backward(int B, int IN, int OUT, const float *inp, const float *weight, 
         return;
     }
     /* dW (OUT, IN) = dout^T (OUT, B) x inp (B, IN) */
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OUT, IN, B, 1.0f, dout, OUT, inp, IN,
-                0.0f, dweight, IN);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OUT, IN, B, 1.0f, dout, OUT, inp, IN, 0.0f, dweight, IN);
     /* dinp (B, IN) += dout (B, OUT) x W (OUT, IN) */
     if (dinp)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, IN, OUT, 1.0f, dout, OUT, weight,
-                    IN, 1.0f, dinp, IN);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, IN, OUT, 1.0f, dout, OUT, weight, IN, 1.0f, dinp, IN);
 }

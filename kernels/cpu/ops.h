@@ -25,49 +25,45 @@
 
 /* ---- convolution ---------------------------------------------------------------- */
 typedef struct {
-    int C, H, W;          /* input */
-    int OC, KH, KW;       /* filters */
-    int stride, pad;      /* same in both spatial dimensions */
-    int OH, OW;           /* output, filled by conv2d_init */
+    int C, H, W;     /* input */
+    int OC, KH, KW;  /* filters */
+    int stride, pad; /* same in both spatial dimensions */
+    int OH, OW;      /* output, filled by conv2d_init */
 } conv2d_desc_t;
 
 /* Fills OH/OW; returns 0, or -1 when the geometry gives an empty output. */
 int conv2d_init(conv2d_desc_t *d, int C, int H, int W, int OC, int KH, int KW, int stride, int pad);
 /* Floats of scratch needed by forward and backward for a batch of up to B images. */
 size_t conv2d_workspace(const conv2d_desc_t *d, int B);
-void conv2d_forward(const conv2d_desc_t *d, int B,
-                    const float *inp,    /* (B, C, H, W) */
-                    const float *weight, /* (OC, C, KH, KW) */
-                    const float *bias,   /* (OC) or NULL */
-                    float *out,          /* (B, OC, OH, OW) */
+void conv2d_forward(const conv2d_desc_t *d, int B, const float *inp, /* (B, C, H, W) */
+                    const float *weight,                             /* (OC, C, KH, KW) */
+                    const float *bias,                               /* (OC) or NULL */
+                    float *out,                                      /* (B, OC, OH, OW) */
                     float *ws);
-void conv2d_backward(const conv2d_desc_t *d, int B,
-                     const float *inp,    /* (B, C, H, W) */
-                     const float *weight, /* (OC, C, KH, KW) */
-                     const float *dout,   /* (B, OC, OH, OW) */
-                     float *dinp,         /* (B, C, H, W) +=, or NULL */
-                     float *dweight,      /* (OC, C, KH, KW) = */
-                     float *dbias,        /* (OC) =, or NULL */
+void conv2d_backward(const conv2d_desc_t *d, int B, const float *inp, /* (B, C, H, W) */
+                     const float *weight,                             /* (OC, C, KH, KW) */
+                     const float *dout,                               /* (B, OC, OH, OW) */
+                     float *dinp,                                     /* (B, C, H, W) +=, or NULL */
+                     float *dweight,                                  /* (OC, C, KH, KW) = */
+                     float *dbias,                                    /* (OC) =, or NULL */
                      float *ws);
 
 /* ---- pooling -------------------------------------------------------------------- */
 typedef struct {
     int C, H, W;
     int K, stride, pad;
-    int ceil_mode;        /* 0: floor output size, 1: ceil (Caffe) */
-    int OH, OW;           /* filled by pool2d_init */
+    int ceil_mode; /* 0: floor output size, 1: ceil (Caffe) */
+    int OH, OW;    /* filled by pool2d_init */
 } pool2d_desc_t;
 
 /* Output size: floor or ceil of (H + 2*pad - K)/stride, plus 1; in ceil mode the last
  * window must start inside the (left-padded) input, as in PyTorch and Caffe. */
 int pool2d_init(pool2d_desc_t *d, int C, int H, int W, int K, int stride, int pad, int ceil_mode);
-void maxpool2d_forward(const pool2d_desc_t *d, int B,
-                       const float *inp,  /* (B, C, H, W) */
-                       float *out,        /* (B, C, OH, OW) */
-                       int32_t *argmax);  /* (B, C, OH, OW) flat index into the H*W plane */
-void maxpool2d_backward(const pool2d_desc_t *d, int B,
-                        const float *dout, const int32_t *argmax,
-                        float *dinp);      /* (B, C, H, W) += */
+void maxpool2d_forward(const pool2d_desc_t *d, int B, const float *inp, /* (B, C, H, W) */
+                       float *out,                                      /* (B, C, OH, OW) */
+                       int32_t *argmax); /* (B, C, OH, OW) flat index into the H*W plane */
+void maxpool2d_backward(const pool2d_desc_t *d, int B, const float *dout, const int32_t *argmax,
+                        float *dinp); /* (B, C, H, W) += */
 /* Average pooling divides by the number of window elements inside the input
  * (count_include_pad = false), so ceil-mode edge windows are true averages. */
 void avgpool2d_forward(const pool2d_desc_t *d, int B, const float *inp, float *out);
@@ -82,37 +78,34 @@ void relu_backward(size_t n, const float *out, const float *dout, float *dinp /*
  *   out = a + S(x), where S subsamples x spatially by `stride` and zero-pads its
  *   channels from C to OC (the C real channels sit at offset (OC - C) / 2).
  * With C == OC and stride 1 it is a plain elementwise add. */
-typedef struct { int C, H, W, OC, OH, OW, stride; } shortcut_desc_t;
+typedef struct {
+    int C, H, W, OC, OH, OW, stride;
+} shortcut_desc_t;
 int shortcut_init(shortcut_desc_t *d, int C, int H, int W, int OC, int stride);
-void residual_add_forward(const shortcut_desc_t *d, int B,
-                          const float *a,   /* (B, OC, OH, OW) */
-                          const float *x,   /* (B, C, H, W) */
-                          float *out);      /* (B, OC, OH, OW) */
-void residual_add_backward(const shortcut_desc_t *d, int B, const float *dout,
-                           float *da,       /* (B, OC, OH, OW) += */
-                           float *dx);      /* (B, C, H, W) += */
+void residual_add_forward(const shortcut_desc_t *d, int B, const float *a,                /* (B, OC, OH, OW) */
+                          const float *x,                                                 /* (B, C, H, W) */
+                          float *out);                                                    /* (B, OC, OH, OW) */
+void residual_add_backward(const shortcut_desc_t *d, int B, const float *dout, float *da, /* (B, OC, OH, OW) += */
+                           float *dx);                                                    /* (B, C, H, W) += */
 
 /* ---- fully connected ------------------------------------------------------------ */
-void fc_forward(int B, int IN, int OUT,
-                const float *inp,     /* (B, IN) */
-                const float *weight,  /* (OUT, IN) */
-                const float *bias,    /* (OUT) or NULL */
-                float *out);          /* (B, OUT) */
-void fc_backward(int B, int IN, int OUT,
-                 const float *inp, const float *weight, const float *dout,
-                 float *dinp,         /* (B, IN) +=, or NULL */
-                 float *dweight,      /* (OUT, IN) = */
-                 float *dbias);       /* (OUT) =, or NULL */
+void fc_forward(int B, int IN, int OUT, const float *inp, /* (B, IN) */
+                const float *weight,                      /* (OUT, IN) */
+                const float *bias,                        /* (OUT) or NULL */
+                float *out);                              /* (B, OUT) */
+void fc_backward(int B, int IN, int OUT, const float *inp, const float *weight, const float *dout,
+                 float *dinp,    /* (B, IN) +=, or NULL */
+                 float *dweight, /* (OUT, IN) = */
+                 float *dbias);  /* (OUT) =, or NULL */
 
 /* ---- softmax cross-entropy (fused, numerically stable) -------------------------- */
 /* Returns the mean loss over the batch; probs receives the softmax. Labels must be in
  * [0, N): the data loader guarantees it. */
-float softmax_xent_forward(int B, int N, const float *logits /* (B, N) */,
-                           const int32_t *labels /* (B) */, float *probs /* (B, N) */);
+float softmax_xent_forward(int B, int N, const float *logits /* (B, N) */, const int32_t *labels /* (B) */,
+                           float *probs /* (B, N) */);
 /* dlogits = scale * (probs - onehot(labels)) / B, written (=). scale is 1 for a plain
  * mean loss; the caller may weight the batch differently. */
-void softmax_xent_backward(int B, int N, const float *probs, const int32_t *labels,
-                           float scale, float *dlogits);
+void softmax_xent_backward(int B, int N, const float *probs, const int32_t *labels, float scale, float *dlogits);
 /* Counts argmax(logits) == label. */
 int count_correct(int B, int N, const float *logits, const int32_t *labels);
 
@@ -121,23 +114,17 @@ int count_correct(int B, int N, const float *logits, const int32_t *labels);
 /* Training mode: normalises with the batch statistics, saves mean and inverse std for
  * the backward pass, and updates the running statistics the way PyTorch does
  * (running = (1 - momentum) * running + momentum * batch, unbiased batch variance). */
-void batchnorm_forward_train(int B, int C, int HW,
-                             const float *inp,   /* (B, C, HW) */
-                             const float *gamma, const float *beta, /* (C) */
-                             float *out,         /* (B, C, HW) */
-                             float *save_mean, float *save_invstd,  /* (C) */
+void batchnorm_forward_train(int B, int C, int HW, const float *inp,  /* (B, C, HW) */
+                             const float *gamma, const float *beta,   /* (C) */
+                             float *out,                              /* (B, C, HW) */
+                             float *save_mean, float *save_invstd,    /* (C) */
                              float *running_mean, float *running_var, /* (C), updated */
                              float momentum);
-void batchnorm_forward_eval(int B, int C, int HW, const float *inp,
-                            const float *gamma, const float *beta,
-                            const float *running_mean, const float *running_var,
-                            float *out);
-void batchnorm_backward(int B, int C, int HW,
-                        const float *inp, const float *gamma,
-                        const float *save_mean, const float *save_invstd,
-                        const float *dout,
-                        float *dinp,             /* += */
-                        float *dgamma, float *dbeta); /* = */
+void batchnorm_forward_eval(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
+                            const float *running_mean, const float *running_var, float *out);
+void batchnorm_backward(int B, int C, int HW, const float *inp, const float *gamma, const float *save_mean,
+                        const float *save_invstd, const float *dout, float *dinp, /* += */
+                        float *dgamma, float *dbeta);                             /* = */
 
 /* ---- global average pooling ----------------------------------------------------- */
 void gap_forward(int B, int C, int HW, const float *inp /* (B,C,HW) */, float *out /* (B,C) */);
@@ -148,8 +135,8 @@ void gap_backward(int B, int C, int HW, const float *dout /* (B,C) */, float *di
  * step = nesterov ? d + mu*u : u; w -= lr*step. With mu = 0 the momentum buffer is not
  * touched. grad_scale lets a caller apply 1/sum(batch) of an allreduced gradient sum in
  * the same pass (1.0 multiplies exactly, so it changes nothing). */
-void sgd_update(size_t n, float *w, const float *g, float *u,
-                float lr, float momentum, int nesterov, float weight_decay, float grad_scale);
+void sgd_update(size_t n, float *w, const float *g, float *u, float lr, float momentum, int nesterov,
+                float weight_decay, float grad_scale);
 /* Sum of squares of g, accumulated in double so the result does not depend on n. */
 double sum_squares(size_t n, const float *g);
 /* Scales g so that its global L2 norm is at most max_norm; returns the norm before
@@ -158,21 +145,20 @@ float clip_grad_norm(size_t n, float *g, float max_norm);
 
 /* ---- asynchronous updates (ALGORITHMS.md sections 4 and 5) ----------------------- */
 /* DC-ASGD-c: out = g + lambda * g*g*(w - w_bak), elementwise. out may alias g. */
-void dc_compensate(size_t n, const float *g, const float *w, const float *w_bak, float lambda,
-                   float *out);
+void dc_compensate(size_t n, const float *g, const float *w, const float *w_bak, float lambda, float *out);
 /* DC-ASGD-a: ms = m*ms + (1-m)*g*g (this worker's mean square, updated in place), then
  * out = g + lambda0 / sqrt(ms + eps) * g*g*(w - w_bak). out may alias g. */
-void dc_compensate_adaptive(size_t n, const float *g, const float *w, const float *w_bak,
-                            float *ms, float m, float lambda0, float eps, float *out);
+void dc_compensate_adaptive(size_t n, const float *g, const float *w, const float *w_bak, float *ms, float m,
+                            float lambda0, float eps, float *out);
 /* DDC-ASGD (pacer's rule, section 5): v = 0.95*v + 0.05*g*g (in place);
  * c = lambda0 / sqrt(v + eps) * g*g*(w - w_bak); s = min(1, kappa*|g| / (|c| + eps));
  * out = g + s*c. out may alias g. */
-void ddc_compensate(size_t n, const float *g, const float *w, const float *w_bak, float *v,
-                    float lambda0, float kappa, float eps, float *out);
+void ddc_compensate(size_t n, const float *g, const float *w, const float *w_bak, float *v, float lambda0, float kappa,
+                    float eps, float *out);
 /* DDC-ASGD's momentum step on grad_scale * g: u = mu*u - eta*(grad_scale*g + wd*w);
  * w = w + u. (With wd = 0 and the same mu and eta it moves w exactly as sgd_update.) */
-void momentum_step(size_t n, float *w, float *u, const float *g, float grad_scale, float eta,
-                   float mu, float weight_decay);
+void momentum_step(size_t n, float *w, float *u, const float *g, float grad_scale, float eta, float mu,
+                   float weight_decay);
 
 /* Learning-rate schedules. Warm-up is linear from lr/warmup_steps to lr; after it:
  * none (constant), step (multiply by gamma every step_size steps) or cosine (from lr
@@ -181,9 +167,9 @@ typedef enum { LR_CONSTANT = 0, LR_STEP, LR_COSINE } lr_kind_t;
 typedef struct {
     lr_kind_t kind;
     long warmup_steps;
-    long step_size;       /* LR_STEP */
-    float gamma;          /* LR_STEP */
-    float min_lr;         /* LR_COSINE */
+    long step_size; /* LR_STEP */
+    float gamma;    /* LR_STEP */
+    float min_lr;   /* LR_COSINE */
 } lr_schedule_t;
 float lr_at(const lr_schedule_t *s, float base_lr, long step, long total_steps);
 

@@ -13,9 +13,8 @@
 /* M_PI is POSIX, not C11 */
 static const double PI = 3.14159265358979323846;
 
-__attribute__((target_clones("avx2", "default")))
-static void sgd_plain(size_t n, float *restrict w, const float *restrict g, float gs, float lr,
-                      float wd)
+__attribute__((target_clones("avx2", "default"))) static void
+sgd_plain(size_t n, float *restrict w, const float *restrict g, float gs, float lr, float wd)
 {
     for (size_t i = 0; i < n; i++) {
         const float d = gs * g[i] + wd * w[i];
@@ -23,9 +22,10 @@ static void sgd_plain(size_t n, float *restrict w, const float *restrict g, floa
     }
 }
 
-__attribute__((target_clones("avx2", "default")))
-static void sgd_momentum(size_t n, float *restrict w, const float *restrict g, float gs,
-                         float *restrict u, float lr, float mu, float wd)
+__attribute__((target_clones("avx2", "default"))) static void sgd_momentum(size_t n, float *restrict w,
+                                                                           const float *restrict g, float gs,
+                                                                           float *restrict u, float lr, float mu,
+                                                                           float wd)
 {
     for (size_t i = 0; i < n; i++) {
         const float d = gs * g[i] + wd * w[i];
@@ -35,9 +35,10 @@ static void sgd_momentum(size_t n, float *restrict w, const float *restrict g, f
     }
 }
 
-__attribute__((target_clones("avx2", "default")))
-static void sgd_nesterov(size_t n, float *restrict w, const float *restrict g, float gs,
-                         float *restrict u, float lr, float mu, float wd)
+__attribute__((target_clones("avx2", "default"))) static void sgd_nesterov(size_t n, float *restrict w,
+                                                                           const float *restrict g, float gs,
+                                                                           float *restrict u, float lr, float mu,
+                                                                           float wd)
 {
     for (size_t i = 0; i < n; i++) {
         const float d = gs * g[i] + wd * w[i];
@@ -47,21 +48,17 @@ static void sgd_nesterov(size_t n, float *restrict w, const float *restrict g, f
     }
 }
 
-void sgd_update(size_t n, float *w, const float *g, float *u, float lr, float momentum,
-                int nesterov, float weight_decay, float grad_scale)
+void sgd_update(size_t n, float *w, const float *g, float *u, float lr, float momentum, int nesterov,
+                float weight_decay, float grad_scale)
 {
-    if (momentum == 0.0f)
-        sgd_plain(n, w, g, grad_scale, lr, weight_decay); /* u is not touched, may be NULL */
-    else if (nesterov)
-        sgd_nesterov(n, w, g, grad_scale, u, lr, momentum, weight_decay);
-    else
-        sgd_momentum(n, w, g, grad_scale, u, lr, momentum, weight_decay);
+    if (momentum == 0.0f) sgd_plain(n, w, g, grad_scale, lr, weight_decay); /* u is not touched, may be NULL */
+    else if (nesterov) sgd_nesterov(n, w, g, grad_scale, u, lr, momentum, weight_decay);
+    else sgd_momentum(n, w, g, grad_scale, u, lr, momentum, weight_decay);
 }
 
 /* Eight explicit double lanes: vectorised without reassociation, so the sum is the
  * same on every ISA and for every clone. */
-__attribute__((target_clones("avx2", "default")))
-double sum_squares(size_t n, const float *g)
+__attribute__((target_clones("avx2", "default"))) double sum_squares(size_t n, const float *g)
 {
     double acc[8] = {0};
     size_t i = 0;
@@ -76,8 +73,7 @@ double sum_squares(size_t n, const float *g)
     return s;
 }
 
-__attribute__((target_clones("avx2", "default")))
-static void scale_inplace(size_t n, float *restrict g, float k)
+__attribute__((target_clones("avx2", "default"))) static void scale_inplace(size_t n, float *restrict g, float k)
 {
     for (size_t i = 0; i < n; i++) g[i] *= k;
 }
@@ -113,7 +109,6 @@ float lr_at(const lr_schedule_t *s, float base_lr, long step, long total_steps)
         return (float)(min_lr + 0.5 * (lr - min_lr) * (1.0 + cos(PI * frac)));
     }
     case LR_CONSTANT:
-    default:
-        return base_lr;
+    default: return base_lr;
     }
 }

@@ -25,8 +25,12 @@ int pool2d_init(pool2d_desc_t *d, int C, int H, int W, int K, int stride, int pa
     /* pad <= K/2 (PyTorch's rule) guarantees every window overlaps the input, so no
      * max is taken over nothing and no average divides by zero. */
     if (C <= 0 || H <= 0 || W <= 0 || K <= 0 || stride <= 0 || pad < 0 || 2 * pad > K) return -1;
-    d->C = C; d->H = H; d->W = W;
-    d->K = K; d->stride = stride; d->pad = pad;
+    d->C = C;
+    d->H = H;
+    d->W = W;
+    d->K = K;
+    d->stride = stride;
+    d->pad = pad;
     d->ceil_mode = ceil_mode ? 1 : 0;
     d->OH = pooled_size(H, K, stride, pad, d->ceil_mode);
     d->OW = pooled_size(W, K, stride, pad, d->ceil_mode);
@@ -59,12 +63,12 @@ typedef int v4i __attribute__((vector_size(16)));
 #define SEL_F4(k, a, b) ((v4f)(((v4i)(a) & (k)) | ((v4i)(b) & ~(k))))
 #define SEL_I(k, a, b) (((a) & (k)) | ((b) & ~(k)))
 
-__attribute__((target_clones("avx2", "default")))
-static void maxpool_2x2(size_t planes, int H, int W, int OH, int OW, const float *restrict inp,
-                        float *restrict out, int32_t *restrict argmax)
+__attribute__((target_clones("avx2", "default"))) static void maxpool_2x2(size_t planes, int H, int W, int OH, int OW,
+                                                                          const float *restrict inp,
+                                                                          float *restrict out, int32_t *restrict argmax)
 {
-    const v8i even = { 0, 2, 4, 6, 8, 10, 12, 14 }, odd = even + 1;
-    const v4i even4 = { 0, 2, 4, 6 }, odd4 = even4 + 1;
+    const v8i even = {0, 2, 4, 6, 8, 10, 12, 14}, odd = even + 1;
+    const v4i even4 = {0, 2, 4, 6}, odd4 = even4 + 1;
     for (size_t pl = 0; pl < planes; pl++) {
         const float *x = inp + pl * H * W;
         for (int oh = 0; oh < OH; oh++) {
@@ -92,12 +96,21 @@ static void maxpool_2x2(size_t planes, int H, int W, int OH, int OW, const float
                 v8i idx = base + 2 * ow + even;
                 v8f m = tl;
                 v8i best = idx, k;
-                k = TAKE(tr, m); m = SEL_F(k, tr, m); best = SEL_I(k, idx + 1, best);
-                k = TAKE(bl, m); m = SEL_F(k, bl, m); best = SEL_I(k, idx + W, best);
-                k = TAKE(br, m); m = SEL_F(k, br, m); best = SEL_I(k, idx + W + 1, best);
+                k = TAKE(tr, m);
+                m = SEL_F(k, tr, m);
+                best = SEL_I(k, idx + 1, best);
+                k = TAKE(bl, m);
+                m = SEL_F(k, bl, m);
+                best = SEL_I(k, idx + W, best);
+                k = TAKE(br, m);
+                m = SEL_F(k, br, m);
+                best = SEL_I(k, idx + W + 1, best);
                 memcpy(y + ow, &m, sizeof m);
                 memcpy(am + ow, &best, sizeof best);
-                if (ow + 8 >= OW) { ow = OW; break; }
+                if (ow + 8 >= OW) {
+                    ow = OW;
+                    break;
+                }
                 ow += 8;
             }
             for (int o4 = 0; OW >= 4 && OW < 8 && o4 < OW; o4 += 4) {
@@ -112,9 +125,15 @@ static void maxpool_2x2(size_t planes, int H, int W, int OH, int OW, const float
                 v4i idx = base + 2 * o4 + even4;
                 v4f m = tl;
                 v4i best = idx, k;
-                k = TAKE(tr, m); m = SEL_F4(k, tr, m); best = SEL_I(k, idx + 1, best);
-                k = TAKE(bl, m); m = SEL_F4(k, bl, m); best = SEL_I(k, idx + W, best);
-                k = TAKE(br, m); m = SEL_F4(k, br, m); best = SEL_I(k, idx + W + 1, best);
+                k = TAKE(tr, m);
+                m = SEL_F4(k, tr, m);
+                best = SEL_I(k, idx + 1, best);
+                k = TAKE(bl, m);
+                m = SEL_F4(k, bl, m);
+                best = SEL_I(k, idx + W, best);
+                k = TAKE(br, m);
+                m = SEL_F4(k, br, m);
+                best = SEL_I(k, idx + W + 1, best);
                 memcpy(y + o4, &m, sizeof m);
                 memcpy(am + o4, &best, sizeof best);
                 ow = OW;
@@ -141,8 +160,7 @@ static void maxpool_2x2(size_t planes, int H, int W, int OH, int OW, const float
     }
 }
 
-void maxpool2d_forward(const pool2d_desc_t *d, int B, const float *inp, float *out,
-                       int32_t *argmax)
+void maxpool2d_forward(const pool2d_desc_t *d, int B, const float *inp, float *out, int32_t *argmax)
 {
     const int H = d->H, W = d->W, OH = d->OH, OW = d->OW;
     const size_t planes = (size_t)B * d->C;
@@ -151,9 +169,9 @@ void maxpool2d_forward(const pool2d_desc_t *d, int B, const float *inp, float *o
         return;
     }
     for (size_t pl = 0; pl < planes; pl++) {
-        const float *x = inp + pl * H * W;       /* (H, W) */
-        float *y = out + pl * OH * OW;           /* (OH, OW) */
-        int32_t *am = argmax + pl * OH * OW;     /* (OH, OW) */
+        const float *x = inp + pl * H * W;   /* (H, W) */
+        float *y = out + pl * OH * OW;       /* (OH, OW) */
+        int32_t *am = argmax + pl * OH * OW; /* (OH, OW) */
         for (int oh = 0; oh < OH; oh++) {
             int h0, h1;
             window(oh, d->K, d->stride, d->pad, H, &h0, &h1);
@@ -182,8 +200,7 @@ void maxpool2d_forward(const pool2d_desc_t *d, int B, const float *inp, float *o
     }
 }
 
-void maxpool2d_backward(const pool2d_desc_t *d, int B, const float *dout, const int32_t *argmax,
-                        float *dinp)
+void maxpool2d_backward(const pool2d_desc_t *d, int B, const float *dout, const int32_t *argmax, float *dinp)
 {
     if (!dinp) return;
     const size_t HW = (size_t)d->H * d->W, OHW = (size_t)d->OH * d->OW;

@@ -30,8 +30,7 @@ float softmax_xent_forward(int B, int N, const float *logits, const int32_t *lab
     return (float)(total / B);
 }
 
-void softmax_xent_backward(int B, int N, const float *probs, const int32_t *labels, float scale,
-                           float *dlogits)
+void softmax_xent_backward(int B, int N, const float *probs, const int32_t *labels, float scale, float *dlogits)
 {
     if (B <= 0) return;
     const float k = scale / (float)B;

@@ -28,40 +28,39 @@ static int bn_describe(cuda_ctx_t *ctx, int B, int C, int HW)
     return 0;
 }
 
-extern "C" int cuda_batchnorm_forward_train(cuda_ctx_t *ctx, int B, int C, int HW, const float *inp,
-                                            const float *gamma, const float *beta, float *out,
-                                            float *save_mean, float *save_invstd,
+extern "C" int cuda_batchnorm_forward_train(cuda_ctx_t *ctx, int B, int C, int HW, const float *inp, const float *gamma,
+                                            const float *beta, float *out, float *save_mean, float *save_invstd,
                                             float *running_mean, float *running_var, float momentum)
 {
     if (B <= 0 || C <= 0 || HW <= 0) return 0;
     if (bn_describe(ctx, B, C, HW) != 0) return -1;
     const float one = 1.0f, zero = 0.0f;
-    CUDNN_CHECK(ctx, cudnnBatchNormalizationForwardTraining(
-                         ctx->cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, ctx->td_x, inp, ctx->td_x, out,
-                         ctx->td_bn, gamma, beta, (double)momentum, running_mean, running_var,
-                         (double)BN_EPS, save_mean, save_invstd),
+    CUDNN_CHECK(ctx,
+                cudnnBatchNormalizationForwardTraining(ctx->cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, ctx->td_x, inp,
+                                                       ctx->td_x, out, ctx->td_bn, gamma, beta, (double)momentum,
+                                                       running_mean, running_var, (double)BN_EPS, save_mean,
+                                                       save_invstd),
                 "batch-norm forward (training)");
     return 0;
 }
 
-extern "C" int cuda_batchnorm_forward_eval(cuda_ctx_t *ctx, int B, int C, int HW, const float *inp,
-                                           const float *gamma, const float *beta,
-                                           const float *running_mean, const float *running_var,
+extern "C" int cuda_batchnorm_forward_eval(cuda_ctx_t *ctx, int B, int C, int HW, const float *inp, const float *gamma,
+                                           const float *beta, const float *running_mean, const float *running_var,
                                            float *out)
 {
     if (B <= 0 || C <= 0 || HW <= 0) return 0;
     if (bn_describe(ctx, B, C, HW) != 0) return -1;
     const float one = 1.0f, zero = 0.0f;
-    CUDNN_CHECK(ctx, cudnnBatchNormalizationForwardInference(
-                         ctx->cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, ctx->td_x, inp, ctx->td_x, out,
-                         ctx->td_bn, gamma, beta, running_mean, running_var, (double)BN_EPS),
+    CUDNN_CHECK(ctx,
+                cudnnBatchNormalizationForwardInference(ctx->cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, ctx->td_x,
+                                                        inp, ctx->td_x, out, ctx->td_bn, gamma, beta, running_mean,
+                                                        running_var, (double)BN_EPS),
                 "batch-norm forward (inference)");
     return 0;
 }
 
-extern "C" int cuda_batchnorm_backward(cuda_ctx_t *ctx, int B, int C, int HW, const float *inp,
-                                       const float *gamma, const float *save_mean,
-                                       const float *save_invstd, const float *dout, float *dinp,
+extern "C" int cuda_batchnorm_backward(cuda_ctx_t *ctx, int B, int C, int HW, const float *inp, const float *gamma,
+                                       const float *save_mean, const float *save_invstd, const float *dout, float *dinp,
                                        float *dgamma, float *dbeta)
 {
     if (C <= 0) return 0;
@@ -75,12 +74,12 @@ extern "C" int cuda_batchnorm_backward(cuda_ctx_t *ctx, int B, int C, int HW, co
                                "cuDNN always writes the input gradient: pass a buffer");
     if (bn_describe(ctx, B, C, HW) != 0) return -1;
     const float one = 1.0f, zero = 0.0f;
-    CUDNN_CHECK(ctx, cudnnBatchNormalizationBackward(ctx->cudnn, CUDNN_BATCHNORM_SPATIAL,
-                                                     &one, &one,   /* dx = 1*dx_new + 1*dx */
-                                                     &one, &zero,  /* dgamma, dbeta written */
-                                                     ctx->td_x, inp, ctx->td_x, dout, ctx->td_x, dinp,
-                                                     ctx->td_bn, gamma, dgamma, dbeta, (double)BN_EPS,
-                                                     save_mean, save_invstd),
+    CUDNN_CHECK(ctx,
+                cudnnBatchNormalizationBackward(ctx->cudnn, CUDNN_BATCHNORM_SPATIAL, &one,
+                                                &one,        /* dx = 1*dx_new + 1*dx */
+                                                &one, &zero, /* dgamma, dbeta written */
+                                                ctx->td_x, inp, ctx->td_x, dout, ctx->td_x, dinp, ctx->td_bn, gamma,
+                                                dgamma, dbeta, (double)BN_EPS, save_mean, save_invstd),
                 "batch-norm backward");
     return 0;
 }

@@ -37,7 +37,7 @@
 
 /* The algorithms chosen for one batch size. */
 typedef struct {
-    int B;                 /* 0: unused slot */
+    int B; /* 0: unused slot */
     cudnnConvolutionFwdAlgo_t fwd;
     cudnnConvolutionBwdDataAlgo_t bwd_data;
     cudnnConvolutionBwdFilterAlgo_t bwd_filter;
@@ -46,13 +46,13 @@ typedef struct {
 
 struct cuda_conv_plan {
     conv2d_desc_t d;
-    int B;                 /* batch the tensor descriptors are set for; 0: none yet */
+    int B; /* batch the tensor descriptors are set for; 0: none yet */
     cudnnTensorDescriptor_t x, y;
     cudnnFilterDescriptor_t w;
     cudnnConvolutionDescriptor_t conv;
     conv_algos_t cache[CONV_PLAN_CACHE];
-    int victim;            /* next slot to reuse when the cache is full (round robin) */
-    conv_algos_t *cur;     /* the choice for B; NULL until one is made */
+    int victim;        /* next slot to reuse when the cache is full (round robin) */
+    conv_algos_t *cur; /* the choice for B; NULL until one is made */
 };
 
 extern "C" int cuda_cudnn_is_not_supported(int status)
@@ -70,8 +70,7 @@ extern "C" int cuda_cudnn_is_not_supported(int status)
 
 static int fwd_allowed(cudnnConvolutionFwdAlgo_t a)
 {
-    return a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM ||
-           a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
+    return a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM || a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
            a == CUDNN_CONVOLUTION_FWD_ALGO_GEMM || a == CUDNN_CONVOLUTION_FWD_ALGO_DIRECT;
 }
 
@@ -93,16 +92,16 @@ static int pick_fwd(cuda_ctx_t *ctx, const cuda_conv_plan_t *p, conv_algos_t *a,
 {
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int n = 0;
-    CUDNN_CHECK(ctx, cudnnGetConvolutionForwardAlgorithm_v7(ctx->cudnn, p->x, p->w, p->conv, p->y,
-                                                            CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf),
+    CUDNN_CHECK(ctx,
+                cudnnGetConvolutionForwardAlgorithm_v7(ctx->cudnn, p->x, p->w, p->conv, p->y,
+                                                       CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf),
                 "convolution forward heuristics");
     for (int i = 0; i < n; i++) {
         size_t ws = 0;
-        if (perf[i].status != CUDNN_STATUS_SUCCESS || !fma_math(perf[i].mathType) ||
-            !fwd_allowed(perf[i].algo))
+        if (perf[i].status != CUDNN_STATUS_SUCCESS || !fma_math(perf[i].mathType) || !fwd_allowed(perf[i].algo))
             continue;
-        if (cudnnGetConvolutionForwardWorkspaceSize(ctx->cudnn, p->x, p->w, p->conv, p->y,
-                                                    perf[i].algo, &ws) != CUDNN_STATUS_SUCCESS ||
+        if (cudnnGetConvolutionForwardWorkspaceSize(ctx->cudnn, p->x, p->w, p->conv, p->y, perf[i].algo, &ws) !=
+                CUDNN_STATUS_SUCCESS ||
             ws > limit)
             continue;
         a->fwd = perf[i].algo;
@@ -110,13 +109,14 @@ static int pick_fwd(cuda_ctx_t *ctx, const cuda_conv_plan_t *p, conv_algos_t *a,
         return 0;
     }
     static const cudnnConvolutionFwdAlgo_t fallback[] = {
-        CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
+        CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+        CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
         CUDNN_CONVOLUTION_FWD_ALGO_GEMM,
     };
     for (size_t i = 0; i < sizeof fallback / sizeof fallback[0]; i++) {
         size_t ws = 0;
-        if (cudnnGetConvolutionForwardWorkspaceSize(ctx->cudnn, p->x, p->w, p->conv, p->y,
-                                                    fallback[i], &ws) == CUDNN_STATUS_SUCCESS &&
+        if (cudnnGetConvolutionForwardWorkspaceSize(ctx->cudnn, p->x, p->w, p->conv, p->y, fallback[i], &ws) ==
+                CUDNN_STATUS_SUCCESS &&
             ws <= limit) {
             a->fwd = fallback[i];
             a->ws_fwd = ws;
@@ -131,19 +131,18 @@ static int pick_data(cuda_ctx_t *ctx, const cuda_conv_plan_t *p, conv_algos_t *a
 {
     cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     int n = 0;
-    CUDNN_CHECK(ctx, cudnnGetConvolutionBackwardDataAlgorithm_v7(ctx->cudnn, p->w, p->y, p->conv, p->x,
-                                                                 CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
-                                                                 &n, perf),
+    CUDNN_CHECK(ctx,
+                cudnnGetConvolutionBackwardDataAlgorithm_v7(ctx->cudnn, p->w, p->y, p->conv, p->x,
+                                                            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf),
                 "convolution backward-data heuristics");
     for (int pass = 0; pass < 2; pass++) /* deterministic first */
         for (int i = 0; i < n; i++) {
             size_t ws = 0;
-            if (perf[i].status != CUDNN_STATUS_SUCCESS || !fma_math(perf[i].mathType) ||
-                !data_allowed(perf[i].algo) ||
+            if (perf[i].status != CUDNN_STATUS_SUCCESS || !fma_math(perf[i].mathType) || !data_allowed(perf[i].algo) ||
                 (pass == 0 && perf[i].determinism != CUDNN_DETERMINISTIC))
                 continue;
-            if (cudnnGetConvolutionBackwardDataWorkspaceSize(ctx->cudnn, p->w, p->y, p->conv, p->x,
-                                                             perf[i].algo, &ws) != CUDNN_STATUS_SUCCESS ||
+            if (cudnnGetConvolutionBackwardDataWorkspaceSize(ctx->cudnn, p->w, p->y, p->conv, p->x, perf[i].algo,
+                                                             &ws) != CUDNN_STATUS_SUCCESS ||
                 ws > limit)
                 continue;
             a->bwd_data = perf[i].algo;
@@ -151,12 +150,13 @@ static int pick_data(cuda_ctx_t *ctx, const cuda_conv_plan_t *p, conv_algos_t *a
             return 0;
         }
     static const cudnnConvolutionBwdDataAlgo_t fallback[] = {
-        CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, CUDNN_CONVOLUTION_BWD_DATA_ALGO_0,
+        CUDNN_CONVOLUTION_BWD_DATA_ALGO_1,
+        CUDNN_CONVOLUTION_BWD_DATA_ALGO_0,
     };
     for (size_t i = 0; i < sizeof fallback / sizeof fallback[0]; i++) {
         size_t ws = 0;
-        if (cudnnGetConvolutionBackwardDataWorkspaceSize(ctx->cudnn, p->w, p->y, p->conv, p->x,
-                                                         fallback[i], &ws) == CUDNN_STATUS_SUCCESS &&
+        if (cudnnGetConvolutionBackwardDataWorkspaceSize(ctx->cudnn, p->w, p->y, p->conv, p->x, fallback[i], &ws) ==
+                CUDNN_STATUS_SUCCESS &&
             ws <= limit) {
             a->bwd_data = fallback[i];
             a->ws_data = ws;
@@ -171,19 +171,18 @@ static int pick_filter(cuda_ctx_t *ctx, const cuda_conv_plan_t *p, conv_algos_t 
 {
     cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     int n = 0;
-    CUDNN_CHECK(ctx, cudnnGetConvolutionBackwardFilterAlgorithm_v7(ctx->cudnn, p->x, p->y, p->conv, p->w,
-                                                                   CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
-                                                                   &n, perf),
+    CUDNN_CHECK(ctx,
+                cudnnGetConvolutionBackwardFilterAlgorithm_v7(ctx->cudnn, p->x, p->y, p->conv, p->w,
+                                                              CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf),
                 "convolution backward-filter heuristics");
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < n; i++) {
             size_t ws = 0;
             if (perf[i].status != CUDNN_STATUS_SUCCESS || !fma_math(perf[i].mathType) ||
-                !filter_allowed(perf[i].algo) ||
-                (pass == 0 && perf[i].determinism != CUDNN_DETERMINISTIC))
+                !filter_allowed(perf[i].algo) || (pass == 0 && perf[i].determinism != CUDNN_DETERMINISTIC))
                 continue;
-            if (cudnnGetConvolutionBackwardFilterWorkspaceSize(ctx->cudnn, p->x, p->y, p->conv, p->w,
-                                                               perf[i].algo, &ws) != CUDNN_STATUS_SUCCESS ||
+            if (cudnnGetConvolutionBackwardFilterWorkspaceSize(ctx->cudnn, p->x, p->y, p->conv, p->w, perf[i].algo,
+                                                               &ws) != CUDNN_STATUS_SUCCESS ||
                 ws > limit)
                 continue;
             a->bwd_filter = perf[i].algo;
@@ -191,13 +190,14 @@ static int pick_filter(cuda_ctx_t *ctx, const cuda_conv_plan_t *p, conv_algos_t 
             return 0;
         }
     static const cudnnConvolutionBwdFilterAlgo_t fallback[] = {
-        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0,
+        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1,
+        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0,
         CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3,
     };
     for (size_t i = 0; i < sizeof fallback / sizeof fallback[0]; i++) {
         size_t ws = 0;
-        if (cudnnGetConvolutionBackwardFilterWorkspaceSize(ctx->cudnn, p->x, p->y, p->conv, p->w,
-                                                           fallback[i], &ws) == CUDNN_STATUS_SUCCESS &&
+        if (cudnnGetConvolutionBackwardFilterWorkspaceSize(ctx->cudnn, p->x, p->y, p->conv, p->w, fallback[i], &ws) ==
+                CUDNN_STATUS_SUCCESS &&
             ws <= limit) {
             a->bwd_filter = fallback[i];
             a->ws_filter = ws;
@@ -227,11 +227,10 @@ static int plan_describe(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B)
     CUDNN_CHECK(ctx, cudnnSetTensor4dDescriptor(p->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, B, d->OC, d->OH, d->OW),
                 "conv output descriptor");
     int n = 0, c = 0, h = 0, w = 0;
-    CUDNN_CHECK(ctx, cudnnGetConvolution2dForwardOutputDim(p->conv, p->x, p->w, &n, &c, &h, &w),
-                "conv output size");
+    CUDNN_CHECK(ctx, cudnnGetConvolution2dForwardOutputDim(p->conv, p->x, p->w, &n, &c, &h, &w), "conv output size");
     if (n != B || c != d->OC || h != d->OH || w != d->OW)
-        return pacer_cuda_fail(ctx, __FILE__, __LINE__, "plan_describe",
-                               "cuDNN output size differs from conv2d_init's", "internal error");
+        return pacer_cuda_fail(ctx, __FILE__, __LINE__, "plan_describe", "cuDNN output size differs from conv2d_init's",
+                               "internal error");
     p->B = B;
     return 0;
 }
@@ -272,16 +271,15 @@ static int plan_prepare(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B, size_t ws_b
     return 0;
 }
 
-extern "C" int cuda_conv2d_plan_create(cuda_ctx_t *ctx, const conv2d_desc_t *d, int max_B,
-                                       size_t ws_limit, cuda_conv_plan_t **out)
+extern "C" int cuda_conv2d_plan_create(cuda_ctx_t *ctx, const conv2d_desc_t *d, int max_B, size_t ws_limit,
+                                       cuda_conv_plan_t **out)
 {
     *out = NULL;
     if (max_B < 1 || d->OH < 1 || d->OW < 1)
         return pacer_cuda_fail(ctx, __FILE__, __LINE__, "cuda_conv2d_plan_create", "bad geometry",
                                "fill the descriptor with conv2d_init; max_B >= 1");
     cuda_conv_plan_t *p = (cuda_conv_plan_t *)calloc(1, sizeof *p);
-    if (!p)
-        return pacer_cuda_fail(ctx, __FILE__, __LINE__, "calloc", "out of host memory", "conv plan");
+    if (!p) return pacer_cuda_fail(ctx, __FILE__, __LINE__, "calloc", "out of host memory", "conv plan");
     p->d = *d;
     int rc = -1;
     if (cudnnCreateTensorDescriptor(&p->x) != CUDNN_STATUS_SUCCESS ||
@@ -291,10 +289,10 @@ extern "C" int cuda_conv2d_plan_create(cuda_ctx_t *ctx, const conv2d_desc_t *d, 
         pacer_cuda_fail(ctx, __FILE__, __LINE__, "cudnnCreate*Descriptor", "failed", "conv plan");
         goto out;
     }
-    if (cudnnSetFilter4dDescriptor(p->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, d->OC, d->C, d->KH,
-                                   d->KW) != CUDNN_STATUS_SUCCESS ||
-        cudnnSetConvolution2dDescriptor(p->conv, d->pad, d->pad, d->stride, d->stride, 1, 1,
-                                        CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT) != CUDNN_STATUS_SUCCESS ||
+    if (cudnnSetFilter4dDescriptor(p->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, d->OC, d->C, d->KH, d->KW) !=
+            CUDNN_STATUS_SUCCESS ||
+        cudnnSetConvolution2dDescriptor(p->conv, d->pad, d->pad, d->stride, d->stride, 1, 1, CUDNN_CROSS_CORRELATION,
+                                        CUDNN_DATA_FLOAT) != CUDNN_STATUS_SUCCESS ||
         cudnnSetConvolutionMathType(p->conv, CUDNN_FMA_MATH) != CUDNN_STATUS_SUCCESS) {
         pacer_cuda_fail(ctx, __FILE__, __LINE__, "cudnnSet*Descriptor", "failed", "conv plan geometry");
         goto out;
@@ -346,24 +344,23 @@ __global__ void bias_grad_kernel(const float *dout, float *dbias, int B, int OC,
     if (threadIdx.x == 0) dbias[oc] = (float)s;
 }
 
-extern "C" int cuda_conv2d_forward(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B, const float *inp,
-                                   const float *weight, const float *bias, float *out, void *ws,
-                                   size_t ws_bytes)
+extern "C" int cuda_conv2d_forward(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B, const float *inp, const float *weight,
+                                   const float *bias, float *out, void *ws, size_t ws_bytes)
 {
     if (B <= 0) return 0;
     if (plan_prepare(ctx, p, B, ws_bytes) != 0) return -1;
     const float one = 1.0f, zero = 0.0f;
     conv_algos_t *a = p->cur;
-    cudnnStatus_t st = cudnnConvolutionForward(ctx->cudnn, &one, p->x, inp, p->w, weight, p->conv, a->fwd, ws,
-                                               ws_bytes, &zero, p->y, out);
+    cudnnStatus_t st = cudnnConvolutionForward(ctx->cudnn, &one, p->x, inp, p->w, weight, p->conv, a->fwd, ws, ws_bytes,
+                                               &zero, p->y, out);
     if (cuda_cudnn_is_not_supported(st) && a->fwd != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM) {
         /* An algorithm can still refuse at run time (pointer alignment of a tensor at an
          * odd offset in a fused buffer, for one): fall back, once and for good, to the
          * most general one, which needs no workspace. */
         a->fwd = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
         a->ws_fwd = 0;
-        st = cudnnConvolutionForward(ctx->cudnn, &one, p->x, inp, p->w, weight, p->conv, a->fwd, ws, ws_bytes,
-                                     &zero, p->y, out);
+        st = cudnnConvolutionForward(ctx->cudnn, &one, p->x, inp, p->w, weight, p->conv, a->fwd, ws, ws_bytes, &zero,
+                                     p->y, out);
     }
     CUDNN_CHECK(ctx, st, "convolution forward");
     if (bias) {
@@ -374,28 +371,28 @@ extern "C" int cuda_conv2d_forward(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B, 
     return 0;
 }
 
-extern "C" int cuda_conv2d_backward(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B, const float *inp,
-                                    const float *weight, const float *dout, float *dinp,
-                                    float *dweight, float *dbias, void *ws, size_t ws_bytes)
+extern "C" int cuda_conv2d_backward(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B, const float *inp, const float *weight,
+                                    const float *dout, float *dinp, float *dweight, float *dbias, void *ws,
+                                    size_t ws_bytes)
 {
     const conv2d_desc_t *d = &p->d;
     if (B <= 0) {
         /* parameter gradients are written even for an empty batch */
         CUDA_CHECK(ctx, cudaMemsetAsync(dweight, 0, (size_t)d->OC * d->C * d->KH * d->KW * sizeof(float), ctx->stream),
                    "memset dweight");
-        if (dbias) CUDA_CHECK(ctx, cudaMemsetAsync(dbias, 0, (size_t)d->OC * sizeof(float), ctx->stream), "memset dbias");
+        if (dbias)
+            CUDA_CHECK(ctx, cudaMemsetAsync(dbias, 0, (size_t)d->OC * sizeof(float), ctx->stream), "memset dbias");
         return 0;
     }
     if (plan_prepare(ctx, p, B, ws_bytes) != 0) return -1;
     const float one = 1.0f, zero = 0.0f;
     if (dbias) {
-        bias_grad_kernel<<<d->OC, BIAS_THREADS, 0, ctx->stream>>>(dout, dbias, B, d->OC,
-                                                                  (size_t)d->OH * d->OW);
+        bias_grad_kernel<<<d->OC, BIAS_THREADS, 0, ctx->stream>>>(dout, dbias, B, d->OC, (size_t)d->OH * d->OW);
         KERNEL_CHECK(ctx, "bias_grad_kernel");
     }
     conv_algos_t *a = p->cur;
-    cudnnStatus_t st = cudnnConvolutionBackwardFilter(ctx->cudnn, &one, p->x, inp, p->y, dout, p->conv,
-                                                      a->bwd_filter, ws, ws_bytes, &zero, p->w, dweight);
+    cudnnStatus_t st = cudnnConvolutionBackwardFilter(ctx->cudnn, &one, p->x, inp, p->y, dout, p->conv, a->bwd_filter,
+                                                      ws, ws_bytes, &zero, p->w, dweight);
     if (cuda_cudnn_is_not_supported(st) && a->bwd_filter != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0) {
         a->bwd_filter = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0; /* as in the forward: general, no workspace */
         a->ws_filter = 0;

@@ -7,15 +7,14 @@
 
 #include "cuda_common.h"
 
-int pacer_cuda_fail(cuda_ctx_t *ctx, const char *file, int line, const char *call,
-                    const char *msg, const char *hint)
+int pacer_cuda_fail(cuda_ctx_t *ctx, const char *file, int line, const char *call, const char *msg, const char *hint)
 {
     /* keep only the file name: the path depends on where make ran */
     const char *base = strrchr(file, '/');
     base = base ? base + 1 : file;
     if (ctx)
-        snprintf(ctx->err, sizeof ctx->err, "%s:%d: %s failed: %s (%s)", base, line, call,
-                 msg ? msg : "?", hint ? hint : "");
+        snprintf(ctx->err, sizeof ctx->err, "%s:%d: %s failed: %s (%s)", base, line, call, msg ? msg : "?",
+                 hint ? hint : "");
     return -1;
 }
 
@@ -89,7 +88,8 @@ extern "C" int cuda_device_activate(int device)
 
 static int ctx_init(cuda_ctx_t *c, int device)
 {
-    CUDA_CHECK(c, (cudaError_t)cuda_device_activate(device), "no such device? check nvidia-smi and CUDA_VISIBLE_DEVICES");
+    CUDA_CHECK(c, (cudaError_t)cuda_device_activate(device),
+               "no such device? check nvidia-smi and CUDA_VISIBLE_DEVICES");
     CUDA_CHECK(c, cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), "stream");
     CUDA_CHECK(c, cudaEventCreateWithFlags(&c->done, cudaEventBlockingSync | cudaEventDisableTiming), "event");
     CUDNN_CHECK(c, cudnnCreate(&c->cudnn), "cuDNN initialisation: is libcudnn 9 installed for this CUDA?");
@@ -148,10 +148,7 @@ extern "C" void cuda_ctx_free(cuda_ctx_t *c)
     free(c);
 }
 
-extern "C" const char *cuda_ctx_error(const cuda_ctx_t *ctx)
-{
-    return ctx ? ctx->err : "no CUDA context";
-}
+extern "C" const char *cuda_ctx_error(const cuda_ctx_t *ctx) { return ctx ? ctx->err : "no CUDA context"; }
 
 extern "C" void *cuda_ctx_stream(cuda_ctx_t *ctx) { return (void *)ctx->stream; }
 
@@ -164,7 +161,7 @@ extern "C" int cuda_ctx_sync_progress(cuda_ctx_t *ctx, void (*progress)(void *),
         /* Open MPI moves a nonblocking collective only inside MPI calls: poll the event and
          * call progress (an MPI_Test) between polls, sleeping ~100 us each time so that the
          * core stays free for the rank's other work. */
-        const struct timespec nap = { 0, 100000 };
+        const struct timespec nap = {0, 100000};
         for (;;) {
             cudaError_t e = cudaEventQuery(ctx->done);
             if (e == cudaSuccess) return 0;

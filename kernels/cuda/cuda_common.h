@@ -26,47 +26,43 @@
 struct cuda_ctx {
     int device;
     cudaStream_t stream;
-    cudaEvent_t done;               /* blocking-sync event every wait records and waits on */
+    cudaEvent_t done; /* blocking-sync event every wait records and waits on */
     cudnnHandle_t cudnn;
     cublasHandle_t cublas;
-    cudnnTensorDescriptor_t td_x;   /* scratch descriptors for batch norm, set per call */
+    cudnnTensorDescriptor_t td_x; /* scratch descriptors for batch norm, set per call */
     cudnnTensorDescriptor_t td_bn;
-    double *d_partials;             /* (CUDA_RED_BLOCKS) reduction partials */
-    double *d_result;               /* (1) reduction result */
-    int *d_count;                   /* (1) count_correct */
-    float *d_scratch;               /* (1) clip coefficient for cuda_clip_grad_norm */
-    double *h_result;               /* pinned (1) */
-    int *h_count;                   /* pinned (1) */
+    double *d_partials; /* (CUDA_RED_BLOCKS) reduction partials */
+    double *d_result;   /* (1) reduction result */
+    int *d_count;       /* (1) count_correct */
+    float *d_scratch;   /* (1) clip coefficient for cuda_clip_grad_norm */
+    double *h_result;   /* pinned (1) */
+    int *h_count;       /* pinned (1) */
     char err[512];
 };
 
 /* Records the failure in ctx->err (ctx may be NULL) and returns -1. */
-int pacer_cuda_fail(cuda_ctx_t *ctx, const char *file, int line, const char *call,
-                    const char *msg, const char *hint);
+int pacer_cuda_fail(cuda_ctx_t *ctx, const char *file, int line, const char *call, const char *msg, const char *hint);
 const char *pacer_cublas_status_string(cublasStatus_t s);
 
-#define CUDA_CHECK(ctx, call, hint)                                                           \
-    do {                                                                                      \
-        cudaError_t e_ = (call);                                                              \
-        if (e_ != cudaSuccess)                                                                \
-            return pacer_cuda_fail((ctx), __FILE__, __LINE__, #call, cudaGetErrorString(e_),  \
-                                   (hint));                                                   \
+#define CUDA_CHECK(ctx, call, hint)                                                                   \
+    do {                                                                                              \
+        cudaError_t e_ = (call);                                                                      \
+        if (e_ != cudaSuccess)                                                                        \
+            return pacer_cuda_fail((ctx), __FILE__, __LINE__, #call, cudaGetErrorString(e_), (hint)); \
     } while (0)
 
-#define CUDNN_CHECK(ctx, call, hint)                                                          \
-    do {                                                                                      \
-        cudnnStatus_t s_ = (call);                                                            \
-        if (s_ != CUDNN_STATUS_SUCCESS)                                                       \
-            return pacer_cuda_fail((ctx), __FILE__, __LINE__, #call, cudnnGetErrorString(s_), \
-                                   (hint));                                                   \
+#define CUDNN_CHECK(ctx, call, hint)                                                                   \
+    do {                                                                                               \
+        cudnnStatus_t s_ = (call);                                                                     \
+        if (s_ != CUDNN_STATUS_SUCCESS)                                                                \
+            return pacer_cuda_fail((ctx), __FILE__, __LINE__, #call, cudnnGetErrorString(s_), (hint)); \
     } while (0)
 
-#define CUBLAS_CHECK(ctx, call, hint)                                                         \
-    do {                                                                                      \
-        cublasStatus_t s_ = (call);                                                           \
-        if (s_ != CUBLAS_STATUS_SUCCESS)                                                      \
-            return pacer_cuda_fail((ctx), __FILE__, __LINE__, #call,                          \
-                                   pacer_cublas_status_string(s_), (hint));                   \
+#define CUBLAS_CHECK(ctx, call, hint)                                                                         \
+    do {                                                                                                      \
+        cublasStatus_t s_ = (call);                                                                           \
+        if (s_ != CUBLAS_STATUS_SUCCESS)                                                                      \
+            return pacer_cuda_fail((ctx), __FILE__, __LINE__, #call, pacer_cublas_status_string(s_), (hint)); \
     } while (0)
 
 #define KERNEL_CHECK(ctx, what) CUDA_CHECK((ctx), cudaGetLastError(), "launch of " what)
@@ -81,8 +77,7 @@ static inline unsigned pacer_grid(size_t n, unsigned threads)
 
 /* Sum of v over the block in double, in a fixed tree order (deterministic); every thread
  * gets the result. blockDim.x must be THREADS (a power of two). */
-template <int THREADS>
-static __device__ __forceinline__ double block_sum(double v)
+template <int THREADS> static __device__ __forceinline__ double block_sum(double v)
 {
     __shared__ double sh[THREADS];
     sh[threadIdx.x] = v;
@@ -96,8 +91,7 @@ static __device__ __forceinline__ double block_sum(double v)
     return r;
 }
 
-#define GRID_STRIDE(i, n)                                                                     \
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                 \
-         i += (size_t)gridDim.x * blockDim.x)
+#define GRID_STRIDE(i, n) \
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
 
 #endif

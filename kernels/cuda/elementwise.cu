@@ -27,16 +27,14 @@ __global__ void accumulate_kernel(const float *src, float *dst, size_t n)
     GRID_STRIDE(i, n) dst[i] = __fadd_rn(dst[i], src[i]);
 }
 
-__global__ void scale_kernel(float *x, float k, size_t n)
-{
-    GRID_STRIDE(i, n) x[i] = __fmul_rn(x[i], k);
-}
+__global__ void scale_kernel(float *x, float k, size_t n) { GRID_STRIDE(i, n) x[i] = __fmul_rn(x[i], k); }
 
 /* out (B, OC, OH, OW) = a + S(x); one thread per output element. */
-__global__ void residual_fwd_kernel(const float *a, const float *x, float *out, size_t n, int C,
-                                    int H, int W, int OC, int OH, int OW, int s, int off)
+__global__ void residual_fwd_kernel(const float *a, const float *x, float *out, size_t n, int C, int H, int W, int OC,
+                                    int OH, int OW, int s, int off)
 {
-    GRID_STRIDE(i, n) {
+    GRID_STRIDE(i, n)
+    {
         const int ow = (int)(i % OW), oh = (int)((i / OW) % OH);
         const int oc = (int)((i / ((size_t)OH * OW)) % OC);
         const size_t b = i / ((size_t)OC * OH * OW);
@@ -52,10 +50,11 @@ __global__ void residual_fwd_kernel(const float *a, const float *x, float *out, 
 
 /* dx[b, c, oh*s, ow*s] += dout[b, c + off, oh, ow]; one thread per (b, c, oh, ow). The
  * subsampling is injective, so no two threads touch the same dx element. */
-__global__ void residual_bwd_x_kernel(const float *dout, float *dx, size_t n, int C, int H, int W,
-                                      int OC, int OH, int OW, int s, int off)
+__global__ void residual_bwd_x_kernel(const float *dout, float *dx, size_t n, int C, int H, int W, int OC, int OH,
+                                      int OW, int s, int off)
 {
-    GRID_STRIDE(i, n) {
+    GRID_STRIDE(i, n)
+    {
         const int ow = (int)(i % OW), oh = (int)((i / OW) % OH);
         const int c = (int)((i / ((size_t)OH * OW)) % C);
         const size_t b = i / ((size_t)C * OH * OW);
@@ -68,9 +67,10 @@ __global__ void residual_bwd_x_kernel(const float *dout, float *dx, size_t n, in
 /* out (B*C) = mean of each plane of HW; one thread per plane, the CPU's eight lanes. */
 __global__ void gap_fwd_kernel(const float *inp, float *out, size_t planes, int HW)
 {
-    GRID_STRIDE(pl, planes) {
+    GRID_STRIDE(pl, planes)
+    {
         const float *x = inp + pl * HW;
-        float acc[8] = { 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f };
+        float acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
         int i = 0;
         for (; i + 8 <= HW; i += 8)
             for (int j = 0; j < 8; j++) acc[j] = __fadd_rn(acc[j], x[i + j]);
@@ -94,8 +94,7 @@ extern "C" int cuda_relu_forward(cuda_ctx_t *ctx, size_t n, const float *inp, fl
     return 0;
 }
 
-extern "C" int cuda_relu_backward(cuda_ctx_t *ctx, size_t n, const float *out, const float *dout,
-                                  float *dinp)
+extern "C" int cuda_relu_backward(cuda_ctx_t *ctx, size_t n, const float *out, const float *dout, float *dinp)
 {
     if (!dinp || !n) return 0;
     relu_bwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(out, dout, dinp, n);
@@ -119,26 +118,26 @@ extern "C" int cuda_scale(cuda_ctx_t *ctx, size_t n, float *x, float k)
     return 0;
 }
 
-extern "C" int cuda_residual_add_forward(cuda_ctx_t *ctx, const shortcut_desc_t *d, int B,
-                                         const float *a, const float *x, float *out)
+extern "C" int cuda_residual_add_forward(cuda_ctx_t *ctx, const shortcut_desc_t *d, int B, const float *a,
+                                         const float *x, float *out)
 {
     const size_t n = (size_t)B * d->OC * d->OH * d->OW;
     if (!n) return 0;
-    residual_fwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(
-        a, x, out, n, d->C, d->H, d->W, d->OC, d->OH, d->OW, d->stride, (d->OC - d->C) / 2);
+    residual_fwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(a, x, out, n, d->C, d->H, d->W, d->OC, d->OH,
+                                                                     d->OW, d->stride, (d->OC - d->C) / 2);
     KERNEL_CHECK(ctx, "residual_fwd_kernel");
     return 0;
 }
 
-extern "C" int cuda_residual_add_backward(cuda_ctx_t *ctx, const shortcut_desc_t *d, int B,
-                                          const float *dout, float *da, float *dx)
+extern "C" int cuda_residual_add_backward(cuda_ctx_t *ctx, const shortcut_desc_t *d, int B, const float *dout,
+                                          float *da, float *dx)
 {
     if (B <= 0) return 0;
     if (da && cuda_accumulate(ctx, (size_t)B * d->OC * d->OH * d->OW, dout, da) != 0) return -1;
     if (!dx) return 0;
     const size_t n = (size_t)B * d->C * d->OH * d->OW;
-    residual_bwd_x_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(
-        dout, dx, n, d->C, d->H, d->W, d->OC, d->OH, d->OW, d->stride, (d->OC - d->C) / 2);
+    residual_bwd_x_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(dout, dx, n, d->C, d->H, d->W, d->OC, d->OH,
+                                                                       d->OW, d->stride, (d->OC - d->C) / 2);
     KERNEL_CHECK(ctx, "residual_bwd_x_kernel");
     return 0;
 }

@@ -27,8 +27,8 @@ __global__ void col_sum_kernel(const float *dout, float *dbias, int B, int OUT)
     dbias[o] = (float)s;
 }
 
-extern "C" int cuda_fc_forward(cuda_ctx_t *ctx, int B, int IN, int OUT, const float *inp,
-                               const float *weight, const float *bias, float *out)
+extern "C" int cuda_fc_forward(cuda_ctx_t *ctx, int B, int IN, int OUT, const float *inp, const float *weight,
+                               const float *bias, float *out)
 {
     if (B <= 0 || OUT <= 0) return 0;
     const size_t n = (size_t)B * OUT;
@@ -39,15 +39,15 @@ extern "C" int cuda_fc_forward(cuda_ctx_t *ctx, int B, int IN, int OUT, const fl
     }
     if (IN <= 0) return 0;
     const float one = 1.0f, beta = bias ? 1.0f : 0.0f;
-    CUBLAS_CHECK(ctx, cublasSgemm(ctx->cublas, CUBLAS_OP_T, CUBLAS_OP_N, OUT, B, IN, &one, weight, IN,
-                                  inp, IN, &beta, out, OUT),
+    CUBLAS_CHECK(ctx,
+                 cublasSgemm(ctx->cublas, CUBLAS_OP_T, CUBLAS_OP_N, OUT, B, IN, &one, weight, IN, inp, IN, &beta, out,
+                             OUT),
                  "fc forward GEMM");
     return 0;
 }
 
-extern "C" int cuda_fc_backward(cuda_ctx_t *ctx, int B, int IN, int OUT, const float *inp,
-                                const float *weight, const float *dout, float *dinp,
-                                float *dweight, float *dbias)
+extern "C" int cuda_fc_backward(cuda_ctx_t *ctx, int B, int IN, int OUT, const float *inp, const float *weight,
+                                const float *dout, float *dinp, float *dweight, float *dbias)
 {
     if (OUT <= 0) return 0;
     if (dbias) {
@@ -61,17 +61,18 @@ extern "C" int cuda_fc_backward(cuda_ctx_t *ctx, int B, int IN, int OUT, const f
     if (IN <= 0) return 0;
     if (B <= 0) {
         /* parameter gradients are written even when nothing flows into them */
-        CUDA_CHECK(ctx, cudaMemsetAsync(dweight, 0, (size_t)OUT * IN * sizeof(float), ctx->stream),
-                   "memset dweight");
+        CUDA_CHECK(ctx, cudaMemsetAsync(dweight, 0, (size_t)OUT * IN * sizeof(float), ctx->stream), "memset dweight");
         return 0;
     }
     const float one = 1.0f, zero = 0.0f;
-    CUBLAS_CHECK(ctx, cublasSgemm(ctx->cublas, CUBLAS_OP_N, CUBLAS_OP_T, IN, OUT, B, &one, inp, IN, dout,
-                                  OUT, &zero, dweight, IN),
+    CUBLAS_CHECK(ctx,
+                 cublasSgemm(ctx->cublas, CUBLAS_OP_N, CUBLAS_OP_T, IN, OUT, B, &one, inp, IN, dout, OUT, &zero,
+                             dweight, IN),
                  "fc weight-gradient GEMM");
     if (dinp)
-        CUBLAS_CHECK(ctx, cublasSgemm(ctx->cublas, CUBLAS_OP_N, CUBLAS_OP_N, IN, B, OUT, &one, weight, IN,
-                                      dout, OUT, &one, dinp, IN),
+        CUBLAS_CHECK(ctx,
+                     cublasSgemm(ctx->cublas, CUBLAS_OP_N, CUBLAS_OP_N, IN, B, OUT, &one, weight, IN, dout, OUT, &one,
+                                 dinp, IN),
                      "fc input-gradient GEMM");
     return 0;
 }

@@ -85,8 +85,7 @@ int cuda_memset0(cuda_ctx_t *ctx, void *dst_dev, size_t bytes); /* asynchronous 
  * ws_limit bytes of workspace (0: a default cap). A later call with another batch size, or
  * with less workspace than the plan needs, re-picks (host-side work, no allocation). */
 typedef struct cuda_conv_plan cuda_conv_plan_t;
-int cuda_conv2d_plan_create(cuda_ctx_t *ctx, const conv2d_desc_t *d, int max_B, size_t ws_limit,
-                            cuda_conv_plan_t **out);
+int cuda_conv2d_plan_create(cuda_ctx_t *ctx, const conv2d_desc_t *d, int max_B, size_t ws_limit, cuda_conv_plan_t **out);
 void cuda_conv2d_plan_free(cuda_conv_plan_t *p);
 /* Workspace bytes the plan's current algorithms need (forward and both backward passes). */
 size_t cuda_conv2d_plan_workspace(const cuda_conv_plan_t *p);
@@ -100,108 +99,87 @@ int cuda_conv2d_plan_prepare(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B, size_t
  * which share its category (status / 1000 * 1000). Host-only; no device needed. */
 int cuda_cudnn_is_not_supported(int status);
 
-int cuda_conv2d_forward(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B,
-                        const float *inp,    /* (B, C, H, W) */
-                        const float *weight, /* (OC, C, KH, KW) */
-                        const float *bias,   /* (OC) or NULL */
-                        float *out,          /* (B, OC, OH, OW) */
+int cuda_conv2d_forward(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B, const float *inp, /* (B, C, H, W) */
+                        const float *weight,                                           /* (OC, C, KH, KW) */
+                        const float *bias,                                             /* (OC) or NULL */
+                        float *out,                                                    /* (B, OC, OH, OW) */
                         void *ws, size_t ws_bytes);
-int cuda_conv2d_backward(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B,
-                         const float *inp,    /* (B, C, H, W) */
-                         const float *weight, /* (OC, C, KH, KW) */
-                         const float *dout,   /* (B, OC, OH, OW) */
-                         float *dinp,         /* (B, C, H, W) +=, or NULL */
-                         float *dweight,      /* (OC, C, KH, KW) = */
-                         float *dbias,        /* (OC) =, or NULL */
+int cuda_conv2d_backward(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B, const float *inp, /* (B, C, H, W) */
+                         const float *weight,                                           /* (OC, C, KH, KW) */
+                         const float *dout,                                             /* (B, OC, OH, OW) */
+                         float *dinp,                                                   /* (B, C, H, W) +=, or NULL */
+                         float *dweight,                                                /* (OC, C, KH, KW) = */
+                         float *dbias,                                                  /* (OC) =, or NULL */
                          void *ws, size_t ws_bytes);
 
 /* ---- pooling (own kernels) ---------------------------------------------------------- */
-int cuda_maxpool2d_forward(cuda_ctx_t *ctx, const pool2d_desc_t *d, int B,
-                           const float *inp,  /* (B, C, H, W) */
-                           float *out,        /* (B, C, OH, OW) */
-                           int32_t *argmax);  /* (B, C, OH, OW) flat index into the H*W plane */
-int cuda_maxpool2d_backward(cuda_ctx_t *ctx, const pool2d_desc_t *d, int B,
-                            const float *dout, const int32_t *argmax,
-                            float *dinp);      /* (B, C, H, W) += */
-int cuda_avgpool2d_forward(cuda_ctx_t *ctx, const pool2d_desc_t *d, int B, const float *inp,
-                           float *out);
-int cuda_avgpool2d_backward(cuda_ctx_t *ctx, const pool2d_desc_t *d, int B, const float *dout,
-                            float *dinp /* += */);
+int cuda_maxpool2d_forward(cuda_ctx_t *ctx, const pool2d_desc_t *d, int B, const float *inp, /* (B, C, H, W) */
+                           float *out,                                                       /* (B, C, OH, OW) */
+                           int32_t *argmax); /* (B, C, OH, OW) flat index into the H*W plane */
+int cuda_maxpool2d_backward(cuda_ctx_t *ctx, const pool2d_desc_t *d, int B, const float *dout, const int32_t *argmax,
+                            float *dinp); /* (B, C, H, W) += */
+int cuda_avgpool2d_forward(cuda_ctx_t *ctx, const pool2d_desc_t *d, int B, const float *inp, float *out);
+int cuda_avgpool2d_backward(cuda_ctx_t *ctx, const pool2d_desc_t *d, int B, const float *dout, float *dinp /* += */);
 
 /* ---- elementwise (own kernels) ------------------------------------------------------ */
 int cuda_relu_forward(cuda_ctx_t *ctx, size_t n, const float *inp, float *out);
-int cuda_relu_backward(cuda_ctx_t *ctx, size_t n, const float *out, const float *dout,
-                       float *dinp /* += */);
-int cuda_residual_add_forward(cuda_ctx_t *ctx, const shortcut_desc_t *d, int B,
-                              const float *a,   /* (B, OC, OH, OW) */
-                              const float *x,   /* (B, C, H, W) */
-                              float *out);      /* (B, OC, OH, OW) */
-int cuda_residual_add_backward(cuda_ctx_t *ctx, const shortcut_desc_t *d, int B,
-                               const float *dout,
-                               float *da,       /* (B, OC, OH, OW) += */
-                               float *dx);      /* (B, C, H, W) += */
+int cuda_relu_backward(cuda_ctx_t *ctx, size_t n, const float *out, const float *dout, float *dinp /* += */);
+int cuda_residual_add_forward(cuda_ctx_t *ctx, const shortcut_desc_t *d, int B, const float *a, /* (B, OC, OH, OW) */
+                              const float *x,                                                   /* (B, C, H, W) */
+                              float *out);                                                      /* (B, OC, OH, OW) */
+int cuda_residual_add_backward(cuda_ctx_t *ctx, const shortcut_desc_t *d, int B, const float *dout,
+                               float *da,  /* (B, OC, OH, OW) += */
+                               float *dx); /* (B, C, H, W) += */
 /* dst += src, n floats. */
 int cuda_accumulate(cuda_ctx_t *ctx, size_t n, const float *src, float *dst);
 /* x *= k, n floats. */
 int cuda_scale(cuda_ctx_t *ctx, size_t n, float *x, float k);
 
 /* ---- fully connected (cuBLAS) ------------------------------------------------------- */
-int cuda_fc_forward(cuda_ctx_t *ctx, int B, int IN, int OUT,
-                    const float *inp,     /* (B, IN) */
-                    const float *weight,  /* (OUT, IN) */
-                    const float *bias,    /* (OUT) or NULL */
-                    float *out);          /* (B, OUT) */
-int cuda_fc_backward(cuda_ctx_t *ctx, int B, int IN, int OUT,
-                     const float *inp, const float *weight, const float *dout,
-                     float *dinp,         /* (B, IN) +=, or NULL */
-                     float *dweight,      /* (OUT, IN) = */
-                     float *dbias);       /* (OUT) =, or NULL */
+int cuda_fc_forward(cuda_ctx_t *ctx, int B, int IN, int OUT, const float *inp, /* (B, IN) */
+                    const float *weight,                                       /* (OUT, IN) */
+                    const float *bias,                                         /* (OUT) or NULL */
+                    float *out);                                               /* (B, OUT) */
+int cuda_fc_backward(cuda_ctx_t *ctx, int B, int IN, int OUT, const float *inp, const float *weight, const float *dout,
+                     float *dinp,    /* (B, IN) +=, or NULL */
+                     float *dweight, /* (OUT, IN) = */
+                     float *dbias);  /* (OUT) =, or NULL */
 
 /* ---- softmax cross-entropy (own kernels) -------------------------------------------- */
 /* Writes probs and the mean loss to loss_dev (one float on the device); asynchronous. */
-int cuda_softmax_xent_forward(cuda_ctx_t *ctx, int B, int N,
-                              const float *logits,   /* (B, N) */
-                              const int32_t *labels, /* (B) */
-                              float *probs,          /* (B, N) */
-                              float *loss_dev);      /* (1) */
-int cuda_softmax_xent_backward(cuda_ctx_t *ctx, int B, int N, const float *probs,
-                               const int32_t *labels, float scale,
+int cuda_softmax_xent_forward(cuda_ctx_t *ctx, int B, int N, const float *logits, /* (B, N) */
+                              const int32_t *labels,                              /* (B) */
+                              float *probs,                                       /* (B, N) */
+                              float *loss_dev);                                   /* (1) */
+int cuda_softmax_xent_backward(cuda_ctx_t *ctx, int B, int N, const float *probs, const int32_t *labels, float scale,
                                float *dlogits /* (B, N) = */);
 /* argmax(logits) == label count; synchronous. Returns the count, or -1 on error. */
-int cuda_count_correct(cuda_ctx_t *ctx, int B, int N, const float *logits,
-                       const int32_t *labels);
+int cuda_count_correct(cuda_ctx_t *ctx, int B, int N, const float *logits, const int32_t *labels);
 
 /* ---- batch norm (cuDNN, spatial) ---------------------------------------------------- */
 /* Same contract as ops.h (epsilon BN_EPS, running variance updated with the unbiased batch
  * variance). save_mean/save_invstd are what cuDNN saves: the batch mean and 1/sqrt(var+eps).
  * dinp must NOT be NULL here (cuDNN always writes it). */
-int cuda_batchnorm_forward_train(cuda_ctx_t *ctx, int B, int C, int HW,
-                                 const float *inp, const float *gamma, const float *beta,
-                                 float *out, float *save_mean, float *save_invstd,
+int cuda_batchnorm_forward_train(cuda_ctx_t *ctx, int B, int C, int HW, const float *inp, const float *gamma,
+                                 const float *beta, float *out, float *save_mean, float *save_invstd,
                                  float *running_mean, float *running_var, float momentum);
-int cuda_batchnorm_forward_eval(cuda_ctx_t *ctx, int B, int C, int HW, const float *inp,
-                                const float *gamma, const float *beta,
-                                const float *running_mean, const float *running_var,
-                                float *out);
-int cuda_batchnorm_backward(cuda_ctx_t *ctx, int B, int C, int HW,
-                            const float *inp, const float *gamma,
-                            const float *save_mean, const float *save_invstd,
-                            const float *dout,
+int cuda_batchnorm_forward_eval(cuda_ctx_t *ctx, int B, int C, int HW, const float *inp, const float *gamma,
+                                const float *beta, const float *running_mean, const float *running_var, float *out);
+int cuda_batchnorm_backward(cuda_ctx_t *ctx, int B, int C, int HW, const float *inp, const float *gamma,
+                            const float *save_mean, const float *save_invstd, const float *dout,
                             float *dinp,                  /* += , not NULL */
                             float *dgamma, float *dbeta); /* = */
 
 /* ---- global average pooling (own kernels) ------------------------------------------- */
 int cuda_gap_forward(cuda_ctx_t *ctx, int B, int C, int HW, const float *inp, float *out);
-int cuda_gap_backward(cuda_ctx_t *ctx, int B, int C, int HW, const float *dout,
-                      float *dinp /* += */);
+int cuda_gap_backward(cuda_ctx_t *ctx, int B, int C, int HW, const float *dout, float *dinp /* += */);
 
 /* ---- optimizer and gradient work (own kernels) -------------------------------------- */
 /* sgd_update of ops.h. When grad_scale_dev is not NULL the gradient scale is read from
  * that device float instead of grad_scale (lets a clipping coefficient computed on the
  * device be applied without a round trip to the host). */
-int cuda_sgd_update(cuda_ctx_t *ctx, size_t n, float *w, const float *g, float *u, float lr,
-                    float momentum, int nesterov, float weight_decay, float grad_scale,
-                    const float *grad_scale_dev);
+int cuda_sgd_update(cuda_ctx_t *ctx, size_t n, float *w, const float *g, float *u, float lr, float momentum,
+                    int nesterov, float weight_decay, float grad_scale, const float *grad_scale_dev);
 /* Sum of squares of g in double, deterministic (fixed reduction order); synchronous. */
 int cuda_sum_squares(cuda_ctx_t *ctx, size_t n, const float *g, double *out);
 /* clip_grad_norm of ops.h: g *= max_norm/(norm + 1e-6) when that is < 1 (max_norm <= 0: no
@@ -210,8 +188,7 @@ int cuda_clip_grad_norm(cuda_ctx_t *ctx, size_t n, float *g, float max_norm, flo
 /* The worker's clipping rule (worker_apply_gradient): with norm = grad_scale*sqrt(sum g^2),
  * *scale_dev = grad_scale * (clip_norm/norm if clip_norm > 0 and norm > clip_norm, else 1).
  * Asynchronous; pass scale_dev to cuda_sgd_update. */
-int cuda_clip_scale(cuda_ctx_t *ctx, size_t n, const float *g, float grad_scale,
-                    float clip_norm, float *scale_dev);
+int cuda_clip_scale(cuda_ctx_t *ctx, size_t n, const float *g, float grad_scale, float clip_norm, float *scale_dev);
 
 #ifdef __cplusplus
 }

@@ -21,21 +21,22 @@ static __device__ __forceinline__ float sgd_d(float g, float w, float gs, float 
     return __fadd_rn(__fmul_rn(gs, g), __fmul_rn(wd, w)); /* d = gs*g + wd*w */
 }
 
-__global__ void sgd_plain_kernel(float *w, const float *g, size_t n, float lr, float wd, float gs,
-                                 const float *gs_dev)
+__global__ void sgd_plain_kernel(float *w, const float *g, size_t n, float lr, float wd, float gs, const float *gs_dev)
 {
     if (gs_dev) gs = *gs_dev;
-    GRID_STRIDE(i, n) {
+    GRID_STRIDE(i, n)
+    {
         const float d = sgd_d(g[i], w[i], gs, wd);
         w[i] = __fsub_rn(w[i], __fmul_rn(lr, d));
     }
 }
 
-__global__ void sgd_momentum_kernel(float *w, const float *g, float *u, size_t n, float lr, float mu,
-                                    float wd, float gs, const float *gs_dev, int nesterov)
+__global__ void sgd_momentum_kernel(float *w, const float *g, float *u, size_t n, float lr, float mu, float wd,
+                                    float gs, const float *gs_dev, int nesterov)
 {
     if (gs_dev) gs = *gs_dev;
-    GRID_STRIDE(i, n) {
+    GRID_STRIDE(i, n)
+    {
         const float d = sgd_d(g[i], w[i], gs, wd);
         const float v = __fadd_rn(__fmul_rn(mu, u[i]), d); /* v = mu*u + d */
         u[i] = v;
@@ -44,19 +45,18 @@ __global__ void sgd_momentum_kernel(float *w, const float *g, float *u, size_t n
     }
 }
 
-extern "C" int cuda_sgd_update(cuda_ctx_t *ctx, size_t n, float *w, const float *g, float *u,
-                               float lr, float momentum, int nesterov, float weight_decay,
-                               float grad_scale, const float *grad_scale_dev)
+extern "C" int cuda_sgd_update(cuda_ctx_t *ctx, size_t n, float *w, const float *g, float *u, float lr, float momentum,
+                               int nesterov, float weight_decay, float grad_scale, const float *grad_scale_dev)
 {
     if (!n) return 0;
     if (momentum == 0.0f) {
         /* u is not touched and may be NULL (sgd_update) */
         sgd_plain_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(w, g, n, lr, weight_decay, grad_scale,
-                                                                     grad_scale_dev);
+                                                                      grad_scale_dev);
         KERNEL_CHECK(ctx, "sgd_plain_kernel");
     } else {
-        sgd_momentum_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(
-            w, g, u, n, lr, momentum, weight_decay, grad_scale, grad_scale_dev, nesterov ? 1 : 0);
+        sgd_momentum_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(w, g, u, n, lr, momentum, weight_decay,
+                                                                         grad_scale, grad_scale_dev, nesterov ? 1 : 0);
         KERNEL_CHECK(ctx, "sgd_momentum_kernel");
     }
     return 0;
@@ -67,7 +67,8 @@ extern "C" int cuda_sgd_update(cuda_ctx_t *ctx, size_t n, float *w, const float 
 __global__ void sumsq_partial_kernel(const float *g, size_t n, double *partials)
 {
     double s = 0.0;
-    GRID_STRIDE(i, n) {
+    GRID_STRIDE(i, n)
+    {
         const double v = (double)g[i];
         s += v * v;
     }
@@ -82,8 +83,8 @@ enum { FINAL_SUM = 0, FINAL_CLIP_COEF = 1, FINAL_WORKER_SCALE = 2 };
  *   FINAL_CLIP_COEF    *result = ss; *scale = coef < 1 ? coef : 1, coef = a/(sqrt(ss) + 1e-6)
  *   FINAL_WORKER_SCALE *scale = b * (a/norm if a > 0 and norm > a, else 1), norm = b*sqrt(ss)
  * with a = max_norm / clip_norm and b = grad_scale. */
-__global__ void sumsq_final_kernel(const double *partials, int nparts, double *result, float *scale,
-                                   int mode, float a, float b)
+__global__ void sumsq_final_kernel(const double *partials, int nparts, double *result, float *scale, int mode, float a,
+                                   float b)
 {
     double s = 0.0;
     for (int i = threadIdx.x; i < nparts; i += CUDA_RED_THREADS) s += partials[i];
@@ -102,16 +103,15 @@ __global__ void sumsq_final_kernel(const double *partials, int nparts, double *r
 }
 
 /* Enqueues the two reduction passes over g. */
-static int sumsq_enqueue(cuda_ctx_t *ctx, size_t n, const float *g, int mode, float a, float b,
-                         double *result, float *scale)
+static int sumsq_enqueue(cuda_ctx_t *ctx, size_t n, const float *g, int mode, float a, float b, double *result,
+                         float *scale)
 {
     size_t blocks = (n + CUDA_RED_THREADS - 1) / CUDA_RED_THREADS;
     if (blocks > CUDA_RED_BLOCKS) blocks = CUDA_RED_BLOCKS;
     if (blocks < 1) blocks = 1;
     sumsq_partial_kernel<<<(unsigned)blocks, CUDA_RED_THREADS, 0, ctx->stream>>>(g, n, ctx->d_partials);
     KERNEL_CHECK(ctx, "sumsq_partial_kernel");
-    sumsq_final_kernel<<<1, CUDA_RED_THREADS, 0, ctx->stream>>>(ctx->d_partials, (int)blocks, result, scale,
-                                                                mode, a, b);
+    sumsq_final_kernel<<<1, CUDA_RED_THREADS, 0, ctx->stream>>>(ctx->d_partials, (int)blocks, result, scale, mode, a, b);
     KERNEL_CHECK(ctx, "sumsq_final_kernel");
     return 0;
 }
@@ -119,8 +119,7 @@ static int sumsq_enqueue(cuda_ctx_t *ctx, size_t n, const float *g, int mode, fl
 extern "C" int cuda_sum_squares(cuda_ctx_t *ctx, size_t n, const float *g, double *out)
 {
     if (sumsq_enqueue(ctx, n, g, FINAL_SUM, 0.0f, 0.0f, ctx->d_result, NULL) != 0) return -1;
-    CUDA_CHECK(ctx, cudaMemcpyAsync(ctx->h_result, ctx->d_result, sizeof(double), cudaMemcpyDeviceToHost,
-                                    ctx->stream),
+    CUDA_CHECK(ctx, cudaMemcpyAsync(ctx->h_result, ctx->d_result, sizeof(double), cudaMemcpyDeviceToHost, ctx->stream),
                "sum of squares download");
     CUDA_CHECK(ctx, cudaStreamSynchronize(ctx->stream), "sum of squares (or an earlier kernel failed)");
     *out = *ctx->h_result;
@@ -135,15 +134,14 @@ __global__ void scale_by_dev_kernel(float *g, const float *k, size_t n)
 
 extern "C" int cuda_clip_grad_norm(cuda_ctx_t *ctx, size_t n, float *g, float max_norm, float *norm_out)
 {
-    if (sumsq_enqueue(ctx, n, g, FINAL_CLIP_COEF, max_norm, 0.0f, ctx->d_result, ctx->d_scratch) != 0)
-        return -1;
+    if (sumsq_enqueue(ctx, n, g, FINAL_CLIP_COEF, max_norm, 0.0f, ctx->d_result, ctx->d_scratch) != 0) return -1;
     if (max_norm > 0.0f && n) {
         scale_by_dev_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(g, ctx->d_scratch, n);
         KERNEL_CHECK(ctx, "scale_by_dev_kernel");
     }
     if (norm_out) {
-        CUDA_CHECK(ctx, cudaMemcpyAsync(ctx->h_result, ctx->d_result, sizeof(double), cudaMemcpyDeviceToHost,
-                                        ctx->stream),
+        CUDA_CHECK(ctx,
+                   cudaMemcpyAsync(ctx->h_result, ctx->d_result, sizeof(double), cudaMemcpyDeviceToHost, ctx->stream),
                    "norm download");
         CUDA_CHECK(ctx, cudaStreamSynchronize(ctx->stream), "clip_grad_norm (or an earlier kernel failed)");
         *norm_out = (float)sqrt(*ctx->h_result);
@@ -151,8 +149,8 @@ extern "C" int cuda_clip_grad_norm(cuda_ctx_t *ctx, size_t n, float *g, float ma
     return 0;
 }
 
-extern "C" int cuda_clip_scale(cuda_ctx_t *ctx, size_t n, const float *g, float grad_scale,
-                               float clip_norm, float *scale_dev)
+extern "C" int cuda_clip_scale(cuda_ctx_t *ctx, size_t n, const float *g, float grad_scale, float clip_norm,
+                               float *scale_dev)
 {
     return sumsq_enqueue(ctx, n, g, FINAL_WORKER_SCALE, clip_norm, grad_scale, NULL, scale_dev);
 }

@@ -29,14 +29,15 @@ static __device__ __forceinline__ void covering(int i, int K, int s, int pad, in
 {
     int first = i + pad - K + 1; /* o*s >= i + pad - K + 1 */
     *lo = first <= 0 ? 0 : (first + s - 1) / s;
-    int h = (i + pad) / s;       /* o*s <= i + pad, i + pad >= 0 */
+    int h = (i + pad) / s; /* o*s <= i + pad, i + pad >= 0 */
     *hi = h < nout - 1 ? h : nout - 1;
 }
 
-__global__ void maxpool_fwd_kernel(const float *inp, float *out, int32_t *argmax, size_t n, int H,
-                                   int W, int OH, int OW, int K, int s, int pad)
+__global__ void maxpool_fwd_kernel(const float *inp, float *out, int32_t *argmax, size_t n, int H, int W, int OH,
+                                   int OW, int K, int s, int pad)
 {
-    GRID_STRIDE(i, n) {
+    GRID_STRIDE(i, n)
+    {
         const int ow = (int)(i % OW), oh = (int)((i / OW) % OH);
         const size_t pl = i / ((size_t)OH * OW);
         const float *x = inp + pl * H * W; /* (H, W) */
@@ -60,10 +61,11 @@ __global__ void maxpool_fwd_kernel(const float *inp, float *out, int32_t *argmax
     }
 }
 
-__global__ void maxpool_bwd_kernel(const float *dout, const int32_t *argmax, float *dinp, size_t n,
-                                   int H, int W, int OH, int OW, int K, int s, int pad)
+__global__ void maxpool_bwd_kernel(const float *dout, const int32_t *argmax, float *dinp, size_t n, int H, int W,
+                                   int OH, int OW, int K, int s, int pad)
 {
-    GRID_STRIDE(i, n) {
+    GRID_STRIDE(i, n)
+    {
         const int iw = (int)(i % W), ih = (int)((i / W) % H);
         const size_t pl = i / ((size_t)H * W);
         const float *g = dout + pl * OH * OW;
@@ -82,10 +84,11 @@ __global__ void maxpool_bwd_kernel(const float *dout, const int32_t *argmax, flo
     }
 }
 
-__global__ void avgpool_fwd_kernel(const float *inp, float *out, size_t n, int H, int W, int OH,
-                                   int OW, int K, int s, int pad)
+__global__ void avgpool_fwd_kernel(const float *inp, float *out, size_t n, int H, int W, int OH, int OW, int K, int s,
+                                   int pad)
 {
-    GRID_STRIDE(i, n) {
+    GRID_STRIDE(i, n)
+    {
         const int ow = (int)(i % OW), oh = (int)((i / OW) % OH);
         const size_t pl = i / ((size_t)OH * OW);
         const float *x = inp + pl * H * W;
@@ -99,10 +102,11 @@ __global__ void avgpool_fwd_kernel(const float *inp, float *out, size_t n, int H
     }
 }
 
-__global__ void avgpool_bwd_kernel(const float *dout, float *dinp, size_t n, int H, int W, int OH,
-                                   int OW, int K, int s, int pad)
+__global__ void avgpool_bwd_kernel(const float *dout, float *dinp, size_t n, int H, int W, int OH, int OW, int K, int s,
+                                   int pad)
 {
-    GRID_STRIDE(i, n) {
+    GRID_STRIDE(i, n)
+    {
         const int iw = (int)(i % W), ih = (int)((i / W) % H);
         const size_t pl = i / ((size_t)H * W);
         const float *g = dout + pl * OH * OW;
@@ -123,46 +127,44 @@ __global__ void avgpool_bwd_kernel(const float *dout, float *dinp, size_t n, int
     }
 }
 
-extern "C" int cuda_maxpool2d_forward(cuda_ctx_t *ctx, const pool2d_desc_t *d, int B,
-                                      const float *inp, float *out, int32_t *argmax)
+extern "C" int cuda_maxpool2d_forward(cuda_ctx_t *ctx, const pool2d_desc_t *d, int B, const float *inp, float *out,
+                                      int32_t *argmax)
 {
     const size_t n = (size_t)B * d->C * d->OH * d->OW;
     if (!n) return 0;
-    maxpool_fwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(inp, out, argmax, n, d->H, d->W, d->OH,
-                                                                    d->OW, d->K, d->stride, d->pad);
+    maxpool_fwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(inp, out, argmax, n, d->H, d->W, d->OH, d->OW, d->K,
+                                                                    d->stride, d->pad);
     KERNEL_CHECK(ctx, "maxpool_fwd_kernel");
     return 0;
 }
 
-extern "C" int cuda_maxpool2d_backward(cuda_ctx_t *ctx, const pool2d_desc_t *d, int B,
-                                       const float *dout, const int32_t *argmax, float *dinp)
+extern "C" int cuda_maxpool2d_backward(cuda_ctx_t *ctx, const pool2d_desc_t *d, int B, const float *dout,
+                                       const int32_t *argmax, float *dinp)
 {
     const size_t n = (size_t)B * d->C * d->H * d->W;
     if (!dinp || !n) return 0;
-    maxpool_bwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(dout, argmax, dinp, n, d->H, d->W, d->OH,
-                                                                    d->OW, d->K, d->stride, d->pad);
+    maxpool_bwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(dout, argmax, dinp, n, d->H, d->W, d->OH, d->OW,
+                                                                    d->K, d->stride, d->pad);
     KERNEL_CHECK(ctx, "maxpool_bwd_kernel");
     return 0;
 }
 
-extern "C" int cuda_avgpool2d_forward(cuda_ctx_t *ctx, const pool2d_desc_t *d, int B,
-                                      const float *inp, float *out)
+extern "C" int cuda_avgpool2d_forward(cuda_ctx_t *ctx, const pool2d_desc_t *d, int B, const float *inp, float *out)
 {
     const size_t n = (size_t)B * d->C * d->OH * d->OW;
     if (!n) return 0;
-    avgpool_fwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(inp, out, n, d->H, d->W, d->OH, d->OW,
-                                                                    d->K, d->stride, d->pad);
+    avgpool_fwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(inp, out, n, d->H, d->W, d->OH, d->OW, d->K,
+                                                                    d->stride, d->pad);
     KERNEL_CHECK(ctx, "avgpool_fwd_kernel");
     return 0;
 }
 
-extern "C" int cuda_avgpool2d_backward(cuda_ctx_t *ctx, const pool2d_desc_t *d, int B,
-                                       const float *dout, float *dinp)
+extern "C" int cuda_avgpool2d_backward(cuda_ctx_t *ctx, const pool2d_desc_t *d, int B, const float *dout, float *dinp)
 {
     const size_t n = (size_t)B * d->C * d->H * d->W;
     if (!dinp || !n) return 0;
-    avgpool_bwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(dout, dinp, n, d->H, d->W, d->OH, d->OW,
-                                                                    d->K, d->stride, d->pad);
+    avgpool_bwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(dout, dinp, n, d->H, d->W, d->OH, d->OW, d->K,
+                                                                    d->stride, d->pad);
     KERNEL_CHECK(ctx, "avgpool_bwd_kernel");
     return 0;
 }

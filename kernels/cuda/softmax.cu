@@ -15,8 +15,8 @@
 #define XENT_THREADS 256
 
 /* One block: thread t handles rows t, t + XENT_THREADS, ...; N is small (10 here). */
-__global__ void softmax_xent_fwd_kernel(const float *logits, const int32_t *labels, float *probs,
-                                        float *loss, int B, int N)
+__global__ void softmax_xent_fwd_kernel(const float *logits, const int32_t *labels, float *probs, float *loss, int B,
+                                        int N)
 {
     double acc = 0.0;
     for (int r = threadIdx.x; r < B; r += XENT_THREADS) {
@@ -38,10 +38,11 @@ __global__ void softmax_xent_fwd_kernel(const float *logits, const int32_t *labe
     if (threadIdx.x == 0) *loss = (float)(acc / B);
 }
 
-__global__ void softmax_xent_bwd_kernel(const float *probs, const int32_t *labels, float k,
-                                        float *dlogits, size_t n, int N)
+__global__ void softmax_xent_bwd_kernel(const float *probs, const int32_t *labels, float k, float *dlogits, size_t n,
+                                        int N)
 {
-    GRID_STRIDE(i, n) {
+    GRID_STRIDE(i, n)
+    {
         const size_t b = i / N;
         const int j = (int)(i % N);
         const float p = probs[i];
@@ -61,8 +62,8 @@ __global__ void count_correct_kernel(const float *logits, const int32_t *labels,
     if (best == labels[r]) atomicAdd(count, 1);
 }
 
-extern "C" int cuda_softmax_xent_forward(cuda_ctx_t *ctx, int B, int N, const float *logits,
-                                         const int32_t *labels, float *probs, float *loss_dev)
+extern "C" int cuda_softmax_xent_forward(cuda_ctx_t *ctx, int B, int N, const float *logits, const int32_t *labels,
+                                         float *probs, float *loss_dev)
 {
     if (B <= 0 || N <= 0) {
         CUDA_CHECK(ctx, cudaMemsetAsync(loss_dev, 0, sizeof(float), ctx->stream), "memset loss");
@@ -73,8 +74,8 @@ extern "C" int cuda_softmax_xent_forward(cuda_ctx_t *ctx, int B, int N, const fl
     return 0;
 }
 
-extern "C" int cuda_softmax_xent_backward(cuda_ctx_t *ctx, int B, int N, const float *probs,
-                                          const int32_t *labels, float scale, float *dlogits)
+extern "C" int cuda_softmax_xent_backward(cuda_ctx_t *ctx, int B, int N, const float *probs, const int32_t *labels,
+                                          float scale, float *dlogits)
 {
     if (B <= 0 || N <= 0) return 0;
     const float k = scale / (float)B;
@@ -84,8 +85,7 @@ extern "C" int cuda_softmax_xent_backward(cuda_ctx_t *ctx, int B, int N, const f
     return 0;
 }
 
-extern "C" int cuda_count_correct(cuda_ctx_t *ctx, int B, int N, const float *logits,
-                                  const int32_t *labels)
+extern "C" int cuda_count_correct(cuda_ctx_t *ctx, int B, int N, const float *logits, const int32_t *labels)
 {
     if (B <= 0 || N <= 0) return 0;
     CUDA_CHECK(ctx, cudaMemsetAsync(ctx->d_count, 0, sizeof(int), ctx->stream), "memset count");

@@ -22,16 +22,16 @@
 #include "ops.h"
 
 struct cuda_model {
-    model_t *m;              /* the "device": params, grads, momentum, buffers, arenas */
-    float *x;                /* (max_batch, C, H, W) the batch of the last forward */
-    int32_t *y;              /* (max_batch) */
-    float *h_grads;          /* the "pinned staging" (nparams + MODEL_GRAD_EXTRA) */
+    model_t *m;     /* the "device": params, grads, momentum, buffers, arenas */
+    float *x;       /* (max_batch, C, H, W) the batch of the last forward */
+    int32_t *y;     /* (max_batch) */
+    float *h_grads; /* the "pinned staging" (nparams + MODEL_GRAD_EXTRA) */
     float *h_x;
     int32_t *h_y;
-    float *logits;           /* (max_batch, num_classes) */
+    float *logits; /* (max_batch, num_classes) */
     size_t in_floats;
-    int fwd_B;               /* batch of the last training forward; 0: none */
-    int registered;          /* buffers the worker page-locked */
+    int fwd_B;      /* batch of the last training forward; 0: none */
+    int registered; /* buffers the worker page-locked */
     void (*progress)(void *ctx);
     void *progress_ctx;
     char err[256];
@@ -88,7 +88,12 @@ static void model_free_(cuda_model_t *cm)
 {
     if (!cm) return;
     model_free(cm->m);
-    free(cm->x); free(cm->y); free(cm->h_grads); free(cm->h_x); free(cm->h_y); free(cm->logits);
+    free(cm->x);
+    free(cm->y);
+    free(cm->h_grads);
+    free(cm->h_x);
+    free(cm->h_y);
+    free(cm->logits);
     free(cm);
 }
 
@@ -221,7 +226,7 @@ static int train_step(cuda_model_t *cm, const float *x, const int32_t *y, int B,
     if (!y) return fail(cm, "labels are required");
     float l = forward(cm, x, y, B, 1);
     if (l < 0 || backward(cm, B, loss_scale) != 0) return -1;
-    if (cm->progress) cm->progress(cm->progress_ctx);   /* the wait's MPI progress */
+    if (cm->progress) cm->progress(cm->progress_ctx); /* the wait's MPI progress */
     download_grads(cm, host_grads, 0);
     if (loss) *loss = l;
     return 0;

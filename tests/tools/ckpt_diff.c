@@ -31,12 +31,12 @@ static int model_name(const char *path, char *name, size_t len)
 
 typedef struct {
     double max_abs, max_rel;
-    size_t nonfinite, worst;   /* values that are NaN or Inf in either file; index of max_abs */
+    size_t nonfinite, worst; /* values that are NaN or Inf in either file; index of max_abs */
 } cmp_t;
 
 static cmp_t compare(const float *a, const float *b, size_t n)
 {
-    cmp_t c = { 0 };
+    cmp_t c = {0};
     for (size_t i = 0; i < n; i++) {
         if (!isfinite(a[i]) || !isfinite(b[i])) {
             if (c.nonfinite++ == 0) c.worst = i;
@@ -44,7 +44,10 @@ static cmp_t compare(const float *a, const float *b, size_t n)
         }
         double d = fabs((double)a[i] - (double)b[i]);
         double r = d / fmax(1e-12, fmax(fabs(a[i]), fabs(b[i])));
-        if (d > c.max_abs) { c.max_abs = d; if (!c.nonfinite) c.worst = i; }
+        if (d > c.max_abs) {
+            c.max_abs = d;
+            if (!c.nonfinite) c.worst = i;
+        }
         if (r > c.max_rel && d > 1e-9) c.max_rel = r;
     }
     return c;
@@ -103,12 +106,15 @@ int main(int argc, char **argv)
     printf("%s: %zu parameters, %zu buffers\n", name, a->nparams, a->nbuffers);
     /* The position in training: two runs that stopped at different steps are different
      * runs whatever their weights. */
-    struct { const char *what; long long x, y; } pos[] = {
-        { "global_step", (long long)sa.global_step, (long long)sb.global_step },
-        { "epoch", (long long)sa.epoch, (long long)sb.epoch },
-        { "step_in_epoch", (long long)sa.step_in_epoch, (long long)sb.step_in_epoch },
-        { "cursor", (long long)sa.cursor, (long long)sb.cursor },
-        { "ps_version", (long long)sa.ps_version, (long long)sb.ps_version },
+    struct {
+        const char *what;
+        long long x, y;
+    } pos[] = {
+        {"global_step", (long long)sa.global_step, (long long)sb.global_step},
+        {"epoch", (long long)sa.epoch, (long long)sb.epoch},
+        {"step_in_epoch", (long long)sa.step_in_epoch, (long long)sb.step_in_epoch},
+        {"cursor", (long long)sa.cursor, (long long)sb.cursor},
+        {"ps_version", (long long)sa.ps_version, (long long)sb.ps_version},
     };
     int known = 0;
     for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++) {
@@ -117,7 +123,9 @@ int main(int argc, char **argv)
             if (strcmp(ignore[k], pos[i].what) == 0) ignored = 1, known++;
         int differ = !ignored && pos[i].x != pos[i].y;
         printf("  %s: %lld vs %lld%s\n", pos[i].what, pos[i].x, pos[i].y,
-               ignored ? "  (ignored)" : differ ? "  <- DIFFERENT" : "");
+               ignored  ? "  (ignored)"
+               : differ ? "  <- DIFFERENT"
+                        : "");
         bad |= differ;
     }
     if (known != nignore) {

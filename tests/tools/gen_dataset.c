@@ -28,7 +28,7 @@
 #define CLASSES 10
 
 typedef struct {
-    double fx[3][2], fy[3][2], ph[3][2];   /* per channel, two sinusoids */
+    double fx[3][2], fy[3][2], ph[3][2]; /* per channel, two sinusoids */
 } pattern_t;
 
 static void make_patterns(pattern_t *p, int channels, rng_t *r)
@@ -59,7 +59,10 @@ static void make_image(const pattern_t *p, int c, int channels, int side, rng_t 
 /* Labels 0..9 in a shuffled cycle, so every class is present in any prefix of 10. */
 static int label_at(const int32_t *order, long i) { return order[i % CLASSES]; }
 
-typedef struct { FILE *f; gzFile g; } out_t;
+typedef struct {
+    FILE *f;
+    gzFile g;
+} out_t;
 
 static int out_open(out_t *o, const char *dir, const char *name, int gz)
 {

@@ -37,7 +37,7 @@ static double now_s(void)
 static int free_port(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = { .sin_family = AF_INET };
+    struct sockaddr_in a = {.sin_family = AF_INET};
     socklen_t len = sizeof a;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
@@ -86,8 +86,8 @@ static int halfopen(const char *addr, int port, const char *src, int n, double h
         setrlimit(RLIMIT_NOFILE, &rl);
     }
     int *fds = calloc((size_t)n, sizeof *fds);
-    struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-    struct sockaddr_in from = { .sin_family = AF_INET };
+    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    struct sockaddr_in from = {.sin_family = AF_INET};
     if (!fds || inet_pton(AF_INET, addr, &to.sin_addr) != 1 || inet_pton(AF_INET, src, &from.sin_addr) != 1) {
         fprintf(stderr, "netprobe: halfopen: bad address\n");
         return 2;

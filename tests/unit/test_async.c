@@ -16,9 +16,9 @@
 #include "spec.h"
 
 #define N 4
-static const float G[N] = { 0.5f, -1.0f, 2.0f, 0.0f };
-static const float W[N] = { 1.0f, 2.0f, -1.0f, 0.5f };
-static const float WB[N] = { 0.8f, 2.5f, -1.0f, 0.0f };   /* w - w_bak = 0.2, -0.5, 0, 0.5 */
+static const float G[N] = {0.5f, -1.0f, 2.0f, 0.0f};
+static const float W[N] = {1.0f, 2.0f, -1.0f, 0.5f};
+static const float WB[N] = {0.8f, 2.5f, -1.0f, 0.0f}; /* w - w_bak = 0.2, -0.5, 0, 0.5 */
 
 static void close_to(float got, double want, double tol)
 {
@@ -41,7 +41,7 @@ static void test_dc_constant(void **state)
 static void test_dc_adaptive(void **state)
 {
     (void)state;
-    float out[N], ms[N] = { 1.0f, 0.0f, 0.5f, 0.0f };
+    float out[N], ms[N] = {1.0f, 0.0f, 0.5f, 0.0f};
     dc_compensate_adaptive(N, G, W, WB, ms, 0.95f, 2.0f, 1e-7f, out);
     /* ms = 0.95 ms + 0.05 g^2 ; out = g + 2/sqrt(ms + 1e-7) * g^2 * (w - w_bak) */
     double ms0 = 0.95 * 1.0 + 0.05 * 0.25, ms1 = 0.05 * 1.0;
@@ -55,7 +55,7 @@ static void test_dc_adaptive(void **state)
 static void test_ddc_compensation(void **state)
 {
     (void)state;
-    float out[N], v[N] = { 0 };
+    float out[N], v[N] = {0};
     ddc_compensate(N, G, W, WB, v, 1.0f, 1.0f, 1e-7f, out);
     for (int i = 0; i < N; i++) {
         double g = G[i], vi = 0.05 * g * g;
@@ -87,7 +87,7 @@ static void test_ddc_tau0_is_momentum_sgd(void **state)
 {
     (void)state;
     job_spec_t s = spec_with(1.0, 0.9);
-    float w1[N], w2[N], u1[N] = { 0 }, u2[N] = { 0 }, v[N] = { 0 }, scratch[N];
+    float w1[N], w2[N], u1[N] = {0}, u2[N] = {0}, v[N] = {0}, scratch[N];
     memcpy(w1, W, sizeof w1);
     memcpy(w2, W, sizeof w2);
     double tau_avg = 0;
@@ -109,11 +109,14 @@ static void test_ddc_lambda0_is_staleness_aware_asgd(void **state)
 {
     (void)state;
     job_spec_t s = spec_with(0.0, 0.9);
-    float w[N], u[N] = { 0 }, v[N] = { 0 }, scratch[N];
-    double ref_w[N], ref_u[N] = { 0 };
-    for (int i = 0; i < N; i++) { w[i] = W[i]; ref_w[i] = W[i]; }
+    float w[N], u[N] = {0}, v[N] = {0}, scratch[N];
+    double ref_w[N], ref_u[N] = {0};
+    for (int i = 0; i < N; i++) {
+        w[i] = W[i];
+        ref_w[i] = W[i];
+    }
     double tau_avg = 0, ref_avg = 0;
-    const int64_t taus[] = { 0, 3, 1, 7, 2, 2, 0, 5 };
+    const int64_t taus[] = {0, 3, 1, 7, 2, 2, 0, 5};
     for (int k = 0; k < 8; k++) {
         int64_t tau = taus[k];
         ddc_step(&s, N, w, u, WB, v, &tau_avg, G, 1.0f, tau, 0.1f, scratch);
@@ -136,14 +139,14 @@ static void test_ddc_clip_norm(void **state)
 {
     (void)state;
     job_spec_t s = spec_with(1.0, 0.9);
-    float w1[N], w2[N], u1[N] = { 0 }, u2[N] = { 0 }, v1[N] = { 0 }, v2[N] = { 0 }, vh[N] = { 0 };
+    float w1[N], w2[N], u1[N] = {0}, u2[N] = {0}, v1[N] = {0}, v2[N] = {0}, vh[N] = {0};
     float scratch[N], ghat[N];
     memcpy(w1, W, sizeof w1);
     memcpy(w2, W, sizeof w2);
     ddc_compensate(N, G, W, WB, vh, 1.0f, 1.0f, 1e-7f, ghat);
     double norm = 0;
     for (int i = 0; i < N; i++) norm += (double)ghat[i] * ghat[i];
-    norm = 2.0 * sqrt(norm);                  /* scale 2 */
+    norm = 2.0 * sqrt(norm); /* scale 2 */
     assert_true(norm > 0.5);
     double tau_avg1 = 0, tau_avg2 = 0;
     s.optimizer.clip_norm = 0.5;
@@ -154,7 +157,10 @@ static void test_ddc_clip_norm(void **state)
     /* a gradient already within the norm is left alone */
     memcpy(w1, W, sizeof w1);
     memcpy(w2, W, sizeof w2);
-    memset(u1, 0, sizeof u1); memset(u2, 0, sizeof u2); memset(v1, 0, sizeof v1); memset(v2, 0, sizeof v2);
+    memset(u1, 0, sizeof u1);
+    memset(u2, 0, sizeof u2);
+    memset(v1, 0, sizeof v1);
+    memset(v2, 0, sizeof v2);
     tau_avg1 = tau_avg2 = 0;
     s.optimizer.clip_norm = 100;
     ddc_step(&s, N, w1, u1, WB, v1, &tau_avg1, G, 2.0f, 0, 0.1f, scratch);

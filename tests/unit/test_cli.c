@@ -77,7 +77,8 @@ static void test_args_commands_and_options(void **state)
 
     /* Options before or after the command, both value forms, short forms. */
     assert_int_equal(parse(&a, err, NULL, NULL, "--url", "http://h:1", "ls", "--state=running", "--limit", "7",
-                           "--json", NULL), 0);
+                           "--json", NULL),
+                     0);
     assert_string_equal(a.url, "http://h:1");
     assert_string_equal(a.state, "running");
     assert_int_equal(a.limit, 7);
@@ -89,10 +90,10 @@ static void test_args_commands_and_options(void **state)
     assert_int_equal(a.tail, 20);
     assert_int_equal(parse(&a, err, NULL, NULL, "trace", "j-3", "-oout.json", NULL), 0);
     assert_string_equal(a.output, "out.json");
-    assert_int_equal(parse(&a, err, NULL, NULL, "submit", "-w", "-", NULL), 0);   /* "-" = stdin */
+    assert_int_equal(parse(&a, err, NULL, NULL, "submit", "-w", "-", NULL), 0); /* "-" = stdin */
     assert_string_equal(a.arg, "-");
     assert_true(a.watch);
-    assert_int_equal(parse(&a, err, NULL, NULL, "get", "--", "-odd", NULL), 0);   /* after --, not an option */
+    assert_int_equal(parse(&a, err, NULL, NULL, "get", "--", "-odd", NULL), 0); /* after --, not an option */
     assert_string_equal(a.arg, "-odd");
 
     /* The environment, and the options over it. */
@@ -100,14 +101,15 @@ static void test_args_commands_and_options(void **state)
     assert_string_equal(a.url, "https://coord:8443/pacer");
     assert_string_equal(a.token, "s3cret");
     assert_int_equal(parse(&a, err, "http://env:1", "envtok", "--url=http://opt:2", "--token", "opt", "get", "j-1",
-                           NULL), 0);
+                           NULL),
+                     0);
     assert_string_equal(a.url, "http://opt:2");
     assert_string_equal(a.token, "opt");
-    assert_int_equal(parse(&a, err, "", "", "get", "j-1", NULL), 0);   /* empty = unset */
+    assert_int_equal(parse(&a, err, "", "", "get", "j-1", NULL), 0); /* empty = unset */
     assert_string_equal(a.url, CLI_DEFAULT_URL);
     assert_null(a.token);
     assert_int_equal(parse(&a, err, NULL, "envtok", "--token-file", "/tmp/t", "get", "j-1", NULL), 0);
-    assert_null(a.token);   /* the file wins over the environment; main reads it */
+    assert_null(a.token); /* the file wins over the environment; main reads it */
     assert_string_equal(a.token_file, "/tmp/t");
 
     /* Help and version need no command arguments. */
@@ -130,26 +132,26 @@ static void test_args_refusals(void **state)
         const char *args[6];
         const char *says;
     } bad[] = {
-        { { "frobnicate" }, "unknown command 'frobnicate'" },
-        { { "ls", "--colour" }, "unknown option '--colour'" },
-        { { "ls", "-x" }, "unknown option '-x'" },
-        { { "get" }, "usage: pacer get ID" },
-        { { "get", "j-1", "j-2" }, "usage: pacer get ID" },
-        { { "ls", "j-1" }, "usage: pacer ls" },
-        { { "ls", "--follow" }, "--follow does not apply to ls" },
-        { { "get", "j-1", "--output", "x" }, "--output does not apply to get" },
-        { { "ls", "--limit", "0" }, "--limit: '0' is not a whole number from 1 to 100000" },
-        { { "ls", "--limit", "5x" }, "--limit: '5x'" },
-        { { "logs", "j-1", "--tail" }, "--tail needs a value (N)" },
-        { { "ls", "--json=yes" }, "--json takes no value" },
-        { { "ls", "--url", "ftp://h" }, "must be http://HOST[:PORT] or https://" },
-        { { "ls", "--url", "http://" }, "must be http://HOST[:PORT]" },
-        { { "ls", "--url", "http://h x" }, "contains a space or a control character" },
-        { { "ls", "--token", "a", "--token-file", "f" }, "--token and --token-file: give one" },
-        { { "help", "nothing" }, "help: unknown command 'nothing'" },
+        {{"frobnicate"}, "unknown command 'frobnicate'"},
+        {{"ls", "--colour"}, "unknown option '--colour'"},
+        {{"ls", "-x"}, "unknown option '-x'"},
+        {{"get"}, "usage: pacer get ID"},
+        {{"get", "j-1", "j-2"}, "usage: pacer get ID"},
+        {{"ls", "j-1"}, "usage: pacer ls"},
+        {{"ls", "--follow"}, "--follow does not apply to ls"},
+        {{"get", "j-1", "--output", "x"}, "--output does not apply to get"},
+        {{"ls", "--limit", "0"}, "--limit: '0' is not a whole number from 1 to 100000"},
+        {{"ls", "--limit", "5x"}, "--limit: '5x'"},
+        {{"logs", "j-1", "--tail"}, "--tail needs a value (N)"},
+        {{"ls", "--json=yes"}, "--json takes no value"},
+        {{"ls", "--url", "ftp://h"}, "must be http://HOST[:PORT] or https://"},
+        {{"ls", "--url", "http://"}, "must be http://HOST[:PORT]"},
+        {{"ls", "--url", "http://h x"}, "contains a space or a control character"},
+        {{"ls", "--token", "a", "--token-file", "f"}, "--token and --token-file: give one"},
+        {{"help", "nothing"}, "help: unknown command 'nothing'"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        char *argv[8] = { "pacer" };
+        char *argv[8] = {"pacer"};
         int argc = 1;
         for (int k = 0; k < 6 && bad[i].args[k]; k++) argv[argc++] = (char *)bad[i].args[k];
         assert_int_equal(cli_args_parse(argc, argv, NULL, NULL, &a, err, sizeof err), -1);
@@ -178,7 +180,7 @@ static void test_args_help_text(void **state)
     assert_non_null(strstr(text, "usage: pacer logs ID [options]"));
     assert_non_null(strstr(text, "-f, --follow"));
     assert_non_null(strstr(text, "--url URL"));
-    assert_null(strstr(text, "--state"));   /* not an option of logs */
+    assert_null(strstr(text, "--state")); /* not an option of logs */
     free(text);
 }
 
@@ -192,19 +194,21 @@ static void test_clean_and_cut(void **state)
     /* Terminal escapes and other controls from outside are shown, not obeyed. */
     fmt_clean("a\033[2Jb\r\nc\x7f", 0, out, sizeof out);
     assert_string_equal(out, "a?[2Jb??c?");
-    fmt_clean("x\xc2\x9b" "31m", 0, out, sizeof out);   /* C1 CSI, UTF-8 encoded */
+    fmt_clean("x\xc2\x9b"
+              "31m",
+              0, out, sizeof out); /* C1 CSI, UTF-8 encoded */
     assert_string_equal(out, "x?31m");
     fmt_clean(NULL, 0, out, sizeof out);
     assert_string_equal(out, "");
     /* Cut by characters, never inside a UTF-8 sequence. */
     fmt_clean("0123456789", 8, out, sizeof out);
     assert_string_equal(out, "01234...");
-    fmt_clean("\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", 4, out, sizeof out);   /* ééééé */
+    fmt_clean("\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", 4, out, sizeof out); /* ééééé */
     assert_string_equal(out, "\xc3\xa9...");
     fmt_clean("0123456789", 10, out, sizeof out);
     assert_string_equal(out, "0123456789");
-    fmt_clean("\xc3\xa9\xc3\xa9\xc3\xa9", 0, out, 6);   /* room for 2 of 3, none for "..." */
-    assert_string_equal(out, "\xc3\xa9\xc3\xa9");   /* never half a sequence */
+    fmt_clean("\xc3\xa9\xc3\xa9\xc3\xa9", 0, out, 6); /* room for 2 of 3, none for "..." */
+    assert_string_equal(out, "\xc3\xa9\xc3\xa9");     /* never half a sequence */
     fmt_clean("\xc3\xa9\xc3\xa9\xc3\xa9", 0, out, 4);
     assert_string_equal(out, "\xc3\xa9");
     assert_int_equal(fmt_width("h\xc3\xa9llo"), 5);
@@ -245,13 +249,13 @@ static void test_times(void **state)
 
 static void test_table(void **state)
 {
-    static const char *const H[] = { "ID", "N", "NOTE" };
+    static const char *const H[] = {"ID", "N", "NOTE"};
     table_t *t = table_new(3, H);
     assert_non_null(t);
     table_align_right(t, 1);
-    const char *r1[] = { "j-1", "7", "caf\xc3\xa9" };
-    const char *r2[] = { "j-100", "1234", NULL };
-    const char *r3[] = { "j-2", "", "bell\a" };
+    const char *r1[] = {"j-1", "7", "caf\xc3\xa9"};
+    const char *r2[] = {"j-100", "1234", NULL};
+    const char *r3[] = {"j-2", "", "bell\a"};
     assert_int_equal(table_add(t, r1), 0);
     assert_int_equal(table_add(t, r2), 0);
     assert_int_equal(table_add(t, r3), 0);
@@ -276,7 +280,8 @@ static void test_jobs_and_job(void **state)
         "\"reason\": \"rank 2 silent\\u001b[0m\"},"
         "{\"id\": \"j-1\", \"name\": \"a\", \"state\": \"SUCCEEDED\", \"model\": \"lenet5\", \"algorithm\": \"sgd\", "
         "\"workers\": 1, \"submitted\": 100, \"started\": 110, \"finished\": 200, \"restarts\": 0, \"reason\": \"\"}],"
-        " \"total\": 5, \"offset\": 0, \"limit\": 2}", 0, NULL);
+        " \"total\": 5, \"offset\": 0, \"limit\": 2}",
+        0, NULL);
     assert_non_null(list);
     capture_t c;
     cap_open(&c);
@@ -305,7 +310,8 @@ static void test_jobs_and_job(void **state)
         "{\"name\": \"fashion-mnist\"}}, \"submitted\": 1715000000, \"started\": 1715000001, \"finished\": "
         "1715000084, \"restarts\": 0, \"attempts\": 1, \"parent\": \"j-3\", \"retries\": [\"j-8\", \"j-9\"], "
         "\"summary\": {\"test_accuracy\": 0.8123, \"test_loss\": 0.5, \"train_loss\": 0.45, \"steps\": 96, "
-        "\"wall_s\": 80.5, \"train_samples_per_s\": 2440.4}, \"log\": \"/var/jobs/j-7/log\"}", 0, NULL);
+        "\"wall_s\": 80.5, \"train_samples_per_s\": 2440.4}, \"log\": \"/var/jobs/j-7/log\"}",
+        0, NULL);
     assert_non_null(job);
     cap_open(&c);
     fmt_job(c.f, job, 1715000100);
@@ -346,7 +352,7 @@ static void test_problem_and_states(void **state)
     assert_string_equal(out, "HTTP 502: <html>");
     fmt_problem(500, NULL, 0, out, sizeof out);
     assert_string_equal(out, "HTTP 500");
-    p = "{\"title\": \"x\\u001b]0;pwned\\u0007\", \"detail\": \"d\"}";   /* a hostile answer */
+    p = "{\"title\": \"x\\u001b]0;pwned\\u0007\", \"detail\": \"d\"}"; /* a hostile answer */
     fmt_problem(418, p, strlen(p), out, sizeof out);
     assert_string_equal(out, "x?]0;pwned?: d (HTTP 418)");
 
@@ -377,7 +383,7 @@ static const char STREAM[] = "retry: 2000\n\n"
                              "event: state\nid: 1-0,2-0\ndata: {\"state\":\"RUNNING\"}\n\n"
                              "event: metrics\r\nid: 1-0,2-1\r\ndata: {\"a\":1,\r\ndata:  \"b\":2}\r\n\r\n"
                              "data:no space\rid: 9-9\r\r"
-                             "id: 10-0\nevent: plan\n\n"   /* no data: not dispatched, but the id counts */
+                             "id: 10-0\nevent: plan\n\n" /* no data: not dispatched, but the id counts */
                              "bogus: field\nevent:end\ndata\n\n";
 static const char WANT[] = "[state|1-0,2-0|{\"state\":\"RUNNING\"}]"
                            "[metrics|1-0,2-1|{\"a\":1,\n \"b\":2}]"
@@ -389,7 +395,7 @@ static void test_sse_parser(void **state)
     /* Every split of the stream into two chunks (CRLF split too) gives the same events. */
     size_t len = strlen(STREAM);
     for (size_t cut = 0; cut <= len; cut++) {
-        sse_seen_t seen = { "", 0, 0 };
+        sse_seen_t seen = {"", 0, 0};
         sse_parser_t p;
         sse_init(&p, record, &seen);
         assert_int_equal(sse_feed(&p, STREAM, cut), 0);
@@ -400,7 +406,7 @@ static void test_sse_parser(void **state)
         sse_free(&p);
     }
     /* One byte at a time. */
-    sse_seen_t seen = { "", 0, 0 };
+    sse_seen_t seen = {"", 0, 0};
     sse_parser_t p;
     sse_init(&p, record, &seen);
     for (size_t i = 0; i < len; i++) assert_int_equal(sse_feed(&p, STREAM + i, 1), 0);
@@ -409,7 +415,7 @@ static void test_sse_parser(void **state)
 
     /* An id is taken over only at the blank line that ends its event: an event cut off by a
      * dropped connection is asked for again. */
-    sse_seen_t s2 = { "", 0, 0 };
+    sse_seen_t s2 = {"", 0, 0};
     sse_init(&p, record, &s2);
     const char *part = "id: 1-0\ndata: x\n\nid: 2-0\ndata: y\n";
     assert_int_equal(sse_feed(&p, part, strlen(part)), 0);
@@ -417,14 +423,14 @@ static void test_sse_parser(void **state)
     sse_free(&p);
 
     /* The callback stops the stream with its value. */
-    sse_seen_t s3 = { "", 0, 2 };
+    sse_seen_t s3 = {"", 0, 2};
     sse_init(&p, record, &s3);
     assert_int_equal(sse_feed(&p, STREAM, len), 7);
     assert_int_equal(s3.n, 2);
     sse_free(&p);
 
     /* An event (or a line) beyond SSE_EVENT_MAX is an error, not a growing buffer. */
-    sse_seen_t s4 = { "", 0, 0 };
+    sse_seen_t s4 = {"", 0, 0};
     sse_init(&p, record, &s4);
     char *big = malloc(64 * 1024);
     memset(big, 'x', 64 * 1024);
@@ -436,7 +442,7 @@ static void test_sse_parser(void **state)
     sse_init(&p, record, &s4);
     big[64 * 1024 - 1] = '\n';
     rc = 0;
-    for (int i = 0; i < 20 && rc == 0; i++) rc = sse_feed(&p, big, 64 * 1024);   /* many data lines, one event */
+    for (int i = 0; i < 20 && rc == 0; i++) rc = sse_feed(&p, big, 64 * 1024); /* many data lines, one event */
     assert_int_equal(rc, -1);
     assert_int_equal(s4.n, 0);
     sse_free(&p);
@@ -473,15 +479,16 @@ static void test_progress(void **state)
                        " \"updated\": 990}, {\"rank\": 1}, {\"rank\": 99999}]}");
     progress_nodes(&p, nodes);
     json_decref(nodes);
-    assert_int_equal(p.nranks, 3);   /* the out-of-range rank is ignored */
+    assert_int_equal(p.nranks, 3); /* the out-of-range rank is ignored */
     assert_true(p.ranks[0].known);
     assert_false(p.ranks[1].known);
 
     int rank = -1;
-    assert_int_equal(apply(&p, "{\"type\": \"metrics\", \"job\": \"j-3\", \"kind\": \"step\", \"rank\": 2, \"role\":"
-                               " \"worker\", \"host\": \"b\\u001b\", \"step\": 9, \"epoch\": 1, \"batch\": 64, \"loss\":"
-                               " 0.61234, \"samples_per_s\": 5210.44, \"staleness\": {\"mean\": 2}, \"time\": 1000}",
-                         &rank),
+    assert_int_equal(apply(&p,
+                           "{\"type\": \"metrics\", \"job\": \"j-3\", \"kind\": \"step\", \"rank\": 2, \"role\":"
+                           " \"worker\", \"host\": \"b\\u001b\", \"step\": 9, \"epoch\": 1, \"batch\": 64, \"loss\":"
+                           " 0.61234, \"samples_per_s\": 5210.44, \"staleness\": {\"mean\": 2}, \"time\": 1000}",
+                           &rank),
                      PROGRESS_RANK);
     assert_int_equal(rank, 2);
     assert_int_equal(apply(&p, "{\"type\": \"metrics\", \"job\": \"j-4\", \"rank\": 0}", &rank), PROGRESS_NONE);
@@ -492,10 +499,12 @@ static void test_progress(void **state)
     assert_int_equal(apply(&p, "{\"type\": \"plan\", \"job\": \"j-3\", \"version\": 4, \"batches\": [40, 88]}", &rank),
                      PROGRESS_PLAN);
     assert_string_equal(p.plan, "40,88");
-    assert_int_equal(apply(&p, "{\"type\": \"metrics\", \"job\": \"j-3\", \"rank\": 2, \"kind\": \"epoch\", "
-                               "\"test_accuracy\": 0.8, \"time\": 1001}", &rank),
+    assert_int_equal(apply(&p,
+                           "{\"type\": \"metrics\", \"job\": \"j-3\", \"rank\": 2, \"kind\": \"epoch\", "
+                           "\"test_accuracy\": 0.8, \"time\": 1001}",
+                           &rank),
                      PROGRESS_RANK);
-    assert_true(fabs(p.ranks[2].loss - 0.61234) < 1e-9);   /* an epoch record keeps what it lacks */
+    assert_true(fabs(p.ranks[2].loss - 0.61234) < 1e-9); /* an epoch record keeps what it lacks */
 
     capture_t c;
     cap_open(&c);
@@ -503,8 +512,10 @@ static void test_progress(void **state)
     progress_print_rank(&p, 2, c.f);
     progress_print_rank(&p, 1, c.f);
     progress_print_plan(&p, c.f);
-    assert_int_equal(apply(&p, "{\"type\": \"state\", \"job\": \"j-3\", \"state\": \"FAILED\", \"reason\": \"rank 1 "
-                               "died\"}", &rank),
+    assert_int_equal(apply(&p,
+                           "{\"type\": \"state\", \"job\": \"j-3\", \"state\": \"FAILED\", \"reason\": \"rank 1 "
+                           "died\"}",
+                           &rank),
                      PROGRESS_STATE);
     progress_print_state(&p, c.f);
     char *text = cap_close(&c);
@@ -520,13 +531,13 @@ static void test_progress(void **state)
      * and ranks beyond the terminal's height are summarised. */
     cap_open(&c);
     progress_draw(&p, c.f, 1003, 60, 24);
-    assert_int_equal(p.drawn, 5);   /* title, header, 3 ranks (a final state shows no reason line) */
+    assert_int_equal(p.drawn, 5); /* title, header, 3 ranks (a final state shows no reason line) */
     progress_draw(&p, c.f, 1003, 60, 24);
     text = cap_close(&c);
     assert_non_null(strstr(text, "\033[5A"));
     assert_non_null(strstr(text, "j-3  demo  FAILED  2/3 ranks reporting  plan v4 [40,88]"));
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-        char *visible = strrchr(line, 'K');   /* after the last erase-line */
+        char *visible = strrchr(line, 'K'); /* after the last erase-line */
         if (visible && strncmp(visible - 3, "\r\033[2K", 5) == 0) assert_true(fmt_width(visible + 1) <= 59);
     }
     free(text);
@@ -534,9 +545,9 @@ static void test_progress(void **state)
     p.drawn = 0;
     progress_draw(&p, c.f, 1003, 200, 5);
     text = cap_close(&c);
-    assert_non_null(strstr(text, "... 2 more ranks"));   /* 5 rows: title, header, 1 rank, this line */
+    assert_non_null(strstr(text, "... 2 more ranks")); /* 5 rows: title, header, 1 rank, this line */
     assert_non_null(strstr(text, "   0  worker  a                     1        5     32    1.5000      100.2    0.5"
-                                 "         -    13s"));   /* wide terminal: the AGE column */
+                                 "         -    13s")); /* wide terminal: the AGE column */
     free(text);
     progress_free(&p);
 }

@@ -32,8 +32,8 @@ static void test_planner_proportional(void **state)
 {
     (void)state;
     /* slowdowns [1,1,2,4] -> speeds [4,4,2,1]/11 of B = 256 */
-    double v[4] = { 400, 400, 200, 100 };
-    int cur[4] = { 64, 64, 64, 64 }, out[4];
+    double v[4] = {400, 400, 200, 100};
+    int cur[4] = {64, 64, 64, 64}, out[4];
     assert_int_equal(planner_assign(v, cur, 4, 256, 1, 0, 0.05, out), 1);
     assert_int_equal(sum(out, 4), 256);
     /* ideal 93.09, 93.09, 46.55, 23.27: floors 93 93 46 23 = 255, the largest remainder
@@ -47,8 +47,8 @@ static void test_planner_proportional(void **state)
 static void test_planner_hysteresis(void **state)
 {
     (void)state;
-    double v[2] = { 101, 99 };
-    int cur[2] = { 50, 50 }, out[2];
+    double v[2] = {101, 99};
+    int cur[2] = {50, 50}, out[2];
     /* new plan 51/49 is a 2% change: kept at 50/50 under 5% hysteresis */
     assert_int_equal(planner_assign(v, cur, 2, 100, 1, 0, 0.05, out), 0);
     assert_int_equal(out[0], 50);
@@ -57,15 +57,15 @@ static void test_planner_hysteresis(void **state)
     assert_int_equal(planner_assign(v, cur, 2, 100, 1, 0, 0.0, out), 1);
     assert_int_equal(out[0], 51);
     /* identical plan -> 0 */
-    int same[2] = { 51, 49 };
+    int same[2] = {51, 49};
     assert_int_equal(planner_assign(v, same, 2, 100, 1, 0, 0.0, out), 0);
 }
 
 static void test_planner_bounds(void **state)
 {
     (void)state;
-    double v[3] = { 1000, 1, 1 };
-    int cur[3] = { 20, 20, 20 }, out[3];
+    double v[3] = {1000, 1, 1};
+    int cur[3] = {20, 20, 20}, out[3];
     assert_int_equal(planner_assign(v, cur, 3, 60, 8, 40, 0.0, out), 1);
     assert_int_equal(sum(out, 3), 60);
     for (int i = 0; i < 3; i++) {
@@ -75,17 +75,17 @@ static void test_planner_bounds(void **state)
     assert_int_equal(out[0], 40);
     /* impossible bounds and bad speeds are refused */
     assert_int_equal(planner_assign(v, cur, 3, 60, 30, 0, 0.0, out), -1);
-    double bad[3] = { 1, 0, 1 };
+    double bad[3] = {1, 0, 1};
     assert_int_equal(planner_assign(bad, cur, 3, 60, 1, 0, 0.0, out), -1);
-    double nan_v[3] = { 1, NAN, 1 };
+    double nan_v[3] = {1, NAN, 1};
     assert_int_equal(planner_assign(nan_v, cur, 3, 60, 1, 0, 0.0, out), -1);
 }
 
 static void test_planner_imbalance(void **state)
 {
     (void)state;
-    double v[2] = { 100, 50 };
-    int even[2] = { 32, 32 }, good[2] = { 43, 21 };
+    double v[2] = {100, 50};
+    int even[2] = {32, 32}, good[2] = {43, 21};
     assert_true(fabs(planner_imbalance(v, even, 2) - 2.0) < 1e-9);
     assert_true(planner_imbalance(v, good, 2) < 1.05);
 }
@@ -137,10 +137,10 @@ static void test_planner_world_bounds(void **state)
     s.workers = 5;
     s.batch_size = 10;
     planner_bounds_world(&s, 3, &lo, &hi);
-    assert_int_equal(hi, 17);   /* ceil(50 / 3) */
+    assert_int_equal(hi, 17); /* ceil(50 / 3) */
     s.algorithm.max_batch = 40;
     planner_bounds_world(&s, 3, &lo, &hi);
-    assert_int_equal(hi, 40);   /* already large enough */
+    assert_int_equal(hi, 40); /* already large enough */
     int out[3];
     planner_even(50, 3, out);
     assert_int_equal(out[0], 17);
@@ -156,14 +156,14 @@ static void test_planner_replan_trigger(void **state)
 {
     (void)state;
     int out[4];
-    double v[4] = { 100, 100, 50, 25 };
-    int balanced[4] = { 93, 93, 47, 23 };      /* imbalance 1.02 */
+    double v[4] = {100, 100, 50, 25};
+    int balanced[4] = {93, 93, 47, 23}; /* imbalance 1.02 */
     assert_true(planner_imbalance(v, balanced, 4) < 1.05);
     assert_int_equal(planner_replan(v, balanced, 4, 256, 1, 256, out), 0);
     assert_memory_equal(out, balanced, sizeof balanced);
-    double v4[4] = { 100, 100, 50, 24 };        /* 4% slower: still inside the band */
+    double v4[4] = {100, 100, 50, 24}; /* 4% slower: still inside the band */
     assert_int_equal(planner_replan(v4, balanced, 4, 256, 1, 256, out), 0);
-    int even[4] = { 64, 64, 64, 64 };          /* imbalance 4 */
+    int even[4] = {64, 64, 64, 64}; /* imbalance 4 */
     assert_int_equal(planner_replan(v, even, 4, 256, 1, 256, out), 1);
     assert_int_equal(sum(out, 4), 256);
     assert_true(abs(out[0] - 93) <= 1 && abs(out[3] - 23) <= 1);
@@ -171,7 +171,7 @@ static void test_planner_replan_trigger(void **state)
     assert_int_equal(planner_replan(v, even, 4, 256, 1, 80, out), 1);
     for (int i = 0; i < 4; i++) assert_true(out[i] <= 80);
     assert_int_equal(sum(out, 4), 256);
-    double bad[4] = { 100, 0, 50, 25 };
+    double bad[4] = {100, 0, 50, 25};
     assert_int_equal(planner_replan(bad, even, 4, 256, 1, 256, out), -1);
 }
 
@@ -181,7 +181,7 @@ static void test_planner_check(void **state)
 {
     (void)state;
     char why[160];
-    int ok[3] = { 40, 40, 48 }, big[3] = { 10, 10, 108 }, short_[3] = { 40, 40, 40 }, zero[3] = { 0, 64, 64 };
+    int ok[3] = {40, 40, 48}, big[3] = {10, 10, 108}, short_[3] = {40, 40, 40}, zero[3] = {0, 64, 64};
     assert_int_equal(planner_check(ok, 3, 128, 1, 96, why, sizeof why), 0);
     assert_int_equal(planner_check(big, 3, 128, 1, 96, why, sizeof why), -1);
     assert_non_null(strstr(why, "batch 108 of worker 2 is outside [1, 96]"));
@@ -191,14 +191,14 @@ static void test_planner_check(void **state)
     assert_non_null(strstr(why, "batch 0 of worker 0"));
 }
 
-static staleness_acc_t acc;   /* 8 KB each: static, not on the test's stack */
+static staleness_acc_t acc; /* 8 KB each: static, not on the test's stack */
 
 static void test_staleness_histogram(void **state)
 {
     (void)state;
     memset(&acc, 0, sizeof acc);
-    int64_t taus[] = { 0, 1, 2, 3, 4, 7, 8, 15, 16, 31, 32, 63, 64, 1000 };
-    int64_t want_bucket[] = { 0, 1, 2, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8 };
+    int64_t taus[] = {0, 1, 2, 3, 4, 7, 8, 15, 16, 31, 32, 63, 64, 1000};
+    int64_t want_bucket[] = {0, 1, 2, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8};
     for (size_t i = 0; i < sizeof taus / sizeof taus[0]; i++) {
         assert_int_equal(staleness_bucket(taus[i]), want_bucket[i]);
         staleness_add(&acc, taus[i]);
@@ -209,7 +209,10 @@ static void test_staleness_histogram(void **state)
     assert_int_equal(s->hist[4], 2);
     assert_int_equal(s->hist[8], 2);
     int64_t total = 0, sq = 0;
-    for (size_t i = 0; i < 14; i++) { total += taus[i]; sq += taus[i] * taus[i]; }
+    for (size_t i = 0; i < 14; i++) {
+        total += taus[i];
+        sq += taus[i] * taus[i];
+    }
     assert_int_equal(s->sum, total);
     assert_int_equal(s->sumsq, sq);
 }
@@ -249,7 +252,7 @@ static void test_staleness_overflow(void **state)
     assert_int_equal(acc.s.max, 5009);
     assert_int_equal(acc.s.p50, 2);
     assert_int_equal(acc.s.p95, STALENESS_EXACT_MAX + 1);
-    staleness_add(&acc, STALENESS_EXACT_MAX);   /* the bound itself is exact */
+    staleness_add(&acc, STALENESS_EXACT_MAX); /* the bound itself is exact */
     assert_int_equal(acc.s.overflow, 10);
     assert_int_equal(acc.counts[STALENESS_EXACT_MAX], 1);
 }
@@ -355,7 +358,7 @@ static void test_clock(void **state)
     clock_sleep_s(-1);
     double dt = clock_mono_s() - t0;
     assert_true(dt >= 0.05);
-    assert_true(clock_thread_cpu_s() - c0 < dt);   /* sleeping is not CPU time */
+    assert_true(clock_thread_cpu_s() - c0 < dt); /* sleeping is not CPU time */
 
     struct timespec d;
     clock_wall_deadline(1.5, &d);
@@ -386,8 +389,10 @@ static int format_matches(const char *fmt, const char *doc)
     return 1;
 }
 
-#define KEY_ROW(name, doc) { #name, name, doc },
-static const struct { const char *name, *fmt, *doc; } KEYS[] = { REDIS_KEYS(KEY_ROW) };
+#define KEY_ROW(name, doc) {#name, name, doc},
+static const struct {
+    const char *name, *fmt, *doc;
+} KEYS[] = {REDIS_KEYS(KEY_ROW)};
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
 /* common/redis_keys.h names every key; docs/REDIS.md must describe exactly those. */
@@ -407,7 +412,8 @@ static void test_redis_keys_documented(void **state)
         snprintf(quoted, sizeof quoted, "`%s`", KEYS[i].doc);
         if (!strstr(doc, quoted)) fail_msg("docs/REDIS.md does not describe %s (%s)", quoted, KEYS[i].name);
         for (size_t k = 0; k < i; k++)
-            if (strcmp(KEYS[k].fmt, KEYS[i].fmt) == 0) fail_msg("%s and %s are the same key", KEYS[k].name, KEYS[i].name);
+            if (strcmp(KEYS[k].fmt, KEYS[i].fmt) == 0)
+                fail_msg("%s and %s are the same key", KEYS[k].name, KEYS[i].name);
     }
     /* ...and every key the document names in backquotes is one of them. */
     int seen = 0;

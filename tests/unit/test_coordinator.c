@@ -67,20 +67,24 @@ static void test_supervise_decide(void **state)
 {
     (void)state;
     sv_out_t o;
-    sv_in_t in = { .outcome = SV_EXITED, .code = 0, .restarts = 0, .max_restarts = 3, .backoff_base_s = 1,
-                   .last_line = "pacer-worker: boom" };
+    sv_in_t in = {.outcome = SV_EXITED,
+                  .code = 0,
+                  .restarts = 0,
+                  .max_restarts = 3,
+                  .backoff_base_s = 1,
+                  .last_line = "pacer-worker: boom"};
     supervise_decide(&in, &o);
     assert_int_equal(o.state, JOB_SUCCEEDED);
     assert_string_equal(o.reason, "");
 
-    in.code = 2;   /* bad input: never retried */
+    in.code = 2; /* bad input: never retried */
     supervise_decide(&in, &o);
     assert_int_equal(o.state, JOB_FAILED);
     assert_int_equal(o.restarts, 0);
     assert_non_null(strstr(o.reason, "pacer-worker: boom"));
 
-    in.code = 1;   /* failures: 1 s, 2 s, 4 s, then FAILED */
-    double want[] = { 1, 2, 4 };
+    in.code = 1; /* failures: 1 s, 2 s, 4 s, then FAILED */
+    double want[] = {1, 2, 4};
     for (int k = 0; k < 3; k++) {
         in.restarts = k;
         supervise_decide(&in, &o);
@@ -196,7 +200,7 @@ static void test_exit_code_and_liveness(void **state)
     assert_non_null(mkdtemp(dir));
     char ec[128], err[ERRLEN];
     snprintf(ec, sizeof ec, "%s/exit_code", dir);
-    const char *argv[] = { "/bin/sh", "-c", "exit 7", NULL };
+    const char *argv[] = {"/bin/sh", "-c", "exit 7", NULL};
     pid_t pid;
     assert_int_equal(launch_job("pacer-job-test", argv, "/dev/null", ec, &pid, err, sizeof err), 0);
     int code = -1;
@@ -212,7 +216,7 @@ static void test_exit_code_and_liveness(void **state)
     unsigned long long start;
     assert_int_equal(proc_stat(getpid(), &start, NULL), 0);
     assert_true(proc_alive(getpid(), start));
-    assert_false(proc_alive(getpid(), start + 1));   /* a reused pid is not the process */
+    assert_false(proc_alive(getpid(), start + 1)); /* a reused pid is not the process */
     unlink(ec);
     rmdir(dir);
 }
@@ -272,7 +276,7 @@ static int setup(void **state)
     snprintf(fx->state_dir, sizeof fx->state_dir, "%s/state", fx->dir);
     snprintf(fx->worker, sizeof fx->worker, "%s/fake-worker", fx->dir);
     if (write_text(fx->worker, FAKE_WORKER) != 0 || chmod(fx->worker, 0755) != 0) goto fail;
-    struct timeval tv = { 2, 0 };
+    struct timeval tv = {2, 0};
     fx->rc = redisConnectUnixWithTimeout(fx->redis.sock, tv);
     if (!fx->rc || fx->rc->err) goto fail;
     if (coordinator_open(fx->url, fx->state_dir, &fx->client, err, sizeof err) != COORD_OK) goto fail;
@@ -296,7 +300,7 @@ static int teardown(void **state)
     fixture_t *fx = *state;
     char rel[200];
     snprintf(rel, sizeof rel, "%s/release", fx->dir);
-    write_text(rel, "");   /* lets any fake job still waiting finish */
+    write_text(rel, ""); /* lets any fake job still waiting finish */
     if (fx->daemon) coordinator_stop(fx->daemon);
     coordinator_stop(fx->client);
     if (fx->rc) redisFree(fx->rc);
@@ -364,10 +368,7 @@ static json_t *await_state(fixture_t *fx, const char *id, const char *want, doub
     return j;
 }
 
-static long long jint(json_t *j, const char *key)
-{
-    return (long long)json_integer_value(json_object_get(j, key));
-}
+static long long jint(json_t *j, const char *key) { return (long long)json_integer_value(json_object_get(j, key)); }
 
 static const char *jstr(json_t *j, const char *key)
 {
@@ -429,7 +430,7 @@ static void test_api_submit_get_list_cancel(void **state)
     char a[COORD_ID_MAX], b[COORD_ID_MAX];
     snprintf(a, sizeof a, "%s", submit(fx, SPEC));
     snprintf(b, sizeof b, "%s", submit(fx, SPEC));
-    assert_string_equal(a, "j-1");   /* the failed submits took no id */
+    assert_string_equal(a, "j-1"); /* the failed submits took no id */
     assert_string_equal(b, "j-2");
 
     json_t *j = NULL;
@@ -447,7 +448,7 @@ static void test_api_submit_get_list_cancel(void **state)
 
     assert_int_equal(coord_list(fx->client, NULL, 0, 0, &j), COORD_OK);
     assert_int_equal(jint(j, "total"), 2);
-    assert_string_equal(jstr(json_array_get(json_object_get(j, "jobs"), 0), "id"), "j-2");   /* newest first */
+    assert_string_equal(jstr(json_array_get(json_object_get(j, "jobs"), 0), "id"), "j-2"); /* newest first */
     json_decref(j);
     assert_int_equal(coord_list(fx->client, "queued", 1, 10, &j), COORD_OK);
     assert_int_equal(jint(j, "total"), 2);
@@ -457,7 +458,7 @@ static void test_api_submit_get_list_cancel(void **state)
 
     /* A queued job is cancelled at once and leaves the queue; twice is a state error. */
     assert_int_equal(coord_cancel(fx->client, a, err, sizeof err), COORD_OK);
-    j = await_state(fx, a, "CANCELLED", 0);   /* one read: the cancel is one Redis script */
+    j = await_state(fx, a, "CANCELLED", 0); /* one read: the cancel is one Redis script */
     assert_true(json_number_value(json_object_get(j, "finished")) > 0);
     json_decref(j);
     assert_int_equal(coord_cancel(fx->client, a, err, sizeof err), COORD_ESTATE);
@@ -514,7 +515,9 @@ static void test_api_metrics_nodes_events(void **state)
     r = redisCommand(fx->rc, "HSET pacer:job:%s:node:0 host h device cpu samples_per_s 1234.5 step 3 heartbeat %.3f",
                      id, (double)time(NULL));
     freeReplyObject(r);
-    r = redisCommand(fx->rc, "HSET pacer:job:%s:staleness:0 count 4 sum 6 sumsq 14 max 3 p50 1 p95 3 overflow 0 h0 1 h1 1 h2 1 h3 1", id);
+    r = redisCommand(
+        fx->rc, "HSET pacer:job:%s:staleness:0 count 4 sum 6 sumsq 14 max 3 p50 1 p95 3 overflow 0 h0 1 h1 1 h2 1 h3 1",
+        id);
     freeReplyObject(r);
 
     assert_int_equal(coord_metrics(fx->client, id, NULL, 2, &j), COORD_OK);
@@ -533,11 +536,11 @@ static void test_api_metrics_nodes_events(void **state)
     json_t *rank = json_array_get(json_object_get(j, "ranks"), 0);
     assert_string_equal(jstr(rank, "host"), "h");
     assert_true(json_real_value(json_object_get(rank, "samples_per_s")) == 1234.5);
-    assert_true(json_number_value(json_object_get(rank, "heartbeat_age_s")) < AWAIT_S);   /* fresh, not stale */
+    assert_true(json_number_value(json_object_get(rank, "heartbeat_age_s")) < AWAIT_S); /* fresh, not stale */
     json_t *st = json_object_get(rank, "staleness");
     assert_int_equal(jint(st, "count"), 4);
     assert_int_equal(jint(st, "max"), 3);
-    assert_int_equal(jint(st, "p50"), 1);   /* the worker's exact quantiles, passed through */
+    assert_int_equal(jint(st, "p50"), 1); /* the worker's exact quantiles, passed through */
     assert_int_equal(jint(st, "p95"), 3);
     assert_int_equal(json_array_size(json_object_get(st, "hist")), 9);
     assert_int_equal(jint(json_object_get(j, "staleness"), "count"), 4);
@@ -688,7 +691,7 @@ static void test_dynbatch(void **state)
     freeReplyObject(r);
     assert_int_equal(dynbatch_fold_profiles(fx->rc, "j-5", &s, 2), 1);
     r = redisCommand(fx->rc, "HMGET pacer:profile:hostA:cpu:lenet5 samples_per_s jobs");
-    assert_true(fabs(strtod(r->element[0]->str, NULL) - 1000) < 0.1);   /* (1000 + 500 x 2) / 2 */
+    assert_true(fabs(strtod(r->element[0]->str, NULL) - 1000) < 0.1); /* (1000 + 500 x 2) / 2 */
     assert_string_equal(r->element[1]->str, "1");
     freeReplyObject(r);
     r = redisCommand(fx->rc, "SISMEMBER pacer:profiles pacer:profile:hostA:cpu:lenet5");
@@ -698,16 +701,16 @@ static void test_dynbatch(void **state)
     /* A new job on that host starts from the profile, slowdowns applied again. */
     job_spec_t t = s;
     snprintf(t.device, sizeof t.device, "cpu");
-    const char *hosts[2] = { "hostA", "hostA" };
+    const char *hosts[2] = {"hostA", "hostA"};
     assert_int_equal(dynbatch_initial(fx->rc, "j-6", &t, t.workers, hosts), 1);
     r = redisCommand(fx->rc, "HMGET pacer:job:j-6:assignment version batches source");
     assert_string_equal(r->element[0]->str, "1");
     assert_string_equal(r->element[1]->str, "[85,43]");
     assert_string_equal(r->element[2]->str, "profile");
     freeReplyObject(r);
-    assert_int_equal(dynbatch_initial(fx->rc, "j-6", &t, t.workers, hosts), 0);   /* a plan exists */
-    const char *unknown[2] = { "hostA", "hostB" };
-    assert_int_equal(dynbatch_initial(fx->rc, "j-7", &t, t.workers, unknown), 0);   /* no profile for hostB */
+    assert_int_equal(dynbatch_initial(fx->rc, "j-6", &t, t.workers, hosts), 0); /* a plan exists */
+    const char *unknown[2] = {"hostA", "hostB"};
+    assert_int_equal(dynbatch_initial(fx->rc, "j-7", &t, t.workers, unknown), 0); /* no profile for hostB */
 }
 
 /* ---- the daemon ------------------------------------------------------------------------------------ */
@@ -736,7 +739,7 @@ static void test_daemon_restarts_then_succeeds(void **state)
     int lines = 0;
     for (char *s = args; (s = strstr(s, "--resume")); s++) lines++;
     assert_int_equal(lines, 3);
-    assert_null(strstr(args, "--redis"));   /* this worker does not know --redis */
+    assert_null(strstr(args, "--redis")); /* this worker does not know --redis */
     free(args);
     snprintf(p, sizeof p, "%s/jobs/%s/spec.json", fx->state_dir, id);
     job_spec_t s;
@@ -748,7 +751,7 @@ static void test_daemon_restarts_then_succeeds(void **state)
     assert_int_equal(coord_logs(fx->client, id, 0, 0, 0, &j), COORD_OK);
     assert_non_null(strstr(jstr(j, "text"), "fake worker attempt 3: exit 0"));
     json_decref(j);
-    assert_int_equal(coord_logs(fx->client, id, 0, 0, 1, &j), COORD_OK);   /* the last line only */
+    assert_int_equal(coord_logs(fx->client, id, 0, 0, 1, &j), COORD_OK); /* the last line only */
     assert_non_null(strstr(jstr(j, "text"), "fake worker attempt 3"));
     assert_null(strstr(jstr(j, "text"), "attempt 2"));
     json_decref(j);
@@ -793,7 +796,7 @@ static void test_daemon_retry_failed(void **state)
     assert_non_null(strstr(jstr(j, "text"), "fake worker attempt 2: exit 0"));
     assert_null(strstr(jstr(j, "text"), "fake worker attempt 1"));
     json_decref(j);
-    assert_int_equal(coord_retry(fx->client, retry, id, sizeof id, err, sizeof err), COORD_OK);   /* of a retry */
+    assert_int_equal(coord_retry(fx->client, retry, id, sizeof id, err, sizeof err), COORD_OK); /* of a retry */
 }
 
 static void test_daemon_gives_up(void **state)
@@ -839,7 +842,7 @@ static void test_daemon_readopts(void **state)
     snprintf(id, sizeof id, "%s", submit(fx, SPEC));
     json_t *j = await_state(fx, id, "RUNNING", AWAIT_S);
     json_decref(j);
-    double end = mono() + AWAIT_S;   /* the pid is recorded right after the launch */
+    double end = mono() + AWAIT_S; /* the pid is recorded right after the launch */
     long long pid = 0;
     while (pid <= 0 && mono() < end) {
         assert_int_equal(coord_get(fx->client, id, &j), COORD_OK);
@@ -849,7 +852,7 @@ static void test_daemon_readopts(void **state)
     }
     assert_true(pid > 0);
     stop_daemon(fx);
-    assert_true(proc_alive((pid_t)pid, 0));   /* jobs outlive the daemon */
+    assert_true(proc_alive((pid_t)pid, 0)); /* jobs outlive the daemon */
     start_daemon(fx);
     char rel[200];
     snprintf(rel, sizeof rel, "%s/release", fx->dir);

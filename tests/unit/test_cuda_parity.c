@@ -83,11 +83,14 @@
 #include "../../kernels/cuda/ops_cuda.h"
 #endif
 
+/* An X-macro list, laid out by hand. */
+/* clang-format off */
 #define PARITY_TESTS(X)                                                                   \
     X(test_conv) X(test_maxpool) X(test_avgpool) X(test_relu) X(test_fc)                  \
     X(test_softmax_xent) X(test_batchnorm) X(test_gap) X(test_residual) X(test_sgd)       \
     X(test_norm_clip) X(test_model_mlp) X(test_model_lenet5)                              \
     X(test_model_cifar10_quick) X(test_model_resnet20)
+/* clang-format on */
 /* Tests that need no device: they run in every CUDA build. */
 #define HOST_TESTS(X) X(test_cudnn_status_categories) X(test_cuda_error_classes)
 
@@ -104,11 +107,19 @@ static void no_device(void)
 
 #ifndef PACER_WITH_CUDA
 
-#define STUB_TEST(name) \
-    static void name(void **state) { (void)state; no_device(); }
+#define STUB_TEST(name)            \
+    static void name(void **state) \
+    {                              \
+        (void)state;               \
+        no_device();               \
+    }
 PARITY_TESTS(STUB_TEST)
-#define STUB_HOST_TEST(name) \
-    static void name(void **state) { (void)state; skip(); }
+#define STUB_HOST_TEST(name)       \
+    static void name(void **state) \
+    {                              \
+        (void)state;               \
+        skip();                    \
+    }
 HOST_TESTS(STUB_HOST_TEST)
 static int g_have_gpu = 0;
 
@@ -136,12 +147,14 @@ static int g_have_gpu = 0;
 static int g_have_gpu;
 static int g_device;
 static cuda_ctx_t *g_ctx;
-static int g_failures;         /* tensors out of tolerance in the current test */
-static double g_worst[2];      /* largest max_rel seen: [0] tight checks, [1] end to end */
+static int g_failures;    /* tensors out of tolerance in the current test */
+static double g_worst[2]; /* largest max_rel seen: [0] tight checks, [1] end to end */
 
 /* ---- helpers -------------------------------------------------------------------- */
 
-typedef struct { uint64_t s; } lcg_t;
+typedef struct {
+    uint64_t s;
+} lcg_t;
 
 static uint32_t lcg_next(lcg_t *r)
 {
@@ -256,8 +269,7 @@ static void compare_ex(const char *name, const float *gpu, const float *cpu, siz
     const double rel = max_ref > 0.0 ? max_abs / max_ref : max_abs;
     const int ok = nan_mismatch == 0 && rel <= tol;
     if (rel > g_worst[e2e]) g_worst[e2e] = rel;
-    printf("  %-34s n=%-8zu max_abs=%9.3e max_rel=%9.3e tol=%7.1e %s", name, n, max_abs, rel, tol,
-           ok ? "ok" : "FAIL");
+    printf("  %-34s n=%-8zu max_abs=%9.3e max_rel=%9.3e tol=%7.1e %s", name, n, max_abs, rel, tol, ok ? "ok" : "FAIL");
     if (!ok)
         printf(" (worst at %zu: gpu %.9g cpu %.9g; NaN mismatches %zu)", worst, n ? gpu[worst] : 0.0,
                n ? cpu[worst] : 0.0, nan_mismatch);
@@ -318,8 +330,7 @@ static void compare_dev_acc(const char *name, const float *d, const float *cpu, 
  * the stored weight, the precision below which the two backends' weights cannot agree even
  * when their updates differ by less. (Relative to the weights themselves nearly any update
  * would pass; relative to the update alone, rounding the weight would fail it.) */
-static void compare_update(const char *name, const float *gpu, const float *cpu, const float *old, size_t n,
-                           double tol)
+static void compare_update(const char *name, const float *gpu, const float *cpu, const float *old, size_t n, double tol)
 {
     double max_abs = 0.0, max_upd = 0.0, worst_excess = 0.0;
     size_t bad = 0, worst = 0;
@@ -342,19 +353,15 @@ static void compare_update(const char *name, const float *gpu, const float *cpu,
     }
     const double rel = max_upd > 0.0 ? max_abs / max_upd : max_abs;
     if (!bad && rel > g_worst[0]) g_worst[0] = rel;
-    printf("  %-34s n=%-8zu max_abs=%9.3e max_rel=%9.3e tol=%7.1e %s", name, n, max_abs, rel, tol,
-           bad ? "FAIL" : "ok");
+    printf("  %-34s n=%-8zu max_abs=%9.3e max_rel=%9.3e tol=%7.1e %s", name, n, max_abs, rel, tol, bad ? "FAIL" : "ok");
     if (bad)
-        printf(" (%zu elements beyond tol*max|update| + 2 ulp; worst at %zu: gpu %.9g cpu %.9g old %.9g)", bad,
-               worst, gpu[worst], cpu[worst], old[worst]);
+        printf(" (%zu elements beyond tol*max|update| + 2 ulp; worst at %zu: gpu %.9g cpu %.9g old %.9g)", bad, worst,
+               gpu[worst], cpu[worst], old[worst]);
     printf("\n");
     if (bad) g_failures++;
 }
 
-static void compare_scalar(const char *name, float gpu, float cpu, double tol)
-{
-    compare(name, &gpu, &cpu, 1, tol);
-}
+static void compare_scalar(const char *name, float gpu, float cpu, double tol) { compare(name, &gpu, &cpu, 1, tol); }
 
 static void end_test(void)
 {
@@ -364,30 +371,32 @@ static void end_test(void)
 
 /* ---- convolution ---------------------------------------------------------------- */
 
-typedef struct { int B, C, H, W, OC, K, stride, pad, bias; } conv_case_t;
+typedef struct {
+    int B, C, H, W, OC, K, stride, pad, bias;
+} conv_case_t;
 
 static void test_conv(void **state)
 {
     (void)state;
     need_gpu();
     static const conv_case_t cases[] = {
-        { 4, 3, 32, 32, 16, 3, 1, 1, 0 },  /* resnet20 stem */
-        { 4, 16, 32, 32, 32, 3, 2, 1, 0 }, /* resnet20 downsampling conv */
-        { 5, 1, 28, 28, 6, 5, 1, 2, 1 },   /* lenet5 conv1 */
-        { 5, 6, 14, 14, 16, 5, 1, 0, 1 },  /* lenet5 conv2 */
-        { 3, 32, 16, 16, 32, 5, 1, 2, 1 }, /* cifar10_quick conv2 */
-        { 2, 3, 9, 7, 5, 3, 2, 0, 1 },     /* odd sizes, stride 2, no padding */
-        { 2, 4, 8, 8, 6, 1, 1, 0, 1 },     /* 1x1 */
-        { 3, 5, 11, 13, 7, 4, 3, 2, 1 },   /* even kernel, stride 3 */
+        {4, 3, 32, 32, 16, 3, 1, 1, 0},  /* resnet20 stem */
+        {4, 16, 32, 32, 32, 3, 2, 1, 0}, /* resnet20 downsampling conv */
+        {5, 1, 28, 28, 6, 5, 1, 2, 1},   /* lenet5 conv1 */
+        {5, 6, 14, 14, 16, 5, 1, 0, 1},  /* lenet5 conv2 */
+        {3, 32, 16, 16, 32, 5, 1, 2, 1}, /* cifar10_quick conv2 */
+        {2, 3, 9, 7, 5, 3, 2, 0, 1},     /* odd sizes, stride 2, no padding */
+        {2, 4, 8, 8, 6, 1, 1, 0, 1},     /* 1x1 */
+        {3, 5, 11, 13, 7, 4, 3, 2, 1},   /* even kernel, stride 3 */
     };
-    lcg_t r = { 11 };
+    lcg_t r = {11};
     char name[96];
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         const conv_case_t *c = &cases[ci];
         conv2d_desc_t d;
         assert_int_equal(conv2d_init(&d, c->C, c->H, c->W, c->OC, c->K, c->K, c->stride, c->pad), 0);
-        printf("conv %zu: B=%d C=%d %dx%d OC=%d K=%d stride=%d pad=%d bias=%d -> %dx%d\n", ci, c->B, c->C, c->H,
-               c->W, c->OC, c->K, c->stride, c->pad, c->bias, d.OH, d.OW);
+        printf("conv %zu: B=%d C=%d %dx%d OC=%d K=%d stride=%d pad=%d bias=%d -> %dx%d\n", ci, c->B, c->C, c->H, c->W,
+               c->OC, c->K, c->stride, c->pad, c->bias, d.OH, d.OW);
         const int B = c->B;
         const size_t nin = (size_t)B * c->C * c->H * c->W, nw = (size_t)c->OC * c->C * c->K * c->K;
         const size_t nout = (size_t)B * c->OC * d.OH * d.OW;
@@ -443,7 +452,15 @@ static void test_conv(void **state)
             compare_dev(name, d_out, out, (size_t)Bs * c->OC * d.OH * d.OW, TOL_CONV_FWD);
         }
         cuda_conv2d_plan_free(plan);
-        free(x); free(w); free(b); free(g); free(out); free(dx); free(dw); free(db); free(ws);
+        free(x);
+        free(w);
+        free(b);
+        free(g);
+        free(out);
+        free(dx);
+        free(dw);
+        free(db);
+        free(ws);
         dfree_all();
     }
     end_test();
@@ -451,17 +468,18 @@ static void test_conv(void **state)
 
 /* ---- pooling -------------------------------------------------------------------- */
 
-typedef struct { int B, C, H, W, K, stride, pad, ceil_mode; } pool_case_t;
+typedef struct {
+    int B, C, H, W, K, stride, pad, ceil_mode;
+} pool_case_t;
 
 static const pool_case_t POOL_CASES[] = {
-    { 3, 3, 28, 28, 2, 2, 0, 0 }, /* lenet5 */
-    { 2, 4, 32, 32, 3, 2, 0, 1 }, /* cifar10_quick: overlapping windows, ceil */
-    { 2, 4, 16, 16, 3, 2, 0, 1 },
-    { 2, 3, 7, 9, 3, 2, 1, 0 },   /* padding */
-    { 2, 3, 7, 9, 3, 2, 1, 1 },   /* padding + ceil */
-    { 2, 2, 6, 6, 3, 3, 0, 1 },   /* ceil, K == stride */
-    { 2, 2, 5, 5, 2, 2, 0, 1 },   /* ceil: a partial window at the edge */
-    { 2, 2, 8, 8, 3, 1, 1, 0 },   /* stride 1, heavy overlap */
+    {3, 3, 28, 28, 2, 2, 0, 0},                           /* lenet5 */
+    {2, 4, 32, 32, 3, 2, 0, 1},                           /* cifar10_quick: overlapping windows, ceil */
+    {2, 4, 16, 16, 3, 2, 0, 1}, {2, 3, 7, 9, 3, 2, 1, 0}, /* padding */
+    {2, 3, 7, 9, 3, 2, 1, 1},                             /* padding + ceil */
+    {2, 2, 6, 6, 3, 3, 0, 1},                             /* ceil, K == stride */
+    {2, 2, 5, 5, 2, 2, 0, 1},                             /* ceil: a partial window at the edge */
+    {2, 2, 8, 8, 3, 1, 1, 0},                             /* stride 1, heavy overlap */
 };
 
 /* Uniform values, or in odd cases quantized to a few levels with zeros (like a ReLU
@@ -477,7 +495,7 @@ static void pool_input(lcg_t *r, float *x, size_t n, int ties)
 
 static void pool_test(int is_max)
 {
-    lcg_t r = { is_max ? 21u : 22u };
+    lcg_t r = {is_max ? 21u : 22u};
     char name[96];
     const char *kind = is_max ? "maxpool" : "avgpool";
     for (size_t ci = 0; ci < sizeof POOL_CASES / sizeof POOL_CASES[0]; ci++) {
@@ -517,7 +535,12 @@ static void pool_test(int is_max)
         compare_dev(name, d_out, out, nout, TOL_EXACT);
         snprintf(name, sizeof name, "%s%zu.dinp (+=)", kind, ci);
         compare_dev_acc(name, d_dx, dx, nin, PREFILL, TOL_EXACT);
-        free(x); free(out); free(g); free(dx); free(am); free(am_g);
+        free(x);
+        free(out);
+        free(g);
+        free(dx);
+        free(am);
+        free(am_g);
         dfree_all();
     }
     end_test();
@@ -543,7 +566,7 @@ static void test_relu(void **state)
 {
     (void)state;
     need_gpu();
-    lcg_t r = { 31 };
+    lcg_t r = {31};
     const size_t n = 100003;
     float *x = halloc(n), *out = halloc(n), *g = halloc(n), *dx = halloc(n);
     fill(&r, x, n, -1, 1);
@@ -560,7 +583,10 @@ static void test_relu(void **state)
     /* in place, as relu_forward allows */
     check_rc(cuda_relu_forward(g_ctx, n, d_x, d_x), "relu in place");
     compare_dev("relu.out (in place)", d_x, out, n, TOL_EXACT);
-    free(x); free(out); free(g); free(dx);
+    free(x);
+    free(out);
+    free(g);
+    free(dx);
     end_test();
 }
 
@@ -568,8 +594,8 @@ static void test_gap(void **state)
 {
     (void)state;
     need_gpu();
-    static const int cases[][3] = { { 4, 16, 64 }, { 3, 5, 7 }, { 2, 64, 64 }, { 2, 3, 1 } };
-    lcg_t r = { 41 };
+    static const int cases[][3] = {{4, 16, 64}, {3, 5, 7}, {2, 64, 64}, {2, 3, 1}};
+    lcg_t r = {41};
     char name[64];
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         const int B = cases[ci][0], C = cases[ci][1], HW = cases[ci][2];
@@ -587,7 +613,10 @@ static void test_gap(void **state)
         compare_dev(name, d_out, out, nout, TOL_EXACT);
         snprintf(name, sizeof name, "gap%zu.dinp (+=)", ci);
         compare_dev_acc(name, d_dx, dx, nin, PREFILL, TOL_EXACT);
-        free(x); free(out); free(g); free(dx);
+        free(x);
+        free(out);
+        free(g);
+        free(dx);
         dfree_all();
     }
     end_test();
@@ -599,12 +628,12 @@ static void test_residual(void **state)
     need_gpu();
     static const int cases[][5] = {
         /* C, H, W, OC, stride */
-        { 16, 32, 32, 16, 1 }, /* identity */
-        { 16, 32, 32, 32, 2 }, /* resnet20 stage change */
-        { 3, 7, 9, 8, 2 },     /* odd sizes, odd channel offset */
-        { 4, 5, 5, 8, 3 },
+        {16, 32, 32, 16, 1}, /* identity */
+        {16, 32, 32, 32, 2}, /* resnet20 stage change */
+        {3, 7, 9, 8, 2},     /* odd sizes, odd channel offset */
+        {4, 5, 5, 8, 3},
     };
-    lcg_t r = { 51 };
+    lcg_t r = {51};
     char name[64];
     const int B = 3;
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
@@ -630,7 +659,12 @@ static void test_residual(void **state)
         compare_dev_acc(name, d_da, da, na, PREFILL, TOL_EXACT);
         snprintf(name, sizeof name, "residual%zu.dx (+=)", ci);
         compare_dev_acc(name, d_dx, dx, nx, -PREFILL, TOL_EXACT);
-        free(a); free(x); free(out); free(g); free(da); free(dx);
+        free(a);
+        free(x);
+        free(out);
+        free(g);
+        free(da);
+        free(dx);
         dfree_all();
     }
     end_test();
@@ -644,9 +678,9 @@ static void test_fc(void **state)
     need_gpu();
     static const int cases[][4] = {
         /* B, IN, OUT, bias */
-        { 7, 33, 10, 1 }, { 16, 784, 256, 1 }, { 5, 400, 120, 1 }, { 1, 5, 3, 1 }, { 9, 64, 10, 0 },
+        {7, 33, 10, 1}, {16, 784, 256, 1}, {5, 400, 120, 1}, {1, 5, 3, 1}, {9, 64, 10, 0},
     };
-    lcg_t r = { 61 };
+    lcg_t r = {61};
     char name[64];
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         const int B = cases[ci][0], IN = cases[ci][1], OUT = cases[ci][2], hb = cases[ci][3];
@@ -683,7 +717,14 @@ static void test_fc(void **state)
         check_rc(cuda_fc_backward(g_ctx, B, IN, OUT, d_x, d_w, d_g, NULL, d_dw, NULL), "fc bwd NULL");
         snprintf(name, sizeof name, "fc%zu.dweight (dinp NULL)", ci);
         compare_dev(name, d_dw, dw, nw, TOL_FC);
-        free(x); free(w); free(b); free(g); free(out); free(dx); free(dw); free(db);
+        free(x);
+        free(w);
+        free(b);
+        free(g);
+        free(out);
+        free(dx);
+        free(dw);
+        free(db);
         dfree_all();
     }
     end_test();
@@ -695,7 +736,7 @@ static void test_softmax_xent(void **state)
 {
     (void)state;
     need_gpu();
-    lcg_t r = { 71 };
+    lcg_t r = {71};
     const int B = 37, N = 10;
     const size_t n = (size_t)B * N;
     float *x = halloc(n), *p = halloc(n), *g = halloc(n);
@@ -713,7 +754,7 @@ static void test_softmax_xent(void **state)
     download(&loss_g, d_loss, 1);
     compare_scalar("xent.loss", loss_g, loss, TOL_SOFTMAX);
     compare_dev("xent.probs", d_p, p, n, TOL_SOFTMAX);
-    static const float scales[] = { 1.0f, 0.37f };
+    static const float scales[] = {1.0f, 0.37f};
     for (int s = 0; s < 2; s++) {
         softmax_xent_backward(B, N, p, y, scales[s], g);
         check_rc(cuda_softmax_xent_backward(g_ctx, B, N, d_p, d_y, scales[s], d_g), "xent bwd");
@@ -722,7 +763,9 @@ static void test_softmax_xent(void **state)
     const int cc = count_correct(B, N, x, y), cg = cuda_count_correct(g_ctx, B, N, d_x, d_y);
     printf("  %-34s cpu=%d gpu=%d %s\n", "count_correct", cc, cg, cc == cg ? "ok" : "FAIL");
     if (cc != cg) g_failures++;
-    free(x); free(p); free(g);
+    free(x);
+    free(p);
+    free(g);
     end_test();
 }
 
@@ -732,10 +775,16 @@ static void test_batchnorm(void **state)
 {
     (void)state;
     need_gpu();
-    static const struct { int B, C, HW; float offset; } cases[] = {
-        { 8, 16, 64, 0.0f }, { 4, 32, 256, 5.0f }, { 16, 8, 1, 0.0f }, { 3, 5, 49, -2.0f },
+    static const struct {
+        int B, C, HW;
+        float offset;
+    } cases[] = {
+        {8, 16, 64, 0.0f},
+        {4, 32, 256, 5.0f},
+        {16, 8, 1, 0.0f},
+        {3, 5, 49, -2.0f},
     };
-    lcg_t r = { 81 };
+    lcg_t r = {81};
     char name[96];
     const float momentum = 0.1f;
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
@@ -803,8 +852,18 @@ static void test_batchnorm(void **state)
         snprintf(name, sizeof name, "bn%zu.dinp (host statistics)", ci);
         compare_dev_acc(name, d_dx, dx, n, PREFILL, TOL_BN);
         free(dx2);
-        free(x); free(out); free(g); free(dx); free(gamma); free(beta); free(rm); free(rv);
-        free(sm); free(si); free(dgamma); free(dbeta);
+        free(x);
+        free(out);
+        free(g);
+        free(dx);
+        free(gamma);
+        free(beta);
+        free(rm);
+        free(rv);
+        free(sm);
+        free(si);
+        free(dgamma);
+        free(dbeta);
         dfree_all();
     }
     end_test();
@@ -816,11 +875,16 @@ static void test_sgd(void **state)
 {
     (void)state;
     need_gpu();
-    static const struct { float mu; int nesterov; float wd, gs; int gs_on_device; } cases[] = {
-        { 0.0f, 0, 0.0f, 1.0f, 0 },    { 0.0f, 0, 5e-4f, 0.5f, 0 }, { 0.9f, 0, 5e-4f, 0.25f, 0 },
-        { 0.9f, 1, 1e-4f, 1.0f, 0 },   { 0.9f, 1, 5e-4f, 0.125f, 1 },
+    static const struct {
+        float mu;
+        int nesterov;
+        float wd, gs;
+        int gs_on_device;
+    } cases[] = {
+        {0.0f, 0, 0.0f, 1.0f, 0},  {0.0f, 0, 5e-4f, 0.5f, 0},   {0.9f, 0, 5e-4f, 0.25f, 0},
+        {0.9f, 1, 1e-4f, 1.0f, 0}, {0.9f, 1, 5e-4f, 0.125f, 1},
     };
-    lcg_t r = { 91 };
+    lcg_t r = {91};
     char name[96];
     const size_t n = 10007;
     const float lr = 0.05f;
@@ -839,14 +903,16 @@ static void test_sgd(void **state)
                                      cases[ci].gs_on_device ? d_gs : NULL),
                      "sgd");
         }
-        snprintf(name, sizeof name, "sgd%zu (mu=%g nesterov=%d wd=%g gs=%g%s).w", ci, cases[ci].mu,
-                 cases[ci].nesterov, cases[ci].wd, cases[ci].gs, cases[ci].gs_on_device ? " dev" : "");
+        snprintf(name, sizeof name, "sgd%zu (mu=%g nesterov=%d wd=%g gs=%g%s).w", ci, cases[ci].mu, cases[ci].nesterov,
+                 cases[ci].wd, cases[ci].gs, cases[ci].gs_on_device ? " dev" : "");
         compare_dev(name, d_w, w, n, TOL_EXACT);
         snprintf(name, sizeof name, "sgd%zu.momentum", ci);
         compare_dev(name, d_u, u, n, TOL_EXACT);
         dfree_all();
     }
-    free(w); free(g); free(u);
+    free(w);
+    free(g);
+    free(u);
     end_test();
 }
 
@@ -854,7 +920,7 @@ static void test_norm_clip(void **state)
 {
     (void)state;
     need_gpu();
-    lcg_t r = { 101 };
+    lcg_t r = {101};
     const size_t n = 300007;
     float *g = halloc(n), *g2 = halloc(n);
     fill(&r, g, n, -0.1f, 0.1f);
@@ -867,7 +933,7 @@ static void test_norm_clip(void **state)
     const float norm = (float)sqrt(ss);
 
     /* clip_grad_norm, clipping and not */
-    static const float factors[] = { 0.5f, 2.0f, 0.0f };
+    static const float factors[] = {0.5f, 2.0f, 0.0f};
     for (int k = 0; k < 3; k++) {
         const float max_norm = factors[k] * norm;
         memcpy(g2, g, n * sizeof(float));
@@ -883,7 +949,7 @@ static void test_norm_clip(void **state)
     }
 
     /* the worker's rule (worker_apply_gradient) computed on the device */
-    static const float gss[] = { 1.0f, 0.25f };
+    static const float gss[] = {1.0f, 0.25f};
     for (int k = 0; k < 2; k++)
         for (int c = 0; c < 3; c++) {
             const float gs = gss[k], clip = factors[c] * norm * gs;
@@ -898,7 +964,8 @@ static void test_norm_clip(void **state)
             snprintf(name, sizeof name, "clip_scale(gs=%g, clip=%g*norm)", gs, factors[c]);
             if (clip > 0) compare_scalar(name, got, expect, TOL_NORM);
         }
-    free(g); free(g2);
+    free(g);
+    free(g2);
     dfree_all();
     end_test();
 }
@@ -956,7 +1023,7 @@ static void model_parity(const char *name, int maxB, int B2)
     printf("model %s: %zu parameters, %zu buffer floats, device memory %.1f MiB\n", name, m->nparams, m->nbuffers,
            (double)cuda_model_device_bytes(cm) / (1 << 20));
 
-    lcg_t r = { 121 };
+    lcg_t r = {121};
     const size_t in = (size_t)m->C * m->H * m->W, N = (size_t)m->num_classes;
     float *x = halloc((size_t)maxB * in), *logits = halloc((size_t)maxB * N), *g = halloc(m->nparams);
     int32_t *y = malloc((size_t)maxB * sizeof(int32_t));
@@ -1023,7 +1090,7 @@ static void model_parity(const char *name, int maxB, int B2)
      * writes the gradient into mg->grads, the reduced gradient goes back up and the SGD step
      * (Nesterov) runs on the device; the batch-norm statistics come down. */
     printf("model %s, step 2 (B=%d): the worker's path, Nesterov on the device\n", name, B2);
-    check_model_rc(cm, cuda_model_upload(cm, m), "upload");   /* momentum, buffers as on the host */
+    check_model_rc(cm, cuda_model_upload(cm, m), "upload"); /* momentum, buffers as on the host */
     memcpy(mg->params, m->params, m->nparams * sizeof(float));
     const size_t xbytes = ((size_t)maxB * in * sizeof(float) + 4095) & ~(size_t)4095;
     const size_t ybytes = ((size_t)maxB * sizeof(int32_t) + 4095) & ~(size_t)4095;
@@ -1096,10 +1163,16 @@ static void model_parity(const char *name, int maxB, int B2)
     compare_scalar("loss (eval)", loss_g3, loss_c3, TOL_LOSS);
     compare("logits (eval)", lg, logits, (size_t)B2 * N, TOL_LOGITS);
 
-    cuda_model_free(cm);   /* unregisters xb, yb and mg's buffers: before they are freed */
+    cuda_model_free(cm); /* unregisters xb, yb and mg's buffers: before they are freed */
     model_free(m);
     model_free(mg);
-    free(x); free(logits); free(g); free(y); free(w_old); free(xb); free(yb);
+    free(x);
+    free(logits);
+    free(g);
+    free(y);
+    free(w_old);
+    free(xb);
+    free(yb);
     end_test();
 }
 
@@ -1138,23 +1211,25 @@ static void test_model_resnet20(void **state)
 static void test_cudnn_status_categories(void **state)
 {
     (void)state;
-    static const struct { int status, not_supported; } cases[] = {
-        { CUDNN_STATUS_SUCCESS, 0 },
-        { CUDNN_STATUS_NOT_INITIALIZED, 0 },
-        { CUDNN_STATUS_BAD_PARAM, 0 },
-        { CUDNN_STATUS_INTERNAL_ERROR, 0 },
-        { CUDNN_STATUS_EXECUTION_FAILED, 0 },
-        { CUDNN_STATUS_NOT_SUPPORTED, 1 },
+    static const struct {
+        int status, not_supported;
+    } cases[] = {
+        {CUDNN_STATUS_SUCCESS, 0},
+        {CUDNN_STATUS_NOT_INITIALIZED, 0},
+        {CUDNN_STATUS_BAD_PARAM, 0},
+        {CUDNN_STATUS_INTERNAL_ERROR, 0},
+        {CUDNN_STATUS_EXECUTION_FAILED, 0},
+        {CUDNN_STATUS_NOT_SUPPORTED, 1},
 #if CUDNN_MAJOR >= 9
-        { CUDNN_STATUS_BAD_PARAM_NULL_POINTER, 0 },
-        { CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN, 1 },
-        { CUDNN_STATUS_NOT_SUPPORTED_SHAPE, 1 },
-        { CUDNN_STATUS_NOT_SUPPORTED_LAYOUT, 1 },
-        { CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH, 1 },
-        { CUDNN_STATUS_NOT_SUPPORTED_SHARED_MEMORY_INSUFFICIENT, 1 },
-        { CUDNN_STATUS_NOT_SUPPORTED_INVALID_DYNAMIC_SHAPE, 1 },
-        { CUDNN_STATUS_INTERNAL_ERROR_COMPILATION_FAILED, 0 },
-        { CUDNN_STATUS_EXECUTION_FAILED_CUBLAS, 0 },
+        {CUDNN_STATUS_BAD_PARAM_NULL_POINTER, 0},
+        {CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN, 1},
+        {CUDNN_STATUS_NOT_SUPPORTED_SHAPE, 1},
+        {CUDNN_STATUS_NOT_SUPPORTED_LAYOUT, 1},
+        {CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH, 1},
+        {CUDNN_STATUS_NOT_SUPPORTED_SHARED_MEMORY_INSUFFICIENT, 1},
+        {CUDNN_STATUS_NOT_SUPPORTED_INVALID_DYNAMIC_SHAPE, 1},
+        {CUDNN_STATUS_INTERNAL_ERROR_COMPILATION_FAILED, 0},
+        {CUDNN_STATUS_EXECUTION_FAILED_CUBLAS, 0},
 #endif
     };
     int bad = 0;
@@ -1181,20 +1256,22 @@ static void test_cudnn_status_categories(void **state)
 static void test_cuda_error_classes(void **state)
 {
     (void)state;
-    static const struct { int error, driver_version, kind; } cases[] = {
-        { cudaSuccess, 13000, CUDA_PROBE_OK },
-        { cudaErrorNoDevice, 13000, CUDA_PROBE_NO_DEVICE },
-        { cudaErrorInsufficientDriver, 0, CUDA_PROBE_NO_DRIVER },          /* no driver at all */
-        { cudaErrorInsufficientDriver, 12040, CUDA_PROBE_DRIVER_TOO_OLD },  /* a driver, too old */
-        { cudaErrorStubLibrary, 0, CUDA_PROBE_NO_DRIVER },
-        { cudaErrorCallRequiresNewerDriver, 12040, CUDA_PROBE_DRIVER_TOO_OLD },
-        { cudaErrorNoKernelImageForDevice, 13000, CUDA_PROBE_NO_KERNEL_IMAGE },
-        { cudaErrorUnsupportedPtxVersion, 13000, CUDA_PROBE_NO_KERNEL_IMAGE },
-        { cudaErrorInvalidPtx, 13000, CUDA_PROBE_NO_KERNEL_IMAGE },
-        { cudaErrorInvalidKernelImage, 13000, CUDA_PROBE_NO_KERNEL_IMAGE },
-        { cudaErrorMemoryAllocation, 13000, CUDA_PROBE_ERROR },
-        { cudaErrorDevicesUnavailable, 13000, CUDA_PROBE_ERROR },
-        { cudaErrorLaunchFailure, 13000, CUDA_PROBE_ERROR },
+    static const struct {
+        int error, driver_version, kind;
+    } cases[] = {
+        {cudaSuccess, 13000, CUDA_PROBE_OK},
+        {cudaErrorNoDevice, 13000, CUDA_PROBE_NO_DEVICE},
+        {cudaErrorInsufficientDriver, 0, CUDA_PROBE_NO_DRIVER},          /* no driver at all */
+        {cudaErrorInsufficientDriver, 12040, CUDA_PROBE_DRIVER_TOO_OLD}, /* a driver, too old */
+        {cudaErrorStubLibrary, 0, CUDA_PROBE_NO_DRIVER},
+        {cudaErrorCallRequiresNewerDriver, 12040, CUDA_PROBE_DRIVER_TOO_OLD},
+        {cudaErrorNoKernelImageForDevice, 13000, CUDA_PROBE_NO_KERNEL_IMAGE},
+        {cudaErrorUnsupportedPtxVersion, 13000, CUDA_PROBE_NO_KERNEL_IMAGE},
+        {cudaErrorInvalidPtx, 13000, CUDA_PROBE_NO_KERNEL_IMAGE},
+        {cudaErrorInvalidKernelImage, 13000, CUDA_PROBE_NO_KERNEL_IMAGE},
+        {cudaErrorMemoryAllocation, 13000, CUDA_PROBE_ERROR},
+        {cudaErrorDevicesUnavailable, 13000, CUDA_PROBE_ERROR},
+        {cudaErrorLaunchFailure, 13000, CUDA_PROBE_ERROR},
     };
     int bad = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -1239,8 +1316,8 @@ int main(void)
         g_have_gpu = 1;
         g_device = p.device;
         if (cuda_ctx_create(g_device, &g_ctx, err, sizeof err) != 0) printf("cuda: %s\n", err);
-        printf("cuda parity on device %d: %s (compute capability %d.%d, driver CUDA %d.%d, runtime %d.%d)\n",
-               g_device, p.name, p.cc_major, p.cc_minor, p.driver_version / 1000, p.driver_version % 1000 / 10,
+        printf("cuda parity on device %d: %s (compute capability %d.%d, driver CUDA %d.%d, runtime %d.%d)\n", g_device,
+               p.name, p.cc_major, p.cc_minor, p.driver_version / 1000, p.driver_version % 1000 / 10,
                p.runtime_version / 1000, p.runtime_version % 1000 / 10);
     } else {
         snprintf(g_no_gpu, sizeof g_no_gpu, "%s [%s]", p.reason, cuda_probe_kind_name(p.kind));
@@ -1252,10 +1329,9 @@ int main(void)
         if (g_gpu_required)
             printf("FAIL: a GPU is required (%s) but CUDA is not usable: %s\n",
                    on_gpu_machine ? "/dev/nvidia0 exists" : "PACER_REQUIRE_GPU=1", g_no_gpu);
-        else
-            printf("skip: %s\n", g_no_gpu);
+        else printf("skip: %s\n", g_no_gpu);
     }
 #define TEST_ENTRY(name) cmocka_unit_test(name),
-    const struct CMUnitTest tests[] = { HOST_TESTS(TEST_ENTRY) PARITY_TESTS(TEST_ENTRY) };
+    const struct CMUnitTest tests[] = {HOST_TESTS(TEST_ENTRY) PARITY_TESTS(TEST_ENTRY)};
     return cmocka_run_group_tests(tests, NULL, print_summary);
 }

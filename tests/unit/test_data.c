@@ -36,8 +36,7 @@ typedef struct {
 static int setup(void **state)
 {
     fixture_t *fx = calloc(1, sizeof *fx);
-    if (!fx)
-        return -1;
+    if (!fx) return -1;
     strcpy(fx->dir, "/tmp/pacer-test-data-XXXXXX");
     if (!mkdtemp(fx->dir)) {
         free(fx);
@@ -71,14 +70,12 @@ static void write_file(const char *path, int gz, const void *data, size_t len)
     if (gz) {
         gzFile f = gzopen(path, "wb");
         assert_non_null(f);
-        if (len > 0)
-            assert_int_equal(gzwrite(f, data, (unsigned)len), (int)len);
+        if (len > 0) assert_int_equal(gzwrite(f, data, (unsigned)len), (int)len);
         assert_int_equal(gzclose(f), Z_OK);
     } else {
         FILE *f = fopen(path, "wb");
         assert_non_null(f);
-        if (len > 0)
-            assert_int_equal(fwrite(data, 1, len, f), len);
+        if (len > 0) assert_int_equal(fwrite(data, 1, len, f), len);
         assert_int_equal(fclose(f), 0);
     }
 }
@@ -99,8 +96,8 @@ static const uint8_t LABELS5[NIMG] = {3, 0, 9, 7, 1};
 
 /* An IDX images file: header (magic, n, rows, cols) then `have` images of the pattern,
  * then `extra` trailing bytes. */
-static void write_idx_images(const char *path, int gz, uint32_t magic, uint32_t n, uint32_t rows,
-                             uint32_t cols, int have, size_t extra)
+static void write_idx_images(const char *path, int gz, uint32_t magic, uint32_t n, uint32_t rows, uint32_t cols,
+                             int have, size_t extra)
 {
     size_t img = (size_t)rows * cols, len = 16 + have * img + extra;
     uint8_t *buf = calloc(1, len);
@@ -110,15 +107,13 @@ static void write_idx_images(const char *path, int gz, uint32_t magic, uint32_t 
     put_be32(buf + 8, rows);
     put_be32(buf + 12, cols);
     for (int i = 0; i < have; i++)
-        for (size_t k = 0; k < img; k++)
-            buf[16 + i * img + k] = pix(i, (int)k);
+        for (size_t k = 0; k < img; k++) buf[16 + i * img + k] = pix(i, (int)k);
     write_file(path, gz, buf, len);
     free(buf);
 }
 
 /* An IDX labels file: header (magic, n) then `have` labels from `labels`. */
-static void write_idx_labels(const char *path, int gz, uint32_t magic, uint32_t n,
-                             const uint8_t *labels, int have)
+static void write_idx_labels(const char *path, int gz, uint32_t magic, uint32_t n, const uint8_t *labels, int have)
 {
     uint8_t buf[64];
     assert_true(8 + have <= (int)sizeof buf);
@@ -141,8 +136,7 @@ enum { CIFAR_REC = 3073, CIFAR_IMG = 3072 };
 static uint8_t cpix(int i, int k) { return (uint8_t)(i * 11 + k * 5 + (k / 1024) * 17); }
 
 /* nrec records with labels[first..] and pixels cpix(first + r, k), then extra bytes. */
-static void write_cifar(const char *path, int gz, const uint8_t *labels, int first, int nrec,
-                        size_t extra)
+static void write_cifar(const char *path, int gz, const uint8_t *labels, int first, int nrec, size_t extra)
 {
     size_t len = (size_t)nrec * CIFAR_REC + extra;
     uint8_t *buf = calloc(1, len ? len : 1);
@@ -150,8 +144,7 @@ static void write_cifar(const char *path, int gz, const uint8_t *labels, int fir
     for (int r = 0; r < nrec; r++) {
         uint8_t *rec = buf + (size_t)r * CIFAR_REC;
         rec[0] = labels[first + r];
-        for (int k = 0; k < CIFAR_IMG; k++)
-            rec[1 + k] = cpix(first + r, k);
+        for (int k = 0; k < CIFAR_IMG; k++) rec[1 + k] = cpix(first + r, k);
     }
     write_file(path, gz, buf, len);
     free(buf);
@@ -180,8 +173,7 @@ static void check_valid_idx(fixture_t *fx, int gz)
     char err[ERRLEN] = "";
     write_valid_idx(fx, gz);
     int rc = dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err);
-    if (rc != DATA_OK)
-        fail_msg("load failed: %s", err);
+    if (rc != DATA_OK) fail_msg("load failed: %s", err);
     assert_int_equal(d.n, NIMG);
     assert_int_equal(d.C, 1);
     assert_int_equal(d.H, SIDE);
@@ -191,8 +183,7 @@ static void check_valid_idx(fixture_t *fx, int gz)
     assert_float_equal(d.std[0], 1.0f, 0.0f);
     for (int i = 0; i < NIMG; i++) {
         assert_int_equal(d.labels[i], LABELS5[i]);
-        for (int k = 0; k < SIDE * SIDE; k++)
-            assert_int_equal(d.pixels[i * SIDE * SIDE + k], pix(i, k));
+        for (int k = 0; k < SIDE * SIDE; k++) assert_int_equal(d.pixels[i * SIDE * SIDE + k], pix(i, k));
     }
     dataset_truncate(&d, 2);
     assert_int_equal(d.n, 2);
@@ -264,8 +255,7 @@ static void test_idx_wrong_magic_images(void **state)
     char err[ERRLEN];
     write_valid_idx(fx, 0);
     write_idx_images(fx->path[0], 0, 0x801, NIMG, SIDE, SIDE, NIMG, 0);
-    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err),
-                     DATA_EFORMAT);
+    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err), DATA_EFORMAT);
     assert_err(err, fx->path[0], "magic 0x00000801 (want 0x00000803)");
     assert_empty(&d);
 }
@@ -278,8 +268,7 @@ static void test_idx_wrong_magic_labels(void **state)
     write_valid_idx(fx, 1);
     /* Images passed as labels: the header's magic is the images one. */
     write_idx_labels(fx->path[1], 1, 0x802, NIMG, LABELS5, NIMG);
-    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err),
-                     DATA_EFORMAT);
+    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err), DATA_EFORMAT);
     assert_err(err, fx->path[1], "wrong magic 0x00000802 (want 0x00000801)");
     assert_empty(&d);
 }
@@ -292,8 +281,7 @@ static void test_idx_truncated_header(void **state)
     static const uint8_t head[7] = {0, 0, 8, 3, 0, 0, 0};
     write_valid_idx(fx, 0);
     write_file(fx->path[0], 0, head, sizeof head);
-    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err),
-                     DATA_EFORMAT);
+    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err), DATA_EFORMAT);
     assert_err(err, fx->path[0], "truncated: expected 16 bytes of header, got 7");
 }
 
@@ -304,8 +292,7 @@ static void check_truncated_images(fixture_t *fx, int gz)
     write_valid_idx(fx, gz);
     /* The header says 5 images, the file holds 3. */
     write_idx_images(fx->path[0], gz, 0x803, NIMG, SIDE, SIDE, 3, 0);
-    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err),
-                     DATA_EFORMAT);
+    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err), DATA_EFORMAT);
     assert_err(err, fx->path[0], "truncated: expected 3920 bytes of pixel data, got 2352");
     assert_empty(&d);
 }
@@ -327,8 +314,7 @@ static void test_idx_truncated_gzip_stream(void **state)
     fclose(f);
     assert_true(len > 40 && len < sizeof buf);
     write_file(fx->path[0], 0, buf, len / 2);
-    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err),
-                     DATA_EFORMAT);
+    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err), DATA_EFORMAT);
     assert_err(err, fx->path[0], "truncated");
     assert_empty(&d);
 }
@@ -347,8 +333,7 @@ static void test_idx_corrupt_gzip_crc(void **state)
     assert_int_equal(fseek(f, -8, SEEK_END), 0);
     fputc(c ^ 0xff, f);
     fclose(f);
-    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err),
-                     DATA_EFORMAT);
+    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err), DATA_EFORMAT);
     assert_err(err, fx->path[1], "gzip");
     assert_empty(&d);
 }
@@ -360,8 +345,7 @@ static void test_idx_truncated_labels(void **state)
     char err[ERRLEN];
     write_valid_idx(fx, 0);
     write_idx_labels(fx->path[1], 0, 0x801, NIMG, LABELS5, 2);
-    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err),
-                     DATA_EFORMAT);
+    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err), DATA_EFORMAT);
     assert_err(err, fx->path[1], "truncated: expected 5 bytes of label data, got 2");
     assert_empty(&d);
 }
@@ -376,8 +360,7 @@ static void test_idx_huge_count_short_file(void **state)
     const uint32_t huge = 2000000000u;
     write_idx_images(tpath(fx, 0, "img"), 0, 0x803, huge, SIDE, SIDE, NIMG, 0);
     write_idx_labels(tpath(fx, 1, "lab"), 0, 0x801, huge, LABELS5, NIMG);
-    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err),
-                     DATA_EFORMAT);
+    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err), DATA_EFORMAT);
     assert_err(err, fx->path[0], "truncated: expected 1568000000000 bytes of pixel data, got 3920");
     assert_empty(&d);
 }
@@ -388,12 +371,10 @@ static void test_idx_absurd_dimensions(void **state)
     dataset_t d;
     char err[ERRLEN];
     write_valid_idx(fx, 0);
-    const uint32_t bad[][3] = {{NIMG, 0, SIDE}, {NIMG, SIDE, 100000}, {0, SIDE, SIDE},
-                               {0x80000000u, SIDE, SIDE}};
+    const uint32_t bad[][3] = {{NIMG, 0, SIDE}, {NIMG, SIDE, 100000}, {0, SIDE, SIDE}, {0x80000000u, SIDE, SIDE}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         write_idx_images(fx->path[0], 0, 0x803, bad[i][0], bad[i][1], bad[i][2], 0, 0);
-        assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err),
-                         DATA_EFORMAT);
+        assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err), DATA_EFORMAT);
         assert_err(err, fx->path[0], "absurd dimensions");
         assert_empty(&d);
     }
@@ -406,8 +387,7 @@ static void test_idx_count_mismatch(void **state)
     char err[ERRLEN];
     write_valid_idx(fx, 0);
     write_idx_labels(fx->path[1], 0, 0x801, NIMG - 1, LABELS5, NIMG - 1);
-    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err),
-                     DATA_EFORMAT);
+    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err), DATA_EFORMAT);
     assert_err(err, fx->path[1], "count mismatch: 4 labels");
     assert_err(err, fx->path[0], "5 images");
     assert_empty(&d);
@@ -421,8 +401,7 @@ static void test_idx_label_out_of_range(void **state)
     const uint8_t bad[NIMG] = {3, 0, 9, 10, 1};
     write_valid_idx(fx, 0);
     write_idx_labels(fx->path[1], 0, 0x801, NIMG, bad, NIMG);
-    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err),
-                     DATA_ELABEL);
+    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err), DATA_ELABEL);
     assert_err(err, fx->path[1], "label 10 at index 3");
     assert_empty(&d);
 }
@@ -435,8 +414,7 @@ static void test_idx_trailing_garbage(void **state)
     char err[ERRLEN];
     write_valid_idx(fx, 1);
     write_idx_images(fx->path[0], 1, 0x803, NIMG, SIDE, SIDE, NIMG, 3);
-    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err),
-                     DATA_EFORMAT);
+    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err), DATA_EFORMAT);
     assert_err(err, fx->path[0], "trailing data after 3920 bytes");
     assert_empty(&d);
 }
@@ -446,8 +424,7 @@ static void test_idx_null_err(void **state)
 {
     fixture_t *fx = *state;
     dataset_t d;
-    assert_int_equal(dataset_load_idx(tpath(fx, 0, "none"), tpath(fx, 1, "none"), &d, NULL, 0),
-                     DATA_ENOENT);
+    assert_int_equal(dataset_load_idx(tpath(fx, 0, "none"), tpath(fx, 1, "none"), &d, NULL, 0), DATA_ENOENT);
 }
 
 /* ---- CIFAR ------------------------------------------------------------------------- */
@@ -462,8 +439,7 @@ static void check_valid_cifar(fixture_t *fx, int gz)
     write_cifar(tpath(fx, 1, gz ? "b.bin.gz" : "b.bin"), gz, CLABELS, 3, 2, 0);
     const char *paths[2] = {fx->path[0], fx->path[1]};
     int rc = dataset_load_cifar(paths, 2, &d, err, sizeof err);
-    if (rc != DATA_OK)
-        fail_msg("load failed: %s", err);
+    if (rc != DATA_OK) fail_msg("load failed: %s", err);
     assert_int_equal(d.n, 5);
     assert_int_equal(d.C, 3);
     assert_int_equal(d.H, 32);
@@ -492,8 +468,7 @@ static void test_cifar_many_records(void **state)
     char err[ERRLEN];
     enum { N = 2500 };
     static uint8_t labels[N];
-    for (int i = 0; i < N; i++)
-        labels[i] = (uint8_t)(i % 10);
+    for (int i = 0; i < N; i++) labels[i] = (uint8_t)(i % 10);
     write_cifar(tpath(fx, 0, "many.bin.gz"), 1, labels, 0, N, 0);
     const char *paths[1] = {fx->path[0]};
     assert_int_equal(dataset_load_cifar(paths, 1, &d, err, sizeof err), DATA_OK);
@@ -668,12 +643,10 @@ static void test_default_dir(void **state)
 
 static void test_strerror(void **state)
 {
-    const int codes[] = {DATA_OK, DATA_ENOENT, DATA_EFORMAT, DATA_ELABEL, DATA_ENOMEM,
-                         DATA_EUNKNOWN};
+    const int codes[] = {DATA_OK, DATA_ENOENT, DATA_EFORMAT, DATA_ELABEL, DATA_ENOMEM, DATA_EUNKNOWN};
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
         assert_non_null(data_strerror(codes[i]));
-        for (size_t j = 0; j < i; j++)
-            assert_string_not_equal(data_strerror(codes[i]), data_strerror(codes[j]));
+        for (size_t j = 0; j < i; j++) assert_string_not_equal(data_strerror(codes[i]), data_strerror(codes[j]));
     }
     assert_non_null(data_strerror(12345));
 }
@@ -689,8 +662,7 @@ static void test_shard_covers_epoch(void **state)
     rng_seed(&r, 7);
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         const int n = sizes[s];
-        for (int i = 0; i < n; i++)
-            perm[i] = i;
+        for (int i = 0; i < n; i++) perm[i] = i;
         rng_shuffle(&r, perm, n);
         for (int world = 1; world <= 4; world++) {
             memset(seen, 0, sizeof seen);
@@ -701,8 +673,7 @@ static void test_shard_covers_epoch(void **state)
                     shard[i] = -7; /* canary beyond the documented capacity */
                 int len = data_shard(perm, n, rank, world, shard);
                 assert_in_range(len, n / world, cap);
-                for (int i = cap; i < (int)(sizeof shard / sizeof shard[0]); i++)
-                    assert_int_equal(shard[i], -7);
+                for (int i = cap; i < (int)(sizeof shard / sizeof shard[0]); i++) assert_int_equal(shard[i], -7);
                 for (int k = 0; k < len; k++) {
                     assert_int_equal(shard[k], perm[rank + k * world]);
                     seen[shard[k]]++;
@@ -710,8 +681,7 @@ static void test_shard_covers_epoch(void **state)
                 total += len;
             }
             assert_int_equal(total, n);
-            for (int i = 0; i < n; i++)
-                assert_int_equal(seen[i], 1); /* disjoint and covering */
+            for (int i = 0; i < n; i++) assert_int_equal(seen[i], 1); /* disjoint and covering */
         }
     }
     assert_int_equal(data_shard(perm, 10, 4, 4, shard), 0); /* rank outside world */
@@ -724,8 +694,7 @@ static void test_shuffle_same_seed_same_permutation(void **state)
     int32_t a[N], b[N], c[N];
     int seen[N] = {0};
     rng_t r1, r2, r3;
-    for (int i = 0; i < N; i++)
-        a[i] = b[i] = c[i] = i;
+    for (int i = 0; i < N; i++) a[i] = b[i] = c[i] = i;
     rng_seed(&r1, 42);
     rng_seed(&r2, 42);
     rng_seed(&r3, 43);
@@ -734,10 +703,8 @@ static void test_shuffle_same_seed_same_permutation(void **state)
     rng_shuffle(&r3, c, N);
     assert_memory_equal(a, b, sizeof a);
     assert_memory_not_equal(a, c, sizeof a);
-    for (int i = 0; i < N; i++)
-        seen[a[i]]++;
-    for (int i = 0; i < N; i++)
-        assert_int_equal(seen[i], 1);
+    for (int i = 0; i < N; i++) seen[a[i]]++;
+    for (int i = 0; i < N; i++) assert_int_equal(seen[i], 1);
 }
 
 /* ---- batch gathering --------------------------------------------------------------- */
@@ -757,26 +724,21 @@ static void make_rgb_dataset(dataset_t *d, int n, uint64_t seed)
     d->labels = malloc((size_t)n * sizeof *d->labels);
     assert_non_null(d->pixels);
     assert_non_null(d->labels);
-    for (size_t i = 0; i < (size_t)n * CIFAR_IMG; i++)
-        d->pixels[i] = (uint8_t)(1 + rng_below(&r, 255));
-    for (int i = 0; i < n; i++)
-        d->labels[i] = i % 10;
+    for (size_t i = 0; i < (size_t)n * CIFAR_IMG; i++) d->pixels[i] = (uint8_t)(1 + rng_below(&r, 255));
+    for (int i = 0; i < n; i++) d->labels[i] = i % 10;
     const float m[3] = {0.4914f, 0.4822f, 0.4465f}, s[3] = {0.2470f, 0.2435f, 0.2616f};
     memcpy(d->mean, m, sizeof m);
     memcpy(d->std, s, sizeof s);
 }
 
-static float norm(const dataset_t *d, int c, int p)
-{
-    return ((float)p / 255.0f - d->mean[c]) / d->std[c];
-}
+static float norm(const dataset_t *d, int c, int p) { return ((float)p / 255.0f - d->mean[c]) / d->std[c]; }
 
 static void test_gather_normalises(void **state)
 {
     dataset_t d;
     make_rgb_dataset(&d, 6, 1);
-    d.pixels[4 * CIFAR_IMG + 0] = 0;            /* sample 4, R(0,0) */
-    d.pixels[4 * CIFAR_IMG + 1024 + 33] = 255;  /* sample 4, G(1,1) */
+    d.pixels[4 * CIFAR_IMG + 0] = 0;             /* sample 4, R(0,0) */
+    d.pixels[4 * CIFAR_IMG + 1024 + 33] = 255;   /* sample 4, G(1,1) */
     d.pixels[4 * CIFAR_IMG + 2048 + 1023] = 128; /* sample 4, B(31,31) */
     const int32_t idx[3] = {4, 0, 5};
     float x[3 * CIFAR_IMG + 1];
@@ -791,9 +753,7 @@ static void test_gather_normalises(void **state)
     for (int b = 0; b < 3; b++) {
         assert_int_equal(y[b], d.labels[idx[b]]);
         for (int k = 0; k < CIFAR_IMG; k++)
-            assert_float_equal(x[b * CIFAR_IMG + k],
-                               norm(&d, k / 1024, d.pixels[(size_t)idx[b] * CIFAR_IMG + k]),
-                               1e-6);
+            assert_float_equal(x[b * CIFAR_IMG + k], norm(&d, k / 1024, d.pixels[(size_t)idx[b] * CIFAR_IMG + k]), 1e-6);
     }
     /* y may be NULL (inference without labels). */
     assert_int_equal(data_batch_gather(&d, idx, 1, x, 3 * CIFAR_IMG, NULL, 0, NULL), 0);
@@ -802,8 +762,7 @@ static void test_gather_normalises(void **state)
 
 /* Finds the (oy, ox, flip) for which out is the crop of the zero-padded image src;
  * returns how many candidates match (the test wants exactly one). */
-static int match_crop(const dataset_t *d, const uint8_t *src, const float *out, int *oy_out,
-                      int *ox_out, int *flip_out)
+static int match_crop(const dataset_t *d, const uint8_t *src, const float *out, int *oy_out, int *ox_out, int *flip_out)
 {
     int matches = 0;
     for (int oy = 0; oy <= 8; oy++)
@@ -814,9 +773,7 @@ static int match_crop(const dataset_t *d, const uint8_t *src, const float *out, 
                     for (int i = 0; i < 32 && ok; i++)
                         for (int j = 0; j < 32 && ok; j++) {
                             int sy = i + oy - 4, sx = (flip ? 31 - j : j) + ox - 4;
-                            int p = (sy < 0 || sy >= 32 || sx < 0 || sx >= 32)
-                                        ? 0
-                                        : src[c * 1024 + sy * 32 + sx];
+                            int p = (sy < 0 || sy >= 32 || sx < 0 || sx >= 32) ? 0 : src[c * 1024 + sy * 32 + sx];
                             ok = fabsf(out[c * 1024 + i * 32 + j] - norm(d, c, p)) <= 1e-6f;
                         }
                 if (ok) {
@@ -849,8 +806,7 @@ static void test_gather_augment(void **state)
         for (int b = 0; b < B; b++) {
             int oy = -1, ox = -1, flip = -1;
             assert_int_equal(y[b], d.labels[idx[b]]);
-            assert_int_equal(match_crop(&d, d.pixels + (size_t)idx[b] * CIFAR_IMG,
-                                        x1 + b * CIFAR_IMG, &oy, &ox, &flip),
+            assert_int_equal(match_crop(&d, d.pixels + (size_t)idx[b] * CIFAR_IMG, x1 + b * CIFAR_IMG, &oy, &ox, &flip),
                              1);
             oy_seen[oy]++;
             ox_seen[ox]++;
@@ -879,8 +835,7 @@ static int have_file(const char *dir, const char *file)
 {
     char p[4200];
     snprintf(p, sizeof p, "%s/%s", dir, file);
-    if (access(p, R_OK) == 0)
-        return 1;
+    if (access(p, R_OK) == 0) return 1;
     snprintf(p, sizeof p, "%s/%s.gz", dir, file);
     return access(p, R_OK) == 0;
 }
@@ -888,8 +843,7 @@ static int have_file(const char *dir, const char *file)
 static int have_files(const char *dir, const char *const *files, int n)
 {
     for (int i = 0; i < n; i++)
-        if (!dir || !have_file(dir, files[i]))
-            return 0;
+        if (!dir || !have_file(dir, files[i])) return 0;
     return 1;
 }
 
@@ -897,8 +851,7 @@ static void load_checked(const char *name, int train, dataset_t *d)
 {
     char err[ERRLEN] = "";
     int rc = dataset_load(name, NULL, train, d, err, sizeof err);
-    if (rc != DATA_OK)
-        fail_msg("%s %s: %s (%s)", name, train ? "train" : "test", err, data_strerror(rc));
+    if (rc != DATA_OK) fail_msg("%s %s: %s (%s)", name, train ? "train" : "test", err, data_strerror(rc));
 }
 
 static void class_counts(const dataset_t *d, int *counts)
@@ -910,11 +863,11 @@ static void class_counts(const dataset_t *d, int *counts)
     }
 }
 
-static const char *const IDX_FILES[4] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
-                                         "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
+static const char *const IDX_FILES[4] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                                         "t10k-labels-idx1-ubyte"};
 
-static void check_idx_real(const char *name, const char *label, const int *train_counts,
-                           const int *test_counts, int train0, int test0)
+static void check_idx_real(const char *name, const char *label, const int *train_counts, const int *test_counts,
+                           int train0, int test0)
 {
     const char *dir = dataset_default_dir(name);
     if (!have_files(dir, IDX_FILES, 4)) {
@@ -930,8 +883,7 @@ static void check_idx_real(const char *name, const char *label, const int *train
     assert_int_equal(d.W, 28);
     assert_int_equal(d.labels[0], train0);
     class_counts(&d, counts);
-    for (int c = 0; c < 10; c++)
-        assert_int_equal(counts[c], train_counts[c]);
+    for (int c = 0; c < 10; c++) assert_int_equal(counts[c], train_counts[c]);
     dataset_free(&d);
 
     load_checked(name, 0, &d);
@@ -940,8 +892,7 @@ static void check_idx_real(const char *name, const char *label, const int *train
     assert_int_equal(d.W, 28);
     assert_int_equal(d.labels[0], test0);
     class_counts(&d, counts);
-    for (int c = 0; c < 10; c++)
-        assert_int_equal(counts[c], test_counts[c]);
+    for (int c = 0; c < 10; c++) assert_int_equal(counts[c], test_counts[c]);
     dataset_free(&d);
 }
 
@@ -963,9 +914,8 @@ static void test_real_mnist(void **state)
 
 static void test_real_cifar10(void **state)
 {
-    static const char *const files[6] = {"data_batch_1.bin", "data_batch_2.bin",
-                                         "data_batch_3.bin", "data_batch_4.bin",
-                                         "data_batch_5.bin", "test_batch.bin"};
+    static const char *const files[6] = {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin",
+                                         "data_batch_4.bin", "data_batch_5.bin", "test_batch.bin"};
     /* Per-class counts of data_batch_1 (shared/datasets/SOURCES.md). */
     static const int batch1[10] = {1005, 974, 1032, 1016, 999, 937, 1030, 1001, 1025, 981};
     const char *dir = dataset_default_dir("cifar10");
@@ -983,20 +933,17 @@ static void test_real_cifar10(void **state)
     assert_int_equal(d.labels[0], 6); /* frog */
     assert_int_equal(d.labels[1], 9); /* truck */
     class_counts(&d, counts);
-    for (int c = 0; c < 10; c++)
-        assert_int_equal(counts[c], 5000);
+    for (int c = 0; c < 10; c++) assert_int_equal(counts[c], 5000);
     dataset_truncate(&d, 10000);
     class_counts(&d, counts);
-    for (int c = 0; c < 10; c++)
-        assert_int_equal(counts[c], batch1[c]);
+    for (int c = 0; c < 10; c++) assert_int_equal(counts[c], batch1[c]);
     dataset_free(&d);
 
     load_checked("cifar10", 0, &d);
     assert_int_equal(d.n, 10000);
     assert_int_equal(d.labels[0], 3); /* cat */
     class_counts(&d, counts);
-    for (int c = 0; c < 10; c++)
-        assert_int_equal(counts[c], 1000);
+    for (int c = 0; c < 10; c++) assert_int_equal(counts[c], 1000);
     dataset_free(&d);
 }
 

@@ -380,10 +380,12 @@ static void test_checkpoint_spec_hash(void **state)
         int ok;
     } CASES[] = {
         {"{" BASE ", \"name\": \"h\", \"epochs\": 2, \"log_every\": 0, \"device\": \"cpu\","
-         " \"checkpoint\": {\"every_steps\": 4, \"dir\": \"DIR/ck\"}}", 1},
+         " \"checkpoint\": {\"every_steps\": 4, \"dir\": \"DIR/ck\"}}",
+         1},
         /* the fields a resumed run may change, all changed at once */
         {"{" BASE ", \"name\": \"other\", \"epochs\": 2, \"log_every\": 7, \"device\": \"auto\", \"threads\": 2,"
-         " \"checkpoint\": {\"every_steps\": 9, \"dir\": \"DIR/elsewhere\"}}", 1},
+         " \"checkpoint\": {\"every_steps\": 9, \"dir\": \"DIR/elsewhere\"}}",
+         1},
         /* and fields that shape the run, one at a time */
         {"{" BASE ", \"name\": \"h\", \"epochs\": 3}", 0},
         {"{" BASE ", \"name\": \"h\", \"epochs\": 2, \"optimizer\": {\"lr\": 0.02}}", 0},
@@ -415,8 +417,14 @@ static void test_checkpoint_validate_async(void **state)
     memset(&st, 0, sizeof st);
     st.spec_hash = 7, st.seed = 1, st.nworkers = 2, st.epoch = 1, st.cursor = 100, st.global_step = 150;
     st.aug_rng.s[0] = 1, st.batch_of[0] = 32, st.batch_of[1] = 32, st.epoch_loss_samples = 100;
-    ckpt_expect_t want = {.spec_hash = 7, .seed = 1, .nworkers = 2, .epochs = 3, .train_n = 1000,
-                          .global_batch = 64, .max_batch = 64, .async = 1};
+    ckpt_expect_t want = {.spec_hash = 7,
+                          .seed = 1,
+                          .nworkers = 2,
+                          .epochs = 3,
+                          .train_n = 1000,
+                          .global_batch = 64,
+                          .max_batch = 64,
+                          .async = 1};
     char err[512];
     assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), 0);
     st.cursor = 1001;
@@ -455,13 +463,21 @@ static void test_checkpoint_validate_other_world(void **state)
     st.spec_hash = 7, st.seed = 1, st.nworkers = 3, st.epoch = 1, st.step_in_epoch = 2, st.cursor = 192;
     st.global_step = 12, st.aug_rng.s[0] = 1, st.epoch_loss_samples = 192;
     st.batch_of[0] = 64, st.batch_of[1] = 16, st.batch_of[2] = 16;
-    ckpt_expect_t want = {.spec_hash = 7, .seed = 1, .nworkers = 2, .spec_workers = 3, .epochs = 3,
-                          .steps_per_epoch = 10, .train_n = 1000, .global_batch = 96, .max_batch = 48};
+    ckpt_expect_t want = {.spec_hash = 7,
+                          .seed = 1,
+                          .nworkers = 2,
+                          .spec_workers = 3,
+                          .epochs = 3,
+                          .steps_per_epoch = 10,
+                          .train_n = 1000,
+                          .global_batch = 96,
+                          .max_batch = 48};
     char err[512];
     assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), 0);
-    want.nworkers = 3;   /* the same world: the buffers' capacity holds again */
+    want.nworkers = 3; /* the same world: the buffers' capacity holds again */
     assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), -1);
-    assert_non_null(strstr(err, "batch_of[0] = 64 is outside [1, 48] (algorithm.min_batch and the batch buffers' capacity)"));
+    assert_non_null(
+        strstr(err, "batch_of[0] = 64 is outside [1, 48] (algorithm.min_batch and the batch buffers' capacity)"));
     want.nworkers = 2, st.batch_of[0] = 97, st.batch_of[1] = 0, st.batch_of[2] = 0, st.nworkers = 1;
     assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), -1);
     assert_non_null(strstr(err, "batch_of[0] = 97 is outside [1, 96] (algorithm.min_batch and the global batch)"));
@@ -537,18 +553,18 @@ static void test_redis_assignment_parser(void **state)
         int want;
     } CASES[] = {
 #define C(lit, w) {lit, sizeof lit - 1, w}
-        C("*2\r\n$-1\r\n$-1\r\n", 0),                                 /* no assignment */
-        C("*1\r\n$1\r\n3\r\n", 0),                                     /* not the reply asked for */
+        C("*2\r\n$-1\r\n$-1\r\n", 0), /* no assignment */
+        C("*1\r\n$1\r\n3\r\n", 0),    /* not the reply asked for */
         C("$5\r\nhello\r\n", 0),
-        C("*2\r\n:3\r\n$3\r\n[1]\r\n", 0),                             /* version as an integer reply */
-        C("*2\r\n$1\r\n3\r\n$12\r\n[2147483648]\r\n", -1),             /* above INT_MAX */
+        C("*2\r\n:3\r\n$3\r\n[1]\r\n", 0),                 /* version as an integer reply */
+        C("*2\r\n$1\r\n3\r\n$12\r\n[2147483648]\r\n", -1), /* above INT_MAX */
         C("*2\r\n$1\r\n3\r\n$4\r\n[-1]\r\n", -1),
         C("*2\r\n$1\r\n3\r\n$5\r\n[1.5]\r\n", -1),
-        C("*2\r\n$1\r\n3\r\n$19\r\n[1,1,1,1,1,1,1,1,1]\r\n", -1),      /* more than cap */
-        C("*2\r\n$1\r\n3\r\n$3\r\n[1\0]\r\n", -1),                     /* a NUL inside */
-        C("*2\r\n$3\r\nabc\r\n$3\r\n[1]\r\n", -1),                     /* version not a number */
+        C("*2\r\n$1\r\n3\r\n$19\r\n[1,1,1,1,1,1,1,1,1]\r\n", -1),     /* more than cap */
+        C("*2\r\n$1\r\n3\r\n$3\r\n[1\0]\r\n", -1),                    /* a NUL inside */
+        C("*2\r\n$3\r\nabc\r\n$3\r\n[1]\r\n", -1),                    /* version not a number */
         C("*2\r\n$21\r\n999999999999999999999\r\n$3\r\n[1]\r\n", -1), /* version overflows */
-        C("*2\r\n$1\r\n0\r\n$3\r\n[1]\r\n", -1),                       /* versions start at 1 */
+        C("*2\r\n$1\r\n0\r\n$3\r\n[1]\r\n", -1),                      /* versions start at 1 */
         C("*2\r\n$1\r\n3\r\n:5\r\n", -1),
 #undef C
     };
@@ -569,12 +585,12 @@ static void test_redis_dynbatch_parsers(void **state)
     long long ver = -1;
     redisReply *r = RESP("*2\r\n$1\r\n7\r\n$23\r\n[5,2147483648,-3,99999]\r\n");
     assert_non_null(r);
-    dynbatch_parse_assignment(r, 3, 64, cur, &ver);   /* 4 entries for 3 workers: not this job's */
+    dynbatch_parse_assignment(r, 3, 64, cur, &ver); /* 4 entries for 3 workers: not this job's */
     assert_true(ver == 7 && cur[0] == 64 && cur[1] == 64 && cur[2] == 64);
     freeReplyObject(r);
     r = RESP("*2\r\n$2\r\n-7\r\n$17\r\n[5,2147483648,-3]\r\n");
     assert_non_null(r);
-    dynbatch_parse_assignment(r, 3, 64, cur, &ver);   /* entries out of range keep the default */
+    dynbatch_parse_assignment(r, 3, 64, cur, &ver); /* entries out of range keep the default */
     assert_true(ver == 0 && cur[0] == 5 && cur[1] == 64 && cur[2] == 64);
     freeReplyObject(r);
 
@@ -587,9 +603,9 @@ static void test_redis_dynbatch_parsers(void **state)
     freeReplyObject(r);
     static const char *const BAD[] = {
         "*5\r\n$2\r\nh1\r\n$3\r\ncpu\r\n$4\r\n1000\r\n$1\r\n2\r\n$2\r\nps\r\n",        /* the PS */
-        "*5\r\n$2\r\nh1\r\n$3\r\ncpu\r\n$3\r\nnan\r\n$1\r\n2\r\n$-1\r\n",             /* NaN speed */
-        "*5\r\n$2\r\nh1\r\n$3\r\ncpu\r\n$5\r\n1e400\r\n$1\r\n2\r\n$-1\r\n",           /* infinite */
-        "*5\r\n$2\r\nh1\r\n$3\r\ncpu\r\n$5\r\n1e300\r\n$5\r\n1e300\r\n$-1\r\n",      /* finite x finite = inf */
+        "*5\r\n$2\r\nh1\r\n$3\r\ncpu\r\n$3\r\nnan\r\n$1\r\n2\r\n$-1\r\n",              /* NaN speed */
+        "*5\r\n$2\r\nh1\r\n$3\r\ncpu\r\n$5\r\n1e400\r\n$1\r\n2\r\n$-1\r\n",            /* infinite */
+        "*5\r\n$2\r\nh1\r\n$3\r\ncpu\r\n$5\r\n1e300\r\n$5\r\n1e300\r\n$-1\r\n",        /* finite x finite = inf */
         "*5\r\n$2\r\nh1\r\n$17\r\ncpucpucpucpucpucp\r\n$1\r\n1\r\n$1\r\n1\r\n$-1\r\n", /* device too long */
         "*4\r\n$2\r\nh1\r\n$3\r\ncpu\r\n$1\r\n1\r\n$1\r\n1\r\n",
     };

@@ -62,7 +62,7 @@ static void test_routes_match(void **state)
     assert_true(r->flags & ROUTE_MUTATES);
     assert_false(r->flags & ROUTE_JSON_BODY);
     assert_string_equal(m.params[0], "j-1");
-    r = routes_match("HEAD", "/api/v1/jobs/j-1", &m);   /* HEAD runs the GET route */
+    r = routes_match("HEAD", "/api/v1/jobs/j-1", &m); /* HEAD runs the GET route */
     assert_ptr_equal(r->handler, handle_job_get);
     r = routes_match("GET", "/static/vendor/uPlot.min.css", &m);
     assert_ptr_equal(r->handler, handle_static);
@@ -74,12 +74,13 @@ static void test_routes_match(void **state)
 static void test_routes_not_found_and_method(void **state)
 {
     route_match_t m;
-    const char *missing[] = { "/api/v1/jobs/", "/api/v1/job", "/api/v1/jobs/j-1/nodes/x", "/api/v2/jobs", "//", "",
-                              "/static/", "/api/v1/jobs//nodes", "relative" };
+    const char *missing[] = {
+        "/api/v1/jobs/",       "/api/v1/job", "/api/v1/jobs/j-1/nodes/x", "/api/v2/jobs", "//", "", "/static/",
+        "/api/v1/jobs//nodes", "relative"};
     for (size_t i = 0; i < sizeof missing / sizeof missing[0]; i++) {
         const route_t *r = routes_match("GET", missing[i], &m);
         assert_int_equal(m.status, 404);
-        assert_ptr_equal(r->handler, handle_not_found);   /* the sentinel */
+        assert_ptr_equal(r->handler, handle_not_found); /* the sentinel */
         assert_null(r->method);
     }
     routes_match("PUT", "/api/v1/jobs", &m);
@@ -140,11 +141,11 @@ static void test_query_long(void **state)
     query_add(&q, "neg", "-3");
     query_add(&q, "huge", "99999999999999999999999");
     query_add(&q, "empty", "");
-    query_add(&q, "limit", "7");   /* a repeated key: the first wins */
+    query_add(&q, "limit", "7"); /* a repeated key: the first wins */
     long v = -1;
     char err[128];
     assert_int_equal(query_long(&q, "limit", 1, 1000, 1, &v, err, sizeof err), 1);
-    assert_int_equal(v, 1000);   /* capped */
+    assert_int_equal(v, 1000); /* capped */
     assert_int_equal(query_long(&q, "limit", 1, 1000, 0, &v, err, sizeof err), -1);
     assert_string_equal(err, "limit: must be an integer between 1 and 1000");
     assert_int_equal(query_long(&q, "offset", 0, LONG_MAX, 0, &v, err, sizeof err), 1);
@@ -159,7 +160,7 @@ static void test_query_long(void **state)
     v = 42;
     assert_int_equal(query_long(&q, "absent", 0, 10, 0, &v, err, sizeof err), 0);
     assert_int_equal(v, 42);
-    for (int i = 0; i < 40; i++) query_add(&q, "x", "1");   /* beyond QUERY_MAX: dropped */
+    for (int i = 0; i < 40; i++) query_add(&q, "x", "1"); /* beyond QUERY_MAX: dropped */
     assert_int_equal(q.n, QUERY_MAX);
 }
 
@@ -232,21 +233,23 @@ static void test_problem_documents(void **state)
     assert_string_equal(json_string_value(json_object_get(p, "instance")), "/api/v1/jobs/j-9");
     json_decref(p);
 
-    p = problem_new(413, "payload-too-large", NULL, NULL, NULL, NULL);   /* title from the status */
+    p = problem_new(413, "payload-too-large", NULL, NULL, NULL, NULL); /* title from the status */
     assert_string_equal(json_string_value(json_object_get(p, "title")), "Payload Too Large");
     assert_null(json_object_get(p, "detail"));
     json_decref(p);
 
-    p = problem_new(400, "x", NULL, "bad \xff byte", NULL, NULL);   /* invalid UTF-8 is not lost */
+    p = problem_new(400, "x", NULL, "bad \xff byte", NULL, NULL); /* invalid UTF-8 is not lost */
     assert_non_null(json_object_get(p, "detail"));
     json_decref(p);
 
     struct {
         int code, status;
         const char *slug;
-    } map[] = { { COORD_EINVAL, 400, "invalid-spec" },     { COORD_ENOTFOUND, 404, "job-not-found" },
-                { COORD_ESTATE, 409, "job-finished" },     { COORD_EUNAVAIL, 503, "redis-unavailable" },
-                { COORD_EINTERNAL, 500, "internal" } };
+    } map[] = {{COORD_EINVAL, 400, "invalid-spec"},
+               {COORD_ENOTFOUND, 404, "job-not-found"},
+               {COORD_ESTATE, 409, "job-finished"},
+               {COORD_EUNAVAIL, 503, "redis-unavailable"},
+               {COORD_EINTERNAL, 500, "internal"}};
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
         p = problem_from_coord(map[i].code, "");
         assert_int_equal(json_integer_value(json_object_get(p, "status")), map[i].status);
@@ -259,7 +262,7 @@ static void test_problem_documents(void **state)
     assert_string_equal(json_string_value(json_object_get(p, "field")), "optimizer.lr");
     assert_string_equal(json_string_value(json_object_get(p, "detail")), "optimizer.lr: must be > 0");
     json_decref(p);
-    p = problem_from_coord(COORD_EINVAL, "spec: must be a JSON object");   /* the whole spec: no field */
+    p = problem_from_coord(COORD_EINVAL, "spec: must be a JSON object"); /* the whole spec: no field */
     assert_null(json_object_get(p, "field"));
     json_decref(p);
 }
@@ -292,7 +295,8 @@ static void test_body_problem(void **state)
     p = handlers_body_problem(nul, sizeof nul - 1);
     assert_string_equal(json_string_value(json_object_get(p, "type")), "urn:pacer:problem:invalid-json");
     json_decref(p);
-    const char *bad = "{\"model\":\"lenet5\",\"workers\":2,\"emulate\":{\"slowdown\":[1,2,3]},\"algorithm\":{\"name\":\"ssgd\"}}";
+    const char *bad =
+        "{\"model\":\"lenet5\",\"workers\":2,\"emulate\":{\"slowdown\":[1,2,3]},\"algorithm\":{\"name\":\"ssgd\"}}";
     p = handlers_body_problem(bad, strlen(bad));
     assert_string_equal(json_string_value(json_object_get(p, "type")), "urn:pacer:problem:invalid-spec");
     assert_string_equal(json_string_value(json_object_get(p, "field")), "emulate.slowdown");
@@ -332,7 +336,7 @@ static void test_auth_equal(void **state)
     assert_false(auth_equal("s3cre", 5, "s3cret", 6));
     assert_false(auth_equal("s3cret!", 7, "s3cret", 6));
     assert_false(auth_equal("", 0, "s3cret", 6));
-    assert_false(auth_equal("s3cret\0", 7, "s3cret", 6));   /* a NUL does not end the comparison early */
+    assert_false(auth_equal("s3cret\0", 7, "s3cret", 6)); /* a NUL does not end the comparison early */
     assert_true(auth_equal("", 0, "", 0));
 }
 
@@ -416,9 +420,9 @@ static void test_prom_render(void **state)
     prom_input_t in;
     memset(&in, 0, sizeof in);
     in.redis_up = 1;
-    in.states[0] = 2;   /* QUEUED */
-    in.states[1] = 1;   /* RUNNING */
-    long restarts[1] = { 3 };
+    in.states[0] = 2; /* QUEUED */
+    in.states[1] = 1; /* RUNNING */
+    long restarts[1] = {3};
     in.nodes = &nodes;
     in.restarts = restarts;
     in.nnodes = 1;
@@ -447,7 +451,7 @@ static void test_prom_render(void **state)
         if (!strstr(text, want[i])) print_message("missing: %s", want[i]);
         assert_non_null(strstr(text, want[i]));
     }
-    assert_null(strstr(text, "rank=\"1\""));   /* a rank without values exports nothing */
+    assert_null(strstr(text, "rank=\"1\"")); /* a rank without values exports nothing */
     /* Every line is a comment or "name{labels} value". */
     for (char *line = text; *line; line = strchr(line, '\n') + 1) {
         assert_true(line[0] == '#' || strncmp(line, "pacer_", 6) == 0);
@@ -468,9 +472,9 @@ static void test_prom_render(void **state)
 
 static void test_static_paths(void **state)
 {
-    const char *ok[] = { "index.html", "vendor/uPlot.min.css", "a/b/c.js", "x-y_z.1.js" };
-    const char *bad[] = { "", "../etc/passwd", "a/../b", "..", ".hidden", "a/.git/config", "a//b", "a/", "/abs",
-                          "a b.js", "a%2e", "a\\b", "vendor/./x" };
+    const char *ok[] = {"index.html", "vendor/uPlot.min.css", "a/b/c.js", "x-y_z.1.js"};
+    const char *bad[] = {"",   "../etc/passwd", "a/../b", "..",   ".hidden", "a/.git/config", "a//b",
+                         "a/", "/abs",          "a b.js", "a%2e", "a\\b",    "vendor/./x"};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) assert_true(static_path_ok(ok[i]));
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         if (static_path_ok(bad[i])) print_message("accepted: %s\n", bad[i]);
@@ -496,7 +500,7 @@ static void test_sse_ids_and_frames(void **state)
     assert_int_equal(sse_id_parse(",1-0", ev, sizeof ev, m, sizeof m), -1);
     assert_int_equal(sse_id_parse("", ev, sizeof ev, m, sizeof m), -1);
 
-    assert_true(sse_stream_id_cmp("9-0", "10-0") < 0);   /* numeric, not lexical */
+    assert_true(sse_stream_id_cmp("9-0", "10-0") < 0); /* numeric, not lexical */
     assert_true(sse_stream_id_cmp("10-2", "10-10") < 0);
     assert_int_equal(sse_stream_id_cmp("7-1", "7-1"), 0);
     assert_true(sse_stream_id_cmp("11", "10-5") > 0);
@@ -564,7 +568,7 @@ static int server_teardown(void **state)
 static int http_raw(int port, const char *req, char *resp, size_t len)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) return -1;
     size_t n = strlen(req), off = 0;
@@ -616,7 +620,8 @@ static void test_server_refusals(void **state)
     assert_int_equal(http_raw(port, "GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", r, sizeof r), 404);
     expect_problem(r, 404, "not-found");
 
-    assert_int_equal(http_raw(port, "PUT /api/v1/jobs HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", r, sizeof r), 405);
+    assert_int_equal(http_raw(port, "PUT /api/v1/jobs HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", r, sizeof r),
+                     405);
     expect_problem(r, 405, "method-not-allowed");
     assert_non_null(strstr(r, "Allow: GET, HEAD, POST"));
 
@@ -630,7 +635,7 @@ static void test_server_refusals(void **state)
     snprintf(req, sizeof req, post, "Authorization: Bearer wrong-token\r\n");
     assert_int_equal(http_raw(port, req, r, sizeof r), 401);
     snprintf(req, sizeof req, post, "Authorization: Bearer unit-test-token\r\n");
-    assert_int_equal(http_raw(port, req, r, sizeof r), 400);   /* the token is right; {} has no model */
+    assert_int_equal(http_raw(port, req, r, sizeof r), 400); /* the token is right; {} has no model */
     expect_problem(r, 400, "invalid-spec");
     json_t *p = json_loads(body_of(r), 0, NULL);
     assert_string_equal(json_string_value(json_object_get(p, "field")), "model");
@@ -657,9 +662,12 @@ static void test_server_refusals(void **state)
     assert_int_equal(http_raw(port, req, r, sizeof r), 400);
     expect_problem(r, 400, "invalid-json");
 
-    assert_int_equal(http_raw(port, "GET /api/v1/jobs?limit=abc HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer unit-test-token\r\n\r\n", r,
-                              sizeof r),
-                     400);
+    assert_int_equal(
+        http_raw(
+            port,
+            "GET /api/v1/jobs?limit=abc HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer unit-test-token\r\n\r\n",
+            r, sizeof r),
+        400);
     expect_problem(r, 400, "invalid-parameter");
     assert_non_null(strstr(r, "\"parameter\":\"limit\""));
 }
@@ -675,24 +683,37 @@ static void test_server_static_and_redis_down(void **state)
     assert_int_equal(http_raw(port, "GET /static/../index.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", r,
                               sizeof r),
                      404);
-    assert_int_equal(http_raw(port, "GET /static/%2e%2e/%2e%2e/etc/passwd HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    assert_int_equal(http_raw(port,
+                              "GET /static/%2e%2e/%2e%2e/etc/passwd HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
                               r, sizeof r),
                      404);
 
     /* Reads need the token by default (--public-reads opens them). */
-    assert_int_equal(http_raw(port, "GET /api/v1/jobs HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", r, sizeof r), 401);
+    assert_int_equal(http_raw(port, "GET /api/v1/jobs HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", r, sizeof r),
+                     401);
     expect_problem(r, 401, "unauthorized");
     assert_int_equal(http_raw(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", r, sizeof r), 401);
 
     /* Redis does not exist: health and reads say 503, /metrics says pacer_redis_up 0. */
     assert_int_equal(http_raw(port, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", r, sizeof r), 503);
-    assert_int_equal(http_raw(port, "GET /api/v1/jobs HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer unit-test-token\r\n\r\n", r, sizeof r),
-                     503);
+    assert_int_equal(
+        http_raw(
+            port,
+            "GET /api/v1/jobs HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer unit-test-token\r\n\r\n",
+            r, sizeof r),
+        503);
     expect_problem(r, 503, "redis-unavailable");
-    assert_int_equal(http_raw(port, "GET /api/v1/jobs/j-1/events HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer unit-test-token\r\n\r\n", r,
-                              sizeof r),
-                     503);
-    assert_int_equal(http_raw(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer unit-test-token\r\n\r\n", r, sizeof r), 200);
+    assert_int_equal(
+        http_raw(
+            port,
+            "GET /api/v1/jobs/j-1/events HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer unit-test-token\r\n\r\n",
+            r, sizeof r),
+        503);
+    assert_int_equal(
+        http_raw(port,
+                 "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer unit-test-token\r\n\r\n",
+                 r, sizeof r),
+        200);
     assert_non_null(strstr(r, "text/plain; version=0.0.4"));
     assert_non_null(strstr(r, "pacer_redis_up 0\n"));
     assert_int_equal(http_raw(port,

@@ -75,7 +75,7 @@ static int setup(void **state)
     mkdir(fx->bin, 0755);
     /* One script under every Slurm command's name: records its arguments, prints
      * DIR/NAME.out, exits with DIR/NAME.rc (0 when absent). */
-    static const char *const CMDS[] = { "sinfo", "srun", "sbatch", "scontrol", "scancel", NULL };
+    static const char *const CMDS[] = {"sinfo", "srun", "sbatch", "scontrol", "scancel", NULL};
     for (const char *const *c = CMDS; *c; c++) {
         char path[400], text[1024];
         snprintf(path, sizeof path, "%s/%s", fx->bin, *c);
@@ -122,9 +122,9 @@ static void test_kinds_and_hostfile(void **state)
     fx_t *fx = *state;
     char err[ERRLEN] = "", hf[400];
     launcher_t *l = NULL;
-    launcher_config_t cfg = { .hostname = "here", .mpirun = "mpirun" };
+    launcher_config_t cfg = {.hostname = "here", .mpirun = "mpirun"};
 
-    assert_int_equal(launcher_open(&cfg, &l, err, sizeof err), 0);   /* default: local */
+    assert_int_equal(launcher_open(&cfg, &l, err, sizeof err), 0); /* default: local */
     assert_string_equal(launcher_name(l), "local");
     const launch_host_t *hosts;
     assert_int_equal(launcher_hosts(l, &hosts), 1);
@@ -146,7 +146,7 @@ static void test_kinds_and_hostfile(void **state)
     assert_non_null(strstr(err, "--hostfile is for --launcher hostfile"));
 
     /* Bad hostfiles: each names the file (and line). */
-    cfg.kind = NULL;   /* a hostfile alone means the hostfile launcher */
+    cfg.kind = NULL; /* a hostfile alone means the hostfile launcher */
     assert_int_equal(launcher_open(&cfg, &l, err, sizeof err), -1);
     assert_non_null(strstr(err, "No such file"));
     assert_int_equal(write_text(hf, "# nothing\n\n"), 0);
@@ -166,7 +166,7 @@ static void test_kinds_and_hostfile(void **state)
     assert_int_equal(launcher_slots(l), 3);
     const char *where[5];
     assert_int_equal(launcher_rank_hosts(l, 5, NULL, 0, where), 0);
-    const char *want[] = { "here", "here", "b", "here", "here" };
+    const char *want[] = {"here", "here", "b", "here", "here"};
     for (int r = 0; r < 5; r++) assert_string_equal(where[r], want[r]);
     launcher_close(l);
 }
@@ -178,7 +178,7 @@ static void test_adopt(void **state)
     fx_t *fx = *state;
     char err[ERRLEN], what[256], path[400], buf[64];
     launcher_t *local = NULL, *slurm = NULL;
-    launcher_config_t cfg = { .hostname = "here" };
+    launcher_config_t cfg = {.hostname = "here"};
     assert_int_equal(launcher_open(&cfg, &local, err, sizeof err), 0);
     answer(fx, "sinfo", 0, "n1 4\n");
     answer(fx, "srun", 0, "MPI plugin types are...\n\tnone\n\tpmix\n");
@@ -193,7 +193,7 @@ static void test_adopt(void **state)
     assert_int_equal(launcher_adopt(local, path, &h, what, sizeof what), 1);
     assert_int_equal(h.pid, 1234);
     assert_string_equal(launcher_describe(&h, buf, sizeof buf), "session 1234");
-    assert_int_equal(launcher_adopt(slurm, path, &h, what, sizeof what), 0);   /* not its kind */
+    assert_int_equal(launcher_adopt(slurm, path, &h, what, sizeof what), 0); /* not its kind */
     assert_non_null(strstr(what, "started by mpirun (session 1234)"));
     assert_int_equal(h.pid, 0);
 
@@ -220,7 +220,7 @@ static void test_slurm_open(void **state)
     fx_t *fx = *state;
     char err[ERRLEN];
     launcher_t *l = NULL;
-    launcher_config_t cfg = { .kind = "slurm", .hostname = "here" };
+    launcher_config_t cfg = {.kind = "slurm", .hostname = "here"};
 
     answer(fx, "sinfo", 1, "slurm_load_node: Unable to contact slurm controller (connect failure)\n");
     assert_int_equal(launcher_open(&cfg, &l, err, sizeof err), -1);
@@ -238,7 +238,7 @@ static void test_slurm_open(void **state)
     assert_string_equal(hosts[0].name, "n1");
     assert_int_equal(hosts[1].slots, LAUNCH_MAX_SLOTS);
     const char *where[2];
-    assert_int_equal(launcher_rank_hosts(l, 2, NULL, 0, where), -1);   /* Slurm places tasks */
+    assert_int_equal(launcher_rank_hosts(l, 2, NULL, 0, where), -1); /* Slurm places tasks */
     launcher_close(l);
 
     cfg.slurm_mpi = "openmp";
@@ -271,8 +271,14 @@ static void attempt_init(fx_t *fx, attempt_t *a)
     a->argv[1] = "--spec";
     a->argv[2] = "spec.json";
     a->argv[3] = NULL;
-    launch_req_t r = { .id = "j-7", .attempt = 1, .world = 3, .argv = a->argv, .dir = fx->dir,
-                       .log_path = a->log, .exit_code_path = a->ec, .handle_path = a->handle };
+    launch_req_t r = {.id = "j-7",
+                      .attempt = 1,
+                      .world = 3,
+                      .argv = a->argv,
+                      .dir = fx->dir,
+                      .log_path = a->log,
+                      .exit_code_path = a->ec,
+                      .handle_path = a->handle};
     a->req = r;
 }
 
@@ -287,7 +293,7 @@ static void test_slurm_attempt(void **state)
     fx_t *fx = *state;
     char err[ERRLEN];
     launcher_t *l = NULL;
-    launcher_config_t cfg = { .kind = "slurm", .hostname = "here", .slurm_args = "--ntasks-per-node=1 --exclusive" };
+    launcher_config_t cfg = {.kind = "slurm", .hostname = "here", .slurm_args = "--ntasks-per-node=1 --exclusive"};
     answer(fx, "sinfo", 0, "pw1 2\npw2 2\n");
     answer(fx, "srun", 0, "MPI plugin types are...\n\tnone\n\tpmix\n");
     assert_int_equal(launcher_open(&cfg, &l, err, sizeof err), 0);
@@ -297,7 +303,8 @@ static void test_slurm_attempt(void **state)
     launch_status_t st;
 
     /* sbatch failing, or answering garbage: a clear error, nothing followed. */
-    answer(fx, "sbatch", 1, "sbatch: error: Batch job submission failed: Requested node configuration is not available\n");
+    answer(fx, "sbatch", 1,
+           "sbatch: error: Batch job submission failed: Requested node configuration is not available\n");
     assert_int_equal(launcher_start(l, &a.req, &h, err, sizeof err), -1);
     assert_non_null(strstr(err, "sbatch failed: sbatch: error: Batch job submission failed: Requested node"));
     assert_int_equal(h.slurm_job, 0);
@@ -328,7 +335,7 @@ static void test_slurm_attempt(void **state)
     assert_false(st.ended);
     assert_true(st.pending);
     answer(fx, "scontrol", 0, RUNNING);
-    launcher_poll(l, &h, a.ec, a.log, 100.5, &st);   /* too soon: the last answer stands */
+    launcher_poll(l, &h, a.ec, a.log, 100.5, &st); /* too soon: the last answer stands */
     assert_true(st.pending);
     launcher_poll(l, &h, a.ec, a.log, 101.0, &st);
     assert_false(st.ended || st.pending);
@@ -364,7 +371,7 @@ static void test_slurm_attempt(void **state)
     /* NODE_FAIL: lost, with the nodes that are down now, and a line in the log. */
     h.next_poll = 0;
     answer(fx, "scontrol", 0, "JobId=12 JobState=NODE_FAIL Reason=NodeDown ExitCode=0:0 NodeList=pw[1-2]\n");
-    answer(fx, "sinfo", 0, "pw1 alloc\npw12 down*\npw2 down*\npw12 down*\n");   /* pw12: two partitions */
+    answer(fx, "sinfo", 0, "pw1 alloc\npw12 down*\npw2 down*\npw12 down*\n"); /* pw12: two partitions */
     launcher_poll(l, &h, a.ec, a.log, 106.0, &st);
     assert_true(st.ended);
     assert_int_equal(st.outcome, SV_LOST);
@@ -395,7 +402,7 @@ static void test_slurm_attempt(void **state)
     assert_non_null(strstr(t, "scancel --signal=KILL --full 12\n"));
     free(t);
     unlink(path);
-    launcher_reap(l, &h);   /* slurm_done: nothing to cancel */
+    launcher_reap(l, &h); /* slurm_done: nothing to cancel */
     t = calls(fx);
     assert_null(strstr(t, "scancel"));
     free(t);
@@ -408,9 +415,9 @@ static void test_slurm_mpirun_inside(void **state)
     fx_t *fx = *state;
     char err[ERRLEN];
     launcher_t *l = NULL;
-    launcher_config_t cfg = { .kind = "slurm", .hostname = "here", .mpirun = "/opt/mpirun", .slurm_partition = "gpu" };
+    launcher_config_t cfg = {.kind = "slurm", .hostname = "here", .mpirun = "/opt/mpirun", .slurm_partition = "gpu"};
     answer(fx, "sinfo", 0, "g1 8\n");
-    answer(fx, "srun", 0, "MPI plugin types are...\n\tnone\n\tpmix\n");   /* pmix there: auto would pick it */
+    answer(fx, "srun", 0, "MPI plugin types are...\n\tnone\n\tpmix\n"); /* pmix there: auto would pick it */
     cfg.slurm_mpi = "mpirun";
     assert_int_equal(launcher_open(&cfg, &l, err, sizeof err), 0);
     char *t = calls(fx);
@@ -442,11 +449,12 @@ static void test_slurm_parse(void **state)
     int s = -1, g = -1;
     assert_int_equal(launch_slurm_parse_job(RUNNING, st, sizeof st, &s, &g, nodes, sizeof nodes), 0);
     assert_string_equal(st, "RUNNING");
-    assert_string_equal(nodes, "pw[1-2]");   /* not ReqNodeList's or ExcNodeList's */
-    assert_int_equal(s, 0);                  /* not DerivedExitCode's */
+    assert_string_equal(nodes, "pw[1-2]"); /* not ReqNodeList's or ExcNodeList's */
+    assert_int_equal(s, 0);                /* not DerivedExitCode's */
     assert_int_equal(g, 0);
     assert_int_equal(launch_slurm_parse_job("JobId=3 JobState=CANCELLED ExitCode=0:15 NodeList=(null)", st, sizeof st,
-                                            &s, &g, nodes, sizeof nodes), 0);
+                                            &s, &g, nodes, sizeof nodes),
+                     0);
     assert_string_equal(st, "CANCELLED");
     assert_string_equal(nodes, "");
     assert_int_equal(g, 15);
@@ -456,7 +464,8 @@ static void test_slurm_parse(void **state)
     assert_int_equal(launch_slurm_parse_job(big, st, sizeof st, &s, &g, nodes, sizeof nodes), 0);
     assert_int_equal(strlen(st), sizeof st - 1);
     assert_int_equal(launch_slurm_parse_job("slurm_load_jobs error: Invalid job id specified", st, sizeof st, &s, &g,
-                                            nodes, sizeof nodes), -1);
+                                            nodes, sizeof nodes),
+                     -1);
     assert_int_equal(launch_slurm_parse_job("", st, sizeof st, &s, &g, nodes, sizeof nodes), -1);
 }
 
@@ -478,8 +487,8 @@ static void test_hostfile_reload_and_probe(void **state)
     char err[ERRLEN], hf[400], agent[400], path[400];
     launcher_t *l = NULL;
     snprintf(hf, sizeof hf, "%s/hosts", fx->dir);
-    assert_int_equal(write_text(hf, "a slots=2\nb\na\n"), 0);   /* a twice: 3 slots, as mpirun counts */
-    launcher_config_t cfg = { .hostname = "here", .mpirun = "/bin/true", .hostfile = hf };
+    assert_int_equal(write_text(hf, "a slots=2\nb\na\n"), 0); /* a twice: 3 slots, as mpirun counts */
+    launcher_config_t cfg = {.hostname = "here", .mpirun = "/bin/true", .hostfile = hf};
     assert_int_equal(launcher_open(&cfg, &l, err, sizeof err), 0);
     const launch_host_t *hosts;
     assert_int_equal(launcher_hosts(l, &hosts), 2);
@@ -499,19 +508,20 @@ static void test_hostfile_reload_and_probe(void **state)
     assert_int_equal(launcher_slots(l), 6);
 
     /* By-slot placement over some hosts only. */
-    const char *where[6], *only_c[] = { "c" }, *a_c[] = { "c", "a" };
+    const char *where[6], *only_c[] = {"c"}, *a_c[] = {"c", "a"};
     assert_int_equal(launcher_rank_hosts(l, 4, only_c, 1, where), 0);
     for (int r = 0; r < 4; r++) assert_string_equal(where[r], "c");
-    assert_int_equal(launcher_rank_hosts(l, 6, a_c, 2, where), 0);   /* hostfile order, not the list's */
-    const char *want[] = { "a", "a", "c", "c", "c", "a" };
+    assert_int_equal(launcher_rank_hosts(l, 6, a_c, 2, where), 0); /* hostfile order, not the list's */
+    const char *want[] = {"a", "a", "c", "c", "c", "a"};
     for (int r = 0; r < 6; r++) assert_string_equal(where[r], want[r]);
-    const char *none[] = { "zz" };
+    const char *none[] = {"zz"};
     assert_int_equal(launcher_rank_hosts(l, 2, none, 1, where), -1);
 
     /* Probes run the remote shell Open MPI would: here a script that fails for "dead". */
     snprintf(agent, sizeof agent, "%s/rsh", fx->dir);
     assert_int_equal(write_text(agent, "#!/bin/sh\necho \"$@\" >> $(dirname $0)/rsh.calls\n"
-                                       "[ \"$1\" = dead ] && exit 255\nexec sh -c \"$2\"\n"), 0);
+                                       "[ \"$1\" = dead ] && exit 255\nexec sh -c \"$2\"\n"),
+                     0);
     char env[500];
     snprintf(env, sizeof env, "sh %s : rsh", agent);
     setenv("OMPI_MCA_plm_rsh_agent", env, 1);
@@ -535,7 +545,7 @@ static void test_hostfile_reload_and_probe(void **state)
     pid_t pid = p.pid;
     assert_int_equal(launcher_probe_poll(l, &p, mono() + LAUNCH_PROBE_TIMEOUT_S + 1), 0);
     assert_non_null(strstr(p.why, "no answer within"));
-    assert_int_equal(kill(pid, 0), -1);   /* killed and reaped */
+    assert_int_equal(kill(pid, 0), -1); /* killed and reaped */
     /* ssh gets options that never prompt and give up in time. */
     setenv("OMPI_MCA_plm_rsh_agent", "/nonexistent/ssh", 1);
     launcher_probe_start(l, "c", mono(), &p);
@@ -547,7 +557,7 @@ static void test_hostfile_reload_and_probe(void **state)
     /* An attempt on some hosts only gets a hostfile of its own. */
     attempt_t a;
     attempt_init(fx, &a);
-    const char *use[] = { "a", "c" };
+    const char *use[] = {"a", "c"};
     a.req.hosts = use;
     a.req.nhosts = 2;
     launch_handle_t h;
@@ -574,7 +584,7 @@ static void test_hostfile_reload_and_probe(void **state)
     launcher_close(l);
 
     /* local: this machine is always there. */
-    launcher_config_t lc = { .hostname = "here" };
+    launcher_config_t lc = {.hostname = "here"};
     assert_int_equal(launcher_open(&lc, &l, err, sizeof err), 0);
     launcher_probe_start(l, "here", mono(), &p);
     assert_int_equal(launcher_probe_poll(l, &p, mono()), 1);
@@ -589,26 +599,27 @@ static void test_slurm_hosts(void **state)
     launcher_t *l = NULL;
     /* A stand-in for slurmd: a listening socket on a port the kernel picks. */
     int ls = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     assert_int_equal(bind(ls, (struct sockaddr *)&sa, sizeof sa), 0);
     assert_int_equal(listen(ls, 4), 0);
     socklen_t sl = sizeof sa;
     assert_int_equal(getsockname(ls, (struct sockaddr *)&sa, &sl), 0);
-    snprintf(text, sizeof text, "Configuration data as of ...\nSlurmctldPort = 6817\nSlurmdPort = %d\n", ntohs(sa.sin_port));
+    snprintf(text, sizeof text, "Configuration data as of ...\nSlurmctldPort = 6817\nSlurmdPort = %d\n",
+             ntohs(sa.sin_port));
     answer(fx, "scontrol", 0, text);
     answer(fx, "sinfo", 0, "n1 2 127.0.0.1\nn2 4 127.0.0.1\nn3 4 (null)\n");
     answer(fx, "srun", 0, "MPI plugin types are...\n\tnone\n\tpmix\n");
-    launcher_config_t cfg = { .kind = "slurm", .hostname = "here", .slurm_args = "--ntasks-per-node=1" };
+    launcher_config_t cfg = {.kind = "slurm", .hostname = "here", .slurm_args = "--ntasks-per-node=1"};
     assert_int_equal(launcher_open(&cfg, &l, err, sizeof err), 0);
     const launch_host_t *hosts;
     assert_int_equal(launcher_hosts(l, &hosts), 3);
-    assert_int_equal(launcher_slots(l), 3);           /* one rank per node, whatever the CPUs */
-    assert_string_equal(hosts[2].addr, "n3");         /* no NodeAddr: the name */
+    assert_int_equal(launcher_slots(l), 3);   /* one rank per node, whatever the CPUs */
+    assert_string_equal(hosts[2].addr, "n3"); /* no NodeAddr: the name */
 
     launch_probe_t p;
     launcher_probe_start(l, "n1", mono(), &p);
     assert_int_equal(probe_wait(l, &p), 1);
-    close(ls);                                         /* slurmd gone: refused */
+    close(ls); /* slurmd gone: refused */
     launcher_probe_start(l, "n2", mono(), &p);
     assert_int_equal(probe_wait(l, &p), 0);
     assert_non_null(strstr(p.why, "slurmd at 127.0.0.1:"));
@@ -635,7 +646,7 @@ static void test_slurm_hosts(void **state)
     /* An attempt on some nodes only: the others are excluded. */
     attempt_t a;
     attempt_init(fx, &a);
-    const char *use[] = { "n4" };
+    const char *use[] = {"n4"};
     a.req.hosts = use;
     a.req.nhosts = 1;
     a.req.world = 1;

@@ -27,9 +27,14 @@ static model_t *make(const char *name, int B)
 static void test_param_counts(void **state)
 {
     (void)state;
-    static const struct { const char *name; size_t params; } want[] = {
-        { "mlp", 235146 }, { "lenet5", 61706 }, { "cifar10_quick", 145578 },
-        { "resnet20", 269722 },   /* "0.27M": 16/32/64 basic blocks, fc 64x10 */
+    static const struct {
+        const char *name;
+        size_t params;
+    } want[] = {
+        {"mlp", 235146},
+        {"lenet5", 61706},
+        {"cifar10_quick", 145578},
+        {"resnet20", 269722}, /* "0.27M": 16/32/64 basic blocks, fc 64x10 */
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         model_t *m = make(want[i].name, 2);
@@ -71,12 +76,12 @@ static void test_param_counts(void **state)
  * zeroed or negated always fails, and fd_check shows it on the same differences.
  * h = 1e-3 (a unit step along the direction); rtol 5e-2, 1e-1 for resnet20 (19
  * convolutions with batch norm, many units near a kink). */
-#define FD_DIRS 4   /* the gradient direction, two random ones, the largest entry */
+#define FD_DIRS 4 /* the gradient direction, two random ones, the largest entry */
 #define FD_NOISE 2e-6
 
 /* Central difference of the loss along v (count entries of params from offset). */
-static double fd_dir(model_t *m, const float *x, const int32_t *y, int B, size_t off, size_t count,
-                     const float *v, float h, float *keep)
+static double fd_dir(model_t *m, const float *x, const int32_t *y, int B, size_t off, size_t count, const float *v,
+                     float h, float *keep)
 {
     float *p = m->params + off;
     memcpy(keep, p, count * sizeof(float));
@@ -98,7 +103,7 @@ static void fd_check(const char *name, int C, int H, int W, float h, double rtol
     model_t *m = make(name, B);
     size_t n = (size_t)B * C * H * W;
     float x[2 * 3 * 32 * 32];
-    int32_t y[2] = { 3, 7 };
+    int32_t y[2] = {3, 7};
     rng_t r;
     rng_seed(&r, 5);
     for (size_t i = 0; i < n; i++) x[i] = rng_normal(&r);
@@ -138,8 +143,11 @@ static void fd_check(const char *name, int C, int H, int W, float h, double rtol
             if (e > worst) worst = e;
             if (!(e <= 1.0))
                 fail_msg("%s %s (%s): backward %.6g, finite difference %.6g: |difference| %.3g > %.3g "
-                         "(atol %.2g + rtol %.2g x |fd|)", name, ti->name,
-                         d == 0 ? "along its gradient" : d < FD_DIRS - 1 ? "random direction" : "largest entry",
+                         "(atol %.2g + rtol %.2g x |fd|)",
+                         name, ti->name,
+                         d == 0            ? "along its gradient"
+                         : d < FD_DIRS - 1 ? "random direction"
+                                           : "largest entry",
                          an, fd, fabs(an - fd), bound, atol, rtol);
             zero_bad += !(fabs(fd) <= bound);
             negated_bad += !(fabs(-an - fd) <= bound);
@@ -147,7 +155,8 @@ static void fd_check(const char *name, int C, int H, int W, float h, double rtol
         }
         if (!significant)
             fail_msg("%s %s: no finite difference above the noise (%.2g): the check could not tell a "
-                     "zero gradient from this one", name, ti->name, 2 * atol / (1 - rtol));
+                     "zero gradient from this one",
+                     name, ti->name, 2 * atol / (1 - rtol));
         zero_passed += !zero_bad;
         negated_passed += !negated_bad;
     }
@@ -155,29 +164,39 @@ static void fd_check(const char *name, int C, int H, int W, float h, double rtol
         fail_msg("%s: a zero gradient passed in %d and a negated one in %d of %d tensors", name, zero_passed,
                  negated_passed, tensors);
     print_message("%s: %d directional and single-entry differences, worst |an - fd| / bound = %.2f; zero and "
-                  "negated gradients fail in all %d tensors\n", name, checked, worst, tensors);
+                  "negated gradients fail in all %d tensors\n",
+                  name, checked, worst, tensors);
     free(v);
     free(keep);
     model_free(m);
 }
 
-static void test_fd_mlp(void **state) { (void)state; fd_check("mlp", 1, 28, 28, 1e-3f, 5e-2); }
-static void test_fd_lenet5(void **state) { (void)state; fd_check("lenet5", 1, 28, 28, 1e-3f, 5e-2); }
+static void test_fd_mlp(void **state)
+{
+    (void)state;
+    fd_check("mlp", 1, 28, 28, 1e-3f, 5e-2);
+}
+static void test_fd_lenet5(void **state)
+{
+    (void)state;
+    fd_check("lenet5", 1, 28, 28, 1e-3f, 5e-2);
+}
 static void test_fd_cifar10_quick(void **state)
 {
     (void)state;
     fd_check("cifar10_quick", 3, 32, 32, 1e-3f, 5e-2);
 }
-static void test_fd_resnet20(void **state) { (void)state; fd_check("resnet20", 3, 32, 32, 1e-3f, 1e-1); }
+static void test_fd_resnet20(void **state)
+{
+    (void)state;
+    fd_check("resnet20", 3, 32, 32, 1e-3f, 1e-1);
+}
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_param_counts),
-        cmocka_unit_test(test_fd_mlp),
-        cmocka_unit_test(test_fd_lenet5),
-        cmocka_unit_test(test_fd_cifar10_quick),
-        cmocka_unit_test(test_fd_resnet20),
+        cmocka_unit_test(test_param_counts),     cmocka_unit_test(test_fd_mlp),      cmocka_unit_test(test_fd_lenet5),
+        cmocka_unit_test(test_fd_cifar10_quick), cmocka_unit_test(test_fd_resnet20),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -46,7 +46,7 @@
 
 #define FWD_TOL 1e-5
 #define BWD_TOL 1e-4
-#define FD_ATOL 1e-6   /* x the largest |numeric gradient| of the check */
+#define FD_ATOL 1e-6 /* x the largest |numeric gradient| of the check */
 #define FD_RTOL 1e-5
 #define ACC_TOL 1e-5
 #define FD_H 1e-5
@@ -57,7 +57,9 @@ static double g_max_fwd, g_max_bwd, g_max_fd, g_max_acc;
 
 /* ---- helpers -------------------------------------------------------------------- */
 
-typedef struct { uint64_t s; } lcg_t;
+typedef struct {
+    uint64_t s;
+} lcg_t;
 
 static uint32_t lcg_next(lcg_t *r)
 {
@@ -120,8 +122,7 @@ static double relerr(double a, double n)
 }
 
 /* Max error of got against ref; fails the test when it is not below tol. */
-static double check_close(const char *what, const float *got, const double *ref, size_t n,
-                          double tol, double *track)
+static double check_close(const char *what, const float *got, const double *ref, size_t n, double tol, double *track)
 {
     double worst = 0.0;
     size_t wi = 0;
@@ -141,8 +142,7 @@ static double check_close(const char *what, const float *got, const double *ref,
 }
 
 /* Same for two float arrays that must agree bitwise-ish (e.g. dinp = prefill + grad). */
-static double check_acc(const char *what, const float *got, const float *grad, float prefill,
-                        size_t n)
+static double check_acc(const char *what, const float *got, const float *grad, float prefill, size_t n)
 {
     double worst = 0.0;
     size_t wi = 0;
@@ -176,11 +176,11 @@ static double check_acc(const char *what, const float *got, const float *grad, f
 typedef double (*loss_fn)(void *ctx);
 
 typedef enum { FD_REAL, FD_ZERO, FD_NEGATED } fd_mode_t;
-static fd_mode_t g_fd_mode = FD_REAL;   /* test_fd_criterion replaces the analytic side */
-static int g_fd_rejected, g_fd_checks;  /* checks made / failed while g_fd_mode != FD_REAL */
+static fd_mode_t g_fd_mode = FD_REAL;  /* test_fd_criterion replaces the analytic side */
+static int g_fd_rejected, g_fd_checks; /* checks made / failed while g_fd_mode != FD_REAL */
 
-static double check_fd(const char *what, loss_fn loss, void *ctx, double *x, size_t n,
-                       const float *g, size_t max_samples)
+static double check_fd(const char *what, loss_fn loss, void *ctx, double *x, size_t n, const float *g,
+                       size_t max_samples)
 {
     size_t cnt = n < max_samples ? n : max_samples;
     double *num = dalloc(cnt);
@@ -235,8 +235,7 @@ static double check_fd(const char *what, loss_fn loss, void *ctx, double *x, siz
 /* ---- convolution ---------------------------------------------------------------- */
 
 /* The direct 7-loop convolution. */
-static void conv_naive(const conv2d_desc_t *d, int B, const double *x, const double *w,
-                       const double *bias, double *y)
+static void conv_naive(const conv2d_desc_t *d, int B, const double *x, const double *w, const double *bias, double *y)
 {
     for (int b = 0; b < B; b++)
         for (int oc = 0; oc < d->OC; oc++)
@@ -257,8 +256,8 @@ static void conv_naive(const conv2d_desc_t *d, int B, const double *x, const dou
 }
 
 /* Its adjoint: dx += g * w, dw += g * x, db += g (dx, dw, db zeroed by the caller). */
-static void conv_naive_backward(const conv2d_desc_t *d, int B, const double *x, const double *w,
-                                const double *g, double *dx, double *dw, double *db)
+static void conv_naive_backward(const conv2d_desc_t *d, int B, const double *x, const double *w, const double *g,
+                                double *dx, double *dw, double *db)
 {
     for (int b = 0; b < B; b++)
         for (int oc = 0; oc < d->OC; oc++)
@@ -307,9 +306,7 @@ static void run_conv_case(const conv_case_t *cc, uint64_t seed)
 {
     lcg_t r = {seed};
     conv2d_desc_t d;
-    assert_int_equal(conv2d_init(&d, cc->C, cc->H, cc->W, cc->OC, cc->KH, cc->KW, cc->stride,
-                                 cc->pad),
-                     0);
+    assert_int_equal(conv2d_init(&d, cc->C, cc->H, cc->W, cc->OC, cc->KH, cc->KW, cc->stride, cc->pad), 0);
     assert_int_equal(d.OH, (cc->H + 2 * cc->pad - cc->KH) / cc->stride + 1);
     assert_int_equal(d.OW, (cc->W + 2 * cc->pad - cc->KW) / cc->stride + 1);
     const int B = cc->B;
@@ -317,8 +314,7 @@ static void run_conv_case(const conv_case_t *cc, uint64_t seed)
     const size_t ny = (size_t)B * d.OC * d.OH * d.OW, nb = (size_t)d.OC;
     const size_t nws = conv2d_workspace(&d, B);
     /* more than one chunk: less scratch than col + tmp for the whole batch */
-    if (cc->expect_chunks)
-        assert_true(nws < (size_t)B * (d.C * d.KH * d.KW + d.OC) * d.OH * d.OW);
+    if (cc->expect_chunks) assert_true(nws < (size_t)B * (d.C * d.KH * d.KW + d.OC) * d.OH * d.OW);
     /* a smaller batch never needs more */
     assert_true(conv2d_workspace(&d, B > 1 ? B - 1 : 1) <= nws);
 
@@ -387,28 +383,45 @@ static void run_conv_case(const conv_case_t *cc, uint64_t seed)
     assert_memory_equal(dw, dw2, nw * sizeof(float));
     if (cc->bias) assert_memory_equal(db, db2, nb * sizeof(float));
 
-    print_message("conv %-28s ws %7zu floats  fwd %.1e  bwd-vs-naive %.1e  fd %.1e\n", cc->name,
-                  nws, e_fwd, e_bwd, e_fd);
+    print_message("conv %-28s ws %7zu floats  fwd %.1e  bwd-vs-naive %.1e  fd %.1e\n", cc->name, nws, e_fwd, e_bwd,
+                  e_fd);
 
-    free(x); free(w); free(bias); free(y); free(g); free(dx); free(dx2); free(dw);
-    free(dw2); free(db); free(db2); free(ws);
-    free(xd); free(wd); free(bd); free(yd); free(Rd); free(dxd); free(dwd); free(dbd);
+    free(x);
+    free(w);
+    free(bias);
+    free(y);
+    free(g);
+    free(dx);
+    free(dx2);
+    free(dw);
+    free(dw2);
+    free(db);
+    free(db2);
+    free(ws);
+    free(xd);
+    free(wd);
+    free(bd);
+    free(yd);
+    free(Rd);
+    free(dxd);
+    free(dwd);
+    free(dbd);
 }
 
 static void test_conv_geometries(void **state)
 {
     static const conv_case_t cases[] = {
         /* name                    B  C   H   W OC KH KW s p bias chunks fd */
-        {"3x3 s1 p1 non-square",   2, 3,  7,  6, 4, 3, 3, 1, 1, 1, 0, 1000},
-        {"3x3 s2 p0",              2, 2,  9,  8, 3, 3, 3, 2, 0, 1, 0, 1000},
-        {"3x3 s2 p1",              3, 2,  8,  7, 3, 3, 3, 2, 1, 0, 0, 1000},
-        {"5x5 s1 p2",              3, 1, 12, 12, 2, 5, 5, 1, 2, 1, 0, 1000},
-        {"5x5 s1 p0 C>1",          2, 3,  9, 10, 4, 5, 5, 1, 0, 1, 0, 1000},
-        {"1x1 s1 p0",              2, 3,  5,  7, 4, 1, 1, 1, 0, 1, 0, 1000},
-        {"1x1 s2 p0",              2, 3,  6,  5, 2, 1, 1, 2, 0, 1, 0, 1000},
-        {"3x2 s2 p1 (KH != KW)",   2, 2,  8,  7, 3, 3, 2, 2, 1, 1, 0, 1000},
-        {"3x3 p1 on 2x2 input",    2, 2,  2,  2, 2, 3, 3, 1, 1, 1, 0, 1000},
-        {"5x5 s3 p2",              2, 2, 11, 13, 2, 5, 5, 3, 2, 1, 0, 1000},
+        {"3x3 s1 p1 non-square", 2, 3, 7, 6, 4, 3, 3, 1, 1, 1, 0, 1000},
+        {"3x3 s2 p0", 2, 2, 9, 8, 3, 3, 3, 2, 0, 1, 0, 1000},
+        {"3x3 s2 p1", 3, 2, 8, 7, 3, 3, 3, 2, 1, 0, 0, 1000},
+        {"5x5 s1 p2", 3, 1, 12, 12, 2, 5, 5, 1, 2, 1, 0, 1000},
+        {"5x5 s1 p0 C>1", 2, 3, 9, 10, 4, 5, 5, 1, 0, 1, 0, 1000},
+        {"1x1 s1 p0", 2, 3, 5, 7, 4, 1, 1, 1, 0, 1, 0, 1000},
+        {"1x1 s2 p0", 2, 3, 6, 5, 2, 1, 1, 2, 0, 1, 0, 1000},
+        {"3x2 s2 p1 (KH != KW)", 2, 2, 8, 7, 3, 3, 2, 2, 1, 1, 0, 1000},
+        {"3x3 p1 on 2x2 input", 2, 2, 2, 2, 2, 3, 3, 1, 1, 1, 0, 1000},
+        {"5x5 s3 p2", 2, 2, 11, 13, 2, 5, 5, 3, 2, 1, 0, 1000},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_conv_case(&cases[i], 100 + i);
 }
@@ -420,14 +433,14 @@ static void test_conv_chunked(void **state)
      * the whole batch per evaluation) only spot-check a few, spread over all chunks. */
     static const conv_case_t cases[] = {
         /* name                        B   C   H   W  OC KH KW s p bias chunks fd */
-        {"3x3 s1 p1 B=200 chunked",  200,  2,  9,  9,  3, 3, 3, 1, 1, 1, 1, 16},
-        {"LeNet conv1 B=20",          20,  1, 28, 28,  6, 5, 5, 1, 2, 1, 1, 5},
-        {"LeNet conv2 B=19",          19,  6, 14, 14, 16, 5, 5, 1, 0, 1, 1, 5},
-        {"ResNet 3x3 s2 B=9",          9, 16, 16, 16,  8, 3, 3, 2, 1, 0, 1, 8},
+        {"3x3 s1 p1 B=200 chunked", 200, 2, 9, 9, 3, 3, 3, 1, 1, 1, 1, 16},
+        {"LeNet conv1 B=20", 20, 1, 28, 28, 6, 5, 5, 1, 2, 1, 1, 5},
+        {"LeNet conv2 B=19", 19, 6, 14, 14, 16, 5, 5, 1, 0, 1, 1, 5},
+        {"ResNet 3x3 s2 B=9", 9, 16, 16, 16, 8, 3, 3, 2, 1, 0, 1, 8},
         /* chunks of 7 images = 1792 columns, a padded row stride; then a lone image */
-        {"3x3 s1 p1 16x16 B=8",        8,  4, 16, 16,  3, 3, 3, 1, 1, 1, 1, 8},
+        {"3x3 s1 p1 16x16 B=8", 8, 4, 16, 16, 3, 3, 3, 1, 1, 1, 1, 8},
         /* one image per chunk, written straight into out */
-        {"ResNet 3x3 s1 16ch B=2",     2, 16, 16, 16,  4, 3, 3, 1, 1, 1, 1, 8},
+        {"ResNet 3x3 s1 16ch B=2", 2, 16, 16, 16, 4, 3, 3, 1, 1, 1, 1, 8},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_conv_case(&cases[i], 200 + i);
 }
@@ -545,12 +558,9 @@ typedef struct {
 } pool_case_t;
 
 static const pool_case_t pool_cases[] = {
-    {"2x2/2 floor", 2, 3, 8, 6, 2, 2, 0, 0},
-    {"3x3/2 ceil 9x9", 2, 2, 9, 9, 3, 2, 0, 1},
-    {"3x3/2 ceil 8x7", 2, 2, 8, 7, 3, 2, 0, 1},
-    {"3x3/2 floor 8x7", 2, 2, 8, 7, 3, 2, 0, 0},
-    {"3x3/2 p1 ceil", 2, 2, 7, 6, 3, 2, 1, 1},
-    {"2x2/2 p1 ceil (drop)", 1, 2, 5, 5, 2, 2, 1, 1},
+    {"2x2/2 floor", 2, 3, 8, 6, 2, 2, 0, 0},    {"3x3/2 ceil 9x9", 2, 2, 9, 9, 3, 2, 0, 1},
+    {"3x3/2 ceil 8x7", 2, 2, 8, 7, 3, 2, 0, 1}, {"3x3/2 floor 8x7", 2, 2, 8, 7, 3, 2, 0, 0},
+    {"3x3/2 p1 ceil", 2, 2, 7, 6, 3, 2, 1, 1},  {"2x2/2 p1 ceil (drop)", 1, 2, 5, 5, 2, 2, 1, 1},
     {"3x3/1 p1 floor", 2, 1, 5, 4, 3, 1, 1, 0},
 };
 
@@ -597,17 +607,24 @@ static void run_pool_case(const pool_case_t *pc, int is_max, uint64_t seed)
     if (is_max) maxpool2d_backward(&d, B, g, am, dx2);
     else avgpool2d_backward(&d, B, g, dx2);
     check_acc(what, dx2, dx, PREFILL, nx);
-    print_message("%s %-22s %dx%d -> %dx%d  fwd %.1e  fd %.1e\n", is_max ? "maxpool" : "avgpool",
-                  pc->name, d.H, d.W, d.OH, d.OW, e_fwd, e_fd);
+    print_message("%s %-22s %dx%d -> %dx%d  fwd %.1e  fd %.1e\n", is_max ? "maxpool" : "avgpool", pc->name, d.H, d.W,
+                  d.OH, d.OW, e_fwd, e_fd);
 
-    free(x); free(y); free(g); free(dx); free(dx2); free(am); free(amd);
-    free(xd); free(yd); free(Rd);
+    free(x);
+    free(y);
+    free(g);
+    free(dx);
+    free(dx2);
+    free(am);
+    free(amd);
+    free(xd);
+    free(yd);
+    free(Rd);
 }
 
 static void test_maxpool(void **state)
 {
-    for (size_t i = 0; i < sizeof pool_cases / sizeof pool_cases[0]; i++)
-        run_pool_case(&pool_cases[i], 1, 300 + i);
+    for (size_t i = 0; i < sizeof pool_cases / sizeof pool_cases[0]; i++) run_pool_case(&pool_cases[i], 1, 300 + i);
 
     /* ties keep the first element of the window; argmax is a flat index into H*W */
     pool2d_desc_t d;
@@ -652,7 +669,10 @@ static void check_maxpool_2x2(int H, int W, uint64_t seed)
                     for (int dw = 0; dw < 2; dw++) {
                         int i = (2 * oh + dh) * W + 2 * ow + dw;
                         float v = p[i];
-                        if (v > m || (isnan(v) && !isnan(m))) { m = v; best = i; }
+                        if (v > m || (isnan(v) && !isnan(m))) {
+                            m = v;
+                            best = i;
+                        }
                     }
                 size_t o = ((size_t)pl * OH + oh) * OW + ow;
                 if (am[o] != best) fail_msg("2x2 pool %dx%d: argmax[%zu] = %d, want %d", H, W, o, am[o], best);
@@ -666,7 +686,7 @@ static void check_maxpool_2x2(int H, int W, uint64_t seed)
 static void test_maxpool_2x2_fast_path(void **state)
 {
     (void)state;
-    static const int widths[] = { 6, 10, 16, 28, 30, 31 };
+    static const int widths[] = {6, 10, 16, 28, 30, 31};
     for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++) check_maxpool_2x2(12, widths[i], 77 + i);
     check_maxpool_2x2(28, 28, 91);
     check_maxpool_2x2(10, 10, 92);
@@ -674,8 +694,7 @@ static void test_maxpool_2x2_fast_path(void **state)
 
 static void test_avgpool(void **state)
 {
-    for (size_t i = 0; i < sizeof pool_cases / sizeof pool_cases[0]; i++)
-        run_pool_case(&pool_cases[i], 0, 400 + i);
+    for (size_t i = 0; i < sizeof pool_cases / sizeof pool_cases[0]; i++) run_pool_case(&pool_cases[i], 0, 400 + i);
 
     /* ceil-mode edge windows average only what lies inside the input:
      *   1 2 3
@@ -757,11 +776,17 @@ static void test_relu(void **state)
     assert_memory_equal(dx2, y, n * sizeof(float));
     print_message("relu fd %.1e\n", e);
 
-    free(x); free(y); free(g); free(dx); free(dx2); free(xd); free(yd); free(Rd);
+    free(x);
+    free(y);
+    free(g);
+    free(dx);
+    free(dx2);
+    free(xd);
+    free(yd);
+    free(Rd);
 }
 
-static void shortcut_naive(const shortcut_desc_t *d, int B, const double *a, const double *x,
-                           double *y)
+static void shortcut_naive(const shortcut_desc_t *d, int B, const double *a, const double *x, double *y)
 {
     const int off = (d->OC - d->C) / 2;
     for (int b = 0; b < B; b++)
@@ -772,8 +797,7 @@ static void shortcut_naive(const shortcut_desc_t *d, int B, const double *a, con
                     int c = oc - off;
                     double s = 0.0;
                     if (c >= 0 && c < d->C)
-                        s = x[((size_t)(b * d->C + c) * d->H + oh * d->stride) * d->W +
-                              ow * d->stride];
+                        s = x[((size_t)(b * d->C + c) * d->H + oh * d->stride) * d->W + ow * d->stride];
                     y[o] = a[o] + s;
                 }
 }
@@ -795,21 +819,20 @@ static double sc_loss(void *p)
 
 static void test_residual_add(void **state)
 {
-    static const struct { int B, C, H, W, OC, stride, OH, OW; } cases[] = {
-        {2, 3, 5, 4, 3, 1, 5, 4},  /* identity */
-        {2, 4, 5, 5, 8, 2, 3, 3},  /* ResNet downsampling, odd size */
-        {2, 4, 8, 6, 8, 2, 4, 3},
-        {1, 4, 6, 7, 7, 2, 3, 4},  /* odd channel gap: offset (7-4)/2 = 1 */
-        {2, 3, 4, 4, 5, 1, 4, 4},  /* channel padding only */
-        {1, 2, 7, 7, 2, 3, 3, 3},  /* subsampling only */
+    static const struct {
+        int B, C, H, W, OC, stride, OH, OW;
+    } cases[] = {
+        {2, 3, 5, 4, 3, 1, 5, 4},                           /* identity */
+        {2, 4, 5, 5, 8, 2, 3, 3},                           /* ResNet downsampling, odd size */
+        {2, 4, 8, 6, 8, 2, 4, 3}, {1, 4, 6, 7, 7, 2, 3, 4}, /* odd channel gap: offset (7-4)/2 = 1 */
+        {2, 3, 4, 4, 5, 1, 4, 4},                           /* channel padding only */
+        {1, 2, 7, 7, 2, 3, 3, 3},                           /* subsampling only */
     };
     shortcut_desc_t d;
     assert_int_equal(shortcut_init(&d, 4, 8, 8, 2, 1), -1); /* OC < C */
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         lcg_t r = {600 + k};
-        assert_int_equal(shortcut_init(&d, cases[k].C, cases[k].H, cases[k].W, cases[k].OC,
-                                       cases[k].stride),
-                         0);
+        assert_int_equal(shortcut_init(&d, cases[k].C, cases[k].H, cases[k].W, cases[k].OC, cases[k].stride), 0);
         assert_int_equal(d.OH, cases[k].OH);
         assert_int_equal(d.OW, cases[k].OW);
         const int B = cases[k].B;
@@ -855,8 +878,18 @@ static void test_residual_add(void **state)
         residual_add_forward(&d, B, da2, x, da2);
         assert_memory_equal(da2, y, ny * sizeof(float));
 
-        free(a); free(x); free(y); free(g); free(da); free(dx); free(da2); free(dx2);
-        free(ad); free(xd); free(yd); free(Rd);
+        free(a);
+        free(x);
+        free(y);
+        free(g);
+        free(da);
+        free(dx);
+        free(da2);
+        free(dx2);
+        free(ad);
+        free(xd);
+        free(yd);
+        free(Rd);
     }
 }
 
@@ -898,7 +931,14 @@ static void test_gap(void **state)
         ffill(dx2, nx, PREFILL);
         gap_backward(B, C, HW, g, dx2);
         check_acc("gap dinp", dx2, dx, PREFILL, nx);
-        free(x); free(y); free(g); free(dx); free(dx2); free(xd); free(yd); free(Rd);
+        free(x);
+        free(y);
+        free(g);
+        free(dx);
+        free(dx2);
+        free(xd);
+        free(yd);
+        free(Rd);
     }
 }
 
@@ -910,8 +950,7 @@ typedef struct {
     const double *R;
 } fc_ctx_t;
 
-static void fc_naive(int B, int IN, int OUT, const double *x, const double *w, const double *b,
-                     double *y)
+static void fc_naive(int B, int IN, int OUT, const double *x, const double *w, const double *b, double *y)
 {
     for (int i = 0; i < B; i++)
         for (int o = 0; o < OUT; o++) {
@@ -968,8 +1007,22 @@ static void test_fc(void **state)
         assert_memory_equal(dw, dw2, nw * sizeof(float));
         if (has_b) assert_memory_equal(db, db2, OUT * sizeof(float));
 
-        free(x); free(w); free(b); free(y); free(g); free(dx); free(dx2); free(dw); free(db);
-        free(dw2); free(db2); free(xd); free(wd); free(bd); free(yd); free(Rd);
+        free(x);
+        free(w);
+        free(b);
+        free(y);
+        free(g);
+        free(dx);
+        free(dx2);
+        free(dw);
+        free(db);
+        free(dw2);
+        free(db2);
+        free(xd);
+        free(wd);
+        free(bd);
+        free(yd);
+        free(Rd);
     }
 }
 
@@ -1050,10 +1103,10 @@ static void test_softmax_xent(void **state)
 static void test_count_correct(void **state)
 {
     const float x[4 * 3] = {
-        1, 3, 3,    /* tie between 1 and 2: argmax is 1 */
-        5, 5, 5,    /* all equal: 0 */
-        -1, -2, 0,  /* 2 */
-        0, 9, 1,    /* 1 */
+        1,  3,  3, /* tie between 1 and 2: argmax is 1 */
+        5,  5,  5, /* all equal: 0 */
+        -1, -2, 0, /* 2 */
+        0,  9,  1, /* 1 */
     };
     const int32_t ok[4] = {1, 0, 2, 1}, tie_high[4] = {2, 2, 2, 0};
     assert_int_equal(count_correct(4, 3, x, ok), 4);
@@ -1063,8 +1116,8 @@ static void test_count_correct(void **state)
 /* ---- batch norm ----------------------------------------------------------------- */
 
 /* Training-mode forward in double; mean and biased variance of the batch. */
-static void bn_naive(int B, int C, int HW, const double *x, const double *gamma,
-                     const double *beta, double *y, double *mean, double *var)
+static void bn_naive(int B, int C, int HW, const double *x, const double *gamma, const double *beta, double *y,
+                     double *mean, double *var)
 {
     const double M = (double)B * HW;
     for (int c = 0; c < C; c++) {
@@ -1166,10 +1219,16 @@ static void run_bn_case(int B, int C, int HW, float center, uint64_t seed)
     batchnorm_backward(B, C, HW, x, gamma, smean, sinv, g, NULL, dg2, db2);
     assert_memory_equal(dgam, dg2, C * sizeof(float));
     assert_memory_equal(dbet, db2, C * sizeof(float));
-    print_message("batchnorm B=%d C=%d HW=%-3d mean %-6g fwd %.1e  fd %.1e\n", B, C, HW, center,
-                  e_fwd, e_fd);
+    print_message("batchnorm B=%d C=%d HW=%-3d mean %-6g fwd %.1e  fd %.1e\n", B, C, HW, center, e_fwd, e_fd);
 
-    free(x); free(y); free(g); free(dx); free(dx2); free(xd); free(yd); free(Rd);
+    free(x);
+    free(y);
+    free(g);
+    free(dx);
+    free(dx2);
+    free(xd);
+    free(yd);
+    free(Rd);
 }
 
 static void test_batchnorm(void **state)
@@ -1250,9 +1309,9 @@ static void test_grad_norm(void **state)
     float g[2] = {3.0f, 4.0f};
     assert_float_equal(clip_grad_norm(2, g, 10.0f), 5.0f, 1e-6f); /* under the limit */
     assert_true(g[0] == 3.0f && g[1] == 4.0f);
-    assert_float_equal(clip_grad_norm(2, g, 0.0f), 5.0f, 1e-6f);  /* disabled */
+    assert_float_equal(clip_grad_norm(2, g, 0.0f), 5.0f, 1e-6f); /* disabled */
     assert_true(g[0] == 3.0f && g[1] == 4.0f);
-    assert_float_equal(clip_grad_norm(2, g, 1.0f), 5.0f, 1e-6f);  /* clipped to norm 1 */
+    assert_float_equal(clip_grad_norm(2, g, 1.0f), 5.0f, 1e-6f); /* clipped to norm 1 */
     assert_float_equal(g[0], 0.6f, 1e-6f);
     assert_float_equal(g[1], 0.8f, 1e-6f);
 
@@ -1313,10 +1372,19 @@ static void test_lr_schedules(void **state)
  * reject it. */
 static void test_fd_criterion(void **state)
 {
-    static const struct { const char *name; void (*run)(void **); } ops[] = {
-        { "conv", test_conv_geometries }, { "maxpool", test_maxpool }, { "avgpool", test_avgpool },
-        { "relu", test_relu }, { "residual", test_residual_add }, { "gap", test_gap }, { "fc", test_fc },
-        { "softmax-xent", test_softmax_xent }, { "batchnorm", test_batchnorm },
+    static const struct {
+        const char *name;
+        void (*run)(void **);
+    } ops[] = {
+        {"conv", test_conv_geometries},
+        {"maxpool", test_maxpool},
+        {"avgpool", test_avgpool},
+        {"relu", test_relu},
+        {"residual", test_residual_add},
+        {"gap", test_gap},
+        {"fc", test_fc},
+        {"softmax-xent", test_softmax_xent},
+        {"batchnorm", test_batchnorm},
     };
     for (fd_mode_t mode = FD_ZERO; mode <= FD_NEGATED; mode++) {
         for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {

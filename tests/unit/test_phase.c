@@ -27,9 +27,12 @@
 
 /* One scripted step: data 4 ms, compute 12 ms, emulated 6 ms, wait 8 ms, comm 5 ms,
  * optimizer 3 ms, each ended by its mark, as the worker's code does. */
-static const struct { phase_t ph; double s; } SCRIPT[] = {
-    { PHASE_DATA, 0.004 }, { PHASE_COMPUTE, 0.012 }, { PHASE_EMULATED, 0.006 },
-    { PHASE_WAIT, 0.008 }, { PHASE_COMM, 0.005 }, { PHASE_OPTIMIZER, 0.003 },
+static const struct {
+    phase_t ph;
+    double s;
+} SCRIPT[] = {
+    {PHASE_DATA, 0.004}, {PHASE_COMPUTE, 0.012}, {PHASE_EMULATED, 0.006},
+    {PHASE_WAIT, 0.008}, {PHASE_COMM, 0.005},    {PHASE_OPTIMIZER, 0.003},
 };
 #define NSCRIPT (sizeof SCRIPT / sizeof SCRIPT[0])
 
@@ -73,7 +76,7 @@ static void test_marks_outside_a_step_do_nothing(void **state)
     double before[PHASE_N];
     memcpy(before, p.s, sizeof before);
     clock_sleep_s(0.002);
-    phase_mark(&p, PHASE_COMPUTE);   /* evaluation, say: not a step */
+    phase_mark(&p, PHASE_COMPUTE); /* evaluation, say: not a step */
     phase_event(&p, STEP_EV_MERGE);
     assert_memory_equal(before, p.s, sizeof before);
     assert_int_equal(p.events, STEP_EV_PLAN);
@@ -139,7 +142,8 @@ static void check_track(json_t *events, int tid, int *nslices)
     size_t i;
     json_t *ev;
     *nslices = 0;
-    json_array_foreach(events, i, ev) {
+    json_array_foreach(events, i, ev)
+    {
         if (json_integer_value(json_object_get(ev, "tid")) != tid) continue;
         if (strcmp(json_string_value(json_object_get(ev, "ph")), "X") != 0) continue;
         double ts = json_number_value(json_object_get(ev, "ts"));
@@ -174,7 +178,7 @@ static void test_trace_ring(void **state)
 
     char *text = trace_ring_events(&ring, 3, "rank 3 (h\"x, worker)", trace_ring_first_wall(&ring));
     assert_non_null(text);
-    char *texts[2] = { text, NULL };
+    char *texts[2] = {text, NULL};
     char *doc = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&doc, &len);
@@ -194,7 +198,8 @@ static void test_trace_ring(void **state)
     free(text);
 
     /* Full ring: the newest TRACE_SLICES slices are kept, the oldest overwritten. */
-    for (int i = 0; i < TRACE_SLICES + 10; i++) trace_slice(&ring, 100 + i, i % 2 ? PHASE_COMPUTE : PHASE_COMM, 200.0 + i, 0.5);
+    for (int i = 0; i < TRACE_SLICES + 10; i++)
+        trace_slice(&ring, 100 + i, i % 2 ? PHASE_COMPUTE : PHASE_COMM, 200.0 + i, 0.5);
     assert_true(fabs(trace_ring_first_wall(&ring) - ring.wall_minus_mono - 210.0) < 1e-9);
     trace_ring_free(&ring);
 }
@@ -207,7 +212,8 @@ static void test_prom_phases(void **state)
                                "{\"rank\":0,\"step_s\":2.5,\"phase_data_s\":0.25,\"phase_compute_s\":1.5,"
                                "\"phase_comm_s\":0.5,\"phase_wait_s\":0.125,\"phase_optimizer_s\":0.0625,"
                                "\"phase_emulated_s\":0,\"phase_other_s\":0.0625},"
-                               "{\"rank\":1}]}", 0, NULL);
+                               "{\"rank\":1}]}",
+                               0, NULL);
     assert_non_null(nodes);
     prom_input_t in;
     memset(&in, 0, sizeof in);
@@ -233,7 +239,7 @@ static void test_prom_phases(void **state)
         if (!strstr(text, want[i])) print_message("missing: %s", want[i]);
         assert_non_null(strstr(text, want[i]));
     }
-    assert_null(strstr(text, "rank=\"1\""));   /* nothing reported yet: no series */
+    assert_null(strstr(text, "rank=\"1\"")); /* nothing reported yet: no series */
     free(text);
     json_decref(nodes);
 }
@@ -247,31 +253,35 @@ static void test_trace_from_records(void **state)
     /* rank 0: steps 1..5 of 0.1 s; step 4 flags a plan change. rank 1: steps 1..3 whose
      * times claim they overlap (end 0.05 s apart), then a restart at step 2. */
     for (int s = 1; s <= 5; s++)
-        json_array_append_new(recs, json_pack("{s:s, s:i, s:s, s:s, s:i, s:f, s:f, s:{s:f, s:f, s:f, s:f, s:f, s:f, s:f}, s:o}",
-            "kind", "step", "rank", 0, "host", "h0", "role", "worker", "step", s, "time", 1000.0 + 0.1 * s, "step_s", 0.1,
-            "phases", "data", 0.01, "compute", 0.05, "comm", 0.02, "wait", 0.01, "optimizer", 0.005, "emulated", 0.0,
-            "other", 0.005, "events", s == 4 ? json_pack("[s]", "plan") : json_array()));
+        json_array_append_new(recs,
+                              json_pack("{s:s, s:i, s:s, s:s, s:i, s:f, s:f, s:{s:f, s:f, s:f, s:f, s:f, s:f, s:f}, s:o}",
+                                        "kind", "step", "rank", 0, "host", "h0", "role", "worker", "step", s, "time",
+                                        1000.0 + 0.1 * s, "step_s", 0.1, "phases", "data", 0.01, "compute", 0.05,
+                                        "comm", 0.02, "wait", 0.01, "optimizer", 0.005, "emulated", 0.0, "other", 0.005,
+                                        "events", s == 4 ? json_pack("[s]", "plan") : json_array()));
     for (int s = 1; s <= 4; s++)
         json_array_append_new(recs, json_pack("{s:s, s:i, s:s, s:i, s:f, s:f, s:{s:f, s:f}}", "kind", "step", "rank", 1,
-            "host", "h1", "step", s == 4 ? 2 : s, "time", 1000.2 + 0.05 * s, "step_s", 0.1, "phases", "compute", 0.08,
-            "wait", 0.02));
-    json_array_append_new(recs, json_pack("{s:s, s:i}", "kind", "epoch", "rank", 0));              /* not a step */
-    json_array_append_new(recs, json_pack("{s:s, s:i, s:f, s:f}", "kind", "step", "rank", 2, "time", 1000.0,
-                                          "step_s", 0.1));                                          /* no phases */
+                                              "host", "h1", "step", s == 4 ? 2 : s, "time", 1000.2 + 0.05 * s, "step_s",
+                                              0.1, "phases", "compute", 0.08, "wait", 0.02));
+    json_array_append_new(recs, json_pack("{s:s, s:i}", "kind", "epoch", "rank", 0)); /* not a step */
+    json_array_append_new(recs, json_pack("{s:s, s:i, s:f, s:f}", "kind", "step", "rank", 2, "time", 1000.0, "step_s",
+                                          0.1)); /* no phases */
     json_array_append_new(recs, json_pack("{s:s, s:i, s:f, s:f, s:{}}", "kind", "step", "rank", -1, "time", 1000.0,
-                                          "step_s", 0.1));                                          /* bad rank */
+                                          "step_s", 0.1)); /* bad rank */
     json_array_append_new(recs, json_string("garbage"));
     json_t *tr = trace_from_records(recs, 3, "j-5");
     assert_non_null(tr);
     json_t *ev = json_object_get(tr, "traceEvents");
-    int steps0[8] = { 0 }, restarts = 0, plans = 0, ns = 0;
+    int steps0[8] = {0}, restarts = 0, plans = 0, ns = 0;
     size_t i;
     json_t *e;
-    json_array_foreach(ev, i, e) {
+    json_array_foreach(ev, i, e)
+    {
         const char *ph = json_string_value(json_object_get(e, "ph"));
         json_int_t tid = json_integer_value(json_object_get(e, "tid"));
         assert_true(tid == 0 || tid == 1);
-        if (strcmp(ph, "X") == 0 && tid == 0) steps0[json_integer_value(json_object_get(json_object_get(e, "args"), "step"))] = 1;
+        if (strcmp(ph, "X") == 0 && tid == 0)
+            steps0[json_integer_value(json_object_get(json_object_get(e, "args"), "step"))] = 1;
         if (strcmp(ph, "i") == 0 && strcmp(json_string_value(json_object_get(e, "name")), "restart") == 0) restarts++;
         if (strcmp(ph, "i") == 0 && strcmp(json_string_value(json_object_get(e, "name")), "batch plan") == 0) plans++;
     }
@@ -281,7 +291,7 @@ static void test_trace_from_records(void **state)
     assert_int_equal(restarts, 1);
     assert_int_equal(plans, 1);
     check_track(ev, 0, &ns);
-    assert_int_equal(ns, 3 * 6);   /* six non-zero phases a step */
+    assert_int_equal(ns, 3 * 6); /* six non-zero phases a step */
     check_track(ev, 1, &ns);
     assert_int_equal(ns, 3 * 2);
     json_decref(tr);
@@ -289,7 +299,7 @@ static void test_trace_from_records(void **state)
     json_t *none = json_array();
     tr = trace_from_records(none, 10, "j-6");
     assert_non_null(tr);
-    assert_int_equal(json_array_size(json_object_get(tr, "traceEvents")), 1);   /* the process name */
+    assert_int_equal(json_array_size(json_object_get(tr, "traceEvents")), 1); /* the process name */
     json_decref(tr);
     json_decref(none);
     json_decref(recs);
@@ -298,12 +308,9 @@ static void test_trace_from_records(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_scripted_step_adds_up),
-        cmocka_unit_test(test_marks_outside_a_step_do_nothing),
-        cmocka_unit_test(test_record_json),
-        cmocka_unit_test(test_trace_ring),
-        cmocka_unit_test(test_prom_phases),
-        cmocka_unit_test(test_trace_from_records),
+        cmocka_unit_test(test_scripted_step_adds_up), cmocka_unit_test(test_marks_outside_a_step_do_nothing),
+        cmocka_unit_test(test_record_json),           cmocka_unit_test(test_trace_ring),
+        cmocka_unit_test(test_prom_phases),           cmocka_unit_test(test_trace_from_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -45,7 +45,7 @@ typedef struct {
     char dir[64];
     char url[160];
     embedded_t redis;
-    redisContext *c;   /* the test's own connection, to look at what the sink wrote */
+    redisContext *c; /* the test's own connection, to look at what the sink wrote */
 } fixture_t;
 
 static int start_redis(fixture_t *fx)
@@ -55,7 +55,7 @@ static int start_redis(fixture_t *fx)
         fprintf(stderr, "cannot start redis-server: %s\n", err);
         return -1;
     }
-    struct timeval tv = { 2, 0 };
+    struct timeval tv = {2, 0};
     fx->c = redisConnectUnixWithTimeout(fx->redis.sock, tv);
     return fx->c && !fx->c->err ? 0 : -1;
 }
@@ -138,7 +138,7 @@ static void make_record(metrics_record_t *r, int64_t step)
     r->samples_per_s = 6400;
     r->samples = 64 * step;
     r->slowdown = 1;
-    static staleness_acc_t acc;   /* 8 KB: not on the stack of every caller */
+    static staleness_acc_t acc; /* 8 KB: not on the stack of every caller */
     memset(&acc, 0, sizeof acc);
     staleness_add(&acc, 0);
     staleness_add(&acc, 1);
@@ -222,8 +222,18 @@ static void test_url_parse(void **state)
     assert_int_equal(u.db, 2);
 
     static const char *const bad[] = {
-        "", "http://x", "redis://", "redis://:6379", "redis://h:0", "redis://h:99999", "redis://h:12a",
-        "redis://h/x", "unix://relative.sock", "unix://", "unix:///tmp/x?foo=1", "redis://[::1",
+        "",
+        "http://x",
+        "redis://",
+        "redis://:6379",
+        "redis://h:0",
+        "redis://h:99999",
+        "redis://h:12a",
+        "redis://h/x",
+        "unix://relative.sock",
+        "unix://",
+        "unix:///tmp/x?foo=1",
+        "redis://[::1",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = 0;
@@ -257,7 +267,7 @@ static void test_records_land(void **state)
     assert_true(fabs(hfield(fx->c, node, "last_compute_s") - 0.01) < 1e-9);
     assert_true(hfield(fx->c, node, "samples_per_s") == 6400);
     assert_true(hfield(fx->c, node, "batch") == 64);
-    assert_true(fabs(hfield(fx->c, node, "heartbeat") - (double)time(NULL)) < AWAIT_S);   /* fresh, not stale */
+    assert_true(fabs(hfield(fx->c, node, "heartbeat") - (double)time(NULL)) < AWAIT_S); /* fresh, not stale */
     redisReply *r = redisCommand(fx->c, "HGET %s host", node);
     assert_non_null(r);
     assert_string_equal(r->str, "test-host");
@@ -306,7 +316,7 @@ static void test_heartbeat_without_records(void **state)
     assert_true(later > first);
     assert_true(hfield(fx->c, node, "rank") == 2);
     assert_true(hfield(fx->c, node, "pid") == getpid());
-    redis_report_heartbeat(s);   /* never blocks */
+    redis_report_heartbeat(s); /* never blocks */
     s->close(s);
 }
 
@@ -317,8 +327,8 @@ static void test_assignment_cache(void **state)
     metrics_sink_t *s = redis_report_sink(fx->url, "j-9", 0, err, sizeof err);
     assert_non_null(s);
     int64_t v = 0;
-    int b[3] = { 0 };
-    assert_int_equal(redis_report_assignment(s, &v, b, 3), 0);   /* none yet */
+    int b[3] = {0};
+    assert_int_equal(redis_report_assignment(s, &v, b, 3), 0); /* none yet */
 
     redisReply *r = redisCommand(fx->c, "HSET pacer:job:j-9:assignment version 3 batches [10,20,34] time 1");
     freeReplyObject(r);
@@ -330,7 +340,7 @@ static void test_assignment_cache(void **state)
     assert_int_equal(b[0], 10);
     assert_int_equal(b[1], 20);
     assert_int_equal(b[2], 34);
-    assert_int_equal(redis_report_assignment(s, &v, b, 3), 0);   /* nothing newer */
+    assert_int_equal(redis_report_assignment(s, &v, b, 3), 0); /* nothing newer */
 
     /* A plan for another world size, then a malformed one: -1, never garbage. */
     r = redisCommand(fx->c, "HSET pacer:job:j-9:assignment version 4 batches [32,32]");

@@ -89,9 +89,9 @@ static void test_redis_url_redact(void **state)
     assert_string_equal(out, "redis://:***@db.example:6380/2");
     redis_url_redact("redis://app:s3cret@db", out, sizeof out);
     assert_string_equal(out, "redis://app:***@db");
-    redis_url_redact("redis://s3cret@db", out, sizeof out);   /* no user: it is all password */
+    redis_url_redact("redis://s3cret@db", out, sizeof out); /* no user: it is all password */
     assert_string_equal(out, "redis://:***@db");
-    redis_url_redact("redis://:p@ss@w0rd@db/1", out, sizeof out);   /* '@' inside the password */
+    redis_url_redact("redis://:p@ss@w0rd@db/1", out, sizeof out); /* '@' inside the password */
     assert_string_equal(out, "redis://:***@db/1");
     redis_url_redact("redis://db:6379", out, sizeof out);
     assert_string_equal(out, "redis://db:6379");
@@ -138,7 +138,7 @@ static void test_redis_password_file(void **state)
     assert_int_equal(write_file_atomic_mode(path, "\nx", 2, 0400), 0);
     assert_int_equal(redis_url_read_password(&u, path, err, sizeof err), -1);
     assert_non_null(strstr(err, "empty"));
-    assert_int_equal(redis_url_read_password(&u, dir, err, sizeof err), -1);   /* a directory */
+    assert_int_equal(redis_url_read_password(&u, dir, err, sizeof err), -1); /* a directory */
     snprintf(path, sizeof path, "%s/missing", dir);
     assert_int_equal(redis_url_read_password(&u, path, err, sizeof err), -1);
     rm_tree(dir);
@@ -168,9 +168,9 @@ static void test_remove_tree_keeps_link_targets(void **state)
     struct stat st;
     assert_int_equal(lstat(p, &st), -1);
     snprintf(p, sizeof p, "%s/outside/keep", dir);
-    assert_int_equal(stat(p, &st), 0);   /* the link went, not its target */
+    assert_int_equal(stat(p, &st), 0); /* the link went, not its target */
     snprintf(p, sizeof p, "%s/job", dir);
-    assert_int_equal(fs_remove_tree(p), 0);   /* already gone: fine */
+    assert_int_equal(fs_remove_tree(p), 0); /* already gone: fine */
     rm_tree(dir);
 }
 
@@ -188,8 +188,8 @@ static void test_host_header(void **state)
     assert_string_equal(h, "::1");
     assert_int_equal(auth_host_header_parse("127.0.0.1", h, sizeof h), 0);
     assert_string_equal(h, "127.0.0.1");
-    const char *bad[] = { "", ":80", "::1", "[::1", "[::1]x", "a:b:c", "host:", "host:123456", "host:80x",
-                          "ho st", "host/path", "h@st", "[]", "[::1]:", "x:-1" };
+    const char *bad[] = {"",         ":80",   "::1",       "[::1", "[::1]x", "a:b:c",  "host:", "host:123456",
+                         "host:80x", "ho st", "host/path", "h@st", "[]",     "[::1]:", "x:-1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         assert_int_equal(auth_host_header_parse(bad[i], h, sizeof h), -1);
     char longname[300];
@@ -209,10 +209,10 @@ static void test_host_header(void **state)
     assert_false(auth_host_allowed("0.0.0.0:8080", NULL, 0));
     assert_false(auth_host_allowed("10.1.2.3", NULL, 0));
     assert_false(auth_host_allowed("[::ffff:127.0.0.1]", NULL, 0));
-    assert_false(auth_host_allowed(NULL, NULL, 0));   /* no Host header */
+    assert_false(auth_host_allowed(NULL, NULL, 0)); /* no Host header */
     assert_false(auth_host_allowed("", NULL, 0));
     /* --allowed-host: by name, without case, port or final dot */
-    const char *allowed[] = { "Pacer.Lab", "tunnel:9000" };
+    const char *allowed[] = {"Pacer.Lab", "tunnel:9000"};
     assert_true(auth_host_allowed("pacer.lab:8080", allowed, 2));
     assert_true(auth_host_allowed("PACER.LAB.", allowed, 2));
     assert_true(auth_host_allowed("tunnel", allowed, 2));

@@ -31,7 +31,7 @@ static void test_cost_lenet5(void **state)
     assert_true(cost_update_flops(m) == 4.0 * (double)m->nparams);
     model_free(m);
     /* Every model has a cost, the bigger networks more. */
-    const char *names[] = { "mlp", "cifar10_quick", "resnet20" };
+    const char *names[] = {"mlp", "cifar10_quick", "resnet20"};
     for (size_t i = 0; i < 3; i++) {
         assert_int_equal(model_create(names[i], 1, &m, err, sizeof err), 0);
         assert_true(cost_forward_flops(m) > (i ? fwd : 1e5));
@@ -42,8 +42,10 @@ static void test_cost_lenet5(void **state)
 static int spec_of(const char *simulate, int workers, const char *alg, job_spec_t *s, char *err, size_t len)
 {
     char text[1024];
-    snprintf(text, sizeof text, "{\"model\": \"lenet5\", \"workers\": %d, \"algorithm\": {\"name\": \"%s\"}, "
-             "\"simulate\": %s}", workers, alg, simulate);
+    snprintf(text, sizeof text,
+             "{\"model\": \"lenet5\", \"workers\": %d, \"algorithm\": {\"name\": \"%s\"}, "
+             "\"simulate\": %s}",
+             workers, alg, simulate);
     return spec_parse(text, s, err, len);
 }
 
@@ -56,23 +58,30 @@ static void test_spec_simulate(void **state)
     assert_int_equal(s.simulate.deterministic, 0);
     assert_true(s.simulate.gflops == 10 && s.simulate.bandwidth_gbps == 10 && s.simulate.latency_us == 5);
     assert_int_equal(s.simulate.gpus_per_node, 1);
-    assert_int_equal(spec_of("{\"slowdown\": [1, 1, 2, 4], \"deterministic\": true}", 4, "asgd", &s, err, sizeof err), 0);
+    assert_int_equal(spec_of("{\"slowdown\": [1, 1, 2, 4], \"deterministic\": true}", 4, "asgd", &s, err, sizeof err),
+                     0);
     assert_int_equal(s.simulate.nslowdown, 4);
     assert_true(s.simulate.slowdown[3] == 4);
 
-    struct { const char *sim; int workers; const char *msg; } bad[] = {
-        { "{\"slowdown\": [1, 2]}", 4, "simulate.slowdown: has 2 entries, workers is 4" },
-        { "{\"slowdown\": [1, 0.5, 1, 1]}", 4, "simulate.slowdown[1]: must be between 1 and 1000" },
-        { "{\"gflops\": 0}", 4, "simulate.gflops: must be in (0, 1000000]" },
-        { "{\"latency_us\": -1}", 4, "simulate.latency_us: must be between 0 and 1000000" },
-        { "{\"gpus_per_node\": 0}", 4, "simulate.gpus_per_node: must be between 1 and 256" },
-        { "{\"gpus_per_node\": 2, \"slowdown\": [1, 1, 1, 2]}", 4, "simulate.slowdown[3]: must equal simulate.slowdown[2]" },
-        { "{\"platform\": \"p.xml\", \"gpus_per_node\": 2}", 4, "simulate.gpus_per_node: not used with simulate.platform" },
-        { "{\"hostfile\": \"h\"}", 4, "simulate.hostfile: only with simulate.platform" },
-        { "{\"platform\": \"x y.xml\"}", 4, "simulate.platform: may contain only" },
-        { "{\"platform\": \"$(rm).xml\"}", 4, "simulate.platform: may contain only" },
-        { "{\"bandwith_gbps\": 1}", 4, "simulate.bandwith_gbps: unknown field" },
-        { "{\"deterministic\": 1}", 4, "simulate.deterministic: must be true or false" },
+    struct {
+        const char *sim;
+        int workers;
+        const char *msg;
+    } bad[] = {
+        {"{\"slowdown\": [1, 2]}", 4, "simulate.slowdown: has 2 entries, workers is 4"},
+        {"{\"slowdown\": [1, 0.5, 1, 1]}", 4, "simulate.slowdown[1]: must be between 1 and 1000"},
+        {"{\"gflops\": 0}", 4, "simulate.gflops: must be in (0, 1000000]"},
+        {"{\"latency_us\": -1}", 4, "simulate.latency_us: must be between 0 and 1000000"},
+        {"{\"gpus_per_node\": 0}", 4, "simulate.gpus_per_node: must be between 1 and 256"},
+        {"{\"gpus_per_node\": 2, \"slowdown\": [1, 1, 1, 2]}", 4,
+         "simulate.slowdown[3]: must equal simulate.slowdown[2]"},
+        {"{\"platform\": \"p.xml\", \"gpus_per_node\": 2}", 4,
+         "simulate.gpus_per_node: not used with simulate.platform"},
+        {"{\"hostfile\": \"h\"}", 4, "simulate.hostfile: only with simulate.platform"},
+        {"{\"platform\": \"x y.xml\"}", 4, "simulate.platform: may contain only"},
+        {"{\"platform\": \"$(rm).xml\"}", 4, "simulate.platform: may contain only"},
+        {"{\"bandwith_gbps\": 1}", 4, "simulate.bandwith_gbps: unknown field"},
+        {"{\"deterministic\": 1}", 4, "simulate.deterministic: must be true or false"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = 0;
@@ -102,7 +111,8 @@ static void test_platform_from_spec(void **state)
     char err[512], ps[PLATFORM_NAME_MAX];
     static char slots[64][PLATFORM_NAME_MAX];
     assert_int_equal(spec_of("{\"slowdown\": [1, 1, 2, 4], \"gflops\": 20, \"bandwidth_gbps\": 8, \"latency_us\": 10}",
-                             4, "asgd", &s, err, sizeof err), 0);
+                             4, "asgd", &s, err, sizeof err),
+                     0);
     platform_from_spec(&s, 1, &p);
     assert_int_equal(p.nhosts, 5);
     assert_string_equal(p.hosts[0].name, "ps");
@@ -147,7 +157,8 @@ static void test_platform_slots_parsing(void **state)
           "<!-- <host id=\"commented\" speed=\"1f\"/> -->\n"
           "<host_link id=\"x\" up=\"a\" down=\"b\"/>\n"
           "<host speed='1Gf' id='b' core='2'/>\n"
-          "<host\n id=\"a\" speed=\"1Gf\"/></zone></platform>\n", f);
+          "<host\n id=\"a\" speed=\"1Gf\"/></zone></platform>\n",
+          f);
     fclose(f);
     assert_int_equal(platform_slots(path, NULL, slots, 16, ps, err, sizeof err), 3);
     assert_string_equal(slots[0], "b");

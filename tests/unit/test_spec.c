@@ -227,17 +227,13 @@ typedef struct {
 static const bad_case_t BAD[] = {
     /* unknown fields, top level and nested */
     {"{\"model\":\"lenet5\",\"batch_sise\":64}", "batch_sise: unknown field"},
-    {"{\"model\":\"lenet5\",\"optimizer\":{\"momentun\":0.9}}",
-     "optimizer.momentun: unknown field"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"momentun\":0.9}}", "optimizer.momentun: unknown field"},
     {"{\"model\":\"lenet5\",\"optimizer\":{\"lr_schedule\":{\"decay\":2}}}",
      "optimizer.lr_schedule.decay: unknown field"},
-    {"{\"model\":\"lenet5\",\"dataset\":{\"name\":\"mnist\",\"dir\":\"x\"}}",
-     "dataset.dir: unknown field"},
+    {"{\"model\":\"lenet5\",\"dataset\":{\"name\":\"mnist\",\"dir\":\"x\"}}", "dataset.dir: unknown field"},
     {"{\"model\":\"lenet5\",\"params\":{}}", "params: unknown field"},
-    {"{\"model\":\"lenet5\",\"algorithm\":{\"params\":{\"name\":\"ssgd\"}}}",
-     "algorithm.params.name: unknown field"},
-    {"{\"model\":\"lenet5\",\"algorithm\":{\"params\":{\"params\":{}}}}",
-     "algorithm.params.params: unknown field"},
+    {"{\"model\":\"lenet5\",\"algorithm\":{\"params\":{\"name\":\"ssgd\"}}}", "algorithm.params.name: unknown field"},
+    {"{\"model\":\"lenet5\",\"algorithm\":{\"params\":{\"params\":{}}}}", "algorithm.params.params: unknown field"},
     {"{" W4 ",\"emulate\":{\"schedule\":[{\"step\":1,\"rank\":0,\"slowdown\":2,\"when\":1}]}}",
      "emulate.schedule[0].when: unknown field"},
     {"{\"model\":\"lenet5\",\"emulate\":{\"jitter\":0.1}}", "emulate.jitter: unknown field"},
@@ -251,38 +247,28 @@ static const bad_case_t BAD[] = {
     {"{\"model\":\"lenet5\",\"optimizer\":{\"lr\":null}}", "optimizer.lr: must be a number"},
     {"{\"model\":5}", "model: must be a string"},
     {"{\"model\":\"lenet5\",\"name\":[\"a\"]}", "name: must be a string"},
-    {"{\"model\":\"lenet5\",\"optimizer\":{\"nesterov\":1}}",
-     "optimizer.nesterov: must be true or false"},
-    {"{\"model\":\"lenet5\",\"dataset\":{\"augment\":\"yes\"}}",
-     "dataset.augment: must be true or false"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"nesterov\":1}}", "optimizer.nesterov: must be true or false"},
+    {"{\"model\":\"lenet5\",\"dataset\":{\"augment\":\"yes\"}}", "dataset.augment: must be true or false"},
     {"{\"model\":\"lenet5\",\"batch_size\":64.5}", "batch_size: must be an integer"},
     {"{\"model\":\"lenet5\",\"batch_size\":64.0}", "batch_size: must be an integer"},
     {"{\"model\":\"lenet5\",\"epochs\":\"3\"}", "epochs: must be an integer"},
     {"{\"model\":\"lenet5\",\"seed\":true}", "seed: must be an integer"},
-    {"{\"model\":\"lenet5\",\"checkpoint\":{\"every_steps\":1.5}}",
-     "checkpoint.every_steps: must be an integer"},
+    {"{\"model\":\"lenet5\",\"checkpoint\":{\"every_steps\":1.5}}", "checkpoint.every_steps: must be an integer"},
     {"{\"model\":\"lenet5\",\"optimizer\":5}", "optimizer: must be an object"},
-    {"{\"model\":\"lenet5\",\"optimizer\":{\"lr_schedule\":\"cosine\"}}",
-     "optimizer.lr_schedule: must be an object"},
-    {"{\"model\":\"lenet5\",\"algorithm\":{\"params\":[1]}}",
-     "algorithm.params: must be an object"},
-    {"{\"model\":\"lenet5\",\"emulate\":{\"slowdown\":2}}",
-     "emulate.slowdown: must be an array of numbers"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"lr_schedule\":\"cosine\"}}", "optimizer.lr_schedule: must be an object"},
+    {"{\"model\":\"lenet5\",\"algorithm\":{\"params\":[1]}}", "algorithm.params: must be an object"},
+    {"{\"model\":\"lenet5\",\"emulate\":{\"slowdown\":2}}", "emulate.slowdown: must be an array of numbers"},
     {"{" W4 ",\"emulate\":{\"slowdown\":[1,\"2\",1,1]}}", "emulate.slowdown[1]: must be a number"},
     {"{\"model\":\"lenet5\",\"emulate\":{\"schedule\":{}}}", "emulate.schedule: must be an array"},
-    {"{\"model\":\"lenet5\",\"emulate\":{\"schedule\":[1]}}",
-     "emulate.schedule[0]: must be an object"},
+    {"{\"model\":\"lenet5\",\"emulate\":{\"schedule\":[1]}}", "emulate.schedule[0]: must be an object"},
     {"{" W4 ",\"emulate\":{\"schedule\":[{\"step\":\"1\",\"rank\":0,\"slowdown\":2}]}}",
      "emulate.schedule[0].step: must be an integer"},
     /* out of range */
     {"{\"model\":\"lenet5\",\"optimizer\":{\"lr\":0}}", "optimizer.lr: must be in (0, 1000]"},
     {"{\"model\":\"lenet5\",\"optimizer\":{\"lr\":-0.1}}", "optimizer.lr: must be in (0, 1000]"},
-    {"{\"model\":\"lenet5\",\"optimizer\":{\"momentum\":1}}",
-     "optimizer.momentum: must be in [0, 1)"},
-    {"{\"model\":\"lenet5\",\"optimizer\":{\"momentum\":-0.5}}",
-     "optimizer.momentum: must be in [0, 1)"},
-    {"{\"model\":\"lenet5\",\"optimizer\":{\"weight_decay\":-1}}",
-     "optimizer.weight_decay: must be between 0 and 1"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"momentum\":1}}", "optimizer.momentum: must be in [0, 1)"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"momentum\":-0.5}}", "optimizer.momentum: must be in [0, 1)"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"weight_decay\":-1}}", "optimizer.weight_decay: must be between 0 and 1"},
     {"{\"model\":\"lenet5\",\"optimizer\":{\"lr_schedule\":{\"gamma\":0}}}",
      "optimizer.lr_schedule.gamma: must be in (0, 1]"},
     {"{\"model\":\"lenet5\",\"batch_size\":0}", "batch_size: must be between 1 and 65536"},
@@ -299,16 +285,13 @@ static const bad_case_t BAD[] = {
     {"{\"model\":\"lenet5\",\"checkpoint\":{\"every_steps\":-5}}",
      "checkpoint.every_steps: must be between 0 and 1000000000000"},
     {"{\"model\":\"lenet5\",\"algorithm\":{\"lambda0\":-1}}", "algorithm.lambda0: must be between 0 and 1000"},
-    {"{\"model\":\"lenet5\",\"algorithm\":{\"params\":{\"eps\":0}}}",
-     "algorithm.params.eps: must be in (0, 1]"},
+    {"{\"model\":\"lenet5\",\"algorithm\":{\"params\":{\"eps\":0}}}", "algorithm.params.eps: must be in (0, 1]"},
     {"{\"model\":\"lenet5\",\"algorithm\":{\"replan_steps\":0}}",
      "algorithm.replan_steps: must be between 1 and 1000000000"},
     /* emulate */
     {"{" W4 ",\"emulate\":{\"slowdown\":[1,1,0.5,1]}}", "emulate.slowdown[2]: must be between 1 and 1000"},
-    {"{" W4 ",\"emulate\":{\"slowdown\":[1,1,2]}}",
-     "emulate.slowdown: has 3 entries, workers is 4"},
-    {"{\"model\":\"lenet5\",\"emulate\":{\"slowdown\":[1,2]}}",
-     "emulate.slowdown: has 2 entries, workers is 1"},
+    {"{" W4 ",\"emulate\":{\"slowdown\":[1,1,2]}}", "emulate.slowdown: has 3 entries, workers is 4"},
+    {"{\"model\":\"lenet5\",\"emulate\":{\"slowdown\":[1,2]}}", "emulate.slowdown: has 2 entries, workers is 1"},
     {"{" W4 ",\"emulate\":{\"schedule\":[{\"step\":0,\"rank\":4,\"slowdown\":2}]}}",
      "emulate.schedule[0].rank: must be < workers (4)"},
     {"{" W4 ",\"emulate\":{\"schedule\":[{\"step\":0,\"rank\":-1,\"slowdown\":2}]}}",
@@ -317,10 +300,9 @@ static const bad_case_t BAD[] = {
      "emulate.schedule[0].step: must be between 0 and 1000000000000"},
     {"{" W4 ",\"emulate\":{\"schedule\":[{\"step\":0,\"rank\":1,\"slowdown\":0.9}]}}",
      "emulate.schedule[0].slowdown: must be between 1 and 1000"},
-    {"{" W4 ",\"emulate\":{\"schedule\":[{\"step\":0,\"rank\":1}]}}",
-     "emulate.schedule[0].slowdown: required"},
+    {"{" W4 ",\"emulate\":{\"schedule\":[{\"step\":0,\"rank\":1}]}}", "emulate.schedule[0].slowdown: required"},
     {"{" W4 ",\"emulate\":{\"schedule\":[{\"step\":9,\"rank\":1,\"slowdown\":2},"
-            "{\"step\":5,\"rank\":2,\"slowdown\":2}]}}",
+     "{\"step\":5,\"rank\":2,\"slowdown\":2}]}}",
      "emulate.schedule[1].step: must be >= the previous entry's step (9)"},
     /* enums */
     {"{\"model\":\"vgg16\"}", "model: must be one of mlp, lenet5, cifar10_quick, resnet20"},
@@ -332,8 +314,7 @@ static const bad_case_t BAD[] = {
     {"{\"model\":\"lenet5\",\"device\":\"tpu\"}", "device: must be one of auto, cpu, cuda"},
     {"{\"model\":\"lenet5\",\"optimizer\":{\"lr_schedule\":{\"kind\":\"linear\"}}}",
      "optimizer.lr_schedule.kind: must be one of constant, step, cosine"},
-    {"{\"model\":\"lenet5\",\"algorithm\":{\"dc_variant\":\"b\"}}",
-     "algorithm.dc_variant: must be one of c, a"},
+    {"{\"model\":\"lenet5\",\"algorithm\":{\"dc_variant\":\"b\"}}", "algorithm.dc_variant: must be one of c, a"},
     {"{\"model\":\"LeNet5\"}", "model: must be one of"},
     /* not JSON, not an object */
     {"{\"model\": \"lenet5\",}", "spec: invalid JSON at line 1 column"},
@@ -350,16 +331,14 @@ static const bad_case_t BAD[] = {
     {"{\"model\":\"lenet5\",\"name\":"
      "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}",
      "name: too long (64 bytes, at most 63)"},
-    {"{\"model\":\"lenet5\",\"name\":\"my job\"}",
-     "name: may contain only letters, digits, '.', '_' and '-'"},
+    {"{\"model\":\"lenet5\",\"name\":\"my job\"}", "name: may contain only letters, digits, '.', '_' and '-'"},
     {"{\"model\":\"lenet5\",\"name\":\"\"}", "name: must not be empty"},
     {"{\"model\":\"lenet5\",\"checkpoint\":{\"dir\":\"\"}}", "checkpoint.dir: must not be empty"},
     /* required */
     {"{}", "model: required"},
     {"{\"name\":\"x\",\"optimizer\":{\"lr\":0.1}}", "model: required"},
     /* cross-field rules */
-    {"{\"model\":\"lenet5\",\"workers\":2}",
-     "algorithm.name: sgd is single-process; use ssgd for workers > 1"},
+    {"{\"model\":\"lenet5\",\"workers\":2}", "algorithm.name: sgd is single-process; use ssgd for workers > 1"},
     {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"sgd\"}}",
      "algorithm.name: sgd is single-process; use ssgd for workers > 1"},
     {"{\"model\":\"lenet5\",\"dataset\":{\"name\":\"cifar10\"}}",
@@ -412,8 +391,7 @@ static void test_invalid_specs(void **state)
         int rc = spec_parse(BAD[i].json, &s, err, sizeof err);
         if (rc != -1) fail_msg("case %zu accepted: %s", i, BAD[i].json);
         if (!strstr(err, BAD[i].want))
-            fail_msg("case %zu: error \"%s\"\n  does not contain \"%s\"\n  on: %s", i, err,
-                     BAD[i].want, BAD[i].json);
+            fail_msg("case %zu: error \"%s\"\n  does not contain \"%s\"\n  on: %s", i, err, BAD[i].want, BAD[i].json);
         if (strchr(err, '\n')) fail_msg("case %zu: error is not one line: %s", i, err);
         /* A failed parse leaves the output alone. */
         assert_memory_equal(&s, &before, sizeof s);
@@ -468,12 +446,9 @@ static void expect_range_error(const spec_field_info_t *f, const char *value, ch
     if (spec_parse(doc, &s, err, sizeof err) == 0) fail_msg("%s = %s accepted: %s", f->path, value, doc);
     char want[160];
     const char *arr = strstr(f->path, "[]");
-    if (arr)
-        snprintf(want, sizeof want, "%.*s[0]%s: must be", (int)(arr - f->path), f->path, arr + 2);
-    else if (f->array)
-        snprintf(want, sizeof want, "%s[0]: must be", f->path);
-    else
-        snprintf(want, sizeof want, "%s: must be", f->path);
+    if (arr) snprintf(want, sizeof want, "%.*s[0]%s: must be", (int)(arr - f->path), f->path, arr + 2);
+    else if (f->array) snprintf(want, sizeof want, "%s[0]: must be", f->path);
+    else snprintf(want, sizeof want, "%s: must be", f->path);
     if (strncmp(err, want, strlen(want)) != 0)
         fail_msg("%s = %s: error \"%s\", want \"%s ...\"\n  on: %s", f->path, value, err, want, doc);
     snprintf(out, outlen, "%s", err);
@@ -487,15 +462,14 @@ static void expect_no_range_error(const spec_field_info_t *f, const char *value,
     job_spec_t s;
     doc_with(doc, sizeof doc, f, value);
     if (spec_parse(doc, &s, err, sizeof err) == 0) return;
-    if (strcmp(err, range_err) == 0) fail_msg("%s = %s refused as out of range: %s\n  on: %s", f->path, value, err, doc);
+    if (strcmp(err, range_err) == 0)
+        fail_msg("%s = %s refused as out of range: %s\n  on: %s", f->path, value, err, doc);
 }
 
 static void fmt_value(char *buf, size_t len, const spec_field_info_t *f, double x)
 {
-    if (f->integer)
-        snprintf(buf, len, "%.0f", x);
-    else
-        snprintf(buf, len, "%.17g", x);
+    if (f->integer) snprintf(buf, len, "%.0f", x);
+    else snprintf(buf, len, "%.17g", x);
 }
 
 static void test_every_number_is_bounded(void **state)
@@ -551,9 +525,11 @@ static void test_spec_hash(void **state)
              &b);
     assert_true(spec_hash(&a) == spec_hash(&b));
     const char *differ[] = {
-        "{\"model\":\"mlp\"}", "{\"model\":\"lenet5\",\"epochs\":2}",
+        "{\"model\":\"mlp\"}",
+        "{\"model\":\"lenet5\",\"epochs\":2}",
         "{\"model\":\"lenet5\",\"optimizer\":{\"lr\":0.010000000000000002}}",
-        "{\"model\":\"lenet5\",\"seed\":43}", "{\"model\":\"lenet5\",\"dataset\":{\"train_subset\":5}}",
+        "{\"model\":\"lenet5\",\"seed\":43}",
+        "{\"model\":\"lenet5\",\"dataset\":{\"train_subset\":5}}",
         "{\"model\":\"lenet5\",\"emulate\":{\"schedule\":[{\"step\":1,\"rank\":0,\"slowdown\":2}]}}",
     };
     for (size_t i = 0; i < sizeof differ / sizeof differ[0]; i++) {
@@ -593,8 +569,7 @@ static void test_array_capacity(void **state)
     static const char HEAD[] = "{\"model\":\"lenet5\",\"workers\":256,"
                                "\"algorithm\":{\"name\":\"ssgd\"},\"emulate\":{\"slowdown\":[";
     size_t n = (size_t)snprintf(text, cap, "%s", HEAD);
-    for (int i = 0; i < SPEC_MAX_WORKERS + 1; i++)
-        n += (size_t)snprintf(text + n, cap - n, "%s1", i ? "," : "");
+    for (int i = 0; i < SPEC_MAX_WORKERS + 1; i++) n += (size_t)snprintf(text + n, cap - n, "%s1", i ? "," : "");
     snprintf(text + n, cap - n, "]}}");
     assert_int_equal(spec_parse(text, &s, err, sizeof err), -1);
     assert_non_null(strstr(err, "emulate.slowdown: at most 256 entries, has 257"));
@@ -611,8 +586,7 @@ static void test_array_capacity(void **state)
     /* 65 schedule entries */
     n = (size_t)snprintf(text, cap, "{\"model\":\"lenet5\",\"emulate\":{\"schedule\":[");
     for (int i = 0; i < SPEC_MAX_SCHEDULE + 1; i++)
-        n += (size_t)snprintf(text + n, cap - n, "%s{\"step\":%d,\"rank\":0,\"slowdown\":2}",
-                              i ? "," : "", i);
+        n += (size_t)snprintf(text + n, cap - n, "%s{\"step\":%d,\"rank\":0,\"slowdown\":2}", i ? "," : "", i);
     snprintf(text + n, cap - n, "]}}");
     assert_int_equal(spec_parse(text, &s, err, sizeof err), -1);
     assert_non_null(strstr(err, "emulate.schedule: at most 64 entries, has 65"));
@@ -727,18 +701,15 @@ static void test_is_async(void **state)
     static const struct {
         const char *name;
         int async;
-    } ALGS[] = {{"sgd", 0},       {"ssgd", 0},      {"hier-bsp", 0}, {"hpsgd", 0},
-                {"local-sgd", 0}, {"asgd", 1},      {"nsoftsync", 1}, {"dc-asgd", 1},
-                {"ddc-asgd", 1},  {"dbs-sgd", 1}};
+    } ALGS[] = {{"sgd", 0},  {"ssgd", 0},      {"hier-bsp", 0}, {"hpsgd", 0},    {"local-sgd", 0},
+                {"asgd", 1}, {"nsoftsync", 1}, {"dc-asgd", 1},  {"ddc-asgd", 1}, {"dbs-sgd", 1}};
     for (size_t i = 0; i < sizeof ALGS / sizeof ALGS[0]; i++) {
         char text[256];
-        snprintf(text, sizeof text,
-                 "{\"model\":\"lenet5\",\"workers\":%d,\"algorithm\":{\"name\":\"%s\"}}",
+        snprintf(text, sizeof text, "{\"model\":\"lenet5\",\"workers\":%d,\"algorithm\":{\"name\":\"%s\"}}",
                  strcmp(ALGS[i].name, "sgd") == 0 ? 1 : 3, ALGS[i].name);
         job_spec_t s;
         parse_ok(text, &s);
-        if (spec_is_async(&s) != ALGS[i].async)
-            fail_msg("spec_is_async(%s) = %d", ALGS[i].name, spec_is_async(&s));
+        if (spec_is_async(&s) != ALGS[i].async) fail_msg("spec_is_async(%s) = %d", ALGS[i].name, spec_is_async(&s));
     }
 }
 
@@ -810,8 +781,7 @@ static void test_round_trip(void **state)
     assert_string_equal(s.dataset.path, "d\xc3\xa9j\xc3\xa0 \"vu\"\\x");
     assert_round_trip(&s);
 
-    const char *examples[] = {"examples/ssgd-4.json", "examples/dbs-sgd-4.json",
-                              "examples/resnet20-cifar10.json"};
+    const char *examples[] = {"examples/ssgd-4.json", "examples/dbs-sgd-4.json", "examples/resnet20-cifar10.json"};
     for (size_t i = 0; i < sizeof examples / sizeof examples[0]; i++) {
         char err[256];
         if (spec_load_file(examples[i], &s, err, sizeof err) != 0) fail_msg("%s", err);
@@ -905,8 +875,8 @@ static void test_examples_parse(void **state)
     assert_int_equal(s.workers, 4);
     assert_int_equal(s.algorithm.dynamic_batch, 1);
     assert_int_equal(s.emulate.nslowdown, 4);
-    assert_true(s.emulate.slowdown[0] == 1 && s.emulate.slowdown[1] == 1 &&
-                s.emulate.slowdown[2] == 2 && s.emulate.slowdown[3] == 4);
+    assert_true(s.emulate.slowdown[0] == 1 && s.emulate.slowdown[1] == 1 && s.emulate.slowdown[2] == 2 &&
+                s.emulate.slowdown[3] == 4);
     assert_false(spec_is_async(&s));
 
     assert_int_equal(spec_load_file("examples/dbs-sgd-4.json", &s, err, sizeof err), 0);
@@ -1030,7 +1000,7 @@ static json_t *spec_with(const char *path, json_t *value, char *where, size_t wl
     char p[128];
     snprintf(p, sizeof p, "%s", path);
     char *arr = strstr(p, "[]");
-    if (arr) {   /* emulate.schedule[].step: one valid entry with this field replaced */
+    if (arr) { /* emulate.schedule[].step: one valid entry with this field replaced */
         json_t *entry = json_pack("{s:i, s:i, s:f}", "step", 0, "rank", 0, "slowdown", 1.0);
         json_object_set_new(entry, arr + 3, value);
         json_object_set_new(json_object_get(root, "dataset"), "train_subset", json_integer(0));

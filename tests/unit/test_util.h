@@ -9,16 +9,10 @@
 
 #include "clock.h"
 
-static inline double mono(void)
-{
-    return clock_mono_s();
-}
+static inline double mono(void) { return clock_mono_s(); }
 
 /* 20 ms: the polling step of every "await with a deadline" loop. */
-static inline void nap(void)
-{
-    clock_sleep_s(0.02);
-}
+static inline void nap(void) { clock_sleep_s(0.02); }
 
 static inline int test_rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
@@ -27,9 +21,6 @@ static inline int test_rm_entry(const char *path, const struct stat *sb, int fla
 }
 
 /* rm -rf dir (no symlinks followed). */
-static inline int rm_tree(const char *dir)
-{
-    return nftw(dir, test_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
+static inline int rm_tree(const char *dir) { return nftw(dir, test_rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
 #endif

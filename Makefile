@@ -287,8 +287,11 @@ check-layers:
 deps:
 	@sh deploy/install-deps.sh build test
 
+# make test builds on every core unless the caller chose -j itself: a serial build is a
+# sizeable part of CI's 15 minutes on 2 cores.
+TEST_JOBS = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc 2>/dev/null || echo 1))
 test: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(TEST_JOBS) all
 	@sh tests/run.sh $(BUILD)
 
 test-stress: deps

@@ -529,16 +529,20 @@
 
     // Requests can answer out of order (the 2 s poll and the one a state event starts): only
     // the answer to the latest request is used. And the API caches a job's answer for up to
-    // half a second (the coordinator's --api-cache-ms): after a final state event an answer
-    // from before it can still come back, so the event's state stays and the page asks
-    // again until the API shows the end too.
+    // half a second (the coordinator's --api-cache-ms): after a state event (RUNNING, or a
+    // final state) an answer from before it can still come back, so the event's state stays
+    // and the page asks again until the API has caught up.
     let jobSeq = 0;
+    const stage = (st) => (!st || st === 'QUEUED' ? 0 : FINAL.includes(st) ? 2 : 1);
     async function loadJob() {
       const seq = ++jobSeq;
       try {
         const j = await api('/jobs/' + id);
         if (seq !== jobSeq) return;
-        if (s.finished && !FINAL.includes(j.state)) { setTimeout(loadJob, 700); return; }
+        // A job's state only moves forward (QUEUED, then RUNNING or RESTARTING, then a final
+        // one): an answer behind the latest state event is an older, cached one, so the
+        // event's state stays and the page asks again.
+        if (stage(j.state) < stage(s.eventState)) { setTimeout(loadJob, 700); return; }
         s.job = j;
         if (s.job.simulated && !s.simClock) {   // its records' times are simulated seconds
           s.simClock = true;
@@ -600,6 +604,7 @@
       state: (ev) => {
         s.lastEvent = Date.now();
         s.events++;
+        if (stage(ev.state) >= stage(s.eventState)) s.eventState = ev.state;
         if (s.job) { s.job.state = ev.state; if (ev.reason !== undefined) s.job.reason = ev.reason; }
         if (FINAL.includes(ev.state)) { s.finished = true; s.finalState = ev.state; es.close(); loadJob(); loadNodes(); }
         else if (!ev.snapshot) loadJob();

@@ -113,6 +113,10 @@ try {
   await page.waitForFunction(() => window.pacer.points('acc')[0] >= 1, null, { timeout: 120000, polling: 500 });
   const acc = await page.evaluate(() => ({ n: window.pacer.points('acc')[0], state: window.pacer.job().state }));
   check(acc.n >= 1 && acc.state === 'RUNNING', 'test accuracy per epoch plotted while RUNNING: ' + acc.n + ' epoch(s)');
+  // The nodes table is read every 2 s: on a fast machine the first epoch can end before
+  // its first read that finds the ranks' node records, so it is awaited (bounded).
+  await page.waitForFunction(() => document.querySelectorAll('#nodes-body .hist span').length === 18, null,
+    { timeout: 30000, polling: 250 }).catch(() => {});
   check(await page.$$eval('#nodes-body tr', (r) => r.length) === 2, 'the nodes table lists both ranks');
   check(await page.$$eval('#nodes-body .hist span', (b) => b.length) === 18, 'a staleness histogram per node');
 

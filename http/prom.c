@@ -2,48 +2,14 @@
 #include "prom.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "phases.h"
 #include "query.h"
+#include "textbuf.h"
 
-typedef struct {
-    char *p;
-    size_t len, cap;
-    int oom;
-} sbuf_t;
-
-static void sb_printf(sbuf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf_t *b, const char *fmt, ...)
-{
-    if (b->oom) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->oom = 1;
-            return;
-        }
-        if (b->p && b->len + (size_t)n < b->cap) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = b->cap ? b->cap * 2 : 4096;
-        while (cap < b->len + (size_t)n + 1) cap *= 2;
-        char *q = realloc(b->p, cap);
-        if (!q) {
-            b->oom = 1;
-            return;
-        }
-        b->p = q;
-        b->cap = cap;
-    }
-}
 
 int prom_escape_label(const char *s, char *out, size_t len)
 {
@@ -66,12 +32,12 @@ int prom_escape_label(const char *s, char *out, size_t len)
 }
 
 /* A finite number as Prometheus wants it; integers without a fraction. */
-static void sb_value(sbuf_t *b, double v)
+static void sb_value(textbuf_t *b, double v)
 {
-    if (isnan(v)) sb_printf(b, "NaN\n");
-    else if (isinf(v)) sb_printf(b, "%s\n", v > 0 ? "+Inf" : "-Inf");
-    else if (v == floor(v) && fabs(v) < 1e15) sb_printf(b, "%.0f\n", v);
-    else sb_printf(b, "%.9g\n", v);
+    if (isnan(v)) textbuf_printf(b, "NaN\n");
+    else if (isinf(v)) textbuf_printf(b, "%s\n", v > 0 ? "+Inf" : "-Inf");
+    else if (v == floor(v) && fabs(v) < 1e15) textbuf_printf(b, "%.0f\n", v);
+    else textbuf_printf(b, "%.9g\n", v);
 }
 
 typedef enum { RANK_FIELD, RANK_STALENESS } source_t;
@@ -102,15 +68,15 @@ static const rank_family_t RANK_FAMILIES[] = {
 };
 #define NRANK_FAMILIES (sizeof RANK_FAMILIES / sizeof RANK_FAMILIES[0])
 
-static void family_head(sbuf_t *b, const char *name, const char *type, const char *help)
+static void family_head(textbuf_t *b, const char *name, const char *type, const char *help)
 {
-    sb_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+    textbuf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 /* The time breakdown (common/phases.h) as counters: the seconds of each rank's steps,
  * per phase, from the node hash's cumulative phase_<name>_s (worker/redis_report.c), and
  * the steps' wall time, which the phases add up to. */
-static void phase_families(sbuf_t *b, const prom_input_t *in)
+static void phase_families(textbuf_t *b, const prom_input_t *in)
 {
     char job[256], lab[64], key[32];
     family_head(
@@ -127,8 +93,8 @@ static void phase_families(sbuf_t *b, const prom_input_t *in)
                 snprintf(key, sizeof key, "phase_%s_s", PHASE_NAMES[ph]);
                 json_t *v = json_object_get(rank, key);
                 if (!json_is_number(v)) continue;
-                sb_printf(b, "pacer_rank_phase_seconds_total{job=\"%s\",rank=\"%s\",phase=\"%s\"} ", job, lab,
-                          PHASE_NAMES[ph]);
+                textbuf_printf(b, "pacer_rank_phase_seconds_total{job=\"%s\",rank=\"%s\",phase=\"%s\"} ", job, lab,
+                               PHASE_NAMES[ph]);
                 sb_value(b, json_number_value(v));
             }
         }
@@ -143,7 +109,7 @@ static void phase_families(sbuf_t *b, const prom_input_t *in)
             json_t *v = json_object_get(rank, "step_s");
             if (!json_is_number(v)) continue;
             snprintf(lab, sizeof lab, "%lld", (long long)json_integer_value(json_object_get(rank, "rank")));
-            sb_printf(b, "pacer_rank_step_seconds_total{job=\"%s\",rank=\"%s\"} ", job, lab);
+            textbuf_printf(b, "pacer_rank_step_seconds_total{job=\"%s\",rank=\"%s\"} ", job, lab);
             sb_value(b, json_number_value(v));
         }
     }
@@ -151,24 +117,24 @@ static void phase_families(sbuf_t *b, const prom_input_t *in)
 
 char *prom_render(const prom_input_t *in, size_t *len)
 {
-    sbuf_t b = {0};
+    textbuf_t b = {0};
     char job[256], lab[64];
 
     family_head(&b, "pacer_redis_up", "gauge", "Whether the job store (Redis) answered this scrape.");
-    sb_printf(&b, "pacer_redis_up %d\n", in->redis_up ? 1 : 0);
+    textbuf_printf(&b, "pacer_redis_up %d\n", in->redis_up ? 1 : 0);
     family_head(&b, "pacer_sse_streams", "gauge", "Server-Sent Events streams open now.");
-    sb_printf(&b, "pacer_sse_streams %ld\n", in->sse_streams);
+    textbuf_printf(&b, "pacer_sse_streams %ld\n", in->sse_streams);
     if (in->redis_up) {
         family_head(&b, "pacer_jobs", "gauge", "Jobs by state.");
         for (int s = 0; QUERY_STATES[s]; s++)
-            sb_printf(&b, "pacer_jobs{state=\"%s\"} %ld\n", QUERY_STATES[s], in->states[s]);
+            textbuf_printf(&b, "pacer_jobs{state=\"%s\"} %ld\n", QUERY_STATES[s], in->states[s]);
     }
     if (in->nnodes > 0 && in->restarts) {
         family_head(&b, "pacer_job_restarts", "gauge", "Restarts of the running job so far.");
         for (size_t j = 0; j < in->nnodes; j++) {
             if (prom_escape_label(json_string_value(json_object_get(in->nodes[j], "job")), job, sizeof job) != 0)
                 continue;
-            sb_printf(&b, "pacer_job_restarts{job=\"%s\"} %ld\n", job, in->restarts[j]);
+            textbuf_printf(&b, "pacer_job_restarts{job=\"%s\"} %ld\n", job, in->restarts[j]);
         }
     }
     for (size_t f = 0; f < NRANK_FAMILIES && in->nnodes > 0; f++) {
@@ -185,7 +151,7 @@ char *prom_render(const prom_input_t *in, size_t *len)
                 json_t *v = json_object_get(src, fam->key);
                 if (!json_is_number(v)) continue;
                 snprintf(lab, sizeof lab, "%lld", (long long)json_integer_value(json_object_get(rank, "rank")));
-                sb_printf(&b, "%s{job=\"%s\",rank=\"%s\"} ", fam->name, job, lab);
+                textbuf_printf(&b, "%s{job=\"%s\",rank=\"%s\"} ", fam->name, job, lab);
                 sb_value(&b, json_number_value(v));
             }
         }
@@ -195,7 +161,7 @@ char *prom_render(const prom_input_t *in, size_t *len)
         free(b.p);
         return NULL;
     }
-    if (!b.p) sb_printf(&b, "%s", "");
+    if (!b.p) textbuf_printf(&b, "%s", "");
     *len = b.len;
     return b.p;
 }

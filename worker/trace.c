@@ -2,11 +2,11 @@
 #include "trace.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
+#include "textbuf.h"
 
 int trace_ring_init(trace_ring_t *r)
 {
@@ -70,41 +70,6 @@ double trace_ring_first_wall(const trace_ring_t *r)
     return isfinite(t) ? t + r->wall_minus_mono : t;
 }
 
-/* A growing text (after training only). */
-typedef struct {
-    char *p;
-    size_t len, cap;
-    int oom;
-} text_t;
-
-static void add(text_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add(text_t *b, const char *fmt, ...)
-{
-    if (b->oom) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->oom = 1;
-            return;
-        }
-        if (b->p && b->len + (size_t)n < b->cap) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = b->cap ? b->cap * 2 : 65536;
-        while (cap < b->len + (size_t)n + 1) cap *= 2;
-        char *q = realloc(b->p, cap);
-        if (!q) {
-            b->oom = 1;
-            return;
-        }
-        b->p = q;
-        b->cap = cap;
-    }
-}
 
 /* Microseconds since origin, rounded to the nanosecond: a slice's end and the next
  * slice's start are the same double, so they round alike and never overlap. */
@@ -119,28 +84,29 @@ static const char *event_name(unsigned ev)
 /* label: a JSON-safe name (the caller builds it from the rank and host). */
 char *trace_ring_events(const trace_ring_t *r, int tid, const char *label, double origin_wall)
 {
-    text_t b = {0};
-    add(&b, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"name\":\"", tid);
+    textbuf_t b = {0};
+    textbuf_printf(&b, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"name\":\"", tid);
     for (const char *c = label; *c; c++)
-        if (*c != '"' && *c != '\\' && (unsigned char)*c >= 0x20) add(&b, "%c", *c);
-    add(&b, "\"}},{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"sort_index\":%d}}", tid,
-        tid);
+        if (*c != '"' && *c != '\\' && (unsigned char)*c >= 0x20) textbuf_printf(&b, "%c", *c);
+    textbuf_printf(&b,
+                   "\"}},{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"sort_index\":%d}}",
+                   tid, tid);
     for (uint64_t i = first_kept(r->nslices, TRACE_SLICES); i < r->nslices; i++) {
         const trace_slice_t *s = &r->slices[i % TRACE_SLICES];
         double a = us(s->t0 + r->wall_minus_mono, origin_wall);
         double z = us(s->t0 + s->dur + r->wall_minus_mono, origin_wall);
-        add(&b,
-            ",{\"name\":\"%s\",\"cat\":\"phase\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":1,\"tid\":%d,"
-            "\"args\":{\"step\":%lld}}",
-            PHASE_NAMES[s->phase < 0 || s->phase >= PHASE_N ? PHASE_OTHER : s->phase], a, z - a, tid,
-            (long long)s->step);
+        textbuf_printf(&b,
+                       ",{\"name\":\"%s\",\"cat\":\"phase\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":1,\"tid\":%d,"
+                       "\"args\":{\"step\":%lld}}",
+                       PHASE_NAMES[s->phase < 0 || s->phase >= PHASE_N ? PHASE_OTHER : s->phase], a, z - a, tid,
+                       (long long)s->step);
     }
     for (uint64_t i = first_kept(r->ninst, TRACE_INSTANTS); i < r->ninst; i++) {
         const trace_instant_t *e = &r->inst[i % TRACE_INSTANTS];
-        add(&b,
-            ",{\"name\":\"%s\",\"cat\":\"event\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":1,\"tid\":%d,"
-            "\"args\":{\"step\":%lld}}",
-            event_name(e->ev), us(e->t + r->wall_minus_mono, origin_wall), tid, (long long)e->step);
+        textbuf_printf(&b,
+                       ",{\"name\":\"%s\",\"cat\":\"event\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":1,\"tid\":%d,"
+                       "\"args\":{\"step\":%lld}}",
+                       event_name(e->ev), us(e->t + r->wall_minus_mono, origin_wall), tid, (long long)e->step);
     }
     if (b.oom) {
         free(b.p);

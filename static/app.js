@@ -606,7 +606,7 @@
         s.events++;
         if (stage(ev.state) >= stage(s.eventState)) s.eventState = ev.state;
         if (s.job) { s.job.state = ev.state; if (ev.reason !== undefined) s.job.reason = ev.reason; }
-        if (FINAL.includes(ev.state)) { s.finished = true; s.finalState = ev.state; es.close(); loadJob(); loadNodes(); }
+        if (FINAL.includes(ev.state)) { s.finished = true; es.close(); loadJob(); loadNodes(); }
         else if (!ev.snapshot) loadJob();
         s.dirty = true;
       },

@@ -9,7 +9,7 @@ typedef struct {
     char *p;    /* NUL-terminated once anything was appended; the caller frees it */
     size_t len; /* bytes before the NUL */
     size_t cap;
-    int oom;    /* an allocation failed: later appends do nothing; free p and give up */
+    int oom; /* an allocation failed: later appends do nothing; free p and give up */
 } textbuf_t;
 
 /* Appends the formatted text, doubling the buffer (from 4 KiB) as needed. */

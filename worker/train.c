@@ -983,6 +983,9 @@ long worker_train_samples(json_t *per_rank)
     return n;
 }
 
+/* json_finite_or_null V - V as a JSON number, or null when it is NaN or infinite. */
+static json_t *json_finite_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
 int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, char *err, size_t errlen)
 {
     const job_spec_t *s = w->spec;
@@ -997,17 +1000,21 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
         double p = json_real_value(json_object_get(r, "peak_rss_mb"));
         if (p > peak) peak = p;
     }
-    json_t *root =
-        json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:f, s:f, s:i, s:f, s:f, s:f, s:f, s:I, s:f, s:f, s:O}", "name",
-                  s->name, "model", s->model, "dataset", s->dataset.name, "algorithm", s->algorithm.name, "workers",
-                  s->workers, "epochs", s->epochs, "steps", (json_int_t)w->global_step, "train_loss",
-                  (double)w->train_loss, "train_loss_running", (double)w->train_loss_running, "train_loss_samples",
-                  w->train.n < TRAIN_LOSS_SAMPLES ? w->train.n : TRAIN_LOSS_SAMPLES, "test_loss", (double)w->test_loss,
-                  "test_accuracy", (double)w->test_accuracy, "wall_s", w->wall_s, "train_s", w->loop_s, "train_samples",
-                  (json_int_t)train_samples, "train_samples_per_s",
-                  w->loop_s > 0 ? (double)train_samples / w->loop_s : 0.0, "peak_rss_mb", peak, "per_rank", per_rank);
+    /* A run that diverged has NaN or infinite losses, which JSON cannot hold (jansson
+     * refuses them): they are written as null, and "diverged" says why. */
+    int diverged = !isfinite(w->train_loss) || !isfinite(w->train_loss_running) || !isfinite(w->test_loss) ||
+                   !isfinite(w->test_accuracy);
+    json_t *root = json_pack(
+        "{s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:o, s:o, s:i, s:o, s:o, s:b, s:f, s:f, s:I, s:f, s:f, s:O}", "name",
+        s->name, "model", s->model, "dataset", s->dataset.name, "algorithm", s->algorithm.name, "workers", s->workers,
+        "epochs", s->epochs, "steps", (json_int_t)w->global_step, "train_loss", json_finite_or_null(w->train_loss),
+        "train_loss_running", json_finite_or_null(w->train_loss_running), "train_loss_samples",
+        w->train.n < TRAIN_LOSS_SAMPLES ? w->train.n : TRAIN_LOSS_SAMPLES, "test_loss",
+        json_finite_or_null(w->test_loss), "test_accuracy", json_finite_or_null(w->test_accuracy), "diverged", diverged,
+        "wall_s", w->wall_s, "train_s", w->loop_s, "train_samples", (json_int_t)train_samples, "train_samples_per_s",
+        w->loop_s > 0 ? (double)train_samples / w->loop_s : 0.0, "peak_rss_mb", peak, "per_rank", per_rank);
     if (!root) {
-        snprintf(err, errlen, "summary: out of memory");
+        snprintf(err, errlen, "summary: cannot build the JSON (a non-finite figure, or out of memory)");
         return -1;
     }
     /* The job's staleness is rank 0's (this rank's): the parameter server records every

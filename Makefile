@@ -210,6 +210,14 @@ $(BUILD)/pacer-worker: $(call obj,worker/main.c) $(LIBWORKER) $(LIBMODEL) $(LIBK
 $(BUILD)/libpacer_cuda.so: $(CUDA_OBJ)
 	$(CC) -shared -Wl,-soname,libpacer_cuda.so -Wl,-Bsymbolic -Wl,-z,defs $^ -o $@ $(CUDA_LIBS)
 
+# The two objects compiled differently with and without CUDA are remade when WITH_CUDA
+# changes (a CPU-only test_cuda_parity.o left behind by an earlier build would otherwise
+# be linked into a CUDA build and skip every parity test).
+$(BUILD)/obj/tests/unit/test_cuda_parity.o $(BUILD)/obj/bench/gpu_bench.o: $(BUILD)/cudaflags
+$(BUILD)/cudaflags: FORCE
+	@mkdir -p $(dir $@)
+	@echo 'WITH_CUDA=$(WITH_CUDA)' | cmp -s - $@ || echo 'WITH_CUDA=$(WITH_CUDA)' > $@
+
 ifeq ($(WITH_CUDA),yes)
 CUDA_USERS := $(BUILD)/tests/test_cuda_parity $(BUILD)/bench/gpu_bench
 $(CUDA_USERS): $(CUDA_SO)
@@ -235,8 +243,8 @@ $(BUILD)/tests/fakecuda/libcuda.so.1: tests/fakecuda/libcuda.c
 $(BUILD)/pacer-coordinator: $(call obj,daemon/main.c) $(LIBHTTP) $(LIBCOORD) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) $< -o $@ $(COORD_LIBS)
 
-$(BUILD)/pacer: $(call obj,$(CLI_SRC)) $(LIBCLI)
-	$(CC) $(LDFLAGS) $(call obj,$(CLI_SRC)) -o $@ $(LIBCLI) -lcurl -ljansson -lm
+$(BUILD)/pacer: $(call obj,$(CLI_SRC)) $(LIBCLI) $(LIBCOMMON)
+	$(CC) $(LDFLAGS) $(call obj,$(CLI_SRC)) -o $@ $(LIBCLI) $(LIBCOMMON) -lcurl -ljansson -lm
 
 # Unit tests link everything; a test that needs the coordinator pulls it from its archive.
 $(BUILD)/tests/%: $(call obj,tests/unit/%.c) $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON) $(LIBHTTP) $(LIBCOORD) $(LIBCLI)

@@ -23,6 +23,7 @@
 #include "auth.h"
 #include "clock.h"
 #include "coordinator.h"
+#include "numarg.h"
 #include "server.h"
 #include "version.h"
 
@@ -431,15 +432,9 @@ static int cmd_cluster(coordinator_t *c, char **args, const cli_t *o)
 
 static int parse_num(const char *opt, const char *s, double min, double *out)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || *end || end == s || !(v >= min && v <= NUM_OPT_MAX)) {
-        fprintf(stderr, "pacer-coordinator: --%s: '%s' is not a number between %g and %.0f\n", opt, s, min, NUM_OPT_MAX);
-        return -1;
-    }
-    *out = v;
-    return 0;
+    if (numarg_double(s, min, NUM_OPT_MAX, out) == 0) return 0;
+    fprintf(stderr, "pacer-coordinator: --%s: '%s' is not a number between %g and %.0f\n", opt, s, min, NUM_OPT_MAX);
+    return -1;
 }
 
 static int run_daemon(const cli_t *o)

@@ -15,6 +15,7 @@
 #include "benchmark.h"
 #include "comm.h"
 #include "emulate.h"
+#include "numarg.h"
 #include "redis_report.h"
 #include "sim.h"
 #include "spec.h"
@@ -119,6 +120,21 @@ static void version(void)
     printf("cuda driver: %s\n", info);
 }
 
+/* Bounds of the numeric test and benchmark options (a garbage or out-of-range value is an
+ * error, never a silent 0: see common/numarg.h). */
+#define STOP_AFTER_MAX 1000000000L
+#define HPSGD_ROUND_MAX 1000000L
+#define TIME_BUDGET_MIN 1e-3
+#define TIME_BUDGET_MAX 1e9
+
+/* bad_number OPT VALUE WHAT LO HI - the worker's one message for a numeric option out of
+ * shape ("--world x: must be a process count from 1 to 257"). */
+static int bad_number(const char *opt, const char *value, const char *what, double lo, double hi)
+{
+    fprintf(stderr, "pacer-worker: --%s %s: must be %s from %g to %g\n", opt, value, what, lo, hi);
+    return 2;
+}
+
 static int run(const char *spec_path, const char *summary_path, const char *metrics_path, int resume,
                const char *resume_from, const train_opts_t *opts);
 static const char *g_redis_url, *g_job_id; /* --redis, --job */
@@ -142,34 +158,37 @@ int main(int argc, char **argv)
         case 'D': g_redis_url = optarg; break;
         case 'J': g_job_id = optarg; break;
         case 'A': g_redis_password_file = optarg; break;
-        case 'b': {
-            char *end;
-            bench_steps = strtol(optarg, &end, 10);
-            if (end == optarg || *end || bench_steps < 1 || bench_steps > BENCHMARK_MAX_STEPS) {
-                fprintf(stderr, "pacer-worker: --benchmark %s: must be 1 to %d steps\n", optarg, BENCHMARK_MAX_STEPS);
-                return 2;
-            }
+        case 'b':
+            if (numarg_long(optarg, 1, BENCHMARK_MAX_STEPS, &bench_steps))
+                return bad_number("benchmark", optarg, "a step count", 1, BENCHMARK_MAX_STEPS);
             break;
-        }
         case 'w': {
-            char *end;
-            long n = strtol(optarg, &end, 10);
-            if (end == optarg || *end || n < 1 || n > SPEC_MAX_WORKERS + 1) {
-                fprintf(stderr, "pacer-worker: --world %s: must be a process count between 1 and %d\n", optarg,
-                        SPEC_MAX_WORKERS + 1);
-                return 2;
-            }
+            long n;
+            if (numarg_long(optarg, 1, SPEC_MAX_WORKERS + 1, &n))
+                return bad_number("world", optarg, "a process count", 1, SPEC_MAX_WORKERS + 1);
             g_world = (int)n;
             break;
         }
         case 'r': resume = 1; break;
         case 'R': resume_from = optarg; break;
-        case 'S': opts.stop_after_steps = strtol(optarg, NULL, 10); break;
+        case 'S':
+            if (numarg_long(optarg, 1, STOP_AFTER_MAX, &opts.stop_after_steps))
+                return bad_number("stop-after-steps", optarg, "a global step", 1, STOP_AFTER_MAX);
+            break;
         case 'B': opts.batch_plan = optarg; break;
         case 'P': opts.ps_round_robin = 1; break;
-        case 'T': opts.time_budget_s = strtod(optarg, NULL); break;
+        case 'T':
+            if (numarg_double(optarg, TIME_BUDGET_MIN, TIME_BUDGET_MAX, &opts.time_budget_s))
+                return bad_number("time-budget", optarg, "a time in seconds", TIME_BUDGET_MIN, TIME_BUDGET_MAX);
+            break;
         case 'K': opts.comm_baseline = 1; break;
-        case 'H': opts.hpsgd_round_steps = (int)strtol(optarg, NULL, 10); break;
+        case 'H': {
+            long n;
+            if (numarg_long(optarg, 1, HPSGD_ROUND_MAX, &n))
+                return bad_number("hpsgd-round-steps", optarg, "a step count", 1, HPSGD_ROUND_MAX);
+            opts.hpsgd_round_steps = (int)n;
+            break;
+        }
         case 'W': opts.weight_digest = optarg; break;
         case 'X': g_trace_path = optarg; break;
         case 'V': version(); return 0;

@@ -178,6 +178,7 @@
       draw();
     });
     $('#cmp-ma').addEventListener('change', draw);
+    $('#cmp-only-diff').addEventListener('change', () => $('#cmp-specs').classList.toggle('only-diff', $('#cmp-only-diff').checked));
     const resize = new ResizeObserver(() => {
       for (const [name, u] of Object.entries(s.charts)) {
         const box = $('[data-cmp="' + name + '"] .plot');

@@ -173,6 +173,14 @@ try {
   const hist = await page.evaluate(() => ({ h: window.pacer.history(), sps: window.pacer.points('sps') }));
   check(hist.h.records > 0 && hist.h.points === 1000 && hist.h.series.loss.every((s) => s.t.length <= 1000),
     'the reopened page drew the history: ' + hist.h.records + ' records, at most ' + hist.h.points + ' points per series');
+  await page.waitForFunction(() => document.querySelectorAll('#breakdown .breakdown-row').length === 2, null, { timeout: 10000 });
+  check(true, 'the reopened page fills the time breakdown from the newest records');
+  // Hovering a chart shows every rank's value there in the legend.
+  const over = await (await page.$('[data-chart="loss"] .u-over')).boundingBox();
+  await page.mouse.move(over.x + over.width * 0.6, over.y + over.height / 2);
+  const shown = await page.$$eval('[data-chart="loss"] .u-legend .u-series .u-value', (v) => v.map((x) => x.textContent));
+  check(shown.length === 3 && shown.every((v) => v !== '–' && v !== '' && !Number.isNaN(Number(v))),
+    'hovering the loss chart shows t and both ranks\' values: ' + JSON.stringify(shown));
 
   // ---- the job list
   await page.goto(base + '/#/');
@@ -219,6 +227,8 @@ try {
       wall: window.pacer.job().summary && window.pacer.job().summary.simulated_wall_s }));
     check(sj.state === 'SUCCEEDED', 'the simulated job ' + sid + ' shows ' + sj.state);
     check(await page.isVisible('#job-sim'), 'the job page marks it simulated');
+    const srv = await page.evaluate(() => ({ sps: window.pacer.points('sps').length, st: window.pacer.points('st_mean').length }));
+    check(srv.sps === 4 && srv.st === 4, 'the parameter server is left out of the worker-only charts: ' + JSON.stringify(srv));
     check(sj.clock === 'simulated' && sj.tmax > 0 && sj.tmax <= sj.wall + 0.001,
       'its charts run on the simulated clock (last point ' + sj.tmax + ' s of ' + sj.wall + ' simulated s)');
     check(await page.evaluate(() => window.pacer.xlabel()) === 'simulated seconds since start', 'the time axis says simulated seconds');
@@ -248,6 +258,9 @@ try {
   for (const k of ['name', 'epochs', 'workers', 'algorithm.name', 'dataset.train_subset'])
     check(cmp.diffs.includes(k) && await page.$(`#cmp-specs tr.diff[data-key="${k}"]`) !== null, 'the differing field ' + k + ' is highlighted');
   check(await page.$('#cmp-specs tr[data-key="model"]:not(.diff)') !== null && !cmp.diffs.includes('model'), 'the same model is not highlighted');
+  await page.check('#cmp-only-diff');
+  check(!(await page.isVisible('#cmp-specs tr[data-key="model"]')) && await page.isVisible('#cmp-specs tr[data-key="epochs"]'),
+    'only the fields that differ, on request');
   await page.selectOption('#cmp-x', 'epoch');
   await page.waitForFunction(() => window.pacer.compare.xkind() === 'epoch', null, { timeout: 5000 });
   const ex = await page.evaluate(() => ({ loss: window.pacer.compare.xmax('loss'), acc: window.pacer.compare.xmax('acc') }));

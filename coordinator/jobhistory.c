@@ -268,16 +268,56 @@ static int edge(const redisReply *r, double *t, char *id, size_t len)
     return 1;
 }
 
+/* Reads stream key in pages of HISTORY_PAGE from its start up to the entry id `last`, at
+ * most `max` entries, into h; with a finite `before`, only records earlier than it. *next
+ * becomes the id of the last entry read; *total counts the entries. 0, or -1 when Redis
+ * failed (*broken: the connection is unusable). */
+static int read_stream(redisContext *rc, const char *key, const char *last, long max, double before, history_t *h,
+                       char *next, size_t nlen, long *total, int *broken)
+{
+    char start[72];
+    snprintf(start, sizeof start, "-");
+    *total = 0;
+    while (*total < max) {
+        redisReply *r = redisCommand(rc, "XRANGE %s %s %s COUNT %d", key, start, last, HISTORY_PAGE);
+        if (!r || r->type != REDIS_REPLY_ARRAY) {
+            *broken = !r;
+            if (r) freeReplyObject(r);
+            return -1;
+        }
+        for (size_t k = 0; k < r->elements; k++) {
+            const redisReply *e = r->element[k];
+            if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 || !reply_str(e->element[0])) continue;
+            snprintf(next, nlen, "%s", reply_str(e->element[0]));
+            const redisReply *f = e->element[1];
+            for (size_t i = 0; f->type == REDIS_REPLY_ARRAY && i + 1 < f->elements; i += 2) {
+                const char *name = reply_str(f->element[i]), *val = reply_str(f->element[i + 1]);
+                if (!name || !val || strcmp(name, "json") != 0) continue;
+                json_t *o = json_loads(val, 0, NULL);
+                if (!isfinite(before) || num(o, "time") < before) history_add(h, o);
+                json_decref(o);
+            }
+        }
+        *total += (long)r->elements;
+        int done = r->elements < HISTORY_PAGE || strcmp(next, last) == 0;
+        freeReplyObject(r);
+        if (done) break;
+        snprintf(start, sizeof start, "(%s", next);
+    }
+    return 0;
+}
+
 int coord_history(coordinator_t *c, const char *id, long points, json_t **out)
 {
     *out = NULL;
     if (!job_id_valid(id)) return COORD_ENOTFOUND;
-    char err[256], key[160], first[64] = "", last[64] = "", next[64] = "0";
+    char err[256], key[160], ckey[160], first[64] = "", last[64] = "", cfirst[64] = "", clast[64] = "";
+    char next[64] = "0", cnext[64] = "0";
     redisContext *rc = jobstore_pool_get(c->pool, err, sizeof err);
     if (!rc) return COORD_EUNAVAIL;
     int code = COORD_EUNAVAIL, broken = 0;
     history_t *h = NULL;
-    redisReply *a = NULL, *z = NULL, *r = NULL;
+    redisReply *a = NULL, *z = NULL, *ca = NULL, *cz = NULL, *r = NULL;
     snprintf(key, sizeof key, KEY_JOB, id);
     r = redisCommand(rc, "HMGET %s state world workers", key);
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3) {
@@ -295,50 +335,37 @@ int coord_history(coordinator_t *c, const char *id, long points, json_t **out)
     if (workers + 1 > world) world = workers + 1;
     freeReplyObject(r);
     r = NULL;
+    /* The full stream (the newest records) and the coarse one (the whole run, thinned:
+     * worker/redis_report.h), each up to its newest entry now. */
     snprintf(key, sizeof key, KEY_JOB_METRICS, id);
+    snprintf(ckey, sizeof ckey, KEY_JOB_METRICS_COARSE, id);
     a = redisCommand(rc, "XRANGE %s - + COUNT 1", key);
     z = redisCommand(rc, "XREVRANGE %s + - COUNT 1", key);
-    if (!a || !z || a->type != REDIS_REPLY_ARRAY || z->type != REDIS_REPLY_ARRAY) {
-        broken = !a || !z;
+    ca = redisCommand(rc, "XRANGE %s - + COUNT 1", ckey);
+    cz = redisCommand(rc, "XREVRANGE %s + - COUNT 1", ckey);
+    if (!a || !z || !ca || !cz || a->type != REDIS_REPLY_ARRAY || z->type != REDIS_REPLY_ARRAY ||
+        ca->type != REDIS_REPLY_ARRAY || cz->type != REDIS_REPLY_ARRAY) {
+        broken = !a || !z || !ca || !cz;
         goto out;
     }
-    double t0 = NAN, t1 = NAN;
+    double t0 = NAN, t1 = NAN, c0 = NAN, c1 = NAN;
     int have = edge(a, &t0, first, sizeof first) && edge(z, &t1, last, sizeof last);
-    h = history_new(points, t0, t1, (int)(world < 1 ? 1 : world > HISTORY_RANKS_MAX ? HISTORY_RANKS_MAX : world));
+    int chave = edge(ca, &c0, cfirst, sizeof cfirst) && edge(cz, &c1, clast, sizeof clast);
+    /* The coarse stream adds what the full one has trimmed: its records before the full
+     * stream's first. */
+    int ccount = chave && (!have || !(c0 >= t0));
+    double from = ccount ? c0 : t0, to = have ? t1 : c1;
+    h = history_new(points, from, to, (int)(world < 1 ? 1 : world > HISTORY_RANKS_MAX ? HISTORY_RANKS_MAX : world));
     if (!h) {
         code = COORD_EINTERNAL;
         goto out;
     }
-    /* Pages of HISTORY_PAGE up to the newest entry when the request began. */
-    char start[72];
-    snprintf(start, sizeof start, "-");
-    long total = 0;
-    while (have && total < HISTORY_ENTRIES_MAX) {
-        r = redisCommand(rc, "XRANGE %s %s %s COUNT %d", key, start, last, HISTORY_PAGE);
-        if (!r || r->type != REDIS_REPLY_ARRAY) {
-            broken = !r;
-            goto out;
-        }
-        for (size_t k = 0; k < r->elements; k++) {
-            const redisReply *e = r->element[k];
-            if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 || !reply_str(e->element[0])) continue;
-            snprintf(next, sizeof next, "%s", reply_str(e->element[0]));
-            const redisReply *f = e->element[1];
-            for (size_t i = 0; f->type == REDIS_REPLY_ARRAY && i + 1 < f->elements; i += 2) {
-                const char *name = reply_str(f->element[i]), *val = reply_str(f->element[i + 1]);
-                if (!name || !val || strcmp(name, "json") != 0) continue;
-                json_t *o = json_loads(val, 0, NULL);
-                history_add(h, o);
-                json_decref(o);
-            }
-        }
-        total += (long)r->elements;
-        int done = r->elements < HISTORY_PAGE || strcmp(next, last) == 0;
-        freeReplyObject(r);
-        r = NULL;
-        if (done) break;
-        snprintf(start, sizeof start, "(%s", next);
-    }
+    long ctotal = 0, total = 0;
+    if (ccount && read_stream(rc, ckey, clast, HISTORY_COARSE_MAX, have ? t0 : NAN, h, cnext, sizeof cnext, &ctotal,
+                              &broken) != 0)
+        goto out;
+    if (have && read_stream(rc, key, last, HISTORY_ENTRIES_MAX, NAN, h, next, sizeof next, &total, &broken) != 0)
+        goto out;
     json_t *body = history_json(h);
     if (!body) {
         code = COORD_EINTERNAL;
@@ -346,13 +373,17 @@ int coord_history(coordinator_t *c, const char *id, long points, json_t **out)
     }
     json_object_set_new(body, "job", json_string(id));
     json_object_set_new(body, "next", json_string(next));
-    json_object_set_new(body, "truncated", json_boolean(total >= HISTORY_ENTRIES_MAX && strcmp(next, last) != 0));
+    json_object_set_new(body, "truncated",
+                        json_boolean((total >= HISTORY_ENTRIES_MAX && strcmp(next, last) != 0) ||
+                                     (ctotal >= HISTORY_COARSE_MAX && strcmp(cnext, clast) != 0)));
     *out = body;
     code = COORD_OK;
 out:
     if (r) freeReplyObject(r);
     if (a) freeReplyObject(a);
     if (z) freeReplyObject(z);
+    if (ca) freeReplyObject(ca);
+    if (cz) freeReplyObject(cz);
     history_free(h);
     jobstore_pool_put(c->pool, rc, broken);
     return code;

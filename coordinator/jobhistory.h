@@ -1,7 +1,9 @@
 /* coordinator/jobhistory.h - GET /api/v1/jobs/{id}/history (issue 15): a job's metric
  * history, downsampled so that a long job's charts stay light, built from the metrics
- * records its ranks report (docs/REDIS.md, the job's stream; the whole run while the
- * stream holds it: it keeps the newest ~20000 records).
+ * records its ranks report (docs/REDIS.md): the job's full stream holds the newest
+ * ~20000 records; what it has trimmed comes from the coarse stream, which keeps the whole
+ * run thinned (every record of a rank's first 1024 steps, then 512 per doubling of the
+ * step count: worker/redis_report.h), so the history always starts at the run's start.
  *
  * Downsampling: the records' time range [from, to] is cut into (points - 2) / 2 equal
  * buckets; per series (one metric of one rank), each bucket keeps its minimum and its
@@ -16,9 +18,10 @@
  * the compare view can put jobs side by side against time, samples or epochs. "accuracy"
  * lists the test evaluations (epoch and final records).
  *
- * Bounded work: the stream is read in pages of HISTORY_PAGE entries, at most
- * HISTORY_ENTRIES_MAX entries in all, up to the newest entry when the request began
- * ("next": what a live view appends after).
+ * Bounded work: the streams are read in pages of HISTORY_PAGE entries, at most
+ * HISTORY_COARSE_MAX of the coarse stream (its records older than the full stream's
+ * first) and HISTORY_ENTRIES_MAX of the full one, each up to its newest entry when the
+ * request began ("next": the full stream's last id, what a live view appends after).
  */
 #ifndef PACER_COORD_HISTORY_H
 #define PACER_COORD_HISTORY_H
@@ -31,7 +34,8 @@
 #define HISTORY_POINTS_MIN 10
 #define HISTORY_POINTS_MAX 5000
 #define HISTORY_PAGE 2000
-#define HISTORY_ENTRIES_MAX 25000
+#define HISTORY_ENTRIES_MAX 25000 /* of the full stream */
+#define HISTORY_COARSE_MAX 50000  /* of the coarse stream */
 #define HISTORY_RANKS_MAX 1024
 #define HISTORY_CELLS_MAX 200000
 #define HISTORY_ACC_MAX 5000

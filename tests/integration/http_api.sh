@@ -226,6 +226,18 @@ for bad in 9 5001 abc -1; do
     problem invalid-parameter parameter points
 done
 echo "ok: history of $id: at most 10 points per series over the whole run ($nrec records), all of them at 5000; bad points are 400s"
+# What the full stream has trimmed comes from the coarse one (worker/redis_report.h): a
+# short job's coarse stream holds every record; with the full stream cut to its newest
+# half by hand, the history still starts at the run's first record.
+rcli() { redis-cli -s "$STATE/redis.sock" "$@"; }
+[ "$(rcli XLEN "pacer:job:$id:metrics:coarse")" = "$nrec" ] || fail "the coarse stream of $id lacks some of its $nrec records"
+rcli XTRIM "pacer:job:$id:metrics" MAXLEN $((nrec / 2)) >/dev/null
+expect 200 GET "/api/v1/jobs/$id/history?points=5000"
+jq -e --slurpfile s "$TMP/steps.json" --argjson n "$nrec" '
+    .records >= $n - 2 and .records <= $n and (([.series.loss[].t[0]] | min) - $s[0].a | fabs) < 1e-6 and
+    ([.series.loss[].t | length] | add) == $s[0].n' "$TMP/body" >/dev/null ||
+    { jq -c '{records, from, n: [.series.loss[] | .t | length]}' "$TMP/body"; fail "history after the trim lost the run's start"; }
+echo "ok: the coarse stream holds all $nrec records of $id; with the full stream trimmed, the history still covers the run"
 expect 200 GET "/api/v1/jobs/$id/logs?tail=3"
 jq -r .text "$TMP/body" | grep -q "final test_accuracy" || fail "logs ?tail=3 lacks the final line"
 expect 200 GET "/api/v1/jobs/$id/logs?offset=0&limit=100"

@@ -220,8 +220,9 @@ try {
     const sid = page.url().split('/').pop();
     await page.waitForFunction(() => {
       const j = window.pacer && window.pacer.job();
+      // (the state event can come before the job's answer with its summary: both awaited)
       return j && ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(j.state) && document.querySelector('#job-state').textContent === j.state &&
-        window.pacer.points('loss').length === 5 && window.pacer.points('loss').every((n) => n > 0);
+        (j.state !== 'SUCCEEDED' || j.summary) && window.pacer.points('loss').length === 5 && window.pacer.points('loss').every((n) => n > 0);
     }, null, { timeout: 120000, polling: 500 });
     const sj = await page.evaluate(() => ({ state: window.pacer.job().state, clock: window.pacer.clock(), tmax: window.pacer.tmax(),
       wall: window.pacer.job().summary && window.pacer.job().summary.simulated_wall_s }));

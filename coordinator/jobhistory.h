@@ -2,7 +2,7 @@
  * history, downsampled so that a long job's charts stay light, built from the metrics
  * records its ranks report (docs/REDIS.md): the job's full stream holds the newest
  * ~20000 records; what it has trimmed comes from the coarse stream, which keeps the whole
- * run thinned (every record of a rank's first 1024 steps, then 512 per doubling of the
+ * run thinned (every record of a rank's first 512 steps, then 256 per doubling of the
  * step count: worker/redis_report.h), so the history always starts at the run's start.
  *
  * Downsampling: the records' time range [from, to] is cut into (points - 2) / 2 equal
@@ -35,7 +35,7 @@
 #define HISTORY_POINTS_MAX 5000
 #define HISTORY_PAGE 2000
 #define HISTORY_ENTRIES_MAX 25000 /* of the full stream */
-#define HISTORY_COARSE_MAX 50000  /* of the coarse stream */
+#define HISTORY_COARSE_MAX 32000  /* of the coarse stream */
 #define HISTORY_RANKS_MAX 1024
 #define HISTORY_CELLS_MAX 200000
 #define HISTORY_ACC_MAX 5000

@@ -35,10 +35,11 @@
  * start: every epoch and final record, and the step records whose step is a multiple of
  * k, k = 1 below 2 x REDIS_REPORT_COARSE_BASE steps and doubling with every doubling of
  * the step count after, so a rank adds REDIS_REPORT_COARSE_BASE records per doubling:
- * about 512 x (2 + log2(steps / 1024)), some 6600 for a million steps. Best effort: an
+ * about 256 x (2 + log2(steps / 512)), some 3300 for a million steps, so the stream
+ * (MAXLEN ~30000, ~20 MiB at most) holds the whole million-step run of 9 ranks. Best effort: an
  * entry whose reply a lost connection cut is not resent there. */
-#define REDIS_REPORT_COARSE_BASE 512
-#define REDIS_REPORT_COARSE_MAXLEN 50000
+#define REDIS_REPORT_COARSE_BASE 256
+#define REDIS_REPORT_COARSE_MAXLEN 30000
 /* Pure: whether a record of this kind (METRICS_STEP, ...) and step goes to the coarse
  * stream too. */
 int redis_report_coarse_keep(metrics_kind_t kind, int64_t step);

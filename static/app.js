@@ -394,7 +394,7 @@
   function jobView(id) {
     mount('tpl-job');
     const s = {
-      job: null, ranks: [], roles: {}, t0: null, t: [], cols: {}, dirty: false, charts: {}, acc: new Map(),
+      job: null, ranks: [], roles: {}, t0: null, dirty: false, charts: {}, acc: new Map(),
       last: {}, lastEvent: 0, events: 0, finished: false, plan: null, simClock: false,
       // history.js: the stores, the history's stream cursor, live records since it, smoothing
       stores: {}, next: null, live: [], appended: 0, reloading: false, lastReload: 0, reloads: 0, ma: 0,
@@ -523,7 +523,6 @@
         for (const [sid, rec] of pending) liveRecord(rec, sid, s.reloads > 0);
         s.reloads++;
         s.dirty = true;
-
       } catch (e) {
         if (s.next === null) { s.next = '0'; const p = s.live; s.live = []; for (const [sid, rec] of p) liveRecord(rec, sid); }
       } finally {

@@ -178,8 +178,11 @@ try {
   // Hovering a chart shows every rank's value there in the legend.
   const over = await (await page.$('[data-chart="loss"] .u-over')).boundingBox();
   await page.mouse.move(over.x + over.width * 0.6, over.y + over.height / 2);
-  const shown = await page.$$eval('[data-chart="loss"] .u-legend .u-series .u-value', (v) => v.map((x) => x.textContent));
-  check(shown.length === 3 && shown.every((v) => v !== '–' && v !== '' && !Number.isNaN(Number(v))),
+  const shown = await page.waitForFunction(() => {
+    const v = [...document.querySelectorAll('[data-chart="loss"] .u-legend .u-series .u-value')].map((x) => x.textContent);
+    return v.length === 3 && v.every((x) => x !== '–' && x !== '' && !Number.isNaN(Number(x))) ? v : false;
+  }, null, { timeout: 5000, polling: 100 }).then((h) => h.jsonValue()).catch(() => []);
+  check(shown.length === 3,
     'hovering the loss chart shows t and both ranks\' values: ' + JSON.stringify(shown));
 
   // ---- the job list

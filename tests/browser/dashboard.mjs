@@ -165,6 +165,7 @@ try {
       epochs: 2, batch_size: 32, workers: 1, seed: 3, algorithm: { name: 'sgd' }, optimizer: { lr: 0.05, momentum: 0.9 } }) })).json();
   check(/^j-[0-9]+$/.test(short.id), 'submitted a short job to compare with: ' + short.id);
 
+  const tReopen = Date.now();
   // Opened again, the page draws the whole run from the server's downsampled history
   // (GET /api/v1/jobs/{id}/history), from its first seconds to its last record.
   await page.reload();
@@ -184,6 +185,7 @@ try {
   }, null, { timeout: 5000, polling: 100 }).then((h) => h.jsonValue()).catch(() => []);
   check(shown.length === 3,
     'hovering the loss chart shows t and both ranks\' values: ' + JSON.stringify(shown));
+  console.log('(the reopened page took ' + ((Date.now() - tReopen) / 1000).toFixed(1) + ' s)');
 
   // ---- the job list
   await page.goto(base + '/#/');
@@ -242,6 +244,7 @@ try {
   }
 
   // ---- the compare view: the cancelled job and the short one, picked in the job list
+  const tCompare = Date.now();
   const done = async (jid) => (await (await fetch(base + '/api/v1/jobs/' + jid)).json()).state;
   for (let k = 0; k < 240 && !['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(await done(short.id)); k++) await page.waitForTimeout(250);
   check(await done(short.id) === 'SUCCEEDED', 'the short job ' + short.id + ' SUCCEEDED');
@@ -276,7 +279,7 @@ try {
   await page.selectOption('#cmp-x', 'time');
   await page.waitForTimeout(300);
   await page.screenshot({ path: beside('compare.png'), fullPage: true });
-  console.log('screenshot: ' + beside('compare.png'));
+  console.log('screenshot: ' + beside('compare.png') + ' (the compare view took ' + ((Date.now() - tCompare) / 1000).toFixed(1) + ' s)');
 
   check(errors.length === 0, 'no errors in the page' + (errors.length ? ': ' + errors.join('; ') : ''));
   await context.close();

@@ -2,6 +2,7 @@
 #include "jobhistory.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -307,6 +308,56 @@ static int read_stream(redisContext *rc, const char *key, const char *last, long
     return 0;
 }
 
+/* Answers reused: a job's history changes only when its streams do (appended: the last
+ * id moves; trimmed: the first one does), so an answer is kept with the four stream
+ * edges and the points it was built for, and reused while they are what they were (a
+ * finished job's never change: reopened pages and the compare view cost one round trip).
+ * HISTORY_CACHE answers, the least recently used replaced; only answers of at most
+ * HISTORY_CACHE_POINTS points per series (the dashboard's 1000) are kept. Shared by
+ * reference and never modified (jansson allows concurrent reads). */
+#define HISTORY_CACHE 8
+#define HISTORY_CACHE_POINTS 1000
+static struct {
+    char key[400];
+    json_t *body;
+    unsigned long used;
+} cache[HISTORY_CACHE];
+static unsigned long cache_clock;
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static json_t *cache_get(const char *key)
+{
+    json_t *hit = NULL;
+    pthread_mutex_lock(&cache_lock);
+    for (int i = 0; i < HISTORY_CACHE && !hit; i++)
+        if (cache[i].body && strcmp(cache[i].key, key) == 0) {
+            cache[i].used = ++cache_clock;
+            hit = json_incref(cache[i].body);
+        }
+    pthread_mutex_unlock(&cache_lock);
+    return hit;
+}
+
+static void cache_put(const char *key, json_t *body)
+{
+    pthread_mutex_lock(&cache_lock);
+    /* The same key (two requests missed at once), else an empty slot, else the least
+     * recently used. */
+    int v = 0;
+    for (int i = 0; i < HISTORY_CACHE; i++) {
+        if (cache[i].body && strcmp(cache[i].key, key) == 0) {
+            v = i;
+            break;
+        }
+        if (cache[v].body && (!cache[i].body || cache[i].used < cache[v].used)) v = i;
+    }
+    json_decref(cache[v].body);
+    snprintf(cache[v].key, sizeof cache[v].key, "%s", key);
+    cache[v].body = json_incref(body);
+    cache[v].used = ++cache_clock;
+    pthread_mutex_unlock(&cache_lock);
+}
+
 int coord_history(coordinator_t *c, const char *id, long points, json_t **out)
 {
     *out = NULL;
@@ -354,6 +405,13 @@ int coord_history(coordinator_t *c, const char *id, long points, json_t **out)
     /* The coarse stream adds what the full one has trimmed: its records before the full
      * stream's first. */
     int ccount = chave && (!have || !(c0 >= t0));
+    char ckey_s[400];
+    snprintf(ckey_s, sizeof ckey_s, "%s %ld %s %s %s %s", id, points, have ? first : "-", have ? last : "-",
+             chave ? cfirst : "-", chave ? clast : "-");
+    if ((*out = cache_get(ckey_s)) != NULL) {
+        code = COORD_OK;
+        goto out;
+    }
     double from = ccount ? c0 : t0, to = have ? t1 : c1;
     h = history_new(points, from, to, (int)(world < 1 ? 1 : world > HISTORY_RANKS_MAX ? HISTORY_RANKS_MAX : world));
     if (!h) {
@@ -376,6 +434,7 @@ int coord_history(coordinator_t *c, const char *id, long points, json_t **out)
     json_object_set_new(body, "truncated",
                         json_boolean((total >= HISTORY_ENTRIES_MAX && strcmp(next, last) != 0) ||
                                      (ctotal >= HISTORY_COARSE_MAX && strcmp(cnext, clast) != 0)));
+    if (points <= HISTORY_CACHE_POINTS) cache_put(ckey_s, body);
     *out = body;
     code = COORD_OK;
 out:

@@ -22,6 +22,7 @@
   const COLORS = ['#2f6fde', '#e4572e', '#17a2b8', '#f0a202', '#6f42c1', '#28a745', '#d63384', '#795548'];
   const FINAL = ['SUCCEEDED', 'FAILED', 'CANCELLED'];
   const HISTORY_POINTS = 1000;    // points per series the server downsamples the run to (history.js)
+  const LIVE_POINTS = 3000;       // live points per rank appended before the history is asked again
   const REDRAW_MS = 400;          // charts redraw at most this often while data arrives
   const HIST_LABELS = ['0', '1', '2', '3', '4-7', '8-15', '16-31', '32-63', '64+'];
 
@@ -487,7 +488,7 @@
       if (rebuilt || s.axisChanged) { s.axisChanged = false; buildCharts(); }
       s.dirty = true;
       // Beyond the budget of live points, ask the server for the run downsampled again.
-      if (s.appended > HISTORY_POINTS * Math.max(1, s.ranks.length) && Date.now() - s.lastReload > 10000) loadHistory();
+      if (s.appended > LIVE_POINTS * Math.max(1, s.ranks.length) && Date.now() - s.lastReload > 10000) loadHistory();
     }
 
     // A live record (event stream): after the history's cursor only; kept until the next

@@ -1,8 +1,9 @@
 // static/history.js - the job page's chart data (issue 15): the whole run, as the server
 // downsampled it (GET /api/v1/jobs/{id}/history?points=N: min/max per time bucket,
 // coordinator/jobhistory.h), with the live records of the event stream appended after it.
-// When the appended points outgrow the budget the page fetches the history again (the
-// server downsamples the longer run), so a long job stays light in the browser too.
+// When the appended points outgrow their budget (app.js: 3000 per rank) the page fetches
+// the history again (the server downsamples the longer run), so a long job stays light
+// in the browser too.
 //
 // One store per chart: x (seconds since the start) and one column per rank, a row per
 // point (that rank's value, nulls for the others; uPlot's spanGaps joins them). Worker-only

@@ -46,7 +46,7 @@ typedef struct {
     char job[64];
     int rank;
     char host[64];
-    char k_stream[160], k_node[160], k_stale[160], k_assign[160];
+    char k_stream[160], k_coarse[160], k_node[160], k_stale[160], k_assign[160];
 
     pthread_t thread;
     pthread_mutex_t lock; /* guards everything down to 'sink thread only' */
@@ -55,7 +55,8 @@ typedef struct {
     int beat_now;
     int connected;
 
-    char **ring; /* backlog of serialised records, oldest at head */
+    char **ring; /* backlog of serialised records, oldest at head; each line's first byte
+                  * says whether it goes to the coarse stream too ('+') or not ('-') */
     size_t head, n;
     uint64_t dropped;
 
@@ -104,6 +105,14 @@ static void ring_push_front(rsink_t *s, char *line)
     s->n++;
 }
 
+int redis_report_coarse_keep(metrics_kind_t kind, int64_t step)
+{
+    if (kind != METRICS_STEP || step < 2 * REDIS_REPORT_COARSE_BASE) return 1;
+    int64_t k = 1;
+    while (k <= INT64_MAX / 2 && step / REDIS_REPORT_COARSE_BASE >= 2 * k) k *= 2;
+    return step % k == 0;
+}
+
 static int sink_write(metrics_sink_t *base, const metrics_record_t *recs, const char *const *json, int n)
 {
     rsink_t *s = (rsink_t *)base;
@@ -111,9 +120,13 @@ static int sink_write(metrics_sink_t *base, const metrics_record_t *recs, const 
     for (int i = 0; i < n; i++) {
         const metrics_record_t *r = &recs[i];
         if (json[i] && json[i][0]) {
-            char *line = strdup(json[i]);
-            if (line) ring_push_back(s, line);
-            else s->dropped++;
+            size_t len = strlen(json[i]);
+            char *line = malloc(len + 2);
+            if (line) {
+                line[0] = redis_report_coarse_keep(r->kind, r->step) ? '+' : '-';
+                memcpy(line + 1, json[i], len + 1);
+                ring_push_back(s, line);
+            } else s->dropped++;
         }
         if (r->kind == METRICS_STEP) {
             s->sum_compute += r->compute_s;
@@ -313,19 +326,27 @@ static int round_trip(rsink_t *s)
     pthread_mutex_unlock(&s->lock);
 
     static const char *const xadd_head[] = {"XADD", NULL, "MAXLEN", "~", NULL, "*", "json"};
-    char maxlen[16];
+    char maxlen[16], maxlen_coarse[16];
     snprintf(maxlen, sizeof maxlen, "%d", REDIS_REPORT_STREAM_MAXLEN);
-    for (int i = 0; i < nb; i++) {
-        const char *argv[8];
-        size_t len[8];
-        memcpy(argv, xadd_head, sizeof xadd_head);
-        argv[1] = s->k_stream;
-        argv[4] = maxlen;
-        argv[7] = batch[i];
-        for (int k = 0; k < 8; k++) len[k] = strlen(argv[k]);
-        redisAppendCommandArgv(s->c, 8, argv, len);
+    snprintf(maxlen_coarse, sizeof maxlen_coarse, "%d", REDIS_REPORT_COARSE_MAXLEN);
+    /* The full stream's entries first (their replies are the first nb), then the coarse
+     * stream's (nc). */
+    int nc = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < nb; i++) {
+            if (pass == 1 && batch[i][0] != '+') continue;
+            const char *argv[8];
+            size_t len[8];
+            memcpy(argv, xadd_head, sizeof xadd_head);
+            argv[1] = pass ? s->k_coarse : s->k_stream;
+            argv[4] = pass ? maxlen_coarse : maxlen;
+            argv[7] = batch[i] + 1;
+            for (int k = 0; k < 8; k++) len[k] = strlen(argv[k]);
+            redisAppendCommandArgv(s->c, 8, argv, len);
+            nc += pass;
+        }
     }
-    int ncmd = nb;
+    int ncmd = nb + nc;
 
     args_t a = {0};
     arg_str(&a, "HSET");
@@ -406,6 +427,9 @@ static int round_trip(rsink_t *s)
             }
             free(batch[i]);
             batch[i] = NULL;
+        } else if (i < nb + nc) {
+            if (r->type == REDIS_REPLY_ERROR && s->xadd_errors++ == 0)
+                rlog(s->rank, "XADD %s: %s", s->k_coarse, r->str);
         } else if (i == ncmd - 1) {
             take_assignment(s, r);
         }
@@ -521,6 +545,7 @@ metrics_sink_t *redis_report_sink_url(const redis_url_t *url, const char *job, i
     s->rank = rank;
     host_name(s->host, sizeof s->host);
     snprintf(s->k_stream, sizeof s->k_stream, KEY_JOB_METRICS, job);
+    snprintf(s->k_coarse, sizeof s->k_coarse, KEY_JOB_METRICS_COARSE, job);
     snprintf(s->k_node, sizeof s->k_node, KEY_JOB_NODE, job, rank);
     snprintf(s->k_stale, sizeof s->k_stale, KEY_JOB_STALENESS, job, rank);
     snprintf(s->k_assign, sizeof s->k_assign, KEY_JOB_ASSIGNMENT, job);

@@ -515,6 +515,7 @@
       const active = !FINAL.includes(j.state);
       $('#job-cancel').disabled = !active || !!j.cancel_requested;
       $('#job-cancel').textContent = j.cancel_requested && active ? 'Cancelling…' : 'Cancel';
+      if (window.pacerCheckpoints) window.pacerCheckpoints.render($('#ckpts'), j.checkpoints);   // checkpoints.js
     }
 
     function liveLine() {

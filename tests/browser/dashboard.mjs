@@ -134,6 +134,11 @@ try {
   check(await page.$$eval('#breakdown .breakdown-row [data-phase]', (s) => s.length) === 14, 'seven phases per bar');
   const verdict = await page.textContent('#breakdown .breakdown-verdict');
   check(/^Rank [01] holds the job back: [0-9.]+ ms/.test(verdict), 'the breakdown names the rank that holds the job back: ' + verdict);
+  // The kept checkpoints (issue 15): one row per checkpoint the API lists, and their total size.
+  const ck = await page.evaluate(() => ({ api: window.pacer.job().checkpoints, shown: !document.querySelector('#ckpts').hidden,
+    rows: document.querySelectorAll('#ckpts tbody tr').length, total: document.querySelector('#ckpts .ckpt-total').textContent }));
+  check(ck.api && ck.shown && ck.rows === ck.api.items.length && ck.total.startsWith(ck.api.items.length + ' kept · '),
+    'the checkpoints panel lists what the API keeps: ' + ck.rows + ' row(s), ' + ck.total);
   await page.waitForTimeout(600);   // the last redraw
   await page.screenshot({ path: shot, fullPage: true });
   console.log('screenshot: ' + shot);

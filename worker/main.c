@@ -337,6 +337,9 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
             /* Rank 0 reads the coordinator's batch assignments at re-plan points. */
             w.assignment_ctx = sinks[nsinks++];
             w.assignment_hook = coordinator_assignment;
+            /* A GPU rank's utilisation and memory go with its node hash; NVML is loaded
+             * only here, and its absence leaves them out without a word. */
+            if (w.gpu) redis_report_watch_gpu(w.assignment_ctx, nvml_open(w.gpu_device));
         }
     }
     if (!failed && nsinks && metrics_start(&reporter, g_job_id ? g_job_id : spec.name, sinks, nsinks) != 0) {

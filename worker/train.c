@@ -400,6 +400,7 @@ static int select_device(worker_t *w, char *err, size_t errlen)
     if (w->gpu && cuda_model_upload(w->gpu, w->model) != 0) snprintf(why, sizeof why, "%s", cuda_model_error(w->gpu));
     else if (w->gpu) {
         snprintf(w->record.device, sizeof w->record.device, "cuda");
+        w->gpu_device = p.device;
         fprintf(stderr, "rank %d: training on GPU %d (%s)\n", w->rank, p.device, p.name);
         return 0;
     }

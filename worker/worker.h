@@ -61,6 +61,7 @@ typedef struct worker {
 
     model_t *model;
     struct cuda_model *gpu;  /* the model's device copy (device cuda/auto), or NULL */
+    int gpu_device;          /* its CUDA device index (valid when gpu) */
     int gpu_ahead;           /* the device optimizer moved params and momentum
                                             since the host last had them (see below) */
     char device_reason[800]; /* why a rank that may use a GPU computes on the CPU */

@@ -256,8 +256,8 @@ static const field_t FIELDS[] = {
      .doc = "Checkpoints kept, the newest first (the latest is NAME.ckpt; each is also linked as "
             "NAME.step{S}-epoch{E}[-acc{A}].ckpt); older ones are removed."},
     {.path = "checkpoint.keep_best", BOOL(checkpoint.keep_best), .def_num = 0, .resume_free = 1,
-     .doc = "Also keep the checkpoint with the best test accuracy; a checkpoint is then written at every "
-            "epoch end, after its evaluation."},
+     .doc = "Also keep the checkpoint with the best test accuracy; with checkpoints on (every_steps > 0) "
+            "one is then also written at every epoch end, after its evaluation."},
 
     {.path = "emulate.slowdown", .type = F_DOUBLES,
      MEMBER(job_spec_t, emulate.slowdown, double *), COUNT(emulate.nslowdown),

@@ -516,11 +516,11 @@ void redis_report_watch_gpu(metrics_sink_t *base, nvml_t *gpu)
 {
     rsink_t *s = (rsink_t *)base;
     pthread_mutex_lock(&s->lock);
-    nvml_t *old = s->gpu;
-    s->gpu = gpu;
+    int taken = !s->gpu;
+    if (taken) s->gpu = gpu;
     pthread_mutex_unlock(&s->lock);
-    /* Only before the sink thread samples an older one: main sets it once, at start. */
-    if (old && old != gpu) nvml_close(old);
+    /* The sink thread may be sampling the first one: a second is not taken, only closed. */
+    if (!taken) nvml_close(gpu);
 }
 
 metrics_sink_t *redis_report_sink(const char *url, const char *job, int rank, char *err, size_t errlen)

@@ -55,7 +55,7 @@ void redis_report_heartbeat(metrics_sink_t *s);
 /* A GPU rank's device (worker/nvml.h): the sink thread samples it at most every
  * REDIS_REPORT_GPU_S and publishes the latest sample with the node hash (gpu_util_pct,
  * gpu_mem_used_bytes, gpu_mem_total_bytes; docs/REDIS.md). The sink owns gpu from here on
- * and closes it; call once, before training starts. */
+ * and closes it (a second call's is closed at once: the first stays). NULL is fine. */
 #define REDIS_REPORT_GPU_S 1.0
 void redis_report_watch_gpu(metrics_sink_t *s, nvml_t *gpu);
 

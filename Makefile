@@ -161,7 +161,8 @@ BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 TOOL_BIN  := $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(TOOL_SRC))
 BINS      := $(BUILD)/pacer-worker $(CUDA_SO) $(if $(wildcard daemon/main.c),$(BUILD)/pacer-coordinator) \
              $(if $(filter yes,$(HAVE_CURL)),$(BUILD)/pacer)
-FAKE_CUDA := $(BUILD)/tests/libpacer_fakecuda.so $(BUILD)/tests/fakecuda/libcuda.so.1
+FAKE_CUDA := $(BUILD)/tests/libpacer_fakecuda.so $(BUILD)/tests/fakecuda/libcuda.so.1 \
+             $(BUILD)/tests/fakenvml/libnvidia-ml.so.1
 
 .PHONY: all found deps test test-stress check-asan check-layers demo bench clean format format-check fuzz FORCE
 all: found $(BINS) $(UNIT_BIN) $(BENCH_BIN) $(TOOL_BIN) $(FAKE_CUDA)
@@ -239,6 +240,9 @@ $(BUILD)/tests/libpacer_fakecuda.so: $(FAKE_BACKEND_SRC) $(wildcard model/*.h ke
 $(BUILD)/tests/fakecuda/libcuda.so.1: tests/fakecuda/libcuda.c
 	@mkdir -p $(dir $@)
 	$(CC) -shared -fPIC $(CSTD) $(OPT) $(WARN) -Wl,-soname,libcuda.so.1 $< -o $@
+$(BUILD)/tests/fakenvml/libnvidia-ml.so.1: tests/fakecuda/libnvidia-ml.c
+	@mkdir -p $(dir $@)
+	$(CC) -shared -fPIC $(CSTD) $(OPT) $(WARN) -Wl,-soname,libnvidia-ml.so.1 $< -o $@
 
 $(BUILD)/pacer-coordinator: $(call obj,daemon/main.c) $(LIBHTTP) $(LIBCOORD) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) $< -o $@ $(COORD_LIBS)

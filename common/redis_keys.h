@@ -45,4 +45,11 @@
     X(KEY_COORD, "pacer:coordinator")                          \
     X(KEY_LOCK, "pacer:coordinator:lock")
 
+/* Fields of KEY_JOB_NODE that more than one room reads by name: a GPU rank's device
+ * utilisation and memory (worker/nvml.h samples them, the worker's sink writes them, the
+ * API and GET /metrics read them; absent on CPU ranks and without NVML). */
+#define NODE_GPU_UTIL_PCT "gpu_util_pct"
+#define NODE_GPU_MEM_USED "gpu_mem_used_bytes"
+#define NODE_GPU_MEM_TOTAL "gpu_mem_total_bytes"
+
 #endif

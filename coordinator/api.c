@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "api_cache.h"
+#include "ckptdir.h"
 #include "clock.h"
 #include "clog.h"
 #include "simjob.h"
@@ -461,6 +462,37 @@ static json_t *job_json(const coordinator_t *c, const char *id, json_t *h, json_
     return o;
 }
 
+/* The checkpoints the job keeps (common/ckptdir.h), newest first, and the space they use,
+ * from its own directory (coord_job_path) and its name as Redis holds it, used only when
+ * it is a valid job name. NULL when the job has no checkpoint directory yet. */
+static json_t *checkpoints_json(const coordinator_t *c, const char *id, const char *name)
+{
+    char dir[PATH_MAX], err[PATH_MAX + 128];
+    if (!spec_name_valid(name) || coord_job_path(c, id, "checkpoints", dir, sizeof dir) != 0) return NULL;
+    ckpt_entry_t *e = malloc(CKPTDIR_MAX * sizeof *e);
+    json_t *o = json_object(), *items = json_array();
+    long long total = 0;
+    int n = e ? ckptdir_list(dir, name, e, CKPTDIR_MAX, &total, err, sizeof err) : -1;
+    if (!e) snprintf(err, sizeof err, "out of memory");
+    for (int i = 0; i < n && items; i++) {
+        json_t *it = json_pack("{s:s, s:o, s:o, s:o, s:I, s:b, s:b}", "file", e[i].file, "step",
+                               e[i].step >= 0 ? json_integer(e[i].step) : json_null(), "epoch",
+                               e[i].epoch >= 0 ? json_integer(e[i].epoch) : json_null(), "test_accuracy",
+                               e[i].accuracy >= 0 ? json_real(e[i].accuracy) : json_null(), "bytes",
+                               (json_int_t)e[i].bytes, "best", e[i].best, "latest", e[i].latest);
+        if (!it || json_array_append_new(items, it) != 0) n = -1;
+    }
+    free(e);
+    if (o && items) {
+        json_object_set_new(o, "items", items);
+        items = NULL;
+        json_object_set_new(o, "total_bytes", json_integer(n < 0 ? 0 : total));
+        if (n < 0) json_object_set_new(o, "error", json_string(err));
+    }
+    json_decref(items);
+    return o;
+}
+
 int coord_get(coordinator_t *c, const char *id, json_t **out)
 {
     if (!job_id_valid(id)) return COORD_ENOTFOUND;
@@ -471,6 +503,11 @@ int coord_get(coordinator_t *c, const char *id, json_t **out)
     conn_put(c, rc, js == JS_EREDIS);
     if (js != JS_OK) return coord_js_to_coord(js);
     *out = job_json(c, id, h, NULL);
+    /* Listed for one job only (a directory read): job lists leave it out. */
+    json_t *ck = *out && json_object_get(h, "checkpoint_dir")
+                     ? checkpoints_json(c, id, json_string_value(json_object_get(h, "name")))
+                     : NULL;
+    if (ck) json_object_set_new(*out, "checkpoints", ck);
     json_decref(h);
     return *out ? COORD_OK : COORD_EINTERNAL;
 }

@@ -580,6 +580,7 @@
       const active = !FINAL.includes(j.state);
       $('#job-cancel').disabled = !active || !!j.cancel_requested;
       $('#job-cancel').textContent = j.cancel_requested && active ? 'Cancelling…' : 'Cancel';
+      if (window.pacerCheckpoints) window.pacerCheckpoints.render($('#ckpts'), j.checkpoints);   // checkpoints.js
     }
 
     function liveLine() {
@@ -647,7 +648,11 @@
           el('td', { class: 'num' }, num(r.batch)), el('td', { class: 'num' }, num(r.samples_per_s, 0)),
           el('td', { class: 'num' }, num(r.step)), el('td', { class: 'num' }, num(r.loss, 4)),
           el('td', { class: 'num' }, st.count ? num(st.mean, 2) + ' / ' + num(st.p95, 0) : '–'), hist,
-          el('td', { class: 'num' }, r.heartbeat_age_s !== undefined ? num(r.heartbeat_age_s, 1) + ' s' : '–'));
+          el('td', { class: 'num' }, r.heartbeat_age_s !== undefined ? num(r.heartbeat_age_s, 1) + ' s' : '–'),
+          // GPU ranks with NVML (worker/nvml.h); empty elsewhere.
+          el('td', { class: 'num gpu-util' }, r.gpu_util_pct !== undefined ? num(r.gpu_util_pct, 0) + ' %' : '–'),
+          el('td', { class: 'num gpu-mem' }, r.gpu_mem_total_bytes ? (r.gpu_mem_used_bytes / 1073741824).toFixed(1) + ' / ' +
+            (r.gpu_mem_total_bytes / 1073741824).toFixed(1) + ' GiB' : '–'));
         body.append(tr);
       }
     }

@@ -293,26 +293,32 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
     worker_checkpoint_path(&w, ckpt, sizeof ckpt);
     failed = 0;
     if (resume_from || resume) {
-        const char *path = resume_from ? resume_from : ckpt;
-        /* Rank 0 decides whether there is a checkpoint: a rank that cannot see it (a
+        char path[1100];
+        snprintf(path, sizeof path, "%s", resume_from ? resume_from : ckpt);
+        /* Rank 0 decides which checkpoint (--resume: the latest that it can use, else an
+         * older one the job kept; none: start fresh): a rank that cannot see it (a
          * directory not shared with its host) must not start fresh beside ranks that
-         * resume. Every rank then loads it, and one that cannot stops them all. */
-        int exists = access(path, F_OK) == 0;
-        if (use_mpi) MPI_CHECK(MPI_Bcast(&exists, 1, MPI_INT, 0, MPI_COMM_WORLD));
-        if (exists || resume_from) {
-            failed = worker_resume(&w, path, err, sizeof err) != 0;
-            if (failed && rank == 0) fprintf(stderr, "pacer-worker: %s\n", err);
-            else if (failed)
-                fprintf(stderr,
-                        "pacer-worker: rank %d: %s (rank 0 resumes from it: every rank must read the same checkpoint)\n",
-                        rank, err);
-        } else {
-            SAY("no checkpoint at %s: starting fresh\n", path);
+         * resume. Every other rank then loads that file, and one that cannot stops them all. */
+        int got = 1; /* 1: resumed (rank 0), 0: no checkpoint, -1: none usable */
+        if (resume_from) failed = worker_resume(&w, path, err, sizeof err) != 0;
+        else if (rank == 0) got = worker_resume_latest(&w, path, sizeof path, err, sizeof err);
+        if (use_mpi && !resume_from) {
+            MPI_CHECK(MPI_Bcast(&got, 1, MPI_INT, 0, MPI_COMM_WORLD));
+            MPI_CHECK(MPI_Bcast(path, (int)sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD));
+            if (rank != 0 && got == 1) failed = worker_resume(&w, path, err, sizeof err) != 0;
         }
+        if (rank == 0 && got < 0) failed = 1;
+        int exists = got != 0;
+        if (failed && rank == 0) fprintf(stderr, "pacer-worker: %s\n", err);
+        else if (failed)
+            fprintf(stderr,
+                    "pacer-worker: rank %d: %s (rank 0 resumes from it: every rank must read the same checkpoint)\n",
+                    rank, err);
+        if (!exists) SAY("no checkpoint at %s: starting fresh\n", path);
         int any = agree(use_mpi, failed);
         if (any && !failed) SAY("pacer-worker: not every rank could read %s: stopping\n", path);
         if (any) return finish(use_mpi, &w, 2);
-        if (use_mpi && (exists || resume_from)) {
+        if (use_mpi && exists) {
             /* Copies of the checkpoint that differ between hosts would start the ranks at
              * different steps. */
             long step[2] = {w.global_step, -w.global_step}, ext[2];
@@ -323,7 +329,7 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
                 return finish(use_mpi, &w, 2);
             }
         }
-        if (exists || resume_from) SAY("resumed from %s at step %ld (epoch %ld)\n", path, w.global_step, w.epoch + 1);
+        if (exists) SAY("resumed from %s at step %ld (epoch %ld)\n", path, w.global_step, w.epoch + 1);
     }
 
     static trace_ring_t ring;
@@ -350,6 +356,9 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
             /* Rank 0 reads the coordinator's batch assignments at re-plan points. */
             w.assignment_ctx = sinks[nsinks++];
             w.assignment_hook = coordinator_assignment;
+            /* A GPU rank's utilisation and memory go with its node hash; NVML is loaded
+             * only here, and its absence leaves them out without a word. */
+            if (w.gpu) redis_report_watch_gpu(w.assignment_ctx, nvml_open(w.gpu_device));
         }
     }
     if (!failed && nsinks && metrics_start(&reporter, g_job_id ? g_job_id : spec.name, sinks, nsinks) != 0) {

@@ -4,6 +4,7 @@
 #include "clock.h"
 #include "hostname.h"
 #include "log.h"
+#include "nvml.h"
 #include "redis_keys.h"
 
 #include <errno.h>
@@ -72,7 +73,12 @@ typedef struct {
     int asg[ASSIGN_MAX];
     int64_t asg_returned; /* the version redis_report_assignment last handed out */
 
+    nvml_t *gpu; /* redis_report_watch_gpu's; sampled by the sink thread only */
+
     /* sink thread only */
+    gpu_sample_t gpu_last;
+    int gpu_have;
+    double gpu_next;
     redisContext *c;
     double next_try, backoff;
     int down_logged;
@@ -152,7 +158,7 @@ static int sink_write(metrics_sink_t *base, const metrics_record_t *recs, const 
 }
 
 /* Argument vector for one command, formatted into fixed storage. */
-#define ARGS_MAX 96 /* the node hash: 2 + 2 x 31 fields */
+#define ARGS_MAX 96 /* the node hash: 2 + 2 x 34 fields (31, and 3 on a GPU rank) */
 typedef struct {
     int argc;
     const char *argv[ARGS_MAX];
@@ -322,8 +328,16 @@ static int round_trip(rsink_t *s)
     last_time = s->last_time;
     tacc = s->test_accuracy;
     tloss = s->test_loss;
+    nvml_t *gpu = s->gpu;
     s->beat_now = 0;
     pthread_mutex_unlock(&s->lock);
+    /* The device's utilisation and memory, here on the sink's thread, at most once a
+     * second: never on a training step. */
+    double now = clock_mono_s();
+    if (gpu && now >= s->gpu_next) {
+        s->gpu_next = now + REDIS_REPORT_GPU_S;
+        s->gpu_have = nvml_sample(gpu, &s->gpu_last) == 0;
+    }
 
     static const char *const xadd_head[] = {"XADD", NULL, "MAXLEN", "~", NULL, "*", "json"};
     char maxlen[16], maxlen_coarse[16];
@@ -384,6 +398,11 @@ static int round_trip(rsink_t *s)
         arg_num(&a, "test_accuracy", tacc);
         arg_num(&a, "test_loss", tloss);
         arg_time(&a, "updated", last_time);
+    }
+    if (s->gpu_have) {
+        arg_num(&a, NODE_GPU_UTIL_PCT, s->gpu_last.util_pct);
+        arg_int(&a, NODE_GPU_MEM_USED, (long long)s->gpu_last.mem_used);
+        arg_int(&a, NODE_GPU_MEM_TOTAL, (long long)s->gpu_last.mem_total);
     }
     append(s->c, &a);
     ncmd++;
@@ -511,9 +530,21 @@ static void sink_close(metrics_sink_t *base)
         rlog(s->rank, "%llu metrics records were not delivered to %s (Redis unreachable or refused)",
              (unsigned long long)s->dropped, s->k_stream);
     free(s->ring);
+    nvml_close(s->gpu);
     pthread_cond_destroy(&s->wake);
     pthread_mutex_destroy(&s->lock);
     free(s);
+}
+
+void redis_report_watch_gpu(metrics_sink_t *base, nvml_t *gpu)
+{
+    rsink_t *s = (rsink_t *)base;
+    pthread_mutex_lock(&s->lock);
+    int taken = !s->gpu;
+    if (taken) s->gpu = gpu;
+    pthread_mutex_unlock(&s->lock);
+    /* The sink thread may be sampling the first one: a second is not taken, only closed. */
+    if (!taken) nvml_close(gpu);
 }
 
 metrics_sink_t *redis_report_sink(const char *url, const char *job, int rank, char *err, size_t errlen)

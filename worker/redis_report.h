@@ -25,6 +25,7 @@
 #include <hiredis/hiredis.h>
 
 #include "metrics.h"
+#include "nvml.h"
 #include "redis_url.h"
 
 #define REDIS_REPORT_BACKLOG 10000 /* stream entries kept while Redis is unreachable */
@@ -64,6 +65,13 @@ int redis_report_connected(metrics_sink_t *s);
  * Never blocks. */
 #define REDIS_REPORT_BEAT_S 0.25
 void redis_report_heartbeat(metrics_sink_t *s);
+
+/* A GPU rank's device (worker/nvml.h): the sink thread samples it at most every
+ * REDIS_REPORT_GPU_S and publishes the latest sample with the node hash (gpu_util_pct,
+ * gpu_mem_used_bytes, gpu_mem_total_bytes; docs/REDIS.md). The sink owns gpu from here on
+ * and closes it (a second call's is closed at once: the first stays). NULL is fine. */
+#define REDIS_REPORT_GPU_S 1.0
+void redis_report_watch_gpu(metrics_sink_t *s, nvml_t *gpu);
 
 /* The latest batch assignment (key pacer:job:{job}:assignment). Returns 1 and fills
  * *version and batches[0..n) when an assignment other than the last one returned exists (a newer version,

@@ -10,12 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
 #include "backend_cuda.h"
 #include "checkpoint.h"
+#include "ckptdir.h"
 #include "clock.h"
 #include "emulate.h"
 #include "hostname.h"
@@ -398,6 +400,7 @@ static int select_device(worker_t *w, char *err, size_t errlen)
     if (w->gpu && cuda_model_upload(w->gpu, w->model) != 0) snprintf(why, sizeof why, "%s", cuda_model_error(w->gpu));
     else if (w->gpu) {
         snprintf(w->record.device, sizeof w->record.device, "cuda");
+        w->gpu_device = p.device;
         fprintf(stderr, "rank %d: training on GPU %d (%s)\n", w->rank, p.device, p.name);
         return 0;
     }
@@ -476,6 +479,7 @@ int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char 
 int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world, int nworkers, char *err, size_t errlen)
 {
     memset(w, 0, sizeof *w);
+    w->eval_step = w->ckpt_step = -1;
     if (nworkers < 1 || nworkers > spec->workers) {
         snprintf(err, errlen, "%d workers: must be 1 to the spec's %d", nworkers, spec->workers);
         return -1;
@@ -599,12 +603,68 @@ void worker_checkpoint_path(const worker_t *w, char *out, size_t len)
 
 int worker_save_checkpoint(worker_t *w, char *err, size_t errlen)
 {
-    char path[1100];
+    char path[1100], why[1400];
     worker_model_to_host(w);
     ckpt_state_t st;
     worker_checkpoint_path(w, path, sizeof path);
     fill_ckpt(w, &st);
-    return checkpoint_save(path, w->model, &st, err, errlen);
+    if (checkpoint_save(path, w->model, &st, err, errlen) != 0) return -1;
+    w->ckpt_step = w->global_step;
+    /* The accuracy belongs to these weights only when they were evaluated at this step. */
+    double acc = w->eval_step == w->global_step && isfinite(w->test_accuracy) ? w->test_accuracy : -1.0;
+    if (acc > 1.0) acc = 1.0;
+    const job_spec_t *s = w->spec;
+    if (ckptdir_retain(s->checkpoint.dir, s->name, w->global_step, w->epoch, acc, s->checkpoint.keep_last,
+                       s->checkpoint.keep_best, why, sizeof why) != 0)
+        fprintf(stderr, "pacer-worker: checkpoint %s written, but not retained as configured: %s\n", path, why);
+    return 0;
+}
+
+/* One candidate of worker_resume_latest: 1 resumed; 0 refused (the previous refusal, if
+ * any, is printed first, so each refusal is one line: the last one is the caller's). */
+static int try_resume(worker_t *w, const char *cand, int *tried, char *last, size_t lastlen, char *first,
+                      size_t firstlen, char *err, size_t errlen)
+{
+    if (*tried) fprintf(stderr, "pacer-worker: %s; trying the older %s\n", last, cand);
+    *tried = 1;
+    if (worker_resume(w, cand, err, errlen) == 0) return 1;
+    snprintf(last, lastlen, "%s", err);
+    if (!first[0]) snprintf(first, firstlen, "%s", err);
+    return 0;
+}
+
+int worker_resume_latest(worker_t *w, char *path, size_t len, char *err, size_t errlen)
+{
+    const job_spec_t *s = w->spec;
+    char first[1400] = "", last[1400] = "";
+    int tried = 0;
+    worker_checkpoint_path(w, path, len);
+    struct stat lst;
+    unsigned long long lino = 0;
+    if (stat(path, &lst) == 0) {
+        lino = (unsigned long long)lst.st_ino;
+        if (try_resume(w, path, &tried, last, sizeof last, first, sizeof first, err, errlen)) return 1;
+    }
+    /* Then the older ones the job kept, newest first (the allocation is outside any step). */
+    ckpt_entry_t *e = malloc(CKPTDIR_MAX * sizeof *e);
+    long long bytes;
+    int n = e ? ckptdir_list(s->checkpoint.dir, s->name, e, CKPTDIR_MAX, &bytes, err, errlen) : -1;
+    if (!e) snprintf(err, errlen, "%s: out of memory", s->checkpoint.dir);
+    if (n < 0 && !first[0]) snprintf(first, sizeof first, "%s", err);
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        if (e[i].step < 0 || (lino && e[i].ino == lino)) continue; /* NAME.ckpt itself, tried above */
+        char older[1100];
+        snprintf(older, sizeof older, "%s/%s", s->checkpoint.dir, e[i].file);
+        if ((rc = try_resume(w, older, &tried, last, sizeof last, first, sizeof first, err, errlen)))
+            snprintf(path, len, "%s", older);
+    }
+    free(e);
+    if (rc) return 1;
+    if (tried && last[0] && strcmp(last, first) != 0) fprintf(stderr, "pacer-worker: %s\n", last);
+    if (!tried && !first[0]) return 0;
+    snprintf(err, errlen, "%s", first);
+    return -1;
 }
 
 int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
@@ -721,9 +781,10 @@ void worker_print_plan(const worker_t *w)
     fprintf(stderr, "\n");
 }
 
-void worker_epoch_done(worker_t *w)
+int worker_epoch_done(worker_t *w, char *err, size_t errlen)
 {
     const job_spec_t *s = w->spec;
+    w->eval_step = w->global_step; /* every caller has just evaluated */
     report_epoch(w, METRICS_EPOCH);
     if (w->rank == 0)
         fprintf(stderr, "epoch %ld/%d done: train_loss_running %.4f test_loss %.4f test_accuracy %.4f\n", w->epoch + 1,
@@ -737,6 +798,10 @@ void worker_epoch_done(worker_t *w)
         if (w->rank == 0) fprintf(stderr, "target accuracy %.4f reached\n", s->target_accuracy);
         w->stop = 1;
     }
+    /* keep_best needs checkpoints whose accuracy is known: these weights, just evaluated. */
+    if (s->checkpoint.keep_best && s->checkpoint.every_steps > 0 && w->rank == 0)
+        return worker_save_checkpoint(w, err, errlen);
+    return 0;
 }
 
 /* ---- the loop ---------------------------------------------------------------------------- */
@@ -805,7 +870,9 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
          * last checkpoint is the end of the job, as for the step loop below. */
         if (w->role == ROLE_PS && w->stop != 2) {
             w->train_loss = worker_final_train_loss(w);
-            if (s->checkpoint.every_steps > 0 && worker_save_checkpoint(w, err, errlen) != 0) return -1;
+            if (s->checkpoint.every_steps > 0 && w->ckpt_step != w->global_step &&
+                worker_save_checkpoint(w, err, errlen) != 0)
+                return -1;
         }
         return 0;
     }
@@ -876,7 +943,7 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
         w->train_loss_running = w->epoch_loss_samples ? (float)(w->epoch_loss_sum / (double)w->epoch_loss_samples) : 0;
         if (w->algo->evaluate) w->algo->evaluate(w);
         else worker_evaluate(w, &w->test_loss, &w->test_accuracy);
-        worker_epoch_done(w);
+        if (worker_epoch_done(w, err, errlen) != 0) return -1;
         if (w->stop == 3 && w->rank == 0)
             fprintf(stderr, "time budget of %.1f s used: stopped in epoch %ld\n", o->time_budget_s, w->epoch);
     }
@@ -884,7 +951,7 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
     report_epoch(w, METRICS_FINAL);
     /* Rank 0 holds the final (merged) weights after the last epoch end. */
     if (w->rank == 0 && w->stop != 2) w->train_loss = worker_final_train_loss(w);
-    if (s->checkpoint.every_steps > 0 && w->rank == 0 && w->stop != 2)
+    if (s->checkpoint.every_steps > 0 && w->rank == 0 && w->stop != 2 && w->ckpt_step != w->global_step)
         if (worker_save_checkpoint(w, err, errlen) != 0) return -1;
     return 0;
 }

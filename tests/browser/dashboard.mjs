@@ -156,6 +156,11 @@ try {
   }, null, { timeout: 90000, polling: 500 });
   const state = await page.textContent('#job-state');
   check(state === 'CANCELLED', 'cancelled from the page, which shows ' + state);
+  // The kept checkpoints (issue 15): one row per checkpoint the API lists, and their total size.
+  const ck = await page.evaluate(() => ({ api: window.pacer.job().checkpoints, shown: !document.querySelector('#ckpts').hidden,
+    rows: document.querySelectorAll('#ckpts tbody tr').length, total: document.querySelector('#ckpts .ckpt-total').textContent }));
+  check(ck.api && ck.shown && ck.rows === ck.api.items.length && ck.total.startsWith(ck.api.items.length + ' kept · '),
+    'the checkpoints panel lists what the API keeps: ' + ck.rows + ' row(s), ' + ck.total);
   await page.waitForTimeout(600);   // the last redraw
   await page.screenshot({ path: shot, fullPage: true });
   console.log('screenshot: ' + shot);

@@ -106,6 +106,8 @@ echo "ok: 404 and 405 with Allow"
 
 # ---- submit: auth, media type, size, validation --------------------------------------------------
 spec "$TMP/small.json" small 2
+# Retention: the API lists the checkpoints kept and their bytes (checked after the run).
+jq '.checkpoint += {"keep_last": 2, "keep_best": true}' "$TMP/small.json" >"$TMP/small.tmp" && mv "$TMP/small.tmp" "$TMP/small.json"
 expect 401 POST /api/v1/jobs -H "$JSON" --data-binary @"$TMP/small.json"
 problem unauthorized
 header WWW-Authenticate | grep -q '^Bearer' || fail "401 without WWW-Authenticate"
@@ -257,7 +259,24 @@ expect 200 GET "/api/v1/jobs/$id/checkpoint"
 header Content-Type | grep -q '^application/octet-stream' || fail "checkpoint type"
 header Content-Disposition | grep -q "attachment; filename=\"$id-small.ckpt\"" || fail "Content-Disposition: $(header Content-Disposition)"
 cmp -s "$TMP/body" "$STATE/jobs/$id/checkpoints/small.ckpt" || fail "downloaded checkpoint differs from the file"
-echo "ok: job, list (filter, paging, cap), nodes, metrics paging, logs, checkpoint download"
+# The kept checkpoints (keep_last 2, keep_best; 2 epochs of 32 steps): the newest first,
+# the latest the final one (step 64), the best the highest accuracy, every file's bytes and
+# the total (a file under two names once) as the directory has them.
+expect 200 GET "/api/v1/jobs/$id"
+jq .checkpoints "$TMP/body" >"$TMP/ck.json"
+ckd="$STATE/jobs/$id/checkpoints"
+[ "$(jq -r '.items[0] | "\(.step) \(.epoch) \(.latest)"' "$TMP/ck.json")" = "64 2 true" ] || fail "checkpoints: latest $(cat "$TMP/ck.json")"
+[ "$(jq '[.items[] | select(.best)] | length' "$TMP/ck.json")" = 1 ] || fail "checkpoints: not one best: $(cat "$TMP/ck.json")"
+[ "$(jq '([.items[].test_accuracy // -1] | max) == ([.items[] | select(.best)][0].test_accuracy)' "$TMP/ck.json")" = true ] \
+    || fail "checkpoints: the best is not the most accurate: $(cat "$TMP/ck.json")"
+want=$(ls "$ckd" | grep -v '^small.ckpt$' | sort | tr '\n' ' ')
+[ "$(jq -r '.items[].file' "$TMP/ck.json" | sort | tr '\n' ' ')" = "$want" ] || fail "checkpoints: $(cat "$TMP/ck.json"), the directory has $want"
+jq -r '.items[] | "\(.file) \(.bytes)"' "$TMP/ck.json" | while read -r f b; do
+    [ "$(stat -c %s "$ckd/$f")" = "$b" ] || fail "checkpoints: $f has $(stat -c %s "$ckd/$f") bytes, the API says $b"
+done
+total=$(cd "$ckd" && stat -c '%i %s' * | sort -u | awk '{ t += $2 } END { print t }')
+[ "$(jq .total_bytes "$TMP/ck.json")" = "$total" ] || fail "checkpoints: total_bytes $(jq .total_bytes "$TMP/ck.json"), the directory $total"
+echo "ok: job, list (filter, paging, cap), nodes, metrics paging, logs, checkpoint download, kept checkpoints ($(jq -c '[.items[] | [.step, .best]]' "$TMP/ck.json"), $total bytes)"
 
 # Every per-job route answers 404 job-not-found for a job that does not exist (and for an
 # id that is not one), GET and HEAD alike.

@@ -381,9 +381,6 @@ void preflight_tick(coordinator_t *c, double now)
             snprintf(err, sizeof err, "out of memory");
         } else if (spec_parse(spec_text, s, err, sizeof err) != 0) {
             code = COORD_EINVAL;
-        } else if (pf->active) {
-            code = COORD_ESTATE;
-            snprintf(err, sizeof err, "a benchmark round (%s) is running: ask again when it is over", pf->origin);
         } else if (!names_text[0]) {
             for (int i = 0; i < c->nhosts; i++)
                 if (c->hosts[i].state != HOST_DOWN) names[n++] = c->hosts[i].name;
@@ -407,6 +404,10 @@ void preflight_tick(coordinator_t *c, double now)
                     names[n++] = h->name;
                 }
             }
+        }
+        if (code == COORD_OK && pf->active) {
+            code = COORD_ESTATE;
+            snprintf(err, sizeof err, "a benchmark round (%s) is running: ask again when it is over", pf->origin);
         }
         if (code == COORD_OK && round_start(c, s, names, n, "api", now, err, sizeof err) != 0) code = COORD_EINTERNAL;
         if (code == COORD_OK) {

@@ -157,6 +157,7 @@
     let nav = 'jobs';
     if (m) current = jobView(m[1]);
     else if (h === '#/new') { current = newView(); nav = 'new'; }
+    else if (h === '#/cluster' && window.pacerCluster) { current = window.pacerCluster.mount(view, banner); nav = 'cluster'; }   // cluster.js
     else current = jobsView();
     for (const a of document.querySelectorAll('[data-nav]')) a.classList.toggle('active', a.dataset.nav === nav && !m);
   }

@@ -17,7 +17,8 @@ exec sh -c "$*"
 SH
 export OMPI_MCA_plm_rsh_agent="sh $TMP/rsh"
 printf 'localhost slots=2\n' >"$TMP/hosts"
-start_coord --listen 127.0.0.1:0 --hostfile "$TMP/hosts" --host-probe 1
+# No pre-flight benchmark before the job (multihost.sh tests it): only the reloads here.
+start_coord --listen 127.0.0.1:0 --hostfile "$TMP/hosts" --host-probe 1 --preflight off
 API=$(grep -o 'REST API and dashboard on http://[0-9.:]*' "$TMP/coord.log" | tail -1 | sed 's/.* on //')
 [ -n "$API" ] || fail "the coordinator did not say where it serves"
 hosts() { cli cluster | jq -r '[.coordinator.hosts[] | "\(.name):\(.slots):\(.state)"] | join(" ")'; }

@@ -270,6 +270,19 @@ static void round_finish(coordinator_t *c, double now)
         }
         hosts_classify(speed, c->nhosts, ratio, slow);
     }
+    /* Failing on every host says more about what was measured (a spec whose data set is
+     * nowhere, a worker that cannot run at all) than about the hosts: their states stay,
+     * and a job waiting for the round launches and fails with its own error, instead of
+     * every host being shut out of every later job. */
+    int passed = 0;
+    for (int k = 0; k < pf->n; k++) {
+        const host_t *h = hosts_find(c, pf->hosts[k].host);
+        passed += h && !h->bench.error[0];
+    }
+    if (!passed)
+        clog_printf("benchmark of %s failed on every host: host states unchanged (the model, its data set or the "
+                    "worker, not a host, is the likely cause)",
+                    model);
     for (int k = 0; k < pf->n; k++) {
         host_t *h = hosts_find(c, pf->hosts[k].host);
         if (!h) continue; /* removed by a reload meanwhile */
@@ -278,7 +291,7 @@ static void round_finish(coordinator_t *c, double now)
         if (ratio) h->bench.ratio = ratio[i];
         if (h->bench.error[0]) {
             snprintf(why, sizeof why, "benchmark of %.40s failed: %.190s", model, h->bench.error);
-            if (h->state != HOST_DOWN) hosts_set_state(c, h, HOST_FAILING, why, now);
+            if (h->state != HOST_DOWN && passed) hosts_set_state(c, h, HOST_FAILING, why, now);
         } else if (slow && slow[i]) {
             snprintf(why, sizeof why, "benchmark of %.40s: %.1f samples/s, %.2f of the median", model,
                      h->bench.samples_per_s, h->bench.ratio);

@@ -13,8 +13,9 @@
  *     benchmark_samples_per_s, benchmark_time: docs/REDIS.md), which the first batch
  *     plan of a dynamic-batching job reads (dynbatch_initial);
  *   - the state (hosts.h): failing when it failed (no ranks there until a benchmark
- *     passes), slow below HOSTS_SLOW_RATIO of the median speed of the hosts last
- *     benchmarked with this model, else up (a down host stays down);
+ *     passes) while it passed elsewhere (failing everywhere blames what was measured,
+ *     not the hosts: states stay), slow below HOSTS_SLOW_RATIO of the median speed of
+ *     the hosts last benchmarked with this model, else up (a down host stays down);
  *   - the host's "benchmark" in pacer:coordinator's hosts (GET /api/v1/cluster);
  * and the round is logged and written to pacer:events ({"type": "benchmark"}).
  *

@@ -1048,6 +1048,14 @@ void run_adopt(coordinator_t *c, double now)
             clog_printf("job %s: was RESTARTING; launching it again", id);
             continue;
         }
+        if (r->attempts == 0) {
+            /* Claimed, never launched: it was waiting for the pre-flight benchmark. Its
+             * first launch is still to come (not a restart). */
+            r->phase = PH_PREFLIGHT;
+            r->first_launch = 1;
+            clog_printf("job %s: was waiting for its first launch; launching it", id);
+            continue;
+        }
         /* The handle file is newer than Redis (written right after the start). */
         char pidp[JPATH], what[256];
         coord_job_path(c, id, "pid", pidp, sizeof pidp);

@@ -69,7 +69,7 @@ struct coordinator {
      * lock, until the tick takes it (bench_done reaches bench_asked), then its answer. */
     long bench_asked, bench_done;
     pthread_cond_t bench_cond;
-    char bench_model[SPEC_NAME_MAX];
+    char bench_model[SPEC_NAME_MAX], bench_dataset[SPEC_NAME_MAX];
     char *bench_hosts; /* blank-separated names ("" = all not down); owned */
     int bench_code;    /* COORD_* */
     char bench_err[512];

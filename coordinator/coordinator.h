@@ -197,15 +197,16 @@ int coord_cluster(coordinator_t *c, json_t **out);
  * has a host list); COORD_EUNAVAIL when the tick did not answer in time. */
 int coord_cluster_reload(coordinator_t *c, json_t **out, char *err, size_t errlen);
 
-/* Daemon: benchmarks model (NULL or "" = "lenet5") on the named hosts (NULL/0 = every
- * host that is not down) with the spec's defaults, as the pre-flight does
+/* Daemon: benchmarks model (NULL or "" = "lenet5") on dataset (NULL or "" = the spec's
+ * default) on the named hosts (NULL/0 = every host that is not down) with the spec's
+ * other defaults, as the pre-flight does
  * (coordinator/preflight.h), and returns at once: *out {"model", "hosts": [names],
  * "steps", "started"}; each host's "benchmark" in coord_cluster shows it running, then
  * its result, and its state follows. COORD_EINVAL with err for an unknown model or host,
  * or a host that is down; COORD_ESTATE when a round already runs, or on a client handle;
  * COORD_EUNAVAIL when the tick did not answer within 10 s. */
-int coord_cluster_benchmark(coordinator_t *c, const char *model, const char *const *hosts, int nhosts, json_t **out,
-                            char *err, size_t errlen);
+int coord_cluster_benchmark(coordinator_t *c, const char *model, const char *dataset, const char *const *hosts,
+                            int nhosts, json_t **out, char *err, size_t errlen);
 
 /* ---- events (for Server-Sent Events) ------------------------------------------------------
  * Events come from Redis streams, so a subscriber misses nothing between two waits and

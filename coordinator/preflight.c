@@ -370,12 +370,13 @@ void preflight_tick(coordinator_t *c, double now)
 {
     preflight_t *pf = &c->pf;
     /* A request from the API (coord_cluster_benchmark). */
-    char model[SPEC_NAME_MAX], *names_text = NULL;
+    char model[SPEC_NAME_MAX], dataset[SPEC_NAME_MAX], *names_text = NULL;
     pthread_mutex_lock(&c->lock);
     long asked = c->bench_asked;
     if (asked != c->bench_done) {
         names_text = strdup(c->bench_hosts ? c->bench_hosts : "");
         snprintf(model, sizeof model, "%s", c->bench_model);
+        snprintf(dataset, sizeof dataset, "%s", c->bench_dataset);
     }
     pthread_mutex_unlock(&c->lock);
     if (asked != c->bench_done) {
@@ -386,6 +387,7 @@ void preflight_tick(coordinator_t *c, double now)
         job_spec_t *s = malloc(sizeof *s);
         /* The spec's defaults for that model (its data set, batch size, device). */
         json_t *sj = json_pack("{s:s}", "model", model[0] ? model : "lenet5");
+        if (sj && dataset[0]) json_object_set_new(sj, "dataset", json_pack("{s:s}", "name", dataset));
         char *spec_text = sj ? json_dumps(sj, JSON_COMPACT) : NULL;
         json_decref(sj);
         int n = 0;
@@ -426,8 +428,8 @@ void preflight_tick(coordinator_t *c, double now)
         if (code == COORD_OK) {
             json_t *hl = json_array();
             for (int i = 0; hl && i < n; i++) json_array_append_new(hl, json_string(names[i]));
-            result = json_pack("{s:s, s:o, s:i, s:f}", "model", s->model, "hosts", hl ? hl : json_array(), "steps",
-                               c->cfg.preflight_steps, "started", now);
+            result = json_pack("{s:s, s:s, s:o, s:i, s:f}", "model", s->model, "dataset", s->dataset.name, "hosts",
+                               hl ? hl : json_array(), "steps", c->cfg.preflight_steps, "started", now);
             if (!result) code = COORD_EINTERNAL;
         }
         free(names);
@@ -546,8 +548,8 @@ out:
 
 /* ---- the API ------------------------------------------------------------------------- */
 
-int coord_cluster_benchmark(coordinator_t *c, const char *model, const char *const *hosts, int nhosts, json_t **out,
-                            char *err, size_t errlen)
+int coord_cluster_benchmark(coordinator_t *c, const char *model, const char *dataset, const char *const *hosts,
+                            int nhosts, json_t **out, char *err, size_t errlen)
 {
     *out = NULL;
     if (!c->daemon) {
@@ -579,6 +581,7 @@ int coord_cluster_benchmark(coordinator_t *c, const char *model, const char *con
     free(c->bench_hosts);
     c->bench_hosts = list;
     snprintf(c->bench_model, sizeof c->bench_model, "%s", model ? model : "");
+    snprintf(c->bench_dataset, sizeof c->bench_dataset, "%s", dataset ? dataset : "");
     long mine = ++c->bench_asked;
     pthread_cond_signal(&c->cond);
     while (c->bench_done < mine && !c->stopping)

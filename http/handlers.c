@@ -361,18 +361,21 @@ int handle_cluster_reload(http_req_t *rq)
     return respond_json(rq->conn, MHD_HTTP_OK, out, NULL, 0);
 }
 
-/* POST /api/v1/cluster/benchmark?model=M&hosts=a,b: starts a benchmark round and
+/* POST /api/v1/cluster/benchmark?model=M&dataset=D&hosts=a,b: starts a benchmark round and
  * answers 202 at once (a Slurm queue may hold it for minutes): the hosts' "benchmark" in
  * GET /api/v1/cluster shows it running, then its result. */
 int handle_cluster_benchmark(http_req_t *rq)
 {
     const char *model = query_get(&rq->query, "model");
+    const char *dataset = query_get(&rq->query, "dataset");
     const char *hl = query_get(&rq->query, "hosts");
     char list[4096], err[1024] = "";
     const char *names[BENCH_HOSTS_MAX];
     int n = 0;
     if (model && (!*model || strlen(model) >= 64))
         return bad_parameter(rq, "model: must be a model name (1 to 63 bytes)");
+    if (dataset && (!*dataset || strlen(dataset) >= 64))
+        return bad_parameter(rq, "dataset: must be a data set name (1 to 63 bytes)");
     if (hl && strlen(hl) >= sizeof list) return bad_parameter(rq, "hosts: longer than 4095 bytes");
     if (hl) {
         snprintf(list, sizeof list, "%s", hl);
@@ -383,7 +386,7 @@ int handle_cluster_benchmark(http_req_t *rq)
         if (n == 0) return bad_parameter(rq, "hosts: a comma-separated list of host names");
     }
     json_t *out = NULL;
-    int code = coord_cluster_benchmark(rq->srv->coord, model, names, n, &out, err, sizeof err);
+    int code = coord_cluster_benchmark(rq->srv->coord, model, dataset, names, n, &out, err, sizeof err);
     if (code == COORD_EINVAL)
         return problem(rq, problem_new(400, "invalid-benchmark", "The benchmark cannot run", err, NULL, NULL));
     if (code == COORD_ESTATE)

@@ -8,7 +8,8 @@
 (function () {
   'use strict';
   const API = '/api/v1';
-  const MODELS = ['lenet5', 'mlp', 'cifar10_quick', 'resnet20'];
+  // Each model with the data set it trains on (the spec's cross-check).
+  const MODELS = { lenet5: 'fashion-mnist', mlp: 'fashion-mnist', cifar10_quick: 'cifar10', resnet20: 'cifar10' };
 
   function token() { return localStorage.getItem('pacer.token') || ''; }
 
@@ -71,7 +72,7 @@
     head.append(el('h1', {}, 'Cluster'));
     const tools = el('div', { class: 'tools' });
     const pick = el('select', { id: 'bench-model' });
-    for (const m of MODELS) pick.append(el('option', { value: m }, m));
+    for (const m of Object.keys(MODELS)) pick.append(el('option', { value: m }, m));
     const run = el('button', { id: 'bench-run', type: 'button', class: 'primary' }, 'Run benchmark');
     const status = el('span', { id: 'bench-status', class: 'muted' });
     const label = el('label', {}, 'Model ');
@@ -114,7 +115,8 @@
       run.disabled = true;
       status.textContent = 'starting…';
       try {
-        const r = await call('/cluster/benchmark?model=' + encodeURIComponent(pick.value), 'POST');
+        const r = await call('/cluster/benchmark?model=' + encodeURIComponent(pick.value) + '&dataset=' +
+          encodeURIComponent(MODELS[pick.value]), 'POST');
         status.textContent = 'benchmarking ' + r.model + ' on ' + r.hosts.join(', ') + ' (' + r.steps + ' steps each)';
       } catch (e) {
         status.textContent = e.status === 409 ? 'a benchmark is already running' : 'refused: ' + e.message;

@@ -100,7 +100,7 @@ echo "ok: health, openapi, cluster, dashboard files; no traversal, no listing"
 expect 202 POST "/api/v1/cluster/benchmark?model=lenet5" -H "$AUTH"
 [ "$(header Location)" = /api/v1/cluster ] || fail "benchmark: Location $(header Location)"
 host=$(jq -r '.hosts[0]' "$TMP/body")
-[ "$(jq -r '"\(.model) \(.hosts | length) \(.steps)"' "$TMP/body")" = "lenet5 1 8" ] || fail "benchmark answer: $(cat "$TMP/body")"
+[ "$(jq -r '"\(.model) \(.dataset) \(.hosts | length) \(.steps)"' "$TMP/body")" = "lenet5 fashion-mnist 1 8" ] || fail "benchmark answer: $(cat "$TMP/body")"
 expect 409 POST /api/v1/cluster/benchmark -H "$AUTH"
 problem benchmark-busy
 expect 400 POST "/api/v1/cluster/benchmark?hosts=nowhere" -H "$AUTH"
@@ -108,6 +108,9 @@ problem invalid-benchmark
 jq -r .detail "$TMP/body" | grep -q "hosts: nowhere is not a host of the cluster" || fail "detail: $(cat "$TMP/body")"
 expect 400 POST "/api/v1/cluster/benchmark?model=vgg16" -H "$AUTH"
 problem invalid-benchmark
+expect 400 POST "/api/v1/cluster/benchmark?model=resnet20&dataset=mnist" -H "$AUTH"
+problem invalid-benchmark
+jq -r .detail "$TMP/body" | grep -q "resnet20 needs a 32x32 colour data set" || fail "detail: $(cat "$TMP/body")"
 expect 400 POST "/api/v1/cluster/benchmark?hosts=,,," -H "$AUTH"
 problem invalid-parameter parameter hosts
 expect 401 POST /api/v1/cluster/benchmark

@@ -174,7 +174,6 @@ static int round_start(coordinator_t *c, const job_spec_t *s, const char *const 
     char steps[16], id[32];
     snprintf(steps, sizeof steps, "%d", c->cfg.preflight_steps);
     const char *argv[] = {c->worker, "--spec", specp, "--benchmark", steps, NULL};
-    int started = 0;
     for (int i = 0; i < n; i++) {
         preflight_host_t *ph = &pf->hosts[i];
         host_t *h = hosts_find(c, names[i]);
@@ -215,11 +214,9 @@ static int round_start(coordinator_t *c, const job_spec_t *s, const char *const 
             continue;
         }
         ph->running = 1;
-        started++;
     }
     clog_printf("benchmark round %ld (%s): %s on %d host%s, %d step%s each", pf->round, origin, s->model, n,
                 n == 1 ? "" : "s", c->cfg.preflight_steps, c->cfg.preflight_steps == 1 ? "" : "s");
-    (void)started;
     return 0;
 fail:
     free(text);

@@ -23,7 +23,7 @@
 #define KEY_JOB_NODE "pacer:job:%s:node:%d"
 #define KEY_JOB_STALENESS "pacer:job:%s:staleness:%d"
 #define KEY_JOB_ASSIGNMENT "pacer:job:%s:assignment"
-#define KEY_PROFILE "pacer:profile:%s:%s:%s"
+#define KEY_PROFILE "pacer:profile:%s:%s:%s" /* jobs fold into it; benchmarks overwrite it */
 #define KEY_PROFILES "pacer:profiles"
 #define KEY_COORD "pacer:coordinator"
 #define KEY_LOCK "pacer:coordinator:lock"

@@ -782,6 +782,53 @@ int coord_checkpoint_path(coordinator_t *c, const char *id, char *path, size_t l
     return code;
 }
 
+/* Each host of the daemon's record gets its measured speeds from the profiles (the
+ * pre-flight's benchmarks and finished jobs): "speeds": [{model, device, samples_per_s,
+ * updated, benchmark_time}] and "devices": [the devices they name]. */
+static void host_speeds(json_t *hosts, json_t *profiles)
+{
+    size_t i, k;
+    json_t *h, *p;
+    json_array_foreach(hosts, i, h)
+    {
+        const char *name = json_string_value(json_object_get(h, "name"));
+        json_t *speeds = json_array(), *devices = json_array();
+        if (!name || !speeds || !devices) {
+            json_decref(speeds);
+            json_decref(devices);
+            continue;
+        }
+        json_array_foreach(profiles, k, p)
+        {
+            const char *ph = json_string_value(json_object_get(p, "host"));
+            const char *dev = json_string_value(json_object_get(p, "device"));
+            if (!ph || strcmp(ph, name) != 0 || !dev) continue;
+            json_t *o = json_pack("{s:O?, s:s, s:O?, s:O?}", "model", json_object_get(p, "model"), "device", dev,
+                                  "samples_per_s", json_object_get(p, "samples_per_s"), "updated",
+                                  json_object_get(p, "updated"));
+            json_t *bt = json_object_get(p, "benchmark_time");
+            if (o && bt) json_object_set(o, "benchmark_time", bt);
+            if (o) json_array_append_new(speeds, o);
+            int seen = 0;
+            size_t d;
+            json_t *x;
+            json_array_foreach(devices, d, x) seen |= strcmp(json_string_value(x), dev) == 0;
+            if (!seen) json_array_append_new(devices, json_string(dev));
+        }
+        json_t *b = json_object_get(h, "benchmark");
+        const char *bd = json_string_value(json_object_get(b, "device"));
+        if (bd && *bd) {
+            int seen = 0;
+            size_t d;
+            json_t *x;
+            json_array_foreach(devices, d, x) seen |= strcmp(json_string_value(x), bd) == 0;
+            if (!seen) json_array_append_new(devices, json_string(bd));
+        }
+        json_object_set_new(h, "speeds", speeds);
+        json_object_set_new(h, "devices", devices);
+    }
+}
+
 int coord_cluster(coordinator_t *c, json_t **out)
 {
     redisContext *rc = conn_get(c);
@@ -840,6 +887,7 @@ int coord_cluster(coordinator_t *c, json_t **out)
             freeReplyObject(p);
         }
     }
+    host_speeds(json_object_get(coord, "hosts"), profiles);
     *out = json_pack("{s:o, s:b, s:I, s:I, s:I, s:o}", "coordinator", coord ? coord : json_null(), "alive",
                      hb > 0 && clock_wall_s() - hb < 5.0, "queued", (json_int_t)reply_int(r[1], 0), "active",
                      (json_int_t)reply_int(r[2], 0), "jobs", (json_int_t)reply_int(r[3], 0), "profiles", profiles);

@@ -23,6 +23,7 @@ static const route_t ROUTES[] = {
     {"GET", "/api/v1/events", handle_events, ROUTE_STREAM},
     {"GET", "/api/v1/cluster", handle_cluster, 0},
     {"POST", "/api/v1/cluster/reload", handle_cluster_reload, ROUTE_MUTATES},
+    {"POST", "/api/v1/cluster/benchmark", handle_cluster_benchmark, ROUTE_MUTATES},
     {"GET", "/api/v1/openapi.json", handle_openapi, 0},
     {"GET", "/healthz", handle_healthz, ROUTE_PUBLIC},
     {"GET", "/metrics", handle_prometheus, 0},

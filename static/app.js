@@ -164,6 +164,7 @@
     else if (cmp && window.pacerCompare) {   // compare.js
       current = window.pacerCompare.view({ api, el, mount, $, banner, apiError }, decodeURIComponent(cmp[1]).split(','));
     } else if (h === '#/new') { current = newView(); nav = 'new'; }
+    else if (h === '#/cluster' && window.pacerCluster) { current = window.pacerCluster.mount(view, banner); nav = 'cluster'; }   // cluster.js
     else current = jobsView();
     for (const a of document.querySelectorAll('[data-nav]')) a.classList.toggle('active', a.dataset.nav === nav && !m);
   }

@@ -15,10 +15,12 @@
 // screenshot of the job page (the first argument). Then, when the coordinator can
 // simulate (GET /api/v1/cluster), a simulated job through the form's "Simulated cluster"
 // section: the spec it builds, the job page's "simulated" badge and simulated clock on the
-// charts' time axis, and the badge in the job list. Last, the compare view: the cancelled
+// charts' time axis, and the badge in the job list. Next, the compare view: the cancelled
 // job and a short one (submitted over the API after the cancel, run meanwhile) ticked in
 // the job list, their loss and test accuracy overlaid against time, epoch and samples,
-// the differing spec fields highlighted (screenshot compare.png). Exit 0 = pass, 1 = fail.
+// the differing spec fields highlighted (screenshot compare.png). Last, the Cluster page:
+// its hosts, and a benchmark of mlp started with its button whose speed the page then
+// shows. Exit 0 = pass, 1 = fail.
 import { chromium } from 'playwright-core';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -285,6 +287,23 @@ try {
   await page.waitForTimeout(300);
   await page.screenshot({ path: beside('compare.png'), fullPage: true });
   console.log('screenshot: ' + beside('compare.png') + ' (the compare view took ' + ((Date.now() - tCompare) / 1000).toFixed(1) + ' s)');
+
+  // ---- the Cluster page: the hosts, and a benchmark run from its button
+  await page.goto(base + '/#/cluster');
+  await page.waitForSelector('#hosts-body tr[data-host]', { timeout: 10000 });
+  check(await page.$eval('a[data-nav=cluster]', (a) => a.classList.contains('active')), 'the nav links the Cluster page');
+  await page.selectOption('#bench-model', 'mlp');
+  await page.click('#bench-run');
+  await page.waitForFunction(() => {
+    const r = window.pacerCluster.rows();
+    return r && r.length > 0 && r.every((h) => h.benchmark && h.benchmark.model === 'mlp' && !h.benchmark.running &&
+      h.benchmark.samples_per_s > 0 && (h.speeds || []).some((s) => s.model === 'mlp'));
+  }, null, { timeout: 60000, polling: 500 });
+  const hostText = await page.textContent('#hosts-body tr[data-host]');
+  const hostState = await page.textContent('#hosts-body tr[data-host] .badge');
+  check(hostState === 'up' && /mlp on cpu: [0-9,.]+ samples\/s/.test(hostText) &&
+    /mlp, .*samples\/s \([0-9]+% of the median\)/.test(hostText),
+    'the Cluster page shows the host ' + hostState + ' with its measured mlp speed and last benchmark: ' + hostText);
 
   check(errors.length === 0, 'no errors in the page' + (errors.length ? ': ' + errors.join('; ') : ''));
   await context.close();

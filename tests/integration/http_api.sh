@@ -94,6 +94,35 @@ expect 404 GET /static/.hidden
 [ "$(curl -s -o /dev/null -w '%{http_code}' -I "$BASE/")" = 200 ] || fail "HEAD /"
 echo "ok: health, openapi, cluster, dashboard files; no traversal, no listing"
 
+# ---- an on-demand benchmark of the hosts (the pre-flight through the API) ------------------------
+# 202 at once, the round visible in GET /api/v1/cluster, then the measured speed in the
+# host's benchmark and profile; bad parameters and a second round while one runs refused.
+expect 202 POST "/api/v1/cluster/benchmark?model=lenet5" -H "$AUTH"
+[ "$(header Location)" = /api/v1/cluster ] || fail "benchmark: Location $(header Location)"
+host=$(jq -r '.hosts[0]' "$TMP/body")
+[ "$(jq -r '"\(.model) \(.dataset) \(.hosts | length) \(.steps)"' "$TMP/body")" = "lenet5 fashion-mnist 1 8" ] || fail "benchmark answer: $(cat "$TMP/body")"
+expect 409 POST /api/v1/cluster/benchmark -H "$AUTH"
+problem benchmark-busy
+expect 400 POST "/api/v1/cluster/benchmark?hosts=nowhere" -H "$AUTH"
+problem invalid-benchmark
+jq -r .detail "$TMP/body" | grep -q "hosts: nowhere is not a host of the cluster" || fail "detail: $(cat "$TMP/body")"
+expect 400 POST "/api/v1/cluster/benchmark?model=vgg16" -H "$AUTH"
+problem invalid-benchmark
+expect 400 POST "/api/v1/cluster/benchmark?model=resnet20&dataset=mnist" -H "$AUTH"
+problem invalid-benchmark
+jq -r .detail "$TMP/body" | grep -q "resnet20 needs a 32x32 colour data set" || fail "detail: $(cat "$TMP/body")"
+expect 400 POST "/api/v1/cluster/benchmark?hosts=,,," -H "$AUTH"
+problem invalid-parameter parameter hosts
+expect 401 POST /api/v1/cluster/benchmark
+measured() {
+    curl -s "$BASE/api/v1/cluster" | jq -e --arg h "$host" '.coordinator.hosts[] | select(.name == $h) |
+        .benchmark.running == false and .benchmark.samples_per_s > 0 and .state == "up" and .devices == ["cpu"] and
+        ([.speeds[] | select(.model == "lenet5" and .samples_per_s > 0 and .benchmark_time > 0)] | length == 1)'
+}
+await 60 "the benchmark's speed in GET /api/v1/cluster" measured
+expect 200 GET /api/v1/cluster
+echo "ok: POST /api/v1/cluster/benchmark: 202, busy 409, bad host/model/list 400; $host measured at $(jq -r '.coordinator.hosts[0].benchmark.samples_per_s | floor' "$TMP/body") samples/s"
+
 # ---- routing errors ------------------------------------------------------------------------------
 expect 404 GET /api/v1/nothing
 problem not-found

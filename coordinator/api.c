@@ -17,6 +17,7 @@
 #include "api_cache.h"
 #include "clock.h"
 #include "clog.h"
+#include "memest.h"
 #include "simjob.h"
 #include "staleness.h"
 
@@ -231,6 +232,27 @@ static int data_path_allowed(const coordinator_t *c, const char *path, char *err
     return -1;
 }
 
+/* Memory admission: the ranks the most loaded host gets (Open MPI's by-slot mapping
+ * fills a host's slots before the next, wrapping around when oversubscribed: at most
+ * ceil(world / total slots) rounds of the largest host's slots; the local launcher puts
+ * every rank here) times one rank's estimate (common/memest.h) against the host's
+ * memory. Unknown memory (a hostfile or Slurm without --host-memory-mb) is not checked. */
+static int memory_fits(coordinator_t *c, const job_spec_t *s, int world, char *err, size_t errlen)
+{
+    memest_t e;
+    if (!(c->host_memory > 0) || c->slots_total <= 0 || memest_rank(s, s->workers, &e) != 0) return 1;
+    int ranks = world;
+    if (launcher_kind(c->launcher) != LAUNCHER_LOCAL && c->slots_max > 0) {
+        long rounds = (world + c->slots_total - 1) / c->slots_total;
+        long most = rounds * c->slots_max;
+        if (most < ranks) ranks = (int)most;
+    }
+    char where[sizeof c->hostname + 64];
+    snprintf(where, sizeof where, "%s%s (%s)", c->nhosts > 1 ? "each host of " : "host ",
+             c->nhosts > 1 ? "the cluster" : c->hostname, c->host_memory_from);
+    return memest_check(&e, ranks, c->host_memory, where, err, errlen) == 0;
+}
+
 int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *parent, char *id, size_t idlen,
                          json_t **job, char *err, size_t errlen)
 {
@@ -286,6 +308,10 @@ int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *pare
                 "oversubscription factor %g (--oversubscribe-factor): at most %d",
                 s->workers, j.world, c->slots_total, c->slots_total == 1 ? "" : "s", c->cfg.oversubscribe,
                 (int)(c->slots_total * c->cfg.oversubscribe) - (j.world - s->workers));
+        goto out;
+    }
+    if (c->daemon && !s->simulate.enabled && !memory_fits(c, s, j.world, err, errlen)) {
+        rc_code = COORD_ENOFIT;
         goto out;
     }
     rc = conn_get(c);

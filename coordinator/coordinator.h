@@ -79,9 +79,14 @@ typedef struct {
                                      resolve under; none = COORD_DATA_ROOT_DEBIAN and
                                      STATE_DIR/data */
     int ndata_roots;
-    long keep_jobs;      /* 10000: job history kept (final jobs beyond it, oldest
+    long keep_jobs;         /* 10000: job history kept (final jobs beyond it, oldest
                                      first, are deleted with their directory); 0 = all */
-    double host_probe_s; /* 5: a lost host is probed this often until it is back */
+    double keep_jobs_age_s; /* 0: also delete final jobs that finished longer ago than
+                               this (with their directories); 0 = no age limit */
+    double host_probe_s;    /* 5: a lost host is probed this often until it is back */
+    double host_memory_mb;  /* memory of each host, MiB, for admission (422 when a job's ranks
+                              on one host need more, common/memest.h); 0 = the local
+                              launcher's MemTotal, unknown (not checked) for the others */
 } coord_config_t;
 
 #define COORD_OVERSUBSCRIBE_DEFAULT 4.0

@@ -71,6 +71,8 @@ enum {
     O_DATA_ROOT,
     O_KEEP_JOBS,
     O_HOST_PROBE,
+    O_HOST_MEMORY,
+    O_KEEP_JOBS_AGE,
 };
 
 typedef struct {
@@ -114,6 +116,16 @@ static const opt_row_t OPTIONS[] = {
      "job history: delete the oldest finished jobs beyond N, with their directories "
      "(default 10000; 0 = keep all)",
      O_KEEP_JOBS},
+    {"keep-jobs-age", 1, "AGE",
+     "job history: also delete finished jobs that ended longer than AGE ago, with "
+     "their directories; seconds, or a number with s, m, h or d (7d) (default 0 = "
+     "no age limit)",
+     O_KEEP_JOBS_AGE},
+    {"host-memory-mb", 1, "MB",
+     "refuse (422) a job whose ranks on one host need more memory than MB by the "
+     "estimate (model, activations for the largest batch, data sets) (default: "
+     "MemTotal with the local launcher; not checked for other launchers)",
+     O_HOST_MEMORY},
     {"oversubscribe-factor", 1, "X",
      "refuse (422) a job with more ranks than the cluster's slots times X "
      "(default 4; simulated jobs are not counted)",
@@ -442,6 +454,28 @@ static int parse_num(const char *opt, const char *s, double min, double *out)
     return 0;
 }
 
+/* A duration: seconds, or a number with a unit s, m, h, d ("7d"), in [0, NUM_OPT_MAX] s. */
+static int parse_duration(const char *opt, const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    double unit = 1;
+    if (end != s && *end && !end[1]) {
+        unit = *end == 's' ? 1 : *end == 'm' ? 60 : *end == 'h' ? 3600 : *end == 'd' ? 86400 : 0;
+        if (unit > 0) end++;
+    }
+    if (errno || *end || end == s || !(v >= 0 && v * unit <= NUM_OPT_MAX)) {
+        fprintf(stderr,
+                "pacer-coordinator: --%s: '%s' is not a duration (seconds, or a number with s, m, h or d) "
+                "between 0 and %.0f s\n",
+                opt, s, NUM_OPT_MAX);
+        return -1;
+    }
+    *out = v * unit;
+    return 0;
+}
+
 static int run_daemon(const cli_t *o)
 {
     /* Signals are taken synchronously by this thread (sigwait); every thread the
@@ -551,6 +585,10 @@ int main(int argc, char **argv)
             }
             o.cfg.oversubscribe = v;
             break;
+        case O_KEEP_JOBS_AGE:
+            if (parse_duration(name, optarg, &v) != 0) return 2;
+            o.cfg.keep_jobs_age_s = v;
+            break;
         case O_STATE: o.state = optarg; break;
         case O_SINCE: o.since = optarg; break;
         case O_JSON: o.json = 1; break;
@@ -585,6 +623,7 @@ int main(int argc, char **argv)
         case O_API_CACHE:
         case O_SIM_SLOTS:
         case O_HOST_PROBE:
+        case O_HOST_MEMORY:
             if (parse_num(name, optarg, 0, &v) != 0) return 2;
             if (ch == O_MAX_RESTARTS) o.cfg.max_restarts = (int)v;
             else if (ch == O_HEARTBEAT) o.cfg.heartbeat_timeout_s = v;
@@ -602,6 +641,7 @@ int main(int argc, char **argv)
             else if (ch == O_API_CACHE) o.http.cache_ms = (int)v;
             else if (ch == O_SIM_SLOTS) o.cfg.sim_slots = v >= 1 ? (int)v : 1;
             else if (ch == O_HOST_PROBE) o.cfg.host_probe_s = v;
+            else if (ch == O_HOST_MEMORY) o.cfg.host_memory_mb = v;
             else o.limit = (long)v;
             break;
         default: usage(stderr); return 2;

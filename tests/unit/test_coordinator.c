@@ -1009,6 +1009,48 @@ static void test_daemon_second_refused(void **state)
     assert_non_null(strstr(err, "another coordinator"));
 }
 
+/* --keep-jobs-age: jobstore_prune deletes final jobs that finished before the cutoff
+ * (by their finished time, not their submission), keeps newer ones and never a job
+ * that is still queued, whatever its age; the count rule still applies beside it. */
+static void test_prune_by_age(void **state)
+{
+    fixture_t *fx = *state;
+    char ids[6][COORD_ID_MAX], err[ERRLEN];
+    for (int i = 0; i < 6; i++) snprintf(ids[i], sizeof ids[i], "%s", submit(fx, SPEC));
+    /* j-1..j-5 cancelled (final); j-6 stays queued */
+    for (int i = 0; i < 5; i++) assert_int_equal(coord_cancel(fx->client, ids[i], err, sizeof err), COORD_OK);
+    /* finished 1000 s ago: j-1, j-2 and the queued j-6 (its submission too); j-3 finished
+     * long ago but was submitted now (cannot happen, and must not matter); j-4, j-5 now */
+    double now = (double)time(NULL);
+    const char *old[] = {ids[0], ids[1], ids[5]};
+    for (int i = 0; i < 3; i++) {
+        redisReply *r = redisCommand(fx->rc, "HSET pacer:job:%s finished %.3f submitted %.3f", old[i], now - 1000,
+                                     now - 1000);
+        assert_non_null(r);
+        freeReplyObject(r);
+        r = redisCommand(fx->rc, "ZADD pacer:jobs %.3f %s", now - 1000, old[i]);
+        freeReplyObject(r);
+    }
+    redisReply *r = redisCommand(fx->rc, "HSET pacer:job:%s finished %.3f", ids[2], now - 1000);
+    freeReplyObject(r);
+    char del[8][JOB_ID_MAX];
+    int n = -1;
+    assert_int_equal(jobstore_prune(fx->rc, 0, now - 500, 8, del, &n), JS_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(del[0], ids[0]);
+    assert_string_equal(del[1], ids[1]);
+    /* the cutoff in the future: every final job goes, the queued one stays */
+    assert_int_equal(jobstore_prune(fx->rc, 0, now + 10, 8, del, &n), JS_OK);
+    assert_int_equal(n, 3);
+    r = redisCommand(fx->rc, "ZRANGE pacer:jobs 0 -1");
+    assert_int_equal(r->elements, 1);
+    assert_string_equal(r->element[0]->str, ids[5]);
+    freeReplyObject(r);
+    /* neither rule set: nothing happens */
+    assert_int_equal(jobstore_prune(fx->rc, 0, 0, 8, del, &n), JS_OK);
+    assert_int_equal(n, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1021,6 +1063,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_api_metrics_nodes_events, setup, teardown),
         cmocka_unit_test_setup_teardown(test_api_redis_down, setup, teardown),
         cmocka_unit_test_setup_teardown(test_api_retry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prune_by_age, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dynbatch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_restarts_then_succeeds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_bad_input_not_retried, setup, teardown),

@@ -31,8 +31,12 @@ static const char *const REASONS[] = {
 
 static int make_file(char *path, size_t len, mode_t mode)
 {
+    /* tmpfs when there is one: on a disk file system the truncate and write per input
+     * cost 50 times the reader itself (380 against 20,000 inputs a second here). */
     const char *dir = getenv("TMPDIR");
-    snprintf(path, len, "%s/pacer-fuzz-pw-XXXXXX", dir && *dir ? dir : "/tmp");
+    struct stat st;
+    if (!dir || !*dir) dir = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : "/tmp";
+    snprintf(path, len, "%s/pacer-fuzz-pw-XXXXXX", dir);
     int fd = mkstemp(path);
     if (fd < 0 || fchmod(fd, mode) != 0) abort();
     return fd;

@@ -96,6 +96,46 @@ nlog=$(grep -c '^.*http: ' "$TMP/coord.log")
 [ "$nlog" -le 60 ] || { grep 'http: ' "$TMP/coord.log" | tail -5; fail "$nlog http: lines in the log for one flood"; }
 echo "ok: the rest closed by --header-timeout 3; $nlog http: lines in the coordinator's log"
 
+# ---- --header-timeout is a deadline: a client trickling a byte every 0.2 s (never idle
+# long enough for an idle timeout) is cut off about 3 s after it connected ------------
+cat >"$TMP/trickle.py" <<'EOF'
+import select, socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+t0 = time.monotonic()
+req = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: " + b"a" * 4000
+sent, why = 0, "open"
+while time.monotonic() - t0 < 20:
+    try:
+        s.send(req[sent:sent + 1])
+        sent += 1
+    except OSError as e:
+        why = "send-failed"
+        break
+    r, _, _ = select.select([s], [], [], 0.2)
+    if r:
+        try:
+            data = s.recv(4096)
+        except OSError as e:
+            why = "recv-failed"
+            break
+        why = "closed" if not data else "answered"
+        break
+print("%s after %.1f s, %d bytes sent" % (why, time.monotonic() - t0, sent))
+EOF
+python3 "$TMP/trickle.py" "$port" >"$TMP/trickle.txt" 2>&1 &
+TRICKLE_PID=$!
+EXTRA_PIDS="$EXTRA_PIDS $TRICKLE_PID"
+sleep 1
+t=$(curl -s -o /dev/null -w '%{http_code} %{time_total}' --max-time 5 "$BASE/healthz")
+[ "${t% *}" = 200 ] || fail "/healthz while a client trickles its headers: $t"
+wait "$TRICKLE_PID"
+cat "$TMP/trickle.txt"
+read -r why _ secs _ <"$TMP/trickle.txt"
+case "$why" in closed | recv-failed | send-failed) ;; *) fail "the trickling client was not cut off" ;; esac
+awk -v s="$secs" 'BEGIN { exit !(s >= 2.5 && s < 12) }' || fail "cut off after $secs s, want about 3 (--header-timeout 3)"
+grep -q 'request headers were not complete 3 s after' "$TMP/coord.log" || fail "no log line for the cut-off connection"
+echo "ok: a client trickling its headers was cut off after $secs s (--header-timeout 3); /healthz answered in ${t#* } s meanwhile"
+
 # ---- job history retention (--keep-jobs 3) -----------------------------------------------------------------
 for k in 1 2 3 4; do
     [ "$(post "$TMP/fits.json")" = 201 ] || fail "POST for retention: $(cat "$TMP/body")"

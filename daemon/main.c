@@ -105,8 +105,8 @@ static const opt_row_t OPTIONS[] = {
      "once)",
      O_CONNS_PER_CLIENT},
     {"header-timeout", 1, "S",
-     "close a connection whose request headers are still incomplete after S idle "
-     "seconds (default 10)",
+     "close a connection whose request headers are not complete S seconds after it "
+     "was opened or its previous request ended, however slowly it sends (default 10)",
      O_HEADER_TIMEOUT},
     {"data-root", 1, "DIR",
      "a job's dataset.path must resolve under DIR (repeatable; default " COORD_DATA_ROOT_DEBIAN

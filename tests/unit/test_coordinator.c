@@ -1051,6 +1051,37 @@ static void test_prune_by_age(void **state)
     assert_int_equal(n, 0);
 }
 
+/* Memory admission at submission (api.c memory_fits, common/memest.h): with hosts of 2
+ * and 1 slots and --host-memory-mb 200, an ssgd lenet5 job (about 62 MiB a rank: the
+ * data set as kept dominates) fits with 3 workers (by-slot placement: at most 2 ranks on
+ * the larger host) and not with 4 (2 rounds of 2 slots: 4 ranks there, about 250 MiB);
+ * the refusal names the figures. A client (coordinator_open) does not check: it does
+ * not know the hosts. */
+static void test_daemon_memory_admission(void **state)
+{
+    fixture_t *fx = *state;
+    char hf[200], err[ERRLEN] = "", id[COORD_ID_MAX];
+    snprintf(hf, sizeof hf, "%s/hosts", fx->dir);
+    write_text(hf, "localhost slots=2\n127.0.0.1 slots=1\n");
+    fx->cfg.hostfile = hf;
+    fx->cfg.host_memory_mb = 200;
+    plan(fx, "wait\n");
+    start_daemon(fx);
+    static const char FOUR[] = "{\"name\": \"m\", \"model\": \"lenet5\", \"dataset\": {\"name\": \"fashion-mnist\"}, "
+                               "\"algorithm\": {\"name\": \"ssgd\"}, \"workers\": 4}";
+    assert_int_equal(coord_submit(fx->daemon, FOUR, id, sizeof id, err, sizeof err), COORD_ENOFIT);
+    if (!strstr(err, "= 4 ranks x") || !strstr(err, "200 MiB of each host of the cluster (--host-memory-mb)"))
+        fail_msg("refusal: %s", err);
+    static const char THREE[] = "{\"name\": \"m\", \"model\": \"lenet5\", \"dataset\": {\"name\": \"fashion-mnist\"}, "
+                                "\"algorithm\": {\"name\": \"ssgd\"}, \"workers\": 3}";
+    int rc = coord_submit(fx->daemon, THREE, id, sizeof id, err, sizeof err);
+    if (rc != COORD_OK) fail_msg("3 workers refused: %s", err);
+    assert_int_equal(coord_cancel(fx->client, id, err, sizeof err), COORD_OK);
+    /* the client does not know the hosts: no memory check there */
+    assert_int_equal(coord_submit(fx->client, FOUR, id, sizeof id, err, sizeof err), COORD_OK);
+    assert_int_equal(coord_cancel(fx->client, id, err, sizeof err), COORD_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1075,6 +1106,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_daemon_stop_jobs_on_exit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_stale_heartbeat, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_slots, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_memory_admission, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_second_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

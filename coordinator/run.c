@@ -495,7 +495,8 @@ static void grow_check(coordinator_t *c, coord_run_t *r, double now)
         int k = snprintf(back + used, sizeof back - used, "%s%s", used ? ", " : "", h->name);
         if (k > 0 && (size_t)k < sizeof back - used) used += (size_t)k;
     }
-    snprintf(r->resize_reason, sizeof r->resize_reason, "grow at the checkpoint: %.250s%s", back[0] ? back : "more slots",
+    snprintf(r->resize_reason, sizeof r->resize_reason, "grow at the checkpoint: %.250s%s",
+             back[0] ? back : "more slots",
              back[0] ? (strchr(back, ',') ? " are usable again" : " is usable again") : " are usable");
     r->grow_armed = 0;
     start_kill(c, r, KILL_RESIZE, now);

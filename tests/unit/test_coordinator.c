@@ -1082,6 +1082,44 @@ static void test_daemon_memory_admission(void **state)
     assert_int_equal(coord_cancel(fx->client, id, err, sizeof err), COORD_OK);
 }
 
+/* A list filtered by a state a job can still leave (QUEUED, RUNNING, RESTARTING) reads
+ * only pacer:queue and pacer:active, not the whole history: a history entry that claims
+ * to be QUEUED but is in neither is not listed (it would be with a scan). Newest first,
+ * paged, total counted; a final state still reads the history. */
+static void test_list_state_reads_active_sets(void **state)
+{
+    fixture_t *fx = *state;
+    char ids[3][COORD_ID_MAX], err[ERRLEN];
+    for (int i = 0; i < 3; i++) snprintf(ids[i], sizeof ids[i], "%s", submit(fx, SPEC));
+    assert_int_equal(coord_cancel(fx->client, ids[1], err, sizeof err), COORD_OK);
+    redisReply *r = redisCommand(fx->rc, "HSET pacer:job:j-99 id j-99 state QUEUED name ghost");
+    freeReplyObject(r);
+    r = redisCommand(fx->rc, "ZADD pacer:jobs 1 j-99");
+    freeReplyObject(r);
+    json_t *o = NULL;
+    assert_int_equal(coord_list(fx->client, "QUEUED", 0, 10, &o), COORD_OK);
+    if (jint(o, "total") != 2) {
+        char *t = json_dumps(o, 0);
+        fail_msg("QUEUED: %s", t);
+    }
+    json_t *jobs = json_object_get(o, "jobs");
+    assert_int_equal(json_array_size(jobs), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(jobs, 0), "id")), ids[2]);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(jobs, 1), "id")), ids[0]);
+    json_decref(o);
+    assert_int_equal(coord_list(fx->client, "QUEUED", 1, 1, &o), COORD_OK);
+    assert_int_equal(jint(o, "total"), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(o, "jobs"), 0), "id")), ids[0]);
+    json_decref(o);
+    assert_int_equal(coord_list(fx->client, "CANCELLED", 0, 10, &o), COORD_OK);
+    assert_int_equal(jint(o, "total"), 1);
+    json_decref(o);
+    /* unfiltered: the history, the ghost included */
+    assert_int_equal(coord_list(fx->client, NULL, 0, 10, &o), COORD_OK);
+    assert_int_equal(jint(o, "total"), 4);
+    json_decref(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1095,6 +1133,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_api_redis_down, setup, teardown),
         cmocka_unit_test_setup_teardown(test_api_retry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prune_by_age, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list_state_reads_active_sets, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dynbatch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_restarts_then_succeeds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_bad_input_not_retried, setup, teardown),

@@ -10,7 +10,9 @@
 #    headers, more than the server's whole connection limit (1024): the per-client limit
 #    (--max-conns-per-client) closes all but a few at once, so /healthz and the API still
 #    answer another client; the rest are closed after --header-timeout; libmicrohttpd's
-#    line per refused connection is rate-limited in the coordinator's log;
+#    line per refused connection is rate-limited in the coordinator's log; a client
+#    that trickles its headers a byte every 0.2 s is cut off at the --header-timeout
+#    deadline (not an idle timeout) while /healthz answers;
 #  - job history: --keep-jobs N deletes the oldest finished jobs beyond N, with their
 #    directories; --keep-jobs-age takes a unit (7d) and refuses a bad one (the age rule
 #    itself: test_coordinator's test_prune_by_age);

@@ -162,7 +162,8 @@ BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 TOOL_BIN  := $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(TOOL_SRC))
 BINS      := $(BUILD)/pacer-worker $(CUDA_SO) $(if $(wildcard daemon/main.c),$(BUILD)/pacer-coordinator) \
              $(if $(filter yes,$(HAVE_CURL)),$(BUILD)/pacer)
-FAKE_CUDA := $(BUILD)/tests/libpacer_fakecuda.so $(BUILD)/tests/fakecuda/libcuda.so.1
+FAKE_CUDA := $(BUILD)/tests/libpacer_fakecuda.so $(BUILD)/tests/fakecuda/libcuda.so.1 \
+             $(BUILD)/tests/fakenvml/libnvidia-ml.so.1
 
 .PHONY: all found deps test test-stress check-asan check-layers demo bench clean format format-check fuzz FORCE
 all: found $(BINS) $(UNIT_BIN) $(BENCH_BIN) $(TOOL_BIN) $(FAKE_CUDA)
@@ -211,6 +212,14 @@ $(BUILD)/pacer-worker: $(call obj,worker/main.c) $(LIBWORKER) $(LIBMODEL) $(LIBK
 $(BUILD)/libpacer_cuda.so: $(CUDA_OBJ)
 	$(CC) -shared -Wl,-soname,libpacer_cuda.so -Wl,-Bsymbolic -Wl,-z,defs $^ -o $@ $(CUDA_LIBS)
 
+# The two objects compiled differently with and without CUDA are remade when WITH_CUDA
+# changes (a CPU-only test_cuda_parity.o left behind by an earlier build would otherwise
+# be linked into a CUDA build and skip every parity test).
+$(BUILD)/obj/tests/unit/test_cuda_parity.o $(BUILD)/obj/bench/gpu_bench.o: $(BUILD)/cudaflags
+$(BUILD)/cudaflags: FORCE
+	@mkdir -p $(dir $@)
+	@echo 'WITH_CUDA=$(WITH_CUDA)' | cmp -s - $@ || echo 'WITH_CUDA=$(WITH_CUDA)' > $@
+
 ifeq ($(WITH_CUDA),yes)
 CUDA_USERS := $(BUILD)/tests/test_cuda_parity $(BUILD)/bench/gpu_bench
 $(CUDA_USERS): $(CUDA_SO)
@@ -232,12 +241,15 @@ $(BUILD)/tests/libpacer_fakecuda.so: $(FAKE_BACKEND_SRC) $(wildcard model/*.h ke
 $(BUILD)/tests/fakecuda/libcuda.so.1: tests/fakecuda/libcuda.c
 	@mkdir -p $(dir $@)
 	$(CC) -shared -fPIC $(CSTD) $(OPT) $(WARN) -Wl,-soname,libcuda.so.1 $< -o $@
+$(BUILD)/tests/fakenvml/libnvidia-ml.so.1: tests/fakecuda/libnvidia-ml.c
+	@mkdir -p $(dir $@)
+	$(CC) -shared -fPIC $(CSTD) $(OPT) $(WARN) -Wl,-soname,libnvidia-ml.so.1 $< -o $@
 
 $(BUILD)/pacer-coordinator: $(call obj,daemon/main.c) $(LIBHTTP) $(LIBCOORD) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) $< -o $@ $(COORD_LIBS)
 
-$(BUILD)/pacer: $(call obj,$(CLI_SRC)) $(LIBCLI)
-	$(CC) $(LDFLAGS) $(call obj,$(CLI_SRC)) -o $@ $(LIBCLI) -lcurl -ljansson -lm
+$(BUILD)/pacer: $(call obj,$(CLI_SRC)) $(LIBCLI) $(LIBCOMMON)
+	$(CC) $(LDFLAGS) $(call obj,$(CLI_SRC)) -o $@ $(LIBCLI) $(LIBCOMMON) -lcurl -ljansson -lm
 
 # Unit tests link everything; a test that needs the coordinator pulls it from its archive.
 $(BUILD)/tests/%: $(call obj,tests/unit/%.c) $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON) $(LIBHTTP) $(LIBCOORD) $(LIBCLI)

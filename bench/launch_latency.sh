@@ -17,7 +17,9 @@
 # starting the processes (and, under Slurm, scheduling, the batch script and the step),
 # MPI wire-up, loading the data and building the model, and one step. Each job is
 # submitted once the previous one is over and every Slurm node is idle again. RUNS jobs
-# per launcher (default 3): median, min and max.
+# per launcher (default 3): median, min and max. The coordinators run with --preflight
+# off: the pre-flight benchmark of the hosts (before a job's first launch when they have
+# no profile for its model) is not the launcher's latency.
 #
 # Needs root (namespaces, slurmd) and slurm-wlm + munge; without root only `local` is
 # measured, with an embedded Redis. Takes /tmp/pacer-slurm.lock like the Slurm test.
@@ -85,9 +87,9 @@ start() {
     if [ $FULL = 1 ]; then
         ip netns exec "$(host_ns pc)" unshare --uts sh -c 'hostname pc && exec "$@"' sh \
             "$COORD" --listen 127.0.0.1:0 --state-dir "$STATE" --redis "$REDIS" --worker "$B/pacer-worker" \
-            --max-restarts 0 "$@" >>"$TMP/coord.log" 2>&1 9>&- &
+            --max-restarts 0 --preflight off "$@" >>"$TMP/coord.log" 2>&1 9>&- &
     else
-        "$COORD" --listen 127.0.0.1:0 --state-dir "$STATE" --worker "$B/pacer-worker" --max-restarts 0 "$@" \
+        "$COORD" --listen 127.0.0.1:0 --state-dir "$STATE" --worker "$B/pacer-worker" --max-restarts 0 --preflight off "$@" \
             >>"$TMP/coord.log" 2>&1 &
     fi
     COORD_PID=$!

@@ -1,5 +1,6 @@
 /* cli/cliargs.c - see cliargs.h. */
 #include "cliargs.h"
+#include "numarg.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -118,15 +119,9 @@ static const cli_option_t *find_short(char c)
 
 static int parse_count(const char *opt, const char *s, long max, long *out, char *err, size_t errlen)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < 1 || v > max) {
-        snprintf(err, errlen, "--%s: '%.40s' is not a whole number from 1 to %ld", opt, s, max);
-        return -1;
-    }
-    *out = v;
-    return 0;
+    if (numarg_long(s, 1, max, out) == 0) return 0;
+    snprintf(err, errlen, "--%s: '%.40s' is not a whole number from 1 to %ld", opt, s, max);
+    return -1;
 }
 
 /* Stores one option's value. */

@@ -236,6 +236,50 @@ static void row(FILE *f, const char *key, const char *value)
     fprintf(f, "%-11s %s\n", key, clean);
 }
 
+/* Bytes for people: 512 B, 483.2 KiB, 1.4 MiB. */
+static void fmt_size(double b, char *out, size_t len)
+{
+    static const char *const U[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (b >= 1024 && u < 4) {
+        b /= 1024;
+        u++;
+    }
+    if (u == 0) snprintf(out, len, "%.0f B", b);
+    else snprintf(out, len, "%.1f %s", b, U[u]);
+}
+
+/* The kept checkpoints (the API's "checkpoints"): a count and the space, then one line
+ * each, newest first, at most 20 of them. */
+static void fmt_checkpoints(FILE *f, json_t *ck)
+{
+    json_t *items = json_object_get(ck, "items"), *it;
+    char buf[256], sz[32], acc[32], step[24], epoch[24];
+    size_t i;
+    fmt_size(num(ck, "total_bytes"), sz, sizeof sz);
+    snprintf(buf, sizeof buf, "%zu kept, %s%s%s", json_array_size(items), sz, *str(ck, "error") ? "; " : "",
+             str(ck, "error"));
+    row(f, "checkpoints", buf);
+    json_array_foreach(items, i, it)
+    {
+        if (i == 20) {
+            snprintf(buf, sizeof buf, "... %zu more", json_array_size(items) - 20);
+            row(f, "", buf);
+            break;
+        }
+        int_cell(it, "step", step, sizeof step);
+        int_cell(it, "epoch", epoch, sizeof epoch);
+        double a = num(it, "test_accuracy");
+        if (isfinite(a)) snprintf(acc, sizeof acc, "accuracy %.4f", a);
+        else snprintf(acc, sizeof acc, "not evaluated");
+        fmt_size(num(it, "bytes"), sz, sizeof sz);
+        snprintf(buf, sizeof buf, "step %s (epoch %s), %s, %s%s%s", step, epoch, acc, sz,
+                 json_is_true(json_object_get(it, "latest")) ? ", latest" : "",
+                 json_is_true(json_object_get(it, "best")) ? ", best" : "");
+        row(f, "", buf);
+    }
+}
+
 void fmt_job(FILE *f, json_t *job, double now)
 {
     char buf[1024], t1[64], t2[64];
@@ -320,6 +364,7 @@ void fmt_job(FILE *f, json_t *job, double now)
     }
     if (*str(job, "log")) row(f, "log", str(job, "log"));
     if (*str(job, "checkpoint")) row(f, "checkpoint", str(job, "checkpoint"));
+    if (json_is_object(json_object_get(job, "checkpoints"))) fmt_checkpoints(f, json_object_get(job, "checkpoints"));
 }
 
 void fmt_problem(long status, const char *body, size_t body_len, char *out, size_t len)

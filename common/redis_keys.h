@@ -19,28 +19,37 @@
 #define KEY_EVENTS "pacer:events"
 #define KEY_JOB "pacer:job:%s"
 #define KEY_JOB_METRICS "pacer:job:%s:metrics"
+#define KEY_JOB_METRICS_COARSE "pacer:job:%s:metrics:coarse"
 #define KEY_JOB_NODE "pacer:job:%s:node:%d"
 #define KEY_JOB_STALENESS "pacer:job:%s:staleness:%d"
 #define KEY_JOB_ASSIGNMENT "pacer:job:%s:assignment"
-#define KEY_PROFILE "pacer:profile:%s:%s:%s"
+#define KEY_PROFILE "pacer:profile:%s:%s:%s" /* jobs fold into it; benchmarks overwrite it */
 #define KEY_PROFILES "pacer:profiles"
 #define KEY_COORD "pacer:coordinator"
 #define KEY_LOCK "pacer:coordinator:lock"
 
-#define REDIS_KEYS(X)                                       \
-    X(KEY_SEQ, "pacer:seq")                                 \
-    X(KEY_JOBS, "pacer:jobs")                               \
-    X(KEY_QUEUE, "pacer:queue")                             \
-    X(KEY_ACTIVE, "pacer:active")                           \
-    X(KEY_EVENTS, "pacer:events")                           \
-    X(KEY_JOB, "pacer:job:{id}")                            \
-    X(KEY_JOB_METRICS, "pacer:job:{id}:metrics")            \
-    X(KEY_JOB_NODE, "pacer:job:{id}:node:{rank}")           \
-    X(KEY_JOB_STALENESS, "pacer:job:{id}:staleness:{rank}") \
-    X(KEY_JOB_ASSIGNMENT, "pacer:job:{id}:assignment")      \
-    X(KEY_PROFILE, "pacer:profile:{host}:{device}:{model}") \
-    X(KEY_PROFILES, "pacer:profiles")                       \
-    X(KEY_COORD, "pacer:coordinator")                       \
+#define REDIS_KEYS(X)                                          \
+    X(KEY_SEQ, "pacer:seq")                                    \
+    X(KEY_JOBS, "pacer:jobs")                                  \
+    X(KEY_QUEUE, "pacer:queue")                                \
+    X(KEY_ACTIVE, "pacer:active")                              \
+    X(KEY_EVENTS, "pacer:events")                              \
+    X(KEY_JOB, "pacer:job:{id}")                               \
+    X(KEY_JOB_METRICS, "pacer:job:{id}:metrics")               \
+    X(KEY_JOB_METRICS_COARSE, "pacer:job:{id}:metrics:coarse") \
+    X(KEY_JOB_NODE, "pacer:job:{id}:node:{rank}")              \
+    X(KEY_JOB_STALENESS, "pacer:job:{id}:staleness:{rank}")    \
+    X(KEY_JOB_ASSIGNMENT, "pacer:job:{id}:assignment")         \
+    X(KEY_PROFILE, "pacer:profile:{host}:{device}:{model}")    \
+    X(KEY_PROFILES, "pacer:profiles")                          \
+    X(KEY_COORD, "pacer:coordinator")                          \
     X(KEY_LOCK, "pacer:coordinator:lock")
+
+/* Fields of KEY_JOB_NODE that more than one room reads by name: a GPU rank's device
+ * utilisation and memory (worker/nvml.h samples them, the worker's sink writes them, the
+ * API and GET /metrics read them; absent on CPU ranks and without NVML). */
+#define NODE_GPU_UTIL_PCT "gpu_util_pct"
+#define NODE_GPU_MEM_USED "gpu_mem_used_bytes"
+#define NODE_GPU_MEM_TOTAL "gpu_mem_total_bytes"
 
 #endif

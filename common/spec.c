@@ -8,6 +8,7 @@
  */
 #include "spec.h"
 
+#include "ckptdir.h"
 #include "hash.h"
 
 #include <errno.h>
@@ -251,6 +252,12 @@ static const field_t FIELDS[] = {
     {.path = "checkpoint.dir", STR(checkpoint.dir), .def_str = "checkpoints", .resume_free = 1,
      .check = check_nonempty,
      .allowed_doc = "non-empty, at most 511 bytes", .doc = "Directory of the checkpoint files."},
+    {.path = "checkpoint.keep_last", INT(checkpoint.keep_last), BETWEEN(1, CKPTDIR_KEEP_LAST_MAX), .def_num = 1, .resume_free = 1,
+     .doc = "Checkpoints kept, the newest first (the latest is NAME.ckpt; each is also linked as "
+            "NAME.step{S}-epoch{E}[-acc{A}].ckpt); older ones are removed."},
+    {.path = "checkpoint.keep_best", BOOL(checkpoint.keep_best), .def_num = 0, .resume_free = 1,
+     .doc = "Also keep the checkpoint with the best test accuracy; with checkpoints on (every_steps > 0) "
+            "one is then also written at every epoch end, after its evaluation."},
 
     {.path = "emulate.slowdown", .type = F_DOUBLES,
      MEMBER(job_spec_t, emulate.slowdown, double *), COUNT(emulate.nslowdown),

@@ -78,6 +78,8 @@ typedef struct {
     struct {
         long every_steps;        /* 0 = no periodic checkpoints */
         char dir[SPEC_PATH_MAX]; /* default "checkpoints" */
+        int keep_last;           /* checkpoints kept, newest first; default 1 (common/ckptdir.h) */
+        int keep_best;           /* also keep the best by test accuracy; checkpoint at epoch ends */
     } checkpoint;
     struct {
         double slowdown[SPEC_MAX_WORKERS]; /* per rank, >= 1; default all 1 */
@@ -129,7 +131,7 @@ char *spec_to_json_doc(const job_spec_t *s, json_t **doc);
 
 /* A fingerprint of everything in the spec that shapes the training run: the normalised
  * spec without the fields a resumed run may change (resume_free: name, dataset.path,
- * device, threads, log_every, checkpoint.every_steps, checkpoint.dir), keys sorted, FNV-1a
+ * device, threads, log_every, checkpoint.every_steps, dir, keep_last, keep_best), keys sorted, FNV-1a
  * 64. Checkpoints carry it; a resume with a spec of another hash is refused. */
 uint64_t spec_hash(const job_spec_t *s);
 

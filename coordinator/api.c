@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "api_cache.h"
+#include "ckptdir.h"
 #include "clock.h"
 #include "clog.h"
 #include "memest.h"
@@ -552,6 +553,37 @@ static json_t *job_json(const coordinator_t *c, const char *id, json_t *h, json_
     return o;
 }
 
+/* The checkpoints the job keeps (common/ckptdir.h), newest first, and the space they use,
+ * from its own directory (coord_job_path) and its name as Redis holds it, used only when
+ * it is a valid job name. NULL when the job has no checkpoint directory yet. */
+static json_t *checkpoints_json(const coordinator_t *c, const char *id, const char *name)
+{
+    char dir[PATH_MAX], err[PATH_MAX + 128];
+    if (!spec_name_valid(name) || coord_job_path(c, id, "checkpoints", dir, sizeof dir) != 0) return NULL;
+    ckpt_entry_t *e = malloc(CKPTDIR_MAX * sizeof *e);
+    json_t *o = json_object(), *items = json_array();
+    long long total = 0;
+    int n = e ? ckptdir_list(dir, name, e, CKPTDIR_MAX, &total, err, sizeof err) : -1;
+    if (!e) snprintf(err, sizeof err, "out of memory");
+    for (int i = 0; i < n && items; i++) {
+        json_t *it = json_pack("{s:s, s:o, s:o, s:o, s:I, s:b, s:b}", "file", e[i].file, "step",
+                               e[i].step >= 0 ? json_integer(e[i].step) : json_null(), "epoch",
+                               e[i].epoch >= 0 ? json_integer(e[i].epoch) : json_null(), "test_accuracy",
+                               e[i].accuracy >= 0 ? json_real(e[i].accuracy) : json_null(), "bytes",
+                               (json_int_t)e[i].bytes, "best", e[i].best, "latest", e[i].latest);
+        if (!it || json_array_append_new(items, it) != 0) n = -1;
+    }
+    free(e);
+    if (o && items) {
+        json_object_set_new(o, "items", items);
+        items = NULL;
+        json_object_set_new(o, "total_bytes", json_integer(n < 0 ? 0 : total));
+        if (n < 0) json_object_set_new(o, "error", json_string(err));
+    }
+    json_decref(items);
+    return o;
+}
+
 int coord_get(coordinator_t *c, const char *id, json_t **out)
 {
     if (!job_id_valid(id)) return COORD_ENOTFOUND;
@@ -562,6 +594,11 @@ int coord_get(coordinator_t *c, const char *id, json_t **out)
     conn_put(c, rc, js == JS_EREDIS);
     if (js != JS_OK) return coord_js_to_coord(js);
     *out = job_json(c, id, h, NULL);
+    /* Listed for one job only (a directory read): job lists leave it out. */
+    json_t *ck = *out && json_object_get(h, "checkpoint_dir")
+                     ? checkpoints_json(c, id, json_string_value(json_object_get(h, "name")))
+                     : NULL;
+    if (ck) json_object_set_new(*out, "checkpoints", ck);
     json_decref(h);
     return *out ? COORD_OK : COORD_EINTERNAL;
 }
@@ -836,6 +873,53 @@ int coord_checkpoint_path(coordinator_t *c, const char *id, char *path, size_t l
     return code;
 }
 
+/* Each host of the daemon's record gets its measured speeds from the profiles (the
+ * pre-flight's benchmarks and finished jobs): "speeds": [{model, device, samples_per_s,
+ * updated, benchmark_time}] and "devices": [the devices they name]. */
+static void host_speeds(json_t *hosts, json_t *profiles)
+{
+    size_t i, k;
+    json_t *h, *p;
+    json_array_foreach(hosts, i, h)
+    {
+        const char *name = json_string_value(json_object_get(h, "name"));
+        json_t *speeds = json_array(), *devices = json_array();
+        if (!name || !speeds || !devices) {
+            json_decref(speeds);
+            json_decref(devices);
+            continue;
+        }
+        json_array_foreach(profiles, k, p)
+        {
+            const char *ph = json_string_value(json_object_get(p, "host"));
+            const char *dev = json_string_value(json_object_get(p, "device"));
+            if (!ph || strcmp(ph, name) != 0 || !dev) continue;
+            json_t *o = json_pack("{s:O?, s:s, s:O?, s:O?}", "model", json_object_get(p, "model"), "device", dev,
+                                  "samples_per_s", json_object_get(p, "samples_per_s"), "updated",
+                                  json_object_get(p, "updated"));
+            json_t *bt = json_object_get(p, "benchmark_time");
+            if (o && bt) json_object_set(o, "benchmark_time", bt);
+            if (o) json_array_append_new(speeds, o);
+            int seen = 0;
+            size_t d;
+            json_t *x;
+            json_array_foreach(devices, d, x) seen |= strcmp(json_string_value(x), dev) == 0;
+            if (!seen) json_array_append_new(devices, json_string(dev));
+        }
+        json_t *b = json_object_get(h, "benchmark");
+        const char *bd = json_string_value(json_object_get(b, "device"));
+        if (bd && *bd) {
+            int seen = 0;
+            size_t d;
+            json_t *x;
+            json_array_foreach(devices, d, x) seen |= strcmp(json_string_value(x), bd) == 0;
+            if (!seen) json_array_append_new(devices, json_string(bd));
+        }
+        json_object_set_new(h, "speeds", speeds);
+        json_object_set_new(h, "devices", devices);
+    }
+}
+
 int coord_cluster(coordinator_t *c, json_t **out)
 {
     redisContext *rc = conn_get(c);
@@ -894,6 +978,7 @@ int coord_cluster(coordinator_t *c, json_t **out)
             freeReplyObject(p);
         }
     }
+    host_speeds(json_object_get(coord, "hosts"), profiles);
     *out = json_pack("{s:o, s:b, s:I, s:I, s:I, s:o}", "coordinator", coord ? coord : json_null(), "alive",
                      hb > 0 && clock_wall_s() - hb < 5.0, "queued", (json_int_t)reply_int(r[1], 0), "active",
                      (json_int_t)reply_int(r[2], 0), "jobs", (json_int_t)reply_int(r[3], 0), "profiles", profiles);

@@ -13,6 +13,7 @@
 #include "hosts.h"
 #include "jobstore.h"
 #include "launcher.h"
+#include "preflight.h"
 #include "redis_url.h"
 #include "run.h"
 #include "spec.h"
@@ -64,6 +65,15 @@ struct coordinator {
     pthread_cond_t reload_cond;
     char reload_err[512];  /* the last reload's error ("" = it worked) */
     json_t *reload_result; /* and what it found (owned; replaced each time) */
+    /* Benchmarks asked for through the API (coord_cluster_benchmark): the request, under
+     * lock, until the tick takes it (bench_done reaches bench_asked), then its answer. */
+    long bench_asked, bench_done;
+    pthread_cond_t bench_cond;
+    char bench_model[SPEC_NAME_MAX], bench_dataset[SPEC_NAME_MAX];
+    char *bench_hosts; /* blank-separated names ("" = all not down); owned */
+    int bench_code;    /* COORD_* */
+    char bench_err[512];
+    json_t *bench_result;
 
     /* tick thread only */
     redisContext *rc;
@@ -80,6 +90,8 @@ struct coordinator {
     int slots_max;                 /* the most slots one host has (memory admission) */
     double host_memory;            /* bytes per host for admission; 0 = unknown (set at start) */
     char host_memory_from[24];     /* where the figure came from: "MemTotal", "--host-memory-mb" */
+    preflight_mode_t preflight_mode;
+    preflight_t pf; /* the benchmark round (preflight.c) */
 };
 
 int coord_js_to_coord(int js); /* JS_* -> COORD_* */

@@ -42,6 +42,8 @@ void coord_config_defaults(coord_config_t *cfg)
     cfg->oversubscribe = COORD_OVERSUBSCRIBE_DEFAULT;
     cfg->keep_jobs = COORD_KEEP_JOBS_DEFAULT;
     cfg->host_probe_s = 5;
+    cfg->preflight_steps = 8;
+    cfg->preflight_timeout_s = 120;
 }
 
 static int absolute(const char *in, char *out, size_t len)
@@ -208,6 +210,7 @@ static void tick(coordinator_t *c)
     tickconn_ensure(c, now);
     reload_hosts(c, now);
     hosts_tick(c, now);
+    preflight_tick(c, now);
     int second = now - c->last_second >= 1.0;
     if (second) c->last_second = now;
     if (c->rc && (!c->have_lock || second)) {
@@ -273,6 +276,7 @@ static coordinator_t *alloc_coordinator(void)
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->cond, NULL);
     pthread_cond_init(&c->reload_cond, NULL);
+    pthread_cond_init(&c->bench_cond, NULL);
     return c;
 }
 
@@ -282,12 +286,15 @@ static void free_coordinator(coordinator_t *c)
     free(c->runs);
     hosts_free(c);
     json_decref(c->reload_result);
+    json_decref(c->bench_result);
+    free(c->bench_hosts);
     launcher_close(c->launcher);
     launcher_close(c->sim_launcher);
     if (c->rc) redisFree(c->rc);
     jobstore_pool_free(c->pool);
     pthread_cond_destroy(&c->cond);
     pthread_cond_destroy(&c->reload_cond);
+    pthread_cond_destroy(&c->bench_cond);
     pthread_mutex_destroy(&c->lock);
     free(c);
 }
@@ -440,6 +447,15 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
     c->daemon = 1;
     c->cfg = *cfg;
     if (!(c->cfg.host_probe_s > 0)) c->cfg.host_probe_s = 5;
+    int pm = preflight_mode_parse(cfg->preflight);
+    if (pm < 0) {
+        snprintf(err, errlen, "--preflight %.64s: must be auto, always or off", cfg->preflight);
+        free_coordinator(c);
+        return COORD_EINVAL;
+    }
+    c->preflight_mode = (preflight_mode_t)pm;
+    if (c->cfg.preflight_steps < 1 || c->cfg.preflight_steps > PREFLIGHT_STEPS_MAX) c->cfg.preflight_steps = 8;
+    if (!(c->cfg.preflight_timeout_s > 0)) c->cfg.preflight_timeout_s = 120;
     c->started_at = clock_wall_s();
     copy_str(c->listen, sizeof c->listen, cfg->listen, "127.0.0.1:8080");
     copy_str(c->mpirun, sizeof c->mpirun, cfg->mpirun, "mpirun");
@@ -609,6 +625,7 @@ void coordinator_stop(coordinator_t *c)
         c->stopping = 1;
         pthread_cond_signal(&c->cond);
         pthread_cond_broadcast(&c->reload_cond);
+        pthread_cond_broadcast(&c->bench_cond);
         pthread_mutex_unlock(&c->lock);
         if (c->tick_running) pthread_join(c->tick_thread, NULL);
         /* The tick thread is gone: this thread owns c->rc and the runs now. */
@@ -652,6 +669,7 @@ void coordinator_stop(coordinator_t *c)
                 run_set_state(c, r, JOB_RESTARTING, "stopped with the coordinator (--stop-jobs-on-exit)");
             }
         }
+        preflight_stop(c); /* a benchmark round's processes do not outlive the daemon */
         for (int i = 0; i < c->nruns; i++)
             if (c->runs[i]->dirty) run_persist(c, c->runs[i]);
         for (int i = 0; i < c->nruns; i++)

@@ -79,14 +79,19 @@ typedef struct {
                                      resolve under; none = COORD_DATA_ROOT_DEBIAN and
                                      STATE_DIR/data */
     int ndata_roots;
-    long keep_jobs;         /* 10000: job history kept (final jobs beyond it, oldest
+    long keep_jobs;             /* 10000: job history kept (final jobs beyond it, oldest
                                      first, are deleted with their directory); 0 = all */
-    double keep_jobs_age_s; /* 0: also delete final jobs that finished longer ago than
+    double keep_jobs_age_s;     /* 0: also delete final jobs that finished longer ago than
                                this (with their directories); 0 = no age limit */
-    double host_probe_s;    /* 5: a lost host is probed this often until it is back */
-    double host_memory_mb;  /* memory of each host, MiB, for admission (422 when a job's ranks
+    double host_probe_s;        /* 5: a lost host is probed this often until it is back */
+    double host_memory_mb;      /* memory of each host, MiB, for admission (422 when a job's ranks
                               on one host need more, common/memest.h); 0 = the local
                               launcher's MemTotal, unknown (not checked) for the others */
+    const char *preflight;      /* benchmark the hosts before a job's first launch (preflight.h):
+                                     "auto" (NULL: when a usable host of 2+ has no profile for
+                                     its model), "always", "off" */
+    int preflight_steps;        /* 8: timed steps per host */
+    double preflight_timeout_s; /* 120: a round's benchmarks that take longer fail */
 } coord_config_t;
 
 #define COORD_OVERSUBSCRIBE_DEFAULT 4.0
@@ -196,6 +201,17 @@ int coord_cluster(coordinator_t *c, json_t **out);
  * cannot be read (the old one stays); COORD_ESTATE on a client handle (only the daemon
  * has a host list); COORD_EUNAVAIL when the tick did not answer in time. */
 int coord_cluster_reload(coordinator_t *c, json_t **out, char *err, size_t errlen);
+
+/* Daemon: benchmarks model (NULL or "" = "lenet5") on dataset (NULL or "" = the spec's
+ * default) on the named hosts (NULL/0 = every host that is not down) with the spec's
+ * other defaults, as the pre-flight does
+ * (coordinator/preflight.h), and returns at once: *out {"model", "hosts": [names],
+ * "steps", "started"}; each host's "benchmark" in coord_cluster shows it running, then
+ * its result, and its state follows. COORD_EINVAL with err for an unknown model or host,
+ * or a host that is down; COORD_ESTATE when a round already runs, or on a client handle;
+ * COORD_EUNAVAIL when the tick did not answer within 10 s. */
+int coord_cluster_benchmark(coordinator_t *c, const char *model, const char *dataset, const char *const *hosts,
+                            int nhosts, json_t **out, char *err, size_t errlen);
 
 /* ---- events (for Server-Sent Events) ------------------------------------------------------
  * Events come from Redis streams, so a subscriber misses nothing between two waits and

@@ -508,6 +508,9 @@ int jobstore_expire_job_keys(redisContext *c, const char *id, int world)
     snprintf(key, sizeof key, KEY_JOB_METRICS, id);
     redisAppendCommand(c, "EXPIRE %s %d", key, JOB_KEYS_TTL_S);
     n++;
+    snprintf(key, sizeof key, KEY_JOB_METRICS_COARSE, id);
+    redisAppendCommand(c, "EXPIRE %s %d", key, JOB_KEYS_TTL_S);
+    n++;
     snprintf(key, sizeof key, KEY_JOB_ASSIGNMENT, id);
     redisAppendCommand(c, "EXPIRE %s %d", key, JOB_KEYS_TTL_S);
     n++;

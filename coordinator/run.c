@@ -691,6 +691,26 @@ fail:
     finish_attempt(c, r, SV_LOST, 0, now);
 }
 
+/* The first launch, after the pre-flight benchmark of the hosts when one is due
+ * (preflight.h): the job waits in PH_PREFLIGHT while a round runs, so that its first
+ * batch plan and its hosts' states come from the measured speeds. */
+static void first_launch(coordinator_t *c, coord_run_t *r, double now)
+{
+    if (r->first_launch && !r->simulated && !r->preflight_done) {
+        int k = preflight_for_job(c, r->spec, r->id, now);
+        if (k == 1) r->preflight_done = 1;
+        if (k != 0) {
+            if (r->phase != PH_PREFLIGHT) {
+                r->phase = PH_PREFLIGHT;
+                clog_printf("job %s: waiting for the pre-flight benchmark of the hosts", r->id);
+                run_set_state(c, r, JOB_RUNNING, "pre-flight: benchmarking the hosts");
+            }
+            return;
+        }
+    }
+    launch(c, r, now);
+}
+
 void run_poll(coordinator_t *c, coord_run_t *r, double now, launch_status_t *st)
 {
     char ecp[JPATH], log[JPATH];
@@ -826,6 +846,11 @@ void run_step(coordinator_t *c, coord_run_t *r, double now)
         if (r->cancel_requested) finish_attempt(c, r, SV_CANCELLED, 0, now);
         else after_probing(c, r, now);
         break;
+    case PH_PREFLIGHT:
+        read_flags(c, r, 0, now);
+        if (r->cancel_requested) finish_attempt(c, r, SV_CANCELLED, 0, now);
+        else if (!preflight_busy(c)) first_launch(c, r, now);
+        break;
     case PH_BACKOFF:
         read_flags(c, r, 0, now);
         if (r->cancel_requested) {
@@ -918,7 +943,7 @@ void run_schedule(coordinator_t *c, double now)
         else
             clog_printf("job %s: claimed (%s, %d rank%s, slots %d/%d)", id, r->spec->name, world, world == 1 ? "" : "s",
                         used + fits, c->slots_usable);
-        launch(c, r, now);
+        first_launch(c, r, now);
         if (simulated) sims++;
         else used += fits;
     }
@@ -1023,6 +1048,14 @@ void run_adopt(coordinator_t *c, double now)
             r->phase = PH_BACKOFF;
             r->next_launch = now;
             clog_printf("job %s: was RESTARTING; launching it again", id);
+            continue;
+        }
+        if (r->attempts == 0) {
+            /* Claimed, never launched: it was waiting for the pre-flight benchmark. Its
+             * first launch is still to come (not a restart). */
+            r->phase = PH_PREFLIGHT;
+            r->first_launch = 1;
+            clog_printf("job %s: was waiting for its first launch; launching it", id);
             continue;
         }
         /* The handle file is newer than Redis (written right after the start). */

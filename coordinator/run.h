@@ -14,11 +14,12 @@
 #include "spec.h"
 
 typedef enum {
-    PH_ACTIVE,  /* the job runs (spawned or adopted) */
-    PH_KILLING, /* SIGTERM sent; SIGKILL at kill_deadline */
-    PH_PROBING, /* the attempt failed: are its hosts still there? (probe_deadline) */
-    PH_BACKOFF, /* RESTARTING: waiting for next_launch */
-    PH_DONE,    /* final state decided; removed once Redis has it */
+    PH_ACTIVE,    /* the job runs (spawned or adopted) */
+    PH_KILLING,   /* SIGTERM sent; SIGKILL at kill_deadline */
+    PH_PROBING,   /* the attempt failed: are its hosts still there? (probe_deadline) */
+    PH_BACKOFF,   /* RESTARTING: waiting for next_launch */
+    PH_DONE,      /* final state decided; removed once Redis has it */
+    PH_PREFLIGHT, /* before the first launch: a benchmark of the hosts runs (preflight.h) */
 } run_phase_t;
 
 /* KILL_RESIZE: a host is back and the job has just checkpointed: it stops to grow. */
@@ -68,6 +69,7 @@ typedef struct {
     int cancel_requested;
     double last_plan, last_log_check;
     int first_launch;   /* no launch yet: the initial batch plan is due */
+    int preflight_done; /* the pre-flight round started for it has been asked for */
     int redis_reported; /* the worker's Redis sink was seen (a node hash exists) */
 } coord_run_t;
 

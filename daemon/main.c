@@ -23,6 +23,7 @@
 #include "auth.h"
 #include "clock.h"
 #include "coordinator.h"
+#include "numarg.h"
 #include "server.h"
 #include "version.h"
 
@@ -73,6 +74,9 @@ enum {
     O_HOST_PROBE,
     O_HOST_MEMORY,
     O_KEEP_JOBS_AGE,
+    O_PREFLIGHT,
+    O_PREFLIGHT_STEPS,
+    O_PREFLIGHT_TIMEOUT,
 };
 
 typedef struct {
@@ -155,6 +159,14 @@ static const opt_row_t OPTIONS[] = {
      "probe a lost host this often until it answers again (default 5); the host list "
      "itself is read again on SIGHUP or POST /api/v1/cluster/reload",
      O_HOST_PROBE},
+    {"preflight", 1, "WHEN",
+     "benchmark the hosts before a job's first launch: auto (when a usable host of two "
+     "or more has no profile for the job's model), always, off (default auto); "
+     "POST /api/v1/cluster/benchmark runs one on demand",
+     O_PREFLIGHT},
+    {"preflight-steps", 1, "N", "timed steps of a host's benchmark (default 8)", O_PREFLIGHT_STEPS},
+    {"preflight-timeout", 1, "S", "a benchmark still running after S seconds fails its host (default 120)",
+     O_PREFLIGHT_TIMEOUT},
     {"worker", 1, "PATH", "pacer-worker binary (default: next to this executable)", O_WORKER},
     {"sim", 1, "PATH",
      "pacer-sim, which runs the jobs whose spec says simulate.enabled on a simulated "
@@ -443,15 +455,9 @@ static int cmd_cluster(coordinator_t *c, char **args, const cli_t *o)
 
 static int parse_num(const char *opt, const char *s, double min, double *out)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || *end || end == s || !(v >= min && v <= NUM_OPT_MAX)) {
-        fprintf(stderr, "pacer-coordinator: --%s: '%s' is not a number between %g and %.0f\n", opt, s, min, NUM_OPT_MAX);
-        return -1;
-    }
-    *out = v;
-    return 0;
+    if (numarg_double(s, min, NUM_OPT_MAX, out) == 0) return 0;
+    fprintf(stderr, "pacer-coordinator: --%s: '%s' is not a number between %g and %.0f\n", opt, s, min, NUM_OPT_MAX);
+    return -1;
 }
 
 /* A duration: seconds, or a number with a unit s, m, h, d ("7d"), in [0, NUM_OPT_MAX] s. */
@@ -560,6 +566,7 @@ int main(int argc, char **argv)
         case O_STATE_DIR: o.cfg.state_dir = optarg; break;
         case O_HOSTFILE: o.cfg.hostfile = optarg; break;
         case O_LAUNCHER: o.cfg.launcher = optarg; break;
+        case O_PREFLIGHT: o.cfg.preflight = optarg; break;
         case O_SLURM_MPI: o.cfg.slurm_mpi = optarg; break;
         case O_SLURM_PARTITION: o.cfg.slurm_partition = optarg; break;
         case O_SLURM_ARGS: o.cfg.slurm_args = optarg; break;
@@ -624,6 +631,8 @@ int main(int argc, char **argv)
         case O_SIM_SLOTS:
         case O_HOST_PROBE:
         case O_HOST_MEMORY:
+        case O_PREFLIGHT_STEPS:
+        case O_PREFLIGHT_TIMEOUT:
             if (parse_num(name, optarg, 0, &v) != 0) return 2;
             if (ch == O_MAX_RESTARTS) o.cfg.max_restarts = (int)v;
             else if (ch == O_HEARTBEAT) o.cfg.heartbeat_timeout_s = v;
@@ -642,6 +651,8 @@ int main(int argc, char **argv)
             else if (ch == O_SIM_SLOTS) o.cfg.sim_slots = v >= 1 ? (int)v : 1;
             else if (ch == O_HOST_PROBE) o.cfg.host_probe_s = v;
             else if (ch == O_HOST_MEMORY) o.cfg.host_memory_mb = v;
+            else if (ch == O_PREFLIGHT_STEPS) o.cfg.preflight_steps = v >= 1 && v <= 1000 ? (int)v : 8;
+            else if (ch == O_PREFLIGHT_TIMEOUT) o.cfg.preflight_timeout_s = v;
             else o.limit = (long)v;
             break;
         default: usage(stderr); return 2;

@@ -29,6 +29,7 @@
 #define METRICS_LIMIT_MAX 10000
 #define LOGS_LIMIT_MAX (1L << 20)
 #define LOGS_TAIL_MAX 100000
+#define BENCH_HOSTS_MAX 256 /* names in ?hosts= (the launcher's host limit) */
 #define PROM_JOBS_PAGES 20
 
 /* ---- shared answers ----------------------------------------------------------------------------- */
@@ -358,6 +359,44 @@ int handle_cluster_reload(http_req_t *rq)
     if (code != COORD_OK) return coord_error(rq, code, err);
     clog_printf("http: host list reloaded");
     return respond_json(rq->conn, MHD_HTTP_OK, out, NULL, 0);
+}
+
+/* POST /api/v1/cluster/benchmark?model=M&dataset=D&hosts=a,b: starts a benchmark round and
+ * answers 202 at once (a Slurm queue may hold it for minutes): the hosts' "benchmark" in
+ * GET /api/v1/cluster shows it running, then its result. */
+int handle_cluster_benchmark(http_req_t *rq)
+{
+    const char *model = query_get(&rq->query, "model");
+    const char *dataset = query_get(&rq->query, "dataset");
+    const char *hl = query_get(&rq->query, "hosts");
+    char list[4096], err[1024] = "";
+    const char *names[BENCH_HOSTS_MAX];
+    int n = 0;
+    if (model && (!*model || strlen(model) >= 64))
+        return bad_parameter(rq, "model: must be a model name (1 to 63 bytes)");
+    if (dataset && (!*dataset || strlen(dataset) >= 64))
+        return bad_parameter(rq, "dataset: must be a data set name (1 to 63 bytes)");
+    if (hl && strlen(hl) >= sizeof list) return bad_parameter(rq, "hosts: longer than 4095 bytes");
+    if (hl) {
+        snprintf(list, sizeof list, "%s", hl);
+        for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            if (n == BENCH_HOSTS_MAX) return bad_parameter(rq, "hosts: more than 256 names");
+            names[n++] = t;
+        }
+        if (n == 0) return bad_parameter(rq, "hosts: a comma-separated list of host names");
+    }
+    json_t *out = NULL;
+    int code = coord_cluster_benchmark(rq->srv->coord, model, dataset, names, n, &out, err, sizeof err);
+    if (code == COORD_EINVAL)
+        return problem(rq, problem_new(400, "invalid-benchmark", "The benchmark cannot run", err, NULL, NULL));
+    if (code == COORD_ESTATE)
+        return problem(rq, problem_new(409, "benchmark-busy", "No benchmark now", err, NULL, NULL));
+    if (code == COORD_EUNAVAIL)
+        return problem(rq, problem_new(503, "benchmark-timeout", "The coordinator is busy", err, NULL, NULL));
+    if (code != COORD_OK) return coord_error(rq, code, err);
+    clog_printf("http: benchmark of %s asked for", json_string_value(json_object_get(out, "model")));
+    http_header_t h[] = {{MHD_HTTP_HEADER_LOCATION, "/api/v1/cluster"}};
+    return respond_json(rq->conn, MHD_HTTP_ACCEPTED, out, h, 1);
 }
 
 int handle_healthz(http_req_t *rq)

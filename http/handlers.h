@@ -20,10 +20,12 @@ int handle_job_metrics(http_req_t *rq);
 int handle_job_events(http_req_t *rq);
 int handle_job_logs(http_req_t *rq);
 int handle_job_checkpoint(http_req_t *rq);
-int handle_job_trace(http_req_t *rq); /* handlers_trace.c */
+int handle_job_trace(http_req_t *rq);   /* handlers_trace.c */
+int handle_job_history(http_req_t *rq); /* handlers_history.c */
 int handle_events(http_req_t *rq);
 int handle_cluster(http_req_t *rq);
 int handle_cluster_reload(http_req_t *rq);
+int handle_cluster_benchmark(http_req_t *rq);
 int handle_openapi(http_req_t *rq);
 int handle_healthz(http_req_t *rq);
 int handle_prometheus(http_req_t *rq);

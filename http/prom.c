@@ -8,6 +8,7 @@
 
 #include "phases.h"
 #include "query.h"
+#include "redis_keys.h"
 #include "textbuf.h"
 
 
@@ -65,6 +66,12 @@ static const rank_family_t RANK_FAMILIES[] = {
     {"pacer_rank_heartbeat_age_seconds", "gauge", "Seconds since the rank's last heartbeat.", RANK_FIELD,
      "heartbeat_age_s"},
     {"pacer_rank_test_accuracy", "gauge", "Latest test accuracy reported by the rank.", RANK_FIELD, "test_accuracy"},
+    /* GPU ranks with NVML only (worker/nvml.h); other ranks export none. */
+    {"pacer_rank_gpu_utilization_percent", "gauge", "Percent of the time a kernel ran on the rank's GPU (NVML).",
+     RANK_FIELD, NODE_GPU_UTIL_PCT},
+    {"pacer_rank_gpu_memory_used_bytes", "gauge", "Memory in use on the rank's GPU, by every process (NVML).",
+     RANK_FIELD, NODE_GPU_MEM_USED},
+    {"pacer_rank_gpu_memory_total_bytes", "gauge", "Memory of the rank's GPU (NVML).", RANK_FIELD, NODE_GPU_MEM_TOTAL},
 };
 #define NRANK_FAMILIES (sizeof RANK_FAMILIES / sizeof RANK_FAMILIES[0])
 

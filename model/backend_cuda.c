@@ -142,6 +142,27 @@ static void driver_release(char *buf, size_t len)
     fclose(f);
 }
 
+int cuda_device_pci_bus_id(int device, char *buf, size_t len)
+{
+    /* The probe (or the backend) has loaded and initialised the driver already; this only
+     * takes another reference to it. */
+    if (device < 0 || len < 2 || len > 1024) return -1;
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) return -1;
+    int (*init)(unsigned) = NULL, (*get)(int *, int) = NULL, (*bus)(char *, int, int) = NULL;
+    *(void **)&init = dlsym(h, "cuInit");
+    *(void **)&get = dlsym(h, "cuDeviceGet");
+    *(void **)&bus = dlsym(h, "cuDeviceGetPCIBusId");
+    int dev = 0;
+    int rc = init && get && bus && init(0) == CU_SUCCESS && get(&dev, device) == CU_SUCCESS &&
+                     bus(buf, (int)len, dev) == CU_SUCCESS
+                 ? 0
+                 : -1;
+    if (rc == 0) buf[len - 1] = '\0';
+    dlclose(h);
+    return rc;
+}
+
 int cuda_driver_probe(cuda_probe_t *p)
 {
     memset(p, 0, sizeof *p);

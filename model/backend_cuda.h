@@ -84,6 +84,10 @@ int cuda_device_count(void);
  * Returns -1 when no device is visible. */
 int cuda_pick_device(void);
 int cuda_device_name(int device, char *name, size_t len);
+/* The PCI bus id of this process's CUDA device (e.g. "0000:3B:00.0", what NVML looks a
+ * device up by), from the driver library (cuDeviceGetPCIBusId) without the backend.
+ * Returns 0, or -1 when there is no driver or no such device. */
+int cuda_device_pci_bus_id(int device, char *buf, size_t len);
 /* Free and total memory of the current device in bytes; 0 or -1. */
 int cuda_memory_info(size_t *free_bytes, size_t *total_bytes);
 

@@ -5,8 +5,11 @@
  *                GET /api/v1/events)
  *   #/new        the submit form (POST /api/v1/jobs; a refused spec highlights its field)
  *   #/jobs/ID    one job, live over Server-Sent Events (GET /api/v1/jobs/ID/events):
- *                per-rank charts of loss, throughput, staleness mean and p95, batch size,
- *                test accuracy per epoch, a staleness histogram per node
+ *                per-rank charts of loss, throughput, staleness mean and p95, batch size
+ *                over the whole run (GET /api/v1/jobs/ID/history, downsampled on the
+ *                server; history.js), test accuracy per epoch, a staleness histogram per
+ *                node, where the time goes (breakdown.js)
+ *   #/compare?ids=j-1,j-2   two or more jobs overlaid, specs side by side (compare.js)
  *
  * The API token (if the coordinator has one) is kept in localStorage and sent as a
  * bearer header, or as ?access_token= where EventSource cannot send headers.
@@ -18,7 +21,8 @@
   const API = '/api/v1';
   const COLORS = ['#2f6fde', '#e4572e', '#17a2b8', '#f0a202', '#6f42c1', '#28a745', '#d63384', '#795548'];
   const FINAL = ['SUCCEEDED', 'FAILED', 'CANCELLED'];
-  const MAX_ROWS = 4000;          // points kept per chart (oldest dropped first)
+  const HISTORY_POINTS = 1000;    // points per series the server downsamples the run to (history.js)
+  const LIVE_POINTS = 3000;       // live points per rank appended before the history is asked again
   const REDRAW_MS = 400;          // charts redraw at most this often while data arrives
   const HIST_LABELS = ['0', '1', '2', '3', '4-7', '8-15', '16-31', '32-63', '64+'];
 
@@ -154,9 +158,13 @@
     banner('');
     const h = location.hash || '#/';
     const m = h.match(/^#\/jobs\/(j-[0-9]+)$/);
+    const cmp = h.match(/^#\/compare\?ids=([^&]*)$/);
     let nav = 'jobs';
     if (m) current = jobView(m[1]);
-    else if (h === '#/new') { current = newView(); nav = 'new'; }
+    else if (cmp && window.pacerCompare) {   // compare.js
+      current = window.pacerCompare.view({ api, el, mount, $, banner, apiError }, decodeURIComponent(cmp[1]).split(','));
+    } else if (h === '#/new') { current = newView(); nav = 'new'; }
+    else if (h === '#/cluster' && window.pacerCluster) { current = window.pacerCluster.mount(view, banner); nav = 'cluster'; }   // cluster.js
     else current = jobsView();
     for (const a of document.querySelectorAll('[data-nav]')) a.classList.toggle('active', a.dataset.nav === nav && !m);
   }
@@ -177,6 +185,16 @@
     let offset = 0, total = 0, pending = null;
     const sel = $('#filter-state');
     sel.value = sessionStorage.getItem('pacer.state') || '';
+    // Jobs ticked for the compare view (compare.js), kept across pages and reloads.
+    const picked = new Set((sessionStorage.getItem('pacer.picked') || '').split(',').filter((x) => x));
+    const compareBtn = $('#jobs-compare');
+    const pickedChanged = () => {
+      sessionStorage.setItem('pacer.picked', [...picked].join(','));
+      compareBtn.disabled = picked.size < 2;
+      compareBtn.textContent = 'Compare' + (picked.size ? ' (' + picked.size + ')' : '');
+    };
+    compareBtn.addEventListener('click', () => { location.hash = '#/compare?ids=' + [...picked].join(','); });
+    pickedChanged();
 
     async function load() {
       try {
@@ -204,7 +222,14 @@
         const st = el('td');
         st.append(state);
         cells[2] = st;
-        tr.append(...cells);
+        const pick = el('td', { class: 'pick' });
+        const box = el('input', { type: 'checkbox', 'data-pick': j.id, title: 'compare' });
+        box.checked = picked.has(j.id);
+        box.addEventListener('click', (e) => e.stopPropagation());
+        box.addEventListener('change', () => { if (box.checked) picked.add(j.id); else picked.delete(j.id); pickedChanged(); });
+        pick.addEventListener('click', (e) => e.stopPropagation());
+        pick.append(box);
+        tr.append(pick, ...cells);
         tr.addEventListener('click', () => { location.hash = '#/jobs/' + j.id; });
         body.append(tr);
       }
@@ -363,24 +388,20 @@
   /* ---- one job ------------------------------------------------------------------------------ */
 
   // The per-rank charts: one uPlot each, x = seconds since the job started, one series per
-  // rank. Rows are records (one rank's value, nulls for the others; spanGaps joins them).
-  const RANK_CHARTS = {
-    loss: (r) => r.loss,
-    // The worker's node speed (common/planner.h planner_speed): samples per wall-clock
-    // second of compute, the same figure the planner and the coordinator's profiles use.
-    sps: (r) => r.samples_per_s,
-    st_mean: (r) => (r.staleness ? r.staleness.mean : null),
-    st_p95: (r) => (r.staleness ? r.staleness.p95 : null),
-    batch: (r) => r.batch,
-  };
+  // rank (worker-only charts leave the parameter server out). Their data, the whole run
+  // downsampled by the server plus the live records, is history.js's.
+  const HIST = window.pacerHistory;
+  const RANK_CHARTS = HIST.CHARTS;
 
   function jobView(id) {
     mount('tpl-job');
     const s = {
-      job: null, ranks: [], roles: {}, t0: null, t: [], cols: {}, dirty: false, charts: {}, acc: new Map(),
-      seen: new Set(), last: {}, lastEvent: 0, events: 0, finished: false, plan: null, simClock: false,
+      job: null, ranks: [], roles: {}, t0: null, dirty: false, charts: {}, acc: new Map(),
+      last: {}, lastEvent: 0, events: 0, finished: false, plan: null, simClock: false,
+      // history.js: the stores, the history's stream cursor, live records since it, smoothing
+      stores: {}, next: null, live: [], appended: 0, reloading: false, lastReload: 0, reloads: 0, ma: 0,
     };
-    for (const k of Object.keys(RANK_CHARTS)) s.cols[k] = [];
+    for (const k of Object.keys(RANK_CHARTS)) s.stores[k] = HIST.createStore();
     $('#job-id').textContent = id;
     s.breakdown = window.pacerBreakdown ? window.pacerBreakdown.create($('#breakdown')) : null;   // breakdown.js
 
@@ -396,8 +417,13 @@
       for (const name of Object.keys(RANK_CHARTS)) {
         const box = $('[data-chart="' + name + '"] .plot');
         const series = [{ label: 't (s)', value: (u, v) => (v === null || v === undefined ? '–' : v.toFixed(1)) }];
-        for (const r of s.ranks) {
-          const ser = { label: rankLabel(r), stroke: color(r), width: 1.5, spanGaps: true, points: { show: false } };
+        for (const r of s.stores[name].ranks) {
+          // Hover: each rank's latest value at the cursor (a row holds one rank's point).
+          const value = (u, v, si, idx) => {
+            const x = HIST.valueAt(u.data[si], idx);
+            return x === null ? '–' : Math.abs(x) >= 100 ? x.toFixed(0) : x.toPrecision(4);
+          };
+          const ser = { label: rankLabel(r), stroke: color(r), width: 1.5, spanGaps: true, points: { show: false }, value };
           if (name === 'batch' && uPlot.paths && uPlot.paths.stepped) ser.paths = uPlot.paths.stepped({ align: 1 });
           series.push(ser);
         }
@@ -424,60 +450,100 @@
       }), accData(), box);
     }
 
-    function chartData(name) { return [s.t].concat(s.cols[name]); }
+    function chartData(name) { return HIST.chartData(s.stores[name], RANK_CHARTS[name].smooth ? s.ma : 0); }
     function accData() {
       const epochs = [...s.acc.keys()].sort((a, b) => a - b);
       return [epochs, epochs.map((e) => s.acc.get(e))];
     }
 
-    // Adds a rank seen for the first time: a column of nulls in every chart, then rebuild.
-    function ensureRank(r, role) {
-      if (role) s.roles[r] = role;
-      if (s.ranks.includes(r)) return false;
-      const pos = s.ranks.filter((x) => x < r).length;
-      s.ranks.splice(pos, 0, r);
-      for (const k of Object.keys(RANK_CHARTS)) s.cols[k].splice(pos, 0, new Array(s.t.length).fill(null));
-      return true;
+    // The record's time on the charts' axis: seconds since the start. A simulated job's
+    // records carry simulated seconds from its start; a real one's, unix time.
+    function xOf(time) {
+      if (time < 1e8 && !s.simClock) { s.simClock = true; s.t0 = 0; s.axisChanged = true; }
+      if (s.t0 === null) s.t0 = s.simClock ? 0 : (s.job && s.job.started) || time;
+      return time - s.t0;
     }
 
-    // One metrics record -> one row in every per-rank chart (kept sorted by time).
-    function addRecord(rec) {
-      if (rec.id) {
-        if (s.seen.has(rec.id)) return;
-        s.seen.add(rec.id);
-      }
+    // One metrics record -> a point in every per-rank chart it has a value for.
+    function addRecord(rec, again) {
       if (typeof rec.rank !== 'number' || typeof rec.time !== 'number') return;
-      let rebuiltAxis = false;
-      if (s.breakdown) s.breakdown.add(rec);
-      const rebuilt = ensureRank(rec.rank, rec.role);
-      // A simulated job's records carry simulated seconds from its start; a real one's, unix time.
-      if (rec.time < 1e8 && !s.simClock) { s.simClock = true; s.t0 = 0; rebuiltAxis = true; }
-      if (s.t0 === null) s.t0 = s.simClock ? 0 : (s.job && s.job.started) || rec.time;
-      const t = rec.time - s.t0;
-      let i = s.t.length;
-      while (i > 0 && s.t[i - 1] > t) i--;   // records arrive nearly in order: search from the end
-      const ri = s.ranks.indexOf(rec.rank);
-      s.t.splice(i, 0, t);
-      for (const k of Object.keys(RANK_CHARTS)) {
-        const v = RANK_CHARTS[k](rec);
-        s.cols[k].forEach((col, c) => col.splice(i, 0, c === ri && v !== null && v !== undefined && Number.isFinite(v) ? v : null));
-      }
-      if (s.t.length > MAX_ROWS * 1.1) {
-        const drop = s.t.length - MAX_ROWS;
-        s.t.splice(0, drop);
-        for (const k of Object.keys(RANK_CHARTS)) for (const col of s.cols[k]) col.splice(0, drop);
+      if (rec.role) s.roles[rec.rank] = rec.role;
+      if (s.breakdown && !again) s.breakdown.add(rec);
+      const t = xOf(rec.time);
+      let rebuilt = false;
+      if (rec.kind === 'step') {
+        for (const k of Object.keys(RANK_CHARTS)) {
+          if (RANK_CHARTS[k].workerOnly && rec.role === 'ps') continue;
+          rebuilt = HIST.addPoint(s.stores[k], rec.rank, t, RANK_CHARTS[k].value(rec)) || rebuilt;
+        }
+        s.appended++;
       }
       if ((rec.kind === 'epoch' || rec.kind === 'final') && rec.test_accuracy !== null && rec.test_accuracy !== undefined)
         s.acc.set(rec.epoch, rec.test_accuracy);
       const prev = s.last[rec.rank];
       if (!prev || prev.time <= rec.time) s.last[rec.rank] = rec;
-      if (rebuilt || rebuiltAxis) buildCharts();
+      if (!s.ranks.includes(rec.rank)) {
+        s.ranks.push(rec.rank);
+        s.ranks.sort((a, b) => a - b);
+      }
+      if (rebuilt || s.axisChanged) { s.axisChanged = false; buildCharts(); }
       s.dirty = true;
+      // Beyond the budget of live points, ask the server for the run downsampled again.
+      if (s.appended > LIVE_POINTS * Math.max(1, s.ranks.length) && Date.now() - s.lastReload > 10000) loadHistory();
+    }
+
+    // A live record (event stream): after the history's cursor only; kept until the next
+    // history answer covers it.
+    function liveRecord(rec, streamId, again) {
+      if (s.next === null) { s.live.push([streamId, rec]); return; }   // the history is on its way
+      if (streamId && !HIST.idAfter(streamId, s.next)) return;
+      s.live.push([streamId, rec]);
+      if (s.live.length > 20000) s.live.splice(0, s.live.length - 20000);
+      addRecord(rec, again);
+    }
+
+    // The whole run, downsampled by the server (GET .../history), then the live records
+    // that came after it.
+    async function loadHistory() {
+      if (s.reloading) return;
+      s.reloading = true;
+      s.lastReload = Date.now();
+      try {
+        const h = await api('/jobs/' + id + '/history?points=' + HISTORY_POINTS);
+        if (h.from !== null && h.from < 1e8) { s.simClock = true; s.t0 = 0; }
+        if (s.t0 === null) s.t0 = s.simClock ? 0 : (s.job && s.job.started) || h.from || 0;
+        for (const r of h.ranks) s.roles[r.rank] = r.role;
+        s.stores = HIST.fromHistory(h, s.t0);
+        for (const a of h.accuracy) s.acc.set(a.epoch, a.test_accuracy);
+        s.ranks = h.ranks.map((r) => r.rank);
+        s.history = h;
+        s.next = h.next;
+        s.appended = 0;
+        const pending = s.live;
+        s.live = [];
+        buildCharts();
+        for (const [sid, rec] of pending) liveRecord(rec, sid, s.reloads > 0);
+        s.reloads++;
+        s.dirty = true;
+      } catch (e) {
+        if (s.next === null) { s.next = '0'; const p = s.live; s.live = []; for (const [sid, rec] of p) liveRecord(rec, sid); }
+      } finally {
+        s.reloading = false;
+      }
+    }
+
+    // What the charts hold: the server's downsampled history, then the live records.
+    function historyNote() {
+      const note = $('#history-note'), h = s.history;
+      if (!note || !h) return;
+      note.textContent = 'whole run: ' + h.records.toLocaleString() + ' records downsampled by the server to at most ' + h.points +
+        ' points per series' + (h.truncated ? ' (the oldest not read)' : '') + (s.appended ? ', then ' + s.appended.toLocaleString() + ' live' : '');
     }
 
     function redraw() {
       if (!s.dirty) return;
       s.dirty = false;
+      historyNote();
       for (const name of Object.keys(RANK_CHARTS)) if (s.charts[name]) s.charts[name].setData(chartData(name));
       if (s.breakdown) s.breakdown.render();
       if (s.charts.acc) s.charts.acc.setData(accData());
@@ -515,6 +581,7 @@
       const active = !FINAL.includes(j.state);
       $('#job-cancel').disabled = !active || !!j.cancel_requested;
       $('#job-cancel').textContent = j.cancel_requested && active ? 'Cancelling…' : 'Cancel';
+      if (window.pacerCheckpoints) window.pacerCheckpoints.render($('#ckpts'), j.checkpoints);   // checkpoints.js
     }
 
     function liveLine() {
@@ -582,25 +649,34 @@
           el('td', { class: 'num' }, num(r.batch)), el('td', { class: 'num' }, num(r.samples_per_s, 0)),
           el('td', { class: 'num' }, num(r.step)), el('td', { class: 'num' }, num(r.loss, 4)),
           el('td', { class: 'num' }, st.count ? num(st.mean, 2) + ' / ' + num(st.p95, 0) : '–'), hist,
-          el('td', { class: 'num' }, r.heartbeat_age_s !== undefined ? num(r.heartbeat_age_s, 1) + ' s' : '–'));
+          el('td', { class: 'num' }, r.heartbeat_age_s !== undefined ? num(r.heartbeat_age_s, 1) + ' s' : '–'),
+          // GPU ranks with NVML (worker/nvml.h); empty elsewhere.
+          el('td', { class: 'num gpu-util' }, r.gpu_util_pct !== undefined ? num(r.gpu_util_pct, 0) + ' %' : '–'),
+          el('td', { class: 'num gpu-mem' }, r.gpu_mem_total_bytes ? (r.gpu_mem_used_bytes / 1073741824).toFixed(1) + ' / ' +
+            (r.gpu_mem_total_bytes / 1073741824).toFixed(1) + ' GiB' : '–'));
         body.append(tr);
       }
     }
 
-    async function backfill() {
-      let since = '0';
-      for (let page = 0; page < 4; page++) {
-        let p;
-        try { p = await api('/jobs/' + id + '/metrics?limit=10000&since=' + since); } catch (e) { return; }
-        for (const rec of p.items) addRecord(rec);
-        if (p.items.length < 10000) break;
-        since = p.next;
-      }
+    // The time breakdown (breakdown.js) wants each rank's newest step records, which the
+    // downsampled history does not keep: the stream's last two minutes before the
+    // history's cursor (their stream ids are milliseconds), once, when the page opens.
+    async function backfillBreakdown() {
+      if (!s.breakdown || !s.next || s.next === '0') return;
+      const since = Math.max(0, Number(s.next.split('-')[0]) - 120000) + '-0';
+      try {
+        const p = await api('/jobs/' + id + '/metrics?limit=10000&since=' + since);
+        for (const rec of p.items) if (!HIST.idAfter(rec.id, s.next)) s.breakdown.add(rec);
+      } catch (e) { /* the live records fill it */ }
     }
 
     // Live: state changes, new batch plans and every metrics record as it is written.
     const es = events('/jobs/' + id + '/events', {
-      metrics: (rec) => { s.lastEvent = Date.now(); s.events++; addRecord(rec); },
+      metrics: (rec, e) => {
+        s.lastEvent = Date.now();
+        s.events++;
+        liveRecord(rec, (e.lastEventId || '').split(',')[1] || '');
+      },
       state: (ev) => {
         s.lastEvent = Date.now();
         s.events++;
@@ -666,8 +742,22 @@
     });
     resize.observe($('#charts'));
 
+    // The moving average (history.js): off, or over the last W points of each rank.
+    const maOn = $('#ma-on'), maWin = $('#ma-window');
+    maOn.checked = localStorage.getItem('pacer.ma') === 'on';
+    maWin.value = localStorage.getItem('pacer.maWindow') || '20';
+    const smoothing = () => {
+      s.ma = maOn.checked ? parseInt(maWin.value, 10) : 0;
+      localStorage.setItem('pacer.ma', maOn.checked ? 'on' : 'off');
+      localStorage.setItem('pacer.maWindow', maWin.value);
+      s.dirty = true;
+    };
+    maOn.addEventListener('change', smoothing);
+    maWin.addEventListener('change', smoothing);
+    smoothing();
+
     buildCharts();
-    loadJob().then(backfill).then(() => { s.dirty = true; redraw(); });
+    loadJob().then(loadHistory).then(backfillBreakdown).then(() => { s.dirty = true; redraw(); });
     loadNodes();
     const timers = [
       setInterval(redraw, REDRAW_MS),
@@ -681,7 +771,9 @@
       job: () => s.job,
       ranks: () => s.ranks.slice(),
       clock: () => (s.simClock ? 'simulated' : 'real'),
-      tmax: () => (s.t.length ? s.t[s.t.length - 1] : null),
+      tmax: () => Math.max(...Object.values(s.stores).map((st) => (st.t.length ? st.t[st.t.length - 1] : -Infinity))),
+      history: () => s.history,
+      smoothing: () => s.ma,
       xlabel: () => (s.charts.loss ? s.charts.loss.axes[0].label : null),
       events: () => s.events,
       points: (name) => {

@@ -1,7 +1,7 @@
 /* worker/benchmark.h - pacer-worker --benchmark N: the node speed of this host for a job's
  * model, measured the way training measures it: the worker side of issue 14's pre-flight.
- * (The coordinator side - running it on each host before a job's first launch and on
- * demand, storing the speed in the host's profile - is not written yet.)
+ * The coordinator side (running it on each host before a job's first launch and on
+ * demand, storing the speed in the host's profile) is coordinator/preflight.c.
  *
  * One process, no MPI (under mpirun or srun it is the only rank and never calls MPI):
  * the job's set-up as a worker rank does it (data set, model, device), then N steps of

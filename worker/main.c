@@ -15,6 +15,7 @@
 #include "benchmark.h"
 #include "comm.h"
 #include "emulate.h"
+#include "numarg.h"
 #include "redis_report.h"
 #include "sim.h"
 #include "spec.h"
@@ -119,6 +120,21 @@ static void version(void)
     printf("cuda driver: %s\n", info);
 }
 
+/* Bounds of the numeric test and benchmark options (a garbage or out-of-range value is an
+ * error, never a silent 0: see common/numarg.h). */
+#define STOP_AFTER_MAX 1000000000L
+#define HPSGD_ROUND_MAX 1000000L
+#define TIME_BUDGET_MIN 1e-3
+#define TIME_BUDGET_MAX 1e9
+
+/* bad_number OPT VALUE WHAT LO HI - the worker's one message for a numeric option out of
+ * shape ("--world x: must be a process count from 1 to 257"). */
+static int bad_number(const char *opt, const char *value, const char *what, double lo, double hi)
+{
+    fprintf(stderr, "pacer-worker: --%s %s: must be %s from %g to %g\n", opt, value, what, lo, hi);
+    return 2;
+}
+
 static int run(const char *spec_path, const char *summary_path, const char *metrics_path, int resume,
                const char *resume_from, const train_opts_t *opts);
 static const char *g_redis_url, *g_job_id; /* --redis, --job */
@@ -142,34 +158,37 @@ int main(int argc, char **argv)
         case 'D': g_redis_url = optarg; break;
         case 'J': g_job_id = optarg; break;
         case 'A': g_redis_password_file = optarg; break;
-        case 'b': {
-            char *end;
-            bench_steps = strtol(optarg, &end, 10);
-            if (end == optarg || *end || bench_steps < 1 || bench_steps > BENCHMARK_MAX_STEPS) {
-                fprintf(stderr, "pacer-worker: --benchmark %s: must be 1 to %d steps\n", optarg, BENCHMARK_MAX_STEPS);
-                return 2;
-            }
+        case 'b':
+            if (numarg_long(optarg, 1, BENCHMARK_MAX_STEPS, &bench_steps))
+                return bad_number("benchmark", optarg, "a step count", 1, BENCHMARK_MAX_STEPS);
             break;
-        }
         case 'w': {
-            char *end;
-            long n = strtol(optarg, &end, 10);
-            if (end == optarg || *end || n < 1 || n > SPEC_MAX_WORKERS + 1) {
-                fprintf(stderr, "pacer-worker: --world %s: must be a process count between 1 and %d\n", optarg,
-                        SPEC_MAX_WORKERS + 1);
-                return 2;
-            }
+            long n;
+            if (numarg_long(optarg, 1, SPEC_MAX_WORKERS + 1, &n))
+                return bad_number("world", optarg, "a process count", 1, SPEC_MAX_WORKERS + 1);
             g_world = (int)n;
             break;
         }
         case 'r': resume = 1; break;
         case 'R': resume_from = optarg; break;
-        case 'S': opts.stop_after_steps = strtol(optarg, NULL, 10); break;
+        case 'S':
+            if (numarg_long(optarg, 1, STOP_AFTER_MAX, &opts.stop_after_steps))
+                return bad_number("stop-after-steps", optarg, "a global step", 1, STOP_AFTER_MAX);
+            break;
         case 'B': opts.batch_plan = optarg; break;
         case 'P': opts.ps_round_robin = 1; break;
-        case 'T': opts.time_budget_s = strtod(optarg, NULL); break;
+        case 'T':
+            if (numarg_double(optarg, TIME_BUDGET_MIN, TIME_BUDGET_MAX, &opts.time_budget_s))
+                return bad_number("time-budget", optarg, "a time in seconds", TIME_BUDGET_MIN, TIME_BUDGET_MAX);
+            break;
         case 'K': opts.comm_baseline = 1; break;
-        case 'H': opts.hpsgd_round_steps = (int)strtol(optarg, NULL, 10); break;
+        case 'H': {
+            long n;
+            if (numarg_long(optarg, 1, HPSGD_ROUND_MAX, &n))
+                return bad_number("hpsgd-round-steps", optarg, "a step count", 1, HPSGD_ROUND_MAX);
+            opts.hpsgd_round_steps = (int)n;
+            break;
+        }
         case 'W': opts.weight_digest = optarg; break;
         case 'X': g_trace_path = optarg; break;
         case 'V': version(); return 0;
@@ -286,26 +305,32 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
     worker_checkpoint_path(&w, ckpt, sizeof ckpt);
     failed = 0;
     if (resume_from || resume) {
-        const char *path = resume_from ? resume_from : ckpt;
-        /* Rank 0 decides whether there is a checkpoint: a rank that cannot see it (a
+        char path[1100];
+        snprintf(path, sizeof path, "%s", resume_from ? resume_from : ckpt);
+        /* Rank 0 decides which checkpoint (--resume: the latest that it can use, else an
+         * older one the job kept; none: start fresh): a rank that cannot see it (a
          * directory not shared with its host) must not start fresh beside ranks that
-         * resume. Every rank then loads it, and one that cannot stops them all. */
-        int exists = access(path, F_OK) == 0;
-        if (use_mpi) MPI_CHECK(MPI_Bcast(&exists, 1, MPI_INT, 0, MPI_COMM_WORLD));
-        if (exists || resume_from) {
-            failed = worker_resume(&w, path, err, sizeof err) != 0;
-            if (failed && rank == 0) fprintf(stderr, "pacer-worker: %s\n", err);
-            else if (failed)
-                fprintf(stderr,
-                        "pacer-worker: rank %d: %s (rank 0 resumes from it: every rank must read the same checkpoint)\n",
-                        rank, err);
-        } else {
-            SAY("no checkpoint at %s: starting fresh\n", path);
+         * resume. Every other rank then loads that file, and one that cannot stops them all. */
+        int got = 1; /* 1: resumed (rank 0), 0: no checkpoint, -1: none usable */
+        if (resume_from) failed = worker_resume(&w, path, err, sizeof err) != 0;
+        else if (rank == 0) got = worker_resume_latest(&w, path, sizeof path, err, sizeof err);
+        if (use_mpi && !resume_from) {
+            MPI_CHECK(MPI_Bcast(&got, 1, MPI_INT, 0, MPI_COMM_WORLD));
+            MPI_CHECK(MPI_Bcast(path, (int)sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD));
+            if (rank != 0 && got == 1) failed = worker_resume(&w, path, err, sizeof err) != 0;
         }
+        if (rank == 0 && got < 0) failed = 1;
+        int exists = got != 0;
+        if (failed && rank == 0) fprintf(stderr, "pacer-worker: %s\n", err);
+        else if (failed)
+            fprintf(stderr,
+                    "pacer-worker: rank %d: %s (rank 0 resumes from it: every rank must read the same checkpoint)\n",
+                    rank, err);
+        if (!exists) SAY("no checkpoint at %s: starting fresh\n", path);
         int any = agree(use_mpi, failed);
         if (any && !failed) SAY("pacer-worker: not every rank could read %s: stopping\n", path);
         if (any) return finish(use_mpi, &w, 2);
-        if (use_mpi && (exists || resume_from)) {
+        if (use_mpi && exists) {
             /* Copies of the checkpoint that differ between hosts would start the ranks at
              * different steps. */
             long step[2] = {w.global_step, -w.global_step}, ext[2];
@@ -316,7 +341,7 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
                 return finish(use_mpi, &w, 2);
             }
         }
-        if (exists || resume_from) SAY("resumed from %s at step %ld (epoch %ld)\n", path, w.global_step, w.epoch + 1);
+        if (exists) SAY("resumed from %s at step %ld (epoch %ld)\n", path, w.global_step, w.epoch + 1);
     }
 
     static trace_ring_t ring;
@@ -343,6 +368,9 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
             /* Rank 0 reads the coordinator's batch assignments at re-plan points. */
             w.assignment_ctx = sinks[nsinks++];
             w.assignment_hook = coordinator_assignment;
+            /* A GPU rank's utilisation and memory go with its node hash; NVML is loaded
+             * only here, and its absence leaves them out without a word. */
+            if (w.gpu) redis_report_watch_gpu(w.assignment_ctx, nvml_open(w.gpu_device));
         }
     }
     if (!failed && nsinks && metrics_start(&reporter, g_job_id ? g_job_id : spec.name, sinks, nsinks) != 0) {

@@ -145,7 +145,8 @@ static void epoch_end(server_t *s)
     double t0 = clock_mono_s();
     w->train_loss_running = w->epoch_loss_samples ? (float)(w->epoch_loss_sum / (double)w->epoch_loss_samples) : 0;
     worker_evaluate(w, &w->test_loss, &w->test_accuracy);
-    worker_epoch_done(w);
+    char err[1400];
+    if (worker_epoch_done(w, err, sizeof err) != 0) fprintf(stderr, "%s\n", err);
     s->cursor = 0;
     s->aside_s += clock_mono_s() - t0;
 }

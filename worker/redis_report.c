@@ -4,6 +4,7 @@
 #include "clock.h"
 #include "hostname.h"
 #include "log.h"
+#include "nvml.h"
 #include "redis_keys.h"
 
 #include <errno.h>
@@ -46,7 +47,7 @@ typedef struct {
     char job[64];
     int rank;
     char host[64];
-    char k_stream[160], k_node[160], k_stale[160], k_assign[160];
+    char k_stream[160], k_coarse[160], k_node[160], k_stale[160], k_assign[160];
 
     pthread_t thread;
     pthread_mutex_t lock; /* guards everything down to 'sink thread only' */
@@ -55,7 +56,8 @@ typedef struct {
     int beat_now;
     int connected;
 
-    char **ring; /* backlog of serialised records, oldest at head */
+    char **ring; /* backlog of serialised records, oldest at head; each line's first byte
+                  * says whether it goes to the coarse stream too ('+') or not ('-') */
     size_t head, n;
     uint64_t dropped;
 
@@ -71,7 +73,12 @@ typedef struct {
     int asg[ASSIGN_MAX];
     int64_t asg_returned; /* the version redis_report_assignment last handed out */
 
+    nvml_t *gpu; /* redis_report_watch_gpu's; sampled by the sink thread only */
+
     /* sink thread only */
+    gpu_sample_t gpu_last;
+    int gpu_have;
+    double gpu_next;
     redisContext *c;
     double next_try, backoff;
     int down_logged;
@@ -104,6 +111,14 @@ static void ring_push_front(rsink_t *s, char *line)
     s->n++;
 }
 
+int redis_report_coarse_keep(metrics_kind_t kind, int64_t step)
+{
+    if (kind != METRICS_STEP || step < 2 * REDIS_REPORT_COARSE_BASE) return 1;
+    int64_t k = 1;
+    while (k <= INT64_MAX / 2 && step / REDIS_REPORT_COARSE_BASE >= 2 * k) k *= 2;
+    return step % k == 0;
+}
+
 static int sink_write(metrics_sink_t *base, const metrics_record_t *recs, const char *const *json, int n)
 {
     rsink_t *s = (rsink_t *)base;
@@ -111,9 +126,13 @@ static int sink_write(metrics_sink_t *base, const metrics_record_t *recs, const 
     for (int i = 0; i < n; i++) {
         const metrics_record_t *r = &recs[i];
         if (json[i] && json[i][0]) {
-            char *line = strdup(json[i]);
-            if (line) ring_push_back(s, line);
-            else s->dropped++;
+            size_t len = strlen(json[i]);
+            char *line = malloc(len + 2);
+            if (line) {
+                line[0] = redis_report_coarse_keep(r->kind, r->step) ? '+' : '-';
+                memcpy(line + 1, json[i], len + 1);
+                ring_push_back(s, line);
+            } else s->dropped++;
         }
         if (r->kind == METRICS_STEP) {
             s->sum_compute += r->compute_s;
@@ -139,7 +158,7 @@ static int sink_write(metrics_sink_t *base, const metrics_record_t *recs, const 
 }
 
 /* Argument vector for one command, formatted into fixed storage. */
-#define ARGS_MAX 96 /* the node hash: 2 + 2 x 31 fields */
+#define ARGS_MAX 96 /* the node hash: 2 + 2 x 34 fields (31, and 3 on a GPU rank) */
 typedef struct {
     int argc;
     const char *argv[ARGS_MAX];
@@ -309,23 +328,39 @@ static int round_trip(rsink_t *s)
     last_time = s->last_time;
     tacc = s->test_accuracy;
     tloss = s->test_loss;
+    nvml_t *gpu = s->gpu;
     s->beat_now = 0;
     pthread_mutex_unlock(&s->lock);
+    /* The device's utilisation and memory, here on the sink's thread, at most once a
+     * second: never on a training step. */
+    double now = clock_mono_s();
+    if (gpu && now >= s->gpu_next) {
+        s->gpu_next = now + REDIS_REPORT_GPU_S;
+        s->gpu_have = nvml_sample(gpu, &s->gpu_last) == 0;
+    }
 
     static const char *const xadd_head[] = {"XADD", NULL, "MAXLEN", "~", NULL, "*", "json"};
-    char maxlen[16];
+    char maxlen[16], maxlen_coarse[16];
     snprintf(maxlen, sizeof maxlen, "%d", REDIS_REPORT_STREAM_MAXLEN);
-    for (int i = 0; i < nb; i++) {
-        const char *argv[8];
-        size_t len[8];
-        memcpy(argv, xadd_head, sizeof xadd_head);
-        argv[1] = s->k_stream;
-        argv[4] = maxlen;
-        argv[7] = batch[i];
-        for (int k = 0; k < 8; k++) len[k] = strlen(argv[k]);
-        redisAppendCommandArgv(s->c, 8, argv, len);
+    snprintf(maxlen_coarse, sizeof maxlen_coarse, "%d", REDIS_REPORT_COARSE_MAXLEN);
+    /* The full stream's entries first (their replies are the first nb), then the coarse
+     * stream's (nc). */
+    int nc = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < nb; i++) {
+            if (pass == 1 && batch[i][0] != '+') continue;
+            const char *argv[8];
+            size_t len[8];
+            memcpy(argv, xadd_head, sizeof xadd_head);
+            argv[1] = pass ? s->k_coarse : s->k_stream;
+            argv[4] = pass ? maxlen_coarse : maxlen;
+            argv[7] = batch[i] + 1;
+            for (int k = 0; k < 8; k++) len[k] = strlen(argv[k]);
+            redisAppendCommandArgv(s->c, 8, argv, len);
+            nc += pass;
+        }
     }
-    int ncmd = nb;
+    int ncmd = nb + nc;
 
     args_t a = {0};
     arg_str(&a, "HSET");
@@ -363,6 +398,11 @@ static int round_trip(rsink_t *s)
         arg_num(&a, "test_accuracy", tacc);
         arg_num(&a, "test_loss", tloss);
         arg_time(&a, "updated", last_time);
+    }
+    if (s->gpu_have) {
+        arg_num(&a, NODE_GPU_UTIL_PCT, s->gpu_last.util_pct);
+        arg_int(&a, NODE_GPU_MEM_USED, (long long)s->gpu_last.mem_used);
+        arg_int(&a, NODE_GPU_MEM_TOTAL, (long long)s->gpu_last.mem_total);
     }
     append(s->c, &a);
     ncmd++;
@@ -406,6 +446,9 @@ static int round_trip(rsink_t *s)
             }
             free(batch[i]);
             batch[i] = NULL;
+        } else if (i < nb + nc) {
+            if (r->type == REDIS_REPLY_ERROR && s->xadd_errors++ == 0)
+                rlog(s->rank, "XADD %s: %s", s->k_coarse, r->str);
         } else if (i == ncmd - 1) {
             take_assignment(s, r);
         }
@@ -487,9 +530,21 @@ static void sink_close(metrics_sink_t *base)
         rlog(s->rank, "%llu metrics records were not delivered to %s (Redis unreachable or refused)",
              (unsigned long long)s->dropped, s->k_stream);
     free(s->ring);
+    nvml_close(s->gpu);
     pthread_cond_destroy(&s->wake);
     pthread_mutex_destroy(&s->lock);
     free(s);
+}
+
+void redis_report_watch_gpu(metrics_sink_t *base, nvml_t *gpu)
+{
+    rsink_t *s = (rsink_t *)base;
+    pthread_mutex_lock(&s->lock);
+    int taken = !s->gpu;
+    if (taken) s->gpu = gpu;
+    pthread_mutex_unlock(&s->lock);
+    /* The sink thread may be sampling the first one: a second is not taken, only closed. */
+    if (!taken) nvml_close(gpu);
 }
 
 metrics_sink_t *redis_report_sink(const char *url, const char *job, int rank, char *err, size_t errlen)
@@ -521,6 +576,7 @@ metrics_sink_t *redis_report_sink_url(const redis_url_t *url, const char *job, i
     s->rank = rank;
     host_name(s->host, sizeof s->host);
     snprintf(s->k_stream, sizeof s->k_stream, KEY_JOB_METRICS, job);
+    snprintf(s->k_coarse, sizeof s->k_coarse, KEY_JOB_METRICS_COARSE, job);
     snprintf(s->k_node, sizeof s->k_node, KEY_JOB_NODE, job, rank);
     snprintf(s->k_stale, sizeof s->k_stale, KEY_JOB_STALENESS, job, rank);
     snprintf(s->k_assign, sizeof s->k_assign, KEY_JOB_ASSIGNMENT, job);

@@ -25,10 +25,25 @@
 #include <hiredis/hiredis.h>
 
 #include "metrics.h"
+#include "nvml.h"
 #include "redis_url.h"
 
 #define REDIS_REPORT_BACKLOG 10000 /* stream entries kept while Redis is unreachable */
 #define REDIS_REPORT_STREAM_MAXLEN 20000
+
+/* The coarse stream (pacer:job:{job}:metrics:coarse) keeps the whole run for the
+ * dashboard's history (coordinator/jobhistory.h) after the full stream has trimmed its
+ * start: every epoch and final record, and the step records whose step is a multiple of
+ * k, k = 1 below 2 x REDIS_REPORT_COARSE_BASE steps and doubling with every doubling of
+ * the step count after, so a rank adds REDIS_REPORT_COARSE_BASE records per doubling:
+ * about 256 x (2 + log2(steps / 512)), some 3300 for a million steps, so the stream
+ * (MAXLEN ~30000, ~20 MiB at most) holds the whole million-step run of 9 ranks. Best effort: an
+ * entry whose reply a lost connection cut is not resent there. */
+#define REDIS_REPORT_COARSE_BASE 256
+#define REDIS_REPORT_COARSE_MAXLEN 30000
+/* Pure: whether a record of this kind (METRICS_STEP, ...) and step goes to the coarse
+ * stream too. */
+int redis_report_coarse_keep(metrics_kind_t kind, int64_t step);
 
 /* The sink for metrics_start(). job is the coordinator's job id (keys pacer:job:{job}:*),
  * rank this process's MPI rank. Starts the sink thread; the first connection attempt
@@ -50,6 +65,13 @@ int redis_report_connected(metrics_sink_t *s);
  * Never blocks. */
 #define REDIS_REPORT_BEAT_S 0.25
 void redis_report_heartbeat(metrics_sink_t *s);
+
+/* A GPU rank's device (worker/nvml.h): the sink thread samples it at most every
+ * REDIS_REPORT_GPU_S and publishes the latest sample with the node hash (gpu_util_pct,
+ * gpu_mem_used_bytes, gpu_mem_total_bytes; docs/REDIS.md). The sink owns gpu from here on
+ * and closes it (a second call's is closed at once: the first stays). NULL is fine. */
+#define REDIS_REPORT_GPU_S 1.0
+void redis_report_watch_gpu(metrics_sink_t *s, nvml_t *gpu);
 
 /* The latest batch assignment (key pacer:job:{job}:assignment). Returns 1 and fills
  * *version and batches[0..n) when an assignment other than the last one returned exists (a newer version,

@@ -10,12 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
 #include "backend_cuda.h"
 #include "checkpoint.h"
+#include "ckptdir.h"
 #include "clock.h"
 #include "emulate.h"
 #include "hostname.h"
@@ -399,6 +401,7 @@ static int select_device(worker_t *w, char *err, size_t errlen)
     if (w->gpu && cuda_model_upload(w->gpu, w->model) != 0) snprintf(why, sizeof why, "%s", cuda_model_error(w->gpu));
     else if (w->gpu) {
         snprintf(w->record.device, sizeof w->record.device, "cuda");
+        w->gpu_device = p.device;
         fprintf(stderr, "rank %d: training on GPU %d (%s)\n", w->rank, p.device, p.name);
         return 0;
     }
@@ -513,6 +516,7 @@ int worker_check_memory(const job_spec_t *spec, int nworkers, int host_ranks, ch
 int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world, int nworkers, char *err, size_t errlen)
 {
     memset(w, 0, sizeof *w);
+    w->eval_step = w->ckpt_step = -1;
     if (nworkers < 1 || nworkers > spec->workers) {
         snprintf(err, errlen, "%d workers: must be 1 to the spec's %d", nworkers, spec->workers);
         return -1;
@@ -636,12 +640,68 @@ void worker_checkpoint_path(const worker_t *w, char *out, size_t len)
 
 int worker_save_checkpoint(worker_t *w, char *err, size_t errlen)
 {
-    char path[1100];
+    char path[1100], why[1400];
     worker_model_to_host(w);
     ckpt_state_t st;
     worker_checkpoint_path(w, path, sizeof path);
     fill_ckpt(w, &st);
-    return checkpoint_save(path, w->model, &st, err, errlen);
+    if (checkpoint_save(path, w->model, &st, err, errlen) != 0) return -1;
+    w->ckpt_step = w->global_step;
+    /* The accuracy belongs to these weights only when they were evaluated at this step. */
+    double acc = w->eval_step == w->global_step && isfinite(w->test_accuracy) ? w->test_accuracy : -1.0;
+    if (acc > 1.0) acc = 1.0;
+    const job_spec_t *s = w->spec;
+    if (ckptdir_retain(s->checkpoint.dir, s->name, w->global_step, w->epoch, acc, s->checkpoint.keep_last,
+                       s->checkpoint.keep_best, why, sizeof why) != 0)
+        fprintf(stderr, "pacer-worker: checkpoint %s written, but not retained as configured: %s\n", path, why);
+    return 0;
+}
+
+/* One candidate of worker_resume_latest: 1 resumed; 0 refused (the previous refusal, if
+ * any, is printed first, so each refusal is one line: the last one is the caller's). */
+static int try_resume(worker_t *w, const char *cand, int *tried, char *last, size_t lastlen, char *first,
+                      size_t firstlen, char *err, size_t errlen)
+{
+    if (*tried) fprintf(stderr, "pacer-worker: %s; trying the older %s\n", last, cand);
+    *tried = 1;
+    if (worker_resume(w, cand, err, errlen) == 0) return 1;
+    snprintf(last, lastlen, "%s", err);
+    if (!first[0]) snprintf(first, firstlen, "%s", err);
+    return 0;
+}
+
+int worker_resume_latest(worker_t *w, char *path, size_t len, char *err, size_t errlen)
+{
+    const job_spec_t *s = w->spec;
+    char first[1400] = "", last[1400] = "";
+    int tried = 0;
+    worker_checkpoint_path(w, path, len);
+    struct stat lst;
+    unsigned long long lino = 0;
+    if (stat(path, &lst) == 0) {
+        lino = (unsigned long long)lst.st_ino;
+        if (try_resume(w, path, &tried, last, sizeof last, first, sizeof first, err, errlen)) return 1;
+    }
+    /* Then the older ones the job kept, newest first (the allocation is outside any step). */
+    ckpt_entry_t *e = malloc(CKPTDIR_MAX * sizeof *e);
+    long long bytes;
+    int n = e ? ckptdir_list(s->checkpoint.dir, s->name, e, CKPTDIR_MAX, &bytes, err, errlen) : -1;
+    if (!e) snprintf(err, errlen, "%s: out of memory", s->checkpoint.dir);
+    if (n < 0 && !first[0]) snprintf(first, sizeof first, "%s", err);
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        if (e[i].step < 0 || (lino && e[i].ino == lino)) continue; /* NAME.ckpt itself, tried above */
+        char older[1100];
+        snprintf(older, sizeof older, "%s/%s", s->checkpoint.dir, e[i].file);
+        if ((rc = try_resume(w, older, &tried, last, sizeof last, first, sizeof first, err, errlen)))
+            snprintf(path, len, "%s", older);
+    }
+    free(e);
+    if (rc) return 1;
+    if (tried && last[0] && strcmp(last, first) != 0) fprintf(stderr, "pacer-worker: %s\n", last);
+    if (!tried && !first[0]) return 0;
+    snprintf(err, errlen, "%s", first);
+    return -1;
 }
 
 int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
@@ -758,9 +818,10 @@ void worker_print_plan(const worker_t *w)
     fprintf(stderr, "\n");
 }
 
-void worker_epoch_done(worker_t *w)
+int worker_epoch_done(worker_t *w, char *err, size_t errlen)
 {
     const job_spec_t *s = w->spec;
+    w->eval_step = w->global_step; /* every caller has just evaluated */
     report_epoch(w, METRICS_EPOCH);
     if (w->rank == 0)
         fprintf(stderr, "epoch %ld/%d done: train_loss_running %.4f test_loss %.4f test_accuracy %.4f\n", w->epoch + 1,
@@ -774,6 +835,10 @@ void worker_epoch_done(worker_t *w)
         if (w->rank == 0) fprintf(stderr, "target accuracy %.4f reached\n", s->target_accuracy);
         w->stop = 1;
     }
+    /* keep_best needs checkpoints whose accuracy is known: these weights, just evaluated. */
+    if (s->checkpoint.keep_best && s->checkpoint.every_steps > 0 && w->rank == 0)
+        return worker_save_checkpoint(w, err, errlen);
+    return 0;
 }
 
 /* ---- the loop ---------------------------------------------------------------------------- */
@@ -842,7 +907,9 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
          * last checkpoint is the end of the job, as for the step loop below. */
         if (w->role == ROLE_PS && w->stop != 2) {
             w->train_loss = worker_final_train_loss(w);
-            if (s->checkpoint.every_steps > 0 && worker_save_checkpoint(w, err, errlen) != 0) return -1;
+            if (s->checkpoint.every_steps > 0 && w->ckpt_step != w->global_step &&
+                worker_save_checkpoint(w, err, errlen) != 0)
+                return -1;
         }
         return 0;
     }
@@ -913,7 +980,7 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
         w->train_loss_running = w->epoch_loss_samples ? (float)(w->epoch_loss_sum / (double)w->epoch_loss_samples) : 0;
         if (w->algo->evaluate) w->algo->evaluate(w);
         else worker_evaluate(w, &w->test_loss, &w->test_accuracy);
-        worker_epoch_done(w);
+        if (worker_epoch_done(w, err, errlen) != 0) return -1;
         if (w->stop == 3 && w->rank == 0)
             fprintf(stderr, "time budget of %.1f s used: stopped in epoch %ld\n", o->time_budget_s, w->epoch);
     }
@@ -921,7 +988,7 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
     report_epoch(w, METRICS_FINAL);
     /* Rank 0 holds the final (merged) weights after the last epoch end. */
     if (w->rank == 0 && w->stop != 2) w->train_loss = worker_final_train_loss(w);
-    if (s->checkpoint.every_steps > 0 && w->rank == 0 && w->stop != 2)
+    if (s->checkpoint.every_steps > 0 && w->rank == 0 && w->stop != 2 && w->ckpt_step != w->global_step)
         if (worker_save_checkpoint(w, err, errlen) != 0) return -1;
     return 0;
 }
@@ -1020,6 +1087,9 @@ long worker_train_samples(json_t *per_rank)
     return n;
 }
 
+/* json_finite_or_null V - V as a JSON number, or null when it is NaN or infinite. */
+static json_t *json_finite_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
 int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, char *err, size_t errlen)
 {
     const job_spec_t *s = w->spec;
@@ -1034,17 +1104,21 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
         double p = json_real_value(json_object_get(r, "peak_rss_mb"));
         if (p > peak) peak = p;
     }
-    json_t *root =
-        json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:f, s:f, s:i, s:f, s:f, s:f, s:f, s:I, s:f, s:f, s:O}", "name",
-                  s->name, "model", s->model, "dataset", s->dataset.name, "algorithm", s->algorithm.name, "workers",
-                  s->workers, "epochs", s->epochs, "steps", (json_int_t)w->global_step, "train_loss",
-                  (double)w->train_loss, "train_loss_running", (double)w->train_loss_running, "train_loss_samples",
-                  w->train.n < TRAIN_LOSS_SAMPLES ? w->train.n : TRAIN_LOSS_SAMPLES, "test_loss", (double)w->test_loss,
-                  "test_accuracy", (double)w->test_accuracy, "wall_s", w->wall_s, "train_s", w->loop_s, "train_samples",
-                  (json_int_t)train_samples, "train_samples_per_s",
-                  w->loop_s > 0 ? (double)train_samples / w->loop_s : 0.0, "peak_rss_mb", peak, "per_rank", per_rank);
+    /* A run that diverged has NaN or infinite losses, which JSON cannot hold (jansson
+     * refuses them): they are written as null, and "diverged" says why. */
+    int diverged = !isfinite(w->train_loss) || !isfinite(w->train_loss_running) || !isfinite(w->test_loss) ||
+                   !isfinite(w->test_accuracy);
+    json_t *root = json_pack(
+        "{s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:o, s:o, s:i, s:o, s:o, s:b, s:f, s:f, s:I, s:f, s:f, s:O}", "name",
+        s->name, "model", s->model, "dataset", s->dataset.name, "algorithm", s->algorithm.name, "workers", s->workers,
+        "epochs", s->epochs, "steps", (json_int_t)w->global_step, "train_loss", json_finite_or_null(w->train_loss),
+        "train_loss_running", json_finite_or_null(w->train_loss_running), "train_loss_samples",
+        w->train.n < TRAIN_LOSS_SAMPLES ? w->train.n : TRAIN_LOSS_SAMPLES, "test_loss",
+        json_finite_or_null(w->test_loss), "test_accuracy", json_finite_or_null(w->test_accuracy), "diverged", diverged,
+        "wall_s", w->wall_s, "train_s", w->loop_s, "train_samples", (json_int_t)train_samples, "train_samples_per_s",
+        w->loop_s > 0 ? (double)train_samples / w->loop_s : 0.0, "peak_rss_mb", peak, "per_rank", per_rank);
     if (!root) {
-        snprintf(err, errlen, "summary: out of memory");
+        snprintf(err, errlen, "summary: cannot build the JSON (a non-finite figure, or out of memory)");
         return -1;
     }
     /* The job's staleness is rank 0's (this rank's): the parameter server records every

@@ -47,7 +47,15 @@ void worker_schedule_steps(worker_t *w, long per_epoch);
  * says so; the parameter server's per-worker state (DC/DDC weight backups, staleness) is
  * not in a checkpoint and starts again at each worker's first pull. */
 int worker_resume(worker_t *w, const char *path, char *err, size_t errlen);
+/* --resume: the latest checkpoint (DIR/NAME.ckpt), or when it cannot be used (corrupt,
+ * truncated) the next older one the job kept (common/ckptdir.h), each refusal one line on
+ * stderr. Returns 1 with the path used, 0 when there is none, -1 with err naming the
+ * latest's problem when none can be used. */
+int worker_resume_latest(worker_t *w, char *path, size_t len, char *err, size_t errlen);
 void worker_checkpoint_path(const worker_t *w, char *out, size_t len);
+/* Writes DIR/NAME.ckpt, then links it under its retained name and prunes the older ones
+ * (checkpoint.keep_last, keep_best; a failure there is one line on stderr: the checkpoint
+ * is written). */
 int worker_save_checkpoint(worker_t *w, char *err, size_t errlen);
 
 /* Applies opts->batch_plan to w->batch_of; returns 0 or -1 with err naming the problem. */

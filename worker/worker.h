@@ -61,6 +61,7 @@ typedef struct worker {
 
     model_t *model;
     struct cuda_model *gpu;  /* the model's device copy (device cuda/auto), or NULL */
+    int gpu_device;          /* its CUDA device index (valid when gpu) */
     int gpu_ahead;           /* the device optimizer moved params and momentum
                                             since the host last had them (see below) */
     char device_reason[800]; /* why a rank that may use a GPU computes on the CPU */
@@ -125,11 +126,13 @@ typedef struct worker {
     float train_loss;         /* the final weights' loss on the fixed training
                                             subset (worker_final_train_loss; rank 0) */
     float test_loss, test_accuracy;
-    int stop;      /* 1: target_accuracy reached, 2: test hook */
-    double loop_s; /* training time: inside training steps, without
+    long eval_step; /* global_step when test_accuracy was measured; -1: not yet */
+    long ckpt_step; /* global_step of the last checkpoint this rank wrote; -1: none */
+    int stop;       /* 1: target_accuracy reached, 2: test hook */
+    double loop_s;  /* training time: inside training steps, without
                                             evaluation or checkpoints (the PS: serving,
                                             without them) */
-    double wall_s; /* the whole training loop */
+    double wall_s;  /* the whole training loop */
 } worker_t;
 
 /* The plug-in interface. Every callback returns 0 or a negative error after printing one
@@ -160,8 +163,10 @@ double worker_slowdown_now(const worker_t *w);
  * returns 1 when the plan changed. Pure bookkeeping: the caller distributes it. */
 int worker_replan(worker_t *w, const double *speeds);
 void worker_print_plan(const worker_t *w);
-/* Epoch end after evaluation: record, progress line, counters, early stop. */
-void worker_epoch_done(worker_t *w);
+/* Epoch end after evaluation: record, progress line, counters, early stop, and (rank 0,
+ * checkpoint.keep_best) a checkpoint that carries the accuracy just measured. Returns 0, or
+ * -1 with err when that checkpoint cannot be written. */
+int worker_epoch_done(worker_t *w, char *err, size_t errlen);
 /* Emulation only: five untimed forward/backward passes of this rank's batch before
  * training, to seed the undisturbed step cost (weights and batch-norm statistics are left
  * as they were; a no-op on a GPU rank). */

@@ -9,20 +9,30 @@
 // them; once an epoch's test accuracy is plotted it cancels the job with the page's
 // button and checks the page and the job list show CANCELLED. The job is far longer than
 // the test (100 epochs), so no machine is fast enough to finish it before the page has
-// watched it live. Saves a screenshot of the job page. Then, when the coordinator can
+// watched it live. Before it cancels, the time-breakdown panel of the running job (a bar
+// per rank, the verdict; screenshot breakdown.png) and the moving-average toggle; after,
+// the page opened again draws the whole run from GET /api/v1/jobs/{id}/history. Saves a
+// screenshot of the job page (the first argument). Then, when the coordinator can
 // simulate (GET /api/v1/cluster), a simulated job through the form's "Simulated cluster"
 // section: the spec it builds, the job page's "simulated" badge and simulated clock on the
-// charts' time axis, and the badge in the job list. Exit 0 = pass, 1 = fail.
+// charts' time axis, and the badge in the job list. Next, the compare view: the cancelled
+// job and a short one (submitted over the API after the cancel, run meanwhile) ticked in
+// the job list, their loss and test accuracy overlaid against time, epoch and samples,
+// the differing spec fields highlighted (screenshot compare.png). Last, the Cluster page:
+// its hosts, and a benchmark of mlp started with its button whose speed the page then
+// shows. Exit 0 = pass, 1 = fail.
 import { chromium } from 'playwright-core';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 const [base, shot] = process.argv.slice(2);
 if (!base || !shot) {
   console.error('usage: node dashboard.mjs BASE_URL SCREENSHOT.png');
   process.exit(2);
 }
+// The other screenshots go beside the first: breakdown.png, compare.png.
+const beside = (name) => join(dirname(shot), name);
 const profile = mkdtempSync(join(tmpdir(), 'pacer-chromium-'));
 const errors = [];
 let context;
@@ -120,6 +130,26 @@ try {
   check(await page.$$eval('#nodes-body tr', (r) => r.length) === 2, 'the nodes table lists both ranks');
   check(await page.$$eval('#nodes-body .hist span', (b) => b.length) === 18, 'a staleness histogram per node');
 
+  // Where the time goes (issue 15), while the job runs: a stacked bar of the phases per
+  // rank, and a verdict naming the rank that holds the job back.
+  await page.waitForFunction(() => document.querySelectorAll('#breakdown .breakdown-row').length === 2, null,
+    { timeout: 10000, polling: 250 });
+  check(await page.$$eval('#breakdown .breakdown-row [data-phase]', (s) => s.length) === 14, 'seven phases per bar');
+  const verdict = await page.textContent('#breakdown .breakdown-verdict');
+  check(/^Rank [01] holds the job back: [0-9.]+ ms/.test(verdict), 'the breakdown names the rank that holds the job back: ' + verdict);
+  const bstate = await page.evaluate(() => window.pacer.job().state);
+  check(bstate === 'RUNNING', 'the time-breakdown panel filled while the job was RUNNING');
+  await (await page.$('#breakdown-card')).screenshot({ path: beside('breakdown.png') });
+  console.log('screenshot: ' + beside('breakdown.png'));
+  // The moving average smooths the per-rank charts (and keeps every point).
+  const rawPts = await page.evaluate(() => window.pacer.points('loss'));
+  await page.check('#ma-on');
+  await page.selectOption('#ma-window', '5');
+  await page.waitForFunction(() => window.pacer.smoothing() === 5, null, { timeout: 5000 });
+  const maPts = await page.evaluate(() => window.pacer.points('loss'));
+  check(maPts.every((n, i) => n >= rawPts[i]), 'a moving average over 5 points per rank: ' + JSON.stringify(maPts));
+  await page.uncheck('#ma-on');
+
   // Cancel from the page; it follows the job to CANCELLED.
   await page.click('#job-cancel');
   await page.waitForFunction(() => {
@@ -128,15 +158,41 @@ try {
   }, null, { timeout: 90000, polling: 500 });
   const state = await page.textContent('#job-state');
   check(state === 'CANCELLED', 'cancelled from the page, which shows ' + state);
-  // Where the time goes (issue 15): a stacked bar of the phases per rank, and a verdict
-  // naming the rank that holds the job back.
-  check(await page.$$eval('#breakdown .breakdown-row', (r) => r.length) === 2, 'a time-breakdown bar per rank');
-  check(await page.$$eval('#breakdown .breakdown-row [data-phase]', (s) => s.length) === 14, 'seven phases per bar');
-  const verdict = await page.textContent('#breakdown .breakdown-verdict');
-  check(/^Rank [01] holds the job back: [0-9.]+ ms/.test(verdict), 'the breakdown names the rank that holds the job back: ' + verdict);
+  // The kept checkpoints (issue 15): one row per checkpoint the API lists, and their total size.
+  const ck = await page.evaluate(() => ({ api: window.pacer.job().checkpoints, shown: !document.querySelector('#ckpts').hidden,
+    rows: document.querySelectorAll('#ckpts tbody tr').length, total: document.querySelector('#ckpts .ckpt-total').textContent }));
+  check(ck.api && ck.shown && ck.rows === ck.api.items.length && ck.total.startsWith(ck.api.items.length + ' kept · '),
+    'the checkpoints panel lists what the API keeps: ' + ck.rows + ' row(s), ' + ck.total);
   await page.waitForTimeout(600);   // the last redraw
   await page.screenshot({ path: shot, fullPage: true });
   console.log('screenshot: ' + shot);
+  // A short job to compare with, run while the rest of the test goes on.
+  const short = await (await fetch(base + '/api/v1/jobs', { method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name: 'short', model: 'lenet5', dataset: { name: 'fashion-mnist', train_subset: 512, test_subset: 200 },
+      epochs: 2, batch_size: 32, workers: 1, seed: 3, algorithm: { name: 'sgd' }, optimizer: { lr: 0.05, momentum: 0.9 } }) })).json();
+  check(/^j-[0-9]+$/.test(short.id), 'submitted a short job to compare with: ' + short.id);
+
+  const tReopen = Date.now();
+  // Opened again, the page draws the whole run from the server's downsampled history
+  // (GET /api/v1/jobs/{id}/history), from its first seconds to its last record.
+  await page.reload();
+  await page.waitForFunction(() => window.pacer && window.pacer.history() && window.pacer.points('loss').length === 2 &&
+    window.pacer.points('loss').every((n) => n >= 3), null, { timeout: 15000, polling: 250 });
+  const hist = await page.evaluate(() => ({ h: window.pacer.history(), sps: window.pacer.points('sps') }));
+  check(hist.h.records > 0 && hist.h.points === 1000 && hist.h.series.loss.every((s) => s.t.length <= 1000),
+    'the reopened page drew the history: ' + hist.h.records + ' records, at most ' + hist.h.points + ' points per series');
+  await page.waitForFunction(() => document.querySelectorAll('#breakdown .breakdown-row').length === 2, null, { timeout: 10000 });
+  check(true, 'the reopened page fills the time breakdown from the newest records');
+  // Hovering a chart shows every rank's value there in the legend.
+  const over = await (await page.$('[data-chart="loss"] .u-over')).boundingBox();
+  await page.mouse.move(over.x + over.width * 0.6, over.y + over.height / 2);
+  const shown = await page.waitForFunction(() => {
+    const v = [...document.querySelectorAll('[data-chart="loss"] .u-legend .u-series .u-value')].map((x) => x.textContent);
+    return v.length === 3 && v.every((x) => x !== '–' && x !== '' && !Number.isNaN(Number(x))) ? v : false;
+  }, null, { timeout: 5000, polling: 100 }).then((h) => h.jsonValue()).catch(() => []);
+  check(shown.length === 3,
+    'hovering the loss chart shows t and both ranks\' values: ' + JSON.stringify(shown));
+  console.log('(the reopened page took ' + ((Date.now() - tReopen) / 1000).toFixed(1) + ' s)');
 
   // ---- the job list
   await page.goto(base + '/#/');
@@ -176,13 +232,16 @@ try {
     const sid = page.url().split('/').pop();
     await page.waitForFunction(() => {
       const j = window.pacer && window.pacer.job();
+      // (the state event can come before the job's answer with its summary: both awaited)
       return j && ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(j.state) && document.querySelector('#job-state').textContent === j.state &&
-        window.pacer.points('loss').length === 5 && window.pacer.points('loss').every((n) => n > 0);
+        (j.state !== 'SUCCEEDED' || j.summary) && window.pacer.points('loss').length === 5 && window.pacer.points('loss').every((n) => n > 0);
     }, null, { timeout: 120000, polling: 500 });
     const sj = await page.evaluate(() => ({ state: window.pacer.job().state, clock: window.pacer.clock(), tmax: window.pacer.tmax(),
       wall: window.pacer.job().summary && window.pacer.job().summary.simulated_wall_s }));
     check(sj.state === 'SUCCEEDED', 'the simulated job ' + sid + ' shows ' + sj.state);
     check(await page.isVisible('#job-sim'), 'the job page marks it simulated');
+    const srv = await page.evaluate(() => ({ sps: window.pacer.points('sps').length, st: window.pacer.points('st_mean').length }));
+    check(srv.sps === 4 && srv.st === 4, 'the parameter server is left out of the worker-only charts: ' + JSON.stringify(srv));
     check(sj.clock === 'simulated' && sj.tmax > 0 && sj.tmax <= sj.wall + 0.001,
       'its charts run on the simulated clock (last point ' + sj.tmax + ' s of ' + sj.wall + ' simulated s)');
     check(await page.evaluate(() => window.pacer.xlabel()) === 'simulated seconds since start', 'the time axis says simulated seconds');
@@ -190,6 +249,61 @@ try {
     await page.waitForSelector(`tr[data-id="${sid}"]`, { timeout: 10000 });
     check((await page.textContent(`tr[data-id="${sid}"]`)).includes('simulated'), 'the job list marks ' + sid + ' simulated');
   }
+
+  // ---- the compare view: the cancelled job and the short one, picked in the job list
+  const tCompare = Date.now();
+  const done = async (jid) => (await (await fetch(base + '/api/v1/jobs/' + jid)).json()).state;
+  for (let k = 0; k < 240 && !['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(await done(short.id)); k++) await page.waitForTimeout(250);
+  check(await done(short.id) === 'SUCCEEDED', 'the short job ' + short.id + ' SUCCEEDED');
+  await page.goto(base + '/#/');
+  await page.waitForSelector(`input[data-pick="${short.id}"]`, { timeout: 10000 });
+  await page.check(`input[data-pick="${id}"]`);
+  await page.check(`input[data-pick="${short.id}"]`);
+  await page.click('#jobs-compare');
+  await page.waitForURL(/#\/compare\?ids=/, { timeout: 10000 });
+  await page.waitForFunction(() => window.pacer && window.pacer.compare && window.pacer.compare.points('loss').length === 2 &&
+    window.pacer.compare.points('loss').every((n) => n >= 3) && window.pacer.compare.points('acc').every((n) => n >= 1),
+  null, { timeout: 15000, polling: 250 });
+  const cmp = await page.evaluate(() => ({ ids: window.pacer.compare.ids(), loss: window.pacer.compare.points('loss'),
+    acc: window.pacer.compare.points('acc'), diffs: window.pacer.compare.diffs() }));
+  check(cmp.ids.length === 2 && cmp.ids.includes(id) && cmp.ids.includes(short.id), 'the compare view opened with ' + cmp.ids.join(', '));
+  check(cmp.loss.length === 2 && cmp.acc.length === 2, 'loss and test accuracy overlaid, one series per job: loss ' +
+    JSON.stringify(cmp.loss) + ', accuracy ' + JSON.stringify(cmp.acc));
+  for (const k of ['name', 'epochs', 'workers', 'algorithm.name', 'dataset.train_subset'])
+    check(cmp.diffs.includes(k) && await page.$(`#cmp-specs tr.diff[data-key="${k}"]`) !== null, 'the differing field ' + k + ' is highlighted');
+  check(await page.$('#cmp-specs tr[data-key="model"]:not(.diff)') !== null && !cmp.diffs.includes('model'), 'the same model is not highlighted');
+  await page.check('#cmp-only-diff');
+  check(!(await page.isVisible('#cmp-specs tr[data-key="model"]')) && await page.isVisible('#cmp-specs tr[data-key="epochs"]'),
+    'only the fields that differ, on request');
+  await page.selectOption('#cmp-x', 'epoch');
+  await page.waitForFunction(() => window.pacer.compare.xkind() === 'epoch', null, { timeout: 5000 });
+  const ex = await page.evaluate(() => ({ loss: window.pacer.compare.xmax('loss'), acc: window.pacer.compare.xmax('acc') }));
+  check(ex.loss > 0 && ex.loss <= 100 && Number.isInteger(ex.acc) && ex.acc >= 2, 'against epochs: loss up to epoch ' +
+    ex.loss.toFixed(2) + ', accuracy at epochs up to ' + ex.acc);
+  await page.selectOption('#cmp-x', 'samples');
+  await page.waitForFunction(() => window.pacer.compare.xkind() === 'samples' && window.pacer.compare.xmax('loss') >= 512, null, { timeout: 5000 });
+  check(true, 'against samples: up to ' + await page.evaluate(() => window.pacer.compare.xmax('loss')));
+  await page.selectOption('#cmp-x', 'time');
+  await page.waitForTimeout(300);
+  await page.screenshot({ path: beside('compare.png'), fullPage: true });
+  console.log('screenshot: ' + beside('compare.png') + ' (the compare view took ' + ((Date.now() - tCompare) / 1000).toFixed(1) + ' s)');
+
+  // ---- the Cluster page: the hosts, and a benchmark run from its button
+  await page.goto(base + '/#/cluster');
+  await page.waitForSelector('#hosts-body tr[data-host]', { timeout: 10000 });
+  check(await page.$eval('a[data-nav=cluster]', (a) => a.classList.contains('active')), 'the nav links the Cluster page');
+  await page.selectOption('#bench-model', 'mlp');
+  await page.click('#bench-run');
+  await page.waitForFunction(() => {
+    const r = window.pacerCluster.rows();
+    return r && r.length > 0 && r.every((h) => h.benchmark && h.benchmark.model === 'mlp' && !h.benchmark.running &&
+      h.benchmark.samples_per_s > 0 && (h.speeds || []).some((s) => s.model === 'mlp'));
+  }, null, { timeout: 60000, polling: 500 });
+  const hostText = await page.textContent('#hosts-body tr[data-host]');
+  const hostState = await page.textContent('#hosts-body tr[data-host] .badge');
+  check(hostState === 'up' && /mlp on cpu: [0-9,.]+ samples\/s/.test(hostText) &&
+    /mlp, .*samples\/s \([0-9]+% of the median\)/.test(hostText),
+    'the Cluster page shows the host ' + hostState + ' with its measured mlp speed and last benchmark: ' + hostText);
 
   check(errors.length === 0, 'no errors in the page' + (errors.length ? ': ' + errors.join('; ') : ''));
   await context.close();

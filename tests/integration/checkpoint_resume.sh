@@ -37,3 +37,38 @@ expect_error 2 "not a pacer checkpoint" $WORKER --spec "$TMP/a.json" --resume-fr
 expect_error 2 "cannot open checkpoint" $WORKER --spec "$TMP/a.json" --resume-from "$TMP/missing.ckpt"
 spec m "$TMP/m" mlp
 expect_error 2 "checkpoint is for model lenet5" $WORKER --spec "$TMP/m.json" --resume-from "$ck"
+
+# Retention (issue 15): keep_last 2 and keep_best on a 3-epoch job (8 steps an epoch, a
+# checkpoint every 5 steps and at each epoch end, after its evaluation). Exactly NAME.ckpt,
+# the two newest linked names and the best evaluated one remain (lr and seed chosen so that
+# the best is epoch 2's, older than the two newest); its name carries the logged accuracy. Then the latest is corrupted in place: --resume says so,
+# falls back to the older one it kept, and ends bit for bit where the whole run ended.
+cat >"$TMP/r.json" <<JSON
+{"name": "r", "model": "mlp", "dataset": {"name": "fashion-mnist", "train_subset": 512, "test_subset": 300},
+ "optimizer": {"lr": 0.2, "momentum": 0.9}, "batch_size": 64, "epochs": 3, "seed": 3, "log_every": 0,
+ "checkpoint": {"every_steps": 5, "dir": "$TMP/r", "keep_last": 2, "keep_best": true}}
+JSON
+$WORKER --spec "$TMP/r.json" >/dev/null 2>"$TMP/r.log" || { cat "$TMP/r.log"; fail "retention run failed"; }
+# The epoch-end steps 8, 16, 24 and their accuracies; the best (ties: the later step).
+best=$(sed -n 's|^epoch \([0-9]*\)/3 done: .*test_accuracy \([0-9.]*\)$|\2 \1|p' "$TMP/r.log" \
+    | awk '{ if ($1 >= b) { b = $1; e = $2 } } END { printf "%d %.4f", e * 8, b }')
+bstep=${best% *} bacc=${best#* }
+[ "$bstep" = 16 ] || { cat "$TMP/r.log"; fail "the best epoch end is step '$bstep', not 16: the test no longer keeps an older best"; }
+bfile=$(cd "$TMP/r" && ls r.step$bstep-epoch$((bstep / 8))-acc*.ckpt 2>/dev/null)
+[ -n "$bfile" ] || { ls "$TMP/r"; fail "the best checkpoint (step $bstep) was not kept"; }
+got=$(awk -v a="${bfile##*-acc}" 'BEGIN { printf "%.4f", a / 1e6 }')
+[ "$got" = "$bacc" ] || fail "the best checkpoint's name says accuracy $got, the log $bacc"
+have=$(cd "$TMP/r" && ls | sed 's/-acc[0-9]*//' | tr '\n' ' ')
+want="r.ckpt r.step16-epoch2.ckpt r.step20-epoch2.ckpt r.step24-epoch3.ckpt "
+[ "$have" = "$want" ] || fail "kept '$have' (accuracies left out), want '$want'"
+[ "$(stat -c %i "$TMP/r/r.ckpt")" = "$(stat -c %i "$TMP/r"/r.step24-*.ckpt)" ] || fail "r.ckpt is not the latest kept"
+echo "ok: keep_last 2 + keep_best kept exactly: $have(best: step $bstep, accuracy $bacc)"
+
+cp "$TMP/r/r.ckpt" "$TMP/r-final.ckpt"
+printf '\377' | dd of="$TMP/r/r.ckpt" bs=1 seek=5000 conv=notrunc 2>/dev/null
+$WORKER --spec "$TMP/r.json" --resume >/dev/null 2>"$TMP/r2.log" || { cat "$TMP/r2.log"; fail "resume with a corrupt latest failed"; }
+grep -q "r.ckpt: checkpoint is corrupt .*; trying the older .*/r.step20-epoch2.ckpt" "$TMP/r2.log" \
+    || { cat "$TMP/r2.log"; fail "the corrupt latest was not named, or no fallback to step 20"; }
+grep -q "resumed from .*/r.step20-epoch2.ckpt at step 20" "$TMP/r2.log" || { cat "$TMP/r2.log"; fail "did not resume at step 20"; }
+cmp -s "$TMP/r/r.ckpt" "$TMP/r-final.ckpt" || fail "resumed from the older checkpoint, the run ends elsewhere"
+echo "ok: a corrupt latest checkpoint: --resume names it and resumes from the older one kept, ends bit for bit"

@@ -105,6 +105,8 @@ p get "$id1" >"$TMP/get.txt" || fail "get exited $?"
 grep -q "^state  *SUCCEEDED$" "$TMP/get.txt" || { cat "$TMP/get.txt"; fail "get: state"; }
 grep -q "^model  *lenet5, ssgd, 2 workers$" "$TMP/get.txt" || { cat "$TMP/get.txt"; fail "get: model"; }
 grep -q "^result  *test accuracy 0\.[0-9]*" "$TMP/get.txt" || { cat "$TMP/get.txt"; fail "get: result"; }
+grep -q "^checkpoints $(job_json "$id1" | jq -r '.checkpoints.items | length') kept, " "$TMP/get.txt" \
+    && grep -q "^  *step [0-9]* (epoch [0-9]*), .*, latest" "$TMP/get.txt" || { cat "$TMP/get.txt"; fail "get: the kept checkpoints"; }
 [ "$(job_json "$id1" | jq -r '.spec.workers')" = 2 ] || fail "get --json: no spec"
 echo "ok: ls (table, --json, --state) and get (detail, --json)"
 

@@ -33,5 +33,6 @@ key="pacer:profile:$(hostname):$(jq -r '.ranks[0].device' "$TMP/nodes.json"):len
 cli cluster | jq -e --arg k "$key" '.profiles | map(.key) | index($k)' >/dev/null || fail "no profile $key"
 at_least "profile speed" "$(redis-cli -s "$STATE/redis.sock" HGET "$key" samples_per_s)" 1
 at_least "metrics TTL" "$(redis-cli -s "$STATE/redis.sock" TTL "pacer:job:$id:metrics")" 3600
+at_least "coarse metrics TTL" "$(redis-cli -s "$STATE/redis.sock" TTL "pacer:job:$id:metrics:coarse")" 3600
 echo "ok: profile $key updated, finished job's keys expire"
 stop_coord

@@ -17,7 +17,11 @@ exec sh -c "$*"
 SH
 export OMPI_MCA_plm_rsh_agent="sh $TMP/rsh"
 printf 'localhost slots=2\n' >"$TMP/hosts"
-start_coord --listen 127.0.0.1:0 --hostfile "$TMP/hosts" --host-probe 1
+# No pre-flight benchmark before the job (multihost.sh tests it): only the reloads here,
+# and a benchmark that fails everywhere (no CIFAR-10 under this $PACER_SHARED; the job's
+# Fashion-MNIST is Debian's).
+export PACER_SHARED=$TMP/no-shared
+start_coord --listen 127.0.0.1:0 --hostfile "$TMP/hosts" --host-probe 1 --preflight off
 API=$(grep -o 'REST API and dashboard on http://[0-9.:]*' "$TMP/coord.log" | tail -1 | sed 's/.* on //')
 [ -n "$API" ] || fail "the coordinator did not say where it serves"
 hosts() { cli cluster | jq -r '[.coordinator.hosts[] | "\(.name):\(.slots):\(.state)"] | join(" ")'; }
@@ -56,6 +60,23 @@ kill -HUP "$COORD_PID"
 await 10 "SIGHUP to drop ghost" hosts_are "localhost:2:up extra:3:up"
 kill -0 "$COORD_PID" || fail "the coordinator died on SIGHUP"
 echo "ok: SIGHUP: ghost removed, the coordinator runs on"
+
+# A benchmark that fails on every host blames the model's data, not the hosts: their
+# states stay, each host's benchmark says why.
+code=$(curl -sS -o "$TMP/body" -w '%{http_code}' -X POST "$API/api/v1/cluster/benchmark?model=cifar10_quick&dataset=cifar10")
+[ "$code" = 202 ] || fail "POST /api/v1/cluster/benchmark answered $code: $(cat "$TMP/body")"
+[ "$(jq -r '.hosts | join(" ")' "$TMP/body")" = "localhost extra" ] || fail "benchmarked hosts: $(cat "$TMP/body")"
+bench_failed() {
+    cli cluster | jq -e '[.coordinator.hosts[] | select(.benchmark.running == false and .benchmark.model == "cifar10_quick" and
+        (.benchmark.error | length) > 0)] | length == 2'
+}
+await 60 "the cifar10_quick benchmark to fail on both hosts" bench_failed
+hosts_are "localhost:2:up extra:3:up" || fail "hosts after a benchmark that failed everywhere: $(hosts)"
+cli cluster | jq -r '.coordinator.hosts[0].benchmark.error' | grep -q "cifar" ||
+    fail "localhost's benchmark error: $(cli cluster | jq -c '.coordinator.hosts[0].benchmark')"
+grep -q "benchmark of cifar10_quick failed on every host: host states unchanged" "$TMP/coord.log" ||
+    fail "the log does not say why the states stay"
+echo "ok: a benchmark failing on every host (no CIFAR-10): errors recorded, both hosts stay up"
 
 # A job still runs after the reloads (one worker: by slot, on localhost).
 spec "$TMP/small.json" small 1

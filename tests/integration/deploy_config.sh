@@ -6,7 +6,8 @@
 #     config, not from grepping the YAML);
 #   - deploy/Dockerfile passes deploy/lint-dockerfile.sh, and the linter does catch a
 #     Dockerfile that breaks its rules (so a linter that silently passes everything fails);
-#   - the entrypoint and the namespace scripts parse (sh -n).
+#   - the entrypoint and the namespace scripts parse (sh -n);
+#   - the Dockerfile's build stage copies every file its make goals need (make -n).
 # Skips (77) when docker-compose is not installed: `sh deploy/install-deps.sh deploy`.
 . tests/lib.sh
 for s in deploy/entrypoint-pacer.sh deploy/lint-dockerfile.sh deploy/netns/*.sh; do
@@ -69,3 +70,26 @@ for h in $(q '.services.coordinator.environment.PACER_HOSTS'); do
     [ "$(q ".services[\"${h%%:*}\"] | type")" = object ] || fail "hostfile host $h is not a service"
 done
 echo "ok: redis (appendonly, healthcheck), coordinator (token, healthz, port 8080, waits for redis), workers (sshd, shared state, read-only public key), gpu profile"
+
+# The build stage's COPY set is enough for its make goals: copy exactly what the stage
+# copies into an empty directory and ask make what it would do (make -n parses every
+# included fragment and resolves every source, without compiling). An include such as
+# fuzz/fuzz.mk that the stage forgot used to break `docker build` without any test noticing.
+ctx=$TMP/docker-context
+mkdir -p "$ctx"
+awk '/^FROM .* AS build/ { b = 1; next } /^FROM / { b = 0 } b && /^COPY / && !/--from/ { print $2, $3 }' deploy/Dockerfile >"$TMP/copies"
+[ -s "$TMP/copies" ] || fail "no COPY found in the Dockerfile's build stage"
+while read -r src dst; do
+    mkdir -p "$ctx/$dst"
+    # shellcheck disable=SC2086 # $src may be a glob (deploy/*.mk), as in the Dockerfile
+    for f in $src; do
+        [ -e "$f" ] || fail "Dockerfile COPY $src: no such file"
+        case $dst in */ | ./) cp -r "$f" "$ctx/$dst" ;; *) rm -rf "${ctx:?}/$dst"; cp -r "$f" "$ctx/$dst" ;; esac
+    done
+done <"$TMP/copies"
+goals=$(sed -n 's/^ARG PACER_MAKE_GOALS="\(.*\)"$/\1/p' deploy/Dockerfile)
+[ -n "$goals" ] || fail "no PACER_MAKE_GOALS in the Dockerfile"
+# shellcheck disable=SC2086
+make -C "$ctx" -n WITH_CUDA=no $goals static >"$TMP/make-n.log" 2>&1 ||
+    { tail -5 "$TMP/make-n.log"; fail "the Dockerfile's build stage cannot make $goals from what it copies"; }
+echo "ok: the Dockerfile's build stage copies everything make needs for: $goals static"

@@ -84,9 +84,10 @@ export OPENBLAS_NUM_THREADS=1
 printf 'pw1 slots=1\npw2 slots=1\npw3 slots=1\n' >"$TMP/hostfile"
 
 # --max-restarts 0: an elastic relaunch is not a restart, so the job must not need one.
+# --preflight off: the pre-flight benchmark is multihost.sh's subject, not this one's.
 PACER_TOKEN=$TOKEN in_pc "$COORD" --listen "$PC:8080" --redis "$REDIS" --worker-redis "$REDIS" \
     --state-dir "$STATE" --hostfile "$TMP/hostfile" --worker "$B/pacer-worker" \
-    --heartbeat-timeout 60 --max-restarts 0 --host-probe 1 >"$TMP/coord.log" 2>&1 9>&- &
+    --heartbeat-timeout 60 --max-restarts 0 --host-probe 1 --preflight off >"$TMP/coord.log" 2>&1 9>&- &
 i=0
 until curl -fsS --max-time 2 "$API/healthz" >"$TMP/health" 2>/dev/null &&
     [ "$(jq -r .coordinator_alive "$TMP/health")" = true ]; do

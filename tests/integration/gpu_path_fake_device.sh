@@ -19,8 +19,14 @@
 #     work on the host) checkpoint and test loss equal the CPU path's. One rank's hpsgd
 #     is sgd whichever copy a merge reads, so this shows the paths agree, not that the
 #     merge downloads the window first (that matters from two ranks on);
-#   - every such summary says which device each rank used.
-. tests/lib.sh
+#   - every such summary says which device each rank used;
+#   - NVML (issue 15): jobs run by a coordinator on the stand-in device, with a stand-in
+#     libnvidia-ml.so.1 (tests/fakecuda/libnvidia-ml.c: scripted utilisation and memory,
+#     found only by the bus id the stand-in driver gives the rank's device) on the library
+#     path and then without it: the nodes endpoint shows the scripted figures for the GPU
+#     rank, and without the library none, the job succeeding either way. (The worker runs
+#     above have no NVML on their path: an absent library is no error.)
+. tests/integration/coordinator_lib.inc
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
 FAKE=$PWD/$BUILD/tests/libpacer_fakecuda.so
 DRV="LD_LIBRARY_PATH=$PWD/$BUILD/tests/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -98,6 +104,33 @@ $GPU $WORKER --spec "$TMP/hp1-gpu.spec" --summary "$TMP/hp1-gpu.json" >"$TMP/out
     || { cat "$TMP/out"; fail "hpsgd (one process) on the device"; }
 used hp1-gpu cuda
 same hp1-cpu hp1-gpu "hpsgd in one process, local steps on the device"
+
+# ---- NVML: the GPU rank's utilisation and memory in the nodes endpoint ------------------------
+command -v curl >/dev/null || skip "curl not installed (make deps)"
+mkdir -p "$TMP/nvml"
+ln -s "$PWD/$BUILD/tests/fakenvml/libnvidia-ml.so.1" "$TMP/nvml/libnvidia-ml.so.1"
+env LD_LIBRARY_PATH="$TMP/nvml:$PWD/$BUILD/tests/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" PACER_CUDA_LIB=$FAKE \
+    PACER_FAKE_NVML_UTIL=37 PACER_FAKE_NVML_MEM_USED=1234 PACER_FAKE_NVML_MEM_TOTAL=16384 sh -c '
+    exec "$0" --state-dir "$1" --listen 127.0.0.1:0 >>"$2" 2>&1' "$COORD" "$STATE" "$TMP/coord.log" &
+COORD_PID=$!
+await 20 "the coordinator to come up" coord_alive
+BASE=$(grep -o 'REST API and dashboard on http://[0-9.:]*' "$TMP/coord.log" | tail -1 | sed 's/.* on //')
+printf '{"name": "nv", "model": "mlp", "device": "cuda", "epochs": 1, "log_every": 0, "batch_size": 32,
+  "dataset": {"name": "fashion-mnist", "train_subset": 256, "test_subset": 100}}\n' >"$TMP/nv.json"
+# gpu_fields ID - the nodes endpoint's GPU figures of rank 0, "util used total" (null when absent).
+gpu_fields() { curl -sf "$BASE/api/v1/jobs/$1/nodes" | jq -r '.ranks[0] | "\(.gpu_util_pct) \(.gpu_mem_used_bytes) \(.gpu_mem_total_bytes)"'; }
+id=$(cli submit "$TMP/nv.json") || fail "submit"
+cli wait "$id" --timeout 120 >/dev/null || { cat "$STATE/jobs/$id/log"; fail "the NVML job $id did not succeed"; }
+grep -q "training on GPU 0 (pacer fake CUDA device" "$STATE/jobs/$id/log" || { cat "$STATE/jobs/$id/log"; fail "$id: not on the stand-in device"; }
+got=$(gpu_fields "$id")
+[ "$got" = "37 $((1234 << 20)) $((16384 << 20))" ] || { curl -s "$BASE/api/v1/jobs/$id/nodes"; fail "nodes of $id: GPU figures '$got'"; }
+rm "$TMP/nvml/libnvidia-ml.so.1"   # the next job's worker finds no NVML
+id2=$(cli submit "$TMP/nv.json") || fail "submit"
+cli wait "$id2" --timeout 120 >/dev/null || { cat "$STATE/jobs/$id2/log"; fail "job $id2 without NVML did not succeed"; }
+[ "$(gpu_fields "$id2")" = "null null null" ] || fail "nodes of $id2 without NVML: GPU figures '$(gpu_fields "$id2")'"
+! grep -qi "nvml\|libnvidia-ml" "$STATE/jobs/$id2/log" || { cat "$STATE/jobs/$id2/log"; fail "$id2: the absent NVML was reported"; }
+stop_coord
+echo "ok: NVML: the GPU rank's utilisation 37 % and memory 1234 / 16384 MiB in the nodes endpoint; without the library none, and no error"
 
 # ---- batch-norm statistics in mixed jobs -----------------------------------------------------
 if [ ! -d "$PACER_SHARED/datasets/cifar-10" ]; then

@@ -94,6 +94,35 @@ expect 404 GET /static/.hidden
 [ "$(curl -s -o /dev/null -w '%{http_code}' -I "$BASE/")" = 200 ] || fail "HEAD /"
 echo "ok: health, openapi, cluster, dashboard files; no traversal, no listing"
 
+# ---- an on-demand benchmark of the hosts (the pre-flight through the API) ------------------------
+# 202 at once, the round visible in GET /api/v1/cluster, then the measured speed in the
+# host's benchmark and profile; bad parameters and a second round while one runs refused.
+expect 202 POST "/api/v1/cluster/benchmark?model=lenet5" -H "$AUTH"
+[ "$(header Location)" = /api/v1/cluster ] || fail "benchmark: Location $(header Location)"
+host=$(jq -r '.hosts[0]' "$TMP/body")
+[ "$(jq -r '"\(.model) \(.dataset) \(.hosts | length) \(.steps)"' "$TMP/body")" = "lenet5 fashion-mnist 1 8" ] || fail "benchmark answer: $(cat "$TMP/body")"
+expect 409 POST /api/v1/cluster/benchmark -H "$AUTH"
+problem benchmark-busy
+expect 400 POST "/api/v1/cluster/benchmark?hosts=nowhere" -H "$AUTH"
+problem invalid-benchmark
+jq -r .detail "$TMP/body" | grep -q "hosts: nowhere is not a host of the cluster" || fail "detail: $(cat "$TMP/body")"
+expect 400 POST "/api/v1/cluster/benchmark?model=vgg16" -H "$AUTH"
+problem invalid-benchmark
+expect 400 POST "/api/v1/cluster/benchmark?model=resnet20&dataset=mnist" -H "$AUTH"
+problem invalid-benchmark
+jq -r .detail "$TMP/body" | grep -q "resnet20 needs a 32x32 colour data set" || fail "detail: $(cat "$TMP/body")"
+expect 400 POST "/api/v1/cluster/benchmark?hosts=,,," -H "$AUTH"
+problem invalid-parameter parameter hosts
+expect 401 POST /api/v1/cluster/benchmark
+measured() {
+    curl -s "$BASE/api/v1/cluster" | jq -e --arg h "$host" '.coordinator.hosts[] | select(.name == $h) |
+        .benchmark.running == false and .benchmark.samples_per_s > 0 and .state == "up" and .devices == ["cpu"] and
+        ([.speeds[] | select(.model == "lenet5" and .samples_per_s > 0 and .benchmark_time > 0)] | length == 1)'
+}
+await 60 "the benchmark's speed in GET /api/v1/cluster" measured
+expect 200 GET /api/v1/cluster
+echo "ok: POST /api/v1/cluster/benchmark: 202, busy 409, bad host/model/list 400; $host measured at $(jq -r '.coordinator.hosts[0].benchmark.samples_per_s | floor' "$TMP/body") samples/s"
+
 # ---- routing errors ------------------------------------------------------------------------------
 expect 404 GET /api/v1/nothing
 problem not-found
@@ -106,6 +135,8 @@ echo "ok: 404 and 405 with Allow"
 
 # ---- submit: auth, media type, size, validation --------------------------------------------------
 spec "$TMP/small.json" small 2
+# Retention: the API lists the checkpoints kept and their bytes (checked after the run).
+jq '.checkpoint += {"keep_last": 2, "keep_best": true}' "$TMP/small.json" >"$TMP/small.tmp" && mv "$TMP/small.tmp" "$TMP/small.json"
 expect 401 POST /api/v1/jobs -H "$JSON" --data-binary @"$TMP/small.json"
 problem unauthorized
 header WWW-Authenticate | grep -q '^Bearer' || fail "401 without WWW-Authenticate"
@@ -199,6 +230,55 @@ expect 200 GET "/api/v1/jobs/$id/metrics?since=$next&limit=100000"
 at_least "metrics after the first page" "$(jq '.items | length' "$TMP/body")" 5
 expect 400 GET "/api/v1/jobs/$id/metrics?since=yesterday"
 problem invalid-parameter parameter since
+# The metric history (issue 15): at most ?points points per series (min/max per time
+# bucket), covering the whole run (its first and last step records' times), every rank;
+# points outside 10..5000 or not a number is a 400 naming "points".
+expect 200 GET "/api/v1/jobs/$id/metrics?limit=10000"
+jq '[.items[] | select(.kind == "step" and .loss != null)] | {n: length, a: (map(.time) | min), b: (map(.time) | max)}' \
+    "$TMP/body" >"$TMP/steps.json"
+nrec=$(jq '.items | length' "$TMP/body")
+for pts in 10 5000; do
+    expect 200 GET "/api/v1/jobs/$id/history?points=$pts"
+    jq -e --slurpfile s "$TMP/steps.json" --argjson n "$nrec" --argjson p "$pts" '
+        def near($x; $y): ($x - $y) * ($x - $y) < 1e-9;
+        .points == $p and .records == $n and .next != "0" and (.truncated | not) and
+        ([.series[][] | .t | length] | max) <= $p and (.job_loss.t | length) <= $p and
+        ([.series[][] | (.t | length) == (.v | length)] | all) and
+        near([.series.loss[].t[0]] | min; $s[0].a) and near([.series.loss[].t[-1]] | max; $s[0].b) and
+        (.job_loss.t | length) > 0' "$TMP/body" >/dev/null ||
+        { jq -c '{points, records, from, to, next, ranks, n: [.series.loss[] | .t | length], steps: $s[0]}' \
+            --slurpfile s "$TMP/steps.json" "$TMP/body"; fail "history?points=$pts: bound, range or records wrong"; }
+done
+[ "$(jq '[.series.loss[].t | length] | add' "$TMP/body")" -eq "$(jq .n "$TMP/steps.json")" ] ||
+    fail "history?points=5000 of a short job dropped points (nothing to downsample)"
+[ "$(jq '.accuracy | length' "$TMP/body")" -ge 2 ] || fail "history: no test evaluations"
+for bad in 9 5001 abc -1; do
+    expect 400 GET "/api/v1/jobs/$id/history?points=$bad"
+    problem invalid-parameter parameter points
+done
+echo "ok: history of $id: at most 10 points per series over the whole run ($nrec records), all of them at 5000; bad points are 400s"
+# What the full stream has trimmed comes from the coarse one (worker/redis_report.h): a
+# short job's coarse stream holds every record; with the full stream cut to its newest
+# half by hand, the history still starts at the run's first record.
+rcli() { redis-cli -s "$STATE/redis.sock" "$@"; }
+[ "$(rcli XLEN "pacer:job:$id:metrics:coarse")" = "$nrec" ] || fail "the coarse stream of $id lacks some of its $nrec records"
+rcli XTRIM "pacer:job:$id:metrics" MAXLEN $((nrec / 2)) >/dev/null
+expect 200 GET "/api/v1/jobs/$id/history?points=5000"
+jq -e --slurpfile s "$TMP/steps.json" --argjson n "$nrec" '
+    .records >= $n - 2 and .records <= $n and (([.series.loss[].t[0]] | min) - $s[0].a | fabs) < 1e-4 and
+    ([.series.loss[].t | length] | add) == $s[0].n' "$TMP/body" >/dev/null ||
+    { jq -c '{records, from, n: [.series.loss[] | .t | length]}' "$TMP/body"; fail "history after the trim lost the run's start"; }
+# Answers are reused while the streams' edges stay (coordinator/jobhistory.c): the same
+# answer twice; without the coarse stream, the next one has only the full stream's half.
+expect 200 GET "/api/v1/jobs/$id/history?points=1000"
+cp "$TMP/body" "$TMP/h1.json"
+expect 200 GET "/api/v1/jobs/$id/history?points=1000"
+cmp -s "$TMP/body" "$TMP/h1.json" || fail "two history answers for unchanged streams differ"
+rcli DEL "pacer:job:$id:metrics:coarse" >/dev/null
+expect 200 GET "/api/v1/jobs/$id/history?points=1000"
+[ "$(jq .records "$TMP/body")" = "$(rcli XLEN "pacer:job:$id:metrics")" ] ||
+    fail "history after the coarse stream went: $(jq .records "$TMP/body") records, not the full stream's $(rcli XLEN "pacer:job:$id:metrics")"
+echo "ok: the coarse stream holds all $nrec records of $id; with the full stream trimmed, the history still covers the run; a changed stream is read again"
 expect 200 GET "/api/v1/jobs/$id/logs?tail=3"
 jq -r .text "$TMP/body" | grep -q "final test_accuracy" || fail "logs ?tail=3 lacks the final line"
 expect 200 GET "/api/v1/jobs/$id/logs?offset=0&limit=100"
@@ -208,11 +288,28 @@ expect 200 GET "/api/v1/jobs/$id/checkpoint"
 header Content-Type | grep -q '^application/octet-stream' || fail "checkpoint type"
 header Content-Disposition | grep -q "attachment; filename=\"$id-small.ckpt\"" || fail "Content-Disposition: $(header Content-Disposition)"
 cmp -s "$TMP/body" "$STATE/jobs/$id/checkpoints/small.ckpt" || fail "downloaded checkpoint differs from the file"
-echo "ok: job, list (filter, paging, cap), nodes, metrics paging, logs, checkpoint download"
+# The kept checkpoints (keep_last 2, keep_best; 2 epochs of 32 steps): the newest first,
+# the latest the final one (step 64), the best the highest accuracy, every file's bytes and
+# the total (a file under two names once) as the directory has them.
+expect 200 GET "/api/v1/jobs/$id"
+jq .checkpoints "$TMP/body" >"$TMP/ck.json"
+ckd="$STATE/jobs/$id/checkpoints"
+[ "$(jq -r '.items[0] | "\(.step) \(.epoch) \(.latest)"' "$TMP/ck.json")" = "64 2 true" ] || fail "checkpoints: latest $(cat "$TMP/ck.json")"
+[ "$(jq '[.items[] | select(.best)] | length' "$TMP/ck.json")" = 1 ] || fail "checkpoints: not one best: $(cat "$TMP/ck.json")"
+[ "$(jq '([.items[].test_accuracy // -1] | max) == ([.items[] | select(.best)][0].test_accuracy)' "$TMP/ck.json")" = true ] \
+    || fail "checkpoints: the best is not the most accurate: $(cat "$TMP/ck.json")"
+want=$(ls "$ckd" | grep -v '^small.ckpt$' | sort | tr '\n' ' ')
+[ "$(jq -r '.items[].file' "$TMP/ck.json" | sort | tr '\n' ' ')" = "$want" ] || fail "checkpoints: $(cat "$TMP/ck.json"), the directory has $want"
+jq -r '.items[] | "\(.file) \(.bytes)"' "$TMP/ck.json" | while read -r f b; do
+    [ "$(stat -c %s "$ckd/$f")" = "$b" ] || fail "checkpoints: $f has $(stat -c %s "$ckd/$f") bytes, the API says $b"
+done
+total=$(cd "$ckd" && stat -c '%i %s' * | sort -u | awk '{ t += $2 } END { print t }')
+[ "$(jq .total_bytes "$TMP/ck.json")" = "$total" ] || fail "checkpoints: total_bytes $(jq .total_bytes "$TMP/ck.json"), the directory $total"
+echo "ok: job, list (filter, paging, cap), nodes, metrics paging, logs, checkpoint download, kept checkpoints ($(jq -c '[.items[] | [.step, .best]]' "$TMP/ck.json"), $total bytes)"
 
 # Every per-job route answers 404 job-not-found for a job that does not exist (and for an
 # id that is not one), GET and HEAD alike.
-for route in "" /nodes /metrics /events /logs /checkpoint; do
+for route in "" /nodes /metrics /history /events /logs /checkpoint; do
     for jid in j-999999 not-an-id; do
         expect 404 GET "/api/v1/jobs/$jid$route" --max-time 5
         problem job-not-found
@@ -224,7 +321,7 @@ problem job-not-found
 echo "ok: 404 job-not-found from every per-job route (GET, HEAD, DELETE)"
 
 # HEAD: the status and headers of GET.
-for path in /healthz /api/v1/jobs "/api/v1/jobs/$id" "/api/v1/jobs/$id/nodes" "/api/v1/jobs/$id/metrics" \
+for path in /healthz /api/v1/jobs "/api/v1/jobs/$id" "/api/v1/jobs/$id/nodes" "/api/v1/jobs/$id/metrics" "/api/v1/jobs/$id/history" \
     "/api/v1/jobs/$id/logs" "/api/v1/jobs/$id/checkpoint" /api/v1/cluster /api/v1/openapi.json /metrics / /static/app.js; do
     expect 200 HEAD "$path"
     [ -n "$(header Content-Type)" ] || fail "HEAD $path has no Content-Type"

@@ -2,8 +2,11 @@
 # playwright-core from npm (tests/browser/, pinned in its package-lock.json) submits a job
 # through the form and watches the per-node loss and staleness charts fill over
 # Server-Sent Events while the job runs (a job that ended before the page watched it
-# fails: a replay is not the live view), then cancels it from the page. Leaves a screenshot
-# in $BUILD/dashboard.png. Skips without chromium,
+# fails: a replay is not the live view), its time-breakdown panel while it runs, then
+# cancels it from the page; the page reopened draws the whole run from the downsampled
+# history; the compare view overlays it with a short job and highlights the differing
+# spec fields. Leaves screenshots in $BUILD/dashboard.png, $BUILD/breakdown.png and
+# $BUILD/compare.png. Skips without chromium,
 # node/npm, or when playwright-core cannot be installed.
 . tests/integration/coordinator_lib.inc
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}

@@ -29,11 +29,21 @@
 #         contention on the fast side can make up.
 #      The per-host profiles (pacer:profile:*) are not used: they hold compute speed
 #      (samples/s of the forward/backward pass), which a slow link rightly leaves alone.
+#   0. before all that, the pre-flight (coordinator/preflight.c): the first job, with
+#      dynamic batching, finds no profile for its model, so the coordinator benchmarks
+#      pw1..pw4 first (`pacer-worker --benchmark` through mpirun -np 1 over each host).
+#      Through a wrapper given as --worker, a benchmark on pw2 runs on an emulated
+#      slower machine (its process runs 10 ms in every 100 ms) and one on pw4 cannot
+#      start (the loader's error, exit 127); training runs the real worker everywhere.
+#      Checked: every host measured (GET /api/v1/cluster: benchmark, speeds); pw2 slow (below half the median), pw4 failing with the loader's message,
+#      pw1 and pw3 up; a benchmark event; the job's first batch plan (source "profile")
+#      proportional to pw1's and pw2's measured speeds; the job SUCCEEDED on pw1 and pw2;
+#      pw4 gets no rank afterwards (the asgd job of 3b runs on pw1..pw3).
 #
 # Needs root and `ip netns add` (else exit 77); a lock serialises concurrent runs, which
 # would use the same names. Everything is removed on exit, also on failure or signal:
 # every process inside the namespaces, the namespaces, the bridge, /etc/netns files.
-# About 25 s. Run alone with `make test-multihost`.
+# About 35 s. Run alone with `make test-multihost`.
 . tests/lib.sh
 ROOT=$(pwd)
 case $BUILD in /*) B=$BUILD ;; *) B=$ROOT/$BUILD ;; esac
@@ -42,7 +52,7 @@ NETNS=$ROOT/deploy/netns
 [ -x "$COORD" ] || fail "$COORD not built (make $BUILD/pacer-coordinator)"
 [ -x "$B/pacer-worker" ] || fail "$B/pacer-worker not built (make $BUILD/pacer-worker)"
 [ "$(id -u)" -eq 0 ] || skip "multihost: needs root to create network namespaces"
-for c in ip tc unshare flock redis-server redis-cli mpirun curl jq; do
+for c in ip tc unshare bash mkfifo flock redis-server redis-cli mpirun curl jq; do
     command -v "$c" >/dev/null 2>&1 || skip "multihost: $c not installed (make deps; iproute2, util-linux)"
 done
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
@@ -56,7 +66,7 @@ flock -w 120 9 || skip "multihost: another run holds /tmp/pacer-multihost.lock"
 # Names of its own (pmt-pc, pmt-pw1, ..., bridge pmt-br), so that a topology someone
 # built by hand with deploy/netns/up.sh (pacer-*) is never touched; the exported values
 # reach up.sh, down.sh, shape.sh and, through the coordinator and mpirun, rsh.sh.
-export PACER_NETNS_PREFIX=pmt- PACER_NETNS_WORKERS=3
+export PACER_NETNS_PREFIX=pmt- PACER_NETNS_WORKERS=4
 . "$NETNS/common.sh"
 probe=${P}probe$$
 ip netns add "$probe" 2>"$TMP/probe.err" || skip "multihost: cannot create network namespaces: $(cat "$TMP/probe.err")"
@@ -91,11 +101,11 @@ until redis-cli -h "$PC" ping >/dev/null 2>&1; do
     i=$((i + 1)); [ $i -gt 50 ] && fail "Redis in $(host_ns pc) did not answer on $PC:6379 from the root namespace"
     sleep 0.1
 done
-for h in pw1 pw2 pw3; do
+for h in pw1 pw2 pw3 pw4; do
     [ "$(ip netns exec "$(host_ns "$h")" redis-cli -h pc ping 2>&1)" = PONG ] ||
         fail "$h cannot reach Redis on pc (bridge traffic filtered? bridge-nf-call-iptables=$(cat /proc/sys/net/bridge/bridge-nf-call-iptables 2>/dev/null))"
 done
-echo "ok: Redis in pc reachable from the root namespace and from pw1..pw3"
+echo "ok: Redis in pc reachable from the root namespace and from pw1..pw4"
 
 # Open MPI: start daemons through the namespace rsh agent (no tree spawn: every orted is
 # started from pc), the ob1 PML over TCP, and only on the bridge's /24, for the
@@ -108,10 +118,60 @@ export OMPI_MCA_btl=tcp,self
 export OMPI_MCA_btl_tcp_if_include="$NET.0/24"
 export OMPI_MCA_oob_tcp_if_include="$NET.0/24"
 export OPENBLAS_NUM_THREADS=1
-printf 'pw1 slots=1\npw2 slots=1\npw3 slots=1\n' >"$TMP/hostfile"
+printf 'pw1 slots=1\npw2 slots=1\npw3 slots=1\npw4 slots=1\n' >"$TMP/hostfile"
+
+# The worker as the coordinator starts it: the real one, except for a benchmark on pw2
+# and on pw4 (hostname is the rank's host: rsh.sh gives each its own UTS namespace).
+#   pw2  an emulated slower machine: once its set-up is over (the worker's "device"
+#        line on stderr, printed right before the steps), the process runs 10 ms in
+#        every 100 ms (SIGSTOP and SIGCONT, timed with bash's builtin read -t, so that no
+#        fork lengthens a running window). It takes CPU away and adds none; it measured
+#        0.17 to 0.20 of the median here, under load (a duty of 1/6 measured 0.32 to
+#        0.36; a CPU cgroup quota of 15% of a CPU, 0.37, as its slowdown relative to
+#        the others depends on their share of a loaded machine). The set-up runs at full
+#        speed so that pw2's steps overlap the other hosts' (slowed as well, it pushed
+#        them past theirs, onto a machine they had left: 0.3 to 0.5 measured).
+#   pw4  a host where pacer-worker cannot even load (the loader's error, exit 127).
+mkfifo "$TMP/never"
+cat >"$TMP/worker" <<SH
+#!/bin/bash
+case " \$* " in *" --benchmark "*)
+    case \$(hostname) in
+    pw4) echo "pacer-worker: error while loading shared libraries: libopenblas.so.0: cannot open shared object file" >&2; exit 127 ;;
+    pw2)
+        err="$TMP/err.\$\$"
+        mkfifo "\$err"
+        "$B/pacer-worker" "\$@" 2>"\$err" &
+        pid=\$!
+        exec 4<"\$err"
+        rm -f "\$err"
+        while IFS= read -r line <&4; do
+            printf '%s\\n' "\$line" >&2
+            case \$line in "device "*) break ;; esac
+        done
+        cat <&4 >&2 &
+        exec 3<>"$TMP/never"
+        while :; do
+            kill -CONT \$pid 2>/dev/null
+            read -t 0.01 -u 3
+            kill -STOP \$pid 2>/dev/null || break
+            read -r _ _ st _ </proc/\$pid/stat 2>/dev/null || break
+            [ "\$st" = Z ] && break
+            read -t 0.09 -u 3
+        done
+        kill -CONT \$pid 2>/dev/null
+        wait \$pid
+        rc=\$?
+        wait
+        exit \$rc ;;
+    esac ;;
+esac
+exec "$B/pacer-worker" "\$@"
+SH
+chmod +x "$TMP/worker"
 
 PACER_TOKEN=$TOKEN in_pc "$COORD" --listen "$PC:8080" --redis "$REDIS" --worker-redis "$REDIS" \
-    --state-dir "$STATE" --hostfile "$TMP/hostfile" --worker "$B/pacer-worker" \
+    --state-dir "$STATE" --hostfile "$TMP/hostfile" --worker "$TMP/worker" \
     --heartbeat-timeout 30 --max-restarts 0 >"$TMP/coord.log" 2>&1 9>&- &
 i=0
 until curl -fsS --max-time 2 "$API/healthz" >"$TMP/health" 2>/dev/null &&
@@ -194,6 +254,47 @@ field() {
     [ -n "$v" ] || fail "job $1: no rank on $2 in the node profiles"
     echo "$v"
 }
+# 0. The pre-flight, before the first job: a small dynamic-batching one. Its batch of 256
+# gives the benchmark's 8 timed steps enough compute (~0.3 s here) to span many of the
+# emulation's 100 ms cycles on pw2 (with batch 64, a handful of cycles measured 0.15 to
+# 0.40 of the median).
+cat >"$TMP/pf.json" <<JSON
+{"name": "mh-pf", "model": "lenet5", "algorithm": {"name": "ssgd", "dynamic_batch": true}, "workers": 2,
+ "dataset": {"name": "fashion-mnist", "train_subset": 1024, "test_subset": 100},
+ "optimizer": {"lr": 0.02, "momentum": 0.9}, "batch_size": 256, "epochs": 1, "seed": 7}
+JSON
+id0=$(submit "$TMP/pf.json")
+finish "$id0" 180
+[ "$(http GET /api/v1/cluster)" = 200 ] || fail "GET /api/v1/cluster: $(cat "$TMP/body")"
+cp "$TMP/body" "$TMP/cluster.json"
+hstate() { jq -r --arg h "$1" '.coordinator.hosts[] | select(.name == $h) | .state' "$TMP/cluster.json"; }
+hspeed() { jq -r --arg h "$1" '.coordinator.hosts[] | select(.name == $h) | .benchmark.samples_per_s' "$TMP/cluster.json"; }
+jq -r '.coordinator.hosts[] | "      \(.name): \(.state), \(.benchmark.samples_per_s | floor) samples/s (\(.benchmark.ratio * 100 | floor)% of the median) \(.reason)"' "$TMP/cluster.json"
+[ "$(jq '[.coordinator.hosts[] | select(.benchmark.time > 0 and .benchmark.running == false and .benchmark.model == "lenet5")] | length' "$TMP/cluster.json")" = 4 ] ||
+    fail "not every host was benchmarked: $(jq -c .coordinator.hosts "$TMP/cluster.json")"
+[ "$(hstate pw1) $(hstate pw2) $(hstate pw3) $(hstate pw4)" = "up slow up failing" ] ||
+    { grep benchmark "$TMP/coord.log"; fail "host states after the pre-flight: $(hstate pw1) $(hstate pw2) $(hstate pw3) $(hstate pw4), want up slow up failing"; }
+jq -r '.coordinator.hosts[] | select(.name == "pw4") | .reason' "$TMP/cluster.json" |
+    grep -q "benchmark of lenet5 failed: exit 127: pacer-worker: error while loading shared libraries" ||
+    fail "pw4's reason: $(jq -c '.coordinator.hosts[3]' "$TMP/cluster.json")"
+for h in pw1 pw2 pw3; do
+    jq -e --arg h "$h" '.coordinator.hosts[] | select(.name == $h) | .devices == ["cpu"] and
+        ([.speeds[] | select(.model == "lenet5" and .device == "cpu" and .samples_per_s > 0 and .benchmark_time > 0)] | length) == 1' \
+        "$TMP/cluster.json" >/dev/null || fail "$h's measured speeds: $(jq -c --arg h "$h" '.coordinator.hosts[] | select(.name == $h)' "$TMP/cluster.json")"
+done
+redis-cli -h "$PC" --raw XRANGE pacer:events - + | grep '"type":"benchmark"' | grep -q "\"origin\":\"job $id0\"" ||
+    fail "no benchmark event for the pre-flight of $id0"
+echo "ok: pre-flight before $id0: pw1..pw4 benchmarked; pw2 slow, pw4 failing (exit 127), speeds in the profiles, event recorded"
+# The first plan, made before the launch from the measured speeds of the ranks' hosts.
+plan=$(redis-cli -h "$PC" --raw XRANGE pacer:events - + | grep "\"type\":\"plan\",\"job\":\"$id0\"" | head -1)
+[ "$(echo "$plan" | jq -r .source)" = profile ] || fail "the first plan of $id0 is not from the profiles: $plan"
+s1=$(hspeed pw1) s2=$(hspeed pw2)
+b1=$(echo "$plan" | jq '.batches[0]') b2=$(echo "$plan" | jq '.batches[1]')
+awk -v s1="$s1" -v s2="$s2" -v b1="$b1" -v b2="$b2" 'BEGIN { e = 512 * s2 / (s1 + s2); d = b2 - e; if (d < 0) d = -d;
+    exit !(b1 + b2 == 512 && d <= 2) }' ||
+    fail "first plan [$b1, $b2] is not proportional to the measured speeds pw1 $s1, pw2 $s2 samples/s"
+echo "ok: $id0's first plan [$b1, $b2] (source profile) follows the measured speeds ($(printf %.0f "$s1") and $(printf %.0f "$s2") samples/s)"
+
 # 1. Auth from outside.
 spec "$TMP/ssgd.json" ssgd 1
 code=$(http POST /api/v1/jobs "$TMP/ssgd.json" none)

@@ -17,14 +17,24 @@
 #      file in the job's directory); then DELETE: the job ends CANCELLED, Slurm shows its batch job
 #      CANCELLED and no longer pending or running (squeue -j, scontrol show job), and no
 #      pacer-worker process is left on either node;
-#   3. the coordinator restarted with --slurm-mpi mpirun: the same job again, this time
+#   0. before the first job, the pre-flight (coordinator/preflight.c): each node
+#      benchmarked by its own batch job (sbatch --ntasks=1 --exclude of the other),
+#      its speed in GET /api/v1/cluster under its Slurm node name;
+#   3. the coordinator restarted with --slurm-mpi mpirun: a job again, this time
 #      with mpirun inside the allocation (Open MPI's Slurm support starts its daemon on
-#      the second node with srun), across both nodes, SUCCEEDED.
+#      the second node with srun), across both nodes; mid-job pw2's slurmd dies with
+#      everything on the node (kill -9 of every process in its namespace; the node is
+#      then marked down, as a health check would, so that Slurm frees pw1 at once
+#      rather than after SlurmdTimeout): the
+#      coordinator probes the nodes, finds pw2's slurmd gone and relaunches the job at
+#      once as a new batch job on pw1 alone (--exclude=pw2), 1 rank from the last
+#      checkpoint (elastic: no restart used); it ends SUCCEEDED, with the resize 2 -> 1
+#      naming pw2 in its record and in the events.
 #
 # Needs root, `ip netns`, nsenter/unshare and slurm-wlm + munge (make deps installs them
 # in its test group); otherwise exit 77 with the reason. A lock serialises concurrent
 # runs (the namespace names and the /24 are fixed: psl-*, 10.79.0.0/24, not those of the
-# multi-host test). Run alone with `make test-slurm`. About 60 s.
+# multi-host test). Run alone with `make test-slurm`. About 80 s.
 . tests/lib.sh
 ROOT=$(pwd)
 case $BUILD in /*) B=$BUILD ;; *) B=$ROOT/$BUILD ;; esac
@@ -209,6 +219,16 @@ s1=$(slurm_id "$id1")
 grep -q "^=== pacer-coordinator .* attempt 1: sbatch .* srun --mpi=pmix " "$STATE/jobs/$id1/log" ||
     fail "the log does not start with the sbatch + srun --mpi=pmix command: $(head -3 "$STATE/jobs/$id1/log")"
 echo "ok: Slurm job $s1 COMPLETED; started with sbatch, ranks with srun --mpi=pmix"
+# 0. The pre-flight that preceded it.
+[ "$(http GET /api/v1/cluster)" = 200 ] || fail "GET /api/v1/cluster: $(cat "$TMP/body")"
+jq -e '[.coordinator.hosts[] | select(.benchmark.samples_per_s > 0 and .benchmark.model == "lenet5" and
+    (.state == "up" or .state == "slow") and ([.speeds[] | select(.model == "lenet5" and .benchmark_time > 0)] | length) == 1)
+    | .name] == ["pw1", "pw2"]' "$TMP/body" >/dev/null ||
+    { grep benchmark "$COORD_LOG"; fail "the nodes were not both benchmarked: $(jq -c .coordinator.hosts "$TMP/body")"; }
+grep -q "benchmark round 1 (job $id1): lenet5 on 2 hosts" "$COORD_LOG" || fail "no pre-flight before $id1 in the log"
+grep -q "attempt 1: sbatch .*--ntasks=1 .*--exclude=pw1 .*--benchmark 8" "$STATE/benchmarks/1/log" ||
+    fail "pw2's benchmark was not a batch job of 1 task excluding pw1: $(head -1 "$STATE/benchmarks/1/log")"
+echo "ok: pre-flight before $id1: pw1 and pw2 benchmarked through sbatch ($(jq -r '[.coordinator.hosts[] | "\(.name) \(.benchmark.samples_per_s | floor)"] | join(", ")' "$TMP/body") samples/s)"
 
 # 2. DELETE cancels the Slurm job.
 spec "$TMP/long.json" slurm-long 30
@@ -250,13 +270,47 @@ while [ -n "$(workers_left)" ]; do
 done
 echo "ok: DELETE: job $id2 CANCELLED; Slurm job $s2 CANCELLED, not in squeue; no pacer-worker left on pw1 or pw2"
 
-# 3. mpirun inside the allocation.
+# 3. mpirun inside the allocation; pw2's slurmd dies mid-job.
 stop_coord
-start_coord --slurm-mpi mpirun
-id3=$(submit "$TMP/short.json")
-finish "$id3" 120 SUCCEEDED
+start_coord --slurm-mpi mpirun --host-probe 1
+cat >"$TMP/mid.json" <<JSON
+{"name": "slurm-mid", "model": "lenet5", "algorithm": {"name": "ssgd"}, "workers": 2,
+ "dataset": {"name": "fashion-mnist", "train_subset": 4096, "test_subset": 500},
+ "optimizer": {"lr": 0.02, "momentum": 0.9}, "batch_size": 64, "epochs": 2, "seed": 7,
+ "log_every": 8, "checkpoint": {"every_steps": 8}}
+JSON
+id3=$(submit "$TMP/mid.json")
+end=$(($(date +%s) + 120))
+until [ "$(http GET "/api/v1/jobs/$id3/nodes")" = 200 ] &&
+    [ "$(jq '[.ranks[] | select(.step >= 10)] | length' "$TMP/body")" = 2 ] &&
+    [ -s "$STATE/jobs/$id3/checkpoints/slurm-mid.ckpt" ]; do
+    [ "$(date +%s)" -ge "$end" ] && { tail -20 "$STATE/jobs/$id3/log"; sl squeue; fail "job $id3: ranks not past step 10 after 120 s"; }
+    case $(state_of "$id3") in QUEUED | RUNNING) ;; *) fail "job $id3 is $(jq -r .state "$TMP/body") before pw2 was lost" ;; esac
+    sleep 0.3
+done
 two_nodes "$id3"
 grep -q "^=== pacer-coordinator .* attempt 1: sbatch .* mpirun --allow-run-as-root -np 2 " "$STATE/jobs/$id3/log" ||
     fail "job $id3 was not started by mpirun inside the batch job: $(head -3 "$STATE/jobs/$id3/log")"
-echo "ok: --slurm-mpi mpirun: job $id3 SUCCEEDED across pw1 and pw2 (Open MPI's plm/slurm)"
+echo "ok: --slurm-mpi mpirun: job $id3 training across pw1 and pw2 (Open MPI's plm/slurm), past step 10, checkpoint written"
+for p in $(ip netns pids "$(host_ns pw2)"); do kill -9 "$p" 2>/dev/null; done
+# What a site's node health check does (slurmctld alone would find the node unresponsive
+# after SlurmdTimeout, 30 s here): the old batch job then stops holding pw1, and the
+# relaunch there need not wait. The coordinator's own probe is what finds pw2 gone.
+sl scontrol update NodeName=pw2 State=DOWN Reason="pacer test: slurmd killed" ||
+    fail "scontrol could not mark pw2 down"
+echo "ok: pw2 lost: its slurmd and everything else on it killed (and the node marked down)"
+finish "$id3" 300 SUCCEEDED
+echo "ok: job $id3 SUCCEEDED after losing pw2 (test_accuracy $(jq -r .summary.test_accuracy "$TMP/body"))"
+r=$(jq -c '.resizes[0]' "$TMP/body")
+[ "$(echo "$r" | jq -r '"\(.from) \(.to) \(.hosts | join(" "))"')" = "2 1 pw1" ] ||
+    { tail -20 "$COORD_LOG"; fail "job $id3's resize: $(jq -c '{resizes, attempts, restarts}' "$TMP/body")"; }
+echo "$r" | jq -r .reason | grep -q "pw2" || fail "the resize's reason does not name pw2: $r"
+[ "$(jq -r .restarts "$TMP/body")" = 0 ] || fail "the relaunch used a restart: $(jq -c '{restarts, attempts}' "$TMP/body")"
+grep -q "attempt 2: sbatch .*--exclude=pw2 " "$STATE/jobs/$id3/log" ||
+    fail "the relaunch was not a batch job excluding pw2: $(grep '^=== pacer-coordinator' "$STATE/jobs/$id3/log")"
+grep -q "was written by 2 workers; resuming with 1" "$STATE/jobs/$id3/log" ||
+    fail "the relaunched rank did not resume the 2-worker checkpoint: $(grep -m3 'resum' "$STATE/jobs/$id3/log")"
+redis-cli -h "$PC" --raw XRANGE pacer:events - + | grep '"type":"resize"' |
+    jq -s -e --arg j "$id3" 'any(.[]; .job == $j and .from == 2 and .to == 1)' >/dev/null || fail "no resize event for $id3"
+echo "ok: job record and events: resize 2 -> 1 on pw1 ($(echo "$r" | jq -r .reason)); relaunched with --exclude=pw2 from the checkpoint; restarts 0"
 stop_coord

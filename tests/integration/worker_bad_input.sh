@@ -36,3 +36,17 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
         || fail "device auto did not say it fell back to the CPU"
     echo "ok: device auto falls back to the CPU with a log line"
 fi
+
+# A run that diverges (LeNet-5 at lr 1000, momentum 0.999: the loss becomes NaN) still
+# writes its summary: the non-finite figures are null and "diverged" says so. jansson
+# refuses NaN, and the summary used to fail with a misleading "out of memory".
+$BUILD/tools/gen_dataset idx "$TMP/div" 600 100 7 || fail "cannot generate IDX files"
+cat >"$TMP/div.json" <<JSON
+{"name": "div", "model": "lenet5", "dataset": {"name": "mnist", "path": "$TMP/div"}, "epochs": 3,
+ "batch_size": 32, "optimizer": {"lr": 1000, "momentum": 0.999}, "log_every": 0}
+JSON
+$WORKER --spec "$TMP/div.json" --summary "$TMP/div.out" >/dev/null 2>"$TMP/div.log" ||
+    { cat "$TMP/div.log"; fail "a diverged run did not end cleanly"; }
+[ "$(jq -c '[.diverged, .test_loss, .train_loss]' "$TMP/div.out")" = '[true,null,null]' ] ||
+    fail "diverged summary: $(jq -c '{diverged, test_loss, train_loss}' "$TMP/div.out")"
+echo "ok: a diverged run writes its summary with diverged: true and null losses"

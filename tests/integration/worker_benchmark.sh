@@ -25,8 +25,13 @@ $WORKER --spec "$TMP/ps.json" --benchmark 2 --summary "$TMP/p.json" >"$TMP/out" 
     { cat "$TMP/out"; fail "--benchmark with dc-asgd exited $?"; }
 [ "$(json "$TMP/p.json" .benchmark.samples)" = 64 ] || fail "dc-asgd samples: $(cat "$TMP/p.json")"
 echo "ok: dc-asgd spec: a worker rank's compute measured"
-expect_error 2 "--benchmark 0: must be 1 to 100000 steps" $WORKER --spec "$TMP/s.json" --benchmark 0
-expect_error 2 "--benchmark x: must be 1 to 100000 steps" $WORKER --spec "$TMP/s.json" --benchmark x
+expect_error 2 "--benchmark 0: must be a step count from 1 to 100000" $WORKER --spec "$TMP/s.json" --benchmark 0
+expect_error 2 "--benchmark x: must be a step count from 1 to 100000" $WORKER --spec "$TMP/s.json" --benchmark x
+# The worker's other numeric options are just as strict: garbage is an error, not a silent 0.
+expect_error 2 "--time-budget abc: must be a time in seconds" $WORKER --spec "$TMP/s.json" --time-budget abc
+expect_error 2 "--time-budget nan: must be a time in seconds" $WORKER --spec "$TMP/s.json" --time-budget nan
+expect_error 2 "--stop-after-steps 12x: must be a global step" $WORKER --spec "$TMP/s.json" --stop-after-steps 12x
+expect_error 2 "--hpsgd-round-steps 0: must be a step count" $WORKER --spec "$TMP/s.json" --hpsgd-round-steps 0
 expect_error 2 "measures one host with one process, but OMPI_COMM_WORLD_SIZE=2" \
     env OMPI_COMM_WORLD_SIZE=2 $WORKER --spec "$TMP/s.json" --benchmark 2
 echo '{"model": "nope"}' >"$TMP/bad.json"

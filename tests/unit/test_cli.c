@@ -310,7 +310,11 @@ static void test_jobs_and_job(void **state)
         "{\"name\": \"fashion-mnist\"}}, \"submitted\": 1715000000, \"started\": 1715000001, \"finished\": "
         "1715000084, \"restarts\": 0, \"attempts\": 1, \"parent\": \"j-3\", \"retries\": [\"j-8\", \"j-9\"], "
         "\"summary\": {\"test_accuracy\": 0.8123, \"test_loss\": 0.5, \"train_loss\": 0.45, \"steps\": 96, "
-        "\"wall_s\": 80.5, \"train_samples_per_s\": 2440.4}, \"log\": \"/var/jobs/j-7/log\"}",
+        "\"wall_s\": 80.5, \"train_samples_per_s\": 2440.4}, \"log\": \"/var/jobs/j-7/log\", \"checkpoints\": "
+        "{\"items\": [{\"file\": \"again.step96-epoch3-acc812300.ckpt\", \"step\": 96, \"epoch\": 3, "
+        "\"test_accuracy\": 0.8123, \"bytes\": 494840, \"best\": true, \"latest\": true}, {\"file\": "
+        "\"again.step90-epoch2.ckpt\", \"step\": 90, \"epoch\": 2, \"test_accuracy\": null, \"bytes\": 494840, "
+        "\"best\": false, \"latest\": false}], \"total_bytes\": 989680}}",
         0, NULL);
     assert_non_null(job);
     cap_open(&c);
@@ -329,7 +333,10 @@ static void test_jobs_and_job(void **state)
                               "retries     j-8, j-9\n"
                               "result      test accuracy 0.8123, test loss 0.5000, train loss 0.4500; 96 steps, "
                               "80.5 s, 2440 samples/s\n"
-                              "log         /var/jobs/j-7/log\n");
+                              "log         /var/jobs/j-7/log\n"
+                              "checkpoints 2 kept, 966.5 KiB\n"
+                              "            step 96 (epoch 3), accuracy 0.8123, 483.2 KiB, latest, best\n"
+                              "            step 90 (epoch 2), not evaluated, 483.2 KiB\n");
     free(text);
     json_decref(job);
 }

@@ -1,5 +1,5 @@
 /* tests/unit/test_common.c - the planner, staleness statistics, the metrics record, the
- * clock, and the Redis key names against docs/REDIS.md. */
+ * clock, the Redis key names against docs/REDIS.md, and the checkpoint retention rule. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -10,11 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
+#include "ckptdir.h"
 #include "clock.h"
 #include "metrics.h"
 #include "planner.h"
@@ -435,6 +437,141 @@ static void test_redis_keys_documented(void **state)
     assert_null(strstr(doc, "`pacer:job:{id}:nodes:{rank}`"));
 }
 
+
+/* ---- checkpoint retention (common/ckptdir.h) ------------------------------------------- */
+
+static ckpt_entry_t entry(long long step, double accuracy, int latest)
+{
+    ckpt_entry_t e;
+    char f[CKPTDIR_FILE_MAX];
+    assert_int_equal(ckptdir_name(f, sizeof f, "j", step, step / 10, accuracy), 0);
+    assert_int_equal(ckptdir_parse(f, "j", &e), 0);
+    e.latest = latest;
+    return e;
+}
+
+/* "steps kept, best" after ckptdir_choose: "50 40 20 best 20" */
+static void kept(ckpt_entry_t *e, int n, int keep_last, int keep_best, const char *want)
+{
+    char got[256] = "";
+    size_t o = 0;
+    ckptdir_choose(e, n, keep_last, keep_best);
+    long long best = -1;
+    for (int i = 0; i < n; i++) {
+        if (e[i].keep) o += (size_t)snprintf(got + o, sizeof got - o, "%lld ", e[i].step);
+        if (e[i].best) best = e[i].step;
+    }
+    snprintf(got + o, sizeof got - o, "best %lld", best);
+    assert_string_equal(got, want);
+}
+
+static void test_ckptdir_names(void **state)
+{
+    (void)state;
+    char f[CKPTDIR_FILE_MAX];
+    ckpt_entry_t e;
+    assert_int_equal(ckptdir_name(f, sizeof f, "a.b", 120, 3, 0.9731), 0);
+    assert_string_equal(f, "a.b.step120-epoch3-acc973100.ckpt");
+    assert_int_equal(ckptdir_parse(f, "a.b", &e), 0);
+    assert_true(e.step == 120 && e.epoch == 3 && fabs(e.accuracy - 0.9731) < 1e-9);
+    assert_int_equal(ckptdir_name(f, sizeof f, "a", 7, 0, -1), 0);
+    assert_string_equal(f, "a.step7-epoch0.ckpt");
+    assert_int_equal(ckptdir_parse(f, "a", &e), 0);
+    assert_true(e.step == 7 && e.accuracy < 0);
+    /* Another job's names, and anything not exactly this shape, are not ours. */
+    const char *bad[] = {"a.ckpt",
+                         "a.step7-epoch0.ckpt.tmp",
+                         "ab.step7-epoch0.ckpt",
+                         "a.step-7-epoch0.ckpt",
+                         "a.step7-epoch0-acc1000001.ckpt",
+                         "a.step99999999999999-epoch0.ckpt",
+                         "a.step7-epoch.ckpt",
+                         "a.step7-epoch0-acc.ckpt",
+                         "a.step+7-epoch0.ckpt",
+                         "a.step7-epoch0.ckptx",
+                         "a.step7epoch0.ckpt"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        if (ckptdir_parse(bad[i], "a", &e) == 0) fail_msg("%s parsed as a checkpoint of a", bad[i]);
+    assert_int_equal(ckptdir_name(f, sizeof f, "a", -1, 0, -1), -1);
+    assert_int_equal(ckptdir_name(f, sizeof f, "a", 1, 0, 1.5), -1);
+    assert_int_equal(ckptdir_name(f, 10, "a", 1, 0, -1), -1);
+}
+
+static void test_ckptdir_rule(void **state)
+{
+    (void)state;
+    /* Last 2 and the best (an older one), given in any order. */
+    ckpt_entry_t e[6] = {entry(20, 0.9, 0), entry(50, 0.7, 1), entry(10, 0.5, 0), entry(40, -1, 0), entry(30, 0.8, 0)};
+    kept(e, 5, 2, 1, "50 40 20 best 20");
+    kept(e, 5, 2, 0, "50 40 best 20");
+    kept(e, 5, 1, 0, "50 best 20");
+    kept(e, 5, 9, 1, "50 40 30 20 10 best 20");
+    /* The best among the last ones is kept once; equal accuracies: the later step. */
+    ckpt_entry_t t[3] = {entry(10, 0.8, 0), entry(20, 0.8, 0), entry(30, 0.6, 1)};
+    kept(t, 3, 2, 1, "30 20 best 20");
+    /* Nothing evaluated: no best. */
+    ckpt_entry_t u[3] = {entry(5, -1, 0), entry(10, -1, 1)};
+    kept(u, 2, 1, 1, "10 best -1");
+    /* A run resumed from step 20 (its latest): 30 and 40 were rolled back, even the best. */
+    ckpt_entry_t r[4] = {entry(40, 0.99, 0), entry(30, 0.1, 0), entry(20, 0.5, 1), entry(10, 0.6, 0)};
+    kept(r, 4, 2, 1, "20 10 best 10");
+    /* The latest is kept even when keep_last would count a newer stray. */
+    ckpt_entry_t l[2] = {entry(7, -1, 1), entry(3, -1, 0)};
+    kept(l, 2, 1, 0, "7 best -1");
+}
+
+/* ckptdir_retain and ckptdir_list on a real directory: links, pruning, the bytes. */
+static void test_ckptdir_retain(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pacer-ckptdir-XXXXXX", path[256], err[512];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/j.ckpt", dir);
+    const double accs[] = {-1, 0.6, -1, 0.4, -1, 0.5};
+    for (int i = 0; i < 6; i++) {
+        /* As checkpoint_save does: a new file renamed over j.ckpt, 100 + i bytes. */
+        char tmp[300];
+        snprintf(tmp, sizeof tmp, "%s.tmp", path);
+        FILE *f = fopen(tmp, "w");
+        assert_non_null(f);
+        for (int k = 0; k < 100 + i; k++) fputc('x', f);
+        fclose(f);
+        assert_int_equal(rename(tmp, path), 0);
+        if (ckptdir_retain(dir, "j", (i + 1) * 10, i / 2, accs[i], 2, 1, err, sizeof err) != 0) fail_msg("%s", err);
+    }
+    /* A re-save at the same step replaces its linked name. */
+    if (ckptdir_retain(dir, "j", 60, 2, 0.5, 2, 1, err, sizeof err) != 0) fail_msg("%s", err);
+    ckpt_entry_t e[8];
+    long long total = 0;
+    int n = ckptdir_list(dir, "j", e, 8, &total, err, sizeof err);
+    if (n < 0) fail_msg("%s", err);
+    assert_int_equal(n, 3);
+    assert_string_equal(e[0].file, "j.step60-epoch2-acc500000.ckpt");
+    assert_true(e[0].latest && !e[0].best && e[0].bytes == 105);
+    assert_string_equal(e[1].file, "j.step50-epoch2.ckpt");
+    assert_string_equal(e[2].file, "j.step20-epoch0-acc600000.ckpt");
+    assert_true(e[2].best && !e[2].latest && e[2].bytes == 101);
+    /* j.ckpt is the same file as step 60's: counted once. */
+    assert_true(total == 105 + 104 + 101);
+    /* Too many for the caller's array: an error that says so, never an overrun. */
+    assert_int_equal(ckptdir_list(dir, "j", e, 2, &total, err, sizeof err), -1);
+    assert_non_null(strstr(err, "more than 2 checkpoints"));
+    /* j.ckpt alone (an older pacer): one entry of unknown step. */
+    assert_int_equal(ckptdir_list(dir, "j", e, 8, &total, err, sizeof err), 3);
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, e[i].file);
+        unlink(path);
+    }
+    snprintf(path, sizeof path, "%s/j.ckpt", dir);
+    n = ckptdir_list(dir, "j", e, 8, &total, err, sizeof err);
+    assert_int_equal(n, 1);
+    assert_true(e[0].step == -1 && e[0].latest && total == 105);
+    unlink(path);
+    assert_int_equal(rmdir(dir), 0);
+    /* A missing directory is an empty list. */
+    assert_int_equal(ckptdir_list(dir, "j", e, 8, &total, err, sizeof err), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -454,6 +591,9 @@ int main(void)
         cmocka_unit_test(test_metrics_reporter_file),
         cmocka_unit_test(test_clock),
         cmocka_unit_test(test_redis_keys_documented),
+        cmocka_unit_test(test_ckptdir_names),
+        cmocka_unit_test(test_ckptdir_rule),
+        cmocka_unit_test(test_ckptdir_retain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

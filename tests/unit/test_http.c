@@ -413,6 +413,7 @@ static void test_prom_render(void **state)
 
     json_t *nodes = json_loads("{\"job\":\"j-7\",\"world\":2,\"ranks\":["
                                "{\"rank\":0,\"samples_per_s\":5210.5,\"loss\":0.61,\"batch\":48,\"step\":120,"
+                               "\"gpu_util_pct\":37,\"gpu_mem_used_bytes\":1293942784,\"gpu_mem_total_bytes\":17179869184,"
                                "\"staleness\":{\"count\":40,\"mean\":1.25,\"p95\":3}},"
                                "{\"rank\":1}]}",
                                0, NULL);
@@ -446,6 +447,9 @@ static void test_prom_render(void **state)
         "pacer_rank_staleness_updates_total{job=\"j-7\",rank=\"0\"} 40\n",
         "pacer_rank_loss{job=\"j-7\",rank=\"0\"} 0.61\n",
         "pacer_rank_batch_size{job=\"j-7\",rank=\"0\"} 48\n",
+        "pacer_rank_gpu_utilization_percent{job=\"j-7\",rank=\"0\"} 37\n",
+        "pacer_rank_gpu_memory_used_bytes{job=\"j-7\",rank=\"0\"} 1293942784\n",
+        "pacer_rank_gpu_memory_total_bytes{job=\"j-7\",rank=\"0\"} 17179869184\n",
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         if (!strstr(text, want[i])) print_message("missing: %s", want[i]);

@@ -28,6 +28,7 @@
 
 #include "launch.h"
 #include "launcher.h"
+#include "preflight.h"
 
 #define ERRLEN 1024
 
@@ -660,6 +661,45 @@ static void test_slurm_hosts(void **state)
     launcher_close(l);
 }
 
+/* A host's benchmark output, read strictly: one good line passes; anything else is a
+ * failing host with the reason (coordinator/preflight.c). */
+static void test_preflight_parse(void **state)
+{
+    (void)state;
+    double v = 0;
+    char dev[16], why[256];
+    const char *good = "=== pacer-coordinator header ===\n"
+                       "device auto: no driver; training on the CPU\n"
+                       "{\"benchmark\":{\"device\":\"cpu\",\"model\":\"lenet5\",\"samples_per_s\":812.5}}\n";
+    assert_int_equal(preflight_parse_output(good, strlen(good), "lenet5", &v, dev, sizeof dev, why, sizeof why), 0);
+    assert_true(v == 812.5);
+    assert_string_equal(dev, "cpu");
+    static const struct {
+        const char *text, *why;
+    } BAD[] = {
+        {"", "no {\"benchmark\": ...} line"},
+        {"benchmark: 812 samples/s\n", "no {\"benchmark\": ...} line"},
+        {"{\"benchmark\": 5}\n", "not a JSON object"},
+        {"{\"benchmark\":{\"model\":\"lenet5\",\"device\":\"cpu\",\"samples_per_s\":1}", "not a JSON object"},
+        {"{\"benchmark\":{\"model\":\"mlp\",\"device\":\"cpu\",\"samples_per_s\":1}}", "model is mlp, not lenet5"},
+        {"{\"benchmark\":{\"model\":\"lenet5\",\"device\":\"CPU; rm\",\"samples_per_s\":1}}", "device"},
+        {"{\"benchmark\":{\"model\":\"lenet5\",\"device\":\"cpu\",\"samples_per_s\":-3}}", "samples_per_s"},
+        {"{\"benchmark\":{\"model\":\"lenet5\",\"device\":\"cpu\",\"samples_per_s\":\"fast\"}}", "samples_per_s"},
+        {"{\"benchmark\":{\"model\":\"lenet5\",\"device\":\"cpu\",\"samples_per_s\":1e300}}", "samples_per_s"},
+        {"{\"benchmark\":{\"model\":\"lenet5\",\"model\":\"lenet5\",\"device\":\"cpu\",\"samples_per_s\":1}}",
+         "not a JSON object"},
+    };
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        why[0] = 0;
+        assert_int_equal(preflight_parse_output(BAD[i].text, strlen(BAD[i].text), "lenet5", &v, dev, sizeof dev, why,
+                                                sizeof why),
+                         -1);
+        if (!strstr(why, BAD[i].why)) fail_msg("case %zu: '%s' does not say '%s'", i, why, BAD[i].why);
+    }
+    /* Not NUL-terminated: only len bytes are read. */
+    assert_int_equal(preflight_parse_output(good, 20, "lenet5", &v, dev, sizeof dev, why, sizeof why), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -671,6 +711,7 @@ int main(void)
         cmocka_unit_test(test_slurm_parse),
         cmocka_unit_test_setup_teardown(test_hostfile_reload_and_probe, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slurm_hosts, setup, teardown),
+        cmocka_unit_test(test_preflight_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

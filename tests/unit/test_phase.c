@@ -2,7 +2,9 @@
  * worker's trace ring (worker/trace.h) and the record's JSON (worker/metrics.h), on
  * scripted steps: sleeps of known length stand for the phases. Sleeps only ever take
  * longer than asked on a loaded machine, so the checks are lower bounds plus the exact
- * identity sum(phases) == wall; nothing asserts a speed.
+ * identity sum(phases) == wall; nothing asserts a speed. Also the coordinator's trace
+ * and downsampled metric history built from such records (coordinator/jobtrace.h,
+ * jobhistory.h).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +21,7 @@
 
 #include <jansson.h>
 
+#include "jobhistory.h"
 #include "jobtrace.h"
 #include "metrics.h"
 #include "phase.h"
@@ -305,12 +308,94 @@ static void test_trace_from_records(void **state)
     json_decref(recs);
 }
 
+/* The downsampled history: a spike survives min/max decimation, every series stays within
+ * its bound and spans the first to the last record, the parameter server is left out of
+ * the worker-only series, the job's samples add up, bad records are skipped. */
+static void test_history_downsample(void **state)
+{
+    (void)state;
+    const int n = 3000;
+    history_t *h = history_new(10, 1000.0, 1000.0 + (n - 1) * 0.01, 3);
+    assert_non_null(h);
+    for (int k = 0; k < n; k++) {
+        for (int r = 0; r < 3; r++) {
+            double loss = r == 1 && k == 1234 ? 99.0 : 2.0 - k * 0.0005;
+            json_t *rec = json_pack("{s:s, s:i, s:s, s:f, s:f, s:f, s:i, s:i, s:I, s:{s:f, s:i}}", "kind", "step",
+                                    "rank", r, "role", r == 0 ? "ps" : "worker", "time", 1000.0 + k * 0.01, "loss",
+                                    loss, "samples_per_s", 100.0 + r, "batch", 32, "epoch", 1 + k / 1000, "samples",
+                                    (json_int_t)(32 * (k + 1)), "staleness", "mean", 0.5, "p95", 1);
+            history_add(h, rec);
+            json_decref(rec);
+        }
+        if (k % 1000 == 999) {
+            json_t *ev = json_pack("{s:s, s:i, s:s, s:f, s:i, s:f, s:f}", "kind", "epoch", "rank", 1, "role", "worker",
+                                   "time", 1000.0 + k * 0.01, "epoch", 1 + k / 1000, "test_accuracy", 0.8, "test_loss",
+                                   0.5);
+            history_add(h, ev);
+            json_decref(ev);
+        }
+    }
+    json_t *junk = json_pack("{s:s, s:i, s:f}", "kind", "step", "rank", 7, "time", 1000.0); /* rank out of range */
+    history_add(h, junk);
+    history_add(h, NULL);
+    json_decref(junk);
+    json_t *out = history_json(h);
+    assert_non_null(out);
+    assert_int_equal(json_integer_value(json_object_get(out, "records")), 3 * n + 3);
+    json_t *series = json_object_get(out, "series");
+    const char *key;
+    json_t *list;
+    json_object_foreach(series, key, list)
+    {
+        /* loss has every rank; the worker-only series leave rank 0 (the ps) out. */
+        assert_int_equal(json_array_size(list), strcmp(key, "loss") == 0 ? 3 : 2);
+        size_t i;
+        json_t *s;
+        json_array_foreach(list, i, s)
+        {
+            json_t *t = json_object_get(s, "t");
+            assert_true(json_array_size(t) >= 2 && json_array_size(t) <= 10);
+            assert_int_equal(json_array_size(t), json_array_size(json_object_get(s, "v")));
+            assert_true(fabs(json_real_value(json_array_get(t, 0)) - 1000.0) < 1e-9);
+            assert_true(fabs(json_real_value(json_array_get(t, json_array_size(t) - 1)) - (1000.0 + (n - 1) * 0.01)) <
+                        1e-9);
+            for (size_t k = 1; k < json_array_size(t); k++)
+                assert_true(json_real_value(json_array_get(t, k)) > json_real_value(json_array_get(t, k - 1)));
+            if (strcmp(key, "loss") == 0 && json_integer_value(json_object_get(s, "rank")) == 1) {
+                double top = 0;
+                size_t k;
+                json_t *v;
+                json_array_foreach(json_object_get(s, "v"), k, v) if (json_real_value(v) > top) top = json_real_value(v);
+                assert_true(top == 99.0); /* the spike */
+            }
+        }
+    }
+    json_t *jl = json_object_get(out, "job_loss");
+    size_t nj = json_array_size(json_object_get(jl, "t"));
+    assert_true(nj > 0 && nj <= 10);
+    /* Two workers of 32 x n samples each (the ps counts none). */
+    assert_true(json_real_value(json_array_get(json_object_get(jl, "samples"), nj - 1)) == 2.0 * 32 * n);
+    assert_int_equal(json_array_size(json_object_get(out, "accuracy")), 3);
+    json_decref(out);
+    history_free(h);
+    /* Nothing yet: an empty, valid answer. */
+    h = history_new(5, NAN, NAN, 0);
+    assert_non_null(h);
+    out = history_json(h);
+    assert_non_null(out);
+    assert_true(json_is_null(json_object_get(out, "from")));
+    assert_int_equal(json_integer_value(json_object_get(out, "points")), HISTORY_POINTS_MIN);
+    json_decref(out);
+    history_free(h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scripted_step_adds_up), cmocka_unit_test(test_marks_outside_a_step_do_nothing),
         cmocka_unit_test(test_record_json),           cmocka_unit_test(test_trace_ring),
         cmocka_unit_test(test_prom_phases),           cmocka_unit_test(test_trace_from_records),
+        cmocka_unit_test(test_history_downsample),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -444,9 +444,27 @@ static void test_bad_arguments(void **state)
     assert_null(redis_report_sink("redis://h", "has space", 0, err, sizeof err));
 }
 
+/* The coarse stream's rule: every record of the first 2 x BASE steps, then BASE per
+ * doubling of the step count; epoch and final records always. */
+static void test_coarse_keep(void **state)
+{
+    (void)state;
+    long kept = 0;
+    for (int64_t step = 1; step <= 64 * REDIS_REPORT_COARSE_BASE; step++)
+        kept += redis_report_coarse_keep(METRICS_STEP, step);
+    /* [1, 2B): all; [2B, 4B): every 2nd; ... [32B, 64B): every 32nd; 64B itself. */
+    assert_int_equal(kept, 2 * REDIS_REPORT_COARSE_BASE - 1 + 5 * REDIS_REPORT_COARSE_BASE + 1);
+    assert_true(redis_report_coarse_keep(METRICS_EPOCH, 1000003));
+    assert_true(redis_report_coarse_keep(METRICS_FINAL, 1000003));
+    assert_false(redis_report_coarse_keep(METRICS_STEP, 1000003));
+    assert_true(redis_report_coarse_keep(METRICS_STEP, 0));
+    assert_false(redis_report_coarse_keep(METRICS_STEP, INT64_MAX)); /* odd: never a multiple of k > 1 */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_coarse_keep),
         cmocka_unit_test(test_url_parse),
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test_setup_teardown(test_records_land, setup, teardown),

@@ -1,0 +1,57 @@
+/* fuzz/fuzz_history.c - libFuzzer target for the dashboard's downsampled history
+ * (coordinator/jobhistory.h): history_add takes the metrics records of a job's streams,
+ * which anything that can write to Redis can forge. Build and run: make fuzz-history.
+ *
+ * The input: two bytes choose the points per series (10..5000 and beyond, to test the
+ * clamp) and the ranks, the rest is JSON; an array's elements are records. Invariants:
+ * no crash or leak whatever the records hold; every series has at most `points` points,
+ * as many values as times, times strictly ascending; the job-loss series has at most
+ * `points` buckets.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "jobhistory.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 2) return 0;
+    long points = 2 + (long)data[0] * 24; /* 2 .. 6122: both clamps */
+    int nranks = data[1] % 9;             /* 0 .. 8: the clamp to 1 */
+    json_t *recs = json_loadb((const char *)data + 2, size - 2, JSON_DECODE_ANY, NULL);
+    history_t *h = history_new(points, 1000.0, 1100.0, nranks);
+    if (!h) abort();
+    if (json_is_array(recs)) {
+        size_t i;
+        json_t *r;
+        json_array_foreach(recs, i, r) history_add(h, r);
+    } else history_add(h, recs);
+    json_t *out = history_json(h);
+    if (!out) abort();
+    long bound = json_integer_value(json_object_get(out, "points"));
+    if (bound < HISTORY_POINTS_MIN || bound > HISTORY_POINTS_MAX) abort();
+    const char *key;
+    json_t *list;
+    json_object_foreach(json_object_get(out, "series"), key, list)
+    {
+        size_t i;
+        json_t *s;
+        json_array_foreach(list, i, s)
+        {
+            json_t *t = json_object_get(s, "t");
+            size_t n = json_array_size(t);
+            if (n == 0 || (long)n > bound || n != json_array_size(json_object_get(s, "v"))) abort();
+            for (size_t k = 1; k < n; k++)
+                if (!(json_real_value(json_array_get(t, k)) > json_real_value(json_array_get(t, k - 1)))) abort();
+        }
+    }
+    if ((long)json_array_size(json_object_get(json_object_get(out, "job_loss"), "t")) > HISTORY_POINTS_MAX) abort();
+    json_decref(out);
+    history_free(h);
+    json_decref(recs);
+    return 0;
+}

@@ -1,0 +1,133 @@
+// static/cluster.js - the dashboard's Cluster page (#/cluster, issue 14): the hosts of the
+// coordinator's launcher with their state (up, slow, failing, down, and why), slots,
+// devices, measured speeds per model and device (their profiles: the last benchmark's or
+// the jobs'), and the last benchmark; a button runs a benchmark of a model on every host
+// that is not down (POST /api/v1/cluster/benchmark, the pre-flight on demand). Polls GET
+// /api/v1/cluster every 2 s. app.js routes #/cluster here (window.pacerCluster.mount);
+// the API token is the one app.js keeps in localStorage.
+(function () {
+  'use strict';
+  const API = '/api/v1';
+  // Each model with the data set it trains on (the spec's cross-check).
+  const MODELS = { lenet5: 'fashion-mnist', mlp: 'fashion-mnist', cifar10_quick: 'cifar10', resnet20: 'cifar10' };
+
+  function token() { return localStorage.getItem('pacer.token') || ''; }
+
+  async function call(path, method) {
+    const headers = {};
+    if (token()) headers.Authorization = 'Bearer ' + token();
+    const res = await fetch(API + path, { method: method || 'GET', headers });
+    const body = await res.json().catch(() => null);
+    if (!res.ok) {
+      const err = new Error((body && (body.detail || body.title)) || res.status + ' ' + res.statusText);
+      err.status = res.status;
+      throw err;
+    }
+    return body;
+  }
+
+  function el(tag, attrs, text) {
+    const e = document.createElement(tag);
+    for (const k of Object.keys(attrs || {})) e.setAttribute(k, attrs[k]);
+    if (text !== undefined && text !== null) e.textContent = text;
+    return e;
+  }
+  function speed(v) { return v > 0 ? Math.round(v).toLocaleString() + ' samples/s' : '–'; }
+  function ago(t) {
+    if (!t) return 'never';
+    const s = Date.now() / 1000 - t;
+    if (s < 60) return Math.max(0, Math.round(s)) + ' s ago';
+    if (s < 3600) return Math.round(s / 60) + ' min ago';
+    return new Date(t * 1000).toLocaleString();
+  }
+
+  // One row per host (pure but for the DOM: exposed for tests through rows()).
+  function hostRow(h) {
+    const tr = el('tr', { 'data-host': h.name });
+    tr.append(el('td', {}, h.name));
+    const st = el('td');
+    st.append(el('span', { class: 'badge host-' + h.state }, h.state));
+    if (h.reason) st.append(el('div', { class: 'muted small' }, h.reason));
+    tr.append(st);
+    tr.append(el('td', { class: 'num' }, String(h.slots)));
+    tr.append(el('td', {}, (h.devices || []).join(', ') || '–'));
+    const sp = el('td');
+    for (const s of h.speeds || []) sp.append(el('div', {}, s.model + ' on ' + s.device + ': ' + speed(s.samples_per_s)));
+    if (!(h.speeds || []).length) sp.textContent = '–';
+    tr.append(sp);
+    const b = h.benchmark;
+    const bt = el('td');
+    if (!b) bt.textContent = 'never';
+    else if (b.running) bt.textContent = b.model + ': running…';
+    else if (b.error) bt.append(el('div', {}, b.model + ', ' + ago(b.time) + ': failed'), el('div', { class: 'muted small' }, b.error));
+    else bt.textContent = b.model + ', ' + ago(b.time) + ': ' + speed(b.samples_per_s) + ' (' + Math.round(b.ratio * 100) + '% of the median)';
+    tr.append(bt);
+    return tr;
+  }
+
+  function mount(view, banner) {
+    view.innerHTML = '';
+    const card = el('section', { class: 'card' });
+    const head = el('div', { class: 'card-head' });
+    head.append(el('h1', {}, 'Cluster'));
+    const tools = el('div', { class: 'tools' });
+    const pick = el('select', { id: 'bench-model' });
+    for (const m of Object.keys(MODELS)) pick.append(el('option', { value: m }, m));
+    const run = el('button', { id: 'bench-run', type: 'button', class: 'primary' }, 'Run benchmark');
+    const status = el('span', { id: 'bench-status', class: 'muted' });
+    const label = el('label', {}, 'Model ');
+    label.append(pick);
+    tools.append(label, run, status);
+    head.append(tools);
+    card.append(head);
+    const table = el('table', { class: 'nodes', id: 'hosts' });
+    const thead = el('thead');
+    const htr = el('tr');
+    for (const [t, c] of [['Host'], ['State'], ['Slots', 'num'], ['Devices'], ['Measured speed'], ['Last benchmark']])
+      htr.append(el('th', c ? { class: c } : {}, t));
+    thead.append(htr);
+    const tbody = el('tbody', { id: 'hosts-body' });
+    table.append(thead, tbody);
+    card.append(table);
+    const empty = el('p', { class: 'empty muted', id: 'hosts-empty', hidden: '' }, 'No daemon has published its hosts yet.');
+    card.append(empty);
+    view.append(card);
+
+    let stopped = false;
+    let timer = null;
+    let last = null;
+    async function refresh() {
+      try {
+        const c = await call('/cluster');
+        const hosts = (c.coordinator && c.coordinator.hosts) || [];
+        last = hosts;
+        tbody.innerHTML = '';
+        for (const h of hosts) tbody.append(hostRow(h));
+        empty.hidden = hosts.length > 0;
+        if (hosts.some((h) => h.benchmark && h.benchmark.running)) run.disabled = true;
+        else run.disabled = false;
+      } catch (e) {
+        if (banner) banner(e.status === 401 ? 'The coordinator wants an API token: enter it at the top right.' : e.message);
+      }
+      if (!stopped) timer = setTimeout(refresh, 2000);
+    }
+    run.addEventListener('click', async () => {
+      run.disabled = true;
+      status.textContent = 'starting…';
+      try {
+        const r = await call('/cluster/benchmark?model=' + encodeURIComponent(pick.value) + '&dataset=' +
+          encodeURIComponent(MODELS[pick.value]), 'POST');
+        status.textContent = 'benchmarking ' + r.model + ' on ' + r.hosts.join(', ') + ' (' + r.steps + ' steps each)';
+      } catch (e) {
+        status.textContent = e.status === 409 ? 'a benchmark is already running' : 'refused: ' + e.message;
+      }
+      clearTimeout(timer);
+      refresh();
+    });
+    refresh();
+    window.pacerCluster.rows = () => last;
+    return { stop() { stopped = true; clearTimeout(timer); } };
+  }
+
+  window.pacerCluster = { mount, hostRow, rows: () => null };
+})();

@@ -1,0 +1,112 @@
+// static/history.js - the job page's chart data (issue 15): the whole run, as the server
+// downsampled it (GET /api/v1/jobs/{id}/history?points=N: min/max per time bucket,
+// coordinator/jobhistory.h), with the live records of the event stream appended after it.
+// When the appended points outgrow their budget (app.js: 3000 per rank) the page fetches
+// the history again (the server downsamples the longer run), so a long job stays light
+// in the browser too.
+//
+// One store per chart: x (seconds since the start) and one column per rank, a row per
+// point (that rank's value, nulls for the others; uPlot's spanGaps joins them). Worker-only
+// charts (node speed, staleness, batch size) never get the parameter server's rank.
+// Also: the optional moving average (per rank, over its last W points) and the hover
+// value (a rank's latest value at or before the cursor, not the row's null). app.js owns
+// the charts; this file owns their data. Pure functions, exposed as window.pacerHistory.
+(function () {
+  'use strict';
+
+  // The job page's per-rank charts and where a metrics record keeps each value; the
+  // history endpoint's series names; whether the parameter server is left out.
+  const CHARTS = {
+    loss: { series: 'loss', value: (r) => r.loss, workerOnly: false, smooth: true },
+    // The worker's node speed (common/planner.h planner_speed): samples per wall-clock
+    // second of compute, the same figure the planner and the coordinator's profiles use.
+    sps: { series: 'samples_per_s', value: (r) => r.samples_per_s, workerOnly: true, smooth: true },
+    st_mean: { series: 'staleness_mean', value: (r) => (r.staleness ? r.staleness.mean : null), workerOnly: true, smooth: true },
+    st_p95: { series: 'staleness_p95', value: (r) => (r.staleness ? r.staleness.p95 : null), workerOnly: true, smooth: true },
+    batch: { series: 'batch', value: (r) => r.batch, workerOnly: true, smooth: false },
+  };
+
+  // Stream ids ("1715000000123-4") in order; a missing id sorts first.
+  function idAfter(a, b) {
+    if (!a) return false;
+    if (!b || b === '0') return true;
+    const [am, as] = a.split('-').map(Number), [bm, bs] = b.split('-').map(Number);
+    return am > bm || (am === bm && as > bs);
+  }
+
+  function createStore() {
+    return { ranks: [], t: [], cols: [] };
+  }
+
+  // The column of rank r, added (in rank order) when first seen; true when it was new.
+  function ensureRank(st, r) {
+    if (st.ranks.includes(r)) return false;
+    const pos = st.ranks.filter((x) => x < r).length;
+    st.ranks.splice(pos, 0, r);
+    st.cols.splice(pos, 0, new Array(st.t.length).fill(null));
+    return true;
+  }
+
+  // One point; rows stay sorted by x (points arrive nearly in order: search from the end).
+  function addPoint(st, r, x, v) {
+    if (v === null || v === undefined || !Number.isFinite(v)) return false;
+    const rebuilt = ensureRank(st, r);
+    let i = st.t.length;
+    while (i > 0 && st.t[i - 1] > x) i--;
+    const ri = st.ranks.indexOf(r);
+    st.t.splice(i, 0, x);
+    st.cols.forEach((col, c) => col.splice(i, 0, c === ri ? v : null));
+    return rebuilt;
+  }
+
+  // The stores of every chart from a history answer; x = time - t0.
+  function fromHistory(h, t0) {
+    const stores = {};
+    for (const name of Object.keys(CHARTS)) {
+      const st = createStore();
+      const list = (h.series && h.series[CHARTS[name].series]) || [];
+      // Merge the ranks' (already sorted) points: one row each.
+      const pts = [];
+      for (const s of list) for (let k = 0; k < s.t.length; k++) pts.push([s.t[k] - t0, s.rank, s.v[k]]);
+      pts.sort((a, b) => a[0] - b[0]);
+      for (const s of list) ensureRank(st, s.rank);
+      const idx = new Map(st.ranks.map((r, i) => [r, i]));
+      st.t = pts.map((p) => p[0]);
+      st.cols = st.ranks.map(() => new Array(pts.length).fill(null));
+      pts.forEach((p, k) => { st.cols[idx.get(p[1])][k] = p[2]; });
+      stores[name] = st;
+    }
+    return stores;
+  }
+
+  // A trailing moving average over each column's last w non-null values; nulls stay.
+  function movingAverage(col, w) {
+    const out = new Array(col.length).fill(null);
+    const win = [];
+    let sum = 0;
+    for (let i = 0; i < col.length; i++) {
+      const v = col[i];
+      if (v === null || v === undefined) continue;
+      win.push(v);
+      sum += v;
+      if (win.length > w) sum -= win.shift();
+      out[i] = sum / win.length;
+    }
+    return out;
+  }
+
+  // uPlot data for a store: [x, col...], each column smoothed when w > 1.
+  function chartData(st, w) {
+    return [st.t].concat(w > 1 ? st.cols.map((c) => movingAverage(c, w)) : st.cols);
+  }
+
+  // The hover value of series column col at row idx: its value there, or else its latest
+  // value before (a row holds one rank's point; the legend shows every rank's).
+  function valueAt(col, idx) {
+    if (!col || idx === null || idx === undefined) return null;
+    for (let i = idx; i >= 0; i--) if (col[i] !== null && col[i] !== undefined) return col[i];
+    return null;
+  }
+
+  window.pacerHistory = { CHARTS, idAfter, createStore, ensureRank, addPoint, fromHistory, movingAverage, chartData, valueAt };
+})();

@@ -18,6 +18,7 @@
 #include "ckptdir.h"
 #include "clock.h"
 #include "clog.h"
+#include "memest.h"
 #include "simjob.h"
 #include "staleness.h"
 
@@ -232,6 +233,27 @@ static int data_path_allowed(const coordinator_t *c, const char *path, char *err
     return -1;
 }
 
+/* Memory admission: the ranks the most loaded host gets (Open MPI's by-slot mapping
+ * fills a host's slots before the next, wrapping around when oversubscribed: at most
+ * ceil(world / total slots) rounds of the largest host's slots; the local launcher puts
+ * every rank here) times one rank's estimate (common/memest.h) against the host's
+ * memory. Unknown memory (a hostfile or Slurm without --host-memory-mb) is not checked. */
+static int memory_fits(coordinator_t *c, const job_spec_t *s, int world, char *err, size_t errlen)
+{
+    memest_t e;
+    if (!(c->host_memory > 0) || c->slots_total <= 0 || memest_rank(s, s->workers, &e) != 0) return 1;
+    int ranks = world;
+    if (launcher_kind(c->launcher) != LAUNCHER_LOCAL && c->slots_max > 0) {
+        long rounds = (world + c->slots_total - 1) / c->slots_total;
+        long most = rounds * c->slots_max;
+        if (most < ranks) ranks = (int)most;
+    }
+    char where[sizeof c->hostname + 64];
+    snprintf(where, sizeof where, "%s%s (%s)", c->nhosts > 1 ? "each host of " : "host ",
+             c->nhosts > 1 ? "the cluster" : c->hostname, c->host_memory_from);
+    return memest_check(&e, ranks, c->host_memory, where, err, errlen) == 0;
+}
+
 int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *parent, char *id, size_t idlen,
                          json_t **job, char *err, size_t errlen)
 {
@@ -289,6 +311,10 @@ int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *pare
                 (int)(c->slots_total * c->cfg.oversubscribe) - (j.world - s->workers));
         goto out;
     }
+    if (c->daemon && !s->simulate.enabled && !memory_fits(c, s, j.world, err, errlen)) {
+        rc_code = COORD_ENOFIT;
+        goto out;
+    }
     rc = conn_get(c);
     if (!rc) {
         rc_code = COORD_EUNAVAIL;
@@ -323,6 +349,86 @@ static const char *const SUMMARY_FIELDS[] = {
 static const char *const STRING_FIELDS[] = {"id",   "name", "state",          "model",        "algorithm", "reason",
                                             "spec", "log",  "checkpoint_dir", "summary_path", NULL};
 
+/* One page's worth of summaries: HMGETs of ids[0..n) (pipelined), those in state want
+ * (any with !filter) counted into *matched and, from offset on, up to limit appended to
+ * jobs. Returns COORD_OK, or COORD_EUNAVAIL with *broken when the connection failed. */
+static int list_read(redisContext *rc, const char *const *ids, size_t n, int filter, job_state_t want, long offset,
+                     long limit, json_t *jobs, long *matched, int *broken)
+{
+    for (size_t i = 0; i < n; i++) {
+        char key[128];
+        snprintf(key, sizeof key, KEY_JOB, ids[i] ? ids[i] : "");
+        const char *argv[2 + NSUMMARY];
+        size_t len[2 + NSUMMARY];
+        argv[0] = "HMGET";
+        argv[1] = key;
+        for (size_t f = 0; f < NSUMMARY; f++) argv[2 + f] = SUMMARY_FIELDS[f];
+        for (size_t f = 0; f < 2 + NSUMMARY; f++) len[f] = strlen(argv[f]);
+        redisAppendCommandArgv(rc, (int)(2 + NSUMMARY), argv, len);
+    }
+    for (size_t i = 0; i < n; i++) {
+        redisReply *r = NULL;
+        if (redisGetReply(rc, (void **)&r) != REDIS_OK || !r) {
+            *broken = 1;
+            return COORD_EUNAVAIL;
+        }
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == NSUMMARY && reply_str(r->element[2])) {
+            job_state_t st;
+            int ok = !filter || (job_state_parse(reply_str(r->element[2]), &st) == 0 && st == want);
+            if (ok) {
+                if (*matched >= offset && (long)json_array_size(jobs) < limit) {
+                    json_t *o = json_object();
+                    for (size_t f = 0; f < NSUMMARY; f++) {
+                        const char *v = reply_str(r->element[f]);
+                        int str = f <= 4 || f == 10; /* id..algorithm, reason */
+                        if (f == 11)                 /* simulated: a flag ("1"; absent before it existed) */
+                            json_object_set_new(o, SUMMARY_FIELDS[f], json_boolean(v && strcmp(v, "1") == 0));
+                        else json_object_set_new(o, SUMMARY_FIELDS[f], str ? json_string(v ? v : "") : typed(v));
+                    }
+                    json_array_append_new(jobs, o);
+                }
+                (*matched)++;
+            }
+        }
+        freeReplyObject(r);
+    }
+    return COORD_OK;
+}
+
+/* Newest first: ids are j-<n> from one counter. */
+static int id_newer_first(const void *a, const void *b)
+{
+    const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+    long nx = strtol(x + 2, NULL, 10), ny = strtol(y + 2, NULL, 10);
+    return nx < ny ? 1 : nx > ny ? -1 : strcmp(x, y);
+}
+
+/* The jobs that may be queued, running or restarting: pacer:queue and pacer:active
+ * (jobstore.c keeps a job in one of them until it is final), newest first, without
+ * duplicates, into a new array of borrowed strings of q and a. Returns the count, or -1. */
+static long active_ids(redisContext *rc, redisReply **q, redisReply **a, const char ***out)
+{
+    *out = NULL;
+    *q = redisCommand(rc, "LRANGE %s 0 %d", KEY_QUEUE, LIST_SCAN_MAX - 1);
+    *a = redisCommand(rc, "SMEMBERS %s", KEY_ACTIVE);
+    if (!*q || !*a || (*q)->type != REDIS_REPLY_ARRAY || (*a)->type != REDIS_REPLY_ARRAY) return -1;
+    size_t n = 0, cap = (*q)->elements + (*a)->elements;
+    const char **ids = malloc((cap ? cap : 1) * sizeof *ids);
+    if (!ids) return -1;
+    for (size_t i = 0; i < (*q)->elements; i++)
+        if (reply_str((*q)->element[i]) && job_id_valid(reply_str((*q)->element[i])))
+            ids[n++] = reply_str((*q)->element[i]);
+    for (size_t i = 0; i < (*a)->elements; i++)
+        if (reply_str((*a)->element[i]) && job_id_valid(reply_str((*a)->element[i])))
+            ids[n++] = reply_str((*a)->element[i]);
+    qsort(ids, n, sizeof *ids, id_newer_first);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!k || strcmp(ids[k - 1], ids[i]) != 0) ids[k++] = ids[i];
+    *out = ids;
+    return (long)k;
+}
+
 int coord_list(coordinator_t *c, const char *state, long offset, long limit, json_t **out)
 {
     job_state_t want = JOB_QUEUED;
@@ -337,55 +443,40 @@ int coord_list(coordinator_t *c, const char *state, long offset, long limit, jso
     long matched = 0;
     int broken = 0, code = COORD_OK;
     enum { CHUNK = 200 };
-    for (long start = 0; start < LIST_SCAN_MAX; start += CHUNK) {
-        redisReply *ids = redisCommand(rc, "ZREVRANGE %s %ld %ld", KEY_JOBS, start, start + CHUNK - 1);
-        if (!ids || ids->type != REDIS_REPLY_ARRAY) {
-            broken = !ids;
-            if (ids) freeReplyObject(ids);
+    if (filter && !job_state_terminal(want)) {
+        /* Queued, running, restarting: only the queue and the active set, not the
+         * history (which retention bounds, but which may hold 10,000 finished jobs). */
+        redisReply *q = NULL, *a = NULL;
+        const char **ids = NULL;
+        long n = active_ids(rc, &q, &a, &ids);
+        if (n < 0) {
+            broken = !q || !a;
             code = COORD_EUNAVAIL;
-            break;
         }
-        size_t n = ids->elements;
-        for (size_t i = 0; i < n; i++) {
-            char key[128];
-            snprintf(key, sizeof key, KEY_JOB, reply_str(ids->element[i]) ? reply_str(ids->element[i]) : "");
-            const char *argv[2 + NSUMMARY];
-            size_t len[2 + NSUMMARY];
-            argv[0] = "HMGET";
-            argv[1] = key;
-            for (size_t f = 0; f < NSUMMARY; f++) argv[2 + f] = SUMMARY_FIELDS[f];
-            for (size_t f = 0; f < 2 + NSUMMARY; f++) len[f] = strlen(argv[f]);
-            redisAppendCommandArgv(rc, (int)(2 + NSUMMARY), argv, len);
-        }
-        for (size_t i = 0; i < n; i++) {
-            redisReply *r = NULL;
-            if (redisGetReply(rc, (void **)&r) != REDIS_OK || !r) {
-                broken = 1;
+        for (long start = 0; code == COORD_OK && start < n; start += CHUNK)
+            code = list_read(rc, ids + start, (size_t)(n - start < CHUNK ? n - start : CHUNK), filter, want, offset,
+                             limit, jobs, &matched, &broken);
+        free(ids);
+        if (q) freeReplyObject(q);
+        if (a) freeReplyObject(a);
+    } else {
+        /* Everything, or a final state: the history, newest first, at most
+         * LIST_SCAN_MAX ids (retention keeps it below that: --keep-jobs). */
+        for (long start = 0; start < LIST_SCAN_MAX; start += CHUNK) {
+            redisReply *ids = redisCommand(rc, "ZREVRANGE %s %ld %ld", KEY_JOBS, start, start + CHUNK - 1);
+            if (!ids || ids->type != REDIS_REPLY_ARRAY) {
+                broken = !ids;
+                if (ids) freeReplyObject(ids);
                 code = COORD_EUNAVAIL;
                 break;
             }
-            if (r->type == REDIS_REPLY_ARRAY && r->elements == NSUMMARY && reply_str(r->element[2])) {
-                job_state_t st;
-                int ok = !filter || (job_state_parse(reply_str(r->element[2]), &st) == 0 && st == want);
-                if (ok) {
-                    if (matched >= offset && (long)json_array_size(jobs) < limit) {
-                        json_t *o = json_object();
-                        for (size_t f = 0; f < NSUMMARY; f++) {
-                            const char *v = reply_str(r->element[f]);
-                            int str = f <= 4 || f == 10; /* id..algorithm, reason */
-                            if (f == 11)                 /* simulated: a flag ("1"; absent before it existed) */
-                                json_object_set_new(o, SUMMARY_FIELDS[f], json_boolean(v && strcmp(v, "1") == 0));
-                            else json_object_set_new(o, SUMMARY_FIELDS[f], str ? json_string(v ? v : "") : typed(v));
-                        }
-                        json_array_append_new(jobs, o);
-                    }
-                    matched++;
-                }
-            }
-            freeReplyObject(r);
+            size_t n = ids->elements;
+            const char *idv[CHUNK];
+            for (size_t i = 0; i < n && i < CHUNK; i++) idv[i] = reply_str(ids->element[i]);
+            code = list_read(rc, idv, n < CHUNK ? n : CHUNK, filter, want, offset, limit, jobs, &matched, &broken);
+            freeReplyObject(ids);
+            if (code != COORD_OK || n < CHUNK) break;
         }
-        freeReplyObject(ids);
-        if (code != COORD_OK || n < CHUNK) break;
     }
     conn_put(c, rc, broken);
     if (code != COORD_OK) {

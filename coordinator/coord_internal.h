@@ -87,6 +87,9 @@ struct coordinator {
     host_t *hosts; /* the cluster's hosts and their states (hosts.h) */
     int nhosts;
     int slots_total, slots_usable; /* all their slots; those of up and slow hosts */
+    int slots_max;                 /* the most slots one host has (memory admission) */
+    double host_memory;            /* bytes per host for admission; 0 = unknown (set at start) */
+    char host_memory_from[24];     /* where the figure came from: "MemTotal", "--host-memory-mb" */
     preflight_mode_t preflight_mode;
     preflight_t pf; /* the benchmark round (preflight.c) */
 };

@@ -20,6 +20,7 @@
 #include "launch.h"
 #include "launcher.h"
 #include "lock.h"
+#include "memest.h"
 #include "simjob.h"
 #include "tickconn.h"
 #include "version.h"
@@ -113,7 +114,7 @@ static void publish_info(coordinator_t *c, double now)
     else freeReplyObject(r);
 }
 
-/* Job history retention (--keep-jobs): at most PRUNE_PER_TICK of the oldest final jobs a
+/* Job history retention (--keep-jobs, --keep-jobs-age): at most PRUNE_PER_TICK of the oldest final jobs a
  * second, so a history far over the limit (a lowered --keep-jobs) shrinks without one
  * long stall of the tick; their directories go with them. */
 #define PRUNE_PER_TICK 100
@@ -121,15 +122,18 @@ static void prune(coordinator_t *c)
 {
     char ids[PRUNE_PER_TICK][JOB_ID_MAX];
     int n = 0;
-    if (tickconn_check(c, jobstore_prune(c->rc, c->cfg.keep_jobs, PRUNE_PER_TICK, ids, &n), "prune") != JS_OK) return;
+    double before = c->cfg.keep_jobs_age_s > 0 ? clock_wall_s() - c->cfg.keep_jobs_age_s : 0;
+    if (tickconn_check(c, jobstore_prune(c->rc, c->cfg.keep_jobs, before, PRUNE_PER_TICK, ids, &n), "prune") != JS_OK)
+        return;
     for (int i = 0; i < n; i++) {
         char dir[PATH_MAX];
         if (coord_job_path(c, ids[i], NULL, dir, sizeof dir) == 0 && fs_remove_tree(dir) != 0)
             clog_printf("job %s: %s: cannot remove: %s", ids[i], dir, strerror(errno));
     }
     if (n)
-        clog_printf("retention: deleted %d finished job%s beyond --keep-jobs %ld (oldest %s)", n, n == 1 ? "" : "s",
-                    c->cfg.keep_jobs, ids[0]);
+        clog_printf("retention: deleted %d finished job%s beyond --keep-jobs %ld or older than --keep-jobs-age "
+                    "%.0f s (oldest %s)",
+                    n, n == 1 ? "" : "s", c->cfg.keep_jobs, c->cfg.keep_jobs_age_s, ids[0]);
 }
 
 /* A reload asked for by coord_cluster_reload (SIGHUP, the API): the launcher learns its
@@ -238,7 +242,7 @@ static void tick(coordinator_t *c)
     }
     if (c->rc && c->have_lock && c->adopted) run_schedule(c, now);
     if (c->rc && second) publish_info(c, now);
-    if (c->rc && c->have_lock && second && c->cfg.keep_jobs > 0) prune(c);
+    if (c->rc && c->have_lock && second && (c->cfg.keep_jobs > 0 || c->cfg.keep_jobs_age_s > 0)) prune(c);
 }
 
 static void *tick_main(void *arg)
@@ -580,10 +584,23 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
             tickconn_broken(c, "lock");
         }
     }
-    clog_printf("pacer-coordinator %s: state %s, redis %s%s, worker %s, %s launcher: %d slot%s on %d host%s",
+    /* Memory admission (api.c): --host-memory-mb, else this machine's MemTotal when the
+     * ranks run here; a hostfile's or Slurm's hosts have no known figure without it. */
+    if (c->cfg.host_memory_mb > 0) {
+        c->host_memory = c->cfg.host_memory_mb * 1024.0 * 1024.0;
+        snprintf(c->host_memory_from, sizeof c->host_memory_from, "--host-memory-mb");
+    } else if (launcher_kind(c->launcher) == LAUNCHER_LOCAL && (c->host_memory = memest_meminfo("MemTotal")) > 0) {
+        snprintf(c->host_memory_from, sizeof c->host_memory_from, "MemTotal");
+    } else {
+        c->host_memory = 0;
+    }
+    char memtxt[32];
+    clog_printf("pacer-coordinator %s: state %s, redis %s%s, worker %s, %s launcher: %d slot%s on %d host%s, "
+                "memory per host %s",
                 PACER_VERSION, c->state_dir, c->redis_url_shown, c->embedded_on ? " (embedded)" : "", c->worker,
                 launcher_name(c->launcher), c->slots_total, c->slots_total == 1 ? "" : "s", c->nhosts,
-                c->nhosts == 1 ? "" : "s");
+                c->nhosts == 1 ? "" : "s",
+                c->host_memory > 0 ? memest_fmt(c->host_memory, memtxt, sizeof memtxt) : "unknown (not checked)");
     if (pthread_create(&c->tick_thread, NULL, tick_main, c) != 0) {
         snprintf(err, errlen, "cannot start the tick thread");
         rc = COORD_EINTERNAL;

@@ -81,7 +81,12 @@ typedef struct {
     int ndata_roots;
     long keep_jobs;             /* 10000: job history kept (final jobs beyond it, oldest
                                      first, are deleted with their directory); 0 = all */
+    double keep_jobs_age_s;     /* 0: also delete final jobs that finished longer ago than
+                               this (with their directories); 0 = no age limit */
     double host_probe_s;        /* 5: a lost host is probed this often until it is back */
+    double host_memory_mb;      /* memory of each host, MiB, for admission (422 when a job's ranks
+                              on one host need more, common/memest.h); 0 = the local
+                              launcher's MemTotal, unknown (not checked) for the others */
     const char *preflight;      /* benchmark the hosts before a job's first launch (preflight.h):
                                      "auto" (NULL: when a usable host of 2+ has no profile for
                                      its model), "always", "off" */

@@ -26,9 +26,10 @@ static int usable(const host_t *h) { return h->state == HOST_UP || h->state == H
 
 static void recount(coordinator_t *c)
 {
-    c->slots_total = c->slots_usable = 0;
+    c->slots_total = c->slots_usable = c->slots_max = 0;
     for (int i = 0; i < c->nhosts; i++) {
         c->slots_total += c->hosts[i].slots;
+        if (c->hosts[i].slots > c->slots_max) c->slots_max = c->hosts[i].slots;
         if (usable(&c->hosts[i])) c->slots_usable += c->hosts[i].slots;
     }
 }

@@ -438,39 +438,66 @@ out:
 }
 
 /* KEYS: pacer:jobs, the job hash. ARGV: id. Deletes a final job; 1 when it did. */
+/* KEYS: pacer:jobs, the job hash; ARGV: the id, a cutoff (0 = none): with a cutoff only
+ * a job that finished before it goes (one without a finished time: by its submission). */
 static const char PRUNE_LUA[] = "local st = redis.call('HGET', KEYS[2], 'state')\n"
                                 "if st == 'QUEUED' or st == 'RUNNING' or st == 'RESTARTING' then return 0 end\n"
+                                "local cut = tonumber(ARGV[2]) or 0\n"
+                                "if cut > 0 then\n"
+                                "  local t = tonumber(redis.call('HGET', KEYS[2], 'finished') or '')\n"
+                                "  if not t then t = tonumber(redis.call('HGET', KEYS[2], 'submitted') or '') end\n"
+                                "  if t and t >= cut then return 0 end\n"
+                                "end\n"
                                 "redis.call('DEL', KEYS[2])\n"
                                 "redis.call('ZREM', KEYS[1], ARGV[1])\n"
                                 "return 1\n";
 
-int jobstore_prune(redisContext *c, long keep, int max, char (*ids)[JOB_ID_MAX], int *n)
+/* Runs PRUNE_LUA on each id of r (an array reply), appending the deleted ones. */
+static int prune_ids(redisContext *c, const redisReply *r, long long at_most, double cut, int max,
+                     char (*ids)[JOB_ID_MAX], int *n)
 {
-    *n = 0;
-    if (keep <= 0 || max <= 0) return JS_OK;
-    redisReply *r = redisCommand(c, "ZCARD %s", KEY_JOBS);
-    if (!reply_ok(r)) return done(r);
-    long long card = reply_int(r, 0);
-    freeReplyObject(r);
-    if (card <= keep) return JS_OK;
-    long long excess = card - keep < max ? card - keep : max;
-    r = redisCommand(c, "ZRANGE %s 0 %lld", KEY_JOBS, excess - 1);
-    if (!reply_ok(r) || r->type != REDIS_REPLY_ARRAY) return done(r);
-    int rc = JS_OK;
-    for (size_t i = 0; i < r->elements && (long long)i < excess; i++) {
+    char cuts[32];
+    snprintf(cuts, sizeof cuts, "%.3f", cut > 0 ? cut : 0);
+    for (size_t i = 0; i < r->elements && (long long)i < at_most && *n < max; i++) {
         const char *id = reply_str(r->element[i]);
         if (!id || !job_id_valid(id)) continue; /* not ours to interpret */
         char key[160];
         snprintf(key, sizeof key, KEY_JOB, id);
-        redisReply *d = redisCommand(c, "EVAL %s 2 %s %s %s", PRUNE_LUA, KEY_JOBS, key, id);
-        if (!reply_ok(d)) {
-            rc = done(d);
-            break;
-        }
+        redisReply *d = redisCommand(c, "EVAL %s 2 %s %s %s %s", PRUNE_LUA, KEY_JOBS, key, id, cuts);
+        if (!reply_ok(d)) return done(d);
         if (reply_int(d, 0) == 1) snprintf(ids[(*n)++], JOB_ID_MAX, "%s", id);
         freeReplyObject(d);
     }
-    freeReplyObject(r);
+    return JS_OK;
+}
+
+int jobstore_prune(redisContext *c, long keep, double before, int max, char (*ids)[JOB_ID_MAX], int *n)
+{
+    *n = 0;
+    if (max <= 0) return JS_OK;
+    int rc = JS_OK;
+    if (keep > 0) {
+        redisReply *r = redisCommand(c, "ZCARD %s", KEY_JOBS);
+        if (!reply_ok(r)) return done(r);
+        long long card = reply_int(r, 0);
+        freeReplyObject(r);
+        if (card > keep) {
+            long long excess = card - keep < max ? card - keep : max;
+            r = redisCommand(c, "ZRANGE %s 0 %lld", KEY_JOBS, excess - 1);
+            if (!reply_ok(r) || r->type != REDIS_REPLY_ARRAY) return done(r);
+            rc = prune_ids(c, r, excess, 0, max, ids, n);
+            freeReplyObject(r);
+            if (rc != JS_OK) return rc;
+        }
+    }
+    /* By age: a job submitted after the cutoff cannot have finished before it, so the
+     * candidates are the oldest by submission (the score), at most what is left of max. */
+    if (before > 0 && *n < max) {
+        redisReply *r = redisCommand(c, "ZRANGEBYSCORE %s -inf (%.3f LIMIT 0 %d", KEY_JOBS, before, max - *n);
+        if (!reply_ok(r) || r->type != REDIS_REPLY_ARRAY) return done(r);
+        rc = prune_ids(c, r, max, before, max, ids, n);
+        freeReplyObject(r);
+    }
     return rc;
 }
 

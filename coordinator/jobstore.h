@@ -116,10 +116,12 @@ int jobstore_expire_job_keys(redisContext *c, const char *id, int world);
 
 /* Job history retention: when pacer:jobs holds more than keep ids, looks at the oldest
  * (at most max of them) and deletes those that are final (hash and pacer:jobs member; a
- * job still queued or running is kept whatever its age). Writes the deleted ids into
- * ids (max entries of JOB_ID_MAX), *n their count. keep <= 0 keeps everything. Bounded:
- * one ZCARD, one ZRANGE of at most max, one script call per id. */
-int jobstore_prune(redisContext *c, long keep, int max, char (*ids)[JOB_ID_MAX], int *n);
+ * job still queued or running is kept whatever its age); then, with before > 0, final
+ * jobs that finished before that time (seconds since the epoch), looking at no more
+ * than the max - deleted oldest submitted before it. Writes the deleted ids into ids
+ * (max entries of JOB_ID_MAX), *n their count. keep <= 0: no count limit. Bounded: one
+ * ZCARD, a ZRANGE and a ZRANGEBYSCORE of at most max, one script call per id. */
+int jobstore_prune(redisContext *c, long keep, double before, int max, char (*ids)[JOB_ID_MAX], int *n);
 
 /* Parses a Redis stream id "MS-SEQ" (or "MS", SEQ = 0): decimal digits only, each part
  * at most 20 digits and at most 2^64 - 1, as Redis's own parser requires. An id that

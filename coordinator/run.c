@@ -454,7 +454,8 @@ static void after_probing(coordinator_t *c, coord_run_t *r, double now)
         return;
     }
     char reason[sizeof r->resize_reason];
-    snprintf(reason, sizeof reason, "lost host%s %s (%.200s)", n == 1 ? "" : "s", lost, why);
+    /* bounded parts: the reason is one line of a few hundred bytes; a long list is cut */
+    snprintf(reason, sizeof reason, "lost host%s %.90s (%.200s)", n == 1 ? "" : "s", lost, why);
     relaunch_soon(c, r, r->probe_oc, r->probe_code, reason, now);
 }
 
@@ -494,7 +495,8 @@ static void grow_check(coordinator_t *c, coord_run_t *r, double now)
         int k = snprintf(back + used, sizeof back - used, "%s%s", used ? ", " : "", h->name);
         if (k > 0 && (size_t)k < sizeof back - used) used += (size_t)k;
     }
-    snprintf(r->resize_reason, sizeof r->resize_reason, "grow at the checkpoint: %s%s", back[0] ? back : "more slots",
+    snprintf(r->resize_reason, sizeof r->resize_reason, "grow at the checkpoint: %.250s%s",
+             back[0] ? back : "more slots",
              back[0] ? (strchr(back, ',') ? " are usable again" : " is usable again") : " are usable");
     r->grow_armed = 0;
     start_kill(c, r, KILL_RESIZE, now);

@@ -72,6 +72,8 @@ enum {
     O_DATA_ROOT,
     O_KEEP_JOBS,
     O_HOST_PROBE,
+    O_HOST_MEMORY,
+    O_KEEP_JOBS_AGE,
     O_PREFLIGHT,
     O_PREFLIGHT_STEPS,
     O_PREFLIGHT_TIMEOUT,
@@ -107,8 +109,8 @@ static const opt_row_t OPTIONS[] = {
      "once)",
      O_CONNS_PER_CLIENT},
     {"header-timeout", 1, "S",
-     "close a connection whose request headers are still incomplete after S idle "
-     "seconds (default 10)",
+     "close a connection whose request headers are not complete S seconds after it "
+     "was opened or its previous request ended, however slowly it sends (default 10)",
      O_HEADER_TIMEOUT},
     {"data-root", 1, "DIR",
      "a job's dataset.path must resolve under DIR (repeatable; default " COORD_DATA_ROOT_DEBIAN
@@ -118,6 +120,16 @@ static const opt_row_t OPTIONS[] = {
      "job history: delete the oldest finished jobs beyond N, with their directories "
      "(default 10000; 0 = keep all)",
      O_KEEP_JOBS},
+    {"keep-jobs-age", 1, "AGE",
+     "job history: also delete finished jobs that ended longer than AGE ago, with "
+     "their directories; seconds, or a number with s, m, h or d (7d) (default 0 = "
+     "no age limit)",
+     O_KEEP_JOBS_AGE},
+    {"host-memory-mb", 1, "MB",
+     "refuse (422) a job whose ranks on one host need more memory than MB by the "
+     "estimate (model, activations for the largest batch, data sets) (default: "
+     "MemTotal with the local launcher; not checked for other launchers)",
+     O_HOST_MEMORY},
     {"oversubscribe-factor", 1, "X",
      "refuse (422) a job with more ranks than the cluster's slots times X "
      "(default 4; simulated jobs are not counted)",
@@ -448,6 +460,28 @@ static int parse_num(const char *opt, const char *s, double min, double *out)
     return -1;
 }
 
+/* A duration: seconds, or a number with a unit s, m, h, d ("7d"), in [0, NUM_OPT_MAX] s. */
+static int parse_duration(const char *opt, const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    double unit = 1;
+    if (end != s && *end && !end[1]) {
+        unit = *end == 's' ? 1 : *end == 'm' ? 60 : *end == 'h' ? 3600 : *end == 'd' ? 86400 : 0;
+        if (unit > 0) end++;
+    }
+    if (errno || *end || end == s || !(v >= 0 && v * unit <= NUM_OPT_MAX)) {
+        fprintf(stderr,
+                "pacer-coordinator: --%s: '%s' is not a duration (seconds, or a number with s, m, h or d) "
+                "between 0 and %.0f s\n",
+                opt, s, NUM_OPT_MAX);
+        return -1;
+    }
+    *out = v * unit;
+    return 0;
+}
+
 static int run_daemon(const cli_t *o)
 {
     /* Signals are taken synchronously by this thread (sigwait); every thread the
@@ -558,6 +592,10 @@ int main(int argc, char **argv)
             }
             o.cfg.oversubscribe = v;
             break;
+        case O_KEEP_JOBS_AGE:
+            if (parse_duration(name, optarg, &v) != 0) return 2;
+            o.cfg.keep_jobs_age_s = v;
+            break;
         case O_STATE: o.state = optarg; break;
         case O_SINCE: o.since = optarg; break;
         case O_JSON: o.json = 1; break;
@@ -592,6 +630,7 @@ int main(int argc, char **argv)
         case O_API_CACHE:
         case O_SIM_SLOTS:
         case O_HOST_PROBE:
+        case O_HOST_MEMORY:
         case O_PREFLIGHT_STEPS:
         case O_PREFLIGHT_TIMEOUT:
             if (parse_num(name, optarg, 0, &v) != 0) return 2;
@@ -611,6 +650,7 @@ int main(int argc, char **argv)
             else if (ch == O_API_CACHE) o.http.cache_ms = (int)v;
             else if (ch == O_SIM_SLOTS) o.cfg.sim_slots = v >= 1 ? (int)v : 1;
             else if (ch == O_HOST_PROBE) o.cfg.host_probe_s = v;
+            else if (ch == O_HOST_MEMORY) o.cfg.host_memory_mb = v;
             else if (ch == O_PREFLIGHT_STEPS) o.cfg.preflight_steps = v >= 1 && v <= 1000 ? (int)v : 8;
             else if (ch == O_PREFLIGHT_TIMEOUT) o.cfg.preflight_timeout_s = v;
             else o.limit = (long)v;

@@ -125,6 +125,13 @@ int auth_host_header_parse(const char *value, char *host, size_t len)
         host[i] = (char)tolower(c);
     }
     host[hl] = 0;
+    /* No empty label: "a..b", ".a" or "a.." (one final dot was dropped above) name no
+     * host, and accepting "a.." as "a." would make the parse differ from its own output
+     * (found by fuzz/fuzz_host.c). */
+    if (!bracket && (host[0] == '.' || host[hl - 1] == '.' || strstr(host, ".."))) return -1;
+    /* Brackets hold an IPv6 address and nothing else ("[.]" was accepted as "."). */
+    struct in6_addr a6;
+    if (bracket && inet_pton(AF_INET6, host, &a6) != 1) return -1;
     return 0;
 }
 

@@ -40,7 +40,8 @@ int auth_host_is_loopback(const char *host);
 /* The host of a Host header value ("localhost:8080", "[::1]:80", "Example.org.") into
  * host, lower-cased, without port, brackets or a final dot. Returns 0, or -1 when it is
  * not a host[:port] (empty, bad port, a bare IPv6 address, characters no host name or
- * address has, longer than AUTH_HOST_MAX). */
+ * address has, an empty label as in "a..b", brackets around anything but an IPv6
+ * address, longer than AUTH_HOST_MAX). */
 int auth_host_header_parse(const char *value, char *host, size_t len);
 
 /* 1 when a request with this Host header value may be answered by a server that

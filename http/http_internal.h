@@ -35,7 +35,7 @@ struct http_server {
     int sse_max;
     int sse_per_client;
     int conns_per_client; /* MHD_OPTION_PER_IP_CONNECTION_LIMIT */
-    int header_timeout_s; /* idle timeout until a request's headers are in */
+    int header_timeout_s; /* deadline for a request's headers (server.c, "header deadline") */
     char allowed_hosts[HTTP_ALLOWED_HOSTS_MAX][AUTH_HOST_MAX + 1];
     const char *allowed_ptrs[HTTP_ALLOWED_HOSTS_MAX];
     int nallowed_hosts;
@@ -53,6 +53,15 @@ struct http_server {
     int sse_open;          /* streams counted against sse_max (until their response is freed) */
     int sse_threads;       /* live SSE threads */
     sse_stream_t *streams; /* list of open streams, for shutdown */
+
+    /* The header deadline (server.c): every connection, and whether it is waiting for a
+     * request's headers since `since`; a thread closes the late ones. */
+    pthread_mutex_t hdr_lock; /* the list and every entry's fields */
+    pthread_cond_t hdr_cond;
+    struct hdr_conn *hdr_conns;
+    int hdr_stop;
+    int hdr_thread_on;
+    pthread_t hdr_thread;
 
     pthread_mutex_t prom_lock; /* the /metrics cache */
     char *prom_text;

@@ -6,6 +6,16 @@
  *   body calls               consume the body chunk by chunk, keeping at most the limit.
  *   last call                run the route's handler, which answers exactly once.
  *   completion callback      free the per-request state (success, error and abort alike).
+ *
+ * Header deadline (--header-timeout, Slowloris): libmicrohttpd's connection timeout is an
+ * idle timeout, which a client sending one byte a second never reaches. So every
+ * connection is tracked from accept (MHD_OPTION_NOTIFY_CONNECTION) with the time it began
+ * waiting for a request's headers; the first access-handler call (headers complete) stops
+ * the clock, the completion callback starts it again for the next request on a kept-alive
+ * connection, and a thread shuts down the socket of any connection still waiting after
+ * the deadline (libmicrohttpd then sees the peer gone and closes it). The list is under
+ * hdr_lock, and libmicrohttpd removes a connection from it (NOTIFY_CLOSED) before it
+ * closes the socket, so the thread never shuts down a descriptor that was reused.
  */
 #include "server.h"
 
@@ -268,6 +278,90 @@ static enum MHD_Result body_chunk(http_req_t *rq, const char *data, size_t n)
     return MHD_YES;
 }
 
+/* ---- header deadline ----------------------------------------------------------------------- */
+
+typedef struct hdr_conn {
+    struct hdr_conn *prev, *next;
+    MHD_socket fd;
+    double since; /* monotonic: when it began waiting for headers */
+    int waiting;  /* 1 while a request's headers are not complete */
+} hdr_conn_t;
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    http_server_t *s = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        hdr_conn_t *h = calloc(1, sizeof *h);
+        if (!h || !ci) { /* untracked: it still has libmicrohttpd's idle timeout */
+            free(h);
+            *socket_context = NULL;
+            return;
+        }
+        h->fd = ci->connect_fd;
+        h->since = clock_mono_s();
+        h->waiting = 1;
+        pthread_mutex_lock(&s->hdr_lock);
+        h->next = s->hdr_conns;
+        if (h->next) h->next->prev = h;
+        s->hdr_conns = h;
+        pthread_mutex_unlock(&s->hdr_lock);
+        *socket_context = h;
+    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        hdr_conn_t *h = *socket_context;
+        if (!h) return;
+        pthread_mutex_lock(&s->hdr_lock);
+        if (h->prev) h->prev->next = h->next;
+        else s->hdr_conns = h->next;
+        if (h->next) h->next->prev = h->prev;
+        pthread_mutex_unlock(&s->hdr_lock);
+        free(h);
+        *socket_context = NULL;
+    }
+}
+
+/* waiting = 1: the connection waits for a (next) request's headers from now on. */
+static void hdr_mark(http_server_t *s, struct MHD_Connection *conn, int waiting)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    hdr_conn_t *h = ci ? ci->socket_context : NULL;
+    if (!h) return;
+    pthread_mutex_lock(&s->hdr_lock);
+    h->waiting = waiting;
+    if (waiting) h->since = clock_mono_s();
+    pthread_mutex_unlock(&s->hdr_lock);
+}
+
+#define HDR_SWEEP_S 0.25
+static void *hdr_main(void *arg)
+{
+    http_server_t *s = arg;
+    pthread_mutex_lock(&s->hdr_lock);
+    while (!s->hdr_stop) {
+        struct timespec until;
+        clock_wall_deadline(HDR_SWEEP_S, &until);
+        pthread_cond_timedwait(&s->hdr_cond, &s->hdr_lock, &until);
+        double now = clock_mono_s();
+        int closed = 0;
+        for (hdr_conn_t *h = s->hdr_conns; h; h = h->next)
+            if (h->waiting && now - h->since > s->header_timeout_s) {
+                shutdown(h->fd, SHUT_RDWR);
+                h->waiting = 0; /* once */
+                closed++;
+            }
+        if (closed) {
+            pthread_mutex_unlock(&s->hdr_lock);
+            clog_printf("http: closed %d connection%s whose request headers were not complete %d s after it was "
+                        "opened or its last request ended (--header-timeout)",
+                        closed, closed == 1 ? "" : "s", s->header_timeout_s);
+            pthread_mutex_lock(&s->hdr_lock);
+        }
+    }
+    pthread_mutex_unlock(&s->hdr_lock);
+    return NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
@@ -282,8 +376,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         rq->method = method;
         rq->path = url;
         client_address(conn, rq->client, sizeof rq->client);
-        /* The headers are in: from now on the connection gets the ordinary idle timeout
-         * (the short one, MHD_OPTION_CONNECTION_TIMEOUT, is for headers that dribble in). */
+        /* The headers are in: the deadline stops, and from now on the connection gets the
+         * ordinary idle timeout (the short one, MHD_OPTION_CONNECTION_TIMEOUT, is for
+         * headers that dribble in). */
+        hdr_mark(srv, conn, 0);
         MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S);
         query_init(&rq->query);
         routes_match(method, url, &rq->match);
@@ -314,6 +410,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
     http_req_t *rq = *con_cls;
+    /* A kept-alive connection now waits for its next request's headers: the deadline
+     * starts again. */
+    hdr_mark(cls, conn, 1);
     if (!rq) return;
     free(rq->body);
     free(rq);
@@ -457,6 +556,8 @@ int http_start(coordinator_t *c, const http_config_t *cfg, http_server_t **out, 
     pthread_cond_init(&s->cond, NULL);
     pthread_mutex_init(&s->prom_lock, NULL);
     pthread_mutex_init(&s->job_cache_lock, NULL);
+    pthread_mutex_init(&s->hdr_lock, NULL);
+    pthread_cond_init(&s->hdr_cond, NULL);
     if (static_root_resolve(cfg->static_dir, s->static_dir, sizeof s->static_dir, err, errlen) != 0) goto fail;
     load_openapi(s);
 
@@ -468,14 +569,20 @@ int http_start(coordinator_t *c, const http_config_t *cfg, http_server_t **out, 
     s->daemon = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
                                  s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE,
                                  (unsigned)s->threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->header_timeout_s,
-                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT,
+                                 MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_CONNECTION_TIMEOUT,
+                                 (unsigned)s->header_timeout_s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT,
                                  MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->conns_per_client, MHD_OPTION_END);
     if (!s->daemon) {
         snprintf(err, errlen, "cannot serve HTTP on %s: %s", cfg->listen,
                  errno ? strerror(errno) : "libmicrohttpd failed");
         goto fail;
     }
+    if (pthread_create(&s->hdr_thread, NULL, hdr_main, s) != 0) {
+        snprintf(err, errlen, "cannot start the header-deadline thread");
+        MHD_stop_daemon(s->daemon);
+        goto fail;
+    }
+    s->hdr_thread_on = 1;
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
     s->port = info ? info->port : port;
     clog_printf("http: REST API and dashboard on http://%s%s%s:%d/ (%d threads, static files from %s%s)", v6 ? "[" : "",
@@ -486,6 +593,8 @@ int http_start(coordinator_t *c, const http_config_t *cfg, http_server_t **out, 
     *out = s;
     return 0;
 fail:
+    pthread_cond_destroy(&s->hdr_cond);
+    pthread_mutex_destroy(&s->hdr_lock);
     pthread_mutex_destroy(&s->job_cache_lock);
     pthread_mutex_destroy(&s->prom_lock);
     pthread_cond_destroy(&s->cond);
@@ -505,10 +614,20 @@ void http_stop(http_server_t *s)
     clog_printf("http: stopping");
     MHD_socket lfd = MHD_quiesce_daemon(s->daemon);
     sse_shutdown(s);
+    /* the deadline thread first: MHD_stop_daemon closes every connection's socket */
+    if (s->hdr_thread_on) {
+        pthread_mutex_lock(&s->hdr_lock);
+        s->hdr_stop = 1;
+        pthread_cond_signal(&s->hdr_cond);
+        pthread_mutex_unlock(&s->hdr_lock);
+        pthread_join(s->hdr_thread, NULL);
+    }
     MHD_stop_daemon(s->daemon);
     clog_printf("http: stopped");
     if (lfd != MHD_INVALID_SOCKET) close(lfd);
     for (int i = 0; i < HTTP_JOB_CACHE_SLOTS; i++) free(s->job_cache[i].text);
+    pthread_cond_destroy(&s->hdr_cond);
+    pthread_mutex_destroy(&s->hdr_lock);
     pthread_mutex_destroy(&s->job_cache_lock);
     pthread_mutex_destroy(&s->prom_lock);
     pthread_cond_destroy(&s->cond);

@@ -46,8 +46,9 @@ typedef struct {
     int sse_per_client;     /* streams one client address may hold; 0 = HTTP_SSE_PER_CLIENT_DEFAULT */
     int conns_per_client;   /* connections one client address may hold (more are closed at
                                  accept); 0 = HTTP_CONNS_PER_CLIENT_DEFAULT */
-    int header_timeout_s;   /* a connection whose request headers have not all arrived is
-                                 closed after this many idle seconds (Slowloris); 0 = default */
+    int header_timeout_s;   /* a connection whose request headers are not all in this many
+                                 seconds after it was accepted (or after its previous request
+                                 ended) is closed, however it trickles (Slowloris); 0 = default */
     const char *static_dir; /* NULL = build/static next to the binary, else ./static */
     int threads;            /* worker threads; 0 = HTTP_THREADS_DEFAULT */
     int sse_max;            /* concurrent SSE streams; 0 = HTTP_SSE_MAX_DEFAULT */

@@ -275,7 +275,19 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
     /* Under MPI the world says how many compute (fewer than the spec's workers after an
      * elastic restart, comm_check_world); a process on its own is the spec's one worker. */
     int nworkers = use_mpi ? (async ? world - 1 : world) : spec.workers;
-    int failed = worker_setup_world(&w, &spec, rank, world, nworkers, err, sizeof err) != 0;
+    /* Memory first, before the data sets and the model are allocated: a job too big for
+     * this host is refused with its figures (exit 2), not killed by the kernel half-way.
+     * MemAvailable is the host's, shared by the ranks on it; a simulation's ranks share
+     * one process, its data and (skip_compute) a batch-1 model, so it is not checked. */
+    int host_ranks = 1;
+    if (use_mpi && !sim_active()) {
+        MPI_Comm hc;
+        MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &hc));
+        MPI_Comm_size(hc, &host_ranks);
+        MPI_Comm_free(&hc);
+    }
+    int failed = !sim_active() && worker_check_memory(&spec, nworkers, host_ranks, err, sizeof err) != 0;
+    if (!failed) failed = worker_setup_world(&w, &spec, rank, world, nworkers, err, sizeof err) != 0;
     if (failed) fprintf(stderr, "pacer-worker%s: %s\n", rank ? " (rank>0)" : "", err);
     if (!failed && opts->batch_plan && worker_apply_batch_plan(&w, opts->batch_plan, err, sizeof err) != 0) {
         failed = 1;

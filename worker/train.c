@@ -21,6 +21,7 @@
 #include "clock.h"
 #include "emulate.h"
 #include "hostname.h"
+#include "memest.h"
 #include "planner.h"
 #include "sim.h"
 
@@ -474,6 +475,42 @@ void worker_schedule_steps(worker_t *w, long per_epoch)
 int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char *err, size_t errlen)
 {
     return worker_setup_world(w, spec, rank, world, spec->workers, err, errlen);
+}
+
+/* Bytes this process maps now (VmSize, what RLIMIT_AS counts); -1 if unknown. */
+static double mapped_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "re");
+    unsigned long long pages;
+    int ok = f && fscanf(f, "%llu", &pages) == 1;
+    if (f) fclose(f);
+    return ok ? (double)pages * (double)sysconf(_SC_PAGESIZE) : -1;
+}
+
+int worker_check_memory(const job_spec_t *spec, int nworkers, int host_ranks, char *err, size_t errlen)
+{
+    memest_t e;
+    if (memest_rank(spec, nworkers, &e) != 0) return 0; /* the spec parser knows every model */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        double mapped = mapped_bytes(), limit = (double)rl.rlim_cur;
+        if (mapped >= 0) {
+            char where[128], a[32], b[32];
+            snprintf(where, sizeof where,
+                     "address space this process has left under RLIMIT_AS (ulimit -v %s, %s mapped)",
+                     memest_fmt(limit, a, sizeof a), memest_fmt(mapped, b, sizeof b));
+            if (memest_check(&e, 1, limit - mapped, where, err, errlen) != 0) return -1;
+        }
+    }
+    double avail = memest_meminfo("MemAvailable");
+    if (avail > 0) {
+        char host[256], where[320];
+        hostname_once(host, sizeof host);
+        snprintf(where, sizeof where, "MemAvailable on %s (for its %d rank%s)", host, host_ranks,
+                 host_ranks == 1 ? "" : "s");
+        if (memest_check(&e, host_ranks, avail, where, err, errlen) != 0) return -1;
+    }
+    return 0;
 }
 
 int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world, int nworkers, char *err, size_t errlen)

@@ -1014,6 +1014,117 @@ static void test_daemon_second_refused(void **state)
     assert_non_null(strstr(err, "another coordinator"));
 }
 
+/* --keep-jobs-age: jobstore_prune deletes final jobs that finished before the cutoff
+ * (by their finished time, not their submission), keeps newer ones and never a job
+ * that is still queued, whatever its age; the count rule still applies beside it. */
+static void test_prune_by_age(void **state)
+{
+    fixture_t *fx = *state;
+    char ids[6][COORD_ID_MAX], err[ERRLEN];
+    for (int i = 0; i < 6; i++) snprintf(ids[i], sizeof ids[i], "%s", submit(fx, SPEC));
+    /* j-1..j-5 cancelled (final); j-6 stays queued */
+    for (int i = 0; i < 5; i++) assert_int_equal(coord_cancel(fx->client, ids[i], err, sizeof err), COORD_OK);
+    /* finished 1000 s ago: j-1, j-2 and the queued j-6 (its submission too); j-3 finished
+     * long ago but was submitted now (cannot happen, and must not matter); j-4, j-5 now */
+    double now = (double)time(NULL);
+    const char *old[] = {ids[0], ids[1], ids[5]};
+    for (int i = 0; i < 3; i++) {
+        redisReply *r = redisCommand(fx->rc, "HSET pacer:job:%s finished %.3f submitted %.3f", old[i], now - 1000,
+                                     now - 1000);
+        assert_non_null(r);
+        freeReplyObject(r);
+        r = redisCommand(fx->rc, "ZADD pacer:jobs %.3f %s", now - 1000, old[i]);
+        freeReplyObject(r);
+    }
+    redisReply *r = redisCommand(fx->rc, "HSET pacer:job:%s finished %.3f", ids[2], now - 1000);
+    freeReplyObject(r);
+    char del[8][JOB_ID_MAX];
+    int n = -1;
+    assert_int_equal(jobstore_prune(fx->rc, 0, now - 500, 8, del, &n), JS_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(del[0], ids[0]);
+    assert_string_equal(del[1], ids[1]);
+    /* the cutoff in the future: every final job goes, the queued one stays */
+    assert_int_equal(jobstore_prune(fx->rc, 0, now + 10, 8, del, &n), JS_OK);
+    assert_int_equal(n, 3);
+    r = redisCommand(fx->rc, "ZRANGE pacer:jobs 0 -1");
+    assert_int_equal(r->elements, 1);
+    assert_string_equal(r->element[0]->str, ids[5]);
+    freeReplyObject(r);
+    /* neither rule set: nothing happens */
+    assert_int_equal(jobstore_prune(fx->rc, 0, 0, 8, del, &n), JS_OK);
+    assert_int_equal(n, 0);
+}
+
+/* Memory admission at submission (api.c memory_fits, common/memest.h): with hosts of 2
+ * and 1 slots and --host-memory-mb 200, an ssgd lenet5 job (about 62 MiB a rank: the
+ * data set as kept dominates) fits with 3 workers (by-slot placement: at most 2 ranks on
+ * the larger host) and not with 4 (2 rounds of 2 slots: 4 ranks there, about 250 MiB);
+ * the refusal names the figures. A client (coordinator_open) does not check: it does
+ * not know the hosts. */
+static void test_daemon_memory_admission(void **state)
+{
+    fixture_t *fx = *state;
+    char hf[200], err[ERRLEN] = "", id[COORD_ID_MAX];
+    snprintf(hf, sizeof hf, "%s/hosts", fx->dir);
+    write_text(hf, "localhost slots=2\n127.0.0.1 slots=1\n");
+    fx->cfg.hostfile = hf;
+    fx->cfg.host_memory_mb = 200;
+    plan(fx, "wait\n");
+    start_daemon(fx);
+    static const char FOUR[] = "{\"name\": \"m\", \"model\": \"lenet5\", \"dataset\": {\"name\": \"fashion-mnist\"}, "
+                               "\"algorithm\": {\"name\": \"ssgd\"}, \"workers\": 4}";
+    assert_int_equal(coord_submit(fx->daemon, FOUR, id, sizeof id, err, sizeof err), COORD_ENOFIT);
+    if (!strstr(err, "= 4 ranks x") || !strstr(err, "200 MiB of each host of the cluster (--host-memory-mb)"))
+        fail_msg("refusal: %s", err);
+    static const char THREE[] = "{\"name\": \"m\", \"model\": \"lenet5\", \"dataset\": {\"name\": \"fashion-mnist\"}, "
+                                "\"algorithm\": {\"name\": \"ssgd\"}, \"workers\": 3}";
+    int rc = coord_submit(fx->daemon, THREE, id, sizeof id, err, sizeof err);
+    if (rc != COORD_OK) fail_msg("3 workers refused: %s", err);
+    assert_int_equal(coord_cancel(fx->client, id, err, sizeof err), COORD_OK);
+    /* the client does not know the hosts: no memory check there */
+    assert_int_equal(coord_submit(fx->client, FOUR, id, sizeof id, err, sizeof err), COORD_OK);
+    assert_int_equal(coord_cancel(fx->client, id, err, sizeof err), COORD_OK);
+}
+
+/* A list filtered by a state a job can still leave (QUEUED, RUNNING, RESTARTING) reads
+ * only pacer:queue and pacer:active, not the whole history: a history entry that claims
+ * to be QUEUED but is in neither is not listed (it would be with a scan). Newest first,
+ * paged, total counted; a final state still reads the history. */
+static void test_list_state_reads_active_sets(void **state)
+{
+    fixture_t *fx = *state;
+    char ids[3][COORD_ID_MAX], err[ERRLEN];
+    for (int i = 0; i < 3; i++) snprintf(ids[i], sizeof ids[i], "%s", submit(fx, SPEC));
+    assert_int_equal(coord_cancel(fx->client, ids[1], err, sizeof err), COORD_OK);
+    redisReply *r = redisCommand(fx->rc, "HSET pacer:job:j-99 id j-99 state QUEUED name ghost");
+    freeReplyObject(r);
+    r = redisCommand(fx->rc, "ZADD pacer:jobs 1 j-99");
+    freeReplyObject(r);
+    json_t *o = NULL;
+    assert_int_equal(coord_list(fx->client, "QUEUED", 0, 10, &o), COORD_OK);
+    if (jint(o, "total") != 2) {
+        char *t = json_dumps(o, 0);
+        fail_msg("QUEUED: %s", t);
+    }
+    json_t *jobs = json_object_get(o, "jobs");
+    assert_int_equal(json_array_size(jobs), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(jobs, 0), "id")), ids[2]);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(jobs, 1), "id")), ids[0]);
+    json_decref(o);
+    assert_int_equal(coord_list(fx->client, "QUEUED", 1, 1, &o), COORD_OK);
+    assert_int_equal(jint(o, "total"), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(o, "jobs"), 0), "id")), ids[0]);
+    json_decref(o);
+    assert_int_equal(coord_list(fx->client, "CANCELLED", 0, 10, &o), COORD_OK);
+    assert_int_equal(jint(o, "total"), 1);
+    json_decref(o);
+    /* unfiltered: the history, the ghost included */
+    assert_int_equal(coord_list(fx->client, NULL, 0, 10, &o), COORD_OK);
+    assert_int_equal(jint(o, "total"), 4);
+    json_decref(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1026,6 +1137,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_api_metrics_nodes_events, setup, teardown),
         cmocka_unit_test_setup_teardown(test_api_redis_down, setup, teardown),
         cmocka_unit_test_setup_teardown(test_api_retry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prune_by_age, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list_state_reads_active_sets, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dynbatch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_restarts_then_succeeds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_bad_input_not_retried, setup, teardown),
@@ -1037,6 +1150,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_daemon_stop_jobs_on_exit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_stale_heartbeat, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_slots, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_memory_admission, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_second_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memest.h"
 #include "model.h"
 #include "rng.h"
 
@@ -192,11 +193,49 @@ static void test_fd_resnet20(void **state)
     fd_check("resnet20", 3, 32, 32, 1e-3f, 1e-1);
 }
 
+/* common/memest.c keeps each model's sizes as constants (the coordinator may not see
+ * model/): they must be what model_create allocates, at every batch, or admission
+ * (422 at submission) and the worker's check before it allocates would drift. */
+static void test_memest_matches_models(void **state)
+{
+    (void)state;
+    static const char *const NAMES[] = {"mlp", "lenet5", "cifar10_quick", "resnet20"};
+    static const int BATCHES[] = {1, 5, 32};
+    for (size_t i = 0; i < sizeof NAMES / sizeof NAMES[0]; i++) {
+        const memest_model_t *e = memest_model(NAMES[i]);
+        assert_non_null(e);
+        for (size_t k = 0; k < sizeof BATCHES / sizeof BATCHES[0]; k++) {
+            int B = BATCHES[k];
+            model_t *m = NULL;
+            char err[256];
+            assert_int_equal(model_create(NAMES[i], B, &m, err, sizeof err), 0);
+            size_t argmax = 0, aux = 0;
+            for (int l = 0; l < m->nlayers; l++) {
+                const layer_t *L = &m->layers[l];
+                if (L->kind == LAYER_MAXPOOL) argmax += (size_t)B * L->OC * L->OH * L->OW;
+                if (L->kind == LAYER_BN) aux += 2 * (size_t)L->C;
+            }
+            if ((size_t)e->params != m->nparams || (size_t)e->buffers != m->nbuffers ||
+                (size_t)e->fixed != aux + m->ws_floats || (size_t)e->acts_per_sample * B != m->act_floats ||
+                (size_t)e->argmax_per_sample * B != argmax || e->input_per_sample != m->C * m->H * m->W ||
+                e->classes != m->num_classes)
+                fail_msg("memest row of %s at batch %d: params %ld/%zu buffers %ld/%zu fixed %ld/%zu acts %ld/%zu "
+                         "argmax %ld/%zu input %ld/%d (common/memest.c against model_create)",
+                         NAMES[i], B, e->params, m->nparams, e->buffers, m->nbuffers, e->fixed, aux + m->ws_floats,
+                         e->acts_per_sample * B, m->act_floats, e->argmax_per_sample * B, argmax, e->input_per_sample,
+                         m->C * m->H * m->W);
+            model_free(m);
+        }
+    }
+    assert_null(memest_model("vgg"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_param_counts),     cmocka_unit_test(test_fd_mlp),      cmocka_unit_test(test_fd_lenet5),
-        cmocka_unit_test(test_fd_cifar10_quick), cmocka_unit_test(test_fd_resnet20),
+        cmocka_unit_test(test_param_counts), cmocka_unit_test(test_fd_mlp),
+        cmocka_unit_test(test_fd_lenet5),    cmocka_unit_test(test_fd_cifar10_quick),
+        cmocka_unit_test(test_fd_resnet20),  cmocka_unit_test(test_memest_matches_models),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

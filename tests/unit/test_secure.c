@@ -188,8 +188,12 @@ static void test_host_header(void **state)
     assert_string_equal(h, "::1");
     assert_int_equal(auth_host_header_parse("127.0.0.1", h, sizeof h), 0);
     assert_string_equal(h, "127.0.0.1");
-    const char *bad[] = {"",         ":80",   "::1",       "[::1", "[::1]x", "a:b:c",  "host:", "host:123456",
-                         "host:80x", "ho st", "host/path", "h@st", "[]",     "[::1]:", "x:-1"};
+    const char *bad[] = {"", ":80", "::1", "[::1", "[::1]x", "a:b:c", "host:", "host:123456", "host:80x", "ho st",
+                         "host/path", "h@st", "[]", "[::1]:", "x:-1",
+                         /* empty labels (fuzz_host): */
+                         "127001..", "a..b", ".a", ".", "..:80",
+                         /* brackets without an IPv6 address (fuzz_host): */
+                         "[.]", "[localhost]", "[127.0.0.1]:80"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         assert_int_equal(auth_host_header_parse(bad[i], h, sizeof h), -1);
     char longname[300];

@@ -4,7 +4,8 @@
 # tests/run.sh BUILD only NAME... - only the named tests (test_coordinator, async_accuracy,
 #   ...), unit programs and integration scripts alike (tests/stress.sh uses it).
 # Unit tests are cmocka programs (build/tests/test_*); each cmocka test case counts once.
-# Integration tests are scripts in tests/integration/*.sh, run from the repo root with
+# Integration tests are scripts in tests/integration/*.sh (a few of them in a second lane,
+# TEST_LANES below), run from the repo root with
 # BUILD exported; each counts once; exit 0 = pass, 77 = skip (the automake convention,
 # with the reason on stdout), anything else = fail. A test that fails prints its output.
 set -u
@@ -55,22 +56,55 @@ if [ "$WHAT" = all ] || [ "$WHAT" = unit ] || [ "$WHAT" = only ]; then
     done
 fi
 
+# run_integ SCRIPT LOG - one integration script: its verdict line, and the counters.
+run_integ() {
+    name=$(basename "$1" .sh)
+    start=$(date +%s)
+    sh "$1" >"$2" 2>&1
+    status=$?
+    dur=$(( $(date +%s) - start ))
+    case $status in
+        0) passed=$((passed + 1)); echo "integ $name: passed (${dur}s)" ;;
+        77) skipped=$((skipped + 1)); echo "integ $name: skipped: $(grep -m1 -i 'skip' "$2")" ;;
+        *) failed=$((failed + 1)); failures="$failures $name"
+           echo "integ $name: FAILED (exit $status, ${dur}s)"; sed 's/^/      | /' "$2" | tail -60 ;;
+    esac
+}
+
+# A second lane (TEST_LANES=2, the default; 1 runs everything in turn): these scripts
+# spend most of their time waiting for a heartbeat or lock timeout, so they run beside
+# the others on the cores that waiting leaves idle. Each is in tests/stress.sh's list,
+# which runs them while two busy processes load both cores: they pass on a loaded
+# machine. Their output comes after the first lane's.
+BESIDE="coordinator_redis coordinator_heartbeat coordinator_lock"
+TEST_LANES=${TEST_LANES:-2}
+beside() { [ "$TEST_LANES" -ge 2 ] && case " $BESIDE " in *" $1 "*) true ;; *) false ;; esac; }
+
 if [ "$WHAT" = all ] || [ "$WHAT" = integration ] || [ "$WHAT" = only ]; then
+    lane_out=$(mktemp) lane_counts=$(mktemp) lane_log=$(mktemp)
+    trap 'rm -f "$log" "$lane_out" "$lane_counts" "$lane_log"' EXIT
+    (
+        passed=0 failed=0 skipped=0 failures=""
+        for t in tests/integration/*.sh; do
+            [ -f "$t" ] || continue
+            n=$(basename "$t" .sh)
+            beside "$n" && wanted "$n" || continue
+            run_integ "$t" "$lane_log"
+        done >"$lane_out"
+        echo "$passed $failed $skipped $failures" >"$lane_counts"
+    ) &
+    lane_pid=$!
     for t in tests/integration/*.sh; do
         [ -f "$t" ] || continue
-        name=$(basename "$t" .sh)
-        wanted "$name" || continue
-        start=$(date +%s)
-        sh "$t" >"$log" 2>&1
-        status=$?
-        dur=$(( $(date +%s) - start ))
-        case $status in
-            0) passed=$((passed + 1)); echo "integ $name: passed (${dur}s)" ;;
-            77) skipped=$((skipped + 1)); echo "integ $name: skipped: $(grep -m1 -i 'skip' "$log")" ;;
-            *) failed=$((failed + 1)); failures="$failures $name"
-               echo "integ $name: FAILED (exit $status, ${dur}s)"; sed 's/^/      | /' "$log" | tail -60 ;;
-        esac
+        n=$(basename "$t" .sh)
+        wanted "$n" || continue
+        beside "$n" && continue
+        run_integ "$t" "$log"
     done
+    wait "$lane_pid"
+    cat "$lane_out"
+    read -r p f s fl <"$lane_counts"
+    passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s)); failures="$failures${fl:+ $fl}"
 fi
 
 # A name given to "only" that matches no test is a failure, not a silent no-op.

@@ -32,23 +32,26 @@
 #define BENCH_HOSTS_MAX 256 /* names in ?hosts= (the launcher's host limit) */
 #define PROM_JOBS_PAGES 20
 
-/* ---- shared answers ----------------------------------------------------------------------------- */
+/* ---- shared answers (handlers.h: the other handler files use them too) ----------------------------------------------------------------------------- */
 
-static int problem(http_req_t *rq, json_t *p)
+int handler_problem(http_req_t *rq, json_t *p)
 {
     problem_set_instance(p, rq->path);
     return respond_problem(rq->conn, p, NULL, 0);
 }
 
-static int coord_error(http_req_t *rq, int code, const char *err) { return problem(rq, problem_from_coord(code, err)); }
+int handler_coord_error(http_req_t *rq, int code, const char *err)
+{
+    return handler_problem(rq, problem_from_coord(code, err));
+}
 
 /* A bad query parameter: err starts with its name ("limit: must be ..."). */
-static int bad_parameter(http_req_t *rq, const char *err)
+int handler_bad_parameter(http_req_t *rq, const char *err)
 {
     char name[64];
     size_t n = strcspn(err, ":");
     snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), err);
-    return problem(rq, problem_new(400, "invalid-parameter", "Invalid query parameter", err, "parameter", name));
+    return handler_problem(rq, problem_new(400, "invalid-parameter", "Invalid query parameter", err, "parameter", name));
 }
 
 static const char *job_id(http_req_t *rq) { return rq->match.params[0]; }
@@ -63,10 +66,10 @@ int handle_jobs_list(http_req_t *rq)
     if (query_state(&rq->query, "state", &state, err, sizeof err) < 0 ||
         query_long(&rq->query, "offset", 0, LONG_MAX, 0, &offset, err, sizeof err) < 0 ||
         query_long(&rq->query, "limit", 1, LIST_LIMIT_MAX, 1, &limit, err, sizeof err) < 0)
-        return bad_parameter(rq, err);
+        return handler_bad_parameter(rq, err);
     json_t *out = NULL;
     int code = coord_list(rq->srv->coord, state, offset, limit, &out);
-    if (code != COORD_OK) return coord_error(rq, code, NULL);
+    if (code != COORD_OK) return handler_coord_error(rq, code, NULL);
     return respond_json(rq->conn, MHD_HTTP_OK, out, NULL, 0);
 }
 
@@ -115,17 +118,17 @@ json_t *handlers_body_problem(const char *body, size_t len)
 int handle_jobs_submit(http_req_t *rq)
 {
     job_spec_t *s = malloc(sizeof *s);
-    if (!s) return problem(rq, problem_new(500, "internal", NULL, "out of memory", NULL, NULL));
+    if (!s) return handler_problem(rq, problem_new(500, "internal", NULL, "out of memory", NULL, NULL));
     json_t *p = handlers_body_spec(rq->body, rq->body_len, s);
     if (p) {
         free(s);
-        return problem(rq, p);
+        return handler_problem(rq, p);
     }
     char id[COORD_ID_MAX], err[1024] = "";
     json_t *job = NULL;
     int code = coord_submit_spec(rq->srv->coord, s, id, sizeof id, &job, err, sizeof err);
     free(s);
-    if (code != COORD_OK) return coord_error(rq, code, err);
+    if (code != COORD_OK) return handler_coord_error(rq, code, err);
     if (!job) job = json_pack("{s:s, s:s}", "id", id, "state", "QUEUED"); /* stored; out of memory here */
     char location[96];
     snprintf(location, sizeof location, "/api/v1/jobs/%s", id);
@@ -194,7 +197,7 @@ int handle_job_get(http_req_t *rq)
         double at = clock_mono_s(); /* before the read: the entry is never fresher than Redis was */
         json_t *out = NULL;
         int code = coord_get(rq->srv->coord, job_id(rq), &out);
-        if (code != COORD_OK) return coord_error(rq, code, NULL);
+        if (code != COORD_OK) return handler_coord_error(rq, code, NULL);
         text = respond_json_text(out, &len);
         if (!text) return MHD_NO;
         cache_put(rq->srv, job_id(rq), text, len, at);
@@ -207,7 +210,7 @@ int handle_job_cancel(http_req_t *rq)
     char err[512] = "";
     int code = coord_cancel(rq->srv->coord, job_id(rq), err, sizeof err);
     cache_drop(rq->srv, job_id(rq));
-    if (code != COORD_OK) return coord_error(rq, code, err);
+    if (code != COORD_OK) return handler_coord_error(rq, code, err);
     json_t *job = NULL;
     if (coord_get(rq->srv->coord, job_id(rq), &job) != COORD_OK)
         job = json_pack("{s:s, s:b}", "id", job_id(rq), "cancel_requested", 1);
@@ -228,8 +231,8 @@ int handle_job_retry(http_req_t *rq)
     int code = coord_retry(rq->srv->coord, job_id(rq), id, sizeof id, err, sizeof err);
     cache_drop(rq->srv, job_id(rq));
     if (code == COORD_ESTATE)
-        return problem(rq, problem_new(409, "job-not-finished", "The job has not finished", err, NULL, NULL));
-    if (code != COORD_OK) return coord_error(rq, code, err);
+        return handler_problem(rq, problem_new(409, "job-not-finished", "The job has not finished", err, NULL, NULL));
+    if (code != COORD_OK) return handler_coord_error(rq, code, err);
     json_t *job = NULL;
     if (coord_get(rq->srv->coord, id, &job) != COORD_OK)
         job = json_pack("{s:s, s:s, s:s}", "id", id, "state", "QUEUED", "parent", job_id(rq));
@@ -244,7 +247,7 @@ int handle_job_nodes(http_req_t *rq)
 {
     json_t *out = NULL;
     int code = coord_nodes(rq->srv->coord, job_id(rq), &out);
-    if (code != COORD_OK) return coord_error(rq, code, NULL);
+    if (code != COORD_OK) return handler_coord_error(rq, code, NULL);
     return respond_json(rq->conn, MHD_HTTP_OK, out, NULL, 0);
 }
 
@@ -254,13 +257,13 @@ int handle_job_metrics(http_req_t *rq)
     char err[256];
     const char *since = query_get(&rq->query, "since");
     if (since && *since && strcmp(since, "-") != 0 && jobstore_stream_id_parse(since, NULL, NULL) != 0)
-        return bad_parameter(rq, "since: must be a stream id (\"1715000000123-0\") or 0");
+        return handler_bad_parameter(rq, "since: must be a stream id (\"1715000000123-0\") or 0");
     if (query_long(&rq->query, "limit", 1, METRICS_LIMIT_MAX, 1, &limit, err, sizeof err) < 0)
-        return bad_parameter(rq, err);
+        return handler_bad_parameter(rq, err);
     json_t *out = NULL;
     int code = coord_metrics(rq->srv->coord, job_id(rq), since, limit, &out);
-    if (code == COORD_EINVAL) return bad_parameter(rq, "since: must be a stream id (\"1715000000123-0\") or 0");
-    if (code != COORD_OK) return coord_error(rq, code, NULL);
+    if (code == COORD_EINVAL) return handler_bad_parameter(rq, "since: must be a stream id (\"1715000000123-0\") or 0");
+    if (code != COORD_OK) return handler_coord_error(rq, code, NULL);
     return respond_json(rq->conn, MHD_HTTP_OK, out, NULL, 0);
 }
 
@@ -275,10 +278,10 @@ int handle_job_logs(http_req_t *rq)
     if (query_long(&rq->query, "offset", 0, LONG_MAX, 0, &offset, err, sizeof err) < 0 ||
         query_long(&rq->query, "limit", 1, LOGS_LIMIT_MAX, 1, &limit, err, sizeof err) < 0 ||
         query_long(&rq->query, "tail", 1, LOGS_TAIL_MAX, 1, &tail, err, sizeof err) < 0)
-        return bad_parameter(rq, err);
+        return handler_bad_parameter(rq, err);
     json_t *out = NULL;
     int code = coord_logs(rq->srv->coord, job_id(rq), offset, limit, tail, &out);
-    if (code != COORD_OK) return coord_error(rq, code, NULL);
+    if (code != COORD_OK) return handler_coord_error(rq, code, NULL);
     return respond_json(rq->conn, MHD_HTTP_OK, out, NULL, 0);
 }
 
@@ -307,17 +310,17 @@ int handle_job_checkpoint(http_req_t *rq)
         int known = coord_get(rq->srv->coord, job_id(rq), &job) == COORD_OK;
         json_decref(job);
         if (known)
-            return problem(rq, problem_new(404, "no-checkpoint", "No checkpoint yet",
-                                           "the job has not written a checkpoint yet", NULL, NULL));
+            return handler_problem(rq, problem_new(404, "no-checkpoint", "No checkpoint yet",
+                                                   "the job has not written a checkpoint yet", NULL, NULL));
     }
-    if (code != COORD_OK) return coord_error(rq, code, NULL);
+    if (code != COORD_OK) return handler_coord_error(rq, code, NULL);
     /* The worker replaces the file by rename: the open descriptor keeps one whole version. */
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         if (fd >= 0) close(fd);
-        return problem(rq, problem_new(404, "no-checkpoint", "No checkpoint yet", "the checkpoint file is gone", NULL,
-                                       NULL));
+        return handler_problem(rq, problem_new(404, "no-checkpoint", "No checkpoint yet", "the checkpoint file is gone",
+                                               NULL, NULL));
     }
     struct MHD_Response *r = MHD_create_response_from_fd((size_t)st.st_size, fd);
     if (!r) {
@@ -341,7 +344,7 @@ int handle_cluster(http_req_t *rq)
 {
     json_t *out = NULL;
     int code = coord_cluster(rq->srv->coord, &out);
-    if (code != COORD_OK) return coord_error(rq, code, NULL);
+    if (code != COORD_OK) return handler_coord_error(rq, code, NULL);
     return respond_json(rq->conn, MHD_HTTP_OK, out, NULL, 0);
 }
 
@@ -351,12 +354,13 @@ int handle_cluster_reload(http_req_t *rq)
     char err[1024] = "";
     int code = coord_cluster_reload(rq->srv->coord, &out, err, sizeof err);
     if (code == COORD_EINVAL)
-        return problem(rq, problem_new(500, "reload-failed", "The host list could not be read", err, NULL, NULL));
+        return handler_problem(rq,
+                               problem_new(500, "reload-failed", "The host list could not be read", err, NULL, NULL));
     if (code == COORD_ESTATE)
-        return problem(rq, problem_new(409, "not-the-daemon", "No host list here", err, NULL, NULL));
+        return handler_problem(rq, problem_new(409, "not-the-daemon", "No host list here", err, NULL, NULL));
     if (code == COORD_EUNAVAIL)
-        return problem(rq, problem_new(503, "reload-timeout", "The coordinator is busy", err, NULL, NULL));
-    if (code != COORD_OK) return coord_error(rq, code, err);
+        return handler_problem(rq, problem_new(503, "reload-timeout", "The coordinator is busy", err, NULL, NULL));
+    if (code != COORD_OK) return handler_coord_error(rq, code, err);
     clog_printf("http: host list reloaded");
     return respond_json(rq->conn, MHD_HTTP_OK, out, NULL, 0);
 }
@@ -373,27 +377,27 @@ int handle_cluster_benchmark(http_req_t *rq)
     const char *names[BENCH_HOSTS_MAX];
     int n = 0;
     if (model && (!*model || strlen(model) >= 64))
-        return bad_parameter(rq, "model: must be a model name (1 to 63 bytes)");
+        return handler_bad_parameter(rq, "model: must be a model name (1 to 63 bytes)");
     if (dataset && (!*dataset || strlen(dataset) >= 64))
-        return bad_parameter(rq, "dataset: must be a data set name (1 to 63 bytes)");
-    if (hl && strlen(hl) >= sizeof list) return bad_parameter(rq, "hosts: longer than 4095 bytes");
+        return handler_bad_parameter(rq, "dataset: must be a data set name (1 to 63 bytes)");
+    if (hl && strlen(hl) >= sizeof list) return handler_bad_parameter(rq, "hosts: longer than 4095 bytes");
     if (hl) {
         snprintf(list, sizeof list, "%s", hl);
         for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-            if (n == BENCH_HOSTS_MAX) return bad_parameter(rq, "hosts: more than 256 names");
+            if (n == BENCH_HOSTS_MAX) return handler_bad_parameter(rq, "hosts: more than 256 names");
             names[n++] = t;
         }
-        if (n == 0) return bad_parameter(rq, "hosts: a comma-separated list of host names");
+        if (n == 0) return handler_bad_parameter(rq, "hosts: a comma-separated list of host names");
     }
     json_t *out = NULL;
     int code = coord_cluster_benchmark(rq->srv->coord, model, dataset, names, n, &out, err, sizeof err);
     if (code == COORD_EINVAL)
-        return problem(rq, problem_new(400, "invalid-benchmark", "The benchmark cannot run", err, NULL, NULL));
+        return handler_problem(rq, problem_new(400, "invalid-benchmark", "The benchmark cannot run", err, NULL, NULL));
     if (code == COORD_ESTATE)
-        return problem(rq, problem_new(409, "benchmark-busy", "No benchmark now", err, NULL, NULL));
+        return handler_problem(rq, problem_new(409, "benchmark-busy", "No benchmark now", err, NULL, NULL));
     if (code == COORD_EUNAVAIL)
-        return problem(rq, problem_new(503, "benchmark-timeout", "The coordinator is busy", err, NULL, NULL));
-    if (code != COORD_OK) return coord_error(rq, code, err);
+        return handler_problem(rq, problem_new(503, "benchmark-timeout", "The coordinator is busy", err, NULL, NULL));
+    if (code != COORD_OK) return handler_coord_error(rq, code, err);
     clog_printf("http: benchmark of %s asked for", json_string_value(json_object_get(out, "model")));
     http_header_t h[] = {{MHD_HTTP_HEADER_LOCATION, "/api/v1/cluster"}};
     return respond_json(rq->conn, MHD_HTTP_ACCEPTED, out, h, 1);
@@ -416,7 +420,8 @@ int handle_healthz(http_req_t *rq)
 int handle_openapi(http_req_t *rq)
 {
     if (!rq->srv->openapi)
-        return problem(rq, problem_new(404, "not-found", NULL, "docs/openapi.json was not found at start", NULL, NULL));
+        return handler_problem(rq, problem_new(404, "not-found", NULL, "docs/openapi.json was not found at start", NULL,
+                                               NULL));
     char *copy = malloc(rq->srv->openapi_len);
     if (!copy) return MHD_NO;
     memcpy(copy, rq->srv->openapi, rq->srv->openapi_len);
@@ -429,7 +434,8 @@ int handle_static(http_req_t *rq) { return static_serve(rq->conn, rq->srv->stati
 
 int handle_not_found(http_req_t *rq)
 {
-    return problem(rq, problem_new(404, "not-found", NULL, "no such endpoint; see /api/v1/openapi.json", NULL, NULL));
+    return handler_problem(rq, problem_new(404, "not-found", NULL, "no such endpoint; see /api/v1/openapi.json", NULL,
+                                           NULL));
 }
 
 /* ---- Prometheus ------------------------------------------------------------------------------------- */
@@ -519,6 +525,6 @@ int handle_prometheus(http_req_t *rq)
     size_t len = srv->prom_len;
     if (copy) memcpy(copy, srv->prom_text, len);
     pthread_mutex_unlock(&srv->prom_lock);
-    if (!copy) return problem(rq, problem_new(500, "internal", NULL, "out of memory", NULL, NULL));
+    if (!copy) return handler_problem(rq, problem_new(500, "internal", NULL, "out of memory", NULL, NULL));
     return respond_buffer(rq->conn, MHD_HTTP_OK, PROM_CONTENT_TYPE, copy, len, NULL, 0);
 }

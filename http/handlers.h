@@ -10,6 +10,13 @@
 #include "routes.h"
 #include "spec.h"
 
+/* Answers every handler file shares (handlers.c): a problem document with the request's
+ * path as its instance; a coordinator error code as a problem; a bad query parameter,
+ * named by err's prefix up to ':' ("points: must be ..."), as 400 invalid-parameter. */
+int handler_problem(http_req_t *rq, json_t *p);
+int handler_coord_error(http_req_t *rq, int code, const char *err);
+int handler_bad_parameter(http_req_t *rq, const char *err);
+
 int handle_jobs_list(http_req_t *rq);
 int handle_jobs_submit(http_req_t *rq);
 int handle_job_get(http_req_t *rq);

@@ -17,16 +17,10 @@ int handle_job_history(http_req_t *rq)
     long points = HISTORY_POINTS_DEFAULT;
     char err[256];
     if (query_long(&rq->query, "points", HISTORY_POINTS_MIN, HISTORY_POINTS_MAX, 0, &points, err, sizeof err) < 0) {
-        json_t *p = problem_new(400, "invalid-parameter", "Invalid query parameter", err, "parameter", "points");
-        problem_set_instance(p, rq->path);
-        return respond_problem(rq->conn, p, NULL, 0);
+        return handler_bad_parameter(rq, err);
     }
     json_t *out = NULL;
     int code = coord_history(rq->srv->coord, rq->match.params[0], points, &out);
-    if (code != COORD_OK) {
-        json_t *p = problem_from_coord(code, NULL);
-        problem_set_instance(p, rq->path);
-        return respond_problem(rq->conn, p, NULL, 0);
-    }
+    if (code != COORD_OK) return handler_coord_error(rq, code, NULL);
     return respond_json(rq->conn, MHD_HTTP_OK, out, NULL, 0);
 }

@@ -16,16 +16,10 @@ int handle_job_trace(http_req_t *rq)
     long steps = TRACE_STEPS_DEFAULT;
     char err[256];
     if (query_long(&rq->query, "steps", 1, TRACE_STEPS_MAX, 0, &steps, err, sizeof err) < 0) {
-        json_t *p = problem_new(400, "invalid-parameter", "Invalid query parameter", err, "parameter", "steps");
-        problem_set_instance(p, rq->path);
-        return respond_problem(rq->conn, p, NULL, 0);
+        return handler_bad_parameter(rq, err);
     }
     json_t *out = NULL;
     int code = coord_trace(rq->srv->coord, rq->match.params[0], steps, &out);
-    if (code != COORD_OK) {
-        json_t *p = problem_from_coord(code, NULL);
-        problem_set_instance(p, rq->path);
-        return respond_problem(rq->conn, p, NULL, 0);
-    }
+    if (code != COORD_OK) return handler_coord_error(rq, code, NULL);
     return respond_json(rq->conn, MHD_HTTP_OK, out, NULL, 0);
 }

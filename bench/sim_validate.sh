@@ -8,10 +8,14 @@
 #
 # Calibration, measured in the same run:
 #   host speed  one undisturbed step: pacer-worker alone (sgd, LeNet-5, batch 32) for
-#               CAL_STEPS steps; the step's compute time is the 20th percentile of the
-#               steps' compute_s (forward and backward, the smaller of wall and CPU time:
-#               what the worker's emulated slowdown multiplies), and the simulated host
-#               speed is the cost model's FLOPs of that (pacer-platform --cost) over it;
+#               CAL_STEPS steps; the step's compute time is the median of the steps'
+#               compute_s (forward and backward: what the worker's emulated slowdown
+#               multiplies), and the simulated host speed is the cost model's FLOPs of
+#               that (pacer-platform --cost) over it;
+#   jitter      how much those steps vary: simulate.jitter = (p90 - p10) / (1.6 x median)
+#               (a factor uniform in [1 - j, 1 + j] has that spread), so that equal
+#               simulated workers drift apart as the real ones do instead of running in
+#               lockstep (docs/JOB_SPEC.md);
 #   links       every worker host's link limited to RATE_MBIT (tbf, or netem rate with no
 #               delay where the kernel has netem) both ways: the simulated links are
 #               RATE_MBIT with LATENCY_US (default 50 us: veth, bridge and TCP stack; no
@@ -72,6 +76,10 @@ export OMPI_MCA_oob_tcp_if_include="$NET.0/24"
 # A rank waiting in MPI polls; yielding lets a computing rank of the same core go first,
 # so the waiting ranks do not count against the cores the emulated demand must fit in.
 export OMPI_MCA_mpi_yield_when_idle=1
+# Each namespace host has its own orted, and each would bind its one rank to the first
+# core: every rank on core 0, half the machine idle, and steps 3x longer than the
+# calibration's. The kernel places them instead.
+export OMPI_MCA_hwloc_base_binding_policy=none
 export OPENBLAS_NUM_THREADS=1
 printf 'pw1 slots=1\npw2 slots=1\npw3 slots=1\npw4 slots=1\n' >"$TMP/hostfile"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -82,14 +90,16 @@ jq -n --argjson n $((32 * CAL_STEPS)) '{name: "cal", model: "lenet5", dataset: {
     optimizer: {lr: 0.01, momentum: 0.5}, algorithm: {name: "sgd"}}' >"$TMP/cal.json"
 "$B/pacer-worker" --spec "$TMP/cal.json" --summary "$TMP/cal.out" --metrics "$TMP/cal.jsonl" >"$TMP/cal.log" 2>&1 ||
     { cat "$TMP/cal.log"; exit 1; }
-step_s=$(jq -s '[.[] | select(.kind == "step") | .compute_s] | sort | .[(length * 0.2 | floor)]' "$TMP/cal.jsonl")
+steps_q() { jq -s --argjson q "$1" '[.[] | select(.kind == "step") | .compute_s] | sort | .[(length * $q | floor)]' "$TMP/cal.jsonl"; }
+step_s=$(steps_q 0.5)
+jitter=$(awk -v a="$(steps_q 0.1)" -v b="$(steps_q 0.9)" -v m="$step_s" 'BEGIN { j = (b - a) / (1.6 * m); if (j > 0.5) j = 0.5; printf "%.4f", j }')
 cost=$("$B/pacer-platform" --cost lenet5)
 gflops=$(echo "$cost" | jq --argjson t "$step_s" '32 * .train_flops / $t / 1e9')
 md ""
 md "### Simulator against real runs (\`sudo sh bench/sim_validate.sh\`)"
 md ""
-md "Calibration: an undisturbed LeNet-5 forward and backward pass (batch 32) takes $(awk -v t="$step_s" 'BEGIN { printf "%.2f", t * 1000 }') ms here,"
-md "so a full-speed simulated host runs at $(awk -v g="$gflops" 'BEGIN { printf "%.2f", g }') Gflop/s; links: $shaped;"
+md "Calibration: an undisturbed LeNet-5 forward and backward pass (batch 32, median of $CAL_STEPS) takes $(awk -v t="$step_s" 'BEGIN { printf "%.2f", t * 1000 }') ms here,"
+md "so a full-speed simulated host runs at $(awk -v g="$gflops" 'BEGIN { printf "%.2f", g }') Gflop/s; the steps' spread gives jitter $jitter; links: $shaped;"
 md "simulated as ${RATE_MBIT} Mbit/s, ${LATENCY_US} us. $STEPS steps per worker, $REPS real runs per job."
 md ""
 md "| job | ranks | emulated slowdown | real train_s (mean ± sd) | simulated train_s | error | per worker, real: compute / communication + waiting (s) | simulated |"
@@ -114,7 +124,8 @@ job() { # ALGO WORKERS
         r=$((r + 1))
     done
     jq --argjson g "$gflops" --argjson bw "$(awk -v r="$RATE_MBIT" 'BEGIN { print r / 1000 }')" --argjson l "$LATENCY_US" \
-        '.simulate = {gflops: $g, slowdown: .emulate.slowdown, bandwidth_gbps: $bw, latency_us: $l, deterministic: true}
+        --argjson j "$jitter" '.simulate = {gflops: $g, slowdown: .emulate.slowdown, bandwidth_gbps: $bw, latency_us: $l,
+            deterministic: true, jitter: $j}
          | del(.emulate)' "$TMP/$a$w.json" >"$TMP/$a$w-sim.json"
     "$SIM" --spec "$TMP/$a$w-sim.json" --summary "$TMP/$a$w-sim.out" >"$TMP/$a$w-sim.log" 2>&1 ||
         { tail -20 "$TMP/$a$w-sim.log"; echo "sim_validate: simulated $a with $np ranks failed"; exit 1; }

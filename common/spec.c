@@ -306,6 +306,11 @@ static const field_t FIELDS[] = {
      .allowed_doc = "only with `simulate.deterministic`",
      .doc = "Simulation: charge the cost model's time without running forward and backward passes "
             "(gradients are zero, nothing is learned, accuracy is not measured): time-per-epoch what-ifs."},
+    {.path = "simulate.jitter", DBL(simulate.jitter), BETWEEN(0, 0.5), .def_num = 0,
+     .allowed_doc = "between 0 and 0.5, only with `simulate.deterministic`",
+     .doc = "Simulation: each training step's charged compute is scaled by a factor uniform in "
+            "[1 - jitter, 1 + jitter], drawn from the seed, the rank and the step (still reproducible). "
+            "Real steps vary; without it equal hosts stay in exact lockstep."},
 };
 /* clang-format on */
 
@@ -664,6 +669,8 @@ static int cross_check_simulate(errbuf_t *e, const job_spec_t *s)
     if (s->simulate.skip_compute && !s->simulate.deterministic)
         return fail(
             e, "simulate.skip_compute: only with simulate.deterministic (the cost model charges the skipped compute)");
+    if (s->simulate.jitter > 0 && !s->simulate.deterministic)
+        return fail(e, "simulate.jitter: only with simulate.deterministic (timed compute varies by itself)");
     /* A node is one simulated host with k cores: one speed for all its workers. */
     for (int i = 0; i < n; i++)
         if (s->simulate.slowdown[i] != s->simulate.slowdown[i - i % k])

@@ -101,6 +101,7 @@ typedef struct {
         double intra_bandwidth_gbps, intra_latency_us; /* between ranks of one node */
         int deterministic;                             /* charge compute by a cost model */
         int skip_compute;                              /* deterministic only: charge it, never run it */
+        double jitter;                                 /* deterministic only: step cost x U[1-j, 1+j] */
     } simulate;
     double target_accuracy; /* 0 = off; stop at the end of the first
                                                  epoch that reaches it */

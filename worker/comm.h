@@ -36,6 +36,10 @@ int comm_launched_by_mpirun(void);
  * PMI_SIZE, SLURM_STEP_NUM_TASKS). */
 int comm_launcher_world(char *var, size_t varlen);
 
+/* Collective over MPI_COMM_WORLD: *out holds the ranks of this rank's machine, those that
+ * share its cores and memory (comm.c says how a machine is told apart). Free it with
+ * MPI_Comm_free. */
+void comm_split_machine(int rank, MPI_Comm *out);
 /* Whether an MPI world of `world` processes is the one this run must have: expect (> 0)
  * is what the coordinator says the attempt runs as (--world), else the spec's workers
  * (+ 1 with a parameter server). A process alone in its world while a launcher variable

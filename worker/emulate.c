@@ -48,7 +48,7 @@ int emulate_check(worker_t *w)
     int leader = w->rank, host_ranks = 1, host_rank = 0;
     MPI_Comm hc = MPI_COMM_NULL;
     if (w->use_mpi) {
-        MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, w->rank, MPI_INFO_NULL, &hc));
+        comm_split_machine(w->rank, &hc);
         MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &mask, (int)sizeof mask, MPI_BYTE, MPI_BOR, hc));
         MPI_CHECK(MPI_Allreduce(mine, host, 2, MPI_DOUBLE, MPI_SUM, hc));
         MPI_CHECK(MPI_Allreduce(&w->rank, &leader, 1, MPI_INT, MPI_MIN, hc));

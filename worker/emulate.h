@@ -8,7 +8,8 @@
  * they have: demand = sum over the host's worker ranks of threads / f (the smallest f a
  * rank's schedule reaches), plus the parameter server's measured busy fraction at the
  * end. cores = the union of the host's ranks' CPU affinity masks, at most the online
- * CPUs. Ranks are grouped by host with MPI_Comm_split_type(MPI_COMM_TYPE_SHARED).
+ * CPUs. Ranks are grouped by machine (comm_split_machine: the kernel they run on, so
+ * network namespaces and containers of one machine count as one host).
  * When demand exceeds cores on some host the worker says so at start-up, and the
  * summary's "emulation" says {"faithful": false, "demand_cores", "cores"} (the host with
  * the largest demand / cores). The same check tells the ranks of an oversubscribed host

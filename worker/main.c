@@ -277,12 +277,12 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
     int nworkers = use_mpi ? (async ? world - 1 : world) : spec.workers;
     /* Memory first, before the data sets and the model are allocated: a job too big for
      * this host is refused with its figures (exit 2), not killed by the kernel half-way.
-     * MemAvailable is the host's, shared by the ranks on it; a simulation's ranks share
+     * MemAvailable is the machine's, shared by the ranks on it; a simulation's ranks share
      * one process, its data and (skip_compute) a batch-1 model, so it is not checked. */
     int host_ranks = 1;
     if (use_mpi && !sim_active()) {
         MPI_Comm hc;
-        MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &hc));
+        comm_split_machine(rank, &hc);
         MPI_Comm_size(hc, &host_ranks);
         MPI_Comm_free(&hc);
     }

@@ -32,8 +32,8 @@
 static inline int sim_active(void) { return 1; }
 /* Deterministic mode: charge the forward and backward pass of `batch` samples, the
  * optimizer step over every parameter, and the forward pass of `batch` evaluation
- * samples, as simulated computation at this host's speed. No-ops otherwise (the real
- * computation is timed). */
+ * samples, as simulated computation at this host's speed (a training step's scaled by
+ * simulate.jitter's factor). No-ops otherwise (the real computation is timed). */
 void sim_charge_train(const worker_t *w, int batch);
 void sim_charge_update(const worker_t *w);
 void sim_charge_eval(const worker_t *w, int batch);
@@ -52,7 +52,7 @@ int sim_host_name(char *out, size_t len);
  * truncation only changes this rank's count). sim_dataset_free drops this rank's share. */
 int sim_dataset_load(const char *name, const char *dir, int train, dataset_t *out, char *err, size_t errlen);
 void sim_dataset_free(dataset_t *d);
-/* Adds "simulated": true, "simulated_wall_s" and "simulation" {platform, deterministic, skip_compute}
+/* Adds "simulated": true, "simulated_wall_s" and "simulation" {platform, deterministic, skip_compute, jitter}
  * to the job summary. */
 void sim_summary(const worker_t *w, json_t *root);
 

@@ -308,6 +308,15 @@ nodes "$id1"
 [ "$(jq -r '[.ranks[].host] | join(" ")' "$TMP/nodes-$id1.json")" = "pw1 pw2" ] ||
     fail "ranks of $id1 ran on '$(jq -r '[.ranks[].host] | join(" ")' "$TMP/nodes-$id1.json")', want 'pw1 pw2'"
 echo "ok: one rank per host (pw1, pw2), each in its own namespace"
+# pw1 and pw2 are two hosts to mpirun but one kernel: the faithfulness check must count
+# both ranks against its cores (worker/comm.c, comm_split_machine), not give each "host"
+# the machine to itself (demand 1 each). (Each host's orted binds its rank to the first
+# core, so here the verdict is 2 ranks on 1 core: not faithful, which is the truth.)
+[ "$(http GET "/api/v1/jobs/$id1")" = 200 ] || fail "GET /api/v1/jobs/$id1: $(cat "$TMP/body")"
+emu=$(jq -c '.summary.emulation' "$TMP/body")
+[ "$(jq -r '.summary.emulation.demand_cores' "$TMP/body")" = 2 ] ||
+    fail "emulation $emu: the two ranks share this machine's cores (demand 2), judged per namespace"
+echo "ok: ranks in two namespaces of one machine are judged together: $emu"
 [ -s "$STATE/jobs/$id1/checkpoints/mh-ssgd.ckpt" ] || fail "no checkpoint in the shared state dir"
 echo "ok: checkpoint written to the shared state dir"
 base1=$(field "$id1" pw1 5)

@@ -75,9 +75,7 @@ cat >"$TMP/rsh" <<SH
 for a in "\$@"; do case \$a in -*) ;; *) [ -e "$TMP/dead/\$a" ] && { echo "\$a: host is down" >&2; exit 255; }; break ;; esac; done
 exec sh "$NETNS/rsh.sh" "\$@"
 SH
-export OMPI_MCA_plm_rsh_agent="sh $TMP/rsh" OMPI_MCA_plm_rsh_no_tree_spawn=1
-export OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self
-export OMPI_MCA_btl_tcp_if_include="$NET.0/24" OMPI_MCA_oob_tcp_if_include="$NET.0/24"
+netns_mpi_env "sh $TMP/rsh"
 printf 'pw1 slots=1\npw2 slots=1\npw3 slots=1\n' >"$TMP/hostfile"
 # --preflight off: the resize, not a benchmark round, is measured.
 PACER_TOKEN=$TOKEN in_pc "$COORD" --listen "$PC:8080" --redis "$REDIS" --worker-redis "$REDIS" \

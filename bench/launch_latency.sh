@@ -140,9 +140,7 @@ measure local
 stop
 if [ $FULL = 1 ]; then
     # Open MPI over the bridge only; the hostfile launcher's daemons through rsh.sh.
-    export OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self OMPI_MCA_btl_tcp_if_include="$NET.0/24" \
-        OMPI_MCA_oob_tcp_if_include="$NET.0/24"
-    export OMPI_MCA_plm_rsh_agent="sh $ROOT/deploy/netns/rsh.sh" OMPI_MCA_plm_rsh_no_tree_spawn=1
+    netns_mpi_env "sh $ROOT/deploy/netns/rsh.sh"
     start --launcher hostfile --hostfile "$TMP/hostfile"
     measure hostfile
     stop

@@ -67,19 +67,10 @@ shaped=""
 for h in pw1 pw2 pw3 pw4; do
     shaped=$(sh "$NETNS/shape.sh" "$h" on 0ms "${RATE_MBIT}mbit") || { echo "sim_validate: cannot shape $h"; exit 1; }
 done
-export OMPI_MCA_plm_rsh_agent="sh $NETNS/rsh.sh"
-export OMPI_MCA_plm_rsh_no_tree_spawn=1
-export OMPI_MCA_pml=ob1
-export OMPI_MCA_btl=tcp,self
-export OMPI_MCA_btl_tcp_if_include="$NET.0/24"
-export OMPI_MCA_oob_tcp_if_include="$NET.0/24"
+netns_mpi_env "sh $NETNS/rsh.sh"
 # A rank waiting in MPI polls; yielding lets a computing rank of the same core go first,
 # so the waiting ranks do not count against the cores the emulated demand must fit in.
 export OMPI_MCA_mpi_yield_when_idle=1
-# Each namespace host has its own orted, and each would bind its one rank to the first
-# core: every rank on core 0, half the machine idle, and steps 3x longer than the
-# calibration's. The kernel places them instead.
-export OMPI_MCA_hwloc_base_binding_policy=none
 export OPENBLAS_NUM_THREADS=1
 printf 'pw1 slots=1\npw2 slots=1\npw3 slots=1\npw4 slots=1\n' >"$TMP/hostfile"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)

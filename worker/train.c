@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "backend_cuda.h"
+#include "blas_core.h"
 #include "checkpoint.h"
 #include "ckptdir.h"
 #include "clock.h"
@@ -1010,6 +1011,8 @@ static json_t *device_json(const worker_t *w)
 {
     json_t *d = json_pack("{s:s, s:s}", "requested", w->spec->device, "used", w->record.device);
     if (d && w->device_reason[0]) json_object_set_new(d, "reason", json_string(w->device_reason));
+    /* Which OpenBLAS kernels a CPU rank ran on: a figure from it is a figure of them. */
+    if (d && strcmp(w->record.device, "cpu") == 0) json_object_set_new(d, "blas", json_string(blas_core()));
     return d;
 }
 

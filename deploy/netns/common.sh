@@ -52,3 +52,21 @@ host_of() {
 # the prefix short).
 host_ns() { echo "$P$1"; }
 host_veth() { echo "$P$1"; }
+
+# netns_mpi_env RSH - exports what Open MPI needs to run one job across the namespace
+# hosts: its daemons started through RSH (sh deploy/netns/rsh.sh, or a wrapper around it),
+# each from pc (no tree spawn), the ob1 PML over TCP, and only the cluster's /24, for the
+# out-of-band channel too. And no binding: each host's orted thinks it has the machine
+# to itself and would bind its rank to the first core, so ranks of different "hosts"
+# would all share core 0 while the other cores idle (bench/sim_validate.sh measured
+# steps 3x the calibrated one); the kernel places them instead. The coordinator passes
+# its environment to mpirun, and mpirun forwards OMPI_MCA_* to the remote daemons.
+netns_mpi_env() {
+    export OMPI_MCA_plm_rsh_agent="$1"
+    export OMPI_MCA_plm_rsh_no_tree_spawn=1
+    export OMPI_MCA_pml=ob1
+    export OMPI_MCA_btl=tcp,self
+    export OMPI_MCA_btl_tcp_if_include="$NET.0/24"
+    export OMPI_MCA_oob_tcp_if_include="$NET.0/24"
+    export OMPI_MCA_hwloc_base_binding_policy=none
+}

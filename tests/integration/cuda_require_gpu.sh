@@ -56,6 +56,15 @@ if [ $gpu = 0 ]; then
     case $reason in "no NVIDIA driver"*|"no CUDA device"*) ;; *) fail "summary device.reason: '$reason'" ;; esac
     [ "$(json "$TMP/auto-s.json" .per_rank[0].device.reason)" = "$reason" ] || fail "per_rank[0].device has no reason"
     echo "ok: device auto on the CPU says why, in the log and in the summary: $reason"
+    # A CPU rank names the OpenBLAS kernels it ran on, as OpenBLAS reports them, including
+    # a core forced through OPENBLAS_CORETYPE (kernels/cpu/blas_core.h).
+    blas=$(json "$TMP/auto-s.json" .per_rank[0].device.blas)
+    case $blas in "" | null | unknown) fail "per_rank[0].device.blas: '$blas'" ;; esac
+    OPENBLAS_CORETYPE=Prescott "$WORKER" --spec "$TMP/auto.json" --summary "$TMP/presc.json" >/dev/null 2>&1 \
+        || fail "device auto with OPENBLAS_CORETYPE=Prescott failed"
+    [ "$(json "$TMP/presc.json" .per_rank[0].device.blas)" = Prescott ] ||
+        fail "with OPENBLAS_CORETYPE=Prescott the summary says $(json "$TMP/presc.json" .per_rank[0].device.blas)"
+    echo "ok: the summary names the BLAS kernels ($blas here; Prescott when forced)"
 fi
 
 # ---- the probe's cases, with a stand-in driver -----------------------------------------------

@@ -107,16 +107,9 @@ for h in pw1 pw2 pw3 pw4; do
 done
 echo "ok: Redis in pc reachable from the root namespace and from pw1..pw4"
 
-# Open MPI: start daemons through the namespace rsh agent (no tree spawn: every orted is
-# started from pc), the ob1 PML over TCP, and only on the bridge's /24, for the
-# out-of-band channel too. The coordinator passes its environment to mpirun, and
-# mpirun forwards OMPI_MCA_* to the remote daemons, so no extra mpirun argument is needed.
-export OMPI_MCA_plm_rsh_agent="sh $NETNS/rsh.sh"
-export OMPI_MCA_plm_rsh_no_tree_spawn=1
-export OMPI_MCA_pml=ob1
-export OMPI_MCA_btl=tcp,self
-export OMPI_MCA_btl_tcp_if_include="$NET.0/24"
-export OMPI_MCA_oob_tcp_if_include="$NET.0/24"
+# Open MPI across the namespace hosts (deploy/netns/common.sh): no extra mpirun argument
+# is needed.
+netns_mpi_env "sh $NETNS/rsh.sh"
 export OPENBLAS_NUM_THREADS=1
 printf 'pw1 slots=1\npw2 slots=1\npw3 slots=1\npw4 slots=1\n' >"$TMP/hostfile"
 
@@ -310,8 +303,7 @@ nodes "$id1"
 echo "ok: one rank per host (pw1, pw2), each in its own namespace"
 # pw1 and pw2 are two hosts to mpirun but one kernel: the faithfulness check must count
 # both ranks against its cores (worker/comm.c, comm_split_machine), not give each "host"
-# the machine to itself (demand 1 each). (Each host's orted binds its rank to the first
-# core, so here the verdict is 2 ranks on 1 core: not faithful, which is the truth.)
+# the machine to itself (demand 1 each).
 [ "$(http GET "/api/v1/jobs/$id1")" = 200 ] || fail "GET /api/v1/jobs/$id1: $(cat "$TMP/body")"
 emu=$(jq -c '.summary.emulation' "$TMP/body")
 [ "$(jq -r '.summary.emulation.demand_cores' "$TMP/body")" = 2 ] ||

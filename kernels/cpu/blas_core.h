@@ -1,0 +1,15 @@
+/* kernels/cpu/blas_core.h - which OpenBLAS kernels the CPU path runs on.
+ *
+ * A DYNAMIC_ARCH OpenBLAS (Debian's) picks its kernels for the CPU when it is loaded,
+ * unless OPENBLAS_CORETYPE names them. The choice moves every CPU figure: on this
+ * project's development VM (AMD Zen 5) OpenBLAS picks Cooperlake (AVX-512), but the
+ * environment there sets OPENBLAS_CORETYPE=Haswell (AVX2), and LeNet-5 trains 1.8x slower
+ * on those (docs/PERFORMANCE.md). So a CPU rank's summary names its kernels
+ * (per_rank[].device.blas), and the benchmarks print them. */
+#ifndef PACER_BLAS_CORE_H
+#define PACER_BLAS_CORE_H
+
+/* The kernels OpenBLAS runs in this process ("Haswell", "Cooperlake", ...; "unknown"). */
+const char *blas_core(void);
+
+#endif

@@ -33,19 +33,15 @@
 #include "version.h"
 
 #define MAX_PASS 64
+#define MAX_CFG 16
 
 static const struct option OPTIONS[] = {
-    {"spec", required_argument, NULL, 's'},
-    {"summary", required_argument, NULL, 'o'},
-    {"metrics", required_argument, NULL, 'm'},
-    {"worker", required_argument, NULL, 'w'},
-    {"smpirun", required_argument, NULL, 'r'},
-    {"keep", required_argument, NULL, 'k'},
-    {"log", no_argument, NULL, 'l'},
-    {"dry-run", no_argument, NULL, 'n'},
-    {"version", no_argument, NULL, 'V'},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+    {"spec", required_argument, NULL, 's'},    {"summary", required_argument, NULL, 'o'},
+    {"metrics", required_argument, NULL, 'm'}, {"worker", required_argument, NULL, 'w'},
+    {"smpirun", required_argument, NULL, 'r'}, {"keep", required_argument, NULL, 'k'},
+    {"cfg", required_argument, NULL, 'c'},     {"log", no_argument, NULL, 'l'},
+    {"dry-run", no_argument, NULL, 'n'},       {"version", no_argument, NULL, 'V'},
+    {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
 };
 
 static void usage(FILE *f)
@@ -63,6 +59,9 @@ static void usage(FILE *f)
                "                    beside this program's build directory; `make smpi` builds it)\n"
                "  --smpirun PATH    SimGrid's launcher (default: smpirun on PATH)\n"
                "  --keep DIR        write the platform and hostfile into DIR and keep them\n"
+               "  --cfg NAME:VALUE  a SimGrid setting for this run, after pacer-sim's own (so it\n"
+               "                    wins); repeatable, e.g. --cfg smpi/bw-factor:0:0.956 to\n"
+               "                    calibrate the network model (bench/sim_validate.sh)\n"
                "  --log             show SimGrid's own log lines (default: warnings only)\n"
                "  --dry-run         print the smpirun command instead of running it (with --keep,\n"
                "                    the platform and hostfile stay for a look)\n"
@@ -164,7 +163,9 @@ int main(int argc, char **argv)
 {
     const char *spec_path = NULL, *summary = NULL, *metrics = NULL, *smpirun = "smpirun", *keep = NULL;
     char worker[PATH_MAX] = "";
-    int show_log = 0, dry_run = 0, c;
+    /* --cfg settings, each kept as smpirun's "--cfg=NAME:VALUE" word */
+    char cfg[MAX_CFG][256];
+    int ncfg = 0, show_log = 0, dry_run = 0, c;
     while ((c = getopt_long(argc, argv, "", OPTIONS, NULL)) != -1) {
         switch (c) {
         case 's': spec_path = optarg; break;
@@ -173,6 +174,19 @@ int main(int argc, char **argv)
         case 'w': snprintf(worker, sizeof worker, "%s", optarg); break;
         case 'r': smpirun = optarg; break;
         case 'k': keep = optarg; break;
+        case 'c':
+            if (ncfg == MAX_CFG) {
+                fprintf(stderr, "pacer-sim: more than %d --cfg settings\n", MAX_CFG);
+                return 2;
+            }
+            if (!strchr(optarg, ':') || optarg[0] == ':' || strlen(optarg) >= sizeof cfg[0] - 8) {
+                fprintf(stderr, "pacer-sim: --cfg '%s': expected NAME:VALUE (SimGrid's --cfg), under %zu characters\n",
+                        optarg, sizeof cfg[0] - 8);
+                return 2;
+            }
+            if (!shell_safe("--cfg", optarg)) return 2;
+            snprintf(cfg[ncfg++], sizeof cfg[0], "--cfg=%s", optarg);
+            break;
         case 'l': show_log = 1; break;
         case 'n': dry_run = 1; break;
         case 'V': printf("pacer-sim %s\n", PACER_VERSION); return 0;
@@ -278,7 +292,7 @@ int main(int argc, char **argv)
     }
 
     /* smpirun's command line. */
-    char np[32], speed[64], *args[64 + MAX_PASS];
+    char np[32], speed[64], *args[64 + MAX_CFG + MAX_PASS];
     int a = 0;
     snprintf(np, sizeof np, "%d", world);
     /* In timing mode SMPI charges each measured burst as burst x host-speed flops, so a
@@ -305,6 +319,7 @@ int main(int argc, char **argv)
      * selector uses naive algorithms, 15x slower for a 128-rank allreduce. */
     args[a++] = "--cfg=smpi/coll-selector:ompi";
     if (spec.simulate.deterministic) args[a++] = "--cfg=smpi/simulate-computation:no";
+    for (int i = 0; i < ncfg; i++) args[a++] = cfg[i]; /* the caller's, last: they win */
     if (!show_log) args[a++] = "--log=root.thres:warning";
     args[a++] = worker;
     args[a++] = "--spec";

@@ -49,6 +49,15 @@ awk -v a="$(json "$TMP/lock.out" .train_s)" -v b="$(json "$TMP/drift.out" .train
     fail "3 equal asgd workers: train_s $(json "$TMP/drift.out" .train_s) with jitter 0.05, $(json "$TMP/lock.out" .train_s) in lockstep: want 10% less"
 echo "ok: 3 equal asgd workers on 100 Mbit/s: $(json "$TMP/lock.out" .train_s) simulated s in lockstep, $(json "$TMP/drift.out" .train_s) with jitter 0.05"
 
+# pacer-sim --cfg reaches SimGrid, after pacer-sim's own settings: the lockstep job on
+# links that deliver half their bandwidth (the network model's factor, as
+# bench/sim_validate.sh calibrates it) takes longer.
+cp "$TMP/lock.json" "$TMP/half.json"
+sim_run half --cfg smpi/bw-factor:0:0.5
+awk -v a="$(json "$TMP/lock.out" .train_s)" -v b="$(json "$TMP/half.out" .train_s)" 'BEGIN { exit !(b > 1.3 * a) }' ||
+    fail "--cfg smpi/bw-factor:0:0.5: train_s $(json "$TMP/half.out" .train_s), $(json "$TMP/lock.out" .train_s) without: want 30% more"
+echo "ok: --cfg smpi/bw-factor:0:0.5 takes $(json "$TMP/half.out" .train_s) simulated s against $(json "$TMP/lock.out" .train_s)"
+
 sim_spec "$TMP/badj.json" '{"simulate": {"deterministic": false, "jitter": 0.05}}'
 expect_error 2 "simulate.jitter: only with simulate.deterministic" "$SIM" --spec "$TMP/badj.json" --summary "$TMP/x"
 echo "ok: jitter without the cost model is refused"

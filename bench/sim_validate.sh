@@ -28,7 +28,7 @@
 #                 smpi/async-small-thresh). With Open MPI's default (64 KB) a larger
 #                 message waits for the receiver's go-ahead, and on a shaped link that
 #                 small reply queues behind the receiver's own outgoing data in the same
-#                 FIFO: a raw 4-rank allreduce of the gradient took 40-43 ms against 31 ms
+#                 FIFO: a raw 4-rank allreduce of the gradient took 40-44 ms against 31 ms
 #                 eager, a delay a flow-level model has no notion of.
 #               - the simulated link carries TCP payload at (MTU - 52) / (MTU + 14) of its
 #                 rate (IP and TCP headers with timestamps; the shaper counts the Ethernet
@@ -184,9 +184,9 @@ if [ "${RAW:-1}" != 0 ]; then
     "$SIM" --spec "$TMP/raw.json" --summary "$TMP/raw.out" --keep "$TMP/rawplat" --dry-run >/dev/null 2>&1 ||
         { echo "sim_validate: pacer-sim --dry-run failed"; exit 1; }
     raw_real() { # NP PROG ARGS...
-        n=$1
-        shift
-        ip netns exec "$(host_ns pc)" mpirun --allow-run-as-root -np "$n" --hostfile "$TMP/hostfile" "$B/bench/$@" 2>&1 9>&- | tail -1
+        n=$1 prog=$2
+        shift 2
+        ip netns exec "$(host_ns pc)" mpirun --allow-run-as-root -np "$n" --hostfile "$TMP/hostfile" "$B/bench/$prog" "$@" 2>&1 9>&- | tail -1
     }
     raw_sim() { # NP PROG ARGS...
         n=$1 prog=$2

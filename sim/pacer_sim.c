@@ -10,7 +10,7 @@
  * and "simulated_wall_s"; its times are simulated seconds.
  *
  * Exit status: the worker's (0 done, 1 training failed, 2 bad input), 2 for a bad
- * command line or spec here, 1 when smpirun cannot be started. */
+ * command line or spec here, 1 when smpirun cannot be started or SimGrid stops by itself. */
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
@@ -69,7 +69,8 @@ static void usage(FILE *f)
                "                    --stop-after-steps N, --time-budget S, --batch-plan B, ...)\n"
                "\n"
                "Exit status: the worker's (0 done, 1 training failed, 2 bad input); 2 for a bad\n"
-               "command line or spec; 1 when the simulation cannot be started.\n");
+               "command line or spec; 1 when the simulation cannot be started or SimGrid stops\n"
+               "by itself (an unknown --cfg NAME, for one).\n");
 }
 
 static pid_t g_child = -1;
@@ -388,6 +389,14 @@ int main(int argc, char **argv)
 
     int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
     if (rc == 127) rc = 1;
+    if (rc > 2) {
+        /* Not the worker's status: SimGrid itself stopped (an abort is 134), for instance
+         * on a setting it does not know. Its own message is above; the status we return
+         * stays one of those documented. */
+        fprintf(stderr, "pacer-sim: the simulation stopped with exit status %d (SimGrid's message is above%s)\n", rc,
+                ncfg ? "; a --cfg NAME it does not know shows as \"Bad config key\"" : "");
+        rc = 1;
+    }
     json_t *sum = rc == 0 ? json_load_file(summary, 0, NULL) : NULL;
     double sim_s = sum ? json_number_value(json_object_get(sum, "simulated_wall_s")) : 0;
     json_decref(sum);

@@ -16,6 +16,7 @@ expect_error 2 "worker options go after --" "$SIM" --spec "$TMP/ok.json" --summa
 expect_error 2 "white space" "$SIM" --spec "$TMP/ok.json" --summary "$TMP/a b"
 expect_error 2 "expected NAME:VALUE" "$SIM" --spec "$TMP/ok.json" --summary "$TMP/x" --cfg smpi-bw-factor
 expect_error 2 "white space" "$SIM" --spec "$TMP/ok.json" --summary "$TMP/x" --cfg "smpi/bw-factor:0 1"
+expect_error 1 "Bad config key: smpi/no-such-setting" "$SIM" --spec "$TMP/ok.json" --summary "$TMP/x" --cfg smpi/no-such-setting:1
 expect_error 2 "make smpi" "$SIM" --spec "$TMP/ok.json" --summary "$TMP/x" --worker "$TMP/none"
 expect_error 2 "/nonexistent.json" "$SIM" --spec /nonexistent.json --summary "$TMP/x"
 sim_spec "$TMP/b1.json" '{"simulate": {"slowdown": [1, 2]}}'

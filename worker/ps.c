@@ -179,6 +179,13 @@ static int serve(server_t *s, const train_opts_t *o)
     int64_t t_log_updates = s->ps.t;
 
     s->started = clock_mono_s();
+    if (w->epoch >= sp->epochs) {
+        /* Resumed after the last epoch end: every worker is told to stop at once (without
+         * this check they were handed another epoch). */
+        worker_finish_resumed(w);
+        stop_all(s);
+        return 0;
+    }
     for (int m = 0; m < n; m++) reply(s, m, 0);
     for (;;) {
         int m;

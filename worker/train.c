@@ -362,6 +362,19 @@ static void evaluate_on(worker_t *w, const dataset_t *d, int n, float *loss, flo
 
 void worker_evaluate(worker_t *w, float *loss, float *accuracy) { evaluate_on(w, &w->test, w->test.n, loss, accuracy); }
 
+void worker_finish_resumed(worker_t *w)
+{
+    if (w->rank == 0)
+        fprintf(stderr,
+                "resumed after the last epoch (step %ld): nothing left to train; evaluating the restored weights\n",
+                w->global_step);
+    w->nothing_left = 1;
+    w->train_loss_running = NAN;
+    if (w->algo->evaluate) w->algo->evaluate(w);
+    else worker_evaluate(w, &w->test_loss, &w->test_accuracy);
+    w->eval_step = w->global_step;
+}
+
 float worker_final_train_loss(worker_t *w)
 {
     float loss, acc;
@@ -915,6 +928,7 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
         return 0;
     }
     write_digest(w, digest_fd, " start");
+    if (w->epoch >= s->epochs) worker_finish_resumed(w);
     while (w->epoch < s->epochs && !w->stop) {
         worker_epoch_order(w);
         double t_log = clock_mono_s();
@@ -1109,8 +1123,8 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
     }
     /* A run that diverged has NaN or infinite losses, which JSON cannot hold (jansson
      * refuses them): they are written as null, and "diverged" says why. */
-    int diverged = !isfinite(w->train_loss) || !isfinite(w->train_loss_running) || !isfinite(w->test_loss) ||
-                   !isfinite(w->test_accuracy);
+    int diverged = !isfinite(w->train_loss) || (!isfinite(w->train_loss_running) && !w->nothing_left) ||
+                   !isfinite(w->test_loss) || !isfinite(w->test_accuracy);
     json_t *root = json_pack(
         "{s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:o, s:o, s:i, s:o, s:o, s:b, s:f, s:f, s:I, s:f, s:f, s:O}", "name",
         s->name, "model", s->model, "dataset", s->dataset.name, "algorithm", s->algorithm.name, "workers", s->workers,

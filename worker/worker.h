@@ -126,13 +126,14 @@ typedef struct worker {
     float train_loss;         /* the final weights' loss on the fixed training
                                             subset (worker_final_train_loss; rank 0) */
     float test_loss, test_accuracy;
-    long eval_step; /* global_step when test_accuracy was measured; -1: not yet */
-    long ckpt_step; /* global_step of the last checkpoint this rank wrote; -1: none */
-    int stop;       /* 1: target_accuracy reached, 2: test hook */
-    double loop_s;  /* training time: inside training steps, without
+    long eval_step;   /* global_step when test_accuracy was measured; -1: not yet */
+    long ckpt_step;   /* global_step of the last checkpoint this rank wrote; -1: none */
+    int stop;         /* 1: target_accuracy reached, 2: test hook */
+    int nothing_left; /* resumed after the last epoch end: nothing trained (worker_finish_resumed) */
+    double loop_s;    /* training time: inside training steps, without
                                             evaluation or checkpoints (the PS: serving,
                                             without them) */
-    double wall_s;  /* the whole training loop */
+    double wall_s;    /* the whole training loop */
 } worker_t;
 
 /* The plug-in interface. Every callback returns 0 or a negative error after printing one
@@ -193,6 +194,13 @@ void worker_evaluate(worker_t *w, float *loss, float *accuracy);
  * runs compare (the running mean over an epoch mixes weights of different ages). */
 #define TRAIN_LOSS_SAMPLES 10000
 float worker_final_train_loss(worker_t *w);
+/* A run resumed from a checkpoint written after its last epoch end (an elastic relaunch
+ * as the job was finishing) has nothing left to train: this evaluates the restored
+ * weights as an epoch end would (every rank of a synchronous job; the PS alone), so the
+ * summary reports them instead of zeros, and marks the run (nothing_left): the last
+ * epoch's running loss is not in the checkpoint, so train_loss_running is null, which
+ * does not count as a divergence. */
+void worker_finish_resumed(worker_t *w);
 
 /* GPU ranks (w->gpu != NULL): who owns the model when. On a CPU rank the host owns all of it
  * and these calls do nothing.

@@ -16,6 +16,11 @@
 #      relative and it runs elsewhere) stops the job with exit 2 and a line naming the rank
 #      and the file, instead of starting fresh beside resumed ranks; ranks whose copies
 #      of the checkpoint are at different steps stop it too.
+#   5. A run resumed from the checkpoint written after its last epoch end (what an elastic
+#      relaunch gets when a host is lost as the job finishes) has nothing left to train:
+#      sgd, ssgd and asgd report the finished run's test figures and train_loss (not
+#      zeros), train_loss_running null without calling it diverged, and the parameter
+#      server hands out no further epoch.
 . tests/lib.sh
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
 DIFF=$BUILD/tools/ckpt_diff
@@ -107,3 +112,25 @@ echo "ok: a rank that cannot see the checkpoint stops the job (exit 2), naming i
     { cat "$TMP/rel2.log"; fail "the second checkpoint run failed"; }
 expect_error 2 "copies of ck/rel.ckpt disagree: steps 10 to 20" $MPIRUN -np 2 sh "$TMP/run.sh" --spec "$TMP/rel.json" --resume
 echo "ok: ranks whose copies of the checkpoint are at different steps stop the job (exit 2)"
+
+# 5. Resumed after the last epoch end. every_steps 7 does not divide the 20 (sgd, asgd) or
+# 10 (ssgd) steps of the epoch, so the last checkpoint is the one written after it.
+for c in sgd:1:1 ssgd:2:2 asgd:2:3; do
+    a=${c%%:*} w=${c#*:} np=${c##*:}
+    w=${w%%:*}
+    cat >"$TMP/end-$a.json" <<JSON
+{"name": "end-$a", "model": "lenet5", "dataset": {"name": "fashion-mnist", "train_subset": 640, "test_subset": 200},
+ "algorithm": {"name": "$a"}, "workers": $w, "batch_size": 32, "epochs": 1, "seed": 3, "log_every": 0,
+ "optimizer": {"lr": 0.05}, "checkpoint": {"every_steps": 7, "dir": "$TMP/end-$a"}}
+JSON
+    mpi "$np" "$TMP/end-$a-1.log" --spec "$TMP/end-$a.json" --summary "$TMP/end-$a-1.out"
+    mpi "$np" "$TMP/end-$a-2.log" --spec "$TMP/end-$a.json" --resume --summary "$TMP/end-$a-2.out"
+    grep -q "nothing left to train" "$TMP/end-$a-2.log" || { cat "$TMP/end-$a-2.log"; fail "$a: the resume at the end did not say so"; }
+    for f in steps test_accuracy test_loss train_loss; do
+        [ "$(json "$TMP/end-$a-2.out" .$f)" = "$(json "$TMP/end-$a-1.out" .$f)" ] ||
+            fail "$a resumed at the end: $f $(json "$TMP/end-$a-2.out" .$f), the finished run's $(json "$TMP/end-$a-1.out" .$f)"
+    done
+    [ "$(jq -c '[.train_loss_running, .diverged]' "$TMP/end-$a-2.out")" = "[null,false]" ] ||
+        fail "$a resumed at the end: train_loss_running and diverged $(jq -c '[.train_loss_running, .diverged]' "$TMP/end-$a-2.out")"
+    echo "ok: $a resumed after its last epoch end: steps $(json "$TMP/end-$a-2.out" .steps), test_accuracy $(json "$TMP/end-$a-2.out" .test_accuracy) as the finished run, train_loss_running null, not diverged"
+done

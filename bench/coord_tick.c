@@ -119,6 +119,7 @@ static int bench_redisGetReply(redisContext *c, void **reply)
 #include <sys/resource.h>
 
 #include "hostname.h"
+#include "median.h"
 #include "metrics.h"
 #include "redis_report.h"
 
@@ -261,17 +262,11 @@ static double pid_cpu_s(pid_t pid)
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Nearest-rank quantile of v[0..n) (sorted in place). */
 static double quantile(double *v, int n, double q)
 {
     if (n <= 0) return 0;
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     int k = (int)ceil(q * n) - 1;
     return v[k < 0 ? 0 : k >= n ? n - 1 : k];
 }

@@ -14,11 +14,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "median.h"
 
 int main(int argc, char **argv)
 {
@@ -63,9 +59,9 @@ int main(int argc, char **argv)
         double mean = 0;
         for (int k = 0; k < senders; k++) {
             for (int i = 0; i < iters; i++) col[i] = t[(size_t)k * (size_t)iters + (size_t)i];
-            qsort(col, (size_t)iters, sizeof(double), cmp);
-            mean += col[iters / 2] / senders;
-            printf("%s%.6f", k ? " " : "", col[iters / 2]);
+            double med = bench_median(col, iters);
+            mean += med / senders;
+            printf("%s%.6f", k ? " " : "", med);
         }
         printf("  mean %.6f\n", mean);
     }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "median.h"
 #include "phase.h"
 #include "trace.h"
 
@@ -25,12 +26,6 @@ static void work(long reps)
     for (long r = 0; r < reps; r++)
         for (int i = 0; i < N; i++) acc += buf[i] * buf[(i + r) % N];
     sink = acc;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 static double block(int mode, long reps, step_phases_t *p);
@@ -91,10 +86,7 @@ int main(int argc, char **argv)
         t[2][r] = block(2, reps, &traced);
     }
     double med[3];
-    for (int k = 0; k < 3; k++) {
-        qsort(t[k], (size_t)rounds, sizeof(double), cmp);
-        med[k] = t[k][rounds / 2];
-    }
+    for (int k = 0; k < 3; k++) med[k] = bench_median(t[k], rounds);
     printf("step_us %.1f marks_per_step %d rounds %d\n", med[0] * 1e6, MARKS, rounds);
     printf("bare_us %.2f marks_us %.2f marks_trace_us %.2f\n", med[0] * 1e6, med[1] * 1e6, med[2] * 1e6);
     printf("overhead_marks_pct %.3f overhead_trace_pct %.3f\n", 100 * (med[1] - med[0]) / med[0],

@@ -30,7 +30,8 @@ static void charge(const worker_t *w, double flops)
  * and that variation is what keeps equal hosts out of step with each other. Without it
  * the equal workers of a deterministic asgd job push at the same simulated instant
  * forever and share the parameter server's link in lockstep, which no real cluster does
- * (bench/sim_validate.sh: +50% to +60% on 3 equal workers). Each rank draws its own stream from
+ * (sim_determinism: 3 equal asgd workers on 100 Mbit/s links take 4.06 simulated s in
+ * lockstep, 3.17 with jitter 0.05). Each rank draws its own stream from
  * the job seed and its rank (SMPI gives every rank its own copy of these statics), one
  * factor per training step, so a run stays a function of spec, seed and platform. */
 static rng_t jitter_rng;

@@ -27,8 +27,8 @@
 #                 (btl_tcp_eager_limit), and SMPI does too (smpi/send-is-detached-thresh,
 #                 smpi/async-small-thresh). With Open MPI's default (64 KB) a larger
 #                 message waits for the receiver's go-ahead, and on a shaped link that
-#                 small reply queues behind the receiver's own outgoing data in the same
-#                 FIFO: a raw 4-rank allreduce of the gradient took 40-44 ms against 31 ms
+#                 small reply (as we read it) queues behind the receiver's own outgoing
+#                 data in the same FIFO: a raw 4-rank allreduce of the gradient took 40-44 ms against 31 ms
 #                 eager, a delay a flow-level model has no notion of.
 #               - the simulated link carries TCP payload at (MTU - 52) / (MTU + 14) of its
 #                 rate (IP and TCP headers with timestamps; the shaper counts the Ethernet

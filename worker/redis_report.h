@@ -73,6 +73,12 @@ void redis_report_heartbeat(metrics_sink_t *s);
 #define REDIS_REPORT_GPU_S 1.0
 void redis_report_watch_gpu(metrics_sink_t *s, nvml_t *gpu);
 
+/* The rank's health (worker/health.h: health_to_json's text, at most
+ * REDIS_REPORT_HEALTH_MAX - 1 bytes), published as the node hash's NODE_HEALTH field from
+ * the next round trip on. A copy under the mutex: called on a change of health only. */
+#define REDIS_REPORT_HEALTH_MAX 512
+void redis_report_health(metrics_sink_t *s, const char *json);
+
 /* The latest batch assignment (key pacer:job:{job}:assignment). Returns 1 and fills
  * *version and batches[0..n) when an assignment other than the last one returned exists (a newer version,
  * or any version after a Redis restart),

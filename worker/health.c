@@ -47,9 +47,9 @@ int health_step(health_t *h, long step, double loss)
         h->best_step = step;
     }
     if (h->steps < HEALTH_WARMUP) return 0;
-    double off = fabs(h->ewma - h->level);
-    if (off > HEALTH_LEFT * h->level) h->left = 1;
-    if (stretch(&h->band_since, h->left && off <= HEALTH_BAND * h->level, step))
+    if (fabs(h->ewma - h->level) > HEALTH_LEFT * h->level) h->left = 1;
+    int level = h->ewma >= (1 - HEALTH_BAND_BELOW) * h->level && h->ewma <= (1 + HEALTH_BAND_ABOVE) * h->level;
+    if (stretch(&h->band_since, h->left && level, step))
         return collapse(h, HEALTH_CAUSE_UNIFORM, step, h->ewma, h->level);
     if (stretch(&h->grown_since, h->best > 0 && h->ewma >= HEALTH_GROWTH * h->best, step))
         return collapse(h, HEALTH_CAUSE_GROWN, step, h->ewma, h->best);

@@ -349,7 +349,8 @@ static void finish_attempt(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, in
     supervise_decide(&in, &out);
     if (out.collapse_restart) {
         /* The next attempt resumes from the last checkpoint at or before the step the
-         * run last improved (worker --resume-before), with half the learning rate. */
+         * run last improved (worker --resume-before), with half the learning rate; with
+         * no word of when (no summary), from the start. */
         r->lr_scale *= 0.5;
         r->resume_before = (r->collapse_announced ? r->collapse_since : 0) + 1;
         clog_printf("job %s: after the collapse: learning rate x%g of the spec's, resuming before step %ld", r->id,
@@ -1161,6 +1162,18 @@ void run_adopt(coordinator_t *c, double now)
         r->resume_before = before > 0 ? before : 0;
         snprintf(r->health, sizeof r->health, "%s",
                  strlen(hstr(h, "health")) < sizeof r->health ? hstr(h, "health") : "");
+        {
+            /* A collapse this attempt already announced is not announced again. */
+            json_t *hj = json_loads(r->health, 0, NULL), *hc = run_health_clean(hj);
+            const char *why = json_string_value(json_object_get(hc, "reason"));
+            if (why) {
+                r->collapse_announced = 1;
+                r->collapse_since = (long)json_integer_value(json_object_get(hc, "since_step"));
+                snprintf(r->collapse_why, sizeof r->collapse_why, "%s", why);
+            }
+            json_decref(hc);
+            json_decref(hj);
+        }
         r->attempts = atoi(hstr(h, "attempts"));
         r->started = atof(hstr(h, "started"));
         snprintf(r->reason, sizeof r->reason, "%s", hstr(h, "reason"));

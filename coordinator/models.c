@@ -2,7 +2,9 @@
  * data sets as JSON (GET /api/v1/models, /api/v1/models/{name}, /api/v1/datasets), and
  * where this machine has each data set's files. Read-only: nothing here is stored in Redis;
  * the catalog is the process's own. */
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "catalog.h"
@@ -54,15 +56,17 @@ int coord_model(coordinator_t *c, const char *name, json_t **out)
     return *out ? COORD_OK : COORD_EINTERNAL;
 }
 
-/* Where this machine has d's files: its default directory (what a spec without
+/* Where this machine has d's files, resolved: its default directory (what a spec without
  * dataset.path reads), else DIR under the first data root that holds them (a path a
  * spec may give); "" when neither. */
 static void dataset_found(const coordinator_t *c, const catalog_dataset_t *d, char *path, size_t len)
 {
-    char def[PATH_MAX];
+    char def[PATH_MAX], real[PATH_MAX];
     path[0] = '\0';
-    if (catalog_dataset_default_dir(d, def, sizeof def) == 0 && catalog_dataset_present(d, def)) {
-        snprintf(path, len, "%s", def);
+    /* resolved: a default relative to the daemon's directory means nothing to a client */
+    if (catalog_dataset_default_dir(d, def, sizeof def) == 0 && catalog_dataset_present(d, def) &&
+        realpath(def, real) && strlen(real) < len) {
+        snprintf(path, len, "%s", real);
         return;
     }
     for (int i = 0; i < c->ndata_roots; i++) {

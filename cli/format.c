@@ -311,7 +311,7 @@ static void size_cell(double b, char *out, size_t len)
 
 void fmt_models(FILE *f, json_t *list)
 {
-    static const char *const H[] = {"NAME",     "SOURCE",       "INPUT",      "CLASSES",   "PARAMS",
+    static const char *const H[] = {"NAME",         "SOURCE",       "INPUT",      "CLASSES", "PARAMS",
                                     "FLOPS/SAMPLE", "MODEL MEMORY", "PER SAMPLE", "DATASET"};
     table_t *t = table_new(9, H);
     if (!t) return;
@@ -328,7 +328,14 @@ void fmt_models(FILE *f, json_t *list)
         count_cell(num(m, "flops_per_sample"), flops, sizeof flops);
         size_cell(num(memory, "model_bytes"), mem, sizeof mem);
         size_cell(num(memory, "bytes_per_sample"), per, sizeof per);
-        const char *cells[] = {str(m, "name"), str(m, "source"), input, classes, params, flops, mem, per,
+        const char *cells[] = {str(m, "name"),
+                               str(m, "source"),
+                               input,
+                               classes,
+                               params,
+                               flops,
+                               mem,
+                               per,
                                *str(m, "dataset") ? str(m, "dataset") : "-"};
         table_add(t, cells);
     }
@@ -379,8 +386,8 @@ void fmt_datasets(FILE *f, json_t *list)
         int_cell(d, "classes", classes, sizeof classes);
         int_cell(d, "train_samples", train, sizeof train);
         int_cell(d, "test_samples", test, sizeof test);
-        const char *cells[] = {str(d, "name"), str(d, "format"), input, classes, train, test,
-                               *str(d, "path") ? str(d, "path") : "-"};
+        const char *cells[] = {
+            str(d, "name"), str(d, "format"), input, classes, train, test, *str(d, "path") ? str(d, "path") : "-"};
         table_add(t, cells);
     }
     if (json_array_size(sets) == 0) fprintf(f, "no data sets\n");

@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,8 @@ static added_t added_models = {NULL, 0, 0, sizeof(catalog_model_t)};
 static added_t added_datasets = {NULL, 0, 0, sizeof(catalog_dataset_t)};
 
 /* Both entry types begin with their name. */
+_Static_assert(offsetof(catalog_model_t, name) == 0, "a model entry begins with its name");
+_Static_assert(offsetof(catalog_dataset_t, name) == 0, "a data set entry begins with its name");
 static const char *item_name(const added_t *a, size_t i) { return (const char *)a->items + i * a->size; }
 
 /* Index of name among a's entries, or -1. Called with the lock held. */

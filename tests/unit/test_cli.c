@@ -406,9 +406,10 @@ static void test_models_and_datasets(void **state)
     cap_open(&c);
     fmt_datasets(c.f, list);
     text = cap_close(&c);
-    assert_string_equal(text, "NAME           FORMAT  INPUT    CLASSES  TRAIN   TEST  HERE\n"
-                              "fashion-mnist  idx     1x28x28       10  60000  10000  /usr/share/datasets/fashion-mnist\n"
-                              "cifar10        cifar   3x32x32       10  50000  10000  -\n");
+    assert_string_equal(text,
+                        "NAME           FORMAT  INPUT    CLASSES  TRAIN   TEST  HERE\n"
+                        "fashion-mnist  idx     1x28x28       10  60000  10000  /usr/share/datasets/fashion-mnist\n"
+                        "cifar10        cifar   3x32x32       10  50000  10000  -\n");
     free(text);
     json_decref(list);
 }

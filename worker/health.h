@@ -26,7 +26,7 @@
  * "good": on_collapse "restart" resumes from the newest one (docs/ARCHITECTURE.md).
  *
  * Pure and allocation-free: the training loop calls health_step once per step (a few
- * comparisons), so it is unit-tested without a model (tests/unit/test_async.c). */
+ * comparisons), so it is unit-tested without a model (tests/unit/test_health.c). */
 #ifndef PACER_HEALTH_H
 #define PACER_HEALTH_H
 

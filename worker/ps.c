@@ -14,6 +14,8 @@
 
 float ps_softsync_alpha(float alpha0, int64_t tau) { return alpha0 / (float)(tau > 1 ? tau : 1); }
 
+double ps_tau_smooth(double tau_avg, int64_t tau) { return (1 - PS_TAU_EWMA) * tau_avg + PS_TAU_EWMA * (double)tau; }
+
 float ps_compensated_momentum(double mu, double tau)
 {
     if (!(tau > 0)) return (float)mu;
@@ -239,7 +241,7 @@ static int serve(server_t *s, const train_opts_t *o)
             /* The staleness this update brings, smoothed, sets the explicit momentum
              * that keeps the total at the user's (ps_compensated_momentum): two
              * multiplications and a comparison. */
-            s->tau_avg = (1 - PS_TAU_EWMA) * s->tau_avg + PS_TAU_EWMA * (double)tau;
+            s->tau_avg = ps_tau_smooth(s->tau_avg, tau);
             w->momentum = ps_compensated_momentum(sp->optimizer.momentum, s->tau_avg);
         }
         phase_mark(&w->phases, PHASE_OTHER);

@@ -103,5 +103,8 @@ float ps_compensated_momentum(double mu, double tau);
 /* The weight of one update's staleness in the parameter server's smoothed staleness (the
  * compensated momentum's tau): span ~20 updates, as DDC-ASGD's tau_avg. */
 #define PS_TAU_EWMA 0.05
+/* The smoothed staleness after an update of staleness tau: what the parameter server
+ * feeds ps_compensated_momentum (one multiply-add). */
+double ps_tau_smooth(double tau_avg, int64_t tau);
 
 #endif

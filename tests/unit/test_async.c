@@ -198,12 +198,12 @@ static void test_compensated_momentum(void **state)
         double e = ps_compensated_momentum(0.9, tau), imp = tau / (1 + tau);
         close_to((float)((1 - e) * (1 - imp)), 0.1, 1e-5);
     }
-    /* The parameter server's smoothing (ps.c) on a scripted staleness: prior N - 1 = 2 for
+    /* The parameter server's smoothing (ps_tau_smooth) on a scripted staleness: prior N - 1 = 2 for
      * three workers, then an epoch start of 0, 1, 2 and round-robin 2s; the momentum it
      * applies after each update. */
     double t = 2;
     const int taus[] = {0, 1, 2, 2, 2, 2};
-    for (size_t i = 0; i < sizeof taus / sizeof *taus; i++) t = (1 - PS_TAU_EWMA) * t + PS_TAU_EWMA * taus[i];
+    for (size_t i = 0; i < sizeof taus / sizeof *taus; i++) t = ps_tau_smooth(t, taus[i]);
     close_to((float)t, 1.88189659375, 1e-6); /* 1.9, 1.855, 1.86225, 1.8691375, 1.875680625 */
     close_to(ps_compensated_momentum(0.9, t), 1 - 0.1 * (1 + 1.88189659375), 1e-6);
 }

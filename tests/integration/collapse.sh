@@ -134,3 +134,25 @@ expect_error 2 "\-\-lr-scale 1.5: must be a factor from" $WORKER --spec "$TMP/w.
 expect_error 2 "\-\-lr-scale x: must be a factor from" $WORKER --spec "$TMP/w.json" --lr-scale x
 expect_error 2 "\-\-resume-before 0: must be a global step" $WORKER --spec "$TMP/w.json" --resume-before 0
 expect_error 2 "not with --resume or --resume-from" $WORKER --spec "$TMP/w.json" --resume-before 5 --resume
+
+# ---- more than one rank: the stop is agreed, synchronous and asynchronous -------------------
+# ssgd on 2 ranks (rank 0's detector, the ranks agree every HEALTH_AGREE_STEPS and at the
+# epoch end) and asgd with its parameter server (the PS judges the pushes' losses): both
+# exit 3 with on_collapse fail (a rank that went on alone would hang the run), the summary
+# saying why.
+for a in ssgd asgd; do
+    np=2
+    [ $a = asgd ] && np=3
+    cat >"$TMP/m-$a.json" <<JSON
+{"name": "hot-$a", "model": "lenet5", "algorithm": {"name": "$a"}, "workers": 2,
+ "dataset": {"name": "fashion-mnist", "train_subset": 3200, "test_subset": 500},
+ "optimizer": {"lr": 0.4, "momentum": 0.9, "async_momentum": "explicit", "lr_schedule": {"warmup_epochs": 1}},
+ "batch_size": 16, "epochs": 3, "seed": 1, "log_every": 0, "on_collapse": "fail"}
+JSON
+    $MPIRUN -np $np $WORKER --spec "$TMP/m-$a.json" --summary "$TMP/m-$a.out" >"$TMP/m-$a.log" 2>&1
+    rc=$?
+    [ $rc = 3 ] || { tail -20 "$TMP/m-$a.log"; fail "$a on $np ranks with on_collapse fail exited $rc, want 3"; }
+    [ "$(jq -r .health.state "$TMP/m-$a.out")" = collapsed ] || fail "$a: summary health $(jq -c .health "$TMP/m-$a.out")"
+    grep -q "^collapse: training collapsed at step .*on_collapse fail: stopping" "$TMP/m-$a.log" || fail "$a: no log line"
+    echo "ok: $a on $np ranks: exit 3, $(jq -c .health "$TMP/m-$a.out")"
+done

@@ -12,6 +12,7 @@
 # fix a run: the fractions are what to read, over SEEDS.
 # Seeds are the outer loop and every run leaves one line in RUNS (kept): a run cut short
 # still leaves a balanced table, and `TABLE_ONLY=1` prints the table of what RUNS holds.
+# RUNS is appended to (more seeds later add to the table): remove it to start afresh.
 #   SEEDS="1 2 3 4 5" ALGOS="asgd dbs-sgd" MOMENTA="0.5 0.9" MODES="explicit compensated"
 . bench/lib.sh
 SEEDS=${SEEDS:-1 2 3 4 5}

@@ -199,7 +199,7 @@ static const field_t FIELDS[] = {
     {.path = "optimizer.clip_norm", DBL(optimizer.clip_norm), BETWEEN(0, 1e6), .def_num = 0,
      .doc = "Clip the gradient to this global L2 norm; 0 = no clipping."},
     {.path = "optimizer.async_momentum", STR(optimizer.async_momentum), .choices = ASYNC_MOMENTA,
-     .def_str = "explicit",
+     .def_str = "compensated",
      .doc = "Asynchronous algorithms: explicit = the parameter server applies optimizer.momentum as given; "
             "compensated = it applies less, so that with the momentum the measured staleness adds the total "
             "stays at optimizer.momentum (\"Asynchronous momentum\" below). Synchronous algorithms have no "

@@ -68,7 +68,7 @@ static const char *FULL_SPEC =
     "  \"seed\": 1234567890123, \"threads\": 2, \"target_accuracy\": 0.75, \"log_every\": 10,\n"
     "  \"on_collapse\": \"restart\",\n"
     "  \"optimizer\": {\"lr\": 0.1, \"momentum\": 0.5, \"nesterov\": true,\n"
-    "                \"weight_decay\": 0.0001, \"clip_norm\": 5, \"async_momentum\": \"compensated\",\n"
+    "                \"weight_decay\": 0.0001, \"clip_norm\": 5, \"async_momentum\": \"explicit\",\n"
     "                \"lr_schedule\": {\"kind\": \"cosine\", \"warmup_epochs\": 0.5,\n"
     "                                \"step_epochs\": 2.5, \"gamma\": 0.5, \"min_lr\": 0.001}},\n"
     "  \"algorithm\": {\"name\": \"dc-asgd\", \"dynamic_batch\": true, \"replan_steps\": 7,\n"
@@ -117,7 +117,7 @@ static void test_defaults(void **state)
     assert_int_equal(s.optimizer.nesterov, 0);
     assert_true(s.optimizer.weight_decay == 0.0);
     assert_true(s.optimizer.clip_norm == 0.0);
-    assert_string_equal(s.optimizer.async_momentum, "explicit");
+    assert_string_equal(s.optimizer.async_momentum, "compensated");
     assert_string_equal(s.on_collapse, "continue");
     assert_string_equal(s.optimizer.lr_schedule.kind, "constant");
     assert_true(s.optimizer.lr_schedule.warmup_epochs == 0.0);
@@ -181,7 +181,7 @@ static void test_full_spec(void **state)
     assert_int_equal(s.optimizer.nesterov, 1);
     assert_true(s.optimizer.weight_decay == 0.0001);
     assert_true(s.optimizer.clip_norm == 5.0);
-    assert_string_equal(s.optimizer.async_momentum, "compensated");
+    assert_string_equal(s.optimizer.async_momentum, "explicit");
     assert_string_equal(s.on_collapse, "restart");
     assert_string_equal(s.optimizer.lr_schedule.kind, "cosine");
     assert_true(s.optimizer.lr_schedule.warmup_epochs == 0.5);
@@ -548,7 +548,7 @@ static void test_spec_hash(void **state)
         "{\"model\":\"lenet5\",\"epochs\":2}",
         "{\"model\":\"lenet5\",\"optimizer\":{\"lr\":0.010000000000000002}}",
         "{\"model\":\"lenet5\",\"seed\":43}",
-        "{\"model\":\"lenet5\",\"optimizer\":{\"async_momentum\":\"compensated\"}}",
+        "{\"model\":\"lenet5\",\"optimizer\":{\"async_momentum\":\"explicit\"}}",
         "{\"model\":\"lenet5\",\"dataset\":{\"train_subset\":5}}",
         "{\"model\":\"lenet5\",\"emulate\":{\"schedule\":[{\"step\":1,\"rank\":0,\"slowdown\":2}]}}",
     };

@@ -282,6 +282,12 @@ static void test_staleness_json(void **state)
     assert_non_null(j);
     assert_int_equal(json_integer_value(json_object_get(j, "p95")), 5);
     json_decref(j);
+    /* No update counted yet: the statistics of none are missing (null), not 0 (issue 29). */
+    memset(&acc, 0, sizeof acc);
+    assert_true(isnan(staleness_mean(&acc.s)));
+    assert_true(staleness_to_json(&acc.s, buf, sizeof buf) > 0);
+    assert_string_equal(buf, "{\"count\":0,\"sum\":0,\"sumsq\":0,\"mean\":null,\"p50\":null,\"p95\":null,"
+                             "\"max\":null,\"overflow\":0,\"hist\":[0,0,0,0,0,0,0,0,0]}");
 }
 
 static void test_metrics_json(void **state)

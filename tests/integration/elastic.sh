@@ -12,7 +12,9 @@
 #   - the relaunch used no restart (--max-restarts 0) and ran on pw1 and pw2 only;
 #   - pw3 then comes back (link up, remote shell answering): the coordinator's probe finds
 #     it up and the job grows back to 3 ranks right after its next checkpoint, a second
-#     resize (2 -> 3) in the record and the events.
+#     resize (2 -> 3) in the record and the events;
+#   - its history has one test accuracy per epoch across the three worlds, rank 0's, each
+#     the one its log printed last for that epoch (issue 29).
 # No speed is asserted; the deadlines are minutes (a loaded 2-core machine).
 # Needs root and `ip netns add` (else exit 77); a lock serialises concurrent runs.
 . tests/lib.sh
@@ -215,3 +217,8 @@ echo "ok: GET /api/v1/jobs/$id1/events: event: resize 3 -> 2 (reason naming pw3)
 grep -q "checkpoint .* was written by 3 workers; resuming with 2" "$STATE/jobs/$id1/log" ||
     fail "the relaunched ranks did not re-plan a 3-worker checkpoint: $(grep -m3 'resum' "$STATE/jobs/$id1/log")"
 echo "ok: the relaunch resumed the 3-worker checkpoint with 2 workers"
+# Issue 29: across the three worlds (3, 2, 3 ranks) the history has one test accuracy per
+# epoch, rank 0's, the one the log printed last for it (an attempt evaluates again the
+# epochs it trains again after its checkpoint).
+[ "$(http GET "/api/v1/jobs/$id1/history")" = 200 ] || fail "history: $(cat "$TMP/body")"
+history_accuracy_is_log "$TMP/body" "job $id1 (ssgd, resized 3 -> 2 -> 3)" "$STATE/jobs/$id1/log"

@@ -317,6 +317,19 @@ static void test_metrics_json(void **state)
     assert_non_null(strstr(buf, "\"job\":\"j-1\""));
     /* too small a buffer is refused, not overrun */
     assert_int_equal(metrics_to_json(&r, "j-1", buf, 40), -1);
+    /* What a rank did not measure is null, never 0 (issue 29): the parameter server
+     * computes no samples, a skipped compute has no loss, no update has no staleness. */
+    r.role = 1;
+    r.samples_per_s = NAN;
+    r.loss = NAN;
+    memset(&r.staleness, 0, sizeof r.staleness);
+    assert_true(metrics_to_json(&r, "j-1", buf, sizeof buf) > 0);
+    json_t *o = json_loads(buf, 0, NULL);
+    assert_non_null(o);
+    assert_true(json_is_null(json_object_get(o, "samples_per_s")));
+    assert_true(json_is_null(json_object_get(o, "loss")));
+    assert_true(json_is_null(json_object_get(json_object_get(o, "staleness"), "mean")));
+    json_decref(o);
 }
 
 static void test_metrics_reporter_file(void **state)

@@ -10,7 +10,7 @@
 #    schema has no "nullable") into its own 500: success and error answers of each
 #    documented operation, among them a job's nodes while it runs and before its first
 #    evaluation (test_accuracy and test_loss null; the parameter server's loss null), its
-#    batch assignment, a finished job's history, checkpoints, logs, trace, metrics and
+#    batch assignment and emulation check, a finished job's history, checkpoints, logs, trace, metrics and
 #    event stream, the cluster, a benchmark, retry and cancel (queued and running) and
 #    404/409/400/422 problems. A node field forged to null in Redis must be caught (the
 #    proxy's check of this test's own detection); requests the document itself declares
@@ -184,6 +184,14 @@ cp "$TMP/body" "$TMP/nodes.json"
 echo "ok: nodes of running $long before its first evaluation conform: $(jq -c '[.ranks[] | {rank, role, test_accuracy, loss}]' "$TMP/nodes.json")"
 has_plan() { via 200 GET "/api/v1/jobs/$long/nodes" && jq -e '.assignment | type == "object"' "$TMP/body" >/dev/null; }
 await 60 "the batch assignment of $long" has_plan
+# Each rank's start-up emulation check (the job page's "faithful" next to the slowdowns):
+# workers at 1/1 + 1/2 = 1.5 cores on this one host, every rank of it the same figures.
+emu_known() {
+    via 200 GET "/api/v1/jobs/$long/nodes" &&
+        jq -e '[.ranks[] | select(.emulation_demand_cores == 1.5 and .emulation_cores >= 1)] | length == 3' "$TMP/body" >/dev/null
+}
+await 60 "the ranks of $long to publish their emulation check (1.5 cores each)" emu_known
+echo "ok: the ranks publish their emulation check: $(jq -c '.ranks[0] | {emulation_demand_cores, emulation_cores}' "$TMP/body")"
 via 200 GET "/api/v1/jobs/$long"
 via 200 GET "/api/v1/jobs?state=RUNNING"
 via 200 GET "/api/v1/jobs/$long/metrics?limit=50"

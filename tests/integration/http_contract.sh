@@ -10,7 +10,8 @@
 #    schema has no "nullable") into its own 500: success and error answers of each
 #    documented operation, among them a job's nodes while it runs and before its first
 #    evaluation (test_accuracy and test_loss null; the parameter server's loss null), its
-#    batch assignment and emulation check, a finished job's history, checkpoints, logs, trace, metrics and
+#    batch assignment and emulation check, the catalog (models, one model, an unknown
+#    one, data sets), a finished job's history, checkpoints, logs, trace, metrics and
 #    event stream, the cluster, a benchmark, retry and cancel (queued and running) and
 #    404/409/400/422 problems. A node field forged to null in Redis must be caught (the
 #    proxy's check of this test's own detection); requests the document itself declares
@@ -134,7 +135,14 @@ via 200 GET "/api/v1/jobs/$small/logs?offset=0&limit=100"
 via 200 GET "/api/v1/jobs/$small/checkpoint"
 via 200 GET "/api/v1/jobs/$small/events" -H 'Last-Event-ID: 0-0,0-0'
 grep -q '^event: metrics' "$TMP/body" || fail "the finished job's event stream carried no metrics"
-echo "ok: a finished job's reads, the cluster, health, metrics and files conform"
+# The catalog (common/catalog.h): every model, one by name, an unknown one, the data sets.
+via 200 GET /api/v1/models
+jq -e 'length > 0' "$TMP/body" >/dev/null || fail "the catalog lists no model"
+for m in $(jq -r '.[].name' "$TMP/body"); do via 200 GET "/api/v1/models/$m"; done
+via 404 GET /api/v1/models/no-such-model
+via 200 GET /api/v1/datasets
+jq -e 'length > 0' "$TMP/body" >/dev/null || fail "the catalog lists no data set"
+echo "ok: a finished job's reads, the catalog, the cluster, health, metrics and files conform"
 
 # ---- errors the document describes ----------------------------------------------------------------
 for route in "" /nodes /metrics /history /events /logs /checkpoint /trace; do
@@ -219,7 +227,7 @@ via 200 POST /api/v1/cluster/reload
 echo "ok: benchmark (202, 409 busy, 400) and reload conform"
 
 # ---- every documented operation went through the proxy ----------------------------------------------
-sed -e 's#/api/v1/jobs/[^/]*#/api/v1/jobs/{id}#' -e 's#^\([A-Z]* /static/\).*#\1{path}#' "$TMP/covered" | sort -u >"$TMP/cov"
+sed -e 's#/api/v1/jobs/[^/]*#/api/v1/jobs/{id}#' -e 's#^GET /api/v1/models/.*#GET /api/v1/models/{name}#' -e 's#^\([A-Z]* /static/\).*#\1{path}#' "$TMP/covered" | sort -u >"$TMP/cov"
 jq -r '.paths | to_entries[] | .key as $p | .value | keys[] | select(test("^(get|post|delete|put|patch)$")) |
     "\(ascii_upcase) \($p)"' docs/openapi.json | grep -v '^GET /api/v1/events$' | sort -u >"$TMP/ops"
 missing=$(comm -23 "$TMP/ops" "$TMP/cov")

@@ -128,8 +128,8 @@ echo
 echo "$job" | jq -r '"demo: \(.id) \(.state)\(if .reason != "" and .reason != null then ": " + .reason else "" end)"'
 echo "$job" | jq -r 'if .summary then "demo: final test_accuracy \(.summary.test_accuracy) after \(.summary.epochs // "?") epochs, \((.finished - .started) | floor) s" else empty end'
 echo "$job" | jq -r '.summary.emulation // empty | if .simulated then empty elif .faithful
-    then "demo: the emulation was faithful: the workers asked for \(.demand_cores * 100 | round / 100) of \(.cores) cores"
-    else "demo: the emulation was NOT faithful: the workers asked for \(.demand_cores * 100 | round / 100) of \(.cores) cores, so the speeds show how the OS shared them, not the slowdowns" end'
+    then "demo: the emulation was faithful: the ranks asked for \(.demand_cores * 100 | round / 100) of \(.cores) cores"
+    else "demo: the emulation was NOT faithful: the ranks asked for \(.demand_cores * 100 | round / 100) of \(.cores) cores, so the speeds show how the OS shared them, not the slowdowns" end'
 if [ -t 0 ]; then
     echo "demo: the dashboard stays up at $BASE/#/jobs/$id - press Ctrl-C to stop"
     while kill -0 "$COORD_PID" 2>/dev/null; do sleep 1; done

@@ -380,6 +380,7 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
             /* A GPU rank's utilisation and memory go with its node hash; NVML is loaded
              * only here, and its absence leaves them out without a word. */
             if (w.gpu) redis_report_watch_gpu(w.assignment_ctx, nvml_open(w.gpu_device));
+            redis_report_emulation(w.assignment_ctx, w.emulation.host_demand, w.emulation.host_cores);
         }
     }
     if (!failed && nsinks && metrics_start(&reporter, g_job_id ? g_job_id : spec.name, sinks, nsinks) != 0) {

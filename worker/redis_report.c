@@ -75,6 +75,7 @@ typedef struct {
 
     nvml_t *gpu;                          /* redis_report_watch_gpu's; sampled by the sink thread only */
     char health[REDIS_REPORT_HEALTH_MAX]; /* redis_report_health's; "" = none */
+    double emu_demand, emu_cores;         /* redis_report_emulation's; cores 0 = not set */
 
     /* sink thread only */
     gpu_sample_t gpu_last;
@@ -159,7 +160,7 @@ static int sink_write(metrics_sink_t *base, const metrics_record_t *recs, const 
 }
 
 /* Argument vector for one command, formatted into fixed storage. */
-#define ARGS_MAX 96 /* the node hash: 2 + 2 x 35 fields (31, health, and 3 on a GPU rank) */
+#define ARGS_MAX 96 /* the node hash: 2 + 2 x 37 fields (31, the emulation check 2, health, and 3 on a GPU rank) */
 typedef struct {
     int argc;
     const char *argv[ARGS_MAX];
@@ -332,6 +333,7 @@ static int round_trip(rsink_t *s)
     tacc = s->test_accuracy;
     tloss = s->test_loss;
     nvml_t *gpu = s->gpu;
+    double emu_demand = s->emu_demand, emu_cores = s->emu_cores;
     s->beat_now = 0;
     pthread_mutex_unlock(&s->lock);
     /* The device's utilisation and memory, here on the sink's thread, at most once a
@@ -391,7 +393,7 @@ static int round_trip(rsink_t *s)
             arg_fmt(&a, "phase_%s_s", PHASE_NAMES[k]);
             arg_fmt(&a, "%.9g", isfinite(sphase[k]) ? sphase[k] : 0.0);
         }
-        arg_int(&a, "batch", rec.batch);
+        if (rec.batch >= 0) arg_int(&a, "batch", rec.batch); /* the PS computes no batch */
         arg_num(&a, "loss", rec.loss);
         arg_int(&a, "step", (long long)rec.step);
         arg_int(&a, "epoch", (long long)rec.epoch);
@@ -405,6 +407,10 @@ static int round_trip(rsink_t *s)
     if (health[0]) {
         arg_str(&a, NODE_HEALTH);
         arg_str(&a, health);
+    }
+    if (emu_cores > 0) {
+        arg_num(&a, "emulation_demand_cores", emu_demand);
+        arg_num(&a, "emulation_cores", emu_cores);
     }
     if (s->gpu_have) {
         arg_num(&a, NODE_GPU_UTIL_PCT, s->gpu_last.util_pct);
@@ -552,6 +558,15 @@ void redis_report_watch_gpu(metrics_sink_t *base, nvml_t *gpu)
     pthread_mutex_unlock(&s->lock);
     /* The sink thread may be sampling the first one: a second is not taken, only closed. */
     if (!taken) nvml_close(gpu);
+}
+
+void redis_report_emulation(metrics_sink_t *base, double demand_cores, double cores)
+{
+    rsink_t *s = (rsink_t *)base;
+    pthread_mutex_lock(&s->lock);
+    s->emu_demand = demand_cores;
+    s->emu_cores = cores;
+    pthread_mutex_unlock(&s->lock);
 }
 
 metrics_sink_t *redis_report_sink(const char *url, const char *job, int rank, char *err, size_t errlen)

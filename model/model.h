@@ -112,6 +112,36 @@ typedef struct {
  * layers from model/'s builder of that name) for batches of up to max_batch. Returns 0,
  * or -1 with err set (not in the catalog, no builder for it, out of memory). */
 int model_create(const char *name, int max_batch, model_t **out, char *err, size_t errlen);
+/* Networks from outside (an ONNX graph, model/onnx_import.c) are built on the same layer
+ * list through these, in order: each returns the new layer's index (the `in` of a later
+ * layer; -1 is the model input), shapes follow from the input's. Tensor names are given
+ * whole (the state_dict keys). A call that fails (bad geometry, a list bound, a name longer
+ * than MODEL_TENSOR_NAME_MAX - 1) marks the builder failed and the model is not made. */
+typedef struct model_builder model_builder_t;
+/* geom: every field of conv2d_desc_t but C, H, W (the input's) and OH, OW */
+int model_build_conv(model_builder_t *b, int in, const conv2d_desc_t *geom, int bias, const char *wname,
+                     const char *bname);
+/* kind LAYER_MAXPOOL or LAYER_AVGPOOL; geom: every field but C, H, W, OH, OW */
+int model_build_pool(model_builder_t *b, layer_kind_t kind, int in, const pool2d_desc_t *geom);
+int model_build_relu(model_builder_t *b, int in);
+/* flattens its input; weight (OUT, C*H*W) */
+int model_build_fc(model_builder_t *b, int in, int OUT, const char *wname, const char *bname);
+/* names: gamma, beta, running mean, running variance */
+int model_build_bn(model_builder_t *b, int in, const char *const names[4]);
+int model_build_gap(model_builder_t *b, int in);
+/* a + x, x of a's shape (or the option-A shortcut of a smaller x, model.h's LAYER_ADD) */
+int model_build_add(model_builder_t *b, int a, int x);
+/* Output shape of layer li (-1: the model input); 0, or -1 for no such layer. */
+int model_build_shape(const model_builder_t *b, int li, int *C, int *H, int *W);
+/* 0 while every call succeeded. */
+int model_build_failed(const model_builder_t *b);
+/* Fills a builder; returns 0, or -1 with err set (what it refused, and why). */
+typedef int (*model_build_fn)(model_builder_t *b, void *ctx, char *err, size_t errlen);
+/* A model named name (not looked up in the catalog) of input (C, H, W) and classes
+ * outputs, its layers from build(b, ctx). Returns 0, or -1 with err set. */
+int model_create_custom(const char *name, int C, int H, int W, int classes, int max_batch, model_build_fn build,
+                        void *ctx, model_t **out, char *err, size_t errlen);
+
 /* A model with src's name, layer and tensor lists and sizes, and buffers of its own
  * (zeroed): a twin that never depends on looking the name up again (the stand-in device
  * of tests/fakecuda). Returns 0, or -1 with err set (out of memory). */

@@ -1,0 +1,93 @@
+"""tests/tools/onnx_export.py - ONNX files for tests/unit/test_onnx_import.c, made at test time
+with PyTorch's exporter (nothing binary is committed).
+
+Usage: /usr/bin/python3 tests/tools/onnx_export.py OUTDIR
+Writes into OUTDIR:
+  cnn_eval.onnx      a small CNN exported in eval mode (opset 13; batch norm folded into
+                     the convolutions by the exporter);
+  cnn_preserve.onnx  the same network with its BatchNormalization node kept
+                     (TrainingMode.PRESERVE of a module in eval mode, no constant folding);
+  x.bin, logits.bin  an input batch (4, 3, 20, 18) and torch's logits (4, 10) for it,
+                     float32 little-endian;
+  softplus.onnx      a network with an operator pacer does not support (Softplus).
+Exits 77 when torch or onnx cannot be imported (the test then skips, saying so).
+"""
+import sys
+
+try:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    import onnx  # noqa: F401  (the exporter needs it)
+except Exception as e:  # pragma: no cover - depends on the machine
+    print("onnx_export: torch/onnx not importable: %s" % e)
+    sys.exit(77)
+
+
+class Net(nn.Module):
+    """Covers what the importer maps: a padded convolution with batch norm, ceil-mode max
+    pooling with padding, a depthwise convolution (channel multiplier 2, dilation, per-axis
+    padding) and a pointwise one, a residual Add, a rectangular-stride convolution, average
+    pooling with and without count_include_pad (the former exported as Pad + AveragePool),
+    Flatten and a Linear layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.pool1 = nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True)
+        self.dw = nn.Conv2d(8, 16, 3, padding=(1, 2), dilation=(1, 2), groups=8, bias=False)
+        self.pw = nn.Conv2d(16, 16, 1)
+        self.proj = nn.Conv2d(8, 16, 1, bias=False)
+        self.conv3 = nn.Conv2d(16, 12, (3, 2), stride=(2, 1), padding=(1, 0))
+        self.pool2 = nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)
+        self.pool3 = nn.AvgPool2d(2, stride=1, padding=1)
+        self.fc = nn.Linear(12 * 5 * 6, 10)
+
+    def forward(self, x):
+        x = F.relu(self.bn1(self.conv1(x)))
+        x = self.pool1(x)
+        y = F.relu(self.pw(self.dw(x)))
+        x = F.relu(y + self.proj(x))
+        x = F.relu(self.conv3(x))
+        x = self.pool3(self.pool2(x))
+        return self.fc(torch.flatten(x, 1))
+
+
+def main():
+    out = sys.argv[1]
+    torch.manual_seed(1)
+    net = Net()
+    with torch.no_grad():
+        net.bn1.running_mean.uniform_(-0.5, 0.5)
+        net.bn1.running_var.uniform_(0.5, 2.0)
+        net.bn1.weight.uniform_(0.5, 1.5)
+        net.bn1.bias.uniform_(-0.5, 0.5)
+    net.eval()
+    x = torch.randn(4, 3, 20, 18)
+    with torch.no_grad():
+        logits = net(x)
+    assert logits.shape == (4, 10), logits.shape
+    x.numpy().astype("<f4").tofile(out + "/x.bin")
+    logits.numpy().astype("<f4").tofile(out + "/logits.bin")
+    torch.onnx.export(net, x, out + "/cnn_eval.onnx", opset_version=13,
+                      input_names=["input"], output_names=["logits"])
+    torch.onnx.export(net, x, out + "/cnn_preserve.onnx", opset_version=13,
+                      training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False,
+                      input_names=["input"], output_names=["logits"])
+
+    class Soft(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3)
+            self.fc = nn.Linear(4 * 18 * 16, 10)
+
+        def forward(self, x):
+            return self.fc(torch.flatten(F.softplus(self.conv(x)), 1))
+
+    torch.onnx.export(Soft().eval(), x, out + "/softplus.onnx", opset_version=13,
+                      input_names=["input"], output_names=["logits"])
+
+
+if __name__ == "__main__":
+    main()

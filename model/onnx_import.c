@@ -170,8 +170,7 @@ static int check_attrs(imp_t *im, const Onnx__NodeProto *n, const char *const *k
         const char *a = n->attribute[i]->name ? n->attribute[i]->name : "";
         int ok = 0;
         for (const char *const *k = known; *k; k++) ok |= strcmp(*k, a) == 0;
-        if (!ok)
-            return fail(im, "node '%s' (%s): attribute '%s' is not supported", node_name(n), n->op_type, a);
+        if (!ok) return fail(im, "node '%s' (%s): attribute '%s' is not supported", node_name(n), n->op_type, a);
     }
     return 0;
 }
@@ -199,8 +198,8 @@ static int attr_ints(imp_t *im, const Onnx__NodeProto *n, const char *name, int 
                     n->op_type, name, a->n_ints, count);
     for (int i = 0; i < count; i++) {
         if (a->ints[i] < 0 || a->ints[i] > DIM_MAX)
-            return fail(im, "node '%s' (%s): attribute %s[%d] = %lld is out of range", node_name(n), n->op_type, name, i,
-                        (long long)a->ints[i]);
+            return fail(im, "node '%s' (%s): attribute %s[%d] = %lld is out of range", node_name(n), n->op_type, name,
+                        i, (long long)a->ints[i]);
         out[i] = (int)a->ints[i];
     }
     return 0;
@@ -237,8 +236,9 @@ static int input_layer(imp_t *im, const Onnx__NodeProto *n, size_t i, const valu
         return fail(im, "node '%s' (%s): input %zu is missing", node_name(n), n->op_type, i);
     const value_t *v = find_value(im, n->input[i]);
     if (!v)
-        return fail(im, "node '%s' (%s): input '%s' is produced by no earlier node (unsupported output or "
-                        "unsorted graph)",
+        return fail(im,
+                    "node '%s' (%s): input '%s' is produced by no earlier node (unsupported output or "
+                    "unsorted graph)",
                     node_name(n), n->op_type, n->input[i]);
     if (v->kind == V_TENSOR)
         return fail(im, "node '%s' (%s): input '%s' is a constant where an activation is expected", node_name(n),
@@ -271,11 +271,15 @@ static int define_output(imp_t *im, const Onnx__NodeProto *n, int li, int flat)
     return 0;
 }
 
-static int weight_name_ok(imp_t *im, const Onnx__NodeProto *n, const Onnx__TensorProto *t)
+/* A weight's tensor is named by the value the node reads (an initializer's name, or the
+ * name the exporter gave a deduplicated copy through Identity), and loaded from that
+ * value's data. */
+static int weight_name_ok(imp_t *im, const Onnx__NodeProto *n, size_t i)
 {
-    if (!t->name || !t->name[0] || strlen(t->name) >= MODEL_TENSOR_NAME_MAX)
-        return fail(im, "node '%s' (%s): initializer name '%.64s' is empty or longer than %d bytes", node_name(n),
-                    n->op_type, t->name ? t->name : "", MODEL_TENSOR_NAME_MAX - 1);
+    const char *name = n->input[i];
+    if (!name[0] || strlen(name) >= MODEL_TENSOR_NAME_MAX)
+        return fail(im, "node '%s' (%s): weight name '%.64s' is empty or longer than %d bytes", node_name(n),
+                    n->op_type, name, MODEL_TENSOR_NAME_MAX - 1);
     return 0;
 }
 
@@ -290,7 +294,7 @@ static int do_conv(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (n->n_input > 2 && n->input[2][0] && !bias)
         return fail(im, "node '%s' (Conv): the bias must be an initializer", node_name(n));
     if (n->n_input > 3) return fail(im, "node '%s' (Conv): more than 3 inputs", node_name(n));
-    if (weight_name_ok(im, n, w) || (bias && weight_name_ok(im, n, bias))) return -1;
+    if (weight_name_ok(im, n, 1) || (bias && weight_name_ok(im, n, 2))) return -1;
     int C, H, W;
     model_build_shape(b, x->layer, &C, &H, &W);
     int ks[2], st[2], dl[2], pd[4];
@@ -315,10 +319,19 @@ static int do_conv(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     }
     if (x->kind == V_PADDED)
         for (int i = 0; i < 4; i++) pd[i] += x->pads[i];
-    const conv2d_desc_t g = {.OC = OC, .KH = KH, .KW = KW, .sH = st[0], .sW = st[1], .pad_t = pd[0],
-                             .pad_l = pd[1], .pad_b = pd[2], .pad_r = pd[3], .dH = dl[0], .dW = dl[1],
+    const conv2d_desc_t g = {.OC = OC,
+                             .KH = KH,
+                             .KW = KW,
+                             .sH = st[0],
+                             .sW = st[1],
+                             .pad_t = pd[0],
+                             .pad_l = pd[1],
+                             .pad_b = pd[2],
+                             .pad_r = pd[3],
+                             .dH = dl[0],
+                             .dW = dl[1],
                              .groups = group};
-    int li = model_build_conv(b, x->layer, &g, bias != NULL, w->name, bias ? bias->name : NULL);
+    int li = model_build_conv(b, x->layer, &g, bias != NULL, n->input[1], bias ? n->input[2] : NULL);
     if (model_build_failed(b))
         return fail(im, "node '%s' (Conv): geometry gives no output on a %dx%dx%d input", node_name(n), C, H, W);
     return define_output(im, n, li, 0);
@@ -326,10 +339,10 @@ static int do_conv(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 
 static int do_pool(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, int is_max)
 {
-    static const char *const kmax[] = {"kernel_shape", "strides",       "pads", "dilations",
+    static const char *const kmax[] = {"kernel_shape", "strides",       "pads",     "dilations",
                                        "ceil_mode",    "storage_order", "auto_pad", NULL};
-    static const char *const kavg[] = {"kernel_shape", "strides", "pads", "ceil_mode", "count_include_pad",
-                                       "auto_pad",     NULL};
+    static const char *const kavg[] = {"kernel_shape",      "strides",  "pads", "ceil_mode",
+                                       "count_include_pad", "auto_pad", NULL};
     const value_t *x;
     if (check_attrs(im, n, is_max ? kmax : kavg) || input_layer(im, n, 0, &x)) return -1;
     if (is_max && attr_int(n, "storage_order", 0) != 0)
@@ -358,9 +371,18 @@ static int do_pool(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, int 
         for (int i = 0; i < 4; i++) pd[i] = x->pads[i];
         cip = 1;
     }
-    const pool2d_desc_t g = {.KH = ks[0], .KW = ks[1], .sH = st[0], .sW = st[1], .pad_t = pd[0], .pad_l = pd[1],
-                             .pad_b = pd[2], .pad_r = pd[3], .dH = dl[0], .dW = dl[1],
-                             .ceil_mode = (int)attr_int(n, "ceil_mode", 0), .count_include_pad = cip};
+    const pool2d_desc_t g = {.KH = ks[0],
+                             .KW = ks[1],
+                             .sH = st[0],
+                             .sW = st[1],
+                             .pad_t = pd[0],
+                             .pad_l = pd[1],
+                             .pad_b = pd[2],
+                             .pad_r = pd[3],
+                             .dH = dl[0],
+                             .dW = dl[1],
+                             .ceil_mode = (int)attr_int(n, "ceil_mode", 0),
+                             .count_include_pad = cip};
     int li = model_build_pool(b, is_max ? LAYER_MAXPOOL : LAYER_AVGPOOL, x->layer, &g);
     if (model_build_failed(b))
         return fail(im, "node '%s' (%s): geometry gives no output (or a window of padding only) on a %dx%dx%d input",
@@ -410,8 +432,8 @@ static int do_bn(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     /* model/'s batch norm uses BN_EPS and PyTorch's momentum 0.1 (ONNX's 0.9) */
     const float eps = attr_float(n, "epsilon", 1e-5f), mom = attr_float(n, "momentum", 0.9f);
     if (eps != BN_EPS)
-        return fail(im, "node '%s' (BatchNormalization): epsilon %g is not supported yet (only %g)", node_name(n),
-                    eps, BN_EPS);
+        return fail(im, "node '%s' (BatchNormalization): epsilon %g is not supported yet (only %g)", node_name(n), eps,
+                    BN_EPS);
     if (fabsf(mom - (1.0f - MODEL_BN_MOMENTUM)) > 1e-6f)
         return fail(im, "node '%s' (BatchNormalization): momentum %g is not supported yet (only %g, PyTorch's %g)",
                     node_name(n), mom, 1.0f - MODEL_BN_MOMENTUM, MODEL_BN_MOMENTUM);
@@ -423,8 +445,8 @@ static int do_bn(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         if (!t || t->n_dims != 1 || t->dims[0] != C)
             return fail(im, "node '%s' (BatchNormalization): input %d must be an initializer of %d values",
                         node_name(n), i + 1, C);
-        if (weight_name_ok(im, n, t)) return -1;
-        names[i] = t->name;
+        if (weight_name_ok(im, n, (size_t)i + 1)) return -1;
+        names[i] = n->input[i + 1];
     }
     int li = model_build_bn(b, x->layer, names);
     return define_output(im, n, li, 0);
@@ -449,11 +471,12 @@ static int do_gemm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (!w || w->n_dims != 2 || w->dims[1] != IN || w->dims[0] < 1)
         return fail(im, "node '%s' (Gemm): B must be an initializer (OUT, %lld)", node_name(n), (long long)IN);
     if (!c || c->n_dims != 1 || c->dims[0] != w->dims[0])
-        return fail(im, "node '%s' (Gemm): C must be an initializer of %lld values (a Gemm without bias is not "
-                        "supported yet)",
+        return fail(im,
+                    "node '%s' (Gemm): C must be an initializer of %lld values (a Gemm without bias is not "
+                    "supported yet)",
                     node_name(n), (long long)w->dims[0]);
-    if (weight_name_ok(im, n, w) || weight_name_ok(im, n, c)) return -1;
-    int li = model_build_fc(b, x->layer, (int)w->dims[0], w->name, c->name);
+    if (weight_name_ok(im, n, 1) || weight_name_ok(im, n, 2)) return -1;
+    int li = model_build_fc(b, x->layer, (int)w->dims[0], n->input[1], n->input[2]);
     return define_output(im, n, li, 0);
 }
 
@@ -492,6 +515,14 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (strcmp(op, "Gemm") == 0) return do_gemm(im, b, n);
     if (strcmp(op, "Reshape") == 0) return do_reshape(im, b, n);
     if (strcmp(op, "Pad") == 0) return do_pad(im, n);
+    if (strcmp(op, "Identity") == 0 && n->n_input == 1 && n->n_output == 1 && input_tensor(im, n, 0)) {
+        /* a constant under another name (the exporter's way of using one weight twice) */
+        if (check_attrs(im, n, none)) return -1;
+        value_t *v = add_value(im, n->output[0], V_TENSOR);
+        if (!v) return fail(im, "out of memory");
+        v->tensor = input_tensor(im, n, 0);
+        return 0;
+    }
     if (strcmp(op, "Relu") == 0 || strcmp(op, "GlobalAveragePool") == 0 || strcmp(op, "Identity") == 0) {
         if (check_attrs(im, n, none) || input_layer(im, n, 0, &x)) return -1;
         if (op[0] == 'I') return define_output(im, n, x->layer, x->flat);
@@ -501,8 +532,7 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (strcmp(op, "Flatten") == 0) {
         static const char *const known[] = {"axis", NULL};
         if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
-        if (attr_int(n, "axis", 1) != 1)
-            return fail(im, "node '%s' (Flatten): only axis 1 is supported", node_name(n));
+        if (attr_int(n, "axis", 1) != 1) return fail(im, "node '%s' (Flatten): only axis 1 is supported", node_name(n));
         return define_output(im, n, x->layer, 1);
     }
     if (strcmp(op, "Add") == 0) {
@@ -512,7 +542,8 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         model_build_shape(b, x->layer, &C1, &H1, &W1);
         model_build_shape(b, y->layer, &C2, &H2, &W2);
         if (C1 != C2 || H1 != H2 || W1 != W2 || x->layer < 0 || y->layer < 0)
-            return fail(im, "node '%s' (Add): only two activations of the same shape are supported (%dx%dx%d + %dx%dx%d)",
+            return fail(im,
+                        "node '%s' (Add): only two activations of the same shape are supported (%dx%dx%d + %dx%dx%d)",
                         node_name(n), C1, H1, W1, C2, H2, W2);
         return define_output(im, n, model_build_add(b, x->layer, y->layer), x->flat);
     }
@@ -550,7 +581,8 @@ static int build_graph(model_builder_t *b, void *ctx, char *err, size_t errlen)
     if (o->layer != last)
         return fail(im, "the graph's output '%s' is not its last layer (a branch computed after it is unused)",
                     im->output);
-    if (H != 1 || W != 1) return fail(im, "the graph's output is not (N, classes): its shape is (N, %d, %d, %d)", C, H, W);
+    if (H != 1 || W != 1)
+        return fail(im, "the graph's output is not (N, classes): its shape is (N, %d, %d, %d)", C, H, W);
     return 0;
 }
 
@@ -606,8 +638,8 @@ static int import_model(const Onnx__ModelProto *mp, const char *name, int max_ba
     if (!input) return snprintf(err, errlen, "onnx: the graph has no input"), -1;
     if (g->n_output != 1 || !g->output[0]->name)
         return snprintf(err, errlen, "onnx: the graph has %zu outputs (one logits output only)", g->n_output), -1;
-    if (!input->type || input->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
-        !input->type->tensor_type || input->type->tensor_type->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
+    if (!input->type || input->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !input->type->tensor_type ||
+        input->type->tensor_type->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
         return snprintf(err, errlen, "onnx: input '%s' is not a float tensor", input->name), -1;
     size_t nd, nod;
     int64_t dims[4];
@@ -642,6 +674,15 @@ static int import_model(const Onnx__ModelProto *mp, const char *name, int max_ba
                  m->layers[m->nlayers - 1].OC, (long long)classes);
         goto fail;
     }
+    /* One initializer read by two layers would be two tensors trained apart: refused
+     * rather than silently untied. */
+    for (int i = 0; i < m->ntensors; i++)
+        for (int j = 0; j < i; j++)
+            if (strcmp(m->tensors[i].name, m->tensors[j].name) == 0) {
+                snprintf(err, errlen, "onnx: initializer '%s' is used by two layers (shared weights are not supported)",
+                         m->tensors[i].name);
+                goto fail;
+            }
     /* the starting weights: every tensor from the initializer of its name */
     im.err = err;
     im.errlen = errlen;
@@ -672,8 +713,7 @@ int onnx_import_buffer(const uint8_t *data, size_t len, const char *name, int ma
     if (len > ONNX_MAX_BYTES)
         return snprintf(err, errlen, "onnx: %zu bytes exceed the limit of %zu", len, ONNX_MAX_BYTES), -1;
     Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, data);
-    if (!mp)
-        return snprintf(err, errlen, "onnx: not an ONNX model, or truncated (the protobuf does not decode)"), -1;
+    if (!mp) return snprintf(err, errlen, "onnx: not an ONNX model, or truncated (the protobuf does not decode)"), -1;
     int rc = import_model(mp, name, max_batch, out, err, errlen);
     onnx__model_proto__free_unpacked(mp, NULL);
     return rc;

@@ -9,7 +9,10 @@ Writes into OUTDIR:
                      (TrainingMode.PRESERVE of a module in eval mode, no constant folding);
   x.bin, logits.bin  an input batch (4, 3, 20, 18) and torch's logits (4, 10) for it,
                      float32 little-endian;
-  softplus.onnx      a network with an operator pacer does not support (Softplus).
+  softplus.onnx      a network with an operator pacer does not support (Softplus);
+  tiny.onnx          a 2 KB network of most mapped operators (batch norm kept, depthwise
+                     convolution, residual Add, Pad + AveragePool, Gemm): the seed of
+                     fuzz/corpus/onnx/ (copied there by hand, see docs/TESTING.md).
 Exits 77 when torch or onnx cannot be imported (the test then skips, saying so).
 """
 import sys
@@ -86,6 +89,29 @@ def main():
             return self.fc(torch.flatten(F.softplus(self.conv(x)), 1))
 
     torch.onnx.export(Soft().eval(), x, out + "/softplus.onnx", opset_version=13,
+                      input_names=["input"], output_names=["logits"])
+    tiny(out)
+
+
+class Tiny(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 4, 3, padding=1, groups=2)
+        self.short = nn.Conv2d(2, 4, 1, bias=False)
+        self.bn = nn.BatchNorm2d(4)
+        self.pool = nn.AvgPool2d(2, stride=2, padding=1)
+        self.fc = nn.Linear(4 * 4 * 4, 3)
+
+    def forward(self, x):
+        y = F.relu(self.bn(self.conv(x)))
+        x = self.pool(y + self.short(x))
+        return self.fc(torch.flatten(x, 1))
+
+
+def tiny(out):
+    torch.manual_seed(2)
+    torch.onnx.export(Tiny().eval(), torch.randn(1, 2, 6, 6), out + "/tiny.onnx", opset_version=13,
+                      training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False,
                       input_names=["input"], output_names=["logits"])
 
 

@@ -30,8 +30,8 @@
 #define BATCH 4
 #define CLASSES 10
 
-static char g_dir[64];      /* the files, or "" */
-static char g_why[512];     /* why there are none */
+static char g_dir[64];  /* the files, or "" */
+static char g_why[512]; /* why there are none */
 
 static int setup(void **state)
 {
@@ -144,6 +144,28 @@ static void test_preserve_export_matches_torch(void **state)
     check_against_torch("cnn_preserve.onnx", 1);
 }
 
+/* The fuzzer's seed network (fuzz/corpus/onnx/tiny.onnx is a copy): deduplicated
+ * initializers (batch norm's running variance exported as Identity of its weight) become
+ * tensors of their own names. */
+static void test_tiny_imports(void **state)
+{
+    (void)state;
+    need_files();
+    char p[128], err[512];
+    snprintf(p, sizeof p, "%s/tiny.onnx", g_dir);
+    model_t *m = NULL;
+    if (onnx_import_file(p, "tiny", 2, &m, err, sizeof err) != 0) fail_msg("tiny.onnx: %s", err);
+    int found = 0;
+    for (int i = 0; i < m->ntensors; i++)
+        if (strcmp(m->tensors[i].name, "bn.running_var") == 0) {
+            found = 1;
+            for (size_t k = 0; k < m->tensors[i].count; k++)
+                assert_true(m->buffers[m->tensors[i].offset + k] == 1.0f); /* PyTorch's initial variance */
+        }
+    assert_true(found);
+    model_free(m);
+}
+
 static void expect_refusal(const uint8_t *data, size_t len, const char *want1, const char *want2)
 {
     model_t *m = (model_t *)1;
@@ -208,6 +230,7 @@ int main(void)
         cmocka_unit_test(test_eval_export_matches_torch),
         cmocka_unit_test(test_preserve_export_matches_torch),
         cmocka_unit_test(test_refuses_truncated_and_unsupported),
+        cmocka_unit_test(test_tiny_imports),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

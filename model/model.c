@@ -114,7 +114,8 @@ int model_build_conv(model_builder_t *b, int in, const conv2d_desc_t *geom, int 
     l->conv.C = l->C;
     l->conv.H = l->H;
     l->conv.W = l->W;
-    if (conv2d_setup(&l->conv) != 0) b->failed = 1;
+    const int bad = conv2d_setup(&l->conv) != 0;
+    if (bad) b->failed = 1;
     l->OC = l->conv.OC;
     l->OH = l->conv.OH;
     l->OW = l->conv.OW;
@@ -122,7 +123,8 @@ int model_build_conv(model_builder_t *b, int in, const conv2d_desc_t *geom, int 
     const int groups = l->conv.groups > 0 ? l->conv.groups : 1;
     l->w_off = add_tensor_named(b, wname, (size_t)l->OC * (l->C / groups) * l->conv.KH * l->conv.KW, 0);
     if (bias) l->b_off = add_tensor_named(b, bname, (size_t)l->OC, 0);
-    size_t ws = conv2d_workspace(&l->conv, b->m->max_batch);
+    /* no workspace for a geometry conv2d_setup refused (its sizes are not meaningful) */
+    size_t ws = bad ? 0 : conv2d_workspace(&l->conv, b->m->max_batch);
     if (ws > b->m->ws_floats) b->m->ws_floats = ws;
     finish_layer(b, li);
     return li;

@@ -508,6 +508,7 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     const value_t *x;
     if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
         return fail(im, "node '%s' (%s): operator domain '%s' is not supported", node_name(n), op, n->domain);
+    if (n->n_output < 1 || !n->output[0][0]) return fail(im, "node '%s' (%s): no output", node_name(n), op);
     if (strcmp(op, "Conv") == 0) return do_conv(im, b, n);
     if (strcmp(op, "MaxPool") == 0) return do_pool(im, b, n, 1);
     if (strcmp(op, "AveragePool") == 0) return do_pool(im, b, n, 0);

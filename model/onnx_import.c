@@ -11,7 +11,9 @@
  *   BatchNormalization (inference form, or the training form whose extra outputs are
  *     unused) -> LAYER_BN; Gemm (transB = 1, alpha = beta = 1, with C) -> LAYER_FC;
  *   Flatten (axis 1), Reshape to (batch, -1) and Identity -> no layer (the value is an
- *     alias: LAYER_FC reads its input flat anyway); Constant -> a value.
+ *     alias: LAYER_FC reads its input flat anyway); Constant -> a value; Shape, Gather,
+ *     Unsqueeze and Concat on small int vectors -> values (the shape x.view(x.size(0), -1)
+ *     computes when the batch is a dynamic axis).
  * A value is what a node input names: the graph input, a layer's output, an initializer or
  * a constant. Everything else is refused with the node's name and operator. Operators the
  * kernels have (LeakyRelu, Sigmoid, Tanh, Concat, Dropout, other Gemm forms, batch norm
@@ -29,13 +31,20 @@
 #include "onnx.pb-c.h"
 
 const char ONNX_SUPPORTED_OPS[] = "Conv, MaxPool, AveragePool, GlobalAveragePool, Relu, Add, BatchNormalization, "
-                                  "Gemm, Flatten, Reshape, Identity, Constant, Pad (before AveragePool)";
+                                  "Gemm, Flatten, Reshape, Identity, Constant, Pad (before Conv or AveragePool), "
+                                  "Shape, Gather, Unsqueeze, Concat (of shapes)";
 
 /* Largest dimension of any tensor or shape the importer accepts (a bound, not a limit
  * real networks meet). */
 #define DIM_MAX ((int64_t)1 << 24)
 
-typedef enum { V_LAYER, V_TENSOR, V_PADDED } vkind_t;
+typedef enum { V_LAYER, V_TENSOR, V_PADDED, V_INTS } vkind_t;
+
+/* V_INTS: a small int64 vector computed while importing (the exporter's shape arithmetic for
+ * x.view(x.size(0), -1): Shape, Gather, Unsqueeze, Concat); BATCH stands for the batch
+ * size, which the file does not fix. */
+#define INTS_MAX 8
+#define BATCH INT64_MIN
 
 typedef struct {
     const char *name;
@@ -44,6 +53,8 @@ typedef struct {
     int flat;                        /* V_LAYER: seen as (N, C*H*W) (Flatten, Reshape) */
     const Onnx__TensorProto *tensor; /* V_TENSOR: initializer or Constant */
     int pads[4];                     /* V_PADDED: zero padding top, left, bottom, right */
+    int64_t ints[INTS_MAX];          /* V_INTS */
+    int nints, scalar;               /* V_INTS: count; a 0-D value (one int) */
 } value_t;
 
 typedef struct {
@@ -149,6 +160,8 @@ static int tensor_ints(const Onnx__TensorProto *t, int64_t *dst, int max)
 }
 
 /* ---- nodes ---------------------------------------------------------------------------- */
+
+static int input_ints(imp_t *im, const Onnx__NodeProto *n, size_t i, int64_t *out, int *count, int *scalar);
 
 static const char *node_name(const Onnx__NodeProto *n)
 {
@@ -488,17 +501,105 @@ static int do_reshape(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
     if (attr_int(n, "allowzero", 0) != 0)
         return fail(im, "node '%s' (Reshape): allowzero = 1 is not supported", node_name(n));
-    const Onnx__TensorProto *s = input_tensor(im, n, 1);
-    int64_t sh[8];
+    int64_t sh[INTS_MAX];
+    int nsh = 0, ssh;
     int C, H, W;
     model_build_shape(b, x->layer, &C, &H, &W);
     const int64_t flat = (int64_t)C * H * W;
-    if (!s || tensor_ints(s, sh, 8) != 2 ||
-        !(sh[0] == 0 || sh[0] == -1 || (im->batch_dim > 0 && sh[0] == im->batch_dim)) ||
+    if (input_ints(im, n, 1, sh, &nsh, &ssh) != 0 || nsh != 2 ||
+        !(sh[0] == BATCH || sh[0] == 0 || sh[0] == -1 || (im->batch_dim > 0 && sh[0] == im->batch_dim)) ||
         !(sh[1] == -1 || sh[1] == flat) || (sh[0] == -1 && sh[1] == -1))
         return fail(im, "node '%s' (Reshape): only a constant shape (batch, -1) or (batch, %lld) is supported",
                     node_name(n), (long long)flat);
     return define_output(im, n, x->layer, 1);
+}
+
+/* Input i of n as a small int vector (a constant INT64 tensor or a V_INTS); 0, or -1. */
+static int input_ints(imp_t *im, const Onnx__NodeProto *n, size_t i, int64_t *out, int *count, int *scalar)
+{
+    if (i >= n->n_input || !n->input[i][0]) return -1;
+    const value_t *v = find_value(im, n->input[i]);
+    if (!v) return -1;
+    if (v->kind == V_INTS) {
+        memcpy(out, v->ints, (size_t)v->nints * sizeof *out);
+        *count = v->nints;
+        *scalar = v->scalar;
+        return 0;
+    }
+    if (v->kind != V_TENSOR) return -1;
+    int c = tensor_ints(v->tensor, out, INTS_MAX);
+    if (c < 0 || v->tensor->n_dims > 1) return -1;
+    *count = c;
+    *scalar = v->tensor->n_dims == 0;
+    return 0;
+}
+
+static int define_ints(imp_t *im, const Onnx__NodeProto *n, const int64_t *ints, int count, int scalar)
+{
+    value_t *v = add_value(im, n->output[0], V_INTS);
+    if (!v) return fail(im, "out of memory");
+    memcpy(v->ints, ints, (size_t)count * sizeof *ints);
+    v->nints = count;
+    v->scalar = scalar;
+    return 0;
+}
+
+/* Shape, Gather, Unsqueeze and Concat on small int vectors (the exporter's shape arithmetic);
+ * 1 when n is not such a node. */
+static int do_shape_op(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const none[] = {NULL}, *const axis[] = {"axis", NULL}, *const axes[] = {"axes", NULL};
+    const char *op = n->op_type;
+    int64_t a[INTS_MAX], r[INTS_MAX];
+    int na, sa;
+    if (strcmp(op, "Shape") == 0) {
+        const value_t *x;
+        if (check_attrs(im, n, none) || input_layer(im, n, 0, &x)) return -1;
+        int C, H, W;
+        model_build_shape(b, x->layer, &C, &H, &W);
+        const int64_t four[4] = {BATCH, C, H, W}, two[2] = {BATCH, (int64_t)C * H * W};
+        return x->flat ? define_ints(im, n, two, 2, 0) : define_ints(im, n, four, 4, 0);
+    }
+    if (strcmp(op, "Gather") == 0) {
+        int64_t idx[INTS_MAX];
+        int ni, si;
+        if (check_attrs(im, n, axis) || attr_int(n, "axis", 0) != 0 || input_ints(im, n, 0, a, &na, &sa) ||
+            input_ints(im, n, 1, idx, &ni, &si) || sa)
+            return fail(im, "node '%s' (Gather): only gathering from a constant or a Shape is supported", node_name(n));
+        for (int i = 0; i < ni; i++) {
+            int64_t k = idx[i] < 0 ? idx[i] + na : idx[i];
+            if (k < 0 || k >= na)
+                return fail(im, "node '%s' (Gather): index %lld out of range", node_name(n), (long long)idx[i]);
+            r[i] = a[k];
+        }
+        return define_ints(im, n, r, ni, si);
+    }
+    if (strcmp(op, "Unsqueeze") == 0) {
+        /* axes: an attribute up to opset 12, an input from 13 */
+        int64_t ax[INTS_MAX];
+        int nx = 0, sx;
+        const Onnx__AttributeProto *at = attr(n, "axes");
+        if (check_attrs(im, n, axes) || input_ints(im, n, 0, a, &na, &sa)) return 1;
+        if (at && at->n_ints == 1) ax[0] = at->ints[0], nx = 1;
+        else if (!at && input_ints(im, n, 1, ax, &nx, &sx) != 0) nx = 0;
+        if (!sa || nx != 1 || ax[0] != 0)
+            return fail(im, "node '%s' (Unsqueeze): only a scalar to a 1-element vector is supported", node_name(n));
+        return define_ints(im, n, a, 1, 0);
+    }
+    if (strcmp(op, "Concat") == 0) {
+        int total = 0;
+        for (size_t i = 0; i < n->n_input; i++) {
+            if (input_ints(im, n, i, a, &na, &sa) != 0) return 1; /* not int vectors: not this kind of Concat */
+            if (sa || total + na > INTS_MAX)
+                return fail(im, "node '%s' (Concat): a shape of more than %d values", node_name(n), INTS_MAX);
+            memcpy(r + total, a, (size_t)na * sizeof *a);
+            total += na;
+        }
+        if (check_attrs(im, n, axis) || attr_int(n, "axis", 0) != 0)
+            return fail(im, "node '%s' (Concat): shape vectors join along axis 0", node_name(n));
+        return define_ints(im, n, r, total, 0);
+    }
+    return 1;
 }
 
 static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
@@ -509,6 +610,8 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
         return fail(im, "node '%s' (%s): operator domain '%s' is not supported", node_name(n), op, n->domain);
     if (n->n_output < 1 || !n->output[0][0]) return fail(im, "node '%s' (%s): no output", node_name(n), op);
+    int rc = do_shape_op(im, b, n);
+    if (rc != 1) return rc;
     if (strcmp(op, "Conv") == 0) return do_conv(im, b, n);
     if (strcmp(op, "MaxPool") == 0) return do_pool(im, b, n, 1);
     if (strcmp(op, "AveragePool") == 0) return do_pool(im, b, n, 0);

@@ -10,6 +10,8 @@ Writes into OUTDIR:
   x.bin, logits.bin  an input batch (4, 3, 20, 18) and torch's logits (4, 10) for it,
                      float32 little-endian;
   softplus.onnx      a network with an operator pacer does not support (Softplus);
+  view_dynamic.onnx  a network flattening with x.view(x.size(0), -1), exported with a
+  view_logits.bin    dynamic batch axis (Shape/Gather/Unsqueeze/Concat), and its logits for x;
   tiny.onnx          a 2 KB network of most mapped operators (batch norm kept, depthwise
                      convolution, residual Add, Pad + AveragePool, Gemm): the seed of
                      fuzz/corpus/onnx/ (copied there by hand, see docs/TESTING.md).
@@ -91,6 +93,31 @@ def main():
     torch.onnx.export(Soft().eval(), x, out + "/softplus.onnx", opset_version=13,
                       input_names=["input"], output_names=["logits"])
     tiny(out)
+    view_net(out, x)
+
+
+class ViewNet(nn.Module):
+    """Flattens with x.view(x.size(0), -1), exported with a dynamic batch axis: the graph
+    computes the shape with Shape, Gather, Unsqueeze and Concat."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 5, stride=2)
+        self.fc = nn.Linear(4 * 4 * 3, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv(x)), 2)
+        return self.fc(x.view(x.size(0), -1))
+
+
+def view_net(out, x):
+    torch.manual_seed(3)
+    net = ViewNet().eval()
+    with torch.no_grad():
+        net(x).numpy().astype("<f4").tofile(out + "/view_logits.bin")
+    torch.onnx.export(net, x, out + "/view_dynamic.onnx", opset_version=13, do_constant_folding=False,
+                      training=torch.onnx.TrainingMode.PRESERVE, input_names=["input"], output_names=["logits"],
+                      dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}})
 
 
 class Tiny(nn.Module):

@@ -605,7 +605,8 @@ static int do_shape_op(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 {
     static const char *const none[] = {NULL};
-    const char *op = n->op_type ? n->op_type : "";
+    if (!n->op_type || !n->op_type[0]) return fail(im, "node '%s': no operator", node_name(n));
+    const char *op = n->op_type;
     const value_t *x;
     if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
         return fail(im, "node '%s' (%s): operator domain '%s' is not supported", node_name(n), op, n->domain);

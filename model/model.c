@@ -187,6 +187,12 @@ int model_build_relu(model_builder_t *b, int in)
 
 int model_build_fc(model_builder_t *b, int in, int OUT, const char *wname, const char *bname)
 {
+    const gemm_desc_t g = {.layout = GEMM_W_OUT_IN, .alpha = 1.0f, .beta = 1.0f};
+    return model_build_gemm(b, in, OUT, &g, wname, bname);
+}
+
+int model_build_gemm(model_builder_t *b, int in, int OUT, const gemm_desc_t *g, const char *wname, const char *bname)
+{
     int li = add_layer(b, LAYER_FC, in);
     layer_t *l = layer_at(b, li);
     /* FC flattens its input: (B, C, H, W) is read as (B, C*H*W). */
@@ -196,10 +202,13 @@ int model_build_fc(model_builder_t *b, int in, int OUT, const char *wname, const
     l->OC = OUT;
     l->OH = 1;
     l->OW = 1;
-    l->has_bias = 1;
+    l->has_bias = bname != NULL;
+    l->gemm = *g;
+    l->gemm.IN = l->C;
+    l->gemm.OUT = OUT;
     if (OUT < 1) b->failed = 1;
     l->w_off = add_tensor_named(b, wname, (size_t)OUT * l->C, 0);
-    l->b_off = add_tensor_named(b, bname, (size_t)OUT, 0);
+    if (bname) l->b_off = add_tensor_named(b, bname, (size_t)OUT, 0);
     finish_layer(b, li);
     return li;
 }
@@ -215,8 +224,15 @@ static int fc(builder_t *b, const char *name, int in, int OUT)
 
 int model_build_bn(model_builder_t *b, int in, const char *const names[4])
 {
+    return model_build_bn_eps(b, in, names, BN_EPS);
+}
+
+int model_build_bn_eps(model_builder_t *b, int in, const char *const names[4], float eps)
+{
     int li = add_layer(b, LAYER_BN, in);
     layer_t *l = layer_at(b, li);
+    l->eps = eps;
+    if (!(eps > 0.0f)) b->failed = 1;
     l->w_off = add_tensor_named(b, names[0], (size_t)l->C, 0);
     l->b_off = add_tensor_named(b, names[1], (size_t)l->C, 0);
     l->rm_off = add_tensor_named(b, names[2], (size_t)l->C, 1);
@@ -260,6 +276,36 @@ int model_build_add(model_builder_t *b, int a, int x)
     if (x < 0 || shortcut_init(&l->sc, lx->OC, lx->OH, lx->OW, l->C, stride) != 0 || l->sc.OH != l->H ||
         l->sc.OW != l->W)
         b->failed = 1;
+    finish_layer(b, li);
+    return li;
+}
+
+int model_build_elementwise(model_builder_t *b, layer_kind_t kind, int in, float arg)
+{
+    int li = add_layer(b, kind, in);
+    layer_t *l = layer_at(b, li);
+    if (kind == LAYER_LEAKY_RELU) {
+        l->alpha = arg;
+        if (!(arg >= 0.0f)) b->failed = 1; /* the backward reads the sign of the output (ops.h) */
+    } else if (kind == LAYER_DROPOUT) {
+        l->p = arg;
+        if (!(arg >= 0.0f && arg <= 1.0f)) b->failed = 1;
+    } else if (kind != LAYER_SIGMOID && kind != LAYER_TANH) {
+        b->failed = 1;
+    }
+    finish_layer(b, li);
+    return li;
+}
+
+int model_build_concat(model_builder_t *b, int a, int x)
+{
+    int li = add_layer(b, LAYER_CONCAT, a);
+    layer_t *l = layer_at(b, li);
+    const layer_t *lx = layer_at(b, x);
+    l->in2 = x;
+    int C2 = x < 0 ? b->m->C : lx->OC, H2 = x < 0 ? b->m->H : lx->OH, W2 = x < 0 ? b->m->W : lx->OW;
+    if (H2 != l->H || W2 != l->W) b->failed = 1;
+    l->OC = l->C + C2;
     finish_layer(b, li);
     return li;
 }
@@ -622,6 +668,7 @@ const float *model_logits(const model_t *m) { return m->acts + m->layers[m->nlay
 
 float model_forward(model_t *m, const float *x, const int32_t *y, int B, int train)
 {
+    if (train) m->dropout_step++; /* new masks; the backward after this forward reuses them */
     for (int i = 0; i < m->nlayers; i++) {
         layer_t *l = &m->layers[i];
         const float *inp = layer_input(m, x, l->in);
@@ -634,18 +681,32 @@ float model_forward(model_t *m, const float *x, const int32_t *y, int B, int tra
         case LAYER_MAXPOOL: maxpool2d_forward(&l->pool, B, inp, out, m->argmax + l->aux_off); break;
         case LAYER_AVGPOOL: avgpool2d_forward(&l->pool, B, inp, out); break;
         case LAYER_RELU: relu_forward(n_out, inp, out); break;
-        case LAYER_FC: fc_forward(B, l->C, l->OC, inp, w, bias, out); break;
+        case LAYER_FC: gemm_forward(&l->gemm, B, inp, w, bias, out); break;
         case LAYER_BN:
             if (train)
-                batchnorm_forward_train(B, l->C, l->H * l->W, inp, w, m->params + l->b_off, out, m->aux + l->aux_off,
-                                        m->aux + l->aux_off + l->C, m->buffers + l->rm_off, m->buffers + l->rv_off,
-                                        MODEL_BN_MOMENTUM);
+                batchnorm_forward_train_eps(B, l->C, l->H * l->W, inp, w, m->params + l->b_off, out,
+                                            m->aux + l->aux_off, m->aux + l->aux_off + l->C, m->buffers + l->rm_off,
+                                            m->buffers + l->rv_off, MODEL_BN_MOMENTUM, l->eps);
             else
-                batchnorm_forward_eval(B, l->C, l->H * l->W, inp, w, m->params + l->b_off, m->buffers + l->rm_off,
-                                       m->buffers + l->rv_off, out);
+                batchnorm_forward_eval_eps(B, l->C, l->H * l->W, inp, w, m->params + l->b_off, m->buffers + l->rm_off,
+                                           m->buffers + l->rv_off, out, l->eps);
             break;
         case LAYER_GAP: gap_forward(B, l->C, l->H * l->W, inp, out); break;
         case LAYER_ADD: residual_add_forward(&l->sc, B, inp, layer_input(m, x, l->in2), out); break;
+        case LAYER_LEAKY_RELU: leaky_relu_forward(n_out, l->alpha, inp, out); break;
+        case LAYER_SIGMOID: sigmoid_forward(n_out, inp, out); break;
+        case LAYER_TANH: tanh_forward(n_out, inp, out); break;
+        case LAYER_CONCAT: {
+            const int C2[2] = {l->C, l->OC - l->C};
+            const float *const in2[2] = {inp, layer_input(m, x, l->in2)};
+            concat_forward(B, l->H * l->W, 2, C2, in2, out);
+            break;
+        }
+        case LAYER_DROPOUT:
+            if (train)
+                dropout_forward(n_out, l->p, dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i), inp, out);
+            else memcpy(out, inp, n_out * sizeof(float));
+            break;
         }
         if (m->progress) m->progress(m->progress_ctx);
     }
@@ -684,7 +745,7 @@ void model_backward(model_t *m, const float *x, const int32_t *y, int B, float l
         case LAYER_RELU:
             if (dinp) relu_backward(n_out, out, dout, dinp);
             break;
-        case LAYER_FC: fc_backward(B, l->C, l->OC, inp, w, dout, dinp, dw, db); break;
+        case LAYER_FC: gemm_backward(&l->gemm, B, inp, w, dout, dinp, dw, db); break;
         case LAYER_BN:
             batchnorm_backward(B, l->C, l->H * l->W, inp, w, m->aux + l->aux_off, m->aux + l->aux_off + l->C, dout,
                                dinp, dw, m->grads + l->b_off);
@@ -697,6 +758,25 @@ void model_backward(model_t *m, const float *x, const int32_t *y, int B, float l
             residual_add_backward(&l->sc, B, dout, dinp, dx);
             break;
         }
+        case LAYER_LEAKY_RELU:
+            if (dinp) leaky_relu_backward(n_out, l->alpha, out, dout, dinp);
+            break;
+        case LAYER_SIGMOID:
+            if (dinp) sigmoid_backward(n_out, out, dout, dinp);
+            break;
+        case LAYER_TANH:
+            if (dinp) tanh_backward(n_out, out, dout, dinp);
+            break;
+        case LAYER_CONCAT: {
+            const int C2[2] = {l->C, l->OC - l->C};
+            float *const d2[2] = {dinp, l->in2 < 0 ? NULL : m->dacts + m->layers[l->in2].out_off};
+            concat_backward(B, l->H * l->W, 2, C2, dout, d2);
+            break;
+        }
+        case LAYER_DROPOUT:
+            if (dinp)
+                dropout_backward(n_out, l->p, dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i), dout, dinp);
+            break;
         }
         if (m->progress) m->progress(m->progress_ctx);
     }

@@ -47,17 +47,27 @@ typedef enum {
     LAYER_BN,
     LAYER_GAP,
     LAYER_ADD,
+    /* from imported graphs (model/onnx_import.c); the CUDA backend refuses them for now */
+    LAYER_LEAKY_RELU, /* alpha */
+    LAYER_SIGMOID,
+    LAYER_TANH,
+    LAYER_CONCAT,  /* channels of in, then of in2 (an n-way Concat is a chain of these) */
+    LAYER_DROPOUT, /* p; the identity at evaluation */
 } layer_kind_t;
 
 typedef struct {
     layer_kind_t kind;
     int in;         /* producing layer of the input; -1 = the model input */
-    int in2;        /* LAYER_ADD: producing layer of the shortcut input */
+    int in2;        /* LAYER_ADD: the shortcut input; LAYER_CONCAT: the second input */
     int C, H, W;    /* input shape of one sample */
     int OC, OH, OW; /* output shape of one sample */
     conv2d_desc_t conv;
     pool2d_desc_t pool;
     shortcut_desc_t sc;
+    gemm_desc_t gemm; /* LAYER_FC: weight layout, alpha, beta ((OUT, IN), 1, 1: PyTorch's Linear) */
+    float alpha;      /* LAYER_LEAKY_RELU: the negative slope */
+    float p;          /* LAYER_DROPOUT: the probability of dropping */
+    float eps;        /* LAYER_BN: epsilon (BN_EPS for the built-in networks) */
     int has_bias;
     size_t w_off, b_off;   /* params: conv/fc weight and bias, bn gamma and beta */
     size_t rm_off, rv_off; /* buffers: bn running mean and variance */
@@ -76,6 +86,10 @@ typedef struct {
     int C, H, W, num_classes; /* input and output of the network (the catalog's) */
     int max_batch;
     int kaiming_conv; /* init: convolutions Kaiming normal (resnet20), else uniform */
+    /* Dropout masks: training forward t (counted by model_forward, the backward after it
+     * reuses its masks) of layer i uses dropout_key(dropout_seed, t, i). The owner sets
+     * dropout_seed (the job's seed mixed with the rank); nothing else depends on it. */
+    uint64_t dropout_seed, dropout_step;
 
     layer_t *layers; /* (nlayers), allocated by model_create */
     int nlayers;
@@ -126,8 +140,18 @@ int model_build_pool(model_builder_t *b, layer_kind_t kind, int in, const pool2d
 int model_build_relu(model_builder_t *b, int in);
 /* flattens its input; weight (OUT, C*H*W) */
 int model_build_fc(model_builder_t *b, int in, int OUT, const char *wname, const char *bname);
+/* ONNX Gemm: flattens its input; g's layout, alpha and beta (IN and OUT are filled in);
+ * bname NULL: no bias */
+int model_build_gemm(model_builder_t *b, int in, int OUT, const gemm_desc_t *g, const char *wname, const char *bname);
 /* names: gamma, beta, running mean, running variance */
 int model_build_bn(model_builder_t *b, int in, const char *const names[4]);
+/* the same with another epsilon */
+int model_build_bn_eps(model_builder_t *b, int in, const char *const names[4], float eps);
+/* kind LAYER_LEAKY_RELU (arg: alpha >= 0), LAYER_SIGMOID, LAYER_TANH, LAYER_DROPOUT
+ * (arg: p in [0, 1]) */
+int model_build_elementwise(model_builder_t *b, layer_kind_t kind, int in, float arg);
+/* channels of a, then of x (same H, W) */
+int model_build_concat(model_builder_t *b, int a, int x);
 int model_build_gap(model_builder_t *b, int in);
 /* a + x, x of a's shape (or the option-A shortcut of a smaller x, model.h's LAYER_ADD) */
 int model_build_add(model_builder_t *b, int a, int x);

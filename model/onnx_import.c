@@ -30,9 +30,9 @@
 
 #include "onnx.pb-c.h"
 
-const char ONNX_SUPPORTED_OPS[] = "Conv, MaxPool, AveragePool, GlobalAveragePool, Relu, Add, BatchNormalization, "
-                                  "Gemm, Flatten, Reshape, Identity, Constant, Pad (before Conv or AveragePool), "
-                                  "Shape, Gather, Unsqueeze, Concat (of shapes)";
+const char ONNX_SUPPORTED_OPS[] = "Conv, MaxPool, AveragePool, GlobalAveragePool, Relu, LeakyRelu, Sigmoid, Tanh, "
+                                  "Add, Concat, BatchNormalization, Gemm, Dropout, Flatten, Reshape, Identity, "
+                                  "Constant, Pad (before Conv or AveragePool), Shape, Gather, Unsqueeze";
 
 /* Largest dimension of any tensor or shape the importer accepts (a bound, not a limit
  * real networks meet). */
@@ -442,11 +442,10 @@ static int do_bn(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
     if (attr_int(n, "spatial", 1) != 1)
         return fail(im, "node '%s' (BatchNormalization): spatial = 0 is not supported", node_name(n));
-    /* model/'s batch norm uses BN_EPS and PyTorch's momentum 0.1 (ONNX's 0.9) */
+    /* model/'s batch norm takes any epsilon, but PyTorch's momentum 0.1 (ONNX's 0.9) only */
     const float eps = attr_float(n, "epsilon", 1e-5f), mom = attr_float(n, "momentum", 0.9f);
-    if (eps != BN_EPS)
-        return fail(im, "node '%s' (BatchNormalization): epsilon %g is not supported yet (only %g)", node_name(n), eps,
-                    BN_EPS);
+    if (!(eps > 0.0f) || !(eps < 1.0f))
+        return fail(im, "node '%s' (BatchNormalization): epsilon %g is out of range (0, 1)", node_name(n), eps);
     if (fabsf(mom - (1.0f - MODEL_BN_MOMENTUM)) > 1e-6f)
         return fail(im, "node '%s' (BatchNormalization): momentum %g is not supported yet (only %g, PyTorch's %g)",
                     node_name(n), mom, 1.0f - MODEL_BN_MOMENTUM, MODEL_BN_MOMENTUM);
@@ -461,7 +460,7 @@ static int do_bn(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         if (weight_name_ok(im, n, (size_t)i + 1)) return -1;
         names[i] = n->input[i + 1];
     }
-    int li = model_build_bn(b, x->layer, names);
+    int li = model_build_bn_eps(b, x->layer, names, eps);
     return define_output(im, n, li, 0);
 }
 
@@ -472,24 +471,29 @@ static int do_gemm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
     if (attr_int(n, "transA", 0) != 0)
         return fail(im, "node '%s' (Gemm): transA = 1 is not supported (A is the activation)", node_name(n));
-    if (attr_int(n, "transB", 0) != 1 || attr_float(n, "alpha", 1.0f) != 1.0f || attr_float(n, "beta", 1.0f) != 1.0f)
-        return fail(im, "node '%s' (Gemm): only transB = 1, alpha = beta = 1 (PyTorch's Linear) is supported yet",
-                    node_name(n));
+    const int transB = (int)attr_int(n, "transB", 0);
+    if (transB != 0 && transB != 1) return fail(im, "node '%s' (Gemm): transB must be 0 or 1", node_name(n));
     int C, H, W;
     model_build_shape(b, x->layer, &C, &H, &W);
     if (!x->flat && (H != 1 || W != 1))
         return fail(im, "node '%s' (Gemm): input is not 2-D (Flatten or Reshape it first)", node_name(n));
     const Onnx__TensorProto *w = input_tensor(im, n, 1), *c = input_tensor(im, n, 2);
     const int64_t IN = (int64_t)C * H * W;
-    if (!w || w->n_dims != 2 || w->dims[1] != IN || w->dims[0] < 1)
-        return fail(im, "node '%s' (Gemm): B must be an initializer (OUT, %lld)", node_name(n), (long long)IN);
-    if (!c || c->n_dims != 1 || c->dims[0] != w->dims[0])
-        return fail(im,
-                    "node '%s' (Gemm): C must be an initializer of %lld values (a Gemm without bias is not "
-                    "supported yet)",
-                    node_name(n), (long long)w->dims[0]);
-    if (weight_name_ok(im, n, 1) || weight_name_ok(im, n, 2)) return -1;
-    int li = model_build_fc(b, x->layer, (int)w->dims[0], n->input[1], n->input[2]);
+    /* B is (OUT, IN) with transB = 1 (PyTorch's Linear), (IN, OUT) with transB = 0 */
+    if (!w || w->n_dims != 2 || w->dims[transB ? 1 : 0] != IN || w->dims[transB ? 0 : 1] < 1)
+        return fail(im, "node '%s' (Gemm): B must be an initializer %s", node_name(n),
+                    transB ? "(OUT, IN) for transB = 1" : "(IN, OUT) for transB = 0");
+    const int64_t OUT = w->dims[transB ? 0 : 1];
+    if (n->n_input > 2 && n->input[2][0] && (!c || c->n_dims != 1 || c->dims[0] != OUT))
+        return fail(im, "node '%s' (Gemm): C must be an initializer of %lld values (no other broadcast)", node_name(n),
+                    (long long)OUT);
+    if (weight_name_ok(im, n, 1) || (c && weight_name_ok(im, n, 2))) return -1;
+    const gemm_desc_t g = {.layout = transB ? GEMM_W_OUT_IN : GEMM_W_IN_OUT,
+                           .alpha = attr_float(n, "alpha", 1.0f),
+                           .beta = attr_float(n, "beta", 1.0f)};
+    if (!isfinite(g.alpha) || !isfinite(g.beta))
+        return fail(im, "node '%s' (Gemm): alpha and beta must be finite", node_name(n));
+    int li = model_build_gemm(b, x->layer, (int)OUT, &g, n->input[1], c ? n->input[2] : NULL);
     return define_output(im, n, li, 0);
 }
 
@@ -633,6 +637,55 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         if (op[0] == 'I') return define_output(im, n, x->layer, x->flat);
         int li = op[0] == 'R' ? model_build_relu(b, x->layer) : model_build_gap(b, x->layer);
         return define_output(im, n, li, op[0] == 'R' ? x->flat : 0);
+    }
+    if (strcmp(op, "LeakyRelu") == 0 || strcmp(op, "Sigmoid") == 0 || strcmp(op, "Tanh") == 0) {
+        static const char *const known[] = {"alpha", NULL};
+        if (check_attrs(im, n, op[0] == 'L' ? known : none) || input_layer(im, n, 0, &x)) return -1;
+        const float alpha = attr_float(n, "alpha", 0.01f);
+        if (op[0] == 'L' && !(alpha >= 0.0f))
+            return fail(im, "node '%s' (LeakyRelu): alpha %g: a negative slope is not supported", node_name(n), alpha);
+        const layer_kind_t k = op[0] == 'L' ? LAYER_LEAKY_RELU : op[0] == 'S' ? LAYER_SIGMOID : LAYER_TANH;
+        return define_output(im, n, model_build_elementwise(b, k, x->layer, alpha), x->flat);
+    }
+    if (strcmp(op, "Dropout") == 0) {
+        /* ratio: an attribute up to opset 11, an optional constant input from 12; pacer drops
+         * while training and not at evaluation, whatever the training_mode input says; the
+         * mask output is never defined (no node may read it) */
+        static const char *const known[] = {"ratio", "seed", NULL};
+        if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
+        float p = attr_float(n, "ratio", 0.5f);
+        if (n->n_input > 1 && n->input[1][0]) {
+            const Onnx__TensorProto *r = input_tensor(im, n, 1);
+            if (!r || tensor_count(r) != 1 || tensor_floats(im, r, &p, 1) != 0)
+                return fail(im, "node '%s' (Dropout): ratio must be a constant float", node_name(n));
+        }
+        if (n->n_input > 2 && n->input[2][0] && !input_tensor(im, n, 2))
+            return fail(im, "node '%s' (Dropout): training_mode must be a constant", node_name(n));
+        if (!(p >= 0.0f && p < 1.0f))
+            return fail(im, "node '%s' (Dropout): ratio %g is not in [0, 1)", node_name(n), p);
+        return define_output(im, n, model_build_elementwise(b, LAYER_DROPOUT, x->layer, p), x->flat);
+    }
+    if (strcmp(op, "Concat") == 0) {
+        /* of activations along channels (Concat of shapes was do_shape_op's): a chain of
+         * two-input concatenations */
+        static const char *const known[] = {"axis", NULL};
+        if (check_attrs(im, n, known)) return -1;
+        if (attr_int(n, "axis", 0) != 1)
+            return fail(im, "node '%s' (Concat): activations join along channels (axis 1) only", node_name(n));
+        if (n->n_input < 1 || input_layer(im, n, 0, &x)) return fail(im, "node '%s' (Concat): no inputs", node_name(n));
+        int li = x->layer;
+        for (size_t i = 1; i < n->n_input; i++) {
+            const value_t *y;
+            if (input_layer(im, n, i, &y)) return -1;
+            int C1, H1, W1, C2, H2, W2;
+            model_build_shape(b, li, &C1, &H1, &W1);
+            model_build_shape(b, y->layer, &C2, &H2, &W2);
+            if (H1 != H2 || W1 != W2)
+                return fail(im, "node '%s' (Concat): input %zu is %dx%d, the others %dx%d", node_name(n), i, H2, W2, H1,
+                            W1);
+            li = model_build_concat(b, li, y->layer);
+        }
+        return define_output(im, n, li, n->n_input == 1 ? x->flat : 0);
     }
     if (strcmp(op, "Flatten") == 0) {
         static const char *const known[] = {"axis", NULL};

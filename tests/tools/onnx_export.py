@@ -12,6 +12,11 @@ Writes into OUTDIR:
   softplus.onnx      a network with an operator pacer does not support (Softplus);
   view_dynamic.onnx  a network flattening with x.view(x.size(0), -1), exported with a
   view_logits.bin    dynamic batch axis (Shape/Gather/Unsqueeze/Concat), and its logits for x;
+  acts.onnx          ActNet (leaky ReLU, sigmoid, tanh, concat, batch norm eps 1e-3, Gemm
+  acts_logits.bin    with transB 0 and alpha/beta) in eval mode, its logits, and the same
+  acts_train.onnx    exported in training mode (with its Dropout node), and its evaluation
+  acts_train_logits.bin  logits (tracing moved the running statistics);
+  cnn_grads.*, acts_grads.*  torch's gradients of both networks' training step (save_grads);
   tiny.onnx          a 2 KB network of most mapped operators (batch norm kept, depthwise
                      convolution, residual Add, Pad + AveragePool, Gemm): the seed of
                      fuzz/corpus/onnx/ (copied there by hand, see docs/TESTING.md).
@@ -94,6 +99,66 @@ def main():
                       input_names=["input"], output_names=["logits"])
     tiny(out)
     view_net(out, x)
+    act_net(out, x)
+    save_grads(net, x, out, "cnn_grads")
+
+
+class ActNet(nn.Module):
+    """The layers only imported graphs have: leaky ReLU, sigmoid, tanh, a three-way channel
+    concatenation (one input the image itself), batch norm with epsilon 1e-3, dropout, and a
+    Gemm with transB = 0, alpha 2 and beta 0.5 (torch.addmm)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 6, 3, padding=1)
+        self.bn = nn.BatchNorm2d(6, eps=1e-3)
+        self.c2 = nn.Conv2d(6, 4, 3, padding=1)
+        self.drop = nn.Dropout(0.3)
+        self.W = nn.Parameter(torch.randn(13 * 5 * 4, 10) * 0.05)
+        self.b = nn.Parameter(torch.randn(10) * 0.1)
+
+    def forward(self, x):
+        y = F.leaky_relu(self.bn(self.c1(x)), 0.1)
+        z = torch.sigmoid(self.c2(y))
+        u = F.max_pool2d(torch.cat([z, torch.tanh(y), x], 1), 4)
+        u = self.drop(torch.flatten(u, 1))
+        return torch.addmm(self.b, u, self.W, beta=0.5, alpha=2.0)
+
+
+def save_grads(net, x, out, name):
+    """Gradients of the mean cross-entropy for labels 0..3 in training mode, for
+    model_backward to match: NAME.txt lists "tensor count" per parameter, NAME.bin holds
+    them in that order."""
+    net.train()
+    net.zero_grad()
+    F.cross_entropy(net(x), torch.arange(x.shape[0]) % 10).backward()
+    with open(out + "/" + name + ".txt", "w") as f, open(out + "/" + name + ".bin", "wb") as b:
+        for pname, prm in net.named_parameters():
+            f.write("%s %d\n" % (pname, prm.numel()))
+            b.write(prm.grad.detach().numpy().astype("<f4").tobytes())
+
+
+def act_net(out, x):
+    torch.manual_seed(4)
+    net = ActNet()
+    with torch.no_grad():
+        net.bn.running_mean.uniform_(-0.5, 0.5)
+        net.bn.running_var.uniform_(0.5, 2.0)
+    net.eval()
+    with torch.no_grad():
+        net(x).numpy().astype("<f4").tofile(out + "/acts_logits.bin")
+    torch.onnx.export(net, x, out + "/acts.onnx", opset_version=13, do_constant_folding=False,
+                      training=torch.onnx.TrainingMode.PRESERVE, input_names=["input"], output_names=["logits"])
+    # a module in training mode exports its Dropout node (and batch norm's training form)
+    net.train()
+    torch.onnx.export(net, x, out + "/acts_train.onnx", opset_version=13, do_constant_folding=False,
+                      training=torch.onnx.TrainingMode.PRESERVE, input_names=["input"], output_names=["logits"])
+    # tracing in training mode moved batch norm's running statistics: the file has the new ones
+    net.eval()
+    with torch.no_grad():
+        net(x).numpy().astype("<f4").tofile(out + "/acts_train_logits.bin")
+    net.drop.p = 0.0  # the gradients compare without dropout (its masks are pacer's own)
+    save_grads(net, x, out, "acts_grads")
 
 
 class ViewNet(nn.Module):

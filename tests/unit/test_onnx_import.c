@@ -153,6 +153,117 @@ static void test_view_dynamic_batch_matches_torch(void **state)
     check_against_torch("view_dynamic.onnx", "view_logits.bin", 0);
 }
 
+/* The layers only imported graphs have (leaky ReLU, sigmoid, tanh, concat, batch norm with
+ * epsilon 1e-3, Gemm with transB 0 and alpha/beta): torch's evaluation logits. */
+static void test_acts_match_torch(void **state)
+{
+    (void)state;
+    need_files();
+    check_against_torch("acts.onnx", "acts_logits.bin", 0);
+}
+
+/* The same network exported in training mode: batch norm's training form (5 outputs) and
+ * a Dropout node (p 0.3 from its constant input). At evaluation dropout is the identity
+ * (torch's logits again); two training forwards draw different masks, a forward and the
+ * backward after it the same. */
+static void test_dropout_export(void **state)
+{
+    (void)state;
+    need_files();
+    check_against_torch("acts_train.onnx", "acts_train_logits.bin", 0);
+    char p[128], err[512];
+    snprintf(p, sizeof p, "%s/acts_train.onnx", g_dir);
+    model_t *m = NULL;
+    if (onnx_import_file(p, "acts", BATCH, &m, err, sizeof err) != 0) fail_msg("%s", err);
+    int drop = -1;
+    for (int i = 0; i < m->nlayers; i++)
+        if (m->layers[i].kind == LAYER_DROPOUT) drop = i;
+    assert_true(drop >= 0);
+    assert_float_equal(m->layers[drop].p, 0.3f, 1e-7f);
+    float x[BATCH * 3 * 20 * 18], l1[BATCH * CLASSES];
+    read_floats("x.bin", x, sizeof x / sizeof x[0]);
+    const int32_t y[BATCH] = {0, 1, 2, 3};
+    model_forward(m, x, y, BATCH, 1);
+    memcpy(l1, model_logits(m), sizeof l1);
+    /* the dropped fraction of the layer's output is near p (240 elements per image) */
+    const layer_t *d = &m->layers[drop];
+    const float *out = m->acts + d->out_off, *in = m->acts + m->layers[d->in].out_off;
+    size_t n = (size_t)BATCH * d->OC * d->OH * d->OW, zero = 0, nonzero_in = 0;
+    for (size_t i = 0; i < n; i++) {
+        nonzero_in += in[i] != 0.0f;
+        zero += in[i] != 0.0f && out[i] == 0.0f;
+    }
+    const double frac = (double)zero / (double)nonzero_in;
+    if (!(frac > 0.2 && frac < 0.4)) fail_msg("dropout dropped %.3f of %zu elements, p = 0.3", frac, nonzero_in);
+    model_forward(m, x, y, BATCH, 1);
+    assert_true(memcmp(l1, model_logits(m), sizeof l1) != 0);
+    model_free(m);
+}
+
+/* Every parameter gradient of a training step against torch's (train mode: batch norm on
+ * the batch's statistics), relative to the tensor's largest torch gradient (at least
+ * GRAD_FLOOR). */
+#define GRAD_TOL 1e-4
+#define GRAD_FLOOR 1e-3
+static void check_grads(const char *file, const char *grads)
+{
+    char p[128], err[512];
+    snprintf(p, sizeof p, "%s/%s", g_dir, file);
+    model_t *m = NULL;
+    if (onnx_import_file(p, "grads", BATCH, &m, err, sizeof err) != 0) fail_msg("%s: %s", file, err);
+    float x[BATCH * 3 * 20 * 18];
+    read_floats("x.bin", x, sizeof x / sizeof x[0]);
+    const int32_t y[BATCH] = {0, 1, 2, 3};
+    model_forward(m, x, y, BATCH, 1);
+    model_backward(m, x, y, BATCH, 1.0f);
+    snprintf(p, sizeof p, "%s/%s.txt", g_dir, grads);
+    FILE *idx = fopen(p, "r");
+    snprintf(p, sizeof p, "%s/%s.bin", g_dir, grads);
+    FILE *bin = fopen(p, "rb");
+    assert_non_null(idx);
+    assert_non_null(bin);
+    char name[MODEL_TENSOR_NAME_MAX];
+    size_t count;
+    int checked = 0;
+    double worst = 0.0;
+    while (fscanf(idx, "%127s %zu", name, &count) == 2) {
+        float *want = malloc(count * sizeof(float));
+        assert_non_null(want);
+        assert_int_equal(fread(want, sizeof(float), count, bin), count);
+        const tensor_info_t *t = NULL;
+        for (int i = 0; i < m->ntensors; i++)
+            if (strcmp(m->tensors[i].name, name) == 0) t = &m->tensors[i];
+        if (!t || t->is_buffer || t->count != count) fail_msg("%s: no parameter %s of %zu values", file, name, count);
+        double scale = 0.0, err_max = 0.0;
+        for (size_t k = 0; k < count; k++) scale = fmax(scale, fabs(want[k]));
+        for (size_t k = 0; k < count; k++) err_max = fmax(err_max, fabs((double)m->grads[t->offset + k] - want[k]));
+        /* a floor under the scale: a bias before batch norm has a zero gradient in exact
+         * arithmetic, rounding noise (1e-8) on both sides */
+        const double rel = err_max / fmax(scale, GRAD_FLOOR);
+        if (!(rel <= GRAD_TOL))
+            fail_msg("%s: gradient of %s differs from torch's by %.2e of its largest entry (%.3g)", file, name, rel,
+                     scale);
+        worst = fmax(worst, rel);
+        checked++;
+        free(want);
+    }
+    fclose(idx);
+    fclose(bin);
+    int nparams = 0; /* every parameter tensor was compared */
+    for (int i = 0; i < m->ntensors; i++) nparams += !m->tensors[i].is_buffer;
+    assert_int_equal(checked, nparams);
+    printf("%s: %d parameter gradients within %.2e of torch's\n", file, checked, worst);
+    model_free(m);
+}
+
+static void test_gradients_match_torch(void **state)
+{
+    (void)state;
+    need_files();
+    check_grads("cnn_preserve.onnx", "cnn_grads");
+    check_grads("acts.onnx", "acts_grads");
+}
+
 /* The fuzzer's seed network (fuzz/corpus/onnx/tiny.onnx is a copy): deduplicated
  * initializers (batch norm's running variance exported as Identity of its weight) become
  * tensors of their own names. */
@@ -239,6 +350,9 @@ int main(void)
         cmocka_unit_test(test_eval_export_matches_torch),
         cmocka_unit_test(test_preserve_export_matches_torch),
         cmocka_unit_test(test_view_dynamic_batch_matches_torch),
+        cmocka_unit_test(test_acts_match_torch),
+        cmocka_unit_test(test_dropout_export),
+        cmocka_unit_test(test_gradients_match_torch),
         cmocka_unit_test(test_refuses_truncated_and_unsupported),
         cmocka_unit_test(test_tiny_imports),
     };

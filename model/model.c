@@ -222,6 +222,18 @@ static int fc(builder_t *b, const char *name, int in, int OUT)
     return model_build_fc(b, in, OUT, wn, bn_);
 }
 
+int model_build_fc_bias(model_builder_t *b, int li, const char *bname)
+{
+    if (li < 0 || li != b->m->nlayers - 1 || b->m->layers[li].kind != LAYER_FC || b->m->layers[li].has_bias) {
+        b->failed = 1;
+        return -1;
+    }
+    layer_t *l = &b->m->layers[li];
+    l->has_bias = 1;
+    l->b_off = add_tensor_named(b, bname, (size_t)l->OC, 0);
+    return li;
+}
+
 int model_build_bn(model_builder_t *b, int in, const char *const names[4])
 {
     return model_build_bn_eps(b, in, names, BN_EPS);

@@ -143,6 +143,9 @@ int model_build_fc(model_builder_t *b, int in, int OUT, const char *wname, const
 /* ONNX Gemm: flattens its input; g's layout, alpha and beta (IN and OUT are filled in);
  * bname NULL: no bias */
 int model_build_gemm(model_builder_t *b, int in, int OUT, const gemm_desc_t *g, const char *wname, const char *bname);
+/* Gives the last layer, a fully connected one without bias, the bias bname (ONNX MatMul
+ * followed by Add); -1 (and the builder failed) for any other layer. */
+int model_build_fc_bias(model_builder_t *b, int li, const char *bname);
 /* names: gamma, beta, running mean, running variance */
 int model_build_bn(model_builder_t *b, int in, const char *const names[4]);
 /* the same with another epsilon */

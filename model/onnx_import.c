@@ -30,9 +30,10 @@
 
 #include "onnx.pb-c.h"
 
-const char ONNX_SUPPORTED_OPS[] = "Conv, MaxPool, AveragePool, GlobalAveragePool, Relu, LeakyRelu, Sigmoid, Tanh, "
-                                  "Add, Concat, BatchNormalization, Gemm, Dropout, Flatten, Reshape, Identity, "
-                                  "Constant, Pad (before Conv or AveragePool), Shape, Gather, Unsqueeze";
+const char ONNX_SUPPORTED_OPS[] =
+    "Conv, MaxPool, AveragePool, GlobalAveragePool, Relu, LeakyRelu, Sigmoid, Tanh, "
+    "Add, Concat, BatchNormalization, Gemm, MatMul (+ Add), Dropout, Flatten, Reshape, Identity, "
+    "Constant, Pad (before Conv or AveragePool), Shape, Gather, Unsqueeze";
 
 /* Largest dimension of any tensor or shape the importer accepts (a bound, not a limit
  * real networks meet). */
@@ -55,6 +56,7 @@ typedef struct {
     int pads[4];                     /* V_PADDED: zero padding top, left, bottom, right */
     int64_t ints[INTS_MAX];          /* V_INTS */
     int nints, scalar;               /* V_INTS: count; a 0-D value (one int) */
+    int matmul;                      /* V_LAYER: a MatMul's output, its layer without bias */
 } value_t;
 
 typedef struct {
@@ -497,6 +499,38 @@ static int do_gemm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     return define_output(im, n, li, 0);
 }
 
+/* MatMul of a 2-D activation and an (IN, OUT) initializer: a Gemm layer (transB 0)
+ * without bias; an Add of a 1-D initializer right after it becomes its bias. */
+static int do_matmul(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const none[] = {NULL};
+    const value_t *x;
+    if (check_attrs(im, n, none) || input_layer(im, n, 0, &x)) return -1;
+    int C, H, W;
+    model_build_shape(b, x->layer, &C, &H, &W);
+    if (!x->flat && (H != 1 || W != 1))
+        return fail(im, "node '%s' (MatMul): input is not 2-D (Flatten or Reshape it first)", node_name(n));
+    const Onnx__TensorProto *w = input_tensor(im, n, 1);
+    if (!w || w->n_dims != 2 || w->dims[0] != (int64_t)C * H * W || w->dims[1] < 1 || w->dims[1] > DIM_MAX)
+        return fail(im, "node '%s' (MatMul): the second input must be an initializer (%lld, OUT)", node_name(n),
+                    (long long)C * H * W);
+    if (weight_name_ok(im, n, 1)) return -1;
+    const gemm_desc_t g = {.layout = GEMM_W_IN_OUT, .alpha = 1.0f, .beta = 1.0f};
+    int li = model_build_gemm(b, x->layer, (int)w->dims[1], &g, n->input[1], NULL);
+    if (define_output(im, n, li, 0)) return -1;
+    im->vals[im->nvals - 1].matmul = 1;
+    return 0;
+}
+
+/* How many nodes read value name, plus 1 when it is the graph's output. */
+static int uses(const imp_t *im, const char *name)
+{
+    int k = strcmp(im->output, name) == 0;
+    for (size_t i = 0; i < im->g->n_node; i++)
+        for (size_t j = 0; j < im->g->node[i]->n_input; j++) k += strcmp(im->g->node[i]->input[j], name) == 0;
+    return k;
+}
+
 /* Reshape to (batch, -1): a constant shape [0 or -1 or the batch, -1 or C*H*W]. */
 static int do_reshape(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 {
@@ -693,8 +727,27 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         if (attr_int(n, "axis", 1) != 1) return fail(im, "node '%s' (Flatten): only axis 1 is supported", node_name(n));
         return define_output(im, n, x->layer, 1);
     }
+    if (strcmp(op, "MatMul") == 0) return do_matmul(im, b, n);
     if (strcmp(op, "Add") == 0) {
         const value_t *y;
+        /* MatMul + Add(bias): the bias joins the MatMul's layer when nothing else reads the
+         * MatMul's output and no layer came after it */
+        const value_t *mm = n->n_input == 2 ? find_value(im, n->input[0]) : NULL;
+        const Onnx__TensorProto *bias = n->n_input == 2 ? input_tensor(im, n, 1) : NULL;
+        if (mm && mm->kind == V_LAYER && mm->matmul && bias) {
+            int C, H, W, last = mm->layer;
+            model_build_shape(b, mm->layer, &C, &H, &W);
+            if (check_attrs(im, n, none)) return -1;
+            if (bias->n_dims != 1 || bias->dims[0] != C || uses(im, n->input[0]) != 1 ||
+                model_build_shape(b, last + 1, &H, &H, &H) == 0)
+                return fail(im,
+                            "node '%s' (Add): a bias after MatMul must be a 1-D initializer of %d values read "
+                            "right after it",
+                            node_name(n), C);
+            if (weight_name_ok(im, n, 1)) return -1;
+            model_build_fc_bias(b, mm->layer, n->input[1]);
+            return define_output(im, n, mm->layer, 0);
+        }
         if (check_attrs(im, n, none) || input_layer(im, n, 0, &x) || input_layer(im, n, 1, &y)) return -1;
         int C1, H1, W1, C2, H2, W2;
         model_build_shape(b, x->layer, &C1, &H1, &W1);

@@ -16,6 +16,8 @@ Writes into OUTDIR:
   acts_logits.bin    with transB 0 and alpha/beta) in eval mode, its logits, and the same
   acts_train.onnx    exported in training mode (with its Dropout node), and its evaluation
   acts_train_logits.bin  logits (tracing moved the running statistics);
+  matmul.onnx        x @ W (+ b) as MatMul (and Add), and its logits;
+  matmul_logits.bin
   cnn_grads.*, acts_grads.*  torch's gradients of both networks' training step (save_grads);
   tiny.onnx          a 2 KB network of most mapped operators (batch norm kept, depthwise
                      convolution, residual Add, Pad + AveragePool, Gemm): the seed of
@@ -100,6 +102,7 @@ def main():
     tiny(out)
     view_net(out, x)
     act_net(out, x)
+    mat_net(out, x)
     save_grads(net, x, out, "cnn_grads")
 
 
@@ -159,6 +162,30 @@ def act_net(out, x):
         net(x).numpy().astype("<f4").tofile(out + "/acts_train_logits.bin")
     net.drop.p = 0.0  # the gradients compare without dropout (its masks are pacer's own)
     save_grads(net, x, out, "acts_grads")
+
+
+class MatNet(nn.Module):
+    """x @ W + b (MatMul followed by Add), and a bias-free x @ W2 feeding it."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 2, 3, stride=3)
+        self.W2 = nn.Parameter(torch.randn(2 * 6 * 6, 16) * 0.1)
+        self.W = nn.Parameter(torch.randn(16, 10) * 0.2)
+        self.b = nn.Parameter(torch.randn(10) * 0.1)
+
+    def forward(self, x):
+        h = torch.relu(torch.flatten(self.conv(x), 1) @ self.W2)
+        return h @ self.W + self.b
+
+
+def mat_net(out, x):
+    torch.manual_seed(5)
+    net = MatNet().eval()
+    with torch.no_grad():
+        net(x).numpy().astype("<f4").tofile(out + "/matmul_logits.bin")
+    torch.onnx.export(net, x, out + "/matmul.onnx", opset_version=13, do_constant_folding=False,
+                      training=torch.onnx.TrainingMode.PRESERVE, input_names=["input"], output_names=["logits"])
 
 
 class ViewNet(nn.Module):

@@ -162,6 +162,14 @@ static void test_acts_match_torch(void **state)
     check_against_torch("acts.onnx", "acts_logits.bin", 0);
 }
 
+/* MatMul + Add (a bias) and a MatMul without one */
+static void test_matmul_matches_torch(void **state)
+{
+    (void)state;
+    need_files();
+    check_against_torch("matmul.onnx", "matmul_logits.bin", 0);
+}
+
 /* The same network exported in training mode: batch norm's training form (5 outputs) and
  * a Dropout node (p 0.3 from its constant input). At evaluation dropout is the identity
  * (torch's logits again); two training forwards draw different masks, a forward and the
@@ -351,6 +359,7 @@ int main(void)
         cmocka_unit_test(test_preserve_export_matches_torch),
         cmocka_unit_test(test_view_dynamic_batch_matches_torch),
         cmocka_unit_test(test_acts_match_torch),
+        cmocka_unit_test(test_matmul_matches_torch),
         cmocka_unit_test(test_dropout_export),
         cmocka_unit_test(test_gradients_match_torch),
         cmocka_unit_test(test_refuses_truncated_and_unsupported),

@@ -7,17 +7,20 @@
  *   MaxPool / AveragePool -> LAYER_MAXPOOL / LAYER_AVGPOOL (ceil_mode, pads, dilations,
  *     count_include_pad); a zero Pad in front of an AveragePool (torch's export of
  *     AvgPool2d(padding=p, count_include_pad=True)) merges into it;
- *   GlobalAveragePool -> LAYER_GAP; Relu -> LAYER_RELU; Add of two activations -> LAYER_ADD;
- *   BatchNormalization (inference form, or the training form whose extra outputs are
- *     unused) -> LAYER_BN; Gemm (transB = 1, alpha = beta = 1, with C) -> LAYER_FC;
+ *   GlobalAveragePool -> LAYER_GAP; Relu, LeakyRelu, Sigmoid, Tanh -> their layers; Add of
+ *     two activations -> LAYER_ADD; Concat of activations (axis 1) -> a chain of
+ *     LAYER_CONCAT; Dropout -> LAYER_DROPOUT (the mask output unused);
+ *   BatchNormalization (any epsilon, PyTorch's momentum; inference form, or the training
+ *     form whose extra outputs are unused) -> LAYER_BN;
+ *   Gemm (transB 0 or 1, alpha, beta, C optional) and MatMul with an initializer (plus an
+ *     Add of a bias right after it) -> LAYER_FC with its gemm_desc_t;
  *   Flatten (axis 1), Reshape to (batch, -1) and Identity -> no layer (the value is an
  *     alias: LAYER_FC reads its input flat anyway); Constant -> a value; Shape, Gather,
  *     Unsqueeze and Concat on small int vectors -> values (the shape x.view(x.size(0), -1)
  *     computes when the batch is a dynamic axis).
  * A value is what a node input names: the graph input, a layer's output, an initializer or
- * a constant. Everything else is refused with the node's name and operator. Operators the
- * kernels have (LeakyRelu, Sigmoid, Tanh, Concat, Dropout, other Gemm forms, batch norm
- * with another epsilon) but model/'s layer list does not yet are refused the same way.
+ * a constant. Everything else is refused with the node's name and operator, and so is any
+ * attribute not listed for its operator.
  */
 #include "onnx_import.h"
 

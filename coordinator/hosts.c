@@ -148,7 +148,7 @@ int hosts_probing(coordinator_t *c, const char *name)
  * none is), every --host-probe s; up when it exchanged messages with it. */
 static void net_recheck(coordinator_t *c, host_t *h, double now)
 {
-    if (h->np.stage == 0) {
+    if (h->np.stage == NP_IDLE) {
         if (now < h->next_probe) return;
         const char *names[2] = {h->name, NULL};
         int n = 1;

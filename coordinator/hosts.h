@@ -54,7 +54,7 @@ typedef struct {
     launch_probe_t probe;
     host_bench_t bench;
     /* Failing for the job's network (a network probe's verdict, not a benchmark's), and
-     * the probe that checks it again (stage 0 when none runs). */
+     * the probe that checks it again (NP_IDLE when none runs). */
     int net_failing;
     netprobe_t np;
 } host_t;

@@ -1,7 +1,11 @@
 /* coordinator/netprobe.c - see netprobe.h. */
 #include "netprobe.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,6 +141,61 @@ void netprobe_verdict(int n, const char *const *names, const int *lined, const u
         }
 }
 
+/* ---- step 0: from here -------------------------------------------------------------- */
+
+/* One connection to host's NETPROBE_REACH_PORT: 1 when it answered (accepted or
+ * refused), else 0 with why. */
+static int reach_one(const char *host, char *why, size_t len)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
+    int rc = getaddrinfo(host, NETPROBE_REACH_PORT, &hints, &ai);
+    if (rc != 0 || !ai) {
+        snprintf(why, len, "the job's network: %.100s does not resolve: %s", host, gai_strerror(rc));
+        if (ai) freeaddrinfo(ai);
+        return 0;
+    }
+    char addr[INET6_ADDRSTRLEN] = "?";
+    getnameinfo(ai->ai_addr, ai->ai_addrlen, addr, sizeof addr, NULL, 0, NI_NUMERICHOST);
+    int ok = 0, err = ETIMEDOUT;
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) err = errno;
+    else if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) ok = 1;
+    else if (errno == ECONNREFUSED) ok = 1;
+    else if (errno != EINPROGRESS) err = errno;
+    else {
+        struct pollfd p = {.fd = fd, .events = POLLOUT};
+        int k = poll(&p, 1, (int)(NETPROBE_REACH_S * 1000));
+        int soerr = 0;
+        socklen_t sl = sizeof soerr;
+        if (k == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0) {
+            ok = soerr == 0 || soerr == ECONNREFUSED;
+            err = soerr;
+        }
+    }
+    if (fd >= 0) close(fd);
+    freeaddrinfo(ai);
+    if (!ok) {
+        if (err == ETIMEDOUT)
+            snprintf(why, len, "the job's network: %.100s (%s) does not answer from the coordinator: timed out after %.0f s",
+                     host, addr, NETPROBE_REACH_S);
+        else
+            snprintf(why, len, "the job's network: %.100s (%s) does not answer from the coordinator: %s", host, addr,
+                     strerror(err));
+    }
+    return ok;
+}
+
+/* The thread of step 0: each host in turn; hosts[].reach and .why are its own until it
+ * sets reach_done. */
+static void *reach_main(void *arg)
+{
+    netprobe_t *np = arg;
+    for (int i = 0; i < np->n; i++)
+        np->hosts[i].reach = reach_one(np->hosts[i].host, np->hosts[i].why, sizeof np->hosts[i].why) ? 1 : -1;
+    atomic_store(&np->reach_done, 1);
+    return NULL;
+}
+
 /* ---- launches ---------------------------------------------------------------------------- */
 
 /* STATE_DIR/netprobe/{n}[/{i}][/leaf] (i < 0: the group's files, in the probe's own dir). */
@@ -146,8 +205,8 @@ static void probe_path(const netprobe_t *np, int i, const char *leaf, char *out,
     else snprintf(out, len, "%s/%d%s%s", np->dir, i, leaf ? "/" : "", leaf ? leaf : "");
 }
 
-/* Starts one launch: i < 0 the group over every host, else host i alone. */
-static int launch_one(coordinator_t *c, netprobe_t *np, int i, double now, char *err, size_t errlen)
+/* Starts one launch: i < 0 the group (np->grp), else host i alone. */
+static int launch_one(coordinator_t *c, netprobe_t *np, int i, char *err, size_t errlen)
 {
     char dir[NPATH], log[NPATH], ecp[NPATH], hp[NPATH], id[48], wait[16];
     probe_path(np, i, NULL, dir, sizeof dir);
@@ -156,7 +215,7 @@ static int launch_one(coordinator_t *c, netprobe_t *np, int i, double now, char 
     probe_path(np, i, "handle", hp, sizeof hp);
     int fd = fs_mkdir_p(dir, 0755) == 0 ? open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
     if (fd < 0) {
-        snprintf(err, errlen, "%.300s: %s", log, strerror(errno));
+        snprintf(err, errlen, "%.200s: %s", log, strerror(errno));
         return -1;
     }
     close(fd);
@@ -168,22 +227,24 @@ static int launch_one(coordinator_t *c, netprobe_t *np, int i, double now, char 
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    for (int k = 0; k < np->n; k++) names[k] = np->hosts[k].host;
+    int nn = 0;
+    if (i < 0)
+        for (int k = 0; k < np->ng; k++) names[nn++] = np->hosts[np->grp[k]].host;
+    else names[nn++] = np->hosts[i].host;
     launch_req_t req = {.id = id,
                         .attempt = 1,
-                        .world = i < 0 ? np->n : 1,
+                        .world = nn,
                         .argv = argv,
                         .dir = dir,
                         .log_path = log,
                         .exit_code_path = ecp,
                         .handle_path = hp,
-                        .hosts = i < 0 ? names : names + i,
-                        .nhosts = i < 0 ? np->n : 1,
+                        .hosts = names,
+                        .nhosts = nn,
                         .per_host = 1};
     int rc = launcher_start(c->launcher, &req, &np->h[i < 0 ? 0 : i], err, errlen);
     free(names);
     if (rc == 0) np->running[i < 0 ? 0 : i] = 1;
-    (void)now;
     return rc;
 }
 
@@ -192,10 +253,12 @@ static void free_probe(netprobe_t *np)
     free(np->hosts);
     free(np->h);
     free(np->running);
+    free(np->grp);
     np->hosts = NULL;
     np->h = NULL;
     np->running = NULL;
-    np->n = 0;
+    np->grp = NULL;
+    np->n = np->ng = 0;
 }
 
 int netprobe_start(coordinator_t *c, netprobe_t *np, const char *const *names, int n, double now, char *err,
@@ -209,7 +272,8 @@ int netprobe_start(coordinator_t *c, netprobe_t *np, const char *const *names, i
     np->hosts = calloc((size_t)n, sizeof *np->hosts);
     np->h = calloc((size_t)n, sizeof *np->h);
     np->running = calloc((size_t)n, sizeof *np->running);
-    if (!np->hosts || !np->h || !np->running) {
+    np->grp = calloc((size_t)n, sizeof *np->grp);
+    if (!np->hosts || !np->h || !np->running || !np->grp) {
         free_probe(np);
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -218,25 +282,57 @@ int netprobe_start(coordinator_t *c, netprobe_t *np, const char *const *names, i
     for (int i = 0; i < n; i++) snprintf(np->hosts[i].host, sizeof np->hosts[i].host, "%s", names[i]);
     snprintf(np->dir, sizeof np->dir, "%s/netprobe/%ld", c->state_dir, ++c->netprobe_seq);
     fs_remove_tree(np->dir); /* a previous daemon's, with this number */
-    np->deadline = now + NETPROBE_LAUNCH_S + NETPROBE_WAIT_S;
-    if (n == 1) {
-        /* Alone: only the launch path can be tested. */
-        np->stage = 2;
-        if (launch_one(c, np, 0, now, err, errlen) == 0) return 0;
-    } else {
-        np->stage = 1;
-        if (launch_one(c, np, -1, now, err, errlen) == 0) return 0;
+    atomic_store(&np->reach_done, 0);
+    int rc = pthread_create(&np->reach_th, NULL, reach_main, np);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot start a thread: %s", strerror(rc));
+        free_probe(np);
+        return -1;
     }
-    fs_remove_tree(np->dir);
-    free_probe(np);
-    np->stage = 0;
-    return -1;
+    np->stage = NP_REACH;
+    np->deadline = now;
+    return 0;
+}
+
+/* Step 0 is over: the hosts that did not answer fail (unless none answered); the others
+ * go on to the group, or alone when only one did. */
+static void reach_done(coordinator_t *c, netprobe_t *np, double now)
+{
+    pthread_join(np->reach_th, NULL);
+    int answered = 0;
+    for (int i = 0; i < np->n; i++) answered += np->hosts[i].reach > 0;
+    if (answered == 0) {
+        clog_printf("network probe: none of %d host%s answered on port %s from here: no verdict from that (a "
+                    "firewall is the likely cause): %s",
+                    np->n, np->n == 1 ? "" : "s", NETPROBE_REACH_PORT, np->hosts[0].why);
+        for (int i = 0; i < np->n; i++) np->hosts[i].why[0] = 0;
+    }
+    np->ng = 0;
+    for (int i = 0; i < np->n; i++) {
+        netprobe_host_t *h = &np->hosts[i];
+        if (answered && h->reach < 0) h->failing = 1;
+        else np->grp[np->ng++] = i;
+    }
+    np->deadline = now + NETPROBE_LAUNCH_S + NETPROBE_WAIT_S;
+    char err[256];
+    if (np->ng >= 2) {
+        np->stage = NP_GROUP;
+        if (launch_one(c, np, -1, err, sizeof err) == 0) return;
+        clog_printf("network probe: cannot start it: %s", err);
+    } else if (np->ng == 1) {
+        /* Alone: only the launch path can be tested. */
+        np->stage = NP_ALONE;
+        int i = np->grp[0];
+        if (launch_one(c, np, i, err, sizeof err) == 0) return;
+        snprintf(np->hosts[i].why, sizeof np->hosts[i].why, "the job's network: cannot start a probe: %.150s", err);
+    }
+    np->stage = NP_ALONE; /* nothing runs: netprobe_poll concludes */
 }
 
 /* The group is over: verdicts for the hosts that printed; the others are probed alone. */
 static void group_done(coordinator_t *c, netprobe_t *np, double now)
 {
-    int n = np->n;
+    int n = np->ng;
     char log[NPATH];
     probe_path(np, -1, "log", log, sizeof log);
     char *text = malloc(NETPROBE_LOG_MAX);
@@ -247,15 +343,15 @@ static void group_done(coordinator_t *c, netprobe_t *np, double now)
     char(*why)[200] = calloc((size_t)n, sizeof *why);
     if (text && names && lined && ok && failing && heard && sent && why) {
         size_t len = log_read_tail(log, text, NETPROBE_LOG_MAX);
-        for (int i = 0; i < n; i++) names[i] = np->hosts[i].host;
+        for (int k = 0; k < n; k++) names[k] = np->hosts[np->grp[k]].host;
         netprobe_parse(text, len, n, names, lined, heard, sent);
         netprobe_verdict(n, names, lined, heard, sent, ok, failing, why);
-        for (int i = 0; i < n; i++) {
-            netprobe_host_t *h = &np->hosts[i];
-            h->lined = lined[i];
-            h->ok = ok[i];
-            h->failing = failing[i];
-            snprintf(h->why, sizeof h->why, "%s", why[i]);
+        for (int k = 0; k < n; k++) {
+            netprobe_host_t *h = &np->hosts[np->grp[k]];
+            h->lined = lined[k];
+            h->ok = ok[k];
+            h->failing = failing[k];
+            snprintf(h->why, sizeof h->why, "%s", why[k]);
         }
     }
     free(text);
@@ -266,13 +362,14 @@ static void group_done(coordinator_t *c, netprobe_t *np, double now)
     free(heard);
     free(sent);
     free(why);
-    /* Hosts the group did not hear from at all: alone, each. */
-    np->stage = 2;
+    /* Hosts of the group that did not print at all: alone, each. */
+    np->stage = NP_ALONE;
     np->deadline = now + NETPROBE_LAUNCH_S + NETPROBE_WAIT_S;
-    for (int i = 0; i < n; i++) {
+    for (int k = 0; k < n; k++) {
         char err[256];
+        int i = np->grp[k];
         if (np->hosts[i].lined) continue;
-        if (launch_one(c, np, i, now, err, sizeof err) != 0)
+        if (launch_one(c, np, i, err, sizeof err) != 0)
             snprintf(np->hosts[i].why, sizeof np->hosts[i].why, "the job's network: cannot start a probe: %.150s",
                      err);
     }
@@ -294,7 +391,8 @@ static void alone_done(netprobe_t *np, int i, const launch_status_t *st, int tim
     } else {
         log_last_line(log, said, sizeof said);
         if (timed_out)
-            snprintf(h->why, sizeof h->why, "the job's network: mpirun could not start a rank there: timed out after %.0f s",
+            snprintf(h->why, sizeof h->why,
+                     "the job's network: mpirun could not start a rank there: timed out after %.0f s",
                      NETPROBE_LAUNCH_S + NETPROBE_WAIT_S);
         else
             snprintf(h->why, sizeof h->why, "the job's network: mpirun could not start a rank there: %s %d%s%.100s",
@@ -306,12 +404,16 @@ static void alone_done(netprobe_t *np, int i, const launch_status_t *st, int tim
 
 int netprobe_poll(coordinator_t *c, netprobe_t *np, double now)
 {
-    if (np->stage == 0 || np->stage == 3) return 1;
+    if (np->stage == NP_IDLE || np->stage == NP_DONE) return 1;
+    if (np->stage == NP_REACH) {
+        if (!atomic_load(&np->reach_done)) return 0;
+        reach_done(c, np, now);
+    }
     int running = 0;
     for (int i = 0; i < np->n; i++) {
         if (!np->running[i]) continue;
         char log[NPATH], ecp[NPATH];
-        int who = np->stage == 1 ? -1 : i;
+        int who = np->stage == NP_GROUP ? -1 : i;
         probe_path(np, who, "log", log, sizeof log);
         probe_path(np, who, "exit_code", ecp, sizeof ecp);
         launch_status_t st;
@@ -324,36 +426,38 @@ int netprobe_poll(coordinator_t *c, netprobe_t *np, double now)
         if (late) launcher_stop(c->launcher, &np->h[i], 1);
         launcher_reap(c->launcher, &np->h[i]);
         np->running[i] = 0;
-        if (np->stage == 2) alone_done(np, i, &st, late);
+        if (np->stage == NP_ALONE) alone_done(np, i, &st, late);
     }
     if (running) return 0;
-    if (np->stage == 1) {
+    if (np->stage == NP_GROUP) {
         group_done(c, np, now);
         for (int i = 0; i < np->n; i++) running += np->running[i];
         if (running) return 0;
     }
     /* Failing alone on every host: the worker or the launcher, not the hosts. */
     int failed = 0;
-    for (int i = 0; i < np->n; i++) failed += np->hosts[i].failing && !np->hosts[i].lined;
+    for (int i = 0; i < np->n; i++) failed += np->hosts[i].failing && !np->hosts[i].lined && np->hosts[i].reach >= 0;
     if (failed == np->n && np->n > 0) {
         clog_printf("network probe: no rank started on any of %d host%s: host states unchanged (the worker or the "
                     "launcher, not a host, is the likely cause): %s",
                     np->n, np->n == 1 ? "" : "s", np->hosts[0].why);
         for (int i = 0; i < np->n; i++) np->hosts[i].failing = 0;
     }
-    np->stage = 3;
+    np->stage = NP_DONE;
     fs_remove_tree(np->dir);
     return 1;
 }
 
 void netprobe_stop(coordinator_t *c, netprobe_t *np)
 {
+    /* Step 0's thread ends within its timeouts: joined, never left to write freed memory. */
+    if (np->stage == NP_REACH) pthread_join(np->reach_th, NULL);
     for (int i = 0; np->running && i < np->n; i++) {
         if (!np->running[i]) continue;
         launcher_stop(c->launcher, &np->h[i], 1);
         launcher_reap(c->launcher, &np->h[i]);
     }
-    if (np->stage != 0 && np->dir[0]) fs_remove_tree(np->dir);
+    if (np->stage != NP_IDLE && np->dir[0]) fs_remove_tree(np->dir);
     free_probe(np);
     memset(np, 0, sizeof *np);
 }

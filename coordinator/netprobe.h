@@ -5,8 +5,20 @@
  * needs more: the launcher's control channel from here to the host, and MPI's messages
  * between the hosts, over whatever network the job's MPI settings name (a second
  * Ethernet, InfiniBand). A host can answer ssh and have neither (its data link is down).
- * So the coordinator runs `pacer-worker --netprobe NETPROBE_WAIT_S` through its own
- * launcher, as a job:
+ * So the coordinator checks, in this order:
+ *
+ *   0. the path from here: a TCP connection from the coordinator to each host's address
+ *      (its name resolved) on port NETPROBE_REACH_PORT, on a thread of the probe's own
+ *      (name resolution can block). An answer, accepted or refused, means the address is
+ *      reachable; no answer within NETPROBE_REACH_S (or "no route to host") means it is
+ *      not, and the host is failing ("the job's network: pw3 (10.78.0.13) does not
+ *      answer from the coordinator: timed out after 3 s"). When no host answers, a
+ *      firewall rather than the hosts is the likely cause: no verdict from this step.
+ *      It takes seconds where the next step, over a host that is cut off, would wait for
+ *      mpirun's daemon there until NETPROBE_LAUNCH_S.
+ *
+ * then runs `pacer-worker --netprobe NETPROBE_WAIT_S` through its own launcher, as a job,
+ * over the hosts that answered:
  *
  *   1. the group: one rank on each host probed (mpirun --map-by node over a hostfile of
  *      them; Slurm: --ntasks-per-node=1), every rank exchanging a message with every
@@ -42,20 +54,31 @@
 #define NETPROBE_WAIT_S 5.0
 #define NETPROBE_LAUNCH_S 60.0
 #define NETPROBE_LOG_MAX 65536 /* bytes of a probe's output read back */
+#define NETPROBE_REACH_S 3.0
+#define NETPROBE_REACH_PORT "22" /* ssh's: open or closed, a reachable host answers on it */
+
+#include <pthread.h>
+#include <stdatomic.h>
 
 typedef struct {
     char host[256];
+    int reach;     /* step 0: 1 it answered, -1 it did not, 0 not checked */
     int lined;     /* its rank printed its line */
     int ok;        /* good pairs with every other host that printed one (alone: it printed) */
     int failing;   /* the verdict: leave it out */
     char why[200]; /* failing: why */
 } netprobe_host_t;
 
+typedef enum { NP_IDLE, NP_REACH, NP_GROUP, NP_ALONE, NP_DONE } netprobe_stage_t;
+
 typedef struct {
-    int stage; /* 0 not started, 1 the group, 2 hosts alone, 3 done */
+    netprobe_stage_t stage;
     int n;
     netprobe_host_t *hosts;
-    launch_handle_t *h; /* stage 1: h[0]; stage 2: h[i] for host i */
+    launch_handle_t *h; /* NP_GROUP: h[0]; NP_ALONE: h[i] for host i */
+    pthread_t reach_th; /* NP_REACH: the thread that connects (writes hosts[].reach, .why) */
+    atomic_int reach_done;
+    int *grp, ng; /* NP_GROUP: the hosts in it (their indices) */
     int *running;
     double deadline;
     char dir[PATH_MAX + 64]; /* STATE_DIR/netprobe/{n} */
@@ -64,7 +87,7 @@ typedef struct {
 struct coordinator;
 
 /* Starts a probe of names[0..n) (n >= 1). Returns 0, or -1 with err (nothing runs; np
- * stays not started). */
+ * stays NP_IDLE). */
 int netprobe_start(struct coordinator *c, netprobe_t *np, const char *const *names, int n, double now, char *err,
                    size_t errlen);
 /* 1 when it is over (np->hosts hold the verdicts), 0 while it runs. */

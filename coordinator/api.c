@@ -689,7 +689,7 @@ int coord_nodes(coordinator_t *c, const char *id, json_t **out)
     redisAppendCommand(rc, "HGETALL %s", key);
     ranks = json_array();
     double now = clock_wall_s();
-    static const char *const NODE_STRINGS[] = {"host", "device", "role", NULL};
+    static const char *const NODE_STRINGS[] = {"host", "device", "role", NODE_WAITING, NULL};
     for (long long r = 0; r < world; r++) {
         redisReply *n = NULL, *s = NULL;
         if (redisGetReply(rc, (void **)&n) != REDIS_OK || !n || redisGetReply(rc, (void **)&s) != REDIS_OK || !s) {

@@ -128,8 +128,8 @@ void netprobe_verdict(int n, const char *const *names, const int *lined, const u
         failing[h] = m >= 2 && 2 * bad > m - 1;
         if (failing[h]) {
             nfail++;
-            snprintf(why[h], 200, "the job's network: no MPI message between %.40s and %.100s within %.0f s",
-                     names[h], list, NETPROBE_WAIT_S);
+            snprintf(why[h], 200, "the job's network: no MPI message between %.40s and %.100s within %.0f s", names[h],
+                     list, NETPROBE_WAIT_S);
         }
     }
     /* All of them failing each other (two hosts, or a network that carries nothing): no
@@ -176,7 +176,8 @@ static int reach_one(const char *host, char *why, size_t len)
     freeaddrinfo(ai);
     if (!ok) {
         if (err == ETIMEDOUT)
-            snprintf(why, len, "the job's network: %.100s (%s) does not answer from the coordinator: timed out after %.0f s",
+            snprintf(why, len,
+                     "the job's network: %.100s (%s) does not answer from the coordinator: timed out after %.0f s",
                      host, addr, NETPROBE_REACH_S);
         else
             snprintf(why, len, "the job's network: %.100s (%s) does not answer from the coordinator: %s", host, addr,
@@ -370,8 +371,7 @@ static void group_done(coordinator_t *c, netprobe_t *np, double now)
         int i = np->grp[k];
         if (np->hosts[i].lined) continue;
         if (launch_one(c, np, i, err, sizeof err) != 0)
-            snprintf(np->hosts[i].why, sizeof np->hosts[i].why, "the job's network: cannot start a probe: %.150s",
-                     err);
+            snprintf(np->hosts[i].why, sizeof np->hosts[i].why, "the job's network: cannot start a probe: %.150s", err);
     }
 }
 

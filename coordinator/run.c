@@ -509,13 +509,17 @@ static void begin_probing(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, int
     r->kill_reason = KILL_NONE;
     run_stop_probes(c, r);
     clear_stall(r);
-    clog_printf("job %s: attempt %d ended (%s %d); probing its host%s", r->id, r->attempts,
-                oc == SV_EXITED      ? "exit"
-                : oc == SV_SIGNALLED ? "signal"
-                : oc == SV_STALE     ? "stale rank"
-                : oc == SV_STALLED   ? "stalled"
-                                     : "lost",
-                code, r->nhosts == 1 ? "" : "s");
+    char what[32];
+    if (oc == SV_STALLED) snprintf(what, sizeof what, "stalled");
+    else
+        snprintf(what, sizeof what, "%s %d",
+                 oc == SV_EXITED      ? "exit"
+                 : oc == SV_SIGNALLED ? "signal"
+                 : oc == SV_STALE     ? "stale rank"
+                                      : "lost",
+                 code);
+    clog_printf("job %s: attempt %d ended (%s); probing its host%s", r->id, r->attempts, what,
+                r->nhosts == 1 ? "" : "s");
 }
 
 /* Relaunch at once on the hosts usable now, without using a restart. */
@@ -1010,7 +1014,9 @@ static void read_flags(coordinator_t *c, coord_run_t *r, int check_beats, double
             /* A report is only what the worker writes: a name, a rank or nothing, a time. */
             const char *op = elem_str(rep, 2), *peer = elem_str(rep, 3);
             double since = atof(elem_str(rep, 4));
-            if (op[0] && strlen(op) < sizeof sr->waiting && since > 0) {
+            /* A report older than the attempt is a killed rank's (its successor deletes
+             * it at its first report). */
+            if (op[0] && strlen(op) < sizeof sr->waiting && since >= r->launched_at) {
                 snprintf(sr->waiting, sizeof sr->waiting, "%s", op);
                 sr->waiting_since = since;
                 sr->peer = peer[0] ? atoi(peer) : -1;

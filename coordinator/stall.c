@@ -110,8 +110,7 @@ void stall_text(const json_t *stall, double now, char *out, size_t len)
     if (!len) return;
     out[0] = 0;
     const json_t *w = json_object_get(stall, "waiting"), *s = json_object_get(stall, "silent");
-    if (!json_is_array(w) || json_array_size(w) == 0 || json_array_size(w) > 4096 || json_array_size(s) > 4096)
-        return;
+    if (!json_is_array(w) || json_array_size(w) == 0 || json_array_size(w) > 4096 || json_array_size(s) > 4096) return;
     int used[4096] = {0};
     for (size_t i = 0; i < json_array_size(w); i++) {
         if (used[i]) continue;

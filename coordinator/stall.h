@@ -29,11 +29,11 @@
 /* One rank as its node hash shows it. */
 typedef struct {
     int rank;
-    char host[64];       /* "" when it never said */
-    double heartbeat;    /* unix time of its last beat, or the attempt's start when later
+    char host[64];        /* "" when it never said */
+    double heartbeat;     /* unix time of its last beat, or the attempt's start when later
                             (a rank that never beat is silent from the start on) */
-    char waiting[24];    /* what it waits in ("" = not waiting) */
-    int peer;            /* the rank it waits on, -1 = every rank of the collective */
+    char waiting[24];     /* what it waits in ("" = not waiting) */
+    int peer;             /* the rank it waits on, -1 = every rank of the collective */
     double waiting_since; /* unix time */
 } stall_rank_t;
 

@@ -658,6 +658,9 @@ metrics_sink_t *redis_report_sink_url(const redis_url_t *url, const char *job, i
     snprintf(s->k_stale, sizeof s->k_stale, KEY_JOB_STALENESS, job, rank);
     snprintf(s->k_assign, sizeof s->k_assign, KEY_JOB_ASSIGNMENT, job);
     s->test_accuracy = s->test_loss = NAN;
+    /* A rank of an earlier attempt killed while it waited left its report in the hash
+     * this rank now writes: the first round trip deletes it. */
+    s->wait_shown = 1;
     s->base.write = sink_write;
     s->base.close = sink_close;
     s->base.ctx = s;

@@ -26,7 +26,7 @@ FUZZ_FLAGS        := -std=c11 -O1 -g -D_GNU_SOURCE $(FUZZ_INCLUDES) -fno-omit-fr
                      -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_LIBS         := -lmicrohttpd -ljansson -lhiredis -lz -lpthread -lm
 
-FUZZ_HARNESSES := request spec idx cifar checkpoint redis stream_id history host password_file
+FUZZ_HARNESSES := request spec idx cifar checkpoint redis stream_id history host password_file netprobe
 FUZZ_OBJ = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(1))
 
 # What each harness links besides its own file: the code it drives, no more (the worker's
@@ -42,6 +42,7 @@ FUZZ_SRC_stream_id  := $(wildcard http/*.c) $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_host       := http/auth.c $(COMMON_SRC)
 FUZZ_SRC_password_file := $(COMMON_SRC)
 FUZZ_SRC_history    := $(FUZZ_COORD_SRC) $(COMMON_SRC)
+FUZZ_SRC_netprobe   := $(FUZZ_COORD_SRC) $(COMMON_SRC)
 
 # Longest input per harness: a CIFAR input holds a few 3073-byte records.
 FUZZ_MAXLEN_request    := 8192
@@ -54,6 +55,7 @@ FUZZ_MAXLEN_stream_id  := 256
 FUZZ_MAXLEN_host       := 1024
 FUZZ_MAXLEN_password_file := 512
 FUZZ_MAXLEN_history    := 8192
+FUZZ_MAXLEN_netprobe   := 4096
 
 FUZZ_RUNS_request    = $(FUZZ_RUNS_PARSERS)
 FUZZ_RUNS_spec       = $(FUZZ_RUNS_PARSERS)

@@ -2,7 +2,8 @@
 # timeout (issue 30): a 2-rank ssgd job; after its first checkpoint rank 1 is stopped
 # (SIGSTOP: its reporter thread stops too, as a rank cut off from Redis would), so rank 0
 # blocks in the gradient allreduce. Checked:
-#   - rank 0's node hash reports waiting = allreduce once the wait passed its limit
+#   - rank 0's node hash reports waiting = allreduce (or barrier, the wait before it:
+#     where the stop finds it) once the wait passed its limit
 #     (worker/waitmark.h: 10 x its median step, at least 10 s), with waiting_since;
 #   - the job's stall (GET /api/v1/jobs/{id}: stall, stall_text; `pacer get`: "waiting")
 #     names rank 0 waiting in allreduce and rank 1 silent, with its host;
@@ -36,30 +37,32 @@ kill -STOP "$victim" || fail "cannot stop rank 1 ($victim)"
 stopped_at=$(now)
 echo "ok: rank 1 of $id (pid $victim on $host1) stopped after the first checkpoint"
 
-waiting0() { [ "$(node 0 waiting)" = allreduce ]; }
-await 60 "rank 0 to report that it waits in allreduce" waiting0
+# The allreduce, or the barrier before it (comm_wait_peers): where the stop finds rank 0.
+waiting0() { case $(node 0 waiting) in allreduce | barrier) true ;; *) false ;; esac; }
+await 60 "rank 0 to report that it waits in allreduce or the barrier before it" waiting0
+op=$(node 0 waiting)
 since=$(node 0 waiting_since)
 limit=$(node 0 waiting_limit_s)
 at_least "rank 0's waiting_limit_s" "$limit" 10
-echo "ok: rank 0 reports waiting in allreduce since $since (limit $limit s)"
+echo "ok: rank 0 reports waiting in $op since $since (limit $limit s)"
 
 get() { curl -sS --max-time 10 "$BASE/api/v1/jobs/$id" >"$TMP/job.json" 2>/dev/null; }
-shows_stall() { get && jq -e '.stall_text | test("rank 0 waiting in allreduce") and test("rank 1 \\(")' "$TMP/job.json"; }
+shows_stall() { get && jq -e '.stall_text | test("rank 0 waiting in (allreduce|barrier)") and test("rank 1 \\(")' "$TMP/job.json"; }
 await 60 "the job to show its stall" shows_stall
 echo "ok: GET /api/v1/jobs/$id: $(jq -r .stall_text "$TMP/job.json")"
-jq -e --arg h "$host1" '.stall.waiting[0].rank == 0 and .stall.waiting[0].op == "allreduce" and
+jq -e --arg h "$host1" '.stall.waiting[0].rank == 0 and (.stall.waiting[0].op | test("^(allreduce|barrier)$")) and
     .stall.waiting[0].peer == null and .stall.silent[0].rank == 1 and .stall.silent[0].host == $h' "$TMP/job.json" \
     >/dev/null || fail "the job's stall object: $(jq -c .stall "$TMP/job.json")"
 if [ -x "$PACER" ]; then
     PACER_URL=$BASE "$PACER" get "$id" >"$TMP/get.txt" 2>&1 || true
-    grep -q "^waiting .*rank 0 waiting in allreduce" "$TMP/get.txt" || { cat "$TMP/get.txt"; fail "pacer get shows no waiting line"; }
+    grep -Eq "^waiting .*rank 0 waiting in (allreduce|barrier)" "$TMP/get.txt" || { cat "$TMP/get.txt"; fail "pacer get shows no waiting line"; }
     echo "ok: pacer get: $(grep '^waiting' "$TMP/get.txt")"
 fi
 
 await 90 "job $id to end" is_state "$id" FAILED
 took=$(awk -v n="$(now)" -v s="$stopped_at" 'BEGIN { printf "%.0f", n - s }')
 reason=$(field_of "$id" reason)
-echo "$reason" | grep -q "^stalled: rank 0 waiting in allreduce for [0-9]* s; rank 1 ($host1) silent for [0-9]* s" ||
+echo "$reason" | grep -Eq "^stalled: rank 0 waiting in (allreduce|barrier) for [0-9]+ s; rank 1 \($host1\) silent for [0-9]+ s" ||
     { tail -20 "$TMP/coord.log"; fail "reason of $id: $reason"; }
 case $reason in *"rank -1"*) fail "the reason names rank -1: $reason" ;; esac
 grep -q "job $id: stalled: .*; stopping" "$TMP/coord.log" || fail "the coordinator did not log the stall stop"

@@ -73,7 +73,8 @@ typedef struct {
     int asg[ASSIGN_MAX];
     int64_t asg_returned; /* the version redis_report_assignment last handed out */
 
-    nvml_t *gpu; /* redis_report_watch_gpu's; sampled by the sink thread only */
+    nvml_t *gpu;                  /* redis_report_watch_gpu's; sampled by the sink thread only */
+    double emu_demand, emu_cores; /* redis_report_emulation's; cores 0 = not set */
 
     /* The rank's recent step times (a ring of step records' step_s), for the wait limit,
      * and its wait mark (redis_report_watch_wait; NULL: waits are not reported). */
@@ -170,7 +171,7 @@ static int sink_write(metrics_sink_t *base, const metrics_record_t *recs, const 
 }
 
 /* Argument vector for one command, formatted into fixed storage. */
-#define ARGS_MAX 96 /* the node hash: 2 + 2 x 38 fields (31, 4 while waiting, 3 on a GPU rank) */
+#define ARGS_MAX 96 /* the node hash: 2 + 2 x 40 fields (31, 4 while waiting, 3 on a GPU rank, 2 of emulation) */
 typedef struct {
     int argc;
     const char *argv[ARGS_MAX];
@@ -379,6 +380,7 @@ static int round_trip(rsink_t *s)
     double steps[REDIS_REPORT_STEP_WINDOW];
     int nsteps = s->nstep;
     memcpy(steps, s->step_s, sizeof steps);
+    double emu_demand = s->emu_demand, emu_cores = s->emu_cores;
     s->beat_now = 0;
     pthread_mutex_unlock(&s->lock);
     wait_report_t wr;
@@ -459,6 +461,10 @@ static int round_trip(rsink_t *s)
         else arg_str(&a, "");
         arg_time(&a, NODE_WAITING_SINCE, wr.since_wall);
         arg_num(&a, NODE_WAITING_LIMIT_S, wr.limit_s);
+    }
+    if (emu_cores > 0) {
+        arg_num(&a, "emulation_demand_cores", emu_demand);
+        arg_num(&a, "emulation_cores", emu_cores);
     }
     if (s->gpu_have) {
         arg_num(&a, NODE_GPU_UTIL_PCT, s->gpu_last.util_pct);
@@ -622,6 +628,15 @@ void redis_report_watch_gpu(metrics_sink_t *base, nvml_t *gpu)
     pthread_mutex_unlock(&s->lock);
     /* The sink thread may be sampling the first one: a second is not taken, only closed. */
     if (!taken) nvml_close(gpu);
+}
+
+void redis_report_emulation(metrics_sink_t *base, double demand_cores, double cores)
+{
+    rsink_t *s = (rsink_t *)base;
+    pthread_mutex_lock(&s->lock);
+    s->emu_demand = demand_cores;
+    s->emu_cores = cores;
+    pthread_mutex_unlock(&s->lock);
 }
 
 metrics_sink_t *redis_report_sink(const char *url, const char *job, int rank, char *err, size_t errlen)

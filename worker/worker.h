@@ -58,7 +58,10 @@ typedef struct worker {
     struct {
         double *hosts; /* rank 0: (world) x {host demand, cores, host id} */
         int ps_host;   /* host id (lowest world rank) of this rank's host */
-    } emulation;       /* emulate.c */
+        /* This rank's host: its workers' demand (the parameter server's share is only
+         * known at the end) and its cores; cores 0 when not checked (a simulated rank). */
+        double host_demand, host_cores;
+    } emulation; /* emulate.c */
 
     model_t *model;
     struct cuda_model *gpu;  /* the model's device copy (device cuda/auto), or NULL */

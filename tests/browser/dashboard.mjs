@@ -136,6 +136,18 @@ try {
     { timeout: 30000, polling: 250 }).catch(() => {});
   check(await page.$$eval('#nodes-body tr', (r) => r.length) === 2, 'the nodes table lists both ranks');
   check(await page.$$eval('#nodes-body .hist span', (b) => b.length) === 18, 'a staleness histogram per node');
+  // Next to the slowdowns, whether the emulation is faithful (issue 29): the ranks'
+  // start-up check from the nodes answer, its figures and verdict as the API has them.
+  const emu = await page.evaluate(async (jid) => {
+    const n = await (await fetch('/api/v1/jobs/' + jid + '/nodes')).json();
+    const r = n.ranks.find((x) => typeof x.emulation_cores === 'number');
+    const note = document.querySelector('#f-emulation');
+    return { r: r && { d: r.emulation_demand_cores, c: r.emulation_cores }, text: note.textContent, flag: note.dataset.faithful };
+  }, id);
+  check(emu.r && emu.r.d === 1.5, 'the nodes answer carries the emulation check (1/1 + 1/2 = 1.5 cores): ' + JSON.stringify(emu.r));
+  const faithful = emu.r && emu.r.d <= emu.r.c;
+  check(emu.flag === String(faithful) && emu.text.startsWith(faithful ? 'faithful: ' : 'not faithful: ') &&
+    emu.text.includes('1.50 of ' + emu.r.c + ' cores'), 'the page says whether the emulation is faithful: "' + emu.text + '"');
 
   // Where the time goes (issue 15), while the job runs: a stacked bar of the phases per
   // rank, and a verdict naming the rank that holds the job back.

@@ -441,6 +441,7 @@
     function chartSize(box) { return { width: Math.max(280, box.clientWidth), height: 220 }; }
 
     function buildCharts() {
+      if (s.stopped) return;
       for (const u of Object.values(s.charts)) u.destroy();
       s.charts = {};
       const axis = { stroke: '#6b7385', grid: { stroke: '#eef0f4', width: 1 }, ticks: { stroke: '#e2e5eb', width: 1 } };
@@ -571,7 +572,7 @@
     }
 
     function redraw() {
-      if (!s.dirty) return;
+      if (!s.dirty || s.stopped) return;
       s.dirty = false;
       historyNote();
       for (const name of Object.keys(RANK_CHARTS)) if (s.charts[name]) s.charts[name].setData(chartData(name));
@@ -582,7 +583,8 @@
 
     function facts() {
       const j = s.job;
-      if (!j) return;
+      // An answer that comes back after the page has left this job (stop) has no page to fill.
+      if (!j || s.stopped) return;
       badge($('#job-state'), j.state);
       $('#job-name').textContent = j.name || '';
       $('#f-model').textContent = j.model + (j.spec && j.spec.dataset ? ' · ' + j.spec.dataset.name : '');
@@ -850,6 +852,7 @@
       clock: () => (s.simClock ? 'simulated' : 'real'),
       tmax: () => Math.max(...Object.values(s.stores).map((st) => (st.t.length ? st.t[st.t.length - 1] : -Infinity))),
       history: () => s.history,
+      acc: () => accData(),
       smoothing: () => s.ma,
       xlabel: () => (s.charts.loss ? s.charts.loss.axes[0].label : null),
       events: () => s.events,
@@ -862,6 +865,7 @@
 
     return {
       stop() {
+        s.stopped = true;
         es.close();
         timers.forEach(clearInterval);
         clearInterval(logTimer);

@@ -442,7 +442,7 @@ static int round_trip(rsink_t *s)
             arg_fmt(&a, "phase_%s_s", PHASE_NAMES[k]);
             arg_fmt(&a, "%.9g", isfinite(sphase[k]) ? sphase[k] : 0.0);
         }
-        arg_int(&a, "batch", rec.batch);
+        if (rec.batch >= 0) arg_int(&a, "batch", rec.batch); /* the PS computes no batch */
         arg_num(&a, "loss", rec.loss);
         arg_int(&a, "step", (long long)rec.step);
         arg_int(&a, "epoch", (long long)rec.epoch);

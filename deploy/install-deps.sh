@@ -8,10 +8,12 @@ set -eu
 
 # build: compilers and libraries (libcurl for the pacer client), Redis, the default data
 # set, node + npm for the dashboard's uPlot (installed from npm at build time), and SimGrid
-# (smpicc, smpirun) for the simulated cluster (make smpi, build/pacer-sim).
+# (smpicc, smpirun) for the simulated cluster (make smpi, build/pacer-sim); protobuf-c and
+# python3-onnx's onnx.proto for the ONNX importer (model/onnx_import.c, generated at build
+# time).
 build="build-essential pkg-config libopenblas-dev libopenmpi-dev openmpi-bin libjansson-dev \
 libhiredis-dev redis-server libmicrohttpd-dev zlib1g-dev libcmocka-dev libcurl4-openssl-dev dataset-fashion-mnist \
-ca-certificates curl nodejs npm libsimgrid-dev"
+ca-certificates curl nodejs npm libsimgrid-dev protobuf-c-compiler libprotobuf-c-dev python3-onnx"
 # test: what the integration tests drive (jq, namespaces, a headless browser, compose, a
 # JSON Schema validator for the REST answers against docs/openapi.json, and a real Slurm for
 # tests/integration/slurm.sh), readelf (binutils) for the CUDA-backend check, and

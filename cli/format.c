@@ -410,6 +410,7 @@ void fmt_job(FILE *f, json_t *job, double now)
     row(f, "name", str(job, "name"));
     row(f, "state", str(job, "state"));
     if (*str(job, "reason")) row(f, "reason", str(job, "reason"));
+    if (*str(job, "stall_text")) row(f, "waiting", str(job, "stall_text"));
     if (json_object_get(job, "cancel_requested") && fmt_state_exit(str(job, "state")) < 0)
         row(f, "cancel", "requested");
     char workers[24], world[24];

@@ -21,6 +21,7 @@
 #include "memest.h"
 #include "run.h"
 #include "simjob.h"
+#include "stall.h"
 #include "staleness.h"
 
 #define LIST_DEFAULT 50
@@ -537,6 +538,15 @@ static json_t *job_json(const coordinator_t *c, const char *id, json_t *h, json_
             json_object_set_new(o, key, json_string(s));
         } else if (strcmp(key, "retries") == 0) {
             json_object_set_new(o, key, coord_id_list(s)); /* "j-5,j-9" -> ["j-5", "j-9"] */
+        } else if (strcmp(key, "stall") == 0) {
+            /* The daemon's object (stall.h) and its sentence, the times counted to now. */
+            json_t *st = s && strlen(s) < (1 << 20) ? json_loads(s, 0, NULL) : NULL;
+            char text[512];
+            stall_text(st, clock_wall_s(), text, sizeof text);
+            if (json_is_object(st) && text[0]) {
+                json_object_set_new(o, "stall", st);
+                json_object_set_new(o, "stall_text", json_string(text));
+            } else json_decref(st);
         } else if (strcmp(key, "hosts") == 0 || strcmp(key, "resizes") == 0) {
             /* JSON arrays the daemon wrote (run.c); anything else is left out. */
             json_t *a = s && strlen(s) < (1 << 20) ? json_loads(s, 0, NULL) : NULL;
@@ -699,7 +709,7 @@ int coord_nodes(coordinator_t *c, const char *id, json_t **out)
     redisAppendCommand(rc, "HGETALL %s", key);
     ranks = json_array();
     double now = clock_wall_s();
-    static const char *const NODE_STRINGS[] = {"host", "device", "role", NULL};
+    static const char *const NODE_STRINGS[] = {"host", "device", "role", NODE_WAITING, NULL};
     for (long long r = 0; r < world; r++) {
         redisReply *n = NULL, *s = NULL;
         if (redisGetReply(rc, (void **)&n) != REDIS_OK || !n || redisGetReply(rc, (void **)&s) != REDIS_OK || !s) {

@@ -52,6 +52,7 @@ struct coordinator {
     int worker_has_password_file; /* ... and --redis-password-file */
     int worker_has_world;         /* ... and --world N */
     int worker_has_collapse;      /* ... and --resume-before / --lr-scale (on_collapse restart) */
+    int worker_has_netprobe;      /* ... and --netprobe S (coordinator/netprobe.h) */
     double started_at;
     char lock_value[320];
 
@@ -92,7 +93,8 @@ struct coordinator {
     double host_memory;            /* bytes per host for admission; 0 = unknown (set at start) */
     char host_memory_from[24];     /* where the figure came from: "MemTotal", "--host-memory-mb" */
     preflight_mode_t preflight_mode;
-    preflight_t pf; /* the benchmark round (preflight.c) */
+    preflight_t pf;    /* the benchmark round (preflight.c) */
+    long netprobe_seq; /* network probes started (their directories' numbers) */
 };
 
 int coord_js_to_coord(int js); /* JS_* -> COORD_* */

@@ -543,6 +543,7 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
         c->worker_has_password_file = help && strstr(help, "--redis-password-file") != NULL;
         c->worker_has_world = help && strstr(help, "--world") != NULL;
         c->worker_has_collapse = help && strstr(help, "--resume-before") != NULL;
+        c->worker_has_netprobe = help && strstr(help, "--netprobe") != NULL;
         free(help);
         if (!c->worker_has_redis)
             clog_printf("worker %s has no --redis option: jobs run without metrics, heartbeats and batch plans",
@@ -671,6 +672,7 @@ void coordinator_stop(coordinator_t *c)
             }
         }
         preflight_stop(c); /* a benchmark round's processes do not outlive the daemon */
+        for (int i = 0; i < c->nruns; i++) run_stop_probes(c, c->runs[i]); /* nor a network probe's */
         for (int i = 0; i < c->nruns; i++)
             if (c->runs[i]->dirty) run_persist(c, c->runs[i]);
         for (int i = 0; i < c->nruns; i++)

@@ -26,7 +26,7 @@ FUZZ_FLAGS        := -std=c11 -O1 -g -D_GNU_SOURCE $(FUZZ_INCLUDES) -fno-omit-fr
                      -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_LIBS         := -lmicrohttpd -ljansson -lhiredis -lz -lpthread -lm
 
-FUZZ_HARNESSES := request spec idx cifar checkpoint redis stream_id history host password_file onnx
+FUZZ_HARNESSES := request spec idx cifar checkpoint redis stream_id history host password_file onnx netprobe
 FUZZ_OBJ = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(1))
 
 # What each harness links besides its own file: the code it drives, no more (the worker's
@@ -42,6 +42,7 @@ FUZZ_SRC_stream_id  := $(wildcard http/*.c) $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_host       := http/auth.c $(COMMON_SRC)
 FUZZ_SRC_password_file := $(COMMON_SRC)
 FUZZ_SRC_history    := $(FUZZ_COORD_SRC) $(COMMON_SRC)
+FUZZ_SRC_netprobe   := $(FUZZ_COORD_SRC) $(COMMON_SRC)
 # The importer builds and runs the model: model/, protobuf-c's generated code, and the CPU
 # kernels, which clang does not compile (pool.c's gcc vector builtins): those are built
 # with $(CC) and no sanitizer (FUZZ_GCC_OBJ), so ASan checks the importer and model/, and a
@@ -61,6 +62,7 @@ FUZZ_MAXLEN_stream_id  := 256
 FUZZ_MAXLEN_host       := 1024
 FUZZ_MAXLEN_password_file := 512
 FUZZ_MAXLEN_history    := 8192
+FUZZ_MAXLEN_netprobe   := 4096
 FUZZ_MAXLEN_onnx       := 8192
 
 FUZZ_RUNS_request    = $(FUZZ_RUNS_PARSERS)

@@ -603,6 +603,9 @@
       $('#f-restarts').textContent = (j.restarts || 0) + (j.attempts > 1 ? ' (' + j.attempts + ' attempts)' : '');
       $('#f-reason').textContent = j.reason || '–';
       collapseBanner(j);
+      // Ranks stuck in a collective (the coordinator's words, counted to the GET).
+      $('#f-waiting-row').hidden = !j.stall_text;
+      $('#f-waiting').textContent = j.stall_text || '';
       const recs = Object.values(s.last);
       if (recs.length) {
         const top = recs.reduce((a, b) => (b.step > a.step ? b : a));

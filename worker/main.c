@@ -18,6 +18,7 @@
 #include "benchmark.h"
 #include "comm.h"
 #include "emulate.h"
+#include "netprobe.h"
 #include "numarg.h"
 #include "redis_report.h"
 #include "sim.h"
@@ -35,6 +36,7 @@ static const struct option OPTIONS[] = {
     {"job", required_argument, NULL, 'J'},
     {"world", required_argument, NULL, 'w'},
     {"benchmark", required_argument, NULL, 'b'},
+    {"netprobe", required_argument, NULL, 'N'},
     {"resume", no_argument, NULL, 'r'},
     {"resume-from", required_argument, NULL, 'R'},
     {"resume-before", required_argument, NULL, 'E'},
@@ -55,6 +57,7 @@ static const struct option OPTIONS[] = {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: pacer-worker --spec FILE [options]\n"
+               "       mpirun -np N pacer-worker --netprobe S\n"
                "       mpirun -np N pacer-worker --spec FILE [options]\n"
                "\n"
                "Trains the job described by a JSON job spec (docs/JOB_SPEC.md).\n"
@@ -77,6 +80,10 @@ static void usage(FILE *f)
                "                         training: N steps of its batch_size after 2 untimed ones,\n"
                "                         one process, no MPI; prints (and with --summary writes)\n"
                "                         {\"benchmark\": {samples_per_s, device, ...}}\n"
+               "  --netprobe S           instead of training, check the job's network: under\n"
+               "                         mpirun every rank exchanges a message with every other\n"
+               "                         within S seconds and prints {\"netprobe\": {rank, host,\n"
+               "                         heard, sent, ...}}; no --spec (worker/netprobe.h)\n"
                "  --resume               continue from the job's latest checkpoint\n"
                "                         (checkpoint.dir/NAME.ckpt); starts fresh if there is none\n"
                "  --resume-from FILE     continue from this checkpoint; a missing file is an error\n"
@@ -165,6 +172,7 @@ int main(int argc, char **argv)
     const char *spec_path = NULL, *summary_path = NULL, *resume_from = NULL, *metrics_path = NULL;
     int resume = 0;
     long bench_steps = 0;
+    double netprobe_s = 0;
     train_opts_t opts = {0};
     int c;
     while ((c = getopt_long(argc, argv, "", OPTIONS, NULL)) != -1) {
@@ -178,6 +186,10 @@ int main(int argc, char **argv)
         case 'b':
             if (numarg_long(optarg, 1, BENCHMARK_MAX_STEPS, &bench_steps))
                 return bad_number("benchmark", optarg, "a step count", 1, BENCHMARK_MAX_STEPS);
+            break;
+        case 'N':
+            if (numarg_double(optarg, NETPROBE_MIN_S, NETPROBE_MAX_S, &netprobe_s))
+                return bad_number("netprobe", optarg, "a time in seconds", NETPROBE_MIN_S, NETPROBE_MAX_S);
             break;
         case 'w': {
             long n;
@@ -220,6 +232,13 @@ int main(int argc, char **argv)
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
+    }
+    if (netprobe_s > 0) {
+        if (optind != argc || spec_path) {
+            fprintf(stderr, "pacer-worker: --netprobe takes no spec and no other argument\n");
+            return 2;
+        }
+        return netprobe_run(netprobe_s);
     }
     if ((g_redis_url != NULL) != (g_job_id != NULL) || (g_redis_password_file && !g_redis_url)) {
         fprintf(stderr, "pacer-worker: --redis and --job go together (and --redis-password-file needs them)\n");
@@ -432,6 +451,9 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
             /* A GPU rank's utilisation and memory go with its node hash; NVML is loaded
              * only here, and its absence leaves them out without a word. */
             if (w.gpu) redis_report_watch_gpu(w.assignment_ctx, nvml_open(w.gpu_device));
+            /* Long waits in collectives, on real time only: a simulated rank's mark is
+             * on simulated time, which the sink's thread does not share. */
+            if (!sim_active()) redis_report_watch_wait(w.assignment_ctx, &w.wait);
             redis_report_emulation(w.assignment_ctx, w.emulation.host_demand, w.emulation.host_cores);
         }
     }

@@ -26,6 +26,7 @@
 #include "model.h"
 #include "phase.h"
 #include "spec.h"
+#include "waitmark.h"
 
 typedef enum { ROLE_WORKER = 0, ROLE_PS = 1 } worker_role_t;
 
@@ -124,6 +125,7 @@ typedef struct worker {
     metrics_reporter_t *metrics;   /* NULL: no --metrics / --redis */
     metrics_record_t record;       /* reused for every record this rank emits */
     step_phases_t phases;          /* the step in progress: where its time goes */
+    waitmark_t wait;               /* the blocking MPI call in progress (the Redis sink reads it) */
     struct trace_ring *trace;      /* --trace: the rank's recent slices; NULL: off */
     const struct train_opts *opts; /* the loop's options (test hooks) */
     int64_t ps_updates;            /* parameter server: updates applied, */

@@ -24,7 +24,7 @@ FUZZ_TIMEOUT      ?= 60
 FUZZ_INCLUDES     := -Icommon -Ikernels/cpu -Imodel -Iworker -Icoordinator -Ihttp
 FUZZ_FLAGS        := -std=c11 -O1 -g -D_GNU_SOURCE $(FUZZ_INCLUDES) -fno-omit-frame-pointer \
                      -fsanitize=address,undefined -fno-sanitize-recover=undefined
-FUZZ_LIBS         := -lmicrohttpd -ljansson -lhiredis -lz -lpthread -lm
+FUZZ_LIBS         := -lmicrohttpd -ljansson -lhiredis -lz -lzip -lpng16 -ljpeg -lpthread -lm
 
 FUZZ_HARNESSES := request spec idx cifar checkpoint redis stream_id history host password_file
 FUZZ_OBJ = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(1))

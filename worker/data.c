@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -552,8 +553,12 @@ void dataset_truncate(dataset_t *d, int n)
 void dataset_free(dataset_t *d)
 {
     if (!d) return;
-    free(d->pixels);
-    free(d->labels);
+    if (d->map) {
+        munmap(d->map, d->map_len);
+    } else {
+        free(d->pixels);
+        free(d->labels);
+    }
     memset(d, 0, sizeof *d);
 }
 

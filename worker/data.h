@@ -29,6 +29,10 @@ typedef struct {
     char source[DATA_SOURCE_MAX];       /* the file the images came from (IDX images file,
                                        first CIFAR batch), for error messages */
     char label_source[DATA_SOURCE_MAX]; /* the file the labels came from */
+    /* A read-only mapping that holds pixels and labels (a split of the decoded cache,
+     * worker/dcache.h), unmapped by dataset_free; NULL when both are malloc'ed. */
+    void *map;
+    size_t map_len;
 } dataset_t;
 
 /* Error codes: every failure also writes into err one line naming the file and the

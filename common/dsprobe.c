@@ -33,8 +33,8 @@ static const char *shape_text(const npy_header_t *h, char *buf, size_t len)
 }
 
 /* x: the image array's dtype and shape; *C, *H, *W its image shape. */
-static int check_x(const npz_t *z, const char *name, const npy_header_t *h, int nchw, int *C, int *H, int *W,
-                   char *err, size_t errlen)
+static int check_x(const npz_t *z, const char *name, const npy_header_t *h, int nchw, int *C, int *H, int *W, char *err,
+                   size_t errlen)
 {
     char sh[128];
     if (!((h->kind == 'u' && h->itemsize == 1) || h->kind == 'f'))
@@ -104,10 +104,12 @@ static int read_y(npz_t *z, const char *name, int64_t n, int limit, const char *
         int64_t v = npy_get_i64(h, raw + (size_t)i * (size_t)h->itemsize, &over);
         if (over || v < 0 || v >= limit) {
             if (!over && v >= 0 && limit < DSPROBE_MAX_CLASSES)
-                fail(err, errlen, "%s: %s: label %lld at index %lld is not a training class (y_train's labels are 0..%d)",
+                fail(err, errlen,
+                     "%s: %s: label %lld at index %lld is not a training class (y_train's labels are 0..%d)",
                      npz_path(z), name, (long long)v, (long long)i, limit - 1);
             else
-                fail(err, errlen, "%s: %s: label %s%lld at index %lld out of range (labels are 0 .. classes - 1, at most %d classes)",
+                fail(err, errlen,
+                     "%s: %s: label %s%lld at index %lld out of range (labels are 0 .. classes - 1, at most %d classes)",
                      npz_path(z), name, over ? ">" : "", (long long)v, (long long)i, DSPROBE_MAX_CLASSES);
             goto out;
         }

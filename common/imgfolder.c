@@ -113,7 +113,8 @@ static int scan_class(const char *cdir, int32_t label, int stat_files, files_t *
                       path);
         else if (k == E_GONE) rc = fail(err, errlen, "%s: cannot read: %s", path, strerror(errno));
         else if (k == E_OTHER) rc = fail(err, errlen, "%s: not a regular file", path);
-        else if (fs->n >= IMGFOLDER_MAX_FILES) rc = fail(err, errlen, "%s: more than %d files in the split", path, IMGFOLDER_MAX_FILES);
+        else if (fs->n >= IMGFOLDER_MAX_FILES)
+            rc = fail(err, errlen, "%s: more than %d files in the split", path, IMGFOLDER_MAX_FILES);
         else if (push_file(fs, path, &st, stat_files, label) != 0) rc = fail(err, errlen, "%s: out of memory", path);
     }
     free_names(names, n);
@@ -140,7 +141,8 @@ static int class_dirs(const char *sdir, char ***out, int *nout, char *err, size_
         else if (kind == E_OTHER) rc = fail(err, errlen, "%s: neither a class folder nor a file", path);
         else if (strlen(names[i]->d_name) >= IMGFOLDER_NAME_MAX)
             rc = fail(err, errlen, "%s: class name longer than %d bytes", path, IMGFOLDER_NAME_MAX - 1);
-        else if (k >= IMGFOLDER_MAX_CLASSES) rc = fail(err, errlen, "%s: more than %d classes", sdir, IMGFOLDER_MAX_CLASSES);
+        else if (k >= IMGFOLDER_MAX_CLASSES)
+            rc = fail(err, errlen, "%s: more than %d classes", sdir, IMGFOLDER_MAX_CLASSES);
         else if (!(v[k++] = strdup(names[i]->d_name))) rc = fail(err, errlen, "%s: out of memory", sdir);
     }
     free_names(names, n);
@@ -192,7 +194,8 @@ int imgfolder_scan(const char *dir, int stat_files, imgfolder_t *out, char *err,
 
     memset(out, 0, sizeof *out);
     if (stat(dir, &st) != 0) return fail(err, errlen, "%s: %s", dir, strerror(errno));
-    if (!S_ISDIR(st.st_mode)) return fail(err, errlen, "%s: not a folder (an image folder holds train/ and test/)", dir);
+    if (!S_ISDIR(st.st_mode))
+        return fail(err, errlen, "%s: not a folder (an image folder holds train/ and test/)", dir);
     if (join(train, dir, "train", err, errlen) || join(test, dir, "test", err, errlen) ||
         join(val, dir, "val", err, errlen))
         return -1;
@@ -200,7 +203,8 @@ int imgfolder_scan(const char *dir, int stat_files, imgfolder_t *out, char *err,
         return fail(err, errlen, "%s: no train/ folder (an image folder holds train/CLASS/FILE and test/CLASS/FILE)",
                     dir);
     int has_test = is_dir(test), has_val = is_dir(val);
-    if (has_test && has_val) return fail(err, errlen, "%s: both test/ and val/: which is the test split? keep one", dir);
+    if (has_test && has_val)
+        return fail(err, errlen, "%s: both test/ and val/: which is the test split? keep one", dir);
     if (!has_test && !has_val) return fail(err, errlen, "%s: no test/ (or val/) folder beside train/", dir);
     const char *tdir = has_test ? test : val;
     out->test_split = has_test ? "test" : "val";
@@ -228,8 +232,9 @@ int imgfolder_scan(const char *dir, int stat_files, imgfolder_t *out, char *err,
     out->ntest = te.n;
     tr.v = te.v = NULL;
     tr.n = te.n = 0;
-    if (stat_files) out->fingerprint = fingerprint(dir, &(files_t){out->test, out->ntest, 0},
-                                                   fingerprint(dir, &(files_t){out->train, out->ntrain, 0}, HASH_FNV1A_INIT));
+    if (stat_files)
+        out->fingerprint = fingerprint(dir, &(files_t){out->test, out->ntest, 0},
+                                       fingerprint(dir, &(files_t){out->train, out->ntrain, 0}, HASH_FNV1A_INIT));
     rc = 0;
 out:
     for (int i = 0; i < tr.n; i++) free(tr.v[i].path);

@@ -25,10 +25,10 @@
 #define IMGFOLDER_NAME_MAX 256        /* a class folder's name, bytes */
 
 typedef struct {
-    char *path;        /* DIR/SPLIT/CLASS/FILE, owned */
-    int64_t size;      /* bytes (0 when not stat'ed) */
-    int64_t mtime_ns;  /* modification time (0 when not stat'ed) */
-    int32_t label;     /* index into classes */
+    char *path;       /* DIR/SPLIT/CLASS/FILE, owned */
+    int64_t size;     /* bytes (0 when not stat'ed) */
+    int64_t mtime_ns; /* modification time (0 when not stat'ed) */
+    int32_t label;    /* index into classes */
 } imgfolder_file_t;
 
 typedef struct {

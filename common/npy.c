@@ -80,6 +80,7 @@ static int parse_string(cursor_t *c, char *out, size_t outlen, const char *what)
     size_t n = 0;
     while (c->p < c->end && *c->p != q) {
         if (*c->p == '\\') return fail(c->err, c->errlen, "header: escapes in a %s are not supported", what);
+        if ((unsigned char)*c->p < 0x20) return fail(c->err, c->errlen, "header: control character in a %s", what);
         if (n + 1 >= outlen) return fail(c->err, c->errlen, "header: %s longer than %zu bytes", what, outlen - 1);
         out[n++] = *c->p++;
     }
@@ -119,8 +120,7 @@ static int parse_shape(cursor_t *c, npy_header_t *h)
                 return fail(c->err, c->errlen, "shape: dimension %d is negative", h->ndim);
             return fail(c->err, c->errlen, "shape: expected a dimension (a non-negative integer)");
         }
-        if (h->ndim == NPY_MAX_DIMS)
-            return fail(c->err, c->errlen, "shape: more than %d dimensions", NPY_MAX_DIMS);
+        if (h->ndim == NPY_MAX_DIMS) return fail(c->err, c->errlen, "shape: more than %d dimensions", NPY_MAX_DIMS);
         int64_t v = 0;
         while (c->p < c->end && *c->p >= '0' && *c->p <= '9') {
             v = v * 10 + (*c->p++ - '0');

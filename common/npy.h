@@ -22,22 +22,22 @@
 #include <stdint.h>
 
 #define NPY_MAGIC_LEN 6
-#define NPY_PREAMBLE_MAX 12      /* magic, version, 4-byte header length */
-#define NPY_HEADER_MAX 65536     /* numpy itself refuses headers beyond 10000 bytes */
-#define NPY_MAX_DIMS 4           /* (N, C, H, W) at most: more is not an image array */
+#define NPY_PREAMBLE_MAX 12        /* magic, version, 4-byte header length */
+#define NPY_HEADER_MAX 65536       /* numpy itself refuses headers beyond 10000 bytes */
+#define NPY_MAX_DIMS 4             /* (N, C, H, W) at most: more is not an image array */
 #define NPY_MAX_BYTES (1ull << 40) /* 1 TiB: larger is a corrupt header */
 
 typedef struct {
-    char kind;           /* 'u' unsigned, 'i' signed, 'f' float, 'b' bool */
-    int itemsize;        /* bytes per element: 1, 2, 4 or 8 */
-    int big_endian;      /* '>' in descr ('|' and '=' read as little-endian here) */
-    int fortran_order;   /* column-major: the first index varies fastest */
-    int ndim;            /* 0 .. NPY_MAX_DIMS */
+    char kind;         /* 'u' unsigned, 'i' signed, 'f' float, 'b' bool */
+    int itemsize;      /* bytes per element: 1, 2, 4 or 8 */
+    int big_endian;    /* '>' in descr ('|' and '=' read as little-endian here) */
+    int fortran_order; /* column-major: the first index varies fastest */
+    int ndim;          /* 0 .. NPY_MAX_DIMS */
     int64_t shape[NPY_MAX_DIMS];
-    uint64_t count;      /* elements: the product of shape (1 for ndim 0) */
-    uint64_t nbytes;     /* count * itemsize */
-    size_t data_offset;  /* where the elements start: preamble + header */
-    char descr[32];      /* as written, for messages ("<f8") */
+    uint64_t count;     /* elements: the product of shape (1 for ndim 0) */
+    uint64_t nbytes;    /* count * itemsize */
+    size_t data_offset; /* where the elements start: preamble + header */
+    char descr[32];     /* as written, for messages ("<f8") */
 } npy_header_t;
 
 /* Parses the preamble and header at buf[0 .. len) (the first bytes of the file; more

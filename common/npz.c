@@ -135,8 +135,8 @@ int npz_array_open(npz_t *z, const char *name, npz_array_t *a, char *err, size_t
     uint64_t want = (uint64_t)a->h.data_offset + a->h.nbytes;
     if (want != a->member_bytes) {
         fail(err, errlen, "%s: %s: %s: shape %s announces %llu bytes of data, the member holds %llu", z->path, name,
-             want > a->member_bytes ? "truncated" : "trailing data", a->h.descr,
-             (unsigned long long)a->h.nbytes, (unsigned long long)(a->member_bytes - a->h.data_offset));
+             want > a->member_bytes ? "truncated" : "trailing data", a->h.descr, (unsigned long long)a->h.nbytes,
+             (unsigned long long)(a->member_bytes - a->h.data_offset));
         goto bad;
     }
     free(hdr);
@@ -161,8 +161,7 @@ int npz_array_read(npz_t *z, npz_array_t *a, void *dst, char *err, size_t errlen
     /* One more read meets the end of the member, where libzip checks the CRC-32. */
     uint8_t extra;
     zip_int64_t k = zip_fread(f, &extra, 1);
-    if (k < 0)
-        return fail(err, errlen, "%s: %s: %s", z->path, a->name, zip_error_strerror(zip_file_get_error(f)));
+    if (k < 0) return fail(err, errlen, "%s: %s: %s", z->path, a->name, zip_error_strerror(zip_file_get_error(f)));
     if (k > 0) return fail(err, errlen, "%s: %s: trailing data after the array", z->path, a->name);
     return 0;
 }

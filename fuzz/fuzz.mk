@@ -26,7 +26,8 @@ FUZZ_FLAGS        := -std=c11 -O1 -g -D_GNU_SOURCE $(FUZZ_INCLUDES) -fno-omit-fr
                      -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_LIBS         := -lmicrohttpd -ljansson -lhiredis -lz -lzip -lpng16 -ljpeg -lpthread -lm
 
-FUZZ_HARNESSES := request spec idx cifar checkpoint redis stream_id history host password_file
+FUZZ_HARNESSES := request spec idx cifar checkpoint redis stream_id history host password_file \
+                  npy npz image dcache
 FUZZ_OBJ = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(1))
 
 # What each harness links besides its own file: the code it drives, no more (the worker's
@@ -42,6 +43,10 @@ FUZZ_SRC_stream_id  := $(wildcard http/*.c) $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_host       := http/auth.c $(COMMON_SRC)
 FUZZ_SRC_password_file := $(COMMON_SRC)
 FUZZ_SRC_history    := $(FUZZ_COORD_SRC) $(COMMON_SRC)
+FUZZ_SRC_npy        := $(COMMON_SRC)
+FUZZ_SRC_npz        := worker/data.c $(COMMON_SRC)
+FUZZ_SRC_image      := worker/image.c
+FUZZ_SRC_dcache     := worker/dcache.c $(COMMON_SRC)
 
 # Longest input per harness: a CIFAR input holds a few 3073-byte records.
 FUZZ_MAXLEN_request    := 8192
@@ -54,6 +59,10 @@ FUZZ_MAXLEN_stream_id  := 256
 FUZZ_MAXLEN_host       := 1024
 FUZZ_MAXLEN_password_file := 512
 FUZZ_MAXLEN_history    := 8192
+FUZZ_MAXLEN_npy        := 4096
+FUZZ_MAXLEN_npz        := 16384
+FUZZ_MAXLEN_image      := 16384
+FUZZ_MAXLEN_dcache     := 4200
 
 FUZZ_RUNS_request    = $(FUZZ_RUNS_PARSERS)
 FUZZ_RUNS_spec       = $(FUZZ_RUNS_PARSERS)
@@ -69,6 +78,12 @@ $(BUILD)/fuzz/obj/%.o: %.c
 # 1024 (3 MB), and the growing reads grow many times.
 FUZZ_CFLAGS_worker_data := -DREAD_INITIAL_BYTES=4096 -DREAD_CHUNK_BYTES=1024 -DGZ_BUFFER_BYTES=1024 \
                             -DCIFAR_INITIAL_RECORDS=1
+
+# The image decoders' bounds, small: an input announcing a 4096 x 4096 image is refused
+# (or decoded) in microseconds instead of allocating 48 MB per input. The check is the
+# same code at any bound.
+FUZZ_CFLAGS_worker_image := '-DIMAGE_MAX_PIXELS=(1L << 20)' -DIMAGE_MAX_SIDE=4096
+FUZZ_CFLAGS_fuzz_fuzz_image := $(FUZZ_CFLAGS_worker_image)
 
 define FUZZ_HARNESS
 $(BUILD)/fuzz/fuzz_$(1): $(call FUZZ_OBJ,fuzz/fuzz_$(1).c $(FUZZ_SRC_$(1)))

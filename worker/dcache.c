@@ -110,7 +110,8 @@ int dcache_header_parse(const uint8_t *buf, size_t len, uint64_t file_bytes, dca
     memset(out, 0, sizeof *out);
     if (len < DCACHE_HEADER_BYTES) return fail(err, errlen, "%zu bytes: shorter than a header", len);
     if (memcmp(buf, MAGIC, 8) != 0) return fail(err, errlen, "not a pacer data cache (magic)");
-    if (get32(buf + 8) != DCACHE_VERSION) return fail(err, errlen, "version %u (this worker writes %d)", get32(buf + 8), DCACHE_VERSION);
+    if (get32(buf + 8) != DCACHE_VERSION)
+        return fail(err, errlen, "version %u (this worker writes %d)", get32(buf + 8), DCACHE_VERSION);
     if (get32(buf + 12) != DCACHE_HEADER_BYTES) return fail(err, errlen, "header size %u", get32(buf + 12));
     uint32_t crc = (uint32_t)crc32(0L, buf, DCACHE_HEADER_BYTES - 4);
     if (get32(buf + DCACHE_HEADER_BYTES - 4) != crc) return fail(err, errlen, "header CRC mismatch");
@@ -285,8 +286,7 @@ int dcache_build_begin(dcache_build_t *b, const dcache_header_t *h, const char *
      * store into a mapping of a sparse file would raise SIGBUS later. */
     int e = posix_fallocate(b->fd, 0, (off_t)b->h.file_bytes);
     if (e != 0) {
-        fail(err, errlen, "%s: cannot reserve %llu bytes: %s", b->tmp, (unsigned long long)b->h.file_bytes,
-             strerror(e));
+        fail(err, errlen, "%s: cannot reserve %llu bytes: %s", b->tmp, (unsigned long long)b->h.file_bytes, strerror(e));
         dcache_build_abort(b);
         return -1;
     }

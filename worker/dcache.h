@@ -45,9 +45,9 @@
 typedef struct {
     uint64_t key, fingerprint;
     int C, H, W, classes;
-    int n[2];             /* samples: [0] train, [1] test */
-    uint64_t offset[2];   /* where each split's region starts */
-    uint64_t file_bytes;  /* the whole file */
+    int n[2];            /* samples: [0] train, [1] test */
+    uint64_t offset[2];  /* where each split's region starts */
+    uint64_t file_bytes; /* the whole file */
     double mean[DCACHE_MAX_CHANNELS], std[DCACHE_MAX_CHANNELS];
     char source[DCACHE_SOURCE_MAX];
 } dcache_header_t;
@@ -66,9 +66,9 @@ typedef struct {
     dcache_header_t h;
     uint8_t *pixels[2];
     int32_t *labels[2];
-    int fd;                /* the temporary file; -1 when building in memory */
-    uint8_t *base;         /* its mapping */
-    void *anon[2];         /* in-memory splits */
+    int fd;        /* the temporary file; -1 when building in memory */
+    uint8_t *base; /* its mapping */
+    void *anon[2]; /* in-memory splits */
     size_t anon_len[2];
     char tmp[4200], path[4096];
 } dcache_build_t;

@@ -260,8 +260,8 @@ static uint64_t request_key(const dsload_opts_t *o, const char *real)
 /* Decodes into a new cache file at path (NULL: into memory); *h gets the layout and the
  * statistics. Returns DATA_OK, a DATA_* error of the data, or 1 when the cache file could
  * not be written (the caller then decodes into memory). */
-static int build(const dsload_opts_t *o, source_t *src, dcache_header_t *h, const char *path,
-                 dcache_split_t split[2], char *err, size_t errlen)
+static int build(const dsload_opts_t *o, source_t *src, dcache_header_t *h, const char *path, dcache_split_t split[2],
+                 char *err, size_t errlen)
 {
     dcache_build_t b;
     if (dcache_build_begin(&b, h, path, err, errlen) != 0) return path ? 1 : DATA_ENOMEM; /* 1: try in memory */
@@ -305,8 +305,7 @@ static void take_split(dataset_t *d, dcache_split_t *s, const dcache_header_t *h
     memset(s, 0, sizeof *s);
 }
 
-int dsload_user(const dsload_opts_t *o, dataset_t *train, dataset_t *test, dsload_info_t *info, char *err,
-                size_t errlen)
+int dsload_user(const dsload_opts_t *o, dataset_t *train, dataset_t *test, dsload_info_t *info, char *err, size_t errlen)
 {
     source_t src;
     dcache_header_t h;
@@ -318,11 +317,9 @@ int dsload_user(const dsload_opts_t *o, dataset_t *train, dataset_t *test, dsloa
     memset(test, 0, sizeof *test);
     memset(info, 0, sizeof *info);
     memset(split, 0, sizeof split);
-    if (o->C < 1 || o->C > DATA_MAX_CHANNELS || o->H < 1 || o->W < 1 || o->H > DCACHE_MAX_SIDE ||
-        o->W > DCACHE_MAX_SIDE)
+    if (o->C < 1 || o->C > DATA_MAX_CHANNELS || o->H < 1 || o->W < 1 || o->H > DCACHE_MAX_SIDE || o->W > DCACHE_MAX_SIDE)
         return fail(err, errlen, DATA_EFORMAT, "%s: target shape %dx%dx%d out of bounds", o->path, o->C, o->H, o->W);
-    if (!realpath(o->path, real))
-        return fail(err, errlen, DATA_ENOENT, "%s: %s", o->path, strerror(errno));
+    if (!realpath(o->path, real)) return fail(err, errlen, DATA_ENOENT, "%s: %s", o->path, strerror(errno));
     rc = source_open(o, &src, err, errlen);
     if (rc != DATA_OK) goto out;
 

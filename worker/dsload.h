@@ -32,11 +32,11 @@ typedef struct {
 typedef struct {
     int classes;
     double mean[DATA_MAX_CHANNELS], std[DATA_MAX_CHANNELS]; /* the training split's, [0, 1] scale */
-    char cache_path[4096]; /* the cache file mapped; "" when decoded into memory */
-    int cache_built;       /* 1: this run decoded and wrote it; 0: an existing cache was mapped */
-    char cache_note[512];  /* why there is no cache, or why it was rebuilt; "" when neither */
-    double decode_s;       /* seconds spent decoding (0 when a cache was mapped) */
-    long cache_bytes;      /* the cache file's size (or the memory decoded into) */
+    char cache_path[4096];                                  /* the cache file mapped; "" when decoded into memory */
+    int cache_built;      /* 1: this run decoded and wrote it; 0: an existing cache was mapped */
+    char cache_note[512]; /* why there is no cache, or why it was rebuilt; "" when neither */
+    double decode_s;      /* seconds spent decoding (0 when a cache was mapped) */
+    long cache_bytes;     /* the cache file's size (or the memory decoded into) */
 } dsload_info_t;
 
 /* Loads both splits. On success train and test own their memory (dataset_free) and their

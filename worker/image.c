@@ -242,8 +242,8 @@ static int decode_jpeg(jpeg_ctx_t *x, const uint8_t *buf, size_t len, const char
     }
     if (x->ci.jpeg_color_space == JCS_CMYK || x->ci.jpeg_color_space == JCS_YCCK) {
         x->je.code = IMAGE_EUNSUPPORTED;
-        snprintf(x->je.msg, sizeof x->je.msg, "%s: CMYK JPEG is not supported (convert it to RGB, e.g. with ImageMagick)",
-                 name);
+        snprintf(x->je.msg, sizeof x->je.msg,
+                 "%s: CMYK JPEG is not supported (convert it to RGB, e.g. with ImageMagick)", name);
         longjmp(x->je.jb, 1);
     }
     x->ci.out_color_space = x->ci.jpeg_color_space == JCS_GRAYSCALE ? JCS_GRAYSCALE : JCS_RGB;
@@ -289,7 +289,8 @@ int image_decode(const uint8_t *buf, size_t len, const char *name, image_t *img,
         return rc;
     }
     char magic[3 * 8 + 1] = "";
-    for (size_t i = 0, k = 0; i < len && i < 8; i++) k += (size_t)snprintf(magic + k, sizeof magic - k, "%s%02x", i ? " " : "", buf[i]);
+    for (size_t i = 0, k = 0; i < len && i < 8; i++)
+        k += (size_t)snprintf(magic + k, sizeof magic - k, "%s%02x", i ? " " : "", buf[i]);
     return fail(err, errlen, IMAGE_EFORMAT, "%s: not a PNG or JPEG file (starts with %s)", name, magic);
 }
 

@@ -45,18 +45,18 @@
 /* A decoded image. px is owned and reused: image_decode grows it as needed, so decoding
  * many images of one size allocates once. */
 typedef struct {
-    int w, h, c;  /* c = 1 (gray) or 3 (RGB) */
-    uint8_t *px;  /* (h, w, c) */
-    size_t cap;   /* bytes px holds */
+    int w, h, c; /* c = 1 (gray) or 3 (RGB) */
+    uint8_t *px; /* (h, w, c) */
+    size_t cap;  /* bytes px holds */
 } image_t;
 
 enum {
     IMAGE_OK = 0,
-    IMAGE_EFORMAT = -1,  /* not PNG or JPEG, corrupt, truncated */
+    IMAGE_EFORMAT = -1,      /* not PNG or JPEG, corrupt, truncated */
     IMAGE_EUNSUPPORTED = -2, /* a valid file pacer does not read (CMYK JPEG) */
-    IMAGE_ETOOBIG = -3,  /* beyond the documented bounds */
+    IMAGE_ETOOBIG = -3,      /* beyond the documented bounds */
     IMAGE_ENOMEM = -4,
-    IMAGE_EIO = -5,      /* the file cannot be read */
+    IMAGE_EIO = -5, /* the file cannot be read */
 };
 
 /* Decodes the PNG or JPEG in buf[0 .. len) (told apart by their magic bytes, not by a

@@ -110,9 +110,9 @@ static uint8_t *read_file(const char *path, size_t *n)
     return p;
 }
 
-#define ASSERT_HAS(err, text)                                                                                      \
-    do {                                                                                                           \
-        if (!strstr((err), (text))) fail_msg("message '%s' does not contain '%s'", (err), (text));                 \
+#define ASSERT_HAS(err, text)                                                                      \
+    do {                                                                                           \
+        if (!strstr((err), (text))) fail_msg("message '%s' does not contain '%s'", (err), (text)); \
     } while (0)
 
 /* ---- writers: PNG, JPEG, .npy, .npz ------------------------------------------------------- */
@@ -274,7 +274,8 @@ static void test_npy_valid(void **state)
     assert_int_equal(h.shape[0], 60000);
     assert_int_equal(h.count, 60000ull * 28 * 28);
     assert_int_equal(h.nbytes, h.count);
-    assert_int_equal(h.data_offset, 10 + strlen("{'descr': '|u1', 'fortran_order': False, 'shape': (60000, 28, 28), }      \n"));
+    assert_int_equal(h.data_offset,
+                     10 + strlen("{'descr': '|u1', 'fortran_order': False, 'shape': (60000, 28, 28), }      \n"));
     /* version 2, other key order, double quotes, big-endian, Fortran order, Python 2 longs */
     parse_text("{\"shape\": (3L, 2L), \"fortran_order\": True, \"descr\": \">f4\"}\n", 2, &h, 0, NULL);
     assert_int_equal(h.kind, 'f');
@@ -415,12 +416,11 @@ static void test_npz_bad_arrays(void **state)
     int64_t y[4] = {0, 1, 2, 1}, yneg[4] = {0, -1, 0, 0}, ybig[4] = {0, 1, 7, 1}, y8[8] = {0};
     float yf[4] = {0};
 
-#define MEMBERS(xd, xsh, xn, ysh, yn, yd, ybytes, ydata)                                                         \
-    member_t m[4] = {{"x_train", NULL, 0}, {"y_train", NULL, 0}, {"x_test", NULL, 0}, {"y_test", NULL, 0}};        \
-    m[0].bytes = make_npy(xd, 0, xsh, xn, x, 16 * (sizeof(x[0])) * ((xd)[2] - '0') * ((xn) == 4 ? 4 : 1),        \
-                          &m[0].len);                                                                              \
-    m[1].bytes = make_npy(yd, 0, ysh, yn, ydata, ybytes, &m[1].len);                                               \
-    m[2].bytes = make_npy("|u1", 0, xs, 3, x, 16, &m[2].len);                                                      \
+#define MEMBERS(xd, xsh, xn, ysh, yn, yd, ybytes, ydata)                                                              \
+    member_t m[4] = {{"x_train", NULL, 0}, {"y_train", NULL, 0}, {"x_test", NULL, 0}, {"y_test", NULL, 0}};           \
+    m[0].bytes = make_npy(xd, 0, xsh, xn, x, 16 * (sizeof(x[0])) * ((xd)[2] - '0') * ((xn) == 4 ? 4 : 1), &m[0].len); \
+    m[1].bytes = make_npy(yd, 0, ysh, yn, ydata, ybytes, &m[1].len);                                                  \
+    m[2].bytes = make_npy("|u1", 0, xs, 3, x, 16, &m[2].len);                                                         \
     m[3].bytes = make_npy("<i8", 0, ys, 1, y, 32, &m[3].len);
 
     {
@@ -684,8 +684,8 @@ static void test_image_bad_files(void **state)
         png_infop info = png_create_info_struct(png);
         png_init_io(png, f);
         png_set_user_limits(png, 0x7fffffff, 0x7fffffff);
-        png_set_IHDR(png, info, 20000, 20000, 8, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE,
-                     PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+        png_set_IHDR(png, info, 20000, 20000, 8, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+                     PNG_FILTER_TYPE_DEFAULT);
         png_write_info(png, info);
         static const png_byte idat_tag[] = "IDAT", iend_tag[] = "IEND";
         png_write_chunk(png, idat_tag, (png_const_bytep) "\x78\x9c", 2);
@@ -716,9 +716,9 @@ static void test_resize_matches_torch(void **state)
     const uint8_t want54[20] = {0, 62, 65, 7, 80, 131, 107, 16, 200, 234, 171, 30, 88, 126, 153, 162, 13, 53, 142, 250};
     const uint8_t want22[4] = {72, 44, 75, 177};
     const uint8_t want25[10] = {50, 86, 139, 63, 13, 60, 84, 122, 166, 195};
-    const uint8_t want77[49] = {0,   14,  57,  100, 60,  20,  7,   29,  42,  82,  122, 74,  26,  10,  114, 125, 157,
-                                189, 116, 44,  20,  200, 208, 231, 255, 159, 62,  30,  120, 128, 153, 179, 155, 132,
-                                124, 40,  49,  76,  102, 152, 202, 219, 13,  22,  50,  77,  151, 225, 250};
+    const uint8_t want77[49] = {0,   14,  57, 100, 60,  20,  7,   29,  42,  82, 122, 74,  26,  10,  114, 125, 157,
+                                189, 116, 44, 20,  200, 208, 231, 255, 159, 62, 30,  120, 128, 153, 179, 155, 132,
+                                124, 40,  49, 76,  102, 152, 202, 219, 13,  22, 50,  77,  151, 225, 250};
     uint8_t out[64];
     image_resize_bilinear(src, 3, 3, 1, out, 5, 4);
     assert_memory_equal(out, want54, sizeof want54); /* 62.5 -> 62, ties to even */
@@ -892,8 +892,7 @@ static void test_cache_header(void **state)
 
 /* ---- the loader --------------------------------------------------------------------------- */
 
-static dsload_opts_t opts_for(const char *format, const char *path, int C, int H, int W, int resize,
-                              const char *cache)
+static dsload_opts_t opts_for(const char *format, const char *path, int C, int H, int W, int resize, const char *cache)
 {
     dsload_opts_t o = {format, path, "nhwc", C, H, W, resize, cache};
     return o;

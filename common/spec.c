@@ -102,6 +102,9 @@ static const char *const ASYNC_ALGORITHMS[] = {"asgd", "nsoftsync", "dc-asgd", "
 static const char *const DEVICES[] = {"auto", "cpu", "cuda", NULL};
 static const char *const SCHEDULES[] = {"constant", "step", "cosine", NULL};
 static const char *const DC_VARIANTS[] = {"c", "a", NULL};
+static const char *const FORMATS[] = {"auto", "idx", "cifar", "imagefolder", "npz", NULL};
+static const char *const LAYOUTS[] = {"nhwc", "nchw", NULL};
+#define MAX_SIDE 16384 /* dataset.resize: worker/image.h's IMAGE_MAX_SIDE */
 
 /* The job name ends up in file names (checkpoints, logs) and store keys, so it is kept
  * to characters that need no quoting anywhere. */
@@ -163,7 +166,40 @@ static const field_t FIELDS[] = {
     {.path = "dataset.test_subset", INT(dataset.test_subset), BETWEEN(0, MAX_COUNT), .def_num = 0,
      .doc = "Evaluate on the first N test samples only; 0 = all."},
     {.path = "dataset.augment", BOOL(dataset.augment), .def_num = 0,
-     .allowed_doc = "cifar10 only", .doc = "Random crop (pad 4) and horizontal flip."},
+     .doc = "Augment training images: a random crop of the image padded by `crop_padding` pixels, "
+            "and a horizontal flip (`hflip`), drawn from the seed."},
+    {.path = "dataset.crop_padding", INT(dataset.crop_padding), BETWEEN(0, 256), .def_num = 4,
+     .doc = "Augmentation: zero padding on each side before the random crop; 0 = no crop."},
+    {.path = "dataset.hflip", BOOL(dataset.hflip), .def_num = 1,
+     .doc = "Augmentation: mirror each image with probability 1/2 (turn off for digits and text)."},
+    {.path = "dataset.format", STR(dataset.format), .choices = FORMATS, .def_str = "auto",
+     .doc = "How the data set is read: idx (MNIST's files), cifar (CIFAR-10 binary batches), "
+            "imagefolder (`path`/train/CLASS/FILE and `path`/test/CLASS/FILE, PNG or JPEG), "
+            "npz (a NumPy .npz at `path` with x_train, y_train, x_test, y_test); "
+            "auto = the format of `dataset.name`."},
+    {.path = "dataset.resize", .type = F_DOUBLES, MEMBER(job_spec_t, dataset.resize, double *),
+     COUNT(dataset.nresize), BETWEEN(1, MAX_SIDE), .def_num = 0, .default_doc = "`[]` (no resizing)",
+     .allowed_doc = "`[]` or `[H, W]`, integers from 1 to 16384",
+     .doc = "Resize every image to H x W, bilinearly (torchvision's convention without antialiasing: "
+            "docs/JOB_SPEC.md); `[]` = every image must already have the model's size."},
+    {.path = "dataset.mean", .type = F_DOUBLES, MEMBER(job_spec_t, dataset.mean, double *),
+     COUNT(dataset.nmean), BETWEEN(0, 1), .def_num = 0, .default_doc = "`[]` (the data set's own)",
+     .allowed_doc = "`[]`, one value (every channel) or one per channel, each between 0 and 1",
+     .doc = "Per-channel mean on the [0, 1] scale: a pixel p becomes (p/255 - mean) / std. `[]` = the "
+            "data set's own: a built-in's fixed figures, a user data set's computed once from its "
+            "training split (the summary's `dataset.mean`)."},
+    {.path = "dataset.std", .type = F_DOUBLES, MEMBER(job_spec_t, dataset.std, double *),
+     COUNT(dataset.nstd), IN_OC(0, 10), .def_num = 1, .default_doc = "`[]` (the data set's own)",
+     .allowed_doc = "`[]`, one value or one per channel, each in (0, 10]",
+     .doc = "Per-channel standard deviation on the [0, 1] scale; see `mean`."},
+    {.path = "dataset.layout", STR(dataset.layout), .choices = LAYOUTS, .def_str = "nhwc",
+     .doc = "npz: the axes of a 4-D x array, (N, H, W, C) as Keras saves it or (N, C, H, W) as PyTorch "
+            "holds it (3-D arrays are (N, H, W))."},
+    {.path = "dataset.cache_dir", STR(dataset.cache_dir), .def_str = "", .resume_free = 1,
+     .allowed_doc = "at most 511 bytes; not through the REST API",
+     .doc = "imagefolder, npz: the directory of the decoded cache; \"\" = the worker's `--data-cache` "
+            "(the coordinator passes STATE_DIR/data-cache), else $XDG_CACHE_HOME/pacer/data "
+            "(~/.cache/pacer/data)."},
     {.path = "batch_size", INT(batch_size), BETWEEN(1, MAX_BATCH), .def_num = 64,
      .doc = "Mini-batch size per worker (the starting size when batches are re-planned)."},
     {.path = "epochs", INT(epochs), BETWEEN(1, MAX_EPOCHS), .def_num = 1,
@@ -681,18 +717,56 @@ static int cross_check_simulate(errbuf_t *e, const job_spec_t *s)
     return 0;
 }
 
+const char *spec_dataset_format(const job_spec_t *s)
+{
+    if (strcmp(s->dataset.format, "auto") != 0) return s->dataset.format;
+    return strcmp(s->dataset.name, "cifar10") == 0 ? "cifar" : "idx";
+}
+
+int spec_dataset_is_user(const job_spec_t *s)
+{
+    const char *f = spec_dataset_format(s);
+    return strcmp(f, "imagefolder") == 0 || strcmp(f, "npz") == 0;
+}
+
+/* The dataset section: a format that fits the name, a path where the format needs one,
+ * and arrays of the lengths they may have. */
+static int cross_check_dataset(errbuf_t *e, const job_spec_t *s)
+{
+    const char *fmt = s->dataset.format, *ds = s->dataset.name;
+    if (strcmp(fmt, "idx") == 0 && !is_28x28_gray(ds))
+        return fail(e, "dataset.format: idx is the format of mnist and fashion-mnist, dataset.name is %s", ds);
+    if (strcmp(fmt, "cifar") == 0 && strcmp(ds, "cifar10") != 0)
+        return fail(e, "dataset.format: cifar is the format of cifar10, dataset.name is %s", ds);
+    if (spec_dataset_is_user(s) && !s->dataset.path[0])
+        return fail(e, "dataset.path: required with dataset.format %s (%s)", fmt,
+                    strcmp(fmt, "npz") == 0 ? "the .npz file" : "the folder that holds train/ and test/");
+    if (s->dataset.nresize != 0 && s->dataset.nresize != 2)
+        return fail(e, "dataset.resize: must be [H, W] or [], has %d entr%s", s->dataset.nresize,
+                    s->dataset.nresize == 1 ? "y" : "ies");
+    for (int i = 0; i < s->dataset.nresize; i++)
+        if (s->dataset.resize[i] != floor(s->dataset.resize[i]))
+            return fail(e, "dataset.resize[%d]: must be an integer", i);
+    if (s->dataset.nmean == 2) return fail(e, "dataset.mean: one value (every channel) or one per channel (3), has 2");
+    if (s->dataset.nstd == 2) return fail(e, "dataset.std: one value (every channel) or one per channel (3), has 2");
+    return 0;
+}
+
 /* Rules between fields, checked once every field has its value. */
 static int cross_check(errbuf_t *e, const job_spec_t *s)
 {
     const char *model = s->model, *ds = s->dataset.name, *alg = s->algorithm.name;
     char num[32];
 
-    if ((strcmp(model, "mlp") == 0 || strcmp(model, "lenet5") == 0) && !is_28x28_gray(ds))
-        return fail(e, "model: %s needs a 28x28 grayscale data set, dataset.name is %s", model, ds);
-    if ((strcmp(model, "cifar10_quick") == 0 || strcmp(model, "resnet20") == 0) && strcmp(ds, "cifar10") != 0)
-        return fail(e, "model: %s needs a 32x32 colour data set (cifar10), dataset.name is %s", model, ds);
-    if (s->dataset.augment && strcmp(ds, "cifar10") != 0)
-        return fail(e, "dataset.augment: only for cifar10, dataset.name is %s", ds);
+    if (cross_check_dataset(e, s) < 0) return -1;
+    /* A built-in data set read as it is must have the model's shape; resized (and its
+     * channels converted), or a user's, the worker checks the shape it produces. */
+    if (!spec_dataset_is_user(s) && s->dataset.nresize == 0) {
+        if ((strcmp(model, "mlp") == 0 || strcmp(model, "lenet5") == 0) && !is_28x28_gray(ds))
+            return fail(e, "model: %s needs a 28x28 grayscale data set, dataset.name is %s", model, ds);
+        if ((strcmp(model, "cifar10_quick") == 0 || strcmp(model, "resnet20") == 0) && strcmp(ds, "cifar10") != 0)
+            return fail(e, "model: %s needs a 32x32 colour data set (cifar10), dataset.name is %s", model, ds);
+    }
 
     if (strcmp(alg, "sgd") == 0 && s->workers != 1)
         return fail(e, "algorithm.name: sgd is single-process; use ssgd for workers > 1");

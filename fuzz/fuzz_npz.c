@@ -46,8 +46,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (npz_array_open(z, X[s], &a, err, sizeof err) != 0) continue;
             if (a.h.nbytes <= (1u << 24)) {
                 uint8_t *buf = malloc(a.h.nbytes ? a.h.nbytes : 1);
-                if (buf && npz_array_read(z, &a, buf, err, sizeof err) != 0 && !strstr(err, "/proc/self/fd/"))
-                    abort();
+                if (buf && npz_array_read(z, &a, buf, err, sizeof err) != 0 && !strstr(err, "/proc/self/fd/")) abort();
                 free(buf);
             }
             npz_array_close(&a);

@@ -402,3 +402,61 @@ out:
     source_free(&src);
     return rc;
 }
+
+int dsload_convert(const dataset_t *in, int C, int H, int W, int resize, dataset_t *out, char *err, size_t errlen)
+{
+    const dsload_opts_t o = {.C = C, .H = H, .W = W, .resize = resize};
+    const size_t iimage = (size_t)in->C * in->H * in->W, oimage = (size_t)C * H * W, plane = (size_t)in->H * in->W;
+    scratch_t s = {0};
+    int rc = DATA_OK;
+    memset(out, 0, sizeof *out);
+    if (C < 1 || C > DATA_MAX_CHANNELS || H < 1 || W < 1 || H > DCACHE_MAX_SIDE || W > DCACHE_MAX_SIDE)
+        return fail(err, errlen, DATA_EFORMAT, "%s: target shape %dx%dx%d out of bounds", in->source, C, H, W);
+    uint8_t *px = malloc((size_t)in->n * oimage), *hwc = malloc(iimage);
+    int32_t *lab = malloc((size_t)in->n * sizeof *lab);
+    if (!px || !hwc || !lab) {
+        rc = fail(err, errlen, DATA_ENOMEM, "%s: out of memory converting %d images", in->source, in->n);
+        goto out;
+    }
+    for (int i = 0; i < in->n && rc == DATA_OK; i++) {
+        const uint8_t *src = in->pixels + (size_t)i * iimage;
+        for (int k = 0; k < in->C; k++)
+            for (size_t j = 0; j < plane; j++) hwc[j * in->C + k] = src[k * plane + j];
+        char name[DATA_SOURCE_MAX + 32];
+        snprintf(name, sizeof name, "%s[%d]", in->source, i);
+        rc = place_image(&o, hwc, in->H, in->W, in->C, &s, px + (size_t)i * oimage, name, err, errlen);
+    }
+    if (rc != DATA_OK) goto out;
+    memcpy(lab, in->labels, (size_t)in->n * sizeof *lab);
+    *out = *in;
+    out->C = C, out->H = H, out->W = W;
+    out->pixels = px;
+    out->labels = lab;
+    out->map = NULL;
+    out->map_len = 0;
+    for (int k = in->C; k < C; k++) out->mean[k] = in->mean[0], out->std[k] = in->std[0];
+    px = NULL;
+    lab = NULL;
+out:
+    free(px);
+    free(hwc);
+    free(lab);
+    free(s.conv);
+    free(s.sized);
+    return rc;
+}
+
+void dsload_default_cache_dir(char *out, size_t len)
+{
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (xdg && *xdg == '/') snprintf(out, len, "%s/pacer/data", xdg);
+    else if (home && *home == '/') snprintf(out, len, "%s/.cache/pacer/data", home);
+    else if (len) out[0] = 0;
+}
+
+void dsload_stats(dataset_t *d)
+{
+    double mean[DATA_MAX_CHANNELS], std[DATA_MAX_CHANNELS];
+    channel_stats(d->pixels, d->n, d->C, d->H, d->W, mean, std);
+    for (int c = 0; c < DATA_MAX_CHANNELS; c++) d->mean[c] = (float)mean[c], d->std[c] = (float)std[c];
+}

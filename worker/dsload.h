@@ -47,4 +47,21 @@ typedef struct {
 int dsload_user(const dsload_opts_t *o, dataset_t *train, dataset_t *test, dsload_info_t *info, char *err,
                 size_t errlen);
 
+/* A built-in data set (IDX, CIFAR: uint8 (C, H, W) already in memory) brought to
+ * C x H x W the way a user's images are: channels converted, resized when resize (else
+ * its images must have that size). *out owns new pixels and labels; in is unchanged (its
+ * owner frees it). Its mean/std stay in's for the channels both have; a channel the
+ * conversion adds takes channel 0's. */
+int dsload_convert(const dataset_t *in, int C, int H, int W, int resize, dataset_t *out, char *err, size_t errlen);
+
+/* Per-channel mean and standard deviation of d's pixels on the [0, 1] scale (population
+ * figures; a channel without variation gets std 1), into d->mean and d->std. What a user
+ * data set's cache holds for its training split; used for a built-in set whose images
+ * were converted. */
+void dsload_stats(dataset_t *d);
+
+/* The default cache directory when neither the spec nor --data-cache names one:
+ * $XDG_CACHE_HOME/pacer/data, else $HOME/.cache/pacer/data; "" when neither is set. */
+void dsload_default_cache_dir(char *out, size_t len);
+
 #endif

@@ -93,6 +93,16 @@ static void test_defaults(void **state)
     assert_int_equal(s.dataset.train_subset, 0);
     assert_int_equal(s.dataset.test_subset, 0);
     assert_int_equal(s.dataset.augment, 0);
+    assert_int_equal(s.dataset.crop_padding, 4);
+    assert_int_equal(s.dataset.hflip, 1);
+    assert_string_equal(s.dataset.format, "auto");
+    assert_string_equal(s.dataset.layout, "nhwc");
+    assert_string_equal(s.dataset.cache_dir, "");
+    assert_int_equal(s.dataset.nresize, 0);
+    assert_int_equal(s.dataset.nmean, 0);
+    assert_int_equal(s.dataset.nstd, 0);
+    assert_string_equal(spec_dataset_format(&s), "idx");
+    assert_int_equal(spec_dataset_is_user(&s), 0);
     assert_string_equal(s.algorithm.name, "sgd");
     assert_int_equal(s.algorithm.dynamic_batch, 0);
     assert_int_equal(s.algorithm.replan_steps, 20);
@@ -349,8 +359,23 @@ static const bad_case_t BAD[] = {
      "model: resnet20 needs a 32x32 colour data set (cifar10), dataset.name is mnist"},
     {"{\"model\":\"cifar10_quick\"}",
      "model: cifar10_quick needs a 32x32 colour data set (cifar10), dataset.name is fashion-mnist"},
-    {"{\"model\":\"lenet5\",\"dataset\":{\"name\":\"mnist\",\"augment\":true}}",
-     "dataset.augment: only for cifar10, dataset.name is mnist"},
+    {"{\"model\":\"lenet5\",\"dataset\":{\"format\":\"imagefolder\"}}",
+     "dataset.path: required with dataset.format imagefolder (the folder that holds train/ and test/)"},
+    {"{\"model\":\"lenet5\",\"dataset\":{\"format\":\"npz\"}}",
+     "dataset.path: required with dataset.format npz (the .npz file)"},
+    {"{\"model\":\"lenet5\",\"dataset\":{\"format\":\"cifar\"}}",
+     "dataset.format: cifar is the format of cifar10, dataset.name is fashion-mnist"},
+    {"{\"model\":\"resnet20\",\"dataset\":{\"name\":\"cifar10\",\"format\":\"idx\"}}",
+     "dataset.format: idx is the format of mnist and fashion-mnist, dataset.name is cifar10"},
+    {"{\"model\":\"lenet5\",\"dataset\":{\"format\":\"tfrecord\"}}",
+     "dataset.format: must be one of auto, idx, cifar, imagefolder, npz"},
+    {"{\"model\":\"lenet5\",\"dataset\":{\"resize\":[28]}}", "dataset.resize: must be [H, W] or [], has 1 entry"},
+    {"{\"model\":\"lenet5\",\"dataset\":{\"resize\":[28, 28.5]}}", "dataset.resize[1]: must be an integer"},
+    {"{\"model\":\"lenet5\",\"dataset\":{\"resize\":[28, 0]}}", "dataset.resize[1]: must be between 1 and 16384"},
+    {"{\"model\":\"lenet5\",\"dataset\":{\"mean\":[0.1, 0.2]}}",
+     "dataset.mean: one value (every channel) or one per channel (3), has 2"},
+    {"{\"model\":\"lenet5\",\"dataset\":{\"std\":[0]}}", "dataset.std[0]: must be in (0, 10]"},
+    {"{\"model\":\"lenet5\",\"dataset\":{\"layout\":\"hwc\"}}", "dataset.layout: must be one of nhwc, nchw"},
     {"{\"model\":\"lenet5\",\"workers\":4,\"algorithm\":{\"name\":\"nsoftsync\",\"n\":5}}",
      "algorithm.n: must be between 1 and workers (4)"},
     {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"ddc-asgd\"},"
@@ -521,7 +546,7 @@ static void test_spec_hash(void **state)
     parse_ok("{\"model\":\"lenet5\"}", &b);
     assert_true(spec_hash(&a) == spec_hash(&b));
     parse_ok("{\"model\":\"lenet5\",\"name\":\"x\",\"threads\":4,\"device\":\"cpu\",\"log_every\":1,"
-             "\"dataset\":{\"path\":\"/d\"},\"checkpoint\":{\"dir\":\"/c\",\"every_steps\":5,\"keep_last\":3,"
+             "\"dataset\":{\"path\":\"/d\",\"cache_dir\":\"/e\"},\"checkpoint\":{\"dir\":\"/c\",\"every_steps\":5,\"keep_last\":3,"
              "\"keep_best\":true}}",
              &b);
     assert_true(spec_hash(&a) == spec_hash(&b));
@@ -552,7 +577,7 @@ static void test_spec_hash(void **state)
         snprintf(quoted, sizeof quoted, "`%s`", f.path);
         if (!strstr(sec, quoted)) fail_msg("docs/JOB_SPEC.md, Resuming from a checkpoint: %s is not listed", quoted);
     }
-    assert_int_equal(nfree, 9);
+    assert_int_equal(nfree, 10);
     free(doc);
 }
 
@@ -1079,6 +1104,48 @@ static void test_range_errors_every_numeric_field(void **state)
     print_message("%d numeric fields, %d out-of-range values refused, each naming its field\n", fields, checks);
 }
 
+/* A user's data set (issue 26): its fields parse, the format resolves, augmentation is
+ * any data set's, and a built-in set resized or read as a user format skips the
+ * name-based model pairing (the worker checks the shape it produces). */
+static void test_dataset_fields(void **state)
+{
+    (void)state;
+    job_spec_t s;
+    char err[512];
+    assert_int_equal(spec_parse("{\"model\":\"lenet5\",\"dataset\":{\"format\":\"imagefolder\",\"path\":\"/d\","
+                                "\"resize\":[28,28],\"mean\":[0.5],\"std\":[0.25],\"augment\":true,"
+                                "\"crop_padding\":2,\"hflip\":false,\"cache_dir\":\"/c\"}}",
+                                &s, err, sizeof err),
+                     0);
+    assert_string_equal(spec_dataset_format(&s), "imagefolder");
+    assert_int_equal(spec_dataset_is_user(&s), 1);
+    assert_int_equal(s.dataset.nresize, 2);
+    assert_true(s.dataset.resize[1] == 28);
+    assert_int_equal(s.dataset.nmean, 1);
+    assert_int_equal(s.dataset.crop_padding, 2);
+    assert_int_equal(s.dataset.hflip, 0);
+    assert_string_equal(s.dataset.cache_dir, "/c");
+    assert_int_equal(spec_parse("{\"model\":\"lenet5\",\"dataset\":{\"name\":\"mnist\",\"augment\":true}}", &s, err,
+                                sizeof err),
+                     0);
+    assert_int_equal(spec_parse("{\"model\":\"lenet5\",\"dataset\":{\"name\":\"cifar10\",\"resize\":[28,28]}}", &s, err,
+                                sizeof err),
+                     0);
+    assert_string_equal(spec_dataset_format(&s), "cifar");
+    assert_int_equal(spec_parse("{\"model\":\"resnet20\",\"dataset\":{\"format\":\"npz\",\"path\":\"/x.npz\","
+                                "\"layout\":\"nchw\",\"mean\":[0.4,0.5,0.6]}}",
+                                &s, err, sizeof err),
+                     0);
+    assert_string_equal(s.dataset.layout, "nchw");
+    /* cache_dir says where things are: a resumed run may change it */
+    job_spec_t a, b;
+    assert_int_equal(spec_parse("{\"model\":\"lenet5\",\"dataset\":{\"cache_dir\":\"/a\"}}", &a, err, sizeof err), 0);
+    assert_int_equal(spec_parse("{\"model\":\"lenet5\",\"dataset\":{\"cache_dir\":\"/b\"}}", &b, err, sizeof err), 0);
+    assert_true(spec_hash(&a) == spec_hash(&b));
+    assert_int_equal(spec_parse("{\"model\":\"lenet5\",\"dataset\":{\"resize\":[28,28]}}", &b, err, sizeof err), 0);
+    assert_true(spec_hash(&a) != spec_hash(&b));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1086,6 +1153,7 @@ int main(void)
         cmocka_unit_test(test_minimal_spec_gets_defaults),
         cmocka_unit_test(test_full_spec),
         cmocka_unit_test(test_invalid_specs),
+        cmocka_unit_test(test_dataset_fields),
         cmocka_unit_test(test_every_number_is_bounded),
         cmocka_unit_test(test_spec_hash),
         cmocka_unit_test(test_array_capacity),

@@ -345,3 +345,31 @@ void dcache_build_abort(dcache_build_t *b)
     memset(b, 0, sizeof *b);
     b->fd = -1;
 }
+
+int dcache_usage(const char *path, int *mappings, long *rss_kb, long *pss_kb)
+{
+    FILE *f = fopen("/proc/self/smaps", "re");
+    if (!f) return -1;
+    char line[4608];
+    int in = 0;
+    *mappings = 0, *rss_kb = 0, *pss_kb = 0;
+    size_t plen = strlen(path);
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        char perms[8];
+        long kb;
+        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3) {
+            /* a mapping's first line; the path is its last field */
+            size_t n = strlen(line);
+            while (n && (line[n - 1] == '\n' || line[n - 1] == ' ')) line[--n] = 0;
+            in = n >= plen && strcmp(line + n - plen, path) == 0 && (n == plen || line[n - plen - 1] == ' ');
+            if (in) (*mappings)++;
+        } else if (in && sscanf(line, "Rss: %ld kB", &kb) == 1) {
+            *rss_kb += kb;
+        } else if (in && sscanf(line, "Pss: %ld kB", &kb) == 1) {
+            *pss_kb += kb;
+        }
+    }
+    fclose(f);
+    return 0;
+}

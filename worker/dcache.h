@@ -113,4 +113,11 @@ int dcache_build_begin(dcache_build_t *b, const dcache_header_t *h, const char *
 int dcache_build_commit(dcache_build_t *b, dcache_split_t split[2], char *err, size_t errlen);
 void dcache_build_abort(dcache_build_t *b);
 
+/* How much of the cache file at path this process has mapped, from /proc/self/smaps:
+ * the mappings of that file, their resident size and their proportional share (Pss: each
+ * page divided by the number of processes that map it, so two ranks sharing every page
+ * show Pss = Rss / 2). Returns 0, or -1 when smaps cannot be read. Reads a /proc file:
+ * for the summary, never inside a training step. */
+int dcache_usage(const char *path, int *mappings, long *rss_kb, long *pss_kb);
+
 #endif

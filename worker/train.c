@@ -20,6 +20,7 @@
 #include "checkpoint.h"
 #include "ckptdir.h"
 #include "clock.h"
+#include "dcache.h"
 #include "emulate.h"
 #include "hostname.h"
 #include "memest.h"
@@ -1138,6 +1139,14 @@ json_t *worker_rank_json(const worker_t *w)
     json_t *st = staleness_json(&w->staleness.s);
     json_t *r = rank_json_base(w, st);
     if (r) json_object_set_new(r, "phases", phases_json(&w->phases));
+    /* This rank's share of the decoded cache's pages, measured now (/proc/self/smaps):
+     * ranks of one host map the same file, and Pss below Rss shows the pages shared. */
+    int maps;
+    long rss, pss;
+    if (r && w->data.cache_path[0] && !sim_active() && dcache_usage(w->data.cache_path, &maps, &rss, &pss) == 0)
+        json_object_set_new(r, "data_cache",
+                            json_pack("{s:i, s:I, s:I}", "mappings", maps, "rss_kb", (json_int_t)rss, "pss_kb",
+                                      (json_int_t)pss));
     return r;
 }
 

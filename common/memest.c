@@ -45,6 +45,7 @@ int memest_rank(const job_spec_t *s, int nworkers, memest_t *out)
     memset(out, 0, sizeof *out);
     const memest_model_t *m = memest_model(s->model);
     long train_n, test_n, img;
+    if (spec_dataset_is_user(s)) return -1;
     if (!m || memest_dataset(s->dataset.name, &train_n, &test_n, &img) != 0) return -1;
     int min_b, max_b;
     planner_bounds_world(s, nworkers >= 1 ? nworkers : s->workers, &min_b, &max_b);

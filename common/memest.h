@@ -58,7 +58,10 @@ typedef struct {
 
 /* The estimate for one rank of s when it runs with nworkers gradient workers (fewer
  * than s->workers after an elastic restart: each holds a larger share of the global
- * batch). Returns 0, or -1 when the model or data set is unknown. */
+ * batch). Returns 0, or -1 when the model or data set is unknown, or the data set is a
+ * user's (dataset.format imagefolder or npz: its size is known only by reading it; the
+ * decoded cache is mapped, shared by the ranks of a host, so it is not per-rank memory
+ * anyway). */
 int memest_rank(const job_spec_t *s, int nworkers, memest_t *out);
 
 /* Writes "N MiB" (or "N GiB" from 10 GiB on) into out; returns out. */

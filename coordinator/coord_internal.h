@@ -51,6 +51,8 @@ struct coordinator {
     int worker_has_redis;         /* the worker understands --redis/--job */
     int worker_has_password_file; /* ... and --redis-password-file */
     int worker_has_world;         /* ... and --world N */
+    int worker_has_data_cache;    /* ... and --data-cache DIR */
+    char data_cache[PATH_MAX];    /* what it gets: --data-cache-dir, or STATE_DIR/data-cache */
     double started_at;
     char lock_value[320];
 

@@ -40,6 +40,7 @@ enum {
     COORD_EUNAVAIL = -4,  /* Redis unreachable: try again later */
     COORD_EINTERNAL = -5, /* out of memory, I/O error */
     COORD_ENOFIT = -6,    /* a valid spec the cluster cannot run: more ranks than it admits */
+    COORD_EDATA = -7,     /* a valid spec whose data set (dataset.path) cannot be trained on */
 };
 const char *coord_strerror(int code);
 
@@ -79,6 +80,8 @@ typedef struct {
                                      resolve under; none = COORD_DATA_ROOT_DEBIAN and
                                      STATE_DIR/data */
     int ndata_roots;
+    const char *data_cache_dir; /* --data-cache-dir: where workers decode users' data sets
+                                     (imagefolder, npz) once per host; NULL = STATE_DIR/data-cache */
     long keep_jobs;             /* 10000: job history kept (final jobs beyond it, oldest
                                      first, are deleted with their directory); 0 = all */
     double keep_jobs_age_s;     /* 0: also delete final jobs that finished longer ago than

@@ -550,12 +550,31 @@
       facts();
     }
 
+    // A user's data set is its path (and format), a built-in one its name.
+    function datasetName(d) {
+      return d.format === 'imagefolder' || d.format === 'npz' ? d.path + ' (' + d.format + ')' : d.name;
+    }
+
+    // What the worker found (the summary's dataset: classes, sizes, shape, the decoded
+    // cache); '–' until a summary says.
+    function datasetFacts(j) {
+      const d = j.summary && j.summary.dataset;
+      if (!d || typeof d !== 'object') return '–';
+      let t = d.classes + ' classes · ' + d.train_samples.toLocaleString() + ' train / ' +
+        d.test_samples.toLocaleString() + ' test · ' + (d.shape || []).join('×');
+      if (d.cache) t += ' · cache ' + d.cache.path + ' (' + (d.cache.bytes / 1048576).toFixed(1) + ' MiB, ' +
+        (d.cache.built ? 'decoded by this job' : 'mapped, nothing decoded') + ')';
+      else if (d.cache_note) t += ' · no cache: ' + d.cache_note;
+      return t;
+    }
+
     function facts() {
       const j = s.job;
       if (!j) return;
       badge($('#job-state'), j.state);
       $('#job-name').textContent = j.name || '';
-      $('#f-model').textContent = j.model + (j.spec && j.spec.dataset ? ' · ' + j.spec.dataset.name : '');
+      $('#f-model').textContent = j.model + (j.spec && j.spec.dataset ? ' · ' + datasetName(j.spec.dataset) : '');
+      $('#f-dataset').textContent = datasetFacts(j);
       $('#f-algorithm').textContent = j.algorithm + (j.dynamic_batch ? ' · dynamic batch' : '');
       $('#f-workers').textContent = j.workers + (j.world && j.world !== j.workers ? ' (+ parameter server)' : '');
       const sim = j.simulated && j.spec && j.spec.simulate;

@@ -40,7 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const uint8_t *p = data + h.data_offset;
     int over;
     volatile double d = npy_get_f64(&h, p) + npy_get_f64(&h, p + last);
-    volatile int64_t v = npy_get_i64(&h, p, &over) + npy_get_i64(&h, p + last, &over);
+    volatile uint64_t v = (uint64_t)npy_get_i64(&h, p, &over) ^ (uint64_t)npy_get_i64(&h, p + last, &over);
     (void)d, (void)v;
     return 0;
 }

@@ -37,6 +37,7 @@
 #include "imgfolder.h"
 #include "npy.h"
 #include "npz.h"
+#include "userdata.h"
 
 #define ERRLEN 1024
 
@@ -1100,6 +1101,40 @@ static void test_load_maps_the_file(void **state)
     dataset_free(&te);
 }
 
+/* What GET /api/v1/datasets adds for the data roots: every image folder and .npz directly
+ * under a root, probed; a broken one with its reason; other files and hidden names not. */
+static void test_list_data_roots(void **state)
+{
+    fx_t *fx = *state;
+    put_png(fx, "root/pets/train/cat/1.png", 1);
+    put_png(fx, "root/pets/train/dog/1.png", 1);
+    put_png(fx, "root/pets/val/dog/2.png", 1);
+    put_png(fx, "root/.hidden/train/a/1.png", 1);
+    write_simple_npz(pathf(fx, "root/digits.npz"), 10, 4, 3, 2, 3, 1);
+    write_bytes(pathf(fx, "root/broken.npz"), "nope", 4);
+    write_bytes(pathf(fx, "root/readme.txt"), "x", 1);
+    mkdirs(fx, "root/not-a-dataset/sub");
+    char root[300];
+    snprintf(root, sizeof root, "%s/root", fx->dir);
+    const char *roots[2] = {root, "/nonexistent-root"};
+    json_t *list = json_array();
+    assert_int_equal(userdata_list(roots, 2, list), 3);
+    json_t *e = json_array_get(list, 0);
+    assert_string_equal(json_string_value(json_object_get(e, "name")), "broken.npz");
+    assert_non_null(strstr(json_string_value(json_object_get(e, "error")), "not a zip archive"));
+    e = json_array_get(list, 1);
+    assert_string_equal(json_string_value(json_object_get(e, "name")), "digits.npz");
+    assert_int_equal(json_integer_value(json_object_get(e, "classes")), 3);
+    assert_int_equal(json_integer_value(json_object_get(e, "train_samples")), 10);
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(e, "input"), 1)), 3);
+    e = json_array_get(list, 2);
+    assert_string_equal(json_string_value(json_object_get(e, "format")), "imagefolder");
+    assert_int_equal(json_integer_value(json_object_get(e, "classes")), 2);
+    assert_int_equal(json_integer_value(json_object_get(e, "test_samples")), 1);
+    assert_true(json_is_null(json_object_get(e, "input")));
+    json_decref(list);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -1121,6 +1156,7 @@ int main(void)
         T(test_load_folder_bad_image),
         T(test_load_npz),
         T(test_load_maps_the_file),
+        T(test_list_data_roots),
     };
     return cmocka_run_group_tests_name("userdata", tests, NULL, NULL);
 }

@@ -355,7 +355,7 @@ int dsload_user(const dsload_opts_t *o, dataset_t *train, dataset_t *test, dsloa
             snprintf(info->cache_path, sizeof info->cache_path, "%s", path);
         } else if (lock >= 0) {
             if (strstr(why, "stale") || strstr(why, "damaged"))
-                snprintf(info->cache_note, sizeof info->cache_note, "rebuilt: %s", why);
+                snprintf(info->cache_note, sizeof info->cache_note, "rebuilt: %.500s", why);
             double t0 = clock_mono_s();
             rc = build(o, &src, &h, path, split, err, errlen);
             info->decode_s = clock_mono_s() - t0;
@@ -377,7 +377,7 @@ int dsload_user(const dsload_opts_t *o, dataset_t *train, dataset_t *test, dsloa
                 goto out;
             }
         } else {
-            snprintf(info->cache_note, sizeof info->cache_note, "%s", why);
+            snprintf(info->cache_note, sizeof info->cache_note, "%.500s", why);
             path[0] = 0;
         }
     }

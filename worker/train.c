@@ -1208,8 +1208,9 @@ long worker_train_samples(json_t *per_rank)
 /* The summary's "dataset": what was trained on, as loaded: {name, format, path (a user's),
  * classes, train_samples, test_samples (after train_subset / test_subset), shape [C, H, W],
  * mean, std (what the gather normalised with), cache}. cache is the decoded cache this rank
- * mapped ({path, built, bytes, decode_s}), or null: a built-in set has none, and a user's
- * decoded into memory says why in cache_note. */
+ * mapped ({path, built, bytes, decode_s}; decode_s null when mapped, and in a simulation,
+ * whose clock does not run while a rank decodes), or null: a built-in set has none, and a
+ * user's decoded into memory says why in cache_note. */
 static json_t *dataset_json(const worker_t *w)
 {
     const job_spec_t *s = w->spec;
@@ -1231,7 +1232,7 @@ static json_t *dataset_json(const worker_t *w)
     if (w->data.cache_path[0])
         cache = json_pack("{s:s, s:b, s:I, s:o}", "path", w->data.cache_path, "built", w->data.cache_built, "bytes",
                           (json_int_t)w->data.cache_bytes, "decode_s",
-                          w->data.cache_built ? json_real(w->data.decode_s) : json_null());
+                          w->data.cache_built && !sim_active() ? json_real(w->data.decode_s) : json_null());
     json_object_set_new(o, "cache", cache);
     if (w->data.cache_note[0]) json_object_set_new(o, "cache_note", json_string(w->data.cache_note));
     return o;

@@ -28,6 +28,7 @@
 
 enum { NP = 6, NB = 2, NW = 2 };
 static model_t model;
+static tensor_info_t tensors[3];
 static float params[NP], momentum[NP], buffers[NB];
 static unsigned char *valid;
 static size_t valid_len;
@@ -45,10 +46,10 @@ static void make_model(void)
 {
     snprintf(model.name, sizeof model.name, "fuzz");
     model.nparams = NP, model.nbuffers = NB, model.ntensors = 3;
-    model.params = params, model.momentum = momentum, model.buffers = buffers;
-    snprintf(model.tensors[0].name, MODEL_NAME_MAX, "w"), model.tensors[0].count = 4;
-    snprintf(model.tensors[1].name, MODEL_NAME_MAX, "b"), model.tensors[1].offset = 4, model.tensors[1].count = 2;
-    snprintf(model.tensors[2].name, MODEL_NAME_MAX, "rm"), model.tensors[2].count = 2, model.tensors[2].is_buffer = 1;
+    model.params = params, model.momentum = momentum, model.buffers = buffers, model.tensors = tensors;
+    snprintf(tensors[0].name, sizeof tensors[0].name, "w"), tensors[0].count = 4;
+    snprintf(tensors[1].name, sizeof tensors[1].name, "b"), tensors[1].offset = 4, tensors[1].count = 2;
+    snprintf(tensors[2].name, sizeof tensors[2].name, "rm"), tensors[2].count = 2, tensors[2].is_buffer = 1;
     for (int i = 0; i < NP; i++) params[i] = (float)i, momentum[i] = -(float)i;
     buffers[0] = 0.5f, buffers[1] = 2.0f;
 }

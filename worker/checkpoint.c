@@ -322,9 +322,12 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
     get(&r, &hdr, 4);
     if (version < CKPT_VERSION)
         return refuse(err, errlen, path,
-                      "checkpoint format version %u is from an older pacer-worker, which did not record the job "
-                      "spec and model layout; this one reads version %u only: start the job afresh",
-                      version, CKPT_VERSION);
+                      "checkpoint format version %u is from an older pacer-worker, %s; this one reads version %u "
+                      "only: start the job afresh, or resume it with the pacer-worker that wrote it",
+                      version,
+                      version <= 1 ? "which did not record the job spec and model layout"
+                                   : "which kept model names in 32 bytes (now 64, and tensor names 128)",
+                      CKPT_VERSION);
     if (version != CKPT_VERSION)
         return refuse(err, errlen, path, "unsupported checkpoint version %u (this build reads %u)", version,
                       CKPT_VERSION);

@@ -1,8 +1,10 @@
 /* worker/checkpoint.h - versioned binary checkpoints of the fused buffers.
  *
- * Layout (little-endian, as written by x86-64), version 2:
+ * Layout (little-endian, as written by x86-64), version 3:
  *   "PACERCKP" | u32 version | u32 header_bytes | header fields (the order of
- *   checkpoint_save: model name, nparams, nbuffers, spec hash, layout hash, then
+ *   checkpoint_save: model name (MODEL_NAME_MAX = 64 bytes, a catalog name, NUL-padded),
+ *   nparams, nbuffers, spec hash, layout hash (tensor names of up to
+ *   MODEL_TENSOR_NAME_MAX bytes, offsets and counts), then
  *   ckpt_state_t's fields) | params (nparams f32) | momentum (nparams f32)
  *   | buffers (nbuffers f32) | u32 CRC32 (zlib) of every byte before it
  * Written to a temporary file in the same directory, fsync'ed and renamed over the
@@ -13,7 +15,8 @@
  * checks the model (name, counts, a hash of the parameter layout), the spec (a hash of
  * the fields that shape the run, spec_hash) and then every counter and batch size of
  * the header against what this run can hold, before anything is used; each refusal is
- * one line naming the file and the field. Version 1 files (no hashes) are refused.
+ * one line naming the file and the field. Older versions are refused, saying so: 1 had
+ * no hashes, 2 a 32-byte model name (before the catalog's 64-byte names).
  */
 #ifndef PACER_CHECKPOINT_H
 #define PACER_CHECKPOINT_H
@@ -25,7 +28,7 @@
 #include "rng.h"
 
 #define CKPT_MAGIC "PACERCKP"
-#define CKPT_VERSION 2u
+#define CKPT_VERSION 3u
 #define CKPT_MAX_WORKERS 256
 
 /* Everything besides the buffers that a resumed run needs to continue bit for bit. */

@@ -171,7 +171,7 @@ static void test_gather_refuses_what_does_not_fit(void **state)
     snprintf(ip, sizeof ip, "%s/t10k-images-idx3-ubyte", fx->data);
     snprintf(lp, sizeof lp, "%s/t10k-labels-idx1-ubyte", fx->data);
     dataset_t d;
-    assert_int_equal(dataset_load_idx(ip, lp, &d, err, sizeof err), DATA_OK);
+    assert_int_equal(dataset_load_idx(ip, lp, 10, &d, err, sizeof err), DATA_OK);
     /* room for three 28x28 images: one 40x40 image fits, two do not */
     float *x = malloc(3 * 784 * sizeof *x);
     int32_t y[2];
@@ -317,10 +317,11 @@ static void test_checkpoint_hostile_fields(void **state)
         {"nparams", 61707, "truncated or oversized checkpoint"},
         {"nparams", INT64_MAX, "truncated or oversized checkpoint"},
         {"nbuffers", 1, "truncated or oversized checkpoint"},
-        {"version", 1, "checkpoint format version 1 is from an older pacer-worker"},
-        {"version", 3, "unsupported checkpoint version 3"},
+        {"version", 1, "checkpoint format version 1 is from an older pacer-worker, which did not record"},
+        {"version", 2, "checkpoint format version 2 is from an older pacer-worker, which kept model names in 32"},
+        {"version", 4, "unsupported checkpoint version 4"},
         {"version", -1, "unsupported checkpoint version 4294967295"},
-        {"header_bytes", 100, "checkpoint field header_bytes = 100, version 2 has"},
+        {"header_bytes", 100, "checkpoint field header_bytes = 100, version 3 has"},
         {"model", 0x01706c6d, "checkpoint is for model mlp? with"},
     };
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
@@ -523,6 +524,76 @@ static void test_checkpoint_field_table(void **state)
     free(buf);
 }
 
+/* A checkpoint of the previous format (version 2: the model name in 32 bytes, the header
+ * 32 bytes shorter), laid out byte for byte as that pacer-worker wrote it, is refused for
+ * its version, with a message that says what to do: not for its size or its CRC. */
+static void test_checkpoint_old_format(void **state)
+{
+    fixture_t *fx = *state;
+    char good[512], old[600];
+    make_checkpoint(fx, good, sizeof good);
+    snprintf(old, sizeof old, "%s/v2.ckpt", fx->dir);
+    size_t len, off, size;
+    unsigned char *buf = read_all(good, &len);
+    assert_int_equal(checkpoint_field_at("model", &off, &size), 0);
+    assert_int_equal(size, 64);
+    /* version 2: u32 2, u32 header_bytes 32 less, a 32-byte name, the rest as it is */
+    unsigned char *v2 = malloc(len);
+    assert_non_null(v2);
+    uint32_t version = 2, hdr;
+    memcpy(&hdr, buf + 12, 4);
+    hdr -= 32;
+    memcpy(v2, buf, 8);
+    memcpy(v2 + 8, &version, 4);
+    memcpy(v2 + 12, &hdr, 4);
+    memcpy(v2 + off, buf + off, 32);
+    memcpy(v2 + off + 32, buf + off + 64, len - off - 64);
+    checkpoint_fix_crc(v2, len - 32);
+    write_bytes(old, v2, len - 32);
+
+    static job_spec_t spec;
+    static worker_t w;
+    lenet_spec(fx, &spec, NULL);
+    char err[512] = "";
+    if (worker_setup(&w, &spec, 0, 1, err, sizeof err) != 0) fail_msg("%s", err);
+    expect_refused(&w, old,
+                   "checkpoint format version 2 is from an older pacer-worker, which kept model names in 32 "
+                   "bytes (now 64, and tensor names 128); this one reads version 3 only: start the job afresh");
+    worker_teardown(&w);
+    free(v2);
+    free(buf);
+}
+
+/* Tensor names longer than the old 32 bytes (PyTorch's state_dict keys) are kept whole:
+ * a checkpoint round-trips with them, and two names that differ only past byte 32 are
+ * two layouts, not one. */
+static void test_checkpoint_long_tensor_names(void **state)
+{
+    fixture_t *fx = *state;
+    static const char *const LONG1 = "features.denseblock4.denselayer16.conv2.weight";
+    static const char *const LONG2 = "features.denseblock4.denselayer17.conv2.weight";
+    model_t *a = NULL, *b = NULL;
+    char err[512], path[600];
+    assert_int_equal(model_create("lenet5", 2, &a, err, sizeof err), 0);
+    assert_int_equal(model_create("lenet5", 2, &b, err, sizeof err), 0);
+    model_init_params(a, 7);
+    assert_true(strlen(LONG1) > 32 && strlen(LONG1) < MODEL_TENSOR_NAME_MAX);
+    snprintf(a->tensors[0].name, sizeof a->tensors[0].name, "%s", LONG1);
+    snprintf(b->tensors[0].name, sizeof b->tensors[0].name, "%s", LONG1);
+    assert_string_equal(a->tensors[0].name, LONG1);
+    snprintf(path, sizeof path, "%s/long.ckpt", fx->dir);
+    ckpt_state_t st = {.seed = 7, .nworkers = 1, .aug_rng = {{1, 2}}};
+    assert_int_equal(checkpoint_save(path, a, &st, err, sizeof err), 0);
+    ckpt_state_t got;
+    if (checkpoint_load(path, b, NULL, &got, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_memory_equal(a->params, b->params, a->nparams * sizeof(float));
+    snprintf(b->tensors[0].name, sizeof b->tensors[0].name, "%s", LONG2);
+    assert_int_equal(checkpoint_load(path, b, NULL, &got, err, sizeof err), -1);
+    assert_non_null(strstr(err, "parameter layout"));
+    model_free(a);
+    model_free(b);
+}
+
 /* ---- Redis replies ---------------------------------------------------------------------- */
 
 /* The reply hiredis builds from RESP bytes (what a Redis server, or something posing as
@@ -637,6 +708,8 @@ int main(void)
         cmocka_unit_test(test_checkpoint_validate_async),
         cmocka_unit_test(test_checkpoint_validate_other_world),
         cmocka_unit_test_setup_teardown(test_checkpoint_field_table, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_checkpoint_old_format, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_checkpoint_long_tensor_names, setup, teardown),
         cmocka_unit_test(test_redis_assignment_parser),
         cmocka_unit_test(test_redis_dynbatch_parsers),
     };

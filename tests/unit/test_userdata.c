@@ -37,6 +37,7 @@
 #include "imgfolder.h"
 #include "npy.h"
 #include "npz.h"
+#include "catalog.h"
 #include "userdata.h"
 
 #define ERRLEN 1024
@@ -1101,8 +1102,10 @@ static void test_load_maps_the_file(void **state)
     dataset_free(&te);
 }
 
-/* What GET /api/v1/datasets adds for the data roots: every image folder and .npz directly
- * under a root, probed; a broken one with its reason; other files and hidden names not. */
+/* What GET /api/v1/datasets lists for the data roots: every image folder and .npz
+ * directly under a root, probed and put in the catalog as a user entry; a broken one not
+ * in the catalog but reported with its reason; other files and hidden names not at all.
+ * A second sync after a change follows the disks: a vanished entry leaves the catalog. */
 static void test_list_data_roots(void **state)
 {
     fx_t *fx = *state;
@@ -1110,6 +1113,8 @@ static void test_list_data_roots(void **state)
     put_png(fx, "root/pets/train/dog/1.png", 1);
     put_png(fx, "root/pets/val/dog/2.png", 1);
     put_png(fx, "root/.hidden/train/a/1.png", 1);
+    put_png(fx, "root/mnist/train/a/1.png", 1); /* a built-in's name */
+    put_png(fx, "root/mnist/test/a/1.png", 1);
     write_simple_npz(pathf(fx, "root/digits.npz"), 10, 4, 3, 2, 3, 1);
     write_bytes(pathf(fx, "root/broken.npz"), "nope", 4);
     write_bytes(pathf(fx, "root/readme.txt"), "x", 1);
@@ -1117,22 +1122,39 @@ static void test_list_data_roots(void **state)
     char root[300];
     snprintf(root, sizeof root, "%s/root", fx->dir);
     const char *roots[2] = {root, "/nonexistent-root"};
-    json_t *list = json_array();
-    assert_int_equal(userdata_list(roots, 2, list), 3);
-    json_t *e = json_array_get(list, 0);
+    json_t *refused = json_array();
+    assert_int_equal(userdata_sync(roots, 2, refused), 2);
+    assert_int_equal(json_array_size(refused), 2);
+    json_t *e = json_array_get(refused, 0);
     assert_string_equal(json_string_value(json_object_get(e, "name")), "broken.npz");
     assert_non_null(strstr(json_string_value(json_object_get(e, "error")), "not a zip archive"));
-    e = json_array_get(list, 1);
-    assert_string_equal(json_string_value(json_object_get(e, "name")), "digits.npz");
-    assert_int_equal(json_integer_value(json_object_get(e, "classes")), 3);
-    assert_int_equal(json_integer_value(json_object_get(e, "train_samples")), 10);
-    assert_int_equal(json_integer_value(json_array_get(json_object_get(e, "input"), 1)), 3);
-    e = json_array_get(list, 2);
-    assert_string_equal(json_string_value(json_object_get(e, "format")), "imagefolder");
-    assert_int_equal(json_integer_value(json_object_get(e, "classes")), 2);
-    assert_int_equal(json_integer_value(json_object_get(e, "test_samples")), 1);
-    assert_true(json_is_null(json_object_get(e, "input")));
-    json_decref(list);
+    e = json_array_get(refused, 1);
+    assert_string_equal(json_string_value(json_object_get(e, "name")), "mnist");
+    assert_string_equal(json_string_value(json_object_get(e, "error")),
+                        "the catalog has a builtin data set of that name");
+    catalog_dataset_t d;
+    assert_int_equal(catalog_dataset_get("broken.npz", &d), -1);
+    assert_int_equal(catalog_dataset_get("digits.npz", &d), 0);
+    assert_int_equal(d.source, CATALOG_USER);
+    assert_string_equal(catalog_format_name(d.format), "npz");
+    assert_int_equal(d.classes, 3);
+    assert_int_equal(d.train_n, 10);
+    assert_int_equal(d.H, 3);
+    assert_non_null(strstr(d.fixed_dir, "/root/digits.npz"));
+    assert_int_equal(catalog_dataset_get("pets", &d), 0);
+    assert_string_equal(catalog_format_name(d.format), "imagefolder");
+    assert_int_equal(d.classes, 2);
+    assert_int_equal(d.test_n, 1);
+    assert_int_equal(d.C, 0); /* only decoding tells a folder's image size */
+    json_decref(refused);
+    /* the same again: nothing changes; then digits.npz goes away, and leaves the catalog */
+    assert_int_equal(userdata_sync(roots, 1, NULL), 2);
+    assert_int_equal(unlink(pathf(fx, "root/digits.npz")), 0);
+    assert_int_equal(userdata_sync(roots, 1, NULL), 1);
+    assert_int_equal(catalog_dataset_get("digits.npz", &d), -1);
+    assert_int_equal(catalog_dataset_get("pets", &d), 0);
+    assert_int_equal(userdata_sync(NULL, 0, NULL), 0);
+    assert_int_equal(catalog_dataset_get("pets", &d), -1);
 }
 
 int main(void)

@@ -78,6 +78,27 @@ cp "$STATE/data/twelve.npz" "$TMP/twelve.npz"
 job "$TMP/outside.json" outside "\"format\": \"npz\", \"path\": \"$TMP/twelve.npz\""
 refused "$TMP/outside.json" 400 invalid-spec dataset.path "not under a data root"
 
+# GET /api/v1/datasets: the catalog, one list: the built-ins and what the data root holds
+# (name, format, classes, samples; an .npz's image shape, a folder's null), and the
+# broken folder under "refused" with the probe's reason. A user's set named by
+# dataset.name alone is refused, saying to give its format and path.
+code=$(curl -s -o "$TMP/body" -D "$TMP/hdr" -w '%{http_code}' "$BASE/api/v1/datasets")
+[ "$code" = 200 ] || fail "GET /api/v1/datasets: HTTP $code"
+saved=$(mktemp "$TMP/answers/body.XXXXXX")
+cp "$TMP/body" "$saved"
+printf 'GET\t/api/v1/datasets\t200\tapplication/json\t%s\n' "$saved" >>"$TMP/answers/index"
+jq -e --arg d "$STATE/data" '([.datasets[] | select(.source == "builtin") | .name] | index("mnist") != null) and
+    ([.datasets[] | select(.source == "user")] | map({name, format, classes, train_samples, test_samples, input, path}) ==
+     [{name: "digits", format: "imagefolder", classes: 10, train_samples: 60, test_samples: 20, input: null,
+       path: ($d + "/digits")},
+      {name: "twelve.npz", format: "npz", classes: 12, train_samples: 24, test_samples: 4,
+       input: {channels: 1, height: 28, width: 28}, path: ($d + "/twelve.npz")}]) and
+    (.refused | length == 1 and .[0].name == "holes" and (.[0].error | contains("a class folder without images")))' \
+    "$TMP/body" >/dev/null || fail "GET /api/v1/datasets: $(jq -c '{datasets: [.datasets[] | {name, source, format, classes, input, path}], refused}' "$TMP/body")"
+echo "ok: GET /api/v1/datasets lists the built-ins, digits and twelve.npz, and why holes is not offered"
+job "$TMP/byname.json" byname '"name": "digits"'
+refused "$TMP/byname.json" 400 invalid-spec dataset.name 'give it as "dataset": {"format": "imagefolder", "path"'
+
 # A good folder trains; its job shows what the worker found and where it cached it.
 job "$TMP/good.json" good "\"format\": \"imagefolder\", \"path\": \"$STATE/data/digits\""
 [ "$(post "$TMP/good.json")" = 201 ] || { cat "$TMP/body"; fail "the good folder was refused"; }

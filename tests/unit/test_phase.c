@@ -389,13 +389,86 @@ static void test_history_downsample(void **state)
     history_free(h);
 }
 
+/* One epoch or final record for test_history_accuracy; acc NAN: the record carries no
+ * evaluation (null), -1: it has no test fields at all. */
+static void eval_record(history_t *h, const char *kind, int rank, double t, int epoch, double acc)
+{
+    json_t *rec = json_pack("{s:s, s:i, s:s, s:f, s:i, s:I}", "kind", kind, "rank", rank, "role",
+                            rank == 0 ? "ps" : "worker", "time", t, "epoch", epoch, "samples", (json_int_t)100);
+    if (acc == -1) {
+    } else if (isnan(acc)) {
+        json_object_set_new(rec, "test_accuracy", json_null());
+        json_object_set_new(rec, "test_loss", json_null());
+    } else {
+        json_object_set_new(rec, "test_accuracy", json_real(acc));
+        json_object_set_new(rec, "test_loss", json_real(acc == 0 ? 0.0 : 1.0 - acc));
+    }
+    history_add(h, rec);
+    json_decref(rec);
+}
+
+/* The accuracy series (issue 29): one point per evaluated epoch, the evaluation of the rank
+ * that made it. A parameter-server job: the PS (rank 0) evaluates at each epoch end; its
+ * workers' final records and its own carry no evaluation (null, or no field), and neither
+ * do the records of a run that stopped before its first epoch end. Streams written before
+ * the fix hold the workers' final records with 0 where they evaluated nothing, labelled
+ * with an epoch the PS evaluated (or 0): they never replace the PS's evaluation. A resumed
+ * attempt evaluates again the epochs it trained again; its evaluation is the one the run
+ * went on from, so it replaces the earlier one. A final record's evaluation (a run
+ * resumed after its last epoch end evaluates the restored weights) counts only for an
+ * epoch without an epoch record. */
+static void test_history_accuracy(void **state)
+{
+    (void)state;
+    history_t *h = history_new(100, 0.0, 100.0, 4);
+    assert_non_null(h);
+    eval_record(h, "epoch", 0, 10, 1, 0.50);
+    eval_record(h, "epoch", 0, 20, 2, 0.60);
+    eval_record(h, "epoch", 0, 30, 3, 0.70);
+    for (int r = 1; r <= 3; r++) eval_record(h, "final", r, 30.5, 2, 0.0); /* as main's workers wrote them */
+    eval_record(h, "final", 1, 30.6, 0, 0.0);                              /* a 1-epoch job's, the same */
+    eval_record(h, "final", 0, 31, 3, 0.70);                               /* main's PS repeated its last */
+    eval_record(h, "final", 2, 31, 3, NAN);
+    eval_record(h, "final", 3, 31, 3, -1);
+    eval_record(h, "epoch", 1, 31, 4, NAN); /* a synchronous rank that did not evaluate */
+    /* Resumed from a checkpoint in epoch 2: epochs 2 and 3 again, then a resume after the
+     * last epoch end, whose final record evaluates the restored weights. */
+    eval_record(h, "epoch", 0, 40, 2, 0.65);
+    eval_record(h, "epoch", 0, 50, 3, 0.72);
+    eval_record(h, "final", 0, 60, 3, 0.72);
+    eval_record(h, "final", 0, 70, 4, 0.74); /* the epoch record of epoch 4 was lost */
+    json_t *out = history_json(h);
+    assert_non_null(out);
+    json_t *acc = json_object_get(out, "accuracy");
+    static const struct {
+        int epoch;
+        double t, acc;
+    } want[] = {{1, 10, 0.50}, {2, 40, 0.65}, {3, 50, 0.72}, {4, 70, 0.74}};
+    if (json_array_size(acc) != 4) {
+        char *s = json_dumps(acc, JSON_COMPACT);
+        print_message("accuracy: %s\n", s);
+        free(s);
+    }
+    assert_int_equal(json_array_size(acc), 4);
+    for (size_t i = 0; i < 4; i++) {
+        json_t *a = json_array_get(acc, i);
+        assert_int_equal(json_integer_value(json_object_get(a, "epoch")), want[i].epoch);
+        assert_true(fabs(json_number_value(json_object_get(a, "test_accuracy")) - want[i].acc) < 1e-9);
+        assert_true(fabs(json_number_value(json_object_get(a, "time")) - want[i].t) < 1e-9);
+        assert_int_equal(json_integer_value(json_object_get(a, "rank")), 0);
+        assert_true(json_number_value(json_object_get(a, "test_loss")) > 0);
+    }
+    json_decref(out);
+    history_free(h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scripted_step_adds_up), cmocka_unit_test(test_marks_outside_a_step_do_nothing),
         cmocka_unit_test(test_record_json),           cmocka_unit_test(test_trace_ring),
         cmocka_unit_test(test_prom_phases),           cmocka_unit_test(test_trace_from_records),
-        cmocka_unit_test(test_history_downsample),
+        cmocka_unit_test(test_history_downsample),    cmocka_unit_test(test_history_accuracy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

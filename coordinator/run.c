@@ -907,6 +907,10 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
         argv[a++] = "--world";
         argv[a++] = wtext;
     }
+    if (c->worker_has_data_cache && c->data_cache[0]) {
+        argv[a++] = "--data-cache";
+        argv[a++] = c->data_cache;
+    }
     if (c->worker_has_redis) {
         argv[a++] = "--redis";
         argv[a++] = c->worker_redis_url;

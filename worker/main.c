@@ -49,6 +49,7 @@ static const struct option OPTIONS[] = {
     {"hpsgd-round-steps", required_argument, NULL, 'H'},
     {"weight-digest", required_argument, NULL, 'W'},
     {"trace", required_argument, NULL, 'X'},
+    {"data-cache", required_argument, NULL, 'C'},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -99,6 +100,10 @@ static void usage(FILE *f)
                "                         at equal training time)\n"
                "  --comm-baseline        ssgd: also time a raw MPI_Allreduce of the same size each\n"
                "                         step, into the metrics records (for benchmarks)\n"
+               "  --data-cache DIR       where a user's data set (dataset.format imagefolder, npz) is\n"
+               "                         decoded to once and mapped from by every later job and rank\n"
+               "                         of this host, unless the spec's dataset.cache_dir names one\n"
+               "                         (default $XDG_CACHE_HOME/pacer/data, ~/.cache/pacer/data)\n"
                "  --trace FILE           write this job's recent steps as a Chrome trace (Perfetto,\n"
                "                         chrome://tracing): one track per rank, phases as slices;\n"
                "                         rank 0 gathers every rank's timeline at the end\n"
@@ -161,6 +166,7 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
                const char *resume_from, const train_opts_t *opts);
 static const char *g_redis_url, *g_job_id; /* --redis, --job */
 static const char *g_trace_path;           /* --trace */
+static const char *g_data_cache;           /* --data-cache */
 static const char *g_redis_password_file;  /* --redis-password-file */
 static int g_world;                        /* --world: 0 = not given */
 static double g_lr_scale = 1.0;            /* --lr-scale */
@@ -228,6 +234,7 @@ int main(int argc, char **argv)
         }
         case 'W': opts.weight_digest = optarg; break;
         case 'X': g_trace_path = optarg; break;
+        case 'C': g_data_cache = optarg; break;
         case 'V': version(); return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -323,6 +330,10 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
         int nw = spec_warnings(&spec, warn, 4);
         for (int i = 0; i < nw; i++) SAY("pacer-worker: warning: %s\n", warn[i]);
     }
+    /* The cache directory the coordinator (or the user) gave, unless the spec names one:
+     * where things are, not what is trained (dataset.cache_dir is not in the spec hash). */
+    if (!spec.dataset.cache_dir[0] && g_data_cache)
+        snprintf(spec.dataset.cache_dir, sizeof spec.dataset.cache_dir, "%s", g_data_cache);
     /* Simulated: one BLAS thread, because SMPI times only the rank's own thread. */
     openblas_set_num_threads(sim_active() ? 1 : spec.threads);
     int async = spec_is_async(&spec);
@@ -474,8 +485,11 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
 
     SAY("training %s on %s with %s: %zu parameters, %d train / %d test samples, %d worker(s) x batch %d, "
         "%ld steps per epoch, %d epochs\n",
-        spec.model, spec.dataset.name, spec.algorithm.name, model_param_count(w.model), w.train.n, w.test.n,
-        spec.workers, spec.batch_size, w.steps_per_epoch, spec.epochs);
+        spec.model, spec_dataset_is_user(&spec) ? spec.dataset.path : spec.dataset.name, spec.algorithm.name,
+        model_param_count(w.model), w.train.n, w.test.n, spec.workers, spec.batch_size, w.steps_per_epoch, spec.epochs);
+    if (w.data.cache_path[0])
+        SAY("data: %s cache %s (%.1f MB%s)\n", w.data.cache_built ? "decoded into" : "mapped from", w.data.cache_path,
+            (double)w.data.cache_bytes / 1e6, w.data.cache_built ? "" : ", nothing decoded");
     if (w.nworkers != spec.workers)
         SAY("elastic: %d of the spec's %d workers share its global batch of %d\n", w.nworkers, spec.workers,
             w.global_batch);

@@ -85,11 +85,13 @@ for e in 1 2 3; do
 done
 echo "ok: lr_schedule step: lr 0.1, 0.01, 0.001 in epochs 1, 2, 3"
 
-# dc_variant c
+# dc_variant c. Momentum 0.5 applied as given (optimizer.async_momentum "explicit"), as
+# when the 0.5 floor below was set: "compensated", the default since issue 29, takes 3
+# workers' implicit momentum off it, which leaves none and trains slower in 3 epochs.
 spec dcc dc-asgd 3 3 "" ', "dc_variant": "c", "lambda0": 0.04'
 spec dca dc-asgd 3 3 "" ', "dc_variant": "a", "lambda0": 0.04'
 for v in dcc dca; do
-    sed -i "s|\"seed\": 3,|\"seed\": 3, \"checkpoint\": {\"every_steps\": 60, \"dir\": \"$TMP/$v\"},|; s|\"lr\": 0.05|\"lr\": 0.03|" "$TMP/$v.json"
+    sed -i "s|\"seed\": 3,|\"seed\": 3, \"checkpoint\": {\"every_steps\": 60, \"dir\": \"$TMP/$v\"},|; s|\"lr\": 0.05|\"lr\": 0.03, \"async_momentum\": \"explicit\"|" "$TMP/$v.json"
     run 4 "$TMP/$v.log" --spec "$TMP/$v.json" --ps-round-robin --summary "$TMP/$v.out"
 done
 at_least "dc-asgd variant c test accuracy after 3 epochs of 1920 samples" "$(json "$TMP/dcc.out" .test_accuracy)" 0.5

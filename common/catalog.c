@@ -1,6 +1,7 @@
 /* common/catalog.c - see catalog.h. The built-in rows are the tables below; the entries
  * added at run time live in one growable array per kind behind one mutex. */
 #include "catalog.h"
+#include "errmsg.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -143,17 +144,6 @@ static const catalog_dataset_t *builtin_dataset(const char *name);
 
 /* ---- checks ---------------------------------------------------------------------------- */
 
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 int catalog_name_valid(const char *name)
 {
     if (!name || !*name || strlen(name) >= CATALOG_NAME_MAX) return 0;
@@ -178,25 +168,25 @@ static int file_name_ok(const char *f, size_t len)
 static int model_check(const catalog_model_t *m, char *err, size_t errlen)
 {
     if (!TERMINATED(m->name) || !catalog_name_valid(m->name))
-        return fail(err, errlen, "model name: must be 1 to %d letters, digits, '.', '_' or '-'", CATALOG_NAME_MAX - 1);
+        return errmsg(err, errlen, "model name: must be 1 to %d letters, digits, '.', '_' or '-'", CATALOG_NAME_MAX - 1);
     const char *n = m->name;
-    if (!TERMINATED(m->title) || !TERMINATED(m->dataset)) return fail(err, errlen, "model %s: unterminated text", n);
+    if (!TERMINATED(m->title) || !TERMINATED(m->dataset)) return errmsg(err, errlen, "model %s: unterminated text", n);
     if (m->source != CATALOG_ONNX)
-        return fail(err, errlen, "model %s: source must be onnx (built-in models are rows of common/catalog.c)", n);
+        return errmsg(err, errlen, "model %s: source must be onnx (built-in models are rows of common/catalog.c)", n);
     if (m->C < 1 || m->H < 1 || m->W < 1 || (long)m->C * m->H * m->W > (1L << 30))
-        return fail(err, errlen, "model %s: input shape %dx%dx%d is not a shape", n, m->C, m->H, m->W);
-    if (m->classes < 1) return fail(err, errlen, "model %s: classes must be >= 1 (is %d)", n, m->classes);
-    if (m->layers < 1) return fail(err, errlen, "model %s: layers must be >= 1 (is %d)", n, m->layers);
+        return errmsg(err, errlen, "model %s: input shape %dx%dx%d is not a shape", n, m->C, m->H, m->W);
+    if (m->classes < 1) return errmsg(err, errlen, "model %s: classes must be >= 1 (is %d)", n, m->classes);
+    if (m->layers < 1) return errmsg(err, errlen, "model %s: layers must be >= 1 (is %d)", n, m->layers);
     if (m->params < 1 || m->buffers < 0 || m->fixed < 0 || m->acts_per_sample < 1 || m->argmax_per_sample < 0)
-        return fail(err, errlen,
-                    "model %s: sizes must be known (parameters %ld, buffers %ld, fixed %ld, activations per "
-                    "sample %ld, argmax per sample %ld)",
-                    n, m->params, m->buffers, m->fixed, m->acts_per_sample, m->argmax_per_sample);
+        return errmsg(err, errlen,
+                      "model %s: sizes must be known (parameters %ld, buffers %ld, fixed %ld, activations per "
+                      "sample %ld, argmax per sample %ld)",
+                      n, m->params, m->buffers, m->fixed, m->acts_per_sample, m->argmax_per_sample);
     if (!(m->flops_per_sample > 0) || m->flops_per_sample > 1e18)
-        return fail(err, errlen, "model %s: FLOPs per sample must be known (is %g)", n, m->flops_per_sample);
+        return errmsg(err, errlen, "model %s: FLOPs per sample must be known (is %g)", n, m->flops_per_sample);
     if (m->dataset[0] && !builtin_dataset(m->dataset) && !added_has(&added_datasets, m->dataset))
-        return fail(err, errlen, "model %s: data set %s is not in the catalog", n, m->dataset);
-    if (builtin_model(n)) return fail(err, errlen, "model %s: a built-in model has that name", n);
+        return errmsg(err, errlen, "model %s: data set %s is not in the catalog", n, m->dataset);
+    if (builtin_model(n)) return errmsg(err, errlen, "model %s: a built-in model has that name", n);
     return 0;
 }
 
@@ -207,62 +197,62 @@ static int user_dataset_check(const catalog_dataset_t *d, char *err, size_t errl
     const char *n = d->name;
     const int unknown = d->C == 0 && d->H == 0 && d->W == 0;
     if (!unknown && (d->C < 1 || d->C > CATALOG_CHANNELS_MAX || d->H < 1 || d->W < 1 || (long)d->H * d->W > (1L << 28)))
-        return fail(err, errlen, "data set %s: image shape %dx%dx%d is not one pacer reads (at most %d channels)", n,
-                    d->C, d->H, d->W, CATALOG_CHANNELS_MAX);
-    if (d->classes < 1) return fail(err, errlen, "data set %s: classes must be >= 1 (is %d)", n, d->classes);
+        return errmsg(err, errlen, "data set %s: image shape %dx%dx%d is not one pacer reads (at most %d channels)", n,
+                      d->C, d->H, d->W, CATALOG_CHANNELS_MAX);
+    if (d->classes < 1) return errmsg(err, errlen, "data set %s: classes must be >= 1 (is %d)", n, d->classes);
     if (d->train_n < 1 || d->test_n < 1)
-        return fail(err, errlen, "data set %s: sample counts must be >= 1 (train %ld, test %ld)", n, d->train_n,
-                    d->test_n);
+        return errmsg(err, errlen, "data set %s: sample counts must be >= 1 (train %ld, test %ld)", n, d->train_n,
+                      d->test_n);
     if (d->ntrain != 0 || d->ntest != 0)
-        return fail(err, errlen, "data set %s: an %s data set has no file list (train %d, test %d)", n,
-                    catalog_format_name(d->format), d->ntrain, d->ntest);
+        return errmsg(err, errlen, "data set %s: an %s data set has no file list (train %d, test %d)", n,
+                      catalog_format_name(d->format), d->ntrain, d->ntest);
     if (d->fixed_dir[0] != '/')
-        return fail(err, errlen, "data set %s: fixed_dir must be the absolute path of its %s", n,
-                    d->format == CATALOG_FORMAT_NPZ ? ".npz file" : "folder");
+        return errmsg(err, errlen, "data set %s: fixed_dir must be the absolute path of its %s", n,
+                      d->format == CATALOG_FORMAT_NPZ ? ".npz file" : "folder");
     int known = 0;
     for (int c = 0; c < CATALOG_CHANNELS_MAX; c++) known |= d->std[c] != 0;
     for (int c = 0; known && c < (d->C ? d->C : 1); c++)
         if (!(d->std[c] > 0) || !(d->mean[c] >= 0 && d->mean[c] <= 1))
-            return fail(err, errlen, "data set %s: channel %d's mean must be in [0, 1] and its std > 0", n, c);
-    if (builtin_dataset(n)) return fail(err, errlen, "data set %s: a built-in data set has that name", n);
+            return errmsg(err, errlen, "data set %s: channel %d's mean must be in [0, 1] and its std > 0", n, c);
+    if (builtin_dataset(n)) return errmsg(err, errlen, "data set %s: a built-in data set has that name", n);
     return 0;
 }
 
 static int dataset_check(const catalog_dataset_t *d, char *err, size_t errlen)
 {
     if (!TERMINATED(d->name) || !catalog_name_valid(d->name))
-        return fail(err, errlen, "data set name: must be 1 to %d letters, digits, '.', '_' or '-'",
-                    CATALOG_NAME_MAX - 1);
+        return errmsg(err, errlen, "data set name: must be 1 to %d letters, digits, '.', '_' or '-'",
+                      CATALOG_NAME_MAX - 1);
     const char *n = d->name;
     if (!TERMINATED(d->title) || !TERMINATED(d->fixed_dir))
-        return fail(err, errlen, "data set %s: unterminated text", n);
+        return errmsg(err, errlen, "data set %s: unterminated text", n);
     if (d->source != CATALOG_USER)
-        return fail(err, errlen, "data set %s: source must be user (built-in data sets are rows of common/catalog.c)",
-                    n);
+        return errmsg(err, errlen, "data set %s: source must be user (built-in data sets are rows of common/catalog.c)",
+                      n);
     if (d->format != CATALOG_FORMAT_IDX && d->format != CATALOG_FORMAT_CIFAR && !catalog_format_is_user(d->format))
-        return fail(err, errlen, "data set %s: unknown format %d", n, (int)d->format);
+        return errmsg(err, errlen, "data set %s: unknown format %d", n, (int)d->format);
     if (catalog_format_is_user(d->format)) return user_dataset_check(d, err, errlen);
     if (d->C < 1 || d->C > CATALOG_CHANNELS_MAX || d->H < 1 || d->W < 1 || (long)d->H * d->W > (1L << 28))
-        return fail(err, errlen, "data set %s: image shape %dx%dx%d is not one pacer reads (at most %d channels)", n,
-                    d->C, d->H, d->W, CATALOG_CHANNELS_MAX);
-    if (d->classes < 1) return fail(err, errlen, "data set %s: classes must be >= 1 (is %d)", n, d->classes);
+        return errmsg(err, errlen, "data set %s: image shape %dx%dx%d is not one pacer reads (at most %d channels)", n,
+                      d->C, d->H, d->W, CATALOG_CHANNELS_MAX);
+    if (d->classes < 1) return errmsg(err, errlen, "data set %s: classes must be >= 1 (is %d)", n, d->classes);
     if (d->train_n < 1 || d->test_n < 1)
-        return fail(err, errlen, "data set %s: sample counts must be >= 1 (train %ld, test %ld)", n, d->train_n,
-                    d->test_n);
+        return errmsg(err, errlen, "data set %s: sample counts must be >= 1 (train %ld, test %ld)", n, d->train_n,
+                      d->test_n);
     if (d->ntrain < 1 || d->ntrain > CATALOG_FILES_MAX || d->ntest < 1 || d->ntest > CATALOG_FILES_MAX)
-        return fail(err, errlen, "data set %s: 1 to %d files per split (train %d, test %d)", n, CATALOG_FILES_MAX,
-                    d->ntrain, d->ntest);
+        return errmsg(err, errlen, "data set %s: 1 to %d files per split (train %d, test %d)", n, CATALOG_FILES_MAX,
+                      d->ntrain, d->ntest);
     for (int i = 0; i < d->ntrain; i++)
         if (!file_name_ok(d->train_files[i], sizeof d->train_files[i]))
-            return fail(err, errlen, "data set %s: training file %d is not a file name", n, i);
+            return errmsg(err, errlen, "data set %s: training file %d is not a file name", n, i);
     for (int i = 0; i < d->ntest; i++)
         if (!file_name_ok(d->test_files[i], sizeof d->test_files[i]))
-            return fail(err, errlen, "data set %s: test file %d is not a file name", n, i);
-    if (!file_name_ok(d->dir, sizeof d->dir)) return fail(err, errlen, "data set %s: dir is not a directory name", n);
+            return errmsg(err, errlen, "data set %s: test file %d is not a file name", n, i);
+    if (!file_name_ok(d->dir, sizeof d->dir)) return errmsg(err, errlen, "data set %s: dir is not a directory name", n);
     for (int c = 0; c < d->C; c++)
         if (!(d->std[c] > 0) || !(d->mean[c] >= 0 && d->mean[c] <= 1))
-            return fail(err, errlen, "data set %s: channel %d's mean must be in [0, 1] and its std > 0", n, c);
-    if (builtin_dataset(n)) return fail(err, errlen, "data set %s: a built-in data set has that name", n);
+            return errmsg(err, errlen, "data set %s: channel %d's mean must be in [0, 1] and its std > 0", n, c);
+    if (builtin_dataset(n)) return errmsg(err, errlen, "data set %s: a built-in data set has that name", n);
     return 0;
 }
 
@@ -293,7 +283,7 @@ int catalog_model_at(size_t i, catalog_model_t *out)
 
 int catalog_model_add(const catalog_model_t *m, char *err, size_t errlen)
 {
-    if (!m) return fail(err, errlen, "model: no entry");
+    if (!m) return errmsg(err, errlen, "model: no entry");
     if (model_check(m, err, errlen) != 0) return -1;
     return added_put(&added_models, m, err, errlen, "model");
 }
@@ -327,7 +317,7 @@ int catalog_dataset_at(size_t i, catalog_dataset_t *out)
 
 int catalog_dataset_add(const catalog_dataset_t *d, char *err, size_t errlen)
 {
-    if (!d) return fail(err, errlen, "data set: no entry");
+    if (!d) return errmsg(err, errlen, "data set: no entry");
     if (dataset_check(d, err, errlen) != 0) return -1;
     return added_put(&added_datasets, d, err, errlen, "data set");
 }
@@ -373,11 +363,11 @@ int catalog_dataset_present(const catalog_dataset_t *d, const char *dir)
 int catalog_pair_check(const catalog_model_t *m, const catalog_dataset_t *d, char *err, size_t errlen)
 {
     if (m->C != d->C || m->H != d->H || m->W != d->W)
-        return fail(err, errlen, "model: %s takes %dx%dx%d images, dataset.name %s has %dx%dx%d", m->name, m->C, m->H,
-                    m->W, d->name, d->C, d->H, d->W);
+        return errmsg(err, errlen, "model: %s takes %dx%dx%d images, dataset.name %s has %dx%dx%d", m->name, m->C, m->H,
+                      m->W, d->name, d->C, d->H, d->W);
     if (m->classes != d->classes)
-        return fail(err, errlen, "model: %s has %d outputs (classes), dataset.name %s has %d classes", m->name,
-                    m->classes, d->name, d->classes);
+        return errmsg(err, errlen, "model: %s has %d outputs (classes), dataset.name %s has %d classes", m->name,
+                      m->classes, d->name, d->classes);
     return 0;
 }
 

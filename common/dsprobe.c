@@ -1,5 +1,6 @@
 /* common/dsprobe.c - see dsprobe.h. */
 #include "dsprobe.h"
+#include "errmsg.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,17 +10,6 @@
 #include "imgfolder.h"
 
 #define DSPROBE_MAX_SIDE 16384
-
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* "(60000, 28, 28)" */
 static const char *shape_text(const npy_header_t *h, char *buf, size_t len)
@@ -38,11 +28,11 @@ static int check_x(const npz_t *z, const char *name, const npy_header_t *h, int 
 {
     char sh[128];
     if (!((h->kind == 'u' && h->itemsize == 1) || h->kind == 'f'))
-        return fail(err, errlen, "%s: %s: dtype '%s': images must be uint8 (0..255) or float32/float64 (0..1)",
-                    npz_path(z), name, h->descr);
+        return errmsg(err, errlen, "%s: %s: dtype '%s': images must be uint8 (0..255) or float32/float64 (0..1)",
+                      npz_path(z), name, h->descr);
     if (h->ndim != 3 && h->ndim != 4)
-        return fail(err, errlen, "%s: %s: shape %s: images must be (N, H, W), (N, H, W, C) or (N, C, H, W)",
-                    npz_path(z), name, shape_text(h, sh, sizeof sh));
+        return errmsg(err, errlen, "%s: %s: shape %s: images must be (N, H, W), (N, H, W, C) or (N, C, H, W)",
+                      npz_path(z), name, shape_text(h, sh, sizeof sh));
     int64_t c = 1, hh = h->shape[1], ww = h->shape[2];
     if (h->ndim == 4) {
         c = nchw ? h->shape[1] : h->shape[3];
@@ -50,16 +40,16 @@ static int check_x(const npz_t *z, const char *name, const npy_header_t *h, int 
         ww = nchw ? h->shape[3] : h->shape[2];
     }
     if (c != 1 && c != 3)
-        return fail(err, errlen,
-                    "%s: %s: shape %s has %lld channels with dataset.layout %s (pacer reads 1 or 3; the layout says "
-                    "which axis is the channel)",
-                    npz_path(z), name, shape_text(h, sh, sizeof sh), (long long)c, nchw ? "nchw" : "nhwc");
+        return errmsg(err, errlen,
+                      "%s: %s: shape %s has %lld channels with dataset.layout %s (pacer reads 1 or 3; the layout says "
+                      "which axis is the channel)",
+                      npz_path(z), name, shape_text(h, sh, sizeof sh), (long long)c, nchw ? "nchw" : "nhwc");
     if (h->shape[0] < 1 || h->shape[0] > INT32_MAX)
-        return fail(err, errlen, "%s: %s: shape %s: %lld samples (want 1 to %d)", npz_path(z), name,
-                    shape_text(h, sh, sizeof sh), (long long)h->shape[0], INT32_MAX);
+        return errmsg(err, errlen, "%s: %s: shape %s: %lld samples (want 1 to %d)", npz_path(z), name,
+                      shape_text(h, sh, sizeof sh), (long long)h->shape[0], INT32_MAX);
     if (hh < 1 || ww < 1 || hh > DSPROBE_MAX_SIDE || ww > DSPROBE_MAX_SIDE)
-        return fail(err, errlen, "%s: %s: shape %s: images of %lld x %lld pixels (sides 1 to %d)", npz_path(z), name,
-                    shape_text(h, sh, sizeof sh), (long long)hh, (long long)ww, DSPROBE_MAX_SIDE);
+        return errmsg(err, errlen, "%s: %s: shape %s: images of %lld x %lld pixels (sides 1 to %d)", npz_path(z), name,
+                      shape_text(h, sh, sizeof sh), (long long)hh, (long long)ww, DSPROBE_MAX_SIDE);
     *C = (int)c, *H = (int)hh, *W = (int)ww;
     return 0;
 }
@@ -78,23 +68,23 @@ static int read_y(npz_t *z, const char *name, int64_t n, int limit, const char *
     if (npz_array_open(z, name, &a, err, errlen) != 0) return -1;
     const npy_header_t *h = &a.h;
     if (h->kind != 'u' && h->kind != 'i') {
-        fail(err, errlen, "%s: %s: dtype '%s': labels must be integers", npz_path(z), name, h->descr);
+        errmsg(err, errlen, "%s: %s: dtype '%s': labels must be integers", npz_path(z), name, h->descr);
         goto out;
     }
     if (!(h->ndim == 1 || (h->ndim == 2 && h->shape[1] == 1))) {
-        fail(err, errlen, "%s: %s: shape %s: labels must be (N,) or (N, 1)", npz_path(z), name,
-             shape_text(h, sh, sizeof sh));
+        errmsg(err, errlen, "%s: %s: shape %s: labels must be (N,) or (N, 1)", npz_path(z), name,
+               shape_text(h, sh, sizeof sh));
         goto out;
     }
     if (h->shape[0] != n) {
-        fail(err, errlen, "%s: %s has %lld labels, %s has %lld images", npz_path(z), name, (long long)h->shape[0],
-             xname, (long long)n);
+        errmsg(err, errlen, "%s: %s has %lld labels, %s has %lld images", npz_path(z), name, (long long)h->shape[0],
+               xname, (long long)n);
         goto out;
     }
     raw = malloc(h->nbytes ? h->nbytes : 1);
     lab = malloc((size_t)n * sizeof *lab);
     if (!raw || !lab) {
-        fail(err, errlen, "%s: %s: out of memory", npz_path(z), name);
+        errmsg(err, errlen, "%s: %s: out of memory", npz_path(z), name);
         goto out;
     }
     if (npz_array_read(z, &a, raw, err, errlen) != 0) goto out;
@@ -104,13 +94,13 @@ static int read_y(npz_t *z, const char *name, int64_t n, int limit, const char *
         int64_t v = npy_get_i64(h, raw + (size_t)i * (size_t)h->itemsize, &over);
         if (over || v < 0 || v >= limit) {
             if (!over && v >= 0 && limit < DSPROBE_MAX_CLASSES)
-                fail(err, errlen,
-                     "%s: %s: label %lld at index %lld is not a training class (y_train's labels are 0..%d)",
-                     npz_path(z), name, (long long)v, (long long)i, limit - 1);
+                errmsg(err, errlen,
+                       "%s: %s: label %lld at index %lld is not a training class (y_train's labels are 0..%d)",
+                       npz_path(z), name, (long long)v, (long long)i, limit - 1);
             else
-                fail(err, errlen,
-                     "%s: %s: label %s%lld at index %lld out of range (labels are 0 .. classes - 1, at most %d classes)",
-                     npz_path(z), name, over ? ">" : "", (long long)v, (long long)i, DSPROBE_MAX_CLASSES);
+                errmsg(err, errlen,
+                       "%s: %s: label %s%lld at index %lld out of range (labels are 0 .. classes - 1, at most %d classes)",
+                       npz_path(z), name, over ? ">" : "", (long long)v, (long long)i, DSPROBE_MAX_CLASSES);
             goto out;
         }
         lab[i] = (int32_t)v;
@@ -140,8 +130,8 @@ int dsprobe_npz(npz_t *z, const char *layout, dsprobe_t *out, int32_t *labels[2]
         if (!npz_has(z, Y[s])) snprintf(missing + strlen(missing), sizeof missing - strlen(missing), " %s", Y[s]);
     }
     if (missing[0])
-        return fail(err, errlen, "%s: no array%s%s (an .npz for pacer holds x_train, y_train, x_test, y_test)",
-                    npz_path(z), strchr(missing + 1, ' ') ? "s" : "", missing);
+        return errmsg(err, errlen, "%s: no array%s%s (an .npz for pacer holds x_train, y_train, x_test, y_test)",
+                      npz_path(z), strchr(missing + 1, ' ') ? "s" : "", missing);
     int64_t n[2];
     for (int s = 0; s < 2; s++) {
         npz_array_t a;
@@ -193,5 +183,5 @@ int dsprobe(const char *format, const char *path, const char *layout, dsprobe_t 
         imgfolder_free(&f);
         return 0;
     }
-    return fail(err, errlen, "dataset.format: %s has nothing to probe (only imagefolder and npz)", format);
+    return errmsg(err, errlen, "dataset.format: %s has nothing to probe (only imagefolder and npz)", format);
 }

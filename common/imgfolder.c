@@ -5,6 +5,7 @@
  * which label is which.
  */
 #include "imgfolder.h"
+#include "errmsg.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -18,22 +19,11 @@
 
 #define PATH_BYTES 4096
 
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 /* out = a/b, or an error naming the path when it does not fit. */
 static int join(char out[PATH_BYTES], const char *a, const char *b, char *err, size_t errlen)
 {
     int n = snprintf(out, PATH_BYTES, "%s/%s", a, b);
-    if (n < 0 || n >= PATH_BYTES) return fail(err, errlen, "%s/%s: path too long", a, b);
+    if (n < 0 || n >= PATH_BYTES) return errmsg(err, errlen, "%s/%s: path too long", a, b);
     return 0;
 }
 
@@ -60,7 +50,7 @@ static int kind_of(const char *path, const struct dirent *e, int want_stat, stru
 static int list_dir(const char *path, struct dirent ***names, char *err, size_t errlen)
 {
     int n = scandir(path, names, not_hidden, by_name);
-    if (n < 0) return fail(err, errlen, "%s: cannot list: %s", path, strerror(errno));
+    if (n < 0) return errmsg(err, errlen, "%s: cannot list: %s", path, strerror(errno));
     return n;
 }
 
@@ -109,16 +99,16 @@ static int scan_class(const char *cdir, int32_t label, int stat_files, files_t *
         if ((rc = join(path, cdir, names[i]->d_name, err, errlen)) != 0) break;
         int k = kind_of(path, names[i], stat_files, &st);
         if (k == E_DIR)
-            rc = fail(err, errlen, "%s: a folder inside a class folder (classes are one level deep: SPLIT/CLASS/FILE)",
-                      path);
-        else if (k == E_GONE) rc = fail(err, errlen, "%s: cannot read: %s", path, strerror(errno));
-        else if (k == E_OTHER) rc = fail(err, errlen, "%s: not a regular file", path);
+            rc = errmsg(err, errlen,
+                        "%s: a folder inside a class folder (classes are one level deep: SPLIT/CLASS/FILE)", path);
+        else if (k == E_GONE) rc = errmsg(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        else if (k == E_OTHER) rc = errmsg(err, errlen, "%s: not a regular file", path);
         else if (fs->n >= IMGFOLDER_MAX_FILES)
-            rc = fail(err, errlen, "%s: more than %d files in the split", path, IMGFOLDER_MAX_FILES);
-        else if (push_file(fs, path, &st, stat_files, label) != 0) rc = fail(err, errlen, "%s: out of memory", path);
+            rc = errmsg(err, errlen, "%s: more than %d files in the split", path, IMGFOLDER_MAX_FILES);
+        else if (push_file(fs, path, &st, stat_files, label) != 0) rc = errmsg(err, errlen, "%s: out of memory", path);
     }
     free_names(names, n);
-    if (rc == 0 && fs->n == before) rc = fail(err, errlen, "%s: a class folder without images", cdir);
+    if (rc == 0 && fs->n == before) rc = errmsg(err, errlen, "%s: a class folder without images", cdir);
     return rc;
 }
 
@@ -129,24 +119,24 @@ static int class_dirs(const char *sdir, char ***out, int *nout, char *err, size_
     int n = list_dir(sdir, &names, err, errlen);
     if (n < 0) return -1;
     char **v = calloc((size_t)(n ? n : 1), sizeof *v);
-    int k = 0, rc = v ? 0 : fail(err, errlen, "%s: out of memory", sdir);
+    int k = 0, rc = v ? 0 : errmsg(err, errlen, "%s: out of memory", sdir);
     for (int i = 0; i < n && rc == 0; i++) {
         char path[PATH_BYTES];
         struct stat st;
         if ((rc = join(path, sdir, names[i]->d_name, err, errlen)) != 0) break;
         int kind = kind_of(path, names[i], 0, &st);
         if (kind == E_FILE)
-            rc = fail(err, errlen, "%s: a file outside the class folders (%s holds one folder per class)", path, sdir);
-        else if (kind == E_GONE) rc = fail(err, errlen, "%s: cannot read: %s", path, strerror(errno));
-        else if (kind == E_OTHER) rc = fail(err, errlen, "%s: neither a class folder nor a file", path);
+            rc = errmsg(err, errlen, "%s: a file outside the class folders (%s holds one folder per class)", path, sdir);
+        else if (kind == E_GONE) rc = errmsg(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        else if (kind == E_OTHER) rc = errmsg(err, errlen, "%s: neither a class folder nor a file", path);
         else if (strlen(names[i]->d_name) >= IMGFOLDER_NAME_MAX)
-            rc = fail(err, errlen, "%s: class name longer than %d bytes", path, IMGFOLDER_NAME_MAX - 1);
+            rc = errmsg(err, errlen, "%s: class name longer than %d bytes", path, IMGFOLDER_NAME_MAX - 1);
         else if (k >= IMGFOLDER_MAX_CLASSES)
-            rc = fail(err, errlen, "%s: more than %d classes", sdir, IMGFOLDER_MAX_CLASSES);
-        else if (!(v[k++] = strdup(names[i]->d_name))) rc = fail(err, errlen, "%s: out of memory", sdir);
+            rc = errmsg(err, errlen, "%s: more than %d classes", sdir, IMGFOLDER_MAX_CLASSES);
+        else if (!(v[k++] = strdup(names[i]->d_name))) rc = errmsg(err, errlen, "%s: out of memory", sdir);
     }
     free_names(names, n);
-    if (rc == 0 && k == 0) rc = fail(err, errlen, "%s: no class folders (it holds one folder per class)", sdir);
+    if (rc == 0 && k == 0) rc = errmsg(err, errlen, "%s: no class folders (it holds one folder per class)", sdir);
     if (rc != 0) {
         for (int i = 0; v && i < k; i++) free(v[i]);
         free(v);
@@ -193,19 +183,19 @@ int imgfolder_scan(const char *dir, int stat_files, imgfolder_t *out, char *err,
     struct stat st;
 
     memset(out, 0, sizeof *out);
-    if (stat(dir, &st) != 0) return fail(err, errlen, "%s: %s", dir, strerror(errno));
+    if (stat(dir, &st) != 0) return errmsg(err, errlen, "%s: %s", dir, strerror(errno));
     if (!S_ISDIR(st.st_mode))
-        return fail(err, errlen, "%s: not a folder (an image folder holds train/ and test/)", dir);
+        return errmsg(err, errlen, "%s: not a folder (an image folder holds train/ and test/)", dir);
     if (join(train, dir, "train", err, errlen) || join(test, dir, "test", err, errlen) ||
         join(val, dir, "val", err, errlen))
         return -1;
     if (!is_dir(train))
-        return fail(err, errlen, "%s: no train/ folder (an image folder holds train/CLASS/FILE and test/CLASS/FILE)",
-                    dir);
+        return errmsg(err, errlen, "%s: no train/ folder (an image folder holds train/CLASS/FILE and test/CLASS/FILE)",
+                      dir);
     int has_test = is_dir(test), has_val = is_dir(val);
     if (has_test && has_val)
-        return fail(err, errlen, "%s: both test/ and val/: which is the test split? keep one", dir);
-    if (!has_test && !has_val) return fail(err, errlen, "%s: no test/ (or val/) folder beside train/", dir);
+        return errmsg(err, errlen, "%s: both test/ and val/: which is the test split? keep one", dir);
+    if (!has_test && !has_val) return errmsg(err, errlen, "%s: no test/ (or val/) folder beside train/", dir);
     const char *tdir = has_test ? test : val;
     out->test_split = has_test ? "test" : "val";
 
@@ -221,7 +211,7 @@ int imgfolder_scan(const char *dir, int stat_files, imgfolder_t *out, char *err,
         if (join(cdir, tdir, tclasses[c], err, errlen) != 0) goto out;
         char **hit = bsearch(&tclasses[c], out->classes, (size_t)out->nclasses, sizeof *out->classes, cmp_str);
         if (!hit) {
-            fail(err, errlen, "%s: a class the training split (%s) does not have", cdir, train);
+            errmsg(err, errlen, "%s: a class the training split (%s) does not have", cdir, train);
             goto out;
         }
         if (scan_class(cdir, (int32_t)(hit - out->classes), stat_files, &te, err, errlen) != 0) goto out;

@@ -7,23 +7,13 @@
  * is accepted in shapes because old files have it.
  */
 #include "npy.h"
+#include "errmsg.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 static const uint8_t NPY_MAGIC[NPY_MAGIC_LEN] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
-
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* The header length field and the preamble size of a version; 0 for a version this
  * reader does not know. */
@@ -65,7 +55,7 @@ static void skip_ws(cursor_t *c)
 static int expect(cursor_t *c, char ch, const char *where)
 {
     skip_ws(c);
-    if (c->p >= c->end || *c->p != ch) return fail(c->err, c->errlen, "header: expected '%c' %s", ch, where);
+    if (c->p >= c->end || *c->p != ch) return errmsg(c->err, c->errlen, "header: expected '%c' %s", ch, where);
     c->p++;
     return 0;
 }
@@ -75,16 +65,16 @@ static int parse_string(cursor_t *c, char *out, size_t outlen, const char *what)
 {
     skip_ws(c);
     if (c->p >= c->end || (*c->p != '\'' && *c->p != '"'))
-        return fail(c->err, c->errlen, "header: expected a quoted %s", what);
+        return errmsg(c->err, c->errlen, "header: expected a quoted %s", what);
     char q = *c->p++;
     size_t n = 0;
     while (c->p < c->end && *c->p != q) {
-        if (*c->p == '\\') return fail(c->err, c->errlen, "header: escapes in a %s are not supported", what);
-        if ((unsigned char)*c->p < 0x20) return fail(c->err, c->errlen, "header: control character in a %s", what);
-        if (n + 1 >= outlen) return fail(c->err, c->errlen, "header: %s longer than %zu bytes", what, outlen - 1);
+        if (*c->p == '\\') return errmsg(c->err, c->errlen, "header: escapes in a %s are not supported", what);
+        if ((unsigned char)*c->p < 0x20) return errmsg(c->err, c->errlen, "header: control character in a %s", what);
+        if (n + 1 >= outlen) return errmsg(c->err, c->errlen, "header: %s longer than %zu bytes", what, outlen - 1);
         out[n++] = *c->p++;
     }
-    if (c->p >= c->end) return fail(c->err, c->errlen, "header: unterminated %s", what);
+    if (c->p >= c->end) return errmsg(c->err, c->errlen, "header: unterminated %s", what);
     c->p++;
     out[n] = 0;
     return 0;
@@ -104,7 +94,7 @@ static int parse_bool(cursor_t *c, int *out)
         c->p += 5;
         return 0;
     }
-    return fail(c->err, c->errlen, "header: fortran_order must be True or False");
+    return errmsg(c->err, c->errlen, "header: fortran_order must be True or False");
 }
 
 /* (d0, d1, ...) with up to NPY_MAX_DIMS non-negative integers, each at most 2^40. */
@@ -117,16 +107,16 @@ static int parse_shape(cursor_t *c, npy_header_t *h)
         if (c->p < c->end && *c->p == ')') break;
         if (c->p >= c->end || *c->p < '0' || *c->p > '9') {
             if (c->p < c->end && *c->p == '-')
-                return fail(c->err, c->errlen, "shape: dimension %d is negative", h->ndim);
-            return fail(c->err, c->errlen, "shape: expected a dimension (a non-negative integer)");
+                return errmsg(c->err, c->errlen, "shape: dimension %d is negative", h->ndim);
+            return errmsg(c->err, c->errlen, "shape: expected a dimension (a non-negative integer)");
         }
-        if (h->ndim == NPY_MAX_DIMS) return fail(c->err, c->errlen, "shape: more than %d dimensions", NPY_MAX_DIMS);
+        if (h->ndim == NPY_MAX_DIMS) return errmsg(c->err, c->errlen, "shape: more than %d dimensions", NPY_MAX_DIMS);
         int64_t v = 0;
         while (c->p < c->end && *c->p >= '0' && *c->p <= '9') {
             v = v * 10 + (*c->p++ - '0');
             if (v > (int64_t)NPY_MAX_BYTES)
-                return fail(c->err, c->errlen, "shape: dimension %d is larger than %llu", h->ndim,
-                            (unsigned long long)NPY_MAX_BYTES);
+                return errmsg(c->err, c->errlen, "shape: dimension %d is larger than %llu", h->ndim,
+                              (unsigned long long)NPY_MAX_BYTES);
         }
         if (c->p < c->end && *c->p == 'L') c->p++;
         h->shape[h->ndim++] = v;
@@ -136,7 +126,7 @@ static int parse_shape(cursor_t *c, npy_header_t *h)
             continue;
         }
         skip_ws(c);
-        if (c->p >= c->end || *c->p != ')') return fail(c->err, c->errlen, "shape: expected ',' or ')'");
+        if (c->p >= c->end || *c->p != ')') return errmsg(c->err, c->errlen, "shape: expected ',' or ')'");
     }
     c->p++; /* ')' */
     return 0;
@@ -154,7 +144,7 @@ static int parse_descr(const char *d, npy_header_t *h, char *err, size_t errlen)
                   : d[1] == 'f'                ? (size == 4 || size == 8)
                                                : size == 1;
     if (!kind_ok || !size_ok)
-        return fail(err, errlen, "dtype '%s' is not one pacer reads (integers, bool, float32 or float64)", d);
+        return errmsg(err, errlen, "dtype '%s' is not one pacer reads (integers, bool, float32 or float64)", d);
     h->kind = d[1];
     h->itemsize = size;
     h->big_endian = d[0] == '>' && size > 1;
@@ -165,20 +155,20 @@ int npy_parse_header(const uint8_t *buf, size_t len, npy_header_t *out, char *er
 {
     memset(out, 0, sizeof *out);
     if (len < NPY_MAGIC_LEN || memcmp(buf, NPY_MAGIC, NPY_MAGIC_LEN) != 0)
-        return fail(err, errlen, "not a .npy array (no \\x93NUMPY magic)");
-    if (len < 8) return fail(err, errlen, "truncated: %zu bytes, no version", len);
+        return errmsg(err, errlen, "not a .npy array (no \\x93NUMPY magic)");
+    if (len < 8) return errmsg(err, errlen, "truncated: %zu bytes, no version", len);
     size_t hlen = 0, pre = (len >= NPY_PREAMBLE_MAX || (buf[6] == 1 && len >= 10)) ? preamble_of(buf, &hlen) : 0;
     if (!pre) {
         if (!((buf[6] >= 1 && buf[6] <= 3) && buf[7] == 0))
-            return fail(err, errlen, "unknown .npy format version %u.%u (pacer reads 1.0, 2.0, 3.0)", buf[6], buf[7]);
-        return fail(err, errlen, "truncated: %zu bytes, no header length", len);
+            return errmsg(err, errlen, "unknown .npy format version %u.%u (pacer reads 1.0, 2.0, 3.0)", buf[6], buf[7]);
+        return errmsg(err, errlen, "truncated: %zu bytes, no header length", len);
     }
-    if (hlen > NPY_HEADER_MAX) return fail(err, errlen, "header of %zu bytes (at most %d)", hlen, NPY_HEADER_MAX);
-    if (len < pre + hlen) return fail(err, errlen, "truncated: header of %zu bytes, file has %zu", hlen, len - pre);
+    if (hlen > NPY_HEADER_MAX) return errmsg(err, errlen, "header of %zu bytes (at most %d)", hlen, NPY_HEADER_MAX);
+    if (len < pre + hlen) return errmsg(err, errlen, "truncated: header of %zu bytes, file has %zu", hlen, len - pre);
     for (size_t i = 0; i < hlen; i++) {
         uint8_t b = buf[pre + i];
         if ((b < 0x20 || b > 0x7e) && b != '\n' && b != '\t' && b != '\r')
-            return fail(err, errlen, "header: byte 0x%02x at %zu is not printable ASCII", b, i);
+            return errmsg(err, errlen, "header: byte 0x%02x at %zu is not printable ASCII", b, i);
     }
 
     cursor_t c = {(const char *)buf + pre, (const char *)buf + pre + hlen, err, errlen};
@@ -191,45 +181,48 @@ int npy_parse_header(const uint8_t *buf, size_t len, npy_header_t *out, char *er
         if (parse_string(&c, key, sizeof key, "key") < 0) return -1;
         if (expect(&c, ':', "after a key") < 0) return -1;
         if (strcmp(key, "descr") == 0) {
-            if (have_descr++) return fail(err, errlen, "header: 'descr' given twice");
+            if (have_descr++) return errmsg(err, errlen, "header: 'descr' given twice");
             if (parse_string(&c, val, sizeof val, "descr") < 0) {
                 skip_ws(&c);
                 if (c.p < c.end && *c.p == '[')
-                    return fail(err, errlen, "dtype: a structured dtype (pacer reads plain number arrays)");
+                    return errmsg(err, errlen, "dtype: a structured dtype (pacer reads plain number arrays)");
                 return -1;
             }
             if (parse_descr(val, out, err, errlen) < 0) return -1;
         } else if (strcmp(key, "fortran_order") == 0) {
-            if (have_fortran++) return fail(err, errlen, "header: 'fortran_order' given twice");
+            if (have_fortran++) return errmsg(err, errlen, "header: 'fortran_order' given twice");
             if (parse_bool(&c, &out->fortran_order) < 0) return -1;
         } else if (strcmp(key, "shape") == 0) {
-            if (have_shape++) return fail(err, errlen, "header: 'shape' given twice");
+            if (have_shape++) return errmsg(err, errlen, "header: 'shape' given twice");
             if (parse_shape(&c, out) < 0) return -1;
         } else {
-            return fail(err, errlen, "header: unknown key '%s'", key);
+            return errmsg(err, errlen, "header: unknown key '%s'", key);
         }
         skip_ws(&c);
         if (c.p < c.end && *c.p == ',') {
             c.p++;
             continue;
         }
-        if (c.p >= c.end || *c.p != '}') return fail(err, errlen, "header: expected ',' or '}' after a value");
+        if (c.p >= c.end || *c.p != '}') return errmsg(err, errlen, "header: expected ',' or '}' after a value");
     }
     c.p++; /* '}' */
     skip_ws(&c);
-    if (c.p != c.end) return fail(err, errlen, "header: text after the closing '}'");
+    if (c.p != c.end) return errmsg(err, errlen, "header: text after the closing '}'");
     if (!have_descr || !have_fortran || !have_shape)
-        return fail(err, errlen, "header: no '%s'", !have_descr ? "descr" : !have_fortran ? "fortran_order" : "shape");
+        return errmsg(err, errlen, "header: no '%s'",
+                      !have_descr     ? "descr"
+                      : !have_fortran ? "fortran_order"
+                                      : "shape");
 
     uint64_t count = 1;
     for (int i = 0; i < out->ndim; i++) {
         if (__builtin_mul_overflow(count, (uint64_t)out->shape[i], &count) || count > NPY_MAX_BYTES)
-            return fail(err, errlen, "shape: more than %llu elements", (unsigned long long)NPY_MAX_BYTES);
+            return errmsg(err, errlen, "shape: more than %llu elements", (unsigned long long)NPY_MAX_BYTES);
     }
     out->count = count;
     out->nbytes = count * (uint64_t)out->itemsize;
     if (out->nbytes > NPY_MAX_BYTES)
-        return fail(err, errlen, "shape: more than %llu bytes of data", (unsigned long long)NPY_MAX_BYTES);
+        return errmsg(err, errlen, "shape: more than %llu bytes of data", (unsigned long long)NPY_MAX_BYTES);
     out->data_offset = pre + hlen;
     return 0;
 }

@@ -1,5 +1,6 @@
 /* worker/dcache.c - see dcache.h. */
 #include "dcache.h"
+#include "errmsg.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,17 +19,6 @@
 
 #define PAGE 4096u
 static const char MAGIC[8] = {'P', 'A', 'C', 'E', 'R', 'D', 'C', '1'};
-
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* ---- layout ---------------------------------------------------------------------------- */
 
@@ -108,44 +98,44 @@ int dcache_header_parse(const uint8_t *buf, size_t len, uint64_t file_bytes, dca
                         size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    if (len < DCACHE_HEADER_BYTES) return fail(err, errlen, "%zu bytes: shorter than a header", len);
-    if (memcmp(buf, MAGIC, 8) != 0) return fail(err, errlen, "not a pacer data cache (magic)");
+    if (len < DCACHE_HEADER_BYTES) return errmsg(err, errlen, "%zu bytes: shorter than a header", len);
+    if (memcmp(buf, MAGIC, 8) != 0) return errmsg(err, errlen, "not a pacer data cache (magic)");
     if (get32(buf + 8) != DCACHE_VERSION)
-        return fail(err, errlen, "version %u (this worker writes %d)", get32(buf + 8), DCACHE_VERSION);
-    if (get32(buf + 12) != DCACHE_HEADER_BYTES) return fail(err, errlen, "header size %u", get32(buf + 12));
+        return errmsg(err, errlen, "version %u (this worker writes %d)", get32(buf + 8), DCACHE_VERSION);
+    if (get32(buf + 12) != DCACHE_HEADER_BYTES) return errmsg(err, errlen, "header size %u", get32(buf + 12));
     uint32_t crc = (uint32_t)crc32(0L, buf, DCACHE_HEADER_BYTES - 4);
-    if (get32(buf + DCACHE_HEADER_BYTES - 4) != crc) return fail(err, errlen, "header CRC mismatch");
+    if (get32(buf + DCACHE_HEADER_BYTES - 4) != crc) return errmsg(err, errlen, "header CRC mismatch");
     uint32_t C = get32(buf + 32), H = get32(buf + 36), W = get32(buf + 40), K = get32(buf + 44);
     uint32_t n0 = get32(buf + 48), n1 = get32(buf + 52);
     if (C < 1 || C > DCACHE_MAX_CHANNELS || H < 1 || H > DCACHE_MAX_SIDE || W < 1 || W > DCACHE_MAX_SIDE)
-        return fail(err, errlen, "shape %ux%ux%u out of bounds", C, H, W);
-    if (K < 1 || K > DCACHE_MAX_CLASSES) return fail(err, errlen, "%u classes", K);
+        return errmsg(err, errlen, "shape %ux%ux%u out of bounds", C, H, W);
+    if (K < 1 || K > DCACHE_MAX_CLASSES) return errmsg(err, errlen, "%u classes", K);
     if (n0 < 1 || n0 > INT32_MAX || n1 < 1 || n1 > INT32_MAX)
-        return fail(err, errlen, "%u training and %u test samples", n0, n1);
+        return errmsg(err, errlen, "%u training and %u test samples", n0, n1);
     out->key = get64(buf + 16);
     out->fingerprint = get64(buf + 24);
     out->C = (int)C, out->H = (int)H, out->W = (int)W, out->classes = (int)K;
     out->n[0] = (int)n0, out->n[1] = (int)n1;
     dcache_header_t want = *out;
-    if (dcache_layout(&want) != 0) return fail(err, errlen, "sizes overflow");
+    if (dcache_layout(&want) != 0) return errmsg(err, errlen, "sizes overflow");
     for (int s = 0; s < 2; s++) {
         out->offset[s] = get64(buf + 56 + 8 * s);
         if (out->offset[s] != want.offset[s])
-            return fail(err, errlen, "split %d at offset %llu, want %llu", s, (unsigned long long)out->offset[s],
-                        (unsigned long long)want.offset[s]);
+            return errmsg(err, errlen, "split %d at offset %llu, want %llu", s, (unsigned long long)out->offset[s],
+                          (unsigned long long)want.offset[s]);
     }
     out->file_bytes = get64(buf + 72);
     if (out->file_bytes != want.file_bytes || out->file_bytes != file_bytes)
-        return fail(err, errlen, "file of %llu bytes, header says %llu, layout %llu", (unsigned long long)file_bytes,
-                    (unsigned long long)out->file_bytes, (unsigned long long)want.file_bytes);
+        return errmsg(err, errlen, "file of %llu bytes, header says %llu, layout %llu", (unsigned long long)file_bytes,
+                      (unsigned long long)out->file_bytes, (unsigned long long)want.file_bytes);
     for (int c = 0; c < DCACHE_MAX_CHANNELS; c++) {
         out->mean[c] = getf64(buf + 80 + 8 * c);
         out->std[c] = getf64(buf + 104 + 8 * c);
         if (!(out->mean[c] >= 0 && out->mean[c] <= 1) || !(out->std[c] > 0 && out->std[c] <= 1))
-            return fail(err, errlen, "channel %d statistics out of range", c);
+            return errmsg(err, errlen, "channel %d statistics out of range", c);
     }
     const char *src = (const char *)buf + 128;
-    if (!memchr(src, 0, DCACHE_SOURCE_MAX)) return fail(err, errlen, "source name not terminated");
+    if (!memchr(src, 0, DCACHE_SOURCE_MAX)) return errmsg(err, errlen, "source name not terminated");
     memcpy(out->source, src, strlen(src) + 1);
     return 0;
 }
@@ -197,33 +187,33 @@ int dcache_open(const char *path, uint64_t key, uint64_t fingerprint, dcache_hea
     memset(split, 0, 2 * sizeof *split);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        if (errno == ENOENT) fail(why, whylen, "no cache yet");
-        else fail(why, whylen, "%s: %s", path, strerror(errno));
+        if (errno == ENOENT) errmsg(why, whylen, "no cache yet");
+        else errmsg(why, whylen, "%s: %s", path, strerror(errno));
         return 0;
     }
     ssize_t got = fstat(fd, &st) == 0 ? pread(fd, buf, sizeof buf, 0) : -1;
     if (got < 0) {
-        fail(why, whylen, "%s: cannot read: %s", path, strerror(errno));
+        errmsg(why, whylen, "%s: cannot read: %s", path, strerror(errno));
         goto out;
     }
     if (dcache_header_parse(buf, (size_t)got, (uint64_t)st.st_size, h, msg, sizeof msg) != 0) {
-        fail(why, whylen, "%s: damaged (%s)", path, msg);
+        errmsg(why, whylen, "%s: damaged (%s)", path, msg);
         goto out;
     }
     if (h->key != key || h->fingerprint != fingerprint) {
-        fail(why, whylen, "%s: stale (%s changed)", path, h->key != key ? "what was asked" : "the source");
+        errmsg(why, whylen, "%s: stale (%s changed)", path, h->key != key ? "what was asked" : "the source");
         goto out;
     }
     if (map_split(fd, h, 0, &split[0]) != 0 || map_split(fd, h, 1, &split[1]) != 0) {
-        fail(why, whylen, "%s: cannot map: %s", path, strerror(errno));
+        errmsg(why, whylen, "%s: cannot map: %s", path, strerror(errno));
         rc = -1;
         goto out;
     }
     for (int s = 0; s < 2; s++)
         for (int i = 0; i < h->n[s]; i++)
             if (split[s].labels[i] < 0 || split[s].labels[i] >= h->classes) {
-                fail(why, whylen, "%s: damaged (label %d of %s sample %d, %d classes)", path, (int)split[s].labels[i],
-                     s ? "test" : "training", i, h->classes);
+                errmsg(why, whylen, "%s: damaged (label %d of %s sample %d, %d classes)", path, (int)split[s].labels[i],
+                       s ? "test" : "training", i, h->classes);
                 goto out;
             }
     rc = 1;
@@ -243,10 +233,10 @@ int dcache_lock(const char *path, char *err, size_t errlen)
     char lock[4200];
     snprintf(lock, sizeof lock, "%s.lock", path);
     int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) return fail(err, errlen, "%s: cannot create: %s", lock, strerror(errno));
+    if (fd < 0) return errmsg(err, errlen, "%s: cannot create: %s", lock, strerror(errno));
     while (flock(fd, LOCK_EX) != 0) {
         if (errno == EINTR) continue;
-        fail(err, errlen, "%s: cannot lock: %s", lock, strerror(errno));
+        errmsg(err, errlen, "%s: cannot lock: %s", lock, strerror(errno));
         close(fd);
         return -1;
     }
@@ -263,14 +253,14 @@ int dcache_build_begin(dcache_build_t *b, const dcache_header_t *h, const char *
     memset(b, 0, sizeof *b);
     b->fd = -1;
     b->h = *h;
-    if (dcache_layout(&b->h) != 0) return fail(err, errlen, "data set too large for the cache layout");
+    if (dcache_layout(&b->h) != 0) return errmsg(err, errlen, "data set too large for the cache layout");
     if (!path) {
         for (int s = 0; s < 2; s++) {
             uint64_t len = dcache_region_bytes(b->h.n[s], b->h.C, b->h.H, b->h.W);
             void *p = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             if (p == MAP_FAILED) {
                 dcache_build_abort(b);
-                return fail(err, errlen, "out of memory for the decoded data (%llu bytes)", (unsigned long long)len);
+                return errmsg(err, errlen, "out of memory for the decoded data (%llu bytes)", (unsigned long long)len);
             }
             b->anon[s] = p;
             b->anon_len[s] = (size_t)len;
@@ -281,18 +271,19 @@ int dcache_build_begin(dcache_build_t *b, const dcache_header_t *h, const char *
     }
     snprintf(b->path, sizeof b->path, "%s", path);
     b->fd = fs_atomic_begin(path, b->tmp, sizeof b->tmp, 0644);
-    if (b->fd < 0) return fail(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+    if (b->fd < 0) return errmsg(err, errlen, "%s: cannot create: %s", path, strerror(errno));
     /* Blocks reserved now (not a sparse ftruncate): a full disk is an error here, where a
      * store into a mapping of a sparse file would raise SIGBUS later. */
     int e = posix_fallocate(b->fd, 0, (off_t)b->h.file_bytes);
     if (e != 0) {
-        fail(err, errlen, "%s: cannot reserve %llu bytes: %s", b->tmp, (unsigned long long)b->h.file_bytes, strerror(e));
+        errmsg(err, errlen, "%s: cannot reserve %llu bytes: %s", b->tmp, (unsigned long long)b->h.file_bytes,
+               strerror(e));
         dcache_build_abort(b);
         return -1;
     }
     void *p = mmap(NULL, (size_t)b->h.file_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, b->fd, 0);
     if (p == MAP_FAILED) {
-        fail(err, errlen, "%s: cannot map: %s", b->tmp, strerror(errno));
+        errmsg(err, errlen, "%s: cannot map: %s", b->tmp, strerror(errno));
         dcache_build_abort(b);
         return -1;
     }
@@ -328,11 +319,11 @@ int dcache_build_commit(dcache_build_t *b, dcache_split_t split[2], char *err, s
     if (bad) {
         fs_atomic_abort(b->fd, b->tmp);
         b->fd = -1;
-        return fail(err, errlen, "%s: cannot write: %s", b->tmp, strerror(e));
+        return errmsg(err, errlen, "%s: cannot write: %s", b->tmp, strerror(e));
     }
     int rc = fs_atomic_commit(b->fd, b->tmp, b->path);
     b->fd = -1;
-    if (rc != 0) return fail(err, errlen, "%s: cannot commit: %s", b->path, strerror(errno));
+    if (rc != 0) return errmsg(err, errlen, "%s: cannot commit: %s", b->path, strerror(errno));
     return 0;
 }
 

@@ -130,7 +130,8 @@ static int best_for_set(const goodput_in_t *in, const char *active, int *out, go
     int found = 0, prev = 0;
     for (int g = 0; g <= GOODPUT_GRID; g++) {
         /* lo * (hi / lo)^(g / GRID): both ends exactly, integers in between, each once */
-        int b = g == GOODPUT_GRID ? (int)hi : (int)lround((double)lo * pow((double)hi / (double)lo, (double)g / GOODPUT_GRID));
+        int b = g == GOODPUT_GRID ? (int)hi
+                                  : (int)lround((double)lo * pow((double)hi / (double)lo, (double)g / GOODPUT_GRID));
         if (b < lo) b = (int)lo;
         if (b > hi) b = (int)hi;
         if (found && b <= prev) continue;
@@ -157,7 +158,8 @@ static int slowest_first(const goodput_in_t *in, int *order)
         int v = order[x], y = x - 1;
         while (y >= 0) {
             int u = order[y];
-            int after = in->c[u] < in->c[v] || (in->c[u] == in->c[v] && (in->a[u] < in->a[v] || (in->a[u] == in->a[v] && u < v)));
+            int after = in->c[u] < in->c[v] ||
+                        (in->c[u] == in->c[v] && (in->a[u] < in->a[v] || (in->a[u] == in->a[v] && u < v)));
             if (!after) break;
             order[y + 1] = u;
             y--;

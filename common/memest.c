@@ -51,7 +51,7 @@ int memest_rank(const job_spec_t *s, int nworkers, memest_t *out)
     double B = max_b;
     out->max_batch = max_b;
     out->model_bytes = 4.0 *
-                       (3.0 * (double)m->params + 2 /* MODEL_GRAD_EXTRA */ + (double)m->buffers + (double)m->fixed);
+                       (3.0 * (double)m->params + 4 /* MODEL_GRAD_EXTRA */ + (double)m->buffers + (double)m->fixed);
     /* both arenas, argmax, probabilities; the batch's x (floats) and y; the worker's
      * eval_idx (int) and undisturbed_s (double) per batch slot */
     out->batch_bytes = B * (4.0 * (2.0 * (double)m->acts_per_sample + (double)m->argmax_per_sample + m->classes +

@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 
+#include "adaptive.h"
 #include "backend_cuda.h"
 #include "blas_core.h"
 #include "checkpoint.h"
@@ -37,10 +38,12 @@ static void gpu_fail(const worker_t *w, const char *what)
 
 void worker_epoch_order(worker_t *w)
 {
-    /* The permutation depends only on (seed, epoch), so every rank computes the same one
-     * and a resumed run recomputes it instead of storing it. */
+    /* The permutation depends only on (seed, epoch, pass), so every rank computes the same
+     * one and a resumed run recomputes it instead of storing it. */
     rng_t r;
-    rng_seed(&r, (uint64_t)w->spec->seed * 1000003u + (uint64_t)w->epoch);
+    uint64_t key = (uint64_t)w->spec->seed * 1000003u + (uint64_t)w->epoch;
+    if (w->pass > 0) key ^= (uint64_t)w->pass * 0x9e3779b97f4a7c15ull;
+    rng_seed(&r, key);
     for (int i = 0; i < w->train.n; i++) w->perm[i] = i;
     rng_shuffle(&r, w->perm, w->train.n);
 }
@@ -77,6 +80,14 @@ void worker_gather(worker_t *w, long offset, int b)
 
 void worker_next_batch(worker_t *w)
 {
+    if (w->cursor + w->global_batch > w->train.n) {
+        /* Only the goodput planner's global batch can outgrow what is left of the epoch
+         * order (otherwise the loop ends the epoch first): the rest is skipped, as the
+         * remainder is at an epoch end, and another pass over the training set begins. */
+        w->pass++;
+        worker_epoch_order(w);
+        w->cursor = 0;
+    }
     long offset = w->cursor;
     for (int i = 0; i < w->worker_index; i++) offset += w->batch_of[i];
     /* Every rank takes its share of the same global positions; the loop guarantees
@@ -284,6 +295,7 @@ static metrics_record_t *fill_record(worker_t *w, metrics_kind_t kind)
     r->events = w->phases.events;
     r->test_loss = NAN;
     r->test_accuracy = NAN;
+    adaptive_fill_record(w, r);
     return r;
 }
 
@@ -292,16 +304,37 @@ void worker_report_step(worker_t *w)
     if (w->metrics) metrics_push(w->metrics, fill_record(w, METRICS_STEP));
 }
 
-/* Epoch-end and final records carry the evaluation and the epoch's mean training loss. */
+/* Epoch-end and final records carry the evaluation and the epoch's mean training loss;
+ * an evaluation between epoch ends (METRICS_EVAL) the evaluation only. */
 static void report_epoch(worker_t *w, metrics_kind_t kind)
 {
     if (!w->metrics) return;
     metrics_record_t *r = fill_record(w, kind);
-    r->epoch = kind == METRICS_EPOCH ? w->epoch + 1 : w->epoch;
+    r->epoch = kind == METRICS_FINAL ? w->epoch : w->epoch + 1;
     r->test_loss = w->test_loss;
     r->test_accuracy = w->test_accuracy;
-    r->loss = w->train_loss_running;
+    r->loss = kind == METRICS_EVAL ? NAN : w->train_loss_running;
     metrics_push(w->metrics, r);
+}
+
+int worker_target_reached(worker_t *w)
+{
+    const job_spec_t *s = w->spec;
+    if (!(s->target_accuracy > 0) || !(w->test_accuracy >= s->target_accuracy)) return 0;
+    if (isnan(w->time_to_target_s)) w->time_to_target_s = w->loop_s;
+    return 1;
+}
+
+void worker_evaluated_between(worker_t *w)
+{
+    w->eval_step = w->global_step;
+    report_epoch(w, METRICS_EVAL);
+    if (worker_target_reached(w)) {
+        if (w->rank == 0)
+            fprintf(stderr, "target accuracy %.4f reached at step %ld (test accuracy %.4f)\n", w->spec->target_accuracy,
+                    w->global_step, w->test_accuracy);
+        w->stop = 1;
+    }
 }
 
 void worker_model_to_host(worker_t *w)
@@ -531,6 +564,7 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
 {
     memset(w, 0, sizeof *w);
     w->eval_step = w->ckpt_step = -1;
+    w->time_to_target_s = NAN;
     if (nworkers < 1 || nworkers > spec->workers) {
         snprintf(err, errlen, "%d workers: must be 1 to the spec's %d", nworkers, spec->workers);
         return -1;
@@ -606,12 +640,13 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
     w->record.rank = rank;
     w->record.role = w->role;
     hostname_once(w->record.host, sizeof w->record.host);
-    return 0;
+    return adaptive_setup(w, err, errlen);
 }
 
 void worker_teardown(worker_t *w)
 {
     if (w->algo && w->algo->fini) w->algo->fini(w);
+    adaptive_free(w);
     cuda_model_free(w->gpu);
     model_free(w->model);
     sim_dataset_free(&w->train);
@@ -845,7 +880,8 @@ int worker_epoch_done(worker_t *w, char *err, size_t errlen)
     w->cursor = 0;
     w->epoch_loss_sum = 0;
     w->epoch_loss_samples = 0;
-    if (s->target_accuracy > 0 && w->test_accuracy >= s->target_accuracy) {
+    w->pass = 0;
+    if (worker_target_reached(w)) {
         if (w->rank == 0) fprintf(stderr, "target accuracy %.4f reached\n", s->target_accuracy);
         w->stop = 1;
     }
@@ -933,10 +969,10 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
         worker_epoch_order(w);
         double t_log = clock_mono_s();
         long samples_log = w->stats.samples;
-        while (w->step_in_epoch < w->steps_per_epoch && !w->stop) {
+        while (adaptive_epoch_running(w) && !w->stop) {
             double t0 = clock_mono_s();
             phase_begin(&w->phases, w->global_step + 1);
-            w->lr = lr_at(&w->sched, (float)s->optimizer.lr, w->global_step, w->total_steps);
+            w->lr = lr_at(&w->sched, (float)s->optimizer.lr, adaptive_schedule_step(w), w->total_steps);
             w->slowdown = worker_slowdown_now(w);
             w->step_loss = NAN;
             if ((rc = w->algo->step(w)) != 0) {
@@ -976,6 +1012,13 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
             if (o->stop_after_steps > 0 && w->global_step >= o->stop_after_steps) {
                 w->stop = 2; /* test hook: simulate an interruption */
                 break;
+            }
+            /* eval_every_steps: an evaluation between epoch ends (none in the step that
+             * ends an epoch: the epoch end evaluates), outside the training time. */
+            if (s->eval_every_steps > 0 && w->global_step % s->eval_every_steps == 0 && adaptive_epoch_running(w)) {
+                if (w->algo->evaluate) w->algo->evaluate(w);
+                else worker_evaluate(w, &w->test_loss, &w->test_accuracy);
+                worker_evaluated_between(w);
             }
             if (o->time_budget_s > 0) {
                 /* Seconds of training (loop_s: evaluations at epoch ends left out, as the
@@ -1144,6 +1187,10 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
     json_object_set_new(root, "staleness", staleness_json(&w->staleness.s));
     json_object_set_new(root, "device", job_device_json(s, per_rank));
     json_object_set_new(root, "emulation", emulate_summary_json(w));
+    adaptive_summary(w, root);
+    /* Training seconds until the first evaluation that reached the target (simulated
+     * seconds under pacer-sim); null when it was never reached. */
+    if (s->target_accuracy > 0) json_object_set_new(root, "time_to_target_s", json_finite_or_null(w->time_to_target_s));
     sim_summary(w, root);
     if (w->role == ROLE_PS)
         json_object_set_new(root, "parameter_server",

@@ -103,6 +103,11 @@ typedef struct worker {
     double *plan_speeds;
     int *plan_next;
     long plan_version;
+    /* The gradient noise scale and the goodput planner (adaptive.h), owned by adaptive.c. */
+    struct adaptive *adapt;
+    /* Passes over the training set begun inside this epoch after its first: a global
+     * batch the goodput planner grew past what is left of the epoch order starts one. */
+    long pass;
     /* Returns 1 and fills out (nworkers) when the coordinator has a newer assignment. */
     int (*assignment_hook)(struct worker *w, int *out);
     void *assignment_ctx;
@@ -126,7 +131,10 @@ typedef struct worker {
     float train_loss;         /* the final weights' loss on the fixed training
                                             subset (worker_final_train_loss; rank 0) */
     float test_loss, test_accuracy;
-    long eval_step;   /* global_step when test_accuracy was measured; -1: not yet */
+    long eval_step; /* global_step when test_accuracy was measured; -1: not yet */
+    /* Training seconds (loop_s) at the first evaluation that reached target_accuracy;
+     * NAN: not reached (or no target). */
+    double time_to_target_s;
     long ckpt_step;   /* global_step of the last checkpoint this rank wrote; -1: none */
     int stop;         /* 1: target_accuracy reached, 2: test hook */
     int nothing_left; /* resumed after the last epoch end: nothing trained (worker_finish_resumed) */

@@ -31,7 +31,7 @@
 /* Weight kept by the average per base batch of samples (see above). */
 #define GNS_DECAY 0.99
 /* Samples before phi is reported: fewer estimates than this are mostly noise. */
-#define GNS_MIN_SAMPLES 10
+#define GNS_MIN_SAMPLES 50
 /* phi's ceiling when the averaged |G|^2 is not positive (noise dominates entirely): the
  * efficiency of any batch is then ~1, which is what the data say. */
 #define GNS_PHI_MAX 1e7

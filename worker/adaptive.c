@@ -102,10 +102,12 @@ static void plan_at_root(worker_t *w)
         w->plan_version++;
         /* A re-plan is rare (every replan_steps, and only when the plan changes), so the
          * lines here cost nothing per step. */
+        char noise[32] = "not measured yet";
+        if (isfinite(phi)) snprintf(noise, sizeof noise, "%.0f", phi);
         fprintf(stderr,
-                "goodput plan %ld: global batch %d (noise scale %.0f, efficiency %.3f, lr x %.3f, %d of %d nodes, "
+                "goodput plan %ld: global batch %d (noise scale %s, efficiency %.3f, lr x %.3f, %d of %d nodes, "
                 "predicted %.0f samples/s at B0):",
-                w->plan_version, ev.global, phi, ev.efficiency, ev.gain, ev.active, n, ev.goodput);
+                w->plan_version, ev.global, noise, ev.efficiency, ev.gain, ev.active, n, ev.goodput);
         worker_print_plan(w);
         for (int i = 0; i < n; i++) {
             char *why = ad->reasons + (size_t)i * ADAPTIVE_REASON;
@@ -247,6 +249,43 @@ void adaptive_ps_push(worker_t *w, const float *g, int batch)
         ad->phi = gns_noise_scale(&ad->gns);
     }
     ad->pair_b = 0;
+}
+
+/* ---- checkpoints ---------------------------------------------------------------------- */
+
+void adaptive_save(const worker_t *w, ckpt_state_t *st)
+{
+    const adaptive_t *ad = w->adapt;
+    st->global_batch = w->global_batch;
+    st->pass = w->pass;
+    st->progress = ad->on ? ad->progress : 0;
+    st->gain = ad->gain;
+    st->efficiency = ad->efficiency;
+    st->gns_g2 = ad->gns.g2;
+    st->gns_trace = ad->gns.trace;
+    st->gns_weight = ad->gns.weight;
+    st->gns_samples = ad->gns.samples;
+}
+
+void adaptive_restore(worker_t *w, const ckpt_state_t *st)
+{
+    adaptive_t *ad = w->adapt;
+    ad->gns.g2 = st->gns_g2;
+    ad->gns.trace = st->gns_trace;
+    ad->gns.weight = st->gns_weight;
+    ad->gns.samples = st->gns_samples;
+    ad->phi = gns_noise_scale(&ad->gns);
+    if (!ad->on) return;
+    ad->progress = st->progress;
+    ad->gain = st->gain;
+    ad->efficiency = st->efficiency;
+    w->global_batch = st->global_batch;
+    if (st->nworkers == w->nworkers) return;
+    if ((long)w->nworkers * w->max_batch < st->global_batch) {
+        w->global_batch = ad->b0;
+        ad->gain = ad->efficiency = 1.0;
+    }
+    planner_even(w->global_batch, w->nworkers, w->batch_of);
 }
 
 /* ---- reporting ------------------------------------------------------------------------- */

@@ -31,6 +31,7 @@
 #include <jansson.h>
 #include <mpi.h>
 
+#include "checkpoint.h"
 #include "gns.h"
 #include "goodput.h"
 #include "worker.h"
@@ -89,6 +90,15 @@ void adaptive_step_done(worker_t *w, double update_s);
 /* Parameter server: one push (g: the mean gradient of batch samples) into the estimate,
  * in pairs of consecutive pushes. */
 void adaptive_ps_push(worker_t *w, const float *g, int batch);
+
+/* Checkpoints (version 3): the global batch in force, the planner's progress, pass, gain
+ * and efficiency, and the noise scale's averages. A resumed run continues them; the
+ * node compute models and the collective's time are measured again (so its later
+ * re-plans may differ from the uninterrupted run's). Resumed by another number of
+ * workers, the saved global batch is split evenly when the buffers hold it, else the
+ * run goes back to B0 (gain 1) until its next re-plan. */
+void adaptive_save(const worker_t *w, ckpt_state_t *st);
+void adaptive_restore(worker_t *w, const ckpt_state_t *st);
 
 /* The record's noise-scale and goodput fields (metrics.h). */
 void adaptive_fill_record(const worker_t *w, metrics_record_t *r);

@@ -1,9 +1,10 @@
 /* worker/checkpoint.h - versioned binary checkpoints of the fused buffers.
  *
- * Layout (little-endian, as written by x86-64), version 2:
+ * Layout (little-endian, as written by x86-64), version 3:
  *   "PACERCKP" | u32 version | u32 header_bytes | header fields (the order of
  *   checkpoint_save: model name, nparams, nbuffers, spec hash, layout hash, then
- *   ckpt_state_t's fields) | params (nparams f32) | momentum (nparams f32)
+ *   ckpt_state_t's fields; version 2, which is still read, ends the header at batch_of:
+ *   no goodput or noise-scale state) | params (nparams f32) | momentum (nparams f32)
  *   | buffers (nbuffers f32) | u32 CRC32 (zlib) of every byte before it
  * Written to a temporary file in the same directory, fsync'ed and renamed over the
  * target, so a reader sees the old checkpoint or the new one, never half of one.
@@ -25,7 +26,7 @@
 #include "rng.h"
 
 #define CKPT_MAGIC "PACERCKP"
-#define CKPT_VERSION 2u
+#define CKPT_VERSION 3u
 #define CKPT_MAX_WORKERS 256
 
 /* Everything besides the buffers that a resumed run needs to continue bit for bit. */
@@ -40,8 +41,19 @@ typedef struct {
     int64_t epoch_loss_samples;
     int64_t ps_version; /* parameter server's update counter (async), else 0 */
     int32_t nworkers;
-    int32_t batch_of[CKPT_MAX_WORKERS]; /* the batch plan in force; 0 past nworkers */
+    int32_t batch_of[CKPT_MAX_WORKERS]; /* the batch plan in force; 0 past nworkers (and,
+                                           with algorithm.goodput, for a worker left out) */
     uint64_t spec_hash;                 /* spec_hash() of the run's spec */
+    /* Version 3 (worker/adaptive.h): the global batch in force (workers x batch_size
+     * without the goodput planner), the planner's progress, data pass, gain and
+     * efficiency, and the noise scale's running averages (gns_t). A version 2 file reads
+     * as global batch 0 (= workers x batch_size), no progress, gain 1, no estimate. */
+    int32_t global_batch;
+    double progress;
+    int64_t pass;
+    double gain, efficiency;
+    double gns_g2, gns_trace, gns_weight;
+    int64_t gns_samples;
 } ckpt_state_t;
 
 /* What the resuming run can take, to validate a checkpoint's fields against. */
@@ -56,6 +68,8 @@ typedef struct {
     int32_t min_batch;       /* a plan's smallest batch (planner_bounds); 0 = 1 */
     int32_t max_batch;       /* a plan's largest batch: the batch buffers' capacity */
     int async;               /* parameter server: positions count PS updates */
+    int goodput;             /* algorithm.goodput: the global batch may grow */
+    int32_t max_global;      /* ... up to this (planner_max_global) */
 } ckpt_expect_t;
 
 /* Returns 0, or -1 with err naming the path and the problem. */

@@ -680,6 +680,7 @@ static void fill_ckpt(const worker_t *w, ckpt_state_t *st)
     st->nworkers = w->nworkers;
     for (int i = 0; i < w->nworkers && i < CKPT_MAX_WORKERS; i++) st->batch_of[i] = w->batch_of[i];
     st->spec_hash = spec_hash(w->spec);
+    adaptive_save(w, st);
 }
 
 void worker_checkpoint_path(const worker_t *w, char *out, size_t len)
@@ -769,6 +770,8 @@ int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
         .min_batch = w->min_batch,
         .max_batch = w->max_batch,
         .async = spec_is_async(w->spec),
+        .goodput = w->spec->algorithm.goodput,
+        .max_global = planner_max_global(w->spec, w->train.n),
     };
     ckpt_state_t st;
     if (checkpoint_load(path, w->model, &want, &st, err, errlen) != 0) return -1;
@@ -779,11 +782,13 @@ int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
     w->aug_rng = st.aug_rng;
     w->epoch_loss_sum = st.epoch_loss_sum;
     w->epoch_loss_samples = st.epoch_loss_samples;
+    w->pass = st.pass;
     if (w->gpu && cuda_model_upload(w->gpu, w->model) != 0) {
         snprintf(err, errlen, "CUDA: %s", cuda_model_error(w->gpu));
         return -1;
     }
     w->gpu_ahead = 0;
+    adaptive_restore(w, &st);
     if (st.nworkers == w->nworkers) {
         /* checkpoint_validate has held the plan to this spec's bounds (planner_bounds). */
         for (int i = 0; i < w->nworkers; i++) w->batch_of[i] = st.batch_of[i];

@@ -13,10 +13,12 @@
 #include "jobstore.h"
 #include "redis_keys.h"
 
-enum { M_LOSS, M_SPS, M_ST_MEAN, M_ST_P95, M_BATCH, M_N };
-static const char *const M_NAMES[M_N] = {"loss", "samples_per_s", "staleness_mean", "staleness_p95", "batch"};
-/* Metrics of the workers alone: the parameter server's rank is left out of them. */
-static const int M_WORKER_ONLY[M_N] = {0, 1, 1, 1, 1};
+enum { M_LOSS, M_SPS, M_ST_MEAN, M_ST_P95, M_BATCH, M_NOISE, M_GLOBAL, M_GOODPUT, M_N };
+static const char *const M_NAMES[M_N] = {"loss",  "samples_per_s", "staleness_mean", "staleness_p95",
+                                         "batch", "noise_scale",   "global_batch",   "goodput"};
+/* Metrics of the workers alone: the parameter server's rank is left out of them (its
+ * noise scale, from pairs of pushes, is the asynchronous family's). */
+static const int M_WORKER_ONLY[M_N] = {0, 1, 1, 1, 1, 0, 1, 1};
 
 /* One bucket of one series: its lowest and highest value and when they were seen. */
 typedef struct {
@@ -137,7 +139,7 @@ void history_add(history_t *h, json_t *rec)
     if (t < h->tmin) h->tmin = t;
     if (t > h->tmax) h->tmax = t;
     double acc = num(rec, "test_accuracy");
-    if ((strcmp(kind, "epoch") == 0 || strcmp(kind, "final") == 0) && isfinite(acc) &&
+    if ((strcmp(kind, "epoch") == 0 || strcmp(kind, "final") == 0 || strcmp(kind, "eval") == 0) && isfinite(acc) &&
         json_array_size(h->acc) < HISTORY_ACC_MAX) {
         json_t *e = json_pack("{s:I, s:f, s:f, s:f}", "epoch", json_integer_value(json_object_get(rec, "epoch")),
                               "time", t, "test_accuracy", acc, "samples", h->job_samples);
@@ -155,7 +157,8 @@ void history_add(history_t *h, json_t *rec)
     }
     R->seen = 1;
     json_t *st = json_object_get(rec, "staleness");
-    double v[M_N] = {num(rec, "loss"), num(rec, "samples_per_s"), num(st, "mean"), num(st, "p95"), num(rec, "batch")};
+    double v[M_N] = {num(rec, "loss"),  num(rec, "samples_per_s"), num(st, "mean"),          num(st, "p95"),
+                     num(rec, "batch"), num(rec, "noise_scale"),   num(rec, "global_batch"), num(rec, "goodput")};
     int b = bucket(h, t, h->nb);
     for (int m = 0; m < M_N; m++)
         if (!(R->ps && M_WORKER_ONLY[m])) cell_add(&R->cells[m * h->nb + b], &R->ends[m], t, v[m]);

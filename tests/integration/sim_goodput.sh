@@ -6,7 +6,8 @@
 #     falls; the split follows the speeds; every worker takes part; progress counts the
 #     epochs; evaluations every 50 steps are records of kind "eval".
 #  2. The same job with a reachable target accuracy stops early with time_to_target_s.
-#  3. AdaptDL's equal-nodes model splits evenly.
+#  3. AdaptDL's equal-nodes model splits evenly; a node far too slow is left out, with
+#     the reason in the summary and in pacer-sim's what-if lines.
 #  4. Interrupted and resumed from its checkpoint, a goodput run finishes its epochs.
 #  5. asgd reports the noise scale (the parameter server's pairs of pushes).
 . tests/integration/sim_lib.inc
@@ -77,6 +78,19 @@ sim_run equal --metrics "$TMP/equal.jsonl"
 spread=$(jq -s '[.[] | select(.kind == "step")] | group_by(.step) | map(map(.batch) | max - min) | max' "$TMP/equal.jsonl")
 at_most "largest spread of one step's batches (equal model)" "$spread" 1
 [ "$(json "$TMP/equal.out" .goodput.model)" = equal ] || fail "goodput.model is not equal"
+
+# 3b. a node 100 times slower than the others with algorithm.min_batch 4: its smallest
+# share makes it every step's straggler, so the planner leaves it out and says why
+sim_spec "$TMP/slow.json" "$base"
+jq '.epochs = 1 | .algorithm.min_batch = 4 | .simulate.slowdown = [1, 1, 1, 100]' "$TMP/slow.json" >"$TMP/s.json" &&
+    mv "$TMP/s.json" "$TMP/slow.json"
+sim_run slow --metrics "$TMP/slow.jsonl"
+[ "$(json "$TMP/slow.out" '[.goodput.nodes_left_out[].worker] | join(",")')" = 3 ] ||
+    fail "nodes left out: $(jq -c .goodput.nodes_left_out "$TMP/slow.out"), want worker 3"
+json "$TMP/slow.out" '.goodput.nodes_left_out[0].reason' | grep -q "samples/s .* without it" ||
+    fail "no reason for leaving worker 3 out: $(jq -c .goodput.nodes_left_out "$TMP/slow.out")"
+grep -q "pacer-sim:   worker 3 left out: computes" "$TMP/slow.log" || fail "pacer-sim does not say worker 3 is left out"
+at_least "rank 3's steps left out" "$(jq -s '[.[] | select(.kind == "step" and .rank == 3 and .left_out and .batch == 0)] | length' "$TMP/slow.jsonl")" 10
 
 # 4. stopped at step 60 (a checkpoint every 20 steps), then resumed: the epochs finish
 sim_spec "$TMP/ck.json" "$base"

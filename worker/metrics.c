@@ -97,6 +97,7 @@ int metrics_to_json(const metrics_record_t *r, const char *job, char *buf, size_
     ADD(num(buf + o, len - o, r->test_loss));
     ADD(snprintf(buf + o, len - o, ",\"test_accuracy\":"));
     ADD(num(buf + o, len - o, r->test_accuracy));
+    if (r->kind != METRICS_STEP && r->train_s > 0) ADD(snprintf(buf + o, len - o, ",\"train_s\":%.6f", r->train_s));
     ADD(snprintf(buf + o, len - o, "}"));
     return (int)o;
 }

@@ -54,7 +54,8 @@ typedef struct {
      * batch, and whether this rank is left out (planned 0: absent). */
     double noise_scale;
     int global_batch;
-    int planned; /* 1: algorithm.goodput, the fields below are set */
+    double train_s; /* evaluations (epoch, eval, final): training seconds so far (loop_s) */
+    int planned;    /* 1: algorithm.goodput, the fields below are set */
     double efficiency, lr_scale, goodput, progress;
     int left_out;
 } metrics_record_t;

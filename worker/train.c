@@ -295,6 +295,7 @@ static metrics_record_t *fill_record(worker_t *w, metrics_kind_t kind)
     r->events = w->phases.events;
     r->test_loss = NAN;
     r->test_accuracy = NAN;
+    r->train_s = NAN;
     adaptive_fill_record(w, r);
     return r;
 }
@@ -314,6 +315,10 @@ static void report_epoch(worker_t *w, metrics_kind_t kind)
     r->test_loss = w->test_loss;
     r->test_accuracy = w->test_accuracy;
     r->loss = kind == METRICS_EVAL ? NAN : w->train_loss_running;
+    /* Training time so far: time to any accuracy can be read from the records of one run
+     * (evaluations are not training time). The parameter server keeps loop_s current
+     * before it evaluates; at the final record it is the whole training time. */
+    r->train_s = w->loop_s;
     metrics_push(w->metrics, r);
 }
 

@@ -189,6 +189,7 @@ void adaptive_pack(worker_t *w, float loss)
      * squared norm over b. */
     m->grads[m->nparams + 2] = b > 0 ? (float)(sum_squares(m->nparams, m->grads) / b) : 0.0f;
     m->grads[m->nparams + 3] = b > 0 ? 1.0f : 0.0f;
+    phase_mark(&w->phases, PHASE_COMM); /* packing the collective's buffer */
 }
 
 float adaptive_reduced(worker_t *w)
@@ -206,6 +207,7 @@ float adaptive_reduced(worker_t *w)
         gns_update(&ad->gns, &e, total / ad->b0);
         ad->phi = gns_noise_scale(&ad->gns);
     }
+    phase_mark(&w->phases, PHASE_COMM); /* unpacking it */
     return 1.0f / total;
 }
 

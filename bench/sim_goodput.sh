@@ -4,7 +4,7 @@
 #
 # 8 workers at speeds 1, 1, 1, 1, 1/2, 1/2, 1/4, 1/8 of 10 Gflop/s, each on its own link
 # to a switch: 10 Gbit/s and 5 us, or 1 Gbit/s and 50 us. LeNet-5 / Fashion-MNIST (the
-# whole training set; accuracy on the first 5,000 test samples), ssgd, momentum 0.9,
+# whole training set; accuracy on the first 2,000 test samples), ssgd, momentum 0.9,
 # lr 0.05 at the spec's batch B0 = 8 x BATCH (default 16: B0 = 128), re-planning every 10
 # steps, target test accuracy TARGET (default 0.87), at most EPOCHS (8) epochs. Configs:
 #   fixed    ssgd at B0, even split (no planner)
@@ -14,10 +14,10 @@
 #   sweepK   the oracle's sweep: dynamic batching at K x B0 (K = 2, 4, 8), lr x K (the
 #            linear scaling rule); the oracle is the best of dyn and the sweep by mean
 # Time to target is the summary's time_to_target_s: simulated training seconds at the
-# first evaluation that reached the target (evaluations every ~1,280 samples at B0:
-# every 10 steps at B0, 10 / K at K x B0, 5 with a planner; they are not training time).
+# first evaluation that reached the target (evaluations every ~2,560 samples at B0:
+# every 20 steps at B0, 20 / K at K x B0, 10 with a planner; they are not training time).
 #
-#   sh bench/sim_goodput.sh            # both platforms, 70 runs (about an hour of CPU)
+#   sh bench/sim_goodput.sh            # both platforms, 70 runs (about 40 minutes of CPU)
 #   PLATFORMS=1g SEEDS="1 2" sh ...    # fewer
 . bench/lib.sh
 . bench/sim_lib.sh
@@ -37,7 +37,7 @@ platform() {
 add() { # CONFIG PLATFORM BATCH LR EVAL ALGORITHM_JSON
     for s in $SEEDS; do
         sim_add "gp-b$BATCH-$2-$1-s$s" "{\"name\": \"goodput\", \"model\": \"lenet5\",
-          \"dataset\": {\"name\": \"fashion-mnist\", \"test_subset\": 5000},
+          \"dataset\": {\"name\": \"fashion-mnist\", \"test_subset\": 2000},
           \"algorithm\": $6, \"workers\": 8, \"batch_size\": $3, \"epochs\": $EPOCHS, \"seed\": $s, \"log_every\": 0,
           \"optimizer\": {\"lr\": $4, \"momentum\": 0.9}, \"target_accuracy\": $TARGET, \"eval_every_steps\": $5,
           \"simulate\": $(platform "$2")}"
@@ -45,12 +45,12 @@ add() { # CONFIG PLATFORM BATCH LR EVAL ALGORITHM_JSON
 }
 SWEEP="2 4 8"
 for p in $PLATFORMS; do
-    add fixed "$p" "$BATCH" "$LR" 10 '{"name": "ssgd"}'
-    add dyn "$p" "$BATCH" "$LR" 10 '{"name": "ssgd", "dynamic_batch": true, "replan_steps": 10}'
-    add equal "$p" "$BATCH" "$LR" 5 '{"name": "ssgd", "goodput": true, "goodput_model": "equal", "replan_steps": 10}'
-    add goodput "$p" "$BATCH" "$LR" 5 '{"name": "ssgd", "goodput": true, "replan_steps": 10}'
+    add fixed "$p" "$BATCH" "$LR" 20 '{"name": "ssgd"}'
+    add dyn "$p" "$BATCH" "$LR" 20 '{"name": "ssgd", "dynamic_batch": true, "replan_steps": 10}'
+    add equal "$p" "$BATCH" "$LR" 10 '{"name": "ssgd", "goodput": true, "goodput_model": "equal", "replan_steps": 10}'
+    add goodput "$p" "$BATCH" "$LR" 10 '{"name": "ssgd", "goodput": true, "replan_steps": 10}'
     for k in $SWEEP; do
-        e=$((10 / k))
+        e=$((20 / k))
         [ "$e" -ge 1 ] || e=1
         add "sweep$k" "$p" $((BATCH * k)) "$(awk -v l="$LR" -v k="$k" 'BEGIN { print l * k }')" "$e" \
             '{"name": "ssgd", "dynamic_batch": true, "replan_steps": 10}'

@@ -42,8 +42,8 @@ static int measure(worker_t *w, const char *path, int n)
     for (size_t k = 0; k < np; k++) mean2 += (sum[k] / n) * (sum[k] / n);
     free(sum);
     double trace = (double)n / (n - 1) * (sq / n - mean2), g2 = mean2 - trace / n;
-    printf("{\"checkpoint\":\"%s\",\"step\":%ld,\"samples\":%d,\"trace\":%.9g,\"g2\":%.9g,\"noise_scale\":%.9g}\n", path,
-           w->global_step, n, trace, g2, trace / g2);
+    printf("{\"checkpoint\":\"%s\",\"step\":%ld,\"samples\":%d,\"trace\":%.9g,\"g2\":%.9g,\"noise_scale\":%.9g}\n",
+           path, w->global_step, n, trace, g2, trace / g2);
     fflush(stdout);
     return 0;
 }

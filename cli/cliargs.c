@@ -47,6 +47,18 @@ static const cli_command_t COMMANDS[] = {
      "Downloads GET /api/v1/jobs/ID/trace, the job's recent steps as Chrome trace event JSON\n"
      "(open it in Perfetto or chrome://tracing), into FILE (-o; default ID.trace.json; - =\n"
      "standard output). The file is written only when the whole answer has arrived."},
+    {"models", CMD_MODELS, 0, 1, "[NAME]", 0, "the models a spec may name (the catalog)",
+     "A table of the coordinator's catalog of models (GET /api/v1/models): name, source\n"
+     "(builtin, or onnx for an imported one), input shape, classes, parameters, forward\n"
+     "FLOPs per sample, the memory a rank needs for the model and for each sample of its\n"
+     "largest batch, and the data set it trains on by default. With NAME, that model alone\n"
+     "(GET /api/v1/models/NAME; an unknown name is the API's 404). --json prints the API's\n"
+     "answer."},
+    {"datasets", CMD_DATASETS, 0, 0, "", 0, "the data sets a spec may name, and which are here",
+     "A table of the catalog's data sets (GET /api/v1/datasets): name, format, image shape,\n"
+     "classes, training and test samples, and where the coordinator's machine has the\n"
+     "files (its default directory, or under a data root; - when absent). --json prints\n"
+     "the API's answer."},
     {"help", CMD_HELP, 0, 1, "[COMMAND]", 0, "this text, or the help of one command",
      "pacer help COMMAND is pacer COMMAND --help."},
 };

@@ -36,6 +36,8 @@ typedef enum {
     CMD_CANCEL,
     CMD_RETRY,
     CMD_TRACE,
+    CMD_MODELS,
+    CMD_DATASETS,
     CMD_HELP,
 } cli_cmd_t;
 

@@ -75,8 +75,15 @@ void client_resp_free(client_resp_t *r)
 
 int client_job_path(char *out, size_t len, const char *id, const char *suffix)
 {
+    return client_item_path(out, len, "/api/v1/jobs/", id, suffix);
+}
+
+int client_item_path(char *out, size_t len, const char *collection, const char *id, const char *suffix)
+{
     static const char HEX[] = "0123456789ABCDEF";
-    size_t o = (size_t)snprintf(out, len, "/api/v1/jobs/");
+    int n = snprintf(out, len, "%s", collection);
+    if (n < 0 || (size_t)n >= len) return -1;
+    size_t o = (size_t)n;
     for (const unsigned char *p = (const unsigned char *)id; *p; p++) {
         int plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
                     *p == '_' || *p == '.' || *p == '~';

@@ -59,5 +59,7 @@ void client_resp_free(client_resp_t *r);
 
 /* "/api/v1/jobs/<id><suffix>" with id percent-encoded (ids come from the command line). */
 int client_job_path(char *out, size_t len, const char *id, const char *suffix);
+/* The same under any collection ("/api/v1/models/"). 0, or -1 when it does not fit. */
+int client_item_path(char *out, size_t len, const char *collection, const char *id, const char *suffix);
 
 #endif

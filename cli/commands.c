@@ -293,6 +293,37 @@ int cmd_logs(cli_ctx_t *cx)
     return cx->args->follow ? exit_code : CLI_EXIT_OK;
 }
 
+/* ---- the catalog ------------------------------------------------------------------------------ */
+
+int cmd_models(cli_ctx_t *cx)
+{
+    char path[512];
+    const char *name = cx->args->arg;
+    if (name && client_item_path(path, sizeof path, "/api/v1/models/", name, "") != 0) {
+        fprintf(stderr, "pacer models: model name too long\n");
+        return CLI_EXIT_USAGE;
+    }
+    json_t *out = NULL;
+    int rc = cli_get_json(cx, name ? path : "/api/v1/models", &out);
+    if (rc) return rc;
+    if (cx->args->json) fmt_json(stdout, out);
+    else if (name) fmt_model(stdout, out);
+    else fmt_models(stdout, out);
+    json_decref(out);
+    return CLI_EXIT_OK;
+}
+
+int cmd_datasets(cli_ctx_t *cx)
+{
+    json_t *out = NULL;
+    int rc = cli_get_json(cx, "/api/v1/datasets", &out);
+    if (rc) return rc;
+    if (cx->args->json) fmt_json(stdout, out);
+    else fmt_datasets(stdout, out);
+    json_decref(out);
+    return CLI_EXIT_OK;
+}
+
 /* ---- trace ------------------------------------------------------------------------------------ */
 
 int cmd_trace(cli_ctx_t *cx)

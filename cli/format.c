@@ -200,7 +200,7 @@ void fmt_jobs(FILE *f, json_t *list, double now)
     json_t *jobs = json_object_get(list, "jobs");
     json_array_foreach(jobs, i, job)
     {
-        char workers[24], age[16], ran[16], restarts[24], reason[128];
+        char workers[24], age[48], ran[48], restarts[24], reason[128];
         int_cell(job, "workers", workers, sizeof workers);
         int_cell(job, "restarts", restarts, sizeof restarts);
         fmt_age(now - num(job, "submitted"), age, sizeof age);
@@ -278,6 +278,121 @@ static void fmt_checkpoints(FILE *f, json_t *ck)
                  json_is_true(json_object_get(it, "best")) ? ", best" : "");
         row(f, "", buf);
     }
+}
+
+/* ---- the catalog ------------------------------------------------------------------------------ */
+
+/* "1x28x28" from an ImageShape; "-" when it is not one. */
+static void shape_cell(json_t *shape, char *out, size_t len)
+{
+    char c[24], h[24], w[24];
+    int_cell(shape, "channels", c, sizeof c);
+    int_cell(shape, "height", h, sizeof h);
+    int_cell(shape, "width", w, sizeof w);
+    if (json_is_object(shape)) snprintf(out, len, "%sx%sx%s", c, h, w);
+    else snprintf(out, len, "-");
+}
+
+/* 841.2K, 24.8M, 1.1G: counts for people; "-" when missing. */
+static void count_cell(double v, char *out, size_t len)
+{
+    if (!isfinite(v)) snprintf(out, len, "-");
+    else if (v >= 1e9) snprintf(out, len, "%.1fG", v / 1e9);
+    else if (v >= 1e6) snprintf(out, len, "%.1fM", v / 1e6);
+    else if (v >= 1e3) snprintf(out, len, "%.1fK", v / 1e3);
+    else snprintf(out, len, "%.0f", v);
+}
+
+static void size_cell(double b, char *out, size_t len)
+{
+    if (isfinite(b)) fmt_size(b, out, len);
+    else snprintf(out, len, "-");
+}
+
+void fmt_models(FILE *f, json_t *list)
+{
+    static const char *const H[] = {"NAME",         "SOURCE",       "INPUT",      "CLASSES", "PARAMS",
+                                    "FLOPS/SAMPLE", "MODEL MEMORY", "PER SAMPLE", "DATASET"};
+    table_t *t = table_new(9, H);
+    if (!t) return;
+    for (int c = 3; c <= 7; c++) table_align_right(t, c);
+    size_t i;
+    json_t *m, *models = json_object_get(list, "models");
+    json_array_foreach(models, i, m)
+    {
+        char input[80], classes[24], params[24], flops[24], mem[32], per[32];
+        json_t *memory = json_object_get(m, "memory");
+        shape_cell(json_object_get(m, "input"), input, sizeof input);
+        int_cell(m, "classes", classes, sizeof classes);
+        count_cell(num(m, "parameters"), params, sizeof params);
+        count_cell(num(m, "flops_per_sample"), flops, sizeof flops);
+        size_cell(num(memory, "model_bytes"), mem, sizeof mem);
+        size_cell(num(memory, "bytes_per_sample"), per, sizeof per);
+        const char *cells[] = {str(m, "name"),
+                               str(m, "source"),
+                               input,
+                               classes,
+                               params,
+                               flops,
+                               mem,
+                               per,
+                               *str(m, "dataset") ? str(m, "dataset") : "-"};
+        table_add(t, cells);
+    }
+    if (json_array_size(models) == 0) fprintf(f, "no models\n");
+    else table_print(t, f);
+    table_free(t);
+}
+
+void fmt_model(FILE *f, json_t *m)
+{
+    char buf[256], a[32], b[32], c[80];
+    json_t *memory = json_object_get(m, "memory");
+    row(f, "name", str(m, "name"));
+    row(f, "title", str(m, "title"));
+    row(f, "source", str(m, "source"));
+    shape_cell(json_object_get(m, "input"), c, sizeof c);
+    int_cell(m, "classes", a, sizeof a);
+    snprintf(buf, sizeof buf, "%s images, %s classes", c, a);
+    row(f, "input", buf);
+    int_cell(m, "layers", a, sizeof a);
+    row(f, "layers", a);
+    int_cell(m, "parameters", a, sizeof a);
+    int_cell(m, "buffers", b, sizeof b);
+    snprintf(buf, sizeof buf, "%s (and %s buffer floats)", a, b);
+    row(f, "parameters", buf);
+    count_cell(num(m, "flops_per_sample"), a, sizeof a);
+    snprintf(buf, sizeof buf, "%s forward, a sample", a);
+    row(f, "flops", buf);
+    size_cell(num(memory, "model_bytes"), a, sizeof a);
+    size_cell(num(memory, "bytes_per_sample"), b, sizeof b);
+    snprintf(buf, sizeof buf, "%s a rank + %s a sample of its largest batch (+ its data)", a, b);
+    row(f, "memory", buf);
+    row(f, "dataset", *str(m, "dataset") ? str(m, "dataset") : "-");
+}
+
+void fmt_datasets(FILE *f, json_t *list)
+{
+    static const char *const H[] = {"NAME", "FORMAT", "INPUT", "CLASSES", "TRAIN", "TEST", "HERE"};
+    table_t *t = table_new(7, H);
+    if (!t) return;
+    for (int c = 3; c <= 5; c++) table_align_right(t, c);
+    size_t i;
+    json_t *d, *sets = json_object_get(list, "datasets");
+    json_array_foreach(sets, i, d)
+    {
+        char input[80], classes[24], train[24], test[24];
+        shape_cell(json_object_get(d, "input"), input, sizeof input);
+        int_cell(d, "classes", classes, sizeof classes);
+        int_cell(d, "train_samples", train, sizeof train);
+        int_cell(d, "test_samples", test, sizeof test);
+        const char *cells[] = {
+            str(d, "name"), str(d, "format"), input, classes, train, test, *str(d, "path") ? str(d, "path") : "-"};
+        table_add(t, cells);
+    }
+    if (json_array_size(sets) == 0) fprintf(f, "no data sets\n");
+    else table_print(t, f);
+    table_free(t);
 }
 
 void fmt_job(FILE *f, json_t *job, double now)

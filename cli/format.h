@@ -50,6 +50,13 @@ void fmt_jobs(FILE *f, json_t *list, double now);
 /* `pacer get`: a Job as "key  value" lines. */
 void fmt_job(FILE *f, json_t *job, double now);
 
+/* `pacer models`: the rows of a ModelList ({"models": [...]}); `pacer models NAME`: one
+ * Model as "key  value" lines; `pacer datasets`: the rows of a DatasetList. A figure the
+ * answer lacks is "-". */
+void fmt_models(FILE *f, json_t *list);
+void fmt_model(FILE *f, json_t *model);
+void fmt_datasets(FILE *f, json_t *list);
+
 /* The one-line message of an API error: "No such job: no job j-9 (HTTP 404)", with the
  * spec field or query parameter when the problem names one. A body that is not a problem
  * document gives "HTTP 502" and its first line (cleaned, cut). */

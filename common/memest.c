@@ -6,57 +6,37 @@
 
 #include "planner.h"
 
-/* Measured from model_create (model/model.c) and checked against it by
- * test_memest_matches_models: change a model, change its row. */
-static const memest_model_t MODELS[] = {
-    {"mlp", 235146, 0, 0, 778, 0, 784, 10},
-    {"lenet5", 61706, 0, 28800, 9874, 1576, 784, 10},
-    {"cifar10_quick", 145578, 0, 279040, 76874, 8192, 3072, 10},
-    {"resnet20", 269722, 1376, 193952, 651338, 0, 3072, 10},
-};
-
-const memest_model_t *memest_model(const char *name)
+void memest_model(const catalog_model_t *m, double *model_bytes, double *bytes_per_sample)
 {
-    for (size_t i = 0; i < sizeof MODELS / sizeof MODELS[0]; i++)
-        if (name && strcmp(MODELS[i].name, name) == 0) return &MODELS[i];
-    return NULL;
+    const double input = (double)m->C * m->H * m->W;
+    *model_bytes = 4.0 * (3.0 * (double)m->params + 4 /* MODEL_GRAD_EXTRA */ + (double)m->buffers + (double)m->fixed);
+    /* both arenas, argmax, probabilities; the sample's x (floats) and y; the worker's
+     * eval_idx (int) and undisturbed_s (double) per batch slot */
+    *bytes_per_sample = 4.0 * (2.0 * (double)m->acts_per_sample + (double)m->argmax_per_sample + m->classes + input +
+                               1 + 1) +
+                        8.0;
 }
 
-int memest_dataset(const char *name, long *train_n, long *test_n, long *image_bytes)
-{
-    if (!name) return -1;
-    if (strcmp(name, "mnist") == 0 || strcmp(name, "fashion-mnist") == 0) {
-        *train_n = 60000;
-        *test_n = 10000;
-        *image_bytes = 28 * 28;
-        return 0;
-    }
-    if (strcmp(name, "cifar10") == 0) {
-        *train_n = 50000;
-        *test_n = 10000;
-        *image_bytes = 3 * 32 * 32;
-        return 0;
-    }
-    return -1;
-}
-
-int memest_rank(const job_spec_t *s, int nworkers, memest_t *out)
+int memest_rank(const job_spec_t *s, int nworkers, memest_t *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    const memest_model_t *m = memest_model(s->model);
-    long train_n, test_n, img;
-    if (!m || memest_dataset(s->dataset.name, &train_n, &test_n, &img) != 0) return -1;
+    catalog_model_t m;
+    catalog_dataset_t d;
+    if (catalog_model_get(s->model, &m) != 0) {
+        snprintf(err, errlen, "model: %s is not in the catalog: no memory estimate", s->model);
+        return -1;
+    }
+    if (catalog_dataset_get(s->dataset.name, &d) != 0) {
+        snprintf(err, errlen, "dataset.name: %s is not in the catalog: no memory estimate", s->dataset.name);
+        return -1;
+    }
+    const long train_n = d.train_n, test_n = d.test_n, img = (long)d.C * d.H * d.W;
     int min_b, max_b;
     planner_bounds_world(s, nworkers >= 1 ? nworkers : s->workers, &min_b, &max_b);
-    double B = max_b;
+    double per_sample;
     out->max_batch = max_b;
-    out->model_bytes = 4.0 *
-                       (3.0 * (double)m->params + 4 /* MODEL_GRAD_EXTRA */ + (double)m->buffers + (double)m->fixed);
-    /* both arenas, argmax, probabilities; the batch's x (floats) and y; the worker's
-     * eval_idx (int) and undisturbed_s (double) per batch slot */
-    out->batch_bytes = B * (4.0 * (2.0 * (double)m->acts_per_sample + (double)m->argmax_per_sample + m->classes +
-                                   (double)m->input_per_sample + 1 + 1) +
-                            8.0);
+    memest_model(&m, &out->model_bytes, &per_sample);
+    out->batch_bytes = (double)max_b * per_sample;
     long kept_train = s->dataset.train_subset > 0 && s->dataset.train_subset < train_n ? s->dataset.train_subset
                                                                                        : train_n;
     long kept_test = s->dataset.test_subset > 0 && s->dataset.test_subset < test_n ? s->dataset.test_subset : test_n;

@@ -14,38 +14,26 @@
  * Loading reads every sample of both files before the subsets are cut, and the model is
  * made after that, so a rank's peak is max(data as loaded, model + batch + data kept).
  *
- * The per-model figures are constants here (common/ may not see model/); the unit test
- * test_memest_matches_models (tests/unit/test_model.c) builds every model and fails when
- * they drift from what model_create allocates. The process's own overhead (the C and MPI
- * runtimes, OpenBLAS's buffers) is not counted: the worker's check measures it instead
- * (RLIMIT_AS less what the process already maps).
+ * The per-model figures and the data sets' sample counts are the catalog's
+ * (common/catalog.h), so a model added at run time (an imported one) is estimated like a
+ * built-in; test_catalog_matches_models (tests/unit/test_model.c) builds every built-in
+ * model and fails when its row drifts from what model_create allocates. The process's
+ * own overhead (the C and MPI runtimes, OpenBLAS's buffers) is not counted: the worker's
+ * check measures it instead (RLIMIT_AS less what the process already maps).
  */
 #ifndef PACER_MEMEST_H
 #define PACER_MEMEST_H
 
 #include <stddef.h>
 
+#include "catalog.h"
 #include "spec.h"
 
-/* One model's figures, in elements (floats unless named). */
-typedef struct {
-    const char *name;
-    long params;            /* trainable parameters */
-    long buffers;           /* non-trained buffers (batch-norm running statistics) */
-    long fixed;             /* floats that do not grow with the batch: bn saved statistics +
-                             the largest conv workspace (its column budget caps it) */
-    long acts_per_sample;   /* one activation arena, per sample of the batch */
-    long argmax_per_sample; /* int32, maxpool argmax, per sample */
-    long input_per_sample;  /* C x H x W */
-    int classes;
-} memest_model_t;
-
-/* The figures of a model by name, or NULL. */
-const memest_model_t *memest_model(const char *name);
-
-/* A known data set's sample counts (train and test files, before subsets) and bytes per
- * image. Returns 0, or -1 for a name spec.c does not know. */
-int memest_dataset(const char *name, long *train_n, long *test_n, long *image_bytes);
+/* A model's part of a rank's memory: what does not depend on the batch (parameters,
+ * gradients, optimizer state, fixed buffers) and what each sample of the batch adds
+ * (activations and their gradients, argmax, probabilities, the sample's input and label,
+ * the worker's per-slot tables). The API lists both per model (GET /api/v1/models). */
+void memest_model(const catalog_model_t *m, double *model_bytes, double *bytes_per_sample);
 
 typedef struct {
     int max_batch;      /* the largest batch the rank may be planned (planner_bounds_world) */
@@ -58,8 +46,10 @@ typedef struct {
 
 /* The estimate for one rank of s when it runs with nworkers gradient workers (fewer
  * than s->workers after an elastic restart: each holds a larger share of the global
- * batch). Returns 0, or -1 when the model or data set is unknown. */
-int memest_rank(const job_spec_t *s, int nworkers, memest_t *out);
+ * batch). Returns 0, or -1 with err saying so when the catalog has no such model or data
+ * set (one removed since the spec was parsed): a caller must refuse the job then, never
+ * let it through unchecked. */
+int memest_rank(const job_spec_t *s, int nworkers, memest_t *out, char *err, size_t errlen);
 
 /* Writes "N MiB" (or "N GiB" from 10 GiB on) into out; returns out. */
 const char *memest_fmt(double bytes, char *out, size_t len);

@@ -8,6 +8,7 @@
  */
 #include "spec.h"
 
+#include "catalog.h"
 #include "ckptdir.h"
 #include "hash.h"
 
@@ -39,6 +40,10 @@ typedef enum {
 
 enum { R_MIN = 1, R_MAX = 2, R_MIN_EXCL = 4, R_MAX_EXCL = 8 };
 
+/* Fields whose values are names of the catalog's (common/catalog.h), not a fixed list:
+ * an entry added at run time (an imported model) is as valid as a built-in. */
+enum { CAT_NONE, CAT_MODEL, CAT_DATASET };
+
 typedef struct field field_t;
 struct field {
     const char *path; /* "optimizer.lr"; sub-table rows: "emulate.schedule[].rank" */
@@ -47,6 +52,7 @@ struct field {
     unsigned range;      /* R_* bits; bounds also apply to each entry of F_DOUBLES */
     double min, max;
     const char *const *choices;          /* NULL-terminated; F_STR only */
+    int catalog;                         /* F_STR: a name of the catalog's (CAT_*) */
     const char *(*check)(const void *v); /* NULL when fine, else what is wrong */
     size_t count_offset;                 /* F_DOUBLES, F_OBJECTS: the int count */
     const field_t *sub;                  /* F_OBJECTS: the element's rows */
@@ -95,8 +101,6 @@ struct field {
 #define MAX_SLOWDOWN 1000.0       /* emulated slowdown factors */
 #define MAX_GLOBAL_BATCH 16777216 /* a global batch: MAX_BATCH x SPEC_MAX_WORKERS */
 
-static const char *const MODELS[] = {"mlp", "lenet5", "cifar10_quick", "resnet20", NULL};
-static const char *const DATASETS[] = {"fashion-mnist", "mnist", "cifar10", NULL};
 static const char *const ALGORITHMS[] = {"sgd",       "ssgd",    "hier-bsp", "hpsgd",   "local-sgd", "asgd",
                                          "nsoftsync", "dc-asgd", "ddc-asgd", "dbs-sgd", NULL};
 static const char *const ASYNC_ALGORITHMS[] = {"asgd", "nsoftsync", "dc-asgd", "ddc-asgd", "dbs-sgd", NULL};
@@ -111,12 +115,8 @@ static const char *check_name(const void *v)
 {
     const char *s = v;
     if (!*s) return "must not be empty";
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-                 c == '-';
-        if (!ok) return "may contain only letters, digits, '.', '_' and '-'";
-    }
+    /* the catalog's name rule: its names and job names alike */
+    if (!catalog_name_valid(s)) return "may contain only letters, digits, '.', '_' and '-'";
     return NULL;
 }
 
@@ -154,10 +154,10 @@ static const field_t FIELDS[] = {
     {.path = "name", STR(name), .def_str = "job", .check = check_name, .resume_free = 1,
      .allowed_doc = "letters, digits, `.` `_` `-`; at most 63 bytes",
      .doc = "Job name; used in checkpoint file names and logs."},
-    {.path = "model", STR(model), .choices = MODELS, .required = 1,
-     .doc = "Network to train."},
-    {.path = "dataset.name", STR(dataset.name), .choices = DATASETS, .def_str = "fashion-mnist",
-     .doc = "Data set; must match the model's input shape."},
+    {.path = "model", STR(model), .catalog = CAT_MODEL, .required = 1,
+     .doc = "Network to train: a model of the catalog (`GET /api/v1/models`, `pacer models`)."},
+    {.path = "dataset.name", STR(dataset.name), .catalog = CAT_DATASET, .def_str = "fashion-mnist",
+     .doc = "Data set (`GET /api/v1/datasets`); its image shape and classes must be the model's."},
     {.path = "dataset.path", STR(dataset.path), .def_str = "", .resume_free = 1,
      .doc = "Directory of the data set files; empty = the data set's default directory."},
     {.path = "dataset.train_subset", INT(dataset.train_subset), BETWEEN(0, MAX_COUNT), .def_num = 0,
@@ -335,6 +335,8 @@ static const field_t FIELDS[] = {
 };
 /* clang-format on */
 
+_Static_assert(SPEC_NAME_MAX == CATALOG_NAME_MAX, "a spec's model and data set names are catalog names");
+
 /* Walks keep a "seen" flag per row of the table being walked. */
 #define MAX_ROWS 96
 _Static_assert(ARRAY_LEN(FIELDS) <= MAX_ROWS, "raise MAX_ROWS");
@@ -368,6 +370,20 @@ static int in_list(const char *s, const char *const *list)
     for (; *list; list++)
         if (strcmp(s, *list) == 0) return 1;
     return 0;
+}
+
+static int in_catalog(int which, const char *name)
+{
+    catalog_model_t m;
+    catalog_dataset_t d;
+    if (which == CAT_MODEL) return catalog_model_get(name, &m) == 0;
+    return catalog_dataset_get(name, &d) == 0;
+}
+
+static void catalog_names(int which, char *buf, size_t n, const char *quote, int builtin_only)
+{
+    if (which == CAT_MODEL) catalog_model_names(buf, n, quote, builtin_only);
+    else catalog_dataset_names(buf, n, quote, builtin_only);
 }
 
 static void join_list(char *buf, size_t n, const char *const *list, const char *quote)
@@ -556,6 +572,11 @@ static int parse_value(errbuf_t *e, const field_t *f, json_t *v, unsigned char *
             join_list(list, sizeof list, f->choices, "");
             return fail(e, "%s: must be one of %s", where, list);
         }
+        if (f->catalog && !in_catalog(f->catalog, s)) {
+            char list[512];
+            catalog_names(f->catalog, list, sizeof list, "", 0);
+            return fail(e, "%s: must be one of %s", where, list);
+        }
         if (n >= f->size) return fail(e, "%s: too long (%zu bytes, at most %zu)", where, n, f->size - 1);
         const char *why = f->check ? f->check(s) : NULL;
         if (why) return fail(e, "%s: %s", where, why);
@@ -668,11 +689,6 @@ static int walk_object(errbuf_t *e, json_t *obj, const field_t *rows, size_t nro
     return 0;
 }
 
-static int is_28x28_gray(const char *dataset)
-{
-    return strcmp(dataset, "mnist") == 0 || strcmp(dataset, "fashion-mnist") == 0;
-}
-
 /* The simulate section: a given platform file sets host speeds and links itself, so the
  * generator's per-worker fields would be silently unused next to it. */
 static int cross_check_simulate(errbuf_t *e, const job_spec_t *s)
@@ -702,18 +718,39 @@ static int cross_check_simulate(errbuf_t *e, const job_spec_t *s)
     return 0;
 }
 
+/* The model and the data set, as the catalog has them: the same image shape, as many
+ * classes as the model has outputs, augmentation only where the data set allows it.
+ * Both names were checked against the catalog by their rows; an entry removed since
+ * (an imported model deleted meanwhile) is named here. */
+static int cross_check_catalog(errbuf_t *e, const job_spec_t *s)
+{
+    catalog_model_t m;
+    catalog_dataset_t d;
+    char why[256];
+    if (catalog_model_get(s->model, &m) != 0) return fail(e, "model: %s is no longer in the catalog", s->model);
+    if (catalog_dataset_get(s->dataset.name, &d) != 0)
+        return fail(e, "dataset.name: %s is no longer in the catalog", s->dataset.name);
+    if (catalog_pair_check(&m, &d, why, sizeof why) != 0) return fail(e, "%s", why);
+    if (s->dataset.augment && !d.augment) {
+        char allowed[256] = "";
+        catalog_dataset_t o;
+        for (size_t i = 0; catalog_dataset_at(i, &o) == 0; i++)
+            if (o.augment)
+                snprintf(allowed + strlen(allowed), sizeof allowed - strlen(allowed), "%s%s", allowed[0] ? ", " : "",
+                         o.name);
+        return fail(e, "dataset.augment: only for %s, dataset.name is %s", allowed[0] ? allowed : "no data set",
+                    s->dataset.name);
+    }
+    return 0;
+}
+
 /* Rules between fields, checked once every field has its value. */
 static int cross_check(errbuf_t *e, const job_spec_t *s)
 {
-    const char *model = s->model, *ds = s->dataset.name, *alg = s->algorithm.name;
+    const char *alg = s->algorithm.name;
     char num[32];
 
-    if ((strcmp(model, "mlp") == 0 || strcmp(model, "lenet5") == 0) && !is_28x28_gray(ds))
-        return fail(e, "model: %s needs a 28x28 grayscale data set, dataset.name is %s", model, ds);
-    if ((strcmp(model, "cifar10_quick") == 0 || strcmp(model, "resnet20") == 0) && strcmp(ds, "cifar10") != 0)
-        return fail(e, "model: %s needs a 32x32 colour data set (cifar10), dataset.name is %s", model, ds);
-    if (s->dataset.augment && strcmp(ds, "cifar10") != 0)
-        return fail(e, "dataset.augment: only for cifar10, dataset.name is %s", ds);
+    if (cross_check_catalog(e, s) < 0) return -1;
 
     if (strcmp(alg, "sgd") == 0 && s->workers != 1)
         return fail(e, "algorithm.name: sgd is single-process; use ssgd for workers > 1");
@@ -1028,7 +1065,7 @@ int spec_field_info(size_t i, spec_field_info_t *out)
 static const char *type_name(const field_t *f)
 {
     switch (f->type) {
-    case F_STR: return f->choices ? "enum" : "string";
+    case F_STR: return f->choices ? "enum" : "string"; /* a catalog name is a string */
     case F_INT:
     case F_LONG:
     case F_ULONG: return "integer";
@@ -1055,7 +1092,11 @@ void spec_print_fields(FILE *out)
 
         if (f->allowed_doc) snprintf(allowed, sizeof allowed, "%s", f->allowed_doc);
         else if (f->choices) join_list(allowed, sizeof allowed, f->choices, "`");
-        else if (f->type == F_STR) snprintf(allowed, sizeof allowed, "at most %zu bytes", f->size - 1);
+        else if (f->catalog) {
+            char names[192];
+            catalog_names(f->catalog, names, sizeof names, "`", 1);
+            snprintf(allowed, sizeof allowed, "a name of the catalog; built in: %s", names);
+        } else if (f->type == F_STR) snprintf(allowed, sizeof allowed, "at most %zu bytes", f->size - 1);
         else if (f->type == F_BOOL) snprintf(allowed, sizeof allowed, "`true`, `false`");
         else range_text(f, allowed, sizeof allowed);
 

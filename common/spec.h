@@ -29,9 +29,9 @@ typedef struct {
 
 typedef struct {
     char name[SPEC_NAME_MAX];  /* job name, default "job" */
-    char model[SPEC_NAME_MAX]; /* mlp | lenet5 | cifar10_quick | resnet20 */
+    char model[SPEC_NAME_MAX]; /* a model of the catalog (common/catalog.h) */
     struct {
-        char name[SPEC_NAME_MAX]; /* fashion-mnist | mnist | cifar10 */
+        char name[SPEC_NAME_MAX]; /* a data set of the catalog */
         char path[SPEC_PATH_MAX]; /* "" = the data set's default directory */
         int train_subset;         /* 0 = all; else the first N training samples */
         int test_subset;          /* 0 = all */
@@ -118,7 +118,8 @@ void spec_defaults(job_spec_t *s);
 /* Parses and validates a JSON text / file. On failure returns -1 and writes one line
  * into err naming the field and what is wrong. Cross-field rules checked here:
  * emulate.slowdown length == workers, schedule ranks < workers, dataset/model pairing
- * (image shape). Rules that need the MPI world size are checked by the worker. */
+ * (image shape and classes, as the catalog has them: catalog_pair_check). Rules that
+ * need the MPI world size are checked by the worker. */
 int spec_parse(const char *json_text, job_spec_t *out, char *err, size_t errlen);
 int spec_load_file(const char *path, job_spec_t *out, char *err, size_t errlen);
 /* The same on a document the caller decoded (with JSON_REJECT_DUPLICATES: a repeated key

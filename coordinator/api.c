@@ -237,11 +237,14 @@ static int data_path_allowed(const coordinator_t *c, const char *path, char *err
  * fills a host's slots before the next, wrapping around when oversubscribed: at most
  * ceil(world / total slots) rounds of the largest host's slots; the local launcher puts
  * every rank here) times one rank's estimate (common/memest.h) against the host's
- * memory. Unknown memory (a hostfile or Slurm without --host-memory-mb) is not checked. */
+ * memory. Unknown memory (a hostfile or Slurm without --host-memory-mb) is not checked; a
+ * model or data set without an estimate (gone from the catalog since the spec was
+ * parsed) does not fit. */
 static int memory_fits(coordinator_t *c, const job_spec_t *s, int world, char *err, size_t errlen)
 {
     memest_t e;
-    if (!(c->host_memory > 0) || c->slots_total <= 0 || memest_rank(s, s->workers, &e) != 0) return 1;
+    if (!(c->host_memory > 0) || c->slots_total <= 0) return 1;
+    if (memest_rank(s, s->workers, &e, err, errlen) != 0) return 0;
     int ranks = world;
     if (launcher_kind(c->launcher) != LAUNCHER_LOCAL && c->slots_max > 0) {
         long rounds = (world + c->slots_total - 1) / c->slots_total;

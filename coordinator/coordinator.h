@@ -202,8 +202,8 @@ int coord_cluster(coordinator_t *c, json_t **out);
  * has a host list); COORD_EUNAVAIL when the tick did not answer in time. */
 int coord_cluster_reload(coordinator_t *c, json_t **out, char *err, size_t errlen);
 
-/* Daemon: benchmarks model (NULL or "" = "lenet5") on dataset (NULL or "" = the spec's
- * default) on the named hosts (NULL/0 = every host that is not down) with the spec's
+/* Daemon: benchmarks model (NULL or "" = "lenet5") on dataset (NULL or "" = the data set
+ * the catalog trains the model on) on the named hosts (NULL/0 = every host that is not down) with the spec's
  * other defaults, as the pre-flight does
  * (coordinator/preflight.h), and returns at once: *out {"model", "hosts": [names],
  * "steps", "started"}; each host's "benchmark" in coord_cluster shows it running, then
@@ -212,6 +212,23 @@ int coord_cluster_reload(coordinator_t *c, json_t **out, char *err, size_t errle
  * COORD_EUNAVAIL when the tick did not answer within 10 s. */
 int coord_cluster_benchmark(coordinator_t *c, const char *model, const char *dataset, const char *const *hosts,
                             int nhosts, json_t **out, char *err, size_t errlen);
+
+/* ---- the catalog (models.c; common/catalog.h) ----------------------------------------------
+ * Nothing here touches Redis: the catalog is the process's. */
+
+/* {"models": [Model]}: every model of the catalog, built-ins first. A Model is {"name",
+ * "title", "source" ("builtin", "onnx"), "input": {"channels", "height", "width"},
+ * "classes", "layers", "parameters", "buffers", "flops_per_sample" (forward),
+ * "memory": {"model_bytes", "bytes_per_sample"} (common/memest.h), "dataset" (or null)}. */
+int coord_models(coordinator_t *c, json_t **out);
+/* One Model; COORD_ENOTFOUND when the catalog has no model of that name. */
+int coord_model(coordinator_t *c, const char *name, json_t **out);
+/* {"datasets": [Dataset], "data_roots": [dirs]}: every data set of the catalog with its
+ * "name", "title", "source", "format", "input", "classes", "train_samples",
+ * "test_samples", "augment", "default_path" (what a spec without dataset.path reads),
+ * "present" and "path": where this machine has its files (the default path, else DIR
+ * under the first data root holding them), or null. */
+int coord_datasets(coordinator_t *c, json_t **out);
 
 /* ---- events (for Server-Sent Events) ------------------------------------------------------
  * Events come from Redis streams, so a subscriber misses nothing between two waits and

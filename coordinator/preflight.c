@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "catalog.h"
 #include "clock.h"
 #include "clog.h"
 #include "coord_internal.h"
@@ -382,8 +383,12 @@ void preflight_tick(coordinator_t *c, double now)
         json_t *result = NULL;
         const char **names = calloc((size_t)c->nhosts + 1, sizeof *names);
         job_spec_t *s = malloc(sizeof *s);
-        /* The spec's defaults for that model (its data set, batch size, device). */
-        json_t *sj = json_pack("{s:s}", "model", model[0] ? model : "lenet5");
+        /* The spec's defaults for that model (batch size, device), on the data set asked
+         * for, else the one the catalog trains the model on. */
+        catalog_model_t cm;
+        if (!model[0]) snprintf(model, sizeof model, "lenet5");
+        if (!dataset[0] && catalog_model_get(model, &cm) == 0) snprintf(dataset, sizeof dataset, "%s", cm.dataset);
+        json_t *sj = json_pack("{s:s}", "model", model);
         if (sj && dataset[0]) json_object_set_new(sj, "dataset", json_pack("{s:s}", "name", dataset));
         char *spec_text = sj ? json_dumps(sj, JSON_COMPACT) : NULL;
         json_decref(sj);

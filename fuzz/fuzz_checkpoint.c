@@ -11,7 +11,7 @@
  *   bit 1  recompute the CRC before reading, so the fields behind it are reached;
  *   bit 2  validate against the spec's expectations (what pacer-worker --resume does),
  *          else only the structure (what ckpt_diff does);
- *   bit 3  (with bit 2) the expectations of a spec with algorithm.goodput (version 3's
+ *   bit 3  (with bit 2) the expectations of a spec with algorithm.goodput (version 4's
  *          global batch and progress fields, workers left out).
  * Invariants: a refusal leaves the model's weights untouched and says which file; an
  * accepted checkpoint, validated, holds batch sizes inside the buffers and a position
@@ -31,6 +31,7 @@
 
 enum { NP = 6, NB = 2, NW = 2 };
 static model_t model;
+static tensor_info_t tensors[3];
 static float params[NP], momentum[NP], buffers[NB];
 static unsigned char *valid;
 static size_t valid_len;
@@ -59,10 +60,10 @@ static void make_model(void)
 {
     snprintf(model.name, sizeof model.name, "fuzz");
     model.nparams = NP, model.nbuffers = NB, model.ntensors = 3;
-    model.params = params, model.momentum = momentum, model.buffers = buffers;
-    snprintf(model.tensors[0].name, MODEL_NAME_MAX, "w"), model.tensors[0].count = 4;
-    snprintf(model.tensors[1].name, MODEL_NAME_MAX, "b"), model.tensors[1].offset = 4, model.tensors[1].count = 2;
-    snprintf(model.tensors[2].name, MODEL_NAME_MAX, "rm"), model.tensors[2].count = 2, model.tensors[2].is_buffer = 1;
+    model.params = params, model.momentum = momentum, model.buffers = buffers, model.tensors = tensors;
+    snprintf(tensors[0].name, sizeof tensors[0].name, "w"), tensors[0].count = 4;
+    snprintf(tensors[1].name, sizeof tensors[1].name, "b"), tensors[1].offset = 4, tensors[1].count = 2;
+    snprintf(tensors[2].name, sizeof tensors[2].name, "rm"), tensors[2].count = 2, tensors[2].is_buffer = 1;
     for (int i = 0; i < NP; i++) params[i] = (float)i, momentum[i] = -(float)i;
     buffers[0] = 0.5f, buffers[1] = 2.0f;
 }

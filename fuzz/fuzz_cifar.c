@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const char *paths[2] = {p0, p1};
         dataset_t d;
         err[0] = 0;
-        int rc = dataset_load_cifar(paths, two ? 2 : 1, &d, err, sizeof err);
+        int rc = dataset_load_cifar(paths, two ? 2 : 1, 10, &d, err, sizeof err);
         if (rc == DATA_OK) {
             if (d.n < 1 || d.C != 3 || d.H != 32 || d.W != 32) abort();
             fuzz_use_dataset(&d, 3, 32, 32);

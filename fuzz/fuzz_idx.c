@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (fi >= 0 && fl >= 0) {
         dataset_t d;
         err[0] = 0;
-        int rc = dataset_load_idx(ip, lp, &d, err, sizeof err);
+        int rc = dataset_load_idx(ip, lp, 10, &d, err, sizeof err);
         if (rc == DATA_OK) {
             if (d.n < 1 || d.C != 1 || d.H < 1 || d.W < 1 || !d.pixels || !d.labels) abort();
             fuzz_use_dataset(&d, 1, 28, 28);

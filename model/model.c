@@ -1,7 +1,8 @@
 /* model/model.c - see model.h. Builds each network as a layer list in two passes: the
- * builder records layers and counts floats, then one allocation per fused buffer is made
- * and every offset becomes a view. Forward walks the list; backward walks it in reverse,
- * accumulating input gradients so residual branches sum (the ops.h convention). */
+ * builder records layers and counts floats (the layer and tensor lists grow as it goes),
+ * then one allocation per fused buffer is made and every offset becomes a view. Forward
+ * walks the list; backward walks it in reverse, accumulating input gradients so residual
+ * branches sum (the ops.h convention). */
 #include "model.h"
 
 #include <math.h>
@@ -15,21 +16,39 @@
 
 typedef struct {
     model_t *m;
-    size_t argmax_ints;
-    size_t aux_floats;
-    int failed;
+    int cap_layers, cap_tensors;
+    int failed;      /* 1: geometry, a list bound or a name too long; 2: out of memory */
+    layer_t scratch; /* what a layer that could not be added writes into */
 } builder_t;
+
+/* The first capacity of each list: small, so that the built-in networks exercise the
+ * growth (resnet20 has 68 layers). */
+#define LIST_FIRST_CAP 16
+
+/* Makes room for one more entry of a list; 0, or -1 with b->failed set. */
+static int grow(builder_t *b, void **list, int n, int *cap, size_t size, int bound)
+{
+    if (n < *cap) return 0;
+    if (n >= bound) return b->failed = 1, -1;
+    int c = *cap ? 2 * *cap : LIST_FIRST_CAP;
+    if (c > bound) c = bound;
+    void *p = realloc(*list, (size_t)c * size);
+    if (!p) return b->failed = 2, -1;
+    *list = p;
+    *cap = c;
+    return 0;
+}
 
 static size_t add_tensor(builder_t *b, const char *layer, const char *what, size_t count, int is_buffer)
 {
     model_t *m = b->m;
     size_t *total = is_buffer ? &m->nbuffers : &m->nparams;
-    if (m->ntensors >= MODEL_MAX_TENSORS) {
-        b->failed = 1;
+    if (grow(b, (void **)&m->tensors, m->ntensors, &b->cap_tensors, sizeof *m->tensors, MODEL_MAX_TENSORS) != 0)
         return 0;
-    }
     tensor_info_t *t = &m->tensors[m->ntensors++];
-    snprintf(t->name, sizeof t->name, "%s.%s", layer, what);
+    memset(t, 0, sizeof *t);
+    int n = snprintf(t->name, sizeof t->name, "%s.%s", layer, what);
+    if (n < 0 || (size_t)n >= sizeof t->name) b->failed = 1; /* a name too long is an error, never cut */
     t->offset = *total;
     t->count = count;
     t->is_buffer = is_buffer;
@@ -37,15 +56,22 @@ static size_t add_tensor(builder_t *b, const char *layer, const char *what, size
     return t->offset;
 }
 
-/* Appends a layer reading the output of `in` (-1: model input); returns its index. */
+/* Layer li, or the scratch layer when li is not one (a layer that could not be added):
+ * a builder goes on without checking each call, and model_create discards the result. */
+static layer_t *layer_at(builder_t *b, int li)
+{
+    return li >= 0 && li < b->m->nlayers ? &b->m->layers[li] : &b->scratch;
+}
+
+/* Appends a layer reading the output of `in` (-1: model input); returns its index, or -1
+ * with b->failed set. */
 static int add_layer(builder_t *b, layer_kind_t kind, int in)
 {
     model_t *m = b->m;
-    if (m->nlayers >= MODEL_MAX_LAYERS) {
-        b->failed = 1;
-        return 0;
-    }
-    layer_t *l = &m->layers[m->nlayers];
+    int li = -1;
+    if (grow(b, (void **)&m->layers, m->nlayers, &b->cap_layers, sizeof *m->layers, MODEL_MAX_LAYERS) == 0)
+        li = m->nlayers++;
+    layer_t *l = layer_at(b, li);
     memset(l, 0, sizeof *l);
     l->kind = kind;
     l->in = in;
@@ -55,20 +81,21 @@ static int add_layer(builder_t *b, layer_kind_t kind, int in)
         l->H = m->H;
         l->W = m->W;
     } else {
-        l->C = m->layers[in].OC;
-        l->H = m->layers[in].OH;
-        l->W = m->layers[in].OW;
+        const layer_t *src = layer_at(b, in);
+        l->C = src->OC;
+        l->H = src->OH;
+        l->W = src->OW;
     }
     /* Same shape by default; shape-changing layers overwrite. */
     l->OC = l->C;
     l->OH = l->H;
     l->OW = l->W;
-    return m->nlayers++;
+    return li;
 }
 
 static void finish_layer(builder_t *b, int li)
 {
-    layer_t *l = &b->m->layers[li];
+    layer_t *l = layer_at(b, li);
     l->out_off = b->m->act_floats;
     b->m->act_floats += (size_t)b->m->max_batch * l->OC * l->OH * l->OW;
 }
@@ -76,7 +103,7 @@ static void finish_layer(builder_t *b, int li)
 static int conv(builder_t *b, const char *name, int in, int OC, int K, int stride, int pad, int bias)
 {
     int li = add_layer(b, LAYER_CONV, in);
-    layer_t *l = &b->m->layers[li];
+    layer_t *l = layer_at(b, li);
     if (conv2d_init(&l->conv, l->C, l->H, l->W, OC, K, K, stride, pad) != 0) b->failed = 1;
     l->OC = OC;
     l->OH = l->conv.OH;
@@ -93,13 +120,13 @@ static int conv(builder_t *b, const char *name, int in, int OC, int K, int strid
 static int pool(builder_t *b, layer_kind_t kind, int in, int K, int stride, int ceil_mode)
 {
     int li = add_layer(b, kind, in);
-    layer_t *l = &b->m->layers[li];
+    layer_t *l = layer_at(b, li);
     if (pool2d_init(&l->pool, l->C, l->H, l->W, K, stride, 0, ceil_mode) != 0) b->failed = 1;
     l->OH = l->pool.OH;
     l->OW = l->pool.OW;
     if (kind == LAYER_MAXPOOL) {
-        l->aux_off = b->argmax_ints;
-        b->argmax_ints += (size_t)b->m->max_batch * l->OC * l->OH * l->OW;
+        l->aux_off = b->m->argmax_ints;
+        b->m->argmax_ints += (size_t)b->m->max_batch * l->OC * l->OH * l->OW;
     }
     finish_layer(b, li);
     return li;
@@ -115,7 +142,7 @@ static int relu(builder_t *b, int in)
 static int fc(builder_t *b, const char *name, int in, int OUT)
 {
     int li = add_layer(b, LAYER_FC, in);
-    layer_t *l = &b->m->layers[li];
+    layer_t *l = layer_at(b, li);
     /* FC flattens its input: (B, C, H, W) is read as (B, C*H*W). */
     l->C = l->C * l->H * l->W;
     l->H = 1;
@@ -133,13 +160,13 @@ static int fc(builder_t *b, const char *name, int in, int OUT)
 static int bn(builder_t *b, const char *name, int in)
 {
     int li = add_layer(b, LAYER_BN, in);
-    layer_t *l = &b->m->layers[li];
+    layer_t *l = layer_at(b, li);
     l->w_off = add_tensor(b, name, "weight", (size_t)l->C, 0);
     l->b_off = add_tensor(b, name, "bias", (size_t)l->C, 0);
     l->rm_off = add_tensor(b, name, "running_mean", (size_t)l->C, 1);
     l->rv_off = add_tensor(b, name, "running_var", (size_t)l->C, 1);
-    l->aux_off = b->aux_floats;
-    b->aux_floats += 2 * (size_t)l->C;
+    l->aux_off = b->m->aux_floats;
+    b->m->aux_floats += 2 * (size_t)l->C;
     finish_layer(b, li);
     return li;
 }
@@ -147,7 +174,7 @@ static int bn(builder_t *b, const char *name, int in)
 static int gap(builder_t *b, int in)
 {
     int li = add_layer(b, LAYER_GAP, in);
-    layer_t *l = &b->m->layers[li];
+    layer_t *l = layer_at(b, li);
     l->OH = 1;
     l->OW = 1;
     finish_layer(b, li);
@@ -158,8 +185,8 @@ static int gap(builder_t *b, int in)
 static int add(builder_t *b, int a, int x)
 {
     int li = add_layer(b, LAYER_ADD, a);
-    layer_t *l = &b->m->layers[li];
-    const layer_t *lx = &b->m->layers[x];
+    layer_t *l = layer_at(b, li);
+    const layer_t *lx = layer_at(b, x);
     l->in2 = x;
     int stride = lx->OH / l->H;
     if (shortcut_init(&l->sc, lx->OC, lx->OH, lx->OW, l->C, stride) != 0 || l->sc.OH != l->H || l->sc.OW != l->W)
@@ -168,7 +195,7 @@ static int add(builder_t *b, int a, int x)
     return li;
 }
 
-/* ---- the four networks (shapes from ALGORITHMS.md) ------------------------------------- */
+/* ---- the built-in networks (shapes from ALGORITHMS.md; input and classes the catalog's) -- */
 
 static void build_mlp(builder_t *b)
 {
@@ -176,7 +203,7 @@ static void build_mlp(builder_t *b)
     x = relu(b, x);
     x = fc(b, "fc2", x, 128);
     x = relu(b, x);
-    fc(b, "fc3", x, 10);
+    fc(b, "fc3", x, b->m->num_classes);
 }
 
 static void build_lenet5(builder_t *b)
@@ -195,7 +222,7 @@ static void build_lenet5(builder_t *b)
     x = relu(b, x);
     x = fc(b, "fc2", x, 84);
     x = relu(b, x);
-    fc(b, "fc3", x, 10);
+    fc(b, "fc3", x, b->m->num_classes);
 }
 
 static void build_cifar10_quick(builder_t *b)
@@ -211,7 +238,7 @@ static void build_cifar10_quick(builder_t *b)
     x = relu(b, x);
     x = pool(b, LAYER_AVGPOOL, x, 3, 2, 1);
     x = fc(b, "fc1", x, 64);
-    fc(b, "fc2", x, 10);
+    fc(b, "fc2", x, b->m->num_classes);
 }
 
 static void build_resnet20(builder_t *b)
@@ -239,45 +266,72 @@ static void build_resnet20(builder_t *b)
         }
     }
     x = gap(b, x);
-    fc(b, "fc", x, 10);
+    fc(b, "fc", x, b->m->num_classes);
 }
 
+/* The builder of each built-in network, by catalog name (common/catalog.c has its
+ * figures; test_catalog_matches_models checks that every built-in entry has a builder
+ * here and that they agree). */
 typedef struct {
     const char *name;
-    int C, H, W;
     void (*build)(builder_t *b);
-} model_def_t;
+    int kaiming_conv; /* convolutions start Kaiming normal: what He et al. train resnets with */
+} model_builder_t;
 
-static const model_def_t MODELS[] = {
-    {"mlp", 1, 28, 28, build_mlp},
-    {"lenet5", 1, 28, 28, build_lenet5},
-    {"cifar10_quick", 3, 32, 32, build_cifar10_quick},
-    {"resnet20", 3, 32, 32, build_resnet20},
+static const model_builder_t BUILDERS[] = {
+    {"mlp", build_mlp, 0},
+    {"lenet5", build_lenet5, 0},
+    {"cifar10_quick", build_cifar10_quick, 0},
+    {"resnet20", build_resnet20, 1},
 };
 
-static const model_def_t *find_model(const char *name)
+static const model_builder_t *find_builder(const char *name)
 {
-    for (size_t i = 0; i < sizeof MODELS / sizeof MODELS[0]; i++)
-        if (strcmp(MODELS[i].name, name) == 0) return &MODELS[i];
+    for (size_t i = 0; i < sizeof BUILDERS / sizeof BUILDERS[0]; i++)
+        if (strcmp(BUILDERS[i].name, name) == 0) return &BUILDERS[i];
     return NULL;
 }
 
-int model_input_shape(const char *name, int *C, int *H, int *W)
+/* One allocation per fused buffer and arena, sized by the layer list m already has, in
+ * whole 4 KiB pages: aligned for AVX loads, and a GPU rank can page-lock params and grads
+ * (cudaHostRegister) without two registrations sharing a page. 0, or -1 (out of memory;
+ * what was allocated stays for model_free). */
+static int alloc_buffers(model_t *m)
 {
-    const model_def_t *d = find_model(name);
-    if (!d) return 0;
-    *C = d->C;
-    *H = d->H;
-    *W = d->W;
-    return 1;
+#define ALLOC(ptr, n)                                                 \
+    do {                                                              \
+        size_t bytes_ = ((n) * sizeof *(ptr) + 4095) & ~(size_t)4095; \
+        (ptr) = aligned_alloc(4096, bytes_ ? bytes_ : 4096);          \
+        if (!(ptr)) return -1;                                        \
+        memset((ptr), 0, bytes_ ? bytes_ : 4096);                     \
+    } while (0)
+    ALLOC(m->params, m->nparams);
+    ALLOC(m->grads, m->nparams + MODEL_GRAD_EXTRA);
+    ALLOC(m->momentum, m->nparams);
+    ALLOC(m->buffers, m->nbuffers);
+    ALLOC(m->acts, m->act_floats);
+    ALLOC(m->dacts, m->act_floats);
+    ALLOC(m->aux, m->aux_floats);
+    ALLOC(m->argmax, m->argmax_ints);
+    ALLOC(m->ws, m->ws_floats);
+    ALLOC(m->probs, (size_t)m->max_batch * m->num_classes);
+#undef ALLOC
+    return 0;
 }
 
 int model_create(const char *name, int max_batch, model_t **out, char *err, size_t errlen)
 {
     *out = NULL;
-    const model_def_t *def = find_model(name);
+    catalog_model_t e;
+    if (!name || catalog_model_get(name, &e) != 0) {
+        char known[512];
+        catalog_model_names(known, sizeof known, "", 0);
+        snprintf(err, errlen, "model: unknown model '%.64s' (known: %s)", name ? name : "(null)", known);
+        return -1;
+    }
+    const model_builder_t *def = find_builder(name);
     if (!def) {
-        snprintf(err, errlen, "model: unknown model '%s' (known: mlp, lenet5, cifar10_quick, resnet20)", name);
+        snprintf(err, errlen, "model %s: no builder for this %s model in model/", name, catalog_source_name(e.source));
         return -1;
     }
     if (max_batch < 1) {
@@ -287,41 +341,22 @@ int model_create(const char *name, int max_batch, model_t **out, char *err, size
     model_t *m = calloc(1, sizeof *m);
     if (!m) goto oom;
     snprintf(m->name, sizeof m->name, "%s", name);
-    m->C = def->C;
-    m->H = def->H;
-    m->W = def->W;
-    m->num_classes = 10;
+    m->C = e.C;
+    m->H = e.H;
+    m->W = e.W;
+    m->num_classes = e.classes;
     m->max_batch = max_batch;
+    m->kaiming_conv = def->kaiming_conv;
 
     builder_t b = {.m = m};
     def->build(&b);
-    if (b.failed) {
-        snprintf(err, errlen, "model %s: internal error: layer table overflow or bad geometry", name);
-        free(m);
+    if (b.failed == 2) goto oom;
+    if (b.failed || m->nlayers < 1) {
+        snprintf(err, errlen, "model %s: internal error: a list bound, a tensor name too long or bad geometry", name);
+        model_free(m);
         return -1;
     }
-
-    /* One allocation per fused buffer, in whole 4 KiB pages: aligned for AVX loads, and a
-     * GPU rank can page-lock params and grads (cudaHostRegister) without two registrations
-     * sharing a page. */
-#define ALLOC(ptr, n)                                                 \
-    do {                                                              \
-        size_t bytes_ = ((n) * sizeof *(ptr) + 4095) & ~(size_t)4095; \
-        (ptr) = aligned_alloc(4096, bytes_ ? bytes_ : 4096);          \
-        if (!(ptr)) goto oom;                                         \
-        memset((ptr), 0, bytes_ ? bytes_ : 4096);                     \
-    } while (0)
-    ALLOC(m->params, m->nparams);
-    ALLOC(m->grads, m->nparams + MODEL_GRAD_EXTRA);
-    ALLOC(m->momentum, m->nparams);
-    ALLOC(m->buffers, m->nbuffers);
-    ALLOC(m->acts, m->act_floats);
-    ALLOC(m->dacts, m->act_floats);
-    ALLOC(m->aux, b.aux_floats);
-    ALLOC(m->argmax, b.argmax_ints);
-    ALLOC(m->ws, m->ws_floats);
-    ALLOC(m->probs, (size_t)max_batch * m->num_classes);
-#undef ALLOC
+    if (alloc_buffers(m) != 0) goto oom;
     *out = m;
     return 0;
 oom:
@@ -330,9 +365,39 @@ oom:
     return -1;
 }
 
+int model_clone(const model_t *src, model_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    model_t *m = calloc(1, sizeof *m);
+    if (!m) goto oom;
+    *m = *src;
+    /* the copy owns nothing of src's */
+    m->layers = NULL;
+    m->tensors = NULL;
+    m->params = m->grads = m->momentum = m->buffers = m->acts = m->dacts = m->aux = m->ws = m->probs = NULL;
+    m->argmax = NULL;
+    m->dinput = NULL;
+    m->progress = NULL;
+    m->progress_ctx = NULL;
+    m->layers = malloc((size_t)(src->nlayers ? src->nlayers : 1) * sizeof *m->layers);
+    m->tensors = malloc((size_t)(src->ntensors ? src->ntensors : 1) * sizeof *m->tensors);
+    if (!m->layers || !m->tensors) goto oom;
+    memcpy(m->layers, src->layers, (size_t)src->nlayers * sizeof *m->layers);
+    memcpy(m->tensors, src->tensors, (size_t)src->ntensors * sizeof *m->tensors);
+    if (alloc_buffers(m) != 0) goto oom;
+    *out = m;
+    return 0;
+oom:
+    model_free(m);
+    snprintf(err, errlen, "model %s: out of memory for a copy at batch %d", src->name, src->max_batch);
+    return -1;
+}
+
 void model_free(model_t *m)
 {
     if (!m) return;
+    free(m->layers);
+    free(m->tensors);
     free(m->params);
     free(m->grads);
     free(m->momentum);
@@ -348,11 +413,57 @@ void model_free(model_t *m)
 
 size_t model_param_count(const model_t *m) { return m->nparams; }
 
+/* The batch at which a convolution's workspace is measured for model_describe: the spec's
+ * largest (its batch bounds), where the column budget caps every layer's need. */
+#define DESCRIBE_BATCH 65536
+
+void model_describe(const model_t *m, catalog_model_t *out)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "%s", m->name);
+    out->source = CATALOG_BUILTIN;
+    out->C = m->C;
+    out->H = m->H;
+    out->W = m->W;
+    out->classes = m->num_classes;
+    out->layers = m->nlayers;
+    out->params = (long)m->nparams;
+    out->buffers = (long)m->nbuffers;
+    size_t ws = 0, argmax = 0;
+    for (int i = 0; i < m->nlayers; i++) {
+        const layer_t *l = &m->layers[i];
+        if (l->kind == LAYER_CONV) {
+            /* non-decreasing in the batch (kernels/cpu/conv.c) */
+            size_t w = conv2d_workspace(&l->conv, DESCRIBE_BATCH);
+            if (w > ws) ws = w;
+        }
+        if (l->kind == LAYER_MAXPOOL) argmax += (size_t)l->OC * l->OH * l->OW;
+    }
+    out->fixed = (long)(m->aux_floats + ws);
+    out->acts_per_sample = (long)(m->act_floats / (size_t)m->max_batch);
+    out->argmax_per_sample = (long)argmax;
+    out->flops_per_sample = model_forward_flops(m);
+}
+
+double model_forward_flops(const model_t *m)
+{
+    double f = 0;
+    for (int i = 0; i < m->nlayers; i++) {
+        const layer_t *l = &m->layers[i];
+        double out = (double)l->OC * l->OH * l->OW;
+        switch (l->kind) {
+        case LAYER_CONV: f += 2.0 * out * l->conv.C * l->conv.KH * l->conv.KW; break;
+        case LAYER_FC: f += 2.0 * out * l->C; break;
+        default: f += (double)l->C * l->H * l->W; break; /* one pass over the input */
+        }
+    }
+    return f + 5.0 * m->num_classes; /* softmax and cross-entropy */
+}
+
 void model_init_params(model_t *m, uint64_t seed)
 {
     rng_t r;
     rng_seed(&r, seed);
-    int resnet = strcmp(m->name, "resnet20") == 0;
     for (int i = 0; i < m->nlayers; i++) {
         const layer_t *l = &m->layers[i];
         float *w = m->params + l->w_off;
@@ -361,8 +472,8 @@ void model_init_params(model_t *m, uint64_t seed)
             size_t fan_in = l->kind == LAYER_CONV ? (size_t)l->C * l->conv.KH * l->conv.KW : (size_t)l->C;
             size_t nw = (size_t)l->OC * fan_in;
             float bound = 1.0f / sqrtf((float)fan_in);
-            if (resnet && l->kind == LAYER_CONV) {
-                /* Kaiming normal, fan_in, ReLU gain: what He et al. train resnets with. */
+            if (m->kaiming_conv && l->kind == LAYER_CONV) {
+                /* Kaiming normal, fan_in, ReLU gain. */
                 float stdv = sqrtf(2.0f / (float)fan_in);
                 for (size_t k = 0; k < nw; k++) w[k] = stdv * rng_normal(&r);
             } else {

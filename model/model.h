@@ -1,4 +1,8 @@
-/* model/model.h - the four networks pacer trains, as a list of layers over fused buffers.
+/* model/model.h - the networks pacer trains, as a list of layers over fused buffers.
+ *
+ * Which networks exist, their input shape and classes, is the catalog's
+ * (common/catalog.h); model/ keeps the builder of each built-in network, by name, and
+ * describes a built model back to the catalog (model_describe).
  *
  * Memory layout (the llm.c habit): one allocation holds every parameter, one every
  * gradient, one the optimizer's momentum, one the non-trained buffers (batch-norm running
@@ -16,14 +20,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "catalog.h"
 #include "ops.h"
 
-#define MODEL_MAX_LAYERS 96
-#define MODEL_MAX_TENSORS 128
-#define MODEL_NAME_MAX 32
+/* The layer and tensor lists are sized by the builder (they grow while it runs), so a
+ * network has as many layers as it needs; these bound a list against a runaway graph. */
+#define MODEL_MAX_LAYERS 65536
+#define MODEL_MAX_TENSORS 65536
+#define MODEL_NAME_MAX CATALOG_NAME_MAX /* the model's name: a catalog name */
+/* A tensor's name, PyTorch's state_dict key: "layer3.1.bn2.running_var",
+ * "features.denseblock4.denselayer16.conv2.weight". */
+#define MODEL_TENSOR_NAME_MAX 128
 /* grads has this many spare floats after the last gradient, so an algorithm can append
  * [batch, batch * loss, batch * |g|^2, 1 if batch > 0] (the last two for the gradient
- * noise scale, common/gns.h) and send gradients and weights in ONE fused message. */
+ * noise scale, common/gns.h) and send gradients and weights in ONE fused message.
+ * common/memest.c counts them (it cannot include this header): change both, and
+ * PACER_CUDA_ABI (the CUDA library sizes its grads buffers by it). */
 #define MODEL_GRAD_EXTRA 4
 /* Momentum of the batch-norm running statistics (PyTorch's 0.1): the host model and its
  * CUDA twin (model_cuda.cu) both pass this one value to their batch-norm kernels. */
@@ -57,19 +69,20 @@ typedef struct {
 } layer_t;
 
 typedef struct {
-    char name[MODEL_NAME_MAX]; /* "conv1.weight" */
-    size_t offset, count;      /* into params (or buffers when is_buffer) */
+    char name[MODEL_TENSOR_NAME_MAX]; /* "conv1.weight" */
+    size_t offset, count;             /* into params (or buffers when is_buffer) */
     int is_buffer;
 } tensor_info_t;
 
 typedef struct {
     char name[MODEL_NAME_MAX];
-    int C, H, W, num_classes; /* input and output of the network */
+    int C, H, W, num_classes; /* input and output of the network (the catalog's) */
     int max_batch;
+    int kaiming_conv; /* init: convolutions Kaiming normal (resnet20), else uniform */
 
-    layer_t layers[MODEL_MAX_LAYERS];
+    layer_t *layers; /* (nlayers), allocated by model_create */
     int nlayers;
-    tensor_info_t tensors[MODEL_MAX_TENSORS];
+    tensor_info_t *tensors; /* (ntensors) */
     int ntensors;
 
     size_t nparams;  /* floats in params, grads and momentum */
@@ -79,12 +92,14 @@ typedef struct {
     float *momentum; /* optimizer state, same offsets */
     float *buffers;  /* bn running stats */
 
-    size_t act_floats; /* per arena */
-    float *acts;       /* every layer's output */
-    float *dacts;      /* gradient of every layer's output */
-    float *aux;        /* bn saved statistics */
-    int32_t *argmax;   /* maxpool argmax */
-    float *ws;         /* conv workspace */
+    size_t act_floats;  /* per arena */
+    size_t aux_floats;  /* bn saved statistics */
+    size_t argmax_ints; /* maxpool argmax */
+    float *acts;        /* every layer's output */
+    float *dacts;       /* gradient of every layer's output */
+    float *aux;         /* bn saved statistics */
+    int32_t *argmax;    /* maxpool argmax */
+    float *ws;          /* conv workspace */
     size_t ws_floats;
     float *probs;  /* (max_batch, num_classes) softmax of the logits */
     float *dinput; /* NULL: the input gradient is never needed */
@@ -96,12 +111,28 @@ typedef struct {
     void *progress_ctx;
 } model_t;
 
-/* Model names: mlp, lenet5, cifar10_quick, resnet20. Returns 0, or -1 with err set
- * (unknown name, out of memory). */
+/* Builds the catalog's model name (its input shape and classes from the catalog, its
+ * layers from model/'s builder of that name) for batches of up to max_batch. Returns 0,
+ * or -1 with err set (not in the catalog, no builder for it, out of memory). */
 int model_create(const char *name, int max_batch, model_t **out, char *err, size_t errlen);
+/* A model with src's name, layer and tensor lists and sizes, and buffers of its own
+ * (zeroed): a twin that never depends on looking the name up again (the stand-in device
+ * of tests/fakecuda). Returns 0, or -1 with err set (out of memory). */
+int model_clone(const model_t *src, model_t **out, char *err, size_t errlen);
 void model_free(model_t *m);
-/* Whether name is a known model; fills the input shape it expects. */
-int model_input_shape(const char *name, int *C, int *H, int *W);
+
+/* The catalog's figures of a built model (common/catalog.h): name, input shape, classes,
+ * layers, parameters, buffers, what does not grow with the batch (batch-norm saved
+ * statistics and the largest convolution workspace any batch can need), activations and
+ * argmax per sample, forward FLOPs per sample. Title, data set and source are left empty
+ * (source builtin): the caller's, as who adds an imported model to the catalog knows
+ * them. Independent of m->max_batch. */
+void model_describe(const model_t *m, catalog_model_t *out);
+
+/* FLOPs of the forward pass of one sample, counted from the layer list: convolutions and
+ * fully connected layers 2 per multiply-add, other layers one per input element, the
+ * loss 5 per class (the simulator's cost model, sim/cost.c). */
+double model_forward_flops(const model_t *m);
 
 /* PyTorch's default initialisation (uniform +-1/sqrt(fan_in) for weights and biases of
  * conv and fc; Kaiming normal for resnet20 convolutions; bn gamma 1, beta 0, running

@@ -33,7 +33,8 @@
 
 struct cuda_model {
     cuda_ctx_t *ctx;
-    model_t meta;        /* the host model's layers, tensors and sizes; pointers NULL */
+    model_t meta;        /* the host model's sizes; layers and tensors are copies owned here,
+                            every other pointer NULL */
     float *params;       /* (nparams) */
     float *grads;        /* (nparams + MODEL_GRAD_EXTRA) */
     float *momentum;     /* (nparams) */
@@ -48,12 +49,12 @@ struct cuda_model {
     float *scale;        /* (1) clipped gradient scale for cuda_model_sgd */
     void *ws;
     size_t ws_bytes;
-    cuda_conv_plan_t *plans[MODEL_MAX_LAYERS];
-    float *h_x;      /* pinned (max_batch, C, H, W) */
-    int32_t *h_y;    /* pinned (max_batch) */
-    float *h_grads;  /* pinned (nparams + MODEL_GRAD_EXTRA) */
-    float *h_logits; /* pinned (max_batch, num_classes) */
-    float *h_loss;   /* pinned (1) */
+    cuda_conv_plan_t **plans; /* (nlayers): a convolution's plan, NULL for other layers */
+    float *h_x;               /* pinned (max_batch, C, H, W) */
+    int32_t *h_y;             /* pinned (max_batch) */
+    float *h_grads;           /* pinned (nparams + MODEL_GRAD_EXTRA) */
+    float *h_logits;          /* pinned (max_batch, num_classes) */
+    float *h_loss;            /* pinned (1) */
     struct {
         void *p;
         size_t bytes;
@@ -344,13 +345,24 @@ static cuda_model_t *cuda_model_create(const model_t *m, int device, char *err, 
         return NULL;
     }
     cm->meta = *m;
-    /* the copy keeps the layout only: no host pointer may be followed from the device side */
+    /* the copy keeps the layout only: no host pointer of the caller's may be followed
+     * from the device side, and the layer and tensor lists are this model's own */
     model_t *mm = &cm->meta;
     mm->params = mm->grads = mm->momentum = mm->buffers = NULL;
     mm->acts = mm->dacts = mm->aux = mm->ws = mm->probs = mm->dinput = NULL;
     mm->argmax = NULL;
     mm->progress = NULL;
     mm->progress_ctx = NULL;
+    mm->layers = (layer_t *)malloc((size_t)m->nlayers * sizeof *mm->layers);
+    mm->tensors = (tensor_info_t *)malloc((size_t)(m->ntensors ? m->ntensors : 1) * sizeof *mm->tensors);
+    cm->plans = (cuda_conv_plan_t **)calloc((size_t)m->nlayers, sizeof *cm->plans);
+    if (!mm->layers || !mm->tensors || !cm->plans) {
+        snprintf(err, errlen, "cuda model %s: out of host memory", m->name);
+        cuda_model_free(cm);
+        return NULL;
+    }
+    memcpy(mm->layers, m->layers, (size_t)m->nlayers * sizeof *mm->layers);
+    memcpy(mm->tensors, m->tensors, (size_t)m->ntensors * sizeof *mm->tensors);
     if (model_setup(cm, m) != 0) {
         snprintf(err, errlen, "cuda model %s (batch %d) on device %d: %s", m->name, m->max_batch, device, cm->ctx->err);
         cuda_model_free(cm);
@@ -363,7 +375,10 @@ static void cuda_model_free(cuda_model_t *cm)
 {
     if (!cm) return;
     if (cm->ctx) cudaStreamSynchronize(cm->ctx->stream);
-    for (int i = 0; i < MODEL_MAX_LAYERS; i++) cuda_conv2d_plan_free(cm->plans[i]);
+    for (int i = 0; cm->plans && i < cm->meta.nlayers; i++) cuda_conv2d_plan_free(cm->plans[i]);
+    free(cm->plans);
+    free(cm->meta.layers);
+    free(cm->meta.tensors);
     cudaFree(cm->params);
     cudaFree(cm->grads);
     cudaFree(cm->momentum);

@@ -308,10 +308,40 @@
     return spec;
   }
 
+  // The catalog's models and data sets into the form's selects (GET /api/v1/models and
+  // /api/v1/datasets): the names a spec may use, so the page lists none of its own. Choosing
+  // a model picks the data set it trains on; a note says what the model is.
+  async function fillCatalog(f, onChange) {
+    const [ml, dl] = await Promise.all([api('/models'), api('/datasets')]);
+    const models = (ml && ml.models) || [], sets = (dl && dl.datasets) || [];
+    const msel = f.elements.model, dsel = f.elements.dataset;
+    msel.innerHTML = '';
+    dsel.innerHTML = '';
+    for (const m of models) msel.append(el('option', { value: m.name }, m.title + (m.source === 'builtin' ? '' : ' (' + m.source + ')')));
+    for (const d of sets) dsel.append(el('option', { value: d.name }, d.title + (d.present ? '' : ' (not found on the coordinator)')));
+    const byName = new Map(models.map((m) => [m.name, m]));
+    if (byName.has(msel.dataset.default)) msel.value = msel.dataset.default;
+    const note = () => {
+      const m = byName.get(msel.value);
+      $('#model-note').textContent = m ? m.parameters.toLocaleString() + ' parameters, input ' + m.input.channels + '×' +
+        m.input.height + '×' + m.input.width + ', ' + m.classes + ' classes, ' +
+        (m.flops_per_sample / 1e6).toFixed(1) + ' MFLOP a sample' : '';
+    };
+    const follow = () => {
+      const m = byName.get(msel.value);
+      if (m && m.dataset && sets.some((d) => d.name === m.dataset)) dsel.value = m.dataset;
+      note();
+    };
+    msel.addEventListener('change', () => { follow(); onChange(); });
+    follow();
+    onChange();
+  }
+
   function newView() {
     mount('tpl-new');
     const f = $('#job-form');
     const preview = () => { $('#spec-preview').textContent = JSON.stringify(specFromForm(f), null, 2); };
+    fillCatalog(f, preview).catch(apiError);
     const showParams = () => {
       const alg = f.elements.algorithm.value;
       for (const label of f.querySelectorAll('[data-alg]')) label.hidden = !label.dataset.alg.split(' ').includes(alg);

@@ -8,8 +8,6 @@
 (function () {
   'use strict';
   const API = '/api/v1';
-  // Each model with the data set it trains on (the spec's cross-check).
-  const MODELS = { lenet5: 'fashion-mnist', mlp: 'fashion-mnist', cifar10_quick: 'cifar10', resnet20: 'cifar10' };
 
   function token() { return localStorage.getItem('pacer.token') || ''; }
 
@@ -71,8 +69,12 @@
     const head = el('div', { class: 'card-head' });
     head.append(el('h1', {}, 'Cluster'));
     const tools = el('div', { class: 'tools' });
+    // The catalog's models (GET /api/v1/models); the benchmark runs each on the data set
+    // the catalog trains it on (the coordinator's default when none is asked for).
     const pick = el('select', { id: 'bench-model' });
-    for (const m of Object.keys(MODELS)) pick.append(el('option', { value: m }, m));
+    call('/models').then((r) => {
+      for (const m of (r && r.models) || []) pick.append(el('option', { value: m.name }, m.name));
+    }).catch((e) => { if (banner) banner(e.message); });
     const run = el('button', { id: 'bench-run', type: 'button', class: 'primary' }, 'Run benchmark');
     const status = el('span', { id: 'bench-status', class: 'muted' });
     const label = el('label', {}, 'Model ');
@@ -115,8 +117,7 @@
       run.disabled = true;
       status.textContent = 'starting…';
       try {
-        const r = await call('/cluster/benchmark?model=' + encodeURIComponent(pick.value) + '&dataset=' +
-          encodeURIComponent(MODELS[pick.value]), 'POST');
+        const r = await call('/cluster/benchmark?model=' + encodeURIComponent(pick.value), 'POST');
         status.textContent = 'benchmarking ' + r.model + ' on ' + r.hosts.join(', ') + ' (' + r.steps + ' steps each)';
       } catch (e) {
         status.textContent = e.status === 409 ? 'a benchmark is already running' : 'refused: ' + e.message;

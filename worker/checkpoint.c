@@ -20,11 +20,11 @@
 /* Header fields after magic, version and header_bytes, written field by field (no struct
  * dump) so the format does not depend on the compiler's padding: model name, nparams,
  * nbuffers, spec hash, layout hash, then the state. */
-#define HEADER_BYTES_V2 (MODEL_NAME_MAX + 2 * 8 + 2 * 8 + 4 * 8 + 8 + 16 + 8 + 8 + 8 + 4 + 4 * CKPT_MAX_WORKERS)
-/* Version 3 appends global_batch, progress, pass, gain, efficiency and the gns_t state. */
-#define HEADER_BYTES (HEADER_BYTES_V2 + 4 + 8 * 8)
+#define HEADER_BYTES_V3 (MODEL_NAME_MAX + 2 * 8 + 2 * 8 + 4 * 8 + 8 + 16 + 8 + 8 + 8 + 4 + 4 * CKPT_MAX_WORKERS)
+/* Version 4 appends global_batch, progress, pass, gain, efficiency and the gns_t state. */
+#define HEADER_BYTES (HEADER_BYTES_V3 + 4 + 8 * 8)
 #define PREFIX_BYTES 16 /* magic, version, header_bytes */
-_Static_assert(HEADER_BYTES_V2 == MODEL_NAME_MAX + 12 * 8 + 16 + 4 + 4 * CKPT_MAX_WORKERS, "header size");
+_Static_assert(HEADER_BYTES_V3 == MODEL_NAME_MAX + 12 * 8 + 16 + 4 + 4 * CKPT_MAX_WORKERS, "header size");
 #define CKPT_READ_FLOOR ((size_t)64 << 20)
 
 typedef struct {
@@ -388,15 +388,18 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
     uint32_t version, hdr;
     get(&r, &version, 4);
     get(&r, &hdr, 4);
-    if (version < 2)
+    if (version < 3)
         return refuse(err, errlen, path,
-                      "checkpoint format version %u is from an older pacer-worker, which did not record the job "
-                      "spec and model layout; this one reads versions 2 and %u only: start the job afresh",
-                      version, CKPT_VERSION);
-    if (version != CKPT_VERSION && version != 2)
-        return refuse(err, errlen, path, "unsupported checkpoint version %u (this build reads 2 and %u)", version,
+                      "checkpoint format version %u is from an older pacer-worker, %s; this one reads versions 3 "
+                      "and %u only: start the job afresh, or resume it with the pacer-worker that wrote it",
+                      version,
+                      version <= 1 ? "which did not record the job spec and model layout"
+                                   : "which kept model names in 32 bytes (now 64, and tensor names 128)",
                       CKPT_VERSION);
-    const uint32_t header = version == 2 ? HEADER_BYTES_V2 : HEADER_BYTES;
+    if (version != CKPT_VERSION && version != 3)
+        return refuse(err, errlen, path, "unsupported checkpoint version %u (this build reads 3 and %u)", version,
+                      CKPT_VERSION);
+    const uint32_t header = version == 3 ? HEADER_BYTES_V3 : HEADER_BYTES;
     if (hdr != header)
         return refuse(err, errlen, path, "checkpoint field header_bytes = %u, version %u has %u", hdr, version,
                       (unsigned)header);
@@ -444,7 +447,7 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
     get(&r, &s.nworkers, 4);
     get(&r, s.batch_of, 4 * CKPT_MAX_WORKERS);
     s.gain = s.efficiency = 1.0;
-    if (version >= 3) {
+    if (version >= 4) {
         get(&r, &s.global_batch, 4);
         get(&r, &s.progress, 8);
         get(&r, &s.pass, 8);
@@ -455,7 +458,7 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
         get(&r, &s.gns_weight, 8);
         get(&r, &s.gns_samples, 8);
     } else if (want) {
-        s.global_batch = want->global_batch; /* version 2: no goodput planner then */
+        s.global_batch = want->global_batch; /* version 3: no goodput planner then */
     }
     /* Counters any run needs sane, even a tool that compares weights (want NULL). */
     if (s.global_step < 0 || s.epoch < 0 || s.step_in_epoch < 0 || s.cursor < 0 || s.nworkers < 0 ||

@@ -36,7 +36,6 @@
 #define IDX_IMAGES_MAGIC 0x00000803u
 #define IDX_LABELS_MAGIC 0x00000801u
 #define IDX_MAX_SIDE 1024u /* rows/cols beyond this are a corrupt header */
-#define DATA_NUM_CLASSES 10
 #define CIFAR_SIDE 32
 #define CIFAR_IMAGE_BYTES (3 * CIFAR_SIDE * CIFAR_SIDE)
 #define CIFAR_RECORD_BYTES (1 + CIFAR_IMAGE_BYTES)
@@ -233,7 +232,8 @@ static void dataset_init(dataset_t *d)
 
 /* ---- IDX --------------------------------------------------------------------------- */
 
-int dataset_load_idx(const char *images_path, const char *labels_path, dataset_t *out, char *err, size_t errlen)
+int dataset_load_idx(const char *images_path, const char *labels_path, int classes, dataset_t *out, char *err,
+                     size_t errlen)
 {
     gzFile fi = NULL, fl = NULL;
     uint8_t *pixels = NULL, *lab8 = NULL;
@@ -242,6 +242,8 @@ int dataset_load_idx(const char *images_path, const char *labels_path, dataset_t
     int rc;
 
     dataset_init(out);
+    if (classes < 1)
+        return set_err(err, errlen, DATA_EFORMAT, "%s: %d classes is not a class count", labels_path, classes);
     /* Both headers first: a count mismatch is found before any large read. */
     rc = open_file(images_path, &fi, err, errlen);
     if (rc) goto out;
@@ -281,9 +283,9 @@ int dataset_load_idx(const char *images_path, const char *labels_path, dataset_t
         goto out;
     }
     for (uint32_t i = 0; i < n; i++) {
-        if (lab8[i] >= DATA_NUM_CLASSES) {
+        if (lab8[i] >= classes) {
             rc = set_err(err, errlen, DATA_ELABEL, "%s: label %u at index %u out of range [0, %d)", labels_path,
-                         (unsigned)lab8[i], (unsigned)i, DATA_NUM_CLASSES);
+                         (unsigned)lab8[i], (unsigned)i, classes);
             goto out;
         }
         labels[i] = lab8[i];
@@ -293,7 +295,7 @@ int dataset_load_idx(const char *images_path, const char *labels_path, dataset_t
     out->C = 1;
     out->H = (int)rows;
     out->W = (int)cols;
-    out->num_classes = DATA_NUM_CLASSES;
+    out->num_classes = classes;
     out->pixels = pixels;
     out->labels = labels;
     snprintf(out->source, sizeof out->source, "%s", images_path);
@@ -329,8 +331,8 @@ static int cifar_reserve(uint8_t **pixels, int32_t **labels, size_t *cap, size_t
 
 /* Appends the records of one file. A record's image bytes are already C, H, W order
  * (1024 R, then G, then B, each row-major), so they are copied as they are. */
-static int cifar_read_file(const char *path, uint8_t **pixels, int32_t **labels, size_t *cap, size_t *n, char *err,
-                           size_t errlen)
+static int cifar_read_file(const char *path, int classes, uint8_t **pixels, int32_t **labels, size_t *cap, size_t *n,
+                           char *err, size_t errlen)
 {
     gzFile f = NULL;
     uint8_t rec[CIFAR_RECORD_BYTES];
@@ -349,9 +351,9 @@ static int cifar_read_file(const char *path, uint8_t **pixels, int32_t **labels,
                          gz_cut_short(f) ? " (gzip stream ends early)" : "");
             goto out;
         }
-        if (rec[0] >= DATA_NUM_CLASSES) {
+        if (rec[0] >= classes) {
             rc = set_err(err, errlen, DATA_ELABEL, "%s: label %u at index %zu out of range [0, %d)", path,
-                         (unsigned)rec[0], k, DATA_NUM_CLASSES);
+                         (unsigned)rec[0], k, classes);
             goto out;
         }
         if (*n >= (size_t)INT_MAX) {
@@ -371,7 +373,7 @@ out:
     return rc;
 }
 
-int dataset_load_cifar(const char *const *paths, int npaths, dataset_t *out, char *err, size_t errlen)
+int dataset_load_cifar(const char *const *paths, int npaths, int classes, dataset_t *out, char *err, size_t errlen)
 {
     uint8_t *pixels = NULL;
     int32_t *labels = NULL;
@@ -380,8 +382,10 @@ int dataset_load_cifar(const char *const *paths, int npaths, dataset_t *out, cha
 
     dataset_init(out);
     if (!paths || npaths <= 0) return set_err(err, errlen, DATA_ENOENT, "cifar10: no files given");
+    if (classes < 1)
+        return set_err(err, errlen, DATA_EFORMAT, "%s: %d classes is not a class count", paths[0], classes);
     for (int i = 0; i < npaths; i++) {
-        rc = cifar_read_file(paths[i], &pixels, &labels, &cap, &n, err, errlen);
+        rc = cifar_read_file(paths[i], classes, &pixels, &labels, &cap, &n, err, errlen);
         if (rc) goto out;
     }
     /* Give back the unused tail of the last doubling; shrinking cannot fail in a way
@@ -396,7 +400,7 @@ int dataset_load_cifar(const char *const *paths, int npaths, dataset_t *out, cha
     out->C = 3;
     out->H = CIFAR_SIDE;
     out->W = CIFAR_SIDE;
-    out->num_classes = DATA_NUM_CLASSES;
+    out->num_classes = classes;
     out->pixels = pixels;
     out->labels = labels;
     snprintf(out->source, sizeof out->source, "%s", paths[0]);
@@ -409,78 +413,7 @@ out:
     return rc;
 }
 
-/* ---- named data sets --------------------------------------------------------------- */
-
-enum { KIND_IDX, KIND_CIFAR };
-
-typedef struct {
-    const char *name;
-    int kind;
-    const char *shared_subdir; /* under $PACER_SHARED/datasets, or NULL: fixed_dir */
-    const char *fixed_dir;
-    const char *train_files[5]; /* IDX: images, labels; CIFAR: the batches */
-    int ntrain;
-    const char *test_files[2];
-    int ntest;
-    float mean[DATA_MAX_CHANNELS], std[DATA_MAX_CHANNELS];
-} dataset_info_t;
-
-static const dataset_info_t DATASETS[] = {
-    {"fashion-mnist",
-     KIND_IDX,
-     NULL,
-     "/usr/share/datasets/fashion-mnist",
-     {"train-images-idx3-ubyte", "train-labels-idx1-ubyte"},
-     2,
-     {"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"},
-     2,
-     {0.2860f},
-     {0.3530f}},
-    {"mnist",
-     KIND_IDX,
-     "mnist",
-     NULL,
-     {"train-images-idx3-ubyte", "train-labels-idx1-ubyte"},
-     2,
-     {"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"},
-     2,
-     {0.1307f},
-     {0.3081f}},
-    {"cifar10",
-     KIND_CIFAR,
-     "cifar-10",
-     NULL,
-     {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin", "data_batch_5.bin"},
-     5,
-     {"test_batch.bin"},
-     1,
-     {0.4914f, 0.4822f, 0.4465f},
-     {0.2470f, 0.2435f, 0.2616f}},
-};
-#define NUM_DATASETS ((int)(sizeof DATASETS / sizeof DATASETS[0]))
-
-static const dataset_info_t *dataset_find(const char *name)
-{
-    for (int i = 0; name && i < NUM_DATASETS; i++)
-        if (strcmp(DATASETS[i].name, name) == 0) return &DATASETS[i];
-    return NULL;
-}
-
-/* One buffer per data set, rebuilt on every call (PACER_SHARED may have changed). */
-static char default_dirs[NUM_DATASETS][DATA_PATH_MAX];
-
-const char *dataset_default_dir(const char *name)
-{
-    const dataset_info_t *info = dataset_find(name);
-    if (!info) return NULL;
-    if (info->fixed_dir) return info->fixed_dir;
-    const char *shared = getenv("PACER_SHARED");
-    if (!shared || !*shared) shared = "../shared";
-    char *buf = default_dirs[info - DATASETS];
-    int len = snprintf(buf, DATA_PATH_MAX, "%s/datasets/%s", shared, info->shared_subdir);
-    if (len < 0 || len >= DATA_PATH_MAX) return NULL;
-    return buf;
-}
+/* ---- named data sets: the catalog's (common/catalog.h) ------------------------------- */
 
 /* Finds dir/file, trying the raw name first and then file.gz; writes the one that exists
  * into path. When neither does, the message names the raw path. */
@@ -498,31 +431,40 @@ static int probe_file(const char *dir, const char *file, char *path, size_t path
 
 int dataset_load(const char *name, const char *dir, int train, dataset_t *out, char *err, size_t errlen)
 {
-    char paths[5][DATA_PATH_MAX];
-    const char *pp[5];
-    const dataset_info_t *info = dataset_find(name);
+    char paths[CATALOG_FILES_MAX][DATA_PATH_MAX], def[DATA_PATH_MAX];
+    const char *pp[CATALOG_FILES_MAX];
+    catalog_dataset_t info;
     int rc;
 
     dataset_init(out);
-    if (!info)
-        return set_err(err, errlen, DATA_EUNKNOWN, "unknown data set '%s' (known: fashion-mnist, mnist, cifar10)",
-                       name ? name : "(null)");
-    if (!dir || !*dir) dir = dataset_default_dir(name);
-    if (!dir) return set_err(err, errlen, DATA_ENOENT, "%s: default directory path too long", name);
+    if (!name || catalog_dataset_get(name, &info) != 0) {
+        char known[512];
+        catalog_dataset_names(known, sizeof known, "", 0);
+        return set_err(err, errlen, DATA_EUNKNOWN, "unknown data set '%s' (known: %s)", name ? name : "(null)", known);
+    }
+    if (!dir || !*dir) {
+        if (catalog_dataset_default_dir(&info, def, sizeof def) != 0)
+            return set_err(err, errlen, DATA_ENOENT, "%s: default directory path too long", name);
+        dir = def;
+    }
 
-    const char *const *files = train ? info->train_files : info->test_files;
-    int nfiles = train ? info->ntrain : info->ntest;
+    const char(*files)[CATALOG_FILE_MAX] = train ? info.train_files : info.test_files;
+    int nfiles = train ? info.ntrain : info.ntest;
     for (int i = 0; i < nfiles; i++) {
         rc = probe_file(dir, files[i], paths[i], sizeof paths[i], err, errlen);
         if (rc) return rc;
         pp[i] = paths[i];
     }
-    if (info->kind == KIND_IDX) rc = dataset_load_idx(pp[0], pp[1], out, err, errlen);
-    else rc = dataset_load_cifar(pp, nfiles, out, err, errlen);
+    switch (info.format) {
+    case CATALOG_FORMAT_IDX: rc = dataset_load_idx(pp[0], pp[1], info.classes, out, err, errlen); break;
+    case CATALOG_FORMAT_CIFAR: rc = dataset_load_cifar(pp, nfiles, info.classes, out, err, errlen); break;
+    default:
+        rc = set_err(err, errlen, DATA_EUNKNOWN, "%s: format %s has no loader", name, catalog_format_name(info.format));
+    }
     if (rc) return rc;
-    for (int c = 0; c < out->C && c < DATA_MAX_CHANNELS; c++) {
-        out->mean[c] = info->mean[c];
-        out->std[c] = info->std[c];
+    for (int c = 0; c < out->C && c < DATA_MAX_CHANNELS && c < CATALOG_CHANNELS_MAX; c++) {
+        out->mean[c] = info.mean[c];
+        out->std[c] = info.std[c];
     }
     return DATA_OK;
 }

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "catalog.h"
 #include "rng.h"
 
 #define DATA_MAX_CHANNELS 3
@@ -21,7 +22,7 @@
 typedef struct {
     int n;                              /* number of samples */
     int C, H, W;                        /* image shape */
-    int num_classes;                    /* 10 for every data set pacer knows */
+    int num_classes;                    /* the catalog's classes of the data set */
     uint8_t *pixels;                    /* (n, C, H, W) as stored in the file */
     int32_t *labels;                    /* (n), each in [0, num_classes) */
     float mean[DATA_MAX_CHANNELS];      /* per channel, on the [0,1] scale */
@@ -42,21 +43,24 @@ enum {
     DATA_EUNKNOWN = -5, /* unknown data set name */
 };
 
-/* Known data sets: "mnist", "fashion-mnist" (IDX files under dir, standard file names),
- * "cifar10" (data_batch_1..5.bin for train, test_batch.bin for test). Every file may be
- * raw or gzip-compressed: the raw name is tried first, then name + ".gz" (zlib reads
- * both transparently). train selects the split. mean/std are set to the data set's
- * fixed training-split statistics, so train and test use the same transform. */
+/* Loads the split (train or test) of the catalog's data set name (common/catalog.h: its
+ * format, files, classes and statistics; "mnist", "fashion-mnist": IDX files of the
+ * standard names, "cifar10": data_batch_1..5.bin and test_batch.bin) from dir, or from the
+ * data set's default directory when dir is NULL or "" (catalog_dataset_default_dir).
+ * Every file may be raw or gzip-compressed: the raw name is tried first, then name +
+ * ".gz" (zlib reads both transparently). mean/std are set to the data set's fixed
+ * training-split statistics, so train and test use the same transform. */
 int dataset_load(const char *name, const char *dir, int train, dataset_t *out, char *err, size_t errlen);
 
 /* The parsers, exposed for tests. Paths are used exactly as given (no ".gz" probing;
  * zlib's gzread reads raw files too). IDX: images (magic 0x00000803, n, rows, cols,
  * then n*rows*cols bytes) and labels (magic 0x00000801, n, then n bytes); the counts
- * must match, labels must be < 10. CIFAR: one or more files of 3073-byte records
+ * must match, labels must be < classes. CIFAR: one or more files of 3073-byte records
  * (label byte, 1024 R, 1024 G, 1024 B); a size that is not a multiple of 3073 is a
- * truncated file. mean/std are left at 0/1. */
-int dataset_load_idx(const char *images_path, const char *labels_path, dataset_t *out, char *err, size_t errlen);
-int dataset_load_cifar(const char *const *paths, int npaths, dataset_t *out, char *err, size_t errlen);
+ * truncated file. num_classes is set to classes; mean/std are left at 0/1. */
+int dataset_load_idx(const char *images_path, const char *labels_path, int classes, dataset_t *out, char *err,
+                     size_t errlen);
+int dataset_load_cifar(const char *const *paths, int npaths, int classes, dataset_t *out, char *err, size_t errlen);
 
 /* Whether d fits a model that takes C x H x W images and num_classes classes: the same
  * shape, and every label below num_classes. Checked once after loading, for the training
@@ -72,11 +76,6 @@ void dataset_truncate(dataset_t *d, int n);
 void dataset_free(dataset_t *d);
 /* Human-readable text for an error code. */
 const char *data_strerror(int code);
-
-/* Default directory of a data set: fashion-mnist -> /usr/share/datasets/fashion-mnist,
- * mnist -> ../shared/datasets/mnist, cifar10 -> ../shared/datasets/cifar-10 (the last
- * two relative to the current directory; PACER_SHARED overrides ../shared). */
-const char *dataset_default_dir(const char *name);
 
 /* Rank r of `world` takes every world-th position of the (shuffled) epoch order,
  * starting at r: with the same perm on every rank the shards are disjoint and cover

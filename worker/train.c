@@ -542,7 +542,7 @@ static double mapped_bytes(void)
 int worker_check_memory(const job_spec_t *spec, int nworkers, int host_ranks, char *err, size_t errlen)
 {
     memest_t e;
-    if (memest_rank(spec, nworkers, &e) != 0) return 0; /* the spec parser knows every model */
+    if (memest_rank(spec, nworkers, &e, err, errlen) != 0) return -1; /* never unchecked */
     struct rlimit rl;
     if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
         double mapped = mapped_bytes(), limit = (double)rl.rlim_cur;

@@ -58,6 +58,13 @@ try {
   // ---- submit through the form
   await page.goto(base + '/#/new');
   await page.waitForSelector('#job-form');
+  // The model and data-set lists come from the coordinator's catalog (GET /api/v1/models).
+  await page.waitForSelector('select[name=model] option[value=lenet5]', { state: 'attached' });
+  check(await page.$eval('select[name=model]', (s) => s.value) === 'lenet5' &&
+    await page.$eval('select[name=dataset]', (s) => s.value) === 'fashion-mnist', 'the form lists the catalog, LeNet-5 on Fashion-MNIST first');
+  await page.selectOption('select[name=model]', 'resnet20');
+  check(await page.$eval('select[name=dataset]', (s) => s.value) === 'cifar10', 'choosing a model picks its data set');
+  await page.selectOption('select[name=model]', 'lenet5');
   check(await page.evaluate(() => typeof window.uPlot === 'function'), 'uPlot loaded from the coordinator');
   await page.fill('input[name=name]', 'browser');
   await page.fill('input[name=train_subset]', '4096');
@@ -219,6 +226,7 @@ try {
   } else {
     await page.goto(base + '/#/new');
     await page.waitForSelector('#job-form');
+    await page.waitForSelector('select[name=model] option[value=lenet5]', { state: 'attached' });
     await page.waitForFunction(() => document.querySelector('select[name=platform]').options.length > 1, null, { timeout: 10000 });
     await page.fill('input[name=name]', 'browser-sim');
     await page.fill('input[name=train_subset]', '1024');
@@ -303,6 +311,7 @@ try {
   await page.goto(base + '/#/cluster');
   await page.waitForSelector('#hosts-body tr[data-host]', { timeout: 10000 });
   check(await page.$eval('a[data-nav=cluster]', (a) => a.classList.contains('active')), 'the nav links the Cluster page');
+  await page.waitForSelector('#bench-model option[value=mlp]', { state: 'attached' });
   await page.selectOption('#bench-model', 'mlp');
   await page.click('#bench-run');
   await page.waitForFunction(() => {

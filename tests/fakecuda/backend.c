@@ -105,7 +105,9 @@ static cuda_model_t *model_create_(const model_t *m, int device, char *err, size
         snprintf(err, errlen, "fake CUDA backend: out of memory");
         return NULL;
     }
-    if (model_create(m->name, m->max_batch, &cm->m, err, errlen) != 0) {
+    /* The device's copy of the host's layer list, never rebuilt by name: the catalog of
+     * this library is not the worker's (it may not hold a model the worker added). */
+    if (model_clone(m, &cm->m, err, errlen) != 0) {
         free(cm);
         return NULL;
     }

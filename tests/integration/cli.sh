@@ -31,7 +31,7 @@ is_pstate() { [ "$(pstate "$1")" = "$2" ]; }
 
 # ---- usage and an unreachable coordinator, before there is one -------------------------------------
 p --help >"$TMP/out" || fail "pacer --help exited $?"
-for c in submit ls get watch logs cancel retry trace; do
+for c in submit ls get watch logs cancel retry trace models datasets; do
     grep -q "^  $c" "$TMP/out" || fail "pacer --help does not list $c"
 done
 p logs --help | grep -q -- '-f, --follow' || fail "pacer logs --help lacks -f"
@@ -65,6 +65,21 @@ expect_error 1 "HTTP 401" env -u PACER_TOKEN "$PACER" submit "$TMP/small.json"
 p ls >"$TMP/out" || fail "ls exited $?"
 grep -qx "no jobs" "$TMP/out" || fail "ls with no jobs: $(cat "$TMP/out")"
 echo "ok: 404, 400 (field, parameter), 401 print the problem detail and exit 1; nothing was stored"
+
+# ---- the catalog: models and data sets ----------------------------------------------------------------
+p models >"$TMP/out" || fail "pacer models exited $?"
+head -1 "$TMP/out" | grep -q '^NAME  *SOURCE  *INPUT  *CLASSES  *PARAMS' || fail "models header: $(head -1 "$TMP/out")"
+grep -q '^lenet5  *builtin  *1x28x28  *10  *61.7K  *841.2K .* fashion-mnist$' "$TMP/out" || fail "models: $(cat "$TMP/out")"
+[ "$(grep -c builtin "$TMP/out")" = 4 ] || fail "models: not the 4 built-ins: $(cat "$TMP/out")"
+p models resnet20 | grep -q '^layers  *68$' || fail "pacer models resnet20"
+[ "$(p models --json | jq -r '.models | length')" = 4 ] || fail "models --json"
+expect_error 1 "No such model: no model vgg16 in the catalog.*(HTTP 404)" p models vgg16
+expect_error 1 "HTTP 404" p models ../jobs   # one path segment: no way out of /api/v1/models/
+p datasets >"$TMP/out" || fail "pacer datasets exited $?"
+grep -q '^fashion-mnist  *idx  *1x28x28  *10  *60000  *10000  */usr/share/datasets/fashion-mnist$' "$TMP/out" ||
+    fail "datasets: $(cat "$TMP/out")"
+[ "$(p datasets --json | jq -r '[.datasets[].name] | join(" ")')" = "fashion-mnist mnist cifar10" ] || fail "datasets --json"
+echo "ok: models (table, one by name, --json, 404), datasets"
 
 # ---- submit and watch (line by line) --------------------------------------------------------------------
 id1=$(p submit "$TMP/small.json") || fail "submit exited $?"

@@ -94,6 +94,34 @@ expect 404 GET /static/.hidden
 [ "$(curl -s -o /dev/null -w '%{http_code}' -I "$BASE/")" = 200 ] || fail "HEAD /"
 echo "ok: health, openapi, cluster, dashboard files; no traversal, no listing"
 
+# ---- the catalog: models and data sets (common/catalog.h) ----------------------------------------
+# The built-ins with their figures (the catalog's, which test_catalog_matches_models ties
+# to model_create), one by name, 404 for a name it does not hold, and the data sets with
+# where this machine has them (Fashion-MNIST at its Debian directory, a data root).
+expect 200 GET /api/v1/models
+[ "$(jq -r '[.models[] | select(.source == "builtin") | .name] | join(" ")' "$TMP/body")" = "mlp lenet5 cifar10_quick resnet20" ] ||
+    fail "models: $(cat "$TMP/body")"
+jq -e '.models[] | select(.name == "lenet5") | .parameters == 61706 and .classes == 10 and .layers == 11 and
+    .input == {"channels": 1, "height": 28, "width": 28} and .flops_per_sample == 841174 and
+    .memory.model_bytes > 0 and .memory.bytes_per_sample > 0 and .dataset == "fashion-mnist"' "$TMP/body" >/dev/null ||
+    fail "lenet5 in /api/v1/models: $(cat "$TMP/body")"
+expect 200 GET /api/v1/models/resnet20
+jq -e '.name == "resnet20" and .layers == 68 and .buffers == 1376 and .input.channels == 3 and .dataset == "cifar10"' \
+    "$TMP/body" >/dev/null || fail "/api/v1/models/resnet20: $(cat "$TMP/body")"
+expect 404 GET /api/v1/models/vgg16
+problem model-not-found
+jq -r .detail "$TMP/body" | grep -q "no model vgg16 in the catalog" || fail "detail: $(cat "$TMP/body")"
+expect 404 GET "/api/v1/models/a%20b"
+problem model-not-found
+jq -r .detail "$TMP/body" | grep -q "not a model name" || fail "detail: $(cat "$TMP/body")"
+expect 200 GET /api/v1/datasets
+jq -e '.datasets[] | select(.name == "fashion-mnist") | .present == true and .path == "/usr/share/datasets/fashion-mnist"
+    and .format == "idx" and .classes == 10 and .train_samples == 60000 and .test_samples == 10000 and .augment == false' \
+    "$TMP/body" >/dev/null || fail "fashion-mnist in /api/v1/datasets: $(cat "$TMP/body")"
+[ "$(jq -r '[.datasets[].name] | join(" ")' "$TMP/body")" = "fashion-mnist mnist cifar10" ] || fail "datasets: $(cat "$TMP/body")"
+jq -e '.data_roots | length >= 1' "$TMP/body" >/dev/null || fail "datasets: no data_roots: $(cat "$TMP/body")"
+echo "ok: GET /api/v1/models (4 built-ins), /api/v1/models/{name} (404 model-not-found), /api/v1/datasets"
+
 # ---- an on-demand benchmark of the hosts (the pre-flight through the API) ------------------------
 # 202 at once, the round visible in GET /api/v1/cluster, then the measured speed in the
 # host's benchmark and profile; bad parameters and a second round while one runs refused.
@@ -110,7 +138,7 @@ expect 400 POST "/api/v1/cluster/benchmark?model=vgg16" -H "$AUTH"
 problem invalid-benchmark
 expect 400 POST "/api/v1/cluster/benchmark?model=resnet20&dataset=mnist" -H "$AUTH"
 problem invalid-benchmark
-jq -r .detail "$TMP/body" | grep -q "resnet20 needs a 32x32 colour data set" || fail "detail: $(cat "$TMP/body")"
+jq -r .detail "$TMP/body" | grep -q "model: resnet20 takes 3x32x32 images, dataset.name mnist has 1x28x28" || fail "detail: $(cat "$TMP/body")"
 expect 400 POST "/api/v1/cluster/benchmark?hosts=,,," -H "$AUTH"
 problem invalid-parameter parameter hosts
 expect 401 POST /api/v1/cluster/benchmark
@@ -322,7 +350,8 @@ echo "ok: 404 job-not-found from every per-job route (GET, HEAD, DELETE)"
 
 # HEAD: the status and headers of GET.
 for path in /healthz /api/v1/jobs "/api/v1/jobs/$id" "/api/v1/jobs/$id/nodes" "/api/v1/jobs/$id/metrics" "/api/v1/jobs/$id/history" \
-    "/api/v1/jobs/$id/logs" "/api/v1/jobs/$id/checkpoint" /api/v1/cluster /api/v1/openapi.json /metrics / /static/app.js; do
+    "/api/v1/jobs/$id/logs" "/api/v1/jobs/$id/checkpoint" /api/v1/cluster /api/v1/models /api/v1/models/lenet5 \
+    /api/v1/datasets /api/v1/openapi.json /metrics / /static/app.js; do
     expect 200 HEAD "$path"
     [ -n "$(header Content-Type)" ] || fail "HEAD $path has no Content-Type"
 done

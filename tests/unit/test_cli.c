@@ -95,6 +95,13 @@ static void test_args_commands_and_options(void **state)
     assert_true(a.watch);
     assert_int_equal(parse(&a, err, NULL, NULL, "get", "--", "-odd", NULL), 0); /* after --, not an option */
     assert_string_equal(a.arg, "-odd");
+    assert_int_equal(parse(&a, err, NULL, NULL, "models", NULL), 0);
+    assert_int_equal(a.command->cmd, CMD_MODELS);
+    assert_null(a.arg);
+    assert_int_equal(parse(&a, err, NULL, NULL, "models", "lenet5", "--json", NULL), 0);
+    assert_string_equal(a.arg, "lenet5");
+    assert_int_equal(parse(&a, err, NULL, NULL, "datasets", NULL), 0);
+    assert_int_equal(a.command->cmd, CMD_DATASETS);
 
     /* The environment, and the options over it. */
     assert_int_equal(parse(&a, err, "https://coord:8443/pacer", "s3cret", "get", "j-1", NULL), 0);
@@ -149,6 +156,8 @@ static void test_args_refusals(void **state)
         {{"ls", "--url", "http://h x"}, "contains a space or a control character"},
         {{"ls", "--token", "a", "--token-file", "f"}, "--token and --token-file: give one"},
         {{"help", "nothing"}, "help: unknown command 'nothing'"},
+        {{"models", "a", "b"}, "usage: pacer models [NAME]"},
+        {{"datasets", "cifar10"}, "usage: pacer datasets"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char *argv[8] = {"pacer"};
@@ -339,6 +348,70 @@ static void test_jobs_and_job(void **state)
                               "            step 90 (epoch 2), not evaluated, 483.2 KiB\n");
     free(text);
     json_decref(job);
+}
+
+/* The catalog's answers as tables (GET /api/v1/models, /models/{name}, /datasets); a
+ * figure the answer lacks is "-", never 0. */
+static void test_models_and_datasets(void **state)
+{
+    json_t *list = json_loads(
+        "{\"models\": [{\"name\": \"lenet5\", \"title\": \"LeNet-5\", \"source\": \"builtin\", \"input\": "
+        "{\"channels\": 1, \"height\": 28, \"width\": 28}, \"classes\": 10, \"layers\": 11, \"parameters\": 61706, "
+        "\"buffers\": 0, \"flops_per_sample\": 841174, \"memory\": {\"model_bytes\": 855560, \"bytes_per_sample\": "
+        "88416}, \"dataset\": \"fashion-mnist\"}, {\"name\": \"net\", \"title\": \"net\", \"source\": \"onnx\", "
+        "\"input\": {\"channels\": 3, \"height\": 224, \"width\": 224}, \"classes\": 1000, \"layers\": 175, "
+        "\"parameters\": 25557032, \"buffers\": 53120, \"flops_per_sample\": 8.2e9, \"dataset\": null}]}",
+        0, NULL);
+    assert_non_null(list);
+    capture_t c;
+    cap_open(&c);
+    fmt_models(c.f, list);
+    char *text = cap_close(&c);
+    assert_string_equal(text,
+                        "NAME    SOURCE   INPUT      CLASSES  PARAMS  FLOPS/SAMPLE  MODEL MEMORY  PER SAMPLE  DATASET\n"
+                        "lenet5  builtin  1x28x28         10   61.7K        841.2K     835.5 KiB    86.3 KiB  "
+                        "fashion-mnist\n"
+                        "net     onnx     3x224x224     1000   25.6M          8.2G             -           -  -\n");
+    free(text);
+    cap_open(&c);
+    fmt_model(c.f, json_array_get(json_object_get(list, "models"), 0));
+    text = cap_close(&c);
+    assert_string_equal(text, "name        lenet5\n"
+                              "title       LeNet-5\n"
+                              "source      builtin\n"
+                              "input       1x28x28 images, 10 classes\n"
+                              "layers      11\n"
+                              "parameters  61706 (and 0 buffer floats)\n"
+                              "flops       841.2K forward, a sample\n"
+                              "memory      835.5 KiB a rank + 86.3 KiB a sample of its largest batch (+ its data)\n"
+                              "dataset     fashion-mnist\n");
+    free(text);
+    json_decref(list);
+    list = json_loads("{\"models\": []}", 0, NULL);
+    cap_open(&c);
+    fmt_models(c.f, list);
+    text = cap_close(&c);
+    assert_string_equal(text, "no models\n");
+    free(text);
+    json_decref(list);
+
+    list = json_loads("{\"datasets\": [{\"name\": \"fashion-mnist\", \"format\": \"idx\", \"input\": {\"channels\": 1, "
+                      "\"height\": 28, \"width\": 28}, \"classes\": 10, \"train_samples\": 60000, \"test_samples\": "
+                      "10000, \"present\": true, \"path\": \"/usr/share/datasets/fashion-mnist\"}, {\"name\": "
+                      "\"cifar10\", \"format\": \"cifar\", \"input\": {\"channels\": 3, \"height\": 32, \"width\": "
+                      "32}, \"classes\": 10, \"train_samples\": 50000, \"test_samples\": 10000, \"present\": false, "
+                      "\"path\": null}], \"data_roots\": []}",
+                      0, NULL);
+    assert_non_null(list);
+    cap_open(&c);
+    fmt_datasets(c.f, list);
+    text = cap_close(&c);
+    assert_string_equal(text,
+                        "NAME           FORMAT  INPUT    CLASSES  TRAIN   TEST  HERE\n"
+                        "fashion-mnist  idx     1x28x28       10  60000  10000  /usr/share/datasets/fashion-mnist\n"
+                        "cifar10        cifar   3x32x32       10  50000  10000  -\n");
+    free(text);
+    json_decref(list);
 }
 
 static void test_problem_and_states(void **state)
@@ -569,6 +642,7 @@ int main(void)
         cmocka_unit_test(test_times),
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_jobs_and_job),
+        cmocka_unit_test(test_models_and_datasets),
         cmocka_unit_test(test_problem_and_states),
         cmocka_unit_test(test_sse_parser),
         cmocka_unit_test(test_progress),

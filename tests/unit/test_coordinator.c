@@ -30,6 +30,7 @@
 #include <hiredis/hiredis.h>
 #include <jansson.h>
 
+#include "catalog.h"
 #include "coordinator.h"
 #include "dynbatch.h"
 #include "embedded.h"
@@ -1085,6 +1086,98 @@ static void test_daemon_memory_admission(void **state)
     /* the client does not know the hosts: no memory check there */
     assert_int_equal(coord_submit(fx->client, FOUR, id, sizeof id, err, sizeof err), COORD_OK);
     assert_int_equal(coord_cancel(fx->client, id, err, sizeof err), COORD_OK);
+
+    /* A model that is not built in (what the ONNX importer adds) is admitted by its own
+     * figures: 11M parameters and 2M activations a sample need about 1.1 GiB a rank at
+     * batch 64, refused on 200 MiB hosts; not skipped for being unknown to a table. */
+    catalog_model_t m;
+    assert_int_equal(catalog_model_get("resnet20", &m), 0);
+    snprintf(m.name, sizeof m.name, "big-import");
+    m.source = CATALOG_ONNX;
+    m.params = 11000000;
+    m.acts_per_sample = 2000000;
+    if (catalog_model_add(&m, err, sizeof err) != 0) fail_msg("%s", err);
+    static const char BIG[] = "{\"name\": \"b\", \"model\": \"big-import\", \"dataset\": {\"name\": \"cifar10\"}}";
+    rc = coord_submit(fx->daemon, BIG, id, sizeof id, err, sizeof err);
+    assert_int_equal(catalog_model_remove("big-import"), 0);
+    assert_int_equal(rc, COORD_ENOFIT);
+    if (!strstr(err, "= 1 rank x") || !strstr(err, "largest batch 64"))
+        fail_msg("refusal of the imported model: %s", err);
+}
+
+/* The catalog through the API (coordinator/models.c): every model with its figures and
+ * memory, one model by name (404 for another), the data sets with where this machine has
+ * them: the default directory, else a data root holding the files. */
+static void test_catalog_api(void **state)
+{
+    fixture_t *fx = *state;
+    char root[200], dir[300], err[ERRLEN];
+    snprintf(root, sizeof root, "%s/data", fx->dir);
+    snprintf(dir, sizeof dir, "%s/cifar-10", root);
+    assert_int_equal(mkdir(root, 0755), 0);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    static const char *const FILES[] = {"data_batch_1.bin", "data_batch_2.bin.gz", "data_batch_3.bin",
+                                        "data_batch_4.bin", "data_batch_5.bin",    "test_batch.bin"};
+    for (size_t i = 0; i < sizeof FILES / sizeof FILES[0]; i++) {
+        char f[400];
+        snprintf(f, sizeof f, "%s/%s", dir, FILES[i]);
+        assert_int_equal(write_text(f, ""), 0);
+    }
+    const char *roots[] = {root};
+    fx->cfg.data_roots = roots;
+    fx->cfg.ndata_roots = 1;
+    setenv("PACER_SHARED", fx->dir, 1); /* no datasets/ there: mnist and cifar10 absent by default */
+    start_daemon(fx);
+
+    json_t *o = NULL;
+    assert_int_equal(coord_models(fx->daemon, &o), COORD_OK);
+    json_t *models = json_object_get(o, "models");
+    assert_int_equal(json_array_size(models), 4);
+    json_t *lenet = json_array_get(models, 1);
+    assert_string_equal(json_string_value(json_object_get(lenet, "name")), "lenet5");
+    assert_string_equal(json_string_value(json_object_get(lenet, "source")), "builtin");
+    assert_int_equal(json_integer_value(json_object_get(lenet, "parameters")), 61706);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(lenet, "input"), "height")), 28);
+    assert_true(json_real_value(json_object_get(lenet, "flops_per_sample")) == 841174.0);
+    /* (3 x 61706 + 2 + 28800) floats */
+    assert_true(json_real_value(json_object_get(json_object_get(lenet, "memory"), "model_bytes")) ==
+                4.0 * (3 * 61706 + 2 + 28800));
+    json_decref(o);
+
+    catalog_model_t m;
+    assert_int_equal(catalog_model_get("lenet5", &m), 0);
+    snprintf(m.name, sizeof m.name, "onnx-lenet");
+    m.source = CATALOG_ONNX;
+    m.dataset[0] = '\0';
+    if (catalog_model_add(&m, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_int_equal(coord_model(fx->daemon, "onnx-lenet", &o), COORD_OK);
+    assert_string_equal(json_string_value(json_object_get(o, "source")), "onnx");
+    assert_true(json_is_null(json_object_get(o, "dataset")));
+    json_decref(o);
+    assert_int_equal(coord_models(fx->daemon, &o), COORD_OK);
+    assert_int_equal(json_array_size(json_object_get(o, "models")), 5);
+    json_decref(o);
+    assert_int_equal(catalog_model_remove("onnx-lenet"), 0);
+    assert_int_equal(coord_model(fx->daemon, "onnx-lenet", &o), COORD_ENOTFOUND);
+    assert_int_equal(coord_model(fx->daemon, "vgg", &o), COORD_ENOTFOUND);
+
+    assert_int_equal(coord_datasets(fx->daemon, &o), COORD_OK);
+    json_t *sets = json_object_get(o, "datasets");
+    assert_int_equal(json_array_size(sets), 3);
+    json_t *mnist = json_array_get(sets, 1), *cifar = json_array_get(sets, 2);
+    assert_string_equal(json_string_value(json_object_get(mnist, "format")), "idx");
+    assert_false(json_is_true(json_object_get(mnist, "present")));
+    assert_true(json_is_null(json_object_get(mnist, "path")));
+    assert_string_equal(json_string_value(json_object_get(cifar, "format")), "cifar");
+    assert_int_equal(json_integer_value(json_object_get(cifar, "train_samples")), 50000);
+    assert_true(json_is_true(json_object_get(cifar, "present")));
+    char *real = realpath(dir, NULL);
+    assert_non_null(real);
+    assert_string_equal(json_string_value(json_object_get(cifar, "path")), real);
+    free(real);
+    assert_int_equal(json_array_size(json_object_get(o, "data_roots")), 1);
+    json_decref(o);
+    unsetenv("PACER_SHARED");
 }
 
 /* A list filtered by a state a job can still leave (QUEUED, RUNNING, RESTARTING) reads
@@ -1151,6 +1244,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_daemon_stale_heartbeat, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_slots, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_memory_admission, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_catalog_api, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_second_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

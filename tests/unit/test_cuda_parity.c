@@ -995,7 +995,7 @@ static double grad_tol(layer_kind_t k)
  * to end tolerance instead of the per-kind one. */
 static void compare_param_tensors(const model_t *m, const char *what, const float *gpu, const float *cpu, int e2e)
 {
-    char name[96];
+    char name[64 + MODEL_TENSOR_NAME_MAX];
     for (int i = 0; i < m->ntensors; i++) {
         const tensor_info_t *t = &m->tensors[i];
         if (t->is_buffer) continue;
@@ -1012,7 +1012,7 @@ static void check_model_rc(cuda_model_t *cm, int rc, const char *what)
 
 static void model_parity(const char *name, int maxB, int B2)
 {
-    char err[512], label[96];
+    char err[512], label[64 + MODEL_TENSOR_NAME_MAX];
     model_t *m = NULL, *mg = NULL;
     if (model_create(name, maxB, &m, err, sizeof err) != 0) fail_msg("%s", err);
     if (model_create(name, maxB, &mg, err, sizeof err) != 0) fail_msg("%s", err);

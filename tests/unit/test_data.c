@@ -172,7 +172,7 @@ static void check_valid_idx(fixture_t *fx, int gz)
     dataset_t d;
     char err[ERRLEN] = "";
     write_valid_idx(fx, gz);
-    int rc = dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err);
+    int rc = dataset_load_idx(fx->path[0], fx->path[1], 10, &d, err, sizeof err);
     if (rc != DATA_OK) fail_msg("load failed: %s", err);
     assert_int_equal(d.n, NIMG);
     assert_int_equal(d.C, 1);
@@ -205,7 +205,7 @@ static void test_idx_valid_mixed(void **state)
     char err[ERRLEN];
     write_idx_images(tpath(fx, 0, "img"), 0, 0x803, NIMG, SIDE, SIDE, NIMG, 0);
     write_idx_labels(tpath(fx, 1, "lab.gz"), 1, 0x801, NIMG, LABELS5, NIMG);
-    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err), DATA_OK);
+    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], 10, &d, err, sizeof err), DATA_OK);
     assert_int_equal(d.n, NIMG);
     assert_int_equal(d.labels[2], 9);
     dataset_free(&d);
@@ -220,7 +220,7 @@ static void test_idx_missing_images(void **state)
     char err[ERRLEN];
     write_valid_idx(fx, 0);
     const char *missing = tpath(fx, 2, "no-such-images");
-    assert_int_equal(dataset_load_idx(missing, fx->path[1], &d, err, sizeof err), DATA_ENOENT);
+    assert_int_equal(dataset_load_idx(missing, fx->path[1], 10, &d, err, sizeof err), DATA_ENOENT);
     assert_err(err, missing, "cannot open");
     assert_empty(&d);
 }
@@ -232,7 +232,7 @@ static void test_idx_missing_labels(void **state)
     char err[ERRLEN];
     write_valid_idx(fx, 0);
     const char *missing = tpath(fx, 2, "no-such-labels");
-    assert_int_equal(dataset_load_idx(fx->path[0], missing, &d, err, sizeof err), DATA_ENOENT);
+    assert_int_equal(dataset_load_idx(fx->path[0], missing, 10, &d, err, sizeof err), DATA_ENOENT);
     assert_err(err, missing, "cannot open");
     assert_empty(&d);
 }
@@ -244,7 +244,7 @@ static void test_idx_unreadable_directory(void **state)
     char err[ERRLEN];
     write_valid_idx(fx, 0);
     /* A directory opens but cannot be read. */
-    assert_int_equal(dataset_load_idx(fx->dir, fx->path[1], &d, err, sizeof err), DATA_ENOENT);
+    assert_int_equal(dataset_load_idx(fx->dir, fx->path[1], 10, &d, err, sizeof err), DATA_ENOENT);
     assert_err(err, fx->dir, "read error");
 }
 
@@ -255,7 +255,7 @@ static void test_idx_wrong_magic_images(void **state)
     char err[ERRLEN];
     write_valid_idx(fx, 0);
     write_idx_images(fx->path[0], 0, 0x801, NIMG, SIDE, SIDE, NIMG, 0);
-    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err), DATA_EFORMAT);
+    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], 10, &d, err, sizeof err), DATA_EFORMAT);
     assert_err(err, fx->path[0], "magic 0x00000801 (want 0x00000803)");
     assert_empty(&d);
 }
@@ -268,7 +268,7 @@ static void test_idx_wrong_magic_labels(void **state)
     write_valid_idx(fx, 1);
     /* Images passed as labels: the header's magic is the images one. */
     write_idx_labels(fx->path[1], 1, 0x802, NIMG, LABELS5, NIMG);
-    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err), DATA_EFORMAT);
+    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], 10, &d, err, sizeof err), DATA_EFORMAT);
     assert_err(err, fx->path[1], "wrong magic 0x00000802 (want 0x00000801)");
     assert_empty(&d);
 }
@@ -281,7 +281,7 @@ static void test_idx_truncated_header(void **state)
     static const uint8_t head[7] = {0, 0, 8, 3, 0, 0, 0};
     write_valid_idx(fx, 0);
     write_file(fx->path[0], 0, head, sizeof head);
-    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err), DATA_EFORMAT);
+    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], 10, &d, err, sizeof err), DATA_EFORMAT);
     assert_err(err, fx->path[0], "truncated: expected 16 bytes of header, got 7");
 }
 
@@ -292,7 +292,7 @@ static void check_truncated_images(fixture_t *fx, int gz)
     write_valid_idx(fx, gz);
     /* The header says 5 images, the file holds 3. */
     write_idx_images(fx->path[0], gz, 0x803, NIMG, SIDE, SIDE, 3, 0);
-    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err), DATA_EFORMAT);
+    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], 10, &d, err, sizeof err), DATA_EFORMAT);
     assert_err(err, fx->path[0], "truncated: expected 3920 bytes of pixel data, got 2352");
     assert_empty(&d);
 }
@@ -314,7 +314,7 @@ static void test_idx_truncated_gzip_stream(void **state)
     fclose(f);
     assert_true(len > 40 && len < sizeof buf);
     write_file(fx->path[0], 0, buf, len / 2);
-    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err), DATA_EFORMAT);
+    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], 10, &d, err, sizeof err), DATA_EFORMAT);
     assert_err(err, fx->path[0], "truncated");
     assert_empty(&d);
 }
@@ -333,7 +333,7 @@ static void test_idx_corrupt_gzip_crc(void **state)
     assert_int_equal(fseek(f, -8, SEEK_END), 0);
     fputc(c ^ 0xff, f);
     fclose(f);
-    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err), DATA_EFORMAT);
+    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], 10, &d, err, sizeof err), DATA_EFORMAT);
     assert_err(err, fx->path[1], "gzip");
     assert_empty(&d);
 }
@@ -345,7 +345,7 @@ static void test_idx_truncated_labels(void **state)
     char err[ERRLEN];
     write_valid_idx(fx, 0);
     write_idx_labels(fx->path[1], 0, 0x801, NIMG, LABELS5, 2);
-    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err), DATA_EFORMAT);
+    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], 10, &d, err, sizeof err), DATA_EFORMAT);
     assert_err(err, fx->path[1], "truncated: expected 5 bytes of label data, got 2");
     assert_empty(&d);
 }
@@ -360,7 +360,7 @@ static void test_idx_huge_count_short_file(void **state)
     const uint32_t huge = 2000000000u;
     write_idx_images(tpath(fx, 0, "img"), 0, 0x803, huge, SIDE, SIDE, NIMG, 0);
     write_idx_labels(tpath(fx, 1, "lab"), 0, 0x801, huge, LABELS5, NIMG);
-    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err), DATA_EFORMAT);
+    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], 10, &d, err, sizeof err), DATA_EFORMAT);
     assert_err(err, fx->path[0], "truncated: expected 1568000000000 bytes of pixel data, got 3920");
     assert_empty(&d);
 }
@@ -374,7 +374,7 @@ static void test_idx_absurd_dimensions(void **state)
     const uint32_t bad[][3] = {{NIMG, 0, SIDE}, {NIMG, SIDE, 100000}, {0, SIDE, SIDE}, {0x80000000u, SIDE, SIDE}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         write_idx_images(fx->path[0], 0, 0x803, bad[i][0], bad[i][1], bad[i][2], 0, 0);
-        assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err), DATA_EFORMAT);
+        assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], 10, &d, err, sizeof err), DATA_EFORMAT);
         assert_err(err, fx->path[0], "absurd dimensions");
         assert_empty(&d);
     }
@@ -387,7 +387,7 @@ static void test_idx_count_mismatch(void **state)
     char err[ERRLEN];
     write_valid_idx(fx, 0);
     write_idx_labels(fx->path[1], 0, 0x801, NIMG - 1, LABELS5, NIMG - 1);
-    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err), DATA_EFORMAT);
+    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], 10, &d, err, sizeof err), DATA_EFORMAT);
     assert_err(err, fx->path[1], "count mismatch: 4 labels");
     assert_err(err, fx->path[0], "5 images");
     assert_empty(&d);
@@ -401,7 +401,7 @@ static void test_idx_label_out_of_range(void **state)
     const uint8_t bad[NIMG] = {3, 0, 9, 10, 1};
     write_valid_idx(fx, 0);
     write_idx_labels(fx->path[1], 0, 0x801, NIMG, bad, NIMG);
-    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err), DATA_ELABEL);
+    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], 10, &d, err, sizeof err), DATA_ELABEL);
     assert_err(err, fx->path[1], "label 10 at index 3");
     assert_empty(&d);
 }
@@ -414,7 +414,7 @@ static void test_idx_trailing_garbage(void **state)
     char err[ERRLEN];
     write_valid_idx(fx, 1);
     write_idx_images(fx->path[0], 1, 0x803, NIMG, SIDE, SIDE, NIMG, 3);
-    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], &d, err, sizeof err), DATA_EFORMAT);
+    assert_int_equal(dataset_load_idx(fx->path[0], fx->path[1], 10, &d, err, sizeof err), DATA_EFORMAT);
     assert_err(err, fx->path[0], "trailing data after 3920 bytes");
     assert_empty(&d);
 }
@@ -424,7 +424,7 @@ static void test_idx_null_err(void **state)
 {
     fixture_t *fx = *state;
     dataset_t d;
-    assert_int_equal(dataset_load_idx(tpath(fx, 0, "none"), tpath(fx, 1, "none"), &d, NULL, 0), DATA_ENOENT);
+    assert_int_equal(dataset_load_idx(tpath(fx, 0, "none"), tpath(fx, 1, "none"), 10, &d, NULL, 0), DATA_ENOENT);
 }
 
 /* ---- CIFAR ------------------------------------------------------------------------- */
@@ -438,7 +438,7 @@ static void check_valid_cifar(fixture_t *fx, int gz)
     write_cifar(tpath(fx, 0, gz ? "a.bin.gz" : "a.bin"), gz, CLABELS, 0, 3, 0);
     write_cifar(tpath(fx, 1, gz ? "b.bin.gz" : "b.bin"), gz, CLABELS, 3, 2, 0);
     const char *paths[2] = {fx->path[0], fx->path[1]};
-    int rc = dataset_load_cifar(paths, 2, &d, err, sizeof err);
+    int rc = dataset_load_cifar(paths, 2, 10, &d, err, sizeof err);
     if (rc != DATA_OK) fail_msg("load failed: %s", err);
     assert_int_equal(d.n, 5);
     assert_int_equal(d.C, 3);
@@ -471,7 +471,7 @@ static void test_cifar_many_records(void **state)
     for (int i = 0; i < N; i++) labels[i] = (uint8_t)(i % 10);
     write_cifar(tpath(fx, 0, "many.bin.gz"), 1, labels, 0, N, 0);
     const char *paths[1] = {fx->path[0]};
-    assert_int_equal(dataset_load_cifar(paths, 1, &d, err, sizeof err), DATA_OK);
+    assert_int_equal(dataset_load_cifar(paths, 1, 10, &d, err, sizeof err), DATA_OK);
     assert_int_equal(d.n, N);
     for (int i = 0; i < N; i += 499) {
         assert_int_equal(d.labels[i], i % 10);
@@ -487,10 +487,10 @@ static void test_cifar_missing_file(void **state)
     char err[ERRLEN];
     write_cifar(tpath(fx, 0, "a.bin"), 0, CLABELS, 0, 3, 0);
     const char *paths[2] = {fx->path[0], tpath(fx, 1, "missing.bin")};
-    assert_int_equal(dataset_load_cifar(paths, 2, &d, err, sizeof err), DATA_ENOENT);
+    assert_int_equal(dataset_load_cifar(paths, 2, 10, &d, err, sizeof err), DATA_ENOENT);
     assert_err(err, fx->path[1], "cannot open");
     assert_empty(&d);
-    assert_int_equal(dataset_load_cifar(paths, 0, &d, err, sizeof err), DATA_ENOENT);
+    assert_int_equal(dataset_load_cifar(paths, 0, 10, &d, err, sizeof err), DATA_ENOENT);
 }
 
 static void test_cifar_label_out_of_range(void **state)
@@ -502,7 +502,7 @@ static void test_cifar_label_out_of_range(void **state)
     write_cifar(tpath(fx, 0, "a.bin"), 0, CLABELS, 0, 3, 0);
     write_cifar(tpath(fx, 1, "b.bin.gz"), 1, bad, 0, 3, 0);
     const char *paths[2] = {fx->path[0], fx->path[1]};
-    assert_int_equal(dataset_load_cifar(paths, 2, &d, err, sizeof err), DATA_ELABEL);
+    assert_int_equal(dataset_load_cifar(paths, 2, 10, &d, err, sizeof err), DATA_ELABEL);
     assert_err(err, fx->path[1], "label 10 at index 2");
     assert_empty(&d);
 }
@@ -514,7 +514,7 @@ static void check_cifar_truncated(fixture_t *fx, int gz)
     /* Two whole records and 100 bytes of a third. */
     write_cifar(tpath(fx, 0, "a.bin"), gz, CLABELS, 0, 2, 100);
     const char *paths[1] = {fx->path[0]};
-    assert_int_equal(dataset_load_cifar(paths, 1, &d, err, sizeof err), DATA_EFORMAT);
+    assert_int_equal(dataset_load_cifar(paths, 1, 10, &d, err, sizeof err), DATA_EFORMAT);
     assert_err(err, fx->path[0], "truncated record: 6246 bytes is not a multiple of 3073");
     assert_empty(&d);
 }
@@ -530,13 +530,13 @@ static void test_cifar_empty_file(void **state)
     write_cifar(tpath(fx, 0, "a.bin"), 0, CLABELS, 0, 3, 0);
     write_file(tpath(fx, 1, "empty.bin"), 0, "", 0);
     const char *paths[2] = {fx->path[0], fx->path[1]};
-    assert_int_equal(dataset_load_cifar(paths, 2, &d, err, sizeof err), DATA_EFORMAT);
+    assert_int_equal(dataset_load_cifar(paths, 2, 10, &d, err, sizeof err), DATA_EFORMAT);
     assert_err(err, fx->path[1], "empty");
     assert_empty(&d);
     /* An empty gzip stream is an empty file too. */
     write_file(tpath(fx, 2, "empty.bin.gz"), 1, "", 0);
     paths[1] = fx->path[2];
-    assert_int_equal(dataset_load_cifar(paths, 2, &d, err, sizeof err), DATA_EFORMAT);
+    assert_int_equal(dataset_load_cifar(paths, 2, 10, &d, err, sizeof err), DATA_EFORMAT);
     assert_err(err, fx->path[2], "empty");
 }
 
@@ -617,8 +617,19 @@ static void test_load_unknown_name(void **state)
     char err[ERRLEN];
     assert_int_equal(dataset_load("imagenet", "/tmp", 1, &d, err, sizeof err), DATA_EUNKNOWN);
     assert_non_null(strstr(err, "imagenet"));
+    /* the names come from the catalog */
+    assert_non_null(strstr(err, "known: fashion-mnist, mnist, cifar10"));
     assert_empty(&d);
-    assert_null(dataset_default_dir("imagenet"));
+}
+
+/* The default directory of a catalog data set (catalog_dataset_default_dir). */
+static const char *default_dir(const char *name)
+{
+    static char dir[1024];
+    catalog_dataset_t e;
+    assert_int_equal(catalog_dataset_get(name, &e), 0);
+    assert_int_equal(catalog_dataset_default_dir(&e, dir, sizeof dir), 0);
+    return dir;
 }
 
 /* Restores PACER_SHARED after the test changes it; the real-data tests read it. */
@@ -627,13 +638,18 @@ static void test_default_dir(void **state)
     const char *orig = getenv("PACER_SHARED");
     char *saved = orig ? strdup(orig) : NULL;
 
-    assert_string_equal(dataset_default_dir("fashion-mnist"), "/usr/share/datasets/fashion-mnist");
+    assert_string_equal(default_dir("fashion-mnist"), "/usr/share/datasets/fashion-mnist");
     setenv("PACER_SHARED", "/srv/shared", 1);
-    assert_string_equal(dataset_default_dir("mnist"), "/srv/shared/datasets/mnist");
-    assert_string_equal(dataset_default_dir("cifar10"), "/srv/shared/datasets/cifar-10");
+    assert_string_equal(default_dir("mnist"), "/srv/shared/datasets/mnist");
+    assert_string_equal(default_dir("cifar10"), "/srv/shared/datasets/cifar-10");
     unsetenv("PACER_SHARED");
-    assert_string_equal(dataset_default_dir("mnist"), "../shared/datasets/mnist");
-    assert_string_equal(dataset_default_dir("cifar10"), "../shared/datasets/cifar-10");
+    assert_string_equal(default_dir("mnist"), "../shared/datasets/mnist");
+    assert_string_equal(default_dir("cifar10"), "../shared/datasets/cifar-10");
+    /* too long for the buffer: -1, never cut */
+    catalog_dataset_t e;
+    char small[8];
+    assert_int_equal(catalog_dataset_get("mnist", &e), 0);
+    assert_int_equal(catalog_dataset_default_dir(&e, small, sizeof small), -1);
 
     if (saved) {
         setenv("PACER_SHARED", saved, 1);
@@ -869,15 +885,21 @@ static const char *const IDX_FILES[4] = {"train-images-idx3-ubyte", "train-label
 static void check_idx_real(const char *name, const char *label, const int *train_counts, const int *test_counts,
                            int train0, int test0)
 {
-    const char *dir = dataset_default_dir(name);
+    const char *dir = default_dir(name);
     if (!have_files(dir, IDX_FILES, 4)) {
         printf("skip: %s not found at %s\n", label, dir ? dir : "(no default directory)");
         skip();
     }
     dataset_t d;
     int counts[10];
+    catalog_dataset_t e;
+    assert_int_equal(catalog_dataset_get(name, &e), 0);
     load_checked(name, 1, &d);
     assert_int_equal(d.n, 60000);
+    /* the catalog's counts and shape are the files' (the memory estimate uses them) */
+    assert_int_equal(d.n, e.train_n);
+    assert_int_equal(d.C * 10000 + d.H * 100 + d.W, e.C * 10000 + e.H * 100 + e.W);
+    assert_int_equal(d.num_classes, e.classes);
     assert_int_equal(d.C, 1);
     assert_int_equal(d.H, 28);
     assert_int_equal(d.W, 28);
@@ -888,6 +910,7 @@ static void check_idx_real(const char *name, const char *label, const int *train
 
     load_checked(name, 0, &d);
     assert_int_equal(d.n, 10000);
+    assert_int_equal(d.n, e.test_n);
     assert_int_equal(d.H, 28);
     assert_int_equal(d.W, 28);
     assert_int_equal(d.labels[0], test0);
@@ -918,15 +941,18 @@ static void test_real_cifar10(void **state)
                                          "data_batch_4.bin", "data_batch_5.bin", "test_batch.bin"};
     /* Per-class counts of data_batch_1 (shared/datasets/SOURCES.md). */
     static const int batch1[10] = {1005, 974, 1032, 1016, 999, 937, 1030, 1001, 1025, 981};
-    const char *dir = dataset_default_dir("cifar10");
+    const char *dir = default_dir("cifar10");
     if (!have_files(dir, files, 6)) {
         printf("skip: CIFAR-10 not found at %s\n", dir ? dir : "(no default directory)");
         skip();
     }
     dataset_t d;
     int counts[10];
+    catalog_dataset_t e;
+    assert_int_equal(catalog_dataset_get("cifar10", &e), 0);
     load_checked("cifar10", 1, &d);
     assert_int_equal(d.n, 50000);
+    assert_int_equal(d.n, e.train_n);
     assert_int_equal(d.C, 3);
     assert_int_equal(d.H, 32);
     assert_int_equal(d.W, 32);
@@ -941,6 +967,7 @@ static void test_real_cifar10(void **state)
 
     load_checked("cifar10", 0, &d);
     assert_int_equal(d.n, 10000);
+    assert_int_equal(d.n, e.test_n);
     assert_int_equal(d.labels[0], 3); /* cat */
     class_counts(&d, counts);
     for (int c = 0; c < 10; c++) assert_int_equal(counts[c], 1000);

@@ -171,7 +171,7 @@ static void test_gather_refuses_what_does_not_fit(void **state)
     snprintf(ip, sizeof ip, "%s/t10k-images-idx3-ubyte", fx->data);
     snprintf(lp, sizeof lp, "%s/t10k-labels-idx1-ubyte", fx->data);
     dataset_t d;
-    assert_int_equal(dataset_load_idx(ip, lp, &d, err, sizeof err), DATA_OK);
+    assert_int_equal(dataset_load_idx(ip, lp, 10, &d, err, sizeof err), DATA_OK);
     /* room for three 28x28 images: one 40x40 image fits, two do not */
     float *x = malloc(3 * 784 * sizeof *x);
     int32_t y[2];
@@ -317,12 +317,13 @@ static void test_checkpoint_hostile_fields(void **state)
         {"nparams", 61707, "truncated or oversized checkpoint"},
         {"nparams", INT64_MAX, "truncated or oversized checkpoint"},
         {"nbuffers", 1, "truncated or oversized checkpoint"},
-        {"version", 1, "checkpoint format version 1 is from an older pacer-worker"},
-        {"version", 4, "unsupported checkpoint version 4 (this build reads 2 and 3)"},
-        {"version", 2, "checkpoint field header_bytes = "},
+        {"version", 1, "checkpoint format version 1 is from an older pacer-worker, which did not record"},
+        {"version", 2, "checkpoint format version 2 is from an older pacer-worker, which kept model names in 32"},
+        {"version", 5, "unsupported checkpoint version 5 (this build reads 3 and 4)"},
+        {"version", 3, "checkpoint field header_bytes = "},
         {"version", -1, "unsupported checkpoint version 4294967295"},
-        {"header_bytes", 100, "checkpoint field header_bytes = 100, version 3 has"},
-        /* version 3's fields: the global batch in force, the goodput planner's pass, the
+        {"header_bytes", 100, "checkpoint field header_bytes = 100, version 4 has"},
+        /* version 4's fields: the global batch in force, the goodput planner's pass, the
          * noise scale's averages */
         {"global_batch", 65, "global_batch = 65 is outside [16, 16]"},
         {"global_batch", -1, "invalid counters"},
@@ -555,27 +556,37 @@ static void test_checkpoint_validate_other_world(void **state)
     assert_non_null(strstr(err, "nworkers = 4 is outside [1, 3]"));
 }
 
-/* A version 2 checkpoint (the header without version 3's global batch, goodput and
- * noise-scale fields) still resumes: written before this build, it resumes as a run
- * at the spec's global batch with no noise-scale estimate yet. */
-static void test_checkpoint_reads_version2(void **state)
+/* buf (len bytes, a version 4 checkpoint) as version 3 wrote it: the header without
+ * version 4's global batch, goodput and noise-scale fields, header_bytes and version to
+ * match; the CRC is left to the caller. */
+static void to_version3(unsigned char *buf, size_t *len)
 {
-    fixture_t *fx = *state;
-    char good[512], old[600];
-    make_checkpoint(fx, good, sizeof good);
-    snprintf(old, sizeof old, "%s/v2.ckpt", fx->dir);
-    size_t len, off, size, hoff, hsize;
-    unsigned char *buf = read_all(good, &len);
+    size_t off, size, hoff, hsize;
     assert_int_equal(checkpoint_field_at("global_batch", &off, &size), 0);
     const size_t extra = 4 + 8 * 8; /* global_batch .. gns_samples */
-    memmove(buf + off, buf + off + extra, len - off - extra);
-    len -= extra;
-    uint32_t v = 2, hdr;
+    memmove(buf + off, buf + off + extra, *len - off - extra);
+    *len -= extra;
+    uint32_t v = 3, hdr;
     assert_int_equal(checkpoint_field_at("header_bytes", &hoff, &hsize), 0);
     memcpy(&hdr, buf + hoff, 4);
     hdr -= (uint32_t)extra;
     memcpy(buf + 8, &v, 4);
     memcpy(buf + hoff, &hdr, 4);
+}
+
+/* A version 3 checkpoint (main's format before the goodput planner: the header without
+ * version 4's global batch, goodput and noise-scale fields) still resumes: written
+ * before this build, it resumes as a run at the spec's global batch with no noise-scale
+ * estimate yet. */
+static void test_checkpoint_reads_version3(void **state)
+{
+    fixture_t *fx = *state;
+    char good[512], old[600];
+    make_checkpoint(fx, good, sizeof good);
+    snprintf(old, sizeof old, "%s/v3.ckpt", fx->dir);
+    size_t len;
+    unsigned char *buf = read_all(good, &len);
+    to_version3(buf, &len);
     checkpoint_fix_crc(buf, len);
     write_bytes(old, buf, len);
     free(buf);
@@ -584,7 +595,7 @@ static void test_checkpoint_reads_version2(void **state)
     lenet_spec(fx, &spec, NULL);
     char err[1024] = "";
     if (worker_setup(&w, &spec, 0, 1, err, sizeof err) != 0) fail_msg("%s", err);
-    if (worker_resume(&w, old, err, sizeof err) != 0) fail_msg("version 2 refused: %s", err);
+    if (worker_resume(&w, old, err, sizeof err) != 0) fail_msg("version 3 refused: %s", err);
     assert_int_equal(w.global_step, 4);
     assert_int_equal(w.global_batch, 16);
     worker_teardown(&w);
@@ -620,6 +631,79 @@ static void test_checkpoint_field_table(void **state)
     assert_int_equal(checkpoint_field_at("batch_of[256]", &off, &size), -1);
     assert_int_equal(checkpoint_field_at("nope", &off, &size), -1);
     free(buf);
+}
+
+/* A checkpoint of format version 2 (the model name in 32 bytes, the header 32 bytes
+ * shorter than version 3's), laid out byte for byte as that pacer-worker wrote it, is
+ * refused for its version, with a message that says what to do: not for its size or its
+ * CRC. */
+static void test_checkpoint_old_format(void **state)
+{
+    fixture_t *fx = *state;
+    char good[512], old[600];
+    make_checkpoint(fx, good, sizeof good);
+    snprintf(old, sizeof old, "%s/v2.ckpt", fx->dir);
+    size_t len, off, size;
+    unsigned char *buf = read_all(good, &len);
+    to_version3(buf, &len);
+    assert_int_equal(checkpoint_field_at("model", &off, &size), 0);
+    assert_int_equal(size, 64);
+    /* version 2: u32 2, u32 header_bytes 32 less, a 32-byte name, the rest as it is */
+    unsigned char *v2 = malloc(len);
+    assert_non_null(v2);
+    uint32_t version = 2, hdr;
+    memcpy(&hdr, buf + 12, 4);
+    hdr -= 32;
+    memcpy(v2, buf, 8);
+    memcpy(v2 + 8, &version, 4);
+    memcpy(v2 + 12, &hdr, 4);
+    memcpy(v2 + off, buf + off, 32);
+    memcpy(v2 + off + 32, buf + off + 64, len - off - 64);
+    checkpoint_fix_crc(v2, len - 32);
+    write_bytes(old, v2, len - 32);
+
+    static job_spec_t spec;
+    static worker_t w;
+    lenet_spec(fx, &spec, NULL);
+    char err[512] = "";
+    if (worker_setup(&w, &spec, 0, 1, err, sizeof err) != 0) fail_msg("%s", err);
+    expect_refused(&w, old,
+                   "checkpoint format version 2 is from an older pacer-worker, which kept model names in 32 "
+                   "bytes (now 64, and tensor names 128); this one reads versions 3 and 4 only: start the job "
+                   "afresh");
+    worker_teardown(&w);
+    free(v2);
+    free(buf);
+}
+
+/* Tensor names longer than the old 32 bytes (PyTorch's state_dict keys) are kept whole:
+ * a checkpoint round-trips with them, and two names that differ only past byte 32 are
+ * two layouts, not one. */
+static void test_checkpoint_long_tensor_names(void **state)
+{
+    fixture_t *fx = *state;
+    static const char *const LONG1 = "features.denseblock4.denselayer16.conv2.weight";
+    static const char *const LONG2 = "features.denseblock4.denselayer17.conv2.weight";
+    model_t *a = NULL, *b = NULL;
+    char err[512], path[600];
+    assert_int_equal(model_create("lenet5", 2, &a, err, sizeof err), 0);
+    assert_int_equal(model_create("lenet5", 2, &b, err, sizeof err), 0);
+    model_init_params(a, 7);
+    assert_true(strlen(LONG1) > 32 && strlen(LONG1) < MODEL_TENSOR_NAME_MAX);
+    snprintf(a->tensors[0].name, sizeof a->tensors[0].name, "%s", LONG1);
+    snprintf(b->tensors[0].name, sizeof b->tensors[0].name, "%s", LONG1);
+    assert_string_equal(a->tensors[0].name, LONG1);
+    snprintf(path, sizeof path, "%s/long.ckpt", fx->dir);
+    ckpt_state_t st = {.seed = 7, .nworkers = 1, .aug_rng = {{1, 2}}};
+    assert_int_equal(checkpoint_save(path, a, &st, err, sizeof err), 0);
+    ckpt_state_t got;
+    if (checkpoint_load(path, b, NULL, &got, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_memory_equal(a->params, b->params, a->nparams * sizeof(float));
+    snprintf(b->tensors[0].name, sizeof b->tensors[0].name, "%s", LONG2);
+    assert_int_equal(checkpoint_load(path, b, NULL, &got, err, sizeof err), -1);
+    assert_non_null(strstr(err, "parameter layout"));
+    model_free(a);
+    model_free(b);
 }
 
 /* ---- Redis replies ---------------------------------------------------------------------- */
@@ -733,11 +817,13 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gather_refuses_what_does_not_fit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_hostile_fields, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_spec_hash, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_checkpoint_reads_version2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_checkpoint_reads_version3, setup, teardown),
         cmocka_unit_test(test_checkpoint_validate_goodput),
         cmocka_unit_test(test_checkpoint_validate_async),
         cmocka_unit_test(test_checkpoint_validate_other_world),
         cmocka_unit_test_setup_teardown(test_checkpoint_field_table, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_checkpoint_old_format, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_checkpoint_long_tensor_names, setup, teardown),
         cmocka_unit_test(test_redis_assignment_parser),
         cmocka_unit_test(test_redis_dynbatch_parsers),
     };

@@ -1,6 +1,7 @@
-/* tests/unit/test_model.c - the four networks: parameter counts from ALGORITHMS.md, the
- * fused layout (tensors tile the buffers exactly), and a finite-difference check of the
- * whole graph (residual branches, batch norm, pooling) on a few parameters per model. */
+/* tests/unit/test_model.c - the built-in networks: parameter counts from ALGORITHMS.md,
+ * the fused layout (tensors tile the buffers exactly), a finite-difference check of the
+ * whole graph (residual branches, batch norm, pooling) on a few parameters per model, and
+ * the catalog's rows (common/catalog.c) against what model_create builds. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog.h"
 #include "memest.h"
 #include "model.h"
 #include "rng.h"
@@ -193,49 +195,126 @@ static void test_fd_resnet20(void **state)
     fd_check("resnet20", 3, 32, 32, 1e-3f, 1e-1);
 }
 
-/* common/memest.c keeps each model's sizes as constants (the coordinator may not see
- * model/): they must be what model_create allocates, at every batch, or admission
- * (422 at submission) and the worker's check before it allocates would drift. */
-static void test_memest_matches_models(void **state)
+/* The catalog keeps each built-in model's figures (common/catalog.c: the coordinator may
+ * not see model/): they must be what model_create allocates, at every batch, or admission
+ * (422 at submission), the worker's check before it allocates, the API's figures and the
+ * simulator's FLOPs would drift. model_describe is how an imported model's figures are
+ * made, so it is checked against the allocation too. */
+static void test_catalog_matches_models(void **state)
 {
     (void)state;
-    static const char *const NAMES[] = {"mlp", "lenet5", "cifar10_quick", "resnet20"};
     static const int BATCHES[] = {1, 5, 32};
-    for (size_t i = 0; i < sizeof NAMES / sizeof NAMES[0]; i++) {
-        const memest_model_t *e = memest_model(NAMES[i]);
-        assert_non_null(e);
+    catalog_model_t e;
+    int builtins = 0;
+    for (size_t i = 0; catalog_model_at(i, &e) == 0; i++) {
+        if (e.source != CATALOG_BUILTIN) continue;
+        builtins++;
         for (size_t k = 0; k < sizeof BATCHES / sizeof BATCHES[0]; k++) {
             int B = BATCHES[k];
             model_t *m = NULL;
             char err[256];
-            assert_int_equal(model_create(NAMES[i], B, &m, err, sizeof err), 0);
+            if (model_create(e.name, B, &m, err, sizeof err) != 0) fail_msg("catalog model %s: %s", e.name, err);
+            catalog_model_t d;
+            model_describe(m, &d);
             size_t argmax = 0, aux = 0;
             for (int l = 0; l < m->nlayers; l++) {
                 const layer_t *L = &m->layers[l];
                 if (L->kind == LAYER_MAXPOOL) argmax += (size_t)B * L->OC * L->OH * L->OW;
                 if (L->kind == LAYER_BN) aux += 2 * (size_t)L->C;
             }
-            if ((size_t)e->params != m->nparams || (size_t)e->buffers != m->nbuffers ||
-                (size_t)e->fixed != aux + m->ws_floats || (size_t)e->acts_per_sample * B != m->act_floats ||
-                (size_t)e->argmax_per_sample * B != argmax || e->input_per_sample != m->C * m->H * m->W ||
-                e->classes != m->num_classes)
-                fail_msg("memest row of %s at batch %d: params %ld/%zu buffers %ld/%zu fixed %ld/%zu acts %ld/%zu "
-                         "argmax %ld/%zu input %ld/%d (common/memest.c against model_create)",
-                         NAMES[i], B, e->params, m->nparams, e->buffers, m->nbuffers, e->fixed, aux + m->ws_floats,
-                         e->acts_per_sample * B, m->act_floats, e->argmax_per_sample * B, argmax, e->input_per_sample,
-                         m->C * m->H * m->W);
+            if (strcmp(d.name, e.name) != 0 || d.C != e.C || d.H != e.H || d.W != e.W || d.classes != e.classes ||
+                d.layers != e.layers || d.params != e.params || d.buffers != e.buffers || d.fixed != e.fixed ||
+                d.acts_per_sample != e.acts_per_sample || d.argmax_per_sample != e.argmax_per_sample ||
+                d.flops_per_sample != e.flops_per_sample)
+                fail_msg("catalog row of %s at batch %d: shape %dx%dx%d/%dx%dx%d classes %d/%d layers %d/%d params "
+                         "%ld/%ld buffers %ld/%ld fixed %ld/%ld acts %ld/%ld argmax %ld/%ld flops %.0f/%.0f "
+                         "(common/catalog.c against model_describe)",
+                         e.name, B, e.C, e.H, e.W, d.C, d.H, d.W, e.classes, d.classes, e.layers, d.layers, e.params,
+                         d.params, e.buffers, d.buffers, e.fixed, d.fixed, e.acts_per_sample, d.acts_per_sample,
+                         e.argmax_per_sample, d.argmax_per_sample, e.flops_per_sample, d.flops_per_sample);
+            /* ... and model_describe against the allocation: the same sizes, and never
+             * less than what does not grow with the batch */
+            if ((size_t)d.params != m->nparams || (size_t)d.buffers != m->nbuffers ||
+                aux + m->ws_floats > (size_t)d.fixed || aux != m->aux_floats ||
+                (size_t)d.acts_per_sample * B != m->act_floats || (size_t)d.argmax_per_sample * B != argmax ||
+                argmax != m->argmax_ints || d.classes != m->num_classes || d.layers != m->nlayers)
+                fail_msg("model_describe of %s at batch %d: params %ld/%zu buffers %ld/%zu fixed %ld < %zu acts "
+                         "%ld/%zu argmax %ld/%zu",
+                         e.name, B, d.params, m->nparams, d.buffers, m->nbuffers, d.fixed, aux + m->ws_floats,
+                         d.acts_per_sample * B, m->act_floats, d.argmax_per_sample * B, argmax);
+            /* a built-in is trained on a data set it fits */
+            catalog_dataset_t ds;
+            assert_int_equal(catalog_dataset_get(e.dataset, &ds), 0);
+            assert_int_equal(catalog_pair_check(&e, &ds, err, sizeof err), 0);
             model_free(m);
         }
     }
-    assert_null(memest_model("vgg"));
+    assert_int_equal(builtins, 4);
+    assert_int_equal(catalog_model_get("vgg", &e), -1);
+}
+
+/* An entry added to the catalog without a builder in model/ (an imported graph, before
+ * its importer builds it) is refused by name, with what is missing. */
+static void test_catalog_entry_without_builder(void **state)
+{
+    (void)state;
+    catalog_model_t e;
+    assert_int_equal(catalog_model_get("lenet5", &e), 0);
+    snprintf(e.name, sizeof e.name, "imported-net");
+    e.source = CATALOG_ONNX;
+    char err[256];
+    assert_int_equal(catalog_model_add(&e, err, sizeof err), 0);
+    model_t *m = NULL;
+    assert_int_equal(model_create("imported-net", 4, &m, err, sizeof err), -1);
+    assert_null(m);
+    assert_non_null(strstr(err, "model imported-net: no builder for this onnx model"));
+    assert_int_equal(catalog_model_remove("imported-net"), 0);
+    assert_int_equal(model_create("imported-net", 4, &m, err, sizeof err), -1);
+    assert_non_null(strstr(err, "unknown model 'imported-net' (known: mlp, lenet5, cifar10_quick, resnet20)"));
+}
+
+/* model_clone: the same layer list, tensors and sizes in memory of its own, computing the
+ * same logits from the same weights (the stand-in device of tests/fakecuda builds its
+ * model so, never by name). */
+static void test_model_clone(void **state)
+{
+    (void)state;
+    enum { B = 3 };
+    model_t *a = make("resnet20", B), *b = NULL;
+    char err[256];
+    assert_int_equal(model_clone(a, &b, err, sizeof err), 0);
+    assert_int_equal(b->nlayers, a->nlayers);
+    assert_int_equal(b->ntensors, a->ntensors);
+    assert_true(b->layers != a->layers && b->tensors != a->tensors && b->params != a->params);
+    assert_memory_equal(b->layers, a->layers, (size_t)a->nlayers * sizeof *a->layers);
+    assert_memory_equal(b->tensors, a->tensors, (size_t)a->ntensors * sizeof *a->tensors);
+    assert_int_equal(b->nparams, a->nparams);
+    assert_int_equal(b->act_floats, a->act_floats);
+    memcpy(b->params, a->params, a->nparams * sizeof(float));
+    memcpy(b->buffers, a->buffers, a->nbuffers * sizeof(float));
+    float x[B * 3 * 32 * 32];
+    int32_t y[B] = {1, 2, 3};
+    rng_t r;
+    rng_seed(&r, 5);
+    for (size_t i = 0; i < sizeof x / sizeof x[0]; i++) x[i] = rng_normal(&r);
+    float la = model_forward(a, x, y, B, 0), lb = model_forward(b, x, y, B, 0);
+    assert_true(la == lb);
+    assert_memory_equal(model_logits(a), model_logits(b), B * 10 * sizeof(float));
+    model_free(a);
+    model_free(b);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_param_counts), cmocka_unit_test(test_fd_mlp),
-        cmocka_unit_test(test_fd_lenet5),    cmocka_unit_test(test_fd_cifar10_quick),
-        cmocka_unit_test(test_fd_resnet20),  cmocka_unit_test(test_memest_matches_models),
+        cmocka_unit_test(test_param_counts),
+        cmocka_unit_test(test_fd_mlp),
+        cmocka_unit_test(test_fd_lenet5),
+        cmocka_unit_test(test_fd_cifar10_quick),
+        cmocka_unit_test(test_fd_resnet20),
+        cmocka_unit_test(test_catalog_matches_models),
+        cmocka_unit_test(test_catalog_entry_without_builder),
+        cmocka_unit_test(test_model_clone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,6 +18,8 @@
 
 #include <jansson.h>
 
+#include "catalog.h"
+#include "memest.h"
 #include "planner.h"
 #include "spec.h"
 
@@ -343,13 +345,13 @@ static const bad_case_t BAD[] = {
     {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"sgd\"}}",
      "algorithm.name: sgd is single-process; use ssgd for workers > 1"},
     {"{\"model\":\"lenet5\",\"dataset\":{\"name\":\"cifar10\"}}",
-     "model: lenet5 needs a 28x28 grayscale data set, dataset.name is cifar10"},
+     "model: lenet5 takes 1x28x28 images, dataset.name cifar10 has 3x32x32"},
     {"{\"model\":\"mlp\",\"dataset\":{\"name\":\"cifar10\"}}",
-     "model: mlp needs a 28x28 grayscale data set, dataset.name is cifar10"},
+     "model: mlp takes 1x28x28 images, dataset.name cifar10 has 3x32x32"},
     {"{\"model\":\"resnet20\",\"dataset\":{\"name\":\"mnist\"}}",
-     "model: resnet20 needs a 32x32 colour data set (cifar10), dataset.name is mnist"},
+     "model: resnet20 takes 3x32x32 images, dataset.name mnist has 1x28x28"},
     {"{\"model\":\"cifar10_quick\"}",
-     "model: cifar10_quick needs a 32x32 colour data set (cifar10), dataset.name is fashion-mnist"},
+     "model: cifar10_quick takes 3x32x32 images, dataset.name fashion-mnist has 1x28x28"},
     {"{\"model\":\"lenet5\",\"dataset\":{\"name\":\"mnist\",\"augment\":true}}",
      "dataset.augment: only for cifar10, dataset.name is mnist"},
     {"{\"model\":\"lenet5\",\"workers\":4,\"algorithm\":{\"name\":\"nsoftsync\",\"n\":5}}",
@@ -972,7 +974,8 @@ static void test_print_fields(void **state)
     assert_true(strncmp(buf, "| field | type | default | allowed | description |\n", 51) == 0);
     assert_non_null(strstr(buf, "| `optimizer.lr` | number | 0.01 | in (0, 1000] |"));
     assert_non_null(strstr(buf, "| `batch_size` | integer | 64 | between 1 and 65536 |"));
-    assert_non_null(strstr(buf, "| `model` | enum | required |"));
+    assert_non_null(strstr(buf, "| `model` | string | required | a name of the catalog; built in: `mlp`, `lenet5`, "
+                                "`cifar10_quick`, `resnet20` |"));
     size_t rows = 0;
     for (const char *p = buf; (p = strchr(p, '\n')) != NULL; p++) rows++;
     size_t paths = 0;
@@ -1126,6 +1129,151 @@ static void test_range_errors_every_numeric_field(void **state)
     print_message("%d numeric fields, %d out-of-range values refused, each naming its field\n", fields, checks);
 }
 
+/* ---- the catalog: a model added at run time takes the built-ins' paths ---------------- */
+
+/* An imported model (what the ONNX importer will add): a 3x32x32 network with `classes`
+ * outputs and sizes of its own. */
+static catalog_model_t imported(const char *name, int classes)
+{
+    catalog_model_t m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.name, sizeof m.name, "%s", name);
+    snprintf(m.title, sizeof m.title, "an imported net");
+    m.source = CATALOG_ONNX;
+    m.C = 3, m.H = 32, m.W = 32, m.classes = classes, m.layers = 300;
+    m.params = 11000000, m.buffers = 9600, m.fixed = 200000, m.acts_per_sample = 2000000;
+    m.argmax_per_sample = 16384, m.flops_per_sample = 1.1e9;
+    snprintf(m.dataset, sizeof m.dataset, "cifar10");
+    return m;
+}
+
+static void test_catalog_added_model(void **state)
+{
+    (void)state;
+    catalog_model_t m = imported("resnet-user", 10), got;
+    char err[512];
+    job_spec_t s;
+    static const char *const SPEC = "{\"model\":\"resnet-user\",\"dataset\":{\"name\":\"cifar10\"}}";
+    /* unknown before it is added: the list of names is the catalog's */
+    assert_int_equal(spec_parse(SPEC, &s, err, sizeof err), -1);
+    assert_string_equal(err, "model: must be one of mlp, lenet5, cifar10_quick, resnet20");
+
+    if (catalog_model_add(&m, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_int_equal(catalog_model_get("resnet-user", &got), 0);
+    assert_memory_equal(&got, &m, sizeof m);
+    /* listed after the built-ins, and named in the "must be one of" list */
+    assert_int_equal(catalog_model_at(4, &got), 0);
+    assert_string_equal(got.name, "resnet-user");
+    assert_int_equal(spec_parse("{\"model\":\"vgg\"}", &s, err, sizeof err), -1);
+    assert_string_equal(err, "model: must be one of mlp, lenet5, cifar10_quick, resnet20, resnet-user");
+
+    /* validation: the spec names it, the pairing is by its shape and classes */
+    if (spec_parse(SPEC, &s, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_int_equal(spec_parse("{\"model\":\"resnet-user\"}", &s, err, sizeof err), -1);
+    assert_string_equal(err, "model: resnet-user takes 3x32x32 images, dataset.name fashion-mnist has 1x28x28");
+
+    /* the memory estimate sizes it from its own figures: 11M parameters x 3 x 4 bytes and
+     * 2M activations x 2 x 4 bytes a sample */
+    memest_t e;
+    assert_int_equal(spec_parse("{\"model\":\"resnet-user\",\"dataset\":{\"name\":\"cifar10\"},\"batch_size\":32}", &s,
+                                err, sizeof err),
+                     0);
+    assert_int_equal(memest_rank(&s, 1, &e, err, sizeof err), 0);
+    assert_true(e.model_bytes == 4.0 * (3.0 * 11000000 + 4 /* MODEL_GRAD_EXTRA */ + 9600 + 200000));
+    assert_true(e.batch_bytes > 32 * 16.0e6 && e.batch_bytes < 32 * 16.2e6);
+    assert_int_equal(e.max_batch, 32);
+
+    /* a model whose output width is not the data set's classes: both named */
+    catalog_model_t wide = imported("wide-user", 100);
+    if (catalog_model_add(&wide, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_int_equal(spec_parse("{\"model\":\"wide-user\",\"dataset\":{\"name\":\"cifar10\"}}", &s, err, sizeof err),
+                     -1);
+    assert_string_equal(err, "model: wide-user has 100 outputs (classes), dataset.name cifar10 has 10 classes");
+
+    /* removed: refused again, and an estimate of a spec parsed before is refused, not
+     * skipped (the coordinator's admission and the worker's check refuse the job) */
+    assert_int_equal(spec_parse(SPEC, &s, err, sizeof err), 0);
+    assert_int_equal(catalog_model_remove("resnet-user"), 0);
+    assert_int_equal(catalog_model_remove("resnet-user"), -1);
+    assert_int_equal(memest_rank(&s, 1, &e, err, sizeof err), -1);
+    assert_string_equal(err, "model: resnet-user is not in the catalog: no memory estimate");
+    assert_int_equal(spec_parse(SPEC, &s, err, sizeof err), -1);
+    assert_int_equal(catalog_model_remove("wide-user"), 0);
+    /* built-ins stay */
+    assert_int_equal(catalog_model_remove("lenet5"), -1);
+    assert_int_equal(catalog_model_get("lenet5", &got), 0);
+}
+
+/* Every figure of an added entry is checked: an entry in the catalog can always be
+ * estimated, paired and listed. */
+static void test_catalog_add_refusals(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *what;
+        const char *want;
+    } CASES[] = {
+        {"name", "model name: must be 1 to 63 letters, digits, '.', '_' or '-'"},
+        {"builtin-name", "model lenet5: a built-in model has that name"},
+        {"source", "model x: source must be onnx"},
+        {"shape", "model x: input shape 0x32x32 is not a shape"},
+        {"classes", "model x: classes must be >= 1 (is 0)"},
+        {"layers", "model x: layers must be >= 1 (is 0)"},
+        {"params", "model x: sizes must be known (parameters 0,"},
+        {"acts", "model x: sizes must be known (parameters 11000000, buffers 9600, fixed 200000, activations per "
+                 "sample -1,"},
+        {"flops", "model x: FLOPs per sample must be known (is nan)"},
+        {"dataset", "model x: data set imagenet is not in the catalog"},
+        {"duplicate", "model x: already in the catalog"},
+    };
+    char err[512];
+    catalog_model_t ok = imported("x", 10);
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        catalog_model_t m = ok;
+        const char *w = CASES[i].what;
+        if (!strcmp(w, "name")) snprintf(m.name, sizeof m.name, "a/b");
+        if (!strcmp(w, "builtin-name")) snprintf(m.name, sizeof m.name, "lenet5");
+        if (!strcmp(w, "source")) m.source = CATALOG_BUILTIN;
+        if (!strcmp(w, "shape")) m.C = 0;
+        if (!strcmp(w, "classes")) m.classes = 0;
+        if (!strcmp(w, "layers")) m.layers = 0;
+        if (!strcmp(w, "params")) m.params = 0;
+        if (!strcmp(w, "acts")) m.acts_per_sample = -1;
+        if (!strcmp(w, "flops")) m.flops_per_sample = NAN;
+        if (!strcmp(w, "dataset")) snprintf(m.dataset, sizeof m.dataset, "imagenet");
+        if (!strcmp(w, "duplicate") && catalog_model_add(&m, err, sizeof err) != 0) fail_msg("%s", err);
+        assert_int_equal(catalog_model_add(&m, err, sizeof err), -1);
+        if (!strstr(err, CASES[i].want)) fail_msg("%s: \"%s\" does not say \"%s\"", w, err, CASES[i].want);
+    }
+    assert_int_equal(catalog_model_remove("x"), 0);
+    catalog_model_t m;
+    assert_int_equal(catalog_model_get("x", &m), -1);
+
+    /* a data set: the same, and its entry is usable by name once added */
+    catalog_dataset_t d;
+    assert_int_equal(catalog_dataset_get("cifar10", &d), 0);
+    assert_int_equal(catalog_dataset_add(&d, err, sizeof err), -1);
+    assert_non_null(strstr(err, "data set cifar10: source must be user"));
+    d.source = CATALOG_USER;
+    assert_int_equal(catalog_dataset_add(&d, err, sizeof err), -1);
+    assert_non_null(strstr(err, "data set cifar10: a built-in data set has that name"));
+    snprintf(d.name, sizeof d.name, "my-cifar");
+    snprintf(d.test_files[0], sizeof d.test_files[0], "../etc/passwd");
+    assert_int_equal(catalog_dataset_add(&d, err, sizeof err), -1);
+    assert_non_null(strstr(err, "data set my-cifar: test file 0 is not a file name"));
+    snprintf(d.test_files[0], sizeof d.test_files[0], "test_batch.bin");
+    d.classes = 100;
+    if (catalog_dataset_add(&d, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_int_equal(catalog_dataset_add(&d, err, sizeof err), -1);
+    assert_non_null(strstr(err, "data set my-cifar: already in the catalog"));
+    job_spec_t s;
+    assert_int_equal(spec_parse("{\"model\":\"resnet20\",\"dataset\":{\"name\":\"my-cifar\"}}", &s, err, sizeof err),
+                     -1);
+    assert_string_equal(err, "model: resnet20 has 10 outputs (classes), dataset.name my-cifar has 100 classes");
+    assert_int_equal(catalog_dataset_remove("my-cifar"), 0);
+    assert_int_equal(catalog_dataset_remove("cifar10"), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1152,6 +1300,8 @@ int main(void)
         cmocka_unit_test(test_doc_covers_every_field),
         cmocka_unit_test(test_doc_examples_parse),
         cmocka_unit_test(test_range_errors_every_numeric_field),
+        cmocka_unit_test(test_catalog_added_model),
+        cmocka_unit_test(test_catalog_add_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,399 @@
+/* common/catalog.c - see catalog.h. The built-in rows are the tables below; the entries
+ * added at run time live in one growable array per kind behind one mutex. */
+#include "catalog.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Measured from model_create (model/model.c) and checked against it by
+ * test_catalog_matches_models: change a network, change its row. */
+/* clang-format off */
+static const catalog_model_t MODELS[] = {
+    {.name = "mlp", .title = "MLP", .source = CATALOG_BUILTIN, .C = 1, .H = 28, .W = 28, .classes = 10,
+     .layers = 5, .params = 235146, .buffers = 0, .fixed = 0, .acts_per_sample = 778, .argmax_per_sample = 0,
+     .flops_per_sample = 469938, .dataset = "fashion-mnist"},
+    {.name = "lenet5", .title = "LeNet-5", .source = CATALOG_BUILTIN, .C = 1, .H = 28, .W = 28, .classes = 10,
+     .layers = 11, .params = 61706, .buffers = 0, .fixed = 28800, .acts_per_sample = 9874, .argmax_per_sample = 1576,
+     .flops_per_sample = 841174, .dataset = "fashion-mnist"},
+    {.name = "cifar10_quick", .title = "CIFAR-10 quick", .source = CATALOG_BUILTIN, .C = 3, .H = 32, .W = 32,
+     .classes = 10, .layers = 11, .params = 145578, .buffers = 0, .fixed = 279040, .acts_per_sample = 76874,
+     .argmax_per_sample = 8192, .flops_per_sample = 24773938, .dataset = "cifar10"},
+    {.name = "resnet20", .title = "ResNet-20", .source = CATALOG_BUILTIN, .C = 3, .H = 32, .W = 32, .classes = 10,
+     .layers = 68, .params = 269722, .buffers = 1376, .fixed = 193952, .acts_per_sample = 651338,
+     .argmax_per_sample = 0, .flops_per_sample = 81569074, .dataset = "cifar10"},
+};
+
+/* The files and statistics worker/data.c reads; sample counts of the standard files. */
+static const catalog_dataset_t DATASETS[] = {
+    {.name = "fashion-mnist", .title = "Fashion-MNIST", .source = CATALOG_BUILTIN, .format = CATALOG_FORMAT_IDX,
+     .C = 1, .H = 28, .W = 28, .classes = 10, .train_n = 60000, .test_n = 10000,
+     .train_files = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte"}, .ntrain = 2,
+     .test_files = {"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"}, .ntest = 2,
+     .dir = "fashion-mnist", .fixed_dir = "/usr/share/datasets/fashion-mnist",
+     .mean = {0.2860f}, .std = {0.3530f}, .augment = 0},
+    {.name = "mnist", .title = "MNIST", .source = CATALOG_BUILTIN, .format = CATALOG_FORMAT_IDX,
+     .C = 1, .H = 28, .W = 28, .classes = 10, .train_n = 60000, .test_n = 10000,
+     .train_files = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte"}, .ntrain = 2,
+     .test_files = {"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"}, .ntest = 2,
+     .dir = "mnist", .fixed_dir = "", .mean = {0.1307f}, .std = {0.3081f}, .augment = 0},
+    {.name = "cifar10", .title = "CIFAR-10", .source = CATALOG_BUILTIN, .format = CATALOG_FORMAT_CIFAR,
+     .C = 3, .H = 32, .W = 32, .classes = 10, .train_n = 50000, .test_n = 10000,
+     .train_files = {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin",
+                     "data_batch_5.bin"}, .ntrain = 5,
+     .test_files = {"test_batch.bin"}, .ntest = 1,
+     .dir = "cifar-10", .fixed_dir = "", .mean = {0.4914f, 0.4822f, 0.4465f}, .std = {0.2470f, 0.2435f, 0.2616f},
+     .augment = 1},
+};
+/* clang-format on */
+
+/* ---- the entries added at run time ----------------------------------------------------- */
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+typedef struct {
+    void *items; /* catalog_model_t[] or catalog_dataset_t[] */
+    size_t n, cap, size;
+} added_t;
+
+static added_t added_models = {NULL, 0, 0, sizeof(catalog_model_t)};
+static added_t added_datasets = {NULL, 0, 0, sizeof(catalog_dataset_t)};
+
+/* Both entry types begin with their name. */
+_Static_assert(offsetof(catalog_model_t, name) == 0, "a model entry begins with its name");
+_Static_assert(offsetof(catalog_dataset_t, name) == 0, "a data set entry begins with its name");
+static const char *item_name(const added_t *a, size_t i) { return (const char *)a->items + i * a->size; }
+
+/* Index of name among a's entries, or -1. Called with the lock held. */
+static long added_find(const added_t *a, const char *name)
+{
+    for (size_t i = 0; i < a->n; i++)
+        if (strcmp(item_name(a, i), name) == 0) return (long)i;
+    return -1;
+}
+
+/* Copies the entry name (or the i-th when name is NULL) into out: 0, or -1. */
+static int added_get(const added_t *a, const char *name, size_t i, void *out)
+{
+    pthread_mutex_lock(&lock);
+    long k = name ? added_find(a, name) : (i < a->n ? (long)i : -1);
+    if (k >= 0) memcpy(out, item_name(a, (size_t)k), a->size);
+    pthread_mutex_unlock(&lock);
+    return k >= 0 ? 0 : -1;
+}
+
+static int added_put(added_t *a, const void *entry, char *err, size_t errlen, const char *what)
+{
+    const char *name = entry;
+    int rc = -1;
+    pthread_mutex_lock(&lock);
+    if (added_find(a, name) >= 0) {
+        snprintf(err, errlen, "%s %s: already in the catalog", what, name);
+    } else if (a->n >= CATALOG_ADDED_MAX) {
+        snprintf(err, errlen, "%s %s: the catalog holds at most %d added %ss", what, name, CATALOG_ADDED_MAX, what);
+    } else {
+        if (a->n == a->cap) {
+            size_t cap = a->cap ? 2 * a->cap : 8;
+            void *p = realloc(a->items, cap * a->size);
+            if (!p) {
+                snprintf(err, errlen, "%s %s: out of memory", what, name);
+                goto out;
+            }
+            a->items = p;
+            a->cap = cap;
+        }
+        memcpy((char *)a->items + a->n * a->size, entry, a->size);
+        a->n++;
+        rc = 0;
+    }
+out:
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+static int added_remove(added_t *a, const char *name)
+{
+    pthread_mutex_lock(&lock);
+    long k = name ? added_find(a, name) : -1;
+    if (k >= 0) {
+        char *base = a->items;
+        memmove(base + (size_t)k * a->size, base + (size_t)(k + 1) * a->size, (a->n - (size_t)k - 1) * a->size);
+        a->n--;
+    }
+    pthread_mutex_unlock(&lock);
+    return k >= 0 ? 0 : -1;
+}
+
+static int added_has(const added_t *a, const char *name)
+{
+    pthread_mutex_lock(&lock);
+    long k = added_find(a, name);
+    pthread_mutex_unlock(&lock);
+    return k >= 0;
+}
+
+static const catalog_model_t *builtin_model(const char *name);
+static const catalog_dataset_t *builtin_dataset(const char *name);
+
+/* ---- checks ---------------------------------------------------------------------------- */
+
+__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+int catalog_name_valid(const char *name)
+{
+    if (!name || !*name || strlen(name) >= CATALOG_NAME_MAX) return 0;
+    for (const char *s = name; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+                 c == '-';
+        if (!ok) return 0;
+    }
+    return 1;
+}
+
+/* A string member of a struct that came from outside must end inside its buffer. */
+#define TERMINATED(a) (memchr((a), 0, sizeof(a)) != NULL)
+
+/* A file name under the data set's directory: a name, never a path. */
+static int file_name_ok(const char *f, size_t len)
+{
+    return memchr(f, 0, len) && f[0] && !strchr(f, '/') && strcmp(f, ".") != 0 && strcmp(f, "..") != 0;
+}
+
+static int model_check(const catalog_model_t *m, char *err, size_t errlen)
+{
+    if (!TERMINATED(m->name) || !catalog_name_valid(m->name))
+        return fail(err, errlen, "model name: must be 1 to %d letters, digits, '.', '_' or '-'", CATALOG_NAME_MAX - 1);
+    const char *n = m->name;
+    if (!TERMINATED(m->title) || !TERMINATED(m->dataset)) return fail(err, errlen, "model %s: unterminated text", n);
+    if (m->source != CATALOG_ONNX)
+        return fail(err, errlen, "model %s: source must be onnx (built-in models are rows of common/catalog.c)", n);
+    if (m->C < 1 || m->H < 1 || m->W < 1 || (long)m->C * m->H * m->W > (1L << 30))
+        return fail(err, errlen, "model %s: input shape %dx%dx%d is not a shape", n, m->C, m->H, m->W);
+    if (m->classes < 1) return fail(err, errlen, "model %s: classes must be >= 1 (is %d)", n, m->classes);
+    if (m->layers < 1) return fail(err, errlen, "model %s: layers must be >= 1 (is %d)", n, m->layers);
+    if (m->params < 1 || m->buffers < 0 || m->fixed < 0 || m->acts_per_sample < 1 || m->argmax_per_sample < 0)
+        return fail(err, errlen,
+                    "model %s: sizes must be known (parameters %ld, buffers %ld, fixed %ld, activations per "
+                    "sample %ld, argmax per sample %ld)",
+                    n, m->params, m->buffers, m->fixed, m->acts_per_sample, m->argmax_per_sample);
+    if (!(m->flops_per_sample > 0) || m->flops_per_sample > 1e18)
+        return fail(err, errlen, "model %s: FLOPs per sample must be known (is %g)", n, m->flops_per_sample);
+    if (m->dataset[0] && !builtin_dataset(m->dataset) && !added_has(&added_datasets, m->dataset))
+        return fail(err, errlen, "model %s: data set %s is not in the catalog", n, m->dataset);
+    if (builtin_model(n)) return fail(err, errlen, "model %s: a built-in model has that name", n);
+    return 0;
+}
+
+static int dataset_check(const catalog_dataset_t *d, char *err, size_t errlen)
+{
+    if (!TERMINATED(d->name) || !catalog_name_valid(d->name))
+        return fail(err, errlen, "data set name: must be 1 to %d letters, digits, '.', '_' or '-'",
+                    CATALOG_NAME_MAX - 1);
+    const char *n = d->name;
+    if (!TERMINATED(d->title) || !TERMINATED(d->fixed_dir))
+        return fail(err, errlen, "data set %s: unterminated text", n);
+    if (d->source != CATALOG_USER)
+        return fail(err, errlen, "data set %s: source must be user (built-in data sets are rows of common/catalog.c)",
+                    n);
+    if (d->format != CATALOG_FORMAT_IDX && d->format != CATALOG_FORMAT_CIFAR)
+        return fail(err, errlen, "data set %s: unknown format %d", n, (int)d->format);
+    if (d->C < 1 || d->C > CATALOG_CHANNELS_MAX || d->H < 1 || d->W < 1 || (long)d->H * d->W > (1L << 28))
+        return fail(err, errlen, "data set %s: image shape %dx%dx%d is not one pacer reads (at most %d channels)", n,
+                    d->C, d->H, d->W, CATALOG_CHANNELS_MAX);
+    if (d->classes < 1) return fail(err, errlen, "data set %s: classes must be >= 1 (is %d)", n, d->classes);
+    if (d->train_n < 1 || d->test_n < 1)
+        return fail(err, errlen, "data set %s: sample counts must be >= 1 (train %ld, test %ld)", n, d->train_n,
+                    d->test_n);
+    if (d->ntrain < 1 || d->ntrain > CATALOG_FILES_MAX || d->ntest < 1 || d->ntest > CATALOG_FILES_MAX)
+        return fail(err, errlen, "data set %s: 1 to %d files per split (train %d, test %d)", n, CATALOG_FILES_MAX,
+                    d->ntrain, d->ntest);
+    for (int i = 0; i < d->ntrain; i++)
+        if (!file_name_ok(d->train_files[i], sizeof d->train_files[i]))
+            return fail(err, errlen, "data set %s: training file %d is not a file name", n, i);
+    for (int i = 0; i < d->ntest; i++)
+        if (!file_name_ok(d->test_files[i], sizeof d->test_files[i]))
+            return fail(err, errlen, "data set %s: test file %d is not a file name", n, i);
+    if (!file_name_ok(d->dir, sizeof d->dir)) return fail(err, errlen, "data set %s: dir is not a directory name", n);
+    for (int c = 0; c < d->C; c++)
+        if (!(d->std[c] > 0) || !(d->mean[c] >= 0 && d->mean[c] <= 1))
+            return fail(err, errlen, "data set %s: channel %d's mean must be in [0, 1] and its std > 0", n, c);
+    if (builtin_dataset(n)) return fail(err, errlen, "data set %s: a built-in data set has that name", n);
+    return 0;
+}
+
+/* ---- models ---------------------------------------------------------------------------- */
+
+static const catalog_model_t *builtin_model(const char *name)
+{
+    for (size_t i = 0; name && i < ARRAY_LEN(MODELS); i++)
+        if (strcmp(MODELS[i].name, name) == 0) return &MODELS[i];
+    return NULL;
+}
+
+int catalog_model_get(const char *name, catalog_model_t *out)
+{
+    const catalog_model_t *b = builtin_model(name);
+    if (b) return *out = *b, 0;
+    return name ? added_get(&added_models, name, 0, out) : -1;
+}
+
+int catalog_model_at(size_t i, catalog_model_t *out)
+{
+    if (i < ARRAY_LEN(MODELS)) {
+        *out = MODELS[i];
+        return 0;
+    }
+    return added_get(&added_models, NULL, i - ARRAY_LEN(MODELS), out);
+}
+
+int catalog_model_add(const catalog_model_t *m, char *err, size_t errlen)
+{
+    if (!m) return fail(err, errlen, "model: no entry");
+    if (model_check(m, err, errlen) != 0) return -1;
+    return added_put(&added_models, m, err, errlen, "model");
+}
+
+int catalog_model_remove(const char *name) { return added_remove(&added_models, name); }
+
+/* ---- data sets ------------------------------------------------------------------------- */
+
+static const catalog_dataset_t *builtin_dataset(const char *name)
+{
+    for (size_t i = 0; name && i < ARRAY_LEN(DATASETS); i++)
+        if (strcmp(DATASETS[i].name, name) == 0) return &DATASETS[i];
+    return NULL;
+}
+
+int catalog_dataset_get(const char *name, catalog_dataset_t *out)
+{
+    const catalog_dataset_t *b = builtin_dataset(name);
+    if (b) return *out = *b, 0;
+    return name ? added_get(&added_datasets, name, 0, out) : -1;
+}
+
+int catalog_dataset_at(size_t i, catalog_dataset_t *out)
+{
+    if (i < ARRAY_LEN(DATASETS)) {
+        *out = DATASETS[i];
+        return 0;
+    }
+    return added_get(&added_datasets, NULL, i - ARRAY_LEN(DATASETS), out);
+}
+
+int catalog_dataset_add(const catalog_dataset_t *d, char *err, size_t errlen)
+{
+    if (!d) return fail(err, errlen, "data set: no entry");
+    if (dataset_check(d, err, errlen) != 0) return -1;
+    return added_put(&added_datasets, d, err, errlen, "data set");
+}
+
+int catalog_dataset_remove(const char *name) { return added_remove(&added_datasets, name); }
+
+int catalog_dataset_default_dir(const catalog_dataset_t *d, char *out, size_t len)
+{
+    int n;
+    if (d->fixed_dir[0]) {
+        n = snprintf(out, len, "%s", d->fixed_dir);
+    } else {
+        const char *shared = getenv("PACER_SHARED");
+        if (!shared || !*shared) shared = "../shared";
+        n = snprintf(out, len, "%s/datasets/%s", shared, d->dir);
+    }
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+static int file_there(const char *dir, const char *file)
+{
+    char path[CATALOG_DIR_MAX * 4];
+    int n = snprintf(path, sizeof path, "%s/%s.gz", dir, file);
+    if (n < 0 || (size_t)n >= sizeof path) return 0;
+    if (access(path, R_OK) == 0) return 1;
+    path[n - 3] = '\0';
+    return access(path, R_OK) == 0;
+}
+
+int catalog_dataset_present(const catalog_dataset_t *d, const char *dir)
+{
+    if (!dir || !*dir) return 0;
+    for (int i = 0; i < d->ntrain; i++)
+        if (!file_there(dir, d->train_files[i])) return 0;
+    for (int i = 0; i < d->ntest; i++)
+        if (!file_there(dir, d->test_files[i])) return 0;
+    return 1;
+}
+
+/* ---- both ------------------------------------------------------------------------------ */
+
+int catalog_pair_check(const catalog_model_t *m, const catalog_dataset_t *d, char *err, size_t errlen)
+{
+    if (m->C != d->C || m->H != d->H || m->W != d->W)
+        return fail(err, errlen, "model: %s takes %dx%dx%d images, dataset.name %s has %dx%dx%d", m->name, m->C, m->H,
+                    m->W, d->name, d->C, d->H, d->W);
+    if (m->classes != d->classes)
+        return fail(err, errlen, "model: %s has %d outputs (classes), dataset.name %s has %d classes", m->name,
+                    m->classes, d->name, d->classes);
+    return 0;
+}
+
+static void join(char *buf, size_t len, size_t *used, const char *quote, const char *name)
+{
+    if (*used >= len) return;
+    int w = snprintf(buf + *used, len - *used, "%s%s%s%s", *used ? ", " : "", quote, name, quote);
+    if (w > 0) *used += (size_t)w;
+}
+
+void catalog_model_names(char *buf, size_t len, const char *quote, int builtin_only)
+{
+    size_t used = 0;
+    catalog_model_t m;
+    if (len) buf[0] = '\0';
+    for (size_t i = 0; (!builtin_only || i < ARRAY_LEN(MODELS)) && catalog_model_at(i, &m) == 0; i++)
+        join(buf, len, &used, quote, m.name);
+}
+
+void catalog_dataset_names(char *buf, size_t len, const char *quote, int builtin_only)
+{
+    size_t used = 0;
+    if (len) buf[0] = '\0';
+    for (size_t i = 0; i < ARRAY_LEN(DATASETS); i++) join(buf, len, &used, quote, DATASETS[i].name);
+    /* Names only: the entries themselves are large, so no copy of each. */
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; !builtin_only && i < added_datasets.n; i++)
+        join(buf, len, &used, quote, item_name(&added_datasets, i));
+    pthread_mutex_unlock(&lock);
+}
+
+const char *catalog_source_name(catalog_source_t s)
+{
+    switch (s) {
+    case CATALOG_BUILTIN: return "builtin";
+    case CATALOG_ONNX: return "onnx";
+    case CATALOG_USER: return "user";
+    }
+    return "unknown";
+}
+
+const char *catalog_format_name(catalog_format_t f)
+{
+    switch (f) {
+    case CATALOG_FORMAT_IDX: return "idx";
+    case CATALOG_FORMAT_CIFAR: return "cifar";
+    }
+    return "unknown";
+}

@@ -1,0 +1,153 @@
+/* common/catalog.h - what pacer knows about models and data sets: one table, read by spec
+ * validation (spec.c: the names, the model/data-set pairing), the memory estimate
+ * (memest.c), the data loaders (worker/data.c: files, format, classes, normalisation),
+ * the model builders (model/model.c: input shape and classes) and the API
+ * (GET /api/v1/models, /api/v1/datasets; the dashboard's form and `pacer models` ask it).
+ *
+ * Built-in entries are rows of catalog.c. An entry that is not built in (an ONNX model
+ * imported at run time; later a user's data set) is added with catalog_model_add /
+ * catalog_dataset_add by whoever parses it, with every figure filled in (a model's from
+ * model_describe on the model it built), and from then on takes the same paths as a
+ * built-in: the spec may name it, the memory estimate sizes it, the coordinator admits it
+ * by it, the API lists it. Nothing in pacer knows a model or data set by name outside
+ * this table; model/ keeps only its builder functions, by name.
+ *
+ * The figures of the built-in models are measured from model_create (model/model.c):
+ * test_catalog_matches_models (tests/unit/test_model.c) builds every built-in and fails
+ * when a row drifts from it (change a network, change its row).
+ *
+ * Thread safety: one mutex guards the entries added at run time. Lookups copy the entry
+ * out, so an entry removed meanwhile never leaves a caller with a dangling pointer; a
+ * listing by index (catalog_model_at) may skip or repeat an entry added or removed
+ * between two calls, never read a freed one. No allocation on lookups; nothing here is
+ * called inside a training step.
+ */
+#ifndef PACER_CATALOG_H
+#define PACER_CATALOG_H
+
+#include <stddef.h>
+
+#define CATALOG_NAME_MAX 64  /* names are job-spec values (SPEC_NAME_MAX) */
+#define CATALOG_TITLE_MAX 64 /* what people read: "LeNet-5" */
+#define CATALOG_FILES_MAX 8  /* files of one split of a data set */
+#define CATALOG_FILE_MAX 64  /* one file name, relative to the data set's directory */
+#define CATALOG_DIR_MAX 256
+#define CATALOG_CHANNELS_MAX 3 /* per-channel normalisation of a data set */
+#define CATALOG_ADDED_MAX 256  /* entries added at run time, of each kind */
+
+/* Where an entry comes from; the API says it as catalog_source_name gives it. */
+typedef enum {
+    CATALOG_BUILTIN = 0, /* "builtin": a row of catalog.c, built by model/model.c */
+    CATALOG_ONNX = 1,    /* "onnx": an imported graph, added at run time */
+    CATALOG_USER = 2,    /* "user": a user's data set, added at run time */
+} catalog_source_t;
+
+/* How a data set's files are read (worker/data.c); the API says "idx", "cifar". */
+typedef enum {
+    CATALOG_FORMAT_IDX = 0,   /* IDX images + labels (MNIST's), each maybe gzipped */
+    CATALOG_FORMAT_CIFAR = 1, /* CIFAR-10 binary batches of 3073-byte records */
+} catalog_format_t;
+
+typedef struct {
+    char name[CATALOG_NAME_MAX]; /* the spec's "model" */
+    char title[CATALOG_TITLE_MAX];
+    catalog_source_t source;
+    int C, H, W; /* input of one sample */
+    int classes; /* output width: the logits, one per class */
+    int layers;  /* entries of model/'s layer list */
+    /* Sizes in elements (floats unless named), as model_create allocates them; the
+     * memory estimate (memest.h) is made of these. */
+    long params;  /* trainable parameters */
+    long buffers; /* non-trained buffers (batch-norm running statistics) */
+    /* Floats that do not grow with the batch: batch-norm saved statistics + the largest
+     * convolution workspace (its column budget caps it). */
+    long fixed;
+    long acts_per_sample;   /* one activation arena, per sample of the batch */
+    long argmax_per_sample; /* int32, maxpool argmax, per sample */
+    /* The forward pass of one sample (a multiply-add is 2): the cost model of sim/cost.c
+     * (training is 3x). */
+    double flops_per_sample;
+    /* The data set it is usually trained on (the form's and a benchmark's default); "" =
+     * none. */
+    char dataset[CATALOG_NAME_MAX];
+} catalog_model_t;
+
+typedef struct {
+    char name[CATALOG_NAME_MAX]; /* the spec's "dataset.name" */
+    char title[CATALOG_TITLE_MAX];
+    catalog_source_t source;
+    catalog_format_t format;
+    int C, H, W;          /* one image */
+    int classes;          /* labels are in [0, classes) */
+    long train_n, test_n; /* samples of the files (before train_subset / test_subset) */
+    /* Under the data set's directory; each may also be there as NAME.gz. IDX: images
+     * then labels; CIFAR: the batches in order. */
+    char train_files[CATALOG_FILES_MAX][CATALOG_FILE_MAX];
+    int ntrain;
+    char test_files[CATALOG_FILES_MAX][CATALOG_FILE_MAX];
+    int ntest;
+    /* Its directory's name under a data root and under $PACER_SHARED/datasets. */
+    char dir[CATALOG_NAME_MAX];
+    /* Its default directory when that is fixed (a Debian package's); "" =
+     * $PACER_SHARED/datasets/DIR. */
+    char fixed_dir[CATALOG_DIR_MAX];
+    /* Per channel, on the [0,1] scale, of the training split: x = (pixel/255 - mean) / std. */
+    float mean[CATALOG_CHANNELS_MAX];
+    float std[CATALOG_CHANNELS_MAX];
+    int augment; /* dataset.augment (random crop with padding, horizontal flip) allowed */
+} catalog_dataset_t;
+
+/* ---- models ------------------------------------------------------------------------- */
+
+/* The entry named name, copied into *out: 0, or -1 when the catalog has none. */
+int catalog_model_get(const char *name, catalog_model_t *out);
+/* The i-th entry (built-ins first, in table order, then the added ones in the order they
+ * came): 0, or -1 past the end. */
+int catalog_model_at(size_t i, catalog_model_t *out);
+/* Adds an entry that is not built in. Every figure is checked (a valid name that is not
+ * taken, a source other than builtin, positive shape, classes, layers, parameters,
+ * activations and FLOPs, a known data set or ""), so an entry in the catalog can always
+ * be estimated and paired. 0, or -1 with err naming the field. */
+int catalog_model_add(const catalog_model_t *m, char *err, size_t errlen);
+/* Removes an added entry: 0, or -1 when name is not an added one (built-ins stay). */
+int catalog_model_remove(const char *name);
+
+/* ---- data sets ----------------------------------------------------------------------- */
+
+int catalog_dataset_get(const char *name, catalog_dataset_t *out);
+int catalog_dataset_at(size_t i, catalog_dataset_t *out);
+/* As catalog_model_add: a valid new name, a known format, positive shape (at most
+ * CATALOG_CHANNELS_MAX channels), classes and sample counts, files of safe names, a
+ * positive std per channel. */
+int catalog_dataset_add(const catalog_dataset_t *d, char *err, size_t errlen);
+int catalog_dataset_remove(const char *name);
+
+/* The directory a data set is read from when the spec gives no dataset.path: fixed_dir,
+ * else $PACER_SHARED/datasets/DIR ($PACER_SHARED defaults to ../shared, relative to the
+ * current directory). 0, or -1 when it does not fit in len. */
+int catalog_dataset_default_dir(const catalog_dataset_t *d, char *out, size_t len);
+/* Whether directory dir holds every file of both splits (each raw or .gz): 1 or 0. */
+int catalog_dataset_present(const catalog_dataset_t *d, const char *dir);
+
+/* ---- both ---------------------------------------------------------------------------- */
+
+/* Whether model m can train on data set d: the same image shape and as many classes as
+ * the model has outputs. 0, or -1 with err naming both, e.g. "model: lenet5 takes 1x28x28
+ * images, dataset.name cifar10 has 3x32x32" or "model: net has 100 outputs (classes),
+ * dataset.name cifar10 has 10 classes". */
+int catalog_pair_check(const catalog_model_t *m, const catalog_dataset_t *d, char *err, size_t errlen);
+
+/* The names of every model (or data set) in catalog order, joined by ", ", each wrapped
+ * in quote; only the built-ins when builtin_only. Cut (never overflowed) at len. */
+void catalog_model_names(char *buf, size_t len, const char *quote, int builtin_only);
+void catalog_dataset_names(char *buf, size_t len, const char *quote, int builtin_only);
+
+/* The name rule of the catalog and of job names (spec.c): 1 to CATALOG_NAME_MAX - 1
+ * letters, digits, '.', '_' and '-' (no quoting needed in a URL, a log line or a shell). */
+int catalog_name_valid(const char *name);
+
+/* "builtin", "onnx", "user"; "idx", "cifar". */
+const char *catalog_source_name(catalog_source_t s);
+const char *catalog_format_name(catalog_format_t f);
+
+#endif

@@ -1,0 +1,117 @@
+/* coordinator/models.c - the catalog (common/catalog.h) through the API: its models and
+ * data sets as JSON (GET /api/v1/models, /api/v1/models/{name}, /api/v1/datasets), and
+ * where this machine has each data set's files. Read-only: nothing here is stored in Redis;
+ * the catalog is the process's own. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+#include "coord_internal.h"
+#include "memest.h"
+
+/* {"channels", "height", "width"}: the shape of one image, as the API spells it. */
+static json_t *shape_json(int C, int H, int W)
+{
+    return json_pack("{s:i, s:i, s:i}", "channels", C, "height", H, "width", W);
+}
+
+static json_t *model_json(const catalog_model_t *m)
+{
+    double model_bytes, per_sample;
+    memest_model(m, &model_bytes, &per_sample);
+    json_t *j = json_pack("{s:s, s:s, s:s, s:o, s:i, s:i, s:I, s:I, s:f, s:{s:f, s:f}}", "name", m->name, "title",
+                          m->title[0] ? m->title : m->name, "source", catalog_source_name(m->source), "input",
+                          shape_json(m->C, m->H, m->W), "classes", m->classes, "layers", m->layers, "parameters",
+                          (json_int_t)m->params, "buffers", (json_int_t)m->buffers, "flops_per_sample",
+                          m->flops_per_sample, "memory", "model_bytes", model_bytes, "bytes_per_sample", per_sample);
+    /* The data set it is trained on by default, or null: never a made-up one. */
+    if (j) json_object_set_new(j, "dataset", m->dataset[0] ? json_string(m->dataset) : json_null());
+    return j;
+}
+
+int coord_models(coordinator_t *c, json_t **out)
+{
+    (void)c;
+    json_t *list = json_array();
+    catalog_model_t m;
+    for (size_t i = 0; list && catalog_model_at(i, &m) == 0; i++) {
+        if (json_array_append_new(list, model_json(&m)) != 0) {
+            json_decref(list);
+            list = NULL;
+        }
+    }
+    *out = list ? json_pack("{s:o}", "models", list) : NULL;
+    return *out ? COORD_OK : COORD_EINTERNAL;
+}
+
+int coord_model(coordinator_t *c, const char *name, json_t **out)
+{
+    (void)c;
+    catalog_model_t m;
+    *out = NULL;
+    if (!name || catalog_model_get(name, &m) != 0) return COORD_ENOTFOUND;
+    *out = model_json(&m);
+    return *out ? COORD_OK : COORD_EINTERNAL;
+}
+
+/* Where this machine has d's files, resolved: its default directory (what a spec without
+ * dataset.path reads), else DIR under the first data root that holds them (a path a
+ * spec may give); "" when neither. */
+static void dataset_found(const coordinator_t *c, const catalog_dataset_t *d, char *path, size_t len)
+{
+    char def[PATH_MAX], real[PATH_MAX];
+    path[0] = '\0';
+    /* resolved: a default relative to the daemon's directory means nothing to a client */
+    if (catalog_dataset_default_dir(d, def, sizeof def) == 0 && catalog_dataset_present(d, def) &&
+        realpath(def, real) && strlen(real) < len) {
+        snprintf(path, len, "%s", real);
+        return;
+    }
+    for (int i = 0; i < c->ndata_roots; i++) {
+        char dir[PATH_MAX + CATALOG_NAME_MAX + 2];
+        snprintf(dir, sizeof dir, "%s/%s", c->data_roots[i], d->dir);
+        if (catalog_dataset_present(d, dir) && strlen(dir) < len) {
+            snprintf(path, len, "%s", dir);
+            return;
+        }
+    }
+}
+
+static json_t *dataset_json(const coordinator_t *c, const catalog_dataset_t *d)
+{
+    char def[PATH_MAX], found[PATH_MAX];
+    if (catalog_dataset_default_dir(d, def, sizeof def) != 0) def[0] = '\0';
+    dataset_found(c, d, found, sizeof found);
+    json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:o, s:i, s:I, s:I, s:b, s:s, s:b}", "name", d->name, "title",
+                          d->title[0] ? d->title : d->name, "source", catalog_source_name(d->source), "format",
+                          catalog_format_name(d->format), "input", shape_json(d->C, d->H, d->W), "classes", d->classes,
+                          "train_samples", (json_int_t)d->train_n, "test_samples", (json_int_t)d->test_n, "augment",
+                          d->augment, "default_path", def, "present", found[0] != '\0');
+    if (j) json_object_set_new(j, "path", found[0] ? json_string(found) : json_null());
+    return j;
+}
+
+int coord_datasets(coordinator_t *c, json_t **out)
+{
+    json_t *list = json_array();
+    catalog_dataset_t d;
+    for (size_t i = 0; list && catalog_dataset_at(i, &d) == 0; i++) {
+        if (json_array_append_new(list, dataset_json(c, &d)) != 0) {
+            json_decref(list);
+            list = NULL;
+        }
+    }
+    json_t *roots = json_array();
+    for (int i = 0; roots && i < c->ndata_roots; i++) json_array_append_new(roots, json_string(c->data_roots[i]));
+    *out = NULL;
+    if (!list || !roots) {
+        json_decref(list);
+        json_decref(roots);
+        return COORD_EINTERNAL;
+    }
+    /* json_pack takes both, on failure too */
+    *out = json_pack("{s:o, s:o}", "datasets", list, "data_roots", roots);
+    return *out ? COORD_OK : COORD_EINTERNAL;
+}

@@ -448,7 +448,7 @@
       for (const name of Object.keys(RANK_CHARTS)) {
         const box = $('[data-chart="' + name + '"] .plot');
         // An optional chart (noise scale, goodput) shows once a record has its value.
-        if (RANK_CHARTS[name].optional) box.parentNode.hidden = !s.stores[name].ranks.length;
+        if (RANK_CHARTS[name].optional) box.parentNode.hidden = !s.stores[RANK_CHARTS[name].showWith || name].ranks.length;
         const series = [{ label: 't (s)', value: (u, v) => (v === null || v === undefined ? '–' : v.toFixed(1)) }];
         for (const r of s.stores[name].ranks) {
           // Hover: each rank's latest value at the cursor (a row holds one rank's point).

@@ -65,7 +65,7 @@ DEP_LIBS    := -ljansson -lz -lhiredis -lpthread -lm -ldl
 INC_common      = -Icommon
 INC_kernels     = -Ikernels/cpu
 INC_kernels_cuda = -Ikernels/cuda -Ikernels/cpu
-INC_model       = -Imodel -Ikernels/cpu -Icommon
+INC_model       = -Imodel -Ikernels/cpu -Icommon -I$(BUILD)/gen   # gen: onnx.pb-c.h (below)
 INC_model_cuda  = -Imodel -Ikernels/cuda -Ikernels/cpu -Icommon
 INC_worker      = -Iworker -Imodel -Ikernels/cpu -Icommon
 INC_coordinator = -Icoordinator -Icommon
@@ -128,6 +128,19 @@ NVFLAGS  ?= -O3 -std=c++17 $(CUDA_GENCODE) -Xcompiler -fPIC -I$(CUDA_HOME)/inclu
 CUDA_SO   = $(BUILD)/libpacer_cuda.so
 endif
 
+# ---- ONNX (model/onnx_import.c) -----------------------------------------------------
+# The C code of ONNX's protobuf messages is generated at build time with protoc-c from the
+# onnx.proto that Debian's python3-onnx installs (the .proto is not copied into the
+# repository), into $(BUILD)/gen, and archived with model/. -fPIC: the simulator's worker
+# (sim/sim.mk) is a shared object and links the same object. The generated code is not
+# ours to warn about (-w). Packages: protobuf-c-compiler, libprotobuf-c-dev, python3-onnx
+# (deploy/install-deps.sh, build group).
+ONNX_PROTO ?= /usr/lib/python3/dist-packages/onnx/onnx.proto
+PROTOC_C   ?= protoc-c
+ONNX_PB    := $(BUILD)/gen/onnx.pb-c
+ONNX_OBJ   := $(BUILD)/obj/gen/onnx.pb-c.o
+ONNX_LIBS  := -lprotobuf-c
+
 # ---- sources ------------------------------------------------------------------------
 COMMON_SRC  := $(wildcard common/*.c)
 KERNELS_SRC := $(wildcard kernels/cpu/*.c)
@@ -154,7 +167,7 @@ LIBHTTP    := $(BUILD)/libpacer_http.a
 LIBCLI     := $(BUILD)/libpacer_cli.a
 CUDA_OBJ   := $(if $(filter yes,$(WITH_CUDA)),$(patsubst %.cu,$(BUILD)/obj/%.cu.o,$(CUDA_SRC)))
 
-WORKER_LIBS = $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON) $(BLAS_LIBS) $(MPI_LIBS) $(DEP_LIBS)
+WORKER_LIBS = $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON) $(BLAS_LIBS) $(MPI_LIBS) $(ONNX_LIBS) $(DEP_LIBS)
 COORD_LIBS  = $(LIBHTTP) $(LIBCOORD) $(LIBCOMMON) -lmicrohttpd $(DEP_LIBS)
 
 UNIT_BIN  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -195,6 +208,7 @@ endef
 $(eval $(call archive,$(LIBCOMMON),$(COMMON_SRC)))
 $(eval $(call archive,$(LIBKERNELS),$(KERNELS_SRC)))
 $(eval $(call archive,$(LIBMODEL),$(MODEL_SRC)))
+$(LIBMODEL): $(ONNX_OBJ)
 $(eval $(call archive,$(LIBWORKER),$(WORKER_SRC)))
 $(eval $(call archive,$(LIBCOORD),$(COORD_SRC)))
 $(eval $(call archive,$(LIBHTTP),$(HTTP_SRC)))
@@ -204,6 +218,16 @@ $(BUILD)/%.a:
 	@rm -f $@
 	ar rcs $@ $(filter %.o,$^)
 FORCE:
+
+$(ONNX_PB).c: $(ONNX_PROTO)
+	@mkdir -p $(dir $@)
+	@test -f $(ONNX_PROTO) || { echo "$(ONNX_PROTO) not found: install python3-onnx (make deps)" >&2; exit 1; }
+	$(PROTOC_C) --proto_path=$(dir $(ONNX_PROTO)) --c_out=$(dir $@) $(ONNX_PROTO)
+$(ONNX_PB).h: $(ONNX_PB).c
+$(ONNX_OBJ): $(ONNX_PB).c
+	@mkdir -p $(dir $@)
+	$(CC) -D_GNU_SOURCE $(CSTD) $(OPT) -g -w -fPIC $(SANFLAGS) -I$(BUILD)/gen -c $< -o $@
+$(BUILD)/obj/model/onnx_import.o: $(ONNX_PB).h
 
 # The backend is built with the worker (order-only: the worker does not link it).
 $(BUILD)/pacer-worker: $(call obj,worker/main.c) $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON) | $(CUDA_SO)

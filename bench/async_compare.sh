@@ -1,5 +1,6 @@
 # The comparison of the DBS-SGD paper (issues 4 and 11): 4 workers with emulated
-# slowdowns SLOW, the same wall-clock budget (BUDGET s) for every algorithm, on LeNet-5 /
+# slowdowns SLOW (default [1, 1, 2, 4] scaled to the cores by fit_slowdowns, bench/lib.sh:
+# [4, 4, 8, 16] on 2 cores), the same wall-clock budget (BUDGET s) for every algorithm, on LeNet-5 /
 # Fashion-MNIST, LeNet-5 / MNIST and cifar10_quick / CIFAR-10 (when present), over
 # SEEDS. Per algorithm, mean ± sd over the seeds of: the final weights' training loss
 # (train_loss, on a fixed training subset), test accuracy, the speedup (training
@@ -14,7 +15,7 @@
 . bench/lib.sh
 BUDGET=${BUDGET:-40}
 SEEDS=${SEEDS:-1 2 3}
-SLOW=${SLOW:-[4, 4, 8, 16]}
+SLOW=${SLOW:-$(fit_slowdowns "[1, 1, 2, 4]")}
 DATASETS=${DATASETS:-fashion-mnist mnist cifar10}
 ALGOS=${ALGOS:-asgd nsoftsync dc-asgd ddc-asgd dbs-sgd ssgd}
 run() { # DATASET MODEL ALGO WORKERS NP SLOWDOWNS SEED

@@ -22,6 +22,13 @@ meansd() {
               m = s / n; v = n > 1 ? (q - n * m * m) / (n - 1) : 0
               if (n == 1) printf "%.*f\n", d, m; else printf "%.*f ± %.*f\n", d, m, d, sqrt(v > 0 ? v : 0) }'
 }
+# fit_slowdowns SLOWDOWNS - the slowdowns (a JSON array) scaled to this machine's cores,
+# the relative speeds kept, by the rule deploy/demo.sh uses (deploy/fit-slowdowns.jq):
+# "[1, 1, 2, 4]" gives [4, 4, 8, 16] on 2 cores, [1, 1, 2, 4] from 6.
+fit_slowdowns() {
+    jq -n --argjson s "$1" '{emulate: {slowdown: $s}}' | jq --argjson cores "$(nproc)" -f deploy/fit-slowdowns.jq |
+        jq -r '.emulate.slowdown | "[" + (map(tostring) | join(", ")) + "]"'
+}
 # faithful SUMMARY - "yes" or "NO (x of y cores)" from a summary's emulation object.
 faithful() {
     jq -r 'if .emulation.faithful then "yes" else "NO (\(.emulation.demand_cores * 100 | round / 100) of \(.emulation.cores) cores)" end' "$1"

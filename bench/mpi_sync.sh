@@ -7,15 +7,16 @@
 # 2. hpsgd: its closing line (merges, time inside MPI and inside MPI_Wait) against the raw
 #    allreduce of part 1; what overlap saves against a blocking allreduce of the same
 #    rounds, measured the same way for both, is bench/hpsgd_overlap.sh's;
-# 3. a heterogeneous cluster: 4 workers with slowdowns SLOW (default [4,4,8,16], which
-#    fits in 2 cores; [1,1,2,4] asks for 2.75), LeNet-5 / Fashion-MNIST, 2 epochs: ssgd,
+# 3. a heterogeneous cluster: 4 workers with slowdowns SLOW (default [1, 1, 2, 4] scaled
+#    to the cores by fit_slowdowns: [4, 4, 8, 16] on 2 cores, as [1, 1, 2, 4] asks for
+#    2.75), LeNet-5 / Fashion-MNIST, 2 epochs: ssgd,
 #    ssgd + dynamic batching, hpsgd, hier-bsp, local-sgd, over SEEDS, mean ± sd, with
 #    whether the emulation was faithful. Timing figures mean something only on a quiet
 #    machine (docs/RESULTS.md).
 #   SEEDS="5 6 7" SLOW="[4, 4, 8, 16]" sh bench/mpi_sync.sh
 . bench/lib.sh
 SEEDS=${SEEDS:-5 6 7}
-SLOW=${SLOW:-[4, 4, 8, 16]}
+SLOW=${SLOW:-$(fit_slowdowns "[1, 1, 2, 4]")}
 nseeds=$(echo $SEEDS | wc -w)
 NP_COUNT=61708   # lenet5 parameters + [batch, batch x loss]
 md ""

@@ -180,6 +180,14 @@ static double num(json_t *o, const char *key)
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
+/* A number field in fmt, or "-" when it is missing or null (not measured: never 0). */
+static void num_cell(json_t *o, const char *key, const char *fmt, char *out, size_t len)
+{
+    double v = num(o, key);
+    if (isfinite(v)) snprintf(out, len, fmt, v);
+    else snprintf(out, len, "-");
+}
+
 static void int_cell(json_t *o, const char *key, char *out, size_t len)
 {
     json_t *v = json_object_get(o, key);
@@ -468,13 +476,15 @@ void fmt_job(FILE *f, json_t *job, double now)
     }
     json_t *sum = json_object_get(job, "summary");
     if (json_is_object(sum)) {
-        char tp[32];
-        double sps = num(sum, "train_samples_per_s");
-        snprintf(tp, sizeof tp, "%.0f", isfinite(sps) ? sps : 0);
-        snprintf(buf, sizeof buf,
-                 "test accuracy %.4f, test loss %.4f, train loss %.4f; %lld steps, %.1f s, %s samples/s",
-                 num(sum, "test_accuracy"), num(sum, "test_loss"), num(sum, "train_loss"),
-                 (long long)json_integer_value(json_object_get(sum, "steps")), num(sum, "wall_s"), tp);
+        char acc[32], tl[32], trl[32], steps[24], wall[32], tp[32];
+        num_cell(sum, "test_accuracy", "%.4f", acc, sizeof acc);
+        num_cell(sum, "test_loss", "%.4f", tl, sizeof tl);
+        num_cell(sum, "train_loss", "%.4f", trl, sizeof trl);
+        int_cell(sum, "steps", steps, sizeof steps);
+        num_cell(sum, "wall_s", "%.1f", wall, sizeof wall);
+        num_cell(sum, "train_samples_per_s", "%.0f", tp, sizeof tp);
+        snprintf(buf, sizeof buf, "test accuracy %s, test loss %s, train loss %s; %s steps, %s s, %s samples/s", acc,
+                 tl, trl, steps, wall, tp);
         row(f, "result", buf);
     }
     if (*str(job, "log")) row(f, "log", str(job, "log"));

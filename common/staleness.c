@@ -1,6 +1,7 @@
 /* common/staleness.c - see staleness.h. */
 #include "staleness.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -49,15 +50,19 @@ void staleness_add(staleness_acc_t *a, int64_t tau)
     s->p95 = staleness_quantile(a, 0.95);
 }
 
-double staleness_mean(const staleness_t *s) { return s->count ? (double)s->sum / (double)s->count : 0.0; }
+double staleness_mean(const staleness_t *s) { return s->count ? (double)s->sum / (double)s->count : NAN; }
 
 int staleness_to_json(const staleness_t *s, char *buf, size_t len)
 {
-    int o = snprintf(buf, len,
-                     "{\"count\":%lld,\"sum\":%lld,\"sumsq\":%lld,\"mean\":%.4f,\"p50\":%lld,\"p95\":%lld,"
-                     "\"max\":%lld,\"overflow\":%lld,\"hist\":[",
-                     (long long)s->count, (long long)s->sum, (long long)s->sumsq, staleness_mean(s), (long long)s->p50,
-                     (long long)s->p95, (long long)s->max, (long long)s->overflow);
+    int o = s->count ? snprintf(buf, len,
+                                "{\"count\":%lld,\"sum\":%lld,\"sumsq\":%lld,\"mean\":%.4f,\"p50\":%lld,\"p95\":%lld,"
+                                "\"max\":%lld,\"overflow\":%lld,\"hist\":[",
+                                (long long)s->count, (long long)s->sum, (long long)s->sumsq, staleness_mean(s),
+                                (long long)s->p50, (long long)s->p95, (long long)s->max, (long long)s->overflow)
+                     : snprintf(buf, len,
+                                "{\"count\":0,\"sum\":%lld,\"sumsq\":%lld,\"mean\":null,\"p50\":null,\"p95\":null,"
+                                "\"max\":null,\"overflow\":%lld,\"hist\":[",
+                                (long long)s->sum, (long long)s->sumsq, (long long)s->overflow);
     for (int b = 0; b < STALENESS_BUCKETS && o >= 0 && (size_t)o < len; b++)
         o += snprintf(buf + o, len - (size_t)o, "%s%lld", b ? "," : "", (long long)s->hist[b]);
     if (o >= 0 && (size_t)o < len) o += snprintf(buf + o, len - (size_t)o, "]}");

@@ -46,10 +46,13 @@ int64_t staleness_bucket_low(int b);
 void staleness_add(staleness_acc_t *a, int64_t tau);
 /* The exact q-quantile of the accumulated values (0 when empty). */
 int64_t staleness_quantile(const staleness_acc_t *a, double q);
+/* The mean of the accumulated values; NaN when there are none (not measured, not 0). */
 double staleness_mean(const staleness_t *s);
 /* The one JSON form of a summary:
  *   {"count","sum","sumsq","mean","p50","p95","max","overflow","hist":[9]}
- * written into buf without a newline; returns the length, or -1 when it does not fit. */
+ * written into buf without a newline; returns the length, or -1 when it does not fit.
+ * With count 0 (no update applied yet) "mean", "p50", "p95" and "max" are null: the
+ * statistics of no values are missing, never 0 (issue 29). */
 int staleness_to_json(const staleness_t *s, char *buf, size_t len);
 #define STALENESS_JSON_MAX 512 /* always enough for staleness_to_json */
 /* The same object for jansson users (summary, coordinator API): a new reference, NULL

@@ -181,18 +181,31 @@ int hosts_usable(coordinator_t *c, const char **names, int max, int *slots)
     return n < max ? n : max;
 }
 
+/* A host's last benchmark, with only what it measured (issue 29): one under way has no
+ * figures yet, a failed one its error and no speed, and the ratio comes once its round has
+ * ended (the API showed 0 for each of them). */
+static json_t *bench_json(const host_bench_t *b)
+{
+    json_t *o = json_pack("{s:b, s:s}", "running", b->running, "model", b->model);
+    if (!o || b->running) return o;
+    json_object_set_new(o, "time", json_real(b->time));
+    if (b->device[0]) json_object_set_new(o, "device", json_string(b->device));
+    if (b->error[0]) {
+        json_object_set_new(o, "error", json_string(b->error));
+        return o;
+    }
+    if (b->samples_per_s > 0) json_object_set_new(o, "samples_per_s", json_real(b->samples_per_s));
+    if (b->ratio > 0) json_object_set_new(o, "ratio", json_real(b->ratio));
+    return o;
+}
+
 json_t *hosts_json(coordinator_t *c)
 {
     json_t *arr = json_array();
     for (int i = 0; arr && i < c->nhosts; i++) {
         const host_t *h = &c->hosts[i];
         json_t *b = json_null();
-        if (h->bench.time > 0 || h->bench.running) {
-            b = json_pack("{s:b, s:f, s:s, s:s, s:f, s:f}", "running", h->bench.running, "time", h->bench.time, "model",
-                          h->bench.model, "device", h->bench.device, "samples_per_s", h->bench.samples_per_s, "ratio",
-                          h->bench.ratio);
-            if (b && h->bench.error[0]) json_object_set_new(b, "error", json_string(h->bench.error));
-        }
+        if (h->bench.time > 0 || h->bench.running) b = bench_json(&h->bench);
         json_array_append_new(arr, json_pack("{s:s, s:i, s:s, s:s, s:f, s:f, s:o}", "name", h->name, "slots", h->slots,
                                              "state", host_state_name(h->state), "reason", h->reason, "since", h->since,
                                              "checked", h->checked, "benchmark", b ? b : json_null()));

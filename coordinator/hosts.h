@@ -35,7 +35,8 @@ typedef struct {
     double time; /* when the last one ended (0: never) */
     char model[SPEC_NAME_MAX], device[16];
     double samples_per_s; /* 0 when it failed */
-    double ratio;         /* samples_per_s / the median of the hosts benchmarked with it */
+    double ratio;         /* samples_per_s / the median of the hosts benchmarked with it;
+                             NaN until its round has ended */
     char error[256];      /* why it failed ("" when it did not) */
 } host_bench_t;
 

@@ -47,6 +47,15 @@ typedef struct {
     json_int_t epoch;
 } jcell_t;
 
+/* The evaluation that stands for one epoch, or one made between epoch ends (an "eval"
+ * record, eval_every_steps: its own point, keyed by its step; see history_add). */
+typedef struct {
+    json_int_t epoch, step;
+    double time, acc, loss, samples; /* loss NAN: the record had none */
+    int rank, final;                 /* final: from a final record */
+    int between;                     /* from an eval record */
+} eval_t;
+
 struct history {
     long points; /* per series, in force */
     int nb, jb;  /* buckets per rank series, job-loss buckets */
@@ -56,7 +65,8 @@ struct history {
     double job_samples;
     hrank_t *ranks;
     jcell_t *job;
-    json_t *acc;
+    eval_t *evals; /* HISTORY_ACC_MAX, one per epoch (and eval record), in the order first seen */
+    int nevals;
     int oom;
 };
 
@@ -79,8 +89,8 @@ history_t *history_new(long points, double from, double to, int nranks)
     h->nranks = nranks;
     h->ranks = calloc((size_t)nranks, sizeof *h->ranks);
     h->job = calloc((size_t)h->jb, sizeof *h->job);
-    h->acc = json_array();
-    if (!h->ranks || !h->job || !h->acc) {
+    h->evals = calloc(HISTORY_ACC_MAX, sizeof *h->evals);
+    if (!h->ranks || !h->job || !h->evals) {
         history_free(h);
         return NULL;
     }
@@ -93,7 +103,7 @@ void history_free(history_t *h)
     for (int r = 0; h->ranks && r < h->nranks; r++) free(h->ranks[r].cells);
     free(h->ranks);
     free(h->job);
-    json_decref(h->acc);
+    free(h->evals);
     free(h);
 }
 
@@ -123,6 +133,53 @@ static void cell_add(cell_t *c, ends_t *e, double t, double v)
     c->n++;
 }
 
+/* The accuracy series (issue 29): one evaluation per epoch, the one of the rank that made
+ * it. A record carries an evaluation when its test_accuracy is a number (the worker writes
+ * it only into the record of the rank that evaluated, in the epoch record of the epoch it
+ * ends: worker/train.c). Per epoch, the latest epoch record's evaluation stands: an attempt
+ * resumed from a checkpoint evaluates again the epochs it trains again, and the run went
+ * on from that evaluation. A final record's counts only for an epoch that has no epoch
+ * record (a run resumed after its last epoch end evaluates the restored weights; the
+ * epoch record of that epoch can be lost with the attempt that ended it). Streams written
+ * before this rule hold final records of ranks that evaluated nothing, with 0, labelled
+ * with an epoch the evaluating rank reported in an epoch record, or with epoch 0: epochs
+ * below 1 carry no evaluation, and such a final record never replaces an epoch record. */
+static void add_eval(history_t *h, json_t *rec, int rank, double t, int final, int between)
+{
+    double acc = num(rec, "test_accuracy");
+    json_t *ej = json_object_get(rec, "epoch"), *sj = json_object_get(rec, "step");
+    if (!isfinite(acc) || !json_is_integer(ej) || json_integer_value(ej) < 1) return;
+    if (between && !json_is_integer(sj)) return;
+    json_int_t epoch = json_integer_value(ej), step = between ? json_integer_value(sj) : 0;
+    eval_t *e = NULL;
+    /* From the newest: a resumed attempt re-evaluates recent epochs (and steps). */
+    for (int i = h->nevals - 1; i >= 0 && !e; i--)
+        if (h->evals[i].epoch == epoch && h->evals[i].between == between && h->evals[i].step == step) e = &h->evals[i];
+    if (e && ((final && !e->final) || (final == e->final && t < e->time))) return;
+    if (!e) {
+        if (h->nevals >= HISTORY_ACC_MAX) return;
+        e = &h->evals[h->nevals++];
+    }
+    *e = (eval_t){.epoch = epoch,
+                  .step = step,
+                  .between = between,
+                  .time = t,
+                  .acc = acc,
+                  .loss = num(rec, "test_loss"),
+                  .samples = h->job_samples,
+                  .rank = rank,
+                  .final = final};
+}
+
+static int eval_cmp(const void *a, const void *b)
+{
+    const eval_t *x = a, *y = b;
+    /* an epoch's evaluations between epoch ends (by step) before its epoch-end one */
+    if (x->epoch != y->epoch) return (x->epoch > y->epoch) - (x->epoch < y->epoch);
+    if (x->between != y->between) return x->between ? -1 : 1;
+    return (x->step > y->step) - (x->step < y->step);
+}
+
 void history_add(history_t *h, json_t *rec)
 {
     if (!h || h->oom || !json_is_object(rec)) return;
@@ -138,15 +195,8 @@ void history_add(history_t *h, json_t *rec)
     h->records++;
     if (t < h->tmin) h->tmin = t;
     if (t > h->tmax) h->tmax = t;
-    double acc = num(rec, "test_accuracy");
-    if ((strcmp(kind, "epoch") == 0 || strcmp(kind, "final") == 0 || strcmp(kind, "eval") == 0) && isfinite(acc) &&
-        json_array_size(h->acc) < HISTORY_ACC_MAX) {
-        json_t *e = json_pack("{s:I, s:f, s:f, s:f}", "epoch", json_integer_value(json_object_get(rec, "epoch")),
-                              "time", t, "test_accuracy", acc, "samples", h->job_samples);
-        double tl = num(rec, "test_loss");
-        if (e && isfinite(tl)) json_object_set_new(e, "test_loss", json_real(tl));
-        if (!e || json_array_append_new(h->acc, e) != 0) h->oom = 1;
-    }
+    if (strcmp(kind, "epoch") == 0 || strcmp(kind, "final") == 0 || strcmp(kind, "eval") == 0)
+        add_eval(h, rec, (int)rank, t, kind[0] == 'f', kind[1] == 'v');
     if (strcmp(kind, "step") != 0) return;
     if (!R->cells) {
         R->cells = calloc((size_t)M_N * (size_t)h->nb, sizeof *R->cells);
@@ -165,7 +215,9 @@ void history_add(history_t *h, json_t *rec)
     if (R->ps) return;
     double samples = num(rec, "samples");
     if (isfinite(samples) && samples >= 0) {
-        h->job_samples += samples - R->samples;
+        /* A rank's count is cumulative over its process: one that went down began again
+         * (a restarted or resized attempt), and all of it is new work. */
+        h->job_samples += samples >= R->samples ? samples - R->samples : samples;
         R->samples = samples;
     }
     if (!isfinite(v[M_LOSS])) return;
@@ -214,9 +266,9 @@ json_t *history_json(const history_t *h)
 {
     if (!h || h->oom) return NULL;
     json_t *series = json_object(), *ranks = json_array();
-    json_t *jt = json_array(), *jl = json_array(), *js = json_array(), *je = json_array();
+    json_t *jt = json_array(), *jl = json_array(), *js = json_array(), *je = json_array(), *acc = json_array();
     json_t *out = NULL;
-    if (!series || !ranks || !jt || !jl || !js || !je) goto fail;
+    if (!series || !ranks || !jt || !jl || !js || !je || !acc) goto fail;
     for (int m = 0; m < M_N; m++) {
         json_t *list = json_array();
         if (!list || json_object_set_new(series, M_NAMES[m], list) != 0) goto fail;
@@ -237,11 +289,27 @@ json_t *history_json(const history_t *h)
         json_array_append_new(js, json_real(j->samples));
         json_array_append_new(je, json_integer(j->epoch));
     }
+    /* In epoch order (a copy: history_json leaves h as it is). */
+    eval_t *ev = h->nevals ? malloc((size_t)h->nevals * sizeof *ev) : NULL;
+    if (h->nevals && !ev) goto fail;
+    if (ev) memcpy(ev, h->evals, (size_t)h->nevals * sizeof *ev);
+    if (ev) qsort(ev, (size_t)h->nevals, sizeof *ev, eval_cmp);
+    for (int i = 0; i < h->nevals; i++) {
+        json_t *e = json_pack("{s:I, s:f, s:f, s:f, s:i}", "epoch", ev[i].epoch, "time", ev[i].time, "test_accuracy",
+                              ev[i].acc, "samples", ev[i].samples, "rank", ev[i].rank);
+        if (e && isfinite(ev[i].loss)) json_object_set_new(e, "test_loss", json_real(ev[i].loss));
+        if (e && ev[i].between) json_object_set_new(e, "step", json_integer(ev[i].step));
+        if (!e || json_array_append_new(acc, e) != 0) {
+            free(ev);
+            goto fail;
+        }
+    }
+    free(ev);
     int any = h->records > 0;
-    out = json_pack("{s:I, s:I, s:o, s:o, s:o, s:o, s:{s:o, s:o, s:o, s:o}, s:O}", "points", (json_int_t)h->points,
+    out = json_pack("{s:I, s:I, s:o, s:o, s:o, s:o, s:{s:o, s:o, s:o, s:o}, s:o}", "points", (json_int_t)h->points,
                     "records", (json_int_t)h->records, "from", any ? json_real(h->tmin) : json_null(), "to",
                     any ? json_real(h->tmax) : json_null(), "ranks", ranks, "series", series, "job_loss", "t", jt,
-                    "loss", jl, "samples", js, "epoch", je, "accuracy", h->acc);
+                    "loss", jl, "samples", js, "epoch", je, "accuracy", acc);
     return out; /* json_pack's "o" took the references, whether or not it succeeded */
 fail:
     json_decref(series);
@@ -250,6 +318,7 @@ fail:
     json_decref(jl);
     json_decref(js);
     json_decref(je);
+    json_decref(acc);
     return NULL;
 }
 

@@ -302,10 +302,14 @@ static void round_finish(coordinator_t *c, double now)
                                       : (snprintf(why, sizeof why, "%.1f samples/s on %s, %.2f of the median",
                                                   h->bench.samples_per_s, h->bench.device, h->bench.ratio),
                                          why));
-        json_t *o = json_pack("{s:s, s:s, s:f, s:f}", "host", h->name, "state", host_state_name(h->state),
-                              "samples_per_s", h->bench.samples_per_s, "ratio", h->bench.ratio);
+        /* A host that failed has its error, and no speed or ratio (not a 0). */
+        json_t *o = json_pack("{s:s, s:s}", "host", h->name, "state", host_state_name(h->state));
         if (o && h->bench.device[0]) json_object_set_new(o, "device", json_string(h->bench.device));
         if (o && h->bench.error[0]) json_object_set_new(o, "error", json_string(h->bench.error));
+        else if (o) {
+            json_object_set_new(o, "samples_per_s", json_real(h->bench.samples_per_s));
+            json_object_set_new(o, "ratio", json_real(h->bench.ratio));
+        }
         if (o) json_array_append_new(list, o);
     }
     if (c->rc && list) {
@@ -342,6 +346,7 @@ static void host_done(coordinator_t *c, int i, const launch_status_t *st, int ti
     b->running = 0;
     b->time = now;
     b->samples_per_s = 0;
+    b->ratio = NAN; /* until the round ends (round_finish) */
     b->error[0] = 0;
     char *text = malloc(PREFLIGHT_LOG_MAX);
     size_t len = text ? read_tail(log, text, PREFLIGHT_LOG_MAX) : 0;

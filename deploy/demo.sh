@@ -3,13 +3,27 @@
 #
 # Starts build/pacer-coordinator (with its embedded Redis, state in var/demo), submits
 # deploy/demo-job.json over the REST API (4 LeNet-5 workers on Fashion-MNIST, emulated
-# slowdowns [1, 1, 2, 4], dynamic batch sizing), prints the dashboard's URL, and follows
-# the job until it ends. Interactive runs keep the dashboard up until Ctrl-C; otherwise
-# the demo exits when the job ends. Ctrl-C (or SIGTERM) stops the coordinator, which
-# stops the job (--stop-jobs-on-exit) and the embedded Redis: nothing is left running.
+# slowdowns in the ratio 1 : 1 : 2 : 4, dynamic batch sizing), prints the dashboard's
+# URL, and follows the job until it ends. Interactive runs keep the dashboard up until
+# Ctrl-C; otherwise the demo exits when the job ends. Ctrl-C (or SIGTERM) stops the
+# coordinator, which stops the job (--stop-jobs-on-exit) and the embedded Redis: nothing
+# is left running.
+#
+# The slowdowns are scaled to this machine by deploy/fit-slowdowns.jq, the rule the
+# benchmarks use too: an emulated slow node is what it says only while the workers'
+# compute (threads / slowdown each) fits in the cores (worker/emulate.h); [1, 1, 2, 4]
+# asks for 2.75 cores, so on 2 cores it would show how the OS shares them. The factors
+# are multiplied by the smallest power of two that brings that demand to at most half the
+# cores: [4, 4, 8, 16] on 2 cores, [1, 1, 2, 4] from 6. The relative speeds stay. The job
+# page says next to the slowdowns whether the emulation was faithful.
+#
+#   sh deploy/demo.sh                 run the demo
+#   sh deploy/demo.sh --print-spec    print the spec it would submit here, and exit
 #
 # Environment: BUILD (build), DEMO_STATE (var/demo), DEMO_LISTEN (127.0.0.1:8080),
-# DEMO_SPEC (deploy/demo-job.json), PACER_TOKEN (optional: the API then needs it).
+# DEMO_SPEC (deploy/demo-job.json), DEMO_CORES (the cores the slowdowns are scaled to:
+# nproc, the CPUs this process may use, as the worker counts them), PACER_TOKEN
+# (optional: the API then needs it).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 BUILD=${BUILD:-build}
@@ -20,10 +34,18 @@ SPEC=${DEMO_SPEC:-deploy/demo-job.json}
 BASE=http://$LISTEN
 
 die() { echo "demo: $*" >&2; exit 1; }
-[ -x "$COORD" ] || die "$COORD is not built (run make)"
-[ -f "$SPEC" ] || die "no job spec at $SPEC"
-command -v curl >/dev/null || die "curl is not installed (make deps)"
 command -v jq >/dev/null || die "jq is not installed (make deps)"
+[ -f "$SPEC" ] || die "no job spec at $SPEC"
+CORES=${DEMO_CORES:-$(nproc)}
+case $CORES in '' | *[!0-9]* | 0*) die "DEMO_CORES: $CORES is not a positive whole number of cores" ;; esac
+
+RUN_SPEC=$(jq --argjson cores "$CORES" -f deploy/fit-slowdowns.jq "$SPEC") || die "$SPEC is not JSON"
+if [ "${1:-}" = --print-spec ]; then
+    echo "$RUN_SPEC"
+    exit 0
+fi
+[ -x "$COORD" ] || die "$COORD is not built (run make)"
+command -v curl >/dev/null || die "curl is not installed (make deps)"
 command -v redis-server >/dev/null || die "redis-server is not installed (make deps)"
 [ -d /usr/share/datasets/fashion-mnist ] || die "Fashion-MNIST is not installed (Debian package dataset-fashion-mnist; make deps)"
 if curl -s -o /dev/null "$BASE/healthz"; then
@@ -64,17 +86,23 @@ until curl -s -o /dev/null "$BASE/healthz"; do
     sleep 0.1
 done
 
-answer=$(api -X POST -H "Content-Type: application/json" --data-binary @"$SPEC" "$BASE/api/v1/jobs")
+from=$(jq -c '.emulate.slowdown // []' "$SPEC")
+to=$(echo "$RUN_SPEC" | jq -c '.emulate.slowdown // []')
+if [ "$from" != "$to" ]; then
+    echo "demo: slowdowns $from scaled to $to (the same relative speeds) to fit in this machine's $CORES cores: each slow node is then as slow as it says"
+fi
+answer=$(echo "$RUN_SPEC" | api -X POST -H "Content-Type: application/json" --data-binary @- "$BASE/api/v1/jobs")
 id=$(echo "$answer" | jq -r '.id // empty')
 [ -n "$id" ] || die "the job was refused: $(echo "$answer" | jq -r '.detail // .')"
-echo "demo: submitted $id from $SPEC: $(jq -c '{model, algorithm: .algorithm.name, workers, slowdown: .emulate.slowdown}' "$SPEC")"
+echo "demo: submitted $id from $SPEC: $(echo "$RUN_SPEC" | jq -c '{model, algorithm: .algorithm.name, workers, slowdown: .emulate.slowdown}')"
 echo
 echo "    dashboard:  $BASE/#/jobs/$id"
 echo "    API:        $BASE/api/v1/jobs/$id   (events: $BASE/api/v1/jobs/$id/events)"
 echo "    metrics:    $BASE/metrics"
 echo
 
-# Follow: one line every 2 s with the state and, per worker, batch size and speed.
+# Follow: one line every 2 s with the state and, per worker, batch size and speed ("-"
+# where a worker has not measured one yet: never shown as 0).
 last=""
 while :; do
     job=$(api "$BASE/api/v1/jobs/$id")
@@ -83,8 +111,8 @@ while :; do
     line=$(echo "$nodes" | jq -r --arg st "$state" '
         [.ranks[] | select(.role == "worker")] as $w
         | if ($w | length) == 0 then $st else
-          "\($st)  epoch \([$w[].epoch // 0] | max // 0)  step \([$w[].step // 0] | max // 0)"
-          + "  batches \([$w[].batch // 0])  samples/s \([$w[] | (.samples_per_s // 0) | floor])"
+          "\($st)  epoch \([$w[].epoch // empty] | max // "-")  step \([$w[].step // empty] | max // "-")"
+          + "  batches \([$w[] | .batch // "-"])  samples/s \([$w[] | .samples_per_s | if . == null then "-" else floor end])"
           + "  loss \([$w[].loss // empty] | if length > 0 then (add / length * 1000 | floor / 1000) else "-" end)" end' 2>/dev/null)
     [ -n "$line" ] || line=$state
     if [ "$line" != "$last" ]; then
@@ -99,6 +127,9 @@ done
 echo
 echo "$job" | jq -r '"demo: \(.id) \(.state)\(if .reason != "" and .reason != null then ": " + .reason else "" end)"'
 echo "$job" | jq -r 'if .summary then "demo: final test_accuracy \(.summary.test_accuracy) after \(.summary.epochs // "?") epochs, \((.finished - .started) | floor) s" else empty end'
+echo "$job" | jq -r '.summary.emulation // empty | if .simulated then empty elif .faithful
+    then "demo: the emulation was faithful: the ranks asked for \(.demand_cores * 100 | round / 100) of \(.cores) cores"
+    else "demo: the emulation was NOT faithful: the ranks asked for \(.demand_cores * 100 | round / 100) of \(.cores) cores, so the speeds show how the OS shared them, not the slowdowns" end'
 if [ -t 0 ]; then
     echo "demo: the dashboard stays up at $BASE/#/jobs/$id - press Ctrl-C to stop"
     while kill -0 "$COORD_PID" 2>/dev/null; do sleep 1; done

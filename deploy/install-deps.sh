@@ -2,15 +2,18 @@
 # deploy/install-deps.sh - installs the Debian packages pacer needs, only those missing.
 # Used by `make deps` and by deploy/Dockerfile. Runs apt-get as root directly, through
 # sudo otherwise. Usage: install-deps.sh [group ...]; groups: build (default), test,
-# bench, browser, fuzz, deploy. Printing what it installs keeps CI logs honest.
+# bench, browser, fuzz, deploy. Printing what it installs keeps CI logs honest. The test
+# group also installs the API contract's tools from npm (npm_contract below).
 set -eu
 
 # build: compilers and libraries (libcurl for the pacer client), Redis, the default data
 # set, node + npm for the dashboard's uPlot (installed from npm at build time), and SimGrid
-# (smpicc, smpirun) for the simulated cluster (make smpi, build/pacer-sim).
+# (smpicc, smpirun) for the simulated cluster (make smpi, build/pacer-sim); protobuf-c and
+# python3-onnx's onnx.proto for the ONNX importer (model/onnx_import.c, generated at build
+# time).
 build="build-essential pkg-config libopenblas-dev libopenmpi-dev openmpi-bin libjansson-dev \
 libhiredis-dev redis-server libmicrohttpd-dev zlib1g-dev libcmocka-dev libcurl4-openssl-dev dataset-fashion-mnist \
-ca-certificates curl nodejs npm libsimgrid-dev"
+ca-certificates curl nodejs npm libsimgrid-dev protobuf-c-compiler libprotobuf-c-dev python3-onnx"
 # test: what the integration tests drive (jq, namespaces, a headless browser, compose, a
 # JSON Schema validator for the REST answers against docs/openapi.json, and a real Slurm for
 # tests/integration/slurm.sh), readelf (binutils) for the CUDA-backend check, and
@@ -39,12 +42,31 @@ present() {
         *) return 1 ;;
     esac
 }
+# npm_contract - the test group's tools from npm that check docs/openapi.json
+# (tests/integration/http_contract.sh): swagger-parser and Prism, at the versions pinned in
+# tests/contract/package-lock.json, so that the test itself needs no network. npm ci runs
+# again only when the lock file changed since the last install (npm keeps a copy of it in
+# node_modules/.package-lock.json). Without node or npm the test skips, saying so.
+npm_contract() {
+    case " $groups " in *" test "*) ;; *) return 0 ;; esac
+    dir=$(dirname "$0")/../tests/contract
+    [ -f "$dir/package-lock.json" ] || return 0
+    command -v npm >/dev/null 2>&1 || { echo "deps: npm missing: the API contract test will skip"; return 0; }
+    if [ -d "$dir/node_modules/@stoplight/prism-cli" ] && [ -d "$dir/node_modules/@apidevtools/swagger-parser" ] &&
+        [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]; then
+        return 0
+    fi
+    echo "deps: npm ci in tests/contract (swagger-parser, Prism)"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+}
+
 missing=""
 for p in $want; do
     present "$p" || missing="$missing $p"
 done
 if [ -z "$missing" ]; then
     echo "deps: all present ($groups)"
+    npm_contract
     exit 0
 fi
 
@@ -57,3 +79,4 @@ if [ -z "$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -mtime -1 2>/d
 fi
 # shellcheck disable=SC2086
 $SUDO apt-get install -y -q --no-install-recommends $missing
+npm_contract

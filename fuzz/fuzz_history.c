@@ -6,7 +6,8 @@
  * clamp) and the ranks, the rest is JSON; an array's elements are records. Invariants:
  * no crash or leak whatever the records hold; every series has at most `points` points,
  * as many values as times, times strictly ascending; the job-loss series has at most
- * `points` buckets.
+ * `points` buckets; the accuracy series has one point per epoch (epochs strictly
+ * ascending, from 1), each with a finite accuracy and a rank in range (issue 29).
  */
 #include <math.h>
 #include <stdint.h>
@@ -50,6 +51,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     if ((long)json_array_size(json_object_get(json_object_get(out, "job_loss"), "t")) > HISTORY_POINTS_MAX) abort();
+    json_int_t last = 0;
+    size_t i;
+    json_t *a;
+    json_array_foreach(json_object_get(out, "accuracy"), i, a)
+    {
+        json_int_t e = json_integer_value(json_object_get(a, "epoch"));
+        json_int_t r = json_integer_value(json_object_get(a, "rank"));
+        if (e <= last || !isfinite(json_number_value(json_object_get(a, "test_accuracy"))) || r < 0 ||
+            r >= (nranks < 1 ? 1 : nranks))
+            abort();
+        last = e;
+    }
     json_decref(out);
     history_free(h);
     json_decref(recs);

@@ -51,7 +51,8 @@ typedef struct {
     const char *key; /* field of the rank object, or of its "staleness" object */
 } rank_family_t;
 
-/* One row per per-rank family: the text is a loop over this table. */
+/* One row per per-rank family: the text is a loop over this table. A value that is not a
+ * number (null: not measured, or absent) exports no sample at all, never a 0 (issue 29). */
 static const rank_family_t RANK_FAMILIES[] = {
     {"pacer_rank_samples_per_second", "gauge", "Training throughput of the rank (EWMA of samples/s).", RANK_FIELD,
      "samples_per_s"},
@@ -170,6 +171,12 @@ char *prom_render(const prom_input_t *in, size_t *len)
                 json_t *src = fam->source == RANK_FIELD ? rank : json_object_get(rank, "staleness");
                 json_t *v = json_object_get(src, fam->key);
                 if (!json_is_number(v)) continue;
+                /* A statistic of the rank's updates (all but their count) is absent until it
+                 * has applied one, even where a worker from before issue 29 wrote 0 for the
+                 * mean of none. */
+                if (fam->source == RANK_STALENESS && strcmp(fam->key, "count") != 0 &&
+                    !(json_number_value(json_object_get(src, "count")) > 0))
+                    continue;
                 snprintf(lab, sizeof lab, "%lld", (long long)json_integer_value(json_object_get(rank, "rank")));
                 textbuf_printf(&b, "%s{job=\"%s\",rank=\"%s\"} ", fam->name, job, lab);
                 sb_value(&b, json_number_value(v));

@@ -14,12 +14,15 @@
 
 /* ---- builder ------------------------------------------------------------------------- */
 
-typedef struct {
+/* model.h's model_builder_t: the built-in builders below and an outside one (an ONNX
+ * graph, model/onnx_import.c) fill the same lists through the same functions. */
+struct model_builder {
     model_t *m;
     int cap_layers, cap_tensors;
     int failed;      /* 1: geometry, a list bound or a name too long; 2: out of memory */
     layer_t scratch; /* what a layer that could not be added writes into */
-} builder_t;
+};
+typedef model_builder_t builder_t;
 
 /* The first capacity of each list: small, so that the built-in networks exercise the
  * growth (resnet20 has 68 layers). */
@@ -39,7 +42,8 @@ static int grow(builder_t *b, void **list, int n, int *cap, size_t size, int bou
     return 0;
 }
 
-static size_t add_tensor(builder_t *b, const char *layer, const char *what, size_t count, int is_buffer)
+/* A tensor named name (the full state_dict key). */
+static size_t add_tensor_named(builder_t *b, const char *name, size_t count, int is_buffer)
 {
     model_t *m = b->m;
     size_t *total = is_buffer ? &m->nbuffers : &m->nparams;
@@ -47,8 +51,8 @@ static size_t add_tensor(builder_t *b, const char *layer, const char *what, size
         return 0;
     tensor_info_t *t = &m->tensors[m->ntensors++];
     memset(t, 0, sizeof *t);
-    int n = snprintf(t->name, sizeof t->name, "%s.%s", layer, what);
-    if (n < 0 || (size_t)n >= sizeof t->name) b->failed = 1; /* a name too long is an error, never cut */
+    int n = snprintf(t->name, sizeof t->name, "%s", name ? name : "");
+    if (n <= 0 || (size_t)n >= sizeof t->name) b->failed = 1; /* a name too long is an error, never cut */
     t->offset = *total;
     t->count = count;
     t->is_buffer = is_buffer;
@@ -100,28 +104,63 @@ static void finish_layer(builder_t *b, int li)
     b->m->act_floats += (size_t)b->m->max_batch * l->OC * l->OH * l->OW;
 }
 
-static int conv(builder_t *b, const char *name, int in, int OC, int K, int stride, int pad, int bias)
+int model_build_conv(model_builder_t *b, int in, const conv2d_desc_t *geom, int bias, const char *wname,
+                     const char *bname)
 {
     int li = add_layer(b, LAYER_CONV, in);
     layer_t *l = layer_at(b, li);
-    if (conv2d_init(&l->conv, l->C, l->H, l->W, OC, K, K, stride, pad) != 0) b->failed = 1;
-    l->OC = OC;
+    /* the geometry's filters, stride, pads, dilation and groups on this layer's input */
+    l->conv = *geom;
+    l->conv.C = l->C;
+    l->conv.H = l->H;
+    l->conv.W = l->W;
+    const int bad = conv2d_setup(&l->conv) != 0;
+    if (bad) b->failed = 1;
+    l->OC = l->conv.OC;
     l->OH = l->conv.OH;
     l->OW = l->conv.OW;
     l->has_bias = bias;
-    l->w_off = add_tensor(b, name, "weight", (size_t)OC * l->C * K * K, 0);
-    if (bias) l->b_off = add_tensor(b, name, "bias", (size_t)OC, 0);
-    size_t ws = conv2d_workspace(&l->conv, b->m->max_batch);
+    const int groups = l->conv.groups > 0 ? l->conv.groups : 1;
+    l->w_off = add_tensor_named(b, wname, (size_t)l->OC * (l->C / groups) * l->conv.KH * l->conv.KW, 0);
+    if (bias) l->b_off = add_tensor_named(b, bname, (size_t)l->OC, 0);
+    /* no workspace for a geometry conv2d_setup refused (its sizes are not meaningful) */
+    size_t ws = bad ? 0 : conv2d_workspace(&l->conv, b->m->max_batch);
     if (ws > b->m->ws_floats) b->m->ws_floats = ws;
     finish_layer(b, li);
     return li;
 }
 
-static int pool(builder_t *b, layer_kind_t kind, int in, int K, int stride, int ceil_mode)
+/* The built-in networks' square convolutions: weights "name.weight", "name.bias". */
+static int conv(builder_t *b, const char *name, int in, int OC, int K, int stride, int pad, int bias)
+{
+    const conv2d_desc_t g = {.OC = OC,
+                             .KH = K,
+                             .KW = K,
+                             .sH = stride,
+                             .sW = stride,
+                             .pad_t = pad,
+                             .pad_l = pad,
+                             .pad_b = pad,
+                             .pad_r = pad,
+                             .dH = 1,
+                             .dW = 1,
+                             .groups = 1};
+    char wn[MODEL_TENSOR_NAME_MAX], bn_[MODEL_TENSOR_NAME_MAX];
+    if ((size_t)snprintf(wn, sizeof wn, "%s.weight", name) >= sizeof wn ||
+        (size_t)snprintf(bn_, sizeof bn_, "%s.bias", name) >= sizeof bn_)
+        b->failed = 1;
+    return model_build_conv(b, in, &g, bias, wn, bn_);
+}
+
+int model_build_pool(model_builder_t *b, layer_kind_t kind, int in, const pool2d_desc_t *geom)
 {
     int li = add_layer(b, kind, in);
     layer_t *l = layer_at(b, li);
-    if (pool2d_init(&l->pool, l->C, l->H, l->W, K, stride, 0, ceil_mode) != 0) b->failed = 1;
+    l->pool = *geom;
+    l->pool.C = l->C;
+    l->pool.H = l->H;
+    l->pool.W = l->W;
+    if ((kind != LAYER_MAXPOOL && kind != LAYER_AVGPOOL) || pool2d_setup(&l->pool) != 0) b->failed = 1;
     l->OH = l->pool.OH;
     l->OW = l->pool.OW;
     if (kind == LAYER_MAXPOOL) {
@@ -132,14 +171,27 @@ static int pool(builder_t *b, layer_kind_t kind, int in, int K, int stride, int 
     return li;
 }
 
-static int relu(builder_t *b, int in)
+/* The built-in networks' pools: K x K, no padding (pool2d_init's geometry). */
+static int pool(builder_t *b, layer_kind_t kind, int in, int K, int stride, int ceil_mode)
+{
+    const pool2d_desc_t g = {.KH = K, .KW = K, .sH = stride, .sW = stride, .dH = 1, .dW = 1, .ceil_mode = ceil_mode};
+    return model_build_pool(b, kind, in, &g);
+}
+
+int model_build_relu(model_builder_t *b, int in)
 {
     int li = add_layer(b, LAYER_RELU, in);
     finish_layer(b, li);
     return li;
 }
 
-static int fc(builder_t *b, const char *name, int in, int OUT)
+int model_build_fc(model_builder_t *b, int in, int OUT, const char *wname, const char *bname)
+{
+    const gemm_desc_t g = {.layout = GEMM_W_OUT_IN, .alpha = 1.0f, .beta = 1.0f};
+    return model_build_gemm(b, in, OUT, &g, wname, bname);
+}
+
+int model_build_gemm(model_builder_t *b, int in, int OUT, const gemm_desc_t *g, const char *wname, const char *bname)
 {
     int li = add_layer(b, LAYER_FC, in);
     layer_t *l = layer_at(b, li);
@@ -150,28 +202,72 @@ static int fc(builder_t *b, const char *name, int in, int OUT)
     l->OC = OUT;
     l->OH = 1;
     l->OW = 1;
-    l->has_bias = 1;
-    l->w_off = add_tensor(b, name, "weight", (size_t)OUT * l->C, 0);
-    l->b_off = add_tensor(b, name, "bias", (size_t)OUT, 0);
+    l->has_bias = bname != NULL;
+    l->gemm = *g;
+    l->gemm.IN = l->C;
+    l->gemm.OUT = OUT;
+    if (OUT < 1) b->failed = 1;
+    l->w_off = add_tensor_named(b, wname, (size_t)OUT * l->C, 0);
+    if (bname) l->b_off = add_tensor_named(b, bname, (size_t)OUT, 0);
     finish_layer(b, li);
     return li;
 }
 
-static int bn(builder_t *b, const char *name, int in)
+static int fc(builder_t *b, const char *name, int in, int OUT)
+{
+    char wn[MODEL_TENSOR_NAME_MAX], bn_[MODEL_TENSOR_NAME_MAX];
+    if ((size_t)snprintf(wn, sizeof wn, "%s.weight", name) >= sizeof wn ||
+        (size_t)snprintf(bn_, sizeof bn_, "%s.bias", name) >= sizeof bn_)
+        b->failed = 1;
+    return model_build_fc(b, in, OUT, wn, bn_);
+}
+
+int model_build_fc_bias(model_builder_t *b, int li, const char *bname)
+{
+    if (li < 0 || li != b->m->nlayers - 1 || b->m->layers[li].kind != LAYER_FC || b->m->layers[li].has_bias) {
+        b->failed = 1;
+        return -1;
+    }
+    layer_t *l = &b->m->layers[li];
+    l->has_bias = 1;
+    l->b_off = add_tensor_named(b, bname, (size_t)l->OC, 0);
+    return li;
+}
+
+int model_build_bn(model_builder_t *b, int in, const char *const names[4])
+{
+    return model_build_bn_eps(b, in, names, BN_EPS);
+}
+
+int model_build_bn_eps(model_builder_t *b, int in, const char *const names[4], float eps)
 {
     int li = add_layer(b, LAYER_BN, in);
     layer_t *l = layer_at(b, li);
-    l->w_off = add_tensor(b, name, "weight", (size_t)l->C, 0);
-    l->b_off = add_tensor(b, name, "bias", (size_t)l->C, 0);
-    l->rm_off = add_tensor(b, name, "running_mean", (size_t)l->C, 1);
-    l->rv_off = add_tensor(b, name, "running_var", (size_t)l->C, 1);
+    l->eps = eps;
+    if (!(eps > 0.0f)) b->failed = 1;
+    l->w_off = add_tensor_named(b, names[0], (size_t)l->C, 0);
+    l->b_off = add_tensor_named(b, names[1], (size_t)l->C, 0);
+    l->rm_off = add_tensor_named(b, names[2], (size_t)l->C, 1);
+    l->rv_off = add_tensor_named(b, names[3], (size_t)l->C, 1);
     l->aux_off = b->m->aux_floats;
     b->m->aux_floats += 2 * (size_t)l->C;
     finish_layer(b, li);
     return li;
 }
 
-static int gap(builder_t *b, int in)
+static int bn(builder_t *b, const char *name, int in)
+{
+    static const char *const what[4] = {"weight", "bias", "running_mean", "running_var"};
+    char nm[4][MODEL_TENSOR_NAME_MAX];
+    const char *names[4];
+    for (int i = 0; i < 4; i++) {
+        if ((size_t)snprintf(nm[i], sizeof nm[i], "%s.%s", name, what[i]) >= sizeof nm[i]) b->failed = 1;
+        names[i] = nm[i];
+    }
+    return model_build_bn(b, in, names);
+}
+
+int model_build_gap(model_builder_t *b, int in)
 {
     int li = add_layer(b, LAYER_GAP, in);
     layer_t *l = layer_at(b, li);
@@ -182,27 +278,73 @@ static int gap(builder_t *b, int in)
 }
 
 /* out = a + shortcut(x) */
-static int add(builder_t *b, int a, int x)
+int model_build_add(model_builder_t *b, int a, int x)
 {
     int li = add_layer(b, LAYER_ADD, a);
     layer_t *l = layer_at(b, li);
     const layer_t *lx = layer_at(b, x);
     l->in2 = x;
-    int stride = lx->OH / l->H;
-    if (shortcut_init(&l->sc, lx->OC, lx->OH, lx->OW, l->C, stride) != 0 || l->sc.OH != l->H || l->sc.OW != l->W)
+    int stride = lx->OH / (l->H > 0 ? l->H : 1);
+    if (x < 0 || shortcut_init(&l->sc, lx->OC, lx->OH, lx->OW, l->C, stride) != 0 || l->sc.OH != l->H ||
+        l->sc.OW != l->W)
         b->failed = 1;
     finish_layer(b, li);
     return li;
 }
+
+int model_build_elementwise(model_builder_t *b, layer_kind_t kind, int in, float arg)
+{
+    int li = add_layer(b, kind, in);
+    layer_t *l = layer_at(b, li);
+    if (kind == LAYER_LEAKY_RELU) {
+        l->alpha = arg;
+        if (!(arg >= 0.0f)) b->failed = 1; /* the backward reads the sign of the output (ops.h) */
+    } else if (kind == LAYER_DROPOUT) {
+        l->p = arg;
+        if (!(arg >= 0.0f && arg <= 1.0f)) b->failed = 1;
+    } else if (kind != LAYER_SIGMOID && kind != LAYER_TANH) {
+        b->failed = 1;
+    }
+    finish_layer(b, li);
+    return li;
+}
+
+int model_build_concat(model_builder_t *b, int a, int x)
+{
+    int li = add_layer(b, LAYER_CONCAT, a);
+    layer_t *l = layer_at(b, li);
+    const layer_t *lx = layer_at(b, x);
+    l->in2 = x;
+    int C2 = x < 0 ? b->m->C : lx->OC, H2 = x < 0 ? b->m->H : lx->OH, W2 = x < 0 ? b->m->W : lx->OW;
+    if (H2 != l->H || W2 != l->W) b->failed = 1;
+    l->OC = l->C + C2;
+    finish_layer(b, li);
+    return li;
+}
+
+int model_build_shape(const model_builder_t *b, int li, int *C, int *H, int *W)
+{
+    const model_t *m = b->m;
+    if (li < 0) {
+        *C = m->C, *H = m->H, *W = m->W;
+        return 0;
+    }
+    if (li >= m->nlayers) return -1;
+    const layer_t *l = &m->layers[li];
+    *C = l->OC, *H = l->OH, *W = l->OW;
+    return 0;
+}
+
+int model_build_failed(const model_builder_t *b) { return b->failed; }
 
 /* ---- the built-in networks (shapes from ALGORITHMS.md; input and classes the catalog's) -- */
 
 static void build_mlp(builder_t *b)
 {
     int x = fc(b, "fc1", -1, 256);
-    x = relu(b, x);
+    x = model_build_relu(b, x);
     x = fc(b, "fc2", x, 128);
-    x = relu(b, x);
+    x = model_build_relu(b, x);
     fc(b, "fc3", x, b->m->num_classes);
 }
 
@@ -214,14 +356,14 @@ static void build_lenet5(builder_t *b)
      * does otherwise). ReLU then runs on a quarter of the elements. */
     int x = conv(b, "conv1", -1, 6, 5, 1, 2, 1); /* 28x28 -> 6x28x28 */
     x = pool(b, LAYER_MAXPOOL, x, 2, 2, 0);      /* -> 6x14x14 */
-    x = relu(b, x);
+    x = model_build_relu(b, x);
     x = conv(b, "conv2", x, 16, 5, 1, 0, 1); /* -> 16x10x10 */
     x = pool(b, LAYER_MAXPOOL, x, 2, 2, 0);  /* -> 16x5x5 */
-    x = relu(b, x);
+    x = model_build_relu(b, x);
     x = fc(b, "fc1", x, 120);
-    x = relu(b, x);
+    x = model_build_relu(b, x);
     x = fc(b, "fc2", x, 84);
-    x = relu(b, x);
+    x = model_build_relu(b, x);
     fc(b, "fc3", x, b->m->num_classes);
 }
 
@@ -230,12 +372,12 @@ static void build_cifar10_quick(builder_t *b)
     /* Caffe's cifar10_quick: ceil-mode pooling gives 32 -> 16 -> 8 -> 4 (fc in 1024). */
     int x = conv(b, "conv1", -1, 32, 5, 1, 2, 1);
     x = pool(b, LAYER_MAXPOOL, x, 3, 2, 1);
-    x = relu(b, x);
+    x = model_build_relu(b, x);
     x = conv(b, "conv2", x, 32, 5, 1, 2, 1);
-    x = relu(b, x);
+    x = model_build_relu(b, x);
     x = pool(b, LAYER_AVGPOOL, x, 3, 2, 1);
     x = conv(b, "conv3", x, 64, 5, 1, 2, 1);
-    x = relu(b, x);
+    x = model_build_relu(b, x);
     x = pool(b, LAYER_AVGPOOL, x, 3, 2, 1);
     x = fc(b, "fc1", x, 64);
     fc(b, "fc2", x, b->m->num_classes);
@@ -246,7 +388,7 @@ static void build_resnet20(builder_t *b)
     char name[64]; /* roomy: gcc cannot see that s and k stay below 3 */
     int x = conv(b, "conv1", -1, 16, 3, 1, 1, 0);
     x = bn(b, "bn1", x);
-    x = relu(b, x);
+    x = model_build_relu(b, x);
     static const int widths[3] = {16, 32, 64};
     for (int s = 0; s < 3; s++) {
         for (int k = 0; k < 3; k++) {
@@ -256,16 +398,16 @@ static void build_resnet20(builder_t *b)
             int y = conv(b, name, in, widths[s], 3, stride, 1, 0);
             snprintf(name, sizeof name, "layer%d.%d.bn1", s + 1, k);
             y = bn(b, name, y);
-            y = relu(b, y);
+            y = model_build_relu(b, y);
             snprintf(name, sizeof name, "layer%d.%d.conv2", s + 1, k);
             y = conv(b, name, y, widths[s], 3, 1, 1, 0);
             snprintf(name, sizeof name, "layer%d.%d.bn2", s + 1, k);
             y = bn(b, name, y);
-            y = add(b, y, in);
-            x = relu(b, y);
+            y = model_build_add(b, y, in);
+            x = model_build_relu(b, y);
         }
     }
-    x = gap(b, x);
+    x = model_build_gap(b, x);
     fc(b, "fc", x, b->m->num_classes);
 }
 
@@ -276,16 +418,16 @@ typedef struct {
     const char *name;
     void (*build)(builder_t *b);
     int kaiming_conv; /* convolutions start Kaiming normal: what He et al. train resnets with */
-} model_builder_t;
+} builtin_t;
 
-static const model_builder_t BUILDERS[] = {
+static const builtin_t BUILDERS[] = {
     {"mlp", build_mlp, 0},
     {"lenet5", build_lenet5, 0},
     {"cifar10_quick", build_cifar10_quick, 0},
     {"resnet20", build_resnet20, 1},
 };
 
-static const model_builder_t *find_builder(const char *name)
+static const builtin_t *find_builder(const char *name)
 {
     for (size_t i = 0; i < sizeof BUILDERS / sizeof BUILDERS[0]; i++)
         if (strcmp(BUILDERS[i].name, name) == 0) return &BUILDERS[i];
@@ -319,6 +461,10 @@ static int alloc_buffers(model_t *m)
     return 0;
 }
 
+static int run_builtin(model_builder_t *b, void *ctx, char *err, size_t errlen);
+static int create_with(const char *name, int C, int H, int W, int classes, int max_batch, int kaiming_conv,
+                       model_build_fn build, void *ctx, model_t **out, char *err, size_t errlen);
+
 int model_create(const char *name, int max_batch, model_t **out, char *err, size_t errlen)
 {
     *out = NULL;
@@ -329,11 +475,27 @@ int model_create(const char *name, int max_batch, model_t **out, char *err, size
         snprintf(err, errlen, "model: unknown model '%.64s' (known: %s)", name ? name : "(null)", known);
         return -1;
     }
-    const model_builder_t *def = find_builder(name);
+    const builtin_t *def = find_builder(name);
     if (!def) {
         snprintf(err, errlen, "model %s: no builder for this %s model in model/", name, catalog_source_name(e.source));
         return -1;
     }
+    return create_with(name, e.C, e.H, e.W, e.classes, max_batch, def->kaiming_conv, run_builtin, (void *)def, out, err,
+                       errlen);
+}
+
+/* A built-in network's builder, as create_with calls a builder. */
+static int run_builtin(model_builder_t *b, void *ctx, char *err, size_t errlen)
+{
+    ((const builtin_t *)ctx)->build(b);
+    return 0;
+}
+
+/* The two passes of every model: build the lists, then allocate. */
+static int create_with(const char *name, int C, int H, int W, int classes, int max_batch, int kaiming_conv,
+                       model_build_fn build, void *ctx, model_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
     if (max_batch < 1) {
         snprintf(err, errlen, "model: batch size must be >= 1");
         return -1;
@@ -341,18 +503,20 @@ int model_create(const char *name, int max_batch, model_t **out, char *err, size
     model_t *m = calloc(1, sizeof *m);
     if (!m) goto oom;
     snprintf(m->name, sizeof m->name, "%s", name);
-    m->C = e.C;
-    m->H = e.H;
-    m->W = e.W;
-    m->num_classes = e.classes;
+    m->C = C;
+    m->H = H;
+    m->W = W;
+    m->num_classes = classes;
     m->max_batch = max_batch;
-    m->kaiming_conv = def->kaiming_conv;
+    m->kaiming_conv = kaiming_conv;
 
     builder_t b = {.m = m};
-    def->build(&b);
+    err[0] = '\0';
+    int rc = build(&b, ctx, err, errlen);
     if (b.failed == 2) goto oom;
-    if (b.failed || m->nlayers < 1) {
-        snprintf(err, errlen, "model %s: internal error: a list bound, a tensor name too long or bad geometry", name);
+    if (rc != 0 || b.failed || m->nlayers < 1) {
+        if (!err[0] || rc == 0)
+            snprintf(err, errlen, "model %s: a list bound, a tensor name too long or bad geometry", name);
         model_free(m);
         return -1;
     }
@@ -363,6 +527,17 @@ oom:
     model_free(m);
     snprintf(err, errlen, "model %s: out of memory for batch %d", name, max_batch);
     return -1;
+}
+
+int model_create_custom(const char *name, int C, int H, int W, int classes, int max_batch, model_build_fn build,
+                        void *ctx, model_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (C < 1 || H < 1 || W < 1 || classes < 1) {
+        snprintf(err, errlen, "model %s: input shape and classes must be positive", name);
+        return -1;
+    }
+    return create_with(name, C, H, W, classes, max_batch, 0, build, ctx, out, err, errlen);
 }
 
 int model_clone(const model_t *src, model_t **out, char *err, size_t errlen)
@@ -452,7 +627,7 @@ double model_forward_flops(const model_t *m)
         const layer_t *l = &m->layers[i];
         double out = (double)l->OC * l->OH * l->OW;
         switch (l->kind) {
-        case LAYER_CONV: f += 2.0 * out * l->conv.C * l->conv.KH * l->conv.KW; break;
+        case LAYER_CONV: f += 2.0 * out * (l->conv.C / l->conv.groups) * l->conv.KH * l->conv.KW; break;
         case LAYER_FC: f += 2.0 * out * l->C; break;
         default: f += (double)l->C * l->H * l->W; break; /* one pass over the input */
         }
@@ -469,7 +644,8 @@ void model_init_params(model_t *m, uint64_t seed)
         float *w = m->params + l->w_off;
         float *bias = m->params + l->b_off;
         if (l->kind == LAYER_CONV || l->kind == LAYER_FC) {
-            size_t fan_in = l->kind == LAYER_CONV ? (size_t)l->C * l->conv.KH * l->conv.KW : (size_t)l->C;
+            size_t fan_in = l->kind == LAYER_CONV ? (size_t)(l->C / l->conv.groups) * l->conv.KH * l->conv.KW
+                                                  : (size_t)l->C;
             size_t nw = (size_t)l->OC * fan_in;
             float bound = 1.0f / sqrtf((float)fan_in);
             if (m->kaiming_conv && l->kind == LAYER_CONV) {
@@ -504,6 +680,7 @@ const float *model_logits(const model_t *m) { return m->acts + m->layers[m->nlay
 
 float model_forward(model_t *m, const float *x, const int32_t *y, int B, int train)
 {
+    if (train) m->dropout_step++; /* new masks; the backward after this forward reuses them */
     for (int i = 0; i < m->nlayers; i++) {
         layer_t *l = &m->layers[i];
         const float *inp = layer_input(m, x, l->in);
@@ -516,18 +693,32 @@ float model_forward(model_t *m, const float *x, const int32_t *y, int B, int tra
         case LAYER_MAXPOOL: maxpool2d_forward(&l->pool, B, inp, out, m->argmax + l->aux_off); break;
         case LAYER_AVGPOOL: avgpool2d_forward(&l->pool, B, inp, out); break;
         case LAYER_RELU: relu_forward(n_out, inp, out); break;
-        case LAYER_FC: fc_forward(B, l->C, l->OC, inp, w, bias, out); break;
+        case LAYER_FC: gemm_forward(&l->gemm, B, inp, w, bias, out); break;
         case LAYER_BN:
             if (train)
-                batchnorm_forward_train(B, l->C, l->H * l->W, inp, w, m->params + l->b_off, out, m->aux + l->aux_off,
-                                        m->aux + l->aux_off + l->C, m->buffers + l->rm_off, m->buffers + l->rv_off,
-                                        MODEL_BN_MOMENTUM);
+                batchnorm_forward_train_eps(B, l->C, l->H * l->W, inp, w, m->params + l->b_off, out,
+                                            m->aux + l->aux_off, m->aux + l->aux_off + l->C, m->buffers + l->rm_off,
+                                            m->buffers + l->rv_off, MODEL_BN_MOMENTUM, l->eps);
             else
-                batchnorm_forward_eval(B, l->C, l->H * l->W, inp, w, m->params + l->b_off, m->buffers + l->rm_off,
-                                       m->buffers + l->rv_off, out);
+                batchnorm_forward_eval_eps(B, l->C, l->H * l->W, inp, w, m->params + l->b_off, m->buffers + l->rm_off,
+                                           m->buffers + l->rv_off, out, l->eps);
             break;
         case LAYER_GAP: gap_forward(B, l->C, l->H * l->W, inp, out); break;
         case LAYER_ADD: residual_add_forward(&l->sc, B, inp, layer_input(m, x, l->in2), out); break;
+        case LAYER_LEAKY_RELU: leaky_relu_forward(n_out, l->alpha, inp, out); break;
+        case LAYER_SIGMOID: sigmoid_forward(n_out, inp, out); break;
+        case LAYER_TANH: tanh_forward(n_out, inp, out); break;
+        case LAYER_CONCAT: {
+            const int C2[2] = {l->C, l->OC - l->C};
+            const float *const in2[2] = {inp, layer_input(m, x, l->in2)};
+            concat_forward(B, l->H * l->W, 2, C2, in2, out);
+            break;
+        }
+        case LAYER_DROPOUT:
+            if (train)
+                dropout_forward(n_out, l->p, dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i), inp, out);
+            else memcpy(out, inp, n_out * sizeof(float));
+            break;
         }
         if (m->progress) m->progress(m->progress_ctx);
     }
@@ -566,7 +757,7 @@ void model_backward(model_t *m, const float *x, const int32_t *y, int B, float l
         case LAYER_RELU:
             if (dinp) relu_backward(n_out, out, dout, dinp);
             break;
-        case LAYER_FC: fc_backward(B, l->C, l->OC, inp, w, dout, dinp, dw, db); break;
+        case LAYER_FC: gemm_backward(&l->gemm, B, inp, w, dout, dinp, dw, db); break;
         case LAYER_BN:
             batchnorm_backward(B, l->C, l->H * l->W, inp, w, m->aux + l->aux_off, m->aux + l->aux_off + l->C, dout,
                                dinp, dw, m->grads + l->b_off);
@@ -579,6 +770,25 @@ void model_backward(model_t *m, const float *x, const int32_t *y, int B, float l
             residual_add_backward(&l->sc, B, dout, dinp, dx);
             break;
         }
+        case LAYER_LEAKY_RELU:
+            if (dinp) leaky_relu_backward(n_out, l->alpha, out, dout, dinp);
+            break;
+        case LAYER_SIGMOID:
+            if (dinp) sigmoid_backward(n_out, out, dout, dinp);
+            break;
+        case LAYER_TANH:
+            if (dinp) tanh_backward(n_out, out, dout, dinp);
+            break;
+        case LAYER_CONCAT: {
+            const int C2[2] = {l->C, l->OC - l->C};
+            float *const d2[2] = {dinp, l->in2 < 0 ? NULL : m->dacts + m->layers[l->in2].out_off};
+            concat_backward(B, l->H * l->W, 2, C2, dout, d2);
+            break;
+        }
+        case LAYER_DROPOUT:
+            if (dinp)
+                dropout_backward(n_out, l->p, dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i), dout, dinp);
+            break;
         }
         if (m->progress) m->progress(m->progress_ctx);
     }

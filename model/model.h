@@ -50,17 +50,27 @@ typedef enum {
     LAYER_BN,
     LAYER_GAP,
     LAYER_ADD,
+    /* from imported graphs (model/onnx_import.c); the CUDA backend refuses them for now */
+    LAYER_LEAKY_RELU, /* alpha */
+    LAYER_SIGMOID,
+    LAYER_TANH,
+    LAYER_CONCAT,  /* channels of in, then of in2 (an n-way Concat is a chain of these) */
+    LAYER_DROPOUT, /* p; the identity at evaluation */
 } layer_kind_t;
 
 typedef struct {
     layer_kind_t kind;
     int in;         /* producing layer of the input; -1 = the model input */
-    int in2;        /* LAYER_ADD: producing layer of the shortcut input */
+    int in2;        /* LAYER_ADD: the shortcut input; LAYER_CONCAT: the second input */
     int C, H, W;    /* input shape of one sample */
     int OC, OH, OW; /* output shape of one sample */
     conv2d_desc_t conv;
     pool2d_desc_t pool;
     shortcut_desc_t sc;
+    gemm_desc_t gemm; /* LAYER_FC: weight layout, alpha, beta ((OUT, IN), 1, 1: PyTorch's Linear) */
+    float alpha;      /* LAYER_LEAKY_RELU: the negative slope */
+    float p;          /* LAYER_DROPOUT: the probability of dropping */
+    float eps;        /* LAYER_BN: epsilon (BN_EPS for the built-in networks) */
     int has_bias;
     size_t w_off, b_off;   /* params: conv/fc weight and bias, bn gamma and beta */
     size_t rm_off, rv_off; /* buffers: bn running mean and variance */
@@ -79,6 +89,10 @@ typedef struct {
     int C, H, W, num_classes; /* input and output of the network (the catalog's) */
     int max_batch;
     int kaiming_conv; /* init: convolutions Kaiming normal (resnet20), else uniform */
+    /* Dropout masks: training forward t (counted by model_forward, the backward after it
+     * reuses its masks) of layer i uses dropout_key(dropout_seed, t, i). The owner sets
+     * dropout_seed (the job's seed mixed with the rank); nothing else depends on it. */
+    uint64_t dropout_seed, dropout_step;
 
     layer_t *layers; /* (nlayers), allocated by model_create */
     int nlayers;
@@ -115,6 +129,49 @@ typedef struct {
  * layers from model/'s builder of that name) for batches of up to max_batch. Returns 0,
  * or -1 with err set (not in the catalog, no builder for it, out of memory). */
 int model_create(const char *name, int max_batch, model_t **out, char *err, size_t errlen);
+/* Networks from outside (an ONNX graph, model/onnx_import.c) are built on the same layer
+ * list through these, in order: each returns the new layer's index (the `in` of a later
+ * layer; -1 is the model input), shapes follow from the input's. Tensor names are given
+ * whole (the state_dict keys). A call that fails (bad geometry, a list bound, a name longer
+ * than MODEL_TENSOR_NAME_MAX - 1) marks the builder failed and the model is not made. */
+typedef struct model_builder model_builder_t;
+/* geom: every field of conv2d_desc_t but C, H, W (the input's) and OH, OW */
+int model_build_conv(model_builder_t *b, int in, const conv2d_desc_t *geom, int bias, const char *wname,
+                     const char *bname);
+/* kind LAYER_MAXPOOL or LAYER_AVGPOOL; geom: every field but C, H, W, OH, OW */
+int model_build_pool(model_builder_t *b, layer_kind_t kind, int in, const pool2d_desc_t *geom);
+int model_build_relu(model_builder_t *b, int in);
+/* flattens its input; weight (OUT, C*H*W) */
+int model_build_fc(model_builder_t *b, int in, int OUT, const char *wname, const char *bname);
+/* ONNX Gemm: flattens its input; g's layout, alpha and beta (IN and OUT are filled in);
+ * bname NULL: no bias */
+int model_build_gemm(model_builder_t *b, int in, int OUT, const gemm_desc_t *g, const char *wname, const char *bname);
+/* Gives the last layer, a fully connected one without bias, the bias bname (ONNX MatMul
+ * followed by Add); -1 (and the builder failed) for any other layer. */
+int model_build_fc_bias(model_builder_t *b, int li, const char *bname);
+/* names: gamma, beta, running mean, running variance */
+int model_build_bn(model_builder_t *b, int in, const char *const names[4]);
+/* the same with another epsilon */
+int model_build_bn_eps(model_builder_t *b, int in, const char *const names[4], float eps);
+/* kind LAYER_LEAKY_RELU (arg: alpha >= 0), LAYER_SIGMOID, LAYER_TANH, LAYER_DROPOUT
+ * (arg: p in [0, 1]) */
+int model_build_elementwise(model_builder_t *b, layer_kind_t kind, int in, float arg);
+/* channels of a, then of x (same H, W) */
+int model_build_concat(model_builder_t *b, int a, int x);
+int model_build_gap(model_builder_t *b, int in);
+/* a + x, x of a's shape (or the option-A shortcut of a smaller x, model.h's LAYER_ADD) */
+int model_build_add(model_builder_t *b, int a, int x);
+/* Output shape of layer li (-1: the model input); 0, or -1 for no such layer. */
+int model_build_shape(const model_builder_t *b, int li, int *C, int *H, int *W);
+/* 0 while every call succeeded. */
+int model_build_failed(const model_builder_t *b);
+/* Fills a builder; returns 0, or -1 with err set (what it refused, and why). */
+typedef int (*model_build_fn)(model_builder_t *b, void *ctx, char *err, size_t errlen);
+/* A model named name (not looked up in the catalog) of input (C, H, W) and classes
+ * outputs, its layers from build(b, ctx). Returns 0, or -1 with err set. */
+int model_create_custom(const char *name, int C, int H, int W, int classes, int max_batch, model_build_fn build,
+                        void *ctx, model_t **out, char *err, size_t errlen);
+
 /* A model with src's name, layer and tensor lists and sizes, and buffers of its own
  * (zeroed): a twin that never depends on looking the name up again (the stand-in device
  * of tests/fakecuda). Returns 0, or -1 with err set (out of memory). */

@@ -328,8 +328,36 @@ static int model_setup(cuda_model_t *cm, const model_t *m)
     return 0;
 }
 
+/* The layers this backend runs: the built-in networks' kinds in their geometry (any
+ * convolution and pooling geometry, ops.h), not yet the kinds and forms only imported
+ * graphs have; such a model is refused with the layer named, never run without the layer. */
+static const char *cuda_layer_unsupported(const layer_t *l)
+{
+    switch (l->kind) {
+    case LAYER_LEAKY_RELU: return "LeakyRelu";
+    case LAYER_SIGMOID: return "Sigmoid";
+    case LAYER_TANH: return "Tanh";
+    case LAYER_CONCAT: return "Concat";
+    case LAYER_DROPOUT: return "Dropout";
+    case LAYER_FC:
+        return l->gemm.layout != GEMM_W_OUT_IN || l->gemm.alpha != 1.0f || l->gemm.beta != 1.0f || !l->has_bias
+                   ? "a Gemm other than PyTorch's Linear"
+                   : NULL;
+    case LAYER_BN: return l->eps != BN_EPS ? "a batch norm with another epsilon" : NULL;
+    default: return NULL;
+    }
+}
+
 static cuda_model_t *cuda_model_create(const model_t *m, int device, char *err, size_t errlen)
 {
+    for (int i = 0; i < m->nlayers; i++) {
+        const char *what = cuda_layer_unsupported(&m->layers[i]);
+        if (what) {
+            snprintf(err, errlen, "cuda model %s: layer %d (%s) is not supported by the CUDA backend yet", m->name, i,
+                     what);
+            return NULL;
+        }
+    }
     cuda_model_t *cm = (cuda_model_t *)calloc(1, sizeof *cm);
     if (!cm) {
         snprintf(err, errlen, "cuda model %s: out of host memory", m->name);

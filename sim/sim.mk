@@ -78,9 +78,10 @@ $(SIM_SHARE): sim/simshare.c sim/simshare.h
 # The run path is absolute because smpirun loads each rank's copy of the worker from a
 # temporary directory ($ORIGIN would point there); pacer-sim also puts the worker's
 # directory on LD_LIBRARY_PATH, for a build tree that has moved.
-$(SIM_WORKER): $(SIM_SMPI_OBJ) $(SIM_PLAIN_OBJ) $(SIM_SHARE)
-	$(SMPICC) -o $@ $(SIM_SMPI_OBJ) $(SIM_PLAIN_OBJ) -L$(SMPI_BUILD) -lpacer_simshare \
-	    -Wl,-rpath,$(abspath $(SMPI_BUILD)) $(BLAS_LIBS) $(DEP_LIBS)
+$(SIM_WORKER): $(SIM_SMPI_OBJ) $(SIM_PLAIN_OBJ) $(ONNX_OBJ) $(SIM_SHARE)
+	$(SMPICC) -o $@ $(SIM_SMPI_OBJ) $(SIM_PLAIN_OBJ) $(ONNX_OBJ) -L$(SMPI_BUILD) -lpacer_simshare \
+	    -Wl,-rpath,$(abspath $(SMPI_BUILD)) $(BLAS_LIBS) $(ONNX_LIBS) $(DEP_LIBS)
+$(SMPI_BUILD)/smpi/model/onnx_import.o: $(ONNX_PB).h
 
 $(BUILD)/pacer-sim: $(call obj,sim/pacer_sim.c sim/platform.c) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) $(call obj,sim/pacer_sim.c sim/platform.c) -o $@ $(LIBCOMMON) $(DEP_LIBS)

@@ -428,7 +428,7 @@
     mount('tpl-job');
     const s = {
       job: null, ranks: [], roles: {}, t0: null, dirty: false, charts: {}, acc: new Map(),
-      last: {}, lastEvent: 0, events: 0, finished: false, plan: null, simClock: false,
+      last: {}, lastEvent: 0, events: 0, finished: false, plan: null, simClock: false, emulation: null,
       // history.js: the stores, the history's stream cursor, live records since it, smoothing
       stores: {}, next: null, live: [], appended: 0, reloading: false, lastReload: 0, reloads: 0, ma: 0,
     };
@@ -442,6 +442,7 @@
     function chartSize(box) { return { width: Math.max(280, box.clientWidth), height: 220 }; }
 
     function buildCharts() {
+      if (s.stopped) return;
       for (const u of Object.values(s.charts)) u.destroy();
       s.charts = {};
       const axis = { stroke: '#6b7385', grid: { stroke: '#eef0f4', width: 1 }, ticks: { stroke: '#e2e5eb', width: 1 } };
@@ -547,7 +548,8 @@
         if (s.t0 === null) s.t0 = s.simClock ? 0 : (s.job && s.job.started) || h.from || 0;
         for (const r of h.ranks) s.roles[r.rank] = r.role;
         s.stores = HIST.fromHistory(h, s.t0);
-        for (const a of h.accuracy) s.acc.set(a.epoch, a.test_accuracy);
+        // per epoch: the evaluations between epoch ends (eval_every_steps: with a step) are not
+        for (const a of h.accuracy) if (a.step === undefined) s.acc.set(a.epoch, a.test_accuracy);
         s.ranks = h.ranks.map((r) => r.rank);
         s.history = h;
         s.next = h.next;
@@ -574,7 +576,7 @@
     }
 
     function redraw() {
-      if (!s.dirty) return;
+      if (!s.dirty || s.stopped) return;
       s.dirty = false;
       historyNote();
       for (const name of Object.keys(RANK_CHARTS)) if (s.charts[name]) s.charts[name].setData(chartData(name));
@@ -585,7 +587,8 @@
 
     function facts() {
       const j = s.job;
-      if (!j) return;
+      // An answer that comes back after the page has left this job (stop) has no page to fill.
+      if (!j || s.stopped) return;
       badge($('#job-state'), j.state);
       $('#job-name').textContent = j.name || '';
       $('#f-model').textContent = j.model + (j.spec && j.spec.dataset ? ' · ' + j.spec.dataset.name : '');
@@ -594,6 +597,7 @@
       const sim = j.simulated && j.spec && j.spec.simulate;
       const slow = sim ? sim.slowdown : j.spec && j.spec.emulate && j.spec.emulate.slowdown;
       $('#f-slowdown').textContent = slow && slow.length ? '[' + slow.join(', ') + ']' + (sim ? ' (host speeds)' : '') : 'none';
+      emulationNote(j, !sim && slow && slow.length);
       $('#job-sim').hidden = !j.simulated;
       $('#f-cluster').textContent = !sim ? 'real' : 'simulated: ' + (sim.platform ? sim.platform.split('/').pop()
         : sim.gflops + ' Gflop/s hosts, ' + sim.bandwidth_gbps + ' Gbit/s links' + (sim.gpus_per_node > 1 ? ', ' + sim.gpus_per_node + ' per node' : '')) +
@@ -638,6 +642,39 @@
       $('#f-goodput').textContent = 'global batch ' + num(live ? r0.global_batch : g.global_batch_final) +
         ' · efficiency ' + num(live ? r0.efficiency : g.efficiency, 3) + ' · learning rate x ' + num(live ? r0.lr_scale : g.lr_scale, 2) +
         ' · nodes left out: ' + (out.length ? 'rank ' + out.join(', ') : 'none') + (why ? ' (' + why + ')' : '');
+    }
+
+    // Whether the emulated speeds are what the slowdowns say (worker/emulate.h): the
+    // summary's verdict once the job has one, else the ranks' start-up check from the
+    // nodes answer (emulation_demand_cores of emulation_cores, the most loaded host; the
+    // parameter server's share is only counted in the summary). A profile that asks for
+    // more cores than there are measures how the OS shares them: never shown without a word.
+    function emulationNote(j, slowed) {
+      const note = $('#f-emulation');
+      const e = j.summary && j.summary.emulation;
+      let text = '', cls = '', faithful = null;
+      const final = !!(e && typeof e.demand_cores === 'number' && typeof e.cores === 'number');
+      const fig = final ? { demand: e.demand_cores, cores: e.cores } : s.emulation;
+      if (e && e.simulated) {
+        text = '';   // simulated time: nothing is emulated by waiting
+      } else if (fig) {
+        faithful = final ? !!e.faithful : fig.demand <= fig.cores + 1e-9;
+        const ask = 'the ranks ask for ' + fig.demand.toFixed(2) + ' of ' + fig.cores + ' cores';
+        const ps = !final && j.world > j.workers ? ', the parameter server\'s share not yet counted' : '';
+        if (!faithful) {
+          text = 'not faithful: ' + ask + (slowed ? '; the speed and staleness charts show how the OS shares the cores, not these slowdowns'
+            : '; measured speeds include core sharing');
+          cls = 'bad';
+        } else if (slowed) {
+          text = 'faithful: ' + ask + ps;
+          cls = 'ok';
+        }
+      } else if (slowed) {
+        text = 'faithful? not known until the ranks have started';
+      }
+      note.textContent = text;
+      note.className = 'emulation' + (cls ? ' ' + cls : '');
+      note.dataset.faithful = faithful === null ? '' : String(faithful);
     }
 
     function liveLine() {
@@ -686,6 +723,16 @@
       if (!body) return;
       body.innerHTML = '';
       s.plan = n.assignment;
+      // The emulation check each rank published (the same for every rank of a host): the
+      // most loaded host of the current attempt; the last one seen while no rank has it.
+      let worst = null;
+      for (const r of n.ranks) {
+        const d = r.emulation_demand_cores, c = r.emulation_cores;
+        if (typeof d !== 'number' || typeof c !== 'number' || !(c > 0)) continue;
+        if (!worst || d / c > worst.demand / worst.cores) worst = { demand: d, cores: c };
+      }
+      if (worst) s.emulation = worst;
+      if (s.job) facts();
       for (const r of n.ranks) {
         if (r.role) s.roles[r.rank] = r.role;
         const tr = el('tr');
@@ -829,6 +876,7 @@
       clock: () => (s.simClock ? 'simulated' : 'real'),
       tmax: () => Math.max(...Object.values(s.stores).map((st) => (st.t.length ? st.t[st.t.length - 1] : -Infinity))),
       history: () => s.history,
+      acc: () => accData(),
       smoothing: () => s.ma,
       xlabel: () => (s.charts.loss ? s.charts.loss.axes[0].label : null),
       events: () => s.events,
@@ -841,6 +889,7 @@
 
     return {
       stop() {
+        s.stopped = true;
         es.close();
         timers.forEach(clearInterval);
         clearInterval(logTimer);

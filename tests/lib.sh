@@ -103,3 +103,55 @@ expect_error() {
 # own finalize race (see there). MPIRUN_RAW is plain mpirun, for tests that signal it.
 MPIRUN_RAW="mpirun --oversubscribe --allow-run-as-root --mca btl_vader_single_copy_mechanism none"
 MPIRUN="sh $(pwd)/tests/tools/mpirun.sh --oversubscribe --allow-run-as-root --mca btl_vader_single_copy_mechanism none"
+
+# Test accuracy per epoch (issue 29): what the history, the records and the dashboard show
+# must be what the run measured, one evaluation per epoch, never a 0 for "not measured".
+# log_accuracy LOG... - "EPOCH ACCURACY" per epoch end the logs print (rank 0's "epoch K/E
+# done: ... test_accuracy A"), in the order printed.
+log_accuracy() {
+    cat "$@" | sed -n 's/^.*epoch \([0-9][0-9]*\)\/[0-9][0-9]* done: .* test_accuracy \([^ ]*\).*$/\1 \2/p'
+}
+# same_accuracy WHAT GOT WANT - two files of "EPOCH ACCURACY" lines agree: at least one line,
+# the same epochs in the same order, every accuracy a number within 5e-5 of the wanted one
+# (the log prints four decimals).
+same_accuracy() {
+    if ! awk 'function num(x) { return x ~ /^[0-9]*[.]?[0-9]+([eE][-+]?[0-9]+)?$/ }
+        FILENAME == ARGV[1] { e[++n] = $1; a[n] = $2; next }
+        { m++; d = $2 - a[m]; if (m > n || $1 != e[m] || !num($2) || !num(a[m]) || d > 5.01e-5 || d < -5.01e-5) bad = 1 }
+        END { exit bad || m != n || n == 0 }' "$3" "$2"; then
+        echo "--- $1: got (epoch, test accuracy)"; cat "$2"; echo "--- wanted (the log)"; cat "$3"
+        fail "$1: the test accuracy per epoch is not the one the run printed"
+    fi
+    echo "ok: $1: one test accuracy per evaluated epoch ($(wc -l <"$3") epochs), each the log's"
+}
+# history_accuracy_is_log HISTORY WHAT LOG... - a GET /api/v1/jobs/{id}/history answer's
+# accuracy series: one point per epoch the logs print, rank 0's (the parameter server, or
+# the root of a synchronous job: the rank that evaluates), each the accuracy printed last
+# for that epoch (a resumed attempt evaluates again the epochs it trains again, and the run
+# went on from that evaluation).
+history_accuracy_is_log() {
+    h=$1 what=$2
+    shift 2
+    jq -e '.accuracy | all(.rank == 0)' "$h" >/dev/null ||
+        fail "$what: an evaluation in the history is not rank 0's: $(jq -c '[.accuracy[] | {epoch, rank}]' "$h")"
+    jq -r '.accuracy[] | "\(.epoch) \(.test_accuracy)"' "$h" >"$TMP/acc.got"
+    log_accuracy "$@" | awk '{ last[$1] = $2 } END { for (e in last) print e, last[e] }' | sort -n >"$TMP/acc.want"
+    same_accuracy "$what" "$TMP/acc.got" "$TMP/acc.want"
+}
+# records_match_log METRICS WHAT LOG... - a --metrics file (every attempt appended): every
+# record that carries an evaluation (a test_accuracy that is not null) is rank 0's; its epoch
+# records' evaluations are the epoch ends the logs print, in order, one each; a final record
+# carries one only in a run resumed after its last epoch end (which evaluates the restored
+# weights: "nothing left to train").
+records_match_log() {
+    m=$1 what=$2
+    shift 2
+    jq -s -e 'map(select(.test_accuracy != null)) | all(.rank == 0)' "$m" >/dev/null ||
+        fail "$what: a record of a rank that did not evaluate carries a test accuracy: $(jq -s -c 'map(select(.test_accuracy != null and .rank != 0) | {kind, rank, epoch, test_accuracy}) | .[:4]' "$m")"
+    jq -r 'select(.kind == "epoch" and .test_accuracy != null) | "\(.epoch) \(.test_accuracy)"' "$m" >"$TMP/acc.got"
+    log_accuracy "$@" >"$TMP/acc.want"
+    same_accuracy "$what (records)" "$TMP/acc.got" "$TMP/acc.want"
+    finals=$(jq -s 'map(select(.kind == "final" and .test_accuracy != null)) | length' "$m")
+    [ "$finals" = "$(cat "$@" | grep -c 'nothing left to train')" ] ||
+        fail "$what: $finals final records carry an evaluation, for $(cat "$@" | grep -c 'nothing left to train') runs resumed after their last epoch"
+}

@@ -7,6 +7,9 @@ static int sgd_step(worker_t *w)
     worker_next_batch(w);
     worker_compute_grad(w, 1.0f);
     worker_apply_local_update(w);
+    /* Each update is applied to the weights its gradient was computed on: staleness 0,
+     * counted as ssgd counts it (a count of 0 would read as "nothing measured"). */
+    staleness_add(&w->staleness, 0);
     return 0;
 }
 

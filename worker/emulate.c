@@ -79,6 +79,8 @@ int emulate_check(worker_t *w)
     else if (all) memcpy(all, row, sizeof row);
     w->emulation.hosts = all;
     w->emulation.ps_host = leader;
+    w->emulation.host_demand = host[0];
+    w->emulation.host_cores = cores;
     return 0;
 }
 

@@ -4,6 +4,7 @@
  * Exit status: 0 success, 1 a failure while training, 2 bad input (usage, spec, data set,
  * checkpoint), each with one line on stderr that names what is wrong. */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,6 +227,14 @@ static int agree(int use_mpi, int failed)
     return any;
 }
 
+/* A figure for the final line: v in fmt (nan or inf when a measured figure diverged), or
+ * "-" when it was not measured. */
+static void figure(char *out, size_t len, const char *fmt, double v, int measured)
+{
+    if (measured) snprintf(out, len, fmt, v);
+    else snprintf(out, len, "-");
+}
+
 static int finish(int use_mpi, worker_t *w, int status)
 {
     worker_teardown(w);
@@ -371,6 +380,7 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
             /* A GPU rank's utilisation and memory go with its node hash; NVML is loaded
              * only here, and its absence leaves them out without a word. */
             if (w.gpu) redis_report_watch_gpu(w.assignment_ctx, nvml_open(w.gpu_device));
+            redis_report_emulation(w.assignment_ctx, w.emulation.host_demand, w.emulation.host_cores);
         }
     }
     if (!failed && nsinks && metrics_start(&reporter, g_job_id ? g_job_id : spec.name, sinks, nsinks) != 0) {
@@ -419,10 +429,19 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
         json_array_append_new(per_rank, worker_rank_json(&w));
     }
     if (rank == 0) {
-        if (w.stop != 2)
-            printf("final test_accuracy %.4f test_loss %.4f train_loss %.4f (%.1f s, %.0f samples/s)\n",
-                   w.test_accuracy, w.test_loss, w.train_loss, w.wall_s,
-                   w.loop_s > 0 ? (double)worker_train_samples(per_rank) / w.loop_s : 0.0);
+        if (w.stop != 2) {
+            /* What the run did not measure is "-" (a simulation that skipped the compute,
+             * a run resumed after its last epoch: no training time), never 0 or nan. */
+            char acc[32], tl[32], trl[32], sps[32];
+            int skip = sim_skip_compute(&w), tested = w.eval_step >= 0 && !skip;
+            figure(acc, sizeof acc, "%.4f", w.test_accuracy, tested);
+            figure(tl, sizeof tl, "%.4f", w.test_loss, tested);
+            figure(trl, sizeof trl, "%.4f", w.train_loss, !skip);
+            figure(sps, sizeof sps, "%.0f", w.loop_s > 0 ? (double)worker_train_samples(per_rank) / w.loop_s : 0.0,
+                   w.loop_s > 0);
+            printf("final test_accuracy %s test_loss %s train_loss %s (%.1f s, %s samples/s)\n", acc, tl, trl, w.wall_s,
+                   sps);
+        }
         if (summary_path && worker_write_summary(&w, summary_path, per_rank, err, sizeof err) != 0) {
             fprintf(stderr, "pacer-worker: %s\n", err);
             status = 1;

@@ -55,15 +55,18 @@ int metrics_to_json(const metrics_record_t *r, const char *job, char *buf, size_
     ADD(snprintf(buf + o, len - o, ",\"time\":%.6f,\"rank\":%d,\"role\":\"%s\",\"host\":", r->time, r->rank,
                  r->role ? "ps" : "worker"));
     ADD(str(buf + o, len - o, r->host));
-    ADD(snprintf(buf + o, len - o, ",\"device\":\"%s\",\"step\":%lld,\"epoch\":%lld,\"batch\":%d,\"loss\":",
-                 r->device[0] ? r->device : "cpu", (long long)r->step, (long long)r->epoch, r->batch));
+    ADD(snprintf(buf + o, len - o, ",\"device\":\"%s\",\"step\":%lld,\"epoch\":%lld,", r->device[0] ? r->device : "cpu",
+                 (long long)r->step, (long long)r->epoch));
+    if (r->batch >= 0) ADD(snprintf(buf + o, len - o, "\"batch\":%d,", r->batch));
+    ADD(snprintf(buf + o, len - o, "\"loss\":"));
     ADD(num(buf + o, len - o, r->loss));
     if (r->baseline_comm_s > 0) ADD(snprintf(buf + o, len - o, ",\"baseline_comm_s\":%.6f", r->baseline_comm_s));
-    ADD(snprintf(buf + o, len - o,
-                 ",\"compute_s\":%.6f,\"comm_s\":%.6f,\"idle_s\":%.6f,\"samples_per_s\":%.1f,"
-                 "\"samples\":%lld,\"slowdown\":%.3g,\"plan_version\":%lld,",
-                 r->compute_s, r->comm_s, r->idle_s, r->samples_per_s, (long long)r->samples, r->slowdown,
-                 (long long)r->plan_version));
+    ADD(snprintf(buf + o, len - o, ",\"compute_s\":%.6f,\"comm_s\":%.6f,\"idle_s\":%.6f,\"samples_per_s\":",
+                 r->compute_s, r->comm_s, r->idle_s));
+    /* %.1f of a speed, as before: the same digits, or null. */
+    ADD(isfinite(r->samples_per_s) ? snprintf(buf + o, len - o, "%.1f", r->samples_per_s) : num(buf + o, len - o, NAN));
+    ADD(snprintf(buf + o, len - o, ",\"samples\":%lld,\"slowdown\":%.3g,\"plan_version\":%lld,", (long long)r->samples,
+                 r->slowdown, (long long)r->plan_version));
     ADD(snprintf(buf + o, len - o, "\"noise_scale\":"));
     ADD(num(buf + o, len - o, r->noise_scale));
     if (r->global_batch > 0) ADD(snprintf(buf + o, len - o, ",\"global_batch\":%d,", r->global_batch));

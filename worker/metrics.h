@@ -8,6 +8,9 @@
  * ~100 ms, serialises and hands each record to the sinks (file, Redis). When the ring is
  * full the oldest-unsent record is kept and the new one is dropped and counted: training
  * never waits for a slow disk or an unreachable Redis.
+ *
+ * A figure a rank did not measure is null (NaN here) or absent in the JSON, never 0 or
+ * the last value (issue 29): see the members below.
  */
 #ifndef PACER_METRICS_H
 #define PACER_METRICS_H
@@ -31,16 +34,19 @@ typedef struct {
     char device[8];                   /* "cpu" | "cuda" */
     int64_t step;                     /* this rank's step count (global step for sync algorithms) */
     int64_t epoch;                    /* 1-based epoch the step belongs to */
-    int batch;                        /* samples in this step */
+    int batch;                        /* samples in this step; -1 (no "batch"): the PS's */
     float loss;                       /* this step's mean training loss (NaN when none) */
     double compute_s, comm_s, idle_s; /* this step */
     double baseline_comm_s;           /* --comm-baseline: a raw allreduce of the same size, this step */
-    double samples_per_s;             /* EWMA of samples per second of compute */
+    double samples_per_s;             /* EWMA of samples per second of compute; NaN: the PS's */
     int64_t samples;                  /* cumulative samples computed by this rank */
     double slowdown;                  /* emulated factor in force (1 = none) */
     staleness_t staleness;            /* cumulative, this rank's applied updates */
-    float test_loss, test_accuracy;   /* METRICS_EPOCH / FINAL at the evaluating rank; NaN otherwise */
-    int64_t plan_version;             /* batch assignment version in force */
+    /* The evaluation this record reports: on the rank that made it (rank 0, train.c's
+     * report_epoch), in the epoch record of the epoch it ends (or the final record of a run
+     * resumed after its last epoch end); NaN in every other record. */
+    float test_loss, test_accuracy;
+    int64_t plan_version; /* batch assignment version in force */
     /* METRICS_STEP: where the step's wall time went (common/phases.h); the phases add
      * up to step_s. compute_s/comm_s/idle_s above keep their older meanings (compute_s
      * includes the emulated wait; a PS worker's comm_s is its whole wait for the reply). */

@@ -145,7 +145,7 @@ static void epoch_end(server_t *s)
     flush_held(s); /* the evaluation sees every gradient of the epoch */
     double t0 = clock_mono_s();
     w->loop_s = t0 - s->started - s->aside_s; /* for time_to_target_s */
-    w->train_loss_running = w->epoch_loss_samples ? (float)(w->epoch_loss_sum / (double)w->epoch_loss_samples) : 0;
+    w->train_loss_running = w->epoch_loss_samples ? (float)(w->epoch_loss_sum / (double)w->epoch_loss_samples) : NAN;
     worker_evaluate(w, &w->test_loss, &w->test_accuracy);
     char err[1400];
     if (worker_epoch_done(w, err, sizeof err) != 0) fprintf(stderr, "%s\n", err);
@@ -436,7 +436,12 @@ static int run_worker(worker_t *w)
             phase_end(&w->phases);
             worker_report_step(w);
         }
-        if (h.stop) break;
+        if (h.stop) {
+            /* The epochs the PS ended: what this worker's final record reports (the last
+             * reply that started an epoch said one less). */
+            w->epoch = h.epoch;
+            break;
+        }
         phase_begin(&w->phases, h.version);
         memcpy(w->model->params, in + sizeof h, np * sizeof(float));
         phase_mark(&w->phases, PHASE_COMM); /* the pull, into the model */

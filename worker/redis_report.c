@@ -73,7 +73,8 @@ typedef struct {
     int asg[ASSIGN_MAX];
     int64_t asg_returned; /* the version redis_report_assignment last handed out */
 
-    nvml_t *gpu; /* redis_report_watch_gpu's; sampled by the sink thread only */
+    nvml_t *gpu;                  /* redis_report_watch_gpu's; sampled by the sink thread only */
+    double emu_demand, emu_cores; /* redis_report_emulation's; cores 0 = not set */
 
     /* sink thread only */
     gpu_sample_t gpu_last;
@@ -329,6 +330,7 @@ static int round_trip(rsink_t *s)
     tacc = s->test_accuracy;
     tloss = s->test_loss;
     nvml_t *gpu = s->gpu;
+    double emu_demand = s->emu_demand, emu_cores = s->emu_cores;
     s->beat_now = 0;
     pthread_mutex_unlock(&s->lock);
     /* The device's utilisation and memory, here on the sink's thread, at most once a
@@ -388,7 +390,7 @@ static int round_trip(rsink_t *s)
             arg_fmt(&a, "phase_%s_s", PHASE_NAMES[k]);
             arg_fmt(&a, "%.9g", isfinite(sphase[k]) ? sphase[k] : 0.0);
         }
-        arg_int(&a, "batch", rec.batch);
+        if (rec.batch >= 0) arg_int(&a, "batch", rec.batch); /* the PS computes no batch */
         arg_num(&a, "loss", rec.loss);
         arg_int(&a, "step", (long long)rec.step);
         arg_int(&a, "epoch", (long long)rec.epoch);
@@ -407,6 +409,10 @@ static int round_trip(rsink_t *s)
         arg_num(&a, "test_accuracy", tacc);
         arg_num(&a, "test_loss", tloss);
         arg_time(&a, "updated", last_time);
+    }
+    if (emu_cores > 0) {
+        arg_num(&a, "emulation_demand_cores", emu_demand);
+        arg_num(&a, "emulation_cores", emu_cores);
     }
     if (s->gpu_have) {
         arg_num(&a, NODE_GPU_UTIL_PCT, s->gpu_last.util_pct);
@@ -554,6 +560,15 @@ void redis_report_watch_gpu(metrics_sink_t *base, nvml_t *gpu)
     pthread_mutex_unlock(&s->lock);
     /* The sink thread may be sampling the first one: a second is not taken, only closed. */
     if (!taken) nvml_close(gpu);
+}
+
+void redis_report_emulation(metrics_sink_t *base, double demand_cores, double cores)
+{
+    rsink_t *s = (rsink_t *)base;
+    pthread_mutex_lock(&s->lock);
+    s->emu_demand = demand_cores;
+    s->emu_cores = cores;
+    pthread_mutex_unlock(&s->lock);
 }
 
 metrics_sink_t *redis_report_sink(const char *url, const char *job, int rank, char *err, size_t errlen)

@@ -73,6 +73,14 @@ void redis_report_heartbeat(metrics_sink_t *s);
 #define REDIS_REPORT_GPU_S 1.0
 void redis_report_watch_gpu(metrics_sink_t *s, nvml_t *gpu);
 
+/* The start-up emulation check of this rank's host (worker/emulate.h): the cores its
+ * worker ranks ask for (threads / slowdown, the parameter server's share not known
+ * yet) and the cores they have, published with every node hash from the next round
+ * trip on (emulation_demand_cores, emulation_cores; docs/REDIS.md), so the dashboard
+ * can say while the job runs whether its emulated speeds are faithful. cores <= 0:
+ * nothing is published (a simulated rank). */
+void redis_report_emulation(metrics_sink_t *s, double demand_cores, double cores);
+
 /* The latest batch assignment (key pacer:job:{job}:assignment). Returns 1 and fills
  * *version and batches[0..n) when an assignment other than the last one returned exists (a newer version,
  * or any version after a Redis restart),

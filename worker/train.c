@@ -151,7 +151,7 @@ float worker_compute_grad(worker_t *w, float loss_scale)
     } else if (sim_skip_compute(w)) {
         /* A simulated timing what-if: sim_charge_train below charges the step. */
         memset(w->model->grads, 0, w->model->nparams * sizeof *w->model->grads);
-        loss = 0;
+        loss = NAN; /* not computed: no loss, rather than a loss of 0 */
     } else {
         loss = model_forward(w->model, w->x, w->y, w->batch, 1);
         model_backward(w->model, w->x, w->y, w->batch, loss_scale);
@@ -279,13 +279,15 @@ static metrics_record_t *fill_record(worker_t *w, metrics_kind_t kind)
     r->time = clock_wall_s();
     r->step = w->global_step;
     r->epoch = w->epoch + 1;
-    r->batch = w->batch;
+    /* The parameter server computes no batch and no samples: it has no batch size or speed
+     * (absent and null, not 0; its loss is that of the push it applied last). */
+    r->batch = w->role == ROLE_PS ? -1 : w->batch;
     r->loss = w->stats.last_loss;
     r->compute_s = w->stats.step_compute_s;
     r->comm_s = w->stats.step_comm_s;
     r->idle_s = w->stats.step_idle_s;
     r->baseline_comm_s = w->stats.step_baseline_s;
-    r->samples_per_s = w->stats.ewma_sps;
+    r->samples_per_s = w->role == ROLE_PS ? NAN : w->stats.ewma_sps;
     r->samples = w->stats.samples;
     r->slowdown = w->slowdown;
     r->staleness = w->staleness.s;
@@ -305,15 +307,27 @@ void worker_report_step(worker_t *w)
     if (w->metrics) metrics_push(w->metrics, fill_record(w, METRICS_STEP));
 }
 
-/* Epoch-end and final records carry the evaluation and the epoch's mean training loss;
- * an evaluation between epoch ends (METRICS_EVAL) the evaluation only. */
-static void report_epoch(worker_t *w, metrics_kind_t kind)
+/* Epoch-end and final records carry the epoch's mean training loss, and with_eval (the
+ * record of an evaluation just made) the evaluation, on the rank that made it only; an
+ * evaluation between epoch ends (METRICS_EVAL, eval_every_steps) the evaluation only.
+ * That rank is rank 0 in every algorithm: the parameter server of the asynchronous
+ * family; in the synchronous ones the root, which evaluates and broadcasts the result
+ * (comm_evaluate_root), so that every rank can stop at a target accuracy; sgd has one
+ * rank. The other ranks know the result without having measured it, and a record of
+ * theirs that carried it would make one evaluation look like several (issue 29: the
+ * history had one point per rank and epoch, and a parameter server's workers, which never
+ * evaluate, reported 0). Each evaluation is reported once: in its epoch's record, or in
+ * the final record of a run resumed after its last epoch end (worker_finish_resumed),
+ * which evaluates without an epoch end; any other final record repeats nothing. */
+static void report_epoch(worker_t *w, metrics_kind_t kind, int with_eval)
 {
     if (!w->metrics) return;
     metrics_record_t *r = fill_record(w, kind);
     r->epoch = kind == METRICS_FINAL ? w->epoch : w->epoch + 1;
-    r->test_loss = w->test_loss;
-    r->test_accuracy = w->test_accuracy;
+    if (with_eval && w->rank == 0) {
+        r->test_loss = w->test_loss;
+        r->test_accuracy = w->test_accuracy;
+    }
     r->loss = kind == METRICS_EVAL ? NAN : w->train_loss_running;
     /* Training time so far: time to any accuracy can be read from the records of one run
      * (evaluations are not training time). The parameter server keeps loop_s current
@@ -333,7 +347,7 @@ int worker_target_reached(worker_t *w)
 void worker_evaluated_between(worker_t *w)
 {
     w->eval_step = w->global_step;
-    report_epoch(w, METRICS_EVAL);
+    report_epoch(w, METRICS_EVAL, 1);
     if (worker_target_reached(w)) {
         if (w->rank == 0)
             fprintf(stderr, "target accuracy %.4f reached at step %ld (test accuracy %.4f)\n", w->spec->target_accuracy,
@@ -394,8 +408,11 @@ static void evaluate_on(worker_t *w, const dataset_t *d, int n, float *loss, flo
         sim_charge_eval(w, b);
         correct += count_correct(b, m->num_classes, model_logits(m), w->y);
     }
-    *loss = n ? (float)(loss_sum / n) : 0.0f;
-    *accuracy = n ? (float)correct / (float)n : 0.0f;
+    /* Nothing evaluated (no samples, or a simulation that skips the compute): not
+     * measured, so NaN, never 0. */
+    int measured = n > 0 && !sim_skip_compute(w);
+    *loss = measured ? (float)(loss_sum / n) : NAN;
+    *accuracy = measured ? (float)correct / (float)n : NAN;
 }
 
 void worker_evaluate(worker_t *w, float *loss, float *accuracy) { evaluate_on(w, &w->test, w->test.n, loss, accuracy); }
@@ -570,6 +587,8 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
     memset(w, 0, sizeof *w);
     w->eval_step = w->ckpt_step = -1;
     w->time_to_target_s = NAN;
+    /* Not measured until they are (the summary shows null, never a 0 from memset). */
+    w->test_loss = w->test_accuracy = w->train_loss = w->train_loss_running = NAN;
     if (nworkers < 1 || nworkers > spec->workers) {
         snprintf(err, errlen, "%d workers: must be 1 to the spec's %d", nworkers, spec->workers);
         return -1;
@@ -881,7 +900,7 @@ int worker_epoch_done(worker_t *w, char *err, size_t errlen)
 {
     const job_spec_t *s = w->spec;
     w->eval_step = w->global_step; /* every caller has just evaluated */
-    report_epoch(w, METRICS_EPOCH);
+    report_epoch(w, METRICS_EPOCH, 1);
     if (w->rank == 0)
         fprintf(stderr, "epoch %ld/%d done: train_loss_running %.4f test_loss %.4f test_accuracy %.4f\n", w->epoch + 1,
                 s->epochs, w->train_loss_running, w->test_loss, w->test_accuracy);
@@ -962,7 +981,7 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
             snprintf(err, errlen, "algorithm %s failed", w->algo->name);
             return rc;
         }
-        report_epoch(w, METRICS_FINAL);
+        report_epoch(w, METRICS_FINAL, w->nothing_left);
         /* The PS (rank 0) holds the final weights: their loss on the fixed subset, and its
          * last checkpoint is the end of the job, as for the step loop below. */
         if (w->role == ROLE_PS && w->stop != 2) {
@@ -1045,7 +1064,7 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
             return rc;
         }
         write_digest(w, digest_fd, " epoch");
-        w->train_loss_running = w->epoch_loss_samples ? (float)(w->epoch_loss_sum / (double)w->epoch_loss_samples) : 0;
+        w->train_loss_running = w->epoch_loss_samples ? (float)(w->epoch_loss_sum / (double)w->epoch_loss_samples) : NAN;
         if (w->algo->evaluate) w->algo->evaluate(w);
         else worker_evaluate(w, &w->test_loss, &w->test_accuracy);
         if (worker_epoch_done(w, err, errlen) != 0) return -1;
@@ -1053,7 +1072,7 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
             fprintf(stderr, "time budget of %.1f s used: stopped in epoch %ld\n", o->time_budget_s, w->epoch);
     }
     w->wall_s = clock_mono_s() - t_start;
-    report_epoch(w, METRICS_FINAL);
+    report_epoch(w, METRICS_FINAL, w->nothing_left);
     /* Rank 0 holds the final (merged) weights after the last epoch end. */
     if (w->rank == 0 && w->stop != 2) w->train_loss = worker_final_train_loss(w);
     if (s->checkpoint.every_steps > 0 && w->rank == 0 && w->stop != 2 && w->ckpt_step != w->global_step)
@@ -1063,10 +1082,11 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
 
 /* ---- summary ---------------------------------------------------------------------------- */
 
-/* A rank's peak memory; 0 in a simulation, where one process holds every rank. */
+/* A rank's peak memory; NaN (null: not measured) in a simulation, where one process holds
+ * every rank. */
 static double peak_rss_mb(void)
 {
-    if (sim_active()) return 0.0;
+    if (sim_active()) return NAN;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return (double)ru.ru_maxrss / 1024.0;
@@ -1082,6 +1102,12 @@ static json_t *device_json(const worker_t *w)
     if (d && strcmp(w->record.device, "cpu") == 0) json_object_set_new(d, "blas", json_string(blas_core()));
     return d;
 }
+
+/* json_finite_or_null V - V as a JSON number, or null when it is NaN or infinite. */
+static json_t *json_finite_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+/* A rate over a time: null when no time was measured (a run that trained nothing), not 0. */
+static json_t *json_rate(double n, double s) { return s > 0 ? json_real(n / s) : json_null(); }
 
 static json_t *rank_json_base(const worker_t *w, json_t *st);
 
@@ -1107,17 +1133,17 @@ static json_t *rank_json_base(const worker_t *w, json_t *st)
     if (w->role == ROLE_PS)
         /* The parameter server computes no samples: it reports the updates it applied
          * (counting the workers' samples here too would count every sample twice). */
-        return json_pack("{s:i, s:s, s:s, s:o, s:I, s:f, s:f, s:f, s:f, s:o}", "rank", w->rank, "role", "ps", "host",
-                         w->record.host, "device", device_json(w), "updates", (json_int_t)w->ps_updates,
-                         "updates_per_s", w->loop_s > 0 ? (double)w->ps_updates / w->loop_s : 0.0, "busy_fraction",
-                         w->ps_busy_fraction, "idle_s", w->stats.idle_s, "peak_rss_mb", peak_rss_mb(), "staleness", st);
-    return json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:f, s:f, s:I, s:I, s:i, s:f, s:f, s:f, s:o}", "rank", w->rank,
+        return json_pack("{s:i, s:s, s:s, s:o, s:I, s:o, s:f, s:f, s:o, s:o}", "rank", w->rank, "role", "ps", "host",
+                         w->record.host, "device", device_json(w), "updates", (json_int_t)w->ps_updates, "updates_per_s",
+                         json_rate((double)w->ps_updates, w->loop_s), "busy_fraction", w->ps_busy_fraction, "idle_s",
+                         w->stats.idle_s, "peak_rss_mb", json_finite_or_null(peak_rss_mb()), "staleness", st);
+    return json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:f, s:f, s:I, s:I, s:i, s:o, s:o, s:f, s:o}", "rank", w->rank,
                      "role", "worker", "host", w->record.host, "device", device_json(w), "compute_s",
                      w->stats.compute_s, "comm_s", w->stats.comm_s, "idle_s", w->stats.idle_s, "emulated_s",
                      w->stats.emulated_s, "samples", (json_int_t)w->stats.samples, "steps", (json_int_t)w->stats.steps,
                      "batch_final", w->batch_of[w->worker_index], "samples_per_s",
-                     w->stats.compute_s > 0 ? (double)w->stats.samples / w->stats.compute_s : 0.0, "peak_rss_mb",
-                     peak_rss_mb(), "slowdown", w->slowdown, "staleness", st);
+                     json_rate((double)w->stats.samples, w->stats.compute_s), "peak_rss_mb",
+                     json_finite_or_null(peak_rss_mb()), "slowdown", w->slowdown, "staleness", st);
 }
 
 /* The job's device: {"requested", "used": "cuda" when every computing rank used a GPU,
@@ -1157,9 +1183,6 @@ long worker_train_samples(json_t *per_rank)
     return n;
 }
 
-/* json_finite_or_null V - V as a JSON number, or null when it is NaN or infinite. */
-static json_t *json_finite_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
-
 int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, char *err, size_t errlen)
 {
     const job_spec_t *s = w->spec;
@@ -1168,25 +1191,31 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
     long train_samples = worker_train_samples(per_rank);
     size_t i;
     json_t *r;
-    double peak = 0;
+    double peak = NAN; /* stays NaN (null) when no rank measured it (a simulation) */
     json_array_foreach(per_rank, i, r)
     {
-        double p = json_real_value(json_object_get(r, "peak_rss_mb"));
-        if (p > peak) peak = p;
+        json_t *p = json_object_get(r, "peak_rss_mb");
+        if (json_is_number(p) && !(json_number_value(p) <= peak)) peak = json_number_value(p);
     }
     /* A run that diverged has NaN or infinite losses, which JSON cannot hold (jansson
-     * refuses them): they are written as null, and "diverged" says why. */
-    int diverged = !isfinite(w->train_loss) || (!isfinite(w->train_loss_running) && !w->nothing_left) ||
-                   !isfinite(w->test_loss) || !isfinite(w->test_accuracy);
+     * refuses them): they are written as null, and "diverged" says why. A figure the run
+     * did not measure is null too, and says nothing about divergence: the test figures
+     * before the first evaluation, train_loss_running of a run resumed after its last
+     * epoch (not in the checkpoint), train_loss of a run stopped by the test hook, every
+     * loss and accuracy of a simulation that skips the compute. */
+    const int skip = sim_skip_compute(w);
+    const int tested = w->eval_step >= 0 && !skip, ran = tested && !w->nothing_left, trained = w->stop != 2 && !skip;
+    int diverged = (trained && !isfinite(w->train_loss)) || (ran && !isfinite(w->train_loss_running)) ||
+                   (tested && (!isfinite(w->test_loss) || !isfinite(w->test_accuracy)));
     json_t *root = json_pack(
-        "{s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:o, s:o, s:i, s:o, s:o, s:b, s:f, s:f, s:I, s:f, s:f, s:O}", "name",
+        "{s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:o, s:o, s:i, s:o, s:o, s:b, s:f, s:f, s:I, s:o, s:o, s:O}", "name",
         s->name, "model", s->model, "dataset", s->dataset.name, "algorithm", s->algorithm.name, "workers", s->workers,
         "epochs", s->epochs, "steps", (json_int_t)w->global_step, "train_loss", json_finite_or_null(w->train_loss),
         "train_loss_running", json_finite_or_null(w->train_loss_running), "train_loss_samples",
         w->train.n < TRAIN_LOSS_SAMPLES ? w->train.n : TRAIN_LOSS_SAMPLES, "test_loss",
         json_finite_or_null(w->test_loss), "test_accuracy", json_finite_or_null(w->test_accuracy), "diverged", diverged,
         "wall_s", w->wall_s, "train_s", w->loop_s, "train_samples", (json_int_t)train_samples, "train_samples_per_s",
-        w->loop_s > 0 ? (double)train_samples / w->loop_s : 0.0, "peak_rss_mb", peak, "per_rank", per_rank);
+        json_rate((double)train_samples, w->loop_s), "peak_rss_mb", json_finite_or_null(peak), "per_rank", per_rank);
     if (!root) {
         snprintf(err, errlen, "summary: cannot build the JSON (a non-finite figure, or out of memory)");
         return -1;
@@ -1204,9 +1233,9 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
     sim_summary(w, root);
     if (w->role == ROLE_PS)
         json_object_set_new(root, "parameter_server",
-                            json_pack("{s:I, s:f, s:f, s:I}", "updates", (json_int_t)w->ps_updates, "updates_per_s",
-                                      w->loop_s > 0 ? (double)w->ps_updates / w->loop_s : 0.0, "busy_fraction",
-                                      w->ps_busy_fraction, "dropped", (json_int_t)w->ps_dropped));
+                            json_pack("{s:I, s:o, s:f, s:I}", "updates", (json_int_t)w->ps_updates, "updates_per_s",
+                                      json_rate((double)w->ps_updates, w->loop_s), "busy_fraction", w->ps_busy_fraction,
+                                      "dropped", (json_int_t)w->ps_dropped));
     /* temp file + rename: the coordinator may read the summary while it is written */
     char tmp[1100];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());

@@ -57,7 +57,10 @@ typedef struct worker {
     struct {
         double *hosts; /* rank 0: (world) x {host demand, cores, host id} */
         int ps_host;   /* host id (lowest world rank) of this rank's host */
-    } emulation;       /* emulate.c */
+        /* This rank's host: its workers' demand (the parameter server's share is only
+         * known at the end) and its cores; cores 0 when not checked (a simulated rank). */
+        double host_demand, host_cores;
+    } emulation; /* emulate.c */
 
     model_t *model;
     struct cuda_model *gpu;  /* the model's device copy (device cuda/auto), or NULL */
@@ -130,6 +133,8 @@ typedef struct worker {
     float train_loss_running; /* mean batch loss over the last epoch, as trained */
     float train_loss;         /* the final weights' loss on the fixed training
                                             subset (worker_final_train_loss; rank 0) */
+    /* The latest evaluation (rank 0's, broadcast to the others in the synchronous family);
+     * NaN before the first, and with the losses above whatever was not measured. */
     float test_loss, test_accuracy;
     long eval_step; /* global_step when test_accuracy was measured; -1: not yet */
     /* Training seconds (loop_s) at the first evaluation that reached target_accuracy;
@@ -193,7 +198,8 @@ void worker_apply_gradient(worker_t *w, const float *g, float grad_scale);
 /* Emits this rank's metrics record for the step just done (no-op without a reporter). */
 void worker_report_step(worker_t *w);
 
-/* Evaluates model on the test set in batches; fills loss and accuracy. A GPU rank
+/* Evaluates model on the test set in batches; fills loss and accuracy (NaN when nothing
+ * was evaluated: an empty set, a simulation that skips the compute). A GPU rank
  * evaluates on its device, with the device's weights and batch-norm statistics. */
 void worker_evaluate(worker_t *w, float *loss, float *accuracy);
 /* The summary's train_loss: the loss of the current weights on the first

@@ -85,6 +85,20 @@ void batchnorm_forward_train(int B, int C, int HW, const float *inp, const float
                              float *save_mean, float *save_invstd, float *running_mean, float *running_var,
                              float momentum)
 {
+    batchnorm_forward_train_eps(B, C, HW, inp, gamma, beta, out, save_mean, save_invstd, running_mean, running_var,
+                                momentum, BN_EPS);
+}
+
+void batchnorm_forward_eval(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
+                            const float *running_mean, const float *running_var, float *out)
+{
+    batchnorm_forward_eval_eps(B, C, HW, inp, gamma, beta, running_mean, running_var, out, BN_EPS);
+}
+
+void batchnorm_forward_train_eps(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
+                                 float *out, float *save_mean, float *save_invstd, float *running_mean,
+                                 float *running_var, float momentum, float eps)
+{
     if (B <= 0 || C <= 0 || HW <= 0) return;
     const size_t M = (size_t)B * HW, plane = (size_t)HW, bstride = (size_t)C * HW;
     for (int c = 0; c < C; c++) {
@@ -95,7 +109,7 @@ void batchnorm_forward_train(int B, int C, int HW, const float *inp, const float
         double var = s2 / (double)M - dm * dm; /* biased: what normalises the batch */
         if (var < 0.0) var = 0.0;
         const double mean = shift + dm;
-        const double invstd = 1.0 / sqrt(var + (double)BN_EPS);
+        const double invstd = 1.0 / sqrt(var + (double)eps);
 
         save_mean[c] = (float)mean;
         save_invstd[c] = (float)invstd;
@@ -115,12 +129,12 @@ void batchnorm_forward_train(int B, int C, int HW, const float *inp, const float
     }
 }
 
-void batchnorm_forward_eval(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
-                            const float *running_mean, const float *running_var, float *out)
+void batchnorm_forward_eval_eps(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
+                                const float *running_mean, const float *running_var, float *out, float eps)
 {
     const size_t plane = (size_t)HW, bstride = (size_t)C * HW;
     for (int c = 0; c < C; c++) {
-        const float a = (float)((double)gamma[c] / sqrt((double)running_var[c] + (double)BN_EPS));
+        const float a = (float)((double)gamma[c] / sqrt((double)running_var[c] + (double)eps));
         for (int b = 0; b < B; b++)
             affine(plane, inp + b * bstride + c * plane, running_mean[c], a, beta[c], out + b * bstride + c * plane);
     }

@@ -14,6 +14,14 @@
  * With nb == 1 the (OC, P) matrix of one image already has the layout of out/dout, so
  * the GEMMs use them directly and tmp is not needed.
  *
+ * General geometry (ops.h): stride and padding per dimension and side, and dilation, enter
+ * only the lowering (im2col and col2im); groups split col's K rows into groups blocks of
+ * K/groups, one GEMM per group on its block (with groups == 1 exactly the calls of a plain
+ * convolution, so the built-in networks' results do not move). Depthwise convolutions
+ * (groups > 1, one input channel per group) skip the lowering: a direct kernel (bottom of
+ * the file), because im2col + GEMM with one channel per group is a K = KH*KW GEMM per
+ * channel, all overhead.
+ *
  * Measured on a 2-core AMD EPYC (Zen 4, OpenBLAS 0.3.21, one thread):
  *  - a 256 KiB col beat 1, 2 and 4 MiB for every LeNet, cifar10_quick and ResNet-20
  *    layer (LeNet conv1 at B=128: 0.93 ms forward vs 1.3 ms with 1 MiB), presumably
@@ -41,23 +49,49 @@
 #define CONV_COL_BUDGET ((size_t)1 << 16)
 #endif
 
+int conv2d_setup(conv2d_desc_t *d)
+{
+    d->OH = d->OW = 0;
+    if (d->C <= 0 || d->H <= 0 || d->W <= 0 || d->OC <= 0 || d->KH <= 0 || d->KW <= 0 || d->sH <= 0 || d->sW <= 0 ||
+        d->dH <= 0 || d->dW <= 0 || d->groups <= 0 || d->pad_t < 0 || d->pad_l < 0 || d->pad_b < 0 || d->pad_r < 0)
+        return -1;
+    if (d->C % d->groups != 0 || d->OC % d->groups != 0) return -1;
+    /* extent of the dilated kernel, in long so that absurd sizes fail instead of wrapping */
+    const long eh = (long)d->dH * (d->KH - 1) + 1, ew = (long)d->dW * (d->KW - 1) + 1;
+    const long ph = (long)d->H + d->pad_t + d->pad_b, pw = (long)d->W + d->pad_l + d->pad_r;
+    if (ph < eh || pw < ew || ph > INT32_MAX || pw > INT32_MAX) return -1;
+    d->OH = (int)((ph - eh) / d->sH + 1);
+    d->OW = (int)((pw - ew) / d->sW + 1);
+    return 0;
+}
+
 int conv2d_init(conv2d_desc_t *d, int C, int H, int W, int OC, int KH, int KW, int stride, int pad)
 {
     memset(d, 0, sizeof *d);
-    if (C <= 0 || H <= 0 || W <= 0 || OC <= 0 || KH <= 0 || KW <= 0 || stride <= 0 || pad < 0) return -1;
-    if (H + 2 * pad < KH || W + 2 * pad < KW) return -1;
-    d->C = C;
-    d->H = H;
-    d->W = W;
-    d->OC = OC;
-    d->KH = KH;
-    d->KW = KW;
-    d->stride = stride;
-    d->pad = pad;
-    d->OH = (H + 2 * pad - KH) / stride + 1;
-    d->OW = (W + 2 * pad - KW) / stride + 1;
+    *d = (conv2d_desc_t){.C = C,
+                         .H = H,
+                         .W = W,
+                         .OC = OC,
+                         .KH = KH,
+                         .KW = KW,
+                         .sH = stride,
+                         .sW = stride,
+                         .pad_t = pad,
+                         .pad_l = pad,
+                         .pad_b = pad,
+                         .pad_r = pad,
+                         .dH = 1,
+                         .dW = 1,
+                         .groups = 1};
+    if (conv2d_setup(d) != 0) {
+        memset(d, 0, sizeof *d);
+        return -1;
+    }
     return 0;
 }
+
+/* The direct depthwise kernel takes groups with one input channel each. */
+static int use_depthwise(const conv2d_desc_t *d) { return d->groups > 1 && d->groups == d->C; }
 
 /* Images per chunk for a batch of B: as many as fit the column budget, at least one.
  * Non-decreasing in B, so the workspace sized for B covers every smaller batch. */
@@ -84,7 +118,7 @@ static size_t wide_workspace(const conv2d_desc_t *d, int B);
 
 size_t conv2d_workspace(const conv2d_desc_t *d, int B)
 {
-    if (B <= 0) return 0;
+    if (B <= 0 || use_depthwise(d)) return 0;
     if (use_wide(d)) return wide_workspace(d, B);
     size_t nb = (size_t)chunk_images(d, B);
     size_t ld = padded_ld(nb * d->OH * d->OW);
@@ -92,14 +126,14 @@ size_t conv2d_workspace(const conv2d_desc_t *d, int B)
     return K * ld + (nb > 1 ? (size_t)d->OC * ld : 0);
 }
 
-/* Valid output-column range [*lo, *hi) for kernel column kw: the ow whose input column
- * ow*stride - pad + kw lies in [0, W). Computing it once per row keeps the copy loops
- * free of bounds tests. */
-static void valid_range(int kw, int pad, int stride, int W, int OW, int *lo, int *hi)
+/* Valid output-column range [*lo, *hi) for a kernel tap at offset off (kw * dilation):
+ * the ow whose input column ow*stride - pad + off lies in [0, W). Computing it once per
+ * row keeps the copy loops free of bounds tests. */
+static void valid_range(int off, int pad, int stride, int W, int OW, int *lo, int *hi)
 {
-    int first = pad - kw; /* ow*stride >= pad - kw */
+    int first = pad - off; /* ow*stride >= pad - off */
     int l = first > 0 ? (first + stride - 1) / stride : 0;
-    int last = W - 1 + pad - kw; /* ow*stride <= W - 1 + pad - kw */
+    int last = W - 1 + pad - off; /* ow*stride <= W - 1 + pad - off */
     int h = last < 0 ? 0 : last / stride + 1;
     if (h > OW) h = OW;
     if (l > h) l = h;
@@ -114,7 +148,7 @@ im2col_chunk(const conv2d_desc_t *d, int nb, const float *restrict inp, /* (nb, 
              size_t ld)
 {
     const int C = d->C, H = d->H, W = d->W, KH = d->KH, KW = d->KW;
-    const int OH = d->OH, OW = d->OW, s = d->stride, pad = d->pad;
+    const int OH = d->OH, OW = d->OW, sh = d->sH, s = d->sW, pt = d->pad_t, pl = d->pad_l;
     const size_t P = (size_t)OH * OW;
 
     for (int c = 0; c < C; c++)
@@ -122,13 +156,13 @@ im2col_chunk(const conv2d_desc_t *d, int nb, const float *restrict inp, /* (nb, 
             for (int kw = 0; kw < KW; kw++) {
                 float *row = col + ((size_t)(c * KH + kh) * KW + kw) * ld;
                 int lo, hi;
-                valid_range(kw, pad, s, W, OW, &lo, &hi);
-                const int n = hi - lo, iw0 = lo * s - pad + kw;
+                valid_range(kw * d->dW, pl, s, W, OW, &lo, &hi);
+                const int n = hi - lo, iw0 = lo * s - pl + kw * d->dW;
                 for (int b = 0; b < nb; b++) {
                     const float *plane = inp + ((size_t)b * C + c) * H * W;
                     for (int oh = 0; oh < OH; oh++) {
                         float *dst = row + (size_t)b * P + (size_t)oh * OW;
-                        const int ih = oh * s - pad + kh;
+                        const int ih = oh * sh - pt + kh * d->dH;
                         if (ih < 0 || ih >= H || n <= 0) {
                             for (int ow = 0; ow < OW; ow++) dst[ow] = 0.0f;
                             continue;
@@ -155,7 +189,7 @@ col2im_chunk_add(const conv2d_desc_t *d, int nb, const float *restrict col, /* (
                  size_t ld, float *restrict dinp)                           /* (nb, C, H, W) += */
 {
     const int C = d->C, H = d->H, W = d->W, KH = d->KH, KW = d->KW;
-    const int OH = d->OH, OW = d->OW, s = d->stride, pad = d->pad;
+    const int OH = d->OH, OW = d->OW, sh = d->sH, s = d->sW, pt = d->pad_t, pl = d->pad_l;
     const size_t P = (size_t)OH * OW;
 
     for (int c = 0; c < C; c++)
@@ -163,13 +197,13 @@ col2im_chunk_add(const conv2d_desc_t *d, int nb, const float *restrict col, /* (
             for (int kw = 0; kw < KW; kw++) {
                 const float *row = col + ((size_t)(c * KH + kh) * KW + kw) * ld;
                 int lo, hi;
-                valid_range(kw, pad, s, W, OW, &lo, &hi);
-                const int n = hi - lo, iw0 = lo * s - pad + kw;
+                valid_range(kw * d->dW, pl, s, W, OW, &lo, &hi);
+                const int n = hi - lo, iw0 = lo * s - pl + kw * d->dW;
                 if (n <= 0) continue;
                 for (int b = 0; b < nb; b++) {
                     float *plane = dinp + ((size_t)b * C + c) * H * W;
                     for (int oh = 0; oh < OH; oh++) {
-                        const int ih = oh * s - pad + kh;
+                        const int ih = oh * sh - pt + kh * d->dH;
                         if (ih < 0 || ih >= H) continue;
                         const float *src = row + (size_t)b * P + (size_t)oh * OW + lo;
                         float *dst = plane + (size_t)ih * W + iw0;
@@ -230,9 +264,9 @@ static void fill_bias(float *out /* (OC, P) */, int OC, size_t P, const float *b
 
 /* ---- stride 1: lowering on the padded-width grid ----------------------------------------
  * With stride 1 the outputs of one image can be computed on a grid of OH rows of PW =
- * W + 2*pad columns instead of OH x OW: the columns ow >= OW are garbage and dropped. On
- * that grid the lowered row of tap (c, kh, kw) for one image is ONE contiguous run of
- * OH*PW floats of the (padded) input plane, starting at kh*PW + kw, instead of OH short
+ * W + pad_l + pad_r columns instead of OH x OW: the columns ow >= OW are garbage and
+ * dropped. On that grid the lowered row of tap (c, kh, kw) for one image is ONE contiguous
+ * run of OH*PW floats of the (padded) input plane, starting at kh*dH*PW + kw*dW, instead of OH short
  * rows of OW with bounds logic: at LeNet sizes (OW = 10..28) the short-row copies were a
  * quarter of a training step. The price is (PW - OW) / OW more GEMM columns (40% for
  * LeNet's conv2, 6% for ResNet's 3x3 pad 1), far cheaper than the copies.
@@ -240,7 +274,9 @@ static void fill_bias(float *out /* (OC, P) */, int OC, size_t P, const float *b
  * nothing to dW, and the column gradient there is zero too, so col2im can add whole runs.
  * A run may reach KW - 1 floats past the plane's end: the copy stops at the plane and
  * zero-fills (those positions are garbage columns), so nothing outside is ever read. */
-static int use_wide(const conv2d_desc_t *d) { return d->stride == 1; }
+static int use_wide(const conv2d_desc_t *d) { return d->sH == 1 && d->sW == 1; }
+
+static int has_pad(const conv2d_desc_t *d) { return d->pad_t > 0 || d->pad_l > 0 || d->pad_b > 0 || d->pad_r > 0; }
 
 /* Column budget of the wide path, in floats. Smaller than CONV_COL_BUDGET: with the
  * copies cheap, keeping col + OpenBLAS's packed panels in L2 matters most. LeNet-5 on one
@@ -260,8 +296,8 @@ typedef struct {
 
 static void wide_geometry(const conv2d_desc_t *d, int B, wide_t *g)
 {
-    g->PH = d->H + 2 * d->pad;
-    g->PW = d->W + 2 * d->pad;
+    g->PH = d->H + d->pad_t + d->pad_b;
+    g->PW = d->W + d->pad_l + d->pad_r;
     g->Pw = (size_t)d->OH * g->PW;
     g->plane = (size_t)g->PH * g->PW;
     size_t per_image = (size_t)d->C * d->KH * d->KW * g->Pw;
@@ -279,17 +315,17 @@ static size_t wide_workspace(const conv2d_desc_t *d, int B)
     wide_t g;
     wide_geometry(d, B, &g);
     size_t K = (size_t)d->C * d->KH * d->KW;
-    size_t pad = d->pad > 0 ? (size_t)g.nb * d->C * g.plane : 0;
+    size_t pad = has_pad(d) ? (size_t)g.nb * d->C * g.plane : 0;
     return (K + (size_t)d->OC) * g.ld + pad;
 }
 
-/* xp = the nb images' planes with pad zeros around them (pad > 0 only). */
+/* xp = the nb images' planes with pad zeros around them (has_pad only). */
 static void pad_planes(const conv2d_desc_t *d, const wide_t *g, int nb, const float *restrict inp, float *restrict xp)
 {
     memset(xp, 0, (size_t)nb * d->C * g->plane * sizeof(float));
     for (size_t pl = 0; pl < (size_t)nb * d->C; pl++)
         for (int h = 0; h < d->H; h++)
-            memcpy(xp + pl * g->plane + (size_t)(h + d->pad) * g->PW + d->pad, inp + (pl * d->H + h) * d->W,
+            memcpy(xp + pl * g->plane + (size_t)(h + d->pad_t) * g->PW + d->pad_l, inp + (pl * d->H + h) * d->W,
                    (size_t)d->W * sizeof(float));
 }
 
@@ -300,7 +336,7 @@ static void im2col_wide(const conv2d_desc_t *d, const wide_t *g, int nb, const f
         for (int kh = 0; kh < d->KH; kh++)
             for (int kw = 0; kw < d->KW; kw++) {
                 float *row = col + ((size_t)(c * d->KH + kh) * d->KW + kw) * g->ld;
-                const size_t off = (size_t)kh * g->PW + kw;
+                const size_t off = (size_t)kh * d->dH * g->PW + (size_t)kw * d->dW;
                 const size_t n = off + Pw <= g->plane ? Pw : g->plane - off;
                 for (int b = 0; b < nb; b++) {
                     memcpy(row + (size_t)b * Pw, xp + ((size_t)b * d->C + c) * g->plane + off, n * sizeof(float));
@@ -317,7 +353,7 @@ col2im_wide_add(const conv2d_desc_t *d, const wide_t *g, int nb, const float *re
         for (int kh = 0; kh < d->KH; kh++)
             for (int kw = 0; kw < d->KW; kw++) {
                 const float *row = col + ((size_t)(c * d->KH + kh) * d->KW + kw) * g->ld;
-                const size_t off = (size_t)kh * g->PW + kw;
+                const size_t off = (size_t)kh * d->dH * g->PW + (size_t)kw * d->dW;
                 const size_t n = off + Pw <= g->plane ? Pw : g->plane - off;
                 for (int b = 0; b < nb; b++) {
                     float *dst = dxp + ((size_t)b * d->C + c) * g->plane + off;
@@ -325,6 +361,39 @@ col2im_wide_add(const conv2d_desc_t *d, const wide_t *g, int nb, const float *re
                     for (size_t i = 0; i < n; i++) dst[i] += src[i];
                 }
             }
+}
+
+/* ---- groups: one GEMM per group on its block of col's rows ----------------------------
+ * col's K rows are channel-major, so group g's input channels are the contiguous block of
+ * Kg = C/groups*KH*KW rows starting at g*Kg, and its filters the OCg = OC/groups rows of
+ * the weight starting at g*OCg (each Kg long). With one group these are exactly the single
+ * GEMM calls of a plain convolution. */
+
+/* y (OC, N), rows ldy apart: y_g = W_g x col_g (+ beta * y_g). */
+static void gemm_fwd_groups(const conv2d_desc_t *d, int N, const float *weight, const float *col, int ldc, float beta,
+                            float *y, int ldy)
+{
+    const int G = d->groups, OCg = d->OC / G, Kg = d->C / G * d->KH * d->KW;
+    for (int g = 0; g < G; g++)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, OCg, N, Kg, 1.0f, weight + (size_t)g * OCg * Kg, Kg,
+                    col + (size_t)g * Kg * ldc, ldc, beta, y + (size_t)g * OCg * ldy, ldy);
+}
+
+/* dW_g (OCg, Kg) = (wbeta = 0) or += (wbeta = 1) gr_g x col_g^T; then, with dcol, col_g =
+ * W_g^T x gr_g (the column gradient). Group by group: the column gradient of group g
+ * overwrites only the rows of col that no later group reads. */
+static void gemm_bwd_groups(const conv2d_desc_t *d, int N, const float *weight, const float *gr, int ldg, float *col,
+                            int ldc, float wbeta, float *dweight, int dcol)
+{
+    const int G = d->groups, OCg = d->OC / G, Kg = d->C / G * d->KH * d->KW;
+    for (int g = 0; g < G; g++) {
+        const float *gg = gr + (size_t)g * OCg * ldg, *wg = weight + (size_t)g * OCg * Kg;
+        float *cg = col + (size_t)g * Kg * ldc;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, OCg, Kg, N, 1.0f, gg, ldg, cg, ldc, wbeta,
+                    dweight + (size_t)g * OCg * Kg, Kg);
+        if (dcol)
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Kg, N, OCg, 1.0f, wg, Kg, gg, ldg, 0.0f, cg, ldc);
+    }
 }
 
 static void wide_forward(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *bias,
@@ -338,13 +407,12 @@ static void wide_forward(const conv2d_desc_t *d, int B, const float *inp, const 
     for (int b0 = 0; b0 < B; b0 += g.nb) {
         const int nb = B - b0 < g.nb ? B - b0 : g.nb;
         const float *src = inp + (size_t)b0 * in_img;
-        if (d->pad > 0) {
+        if (has_pad(d)) {
             pad_planes(d, &g, nb, src, xp);
             src = xp;
         }
         im2col_wide(d, &g, nb, src, col);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, OC, (int)(nb * g.Pw), K, 1.0f, weight, K, col, (int)g.ld,
-                    0.0f, tmp, (int)g.ld);
+        gemm_fwd_groups(d, (int)(nb * g.Pw), weight, col, (int)g.ld, 0.0f, tmp, (int)g.ld);
         for (int b = 0; b < nb; b++)
             for (int oc = 0; oc < OC; oc++) {
                 const float *t = tmp + (size_t)oc * g.ld + (size_t)b * g.Pw;
@@ -378,18 +446,15 @@ static void wide_backward(const conv2d_desc_t *d, int B, const float *inp, const
                 }
             }
         const float *src = inp + (size_t)b0 * in_img;
-        if (d->pad > 0) {
+        if (has_pad(d)) {
             pad_planes(d, &g, nb, src, xp);
             src = xp;
         }
         im2col_wide(d, &g, nb, src, col);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, OC, K, N, 1.0f, tmp, (int)g.ld, col, (int)g.ld,
-                    b0 == 0 ? 0.0f : 1.0f, dweight, K);
+        gemm_bwd_groups(d, N, weight, tmp, (int)g.ld, col, (int)g.ld, b0 == 0 ? 0.0f : 1.0f, dweight, dinp != NULL);
         if (!dinp) continue;
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, N, OC, 1.0f, weight, K, tmp, (int)g.ld, 0.0f, col,
-                    (int)g.ld);
         float *dx = dinp + (size_t)b0 * in_img;
-        if (d->pad == 0) {
+        if (!has_pad(d)) {
             /* the grid is the input plane itself */
             col2im_wide_add(d, &g, nb, col, dx);
             continue;
@@ -398,11 +463,133 @@ static void wide_backward(const conv2d_desc_t *d, int B, const float *inp, const
         col2im_wide_add(d, &g, nb, col, xp);
         for (size_t pl = 0; pl < (size_t)nb * d->C; pl++)
             for (int h = 0; h < d->H; h++) {
-                const float *sp = xp + pl * g.plane + (size_t)(h + d->pad) * g.PW + d->pad;
+                const float *sp = xp + pl * g.plane + (size_t)(h + d->pad_t) * g.PW + d->pad_l;
                 float *dp = dx + (pl * d->H + h) * d->W;
                 for (int w = 0; w < d->W; w++) dp[w] += sp[w];
             }
     }
+}
+
+/* ---- depthwise: a direct kernel -------------------------------------------------------
+ * groups == C > 1: output channel oc reads input channel oc / M only (M = OC / C filters
+ * per channel), through its KH*KW taps. Each tap is one pass over the output plane: for
+ * every output row whose input row exists, out_row[lo..hi) += w * in_row (stride sW), the
+ * column range computed once per tap (valid_range), so no bounds test runs per element.
+ * The backward runs the same passes: the weight gradient of a tap is the dot product of
+ * dout's rows with the input rows under them (double, explicit lanes), the input gradient
+ * the same axpy with the roles of the rows exchanged. */
+
+/* y[j] += a * x[j*s] */
+__attribute__((target_clones("avx2", "default"))) static void axpy_gather(int n, int s, float a,
+                                                                          const float *restrict x, float *restrict y)
+{
+    if (s == 1)
+        for (int j = 0; j < n; j++) y[j] += a * x[j];
+    else if (s == 2)
+        for (int j = 0; j < n; j++) y[j] += a * x[2 * j];
+    else
+        for (int j = 0; j < n; j++) y[j] += a * x[j * s];
+}
+
+/* y[j*s] += a * x[j] */
+__attribute__((target_clones("avx2", "default"))) static void axpy_scatter(int n, int s, float a,
+                                                                           const float *restrict x, float *restrict y)
+{
+    if (s == 1)
+        for (int j = 0; j < n; j++) y[j] += a * x[j];
+    else
+        for (int j = 0; j < n; j++) y[j * s] += a * x[j];
+}
+
+/* sum of g[j] * x[j*s] in double, four explicit lanes (vectorised without reassociation) */
+__attribute__((target_clones("avx2", "default"))) static double dot_gather(int n, int s, const float *restrict g,
+                                                                           const float *restrict x)
+{
+    double acc[4] = {0};
+    int j = 0;
+    if (s == 1)
+        for (; j + 4 <= n; j += 4)
+            for (int k = 0; k < 4; k++) acc[k] += (double)g[j + k] * (double)x[j + k];
+    double r = 0.0;
+    for (; j < n; j++) r += (double)g[j] * (double)x[(size_t)j * s];
+    return r + ((acc[0] + acc[1]) + (acc[2] + acc[3]));
+}
+
+/* The rows a tap touches: output columns [*lo, *hi), first input column *iw0; returns
+ * whether the range is empty. */
+static int tap_columns(const conv2d_desc_t *d, int kw, int *lo, int *hi, int *iw0)
+{
+    valid_range(kw * d->dW, d->pad_l, d->sW, d->W, d->OW, lo, hi);
+    *iw0 = *lo * d->sW - d->pad_l + kw * d->dW;
+    return *hi <= *lo;
+}
+
+static void dw_forward(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *bias,
+                       float *out)
+{
+    const int C = d->C, OC = d->OC, M = OC / C, H = d->H, W = d->W, OH = d->OH, OW = d->OW;
+    const size_t P = (size_t)OH * OW;
+    for (int b = 0; b < B; b++)
+        for (int oc = 0; oc < OC; oc++) {
+            const float *x = inp + ((size_t)b * C + oc / M) * H * W; /* (H, W) */
+            float *y = out + ((size_t)b * OC + oc) * P;              /* (OH, OW) */
+            const float *w = weight + (size_t)oc * d->KH * d->KW;    /* (KH, KW) */
+            const float bv = bias ? bias[oc] : 0.0f;
+            for (size_t i = 0; i < P; i++) y[i] = bv;
+            for (int kh = 0; kh < d->KH; kh++)
+                for (int kw = 0; kw < d->KW; kw++) {
+                    int lo, hi, iw0;
+                    if (tap_columns(d, kw, &lo, &hi, &iw0)) continue;
+                    const float wv = w[kh * d->KW + kw];
+                    for (int oh = 0; oh < OH; oh++) {
+                        const int ih = oh * d->sH - d->pad_t + kh * d->dH;
+                        if (ih < 0 || ih >= H) continue;
+                        axpy_gather(hi - lo, d->sW, wv, x + (size_t)ih * W + iw0, y + (size_t)oh * OW + lo);
+                    }
+                }
+        }
+}
+
+static void dw_backward(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *dout,
+                        float *dinp, float *dweight)
+{
+    const int C = d->C, OC = d->OC, M = OC / C, H = d->H, W = d->W, OH = d->OH, OW = d->OW;
+    const size_t P = (size_t)OH * OW;
+    for (int oc = 0; oc < OC; oc++)
+        for (int kh = 0; kh < d->KH; kh++)
+            for (int kw = 0; kw < d->KW; kw++) {
+                int lo, hi, iw0;
+                double s = 0.0;
+                if (!tap_columns(d, kw, &lo, &hi, &iw0))
+                    for (int b = 0; b < B; b++) {
+                        const float *x = inp + ((size_t)b * C + oc / M) * H * W;
+                        const float *g = dout + ((size_t)b * OC + oc) * P;
+                        for (int oh = 0; oh < OH; oh++) {
+                            const int ih = oh * d->sH - d->pad_t + kh * d->dH;
+                            if (ih < 0 || ih >= H) continue;
+                            s += dot_gather(hi - lo, d->sW, g + (size_t)oh * OW + lo, x + (size_t)ih * W + iw0);
+                        }
+                    }
+                dweight[((size_t)oc * d->KH + kh) * d->KW + kw] = (float)s;
+            }
+    if (!dinp) return;
+    for (int b = 0; b < B; b++)
+        for (int oc = 0; oc < OC; oc++) {
+            float *dx = dinp + ((size_t)b * C + oc / M) * H * W;
+            const float *g = dout + ((size_t)b * OC + oc) * P;
+            const float *w = weight + (size_t)oc * d->KH * d->KW;
+            for (int kh = 0; kh < d->KH; kh++)
+                for (int kw = 0; kw < d->KW; kw++) {
+                    int lo, hi, iw0;
+                    if (tap_columns(d, kw, &lo, &hi, &iw0)) continue;
+                    const float wv = w[kh * d->KW + kw];
+                    for (int oh = 0; oh < OH; oh++) {
+                        const int ih = oh * d->sH - d->pad_t + kh * d->dH;
+                        if (ih < 0 || ih >= H) continue;
+                        axpy_scatter(hi - lo, d->sW, wv, g + (size_t)oh * OW + lo, dx + (size_t)ih * W + iw0);
+                    }
+                }
+        }
 }
 
 void conv2d_forward(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *bias, float *out,
@@ -412,6 +599,10 @@ void conv2d_forward(const conv2d_desc_t *d, int B, const float *inp, const float
     const int OC = d->OC, K = d->C * d->KH * d->KW;
     const size_t P = (size_t)d->OH * d->OW;
     const size_t in_img = (size_t)d->C * d->H * d->W, out_img = (size_t)OC * P;
+    if (use_depthwise(d)) {
+        dw_forward(d, B, inp, weight, bias, out);
+        return;
+    }
     if (use_wide(d)) {
         wide_forward(d, B, inp, weight, bias, out, ws);
         return;
@@ -430,11 +621,9 @@ void conv2d_forward(const conv2d_desc_t *d, int B, const float *inp, const float
             /* one image: (OC, P) is already the layout of out[b0] */
             float *o = out + (size_t)b0 * out_img;
             if (bias) fill_bias(o, OC, P, bias);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, OC, N, K, 1.0f, weight, K, col, (int)ld,
-                        bias ? 1.0f : 0.0f, o, N);
+            gemm_fwd_groups(d, N, weight, col, (int)ld, bias ? 1.0f : 0.0f, o, N);
         } else {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, OC, N, K, 1.0f, weight, K, col, (int)ld, 0.0f, tmp,
-                        (int)ld);
+            gemm_fwd_groups(d, N, weight, col, (int)ld, 0.0f, tmp, (int)ld);
             scatter_chunk(nb, OC, P, tmp, ld, bias, out + (size_t)b0 * out_img);
         }
     }
@@ -449,7 +638,7 @@ void conv2d_backward(const conv2d_desc_t *d, int B, const float *inp, const floa
 
     if (B <= 0) {
         /* parameter gradients are written even for an empty batch */
-        memset(dweight, 0, (size_t)OC * K * sizeof(float));
+        memset(dweight, 0, (size_t)OC * (K / d->groups) * sizeof(float));
         if (dbias) memset(dbias, 0, (size_t)OC * sizeof(float));
         return;
     }
@@ -464,6 +653,10 @@ void conv2d_backward(const conv2d_desc_t *d, int B, const float *inp, const floa
         }
     }
 
+    if (use_depthwise(d)) {
+        dw_backward(d, B, inp, weight, dout, dinp, dweight);
+        return;
+    }
     if (use_wide(d)) {
         wide_backward(d, B, inp, weight, dout, dinp, dweight, ws);
         return;
@@ -484,13 +677,9 @@ void conv2d_backward(const conv2d_desc_t *d, int B, const float *inp, const floa
             ldg = (int)ld;
         }
         im2col_chunk(d, nb, inp + (size_t)b0 * in_img, col, ld);
-        /* dW (OC, K) (+)= g (OC, N) x col^T (N, K); the first chunk writes */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, OC, K, N, 1.0f, g, ldg, col, (int)ld,
-                    b0 == 0 ? 0.0f : 1.0f, dweight, K);
-        if (dinp) {
-            /* dcol (K, N) = W^T (K, OC) x g (OC, N), reusing col which is no longer needed */
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, N, OC, 1.0f, weight, K, g, ldg, 0.0f, col, (int)ld);
-            col2im_chunk_add(d, nb, col, ld, dinp + (size_t)b0 * in_img);
-        }
+        /* dW (OC, K) (+)= g (OC, N) x col^T (N, K), the first chunk writes; then dcol
+         * (K, N) = W^T (K, OC) x g (OC, N), reusing col which is no longer needed */
+        gemm_bwd_groups(d, N, weight, g, ldg, col, (int)ld, b0 == 0 ? 0.0f : 1.0f, dweight, dinp != NULL);
+        if (dinp) col2im_chunk_add(d, nb, col, ld, dinp + (size_t)b0 * in_img);
     }
 }

@@ -1,10 +1,12 @@
-/* kernels/cpu/elementwise.c - ReLU, the option-A residual add and global average pooling.
+/* kernels/cpu/elementwise.c - activations (ReLU, LeakyReLU, sigmoid, tanh), the plain and the
+ * option-A residual add, channel concatenation and global average pooling.
  *
  * The public functions take no restrict pointers, so relu_forward may run in place
  * (out == inp); gcc still vectorises the loops, guarding them with a runtime overlap
  * test. The hot loops are cloned for AVX2; there is no FMA in these clones, so both
  * versions round identically and results do not depend on the machine.
  */
+#include <math.h>
 #include <string.h>
 
 #include "ops.h"
@@ -22,6 +24,105 @@ __attribute__((target_clones("avx2", "default"))) void relu_backward(size_t n, c
     for (size_t i = 0; i < n; i++) dinp[i] += out[i] > 0.0f ? dout[i] : 0.0f;
 }
 
+__attribute__((target_clones("avx2", "default"))) void leaky_relu_forward(size_t n, float alpha, const float *inp,
+                                                                          float *out)
+{
+    for (size_t i = 0; i < n; i++) out[i] = inp[i] > 0.0f ? inp[i] : inp[i] * alpha;
+}
+
+__attribute__((target_clones("avx2", "default"))) void leaky_relu_backward(size_t n, float alpha, const float *out,
+                                                                           const float *dout, float *dinp)
+{
+    if (!dinp) return;
+    for (size_t i = 0; i < n; i++) dinp[i] += out[i] > 0.0f ? dout[i] : dout[i] * alpha;
+}
+
+void sigmoid_forward(size_t n, const float *inp, float *out)
+{
+    /* exp of a non-positive argument only: 1/(1 + e^-x) for x >= 0, e^x/(1 + e^x) below */
+    for (size_t i = 0; i < n; i++) {
+        const float x = inp[i];
+        if (x >= 0.0f) {
+            out[i] = 1.0f / (1.0f + expf(-x));
+        } else {
+            const float e = expf(x);
+            out[i] = e / (1.0f + e);
+        }
+    }
+}
+
+/* The products in PyTorch's order (sigmoid_backward: grad * (1 - y) * y). */
+__attribute__((target_clones("avx2", "default"))) void sigmoid_backward(size_t n, const float *out, const float *dout,
+                                                                        float *dinp)
+{
+    if (!dinp) return;
+    for (size_t i = 0; i < n; i++) dinp[i] += dout[i] * (1.0f - out[i]) * out[i];
+}
+
+void tanh_forward(size_t n, const float *inp, float *out)
+{
+    for (size_t i = 0; i < n; i++) out[i] = tanhf(inp[i]);
+}
+
+/* PyTorch's tanh_backward: grad * (1 - y*y). */
+__attribute__((target_clones("avx2", "default"))) void tanh_backward(size_t n, const float *out, const float *dout,
+                                                                     float *dinp)
+{
+    if (!dinp) return;
+    for (size_t i = 0; i < n; i++) dinp[i] += dout[i] * (1.0f - out[i] * out[i]);
+}
+
+/* ---- plain add and concatenation ------------------------------------------------- */
+
+__attribute__((target_clones("avx2", "default"))) static void add_plane(size_t n, const float *a, const float *x,
+                                                                        float *out)
+{
+    for (size_t i = 0; i < n; i++) out[i] = a[i] + x[i];
+}
+
+__attribute__((target_clones("avx2", "default"))) static void acc_plane(size_t n, const float *restrict g,
+                                                                        float *restrict dst)
+{
+    for (size_t i = 0; i < n; i++) dst[i] += g[i];
+}
+
+void add_forward(size_t n, const float *a, const float *b, float *out) { add_plane(n, a, b, out); }
+
+void add_backward(size_t n, const float *dout, float *da, float *db)
+{
+    /* da == db (Add(x, x)) is two accumulations into one buffer: restrict holds per call */
+    if (da) acc_plane(n, dout, da);
+    if (db) acc_plane(n, dout, db);
+}
+
+void concat_forward(int B, int HW, int n, const int *C, const float *const *inp, float *out)
+{
+    size_t OC = 0;
+    for (int i = 0; i < n; i++) OC += (size_t)C[i];
+    for (int b = 0; b < B; b++) {
+        size_t off = 0; /* channel offset of input i in out */
+        for (int i = 0; i < n; i++) {
+            const size_t len = (size_t)C[i] * HW;
+            memcpy(out + ((size_t)b * OC + off) * HW, inp[i] + (size_t)b * len, len * sizeof(float));
+            off += (size_t)C[i];
+        }
+    }
+}
+
+void concat_backward(int B, int HW, int n, const int *C, const float *dout, float *const *dinp)
+{
+    size_t OC = 0;
+    for (int i = 0; i < n; i++) OC += (size_t)C[i];
+    for (int b = 0; b < B; b++) {
+        size_t off = 0;
+        for (int i = 0; i < n; i++) {
+            const size_t len = (size_t)C[i] * HW;
+            if (dinp[i]) acc_plane(len, dout + ((size_t)b * OC + off) * HW, dinp[i] + (size_t)b * len);
+            off += (size_t)C[i];
+        }
+    }
+}
+
 /* ---- option-A shortcut ---------------------------------------------------------- */
 
 int shortcut_init(shortcut_desc_t *d, int C, int H, int W, int OC, int stride)
@@ -37,18 +138,6 @@ int shortcut_init(shortcut_desc_t *d, int C, int H, int W, int OC, int stride)
     d->OH = (H - 1) / stride + 1;
     d->OW = (W - 1) / stride + 1;
     return 0;
-}
-
-__attribute__((target_clones("avx2", "default"))) static void add_plane(size_t n, const float *a, const float *x,
-                                                                        float *out)
-{
-    for (size_t i = 0; i < n; i++) out[i] = a[i] + x[i];
-}
-
-__attribute__((target_clones("avx2", "default"))) static void acc_plane(size_t n, const float *restrict g,
-                                                                        float *restrict dst)
-{
-    for (size_t i = 0; i < n; i++) dst[i] += g[i];
 }
 
 void residual_add_forward(const shortcut_desc_t *d, int B, const float *a, const float *x, float *out)

@@ -24,48 +24,89 @@
 #include <stdint.h>
 
 /* ---- convolution ---------------------------------------------------------------- */
+/* A 2-D convolution as ONNX Conv and PyTorch nn.Conv2d define it: stride per dimension,
+ * explicit zero padding on each side (ONNX pads = [top, left, bottom, right]; auto_pad
+ * SAME_UPPER / SAME_LOWER / VALID resolve to such pads before a descriptor is made),
+ * dilation, and groups: the C input and OC output channels split into `groups` equal
+ * parts, output channel oc reading only the C/groups input channels of its part
+ * (groups == C: depthwise, OC/C filters per channel).
+ *   OH = (H + pad_t + pad_b - dH*(KH - 1) - 1) / sH + 1, likewise OW.
+ * Weight layout (OC, C/groups, KH, KW), as ONNX and PyTorch store it. */
 typedef struct {
-    int C, H, W;     /* input */
-    int OC, KH, KW;  /* filters */
-    int stride, pad; /* same in both spatial dimensions */
-    int OH, OW;      /* output, filled by conv2d_init */
+    int C, H, W;                    /* input */
+    int OC, KH, KW;                 /* filters */
+    int sH, sW;                     /* stride */
+    int pad_t, pad_l, pad_b, pad_r; /* zero padding: top, left, bottom, right */
+    int dH, dW;                     /* dilation; 1 is a dense kernel */
+    int groups;                     /* divides C and OC; 1 is a plain convolution */
+    int OH, OW;                     /* output, filled by conv2d_setup */
 } conv2d_desc_t;
 
-/* Fills OH/OW; returns 0, or -1 when the geometry gives an empty output. */
+/* The square case of the built-in networks: stride and pad the same in both dimensions,
+ * no dilation, one group. Fills OH/OW; returns 0, or -1 when the geometry gives an empty
+ * output. */
 int conv2d_init(conv2d_desc_t *d, int C, int H, int W, int OC, int KH, int KW, int stride, int pad);
-/* Floats of scratch needed by forward and backward for a batch of up to B images. */
+/* Any geometry: the caller sets every field but OH/OW (dH = dW = groups = 1 for a plain
+ * convolution); fills OH/OW. Returns -1 for a non-positive size, stride, dilation or group
+ * count, a negative pad, groups not dividing C and OC, or an empty output. */
+int conv2d_setup(conv2d_desc_t *d);
+/* Floats of scratch needed by forward and backward for a batch of up to B images (0 for
+ * the direct depthwise kernel, groups > 1 with C == groups). */
 size_t conv2d_workspace(const conv2d_desc_t *d, int B);
 void conv2d_forward(const conv2d_desc_t *d, int B, const float *inp, /* (B, C, H, W) */
-                    const float *weight,                             /* (OC, C, KH, KW) */
+                    const float *weight,                             /* (OC, C/groups, KH, KW) */
                     const float *bias,                               /* (OC) or NULL */
                     float *out,                                      /* (B, OC, OH, OW) */
                     float *ws);
 void conv2d_backward(const conv2d_desc_t *d, int B, const float *inp, /* (B, C, H, W) */
-                     const float *weight,                             /* (OC, C, KH, KW) */
+                     const float *weight,                             /* (OC, C/groups, KH, KW) */
                      const float *dout,                               /* (B, OC, OH, OW) */
                      float *dinp,                                     /* (B, C, H, W) +=, or NULL */
-                     float *dweight,                                  /* (OC, C, KH, KW) = */
+                     float *dweight,                                  /* (OC, C/groups, KH, KW) = */
                      float *dbias,                                    /* (OC) =, or NULL */
                      float *ws);
 
 /* ---- pooling -------------------------------------------------------------------- */
+/* Max and average pooling as ONNX MaxPool / AveragePool and PyTorch define them: window
+ * KH x KW, stride and padding per dimension and side, dilation (taps dH, dW apart), floor
+ * or ceil output size:
+ *   OH = floor_or_ceil((H + pad_t + pad_b - dH*(KH - 1) - 1) / sH) + 1,
+ * and in ceil mode the last window must start inside the input or its top/left padding,
+ * (OH - 1)*sH < H + pad_t, else it is dropped (PyTorch's rule, which ceil-mode windows
+ * that would cover padding only never pass). Padding never enters a maximum.
+ * Average pooling divides the sum of the window's in-bounds elements by
+ *   count_include_pad = 0: the number of them (ONNX's default);
+ *   count_include_pad = 1: the number of the window's taps inside the PADDED input
+ *     [-pad_t, H + pad_b) x [-pad_l, W + pad_r), so padding counts as zeros but a
+ *     ceil-mode window running past the padded input is not divided by what lies beyond
+ *     (PyTorch's AvgPool2d(count_include_pad=True), the ONNX reference).
+ * torch.onnx (1.13) exports AvgPool2d(padding=p, count_include_pad=True) as a zero Pad
+ * followed by AveragePool with pads 0: that pair is this op with pads p and
+ * count_include_pad = 1. */
 typedef struct {
     int C, H, W;
-    int K, stride, pad;
-    int ceil_mode; /* 0: floor output size, 1: ceil (Caffe) */
-    int OH, OW;    /* filled by pool2d_init */
+    int KH, KW;                     /* window */
+    int sH, sW;                     /* stride */
+    int pad_t, pad_l, pad_b, pad_r; /* padding: top, left, bottom, right */
+    int dH, dW;                     /* dilation; 1 is a dense window */
+    int ceil_mode;                  /* 0: floor output size, 1: ceil */
+    int count_include_pad;          /* average pooling's divisor, see above */
+    int OH, OW;                     /* filled by pool2d_init / pool2d_setup */
 } pool2d_desc_t;
 
-/* Output size: floor or ceil of (H + 2*pad - K)/stride, plus 1; in ceil mode the last
- * window must start inside the (left-padded) input, as in PyTorch and Caffe. */
+/* The square case of the built-in networks: K x K window, stride and pad the same in
+ * both dimensions, no dilation, count_include_pad = 0; pad at most K/2 (PyTorch's rule). */
 int pool2d_init(pool2d_desc_t *d, int C, int H, int W, int K, int stride, int pad, int ceil_mode);
+/* Any geometry: the caller sets every field but OH/OW (dH = dW = 1 for a dense window);
+ * fills OH/OW. Returns -1 for a non-positive size, window, stride or dilation, a negative
+ * pad, an empty output, or an output window without a single tap inside the input (its
+ * maximum or in-bounds average would not exist). */
+int pool2d_setup(pool2d_desc_t *d);
 void maxpool2d_forward(const pool2d_desc_t *d, int B, const float *inp, /* (B, C, H, W) */
                        float *out,                                      /* (B, C, OH, OW) */
                        int32_t *argmax); /* (B, C, OH, OW) flat index into the H*W plane */
 void maxpool2d_backward(const pool2d_desc_t *d, int B, const float *dout, const int32_t *argmax,
                         float *dinp); /* (B, C, H, W) += */
-/* Average pooling divides by the number of window elements inside the input
- * (count_include_pad = false), so ceil-mode edge windows are true averages. */
 void avgpool2d_forward(const pool2d_desc_t *d, int B, const float *inp, float *out);
 void avgpool2d_backward(const pool2d_desc_t *d, int B, const float *dout, float *dinp /* += */);
 
@@ -73,6 +114,33 @@ void avgpool2d_backward(const pool2d_desc_t *d, int B, const float *dout, float 
 void relu_forward(size_t n, const float *inp, float *out);
 /* Uses the forward output: out > 0 exactly where inp > 0. */
 void relu_backward(size_t n, const float *out, const float *dout, float *dinp /* += */);
+
+/* The activations below take and give n floats; out may be inp (in place). Each backward
+ * reads the forward OUTPUT, so an in-place forward loses nothing it needs. */
+/* LeakyRelu: out = inp > 0 ? inp : alpha * inp. alpha >= 0 (the backward tells the two
+ * sides apart by out > 0, which a negative alpha breaks; PyTorch refuses it in place for
+ * the same reason). At inp == 0 the gradient is alpha * dout, as in PyTorch. */
+void leaky_relu_forward(size_t n, float alpha, const float *inp, float *out);
+void leaky_relu_backward(size_t n, float alpha, const float *out, const float *dout, float *dinp /* += */);
+/* Sigmoid: out = 1 / (1 + exp(-inp)) (never overflows); dinp += dout * (1 - out) * out. */
+void sigmoid_forward(size_t n, const float *inp, float *out);
+void sigmoid_backward(size_t n, const float *out, const float *dout, float *dinp /* += */);
+/* Tanh: out = tanh(inp); dinp += dout * (1 - out * out). */
+void tanh_forward(size_t n, const float *inp, float *out);
+void tanh_backward(size_t n, const float *out, const float *dout, float *dinp /* += */);
+
+/* Elementwise sum of two tensors of the same shape (ONNX Add of two activations, a
+ * residual with an identity or projection shortcut): out = a + b, out may be a or b.
+ * The backward adds dout to both gradients; either may be NULL, and they may be the same
+ * buffer (Add(x, x) then receives 2 * dout). */
+void add_forward(size_t n, const float *a, const float *b, float *out);
+void add_backward(size_t n, const float *dout, float *da /* += */, float *db /* += */);
+
+/* Concatenation along channels (ONNX Concat, axis 1) of n tensors (B, C[i], HW) into
+ * out (B, sum C[i], HW), in order. The backward adds each slice of dout to its input's
+ * gradient; a NULL dinp[i] is skipped. */
+void concat_forward(int B, int HW, int n, const int *C, const float *const *inp, float *out);
+void concat_backward(int B, int HW, int n, const int *C, const float *dout, float *const *dinp /* += */);
 
 /* Residual add with the option-A shortcut of He et al. (CIFAR ResNets):
  *   out = a + S(x), where S subsamples x spatially by `stride` and zero-pads its
@@ -88,6 +156,52 @@ void residual_add_forward(const shortcut_desc_t *d, int B, const float *a,      
 void residual_add_backward(const shortcut_desc_t *d, int B, const float *dout, float *da, /* (B, OC, OH, OW) += */
                            float *dx);                                                    /* (B, C, H, W) += */
 
+/* ---- dropout (training-time, inverted) ------------------------------------------ */
+/* Element i of an application is dropped when a 24-bit draw from a counter-based hash of
+ * (key, i) is below dropout_threshold(p); kept elements are scaled by 1 / (1 - p)
+ * (float, computed as 1.0f / (1.0f - p), PyTorch's rounding). The mask costs no memory and
+ * no state: the backward regenerates it, and any rank, and the CUDA twin (same inline
+ * code), draws the same mask from the same key. The caller makes the key from whatever
+ * must make masks differ: dropout_key(seed, step, layer) with the job's seed mixed with
+ * the rank (data-parallel ranks see different samples), the step counter (a micro-batch
+ * offset too, if a step is split) and the layer's index. i is the flat index into the
+ * (B, ...) tensor. At evaluation dropout is the identity: the caller copies or aliases.
+ * p in [0, 1]: p = 0 keeps everything (a copy), p = 1 drops everything (zeros). */
+#if defined(__CUDACC__)
+#define OPS_HD __host__ __device__
+#else
+#define OPS_HD
+#endif
+/* splitmix64's output function: a bijection of 64-bit words that mixes every input bit
+ * into every output bit. */
+static inline OPS_HD uint64_t dropout_mix(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+static inline OPS_HD uint64_t dropout_key(uint64_t seed, uint64_t step, uint32_t layer)
+{
+    return dropout_mix(dropout_mix(dropout_mix(seed + 0x9E3779B97F4A7C15ULL) ^ step) + layer);
+}
+/* Drop threshold of probability p on the 24-bit draw: round(p * 2^24), clamped. */
+static inline uint32_t dropout_threshold(float p)
+{
+    if (!(p > 0.0f)) return 0;
+    if (p >= 1.0f) return 1u << 24;
+    return (uint32_t)((double)p * 16777216.0 + 0.5);
+}
+/* Whether element i is kept: splitmix64's i-th output of the stream keyed by key, top 24
+ * bits, compared as integers (so host and device agree exactly). */
+static inline OPS_HD int dropout_keep(uint64_t key, uint64_t i, uint32_t threshold)
+{
+    return (uint32_t)(dropout_mix(key + (i + 1) * 0x9E3779B97F4A7C15ULL) >> 40) >= threshold;
+}
+/* out = keep ? inp * 1/(1-p) : 0; out may be inp. */
+void dropout_forward(size_t n, float p, uint64_t key, const float *inp, float *out);
+/* dinp += keep ? dout * 1/(1-p) : 0, with the forward's key. */
+void dropout_backward(size_t n, float p, uint64_t key, const float *dout, float *dinp /* += */);
+
 /* ---- fully connected ------------------------------------------------------------ */
 void fc_forward(int B, int IN, int OUT, const float *inp, /* (B, IN) */
                 const float *weight,                      /* (OUT, IN) */
@@ -97,6 +211,30 @@ void fc_backward(int B, int IN, int OUT, const float *inp, const float *weight, 
                  float *dinp,    /* (B, IN) +=, or NULL */
                  float *dweight, /* (OUT, IN) = */
                  float *dbias);  /* (OUT) =, or NULL */
+
+/* ONNX Gemm with the activation as A (no transA: a (B, IN) tensor from Flatten, the only
+ * A a CNN graph feeds it) and the weight as B:
+ *   out = alpha * inp x W' + beta * bias,   W' = W^T for the (OUT, IN) layout (Gemm
+ *   transB = 1, PyTorch's Linear), W' = W for the (IN, OUT) layout (Gemm transB = 0, or
+ *   MatMul followed by Add). bias (ONNX's C, broadcast over rows) may be NULL.
+ * fc_forward / fc_backward are the (OUT, IN), alpha = beta = 1 case and give the same
+ * bits as gemm with that descriptor. */
+typedef enum { GEMM_W_OUT_IN = 0, GEMM_W_IN_OUT = 1 } gemm_layout_t;
+typedef struct {
+    int IN, OUT;
+    gemm_layout_t layout;
+    float alpha, beta;
+} gemm_desc_t;
+void gemm_forward(const gemm_desc_t *d, int B, const float *inp, /* (B, IN) */
+                  const float *weight,                           /* (OUT, IN) or (IN, OUT) */
+                  const float *bias,                             /* (OUT) or NULL */
+                  float *out);                                   /* (B, OUT) */
+/* dweight = alpha * (the layout's) dout^T x inp, dbias = beta * column sums of dout,
+ * dinp += alpha * dout x W'^T. */
+void gemm_backward(const gemm_desc_t *d, int B, const float *inp, const float *weight, const float *dout,
+                   float *dinp,    /* (B, IN) +=, or NULL */
+                   float *dweight, /* like weight, = */
+                   float *dbias);  /* (OUT) =, or NULL */
 
 /* ---- softmax cross-entropy (fused, numerically stable) -------------------------- */
 /* Returns the mean loss over the batch; probs receives the softmax. Labels must be in
@@ -113,7 +251,10 @@ int count_correct(int B, int N, const float *logits, const int32_t *labels);
 #define BN_EPS 1e-5f
 /* Training mode: normalises with the batch statistics, saves mean and inverse std for
  * the backward pass, and updates the running statistics the way PyTorch does
- * (running = (1 - momentum) * running + momentum * batch, unbiased batch variance). */
+ * (running = (1 - momentum) * running + momentum * batch, unbiased batch variance).
+ * momentum is PyTorch's (the weight of the batch, 0.1 by default). ONNX's
+ * BatchNormalization momentum is the weight of the RUNNING value (0.9 for PyTorch's 0.1):
+ * pass 1 - it. */
 void batchnorm_forward_train(int B, int C, int HW, const float *inp,  /* (B, C, HW) */
                              const float *gamma, const float *beta,   /* (C) */
                              float *out,                              /* (B, C, HW) */
@@ -122,6 +263,14 @@ void batchnorm_forward_train(int B, int C, int HW, const float *inp,  /* (B, C, 
                              float momentum);
 void batchnorm_forward_eval(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
                             const float *running_mean, const float *running_var, float *out);
+/* The same with another epsilon (ONNX's epsilon attribute, PyTorch's eps); eps = BN_EPS
+ * gives the bits of the functions above. The backward needs no epsilon: it reads the
+ * saved inverse std. */
+void batchnorm_forward_train_eps(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
+                                 float *out, float *save_mean, float *save_invstd, float *running_mean,
+                                 float *running_var, float momentum, float eps);
+void batchnorm_forward_eval_eps(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
+                                const float *running_mean, const float *running_var, float *out, float eps);
 void batchnorm_backward(int B, int C, int HW, const float *inp, const float *gamma, const float *save_mean,
                         const float *save_invstd, const float *dout, float *dinp, /* += */
                         float *dgamma, float *dbeta);                             /* = */

@@ -1,22 +1,83 @@
 /* kernels/cpu/pool.c - max and average pooling, floor or ceil output size.
  *
- * Every window is clamped to the input once (window() below), so the
- * inner loops run over in-bounds elements only and padding never enters a max or an
- * average (count_include_pad = false).
+ * Every window is clamped to the input once (window() below), so the inner loops run over
+ * in-bounds taps only: padding never enters a max or a sum; it enters an average only
+ * through the divisor (count_include_pad, ops.h).
  */
 #include <string.h>
 
 #include "ops.h"
 
-static int pooled_size(int n, int K, int stride, int pad, int ceil_mode)
+/* Output size along one dimension of length n: window k, stride s, padding pb before and
+ * pe after, dilation dl (ops.h). */
+static int pooled_size(int n, int k, int s, int pb, int pe, int dl, int ceil_mode)
 {
-    int span = n + 2 * pad - K;
+    long span = (long)n + pb + pe - ((long)dl * (k - 1) + 1);
     if (span < 0) return 0;
-    int out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
-    /* In ceil mode the last window must start inside the input or its left padding,
+    long out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+    /* In ceil mode the last window must start inside the input or its leading padding,
      * otherwise it would cover padding only (PyTorch and Caffe drop it). */
-    if (ceil_mode && (out - 1) * stride >= n + pad) out--;
-    return out;
+    if (ceil_mode && (out - 1) * s >= (long)n + pb) out--;
+    return out > INT32_MAX ? 0 : (int)out;
+}
+
+/* In-bounds taps of output index o along a dimension of length n: the window's taps are
+ * o*s - pb + t*dl, t in [0, k); those in [0, n) are *lo, *lo + dl, ..., below *hi. */
+static void window(int o, int k, int s, int pb, int dl, int n, int *lo, int *hi)
+{
+    const int a = o * s - pb;
+    if (dl == 1) {
+        /* dense window: no divisions (this runs once per output) */
+        *lo = a < 0 ? 0 : a;
+        *hi = a + k > n ? n : a + k;
+        if (*hi < *lo) *hi = *lo;
+        return;
+    }
+    int t0 = a < 0 ? (-a + dl - 1) / dl : 0;
+    int t1 = n - 1 - a < 0 ? 0 : (n - 1 - a) / dl + 1; /* taps with a + t*dl <= n - 1 */
+    if (t1 > k) t1 = k;
+    if (t0 > t1) t0 = t1;
+    *lo = a + t0 * dl;
+    *hi = a + (t1 - 1) * dl + 1;
+    if (t1 <= t0) *hi = *lo; /* no tap inside */
+}
+
+/* Taps of output index o inside the padded extent [-pb, n + pe): count_include_pad's
+ * divisor along one dimension (the window starts at or after -pb, so only its end can
+ * stick out, in ceil mode). */
+static int padded_taps(int o, int k, int s, int pb, int pe, int dl, int n)
+{
+    const long a = (long)o * s - pb, room = (long)n + pe - a; /* positions a .. n + pe - 1 */
+    long t = room <= 0 ? 0 : (room - 1) / dl + 1;
+    return t < k ? (int)t : k;
+}
+
+int pool2d_setup(pool2d_desc_t *d)
+{
+    d->OH = d->OW = 0;
+    if (d->C <= 0 || d->H <= 0 || d->W <= 0 || d->KH <= 0 || d->KW <= 0 || d->sH <= 0 || d->sW <= 0 || d->dH <= 0 ||
+        d->dW <= 0 || d->pad_t < 0 || d->pad_l < 0 || d->pad_b < 0 || d->pad_r < 0)
+        return -1;
+    d->ceil_mode = d->ceil_mode ? 1 : 0;
+    d->count_include_pad = d->count_include_pad ? 1 : 0;
+    const int OH = pooled_size(d->H, d->KH, d->sH, d->pad_t, d->pad_b, d->dH, d->ceil_mode);
+    const int OW = pooled_size(d->W, d->KW, d->sW, d->pad_l, d->pad_r, d->dW, d->ceil_mode);
+    if (OH <= 0 || OW <= 0) return -1;
+    /* every window must hold at least one input element (no max over nothing, no average
+     * divided by zero): checked row by row and column by column, once */
+    for (int o = 0; o < OH; o++) {
+        int lo, hi;
+        window(o, d->KH, d->sH, d->pad_t, d->dH, d->H, &lo, &hi);
+        if (hi <= lo) return -1;
+    }
+    for (int o = 0; o < OW; o++) {
+        int lo, hi;
+        window(o, d->KW, d->sW, d->pad_l, d->dW, d->W, &lo, &hi);
+        if (hi <= lo) return -1;
+    }
+    d->OH = OH;
+    d->OW = OW;
+    return 0;
 }
 
 int pool2d_init(pool2d_desc_t *d, int C, int H, int W, int K, int stride, int pad, int ceil_mode)
@@ -24,25 +85,26 @@ int pool2d_init(pool2d_desc_t *d, int C, int H, int W, int K, int stride, int pa
     memset(d, 0, sizeof *d);
     /* pad <= K/2 (PyTorch's rule) guarantees every window overlaps the input, so no
      * max is taken over nothing and no average divides by zero. */
-    if (C <= 0 || H <= 0 || W <= 0 || K <= 0 || stride <= 0 || pad < 0 || 2 * pad > K) return -1;
-    d->C = C;
-    d->H = H;
-    d->W = W;
-    d->K = K;
-    d->stride = stride;
-    d->pad = pad;
-    d->ceil_mode = ceil_mode ? 1 : 0;
-    d->OH = pooled_size(H, K, stride, pad, d->ceil_mode);
-    d->OW = pooled_size(W, K, stride, pad, d->ceil_mode);
-    return d->OH > 0 && d->OW > 0 ? 0 : -1;
-}
-
-/* Window of output index o along a dimension of length n, clamped to [0, n). */
-static void window(int o, int K, int stride, int pad, int n, int *lo, int *hi)
-{
-    int a = o * stride - pad, b = a + K;
-    *lo = a < 0 ? 0 : a;
-    *hi = b > n ? n : b;
+    if (pad < 0 || 2 * pad > K) return -1;
+    *d = (pool2d_desc_t){.C = C,
+                         .H = H,
+                         .W = W,
+                         .KH = K,
+                         .KW = K,
+                         .sH = stride,
+                         .sW = stride,
+                         .pad_t = pad,
+                         .pad_l = pad,
+                         .pad_b = pad,
+                         .pad_r = pad,
+                         .dH = 1,
+                         .dW = 1,
+                         .ceil_mode = ceil_mode};
+    if (pool2d_setup(d) != 0) {
+        memset(d, 0, sizeof *d);
+        return -1;
+    }
+    return 0;
 }
 
 /* The 2x2, stride 2, unpadded windows of LeNet-style nets, all inside the input. The
@@ -162,9 +224,10 @@ __attribute__((target_clones("avx2", "default"))) static void maxpool_2x2(size_t
 
 void maxpool2d_forward(const pool2d_desc_t *d, int B, const float *inp, float *out, int32_t *argmax)
 {
-    const int H = d->H, W = d->W, OH = d->OH, OW = d->OW;
+    const int H = d->H, W = d->W, OH = d->OH, OW = d->OW, dH = d->dH, dW = d->dW;
     const size_t planes = (size_t)B * d->C;
-    if (d->K == 2 && d->stride == 2 && d->pad == 0 && 2 * OH <= H && 2 * OW <= W) {
+    if (d->KH == 2 && d->KW == 2 && d->sH == 2 && d->sW == 2 && d->pad_t == 0 && d->pad_l == 0 && d->dH == 1 &&
+        d->dW == 1 && 2 * OH <= H && 2 * OW <= W) {
         maxpool_2x2(planes, H, W, OH, OW, inp, out, argmax);
         return;
     }
@@ -174,10 +237,10 @@ void maxpool2d_forward(const pool2d_desc_t *d, int B, const float *inp, float *o
         int32_t *am = argmax + pl * OH * OW; /* (OH, OW) */
         for (int oh = 0; oh < OH; oh++) {
             int h0, h1;
-            window(oh, d->K, d->stride, d->pad, H, &h0, &h1);
+            window(oh, d->KH, d->sH, d->pad_t, dH, H, &h0, &h1);
             for (int ow = 0; ow < OW; ow++) {
                 int w0, w1;
-                window(ow, d->K, d->stride, d->pad, W, &w0, &w1);
+                window(ow, d->KW, d->sW, d->pad_l, dW, W, &w0, &w1);
                 /* Start from the first element so the argmax is always a valid index;
                  * strict > keeps the first maximum, and a NaN, once seen, wins and
                  * stays (the max of anything with a NaN is NaN, as in PyTorch). */
@@ -186,8 +249,8 @@ void maxpool2d_forward(const pool2d_desc_t *d, int B, const float *inp, float *o
                 /* Branch-free selects: which element wins is data-dependent and a
                  * branch here mispredicts about half the time (it was 22% of a LeNet-5
                  * step); conditional moves cost the same for every element. */
-                for (int ih = h0; ih < h1; ih++)
-                    for (int iw = w0; iw < w1; iw++) {
+                for (int ih = h0; ih < h1; ih += dH)
+                    for (int iw = w0; iw < w1; iw += dW) {
                         float v = x[ih * W + iw];
                         int take = (v > m) | ((v != v) & (m == m));
                         m = take ? v : m;
@@ -214,23 +277,39 @@ void maxpool2d_backward(const pool2d_desc_t *d, int B, const float *dout, const 
     }
 }
 
+/* Number of taps dl apart in [lo, hi) (window() gives hi = last tap + 1). */
+static inline int tap_count(int lo, int hi, int dl) { return dl == 1 ? hi - lo : (hi - lo + dl - 1) / dl; }
+
+/* Divisor of an average along one dimension: the in-bounds taps [lo, hi), or with
+ * count_include_pad the window's taps inside the padded input. The 2-D divisor is the
+ * product of the two, as an int and then one conversion to float, as it always was. */
+static inline int avg_taps(const pool2d_desc_t *d, int row, int o, int lo, int hi)
+{
+    if (row)
+        return d->count_include_pad ? padded_taps(o, d->KH, d->sH, d->pad_t, d->pad_b, d->dH, d->H)
+                                    : tap_count(lo, hi, d->dH);
+    return d->count_include_pad ? padded_taps(o, d->KW, d->sW, d->pad_l, d->pad_r, d->dW, d->W)
+                                : tap_count(lo, hi, d->dW);
+}
+
 void avgpool2d_forward(const pool2d_desc_t *d, int B, const float *inp, float *out)
 {
-    const int H = d->H, W = d->W, OH = d->OH, OW = d->OW;
+    const int H = d->H, W = d->W, OH = d->OH, OW = d->OW, dH = d->dH, dW = d->dW;
     const size_t planes = (size_t)B * d->C;
     for (size_t pl = 0; pl < planes; pl++) {
         const float *x = inp + pl * H * W;
         float *y = out + pl * OH * OW;
         for (int oh = 0; oh < OH; oh++) {
             int h0, h1;
-            window(oh, d->K, d->stride, d->pad, H, &h0, &h1);
+            window(oh, d->KH, d->sH, d->pad_t, dH, H, &h0, &h1);
+            const int nh = avg_taps(d, 1, oh, h0, h1);
             for (int ow = 0; ow < OW; ow++) {
                 int w0, w1;
-                window(ow, d->K, d->stride, d->pad, W, &w0, &w1);
+                window(ow, d->KW, d->sW, d->pad_l, dW, W, &w0, &w1);
                 float s = 0.0f;
-                for (int ih = h0; ih < h1; ih++)
-                    for (int iw = w0; iw < w1; iw++) s += x[ih * W + iw];
-                y[oh * OW + ow] = s / (float)((h1 - h0) * (w1 - w0));
+                for (int ih = h0; ih < h1; ih += dH)
+                    for (int iw = w0; iw < w1; iw += dW) s += x[ih * W + iw];
+                y[oh * OW + ow] = s / (float)(nh * avg_taps(d, 0, ow, w0, w1));
             }
         }
     }
@@ -239,20 +318,21 @@ void avgpool2d_forward(const pool2d_desc_t *d, int B, const float *inp, float *o
 void avgpool2d_backward(const pool2d_desc_t *d, int B, const float *dout, float *dinp)
 {
     if (!dinp) return;
-    const int H = d->H, W = d->W, OH = d->OH, OW = d->OW;
+    const int H = d->H, W = d->W, OH = d->OH, OW = d->OW, dH = d->dH, dW = d->dW;
     const size_t planes = (size_t)B * d->C;
     for (size_t pl = 0; pl < planes; pl++) {
         const float *g = dout + pl * OH * OW;
         float *dx = dinp + pl * H * W;
         for (int oh = 0; oh < OH; oh++) {
             int h0, h1;
-            window(oh, d->K, d->stride, d->pad, H, &h0, &h1);
+            window(oh, d->KH, d->sH, d->pad_t, dH, H, &h0, &h1);
+            const int nh = avg_taps(d, 1, oh, h0, h1);
             for (int ow = 0; ow < OW; ow++) {
                 int w0, w1;
-                window(ow, d->K, d->stride, d->pad, W, &w0, &w1);
-                const float v = g[oh * OW + ow] / (float)((h1 - h0) * (w1 - w0));
-                for (int ih = h0; ih < h1; ih++)
-                    for (int iw = w0; iw < w1; iw++) dx[ih * W + iw] += v;
+                window(ow, d->KW, d->sW, d->pad_l, dW, W, &w0, &w1);
+                const float v = g[oh * OW + ow] / (float)(nh * avg_taps(d, 0, ow, w0, w1));
+                for (int ih = h0; ih < h1; ih += dH)
+                    for (int iw = w0; iw < w1; iw += dW) dx[ih * W + iw] += v;
             }
         }
     }

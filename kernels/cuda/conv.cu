@@ -20,6 +20,16 @@
  * of dynamic batching costs two descriptor updates, and cuda_conv2d_plan_prepare lets a
  * caller do even the first choice outside a timed step.
  *
+ * Geometry: cuDNN takes per-dimension stride, dilation and groups (cudnnSetConvolutionGroupCount,
+ * filter (OC, C/groups, KH, KW), the layout of ops.h), but one pad per dimension, applied on
+ * both sides. An asymmetric convolution (pad_t != pad_b or pad_l != pad_r, what ONNX's
+ * SAME_UPPER gives for even kernels or strides) therefore runs on a padded copy of the
+ * input, (B, C, H + pad_t + pad_b, W + pad_l + pad_r), made by pad_kernel at the front of
+ * the workspace, with cuDNN's pads 0; the backward computes the input gradient of that copy
+ * into the same place (the filter gradient, which reads the copy, has run by then) and
+ * crop_add_kernel adds its interior to dinp. The copy's bytes are part of the plan's
+ * workspace (cuda_conv2d_plan_workspace), the rest is cuDNN's.
+ *
  * An algorithm can still refuse at run time; cuDNN 9 may say so with a sub-code of
  * CUDNN_STATUS_NOT_SUPPORTED (3001 graph pattern, 3002 shape, ... 3014) instead of 3000
  * itself, so the fallbacks compare categories (cuda_cudnn_is_not_supported).
@@ -46,7 +56,9 @@ typedef struct {
 
 struct cuda_conv_plan {
     conv2d_desc_t d;
-    int B; /* batch the tensor descriptors are set for; 0: none yet */
+    int prepad; /* asymmetric pads: cuDNN runs on a padded copy of the input (see the top) */
+    int PH, PW; /* the input cuDNN sees: padded with prepad, else H, W */
+    int B;      /* batch the tensor descriptors are set for; 0: none yet */
     cudnnTensorDescriptor_t x, y;
     cudnnFilterDescriptor_t w;
     cudnnConvolutionDescriptor_t conv;
@@ -208,6 +220,15 @@ static int pick_filter(cuda_ctx_t *ctx, const cuda_conv_plan_t *p, conv_algos_t 
                            "unsupported convolution geometry?");
 }
 
+/* Bytes at the front of the workspace for the padded input copy of a batch of B (0
+ * without prepad), rounded to 256 so that cuDNN's part stays aligned. */
+static size_t prepad_bytes(const cuda_conv_plan_t *p, int B)
+{
+    if (!p->prepad) return 0;
+    size_t b = (size_t)B * p->d.C * p->PH * p->PW * sizeof(float);
+    return (b + 255) & ~(size_t)255;
+}
+
 static size_t algos_need(const conv_algos_t *a)
 {
     size_t m = a->ws_fwd;
@@ -216,21 +237,27 @@ static size_t algos_need(const conv_algos_t *a)
     return m;
 }
 
+/* Whole workspace the choice for a->B needs: the padded copy, then cuDNN's. */
+static size_t plan_need(const cuda_conv_plan_t *p, const conv_algos_t *a)
+{
+    return prepad_bytes(p, a->B) + algos_need(a);
+}
+
 /* Sets the batch-dependent tensor descriptors to B (host-side, cheap). */
 static int plan_describe(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B)
 {
     if (p->B == B) return 0;
     const conv2d_desc_t *d = &p->d;
     p->B = 0; /* invalid until everything below succeeded */
-    CUDNN_CHECK(ctx, cudnnSetTensor4dDescriptor(p->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, B, d->C, d->H, d->W),
+    CUDNN_CHECK(ctx, cudnnSetTensor4dDescriptor(p->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, B, d->C, p->PH, p->PW),
                 "conv input descriptor");
     CUDNN_CHECK(ctx, cudnnSetTensor4dDescriptor(p->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, B, d->OC, d->OH, d->OW),
                 "conv output descriptor");
     int n = 0, c = 0, h = 0, w = 0;
     CUDNN_CHECK(ctx, cudnnGetConvolution2dForwardOutputDim(p->conv, p->x, p->w, &n, &c, &h, &w), "conv output size");
     if (n != B || c != d->OC || h != d->OH || w != d->OW)
-        return pacer_cuda_fail(ctx, __FILE__, __LINE__, "plan_describe", "cuDNN output size differs from conv2d_init's",
-                               "internal error");
+        return pacer_cuda_fail(ctx, __FILE__, __LINE__, "plan_describe",
+                               "cuDNN output size differs from conv2d_setup's", "internal error");
     p->B = B;
     return 0;
 }
@@ -239,7 +266,11 @@ static int plan_describe(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B)
  * a new choice (which replaces the cached one for B, or the round-robin victim). */
 static int plan_prepare(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B, size_t ws_bytes)
 {
-    if (p->cur && p->cur->B == B && p->B == B && algos_need(p->cur) <= ws_bytes) return 0;
+    if (p->cur && p->cur->B == B && p->B == B && plan_need(p, p->cur) <= ws_bytes) return 0;
+    const size_t pad_bytes = prepad_bytes(p, B);
+    if (ws_bytes < pad_bytes)
+        return pacer_cuda_fail(ctx, __FILE__, __LINE__, "plan_prepare", "workspace smaller than the padded input copy",
+                               "size the workspace with cuda_conv2d_plan_workspace");
     if (plan_describe(ctx, p, B) != 0) return -1;
     conv_algos_t *slot = NULL;
     for (int i = 0; i < CONV_PLAN_CACHE; i++)
@@ -247,7 +278,7 @@ static int plan_prepare(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B, size_t ws_b
             slot = &p->cache[i];
             break;
         }
-    if (slot && algos_need(slot) <= ws_bytes) {
+    if (slot && plan_need(p, slot) <= ws_bytes) {
         p->cur = slot;
         return 0;
     }
@@ -263,8 +294,8 @@ static int plan_prepare(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B, size_t ws_b
     memset(&a, 0, sizeof a);
     p->cur = NULL;
     slot->B = 0;
-    if (pick_fwd(ctx, p, &a, ws_bytes) || pick_data(ctx, p, &a, ws_bytes) || pick_filter(ctx, p, &a, ws_bytes))
-        return -1;
+    const size_t limit = ws_bytes - pad_bytes; /* cuDNN's share */
+    if (pick_fwd(ctx, p, &a, limit) || pick_data(ctx, p, &a, limit) || pick_filter(ctx, p, &a, limit)) return -1;
     a.B = B;
     *slot = a;
     p->cur = slot;
@@ -277,10 +308,14 @@ extern "C" int cuda_conv2d_plan_create(cuda_ctx_t *ctx, const conv2d_desc_t *d, 
     *out = NULL;
     if (max_B < 1 || d->OH < 1 || d->OW < 1)
         return pacer_cuda_fail(ctx, __FILE__, __LINE__, "cuda_conv2d_plan_create", "bad geometry",
-                               "fill the descriptor with conv2d_init; max_B >= 1");
+                               "fill the descriptor with conv2d_init or conv2d_setup; max_B >= 1");
     cuda_conv_plan_t *p = (cuda_conv_plan_t *)calloc(1, sizeof *p);
     if (!p) return pacer_cuda_fail(ctx, __FILE__, __LINE__, "calloc", "out of host memory", "conv plan");
     p->d = *d;
+    p->prepad = d->pad_t != d->pad_b || d->pad_l != d->pad_r;
+    p->PH = p->prepad ? d->H + d->pad_t + d->pad_b : d->H;
+    p->PW = p->prepad ? d->W + d->pad_l + d->pad_r : d->W;
+    const int cpad_h = p->prepad ? 0 : d->pad_t, cpad_w = p->prepad ? 0 : d->pad_l; /* cuDNN's pads */
     int rc = -1;
     if (cudnnCreateTensorDescriptor(&p->x) != CUDNN_STATUS_SUCCESS ||
         cudnnCreateTensorDescriptor(&p->y) != CUDNN_STATUS_SUCCESS ||
@@ -289,15 +324,17 @@ extern "C" int cuda_conv2d_plan_create(cuda_ctx_t *ctx, const conv2d_desc_t *d, 
         pacer_cuda_fail(ctx, __FILE__, __LINE__, "cudnnCreate*Descriptor", "failed", "conv plan");
         goto out;
     }
-    if (cudnnSetFilter4dDescriptor(p->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, d->OC, d->C, d->KH, d->KW) !=
+    if (cudnnSetFilter4dDescriptor(p->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, d->OC, d->C / d->groups, d->KH, d->KW) !=
             CUDNN_STATUS_SUCCESS ||
-        cudnnSetConvolution2dDescriptor(p->conv, d->pad, d->pad, d->stride, d->stride, 1, 1, CUDNN_CROSS_CORRELATION,
+        cudnnSetConvolution2dDescriptor(p->conv, cpad_h, cpad_w, d->sH, d->sW, d->dH, d->dW, CUDNN_CROSS_CORRELATION,
                                         CUDNN_DATA_FLOAT) != CUDNN_STATUS_SUCCESS ||
+        cudnnSetConvolutionGroupCount(p->conv, d->groups) != CUDNN_STATUS_SUCCESS ||
         cudnnSetConvolutionMathType(p->conv, CUDNN_FMA_MATH) != CUDNN_STATUS_SUCCESS) {
         pacer_cuda_fail(ctx, __FILE__, __LINE__, "cudnnSet*Descriptor", "failed", "conv plan geometry");
         goto out;
     }
-    if (plan_prepare(ctx, p, max_B, ws_limit ? ws_limit : CONV_WS_CAP) != 0) goto out;
+    /* the cap is cuDNN's; the padded copy comes on top of it */
+    if (plan_prepare(ctx, p, max_B, ws_limit ? ws_limit : CONV_WS_CAP + prepad_bytes(p, max_B)) != 0) goto out;
     rc = 0;
     *out = p;
 out:
@@ -315,12 +352,56 @@ extern "C" void cuda_conv2d_plan_free(cuda_conv_plan_t *p)
     free(p);
 }
 
-extern "C" size_t cuda_conv2d_plan_workspace(const cuda_conv_plan_t *p) { return p->cur ? algos_need(p->cur) : 0; }
+extern "C" size_t cuda_conv2d_plan_workspace(const cuda_conv_plan_t *p) { return p->cur ? plan_need(p, p->cur) : 0; }
 
 extern "C" int cuda_conv2d_plan_prepare(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B, size_t ws_bytes)
 {
     if (B < 1) return 0;
     return plan_prepare(ctx, p, B, ws_bytes);
+}
+
+/* xp (B*C, PH, PW) = x (B*C, H, W) at offset (pt, pl), zeros around it */
+__global__ void pad_kernel(const float *x, float *xp, size_t n, int H, int W, int PH, int PW, int pt, int pl)
+{
+    GRID_STRIDE(i, n)
+    {
+        const int pw = (int)(i % PW), ph = (int)((i / PW) % PH);
+        const size_t plane = i / ((size_t)PH * PW);
+        const int h = ph - pt, w = pw - pl;
+        xp[i] = h >= 0 && h < H && w >= 0 && w < W ? x[(plane * H + h) * W + w] : 0.0f;
+    }
+}
+
+/* dx (B*C, H, W) += the interior of dxp (B*C, PH, PW) */
+__global__ void crop_add_kernel(const float *dxp, float *dx, size_t n, int H, int W, int PH, int PW, int pt, int pl)
+{
+    GRID_STRIDE(i, n)
+    {
+        const int w = (int)(i % W), h = (int)((i / W) % H);
+        const size_t plane = i / ((size_t)H * W);
+        dx[i] = __fadd_rn(dx[i], dxp[(plane * PH + h + pt) * PW + w + pl]);
+    }
+}
+
+/* The padded copy of inp at the front of ws (prepad plans); returns the tensor cuDNN reads
+ * and, through cws/cws_bytes, cuDNN's part of the workspace. */
+static int plan_input(cuda_ctx_t *ctx, const cuda_conv_plan_t *p, int B, const float *inp, void *ws, size_t ws_bytes,
+                      const float **x, void **cws, size_t *cws_bytes)
+{
+    const size_t pad_bytes = prepad_bytes(p, B);
+    *x = inp;
+    *cws = ws;
+    *cws_bytes = ws_bytes;
+    if (!p->prepad) return 0;
+    const conv2d_desc_t *d = &p->d;
+    const size_t n = (size_t)B * d->C * p->PH * p->PW;
+    pad_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(inp, (float *)ws, n, d->H, d->W, p->PH, p->PW, d->pad_t,
+                                                            d->pad_l);
+    KERNEL_CHECK(ctx, "pad_kernel");
+    *x = (const float *)ws;
+    *cws = (char *)ws + pad_bytes;
+    *cws_bytes = ws_bytes - pad_bytes;
+    return 0;
 }
 
 /* out (B, OC, P) += bias (OC) */
@@ -351,7 +432,9 @@ extern "C" int cuda_conv2d_forward(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B, 
     if (plan_prepare(ctx, p, B, ws_bytes) != 0) return -1;
     const float one = 1.0f, zero = 0.0f;
     conv_algos_t *a = p->cur;
-    cudnnStatus_t st = cudnnConvolutionForward(ctx->cudnn, &one, p->x, inp, p->w, weight, p->conv, a->fwd, ws, ws_bytes,
+    const float *x;
+    if (plan_input(ctx, p, B, inp, ws, ws_bytes, &x, &ws, &ws_bytes) != 0) return -1;
+    cudnnStatus_t st = cudnnConvolutionForward(ctx->cudnn, &one, p->x, x, p->w, weight, p->conv, a->fwd, ws, ws_bytes,
                                                &zero, p->y, out);
     if (cuda_cudnn_is_not_supported(st) && a->fwd != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM) {
         /* An algorithm can still refuse at run time (pointer alignment of a tensor at an
@@ -359,7 +442,7 @@ extern "C" int cuda_conv2d_forward(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B, 
          * most general one, which needs no workspace. */
         a->fwd = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
         a->ws_fwd = 0;
-        st = cudnnConvolutionForward(ctx->cudnn, &one, p->x, inp, p->w, weight, p->conv, a->fwd, ws, ws_bytes, &zero,
+        st = cudnnConvolutionForward(ctx->cudnn, &one, p->x, x, p->w, weight, p->conv, a->fwd, ws, ws_bytes, &zero,
                                      p->y, out);
     }
     CUDNN_CHECK(ctx, st, "convolution forward");
@@ -378,7 +461,9 @@ extern "C" int cuda_conv2d_backward(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B,
     const conv2d_desc_t *d = &p->d;
     if (B <= 0) {
         /* parameter gradients are written even for an empty batch */
-        CUDA_CHECK(ctx, cudaMemsetAsync(dweight, 0, (size_t)d->OC * d->C * d->KH * d->KW * sizeof(float), ctx->stream),
+        CUDA_CHECK(ctx,
+                   cudaMemsetAsync(dweight, 0, (size_t)d->OC * (d->C / d->groups) * d->KH * d->KW * sizeof(float),
+                                   ctx->stream),
                    "memset dweight");
         if (dbias)
             CUDA_CHECK(ctx, cudaMemsetAsync(dbias, 0, (size_t)d->OC * sizeof(float), ctx->stream), "memset dbias");
@@ -391,25 +476,37 @@ extern "C" int cuda_conv2d_backward(cuda_ctx_t *ctx, cuda_conv_plan_t *p, int B,
         KERNEL_CHECK(ctx, "bias_grad_kernel");
     }
     conv_algos_t *a = p->cur;
-    cudnnStatus_t st = cudnnConvolutionBackwardFilter(ctx->cudnn, &one, p->x, inp, p->y, dout, p->conv, a->bwd_filter,
-                                                      ws, ws_bytes, &zero, p->w, dweight);
+    const float *x;
+    void *xp = ws; /* the padded copy (prepad), later its gradient */
+    if (plan_input(ctx, p, B, inp, ws, ws_bytes, &x, &ws, &ws_bytes) != 0) return -1;
+    cudnnStatus_t st = cudnnConvolutionBackwardFilter(ctx->cudnn, &one, p->x, x, p->y, dout, p->conv, a->bwd_filter, ws,
+                                                      ws_bytes, &zero, p->w, dweight);
     if (cuda_cudnn_is_not_supported(st) && a->bwd_filter != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0) {
         a->bwd_filter = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0; /* as in the forward: general, no workspace */
         a->ws_filter = 0;
-        st = cudnnConvolutionBackwardFilter(ctx->cudnn, &one, p->x, inp, p->y, dout, p->conv, a->bwd_filter, ws,
-                                            ws_bytes, &zero, p->w, dweight);
+        st = cudnnConvolutionBackwardFilter(ctx->cudnn, &one, p->x, x, p->y, dout, p->conv, a->bwd_filter, ws, ws_bytes,
+                                            &zero, p->w, dweight);
     }
     CUDNN_CHECK(ctx, st, "convolution backward filter");
     if (!dinp) return 0;
-    /* beta = 1: the input gradient accumulates (ops.h convention) */
+    /* beta = 1: the input gradient accumulates (ops.h convention); with prepad it is written
+     * (beta = 0) into the padded copy, no longer needed, and its interior added below */
+    float *dx = p->prepad ? (float *)xp : dinp;
+    const float *beta = p->prepad ? &zero : &one;
     st = cudnnConvolutionBackwardData(ctx->cudnn, &one, p->w, weight, p->y, dout, p->conv, a->bwd_data, ws, ws_bytes,
-                                      &one, p->x, dinp);
+                                      beta, p->x, dx);
     if (cuda_cudnn_is_not_supported(st) && a->bwd_data != CUDNN_CONVOLUTION_BWD_DATA_ALGO_0) {
         a->bwd_data = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
         a->ws_data = 0;
         st = cudnnConvolutionBackwardData(ctx->cudnn, &one, p->w, weight, p->y, dout, p->conv, a->bwd_data, ws,
-                                          ws_bytes, &one, p->x, dinp);
+                                          ws_bytes, beta, p->x, dx);
     }
     CUDNN_CHECK(ctx, st, "convolution backward data");
+    if (p->prepad) {
+        const size_t n = (size_t)B * d->C * d->H * d->W;
+        crop_add_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(dx, dinp, n, d->H, d->W, p->PH, p->PW, d->pad_t,
+                                                                     d->pad_l);
+        KERNEL_CHECK(ctx, "crop_add_kernel");
+    }
     return 0;
 }

@@ -18,7 +18,9 @@
 // charts' time axis, and the badge in the job list. Next, the compare view: the cancelled
 // job and a short one (submitted over the API after the cancel, run meanwhile) ticked in
 // the job list, their loss and test accuracy overlaid against time, epoch and samples,
-// the differing spec fields highlighted (screenshot compare.png). Last, the Cluster page:
+// the differing spec fields highlighted (screenshot compare.png). The short job is
+// asynchronous, and its page's accuracy chart holds the log's evaluations, one per epoch
+// and no 0 (as the simulated asgd job's does). Last, the Cluster page:
 // its hosts, and a benchmark of mlp started with its button whose speed the page then
 // shows. Exit 0 = pass, 1 = fail.
 import { chromium } from 'playwright-core';
@@ -40,6 +42,23 @@ let context;
 function check(cond, what) {
   if (!cond) throw new Error(what);
   console.log('ok: ' + what);
+}
+
+// The job page's "Test accuracy per epoch" chart of a finished job (its data, read back
+// through window.pacer.acc()): one point per epoch the log shows evaluated, none of them 0
+// or missing, each the test accuracy the log printed last for its epoch (issue 29).
+async function accuracyIsTheLog(page, jid, what) {
+  const logText = (await (await fetch(base + '/api/v1/jobs/' + jid + '/logs?tail=2000')).json()).text;
+  const want = new Map();
+  for (const m of logText.matchAll(/epoch ([0-9]+)\/[0-9]+ done: .* test_accuracy ([0-9.]+)/g)) want.set(Number(m[1]), Number(m[2]));
+  await page.waitForFunction((n) => window.pacer && window.pacer.history() && window.pacer.acc()[0].length >= n, want.size,
+    { timeout: 15000, polling: 250 }).catch(() => {});
+  const [epochs, accs] = await page.evaluate(() => window.pacer.acc());
+  const wantE = [...want.keys()].sort((a, b) => a - b);
+  check(wantE.length >= 1 && JSON.stringify(epochs) === JSON.stringify(wantE) &&
+    accs.every((a, i) => typeof a === 'number' && a > 0 && Math.abs(a - want.get(wantE[i])) <= 5.01e-5),
+  what + ': the accuracy chart holds the log\'s evaluations, no zero: epochs ' + JSON.stringify(epochs) + ', accuracy ' +
+    JSON.stringify(accs) + ' (log: ' + JSON.stringify([...want.entries()]) + ')');
 }
 
 try {
@@ -147,6 +166,18 @@ try {
     { timeout: 30000, polling: 250 }).catch(() => {});
   check(await page.$$eval('#nodes-body tr', (r) => r.length) === 2, 'the nodes table lists both ranks');
   check(await page.$$eval('#nodes-body .hist span', (b) => b.length) === 18, 'a staleness histogram per node');
+  // Next to the slowdowns, whether the emulation is faithful (issue 29): the ranks'
+  // start-up check from the nodes answer, its figures and verdict as the API has them.
+  const emu = await page.evaluate(async (jid) => {
+    const n = await (await fetch('/api/v1/jobs/' + jid + '/nodes')).json();
+    const r = n.ranks.find((x) => typeof x.emulation_cores === 'number');
+    const note = document.querySelector('#f-emulation');
+    return { r: r && { d: r.emulation_demand_cores, c: r.emulation_cores }, text: note.textContent, flag: note.dataset.faithful };
+  }, id);
+  check(emu.r && emu.r.d === 1.5, 'the nodes answer carries the emulation check (1/1 + 1/2 = 1.5 cores): ' + JSON.stringify(emu.r));
+  const faithful = emu.r && emu.r.d <= emu.r.c;
+  check(emu.flag === String(faithful) && emu.text.startsWith(faithful ? 'faithful: ' : 'not faithful: ') &&
+    emu.text.includes('1.50 of ' + emu.r.c + ' cores'), 'the page says whether the emulation is faithful: "' + emu.text + '"');
 
   // Where the time goes (issue 15), while the job runs: a stacked bar of the phases per
   // rank, and a verdict naming the rank that holds the job back.
@@ -184,10 +215,11 @@ try {
   await page.waitForTimeout(600);   // the last redraw
   await page.screenshot({ path: shot, fullPage: true });
   console.log('screenshot: ' + shot);
-  // A short job to compare with, run while the rest of the test goes on.
+  // A short job to compare with, run while the rest of the test goes on: asynchronous (a
+  // parameter server and 3 workers), whose accuracy chart is read afterwards (issue 29).
   const short = await (await fetch(base + '/api/v1/jobs', { method: 'POST', headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ name: 'short', model: 'lenet5', dataset: { name: 'fashion-mnist', train_subset: 512, test_subset: 200 },
-      epochs: 2, batch_size: 32, workers: 1, seed: 3, algorithm: { name: 'sgd' }, optimizer: { lr: 0.05, momentum: 0.9 } }) })).json();
+    body: JSON.stringify({ name: 'short', model: 'lenet5', dataset: { name: 'fashion-mnist', train_subset: 768, test_subset: 200 },
+      epochs: 2, batch_size: 32, workers: 3, seed: 3, algorithm: { name: 'asgd' }, optimizer: { lr: 0.02, momentum: 0.5 } }) })).json();
   check(/^j-[0-9]+$/.test(short.id), 'submitted a short job to compare with: ' + short.id);
 
   const tReopen = Date.now();
@@ -261,6 +293,7 @@ try {
     check(await page.isVisible('#job-sim'), 'the job page marks it simulated');
     const srv = await page.evaluate(() => ({ sps: window.pacer.points('sps').length, st: window.pacer.points('st_mean').length }));
     check(srv.sps === 4 && srv.st === 4, 'the parameter server is left out of the worker-only charts: ' + JSON.stringify(srv));
+    await accuracyIsTheLog(page, sid, 'the simulated asgd job');
     check(sj.clock === 'simulated' && sj.tmax > 0 && sj.tmax <= sj.wall + 0.001,
       'its charts run on the simulated clock (last point ' + sj.tmax + ' s of ' + sj.wall + ' simulated s)');
     check(await page.evaluate(() => window.pacer.xlabel()) === 'simulated seconds since start', 'the time axis says simulated seconds');
@@ -306,6 +339,12 @@ try {
   await page.waitForTimeout(300);
   await page.screenshot({ path: beside('compare.png'), fullPage: true });
   console.log('screenshot: ' + beside('compare.png') + ' (the compare view took ' + ((Date.now() - tCompare) / 1000).toFixed(1) + ' s)');
+
+  // ---- the asynchronous job's page (issue 29): its accuracy chart holds one point per
+  // epoch, the parameter server's evaluation as its log printed it; no 0 where the workers'
+  // final records evaluated nothing.
+  await page.goto(base + '/#/jobs/' + short.id);
+  await accuracyIsTheLog(page, short.id, 'the asgd job');
 
   // ---- the Cluster page: the hosts, and a benchmark run from its button
   await page.goto(base + '/#/cluster');

@@ -5,7 +5,8 @@
 # weights and position and rebuild per-worker state at each worker's first pull. Each run
 # ends with a sane accuracy and the resumed run says what it re-planned. Then 2 -> 3 (the
 # grow) for ssgd. (A checkpoint of more workers than the spec allows is refused:
-# test_hardening's forged nworkers.)
+# test_hardening's forged nworkers.) Both worlds' metrics records carry one evaluation per
+# epoch end, rank 0's, the one the log prints (issue 29).
 . tests/lib.sh
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
 spec() { # spec ALGO
@@ -30,14 +31,16 @@ for a in ssgd hier-bsp hpsgd local-sgd asgd nsoftsync dc-asgd ddc-asgd; do
     spec $a
     # 3 workers, stopped (as if a host died) after step 25: the checkpoint of step 20 stays.
     $MPIRUN -np "$(np $a 3)" $WORKER --spec "$TMP/$a.json" --world "$(np $a 3)" --stop-after-steps 25 \
-        >"$TMP/$a.1" 2>&1 || { cat "$TMP/$a.1"; fail "$a: the 3-worker run failed"; }
+        --metrics "$TMP/$a.jsonl" >"$TMP/$a.1" 2>&1 || { cat "$TMP/$a.1"; fail "$a: the 3-worker run failed"; }
     [ -f "$TMP/ck-$a/el-$a.ckpt" ] || { cat "$TMP/$a.1"; fail "$a: no checkpoint after 25 steps"; }
     $MPIRUN -np "$(np $a 2)" $WORKER --spec "$TMP/$a.json" --world "$(np $a 2)" --resume --summary "$TMP/$a.out" \
-        >"$TMP/$a.2" 2>&1 || { cat "$TMP/$a.2"; fail "$a: resuming with 2 workers failed"; }
+        --metrics "$TMP/$a.jsonl" >"$TMP/$a.2" 2>&1 || { cat "$TMP/$a.2"; fail "$a: resuming with 2 workers failed"; }
     grep -q "resumed from .* at step [1-9]" "$TMP/$a.2" || { cat "$TMP/$a.2"; fail "$a: did not resume"; }
     grep -q "written by 3 workers; resuming with 2: the global batch 96 is re-planned: 48 48" "$TMP/$a.2" ||
         { cat "$TMP/$a.2"; fail "$a: no line saying the batch plan was re-planned"; }
     grep -q "elastic: 2 of the spec's 3 workers" "$TMP/$a.2" || { cat "$TMP/$a.2"; fail "$a: not run as 2 of 3"; }
+    # Issue 29: both worlds' records carry one evaluation per epoch end, rank 0's.
+    records_match_log "$TMP/$a.jsonl" "$a, 3 -> 2 workers" "$TMP/$a.1" "$TMP/$a.2"
     acc=$(json "$TMP/$a.out" .test_accuracy)
     # Sane: far above chance (0.1). These runs end at 0.61-0.68 (the parameter-server
     # ones vary with timing), except hpsgd, whose stale merges learn slower (0.36-0.38

@@ -28,6 +28,9 @@ jq -e -n --argjson b "$last" '$b[1] < $b[0] and $b[1] <= 48' >/dev/null || fail 
 ratio=$(jq -s -r 'group_by(.rank) | map(.[-40:] | map(.compute_s) | sort | .[length / 2 | floor]) | max / min' "$TMP/steps.jsonl")
 awk -v r="$ratio" 'BEGIN { exit !(r <= 1.25) }' || fail "step times did not converge: max/min median = $ratio"
 echo "ok: step-time ratio $ratio"
+# Issue 29: rank 0 evaluates and broadcasts; its record alone carries the evaluation, so
+# the history has one point for the epoch, not one per rank (and none from final records).
+history_matches_log "$id"
 grep -q "batch plan [0-9]* from the coordinator" "$STATE/jobs/$id/log" || fail "rank 0 never applied a coordinator plan"
 echo "ok: $(grep -c "batch plan [0-9]* from the coordinator" "$STATE/jobs/$id/log") coordinator plans applied by rank 0"
 stop_coord

@@ -35,4 +35,24 @@ at_least "profile speed" "$(redis-cli -s "$STATE/redis.sock" HGET "$key" samples
 at_least "metrics TTL" "$(redis-cli -s "$STATE/redis.sock" TTL "pacer:job:$id:metrics")" 3600
 at_least "coarse metrics TTL" "$(redis-cli -s "$STATE/redis.sock" TTL "pacer:job:$id:metrics:coarse")" 3600
 echo "ok: profile $key updated, finished job's keys expire"
+history_matches_log "$id"
+
+# The asynchronous family (issue 29): the parameter server (rank 0) evaluates at each epoch
+# end; its workers' records carry no evaluation (null, where they carried 0 and made the
+# dashboard's accuracy drop to 0), nor a training loss they never computed, and the PS,
+# which computes no samples, has no speed (null, not 0).
+jq '.name = "a" | .workers = 2 | .algorithm = {"name": "asgd"} | .optimizer.momentum = 0.5' "$TMP/m.json" >"$TMP/a.json"
+a=$(submit "$TMP/a.json")
+cli wait "$a" --timeout 300 || { cat "$STATE/jobs/$a/log"; fail "job $a did not succeed"; }
+history_matches_log "$a"
+cli metrics "$a" --limit 10000 >"$TMP/a-metrics.json"
+jq -e '[.items[] | select(.kind == "final" and .role == "worker")] |
+    length == 2 and all(.test_accuracy == null and .test_loss == null and .loss == null and .epoch == 2)' \
+    "$TMP/a-metrics.json" >/dev/null ||
+    fail "the asgd workers' final records: $(jq -c '[.items[] | select(.kind == "final") | {rank, epoch, loss, test_accuracy}]' "$TMP/a-metrics.json")"
+cli nodes "$a" >"$TMP/a-nodes.json"
+jq -e '.ranks[0].role == "ps" and .ranks[0].samples_per_s == null and .ranks[0].test_accuracy > 0 and
+    (.ranks[1:] | all(.samples_per_s > 0 and .test_accuracy == null))' "$TMP/a-nodes.json" >/dev/null ||
+    fail "asgd nodes: $(jq -c '[.ranks[] | {rank, role, samples_per_s, test_accuracy}]' "$TMP/a-nodes.json")"
+echo "ok: asgd $a: the workers' final records carry no evaluation or loss, the PS no speed"
 stop_coord

@@ -51,5 +51,8 @@ at_least "job $d summary test_accuracy" "$(field_of "$d" summary.test_accuracy)"
 [ "$(field_of "$a" attempts)" = 1 ] || fail "job $a attempts = $(field_of "$a" attempts), want 1"
 [ "$(field_of "$b" restarts)" = 1 ] || fail "job $b restarts = $(field_of "$b" restarts), want 1"
 at_least "job $b resumed at step" "$(resumed_step "$b")" 10
+# Issue 29: one test accuracy per epoch; job b's resumed attempt evaluated again the epochs
+# it trained again, and the history shows those evaluations, the ones the run went on from.
+for j in "$a" "$b" "$d"; do history_matches_log "$j"; done
 echo "ok: $a adopted ($(job_states "$a")), $b resumed ($(job_states "$b")), $c ran after the restart, $d found finished ($(job_states "$d"))"
 stop_coord

@@ -37,6 +37,13 @@ echo "ok: /metrics exports the per-rank phase counters of running job $id"
 # At least 20 steps per rank for the trace window below (2 workers x 32 of 2048: 32 steps
 # an epoch), then the job is cancelled.
 await 120 "an epoch of $id" grep -q 'epoch 1/200 done' "$STATE/jobs/$id/log"
+# Issue 29: rank 0 evaluated the epoch and broadcast the result; only rank 0 measured it,
+# so only rank 0 exports a test accuracy (rank 1's series is absent, not a copy or a 0).
+has_accuracy() { curl -s "$BASE/metrics" >"$TMP/prom.txt" && grep -q "^pacer_rank_test_accuracy{job=\"$id\",rank=\"0\"} 0[.]" "$TMP/prom.txt"; }
+await 30 "rank 0's test accuracy in /metrics" has_accuracy
+grep "^pacer_rank_test_accuracy{job=\"$id\",rank=\"1\"}" "$TMP/prom.txt" &&
+    fail "/metrics exports a test accuracy for rank 1, which evaluated nothing"
+echo "ok: /metrics: rank 0's test accuracy, none for rank 1"
 cli cancel "$id" >/dev/null || fail "cancel $id"
 await 60 "$id CANCELLED" is_state "$id" CANCELLED
 

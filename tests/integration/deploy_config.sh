@@ -7,7 +7,8 @@
 #   - deploy/Dockerfile passes deploy/lint-dockerfile.sh, and the linter does catch a
 #     Dockerfile that breaks its rules (so a linter that silently passes everything fails);
 #   - the entrypoint and the namespace scripts parse (sh -n);
-#   - the Dockerfile's build stage copies every file its make goals need (make -n).
+#   - the Dockerfile's build stage copies every file its make goals need (make -n);
+#   - make demo's slowdowns are scaled to the cores, the relative speeds kept.
 # Skips (77) when docker-compose is not installed: `sh deploy/install-deps.sh deploy`.
 . tests/lib.sh
 for s in deploy/entrypoint-pacer.sh deploy/lint-dockerfile.sh deploy/netns/*.sh; do
@@ -26,6 +27,24 @@ for rule in pinned-base no-recommends apt-lists user healthcheck; do
     grep -q ": $rule:" "$TMP/lint.out" || { cat "$TMP/lint.out"; fail "the lint missed rule $rule"; }
 done
 echo "ok: the Dockerfile lint passes deploy/Dockerfile and catches a bad one"
+
+# make demo's slowdowns, scaled to the cores (deploy/fit-slowdowns.jq, issue 29): the
+# relative speeds kept, the workers' demand (sum of 1 / slowdown) at most half the cores,
+# and the smallest such factor (a power of two): [4, 4, 8, 16] on 2 cores, as the
+# benchmarks' default, unchanged from 6 cores; a bad DEMO_CORES is refused.
+command -v jq >/dev/null || fail "jq not installed (make deps)"
+sh -n deploy/demo.sh || fail "deploy/demo.sh does not parse"
+for cores in 1 2 3 4 5 6 16; do
+    got=$(DEMO_CORES=$cores sh deploy/demo.sh --print-spec | jq -c .emulate.slowdown) || fail "demo --print-spec failed on $cores cores"
+    jq -e -n --argjson s "$got" --argjson c "$cores" '($s | map(1 / .) | add) as $d
+        | ($s | map(. / $s[0])) == [1, 1, 2, 4] and $d <= $c / 2 and ($s[0] == 1 or $d * 2 > $c / 2)' >/dev/null ||
+        fail "on $cores cores the demo's slowdowns are $got: not [1, 1, 2, 4] scaled by the least factor that fits half the cores"
+done
+[ "$(DEMO_CORES=2 sh deploy/demo.sh --print-spec | jq -c .emulate.slowdown)" = "[4,4,8,16]" ] || fail "the demo's slowdowns on 2 cores are not [4, 4, 8, 16]"
+[ "$(DEMO_CORES=6 sh deploy/demo.sh --print-spec | jq -c .emulate.slowdown)" = "[1,1,2,4]" ] || fail "the demo's slowdowns on 6 cores are not [1, 1, 2, 4]"
+DEMO_CORES=0 sh deploy/demo.sh --print-spec >/dev/null 2>"$TMP/demo.err" && fail "DEMO_CORES=0 was accepted"
+grep -q "DEMO_CORES" "$TMP/demo.err" || fail "a bad DEMO_CORES was refused without naming it"
+echo "ok: make demo's slowdowns fit the cores (1 to 16), relative speeds kept"
 
 command -v docker-compose >/dev/null 2>&1 || skip "docker-compose not installed (sh deploy/install-deps.sh deploy); the compose file was not validated"
 compose() { docker-compose -f deploy/docker-compose.yml --env-file "$TMP/env" "$@"; }

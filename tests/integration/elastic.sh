@@ -12,7 +12,9 @@
 #   - the relaunch used no restart (--max-restarts 0) and ran on pw1 and pw2 only;
 #   - pw3 then comes back (link up, remote shell answering): the coordinator's probe finds
 #     it up and the job grows back to 3 ranks right after its next checkpoint, a second
-#     resize (2 -> 3) in the record and the events.
+#     resize (2 -> 3) in the record and the events;
+#   - its history has one test accuracy per epoch across the three worlds, rank 0's, each
+#     the one its log printed last for that epoch (issue 29).
 # No speed is asserted; the deadlines are minutes (a loaded 2-core machine).
 # Needs root and `ip netns add` (else exit 77); a lock serialises concurrent runs.
 . tests/lib.sh
@@ -215,3 +217,21 @@ echo "ok: GET /api/v1/jobs/$id1/events: event: resize 3 -> 2 (reason naming pw3)
 grep -q "checkpoint .* was written by 3 workers; resuming with 2" "$STATE/jobs/$id1/log" ||
     fail "the relaunched ranks did not re-plan a 3-worker checkpoint: $(grep -m3 'resum' "$STATE/jobs/$id1/log")"
 echo "ok: the relaunch resumed the 3-worker checkpoint with 2 workers"
+# Issue 29: across the three worlds (3, 2, 3 ranks) the history has one test accuracy per
+# epoch, rank 0's, the one the log printed last for it (an attempt evaluates again the
+# epochs it trains again after its checkpoint). The log can lose the last lines of an
+# attempt the coordinator stopped (mpirun forwards the remote ranks' output, and a resize
+# stops the attempt right after its checkpoint, which can follow an epoch end): an epoch
+# end the log lost (at most one per resize) is checked against rank 0's latest epoch record
+# in the job's stream instead, which is what the run measured.
+redis-cli -h "$PC" --raw XRANGE "pacer:job:$id1:metrics" - + | grep '^{' >"$TMP/records.jsonl"
+jq -s -e 'map(select(.test_accuracy != null)) | length > 0 and all(.rank == 0)' "$TMP/records.jsonl" >/dev/null ||
+    fail "job $id1: no evaluation in its stream, or one of a rank other than 0"
+jq -r 'select(.kind == "epoch" and .test_accuracy != null) |
+    "epoch \(.epoch)/8 done: (record) test_accuracy \(.test_accuracy)"' "$TMP/records.jsonl" >"$TMP/records.log"
+lost=$(log_accuracy "$TMP/records.log" | cut -d' ' -f1 | sort -u |
+    grep -cvxF "$(log_accuracy "$STATE/jobs/$id1/log" | cut -d' ' -f1 | sort -u)")
+[ "$lost" -le 2 ] || fail "job $id1: the log lost $lost epoch ends (two resizes stop at most two attempts)"
+[ "$(http GET "/api/v1/jobs/$id1/history")" = 200 ] || fail "history: $(cat "$TMP/body")"
+history_accuracy_is_log "$TMP/body" "job $id1 (ssgd, resized 3 -> 2 -> 3; $lost epoch end(s) lost by the log)" \
+    "$TMP/records.log" "$STATE/jobs/$id1/log"

@@ -280,6 +280,7 @@ done
 [ "$(jq '[.series.loss[].t | length] | add' "$TMP/body")" -eq "$(jq .n "$TMP/steps.json")" ] ||
     fail "history?points=5000 of a short job dropped points (nothing to downsample)"
 [ "$(jq '.accuracy | length' "$TMP/body")" -ge 2 ] || fail "history: no test evaluations"
+history_accuracy_is_log "$TMP/body" "history of $id (sgd)" "$STATE/jobs/$id/log"
 for bad in 9 5001 abc -1; do
     expect 400 GET "/api/v1/jobs/$id/history?points=$bad"
     problem invalid-parameter parameter points

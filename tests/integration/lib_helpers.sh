@@ -70,3 +70,32 @@ fake real; [ $? = 1 ] || fail "a rank with a real PID exiting improperly must fa
 fake fail; [ $? = 2 ] || fail "mpirun.sh changed the exit status of a failed job"
 [ "$(cat "$TMP/count.fail")" = 1 ] && grep -q 'bad spec' "$TMP/fake.out" || fail "a failed job's message or count changed"
 echo "ok: \$MPIRUN runs a job again only after Open MPI's finalize race, and keeps other failures"
+
+# The accuracy-per-epoch checks (issue 29): a history or records that match the log pass;
+# an extra point (the workers' final records of a parameter-server job, 0 where nothing
+# was evaluated), a zero, a point of another rank, a missing epoch, a null, or a resumed
+# run's superseded evaluation each fail.
+printf '%s\n' "epoch 1/2 done: train_loss_running 1.1 test_loss 0.6 test_accuracy 0.8000" \
+    "epoch 2/2 done: train_loss_running 0.9 test_loss 0.5 test_accuracy 0.8100" \
+    "resumed from ck/x.ckpt at step 40 (epoch 2)" \
+    "epoch 2/2 done: train_loss_running 0.9 test_loss 0.5 test_accuracy 0.8500" >"$TMP/acc.log"
+hist() { echo "{\"accuracy\": [$1]}" >"$TMP/hist.json"; history_accuracy_is_log "$TMP/hist.json" test "$TMP/acc.log"; }
+p1='{"epoch": 1, "test_accuracy": 0.80004, "rank": 0}' p2='{"epoch": 2, "test_accuracy": 0.85, "rank": 0}'
+passes hist "$p1, $p2"
+fails hist "$p1, {\"epoch\": 1, \"test_accuracy\": 0, \"rank\": 1}, $p2"
+fails hist "$p1, {\"epoch\": 2, \"test_accuracy\": 0, \"rank\": 0}"
+fails hist "$p1, {\"epoch\": 2, \"test_accuracy\": 0.85, \"rank\": 2}"
+fails hist "$p2"
+fails hist "$p1, {\"epoch\": 2, \"test_accuracy\": null, \"rank\": 0}"
+fails hist "$p1, {\"epoch\": 2, \"test_accuracy\": 0.81, \"rank\": 0}"
+fails hist ""
+recs() { printf '%s\n' "$@" >"$TMP/recs.jsonl"; records_match_log "$TMP/recs.jsonl" test "$TMP/acc.log"; }
+e1='{"kind": "epoch", "rank": 0, "epoch": 1, "test_accuracy": 0.8}'
+e2='{"kind": "epoch", "rank": 0, "epoch": 2, "test_accuracy": 0.81}'
+e3='{"kind": "epoch", "rank": 0, "epoch": 2, "test_accuracy": 0.85}'
+passes recs "$e1" "$e2" '{"kind": "final", "rank": 1, "epoch": 1, "test_accuracy": null}' "$e3"
+fails recs "$e1" "$e2" '{"kind": "final", "rank": 1, "epoch": 1, "test_accuracy": 0}' "$e3"
+fails recs "$e1" "$e2" '{"kind": "epoch", "rank": 1, "epoch": 2, "test_accuracy": 0.81}' "$e3"
+fails recs "$e1" "$e2" '{"kind": "final", "rank": 0, "epoch": 2, "test_accuracy": 0.85}' "$e3"
+fails recs "$e1" "$e3"
+echo "ok: the accuracy-per-epoch checks fail on an extra point, a zero, another rank's point, a gap, a null"

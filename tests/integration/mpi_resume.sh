@@ -20,7 +20,8 @@
 #      relaunch gets when a host is lost as the job finishes) has nothing left to train:
 #      sgd, ssgd and asgd report the finished run's test figures and train_loss (not
 #      zeros), train_loss_running null without calling it diverged, and the parameter
-#      server hands out no further epoch.
+#      server hands out no further epoch. Both attempts' records carry one evaluation per
+#      epoch end (rank 0's; the workers' records none) and one of the restored weights.
 . tests/lib.sh
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
 DIFF=$BUILD/tools/ckpt_diff
@@ -123,8 +124,8 @@ for c in sgd:1:1 ssgd:2:2 asgd:2:3; do
  "algorithm": {"name": "$a"}, "workers": $w, "batch_size": 32, "epochs": 1, "seed": 3, "log_every": 0,
  "optimizer": {"lr": 0.05}, "checkpoint": {"every_steps": 7, "dir": "$TMP/end-$a"}}
 JSON
-    mpi "$np" "$TMP/end-$a-1.log" --spec "$TMP/end-$a.json" --summary "$TMP/end-$a-1.out"
-    mpi "$np" "$TMP/end-$a-2.log" --spec "$TMP/end-$a.json" --resume --summary "$TMP/end-$a-2.out"
+    mpi "$np" "$TMP/end-$a-1.log" --spec "$TMP/end-$a.json" --summary "$TMP/end-$a-1.out" --metrics "$TMP/end-$a.jsonl"
+    mpi "$np" "$TMP/end-$a-2.log" --spec "$TMP/end-$a.json" --resume --summary "$TMP/end-$a-2.out" --metrics "$TMP/end-$a.jsonl"
     grep -q "nothing left to train" "$TMP/end-$a-2.log" || { cat "$TMP/end-$a-2.log"; fail "$a: the resume at the end did not say so"; }
     for f in steps test_accuracy test_loss train_loss; do
         [ "$(json "$TMP/end-$a-2.out" .$f)" = "$(json "$TMP/end-$a-1.out" .$f)" ] ||
@@ -132,5 +133,7 @@ JSON
     done
     [ "$(jq -c '[.train_loss_running, .diverged]' "$TMP/end-$a-2.out")" = "[null,false]" ] ||
         fail "$a resumed at the end: train_loss_running and diverged $(jq -c '[.train_loss_running, .diverged]' "$TMP/end-$a-2.out")"
+    # Issue 29: one evaluation per epoch end, rank 0's, and one of the restored weights.
+    records_match_log "$TMP/end-$a.jsonl" "$a, run and resumed at the end" "$TMP/end-$a-1.log" "$TMP/end-$a-2.log"
     echo "ok: $a resumed after its last epoch end: steps $(json "$TMP/end-$a-2.out" .steps), test_accuracy $(json "$TMP/end-$a-2.out" .test_accuracy) as the finished run, train_loss_running null, not diverged"
 done

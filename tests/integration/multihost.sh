@@ -262,7 +262,7 @@ finish "$id0" 180
 cp "$TMP/body" "$TMP/cluster.json"
 hstate() { jq -r --arg h "$1" '.coordinator.hosts[] | select(.name == $h) | .state' "$TMP/cluster.json"; }
 hspeed() { jq -r --arg h "$1" '.coordinator.hosts[] | select(.name == $h) | .benchmark.samples_per_s' "$TMP/cluster.json"; }
-jq -r '.coordinator.hosts[] | "      \(.name): \(.state), \(.benchmark.samples_per_s | floor) samples/s (\(.benchmark.ratio * 100 | floor)% of the median) \(.reason)"' "$TMP/cluster.json"
+jq -r '.coordinator.hosts[] | "      \(.name): \(.state), \(if .benchmark.samples_per_s then "\(.benchmark.samples_per_s | floor) samples/s (\(.benchmark.ratio * 100 | floor)% of the median)" else "no speed: \(.benchmark.error)" end) \(.reason)"' "$TMP/cluster.json"
 [ "$(jq '[.coordinator.hosts[] | select(.benchmark.time > 0 and .benchmark.running == false and .benchmark.model == "lenet5")] | length' "$TMP/cluster.json")" = 4 ] ||
     fail "not every host was benchmarked: $(jq -c .coordinator.hosts "$TMP/cluster.json")"
 [ "$(hstate pw1) $(hstate pw2) $(hstate pw3) $(hstate pw4)" = "up slow up failing" ] ||

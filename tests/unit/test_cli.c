@@ -348,6 +348,20 @@ static void test_jobs_and_job(void **state)
                               "            step 90 (epoch 2), not evaluated, 483.2 KiB\n");
     free(text);
     json_decref(job);
+    /* A summary's figures that were not measured (a run resumed after its last epoch:
+     * no training time; a simulation that skipped the compute: no loss or accuracy) are
+     * shown as "-", never as 0 or nan (issue 29). */
+    job = json_loads("{\"id\": \"j-8\", \"state\": \"SUCCEEDED\", \"summary\": {\"test_accuracy\": null, \"test_loss\": "
+                     "null, \"train_loss\": 0.25, \"steps\": 40, \"wall_s\": 1.5, \"train_samples_per_s\": null}}",
+                     0, NULL);
+    assert_non_null(job);
+    cap_open(&c);
+    fmt_job(c.f, job, 1715000100);
+    text = cap_close(&c);
+    assert_non_null(strstr(text, "result      test accuracy -, test loss -, train loss 0.2500; 40 steps, 1.5 s, - "
+                                 "samples/s\n"));
+    free(text);
+    json_decref(job);
 }
 
 /* The catalog's answers as tables (GET /api/v1/models, /models/{name}, /datasets); a

@@ -282,6 +282,12 @@ static void test_staleness_json(void **state)
     assert_non_null(j);
     assert_int_equal(json_integer_value(json_object_get(j, "p95")), 5);
     json_decref(j);
+    /* No update counted yet: the statistics of none are missing (null), not 0 (issue 29). */
+    memset(&acc, 0, sizeof acc);
+    assert_true(isnan(staleness_mean(&acc.s)));
+    assert_true(staleness_to_json(&acc.s, buf, sizeof buf) > 0);
+    assert_string_equal(buf, "{\"count\":0,\"sum\":0,\"sumsq\":0,\"mean\":null,\"p50\":null,\"p95\":null,"
+                             "\"max\":null,\"overflow\":0,\"hist\":[0,0,0,0,0,0,0,0,0]}");
 }
 
 static void test_metrics_json(void **state)
@@ -311,6 +317,19 @@ static void test_metrics_json(void **state)
     assert_non_null(strstr(buf, "\"job\":\"j-1\""));
     /* too small a buffer is refused, not overrun */
     assert_int_equal(metrics_to_json(&r, "j-1", buf, 40), -1);
+    /* What a rank did not measure is null, never 0 (issue 29): the parameter server
+     * computes no samples, a skipped compute has no loss, no update has no staleness. */
+    r.role = 1;
+    r.samples_per_s = NAN;
+    r.loss = NAN;
+    memset(&r.staleness, 0, sizeof r.staleness);
+    assert_true(metrics_to_json(&r, "j-1", buf, sizeof buf) > 0);
+    json_t *o = json_loads(buf, 0, NULL);
+    assert_non_null(o);
+    assert_true(json_is_null(json_object_get(o, "samples_per_s")));
+    assert_true(json_is_null(json_object_get(o, "loss")));
+    assert_true(json_is_null(json_object_get(json_object_get(o, "staleness"), "mean")));
+    json_decref(o);
 }
 
 static void test_metrics_reporter_file(void **state)

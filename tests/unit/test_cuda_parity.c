@@ -16,8 +16,10 @@
  * With a GPU:
  *   - every op of kernels/cuda/ops_cuda.h, forward and backward, against kernels/cpu on the
  *     same random inputs: convolution in several geometries (stride 1/2/3, padding, 1x1,
- *     even kernels, odd sizes, with and without bias, a smaller batch on the same plan),
- *     max and average pooling in floor and ceil mode (with ties), ReLU, fully connected,
+ *     even kernels, odd sizes, with and without bias, a smaller batch on the same plan; and
+ *     the ONNX geometries: groups, depthwise, dilation, rectangular strides, asymmetric
+ *     pads), max and average pooling in floor and ceil mode (with ties; and rectangular
+ *     windows, asymmetric pads, dilation, count_include_pad both ways), ReLU, fully connected,
  *     softmax cross-entropy, batch norm (train, eval, backward, incl. a large mean),
  *     global average pooling, the option-A residual add, SGD (plain, momentum, Nesterov,
  *     weight decay, grad_scale from host and device), norms and clipping. The gradient
@@ -86,7 +88,8 @@
 /* An X-macro list, laid out by hand. */
 /* clang-format off */
 #define PARITY_TESTS(X)                                                                   \
-    X(test_conv) X(test_maxpool) X(test_avgpool) X(test_relu) X(test_fc)                  \
+    X(test_conv) X(test_conv_general) X(test_maxpool) X(test_avgpool) X(test_pool_general) \
+    X(test_relu) X(test_fc)                                                                \
     X(test_softmax_xent) X(test_batchnorm) X(test_gap) X(test_residual) X(test_sgd)       \
     X(test_norm_clip) X(test_model_mlp) X(test_model_lenet5)                              \
     X(test_model_cifar10_quick) X(test_model_resnet20)
@@ -375,6 +378,81 @@ typedef struct {
     int B, C, H, W, OC, K, stride, pad, bias;
 } conv_case_t;
 
+/* One convolution of any geometry on both backends: forward, backward (dinp +=, parameter
+ * gradients =), dinp NULL, and a smaller batch on the same plan. */
+static void conv_parity(const char *tag, const conv2d_desc_t *dp, int B, int bias, lcg_t *r)
+{
+    conv2d_desc_t d = *dp;
+    char name[128];
+    printf("conv %s: B=%d C=%d %dx%d OC=%d %dx%d stride %dx%d pads t%d l%d b%d r%d dilation %dx%d groups %d bias=%d -> "
+           "%dx%d\n",
+           tag, B, d.C, d.H, d.W, d.OC, d.KH, d.KW, d.sH, d.sW, d.pad_t, d.pad_l, d.pad_b, d.pad_r, d.dH, d.dW,
+           d.groups, bias, d.OH, d.OW);
+    const size_t nin = (size_t)B * d.C * d.H * d.W, nw = (size_t)d.OC * (d.C / d.groups) * d.KH * d.KW;
+    const size_t nout = (size_t)B * d.OC * d.OH * d.OW;
+    float *x = halloc(nin), *w = halloc(nw), *b = halloc(d.OC), *g = halloc(nout);
+    float *out = halloc(nout), *dx = halloc(nin), *dw = halloc(nw), *db = halloc(d.OC);
+    float *ws = halloc(conv2d_workspace(&d, B));
+    fill(r, x, nin, -1, 1);
+    fill(r, w, nw, -0.3f, 0.3f);
+    fill(r, b, d.OC, -0.5f, 0.5f);
+    fill(r, g, nout, -1, 1);
+    fill_const(dx, nin, PREFILL);
+    fill_const(dw, nw, NAN);
+    fill_const(db, d.OC, NAN);
+    /* device copies first: dinp prefilled (+=), parameter gradients NaN (=) */
+    float *d_x = dcopy(x, nin), *d_w = dcopy(w, nw), *d_b = dcopy(b, d.OC), *d_g = dcopy(g, nout);
+    float *d_out = dalloc(nout), *d_dx = dcopy(dx, nin), *d_dw = dcopy(dw, nw), *d_db = dcopy(db, d.OC);
+    conv2d_forward(&d, B, x, w, bias ? b : NULL, out, ws);
+    conv2d_backward(&d, B, x, w, g, dx, dw, bias ? db : NULL, ws);
+
+    cuda_conv_plan_t *plan = NULL;
+    check_rc(cuda_conv2d_plan_create(g_ctx, &d, B, 0, &plan), "plan");
+    const size_t wsb = cuda_conv2d_plan_workspace(plan);
+    void *dws = dalloc_bytes(wsb ? wsb : 4);
+    check_rc(cuda_conv2d_forward(g_ctx, plan, B, d_x, d_w, bias ? d_b : NULL, d_out, dws, wsb), "conv fwd");
+    check_rc(cuda_conv2d_backward(g_ctx, plan, B, d_x, d_w, d_g, d_dx, d_dw, bias ? d_db : NULL, dws, wsb), "conv bwd");
+    snprintf(name, sizeof name, "conv%s.out", tag);
+    compare_dev(name, d_out, out, nout, TOL_CONV_FWD);
+    snprintf(name, sizeof name, "conv%s.dinp (+=)", tag);
+    compare_dev_acc(name, d_dx, dx, nin, PREFILL, TOL_CONV_GRAD);
+    snprintf(name, sizeof name, "conv%s.dweight (=)", tag);
+    compare_dev(name, d_dw, dw, nw, TOL_CONV_GRAD);
+    if (bias) {
+        snprintf(name, sizeof name, "conv%s.dbias (=)", tag);
+        compare_dev(name, d_db, db, d.OC, TOL_CONV_GRAD);
+    }
+
+    /* dinp NULL: weight gradient only */
+    fill_const(dw, nw, NAN);
+    upload(d_dw, dw, nw);
+    conv2d_backward(&d, B, x, w, g, NULL, dw, NULL, ws);
+    check_rc(cuda_conv2d_backward(g_ctx, plan, B, d_x, d_w, d_g, NULL, d_dw, NULL, dws, wsb), "conv bwd NULL");
+    snprintf(name, sizeof name, "conv%s.dweight (dinp NULL)", tag);
+    compare_dev(name, d_dw, dw, nw, TOL_CONV_GRAD);
+
+    /* a smaller batch on the same plan re-picks algorithms within the same workspace */
+    if (B > 1) {
+        const int Bs = B - 1;
+        conv2d_forward(&d, Bs, x, w, bias ? b : NULL, out, ws);
+        check_rc(cuda_conv2d_forward(g_ctx, plan, Bs, d_x, d_w, bias ? d_b : NULL, d_out, dws, wsb),
+                 "conv fwd smaller batch");
+        snprintf(name, sizeof name, "conv%s.out (B=%d)", tag, Bs);
+        compare_dev(name, d_out, out, (size_t)Bs * d.OC * d.OH * d.OW, TOL_CONV_FWD);
+    }
+    cuda_conv2d_plan_free(plan);
+    free(x);
+    free(w);
+    free(b);
+    free(g);
+    free(out);
+    free(dx);
+    free(dw);
+    free(db);
+    free(ws);
+    dfree_all();
+}
+
 static void test_conv(void **state)
 {
     (void)state;
@@ -390,78 +468,54 @@ static void test_conv(void **state)
         {3, 5, 11, 13, 7, 4, 3, 2, 1},   /* even kernel, stride 3 */
     };
     lcg_t r = {11};
-    char name[96];
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         const conv_case_t *c = &cases[ci];
         conv2d_desc_t d;
         assert_int_equal(conv2d_init(&d, c->C, c->H, c->W, c->OC, c->K, c->K, c->stride, c->pad), 0);
-        printf("conv %zu: B=%d C=%d %dx%d OC=%d K=%d stride=%d pad=%d bias=%d -> %dx%d\n", ci, c->B, c->C, c->H, c->W,
-               c->OC, c->K, c->stride, c->pad, c->bias, d.OH, d.OW);
-        const int B = c->B;
-        const size_t nin = (size_t)B * c->C * c->H * c->W, nw = (size_t)c->OC * c->C * c->K * c->K;
-        const size_t nout = (size_t)B * c->OC * d.OH * d.OW;
-        float *x = halloc(nin), *w = halloc(nw), *b = halloc(c->OC), *g = halloc(nout);
-        float *out = halloc(nout), *dx = halloc(nin), *dw = halloc(nw), *db = halloc(c->OC);
-        float *ws = halloc(conv2d_workspace(&d, B));
-        fill(&r, x, nin, -1, 1);
-        fill(&r, w, nw, -0.3f, 0.3f);
-        fill(&r, b, c->OC, -0.5f, 0.5f);
-        fill(&r, g, nout, -1, 1);
-        fill_const(dx, nin, PREFILL);
-        fill_const(dw, nw, NAN);
-        fill_const(db, c->OC, NAN);
-        /* device copies first: dinp prefilled (+=), parameter gradients NaN (=) */
-        float *d_x = dcopy(x, nin), *d_w = dcopy(w, nw), *d_b = dcopy(b, c->OC), *d_g = dcopy(g, nout);
-        float *d_out = dalloc(nout), *d_dx = dcopy(dx, nin), *d_dw = dcopy(dw, nw), *d_db = dcopy(db, c->OC);
-        conv2d_forward(&d, B, x, w, c->bias ? b : NULL, out, ws);
-        conv2d_backward(&d, B, x, w, g, dx, dw, c->bias ? db : NULL, ws);
+        char tag[16];
+        snprintf(tag, sizeof tag, "%zu", ci);
+        conv_parity(tag, &d, c->B, c->bias, &r);
+    }
+    end_test();
+}
 
-        cuda_conv_plan_t *plan = NULL;
-        check_rc(cuda_conv2d_plan_create(g_ctx, &d, B, 0, &plan), "plan");
-        const size_t wsb = cuda_conv2d_plan_workspace(plan);
-        void *dws = dalloc_bytes(wsb ? wsb : 4);
-        check_rc(cuda_conv2d_forward(g_ctx, plan, B, d_x, d_w, c->bias ? d_b : NULL, d_out, dws, wsb), "conv fwd");
-        check_rc(cuda_conv2d_backward(g_ctx, plan, B, d_x, d_w, d_g, d_dx, d_dw, c->bias ? d_db : NULL, dws, wsb),
-                 "conv bwd");
-        snprintf(name, sizeof name, "conv%zu.out", ci);
-        compare_dev(name, d_out, out, nout, TOL_CONV_FWD);
-        snprintf(name, sizeof name, "conv%zu.dinp (+=)", ci);
-        compare_dev_acc(name, d_dx, dx, nin, PREFILL, TOL_CONV_GRAD);
-        snprintf(name, sizeof name, "conv%zu.dweight (=)", ci);
-        compare_dev(name, d_dw, dw, nw, TOL_CONV_GRAD);
-        if (c->bias) {
-            snprintf(name, sizeof name, "conv%zu.dbias (=)", ci);
-            compare_dev(name, d_db, db, c->OC, TOL_CONV_GRAD);
-        }
-
-        /* dinp NULL: weight gradient only */
-        fill_const(dw, nw, NAN);
-        upload(d_dw, dw, nw);
-        conv2d_backward(&d, B, x, w, g, NULL, dw, NULL, ws);
-        check_rc(cuda_conv2d_backward(g_ctx, plan, B, d_x, d_w, d_g, NULL, d_dw, NULL, dws, wsb), "conv bwd NULL");
-        snprintf(name, sizeof name, "conv%zu.dweight (dinp NULL)", ci);
-        compare_dev(name, d_dw, dw, nw, TOL_CONV_GRAD);
-
-        /* a smaller batch on the same plan re-picks algorithms within the same workspace */
-        if (B > 1) {
-            const int Bs = B - 1;
-            conv2d_forward(&d, Bs, x, w, c->bias ? b : NULL, out, ws);
-            check_rc(cuda_conv2d_forward(g_ctx, plan, Bs, d_x, d_w, c->bias ? d_b : NULL, d_out, dws, wsb),
-                     "conv fwd smaller batch");
-            snprintf(name, sizeof name, "conv%zu.out (B=%d)", ci, Bs);
-            compare_dev(name, d_out, out, (size_t)Bs * c->OC * d.OH * d.OW, TOL_CONV_FWD);
-        }
-        cuda_conv2d_plan_free(plan);
-        free(x);
-        free(w);
-        free(b);
-        free(g);
-        free(out);
-        free(dx);
-        free(dw);
-        free(db);
-        free(ws);
-        dfree_all();
+/* The geometries ONNX graphs bring (conv2d_setup): groups, depthwise (cuDNN's group count),
+ * dilation, rectangular strides, and asymmetric pads (a padded copy of the input on the
+ * device, conv.cu). */
+static void test_conv_general(void **state)
+{
+    (void)state;
+    need_gpu();
+#define G(C_, H_, W_, OC_, KH_, KW_, SH, SW, PT, PL, PB, PR, DH, DW, GR)                                          \
+    {                                                                                                             \
+        .C = C_, .H = H_, .W = W_, .OC = OC_, .KH = KH_, .KW = KW_, .sH = SH, .sW = SW, .pad_t = PT, .pad_l = PL, \
+        .pad_b = PB, .pad_r = PR, .dH = DH, .dW = DW, .groups = GR                                                \
+    }
+    static const struct {
+        const char *tag;
+        int B;
+        conv2d_desc_t d;
+        int bias;
+    } cases[] = {
+        {"g-groups2", 3, G(8, 12, 11, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2), 1},
+        {"g-groups4-s2", 3, G(16, 16, 16, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 4), 0},
+        {"g-depthwise", 4, G(16, 16, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 16), 1},
+        {"g-depthwise-x2-s2", 3, G(8, 15, 15, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 8), 1},
+        {"g-dilated-d2", 3, G(4, 13, 12, 6, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1), 1},
+        {"g-dilated-d23-s2", 2, G(3, 15, 14, 5, 3, 3, 2, 2, 1, 2, 1, 2, 2, 3, 1), 1},
+        {"g-asym-same-upper-2x2", 3, G(3, 10, 9, 4, 2, 2, 1, 1, 0, 0, 1, 1, 1, 1, 1), 1},
+        {"g-asym-same-upper-s2", 3, G(4, 16, 16, 8, 3, 3, 2, 2, 0, 0, 1, 1, 1, 1, 1), 0},
+        {"g-asym-t2l1b1r2", 2, G(2, 9, 8, 3, 4, 4, 1, 1, 2, 1, 1, 2, 1, 1, 1), 1},
+        {"g-rect-stride-12", 3, G(3, 9, 13, 4, 3, 3, 1, 2, 1, 1, 1, 1, 1, 1, 1), 1},
+        {"g-rect-stride-23-3x2", 2, G(3, 11, 13, 2, 3, 2, 2, 3, 1, 0, 1, 0, 1, 1, 1), 1},
+        {"g-depthwise-asym-dilated", 2, G(4, 11, 12, 4, 3, 3, 1, 2, 0, 1, 2, 1, 2, 1, 4), 0},
+    };
+#undef G
+    lcg_t r = {12};
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        conv2d_desc_t d = cases[ci].d;
+        assert_int_equal(conv2d_setup(&d), 0);
+        conv_parity(cases[ci].tag, &d, cases[ci].B, cases[ci].bias, &r);
     }
     end_test();
 }
@@ -493,55 +547,67 @@ static void pool_input(lcg_t *r, float *x, size_t n, int ties)
     }
 }
 
+/* One pooling of any geometry on both backends (exact: same operations in the same order). */
+static void pool_parity(const char *kind, const char *tag, const pool2d_desc_t *dp, int B, int is_max, int ties,
+                        lcg_t *r)
+{
+    const pool2d_desc_t d = *dp;
+    char name[128];
+    printf("%s %s: B=%d C=%d %dx%d window %dx%d stride %dx%d pads t%d l%d b%d r%d dilation %dx%d ceil=%d cip=%d -> "
+           "%dx%d\n",
+           kind, tag, B, d.C, d.H, d.W, d.KH, d.KW, d.sH, d.sW, d.pad_t, d.pad_l, d.pad_b, d.pad_r, d.dH, d.dW,
+           d.ceil_mode, d.count_include_pad, d.OH, d.OW);
+    const size_t nin = (size_t)B * d.C * d.H * d.W, nout = (size_t)B * d.C * d.OH * d.OW;
+    float *x = halloc(nin), *out = halloc(nout), *g = halloc(nout), *dx = halloc(nin);
+    int32_t *am = malloc(nout * sizeof(int32_t)), *am_g = malloc(nout * sizeof(int32_t));
+    assert_non_null(am);
+    assert_non_null(am_g);
+    pool_input(r, x, nin, ties);
+    fill(r, g, nout, -1, 1);
+    fill_const(dx, nin, PREFILL);
+    float *d_x = dcopy(x, nin), *d_g = dcopy(g, nout), *d_out = dalloc(nout), *d_dx = dcopy(dx, nin);
+    int32_t *d_am = dalloc_bytes(nout * sizeof(int32_t));
+    if (is_max) {
+        maxpool2d_forward(&d, B, x, out, am);
+        maxpool2d_backward(&d, B, g, am, dx);
+        check_rc(cuda_maxpool2d_forward(g_ctx, &d, B, d_x, d_out, d_am), "maxpool fwd");
+        check_rc(cuda_maxpool2d_backward(g_ctx, &d, B, d_g, d_am, d_dx), "maxpool bwd");
+        check_rc(cuda_ctx_sync(g_ctx), "maxpool");
+        check_rc(cuda_download(g_ctx, am_g, d_am, nout * sizeof(int32_t)), "download argmax");
+        size_t diff = 0;
+        for (size_t i = 0; i < nout; i++) diff += am[i] != am_g[i];
+        printf("  %-34s n=%-8zu mismatches=%zu (must be 0) %s\n", "argmax", nout, diff, diff ? "FAIL" : "ok");
+        if (diff) g_failures++;
+    } else {
+        avgpool2d_forward(&d, B, x, out);
+        avgpool2d_backward(&d, B, g, dx);
+        check_rc(cuda_avgpool2d_forward(g_ctx, &d, B, d_x, d_out), "avgpool fwd");
+        check_rc(cuda_avgpool2d_backward(g_ctx, &d, B, d_g, d_dx), "avgpool bwd");
+    }
+    snprintf(name, sizeof name, "%s%s.out", kind, tag);
+    compare_dev(name, d_out, out, nout, TOL_EXACT);
+    snprintf(name, sizeof name, "%s%s.dinp (+=)", kind, tag);
+    compare_dev_acc(name, d_dx, dx, nin, PREFILL, TOL_EXACT);
+    free(x);
+    free(out);
+    free(g);
+    free(dx);
+    free(am);
+    free(am_g);
+    dfree_all();
+}
+
 static void pool_test(int is_max)
 {
     lcg_t r = {is_max ? 21u : 22u};
-    char name[96];
     const char *kind = is_max ? "maxpool" : "avgpool";
     for (size_t ci = 0; ci < sizeof POOL_CASES / sizeof POOL_CASES[0]; ci++) {
         const pool_case_t *c = &POOL_CASES[ci];
         pool2d_desc_t d;
         assert_int_equal(pool2d_init(&d, c->C, c->H, c->W, c->K, c->stride, c->pad, c->ceil_mode), 0);
-        printf("%s %zu: B=%d C=%d %dx%d K=%d stride=%d pad=%d ceil=%d -> %dx%d\n", kind, ci, c->B, c->C, c->H, c->W,
-               c->K, c->stride, c->pad, c->ceil_mode, d.OH, d.OW);
-        const size_t nin = (size_t)c->B * c->C * c->H * c->W, nout = (size_t)c->B * c->C * d.OH * d.OW;
-        float *x = halloc(nin), *out = halloc(nout), *g = halloc(nout), *dx = halloc(nin);
-        int32_t *am = malloc(nout * sizeof(int32_t)), *am_g = malloc(nout * sizeof(int32_t));
-        assert_non_null(am);
-        assert_non_null(am_g);
-        pool_input(&r, x, nin, (int)(ci & 1));
-        fill(&r, g, nout, -1, 1);
-        fill_const(dx, nin, PREFILL);
-        float *d_x = dcopy(x, nin), *d_g = dcopy(g, nout), *d_out = dalloc(nout), *d_dx = dcopy(dx, nin);
-        int32_t *d_am = dalloc_bytes(nout * sizeof(int32_t));
-        if (is_max) {
-            maxpool2d_forward(&d, c->B, x, out, am);
-            maxpool2d_backward(&d, c->B, g, am, dx);
-            check_rc(cuda_maxpool2d_forward(g_ctx, &d, c->B, d_x, d_out, d_am), "maxpool fwd");
-            check_rc(cuda_maxpool2d_backward(g_ctx, &d, c->B, d_g, d_am, d_dx), "maxpool bwd");
-            check_rc(cuda_ctx_sync(g_ctx), "maxpool");
-            check_rc(cuda_download(g_ctx, am_g, d_am, nout * sizeof(int32_t)), "download argmax");
-            size_t diff = 0;
-            for (size_t i = 0; i < nout; i++) diff += am[i] != am_g[i];
-            printf("  %-34s n=%-8zu mismatches=%zu (must be 0) %s\n", "argmax", nout, diff, diff ? "FAIL" : "ok");
-            if (diff) g_failures++;
-        } else {
-            avgpool2d_forward(&d, c->B, x, out);
-            avgpool2d_backward(&d, c->B, g, dx);
-            check_rc(cuda_avgpool2d_forward(g_ctx, &d, c->B, d_x, d_out), "avgpool fwd");
-            check_rc(cuda_avgpool2d_backward(g_ctx, &d, c->B, d_g, d_dx), "avgpool bwd");
-        }
-        snprintf(name, sizeof name, "%s%zu.out", kind, ci);
-        compare_dev(name, d_out, out, nout, TOL_EXACT);
-        snprintf(name, sizeof name, "%s%zu.dinp (+=)", kind, ci);
-        compare_dev_acc(name, d_dx, dx, nin, PREFILL, TOL_EXACT);
-        free(x);
-        free(out);
-        free(g);
-        free(dx);
-        free(am);
-        free(am_g);
-        dfree_all();
+        char tag[16];
+        snprintf(tag, sizeof tag, "%zu", ci);
+        pool_parity(kind, tag, &d, c->B, is_max, (int)(ci & 1), &r);
     }
     end_test();
 }
@@ -558,6 +624,47 @@ static void test_avgpool(void **state)
     (void)state;
     need_gpu();
     pool_test(0);
+}
+
+/* The geometries ONNX graphs bring (pool2d_setup): rectangular windows and strides,
+ * asymmetric pads, dilation, ceil mode; averages with count_include_pad both ways. */
+static void test_pool_general(void **state)
+{
+    (void)state;
+    need_gpu();
+#define PG(C_, H_, W_, KH_, KW_, SH, SW, PT, PL, PB, PR, DH, DW, CEIL)                                              \
+    {                                                                                                               \
+        .C = C_, .H = H_, .W = W_, .KH = KH_, .KW = KW_, .sH = SH, .sW = SW, .pad_t = PT, .pad_l = PL, .pad_b = PB, \
+        .pad_r = PR, .dH = DH, .dW = DW, .ceil_mode = CEIL                                                          \
+    }
+    static const struct {
+        const char *tag;
+        int B;
+        pool2d_desc_t d;
+    } cases[] = {
+        {"g-3x2-s21-p1-d12-ceil", 2, PG(3, 15, 17, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2, 1)},
+        {"g-3x3-s2-p1-d2", 2, PG(3, 15, 17, 3, 3, 2, 2, 1, 1, 1, 1, 2, 2, 0)},
+        {"g-3x3-s2-p1-ceil", 2, PG(3, 16, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1)},
+        {"g-2x3-s32-p1", 2, PG(3, 15, 17, 2, 3, 3, 2, 1, 1, 1, 1, 1, 1, 0)},
+        {"g-asym-t0l1b2r1", 2, PG(3, 17, 18, 3, 3, 2, 2, 0, 1, 2, 1, 1, 1, 0)},
+        {"g-asym-t1l0b0r2-ceil", 2, PG(3, 17, 18, 3, 3, 2, 2, 1, 0, 0, 2, 1, 1, 1)},
+        {"g-same-upper-2x2-s1", 2, PG(3, 9, 10, 2, 2, 1, 1, 0, 0, 1, 1, 1, 1, 0)},
+    };
+#undef PG
+    for (int is_max = 1; is_max >= 0; is_max--) {
+        lcg_t r = {is_max ? 23u : 24u};
+        const char *kind = is_max ? "maxpool" : "avgpool";
+        for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+            for (int cip = 0; cip <= !is_max; cip++) {
+                pool2d_desc_t d = cases[ci].d;
+                d.count_include_pad = cip;
+                assert_int_equal(pool2d_setup(&d), 0);
+                char tag[64];
+                snprintf(tag, sizeof tag, "%s%s", cases[ci].tag, cip ? "-cip" : "");
+                pool_parity(kind, tag, &d, cases[ci].B, is_max, (int)(ci & 1), &r);
+            }
+    }
+    end_test();
 }
 
 /* ---- elementwise ---------------------------------------------------------------- */

@@ -417,7 +417,11 @@ static void test_prom_render(void **state)
                                "\"lr_scale\":1.2,\"left_out\":0,"
                                "\"gpu_util_pct\":37,\"gpu_mem_used_bytes\":1293942784,\"gpu_mem_total_bytes\":17179869184,"
                                "\"staleness\":{\"count\":40,\"mean\":1.25,\"p95\":3}},"
-                               "{\"rank\":1}]}",
+                               "{\"rank\":1},"
+                               /* Nothing measured is exported: the parameter server computes no
+                                * samples, has not evaluated yet and has applied no update. */
+                               "{\"rank\":2,\"role\":\"ps\",\"samples_per_s\":null,\"test_accuracy\":null,"
+                               "\"loss\":0.5,\"staleness\":{\"count\":0,\"mean\":0,\"p95\":0}}]}",
                                0, NULL);
     assert_non_null(nodes);
     prom_input_t in;
@@ -464,6 +468,13 @@ static void test_prom_render(void **state)
         assert_non_null(strstr(text, want[i]));
     }
     assert_null(strstr(text, "rank=\"1\"")); /* a rank without values exports nothing */
+    assert_non_null(strstr(text, "pacer_rank_loss{job=\"j-7\",rank=\"2\"} 0.5\n"));
+    assert_non_null(strstr(text, "pacer_rank_staleness_updates_total{job=\"j-7\",rank=\"2\"} 0\n"));
+    assert_null(strstr(text, "pacer_rank_samples_per_second{job=\"j-7\",rank=\"2\"}"));
+    assert_null(strstr(text, "pacer_rank_test_accuracy{job=\"j-7\",rank=\"2\"}"));
+    /* No update counted: no mean or percentile of them (an absent series, not a 0). */
+    assert_null(strstr(text, "pacer_rank_staleness_mean{job=\"j-7\",rank=\"2\"}"));
+    assert_null(strstr(text, "pacer_rank_staleness_p95{job=\"j-7\",rank=\"2\"}"));
     /* Every line is a comment or "name{labels} value". */
     for (char *line = text; *line; line = strchr(line, '\n') + 1) {
         assert_true(line[0] == '#' || strncmp(line, "pacer_", 6) == 0);

@@ -234,22 +234,26 @@ static double check_fd(const char *what, loss_fn loss, void *ctx, double *x, siz
 
 /* ---- convolution ---------------------------------------------------------------- */
 
-/* The direct 7-loop convolution. */
+/* The direct 7-loop convolution, written from ONNX's definition: output channel oc of
+ * group g = oc / (OC/groups) sums over the group's C/groups input channels, tap (kh, kw)
+ * at input row oh*sH - pad_t + kh*dH and column ow*sW - pad_l + kw*dW. */
 static void conv_naive(const conv2d_desc_t *d, int B, const double *x, const double *w, const double *bias, double *y)
 {
+    const int Cg = d->C / d->groups, OCg = d->OC / d->groups;
     for (int b = 0; b < B; b++)
         for (int oc = 0; oc < d->OC; oc++)
             for (int oh = 0; oh < d->OH; oh++)
                 for (int ow = 0; ow < d->OW; ow++) {
                     double s = bias ? bias[oc] : 0.0;
-                    for (int c = 0; c < d->C; c++)
+                    for (int ci = 0; ci < Cg; ci++)
                         for (int kh = 0; kh < d->KH; kh++)
                             for (int kw = 0; kw < d->KW; kw++) {
-                                int ih = oh * d->stride - d->pad + kh;
-                                int iw = ow * d->stride - d->pad + kw;
+                                int c = oc / OCg * Cg + ci;
+                                int ih = oh * d->sH - d->pad_t + kh * d->dH;
+                                int iw = ow * d->sW - d->pad_l + kw * d->dW;
                                 if (ih < 0 || ih >= d->H || iw < 0 || iw >= d->W) continue;
                                 s += x[((size_t)(b * d->C + c) * d->H + ih) * d->W + iw] *
-                                     w[((size_t)(oc * d->C + c) * d->KH + kh) * d->KW + kw];
+                                     w[((size_t)(oc * Cg + ci) * d->KH + kh) * d->KW + kw];
                             }
                     y[((size_t)(b * d->OC + oc) * d->OH + oh) * d->OW + ow] = s;
                 }
@@ -259,20 +263,22 @@ static void conv_naive(const conv2d_desc_t *d, int B, const double *x, const dou
 static void conv_naive_backward(const conv2d_desc_t *d, int B, const double *x, const double *w, const double *g,
                                 double *dx, double *dw, double *db)
 {
+    const int Cg = d->C / d->groups, OCg = d->OC / d->groups;
     for (int b = 0; b < B; b++)
         for (int oc = 0; oc < d->OC; oc++)
             for (int oh = 0; oh < d->OH; oh++)
                 for (int ow = 0; ow < d->OW; ow++) {
                     double gv = g[((size_t)(b * d->OC + oc) * d->OH + oh) * d->OW + ow];
                     db[oc] += gv;
-                    for (int c = 0; c < d->C; c++)
+                    for (int ci = 0; ci < Cg; ci++)
                         for (int kh = 0; kh < d->KH; kh++)
                             for (int kw = 0; kw < d->KW; kw++) {
-                                int ih = oh * d->stride - d->pad + kh;
-                                int iw = ow * d->stride - d->pad + kw;
+                                int c = oc / OCg * Cg + ci;
+                                int ih = oh * d->sH - d->pad_t + kh * d->dH;
+                                int iw = ow * d->sW - d->pad_l + kw * d->dW;
                                 if (ih < 0 || ih >= d->H || iw < 0 || iw >= d->W) continue;
                                 size_t xi = ((size_t)(b * d->C + c) * d->H + ih) * d->W + iw;
-                                size_t wi = ((size_t)(oc * d->C + c) * d->KH + kh) * d->KW + kw;
+                                size_t wi = ((size_t)(oc * Cg + ci) * d->KH + kh) * d->KW + kw;
                                 dx[xi] += gv * w[wi];
                                 dw[wi] += gv * x[xi];
                             }
@@ -302,15 +308,17 @@ typedef struct {
     size_t fd_samples;
 } conv_case_t;
 
-static void run_conv_case(const conv_case_t *cc, uint64_t seed)
+/* One convolution of any geometry (d filled by conv2d_init or conv2d_setup) against the
+ * naive forward and backward and finite differences. */
+static void run_conv_desc(const char *name, const conv2d_desc_t *dp, int B, int has_bias, int expect_chunks,
+                          size_t fd_samples, uint64_t seed)
 {
     lcg_t r = {seed};
-    conv2d_desc_t d;
-    assert_int_equal(conv2d_init(&d, cc->C, cc->H, cc->W, cc->OC, cc->KH, cc->KW, cc->stride, cc->pad), 0);
-    assert_int_equal(d.OH, (cc->H + 2 * cc->pad - cc->KH) / cc->stride + 1);
-    assert_int_equal(d.OW, (cc->W + 2 * cc->pad - cc->KW) / cc->stride + 1);
-    const int B = cc->B;
-    const size_t nx = (size_t)B * d.C * d.H * d.W, nw = (size_t)d.OC * d.C * d.KH * d.KW;
+    const conv2d_desc_t d = *dp;
+    const conv_case_t ccv = {
+        .name = name, .B = B, .bias = has_bias, .expect_chunks = expect_chunks, .fd_samples = fd_samples};
+    const conv_case_t *cc = &ccv;
+    const size_t nx = (size_t)B * d.C * d.H * d.W, nw = (size_t)d.OC * (d.C / d.groups) * d.KH * d.KW;
     const size_t ny = (size_t)B * d.OC * d.OH * d.OW, nb = (size_t)d.OC;
     const size_t nws = conv2d_workspace(&d, B);
     /* more than one chunk: less scratch than col + tmp for the whole batch */
@@ -408,6 +416,15 @@ static void run_conv_case(const conv_case_t *cc, uint64_t seed)
     free(dbd);
 }
 
+static void run_conv_case(const conv_case_t *cc, uint64_t seed)
+{
+    conv2d_desc_t d;
+    assert_int_equal(conv2d_init(&d, cc->C, cc->H, cc->W, cc->OC, cc->KH, cc->KW, cc->stride, cc->pad), 0);
+    assert_int_equal(d.OH, (cc->H + 2 * cc->pad - cc->KH) / cc->stride + 1);
+    assert_int_equal(d.OW, (cc->W + 2 * cc->pad - cc->KW) / cc->stride + 1);
+    run_conv_desc(cc->name, &d, cc->B, cc->bias, cc->expect_chunks, cc->fd_samples, seed);
+}
+
 static void test_conv_geometries(void **state)
 {
     static const conv_case_t cases[] = {
@@ -460,7 +477,8 @@ static void test_conv_init(void **state)
 
 /* ---- pooling -------------------------------------------------------------------- */
 
-/* Naive window bounds: the unclamped window, elements outside the input skipped. */
+/* Naive window bounds: every tap of the unclamped window (taps dH, dW apart), those
+ * outside the input skipped. */
 static void maxpool_naive(const pool2d_desc_t *d, int B, const double *x, double *y, int32_t *am)
 {
     for (int pl = 0; pl < B * d->C; pl++)
@@ -468,9 +486,9 @@ static void maxpool_naive(const pool2d_desc_t *d, int B, const double *x, double
             for (int ow = 0; ow < d->OW; ow++) {
                 double m = -INFINITY;
                 int best = -1;
-                for (int kh = 0; kh < d->K; kh++)
-                    for (int kw = 0; kw < d->K; kw++) {
-                        int ih = oh * d->stride - d->pad + kh, iw = ow * d->stride - d->pad + kw;
+                for (int kh = 0; kh < d->KH; kh++)
+                    for (int kw = 0; kw < d->KW; kw++) {
+                        int ih = oh * d->sH - d->pad_t + kh * d->dH, iw = ow * d->sW - d->pad_l + kw * d->dW;
                         if (ih < 0 || ih >= d->H || iw < 0 || iw >= d->W) continue;
                         double v = x[(size_t)pl * d->H * d->W + ih * d->W + iw];
                         if (v > m) {
@@ -483,21 +501,25 @@ static void maxpool_naive(const pool2d_desc_t *d, int B, const double *x, double
             }
 }
 
+/* The divisor counted tap by tap: the in-bounds taps, or with count_include_pad those
+ * inside the padded input [-pad_t, H + pad_b) x [-pad_l, W + pad_r). */
 static void avgpool_naive(const pool2d_desc_t *d, int B, const double *x, double *y)
 {
     for (int pl = 0; pl < B * d->C; pl++)
         for (int oh = 0; oh < d->OH; oh++)
             for (int ow = 0; ow < d->OW; ow++) {
                 double s = 0.0;
-                int cnt = 0;
-                for (int kh = 0; kh < d->K; kh++)
-                    for (int kw = 0; kw < d->K; kw++) {
-                        int ih = oh * d->stride - d->pad + kh, iw = ow * d->stride - d->pad + kw;
+                int cnt = 0, padded = 0;
+                for (int kh = 0; kh < d->KH; kh++)
+                    for (int kw = 0; kw < d->KW; kw++) {
+                        int ih = oh * d->sH - d->pad_t + kh * d->dH, iw = ow * d->sW - d->pad_l + kw * d->dW;
+                        if (ih >= -d->pad_t && ih < d->H + d->pad_b && iw >= -d->pad_l && iw < d->W + d->pad_r)
+                            padded++;
                         if (ih < 0 || ih >= d->H || iw < 0 || iw >= d->W) continue;
                         s += x[(size_t)pl * d->H * d->W + ih * d->W + iw];
                         cnt++;
                     }
-                y[(size_t)pl * d->OH * d->OW + oh * d->OW + ow] = s / cnt;
+                y[(size_t)pl * d->OH * d->OW + oh * d->OW + ow] = s / (d->count_include_pad ? padded : cnt);
             }
 }
 
@@ -564,12 +586,14 @@ static const pool_case_t pool_cases[] = {
     {"3x3/1 p1 floor", 2, 1, 5, 4, 3, 1, 1, 0},
 };
 
-static void run_pool_case(const pool_case_t *pc, int is_max, uint64_t seed)
+/* One pooling of any geometry (d filled by pool2d_init or pool2d_setup) against the naive
+ * forward (and argmax) and finite differences. */
+static void run_pool_desc(const char *name, const pool2d_desc_t *dp, int B, int is_max, uint64_t seed)
 {
     lcg_t r = {seed};
-    pool2d_desc_t d;
-    assert_int_equal(pool2d_init(&d, pc->C, pc->H, pc->W, pc->K, pc->stride, pc->pad, pc->ceil_mode), 0);
-    const int B = pc->B;
+    const pool2d_desc_t d = *dp;
+    const pool_case_t pcv = {.name = name};
+    const pool_case_t *pc = &pcv;
     const size_t nx = (size_t)B * d.C * d.H * d.W, ny = (size_t)B * d.C * d.OH * d.OW;
     float *x = falloc(nx), *y = falloc(ny), *g = falloc(ny), *dx = falloc(nx), *dx2 = falloc(nx);
     int32_t *am = malloc(ny * sizeof(int32_t)), *amd = malloc(ny * sizeof(int32_t));
@@ -620,6 +644,13 @@ static void run_pool_case(const pool_case_t *pc, int is_max, uint64_t seed)
     free(xd);
     free(yd);
     free(Rd);
+}
+
+static void run_pool_case(const pool_case_t *pc, int is_max, uint64_t seed)
+{
+    pool2d_desc_t d;
+    assert_int_equal(pool2d_init(&d, pc->C, pc->H, pc->W, pc->K, pc->stride, pc->pad, pc->ceil_mode), 0);
+    run_pool_desc(pc->name, &d, pc->B, is_max, seed);
 }
 
 static void test_maxpool(void **state)
@@ -1116,8 +1147,8 @@ static void test_count_correct(void **state)
 /* ---- batch norm ----------------------------------------------------------------- */
 
 /* Training-mode forward in double; mean and biased variance of the batch. */
-static void bn_naive(int B, int C, int HW, const double *x, const double *gamma, const double *beta, double *y,
-                     double *mean, double *var)
+static void bn_naive(int B, int C, int HW, const double *x, const double *gamma, const double *beta, double eps,
+                     double *y, double *mean, double *var)
 {
     const double M = (double)B * HW;
     for (int c = 0; c < C; c++) {
@@ -1130,7 +1161,7 @@ static void bn_naive(int B, int C, int HW, const double *x, const double *gamma,
                 double v = x[((size_t)b * C + c) * HW + i] - m;
                 q += v * v;
             }
-        double vr = q / M, inv = 1.0 / sqrt(vr + (double)BN_EPS);
+        double vr = q / M, inv = 1.0 / sqrt(vr + eps);
         if (mean) mean[c] = m;
         if (var) var[c] = vr;
         for (int b = 0; b < B; b++)
@@ -1145,16 +1176,19 @@ typedef struct {
     int B, C, HW;
     double *x, *gamma, *beta, *y;
     const double *R;
+    double eps;
 } bn_ctx_t;
 
 static double bn_loss(void *p)
 {
     bn_ctx_t *c = p;
-    bn_naive(c->B, c->C, c->HW, c->x, c->gamma, c->beta, c->y, NULL, NULL);
+    bn_naive(c->B, c->C, c->HW, c->x, c->gamma, c->beta, c->eps, c->y, NULL, NULL);
     return dot(c->y, c->R, (size_t)c->B * c->C * c->HW);
 }
 
-static void run_bn_case(int B, int C, int HW, float center, uint64_t seed)
+/* eps == BN_EPS runs the plain functions (and checks that the _eps variants give their
+ * bits), any other eps the _eps variants. */
+static void run_bn_case_eps(int B, int C, int HW, float center, float eps, uint64_t seed)
 {
     lcg_t r = {seed};
     const size_t n = (size_t)B * C * HW;
@@ -1175,12 +1209,32 @@ static void run_bn_case(int B, int C, int HW, float center, uint64_t seed)
     char what[96];
 
     ffill(y, n, NAN);
-    batchnorm_forward_train(B, C, HW, x, gamma, beta, y, smean, sinv, rm, rv, momentum);
-    bn_naive(B, C, HW, xd, gd, bd, yd, md, vd);
-    snprintf(what, sizeof what, "batchnorm B=%d C=%d HW=%d mean %g forward", B, C, HW, center);
+    float rm0[8], rv0[8];
+    memcpy(rm0, rm, sizeof rm);
+    memcpy(rv0, rv, sizeof rv);
+    if (eps == BN_EPS) batchnorm_forward_train(B, C, HW, x, gamma, beta, y, smean, sinv, rm, rv, momentum);
+    else batchnorm_forward_train_eps(B, C, HW, x, gamma, beta, y, smean, sinv, rm, rv, momentum, eps);
+    if (eps == BN_EPS) {
+        /* the _eps variant with BN_EPS is the same computation, bit for bit */
+        float *y2 = falloc(n), sm2[8], si2[8];
+        batchnorm_forward_train_eps(B, C, HW, x, gamma, beta, y2, sm2, si2, rm0, rv0, momentum, BN_EPS);
+        assert_memory_equal(y2, y, n * sizeof(float));
+        assert_memory_equal(sm2, smean, C * sizeof(float));
+        assert_memory_equal(si2, sinv, C * sizeof(float));
+        assert_memory_equal(rm0, rm, C * sizeof(float));
+        assert_memory_equal(rv0, rv, C * sizeof(float));
+        float *y3 = falloc(n);
+        batchnorm_forward_eval(B, C, HW, x, gamma, beta, rm, rv, y3);
+        batchnorm_forward_eval_eps(B, C, HW, x, gamma, beta, rm, rv, y2, BN_EPS);
+        assert_memory_equal(y2, y3, n * sizeof(float));
+        free(y2);
+        free(y3);
+    }
+    bn_naive(B, C, HW, xd, gd, bd, (double)eps, yd, md, vd);
+    snprintf(what, sizeof what, "batchnorm B=%d C=%d HW=%d mean %g eps %g forward", B, C, HW, center, eps);
     double e_fwd = check_close(what, y, yd, n, FWD_TOL, &g_max_fwd);
     check_close("batchnorm save_mean", smean, md, C, FWD_TOL, &g_max_fwd);
-    for (int c = 0; c < C; c++) sinvd[c] = 1.0 / sqrt(vd[c] + (double)BN_EPS);
+    for (int c = 0; c < C; c++) sinvd[c] = 1.0 / sqrt(vd[c] + (double)eps);
     check_close("batchnorm save_invstd", sinv, sinvd, C, FWD_TOL, &g_max_fwd);
     /* running statistics: (1 - momentum)*old + momentum*batch, unbiased variance */
     double M = (double)B * HW, want_m[8], want_v[8];
@@ -1192,12 +1246,13 @@ static void run_bn_case(int B, int C, int HW, float center, uint64_t seed)
     check_close("batchnorm running_var (unbiased update)", rv, want_v, C, FWD_TOL, &g_max_fwd);
 
     /* eval mode with the running statistics just computed */
-    batchnorm_forward_eval(B, C, HW, x, gamma, beta, rm, rv, y);
+    if (eps == BN_EPS) batchnorm_forward_eval(B, C, HW, x, gamma, beta, rm, rv, y);
+    else batchnorm_forward_eval_eps(B, C, HW, x, gamma, beta, rm, rv, y, eps);
     for (int b = 0; b < B; b++)
         for (int c = 0; c < C; c++)
             for (int i = 0; i < HW; i++) {
                 size_t k = ((size_t)b * C + c) * HW + i;
-                yd[k] = gd[c] * (xd[k] - rm[c]) / sqrt((double)rv[c] + (double)BN_EPS) + bd[c];
+                yd[k] = gd[c] * (xd[k] - rm[c]) / sqrt((double)rv[c] + (double)eps) + bd[c];
             }
     check_close("batchnorm eval forward", y, yd, n, FWD_TOL, &g_max_fwd);
 
@@ -1206,7 +1261,7 @@ static void run_bn_case(int B, int C, int HW, float center, uint64_t seed)
     ffill(dgam, C, NAN);
     ffill(dbet, C, NAN);
     batchnorm_backward(B, C, HW, x, gamma, smean, sinv, g, dx, dgam, dbet);
-    bn_ctx_t ctx = {B, C, HW, xd, gd, bd, yd, Rd};
+    bn_ctx_t ctx = {B, C, HW, xd, gd, bd, yd, Rd, (double)eps};
     double e_fd = 0.0;
     if (center == 0.0f) {
         e_fd = check_fd("batchnorm dinp", bn_loss, &ctx, xd, n, dx, 200);
@@ -1219,7 +1274,8 @@ static void run_bn_case(int B, int C, int HW, float center, uint64_t seed)
     batchnorm_backward(B, C, HW, x, gamma, smean, sinv, g, NULL, dg2, db2);
     assert_memory_equal(dgam, dg2, C * sizeof(float));
     assert_memory_equal(dbet, db2, C * sizeof(float));
-    print_message("batchnorm B=%d C=%d HW=%-3d mean %-6g fwd %.1e  fd %.1e\n", B, C, HW, center, e_fwd, e_fd);
+    print_message("batchnorm B=%d C=%d HW=%-3d mean %-6g eps %-6g fwd %.1e  fd %.1e\n", B, C, HW, center, eps, e_fwd,
+                  e_fd);
 
     free(x);
     free(y);
@@ -1231,6 +1287,11 @@ static void run_bn_case(int B, int C, int HW, float center, uint64_t seed)
     free(Rd);
 }
 
+static void run_bn_case(int B, int C, int HW, float center, uint64_t seed)
+{
+    run_bn_case_eps(B, C, HW, center, BN_EPS, seed);
+}
+
 static void test_batchnorm(void **state)
 {
     run_bn_case(4, 3, 5, 0.0f, 1000);
@@ -1239,6 +1300,698 @@ static void test_batchnorm(void **state)
     run_bn_case(1, 3, 9, 0.0f, 1003);
     /* a large mean and a small spread: the forward must keep its precision */
     run_bn_case(4, 2, 33, 1000.0f, 1004);
+    /* another epsilon (ONNX's attribute): a small variance makes it matter, in the forward
+     * (through 1/sqrt(var + eps)) and in the gradient (through the saved inverse std) */
+    run_bn_case_eps(4, 3, 5, 0.0f, 1e-3f, 1005);
+    run_bn_case_eps(2, 2, 13, 0.0f, 0.5f, 1006);
+}
+
+/* ---- general convolution geometry (ONNX Conv) ------------------------------------ */
+
+typedef struct {
+    const char *name;
+    int B;
+    conv2d_desc_t d; /* every field but OH/OW */
+    int bias, chunks;
+    size_t fd;
+} conv_gcase_t;
+
+/* Grouped, depthwise, dilated, asymmetrically padded and rectangular-stride convolutions,
+ * each through both lowerings where the geometry allows (stride 1 in both dimensions: the
+ * padded-width grid; otherwise im2col) and the direct depthwise kernel (groups == C). */
+static void test_conv_general(void **state)
+{
+    (void)state;
+#define G(C_, H_, W_, OC_, KH_, KW_, SH, SW, PT, PL, PB, PR, DH, DW, GR)                                          \
+    {                                                                                                             \
+        .C = C_, .H = H_, .W = W_, .OC = OC_, .KH = KH_, .KW = KW_, .sH = SH, .sW = SW, .pad_t = PT, .pad_l = PL, \
+        .pad_b = PB, .pad_r = PR, .dH = DH, .dW = DW, .groups = GR                                                \
+    }
+    static const conv_gcase_t cases[] = {
+        /* name                                B  C  H   W OC KH KW sH sW pt pl pb pr dH dW g   bias chunks fd */
+        {"groups 2 3x3 s1 p1", 2, G(4, 7, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2), 1, 0, 1000},
+        {"groups 3 3x3 s2 p1", 2, G(6, 9, 8, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3), 0, 0, 1000},
+        {"groups 2 1x1 (OC/g=3)", 2, G(4, 5, 5, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2), 1, 0, 1000},
+        {"depthwise 3x3 s1 p1", 2, G(3, 8, 7, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3), 1, 0, 1000},
+        {"depthwise x2 3x3 s2 p1", 2, G(3, 9, 9, 6, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3), 1, 0, 1000},
+        {"depthwise s(1,2) asym d(2,1)", 2, G(4, 9, 10, 4, 3, 3, 1, 2, 0, 1, 2, 1, 2, 1, 4), 0, 0, 1000},
+        {"depthwise 5x5 s3 p2", 2, G(2, 11, 13, 2, 5, 5, 3, 3, 2, 2, 2, 2, 1, 1, 2), 1, 0, 1000},
+        {"dilated 3x3 d2 p2 s1", 2, G(2, 9, 8, 3, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1), 1, 0, 1000},
+        {"dilated 3x3 d(2,3) s2 p(1,2)", 2, G(2, 11, 12, 3, 3, 3, 2, 2, 1, 2, 1, 2, 2, 3, 1), 1, 0, 1000},
+        {"asym 2x2 s1 SAME_UPPER", 2, G(3, 6, 5, 4, 2, 2, 1, 1, 0, 0, 1, 1, 1, 1, 1), 1, 0, 1000},
+        {"asym 3x3 s2 SAME_UPPER", 2, G(2, 8, 8, 3, 3, 3, 2, 2, 0, 0, 1, 1, 1, 1, 1), 1, 0, 1000},
+        {"asym 4x4 s1 t2 l1 b1 r2", 2, G(2, 7, 6, 3, 4, 4, 1, 1, 2, 1, 1, 2, 1, 1, 1), 0, 0, 1000},
+        {"rect stride s(1,2) 3x3 p1", 2, G(2, 7, 9, 3, 3, 3, 1, 2, 1, 1, 1, 1, 1, 1, 1), 1, 0, 1000},
+        {"rect stride s(2,3) 3x2 p(1,0)", 2, G(3, 9, 11, 2, 3, 2, 2, 3, 1, 0, 1, 0, 1, 1, 1), 1, 0, 1000},
+        {"groups 2 d2 asym s(2,1)", 2, G(4, 9, 8, 8, 3, 3, 2, 1, 1, 2, 2, 1, 2, 2, 2), 1, 0, 1000},
+        /* many images: the wide path in chunks with groups, the depthwise kernel on a batch */
+        {"groups 2 3x3 s1 p1 B=40 chunked", 40, G(4, 16, 16, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2), 1, 1, 8},
+        {"groups 2 3x3 s2 B=40 chunked", 40, G(4, 16, 16, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2), 1, 1, 8},
+        {"depthwise 3x3 s1 p1 B=30", 30, G(4, 12, 12, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4), 1, 0, 8},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        conv2d_desc_t d = cases[i].d;
+        assert_int_equal(conv2d_setup(&d), 0);
+        /* the output size of ONNX's Conv (floor) */
+        assert_int_equal(d.OH, (d.H + d.pad_t + d.pad_b - d.dH * (d.KH - 1) - 1) / d.sH + 1);
+        assert_int_equal(d.OW, (d.W + d.pad_l + d.pad_r - d.dW * (d.KW - 1) - 1) / d.sW + 1);
+        run_conv_desc(cases[i].name, &d, cases[i].B, cases[i].bias, cases[i].chunks, cases[i].fd, 1100 + i);
+    }
+
+    /* conv2d_setup refuses what has no meaning */
+    static const conv2d_desc_t bad[] = {
+        G(4, 8, 8, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0),  /* no groups */
+        G(4, 8, 8, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3),  /* 3 does not divide C = 4 */
+        G(6, 8, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3),  /* 3 does not divide OC = 4 */
+        G(2, 8, 8, 2, 3, 3, 1, 1, -1, 1, 1, 1, 1, 1, 1), /* negative pad */
+        G(2, 8, 8, 2, 3, 3, 1, 1, 1, 1, 1, 1, 0, 1, 1),  /* dilation 0 */
+        G(2, 8, 8, 2, 3, 3, 1, 0, 1, 1, 1, 1, 1, 1, 1),  /* stride 0 */
+        G(2, 4, 8, 2, 3, 3, 1, 1, 0, 0, 0, 0, 2, 1, 1),  /* dilated extent 5 > H = 4 */
+        G(2, 8, 8, 0, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 1),  /* no output channels */
+    };
+#undef G
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        conv2d_desc_t d = bad[i];
+        if (conv2d_setup(&d) != -1) fail_msg("conv2d_setup accepted bad geometry %zu", i);
+        assert_int_equal(d.OH, 0);
+        assert_int_equal(d.OW, 0);
+    }
+    /* conv2d_init is the symmetric, dense, one-group case of conv2d_setup */
+    conv2d_desc_t a, b = {.C = 3,
+                          .H = 32,
+                          .W = 31,
+                          .OC = 8,
+                          .KH = 3,
+                          .KW = 3,
+                          .sH = 2,
+                          .sW = 2,
+                          .pad_t = 1,
+                          .pad_l = 1,
+                          .pad_b = 1,
+                          .pad_r = 1,
+                          .dH = 1,
+                          .dW = 1,
+                          .groups = 1};
+    assert_int_equal(conv2d_init(&a, 3, 32, 31, 8, 3, 3, 2, 1), 0);
+    assert_int_equal(conv2d_setup(&b), 0);
+    assert_memory_equal(&a, &b, sizeof a);
+}
+
+/* ---- general pooling geometry (ONNX MaxPool / AveragePool) ------------------------ */
+
+#define PG(C_, H_, W_, KH_, KW_, SH, SW, PT, PL, PB, PR, DH, DW, CEIL, CIP)                                         \
+    {                                                                                                               \
+        .C = C_, .H = H_, .W = W_, .KH = KH_, .KW = KW_, .sH = SH, .sW = SW, .pad_t = PT, .pad_l = PL, .pad_b = PB, \
+        .pad_r = PR, .dH = DH, .dW = DW, .ceil_mode = CEIL, .count_include_pad = CIP                                \
+    }
+
+/* Rectangular windows and strides, asymmetric pads, dilation, ceil mode; average pooling
+ * with count_include_pad both ways (max pooling ignores it). */
+static void test_pool_general(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        int B;
+        pool2d_desc_t d;
+    } cases[] = {
+        /*                                     C  H  W KH KW sH sW pt pl pb pr dH dW ceil cip */
+        {"3x2 s(2,1) p1 d(1,2) ceil", 2, PG(2, 5, 7, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2, 1, 0)},
+        {"3x3 s2 p1 d2 floor", 2, PG(2, 5, 7, 3, 3, 2, 2, 1, 1, 1, 1, 2, 2, 0, 0)},
+        {"3x3 s2 p1 ceil 6x6", 2, PG(2, 6, 6, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0)},
+        {"3x2 s2 p1 ceil", 2, PG(2, 5, 7, 3, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0)},
+        {"2x3 s(3,2) p1 floor", 2, PG(2, 5, 7, 2, 3, 3, 2, 1, 1, 1, 1, 1, 1, 0, 0)},
+        {"asym t0 l1 b2 r1 3x3 s2", 2, PG(2, 7, 8, 3, 3, 2, 2, 0, 1, 2, 1, 1, 1, 0, 0)},
+        {"asym t1 l0 b0 r2 3x3 s2 ceil", 2, PG(2, 7, 8, 3, 3, 2, 2, 1, 0, 0, 2, 1, 1, 1, 0)},
+        {"asym SAME_UPPER 2x2 s1", 2, PG(2, 5, 6, 2, 2, 1, 1, 0, 0, 1, 1, 1, 1, 0, 0)},
+        {"dilated d(2,3) s1 p(2,3) ceil", 1, PG(2, 8, 9, 3, 3, 1, 1, 2, 3, 2, 3, 2, 3, 1, 0)},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pool2d_desc_t d = cases[i].d;
+        assert_int_equal(pool2d_setup(&d), 0);
+        run_pool_desc(cases[i].name, &d, cases[i].B, 1, 1200 + i);
+        for (int cip = 0; cip <= 1; cip++) {
+            char name[96];
+            snprintf(name, sizeof name, "%s cip=%d", cases[i].name, cip);
+            d.count_include_pad = cip;
+            run_pool_desc(name, &d, cases[i].B, 0, 1300 + 2 * i + (size_t)cip);
+        }
+    }
+
+    /* pool2d_setup refuses what has no meaning */
+    static const pool2d_desc_t bad[] = {
+        PG(1, 5, 5, 0, 2, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0),  /* empty window */
+        PG(1, 5, 5, 2, 2, 0, 1, 0, 0, 0, 0, 1, 1, 0, 0),  /* stride 0 */
+        PG(1, 5, 5, 2, 2, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0),  /* dilation 0 */
+        PG(1, 5, 5, 2, 2, 1, 1, 0, -1, 0, 0, 1, 1, 0, 0), /* negative pad */
+        PG(1, 2, 5, 2, 2, 1, 1, 0, 0, 0, 0, 3, 1, 0, 0),  /* dilated extent 4 > H = 2 */
+        PG(1, 5, 5, 2, 2, 2, 2, 3, 0, 0, 0, 1, 1, 0, 0),  /* the first window lies in the padding */
+        PG(1, 4, 4, 2, 2, 2, 2, 0, 0, 3, 0, 1, 1, 0, 0),  /* the last window lies in the padding */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        pool2d_desc_t d = bad[i];
+        if (pool2d_setup(&d) != -1) fail_msg("pool2d_setup accepted bad geometry %zu", i);
+    }
+}
+
+/* Values PyTorch 1.13 gives (torch.nn.functional.max_pool2d / avg_pool2d, float32, CPU),
+ * generated once with /usr/bin/python3 and torch 1.13.0 and pasted here; the script:
+ *   x = torch.tensor([((i*17+3) % (H*W))*0.25 - 4.0 for i in range(H*W)]).reshape(1,1,H,W)
+ *   F.max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
+ *   F.avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad)
+ * (distinct values, so the maxima and their indices are unique). PyTorch pads
+ * symmetrically; its count_include_pad divisor is the window clipped to the padded input. */
+static void test_pool_pytorch(void **state)
+{
+    (void)state;
+    static const float max0[] = {4.5f,  0.25f, 4.5f, 0,     4.25f, -0.25f, 4,     4.5f, 3.75f, 4.5f, 3.5f,
+                                 4.25f, 3.25f, 4,    2.75f, 2,     2.75f,  1.75f, 2.5f, 1.5f,  2.25f};
+    static const int32_t max0_i[] = {8, 7, 8, 9, 10, 11, 12, 8, 14, 8, 16, 10, 18, 12, 22, 28, 22, 30, 24, 32, 26};
+    static const float max1[] = {4.5f, 4.5f, 4.25f, 4.5f, 4.5f, 4.25f};
+    static const int32_t max1_i[] = {8, 8, 10, 8, 8, 10};
+    static const float max2[] = {4.25f, 3.75f, 4.75f, 0,    4.25f, 3.75f, 4.5f, 4.5f,
+                                 4,     4,     4.5f,  4.5f, 2.5f,  2.5f,  2,    1.5f};
+    static const int32_t max2_i[] = {6, 8, 4, 5, 6, 8, 23, 23, 25, 25, 23, 23, 31, 31, 33, 35};
+    static const float avg0[] = {-0.5f,  0.333333343f,  0.166666672f,  0,       0.416666657f, 1.375f, 1.125f,
+                                 0.875f, 0.0833333358f, 0.0416666679f, -0.125f, -0.291666657f};
+    static const float avg1[] = {-1.5f,  0.5f,   0.25f, 0,       0.833333313f, 1.375f,
+                                 1.125f, 0.875f, 0.25f, 0.0625f, -0.1875f,     -0.4375f};
+    static const float avg2[] = {0.166666672f, 0,     0.666666687f, -0.25f, 0.25f,  -0.75f, -0.25f, 0,
+                                 0.25f,        0.25f, 0.75f,        1.5f,   0.125f, 0.375f, 0.125f, 0.375f};
+    static const float avg3[] = {0.375f, 0,     1,     -0.75f, 0.375f, -0.75f, -0.25f, 0,
+                                 0.375f, 0.25f, 0.75f, 3,      0.375f, 0.75f,  0.25f,  1.5f};
+    static const float avg4[] = {-0.375f,      -0.291666657f, -0.416666657f, -0.583333313f,
+                                 0.708333313f, 0.875f,        0.625f,        0.291666657f};
+    static const struct {
+        int is_max;
+        pool2d_desc_t d;
+        const float *want;
+        const int32_t *want_i;
+        int OH, OW;
+    } cases[] = {
+        /* max_pool2d(kernel (3,2), stride (2,1), padding 1, dilation (1,2), ceil_mode=True) */
+        {1, PG(1, 5, 7, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2, 1, 0), max0, max0_i, 3, 7},
+        /* max_pool2d(3, stride 2, padding 1, dilation 2) */
+        {1, PG(1, 5, 7, 3, 3, 2, 2, 1, 1, 1, 1, 2, 2, 0, 0), max1, max1_i, 2, 3},
+        /* max_pool2d(3, stride 2, padding 1, ceil_mode=True) on 6x6 */
+        {1, PG(1, 6, 6, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0), max2, max2_i, 4, 4},
+        /* avg_pool2d(kernel (3,2), stride 2, padding 1, ceil_mode=True, count_include_pad=True / False) */
+        {0, PG(1, 5, 7, 3, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1), avg0, NULL, 3, 4},
+        {0, PG(1, 5, 7, 3, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0), avg1, NULL, 3, 4},
+        /* avg_pool2d(3, stride 2, padding 1, ceil_mode=True, count_include_pad=True / False) on 6x6:
+         * the last window runs past the padded input */
+        {0, PG(1, 6, 6, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1), avg2, NULL, 4, 4},
+        {0, PG(1, 6, 6, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0), avg3, NULL, 4, 4},
+        /* avg_pool2d(kernel (2,3), stride (3,2), padding 1, count_include_pad=True) */
+        {0, PG(1, 5, 7, 2, 3, 3, 2, 1, 1, 1, 1, 1, 1, 0, 1), avg4, NULL, 2, 4},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        pool2d_desc_t d = cases[k].d;
+        assert_int_equal(pool2d_setup(&d), 0);
+        if (d.OH != cases[k].OH || d.OW != cases[k].OW)
+            fail_msg("pytorch pool case %zu: output %dx%d, PyTorch's is %dx%d", k, d.OH, d.OW, cases[k].OH, cases[k].OW);
+        const int n = d.H * d.W, no = d.OH * d.OW;
+        float x[36], y[36];
+        int32_t am[36];
+        assert_true(n <= 36 && no <= 36);
+        for (int i = 0; i < n; i++) x[i] = (float)((i * 17 + 3) % n) * 0.25f - 4.0f;
+        if (cases[k].is_max) maxpool2d_forward(&d, 1, x, y, am);
+        else avgpool2d_forward(&d, 1, x, y);
+        for (int i = 0; i < no; i++) {
+            /* maxima are exact; averages may round differently in the last place */
+            if (!(fabsf(y[i] - cases[k].want[i]) <= (cases[k].is_max ? 0.0f : 1e-6f)))
+                fail_msg("pytorch pool case %zu: out[%d] = %.9g, PyTorch gives %.9g", k, i, y[i], cases[k].want[i]);
+            if (cases[k].want_i && am[i] != cases[k].want_i[i])
+                fail_msg("pytorch pool case %zu: argmax[%d] = %d, PyTorch gives %d", k, i, am[i], cases[k].want_i[i]);
+        }
+    }
+}
+#undef PG
+
+/* ---- leaky ReLU, sigmoid, tanh -------------------------------------------------- */
+
+typedef enum { ACT_LEAKY, ACT_SIGMOID, ACT_TANH } act_t;
+
+typedef struct {
+    act_t kind;
+    double alpha;
+    double *x, *y;
+    const double *R;
+    size_t n;
+} act_ctx_t;
+
+static double act_naive(act_t kind, double alpha, double x)
+{
+    switch (kind) {
+    case ACT_LEAKY: return x > 0 ? x : alpha * x;
+    case ACT_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    default: return tanh(x);
+    }
+}
+
+static double act_loss(void *p)
+{
+    act_ctx_t *c = p;
+    for (size_t i = 0; i < c->n; i++) c->y[i] = act_naive(c->kind, c->alpha, c->x[i]);
+    return dot(c->y, c->R, c->n);
+}
+
+static void act_forward(act_t kind, float alpha, size_t n, const float *x, float *y)
+{
+    if (kind == ACT_LEAKY) leaky_relu_forward(n, alpha, x, y);
+    else if (kind == ACT_SIGMOID) sigmoid_forward(n, x, y);
+    else tanh_forward(n, x, y);
+}
+
+static void act_backward(act_t kind, float alpha, size_t n, const float *y, const float *g, float *dx)
+{
+    if (kind == ACT_LEAKY) leaky_relu_backward(n, alpha, y, g, dx);
+    else if (kind == ACT_SIGMOID) sigmoid_backward(n, y, g, dx);
+    else tanh_backward(n, y, g, dx);
+}
+
+static void run_act_case(const char *name, act_t kind, float alpha, uint64_t seed)
+{
+    lcg_t r = {seed};
+    const size_t n = 1037;
+    float *x = falloc(n), *y = falloc(n), *g = falloc(n), *dx = falloc(n), *dx2 = falloc(n);
+    double *xd = dalloc(n), *yd = dalloc(n), *Rd = dalloc(n);
+    /* |x| in [0.05, 4]: away from leaky ReLU's kink, into the flat tails of the others */
+    for (size_t i = 0; i < n; i++) {
+        float v = lcg_unif(&r, 0.05f, 4.0f);
+        x[i] = (lcg_next(&r) & 1) ? v : -v;
+    }
+    to_double(x, xd, n);
+    rand_fill(&r, g, Rd, n, -1.0f, 1.0f);
+    act_ctx_t ctx = {kind, (double)alpha, xd, yd, Rd, n};
+    char what[96];
+
+    ffill(y, n, NAN);
+    act_forward(kind, alpha, n, x, y);
+    act_loss(&ctx);
+    snprintf(what, sizeof what, "%s forward", name);
+    double e_fwd = check_close(what, y, yd, n, FWD_TOL, &g_max_fwd);
+
+    memset(dx, 0, n * sizeof(float));
+    act_backward(kind, alpha, n, y, g, dx);
+    snprintf(what, sizeof what, "%s dinp", name);
+    double e_fd = check_fd(what, act_loss, &ctx, xd, n, dx, 100000);
+    ffill(dx2, n, PREFILL);
+    act_backward(kind, alpha, n, y, g, dx2);
+    check_acc(what, dx2, dx, PREFILL, n);
+    act_backward(kind, alpha, n, y, g, NULL); /* dinp may be NULL */
+
+    /* in place gives the same bits */
+    memcpy(dx2, x, n * sizeof(float));
+    act_forward(kind, alpha, n, dx2, dx2);
+    assert_memory_equal(dx2, y, n * sizeof(float));
+    print_message("%-22s fwd %.1e  fd %.1e\n", name, e_fwd, e_fd);
+    free(x);
+    free(y);
+    free(g);
+    free(dx);
+    free(dx2);
+    free(xd);
+    free(yd);
+    free(Rd);
+}
+
+static void test_activations(void **state)
+{
+    (void)state;
+    run_act_case("leaky_relu alpha 0.01", ACT_LEAKY, 0.01f, 1400);
+    run_act_case("leaky_relu alpha 0.2", ACT_LEAKY, 0.2f, 1401);
+    run_act_case("sigmoid", ACT_SIGMOID, 0.0f, 1402);
+    run_act_case("tanh", ACT_TANH, 0.0f, 1403);
+
+    /* alpha 0 is ReLU, bit for bit, forward and backward */
+    const float x[6] = {-2.0f, -0.5f, 0.0f, 0.25f, 3.0f, -0.0f}, g[6] = {1, 2, 3, 4, 5, 6};
+    float y[6], yr[6], dx[6] = {0}, dxr[6] = {0};
+    leaky_relu_forward(6, 0.0f, x, y);
+    relu_forward(6, x, yr);
+    for (int i = 0; i < 6; i++) assert_true(y[i] == yr[i]);
+    leaky_relu_backward(6, 0.0f, y, g, dx);
+    relu_backward(6, yr, g, dxr);
+    assert_memory_equal(dx, dxr, sizeof dx);
+    /* at 0 the gradient is alpha * dout (PyTorch's choice) */
+    float d0 = 0.0f;
+    leaky_relu_forward(1, 0.1f, &x[2], y);
+    leaky_relu_backward(1, 0.1f, y, &g[2], &d0);
+    assert_float_equal(d0, 0.1f * 3.0f, 1e-7f);
+    /* the tails stay finite and exact: no overflow in expf */
+    const float big[4] = {-200.0f, -89.0f, 89.0f, 200.0f};
+    float s[4], t[4];
+    sigmoid_forward(4, big, s);
+    tanh_forward(4, big, t);
+    assert_true(s[0] == 0.0f && s[1] >= 0.0f && s[1] < 1e-38f && s[2] == 1.0f && s[3] == 1.0f);
+    assert_true(t[0] == -1.0f && t[3] == 1.0f);
+}
+
+/* ---- plain add and channel concatenation ------------------------------------------ */
+
+static void test_add(void **state)
+{
+    (void)state;
+    lcg_t r = {1500};
+    const size_t n = 1037;
+    float *a = falloc(n), *b = falloc(n), *y = falloc(n), *g = falloc(n), *da = falloc(n), *db = falloc(n);
+    rand_fill(&r, a, NULL, n, -1.0f, 1.0f);
+    rand_fill(&r, b, NULL, n, -1.0f, 1.0f);
+    rand_fill(&r, g, NULL, n, -1.0f, 1.0f);
+    add_forward(n, a, b, y);
+    for (size_t i = 0; i < n; i++) assert_true(y[i] == a[i] + b[i]);
+    /* in place on either operand */
+    memcpy(da, a, n * sizeof(float));
+    add_forward(n, da, b, da);
+    assert_memory_equal(da, y, n * sizeof(float));
+    memcpy(db, b, n * sizeof(float));
+    add_forward(n, a, db, db);
+    assert_memory_equal(db, y, n * sizeof(float));
+    /* the backward adds dout to both, either may be NULL */
+    ffill(da, n, PREFILL);
+    ffill(db, n, -PREFILL);
+    add_backward(n, g, da, db);
+    for (size_t i = 0; i < n; i++) assert_true(da[i] == PREFILL + g[i] && db[i] == -PREFILL + g[i]);
+    ffill(da, n, PREFILL);
+    add_backward(n, g, da, NULL);
+    for (size_t i = 0; i < n; i++) assert_true(da[i] == PREFILL + g[i]);
+    ffill(db, n, PREFILL);
+    add_backward(n, g, NULL, db);
+    for (size_t i = 0; i < n; i++) assert_true(db[i] == PREFILL + g[i]);
+    /* Add(x, x): one buffer receives both, 2 * dout */
+    ffill(da, n, PREFILL);
+    add_backward(n, g, da, da);
+    for (size_t i = 0; i < n; i++) assert_true(da[i] == (PREFILL + g[i]) + g[i]);
+    free(a);
+    free(b);
+    free(y);
+    free(g);
+    free(da);
+    free(db);
+}
+
+typedef struct {
+    int B, HW, n;
+    const int *C;
+    double **x;
+    double *y;
+    const double *R;
+} concat_ctx_t;
+
+static void concat_naive(int B, int HW, int n, const int *C, double *const *x, double *y)
+{
+    int OC = 0;
+    for (int i = 0; i < n; i++) OC += C[i];
+    for (int b = 0; b < B; b++) {
+        int off = 0;
+        for (int i = 0; i < n; i++) {
+            for (int c = 0; c < C[i]; c++)
+                for (int j = 0; j < HW; j++)
+                    y[((size_t)b * OC + off + c) * HW + j] = x[i][((size_t)b * C[i] + c) * HW + j];
+            off += C[i];
+        }
+    }
+}
+
+static double concat_loss(void *p)
+{
+    concat_ctx_t *c = p;
+    concat_naive(c->B, c->HW, c->n, c->C, c->x, c->y);
+    int OC = 0;
+    for (int i = 0; i < c->n; i++) OC += c->C[i];
+    return dot(c->y, c->R, (size_t)c->B * OC * c->HW);
+}
+
+static void test_concat(void **state)
+{
+    (void)state;
+    enum { B = 3, HW = 7, N = 3 };
+    static const int C[N] = {2, 1, 4};
+    const int OC = 7;
+    lcg_t r = {1600};
+    float *x[N], *dx[N], *dx2[N];
+    double *xd[N];
+    for (int i = 0; i < N; i++) {
+        size_t ni = (size_t)B * C[i] * HW;
+        x[i] = falloc(ni);
+        dx[i] = falloc(ni);
+        dx2[i] = falloc(ni);
+        xd[i] = dalloc(ni);
+        rand_fill(&r, x[i], xd[i], ni, -1.0f, 1.0f);
+    }
+    const size_t ny = (size_t)B * OC * HW;
+    float *y = falloc(ny), *g = falloc(ny);
+    double *yd = dalloc(ny), *Rd = dalloc(ny);
+    rand_fill(&r, g, Rd, ny, -1.0f, 1.0f);
+    concat_ctx_t ctx = {B, HW, N, C, xd, yd, Rd};
+
+    ffill(y, ny, NAN);
+    concat_forward(B, HW, N, C, (const float *const *)x, y);
+    concat_loss(&ctx);
+    check_close("concat forward", y, yd, ny, FWD_TOL, &g_max_fwd);
+    for (size_t i = 0; i < ny; i++) assert_true(y[i] == (float)yd[i]); /* a copy: exact */
+
+    for (int i = 0; i < N; i++) memset(dx[i], 0, (size_t)B * C[i] * HW * sizeof(float));
+    concat_backward(B, HW, N, C, g, dx);
+    for (int i = 0; i < N; i++) {
+        char what[64];
+        snprintf(what, sizeof what, "concat dinp[%d]", i);
+        check_fd(what, concat_loss, &ctx, xd[i], (size_t)B * C[i] * HW, dx[i], 100000);
+        ffill(dx2[i], (size_t)B * C[i] * HW, PREFILL);
+    }
+    /* accumulates; a NULL gradient is skipped and the others still get theirs */
+    float *part[N] = {dx2[0], NULL, dx2[2]};
+    concat_backward(B, HW, N, C, g, part);
+    check_acc("concat dinp[0]", dx2[0], dx[0], PREFILL, (size_t)B * C[0] * HW);
+    check_acc("concat dinp[2]", dx2[2], dx[2], PREFILL, (size_t)B * C[2] * HW);
+    for (size_t i = 0; i < (size_t)B * C[1] * HW; i++) assert_true(dx2[1][i] == PREFILL);
+    for (int i = 0; i < N; i++) {
+        free(x[i]);
+        free(dx[i]);
+        free(dx2[i]);
+        free(xd[i]);
+    }
+    free(y);
+    free(g);
+    free(yd);
+    free(Rd);
+}
+
+/* ---- ONNX Gemm ---------------------------------------------------------------------- */
+
+typedef struct {
+    const gemm_desc_t *d;
+    int B;
+    double *x, *w, *b, *y;
+    const double *R;
+} gemm_ctx_t;
+
+/* out = alpha * x W' + beta * b, W' from the layout (ops.h) */
+static void gemm_naive(const gemm_desc_t *d, int B, const double *x, const double *w, const double *b, double *y)
+{
+    for (int i = 0; i < B; i++)
+        for (int o = 0; o < d->OUT; o++) {
+            double s = 0.0;
+            for (int k = 0; k < d->IN; k++)
+                s += x[(size_t)i * d->IN + k] *
+                     (d->layout == GEMM_W_OUT_IN ? w[(size_t)o * d->IN + k] : w[(size_t)k * d->OUT + o]);
+            y[(size_t)i * d->OUT + o] = d->alpha * s + (b ? d->beta * b[o] : 0.0);
+        }
+}
+
+static double gemm_loss(void *p)
+{
+    gemm_ctx_t *c = p;
+    gemm_naive(c->d, c->B, c->x, c->w, c->b, c->y);
+    return dot(c->y, c->R, (size_t)c->B * c->d->OUT);
+}
+
+static void test_gemm(void **state)
+{
+    (void)state;
+    static const struct {
+        int B, IN, OUT;
+        gemm_layout_t layout;
+        float alpha, beta;
+        int bias;
+    } cases[] = {
+        {5, 7, 3, GEMM_W_OUT_IN, 1.0f, 1.0f, 1},    {5, 7, 3, GEMM_W_IN_OUT, 1.0f, 1.0f, 1},
+        {4, 9, 6, GEMM_W_OUT_IN, 0.5f, 2.0f, 1},    {4, 9, 6, GEMM_W_IN_OUT, -1.5f, 0.25f, 1},
+        {33, 50, 10, GEMM_W_IN_OUT, 2.0f, 0.0f, 1}, {3, 8, 5, GEMM_W_IN_OUT, 0.75f, 1.0f, 0},
+        {1, 1, 1, GEMM_W_OUT_IN, 3.0f, -1.0f, 1},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        lcg_t r = {1700 + k};
+        const gemm_desc_t d = {cases[k].IN, cases[k].OUT, cases[k].layout, cases[k].alpha, cases[k].beta};
+        const int B = cases[k].B, IN = d.IN, OUT = d.OUT, has_b = cases[k].bias;
+        const size_t nx = (size_t)B * IN, nw = (size_t)OUT * IN, ny = (size_t)B * OUT;
+        float *x = falloc(nx), *w = falloc(nw), *b = falloc(OUT), *y = falloc(ny), *g = falloc(ny);
+        float *dx = falloc(nx), *dx2 = falloc(nx), *dw = falloc(nw), *db = falloc(OUT), *dw2 = falloc(nw);
+        float *db2 = falloc(OUT);
+        double *xd = dalloc(nx), *wd = dalloc(nw), *bd = dalloc(OUT), *yd = dalloc(ny), *Rd = dalloc(ny);
+        rand_fill(&r, x, xd, nx, -1.0f, 1.0f);
+        rand_fill(&r, w, wd, nw, -0.5f, 0.5f);
+        rand_fill(&r, b, bd, OUT, -0.5f, 0.5f);
+        rand_fill(&r, g, Rd, ny, -1.0f, 1.0f);
+        gemm_ctx_t ctx = {&d, B, xd, wd, has_b ? bd : NULL, yd, Rd};
+        char what[128];
+        snprintf(what, sizeof what, "gemm %s alpha %g beta %g B=%d IN=%d OUT=%d",
+                 d.layout == GEMM_W_OUT_IN ? "(OUT,IN)" : "(IN,OUT)", d.alpha, d.beta, B, IN, OUT);
+
+        ffill(y, ny, NAN);
+        gemm_forward(&d, B, x, w, has_b ? b : NULL, y);
+        gemm_loss(&ctx);
+        check_close(what, y, yd, ny, FWD_TOL, &g_max_fwd);
+
+        memset(dx, 0, nx * sizeof(float));
+        ffill(dw, nw, NAN);
+        ffill(db, OUT, NAN);
+        gemm_backward(&d, B, x, w, g, dx, dw, has_b ? db : NULL);
+        check_fd(what, gemm_loss, &ctx, xd, nx, dx, 100000);
+        check_fd(what, gemm_loss, &ctx, wd, nw, dw, 100000);
+        /* beta = 0 makes the bias no input at all: its gradient is exactly 0 */
+        if (has_b && d.beta != 0.0f) check_fd(what, gemm_loss, &ctx, bd, OUT, db, 100000);
+        if (has_b && d.beta == 0.0f)
+            for (int o = 0; o < OUT; o++) assert_true(db[o] == 0.0f);
+
+        ffill(dx2, nx, PREFILL);
+        gemm_backward(&d, B, x, w, g, dx2, dw2, has_b ? db2 : NULL);
+        check_acc(what, dx2, dx, PREFILL, nx);
+        ffill(dw2, nw, NAN);
+        ffill(db2, OUT, NAN);
+        gemm_backward(&d, B, x, w, g, NULL, dw2, has_b ? db2 : NULL);
+        assert_memory_equal(dw, dw2, nw * sizeof(float));
+        if (has_b) assert_memory_equal(db, db2, OUT * sizeof(float));
+
+        /* the (OUT, IN), alpha = beta = 1 case is fc, bit for bit */
+        if (d.layout == GEMM_W_OUT_IN && d.alpha == 1.0f && d.beta == 1.0f) {
+            float *yf = falloc(ny), *dxf = falloc(nx), *dwf = falloc(nw), *dbf = falloc(OUT);
+            fc_forward(B, IN, OUT, x, w, has_b ? b : NULL, yf);
+            assert_memory_equal(yf, y, ny * sizeof(float));
+            memset(dxf, 0, nx * sizeof(float));
+            fc_backward(B, IN, OUT, x, w, g, dxf, dwf, has_b ? dbf : NULL);
+            assert_memory_equal(dxf, dx, nx * sizeof(float));
+            assert_memory_equal(dwf, dw, nw * sizeof(float));
+            if (has_b) assert_memory_equal(dbf, db, OUT * sizeof(float));
+            free(yf);
+            free(dxf);
+            free(dwf);
+            free(dbf);
+        }
+        free(x);
+        free(w);
+        free(b);
+        free(y);
+        free(g);
+        free(dx);
+        free(dx2);
+        free(dw);
+        free(db);
+        free(dw2);
+        free(db2);
+        free(xd);
+        free(wd);
+        free(bd);
+        free(yd);
+        free(Rd);
+    }
+    /* the transposed layout holds the same matrix transposed: same product */
+    enum { B = 3, IN = 5, OUT = 4 };
+    float x[B * IN], w[OUT * IN], wt[IN * OUT], bias[OUT], y1[B * OUT], y2[B * OUT];
+    lcg_t r = {1799};
+    rand_fill(&r, x, NULL, B * IN, -1, 1);
+    rand_fill(&r, w, NULL, OUT * IN, -1, 1);
+    rand_fill(&r, bias, NULL, OUT, -1, 1);
+    for (int o = 0; o < OUT; o++)
+        for (int k = 0; k < IN; k++) wt[k * OUT + o] = w[o * IN + k];
+    const gemm_desc_t a = {IN, OUT, GEMM_W_OUT_IN, 0.5f, 2.0f}, t = {IN, OUT, GEMM_W_IN_OUT, 0.5f, 2.0f};
+    gemm_forward(&a, B, x, w, bias, y1);
+    gemm_forward(&t, B, x, wt, bias, y2);
+    for (int i = 0; i < B * OUT; i++) assert_float_equal(y1[i], y2[i], 1e-6f);
+}
+
+/* ---- dropout ------------------------------------------------------------------------ */
+
+static void test_dropout(void **state)
+{
+    (void)state;
+    const size_t n = 100000;
+    float *x = falloc(n), *y = falloc(n), *y2 = falloc(n), *g = falloc(n), *dx = falloc(n);
+    lcg_t r = {1800};
+    /* no zero inputs, so out == 0 exactly where an element was dropped */
+    for (size_t i = 0; i < n; i++) {
+        float v = lcg_unif(&r, 0.1f, 2.0f);
+        x[i] = (lcg_next(&r) & 1) ? v : -v;
+        g[i] = lcg_unif(&r, 0.1f, 2.0f);
+    }
+    const uint64_t key = dropout_key(42, 7, 3);
+    static const float ps[] = {0.1f, 0.3f, 0.5f, 0.9f};
+    for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++) {
+        const float p = ps[k], scale = 1.0f / (1.0f - p);
+        dropout_forward(n, p, key, x, y);
+        size_t dropped = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (y[i] == 0.0f) dropped++;
+            else if (y[i] != x[i] * scale)
+                fail_msg("dropout p=%g: kept [%zu] = %.9g, want %.9g", p, i, y[i], x[i] * scale);
+        }
+        /* binomial: 5 standard deviations sqrt(n p (1-p)) <= 5 * 158 */
+        const double frac = (double)dropped / (double)n, sd = sqrt(p * (1.0 - p) / (double)n);
+        if (!(fabs(frac - p) <= 5.0 * sd))
+            fail_msg("dropout p=%g dropped %.4f of %zu elements (more than 5 sd = %.4f from p)", p, frac, n, 5.0 * sd);
+        /* the backward regenerates the same mask: dinp += dout * scale where kept, else nothing */
+        ffill(dx, n, PREFILL);
+        dropout_backward(n, p, key, g, dx);
+        for (size_t i = 0; i < n; i++) {
+            const float want = y[i] == 0.0f ? PREFILL : PREFILL + g[i] * scale;
+            if (dx[i] != want)
+                fail_msg("dropout p=%g backward [%zu] = %.9g, want %.9g (mask differs?)", p, i, dx[i], want);
+        }
+        dropout_backward(n, p, key, g, NULL); /* dinp may be NULL */
+        /* deterministic; in place gives the same bits */
+        memcpy(y2, x, n * sizeof(float));
+        dropout_forward(n, p, key, y2, y2);
+        assert_memory_equal(y2, y, n * sizeof(float));
+        /* another key (step, layer or seed) gives another mask: masks agree on about
+         * p^2 + (1-p)^2 of the elements, not all */
+        static const uint64_t other[3][3] = {{42, 8, 3}, {42, 7, 4}, {43, 7, 3}};
+        for (int o = 0; o < 3; o++) {
+            dropout_forward(n, p, dropout_key(other[o][0], other[o][1], (uint32_t)other[o][2]), x, y2);
+            size_t differ = 0;
+            for (size_t i = 0; i < n; i++) differ += (y[i] == 0.0f) != (y2[i] == 0.0f);
+            const double want = 2.0 * p * (1.0 - p), fd = (double)differ / (double)n;
+            if (!(fabs(fd - want) <= 0.02))
+                fail_msg("dropout p=%g: key %d's mask differs from the first in %.4f of elements, want about %.4f", p,
+                         o, fd, want);
+        }
+        print_message("dropout p=%.1f dropped %.4f\n", p, frac);
+    }
+    /* p = 0: the identity, forward and backward */
+    dropout_forward(n, 0.0f, key, x, y);
+    assert_memory_equal(y, x, n * sizeof(float));
+    ffill(dx, n, PREFILL);
+    dropout_backward(n, 0.0f, key, g, dx);
+    for (size_t i = 0; i < n; i++) assert_true(dx[i] == PREFILL + g[i]);
+    /* p = 1: everything dropped, no gradient, nothing infinite */
+    dropout_forward(n, 1.0f, key, x, y);
+    for (size_t i = 0; i < n; i++) assert_true(y[i] == 0.0f);
+    ffill(dx, n, PREFILL);
+    dropout_backward(n, 1.0f, key, g, dx);
+    for (size_t i = 0; i < n; i++) assert_true(dx[i] == PREFILL);
+    /* the threshold is round(p * 2^24), clamped */
+    assert_int_equal(dropout_threshold(0.0f), 0);
+    assert_int_equal(dropout_threshold(-1.0f), 0);
+    assert_int_equal(dropout_threshold(1.0f), 1u << 24);
+    assert_int_equal(dropout_threshold(0.5f), 1u << 23);
+    /* the key mixes all three inputs */
+    assert_true(dropout_key(1, 0, 0) != dropout_key(0, 1, 0));
+    assert_true(dropout_key(0, 1, 0) != dropout_key(0, 0, 1));
+    assert_true(dropout_key(0, 0, 0) != dropout_key(0, 0, 1));
+    free(x);
+    free(y);
+    free(y2);
+    free(g);
+    free(dx);
 }
 
 /* ---- optimizer ------------------------------------------------------------------ */
@@ -1385,6 +2138,11 @@ static void test_fd_criterion(void **state)
         {"fc", test_fc},
         {"softmax-xent", test_softmax_xent},
         {"batchnorm", test_batchnorm},
+        {"conv general", test_conv_general},
+        {"pool general", test_pool_general},
+        {"activations", test_activations},
+        {"concat", test_concat},
+        {"gemm", test_gemm},
     };
     for (fd_mode_t mode = FD_ZERO; mode <= FD_NEGATED; mode++) {
         for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
@@ -1426,6 +2184,14 @@ int main(void)
         cmocka_unit_test(test_softmax_xent),
         cmocka_unit_test(test_count_correct),
         cmocka_unit_test(test_batchnorm),
+        cmocka_unit_test(test_conv_general),
+        cmocka_unit_test(test_pool_general),
+        cmocka_unit_test(test_pool_pytorch),
+        cmocka_unit_test(test_activations),
+        cmocka_unit_test(test_add),
+        cmocka_unit_test(test_concat),
+        cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_dropout),
         cmocka_unit_test(test_sgd),
         cmocka_unit_test(test_grad_norm),
         cmocka_unit_test(test_lr_schedules),

@@ -347,8 +347,10 @@ static void test_history_downsample(void **state)
     json_t *list;
     json_object_foreach(series, key, list)
     {
-        /* loss has every rank; the worker-only series leave rank 0 (the ps) out. */
-        assert_int_equal(json_array_size(list), strcmp(key, "loss") == 0 ? 3 : 2);
+        /* loss has every rank; the worker-only series leave rank 0 (the ps) out; the noise
+         * scale's and the goodput planner's have none: no record here measured them. */
+        int none = !strcmp(key, "noise_scale") || !strcmp(key, "global_batch") || !strcmp(key, "goodput");
+        assert_int_equal(json_array_size(list), none ? 0 : strcmp(key, "loss") == 0 ? 3 : 2);
         size_t i;
         json_t *s;
         json_array_foreach(list, i, s)
@@ -389,13 +391,129 @@ static void test_history_downsample(void **state)
     history_free(h);
 }
 
+/* One epoch or final record for test_history_accuracy; acc NAN: the record carries no
+ * evaluation (null), -1: it has no test fields at all. */
+static void eval_record(history_t *h, const char *kind, int rank, double t, int epoch, double acc)
+{
+    json_t *rec = json_pack("{s:s, s:i, s:s, s:f, s:i, s:I}", "kind", kind, "rank", rank, "role",
+                            rank == 0 ? "ps" : "worker", "time", t, "epoch", epoch, "samples", (json_int_t)100);
+    if (acc == -1) {
+    } else if (isnan(acc)) {
+        json_object_set_new(rec, "test_accuracy", json_null());
+        json_object_set_new(rec, "test_loss", json_null());
+    } else {
+        json_object_set_new(rec, "test_accuracy", json_real(acc));
+        json_object_set_new(rec, "test_loss", json_real(acc == 0 ? 0.0 : 1.0 - acc));
+    }
+    history_add(h, rec);
+    json_decref(rec);
+}
+
+/* The accuracy series (issue 29): one point per evaluated epoch, the evaluation of the rank
+ * that made it. A parameter-server job: the PS (rank 0) evaluates at each epoch end; its
+ * workers' final records and its own carry no evaluation (null, or no field), and neither
+ * do the records of a run that stopped before its first epoch end. Streams written before
+ * the fix hold the workers' final records with 0 where they evaluated nothing, labelled
+ * with an epoch the PS evaluated (or 0): they never replace the PS's evaluation. A resumed
+ * attempt evaluates again the epochs it trained again; its evaluation is the one the run
+ * went on from, so it replaces the earlier one. A final record's evaluation (a run
+ * resumed after its last epoch end evaluates the restored weights) counts only for an
+ * epoch without an epoch record. */
+static void test_history_accuracy(void **state)
+{
+    (void)state;
+    history_t *h = history_new(100, 0.0, 100.0, 4);
+    assert_non_null(h);
+    eval_record(h, "epoch", 0, 10, 1, 0.50);
+    eval_record(h, "epoch", 0, 20, 2, 0.60);
+    eval_record(h, "epoch", 0, 30, 3, 0.70);
+    for (int r = 1; r <= 3; r++) eval_record(h, "final", r, 30.5, 2, 0.0); /* as main's workers wrote them */
+    eval_record(h, "final", 1, 30.6, 0, 0.0);                              /* a 1-epoch job's, the same */
+    eval_record(h, "final", 0, 31, 3, 0.70);                               /* main's PS repeated its last */
+    eval_record(h, "final", 2, 31, 3, NAN);
+    eval_record(h, "final", 3, 31, 3, -1);
+    eval_record(h, "epoch", 1, 31, 4, NAN); /* a synchronous rank that did not evaluate */
+    /* Resumed from a checkpoint in epoch 2: epochs 2 and 3 again, then a resume after the
+     * last epoch end, whose final record evaluates the restored weights. */
+    eval_record(h, "epoch", 0, 40, 2, 0.65);
+    eval_record(h, "epoch", 0, 50, 3, 0.72);
+    eval_record(h, "final", 0, 60, 3, 0.72);
+    eval_record(h, "final", 0, 70, 4, 0.74); /* the epoch record of epoch 4 was lost */
+    json_t *out = history_json(h);
+    assert_non_null(out);
+    json_t *acc = json_object_get(out, "accuracy");
+    static const struct {
+        int epoch;
+        double t, acc;
+    } want[] = {{1, 10, 0.50}, {2, 40, 0.65}, {3, 50, 0.72}, {4, 70, 0.74}};
+    if (json_array_size(acc) != 4) {
+        char *s = json_dumps(acc, JSON_COMPACT);
+        print_message("accuracy: %s\n", s);
+        free(s);
+    }
+    assert_int_equal(json_array_size(acc), 4);
+    for (size_t i = 0; i < 4; i++) {
+        json_t *a = json_array_get(acc, i);
+        assert_int_equal(json_integer_value(json_object_get(a, "epoch")), want[i].epoch);
+        assert_true(fabs(json_number_value(json_object_get(a, "test_accuracy")) - want[i].acc) < 1e-9);
+        assert_true(fabs(json_number_value(json_object_get(a, "time")) - want[i].t) < 1e-9);
+        assert_int_equal(json_integer_value(json_object_get(a, "rank")), 0);
+        assert_true(json_number_value(json_object_get(a, "test_loss")) > 0);
+    }
+    json_decref(out);
+    history_free(h);
+}
+
+/* Evaluations between epoch ends (eval_every_steps, records of kind "eval", issue 28): a
+ * point each, keyed by its step and carrying it, before its epoch's end; a resumed attempt's
+ * evaluation of the same step replaces the earlier one; another rank's (null) adds none. */
+static void test_history_eval_between(void **state)
+{
+    (void)state;
+    history_t *h = history_new(100, 0.0, 100.0, 2);
+    assert_non_null(h);
+    static const struct {
+        const char *kind;
+        int rank, epoch, step;
+        double t, acc;
+    } in[] = {{"eval", 0, 1, 10, 5, 0.30},   {"eval", 1, 1, 10, 5, NAN},   {"eval", 0, 1, 20, 8, 0.40},
+              {"epoch", 0, 1, 25, 10, 0.45}, {"eval", 0, 2, 35, 15, 0.50}, {"eval", 0, 1, 20, 18, 0.42}};
+    for (size_t i = 0; i < sizeof in / sizeof in[0]; i++) {
+        json_t *rec = json_pack("{s:s, s:i, s:s, s:f, s:i, s:i, s:I}", "kind", in[i].kind, "rank", in[i].rank, "role",
+                                "worker", "time", in[i].t, "epoch", in[i].epoch, "step", in[i].step, "samples",
+                                (json_int_t)100);
+        json_object_set_new(rec, "test_accuracy", isnan(in[i].acc) ? json_null() : json_real(in[i].acc));
+        history_add(h, rec);
+        json_decref(rec);
+    }
+    json_t *out = history_json(h);
+    assert_non_null(out);
+    json_t *acc = json_object_get(out, "accuracy");
+    /* epoch 1: steps 10 and 20 (the resumed 0.42), then its end; epoch 2: step 35 */
+    static const struct {
+        int epoch, step;
+        double acc;
+    } want[] = {{1, 10, 0.30}, {1, 20, 0.42}, {1, -1, 0.45}, {2, 35, 0.50}};
+    assert_int_equal(json_array_size(acc), 4);
+    for (size_t i = 0; i < 4; i++) {
+        json_t *a = json_array_get(acc, i), *st = json_object_get(a, "step");
+        assert_int_equal(json_integer_value(json_object_get(a, "epoch")), want[i].epoch);
+        assert_true(fabs(json_number_value(json_object_get(a, "test_accuracy")) - want[i].acc) < 1e-9);
+        if (want[i].step < 0) assert_null(st);
+        else assert_int_equal(json_integer_value(st), want[i].step);
+    }
+    json_decref(out);
+    history_free(h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scripted_step_adds_up), cmocka_unit_test(test_marks_outside_a_step_do_nothing),
         cmocka_unit_test(test_record_json),           cmocka_unit_test(test_trace_ring),
         cmocka_unit_test(test_prom_phases),           cmocka_unit_test(test_trace_from_records),
-        cmocka_unit_test(test_history_downsample),
+        cmocka_unit_test(test_history_downsample),    cmocka_unit_test(test_history_accuracy),
+        cmocka_unit_test(test_history_eval_between),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

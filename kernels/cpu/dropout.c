@@ -1,0 +1,37 @@
+/* kernels/cpu/dropout.c - training-time (inverted) dropout with a stateless mask.
+ *
+ * The mask is a function of (key, element index) (dropout_keep in ops.h), so the backward
+ * regenerates it instead of storing it, and the CUDA twin, which includes the same inline
+ * hash, draws the same mask. The scale is PyTorch's: 1.0f / (1.0f - p) in float, and a
+ * kept element is inp * scale (one rounding), so a kept value equals PyTorch's for the
+ * same p.
+ */
+#include "ops.h"
+
+/* 1 / (1 - p), or 0 when everything is dropped (p >= 1: no finite scale exists). */
+static float keep_scale(float p) { return p >= 1.0f ? 0.0f : 1.0f / (1.0f - p); }
+
+void dropout_forward(size_t n, float p, uint64_t key, const float *inp, float *out)
+{
+    const uint32_t t = dropout_threshold(p);
+    const float scale = keep_scale(p);
+    if (t == 0) {
+        /* p = 0: the identity (no hashing) */
+        if (out != inp)
+            for (size_t i = 0; i < n; i++) out[i] = inp[i];
+        return;
+    }
+    for (size_t i = 0; i < n; i++) out[i] = dropout_keep(key, i, t) ? inp[i] * scale : 0.0f;
+}
+
+void dropout_backward(size_t n, float p, uint64_t key, const float *dout, float *dinp)
+{
+    if (!dinp) return;
+    const uint32_t t = dropout_threshold(p);
+    const float scale = keep_scale(p);
+    if (t == 0) {
+        for (size_t i = 0; i < n; i++) dinp[i] += dout[i];
+        return;
+    }
+    for (size_t i = 0; i < n; i++) dinp[i] += dropout_keep(key, i, t) ? dout[i] * scale : 0.0f;
+}

@@ -1,0 +1,972 @@
+/* model/onnx_import.c - see onnx_import.h.
+ *
+ * The ModelProto is decoded by protobuf-c (code generated at build time from python3-onnx's
+ * onnx.proto, Makefile). The graph's nodes are visited once, in file order (ONNX requires
+ * topological order), and each node becomes zero or more layers through model.h's builder:
+ *   Conv -> LAYER_CONV (any stride, pads incl. auto_pad, dilation, groups);
+ *   MaxPool / AveragePool -> LAYER_MAXPOOL / LAYER_AVGPOOL (ceil_mode, pads, dilations,
+ *     count_include_pad); a zero Pad in front of an AveragePool (torch's export of
+ *     AvgPool2d(padding=p, count_include_pad=True)) merges into it;
+ *   GlobalAveragePool -> LAYER_GAP; Relu, LeakyRelu, Sigmoid, Tanh -> their layers; Add of
+ *     two activations -> LAYER_ADD; Concat of activations (axis 1) -> a chain of
+ *     LAYER_CONCAT; Dropout -> LAYER_DROPOUT (the mask output unused);
+ *   BatchNormalization (any epsilon, PyTorch's momentum; inference form, or the training
+ *     form whose extra outputs are unused) -> LAYER_BN;
+ *   Gemm (transB 0 or 1, alpha, beta, C optional) and MatMul with an initializer (plus an
+ *     Add of a bias right after it) -> LAYER_FC with its gemm_desc_t;
+ *   Flatten (axis 1), Reshape to (batch, -1) and Identity -> no layer (the value is an
+ *     alias: LAYER_FC reads its input flat anyway); Constant -> a value; Shape, Gather,
+ *     Unsqueeze and Concat on small int vectors -> values (the shape x.view(x.size(0), -1)
+ *     computes when the batch is a dynamic axis).
+ * A value is what a node input names: the graph input, a layer's output, an initializer or
+ * a constant. Everything else is refused with the node's name and operator, and so is any
+ * attribute not listed for its operator.
+ */
+#include "onnx_import.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx.pb-c.h"
+
+const char ONNX_SUPPORTED_OPS[] =
+    "Conv, MaxPool, AveragePool, GlobalAveragePool, Relu, LeakyRelu, Sigmoid, Tanh, "
+    "Add, Concat, BatchNormalization, Gemm, MatMul (+ Add), Dropout, Flatten, Reshape, Identity, "
+    "Constant, Pad (before Conv or AveragePool), Shape, Gather, Unsqueeze";
+
+/* Largest dimension of any tensor or shape the importer accepts (a bound, not a limit
+ * real networks meet). */
+#define DIM_MAX ((int64_t)1 << 24)
+
+typedef enum { V_LAYER, V_TENSOR, V_PADDED, V_INTS } vkind_t;
+
+/* V_INTS: a small int64 vector computed while importing (the exporter's shape arithmetic for
+ * x.view(x.size(0), -1): Shape, Gather, Unsqueeze, Concat); BATCH stands for the batch
+ * size, which the file does not fix. */
+#define INTS_MAX 8
+#define BATCH INT64_MIN
+
+typedef struct {
+    const char *name;
+    vkind_t kind;
+    int layer;                       /* V_LAYER, V_PADDED: producing layer, -1 the model input */
+    int flat;                        /* V_LAYER: seen as (N, C*H*W) (Flatten, Reshape) */
+    const Onnx__TensorProto *tensor; /* V_TENSOR: initializer or Constant */
+    int pads[4];                     /* V_PADDED: zero padding top, left, bottom, right */
+    int64_t ints[INTS_MAX];          /* V_INTS */
+    int nints, scalar;               /* V_INTS: count; a 0-D value (one int) */
+    int matmul;                      /* V_LAYER: a MatMul's output, its layer without bias */
+} value_t;
+
+typedef struct {
+    const Onnx__GraphProto *g;
+    const char *input, *output; /* the graph's image input and logits output */
+    int batch_dim;              /* the input's batch size when the file fixes it, else 0 */
+    value_t *vals;
+    size_t nvals, cap;
+    char *err;
+    size_t errlen;
+} imp_t;
+
+static int fail(imp_t *im, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(imp_t *im, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(im->err, im->errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* ---- values --------------------------------------------------------------------------- */
+
+static value_t *find_value(imp_t *im, const char *name)
+{
+    /* the latest definition wins (names are unique in a valid graph) */
+    for (size_t i = im->nvals; i-- > 0;)
+        if (strcmp(im->vals[i].name, name) == 0) return &im->vals[i];
+    return NULL;
+}
+
+static value_t *add_value(imp_t *im, const char *name, vkind_t kind)
+{
+    if (im->nvals == im->cap) {
+        size_t c = im->cap ? 2 * im->cap : 64;
+        value_t *v = realloc(im->vals, c * sizeof *v);
+        if (!v) return NULL;
+        im->vals = v;
+        im->cap = c;
+    }
+    value_t *v = &im->vals[im->nvals++];
+    memset(v, 0, sizeof *v);
+    v->name = name;
+    v->kind = kind;
+    return v;
+}
+
+/* Elements of t (product of its dims), or -1 when a dimension is negative or too large. */
+static int64_t tensor_count(const Onnx__TensorProto *t)
+{
+    int64_t n = 1;
+    if (t->n_dims > 8) return -1;
+    for (size_t i = 0; i < t->n_dims; i++) {
+        if (t->dims[i] < 0 || t->dims[i] > DIM_MAX) return -1;
+        n *= t->dims[i];
+        if (n > ((int64_t)1 << 31)) return -1;
+    }
+    return n;
+}
+
+/* Copies a FLOAT tensor of exactly n elements into dst; 0, or -1 with the reason. */
+static int tensor_floats(imp_t *im, const Onnx__TensorProto *t, float *dst, size_t n)
+{
+    if (!t->has_data_type || t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
+        return fail(im, "initializer '%s': data type %d, only float (1) is supported", t->name ? t->name : "",
+                    (int)t->data_type);
+    if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+        return fail(im, "initializer '%s': external data is not supported (save the model with its weights inside)",
+                    t->name ? t->name : "");
+    if (tensor_count(t) != (int64_t)n)
+        return fail(im, "initializer '%s': %lld elements, the layer needs %zu", t->name ? t->name : "",
+                    (long long)tensor_count(t), n);
+    if (t->has_raw_data) {
+        if (t->raw_data.len != n * sizeof(float))
+            return fail(im, "initializer '%s': %zu bytes of raw data for %zu floats", t->name ? t->name : "",
+                        t->raw_data.len, n);
+        /* little-endian IEEE 754, as ONNX stores it and as the hosts pacer runs on are */
+        memcpy(dst, t->raw_data.data, n * sizeof(float));
+        return 0;
+    }
+    if (t->n_float_data != n)
+        return fail(im, "initializer '%s': %zu float values for %zu elements", t->name ? t->name : "", t->n_float_data,
+                    n);
+    memcpy(dst, t->float_data, n * sizeof(float));
+    return 0;
+}
+
+/* The int64 values of a small INT64 tensor (a shape, pads); their count, or -1. */
+static int tensor_ints(const Onnx__TensorProto *t, int64_t *dst, int max)
+{
+    if (!t->has_data_type || t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__INT64) return -1;
+    int64_t n = tensor_count(t);
+    if (n < 0 || n > max) return -1;
+    if (t->has_raw_data) {
+        if (t->raw_data.len != (size_t)n * 8) return -1;
+        memcpy(dst, t->raw_data.data, (size_t)n * 8);
+    } else {
+        if (t->n_int64_data != (size_t)n) return -1;
+        memcpy(dst, t->int64_data, (size_t)n * 8);
+    }
+    return (int)n;
+}
+
+/* ---- nodes ---------------------------------------------------------------------------- */
+
+static int input_ints(imp_t *im, const Onnx__NodeProto *n, size_t i, int64_t *out, int *count, int *scalar);
+
+static const char *node_name(const Onnx__NodeProto *n)
+{
+    if (n->name && n->name[0]) return n->name;
+    return n->n_output > 0 && n->output[0] ? n->output[0] : "(unnamed)";
+}
+
+static const Onnx__AttributeProto *attr(const Onnx__NodeProto *n, const char *name)
+{
+    for (size_t i = 0; i < n->n_attribute; i++)
+        if (n->attribute[i]->name && strcmp(n->attribute[i]->name, name) == 0) return n->attribute[i];
+    return NULL;
+}
+
+/* Refuses an attribute of n not in the NULL-terminated list known. */
+static int check_attrs(imp_t *im, const Onnx__NodeProto *n, const char *const *known)
+{
+    for (size_t i = 0; i < n->n_attribute; i++) {
+        const char *a = n->attribute[i]->name ? n->attribute[i]->name : "";
+        int ok = 0;
+        for (const char *const *k = known; *k; k++) ok |= strcmp(*k, a) == 0;
+        if (!ok) return fail(im, "node '%s' (%s): attribute '%s' is not supported", node_name(n), n->op_type, a);
+    }
+    return 0;
+}
+
+static int64_t attr_int(const Onnx__NodeProto *n, const char *name, int64_t dflt)
+{
+    const Onnx__AttributeProto *a = attr(n, name);
+    return a && a->has_i ? a->i : dflt;
+}
+
+static float attr_float(const Onnx__NodeProto *n, const char *name, float dflt)
+{
+    const Onnx__AttributeProto *a = attr(n, name);
+    return a && a->has_f ? a->f : dflt;
+}
+
+/* A list of exactly count ints (default dflt when absent); 0, or -1 with the reason. */
+static int attr_ints(imp_t *im, const Onnx__NodeProto *n, const char *name, int count, int dflt, int *out)
+{
+    const Onnx__AttributeProto *a = attr(n, name);
+    for (int i = 0; i < count; i++) out[i] = dflt;
+    if (!a) return 0;
+    if ((int)a->n_ints != count)
+        return fail(im, "node '%s' (%s): attribute %s has %zu values, want %d (2-D images only)", node_name(n),
+                    n->op_type, name, a->n_ints, count);
+    for (int i = 0; i < count; i++) {
+        if (a->ints[i] < 0 || a->ints[i] > DIM_MAX)
+            return fail(im, "node '%s' (%s): attribute %s[%d] = %lld is out of range", node_name(n), n->op_type, name,
+                        i, (long long)a->ints[i]);
+        out[i] = (int)a->ints[i];
+    }
+    return 0;
+}
+
+/* "NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER": 0..3, or -1. */
+static int auto_pad(const Onnx__NodeProto *n)
+{
+    const Onnx__AttributeProto *a = attr(n, "auto_pad");
+    if (!a || !a->has_s) return 0;
+    static const char *const modes[] = {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"};
+    for (int i = 0; i < 4; i++)
+        if (a->s.len == strlen(modes[i]) && memcmp(a->s.data, modes[i], a->s.len) == 0) return i;
+    return -1;
+}
+
+/* Pads of one dimension for auto_pad mode (ONNX's rule): SAME gives ceil(in / stride) outputs. */
+static void same_pads(int mode, int in, int k, int s, int d, int *begin, int *end)
+{
+    if (mode == 1) {
+        *begin = *end = 0;
+        return;
+    }
+    int out = (in + s - 1) / s, total = (out - 1) * s + (k - 1) * d + 1 - in;
+    if (total < 0) total = 0;
+    *begin = mode == 2 ? total / 2 : total - total / 2;
+    *end = total - *begin;
+}
+
+/* The activation a node reads as input i: the graph input or a layer's output. */
+static int input_layer(imp_t *im, const Onnx__NodeProto *n, size_t i, const value_t **vout)
+{
+    if (i >= n->n_input || !n->input[i] || !n->input[i][0])
+        return fail(im, "node '%s' (%s): input %zu is missing", node_name(n), n->op_type, i);
+    const value_t *v = find_value(im, n->input[i]);
+    if (!v)
+        return fail(im,
+                    "node '%s' (%s): input '%s' is produced by no earlier node (unsupported output or "
+                    "unsorted graph)",
+                    node_name(n), n->op_type, n->input[i]);
+    if (v->kind == V_TENSOR)
+        return fail(im, "node '%s' (%s): input '%s' is a constant where an activation is expected", node_name(n),
+                    n->op_type, n->input[i]);
+    if (v->kind == V_PADDED && strcmp(n->op_type, "AveragePool") != 0 && strcmp(n->op_type, "Conv") != 0)
+        return fail(im, "node '%s' (%s): reads the output of a Pad; only Conv and AveragePool may", node_name(n),
+                    n->op_type);
+    if (vout) *vout = v;
+    return 0;
+}
+
+static const Onnx__TensorProto *input_tensor(imp_t *im, const Onnx__NodeProto *n, size_t i)
+{
+    if (i >= n->n_input || !n->input[i] || !n->input[i][0]) return NULL;
+    const value_t *v = find_value(im, n->input[i]);
+    return v && v->kind == V_TENSOR ? v->tensor : NULL;
+}
+
+/* Defines the node's first output as layer li (flat as given); refuses further outputs that
+ * are named (BatchNormalization's training outputs and MaxPool's Indices are not values
+ * any later node may read, so they are simply not defined). */
+static int define_output(imp_t *im, const Onnx__NodeProto *n, int li, int flat)
+{
+    if (n->n_output < 1 || !n->output[0] || !n->output[0][0])
+        return fail(im, "node '%s' (%s): no output", node_name(n), n->op_type);
+    value_t *v = add_value(im, n->output[0], V_LAYER);
+    if (!v) return fail(im, "out of memory");
+    v->layer = li;
+    v->flat = flat;
+    return 0;
+}
+
+/* A weight's tensor is named by the value the node reads (an initializer's name, or the
+ * name the exporter gave a deduplicated copy through Identity), and loaded from that
+ * value's data. */
+static int weight_name_ok(imp_t *im, const Onnx__NodeProto *n, size_t i)
+{
+    const char *name = n->input[i];
+    if (!name[0] || strlen(name) >= MODEL_TENSOR_NAME_MAX)
+        return fail(im, "node '%s' (%s): weight name '%.64s' is empty or longer than %d bytes", node_name(n),
+                    n->op_type, name, MODEL_TENSOR_NAME_MAX - 1);
+    return 0;
+}
+
+static int do_conv(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const known[] = {"kernel_shape", "strides", "pads", "dilations", "group", "auto_pad", NULL};
+    const value_t *x;
+    if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
+    const Onnx__TensorProto *w = input_tensor(im, n, 1), *bias = input_tensor(im, n, 2);
+    if (!w || w->n_dims != 4 || tensor_count(w) <= 0)
+        return fail(im, "node '%s' (Conv): the weight must be a 4-D initializer (OC, C/group, KH, KW)", node_name(n));
+    if (n->n_input > 2 && n->input[2][0] && !bias)
+        return fail(im, "node '%s' (Conv): the bias must be an initializer", node_name(n));
+    if (n->n_input > 3) return fail(im, "node '%s' (Conv): more than 3 inputs", node_name(n));
+    if (weight_name_ok(im, n, 1) || (bias && weight_name_ok(im, n, 2))) return -1;
+    int C, H, W;
+    model_build_shape(b, x->layer, &C, &H, &W);
+    int ks[2], st[2], dl[2], pd[4];
+    const int group = (int)attr_int(n, "group", 1);
+    if (attr_ints(im, n, "kernel_shape", 2, -1, ks) || attr_ints(im, n, "strides", 2, 1, st) ||
+        attr_ints(im, n, "dilations", 2, 1, dl) || attr_ints(im, n, "pads", 4, 0, pd))
+        return -1;
+    const int KH = (int)w->dims[2], KW = (int)w->dims[3], OC = (int)w->dims[0];
+    if ((ks[0] != -1 && ks[0] != KH) || (ks[1] != -1 && ks[1] != KW))
+        return fail(im, "node '%s' (Conv): kernel_shape %dx%d differs from the weight's %dx%d", node_name(n), ks[0],
+                    ks[1], KH, KW);
+    if (group < 1 || group > C || (int64_t)w->dims[1] * group != C || OC % group != 0)
+        return fail(im, "node '%s' (Conv): weight (%d, %lld, %d, %d) with group %d does not fit %d input channels",
+                    node_name(n), OC, (long long)w->dims[1], KH, KW, group, C);
+    if (bias && (bias->n_dims != 1 || bias->dims[0] != OC))
+        return fail(im, "node '%s' (Conv): the bias must have %d elements", node_name(n), OC);
+    const int ap = auto_pad(n);
+    if (ap < 0) return fail(im, "node '%s' (Conv): unknown auto_pad", node_name(n));
+    if (ap > 0) {
+        same_pads(ap, H, KH, st[0] ? st[0] : 1, dl[0] ? dl[0] : 1, &pd[0], &pd[2]);
+        same_pads(ap, W, KW, st[1] ? st[1] : 1, dl[1] ? dl[1] : 1, &pd[1], &pd[3]);
+    }
+    if (x->kind == V_PADDED)
+        for (int i = 0; i < 4; i++) pd[i] += x->pads[i];
+    const conv2d_desc_t g = {.OC = OC,
+                             .KH = KH,
+                             .KW = KW,
+                             .sH = st[0],
+                             .sW = st[1],
+                             .pad_t = pd[0],
+                             .pad_l = pd[1],
+                             .pad_b = pd[2],
+                             .pad_r = pd[3],
+                             .dH = dl[0],
+                             .dW = dl[1],
+                             .groups = group};
+    int li = model_build_conv(b, x->layer, &g, bias != NULL, n->input[1], bias ? n->input[2] : NULL);
+    if (model_build_failed(b))
+        return fail(im, "node '%s' (Conv): geometry gives no output on a %dx%dx%d input", node_name(n), C, H, W);
+    return define_output(im, n, li, 0);
+}
+
+static int do_pool(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, int is_max)
+{
+    static const char *const kmax[] = {"kernel_shape", "strides",       "pads",     "dilations",
+                                       "ceil_mode",    "storage_order", "auto_pad", NULL};
+    static const char *const kavg[] = {"kernel_shape",      "strides",  "pads", "ceil_mode",
+                                       "count_include_pad", "auto_pad", NULL};
+    const value_t *x;
+    if (check_attrs(im, n, is_max ? kmax : kavg) || input_layer(im, n, 0, &x)) return -1;
+    if (is_max && attr_int(n, "storage_order", 0) != 0)
+        return fail(im, "node '%s' (MaxPool): storage_order 1 is not supported", node_name(n));
+    if (n->n_output > 1 && n->output[1] && n->output[1][0])
+        return fail(im, "node '%s' (MaxPool): the Indices output is not supported", node_name(n));
+    int C, H, W;
+    model_build_shape(b, x->layer, &C, &H, &W);
+    int ks[2], st[2], dl[2], pd[4];
+    if (attr_ints(im, n, "kernel_shape", 2, -1, ks) || attr_ints(im, n, "strides", 2, 1, st) ||
+        attr_ints(im, n, "dilations", 2, 1, dl) || attr_ints(im, n, "pads", 4, 0, pd))
+        return -1;
+    if (ks[0] < 1 || ks[1] < 1) return fail(im, "node '%s' (%s): kernel_shape is required", node_name(n), n->op_type);
+    const int ap = auto_pad(n);
+    if (ap < 0) return fail(im, "node '%s' (%s): unknown auto_pad", node_name(n), n->op_type);
+    if (ap > 0) {
+        same_pads(ap, H, ks[0], st[0] ? st[0] : 1, dl[0] ? dl[0] : 1, &pd[0], &pd[2]);
+        same_pads(ap, W, ks[1], st[1] ? st[1] : 1, dl[1] ? dl[1] : 1, &pd[1], &pd[3]);
+    }
+    int cip = (int)attr_int(n, "count_include_pad", 0);
+    if (x->kind == V_PADDED) {
+        /* zero Pad + AveragePool: the zeros are elements the average counts, which is
+         * count_include_pad over the pool's own pads (ops.h); the pool's pads must be 0 */
+        if (pd[0] || pd[1] || pd[2] || pd[3] || ap > 0)
+            return fail(im, "node '%s' (AveragePool): padded twice (a Pad and its own pads)", node_name(n));
+        for (int i = 0; i < 4; i++) pd[i] = x->pads[i];
+        cip = 1;
+    }
+    const pool2d_desc_t g = {.KH = ks[0],
+                             .KW = ks[1],
+                             .sH = st[0],
+                             .sW = st[1],
+                             .pad_t = pd[0],
+                             .pad_l = pd[1],
+                             .pad_b = pd[2],
+                             .pad_r = pd[3],
+                             .dH = dl[0],
+                             .dW = dl[1],
+                             .ceil_mode = (int)attr_int(n, "ceil_mode", 0),
+                             .count_include_pad = cip};
+    int li = model_build_pool(b, is_max ? LAYER_MAXPOOL : LAYER_AVGPOOL, x->layer, &g);
+    if (model_build_failed(b))
+        return fail(im, "node '%s' (%s): geometry gives no output (or a window of padding only) on a %dx%dx%d input",
+                    node_name(n), n->op_type, C, H, W);
+    return define_output(im, n, li, 0);
+}
+
+/* Pad: constant zeros on the two spatial dimensions only, read by the next Conv or
+ * AveragePool (no layer of its own). */
+static int do_pad(imp_t *im, const Onnx__NodeProto *n)
+{
+    static const char *const known[] = {"mode", NULL};
+    const value_t *x;
+    if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
+    const Onnx__AttributeProto *mode = attr(n, "mode");
+    if (mode && mode->has_s && !(mode->s.len == 8 && memcmp(mode->s.data, "constant", 8) == 0))
+        return fail(im, "node '%s' (Pad): only mode 'constant' is supported", node_name(n));
+    const Onnx__TensorProto *pads = input_tensor(im, n, 1), *val = input_tensor(im, n, 2);
+    int64_t p[8];
+    if (!pads || tensor_ints(pads, p, 8) != 8)
+        return fail(im, "node '%s' (Pad): pads must be a constant of 8 int64 values", node_name(n));
+    if (val) {
+        float z;
+        if (tensor_count(val) != 1 || tensor_floats(im, val, &z, 1) || z != 0.0f)
+            return fail(im, "node '%s' (Pad): only zero padding is supported", node_name(n));
+    }
+    /* (N, C, H, W): begins p[0..3], ends p[4..7] */
+    if (p[0] || p[1] || p[4] || p[5])
+        return fail(im, "node '%s' (Pad): padding of the batch or channel dimension is not supported", node_name(n));
+    for (int i = 0; i < 8; i++)
+        if (p[i] < 0 || p[i] > DIM_MAX) return fail(im, "node '%s' (Pad): negative or huge pads", node_name(n));
+    if (x->kind == V_PADDED) return fail(im, "node '%s' (Pad): two Pads in a row are not supported", node_name(n));
+    value_t *v = add_value(im, n->output[0], V_PADDED);
+    if (!v) return fail(im, "out of memory");
+    v->layer = x->layer;
+    v->pads[0] = (int)p[2], v->pads[1] = (int)p[3], v->pads[2] = (int)p[6], v->pads[3] = (int)p[7];
+    return 0;
+}
+
+static int do_bn(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const known[] = {"epsilon", "momentum", "training_mode", "spatial", NULL};
+    const value_t *x;
+    if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
+    if (attr_int(n, "spatial", 1) != 1)
+        return fail(im, "node '%s' (BatchNormalization): spatial = 0 is not supported", node_name(n));
+    /* model/'s batch norm takes any epsilon, but PyTorch's momentum 0.1 (ONNX's 0.9) only */
+    const float eps = attr_float(n, "epsilon", 1e-5f), mom = attr_float(n, "momentum", 0.9f);
+    if (!(eps > 0.0f) || !(eps < 1.0f))
+        return fail(im, "node '%s' (BatchNormalization): epsilon %g is out of range (0, 1)", node_name(n), eps);
+    if (fabsf(mom - (1.0f - MODEL_BN_MOMENTUM)) > 1e-6f)
+        return fail(im, "node '%s' (BatchNormalization): momentum %g is not supported yet (only %g, PyTorch's %g)",
+                    node_name(n), mom, 1.0f - MODEL_BN_MOMENTUM, MODEL_BN_MOMENTUM);
+    int C, H, W;
+    model_build_shape(b, x->layer, &C, &H, &W);
+    const char *names[4];
+    for (int i = 0; i < 4; i++) {
+        const Onnx__TensorProto *t = input_tensor(im, n, (size_t)i + 1);
+        if (!t || t->n_dims != 1 || t->dims[0] != C)
+            return fail(im, "node '%s' (BatchNormalization): input %d must be an initializer of %d values",
+                        node_name(n), i + 1, C);
+        if (weight_name_ok(im, n, (size_t)i + 1)) return -1;
+        names[i] = n->input[i + 1];
+    }
+    int li = model_build_bn_eps(b, x->layer, names, eps);
+    return define_output(im, n, li, 0);
+}
+
+static int do_gemm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const known[] = {"alpha", "beta", "transA", "transB", NULL};
+    const value_t *x;
+    if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
+    if (attr_int(n, "transA", 0) != 0)
+        return fail(im, "node '%s' (Gemm): transA = 1 is not supported (A is the activation)", node_name(n));
+    const int transB = (int)attr_int(n, "transB", 0);
+    if (transB != 0 && transB != 1) return fail(im, "node '%s' (Gemm): transB must be 0 or 1", node_name(n));
+    int C, H, W;
+    model_build_shape(b, x->layer, &C, &H, &W);
+    if (!x->flat && (H != 1 || W != 1))
+        return fail(im, "node '%s' (Gemm): input is not 2-D (Flatten or Reshape it first)", node_name(n));
+    const Onnx__TensorProto *w = input_tensor(im, n, 1), *c = input_tensor(im, n, 2);
+    const int64_t IN = (int64_t)C * H * W;
+    /* B is (OUT, IN) with transB = 1 (PyTorch's Linear), (IN, OUT) with transB = 0 */
+    if (!w || w->n_dims != 2 || w->dims[transB ? 1 : 0] != IN || w->dims[transB ? 0 : 1] < 1)
+        return fail(im, "node '%s' (Gemm): B must be an initializer %s", node_name(n),
+                    transB ? "(OUT, IN) for transB = 1" : "(IN, OUT) for transB = 0");
+    const int64_t OUT = w->dims[transB ? 0 : 1];
+    if (n->n_input > 2 && n->input[2][0] && (!c || c->n_dims != 1 || c->dims[0] != OUT))
+        return fail(im, "node '%s' (Gemm): C must be an initializer of %lld values (no other broadcast)", node_name(n),
+                    (long long)OUT);
+    if (weight_name_ok(im, n, 1) || (c && weight_name_ok(im, n, 2))) return -1;
+    const gemm_desc_t g = {.layout = transB ? GEMM_W_OUT_IN : GEMM_W_IN_OUT,
+                           .alpha = attr_float(n, "alpha", 1.0f),
+                           .beta = attr_float(n, "beta", 1.0f)};
+    if (!isfinite(g.alpha) || !isfinite(g.beta))
+        return fail(im, "node '%s' (Gemm): alpha and beta must be finite", node_name(n));
+    int li = model_build_gemm(b, x->layer, (int)OUT, &g, n->input[1], c ? n->input[2] : NULL);
+    return define_output(im, n, li, 0);
+}
+
+/* MatMul of a 2-D activation and an (IN, OUT) initializer: a Gemm layer (transB 0)
+ * without bias; an Add of a 1-D initializer right after it becomes its bias. */
+static int do_matmul(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const none[] = {NULL};
+    const value_t *x;
+    if (check_attrs(im, n, none) || input_layer(im, n, 0, &x)) return -1;
+    int C, H, W;
+    model_build_shape(b, x->layer, &C, &H, &W);
+    if (!x->flat && (H != 1 || W != 1))
+        return fail(im, "node '%s' (MatMul): input is not 2-D (Flatten or Reshape it first)", node_name(n));
+    const Onnx__TensorProto *w = input_tensor(im, n, 1);
+    if (!w || w->n_dims != 2 || w->dims[0] != (int64_t)C * H * W || w->dims[1] < 1 || w->dims[1] > DIM_MAX)
+        return fail(im, "node '%s' (MatMul): the second input must be an initializer (%lld, OUT)", node_name(n),
+                    (long long)C * H * W);
+    if (weight_name_ok(im, n, 1)) return -1;
+    const gemm_desc_t g = {.layout = GEMM_W_IN_OUT, .alpha = 1.0f, .beta = 1.0f};
+    int li = model_build_gemm(b, x->layer, (int)w->dims[1], &g, n->input[1], NULL);
+    if (define_output(im, n, li, 0)) return -1;
+    im->vals[im->nvals - 1].matmul = 1;
+    return 0;
+}
+
+/* How many nodes read value name, plus 1 when it is the graph's output. */
+static int uses(const imp_t *im, const char *name)
+{
+    int k = strcmp(im->output, name) == 0;
+    for (size_t i = 0; i < im->g->n_node; i++)
+        for (size_t j = 0; j < im->g->node[i]->n_input; j++) k += strcmp(im->g->node[i]->input[j], name) == 0;
+    return k;
+}
+
+/* Reshape to (batch, -1): a constant shape [0 or -1 or the batch, -1 or C*H*W]. */
+static int do_reshape(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const known[] = {"allowzero", NULL};
+    const value_t *x;
+    if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
+    if (attr_int(n, "allowzero", 0) != 0)
+        return fail(im, "node '%s' (Reshape): allowzero = 1 is not supported", node_name(n));
+    int64_t sh[INTS_MAX];
+    int nsh = 0, ssh;
+    int C, H, W;
+    model_build_shape(b, x->layer, &C, &H, &W);
+    const int64_t flat = (int64_t)C * H * W;
+    if (input_ints(im, n, 1, sh, &nsh, &ssh) != 0 || nsh != 2 ||
+        !(sh[0] == BATCH || sh[0] == 0 || sh[0] == -1 || (im->batch_dim > 0 && sh[0] == im->batch_dim)) ||
+        !(sh[1] == -1 || sh[1] == flat) || (sh[0] == -1 && sh[1] == -1))
+        return fail(im, "node '%s' (Reshape): only a constant shape (batch, -1) or (batch, %lld) is supported",
+                    node_name(n), (long long)flat);
+    return define_output(im, n, x->layer, 1);
+}
+
+/* Input i of n as a small int vector (a constant INT64 tensor or a V_INTS); 0, or -1. */
+static int input_ints(imp_t *im, const Onnx__NodeProto *n, size_t i, int64_t *out, int *count, int *scalar)
+{
+    if (i >= n->n_input || !n->input[i][0]) return -1;
+    const value_t *v = find_value(im, n->input[i]);
+    if (!v) return -1;
+    if (v->kind == V_INTS) {
+        memcpy(out, v->ints, (size_t)v->nints * sizeof *out);
+        *count = v->nints;
+        *scalar = v->scalar;
+        return 0;
+    }
+    if (v->kind != V_TENSOR) return -1;
+    int c = tensor_ints(v->tensor, out, INTS_MAX);
+    if (c < 0 || v->tensor->n_dims > 1) return -1;
+    *count = c;
+    *scalar = v->tensor->n_dims == 0;
+    return 0;
+}
+
+static int define_ints(imp_t *im, const Onnx__NodeProto *n, const int64_t *ints, int count, int scalar)
+{
+    value_t *v = add_value(im, n->output[0], V_INTS);
+    if (!v) return fail(im, "out of memory");
+    memcpy(v->ints, ints, (size_t)count * sizeof *ints);
+    v->nints = count;
+    v->scalar = scalar;
+    return 0;
+}
+
+/* Shape, Gather, Unsqueeze and Concat on small int vectors (the exporter's shape arithmetic);
+ * 1 when n is not such a node. */
+static int do_shape_op(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const none[] = {NULL}, *const axis[] = {"axis", NULL}, *const axes[] = {"axes", NULL};
+    const char *op = n->op_type;
+    int64_t a[INTS_MAX], r[INTS_MAX];
+    int na, sa;
+    if (strcmp(op, "Shape") == 0) {
+        const value_t *x;
+        if (check_attrs(im, n, none) || input_layer(im, n, 0, &x)) return -1;
+        int C, H, W;
+        model_build_shape(b, x->layer, &C, &H, &W);
+        const int64_t four[4] = {BATCH, C, H, W}, two[2] = {BATCH, (int64_t)C * H * W};
+        return x->flat ? define_ints(im, n, two, 2, 0) : define_ints(im, n, four, 4, 0);
+    }
+    if (strcmp(op, "Gather") == 0) {
+        int64_t idx[INTS_MAX];
+        int ni, si;
+        if (check_attrs(im, n, axis) || attr_int(n, "axis", 0) != 0 || input_ints(im, n, 0, a, &na, &sa) ||
+            input_ints(im, n, 1, idx, &ni, &si) || sa)
+            return fail(im, "node '%s' (Gather): only gathering from a constant or a Shape is supported", node_name(n));
+        for (int i = 0; i < ni; i++) {
+            int64_t k = idx[i] < 0 ? idx[i] + na : idx[i];
+            if (k < 0 || k >= na)
+                return fail(im, "node '%s' (Gather): index %lld out of range", node_name(n), (long long)idx[i]);
+            r[i] = a[k];
+        }
+        return define_ints(im, n, r, ni, si);
+    }
+    if (strcmp(op, "Unsqueeze") == 0) {
+        /* axes: an attribute up to opset 12, an input from 13 */
+        int64_t ax[INTS_MAX];
+        int nx = 0, sx;
+        const Onnx__AttributeProto *at = attr(n, "axes");
+        if (check_attrs(im, n, axes) || input_ints(im, n, 0, a, &na, &sa)) return 1;
+        if (at && at->n_ints == 1) ax[0] = at->ints[0], nx = 1;
+        else if (!at && input_ints(im, n, 1, ax, &nx, &sx) != 0) nx = 0;
+        if (!sa || nx != 1 || ax[0] != 0)
+            return fail(im, "node '%s' (Unsqueeze): only a scalar to a 1-element vector is supported", node_name(n));
+        return define_ints(im, n, a, 1, 0);
+    }
+    if (strcmp(op, "Concat") == 0) {
+        int total = 0;
+        for (size_t i = 0; i < n->n_input; i++) {
+            if (input_ints(im, n, i, a, &na, &sa) != 0) return 1; /* not int vectors: not this kind of Concat */
+            if (sa || total + na > INTS_MAX)
+                return fail(im, "node '%s' (Concat): a shape of more than %d values", node_name(n), INTS_MAX);
+            memcpy(r + total, a, (size_t)na * sizeof *a);
+            total += na;
+        }
+        if (check_attrs(im, n, axis) || attr_int(n, "axis", 0) != 0)
+            return fail(im, "node '%s' (Concat): shape vectors join along axis 0", node_name(n));
+        return define_ints(im, n, r, total, 0);
+    }
+    return 1;
+}
+
+static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const none[] = {NULL};
+    if (!n->op_type || !n->op_type[0]) return fail(im, "node '%s': no operator", node_name(n));
+    const char *op = n->op_type;
+    const value_t *x;
+    if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
+        return fail(im, "node '%s' (%s): operator domain '%s' is not supported", node_name(n), op, n->domain);
+    if (n->n_output < 1 || !n->output[0][0]) return fail(im, "node '%s' (%s): no output", node_name(n), op);
+    int rc = do_shape_op(im, b, n);
+    if (rc != 1) return rc;
+    if (strcmp(op, "Conv") == 0) return do_conv(im, b, n);
+    if (strcmp(op, "MaxPool") == 0) return do_pool(im, b, n, 1);
+    if (strcmp(op, "AveragePool") == 0) return do_pool(im, b, n, 0);
+    if (strcmp(op, "BatchNormalization") == 0) return do_bn(im, b, n);
+    if (strcmp(op, "Gemm") == 0) return do_gemm(im, b, n);
+    if (strcmp(op, "Reshape") == 0) return do_reshape(im, b, n);
+    if (strcmp(op, "Pad") == 0) return do_pad(im, n);
+    if (strcmp(op, "Identity") == 0 && n->n_input == 1 && n->n_output == 1 && input_tensor(im, n, 0)) {
+        /* a constant under another name (the exporter's way of using one weight twice) */
+        if (check_attrs(im, n, none)) return -1;
+        value_t *v = add_value(im, n->output[0], V_TENSOR);
+        if (!v) return fail(im, "out of memory");
+        v->tensor = input_tensor(im, n, 0);
+        return 0;
+    }
+    if (strcmp(op, "Relu") == 0 || strcmp(op, "GlobalAveragePool") == 0 || strcmp(op, "Identity") == 0) {
+        if (check_attrs(im, n, none) || input_layer(im, n, 0, &x)) return -1;
+        if (op[0] == 'I') return define_output(im, n, x->layer, x->flat);
+        int li = op[0] == 'R' ? model_build_relu(b, x->layer) : model_build_gap(b, x->layer);
+        return define_output(im, n, li, op[0] == 'R' ? x->flat : 0);
+    }
+    if (strcmp(op, "LeakyRelu") == 0 || strcmp(op, "Sigmoid") == 0 || strcmp(op, "Tanh") == 0) {
+        static const char *const known[] = {"alpha", NULL};
+        if (check_attrs(im, n, op[0] == 'L' ? known : none) || input_layer(im, n, 0, &x)) return -1;
+        const float alpha = attr_float(n, "alpha", 0.01f);
+        if (op[0] == 'L' && !(alpha >= 0.0f))
+            return fail(im, "node '%s' (LeakyRelu): alpha %g: a negative slope is not supported", node_name(n), alpha);
+        const layer_kind_t k = op[0] == 'L' ? LAYER_LEAKY_RELU : op[0] == 'S' ? LAYER_SIGMOID : LAYER_TANH;
+        return define_output(im, n, model_build_elementwise(b, k, x->layer, alpha), x->flat);
+    }
+    if (strcmp(op, "Dropout") == 0) {
+        /* ratio: an attribute up to opset 11, an optional constant input from 12; pacer drops
+         * while training and not at evaluation, whatever the training_mode input says; the
+         * mask output is never defined (no node may read it) */
+        static const char *const known[] = {"ratio", "seed", NULL};
+        if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
+        float p = attr_float(n, "ratio", 0.5f);
+        if (n->n_input > 1 && n->input[1][0]) {
+            const Onnx__TensorProto *r = input_tensor(im, n, 1);
+            if (!r || tensor_count(r) != 1 || tensor_floats(im, r, &p, 1) != 0)
+                return fail(im, "node '%s' (Dropout): ratio must be a constant float", node_name(n));
+        }
+        if (n->n_input > 2 && n->input[2][0] && !input_tensor(im, n, 2))
+            return fail(im, "node '%s' (Dropout): training_mode must be a constant", node_name(n));
+        if (!(p >= 0.0f && p < 1.0f))
+            return fail(im, "node '%s' (Dropout): ratio %g is not in [0, 1)", node_name(n), p);
+        return define_output(im, n, model_build_elementwise(b, LAYER_DROPOUT, x->layer, p), x->flat);
+    }
+    if (strcmp(op, "Concat") == 0) {
+        /* of activations along channels (Concat of shapes was do_shape_op's): a chain of
+         * two-input concatenations */
+        static const char *const known[] = {"axis", NULL};
+        if (check_attrs(im, n, known)) return -1;
+        if (attr_int(n, "axis", 0) != 1)
+            return fail(im, "node '%s' (Concat): activations join along channels (axis 1) only", node_name(n));
+        if (n->n_input < 1 || input_layer(im, n, 0, &x)) return fail(im, "node '%s' (Concat): no inputs", node_name(n));
+        int li = x->layer;
+        for (size_t i = 1; i < n->n_input; i++) {
+            const value_t *y;
+            if (input_layer(im, n, i, &y)) return -1;
+            int C1, H1, W1, C2, H2, W2;
+            model_build_shape(b, li, &C1, &H1, &W1);
+            model_build_shape(b, y->layer, &C2, &H2, &W2);
+            if (H1 != H2 || W1 != W2)
+                return fail(im, "node '%s' (Concat): input %zu is %dx%d, the others %dx%d", node_name(n), i, H2, W2, H1,
+                            W1);
+            li = model_build_concat(b, li, y->layer);
+        }
+        return define_output(im, n, li, n->n_input == 1 ? x->flat : 0);
+    }
+    if (strcmp(op, "Flatten") == 0) {
+        static const char *const known[] = {"axis", NULL};
+        if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
+        if (attr_int(n, "axis", 1) != 1) return fail(im, "node '%s' (Flatten): only axis 1 is supported", node_name(n));
+        return define_output(im, n, x->layer, 1);
+    }
+    if (strcmp(op, "MatMul") == 0) return do_matmul(im, b, n);
+    if (strcmp(op, "Add") == 0) {
+        const value_t *y;
+        /* MatMul + Add(bias): the bias joins the MatMul's layer when nothing else reads the
+         * MatMul's output and no layer came after it */
+        const value_t *mm = n->n_input == 2 ? find_value(im, n->input[0]) : NULL;
+        const Onnx__TensorProto *bias = n->n_input == 2 ? input_tensor(im, n, 1) : NULL;
+        if (mm && mm->kind == V_LAYER && mm->matmul && bias) {
+            int C, H, W, last = mm->layer;
+            model_build_shape(b, mm->layer, &C, &H, &W);
+            if (check_attrs(im, n, none)) return -1;
+            if (bias->n_dims != 1 || bias->dims[0] != C || uses(im, n->input[0]) != 1 ||
+                model_build_shape(b, last + 1, &H, &H, &H) == 0)
+                return fail(im,
+                            "node '%s' (Add): a bias after MatMul must be a 1-D initializer of %d values read "
+                            "right after it",
+                            node_name(n), C);
+            if (weight_name_ok(im, n, 1)) return -1;
+            model_build_fc_bias(b, mm->layer, n->input[1]);
+            return define_output(im, n, mm->layer, 0);
+        }
+        if (check_attrs(im, n, none) || input_layer(im, n, 0, &x) || input_layer(im, n, 1, &y)) return -1;
+        int C1, H1, W1, C2, H2, W2;
+        model_build_shape(b, x->layer, &C1, &H1, &W1);
+        model_build_shape(b, y->layer, &C2, &H2, &W2);
+        if (C1 != C2 || H1 != H2 || W1 != W2 || x->layer < 0 || y->layer < 0)
+            return fail(im,
+                        "node '%s' (Add): only two activations of the same shape are supported (%dx%dx%d + %dx%dx%d)",
+                        node_name(n), C1, H1, W1, C2, H2, W2);
+        return define_output(im, n, model_build_add(b, x->layer, y->layer), x->flat);
+    }
+    if (strcmp(op, "Constant") == 0) {
+        static const char *const known[] = {"value", NULL};
+        if (check_attrs(im, n, known)) return -1;
+        const Onnx__AttributeProto *a = attr(n, "value");
+        if (!a || !a->t || n->n_output < 1)
+            return fail(im, "node '%s' (Constant): only a tensor 'value' is supported", node_name(n));
+        value_t *v = add_value(im, n->output[0], V_TENSOR);
+        if (!v) return fail(im, "out of memory");
+        v->tensor = a->t;
+        return 0;
+    }
+    return fail(im, "node '%s': operator %s is not supported (supported: %s)", node_name(n), op, ONNX_SUPPORTED_OPS);
+}
+
+/* The model_build_fn: every node in order, then the output must be the last layer. */
+static int build_graph(model_builder_t *b, void *ctx, char *err, size_t errlen)
+{
+    imp_t *im = ctx;
+    im->err = err;
+    im->errlen = errlen;
+    value_t *in = add_value(im, im->input, V_LAYER);
+    if (!in) return fail(im, "out of memory");
+    in->layer = -1;
+    for (size_t i = 0; i < im->g->n_node; i++)
+        if (do_node(im, b, im->g->node[i]) != 0) return -1;
+    const value_t *o = find_value(im, im->output);
+    if (!o || o->kind != V_LAYER || o->layer < 0)
+        return fail(im, "the graph's output '%s' is not computed by a supported node", im->output);
+    int C, H, W, Cl, Hl, Wl, last = 0;
+    while (model_build_shape(b, last + 1, &Cl, &Hl, &Wl) == 0) last++;
+    model_build_shape(b, o->layer, &C, &H, &W);
+    if (o->layer != last)
+        return fail(im, "the graph's output '%s' is not its last layer (a branch computed after it is unused)",
+                    im->output);
+    if (H != 1 || W != 1)
+        return fail(im, "the graph's output is not (N, classes): its shape is (N, %d, %d, %d)", C, H, W);
+    return 0;
+}
+
+/* ---- the file ---------------------------------------------------------------------------- */
+
+/* Dimension i of a graph input's or output's declared shape: its value, 0 when symbolic,
+ * -1 when absent. */
+static int64_t vi_dim(const Onnx__ValueInfoProto *vi, size_t i, size_t *ndims)
+{
+    *ndims = 0;
+    if (!vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !vi->type->tensor_type ||
+        !vi->type->tensor_type->shape)
+        return -1;
+    const Onnx__TensorShapeProto *s = vi->type->tensor_type->shape;
+    *ndims = s->n_dim;
+    if (i >= s->n_dim) return -1;
+    return s->dim[i]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ? s->dim[i]->dim_value : 0;
+}
+
+static int is_initializer(const Onnx__GraphProto *g, const char *name)
+{
+    for (size_t i = 0; i < g->n_initializer; i++)
+        if (g->initializer[i]->name && strcmp(g->initializer[i]->name, name) == 0) return 1;
+    return 0;
+}
+
+static int import_model(const Onnx__ModelProto *mp, const char *name, int max_batch, model_t **out, char *err,
+                        size_t errlen)
+{
+    const Onnx__GraphProto *g = mp->graph;
+    if (!g) return snprintf(err, errlen, "onnx: the model has no graph"), -1;
+    int64_t opset = -1;
+    for (size_t i = 0; i < mp->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
+        if (!o->domain || !o->domain[0] || strcmp(o->domain, "ai.onnx") == 0) opset = o->has_version ? o->version : -1;
+    }
+    if (opset < 11 || opset > 17)
+        return snprintf(err, errlen, "onnx: opset %lld is not supported (11 to 17)", (long long)opset), -1;
+    if (g->n_node > ONNX_MAX_NODES || g->n_initializer > ONNX_MAX_INITIALIZERS)
+        return snprintf(err, errlen, "onnx: %zu nodes and %zu initializers exceed the bounds (%d, %d)", g->n_node,
+                        g->n_initializer, ONNX_MAX_NODES, ONNX_MAX_INITIALIZERS),
+               -1;
+    if (g->n_sparse_initializer > 0) return snprintf(err, errlen, "onnx: sparse initializers are not supported"), -1;
+
+    imp_t im = {.g = g};
+    /* the image input: the one graph input that is not an initializer */
+    const Onnx__ValueInfoProto *input = NULL;
+    for (size_t i = 0; i < g->n_input; i++) {
+        if (!g->input[i]->name || is_initializer(g, g->input[i]->name)) continue;
+        if (input) return snprintf(err, errlen, "onnx: the graph has more than one input (one image input only)"), -1;
+        input = g->input[i];
+    }
+    if (!input) return snprintf(err, errlen, "onnx: the graph has no input"), -1;
+    if (g->n_output != 1 || !g->output[0]->name)
+        return snprintf(err, errlen, "onnx: the graph has %zu outputs (one logits output only)", g->n_output), -1;
+    if (!input->type || input->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !input->type->tensor_type ||
+        input->type->tensor_type->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
+        return snprintf(err, errlen, "onnx: input '%s' is not a float tensor", input->name), -1;
+    size_t nd, nod;
+    int64_t dims[4];
+    for (size_t i = 0; i < 4; i++) dims[i] = vi_dim(input, i, &nd);
+    if (nd != 4 || dims[1] < 1 || dims[2] < 1 || dims[3] < 1 || dims[1] > DIM_MAX || dims[2] > DIM_MAX ||
+        dims[3] > DIM_MAX)
+        return snprintf(err, errlen, "onnx: input '%s' must have the fixed shape (N, C, H, W) of an image batch",
+                        input->name),
+               -1;
+    int64_t classes = vi_dim(g->output[0], 1, &nod);
+    if (nod != 2 || classes < 1 || classes > DIM_MAX)
+        return snprintf(err, errlen, "onnx: output '%s' must have the shape (N, classes) with classes fixed",
+                        g->output[0]->name),
+               -1;
+    im.input = input->name;
+    im.output = g->output[0]->name;
+    im.batch_dim = dims[0] > 0 && dims[0] <= DIM_MAX ? (int)dims[0] : 0;
+    for (size_t i = 0; i < g->n_initializer; i++) {
+        value_t *v = add_value(&im, g->initializer[i]->name ? g->initializer[i]->name : "", V_TENSOR);
+        if (!v) return free(im.vals), snprintf(err, errlen, "onnx: out of memory"), -1;
+        v->tensor = g->initializer[i];
+    }
+
+    model_t *m = NULL;
+    if (model_create_custom(name, (int)dims[1], (int)dims[2], (int)dims[3], (int)classes, max_batch, build_graph, &im,
+                            &m, err, errlen) != 0) {
+        free(im.vals);
+        return -1;
+    }
+    if (m->layers[m->nlayers - 1].OC != classes) {
+        snprintf(err, errlen, "onnx: the last layer has %d outputs, the graph's output declares %lld classes",
+                 m->layers[m->nlayers - 1].OC, (long long)classes);
+        goto fail;
+    }
+    /* One initializer read by two layers would be two tensors trained apart: refused
+     * rather than silently untied. */
+    for (int i = 0; i < m->ntensors; i++)
+        for (int j = 0; j < i; j++)
+            if (strcmp(m->tensors[i].name, m->tensors[j].name) == 0) {
+                snprintf(err, errlen, "onnx: initializer '%s' is used by two layers (shared weights are not supported)",
+                         m->tensors[i].name);
+                goto fail;
+            }
+    /* the starting weights: every tensor from the initializer of its name */
+    im.err = err;
+    im.errlen = errlen;
+    for (int i = 0; i < m->ntensors; i++) {
+        const tensor_info_t *t = &m->tensors[i];
+        const value_t *v = find_value(&im, t->name);
+        if (!v || v->kind != V_TENSOR) {
+            snprintf(err, errlen, "onnx: no initializer '%s'", t->name);
+            goto fail;
+        }
+        float *dst = (t->is_buffer ? m->buffers : m->params) + t->offset;
+        if (tensor_floats(&im, v->tensor, dst, t->count) != 0) goto fail;
+    }
+    free(im.vals);
+    *out = m;
+    return 0;
+fail:
+    free(im.vals);
+    model_free(m);
+    return -1;
+}
+
+int onnx_import_buffer(const uint8_t *data, size_t len, const char *name, int max_batch, model_t **out, char *err,
+                       size_t errlen)
+{
+    *out = NULL;
+    if (len == 0) return snprintf(err, errlen, "onnx: empty input"), -1;
+    if (len > ONNX_MAX_BYTES)
+        return snprintf(err, errlen, "onnx: %zu bytes exceed the limit of %zu", len, ONNX_MAX_BYTES), -1;
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, data);
+    if (!mp) return snprintf(err, errlen, "onnx: not an ONNX model, or truncated (the protobuf does not decode)"), -1;
+    int rc = import_model(mp, name, max_batch, out, err, errlen);
+    onnx__model_proto__free_unpacked(mp, NULL);
+    return rc;
+}
+
+int onnx_import_file(const char *path, const char *name, int max_batch, model_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return snprintf(err, errlen, "onnx: cannot open %s: %s", path, strerror(errno)), -1;
+    uint8_t *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len == cap) {
+            if (cap >= ONNX_MAX_BYTES) {
+                fclose(f);
+                free(buf);
+                return snprintf(err, errlen, "onnx: %s is larger than %zu bytes", path, ONNX_MAX_BYTES), -1;
+            }
+            cap = cap ? 2 * cap : (size_t)1 << 16;
+            uint8_t *p = realloc(buf, cap + 1);
+            if (!p) {
+                fclose(f);
+                free(buf);
+                return snprintf(err, errlen, "onnx: out of memory reading %s", path), -1;
+            }
+            buf = p;
+        }
+        size_t r = fread(buf + len, 1, cap - len, f);
+        len += r;
+        if (r == 0) break;
+    }
+    int rd_err = ferror(f);
+    fclose(f);
+    if (rd_err) {
+        free(buf);
+        return snprintf(err, errlen, "onnx: error reading %s", path), -1;
+    }
+    int rc = onnx_import_buffer(buf, len, name, max_batch, out, err, errlen);
+    free(buf);
+    return rc;
+}

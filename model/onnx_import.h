@@ -1,0 +1,36 @@
+/* model/onnx_import.h - an ONNX model (a ModelProto file, what torch.onnx.export writes)
+ * as a pacer model: its graph mapped onto model/'s layer list (the list the built-in
+ * networks use), its initializers as the starting weights under their own names.
+ *
+ * Outside input: the file is bounded (ONNX_MAX_BYTES, node and initializer counts, tensor
+ * sizes), and everything pacer cannot train as the file says is refused before any
+ * training, with a message naming the node, its operator and what about it is
+ * unsupported (and, for an unknown operator, the list of supported ones). Nothing is
+ * approximated: an attribute the kernels do not implement is refused, never ignored.
+ */
+#ifndef PACER_ONNX_IMPORT_H
+#define PACER_ONNX_IMPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+
+/* Largest ONNX file read (bytes): weights live inside the file (external data is refused). */
+#define ONNX_MAX_BYTES ((size_t)1 << 30)
+#define ONNX_MAX_NODES 100000
+#define ONNX_MAX_INITIALIZERS 100000
+
+/* The operators the importer maps (for messages and docs). */
+extern const char ONNX_SUPPORTED_OPS[];
+
+/* Builds the model of the ONNX file at path for batches of up to max_batch, named name
+ * (a catalog name), weights from the file's initializers. Returns 0, or -1 with err set
+ * (unreadable, too large, not ONNX or truncated, an unsupported operator or attribute, a
+ * graph that is not one image input (N, C, H, W) -> one logits output (N, classes)). */
+int onnx_import_file(const char *path, const char *name, int max_batch, model_t **out, char *err, size_t errlen);
+/* The same from len bytes in memory (what the file holds). */
+int onnx_import_buffer(const uint8_t *data, size_t len, const char *name, int max_batch, model_t **out, char *err,
+                       size_t errlen);
+
+#endif

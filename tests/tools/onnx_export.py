@@ -1,0 +1,238 @@
+"""tests/tools/onnx_export.py - ONNX files for tests/unit/test_onnx_import.c, made at test time
+with PyTorch's exporter (nothing binary is committed).
+
+Usage: /usr/bin/python3 tests/tools/onnx_export.py OUTDIR
+Writes into OUTDIR:
+  cnn_eval.onnx      a small CNN exported in eval mode (opset 13; batch norm folded into
+                     the convolutions by the exporter);
+  cnn_preserve.onnx  the same network with its BatchNormalization node kept
+                     (TrainingMode.PRESERVE of a module in eval mode, no constant folding);
+  x.bin, logits.bin  an input batch (4, 3, 20, 18) and torch's logits (4, 10) for it,
+                     float32 little-endian;
+  softplus.onnx      a network with an operator pacer does not support (Softplus);
+  view_dynamic.onnx  a network flattening with x.view(x.size(0), -1), exported with a
+  view_logits.bin    dynamic batch axis (Shape/Gather/Unsqueeze/Concat), and its logits for x;
+  acts.onnx          ActNet (leaky ReLU, sigmoid, tanh, concat, batch norm eps 1e-3, Gemm
+  acts_logits.bin    with transB 0 and alpha/beta) in eval mode, its logits, and the same
+  acts_train.onnx    exported in training mode (with its Dropout node), and its evaluation
+  acts_train_logits.bin  logits (tracing moved the running statistics);
+  matmul.onnx        x @ W (+ b) as MatMul (and Add), and its logits;
+  matmul_logits.bin
+  cnn_grads.*, acts_grads.*  torch's gradients of both networks' training step (save_grads);
+  tiny.onnx          a 2 KB network of most mapped operators (batch norm kept, depthwise
+                     convolution, residual Add, Pad + AveragePool, Gemm): the seed of
+                     fuzz/corpus/onnx/ (copied there by hand, see docs/TESTING.md).
+Exits 77 when torch or onnx cannot be imported (the test then skips, saying so).
+"""
+import sys
+
+try:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    import onnx  # noqa: F401  (the exporter needs it)
+except Exception as e:  # pragma: no cover - depends on the machine
+    print("onnx_export: torch/onnx not importable: %s" % e)
+    sys.exit(77)
+
+
+class Net(nn.Module):
+    """Covers what the importer maps: a padded convolution with batch norm, ceil-mode max
+    pooling with padding, a depthwise convolution (channel multiplier 2, dilation, per-axis
+    padding) and a pointwise one, a residual Add, a rectangular-stride convolution, average
+    pooling with and without count_include_pad (the former exported as Pad + AveragePool),
+    Flatten and a Linear layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.pool1 = nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True)
+        self.dw = nn.Conv2d(8, 16, 3, padding=(1, 2), dilation=(1, 2), groups=8, bias=False)
+        self.pw = nn.Conv2d(16, 16, 1)
+        self.proj = nn.Conv2d(8, 16, 1, bias=False)
+        self.conv3 = nn.Conv2d(16, 12, (3, 2), stride=(2, 1), padding=(1, 0))
+        self.pool2 = nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)
+        self.pool3 = nn.AvgPool2d(2, stride=1, padding=1)
+        self.fc = nn.Linear(12 * 5 * 6, 10)
+
+    def forward(self, x):
+        x = F.relu(self.bn1(self.conv1(x)))
+        x = self.pool1(x)
+        y = F.relu(self.pw(self.dw(x)))
+        x = F.relu(y + self.proj(x))
+        x = F.relu(self.conv3(x))
+        x = self.pool3(self.pool2(x))
+        return self.fc(torch.flatten(x, 1))
+
+
+def main():
+    out = sys.argv[1]
+    torch.manual_seed(1)
+    net = Net()
+    with torch.no_grad():
+        net.bn1.running_mean.uniform_(-0.5, 0.5)
+        net.bn1.running_var.uniform_(0.5, 2.0)
+        net.bn1.weight.uniform_(0.5, 1.5)
+        net.bn1.bias.uniform_(-0.5, 0.5)
+    net.eval()
+    x = torch.randn(4, 3, 20, 18)
+    with torch.no_grad():
+        logits = net(x)
+    assert logits.shape == (4, 10), logits.shape
+    x.numpy().astype("<f4").tofile(out + "/x.bin")
+    logits.numpy().astype("<f4").tofile(out + "/logits.bin")
+    torch.onnx.export(net, x, out + "/cnn_eval.onnx", opset_version=13,
+                      input_names=["input"], output_names=["logits"])
+    torch.onnx.export(net, x, out + "/cnn_preserve.onnx", opset_version=13,
+                      training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False,
+                      input_names=["input"], output_names=["logits"])
+
+    class Soft(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3)
+            self.fc = nn.Linear(4 * 18 * 16, 10)
+
+        def forward(self, x):
+            return self.fc(torch.flatten(F.softplus(self.conv(x)), 1))
+
+    torch.onnx.export(Soft().eval(), x, out + "/softplus.onnx", opset_version=13,
+                      input_names=["input"], output_names=["logits"])
+    tiny(out)
+    view_net(out, x)
+    act_net(out, x)
+    mat_net(out, x)
+    save_grads(net, x, out, "cnn_grads")
+
+
+class ActNet(nn.Module):
+    """The layers only imported graphs have: leaky ReLU, sigmoid, tanh, a three-way channel
+    concatenation (one input the image itself), batch norm with epsilon 1e-3, dropout, and a
+    Gemm with transB = 0, alpha 2 and beta 0.5 (torch.addmm)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 6, 3, padding=1)
+        self.bn = nn.BatchNorm2d(6, eps=1e-3)
+        self.c2 = nn.Conv2d(6, 4, 3, padding=1)
+        self.drop = nn.Dropout(0.3)
+        self.W = nn.Parameter(torch.randn(13 * 5 * 4, 10) * 0.05)
+        self.b = nn.Parameter(torch.randn(10) * 0.1)
+
+    def forward(self, x):
+        y = F.leaky_relu(self.bn(self.c1(x)), 0.1)
+        z = torch.sigmoid(self.c2(y))
+        u = F.max_pool2d(torch.cat([z, torch.tanh(y), x], 1), 4)
+        u = self.drop(torch.flatten(u, 1))
+        return torch.addmm(self.b, u, self.W, beta=0.5, alpha=2.0)
+
+
+def save_grads(net, x, out, name):
+    """Gradients of the mean cross-entropy for labels 0..3 in training mode, for
+    model_backward to match: NAME.txt lists "tensor count" per parameter, NAME.bin holds
+    them in that order."""
+    net.train()
+    net.zero_grad()
+    F.cross_entropy(net(x), torch.arange(x.shape[0]) % 10).backward()
+    with open(out + "/" + name + ".txt", "w") as f, open(out + "/" + name + ".bin", "wb") as b:
+        for pname, prm in net.named_parameters():
+            f.write("%s %d\n" % (pname, prm.numel()))
+            b.write(prm.grad.detach().numpy().astype("<f4").tobytes())
+
+
+def act_net(out, x):
+    torch.manual_seed(4)
+    net = ActNet()
+    with torch.no_grad():
+        net.bn.running_mean.uniform_(-0.5, 0.5)
+        net.bn.running_var.uniform_(0.5, 2.0)
+    net.eval()
+    with torch.no_grad():
+        net(x).numpy().astype("<f4").tofile(out + "/acts_logits.bin")
+    torch.onnx.export(net, x, out + "/acts.onnx", opset_version=13, do_constant_folding=False,
+                      training=torch.onnx.TrainingMode.PRESERVE, input_names=["input"], output_names=["logits"])
+    # a module in training mode exports its Dropout node (and batch norm's training form)
+    net.train()
+    torch.onnx.export(net, x, out + "/acts_train.onnx", opset_version=13, do_constant_folding=False,
+                      training=torch.onnx.TrainingMode.PRESERVE, input_names=["input"], output_names=["logits"])
+    # tracing in training mode moved batch norm's running statistics: the file has the new ones
+    net.eval()
+    with torch.no_grad():
+        net(x).numpy().astype("<f4").tofile(out + "/acts_train_logits.bin")
+    net.drop.p = 0.0  # the gradients compare without dropout (its masks are pacer's own)
+    save_grads(net, x, out, "acts_grads")
+
+
+class MatNet(nn.Module):
+    """x @ W + b (MatMul followed by Add), and a bias-free x @ W2 feeding it."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 2, 3, stride=3)
+        self.W2 = nn.Parameter(torch.randn(2 * 6 * 6, 16) * 0.1)
+        self.W = nn.Parameter(torch.randn(16, 10) * 0.2)
+        self.b = nn.Parameter(torch.randn(10) * 0.1)
+
+    def forward(self, x):
+        h = torch.relu(torch.flatten(self.conv(x), 1) @ self.W2)
+        return h @ self.W + self.b
+
+
+def mat_net(out, x):
+    torch.manual_seed(5)
+    net = MatNet().eval()
+    with torch.no_grad():
+        net(x).numpy().astype("<f4").tofile(out + "/matmul_logits.bin")
+    torch.onnx.export(net, x, out + "/matmul.onnx", opset_version=13, do_constant_folding=False,
+                      training=torch.onnx.TrainingMode.PRESERVE, input_names=["input"], output_names=["logits"])
+
+
+class ViewNet(nn.Module):
+    """Flattens with x.view(x.size(0), -1), exported with a dynamic batch axis: the graph
+    computes the shape with Shape, Gather, Unsqueeze and Concat."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 5, stride=2)
+        self.fc = nn.Linear(4 * 4 * 3, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv(x)), 2)
+        return self.fc(x.view(x.size(0), -1))
+
+
+def view_net(out, x):
+    torch.manual_seed(3)
+    net = ViewNet().eval()
+    with torch.no_grad():
+        net(x).numpy().astype("<f4").tofile(out + "/view_logits.bin")
+    torch.onnx.export(net, x, out + "/view_dynamic.onnx", opset_version=13, do_constant_folding=False,
+                      training=torch.onnx.TrainingMode.PRESERVE, input_names=["input"], output_names=["logits"],
+                      dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}})
+
+
+class Tiny(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 4, 3, padding=1, groups=2)
+        self.short = nn.Conv2d(2, 4, 1, bias=False)
+        self.bn = nn.BatchNorm2d(4)
+        self.pool = nn.AvgPool2d(2, stride=2, padding=1)
+        self.fc = nn.Linear(4 * 4 * 4, 3)
+
+    def forward(self, x):
+        y = F.relu(self.bn(self.conv(x)))
+        x = self.pool(y + self.short(x))
+        return self.fc(torch.flatten(x, 1))
+
+
+def tiny(out):
+    torch.manual_seed(2)
+    torch.onnx.export(Tiny().eval(), torch.randn(1, 2, 6, 6), out + "/tiny.onnx", opset_version=13,
+                      training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False,
+                      input_names=["input"], output_names=["logits"])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,369 @@
+/* tests/unit/test_onnx_import.c - model/onnx_import.c against PyTorch.
+ *
+ * The ONNX files are made at test time by tests/tools/onnx_export.py with Debian's
+ * python3-torch and python3-onnx (/usr/bin/python3; nothing binary is committed): a small
+ * CNN exported twice (eval mode, batch norm folded; and with its BatchNormalization node
+ * kept), an input batch and torch's logits for it, and a network with an unsupported
+ * operator. Without torch or onnx the tests that need the files skip, saying why; the
+ * refusals of what is not ONNX run everywhere.
+ *
+ * Tolerance: pacer's logits equal torch's within LOGIT_TOL = 1e-4 relative to
+ * max(1, |torch's logit|) (float kernels summing in another order).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "fs.h"
+#include "model.h"
+#include "onnx_import.h"
+
+#define LOGIT_TOL 1e-4
+#define BATCH 4
+#define CLASSES 10
+
+static char g_dir[64];  /* the files, or "" */
+static char g_why[512]; /* why there are none */
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(g_dir, sizeof g_dir, "/tmp/pacer-onnx-XXXXXX");
+    if (!mkdtemp(g_dir)) {
+        snprintf(g_why, sizeof g_why, "mkdtemp failed");
+        g_dir[0] = '\0';
+        return 0;
+    }
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 tests/tools/onnx_export.py %s > %s/export.log 2>&1", g_dir, g_dir);
+    int rc = system(cmd);
+    int code = rc != -1 && WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    if (code != 0) {
+        snprintf(g_why, sizeof g_why, "%s (exit %d, see the log above)",
+                 code == 77 ? "torch or onnx is not installed for /usr/bin/python3 (apt install python3-torch "
+                              "python3-onnx)"
+                            : "tests/tools/onnx_export.py failed",
+                 code);
+        snprintf(cmd, sizeof cmd, "cat %s/export.log", g_dir);
+        if (system(cmd) != 0) printf("(no log)\n");
+        if (code != 77 && code != 127) return -1; /* the exporter broke: a failure, not a skip */
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    if (g_dir[0]) fs_remove_tree(g_dir);
+    return 0;
+}
+
+static void need_files(void)
+{
+    char p[128];
+    snprintf(p, sizeof p, "%s/x.bin", g_dir);
+    FILE *f = g_dir[0] ? fopen(p, "rb") : NULL;
+    if (f) {
+        fclose(f);
+        return;
+    }
+    printf("skip: no ONNX files: %s\n", g_why);
+    skip();
+}
+
+static void read_floats(const char *name, float *dst, size_t n)
+{
+    char p[128];
+    snprintf(p, sizeof p, "%s/%s", g_dir, name);
+    FILE *f = fopen(p, "rb");
+    assert_non_null(f);
+    assert_int_equal(fread(dst, sizeof(float), n, f), n);
+    fclose(f);
+}
+
+/* want_names: 0 none checked, 1 fc and dw weights, 2 also batch norm's running variance */
+static void check_against_torch(const char *file, const char *logits_file, int want_names)
+{
+    char p[128], err[512];
+    snprintf(p, sizeof p, "%s/%s", g_dir, file);
+    model_t *m = NULL;
+    if (onnx_import_file(p, "imported", BATCH, &m, err, sizeof err) != 0) fail_msg("%s: %s", file, err);
+    assert_int_equal(m->C, 3);
+    assert_int_equal(m->H, 20);
+    assert_int_equal(m->W, 18);
+    assert_int_equal(m->num_classes, CLASSES);
+    float x[BATCH * 3 * 20 * 18], want[BATCH * CLASSES];
+    read_floats("x.bin", x, sizeof x / sizeof x[0]);
+    read_floats(logits_file, want, BATCH * CLASSES);
+    const int32_t y[BATCH] = {0, 1, 2, 3};
+    model_forward(m, x, y, BATCH, 0);
+    const float *got = model_logits(m);
+    double worst = 0.0;
+    for (int i = 0; i < BATCH * CLASSES; i++) {
+        double e = fabs((double)got[i] - want[i]) / fmax(1.0, fabs(want[i]));
+        if (!(e <= LOGIT_TOL))
+            fail_msg("%s: logit [%d] = %.7g, torch's %.7g: error %.2e above %.0e", file, i, got[i], want[i], e,
+                     LOGIT_TOL);
+        if (e > worst) worst = e;
+    }
+    /* the weights are under the file's (PyTorch's state_dict) names */
+    int found = 0;
+    for (int i = 0; i < m->ntensors; i++) {
+        found += strcmp(m->tensors[i].name, "fc.weight") == 0 || strcmp(m->tensors[i].name, "dw.weight") == 0;
+        if (want_names > 1) found += strcmp(m->tensors[i].name, "bn1.running_var") == 0 && m->tensors[i].is_buffer;
+    }
+    if (want_names) assert_int_equal(found, want_names + 1);
+    /* and it trains: a training step runs and writes finite gradients */
+    float loss = model_forward(m, x, y, BATCH, 1);
+    model_backward(m, x, y, BATCH, 1.0f);
+    assert_true(isfinite(loss));
+    for (size_t i = 0; i < m->nparams; i++)
+        if (!isfinite(m->grads[i])) fail_msg("%s: gradient %zu is not finite", file, i);
+    printf("%s: %d layers, %zu parameters, logits within %.2e of torch's\n", file, m->nlayers, m->nparams, worst);
+    model_free(m);
+}
+
+static void test_eval_export_matches_torch(void **state)
+{
+    (void)state;
+    need_files();
+    check_against_torch("cnn_eval.onnx", "logits.bin", 1);
+}
+
+static void test_preserve_export_matches_torch(void **state)
+{
+    (void)state;
+    need_files();
+    check_against_torch("cnn_preserve.onnx", "logits.bin", 2);
+}
+
+/* x.view(x.size(0), -1) with a dynamic batch: the shape arithmetic is evaluated at import */
+static void test_view_dynamic_batch_matches_torch(void **state)
+{
+    (void)state;
+    need_files();
+    check_against_torch("view_dynamic.onnx", "view_logits.bin", 0);
+}
+
+/* The layers only imported graphs have (leaky ReLU, sigmoid, tanh, concat, batch norm with
+ * epsilon 1e-3, Gemm with transB 0 and alpha/beta): torch's evaluation logits. */
+static void test_acts_match_torch(void **state)
+{
+    (void)state;
+    need_files();
+    check_against_torch("acts.onnx", "acts_logits.bin", 0);
+}
+
+/* MatMul + Add (a bias) and a MatMul without one */
+static void test_matmul_matches_torch(void **state)
+{
+    (void)state;
+    need_files();
+    check_against_torch("matmul.onnx", "matmul_logits.bin", 0);
+}
+
+/* The same network exported in training mode: batch norm's training form (5 outputs) and
+ * a Dropout node (p 0.3 from its constant input). At evaluation dropout is the identity
+ * (torch's logits again); two training forwards draw different masks, a forward and the
+ * backward after it the same. */
+static void test_dropout_export(void **state)
+{
+    (void)state;
+    need_files();
+    check_against_torch("acts_train.onnx", "acts_train_logits.bin", 0);
+    char p[128], err[512];
+    snprintf(p, sizeof p, "%s/acts_train.onnx", g_dir);
+    model_t *m = NULL;
+    if (onnx_import_file(p, "acts", BATCH, &m, err, sizeof err) != 0) fail_msg("%s", err);
+    int drop = -1;
+    for (int i = 0; i < m->nlayers; i++)
+        if (m->layers[i].kind == LAYER_DROPOUT) drop = i;
+    assert_true(drop >= 0);
+    assert_float_equal(m->layers[drop].p, 0.3f, 1e-7f);
+    float x[BATCH * 3 * 20 * 18], l1[BATCH * CLASSES];
+    read_floats("x.bin", x, sizeof x / sizeof x[0]);
+    const int32_t y[BATCH] = {0, 1, 2, 3};
+    model_forward(m, x, y, BATCH, 1);
+    memcpy(l1, model_logits(m), sizeof l1);
+    /* the dropped fraction of the layer's output is near p (240 elements per image) */
+    const layer_t *d = &m->layers[drop];
+    const float *out = m->acts + d->out_off, *in = m->acts + m->layers[d->in].out_off;
+    size_t n = (size_t)BATCH * d->OC * d->OH * d->OW, zero = 0, nonzero_in = 0;
+    for (size_t i = 0; i < n; i++) {
+        nonzero_in += in[i] != 0.0f;
+        zero += in[i] != 0.0f && out[i] == 0.0f;
+    }
+    const double frac = (double)zero / (double)nonzero_in;
+    if (!(frac > 0.2 && frac < 0.4)) fail_msg("dropout dropped %.3f of %zu elements, p = 0.3", frac, nonzero_in);
+    model_forward(m, x, y, BATCH, 1);
+    assert_true(memcmp(l1, model_logits(m), sizeof l1) != 0);
+    model_free(m);
+}
+
+/* Every parameter gradient of a training step against torch's (train mode: batch norm on
+ * the batch's statistics), relative to the tensor's largest torch gradient (at least
+ * GRAD_FLOOR). */
+#define GRAD_TOL 1e-4
+#define GRAD_FLOOR 1e-3
+static void check_grads(const char *file, const char *grads)
+{
+    char p[128], err[512];
+    snprintf(p, sizeof p, "%s/%s", g_dir, file);
+    model_t *m = NULL;
+    if (onnx_import_file(p, "grads", BATCH, &m, err, sizeof err) != 0) fail_msg("%s: %s", file, err);
+    float x[BATCH * 3 * 20 * 18];
+    read_floats("x.bin", x, sizeof x / sizeof x[0]);
+    const int32_t y[BATCH] = {0, 1, 2, 3};
+    model_forward(m, x, y, BATCH, 1);
+    model_backward(m, x, y, BATCH, 1.0f);
+    snprintf(p, sizeof p, "%s/%s.txt", g_dir, grads);
+    FILE *idx = fopen(p, "r");
+    snprintf(p, sizeof p, "%s/%s.bin", g_dir, grads);
+    FILE *bin = fopen(p, "rb");
+    assert_non_null(idx);
+    assert_non_null(bin);
+    char name[MODEL_TENSOR_NAME_MAX];
+    size_t count;
+    int checked = 0;
+    double worst = 0.0;
+    while (fscanf(idx, "%127s %zu", name, &count) == 2) {
+        float *want = malloc(count * sizeof(float));
+        assert_non_null(want);
+        assert_int_equal(fread(want, sizeof(float), count, bin), count);
+        const tensor_info_t *t = NULL;
+        for (int i = 0; i < m->ntensors; i++)
+            if (strcmp(m->tensors[i].name, name) == 0) t = &m->tensors[i];
+        if (!t || t->is_buffer || t->count != count) fail_msg("%s: no parameter %s of %zu values", file, name, count);
+        double scale = 0.0, err_max = 0.0;
+        for (size_t k = 0; k < count; k++) scale = fmax(scale, fabs(want[k]));
+        for (size_t k = 0; k < count; k++) err_max = fmax(err_max, fabs((double)m->grads[t->offset + k] - want[k]));
+        /* a floor under the scale: a bias before batch norm has a zero gradient in exact
+         * arithmetic, rounding noise (1e-8) on both sides */
+        const double rel = err_max / fmax(scale, GRAD_FLOOR);
+        if (!(rel <= GRAD_TOL))
+            fail_msg("%s: gradient of %s differs from torch's by %.2e of its largest entry (%.3g)", file, name, rel,
+                     scale);
+        worst = fmax(worst, rel);
+        checked++;
+        free(want);
+    }
+    fclose(idx);
+    fclose(bin);
+    int nparams = 0; /* every parameter tensor was compared */
+    for (int i = 0; i < m->ntensors; i++) nparams += !m->tensors[i].is_buffer;
+    assert_int_equal(checked, nparams);
+    printf("%s: %d parameter gradients within %.2e of torch's\n", file, checked, worst);
+    model_free(m);
+}
+
+static void test_gradients_match_torch(void **state)
+{
+    (void)state;
+    need_files();
+    check_grads("cnn_preserve.onnx", "cnn_grads");
+    check_grads("acts.onnx", "acts_grads");
+}
+
+/* The fuzzer's seed network (fuzz/corpus/onnx/tiny.onnx is a copy): deduplicated
+ * initializers (batch norm's running variance exported as Identity of its weight) become
+ * tensors of their own names. */
+static void test_tiny_imports(void **state)
+{
+    (void)state;
+    need_files();
+    char p[128], err[512];
+    snprintf(p, sizeof p, "%s/tiny.onnx", g_dir);
+    model_t *m = NULL;
+    if (onnx_import_file(p, "tiny", 2, &m, err, sizeof err) != 0) fail_msg("tiny.onnx: %s", err);
+    int found = 0;
+    for (int i = 0; i < m->ntensors; i++)
+        if (strcmp(m->tensors[i].name, "bn.running_var") == 0) {
+            found = 1;
+            for (size_t k = 0; k < m->tensors[i].count; k++)
+                assert_true(m->buffers[m->tensors[i].offset + k] == 1.0f); /* PyTorch's initial variance */
+        }
+    assert_true(found);
+    model_free(m);
+}
+
+static void expect_refusal(const uint8_t *data, size_t len, const char *want1, const char *want2)
+{
+    model_t *m = (model_t *)1;
+    char err[512] = "";
+    assert_int_equal(onnx_import_buffer(data, len, "x", 8, &m, err, sizeof err), -1);
+    assert_null(m);
+    if (!strstr(err, want1) || (want2 && !strstr(err, want2)))
+        fail_msg("refusal message '%s' does not say '%s'%s%s", err, want1, want2 ? " and " : "", want2 ? want2 : "");
+    printf("refused: %s\n", err);
+}
+
+static uint8_t *slurp(const char *file, size_t *len)
+{
+    char p[128];
+    snprintf(p, sizeof p, "%s/%s", g_dir, file);
+    FILE *f = fopen(p, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    *len = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = malloc(*len);
+    assert_non_null(b);
+    assert_int_equal(fread(b, 1, *len, f), *len);
+    fclose(f);
+    return b;
+}
+
+static void test_refuses_what_is_not_onnx(void **state)
+{
+    (void)state;
+    expect_refusal((const uint8_t *)"", 0, "empty", NULL);
+    /* text is not a protobuf message */
+    const char *text = "{\"model\": \"lenet5\"}\n";
+    expect_refusal((const uint8_t *)text, strlen(text), "not an ONNX model", NULL);
+    /* a protobuf message without a graph */
+    const uint8_t ir_only[] = {0x08, 0x07}; /* ir_version = 7 */
+    expect_refusal(ir_only, sizeof ir_only, "no graph", NULL);
+    char err[256];
+    model_t *m = NULL;
+    assert_int_equal(onnx_import_file("/nonexistent/model.onnx", "x", 8, &m, err, sizeof err), -1);
+    assert_non_null(strstr(err, "cannot open /nonexistent/model.onnx"));
+}
+
+static void test_refuses_truncated_and_unsupported(void **state)
+{
+    (void)state;
+    need_files();
+    size_t len;
+    uint8_t *b = slurp("cnn_eval.onnx", &len);
+    /* cut inside the weights: the last field's length runs past the end */
+    expect_refusal(b, len - 7, "truncated", NULL);
+    free(b);
+    b = slurp("softplus.onnx", &len);
+    expect_refusal(b, len, "operator Softplus is not supported", "supported: Conv");
+    free(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_refuses_what_is_not_onnx),
+        cmocka_unit_test(test_eval_export_matches_torch),
+        cmocka_unit_test(test_preserve_export_matches_torch),
+        cmocka_unit_test(test_view_dynamic_batch_matches_torch),
+        cmocka_unit_test(test_acts_match_torch),
+        cmocka_unit_test(test_matmul_matches_torch),
+        cmocka_unit_test(test_dropout_export),
+        cmocka_unit_test(test_gradients_match_torch),
+        cmocka_unit_test(test_refuses_truncated_and_unsupported),
+        cmocka_unit_test(test_tiny_imports),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

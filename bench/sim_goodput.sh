@@ -17,8 +17,10 @@
 # first evaluation that reached the target (evaluations every ~2,560 samples at B0:
 # every 20 steps at B0, 20 / K at K x B0, 10 with a planner; they are not training time).
 #
-#   sh bench/sim_goodput.sh            # both platforms, 70 runs (about 40 minutes of CPU)
+#   sh bench/sim_goodput.sh            # both platforms, 70 runs (about 40 minutes of CPU;
+#                                      # 1g's sweep8 runs cost 70 s of CPU each)
 #   PLATFORMS=1g SEEDS="1 2" sh ...    # fewer
+#   SWEEP="2 4" sh ...                 # the oracle's sweep of K (default 2 4 8)
 . bench/lib.sh
 . bench/sim_lib.sh
 BATCH=${BATCH:-16}
@@ -43,7 +45,7 @@ add() { # CONFIG PLATFORM BATCH LR EVAL ALGORITHM_JSON
           \"simulate\": $(platform "$2")}"
     done
 }
-SWEEP="2 4 8"
+SWEEP=${SWEEP:-2 4 8}
 for p in $PLATFORMS; do
     add fixed "$p" "$BATCH" "$LR" 20 '{"name": "ssgd"}'
     add dyn "$p" "$BATCH" "$LR" 20 '{"name": "ssgd", "dynamic_batch": true, "replan_steps": 10}'

@@ -457,6 +457,21 @@ void fmt_job(FILE *f, json_t *job, double now)
     int_cell(job, "attempts", attempts, sizeof attempts);
     snprintf(buf, sizeof buf, "%s (%s attempt%s)", restarts, attempts, strcmp(attempts, "1") == 0 ? "" : "s");
     row(f, "restarts", buf);
+    /* The detector's verdict (worker/health.h): the current attempt's, else the summary's. */
+    json_t *health = json_object_get(job, "health");
+    if (!json_is_object(health)) health = json_object_get(json_object_get(job, "summary"), "health");
+    if (json_is_object(health)) {
+        if (strcmp(str(health, "state"), "collapsed") == 0)
+            snprintf(buf, sizeof buf, "COLLAPSED since step %lld: %s",
+                     (long long)json_integer_value(json_object_get(health, "since_step")), str(health, "reason"));
+        else snprintf(buf, sizeof buf, "%s", str(health, "state"));
+        row(f, "health", buf);
+    }
+    double lr_scale = num(job, "lr_scale");
+    if (isfinite(lr_scale) && lr_scale < 1) {
+        snprintf(buf, sizeof buf, "x%g of the spec's (halved at each collapse restart)", lr_scale);
+        row(f, "lr scale", buf);
+    }
     if (*str(job, "parent")) row(f, "parent", str(job, "parent"));
     json_t *retries = json_object_get(job, "retries");
     if (json_array_size(retries) > 0) {

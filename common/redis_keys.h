@@ -51,5 +51,9 @@
 #define NODE_GPU_UTIL_PCT "gpu_util_pct"
 #define NODE_GPU_MEM_USED "gpu_mem_used_bytes"
 #define NODE_GPU_MEM_TOTAL "gpu_mem_total_bytes"
+/* The collapse detector's verdict (worker/health.h) as JSON, {"state": "ok"} or {"state":
+ * "collapsed", "since_step", "at_step", "reason"}: written by rank 0's sink, read by the
+ * coordinator's tick, which turns a collapse into an event and the job's "health". */
+#define NODE_HEALTH "health"
 
 #endif

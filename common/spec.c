@@ -108,6 +108,8 @@ static const char *const DEVICES[] = {"auto", "cpu", "cuda", NULL};
 static const char *const SCHEDULES[] = {"constant", "step", "cosine", NULL};
 static const char *const DC_VARIANTS[] = {"c", "a", NULL};
 static const char *const GOODPUT_MODELS[] = {"nodes", "equal", NULL};
+static const char *const ASYNC_MOMENTA[] = {"explicit", "compensated", NULL};
+static const char *const ON_COLLAPSE[] = {"continue", "fail", "restart", NULL};
 
 /* The job name ends up in file names (checkpoints, logs) and store keys, so it is kept
  * to characters that need no quoting anywhere. */
@@ -187,6 +189,11 @@ static const field_t FIELDS[] = {
             "0 = at epoch ends only."},
     {.path = "log_every", INT(log_every), BETWEEN(0, MAX_COUNT), .def_num = 100, .resume_free = 1,
      .doc = "Print a progress line every N steps; 0 = none."},
+    {.path = "on_collapse", STR(on_collapse), .choices = ON_COLLAPSE, .def_str = "continue", .resume_free = 1,
+     .doc = "What a collapse of training (the loss at the level of a uniform guess, or grown to twice its best, "
+            "or test accuracy at chance: \"Collapse\" below) does: continue = report it and go on; fail = stop, "
+            "the job FAILED with the reason; restart = the coordinator restarts the job from the last checkpoint "
+            "written before the collapse began, with the learning rate halved."},
 
     {.path = "optimizer.lr", DBL(optimizer.lr), IN_OC(0, MAX_LR), .def_num = 0.01,
      .doc = "Learning rate (peak rate when a schedule is set)."},
@@ -198,6 +205,12 @@ static const field_t FIELDS[] = {
      .doc = "L2 penalty added to the gradient."},
     {.path = "optimizer.clip_norm", DBL(optimizer.clip_norm), BETWEEN(0, 1e6), .def_num = 0,
      .doc = "Clip the gradient to this global L2 norm; 0 = no clipping."},
+    {.path = "optimizer.async_momentum", STR(optimizer.async_momentum), .choices = ASYNC_MOMENTA,
+     .def_str = "compensated",
+     .doc = "Asynchronous algorithms: explicit = the parameter server applies optimizer.momentum as given; "
+            "compensated = it applies less, so that with the momentum the measured staleness adds the total "
+            "stays at optimizer.momentum (\"Asynchronous momentum\" below). Synchronous algorithms have no "
+            "staleness: both mean the same there."},
     {.path = "optimizer.lr_schedule.kind", STR(optimizer.lr_schedule.kind),
      .choices = SCHEDULES, .def_str = "constant",
      .doc = "Learning-rate schedule after the warm-up."},
@@ -1022,6 +1035,25 @@ uint64_t spec_hash(const job_spec_t *s)
 /* ---- queries and docs --------------------------------------------------------------- */
 
 int spec_is_async(const job_spec_t *s) { return in_list(s->algorithm.name, ASYNC_ALGORITHMS); }
+
+int spec_warnings(const job_spec_t *s, char warn[][SPEC_WARNING_MAX], int max)
+{
+    int n = 0;
+    /* Hard-sync n-softsync (n = 1) waits for every worker: no staleness, no implicit
+     * momentum. */
+    int stale = spec_is_async(s) && !(strcmp(s->algorithm.name, "nsoftsync") == 0 && s->algorithm.n <= 1);
+    if (n < max && stale && strcmp(s->optimizer.async_momentum, "explicit") == 0 &&
+        s->optimizer.momentum >= SPEC_WARN_ASYNC_MOMENTUM && s->workers >= SPEC_WARN_ASYNC_WORKERS) {
+        char m[32];
+        snprintf(warn[n++], SPEC_WARNING_MAX,
+                 "optimizer.momentum %s with %s on %d workers and optimizer.async_momentum \"explicit\" is known to "
+                 "collapse: asynchrony adds momentum of its own (about 1 - 1/N = %.2f for N = %d workers, Mitliagkas "
+                 "et al. 2016), so the total is well past what was asked (docs/RESULTS.md, \"Asynchronous "
+                 "momentum\"); set optimizer.async_momentum to \"compensated\" or lower the momentum",
+                 fmt_num(m, s->optimizer.momentum), s->algorithm.name, s->workers, 1.0 - 1.0 / s->workers, s->workers);
+    }
+    return n;
+}
 
 /* Rows in document order: each F_OBJECTS row followed by its element rows. */
 static const field_t *field_at(size_t i)

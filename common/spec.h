@@ -64,6 +64,8 @@ typedef struct {
         int nesterov;
         double weight_decay;
         double clip_norm; /* 0 = no clipping */
+        /* explicit | compensated: the parameter-server family's momentum (worker/ps.c) */
+        char async_momentum[16];
         struct {
             char kind[16]; /* constant | step | cosine */
             double warmup_epochs;
@@ -110,6 +112,7 @@ typedef struct {
                                                  that reaches it */
     long eval_every_steps;  /* also evaluate every N steps (PS: updates); 0 = off */
     int log_every;          /* progress line period in steps */
+    char on_collapse[16];   /* continue | fail | restart (worker/health.h) */
 } job_spec_t;
 
 /* Fills every field with its default (the defaults of the table). */
@@ -147,6 +150,17 @@ int spec_name_valid(const char *name);
 
 /* Whether the algorithm runs with a parameter server on rank 0 (world = workers + 1). */
 int spec_is_async(const job_spec_t *s);
+
+/* Combinations that are valid but known to train badly, each as one line into warn[i]
+ * (at most max of them); returns how many. The coordinator returns them in the answer to
+ * a submission and logs them; the worker prints them on stderr at start-up. Today one:
+ * an asynchronous algorithm with optimizer.async_momentum "explicit", momentum >=
+ * SPEC_WARN_ASYNC_MOMENTUM and workers >= SPEC_WARN_ASYNC_WORKERS, the combination that
+ * collapsed in docs/RESULTS.md ("Asynchronous momentum"). */
+#define SPEC_WARNING_MAX 512
+#define SPEC_WARN_ASYNC_MOMENTUM 0.9
+#define SPEC_WARN_ASYNC_WORKERS 3
+int spec_warnings(const job_spec_t *s, char warn[][SPEC_WARNING_MAX], int max);
 
 /* Prints the field table as a Markdown table (the generator for docs/JOB_SPEC.md). */
 void spec_print_fields(FILE *f);

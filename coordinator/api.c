@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "clog.h"
 #include "memest.h"
+#include "run.h"
 #include "simjob.h"
 #include "staleness.h"
 
@@ -337,6 +338,17 @@ int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *pare
         api_cache_spec_put(id, norm, doc);
         *job = job_json(c, id, h, doc);
     }
+    {
+        /* Valid but known to train badly (spec_warnings): logged, and in the answer. */
+        char warn[4][SPEC_WARNING_MAX];
+        int nw = spec_warnings(s, warn, 4);
+        json_t *list = job && *job && nw ? json_array() : NULL;
+        for (int i = 0; i < nw; i++) {
+            clog_printf("job %s: warning: %s", id, warn[i]);
+            if (list) json_array_append_new(list, json_string(warn[i]));
+        }
+        if (list) json_object_set_new(*job, "warnings", list);
+    }
 out:
     json_decref(h);
     json_decref(doc);
@@ -519,7 +531,7 @@ static json_t *job_json(const coordinator_t *c, const char *id, json_t *h, json_
         } else if (strcmp(key, "dynamic_batch") == 0 || strcmp(key, "simulated") == 0) {
             json_object_set_new(o, key, json_boolean(s && strcmp(s, "1") == 0));
         } else if (strcmp(key, "pstart") == 0 || strcmp(key, "summary_path") == 0 || strcmp(key, "log") == 0 ||
-                   strcmp(key, "checkpoint_dir") == 0) {
+                   strcmp(key, "checkpoint_dir") == 0 || strcmp(key, "resume_before") == 0) {
             continue; /* internal, or derived below */
         } else if (strcmp(key, "reason") == 0) {
             json_object_set_new(o, key, json_string(s));
@@ -529,6 +541,11 @@ static json_t *job_json(const coordinator_t *c, const char *id, json_t *h, json_
             /* JSON arrays the daemon wrote (run.c); anything else is left out. */
             json_t *a = s && strlen(s) < (1 << 20) ? json_loads(s, 0, NULL) : NULL;
             if (json_is_array(a)) json_object_set_new(o, key, a);
+            else json_decref(a);
+        } else if (strcmp(key, "health") == 0) {
+            /* The object the daemon wrote (run.c, run_health); "" while unknown. */
+            json_t *a = s && *s && strlen(s) < 4096 ? json_loads(s, 0, NULL) : NULL;
+            if (json_is_object(a)) json_object_set_new(o, key, a);
             else json_decref(a);
         } else {
             int str = 0;
@@ -695,6 +712,13 @@ int coord_nodes(coordinator_t *c, const char *id, json_t **out)
         json_object_set_new(o, "rank", json_integer(r));
         double hb = json_number_value(json_object_get(o, "heartbeat"));
         if (hb > 0) json_object_set_new(o, "heartbeat_age_s", json_real(now - hb));
+        /* Rank 0's collapse detector (worker/health.h): an object, checked as the tick
+         * checks it, or nothing. */
+        const char *hs = json_string_value(json_object_get(o, NODE_HEALTH));
+        json_t *hp = hs && strlen(hs) < 4096 ? json_loads(hs, 0, NULL) : NULL, *hc = run_health_clean(hp);
+        if (hc) json_object_set_new(o, NODE_HEALTH, hc);
+        else json_object_del(o, NODE_HEALTH);
+        json_decref(hp);
         staleness_t st;
         if (staleness_from_reply(s, &st)) {
             json_object_set_new(o, "staleness", staleness_json(&st));

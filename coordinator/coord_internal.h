@@ -51,6 +51,7 @@ struct coordinator {
     int worker_has_redis;         /* the worker understands --redis/--job */
     int worker_has_password_file; /* ... and --redis-password-file */
     int worker_has_world;         /* ... and --world N */
+    int worker_has_collapse;      /* ... and --resume-before / --lr-scale (on_collapse restart) */
     double started_at;
     char lock_value[320];
 

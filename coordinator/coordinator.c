@@ -542,6 +542,7 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
         c->worker_has_redis = help && strstr(help, "--redis") != NULL;
         c->worker_has_password_file = help && strstr(help, "--redis-password-file") != NULL;
         c->worker_has_world = help && strstr(help, "--world") != NULL;
+        c->worker_has_collapse = help && strstr(help, "--resume-before") != NULL;
         free(help);
         if (!c->worker_has_redis)
             clog_printf("worker %s has no --redis option: jobs run without metrics, heartbeats and batch plans",

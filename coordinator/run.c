@@ -119,6 +119,7 @@ static coord_run_t *run_new(coordinator_t *c, const char *id)
     }
     snprintf(r->id, sizeof r->id, "%s", id);
     r->exit_code = -1;
+    r->lr_scale = 1.0;
     r->saved_state = r->state = JOB_RUNNING;
     r->resize_log = json_array();
     c->runs[c->nruns++] = r;
@@ -168,6 +169,7 @@ void run_persist(coordinator_t *c, coord_run_t *r)
         return;
     }
     char restarts[16], attempts[16], pid[16], pstart[32], ec[16], world[16], started[32], finished[32];
+    char lr_scale[32], resume_before[24];
     char log[JPATH], ckdir[JPATH], summary[JPATH];
     snprintf(restarts, sizeof restarts, "%d", r->restarts);
     snprintf(attempts, sizeof attempts, "%d", r->attempts);
@@ -176,6 +178,9 @@ void run_persist(coordinator_t *c, coord_run_t *r)
     if (r->exit_code >= 0) snprintf(ec, sizeof ec, "%d", r->exit_code);
     else ec[0] = 0;
     snprintf(world, sizeof world, "%d", r->world);
+    snprintf(lr_scale, sizeof lr_scale, "%.17g", r->lr_scale);
+    if (r->resume_before > 0) snprintf(resume_before, sizeof resume_before, "%ld", r->resume_before);
+    else resume_before[0] = 0;
     snprintf(started, sizeof started, "%.3f", r->started);
     if (r->finished > 0) snprintf(finished, sizeof finished, "%.3f", r->finished);
     else finished[0] = 0;
@@ -213,6 +218,12 @@ void run_persist(coordinator_t *c, coord_run_t *r)
         hosts ? hosts : "[]",
         "resizes",
         resizes ? resizes : "[]",
+        "health",
+        r->health,
+        "lr_scale",
+        lr_scale,
+        "resume_before",
+        resume_before,
         "reason",
         r->reason,
     };
@@ -249,6 +260,71 @@ void run_set_state(coordinator_t *c, coord_run_t *r, job_state_t s, const char *
     run_persist(c, r);
 }
 
+/* ---- collapse (worker/health.h) ----------------------------------------------------------- */
+
+json_t *run_health_clean(json_t *in)
+{
+    const char *st = json_string_value(json_object_get(in, "state"));
+    if (!st) return NULL;
+    if (strcmp(st, "ok") == 0) return json_pack("{s:s}", "state", "ok");
+    if (strcmp(st, "collapsed") != 0) return NULL;
+    json_t *since = json_object_get(in, "since_step"), *at = json_object_get(in, "at_step");
+    const char *why = json_string_value(json_object_get(in, "reason"));
+    if (!json_is_integer(since) || json_integer_value(since) < 0 || !why) return NULL;
+    char line[400];
+    size_t n = 0;
+    for (const char *p = why; *p && n + 1 < sizeof line; p++) line[n++] = (unsigned char)*p < 0x20 ? '?' : *p;
+    line[n] = 0;
+    json_t *o = json_pack("{s:s, s:I, s:s}", "state", "collapsed", "since_step", json_integer_value(since), "reason",
+                          line);
+    if (o && json_is_integer(at) && json_integer_value(at) >= 0) json_object_set(o, "at_step", at);
+    return o;
+}
+
+/* The current attempt's health (in: borrowed, from rank 0's node hash or the summary):
+ * kept for the job's record, and a collapse announced once per attempt, in the log and as
+ * an event {"type": "health", "job", "state", "since_step", "at_step", "reason",
+ * "attempt", "time"}. Anything that is not a health object is ignored. */
+static void run_health(coordinator_t *c, coord_run_t *r, json_t *in, double now)
+{
+    json_t *h = run_health_clean(in);
+    char *text = h ? json_dumps(h, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    if (text && strlen(text) < sizeof r->health && strcmp(text, r->health) != 0) {
+        snprintf(r->health, sizeof r->health, "%s", text);
+        r->dirty = 1;
+    }
+    if (h && !r->collapse_announced && strcmp(json_string_value(json_object_get(h, "state")), "collapsed") == 0) {
+        r->collapse_announced = 1;
+        r->collapse_since = (long)json_integer_value(json_object_get(h, "since_step"));
+        snprintf(r->collapse_why, sizeof r->collapse_why, "%s", json_string_value(json_object_get(h, "reason")));
+        clog_printf("job %s: training collapsed (since step %ld): %s", r->id, r->collapse_since, r->collapse_why);
+        json_t *ev = json_deep_copy(h);
+        json_object_set_new(ev, "type", json_string("health"));
+        json_object_set_new(ev, "job", json_string(r->id));
+        json_object_set_new(ev, "attempt", json_integer(r->attempts));
+        json_object_set_new(ev, "time", json_real(now));
+        if (c->rc) tickconn_check(c, jobstore_event(c->rc, ev), "health event");
+        json_decref(ev);
+    }
+    free(text);
+    json_decref(h);
+}
+
+/* The health in the summary an attempt that exited 0 or 3 wrote (the coordinator may
+ * have missed it in the node hash: the attempt stopped right after, or ran without
+ * Redis). */
+static void run_health_from_summary(coordinator_t *c, coord_run_t *r, double now)
+{
+    char path[JPATH];
+    struct stat st;
+    coord_job_path(c, r->id, "summary.json", path, sizeof path);
+    /* The worker's file: a summary is a few KiB; anything far larger is not read. */
+    json_t *sum = stat(path, &st) == 0 && st.st_size < (1 << 22) ? json_load_file(path, 0, NULL) : NULL;
+    json_t *h = json_object_get(sum, "health");
+    if (json_is_object(h)) run_health(c, r, h, now);
+    json_decref(sum);
+}
+
 /* The job's processes have ended (or must be treated so): decide what comes next. */
 static void finish_attempt(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, int code, double now)
 {
@@ -257,6 +333,7 @@ static void finish_attempt(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, in
     log_last_line(log, line, sizeof line);
     /* Stragglers must not outlive the attempt; a child is reaped (launcher_reap). */
     if (r->launcher) launcher_reap(r->launcher, &r->h);
+    if (oc == SV_EXITED && (code == 0 || code == 3)) run_health_from_summary(c, r, now);
     sv_in_t in = {
         .outcome = oc,
         .code = oc == SV_STALE ? r->stale_rank : code,
@@ -265,9 +342,20 @@ static void finish_attempt(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, in
         .max_restarts = c->cfg.max_restarts,
         .backoff_base_s = c->cfg.restart_backoff_s,
         .last_line = line,
+        .on_collapse = r->spec->on_collapse,
+        .collapse = r->collapse_announced ? r->collapse_why : NULL,
     };
     sv_out_t out;
     supervise_decide(&in, &out);
+    if (out.collapse_restart) {
+        /* The next attempt resumes from the last checkpoint at or before the step the
+         * run last improved (worker --resume-before), with half the learning rate; with
+         * no word of when (no summary), from the start. */
+        r->lr_scale *= 0.5;
+        r->resume_before = (r->collapse_announced ? r->collapse_since : 0) + 1;
+        clog_printf("job %s: after the collapse: learning rate x%g of the spec's, resuming before step %ld", r->id,
+                    r->lr_scale, r->resume_before);
+    }
     r->exit_code = oc == SV_EXITED ? code : -1;
     r->restarts = out.restarts;
     r->kill_reason = KILL_NONE;
@@ -625,7 +713,21 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
     argv[a++] = specp;
     argv[a++] = "--summary";
     argv[a++] = summary;
-    argv[a++] = "--resume";
+    /* After a collapse: the checkpoint from before it (the worker saves it again as the
+     * latest), and the halved learning rate from then on (run.h). */
+    char before[24], scale[32];
+    if (r->resume_before > 0 && c->worker_has_collapse) {
+        snprintf(before, sizeof before, "%ld", r->resume_before);
+        argv[a++] = "--resume-before";
+        argv[a++] = before;
+    } else {
+        argv[a++] = "--resume";
+    }
+    if (r->lr_scale < 1.0 && c->worker_has_collapse) {
+        snprintf(scale, sizeof scale, "%.17g", r->lr_scale);
+        argv[a++] = "--lr-scale";
+        argv[a++] = scale;
+    }
     char wtext[16];
     if (c->worker_has_world) {
         /* A rank that finds itself in another world (alone, when the launch did not
@@ -662,6 +764,18 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
     if (launcher_start(r->launcher, &req, &r->h, err, sizeof err) != 0) goto fail;
     char what[64];
     r->attempts++;
+    /* A new attempt: its health is unknown until its rank 0 reports (the previous
+     * attempt's verdict leaves the node hash, so it is not taken for this one's). */
+    r->resume_before = 0;
+    r->health[0] = r->last_health_seen[0] = 0;
+    r->collapse_announced = 0;
+    if (c->rc) {
+        char nkey[160];
+        snprintf(nkey, sizeof nkey, KEY_JOB_NODE, r->id, 0);
+        redisReply *x = redisCommand(c->rc, "HDEL %s %s", nkey, NODE_HEALTH);
+        if (!x) tickconn_broken(c, "health");
+        else freeReplyObject(x);
+    }
     r->launched_at = now;
     r->phase = PH_ACTIVE;
     r->kill_reason = KILL_NONE;
@@ -764,10 +878,15 @@ static void read_flags(coordinator_t *c, coord_run_t *r, int check_beats, double
         snprintf(key, sizeof key, KEY_JOB_NODE, r->id, k);
         redisAppendCommand(c->rc, "HGET %s heartbeat", key);
     }
+    /* Rank 0 judges whether the run still learns (worker/health.h). */
+    if (nb) {
+        snprintf(key, sizeof key, KEY_JOB_NODE, r->id, 0);
+        redisAppendCommand(c->rc, "HGET %s %s", key, NODE_HEALTH);
+    }
     int stale = -1;
     double stale_age = 0;
     double baseline = r->launched_at > c->redis_up_since ? r->launched_at : c->redis_up_since;
-    for (int k = 0; k < nb + 1; k++) {
+    for (int k = 0; k < nb + 1 + (nb > 0); k++) {
         redisReply *rep = NULL;
         if (redisGetReply(c->rc, (void **)&rep) != REDIS_OK || !rep) {
             tickconn_broken(c, "heartbeats");
@@ -775,6 +894,15 @@ static void read_flags(coordinator_t *c, coord_run_t *r, int check_beats, double
         }
         if (k == 0) {
             if (reply_str(rep) && reply_str(rep)[0]) r->cancel_requested = 1;
+        } else if (k == nb + 1) {
+            /* Only a change is parsed: the worker rewrites the same text every round. */
+            const char *hs = reply_str(rep);
+            if (hs && rep->len < 4096 && strcmp(hs, r->last_health_seen) != 0) {
+                snprintf(r->last_health_seen, sizeof r->last_health_seen, "%s", hs);
+                json_t *h = json_loadb(hs, rep->len, 0, NULL);
+                run_health(c, r, h, now);
+                json_decref(h);
+            }
         } else {
             double hb = reply_double(rep, 0);
             if (hb > 0) r->redis_reported = 1;
@@ -1026,6 +1154,26 @@ void run_adopt(coordinator_t *c, double now)
         r->world = w >= r->min_world && w <= r->full_world ? w : r->full_world;
         adopt_hosts_and_resizes(r, hstr(h, "hosts"), hstr(h, "resizes"));
         r->restarts = atoi(hstr(h, "restarts"));
+        /* After collapse restarts: the rate's factor in (0, 1], and the step a pending
+         * relaunch resumes before (anything else: 1 and none). */
+        double scale = atof(hstr(h, "lr_scale"));
+        r->lr_scale = scale > 0 && scale <= 1 ? scale : 1.0;
+        long before = atol(hstr(h, "resume_before"));
+        r->resume_before = before > 0 ? before : 0;
+        snprintf(r->health, sizeof r->health, "%s",
+                 strlen(hstr(h, "health")) < sizeof r->health ? hstr(h, "health") : "");
+        {
+            /* A collapse this attempt already announced is not announced again. */
+            json_t *hj = json_loads(r->health, 0, NULL), *hc = run_health_clean(hj);
+            const char *why = json_string_value(json_object_get(hc, "reason"));
+            if (why) {
+                r->collapse_announced = 1;
+                r->collapse_since = (long)json_integer_value(json_object_get(hc, "since_step"));
+                snprintf(r->collapse_why, sizeof r->collapse_why, "%s", why);
+            }
+            json_decref(hc);
+            json_decref(hj);
+        }
         r->attempts = atoi(hstr(h, "attempts"));
         r->started = atof(hstr(h, "started"));
         snprintf(r->reason, sizeof r->reason, "%s", hstr(h, "reason"));

@@ -71,6 +71,18 @@ typedef struct {
     int first_launch;   /* no launch yet: the initial batch plan is due */
     int preflight_done; /* the pre-flight round started for it has been asked for */
     int redis_reported; /* the worker's Redis sink was seen (a node hash exists) */
+    /* Collapse (worker/health.h): the current attempt's health as the job shows it
+     * (compact JSON from run_health; "" unknown), whether its collapse was announced
+     * (an event, a log line: once per attempt), the learning-rate factor of the
+     * attempts (0.5 per collapse restart), and for the launch after a collapse the step
+     * the resumed checkpoint must precede (--resume-before; 0: plain --resume). */
+    char health[512];
+    int collapse_announced;
+    long collapse_since;        /* the announced collapse's since_step */
+    char last_health_seen[512]; /* the node hash's health text last parsed */
+    char collapse_why[400];     /* and its reason */
+    double lr_scale;
+    long resume_before;
 } coord_run_t;
 
 void run_free(coord_run_t *r);
@@ -89,6 +101,11 @@ void run_adopt(coordinator_t *c, double now);
 void run_poll(coordinator_t *c, coord_run_t *r, double now, launch_status_t *st);
 /* Writes what Redis should show about r (r->dirty stays set when it cannot). */
 void run_persist(coordinator_t *c, coord_run_t *r);
+/* A health object from outside (rank 0's node hash, the summary file: worker/health.h)
+ * as the job shows it, a new object: {"state": "ok"} or {"state": "collapsed",
+ * "since_step" (>= 0), "at_step", "reason"}, only those fields, the reason one line of at
+ * most 399 bytes (control characters as '?'). NULL when in is not one. */
+json_t *run_health_clean(json_t *in);
 /* Sets r's state and reason and persists them. */
 void run_set_state(coordinator_t *c, coord_run_t *r, job_state_t s, const char *reason);
 

@@ -5,6 +5,32 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Exit 3: training collapsed and on_collapse said to stop (worker/health.h). */
+static void collapsed(const sv_in_t *in, sv_out_t *out, const char *line)
+{
+    const char *why = in->collapse && *in->collapse ? in->collapse : line;
+    int restart = in->on_collapse && strcmp(in->on_collapse, "restart") == 0;
+    if (!restart) {
+        out->state = JOB_FAILED;
+        snprintf(out->reason, sizeof out->reason, "training collapsed (on_collapse fail): %s", why);
+        return;
+    }
+    if (in->restarts >= in->max_restarts) {
+        out->state = JOB_FAILED;
+        snprintf(out->reason, sizeof out->reason, "training collapsed after %d restart%s: %s", in->restarts,
+                 in->restarts == 1 ? "" : "s", why);
+        return;
+    }
+    out->state = JOB_RESTARTING;
+    out->restarts = in->restarts + 1;
+    out->collapse_restart = 1;
+    out->delay_s = in->backoff_base_s * ldexp(1.0, in->restarts);
+    snprintf(out->reason, sizeof out->reason,
+             "training collapsed: %s; restart %d of %d in %.3g s from the last checkpoint before the collapse, with "
+             "the learning rate halved",
+             why, out->restarts, in->max_restarts, out->delay_s);
+}
+
 void supervise_decide(const sv_in_t *in, sv_out_t *out)
 {
     const char *line = in->last_line && *in->last_line ? in->last_line : "(no output)";
@@ -24,6 +50,10 @@ void supervise_decide(const sv_in_t *in, sv_out_t *out)
         if (in->code == 2) {
             out->state = JOB_FAILED;
             snprintf(out->reason, sizeof out->reason, "bad input (exit 2, not retried): %s", line);
+            return;
+        }
+        if (in->code == 3) {
+            collapsed(in, out, line);
             return;
         }
         snprintf(what, sizeof what, "mpirun exited %d", in->code);

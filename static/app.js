@@ -606,6 +606,7 @@
       $('#f-runtime').textContent = runtime(j);
       $('#f-restarts').textContent = (j.restarts || 0) + (j.attempts > 1 ? ' (' + j.attempts + ' attempts)' : '');
       $('#f-reason').textContent = j.reason || '–';
+      collapseBanner(j);
       const recs = Object.values(s.last);
       if (recs.length) {
         const top = recs.reduce((a, b) => (b.step > a.step ? b : a));
@@ -642,6 +643,21 @@
       $('#f-goodput').textContent = 'global batch ' + num(live ? r0.global_batch : g.global_batch_final) +
         ' · efficiency ' + num(live ? r0.efficiency : g.efficiency, 3) + ' · learning rate x ' + num(live ? r0.lr_scale : g.lr_scale, 2) +
         ' · nodes left out: ' + (out.length ? 'rank ' + out.join(', ') : 'none') + (why ? ' (' + why + ')' : '');
+    }
+
+    // A collapse of training (worker/health.h): the current attempt's health, else the
+    // summary's; the banner says since when, why, and what on_collapse does about it.
+    function collapseBanner(j) {
+      const b = $('#job-collapse');
+      if (!b) return;
+      const h = (j.health && j.health.state) ? j.health : j.summary && j.summary.health;
+      if (!h || h.state !== 'collapsed') { b.hidden = true; return; }
+      const act = j.spec && j.spec.on_collapse;
+      const what = act === 'restart' ? ' The job restarts from the last checkpoint before it with the learning rate halved (on_collapse: restart).'
+        : act === 'fail' ? ' The job stops and fails (on_collapse: fail).'
+        : ' Training goes on (on_collapse: continue).';
+      b.textContent = 'Training collapsed since step ' + h.since_step + ': ' + h.reason + '.' + what;
+      b.hidden = false;
     }
 
     // Whether the emulated speeds are what the slowdowns say (worker/emulate.h): the
@@ -790,6 +806,7 @@
         s.dirty = true;
       },
       plan: () => { s.lastEvent = Date.now(); s.events++; loadNodes(); },
+      health: () => { s.lastEvent = Date.now(); s.events++; loadJob(); },
     }, null, () => {
       if (s.finished) return;
       const live = $('#live');

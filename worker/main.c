@@ -2,7 +2,9 @@
  * under mpirun every rank runs it and the spec's algorithm decides what each rank does.
  *
  * Exit status: 0 success, 1 a failure while training, 2 bad input (usage, spec, data set,
- * checkpoint), each with one line on stderr that names what is wrong. */
+ * checkpoint), each with one line on stderr that names what is wrong; 3 training collapsed
+ * and on_collapse is fail or restart (health.h; the summary's "health" says why and since
+ * when, and the coordinator fails or restarts the job). */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -35,6 +37,8 @@ static const struct option OPTIONS[] = {
     {"benchmark", required_argument, NULL, 'b'},
     {"resume", no_argument, NULL, 'r'},
     {"resume-from", required_argument, NULL, 'R'},
+    {"resume-before", required_argument, NULL, 'E'},
+    {"lr-scale", required_argument, NULL, 'L'},
     {"stop-after-steps", required_argument, NULL, 'S'},
     {"batch-plan", required_argument, NULL, 'B'},
     {"ps-round-robin", no_argument, NULL, 'P'},
@@ -76,6 +80,13 @@ static void usage(FILE *f)
                "  --resume               continue from the job's latest checkpoint\n"
                "                         (checkpoint.dir/NAME.ckpt); starts fresh if there is none\n"
                "  --resume-from FILE     continue from this checkpoint; a missing file is an error\n"
+               "  --resume-before STEP   continue from the newest checkpoint the job kept that was\n"
+               "                         written before global step STEP (the last good one before a\n"
+               "                         collapse); with none, start afresh. It is then saved again as\n"
+               "                         the latest, so the later ones are dropped (the coordinator's\n"
+               "                         on_collapse restart)\n"
+               "  --lr-scale F           multiply the spec's learning rate by F, in (0, 1] (0.5 per\n"
+               "                         collapse restart)\n"
                "  --time-budget S        stop after S seconds of training (evaluations and\n"
                "                         checkpoints not counted), then evaluate (for comparisons\n"
                "                         at equal training time)\n"
@@ -101,7 +112,8 @@ static void usage(FILE *f)
                "Environment: PACER_CUDA_LIB  the CUDA backend that device cuda or auto loads\n"
                "                             (default: libpacer_cuda.so next to this program)\n"
                "\n"
-               "Exit status: 0 done, 1 training failed, 2 bad input (spec, data, checkpoint).\n");
+               "Exit status: 0 done, 1 training failed, 2 bad input (spec, data, checkpoint),\n"
+               "3 training collapsed with on_collapse fail or restart.\n");
 }
 
 /* The CUDA backend is listed when its library is there; then it is loaded (not
@@ -127,6 +139,8 @@ static void version(void)
 #define HPSGD_ROUND_MAX 1000000L
 #define TIME_BUDGET_MIN 1e-3
 #define TIME_BUDGET_MAX 1e9
+#define LR_SCALE_MIN 1e-9
+#define RESUME_BEFORE_MAX 1000000000000L
 
 /* bad_number OPT VALUE WHAT LO HI - the worker's one message for a numeric option out of
  * shape ("--world x: must be a process count from 1 to 257"). */
@@ -142,6 +156,8 @@ static const char *g_redis_url, *g_job_id; /* --redis, --job */
 static const char *g_trace_path;           /* --trace */
 static const char *g_redis_password_file;  /* --redis-password-file */
 static int g_world;                        /* --world: 0 = not given */
+static double g_lr_scale = 1.0;            /* --lr-scale */
+static long g_resume_before = -1;          /* --resume-before: -1 = not given */
 static int coordinator_assignment(worker_t *w, int *out);
 
 int main(int argc, char **argv)
@@ -172,6 +188,14 @@ int main(int argc, char **argv)
         }
         case 'r': resume = 1; break;
         case 'R': resume_from = optarg; break;
+        case 'E':
+            if (numarg_long(optarg, 1, RESUME_BEFORE_MAX, &g_resume_before))
+                return bad_number("resume-before", optarg, "a global step", 1, (double)RESUME_BEFORE_MAX);
+            break;
+        case 'L':
+            if (numarg_double(optarg, LR_SCALE_MIN, 1.0, &g_lr_scale))
+                return bad_number("lr-scale", optarg, "a factor", LR_SCALE_MIN, 1.0);
+            break;
         case 'S':
             if (numarg_long(optarg, 1, STOP_AFTER_MAX, &opts.stop_after_steps))
                 return bad_number("stop-after-steps", optarg, "a global step", 1, STOP_AFTER_MAX);
@@ -201,6 +225,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "pacer-worker: --redis and --job go together (and --redis-password-file needs them)\n");
         return 2;
     }
+    if (g_resume_before > 0 && (resume_from || resume)) {
+        fprintf(stderr,
+                "pacer-worker: --resume-before chooses the checkpoint itself: not with --resume or --resume-from\n");
+        return 2;
+    }
     if (!spec_path || optind != argc) {
         fprintf(stderr, "pacer-worker: %s\n", spec_path ? "unexpected argument" : "--spec FILE is required");
         usage(stderr);
@@ -210,6 +239,9 @@ int main(int argc, char **argv)
     if (bench_steps) return benchmark_run(spec_path, bench_steps, summary_path);
     return run(spec_path, summary_path, metrics_path, resume, resume_from, &opts);
 }
+
+/* worker_t.report_health through the Redis sink (the node hash's health field). */
+static void report_health_redis(worker_t *w, const char *json) { redis_report_health(w->assignment_ctx, json); }
 
 static int coordinator_assignment(worker_t *w, int *out)
 {
@@ -267,6 +299,11 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
         SAY("pacer-worker: %s\n", err);
         return finish(use_mpi, &w, 2);
     }
+    {
+        char warn[4][SPEC_WARNING_MAX];
+        int nw = spec_warnings(&spec, warn, 4);
+        for (int i = 0; i < nw; i++) SAY("pacer-worker: warning: %s\n", warn[i]);
+    }
     /* Simulated: one BLAS thread, because SMPI times only the rank's own thread. */
     openblas_set_num_threads(sim_active() ? 1 : spec.threads);
     int async = spec_is_async(&spec);
@@ -305,6 +342,8 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
     if (agree(use_mpi, failed)) return finish(use_mpi, &w, 2);
     w.use_mpi = use_mpi;
     if (use_mpi) w.agree = comm_agree;
+    w.lr_scale = g_lr_scale;
+    if (g_lr_scale != 1.0) SAY("learning rate x%g of the spec's (--lr-scale)\n", g_lr_scale);
     if (emulate_check(&w) != 0) {
         fprintf(stderr, "pacer-worker: out of memory\n");
         return finish(use_mpi, &w, 1);
@@ -313,7 +352,8 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
     char ckpt[1100];
     worker_checkpoint_path(&w, ckpt, sizeof ckpt);
     failed = 0;
-    if (resume_from || resume) {
+    int before = g_resume_before > 0;
+    if (resume_from || resume || before) {
         char path[1100];
         snprintf(path, sizeof path, "%s", resume_from ? resume_from : ckpt);
         /* Rank 0 decides which checkpoint (--resume: the latest that it can use, else an
@@ -322,6 +362,8 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
          * resume. Every other rank then loads that file, and one that cannot stops them all. */
         int got = 1; /* 1: resumed (rank 0), 0: no checkpoint, -1: none usable */
         if (resume_from) failed = worker_resume(&w, path, err, sizeof err) != 0;
+        else if (rank == 0 && before)
+            got = worker_resume_before(&w, g_resume_before, path, sizeof path, err, sizeof err);
         else if (rank == 0) got = worker_resume_latest(&w, path, sizeof path, err, sizeof err);
         if (use_mpi && !resume_from) {
             MPI_CHECK(MPI_Bcast(&got, 1, MPI_INT, 0, MPI_COMM_WORLD));
@@ -335,7 +377,8 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
             fprintf(stderr,
                     "pacer-worker: rank %d: %s (rank 0 resumes from it: every rank must read the same checkpoint)\n",
                     rank, err);
-        if (!exists) SAY("no checkpoint at %s: starting fresh\n", path);
+        if (!exists && before) SAY("no checkpoint before step %ld: starting afresh\n", g_resume_before);
+        else if (!exists) SAY("no checkpoint at %s: starting fresh\n", path);
         int any = agree(use_mpi, failed);
         if (any && !failed) SAY("pacer-worker: not every rank could read %s: stopping\n", path);
         if (any) return finish(use_mpi, &w, 2);
@@ -351,6 +394,14 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
             }
         }
         if (exists) SAY("resumed from %s at step %ld (epoch %ld)\n", path, w.global_step, w.epoch + 1);
+        /* --resume-before: the checkpoint just taken (or the fresh start) becomes the
+         * latest again, so those written since (by the run that collapsed) are dropped
+         * by the retention rule and a later --resume cannot take one of them. */
+        if (before && rank == 0 && spec.checkpoint.every_steps > 0 && worker_save_checkpoint(&w, err, sizeof err) != 0) {
+            fprintf(stderr, "pacer-worker: %s\n", err);
+            failed = 1;
+        }
+        if (agree(use_mpi, failed)) return finish(use_mpi, &w, 1);
     }
 
     static trace_ring_t ring;
@@ -377,6 +428,7 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
             /* Rank 0 reads the coordinator's batch assignments at re-plan points. */
             w.assignment_ctx = sinks[nsinks++];
             w.assignment_hook = coordinator_assignment;
+            w.report_health = report_health_redis;
             /* A GPU rank's utilisation and memory go with its node hash; NVML is loaded
              * only here, and its absence leaves them out without a word. */
             if (w.gpu) redis_report_watch_gpu(w.assignment_ctx, nvml_open(w.gpu_device));
@@ -392,6 +444,11 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
         return finish(use_mpi, &w, 2);
     }
     if (nsinks) w.metrics = &reporter;
+    if (w.report_health && w.health.state == HEALTH_OK) {
+        /* The coordinator shows the job as judged (and healthy) from the start. */
+        char json[REDIS_REPORT_HEALTH_MAX];
+        if (health_to_json(&w.health, json, sizeof json) > 0) w.report_health(&w, json);
+    }
 
     SAY("training %s on %s with %s: %zu parameters, %d train / %d test samples, %d worker(s) x batch %d, "
         "%ld steps per epoch, %d epochs\n",
@@ -412,7 +469,12 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
         if (use_mpi) MPI_Abort(MPI_COMM_WORLD, 1);
         return finish(0, &w, 1);
     }
-    int status = 0;
+    /* A collapse that on_collapse fails or restarts for is every rank's exit status 3
+     * (rank 0 judged it: one reduction, before the summary's gather). */
+    int collapsed = w.stop == 4 || (w.health.state == HEALTH_COLLAPSED && strcmp(spec.on_collapse, "continue") != 0);
+    collapsed = agree(use_mpi, collapsed);
+    if (collapsed) SAY("collapse: on_collapse %s: exit status 3\n", spec.on_collapse);
+    int status = collapsed ? 3 : 0;
     if (w.trace) {
         if (comm_write_trace(&w, g_trace_path, err, sizeof err) != 0) {
             fprintf(stderr, "pacer-worker: %s\n", err);

@@ -15,6 +15,15 @@
 
 float ps_softsync_alpha(float alpha0, int64_t tau) { return alpha0 / (float)(tau > 1 ? tau : 1); }
 
+double ps_tau_smooth(double tau_avg, int64_t tau) { return (1 - PS_TAU_EWMA) * tau_avg + PS_TAU_EWMA * (double)tau; }
+
+float ps_compensated_momentum(double mu, double tau)
+{
+    if (!(tau > 0)) return (float)mu;
+    double e = 1.0 - (1.0 - mu) * (1.0 + tau);
+    return (float)(e > 0 ? e : 0);
+}
+
 /* ---- the parameter server ------------------------------------------------------------- */
 
 typedef struct {
@@ -32,6 +41,8 @@ typedef struct {
     double busy_s;       /* time spent handling pushes */
     double aside_s;      /* evaluation and checkpoints: not training time */
     int64_t pushes;
+    int compensate;  /* optimizer.async_momentum "compensated" */
+    double tau_avg;  /* smoothed staleness of the applied updates (PS_TAU_EWMA) */
     int round_robin; /* test hook: take pushes in worker order */
     double started;  /* when serving began */
 } server_t;
@@ -159,6 +170,7 @@ static int next_epoch(server_t *s)
 {
     worker_t *w = s->ps.w;
     epoch_end(s);
+    if (w->collapse_stop) w->stop = 4; /* the evaluation found the run collapsed */
     if (w->stop || w->epoch >= w->spec->epochs) {
         stop_all(s);
         return 1;
@@ -227,7 +239,14 @@ static int serve(server_t *s, const train_opts_t *o)
         s->speed[m] = h.samples_per_s > 0 ? h.samples_per_s : s->speed[m];
         float scale = 1.0f;
         if (sp->algorithm.dynamic_batch) scale = (float)h.batch / (float)sp->batch_size;
-        w->lr = lr_at(&w->sched, (float)sp->optimizer.lr, s->ps.t, w->total_steps);
+        w->lr = lr_at(&w->sched, (float)(sp->optimizer.lr * w->lr_scale), s->ps.t, w->total_steps);
+        if (s->compensate && !(sp->algorithm.tau_max > 0 && tau > sp->algorithm.tau_max)) {
+            /* The staleness this update brings, smoothed, sets the explicit momentum
+             * that keeps the total at the user's (ps_compensated_momentum): two
+             * multiplications and a comparison. */
+            s->tau_avg = ps_tau_smooth(s->tau_avg, tau);
+            w->momentum = ps_compensated_momentum(sp->optimizer.momentum, s->tau_avg);
+        }
         phase_mark(&w->phases, PHASE_OTHER);
         int applied = s->ps.rule->apply(&s->ps, m, g, scale, tau);
         phase_mark(&w->phases, PHASE_OPTIMIZER); /* the rule (and its compensation) */
@@ -237,6 +256,8 @@ static int serve(server_t *s, const train_opts_t *o)
         w->epoch_loss_samples += h.batch;
         w->stats.last_loss = h.loss;
         w->step_loss = h.loss;
+        /* The collapse detector sees every push's loss (health.h). */
+        worker_health_loss(w, s->ps.t + (applied > 0 ? applied : 0), h.loss);
         if (applied >= 0) {
             staleness_add(&w->staleness, tau);
             s->last_tau[m] = tau;
@@ -305,6 +326,15 @@ static int serve(server_t *s, const train_opts_t *o)
                 return 0;
             }
         }
+        if (w->collapse_stop && !w->stop) {
+            /* on_collapse fail or restart: evaluate the weights as they are and stop
+             * everyone (main.c then exits 3 on every rank). */
+            w->stop = 4;
+            epoch_end(s);
+            if (w->rank == 0) fprintf(stderr, "collapse: stopped at update %lld\n", (long long)s->ps.t);
+            stop_all(s);
+            return 0;
+        }
         /* The budget counts training only, as in the synchronous loop. */
         if (o->time_budget_s > 0 && clock_mono_s() - s->started - s->aside_s >= o->time_budget_s && !w->stop) {
             /* Time budget: evaluate the weights as they are and stop everyone. */
@@ -361,6 +391,12 @@ static int run_server(worker_t *w, const ps_rule_t *rule, const train_opts_t *o)
     }
     s.ps.group = 1;
     if (rule->init && rule->init(&s.ps) != 0) goto out;
+    /* Before the first update is measured, the staleness of n equal workers: each push
+     * finds the other n - 1 applied (in aggregates of group); none when replies wait for
+     * the aggregate (hard sync). */
+    s.compensate = strcmp(w->spec->optimizer.async_momentum, "compensated") == 0;
+    s.tau_avg = s.ps.hold_replies ? 0.0 : (double)(n - 1) / s.ps.group;
+    if (s.compensate) w->momentum = ps_compensated_momentum(w->spec->optimizer.momentum, s.tau_avg);
     {
         /* The schedule runs over PS updates: about n / batch_size pushes per epoch, c of
          * which make one update (n-softsync). */
@@ -376,6 +412,7 @@ static int run_server(worker_t *w, const ps_rule_t *rule, const train_opts_t *o)
     w->ps_updates = s.ps.t;
     w->ps_busy_fraction = wall > 0 ? s.busy_s / wall : 0;
     w->ps_dropped = s.ps.dropped;
+    w->ps_tau_avg = s.tau_avg;
     if (w->rank == 0)
         fprintf(stderr, "parameter server: %lld updates from %lld pushes in %.2f s (%.0f pushes/s), busy %.1f%%%s\n",
                 (long long)s.ps.t, (long long)s.pushes, wall, wall > 0 ? (double)s.pushes / wall : 0.0,

@@ -73,8 +73,9 @@ typedef struct {
     int asg[ASSIGN_MAX];
     int64_t asg_returned; /* the version redis_report_assignment last handed out */
 
-    nvml_t *gpu;                  /* redis_report_watch_gpu's; sampled by the sink thread only */
-    double emu_demand, emu_cores; /* redis_report_emulation's; cores 0 = not set */
+    nvml_t *gpu;                          /* redis_report_watch_gpu's; sampled by the sink thread only */
+    char health[REDIS_REPORT_HEALTH_MAX]; /* redis_report_health's; "" = none */
+    double emu_demand, emu_cores;         /* redis_report_emulation's; cores 0 = not set */
 
     /* sink thread only */
     gpu_sample_t gpu_last;
@@ -159,7 +160,7 @@ static int sink_write(metrics_sink_t *base, const metrics_record_t *recs, const 
 }
 
 /* Argument vector for one command, formatted into fixed storage. */
-#define ARGS_MAX 96 /* the node hash: 2 + 2 x 34 fields (31, and 3 on a GPU rank) */
+#define ARGS_MAX 96 /* the node hash: 2 + 2 x 37 fields (31, the emulation check 2, health, and 3 on a GPU rank) */
 typedef struct {
     int argc;
     const char *argv[ARGS_MAX];
@@ -313,7 +314,9 @@ static int round_trip(rsink_t *s)
     double sphase[PHASE_N], sstep;
     float tacc, tloss;
     int have;
+    char health[REDIS_REPORT_HEALTH_MAX];
     pthread_mutex_lock(&s->lock);
+    memcpy(health, s->health, sizeof health);
     while (nb < PIPELINE_MAX && s->n > 0) {
         batch[nb++] = s->ring[s->head];
         s->head = (s->head + 1) % REDIS_REPORT_BACKLOG;
@@ -409,6 +412,10 @@ static int round_trip(rsink_t *s)
         arg_num(&a, "test_accuracy", tacc);
         arg_num(&a, "test_loss", tloss);
         arg_time(&a, "updated", last_time);
+    }
+    if (health[0]) {
+        arg_str(&a, NODE_HEALTH);
+        arg_str(&a, health);
     }
     if (emu_cores > 0) {
         arg_num(&a, "emulation_demand_cores", emu_demand);
@@ -665,4 +672,15 @@ int redis_report_assignment(metrics_sink_t *base, int64_t *version, int *batches
     }
     pthread_mutex_unlock(&s->lock);
     return rc;
+}
+
+void redis_report_health(metrics_sink_t *base, const char *json)
+{
+    rsink_t *s = (rsink_t *)base;
+    if (!s || !json) return;
+    pthread_mutex_lock(&s->lock);
+    snprintf(s->health, sizeof s->health, "%s", json);
+    s->beat_now = 1; /* the coordinator learns it in the next round, not a beat later */
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->lock);
 }

@@ -73,6 +73,12 @@ void redis_report_heartbeat(metrics_sink_t *s);
 #define REDIS_REPORT_GPU_S 1.0
 void redis_report_watch_gpu(metrics_sink_t *s, nvml_t *gpu);
 
+/* The rank's health (worker/health.h: health_to_json's text, at most
+ * REDIS_REPORT_HEALTH_MAX - 1 bytes), published as the node hash's NODE_HEALTH field from
+ * the next round trip on. A copy under the mutex: called on a change of health only. */
+#define REDIS_REPORT_HEALTH_MAX 512
+void redis_report_health(metrics_sink_t *s, const char *json);
+
 /* The start-up emulation check of this rank's host (worker/emulate.h): the cores its
  * worker ranks ask for (threads / slowdown, the parameter server's share not known
  * yet) and the cores they have, published with every node hash from the next round

@@ -210,8 +210,8 @@ static void apply_on_device(worker_t *w, const float *g, float grad_scale)
 {
     const job_spec_t *s = w->spec;
     if (g && cuda_model_upload_grads(w->gpu, g) != 0) gpu_fail(w, "uploading the gradient");
-    if (cuda_model_sgd(w->gpu, w->lr, (float)s->optimizer.momentum, s->optimizer.nesterov,
-                       (float)s->optimizer.weight_decay, grad_scale, (float)s->optimizer.clip_norm) != 0)
+    if (cuda_model_sgd(w->gpu, w->lr, w->momentum, s->optimizer.nesterov, (float)s->optimizer.weight_decay, grad_scale,
+                       (float)s->optimizer.clip_norm) != 0)
         gpu_fail(w, "optimizer step");
     w->gpu_ahead = 1;
     /* The kernels are queued, not waited for: the device runs them before the next
@@ -239,7 +239,7 @@ void worker_apply_gradient(worker_t *w, const float *g, float grad_scale)
         float norm = grad_scale * (float)sqrt(sum_squares(m->nparams, g));
         if (norm > (float)s->optimizer.clip_norm) grad_scale *= (float)s->optimizer.clip_norm / norm;
     }
-    sgd_update(m->nparams, m->params, g, m->momentum, w->lr, (float)s->optimizer.momentum, s->optimizer.nesterov,
+    sgd_update(m->nparams, m->params, g, m->momentum, w->lr, w->momentum, s->optimizer.nesterov,
                (float)s->optimizer.weight_decay, grad_scale);
     sim_charge_update(w);
     phase_mark(&w->phases, PHASE_OPTIMIZER);
@@ -307,6 +307,63 @@ void worker_report_step(worker_t *w)
     if (w->metrics) metrics_push(w->metrics, fill_record(w, METRICS_STEP));
 }
 
+/* ---- collapse detection (health.h) ------------------------------------------------------- */
+
+/* The detector at rank 0 has just declared a collapse: one line on stderr (once a run,
+ * like a re-plan's), the Redis node hash, and with on_collapse fail or restart the
+ * request to stop. */
+static void health_collapsed(worker_t *w)
+{
+    const job_spec_t *s = w->spec;
+    const health_t *h = &w->health;
+    char why[320], json[512];
+    health_reason(h, why, sizeof why);
+    const char *what = strcmp(s->on_collapse, "fail") == 0 ? "stopping: the job fails"
+                       : strcmp(s->on_collapse, "restart") == 0
+                           ? "stopping: to be restarted from the last checkpoint at or before that step with the "
+                             "learning rate halved"
+                           : "going on";
+    fprintf(stderr, "collapse: training collapsed at step %ld (since step %ld): %s; on_collapse %s: %s\n", h->at_step,
+            h->since_step, why, s->on_collapse, what);
+    if (w->report_health && health_to_json(h, json, sizeof json) > 0) w->report_health(w, json);
+    if (strcmp(s->on_collapse, "continue") != 0) w->collapse_stop = 1;
+}
+
+void worker_health_loss(worker_t *w, long step, float loss)
+{
+    if (w->rank == 0 && w->health.state == HEALTH_OK && health_step(&w->health, step, loss)) health_collapsed(w);
+}
+
+void worker_health_eval(worker_t *w)
+{
+    /* NaN: nothing was evaluated (worker_evaluate); a missing figure is not judged. */
+    if (isnan(w->test_accuracy)) return;
+    if (w->rank == 0 && w->health.state == HEALTH_OK && health_eval(&w->health, w->global_step, w->test_accuracy))
+        health_collapsed(w);
+}
+
+void worker_health_agree(worker_t *w, int now)
+{
+    if (strcmp(w->spec->on_collapse, "continue") == 0) return;
+    int stop = w->collapse_stop;
+    if (w->agree) {
+        if (!now && w->global_step % HEALTH_AGREE_STEPS != 0) return;
+        stop = w->agree(w, stop);
+    }
+    if (stop) w->stop = 4;
+}
+
+json_t *worker_health_json(const worker_t *w)
+{
+    const health_t *h = &w->health;
+    if (h->state == HEALTH_UNKNOWN) return json_null();
+    if (h->state != HEALTH_COLLAPSED) return json_pack("{s:s}", "state", health_state_name(h->state));
+    char why[320];
+    health_reason(h, why, sizeof why);
+    return json_pack("{s:s, s:I, s:I, s:s}", "state", "collapsed", "since_step", (json_int_t)h->since_step, "at_step",
+                     (json_int_t)h->at_step, "reason", why);
+}
+
 /* Epoch-end and final records carry the epoch's mean training loss, and with_eval (the
  * record of an evaluation just made) the evaluation, on the rank that made it only; an
  * evaluation between epoch ends (METRICS_EVAL, eval_every_steps) the evaluation only.
@@ -347,6 +404,7 @@ int worker_target_reached(worker_t *w)
 void worker_evaluated_between(worker_t *w)
 {
     w->eval_step = w->global_step;
+    worker_health_eval(w);
     report_epoch(w, METRICS_EVAL, 1);
     if (worker_target_reached(w)) {
         if (w->rank == 0)
@@ -630,6 +688,11 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
     if (rc != 0) return rc;
     model_init_params(m, spec->seed);
     if (select_device(w, err, errlen) != 0) return -1;
+    w->momentum = (float)spec->optimizer.momentum;
+    w->lr_scale = 1.0;
+    /* Rank 0 judges the run (the PS in the asynchronous family: it sees every push's
+     * loss); a simulation that skips the computation learns nothing by design. */
+    if (rank == 0 && !sim_skip_compute(w)) health_init(&w->health, m->num_classes);
 
     size_t img = (size_t)m->C * m->H * m->W;
     w->x = page_alloc((size_t)w->max_batch * img * sizeof(float));
@@ -725,8 +788,11 @@ int worker_save_checkpoint(worker_t *w, char *err, size_t errlen)
     double acc = w->eval_step == w->global_step && isfinite(w->test_accuracy) ? w->test_accuracy : -1.0;
     if (acc > 1.0) acc = 1.0;
     const job_spec_t *s = w->spec;
+    /* The last checkpoint from before a collapse that may be declared later stays too
+     * (health.h): on_collapse "restart" resumes from it. */
+    long long good = w->health.state == HEALTH_UNKNOWN ? -1 : health_good_step(&w->health, w->global_step);
     if (ckptdir_retain(s->checkpoint.dir, s->name, w->global_step, w->epoch, acc, s->checkpoint.keep_last,
-                       s->checkpoint.keep_best, why, sizeof why) != 0)
+                       s->checkpoint.keep_best, good, why, sizeof why) != 0)
         fprintf(stderr, "pacer-worker: checkpoint %s written, but not retained as configured: %s\n", path, why);
     return 0;
 }
@@ -776,6 +842,31 @@ int worker_resume_latest(worker_t *w, char *path, size_t len, char *err, size_t 
     if (!tried && !first[0]) return 0;
     snprintf(err, errlen, "%s", first);
     return -1;
+}
+
+int worker_resume_before(worker_t *w, long before, char *path, size_t len, char *err, size_t errlen)
+{
+    const job_spec_t *s = w->spec;
+    char first[1400] = "", last[1400] = "";
+    int tried = 0, rc = 0;
+    ckpt_entry_t *e = malloc(CKPTDIR_MAX * sizeof *e);
+    long long bytes;
+    int n = e ? ckptdir_list(s->checkpoint.dir, s->name, e, CKPTDIR_MAX, &bytes, err, errlen) : -1;
+    if (!e) snprintf(err, errlen, "%s: out of memory", s->checkpoint.dir);
+    if (n < 0) {
+        free(e);
+        return -1;
+    }
+    /* Newest first below the step; each refusal one line, as worker_resume_latest. */
+    for (int i; !rc && (i = ckptdir_before(e, n, before)) >= 0;) {
+        snprintf(path, len, "%s/%s", s->checkpoint.dir, e[i].file);
+        before = e[i].step;
+        rc = try_resume(w, path, &tried, last, sizeof last, first, sizeof first, err, errlen);
+    }
+    free(e);
+    if (rc) return 1;
+    if (tried) fprintf(stderr, "pacer-worker: %s\n", last);
+    return 0;
 }
 
 int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
@@ -900,6 +991,7 @@ int worker_epoch_done(worker_t *w, char *err, size_t errlen)
 {
     const job_spec_t *s = w->spec;
     w->eval_step = w->global_step; /* every caller has just evaluated */
+    worker_health_eval(w);
     report_epoch(w, METRICS_EPOCH, 1);
     if (w->rank == 0)
         fprintf(stderr, "epoch %ld/%d done: train_loss_running %.4f test_loss %.4f test_accuracy %.4f\n", w->epoch + 1,
@@ -914,8 +1006,9 @@ int worker_epoch_done(worker_t *w, char *err, size_t errlen)
         if (w->rank == 0) fprintf(stderr, "target accuracy %.4f reached\n", s->target_accuracy);
         w->stop = 1;
     }
-    /* keep_best needs checkpoints whose accuracy is known: these weights, just evaluated. */
-    if (s->checkpoint.keep_best && s->checkpoint.every_steps > 0 && w->rank == 0)
+    /* keep_best needs checkpoints whose accuracy is known: these weights, just evaluated
+     * (not collapsed ones that stop the run: a restart must not find them the latest). */
+    if (s->checkpoint.keep_best && s->checkpoint.every_steps > 0 && w->rank == 0 && w->stop != 4)
         return worker_save_checkpoint(w, err, errlen);
     return 0;
 }
@@ -986,7 +1079,7 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
          * last checkpoint is the end of the job, as for the step loop below. */
         if (w->role == ROLE_PS && w->stop != 2) {
             w->train_loss = worker_final_train_loss(w);
-            if (s->checkpoint.every_steps > 0 && w->ckpt_step != w->global_step &&
+            if (s->checkpoint.every_steps > 0 && w->ckpt_step != w->global_step && w->stop != 4 &&
                 worker_save_checkpoint(w, err, errlen) != 0)
                 return -1;
         }
@@ -1001,7 +1094,7 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
         while (adaptive_epoch_running(w) && !w->stop) {
             double t0 = clock_mono_s();
             phase_begin(&w->phases, w->global_step + 1);
-            w->lr = lr_at(&w->sched, (float)s->optimizer.lr, adaptive_schedule_step(w), w->total_steps);
+            w->lr = lr_at(&w->sched, (float)(s->optimizer.lr * w->lr_scale), adaptive_schedule_step(w), w->total_steps);
             w->slowdown = worker_slowdown_now(w);
             w->step_loss = NAN;
             if ((rc = w->algo->step(w)) != 0) {
@@ -1020,6 +1113,8 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
             w->step_in_epoch++;
             w->global_step++;
             w->stats.steps++;
+            /* The detector reads the loss the loop has anyway: a few comparisons. */
+            worker_health_loss(w, w->global_step, w->step_loss);
             /* The step's metrics record is part of the step's cost: it is inside train_s
              * (bench/redis_overhead.sh compares it with and without --redis). */
             phase_end(&w->phases);
@@ -1057,6 +1152,9 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
                 if (w->agree) over = w->agree(w, over);
                 if (over) w->stop = 3;
             }
+            /* A collapse that on_collapse stops for: the epoch end below evaluates the
+             * weights as they are, then the loop ends without a checkpoint. */
+            if (!w->stop) worker_health_agree(w, 0);
         }
         if (w->stop == 2) break;
         if (w->algo->epoch_end && (rc = w->algo->epoch_end(w)) != 0) {
@@ -1068,14 +1166,17 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
         if (w->algo->evaluate) w->algo->evaluate(w);
         else worker_evaluate(w, &w->test_loss, &w->test_accuracy);
         if (worker_epoch_done(w, err, errlen) != 0) return -1;
+        /* The evaluation may have found the run at chance: stop before another epoch. */
+        if (!w->stop) worker_health_agree(w, 1);
         if (w->stop == 3 && w->rank == 0)
             fprintf(stderr, "time budget of %.1f s used: stopped in epoch %ld\n", o->time_budget_s, w->epoch);
+        if (w->stop == 4 && w->rank == 0) fprintf(stderr, "collapse: stopped in epoch %ld\n", w->epoch);
     }
     w->wall_s = clock_mono_s() - t_start;
     report_epoch(w, METRICS_FINAL, w->nothing_left);
     /* Rank 0 holds the final (merged) weights after the last epoch end. */
     if (w->rank == 0 && w->stop != 2) w->train_loss = worker_final_train_loss(w);
-    if (s->checkpoint.every_steps > 0 && w->rank == 0 && w->stop != 2 && w->ckpt_step != w->global_step)
+    if (s->checkpoint.every_steps > 0 && w->rank == 0 && w->stop != 2 && w->stop != 4 && w->ckpt_step != w->global_step)
         if (worker_save_checkpoint(w, err, errlen) != 0) return -1;
     return 0;
 }
@@ -1224,6 +1325,8 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
      * applied update once, and in the synchronous families every rank applies every
      * update with the same tau. Exact: it comes from the counts, not the histogram. */
     json_object_set_new(root, "staleness", staleness_json(&w->staleness.s));
+    json_object_set_new(root, "health", worker_health_json(w));
+    json_object_set_new(root, "lr_scale", json_real(w->lr_scale));
     json_object_set_new(root, "device", job_device_json(s, per_rank));
     json_object_set_new(root, "emulation", emulate_summary_json(w));
     adaptive_summary(w, root);
@@ -1231,11 +1334,17 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
      * seconds under pacer-sim); null when it was never reached. */
     if (s->target_accuracy > 0) json_object_set_new(root, "time_to_target_s", json_finite_or_null(w->time_to_target_s));
     sim_summary(w, root);
-    if (w->role == ROLE_PS)
+    if (w->role == ROLE_PS) {
+        /* The momentum it applied at the end (optimizer.async_momentum; ps.c) and the
+         * smoothed staleness that set it. */
+        json_t *mom = json_pack("{s:s, s:f, s:f, s:f}", "mode", s->optimizer.async_momentum, "requested",
+                                s->optimizer.momentum, "applied", round((double)w->momentum * 1e6) / 1e6,
+                                "staleness_smoothed", w->ps_tau_avg);
         json_object_set_new(root, "parameter_server",
-                            json_pack("{s:I, s:o, s:f, s:I}", "updates", (json_int_t)w->ps_updates, "updates_per_s",
-                                      json_rate((double)w->ps_updates, w->loop_s), "busy_fraction", w->ps_busy_fraction,
-                                      "dropped", (json_int_t)w->ps_dropped));
+                            json_pack("{s:I, s:o, s:f, s:I, s:o}", "updates", (json_int_t)w->ps_updates,
+                                      "updates_per_s", json_rate((double)w->ps_updates, w->loop_s), "busy_fraction",
+                                      w->ps_busy_fraction, "dropped", (json_int_t)w->ps_dropped, "momentum", mom));
+    }
     /* temp file + rename: the coordinator may read the summary while it is written */
     char tmp[1100];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());

@@ -21,6 +21,7 @@
 
 #include "clock.h"
 #include "data.h"
+#include "health.h"
 #include "metrics.h"
 #include "model.h"
 #include "phase.h"
@@ -91,6 +92,13 @@ typedef struct worker {
     long total_steps;
     float lr; /* this step's learning rate */
     lr_schedule_t sched;
+    /* The learning rate's factor over the spec's (--lr-scale: 0.5 per restart after a
+     * collapse, the coordinator's on_collapse "restart"); 1 otherwise. */
+    double lr_scale;
+    /* The momentum the optimizer applies: optimizer.momentum, or at a parameter server
+     * with optimizer.async_momentum "compensated" what is left of it once the measured
+     * staleness's own momentum is taken out (ps.c, ps_compensated_momentum). */
+    float momentum;
 
     double slowdown;       /* emulation factor in force for this rank */
     double *undisturbed_s; /* (max_batch + 1) the cheapest step measured per
@@ -126,6 +134,7 @@ typedef struct worker {
     int64_t ps_updates;            /* parameter server: updates applied, */
     double ps_busy_fraction;       /* the fraction of its time spent handling pushes, */
     int64_t ps_dropped;            /* and gradients dropped by tau_max */
+    double ps_tau_avg;             /* and its smoothed staleness at the end (ps.c) */
 
     /* results */
     double epoch_loss_sum; /* sum of batch-weighted losses this epoch */
@@ -140,13 +149,23 @@ typedef struct worker {
     /* Training seconds (loop_s) at the first evaluation that reached target_accuracy;
      * NAN: not reached (or no target). */
     double time_to_target_s;
-    long ckpt_step;   /* global_step of the last checkpoint this rank wrote; -1: none */
-    int stop;         /* 1: target_accuracy reached, 2: test hook */
+    long ckpt_step; /* global_step of the last checkpoint this rank wrote; -1: none */
+    /* 1: target_accuracy reached, 2: test hook, 3: time budget, 4: collapsed with
+     * on_collapse fail or restart (every rank agreed: worker_health_agree) */
+    int stop;
     int nothing_left; /* resumed after the last epoch end: nothing trained (worker_finish_resumed) */
-    double loop_s;    /* training time: inside training steps, without
+    /* Rank 0 (the PS in the asynchronous family): is the run still learning (health.h)?
+     * Fed the loss of every step and every evaluation; the other ranks leave it
+     * HEALTH_UNKNOWN. collapse_stop: rank 0 has seen a collapse that on_collapse says to
+     * stop for; the ranks stop once they agree (worker_health_agree). */
+    health_t health;
+    int collapse_stop;
+    /* The Redis sink's copy of the health (main.c: redis_report_health); NULL: none. */
+    void (*report_health)(struct worker *w, const char *json);
+    double loop_s; /* training time: inside training steps, without
                                             evaluation or checkpoints (the PS: serving,
                                             without them) */
-    double wall_s;    /* the whole training loop */
+    double wall_s; /* the whole training loop */
 } worker_t;
 
 /* The plug-in interface. Every callback returns 0 or a negative error after printing one
@@ -197,6 +216,17 @@ void worker_apply_update(worker_t *w, float grad_scale);
 void worker_apply_gradient(worker_t *w, const float *g, float grad_scale);
 /* Emits this rank's metrics record for the step just done (no-op without a reporter). */
 void worker_report_step(worker_t *w);
+
+/* The collapse detector (health.h) at rank 0: a step's training loss, an evaluation's
+ * test accuracy. On a collapse they say so (stderr, the Redis node hash) and, with
+ * on_collapse fail or restart, set collapse_stop. No-ops on the other ranks. */
+void worker_health_loss(worker_t *w, long step, float loss);
+void worker_health_eval(worker_t *w);
+/* Every HEALTH_AGREE_STEPS steps, or now with now (an epoch end, where the ranks meet
+ * anyway), and always in one process: stop (w->stop = 4) when rank 0 has set
+ * collapse_stop; one broadcast of an int among the ranks. */
+#define HEALTH_AGREE_STEPS 10
+void worker_health_agree(worker_t *w, int now);
 
 /* Evaluates model on the test set in batches; fills loss and accuracy (NaN when nothing
  * was evaluated: an empty set, a simulation that skips the compute). A GPU rank

@@ -36,6 +36,7 @@
 #include "embedded.h"
 #include "jobstore.h"
 #include "launch.h"
+#include "run.h"
 #include "spec.h"
 #include "supervise.h"
 
@@ -123,6 +124,97 @@ static void test_supervise_decide(void **state)
     in.outcome = SV_CANCELLED;
     supervise_decide(&in, &o);
     assert_int_equal(o.state, JOB_CANCELLED);
+}
+
+/* Exit 3, training collapsed (issue 29): on_collapse "restart" is a restart like a
+ * failure's (backoff, counted, FAILED once they are used) that asks for the halved rate;
+ * "fail" (and a worker that says so without the spec asking) fails at once with the
+ * detector's reason. */
+static void test_supervise_collapse(void **state)
+{
+    (void)state;
+    sv_out_t o;
+    sv_in_t in = {.outcome = SV_EXITED,
+                  .code = 3,
+                  .restarts = 0,
+                  .max_restarts = 2,
+                  .backoff_base_s = 1,
+                  .last_line = "collapse: on_collapse restart: exit status 3",
+                  .on_collapse = "restart",
+                  .collapse = "test accuracy 0.1000 is at chance (1/10 = 0.1000) after 125 steps"};
+    supervise_decide(&in, &o);
+    assert_int_equal(o.state, JOB_RESTARTING);
+    assert_int_equal(o.restarts, 1);
+    assert_true(o.collapse_restart);
+    assert_true(fabs(o.delay_s - 1) < 1e-9);
+    assert_non_null(strstr(o.reason, "training collapsed: test accuracy 0.1000 is at chance"));
+    assert_non_null(strstr(o.reason, "restart 1 of 2"));
+    assert_non_null(strstr(o.reason, "learning rate halved"));
+    in.restarts = 2;
+    supervise_decide(&in, &o);
+    assert_int_equal(o.state, JOB_FAILED);
+    assert_false(o.collapse_restart);
+    assert_string_equal(o.reason, "training collapsed after 2 restarts: test accuracy 0.1000 is at chance (1/10 = "
+                                  "0.1000) after 125 steps");
+    in.restarts = 0;
+    in.on_collapse = "fail";
+    supervise_decide(&in, &o);
+    assert_int_equal(o.state, JOB_FAILED);
+    assert_int_equal(o.restarts, 0);
+    assert_non_null(strstr(o.reason, "training collapsed (on_collapse fail): test accuracy"));
+    /* No reason from the summary: the log's last line. */
+    in.on_collapse = NULL;
+    in.collapse = NULL;
+    supervise_decide(&in, &o);
+    assert_int_equal(o.state, JOB_FAILED);
+    assert_non_null(strstr(o.reason, "collapse: on_collapse restart: exit status 3"));
+}
+
+/* rank 0's health as it comes from Redis or a summary file (issue 29): only a health
+ * object passes, rewritten to its fields; anything else is not one. */
+static void test_health_clean(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *out; /* out NULL: refused */
+    } CASES[] = {
+        {"{\"state\":\"ok\"}", "{\"state\":\"ok\"}"},
+        {"{\"state\":\"ok\",\"since_step\":3,\"x\":[1]}", "{\"state\":\"ok\"}"},
+        {"{\"state\":\"collapsed\",\"since_step\":53,\"at_step\":125,\"reason\":\"r\",\"extra\":1}",
+         "{\"at_step\":125,\"reason\":\"r\",\"since_step\":53,\"state\":\"collapsed\"}"},
+        {"{\"state\":\"collapsed\",\"since_step\":0,\"reason\":\"a\\nb\"}",
+         "{\"reason\":\"a?b\",\"since_step\":0,\"state\":\"collapsed\"}"},
+        {"{\"state\":\"collapsed\",\"since_step\":5,\"at_step\":-1,\"reason\":\"r\"}",
+         "{\"reason\":\"r\",\"since_step\":5,\"state\":\"collapsed\"}"},
+        {"{\"state\":\"collapsed\",\"since_step\":-1,\"reason\":\"r\"}", NULL},
+        {"{\"state\":\"collapsed\",\"since_step\":\"5\",\"reason\":\"r\"}", NULL},
+        {"{\"state\":\"collapsed\",\"since_step\":5}", NULL},
+        {"{\"state\":\"dead\"}", NULL},
+        {"{\"state\":1}", NULL},
+        {"[\"ok\"]", NULL},
+        {"\"ok\"", NULL},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        json_t *in = json_loads(CASES[i].in, JSON_DECODE_ANY, NULL);
+        assert_non_null(in);
+        json_t *h = run_health_clean(in);
+        char *got = h ? json_dumps(h, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        if ((got == NULL) != (CASES[i].out == NULL) || (got && strcmp(got, CASES[i].out) != 0))
+            fail_msg("%s -> %s, want %s", CASES[i].in, got ? got : "NULL", CASES[i].out ? CASES[i].out : "NULL");
+        free(got);
+        json_decref(h);
+        json_decref(in);
+    }
+    assert_null(run_health_clean(NULL));
+    /* A long reason is cut to one line of 399 bytes. */
+    char big[2000];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    json_t *in = json_pack("{s:s, s:i, s:s}", "state", "collapsed", "since_step", 1, "reason", big);
+    json_t *h = run_health_clean(in);
+    assert_int_equal(strlen(json_string_value(json_object_get(h, "reason"))), 399);
+    json_decref(h);
+    json_decref(in);
 }
 
 static void test_states_and_ids(void **state)
@@ -1222,6 +1314,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_supervise_decide),
+        cmocka_unit_test(test_supervise_collapse),
+        cmocka_unit_test(test_health_clean),
         cmocka_unit_test(test_states_and_ids),
         cmocka_unit_test(test_log_helpers),
         cmocka_unit_test(test_exit_code_and_liveness),

@@ -67,8 +67,9 @@ static const char *FULL_SPEC =
     "              \"test_subset\": 1000, \"augment\": true},\n"
     "  \"batch_size\": 32, \"epochs\": 7, \"workers\": 4, \"device\": \"cuda\",\n"
     "  \"seed\": 1234567890123, \"threads\": 2, \"target_accuracy\": 0.75, \"log_every\": 10,\n"
+    "  \"on_collapse\": \"restart\",\n"
     "  \"optimizer\": {\"lr\": 0.1, \"momentum\": 0.5, \"nesterov\": true,\n"
-    "                \"weight_decay\": 0.0001, \"clip_norm\": 5,\n"
+    "                \"weight_decay\": 0.0001, \"clip_norm\": 5, \"async_momentum\": \"explicit\",\n"
     "                \"lr_schedule\": {\"kind\": \"cosine\", \"warmup_epochs\": 0.5,\n"
     "                                \"step_epochs\": 2.5, \"gamma\": 0.5, \"min_lr\": 0.001}},\n"
     "  \"algorithm\": {\"name\": \"dc-asgd\", \"dynamic_batch\": true, \"replan_steps\": 7,\n"
@@ -117,6 +118,8 @@ static void test_defaults(void **state)
     assert_int_equal(s.optimizer.nesterov, 0);
     assert_true(s.optimizer.weight_decay == 0.0);
     assert_true(s.optimizer.clip_norm == 0.0);
+    assert_string_equal(s.optimizer.async_momentum, "compensated");
+    assert_string_equal(s.on_collapse, "continue");
     assert_string_equal(s.optimizer.lr_schedule.kind, "constant");
     assert_true(s.optimizer.lr_schedule.warmup_epochs == 0.0);
     assert_true(s.optimizer.lr_schedule.step_epochs == 1.0);
@@ -179,6 +182,8 @@ static void test_full_spec(void **state)
     assert_int_equal(s.optimizer.nesterov, 1);
     assert_true(s.optimizer.weight_decay == 0.0001);
     assert_true(s.optimizer.clip_norm == 5.0);
+    assert_string_equal(s.optimizer.async_momentum, "explicit");
+    assert_string_equal(s.on_collapse, "restart");
     assert_string_equal(s.optimizer.lr_schedule.kind, "cosine");
     assert_true(s.optimizer.lr_schedule.warmup_epochs == 0.5);
     assert_true(s.optimizer.lr_schedule.step_epochs == 2.5);
@@ -241,6 +246,17 @@ static const bad_case_t BAD[] = {
      "emulate.schedule[0].when: unknown field"},
     {"{\"model\":\"lenet5\",\"emulate\":{\"jitter\":0.1}}", "emulate.jitter: unknown field"},
     {"{\"model\":\"lenet5\",\"a\\nb\":1}", "a?b: unknown field"},
+    /* issue 29's fields: enums, strictly typed, where the table puts them */
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"async_momentum\":\"implicit\"}}",
+     "optimizer.async_momentum: must be one of explicit, compensated"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"async_momentum\":true}}", "optimizer.async_momentum: must be a string"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"async_momentum\":\"Compensated\"}}",
+     "optimizer.async_momentum: must be one of explicit, compensated"},
+    {"{\"model\":\"lenet5\",\"async_momentum\":\"compensated\"}", "async_momentum: unknown field"},
+    {"{\"model\":\"lenet5\",\"on_collapse\":\"retry\"}", "on_collapse: must be one of continue, fail, restart"},
+    {"{\"model\":\"lenet5\",\"on_collapse\":null}", "on_collapse: must be a string"},
+    {"{\"model\":\"lenet5\",\"on_collapse\":2}", "on_collapse: must be a string"},
+    {"{\"model\":\"lenet5\",\"algorithm\":{\"on_collapse\":\"fail\"}}", "algorithm.on_collapse: unknown field"},
     {"{\"model\":\"lenet5\",\"optimizer.lr\":0.1}", "optimizer.lr: unknown field (keys cannot"},
     {"{\"model\":\"lenet5\",\"optimizer\":{\"lr_schedule.kind\":\"step\"}}",
      "optimizer.lr_schedule.kind: unknown field"},
@@ -543,7 +559,7 @@ static void test_spec_hash(void **state)
     assert_true(spec_hash(&a) == spec_hash(&b));
     parse_ok("{\"model\":\"lenet5\",\"name\":\"x\",\"threads\":4,\"device\":\"cpu\",\"log_every\":1,"
              "\"dataset\":{\"path\":\"/d\"},\"checkpoint\":{\"dir\":\"/c\",\"every_steps\":5,\"keep_last\":3,"
-             "\"keep_best\":true}}",
+             "\"keep_best\":true},\"on_collapse\":\"restart\"}",
              &b);
     assert_true(spec_hash(&a) == spec_hash(&b));
     const char *differ[] = {
@@ -551,6 +567,7 @@ static void test_spec_hash(void **state)
         "{\"model\":\"lenet5\",\"epochs\":2}",
         "{\"model\":\"lenet5\",\"optimizer\":{\"lr\":0.010000000000000002}}",
         "{\"model\":\"lenet5\",\"seed\":43}",
+        "{\"model\":\"lenet5\",\"optimizer\":{\"async_momentum\":\"explicit\"}}",
         "{\"model\":\"lenet5\",\"dataset\":{\"train_subset\":5}}",
         "{\"model\":\"lenet5\",\"emulate\":{\"schedule\":[{\"step\":1,\"rank\":0,\"slowdown\":2}]}}",
     };
@@ -573,7 +590,7 @@ static void test_spec_hash(void **state)
         snprintf(quoted, sizeof quoted, "`%s`", f.path);
         if (!strstr(sec, quoted)) fail_msg("docs/JOB_SPEC.md, Resuming from a checkpoint: %s is not listed", quoted);
     }
-    assert_int_equal(nfree, 10);
+    assert_int_equal(nfree, 11);
     free(doc);
 }
 
@@ -760,6 +777,47 @@ static void test_is_async(void **state)
         job_spec_t s;
         parse_ok(text, &s);
         if (spec_is_async(&s) != ALGS[i].async) fail_msg("spec_is_async(%s) = %d", ALGS[i].name, spec_is_async(&s));
+    }
+}
+
+/* spec_warnings (issue 29): an asynchronous algorithm with explicit momentum at the
+ * threshold on enough workers, and nothing else. */
+static void test_spec_warnings(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *alg, *extra;
+        double momentum;
+        int workers, want;
+    } CASES[] = {
+        {"asgd", "", 0.9, 3, 1},
+        {"dbs-sgd", "", 0.95, 8, 1},
+        {"nsoftsync", ",\"n\":3", 0.9, 3, 1},
+        {"asgd", "", 0.9, 2, 0},              /* fewer workers */
+        {"asgd", "", 0.85, 3, 0},             /* lower momentum */
+        {"ssgd", "", 0.9, 4, 0},              /* synchronous: no staleness */
+        {"nsoftsync", ",\"n\":1", 0.9, 3, 0}, /* hard sync: no staleness */
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        for (int comp = 0; comp < 2; comp++) {
+            char text[512], warn[4][SPEC_WARNING_MAX];
+            snprintf(text, sizeof text,
+                     "{\"model\":\"lenet5\",\"workers\":%d,\"algorithm\":{\"name\":\"%s\"%s},"
+                     "\"optimizer\":{\"momentum\":%g,\"async_momentum\":\"%s\"}}",
+                     CASES[i].workers, CASES[i].alg, CASES[i].extra, CASES[i].momentum,
+                     comp ? "compensated" : "explicit");
+            job_spec_t s;
+            parse_ok(text, &s);
+            int n = spec_warnings(&s, warn, 4);
+            int want = comp ? 0 : CASES[i].want; /* compensated never warns */
+            if (n != want) fail_msg("%d warnings for %s, want %d", n, text, want);
+            if (n) {
+                assert_non_null(strstr(warn[0], "async_momentum"));
+                assert_non_null(strstr(warn[0], "optimizer.momentum"));
+                assert_null(strchr(warn[0], '\n'));
+            }
+            assert_int_equal(spec_warnings(&s, warn, 0), 0); /* no room: none written */
+        }
     }
 }
 
@@ -1291,6 +1349,7 @@ int main(void)
         cmocka_unit_test(test_dbs_sgd_forces_dynamic_batch),
         cmocka_unit_test(test_goodput_fields),
         cmocka_unit_test(test_is_async),
+        cmocka_unit_test(test_spec_warnings),
         cmocka_unit_test(test_empty_slowdown_is_absent),
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_to_json_is_normalised),

@@ -18,9 +18,11 @@
 #include "ckptdir.h"
 #include "clock.h"
 #include "clog.h"
+#include "dsprobe.h"
 #include "memest.h"
 #include "run.h"
 #include "simjob.h"
+#include "stall.h"
 #include "staleness.h"
 
 #define LIST_DEFAULT 50
@@ -46,6 +48,7 @@ const char *coord_strerror(int code)
     case COORD_EUNAVAIL: return "Redis unavailable";
     case COORD_EINTERNAL: return "internal error";
     case COORD_ENOFIT: return "does not fit the cluster";
+    case COORD_EDATA: return "the data set cannot be used";
     default: return "unknown error";
     }
 }
@@ -234,6 +237,27 @@ static int data_path_allowed(const coordinator_t *c, const char *path, char *err
     return -1;
 }
 
+/* A user's data set (dataset.format imagefolder or npz), probed before the job is queued
+ * (common/dsprobe.h: the folder listed, the .npz's headers and labels read; no image is
+ * decoded): what can be known now is refused now, 422 naming dataset.path, instead of a
+ * job that fails at its start. Its classes must be the model's outputs. */
+static int dataset_usable(const job_spec_t *s, char *err, size_t errlen)
+{
+    dsprobe_t p;
+    char why[1024];
+    if (dsprobe(spec_dataset_format(s), s->dataset.path, s->dataset.layout, &p, why, sizeof why) != 0) {
+        set_err(err, errlen, "dataset.path: %s", why);
+        return COORD_EDATA;
+    }
+    catalog_model_t m;
+    if (catalog_model_get(s->model, &m) == 0 && m.classes != p.classes) {
+        set_err(err, errlen, "dataset.path: %.300s has %d classes, model %s has %d outputs (one per class)",
+                s->dataset.path, p.classes, s->model, m.classes);
+        return COORD_EDATA;
+    }
+    return COORD_OK;
+}
+
 /* Memory admission: the ranks the most loaded host gets (Open MPI's by-slot mapping
  * fills a host's slots before the next, wrapping around when oversubscribed: at most
  * ceil(world / total slots) rounds of the largest host's slots; the local launcher puts
@@ -300,6 +324,18 @@ int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *pare
     if (c->daemon && s->dataset.path[0] && data_path_allowed(c, s->dataset.path, err, errlen) != 0) {
         rc_code = COORD_EINVAL;
         goto out;
+    }
+    /* Where workers write is the daemon's to say (--data-cache-dir): a client must not
+     * make them create files elsewhere. */
+    if (c->daemon && s->dataset.cache_dir[0]) {
+        set_err(err, errlen,
+                "dataset.cache_dir: set by the coordinator (--data-cache-dir), not by a submitted spec; leave it out");
+        rc_code = COORD_EINVAL;
+        goto out;
+    }
+    if (c->daemon && spec_dataset_is_user(s)) {
+        rc_code = dataset_usable(s, err, errlen);
+        if (rc_code != COORD_OK) goto out;
     }
     /* Admission: a job that could never run is refused now, not queued forever (or run
      * hundreds of ranks to a core). Only the daemon knows its slots (0 in coordinator_open's
@@ -537,6 +573,15 @@ static json_t *job_json(const coordinator_t *c, const char *id, json_t *h, json_
             json_object_set_new(o, key, json_string(s));
         } else if (strcmp(key, "retries") == 0) {
             json_object_set_new(o, key, coord_id_list(s)); /* "j-5,j-9" -> ["j-5", "j-9"] */
+        } else if (strcmp(key, "stall") == 0) {
+            /* The daemon's object (stall.h) and its sentence, the times counted to now. */
+            json_t *st = s && strlen(s) < (1 << 20) ? json_loads(s, 0, NULL) : NULL;
+            char text[512];
+            stall_text(st, clock_wall_s(), text, sizeof text);
+            if (json_is_object(st) && text[0]) {
+                json_object_set_new(o, "stall", st);
+                json_object_set_new(o, "stall_text", json_string(text));
+            } else json_decref(st);
         } else if (strcmp(key, "hosts") == 0 || strcmp(key, "resizes") == 0) {
             /* JSON arrays the daemon wrote (run.c); anything else is left out. */
             json_t *a = s && strlen(s) < (1 << 20) ? json_loads(s, 0, NULL) : NULL;
@@ -699,7 +744,7 @@ int coord_nodes(coordinator_t *c, const char *id, json_t **out)
     redisAppendCommand(rc, "HGETALL %s", key);
     ranks = json_array();
     double now = clock_wall_s();
-    static const char *const NODE_STRINGS[] = {"host", "device", "role", NULL};
+    static const char *const NODE_STRINGS[] = {"host", "device", "role", NODE_WAITING, NULL};
     for (long long r = 0; r < world; r++) {
         redisReply *n = NULL, *s = NULL;
         if (redisGetReply(rc, (void **)&n) != REDIS_OK || !n || redisGetReply(rc, (void **)&s) != REDIS_OK || !s) {

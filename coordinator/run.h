@@ -11,7 +11,9 @@
 #include "coordinator.h"
 #include "jobstore.h"
 #include "launcher.h"
+#include "netprobe.h"
 #include "spec.h"
+#include "supervise.h"
 
 typedef enum {
     PH_ACTIVE,    /* the job runs (spawned or adopted) */
@@ -22,8 +24,9 @@ typedef enum {
     PH_PREFLIGHT, /* before the first launch: a benchmark of the hosts runs (preflight.h) */
 } run_phase_t;
 
-/* KILL_RESIZE: a host is back and the job has just checkpointed: it stops to grow. */
-typedef enum { KILL_NONE, KILL_CANCEL, KILL_STALE, KILL_RESIZE } kill_reason_t;
+/* KILL_RESIZE: a host is back and the job has just checkpointed: it stops to grow.
+ * KILL_STALL: its ranks wait and none trains (stall.h). */
+typedef enum { KILL_NONE, KILL_CANCEL, KILL_STALE, KILL_RESIZE, KILL_STALL } kill_reason_t;
 
 #define RUN_RESIZES_KEPT 20 /* resizes a job's record lists (the newest) */
 
@@ -42,6 +45,10 @@ typedef struct {
     sv_outcome_t probe_oc;
     int probe_code;
     double probe_deadline;
+    /* The network probe of the attempt's hosts (netprobe.h), after the remote-shell
+     * probes found none down: 0 not yet, 1 running, 2 done (or not wanted). */
+    int np_state;
+    netprobe_t np;
     char resize_reason[320];
     int resizes;
     json_t *resize_log;     /* the newest RUN_RESIZES_KEPT: [{from, to, reason, hosts, time}] */
@@ -56,8 +63,23 @@ typedef struct {
     int restarts, attempts;
     double next_launch;
     kill_reason_t kill_reason;
-    int stale_rank;
+    int stale_rank; /* the rank whose heartbeat is stale (-1: none), until the next launch */
     double stale_s;
+    char stale_host[64]; /* its host as it reported it ("" = unknown) */
+    /* Stalls (stall.h): when the job was first seen stalled (0: it is not), what it shows
+     * while a rank waits (the job's "stall" field; NULL: none) and its key, and at a
+     * KILL_STALL what the ranks did and the host its silent ranks are on ("" = none, or
+     * several). */
+    double stall_seen;
+    json_t *stall;
+    char stall_sig[256];
+    char stall_text[320];
+    char silent_host[64];
+    /* Restarts not spent blindly: the host that went silent in the last stopped attempts
+     * (supervise.h), and the hosts this job leaves out for having done so twice in a row. */
+    sv_silent_t silent;
+    char **benched;
+    int nbenched;
     double kill_deadline;
     int sigkilled;
     job_state_t state;       /* the state Redis should show */
@@ -108,5 +130,7 @@ void run_persist(coordinator_t *c, coord_run_t *r);
 json_t *run_health_clean(json_t *in);
 /* Sets r's state and reason and persists them. */
 void run_set_state(coordinator_t *c, coord_run_t *r, job_state_t s, const char *reason);
+/* Stops r's network probe if one runs (the daemon stops). */
+void run_stop_probes(coordinator_t *c, coord_run_t *r);
 
 #endif

@@ -18,6 +18,7 @@
 #include "benchmark.h"
 #include "comm.h"
 #include "emulate.h"
+#include "netprobe.h"
 #include "numarg.h"
 #include "redis_report.h"
 #include "sim.h"
@@ -35,6 +36,7 @@ static const struct option OPTIONS[] = {
     {"job", required_argument, NULL, 'J'},
     {"world", required_argument, NULL, 'w'},
     {"benchmark", required_argument, NULL, 'b'},
+    {"netprobe", required_argument, NULL, 'N'},
     {"resume", no_argument, NULL, 'r'},
     {"resume-from", required_argument, NULL, 'R'},
     {"resume-before", required_argument, NULL, 'E'},
@@ -47,6 +49,7 @@ static const struct option OPTIONS[] = {
     {"hpsgd-round-steps", required_argument, NULL, 'H'},
     {"weight-digest", required_argument, NULL, 'W'},
     {"trace", required_argument, NULL, 'X'},
+    {"data-cache", required_argument, NULL, 'C'},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -55,6 +58,7 @@ static const struct option OPTIONS[] = {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: pacer-worker --spec FILE [options]\n"
+               "       mpirun -np N pacer-worker --netprobe S\n"
                "       mpirun -np N pacer-worker --spec FILE [options]\n"
                "\n"
                "Trains the job described by a JSON job spec (docs/JOB_SPEC.md).\n"
@@ -77,6 +81,10 @@ static void usage(FILE *f)
                "                         training: N steps of its batch_size after 2 untimed ones,\n"
                "                         one process, no MPI; prints (and with --summary writes)\n"
                "                         {\"benchmark\": {samples_per_s, device, ...}}\n"
+               "  --netprobe S           instead of training, check the job's network: under\n"
+               "                         mpirun every rank exchanges a message with every other\n"
+               "                         within S seconds and prints {\"netprobe\": {rank, host,\n"
+               "                         heard, sent, ...}}; no --spec (worker/netprobe.h)\n"
                "  --resume               continue from the job's latest checkpoint\n"
                "                         (checkpoint.dir/NAME.ckpt); starts fresh if there is none\n"
                "  --resume-from FILE     continue from this checkpoint; a missing file is an error\n"
@@ -92,6 +100,10 @@ static void usage(FILE *f)
                "                         at equal training time)\n"
                "  --comm-baseline        ssgd: also time a raw MPI_Allreduce of the same size each\n"
                "                         step, into the metrics records (for benchmarks)\n"
+               "  --data-cache DIR       where a user's data set (dataset.format imagefolder, npz) is\n"
+               "                         decoded to once and mapped from by every later job and rank\n"
+               "                         of this host, unless the spec's dataset.cache_dir names one\n"
+               "                         (default $XDG_CACHE_HOME/pacer/data, ~/.cache/pacer/data)\n"
                "  --trace FILE           write this job's recent steps as a Chrome trace (Perfetto,\n"
                "                         chrome://tracing): one track per rank, phases as slices;\n"
                "                         rank 0 gathers every rank's timeline at the end\n"
@@ -154,6 +166,7 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
                const char *resume_from, const train_opts_t *opts);
 static const char *g_redis_url, *g_job_id; /* --redis, --job */
 static const char *g_trace_path;           /* --trace */
+static const char *g_data_cache;           /* --data-cache */
 static const char *g_redis_password_file;  /* --redis-password-file */
 static int g_world;                        /* --world: 0 = not given */
 static double g_lr_scale = 1.0;            /* --lr-scale */
@@ -165,6 +178,7 @@ int main(int argc, char **argv)
     const char *spec_path = NULL, *summary_path = NULL, *resume_from = NULL, *metrics_path = NULL;
     int resume = 0;
     long bench_steps = 0;
+    double netprobe_s = 0;
     train_opts_t opts = {0};
     int c;
     while ((c = getopt_long(argc, argv, "", OPTIONS, NULL)) != -1) {
@@ -178,6 +192,10 @@ int main(int argc, char **argv)
         case 'b':
             if (numarg_long(optarg, 1, BENCHMARK_MAX_STEPS, &bench_steps))
                 return bad_number("benchmark", optarg, "a step count", 1, BENCHMARK_MAX_STEPS);
+            break;
+        case 'N':
+            if (numarg_double(optarg, NETPROBE_MIN_S, NETPROBE_MAX_S, &netprobe_s))
+                return bad_number("netprobe", optarg, "a time in seconds", NETPROBE_MIN_S, NETPROBE_MAX_S);
             break;
         case 'w': {
             long n;
@@ -216,10 +234,18 @@ int main(int argc, char **argv)
         }
         case 'W': opts.weight_digest = optarg; break;
         case 'X': g_trace_path = optarg; break;
+        case 'C': g_data_cache = optarg; break;
         case 'V': version(); return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
+    }
+    if (netprobe_s > 0) {
+        if (optind != argc || spec_path) {
+            fprintf(stderr, "pacer-worker: --netprobe takes no spec and no other argument\n");
+            return 2;
+        }
+        return netprobe_run(netprobe_s);
     }
     if ((g_redis_url != NULL) != (g_job_id != NULL) || (g_redis_password_file && !g_redis_url)) {
         fprintf(stderr, "pacer-worker: --redis and --job go together (and --redis-password-file needs them)\n");
@@ -304,6 +330,10 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
         int nw = spec_warnings(&spec, warn, 4);
         for (int i = 0; i < nw; i++) SAY("pacer-worker: warning: %s\n", warn[i]);
     }
+    /* The cache directory the coordinator (or the user) gave, unless the spec names one:
+     * where things are, not what is trained (dataset.cache_dir is not in the spec hash). */
+    if (!spec.dataset.cache_dir[0] && g_data_cache)
+        snprintf(spec.dataset.cache_dir, sizeof spec.dataset.cache_dir, "%s", g_data_cache);
     /* Simulated: one BLAS thread, because SMPI times only the rank's own thread. */
     openblas_set_num_threads(sim_active() ? 1 : spec.threads);
     int async = spec_is_async(&spec);
@@ -432,6 +462,9 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
             /* A GPU rank's utilisation and memory go with its node hash; NVML is loaded
              * only here, and its absence leaves them out without a word. */
             if (w.gpu) redis_report_watch_gpu(w.assignment_ctx, nvml_open(w.gpu_device));
+            /* Long waits in collectives, on real time only: a simulated rank's mark is
+             * on simulated time, which the sink's thread does not share. */
+            if (!sim_active()) redis_report_watch_wait(w.assignment_ctx, &w.wait);
             redis_report_emulation(w.assignment_ctx, w.emulation.host_demand, w.emulation.host_cores);
         }
     }
@@ -452,8 +485,11 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
 
     SAY("training %s on %s with %s: %zu parameters, %d train / %d test samples, %d worker(s) x batch %d, "
         "%ld steps per epoch, %d epochs\n",
-        spec.model, spec.dataset.name, spec.algorithm.name, model_param_count(w.model), w.train.n, w.test.n,
-        spec.workers, spec.batch_size, w.steps_per_epoch, spec.epochs);
+        spec.model, spec_dataset_is_user(&spec) ? spec.dataset.path : spec.dataset.name, spec.algorithm.name,
+        model_param_count(w.model), w.train.n, w.test.n, spec.workers, spec.batch_size, w.steps_per_epoch, spec.epochs);
+    if (w.data.cache_path[0])
+        SAY("data: %s cache %s (%.1f MB%s)\n", w.data.cache_built ? "decoded into" : "mapped from", w.data.cache_path,
+            (double)w.data.cache_bytes / 1e6, w.data.cache_built ? "" : ", nothing decoded");
     if (w.nworkers != spec.workers)
         SAY("elastic: %d of the spec's %d workers share its global batch of %d\n", w.nworkers, spec.workers,
             w.global_batch);

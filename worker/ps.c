@@ -128,8 +128,11 @@ static void maybe_replan(server_t *s)
 static void stop_all(server_t *s)
 {
     for (int m = 0; m < s->ps.n; m++) {
-        if (!s->parked[m] && !s->pending[m] && s->reqs[m] != MPI_REQUEST_NULL)
+        if (!s->parked[m] && !s->pending[m] && s->reqs[m] != MPI_REQUEST_NULL) {
+            waitmark_enter(&s->ps.w->wait, WAIT_PUSHES, m + 1);
             MPI_CHECK(MPI_Wait(&s->reqs[m], MPI_STATUS_IGNORE));
+            waitmark_leave(&s->ps.w->wait);
+        }
         reply(s, m, 1);
     }
 }
@@ -222,10 +225,14 @@ static int serve(server_t *s, const train_opts_t *o)
             while (s->parked[next_rr] || s->pending[next_rr]) next_rr = (next_rr + 1) % n;
             m = next_rr;
             next_rr = (next_rr + 1) % n;
+            waitmark_enter(&w->wait, WAIT_PUSHES, m + 1);
             comm_wait(w, &s->reqs[m]);
+            waitmark_leave(&w->wait);
         } else {
             double t0 = clock_mono_s();
+            waitmark_enter(&w->wait, WAIT_PUSHES, -1);
             m = comm_wait_any(w, n, s->reqs);
+            waitmark_leave(&w->wait);
             w->stats.idle_s += clock_mono_s() - t0;
             if (m == MPI_UNDEFINED) return -1; /* no receive posted: cannot happen */
         }
@@ -457,10 +464,12 @@ static int run_worker(worker_t *w)
         double t0 = clock_mono_s();
         MPI_Request req;
         phase_mark(&w->phases, PHASE_OTHER);
+        waitmark_enter(&w->wait, WAIT_REPLY, 0);
         comm_probe(w, 0, TAG_REPLY, MPI_COMM_WORLD);
         phase_mark(&w->phases, PHASE_WAIT);
         MPI_CHECK(MPI_Irecv(in, (int)reply_bytes(np), MPI_BYTE, 0, TAG_REPLY, MPI_COMM_WORLD, &req));
         comm_wait(w, &req);
+        waitmark_leave(&w->wait);
         phase_mark(&w->phases, PHASE_COMM);
         double waited = clock_mono_s() - t0;
         ps_reply_t h;
@@ -506,8 +515,10 @@ static int run_worker(worker_t *w)
         memcpy(out, &p, sizeof p);
         memcpy(out + sizeof p, w->model->grads, np * sizeof(float));
         t0 = clock_mono_s();
+        waitmark_enter(&w->wait, WAIT_PUSH, 0);
         MPI_CHECK(MPI_Isend(out, (int)push_bytes(np), MPI_BYTE, 0, TAG_PUSH, MPI_COMM_WORLD, &req));
         comm_wait(w, &req);
+        waitmark_leave(&w->wait);
         phase_mark(&w->phases, PHASE_COMM); /* the push, packing included */
         w->stats.comm_s += clock_mono_s() - t0;
         w->stats.steps++;

@@ -21,6 +21,7 @@
 #include "checkpoint.h"
 #include "ckptdir.h"
 #include "clock.h"
+#include "dcache.h"
 #include "emulate.h"
 #include "hostname.h"
 #include "memest.h"
@@ -63,8 +64,8 @@ void worker_gather(worker_t *w, long offset, int b)
      * would run past the epoch order or the buffers stops the rank instead of writing
      * past them. Never reached with validated input. */
     if (b < 0 || b > w->max_batch || offset < 0 || offset > (long)w->train.n - b ||
-        data_batch_gather(&w->train, w->perm + offset, b, w->x, x_floats(w), w->y, w->spec->dataset.augment,
-                          &w->aug_rng) != 0) {
+        data_batch_gather_aug(&w->train, w->perm + offset, b, w->x, x_floats(w), w->y,
+                              w->spec->dataset.augment ? &w->augment : NULL, &w->aug_rng) != 0) {
         fprintf(stderr,
                 "pacer-worker: rank %d: batch of %d at position %ld does not fit "
                 "(buffer %d, %d samples): refusing to gather it\n",
@@ -640,6 +641,99 @@ int worker_check_memory(const job_spec_t *spec, int nworkers, int host_ranks, ch
     return 0;
 }
 
+/* A built-in set whose images are not the model's shape is converted the way a user's
+ * are (worker/dsload.h); its fixed statistics then no longer describe it, so they are
+ * computed from the converted training split. */
+static int convert_builtin(worker_t *w, int C, int H, int W, int resize, char *err, size_t errlen)
+{
+    dataset_t t[2];
+    dataset_t *d[2] = {&w->train, &w->test};
+    for (int s = 0; s < 2; s++) {
+        int rc = dsload_convert(d[s], C, H, W, resize, &t[s], err, errlen);
+        if (rc != DATA_OK) {
+            if (s) dataset_free(&t[0]);
+            return rc;
+        }
+    }
+    for (int s = 0; s < 2; s++) {
+        sim_dataset_free(d[s]); /* the loaded copy (a simulation's shared one stays shared) */
+        *d[s] = t[s];
+    }
+    dsload_stats(&w->train);
+    memcpy(w->test.mean, w->train.mean, sizeof w->test.mean);
+    memcpy(w->test.std, w->train.std, sizeof w->test.std);
+    return DATA_OK;
+}
+
+/* dataset.mean / dataset.std, when given, replace the data set's own figures. */
+static int apply_normalisation(worker_t *w, const job_spec_t *spec, int C, char *err, size_t errlen)
+{
+    const double *v[2] = {spec->dataset.mean, spec->dataset.std};
+    const int n[2] = {spec->dataset.nmean, spec->dataset.nstd};
+    static const char *const name[2] = {"dataset.mean", "dataset.std"};
+    for (int k = 0; k < 2; k++) {
+        if (n[k] == 0) continue;
+        if (n[k] != 1 && n[k] != C) {
+            snprintf(err, errlen, "%s: %d values, model %s takes %d channel%s: give 1 or %d", name[k], n[k],
+                     w->model->name, C, C == 1 ? "" : "s", C);
+            return DATA_EFORMAT;
+        }
+        for (int c = 0; c < C; c++) {
+            float x = (float)v[k][n[k] == 1 ? 0 : c];
+            if (k == 0) w->train.mean[c] = w->test.mean[c] = x;
+            else w->train.std[c] = w->test.std[c] = x;
+        }
+    }
+    return DATA_OK;
+}
+
+/* Loads the training and test sets in the model's shape (or dataset.resize's size), with
+ * the statistics they are normalised by, and records what they are in w->data. */
+static int load_data(worker_t *w, const job_spec_t *spec, const model_t *m, char *err, size_t errlen)
+{
+    const int resize = spec->dataset.nresize == 2;
+    const int H = resize ? (int)spec->dataset.resize[0] : m->H, W = resize ? (int)spec->dataset.resize[1] : m->W;
+    const char *fmt = spec_dataset_format(spec);
+    int rc;
+    snprintf(w->data_format, sizeof w->data_format, "%s", fmt);
+    memset(&w->data, 0, sizeof w->data);
+    if (spec_dataset_is_user(spec)) {
+        char dir[SPEC_PATH_MAX];
+        if (spec->dataset.cache_dir[0]) snprintf(dir, sizeof dir, "%s", spec->dataset.cache_dir);
+        else dsload_default_cache_dir(dir, sizeof dir);
+        const dsload_opts_t o = {fmt, spec->dataset.path, spec->dataset.layout, m->C, H, W, resize, dir};
+        rc = dsload_user(&o, &w->train, &w->test, &w->data, err, errlen);
+        if (rc != DATA_OK) return rc;
+        if (w->rank == 0 && w->data.cache_note[0]) fprintf(stderr, "data: %s\n", w->data.cache_note);
+        if (w->data.classes != m->num_classes) {
+            snprintf(err, errlen, "%s: %d classes, model %s has %d outputs (one per class)", spec->dataset.path,
+                     w->data.classes, m->name, m->num_classes);
+            return DATA_ELABEL;
+        }
+    } else {
+        const char *dir = spec->dataset.path[0] ? spec->dataset.path : NULL;
+        /* sim_dataset_load is dataset_load, except that simulated ranks share one copy. */
+        rc = sim_dataset_load(spec->dataset.name, dir, 1, &w->train, err, errlen);
+        if (rc == 0) rc = sim_dataset_load(spec->dataset.name, dir, 0, &w->test, err, errlen);
+        if (rc != 0) return rc;
+        /* Resized when asked, converted when only the channels differ; any other
+         * mismatch is left to dataset_check_shape's message, which names both shapes. */
+        int sized = w->train.H == H && w->train.W == W && w->test.H == H && w->test.W == W;
+        int recolour = w->train.C != m->C || w->test.C != m->C;
+        if ((resize && !sized) || (recolour && (sized || resize))) {
+            rc = convert_builtin(w, m->C, H, W, resize, err, errlen);
+            if (rc != DATA_OK) return rc;
+        }
+        w->data.classes = w->train.num_classes;
+    }
+    rc = apply_normalisation(w, spec, m->C, err, errlen);
+    for (int c = 0; c < DATA_MAX_CHANNELS; c++) {
+        w->data.mean[c] = w->train.mean[c];
+        w->data.std[c] = w->train.std[c];
+    }
+    return rc;
+}
+
 int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world, int nworkers, char *err, size_t errlen)
 {
     memset(w, 0, sizeof *w);
@@ -670,17 +764,14 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
      * so the upper bound grows to hold each one's share. */
     planner_bounds_world(spec, nworkers, &w->min_batch, &w->max_batch);
 
-    const char *ds = spec->dataset.name;
-    const char *dir = spec->dataset.path[0] ? spec->dataset.path : NULL;
-    /* sim_dataset_load is dataset_load, except that simulated ranks share one copy. */
-    int rc = sim_dataset_load(ds, dir, 1, &w->train, err, errlen);
-    if (rc == 0) rc = sim_dataset_load(ds, dir, 0, &w->test, err, errlen);
+    /* The model first: its input shape is what the data is brought to. */
+    if (model_create(spec->model, sim_model_batch(w), &w->model, err, errlen) != 0) return -1;
+    model_t *m = w->model;
+    int rc = load_data(w, spec, m, err, errlen);
     if (rc != 0) return rc;
     if (spec->dataset.train_subset > 0) dataset_truncate(&w->train, spec->dataset.train_subset);
     if (spec->dataset.test_subset > 0) dataset_truncate(&w->test, spec->dataset.test_subset);
 
-    if (model_create(spec->model, sim_model_batch(w), &w->model, err, errlen) != 0) return -1;
-    model_t *m = w->model;
     /* Both sets, once: every later copy into x/y relies on the shape matching the model
      * (the spec's model/dataset pairing says nothing about what the files hold). */
     rc = dataset_check_shape(&w->train, m->C, m->H, m->W, m->num_classes, m->name, err, errlen);
@@ -723,6 +814,8 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
     w->sched.gamma = (float)spec->optimizer.lr_schedule.gamma;
     w->sched.min_lr = (float)spec->optimizer.lr_schedule.min_lr;
     rng_seed(&w->aug_rng, (uint64_t)spec->seed * 7919u + (uint64_t)rank + 1);
+    w->augment.pad = spec->dataset.crop_padding;
+    w->augment.flip = spec->dataset.hflip;
     w->slowdown = worker_slowdown_now(w);
     w->record.rank = rank;
     w->record.role = w->role;
@@ -1226,6 +1319,14 @@ json_t *worker_rank_json(const worker_t *w)
     json_t *st = staleness_json(&w->staleness.s);
     json_t *r = rank_json_base(w, st);
     if (r) json_object_set_new(r, "phases", phases_json(&w->phases));
+    /* This rank's share of the decoded cache's pages, measured now (/proc/self/smaps):
+     * ranks of one host map the same file, and Pss below Rss shows the pages shared. */
+    int maps;
+    long rss, pss;
+    if (r && w->data.cache_path[0] && !sim_active() && dcache_usage(w->data.cache_path, &maps, &rss, &pss) == 0)
+        json_object_set_new(r, "data_cache",
+                            json_pack("{s:i, s:I, s:I}", "mappings", maps, "rss_kb", (json_int_t)rss, "pss_kb",
+                                      (json_int_t)pss));
     return r;
 }
 
@@ -1284,6 +1385,39 @@ long worker_train_samples(json_t *per_rank)
     return n;
 }
 
+/* The summary's "dataset": what was trained on, as loaded: {name, format, path (a user's),
+ * classes, train_samples, test_samples (after train_subset / test_subset), shape [C, H, W],
+ * mean, std (what the gather normalised with), cache}. cache is the decoded cache this rank
+ * mapped ({path, built, bytes, decode_s}; decode_s null when mapped, and in a simulation,
+ * whose clock does not run while a rank decodes), or null: a built-in set has none, and a
+ * user's decoded into memory says why in cache_note. */
+static json_t *dataset_json(const worker_t *w)
+{
+    const job_spec_t *s = w->spec;
+    const int user = spec_dataset_is_user(s);
+    const char *base = strrchr(s->dataset.path, '/');
+    base = base && base[1] ? base + 1 : s->dataset.path;
+    json_t *mean = json_array(), *std = json_array();
+    for (int c = 0; c < w->train.C && c < DATA_MAX_CHANNELS; c++) {
+        json_array_append_new(mean, json_real(w->data.mean[c]));
+        json_array_append_new(std, json_real(w->data.std[c]));
+    }
+    json_t *o = json_pack("{s:s, s:s, s:i, s:i, s:i, s:[iii], s:o, s:o}", "name", user ? base : s->dataset.name,
+                          "format", w->data_format, "classes", w->data.classes, "train_samples", w->train.n,
+                          "test_samples", w->test.n, "shape", w->train.C, w->train.H, w->train.W, "mean", mean, "std",
+                          std);
+    if (!o) return NULL;
+    if (user) json_object_set_new(o, "path", json_string(s->dataset.path));
+    json_t *cache = json_null();
+    if (w->data.cache_path[0])
+        cache = json_pack("{s:s, s:b, s:I, s:o}", "path", w->data.cache_path, "built", w->data.cache_built, "bytes",
+                          (json_int_t)w->data.cache_bytes, "decode_s",
+                          w->data.cache_built && !sim_active() ? json_real(w->data.decode_s) : json_null());
+    json_object_set_new(o, "cache", cache);
+    if (w->data.cache_note[0]) json_object_set_new(o, "cache_note", json_string(w->data.cache_note));
+    return o;
+}
+
 int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, char *err, size_t errlen)
 {
     const job_spec_t *s = w->spec;
@@ -1309,8 +1443,8 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
     int diverged = (trained && !isfinite(w->train_loss)) || (ran && !isfinite(w->train_loss_running)) ||
                    (tested && (!isfinite(w->test_loss) || !isfinite(w->test_accuracy)));
     json_t *root = json_pack(
-        "{s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:o, s:o, s:i, s:o, s:o, s:b, s:f, s:f, s:I, s:o, s:o, s:O}", "name",
-        s->name, "model", s->model, "dataset", s->dataset.name, "algorithm", s->algorithm.name, "workers", s->workers,
+        "{s:s, s:s, s:o, s:s, s:i, s:i, s:I, s:o, s:o, s:i, s:o, s:o, s:b, s:f, s:f, s:I, s:o, s:o, s:O}", "name",
+        s->name, "model", s->model, "dataset", dataset_json(w), "algorithm", s->algorithm.name, "workers", s->workers,
         "epochs", s->epochs, "steps", (json_int_t)w->global_step, "train_loss", json_finite_or_null(w->train_loss),
         "train_loss_running", json_finite_or_null(w->train_loss_running), "train_loss_samples",
         w->train.n < TRAIN_LOSS_SAMPLES ? w->train.n : TRAIN_LOSS_SAMPLES, "test_loss",

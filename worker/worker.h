@@ -21,11 +21,13 @@
 
 #include "clock.h"
 #include "data.h"
+#include "dsload.h"
 #include "health.h"
 #include "metrics.h"
 #include "model.h"
 #include "phase.h"
 #include "spec.h"
+#include "waitmark.h"
 
 typedef enum { ROLE_WORKER = 0, ROLE_PS = 1 } worker_role_t;
 
@@ -70,6 +72,10 @@ typedef struct worker {
                                             since the host last had them (see below) */
     char device_reason[800]; /* why a rank that may use a GPU computes on the CPU */
     dataset_t train, test;
+    /* What the data set is (the summary's "dataset"): its format, classes, the statistics
+     * the gather normalises with, the decoded cache mapped (worker/dsload.h). */
+    char data_format[16];
+    dsload_info_t data;
 
     /* Epoch order: the same permutation on every rank (seeded by seed and epoch); each step
      * consumes global_batch samples starting at cursor, rank i taking batch_of[i] of them
@@ -84,6 +90,7 @@ typedef struct worker {
     int32_t *eval_idx;        /* (max_batch) positions for evaluation batches */
     int batch;                /* samples in x/y for this step */
     rng_t aug_rng;
+    data_augment_t augment; /* dataset.crop_padding, hflip (when dataset.augment) */
 
     long epoch; /* 0-based, current */
     long step_in_epoch;
@@ -129,6 +136,7 @@ typedef struct worker {
     metrics_reporter_t *metrics;   /* NULL: no --metrics / --redis */
     metrics_record_t record;       /* reused for every record this rank emits */
     step_phases_t phases;          /* the step in progress: where its time goes */
+    waitmark_t wait;               /* the blocking MPI call in progress (the Redis sink reads it) */
     struct trace_ring *trace;      /* --trace: the rank's recent slices; NULL: off */
     const struct train_opts *opts; /* the loop's options (test hooks) */
     int64_t ps_updates;            /* parameter server: updates applied, */

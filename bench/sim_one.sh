@@ -9,7 +9,10 @@
 #   sps        training samples per simulated second (the workers' samples / train_s)
 #   plus the summary's test_accuracy, test_loss, train_s, steps, staleness per worker,
 #   comm_frac: the workers' communication and waiting over their total step time, and
-#   epoch_t: the simulated times at which rank 0 ended each epoch (after its evaluation).
+#   epoch_t: the simulated times at which rank 0 ended each epoch (after its evaluation),
+#   and time_to_target_s, noise_scale and the goodput planner's global batch (mean, final)
+#   and nodes left out (bench/sim_goodput.sh), evals: rank 0's evaluations as [train_s,
+#   test_accuracy] (bench/sim_async_target.sh).
 set -u
 sim=$1
 d=$2
@@ -36,7 +39,11 @@ jq -c --slurpfile m "$d/metrics.jsonl" '
     stale_all: .staleness.mean,
     batch_final: [$wk[] | .batch_final],
     comm_frac: (($wk | map(.comm_s + .idle_s) | add) / ($wk | map(.compute_s + .comm_s + .idle_s) | add)),
-    epoch_t: [$m[] | select(.kind == "epoch" and .rank == 0) | .time] }' \
+    epoch_t: [$m[] | select(.kind == "epoch" and .rank == 0) | .time],
+    time_to_target_s, noise_scale, gb_mean: .goodput.global_batch_mean, gb_final: .goodput.global_batch_final,
+    left_out: (.goodput.nodes_left_out // [] | length),
+    evals: [$m[] | select((.kind == "eval" or .kind == "epoch") and .rank == 0 and .train_s != null) |
+            [.train_s, .test_accuracy]] }' \
     "$d/summary.json" >"$d/row.tmp" || { echo "FAILED: $d: cannot read its summary or metrics"; exit 255; }
 mv "$d/row.tmp" "$d/row.json"
 cp "$d/spec.new" "$d/spec.run"

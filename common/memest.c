@@ -9,7 +9,7 @@
 void memest_model(const catalog_model_t *m, double *model_bytes, double *bytes_per_sample)
 {
     const double input = (double)m->C * m->H * m->W;
-    *model_bytes = 4.0 * (3.0 * (double)m->params + 2 /* MODEL_GRAD_EXTRA */ + (double)m->buffers + (double)m->fixed);
+    *model_bytes = 4.0 * (3.0 * (double)m->params + 4 /* MODEL_GRAD_EXTRA */ + (double)m->buffers + (double)m->fixed);
     /* both arenas, argmax, probabilities; the sample's x (floats) and y; the worker's
      * eval_idx (int) and undisturbed_s (double) per batch slot */
     *bytes_per_sample = 4.0 * (2.0 * (double)m->acts_per_sample + (double)m->argmax_per_sample + m->classes + input +

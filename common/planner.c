@@ -1,6 +1,7 @@
 /* common/planner.c - see planner.h. */
 #include "planner.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,8 +125,9 @@ void planner_bounds(const job_spec_t *s, int *min_b, int *max_b)
     *min_b = s->algorithm.min_batch > 0 ? s->algorithm.min_batch : 1;
     if (s->algorithm.max_batch > 0) {
         *max_b = s->algorithm.max_batch;
-    } else if (s->algorithm.dynamic_batch) {
+    } else if (s->algorithm.dynamic_batch || s->algorithm.goodput) {
         long cap = s->batch_size > PLANNER_DERIVED_MAX ? s->batch_size : PLANNER_DERIVED_MAX;
+        if (s->algorithm.goodput) global = planner_max_global(s, 0);
         *max_b = (int)(global < cap ? global : cap);
     } else {
         *max_b = s->batch_size;
@@ -133,6 +135,15 @@ void planner_bounds(const job_spec_t *s, int *min_b, int *max_b)
     /* The starting plan (batch_size each) is always inside, whatever the spec says. */
     if (*min_b > s->batch_size) *min_b = s->batch_size;
     if (*max_b < s->batch_size) *max_b = s->batch_size;
+}
+
+int planner_max_global(const job_spec_t *s, long train_n)
+{
+    long b0 = (long)s->workers * s->batch_size;
+    long most = s->algorithm.max_global_batch > 0 ? s->algorithm.max_global_batch : GOODPUT_DERIVED_FACTOR * b0;
+    if (train_n > 0 && most > train_n) most = train_n;
+    if (most < b0) most = b0;
+    return most > INT_MAX ? INT_MAX : (int)most;
 }
 
 void planner_bounds_world(const job_spec_t *s, int n, int *min_b, int *max_b)

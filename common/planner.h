@@ -49,6 +49,12 @@ double planner_imbalance(const double *speed, const int *batch, int n);
  * sizes its batch buffers for max, so no accepted plan can overrun them. */
 #define PLANNER_DERIVED_MAX 4096
 void planner_bounds(const job_spec_t *s, int *min_b, int *max_b);
+/* The largest global batch the goodput planner may choose: algorithm.max_global_batch, or
+ * GOODPUT_DERIVED_FACTOR x workers x batch_size; at most train_n (the training samples,
+ * when known: > 0), never below workers x batch_size. With algorithm.goodput, planner_bounds'
+ * derived per-worker max is derived from it as dynamic batching's is from the global batch. */
+#define GOODPUT_DERIVED_FACTOR 8
+int planner_max_global(const job_spec_t *s, long train_n);
 /* planner_bounds for a run of n workers, which may be fewer than the spec's (an elastic
  * restart on the hosts that remain): the global batch stays workers x batch_size, so
  * max grows to ceil(global / n) where it is smaller (each worker holds its share of the

@@ -99,6 +99,7 @@ struct field {
 #define MAX_LR 1000.0             /* rates are used as float */
 #define MAX_COEF 1000.0           /* delay-compensation strengths */
 #define MAX_SLOWDOWN 1000.0       /* emulated slowdown factors */
+#define MAX_GLOBAL_BATCH 16777216 /* a global batch: MAX_BATCH x SPEC_MAX_WORKERS */
 
 static const char *const ALGORITHMS[] = {"sgd",       "ssgd",    "hier-bsp", "hpsgd",   "local-sgd", "asgd",
                                          "nsoftsync", "dc-asgd", "ddc-asgd", "dbs-sgd", NULL};
@@ -106,6 +107,7 @@ static const char *const ASYNC_ALGORITHMS[] = {"asgd", "nsoftsync", "dc-asgd", "
 static const char *const DEVICES[] = {"auto", "cpu", "cuda", NULL};
 static const char *const SCHEDULES[] = {"constant", "step", "cosine", NULL};
 static const char *const DC_VARIANTS[] = {"c", "a", NULL};
+static const char *const GOODPUT_MODELS[] = {"nodes", "equal", NULL};
 static const char *const ASYNC_MOMENTA[] = {"explicit", "compensated", NULL};
 static const char *const ON_COLLAPSE[] = {"continue", "fail", "restart", NULL};
 static const char *const FORMATS[] = {"auto", "idx", "cifar", "imagefolder", "npz", NULL};
@@ -215,7 +217,12 @@ static const field_t FIELDS[] = {
     {.path = "threads", INT(threads), BETWEEN(1, 256), .def_num = 1, .resume_free = 1,
      .doc = "BLAS threads per worker process."},
     {.path = "target_accuracy", DBL(target_accuracy), BETWEEN(0, 1), .def_num = 0,
-     .doc = "Stop after the first epoch whose test accuracy reaches it; 0 = off."},
+     .doc = "Stop at the first evaluation (an epoch end, or every eval_every_steps) whose test accuracy "
+            "reaches it; the summary's time_to_target_s says when. 0 = off."},
+    {.path = "eval_every_steps", LONG(eval_every_steps), BETWEEN(0, MAX_STEPS), .def_num = 0, .resume_free = 1,
+     .doc = "Also evaluate on the test set every N steps (synchronous algorithms: global steps; the "
+            "parameter-server family: updates), so time to accuracy is measured finer than an epoch; "
+            "0 = at epoch ends only."},
     {.path = "log_every", INT(log_every), BETWEEN(0, MAX_COUNT), .def_num = 100, .resume_free = 1,
      .doc = "Print a progress line every N steps; 0 = none."},
     {.path = "on_collapse", STR(on_collapse), .choices = ON_COLLAPSE, .def_str = "continue", .resume_free = 1,
@@ -267,6 +274,20 @@ static const field_t FIELDS[] = {
     {.path = "algorithm.max_batch", INT(algorithm.max_batch), BETWEEN(0, MAX_BATCH),
      .def_num = 0, .param = 1, .allowed_doc = "between 0 and 65536, >= min_batch",
      .doc = "Dynamic batching: largest batch; 0 = derived."},
+    {.path = "algorithm.goodput", BOOL(algorithm.goodput), .def_num = 0, .param = 1,
+     .allowed_doc = "ssgd, workers >= 2; not with dynamic_batch",
+     .doc = "Goodput planner (common/goodput.h): re-plan the global batch in [workers x batch_size, "
+            "max_global_batch], its split over the nodes and which nodes take part from measured node "
+            "speeds and the gradient noise scale; the learning rate is scaled by AdaScale's gain and "
+            "epochs count progress at the spec's batch."},
+    {.path = "algorithm.goodput_model", STR(algorithm.goodput_model), .choices = GOODPUT_MODELS,
+     .def_str = "nodes", .param = 1,
+     .doc = "Goodput: nodes = a speed model per node (uneven split, slow nodes may be left out); "
+            "equal = AdaptDL's model (every node takes part, even split), for comparison."},
+    {.path = "algorithm.max_global_batch", INT(algorithm.max_global_batch), BETWEEN(0, MAX_GLOBAL_BATCH),
+     .def_num = 0, .param = 1, .allowed_doc = "0, or between workers x batch_size and 16777216",
+     .default_doc = "0 (8 x workers x batch_size)",
+     .doc = "Goodput: the largest global batch the planner may choose (the training set's size caps it too)."},
     {.path = "algorithm.k_steps", INT(algorithm.k_steps), BETWEEN(1, MAX_COUNT), .def_num = 8, .param = 1,
      .doc = "hier-bsp: steps between global averages."},
     {.path = "algorithm.group_size", INT(algorithm.group_size),
@@ -854,6 +875,25 @@ static int cross_check(errbuf_t *e, const job_spec_t *s)
         return fail(e, "algorithm.min_batch: must be <= batch_size (%d)", s->batch_size);
     if (s->algorithm.max_batch > 0 && s->algorithm.max_batch < s->batch_size)
         return fail(e, "algorithm.max_batch: must be >= batch_size (%d)", s->batch_size);
+
+    if (s->algorithm.goodput) {
+        if (strcmp(alg, "ssgd") != 0)
+            return fail(e,
+                        "algorithm.goodput: only for ssgd (the other algorithms report the noise scale but do "
+                        "not plan by it), algorithm.name is %s",
+                        alg);
+        if (s->workers < 2)
+            return fail(e, "algorithm.goodput: needs workers >= 2 (the noise scale is measured between the "
+                           "workers' gradients)");
+        if (s->algorithm.dynamic_batch)
+            return fail(e, "algorithm.dynamic_batch: the goodput planner splits the batches itself; set one of "
+                           "dynamic_batch and goodput");
+    } else if (s->algorithm.max_global_batch > 0) {
+        return fail(e, "algorithm.max_global_batch: only with algorithm.goodput");
+    }
+    if (s->algorithm.max_global_batch > 0 && s->algorithm.max_global_batch < (long)s->workers * s->batch_size)
+        return fail(e, "algorithm.max_global_batch: must be >= workers x batch_size (%ld)",
+                    (long)s->workers * s->batch_size);
 
     if (strcmp(s->optimizer.lr_schedule.kind, "cosine") == 0 && s->optimizer.lr_schedule.min_lr > s->optimizer.lr)
         return fail(e, "optimizer.lr_schedule.min_lr: must be <= optimizer.lr (%s)", fmt_num(num, s->optimizer.lr));

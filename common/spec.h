@@ -66,6 +66,9 @@ typedef struct {
         double kappa, gamma;      /* ddc-asgd */
         double eps;               /* dc/ddc epsilon, 1e-7 */
         int tau_max;              /* drop gradients staler than this; 0 = off */
+        int goodput;              /* the goodput planner (common/goodput.h) */
+        char goodput_model[8];    /* "nodes" | "equal" */
+        int max_global_batch;     /* goodput: largest global batch; 0 = derived */
     } algorithm;
     struct {
         double lr;
@@ -117,8 +120,9 @@ typedef struct {
         int skip_compute;                              /* deterministic only: charge it, never run it */
         double jitter;                                 /* deterministic only: step cost x U[1-j, 1+j] */
     } simulate;
-    double target_accuracy; /* 0 = off; stop at the end of the first
-                                                 epoch that reaches it */
+    double target_accuracy; /* 0 = off; stop at the first evaluation
+                                                 that reaches it */
+    long eval_every_steps;  /* also evaluate every N steps (PS: updates); 0 = off */
     int log_every;          /* progress line period in steps */
     char on_collapse[16];   /* continue | fail | restart (worker/health.h) */
 } job_spec_t;

@@ -13,10 +13,12 @@
 #include "jobstore.h"
 #include "redis_keys.h"
 
-enum { M_LOSS, M_SPS, M_ST_MEAN, M_ST_P95, M_BATCH, M_N };
-static const char *const M_NAMES[M_N] = {"loss", "samples_per_s", "staleness_mean", "staleness_p95", "batch"};
-/* Metrics of the workers alone: the parameter server's rank is left out of them. */
-static const int M_WORKER_ONLY[M_N] = {0, 1, 1, 1, 1};
+enum { M_LOSS, M_SPS, M_ST_MEAN, M_ST_P95, M_BATCH, M_NOISE, M_GLOBAL, M_GOODPUT, M_N };
+static const char *const M_NAMES[M_N] = {"loss",  "samples_per_s", "staleness_mean", "staleness_p95",
+                                         "batch", "noise_scale",   "global_batch",   "goodput"};
+/* Metrics of the workers alone: the parameter server's rank is left out of them (its
+ * noise scale, from pairs of pushes, is the asynchronous family's). */
+static const int M_WORKER_ONLY[M_N] = {0, 1, 1, 1, 1, 0, 1, 1};
 
 /* One bucket of one series: its lowest and highest value and when they were seen. */
 typedef struct {
@@ -45,11 +47,13 @@ typedef struct {
     json_int_t epoch;
 } jcell_t;
 
-/* The evaluation that stands for one epoch (see history_add). */
+/* The evaluation that stands for one epoch, or one made between epoch ends (an "eval"
+ * record, eval_every_steps: its own point, keyed by its step; see history_add). */
 typedef struct {
-    json_int_t epoch;
+    json_int_t epoch, step;
     double time, acc, loss, samples; /* loss NAN: the record had none */
     int rank, final;                 /* final: from a final record */
+    int between;                     /* from an eval record */
 } eval_t;
 
 struct history {
@@ -61,7 +65,7 @@ struct history {
     double job_samples;
     hrank_t *ranks;
     jcell_t *job;
-    eval_t *evals; /* HISTORY_ACC_MAX, one per epoch, in the order first seen */
+    eval_t *evals; /* HISTORY_ACC_MAX, one per epoch (and eval record), in the order first seen */
     int nevals;
     int oom;
 };
@@ -140,22 +144,25 @@ static void cell_add(cell_t *c, ends_t *e, double t, double v)
  * before this rule hold final records of ranks that evaluated nothing, with 0, labelled
  * with an epoch the evaluating rank reported in an epoch record, or with epoch 0: epochs
  * below 1 carry no evaluation, and such a final record never replaces an epoch record. */
-static void add_eval(history_t *h, json_t *rec, int rank, double t, int final)
+static void add_eval(history_t *h, json_t *rec, int rank, double t, int final, int between)
 {
     double acc = num(rec, "test_accuracy");
-    json_t *ej = json_object_get(rec, "epoch");
+    json_t *ej = json_object_get(rec, "epoch"), *sj = json_object_get(rec, "step");
     if (!isfinite(acc) || !json_is_integer(ej) || json_integer_value(ej) < 1) return;
-    json_int_t epoch = json_integer_value(ej);
+    if (between && !json_is_integer(sj)) return;
+    json_int_t epoch = json_integer_value(ej), step = between ? json_integer_value(sj) : 0;
     eval_t *e = NULL;
-    /* From the newest: a resumed attempt re-evaluates recent epochs. */
+    /* From the newest: a resumed attempt re-evaluates recent epochs (and steps). */
     for (int i = h->nevals - 1; i >= 0 && !e; i--)
-        if (h->evals[i].epoch == epoch) e = &h->evals[i];
+        if (h->evals[i].epoch == epoch && h->evals[i].between == between && h->evals[i].step == step) e = &h->evals[i];
     if (e && ((final && !e->final) || (final == e->final && t < e->time))) return;
     if (!e) {
         if (h->nevals >= HISTORY_ACC_MAX) return;
         e = &h->evals[h->nevals++];
     }
     *e = (eval_t){.epoch = epoch,
+                  .step = step,
+                  .between = between,
                   .time = t,
                   .acc = acc,
                   .loss = num(rec, "test_loss"),
@@ -167,7 +174,10 @@ static void add_eval(history_t *h, json_t *rec, int rank, double t, int final)
 static int eval_cmp(const void *a, const void *b)
 {
     const eval_t *x = a, *y = b;
-    return (x->epoch > y->epoch) - (x->epoch < y->epoch);
+    /* an epoch's evaluations between epoch ends (by step) before its epoch-end one */
+    if (x->epoch != y->epoch) return (x->epoch > y->epoch) - (x->epoch < y->epoch);
+    if (x->between != y->between) return x->between ? -1 : 1;
+    return (x->step > y->step) - (x->step < y->step);
 }
 
 void history_add(history_t *h, json_t *rec)
@@ -185,7 +195,8 @@ void history_add(history_t *h, json_t *rec)
     h->records++;
     if (t < h->tmin) h->tmin = t;
     if (t > h->tmax) h->tmax = t;
-    if (strcmp(kind, "epoch") == 0 || strcmp(kind, "final") == 0) add_eval(h, rec, (int)rank, t, kind[0] == 'f');
+    if (strcmp(kind, "epoch") == 0 || strcmp(kind, "final") == 0 || strcmp(kind, "eval") == 0)
+        add_eval(h, rec, (int)rank, t, kind[0] == 'f', kind[1] == 'v');
     if (strcmp(kind, "step") != 0) return;
     if (!R->cells) {
         R->cells = calloc((size_t)M_N * (size_t)h->nb, sizeof *R->cells);
@@ -196,7 +207,8 @@ void history_add(history_t *h, json_t *rec)
     }
     R->seen = 1;
     json_t *st = json_object_get(rec, "staleness");
-    double v[M_N] = {num(rec, "loss"), num(rec, "samples_per_s"), num(st, "mean"), num(st, "p95"), num(rec, "batch")};
+    double v[M_N] = {num(rec, "loss"),  num(rec, "samples_per_s"), num(st, "mean"),          num(st, "p95"),
+                     num(rec, "batch"), num(rec, "noise_scale"),   num(rec, "global_batch"), num(rec, "goodput")};
     int b = bucket(h, t, h->nb);
     for (int m = 0; m < M_N; m++)
         if (!(R->ps && M_WORKER_ONLY[m])) cell_add(&R->cells[m * h->nb + b], &R->ends[m], t, v[m]);
@@ -286,6 +298,7 @@ json_t *history_json(const history_t *h)
         json_t *e = json_pack("{s:I, s:f, s:f, s:f, s:i}", "epoch", ev[i].epoch, "time", ev[i].time, "test_accuracy",
                               ev[i].acc, "samples", ev[i].samples, "rank", ev[i].rank);
         if (e && isfinite(ev[i].loss)) json_object_set_new(e, "test_loss", json_real(ev[i].loss));
+        if (e && ev[i].between) json_object_set_new(e, "step", json_integer(ev[i].step));
         if (!e || json_array_append_new(acc, e) != 0) {
             free(ev);
             goto fail;

@@ -10,10 +10,13 @@
  *             the file there (a CRC mismatch is then the common refusal: see bit 1);
  *   bit 1  recompute the CRC before reading, so the fields behind it are reached;
  *   bit 2  validate against the spec's expectations (what pacer-worker --resume does),
- *          else only the structure (what ckpt_diff does).
+ *          else only the structure (what ckpt_diff does);
+ *   bit 3  (with bit 2) the expectations of a spec with algorithm.goodput (version 4's
+ *          global batch and progress fields, workers left out).
  * Invariants: a refusal leaves the model's weights untouched and says which file; an
  * accepted checkpoint, validated, holds batch sizes inside the buffers and a position
- * inside the run.
+ * inside the run (with the goodput planner: a plan summing to the checkpoint's global
+ * batch, within [B0, max_global], never leaving worker 0 out).
  *
  * PACER_FUZZ_WRITE_SEEDS=DIR writes the seed files (a fresh run, the same after 4 steps,
  * a finished run) into DIR at start-up: fuzz/corpus/checkpoint/ holds their output.
@@ -41,6 +44,17 @@ static const ckpt_expect_t WANT = {.spec_hash = 0x1234,
                                    .global_batch = 64,
                                    .min_batch = 8,
                                    .max_batch = 48};
+static const ckpt_expect_t WANT_GOODPUT = {.spec_hash = 0x1234,
+                                           .seed = 42,
+                                           .nworkers = NW,
+                                           .epochs = 3,
+                                           .steps_per_epoch = 10,
+                                           .train_n = 640,
+                                           .global_batch = 64,
+                                           .min_batch = 8,
+                                           .max_batch = 256,
+                                           .goodput = 1,
+                                           .max_global = 256};
 
 static void make_model(void)
 {
@@ -64,6 +78,8 @@ static void state(ckpt_state_t *st, int64_t epoch, int64_t k)
     st->aug_rng.s[0] = 7, st->aug_rng.s[1] = 9;
     st->epoch_loss_sum = 2.5 * (double)k, st->epoch_loss_samples = k * WANT.global_batch;
     st->nworkers = NW, st->batch_of[0] = 40, st->batch_of[1] = 24;
+    st->global_batch = WANT.global_batch, st->gain = st->efficiency = 1;
+    st->progress = (double)st->global_step;
 }
 
 static unsigned char *write_read(const char *path, const ckpt_state_t *st, size_t *len)
@@ -111,6 +127,19 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
             if (!f || fputc(4, f) == EOF || fwrite(b, 1, len, f) != len || fclose(f) != 0) abort();
             free(b);
         }
+        /* A goodput run's (mode byte 12: validated with WANT_GOODPUT): global batch 128 at
+         * gain 1.5, worker 1 left out. */
+        size_t len;
+        state(&st, 1, 4);
+        st.global_batch = 128, st.batch_of[0] = 128, st.batch_of[1] = 0, st.cursor = 500;
+        st.gain = 1.5, st.efficiency = 0.75, st.progress = 16, st.epoch_loss_samples = 400;
+        st.gns_g2 = 0.5, st.gns_trace = 40, st.gns_weight = 0.6, st.gns_samples = 90;
+        unsigned char *b = write_read(path, &st, &len);
+        char out[512];
+        snprintf(out, sizeof out, "%s/goodput.bin", seeds);
+        FILE *f = fopen(out, "wb");
+        if (!f || fputc(12, f) == EOF || fwrite(b, 1, len, f) != len || fclose(f) != 0) abort();
+        free(b);
     }
     unlink(path);
     rmdir(dir);
@@ -148,7 +177,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ckpt_state_t st;
     char err[1024];
     err[0] = 0;
-    const ckpt_expect_t *want = (mode & 4) ? &WANT : NULL;
+    const ckpt_expect_t *want = !(mode & 4) ? NULL : (mode & 8) ? &WANT_GOODPUT : &WANT;
     if (checkpoint_parse(buf, len, "fuzz.ckpt", &model, want, &st, err, sizeof err) != 0) {
         if (strncmp(err, "fuzz.ckpt: ", 11) != 0 || strchr(err, '\n')) abort();
         if (memcmp(before, params, sizeof params) || memcmp(before + NP, momentum, sizeof momentum) ||
@@ -157,12 +186,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else if (want) {
         int64_t sum = 0;
         for (int i = 0; i < CKPT_MAX_WORKERS; i++) {
-            if (i < NW && (st.batch_of[i] < WANT.min_batch || st.batch_of[i] > WANT.max_batch)) abort();
+            int left_out = want->goodput && i > 0 && st.batch_of[i] == 0;
+            if (i < NW && !left_out && (st.batch_of[i] < want->min_batch || st.batch_of[i] > want->max_batch)) abort();
             if (i >= NW && st.batch_of[i] != 0) abort();
             sum += st.batch_of[i];
         }
-        if (sum != WANT.global_batch || st.epoch < 0 || st.epoch > WANT.epochs || st.cursor < 0 ||
-            st.cursor > WANT.train_n || st.global_step < 0)
+        if (sum != st.global_batch || st.global_batch < want->global_batch ||
+            st.global_batch > (want->goodput ? want->max_global : want->global_batch) || st.epoch < 0 ||
+            st.epoch > want->epochs || st.cursor < 0 || st.cursor > want->train_n || st.global_step < 0)
             abort();
     }
     /* every input starts from the same model */

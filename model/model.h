@@ -32,8 +32,11 @@
  * "features.denseblock4.denselayer16.conv2.weight". */
 #define MODEL_TENSOR_NAME_MAX 128
 /* grads has this many spare floats after the last gradient, so an algorithm can append
- * [batch, batch * loss] and send gradients and weights in ONE fused message. */
-#define MODEL_GRAD_EXTRA 2
+ * [batch, batch * loss, batch * |g|^2, 1 if batch > 0] (the last two for the gradient
+ * noise scale, common/gns.h) and send gradients and weights in ONE fused message.
+ * common/memest.c counts them (it cannot include this header): change both, and
+ * PACER_CUDA_ABI (the CUDA library sizes its grads buffers by it). */
+#define MODEL_GRAD_EXTRA 4
 /* Momentum of the batch-norm running statistics (PyTorch's 0.1): the host model and its
  * CUDA twin (model_cuda.cu) both pass this one value to their batch-norm kernels. */
 #define MODEL_BN_MOMENTUM 0.1f

@@ -102,6 +102,30 @@ static void wait_group(pid_t pgid, double grace_s)
     }
 }
 
+/* The what-if answer of a spec with algorithm.goodput (the simulated workers run the same
+ * planner as real ones, common/goodput.h): the global batch, the split's nodes and the
+ * noise scale the plan ended with, and each node left out with the planner's reason. */
+static void print_goodput(json_t *sum)
+{
+    json_t *g = json_object_get(sum, "goodput");
+    if (!json_is_object(g)) return;
+    json_t *phi = json_object_get(g, "noise_scale"), *left = json_object_get(g, "nodes_left_out");
+    char noise[32] = "not measured";
+    if (json_is_number(phi)) snprintf(noise, sizeof noise, "%.0f", json_number_value(phi));
+    fprintf(stderr,
+            "pacer-sim: goodput plan at the end: global batch %lld (spec's %lld, mean %.0f), noise scale %s, "
+            "learning rate x %.2f, %zu node(s) left out\n",
+            (long long)json_integer_value(json_object_get(g, "global_batch_final")),
+            (long long)json_integer_value(json_object_get(g, "base_batch")),
+            json_number_value(json_object_get(g, "global_batch_mean")), noise,
+            json_number_value(json_object_get(g, "lr_scale")), json_array_size(left));
+    size_t i;
+    json_t *n;
+    json_array_foreach(left, i, n) fprintf(stderr, "pacer-sim:   worker %lld left out: %s\n",
+                                           (long long)json_integer_value(json_object_get(n, "worker")),
+                                           json_string_value(json_object_get(n, "reason")) ?: "");
+}
+
 /* smpirun passes the program's arguments on through an unquoted shell word list. */
 static int shell_safe(const char *what, const char *s)
 {
@@ -399,6 +423,7 @@ int main(int argc, char **argv)
     }
     json_t *sum = rc == 0 ? json_load_file(summary, 0, NULL) : NULL;
     double sim_s = sum ? json_number_value(json_object_get(sum, "simulated_wall_s")) : 0;
+    print_goodput(sum);
     json_decref(sum);
     /* Host figures go to stderr, not the summary: they depend on this machine's load,
      * and a deterministic summary must not. */

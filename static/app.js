@@ -5,7 +5,8 @@
  *                GET /api/v1/events)
  *   #/new        the submit form (POST /api/v1/jobs; a refused spec highlights its field)
  *   #/jobs/ID    one job, live over Server-Sent Events (GET /api/v1/jobs/ID/events):
- *                per-rank charts of loss, throughput, staleness mean and p95, batch size
+ *                per-rank charts of loss, throughput, staleness mean and p95, batch size,
+ *                gradient noise scale, and the goodput planner's global batch and goodput
  *                over the whole run (GET /api/v1/jobs/ID/history, downsampled on the
  *                server; history.js), test accuracy per epoch, a staleness histogram per
  *                node, where the time goes (breakdown.js)
@@ -470,6 +471,8 @@
       const axis = { stroke: '#6b7385', grid: { stroke: '#eef0f4', width: 1 }, ticks: { stroke: '#e2e5eb', width: 1 } };
       for (const name of Object.keys(RANK_CHARTS)) {
         const box = $('[data-chart="' + name + '"] .plot');
+        // An optional chart (noise scale, goodput) shows once a record has its value.
+        if (RANK_CHARTS[name].optional) box.parentNode.hidden = !s.stores[RANK_CHARTS[name].showWith || name].ranks.length;
         const series = [{ label: 't (s)', value: (u, v) => (v === null || v === undefined ? '–' : v.toFixed(1)) }];
         for (const r of s.stores[name].ranks) {
           // Hover: each rank's latest value at the cursor (a row holds one rank's point).
@@ -568,7 +571,8 @@
         if (s.t0 === null) s.t0 = s.simClock ? 0 : (s.job && s.job.started) || h.from || 0;
         for (const r of h.ranks) s.roles[r.rank] = r.role;
         s.stores = HIST.fromHistory(h, s.t0);
-        for (const a of h.accuracy) s.acc.set(a.epoch, a.test_accuracy);
+        // per epoch: the evaluations between epoch ends (eval_every_steps: with a step) are not
+        for (const a of h.accuracy) if (a.step === undefined) s.acc.set(a.epoch, a.test_accuracy);
         s.ranks = h.ranks.map((r) => r.rank);
         s.history = h;
         s.next = h.next;
@@ -654,6 +658,7 @@
         const epochs = j.spec ? j.spec.epochs : '?';
         $('#f-progress').textContent = top.epoch + ' / ' + epochs + ' · step ' + top.step.toLocaleString();
       }
+      goodputFacts(recs);
       const accs = accData()[1];
       const acc = accs.length ? accs[accs.length - 1] : j.summary && j.summary.test_accuracy;
       $('#f-accuracy').textContent = acc !== undefined && acc !== null ? (100 * acc).toFixed(2) + ' %' : '–';
@@ -661,6 +666,28 @@
       $('#job-cancel').disabled = !active || !!j.cancel_requested;
       $('#job-cancel').textContent = j.cancel_requested && active ? 'Cancelling…' : 'Cancel';
       if (window.pacerCheckpoints) window.pacerCheckpoints.render($('#ckpts'), j.checkpoints);   // checkpoints.js
+    }
+
+    // The noise scale and, with algorithm.goodput, the plan in force: from the latest
+    // records (rank 0's for the job-wide figures; every rank says whether it is left out).
+    // A finished job without live records: its summary's figures.
+    function goodputFacts(recs) {
+      const sum = (s.job && s.job.summary) || {};
+      const r0 = s.last[0] || recs.find((r) => r.noise_scale !== undefined);
+      const noise = recs.map((r) => r.noise_scale).filter((v) => v !== null && v !== undefined);
+      const phi = noise.length ? noise[noise.length - 1] : sum.noise_scale;
+      $('#f-noise').textContent = phi !== null && phi !== undefined ? num(phi, 0) + ' samples' : '–';
+      const g = sum.goodput;
+      const planned = (r0 && r0.lr_scale !== undefined) || !!g;
+      $('#f-goodput-row').hidden = !planned;
+      if (!planned) return;
+      const live = r0 && r0.lr_scale !== undefined;
+      const out = live ? recs.filter((r) => r.left_out).map((r) => r.rank).sort((a, b) => a - b)
+        : (g.nodes_left_out || []).map((n) => n.rank);
+      const why = g ? (g.nodes_left_out || []).map((n) => 'rank ' + n.rank + ': ' + n.reason).join('; ') : '';
+      $('#f-goodput').textContent = 'global batch ' + num(live ? r0.global_batch : g.global_batch_final) +
+        ' · efficiency ' + num(live ? r0.efficiency : g.efficiency, 3) + ' · learning rate x ' + num(live ? r0.lr_scale : g.lr_scale, 2) +
+        ' · nodes left out: ' + (out.length ? 'rank ' + out.join(', ') : 'none') + (why ? ' (' + why + ')' : '');
     }
 
     // A collapse of training (worker/health.h): the current attempt's health, else the
@@ -783,7 +810,7 @@
         });
         hist.append(bars);
         tr.append(rank, el('td', {}, r.host || '–'), el('td', {}, r.role || '–'), el('td', { class: 'num' }, num(r.slowdown)),
-          el('td', { class: 'num' }, num(r.batch)), el('td', { class: 'num' }, num(r.samples_per_s, 0)),
+          el('td', { class: 'num' }, r.left_out === 1 ? 'left out' : num(r.batch)), el('td', { class: 'num' }, num(r.samples_per_s, 0)),
           el('td', { class: 'num' }, num(r.step)), el('td', { class: 'num' }, num(r.loss, 4)),
           el('td', { class: 'num' }, st.count ? num(st.mean, 2) + ' / ' + num(st.p95, 0) : '–'), hist,
           el('td', { class: 'num' }, r.heartbeat_age_s !== undefined ? num(r.heartbeat_age_s, 1) + ' s' : '–'),

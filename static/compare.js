@@ -60,12 +60,15 @@
     const ep = epochOf(h);
     const jl = h.job_loss;
     const lossX = jl.t.map((t, k) => (xkind === 'epoch' ? ep(t, jl.epoch[k]) : xkind === 'samples' ? jl.samples[k] : t - t0));
-    const accX = h.accuracy.map((a) => (xkind === 'epoch' ? a.epoch : xkind === 'samples' ? a.samples : a.time - t0));
+    // Against epochs, one point per epoch: an evaluation between epoch ends (with a step)
+    // only against samples or time.
+    const accs = xkind === 'epoch' ? h.accuracy.filter((a) => a.step === undefined) : h.accuracy;
+    const accX = accs.map((a) => (xkind === 'epoch' ? a.epoch : xkind === 'samples' ? a.samples : a.time - t0));
     const sorted = (xs, ys) => {
       const idx = xs.map((_, i) => i).sort((a, b) => xs[a] - xs[b]);
       return [idx.map((i) => xs[i]), idx.map((i) => ys[i])];
     };
-    return { loss: sorted(lossX, jl.loss), acc: sorted(accX, h.accuracy.map((a) => a.test_accuracy)) };
+    return { loss: sorted(lossX, jl.loss), acc: sorted(accX, accs.map((a) => a.test_accuracy)) };
   }
 
   // Several [x, y] tables -> uPlot data [x, y1, y2, ...] on the union of their x values.

@@ -24,6 +24,15 @@
     st_mean: { series: 'staleness_mean', value: (r) => (r.staleness ? r.staleness.mean : null), workerOnly: true, smooth: true },
     st_p95: { series: 'staleness_p95', value: (r) => (r.staleness ? r.staleness.p95 : null), workerOnly: true, smooth: true },
     batch: { series: 'batch', value: (r) => r.batch, workerOnly: true, smooth: false },
+    // The gradient noise scale (common/gns.h: ssgd and hier-bsp ranks, the parameter
+    // server for the asynchronous family) and, with algorithm.goodput, the global batch the
+    // planner chose and the goodput measured (global batch x efficiency / step time).
+    // Optional: their cards show only when a record has them. Every ssgd record carries
+    // its global batch, which is news only when a planner chooses it: that card shows
+    // with the goodput one (showWith), whose value only the planner's records have.
+    noise: { series: 'noise_scale', value: (r) => r.noise_scale, workerOnly: false, smooth: true, optional: true },
+    gbatch: { series: 'global_batch', value: (r) => r.global_batch, workerOnly: true, smooth: false, optional: true, showWith: 'goodput' },
+    goodput: { series: 'goodput', value: (r) => r.goodput, workerOnly: true, smooth: true, optional: true },
   };
 
   // Stream ids ("1715000000123-4") in order; a missing id sorts first.

@@ -8,6 +8,7 @@
  * k_steps - 1), as local-sgd does; inside a group the step itself is synchronous. */
 #include <stdlib.h>
 
+#include "adaptive.h"
 #include "comm.h"
 
 typedef struct {
@@ -73,10 +74,8 @@ static int hier_step(worker_t *w)
     model_t *m = w->model;
     comm_replan(w, MPI_COMM_WORLD);
     worker_next_batch(w);
-    float b = (float)w->batch;
-    float loss = worker_compute_grad(w, b);
-    m->grads[m->nparams] = b;
-    m->grads[m->nparams + 1] = b * loss;
+    float loss = worker_compute_grad(w, (float)w->batch);
+    adaptive_pack(w, loss);
     comm_wait_peers(w, st->group);
     double t0 = clock_mono_s();
     waitmark_enter(&w->wait, WAIT_ALLREDUCE, -1);
@@ -88,11 +87,9 @@ static int hier_step(worker_t *w)
     double dt = clock_mono_s() - t0;
     w->stats.step_comm_s += dt;
     w->stats.comm_s += dt;
-    float total = m->grads[m->nparams];
-    w->step_loss = m->grads[m->nparams + 1] / total;
-    w->step_samples = (int)total;
-    worker_apply_update(w, 1.0f / total);
-    st->group_samples += (long)total;
+    float scale = adaptive_reduced(w); /* the group's noise scale, reported */
+    worker_apply_update(w, scale);
+    st->group_samples += (long)w->step_samples;
     staleness_add(&w->staleness, st->since);
     if (++st->since >= w->spec->algorithm.k_steps) average(w, st);
     return 0;

@@ -2,14 +2,18 @@
  * (ALGORITHMS.md section 1).
  *
  * Each rank computes the gradient of b_i * (its mean loss), i.e. b_i * g_i, straight out of
- * the backward pass (loss_scale = b_i), appends [b_i, b_i * loss_i] in the spare slots of
- * the fused gradient buffer, and one MPI_Allreduce(SUM) of nparams + 2 floats gives
- * sum(b_i g_i), sum(b_i) and the global loss. The update applies 1 / sum(b_i) as the
- * optimizer's gradient scale, so every rank makes the identical batch-weighted step
- * without another pass over the buffer. Dynamic batching re-plans at step boundaries. */
+ * the backward pass (loss_scale = b_i), appends [b_i, b_i * loss_i, b_i |g_i|^2, 1] in the
+ * spare slots of the fused gradient buffer (adaptive_pack), and one MPI_Allreduce(SUM) of
+ * nparams + MODEL_GRAD_EXTRA floats gives sum(b_i g_i), sum(b_i), the global loss and what
+ * the gradient noise scale needs (worker/adaptive.h). The update applies 1 / sum(b_i) as
+ * the optimizer's gradient scale, so every rank makes the identical batch-weighted step
+ * without another pass over the buffer. Dynamic batching, or the goodput planner,
+ * re-plans at step boundaries; a rank the goodput planner leaves out contributes an
+ * empty gradient. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "adaptive.h"
 #include "comm.h"
 #include "train.h"
 
@@ -42,12 +46,11 @@ static void baseline_allreduce(worker_t *w)
 static int ssgd_step(worker_t *w)
 {
     comm_replan(w, MPI_COMM_WORLD);
+    adaptive_begin_step(w);
     worker_next_batch(w);
     model_t *m = w->model;
-    float b = (float)w->batch;
-    float loss = worker_compute_grad(w, b);
-    m->grads[m->nparams] = b;
-    m->grads[m->nparams + 1] = b * loss;
+    float loss = adaptive_compute_grad(w, (float)w->batch);
+    adaptive_pack(w, loss);
 
     comm_wait_peers(w, MPI_COMM_WORLD);
     int baseline_first = w->algo_state && w->global_step % 2 == 0;
@@ -64,10 +67,10 @@ static int ssgd_step(worker_t *w)
     w->stats.step_comm_s = dt;
     w->stats.comm_s += dt;
 
-    float total = m->grads[m->nparams];
-    w->step_loss = m->grads[m->nparams + 1] / total;
-    w->step_samples = (int)total;
-    worker_apply_update(w, 1.0f / total);
+    float scale = adaptive_reduced(w);
+    t0 = clock_mono_s();
+    worker_apply_update(w, scale);
+    adaptive_step_done(w, clock_mono_s() - t0);
     staleness_add(&w->staleness, 0);
     return 0;
 }

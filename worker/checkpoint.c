@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,9 +20,11 @@
 /* Header fields after magic, version and header_bytes, written field by field (no struct
  * dump) so the format does not depend on the compiler's padding: model name, nparams,
  * nbuffers, spec hash, layout hash, then the state. */
-#define HEADER_BYTES (MODEL_NAME_MAX + 2 * 8 + 2 * 8 + 4 * 8 + 8 + 16 + 8 + 8 + 8 + 4 + 4 * CKPT_MAX_WORKERS)
+#define HEADER_BYTES_V3 (MODEL_NAME_MAX + 2 * 8 + 2 * 8 + 4 * 8 + 8 + 16 + 8 + 8 + 8 + 4 + 4 * CKPT_MAX_WORKERS)
+/* Version 4 appends global_batch, progress, pass, gain, efficiency and the gns_t state. */
+#define HEADER_BYTES (HEADER_BYTES_V3 + 4 + 8 * 8)
 #define PREFIX_BYTES 16 /* magic, version, header_bytes */
-_Static_assert(HEADER_BYTES == MODEL_NAME_MAX + 12 * 8 + 16 + 4 + 4 * CKPT_MAX_WORKERS, "header size");
+_Static_assert(HEADER_BYTES_V3 == MODEL_NAME_MAX + 12 * 8 + 16 + 4 + 4 * CKPT_MAX_WORKERS, "header size");
 #define CKPT_READ_FLOOR ((size_t)64 << 20)
 
 typedef struct {
@@ -91,6 +94,15 @@ int checkpoint_save(const char *path, const model_t *m, const ckpt_state_t *st, 
     put(&b, &st->ps_version, 8);
     put(&b, &st->nworkers, 4);
     put(&b, st->batch_of, 4 * CKPT_MAX_WORKERS);
+    put(&b, &st->global_batch, 4);
+    put(&b, &st->progress, 8);
+    put(&b, &st->pass, 8);
+    put(&b, &st->gain, 8);
+    put(&b, &st->efficiency, 8);
+    put(&b, &st->gns_g2, 8);
+    put(&b, &st->gns_trace, 8);
+    put(&b, &st->gns_weight, 8);
+    put(&b, &st->gns_samples, 8);
     put(&b, m->params, m->nparams * sizeof(float));
     put(&b, m->momentum, m->nparams * sizeof(float));
     put(&b, m->buffers, m->nbuffers * sizeof(float));
@@ -149,6 +161,15 @@ static const struct {
     {"ps_version", 8},
     {"nworkers", 4},
     {"batch_of", 4 * CKPT_MAX_WORKERS},
+    {"global_batch", 4},
+    {"progress", 8},
+    {"pass", 8},
+    {"gain", 8},
+    {"efficiency", 8},
+    {"gns_g2", 8},
+    {"gns_trace", 8},
+    {"gns_weight", 8},
+    {"gns_samples", 8},
 };
 
 int checkpoint_field_at(const char *field, size_t *off, size_t *size)
@@ -240,6 +261,26 @@ __attribute__((format(printf, 4, 5))) static int refuse(char *err, size_t errlen
                           lo_, hi_, why);                                                                           \
     } while (0)
 
+/* The goodput planner's progress (steps at B0: each step adds a gain in [1, max_global /
+ * B0]), its gain and efficiency. */
+static int refuse_progress(const ckpt_state_t *st, const ckpt_expect_t *want, const char *path, char *err, size_t errlen)
+{
+    const double most = (double)want->max_global / want->global_batch, spe = (double)want->steps_per_epoch;
+    if (!(st->gain >= 1 && st->gain <= most * (1 + 1e-9)))
+        return refuse(err, errlen, path, "checkpoint field gain = %g is outside [1, %g] (max_global_batch / B0)",
+                      st->gain, most);
+    if (!(st->efficiency > 0 && st->efficiency <= 1 + 1e-9))
+        return refuse(err, errlen, path, "checkpoint field efficiency = %g is outside (0, 1]", st->efficiency);
+    double lo = (double)st->epoch * spe - 1e-6, hi = ((double)st->epoch + 1) * spe + most;
+    if (!(st->progress >= lo && st->progress <= hi && st->progress >= (double)st->global_step - 1e-6 &&
+          st->progress <= (double)st->global_step * most + 1e-6))
+        return refuse(err, errlen, path,
+                      "checkpoint field progress = %g does not fit epoch %lld and global_step %lld (each step adds "
+                      "1 to %g)",
+                      st->progress, (long long)st->epoch, (long long)st->global_step, most);
+    return 0;
+}
+
 int checkpoint_validate(const ckpt_state_t *st, const ckpt_expect_t *want, const char *path, char *err, size_t errlen)
 {
     if (st->spec_hash != want->spec_hash)
@@ -255,10 +296,19 @@ int checkpoint_validate(const ckpt_state_t *st, const ckpt_expect_t *want, const
     int32_t most = want->spec_workers > 0 ? want->spec_workers : want->nworkers;
     IN_RANGE(nworkers, 1, most, "1 to the spec's workers");
     /* A batch of another world's plan may exceed this run's buffers: it is re-planned. */
-    const int32_t cap = st->nworkers == want->nworkers ? want->max_batch : want->global_batch;
+    const int32_t cap = st->nworkers == want->nworkers ? want->max_batch
+                        : want->goodput                ? want->max_global
+                                                       : want->global_batch;
     IN_RANGE(epoch, 0, want->epochs, "the spec's epochs");
-    const int64_t n = want->train_n, gb = want->global_batch;
-    if (!want->async) {
+    const int64_t n = want->train_n;
+    if (want->goodput) {
+        IN_RANGE(global_batch, want->global_batch, want->max_global, "workers x batch_size to max_global_batch");
+    } else {
+        IN_RANGE(global_batch, want->global_batch, want->global_batch, "workers x batch_size");
+    }
+    const int64_t gb = st->global_batch;
+    if (want->goodput && (refuse_progress(st, want, path, err, errlen) != 0)) return -1;
+    if (!want->goodput && !want->async) {
         const int64_t spe = want->steps_per_epoch;
         /* A finished run has moved on to epoch == epochs with nothing done in it. */
         IN_RANGE(step_in_epoch, 0, st->epoch == want->epochs ? 0 : spe, "steps per epoch");
@@ -268,6 +318,17 @@ int checkpoint_validate(const ckpt_state_t *st, const ckpt_expect_t *want, const
         IN_RANGE(global_step, st->step_in_epoch, st->epoch * spe + st->step_in_epoch,
                  "the steps of the epochs before it");
         IN_RANGE(epoch_loss_samples, 0, st->step_in_epoch * gb, "samples of the epoch's steps");
+    } else if (want->goodput) {
+        /* The goodput planner's steps take between B0 and max_global samples and may start
+         * further passes over the epoch order; each is worth at least one step at B0, so
+         * an epoch still has at most steps_per_epoch of them. */
+        const int64_t spe = want->steps_per_epoch;
+        IN_RANGE(step_in_epoch, 0, st->epoch == want->epochs ? 0 : spe, "steps per epoch");
+        IN_RANGE(cursor, 0, n, "training samples");
+        IN_RANGE(global_step, st->step_in_epoch, st->epoch * spe + st->step_in_epoch,
+                 "the steps of the epochs before it");
+        IN_RANGE(epoch_loss_samples, 0, st->step_in_epoch * (int64_t)want->max_global, "samples of the epoch's steps");
+        IN_RANGE(pass, 0, st->step_in_epoch, "one step per pass at least");
     } else {
         /* Parameter server: the cursor hands out ranges of the epoch order, every update
          * takes at least one pushed sample, and pushes of ranges handed out before the
@@ -288,6 +349,12 @@ int checkpoint_validate(const ckpt_state_t *st, const ckpt_expect_t *want, const
         return refuse(err, errlen, path, "checkpoint field epoch_loss_sum = %g is negative", st->epoch_loss_sum);
     if (st->aug_rng.s[0] == 0 && st->aug_rng.s[1] == 0)
         return refuse(err, errlen, path, "checkpoint field aug_rng is all zero (not a generator state)");
+    if (!want->goodput && st->pass != 0)
+        return refuse(err, errlen, path, "checkpoint field pass = %lld without algorithm.goodput, want 0",
+                      (long long)st->pass);
+    if (!(isfinite(st->gns_g2) && isfinite(st->gns_trace) && st->gns_weight >= 0 && st->gns_weight <= 1 &&
+          st->gns_samples >= 0))
+        return refuse(err, errlen, path, "checkpoint fields gns_* are not a noise-scale estimate");
     int64_t sum = 0;
     const int32_t lo = want->min_batch > 1 ? want->min_batch : 1;
     for (int i = 0; i < CKPT_MAX_WORKERS; i++) {
@@ -298,6 +365,7 @@ int checkpoint_validate(const ckpt_state_t *st, const ckpt_expect_t *want, const
                               (int)b, (int)st->nworkers);
             continue;
         }
+        if (want->goodput && b == 0 && i > 0) continue; /* a worker the goodput planner left out */
         if (b < lo || b > cap)
             return refuse(err, errlen, path,
                           "checkpoint field batch_of[%d] = %d is outside [%d, %d] (algorithm.min_batch and %s)", i,
@@ -306,8 +374,8 @@ int checkpoint_validate(const ckpt_state_t *st, const ckpt_expect_t *want, const
         sum += b;
     }
     if (sum != gb)
-        return refuse(err, errlen, path,
-                      "checkpoint field batch_of sums to %" PRId64 ", want %" PRId64 " (workers x batch_size)", sum, gb);
+        return refuse(err, errlen, path, "checkpoint field batch_of sums to %" PRId64 ", want %" PRId64 " (%s)", sum,
+                      gb, want->goodput ? "the checkpoint's global_batch" : "workers x batch_size");
     return 0;
 }
 
@@ -320,21 +388,22 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
     uint32_t version, hdr;
     get(&r, &version, 4);
     get(&r, &hdr, 4);
-    if (version < CKPT_VERSION)
+    if (version < 3)
         return refuse(err, errlen, path,
-                      "checkpoint format version %u is from an older pacer-worker, %s; this one reads version %u "
-                      "only: start the job afresh, or resume it with the pacer-worker that wrote it",
+                      "checkpoint format version %u is from an older pacer-worker, %s; this one reads versions 3 "
+                      "and %u only: start the job afresh, or resume it with the pacer-worker that wrote it",
                       version,
                       version <= 1 ? "which did not record the job spec and model layout"
                                    : "which kept model names in 32 bytes (now 64, and tensor names 128)",
                       CKPT_VERSION);
-    if (version != CKPT_VERSION)
-        return refuse(err, errlen, path, "unsupported checkpoint version %u (this build reads %u)", version,
+    if (version != CKPT_VERSION && version != 3)
+        return refuse(err, errlen, path, "unsupported checkpoint version %u (this build reads 3 and %u)", version,
                       CKPT_VERSION);
-    if (hdr != HEADER_BYTES)
+    const uint32_t header = version == 3 ? HEADER_BYTES_V3 : HEADER_BYTES;
+    if (hdr != header)
         return refuse(err, errlen, path, "checkpoint field header_bytes = %u, version %u has %u", hdr, version,
-                      (unsigned)HEADER_BYTES);
-    if (len < PREFIX_BYTES + (size_t)HEADER_BYTES + 4)
+                      (unsigned)header);
+    if (len < PREFIX_BYTES + (size_t)header + 4)
         return refuse(err, errlen, path, "truncated checkpoint (%zu bytes)", len);
     char name[MODEL_NAME_MAX];
     uint64_t np, nb, layout;
@@ -345,7 +414,7 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
     get(&r, &np, 8);
     get(&r, &nb, 8);
     if (np > ((uint64_t)1 << 40) || nb > ((uint64_t)1 << 40) ||
-        len != PREFIX_BYTES + (size_t)HEADER_BYTES + (2 * np + nb) * sizeof(float) + 4)
+        len != PREFIX_BYTES + (size_t)header + (2 * np + nb) * sizeof(float) + 4)
         return refuse(err, errlen, path,
                       "truncated or oversized checkpoint (%zu bytes, header says %" PRIu64 " parameters and %" PRIu64
                       " buffers)",
@@ -377,9 +446,23 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
     get(&r, &s.ps_version, 8);
     get(&r, &s.nworkers, 4);
     get(&r, s.batch_of, 4 * CKPT_MAX_WORKERS);
+    s.gain = s.efficiency = 1.0;
+    if (version >= 4) {
+        get(&r, &s.global_batch, 4);
+        get(&r, &s.progress, 8);
+        get(&r, &s.pass, 8);
+        get(&r, &s.gain, 8);
+        get(&r, &s.efficiency, 8);
+        get(&r, &s.gns_g2, 8);
+        get(&r, &s.gns_trace, 8);
+        get(&r, &s.gns_weight, 8);
+        get(&r, &s.gns_samples, 8);
+    } else if (want) {
+        s.global_batch = want->global_batch; /* version 3: no goodput planner then */
+    }
     /* Counters any run needs sane, even a tool that compares weights (want NULL). */
     if (s.global_step < 0 || s.epoch < 0 || s.step_in_epoch < 0 || s.cursor < 0 || s.nworkers < 0 ||
-        s.nworkers > CKPT_MAX_WORKERS)
+        s.nworkers > CKPT_MAX_WORKERS || s.pass < 0 || s.global_batch < 0)
         return refuse(err, errlen, path, "checkpoint header has invalid counters");
     if (want && checkpoint_validate(&s, want, path, err, errlen) != 0) return -1;
     get(&r, m->params, m->nparams * sizeof(float));

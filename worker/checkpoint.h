@@ -1,11 +1,12 @@
 /* worker/checkpoint.h - versioned binary checkpoints of the fused buffers.
  *
- * Layout (little-endian, as written by x86-64), version 3:
+ * Layout (little-endian, as written by x86-64), version 4:
  *   "PACERCKP" | u32 version | u32 header_bytes | header fields (the order of
  *   checkpoint_save: model name (MODEL_NAME_MAX = 64 bytes, a catalog name, NUL-padded),
  *   nparams, nbuffers, spec hash, layout hash (tensor names of up to
  *   MODEL_TENSOR_NAME_MAX bytes, offsets and counts), then
- *   ckpt_state_t's fields) | params (nparams f32) | momentum (nparams f32)
+ *   ckpt_state_t's fields; version 3, which is still read, ends the header at batch_of:
+ *   no goodput or noise-scale state) | params (nparams f32) | momentum (nparams f32)
  *   | buffers (nbuffers f32) | u32 CRC32 (zlib) of every byte before it
  * Written to a temporary file in the same directory, fsync'ed and renamed over the
  * target, so a reader sees the old checkpoint or the new one, never half of one.
@@ -15,8 +16,10 @@
  * checks the model (name, counts, a hash of the parameter layout), the spec (a hash of
  * the fields that shape the run, spec_hash) and then every counter and batch size of
  * the header against what this run can hold, before anything is used; each refusal is
- * one line naming the file and the field. Older versions are refused, saying so: 1 had
- * no hashes, 2 a 32-byte model name (before the catalog's 64-byte names).
+ * one line naming the file and the field. A version whose bytes would be read wrongly is
+ * refused, saying so: 1 had no hashes, 2 a 32-byte model name (before the catalog's
+ * 64-byte names). Version 3 is version 4 without the fields it appends, so it is read,
+ * as a run without the goodput planner (see ckpt_state_t).
  */
 #ifndef PACER_CHECKPOINT_H
 #define PACER_CHECKPOINT_H
@@ -28,7 +31,7 @@
 #include "rng.h"
 
 #define CKPT_MAGIC "PACERCKP"
-#define CKPT_VERSION 3u
+#define CKPT_VERSION 4u
 #define CKPT_MAX_WORKERS 256
 
 /* Everything besides the buffers that a resumed run needs to continue bit for bit. */
@@ -43,8 +46,19 @@ typedef struct {
     int64_t epoch_loss_samples;
     int64_t ps_version; /* parameter server's update counter (async), else 0 */
     int32_t nworkers;
-    int32_t batch_of[CKPT_MAX_WORKERS]; /* the batch plan in force; 0 past nworkers */
+    int32_t batch_of[CKPT_MAX_WORKERS]; /* the batch plan in force; 0 past nworkers (and,
+                                           with algorithm.goodput, for a worker left out) */
     uint64_t spec_hash;                 /* spec_hash() of the run's spec */
+    /* Version 4 (worker/adaptive.h): the global batch in force (workers x batch_size
+     * without the goodput planner), the planner's progress, data pass, gain and
+     * efficiency, and the noise scale's running averages (gns_t). A version 3 file reads
+     * as global batch 0 (= workers x batch_size), no progress, gain 1, no estimate. */
+    int32_t global_batch;
+    double progress;
+    int64_t pass;
+    double gain, efficiency;
+    double gns_g2, gns_trace, gns_weight;
+    int64_t gns_samples;
 } ckpt_state_t;
 
 /* What the resuming run can take, to validate a checkpoint's fields against. */
@@ -59,6 +73,8 @@ typedef struct {
     int32_t min_batch;       /* a plan's smallest batch (planner_bounds); 0 = 1 */
     int32_t max_batch;       /* a plan's largest batch: the batch buffers' capacity */
     int async;               /* parameter server: positions count PS updates */
+    int goodput;             /* algorithm.goodput: the global batch may grow */
+    int32_t max_global;      /* ... up to this (planner_max_global) */
 } ckpt_expect_t;
 
 /* Returns 0, or -1 with err naming the path and the problem. */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "adaptive.h"
 #include "hash.h"
 #include "hostname.h"
 #include "planner.h"
@@ -123,8 +124,12 @@ void comm_broadcast_model(worker_t *w, MPI_Comm comm)
 void comm_replan(worker_t *w, MPI_Comm comm)
 {
     const job_spec_t *s = w->spec;
-    if (!w->use_mpi || !s->algorithm.dynamic_batch || s->algorithm.replan_steps <= 0) return;
+    if (!w->use_mpi || !(s->algorithm.dynamic_batch || s->algorithm.goodput) || s->algorithm.replan_steps <= 0) return;
     if (w->global_step == 0 || w->global_step % s->algorithm.replan_steps != 0) return;
+    if (s->algorithm.goodput) {
+        adaptive_replan(w, comm);
+        return;
+    }
     int n = w->nworkers;
     double *speeds = w->plan_speeds;
     double mine = w->stats.ewma_sps;

@@ -54,8 +54,9 @@ void comm_broadcast_model(worker_t *w, MPI_Comm comm);
 
 /* Dynamic batching for synchronous algorithms over comm (all workers): every
  * algorithm.replan_steps steps rank 0 gathers the EWMA speeds, runs the planner (or takes
- * the coordinator's newer assignment) and broadcasts the plan into w->batch_of. A no-op
- * when dynamic batching is off. Called at step boundaries only. */
+ * the coordinator's newer assignment) and broadcasts the plan into w->batch_of; with
+ * algorithm.goodput the goodput planner's re-plan instead (adaptive_replan). A no-op
+ * when neither is on. Called at step boundaries only. */
 void comm_replan(worker_t *w, MPI_Comm comm);
 
 /* The per_rank summary entries of every rank, gathered at rank 0 (NULL elsewhere). */

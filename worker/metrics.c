@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const KIND[] = {"step", "epoch", "final"};
+static const char *const KIND[] = {"step", "epoch", "final", "eval"};
 
 /* Appends a number or null; returns chars written like snprintf. */
 static int num(char *p, size_t left, double v)
@@ -67,6 +67,22 @@ int metrics_to_json(const metrics_record_t *r, const char *job, char *buf, size_
     ADD(isfinite(r->samples_per_s) ? snprintf(buf + o, len - o, "%.1f", r->samples_per_s) : num(buf + o, len - o, NAN));
     ADD(snprintf(buf + o, len - o, ",\"samples\":%lld,\"slowdown\":%.3g,\"plan_version\":%lld,", (long long)r->samples,
                  r->slowdown, (long long)r->plan_version));
+    ADD(snprintf(buf + o, len - o, "\"noise_scale\":"));
+    ADD(num(buf + o, len - o, r->noise_scale));
+    if (r->global_batch > 0) ADD(snprintf(buf + o, len - o, ",\"global_batch\":%d,", r->global_batch));
+    else ADD(snprintf(buf + o, len - o, ",\"global_batch\":null,"));
+    if (r->planned) {
+        /* algorithm.goodput only */
+        ADD(snprintf(buf + o, len - o, "\"efficiency\":"));
+        ADD(num(buf + o, len - o, r->efficiency));
+        ADD(snprintf(buf + o, len - o, ",\"lr_scale\":"));
+        ADD(num(buf + o, len - o, r->lr_scale));
+        ADD(snprintf(buf + o, len - o, ",\"goodput\":"));
+        ADD(num(buf + o, len - o, r->kind == METRICS_STEP ? r->goodput : NAN));
+        ADD(snprintf(buf + o, len - o, ",\"progress\":"));
+        ADD(num(buf + o, len - o, r->progress));
+        ADD(snprintf(buf + o, len - o, ",\"left_out\":%s,", r->left_out ? "true" : "false"));
+    }
     if (r->kind == METRICS_STEP) {
         /* The time breakdown (common/phases.h): the phases add up to step_s. */
         ADD(snprintf(buf + o, len - o, "\"step_s\":%.6f,\"phases\":{", r->step_s));
@@ -84,6 +100,7 @@ int metrics_to_json(const metrics_record_t *r, const char *job, char *buf, size_
     ADD(num(buf + o, len - o, r->test_loss));
     ADD(snprintf(buf + o, len - o, ",\"test_accuracy\":"));
     ADD(num(buf + o, len - o, r->test_accuracy));
+    if (r->kind != METRICS_STEP && r->train_s > 0) ADD(snprintf(buf + o, len - o, ",\"train_s\":%.6f", r->train_s));
     ADD(snprintf(buf + o, len - o, "}"));
     return (int)o;
 }

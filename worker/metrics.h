@@ -22,7 +22,8 @@
 #include "phases.h"
 #include "staleness.h"
 
-typedef enum { METRICS_STEP = 0, METRICS_EPOCH = 1, METRICS_FINAL = 2 } metrics_kind_t;
+/* METRICS_EVAL: an evaluation between epoch ends (eval_every_steps). */
+typedef enum { METRICS_STEP = 0, METRICS_EPOCH = 1, METRICS_FINAL = 2, METRICS_EVAL = 3 } metrics_kind_t;
 
 typedef struct {
     metrics_kind_t kind;
@@ -52,6 +53,17 @@ typedef struct {
     double phase_s[PHASE_N];
     double step_s;   /* the step's wall time */
     unsigned events; /* STEP_EV_* that happened in the step */
+    /* The gradient noise scale (common/gns.h), NAN until measured (null), and the global
+     * batch of the step (0: none, the parameter server: null). With algorithm.goodput
+     * the plan in force: efficiency E(B), the learning rate's scale (AdaScale's gain),
+     * goodput as measured (global batch x E / step_s), progress in steps at the spec's
+     * batch, and whether this rank is left out (planned 0: absent). */
+    double noise_scale;
+    int global_batch;
+    double train_s; /* evaluations (epoch, eval, final): training seconds so far (loop_s) */
+    int planned;    /* 1: algorithm.goodput, the fields below are set */
+    double efficiency, lr_scale, goodput, progress;
+    int left_out;
 } metrics_record_t;
 
 /* Serialises r as one JSON object without a newline into buf; returns the length, or -1

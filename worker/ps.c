@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adaptive.h"
 #include "comm.h"
 #include "train.h"
 
@@ -157,6 +158,7 @@ static void epoch_end(server_t *s)
     worker_t *w = s->ps.w;
     flush_held(s); /* the evaluation sees every gradient of the epoch */
     double t0 = clock_mono_s();
+    w->loop_s = t0 - s->started - s->aside_s; /* for time_to_target_s */
     w->train_loss_running = w->epoch_loss_samples ? (float)(w->epoch_loss_sum / (double)w->epoch_loss_samples) : NAN;
     worker_evaluate(w, &w->test_loss, &w->test_accuracy);
     char err[1400];
@@ -239,6 +241,7 @@ static int serve(server_t *s, const train_opts_t *o)
         ps_push_t h;
         memcpy(&h, s->in[m], sizeof h);
         float *g = (float *)(s->in[m] + sizeof h);
+        adaptive_ps_push(w, g, h.batch); /* the noise scale, before a rule changes g */
         int64_t tau = s->ps.t - h.t_read;
         s->speed[m] = h.samples_per_s > 0 ? h.samples_per_s : s->speed[m];
         float scale = 1.0f;
@@ -315,6 +318,20 @@ static int serve(server_t *s, const train_opts_t *o)
             w->stop = 2; /* the test hook: stop here, as if interrupted */
             stop_all(s);
             return 0;
+        }
+        if (applied > 0 && sp->eval_every_steps > 0 && s->ps.t % sp->eval_every_steps == 0 && !w->stop) {
+            /* eval_every_steps: the PS evaluates its weights between epoch ends, outside
+             * the training time; reaching the target ends training as an epoch end would. */
+            double te = clock_mono_s();
+            w->loop_s = te - s->started - s->aside_s;
+            worker_evaluate(w, &w->test_loss, &w->test_accuracy);
+            worker_evaluated_between(w);
+            s->aside_s += clock_mono_s() - te;
+            if (w->stop) {
+                epoch_end(s);
+                stop_all(s);
+                return 0;
+            }
         }
         if (w->collapse_stop && !w->stop) {
             /* on_collapse fail or restart: evaluate the weights as they are and stop

@@ -453,6 +453,15 @@ static int round_trip(rsink_t *s)
         arg_int(&a, "samples", (long long)rec.samples);
         arg_num(&a, "slowdown", rec.slowdown);
         arg_int(&a, "plan_version", (long long)rec.plan_version);
+        arg_num(&a, "noise_scale", rec.noise_scale);
+        arg_num(&a, "global_batch", rec.global_batch > 0 ? rec.global_batch : NAN);
+        if (rec.planned) {
+            /* algorithm.goodput: the plan in force (worker/adaptive.h) */
+            arg_num(&a, "efficiency", rec.efficiency);
+            arg_num(&a, "lr_scale", rec.lr_scale);
+            arg_num(&a, "goodput", rec.goodput);
+            arg_int(&a, "left_out", rec.left_out);
+        }
         arg_num(&a, "test_accuracy", tacc);
         arg_num(&a, "test_loss", tloss);
         arg_time(&a, "updated", last_time);

@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 
+#include "adaptive.h"
 #include "backend_cuda.h"
 #include "blas_core.h"
 #include "checkpoint.h"
@@ -38,10 +39,12 @@ static void gpu_fail(const worker_t *w, const char *what)
 
 void worker_epoch_order(worker_t *w)
 {
-    /* The permutation depends only on (seed, epoch), so every rank computes the same one
-     * and a resumed run recomputes it instead of storing it. */
+    /* The permutation depends only on (seed, epoch, pass), so every rank computes the same
+     * one and a resumed run recomputes it instead of storing it. */
     rng_t r;
-    rng_seed(&r, (uint64_t)w->spec->seed * 1000003u + (uint64_t)w->epoch);
+    uint64_t key = (uint64_t)w->spec->seed * 1000003u + (uint64_t)w->epoch;
+    if (w->pass > 0) key ^= (uint64_t)w->pass * 0x9e3779b97f4a7c15ull;
+    rng_seed(&r, key);
     for (int i = 0; i < w->train.n; i++) w->perm[i] = i;
     rng_shuffle(&r, w->perm, w->train.n);
 }
@@ -78,6 +81,14 @@ void worker_gather(worker_t *w, long offset, int b)
 
 void worker_next_batch(worker_t *w)
 {
+    if (w->cursor + w->global_batch > w->train.n) {
+        /* Only the goodput planner's global batch can outgrow what is left of the epoch
+         * order (otherwise the loop ends the epoch first): the rest is skipped, as the
+         * remainder is at an epoch end, and another pass over the training set begins. */
+        w->pass++;
+        worker_epoch_order(w);
+        w->cursor = 0;
+    }
     long offset = w->cursor;
     for (int i = 0; i < w->worker_index; i++) offset += w->batch_of[i];
     /* Every rank takes its share of the same global positions; the loop guarantees
@@ -287,6 +298,8 @@ static metrics_record_t *fill_record(worker_t *w, metrics_kind_t kind)
     r->events = w->phases.events;
     r->test_loss = NAN;
     r->test_accuracy = NAN;
+    r->train_s = NAN;
+    adaptive_fill_record(w, r);
     return r;
 }
 
@@ -353,7 +366,8 @@ json_t *worker_health_json(const worker_t *w)
 }
 
 /* Epoch-end and final records carry the epoch's mean training loss, and with_eval (the
- * record of an evaluation just made) the evaluation, on the rank that made it only.
+ * record of an evaluation just made) the evaluation, on the rank that made it only; an
+ * evaluation between epoch ends (METRICS_EVAL, eval_every_steps) the evaluation only.
  * That rank is rank 0 in every algorithm: the parameter server of the asynchronous
  * family; in the synchronous ones the root, which evaluates and broadcasts the result
  * (comm_evaluate_root), so that every rank can stop at a target accuracy; sgd has one
@@ -367,13 +381,38 @@ static void report_epoch(worker_t *w, metrics_kind_t kind, int with_eval)
 {
     if (!w->metrics) return;
     metrics_record_t *r = fill_record(w, kind);
-    r->epoch = kind == METRICS_EPOCH ? w->epoch + 1 : w->epoch;
+    r->epoch = kind == METRICS_FINAL ? w->epoch : w->epoch + 1;
     if (with_eval && w->rank == 0) {
         r->test_loss = w->test_loss;
         r->test_accuracy = w->test_accuracy;
     }
-    r->loss = w->train_loss_running;
+    r->loss = kind == METRICS_EVAL ? NAN : w->train_loss_running;
+    /* Training time so far: time to any accuracy can be read from the records of one run
+     * (evaluations are not training time). The parameter server keeps loop_s current
+     * before it evaluates; at the final record it is the whole training time. */
+    r->train_s = w->loop_s;
     metrics_push(w->metrics, r);
+}
+
+int worker_target_reached(worker_t *w)
+{
+    const job_spec_t *s = w->spec;
+    if (!(s->target_accuracy > 0) || !(w->test_accuracy >= s->target_accuracy)) return 0;
+    if (isnan(w->time_to_target_s)) w->time_to_target_s = w->loop_s;
+    return 1;
+}
+
+void worker_evaluated_between(worker_t *w)
+{
+    w->eval_step = w->global_step;
+    worker_health_eval(w);
+    report_epoch(w, METRICS_EVAL, 1);
+    if (worker_target_reached(w)) {
+        if (w->rank == 0)
+            fprintf(stderr, "target accuracy %.4f reached at step %ld (test accuracy %.4f)\n", w->spec->target_accuracy,
+                    w->global_step, w->test_accuracy);
+        w->stop = 1;
+    }
 }
 
 void worker_model_to_host(worker_t *w)
@@ -699,6 +738,7 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
 {
     memset(w, 0, sizeof *w);
     w->eval_step = w->ckpt_step = -1;
+    w->time_to_target_s = NAN;
     /* Not measured until they are (the summary shows null, never a 0 from memset). */
     w->test_loss = w->test_accuracy = w->train_loss = w->train_loss_running = NAN;
     if (nworkers < 1 || nworkers > spec->workers) {
@@ -780,12 +820,13 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
     w->record.rank = rank;
     w->record.role = w->role;
     hostname_once(w->record.host, sizeof w->record.host);
-    return 0;
+    return adaptive_setup(w, err, errlen);
 }
 
 void worker_teardown(worker_t *w)
 {
     if (w->algo && w->algo->fini) w->algo->fini(w);
+    adaptive_free(w);
     cuda_model_free(w->gpu);
     model_free(w->model);
     sim_dataset_free(&w->train);
@@ -819,6 +860,7 @@ static void fill_ckpt(const worker_t *w, ckpt_state_t *st)
     st->nworkers = w->nworkers;
     for (int i = 0; i < w->nworkers && i < CKPT_MAX_WORKERS; i++) st->batch_of[i] = w->batch_of[i];
     st->spec_hash = spec_hash(w->spec);
+    adaptive_save(w, st);
 }
 
 void worker_checkpoint_path(const worker_t *w, char *out, size_t len)
@@ -936,6 +978,8 @@ int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
         .min_batch = w->min_batch,
         .max_batch = w->max_batch,
         .async = spec_is_async(w->spec),
+        .goodput = w->spec->algorithm.goodput,
+        .max_global = planner_max_global(w->spec, w->train.n),
     };
     ckpt_state_t st;
     if (checkpoint_load(path, w->model, &want, &st, err, errlen) != 0) return -1;
@@ -946,11 +990,13 @@ int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
     w->aug_rng = st.aug_rng;
     w->epoch_loss_sum = st.epoch_loss_sum;
     w->epoch_loss_samples = st.epoch_loss_samples;
+    w->pass = st.pass;
     if (w->gpu && cuda_model_upload(w->gpu, w->model) != 0) {
         snprintf(err, errlen, "CUDA: %s", cuda_model_error(w->gpu));
         return -1;
     }
     w->gpu_ahead = 0;
+    adaptive_restore(w, &st);
     if (st.nworkers == w->nworkers) {
         /* checkpoint_validate has held the plan to this spec's bounds (planner_bounds). */
         for (int i = 0; i < w->nworkers; i++) w->batch_of[i] = st.batch_of[i];
@@ -1048,7 +1094,8 @@ int worker_epoch_done(worker_t *w, char *err, size_t errlen)
     w->cursor = 0;
     w->epoch_loss_sum = 0;
     w->epoch_loss_samples = 0;
-    if (s->target_accuracy > 0 && w->test_accuracy >= s->target_accuracy) {
+    w->pass = 0;
+    if (worker_target_reached(w)) {
         if (w->rank == 0) fprintf(stderr, "target accuracy %.4f reached\n", s->target_accuracy);
         w->stop = 1;
     }
@@ -1137,10 +1184,10 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
         worker_epoch_order(w);
         double t_log = clock_mono_s();
         long samples_log = w->stats.samples;
-        while (w->step_in_epoch < w->steps_per_epoch && !w->stop) {
+        while (adaptive_epoch_running(w) && !w->stop) {
             double t0 = clock_mono_s();
             phase_begin(&w->phases, w->global_step + 1);
-            w->lr = lr_at(&w->sched, (float)(s->optimizer.lr * w->lr_scale), w->global_step, w->total_steps);
+            w->lr = lr_at(&w->sched, (float)(s->optimizer.lr * w->lr_scale), adaptive_schedule_step(w), w->total_steps);
             w->slowdown = worker_slowdown_now(w);
             w->step_loss = NAN;
             if ((rc = w->algo->step(w)) != 0) {
@@ -1182,6 +1229,13 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
             if (o->stop_after_steps > 0 && w->global_step >= o->stop_after_steps) {
                 w->stop = 2; /* test hook: simulate an interruption */
                 break;
+            }
+            /* eval_every_steps: an evaluation between epoch ends (none in the step that
+             * ends an epoch: the epoch end evaluates), outside the training time. */
+            if (s->eval_every_steps > 0 && w->global_step % s->eval_every_steps == 0 && adaptive_epoch_running(w)) {
+                if (w->algo->evaluate) w->algo->evaluate(w);
+                else worker_evaluate(w, &w->test_loss, &w->test_accuracy);
+                worker_evaluated_between(w);
             }
             if (o->time_budget_s > 0) {
                 /* Seconds of training (loop_s: evaluations at epoch ends left out, as the
@@ -1409,6 +1463,10 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
     json_object_set_new(root, "lr_scale", json_real(w->lr_scale));
     json_object_set_new(root, "device", job_device_json(s, per_rank));
     json_object_set_new(root, "emulation", emulate_summary_json(w));
+    adaptive_summary(w, root);
+    /* Training seconds until the first evaluation that reached the target (simulated
+     * seconds under pacer-sim); null when it was never reached. */
+    if (s->target_accuracy > 0) json_object_set_new(root, "time_to_target_s", json_finite_or_null(w->time_to_target_s));
     sim_summary(w, root);
     if (w->role == ROLE_PS) {
         /* The momentum it applied at the end (optimizer.async_momentum; ps.c) and the

@@ -66,6 +66,13 @@ int worker_save_checkpoint(worker_t *w, char *err, size_t errlen);
 /* Applies opts->batch_plan to w->batch_of; returns 0 or -1 with err naming the problem. */
 int worker_apply_batch_plan(worker_t *w, const char *plan, char *err, size_t errlen);
 
+/* After an evaluation (test_accuracy just measured, the same on every rank): 1 when it
+ * reaches target_accuracy, and the first time also time_to_target_s = loop_s (the
+ * caller keeps loop_s current). */
+int worker_target_reached(worker_t *w);
+/* After an evaluation between epoch ends (eval_every_steps): its record, and the stop
+ * when it reaches the target. */
+void worker_evaluated_between(worker_t *w);
 /* Runs epochs until the spec's count, target accuracy, or the test hook. */
 int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen);
 

@@ -121,6 +121,11 @@ typedef struct worker {
     double *plan_speeds;
     int *plan_next;
     long plan_version;
+    /* The gradient noise scale and the goodput planner (adaptive.h), owned by adaptive.c. */
+    struct adaptive *adapt;
+    /* Passes over the training set begun inside this epoch after its first: a global
+     * batch the goodput planner grew past what is left of the epoch order starts one. */
+    long pass;
     /* Returns 1 and fills out (nworkers) when the coordinator has a newer assignment. */
     int (*assignment_hook)(struct worker *w, int *out);
     void *assignment_ctx;
@@ -149,6 +154,9 @@ typedef struct worker {
      * NaN before the first, and with the losses above whatever was not measured. */
     float test_loss, test_accuracy;
     long eval_step; /* global_step when test_accuracy was measured; -1: not yet */
+    /* Training seconds (loop_s) at the first evaluation that reached target_accuracy;
+     * NAN: not reached (or no target). */
+    double time_to_target_s;
     long ckpt_step; /* global_step of the last checkpoint this rank wrote; -1: none */
     /* 1: target_accuracy reached, 2: test hook, 3: time budget, 4: collapsed with
      * on_collapse fail or restart (every rank agreed: worker_health_agree) */

@@ -149,6 +149,17 @@ try {
   await page.waitForFunction(() => window.pacer.points('acc')[0] >= 1, null, { timeout: 120000, polling: 500 });
   const acc = await page.evaluate(() => ({ n: window.pacer.points('acc')[0], state: window.pacer.job().state }));
   check(acc.n >= 1 && acc.state === 'RUNNING', 'test accuracy per epoch plotted while RUNNING: ' + acc.n + ' epoch(s)');
+  // ssgd measures the gradient noise scale from every step's allreduce (issue 28): after
+  // its first 50 estimates the chart shows it for both ranks, and the facts name it; the
+  // goodput planner's charts stay hidden without algorithm.goodput.
+  await page.waitForFunction(() => {
+    const n = window.pacer.points('noise');
+    return n.length === 2 && n.every((k) => k >= 1);
+  }, null, { timeout: 60000, polling: 500 });
+  check(await page.$eval('[data-chart="noise"]', (e) => !e.hidden), 'the gradient noise scale is charted for both ranks');
+  check(/^[0-9,.]+ samples$/.test(await page.textContent('#f-noise')), 'the facts show the noise scale: ' + await page.textContent('#f-noise'));
+  check(await page.$eval('[data-chart="gbatch"]', (e) => e.hidden) && await page.$eval('#f-goodput-row', (e) => e.hidden),
+    'no goodput chart or plan without algorithm.goodput');
   // The nodes table is read every 2 s: on a fast machine the first epoch can end before
   // its first read that finds the ranks' node records, so it is awaited (bounded).
   await page.waitForFunction(() => document.querySelectorAll('#nodes-body .hist span').length === 18, null,

@@ -22,7 +22,9 @@ patch() {
     python3 - "$@" <<'PY' || fail "cannot patch $1"
 import struct, sys, zlib
 src = open(sys.argv[1], 'rb').read()
-name_max, hdr_start = 64, 16   # MODEL_NAME_MAX (checkpoint format 3)
+# MODEL_NAME_MAX of checkpoint formats 3 and 4 (4 appends its goodput fields after
+# batch_of; header_bytes says where the data starts)
+name_max, hdr_start = 64, 16
 np_, nb = struct.unpack_from('<QQ', src, hdr_start + name_max)
 counters = hdr_start + name_max + 32   # after nparams, nbuffers, spec_hash, layout_hash
 fields = {'global_step': 0, 'epoch': 8, 'step_in_epoch': 16, 'cursor': 24, 'ps_version': 72}

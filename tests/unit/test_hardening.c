@@ -319,9 +319,19 @@ static void test_checkpoint_hostile_fields(void **state)
         {"nbuffers", 1, "truncated or oversized checkpoint"},
         {"version", 1, "checkpoint format version 1 is from an older pacer-worker, which did not record"},
         {"version", 2, "checkpoint format version 2 is from an older pacer-worker, which kept model names in 32"},
-        {"version", 4, "unsupported checkpoint version 4"},
+        {"version", 5, "unsupported checkpoint version 5 (this build reads 3 and 4)"},
+        {"version", 3, "checkpoint field header_bytes = "},
         {"version", -1, "unsupported checkpoint version 4294967295"},
-        {"header_bytes", 100, "checkpoint field header_bytes = 100, version 3 has"},
+        {"header_bytes", 100, "checkpoint field header_bytes = 100, version 4 has"},
+        /* version 4's fields: the global batch in force, the goodput planner's pass, the
+         * noise scale's averages */
+        {"global_batch", 65, "global_batch = 65 is outside [16, 16]"},
+        {"global_batch", -1, "invalid counters"},
+        {"pass", 1, "pass = 1 without algorithm.goodput, want 0"},
+        {"pass", -1, "invalid counters"},
+        {"gns_weight", (int64_t)0x4000000000000000LL, "gns_* are not a noise-scale estimate"},
+        {"gns_samples", -1, "gns_* are not a noise-scale estimate"},
+        {"gns_g2", (int64_t)0x7ff8000000000000LL, "gns_* are not a noise-scale estimate"},
         {"model", 0x01706c6d, "checkpoint is for model mlp? with"},
     };
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
@@ -418,6 +428,7 @@ static void test_checkpoint_validate_async(void **state)
     memset(&st, 0, sizeof st);
     st.spec_hash = 7, st.seed = 1, st.nworkers = 2, st.epoch = 1, st.cursor = 100, st.global_step = 150;
     st.aug_rng.s[0] = 1, st.batch_of[0] = 32, st.batch_of[1] = 32, st.epoch_loss_samples = 100;
+    st.global_batch = 64;
     ckpt_expect_t want = {.spec_hash = 7,
                           .seed = 1,
                           .nworkers = 2,
@@ -452,6 +463,59 @@ static void test_checkpoint_validate_async(void **state)
     assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), 0);
 }
 
+/* A goodput run's checkpoint (algorithm.goodput): the global batch within [B0,
+ * max_global], a plan that may leave workers out (never worker 0) and sums to it, the
+ * position counted in samples, progress consistent with the epoch and the steps (each
+ * step worth 1 to max_global / B0 steps at B0), gain and efficiency in range. */
+static void test_checkpoint_validate_goodput(void **state)
+{
+    (void)state;
+    ckpt_state_t st;
+    memset(&st, 0, sizeof st);
+    st.spec_hash = 7, st.seed = 1, st.nworkers = 2, st.epoch = 1, st.step_in_epoch = 3, st.global_step = 12;
+    st.cursor = 300, st.global_batch = 128, st.batch_of[0] = 100, st.batch_of[1] = 28, st.aug_rng.s[0] = 1;
+    st.progress = 14.5, st.gain = 1.5, st.efficiency = 0.75, st.pass = 1, st.epoch_loss_samples = 384;
+    ckpt_expect_t want = {.spec_hash = 7,
+                          .seed = 1,
+                          .nworkers = 2,
+                          .spec_workers = 2,
+                          .epochs = 3,
+                          .steps_per_epoch = 10,
+                          .train_n = 640,
+                          .global_batch = 64,
+                          .max_batch = 256,
+                          .goodput = 1,
+                          .max_global = 256};
+    char err[512];
+    assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), 0);
+    st.batch_of[1] = 0, st.batch_of[0] = 128; /* worker 1 left out */
+    assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), 0);
+    st.batch_of[0] = 0, st.batch_of[1] = 128; /* worker 0 always takes part */
+    assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), -1);
+    assert_non_null(strstr(err, "batch_of[0] = 0 is outside"));
+    st.batch_of[0] = 100, st.batch_of[1] = 28;
+    /* one field wrong in each case (set in the loop) */
+    static const struct {
+        const char *what, *want;
+    } CASES[] = {
+        {"global batch", "global_batch = 512 is outside [64, 256]"},
+        {"progress", "progress = 9 does not fit epoch 1"},
+        {"gain", "gain = 5 is outside [1, 4]"},
+        {"efficiency", "efficiency = 0 is outside (0, 1]"},
+        {"pass", "pass = 4 is outside [0, 3]"},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        ckpt_state_t b = st;
+        if (i == 0) b.global_batch = 512;
+        if (i == 1) b.progress = 9;
+        if (i == 2) b.gain = 5;
+        if (i == 3) b.efficiency = 0;
+        if (i == 4) b.pass = 4;
+        assert_int_equal(checkpoint_validate(&b, &want, "p", err, sizeof err), -1);
+        if (!strstr(err, CASES[i].want)) fail_msg("%s: \"%s\" does not say \"%s\"", CASES[i].what, err, CASES[i].want);
+    }
+}
+
 /* Checkpoints do not depend on the world size (issue 14): one of 3 workers is valid for
  * a run of 2 of the spec's 3 (its batches may exceed this run's buffers: re-planned),
  * one of more workers than the spec's is not, and its batches still sum to the global
@@ -463,7 +527,7 @@ static void test_checkpoint_validate_other_world(void **state)
     memset(&st, 0, sizeof st);
     st.spec_hash = 7, st.seed = 1, st.nworkers = 3, st.epoch = 1, st.step_in_epoch = 2, st.cursor = 192;
     st.global_step = 12, st.aug_rng.s[0] = 1, st.epoch_loss_samples = 192;
-    st.batch_of[0] = 64, st.batch_of[1] = 16, st.batch_of[2] = 16;
+    st.batch_of[0] = 64, st.batch_of[1] = 16, st.batch_of[2] = 16, st.global_batch = 96;
     ckpt_expect_t want = {.spec_hash = 7,
                           .seed = 1,
                           .nworkers = 2,
@@ -490,6 +554,51 @@ static void test_checkpoint_validate_other_world(void **state)
     st.nworkers = 4, st.batch_of[0] = 24, st.batch_of[1] = 24, st.batch_of[2] = 24, st.batch_of[3] = 24;
     assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), -1);
     assert_non_null(strstr(err, "nworkers = 4 is outside [1, 3]"));
+}
+
+/* buf (len bytes, a version 4 checkpoint) as version 3 wrote it: the header without
+ * version 4's global batch, goodput and noise-scale fields, header_bytes and version to
+ * match; the CRC is left to the caller. */
+static void to_version3(unsigned char *buf, size_t *len)
+{
+    size_t off, size, hoff, hsize;
+    assert_int_equal(checkpoint_field_at("global_batch", &off, &size), 0);
+    const size_t extra = 4 + 8 * 8; /* global_batch .. gns_samples */
+    memmove(buf + off, buf + off + extra, *len - off - extra);
+    *len -= extra;
+    uint32_t v = 3, hdr;
+    assert_int_equal(checkpoint_field_at("header_bytes", &hoff, &hsize), 0);
+    memcpy(&hdr, buf + hoff, 4);
+    hdr -= (uint32_t)extra;
+    memcpy(buf + 8, &v, 4);
+    memcpy(buf + hoff, &hdr, 4);
+}
+
+/* A version 3 checkpoint (main's format before the goodput planner: the header without
+ * version 4's global batch, goodput and noise-scale fields) still resumes: written
+ * before this build, it resumes as a run at the spec's global batch with no noise-scale
+ * estimate yet. */
+static void test_checkpoint_reads_version3(void **state)
+{
+    fixture_t *fx = *state;
+    char good[512], old[600];
+    make_checkpoint(fx, good, sizeof good);
+    snprintf(old, sizeof old, "%s/v3.ckpt", fx->dir);
+    size_t len;
+    unsigned char *buf = read_all(good, &len);
+    to_version3(buf, &len);
+    checkpoint_fix_crc(buf, len);
+    write_bytes(old, buf, len);
+    free(buf);
+    static job_spec_t spec;
+    static worker_t w;
+    lenet_spec(fx, &spec, NULL);
+    char err[1024] = "";
+    if (worker_setup(&w, &spec, 0, 1, err, sizeof err) != 0) fail_msg("%s", err);
+    if (worker_resume(&w, old, err, sizeof err) != 0) fail_msg("version 3 refused: %s", err);
+    assert_int_equal(w.global_step, 4);
+    assert_int_equal(w.global_batch, 16);
+    worker_teardown(&w);
 }
 
 /* The field table of checkpoint_field_at is the order checkpoint_save writes. */
@@ -524,9 +633,10 @@ static void test_checkpoint_field_table(void **state)
     free(buf);
 }
 
-/* A checkpoint of the previous format (version 2: the model name in 32 bytes, the header
- * 32 bytes shorter), laid out byte for byte as that pacer-worker wrote it, is refused for
- * its version, with a message that says what to do: not for its size or its CRC. */
+/* A checkpoint of format version 2 (the model name in 32 bytes, the header 32 bytes
+ * shorter than version 3's), laid out byte for byte as that pacer-worker wrote it, is
+ * refused for its version, with a message that says what to do: not for its size or its
+ * CRC. */
 static void test_checkpoint_old_format(void **state)
 {
     fixture_t *fx = *state;
@@ -535,6 +645,7 @@ static void test_checkpoint_old_format(void **state)
     snprintf(old, sizeof old, "%s/v2.ckpt", fx->dir);
     size_t len, off, size;
     unsigned char *buf = read_all(good, &len);
+    to_version3(buf, &len);
     assert_int_equal(checkpoint_field_at("model", &off, &size), 0);
     assert_int_equal(size, 64);
     /* version 2: u32 2, u32 header_bytes 32 less, a 32-byte name, the rest as it is */
@@ -558,7 +669,8 @@ static void test_checkpoint_old_format(void **state)
     if (worker_setup(&w, &spec, 0, 1, err, sizeof err) != 0) fail_msg("%s", err);
     expect_refused(&w, old,
                    "checkpoint format version 2 is from an older pacer-worker, which kept model names in 32 "
-                   "bytes (now 64, and tensor names 128); this one reads version 3 only: start the job afresh");
+                   "bytes (now 64, and tensor names 128); this one reads versions 3 and 4 only: start the job "
+                   "afresh");
     worker_teardown(&w);
     free(v2);
     free(buf);
@@ -705,6 +817,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gather_refuses_what_does_not_fit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_hostile_fields, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_spec_hash, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_checkpoint_reads_version3, setup, teardown),
+        cmocka_unit_test(test_checkpoint_validate_goodput),
         cmocka_unit_test(test_checkpoint_validate_async),
         cmocka_unit_test(test_checkpoint_validate_other_world),
         cmocka_unit_test_setup_teardown(test_checkpoint_field_table, setup, teardown),

@@ -413,6 +413,8 @@ static void test_prom_render(void **state)
 
     json_t *nodes = json_loads("{\"job\":\"j-7\",\"world\":2,\"ranks\":["
                                "{\"rank\":0,\"samples_per_s\":5210.5,\"loss\":0.61,\"batch\":48,\"step\":120,"
+                               "\"noise_scale\":412.5,\"global_batch\":192,\"goodput\":9100,\"efficiency\":0.8,"
+                               "\"lr_scale\":1.2,\"left_out\":0,"
                                "\"gpu_util_pct\":37,\"gpu_mem_used_bytes\":1293942784,\"gpu_mem_total_bytes\":17179869184,"
                                "\"staleness\":{\"count\":40,\"mean\":1.25,\"p95\":3}},"
                                "{\"rank\":1},"
@@ -454,6 +456,12 @@ static void test_prom_render(void **state)
         "pacer_rank_gpu_utilization_percent{job=\"j-7\",rank=\"0\"} 37\n",
         "pacer_rank_gpu_memory_used_bytes{job=\"j-7\",rank=\"0\"} 1293942784\n",
         "pacer_rank_gpu_memory_total_bytes{job=\"j-7\",rank=\"0\"} 17179869184\n",
+        "pacer_rank_noise_scale{job=\"j-7\",rank=\"0\"} 412.5\n",
+        "pacer_rank_global_batch{job=\"j-7\",rank=\"0\"} 192\n",
+        "pacer_rank_goodput_samples_per_second{job=\"j-7\",rank=\"0\"} 9100\n",
+        "pacer_rank_statistical_efficiency{job=\"j-7\",rank=\"0\"} 0.8\n",
+        "pacer_rank_lr_scale{job=\"j-7\",rank=\"0\"} 1.2\n",
+        "pacer_rank_left_out{job=\"j-7\",rank=\"0\"} 0\n",
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         if (!strstr(text, want[i])) print_message("missing: %s", want[i]);

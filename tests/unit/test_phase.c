@@ -347,8 +347,10 @@ static void test_history_downsample(void **state)
     json_t *list;
     json_object_foreach(series, key, list)
     {
-        /* loss has every rank; the worker-only series leave rank 0 (the ps) out. */
-        assert_int_equal(json_array_size(list), strcmp(key, "loss") == 0 ? 3 : 2);
+        /* loss has every rank; the worker-only series leave rank 0 (the ps) out; the noise
+         * scale's and the goodput planner's have none: no record here measured them. */
+        int none = !strcmp(key, "noise_scale") || !strcmp(key, "global_batch") || !strcmp(key, "goodput");
+        assert_int_equal(json_array_size(list), none ? 0 : strcmp(key, "loss") == 0 ? 3 : 2);
         size_t i;
         json_t *s;
         json_array_foreach(list, i, s)
@@ -462,6 +464,48 @@ static void test_history_accuracy(void **state)
     history_free(h);
 }
 
+/* Evaluations between epoch ends (eval_every_steps, records of kind "eval", issue 28): a
+ * point each, keyed by its step and carrying it, before its epoch's end; a resumed attempt's
+ * evaluation of the same step replaces the earlier one; another rank's (null) adds none. */
+static void test_history_eval_between(void **state)
+{
+    (void)state;
+    history_t *h = history_new(100, 0.0, 100.0, 2);
+    assert_non_null(h);
+    static const struct {
+        const char *kind;
+        int rank, epoch, step;
+        double t, acc;
+    } in[] = {{"eval", 0, 1, 10, 5, 0.30},   {"eval", 1, 1, 10, 5, NAN},   {"eval", 0, 1, 20, 8, 0.40},
+              {"epoch", 0, 1, 25, 10, 0.45}, {"eval", 0, 2, 35, 15, 0.50}, {"eval", 0, 1, 20, 18, 0.42}};
+    for (size_t i = 0; i < sizeof in / sizeof in[0]; i++) {
+        json_t *rec = json_pack("{s:s, s:i, s:s, s:f, s:i, s:i, s:I}", "kind", in[i].kind, "rank", in[i].rank, "role",
+                                "worker", "time", in[i].t, "epoch", in[i].epoch, "step", in[i].step, "samples",
+                                (json_int_t)100);
+        json_object_set_new(rec, "test_accuracy", isnan(in[i].acc) ? json_null() : json_real(in[i].acc));
+        history_add(h, rec);
+        json_decref(rec);
+    }
+    json_t *out = history_json(h);
+    assert_non_null(out);
+    json_t *acc = json_object_get(out, "accuracy");
+    /* epoch 1: steps 10 and 20 (the resumed 0.42), then its end; epoch 2: step 35 */
+    static const struct {
+        int epoch, step;
+        double acc;
+    } want[] = {{1, 10, 0.30}, {1, 20, 0.42}, {1, -1, 0.45}, {2, 35, 0.50}};
+    assert_int_equal(json_array_size(acc), 4);
+    for (size_t i = 0; i < 4; i++) {
+        json_t *a = json_array_get(acc, i), *st = json_object_get(a, "step");
+        assert_int_equal(json_integer_value(json_object_get(a, "epoch")), want[i].epoch);
+        assert_true(fabs(json_number_value(json_object_get(a, "test_accuracy")) - want[i].acc) < 1e-9);
+        if (want[i].step < 0) assert_null(st);
+        else assert_int_equal(json_integer_value(st), want[i].step);
+    }
+    json_decref(out);
+    history_free(h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -469,6 +513,7 @@ int main(void)
         cmocka_unit_test(test_record_json),           cmocka_unit_test(test_trace_ring),
         cmocka_unit_test(test_prom_phases),           cmocka_unit_test(test_trace_from_records),
         cmocka_unit_test(test_history_downsample),    cmocka_unit_test(test_history_accuracy),
+        cmocka_unit_test(test_history_eval_between),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

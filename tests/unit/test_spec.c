@@ -20,6 +20,7 @@
 
 #include "catalog.h"
 #include "memest.h"
+#include "planner.h"
 #include "spec.h"
 
 /* ---- helpers ------------------------------------------------------------------------ */
@@ -421,6 +422,24 @@ static const bad_case_t BAD[] = {
     {"{\"model\":\"lenet5\",\"optimizer\":{\"lr\":0.01,\"lr_schedule\":{\"kind\":\"cosine\","
      "\"min_lr\":0.1}}}",
      "optimizer.lr_schedule.min_lr: must be <= optimizer.lr (0.01)"},
+    /* the goodput planner */
+    {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"asgd\",\"goodput\":true}}",
+     "algorithm.goodput: only for ssgd (the other algorithms report the noise scale but do not plan by it), "
+     "algorithm.name is asgd"},
+    {"{\"model\":\"lenet5\",\"algorithm\":{\"name\":\"ssgd\",\"goodput\":true}}",
+     "algorithm.goodput: needs workers >= 2"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"ssgd\",\"goodput\":true,"
+     "\"dynamic_batch\":true}}",
+     "algorithm.dynamic_batch: the goodput planner splits the batches itself; set one of dynamic_batch and goodput"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"ssgd\",\"max_global_batch\":512}}",
+     "algorithm.max_global_batch: only with algorithm.goodput"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"batch_size\":32,\"algorithm\":{\"name\":\"ssgd\",\"goodput\":true,"
+     "\"max_global_batch\":32}}",
+     "algorithm.max_global_batch: must be >= workers x batch_size (64)"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"ssgd\",\"goodput\":true,"
+     "\"goodput_model\":\"adaptdl\"}}",
+     "algorithm.goodput_model: must be one of nodes, equal"},
+    {"{\"model\":\"lenet5\",\"eval_every_steps\":-1}", "eval_every_steps: must be between 0 and"},
 };
 
 static void test_invalid_specs(void **state)
@@ -596,7 +615,7 @@ static void test_spec_hash(void **state)
         snprintf(quoted, sizeof quoted, "`%s`", f.path);
         if (!strstr(sec, quoted)) fail_msg("docs/JOB_SPEC.md, Resuming from a checkpoint: %s is not listed", quoted);
     }
-    assert_int_equal(nfree, 11);
+    assert_int_equal(nfree, 12);
     free(doc);
 }
 
@@ -738,6 +757,34 @@ static void test_dbs_sgd_forces_dynamic_batch(void **state)
     assert_int_equal(s.algorithm.dynamic_batch, 1);
     parse_ok("{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"ssgd\"}}", &s);
     assert_int_equal(s.algorithm.dynamic_batch, 0);
+}
+
+/* A goodput spec parses with its parameters under algorithm or algorithm.params, and the
+ * planner's bounds follow max_global_batch (planner.h). */
+static void test_goodput_fields(void **state)
+{
+    (void)state;
+    job_spec_t s;
+    parse_ok("{\"model\":\"lenet5\",\"workers\":4,\"batch_size\":16,\"eval_every_steps\":50,"
+             "\"algorithm\":{\"name\":\"ssgd\",\"goodput\":true,\"params\":{\"max_global_batch\":512,"
+             "\"goodput_model\":\"equal\"}}}",
+             &s);
+    assert_int_equal(s.algorithm.goodput, 1);
+    assert_int_equal(s.algorithm.max_global_batch, 512);
+    assert_string_equal(s.algorithm.goodput_model, "equal");
+    assert_int_equal(s.eval_every_steps, 50);
+    assert_int_equal(planner_max_global(&s, 0), 512);
+    assert_int_equal(planner_max_global(&s, 300), 300); /* the training set caps it */
+    assert_int_equal(planner_max_global(&s, 10), 64);   /* never below B0 */
+    int lo, hi;
+    planner_bounds(&s, &lo, &hi);
+    assert_int_equal(lo, 1);
+    assert_int_equal(hi, 512);
+    parse_ok("{\"model\":\"lenet5\",\"workers\":4,\"batch_size\":16,\"algorithm\":{\"name\":\"ssgd\","
+             "\"goodput\":true}}",
+             &s);
+    assert_string_equal(s.algorithm.goodput_model, "nodes");
+    assert_int_equal(planner_max_global(&s, 0), GOODPUT_DERIVED_FACTOR * 64);
 }
 
 static void test_is_async(void **state)
@@ -1257,7 +1304,7 @@ static void test_catalog_added_model(void **state)
                                 err, sizeof err),
                      0);
     assert_int_equal(memest_rank(&s, 1, &e, err, sizeof err), 0);
-    assert_true(e.model_bytes == 4.0 * (3.0 * 11000000 + 2 + 9600 + 200000));
+    assert_true(e.model_bytes == 4.0 * (3.0 * 11000000 + 4 /* MODEL_GRAD_EXTRA */ + 9600 + 200000));
     assert_true(e.batch_bytes > 32 * 16.0e6 && e.batch_bytes < 32 * 16.2e6);
     assert_int_equal(e.max_batch, 32);
 
@@ -1416,6 +1463,7 @@ int main(void)
         cmocka_unit_test(test_lambda0_default_per_algorithm),
         cmocka_unit_test(test_params_both_spellings),
         cmocka_unit_test(test_dbs_sgd_forces_dynamic_batch),
+        cmocka_unit_test(test_goodput_fields),
         cmocka_unit_test(test_is_async),
         cmocka_unit_test(test_spec_warnings),
         cmocka_unit_test(test_empty_slowdown_is_absent),

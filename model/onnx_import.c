@@ -970,3 +970,28 @@ int onnx_import_file(const char *path, const char *name, int max_batch, model_t 
     free(buf);
     return rc;
 }
+
+int onnx_import_catalog_add(const char *path, const char *name, char *err, size_t errlen)
+{
+    model_t *m = NULL;
+    char why[768];
+    if (onnx_import_file(path, name, 1, &m, why, sizeof why) != 0) {
+        /* the message names the file once: "cannot open PATH: ..." does already */
+        const char *msg = strncmp(why, "onnx: ", 6) == 0 ? why + 6 : why;
+        if (strstr(msg, path)) snprintf(err, errlen, "%s", msg);
+        else snprintf(err, errlen, "%s: %s", path, msg);
+        return -1;
+    }
+    catalog_model_t e;
+    model_describe(m, &e);
+    model_free(m);
+    e.source = CATALOG_ONNX;
+    const char *base = strrchr(path, '/');
+    snprintf(e.title, sizeof e.title, "%.*s", (int)sizeof e.title - 1, base ? base + 1 : path);
+    if (catalog_model_add(&e, why, sizeof why) == 0) return 0;
+    /* another rank of this process (pacer-sim) added it meanwhile */
+    catalog_model_t had;
+    if (catalog_model_get(name, &had) == 0 && had.source == CATALOG_ONNX) return 0;
+    snprintf(err, errlen, "%s: %s", path, why);
+    return -1;
+}

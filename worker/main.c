@@ -17,6 +17,7 @@
 #include "comm.h"
 #include "emulate.h"
 #include "numarg.h"
+#include "onnx_import.h"
 #include "redis_report.h"
 #include "sim.h"
 #include "spec.h"
@@ -207,6 +208,9 @@ int main(int argc, char **argv)
         return 2;
     }
 
+    /* A spec's "model": {"onnx": PATH} is imported into the catalog while the spec is
+     * read, before its model and data set are paired. */
+    spec_set_onnx_loader(onnx_import_catalog_add);
     if (bench_steps) return benchmark_run(spec_path, bench_steps, summary_path);
     return run(spec_path, summary_path, metrics_path, resume, resume_from, &opts);
 }

@@ -21,8 +21,10 @@
 #include "ckptdir.h"
 #include "clock.h"
 #include "emulate.h"
+#include "hash.h"
 #include "hostname.h"
 #include "memest.h"
+#include "onnx_import.h"
 #include "planner.h"
 #include "sim.h"
 
@@ -101,7 +103,9 @@ void worker_calibrate(worker_t *w)
     model_t *m = w->model;
     int b = w->batch_of[w->worker_index];
     if (w->gpu || b > w->train.n || b > w->max_batch) return;
-    /* Batch-norm running statistics move in a training-mode forward: keep them. */
+    /* Batch-norm running statistics move in a training-mode forward, and so does the
+     * dropout step (model.h): keep them, so that training sees neither. */
+    const uint64_t dropout_step = m->dropout_step;
     float *keep = m->nbuffers ? malloc(m->nbuffers * sizeof(float)) : NULL;
     if (m->nbuffers && !keep) return;
     if (keep) memcpy(keep, m->buffers, m->nbuffers * sizeof(float));
@@ -118,6 +122,7 @@ void worker_calibrate(worker_t *w)
     }
     if (keep) memcpy(m->buffers, keep, m->nbuffers * sizeof(float));
     free(keep);
+    m->dropout_step = dropout_step;
 }
 
 float worker_compute_grad(worker_t *w, float loss_scale)
@@ -582,14 +587,23 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
     if (spec->dataset.train_subset > 0) dataset_truncate(&w->train, spec->dataset.train_subset);
     if (spec->dataset.test_subset > 0) dataset_truncate(&w->test, spec->dataset.test_subset);
 
-    if (model_create(spec->model, sim_model_batch(w), &w->model, err, errlen) != 0) return -1;
+    /* An imported model starts from the file's initializers (the user's own
+     * initialisation), the same on every rank; a built-in one from the job's seed. */
+    const int onnx = spec->model_onnx[0] != '\0';
+    if (onnx) rc = onnx_import_file(spec->model_onnx, spec->model, sim_model_batch(w), &w->model, err, errlen);
+    else rc = model_create(spec->model, sim_model_batch(w), &w->model, err, errlen);
+    if (rc != 0) return -1;
     model_t *m = w->model;
+    /* Dropout masks differ between ranks (each its own samples), and between runs of
+     * different seeds. */
+    const uint64_t seed_rank[2] = {(uint64_t)spec->seed, (uint64_t)rank};
+    m->dropout_seed = hash_fnv1a(HASH_FNV1A_INIT, seed_rank, sizeof seed_rank);
     /* Both sets, once: every later copy into x/y relies on the shape matching the model
      * (the spec's model/dataset pairing says nothing about what the files hold). */
     rc = dataset_check_shape(&w->train, m->C, m->H, m->W, m->num_classes, m->name, err, errlen);
     if (rc == 0) rc = dataset_check_shape(&w->test, m->C, m->H, m->W, m->num_classes, m->name, err, errlen);
     if (rc != 0) return rc;
-    model_init_params(m, spec->seed);
+    if (!onnx) model_init_params(m, spec->seed);
     if (select_device(w, err, errlen) != 0) return -1;
 
     size_t img = (size_t)m->C * m->H * m->W;
@@ -757,6 +771,11 @@ int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
     ckpt_state_t st;
     if (checkpoint_load(path, w->model, &want, &st, err, errlen) != 0) return -1;
     w->global_step = st.global_step;
+    /* Not in the checkpoint: a rank's dropout step is its training forwards, which a
+     * synchronous algorithm's ranks count as global steps, so the masks go on as in an
+     * uninterrupted run; an asynchronous worker has taken fewer, so it goes on with masks
+     * it never used. */
+    w->model->dropout_step = (uint64_t)st.global_step;
     w->epoch = st.epoch;
     w->step_in_epoch = st.step_in_epoch;
     w->cursor = st.cursor;

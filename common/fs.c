@@ -5,7 +5,9 @@
 #include <ftw.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int fs_mkdir_p(const char *path, unsigned mode)
 {
@@ -40,4 +42,39 @@ int fs_remove_tree(const char *path)
     if (lstat(path, &st) != 0) return errno == ENOENT ? 0 : -1;
     /* FTW_DEPTH: contents before their directory; FTW_PHYS: a link is an entry, not a way out. */
     return nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -1;
+}
+
+int fs_write_file(const char *path, const void *data, size_t len)
+{
+    char tmp[4200];
+    int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    if (n < 0 || (size_t)n >= sizeof tmp) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return -1;
+    const char *p = data;
+    while (len > 0) {
+        ssize_t k = write(fd, p, len);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) goto fail;
+        p += k;
+        len -= (size_t)k;
+    }
+    if (fsync(fd) != 0) goto fail;
+    if (close(fd) != 0) {
+        fd = -1;
+        goto fail;
+    }
+    fd = -1;
+    if (rename(tmp, path) != 0) goto fail;
+    return 0;
+fail : {
+    int e = errno;
+    if (fd >= 0) close(fd);
+    unlink(tmp);
+    errno = e;
+    return -1;
+}
 }

@@ -3,6 +3,9 @@
 # trains on MNIST with 2 ranks of ssgd and its loss falls; an asynchronous algorithm and
 # pacer-sim train it too; a missing file, a file that is not ONNX, an unsupported operator
 # and a model of the wrong width are refused before training, each naming what is wrong.
+# --export-onnx gives the trained model back: onnx.checker (full_check) accepts it, and
+# onnxruntime-node (tests/onnxrt, make deps) gives pacer's logits within 1e-4 on 512 test
+# images, the same predictions, and the test accuracy pacer reported.
 . tests/lib.sh
 need_dir "$PACER_SHARED/datasets/mnist" "MNIST"
 /usr/bin/python3 tests/tools/onnx_export.py --mnist "$TMP" >"$TMP/export.log" 2>&1
@@ -19,7 +22,8 @@ spec() {
 }
 
 spec "$TMP/mnist_cnn.onnx" ssgd 2 2048 >"$TMP/ssgd.json"
-$MPIRUN -np 2 $WORKER --spec "$TMP/ssgd.json" --summary "$TMP/ssgd.out" >"$TMP/ssgd.log" 2>&1 ||
+$MPIRUN -np 2 $WORKER --spec "$TMP/ssgd.json" --summary "$TMP/ssgd.out" --export-onnx "$TMP/trained.onnx" \
+    >"$TMP/ssgd.log" 2>&1 ||
     { tail -20 "$TMP/ssgd.log"; fail "ssgd on the imported model failed"; }
 grep -q "^training mnist_cnn.onnx on mnist with ssgd" "$TMP/ssgd.log" ||
     { head "$TMP/ssgd.log"; fail "the log does not name the imported model"; }
@@ -32,6 +36,22 @@ echo "loss: first 4 steps $first, last 4 steps $last"
 at_most "mean loss of the last 4 steps" "$last" "$(echo "$first" | awk '{print $1 * 0.7}')"
 at_least "test accuracy after 32 steps" "$(json "$TMP/ssgd.out" .test_accuracy)" 0.5
 
+# the trained model as ONNX, checked by onnx's checker and by an independent runtime
+/usr/bin/python3 tests/tools/onnx_check.py "$TMP/trained.onnx" "$TMP/mnist_cnn.onnx" "$PACER_SHARED/datasets/mnist" \
+    512 "$TMP" || fail "tests/tools/onnx_check.py refused the exported model"
+$BUILD/tools/onnx_logits "$TMP/trained.onnx" "$TMP/x.bin" 512 "$TMP/pacer_logits.bin" || fail "onnx_logits failed"
+if command -v node >/dev/null 2>&1 && [ -d tests/onnxrt/node_modules/onnxruntime-node ]; then
+    node tests/onnxrt/logits.mjs "$TMP/trained.onnx" "$TMP/x.bin" 512 1x28x28 "$TMP/pacer_logits.bin" \
+        "$TMP/labels.bin" >"$TMP/ort.json" || fail "onnxruntime-node could not run the exported model"
+    echo "onnxruntime-node: $(cat "$TMP/ort.json")"
+    at_most "largest logit difference, relative" "$(json "$TMP/ort.json" .max_rel_diff)" 1e-4
+    equals_num "predictions that differ" "$(json "$TMP/ort.json" .predictions_differ)" 0
+    at_most "|onnxruntime accuracy - pacer's|" \
+        "$(jq -n --slurpfile o "$TMP/ort.json" --slurpfile s "$TMP/ssgd.out" '($o[0].accuracy - $s[0].test_accuracy) | fabs')" 1e-6
+else
+    echo "note: onnxruntime-node not installed (make deps installs it into tests/onnxrt): runtime check not run"
+fi
+
 # an asynchronous algorithm: a parameter server and 2 workers
 spec "$TMP/mnist_cnn.onnx" asgd 2 512 >"$TMP/asgd.json"
 $MPIRUN -np 3 $WORKER --spec "$TMP/asgd.json" --summary "$TMP/asgd.out" >"$TMP/asgd.log" 2>&1 ||
@@ -41,6 +61,9 @@ need_number "asgd test accuracy" "$(json "$TMP/asgd.out" .test_accuracy)"
 # refusals, exit status 2, before any training
 spec "$TMP/none.onnx" ssgd 1 256 >"$TMP/missing.json"
 expect_error 2 "model.onnx: cannot open $TMP/none.onnx: No such file" $WORKER --spec "$TMP/missing.json"
+jq -n --arg p "$PACER_SHARED/datasets/mnist" '{model: "lenet5", dataset: {name: "mnist", path: $p}}' >"$TMP/lenet5.json"
+expect_error 2 "export-onnx: model lenet5 is built in; only a model imported from ONNX" \
+    $WORKER --spec "$TMP/lenet5.json" --export-onnx "$TMP/lenet5.onnx"
 echo "not a model" >"$TMP/text.onnx"
 spec "$TMP/text.onnx" ssgd 1 256 >"$TMP/text.json"
 expect_error 2 "model.onnx: $TMP/text.onnx: not an ONNX model" $WORKER --spec "$TMP/text.json"

@@ -5,7 +5,8 @@
 # and a model of the wrong width are refused before training, each naming what is wrong.
 # --export-onnx gives the trained model back: onnx.checker (full_check) accepts it, and
 # onnxruntime-node (tests/onnxrt, make deps) gives pacer's logits within 1e-4 on 512 test
-# images, the same predictions, and the test accuracy pacer reported.
+# images, the same predictions, and the test accuracy pacer reported; loaded back into the
+# PyTorch module (load_state_dict), the weights give that accuracy in torch.
 . tests/lib.sh
 need_dir "$PACER_SHARED/datasets/mnist" "MNIST"
 /usr/bin/python3 tests/tools/onnx_export.py --mnist "$TMP" >"$TMP/export.log" 2>&1
@@ -39,6 +40,10 @@ at_least "test accuracy after 32 steps" "$(json "$TMP/ssgd.out" .test_accuracy)"
 # the trained model as ONNX, checked by onnx's checker and by an independent runtime
 /usr/bin/python3 tests/tools/onnx_check.py "$TMP/trained.onnx" "$TMP/mnist_cnn.onnx" "$PACER_SHARED/datasets/mnist" \
     512 "$TMP" || fail "tests/tools/onnx_check.py refused the exported model"
+# the trained weights back in the PyTorch module (load_state_dict): the accuracy pacer
+# reported, within one image of the 512 (torch's kernels sum in another order)
+at_most "|torch accuracy - pacer's|" \
+    "$(jq -n --slurpfile t "$TMP/torch.json" --slurpfile s "$TMP/ssgd.out" '($t[0].accuracy - $s[0].test_accuracy) | fabs')" 0.002
 $BUILD/tools/onnx_logits "$TMP/trained.onnx" "$TMP/x.bin" 512 "$TMP/pacer_logits.bin" || fail "onnx_logits failed"
 if command -v node >/dev/null 2>&1 && [ -d tests/onnxrt/node_modules/onnxruntime-node ]; then
     node tests/onnxrt/logits.mjs "$TMP/trained.onnx" "$TMP/x.bin" 512 1x28x28 "$TMP/pacer_logits.bin" \

@@ -7,7 +7,10 @@ Usage: /usr/bin/python3 tests/tools/onnx_check.py TRAINED.onnx SOURCE.onnx MNIST
     training, and is in inference form: no Dropout, every BatchNormalization with one
     output;
   - writes OUTDIR/x.bin (the first N test images, normalised as pacer's loader does:
-    (pixel/255 - 0.1307) / 0.3081, float32 LE) and OUTDIR/labels.bin (N uint8).
+    (pixel/255 - 0.1307) / 0.3081, float32 LE) and OUTDIR/labels.bin (N uint8);
+  - loads the trained initializers into onnx_export.py's MnistNet with
+    module.load_state_dict (their names are its state_dict keys) and writes its accuracy
+    on those images in evaluation mode to OUTDIR/torch.json.
 Prints what it checked; exits 1 on a failed check, 77 when onnx/numpy cannot be imported.
 """
 import gzip
@@ -68,6 +71,22 @@ def main():
     y = idx(find(mnist, "t10k-labels-idx1-ubyte"))[:n]
     ((x / 255.0 - 0.1307) / 0.3081).astype("<f4").reshape(n, 1, 28, 28).tofile(os.path.join(out, "x.bin"))
     y.astype(np.uint8).tofile(os.path.join(out, "labels.bin"))
+
+    import json
+    import torch
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from onnx_export import MnistNet
+    net = MnistNet()
+    state = {k: torch.from_numpy(v.copy()) for k, v in a.items()}
+    missing, unexpected = net.load_state_dict(state, strict=False)
+    if unexpected or [k for k in missing if not k.endswith("num_batches_tracked")]:
+        fail("load_state_dict: missing %s, unexpected %s" % (missing, unexpected))
+    net.eval()
+    with torch.no_grad():
+        pred = net(torch.from_numpy(((x / 255.0 - 0.1307) / 0.3081).astype(np.float32).reshape(n, 1, 28, 28)))
+    acc = float((pred.argmax(1).numpy() == y).mean())
+    print("onnx_check: module.load_state_dict took the %d trained tensors; torch accuracy %.6f" % (len(a), acc))
+    json.dump({"accuracy": acc}, open(os.path.join(out, "torch.json"), "w"))
 
 
 if __name__ == "__main__":

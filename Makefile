@@ -53,7 +53,9 @@ BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
 BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null)
 MPI_CFLAGS  := $(shell mpicc --showme:compile 2>/dev/null)
 MPI_LIBS    := $(shell mpicc --showme:link 2>/dev/null)
-DEP_LIBS    := -ljansson -lz -lhiredis -lpthread -lm -ldl
+DEP_LIBS    := -ljansson -lz -lzip -lhiredis -lpthread -lm -ldl
+# The worker's image decoders (worker/image.c); the coordinator reads .npz headers only.
+IMG_LIBS    := -lpng16 -ljpeg
 
 # ---- rooms ---------------------------------------------------------------------------
 # Each room compiles with only the rooms it may use on its include path, so an include
@@ -167,7 +169,7 @@ LIBHTTP    := $(BUILD)/libpacer_http.a
 LIBCLI     := $(BUILD)/libpacer_cli.a
 CUDA_OBJ   := $(if $(filter yes,$(WITH_CUDA)),$(patsubst %.cu,$(BUILD)/obj/%.cu.o,$(CUDA_SRC)))
 
-WORKER_LIBS = $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON) $(BLAS_LIBS) $(MPI_LIBS) $(ONNX_LIBS) $(DEP_LIBS)
+WORKER_LIBS = $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON) $(BLAS_LIBS) $(MPI_LIBS) $(IMG_LIBS) $(ONNX_LIBS) $(DEP_LIBS)
 COORD_LIBS  = $(LIBHTTP) $(LIBCOORD) $(LIBCOMMON) -lmicrohttpd $(DEP_LIBS)
 
 UNIT_BIN  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))

@@ -103,9 +103,11 @@ static int bench_redisGetReply(redisContext *c, void **reply)
 #include "../coordinator/launch_slurm.c"
 #include "../coordinator/launcher.c"
 #include "../coordinator/lock.c"
+#include "../coordinator/netprobe.c"
 #include "../coordinator/preflight.c"
 #include "../coordinator/run.c"
 #include "../coordinator/simjob.c"
+#include "../coordinator/stall.c"
 #include "../coordinator/supervise.c"
 #include "../coordinator/tickconn.c"
 

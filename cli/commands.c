@@ -124,6 +124,15 @@ static int created(cli_ctx_t *cx, json_t *job)
     const char *id = json_string_value(json_object_get(job, "id"));
     char copy[64];
     snprintf(copy, sizeof copy, "%s", id ? id : "");
+    /* Valid, but known to train badly: the coordinator says why (spec_warnings). */
+    size_t i;
+    json_t *wv;
+    json_array_foreach(json_object_get(job, "warnings"), i, wv)
+    {
+        char line[1024];
+        fmt_clean(json_string_value(wv) ? json_string_value(wv) : "", 900, line, sizeof line);
+        fprintf(stderr, "pacer %s: warning: %s\n", cmd_name(cx), line);
+    }
     if (cx->args->json) fmt_json(stdout, job);
     else printf("%s\n", copy);
     fflush(stdout);

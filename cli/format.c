@@ -75,6 +75,9 @@ void fmt_duration(double s, char *out, size_t len)
         return;
     }
     long t = (long)floor(s);
+    /* Kept to 9 digits (31 years), so the text fits every caller's 16-byte cell. */
+    if (t > 999999999L) t = 999999999L;
+    if (t < 0) t = 0;
     if (t < 60) snprintf(out, len, "%lds", t);
     else if (t < 3600) snprintf(out, len, "%ldm%02lds", t / 60, t % 60);
     else if (t < 86400) snprintf(out, len, "%ldh%02ldm", t / 3600, t % 3600 / 60);
@@ -288,6 +291,32 @@ static void fmt_checkpoints(FILE *f, json_t *ck)
     }
 }
 
+/* The summary's dataset object: classes, sizes, image shape and the decoded cache
+ * ("10 classes, 500 train / 100 test samples, 3x32x32; cache /var/.../x.pdc (1.9 MiB,
+ * decoded by this job)"). Summaries of older workers have a name there: nothing shown. */
+static void fmt_dataset(FILE *f, json_t *d)
+{
+    if (!json_is_object(d)) return;
+    char buf[1024], cls[24], tr[24], te[24], sz[32];
+    int_cell(d, "classes", cls, sizeof cls);
+    int_cell(d, "train_samples", tr, sizeof tr);
+    int_cell(d, "test_samples", te, sizeof te);
+    json_t *shape = json_object_get(d, "shape");
+    int n = snprintf(buf, sizeof buf, "%s classes, %s train / %s test samples, %lldx%lldx%lld", cls, tr, te,
+                     (long long)json_integer_value(json_array_get(shape, 0)),
+                     (long long)json_integer_value(json_array_get(shape, 1)),
+                     (long long)json_integer_value(json_array_get(shape, 2)));
+    json_t *cache = json_object_get(d, "cache");
+    if (n > 0 && (size_t)n < sizeof buf && json_is_object(cache)) {
+        fmt_size(num(cache, "bytes"), sz, sizeof sz);
+        snprintf(buf + n, sizeof buf - (size_t)n, "; cache %s (%s, %s)", str(cache, "path"), sz,
+                 json_is_true(json_object_get(cache, "built")) ? "decoded by this job" : "mapped, nothing decoded");
+    } else if (n > 0 && (size_t)n < sizeof buf && *str(d, "cache_note")) {
+        snprintf(buf + n, sizeof buf - (size_t)n, "; no cache: %s", str(d, "cache_note"));
+    }
+    row(f, "dataset", buf);
+}
+
 /* ---- the catalog ------------------------------------------------------------------------------ */
 
 /* "1x28x28" from an ImageShape; "-" when it is not one. */
@@ -410,6 +439,7 @@ void fmt_job(FILE *f, json_t *job, double now)
     row(f, "name", str(job, "name"));
     row(f, "state", str(job, "state"));
     if (*str(job, "reason")) row(f, "reason", str(job, "reason"));
+    if (*str(job, "stall_text")) row(f, "waiting", str(job, "stall_text"));
     if (json_object_get(job, "cancel_requested") && fmt_state_exit(str(job, "state")) < 0)
         row(f, "cancel", "requested");
     char workers[24], world[24];
@@ -425,8 +455,15 @@ void fmt_job(FILE *f, json_t *job, double now)
         char epochs[24], batch[24];
         int_cell(spec, "epochs", epochs, sizeof epochs);
         int_cell(spec, "batch_size", batch, sizeof batch);
-        snprintf(buf, sizeof buf, "%s, %s epochs, batch %s%s", json_is_object(ds) ? str(ds, "name") : "-", epochs,
-                 batch, json_is_true(json_object_get(job, "dynamic_batch")) ? " (dynamic)" : "");
+        /* A user's data set is its path (and format); a built-in one its name. */
+        const char *format = str(ds, "format");
+        int user = strcmp(format, "imagefolder") == 0 || strcmp(format, "npz") == 0;
+        snprintf(buf, sizeof buf, "%s%s%s%s, %s epochs, batch %s%s",
+                 !json_is_object(ds) ? "-"
+                 : user              ? str(ds, "path")
+                                     : str(ds, "name"),
+                 user ? " (" : "", user ? format : "", user ? ")" : "", epochs, batch,
+                 json_is_true(json_object_get(job, "dynamic_batch")) ? " (dynamic)" : "");
         row(f, "data", buf);
     }
     double sub = num(job, "submitted"), st = num(job, "started"), fin = num(job, "finished");
@@ -457,6 +494,21 @@ void fmt_job(FILE *f, json_t *job, double now)
     int_cell(job, "attempts", attempts, sizeof attempts);
     snprintf(buf, sizeof buf, "%s (%s attempt%s)", restarts, attempts, strcmp(attempts, "1") == 0 ? "" : "s");
     row(f, "restarts", buf);
+    /* The detector's verdict (worker/health.h): the current attempt's, else the summary's. */
+    json_t *health = json_object_get(job, "health");
+    if (!json_is_object(health)) health = json_object_get(json_object_get(job, "summary"), "health");
+    if (json_is_object(health)) {
+        if (strcmp(str(health, "state"), "collapsed") == 0)
+            snprintf(buf, sizeof buf, "COLLAPSED since step %lld: %s",
+                     (long long)json_integer_value(json_object_get(health, "since_step")), str(health, "reason"));
+        else snprintf(buf, sizeof buf, "%s", str(health, "state"));
+        row(f, "health", buf);
+    }
+    double lr_scale = num(job, "lr_scale");
+    if (isfinite(lr_scale) && lr_scale < 1) {
+        snprintf(buf, sizeof buf, "x%g of the spec's (halved at each collapse restart)", lr_scale);
+        row(f, "lr scale", buf);
+    }
     if (*str(job, "parent")) row(f, "parent", str(job, "parent"));
     json_t *retries = json_object_get(job, "retries");
     if (json_array_size(retries) > 0) {
@@ -486,6 +538,7 @@ void fmt_job(FILE *f, json_t *job, double now)
         snprintf(buf, sizeof buf, "test accuracy %s, test loss %s, train loss %s; %s steps, %s s, %s samples/s", acc,
                  tl, trl, steps, wall, tp);
         row(f, "result", buf);
+        fmt_dataset(f, json_object_get(sum, "dataset"));
     }
     if (*str(job, "log")) row(f, "log", str(job, "log"));
     if (*str(job, "checkpoint")) row(f, "checkpoint", str(job, "checkpoint"));

@@ -37,12 +37,12 @@ static const catalog_dataset_t DATASETS[] = {
      .train_files = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte"}, .ntrain = 2,
      .test_files = {"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"}, .ntest = 2,
      .dir = "fashion-mnist", .fixed_dir = "/usr/share/datasets/fashion-mnist",
-     .mean = {0.2860f}, .std = {0.3530f}, .augment = 0},
+     .mean = {0.2860f}, .std = {0.3530f}, .augment = 1},
     {.name = "mnist", .title = "MNIST", .source = CATALOG_BUILTIN, .format = CATALOG_FORMAT_IDX,
      .C = 1, .H = 28, .W = 28, .classes = 10, .train_n = 60000, .test_n = 10000,
      .train_files = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte"}, .ntrain = 2,
      .test_files = {"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"}, .ntest = 2,
-     .dir = "mnist", .fixed_dir = "", .mean = {0.1307f}, .std = {0.3081f}, .augment = 0},
+     .dir = "mnist", .fixed_dir = "", .mean = {0.1307f}, .std = {0.3081f}, .augment = 1},
     {.name = "cifar10", .title = "CIFAR-10", .source = CATALOG_BUILTIN, .format = CATALOG_FORMAT_CIFAR,
      .C = 3, .H = 32, .W = 32, .classes = 10, .train_n = 50000, .test_n = 10000,
      .train_files = {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin",
@@ -200,6 +200,34 @@ static int model_check(const catalog_model_t *m, char *err, size_t errlen)
     return 0;
 }
 
+/* An image folder or .npz (dataset_check has checked the name, text, source, format):
+ * where it is, and what the probe could tell without decoding. */
+static int user_dataset_check(const catalog_dataset_t *d, char *err, size_t errlen)
+{
+    const char *n = d->name;
+    const int unknown = d->C == 0 && d->H == 0 && d->W == 0;
+    if (!unknown && (d->C < 1 || d->C > CATALOG_CHANNELS_MAX || d->H < 1 || d->W < 1 || (long)d->H * d->W > (1L << 28)))
+        return fail(err, errlen, "data set %s: image shape %dx%dx%d is not one pacer reads (at most %d channels)", n,
+                    d->C, d->H, d->W, CATALOG_CHANNELS_MAX);
+    if (d->classes < 1) return fail(err, errlen, "data set %s: classes must be >= 1 (is %d)", n, d->classes);
+    if (d->train_n < 1 || d->test_n < 1)
+        return fail(err, errlen, "data set %s: sample counts must be >= 1 (train %ld, test %ld)", n, d->train_n,
+                    d->test_n);
+    if (d->ntrain != 0 || d->ntest != 0)
+        return fail(err, errlen, "data set %s: an %s data set has no file list (train %d, test %d)", n,
+                    catalog_format_name(d->format), d->ntrain, d->ntest);
+    if (d->fixed_dir[0] != '/')
+        return fail(err, errlen, "data set %s: fixed_dir must be the absolute path of its %s", n,
+                    d->format == CATALOG_FORMAT_NPZ ? ".npz file" : "folder");
+    int known = 0;
+    for (int c = 0; c < CATALOG_CHANNELS_MAX; c++) known |= d->std[c] != 0;
+    for (int c = 0; known && c < (d->C ? d->C : 1); c++)
+        if (!(d->std[c] > 0) || !(d->mean[c] >= 0 && d->mean[c] <= 1))
+            return fail(err, errlen, "data set %s: channel %d's mean must be in [0, 1] and its std > 0", n, c);
+    if (builtin_dataset(n)) return fail(err, errlen, "data set %s: a built-in data set has that name", n);
+    return 0;
+}
+
 static int dataset_check(const catalog_dataset_t *d, char *err, size_t errlen)
 {
     if (!TERMINATED(d->name) || !catalog_name_valid(d->name))
@@ -211,8 +239,9 @@ static int dataset_check(const catalog_dataset_t *d, char *err, size_t errlen)
     if (d->source != CATALOG_USER)
         return fail(err, errlen, "data set %s: source must be user (built-in data sets are rows of common/catalog.c)",
                     n);
-    if (d->format != CATALOG_FORMAT_IDX && d->format != CATALOG_FORMAT_CIFAR)
+    if (d->format != CATALOG_FORMAT_IDX && d->format != CATALOG_FORMAT_CIFAR && !catalog_format_is_user(d->format))
         return fail(err, errlen, "data set %s: unknown format %d", n, (int)d->format);
+    if (catalog_format_is_user(d->format)) return user_dataset_check(d, err, errlen);
     if (d->C < 1 || d->C > CATALOG_CHANNELS_MAX || d->H < 1 || d->W < 1 || (long)d->H * d->W > (1L << 28))
         return fail(err, errlen, "data set %s: image shape %dx%dx%d is not one pacer reads (at most %d channels)", n,
                     d->C, d->H, d->W, CATALOG_CHANNELS_MAX);
@@ -331,6 +360,7 @@ static int file_there(const char *dir, const char *file)
 int catalog_dataset_present(const catalog_dataset_t *d, const char *dir)
 {
     if (!dir || !*dir) return 0;
+    if (catalog_format_is_user(d->format)) return access(dir, R_OK) == 0;
     for (int i = 0; i < d->ntrain; i++)
         if (!file_there(dir, d->train_files[i])) return 0;
     for (int i = 0; i < d->ntest; i++)
@@ -394,6 +424,10 @@ const char *catalog_format_name(catalog_format_t f)
     switch (f) {
     case CATALOG_FORMAT_IDX: return "idx";
     case CATALOG_FORMAT_CIFAR: return "cifar";
+    case CATALOG_FORMAT_IMAGEFOLDER: return "imagefolder";
+    case CATALOG_FORMAT_NPZ: return "npz";
     }
     return "unknown";
 }
+
+int catalog_format_is_user(catalog_format_t f) { return f == CATALOG_FORMAT_IMAGEFOLDER || f == CATALOG_FORMAT_NPZ; }

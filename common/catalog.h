@@ -5,7 +5,8 @@
  * (GET /api/v1/models, /api/v1/datasets; the dashboard's form and `pacer models` ask it).
  *
  * Built-in entries are rows of catalog.c. An entry that is not built in (an ONNX model
- * imported at run time; later a user's data set) is added with catalog_model_add /
+ * imported at run time; a user's image folder or .npz under a data root, which
+ * coordinator/userdata.c probes and adds) is added with catalog_model_add /
  * catalog_dataset_add by whoever parses it, with every figure filled in (a model's from
  * model_describe on the model it built), and from then on takes the same paths as a
  * built-in: the spec may name it, the memory estimate sizes it, the coordinator admits it
@@ -27,11 +28,11 @@
 
 #include <stddef.h>
 
-#define CATALOG_NAME_MAX 64  /* names are job-spec values (SPEC_NAME_MAX) */
-#define CATALOG_TITLE_MAX 64 /* what people read: "LeNet-5" */
-#define CATALOG_FILES_MAX 8  /* files of one split of a data set */
-#define CATALOG_FILE_MAX 64  /* one file name, relative to the data set's directory */
-#define CATALOG_DIR_MAX 256
+#define CATALOG_NAME_MAX 64    /* names are job-spec values (SPEC_NAME_MAX) */
+#define CATALOG_TITLE_MAX 64   /* what people read: "LeNet-5" */
+#define CATALOG_FILES_MAX 8    /* files of one split of a data set */
+#define CATALOG_FILE_MAX 64    /* one file name, relative to the data set's directory */
+#define CATALOG_DIR_MAX 512    /* a fixed directory, or a user data set's folder or .npz */
 #define CATALOG_CHANNELS_MAX 3 /* per-channel normalisation of a data set */
 #define CATALOG_ADDED_MAX 256  /* entries added at run time, of each kind */
 
@@ -42,10 +43,13 @@ typedef enum {
     CATALOG_USER = 2,    /* "user": a user's data set, added at run time */
 } catalog_source_t;
 
-/* How a data set's files are read (worker/data.c); the API says "idx", "cifar". */
+/* How a data set's files are read (worker/data.c, worker/dsload.c); the API says "idx",
+ * "cifar", "imagefolder", "npz": dataset.format's values. */
 typedef enum {
-    CATALOG_FORMAT_IDX = 0,   /* IDX images + labels (MNIST's), each maybe gzipped */
-    CATALOG_FORMAT_CIFAR = 1, /* CIFAR-10 binary batches of 3073-byte records */
+    CATALOG_FORMAT_IDX = 0,         /* IDX images + labels (MNIST's), each maybe gzipped */
+    CATALOG_FORMAT_CIFAR = 1,       /* CIFAR-10 binary batches of 3073-byte records */
+    CATALOG_FORMAT_IMAGEFOLDER = 2, /* fixed_dir/train/CLASS/FILE, fixed_dir/test/CLASS/FILE */
+    CATALOG_FORMAT_NPZ = 3,         /* fixed_dir is a NumPy .npz: x_train, y_train, x_test, y_test */
 } catalog_format_t;
 
 typedef struct {
@@ -77,24 +81,31 @@ typedef struct {
     char title[CATALOG_TITLE_MAX];
     catalog_source_t source;
     catalog_format_t format;
-    int C, H, W;          /* one image */
+    /* One image. An image folder's entry has 0x0x0: only decoding tells its images'
+     * sizes (the API says null); a job resizes them or needs them at the model's size. */
+    int C, H, W;
     int classes;          /* labels are in [0, classes) */
     long train_n, test_n; /* samples of the files (before train_subset / test_subset) */
     /* Under the data set's directory; each may also be there as NAME.gz. IDX: images
-     * then labels; CIFAR: the batches in order. */
+     * then labels; CIFAR: the batches in order. imagefolder, npz: none (ntrain = ntest
+     * = 0; fixed_dir is the folder or the file). */
     char train_files[CATALOG_FILES_MAX][CATALOG_FILE_MAX];
     int ntrain;
     char test_files[CATALOG_FILES_MAX][CATALOG_FILE_MAX];
     int ntest;
     /* Its directory's name under a data root and under $PACER_SHARED/datasets. */
     char dir[CATALOG_NAME_MAX];
-    /* Its default directory when that is fixed (a Debian package's); "" =
-     * $PACER_SHARED/datasets/DIR. */
+    /* Its default directory when that is fixed (a Debian package's; a user's image
+     * folder or .npz file, where it is); "" = $PACER_SHARED/datasets/DIR. */
     char fixed_dir[CATALOG_DIR_MAX];
-    /* Per channel, on the [0,1] scale, of the training split: x = (pixel/255 - mean) / std. */
+    /* Per channel, on the [0,1] scale, of the training split: x = (pixel/255 - mean) / std.
+     * imagefolder, npz: std 0 = not known before decoding (the worker computes them once
+     * and keeps them in the decoded cache; the summary reports them). */
     float mean[CATALOG_CHANNELS_MAX];
     float std[CATALOG_CHANNELS_MAX];
-    int augment; /* dataset.augment (random crop with padding, horizontal flip) allowed */
+    /* dataset.augment (random crop with padding, horizontal flip) allowed: every
+     * built-in and user data set (hflip can be turned off for digits and text). */
+    int augment;
 } catalog_dataset_t;
 
 /* ---- models ------------------------------------------------------------------------- */
@@ -118,7 +129,9 @@ int catalog_dataset_get(const char *name, catalog_dataset_t *out);
 int catalog_dataset_at(size_t i, catalog_dataset_t *out);
 /* As catalog_model_add: a valid new name, a known format, positive shape (at most
  * CATALOG_CHANNELS_MAX channels), classes and sample counts, files of safe names, a
- * positive std per channel. */
+ * positive std per channel. An imagefolder or npz entry has no files but an absolute
+ * fixed_dir (its folder or file); its shape may be 0x0x0 (unknown) and its std all 0
+ * (unknown). */
 int catalog_dataset_add(const catalog_dataset_t *d, char *err, size_t errlen);
 int catalog_dataset_remove(const char *name);
 
@@ -126,7 +139,8 @@ int catalog_dataset_remove(const char *name);
  * else $PACER_SHARED/datasets/DIR ($PACER_SHARED defaults to ../shared, relative to the
  * current directory). 0, or -1 when it does not fit in len. */
 int catalog_dataset_default_dir(const catalog_dataset_t *d, char *out, size_t len);
-/* Whether directory dir holds every file of both splits (each raw or .gz): 1 or 0. */
+/* Whether directory dir holds every file of both splits (each raw or .gz): 1 or 0. An
+ * imagefolder or npz entry: whether dir (its folder or file) is readable. */
 int catalog_dataset_present(const catalog_dataset_t *d, const char *dir);
 
 /* ---- both ---------------------------------------------------------------------------- */
@@ -146,8 +160,11 @@ void catalog_dataset_names(char *buf, size_t len, const char *quote, int builtin
  * letters, digits, '.', '_' and '-' (no quoting needed in a URL, a log line or a shell). */
 int catalog_name_valid(const char *name);
 
-/* "builtin", "onnx", "user"; "idx", "cifar". */
+/* "builtin", "onnx", "user"; "idx", "cifar", "imagefolder", "npz". */
 const char *catalog_source_name(catalog_source_t s);
 const char *catalog_format_name(catalog_format_t f);
+/* 1 for the formats a user's data set comes in (imagefolder, npz: read by worker/dsload.c
+ * from one path, decoded into the shared cache), 0 for the built-in readers' (idx, cifar). */
+int catalog_format_is_user(catalog_format_t f);
 
 #endif

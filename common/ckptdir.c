@@ -68,14 +68,14 @@ static int newest_first(const void *a, const void *b)
     return strcmp(x->file, y->file);
 }
 
-void ckptdir_choose(ckpt_entry_t *e, int n, int keep_last, int keep_best)
+void ckptdir_choose(ckpt_entry_t *e, int n, int keep_last, int keep_best, long long keep_upto)
 {
     if (n <= 0) return;
     qsort(e, (size_t)n, sizeof *e, newest_first);
     long long newest = LLONG_MAX;
     for (int i = 0; i < n; i++)
         if (e[i].latest) newest = e[i].step;
-    int kept = 0, best = -1;
+    int kept = 0, best = -1, good = 0;
     for (int i = 0; i < n; i++) {
         e[i].keep = e[i].best = 0;
         if (e[i].step < 0 || e[i].step > newest) continue; /* unknown, or rolled back */
@@ -83,6 +83,7 @@ void ckptdir_choose(ckpt_entry_t *e, int n, int keep_last, int keep_best)
             e[i].keep = 1;
             kept++;
         }
+        if (keep_upto >= 0 && e[i].step <= keep_upto && !good) e[i].keep = good = 1;
         /* Newest first: a later entry replaces the best only when strictly better. */
         if (e[i].accuracy >= 0 && (best < 0 || e[i].accuracy > e[best].accuracy)) best = i;
     }
@@ -161,7 +162,7 @@ int ckptdir_list(const char *dir, const char *name, ckpt_entry_t *out, int max, 
         e->latest = 1;
         snprintf(e->file, sizeof e->file, "%s.ckpt", name);
     }
-    ckptdir_choose(out, n, n, 0);
+    ckptdir_choose(out, n, n, 0, -1);
     /* Unknown steps sort last; a file under two names counts once. */
     for (int i = 0; i < n; i++) {
         int dup = 0;
@@ -172,7 +173,7 @@ int ckptdir_list(const char *dir, const char *name, ckpt_entry_t *out, int max, 
 }
 
 int ckptdir_retain(const char *dir, const char *name, long long step, long epoch, double accuracy, int keep_last,
-                   int keep_best, char *err, size_t errlen)
+                   int keep_best, long long keep_upto, char *err, size_t errlen)
 {
     char file[CKPTDIR_FILE_MAX], latest[PATH_MAX], linked[PATH_MAX], tmp[PATH_MAX + 8];
     if (ckptdir_name(file, sizeof file, name, step, epoch, accuracy) != 0) {
@@ -204,7 +205,7 @@ int ckptdir_retain(const char *dir, const char *name, long long step, long epoch
     int rc = 0, n = scan(dir, name, e, CKPTDIR_MAX, &lino, &lbytes, err, errlen);
     if (n < 0) rc = -1;
     if (keep_last < 1) keep_last = 1;
-    ckptdir_choose(e, n, keep_last, keep_best);
+    ckptdir_choose(e, n, keep_last, keep_best, keep_upto);
     for (int i = 0; i < n; i++) {
         if (e[i].keep) continue;
         snprintf(linked, sizeof linked, "%s/%s", dir, e[i].file);
@@ -215,4 +216,12 @@ int ckptdir_retain(const char *dir, const char *name, long long step, long epoch
     }
     free(e);
     return rc;
+}
+
+int ckptdir_before(const ckpt_entry_t *e, int n, long long before)
+{
+    int at = -1;
+    for (int i = 0; i < n; i++)
+        if (e[i].step >= 0 && e[i].step < before && (at < 0 || e[i].step > e[at].step)) at = i;
+    return at;
 }

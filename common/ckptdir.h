@@ -43,9 +43,12 @@ int ckptdir_parse(const char *file, const char *name, ckpt_entry_t *e);
  *     back (it resumed from an older checkpoint) and are not kept;
  *   - of the others, the keep_last newest (the latest counts as one) are kept;
  *   - best: the highest test accuracy among evaluated entries no newer than the latest,
- *     ties to the later step; kept when keep_best.
+ *     ties to the later step; kept when keep_best;
+ *   - with keep_upto >= 0, also the newest entry at or before step keep_upto: the last
+ *     checkpoint written before a collapse of training began (worker/health.h), which an
+ *     on_collapse "restart" resumes from; -1: none.
  * Entries of unknown step are never kept (callers do not pass NAME.ckpt itself). */
-void ckptdir_choose(ckpt_entry_t *e, int n, int keep_last, int keep_best);
+void ckptdir_choose(ckpt_entry_t *e, int n, int keep_last, int keep_best, long long keep_upto);
 /* The checkpoints of job name in dir into out (at most max), newest first: every linked
  * name, and NAME.ckpt as an entry of unknown step when no linked name is the same file;
  * latest and best are set (ckptdir_choose's best; keep is not). *total_bytes: the space
@@ -54,9 +57,13 @@ void ckptdir_choose(ckpt_entry_t *e, int n, int keep_last, int keep_best);
 int ckptdir_list(const char *dir, const char *name, ckpt_entry_t *out, int max, long long *total_bytes, char *err,
                  size_t errlen);
 /* After NAME.ckpt was written at (step, epoch, accuracy): links it under its linked name
- * (replacing one of the same step) and removes the linked names the rule does not keep.
- * Returns 0, or -1 with err (the checkpoint itself stays written). */
+ * (replacing one of the same step) and removes the linked names the rule does not keep
+ * (ckptdir_choose, with keep_upto). Returns 0, or -1 with err (the checkpoint itself
+ * stays written). */
 int ckptdir_retain(const char *dir, const char *name, long long step, long epoch, double accuracy, int keep_last,
-                   int keep_best, char *err, size_t errlen);
+                   int keep_best, long long keep_upto, char *err, size_t errlen);
+/* The newest of the n listed entries (ckptdir_list) whose step is known and below
+ * before: its index, or -1 when there is none. */
+int ckptdir_before(const ckpt_entry_t *e, int n, long long before);
 
 #endif

@@ -2,10 +2,10 @@
 #include "fs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <string.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,6 +25,13 @@ int fs_mkdir_p(const char *path, unsigned mode)
         *p = '/';
     }
     if (mkdir(tmp, (mode_t)mode) != 0 && errno != EEXIST) return -1;
+    /* EEXIST also comes for a file of that name: it is not the directory asked for. */
+    struct stat st;
+    if (stat(tmp, &st) != 0) return -1;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
     return 0;
 }
 
@@ -44,37 +51,45 @@ int fs_remove_tree(const char *path)
     return nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -1;
 }
 
-int fs_write_file(const char *path, const void *data, size_t len)
+int fs_atomic_begin(const char *path, char *tmp, size_t tmplen, unsigned mode)
 {
-    char tmp[4200];
-    int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    if (n < 0 || (size_t)n >= sizeof tmp) {
+    /* A counter, not only the pid: two threads of one process may write beside each other. */
+    static unsigned seq;
+    unsigned n = __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED);
+    int len = snprintf(tmp, tmplen, "%s.tmp.%ld.%u", path, (long)getpid(), n);
+    if (len < 0 || (size_t)len >= tmplen) {
         errno = ENAMETOOLONG;
         return -1;
     }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) return -1;
-    const char *p = data;
-    while (len > 0) {
-        ssize_t k = write(fd, p, len);
-        if (k < 0 && errno == EINTR) continue;
-        if (k < 0) goto fail;
-        p += k;
-        len -= (size_t)k;
+    return open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, (mode_t)mode);
+}
+
+int fs_atomic_commit(int fd, const char *tmp, const char *path)
+{
+    int rc = fsync(fd), e = errno;
+    if (close(fd) != 0 && rc == 0) rc = -1, e = errno;
+    if (rc == 0 && rename(tmp, path) != 0) rc = -1, e = errno;
+    if (rc != 0) {
+        unlink(tmp);
+        errno = e;
+        return -1;
     }
-    if (fsync(fd) != 0) goto fail;
-    if (close(fd) != 0) {
-        fd = -1;
-        goto fail;
+    /* The rename itself durable: sync the directory that holds both names. */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *(slash == dir ? slash + 1 : slash) = 0;
+    else snprintf(dir, sizeof dir, ".");
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
     }
-    fd = -1;
-    if (rename(tmp, path) != 0) goto fail;
     return 0;
-fail : {
-    int e = errno;
+}
+
+void fs_atomic_abort(int fd, const char *tmp)
+{
     if (fd >= 0) close(fd);
     unlink(tmp);
-    errno = e;
-    return -1;
-}
 }

@@ -6,7 +6,8 @@
 #include <stddef.h>
 
 /* mkdir -p: creates path and its missing parents with mode (existing ones are fine).
- * Returns 0, or -1 with errno set (ENAMETOOLONG beyond 4095 bytes). */
+ * Returns 0, or -1 with errno set (ENAMETOOLONG beyond 4095 bytes, ENOTDIR when path
+ * exists and is not a directory). */
 int fs_mkdir_p(const char *path, unsigned mode);
 
 /* rm -r: removes path and everything under it, never following a symbolic link (a link
@@ -14,9 +15,15 @@ int fs_mkdir_p(const char *path, unsigned mode);
  * errno set by the first failure. */
 int fs_remove_tree(const char *path);
 
-/* Writes len bytes to path whole or not at all: into a temporary file beside it (PATH.tmp.PID),
- * fsync'ed, then renamed over path, so a reader sees the old file or the new one. Returns 0,
- * or -1 with errno set (the temporary file removed). */
-int fs_write_file(const char *path, const void *data, size_t len);
+/* Writing a file atomically: readers see the old file or the complete new one, never a
+ * part. fs_atomic_begin creates a new temporary file beside path (same directory, so the
+ * rename stays within one file system), named path.tmp.PID.N, with mode, and returns its
+ * descriptor (or -1 with errno); tmp receives its name. The caller writes (or ftruncates
+ * and maps) it, then fs_atomic_commit makes it durable (fsync), renames it over path and
+ * syncs the directory, or fs_atomic_abort removes it. Both close fd. commit returns 0,
+ * or -1 with errno (the temporary file is then removed). */
+int fs_atomic_begin(const char *path, char *tmp, size_t tmplen, unsigned mode);
+int fs_atomic_commit(int fd, const char *tmp, const char *path);
+void fs_atomic_abort(int fd, const char *tmp);
 
 #endif

@@ -21,12 +21,12 @@ int memest_rank(const job_spec_t *s, int nworkers, memest_t *out, char *err, siz
 {
     memset(out, 0, sizeof *out);
     catalog_model_t m;
-    catalog_dataset_t d;
+    catalog_dataset_t d = {0};
     if (catalog_model_get(s->model, &m) != 0) {
         snprintf(err, errlen, "model: %s is not in the catalog: no memory estimate", s->model);
         return -1;
     }
-    if (catalog_dataset_get(s->dataset.name, &d) != 0) {
+    if (!spec_dataset_is_user(s) && catalog_dataset_get(s->dataset.name, &d) != 0) {
         snprintf(err, errlen, "dataset.name: %s is not in the catalog: no memory estimate", s->dataset.name);
         return -1;
     }

@@ -48,7 +48,9 @@ typedef struct {
  * than s->workers after an elastic restart: each holds a larger share of the global
  * batch). Returns 0, or -1 with err saying so when the catalog has no such model or data
  * set (one removed since the spec was parsed): a caller must refuse the job then, never
- * let it through unchecked. */
+ * let it through unchecked. A user's data set (dataset.format imagefolder or npz) is not
+ * looked up: its decoded cache is a read-only mapping shared by the ranks of a host (page
+ * cache, not a rank's own memory), so its data_bytes and load_bytes are 0. */
 int memest_rank(const job_spec_t *s, int nworkers, memest_t *out, char *err, size_t errlen);
 
 /* Writes "N MiB" (or "N GiB" from 10 GiB on) into out; returns out. */

@@ -51,5 +51,17 @@
 #define NODE_GPU_UTIL_PCT "gpu_util_pct"
 #define NODE_GPU_MEM_USED "gpu_mem_used_bytes"
 #define NODE_GPU_MEM_TOTAL "gpu_mem_total_bytes"
+/* The collapse detector's verdict (worker/health.h) as JSON, {"state": "ok"} or {"state":
+ * "collapsed", "since_step", "at_step", "reason"}: written by rank 0's sink, read by the
+ * coordinator's tick, which turns a collapse into an event and the job's "health". */
+#define NODE_HEALTH "health"
+/* A rank waiting in a collective far longer than its steps take (worker/waitmark.h): what
+ * it waits in, the rank it waits on ("" = every rank of the collective), since when
+ * (unix time) and the limit it passed; absent while it does not. The worker's sink writes
+ * them, the coordinator (coordinator/stall.h) and the API read them. */
+#define NODE_WAITING "waiting"
+#define NODE_WAITING_PEER "waiting_peer"
+#define NODE_WAITING_SINCE "waiting_since"
+#define NODE_WAITING_LIMIT_S "waiting_limit_s"
 
 #endif

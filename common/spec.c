@@ -109,6 +109,11 @@ static const char *const ASYNC_ALGORITHMS[] = {"asgd", "nsoftsync", "dc-asgd", "
 static const char *const DEVICES[] = {"auto", "cpu", "cuda", NULL};
 static const char *const SCHEDULES[] = {"constant", "step", "cosine", NULL};
 static const char *const DC_VARIANTS[] = {"c", "a", NULL};
+static const char *const ASYNC_MOMENTA[] = {"explicit", "compensated", NULL};
+static const char *const ON_COLLAPSE[] = {"continue", "fail", "restart", NULL};
+static const char *const FORMATS[] = {"auto", "idx", "cifar", "imagefolder", "npz", NULL};
+static const char *const LAYOUTS[] = {"nhwc", "nchw", NULL};
+#define MAX_SIDE 16384 /* dataset.resize: worker/image.h's IMAGE_MAX_SIDE */
 
 /* The job name ends up in file names (checkpoints, logs) and store keys, so it is kept
  * to characters that need no quoting anywhere. */
@@ -182,7 +187,40 @@ static const field_t FIELDS[] = {
     {.path = "dataset.test_subset", INT(dataset.test_subset), BETWEEN(0, MAX_COUNT), .def_num = 0,
      .doc = "Evaluate on the first N test samples only; 0 = all."},
     {.path = "dataset.augment", BOOL(dataset.augment), .def_num = 0,
-     .allowed_doc = "cifar10 only", .doc = "Random crop (pad 4) and horizontal flip."},
+     .doc = "Augment training images: a random crop of the image padded by `crop_padding` pixels, "
+            "and a horizontal flip (`hflip`), drawn from the seed."},
+    {.path = "dataset.crop_padding", INT(dataset.crop_padding), BETWEEN(0, 256), .def_num = 4,
+     .doc = "Augmentation: zero padding on each side before the random crop; 0 = no crop."},
+    {.path = "dataset.hflip", BOOL(dataset.hflip), .def_num = 1,
+     .doc = "Augmentation: mirror each image with probability 1/2 (turn off for digits and text)."},
+    {.path = "dataset.format", STR(dataset.format), .choices = FORMATS, .def_str = "auto",
+     .doc = "How the data set is read: idx (MNIST's files), cifar (CIFAR-10 binary batches), "
+            "imagefolder (`path`/train/CLASS/FILE and `path`/test/CLASS/FILE, PNG or JPEG), "
+            "npz (a NumPy .npz at `path` with x_train, y_train, x_test, y_test); "
+            "auto = the format of `dataset.name`."},
+    {.path = "dataset.resize", .type = F_DOUBLES, MEMBER(job_spec_t, dataset.resize, double *),
+     COUNT(dataset.nresize), BETWEEN(1, MAX_SIDE), .def_num = 0, .default_doc = "`[]` (no resizing)",
+     .allowed_doc = "`[]` or `[H, W]`, integers from 1 to 16384",
+     .doc = "Resize every image to H x W, bilinearly (torchvision's convention without antialiasing: "
+            "docs/JOB_SPEC.md); `[]` = every image must already have the model's size."},
+    {.path = "dataset.mean", .type = F_DOUBLES, MEMBER(job_spec_t, dataset.mean, double *),
+     COUNT(dataset.nmean), BETWEEN(0, 1), .def_num = 0, .default_doc = "`[]` (the data set's own)",
+     .allowed_doc = "`[]`, one value (every channel) or one per channel, each between 0 and 1",
+     .doc = "Per-channel mean on the [0, 1] scale: a pixel p becomes (p/255 - mean) / std. `[]` = the "
+            "data set's own: a built-in's fixed figures, a user data set's computed once from its "
+            "training split (the summary's `dataset.mean`)."},
+    {.path = "dataset.std", .type = F_DOUBLES, MEMBER(job_spec_t, dataset.std, double *),
+     COUNT(dataset.nstd), IN_OC(0, 10), .def_num = 1, .default_doc = "`[]` (the data set's own)",
+     .allowed_doc = "`[]`, one value or one per channel, each in (0, 10]",
+     .doc = "Per-channel standard deviation on the [0, 1] scale; see `mean`."},
+    {.path = "dataset.layout", STR(dataset.layout), .choices = LAYOUTS, .def_str = "nhwc",
+     .doc = "npz: the axes of a 4-D x array, (N, H, W, C) as Keras saves it or (N, C, H, W) as PyTorch "
+            "holds it (3-D arrays are (N, H, W))."},
+    {.path = "dataset.cache_dir", STR(dataset.cache_dir), .def_str = "", .resume_free = 1,
+     .allowed_doc = "at most 511 bytes; not through the REST API",
+     .doc = "imagefolder, npz: the directory of the decoded cache; \"\" = the worker's `--data-cache` "
+            "(the coordinator passes STATE_DIR/data-cache), else $XDG_CACHE_HOME/pacer/data "
+            "(~/.cache/pacer/data)."},
     {.path = "batch_size", INT(batch_size), BETWEEN(1, MAX_BATCH), .def_num = 64,
      .doc = "Mini-batch size per worker (the starting size when batches are re-planned)."},
     {.path = "epochs", INT(epochs), BETWEEN(1, MAX_EPOCHS), .def_num = 1,
@@ -199,6 +237,11 @@ static const field_t FIELDS[] = {
      .doc = "Stop after the first epoch whose test accuracy reaches it; 0 = off."},
     {.path = "log_every", INT(log_every), BETWEEN(0, MAX_COUNT), .def_num = 100, .resume_free = 1,
      .doc = "Print a progress line every N steps; 0 = none."},
+    {.path = "on_collapse", STR(on_collapse), .choices = ON_COLLAPSE, .def_str = "continue", .resume_free = 1,
+     .doc = "What a collapse of training (the loss at the level of a uniform guess, or grown to twice its best, "
+            "or test accuracy at chance: \"Collapse\" below) does: continue = report it and go on; fail = stop, "
+            "the job FAILED with the reason; restart = the coordinator restarts the job from the last checkpoint "
+            "written before the collapse began, with the learning rate halved."},
 
     {.path = "optimizer.lr", DBL(optimizer.lr), IN_OC(0, MAX_LR), .def_num = 0.01,
      .doc = "Learning rate (peak rate when a schedule is set)."},
@@ -210,6 +253,12 @@ static const field_t FIELDS[] = {
      .doc = "L2 penalty added to the gradient."},
     {.path = "optimizer.clip_norm", DBL(optimizer.clip_norm), BETWEEN(0, 1e6), .def_num = 0,
      .doc = "Clip the gradient to this global L2 norm; 0 = no clipping."},
+    {.path = "optimizer.async_momentum", STR(optimizer.async_momentum), .choices = ASYNC_MOMENTA,
+     .def_str = "compensated",
+     .doc = "Asynchronous algorithms: explicit = the parameter server applies optimizer.momentum as given; "
+            "compensated = it applies less, so that with the momentum the measured staleness adds the total "
+            "stays at optimizer.momentum (\"Asynchronous momentum\" below). Synchronous algorithms have no "
+            "staleness: both mean the same there."},
     {.path = "optimizer.lr_schedule.kind", STR(optimizer.lr_schedule.kind),
      .choices = SCHEDULES, .def_str = "constant",
      .doc = "Learning-rate schedule after the warm-up."},
@@ -722,18 +771,73 @@ static int cross_check_simulate(errbuf_t *e, const job_spec_t *s)
     return 0;
 }
 
+const char *spec_dataset_format(const job_spec_t *s)
+{
+    catalog_dataset_t d;
+    if (strcmp(s->dataset.format, "auto") != 0) return s->dataset.format;
+    /* a user's entry is never read by its name (cross_check_dataset refuses it) */
+    if (catalog_dataset_get(s->dataset.name, &d) != 0 || catalog_format_is_user(d.format)) return "idx";
+    return catalog_format_name(d.format);
+}
+
+int spec_dataset_is_user(const job_spec_t *s)
+{
+    const char *f = spec_dataset_format(s);
+    return strcmp(f, "imagefolder") == 0 || strcmp(f, "npz") == 0;
+}
+
+/* The dataset section: a format that fits the name, a path where the format needs one,
+ * and arrays of the lengths they may have. */
+static int cross_check_dataset(errbuf_t *e, const job_spec_t *s)
+{
+    const char *fmt = s->dataset.format, *ds = s->dataset.name;
+    catalog_dataset_t d;
+    /* dataset.name was checked against the catalog by its row; one removed since is named */
+    if (catalog_dataset_get(ds, &d) != 0) return fail(e, "dataset.name: %s is no longer in the catalog", ds);
+    /* A user's data set in the catalog (GET /api/v1/datasets lists what the data roots
+     * hold) is given by where it is: the worker reads that path, not the name. */
+    if (catalog_format_is_user(d.format) && strcmp(fmt, "auto") == 0)
+        return fail(e,
+                    "dataset.name: %s is a user's data set (%s at %s): give it as \"dataset\": {\"format\": \"%s\", "
+                    "\"path\": \"%s\"}",
+                    ds, catalog_format_name(d.format), d.fixed_dir, catalog_format_name(d.format), d.fixed_dir);
+    if ((strcmp(fmt, "idx") == 0 || strcmp(fmt, "cifar") == 0) && strcmp(fmt, catalog_format_name(d.format)) != 0)
+        return fail(e, "dataset.format: %s is not the format of dataset.name %s (%s)", fmt, ds,
+                    catalog_format_name(d.format));
+    if (spec_dataset_is_user(s) && !s->dataset.path[0])
+        return fail(e, "dataset.path: required with dataset.format %s (%s)", fmt,
+                    strcmp(fmt, "npz") == 0 ? "the .npz file" : "the folder that holds train/ and test/");
+    if (s->dataset.nresize != 0 && s->dataset.nresize != 2)
+        return fail(e, "dataset.resize: must be [H, W] or [], has %d entr%s", s->dataset.nresize,
+                    s->dataset.nresize == 1 ? "y" : "ies");
+    for (int i = 0; i < s->dataset.nresize; i++)
+        if (s->dataset.resize[i] != floor(s->dataset.resize[i]))
+            return fail(e, "dataset.resize[%d]: must be an integer", i);
+    if (s->dataset.nmean == 2) return fail(e, "dataset.mean: one value (every channel) or one per channel (3), has 2");
+    if (s->dataset.nstd == 2) return fail(e, "dataset.std: one value (every channel) or one per channel (3), has 2");
+    return 0;
+}
+
 /* The model and the data set, as the catalog has them: the same image shape, as many
  * classes as the model has outputs, augmentation only where the data set allows it.
- * Both names were checked against the catalog by their rows; an entry removed since
- * (an imported model deleted meanwhile) is named here. */
+ * A built-in data set resized (its channels converted too) need only have the model's
+ * classes; a user's (imagefolder, npz) is not in the spec's catalog lookup at all: the
+ * coordinator probes its classes at submission and the worker checks the shape it
+ * decodes, both naming the model and the data set. */
 static int cross_check_catalog(errbuf_t *e, const job_spec_t *s)
 {
     catalog_model_t m;
     catalog_dataset_t d;
     char why[256];
     if (catalog_model_get(s->model, &m) != 0) return fail(e, "model: %s is no longer in the catalog", s->model);
+    if (spec_dataset_is_user(s)) return 0;
     if (catalog_dataset_get(s->dataset.name, &d) != 0)
         return fail(e, "dataset.name: %s is no longer in the catalog", s->dataset.name);
+    if (s->dataset.nresize == 2) {
+        d.C = m.C;
+        d.H = m.H;
+        d.W = m.W;
+    }
     if (catalog_pair_check(&m, &d, why, sizeof why) != 0) return fail(e, "%s", why);
     if (s->dataset.augment && !d.augment) {
         char allowed[256] = "";
@@ -800,6 +904,7 @@ static int cross_check(errbuf_t *e, const job_spec_t *s)
     const char *alg = s->algorithm.name;
     char num[32];
 
+    if (cross_check_dataset(e, s) < 0) return -1;
     if (cross_check_catalog(e, s) < 0) return -1;
 
     if (strcmp(alg, "sgd") == 0 && s->workers != 1)
@@ -1083,6 +1188,25 @@ uint64_t spec_hash(const job_spec_t *s)
 /* ---- queries and docs --------------------------------------------------------------- */
 
 int spec_is_async(const job_spec_t *s) { return in_list(s->algorithm.name, ASYNC_ALGORITHMS); }
+
+int spec_warnings(const job_spec_t *s, char warn[][SPEC_WARNING_MAX], int max)
+{
+    int n = 0;
+    /* Hard-sync n-softsync (n = 1) waits for every worker: no staleness, no implicit
+     * momentum. */
+    int stale = spec_is_async(s) && !(strcmp(s->algorithm.name, "nsoftsync") == 0 && s->algorithm.n <= 1);
+    if (n < max && stale && strcmp(s->optimizer.async_momentum, "explicit") == 0 &&
+        s->optimizer.momentum >= SPEC_WARN_ASYNC_MOMENTUM && s->workers >= SPEC_WARN_ASYNC_WORKERS) {
+        char m[32];
+        snprintf(warn[n++], SPEC_WARNING_MAX,
+                 "optimizer.momentum %s with %s on %d workers and optimizer.async_momentum \"explicit\" is known to "
+                 "collapse: asynchrony adds momentum of its own (about 1 - 1/N = %.2f for N = %d workers, Mitliagkas "
+                 "et al. 2016), so the total is well past what was asked (docs/RESULTS.md, \"Asynchronous "
+                 "momentum\"); set optimizer.async_momentum to \"compensated\" or lower the momentum",
+                 fmt_num(m, s->optimizer.momentum), s->algorithm.name, s->workers, 1.0 - 1.0 / s->workers, s->workers);
+    }
+    return n;
+}
 
 /* Rows in document order: each F_OBJECTS row followed by its element rows. */
 static const field_t *field_at(size_t i)

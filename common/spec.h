@@ -20,6 +20,7 @@
 #define SPEC_PATH_MAX 512
 #define SPEC_MAX_WORKERS 256
 #define SPEC_MAX_SCHEDULE 64
+#define SPEC_MAX_CHANNELS 3 /* dataset.mean / dataset.std entries */
 
 typedef struct {
     long step;       /* from this global step on ... */
@@ -39,7 +40,18 @@ typedef struct {
         char path[SPEC_PATH_MAX]; /* "" = the data set's default directory */
         int train_subset;         /* 0 = all; else the first N training samples */
         int test_subset;          /* 0 = all */
-        int augment;              /* random crop + flip (cifar10 only) */
+        int augment;              /* random crop + flip */
+        int crop_padding;         /* augmentation: pixels of padding around the crop */
+        int hflip;                /* augmentation: mirror with probability 1/2 */
+        char format[16];          /* auto | idx | cifar | imagefolder | npz */
+        double resize[2];         /* [H, W]; nresize 0 = no resizing */
+        int nresize;
+        double mean[SPEC_MAX_CHANNELS]; /* nmean 0 = the data set's own; 1 = every channel */
+        int nmean;
+        double std[SPEC_MAX_CHANNELS];
+        int nstd;
+        char layout[8];                /* npz 4-D x arrays: nhwc | nchw */
+        char cache_dir[SPEC_PATH_MAX]; /* decoded cache; "" = the worker's --data-cache */
     } dataset;
     struct {
         char name[SPEC_NAME_MAX]; /* sgd (single process) | ssgd | hier-bsp |
@@ -65,6 +77,8 @@ typedef struct {
         int nesterov;
         double weight_decay;
         double clip_norm; /* 0 = no clipping */
+        /* explicit | compensated: the parameter-server family's momentum (worker/ps.c) */
+        char async_momentum[16];
         struct {
             char kind[16]; /* constant | step | cosine */
             double warmup_epochs;
@@ -110,6 +124,7 @@ typedef struct {
     double target_accuracy; /* 0 = off; stop at the end of the first
                                                  epoch that reaches it */
     int log_every;          /* progress line period in steps */
+    char on_collapse[16];   /* continue | fail | restart (worker/health.h) */
 } job_spec_t;
 
 /* Adds the model of the ONNX file at path to the catalog under name (a model of source
@@ -152,7 +167,8 @@ char *spec_to_json(const job_spec_t *s);
 char *spec_to_json_doc(const job_spec_t *s, json_t **doc);
 
 /* A fingerprint of everything in the spec that shapes the training run: the normalised
- * spec without the fields a resumed run may change (resume_free: name, dataset.path, model.onnx,
+ * spec without the fields a resumed run may change (resume_free: name, dataset.path, dataset.cache_dir,
+ * model.onnx,
  * device, threads, log_every, checkpoint.every_steps, dir, keep_last, keep_best), keys sorted, FNV-1a
  * 64. Checkpoints carry it; a resume with a spec of another hash is refused. */
 uint64_t spec_hash(const job_spec_t *s);
@@ -161,8 +177,26 @@ uint64_t spec_hash(const job_spec_t *s);
  * '_' and '-'): safe as a file name, never a path. For names read back from elsewhere. */
 int spec_name_valid(const char *name);
 
+/* The format the data set is read in: dataset.format, or for "auto" the catalog's format
+ * of dataset.name ("idx" for mnist and fashion-mnist, "cifar" for cifar10). */
+const char *spec_dataset_format(const job_spec_t *s);
+/* 1 when the data set is a user's (format imagefolder or npz: read from dataset.path,
+ * decoded and cached), 0 for a built-in one. */
+int spec_dataset_is_user(const job_spec_t *s);
+
 /* Whether the algorithm runs with a parameter server on rank 0 (world = workers + 1). */
 int spec_is_async(const job_spec_t *s);
+
+/* Combinations that are valid but known to train badly, each as one line into warn[i]
+ * (at most max of them); returns how many. The coordinator returns them in the answer to
+ * a submission and logs them; the worker prints them on stderr at start-up. Today one:
+ * an asynchronous algorithm with optimizer.async_momentum "explicit", momentum >=
+ * SPEC_WARN_ASYNC_MOMENTUM and workers >= SPEC_WARN_ASYNC_WORKERS, the combination that
+ * collapsed in docs/RESULTS.md ("Asynchronous momentum"). */
+#define SPEC_WARNING_MAX 512
+#define SPEC_WARN_ASYNC_MOMENTUM 0.9
+#define SPEC_WARN_ASYNC_WORKERS 3
+int spec_warnings(const job_spec_t *s, char warn[][SPEC_WARNING_MAX], int max);
 
 /* Prints the field table as a Markdown table (the generator for docs/JOB_SPEC.md). */
 void spec_print_fields(FILE *f);

@@ -18,8 +18,11 @@
 #include "ckptdir.h"
 #include "clock.h"
 #include "clog.h"
+#include "dsprobe.h"
 #include "memest.h"
+#include "run.h"
 #include "simjob.h"
+#include "stall.h"
 #include "staleness.h"
 
 #define LIST_DEFAULT 50
@@ -45,6 +48,7 @@ const char *coord_strerror(int code)
     case COORD_EUNAVAIL: return "Redis unavailable";
     case COORD_EINTERNAL: return "internal error";
     case COORD_ENOFIT: return "does not fit the cluster";
+    case COORD_EDATA: return "the data set cannot be used";
     default: return "unknown error";
     }
 }
@@ -233,6 +237,27 @@ static int data_path_allowed(const coordinator_t *c, const char *path, char *err
     return -1;
 }
 
+/* A user's data set (dataset.format imagefolder or npz), probed before the job is queued
+ * (common/dsprobe.h: the folder listed, the .npz's headers and labels read; no image is
+ * decoded): what can be known now is refused now, 422 naming dataset.path, instead of a
+ * job that fails at its start. Its classes must be the model's outputs. */
+static int dataset_usable(const job_spec_t *s, char *err, size_t errlen)
+{
+    dsprobe_t p;
+    char why[1024];
+    if (dsprobe(spec_dataset_format(s), s->dataset.path, s->dataset.layout, &p, why, sizeof why) != 0) {
+        set_err(err, errlen, "dataset.path: %s", why);
+        return COORD_EDATA;
+    }
+    catalog_model_t m;
+    if (catalog_model_get(s->model, &m) == 0 && m.classes != p.classes) {
+        set_err(err, errlen, "dataset.path: %.300s has %d classes, model %s has %d outputs (one per class)",
+                s->dataset.path, p.classes, s->model, m.classes);
+        return COORD_EDATA;
+    }
+    return COORD_OK;
+}
+
 /* Memory admission: the ranks the most loaded host gets (Open MPI's by-slot mapping
  * fills a host's slots before the next, wrapping around when oversubscribed: at most
  * ceil(world / total slots) rounds of the largest host's slots; the local launcher puts
@@ -300,6 +325,18 @@ int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *pare
         rc_code = COORD_EINVAL;
         goto out;
     }
+    /* Where workers write is the daemon's to say (--data-cache-dir): a client must not
+     * make them create files elsewhere. */
+    if (c->daemon && s->dataset.cache_dir[0]) {
+        set_err(err, errlen,
+                "dataset.cache_dir: set by the coordinator (--data-cache-dir), not by a submitted spec; leave it out");
+        rc_code = COORD_EINVAL;
+        goto out;
+    }
+    if (c->daemon && spec_dataset_is_user(s)) {
+        rc_code = dataset_usable(s, err, errlen);
+        if (rc_code != COORD_OK) goto out;
+    }
     /* Admission: a job that could never run is refused now, not queued forever (or run
      * hundreds of ranks to a core). Only the daemon knows its slots (0 in coordinator_open's
      * CLI mode, where the daemon's scheduler still runs it alone, oversubscribed). A
@@ -336,6 +373,17 @@ int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *pare
          * document goes into the parse cache, so the first GET does not decode it either. */
         api_cache_spec_put(id, norm, doc);
         *job = job_json(c, id, h, doc);
+    }
+    {
+        /* Valid but known to train badly (spec_warnings): logged, and in the answer. */
+        char warn[4][SPEC_WARNING_MAX];
+        int nw = spec_warnings(s, warn, 4);
+        json_t *list = job && *job && nw ? json_array() : NULL;
+        for (int i = 0; i < nw; i++) {
+            clog_printf("job %s: warning: %s", id, warn[i]);
+            if (list) json_array_append_new(list, json_string(warn[i]));
+        }
+        if (list) json_object_set_new(*job, "warnings", list);
     }
 out:
     json_decref(h);
@@ -519,16 +567,30 @@ static json_t *job_json(const coordinator_t *c, const char *id, json_t *h, json_
         } else if (strcmp(key, "dynamic_batch") == 0 || strcmp(key, "simulated") == 0) {
             json_object_set_new(o, key, json_boolean(s && strcmp(s, "1") == 0));
         } else if (strcmp(key, "pstart") == 0 || strcmp(key, "summary_path") == 0 || strcmp(key, "log") == 0 ||
-                   strcmp(key, "checkpoint_dir") == 0) {
+                   strcmp(key, "checkpoint_dir") == 0 || strcmp(key, "resume_before") == 0) {
             continue; /* internal, or derived below */
         } else if (strcmp(key, "reason") == 0) {
             json_object_set_new(o, key, json_string(s));
         } else if (strcmp(key, "retries") == 0) {
             json_object_set_new(o, key, coord_id_list(s)); /* "j-5,j-9" -> ["j-5", "j-9"] */
+        } else if (strcmp(key, "stall") == 0) {
+            /* The daemon's object (stall.h) and its sentence, the times counted to now. */
+            json_t *st = s && strlen(s) < (1 << 20) ? json_loads(s, 0, NULL) : NULL;
+            char text[512];
+            stall_text(st, clock_wall_s(), text, sizeof text);
+            if (json_is_object(st) && text[0]) {
+                json_object_set_new(o, "stall", st);
+                json_object_set_new(o, "stall_text", json_string(text));
+            } else json_decref(st);
         } else if (strcmp(key, "hosts") == 0 || strcmp(key, "resizes") == 0) {
             /* JSON arrays the daemon wrote (run.c); anything else is left out. */
             json_t *a = s && strlen(s) < (1 << 20) ? json_loads(s, 0, NULL) : NULL;
             if (json_is_array(a)) json_object_set_new(o, key, a);
+            else json_decref(a);
+        } else if (strcmp(key, "health") == 0) {
+            /* The object the daemon wrote (run.c, run_health); "" while unknown. */
+            json_t *a = s && *s && strlen(s) < 4096 ? json_loads(s, 0, NULL) : NULL;
+            if (json_is_object(a)) json_object_set_new(o, key, a);
             else json_decref(a);
         } else {
             int str = 0;
@@ -682,7 +744,7 @@ int coord_nodes(coordinator_t *c, const char *id, json_t **out)
     redisAppendCommand(rc, "HGETALL %s", key);
     ranks = json_array();
     double now = clock_wall_s();
-    static const char *const NODE_STRINGS[] = {"host", "device", "role", NULL};
+    static const char *const NODE_STRINGS[] = {"host", "device", "role", NODE_WAITING, NULL};
     for (long long r = 0; r < world; r++) {
         redisReply *n = NULL, *s = NULL;
         if (redisGetReply(rc, (void **)&n) != REDIS_OK || !n || redisGetReply(rc, (void **)&s) != REDIS_OK || !s) {
@@ -695,6 +757,13 @@ int coord_nodes(coordinator_t *c, const char *id, json_t **out)
         json_object_set_new(o, "rank", json_integer(r));
         double hb = json_number_value(json_object_get(o, "heartbeat"));
         if (hb > 0) json_object_set_new(o, "heartbeat_age_s", json_real(now - hb));
+        /* Rank 0's collapse detector (worker/health.h): an object, checked as the tick
+         * checks it, or nothing. */
+        const char *hs = json_string_value(json_object_get(o, NODE_HEALTH));
+        json_t *hp = hs && strlen(hs) < 4096 ? json_loads(hs, 0, NULL) : NULL, *hc = run_health_clean(hp);
+        if (hc) json_object_set_new(o, NODE_HEALTH, hc);
+        else json_object_del(o, NODE_HEALTH);
+        json_decref(hp);
         staleness_t st;
         if (staleness_from_reply(s, &st)) {
             json_object_set_new(o, "staleness", staleness_json(&st));

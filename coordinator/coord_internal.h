@@ -51,6 +51,10 @@ struct coordinator {
     int worker_has_redis;         /* the worker understands --redis/--job */
     int worker_has_password_file; /* ... and --redis-password-file */
     int worker_has_world;         /* ... and --world N */
+    int worker_has_collapse;      /* ... and --resume-before / --lr-scale (on_collapse restart) */
+    int worker_has_netprobe;      /* ... and --netprobe S (coordinator/netprobe.h) */
+    int worker_has_data_cache;    /* ... and --data-cache DIR */
+    char data_cache[PATH_MAX];    /* what it gets: --data-cache-dir, or STATE_DIR/data-cache */
     double started_at;
     char lock_value[320];
 
@@ -91,7 +95,8 @@ struct coordinator {
     double host_memory;            /* bytes per host for admission; 0 = unknown (set at start) */
     char host_memory_from[24];     /* where the figure came from: "MemTotal", "--host-memory-mb" */
     preflight_mode_t preflight_mode;
-    preflight_t pf; /* the benchmark round (preflight.c) */
+    preflight_t pf;    /* the benchmark round (preflight.c) */
+    long netprobe_seq; /* network probes started (their directories' numbers) */
 };
 
 int coord_js_to_coord(int js); /* JS_* -> COORD_* */

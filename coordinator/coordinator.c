@@ -477,6 +477,17 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
         goto fail;
     }
     if (data_roots(c, cfg, err, errlen) != 0) goto fail;
+    /* Workers create it where they run (each host has its own cache); the path must fit a
+     * spec's dataset.cache_dir. */
+    if (cfg->data_cache_dir && *cfg->data_cache_dir) {
+        if (absolute(cfg->data_cache_dir, c->data_cache, sizeof c->data_cache) ||
+            strlen(c->data_cache) >= SPEC_PATH_MAX) {
+            snprintf(err, errlen, "--data-cache-dir: path too long");
+            goto fail;
+        }
+    } else {
+        snprintf(c->data_cache, sizeof c->data_cache, "%.*s/data-cache", SPEC_PATH_MAX - 16, c->state_dir);
+    }
     char jobs[PATH_MAX + 8];
     snprintf(jobs, sizeof jobs, "%s/jobs", c->state_dir);
     if (fs_mkdir_p(jobs, 0755) != 0) {
@@ -542,6 +553,9 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
         c->worker_has_redis = help && strstr(help, "--redis") != NULL;
         c->worker_has_password_file = help && strstr(help, "--redis-password-file") != NULL;
         c->worker_has_world = help && strstr(help, "--world") != NULL;
+        c->worker_has_collapse = help && strstr(help, "--resume-before") != NULL;
+        c->worker_has_netprobe = help && strstr(help, "--netprobe") != NULL;
+        c->worker_has_data_cache = help && strstr(help, "--data-cache") != NULL;
         free(help);
         if (!c->worker_has_redis)
             clog_printf("worker %s has no --redis option: jobs run without metrics, heartbeats and batch plans",
@@ -670,6 +684,7 @@ void coordinator_stop(coordinator_t *c)
             }
         }
         preflight_stop(c); /* a benchmark round's processes do not outlive the daemon */
+        for (int i = 0; i < c->nruns; i++) run_stop_probes(c, c->runs[i]); /* nor a network probe's */
         for (int i = 0; i < c->nruns; i++)
             if (c->runs[i]->dirty) run_persist(c, c->runs[i]);
         for (int i = 0; i < c->nruns; i++)

@@ -40,6 +40,7 @@ enum {
     COORD_EUNAVAIL = -4,  /* Redis unreachable: try again later */
     COORD_EINTERNAL = -5, /* out of memory, I/O error */
     COORD_ENOFIT = -6,    /* a valid spec the cluster cannot run: more ranks than it admits */
+    COORD_EDATA = -7,     /* a valid spec whose data set (dataset.path) cannot be trained on */
 };
 const char *coord_strerror(int code);
 
@@ -79,6 +80,8 @@ typedef struct {
                                      resolve under; none = COORD_DATA_ROOT_DEBIAN and
                                      STATE_DIR/data */
     int ndata_roots;
+    const char *data_cache_dir; /* --data-cache-dir: where workers decode users' data sets
+                                     (imagefolder, npz) once per host; NULL = STATE_DIR/data-cache */
     long keep_jobs;             /* 10000: job history kept (final jobs beyond it, oldest
                                      first, are deleted with their directory); 0 = all */
     double keep_jobs_age_s;     /* 0: also delete final jobs that finished longer ago than
@@ -223,11 +226,14 @@ int coord_cluster_benchmark(coordinator_t *c, const char *model, const char *dat
 int coord_models(coordinator_t *c, json_t **out);
 /* One Model; COORD_ENOTFOUND when the catalog has no model of that name. */
 int coord_model(coordinator_t *c, const char *name, json_t **out);
-/* {"datasets": [Dataset], "data_roots": [dirs]}: every data set of the catalog with its
- * "name", "title", "source", "format", "input", "classes", "train_samples",
- * "test_samples", "augment", "default_path" (what a spec without dataset.path reads),
+/* {"datasets": [Dataset], "data_roots": [dirs], "refused": [...]}: every data set of the
+ * catalog, the built-ins and the image folders and .npz files under the data roots (synced
+ * first: coordinator/userdata.h), with its "name", "title", "source", "format", "input"
+ * (null for an image folder), "classes", "train_samples", "test_samples", "augment",
+ * "default_path" (what a spec without dataset.path reads; a user's: its folder or file),
  * "present" and "path": where this machine has its files (the default path, else DIR
- * under the first data root holding them), or null. */
+ * under the first data root holding them), or null. "refused": {"name", "format", "path",
+ * "error"} for what the roots hold that cannot be offered, and why. */
 int coord_datasets(coordinator_t *c, json_t **out);
 
 /* ---- events (for Server-Sent Events) ------------------------------------------------------

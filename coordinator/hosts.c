@@ -65,7 +65,8 @@ int hosts_sync(coordinator_t *c, double now, char *added, size_t addlen, char *r
         host_t *old = hosts_find(c, lh[i].name);
         if (old) {
             next[i] = *old;
-            old->probing = 0; /* the probe (if any) moved with it */
+            old->probing = 0; /* the probes (if any) moved with it */
+            memset(&old->np, 0, sizeof old->np);
         } else {
             snprintf(next[i].name, sizeof next[i].name, "%.255s", lh[i].name);
             next[i].state = HOST_UP;
@@ -81,6 +82,7 @@ int hosts_sync(coordinator_t *c, double now, char *added, size_t addlen, char *r
         for (int k = 0; k < n; k++) kept |= strcmp(c->hosts[i].name, lh[k].name) == 0;
         if (kept) continue;
         if (c->hosts[i].probing) launcher_probe_cancel(c->launcher, &c->hosts[i].probe);
+        netprobe_stop(c, &c->hosts[i].np);
         append_name(removed, remlen, c->hosts[i].name);
     }
     free(c->hosts);
@@ -96,8 +98,10 @@ int hosts_sync(coordinator_t *c, double now, char *added, size_t addlen, char *r
 
 void hosts_free(coordinator_t *c)
 {
-    for (int i = 0; i < c->nhosts; i++)
+    for (int i = 0; i < c->nhosts; i++) {
         if (c->hosts[i].probing && c->launcher) launcher_probe_cancel(c->launcher, &c->hosts[i].probe);
+        if (c->launcher) netprobe_stop(c, &c->hosts[i].np);
+    }
     free(c->hosts);
     c->hosts = NULL;
     c->nhosts = 0;
@@ -117,6 +121,7 @@ void hosts_set_state(coordinator_t *c, host_t *h, host_state_t st, const char *r
     if (h->state == st && strcmp(h->reason, reason ? reason : "") == 0) return;
     int changed = h->state != st;
     h->state = st;
+    h->net_failing = 0;
     snprintf(h->reason, sizeof h->reason, "%s", reason ? reason : "");
     if (changed) h->since = now;
     if (st == HOST_DOWN && h->next_probe < now) h->next_probe = now + c->cfg.host_probe_s;
@@ -139,10 +144,42 @@ int hosts_probing(coordinator_t *c, const char *name)
     return h && h->probing;
 }
 
+/* A host failing for the job's network: probed again with one usable host (alone when
+ * none is), every --host-probe s; up when it exchanged messages with it. */
+static void net_recheck(coordinator_t *c, host_t *h, double now)
+{
+    if (h->np.stage == NP_IDLE) {
+        if (now < h->next_probe) return;
+        const char *names[2] = {h->name, NULL};
+        int n = 1;
+        for (int k = 0; k < c->nhosts && n < 2; k++)
+            if (usable(&c->hosts[k])) names[n++] = c->hosts[k].name;
+        char err[256];
+        if (netprobe_start(c, &h->np, names, n, now, err, sizeof err) != 0) {
+            clog_printf("host %s: no network probe: %s", h->name, err);
+            h->next_probe = now + c->cfg.host_probe_s;
+        }
+        return;
+    }
+    if (!netprobe_poll(c, &h->np, now)) return;
+    int ok = h->np.n > 0 && h->np.hosts[0].ok;
+    char why[200];
+    snprintf(why, sizeof why, "%s", h->np.hosts[0].why);
+    netprobe_stop(c, &h->np);
+    h->checked = now;
+    h->next_probe = now + c->cfg.host_probe_s;
+    if (ok) hosts_set_state(c, h, HOST_UP, "", now);
+    else if (why[0] && strcmp(why, h->reason) != 0) {
+        hosts_set_state(c, h, HOST_FAILING, why, now);
+        h->net_failing = 1;
+    }
+}
+
 void hosts_tick(coordinator_t *c, double now)
 {
     for (int i = 0; i < c->nhosts; i++) {
         host_t *h = &c->hosts[i];
+        if (h->net_failing && h->state == HOST_FAILING) net_recheck(c, h, now);
         if (!h->probing && h->state == HOST_DOWN && now >= h->next_probe) hosts_probe(c, h->name, now);
         if (!h->probing) continue;
         int up = launcher_probe_poll(c->launcher, &h->probe, now);

@@ -6,7 +6,9 @@
  *   slow     up, but its last benchmark was much slower than the median of its peers
  *            (HOSTS_SLOW_RATIO): used, with the smaller batches its profile earns
  *   failing  its last benchmark failed (data set missing, a worker that crashes there):
- *            not used until a benchmark passes there
+ *            not used until a benchmark passes there; or the network probe found it cut
+ *            off from the job's network (netprobe.h; net_failing): not used until a probe
+ *            with a usable host, every --host-probe seconds, passes
  *   down     a probe (launcher.h) could not reach it, or Slurm said it failed: not used;
  *            probed again every --host-probe seconds, and up when a probe passes and the
  *            resource manager would place ranks there again
@@ -22,6 +24,7 @@
 #include <jansson.h>
 
 #include "launcher.h"
+#include "netprobe.h"
 #include "spec.h"
 
 typedef enum { HOST_UP, HOST_SLOW, HOST_FAILING, HOST_DOWN } host_state_t;
@@ -51,6 +54,10 @@ typedef struct {
     int probing;
     launch_probe_t probe;
     host_bench_t bench;
+    /* Failing for the job's network (a network probe's verdict, not a benchmark's), and
+     * the probe that checks it again (NP_IDLE when none runs). */
+    int net_failing;
+    netprobe_t np;
 } host_t;
 
 struct coordinator;
@@ -69,7 +76,8 @@ void hosts_tick(struct coordinator *c, double now);
 void hosts_probe(struct coordinator *c, const char *name, double now);
 /* Whether a probe of name still runs. */
 int hosts_probing(struct coordinator *c, const char *name);
-/* Changes a host's state (logged, an event, pacer:coordinator at the next second). */
+/* Changes a host's state (logged, an event, pacer:coordinator at the next second). Any
+ * change clears net_failing: the network probe sets it after its own. */
 void hosts_set_state(struct coordinator *c, host_t *h, host_state_t st, const char *reason, double now);
 
 /* The usable hosts (up or slow), in the launcher's order: their names into names (at

@@ -236,6 +236,24 @@ static int is_banner(const char *s, size_t n)
     return 1;
 }
 
+size_t log_read_tail(const char *path, char *buf, size_t cap)
+{
+    size_t n = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) goto out;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && st.st_size > (off_t)(cap - 1)) lseek(fd, st.st_size - (off_t)(cap - 1), SEEK_SET);
+    while (n < cap - 1) {
+        ssize_t k = read(fd, buf + n, cap - 1 - n);
+        if (k <= 0) break;
+        n += (size_t)k;
+    }
+    close(fd);
+out:
+    buf[n] = 0;
+    return n;
+}
+
 int log_last_line(const char *path, char *out, size_t len)
 {
     enum { TAIL = 16384 };

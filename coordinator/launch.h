@@ -58,6 +58,10 @@ int exit_code_read(const char *path, int *code);
  * Returns 0, or -1 when the log cannot be read or has no such line. */
 int log_last_line(const char *path, char *out, size_t len);
 
+/* The last cap - 1 bytes of path into buf, NUL-terminated (empty when it cannot be
+ * read); returns the length. */
+size_t log_read_tail(const char *path, char *buf, size_t cap);
+
 /* Copy-truncate rotation: when path is larger than max_bytes, copies it to path.1 and
  * truncates it (the writers use O_APPEND, so they continue at the new end). A few lines
  * written during the copy can be lost; the log stays bounded at about 2 x max_bytes.

@@ -136,6 +136,10 @@ static int local_start(launcher_t *l, const launch_req_t *req, launch_handle_t *
             argv[a - 1] = hf;
         }
     }
+    if (req->per_host) {
+        argv[a++] = "--map-by";
+        argv[a++] = "node";
+    }
     for (size_t i = 0; i < n; i++) argv[a++] = req->argv[i];
     argv[a] = NULL;
     launcher_log_header(req->log_path, req->id, req->attempt, argv);

@@ -236,6 +236,8 @@ static int slurm_start(launcher_t *l, const launch_req_t *req, launch_handle_t *
         argv[a++] = part;
     }
     for (int i = 0; i < l->nargs; i++) argv[a++] = l->args[i];
+    /* After --slurm-args, so that it wins over theirs. */
+    if (req->per_host) argv[a++] = "--ntasks-per-node=1";
     /* Some nodes only (an elastic restart, a benchmark): the others are excluded, so
      * Slurm still chooses among these. */
     if (req->hosts) {

@@ -74,6 +74,9 @@ typedef struct {
      * a hostfile of these in dir; slurm: --exclude of the others. local: ignored. */
     const char *const *hosts;
     int nhosts;
+    /* One rank per host, in the order of hosts (a network probe): hostfile and local:
+     * mpirun --map-by node; slurm: --ntasks-per-node=1. 0: the launcher's usual placement. */
+    int per_host;
 } launch_req_t;
 
 /* One attempt's processes, as a launcher follows them. All zero = nothing running. */

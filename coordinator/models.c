@@ -1,7 +1,8 @@
 /* coordinator/models.c - the catalog (common/catalog.h) through the API: its models and
  * data sets as JSON (GET /api/v1/models, /api/v1/models/{name}, /api/v1/datasets), and
- * where this machine has each data set's files. Read-only: nothing here is stored in Redis;
- * the catalog is the process's own. */
+ * where this machine has each data set's files. Nothing here is stored in Redis: the
+ * catalog is the process's own; GET /api/v1/datasets first brings its users' entries in
+ * step with the data roots (coordinator/userdata.h). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include "catalog.h"
 #include "coord_internal.h"
 #include "memest.h"
+#include "userdata.h"
 
 /* {"channels", "height", "width"}: the shape of one image, as the API spells it. */
 static json_t *shape_json(int C, int H, int W)
@@ -84,17 +86,23 @@ static json_t *dataset_json(const coordinator_t *c, const catalog_dataset_t *d)
     char def[PATH_MAX], found[PATH_MAX];
     if (catalog_dataset_default_dir(d, def, sizeof def) != 0) def[0] = '\0';
     dataset_found(c, d, found, sizeof found);
+    /* an image folder's image size is known only once decoded: null, never 0x0x0 */
+    json_t *input = d->C > 0 ? shape_json(d->C, d->H, d->W) : json_null();
     json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:o, s:i, s:I, s:I, s:b, s:s, s:b}", "name", d->name, "title",
                           d->title[0] ? d->title : d->name, "source", catalog_source_name(d->source), "format",
-                          catalog_format_name(d->format), "input", shape_json(d->C, d->H, d->W), "classes", d->classes,
-                          "train_samples", (json_int_t)d->train_n, "test_samples", (json_int_t)d->test_n, "augment",
-                          d->augment, "default_path", def, "present", found[0] != '\0');
+                          catalog_format_name(d->format), "input", input, "classes", d->classes, "train_samples",
+                          (json_int_t)d->train_n, "test_samples", (json_int_t)d->test_n, "augment", d->augment,
+                          "default_path", def, "present", found[0] != '\0');
     if (j) json_object_set_new(j, "path", found[0] ? json_string(found) : json_null());
     return j;
 }
 
 int coord_datasets(coordinator_t *c, json_t **out)
 {
+    const char *roots_v[COORD_DATA_ROOTS_MAX];
+    json_t *refused = json_array();
+    for (int i = 0; i < c->ndata_roots; i++) roots_v[i] = c->data_roots[i];
+    if (refused) userdata_sync(roots_v, c->ndata_roots, refused);
     json_t *list = json_array();
     catalog_dataset_t d;
     for (size_t i = 0; list && catalog_dataset_at(i, &d) == 0; i++) {
@@ -106,12 +114,13 @@ int coord_datasets(coordinator_t *c, json_t **out)
     json_t *roots = json_array();
     for (int i = 0; roots && i < c->ndata_roots; i++) json_array_append_new(roots, json_string(c->data_roots[i]));
     *out = NULL;
-    if (!list || !roots) {
+    if (!list || !roots || !refused) {
         json_decref(list);
         json_decref(roots);
+        json_decref(refused);
         return COORD_EINTERNAL;
     }
-    /* json_pack takes both, on failure too */
-    *out = json_pack("{s:o, s:o}", "datasets", list, "data_roots", roots);
+    /* json_pack takes all three, on failure too */
+    *out = json_pack("{s:o, s:o, s:o}", "datasets", list, "data_roots", roots, "refused", refused);
     return *out ? COORD_OK : COORD_EINTERNAL;
 }

@@ -96,25 +96,6 @@ out:
     return rc;
 }
 
-/* The last PREFLIGHT_LOG_MAX bytes of path into buf (NUL-terminated); returns the length. */
-static size_t read_tail(const char *path, char *buf, size_t cap)
-{
-    size_t n = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) goto out;
-    struct stat st;
-    if (fstat(fd, &st) == 0 && st.st_size > (off_t)(cap - 1)) lseek(fd, st.st_size - (off_t)(cap - 1), SEEK_SET);
-    while (n < cap - 1) {
-        ssize_t k = read(fd, buf + n, cap - 1 - n);
-        if (k <= 0) break;
-        n += (size_t)k;
-    }
-    close(fd);
-out:
-    buf[n] = 0;
-    return n;
-}
-
 /* What a failed benchmark said: its last "pacer-worker:" line, else the last line that
  * is not the launcher's header or a rule of dashes; printable, at most len - 1 bytes. */
 static void last_words(const char *text, size_t len, char *out, size_t outlen)
@@ -294,7 +275,9 @@ static void round_finish(coordinator_t *c, double now)
             snprintf(why, sizeof why, "benchmark of %.40s: %.1f samples/s, %.2f of the median", model,
                      h->bench.samples_per_s, h->bench.ratio);
             if (h->state != HOST_DOWN) hosts_set_state(c, h, HOST_SLOW, why, now);
-        } else if (h->state == HOST_SLOW || h->state == HOST_FAILING) {
+        } else if (h->state == HOST_SLOW || (h->state == HOST_FAILING && !h->net_failing)) {
+            /* A benchmark is one process: it says nothing of the job's network, whose
+             * probe (netprobe.h) alone brings a host it failed back. */
             hosts_set_state(c, h, HOST_UP, "", now);
         }
         clog_printf("benchmark of %s on %s: %s", model, h->name,
@@ -349,7 +332,7 @@ static void host_done(coordinator_t *c, int i, const launch_status_t *st, int ti
     b->ratio = NAN; /* until the round ends (round_finish) */
     b->error[0] = 0;
     char *text = malloc(PREFLIGHT_LOG_MAX);
-    size_t len = text ? read_tail(log, text, PREFLIGHT_LOG_MAX) : 0;
+    size_t len = text ? log_read_tail(log, text, PREFLIGHT_LOG_MAX) : 0;
     char why[256] = "", said[200] = "";
     if (text) last_words(text, len, said, sizeof said);
     if (timed_out) {

@@ -15,6 +15,15 @@
  * its next checkpoint (KILL_RESIZE) and relaunched on more. Each change of world is a
  * resize: logged, an event {"type": "resize"}, and the job's "resizes" field.
  *
+ * A host cut off from the job's network (issue 30) answers the remote shell, so after
+ * the remote-shell probes found no host down, the attempt's hosts get a network probe
+ * (netprobe.h: MPI messages between them, launched as a job is); a host it finds failing
+ * is left out as a lost one is, and comes back when a later probe passes (hosts.c).
+ * Attempts are stopped when their ranks wait and none trains (stall.h, KILL_STALL), not
+ * only when a heartbeat is stale; each such stop names the host that went silent, and a
+ * host silent in SV_SILENT_LIMIT attempts in a row is left out of the job's later ones
+ * (supervise_note_silent), probes or not.
+ *
  * The tick runs on one thread with its own Redis context. Processes are supervised
  * whether or not Redis is reachable; what Redis should show is kept in the run and
  * written when it can be (run->dirty), and a Redis read that fails counts as "unknown",
@@ -39,6 +48,7 @@
 #include "launch.h"
 #include "launcher.h"
 #include "simjob.h"
+#include "stall.h"
 #include "supervise.h"
 #include "tickconn.h"
 
@@ -65,10 +75,20 @@ static void run_clear_hosts(coord_run_t *r)
     r->nhosts = 0;
 }
 
+static void run_clear_benched(coord_run_t *r)
+{
+    for (int i = 0; i < r->nbenched; i++) free(r->benched[i]);
+    free(r->benched);
+    r->benched = NULL;
+    r->nbenched = 0;
+}
+
 void run_free(coord_run_t *r)
 {
     if (!r) return;
     run_clear_hosts(r);
+    run_clear_benched(r);
+    json_decref(r->stall);
     json_decref(r->resize_log);
     free(r->spec);
     free(r);
@@ -119,6 +139,7 @@ static coord_run_t *run_new(coordinator_t *c, const char *id)
     }
     snprintf(r->id, sizeof r->id, "%s", id);
     r->exit_code = -1;
+    r->lr_scale = 1.0;
     r->saved_state = r->state = JOB_RUNNING;
     r->resize_log = json_array();
     c->runs[c->nruns++] = r;
@@ -168,6 +189,7 @@ void run_persist(coordinator_t *c, coord_run_t *r)
         return;
     }
     char restarts[16], attempts[16], pid[16], pstart[32], ec[16], world[16], started[32], finished[32];
+    char lr_scale[32], resume_before[24];
     char log[JPATH], ckdir[JPATH], summary[JPATH];
     snprintf(restarts, sizeof restarts, "%d", r->restarts);
     snprintf(attempts, sizeof attempts, "%d", r->attempts);
@@ -176,6 +198,9 @@ void run_persist(coordinator_t *c, coord_run_t *r)
     if (r->exit_code >= 0) snprintf(ec, sizeof ec, "%d", r->exit_code);
     else ec[0] = 0;
     snprintf(world, sizeof world, "%d", r->world);
+    snprintf(lr_scale, sizeof lr_scale, "%.17g", r->lr_scale);
+    if (r->resume_before > 0) snprintf(resume_before, sizeof resume_before, "%ld", r->resume_before);
+    else resume_before[0] = 0;
     snprintf(started, sizeof started, "%.3f", r->started);
     if (r->finished > 0) snprintf(finished, sizeof finished, "%.3f", r->finished);
     else finished[0] = 0;
@@ -184,7 +209,8 @@ void run_persist(coordinator_t *c, coord_run_t *r)
     coord_job_path(c, r->id, "summary.json", summary, sizeof summary);
     json_t *hj = run_hosts_json(r);
     char *hosts = hj ? json_dumps(hj, JSON_COMPACT) : NULL,
-         *resizes = r->resize_log ? json_dumps(r->resize_log, JSON_COMPACT) : NULL;
+         *resizes = r->resize_log ? json_dumps(r->resize_log, JSON_COMPACT) : NULL,
+         *stall = r->stall ? json_dumps(r->stall, JSON_COMPACT) : NULL;
     json_decref(hj);
     const char *kv[] = {
         "restarts",
@@ -213,6 +239,14 @@ void run_persist(coordinator_t *c, coord_run_t *r)
         hosts ? hosts : "[]",
         "resizes",
         resizes ? resizes : "[]",
+        "health",
+        r->health,
+        "lr_scale",
+        lr_scale,
+        "resume_before",
+        resume_before,
+        "stall",
+        stall ? stall : "",
         "reason",
         r->reason,
     };
@@ -224,6 +258,7 @@ void run_persist(coordinator_t *c, coord_run_t *r)
                             "job update");
     free(hosts);
     free(resizes);
+    free(stall);
     if (rc != JS_OK) {
         r->dirty = 1;
         return;
@@ -249,7 +284,89 @@ void run_set_state(coordinator_t *c, coord_run_t *r, job_state_t s, const char *
     run_persist(c, r);
 }
 
-/* The job's processes have ended (or must be treated so): decide what comes next. */
+/* ---- collapse (worker/health.h) ----------------------------------------------------------- */
+
+json_t *run_health_clean(json_t *in)
+{
+    const char *st = json_string_value(json_object_get(in, "state"));
+    if (!st) return NULL;
+    if (strcmp(st, "ok") == 0) return json_pack("{s:s}", "state", "ok");
+    if (strcmp(st, "collapsed") != 0) return NULL;
+    json_t *since = json_object_get(in, "since_step"), *at = json_object_get(in, "at_step");
+    const char *why = json_string_value(json_object_get(in, "reason"));
+    if (!json_is_integer(since) || json_integer_value(since) < 0 || !why) return NULL;
+    char line[400];
+    size_t n = 0;
+    for (const char *p = why; *p && n + 1 < sizeof line; p++) line[n++] = (unsigned char)*p < 0x20 ? '?' : *p;
+    line[n] = 0;
+    json_t *o = json_pack("{s:s, s:I, s:s}", "state", "collapsed", "since_step", json_integer_value(since), "reason",
+                          line);
+    if (o && json_is_integer(at) && json_integer_value(at) >= 0) json_object_set(o, "at_step", at);
+    return o;
+}
+
+/* The current attempt's health (in: borrowed, from rank 0's node hash or the summary):
+ * kept for the job's record, and a collapse announced once per attempt, in the log and as
+ * an event {"type": "health", "job", "state", "since_step", "at_step", "reason",
+ * "attempt", "time"}. Anything that is not a health object is ignored. */
+static void run_health(coordinator_t *c, coord_run_t *r, json_t *in, double now)
+{
+    json_t *h = run_health_clean(in);
+    char *text = h ? json_dumps(h, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    if (text && strlen(text) < sizeof r->health && strcmp(text, r->health) != 0) {
+        snprintf(r->health, sizeof r->health, "%s", text);
+        r->dirty = 1;
+    }
+    if (h && !r->collapse_announced && strcmp(json_string_value(json_object_get(h, "state")), "collapsed") == 0) {
+        r->collapse_announced = 1;
+        r->collapse_since = (long)json_integer_value(json_object_get(h, "since_step"));
+        snprintf(r->collapse_why, sizeof r->collapse_why, "%s", json_string_value(json_object_get(h, "reason")));
+        clog_printf("job %s: training collapsed (since step %ld): %s", r->id, r->collapse_since, r->collapse_why);
+        json_t *ev = json_deep_copy(h);
+        json_object_set_new(ev, "type", json_string("health"));
+        json_object_set_new(ev, "job", json_string(r->id));
+        json_object_set_new(ev, "attempt", json_integer(r->attempts));
+        json_object_set_new(ev, "time", json_real(now));
+        if (c->rc) tickconn_check(c, jobstore_event(c->rc, ev), "health event");
+        json_decref(ev);
+    }
+    free(text);
+    json_decref(h);
+}
+
+/* The health in the summary an attempt that exited 0 or 3 wrote (the coordinator may
+ * have missed it in the node hash: the attempt stopped right after, or ran without
+ * Redis). */
+static void run_health_from_summary(coordinator_t *c, coord_run_t *r, double now)
+{
+    char path[JPATH];
+    struct stat st;
+    coord_job_path(c, r->id, "summary.json", path, sizeof path);
+    /* The worker's file: a summary is a few KiB; anything far larger is not read. */
+    json_t *sum = stat(path, &st) == 0 && st.st_size < (1 << 22) ? json_load_file(path, 0, NULL) : NULL;
+    json_t *h = json_object_get(sum, "health");
+    if (json_is_object(h)) run_health(c, r, h, now);
+    json_decref(sum);
+}
+
+void run_stop_probes(coordinator_t *c, coord_run_t *r)
+{
+    if (r->np_state == 1) netprobe_stop(c, &r->np);
+    r->np_state = 0;
+}
+
+/* What the job shows about waiting ranks: nothing once its attempt is over. */
+static void clear_stall(coord_run_t *r)
+{
+    if (r->stall) r->dirty = 1;
+    json_decref(r->stall);
+    r->stall = NULL;
+    r->stall_sig[0] = 0;
+    r->stall_seen = 0;
+}
+
+/* The job's processes have ended (or must be treated so): decide what comes next.
+ * code: the exit status or signal, or for SV_STALE the stale rank. */
 static void finish_attempt(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, int code, double now)
 {
     char log[JPATH], line[512] = "";
@@ -257,17 +374,33 @@ static void finish_attempt(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, in
     log_last_line(log, line, sizeof line);
     /* Stragglers must not outlive the attempt; a child is reaped (launcher_reap). */
     if (r->launcher) launcher_reap(r->launcher, &r->h);
+    if (oc == SV_EXITED && (code == 0 || code == 3)) run_health_from_summary(c, r, now);
+    run_stop_probes(c, r);
+    clear_stall(r);
     sv_in_t in = {
         .outcome = oc,
-        .code = oc == SV_STALE ? r->stale_rank : code,
+        .code = code,
         .stale_s = r->stale_s,
+        .host = r->stale_host,
+        .stall = r->stall_text,
         .restarts = r->restarts,
         .max_restarts = c->cfg.max_restarts,
         .backoff_base_s = c->cfg.restart_backoff_s,
         .last_line = line,
+        .on_collapse = r->spec->on_collapse,
+        .collapse = r->collapse_announced ? r->collapse_why : NULL,
     };
     sv_out_t out;
     supervise_decide(&in, &out);
+    if (out.collapse_restart) {
+        /* The next attempt resumes from the last checkpoint at or before the step the
+         * run last improved (worker --resume-before), with half the learning rate; with
+         * no word of when (no summary), from the start. */
+        r->lr_scale *= 0.5;
+        r->resume_before = (r->collapse_announced ? r->collapse_since : 0) + 1;
+        clog_printf("job %s: after the collapse: learning rate x%g of the spec's, resuming before step %ld", r->id,
+                    r->lr_scale, r->resume_before);
+    }
     r->exit_code = oc == SV_EXITED ? code : -1;
     r->restarts = out.restarts;
     r->kill_reason = KILL_NONE;
@@ -385,10 +518,63 @@ static int should_probe(const coordinator_t *c, const coord_run_t *r, sv_outcome
     case SV_EXITED: return code != 0 && code != 2;
     case SV_SIGNALLED:
     case SV_LOST:
-    case SV_STALE: return 1;
+    case SV_STALE:
+    case SV_STALLED: return 1;
     case SV_CANCELLED: return 0;
     }
     return 0;
+}
+
+/* Whether the network probe can run here: a launcher that reaches other hosts through
+ * mpirun's own channels (hostfile), a worker that has --netprobe. Slurm's nodes keep
+ * their slurmd probes: a probe there is a batch job that may wait in the queue. */
+static int netprobe_applies(const coordinator_t *c)
+{
+    return c->worker_has_netprobe && launcher_kind(c->launcher) == LAUNCHER_HOSTFILE;
+}
+
+static int benched(const coord_run_t *r, const char *host)
+{
+    for (int i = 0; i < r->nbenched; i++)
+        if (strcmp(r->benched[i], host) == 0) return 1;
+    return 0;
+}
+
+/* The hosts r may use now (names: room for c->nhosts): the usable ones less those it
+ * leaves out for going silent, unless that leaves none (then every usable one: its own
+ * rule never keeps a job from running; *kept_all says so). Returns the count, their
+ * slots in *slots. */
+static int run_usable(coordinator_t *c, const coord_run_t *r, const char **names, int *slots, int *kept_all)
+{
+    int n = hosts_usable(c, names, c->nhosts, slots), k = 0, s = 0;
+    for (int i = 0; i < n; i++) {
+        if (benched(r, names[i])) continue;
+        const host_t *h = hosts_find(c, names[i]);
+        s += h ? h->slots : 0;
+        names[k++] = names[i];
+    }
+    if (kept_all) *kept_all = k == 0 && n > 0;
+    if (k == 0) return hosts_usable(c, names, c->nhosts, slots);
+    *slots = s;
+    return k;
+}
+
+/* How an attempt ended, for the silent-host rule (supervise_note_silent): host went
+ * silent in it ("" or NULL: none did). A host silent twice in a row joins r->benched. */
+static void note_silent(coord_run_t *r, const char *host)
+{
+    if (!supervise_note_silent(&r->silent, host) || benched(r, host)) return;
+    char **b = realloc(r->benched, sizeof *b * (size_t)(r->nbenched + 1));
+    char *h = strdup(host);
+    if (!b || !h) {
+        free(h);
+        if (b) r->benched = b;
+        return;
+    }
+    r->benched = b;
+    r->benched[r->nbenched++] = h;
+    clog_printf("job %s: %s went silent in %d attempts in a row: its later attempts leave it out", r->id, host,
+                r->silent.times);
 }
 
 /* The attempt failed: its processes are reaped and its hosts probed before the restart
@@ -409,18 +595,27 @@ static void begin_probing(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, int
     r->probe_deadline = now + LAUNCH_PROBE_TIMEOUT_S + 2;
     r->phase = PH_PROBING;
     r->kill_reason = KILL_NONE;
-    clog_printf("job %s: attempt %d ended (%s %d); probing its host%s", r->id, r->attempts,
-                oc == SV_EXITED      ? "exit"
-                : oc == SV_SIGNALLED ? "signal"
-                : oc == SV_STALE     ? "stale rank"
-                                     : "lost",
-                code, r->nhosts == 1 ? "" : "s");
+    run_stop_probes(c, r);
+    clear_stall(r);
+    char what[32];
+    if (oc == SV_STALLED) snprintf(what, sizeof what, "stalled");
+    else
+        snprintf(what, sizeof what, "%s %d",
+                 oc == SV_EXITED      ? "exit"
+                 : oc == SV_SIGNALLED ? "signal"
+                 : oc == SV_STALE     ? "stale rank"
+                                      : "lost",
+                 code);
+    clog_printf("job %s: attempt %d ended (%s); probing its host%s", r->id, r->attempts, what,
+                r->nhosts == 1 ? "" : "s");
 }
 
 /* Relaunch at once on the hosts usable now, without using a restart. */
 static void relaunch_soon(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, int code, const char *reason, double now)
 {
     launcher_reap(r->launcher, &r->h);
+    run_stop_probes(c, r);
+    clear_stall(r);
     r->exit_code = oc == SV_EXITED ? code : -1;
     r->kill_reason = KILL_NONE;
     r->phase = PH_BACKOFF;
@@ -434,11 +629,52 @@ static void relaunch_soon(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, int
 
 /* PH_PROBING: once the probes of the attempt's hosts answered, a lost host means an
  * elastic relaunch; none means the attempt failed on its own (the restart policy). */
+/* The network probe of the attempt's hosts, once the remote-shell probes found none
+ * down: 1 while it runs, 0 when it is over (its failing hosts marked) or not wanted. */
+static int probe_network(coordinator_t *c, coord_run_t *r, double now)
+{
+    if (r->np_state == 2) return 0;
+    if (r->np_state == 0) {
+        r->np_state = 2;
+        if (!netprobe_applies(c) || r->nhosts < 1) return 0;
+        for (int i = 0; i < r->nhosts; i++) {
+            host_t *h = hosts_find(c, r->hosts[i]);
+            if (!h || h->state == HOST_DOWN || h->state == HOST_FAILING) return 0; /* explained */
+        }
+        char err[256];
+        if (netprobe_start(c, &r->np, (const char *const *)r->hosts, r->nhosts, now, err, sizeof err) != 0) {
+            clog_printf("job %s: no network probe: %s", r->id, err);
+            return 0;
+        }
+        r->np_state = 1;
+        clog_printf("job %s: probing the job's network between its host%s", r->id, r->nhosts == 1 ? "" : "s");
+        return 1;
+    }
+    if (!netprobe_poll(c, &r->np, now)) return 1;
+    int bad = 0;
+    for (int i = 0; i < r->np.n; i++) {
+        const netprobe_host_t *p = &r->np.hosts[i];
+        host_t *h = hosts_find(c, p->host);
+        if (!h || !p->failing) continue;
+        bad++;
+        if (h->state != HOST_DOWN) {
+            hosts_set_state(c, h, HOST_FAILING, p->why, now);
+            h->net_failing = 1;
+            h->next_probe = now + c->cfg.host_probe_s;
+        }
+    }
+    if (!bad) clog_printf("job %s: the job's network carries messages between its hosts", r->id);
+    netprobe_stop(c, &r->np);
+    r->np_state = 2;
+    return 0;
+}
+
 static void after_probing(coordinator_t *c, coord_run_t *r, double now)
 {
     int waiting = 0;
     for (int i = 0; i < r->nhosts; i++) waiting |= hosts_probing(c, r->hosts[i]);
     if (waiting && now < r->probe_deadline) return;
+    if (probe_network(c, r, now)) return;
     char lost[1024] = "", why[256] = "";
     size_t used = 0;
     int n = 0;
@@ -450,6 +686,20 @@ static void after_probing(coordinator_t *c, coord_run_t *r, double now)
         if (!n++) snprintf(why, sizeof why, "%s", h ? h->reason : "no longer in the host list");
     }
     if (!n) {
+        /* Every host passed, but one keeps going silent: it is left out all the same,
+         * without spending a restart on another attempt there. */
+        const char **names = calloc((size_t)c->nhosts + 1, sizeof *names);
+        int slots = 0, kept_all = 1;
+        if (names) run_usable(c, r, names, &slots, &kept_all);
+        free(names);
+        for (int i = 0; !kept_all && i < r->nhosts; i++) {
+            if (!benched(r, r->hosts[i])) continue;
+            char reason[sizeof r->resize_reason];
+            snprintf(reason, sizeof reason, "left out %.100s: it went silent in %d attempts in a row", r->hosts[i],
+                     r->silent.times);
+            relaunch_soon(c, r, r->probe_oc, r->probe_code, reason, now);
+            return;
+        }
         finish_attempt(c, r, r->probe_oc, r->probe_code, now);
         return;
     }
@@ -466,8 +716,14 @@ static void grow_check(coordinator_t *c, coord_run_t *r, double now)
 {
     if (now - r->last_grow_check < 1.0) return;
     r->last_grow_check = now;
-    int w = r->world < r->full_world ? hosts_elastic_world(r->full_world, r->min_world, c->slots_total, c->slots_usable)
-                                     : 0;
+    int slots = c->slots_usable;
+    if (r->nbenched) {
+        const char **names = calloc((size_t)c->nhosts + 1, sizeof *names);
+        if (!names) return;
+        run_usable(c, r, names, &slots, NULL);
+        free(names);
+    }
+    int w = r->world < r->full_world ? hosts_elastic_world(r->full_world, r->min_world, c->slots_total, slots) : 0;
     if (w <= r->world) {
         if (r->grow_armed) clog_printf("job %s: no longer grows (the hosts are gone again)", r->id);
         r->grow_armed = 0;
@@ -478,8 +734,8 @@ static void grow_check(coordinator_t *c, coord_run_t *r, double now)
     if (!r->grow_armed) {
         r->grow_armed = 1;
         memcpy(r->grow_ckpt, id, sizeof r->grow_ckpt);
-        clog_printf("job %s: %d usable slot%s now: grows from %d to %d ranks at its next checkpoint", r->id,
-                    c->slots_usable, c->slots_usable == 1 ? "" : "s", r->world, w);
+        clog_printf("job %s: %d usable slot%s now: grows from %d to %d ranks at its next checkpoint", r->id, slots,
+                    slots == 1 ? "" : "s", r->world, w);
         return;
     }
     if (memcmp(id, r->grow_ckpt, sizeof id) == 0) return;
@@ -488,7 +744,7 @@ static void grow_check(coordinator_t *c, coord_run_t *r, double now)
     size_t used = 0;
     for (int i = 0; i < c->nhosts; i++) {
         const host_t *h = &c->hosts[i];
-        if (h->state != HOST_UP && h->state != HOST_SLOW) continue;
+        if ((h->state != HOST_UP && h->state != HOST_SLOW) || benched(r, h->name)) continue;
         int had = 0;
         for (int k = 0; k < r->nhosts; k++) had |= strcmp(r->hosts[k], h->name) == 0;
         if (had) continue;
@@ -559,8 +815,10 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
             snprintf(err, sizeof err, "out of memory");
             goto fail;
         }
-        int usable_slots = 0;
-        nn = hosts_usable(c, names, c->nhosts, &usable_slots);
+        int usable_slots = 0, kept_all = 0;
+        nn = run_usable(c, r, names, &usable_slots, &kept_all);
+        if (kept_all)
+            clog_printf("job %s: no usable host but those it left out for going silent: using them again", r->id);
         if (nn == 0) {
             /* Nowhere to run: wait for a host to come back (the probes run meanwhile). */
             free(sp);
@@ -625,7 +883,21 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
     argv[a++] = specp;
     argv[a++] = "--summary";
     argv[a++] = summary;
-    argv[a++] = "--resume";
+    /* After a collapse: the checkpoint from before it (the worker saves it again as the
+     * latest), and the halved learning rate from then on (run.h). */
+    char before[24], scale[32];
+    if (r->resume_before > 0 && c->worker_has_collapse) {
+        snprintf(before, sizeof before, "%ld", r->resume_before);
+        argv[a++] = "--resume-before";
+        argv[a++] = before;
+    } else {
+        argv[a++] = "--resume";
+    }
+    if (r->lr_scale < 1.0 && c->worker_has_collapse) {
+        snprintf(scale, sizeof scale, "%.17g", r->lr_scale);
+        argv[a++] = "--lr-scale";
+        argv[a++] = scale;
+    }
     char wtext[16];
     if (c->worker_has_world) {
         /* A rank that finds itself in another world (alone, when the launch did not
@@ -634,6 +906,10 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
         snprintf(wtext, sizeof wtext, "%d", r->world);
         argv[a++] = "--world";
         argv[a++] = wtext;
+    }
+    if (c->worker_has_data_cache && c->data_cache[0]) {
+        argv[a++] = "--data-cache";
+        argv[a++] = c->data_cache;
     }
     if (c->worker_has_redis) {
         argv[a++] = "--redis";
@@ -662,10 +938,26 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
     if (launcher_start(r->launcher, &req, &r->h, err, sizeof err) != 0) goto fail;
     char what[64];
     r->attempts++;
+    /* A new attempt: its health is unknown until its rank 0 reports (the previous
+     * attempt's verdict leaves the node hash, so it is not taken for this one's). */
+    r->resume_before = 0;
+    r->health[0] = r->last_health_seen[0] = 0;
+    r->collapse_announced = 0;
+    if (c->rc) {
+        char nkey[160];
+        snprintf(nkey, sizeof nkey, KEY_JOB_NODE, r->id, 0);
+        redisReply *x = redisCommand(c->rc, "HDEL %s %s", nkey, NODE_HEALTH);
+        if (!x) tickconn_broken(c, "health");
+        else freeReplyObject(x);
+    }
     r->launched_at = now;
     r->phase = PH_ACTIVE;
     r->kill_reason = KILL_NONE;
     r->sigkilled = 0;
+    /* What the last attempt's stop named belongs to it. */
+    r->stale_rank = -1;
+    r->stale_host[0] = r->stall_text[0] = r->silent_host[0] = 0;
+    clear_stall(r);
     if (r->started <= 0) r->started = now;
     clog_printf("job %s: attempt %d started (%s, %d rank%s)", r->id, r->attempts,
                 launcher_describe(&r->h, what, sizeof what), r->world, r->world == 1 ? "" : "s");
@@ -747,12 +1039,62 @@ static void start_kill(coordinator_t *c, coord_run_t *r, kill_reason_t why, doub
     launcher_describe(&r->h, what, sizeof what);
     if (why == KILL_CANCEL) clog_printf("job %s: cancelling (stopping %s)", r->id, what);
     else if (why == KILL_RESIZE) clog_printf("job %s: stopping %s to resize: %s", r->id, what, r->resize_reason);
+    else if (why == KILL_STALL) clog_printf("job %s: stalled: %s; stopping %s", r->id, r->stall_text, what);
     else
-        clog_printf("job %s: no heartbeat from rank %d for %.0f s; stopping %s", r->id, r->stale_rank, r->stale_s, what);
+        clog_printf("job %s: no heartbeat from rank %d%s%s%s for %.0f s; stopping %s", r->id, r->stale_rank,
+                    r->stale_host[0] ? " (" : "", r->stale_host, r->stale_host[0] ? ")" : "", r->stale_s, what);
 }
 
-/* Reads cancel_requested and (when check_beats) the ranks' heartbeats. A failed read
- * changes nothing: unknown is not stale. */
+/* The ranks' waiting reports and heartbeats (ranks[0..n), read this tick): what the job
+ * shows, when it counts as stalled, and at a stall its silent ranks' one host. */
+static void take_stall(coord_run_t *r, const stall_rank_t *ranks, int n, double now)
+{
+    stall_verdict_t v;
+    char sig[sizeof r->stall_sig];
+    stall_assess(ranks, n, now, &v);
+    stall_signature(ranks, n, now, sig, sizeof sig);
+    if (!v.waiting) sig[0] = 0;
+    if (strcmp(sig, r->stall_sig) != 0) {
+        /* Written when which ranks wait or are silent changes, not as the seconds pass:
+         * the object holds times, and the API words it (stall_text) when asked. */
+        json_decref(r->stall);
+        r->stall = v.waiting ? stall_json(ranks, n, now, now) : NULL;
+        snprintf(r->stall_sig, sizeof r->stall_sig, "%s", sig);
+        r->dirty = 1;
+        if (r->stall) {
+            char text[sizeof r->stall_text];
+            stall_text(r->stall, now, text, sizeof text);
+            clog_printf("job %s: %s", r->id, text);
+        }
+    }
+    if (!v.stalled) {
+        r->stall_seen = 0;
+        return;
+    }
+    if (r->stall_seen <= 0) r->stall_seen = now;
+    stall_text(r->stall, now, r->stall_text, sizeof r->stall_text);
+    /* The host to blame: the one every silent rank is on (none when they are on several,
+     * or none is silent: everyone waits, so the network probe must tell). */
+    r->silent_host[0] = 0;
+    int several = 0;
+    for (int i = 0; i < n; i++) {
+        if (ranks[i].waiting[0] || now - ranks[i].heartbeat <= STALL_SILENT_S) continue;
+        if (!ranks[i].host[0] || (r->silent_host[0] && strcmp(r->silent_host, ranks[i].host) != 0)) several = 1;
+        else snprintf(r->silent_host, sizeof r->silent_host, "%s", ranks[i].host);
+    }
+    if (several) r->silent_host[0] = 0;
+}
+
+/* A string field of an HMGET reply, "" when absent. */
+static const char *elem_str(const redisReply *rep, size_t i)
+{
+    const char *s = rep->type == REDIS_REPLY_ARRAY && i < rep->elements ? reply_str(rep->element[i]) : NULL;
+    return s ? s : "";
+}
+
+/* Reads cancel_requested and (when check_beats) each rank's heartbeat, host and waiting
+ * report: a stale heartbeat sets r->stale_rank (and its host), the reports r's stall
+ * (take_stall). A failed read changes nothing: unknown is neither stale nor stalled. */
 static void read_flags(coordinator_t *c, coord_run_t *r, int check_beats, double now)
 {
     if (!c->rc) return;
@@ -760,38 +1102,77 @@ static void read_flags(coordinator_t *c, coord_run_t *r, int check_beats, double
     snprintf(key, sizeof key, KEY_JOB, r->id);
     redisAppendCommand(c->rc, "HGET %s cancel_requested", key);
     int nb = check_beats ? r->world : 0;
+    stall_rank_t *ranks = nb ? calloc((size_t)nb, sizeof *ranks) : NULL;
+    if (nb && !ranks) nb = 0;
     for (int k = 0; k < nb; k++) {
         snprintf(key, sizeof key, KEY_JOB_NODE, r->id, k);
-        redisAppendCommand(c->rc, "HGET %s heartbeat", key);
+        redisAppendCommand(c->rc, "HMGET %s heartbeat host %s %s %s", key, NODE_WAITING, NODE_WAITING_PEER,
+                           NODE_WAITING_SINCE);
+    }
+    /* Rank 0 judges whether the run still learns (worker/health.h). */
+    if (nb) {
+        snprintf(key, sizeof key, KEY_JOB_NODE, r->id, 0);
+        redisAppendCommand(c->rc, "HGET %s %s", key, NODE_HEALTH);
     }
     int stale = -1;
     double stale_age = 0;
     double baseline = r->launched_at > c->redis_up_since ? r->launched_at : c->redis_up_since;
-    for (int k = 0; k < nb + 1; k++) {
+    for (int k = 0; k < nb + 1 + (nb > 0); k++) {
         redisReply *rep = NULL;
         if (redisGetReply(c->rc, (void **)&rep) != REDIS_OK || !rep) {
             tickconn_broken(c, "heartbeats");
+            free(ranks);
             return;
         }
         if (k == 0) {
             if (reply_str(rep) && reply_str(rep)[0]) r->cancel_requested = 1;
+        } else if (k == nb + 1) {
+            /* Only a change is parsed: the worker rewrites the same text every round. */
+            const char *hs = reply_str(rep);
+            if (hs && rep->len < 4096 && strcmp(hs, r->last_health_seen) != 0) {
+                snprintf(r->last_health_seen, sizeof r->last_health_seen, "%s", hs);
+                json_t *h = json_loadb(hs, rep->len, 0, NULL);
+                run_health(c, r, h, now);
+                json_decref(h);
+            }
         } else {
-            double hb = reply_double(rep, 0);
+            stall_rank_t *sr = &ranks[k - 1];
+            double hb = atof(elem_str(rep, 0));
             if (hb > 0) r->redis_reported = 1;
             double t = hb > baseline ? hb : baseline;
-            if (now - t > c->cfg.heartbeat_timeout_s && stale < 0) {
+            sr->rank = k - 1;
+            sr->heartbeat = t;
+            snprintf(sr->host, sizeof sr->host, "%s", elem_str(rep, 1));
+            /* A report is only what the worker writes: a name, a rank or nothing, a time. */
+            const char *op = elem_str(rep, 2), *peer = elem_str(rep, 3);
+            double since = atof(elem_str(rep, 4));
+            /* A report older than the attempt is a killed rank's (its successor deletes
+             * it at its first report). */
+            if (op[0] && strlen(op) < sizeof sr->waiting && since >= r->launched_at) {
+                snprintf(sr->waiting, sizeof sr->waiting, "%s", op);
+                sr->waiting_since = since;
+                sr->peer = peer[0] ? atoi(peer) : -1;
+                if (sr->peer >= r->world) sr->peer = -1;
+            }
+            if (now - t > c->cfg.heartbeat_timeout_s && (stale < 0 || now - t > stale_age)) {
                 stale = k - 1;
                 stale_age = now - t;
             }
         }
         freeReplyObject(rep);
     }
-    if (stale >= 0) {
+    /* Only a read of the heartbeats says anything about them: the probing phase reads
+     * the cancel flag alone, and the stale rank it found must survive until the reason
+     * names it. */
+    if (check_beats) {
         r->stale_rank = stale;
-        r->stale_s = stale_age;
-    } else {
-        r->stale_rank = -1;
+        if (stale >= 0) {
+            r->stale_s = stale_age;
+            snprintf(r->stale_host, sizeof r->stale_host, "%s", ranks[stale].host);
+        }
+        if (nb) take_stall(r, ranks, nb, now);
     }
+    free(ranks);
 }
 
 void run_step(coordinator_t *c, coord_run_t *r, double now)
@@ -802,16 +1183,18 @@ void run_step(coordinator_t *c, coord_run_t *r, double now)
     switch (r->phase) {
     case PH_ACTIVE:
         if (poll_ended(c, r, now, &oc, &code, lost, sizeof lost)) {
+            note_silent(r, NULL);
             if (should_probe(c, r, oc, code)) begin_probing(c, r, oc, code, lost, now);
             else finish_attempt(c, r, oc, code, now);
             break;
         }
-        r->stale_rank = -1;
         read_flags(c, r, c->worker_has_redis, now);
         if (r->cancel_requested) {
             start_kill(c, r, KILL_CANCEL, now);
         } else if (r->stale_rank >= 0) {
             start_kill(c, r, KILL_STALE, now);
+        } else if (r->stall_seen > 0 && now - r->stall_seen >= STALL_CONFIRM_S) {
+            start_kill(c, r, KILL_STALL, now);
         } else if (r->spec->algorithm.dynamic_batch && c->worker_has_redis && c->rc && !r->simulated &&
                    now - r->last_plan >= PLAN_PERIOD_S) {
             r->last_plan = now;
@@ -828,13 +1211,19 @@ void run_step(coordinator_t *c, coord_run_t *r, double now)
         break;
     case PH_KILLING:
         if (poll_ended(c, r, now, &oc, &code, lost, sizeof lost)) {
-            if (r->kill_reason == KILL_CANCEL) finish_attempt(c, r, SV_CANCELLED, code, now);
-            else if (r->kill_reason == KILL_RESIZE && oc == SV_EXITED && code == 0)
+            kill_reason_t why = r->kill_reason;
+            /* The stops for silence name the host that went silent; any other end of an
+             * attempt breaks the row (supervise_note_silent). */
+            note_silent(r, why == KILL_STALE ? r->stale_host : why == KILL_STALL ? r->silent_host : NULL);
+            if (why == KILL_CANCEL) finish_attempt(c, r, SV_CANCELLED, code, now);
+            else if (why == KILL_RESIZE && oc == SV_EXITED && code == 0)
                 finish_attempt(c, r, oc, code, now); /* it finished before the stop reached it */
-            else if (r->kill_reason == KILL_RESIZE) relaunch_soon(c, r, oc, code, r->resize_reason, now);
-            else if (should_probe(c, r, SV_STALE, r->stale_rank))
-                begin_probing(c, r, SV_STALE, r->stale_rank, lost, now);
-            else finish_attempt(c, r, SV_STALE, code, now);
+            else if (why == KILL_RESIZE) relaunch_soon(c, r, oc, code, r->resize_reason, now);
+            else {
+                sv_outcome_t sv = why == KILL_STALL ? SV_STALLED : SV_STALE;
+                if (should_probe(c, r, sv, r->stale_rank)) begin_probing(c, r, sv, r->stale_rank, lost, now);
+                else finish_attempt(c, r, sv, r->stale_rank, now);
+            }
         } else if (now >= r->kill_deadline && !r->sigkilled) {
             clog_printf("job %s: still running %.0f s after SIGTERM; SIGKILL", r->id, c->cfg.kill_grace_s);
             launcher_stop(r->launcher, &r->h, 1);
@@ -1026,6 +1415,26 @@ void run_adopt(coordinator_t *c, double now)
         r->world = w >= r->min_world && w <= r->full_world ? w : r->full_world;
         adopt_hosts_and_resizes(r, hstr(h, "hosts"), hstr(h, "resizes"));
         r->restarts = atoi(hstr(h, "restarts"));
+        /* After collapse restarts: the rate's factor in (0, 1], and the step a pending
+         * relaunch resumes before (anything else: 1 and none). */
+        double scale = atof(hstr(h, "lr_scale"));
+        r->lr_scale = scale > 0 && scale <= 1 ? scale : 1.0;
+        long before = atol(hstr(h, "resume_before"));
+        r->resume_before = before > 0 ? before : 0;
+        snprintf(r->health, sizeof r->health, "%s",
+                 strlen(hstr(h, "health")) < sizeof r->health ? hstr(h, "health") : "");
+        {
+            /* A collapse this attempt already announced is not announced again. */
+            json_t *hj = json_loads(r->health, 0, NULL), *hc = run_health_clean(hj);
+            const char *why = json_string_value(json_object_get(hc, "reason"));
+            if (why) {
+                r->collapse_announced = 1;
+                r->collapse_since = (long)json_integer_value(json_object_get(hc, "since_step"));
+                snprintf(r->collapse_why, sizeof r->collapse_why, "%s", why);
+            }
+            json_decref(hc);
+            json_decref(hj);
+        }
         r->attempts = atoi(hstr(h, "attempts"));
         r->started = atof(hstr(h, "started"));
         snprintf(r->reason, sizeof r->reason, "%s", hstr(h, "reason"));

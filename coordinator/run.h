@@ -11,7 +11,9 @@
 #include "coordinator.h"
 #include "jobstore.h"
 #include "launcher.h"
+#include "netprobe.h"
 #include "spec.h"
+#include "supervise.h"
 
 typedef enum {
     PH_ACTIVE,    /* the job runs (spawned or adopted) */
@@ -22,8 +24,9 @@ typedef enum {
     PH_PREFLIGHT, /* before the first launch: a benchmark of the hosts runs (preflight.h) */
 } run_phase_t;
 
-/* KILL_RESIZE: a host is back and the job has just checkpointed: it stops to grow. */
-typedef enum { KILL_NONE, KILL_CANCEL, KILL_STALE, KILL_RESIZE } kill_reason_t;
+/* KILL_RESIZE: a host is back and the job has just checkpointed: it stops to grow.
+ * KILL_STALL: its ranks wait and none trains (stall.h). */
+typedef enum { KILL_NONE, KILL_CANCEL, KILL_STALE, KILL_RESIZE, KILL_STALL } kill_reason_t;
 
 #define RUN_RESIZES_KEPT 20 /* resizes a job's record lists (the newest) */
 
@@ -42,6 +45,10 @@ typedef struct {
     sv_outcome_t probe_oc;
     int probe_code;
     double probe_deadline;
+    /* The network probe of the attempt's hosts (netprobe.h), after the remote-shell
+     * probes found none down: 0 not yet, 1 running, 2 done (or not wanted). */
+    int np_state;
+    netprobe_t np;
     char resize_reason[320];
     int resizes;
     json_t *resize_log;     /* the newest RUN_RESIZES_KEPT: [{from, to, reason, hosts, time}] */
@@ -56,8 +63,23 @@ typedef struct {
     int restarts, attempts;
     double next_launch;
     kill_reason_t kill_reason;
-    int stale_rank;
+    int stale_rank; /* the rank whose heartbeat is stale (-1: none), until the next launch */
     double stale_s;
+    char stale_host[64]; /* its host as it reported it ("" = unknown) */
+    /* Stalls (stall.h): when the job was first seen stalled (0: it is not), what it shows
+     * while a rank waits (the job's "stall" field; NULL: none) and its key, and at a
+     * KILL_STALL what the ranks did and the host its silent ranks are on ("" = none, or
+     * several). */
+    double stall_seen;
+    json_t *stall;
+    char stall_sig[256];
+    char stall_text[320];
+    char silent_host[64];
+    /* Restarts not spent blindly: the host that went silent in the last stopped attempts
+     * (supervise.h), and the hosts this job leaves out for having done so twice in a row. */
+    sv_silent_t silent;
+    char **benched;
+    int nbenched;
     double kill_deadline;
     int sigkilled;
     job_state_t state;       /* the state Redis should show */
@@ -71,6 +93,18 @@ typedef struct {
     int first_launch;   /* no launch yet: the initial batch plan is due */
     int preflight_done; /* the pre-flight round started for it has been asked for */
     int redis_reported; /* the worker's Redis sink was seen (a node hash exists) */
+    /* Collapse (worker/health.h): the current attempt's health as the job shows it
+     * (compact JSON from run_health; "" unknown), whether its collapse was announced
+     * (an event, a log line: once per attempt), the learning-rate factor of the
+     * attempts (0.5 per collapse restart), and for the launch after a collapse the step
+     * the resumed checkpoint must precede (--resume-before; 0: plain --resume). */
+    char health[512];
+    int collapse_announced;
+    long collapse_since;        /* the announced collapse's since_step */
+    char last_health_seen[512]; /* the node hash's health text last parsed */
+    char collapse_why[400];     /* and its reason */
+    double lr_scale;
+    long resume_before;
 } coord_run_t;
 
 void run_free(coord_run_t *r);
@@ -89,7 +123,14 @@ void run_adopt(coordinator_t *c, double now);
 void run_poll(coordinator_t *c, coord_run_t *r, double now, launch_status_t *st);
 /* Writes what Redis should show about r (r->dirty stays set when it cannot). */
 void run_persist(coordinator_t *c, coord_run_t *r);
+/* A health object from outside (rank 0's node hash, the summary file: worker/health.h)
+ * as the job shows it, a new object: {"state": "ok"} or {"state": "collapsed",
+ * "since_step" (>= 0), "at_step", "reason"}, only those fields, the reason one line of at
+ * most 399 bytes (control characters as '?'). NULL when in is not one. */
+json_t *run_health_clean(json_t *in);
 /* Sets r's state and reason and persists them. */
 void run_set_state(coordinator_t *c, coord_run_t *r, job_state_t s, const char *reason);
+/* Stops r's network probe if one runs (the daemon stops). */
+void run_stop_probes(coordinator_t *c, coord_run_t *r);
 
 #endif

@@ -5,6 +5,32 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Exit 3: training collapsed and on_collapse said to stop (worker/health.h). */
+static void collapsed(const sv_in_t *in, sv_out_t *out, const char *line)
+{
+    const char *why = in->collapse && *in->collapse ? in->collapse : line;
+    int restart = in->on_collapse && strcmp(in->on_collapse, "restart") == 0;
+    if (!restart) {
+        out->state = JOB_FAILED;
+        snprintf(out->reason, sizeof out->reason, "training collapsed (on_collapse fail): %s", why);
+        return;
+    }
+    if (in->restarts >= in->max_restarts) {
+        out->state = JOB_FAILED;
+        snprintf(out->reason, sizeof out->reason, "training collapsed after %d restart%s: %s", in->restarts,
+                 in->restarts == 1 ? "" : "s", why);
+        return;
+    }
+    out->state = JOB_RESTARTING;
+    out->restarts = in->restarts + 1;
+    out->collapse_restart = 1;
+    out->delay_s = in->backoff_base_s * ldexp(1.0, in->restarts);
+    snprintf(out->reason, sizeof out->reason,
+             "training collapsed: %s; restart %d of %d in %.3g s from the last checkpoint before the collapse, with "
+             "the learning rate halved",
+             why, out->restarts, in->max_restarts, out->delay_s);
+}
+
 void supervise_decide(const sv_in_t *in, sv_out_t *out)
 {
     const char *line = in->last_line && *in->last_line ? in->last_line : "(no output)";
@@ -26,11 +52,20 @@ void supervise_decide(const sv_in_t *in, sv_out_t *out)
             snprintf(out->reason, sizeof out->reason, "bad input (exit 2, not retried): %s", line);
             return;
         }
+        if (in->code == 3) {
+            collapsed(in, out, line);
+            return;
+        }
         snprintf(what, sizeof what, "mpirun exited %d", in->code);
         break;
     case SV_SIGNALLED: snprintf(what, sizeof what, "mpirun killed by signal %d", in->code); break;
     case SV_LOST: snprintf(what, sizeof what, "job process lost (no exit status)"); break;
-    case SV_STALE: snprintf(what, sizeof what, "no heartbeat from rank %d for %.0f s", in->code, in->stale_s); break;
+    case SV_STALE:
+        if (in->host && in->host[0])
+            snprintf(what, sizeof what, "no heartbeat from rank %d (%.64s) for %.0f s", in->code, in->host, in->stale_s);
+        else snprintf(what, sizeof what, "no heartbeat from rank %d for %.0f s", in->code, in->stale_s);
+        break;
+    case SV_STALLED: snprintf(what, sizeof what, "stalled: %.200s", in->stall ? in->stall : "(no report)"); break;
     }
     if (in->restarts >= in->max_restarts) {
         out->state = JOB_FAILED;
@@ -43,4 +78,19 @@ void supervise_decide(const sv_in_t *in, sv_out_t *out)
     out->delay_s = in->backoff_base_s * ldexp(1.0, in->restarts);
     snprintf(out->reason, sizeof out->reason, "%s; restart %d of %d in %.3g s: %s", what, out->restarts,
              in->max_restarts, out->delay_s, line);
+}
+
+int supervise_note_silent(sv_silent_t *s, const char *host)
+{
+    if (!host || !host[0]) {
+        s->host[0] = 0;
+        s->times = 0;
+        return 0;
+    }
+    if (strcmp(s->host, host) == 0) s->times++;
+    else {
+        snprintf(s->host, sizeof s->host, "%s", host);
+        s->times = 1;
+    }
+    return s->times >= SV_SILENT_LIMIT;
 }

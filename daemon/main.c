@@ -70,6 +70,7 @@ enum {
     O_HEADER_TIMEOUT,
     O_OVERSUBSCRIBE,
     O_DATA_ROOT,
+    O_DATA_CACHE,
     O_KEEP_JOBS,
     O_HOST_PROBE,
     O_HOST_MEMORY,
@@ -116,6 +117,10 @@ static const opt_row_t OPTIONS[] = {
      "a job's dataset.path must resolve under DIR (repeatable; default " COORD_DATA_ROOT_DEBIAN
      " and STATE_DIR/data); others are 400",
      O_DATA_ROOT},
+    {"data-cache-dir", 1, "DIR",
+     "where workers decode a job's own data set (dataset.format imagefolder, npz) once per host, for "
+     "every later job and rank there to map (default STATE_DIR/data-cache)",
+     O_DATA_CACHE},
     {"keep-jobs", 1, "N",
      "job history: delete the oldest finished jobs beyond N, with their directories "
      "(default 10000; 0 = keep all)",
@@ -271,7 +276,8 @@ static int exit_for(int code)
     case COORD_ENOTFOUND:
     case COORD_ESTATE: return 2;
     case COORD_EUNAVAIL: return 4;
-    case COORD_ENOFIT: return 2;
+    case COORD_ENOFIT:
+    case COORD_EDATA: return 2;
     default: return 1;
     }
 }
@@ -576,6 +582,7 @@ int main(int argc, char **argv)
         case O_MPIRUN: o.cfg.mpirun = optarg; break;
         case O_REDIS_SERVER: o.cfg.redis_server = optarg; break;
         case O_STOP_JOBS: o.cfg.stop_jobs_on_exit = 1; break;
+        case O_DATA_CACHE: o.cfg.data_cache_dir = optarg; break;
         case O_DATA_ROOT:
             if (o.cfg.ndata_roots == COORD_DATA_ROOTS_MAX) {
                 fprintf(stderr, "pacer-coordinator: --data-root: at most %d\n", COORD_DATA_ROOTS_MAX);

@@ -7,20 +7,24 @@
 set -eu
 
 # build: compilers and libraries (libcurl for the pacer client), Redis, the default data
-# set, node + npm for the dashboard's uPlot (installed from npm at build time), and SimGrid
-# (smpicc, smpirun) for the simulated cluster (make smpi, build/pacer-sim); protobuf-c and
-# python3-onnx's onnx.proto for the ONNX importer (model/onnx_import.c, generated at build
-# time).
+# set, node + npm for the dashboard's uPlot (installed from npm at build time), SimGrid
+# (smpicc, smpirun) for the simulated cluster (make smpi, build/pacer-sim), libpng,
+# libjpeg-turbo and libzip for users' own data sets (image folders, .npz), and protobuf-c
+# and python3-onnx's onnx.proto for the ONNX importer (model/onnx_import.c, generated at
+# build time).
 build="build-essential pkg-config libopenblas-dev libopenmpi-dev openmpi-bin libjansson-dev \
 libhiredis-dev redis-server libmicrohttpd-dev zlib1g-dev libcmocka-dev libcurl4-openssl-dev dataset-fashion-mnist \
+libpng-dev libjpeg62-turbo-dev libzip-dev \
 ca-certificates curl nodejs npm libsimgrid-dev protobuf-c-compiler libprotobuf-c-dev python3-onnx"
 # test: what the integration tests drive (jq, namespaces, a headless browser, compose, a
 # JSON Schema validator for the REST answers against docs/openapi.json, and a real Slurm for
 # tests/integration/slurm.sh), readelf (binutils) for the CUDA-backend check, and
-# clang-format for `make format-check` (.ci/run). The Slurm services stay down (their units
+# clang-format for `make format-check` (.ci/run), PIL and NumPy for the tests that write image
+# folders and .npz files (tests/integration/user_data.sh). The Slurm services stay down (their units
 # need /etc/slurm/slurm.conf, which nothing writes); a munge service the package may start
 # is not used: the test runs its own daemons with their own key (deploy/slurm).
-test="iproute2 procps psmisc jq chromium docker-compose python3-jsonschema slurmctld slurmd slurm-client munge binutils clang-format"
+test="iproute2 procps psmisc jq chromium docker-compose python3-jsonschema slurmctld slurmd slurm-client munge binutils clang-format \
+python3-pil python3-numpy"
 bench="python3-torch wrk linux-perf"
 browser="chromium nodejs npm"
 fuzz="clang libclang-rt-14-dev"

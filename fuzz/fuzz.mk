@@ -24,9 +24,10 @@ FUZZ_TIMEOUT      ?= 60
 FUZZ_INCLUDES     := -Icommon -Ikernels/cpu -Imodel -Iworker -Icoordinator -Ihttp -I$(BUILD)/gen $(BLAS_CFLAGS)
 FUZZ_FLAGS        := -std=c11 -O1 -g -D_GNU_SOURCE $(FUZZ_INCLUDES) -fno-omit-frame-pointer \
                      -fsanitize=address,undefined -fno-sanitize-recover=undefined
-FUZZ_LIBS         := -lmicrohttpd -ljansson -lhiredis -lz -lpthread -lm
+FUZZ_LIBS         := -lmicrohttpd -ljansson -lhiredis -lz -lzip -lpng16 -ljpeg -lpthread -lm
 
-FUZZ_HARNESSES := request spec idx cifar checkpoint redis stream_id history host password_file onnx
+FUZZ_HARNESSES := request spec idx cifar checkpoint redis stream_id history host password_file \
+                  npy npz image dcache onnx netprobe
 FUZZ_OBJ = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(1))
 
 # What each harness links besides its own file: the code it drives, no more (the worker's
@@ -37,11 +38,16 @@ FUZZ_SRC_spec       := $(COMMON_SRC)
 FUZZ_SRC_idx        := worker/data.c $(COMMON_SRC)
 FUZZ_SRC_cifar      := worker/data.c $(COMMON_SRC)
 FUZZ_SRC_checkpoint := worker/checkpoint.c $(COMMON_SRC)
-FUZZ_SRC_redis      := worker/redis_report.c worker/metrics.c $(FUZZ_COORD_SRC) $(COMMON_SRC)
+FUZZ_SRC_redis      := worker/redis_report.c worker/metrics.c worker/nvml.c model/backend_cuda.c $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_stream_id  := $(wildcard http/*.c) $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_host       := http/auth.c $(COMMON_SRC)
 FUZZ_SRC_password_file := $(COMMON_SRC)
 FUZZ_SRC_history    := $(FUZZ_COORD_SRC) $(COMMON_SRC)
+FUZZ_SRC_netprobe   := $(FUZZ_COORD_SRC) $(COMMON_SRC)
+FUZZ_SRC_npy        := $(COMMON_SRC)
+FUZZ_SRC_npz        := worker/data.c $(COMMON_SRC)
+FUZZ_SRC_image      := worker/image.c
+FUZZ_SRC_dcache     := worker/dcache.c $(COMMON_SRC)
 # The importer builds and runs the model: model/, protobuf-c's generated code, and the CPU
 # kernels, which clang does not compile (pool.c's gcc vector builtins): those are built
 # with $(CC) and no sanitizer (FUZZ_GCC_OBJ), so ASan checks the importer and model/, and a
@@ -61,6 +67,11 @@ FUZZ_MAXLEN_stream_id  := 256
 FUZZ_MAXLEN_host       := 1024
 FUZZ_MAXLEN_password_file := 512
 FUZZ_MAXLEN_history    := 8192
+FUZZ_MAXLEN_netprobe   := 4096
+FUZZ_MAXLEN_npy        := 4096
+FUZZ_MAXLEN_npz        := 16384
+FUZZ_MAXLEN_image      := 16384
+FUZZ_MAXLEN_dcache     := 4200
 FUZZ_MAXLEN_onnx       := 8192
 
 FUZZ_RUNS_request    = $(FUZZ_RUNS_PARSERS)
@@ -78,6 +89,11 @@ $(BUILD)/fuzz/obj/%.o: %.c
 FUZZ_CFLAGS_worker_data := -DREAD_INITIAL_BYTES=4096 -DREAD_CHUNK_BYTES=1024 -DGZ_BUFFER_BYTES=1024 \
                             -DCIFAR_INITIAL_RECORDS=1
 
+# The image decoders' bounds, small: an input announcing a 4096 x 4096 image is refused
+# (or decoded) in microseconds instead of allocating 48 MB per input. The check is the
+# same code at any bound.
+FUZZ_CFLAGS_worker_image := '-DIMAGE_MAX_PIXELS=(1L << 20)' -DIMAGE_MAX_SIDE=4096
+FUZZ_CFLAGS_fuzz_fuzz_image := $(FUZZ_CFLAGS_worker_image)
 $(BUILD)/fuzz/gccobj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -g -D_GNU_SOURCE -Ikernels/cpu $(BLAS_CFLAGS) -c $< -o $@

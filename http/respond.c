@@ -154,6 +154,12 @@ json_t *problem_from_coord(int code, const char *err)
         return problem_new(422, "does-not-fit", "The cluster cannot run this job", detail, has ? "field" : NULL,
                            has ? field : NULL);
     }
+    case COORD_EDATA: {
+        char field[256];
+        int has = problem_field(detail, field, sizeof field) == 0;
+        return problem_new(422, "invalid-dataset", "The data set cannot be used", detail, has ? "field" : NULL,
+                           has ? field : NULL);
+    }
     case COORD_ESTATE: return problem_new(409, "job-finished", "Not possible in the job's state", detail, NULL, NULL);
     case COORD_EUNAVAIL:
         return problem_new(503, "redis-unavailable", "Redis unavailable",

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fs.h"
 #include "onnx.pb-c.h"
@@ -241,8 +242,21 @@ int onnx_export_file(const char *src_path, const model_t *m, const char *out_pat
     int rc = onnx_export_buffer(src, len, m, &dst, &n, err, errlen);
     free(src);
     if (rc != 0) return -1;
-    if (fs_write_file(out_path, dst, n) != 0) {
+    /* whole or not at all: a temporary file beside it, renamed over it */
+    char tmp[4200];
+    int fd = fs_atomic_begin(out_path, tmp, sizeof tmp, 0644);
+    const uint8_t *p = dst;
+    size_t left = n;
+    while (fd >= 0 && left > 0) {
+        ssize_t k = write(fd, p, left);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        p += k;
+        left -= (size_t)k;
+    }
+    if (fd < 0 || left > 0 || fs_atomic_commit(fd, tmp, out_path) != 0) {
         snprintf(err, errlen, "onnx: cannot write %s: %s", out_path, strerror(errno));
+        if (fd >= 0 && left > 0) fs_atomic_abort(fd, tmp);
         rc = -1;
     }
     free(dst);

@@ -80,7 +80,7 @@ $(SIM_SHARE): sim/simshare.c sim/simshare.h
 # directory on LD_LIBRARY_PATH, for a build tree that has moved.
 $(SIM_WORKER): $(SIM_SMPI_OBJ) $(SIM_PLAIN_OBJ) $(ONNX_OBJ) $(SIM_SHARE)
 	$(SMPICC) -o $@ $(SIM_SMPI_OBJ) $(SIM_PLAIN_OBJ) $(ONNX_OBJ) -L$(SMPI_BUILD) -lpacer_simshare \
-	    -Wl,-rpath,$(abspath $(SMPI_BUILD)) $(BLAS_LIBS) $(ONNX_LIBS) $(DEP_LIBS)
+	    -Wl,-rpath,$(abspath $(SMPI_BUILD)) $(BLAS_LIBS) $(IMG_LIBS) $(ONNX_LIBS) $(DEP_LIBS)
 $(SMPI_BUILD)/smpi/model/onnx_import.o $(SMPI_BUILD)/smpi/model/onnx_export.o: $(ONNX_PB).h
 
 # The model code reads a spec's "model": {"onnx": PATH} (its catalog entry, for the

@@ -254,6 +254,17 @@
 
   const ALGO_PARAMS = ['dynamic_batch', 'replan_steps', 'k_steps', 'group_size', 'local_steps', 'n', 'dc_variant', 'lambda0', 'tau_max'];
 
+  // The chosen data set as the spec gives it: a built-in by name, a user's image folder or
+  // .npz (its catalog entry's format and path, set on the option by fillCatalog) by where it
+  // is, resized to the model's input when its images are of another or an unknown size.
+  function datasetFromForm(f) {
+    const d = f.elements.dataset.selectedOptions[0], m = f.elements.model.selectedOptions[0];
+    if (!d || !d.dataset.path) return { name: f.elements.dataset.value };
+    const out = { format: d.dataset.format, path: d.dataset.path };
+    if (m && m.dataset.hw && d.dataset.hw !== m.dataset.hw) out.resize = m.dataset.hw.split('x').map(Number);
+    return out;
+  }
+
   function specFromForm(f) {
     const v = (n) => f.elements[n].value.trim();
     const int = (n) => parseInt(v(n), 10);
@@ -262,7 +273,7 @@
     const spec = {
       name: v('name') || 'job',
       model: v('model'),
-      dataset: { name: v('dataset') },
+      dataset: datasetFromForm(f),
       epochs: int('epochs'),
       batch_size: int('batch_size'),
       workers: int('workers'),
@@ -316,8 +327,20 @@
     const msel = f.elements.model, dsel = f.elements.dataset;
     msel.innerHTML = '';
     dsel.innerHTML = '';
-    for (const m of models) msel.append(el('option', { value: m.name }, m.title + (m.source === 'builtin' ? '' : ' (' + m.source + ')')));
-    for (const d of sets) dsel.append(el('option', { value: d.name }, d.title + (d.present ? '' : ' (not found on the coordinator)')));
+    const hw = (s) => (s ? s.height + 'x' + s.width : '');
+    for (const m of models) {
+      const o = el('option', { value: m.name }, m.title + (m.source === 'builtin' ? '' : ' (' + m.source + ')'));
+      o.dataset.hw = hw(m.input);
+      msel.append(o);
+    }
+    // One list, the catalog's: the built-ins, then what the data roots hold (source user).
+    for (const d of sets) {
+      const user = d.source === 'user' && d.path;
+      const o = el('option', { value: d.name }, d.title + (user ? ' (' + d.format + ', ' + d.classes + ' classes, ' +
+        d.train_samples.toLocaleString() + ' training images)' : '') + (d.present ? '' : ' (not found on the coordinator)'));
+      if (user) Object.assign(o.dataset, { format: d.format, path: d.path, hw: hw(d.input) });
+      dsel.append(o);
+    }
     const byName = new Map(models.map((m) => [m.name, m]));
     if (byName.has(msel.dataset.default)) msel.value = msel.dataset.default;
     const note = () => {
@@ -581,13 +604,32 @@
       facts();
     }
 
+    // A user's data set is its path (and format), a built-in one its name.
+    function datasetName(d) {
+      return d.format === 'imagefolder' || d.format === 'npz' ? d.path + ' (' + d.format + ')' : d.name;
+    }
+
+    // What the worker found (the summary's dataset: classes, sizes, shape, the decoded
+    // cache); '–' until a summary says.
+    function datasetFacts(j) {
+      const d = j.summary && j.summary.dataset;
+      if (!d || typeof d !== 'object') return '–';
+      let t = d.classes + ' classes · ' + d.train_samples.toLocaleString() + ' train / ' +
+        d.test_samples.toLocaleString() + ' test · ' + (d.shape || []).join('×');
+      if (d.cache) t += ' · cache ' + d.cache.path + ' (' + (d.cache.bytes / 1048576).toFixed(1) + ' MiB, ' +
+        (d.cache.built ? 'decoded by this job' : 'mapped, nothing decoded') + ')';
+      else if (d.cache_note) t += ' · no cache: ' + d.cache_note;
+      return t;
+    }
+
     function facts() {
       const j = s.job;
       // An answer that comes back after the page has left this job (stop) has no page to fill.
       if (!j || s.stopped) return;
       badge($('#job-state'), j.state);
       $('#job-name').textContent = j.name || '';
-      $('#f-model').textContent = j.model + (j.spec && j.spec.dataset ? ' · ' + j.spec.dataset.name : '');
+      $('#f-model').textContent = j.model + (j.spec && j.spec.dataset ? ' · ' + datasetName(j.spec.dataset) : '');
+      $('#f-dataset').textContent = datasetFacts(j);
       $('#f-algorithm').textContent = j.algorithm + (j.dynamic_batch ? ' · dynamic batch' : '');
       $('#f-workers').textContent = j.workers + (j.world && j.world !== j.workers ? ' (+ parameter server)' : '');
       const sim = j.simulated && j.spec && j.spec.simulate;
@@ -602,6 +644,10 @@
       $('#f-runtime').textContent = runtime(j);
       $('#f-restarts').textContent = (j.restarts || 0) + (j.attempts > 1 ? ' (' + j.attempts + ' attempts)' : '');
       $('#f-reason').textContent = j.reason || '–';
+      collapseBanner(j);
+      // Ranks stuck in a collective (the coordinator's words, counted to the GET).
+      $('#f-waiting-row').hidden = !j.stall_text;
+      $('#f-waiting').textContent = j.stall_text || '';
       const recs = Object.values(s.last);
       if (recs.length) {
         const top = recs.reduce((a, b) => (b.step > a.step ? b : a));
@@ -615,6 +661,21 @@
       $('#job-cancel').disabled = !active || !!j.cancel_requested;
       $('#job-cancel').textContent = j.cancel_requested && active ? 'Cancelling…' : 'Cancel';
       if (window.pacerCheckpoints) window.pacerCheckpoints.render($('#ckpts'), j.checkpoints);   // checkpoints.js
+    }
+
+    // A collapse of training (worker/health.h): the current attempt's health, else the
+    // summary's; the banner says since when, why, and what on_collapse does about it.
+    function collapseBanner(j) {
+      const b = $('#job-collapse');
+      if (!b) return;
+      const h = (j.health && j.health.state) ? j.health : j.summary && j.summary.health;
+      if (!h || h.state !== 'collapsed') { b.hidden = true; return; }
+      const act = j.spec && j.spec.on_collapse;
+      const what = act === 'restart' ? ' The job restarts from the last checkpoint before it with the learning rate halved (on_collapse: restart).'
+        : act === 'fail' ? ' The job stops and fails (on_collapse: fail).'
+        : ' Training goes on (on_collapse: continue).';
+      b.textContent = 'Training collapsed since step ' + h.since_step + ': ' + h.reason + '.' + what;
+      b.hidden = false;
     }
 
     // Whether the emulated speeds are what the slowdowns say (worker/emulate.h): the
@@ -763,6 +824,7 @@
         s.dirty = true;
       },
       plan: () => { s.lastEvent = Date.now(); s.events++; loadNodes(); },
+      health: () => { s.lastEvent = Date.now(); s.events++; loadJob(); },
     }, null, () => {
       if (s.finished) return;
       const live = $('#live');

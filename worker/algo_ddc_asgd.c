@@ -23,7 +23,7 @@ typedef struct {
 } ddc_t;
 
 void ddc_step(const job_spec_t *s, size_t np, float *w, float *u, const float *w_bak, float *v, double *tau_avg,
-              const float *g, float scale, int64_t tau, float eta, float *scratch)
+              const float *g, float scale, int64_t tau, float eta, float mu, float *scratch)
 {
     *tau_avg = 0.95 * *tau_avg + 0.05 * (double)tau;
     ddc_compensate(np, g, w, w_bak, v, (float)s->algorithm.lambda0, (float)s->algorithm.kappa, (float)s->algorithm.eps,
@@ -35,7 +35,7 @@ void ddc_step(const job_spec_t *s, size_t np, float *w, float *u, const float *w
     double damp = (*tau_avg + 1.0) / ((double)tau + 1.0);
     float eta_tau = eta * (float)(damp < 1.0 ? damp : 1.0);
     double excess = (double)tau - *tau_avg;
-    float mu_tau = (float)(s->optimizer.momentum * pow(s->algorithm.gamma, excess > 0 ? excess : 0));
+    float mu_tau = (float)(mu * pow(s->algorithm.gamma, excess > 0 ? excess : 0));
     momentum_step(np, w, u, scratch, scale, eta_tau, mu_tau, (float)s->optimizer.weight_decay);
 }
 
@@ -59,7 +59,7 @@ static int ddc_apply(ps_t *ps, int m, float *g, float scale, int64_t tau)
     /* DDC keeps its momentum in the negative-step form u = mu*u - eta*g in the same
      * momentum buffer the other algorithms use. */
     ddc_step(s, ps->np, mod->params, mod->momentum, ps->w_bak[m], st->v, &st->tau_avg, g, scale, tau, ps->w->lr,
-             ps->scratch);
+             ps->w->momentum, ps->scratch);
     return 1;
 }
 

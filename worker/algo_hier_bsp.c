@@ -52,8 +52,10 @@ static void average(worker_t *w, hier_state_t *st)
         phase_mark(&w->phases, PHASE_COMM); /* a GPU rank's download */
         if (st->leaders != MPI_COMM_NULL) local_average(w, st->leaders, st->buf, (float)st->group_samples);
         double t0 = clock_mono_s();
+        waitmark_enter(&w->wait, WAIT_BROADCAST, -1);
         MPI_CHECK(MPI_Bcast(m->params, (int)m->nparams, MPI_FLOAT, 0, st->group));
         if (m->nbuffers) MPI_CHECK(MPI_Bcast(m->buffers, (int)m->nbuffers, MPI_FLOAT, 0, st->group));
+        waitmark_leave(&w->wait);
         worker_buffers_to_device(w);
         phase_mark(&w->phases, PHASE_COMM);
         phase_event(&w->phases, STEP_EV_MERGE);
@@ -77,9 +79,11 @@ static int hier_step(worker_t *w)
     m->grads[m->nparams + 1] = b * loss;
     comm_wait_peers(w, st->group);
     double t0 = clock_mono_s();
+    waitmark_enter(&w->wait, WAIT_ALLREDUCE, -1);
     if (st->group != MPI_COMM_NULL)
         MPI_CHECK(
             MPI_Allreduce(MPI_IN_PLACE, m->grads, (int)m->nparams + MODEL_GRAD_EXTRA, MPI_FLOAT, MPI_SUM, st->group));
+    waitmark_leave(&w->wait);
     phase_mark(&w->phases, PHASE_COMM);
     double dt = clock_mono_s() - t0;
     w->stats.step_comm_s += dt;

@@ -195,7 +195,9 @@ static int test_done(worker_t *w, hp_state_t *st, MPI_Request *req, int wait)
     double t0 = clock_mono_s();
     if (req == &st->req && st->done_early) done = 1; /* the request is already freed */
     else if (wait) {
+        waitmark_enter(&w->wait, WAIT_ALLREDUCE, -1);
         MPI_CHECK(MPI_Wait(req, MPI_STATUS_IGNORE));
+        waitmark_leave(&w->wait);
         done = 1;
     } else MPI_CHECK(MPI_Test(req, &done, MPI_STATUS_IGNORE));
     if (req == &st->req) st->done_early = 0;
@@ -233,7 +235,9 @@ static int hp_epoch_end(worker_t *w)
     hp_state_t *st = w->algo_state;
     long most = st->nstarted;
     double t0 = clock_mono_s();
+    waitmark_enter(&w->wait, WAIT_ALLREDUCE, -1);
     if (w->use_mpi) MPI_CHECK(MPI_Allreduce(&st->nstarted, &most, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD));
+    waitmark_leave(&w->wait);
     w->stats.idle_s += clock_mono_s() - t0;
     int behind = st->nstarted < most;
     if (behind) start_round(w, st, st->R2, &st->req2);

@@ -47,7 +47,9 @@ void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight)
     phase_mark(&w->phases, PHASE_COMM); /* packing the average's buffer */
     comm_wait_peers(w, comm);
     double t0 = clock_mono_s();
+    waitmark_enter(&w->wait, WAIT_ALLREDUCE, -1);
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, (int)(np + nb + 1), MPI_FLOAT, MPI_SUM, comm));
+    waitmark_leave(&w->wait);
     double dt = clock_mono_s() - t0;
     w->stats.step_comm_s += dt;
     w->stats.comm_s += dt;

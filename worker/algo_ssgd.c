@@ -53,9 +53,11 @@ static int ssgd_step(worker_t *w)
     int baseline_first = w->algo_state && w->global_step % 2 == 0;
     if (baseline_first) baseline_allreduce(w);
     double t0 = clock_mono_s();
+    waitmark_enter(&w->wait, WAIT_ALLREDUCE, -1);
     if (w->use_mpi) /* one process (workers: 1): the sum over one rank is the buffer */
         MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, m->grads, (int)m->nparams + MODEL_GRAD_EXTRA, MPI_FLOAT, MPI_SUM,
                                 MPI_COMM_WORLD));
+    waitmark_leave(&w->wait);
     phase_mark(&w->phases, PHASE_COMM);
     double dt = clock_mono_s() - t0;
     if (w->algo_state && !baseline_first) baseline_allreduce(w);

@@ -113,8 +113,10 @@ void comm_broadcast_model(worker_t *w, MPI_Comm comm)
     if (!w->use_mpi) return;
     model_t *m = w->model;
     worker_model_to_host(w); /* GPU ranks: see worker.h for who owns what when */
+    waitmark_enter(&w->wait, WAIT_BROADCAST, -1);
     MPI_CHECK(MPI_Bcast(m->params, (int)m->nparams, MPI_FLOAT, 0, comm));
     if (m->nbuffers) MPI_CHECK(MPI_Bcast(m->buffers, (int)m->nbuffers, MPI_FLOAT, 0, comm));
+    waitmark_leave(&w->wait);
     worker_buffers_to_device(w);
 }
 
@@ -128,12 +130,16 @@ void comm_replan(worker_t *w, MPI_Comm comm)
     double mine = w->stats.ewma_sps;
     long before = w->plan_version;
     phase_mark(&w->phases, PHASE_OTHER);
+    waitmark_enter(&w->wait, WAIT_GATHER, -1);
     MPI_CHECK(MPI_Gather(&mine, 1, MPI_DOUBLE, speeds, 1, MPI_DOUBLE, 0, comm));
+    waitmark_leave(&w->wait);
     phase_mark(&w->phases, PHASE_COMM);
     if (w->rank == 0) worker_replan(w, speeds);
     phase_mark(&w->phases, PHASE_OTHER); /* the planner */
+    waitmark_enter(&w->wait, WAIT_BROADCAST, -1);
     MPI_CHECK(MPI_Bcast(w->batch_of, n, MPI_INT, 0, comm));
     MPI_CHECK(MPI_Bcast(&w->plan_version, 1, MPI_LONG, 0, comm));
+    waitmark_leave(&w->wait);
     phase_mark(&w->phases, PHASE_COMM);
     if (w->plan_version != before) phase_event(&w->phases, STEP_EV_PLAN);
 }
@@ -185,7 +191,11 @@ void comm_evaluate_root(worker_t *w)
     }
     float r[2] = {0, 0};
     if (w->rank == 0) worker_evaluate(w, &r[0], &r[1]);
+    /* The others wait here while rank 0 evaluates: a long wait, but rank 0 is busy and
+     * beating, so the coordinator sees no stall (coordinator/stall.h). */
+    waitmark_enter(&w->wait, WAIT_BROADCAST, 0);
     MPI_CHECK(MPI_Bcast(r, 2, MPI_FLOAT, 0, MPI_COMM_WORLD));
+    waitmark_leave(&w->wait);
     w->test_loss = r[0];
     w->test_accuracy = r[1];
 }
@@ -255,8 +265,10 @@ void comm_wait_peers(worker_t *w, MPI_Comm comm)
     phase_mark(&w->phases, PHASE_OTHER);
     double t0 = clock_mono_s();
     MPI_Request req;
+    waitmark_enter(&w->wait, WAIT_BARRIER, -1);
     MPI_CHECK(MPI_Ibarrier(comm, &req));
     comm_wait(w, &req);
+    waitmark_leave(&w->wait);
     phase_mark(&w->phases, PHASE_WAIT);
     double dt = clock_mono_s() - t0;
     w->stats.step_idle_s += dt;

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -54,7 +55,7 @@
 #ifndef GZ_BUFFER_BYTES
 #define GZ_BUFFER_BYTES (256u << 10) /* zlib's buffer; the default 8K is slow */
 #endif
-#define AUG_PAD 4 /* CIFAR augmentation: pad, crop 0..2*PAD */
+#define AUG_PAD 4 /* data_batch_gather's (CIFAR's) augmentation: pad, crop 0..2*PAD */
 #define DATA_PATH_MAX 4096
 
 /* ---- errors ------------------------------------------------------------------------ */
@@ -494,8 +495,12 @@ void dataset_truncate(dataset_t *d, int n)
 void dataset_free(dataset_t *d)
 {
     if (!d) return;
-    free(d->pixels);
-    free(d->labels);
+    if (d->map) {
+        munmap(d->map, d->map_len);
+    } else {
+        free(d->pixels);
+        free(d->labels);
+    }
     memset(d, 0, sizeof *d);
 }
 
@@ -513,6 +518,13 @@ int data_shard(const int32_t *perm, int n, int rank, int world, int32_t *shard)
 int data_batch_gather(const dataset_t *d, const int32_t *idx, int count, float *x, size_t x_floats, int32_t *y,
                       int augment, rng_t *r)
 {
+    static const data_augment_t CIFAR = {AUG_PAD, 1};
+    return data_batch_gather_aug(d, idx, count, x, x_floats, y, augment ? &CIFAR : NULL, r);
+}
+
+int data_batch_gather_aug(const dataset_t *d, const int32_t *idx, int count, float *x, size_t x_floats, int32_t *y,
+                          const data_augment_t *aug, rng_t *r)
+{
     const int C = d->C, H = d->H, W = d->W;
     const size_t plane = (size_t)H * W, image = (size_t)C * plane;
     float lut[DATA_MAX_CHANNELS][256]; /* normalised value of each pixel byte, per channel */
@@ -520,8 +532,8 @@ int data_batch_gather(const dataset_t *d, const int32_t *idx, int count, float *
     /* The bounds are checked before anything is written: the buffer is sized for the
      * model, the shape comes from a file. image >= 1 and count >= 0 here, so the
      * division cannot overflow where count * image could. */
-    if (C < 1 || C > DATA_MAX_CHANNELS || H < 1 || W < 1 || count < 0 || (augment && !r) ||
-        (size_t)count > x_floats / image)
+    if (C < 1 || C > DATA_MAX_CHANNELS || H < 1 || W < 1 || count < 0 || (aug && !r) ||
+        (aug && (aug->pad < 0 || aug->pad > DATA_AUG_PAD_MAX)) || (size_t)count > x_floats / image)
         return -1;
     for (int b = 0; b < count; b++)
         if (idx[b] < 0 || idx[b] >= d->n) return -1;
@@ -535,24 +547,25 @@ int data_batch_gather(const dataset_t *d, const int32_t *idx, int count, float *
         const uint8_t *src = d->pixels + (size_t)s * image; /* (C, H, W) */
         float *dst = x + (size_t)b * image;                 /* (C, H, W) */
         if (y) y[b] = d->labels[s];
-        if (!augment) {
+        if (!aug) {
             for (int c = 0; c < C; c++)
                 for (size_t i = 0; i < plane; i++) dst[c * plane + i] = lut[c][src[c * plane + i]];
             continue;
         }
-        /* Crop an H x W window at (oy, ox) out of the image padded by AUG_PAD on each side,
-         * then mirror it with probability 1/2. Draw order per sample: oy, ox, flip. The
-         * padding is pixel value 0, i.e. black before normalisation, which becomes
+        /* Crop an H x W window at (oy, ox) out of the image padded by pad on each side,
+         * then mirror it with probability 1/2 (each when asked for). Draw order per sample:
+         * oy, ox, flip. The padding is pixel value 0, i.e. black before normalisation, which becomes
          * -mean/std after it (the usual torchvision RandomCrop(padding=4) on uint8). */
-        const int oy = (int)rng_below(r, 2 * AUG_PAD + 1);
-        const int ox = (int)rng_below(r, 2 * AUG_PAD + 1);
-        const int flip = (int)rng_below(r, 2);
+        const int crop = aug->pad;
+        const int oy = crop ? (int)rng_below(r, (uint32_t)(2 * crop + 1)) : 0;
+        const int ox = crop ? (int)rng_below(r, (uint32_t)(2 * crop + 1)) : 0;
+        const int flip = aug->flip ? (int)rng_below(r, 2) : 0;
         for (int c = 0; c < C; c++) {
             const uint8_t *sp = src + c * plane;
             float *dp = dst + c * plane;
             const float pad = lut[c][0];
             for (int i = 0; i < H; i++) {
-                const int sy = i + oy - AUG_PAD;
+                const int sy = i + oy - crop;
                 float *row = dp + (size_t)i * W;
                 if (sy < 0 || sy >= H) {
                     for (int j = 0; j < W; j++) row[j] = pad;
@@ -560,7 +573,7 @@ int data_batch_gather(const dataset_t *d, const int32_t *idx, int count, float *
                 }
                 const uint8_t *srow = sp + (size_t)sy * W;
                 for (int j = 0; j < W; j++) {
-                    const int sx = (flip ? W - 1 - j : j) + ox - AUG_PAD;
+                    const int sx = (flip ? W - 1 - j : j) + ox - crop;
                     row[j] = (sx < 0 || sx >= W) ? pad : lut[c][srow[sx]];
                 }
             }

@@ -1,5 +1,6 @@
 /* worker/data.h - data sets: IDX (MNIST, Fashion-MNIST) and CIFAR-10 binary loaders,
- * normalisation, seeded shuffling, sharding by rank, CIFAR augmentation.
+ * normalisation, seeded shuffling, sharding by rank, augmentation. A user's image folder
+ * or .npz arrives here decoded (worker/dsload.h) and is gathered the same way.
  *
  * A dataset_t owns its memory. Pixels stay as the file's uint8 (a quarter of float32:
  * every MPI rank holds a copy, and peak memory is a benchmark target); they are
@@ -30,6 +31,10 @@ typedef struct {
     char source[DATA_SOURCE_MAX];       /* the file the images came from (IDX images file,
                                        first CIFAR batch), for error messages */
     char label_source[DATA_SOURCE_MAX]; /* the file the labels came from */
+    /* A read-only mapping that holds pixels and labels (a split of the decoded cache,
+     * worker/dcache.h), unmapped by dataset_free; NULL when both are malloc'ed. */
+    void *map;
+    size_t map_len;
 } dataset_t;
 
 /* Error codes: every failure also writes into err one line naming the file and the
@@ -91,5 +96,18 @@ int data_shard(const int32_t *perm, int n, int rank, int world, int32_t *shard);
  * horizontal flip with probability 1/2, drawn from r. */
 int data_batch_gather(const dataset_t *d, const int32_t *idx, int count, float *x, size_t x_floats, int32_t *y,
                       int augment, rng_t *r);
+
+/* Augmentation of any data set (dataset.augment, crop_padding, hflip). */
+typedef struct {
+    int pad;  /* random crop from the image zero-padded by pad pixels on each side; 0 = none */
+    int flip; /* horizontal flip with probability 1/2 */
+} data_augment_t;
+#define DATA_AUG_PAD_MAX 256
+
+/* data_batch_gather with the augmentation aug (NULL = none): per sample, draws oy and ox
+ * in [0, 2 pad] when pad > 0, then the flip when flip is on, in that order (with pad 4
+ * and flip on, exactly data_batch_gather's CIFAR augmentation, draw for draw). */
+int data_batch_gather_aug(const dataset_t *d, const int32_t *idx, int count, float *x, size_t x_floats, int32_t *y,
+                          const data_augment_t *aug, rng_t *r);
 
 #endif

@@ -2,7 +2,9 @@
  * under mpirun every rank runs it and the spec's algorithm decides what each rank does.
  *
  * Exit status: 0 success, 1 a failure while training, 2 bad input (usage, spec, data set,
- * checkpoint), each with one line on stderr that names what is wrong. */
+ * checkpoint), each with one line on stderr that names what is wrong; 3 training collapsed
+ * and on_collapse is fail or restart (health.h; the summary's "health" says why and since
+ * when, and the coordinator fails or restarts the job). */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -16,6 +18,7 @@
 #include "benchmark.h"
 #include "comm.h"
 #include "emulate.h"
+#include "netprobe.h"
 #include "numarg.h"
 #include "onnx_export.h"
 #include "onnx_import.h"
@@ -35,8 +38,11 @@ static const struct option OPTIONS[] = {
     {"job", required_argument, NULL, 'J'},
     {"world", required_argument, NULL, 'w'},
     {"benchmark", required_argument, NULL, 'b'},
+    {"netprobe", required_argument, NULL, 'N'},
     {"resume", no_argument, NULL, 'r'},
     {"resume-from", required_argument, NULL, 'R'},
+    {"resume-before", required_argument, NULL, 'E'},
+    {"lr-scale", required_argument, NULL, 'L'},
     {"stop-after-steps", required_argument, NULL, 'S'},
     {"batch-plan", required_argument, NULL, 'B'},
     {"ps-round-robin", no_argument, NULL, 'P'},
@@ -45,7 +51,8 @@ static const struct option OPTIONS[] = {
     {"hpsgd-round-steps", required_argument, NULL, 'H'},
     {"weight-digest", required_argument, NULL, 'W'},
     {"trace", required_argument, NULL, 'X'},
-    {"export-onnx", required_argument, NULL, 'E'},
+    {"export-onnx", required_argument, NULL, 'O'},
+    {"data-cache", required_argument, NULL, 'C'},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -54,6 +61,7 @@ static const struct option OPTIONS[] = {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: pacer-worker --spec FILE [options]\n"
+               "       mpirun -np N pacer-worker --netprobe S\n"
                "       mpirun -np N pacer-worker --spec FILE [options]\n"
                "\n"
                "Trains the job described by a JSON job spec (docs/JOB_SPEC.md).\n"
@@ -76,14 +84,29 @@ static void usage(FILE *f)
                "                         training: N steps of its batch_size after 2 untimed ones,\n"
                "                         one process, no MPI; prints (and with --summary writes)\n"
                "                         {\"benchmark\": {samples_per_s, device, ...}}\n"
+               "  --netprobe S           instead of training, check the job's network: under\n"
+               "                         mpirun every rank exchanges a message with every other\n"
+               "                         within S seconds and prints {\"netprobe\": {rank, host,\n"
+               "                         heard, sent, ...}}; no --spec (worker/netprobe.h)\n"
                "  --resume               continue from the job's latest checkpoint\n"
                "                         (checkpoint.dir/NAME.ckpt); starts fresh if there is none\n"
                "  --resume-from FILE     continue from this checkpoint; a missing file is an error\n"
+               "  --resume-before STEP   continue from the newest checkpoint the job kept that was\n"
+               "                         written before global step STEP (the last good one before a\n"
+               "                         collapse); with none, start afresh. It is then saved again as\n"
+               "                         the latest, so the later ones are dropped (the coordinator's\n"
+               "                         on_collapse restart)\n"
+               "  --lr-scale F           multiply the spec's learning rate by F, in (0, 1] (0.5 per\n"
+               "                         collapse restart)\n"
                "  --time-budget S        stop after S seconds of training (evaluations and\n"
                "                         checkpoints not counted), then evaluate (for comparisons\n"
                "                         at equal training time)\n"
                "  --comm-baseline        ssgd: also time a raw MPI_Allreduce of the same size each\n"
                "                         step, into the metrics records (for benchmarks)\n"
+               "  --data-cache DIR       where a user's data set (dataset.format imagefolder, npz) is\n"
+               "                         decoded to once and mapped from by every later job and rank\n"
+               "                         of this host, unless the spec's dataset.cache_dir names one\n"
+               "                         (default $XDG_CACHE_HOME/pacer/data, ~/.cache/pacer/data)\n"
                "  --trace FILE           write this job's recent steps as a Chrome trace (Perfetto,\n"
                "                         chrome://tracing): one track per rank, phases as slices;\n"
                "                         rank 0 gathers every rank's timeline at the end\n"
@@ -110,7 +133,8 @@ static void usage(FILE *f)
                "Environment: PACER_CUDA_LIB  the CUDA backend that device cuda or auto loads\n"
                "                             (default: libpacer_cuda.so next to this program)\n"
                "\n"
-               "Exit status: 0 done, 1 training failed, 2 bad input (spec, data, checkpoint).\n");
+               "Exit status: 0 done, 1 training failed, 2 bad input (spec, data, checkpoint),\n"
+               "3 training collapsed with on_collapse fail or restart.\n");
 }
 
 /* The CUDA backend is listed when its library is there; then it is loaded (not
@@ -136,6 +160,8 @@ static void version(void)
 #define HPSGD_ROUND_MAX 1000000L
 #define TIME_BUDGET_MIN 1e-3
 #define TIME_BUDGET_MAX 1e9
+#define LR_SCALE_MIN 1e-9
+#define RESUME_BEFORE_MAX 1000000000000L
 
 /* bad_number OPT VALUE WHAT LO HI - the worker's one message for a numeric option out of
  * shape ("--world x: must be a process count from 1 to 257"). */
@@ -150,8 +176,11 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
 static const char *g_redis_url, *g_job_id; /* --redis, --job */
 static const char *g_trace_path;           /* --trace */
 static const char *g_export_onnx;          /* --export-onnx */
+static const char *g_data_cache;           /* --data-cache */
 static const char *g_redis_password_file;  /* --redis-password-file */
 static int g_world;                        /* --world: 0 = not given */
+static double g_lr_scale = 1.0;            /* --lr-scale */
+static long g_resume_before = -1;          /* --resume-before: -1 = not given */
 static int coordinator_assignment(worker_t *w, int *out);
 
 int main(int argc, char **argv)
@@ -159,6 +188,7 @@ int main(int argc, char **argv)
     const char *spec_path = NULL, *summary_path = NULL, *resume_from = NULL, *metrics_path = NULL;
     int resume = 0;
     long bench_steps = 0;
+    double netprobe_s = 0;
     train_opts_t opts = {0};
     int c;
     while ((c = getopt_long(argc, argv, "", OPTIONS, NULL)) != -1) {
@@ -173,6 +203,10 @@ int main(int argc, char **argv)
             if (numarg_long(optarg, 1, BENCHMARK_MAX_STEPS, &bench_steps))
                 return bad_number("benchmark", optarg, "a step count", 1, BENCHMARK_MAX_STEPS);
             break;
+        case 'N':
+            if (numarg_double(optarg, NETPROBE_MIN_S, NETPROBE_MAX_S, &netprobe_s))
+                return bad_number("netprobe", optarg, "a time in seconds", NETPROBE_MIN_S, NETPROBE_MAX_S);
+            break;
         case 'w': {
             long n;
             if (numarg_long(optarg, 1, SPEC_MAX_WORKERS + 1, &n))
@@ -182,6 +216,14 @@ int main(int argc, char **argv)
         }
         case 'r': resume = 1; break;
         case 'R': resume_from = optarg; break;
+        case 'E':
+            if (numarg_long(optarg, 1, RESUME_BEFORE_MAX, &g_resume_before))
+                return bad_number("resume-before", optarg, "a global step", 1, (double)RESUME_BEFORE_MAX);
+            break;
+        case 'L':
+            if (numarg_double(optarg, LR_SCALE_MIN, 1.0, &g_lr_scale))
+                return bad_number("lr-scale", optarg, "a factor", LR_SCALE_MIN, 1.0);
+            break;
         case 'S':
             if (numarg_long(optarg, 1, STOP_AFTER_MAX, &opts.stop_after_steps))
                 return bad_number("stop-after-steps", optarg, "a global step", 1, STOP_AFTER_MAX);
@@ -202,14 +244,27 @@ int main(int argc, char **argv)
         }
         case 'W': opts.weight_digest = optarg; break;
         case 'X': g_trace_path = optarg; break;
-        case 'E': g_export_onnx = optarg; break;
+        case 'O': g_export_onnx = optarg; break;
+        case 'C': g_data_cache = optarg; break;
         case 'V': version(); return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
     }
+    if (netprobe_s > 0) {
+        if (optind != argc || spec_path) {
+            fprintf(stderr, "pacer-worker: --netprobe takes no spec and no other argument\n");
+            return 2;
+        }
+        return netprobe_run(netprobe_s);
+    }
     if ((g_redis_url != NULL) != (g_job_id != NULL) || (g_redis_password_file && !g_redis_url)) {
         fprintf(stderr, "pacer-worker: --redis and --job go together (and --redis-password-file needs them)\n");
+        return 2;
+    }
+    if (g_resume_before > 0 && (resume_from || resume)) {
+        fprintf(stderr,
+                "pacer-worker: --resume-before chooses the checkpoint itself: not with --resume or --resume-from\n");
         return 2;
     }
     if (!spec_path || optind != argc) {
@@ -224,6 +279,9 @@ int main(int argc, char **argv)
     if (bench_steps) return benchmark_run(spec_path, bench_steps, summary_path);
     return run(spec_path, summary_path, metrics_path, resume, resume_from, &opts);
 }
+
+/* worker_t.report_health through the Redis sink (the node hash's health field). */
+static void report_health_redis(worker_t *w, const char *json) { redis_report_health(w->assignment_ctx, json); }
 
 static int coordinator_assignment(worker_t *w, int *out)
 {
@@ -301,6 +359,15 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
             spec.model);
         return finish(use_mpi, &w, 2);
     }
+    {
+        char warn[4][SPEC_WARNING_MAX];
+        int nw = spec_warnings(&spec, warn, 4);
+        for (int i = 0; i < nw; i++) SAY("pacer-worker: warning: %s\n", warn[i]);
+    }
+    /* The cache directory the coordinator (or the user) gave, unless the spec names one:
+     * where things are, not what is trained (dataset.cache_dir is not in the spec hash). */
+    if (!spec.dataset.cache_dir[0] && g_data_cache)
+        snprintf(spec.dataset.cache_dir, sizeof spec.dataset.cache_dir, "%s", g_data_cache);
     /* Simulated: one BLAS thread, because SMPI times only the rank's own thread. */
     openblas_set_num_threads(sim_active() ? 1 : spec.threads);
     int async = spec_is_async(&spec);
@@ -339,6 +406,8 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
     if (agree(use_mpi, failed)) return finish(use_mpi, &w, 2);
     w.use_mpi = use_mpi;
     if (use_mpi) w.agree = comm_agree;
+    w.lr_scale = g_lr_scale;
+    if (g_lr_scale != 1.0) SAY("learning rate x%g of the spec's (--lr-scale)\n", g_lr_scale);
     if (emulate_check(&w) != 0) {
         fprintf(stderr, "pacer-worker: out of memory\n");
         return finish(use_mpi, &w, 1);
@@ -347,7 +416,8 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
     char ckpt[1100];
     worker_checkpoint_path(&w, ckpt, sizeof ckpt);
     failed = 0;
-    if (resume_from || resume) {
+    int before = g_resume_before > 0;
+    if (resume_from || resume || before) {
         char path[1100];
         snprintf(path, sizeof path, "%s", resume_from ? resume_from : ckpt);
         /* Rank 0 decides which checkpoint (--resume: the latest that it can use, else an
@@ -356,6 +426,8 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
          * resume. Every other rank then loads that file, and one that cannot stops them all. */
         int got = 1; /* 1: resumed (rank 0), 0: no checkpoint, -1: none usable */
         if (resume_from) failed = worker_resume(&w, path, err, sizeof err) != 0;
+        else if (rank == 0 && before)
+            got = worker_resume_before(&w, g_resume_before, path, sizeof path, err, sizeof err);
         else if (rank == 0) got = worker_resume_latest(&w, path, sizeof path, err, sizeof err);
         if (use_mpi && !resume_from) {
             MPI_CHECK(MPI_Bcast(&got, 1, MPI_INT, 0, MPI_COMM_WORLD));
@@ -369,7 +441,8 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
             fprintf(stderr,
                     "pacer-worker: rank %d: %s (rank 0 resumes from it: every rank must read the same checkpoint)\n",
                     rank, err);
-        if (!exists) SAY("no checkpoint at %s: starting fresh\n", path);
+        if (!exists && before) SAY("no checkpoint before step %ld: starting afresh\n", g_resume_before);
+        else if (!exists) SAY("no checkpoint at %s: starting fresh\n", path);
         int any = agree(use_mpi, failed);
         if (any && !failed) SAY("pacer-worker: not every rank could read %s: stopping\n", path);
         if (any) return finish(use_mpi, &w, 2);
@@ -385,6 +458,14 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
             }
         }
         if (exists) SAY("resumed from %s at step %ld (epoch %ld)\n", path, w.global_step, w.epoch + 1);
+        /* --resume-before: the checkpoint just taken (or the fresh start) becomes the
+         * latest again, so those written since (by the run that collapsed) are dropped
+         * by the retention rule and a later --resume cannot take one of them. */
+        if (before && rank == 0 && spec.checkpoint.every_steps > 0 && worker_save_checkpoint(&w, err, sizeof err) != 0) {
+            fprintf(stderr, "pacer-worker: %s\n", err);
+            failed = 1;
+        }
+        if (agree(use_mpi, failed)) return finish(use_mpi, &w, 1);
     }
 
     static trace_ring_t ring;
@@ -411,9 +492,13 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
             /* Rank 0 reads the coordinator's batch assignments at re-plan points. */
             w.assignment_ctx = sinks[nsinks++];
             w.assignment_hook = coordinator_assignment;
+            w.report_health = report_health_redis;
             /* A GPU rank's utilisation and memory go with its node hash; NVML is loaded
              * only here, and its absence leaves them out without a word. */
             if (w.gpu) redis_report_watch_gpu(w.assignment_ctx, nvml_open(w.gpu_device));
+            /* Long waits in collectives, on real time only: a simulated rank's mark is
+             * on simulated time, which the sink's thread does not share. */
+            if (!sim_active()) redis_report_watch_wait(w.assignment_ctx, &w.wait);
             redis_report_emulation(w.assignment_ctx, w.emulation.host_demand, w.emulation.host_cores);
         }
     }
@@ -426,11 +511,19 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
         return finish(use_mpi, &w, 2);
     }
     if (nsinks) w.metrics = &reporter;
+    if (w.report_health && w.health.state == HEALTH_OK) {
+        /* The coordinator shows the job as judged (and healthy) from the start. */
+        char json[REDIS_REPORT_HEALTH_MAX];
+        if (health_to_json(&w.health, json, sizeof json) > 0) w.report_health(&w, json);
+    }
 
     SAY("training %s on %s with %s: %zu parameters, %d train / %d test samples, %d worker(s) x batch %d, "
         "%ld steps per epoch, %d epochs\n",
-        spec.model, spec.dataset.name, spec.algorithm.name, model_param_count(w.model), w.train.n, w.test.n,
-        spec.workers, spec.batch_size, w.steps_per_epoch, spec.epochs);
+        spec.model, spec_dataset_is_user(&spec) ? spec.dataset.path : spec.dataset.name, spec.algorithm.name,
+        model_param_count(w.model), w.train.n, w.test.n, spec.workers, spec.batch_size, w.steps_per_epoch, spec.epochs);
+    if (w.data.cache_path[0])
+        SAY("data: %s cache %s (%.1f MB%s)\n", w.data.cache_built ? "decoded into" : "mapped from", w.data.cache_path,
+            (double)w.data.cache_bytes / 1e6, w.data.cache_built ? "" : ", nothing decoded");
     if (w.nworkers != spec.workers)
         SAY("elastic: %d of the spec's %d workers share its global batch of %d\n", w.nworkers, spec.workers,
             w.global_batch);
@@ -446,7 +539,12 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
         if (use_mpi) MPI_Abort(MPI_COMM_WORLD, 1);
         return finish(0, &w, 1);
     }
-    int status = 0;
+    /* A collapse that on_collapse fails or restarts for is every rank's exit status 3
+     * (rank 0 judged it: one reduction, before the summary's gather). */
+    int collapsed = w.stop == 4 || (w.health.state == HEALTH_COLLAPSED && strcmp(spec.on_collapse, "continue") != 0);
+    collapsed = agree(use_mpi, collapsed);
+    if (collapsed) SAY("collapse: on_collapse %s: exit status 3\n", spec.on_collapse);
+    int status = collapsed ? 3 : 0;
     if (w.trace) {
         if (comm_write_trace(&w, g_trace_path, err, sizeof err) != 0) {
             fprintf(stderr, "pacer-worker: %s\n", err);

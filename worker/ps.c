@@ -14,6 +14,15 @@
 
 float ps_softsync_alpha(float alpha0, int64_t tau) { return alpha0 / (float)(tau > 1 ? tau : 1); }
 
+double ps_tau_smooth(double tau_avg, int64_t tau) { return (1 - PS_TAU_EWMA) * tau_avg + PS_TAU_EWMA * (double)tau; }
+
+float ps_compensated_momentum(double mu, double tau)
+{
+    if (!(tau > 0)) return (float)mu;
+    double e = 1.0 - (1.0 - mu) * (1.0 + tau);
+    return (float)(e > 0 ? e : 0);
+}
+
 /* ---- the parameter server ------------------------------------------------------------- */
 
 typedef struct {
@@ -31,6 +40,8 @@ typedef struct {
     double busy_s;       /* time spent handling pushes */
     double aside_s;      /* evaluation and checkpoints: not training time */
     int64_t pushes;
+    int compensate;  /* optimizer.async_momentum "compensated" */
+    double tau_avg;  /* smoothed staleness of the applied updates (PS_TAU_EWMA) */
     int round_robin; /* test hook: take pushes in worker order */
     double started;  /* when serving began */
 } server_t;
@@ -116,8 +127,11 @@ static void maybe_replan(server_t *s)
 static void stop_all(server_t *s)
 {
     for (int m = 0; m < s->ps.n; m++) {
-        if (!s->parked[m] && !s->pending[m] && s->reqs[m] != MPI_REQUEST_NULL)
+        if (!s->parked[m] && !s->pending[m] && s->reqs[m] != MPI_REQUEST_NULL) {
+            waitmark_enter(&s->ps.w->wait, WAIT_PUSHES, m + 1);
             MPI_CHECK(MPI_Wait(&s->reqs[m], MPI_STATUS_IGNORE));
+            waitmark_leave(&s->ps.w->wait);
+        }
         reply(s, m, 1);
     }
 }
@@ -157,6 +171,7 @@ static int next_epoch(server_t *s)
 {
     worker_t *w = s->ps.w;
     epoch_end(s);
+    if (w->collapse_stop) w->stop = 4; /* the evaluation found the run collapsed */
     if (w->stop || w->epoch >= w->spec->epochs) {
         stop_all(s);
         return 1;
@@ -208,10 +223,14 @@ static int serve(server_t *s, const train_opts_t *o)
             while (s->parked[next_rr] || s->pending[next_rr]) next_rr = (next_rr + 1) % n;
             m = next_rr;
             next_rr = (next_rr + 1) % n;
+            waitmark_enter(&w->wait, WAIT_PUSHES, m + 1);
             comm_wait(w, &s->reqs[m]);
+            waitmark_leave(&w->wait);
         } else {
             double t0 = clock_mono_s();
+            waitmark_enter(&w->wait, WAIT_PUSHES, -1);
             m = comm_wait_any(w, n, s->reqs);
+            waitmark_leave(&w->wait);
             w->stats.idle_s += clock_mono_s() - t0;
             if (m == MPI_UNDEFINED) return -1; /* no receive posted: cannot happen */
         }
@@ -224,7 +243,14 @@ static int serve(server_t *s, const train_opts_t *o)
         s->speed[m] = h.samples_per_s > 0 ? h.samples_per_s : s->speed[m];
         float scale = 1.0f;
         if (sp->algorithm.dynamic_batch) scale = (float)h.batch / (float)sp->batch_size;
-        w->lr = lr_at(&w->sched, (float)sp->optimizer.lr, s->ps.t, w->total_steps);
+        w->lr = lr_at(&w->sched, (float)(sp->optimizer.lr * w->lr_scale), s->ps.t, w->total_steps);
+        if (s->compensate && !(sp->algorithm.tau_max > 0 && tau > sp->algorithm.tau_max)) {
+            /* The staleness this update brings, smoothed, sets the explicit momentum
+             * that keeps the total at the user's (ps_compensated_momentum): two
+             * multiplications and a comparison. */
+            s->tau_avg = ps_tau_smooth(s->tau_avg, tau);
+            w->momentum = ps_compensated_momentum(sp->optimizer.momentum, s->tau_avg);
+        }
         phase_mark(&w->phases, PHASE_OTHER);
         int applied = s->ps.rule->apply(&s->ps, m, g, scale, tau);
         phase_mark(&w->phases, PHASE_OPTIMIZER); /* the rule (and its compensation) */
@@ -234,6 +260,8 @@ static int serve(server_t *s, const train_opts_t *o)
         w->epoch_loss_samples += h.batch;
         w->stats.last_loss = h.loss;
         w->step_loss = h.loss;
+        /* The collapse detector sees every push's loss (health.h). */
+        worker_health_loss(w, s->ps.t + (applied > 0 ? applied : 0), h.loss);
         if (applied >= 0) {
             staleness_add(&w->staleness, tau);
             s->last_tau[m] = tau;
@@ -285,6 +313,15 @@ static int serve(server_t *s, const train_opts_t *o)
         s->busy_s += clock_mono_s() - t0;
         if (o->stop_after_steps > 0 && s->ps.t >= o->stop_after_steps) {
             w->stop = 2; /* the test hook: stop here, as if interrupted */
+            stop_all(s);
+            return 0;
+        }
+        if (w->collapse_stop && !w->stop) {
+            /* on_collapse fail or restart: evaluate the weights as they are and stop
+             * everyone (main.c then exits 3 on every rank). */
+            w->stop = 4;
+            epoch_end(s);
+            if (w->rank == 0) fprintf(stderr, "collapse: stopped at update %lld\n", (long long)s->ps.t);
             stop_all(s);
             return 0;
         }
@@ -344,6 +381,12 @@ static int run_server(worker_t *w, const ps_rule_t *rule, const train_opts_t *o)
     }
     s.ps.group = 1;
     if (rule->init && rule->init(&s.ps) != 0) goto out;
+    /* Before the first update is measured, the staleness of n equal workers: each push
+     * finds the other n - 1 applied (in aggregates of group); none when replies wait for
+     * the aggregate (hard sync). */
+    s.compensate = strcmp(w->spec->optimizer.async_momentum, "compensated") == 0;
+    s.tau_avg = s.ps.hold_replies ? 0.0 : (double)(n - 1) / s.ps.group;
+    if (s.compensate) w->momentum = ps_compensated_momentum(w->spec->optimizer.momentum, s.tau_avg);
     {
         /* The schedule runs over PS updates: about n / batch_size pushes per epoch, c of
          * which make one update (n-softsync). */
@@ -359,6 +402,7 @@ static int run_server(worker_t *w, const ps_rule_t *rule, const train_opts_t *o)
     w->ps_updates = s.ps.t;
     w->ps_busy_fraction = wall > 0 ? s.busy_s / wall : 0;
     w->ps_dropped = s.ps.dropped;
+    w->ps_tau_avg = s.tau_avg;
     if (w->rank == 0)
         fprintf(stderr, "parameter server: %lld updates from %lld pushes in %.2f s (%.0f pushes/s), busy %.1f%%%s\n",
                 (long long)s.ps.t, (long long)s.pushes, wall, wall > 0 ? (double)s.pushes / wall : 0.0,
@@ -403,10 +447,12 @@ static int run_worker(worker_t *w)
         double t0 = clock_mono_s();
         MPI_Request req;
         phase_mark(&w->phases, PHASE_OTHER);
+        waitmark_enter(&w->wait, WAIT_REPLY, 0);
         comm_probe(w, 0, TAG_REPLY, MPI_COMM_WORLD);
         phase_mark(&w->phases, PHASE_WAIT);
         MPI_CHECK(MPI_Irecv(in, (int)reply_bytes(np), MPI_BYTE, 0, TAG_REPLY, MPI_COMM_WORLD, &req));
         comm_wait(w, &req);
+        waitmark_leave(&w->wait);
         phase_mark(&w->phases, PHASE_COMM);
         double waited = clock_mono_s() - t0;
         ps_reply_t h;
@@ -452,8 +498,10 @@ static int run_worker(worker_t *w)
         memcpy(out, &p, sizeof p);
         memcpy(out + sizeof p, w->model->grads, np * sizeof(float));
         t0 = clock_mono_s();
+        waitmark_enter(&w->wait, WAIT_PUSH, 0);
         MPI_CHECK(MPI_Isend(out, (int)push_bytes(np), MPI_BYTE, 0, TAG_PUSH, MPI_COMM_WORLD, &req));
         comm_wait(w, &req);
+        waitmark_leave(&w->wait);
         phase_mark(&w->phases, PHASE_COMM); /* the push, packing included */
         w->stats.comm_s += clock_mono_s() - t0;
         w->stats.steps++;

@@ -75,9 +75,10 @@ typedef struct ps {
                             n = 1); 0: it gets the current weights at once */
 } ps_t;
 
-/* DDC-ASGD's whole update for one push (exposed for the unit tests). */
+/* DDC-ASGD's whole update for one push (exposed for the unit tests); mu is the momentum in
+ * force (worker_t.momentum: optimizer.momentum, or its compensated value). */
 void ddc_step(const job_spec_t *s, size_t np, float *w, float *u, const float *w_bak, float *v, double *tau_avg,
-              const float *g, float scale, int64_t tau, float eta, float *scratch);
+              const float *g, float scale, int64_t tau, float eta, float mu, float *scratch);
 
 /* The one entry point of every asynchronous algorithm: runs the PS loop on rank 0 and the
  * worker loop on the other ranks, for the whole job. */
@@ -85,5 +86,25 @@ int ps_run(worker_t *w, const ps_rule_t *rule);
 
 /* The staleness-scaled learning rate n-softsync uses: alpha0 / max(tau, 1). */
 float ps_softsync_alpha(float alpha0, int64_t tau);
+
+/* optimizer.async_momentum "compensated" (docs/JOB_SPEC.md, "Asynchronous momentum"):
+ * the explicit momentum that, with the implicit momentum of a mean staleness tau, makes a
+ * total of mu. Mitliagkas, Zhang, Hadjis and Re, "Asynchrony begets momentum" (Allerton
+ * 2016): with staleness geometric of mean tau, an asynchronous update is on average
+ * momentum SGD with mu_implicit = tau / (1 + tau) (1 - 1/N for N equal workers,
+ * tau = N - 1). Explicit momentum mu_e on top gives the expected update
+ *   d[t+1] = (mu_e + mu_i) d[t] - mu_e mu_i d[t-1] - eta (1 - mu_i) g[t],
+ * which for slowly varying d (d[t-1] ~ d[t]) is momentum SGD with
+ *   1 - mu_total = (1 - mu_e)(1 - mu_i).
+ * Holding mu_total at the user's mu: mu_e = 1 - (1 - mu) / (1 - mu_i)
+ * = 1 - (1 - mu)(1 + tau), clamped at 0 (reached at tau >= mu / (1 - mu): 9 for 0.9, 1 for
+ * 0.5). tau = 0 gives mu itself. */
+float ps_compensated_momentum(double mu, double tau);
+/* The weight of one update's staleness in the parameter server's smoothed staleness (the
+ * compensated momentum's tau): span ~20 updates, as DDC-ASGD's tau_avg. */
+#define PS_TAU_EWMA 0.05
+/* The smoothed staleness after an update of staleness tau: what the parameter server
+ * feeds ps_compensated_momentum (one multiply-add). */
+double ps_tau_smooth(double tau_avg, int64_t tau);
 
 #endif

@@ -73,13 +73,21 @@ typedef struct {
     int asg[ASSIGN_MAX];
     int64_t asg_returned; /* the version redis_report_assignment last handed out */
 
-    nvml_t *gpu;                  /* redis_report_watch_gpu's; sampled by the sink thread only */
-    double emu_demand, emu_cores; /* redis_report_emulation's; cores 0 = not set */
+    nvml_t *gpu;                          /* redis_report_watch_gpu's; sampled by the sink thread only */
+    char health[REDIS_REPORT_HEALTH_MAX]; /* redis_report_health's; "" = none */
+    double emu_demand, emu_cores;         /* redis_report_emulation's; cores 0 = not set */
+
+    /* The rank's recent step times (a ring of step records' step_s), for the wait limit,
+     * and its wait mark (redis_report_watch_wait; NULL: waits are not reported). */
+    double step_s[REDIS_REPORT_STEP_WINDOW];
+    int nstep, step_next;
+    waitmark_t *wait;
 
     /* sink thread only */
     gpu_sample_t gpu_last;
     int gpu_have;
     double gpu_next;
+    int wait_shown; /* the node hash holds a waiting report (to delete when it ends) */
     redisContext *c;
     double next_try, backoff;
     int down_logged;
@@ -141,6 +149,11 @@ static int sink_write(metrics_sink_t *base, const metrics_record_t *recs, const 
             s->sum_idle += r->idle_s;
             for (int k = 0; k < PHASE_N; k++) s->sum_phase[k] += r->phase_s[k];
             s->sum_step += r->step_s;
+            if (isfinite(r->step_s) && r->step_s > 0) {
+                s->step_s[s->step_next] = r->step_s;
+                s->step_next = (s->step_next + 1) % REDIS_REPORT_STEP_WINDOW;
+                if (s->nstep < REDIS_REPORT_STEP_WINDOW) s->nstep++;
+            }
             s->last = *r;
             s->have_rec = 1;
         } else {
@@ -159,7 +172,8 @@ static int sink_write(metrics_sink_t *base, const metrics_record_t *recs, const 
 }
 
 /* Argument vector for one command, formatted into fixed storage. */
-#define ARGS_MAX 96 /* the node hash: 2 + 2 x 34 fields (31, and 3 on a GPU rank) */
+#define ARGS_MAX \
+    96 /* the node hash: 2 + 2 x 41 fields (31, 4 while waiting, 3 on a GPU rank, 2 of emulation, health) */
 typedef struct {
     int argc;
     const char *argv[ARGS_MAX];
@@ -298,6 +312,40 @@ static void take_assignment(rsink_t *s, const redisReply *r)
     pthread_mutex_unlock(&s->lock);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Whether the rank's wait (its mark, read now) has lasted past its limit: 1 with what
+ * the node hash shows about it. steps: the recent step times (sorted here). */
+typedef struct {
+    const char *op;
+    int peer;
+    double since_wall, limit_s;
+} wait_report_t;
+
+static int wait_long(waitmark_t *mark, double *steps, int nsteps, wait_report_t *out)
+{
+    wait_op_t op;
+    int peer;
+    double since;
+    if (!mark || !waitmark_read(mark, &op, &peer, &since)) return 0;
+    double median = 0;
+    if (nsteps > 0) {
+        qsort(steps, (size_t)nsteps, sizeof *steps, cmp_double);
+        median = steps[nsteps / 2];
+    }
+    double now = clock_mono_s(), limit = waitmark_limit_s(median);
+    if (now - since <= limit) return 0;
+    out->op = waitmark_name(op);
+    out->peer = peer;
+    out->since_wall = clock_wall_s() - (now - since);
+    out->limit_s = limit;
+    return 1;
+}
+
 /* One round trip: the backlog (up to PIPELINE_MAX entries), the node and staleness
  * hashes with the heartbeat, and the assignment read, in a single pipeline. Returns 1
  * when more backlog is waiting. */
@@ -313,7 +361,9 @@ static int round_trip(rsink_t *s)
     double sphase[PHASE_N], sstep;
     float tacc, tloss;
     int have;
+    char health[REDIS_REPORT_HEALTH_MAX];
     pthread_mutex_lock(&s->lock);
+    memcpy(health, s->health, sizeof health);
     while (nb < PIPELINE_MAX && s->n > 0) {
         batch[nb++] = s->ring[s->head];
         s->head = (s->head + 1) % REDIS_REPORT_BACKLOG;
@@ -330,9 +380,15 @@ static int round_trip(rsink_t *s)
     tacc = s->test_accuracy;
     tloss = s->test_loss;
     nvml_t *gpu = s->gpu;
+    waitmark_t *mark = s->wait;
+    double steps[REDIS_REPORT_STEP_WINDOW];
+    int nsteps = s->nstep;
+    memcpy(steps, s->step_s, sizeof steps);
     double emu_demand = s->emu_demand, emu_cores = s->emu_cores;
     s->beat_now = 0;
     pthread_mutex_unlock(&s->lock);
+    wait_report_t wr;
+    int waiting = wait_long(mark, steps, nsteps, &wr);
     /* The device's utilisation and memory, here on the sink's thread, at most once a
      * second: never on a training step. */
     double now = clock_mono_s();
@@ -401,6 +457,19 @@ static int round_trip(rsink_t *s)
         arg_num(&a, "test_loss", tloss);
         arg_time(&a, "updated", last_time);
     }
+    if (health[0]) {
+        arg_str(&a, NODE_HEALTH);
+        arg_str(&a, health);
+    }
+    if (waiting) {
+        arg_str(&a, NODE_WAITING);
+        arg_str(&a, wr.op);
+        arg_str(&a, NODE_WAITING_PEER);
+        if (wr.peer >= 0) arg_fmt(&a, "%d", wr.peer);
+        else arg_str(&a, "");
+        arg_time(&a, NODE_WAITING_SINCE, wr.since_wall);
+        arg_num(&a, NODE_WAITING_LIMIT_S, wr.limit_s);
+    }
     if (emu_cores > 0) {
         arg_num(&a, "emulation_demand_cores", emu_demand);
         arg_num(&a, "emulation_cores", emu_cores);
@@ -412,6 +481,11 @@ static int round_trip(rsink_t *s)
     }
     append(s->c, &a);
     ncmd++;
+    if (!waiting && s->wait_shown) {
+        redisAppendCommand(s->c, "HDEL %s %s %s %s %s", s->k_node, NODE_WAITING, NODE_WAITING_PEER, NODE_WAITING_SINCE,
+                           NODE_WAITING_LIMIT_S);
+        ncmd++;
+    }
     if (have) {
         args_t b = {0};
         const staleness_t *st = &rec.staleness;
@@ -466,9 +540,12 @@ static int round_trip(rsink_t *s)
         for (int i = nb - 1; i >= 0; i--)
             if (batch[i]) ring_push_front(s, batch[i]);
         pthread_mutex_unlock(&s->lock);
+        /* A report that may have reached the hash is deleted once the wait ends. */
+        s->wait_shown |= waiting;
         disconnect(s, s->c->errstr[0] ? s->c->errstr : "no reply");
         return 0;
     }
+    s->wait_shown = waiting;
     pthread_mutex_lock(&s->lock);
     int more = s->n > 0;
     pthread_mutex_unlock(&s->lock);
@@ -542,6 +619,14 @@ static void sink_close(metrics_sink_t *base)
     free(s);
 }
 
+void redis_report_watch_wait(metrics_sink_t *base, waitmark_t *mark)
+{
+    rsink_t *s = (rsink_t *)base;
+    pthread_mutex_lock(&s->lock);
+    s->wait = mark;
+    pthread_mutex_unlock(&s->lock);
+}
+
 void redis_report_watch_gpu(metrics_sink_t *base, nvml_t *gpu)
 {
     rsink_t *s = (rsink_t *)base;
@@ -596,6 +681,9 @@ metrics_sink_t *redis_report_sink_url(const redis_url_t *url, const char *job, i
     snprintf(s->k_stale, sizeof s->k_stale, KEY_JOB_STALENESS, job, rank);
     snprintf(s->k_assign, sizeof s->k_assign, KEY_JOB_ASSIGNMENT, job);
     s->test_accuracy = s->test_loss = NAN;
+    /* A rank of an earlier attempt killed while it waited left its report in the hash
+     * this rank now writes: the first round trip deletes it. */
+    s->wait_shown = 1;
     s->base.write = sink_write;
     s->base.close = sink_close;
     s->base.ctx = s;
@@ -656,4 +744,15 @@ int redis_report_assignment(metrics_sink_t *base, int64_t *version, int *batches
     }
     pthread_mutex_unlock(&s->lock);
     return rc;
+}
+
+void redis_report_health(metrics_sink_t *base, const char *json)
+{
+    rsink_t *s = (rsink_t *)base;
+    if (!s || !json) return;
+    pthread_mutex_lock(&s->lock);
+    snprintf(s->health, sizeof s->health, "%s", json);
+    s->beat_now = 1; /* the coordinator learns it in the next round, not a beat later */
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->lock);
 }

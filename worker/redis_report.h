@@ -27,6 +27,7 @@
 #include "metrics.h"
 #include "nvml.h"
 #include "redis_url.h"
+#include "waitmark.h"
 
 #define REDIS_REPORT_BACKLOG 10000 /* stream entries kept while Redis is unreachable */
 #define REDIS_REPORT_STREAM_MAXLEN 20000
@@ -72,6 +73,21 @@ void redis_report_heartbeat(metrics_sink_t *s);
  * and closes it (a second call's is closed at once: the first stays). NULL is fine. */
 #define REDIS_REPORT_GPU_S 1.0
 void redis_report_watch_gpu(metrics_sink_t *s, nvml_t *gpu);
+
+/* The rank's health (worker/health.h: health_to_json's text, at most
+ * REDIS_REPORT_HEALTH_MAX - 1 bytes), published as the node hash's NODE_HEALTH field from
+ * the next round trip on. A copy under the mutex: called on a change of health only. */
+#define REDIS_REPORT_HEALTH_MAX 512
+void redis_report_health(metrics_sink_t *s, const char *json);
+
+/* A rank stuck in a collective (issue 30): the sink thread reads the rank's wait mark
+ * (worker/waitmark.h) every round trip and, once the wait has lasted longer than
+ * waitmark_limit_s of the median of the rank's last REDIS_REPORT_STEP_WINDOW step times,
+ * writes it into the node hash (waiting, waiting_peer, waiting_since, waiting_limit_s;
+ * docs/REDIS.md) until it ends, when they are deleted. The mark is the training thread's
+ * and must outlive the sink; NULL (the default) reports nothing. */
+#define REDIS_REPORT_STEP_WINDOW 64
+void redis_report_watch_wait(metrics_sink_t *s, waitmark_t *mark);
 
 /* The start-up emulation check of this rank's host (worker/emulate.h): the cores its
  * worker ranks ask for (threads / slowdown, the parameter server's share not known

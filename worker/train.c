@@ -20,6 +20,7 @@
 #include "checkpoint.h"
 #include "ckptdir.h"
 #include "clock.h"
+#include "dcache.h"
 #include "emulate.h"
 #include "hash.h"
 #include "hostname.h"
@@ -62,8 +63,8 @@ void worker_gather(worker_t *w, long offset, int b)
      * would run past the epoch order or the buffers stops the rank instead of writing
      * past them. Never reached with validated input. */
     if (b < 0 || b > w->max_batch || offset < 0 || offset > (long)w->train.n - b ||
-        data_batch_gather(&w->train, w->perm + offset, b, w->x, x_floats(w), w->y, w->spec->dataset.augment,
-                          &w->aug_rng) != 0) {
+        data_batch_gather_aug(&w->train, w->perm + offset, b, w->x, x_floats(w), w->y,
+                              w->spec->dataset.augment ? &w->augment : NULL, &w->aug_rng) != 0) {
         fprintf(stderr,
                 "pacer-worker: rank %d: batch of %d at position %ld does not fit "
                 "(buffer %d, %d samples): refusing to gather it\n",
@@ -204,8 +205,8 @@ static void apply_on_device(worker_t *w, const float *g, float grad_scale)
 {
     const job_spec_t *s = w->spec;
     if (g && cuda_model_upload_grads(w->gpu, g) != 0) gpu_fail(w, "uploading the gradient");
-    if (cuda_model_sgd(w->gpu, w->lr, (float)s->optimizer.momentum, s->optimizer.nesterov,
-                       (float)s->optimizer.weight_decay, grad_scale, (float)s->optimizer.clip_norm) != 0)
+    if (cuda_model_sgd(w->gpu, w->lr, w->momentum, s->optimizer.nesterov, (float)s->optimizer.weight_decay, grad_scale,
+                       (float)s->optimizer.clip_norm) != 0)
         gpu_fail(w, "optimizer step");
     w->gpu_ahead = 1;
     /* The kernels are queued, not waited for: the device runs them before the next
@@ -233,7 +234,7 @@ void worker_apply_gradient(worker_t *w, const float *g, float grad_scale)
         float norm = grad_scale * (float)sqrt(sum_squares(m->nparams, g));
         if (norm > (float)s->optimizer.clip_norm) grad_scale *= (float)s->optimizer.clip_norm / norm;
     }
-    sgd_update(m->nparams, m->params, g, m->momentum, w->lr, (float)s->optimizer.momentum, s->optimizer.nesterov,
+    sgd_update(m->nparams, m->params, g, m->momentum, w->lr, w->momentum, s->optimizer.nesterov,
                (float)s->optimizer.weight_decay, grad_scale);
     sim_charge_update(w);
     phase_mark(&w->phases, PHASE_OPTIMIZER);
@@ -297,6 +298,63 @@ static metrics_record_t *fill_record(worker_t *w, metrics_kind_t kind)
 void worker_report_step(worker_t *w)
 {
     if (w->metrics) metrics_push(w->metrics, fill_record(w, METRICS_STEP));
+}
+
+/* ---- collapse detection (health.h) ------------------------------------------------------- */
+
+/* The detector at rank 0 has just declared a collapse: one line on stderr (once a run,
+ * like a re-plan's), the Redis node hash, and with on_collapse fail or restart the
+ * request to stop. */
+static void health_collapsed(worker_t *w)
+{
+    const job_spec_t *s = w->spec;
+    const health_t *h = &w->health;
+    char why[320], json[512];
+    health_reason(h, why, sizeof why);
+    const char *what = strcmp(s->on_collapse, "fail") == 0 ? "stopping: the job fails"
+                       : strcmp(s->on_collapse, "restart") == 0
+                           ? "stopping: to be restarted from the last checkpoint at or before that step with the "
+                             "learning rate halved"
+                           : "going on";
+    fprintf(stderr, "collapse: training collapsed at step %ld (since step %ld): %s; on_collapse %s: %s\n", h->at_step,
+            h->since_step, why, s->on_collapse, what);
+    if (w->report_health && health_to_json(h, json, sizeof json) > 0) w->report_health(w, json);
+    if (strcmp(s->on_collapse, "continue") != 0) w->collapse_stop = 1;
+}
+
+void worker_health_loss(worker_t *w, long step, float loss)
+{
+    if (w->rank == 0 && w->health.state == HEALTH_OK && health_step(&w->health, step, loss)) health_collapsed(w);
+}
+
+void worker_health_eval(worker_t *w)
+{
+    /* NaN: nothing was evaluated (worker_evaluate); a missing figure is not judged. */
+    if (isnan(w->test_accuracy)) return;
+    if (w->rank == 0 && w->health.state == HEALTH_OK && health_eval(&w->health, w->global_step, w->test_accuracy))
+        health_collapsed(w);
+}
+
+void worker_health_agree(worker_t *w, int now)
+{
+    if (strcmp(w->spec->on_collapse, "continue") == 0) return;
+    int stop = w->collapse_stop;
+    if (w->agree) {
+        if (!now && w->global_step % HEALTH_AGREE_STEPS != 0) return;
+        stop = w->agree(w, stop);
+    }
+    if (stop) w->stop = 4;
+}
+
+json_t *worker_health_json(const worker_t *w)
+{
+    const health_t *h = &w->health;
+    if (h->state == HEALTH_UNKNOWN) return json_null();
+    if (h->state != HEALTH_COLLAPSED) return json_pack("{s:s}", "state", health_state_name(h->state));
+    char why[320];
+    health_reason(h, why, sizeof why);
+    return json_pack("{s:s, s:I, s:I, s:s}", "state", "collapsed", "since_step", (json_int_t)h->since_step, "at_step",
+                     (json_int_t)h->at_step, "reason", why);
 }
 
 /* Epoch-end and final records carry the epoch's mean training loss, and with_eval (the
@@ -549,6 +607,99 @@ int worker_check_memory(const job_spec_t *spec, int nworkers, int host_ranks, ch
     return 0;
 }
 
+/* A built-in set whose images are not the model's shape is converted the way a user's
+ * are (worker/dsload.h); its fixed statistics then no longer describe it, so they are
+ * computed from the converted training split. */
+static int convert_builtin(worker_t *w, int C, int H, int W, int resize, char *err, size_t errlen)
+{
+    dataset_t t[2];
+    dataset_t *d[2] = {&w->train, &w->test};
+    for (int s = 0; s < 2; s++) {
+        int rc = dsload_convert(d[s], C, H, W, resize, &t[s], err, errlen);
+        if (rc != DATA_OK) {
+            if (s) dataset_free(&t[0]);
+            return rc;
+        }
+    }
+    for (int s = 0; s < 2; s++) {
+        sim_dataset_free(d[s]); /* the loaded copy (a simulation's shared one stays shared) */
+        *d[s] = t[s];
+    }
+    dsload_stats(&w->train);
+    memcpy(w->test.mean, w->train.mean, sizeof w->test.mean);
+    memcpy(w->test.std, w->train.std, sizeof w->test.std);
+    return DATA_OK;
+}
+
+/* dataset.mean / dataset.std, when given, replace the data set's own figures. */
+static int apply_normalisation(worker_t *w, const job_spec_t *spec, int C, char *err, size_t errlen)
+{
+    const double *v[2] = {spec->dataset.mean, spec->dataset.std};
+    const int n[2] = {spec->dataset.nmean, spec->dataset.nstd};
+    static const char *const name[2] = {"dataset.mean", "dataset.std"};
+    for (int k = 0; k < 2; k++) {
+        if (n[k] == 0) continue;
+        if (n[k] != 1 && n[k] != C) {
+            snprintf(err, errlen, "%s: %d values, model %s takes %d channel%s: give 1 or %d", name[k], n[k],
+                     w->model->name, C, C == 1 ? "" : "s", C);
+            return DATA_EFORMAT;
+        }
+        for (int c = 0; c < C; c++) {
+            float x = (float)v[k][n[k] == 1 ? 0 : c];
+            if (k == 0) w->train.mean[c] = w->test.mean[c] = x;
+            else w->train.std[c] = w->test.std[c] = x;
+        }
+    }
+    return DATA_OK;
+}
+
+/* Loads the training and test sets in the model's shape (or dataset.resize's size), with
+ * the statistics they are normalised by, and records what they are in w->data. */
+static int load_data(worker_t *w, const job_spec_t *spec, const model_t *m, char *err, size_t errlen)
+{
+    const int resize = spec->dataset.nresize == 2;
+    const int H = resize ? (int)spec->dataset.resize[0] : m->H, W = resize ? (int)spec->dataset.resize[1] : m->W;
+    const char *fmt = spec_dataset_format(spec);
+    int rc;
+    snprintf(w->data_format, sizeof w->data_format, "%s", fmt);
+    memset(&w->data, 0, sizeof w->data);
+    if (spec_dataset_is_user(spec)) {
+        char dir[SPEC_PATH_MAX];
+        if (spec->dataset.cache_dir[0]) snprintf(dir, sizeof dir, "%s", spec->dataset.cache_dir);
+        else dsload_default_cache_dir(dir, sizeof dir);
+        const dsload_opts_t o = {fmt, spec->dataset.path, spec->dataset.layout, m->C, H, W, resize, dir};
+        rc = dsload_user(&o, &w->train, &w->test, &w->data, err, errlen);
+        if (rc != DATA_OK) return rc;
+        if (w->rank == 0 && w->data.cache_note[0]) fprintf(stderr, "data: %s\n", w->data.cache_note);
+        if (w->data.classes != m->num_classes) {
+            snprintf(err, errlen, "%s: %d classes, model %s has %d outputs (one per class)", spec->dataset.path,
+                     w->data.classes, m->name, m->num_classes);
+            return DATA_ELABEL;
+        }
+    } else {
+        const char *dir = spec->dataset.path[0] ? spec->dataset.path : NULL;
+        /* sim_dataset_load is dataset_load, except that simulated ranks share one copy. */
+        rc = sim_dataset_load(spec->dataset.name, dir, 1, &w->train, err, errlen);
+        if (rc == 0) rc = sim_dataset_load(spec->dataset.name, dir, 0, &w->test, err, errlen);
+        if (rc != 0) return rc;
+        /* Resized when asked, converted when only the channels differ; any other
+         * mismatch is left to dataset_check_shape's message, which names both shapes. */
+        int sized = w->train.H == H && w->train.W == W && w->test.H == H && w->test.W == W;
+        int recolour = w->train.C != m->C || w->test.C != m->C;
+        if ((resize && !sized) || (recolour && (sized || resize))) {
+            rc = convert_builtin(w, m->C, H, W, resize, err, errlen);
+            if (rc != DATA_OK) return rc;
+        }
+        w->data.classes = w->train.num_classes;
+    }
+    rc = apply_normalisation(w, spec, m->C, err, errlen);
+    for (int c = 0; c < DATA_MAX_CHANNELS; c++) {
+        w->data.mean[c] = w->train.mean[c];
+        w->data.std[c] = w->train.std[c];
+    }
+    return rc;
+}
+
 int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world, int nworkers, char *err, size_t errlen)
 {
     memset(w, 0, sizeof *w);
@@ -578,18 +729,11 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
      * so the upper bound grows to hold each one's share. */
     planner_bounds_world(spec, nworkers, &w->min_batch, &w->max_batch);
 
-    const char *ds = spec->dataset.name;
-    const char *dir = spec->dataset.path[0] ? spec->dataset.path : NULL;
-    /* sim_dataset_load is dataset_load, except that simulated ranks share one copy. */
-    int rc = sim_dataset_load(ds, dir, 1, &w->train, err, errlen);
-    if (rc == 0) rc = sim_dataset_load(ds, dir, 0, &w->test, err, errlen);
-    if (rc != 0) return rc;
-    if (spec->dataset.train_subset > 0) dataset_truncate(&w->train, spec->dataset.train_subset);
-    if (spec->dataset.test_subset > 0) dataset_truncate(&w->test, spec->dataset.test_subset);
-
-    /* An imported model starts from the file's initializers (the user's own
-     * initialisation), the same on every rank; a built-in one from the job's seed. */
+    /* The model first: its input shape is what the data is brought to. An imported model
+     * starts from the file's initializers (the user's own initialisation), the same on
+     * every rank; a built-in one from the job's seed. */
     const int onnx = spec->model_onnx[0] != '\0';
+    int rc;
     if (onnx) rc = onnx_import_file(spec->model_onnx, spec->model, sim_model_batch(w), &w->model, err, errlen);
     else rc = model_create(spec->model, sim_model_batch(w), &w->model, err, errlen);
     if (rc != 0) return -1;
@@ -598,6 +742,11 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
      * different seeds. */
     const uint64_t seed_rank[2] = {(uint64_t)spec->seed, (uint64_t)rank};
     m->dropout_seed = hash_fnv1a(HASH_FNV1A_INIT, seed_rank, sizeof seed_rank);
+    rc = load_data(w, spec, m, err, errlen);
+    if (rc != 0) return rc;
+    if (spec->dataset.train_subset > 0) dataset_truncate(&w->train, spec->dataset.train_subset);
+    if (spec->dataset.test_subset > 0) dataset_truncate(&w->test, spec->dataset.test_subset);
+
     /* Both sets, once: every later copy into x/y relies on the shape matching the model
      * (the spec's model/dataset pairing says nothing about what the files hold). */
     rc = dataset_check_shape(&w->train, m->C, m->H, m->W, m->num_classes, m->name, err, errlen);
@@ -605,6 +754,11 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
     if (rc != 0) return rc;
     if (!onnx) model_init_params(m, spec->seed);
     if (select_device(w, err, errlen) != 0) return -1;
+    w->momentum = (float)spec->optimizer.momentum;
+    w->lr_scale = 1.0;
+    /* Rank 0 judges the run (the PS in the asynchronous family: it sees every push's
+     * loss); a simulation that skips the computation learns nothing by design. */
+    if (rank == 0 && !sim_skip_compute(w)) health_init(&w->health, m->num_classes);
 
     size_t img = (size_t)m->C * m->H * m->W;
     w->x = page_alloc((size_t)w->max_batch * img * sizeof(float));
@@ -635,6 +789,8 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
     w->sched.gamma = (float)spec->optimizer.lr_schedule.gamma;
     w->sched.min_lr = (float)spec->optimizer.lr_schedule.min_lr;
     rng_seed(&w->aug_rng, (uint64_t)spec->seed * 7919u + (uint64_t)rank + 1);
+    w->augment.pad = spec->dataset.crop_padding;
+    w->augment.flip = spec->dataset.hflip;
     w->slowdown = worker_slowdown_now(w);
     w->record.rank = rank;
     w->record.role = w->role;
@@ -698,8 +854,11 @@ int worker_save_checkpoint(worker_t *w, char *err, size_t errlen)
     double acc = w->eval_step == w->global_step && isfinite(w->test_accuracy) ? w->test_accuracy : -1.0;
     if (acc > 1.0) acc = 1.0;
     const job_spec_t *s = w->spec;
+    /* The last checkpoint from before a collapse that may be declared later stays too
+     * (health.h): on_collapse "restart" resumes from it. */
+    long long good = w->health.state == HEALTH_UNKNOWN ? -1 : health_good_step(&w->health, w->global_step);
     if (ckptdir_retain(s->checkpoint.dir, s->name, w->global_step, w->epoch, acc, s->checkpoint.keep_last,
-                       s->checkpoint.keep_best, why, sizeof why) != 0)
+                       s->checkpoint.keep_best, good, why, sizeof why) != 0)
         fprintf(stderr, "pacer-worker: checkpoint %s written, but not retained as configured: %s\n", path, why);
     return 0;
 }
@@ -749,6 +908,31 @@ int worker_resume_latest(worker_t *w, char *path, size_t len, char *err, size_t 
     if (!tried && !first[0]) return 0;
     snprintf(err, errlen, "%s", first);
     return -1;
+}
+
+int worker_resume_before(worker_t *w, long before, char *path, size_t len, char *err, size_t errlen)
+{
+    const job_spec_t *s = w->spec;
+    char first[1400] = "", last[1400] = "";
+    int tried = 0, rc = 0;
+    ckpt_entry_t *e = malloc(CKPTDIR_MAX * sizeof *e);
+    long long bytes;
+    int n = e ? ckptdir_list(s->checkpoint.dir, s->name, e, CKPTDIR_MAX, &bytes, err, errlen) : -1;
+    if (!e) snprintf(err, errlen, "%s: out of memory", s->checkpoint.dir);
+    if (n < 0) {
+        free(e);
+        return -1;
+    }
+    /* Newest first below the step; each refusal one line, as worker_resume_latest. */
+    for (int i; !rc && (i = ckptdir_before(e, n, before)) >= 0;) {
+        snprintf(path, len, "%s/%s", s->checkpoint.dir, e[i].file);
+        before = e[i].step;
+        rc = try_resume(w, path, &tried, last, sizeof last, first, sizeof first, err, errlen);
+    }
+    free(e);
+    if (rc) return 1;
+    if (tried) fprintf(stderr, "pacer-worker: %s\n", last);
+    return 0;
 }
 
 int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
@@ -874,6 +1058,7 @@ int worker_epoch_done(worker_t *w, char *err, size_t errlen)
 {
     const job_spec_t *s = w->spec;
     w->eval_step = w->global_step; /* every caller has just evaluated */
+    worker_health_eval(w);
     report_epoch(w, METRICS_EPOCH, 1);
     if (w->rank == 0)
         fprintf(stderr, "epoch %ld/%d done: train_loss_running %.4f test_loss %.4f test_accuracy %.4f\n", w->epoch + 1,
@@ -887,8 +1072,9 @@ int worker_epoch_done(worker_t *w, char *err, size_t errlen)
         if (w->rank == 0) fprintf(stderr, "target accuracy %.4f reached\n", s->target_accuracy);
         w->stop = 1;
     }
-    /* keep_best needs checkpoints whose accuracy is known: these weights, just evaluated. */
-    if (s->checkpoint.keep_best && s->checkpoint.every_steps > 0 && w->rank == 0)
+    /* keep_best needs checkpoints whose accuracy is known: these weights, just evaluated
+     * (not collapsed ones that stop the run: a restart must not find them the latest). */
+    if (s->checkpoint.keep_best && s->checkpoint.every_steps > 0 && w->rank == 0 && w->stop != 4)
         return worker_save_checkpoint(w, err, errlen);
     return 0;
 }
@@ -959,7 +1145,7 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
          * last checkpoint is the end of the job, as for the step loop below. */
         if (w->role == ROLE_PS && w->stop != 2) {
             w->train_loss = worker_final_train_loss(w);
-            if (s->checkpoint.every_steps > 0 && w->ckpt_step != w->global_step &&
+            if (s->checkpoint.every_steps > 0 && w->ckpt_step != w->global_step && w->stop != 4 &&
                 worker_save_checkpoint(w, err, errlen) != 0)
                 return -1;
         }
@@ -974,7 +1160,7 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
         while (w->step_in_epoch < w->steps_per_epoch && !w->stop) {
             double t0 = clock_mono_s();
             phase_begin(&w->phases, w->global_step + 1);
-            w->lr = lr_at(&w->sched, (float)s->optimizer.lr, w->global_step, w->total_steps);
+            w->lr = lr_at(&w->sched, (float)(s->optimizer.lr * w->lr_scale), w->global_step, w->total_steps);
             w->slowdown = worker_slowdown_now(w);
             w->step_loss = NAN;
             if ((rc = w->algo->step(w)) != 0) {
@@ -993,6 +1179,8 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
             w->step_in_epoch++;
             w->global_step++;
             w->stats.steps++;
+            /* The detector reads the loss the loop has anyway: a few comparisons. */
+            worker_health_loss(w, w->global_step, w->step_loss);
             /* The step's metrics record is part of the step's cost: it is inside train_s
              * (bench/redis_overhead.sh compares it with and without --redis). */
             phase_end(&w->phases);
@@ -1023,6 +1211,9 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
                 if (w->agree) over = w->agree(w, over);
                 if (over) w->stop = 3;
             }
+            /* A collapse that on_collapse stops for: the epoch end below evaluates the
+             * weights as they are, then the loop ends without a checkpoint. */
+            if (!w->stop) worker_health_agree(w, 0);
         }
         if (w->stop == 2) break;
         if (w->algo->epoch_end && (rc = w->algo->epoch_end(w)) != 0) {
@@ -1034,14 +1225,17 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
         if (w->algo->evaluate) w->algo->evaluate(w);
         else worker_evaluate(w, &w->test_loss, &w->test_accuracy);
         if (worker_epoch_done(w, err, errlen) != 0) return -1;
+        /* The evaluation may have found the run at chance: stop before another epoch. */
+        if (!w->stop) worker_health_agree(w, 1);
         if (w->stop == 3 && w->rank == 0)
             fprintf(stderr, "time budget of %.1f s used: stopped in epoch %ld\n", o->time_budget_s, w->epoch);
+        if (w->stop == 4 && w->rank == 0) fprintf(stderr, "collapse: stopped in epoch %ld\n", w->epoch);
     }
     w->wall_s = clock_mono_s() - t_start;
     report_epoch(w, METRICS_FINAL, w->nothing_left);
     /* Rank 0 holds the final (merged) weights after the last epoch end. */
     if (w->rank == 0 && w->stop != 2) w->train_loss = worker_final_train_loss(w);
-    if (s->checkpoint.every_steps > 0 && w->rank == 0 && w->stop != 2 && w->ckpt_step != w->global_step)
+    if (s->checkpoint.every_steps > 0 && w->rank == 0 && w->stop != 2 && w->stop != 4 && w->ckpt_step != w->global_step)
         if (worker_save_checkpoint(w, err, errlen) != 0) return -1;
     return 0;
 }
@@ -1091,6 +1285,14 @@ json_t *worker_rank_json(const worker_t *w)
     json_t *st = staleness_json(&w->staleness.s);
     json_t *r = rank_json_base(w, st);
     if (r) json_object_set_new(r, "phases", phases_json(&w->phases));
+    /* This rank's share of the decoded cache's pages, measured now (/proc/self/smaps):
+     * ranks of one host map the same file, and Pss below Rss shows the pages shared. */
+    int maps;
+    long rss, pss;
+    if (r && w->data.cache_path[0] && !sim_active() && dcache_usage(w->data.cache_path, &maps, &rss, &pss) == 0)
+        json_object_set_new(r, "data_cache",
+                            json_pack("{s:i, s:I, s:I}", "mappings", maps, "rss_kb", (json_int_t)rss, "pss_kb",
+                                      (json_int_t)pss));
     return r;
 }
 
@@ -1149,6 +1351,39 @@ long worker_train_samples(json_t *per_rank)
     return n;
 }
 
+/* The summary's "dataset": what was trained on, as loaded: {name, format, path (a user's),
+ * classes, train_samples, test_samples (after train_subset / test_subset), shape [C, H, W],
+ * mean, std (what the gather normalised with), cache}. cache is the decoded cache this rank
+ * mapped ({path, built, bytes, decode_s}; decode_s null when mapped, and in a simulation,
+ * whose clock does not run while a rank decodes), or null: a built-in set has none, and a
+ * user's decoded into memory says why in cache_note. */
+static json_t *dataset_json(const worker_t *w)
+{
+    const job_spec_t *s = w->spec;
+    const int user = spec_dataset_is_user(s);
+    const char *base = strrchr(s->dataset.path, '/');
+    base = base && base[1] ? base + 1 : s->dataset.path;
+    json_t *mean = json_array(), *std = json_array();
+    for (int c = 0; c < w->train.C && c < DATA_MAX_CHANNELS; c++) {
+        json_array_append_new(mean, json_real(w->data.mean[c]));
+        json_array_append_new(std, json_real(w->data.std[c]));
+    }
+    json_t *o = json_pack("{s:s, s:s, s:i, s:i, s:i, s:[iii], s:o, s:o}", "name", user ? base : s->dataset.name,
+                          "format", w->data_format, "classes", w->data.classes, "train_samples", w->train.n,
+                          "test_samples", w->test.n, "shape", w->train.C, w->train.H, w->train.W, "mean", mean, "std",
+                          std);
+    if (!o) return NULL;
+    if (user) json_object_set_new(o, "path", json_string(s->dataset.path));
+    json_t *cache = json_null();
+    if (w->data.cache_path[0])
+        cache = json_pack("{s:s, s:b, s:I, s:o}", "path", w->data.cache_path, "built", w->data.cache_built, "bytes",
+                          (json_int_t)w->data.cache_bytes, "decode_s",
+                          w->data.cache_built && !sim_active() ? json_real(w->data.decode_s) : json_null());
+    json_object_set_new(o, "cache", cache);
+    if (w->data.cache_note[0]) json_object_set_new(o, "cache_note", json_string(w->data.cache_note));
+    return o;
+}
+
 int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, char *err, size_t errlen)
 {
     const job_spec_t *s = w->spec;
@@ -1174,8 +1409,8 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
     int diverged = (trained && !isfinite(w->train_loss)) || (ran && !isfinite(w->train_loss_running)) ||
                    (tested && (!isfinite(w->test_loss) || !isfinite(w->test_accuracy)));
     json_t *root = json_pack(
-        "{s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:o, s:o, s:i, s:o, s:o, s:b, s:f, s:f, s:I, s:o, s:o, s:O}", "name",
-        s->name, "model", s->model, "dataset", s->dataset.name, "algorithm", s->algorithm.name, "workers", s->workers,
+        "{s:s, s:s, s:o, s:s, s:i, s:i, s:I, s:o, s:o, s:i, s:o, s:o, s:b, s:f, s:f, s:I, s:o, s:o, s:O}", "name",
+        s->name, "model", s->model, "dataset", dataset_json(w), "algorithm", s->algorithm.name, "workers", s->workers,
         "epochs", s->epochs, "steps", (json_int_t)w->global_step, "train_loss", json_finite_or_null(w->train_loss),
         "train_loss_running", json_finite_or_null(w->train_loss_running), "train_loss_samples",
         w->train.n < TRAIN_LOSS_SAMPLES ? w->train.n : TRAIN_LOSS_SAMPLES, "test_loss",
@@ -1190,14 +1425,22 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
      * applied update once, and in the synchronous families every rank applies every
      * update with the same tau. Exact: it comes from the counts, not the histogram. */
     json_object_set_new(root, "staleness", staleness_json(&w->staleness.s));
+    json_object_set_new(root, "health", worker_health_json(w));
+    json_object_set_new(root, "lr_scale", json_real(w->lr_scale));
     json_object_set_new(root, "device", job_device_json(s, per_rank));
     json_object_set_new(root, "emulation", emulate_summary_json(w));
     sim_summary(w, root);
-    if (w->role == ROLE_PS)
+    if (w->role == ROLE_PS) {
+        /* The momentum it applied at the end (optimizer.async_momentum; ps.c) and the
+         * smoothed staleness that set it. */
+        json_t *mom = json_pack("{s:s, s:f, s:f, s:f}", "mode", s->optimizer.async_momentum, "requested",
+                                s->optimizer.momentum, "applied", round((double)w->momentum * 1e6) / 1e6,
+                                "staleness_smoothed", w->ps_tau_avg);
         json_object_set_new(root, "parameter_server",
-                            json_pack("{s:I, s:o, s:f, s:I}", "updates", (json_int_t)w->ps_updates, "updates_per_s",
-                                      json_rate((double)w->ps_updates, w->loop_s), "busy_fraction", w->ps_busy_fraction,
-                                      "dropped", (json_int_t)w->ps_dropped));
+                            json_pack("{s:I, s:o, s:f, s:I, s:o}", "updates", (json_int_t)w->ps_updates,
+                                      "updates_per_s", json_rate((double)w->ps_updates, w->loop_s), "busy_fraction",
+                                      w->ps_busy_fraction, "dropped", (json_int_t)w->ps_dropped, "momentum", mom));
+    }
     /* temp file + rename: the coordinator may read the summary while it is written */
     char tmp[1100];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());

@@ -52,6 +52,11 @@ int worker_resume(worker_t *w, const char *path, char *err, size_t errlen);
  * stderr. Returns 1 with the path used, 0 when there is none, -1 with err naming the
  * latest's problem when none can be used. */
 int worker_resume_latest(worker_t *w, char *path, size_t len, char *err, size_t errlen);
+/* --resume-before: the newest checkpoint the job kept (common/ckptdir.h) written before
+ * global step before, or when it cannot be used the next older one, each refusal one
+ * line on stderr. Returns 1 with the path used, 0 when none could be used (the run starts
+ * afresh), -1 with err when the directory cannot be listed. */
+int worker_resume_before(worker_t *w, long before, char *path, size_t len, char *err, size_t errlen);
 void worker_checkpoint_path(const worker_t *w, char *out, size_t len);
 /* Writes DIR/NAME.ckpt, then links it under its retained name and prunes the older ones
  * (checkpoint.keep_last, keep_best; a failure there is one line on stderr: the checkpoint
@@ -67,6 +72,10 @@ int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen);
 /* Training samples of a job: the sum over the per_rank entries of role "worker" (each
  * sample is computed by exactly one worker; the PS reports updates, not samples). */
 long worker_train_samples(json_t *per_rank);
+/* The health as the summary and the coordinator see it: {"state": "ok"} or {"state":
+ * "collapsed", "since_step", "at_step", "reason"}; JSON null where nothing was judged
+ * (a rank other than 0, a simulation that skips the computation). New reference. */
+json_t *worker_health_json(const worker_t *w);
 /* This rank's per_rank summary entry (new reference). */
 json_t *worker_rank_json(const worker_t *w);
 /* Writes the job summary (rank 0) with the per_rank array (borrowed). */

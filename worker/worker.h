@@ -21,10 +21,13 @@
 
 #include "clock.h"
 #include "data.h"
+#include "dsload.h"
+#include "health.h"
 #include "metrics.h"
 #include "model.h"
 #include "phase.h"
 #include "spec.h"
+#include "waitmark.h"
 
 typedef enum { ROLE_WORKER = 0, ROLE_PS = 1 } worker_role_t;
 
@@ -69,6 +72,10 @@ typedef struct worker {
                                             since the host last had them (see below) */
     char device_reason[800]; /* why a rank that may use a GPU computes on the CPU */
     dataset_t train, test;
+    /* What the data set is (the summary's "dataset"): its format, classes, the statistics
+     * the gather normalises with, the decoded cache mapped (worker/dsload.h). */
+    char data_format[16];
+    dsload_info_t data;
 
     /* Epoch order: the same permutation on every rank (seeded by seed and epoch); each step
      * consumes global_batch samples starting at cursor, rank i taking batch_of[i] of them
@@ -83,6 +90,7 @@ typedef struct worker {
     int32_t *eval_idx;        /* (max_batch) positions for evaluation batches */
     int batch;                /* samples in x/y for this step */
     rng_t aug_rng;
+    data_augment_t augment; /* dataset.crop_padding, hflip (when dataset.augment) */
 
     long epoch; /* 0-based, current */
     long step_in_epoch;
@@ -91,6 +99,13 @@ typedef struct worker {
     long total_steps;
     float lr; /* this step's learning rate */
     lr_schedule_t sched;
+    /* The learning rate's factor over the spec's (--lr-scale: 0.5 per restart after a
+     * collapse, the coordinator's on_collapse "restart"); 1 otherwise. */
+    double lr_scale;
+    /* The momentum the optimizer applies: optimizer.momentum, or at a parameter server
+     * with optimizer.async_momentum "compensated" what is left of it once the measured
+     * staleness's own momentum is taken out (ps.c, ps_compensated_momentum). */
+    float momentum;
 
     double slowdown;       /* emulation factor in force for this rank */
     double *undisturbed_s; /* (max_batch + 1) the cheapest step measured per
@@ -116,11 +131,13 @@ typedef struct worker {
     metrics_reporter_t *metrics;   /* NULL: no --metrics / --redis */
     metrics_record_t record;       /* reused for every record this rank emits */
     step_phases_t phases;          /* the step in progress: where its time goes */
+    waitmark_t wait;               /* the blocking MPI call in progress (the Redis sink reads it) */
     struct trace_ring *trace;      /* --trace: the rank's recent slices; NULL: off */
     const struct train_opts *opts; /* the loop's options (test hooks) */
     int64_t ps_updates;            /* parameter server: updates applied, */
     double ps_busy_fraction;       /* the fraction of its time spent handling pushes, */
     int64_t ps_dropped;            /* and gradients dropped by tau_max */
+    double ps_tau_avg;             /* and its smoothed staleness at the end (ps.c) */
 
     /* results */
     double epoch_loss_sum; /* sum of batch-weighted losses this epoch */
@@ -131,14 +148,24 @@ typedef struct worker {
     /* The latest evaluation (rank 0's, broadcast to the others in the synchronous family);
      * NaN before the first, and with the losses above whatever was not measured. */
     float test_loss, test_accuracy;
-    long eval_step;   /* global_step when test_accuracy was measured; -1: not yet */
-    long ckpt_step;   /* global_step of the last checkpoint this rank wrote; -1: none */
-    int stop;         /* 1: target_accuracy reached, 2: test hook */
+    long eval_step; /* global_step when test_accuracy was measured; -1: not yet */
+    long ckpt_step; /* global_step of the last checkpoint this rank wrote; -1: none */
+    /* 1: target_accuracy reached, 2: test hook, 3: time budget, 4: collapsed with
+     * on_collapse fail or restart (every rank agreed: worker_health_agree) */
+    int stop;
     int nothing_left; /* resumed after the last epoch end: nothing trained (worker_finish_resumed) */
-    double loop_s;    /* training time: inside training steps, without
+    /* Rank 0 (the PS in the asynchronous family): is the run still learning (health.h)?
+     * Fed the loss of every step and every evaluation; the other ranks leave it
+     * HEALTH_UNKNOWN. collapse_stop: rank 0 has seen a collapse that on_collapse says to
+     * stop for; the ranks stop once they agree (worker_health_agree). */
+    health_t health;
+    int collapse_stop;
+    /* The Redis sink's copy of the health (main.c: redis_report_health); NULL: none. */
+    void (*report_health)(struct worker *w, const char *json);
+    double loop_s; /* training time: inside training steps, without
                                             evaluation or checkpoints (the PS: serving,
                                             without them) */
-    double wall_s;    /* the whole training loop */
+    double wall_s; /* the whole training loop */
 } worker_t;
 
 /* The plug-in interface. Every callback returns 0 or a negative error after printing one
@@ -189,6 +216,17 @@ void worker_apply_update(worker_t *w, float grad_scale);
 void worker_apply_gradient(worker_t *w, const float *g, float grad_scale);
 /* Emits this rank's metrics record for the step just done (no-op without a reporter). */
 void worker_report_step(worker_t *w);
+
+/* The collapse detector (health.h) at rank 0: a step's training loss, an evaluation's
+ * test accuracy. On a collapse they say so (stderr, the Redis node hash) and, with
+ * on_collapse fail or restart, set collapse_stop. No-ops on the other ranks. */
+void worker_health_loss(worker_t *w, long step, float loss);
+void worker_health_eval(worker_t *w);
+/* Every HEALTH_AGREE_STEPS steps, or now with now (an epoch end, where the ranks meet
+ * anyway), and always in one process: stop (w->stop = 4) when rank 0 has set
+ * collapse_stop; one broadcast of an int among the ranks. */
+#define HEALTH_AGREE_STEPS 10
+void worker_health_agree(worker_t *w, int now);
 
 /* Evaluates model on the test set in batches; fills loss and accuracy (NaN when nothing
  * was evaluated: an empty set, a simulation that skips the compute). A GPU rank

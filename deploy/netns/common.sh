@@ -12,9 +12,25 @@
 # which `ip netns exec` bind-mounts over /etc/hosts, so the real /etc/hosts is never
 # touched. No namespace gets a default route: nothing in it can reach beyond the /24.
 #
+# A second network, the data network (PACER_NETNS_DATA_NET set, e.g. 10.78.1): a
+# cluster whose MPI traffic has a network of its own (InfiniBand, a second Ethernet)
+# beside the management network that ssh, Redis, the API and Open MPI's out-of-band
+# channel use. Then a second bridge ${P}bd carries DATA_NET/24, and each host gets eth1
+# on it through a second veth (${P}dHOST on the bridge's side):
+#
+#   root ns   bridge ${P}bd  DATA_NET.254
+#   ${P}pc    eth1           DATA_NET.1
+#   ${P}pwK   eth1           DATA_NET.(10+K)
+#
+# and netns_mpi_env sends MPI's messages (the TCP BTL) over it only. Host names resolve
+# to the management addresses, as a real cluster's do. Setting a host's data veth down
+# (ip link set ${P}dpw3 down) cuts it from the data network while its processes, its
+# remote shell, its Redis connection and mpirun's control of it stay (tests/integration/
+# partition.sh). Unset: one network, as before.
+#
 # Everything is overridable from the environment, so a second topology (or an address
 # clash) needs no edit: PACER_NETNS_PREFIX, PACER_NETNS_NET (the first three octets),
-# PACER_NETNS_WORKERS.
+# PACER_NETNS_WORKERS, PACER_NETNS_DATA_NET (the data network's first three octets).
 
 # shellcheck disable=SC2034 # sourced: the including scripts use these
 P=${PACER_NETNS_PREFIX:-pacer-}
@@ -22,6 +38,8 @@ NET=${PACER_NETNS_NET:-10.77.0}
 WORKERS=${PACER_NETNS_WORKERS:-3}
 BRIDGE=${P}br
 BRIDGE_ADDR=$NET.254
+DATA_NET=${PACER_NETNS_DATA_NET:-}
+DATA_BRIDGE=${P}bd
 
 # The host names, coordinator first.
 netns_hosts() {
@@ -39,6 +57,15 @@ host_addr() {
     esac
 }
 
+# host_data_addr HOST - a host's address on the data network (with DATA_NET only).
+host_data_addr() {
+    case $1 in
+        pc) echo "$DATA_NET.1" ;;
+        pw[0-9]*) echo "$DATA_NET.$((10 + ${1#pw}))" ;;
+        *) return 1 ;;
+    esac
+}
+
 # host_of NAME|ADDR - the host name for a name or an address of the topology; fails
 # for anything else, so a stray host in a hostfile is never run on the real machine.
 host_of() {
@@ -52,11 +79,13 @@ host_of() {
 # the prefix short).
 host_ns() { echo "$P$1"; }
 host_veth() { echo "$P$1"; }
+host_data_veth() { echo "${P}d$1"; }
 
 # netns_mpi_env RSH - exports what Open MPI needs to run one job across the namespace
 # hosts: its daemons started through RSH (sh deploy/netns/rsh.sh, or a wrapper around it),
 # each from pc (no tree spawn), the ob1 PML over TCP, and only the cluster's /24, for the
-# out-of-band channel too. And no binding: each host's orted thinks it has the machine
+# out-of-band channel too (with a data network: the messages over DATA_NET's /24, the
+# out-of-band channel over the management /24). And no binding: each host's orted thinks it has the machine
 # to itself and would bind its rank to the first core, so ranks of different "hosts"
 # would all share core 0 while the other cores idle (bench/sim_validate.sh measured
 # steps 3x the calibrated one); the kernel places them instead. The coordinator passes
@@ -66,7 +95,7 @@ netns_mpi_env() {
     export OMPI_MCA_plm_rsh_no_tree_spawn=1
     export OMPI_MCA_pml=ob1
     export OMPI_MCA_btl=tcp,self
-    export OMPI_MCA_btl_tcp_if_include="$NET.0/24"
+    export OMPI_MCA_btl_tcp_if_include="${DATA_NET:-$NET}.0/24"
     export OMPI_MCA_oob_tcp_if_include="$NET.0/24"
     export OMPI_MCA_hwloc_base_binding_policy=none
 }

@@ -1,7 +1,7 @@
 #!/bin/sh
 # deploy/netns/down.sh - removes the namespace cluster: stops every process that runs in
 # one of its namespaces (only those: `ip netns pids` names them by id), deletes the
-# namespaces (their veths go with them), the bridge and the /etc/netns files. Safe to run
+# namespaces (their veths go with them), the bridges and the /etc/netns files. Safe to run
 # on a partial or absent topology; never fails.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/common.sh"
@@ -31,8 +31,10 @@ for h in $(netns_hosts); do
     [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
     ip netns del "$ns" 2>/dev/null
     ip link del "$(host_veth "$h")" 2>/dev/null
+    ip link del "$(host_data_veth "$h")" 2>/dev/null
     rm -rf "/etc/netns/$ns"
 done
 ip link del "$BRIDGE" 2>/dev/null
+ip link del "$DATA_BRIDGE" 2>/dev/null
 rmdir /etc/netns 2>/dev/null
 exit 0

@@ -1,7 +1,8 @@
 #!/bin/sh
 # deploy/netns/up.sh - builds the namespace cluster described in common.sh (root only):
 # a bridge, the namespaces pc and pw1..pwN, one veth each, addresses, /etc/netns hosts
-# files. Idempotent in the sense that it refuses to build over an existing topology:
+# files; with PACER_NETNS_DATA_NET a second bridge and a second veth each (the data
+# network). Idempotent in the sense that it refuses to build over an existing topology:
 # run down.sh first. Tear it down with down.sh (which also kills what runs inside).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -18,9 +19,19 @@ if [ -n "$(ip -4 route show root "$NET.0/24")" ]; then
     exit 1
 fi
 
+if [ -n "$DATA_NET" ] && [ -n "$(ip -4 route show root "$DATA_NET.0/24")" ]; then
+    echo "up.sh: $DATA_NET.0/24 is already routed here (set PACER_NETNS_DATA_NET to a free /24)" >&2
+    exit 1
+fi
+
 ip link add "$BRIDGE" type bridge
 ip addr add "$BRIDGE_ADDR/24" dev "$BRIDGE"
 ip link set "$BRIDGE" up
+if [ -n "$DATA_NET" ]; then
+    ip link add "$DATA_BRIDGE" type bridge
+    ip addr add "$DATA_NET.254/24" dev "$DATA_BRIDGE"
+    ip link set "$DATA_BRIDGE" up
+fi
 
 hosts_file=$(mktemp)
 {
@@ -39,9 +50,18 @@ for h in $(netns_hosts); do
     ip -n "$ns" link set lo up
     ip -n "$ns" addr add "$(host_addr "$h")/24" dev eth0
     ip -n "$ns" link set eth0 up
+    if [ -n "$DATA_NET" ]; then
+        dveth=$(host_data_veth "$h")
+        ip link add "$dveth" type veth peer name eth1 netns "$ns"
+        ip link set "$dveth" master "$DATA_BRIDGE"
+        ip link set "$dveth" up
+        ip -n "$ns" addr add "$(host_data_addr "$h")/24" dev eth1
+        ip -n "$ns" link set eth1 up
+    fi
     mkdir -p "/etc/netns/$ns"
     cp "$hosts_file" "/etc/netns/$ns/hosts"
     chmod 644 "/etc/netns/$ns/hosts"   # mktemp's 0600 would hide it from non-root users
 done
 rm -f "$hosts_file"
 echo "netns: up: bridge $BRIDGE $BRIDGE_ADDR/24; $(for h in $(netns_hosts); do printf '%s=%s ' "$h" "$(host_addr "$h")"; done)"
+[ -z "$DATA_NET" ] || echo "netns: data network: bridge $DATA_BRIDGE $DATA_NET.254/24; $(for h in $(netns_hosts); do printf '%s=%s ' "$h" "$(host_data_addr "$h")"; done)"

@@ -22,9 +22,10 @@ echo "ok: stopped pacer-worker $victim of $id after its first checkpoint"
 await 60 "job $id to be restarted for its silence" is_state "$id" RESTARTING
 silent=$(awk -v n="$(now)" -v s="$stopped_at" 'BEGIN { printf "%.1f", n - s }')
 at_least "seconds of silence before the restart" "$silent" "$HEARTBEAT_TIMEOUT"
-grep -q "job $id: no heartbeat from rank 0 for [0-9]* s; stopping session" "$TMP/coord.log" ||
+# The stop names the rank and the host it reported (issue 30).
+grep -q "job $id: no heartbeat from rank 0 ($(hostname)) for [0-9]* s; stopping session" "$TMP/coord.log" ||
     { tail -20 "$TMP/coord.log"; fail "the coordinator did not say why it killed $id"; }
-field_of "$id" reason | grep -q "no heartbeat from rank 0" || fail "reason of $id: $(field_of "$id" reason)"
+field_of "$id" reason | grep -q "no heartbeat from rank 0 ($(hostname))" || fail "reason of $id: $(field_of "$id" reason)"
 # No process of the first attempt may outlive it: two attempts would write one checkpoint.
 relaunched() { [ "$(field_of "$id" attempts)" = 2 ]; }
 await 60 "job $id to be launched again" relaunched

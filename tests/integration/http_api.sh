@@ -116,7 +116,7 @@ problem model-not-found
 jq -r .detail "$TMP/body" | grep -q "not a model name" || fail "detail: $(cat "$TMP/body")"
 expect 200 GET /api/v1/datasets
 jq -e '.datasets[] | select(.name == "fashion-mnist") | .present == true and .path == "/usr/share/datasets/fashion-mnist"
-    and .format == "idx" and .classes == 10 and .train_samples == 60000 and .test_samples == 10000 and .augment == false' \
+    and .format == "idx" and .classes == 10 and .train_samples == 60000 and .test_samples == 10000 and .augment == true' \
     "$TMP/body" >/dev/null || fail "fashion-mnist in /api/v1/datasets: $(cat "$TMP/body")"
 [ "$(jq -r '[.datasets[].name] | join(" ")' "$TMP/body")" = "fashion-mnist mnist cifar10" ] || fail "datasets: $(cat "$TMP/body")"
 jq -e '.data_roots | length >= 1' "$TMP/body" >/dev/null || fail "datasets: no data_roots: $(cat "$TMP/body")"

@@ -35,8 +35,12 @@ def strict(schema):
     if not isinstance(schema, dict):
         return schema
     s = {k: strict(v) for k, v in schema.items()}
-    if s.pop("nullable", False) and "type" in s:
+    nullable = s.pop("nullable", False)
+    if nullable and "type" in s:
         s["type"] = [s["type"], "null"] if isinstance(s["type"], str) else s["type"] + ["null"]
+    elif nullable and "allOf" in s:
+        # OpenAPI 3.0's nullable reference: {"allOf": [{"$ref": ...}], "nullable": true}
+        s = {"anyOf": [s, {"type": "null"}]}
     if "properties" in s and "additionalProperties" not in s:
         s["additionalProperties"] = False
     for k in ("example", "examples"):

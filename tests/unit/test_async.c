@@ -1,7 +1,8 @@
 /* tests/unit/test_async.c - the asynchronous update rules against hand-computed values
  * (issue 4): DC-ASGD (both variants) and DDC-ASGD compensated gradients on a small
  * vector; DDC-ASGD with tau = 0 equals momentum SGD; DDC-ASGD with lambda0 = 0 equals
- * staleness-aware momentum ASGD; n-softsync's alpha(tau). */
+ * staleness-aware momentum ASGD; n-softsync's alpha(tau); the compensated momentum
+ * (optimizer.async_momentum) on a scripted staleness. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -96,7 +97,7 @@ static void test_ddc_tau0_is_momentum_sgd(void **state)
         for (int i = 0; i < N; i++) g[i] = G[i] * (float)(1 + step % 3) + 0.1f * w1[i];
         float bak[N];
         memcpy(bak, w1, sizeof bak);
-        ddc_step(&s, N, w1, u1, bak, v, &tau_avg, g, 1.0f, 0, 0.05f, scratch);
+        ddc_step(&s, N, w1, u1, bak, v, &tau_avg, g, 1.0f, 0, 0.05f, (float)s.optimizer.momentum, scratch);
         for (int i = 0; i < N; i++) g[i] = G[i] * (float)(1 + step % 3) + 0.1f * w2[i];
         sgd_update(N, w2, g, u2, 0.05f, 0.9f, 0, 0.0f, 1.0f);
     }
@@ -119,7 +120,7 @@ static void test_ddc_lambda0_is_staleness_aware_asgd(void **state)
     const int64_t taus[] = {0, 3, 1, 7, 2, 2, 0, 5};
     for (int k = 0; k < 8; k++) {
         int64_t tau = taus[k];
-        ddc_step(&s, N, w, u, WB, v, &tau_avg, G, 1.0f, tau, 0.1f, scratch);
+        ddc_step(&s, N, w, u, WB, v, &tau_avg, G, 1.0f, tau, 0.1f, (float)s.optimizer.momentum, scratch);
         ref_avg = 0.95 * ref_avg + 0.05 * (double)tau;
         double eta = 0.1 * fmin(1.0, (ref_avg + 1) / ((double)tau + 1));
         double mu = 0.9 * pow(0.9, fmax(0.0, (double)tau - ref_avg));
@@ -150,9 +151,10 @@ static void test_ddc_clip_norm(void **state)
     assert_true(norm > 0.5);
     double tau_avg1 = 0, tau_avg2 = 0;
     s.optimizer.clip_norm = 0.5;
-    ddc_step(&s, N, w1, u1, WB, v1, &tau_avg1, G, 2.0f, 0, 0.1f, scratch);
+    ddc_step(&s, N, w1, u1, WB, v1, &tau_avg1, G, 2.0f, 0, 0.1f, (float)s.optimizer.momentum, scratch);
     s.optimizer.clip_norm = 0;
-    ddc_step(&s, N, w2, u2, WB, v2, &tau_avg2, G, (float)(2.0 * 0.5 / norm), 0, 0.1f, scratch);
+    ddc_step(&s, N, w2, u2, WB, v2, &tau_avg2, G, (float)(2.0 * 0.5 / norm), 0, 0.1f, (float)s.optimizer.momentum,
+             scratch);
     for (int i = 0; i < N; i++) close_to(w1[i], w2[i], 1e-6);
     /* a gradient already within the norm is left alone */
     memcpy(w1, W, sizeof w1);
@@ -163,9 +165,9 @@ static void test_ddc_clip_norm(void **state)
     memset(v2, 0, sizeof v2);
     tau_avg1 = tau_avg2 = 0;
     s.optimizer.clip_norm = 100;
-    ddc_step(&s, N, w1, u1, WB, v1, &tau_avg1, G, 2.0f, 0, 0.1f, scratch);
+    ddc_step(&s, N, w1, u1, WB, v1, &tau_avg1, G, 2.0f, 0, 0.1f, (float)s.optimizer.momentum, scratch);
     s.optimizer.clip_norm = 0;
-    ddc_step(&s, N, w2, u2, WB, v2, &tau_avg2, G, 2.0f, 0, 0.1f, scratch);
+    ddc_step(&s, N, w2, u2, WB, v2, &tau_avg2, G, 2.0f, 0, 0.1f, (float)s.optimizer.momentum, scratch);
     for (int i = 0; i < N; i++) close_to(w1[i], w2[i], 0);
 }
 
@@ -175,6 +177,35 @@ static void test_softsync_alpha(void **state)
     close_to(ps_softsync_alpha(0.1f, 0), 0.1, 1e-7);
     close_to(ps_softsync_alpha(0.1f, 1), 0.1, 1e-7);
     close_to(ps_softsync_alpha(0.1f, 4), 0.025, 1e-7);
+}
+
+/* optimizer.async_momentum "compensated" (ps.h, docs/JOB_SPEC.md): 1 - (1 - mu)(1 + tau),
+ * clamped at 0, so that (1 - explicit)(1 - implicit) = 1 - mu with implicit = tau / (1 + tau). */
+static void test_compensated_momentum(void **state)
+{
+    (void)state;
+    close_to(ps_compensated_momentum(0.9, 0), 0.9, 1e-7);  /* no staleness: as given */
+    close_to(ps_compensated_momentum(0.9, -1), 0.9, 1e-7); /* nothing measured */
+    close_to(ps_compensated_momentum(0.9, 2), 0.7, 1e-6);  /* 3 equal workers: 1 - 1/3 implicit */
+    close_to(ps_compensated_momentum(0.99, 3), 0.96, 1e-6);
+    close_to(ps_compensated_momentum(0.9, 9), 0.0, 1e-7);  /* all of it implicit */
+    close_to(ps_compensated_momentum(0.9, 20), 0.0, 1e-7); /* clamped, never negative */
+    close_to(ps_compensated_momentum(0.5, 2), 0.0, 1e-7);
+    close_to(ps_compensated_momentum(0.5, 0.5), 0.25, 1e-7);
+    close_to(ps_compensated_momentum(0, 3), 0.0, 1e-7);
+    /* The total relation holds wherever nothing is clamped. */
+    for (double tau = 0; tau < 9; tau += 0.25) {
+        double e = ps_compensated_momentum(0.9, tau), imp = tau / (1 + tau);
+        close_to((float)((1 - e) * (1 - imp)), 0.1, 1e-5);
+    }
+    /* The parameter server's smoothing (ps_tau_smooth) on a scripted staleness: prior N - 1 = 2 for
+     * three workers, then an epoch start of 0, 1, 2 and round-robin 2s; the momentum it
+     * applies after each update. */
+    double t = 2;
+    const int taus[] = {0, 1, 2, 2, 2, 2};
+    for (size_t i = 0; i < sizeof taus / sizeof *taus; i++) t = ps_tau_smooth(t, taus[i]);
+    close_to((float)t, 1.88189659375, 1e-6); /* 1.9, 1.855, 1.86225, 1.8691375, 1.875680625 */
+    close_to(ps_compensated_momentum(0.9, t), 1 - 0.1 * (1 + 1.88189659375), 1e-6);
 }
 
 int main(void)
@@ -187,6 +218,7 @@ int main(void)
         cmocka_unit_test(test_ddc_lambda0_is_staleness_aware_asgd),
         cmocka_unit_test(test_ddc_clip_norm),
         cmocka_unit_test(test_softsync_alpha),
+        cmocka_unit_test(test_compensated_momentum),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -319,7 +319,8 @@ static void test_jobs_and_job(void **state)
         "{\"name\": \"fashion-mnist\"}}, \"submitted\": 1715000000, \"started\": 1715000001, \"finished\": "
         "1715000084, \"restarts\": 0, \"attempts\": 1, \"parent\": \"j-3\", \"retries\": [\"j-8\", \"j-9\"], "
         "\"summary\": {\"test_accuracy\": 0.8123, \"test_loss\": 0.5, \"train_loss\": 0.45, \"steps\": 96, "
-        "\"wall_s\": 80.5, \"train_samples_per_s\": 2440.4}, \"log\": \"/var/jobs/j-7/log\", \"checkpoints\": "
+        "\"wall_s\": 80.5, \"train_samples_per_s\": 2440.4, \"dataset\": {\"classes\": 10, \"train_samples\": 60000, "
+        "\"test_samples\": 10000, \"shape\": [1, 28, 28], \"cache\": null}}, \"log\": \"/var/jobs/j-7/log\", \"checkpoints\": "
         "{\"items\": [{\"file\": \"again.step96-epoch3-acc812300.ckpt\", \"step\": 96, \"epoch\": 3, "
         "\"test_accuracy\": 0.8123, \"bytes\": 494840, \"best\": true, \"latest\": true}, {\"file\": "
         "\"again.step90-epoch2.ckpt\", \"step\": 90, \"epoch\": 2, \"test_accuracy\": null, \"bytes\": 494840, "
@@ -342,12 +343,30 @@ static void test_jobs_and_job(void **state)
                               "retries     j-8, j-9\n"
                               "result      test accuracy 0.8123, test loss 0.5000, train loss 0.4500; 96 steps, "
                               "80.5 s, 2440 samples/s\n"
+                              "dataset     10 classes, 60000 train / 10000 test samples, 1x28x28\n"
                               "log         /var/jobs/j-7/log\n"
                               "checkpoints 2 kept, 966.5 KiB\n"
                               "            step 96 (epoch 3), accuracy 0.8123, 483.2 KiB, latest, best\n"
                               "            step 90 (epoch 2), not evaluated, 483.2 KiB\n");
     free(text);
     json_decref(job);
+
+    /* A user's data set: its path and format, then what the worker found and cached. */
+    job = json_loads("{\"id\": \"j-8\", \"spec\": {\"epochs\": 1, \"batch_size\": 8, \"dataset\": {\"name\": "
+                     "\"fashion-mnist\", \"format\": \"npz\", \"path\": \"/data/d.npz\"}}, \"summary\": {\"dataset\": "
+                     "{\"classes\": 3, \"train_samples\": 10, \"test_samples\": 4, \"shape\": [3, 32, 32], \"cache\": "
+                     "{\"path\": \"/var/data-cache/d.npz-00ff.pdc\", \"built\": false, \"bytes\": 45056}}}}",
+                     0, NULL);
+    assert_non_null(job);
+    cap_open(&c);
+    fmt_job(c.f, job, 1715000100);
+    text = cap_close(&c);
+    assert_non_null(strstr(text, "data        /data/d.npz (npz), 1 epochs, batch 8\n"));
+    assert_non_null(strstr(text, "dataset     3 classes, 10 train / 4 test samples, 3x32x32; cache "
+                                 "/var/data-cache/d.npz-00ff.pdc (44.0 KiB, mapped, nothing decoded)\n"));
+    free(text);
+    json_decref(job);
+
     /* A summary's figures that were not measured (a run resumed after its last epoch:
      * no training time; a simulation that skipped the compute: no loss or accuracy) are
      * shown as "-", never as 0 or nan (issue 29). */

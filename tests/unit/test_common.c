@@ -470,11 +470,11 @@ static ckpt_entry_t entry(long long step, double accuracy, int latest)
 }
 
 /* "steps kept, best" after ckptdir_choose: "50 40 20 best 20" */
-static void kept(ckpt_entry_t *e, int n, int keep_last, int keep_best, const char *want)
+static void kept_upto(ckpt_entry_t *e, int n, int keep_last, int keep_best, long long upto, const char *want)
 {
     char got[256] = "";
     size_t o = 0;
-    ckptdir_choose(e, n, keep_last, keep_best);
+    ckptdir_choose(e, n, keep_last, keep_best, upto);
     long long best = -1;
     for (int i = 0; i < n; i++) {
         if (e[i].keep) o += (size_t)snprintf(got + o, sizeof got - o, "%lld ", e[i].step);
@@ -482,6 +482,11 @@ static void kept(ckpt_entry_t *e, int n, int keep_last, int keep_best, const cha
     }
     snprintf(got + o, sizeof got - o, "best %lld", best);
     assert_string_equal(got, want);
+}
+
+static void kept(ckpt_entry_t *e, int n, int keep_last, int keep_best, const char *want)
+{
+    kept_upto(e, n, keep_last, keep_best, -1, want);
 }
 
 static void test_ckptdir_names(void **state)
@@ -537,6 +542,19 @@ static void test_ckptdir_rule(void **state)
     /* The latest is kept even when keep_last would count a newer stray. */
     ckpt_entry_t l[2] = {entry(7, -1, 1), entry(3, -1, 0)};
     kept(l, 2, 1, 0, "7 best -1");
+    /* keep_upto: the newest at or before a collapse's start stays too (issue 29), and
+     * nothing more when the latest is itself that old; a start before every checkpoint
+     * keeps none extra. */
+    ckpt_entry_t g[4] = {entry(40, -1, 1), entry(30, -1, 0), entry(20, -1, 0), entry(10, -1, 0)};
+    kept_upto(g, 4, 1, 0, 25, "40 20 best -1");
+    kept_upto(g, 4, 1, 0, 20, "40 20 best -1");
+    kept_upto(g, 4, 1, 0, 40, "40 best -1");
+    kept_upto(g, 4, 1, 0, 5, "40 best -1");
+    kept_upto(g, 4, 2, 0, 35, "40 30 best -1");
+    /* ckptdir_before: the newest strictly before a step. */
+    assert_int_equal(g[ckptdir_before(g, 4, 25)].step, 20);
+    assert_int_equal(g[ckptdir_before(g, 4, 20)].step, 10);
+    assert_int_equal(ckptdir_before(g, 4, 10), -1);
 }
 
 /* ckptdir_retain and ckptdir_list on a real directory: links, pruning, the bytes. */
@@ -556,10 +574,10 @@ static void test_ckptdir_retain(void **state)
         for (int k = 0; k < 100 + i; k++) fputc('x', f);
         fclose(f);
         assert_int_equal(rename(tmp, path), 0);
-        if (ckptdir_retain(dir, "j", (i + 1) * 10, i / 2, accs[i], 2, 1, err, sizeof err) != 0) fail_msg("%s", err);
+        if (ckptdir_retain(dir, "j", (i + 1) * 10, i / 2, accs[i], 2, 1, -1, err, sizeof err) != 0) fail_msg("%s", err);
     }
     /* A re-save at the same step replaces its linked name. */
-    if (ckptdir_retain(dir, "j", 60, 2, 0.5, 2, 1, err, sizeof err) != 0) fail_msg("%s", err);
+    if (ckptdir_retain(dir, "j", 60, 2, 0.5, 2, 1, -1, err, sizeof err) != 0) fail_msg("%s", err);
     ckpt_entry_t e[8];
     long long total = 0;
     int n = ckptdir_list(dir, "j", e, 8, &total, err, sizeof err);

@@ -36,7 +36,10 @@
 #include "embedded.h"
 #include "jobstore.h"
 #include "launch.h"
+#include "run.h"
+#include "netprobe.h"
 #include "spec.h"
+#include "stall.h"
 #include "supervise.h"
 
 #define ERRLEN 1024
@@ -119,10 +122,256 @@ static void test_supervise_decide(void **state)
     supervise_decide(&in, &o);
     assert_int_equal(o.state, JOB_FAILED);
     assert_string_equal(o.reason, "no heartbeat from rank 3 for 61 s after 0 restarts: (no output)");
+    /* The stale rank's host, when it reported one (issue 30). */
+    in.host = "pw3";
+    supervise_decide(&in, &o);
+    assert_string_equal(o.reason, "no heartbeat from rank 3 (pw3) for 61 s after 0 restarts: (no output)");
+    in.host = NULL;
+
+    in.outcome = SV_STALLED;
+    in.stall = "rank 0 waiting in allreduce for 12 s; rank 1 (pw2) silent for 15 s";
+    supervise_decide(&in, &o);
+    assert_int_equal(o.state, JOB_FAILED);
+    assert_string_equal(o.reason, "stalled: rank 0 waiting in allreduce for 12 s; rank 1 (pw2) silent for 15 s after 0 "
+                                  "restarts: (no output)");
 
     in.outcome = SV_CANCELLED;
     supervise_decide(&in, &o);
     assert_int_equal(o.state, JOB_CANCELLED);
+}
+
+/* Exit 3, training collapsed (issue 29): on_collapse "restart" is a restart like a
+ * failure's (backoff, counted, FAILED once they are used) that asks for the halved rate;
+ * "fail" (and a worker that says so without the spec asking) fails at once with the
+ * detector's reason. */
+static void test_supervise_collapse(void **state)
+{
+    (void)state;
+    sv_out_t o;
+    sv_in_t in = {.outcome = SV_EXITED,
+                  .code = 3,
+                  .restarts = 0,
+                  .max_restarts = 2,
+                  .backoff_base_s = 1,
+                  .last_line = "collapse: on_collapse restart: exit status 3",
+                  .on_collapse = "restart",
+                  .collapse = "test accuracy 0.1000 is at chance (1/10 = 0.1000) after 125 steps"};
+    supervise_decide(&in, &o);
+    assert_int_equal(o.state, JOB_RESTARTING);
+    assert_int_equal(o.restarts, 1);
+    assert_true(o.collapse_restart);
+    assert_true(fabs(o.delay_s - 1) < 1e-9);
+    assert_non_null(strstr(o.reason, "training collapsed: test accuracy 0.1000 is at chance"));
+    assert_non_null(strstr(o.reason, "restart 1 of 2"));
+    assert_non_null(strstr(o.reason, "learning rate halved"));
+    in.restarts = 2;
+    supervise_decide(&in, &o);
+    assert_int_equal(o.state, JOB_FAILED);
+    assert_false(o.collapse_restart);
+    assert_string_equal(o.reason, "training collapsed after 2 restarts: test accuracy 0.1000 is at chance (1/10 = "
+                                  "0.1000) after 125 steps");
+    in.restarts = 0;
+    in.on_collapse = "fail";
+    supervise_decide(&in, &o);
+    assert_int_equal(o.state, JOB_FAILED);
+    assert_int_equal(o.restarts, 0);
+    assert_non_null(strstr(o.reason, "training collapsed (on_collapse fail): test accuracy"));
+    /* No reason from the summary: the log's last line. */
+    in.on_collapse = NULL;
+    in.collapse = NULL;
+    supervise_decide(&in, &o);
+    assert_int_equal(o.state, JOB_FAILED);
+    assert_non_null(strstr(o.reason, "collapse: on_collapse restart: exit status 3"));
+}
+
+/* rank 0's health as it comes from Redis or a summary file (issue 29): only a health
+ * object passes, rewritten to its fields; anything else is not one. */
+static void test_health_clean(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *out; /* out NULL: refused */
+    } CASES[] = {
+        {"{\"state\":\"ok\"}", "{\"state\":\"ok\"}"},
+        {"{\"state\":\"ok\",\"since_step\":3,\"x\":[1]}", "{\"state\":\"ok\"}"},
+        {"{\"state\":\"collapsed\",\"since_step\":53,\"at_step\":125,\"reason\":\"r\",\"extra\":1}",
+         "{\"at_step\":125,\"reason\":\"r\",\"since_step\":53,\"state\":\"collapsed\"}"},
+        {"{\"state\":\"collapsed\",\"since_step\":0,\"reason\":\"a\\nb\"}",
+         "{\"reason\":\"a?b\",\"since_step\":0,\"state\":\"collapsed\"}"},
+        {"{\"state\":\"collapsed\",\"since_step\":5,\"at_step\":-1,\"reason\":\"r\"}",
+         "{\"reason\":\"r\",\"since_step\":5,\"state\":\"collapsed\"}"},
+        {"{\"state\":\"collapsed\",\"since_step\":-1,\"reason\":\"r\"}", NULL},
+        {"{\"state\":\"collapsed\",\"since_step\":\"5\",\"reason\":\"r\"}", NULL},
+        {"{\"state\":\"collapsed\",\"since_step\":5}", NULL},
+        {"{\"state\":\"dead\"}", NULL},
+        {"{\"state\":1}", NULL},
+        {"[\"ok\"]", NULL},
+        {"\"ok\"", NULL},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        json_t *in = json_loads(CASES[i].in, JSON_DECODE_ANY, NULL);
+        assert_non_null(in);
+        json_t *h = run_health_clean(in);
+        char *got = h ? json_dumps(h, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        if ((got == NULL) != (CASES[i].out == NULL) || (got && strcmp(got, CASES[i].out) != 0))
+            fail_msg("%s -> %s, want %s", CASES[i].in, got ? got : "NULL", CASES[i].out ? CASES[i].out : "NULL");
+        free(got);
+        json_decref(h);
+        json_decref(in);
+    }
+    assert_null(run_health_clean(NULL));
+    /* A long reason is cut to one line of 399 bytes. */
+    char big[2000];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    json_t *in = json_pack("{s:s, s:i, s:s}", "state", "collapsed", "since_step", 1, "reason", big);
+    json_t *h = run_health_clean(in);
+    assert_int_equal(strlen(json_string_value(json_object_get(h, "reason"))), 399);
+    json_decref(h);
+    json_decref(in);
+}
+
+/* Restarts are not spent blindly (issue 30): the same silent host in SV_SILENT_LIMIT
+ * stopped attempts in a row is left out; another host, or an attempt that ended some
+ * other way, starts the count again. */
+static void test_supervise_silent_host(void **state)
+{
+    (void)state;
+    sv_silent_t s = {0};
+    assert_int_equal(supervise_note_silent(&s, "pw3"), 0);
+    assert_int_equal(supervise_note_silent(&s, "pw3"), 1);
+    assert_int_equal(s.times, 2);
+    /* Another host breaks the row. */
+    assert_int_equal(supervise_note_silent(&s, "pw2"), 0);
+    assert_int_equal(supervise_note_silent(&s, "pw3"), 0);
+    /* So does an attempt that ended without a silent host (NULL or ""). */
+    assert_int_equal(supervise_note_silent(&s, NULL), 0);
+    assert_int_equal(supervise_note_silent(&s, "pw3"), 0);
+    assert_int_equal(supervise_note_silent(&s, ""), 0);
+    assert_int_equal(s.times, 0);
+    assert_int_equal(supervise_note_silent(&s, "pw3"), 0);
+    assert_int_equal(supervise_note_silent(&s, "pw3"), 1);
+    assert_int_equal(supervise_note_silent(&s, "pw3"), 1); /* and stays left out */
+}
+
+/* Which ranks count as waiting and silent, when the job is stalled, and the sentence
+ * (coordinator/stall.h). */
+static void test_stall(void **state)
+{
+    (void)state;
+    double now = 1000;
+    stall_rank_t r[3] = {
+        {.rank = 0, .host = "pw1", .heartbeat = now, .waiting = "allreduce", .peer = -1, .waiting_since = now - 12},
+        {.rank = 1, .host = "pw2", .heartbeat = now, .waiting = "allreduce", .peer = -1, .waiting_since = now - 11},
+        {.rank = 2, .host = "pw3", .heartbeat = now - 15, .peer = -1},
+    };
+    stall_verdict_t v;
+    stall_assess(r, 3, now, &v);
+    assert_int_equal(v.waiting, 2);
+    assert_int_equal(v.silent, 1);
+    assert_int_equal(v.stalled, 1);
+    json_t *o = stall_json(r, 3, now, now - 1);
+    assert_non_null(o);
+    char text[320];
+    stall_text(o, now, text, sizeof text);
+    assert_string_equal(text, "ranks 0, 1 waiting in allreduce for 12 s; rank 2 (pw3) silent for 15 s");
+    /* Counted to the reader's now. */
+    stall_text(o, now + 3, text, sizeof text);
+    assert_string_equal(text, "ranks 0, 1 waiting in allreduce for 15 s; rank 2 (pw3) silent for 18 s");
+    json_decref(o);
+
+    /* A rank that beats and does not wait trains (or computes, evaluates, checkpoints):
+     * not stalled, though the others wait on it. */
+    r[2].heartbeat = now - 1;
+    stall_assess(r, 3, now, &v);
+    assert_int_equal(v.silent, 0);
+    assert_int_equal(v.stalled, 0);
+    o = stall_json(r, 3, now, now);
+    stall_text(o, now, text, sizeof text);
+    assert_string_equal(text, "ranks 0, 1 waiting in allreduce for 12 s");
+    json_decref(o);
+
+    /* Every rank waiting (the data network is cut, the heartbeats still come): stalled,
+     * with no silent rank to blame. Different operations and peers are grouped apart. */
+    snprintf(r[2].waiting, sizeof r[2].waiting, "broadcast");
+    r[2].peer = 0;
+    r[2].waiting_since = now - 20;
+    stall_assess(r, 3, now, &v);
+    assert_int_equal(v.stalled, 1);
+    o = stall_json(r, 3, now, now);
+    stall_text(o, now, text, sizeof text);
+    assert_string_equal(text,
+                        "ranks 0, 1 waiting in allreduce for 12 s; rank 2 waiting in broadcast on rank 0 for 20 s");
+    json_decref(o);
+
+    /* No rank waits: nothing to show, not stalled however silent they are. */
+    memset(r, 0, sizeof r);
+    for (int i = 0; i < 3; i++) r[i].rank = i;
+    stall_assess(r, 3, now, &v);
+    assert_int_equal(v.stalled, 0);
+    assert_null(stall_json(r, 3, now, now));
+    /* Whatever the API reads back that is not such an object: no sentence, no crash. */
+    const char *bad[] = {"null",
+                         "[]",
+                         "{}",
+                         "{\"waiting\": 3}",
+                         "{\"waiting\": [1]}",
+                         "{\"waiting\": [{}]}",
+                         "{\"waiting\": [{\"op\": 7}]}"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        json_t *j = json_loads(bad[i], JSON_DECODE_ANY, NULL);
+        stall_text(j, now, text, sizeof text);
+        assert_string_equal(text, "");
+        json_decref(j);
+    }
+    stall_text(NULL, now, text, sizeof text);
+    assert_string_equal(text, "");
+}
+
+/* The network probe's reading of its ranks' lines and its verdicts (netprobe.h). */
+static void test_netprobe_verdict(void **state)
+{
+    (void)state;
+    const char *names[3] = {"pw1", "pw2", "pw3"};
+    int lined[3], ok[3], failing[3];
+    unsigned char heard[9], sent[9];
+    char why[3][200];
+    /* pw3 cut off: pw1 and pw2 hear each other, nobody hears pw3. Lines in any order,
+     * noise between them, a host named by its line over its rank's place. */
+    const char *out =
+        "pacer-worker: noise\n"
+        "{\"netprobe\": {\"rank\": 2, \"ranks\": 3, \"host\": \"pw3\", \"heard\": [], \"sent\": []}}\n"
+        "{\"netprobe\": {\"rank\": 1, \"ranks\": 3, \"host\": \"pw2\", \"heard\": [0], \"sent\": [0]}}\n"
+        "{\"netprobe\": {\"rank\": 0, \"ranks\": 3, \"host\": \"pw1\", \"heard\": [1, 9, -1], "
+        "\"sent\": [1]}}\n"
+        "{\"netprobe\": {\"rank\": 7, \"ranks\": 3}}\n{\"netprobe\": {\"rank\": 0, \"ranks\": 4}}\n{\"netprobe\": [";
+    assert_int_equal(netprobe_parse(out, strlen(out), 3, names, lined, heard, sent), 3);
+    netprobe_verdict(3, names, lined, heard, sent, ok, failing, why);
+    assert_int_equal(failing[0], 0);
+    assert_int_equal(failing[1], 0);
+    assert_int_equal(failing[2], 1);
+    assert_int_equal(ok[2], 0);
+    assert_string_equal(why[2], "the job's network: no MPI message between pw3 and pw1, pw2 within 5 s");
+
+    /* All good. */
+    const char *good = "{\"netprobe\": {\"rank\": 0, \"ranks\": 2, \"host\": \"pw1\", \"heard\": [1], \"sent\": [1]}}\n"
+                       "{\"netprobe\": {\"rank\": 1, \"ranks\": 2, \"host\": \"pw3\", \"heard\": [0], \"sent\": [0]}}\n";
+    const char *pair[2] = {"pw1", "pw3"};
+    assert_int_equal(netprobe_parse(good, strlen(good), 2, pair, lined, heard, sent), 2);
+    netprobe_verdict(2, pair, lined, heard, sent, ok, failing, why);
+    assert_true(ok[0] && ok[1] && !failing[0] && !failing[1]);
+
+    /* Two hosts that cannot talk: no telling which one is cut off, no verdict. */
+    const char *two = "{\"netprobe\": {\"rank\": 0, \"ranks\": 2, \"heard\": [], \"sent\": []}}\n"
+                      "{\"netprobe\": {\"rank\": 1, \"ranks\": 2, \"heard\": [], \"sent\": []}}\n";
+    assert_int_equal(netprobe_parse(two, strlen(two), 2, pair, lined, heard, sent), 2);
+    netprobe_verdict(2, pair, lined, heard, sent, ok, failing, why);
+    assert_true(!ok[0] && !ok[1] && !failing[0] && !failing[1]);
+
+    /* Nothing printed: no host lined, no verdict. */
+    assert_int_equal(netprobe_parse("", 0, 3, names, lined, heard, sent), 0);
+    netprobe_verdict(3, names, lined, heard, sent, ok, failing, why);
+    for (int i = 0; i < 3; i++) assert_true(!lined[i] && !ok[i] && !failing[i]);
 }
 
 static void test_states_and_ids(void **state)
@@ -1222,6 +1471,11 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_supervise_decide),
+        cmocka_unit_test(test_supervise_collapse),
+        cmocka_unit_test(test_health_clean),
+        cmocka_unit_test(test_supervise_silent_host),
+        cmocka_unit_test(test_stall),
+        cmocka_unit_test(test_netprobe_verdict),
         cmocka_unit_test(test_states_and_ids),
         cmocka_unit_test(test_log_helpers),
         cmocka_unit_test(test_exit_code_and_liveness),

@@ -25,6 +25,7 @@
 #include "embedded.h"
 #include "metrics.h"
 #include "redis_report.h"
+#include "waitmark.h"
 
 /* Time limits are what a user would notice, not what this machine happens to take: a
  * write must never wait for the network, so the median call returns within
@@ -461,11 +462,49 @@ static void test_coarse_keep(void **state)
     assert_false(redis_report_coarse_keep(METRICS_STEP, INT64_MAX)); /* odd: never a multiple of k > 1 */
 }
 
+/* The wait mark a training step publishes and the reporter reads (worker/waitmark.h),
+ * and the limit past which a wait is reported. */
+static void test_waitmark(void **state)
+{
+    (void)state;
+    waitmark_t m = {0};
+    wait_op_t op;
+    int peer;
+    double since;
+    assert_int_equal(waitmark_read(&m, &op, &peer, &since), 0);
+    waitmark_enter(&m, WAIT_ALLREDUCE, -1);
+    assert_int_equal(waitmark_read(&m, &op, &peer, &since), 1);
+    assert_int_equal(op, WAIT_ALLREDUCE);
+    assert_int_equal(peer, -1);
+    assert_true(since > 0);
+    assert_string_equal(waitmark_name(op), "allreduce");
+    waitmark_leave(&m);
+    assert_int_equal(waitmark_read(&m, &op, &peer, &since), 0);
+    waitmark_enter(&m, WAIT_REPLY, 0);
+    assert_int_equal(waitmark_read(&m, &op, &peer, &since), 1);
+    assert_int_equal(peer, 0);
+    /* A write left half done (odd count) reads as not waiting, after bounded tries. */
+    atomic_store(&m.seq, atomic_load(&m.seq) + 1);
+    assert_int_equal(waitmark_read(&m, &op, &peer, &since), 0);
+    waitmark_enter(NULL, WAIT_PUSH, 0); /* nothing published, no crash */
+    waitmark_leave(NULL);
+    assert_string_equal(waitmark_name(WAIT_NONE), "");
+    assert_string_equal(waitmark_name((wait_op_t)99), "");
+    /* WAITMARK_FACTOR x the median step, never below the floor; unmeasured: the floor. */
+    assert_true(waitmark_limit_s(2.0) == WAITMARK_FACTOR * 2.0);
+    assert_true(waitmark_limit_s(0.01) == WAITMARK_FLOOR_S);
+    assert_true(waitmark_limit_s(0) == WAITMARK_FLOOR_S);
+    assert_true(waitmark_limit_s(-1) == WAITMARK_FLOOR_S);
+    assert_true(waitmark_limit_s(NAN) == WAITMARK_FLOOR_S);
+    assert_true(waitmark_limit_s(INFINITY) == WAITMARK_FLOOR_S);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_coarse_keep),
         cmocka_unit_test(test_url_parse),
+        cmocka_unit_test(test_waitmark),
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test_setup_teardown(test_records_land, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heartbeat_without_records, setup, teardown),

@@ -66,8 +66,9 @@ static const char *FULL_SPEC =
     "              \"test_subset\": 1000, \"augment\": true},\n"
     "  \"batch_size\": 32, \"epochs\": 7, \"workers\": 4, \"device\": \"cuda\",\n"
     "  \"seed\": 1234567890123, \"threads\": 2, \"target_accuracy\": 0.75, \"log_every\": 10,\n"
+    "  \"on_collapse\": \"restart\",\n"
     "  \"optimizer\": {\"lr\": 0.1, \"momentum\": 0.5, \"nesterov\": true,\n"
-    "                \"weight_decay\": 0.0001, \"clip_norm\": 5,\n"
+    "                \"weight_decay\": 0.0001, \"clip_norm\": 5, \"async_momentum\": \"explicit\",\n"
     "                \"lr_schedule\": {\"kind\": \"cosine\", \"warmup_epochs\": 0.5,\n"
     "                                \"step_epochs\": 2.5, \"gamma\": 0.5, \"min_lr\": 0.001}},\n"
     "  \"algorithm\": {\"name\": \"dc-asgd\", \"dynamic_batch\": true, \"replan_steps\": 7,\n"
@@ -95,6 +96,16 @@ static void test_defaults(void **state)
     assert_int_equal(s.dataset.train_subset, 0);
     assert_int_equal(s.dataset.test_subset, 0);
     assert_int_equal(s.dataset.augment, 0);
+    assert_int_equal(s.dataset.crop_padding, 4);
+    assert_int_equal(s.dataset.hflip, 1);
+    assert_string_equal(s.dataset.format, "auto");
+    assert_string_equal(s.dataset.layout, "nhwc");
+    assert_string_equal(s.dataset.cache_dir, "");
+    assert_int_equal(s.dataset.nresize, 0);
+    assert_int_equal(s.dataset.nmean, 0);
+    assert_int_equal(s.dataset.nstd, 0);
+    assert_string_equal(spec_dataset_format(&s), "idx");
+    assert_int_equal(spec_dataset_is_user(&s), 0);
     assert_string_equal(s.algorithm.name, "sgd");
     assert_int_equal(s.algorithm.dynamic_batch, 0);
     assert_int_equal(s.algorithm.replan_steps, 20);
@@ -116,6 +127,8 @@ static void test_defaults(void **state)
     assert_int_equal(s.optimizer.nesterov, 0);
     assert_true(s.optimizer.weight_decay == 0.0);
     assert_true(s.optimizer.clip_norm == 0.0);
+    assert_string_equal(s.optimizer.async_momentum, "compensated");
+    assert_string_equal(s.on_collapse, "continue");
     assert_string_equal(s.optimizer.lr_schedule.kind, "constant");
     assert_true(s.optimizer.lr_schedule.warmup_epochs == 0.0);
     assert_true(s.optimizer.lr_schedule.step_epochs == 1.0);
@@ -178,6 +191,8 @@ static void test_full_spec(void **state)
     assert_int_equal(s.optimizer.nesterov, 1);
     assert_true(s.optimizer.weight_decay == 0.0001);
     assert_true(s.optimizer.clip_norm == 5.0);
+    assert_string_equal(s.optimizer.async_momentum, "explicit");
+    assert_string_equal(s.on_collapse, "restart");
     assert_string_equal(s.optimizer.lr_schedule.kind, "cosine");
     assert_true(s.optimizer.lr_schedule.warmup_epochs == 0.5);
     assert_true(s.optimizer.lr_schedule.step_epochs == 2.5);
@@ -240,6 +255,17 @@ static const bad_case_t BAD[] = {
      "emulate.schedule[0].when: unknown field"},
     {"{\"model\":\"lenet5\",\"emulate\":{\"jitter\":0.1}}", "emulate.jitter: unknown field"},
     {"{\"model\":\"lenet5\",\"a\\nb\":1}", "a?b: unknown field"},
+    /* issue 29's fields: enums, strictly typed, where the table puts them */
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"async_momentum\":\"implicit\"}}",
+     "optimizer.async_momentum: must be one of explicit, compensated"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"async_momentum\":true}}", "optimizer.async_momentum: must be a string"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"async_momentum\":\"Compensated\"}}",
+     "optimizer.async_momentum: must be one of explicit, compensated"},
+    {"{\"model\":\"lenet5\",\"async_momentum\":\"compensated\"}", "async_momentum: unknown field"},
+    {"{\"model\":\"lenet5\",\"on_collapse\":\"retry\"}", "on_collapse: must be one of continue, fail, restart"},
+    {"{\"model\":\"lenet5\",\"on_collapse\":null}", "on_collapse: must be a string"},
+    {"{\"model\":\"lenet5\",\"on_collapse\":2}", "on_collapse: must be a string"},
+    {"{\"model\":\"lenet5\",\"algorithm\":{\"on_collapse\":\"fail\"}}", "algorithm.on_collapse: unknown field"},
     {"{\"model\":\"lenet5\",\"optimizer.lr\":0.1}", "optimizer.lr: unknown field (keys cannot"},
     {"{\"model\":\"lenet5\",\"optimizer\":{\"lr_schedule.kind\":\"step\"}}",
      "optimizer.lr_schedule.kind: unknown field"},
@@ -351,8 +377,23 @@ static const bad_case_t BAD[] = {
      "model: resnet20 takes 3x32x32 images, dataset.name mnist has 1x28x28"},
     {"{\"model\":\"cifar10_quick\"}",
      "model: cifar10_quick takes 3x32x32 images, dataset.name fashion-mnist has 1x28x28"},
-    {"{\"model\":\"lenet5\",\"dataset\":{\"name\":\"mnist\",\"augment\":true}}",
-     "dataset.augment: only for cifar10, dataset.name is mnist"},
+    {"{\"model\":\"lenet5\",\"dataset\":{\"format\":\"imagefolder\"}}",
+     "dataset.path: required with dataset.format imagefolder (the folder that holds train/ and test/)"},
+    {"{\"model\":\"lenet5\",\"dataset\":{\"format\":\"npz\"}}",
+     "dataset.path: required with dataset.format npz (the .npz file)"},
+    {"{\"model\":\"lenet5\",\"dataset\":{\"format\":\"cifar\"}}",
+     "dataset.format: cifar is not the format of dataset.name fashion-mnist (idx)"},
+    {"{\"model\":\"resnet20\",\"dataset\":{\"name\":\"cifar10\",\"format\":\"idx\"}}",
+     "dataset.format: idx is not the format of dataset.name cifar10 (cifar)"},
+    {"{\"model\":\"lenet5\",\"dataset\":{\"format\":\"tfrecord\"}}",
+     "dataset.format: must be one of auto, idx, cifar, imagefolder, npz"},
+    {"{\"model\":\"lenet5\",\"dataset\":{\"resize\":[28]}}", "dataset.resize: must be [H, W] or [], has 1 entry"},
+    {"{\"model\":\"lenet5\",\"dataset\":{\"resize\":[28, 28.5]}}", "dataset.resize[1]: must be an integer"},
+    {"{\"model\":\"lenet5\",\"dataset\":{\"resize\":[28, 0]}}", "dataset.resize[1]: must be between 1 and 16384"},
+    {"{\"model\":\"lenet5\",\"dataset\":{\"mean\":[0.1, 0.2]}}",
+     "dataset.mean: one value (every channel) or one per channel (3), has 2"},
+    {"{\"model\":\"lenet5\",\"dataset\":{\"std\":[0]}}", "dataset.std[0]: must be in (0, 10]"},
+    {"{\"model\":\"lenet5\",\"dataset\":{\"layout\":\"hwc\"}}", "dataset.layout: must be one of nhwc, nchw"},
     {"{\"model\":\"lenet5\",\"workers\":4,\"algorithm\":{\"name\":\"nsoftsync\",\"n\":5}}",
      "algorithm.n: must be between 1 and workers (4)"},
     {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"ddc-asgd\"},"
@@ -523,8 +564,8 @@ static void test_spec_hash(void **state)
     parse_ok("{\"model\":\"lenet5\"}", &b);
     assert_true(spec_hash(&a) == spec_hash(&b));
     parse_ok("{\"model\":\"lenet5\",\"name\":\"x\",\"threads\":4,\"device\":\"cpu\",\"log_every\":1,"
-             "\"dataset\":{\"path\":\"/d\"},\"checkpoint\":{\"dir\":\"/c\",\"every_steps\":5,\"keep_last\":3,"
-             "\"keep_best\":true}}",
+             "\"dataset\":{\"path\":\"/d\",\"cache_dir\":\"/e\"},\"checkpoint\":{\"dir\":\"/c\",\"every_steps\":5,\"keep_last\":3,"
+             "\"keep_best\":true},\"on_collapse\":\"restart\"}",
              &b);
     assert_true(spec_hash(&a) == spec_hash(&b));
     const char *differ[] = {
@@ -532,6 +573,7 @@ static void test_spec_hash(void **state)
         "{\"model\":\"lenet5\",\"epochs\":2}",
         "{\"model\":\"lenet5\",\"optimizer\":{\"lr\":0.010000000000000002}}",
         "{\"model\":\"lenet5\",\"seed\":43}",
+        "{\"model\":\"lenet5\",\"optimizer\":{\"async_momentum\":\"explicit\"}}",
         "{\"model\":\"lenet5\",\"dataset\":{\"train_subset\":5}}",
         "{\"model\":\"lenet5\",\"emulate\":{\"schedule\":[{\"step\":1,\"rank\":0,\"slowdown\":2}]}}",
     };
@@ -554,7 +596,7 @@ static void test_spec_hash(void **state)
         snprintf(quoted, sizeof quoted, "`%s`", f.path);
         if (!strstr(sec, quoted)) fail_msg("docs/JOB_SPEC.md, Resuming from a checkpoint: %s is not listed", quoted);
     }
-    assert_int_equal(nfree, 10); /* model.onnx: the path; the name is hashed */
+    assert_int_equal(nfree, 12); /* model.onnx: the path; the name is hashed */
     free(doc);
 }
 
@@ -713,6 +755,47 @@ static void test_is_async(void **state)
         job_spec_t s;
         parse_ok(text, &s);
         if (spec_is_async(&s) != ALGS[i].async) fail_msg("spec_is_async(%s) = %d", ALGS[i].name, spec_is_async(&s));
+    }
+}
+
+/* spec_warnings (issue 29): an asynchronous algorithm with explicit momentum at the
+ * threshold on enough workers, and nothing else. */
+static void test_spec_warnings(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *alg, *extra;
+        double momentum;
+        int workers, want;
+    } CASES[] = {
+        {"asgd", "", 0.9, 3, 1},
+        {"dbs-sgd", "", 0.95, 8, 1},
+        {"nsoftsync", ",\"n\":3", 0.9, 3, 1},
+        {"asgd", "", 0.9, 2, 0},              /* fewer workers */
+        {"asgd", "", 0.85, 3, 0},             /* lower momentum */
+        {"ssgd", "", 0.9, 4, 0},              /* synchronous: no staleness */
+        {"nsoftsync", ",\"n\":1", 0.9, 3, 0}, /* hard sync: no staleness */
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        for (int comp = 0; comp < 2; comp++) {
+            char text[512], warn[4][SPEC_WARNING_MAX];
+            snprintf(text, sizeof text,
+                     "{\"model\":\"lenet5\",\"workers\":%d,\"algorithm\":{\"name\":\"%s\"%s},"
+                     "\"optimizer\":{\"momentum\":%g,\"async_momentum\":\"%s\"}}",
+                     CASES[i].workers, CASES[i].alg, CASES[i].extra, CASES[i].momentum,
+                     comp ? "compensated" : "explicit");
+            job_spec_t s;
+            parse_ok(text, &s);
+            int n = spec_warnings(&s, warn, 4);
+            int want = comp ? 0 : CASES[i].want; /* compensated never warns */
+            if (n != want) fail_msg("%d warnings for %s, want %d", n, text, want);
+            if (n) {
+                assert_non_null(strstr(warn[0], "async_momentum"));
+                assert_non_null(strstr(warn[0], "optimizer.momentum"));
+                assert_null(strchr(warn[0], '\n'));
+            }
+            assert_int_equal(spec_warnings(&s, warn, 0), 0); /* no room: none written */
+        }
     }
 }
 
@@ -1109,6 +1192,48 @@ static void test_range_errors_every_numeric_field(void **state)
     print_message("%d numeric fields, %d out-of-range values refused, each naming its field\n", fields, checks);
 }
 
+/* A user's data set (issue 26): its fields parse, the format resolves, augmentation is
+ * any data set's, and a built-in set resized or read as a user format skips the
+ * name-based model pairing (the worker checks the shape it produces). */
+static void test_dataset_fields(void **state)
+{
+    (void)state;
+    job_spec_t s;
+    char err[512];
+    assert_int_equal(spec_parse("{\"model\":\"lenet5\",\"dataset\":{\"format\":\"imagefolder\",\"path\":\"/d\","
+                                "\"resize\":[28,28],\"mean\":[0.5],\"std\":[0.25],\"augment\":true,"
+                                "\"crop_padding\":2,\"hflip\":false,\"cache_dir\":\"/c\"}}",
+                                &s, err, sizeof err),
+                     0);
+    assert_string_equal(spec_dataset_format(&s), "imagefolder");
+    assert_int_equal(spec_dataset_is_user(&s), 1);
+    assert_int_equal(s.dataset.nresize, 2);
+    assert_true(s.dataset.resize[1] == 28);
+    assert_int_equal(s.dataset.nmean, 1);
+    assert_int_equal(s.dataset.crop_padding, 2);
+    assert_int_equal(s.dataset.hflip, 0);
+    assert_string_equal(s.dataset.cache_dir, "/c");
+    assert_int_equal(spec_parse("{\"model\":\"lenet5\",\"dataset\":{\"name\":\"mnist\",\"augment\":true}}", &s, err,
+                                sizeof err),
+                     0);
+    assert_int_equal(spec_parse("{\"model\":\"lenet5\",\"dataset\":{\"name\":\"cifar10\",\"resize\":[28,28]}}", &s, err,
+                                sizeof err),
+                     0);
+    assert_string_equal(spec_dataset_format(&s), "cifar");
+    assert_int_equal(spec_parse("{\"model\":\"resnet20\",\"dataset\":{\"format\":\"npz\",\"path\":\"/x.npz\","
+                                "\"layout\":\"nchw\",\"mean\":[0.4,0.5,0.6]}}",
+                                &s, err, sizeof err),
+                     0);
+    assert_string_equal(s.dataset.layout, "nchw");
+    /* cache_dir says where things are: a resumed run may change it */
+    job_spec_t a, b;
+    assert_int_equal(spec_parse("{\"model\":\"lenet5\",\"dataset\":{\"cache_dir\":\"/a\"}}", &a, err, sizeof err), 0);
+    assert_int_equal(spec_parse("{\"model\":\"lenet5\",\"dataset\":{\"cache_dir\":\"/b\"}}", &b, err, sizeof err), 0);
+    assert_true(spec_hash(&a) == spec_hash(&b));
+    assert_int_equal(spec_parse("{\"model\":\"lenet5\",\"dataset\":{\"resize\":[28,28]}}", &b, err, sizeof err), 0);
+    assert_true(spec_hash(&a) != spec_hash(&b));
+}
+
 /* ---- the catalog: a model added at run time takes the built-ins' paths ---------------- */
 
 /* An imported model (what the ONNX importer will add): a 3x32x32 network with `classes`
@@ -1341,6 +1466,54 @@ static void test_onnx_name(void **state)
     assert_true(catalog_name_valid(out));
 }
 
+/* A user's image folder or .npz in the catalog (what coordinator/userdata.c adds for the
+ * data roots): no file list but its absolute path, a shape that may be unknown (0x0x0),
+ * any number of classes. The spec gives it by format and path (a name alone is refused
+ * saying how), the model's classes are the submission's check (coordinator/api.c), and
+ * the memory estimate does not count its mapped cache. */
+static void test_catalog_user_dataset(void **state)
+{
+    (void)state;
+    char err[512];
+    catalog_dataset_t d, got;
+    memset(&d, 0, sizeof d);
+    snprintf(d.name, sizeof d.name, "pets");
+    d.source = CATALOG_USER;
+    d.format = CATALOG_FORMAT_IMAGEFOLDER;
+    d.classes = 37, d.train_n = 3680, d.test_n = 3669, d.augment = 1;
+    snprintf(d.fixed_dir, sizeof d.fixed_dir, "data/pets");
+    assert_int_equal(catalog_dataset_add(&d, err, sizeof err), -1);
+    assert_string_equal(err, "data set pets: fixed_dir must be the absolute path of its folder");
+    snprintf(d.fixed_dir, sizeof d.fixed_dir, "/data/pets");
+    d.ntrain = 1;
+    assert_int_equal(catalog_dataset_add(&d, err, sizeof err), -1);
+    assert_string_equal(err, "data set pets: an imagefolder data set has no file list (train 1, test 0)");
+    d.ntrain = 0, d.C = 3;
+    assert_int_equal(catalog_dataset_add(&d, err, sizeof err), -1);
+    assert_non_null(strstr(err, "data set pets: image shape 3x0x0 is not one pacer reads"));
+    d.C = 0;
+    if (catalog_dataset_add(&d, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_int_equal(catalog_dataset_get("pets", &got), 0);
+    assert_string_equal(catalog_format_name(got.format), "imagefolder");
+    assert_int_equal(catalog_dataset_present(&got, "/nonexistent/pets"), 0);
+    assert_int_equal(catalog_dataset_present(&got, "/"), 1);
+
+    job_spec_t s;
+    assert_int_equal(spec_parse("{\"model\":\"resnet20\",\"dataset\":{\"name\":\"pets\"}}", &s, err, sizeof err), -1);
+    assert_string_equal(err, "dataset.name: pets is a user's data set (imagefolder at /data/pets): give it as "
+                             "\"dataset\": {\"format\": \"imagefolder\", \"path\": \"/data/pets\"}");
+    /* by format and path: 37 classes against resnet20's 10 is the submission's probe */
+    if (spec_parse("{\"model\":\"resnet20\",\"dataset\":{\"format\":\"imagefolder\",\"path\":\"/data/pets\","
+                   "\"resize\":[32,32],\"augment\":true}}",
+                   &s, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    memest_t e;
+    if (memest_rank(&s, 1, &e, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_true(e.model_bytes > 0 && e.batch_bytes > 0);
+    assert_true(e.data_bytes == 0 && e.load_bytes == 0);
+    assert_int_equal(catalog_dataset_remove("pets"), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1348,6 +1521,7 @@ int main(void)
         cmocka_unit_test(test_minimal_spec_gets_defaults),
         cmocka_unit_test(test_full_spec),
         cmocka_unit_test(test_invalid_specs),
+        cmocka_unit_test(test_dataset_fields),
         cmocka_unit_test(test_every_number_is_bounded),
         cmocka_unit_test(test_spec_hash),
         cmocka_unit_test(test_array_capacity),
@@ -1357,6 +1531,7 @@ int main(void)
         cmocka_unit_test(test_params_both_spellings),
         cmocka_unit_test(test_dbs_sgd_forces_dynamic_batch),
         cmocka_unit_test(test_is_async),
+        cmocka_unit_test(test_spec_warnings),
         cmocka_unit_test(test_empty_slowdown_is_absent),
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_to_json_is_normalised),
@@ -1370,6 +1545,7 @@ int main(void)
         cmocka_unit_test(test_catalog_add_refusals),
         cmocka_unit_test(test_model_onnx),
         cmocka_unit_test(test_onnx_name),
+        cmocka_unit_test(test_catalog_user_dataset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

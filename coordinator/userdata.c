@@ -1,0 +1,139 @@
+/* coordinator/userdata.c - see userdata.h. */
+#include "userdata.h"
+
+#include <dirent.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "catalog.h"
+#include "dsprobe.h"
+#include "imgfolder.h"
+
+static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int not_hidden(const struct dirent *e) { return e->d_name[0] != '.'; }
+static int by_name(const struct dirent **a, const struct dirent **b) { return strcmp((*a)->d_name, (*b)->d_name); }
+
+static int ends_with(const char *s, const char *tail)
+{
+    size_t n = strlen(s), k = strlen(tail);
+    return n > k && strcmp(s + n - k, tail) == 0;
+}
+
+static void refuse(json_t *refused, const char *name, catalog_format_t f, const char *path, const char *why)
+{
+    if (refused)
+        json_array_append_new(refused, json_pack("{s:s, s:s, s:s, s:s}", "name", name, "format", catalog_format_name(f),
+                                                 "path", path, "error", why));
+}
+
+/* The catalog entry of the data set at path, probed: 0, or -1 with why. */
+static int entry_probe(const char *name, catalog_format_t f, const char *path, catalog_dataset_t *d, char *why,
+                       size_t len)
+{
+    dsprobe_t p;
+    memset(d, 0, sizeof *d);
+    if (!catalog_name_valid(name)) {
+        snprintf(why, len, "not a catalog name: 1 to %d letters, digits, '.', '_' or '-'", CATALOG_NAME_MAX - 1);
+        return -1;
+    }
+    if (strlen(path) >= sizeof d->fixed_dir) {
+        snprintf(why, len, "path longer than %zu bytes", sizeof d->fixed_dir - 1);
+        return -1;
+    }
+    if (dsprobe(catalog_format_name(f), path, "nhwc", &p, why, len) != 0) return -1;
+    snprintf(d->name, sizeof d->name, "%s", name);
+    snprintf(d->title, sizeof d->title, "%s", name);
+    snprintf(d->fixed_dir, sizeof d->fixed_dir, "%s", path);
+    d->source = CATALOG_USER;
+    d->format = f;
+    d->C = p.C;
+    d->H = p.H;
+    d->W = p.W;
+    d->classes = p.classes;
+    d->train_n = p.ntrain;
+    d->test_n = p.ntest;
+    d->augment = 1;
+    return 0;
+}
+
+/* Puts d in the catalog unless the same entry is there: 0, or -1 with why. */
+static int entry_put(const catalog_dataset_t *d, char *why, size_t len)
+{
+    catalog_dataset_t old;
+    if (catalog_dataset_get(d->name, &old) == 0) {
+        if (old.source != CATALOG_USER || !catalog_format_is_user(old.format)) {
+            snprintf(why, len, "the catalog has a %s data set of that name", catalog_source_name(old.source));
+            return -1;
+        }
+        if (memcmp(&old, d, sizeof old) == 0) return 0;
+        catalog_dataset_remove(d->name);
+    }
+    return catalog_dataset_add(d, why, len);
+}
+
+static int found_has(char (*found)[CATALOG_NAME_MAX], int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(found[i], name) == 0) return 1;
+    return 0;
+}
+
+int userdata_sync(const char *const *roots, int nroots, json_t *refused)
+{
+    char(*found)[CATALOG_NAME_MAX] = calloc(USERDATA_LIST_MAX, CATALOG_NAME_MAX);
+    catalog_dataset_t *d = malloc(sizeof *d);
+    int nfound = 0;
+    if (!found || !d) {
+        free(found);
+        free(d);
+        return -1;
+    }
+    pthread_mutex_lock(&sync_lock);
+    for (int r = 0; r < nroots; r++) {
+        struct dirent **names = NULL;
+        int n = scandir(roots[r], &names, not_hidden, by_name);
+        for (int i = 0; i < n; i++) {
+            char path[PATH_MAX], why[1024];
+            struct stat st;
+            const char *name = names[i]->d_name;
+            int format = -1;
+            int len = snprintf(path, sizeof path, "%s/%s", roots[r], name);
+            if (len > 0 && (size_t)len < sizeof path && stat(path, &st) == 0) {
+                if (S_ISDIR(st.st_mode) && imgfolder_detect(path)) format = CATALOG_FORMAT_IMAGEFOLDER;
+                else if (S_ISREG(st.st_mode) && ends_with(name, ".npz")) format = CATALOG_FORMAT_NPZ;
+            }
+            if (format < 0) {
+                /* not a data set: nothing to say */
+            } else if (nfound >= USERDATA_LIST_MAX) {
+                refuse(refused, name, format, path, "more data sets under the data roots than the catalog lists");
+            } else if (found_has(found, nfound, name)) {
+                refuse(refused, name, format, path, "a data set of that name was found under an earlier data root");
+            } else if (entry_probe(name, format, path, d, why, sizeof why) != 0 || entry_put(d, why, sizeof why) != 0) {
+                refuse(refused, name, format, path, why);
+            } else {
+                snprintf(found[nfound++], CATALOG_NAME_MAX, "%s", name);
+            }
+            free(names[i]);
+        }
+        free(names);
+    }
+    /* Gone from the disks (or now refused): out of the catalog. Names first, removal
+     * after, as a removal shifts the indices. */
+    char(*gone)[CATALOG_NAME_MAX] = calloc(CATALOG_ADDED_MAX, CATALOG_NAME_MAX);
+    int ngone = 0;
+    for (size_t i = 0; gone && catalog_dataset_at(i, d) == 0; i++)
+        if (d->source == CATALOG_USER && catalog_format_is_user(d->format) && !found_has(found, nfound, d->name) &&
+            ngone < CATALOG_ADDED_MAX)
+            snprintf(gone[ngone++], CATALOG_NAME_MAX, "%s", d->name);
+    for (int i = 0; i < ngone; i++) catalog_dataset_remove(gone[i]);
+    pthread_mutex_unlock(&sync_lock);
+    free(gone);
+    free(found);
+    free(d);
+    return nfound;
+}

@@ -1,0 +1,121 @@
+# A user's own data set through the service (issue 26): the daemon probes it at
+# submission (common/dsprobe.h) and refuses what it can know then with 422
+# invalid-dataset naming dataset.path (a class folder without images, an .npz of 12
+# classes for a 10-output model); a spec may not name dataset.cache_dir (400: where
+# workers write is the daemon's --data-cache-dir); a good image folder trains, its job
+# shows the data set's classes, sizes and the cache in the summary, and a second job maps
+# the cache the first one decoded into STATE/data-cache. Every answer is checked against
+# docs/openapi.json.
+. tests/integration/coordinator_lib.inc
+command -v curl >/dev/null || skip "curl not installed (make deps)"
+/usr/bin/python3 -c 'import numpy, PIL' 2>/dev/null || skip "python3-numpy and python3-pil are needed (make deps)"
+
+mkdir -p "$STATE/data" "$TMP/answers"
+/usr/bin/python3 - "$STATE/data" <<'PY' || fail "cannot write the data sets"
+import os, sys
+import numpy as np
+from PIL import Image
+root = sys.argv[1]
+rng = np.random.default_rng(2)
+for split, n in (("train", 6), ("test", 2)):
+    for c in range(10):
+        os.makedirs(f"{root}/digits/{split}/d{c}", exist_ok=True)
+        for i in range(n):
+            Image.fromarray((rng.random((28, 28)) * 40 + c * 20).astype(np.uint8), "L").save(f"{root}/digits/{split}/d{c}/{i}.png")
+os.makedirs(f"{root}/holes/train/a", exist_ok=True)
+os.makedirs(f"{root}/holes/train/b", exist_ok=True)
+os.makedirs(f"{root}/holes/test/a", exist_ok=True)
+Image.new("L", (28, 28)).save(f"{root}/holes/train/a/0.png")
+Image.new("L", (28, 28)).save(f"{root}/holes/test/a/0.png")
+x = np.zeros((24, 28, 28), np.uint8)
+np.savez(f"{root}/twelve.npz", x_train=x, y_train=np.arange(24) % 12, x_test=x[:4], y_test=np.arange(4))
+PY
+start_coord
+BASE=$(grep -o 'REST API and dashboard on http://[0-9.:]*' "$TMP/coord.log" | tail -1 | sed 's/.* on //')
+
+# post FILE - POST /api/v1/jobs; prints the status, the answer in $TMP/body (recorded for
+# the schema check at the end).
+post() {
+    code=$(curl -s -o "$TMP/body" -D "$TMP/hdr" -w '%{http_code}' -H 'Content-Type: application/json' \
+        --data-binary @"$1" "$BASE/api/v1/jobs")
+    saved=$(mktemp "$TMP/answers/body.XXXXXX")
+    cp "$TMP/body" "$saved"
+    ct=$(grep -i '^content-type:' "$TMP/hdr" | head -1 | cut -d' ' -f2- | tr -d '\r')
+    printf 'POST\t/api/v1/jobs\t%s\t%s\t%s\n' "$code" "$ct" "$saved" >>"$TMP/answers/index"
+    echo "$code"
+}
+getjob() {
+    code=$(curl -s -o "$TMP/body" -D "$TMP/hdr" -w '%{http_code}' "$BASE/api/v1/jobs/$1")
+    saved=$(mktemp "$TMP/answers/body.XXXXXX")
+    cp "$TMP/body" "$saved"
+    ct=$(grep -i '^content-type:' "$TMP/hdr" | head -1 | cut -d' ' -f2- | tr -d '\r')
+    printf 'GET\t/api/v1/jobs/%s\t%s\t%s\t%s\n' "$1" "$code" "$ct" "$saved" >>"$TMP/answers/index"
+    echo "$code"
+}
+job() { # FILE NAME DATASET-FIELDS
+    printf '{"name": "%s", "model": "lenet5", "dataset": {%s}, "batch_size": 8, "epochs": 1, "log_every": 0}\n' \
+        "$2" "$3" >"$1"
+}
+
+# refused FILE STATUS TYPE FIELD PATTERN
+refused() {
+    code=$(post "$1")
+    [ "$code" = "$2" ] || { cat "$TMP/body"; fail "$1: HTTP $code, want $2"; }
+    jq -e --arg t "urn:pacer:problem:$3" --arg f "$4" '.type == $t and .field == $f' "$TMP/body" >/dev/null ||
+        { cat "$TMP/body"; fail "$1: want problem $3 naming $4"; }
+    jq -r .detail "$TMP/body" | grep -q -- "$5" || { cat "$TMP/body"; fail "$1: the detail does not say '$5'"; }
+    echo "ok: $2 $3 ($4): $(jq -r .detail "$TMP/body")"
+}
+job "$TMP/holes.json" holes "\"format\": \"imagefolder\", \"path\": \"$STATE/data/holes\""
+refused "$TMP/holes.json" 422 invalid-dataset dataset.path "holes/train/b: a class folder without images"
+job "$TMP/twelve.json" twelve "\"format\": \"npz\", \"path\": \"$STATE/data/twelve.npz\""
+refused "$TMP/twelve.json" 422 invalid-dataset dataset.path "has 12 classes, model lenet5 has 10 outputs"
+job "$TMP/cache.json" cache "\"format\": \"imagefolder\", \"path\": \"$STATE/data/digits\", \"cache_dir\": \"/tmp/x\""
+refused "$TMP/cache.json" 400 invalid-spec dataset.cache_dir "set by the coordinator"
+job "$TMP/nopath.json" nopath '"format": "npz"'
+refused "$TMP/nopath.json" 400 invalid-spec dataset.path "required with dataset.format npz"
+cp "$STATE/data/twelve.npz" "$TMP/twelve.npz"
+job "$TMP/outside.json" outside "\"format\": \"npz\", \"path\": \"$TMP/twelve.npz\""
+refused "$TMP/outside.json" 400 invalid-spec dataset.path "not under a data root"
+
+# GET /api/v1/datasets: the catalog, one list: the built-ins and what the data root holds
+# (name, format, classes, samples; an .npz's image shape, a folder's null), and the
+# broken folder under "refused" with the probe's reason. A user's set named by
+# dataset.name alone is refused, saying to give its format and path.
+code=$(curl -s -o "$TMP/body" -D "$TMP/hdr" -w '%{http_code}' "$BASE/api/v1/datasets")
+[ "$code" = 200 ] || fail "GET /api/v1/datasets: HTTP $code"
+saved=$(mktemp "$TMP/answers/body.XXXXXX")
+cp "$TMP/body" "$saved"
+printf 'GET\t/api/v1/datasets\t200\tapplication/json\t%s\n' "$saved" >>"$TMP/answers/index"
+jq -e --arg d "$STATE/data" '([.datasets[] | select(.source == "builtin") | .name] | index("mnist") != null) and
+    ([.datasets[] | select(.source == "user")] | map({name, format, classes, train_samples, test_samples, input, path}) ==
+     [{name: "digits", format: "imagefolder", classes: 10, train_samples: 60, test_samples: 20, input: null,
+       path: ($d + "/digits")},
+      {name: "twelve.npz", format: "npz", classes: 12, train_samples: 24, test_samples: 4,
+       input: {channels: 1, height: 28, width: 28}, path: ($d + "/twelve.npz")}]) and
+    (.refused | length == 1 and .[0].name == "holes" and (.[0].error | contains("a class folder without images")))' \
+    "$TMP/body" >/dev/null || fail "GET /api/v1/datasets: $(jq -c '{datasets: [.datasets[] | {name, source, format, classes, input, path}], refused}' "$TMP/body")"
+echo "ok: GET /api/v1/datasets lists the built-ins, digits and twelve.npz, and why holes is not offered"
+job "$TMP/byname.json" byname '"name": "digits"'
+refused "$TMP/byname.json" 400 invalid-spec dataset.name 'give it as "dataset": {"format": "imagefolder", "path"'
+
+# A good folder trains; its job shows what the worker found and where it cached it.
+job "$TMP/good.json" good "\"format\": \"imagefolder\", \"path\": \"$STATE/data/digits\""
+[ "$(post "$TMP/good.json")" = 201 ] || { cat "$TMP/body"; fail "the good folder was refused"; }
+id=$(jq -r .id "$TMP/body")
+await 120 "job $id to succeed" is_state "$id" SUCCEEDED
+[ "$(getjob "$id")" = 200 ] || fail "GET job $id"
+jq -e --arg c "$STATE/data-cache/" '.summary.dataset | .format == "imagefolder" and .classes == 10 and
+    .train_samples == 60 and .test_samples == 20 and .cache.built == true and (.cache.path | startswith($c))' \
+    "$TMP/body" >/dev/null || fail "job $id's summary.dataset: $(jq -c .summary.dataset "$TMP/body")"
+echo "ok: the folder trained; summary.dataset $(jq -c '.summary.dataset | {classes, train_samples, test_samples, cache}' "$TMP/body")"
+[ "$(post "$TMP/good.json")" = 201 ] || { cat "$TMP/body"; fail "the second job was refused"; }
+id2=$(jq -r .id "$TMP/body")
+await 120 "job $id2 to succeed" is_state "$id2" SUCCEEDED
+[ "$(getjob "$id2")" = 200 ] || fail "GET job $id2"
+jq -e '.summary.dataset.cache.built == false' "$TMP/body" >/dev/null ||
+    fail "the second job did not map the first one's cache: $(jq -c .summary.dataset.cache "$TMP/body")"
+echo "ok: the second job mapped the cache the first decoded"
+
+python3 -c 'import jsonschema' 2>/dev/null || fail "python3-jsonschema not installed (deploy/install-deps.sh test)"
+python3 tests/tools/openapi_check.py docs/openapi.json "$TMP/answers/index" || fail "answers that docs/openapi.json does not describe"

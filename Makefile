@@ -229,7 +229,7 @@ $(ONNX_PB).h: $(ONNX_PB).c
 $(ONNX_OBJ): $(ONNX_PB).c
 	@mkdir -p $(dir $@)
 	$(CC) -D_GNU_SOURCE $(CSTD) $(OPT) -g -w -fPIC $(SANFLAGS) -I$(BUILD)/gen -c $< -o $@
-$(BUILD)/obj/model/onnx_import.o: $(ONNX_PB).h
+$(BUILD)/obj/model/onnx_import.o $(BUILD)/obj/model/onnx_export.o: $(ONNX_PB).h
 
 # The backend is built with the worker (order-only: the worker does not link it).
 $(BUILD)/pacer-worker: $(call obj,worker/main.c) $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON) | $(CUDA_SO)

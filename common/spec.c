@@ -51,8 +51,11 @@ struct field {
     size_t offset, size; /* of the member, in job_spec_t (or the array element) */
     unsigned range;      /* R_* bits; bounds also apply to each entry of F_DOUBLES */
     double min, max;
-    const char *const *choices;          /* NULL-terminated; F_STR only */
-    int catalog;                         /* F_STR: a name of the catalog's (CAT_*) */
+    const char *const *choices; /* NULL-terminated; F_STR only */
+    int catalog;                /* F_STR: a name of the catalog's (CAT_*) */
+    /* F_STR: may instead be given as an object of the rows under its path ("model":
+     * {"onnx": PATH}); its value is then derived from theirs (resolve_model). */
+    int or_object;
     const char *(*check)(const void *v); /* NULL when fine, else what is wrong */
     size_t count_offset;                 /* F_DOUBLES, F_OBJECTS: the int count */
     const field_t *sub;                  /* F_OBJECTS: the element's rows */
@@ -125,6 +128,16 @@ static const char *check_name(const void *v)
     return NULL;
 }
 
+/* The path goes into messages and log lines: one line, something to open. */
+static const char *check_onnx_path(const void *v)
+{
+    const char *s = v;
+    if (!*s) return "must not be empty";
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f) return "must not contain control characters";
+    return NULL;
+}
+
 static const char *check_nonempty(const void *v) { return *(const char *)v ? NULL : "must not be empty"; }
 
 /* simulate.platform / hostfile go onto smpirun's command line, which splits words on
@@ -159,8 +172,14 @@ static const field_t FIELDS[] = {
     {.path = "name", STR(name), .def_str = "job", .check = check_name, .resume_free = 1,
      .allowed_doc = "letters, digits, `.` `_` `-`; at most 63 bytes",
      .doc = "Job name; used in checkpoint file names and logs."},
-    {.path = "model", STR(model), .catalog = CAT_MODEL, .required = 1,
-     .doc = "Network to train: a model of the catalog (`GET /api/v1/models`, `pacer models`)."},
+    {.path = "model", STR(model), .catalog = CAT_MODEL, .required = 1, .or_object = 1,
+     .doc = "Network to train: a model of the catalog (`GET /api/v1/models`, `pacer models`), or "
+            "`{\"onnx\": PATH}`, an ONNX file (`model.onnx`)."},
+    {.path = "model.onnx", STR(model_onnx), .def_str = "", .check = check_onnx_path, .resume_free = 1,
+     .default_doc = "none", .allowed_doc = "a path; at most 511 bytes",
+     .doc = "The ONNX file to import and train (`\"model\": {\"onnx\": PATH}`): read by the worker and "
+            "pacer-sim, named in the catalog by its base name (`cnn.onnx`); its initializers are the "
+            "starting weights (docs/JOB_SPEC.md, ONNX models)."},
     {.path = "dataset.name", STR(dataset.name), .catalog = CAT_DATASET, .def_str = "fashion-mnist",
      .doc = "Data set (`GET /api/v1/datasets`); its image shape and classes must be the model's."},
     {.path = "dataset.path", STR(dataset.path), .def_str = "", .resume_free = 1,
@@ -712,7 +731,13 @@ static int walk_object(errbuf_t *e, json_t *obj, const field_t *rows, size_t nro
             }
             if (strncmp(rest, key, klen) == 0 && rest[klen] == '.') nested = 1;
         }
-        if (leaf && (!params_only || leaf->param)) {
+        if (leaf && leaf->or_object && !params_only && json_is_object(v)) {
+            /* "model": {"onnx": PATH}: the row counts as given; its value is derived once
+             * the whole document is read (resolve_model). */
+            seen[idx] = 1;
+            if (json_object_size(v) == 0) return fail(e, "%s: an empty object (give {\"onnx\": PATH})", where);
+            if (walk_object(e, v, rows, nrows, leaf->path, where, 0, base, seen) < 0) return -1;
+        } else if (leaf && (!params_only || leaf->param)) {
             if (seen[idx]) {
                 /* Only algorithm parameters have two spellings; duplicate keys in one
                  * object are rejected by the JSON decoder already. */
@@ -848,6 +873,52 @@ static int cross_check_catalog(errbuf_t *e, const job_spec_t *s)
     return 0;
 }
 
+/* ---- ONNX models -------------------------------------------------------------------- */
+
+static spec_onnx_loader_fn onnx_loader;
+
+void spec_set_onnx_loader(spec_onnx_loader_fn fn) { onnx_loader = fn; }
+
+void spec_onnx_name(const char *path, char *out, size_t len)
+{
+    if (len == 0) return;
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (!*base) base = "model.onnx";
+    size_t n = 0;
+    for (; base[n] && n + 1 < len && n + 1 < SPEC_NAME_MAX; n++) {
+        unsigned char c = (unsigned char)base[n];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+                 c == '-';
+        out[n] = ok ? (char)c : '_';
+    }
+    out[n] = '\0';
+    /* a '.' keeps the name apart from the built-in ones, which have none */
+    if (!memchr(out, '.', n)) {
+        size_t room = len < SPEC_NAME_MAX ? len : SPEC_NAME_MAX;
+        if (n + sizeof ".onnx" > room) n = room > sizeof ".onnx" ? room - sizeof ".onnx" : 0;
+        snprintf(out + n, len - n, ".onnx");
+    }
+}
+
+/* "model": {"onnx": PATH}: the model is the catalog's entry named after the file, added
+ * by the loader (the worker's and pacer-sim's onnx_import_catalog_add) unless the process
+ * has it already (pacer-sim's ranks share one catalog). Runs before the pairing checks,
+ * so they read the imported model's figures. */
+static int resolve_model(errbuf_t *e, job_spec_t *s)
+{
+    if (!s->model_onnx[0]) return 0;
+    spec_onnx_name(s->model_onnx, s->model, sizeof s->model);
+    catalog_model_t m;
+    if (catalog_model_get(s->model, &m) == 0) return 0;
+    if (!onnx_loader)
+        return fail(e, "model.onnx: %s: ONNX files are read by pacer-worker and pacer-sim; %s is not in this catalog",
+                    s->model_onnx, s->model);
+    char why[768];
+    if (onnx_loader(s->model_onnx, s->model, why, sizeof why) != 0) return fail(e, "model.onnx: %s", why);
+    return 0;
+}
+
 /* Rules between fields, checked once every field has its value. */
 static int cross_check(errbuf_t *e, const job_spec_t *s)
 {
@@ -954,6 +1025,7 @@ int spec_from_json(json_t *root, job_spec_t *out, char *err, size_t errlen)
         }
     }
     resolve(&s);
+    if (resolve_model(&e, &s) < 0) goto done;
     if (cross_check(&e, &s) < 0) goto done;
     memcpy(out, &s, sizeof s);
     rc = 0;
@@ -1079,6 +1151,34 @@ static json_t *value_json(const field_t *f, const unsigned char *base, int *prec
     return NULL;
 }
 
+/* The or_object row whose object holds row f ("model" for "model.onnx"), or NULL. */
+static const field_t *object_parent(const field_t *f)
+{
+    for (size_t k = 0; k < ARRAY_LEN(FIELDS); k++)
+        if (FIELDS[k].or_object && under(f->path, FIELDS[k].path)) return &FIELDS[k];
+    return NULL;
+}
+
+/* Row f's value; an or_object row as it was given: the object of its rows (F_STR, each
+ * set one printed) when one is set, else its own string. The hash takes the string (the
+ * catalog name), not where the model was read from. */
+static json_t *row_json(const field_t *f, const job_spec_t *s, int for_hash, int *prec)
+{
+    const unsigned char *base = (const unsigned char *)s;
+    if (!f->or_object || for_hash) return value_json(f, base, prec);
+    json_t *obj = NULL;
+    for (size_t k = 0; k < ARRAY_LEN(FIELDS); k++) {
+        const field_t *r = &FIELDS[k];
+        if (object_parent(r) != f || r->type != F_STR || !*(const char *)(base + r->offset)) continue;
+        if (!obj && !(obj = json_object())) return NULL;
+        if (json_object_set_new(obj, leaf_key(r->path), value_json(r, base, prec)) < 0) {
+            json_decref(obj);
+            return NULL;
+        }
+    }
+    return obj ? obj : value_json(f, base, prec);
+}
+
 /* The normalised spec as compact JSON; with for_hash, only the rows a resumed run must
  * keep (no resume_free rows) and keys sorted, so the text depends on nothing but those
  * values. */
@@ -1090,9 +1190,10 @@ static char *spec_text(const job_spec_t *s, int for_hash, json_t **doc)
     int prec = 1;
     for (size_t i = 0; i < ARRAY_LEN(FIELDS); i++) {
         if (for_hash && FIELDS[i].resume_free) continue;
+        if (object_parent(&FIELDS[i])) continue; /* inside its parent's object (row_json) */
         char key[64];
         json_t *parent = parent_of(root, FIELDS[i].path, key, sizeof key);
-        json_t *v = parent ? value_json(&FIELDS[i], (const unsigned char *)s, &prec) : NULL;
+        json_t *v = parent ? row_json(&FIELDS[i], s, for_hash, &prec) : NULL;
         /* json_object_set_new takes v even when it fails, and fails on a NULL v. */
         if (!parent || json_object_set_new(parent, key, v) < 0) {
             json_decref(root);

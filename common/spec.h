@@ -31,6 +31,10 @@ typedef struct {
 typedef struct {
     char name[SPEC_NAME_MAX];  /* job name, default "job" */
     char model[SPEC_NAME_MAX]; /* a model of the catalog (common/catalog.h) */
+    /* "model": {"onnx": PATH}: the ONNX file the model is imported from ("" = a catalog
+     * model by name). model is then the file's base name (spec_onnx_name), the catalog
+     * entry the spec's ONNX loader added (spec_set_onnx_loader). */
+    char model_onnx[SPEC_PATH_MAX];
     struct {
         char name[SPEC_NAME_MAX]; /* a data set of the catalog */
         char path[SPEC_PATH_MAX]; /* "" = the data set's default directory */
@@ -127,6 +131,22 @@ typedef struct {
     char on_collapse[16];   /* continue | fail | restart (worker/health.h) */
 } job_spec_t;
 
+/* Adds the model of the ONNX file at path to the catalog under name (a model of source
+ * CATALOG_ONNX with every figure: model/onnx_import.c's onnx_import_catalog_add). 0, or
+ * -1 with err saying why (unreadable, not ONNX, an unsupported operator). */
+typedef int (*spec_onnx_loader_fn)(const char *path, const char *name, char *err, size_t errlen);
+/* Who may read ONNX files named by a spec: the worker and the simulator set it before they
+ * parse a spec, so that "model": {"onnx": PATH} is in the catalog before the model and
+ * data set are paired (the pairing, the memory estimate and the classes check then read
+ * the imported model's figures). Without a loader (the coordinator) such a spec is valid
+ * only when the catalog already has the name. Process-wide; NULL removes it. */
+void spec_set_onnx_loader(spec_onnx_loader_fn fn);
+/* The catalog name of the model imported from path: its base name with every character a
+ * catalog name cannot hold replaced by '_', cut to SPEC_NAME_MAX - 1 bytes ("cnn.onnx"
+ * for "/data/nets/cnn.onnx"). Never a built-in name (those hold no '.'), unless the base
+ * name has no '.', in which case ".onnx" is appended. */
+void spec_onnx_name(const char *path, char *out, size_t len);
+
 /* Fills every field with its default (the defaults of the table). */
 void spec_defaults(job_spec_t *s);
 
@@ -152,6 +172,7 @@ char *spec_to_json_doc(const job_spec_t *s, json_t **doc);
 
 /* A fingerprint of everything in the spec that shapes the training run: the normalised
  * spec without the fields a resumed run may change (resume_free: name, dataset.path, dataset.cache_dir,
+ * model.onnx,
  * device, threads, log_every, checkpoint.every_steps, dir, keep_last, keep_best), keys sorted, FNV-1a
  * 64. Checkpoints carry it; a resume with a spec of another hash is refused. */
 uint64_t spec_hash(const job_spec_t *s);

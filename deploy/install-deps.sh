@@ -64,6 +64,23 @@ npm_contract() {
     (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
 }
 
+# npm_onnxrt - onnxruntime-node (CPU), the independent runtime that checks pacer's exported
+# ONNX files (tests/integration/onnx_train.sh), pinned in tests/onnxrt/package-lock.json.
+# --ignore-scripts: its install script would download GPU libraries (no network at test
+# time, none needed); the CPU build is inside the package. Without it that part of the
+# test is not run, saying so.
+npm_onnxrt() {
+    case " $groups " in *" test "*) ;; *) return 0 ;; esac
+    dir=$(dirname "$0")/../tests/onnxrt
+    [ -f "$dir/package-lock.json" ] || return 0
+    command -v npm >/dev/null 2>&1 || { echo "deps: npm missing: the ONNX export's runtime check will not run"; return 0; }
+    if [ -d "$dir/node_modules/onnxruntime-node" ] && [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]; then
+        return 0
+    fi
+    echo "deps: npm ci --ignore-scripts in tests/onnxrt (onnxruntime-node)"
+    (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+}
+
 missing=""
 for p in $want; do
     present "$p" || missing="$missing $p"
@@ -71,6 +88,7 @@ done
 if [ -z "$missing" ]; then
     echo "deps: all present ($groups)"
     npm_contract
+    npm_onnxrt
     exit 0
 fi
 
@@ -84,3 +102,4 @@ fi
 # shellcheck disable=SC2086
 $SUDO apt-get install -y -q --no-install-recommends $missing
 npm_contract
+npm_onnxrt

@@ -6,13 +6,16 @@
  * attribute. Invariants: a refusal leaves no model and says why; an accepted model has
  * layers, its logits layer is (classes, 1, 1), and an evaluation and a training step over
  * one zero image run inside its buffers (AddressSanitizer checks every geometry the
- * importer accepted against what the kernels touch).
+ * importer accepted against what the kernels touch). The accepted model then exports
+ * (onnx_export_buffer, model/onnx_export.c) into a file that imports again as a model of
+ * the same parameter and buffer counts.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "onnx_export.h"
 #include "onnx_import.h"
 
 /* Models whose activations exceed this are only built, not run (time, not safety). */
@@ -39,6 +42,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         model_backward(m, x, &y, 1, 1.0f);
         free(x);
     }
+    uint8_t *out = NULL;
+    size_t outlen = 0;
+    if (onnx_export_buffer(data, size, m, &out, &outlen, err, sizeof err) != 0) abort();
+    model_t *again = NULL;
+    if (onnx_import_buffer(out, outlen, "fuzz", 1, &again, err, sizeof err) != 0) abort();
+    if (again->nparams != m->nparams || again->nbuffers != m->nbuffers) abort();
+    model_free(again);
+    free(out);
     model_free(m);
     return 0;
 }

@@ -933,15 +933,16 @@ int onnx_import_buffer(const uint8_t *data, size_t len, const char *name, int ma
     return rc;
 }
 
-int onnx_import_file(const char *path, const char *name, int max_batch, model_t **out, char *err, size_t errlen)
+int onnx_read_file(const char *path, uint8_t **data, size_t *len, char *err, size_t errlen)
 {
-    *out = NULL;
+    *data = NULL;
+    *len = 0;
     FILE *f = fopen(path, "rb");
     if (!f) return snprintf(err, errlen, "onnx: cannot open %s: %s", path, strerror(errno)), -1;
     uint8_t *buf = NULL;
-    size_t len = 0, cap = 0;
+    size_t n = 0, cap = 0;
     for (;;) {
-        if (len == cap) {
+        if (n == cap) {
             if (cap >= ONNX_MAX_BYTES) {
                 fclose(f);
                 free(buf);
@@ -956,8 +957,8 @@ int onnx_import_file(const char *path, const char *name, int max_batch, model_t 
             }
             buf = p;
         }
-        size_t r = fread(buf + len, 1, cap - len, f);
-        len += r;
+        size_t r = fread(buf + n, 1, cap - n, f);
+        n += r;
         if (r == 0) break;
     }
     int rd_err = ferror(f);
@@ -966,7 +967,43 @@ int onnx_import_file(const char *path, const char *name, int max_batch, model_t 
         free(buf);
         return snprintf(err, errlen, "onnx: error reading %s", path), -1;
     }
+    *data = buf;
+    *len = n;
+    return 0;
+}
+
+int onnx_import_file(const char *path, const char *name, int max_batch, model_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    uint8_t *buf;
+    size_t len;
+    if (onnx_read_file(path, &buf, &len, err, errlen) != 0) return -1;
     int rc = onnx_import_buffer(buf, len, name, max_batch, out, err, errlen);
     free(buf);
     return rc;
+}
+
+int onnx_import_catalog_add(const char *path, const char *name, char *err, size_t errlen)
+{
+    model_t *m = NULL;
+    char why[768];
+    if (onnx_import_file(path, name, 1, &m, why, sizeof why) != 0) {
+        /* the message names the file once: "cannot open PATH: ..." does already */
+        const char *msg = strncmp(why, "onnx: ", 6) == 0 ? why + 6 : why;
+        if (strstr(msg, path)) snprintf(err, errlen, "%s", msg);
+        else snprintf(err, errlen, "%s: %s", path, msg);
+        return -1;
+    }
+    catalog_model_t e;
+    model_describe(m, &e);
+    model_free(m);
+    e.source = CATALOG_ONNX;
+    const char *base = strrchr(path, '/');
+    snprintf(e.title, sizeof e.title, "%.*s", (int)sizeof e.title - 1, base ? base + 1 : path);
+    if (catalog_model_add(&e, why, sizeof why) == 0) return 0;
+    /* another rank of this process (pacer-sim) added it meanwhile */
+    catalog_model_t had;
+    if (catalog_model_get(name, &had) == 0 && had.source == CATALOG_ONNX) return 0;
+    snprintf(err, errlen, "%s: %s", path, why);
+    return -1;
 }

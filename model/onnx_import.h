@@ -33,4 +33,15 @@ int onnx_import_file(const char *path, const char *name, int max_batch, model_t 
 int onnx_import_buffer(const uint8_t *data, size_t len, const char *name, int max_batch, model_t **out, char *err,
                        size_t errlen);
 
+/* The bytes of the file at path (at most ONNX_MAX_BYTES), malloc'ed into *data (the
+ * caller frees them). 0, or -1 with err set ("onnx: cannot open PATH: ..."). */
+int onnx_read_file(const char *path, uint8_t **data, size_t *len, char *err, size_t errlen);
+
+/* Adds the model of the ONNX file at path to the catalog as name (source onnx, its figures
+ * from model_describe, its title the file's base name): the job spec's ONNX loader
+ * (spec_set_onnx_loader), which pacer-worker and pacer-sim install. The file is imported
+ * whole, so everything onnx_import_file refuses is refused here, before any spec check
+ * reads the entry. 0, or -1 with err set. */
+int onnx_import_catalog_add(const char *path, const char *name, char *err, size_t errlen);
+
 #endif

@@ -28,6 +28,7 @@
 
 #include <jansson.h>
 
+#include "onnx_import.h"
 #include "platform.h"
 #include "spec.h"
 #include "version.h"
@@ -242,6 +243,9 @@ int main(int argc, char **argv)
 
     static job_spec_t spec;
     char err[PATH_MAX + 1024];
+    /* "model": {"onnx": PATH}: the file is imported here for the spec's checks, and again
+     * by the simulated worker that trains it. */
+    spec_set_onnx_loader(onnx_import_catalog_add);
     if (spec_load_file(spec_path, &spec, err, sizeof err) != 0) {
         fprintf(stderr, "pacer-sim: %s\n", err);
         return 2;

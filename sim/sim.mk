@@ -81,10 +81,13 @@ $(SIM_SHARE): sim/simshare.c sim/simshare.h
 $(SIM_WORKER): $(SIM_SMPI_OBJ) $(SIM_PLAIN_OBJ) $(ONNX_OBJ) $(SIM_SHARE)
 	$(SMPICC) -o $@ $(SIM_SMPI_OBJ) $(SIM_PLAIN_OBJ) $(ONNX_OBJ) -L$(SMPI_BUILD) -lpacer_simshare \
 	    -Wl,-rpath,$(abspath $(SMPI_BUILD)) $(BLAS_LIBS) $(IMG_LIBS) $(ONNX_LIBS) $(DEP_LIBS)
-$(SMPI_BUILD)/smpi/model/onnx_import.o: $(ONNX_PB).h
+$(SMPI_BUILD)/smpi/model/onnx_import.o $(SMPI_BUILD)/smpi/model/onnx_export.o: $(ONNX_PB).h
 
-$(BUILD)/pacer-sim: $(call obj,sim/pacer_sim.c sim/platform.c) $(LIBCOMMON)
-	$(CC) $(LDFLAGS) $(call obj,sim/pacer_sim.c sim/platform.c) -o $@ $(LIBCOMMON) $(DEP_LIBS)
+# The model code reads a spec's "model": {"onnx": PATH} (its catalog entry, for the
+# spec's pairing checks); --as-needed as below.
+$(BUILD)/pacer-sim: $(call obj,sim/pacer_sim.c sim/platform.c) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON)
+	$(CC) $(LDFLAGS) -Wl,--as-needed $(call obj,sim/pacer_sim.c sim/platform.c) -o $@ $(LIBMODEL) $(LIBKERNELS) \
+	    $(LIBCOMMON) $(BLAS_LIBS) $(ONNX_LIBS) $(DEP_LIBS)
 
 # --as-needed: it uses the model code only; loading Open MPI for nothing costs seconds.
 $(BUILD)/pacer-platform: $(call obj,sim/pacer_platform.c sim/platform.c sim/cost.c) $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON)

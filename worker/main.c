@@ -20,6 +20,8 @@
 #include "emulate.h"
 #include "netprobe.h"
 #include "numarg.h"
+#include "onnx_export.h"
+#include "onnx_import.h"
 #include "redis_report.h"
 #include "sim.h"
 #include "spec.h"
@@ -49,6 +51,7 @@ static const struct option OPTIONS[] = {
     {"hpsgd-round-steps", required_argument, NULL, 'H'},
     {"weight-digest", required_argument, NULL, 'W'},
     {"trace", required_argument, NULL, 'X'},
+    {"export-onnx", required_argument, NULL, 'O'},
     {"data-cache", required_argument, NULL, 'C'},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
@@ -107,6 +110,12 @@ static void usage(FILE *f)
                "  --trace FILE           write this job's recent steps as a Chrome trace (Perfetto,\n"
                "                         chrome://tracing): one track per rank, phases as slices;\n"
                "                         rank 0 gathers every rank's timeline at the end\n"
+               "  --export-onnx FILE     at the end, rank 0 writes the trained model as ONNX: the\n"
+               "                         spec's model.onnx graph in inference form (batch norm on\n"
+               "                         its running statistics, dropout an Identity) with the\n"
+               "                         trained weights under the file's initializer names (what\n"
+               "                         module.load_state_dict takes back); only for a model\n"
+               "                         imported from ONNX for now\n"
                "  --stop-after-steps N   stop after global step N as if interrupted (for tests)\n"
                "  --batch-plan B0,B1,..  initial per-worker batch sizes, summing to workers x\n"
                "                         batch_size (for tests; the planner takes over if enabled)\n"
@@ -166,6 +175,7 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
                const char *resume_from, const train_opts_t *opts);
 static const char *g_redis_url, *g_job_id; /* --redis, --job */
 static const char *g_trace_path;           /* --trace */
+static const char *g_export_onnx;          /* --export-onnx */
 static const char *g_data_cache;           /* --data-cache */
 static const char *g_redis_password_file;  /* --redis-password-file */
 static int g_world;                        /* --world: 0 = not given */
@@ -234,6 +244,7 @@ int main(int argc, char **argv)
         }
         case 'W': opts.weight_digest = optarg; break;
         case 'X': g_trace_path = optarg; break;
+        case 'O': g_export_onnx = optarg; break;
         case 'C': g_data_cache = optarg; break;
         case 'V': version(); return 0;
         case 'h': usage(stdout); return 0;
@@ -262,6 +273,9 @@ int main(int argc, char **argv)
         return 2;
     }
 
+    /* A spec's "model": {"onnx": PATH} is imported into the catalog while the spec is
+     * read, before its model and data set are paired. */
+    spec_set_onnx_loader(onnx_import_catalog_add);
     if (bench_steps) return benchmark_run(spec_path, bench_steps, summary_path);
     return run(spec_path, summary_path, metrics_path, resume, resume_from, &opts);
 }
@@ -291,6 +305,20 @@ static void figure(char *out, size_t len, const char *fmt, double v, int measure
 {
     if (measured) snprintf(out, len, fmt, v);
     else snprintf(out, len, "-");
+}
+
+/* --export-onnx: rank 0's weights (the parameter server's, or a synchronous job's root's)
+ * into the spec's ONNX graph. 0, or -1 after saying why. */
+static int export_onnx(worker_t *w, const char *path)
+{
+    char err[1024];
+    worker_model_to_host(w);
+    if (onnx_export_file(w->spec->model_onnx, w->model, path, err, sizeof err) != 0) {
+        fprintf(stderr, "pacer-worker: --export-onnx: %s\n", err);
+        return -1;
+    }
+    fprintf(stderr, "exported the trained model to %s\n", path);
+    return 0;
 }
 
 static int finish(int use_mpi, worker_t *w, int status)
@@ -323,6 +351,12 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
 
     if (spec_load_file(spec_path, &spec, err, sizeof err) != 0) {
         SAY("pacer-worker: %s\n", err);
+        return finish(use_mpi, &w, 2);
+    }
+    if (g_export_onnx && !spec.model_onnx[0]) {
+        SAY("pacer-worker: --export-onnx: model %s is built in; only a model imported from ONNX "
+            "(\"model\": {\"onnx\": PATH}) can be exported for now\n",
+            spec.model);
         return finish(use_mpi, &w, 2);
     }
     {
@@ -519,6 +553,7 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
         w.trace = w.phases.ring = NULL;
         trace_ring_free(&ring);
     }
+    if (rank == 0 && g_export_onnx && export_onnx(&w, g_export_onnx) != 0) status = 1;
     json_t *per_rank = NULL;
     if (use_mpi) {
         per_rank = comm_gather_ranks(&w, MPI_COMM_WORLD);

@@ -23,8 +23,10 @@
 #include "clock.h"
 #include "dcache.h"
 #include "emulate.h"
+#include "hash.h"
 #include "hostname.h"
 #include "memest.h"
+#include "onnx_import.h"
 #include "planner.h"
 #include "sim.h"
 
@@ -113,7 +115,9 @@ void worker_calibrate(worker_t *w)
     model_t *m = w->model;
     int b = w->batch_of[w->worker_index];
     if (w->gpu || b > w->train.n || b > w->max_batch) return;
-    /* Batch-norm running statistics move in a training-mode forward: keep them. */
+    /* Batch-norm running statistics move in a training-mode forward, and so does the
+     * dropout step (model.h): keep them, so that training sees neither. */
+    const uint64_t dropout_step = m->dropout_step;
     float *keep = m->nbuffers ? malloc(m->nbuffers * sizeof(float)) : NULL;
     if (m->nbuffers && !keep) return;
     if (keep) memcpy(keep, m->buffers, m->nbuffers * sizeof(float));
@@ -130,6 +134,7 @@ void worker_calibrate(worker_t *w)
     }
     if (keep) memcpy(m->buffers, keep, m->nbuffers * sizeof(float));
     free(keep);
+    m->dropout_step = dropout_step;
 }
 
 float worker_compute_grad(worker_t *w, float loss_scale)
@@ -764,10 +769,20 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
      * so the upper bound grows to hold each one's share. */
     planner_bounds_world(spec, nworkers, &w->min_batch, &w->max_batch);
 
-    /* The model first: its input shape is what the data is brought to. */
-    if (model_create(spec->model, sim_model_batch(w), &w->model, err, errlen) != 0) return -1;
+    /* The model first: its input shape is what the data is brought to. An imported model
+     * starts from the file's initializers (the user's own initialisation), the same on
+     * every rank; a built-in one from the job's seed. */
+    const int onnx = spec->model_onnx[0] != '\0';
+    int rc;
+    if (onnx) rc = onnx_import_file(spec->model_onnx, spec->model, sim_model_batch(w), &w->model, err, errlen);
+    else rc = model_create(spec->model, sim_model_batch(w), &w->model, err, errlen);
+    if (rc != 0) return -1;
     model_t *m = w->model;
-    int rc = load_data(w, spec, m, err, errlen);
+    /* Dropout masks differ between ranks (each its own samples), and between runs of
+     * different seeds. */
+    const uint64_t seed_rank[2] = {(uint64_t)spec->seed, (uint64_t)rank};
+    m->dropout_seed = hash_fnv1a(HASH_FNV1A_INIT, seed_rank, sizeof seed_rank);
+    rc = load_data(w, spec, m, err, errlen);
     if (rc != 0) return rc;
     if (spec->dataset.train_subset > 0) dataset_truncate(&w->train, spec->dataset.train_subset);
     if (spec->dataset.test_subset > 0) dataset_truncate(&w->test, spec->dataset.test_subset);
@@ -777,7 +792,7 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
     rc = dataset_check_shape(&w->train, m->C, m->H, m->W, m->num_classes, m->name, err, errlen);
     if (rc == 0) rc = dataset_check_shape(&w->test, m->C, m->H, m->W, m->num_classes, m->name, err, errlen);
     if (rc != 0) return rc;
-    model_init_params(m, spec->seed);
+    if (!onnx) model_init_params(m, spec->seed);
     if (select_device(w, err, errlen) != 0) return -1;
     w->momentum = (float)spec->optimizer.momentum;
     w->lr_scale = 1.0;
@@ -984,6 +999,11 @@ int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
     ckpt_state_t st;
     if (checkpoint_load(path, w->model, &want, &st, err, errlen) != 0) return -1;
     w->global_step = st.global_step;
+    /* Not in the checkpoint: a rank's dropout step is its training forwards, which a
+     * synchronous algorithm's ranks count as global steps, so the masks go on as in an
+     * uninterrupted run; an asynchronous worker has taken fewer, so it goes on with masks
+     * it never used. */
+    w->model->dropout_step = (uint64_t)st.global_step;
     w->epoch = st.epoch;
     w->step_in_epoch = st.step_in_epoch;
     w->cursor = st.cursor;

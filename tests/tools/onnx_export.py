@@ -22,6 +22,14 @@ Writes into OUTDIR:
   tiny.onnx          a 2 KB network of most mapped operators (batch norm kept, depthwise
                      convolution, residual Add, Pad + AveragePool, Gemm): the seed of
                      fuzz/corpus/onnx/ (copied there by hand, see docs/TESTING.md).
+
+Usage: /usr/bin/python3 tests/tools/onnx_export.py --mnist OUTDIR
+Writes only the networks tests/integration/onnx_train.sh trains on MNIST (1x28x28, 10
+classes), exported as a PyTorch user would for training (training mode, no constant
+folding, so batch norm and dropout are kept):
+  mnist_cnn.onnx     conv + batch norm + ReLU + max pool, twice, dropout, Linear;
+  mnist7.onnx        the same with 7 outputs (a data set of 10 classes does not fit);
+  mnist_softplus.onnx  a Softplus in it (an operator pacer does not support).
 Exits 77 when torch or onnx cannot be imported (the test then skips, saying so).
 """
 import sys
@@ -234,5 +242,36 @@ def tiny(out):
                       input_names=["input"], output_names=["logits"])
 
 
+class MnistNet(nn.Module):
+    def __init__(self, classes=10, act=F.relu):
+        super().__init__()
+        self.act = act
+        self.conv1 = nn.Conv2d(1, 8, 5, padding=2)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 16, 5)
+        self.bn2 = nn.BatchNorm2d(16)
+        self.drop = nn.Dropout(0.25)
+        self.fc = nn.Linear(16 * 5 * 5, classes)
+
+    def forward(self, x):
+        x = F.max_pool2d(self.act(self.bn1(self.conv1(x))), 2)
+        x = F.max_pool2d(self.act(self.bn2(self.conv2(x))), 2)
+        return self.fc(self.drop(torch.flatten(x, 1)))
+
+
+def mnist(out):
+    torch.manual_seed(4)
+    x = torch.randn(2, 1, 28, 28)  # tracing in training mode moves the running statistics by it
+    for name, kw in (("mnist_cnn", {}), ("mnist7", {"classes": 7}), ("mnist_softplus", {"act": F.softplus})):
+        torch.manual_seed(5)  # the same starting weights every time: the test's run is repeatable
+        net = MnistNet(**kw).train()
+        torch.onnx.export(net, x, "%s/%s.onnx" % (out, name), opset_version=13, do_constant_folding=False,
+                          training=torch.onnx.TrainingMode.PRESERVE, input_names=["input"],
+                          output_names=["logits"], dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
+
+
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) == 3 and sys.argv[1] == "--mnist":
+        mnist(sys.argv[2])
+    else:
+        main()

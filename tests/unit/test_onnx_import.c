@@ -24,6 +24,7 @@
 
 #include "fs.h"
 #include "model.h"
+#include "onnx_export.h"
 #include "onnx_import.h"
 
 #define LOGIT_TOL 1e-4
@@ -321,6 +322,71 @@ static uint8_t *slurp(const char *file, size_t *len)
     return b;
 }
 
+/* model/onnx_export.c: a trained model back into its own graph. Every weight changed (as
+ * training would, tied ones apart: tiny.onnx's running variance is an Identity of the
+ * batch norm's weight), exported, imported again: every tensor under its name holds the
+ * changed values bit for bit, and the evaluation logits are the same. The inference form
+ * keeps the importer's reading of the graph (a Dropout an Identity, a training-form batch
+ * norm with one output). A model against another graph is refused. */
+static void test_export_round_trip(void **state)
+{
+    (void)state;
+    need_files();
+    static const char *const FILES[] = {"cnn_preserve.onnx", "acts_train.onnx", "tiny.onnx", "matmul.onnx"};
+    char err[512];
+    for (size_t f = 0; f < sizeof FILES / sizeof FILES[0]; f++) {
+        size_t len, outlen;
+        uint8_t *src = slurp(FILES[f], &len), *out = NULL;
+        model_t *m = NULL, *back = NULL;
+        if (onnx_import_buffer(src, len, "m", BATCH, &m, err, sizeof err) != 0) fail_msg("%s: %s", FILES[f], err);
+        for (size_t i = 0; i < m->nparams; i++) m->params[i] = m->params[i] * 1.5f + 0.01f * (float)(i % 7);
+        for (size_t i = 0; i < m->nbuffers; i++) m->buffers[i] = m->buffers[i] * 0.5f + 0.25f;
+        if (onnx_export_buffer(src, len, m, &out, &outlen, err, sizeof err) != 0) fail_msg("%s: %s", FILES[f], err);
+        if (onnx_import_buffer(out, outlen, "m", BATCH, &back, err, sizeof err) != 0)
+            fail_msg("%s exported: %s", FILES[f], err);
+        assert_int_equal(back->ntensors, m->ntensors);
+        for (int i = 0; i < m->ntensors; i++) {
+            const tensor_info_t *a = &m->tensors[i], *b = NULL;
+            for (int k = 0; k < back->ntensors && !b; k++)
+                if (strcmp(back->tensors[k].name, a->name) == 0) b = &back->tensors[k];
+            if (!b || b->count != a->count) fail_msg("%s: tensor %s not exported as itself", FILES[f], a->name);
+            const float *va = (a->is_buffer ? m->buffers : m->params) + a->offset;
+            const float *vb = (b->is_buffer ? back->buffers : back->params) + b->offset;
+            if (memcmp(va, vb, a->count * sizeof(float)) != 0) fail_msg("%s: tensor %s differs", FILES[f], a->name);
+        }
+        if (m->C == 3 && m->H == 20 && m->W == 18) {
+            float x[BATCH * 3 * 20 * 18];
+            int32_t y[BATCH] = {0};
+            read_floats("x.bin", x, sizeof x / sizeof x[0]);
+            model_forward(m, x, y, BATCH, 0);
+            model_forward(back, x, y, BATCH, 0);
+            assert_memory_equal(model_logits(m), model_logits(back), (size_t)BATCH * m->num_classes * sizeof(float));
+        }
+        printf("%s: %d tensors exported and read back\n", FILES[f], m->ntensors);
+        /* the graph of another file does not take this model */
+        size_t olen;
+        uint8_t *other = slurp(f ? FILES[0] : FILES[1], &olen), *o = NULL;
+        assert_int_equal(onnx_export_buffer(other, olen, m, &o, &outlen, err, sizeof err), -1);
+        assert_null(o);
+        assert_non_null(strstr(err, "not the file the model was imported from"));
+        free(other);
+        model_free(back);
+        model_free(m);
+        free(out);
+        free(src);
+    }
+    uint8_t *o = (uint8_t *)1;
+    size_t olen;
+    model_t *m = NULL;
+    size_t len;
+    uint8_t *src = slurp(FILES[0], &len);
+    if (onnx_import_buffer(src, len, "m", 1, &m, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_int_equal(onnx_export_buffer((const uint8_t *)"junk", 4, m, &o, &olen, err, sizeof err), -1);
+    assert_null(o);
+    model_free(m);
+    free(src);
+}
+
 static void test_refuses_what_is_not_onnx(void **state)
 {
     (void)state;
@@ -364,6 +430,7 @@ int main(void)
         cmocka_unit_test(test_gradients_match_torch),
         cmocka_unit_test(test_refuses_truncated_and_unsupported),
         cmocka_unit_test(test_tiny_imports),
+        cmocka_unit_test(test_export_round_trip),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -615,7 +615,7 @@ static void test_spec_hash(void **state)
         snprintf(quoted, sizeof quoted, "`%s`", f.path);
         if (!strstr(sec, quoted)) fail_msg("docs/JOB_SPEC.md, Resuming from a checkpoint: %s is not listed", quoted);
     }
-    assert_int_equal(nfree, 12);
+    assert_int_equal(nfree, 13); /* model.onnx: the path; the name is hashed */
     free(doc);
 }
 
@@ -944,6 +944,8 @@ static void test_to_json_is_normalised(void **state)
         const char *dot = strrchr(path, '.');
         const char *key = dot ? dot + 1 : path;
         if (strstr(path, "[]")) continue; /* element fields: only with entries */
+        /* "model": {"onnx": PATH} only when given (test_model_onnx) */
+        if (strcmp(path, "model.onnx") == 0) continue;
         char quoted[80];
         snprintf(quoted, sizeof quoted, "\"%s\":", key);
         if (!strstr(text, quoted)) fail_msg("%s missing from %s", path, text);
@@ -1097,6 +1099,27 @@ static void test_doc_covers_every_field(void **state)
     free(doc);
 }
 
+/* A stand-in for the worker's ONNX loader (model/onnx_import.c's onnx_import_catalog_add,
+ * tested with real files by tests/integration/onnx_train.sh): a 1x28x28 model of 10
+ * classes, of 7 when the path says "seven", refused when it says "softplus"; counts its
+ * calls. */
+static int fake_loads;
+static int fake_onnx_loader(const char *path, const char *name, char *err, size_t errlen)
+{
+    fake_loads++;
+    if (strstr(path, "softplus")) {
+        snprintf(err, errlen, "%s: node '/Softplus': operator Softplus is not supported", path);
+        return -1;
+    }
+    catalog_model_t m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.name, sizeof m.name, "%s", name);
+    m.source = CATALOG_ONNX;
+    m.C = 1, m.H = 28, m.W = 28, m.classes = strstr(path, "seven") ? 7 : 10, m.layers = 5;
+    m.params = 1000, m.acts_per_sample = 100, m.flops_per_sample = 1e5;
+    return catalog_model_add(&m, err, errlen);
+}
+
 /* Every ```json block of docs/JOB_SPEC.md is a valid spec, so the examples there keep
  * up with the validator. */
 static void test_doc_examples_parse(void **state)
@@ -1105,6 +1128,8 @@ static void test_doc_examples_parse(void **state)
     char *doc = read_text("docs/JOB_SPEC.md");
     if (!doc) fail_msg("docs/JOB_SPEC.md not found: run the tests from the repository root");
     int blocks = 0;
+    /* the ONNX example is read as pacer-worker reads it (its loader stood in for) */
+    spec_set_onnx_loader(fake_onnx_loader);
     for (char *p = doc; (p = strstr(p, "```json\n")) != NULL;) {
         p += strlen("```json\n");
         char *end = strstr(p, "```");
@@ -1119,6 +1144,8 @@ static void test_doc_examples_parse(void **state)
     }
     assert_true(blocks >= 3);
     free(doc);
+    spec_set_onnx_loader(NULL);
+    catalog_model_remove("cnn.onnx"); /* the later tests list the catalog's names */
 }
 
 /* Every numeric field's range error, table-driven from the field table itself
@@ -1399,6 +1426,93 @@ static void test_catalog_add_refusals(void **state)
     assert_int_equal(catalog_dataset_remove("cifar10"), -1);
 }
 
+/* "model": {"onnx": PATH}: the loader adds the model under the file's base name before the
+ * pairing checks read it; without a loader (the coordinator) the path is refused; the
+ * normalised spec gives the object back, the hash takes the name, not the path. */
+static void test_model_onnx(void **state)
+{
+    (void)state;
+    job_spec_t s, back;
+    char err[512];
+    static const char *const SPEC = "{\"model\":{\"onnx\":\"/data/nets/cnn.onnx\"},\"dataset\":{\"name\":\"mnist\"}}";
+    spec_set_onnx_loader(NULL);
+    assert_int_equal(spec_parse(SPEC, &s, err, sizeof err), -1);
+    assert_string_equal(err, "model.onnx: /data/nets/cnn.onnx: ONNX files are read by pacer-worker and pacer-sim; "
+                             "cnn.onnx is not in this catalog");
+
+    spec_set_onnx_loader(fake_onnx_loader);
+    fake_loads = 0;
+    if (spec_parse(SPEC, &s, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_int_equal(fake_loads, 1);
+    assert_string_equal(s.model, "cnn.onnx");
+    assert_string_equal(s.model_onnx, "/data/nets/cnn.onnx");
+    char *text = spec_to_json(&s);
+    assert_non_null(strstr(text, "\"model\":{\"onnx\":\"/data/nets/cnn.onnx\"}"));
+    /* read back: the same spec, the catalog's entry reused (pacer-sim's ranks share one) */
+    if (spec_parse(text, &back, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_memory_equal(&s, &back, sizeof s);
+    assert_int_equal(fake_loads, 1);
+    free(text);
+    /* the same file elsewhere resumes the same run; another file name does not */
+    job_spec_t moved, other;
+    if (spec_parse("{\"model\":{\"onnx\":\"cnn.onnx\"},\"dataset\":{\"name\":\"mnist\"}}", &moved, err, sizeof err))
+        fail_msg("%s", err);
+    assert_true(spec_hash(&moved) == spec_hash(&s));
+    if (spec_parse("{\"model\":{\"onnx\":\"cnn2.onnx\"},\"dataset\":{\"name\":\"mnist\"}}", &other, err, sizeof err))
+        fail_msg("%s", err);
+    assert_true(spec_hash(&other) != spec_hash(&s));
+
+    /* refusals, each naming what is wrong */
+    static const struct {
+        const char *spec, *err;
+    } REFUSED[] = {
+        {"{\"model\":{\"onnx\":\"n/softplus.onnx\"},\"dataset\":{\"name\":\"mnist\"}}",
+         "model.onnx: n/softplus.onnx: node '/Softplus': operator Softplus is not supported"},
+        {"{\"model\":{\"onnx\":\"seven.onnx\"},\"dataset\":{\"name\":\"mnist\"}}",
+         "model: seven.onnx has 7 outputs (classes), dataset.name mnist has 10 classes"},
+        {"{\"model\":{\"onnx\":\"cnn.onnx\"},\"dataset\":{\"name\":\"cifar10\"}}",
+         "model: cnn.onnx takes 1x28x28 images, dataset.name cifar10 has 3x32x32"},
+        {"{\"model\":{}}", "model: an empty object (give {\"onnx\": PATH})"},
+        {"{\"model\":{\"onnx\":\"\"}}", "model.onnx: must not be empty"},
+        {"{\"model\":{\"onnx\":\"a\\nb.onnx\"}}", "model.onnx: must not contain control characters"},
+        {"{\"model\":{\"onnx\":7}}", "model.onnx: must be a string"},
+        {"{\"model\":{\"onnx\":\"cnn.onnx\",\"name\":\"x\"}}", "model.name: unknown field"},
+        {"{\"model\":[\"cnn.onnx\"]}", "model: must be a string"},
+    };
+    for (size_t i = 0; i < sizeof REFUSED / sizeof REFUSED[0]; i++) {
+        if (spec_parse(REFUSED[i].spec, &s, err, sizeof err) == 0) fail_msg("accepted %s", REFUSED[i].spec);
+        if (strcmp(err, REFUSED[i].err) != 0) fail_msg("%s: got '%s', want '%s'", REFUSED[i].spec, err, REFUSED[i].err);
+    }
+    spec_set_onnx_loader(NULL);
+    catalog_model_remove("cnn.onnx");
+    catalog_model_remove("cnn2.onnx");
+    catalog_model_remove("seven.onnx");
+}
+
+/* The catalog name of a file: its base name, made a catalog name, never a built-in's. */
+static void test_onnx_name(void **state)
+{
+    (void)state;
+    static const char *const CASES[][2] = {
+        {"/data/nets/cnn.onnx", "cnn.onnx"}, {"Net v2.onnx", "Net_v2.onnx"},
+        {"lenet5", "lenet5.onnx"},           {"dir/", "model.onnx"},
+        {"a/b.c/mlp", "mlp.onnx"},           {"x/\xc3\xa9t\xc3\xa9.onnx", "__t__.onnx"},
+    };
+    char out[SPEC_NAME_MAX];
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        spec_onnx_name(CASES[i][0], out, sizeof out);
+        assert_string_equal(out, CASES[i][1]);
+        assert_true(catalog_name_valid(out));
+    }
+    char longname[200];
+    memset(longname, 'a', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    spec_onnx_name(longname, out, sizeof out);
+    assert_int_equal(strlen(out), SPEC_NAME_MAX - 1);
+    assert_non_null(strstr(out, ".onnx"));
+    assert_true(catalog_name_valid(out));
+}
+
 /* A user's image folder or .npz in the catalog (what coordinator/userdata.c adds for the
  * data roots): no file list but its absolute path, a shape that may be unknown (0x0x0),
  * any number of classes. The spec gives it by format and path (a name alone is refused
@@ -1477,6 +1591,8 @@ int main(void)
         cmocka_unit_test(test_range_errors_every_numeric_field),
         cmocka_unit_test(test_catalog_added_model),
         cmocka_unit_test(test_catalog_add_refusals),
+        cmocka_unit_test(test_model_onnx),
+        cmocka_unit_test(test_onnx_name),
         cmocka_unit_test(test_catalog_user_dataset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,93 @@
+"""tests/tools/onnx_check.py - checks an ONNX file pacer-worker --export-onnx wrote, and
+writes MNIST test images for the runtimes to compare on (tests/integration/onnx_train.sh).
+
+Usage: /usr/bin/python3 tests/tools/onnx_check.py TRAINED.onnx SOURCE.onnx MNIST_DIR N OUTDIR
+  - onnx.checker.check_model(full_check=True) accepts TRAINED.onnx;
+  - it has SOURCE.onnx's initializers (names, shapes), at least one of them changed by
+    training, and is in inference form: no Dropout, every BatchNormalization with one
+    output;
+  - writes OUTDIR/x.bin (the first N test images, normalised as pacer's loader does:
+    (pixel/255 - 0.1307) / 0.3081, float32 LE) and OUTDIR/labels.bin (N uint8);
+  - loads the trained initializers into onnx_export.py's MnistNet with
+    module.load_state_dict (their names are its state_dict keys) and writes its accuracy
+    on those images in evaluation mode to OUTDIR/torch.json.
+Prints what it checked; exits 1 on a failed check, 77 when onnx/numpy cannot be imported.
+"""
+import gzip
+import os
+import sys
+
+try:
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+except Exception as e:  # pragma: no cover - depends on the machine
+    print("onnx_check: onnx/numpy not importable: %s" % e)
+    sys.exit(77)
+
+
+def fail(msg):
+    print("onnx_check: " + msg)
+    sys.exit(1)
+
+
+def idx(path):
+    raw = gzip.open(path).read() if path.endswith(".gz") else open(path, "rb").read()
+    ndim = raw[3]
+    dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
+    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def find(d, name):
+    for f in (name + ".gz", name):
+        if os.path.exists(os.path.join(d, f)):
+            return os.path.join(d, f)
+    fail("%s not in %s" % (name, d))
+
+
+def main():
+    trained, source, mnist, n, out = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+    m = onnx.load(trained)
+    onnx.checker.check_model(m, full_check=True)
+    src = onnx.load(source)
+    a = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    b = {t.name: numpy_helper.to_array(t) for t in src.graph.initializer}
+    if sorted(a) != sorted(b):
+        fail("initializers %s, the source has %s" % (sorted(a), sorted(b)))
+    for k in a:
+        if a[k].shape != b[k].shape or a[k].dtype != b[k].dtype:
+            fail("initializer %s: %s %s, the source's %s %s" % (k, a[k].shape, a[k].dtype, b[k].shape, b[k].dtype))
+    changed = [k for k in a if not np.array_equal(a[k], b[k])]
+    if not changed:
+        fail("no initializer changed: the trained weights are not in the file")
+    for node in m.graph.node:
+        if node.op_type == "Dropout":
+            fail("node %s: Dropout left in the inference graph" % node.name)
+        if node.op_type == "BatchNormalization" and len(node.output) != 1:
+            fail("node %s: batch norm in training form (%d outputs)" % (node.name, len(node.output)))
+    print("onnx_check: checker (full_check) accepts %s; %d initializers as the source's, %d trained; inference form"
+          % (trained, len(a), len(changed)))
+    x = idx(find(mnist, "t10k-images-idx3-ubyte"))[:n].astype(np.float32)
+    y = idx(find(mnist, "t10k-labels-idx1-ubyte"))[:n]
+    ((x / 255.0 - 0.1307) / 0.3081).astype("<f4").reshape(n, 1, 28, 28).tofile(os.path.join(out, "x.bin"))
+    y.astype(np.uint8).tofile(os.path.join(out, "labels.bin"))
+
+    import json
+    import torch
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from onnx_export import MnistNet
+    net = MnistNet()
+    state = {k: torch.from_numpy(v.copy()) for k, v in a.items()}
+    missing, unexpected = net.load_state_dict(state, strict=False)
+    if unexpected or [k for k in missing if not k.endswith("num_batches_tracked")]:
+        fail("load_state_dict: missing %s, unexpected %s" % (missing, unexpected))
+    net.eval()
+    with torch.no_grad():
+        pred = net(torch.from_numpy(((x / 255.0 - 0.1307) / 0.3081).astype(np.float32).reshape(n, 1, 28, 28)))
+    acc = float((pred.argmax(1).numpy() == y).mean())
+    print("onnx_check: module.load_state_dict took the %d trained tensors; torch accuracy %.6f" % (len(a), acc))
+    json.dump({"accuracy": acc}, open(os.path.join(out, "torch.json"), "w"))
+
+
+if __name__ == "__main__":
+    main()

@@ -12,11 +12,12 @@ need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
 spec() { # spec ALGO
     # hpsgd's one-round-stale merges lag with momentum (docs/RESULTS.md): plain SGD there;
     # the stale parameter-server rules take async_accuracy.sh's recipe (staleness adds
-    # momentum of its own: 0.9 can diverge on a loaded machine).
+    # momentum of its own: 0.9 can diverge on a loaded machine), 0.5 applied as given
+    # (async_momentum "explicit", as when the floors below were set).
     opt='"lr": 0.05, "momentum": 0.9'
     case $1 in
         hpsgd) opt='"lr": 0.1, "momentum": 0' ;;
-        asgd | dc-asgd | ddc-asgd) opt='"lr": 0.04, "momentum": 0.5' ;;
+        asgd | dc-asgd | ddc-asgd) opt='"lr": 0.04, "momentum": 0.5, "async_momentum": "explicit"' ;;
     esac
     cat >"$TMP/$1.json" <<JSON
 {"name": "el-$1", "model": "lenet5", "dataset": {"name": "fashion-mnist", "train_subset": 3072, "test_subset": 1000},

@@ -1,0 +1,79 @@
+# Networks of the user's own, of the families people train (issue 25): LeNet-5, a VGG-style
+# net with batch norm and dropout, a ResNet with projection shortcuts, depthwise-separable
+# blocks and DenseNet-style concatenation, exported from PyTorch as a user would for
+# training (tests/tools/onnx_export.py --zoo: training mode, no constant folding). Each
+# trains on an MNIST subset (one epoch of 2048 images, batch 16) with sgd, ssgd (2 ranks)
+# and asgd (a parameter server and 2 workers, taking pushes in worker order so that the
+# run is repeatable) through pacer-worker: every run finishes with finite losses and a test
+# accuracy far above chance (10%; the runs give 0.4 to 0.9), and sgd's loss falls. The sgd run's --export-onnx passes tests/tools/onnx_check.py
+# (onnx.checker full_check, the source's initializers, inference form), and its weights
+# loaded back into the PyTorch module (load_state_dict) give pacer's test accuracy within
+# 0.1 point and pacer's predictions on at least 99.9% of the test images.
+. tests/lib.sh
+need_dir "$PACER_SHARED/datasets/mnist" "MNIST"
+/usr/bin/python3 tests/tools/onnx_export.py --zoo "$TMP" >"$TMP/export.log" 2>&1
+rc=$?
+[ $rc -eq 77 ] && skip "torch/onnx not importable by /usr/bin/python3 ($(tail -1 "$TMP/export.log"))"
+[ $rc -eq 0 ] || { cat "$TMP/export.log"; fail "tests/tools/onnx_export.py --zoo exited $rc"; }
+
+NETS="LeNet5 VggBN ResNetProj DwSep DenseCat"
+TEST_N=1000 # 0.1 point is one image
+# spec ONNX ALGORITHM WORKERS LR > FILE
+spec() {
+    jq -n --arg onnx "$1" --arg alg "$2" --argjson w "$3" --argjson lr "$4" --arg p "$PACER_SHARED/datasets/mnist" \
+        --argjson t $TEST_N \
+        '{model: {onnx: $onnx}, dataset: {name: "mnist", path: $p, train_subset: 2048, test_subset: $t},
+          algorithm: {name: $alg}, workers: $w, batch_size: 16, epochs: 1, seed: 3, device: "cpu", threads: 1,
+          optimizer: {lr: $lr, momentum: 0.9}, log_every: 1}'
+}
+# trained NET ALG ACCURACY_MIN: the run's summary has finite numbers and that accuracy
+trained() {
+    s="$TMP/$1.$2.out"
+    need_number "$1 $2 train loss" "$(json "$s" .train_loss)"
+    need_number "$1 $2 test loss" "$(json "$s" .test_loss)"
+    at_least "$1 $2 test accuracy" "$(json "$s" .test_accuracy)" "$3"
+}
+
+/usr/bin/python3 tests/tools/onnx_check.py --images "$PACER_SHARED/datasets/mnist" $TEST_N "$TMP" ||
+    fail "onnx_check.py --images failed"
+for net in $NETS; do
+    f="$TMP/$net.onnx"
+    # the networks with batch norm after every convolution take a larger step; the
+    # parameter server's updates, stale, a smaller one
+    case $net in LeNet5 | VggBN) lr=0.02 ;; *) lr=0.05 ;; esac
+    spec "$f" sgd 1 $lr >"$TMP/$net.sgd.json"
+    $WORKER --spec "$TMP/$net.sgd.json" --summary "$TMP/$net.sgd.out" --export-onnx "$TMP/$net.trained.onnx" \
+        >"$TMP/$net.sgd.log" 2>&1 || { tail -20 "$TMP/$net.sgd.log"; fail "$net: sgd failed"; }
+    # the loss fell: the mean of the first 8 steps' and of the last 8 (of 128)
+    losses=$(sed -n 's/^epoch 1\/1 step [0-9]*\/128 loss \([^ ]*\) .*/\1/p' "$TMP/$net.sgd.log")
+    [ "$(echo "$losses" | wc -l)" -eq 128 ] || { cat "$TMP/$net.sgd.log"; fail "$net: expected 128 step lines"; }
+    first=$(echo "$losses" | head -8 | awk '{s += $1} END {print s / 8}')
+    last=$(echo "$losses" | tail -8 | awk '{s += $1} END {print s / 8}')
+    at_most "$net sgd: mean loss of the last 8 steps (first 8: $first)" "$last" "$(echo "$first" | awk '{print $1 * 0.7}')"
+    trained "$net" sgd 0.5
+
+    spec "$f" ssgd 2 $lr >"$TMP/$net.ssgd.json"
+    $MPIRUN -np 2 $WORKER --spec "$TMP/$net.ssgd.json" --summary "$TMP/$net.ssgd.out" >"$TMP/$net.ssgd.log" 2>&1 ||
+        { tail -20 "$TMP/$net.ssgd.log"; fail "$net: ssgd failed"; }
+    trained "$net" ssgd 0.5
+
+    spec "$f" asgd 2 0.02 >"$TMP/$net.asgd.json"
+    $MPIRUN -np 3 $WORKER --spec "$TMP/$net.asgd.json" --summary "$TMP/$net.asgd.out" --ps-round-robin \
+        >"$TMP/$net.asgd.log" 2>&1 ||
+        { tail -20 "$TMP/$net.asgd.log"; fail "$net: asgd failed"; }
+    trained "$net" asgd 0.3
+
+    # the export: checked, and the weights back in the PyTorch module
+    $BUILD/tools/onnx_logits "$TMP/$net.trained.onnx" "$TMP/x.bin" $TEST_N "$TMP/$net.logits.bin" ||
+        fail "$net: onnx_logits failed"
+    mkdir -p "$TMP/$net"
+    /usr/bin/python3 tests/tools/onnx_check.py "$TMP/$net.trained.onnx" "$f" "$PACER_SHARED/datasets/mnist" $TEST_N \
+        "$TMP/$net" --module "$net" --pacer-logits "$TMP/$net.logits.bin" ||
+        fail "$net: tests/tools/onnx_check.py refused the exported model"
+    at_most "$net: |torch accuracy - pacer's|" \
+        "$(jq -n --slurpfile t "$TMP/$net/torch.json" --slurpfile s "$TMP/$net.sgd.out" \
+            '($t[0].accuracy - $s[0].test_accuracy) | fabs')" 0.00101 # one image
+    at_most "$net: images torch and pacer predict differently (of $TEST_N)" \
+        "$(json "$TMP/$net/torch.json" .predictions_differ)" 1
+done
+echo "ok"

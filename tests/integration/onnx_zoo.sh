@@ -9,6 +9,11 @@
 # (onnx.checker full_check, the source's initializers, inference form), and its weights
 # loaded back into the PyTorch module (load_state_dict) give pacer's test accuracy within
 # 0.1 point and pacer's predictions on at least 99.9% of the test images.
+# Dropout masks across a resume (checkpoint format 5 keeps each worker's dropout step):
+# VggBN (dropout) with sgd stopped after one epoch of two and resumed ends bit for bit as
+# the uninterrupted run; with asgd, every checkpoint's per-worker dropout steps add up to
+# the parameter server's updates (each push one forward, each applied), before and after a
+# resume, which a worker restarting its count at the global step would break.
 . tests/lib.sh
 need_dir "$PACER_SHARED/datasets/mnist" "MNIST"
 /usr/bin/python3 tests/tools/onnx_export.py --zoo "$TMP" >"$TMP/export.log" 2>&1
@@ -76,4 +81,47 @@ for net in $NETS; do
     at_most "$net: images torch and pacer predict differently (of $TEST_N)" \
         "$(json "$TMP/$net/torch.json" .predictions_differ)" 1
 done
+
+# rspec NAME ALGORITHM WORKERS > FILE: VggBN, 2 epochs of 512 images, a checkpoint every 8 steps
+rspec() {
+    jq -n --arg n "$1" --arg onnx "$TMP/VggBN.onnx" --arg alg "$2" --argjson w "$3" --arg d "$TMP/ck.$1" \
+        --arg p "$PACER_SHARED/datasets/mnist" \
+        '{name: $n, model: {onnx: $onnx}, dataset: {name: "mnist", path: $p, train_subset: 512, test_subset: 200},
+          algorithm: {name: $alg}, workers: $w, batch_size: 16, epochs: 2, seed: 5, device: "cpu", threads: 1,
+          optimizer: {lr: 0.02, momentum: 0.9}, log_every: 0, checkpoint: {every_steps: 8, dir: $d}}'
+}
+rspec whole sgd 1 >"$TMP/whole.json"
+rspec halves sgd 1 >"$TMP/halves.json"
+$WORKER --spec "$TMP/whole.json" >"$TMP/whole.log" 2>&1 || { tail "$TMP/whole.log"; fail "sgd, 2 epochs, failed"; }
+$WORKER --spec "$TMP/halves.json" --stop-after-steps 32 >"$TMP/half1.log" 2>&1 ||
+    { tail "$TMP/half1.log"; fail "sgd, stopped after an epoch, failed"; }
+$WORKER --spec "$TMP/halves.json" --resume >"$TMP/half2.log" 2>&1 || { tail "$TMP/half2.log"; fail "sgd resume failed"; }
+grep -q "resumed from .* at step 32" "$TMP/half2.log" || { cat "$TMP/half2.log"; fail "sgd did not resume at step 32"; }
+cmp "$TMP/ck.whole/whole.ckpt" "$TMP/ck.halves/halves.ckpt" ||
+    fail "VggBN (dropout), sgd: 1 epoch + resume + 1 epoch differs from 2 epochs"
+echo "ok: VggBN (dropout), sgd: 1 epoch + resume + 1 epoch == 2 epochs, bit for bit"
+
+# field CKPT NAME: one header field (tests/tools/ckpt_patch reads it)
+field() { $BUILD/tools/ckpt_patch "$1" "$2" || fail "ckpt_patch cannot read $2 of $1"; }
+# dropout_adds_up CKPT WHAT: both workers' dropout steps >= 1, summing to the updates
+dropout_adds_up() {
+    g=$(field "$1" global_step) d0=$(field "$1" "dropout_step[0]") d1=$(field "$1" "dropout_step[1]")
+    at_least "$2: worker 0's dropout step" "$d0" 1
+    at_least "$2: worker 1's dropout step" "$d1" 1
+    equals_num "$2: the workers' dropout steps, summed (the updates: $g)" "$((d0 + d1))" "$g"
+}
+rspec async asgd 2 >"$TMP/async.json"
+$MPIRUN -np 3 $WORKER --spec "$TMP/async.json" --ps-round-robin --stop-after-steps 24 >"$TMP/async1.log" 2>&1 ||
+    { tail "$TMP/async1.log"; fail "asgd, stopped after 24 updates, failed"; }
+ck="$TMP/ck.async/async.ckpt"
+equals_num "asgd checkpoint's updates" "$(field "$ck" global_step)" 24
+dropout_adds_up "$ck" "asgd at update 24"
+w0=$(field "$ck" "dropout_step[0]") w1=$(field "$ck" "dropout_step[1]")
+$MPIRUN -np 3 $WORKER --spec "$TMP/async.json" --ps-round-robin --resume >"$TMP/async2.log" 2>&1 ||
+    { tail "$TMP/async2.log"; fail "asgd resume failed"; }
+grep -q "resumed from .* at step 24" "$TMP/async2.log" || { cat "$TMP/async2.log"; fail "asgd did not resume at 24"; }
+at_least "asgd, after the resume: updates" "$(field "$ck" global_step)" 40
+dropout_adds_up "$ck" "asgd after the resume"
+at_least "asgd: worker 0's dropout step went on from $w0" "$(field "$ck" "dropout_step[0]")" "$w0"
+at_least "asgd: worker 1's dropout step went on from $w1" "$(field "$ck" "dropout_step[1]")" "$w1"
 echo "ok"

@@ -41,6 +41,7 @@ trained() {
 
 /usr/bin/python3 tests/tools/onnx_check.py --images "$PACER_SHARED/datasets/mnist" $TEST_N "$TMP" ||
     fail "onnx_check.py --images failed"
+set --
 for net in $NETS; do
     f="$TMP/$net.onnx"
     # the networks with batch norm after every convolution take a larger step; the
@@ -68,13 +69,21 @@ for net in $NETS; do
         { tail -20 "$TMP/$net.asgd.log"; fail "$net: asgd failed"; }
     trained "$net" asgd 0.3
 
-    # the export: checked, and the weights back in the PyTorch module
+    # the export, for the checks below: pacer's logits of it
     $BUILD/tools/onnx_logits "$TMP/$net.trained.onnx" "$TMP/x.bin" $TEST_N "$TMP/$net.logits.bin" ||
         fail "$net: onnx_logits failed"
     mkdir -p "$TMP/$net"
-    /usr/bin/python3 tests/tools/onnx_check.py "$TMP/$net.trained.onnx" "$f" "$PACER_SHARED/datasets/mnist" $TEST_N \
-        "$TMP/$net" --module "$net" --pacer-logits "$TMP/$net.logits.bin" ||
-        fail "$net: tests/tools/onnx_check.py refused the exported model"
+    # onnx_check.py's arguments for this network, after the others' (the positional
+    # parameters hold the list)
+    [ $# -gt 0 ] && set -- "$@" --
+    set -- "$@" "$TMP/$net.trained.onnx" "$f" "$PACER_SHARED/datasets/mnist" $TEST_N "$TMP/$net" --module "$net" \
+        --pacer-logits "$TMP/$net.logits.bin"
+done
+
+# every export checked, and its weights back in the PyTorch module (one process: torch
+# is imported once)
+/usr/bin/python3 tests/tools/onnx_check.py "$@" || fail "tests/tools/onnx_check.py refused an exported model"
+for net in $NETS; do
     at_most "$net: |torch accuracy - pacer's|" \
         "$(jq -n --slurpfile t "$TMP/$net/torch.json" --slurpfile s "$TMP/$net.sgd.out" \
             '($t[0].accuracy - $s[0].test_accuracy) | fabs')" 0.00101 # one image

@@ -2,7 +2,7 @@
 writes MNIST test images for the runtimes to compare on (tests/integration/onnx_train.sh).
 
 Usage: /usr/bin/python3 tests/tools/onnx_check.py TRAINED.onnx SOURCE.onnx MNIST_DIR N OUTDIR
-           [--module CLASS] [--pacer-logits FILE]
+           [--module CLASS] [--pacer-logits FILE] [-- TRAINED.onnx SOURCE.onnx ... (another check)]
   - onnx.checker.check_model(full_check=True) accepts TRAINED.onnx;
   - it has SOURCE.onnx's initializers (names, shapes), at least one of them changed by
     training, and is in inference form: no Dropout, every BatchNormalization with one
@@ -67,10 +67,22 @@ def main():
     if len(sys.argv) == 5 and sys.argv[1] == "--images":
         images(sys.argv[2], int(sys.argv[3]), sys.argv[4])
         return
-    if len(sys.argv) < 6 or len(sys.argv) % 2:
-        fail("usage: onnx_check.py TRAINED.onnx SOURCE.onnx MNIST_DIR N OUTDIR [--module CLASS] [--pacer-logits FILE]")
-    trained, source, mnist, n, out = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
-    opts = dict(zip(sys.argv[6::2], sys.argv[7::2]))
+    # several checks, separated by "--", in one process (torch is imported once)
+    group = []
+    for a in sys.argv[1:] + ["--"]:
+        if a != "--":
+            group.append(a)
+            continue
+        check(group)
+        group = []
+
+
+def check(argv):
+    if len(argv) < 5 or len(argv) % 2 == 0:
+        fail("usage: onnx_check.py TRAINED.onnx SOURCE.onnx MNIST_DIR N OUTDIR [--module CLASS] [--pacer-logits FILE]"
+             " [-- TRAINED.onnx ...]")
+    trained, source, mnist, n, out = argv[0], argv[1], argv[2], int(argv[3]), argv[4]
+    opts = dict(zip(argv[5::2], argv[6::2]))
     if set(opts) - {"--module", "--pacer-logits"}:
         fail("unknown options %s" % sorted(set(opts) - {"--module", "--pacer-logits"}))
     m = onnx.load(trained)

@@ -342,8 +342,8 @@ static int model_setup(cuda_model_t *cm, const model_t *m)
 
 /* The layers this backend runs: every kind of model.h in every geometry ops.h takes. What
  * it cannot run is refused with the layer named, never run without it: a kind added to
- * model.h before this file learns it, and a batch-norm epsilon below this cuDNN's minimum
- * (0 from cuDNN 8 on; 1e-5 before). */
+ * model.h before this file learns it, and a batch-norm epsilon below this cuDNN's
+ * CUDNN_BN_MIN_EPSILON (0 in cuDNN 9; an older cuDNN had a positive minimum). */
 static const char *cuda_layer_unsupported(const layer_t *l)
 {
     switch (l->kind) {

@@ -30,8 +30,8 @@ static int bn_describe(cuda_ctx_t *ctx, int B, int C, int HW)
     return 0;
 }
 
-/* cuDNN refuses an epsilon below its minimum (1e-5 before cuDNN 8, 0 since): named, not a
- * bare CUDNN_STATUS_BAD_PARAM. */
+/* cuDNN refuses an epsilon below its CUDNN_BN_MIN_EPSILON (0 in cuDNN 9; an older cuDNN had a
+ * positive minimum): named, not a bare CUDNN_STATUS_BAD_PARAM. */
 static int bn_check_eps(cuda_ctx_t *ctx, float eps)
 {
     if ((double)eps < CUDNN_BN_MIN_EPSILON || !(eps > 0.0f))

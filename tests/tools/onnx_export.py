@@ -29,7 +29,12 @@ classes), exported as a PyTorch user would for training (training mode, no const
 folding, so batch norm and dropout are kept):
   mnist_cnn.onnx     conv + batch norm + ReLU + max pool, twice, dropout, Linear;
   mnist7.onnx        the same with 7 outputs (a data set of 10 classes does not fit);
-  mnist_softplus.onnx  a Softplus in it (an operator pacer does not support).
+  mnist_softplus.onnx  a Softplus in it (an operator pacer does not support);
+  mnist_acts.onnx    MnistActs: the layers only imported graphs have (leaky ReLU, sigmoid,
+                     tanh, a channel concatenation with the image, batch norm eps 1e-3, a
+                     dilated depthwise convolution, ceil-mode pooling with pads, dropout, a
+                     Gemm with transB 0, alpha 2, beta 0.5), for the GPU path on the stand-in
+                     device (tests/integration/gpu_path_fake_device.sh).
 Exits 77 when torch or onnx cannot be imported (the test then skips, saying so).
 """
 import sys
@@ -259,6 +264,25 @@ class MnistNet(nn.Module):
         return self.fc(self.drop(torch.flatten(x, 1)))
 
 
+class MnistActs(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(1, 6, 3, padding=1)
+        self.bn = nn.BatchNorm2d(6, eps=1e-3)
+        self.dw = nn.Conv2d(6, 12, 3, padding=(1, 2), dilation=(1, 2), groups=6, bias=False)
+        self.drop = nn.Dropout(0.3)
+        self.W = nn.Parameter(torch.randn(19 * 8 * 8, 10) * 0.02)
+        self.b = nn.Parameter(torch.randn(10) * 0.1)
+
+    def forward(self, x):
+        y = F.leaky_relu(self.bn(self.c1(x)), 0.1)
+        u = torch.cat([torch.sigmoid(self.dw(y)), torch.tanh(y), x], 1)
+        u = F.max_pool2d(u, 3, stride=2, padding=1, ceil_mode=True)
+        u = F.avg_pool2d(u, 3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)
+        u = self.drop(torch.flatten(u, 1))
+        return torch.addmm(self.b, u, self.W, beta=0.5, alpha=2.0)
+
+
 def mnist(out):
     torch.manual_seed(4)
     x = torch.randn(2, 1, 28, 28)  # tracing in training mode moves the running statistics by it
@@ -268,6 +292,10 @@ def mnist(out):
         torch.onnx.export(net, x, "%s/%s.onnx" % (out, name), opset_version=13, do_constant_folding=False,
                           training=torch.onnx.TrainingMode.PRESERVE, input_names=["input"],
                           output_names=["logits"], dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
+    torch.manual_seed(6)
+    torch.onnx.export(MnistActs().train(), x, out + "/mnist_acts.onnx", opset_version=13, do_constant_folding=False,
+                      training=torch.onnx.TrainingMode.PRESERVE, input_names=["input"], output_names=["logits"],
+                      dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
 
 
 if __name__ == "__main__":

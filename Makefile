@@ -190,9 +190,11 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
+# -MMD -MP as for C: a changed header (ops.h, ops_cuda.h, model.h) remakes the CUDA objects
+# that include it (the .d files are read at the end of this Makefile).
 $(BUILD)/obj/%.cu.o: %.cu $(BUILD)/nvflags
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVFLAGS) $(INCLUDES) -c $< -o $@
+	$(NVCC) $(NVFLAGS) $(INCLUDES) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
 
 # Remade (and with it every CUDA object) only when the nvcc command line changes.
 $(BUILD)/nvflags: FORCE

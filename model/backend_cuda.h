@@ -92,13 +92,17 @@ int cuda_device_pci_bus_id(int device, char *buf, size_t len);
 int cuda_memory_info(size_t *free_bytes, size_t *total_bytes);
 
 /* Builds the device model for m (its layer list, sizes and max_batch; not its values: call
- * cuda_model_upload next). Returns NULL with err set on failure. */
+ * cuda_model_upload next). Every layer kind of model.h runs on the device; a model the
+ * backend cannot run is refused here with the layer named. Returns NULL with err set on
+ * failure. */
 cuda_model_t *cuda_model_create(const model_t *m, int device, char *err, size_t errlen);
 void cuda_model_free(cuda_model_t *cm);
 const char *cuda_model_error(const cuda_model_t *cm);
 
 /* Host <-> device copies of the fused buffers; synchronous. m must be the model cm was
  * built from (same name and sizes). */
+/* upload also takes m's dropout_seed and dropout_step (the device counts its own training
+ * forwards from there, as model_forward does), download_params gives the step back. */
 int cuda_model_upload(cuda_model_t *cm, const model_t *m);           /* params, momentum, buffers */
 int cuda_model_upload_params(cuda_model_t *cm, const float *params); /* (nparams) only */
 int cuda_model_download_params(cuda_model_t *cm, model_t *m);        /* params, momentum, buffers */

@@ -22,7 +22,9 @@ extern "C" {
 #endif
 #include "model.h" /* C declarations: inside extern "C" when model_cuda.cu includes this */
 
-#define PACER_CUDA_ABI 4 /* 4: MODEL_GRAD_EXTRA 4 (the noise scale's extras), the grads buffers' size */
+/* 4: MODEL_GRAD_EXTRA 4 (the noise scale's extras), the grads buffers' size; 5: every layer
+ * kind runs, upload and download_params carry the dropout seed and step */
+#define PACER_CUDA_ABI 5
 #define PACER_CUDA_ENTRY "pacer_cuda_backend"
 
 typedef struct cuda_model cuda_model_t;

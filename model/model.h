@@ -50,7 +50,7 @@ typedef enum {
     LAYER_BN,
     LAYER_GAP,
     LAYER_ADD,
-    /* from imported graphs (model/onnx_import.c); the CUDA backend refuses them for now */
+    /* from imported graphs (model/onnx_import.c); the CUDA backend runs them too */
     LAYER_LEAKY_RELU, /* alpha */
     LAYER_SIGMOID,
     LAYER_TANH,

@@ -6,7 +6,12 @@
  * cleared) and walks it exactly as model/model.c does: forward in order, backward in
  * reverse with input gradients accumulating, every layer output gradient zeroed for the
  * first B samples before the loss writes the last one. All offsets are the host's, so a
- * tensor is at the same offset in m->params and in the device params.
+ * tensor is at the same offset in m->params and in the device params. Every layer kind of
+ * model.h runs here, in every geometry the CPU takes; dropout draws its masks from the same
+ * key as model.c (dropout_key(dropout_seed, dropout_step, layer)): the device model counts
+ * its training forwards in meta.dropout_step, starting from the host's at cuda_model_upload
+ * and handing it back at cuda_model_download_params, so a rank's masks are those the CPU
+ * would draw in its place.
  *
  * Memory: one cudaMalloc per fused buffer (params, grads + MODEL_GRAD_EXTRA, momentum,
  * buffers), one per arena (activations, their gradients, batch-norm saved statistics,
@@ -47,6 +52,8 @@ struct cuda_model {
     int32_t *y;          /* (max_batch) */
     float *loss;         /* (1) */
     float *scale;        /* (1) clipped gradient scale for cuda_model_sgd */
+    float *bn_dx;        /* (max_batch, C, H, W) where a batch norm reads the model input:
+                            cuDNN always writes an input gradient, which nothing reads */
     void *ws;
     size_t ws_bytes;
     cuda_conv_plan_t **plans; /* (nlayers): a convolution's plan, NULL for other layers */
@@ -308,6 +315,11 @@ static int model_setup(cuda_model_t *cm, const model_t *m)
         dev_alloc(cm, (void **)&cm->y, maxb * sizeof(int32_t)) || dev_alloc(cm, (void **)&cm->loss, F) ||
         dev_alloc(cm, (void **)&cm->scale, F))
         return -1;
+    for (int i = 0; i < mm->nlayers; i++)
+        if (mm->layers[i].kind == LAYER_BN && mm->layers[i].in < 0) {
+            if (dev_alloc(cm, (void **)&cm->bn_dx, maxb * cm->in_floats * F)) return -1;
+            break;
+        }
 
     /* Convolution plans for max_batch; the shared workspace is the largest need. */
     size_t ws = 0;
@@ -328,24 +340,29 @@ static int model_setup(cuda_model_t *cm, const model_t *m)
     return 0;
 }
 
-/* The layers this backend runs: the built-in networks' kinds in their geometry (any
- * convolution and pooling geometry, ops.h), not yet the kinds and forms only imported
- * graphs have; such a model is refused with the layer named, never run without the layer. */
+/* The layers this backend runs: every kind of model.h in every geometry ops.h takes. What
+ * it cannot run is refused with the layer named, never run without it: a kind added to
+ * model.h before this file learns it, and a batch-norm epsilon below this cuDNN's
+ * CUDNN_BN_MIN_EPSILON (0 in cuDNN 9; an older cuDNN had a positive minimum). */
 static const char *cuda_layer_unsupported(const layer_t *l)
 {
     switch (l->kind) {
-    case LAYER_LEAKY_RELU: return "LeakyRelu";
-    case LAYER_SIGMOID: return "Sigmoid";
-    case LAYER_TANH: return "Tanh";
-    case LAYER_CONCAT: return "Concat";
-    case LAYER_DROPOUT: return "Dropout";
+    case LAYER_BN:
+        return (double)l->eps < CUDNN_BN_MIN_EPSILON ? "a batch norm with epsilon below cuDNN's minimum" : NULL;
+    case LAYER_CONV:
+    case LAYER_MAXPOOL:
+    case LAYER_AVGPOOL:
+    case LAYER_RELU:
     case LAYER_FC:
-        return l->gemm.layout != GEMM_W_OUT_IN || l->gemm.alpha != 1.0f || l->gemm.beta != 1.0f || !l->has_bias
-                   ? "a Gemm other than PyTorch's Linear"
-                   : NULL;
-    case LAYER_BN: return l->eps != BN_EPS ? "a batch norm with another epsilon" : NULL;
-    default: return NULL;
+    case LAYER_GAP:
+    case LAYER_ADD:
+    case LAYER_LEAKY_RELU:
+    case LAYER_SIGMOID:
+    case LAYER_TANH:
+    case LAYER_CONCAT:
+    case LAYER_DROPOUT: return NULL;
     }
+    return "a layer kind this backend does not know";
 }
 
 static cuda_model_t *cuda_model_create(const model_t *m, int device, char *err, size_t errlen)
@@ -353,8 +370,7 @@ static cuda_model_t *cuda_model_create(const model_t *m, int device, char *err, 
     for (int i = 0; i < m->nlayers; i++) {
         const char *what = cuda_layer_unsupported(&m->layers[i]);
         if (what) {
-            snprintf(err, errlen, "cuda model %s: layer %d (%s) is not supported by the CUDA backend yet", m->name, i,
-                     what);
+            snprintf(err, errlen, "cuda model %s: layer %d (%s) is not supported by the CUDA backend", m->name, i, what);
             return NULL;
         }
     }
@@ -420,6 +436,7 @@ static void cuda_model_free(cuda_model_t *cm)
     cudaFree(cm->y);
     cudaFree(cm->loss);
     cudaFree(cm->scale);
+    cudaFree(cm->bn_dx);
     cudaFree(cm->ws);
     cudaFreeHost(cm->h_x);
     cudaFreeHost(cm->h_y);
@@ -452,6 +469,9 @@ static int cuda_model_upload(cuda_model_t *cm, const model_t *m)
     if (m->nbuffers)
         CUDA_CHECK(cm->ctx, cudaMemcpyAsync(cm->buffers, m->buffers, m->nbuffers * F, cudaMemcpyHostToDevice, s),
                    "upload buffers");
+    /* the dropout masks go on from the host's (a resumed run's step) */
+    cm->meta.dropout_seed = m->dropout_seed;
+    cm->meta.dropout_step = m->dropout_step;
     return cuda_ctx_sync(cm->ctx);
 }
 
@@ -475,6 +495,7 @@ static int cuda_model_download_params(cuda_model_t *cm, model_t *m)
     if (m->nbuffers)
         CUDA_CHECK(cm->ctx, cudaMemcpyAsync(m->buffers, cm->buffers, m->nbuffers * F, cudaMemcpyDeviceToHost, s),
                    "download buffers");
+    m->dropout_step = cm->meta.dropout_step;
     return cuda_ctx_sync(cm->ctx);
 }
 
@@ -579,6 +600,7 @@ static int enqueue_forward(cuda_model_t *cm, const float *x, const int32_t *y, i
     cudaStream_t s = ctx->stream;
     cm->fwd_B = 0;
     if (B < 1 || B > m->max_batch) return FAIL(cm, "cuda_model_forward", "batch must be in [1, max_batch]");
+    if (train) cm->meta.dropout_step++; /* new masks (model_forward); the backward reuses them */
 
     /* From page-locked memory, so the copy is a true asynchronous DMA: the caller's own
      * buffer when it is registered (or is the staging), else through the pinned staging.
@@ -605,18 +627,36 @@ static int enqueue_forward(cuda_model_t *cm, const float *x, const int32_t *y, i
         case LAYER_MAXPOOL: rc = cuda_maxpool2d_forward(ctx, &l->pool, B, inp, out, cm->argmax + l->aux_off); break;
         case LAYER_AVGPOOL: rc = cuda_avgpool2d_forward(ctx, &l->pool, B, inp, out); break;
         case LAYER_RELU: rc = cuda_relu_forward(ctx, n_out, inp, out); break;
-        case LAYER_FC: rc = cuda_fc_forward(ctx, B, l->C, l->OC, inp, w, bias, out); break;
+        case LAYER_FC: rc = cuda_gemm_forward(ctx, &l->gemm, B, inp, w, bias, out); break;
         case LAYER_BN:
             if (train)
-                rc = cuda_batchnorm_forward_train(ctx, B, l->C, l->H * l->W, inp, w, cm->params + l->b_off, out,
-                                                  cm->aux + l->aux_off, cm->aux + l->aux_off + l->C,
-                                                  cm->buffers + l->rm_off, cm->buffers + l->rv_off, MODEL_BN_MOMENTUM);
+                rc = cuda_batchnorm_forward_train_eps(ctx, B, l->C, l->H * l->W, inp, w, cm->params + l->b_off, out,
+                                                      cm->aux + l->aux_off, cm->aux + l->aux_off + l->C,
+                                                      cm->buffers + l->rm_off, cm->buffers + l->rv_off,
+                                                      MODEL_BN_MOMENTUM, l->eps);
             else
-                rc = cuda_batchnorm_forward_eval(ctx, B, l->C, l->H * l->W, inp, w, cm->params + l->b_off,
-                                                 cm->buffers + l->rm_off, cm->buffers + l->rv_off, out);
+                rc = cuda_batchnorm_forward_eval_eps(ctx, B, l->C, l->H * l->W, inp, w, cm->params + l->b_off,
+                                                     cm->buffers + l->rm_off, cm->buffers + l->rv_off, out, l->eps);
             break;
         case LAYER_GAP: rc = cuda_gap_forward(ctx, B, l->C, l->H * l->W, inp, out); break;
         case LAYER_ADD: rc = cuda_residual_add_forward(ctx, &l->sc, B, inp, layer_input(cm, l->in2), out); break;
+        case LAYER_LEAKY_RELU: rc = cuda_leaky_relu_forward(ctx, n_out, l->alpha, inp, out); break;
+        case LAYER_SIGMOID: rc = cuda_sigmoid_forward(ctx, n_out, inp, out); break;
+        case LAYER_TANH: rc = cuda_tanh_forward(ctx, n_out, inp, out); break;
+        case LAYER_CONCAT: {
+            const int C2[2] = {l->C, l->OC - l->C};
+            const float *const in2[2] = {inp, layer_input(cm, l->in2)};
+            rc = cuda_concat_forward(ctx, B, l->H * l->W, 2, C2, in2, out);
+            break;
+        }
+        case LAYER_DROPOUT:
+            if (train)
+                rc = cuda_dropout_forward(ctx, n_out, l->p, dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i),
+                                          inp, out);
+            else
+                CUDA_CHECK(ctx, cudaMemcpyAsync(out, inp, n_out * sizeof(float), cudaMemcpyDeviceToDevice, s),
+                           "dropout at evaluation (a copy)");
+            break;
         }
         if (rc != 0) return -1;
     }
@@ -676,10 +716,11 @@ static int enqueue_backward(cuda_model_t *cm, int B, float loss_scale)
         case LAYER_RELU:
             if (dinp) rc = cuda_relu_backward(ctx, n_out, out, dout, dinp);
             break;
-        case LAYER_FC: rc = cuda_fc_backward(ctx, B, l->C, l->OC, inp, w, dout, dinp, dw, db); break;
+        case LAYER_FC: rc = cuda_gemm_backward(ctx, &l->gemm, B, inp, w, dout, dinp, dw, db); break;
         case LAYER_BN:
-            rc = cuda_batchnorm_backward(ctx, B, l->C, l->H * l->W, inp, w, cm->aux + l->aux_off,
-                                         cm->aux + l->aux_off + l->C, dout, dinp, dw, cm->grads + l->b_off);
+            rc = cuda_batchnorm_backward_eps(ctx, B, l->C, l->H * l->W, inp, w, cm->aux + l->aux_off,
+                                             cm->aux + l->aux_off + l->C, dout, dinp ? dinp : cm->bn_dx, dw,
+                                             cm->grads + l->b_off, l->eps);
             break;
         case LAYER_GAP:
             if (dinp) rc = cuda_gap_backward(ctx, B, l->C, l->H * l->W, dout, dinp);
@@ -689,6 +730,26 @@ static int enqueue_backward(cuda_model_t *cm, int B, float loss_scale)
             rc = cuda_residual_add_backward(ctx, &l->sc, B, dout, dinp, dx);
             break;
         }
+        case LAYER_LEAKY_RELU:
+            if (dinp) rc = cuda_leaky_relu_backward(ctx, n_out, l->alpha, out, dout, dinp);
+            break;
+        case LAYER_SIGMOID:
+            if (dinp) rc = cuda_sigmoid_backward(ctx, n_out, out, dout, dinp);
+            break;
+        case LAYER_TANH:
+            if (dinp) rc = cuda_tanh_backward(ctx, n_out, out, dout, dinp);
+            break;
+        case LAYER_CONCAT: {
+            const int C2[2] = {l->C, l->OC - l->C};
+            float *const d2[2] = {dinp, l->in2 < 0 ? NULL : cm->dacts + m->layers[l->in2].out_off};
+            rc = cuda_concat_backward(ctx, B, l->H * l->W, 2, C2, dout, d2);
+            break;
+        }
+        case LAYER_DROPOUT:
+            if (dinp)
+                rc = cuda_dropout_backward(ctx, n_out, l->p, dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i),
+                                           dout, dinp);
+            break;
         }
         if (rc != 0) return -1;
     }

@@ -154,6 +154,9 @@ float worker_compute_grad(worker_t *w, float loss_scale)
         if (!w->gpu_ahead && cuda_model_upload_params(w->gpu, m->params) != 0) gpu_fail(w, "uploading the weights");
         if (cuda_model_train_step(w->gpu, w->x, w->y, w->batch, loss_scale, m->grads, &loss) != 0)
             gpu_fail(w, "training step");
+        /* The device counted a training forward (its dropout masks): the host mirrors the
+         * count, which the checkpoint and the pushes to a parameter server read. */
+        m->dropout_step++;
     } else if (sim_skip_compute(w)) {
         /* A simulated timing what-if: sim_charge_train below charges the step. */
         memset(w->model->grads, 0, w->model->nparams * sizeof *w->model->grads);

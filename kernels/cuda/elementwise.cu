@@ -1,4 +1,5 @@
-/* kernels/cuda/elementwise.cu - ReLU, the option-A residual add, global average pooling and
+/* kernels/cuda/elementwise.cu - ReLU, LeakyRelu, sigmoid, tanh, the option-A residual add,
+ * channel concatenation, dropout, global average pooling and
  * small vector helpers (own kernels).
  *
  * Letters: B batch, C input channels, OC output channels, H W / OH OW spatial sizes, HW a
@@ -157,5 +158,205 @@ extern "C" int cuda_gap_backward(cuda_ctx_t *ctx, int B, int C, int HW, const fl
     if (!dinp || !n) return 0;
     gap_bwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(dout, dinp, n, HW);
     KERNEL_CHECK(ctx, "gap_bwd_kernel");
+    return 0;
+}
+
+/* ---- the activations of imported graphs, concatenation, dropout --------------------------- */
+
+/* LeakyRelu, as elementwise.c: the negative side is inp * alpha (one rounding). */
+__global__ void leaky_relu_fwd_kernel(const float *inp, float *out, size_t n, float alpha)
+{
+    GRID_STRIDE(i, n)
+    {
+        const float x = inp[i];
+        out[i] = x > 0.0f ? x : __fmul_rn(x, alpha);
+    }
+}
+
+__global__ void leaky_relu_bwd_kernel(const float *out, const float *dout, float *dinp, size_t n, float alpha)
+{
+    GRID_STRIDE(i, n) dinp[i] = __fadd_rn(dinp[i], out[i] > 0.0f ? dout[i] : __fmul_rn(dout[i], alpha));
+}
+
+/* Sigmoid with an exponential of a non-positive argument only (elementwise.c). expf here is
+ * CUDA's (2 ulp at most), glibc's on the CPU: the outputs agree to an ulp or two, not to the
+ * bit. */
+__global__ void sigmoid_fwd_kernel(const float *inp, float *out, size_t n)
+{
+    GRID_STRIDE(i, n)
+    {
+        const float x = inp[i];
+        if (x >= 0.0f) {
+            out[i] = __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-x)));
+        } else {
+            const float e = expf(x);
+            out[i] = __fdiv_rn(e, __fadd_rn(1.0f, e));
+        }
+    }
+}
+
+/* dinp += dout * (1 - out) * out, the products in elementwise.c's (PyTorch's) order. */
+__global__ void sigmoid_bwd_kernel(const float *out, const float *dout, float *dinp, size_t n)
+{
+    GRID_STRIDE(i, n)
+    {
+        const float y = out[i];
+        dinp[i] = __fadd_rn(dinp[i], __fmul_rn(__fmul_rn(dout[i], __fsub_rn(1.0f, y)), y));
+    }
+}
+
+/* tanhf of CUDA (2 ulp) against glibc's: an ulp or two apart, like the sigmoid. */
+__global__ void tanh_fwd_kernel(const float *inp, float *out, size_t n) { GRID_STRIDE(i, n) out[i] = tanhf(inp[i]); }
+
+/* dinp += dout * (1 - out * out) */
+__global__ void tanh_bwd_kernel(const float *out, const float *dout, float *dinp, size_t n)
+{
+    GRID_STRIDE(i, n)
+    {
+        const float y = out[i];
+        dinp[i] = __fadd_rn(dinp[i], __fmul_rn(dout[i], __fsub_rn(1.0f, __fmul_rn(y, y))));
+    }
+}
+
+/* One input of a channel concatenation: inp (B, Ci, HW) is the slice [off, off + Ci) of the
+ * OC channels of out (B, OC, HW). fwd: out slice = inp; else dinp += dout slice. One thread
+ * per element of the input, so within one launch no two threads touch the same element. */
+__global__ void concat_slice_kernel(const float *src, float *dst, size_t n, size_t plane_in, size_t plane_out,
+                                    size_t slice_off, int fwd)
+{
+    GRID_STRIDE(i, n)
+    {
+        const size_t b = i / plane_in, r = i % plane_in;
+        const size_t o = b * plane_out + slice_off + r;
+        if (fwd) dst[o] = src[i];
+        else dst[i] = __fadd_rn(dst[i], src[o]);
+    }
+}
+
+/* Inverted dropout with ops.h's stateless mask (dropout_keep is __host__ __device__: the
+ * same code draws the same mask on both sides, bit for bit). fwd: out = keep ? inp * scale
+ * : 0; else dinp += keep ? dout * scale : 0. */
+__global__ void dropout_kernel(const float *src, float *dst, size_t n, uint64_t key, uint32_t threshold, float scale,
+                               int fwd)
+{
+    GRID_STRIDE(i, n)
+    {
+        const float v = dropout_keep(key, (uint64_t)i, threshold) ? __fmul_rn(src[i], scale) : 0.0f;
+        dst[i] = fwd ? v : __fadd_rn(dst[i], v);
+    }
+}
+
+extern "C" int cuda_leaky_relu_forward(cuda_ctx_t *ctx, size_t n, float alpha, const float *inp, float *out)
+{
+    if (!n) return 0;
+    leaky_relu_fwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(inp, out, n, alpha);
+    KERNEL_CHECK(ctx, "leaky_relu_fwd_kernel");
+    return 0;
+}
+
+extern "C" int cuda_leaky_relu_backward(cuda_ctx_t *ctx, size_t n, float alpha, const float *out, const float *dout,
+                                        float *dinp)
+{
+    if (!dinp || !n) return 0;
+    leaky_relu_bwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(out, dout, dinp, n, alpha);
+    KERNEL_CHECK(ctx, "leaky_relu_bwd_kernel");
+    return 0;
+}
+
+extern "C" int cuda_sigmoid_forward(cuda_ctx_t *ctx, size_t n, const float *inp, float *out)
+{
+    if (!n) return 0;
+    sigmoid_fwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(inp, out, n);
+    KERNEL_CHECK(ctx, "sigmoid_fwd_kernel");
+    return 0;
+}
+
+extern "C" int cuda_sigmoid_backward(cuda_ctx_t *ctx, size_t n, const float *out, const float *dout, float *dinp)
+{
+    if (!dinp || !n) return 0;
+    sigmoid_bwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(out, dout, dinp, n);
+    KERNEL_CHECK(ctx, "sigmoid_bwd_kernel");
+    return 0;
+}
+
+extern "C" int cuda_tanh_forward(cuda_ctx_t *ctx, size_t n, const float *inp, float *out)
+{
+    if (!n) return 0;
+    tanh_fwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(inp, out, n);
+    KERNEL_CHECK(ctx, "tanh_fwd_kernel");
+    return 0;
+}
+
+extern "C" int cuda_tanh_backward(cuda_ctx_t *ctx, size_t n, const float *out, const float *dout, float *dinp)
+{
+    if (!dinp || !n) return 0;
+    tanh_bwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(out, dout, dinp, n);
+    KERNEL_CHECK(ctx, "tanh_bwd_kernel");
+    return 0;
+}
+
+/* One launch per input, in order, on the one stream: for the backward of a concatenation of
+ * a tensor with itself (dinp[0] == dinp[1]) the second launch adds after the first, in the
+ * CPU's order, and no launch has two threads on one element. */
+static int concat_run(cuda_ctx_t *ctx, int B, int HW, int n, const int *C, const float *const *inp, float *out,
+                      const float *dout, float *const *dinp)
+{
+    size_t OC = 0;
+    for (int k = 0; k < n; k++) OC += (size_t)C[k];
+    size_t off = 0;
+    for (int k = 0; k < n; k++) {
+        const size_t plane_in = (size_t)C[k] * HW, cnt = (size_t)B * plane_in;
+        if (cnt) {
+            if (out)
+                concat_slice_kernel<<<pacer_grid(cnt, 256), 256, 0, ctx->stream>>>(inp[k], out, cnt, plane_in, OC * HW,
+                                                                                   off * HW, 1);
+            else if (dinp[k])
+                concat_slice_kernel<<<pacer_grid(cnt, 256), 256, 0, ctx->stream>>>(dout, dinp[k], cnt, plane_in,
+                                                                                   OC * HW, off * HW, 0);
+            KERNEL_CHECK(ctx, "concat_slice_kernel");
+        }
+        off += (size_t)C[k];
+    }
+    return 0;
+}
+
+extern "C" int cuda_concat_forward(cuda_ctx_t *ctx, int B, int HW, int n, const int *C, const float *const *inp,
+                                   float *out)
+{
+    return concat_run(ctx, B, HW, n, C, inp, out, NULL, NULL);
+}
+
+extern "C" int cuda_concat_backward(cuda_ctx_t *ctx, int B, int HW, int n, const int *C, const float *dout,
+                                    float *const *dinp)
+{
+    return concat_run(ctx, B, HW, n, C, NULL, NULL, dout, dinp);
+}
+
+/* dropout.c's keep_scale: 1 / (1 - p) in float, 0 when everything is dropped. */
+static float dropout_scale(float p) { return p >= 1.0f ? 0.0f : 1.0f / (1.0f - p); }
+
+extern "C" int cuda_dropout_forward(cuda_ctx_t *ctx, size_t n, float p, uint64_t key, const float *inp, float *out)
+{
+    if (!n) return 0;
+    const uint32_t t = dropout_threshold(p);
+    if (t == 0) {
+        /* p = 0: the identity, no hashing (dropout.c) */
+        if (out != inp)
+            CUDA_CHECK(ctx, cudaMemcpyAsync(out, inp, n * sizeof(float), cudaMemcpyDeviceToDevice, ctx->stream),
+                       "dropout copy");
+        return 0;
+    }
+    dropout_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(inp, out, n, key, t, dropout_scale(p), 1);
+    KERNEL_CHECK(ctx, "dropout_kernel");
+    return 0;
+}
+
+extern "C" int cuda_dropout_backward(cuda_ctx_t *ctx, size_t n, float p, uint64_t key, const float *dout, float *dinp)
+{
+    if (!dinp || !n) return 0;
+    const uint32_t t = dropout_threshold(p);
+    if (t == 0) return cuda_accumulate(ctx, n, dout, dinp);
+    dropout_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(dout, dinp, n, key, t, dropout_scale(p), 0);
+    KERNEL_CHECK(ctx, "dropout_kernel");
     return 0;
 }

@@ -20,10 +20,14 @@
  *   max / avg pooling      own kernels (bit-identical to the CPU: same window order, same
  *                          first-max tie rule, count_include_pad = false incl. ceil mode;
  *                          backward gathers per input element, so no atomics)
- *   relu, residual add,
- *   gap, softmax-xent      own kernels
+ *   relu, leaky relu,
+ *   residual add, concat,
+ *   gap, softmax-xent      own kernels (bit-identical)
+ *   sigmoid, tanh          own kernels (CUDA's expf/tanhf: an ulp or two from glibc's)
+ *   dropout                own kernels, ops.h's stateless mask (dropout_keep is host and
+ *                          device code): the CPU's mask and values, bit for bit
  *   batch norm             cuDNN, CUDNN_BATCHNORM_SPATIAL (train, inference, backward)
- *   fully connected        cuBLAS SGEMM (CUBLAS_DEFAULT_MATH: never TF32); own bias kernels
+ *   fully connected, Gemm  cuBLAS SGEMM (CUBLAS_DEFAULT_MATH: never TF32); own bias kernels
  *   SGD, norms, clipping   own kernels (elementwise ones use __fmul_rn/__fadd_rn so nvcc does not
  *                          contract to FMA: they round exactly like the CPU loops)
  * The asynchronous algorithms' updates (DC-ASGD, DDC-ASGD, n-softsync) have no CUDA version:
@@ -130,6 +134,25 @@ int cuda_residual_add_forward(cuda_ctx_t *ctx, const shortcut_desc_t *d, int B, 
 int cuda_residual_add_backward(cuda_ctx_t *ctx, const shortcut_desc_t *d, int B, const float *dout,
                                float *da,  /* (B, OC, OH, OW) += */
                                float *dx); /* (B, C, H, W) += */
+/* The activations of imported graphs (ops.h): out may be inp; each backward reads the
+ * forward OUTPUT. */
+int cuda_leaky_relu_forward(cuda_ctx_t *ctx, size_t n, float alpha, const float *inp, float *out);
+int cuda_leaky_relu_backward(cuda_ctx_t *ctx, size_t n, float alpha, const float *out, const float *dout,
+                             float *dinp /* += */);
+int cuda_sigmoid_forward(cuda_ctx_t *ctx, size_t n, const float *inp, float *out);
+int cuda_sigmoid_backward(cuda_ctx_t *ctx, size_t n, const float *out, const float *dout, float *dinp /* += */);
+int cuda_tanh_forward(cuda_ctx_t *ctx, size_t n, const float *inp, float *out);
+int cuda_tanh_backward(cuda_ctx_t *ctx, size_t n, const float *out, const float *dout, float *dinp /* += */);
+/* Concatenation along channels of n tensors (B, C[i], HW) into out (B, sum C[i], HW); C and
+ * the pointer arrays are HOST arrays of device pointers. A NULL dinp[i] is skipped; two
+ * dinp may be the same buffer (Concat(x, x)). */
+int cuda_concat_forward(cuda_ctx_t *ctx, int B, int HW, int n, const int *C, const float *const *inp, float *out);
+int cuda_concat_backward(cuda_ctx_t *ctx, int B, int HW, int n, const int *C, const float *dout,
+                         float *const *dinp /* += */);
+/* Training-time dropout with ops.h's key and mask (the same elements dropped as
+ * dropout_forward / dropout_backward for the same key); out may be inp. */
+int cuda_dropout_forward(cuda_ctx_t *ctx, size_t n, float p, uint64_t key, const float *inp, float *out);
+int cuda_dropout_backward(cuda_ctx_t *ctx, size_t n, float p, uint64_t key, const float *dout, float *dinp /* += */);
 /* dst += src, n floats. */
 int cuda_accumulate(cuda_ctx_t *ctx, size_t n, const float *src, float *dst);
 /* x *= k, n floats. */
@@ -145,6 +168,14 @@ int cuda_fc_backward(cuda_ctx_t *ctx, int B, int IN, int OUT, const float *inp, 
                      float *dweight, /* (OUT, IN) = */
                      float *dbias);  /* (OUT) =, or NULL */
 
+/* ONNX Gemm, gemm_forward / gemm_backward of ops.h (layout, alpha, beta; bias may be NULL).
+ * cuda_fc_* are the (OUT, IN), alpha = beta = 1 case. */
+int cuda_gemm_forward(cuda_ctx_t *ctx, const gemm_desc_t *d, int B, const float *inp, const float *weight,
+                      const float *bias, float *out);
+int cuda_gemm_backward(cuda_ctx_t *ctx, const gemm_desc_t *d, int B, const float *inp, const float *weight,
+                       const float *dout, float *dinp /* +=, or NULL */, float *dweight /* = */,
+                       float *dbias /* =, or NULL */);
+
 /* ---- softmax cross-entropy (own kernels) -------------------------------------------- */
 /* Writes probs and the mean loss to loss_dev (one float on the device); asynchronous. */
 int cuda_softmax_xent_forward(cuda_ctx_t *ctx, int B, int N, const float *logits, /* (B, N) */
@@ -157,8 +188,8 @@ int cuda_softmax_xent_backward(cuda_ctx_t *ctx, int B, int N, const float *probs
 int cuda_count_correct(cuda_ctx_t *ctx, int B, int N, const float *logits, const int32_t *labels);
 
 /* ---- batch norm (cuDNN, spatial) ---------------------------------------------------- */
-/* Same contract as ops.h (epsilon BN_EPS, running variance updated with the unbiased batch
- * variance). save_mean/save_invstd are what cuDNN saves: the batch mean and 1/sqrt(var+eps).
+/* Same contract as ops.h (epsilon BN_EPS, or eps for the _eps forms; running variance
+ * updated with the unbiased batch variance). save_mean/save_invstd are what cuDNN saves: the batch mean and 1/sqrt(var+eps).
  * dinp must NOT be NULL here (cuDNN always writes it). */
 int cuda_batchnorm_forward_train(cuda_ctx_t *ctx, int B, int C, int HW, const float *inp, const float *gamma,
                                  const float *beta, float *out, float *save_mean, float *save_invstd,
@@ -169,6 +200,15 @@ int cuda_batchnorm_backward(cuda_ctx_t *ctx, int B, int C, int HW, const float *
                             const float *save_mean, const float *save_invstd, const float *dout,
                             float *dinp,                  /* += , not NULL */
                             float *dgamma, float *dbeta); /* = */
+int cuda_batchnorm_forward_train_eps(cuda_ctx_t *ctx, int B, int C, int HW, const float *inp, const float *gamma,
+                                     const float *beta, float *out, float *save_mean, float *save_invstd,
+                                     float *running_mean, float *running_var, float momentum, float eps);
+int cuda_batchnorm_forward_eval_eps(cuda_ctx_t *ctx, int B, int C, int HW, const float *inp, const float *gamma,
+                                    const float *beta, const float *running_mean, const float *running_var, float *out,
+                                    float eps);
+int cuda_batchnorm_backward_eps(cuda_ctx_t *ctx, int B, int C, int HW, const float *inp, const float *gamma,
+                                const float *save_mean, const float *save_invstd, const float *dout, float *dinp,
+                                float *dgamma, float *dbeta, float eps);
 
 /* ---- global average pooling (own kernels) ------------------------------------------- */
 int cuda_gap_forward(cuda_ctx_t *ctx, int B, int C, int HW, const float *inp, float *out);

@@ -9,6 +9,10 @@
  * CPU path's, and a correct worker gives bit-identical results (the same code in the same
  * order; the optimizer below is worker_apply_gradient's rule, as cuda_model_sgd is).
  *
+ * Every layer kind the CPU reference runs runs here (imported ONNX graphs included), and
+ * dropout counts its steps from the host's like model_cuda.cu, so an imported model's GPU
+ * path is checked against its CPU path too.
+ *
  * PACER_FAKE_PROBE_FAIL=KIND (a cuda_probe_kind_t number) makes the probe fail with that
  * kind, for the fallback paths. Built as $(BUILD)/tests/libpacer_fakecuda.so with its own
  * copy of the model code (-Bsymbolic), so nothing is shared with the worker's.
@@ -135,6 +139,9 @@ static int model_upload(cuda_model_t *cm, const model_t *m)
     memcpy(cm->m->params, m->params, m->nparams * sizeof(float));
     memcpy(cm->m->momentum, m->momentum, m->nparams * sizeof(float));
     memcpy(cm->m->buffers, m->buffers, m->nbuffers * sizeof(float));
+    /* the dropout masks go on from the host's, as on the real device */
+    cm->m->dropout_seed = m->dropout_seed;
+    cm->m->dropout_step = m->dropout_step;
     return 0;
 }
 
@@ -150,6 +157,7 @@ static int download_params(cuda_model_t *cm, model_t *m)
     memcpy(m->params, cm->m->params, m->nparams * sizeof(float));
     memcpy(m->momentum, cm->m->momentum, m->nparams * sizeof(float));
     memcpy(m->buffers, cm->m->buffers, m->nbuffers * sizeof(float));
+    m->dropout_step = cm->m->dropout_step;
     return 0;
 }
 
@@ -256,11 +264,20 @@ static const float *logits_host(cuda_model_t *cm, int B)
     return cm->logits;
 }
 
+/* model_cuda.cu's: the host's activations, saved statistics, argmax and probabilities
+ * replace the device's after a training forward of the same batch. */
 static int upload_forward_state(cuda_model_t *cm, const model_t *m, int B)
 {
-    (void)m;
-    (void)B;
-    return fail(cm, "upload_forward_state is not implemented by the fake");
+    model_t *d = cm->m;
+    if (m->nparams != d->nparams || m->act_floats != d->act_floats || m->aux_floats != d->aux_floats ||
+        m->argmax_ints != d->argmax_ints)
+        return fail(cm, "another model");
+    if (cm->fwd_B != B) return fail(cm, "upload_forward_state needs a training forward of the same batch first");
+    memcpy(d->acts, m->acts, m->act_floats * sizeof(float));
+    memcpy(d->aux, m->aux, m->aux_floats * sizeof(float));
+    memcpy(d->argmax, m->argmax, m->argmax_ints * sizeof(int32_t));
+    memcpy(d->probs, m->probs, (size_t)B * m->num_classes * sizeof(float));
+    return 0;
 }
 
 static void set_progress(cuda_model_t *cm, void (*fn)(void *ctx), void *ctx)

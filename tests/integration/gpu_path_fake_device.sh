@@ -20,6 +20,15 @@
 #     is sgd whichever copy a merge reads, so this shows the paths agree, not that the
 #     merge downloads the window first (that matters from two ranks on);
 #   - every such summary says which device each rank used;
+#   - an imported model (issue 25) with the layers only ONNX graphs have - LeakyRelu,
+#     sigmoid, tanh, a concatenation with the image, batch norm with epsilon 1e-3, a dilated
+#     depthwise convolution, ceil-mode pooling with pads, dropout, a Gemm with transB 0,
+#     alpha 2 and beta 0.5 (tests/tools/onnx_export.py --mnist, mnist_acts.onnx) - trains
+#     with sgd on one device and ssgd on two exactly as on the CPU: the device is given the
+#     layers (no refusal) and draws the same dropout masks (the job's seed, the rank, the
+#     step), so checkpoint and test loss are identical; a device run stopped at step 8 and
+#     resumed ends as the uninterrupted CPU run (the resumed masks go on from the
+#     checkpoint's step on the device too);
 #   - NVML (issue 15): jobs run by a coordinator on the stand-in device, with a stand-in
 #     libnvidia-ml.so.1 (tests/fakecuda/libnvidia-ml.c: scripted utilisation and memory,
 #     found only by the bus id the stand-in driver gives the rank's device) on the library
@@ -104,6 +113,51 @@ $GPU $WORKER --spec "$TMP/hp1-gpu.spec" --summary "$TMP/hp1-gpu.json" >"$TMP/out
     || { cat "$TMP/out"; fail "hpsgd (one process) on the device"; }
 used hp1-gpu cuda
 same hp1-cpu hp1-gpu "hpsgd in one process, local steps on the device"
+
+# ---- an imported model with every layer kind only ONNX graphs have ---------------------------
+/usr/bin/python3 tests/tools/onnx_export.py --mnist "$TMP" >"$TMP/export.log" 2>&1
+rc=$?
+if [ $rc -eq 77 ]; then
+    echo "note: torch/onnx not importable by /usr/bin/python3: the imported model's GPU path was not run"
+else
+    [ $rc -eq 0 ] || { cat "$TMP/export.log"; fail "tests/tools/onnx_export.py --mnist exited $rc"; }
+    # spec_onnx NAME DEVICE JSON-FIELDS [CHECKPOINT-EVERY]
+    spec_onnx() {
+        printf '{"name": "j", "model": {"onnx": "%s"}, "device": "%s", "epochs": 1, "log_every": 0, "seed": 7,
+          "dataset": {"name": "fashion-mnist", "train_subset": 512, "test_subset": 200},
+          "checkpoint": {"every_steps": %s, "dir": "%s"}, %s}\n' "$TMP/mnist_acts.onnx" "$2" "${4:-1000}" "$TMP/$1" "$3" \
+            >"$TMP/$1.spec"
+    }
+    opt='"batch_size": 32, "optimizer": {"lr": 0.01, "momentum": 0.9, "weight_decay": 0.0005}'
+    spec_onnx acts-cpu cpu "$opt"
+    spec_onnx acts-gpu cuda "$opt"
+    $WORKER --spec "$TMP/acts-cpu.spec" --summary "$TMP/acts-cpu.json" >"$TMP/out" 2>&1 ||
+        { cat "$TMP/out"; fail "the imported model on the CPU"; }
+    $GPU $WORKER --spec "$TMP/acts-gpu.spec" --summary "$TMP/acts-gpu.json" >"$TMP/out" 2>&1 ||
+        { cat "$TMP/out"; fail "the imported model on the device"; }
+    grep -q "training on GPU 0 (pacer fake CUDA device" "$TMP/out" || { cat "$TMP/out"; fail "the stand-in device was not used"; }
+    used acts-gpu cuda
+    same acts-cpu acts-gpu "an imported model (LeakyRelu, sigmoid, tanh, concat, dropout, Gemm alpha/beta) on the device"
+    spec_onnx acts3-cpu cpu "$opt" 4
+    spec_onnx acts3-gpu cuda "$opt" 4
+    $WORKER --spec "$TMP/acts3-cpu.spec" --summary "$TMP/acts3-cpu.json" >"$TMP/out" 2>&1 ||
+        { cat "$TMP/out"; fail "the imported model on the CPU (checkpoints every 4 steps)"; }
+    $GPU $WORKER --spec "$TMP/acts3-gpu.spec" --stop-after-steps 8 >"$TMP/out" 2>&1 ||
+        { cat "$TMP/out"; fail "the imported model on the device, stopped at step 8"; }
+    $GPU $WORKER --spec "$TMP/acts3-gpu.spec" --resume --summary "$TMP/acts3-gpu.json" >"$TMP/out" 2>&1 ||
+        { cat "$TMP/out"; fail "the imported model on the device, resumed"; }
+    grep -q "resumed from .* at step 8" "$TMP/out" || { cat "$TMP/out"; fail "did not resume at step 8"; }
+    same acts3-cpu acts3-gpu "the imported model stopped at step 8 on the device and resumed"
+    opt='"workers": 2, "batch_size": 32, "algorithm": {"name": "ssgd"}, "optimizer": {"lr": 0.01, "momentum": 0.9}'
+    spec_onnx acts2-cpu cpu "$opt"
+    spec_onnx acts2-gpu cuda "$opt"
+    $MPIRUN -np 2 $WORKER --spec "$TMP/acts2-cpu.spec" --summary "$TMP/acts2-cpu.json" >"$TMP/out" 2>&1 ||
+        { cat "$TMP/out"; fail "ssgd on the imported model on the CPU"; }
+    $MPIRUN -np 2 $GPU $WORKER --spec "$TMP/acts2-gpu.spec" --summary "$TMP/acts2-gpu.json" >"$TMP/out" 2>&1 ||
+        { cat "$TMP/out"; fail "ssgd on the imported model on two devices"; }
+    used acts2-gpu "cuda cuda"
+    same acts2-cpu acts2-gpu "ssgd on the imported model, each rank its own dropout masks, on two devices"
+fi
 
 # ---- NVML: the GPU rank's utilisation and memory in the nodes endpoint ------------------------
 command -v curl >/dev/null || skip "curl not installed (make deps)"

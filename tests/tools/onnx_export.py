@@ -29,13 +29,18 @@ classes), exported as a PyTorch user would for training (training mode, no const
 folding, so batch norm and dropout are kept):
   mnist_cnn.onnx     conv + batch norm + ReLU + max pool, twice, dropout, Linear;
   mnist7.onnx        the same with 7 outputs (a data set of 10 classes does not fit);
-  mnist_softplus.onnx  a Softplus in it (an operator pacer does not support).
+  mnist_softplus.onnx  a Softplus in it (an operator pacer does not support);
+  mnist_acts.onnx    MnistActs: the layers only imported graphs have (leaky ReLU, sigmoid,
+                     tanh, a channel concatenation with the image, batch norm eps 1e-3, a
+                     dilated depthwise convolution, ceil-mode pooling with pads, dropout, a
+                     Gemm with transB 0, alpha 2, beta 0.5), for the GPU path on the stand-in
+                     device (tests/integration/gpu_path_fake_device.sh).
 Usage: /usr/bin/python3 tests/tools/onnx_export.py --zoo OUTDIR
 Writes the networks tests/integration/onnx_zoo.sh trains on MNIST, each as a PyTorch user
 would export it for training (as --mnist), under the class name the file is named after
 (tests/tools/onnx_check.py --module loads the trained weights back into that class):
   LeNet5.onnx      the built-in lenet5's graph (conv, max pool, ReLU; three Linear layers),
-                   under its tensor names (bench/onnx_lenet.sh compares the two);
+                   under its tensor names (bench/onnx_import.sh compares the two);
   VggBN.onnx       two VGG stages of 3x3 convolutions with batch norm, dropout between
                    the Linear layers;
   ResNetProj.onnx  residual blocks whose shortcut is a projection (1x1 convolution of
@@ -273,6 +278,25 @@ class MnistNet(nn.Module):
         return self.fc(self.drop(torch.flatten(x, 1)))
 
 
+class MnistActs(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(1, 6, 3, padding=1)
+        self.bn = nn.BatchNorm2d(6, eps=1e-3)
+        self.dw = nn.Conv2d(6, 12, 3, padding=(1, 2), dilation=(1, 2), groups=6, bias=False)
+        self.drop = nn.Dropout(0.3)
+        self.W = nn.Parameter(torch.randn(19 * 8 * 8, 10) * 0.02)
+        self.b = nn.Parameter(torch.randn(10) * 0.1)
+
+    def forward(self, x):
+        y = F.leaky_relu(self.bn(self.c1(x)), 0.1)
+        u = torch.cat([torch.sigmoid(self.dw(y)), torch.tanh(y), x], 1)
+        u = F.max_pool2d(u, 3, stride=2, padding=1, ceil_mode=True)
+        u = F.avg_pool2d(u, 3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)
+        u = self.drop(torch.flatten(u, 1))
+        return torch.addmm(self.b, u, self.W, beta=0.5, alpha=2.0)
+
+
 def mnist(out):
     torch.manual_seed(4)
     x = torch.randn(2, 1, 28, 28)  # tracing in training mode moves the running statistics by it
@@ -282,6 +306,10 @@ def mnist(out):
         torch.onnx.export(net, x, "%s/%s.onnx" % (out, name), opset_version=13, do_constant_folding=False,
                           training=torch.onnx.TrainingMode.PRESERVE, input_names=["input"],
                           output_names=["logits"], dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
+    torch.manual_seed(6)
+    torch.onnx.export(MnistActs().train(), x, out + "/mnist_acts.onnx", opset_version=13, do_constant_folding=False,
+                      training=torch.onnx.TrainingMode.PRESERVE, input_names=["input"], output_names=["logits"],
+                      dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
 
 
 # ---- --zoo: the network families of issue 25, tiny widths for MNIST (1x28x28, 10 classes) ----

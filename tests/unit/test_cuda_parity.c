@@ -19,15 +19,19 @@
  *     even kernels, odd sizes, with and without bias, a smaller batch on the same plan; and
  *     the ONNX geometries: groups, depthwise, dilation, rectangular strides, asymmetric
  *     pads), max and average pooling in floor and ceil mode (with ties; and rectangular
- *     windows, asymmetric pads, dilation, count_include_pad both ways), ReLU, fully connected,
- *     softmax cross-entropy, batch norm (train, eval, backward, incl. a large mean),
+ *     windows, asymmetric pads, dilation, count_include_pad both ways), ReLU, LeakyRelu,
+ *     sigmoid, tanh, channel concatenation (incl. Concat(x, x)), dropout (the CPU's mask for
+ *     the same key, bit for bit), fully connected and ONNX Gemm (both weight layouts, alpha,
+ *     beta, no bias), softmax cross-entropy, batch norm (train, eval, backward, incl. a large
+ *     mean; and epsilons other than BN_EPS),
  *     global average pooling, the option-A residual add, SGD (plain, momentum, Nesterov,
  *     weight decay, grad_scale from host and device), norms and clipping. The gradient
  *     conventions are checked as on the CPU: dinp is prefilled (+=), parameter gradients
  *     start as NaN (=); an input gradient is compared as what was added to the prefill,
  *     relative to the largest such increment (compare_dev_acc), so the prefill does not
  *     inflate the reference its tolerance is relative to.
- *   - a training step of each model (mlp, lenet5, cifar10_quick, resnet20) on both backends
+ *   - a training step of each model (mlp, lenet5, cifar10_quick, resnet20, and a network of
+ *     every layer kind and geometry only imported graphs have, dropout included) on both backends
  *     from the same weights and batch: loss, logits and batch-norm running statistics;
  *     every parameter gradient by name from model->tensors[] (twice, see below); the weights
  *     and momentum after an SGD step with clipping; a second step at a smaller batch as the
@@ -46,6 +50,9 @@
  *   TOL_CONV_GRAD  1e-4  the same over B*OH*OW-term sums;
  *   TOL_FC         1e-5  cuBLAS vs OpenBLAS SGEMM;
  *   TOL_SOFTMAX    1e-6  expf/log of CUDA vs glibc (an ulp);
+ *   TOL_ACT        1e-6  sigmoid and tanh forward: expf/tanhf of CUDA vs glibc (CUDA
+ *                        promises 2 ulp; relative to the largest output, ~1, that is
+ *                        2.4e-7); their backward runs on the CPU's output and is exact;
  *   TOL_BN         1e-4  cuDNN accumulates statistics in float, the CPU in double;
  *   TOL_NORM       1e-6  double sums in another order, then float;
  * Model step (errors accumulate through up to 20 layers):
@@ -89,10 +96,10 @@
 /* clang-format off */
 #define PARITY_TESTS(X)                                                                   \
     X(test_conv) X(test_conv_general) X(test_maxpool) X(test_avgpool) X(test_pool_general) \
-    X(test_relu) X(test_fc)                                                                \
-    X(test_softmax_xent) X(test_batchnorm) X(test_gap) X(test_residual) X(test_sgd)       \
-    X(test_norm_clip) X(test_model_mlp) X(test_model_lenet5)                              \
-    X(test_model_cifar10_quick) X(test_model_resnet20)
+    X(test_relu) X(test_activations) X(test_concat) X(test_dropout) X(test_fc) X(test_gemm) \
+    X(test_softmax_xent) X(test_batchnorm) X(test_batchnorm_eps) X(test_gap) X(test_residual) \
+    X(test_sgd) X(test_norm_clip) X(test_model_mlp) X(test_model_lenet5)                  \
+    X(test_model_cifar10_quick) X(test_model_resnet20) X(test_model_onnx_layers)
 /* clang-format on */
 /* Tests that need no device: they run in every CUDA build. */
 #define HOST_TESTS(X) X(test_cudnn_status_categories) X(test_cuda_error_classes)
@@ -136,6 +143,7 @@ static int g_have_gpu = 0;
 #define TOL_CONV_GRAD 1e-4
 #define TOL_FC 1e-5
 #define TOL_SOFTMAX 1e-6
+#define TOL_ACT 1e-6
 #define TOL_BN 1e-4
 #define TOL_NORM 1e-6
 #define TOL_LOSS 1e-5
@@ -697,6 +705,187 @@ static void test_relu(void **state)
     end_test();
 }
 
+/* LeakyRelu (two slopes, exact zeros at the gate), sigmoid (arguments far past where exp
+ * overflows, both branches) and tanh: forward and backward. The backward runs on the CPU's
+ * forward output uploaded to the device, so it is checked bit for bit even where CUDA's
+ * expf/tanhf and glibc's differ by an ulp (TOL_ACT, forward only). */
+static void test_activations(void **state)
+{
+    (void)state;
+    need_gpu();
+    lcg_t r = {37};
+    const size_t n = 70001;
+    float *x = halloc(n), *out = halloc(n), *g = halloc(n), *dx = halloc(n);
+    char name[64];
+    fill(&r, x, n, -6, 6);
+    for (size_t i = 0; i < n; i += 7) x[i] = 0.0f;     /* the gate is out > 0 */
+    for (size_t i = 3; i < n; i += 101) x[i] *= 20.0f; /* |x| up to 120: exp(-x) overflows */
+    fill(&r, g, n, -1, 1);
+    float *d_x = dcopy(x, n), *d_g = dcopy(g, n), *d_out = dalloc(n), *d_dx = dalloc(n), *d_y = dalloc(n);
+    for (int k = 0; k < 4; k++) {
+        static const char *const what[4] = {"leaky_relu(0.1)", "leaky_relu(0)", "sigmoid", "tanh"};
+        const float alpha = k == 0 ? 0.1f : 0.0f;
+        fill_const(dx, n, PREFILL);
+        upload(d_dx, dx, n);
+        double tol_fwd = TOL_EXACT;
+        if (k < 2) {
+            leaky_relu_forward(n, alpha, x, out);
+            leaky_relu_backward(n, alpha, out, g, dx);
+            check_rc(cuda_leaky_relu_forward(g_ctx, n, alpha, d_x, d_out), "leaky relu fwd");
+        } else if (k == 2) {
+            sigmoid_forward(n, x, out);
+            sigmoid_backward(n, out, g, dx);
+            check_rc(cuda_sigmoid_forward(g_ctx, n, d_x, d_out), "sigmoid fwd");
+            tol_fwd = TOL_ACT;
+        } else {
+            tanh_forward(n, x, out);
+            tanh_backward(n, out, g, dx);
+            check_rc(cuda_tanh_forward(g_ctx, n, d_x, d_out), "tanh fwd");
+            tol_fwd = TOL_ACT;
+        }
+        snprintf(name, sizeof name, "%s.out", what[k]);
+        compare_dev(name, d_out, out, n, tol_fwd);
+        upload(d_y, out, n); /* the backward on the CPU's output: same gates, exact */
+        if (k < 2) check_rc(cuda_leaky_relu_backward(g_ctx, n, alpha, d_y, d_g, d_dx), "leaky relu bwd");
+        else if (k == 2) check_rc(cuda_sigmoid_backward(g_ctx, n, d_y, d_g, d_dx), "sigmoid bwd");
+        else check_rc(cuda_tanh_backward(g_ctx, n, d_y, d_g, d_dx), "tanh bwd");
+        snprintf(name, sizeof name, "%s.dinp (+=)", what[k]);
+        compare_dev_acc(name, d_dx, dx, n, PREFILL, TOL_EXACT);
+        /* in place, as ops.h allows */
+        upload(d_y, x, n);
+        if (k < 2) check_rc(cuda_leaky_relu_forward(g_ctx, n, alpha, d_y, d_y), "leaky relu in place");
+        else if (k == 2) check_rc(cuda_sigmoid_forward(g_ctx, n, d_y, d_y), "sigmoid in place");
+        else check_rc(cuda_tanh_forward(g_ctx, n, d_y, d_y), "tanh in place");
+        snprintf(name, sizeof name, "%s.out (in place)", what[k]);
+        compare_dev(name, d_y, out, n, tol_fwd);
+    }
+    free(x);
+    free(out);
+    free(g);
+    free(dx);
+    end_test();
+}
+
+/* Concatenation along channels: two and three inputs, one plane of a single pixel, a
+ * backward with a NULL input gradient, and Concat(x, x) whose two gradients are one buffer. */
+static void test_concat(void **state)
+{
+    (void)state;
+    need_gpu();
+    static const struct {
+        int B, HW, n, C[3], alias;
+    } cases[] = {
+        {4, 63, 2, {3, 5, 0}, 0},
+        {3, 20, 3, {6, 1, 4}, 0},
+        {5, 1, 2, {7, 2, 0}, 0},
+        {2, 30, 2, {4, 4, 0}, 1},
+    };
+    lcg_t r = {41};
+    char name[64];
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const int B = cases[ci].B, HW = cases[ci].HW, n = cases[ci].n, alias = cases[ci].alias;
+        int OC = 0;
+        for (int k = 0; k < n; k++) OC += cases[ci].C[k];
+        const size_t nout = (size_t)B * OC * HW;
+        float *in[3] = {NULL, NULL, NULL}, *din[3] = {NULL, NULL, NULL}, *d_in[3] = {NULL, NULL, NULL},
+              *d_din[3] = {NULL, NULL, NULL};
+        for (int k = 0; k < n; k++) {
+            const size_t len = (size_t)B * cases[ci].C[k] * HW;
+            in[k] = halloc(len);
+            din[k] = halloc(len);
+            fill(&r, in[k], len, -1, 1);
+            fill_const(din[k], len, PREFILL);
+            d_in[k] = dcopy(in[k], len);
+            d_din[k] = dcopy(din[k], len);
+        }
+        if (alias) {
+            /* Concat(x, x): one tensor, one gradient buffer receiving both slices */
+            d_in[1] = d_in[0];
+            d_din[1] = d_din[0];
+            memcpy(in[1], in[0], (size_t)B * cases[ci].C[0] * HW * sizeof(float));
+        }
+        float *out = halloc(nout), *g = halloc(nout);
+        fill(&r, g, nout, -1, 1);
+        float *d_out = dalloc(nout), *d_g = dcopy(g, nout);
+        const float *const cin[3] = {in[0], in[1], in[2]};
+        const float *const cdin[3] = {d_in[0], d_in[1], d_in[2]};
+        concat_forward(B, HW, n, cases[ci].C, cin, out);
+        check_rc(cuda_concat_forward(g_ctx, B, HW, n, cases[ci].C, cdin, d_out), "concat fwd");
+        snprintf(name, sizeof name, "concat%zu.out", ci);
+        compare_dev(name, d_out, out, nout, TOL_EXACT);
+        /* the CPU's gradients: with alias, both slices into din[0] */
+        float *const hd[3] = {din[0], alias ? din[0] : din[1], din[2]};
+        concat_backward(B, HW, n, cases[ci].C, g, hd);
+        check_rc(cuda_concat_backward(g_ctx, B, HW, n, cases[ci].C, d_g, d_din), "concat bwd");
+        for (int k = 0; k < (alias ? 1 : n); k++) {
+            snprintf(name, sizeof name, "concat%zu.dinp[%d] (+=)%s", ci, k, alias ? " both slices" : "");
+            compare_dev_acc(name, d_din[k], din[k], (size_t)B * cases[ci].C[k] * HW, PREFILL, TOL_EXACT);
+        }
+        if (!alias) {
+            /* a NULL gradient is skipped; the others still receive theirs */
+            float *skip_[3] = {NULL, d_din[1], d_din[2]};
+            float *hskip[3] = {NULL, din[1], din[2]};
+            concat_backward(B, HW, n, cases[ci].C, g, hskip);
+            check_rc(cuda_concat_backward(g_ctx, B, HW, n, cases[ci].C, d_g, skip_), "concat bwd (NULL dinp[0])");
+            snprintf(name, sizeof name, "concat%zu.dinp[1] (dinp[0] NULL)", ci);
+            compare_dev(name, d_din[1], din[1], (size_t)B * cases[ci].C[1] * HW, TOL_EXACT);
+        }
+        for (int k = 0; k < n; k++) {
+            free(in[k]);
+            free(din[k]);
+        }
+        free(out);
+        free(g);
+        dfree_all();
+    }
+    end_test();
+}
+
+/* Dropout: the device draws ops.h's mask, so for the same key it drops the same elements
+ * and keeps the same values as the CPU, bit for bit (what makes a GPU rank's masks those of
+ * a CPU rank with its seed, rank and step). p = 0 is the identity and p = 1 drops all; two
+ * keys (steps) give two masks; in place. */
+static void test_dropout(void **state)
+{
+    (void)state;
+    need_gpu();
+    static const float ps[] = {0.0f, 0.1f, 0.3f, 0.5f, 0.9f, 1.0f};
+    const size_t n = 100003;
+    lcg_t r = {43};
+    char name[80];
+    float *x = halloc(n), *out = halloc(n), *g = halloc(n), *dx = halloc(n);
+    fill(&r, x, n, -2, 2);
+    fill(&r, g, n, -1, 1);
+    float *d_x = dcopy(x, n), *d_g = dcopy(g, n), *d_out = dalloc(n), *d_dx = dalloc(n);
+    for (size_t pi = 0; pi < sizeof ps / sizeof ps[0]; pi++)
+        for (uint64_t step = 1; step <= 2; step++) {
+            const float p = ps[pi];
+            const uint64_t key = dropout_key(0x5eed0000ULL + 17, step, 5);
+            dropout_forward(n, p, key, x, out);
+            check_rc(cuda_dropout_forward(g_ctx, n, p, key, d_x, d_out), "dropout fwd");
+            snprintf(name, sizeof name, "dropout(p=%g, step %d).out", (double)p, (int)step);
+            compare_dev(name, d_out, out, n, TOL_EXACT);
+            size_t kept = 0;
+            for (size_t i = 0; i < n; i++) kept += out[i] != 0.0f;
+            printf("    kept %.4f of the elements (1 - p = %.4f)\n", (double)kept / (double)n, 1.0 - (double)p);
+            fill_const(dx, n, PREFILL);
+            upload(d_dx, dx, n);
+            dropout_backward(n, p, key, g, dx);
+            check_rc(cuda_dropout_backward(g_ctx, n, p, key, d_g, d_dx), "dropout bwd");
+            snprintf(name, sizeof name, "dropout(p=%g, step %d).dinp (+=)", (double)p, (int)step);
+            compare_dev_acc(name, d_dx, dx, n, PREFILL, TOL_EXACT);
+            upload(d_out, x, n);
+            check_rc(cuda_dropout_forward(g_ctx, n, p, key, d_out, d_out), "dropout in place");
+            snprintf(name, sizeof name, "dropout(p=%g, step %d).out (in place)", (double)p, (int)step);
+            compare_dev(name, d_out, out, n, TOL_EXACT);
+        }
+    free(x);
+    free(out);
+    free(g);
+    free(dx);
+    end_test();
+}
+
 static void test_gap(void **state)
 {
     (void)state;
@@ -837,6 +1026,74 @@ static void test_fc(void **state)
     end_test();
 }
 
+/* ONNX Gemm: both weight layouts, alpha and beta other than 1, with and without a bias,
+ * dinp NULL; and the (OUT, IN), alpha = beta = 1 descriptor gives cuda_fc's results. */
+static void test_gemm(void **state)
+{
+    (void)state;
+    need_gpu();
+    static const struct {
+        int B, IN, OUT, bias;
+        gemm_layout_t layout;
+        float alpha, beta;
+    } cases[] = {
+        {7, 33, 10, 1, GEMM_W_IN_OUT, 1.0f, 1.0f},  {6, 260, 10, 1, GEMM_W_IN_OUT, 2.0f, 0.5f},
+        {5, 40, 12, 1, GEMM_W_OUT_IN, 0.7f, -1.5f}, {9, 64, 10, 0, GEMM_W_IN_OUT, 1.0f, 1.0f},
+        {4, 17, 3, 0, GEMM_W_OUT_IN, 3.0f, 1.0f},   {1, 5, 3, 1, GEMM_W_IN_OUT, 0.25f, 2.0f},
+    };
+    lcg_t r = {63};
+    char name[96];
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const int B = cases[ci].B, IN = cases[ci].IN, OUT = cases[ci].OUT, hb = cases[ci].bias;
+        const gemm_desc_t d = {
+            .IN = IN, .OUT = OUT, .layout = cases[ci].layout, .alpha = cases[ci].alpha, .beta = cases[ci].beta};
+        const size_t nin = (size_t)B * IN, nw = (size_t)OUT * IN, nout = (size_t)B * OUT;
+        float *x = halloc(nin), *w = halloc(nw), *b = halloc(OUT), *g = halloc(nout), *out = halloc(nout);
+        float *dx = halloc(nin), *dw = halloc(nw), *db = halloc(OUT);
+        fill(&r, x, nin, -1, 1);
+        fill(&r, w, nw, -0.2f, 0.2f);
+        fill(&r, b, OUT, -0.5f, 0.5f);
+        fill(&r, g, nout, -1, 1);
+        fill_const(dx, nin, PREFILL);
+        fill_const(dw, nw, NAN);
+        fill_const(db, OUT, NAN);
+        float *d_x = dcopy(x, nin), *d_w = dcopy(w, nw), *d_b = dcopy(b, OUT), *d_g = dcopy(g, nout);
+        float *d_out = dalloc(nout), *d_dx = dcopy(dx, nin), *d_dw = dcopy(dw, nw), *d_db = dcopy(db, OUT);
+        gemm_forward(&d, B, x, w, hb ? b : NULL, out);
+        gemm_backward(&d, B, x, w, g, dx, dw, hb ? db : NULL);
+        check_rc(cuda_gemm_forward(g_ctx, &d, B, d_x, d_w, hb ? d_b : NULL, d_out), "gemm fwd");
+        check_rc(cuda_gemm_backward(g_ctx, &d, B, d_x, d_w, d_g, d_dx, d_dw, hb ? d_db : NULL), "gemm bwd");
+        snprintf(name, sizeof name, "gemm%zu (B=%d %d->%d %s a=%g b=%g).out", ci, B, IN, OUT,
+                 d.layout == GEMM_W_IN_OUT ? "W(IN,OUT)" : "W(OUT,IN)", (double)d.alpha, (double)d.beta);
+        compare_dev(name, d_out, out, nout, TOL_FC);
+        snprintf(name, sizeof name, "gemm%zu.dinp (+=)", ci);
+        compare_dev_acc(name, d_dx, dx, nin, PREFILL, TOL_FC);
+        snprintf(name, sizeof name, "gemm%zu.dweight (=)", ci);
+        compare_dev(name, d_dw, dw, nw, TOL_FC);
+        if (hb) {
+            snprintf(name, sizeof name, "gemm%zu.dbias (=)", ci);
+            compare_dev(name, d_db, db, OUT, TOL_FC);
+        }
+        /* dinp NULL */
+        fill_const(dw, nw, NAN);
+        upload(d_dw, dw, nw);
+        gemm_backward(&d, B, x, w, g, NULL, dw, NULL);
+        check_rc(cuda_gemm_backward(g_ctx, &d, B, d_x, d_w, d_g, NULL, d_dw, NULL), "gemm bwd NULL");
+        snprintf(name, sizeof name, "gemm%zu.dweight (dinp NULL)", ci);
+        compare_dev(name, d_dw, dw, nw, TOL_FC);
+        free(x);
+        free(w);
+        free(b);
+        free(g);
+        free(out);
+        free(dx);
+        free(dw);
+        free(db);
+        dfree_all();
+    }
+    end_test();
+}
+
 /* ---- softmax cross-entropy ------------------------------------------------------ */
 
 static void test_softmax_xent(void **state)
@@ -959,6 +1216,96 @@ static void test_batchnorm(void **state)
         snprintf(name, sizeof name, "bn%zu.dinp (host statistics)", ci);
         compare_dev_acc(name, d_dx, dx, n, PREFILL, TOL_BN);
         free(dx2);
+        free(x);
+        free(out);
+        free(g);
+        free(dx);
+        free(gamma);
+        free(beta);
+        free(rm);
+        free(rv);
+        free(sm);
+        free(si);
+        free(dgamma);
+        free(dbeta);
+        dfree_all();
+    }
+    end_test();
+}
+
+/* Batch norm with an epsilon other than BN_EPS (ONNX's attribute): inputs of a small spread
+ * (variance ~0.01 to 0.03), so an epsilon of 0.1 changes every output by far more than the
+ * tolerance and one left at BN_EPS would fail. Train, eval and backward, against the
+ * CPU's _eps functions. */
+static void test_batchnorm_eps(void **state)
+{
+    (void)state;
+    need_gpu();
+    static const struct {
+        int B, C, HW;
+        float eps;
+    } cases[] = {
+        {8, 6, 49, 1e-3f},
+        {4, 5, 30, 0.1f},
+        {3, 4, 1, 1e-6f},
+    };
+    lcg_t r = {83};
+    char name[96];
+    const float momentum = 0.1f;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const int B = cases[ci].B, C = cases[ci].C, HW = cases[ci].HW;
+        const float eps = cases[ci].eps;
+        const size_t n = (size_t)B * C * HW;
+        printf("batchnorm eps %g: B=%d C=%d HW=%d\n", (double)eps, B, C, HW);
+        float *x = halloc(n), *out = halloc(n), *g = halloc(n), *dx = halloc(n);
+        float *gamma = halloc(C), *beta = halloc(C), *rm = halloc(C), *rv = halloc(C);
+        float *sm = halloc(C), *si = halloc(C), *dgamma = halloc(C), *dbeta = halloc(C);
+        fill(&r, x, n, -0.3f, 0.3f);
+        fill(&r, g, n, -1, 1);
+        fill(&r, gamma, C, 0.5f, 1.5f);
+        fill(&r, beta, C, -0.5f, 0.5f);
+        fill(&r, rm, C, -0.05f, 0.05f);
+        fill(&r, rv, C, 0.01f, 0.05f);
+        fill_const(dx, n, PREFILL);
+        float *d_x = dcopy(x, n), *d_out = dalloc(n), *d_g = dcopy(g, n), *d_dx = dcopy(dx, n);
+        float *d_gamma = dcopy(gamma, C), *d_beta = dcopy(beta, C), *d_rm = dcopy(rm, C), *d_rv = dcopy(rv, C);
+        float *d_sm = dalloc(C), *d_si = dalloc(C), *d_dgamma = dalloc(C), *d_dbeta = dalloc(C);
+
+        batchnorm_forward_eval_eps(B, C, HW, x, gamma, beta, rm, rv, out, eps);
+        check_rc(cuda_batchnorm_forward_eval_eps(g_ctx, B, C, HW, d_x, d_gamma, d_beta, d_rm, d_rv, d_out, eps),
+                 "bn eval eps");
+        snprintf(name, sizeof name, "bn-eps%zu.out (eval)", ci);
+        compare_dev(name, d_out, out, n, TOL_BN);
+
+        batchnorm_forward_train_eps(B, C, HW, x, gamma, beta, out, sm, si, rm, rv, momentum, eps);
+        check_rc(cuda_batchnorm_forward_train_eps(g_ctx, B, C, HW, d_x, d_gamma, d_beta, d_out, d_sm, d_si, d_rm, d_rv,
+                                                  momentum, eps),
+                 "bn train eps");
+        snprintf(name, sizeof name, "bn-eps%zu.out (train)", ci);
+        compare_dev(name, d_out, out, n, TOL_BN);
+        snprintf(name, sizeof name, "bn-eps%zu.save_mean", ci);
+        compare_dev(name, d_sm, sm, C, TOL_BN);
+        snprintf(name, sizeof name, "bn-eps%zu.save_invstd", ci);
+        compare_dev(name, d_si, si, C, TOL_BN);
+        snprintf(name, sizeof name, "bn-eps%zu.running_mean", ci);
+        compare_dev(name, d_rm, rm, C, TOL_BN);
+        snprintf(name, sizeof name, "bn-eps%zu.running_var", ci);
+        compare_dev(name, d_rv, rv, C, TOL_BN);
+
+        fill_const(dgamma, C, NAN);
+        fill_const(dbeta, C, NAN);
+        upload(d_dgamma, dgamma, C);
+        upload(d_dbeta, dbeta, C);
+        batchnorm_backward(B, C, HW, x, gamma, sm, si, g, dx, dgamma, dbeta);
+        check_rc(cuda_batchnorm_backward_eps(g_ctx, B, C, HW, d_x, d_gamma, d_sm, d_si, d_g, d_dx, d_dgamma, d_dbeta,
+                                             eps),
+                 "bn bwd eps");
+        snprintf(name, sizeof name, "bn-eps%zu.dinp (+=)", ci);
+        compare_dev_acc(name, d_dx, dx, n, PREFILL, TOL_BN);
+        snprintf(name, sizeof name, "bn-eps%zu.dgamma (=)", ci);
+        compare_dev(name, d_dgamma, dgamma, C, TOL_BN);
+        snprintf(name, sizeof name, "bn-eps%zu.dbeta (=)", ci);
+        compare_dev(name, d_dbeta, dbeta, C, TOL_BN);
         free(x);
         free(out);
         free(g);
@@ -1117,13 +1464,15 @@ static void check_model_rc(cuda_model_t *cm, int rc, const char *what)
     if (rc != 0) fail_msg("%s: %s", what, cuda_model_error(cm));
 }
 
-static void model_parity(const char *name, int maxB, int B2)
+/* The parity run of two models of one layout built for maxB (m the CPU reference, mg the
+ * worker's host model of the GPU path); frees both. */
+static void model_parity_run(model_t *m, model_t *mg, int maxB, int B2)
 {
     char err[512], label[64 + MODEL_TENSOR_NAME_MAX];
-    model_t *m = NULL, *mg = NULL;
-    if (model_create(name, maxB, &m, err, sizeof err) != 0) fail_msg("%s", err);
-    if (model_create(name, maxB, &mg, err, sizeof err) != 0) fail_msg("%s", err);
+    const char *name = m->name;
     model_init_params(m, 1234);
+    /* dropout masks from this seed, the step counted on each side (model.h) */
+    m->dropout_seed = 0x5eed5eedULL;
     cuda_model_t *cm = cuda_model_create(m, g_device, err, sizeof err);
     if (!cm) fail_msg("%s", err);
     check_model_rc(cm, cuda_model_upload(cm, m), "upload");
@@ -1178,6 +1527,10 @@ static void model_parity(const char *name, int maxB, int B2)
     sgd_update(m->nparams, m->params, m->grads, m->momentum, lr, mu, 0, wd, gs);
     check_model_rc(cm, cuda_model_sgd(cm, lr, mu, 0, wd, 1.0f, clip), "sgd");
     check_model_rc(cm, cuda_model_download_params(cm, mg), "download params");
+    /* the device's count of training forwards comes back with the weights */
+    printf("  %-34s cpu=%llu gpu=%llu %s\n", "dropout step", (unsigned long long)m->dropout_step,
+           (unsigned long long)mg->dropout_step, mg->dropout_step == m->dropout_step ? "ok" : "FAIL");
+    if (mg->dropout_step != m->dropout_step) g_failures++;
     for (int i = 0; i < m->ntensors; i++) {
         const tensor_info_t *t = &m->tensors[i];
         if (t->is_buffer) {
@@ -1283,6 +1636,15 @@ static void model_parity(const char *name, int maxB, int B2)
     end_test();
 }
 
+static void model_parity(const char *name, int maxB, int B2)
+{
+    char err[512];
+    model_t *m = NULL, *mg = NULL;
+    if (model_create(name, maxB, &m, err, sizeof err) != 0) fail_msg("%s", err);
+    if (model_create(name, maxB, &mg, err, sizeof err) != 0) fail_msg("%s", err);
+    model_parity_run(m, mg, maxB, B2);
+}
+
 static void test_model_mlp(void **state)
 {
     (void)state;
@@ -1309,6 +1671,113 @@ static void test_model_resnet20(void **state)
     (void)state;
     need_gpu();
     model_parity("resnet20", 16, 9);
+}
+
+/* A network of every layer kind and geometry only imported (ONNX) graphs have, built as
+ * model/onnx_import.c builds one: a batch norm with epsilon 1e-3 on the model input (its
+ * input gradient is never needed, and cuDNN writes one anyway), a padded convolution,
+ * LeakyRelu, a depthwise convolution (channel multiplier 2, dilation (1, 2), no bias), a
+ * convolution with SAME_UPPER's asymmetric pads, sigmoid and tanh, a channel concatenation
+ * of two layers and then of the model input, a ceil-mode max pool with pads, an average
+ * pool with count_include_pad, dropout, a Gemm with the (IN, OUT) weight, alpha 2 and
+ * beta 0.5, dropout again, and a Gemm with alpha 0.7 and no bias for the logits. */
+static int build_onnx_layers(model_builder_t *b, void *ctx, char *err, size_t errlen)
+{
+    (void)ctx;
+    static const char *const bn0[4] = {"bn0.weight", "bn0.bias", "bn0.running_mean", "bn0.running_var"};
+    const int l0 = model_build_bn_eps(b, -1, bn0, 1e-3f);
+    const conv2d_desc_t c1 = {.OC = 8,
+                              .KH = 3,
+                              .KW = 3,
+                              .sH = 1,
+                              .sW = 1,
+                              .pad_t = 1,
+                              .pad_l = 1,
+                              .pad_b = 1,
+                              .pad_r = 1,
+                              .dH = 1,
+                              .dW = 1,
+                              .groups = 1};
+    const int l1 = model_build_conv(b, l0, &c1, 1, "c1.weight", "c1.bias");
+    const int l2 = model_build_elementwise(b, LAYER_LEAKY_RELU, l1, 0.1f);
+    const conv2d_desc_t dw = {.OC = 16,
+                              .KH = 3,
+                              .KW = 3,
+                              .sH = 1,
+                              .sW = 1,
+                              .pad_t = 1,
+                              .pad_l = 2,
+                              .pad_b = 1,
+                              .pad_r = 2,
+                              .dH = 1,
+                              .dW = 2,
+                              .groups = 8};
+    const int l3 = model_build_conv(b, l2, &dw, 0, "dw.weight", NULL);
+    const int l4 = model_build_elementwise(b, LAYER_SIGMOID, l3, 0.0f);
+    const conv2d_desc_t c5 = {.OC = 4,
+                              .KH = 2,
+                              .KW = 2,
+                              .sH = 1,
+                              .sW = 1,
+                              .pad_t = 0,
+                              .pad_l = 0,
+                              .pad_b = 1,
+                              .pad_r = 1,
+                              .dH = 1,
+                              .dW = 1,
+                              .groups = 1};
+    const int l5 = model_build_conv(b, l2, &c5, 1, "c5.weight", "c5.bias");
+    const int l6 = model_build_elementwise(b, LAYER_TANH, l5, 0.0f);
+    const int l7 = model_build_concat(b, l4, l6);
+    const int l8 = model_build_concat(b, l7, -1);
+    const pool2d_desc_t mp = {.KH = 3,
+                              .KW = 3,
+                              .sH = 2,
+                              .sW = 2,
+                              .pad_t = 1,
+                              .pad_l = 1,
+                              .pad_b = 1,
+                              .pad_r = 1,
+                              .dH = 1,
+                              .dW = 1,
+                              .ceil_mode = 1};
+    const int l9 = model_build_pool(b, LAYER_MAXPOOL, l8, &mp);
+    const pool2d_desc_t ap = {.KH = 2,
+                              .KW = 2,
+                              .sH = 1,
+                              .sW = 1,
+                              .pad_t = 1,
+                              .pad_l = 1,
+                              .pad_b = 1,
+                              .pad_r = 1,
+                              .dH = 1,
+                              .dW = 1,
+                              .count_include_pad = 1};
+    const int l10 = model_build_pool(b, LAYER_AVGPOOL, l9, &ap);
+    const int l11 = model_build_elementwise(b, LAYER_DROPOUT, l10, 0.3f);
+    const gemm_desc_t g1 = {.layout = GEMM_W_IN_OUT, .alpha = 2.0f, .beta = 0.5f};
+    const int l12 = model_build_gemm(b, l11, 24, &g1, "g1.weight", "g1.bias");
+    const int l13 = model_build_elementwise(b, LAYER_LEAKY_RELU, l12, 0.2f);
+    const int l14 = model_build_elementwise(b, LAYER_DROPOUT, l13, 0.5f);
+    const gemm_desc_t g2 = {.layout = GEMM_W_OUT_IN, .alpha = 0.7f, .beta = 1.0f};
+    model_build_gemm(b, l14, 10, &g2, "g2.weight", NULL);
+    if (model_build_failed(b)) {
+        snprintf(err, errlen, "build_onnx_layers: a layer was refused");
+        return -1;
+    }
+    return 0;
+}
+
+static void test_model_onnx_layers(void **state)
+{
+    (void)state;
+    need_gpu();
+    char err[512];
+    model_t *m = NULL, *mg = NULL;
+    if (model_create_custom("onnx_layers", 3, 12, 11, 10, 16, build_onnx_layers, NULL, &m, err, sizeof err) != 0 ||
+        model_create_custom("onnx_layers", 3, 12, 11, 10, 16, build_onnx_layers, NULL, &mg, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    model_parity_run(m, mg, 16, 9);
 }
 
 /* ---- no device needed ---------------------------------------------------------- */

@@ -2,7 +2,12 @@
 with the same shapes, data order size, batch and optimizer as pacer's lenet5 spec, on one
 CPU thread. Prints one JSON line: samples_per_s (training samples / time in the training
 loop, data loading and evaluation excluded, as pacer's summary counts it), peak_rss_mb,
-test_accuracy."""
+test_accuracy.
+
+Usage: torch_lenet.py [EPOCHS [MODULE [TRAIN_SUBSET]]] - MODULE: another network, a class
+of tests/tools/onnx_export.py (bench/onnx_import.sh trains VggBN, the module whose ONNX
+export pacer imports), in training mode (its dropout and batch norm as exported);
+TRAIN_SUBSET: the first N training images only (pacer's dataset.train_subset)."""
 import gzip, json, resource, sys, time
 
 import numpy as np
@@ -41,6 +46,8 @@ class LeNet5(nn.Module):
 
 def main():
     epochs = int(sys.argv[1]) if len(sys.argv) > 1 else 1
+    module = sys.argv[2] if len(sys.argv) > 2 else "LeNet5"
+    subset = int(sys.argv[3]) if len(sys.argv) > 3 else 0
     batch = 64
     # Same storage as pacer: uint8 pixels, normalised per batch.
     xtr = torch.from_numpy(idx(f"{DIR}/train-images-idx3-ubyte.gz").copy())
@@ -48,7 +55,16 @@ def main():
     xte = torch.from_numpy(idx(f"{DIR}/t10k-images-idx3-ubyte.gz").copy())
     yte = torch.from_numpy(idx(f"{DIR}/t10k-labels-idx1-ubyte.gz").astype(np.int64))
     mean, std = 0.2860, 0.3530
-    model = LeNet5()
+    if subset > 0:
+        xtr, ytr = xtr[:subset], ytr[:subset]
+    if module == "LeNet5":
+        model = LeNet5()
+    else:
+        import os
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "tools"))
+        import onnx_export
+        model = getattr(onnx_export, module)()
+    model.train()
     opt = torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
     n = xtr.shape[0]
     samples, loop = 0, 0.0
@@ -66,6 +82,7 @@ def main():
             samples += batch
         loop += time.perf_counter() - t0
     correct = 0
+    model.eval()
     with torch.no_grad():
         for i in range(0, xte.shape[0], 1000):
             x = (xte[i:i + 1000].float().unsqueeze(1) / 255.0 - mean) / std

@@ -16,7 +16,8 @@
  * Invariants: a refusal leaves the model's weights untouched and says which file; an
  * accepted checkpoint, validated, holds batch sizes inside the buffers and a position
  * inside the run (with the goodput planner: a plan summing to the checkpoint's global
- * batch, within [B0, max_global], never leaving worker 0 out).
+ * batch, within [B0, max_global], never leaving worker 0 out), and no batch or dropout
+ * step past the workers.
  *
  * PACER_FUZZ_WRITE_SEEDS=DIR writes the seed files (a fresh run, the same after 4 steps,
  * a finished run) into DIR at start-up: fuzz/corpus/checkpoint/ holds their output.
@@ -188,7 +189,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (int i = 0; i < CKPT_MAX_WORKERS; i++) {
             int left_out = want->goodput && i > 0 && st.batch_of[i] == 0;
             if (i < NW && !left_out && (st.batch_of[i] < want->min_batch || st.batch_of[i] > want->max_batch)) abort();
-            if (i >= NW && st.batch_of[i] != 0) abort();
+            if (i >= NW && (st.batch_of[i] != 0 || st.dropout_step[i] != 0)) abort();
             sum += st.batch_of[i];
         }
         if (sum != st.global_batch || st.global_batch < want->global_batch ||

@@ -170,7 +170,10 @@ void adaptive_begin_step(worker_t *w)
 float adaptive_compute_grad(worker_t *w, float loss_scale)
 {
     if (w->batch > 0) return worker_compute_grad(w, loss_scale);
-    /* Left out: an empty contribution to the collective, nothing timed as compute. */
+    /* Left out: an empty contribution to the collective, nothing timed as compute. The
+     * dropout step moves on all the same, so that every rank's stays the global step
+     * (rank 0's is what the checkpoint keeps for all: checkpoint.h). */
+    w->model->dropout_step++;
     phase_mark(&w->phases, PHASE_OTHER);
     memset(w->model->grads, 0, w->model->nparams * sizeof *w->model->grads);
     w->stats.step_compute_s = 0;

@@ -21,8 +21,10 @@
  * dump) so the format does not depend on the compiler's padding: model name, nparams,
  * nbuffers, spec hash, layout hash, then the state. */
 #define HEADER_BYTES_V3 (MODEL_NAME_MAX + 2 * 8 + 2 * 8 + 4 * 8 + 8 + 16 + 8 + 8 + 8 + 4 + 4 * CKPT_MAX_WORKERS)
-/* Version 4 appends global_batch, progress, pass, gain, efficiency and the gns_t state. */
-#define HEADER_BYTES (HEADER_BYTES_V3 + 4 + 8 * 8)
+/* Version 4 appends global_batch, progress, pass, gain, efficiency and the gns_t state;
+ * version 5 each worker's dropout step. */
+#define HEADER_BYTES_V4 (HEADER_BYTES_V3 + 4 + 8 * 8)
+#define HEADER_BYTES (HEADER_BYTES_V4 + 8 * CKPT_MAX_WORKERS)
 #define PREFIX_BYTES 16 /* magic, version, header_bytes */
 _Static_assert(HEADER_BYTES_V3 == MODEL_NAME_MAX + 12 * 8 + 16 + 4 + 4 * CKPT_MAX_WORKERS, "header size");
 #define CKPT_READ_FLOOR ((size_t)64 << 20)
@@ -103,6 +105,7 @@ int checkpoint_save(const char *path, const model_t *m, const ckpt_state_t *st, 
     put(&b, &st->gns_trace, 8);
     put(&b, &st->gns_weight, 8);
     put(&b, &st->gns_samples, 8);
+    put(&b, st->dropout_step, 8 * CKPT_MAX_WORKERS);
     put(&b, m->params, m->nparams * sizeof(float));
     put(&b, m->momentum, m->nparams * sizeof(float));
     put(&b, m->buffers, m->nbuffers * sizeof(float));
@@ -143,33 +146,34 @@ out:
  * test_hardening checks the two agree). */
 static const struct {
     const char *name;
-    size_t size;
+    size_t size, elem; /* elem: an array's element size (name[i]), else 0 */
 } HEADER_FIELDS[] = {
-    {"model", MODEL_NAME_MAX},
-    {"nparams", 8},
-    {"nbuffers", 8},
-    {"spec_hash", 8},
-    {"layout_hash", 8},
-    {"global_step", 8},
-    {"epoch", 8},
-    {"step_in_epoch", 8},
-    {"cursor", 8},
-    {"seed", 8},
-    {"aug_rng", 16},
-    {"epoch_loss_sum", 8},
-    {"epoch_loss_samples", 8},
-    {"ps_version", 8},
-    {"nworkers", 4},
-    {"batch_of", 4 * CKPT_MAX_WORKERS},
-    {"global_batch", 4},
-    {"progress", 8},
-    {"pass", 8},
-    {"gain", 8},
-    {"efficiency", 8},
-    {"gns_g2", 8},
-    {"gns_trace", 8},
-    {"gns_weight", 8},
-    {"gns_samples", 8},
+    {"model", MODEL_NAME_MAX, 0},
+    {"nparams", 8, 0},
+    {"nbuffers", 8, 0},
+    {"spec_hash", 8, 0},
+    {"layout_hash", 8, 0},
+    {"global_step", 8, 0},
+    {"epoch", 8, 0},
+    {"step_in_epoch", 8, 0},
+    {"cursor", 8, 0},
+    {"seed", 8, 0},
+    {"aug_rng", 16, 0},
+    {"epoch_loss_sum", 8, 0},
+    {"epoch_loss_samples", 8, 0},
+    {"ps_version", 8, 0},
+    {"nworkers", 4, 0},
+    {"batch_of", 4 * CKPT_MAX_WORKERS, 4},
+    {"global_batch", 4, 0},
+    {"progress", 8, 0},
+    {"pass", 8, 0},
+    {"gain", 8, 0},
+    {"efficiency", 8, 0},
+    {"gns_g2", 8, 0},
+    {"gns_trace", 8, 0},
+    {"gns_weight", 8, 0},
+    {"gns_samples", 8, 0},
+    {"dropout_step", 8 * CKPT_MAX_WORKERS, 8},
 };
 
 int checkpoint_field_at(const char *field, size_t *off, size_t *size)
@@ -181,12 +185,12 @@ int checkpoint_field_at(const char *field, size_t *off, size_t *size)
         size_t n = strlen(HEADER_FIELDS[i].name);
         if (strncmp(field, HEADER_FIELDS[i].name, n) == 0) {
             if (field[n] == 0) return *off = o, *size = HEADER_FIELDS[i].size, 0;
-            /* batch_of[i] */
+            /* batch_of[i], dropout_step[i] */
             unsigned k;
             char close = 0;
-            if (strcmp(HEADER_FIELDS[i].name, "batch_of") == 0 && sscanf(field + n, "[%u%c", &k, &close) == 2 &&
-                close == ']' && k < CKPT_MAX_WORKERS)
-                return *off = o + 4 * (size_t)k, *size = 4, 0;
+            const size_t e = HEADER_FIELDS[i].elem;
+            if (e && sscanf(field + n, "[%u%c", &k, &close) == 2 && close == ']' && k < CKPT_MAX_WORKERS)
+                return *off = o + e * (size_t)k, *size = e, 0;
         }
         o += HEADER_FIELDS[i].size;
     }
@@ -355,6 +359,22 @@ int checkpoint_validate(const ckpt_state_t *st, const ckpt_expect_t *want, const
     if (!(isfinite(st->gns_g2) && isfinite(st->gns_trace) && st->gns_weight >= 0 && st->gns_weight <= 1 &&
           st->gns_samples >= 0))
         return refuse(err, errlen, path, "checkpoint fields gns_* are not a noise-scale estimate");
+    /* Each training forward takes one sample at least, and each epoch is one pass over
+     * the training set (the goodput planner's further passes are steps of the epoch,
+     * each of one forward per worker at most; steps are within train_n). */
+    const uint64_t most_forwards = (uint64_t)(st->epoch + 1) * (uint64_t)(n > 0 ? n : 1);
+    for (int i = 0; i < CKPT_MAX_WORKERS; i++) {
+        uint64_t d = st->dropout_step[i];
+        if (i >= st->nworkers && d != 0)
+            return refuse(err, errlen, path,
+                          "checkpoint field dropout_step[%d] = %" PRIu64 " past nworkers (%d), want 0", i, d,
+                          (int)st->nworkers);
+        if (d > most_forwards)
+            return refuse(err, errlen, path,
+                          "checkpoint field dropout_step[%d] = %" PRIu64 " is outside [0, %" PRIu64
+                          "] (one training sample per forward at least)",
+                          i, d, most_forwards);
+    }
     int64_t sum = 0;
     const int32_t lo = want->min_batch > 1 ? want->min_batch : 1;
     for (int i = 0; i < CKPT_MAX_WORKERS; i++) {
@@ -390,16 +410,16 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
     get(&r, &hdr, 4);
     if (version < 3)
         return refuse(err, errlen, path,
-                      "checkpoint format version %u is from an older pacer-worker, %s; this one reads versions 3 "
-                      "and %u only: start the job afresh, or resume it with the pacer-worker that wrote it",
+                      "checkpoint format version %u is from an older pacer-worker, %s; this one reads versions 3 to "
+                      "%u only: start the job afresh, or resume it with the pacer-worker that wrote it",
                       version,
                       version <= 1 ? "which did not record the job spec and model layout"
                                    : "which kept model names in 32 bytes (now 64, and tensor names 128)",
                       CKPT_VERSION);
-    if (version != CKPT_VERSION && version != 3)
-        return refuse(err, errlen, path, "unsupported checkpoint version %u (this build reads 3 and %u)", version,
+    if (version > CKPT_VERSION)
+        return refuse(err, errlen, path, "unsupported checkpoint version %u (this build reads 3 to %u)", version,
                       CKPT_VERSION);
-    const uint32_t header = version == 3 ? HEADER_BYTES_V3 : HEADER_BYTES;
+    const uint32_t header = version == 3 ? HEADER_BYTES_V3 : version == 4 ? HEADER_BYTES_V4 : HEADER_BYTES;
     if (hdr != header)
         return refuse(err, errlen, path, "checkpoint field header_bytes = %u, version %u has %u", hdr, version,
                       (unsigned)header);
@@ -460,6 +480,9 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
     } else if (want) {
         s.global_batch = want->global_batch; /* version 3: no goodput planner then */
     }
+    if (version >= 5) get(&r, s.dropout_step, 8 * CKPT_MAX_WORKERS);
+    else
+        for (int i = 0; i < s.nworkers && i < CKPT_MAX_WORKERS; i++) s.dropout_step[i] = (uint64_t)s.global_step;
     /* Counters any run needs sane, even a tool that compares weights (want NULL). */
     if (s.global_step < 0 || s.epoch < 0 || s.step_in_epoch < 0 || s.cursor < 0 || s.nworkers < 0 ||
         s.nworkers > CKPT_MAX_WORKERS || s.pass < 0 || s.global_batch < 0)

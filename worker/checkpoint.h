@@ -1,12 +1,12 @@
 /* worker/checkpoint.h - versioned binary checkpoints of the fused buffers.
  *
- * Layout (little-endian, as written by x86-64), version 4:
+ * Layout (little-endian, as written by x86-64), version 5:
  *   "PACERCKP" | u32 version | u32 header_bytes | header fields (the order of
  *   checkpoint_save: model name (MODEL_NAME_MAX = 64 bytes, a catalog name, NUL-padded),
  *   nparams, nbuffers, spec hash, layout hash (tensor names of up to
  *   MODEL_TENSOR_NAME_MAX bytes, offsets and counts), then
- *   ckpt_state_t's fields; version 3, which is still read, ends the header at batch_of:
- *   no goodput or noise-scale state) | params (nparams f32) | momentum (nparams f32)
+ *   ckpt_state_t's fields; version 4, which is still read, ends the header at gns_samples:
+ *   no dropout steps; version 3 at batch_of: no goodput or noise-scale state either) | params (nparams f32) | momentum (nparams f32)
  *   | buffers (nbuffers f32) | u32 CRC32 (zlib) of every byte before it
  * Written to a temporary file in the same directory, fsync'ed and renamed over the
  * target, so a reader sees the old checkpoint or the new one, never half of one.
@@ -18,8 +18,9 @@
  * the header against what this run can hold, before anything is used; each refusal is
  * one line naming the file and the field. A version whose bytes would be read wrongly is
  * refused, saying so: 1 had no hashes, 2 a 32-byte model name (before the catalog's
- * 64-byte names). Version 3 is version 4 without the fields it appends, so it is read,
- * as a run without the goodput planner (see ckpt_state_t).
+ * 64-byte names). Versions 3 and 4 are version 5 without the fields each later one
+ * appends, so they are read: version 3 as a run without the goodput planner, both with
+ * every worker's dropout step at the global step (see ckpt_state_t).
  */
 #ifndef PACER_CHECKPOINT_H
 #define PACER_CHECKPOINT_H
@@ -31,7 +32,7 @@
 #include "rng.h"
 
 #define CKPT_MAGIC "PACERCKP"
-#define CKPT_VERSION 4u
+#define CKPT_VERSION 5u
 #define CKPT_MAX_WORKERS 256
 
 /* Everything besides the buffers that a resumed run needs to continue bit for bit. */
@@ -59,6 +60,15 @@ typedef struct {
     double gain, efficiency;
     double gns_g2, gns_trace, gns_weight;
     int64_t gns_samples;
+    /* Version 5 (model.h, dropout_step): each worker's dropout step, the training
+     * forwards it has taken, so that a resumed worker draws the masks it would have drawn
+     * next. The ranks of a synchronous algorithm step together (one forward a global step,
+     * a worker the goodput planner leaves out counting its step too), so the writer (rank
+     * 0) records its own for each; the parameter server records each worker's from its
+     * latest push. 0 past nworkers. Versions 3 and 4 read as the global step for every
+     * worker (what their resumed runs took: exact for a synchronous algorithm, masks not
+     * used before for an asynchronous one's workers). */
+    uint64_t dropout_step[CKPT_MAX_WORKERS];
 } ckpt_state_t;
 
 /* What the resuming run can take, to validate a checkpoint's fields against. */
@@ -92,7 +102,8 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
  * re-plans the batches); the position (epoch, step in epoch, cursor, global step) inside
  * the run; each batch in [min_batch, max_batch] (the bounds every plan keeps,
  * common/planner.h; [min_batch, global_batch] when written by another number of
- * workers), summing to global_batch, and zero past nworkers; the loss accumulators and
+ * workers), summing to global_batch, and zero past nworkers; each dropout step at most
+ * one per sample of the epochs so far, and zero past nworkers; the loss accumulators and
  * the rng state. Returns 0, or -1 with one line naming path and the field. */
 int checkpoint_validate(const ckpt_state_t *st, const ckpt_expect_t *want, const char *path, char *err, size_t errlen);
 /* FNV-1a of the model's name, counts and every tensor's name, offset, size and kind:
@@ -101,7 +112,8 @@ uint64_t checkpoint_layout_hash(const model_t *m);
 
 /* For tests and tools that forge checkpoints: where a field sits in a file of this
  * version ("version", "header_bytes", "model", "nparams", "nbuffers", "spec_hash",
- * "layout_hash", the ckpt_state_t fields by name, "batch_of[i]"). Returns 0 with the
+ * "layout_hash", the ckpt_state_t fields by name, "batch_of[i]", "dropout_step[i]").
+ * Returns 0 with the
  * byte offset and size, or -1 for an unknown name. */
 int checkpoint_field_at(const char *field, size_t *off, size_t *size);
 /* Recomputes the trailing CRC32 of a checkpoint image of len bytes in place. */

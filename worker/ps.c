@@ -244,6 +244,7 @@ static int serve(server_t *s, const train_opts_t *o)
         adaptive_ps_push(w, g, h.batch); /* the noise scale, before a rule changes g */
         int64_t tau = s->ps.t - h.t_read;
         s->speed[m] = h.samples_per_s > 0 ? h.samples_per_s : s->speed[m];
+        w->dropout_of[m] = h.dropout_step;
         float scale = 1.0f;
         if (sp->algorithm.dynamic_batch) scale = (float)h.batch / (float)sp->batch_size;
         w->lr = lr_at(&w->sched, (float)(sp->optimizer.lr * w->lr_scale), s->ps.t, w->total_steps);
@@ -511,7 +512,11 @@ static int run_worker(worker_t *w)
         w->slowdown = worker_slowdown_now(w);
         float loss = worker_compute_grad(w, 1.0f);
         phase_mark(&w->phases, PHASE_OTHER);
-        ps_push_t p = {.t_read = h.version, .batch = h.batch, .loss = loss, .samples_per_s = w->stats.ewma_sps};
+        ps_push_t p = {.t_read = h.version,
+                       .batch = h.batch,
+                       .loss = loss,
+                       .samples_per_s = w->stats.ewma_sps,
+                       .dropout_step = w->model->dropout_step};
         memcpy(out, &p, sizeof p);
         memcpy(out + sizeof p, w->model->grads, np * sizeof(float));
         t0 = clock_mono_s();

@@ -25,10 +25,12 @@
 #include "worker.h"
 
 typedef struct {
-    int64_t t_read;       /* version the gradient was computed at */
-    int32_t batch;        /* samples it is over */
-    float loss;           /* its mean loss */
-    double samples_per_s; /* the worker's EWMA compute speed (for dynamic batching) */
+    int64_t t_read;        /* version the gradient was computed at */
+    int32_t batch;         /* samples it is over */
+    float loss;            /* its mean loss */
+    double samples_per_s;  /* the worker's EWMA compute speed (for dynamic batching) */
+    uint64_t dropout_step; /* the worker's dropout step after this gradient (for the
+                              checkpoint: worker_t.dropout_of) */
 } ps_push_t;
 
 typedef struct {

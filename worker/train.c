@@ -154,6 +154,9 @@ float worker_compute_grad(worker_t *w, float loss_scale)
         if (!w->gpu_ahead && cuda_model_upload_params(w->gpu, m->params) != 0) gpu_fail(w, "uploading the weights");
         if (cuda_model_train_step(w->gpu, w->x, w->y, w->batch, loss_scale, m->grads, &loss) != 0)
             gpu_fail(w, "training step");
+        /* The device counted a training forward (its dropout masks): the host mirrors the
+         * count, which the checkpoint and the pushes to a parameter server read. */
+        m->dropout_step++;
     } else if (sim_skip_compute(w)) {
         /* A simulated timing what-if: sim_charge_train below charges the step. */
         memset(w->model->grads, 0, w->model->nparams * sizeof *w->model->grads);
@@ -806,11 +809,12 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
     w->eval_idx = calloc((size_t)w->max_batch, sizeof *w->eval_idx);
     w->perm = calloc((size_t)w->train.n, sizeof *w->perm);
     w->batch_of = calloc((size_t)w->nworkers, sizeof *w->batch_of);
+    w->dropout_of = calloc((size_t)w->nworkers, sizeof *w->dropout_of);
     w->plan_next = calloc((size_t)w->nworkers, sizeof *w->plan_next);
     w->plan_speeds = calloc((size_t)w->nworkers, sizeof *w->plan_speeds);
     w->undisturbed_s = calloc((size_t)w->max_batch + 1, sizeof *w->undisturbed_s);
-    if (!w->x || !w->y || !w->eval_idx || !w->perm || !w->batch_of || !w->plan_next || !w->plan_speeds ||
-        !w->undisturbed_s) {
+    if (!w->x || !w->y || !w->eval_idx || !w->perm || !w->batch_of || !w->dropout_of || !w->plan_next ||
+        !w->plan_speeds || !w->undisturbed_s) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -851,6 +855,7 @@ void worker_teardown(worker_t *w)
     free(w->eval_idx);
     free(w->perm);
     free(w->batch_of);
+    free(w->dropout_of);
     free(w->plan_next);
     free(w->plan_speeds);
     free(w->emulation.hosts);
@@ -874,6 +879,10 @@ static void fill_ckpt(const worker_t *w, ckpt_state_t *st)
     st->ps_version = w->role == ROLE_PS ? w->global_step : 0;
     st->nworkers = w->nworkers;
     for (int i = 0; i < w->nworkers && i < CKPT_MAX_WORKERS; i++) st->batch_of[i] = w->batch_of[i];
+    /* Each worker's dropout step: the parameter server has them from the pushes; the
+     * ranks of a synchronous algorithm step together, so rank 0's is every rank's. */
+    for (int i = 0; i < w->nworkers && i < CKPT_MAX_WORKERS; i++)
+        st->dropout_step[i] = w->role == ROLE_PS ? w->dropout_of[i] : w->model->dropout_step;
     st->spec_hash = spec_hash(w->spec);
     adaptive_save(w, st);
 }
@@ -999,11 +1008,13 @@ int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
     ckpt_state_t st;
     if (checkpoint_load(path, w->model, &want, &st, err, errlen) != 0) return -1;
     w->global_step = st.global_step;
-    /* Not in the checkpoint: a rank's dropout step is its training forwards, which a
-     * synchronous algorithm's ranks count as global steps, so the masks go on as in an
-     * uninterrupted run; an asynchronous worker has taken fewer, so it goes on with masks
-     * it never used. */
-    w->model->dropout_step = (uint64_t)st.global_step;
+    /* A worker goes on with its own dropout masks (checkpoint.h, dropout_step); one the
+     * checkpoint's world did not have (an elastic restart on more workers) takes the
+     * global step, as every worker did before version 5. */
+    const int wi = w->worker_index;
+    w->model->dropout_step = wi >= 0 && wi < st.nworkers ? st.dropout_step[wi] : (uint64_t)st.global_step;
+    for (int i = 0; i < w->nworkers; i++)
+        w->dropout_of[i] = i < st.nworkers ? st.dropout_step[i] : (uint64_t)st.global_step;
     w->epoch = st.epoch;
     w->step_in_epoch = st.step_in_epoch;
     w->cursor = st.cursor;

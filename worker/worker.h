@@ -83,7 +83,10 @@ typedef struct worker {
     int32_t *perm;
     long cursor;
     int global_batch;
-    int *batch_of;            /* (nworkers) current per-worker batch sizes */
+    int *batch_of; /* (nworkers) current per-worker batch sizes */
+    /* (nworkers) at the parameter server: each worker's dropout step (model.h) as of its
+     * latest push, for the checkpoint (ps.c keeps it; unused by the other ranks). */
+    uint64_t *dropout_of;
     int min_batch, max_batch; /* batch bounds (planner_bounds); buffer capacity */
     float *x;                 /* (max_batch, C, H, W) */
     int32_t *y;               /* (max_batch) */

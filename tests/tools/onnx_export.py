@@ -35,6 +35,20 @@ folding, so batch norm and dropout are kept):
                      dilated depthwise convolution, ceil-mode pooling with pads, dropout, a
                      Gemm with transB 0, alpha 2, beta 0.5), for the GPU path on the stand-in
                      device (tests/integration/gpu_path_fake_device.sh).
+Usage: /usr/bin/python3 tests/tools/onnx_export.py --zoo OUTDIR
+Writes the networks tests/integration/onnx_zoo.sh trains on MNIST, each as a PyTorch user
+would export it for training (as --mnist), under the class name the file is named after
+(tests/tools/onnx_check.py --module loads the trained weights back into that class):
+  LeNet5.onnx      the built-in lenet5's graph (conv, max pool, ReLU; three Linear layers),
+                   under its tensor names (bench/onnx_import.sh compares the two);
+  VggBN.onnx       two VGG stages of 3x3 convolutions with batch norm, dropout between
+                   the Linear layers;
+  ResNetProj.onnx  residual blocks whose shortcut is a projection (1x1 convolution of
+                   stride 2 and batch norm);
+  DwSep.onnx       depthwise-separable blocks (a 3x3 convolution of groups = channels,
+                   then a 1x1 one), batch norm after each;
+  DenseCat.onnx    DenseNet-style blocks (each layer's output concatenated to its input
+                   along channels) and a transition layer with average pooling.
 Exits 77 when torch or onnx cannot be imported (the test then skips, saying so).
 """
 import sys
@@ -298,8 +312,145 @@ def mnist(out):
                       dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
 
 
+# ---- --zoo: the network families of issue 25, tiny widths for MNIST (1x28x28, 10 classes) ----
+
+
+class LeNet5(nn.Module):
+    """The built-in lenet5 (model/model.c): max pooling before the ReLU, as pacer computes
+    it (the same result as ReLU first), and the built-in's tensor names."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 6, 5, padding=2)
+        self.conv2 = nn.Conv2d(6, 16, 5)
+        self.fc1 = nn.Linear(400, 120)
+        self.fc2 = nn.Linear(120, 84)
+        self.fc3 = nn.Linear(84, 10)
+
+    def forward(self, x):
+        x = F.relu(F.max_pool2d(self.conv1(x), 2))
+        x = F.relu(F.max_pool2d(self.conv2(x), 2))
+        x = torch.flatten(x, 1)
+        return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
+
+
+def conv_bn(cin, cout, k=3, stride=1, groups=1):
+    return nn.Sequential(nn.Conv2d(cin, cout, k, stride=stride, padding=k // 2, groups=groups, bias=False),
+                         nn.BatchNorm2d(cout), nn.ReLU())
+
+
+class VggBN(nn.Module):
+    """Two VGG stages (3x3 convolution, batch norm, ReLU, twice, then 2x2 max pooling) and
+    a classifier with dropout between its Linear layers."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(conv_bn(1, 8), conv_bn(8, 8), nn.MaxPool2d(2),
+                                      conv_bn(8, 16), conv_bn(16, 16), nn.MaxPool2d(2))
+        self.classifier = nn.Sequential(nn.Dropout(0.3), nn.Linear(16 * 7 * 7, 32), nn.ReLU(),
+                                        nn.Dropout(0.3), nn.Linear(32, 10))
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.features(x), 1))
+
+
+class ProjBlock(nn.Module):
+    """A residual block that halves the resolution: its shortcut is a 1x1 convolution of
+    stride 2 with batch norm (a projection), as torchvision's downsample."""
+
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride=2, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride=2, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        return F.relu(self.bn2(self.conv2(y)) + self.shortcut(x))
+
+
+class ResNetProj(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = conv_bn(1, 8)
+        self.layer1 = ProjBlock(8, 16)  # 28 -> 14
+        self.layer2 = ProjBlock(16, 16)  # 14 -> 7
+        self.fc = nn.Linear(16 * 7 * 7, 10)
+
+    def forward(self, x):
+        x = self.layer2(self.layer1(self.stem(x)))
+        return self.fc(torch.flatten(x, 1))
+
+
+class DwSep(nn.Module):
+    """Depthwise-separable blocks (MobileNet's): a 3x3 convolution with groups = channels,
+    then a pointwise 1x1 one, batch norm and ReLU after each."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = conv_bn(1, 8)
+        self.block1 = nn.Sequential(conv_bn(8, 8, groups=8), conv_bn(8, 16, k=1))
+        self.block2 = nn.Sequential(conv_bn(16, 16, stride=2, groups=16), conv_bn(16, 16, k=1))
+        self.fc = nn.Linear(16 * 7 * 7, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(self.stem(x), 2)  # 28 -> 14
+        x = self.block2(self.block1(x))  # 14 -> 7
+        return self.fc(torch.flatten(x, 1))
+
+
+class DenseLayer(nn.Module):
+    def __init__(self, cin, growth):
+        super().__init__()
+        self.bn = nn.BatchNorm2d(cin)
+        self.conv = nn.Conv2d(cin, growth, 3, padding=1, bias=False)
+
+    def forward(self, x):
+        return torch.cat([x, self.conv(F.relu(self.bn(x)))], 1)
+
+
+class DenseCat(nn.Module):
+    """DenseNet-style: each layer's new channels concatenated to its input, two layers a
+    block, a transition (batch norm, ReLU, 1x1 convolution, 2x2 average pooling) between
+    the blocks."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(1, 8, 3, padding=1, bias=False)
+        self.block1 = nn.Sequential(DenseLayer(8, 6), DenseLayer(14, 6))
+        self.trans_bn = nn.BatchNorm2d(20)
+        self.trans = nn.Conv2d(20, 12, 1, bias=False)
+        self.block2 = nn.Sequential(DenseLayer(12, 6), DenseLayer(18, 6))
+        self.bn = nn.BatchNorm2d(24)
+        self.fc = nn.Linear(24 * 7 * 7, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(self.stem(x), 2)  # 28 -> 14
+        x = self.block1(x)
+        x = F.avg_pool2d(self.trans(F.relu(self.trans_bn(x))), 2)  # 14 -> 7
+        x = F.relu(self.bn(self.block2(x)))
+        return self.fc(torch.flatten(x, 1))
+
+
+ZOO = (LeNet5, VggBN, ResNetProj, DwSep, DenseCat)
+
+
+def zoo(out):
+    for cls in ZOO:
+        torch.manual_seed(7)  # the same starting weights every time: the test's runs are repeatable
+        net = cls().train()
+        x = torch.randn(2, 1, 28, 28)  # tracing in training mode moves the running statistics by it
+        torch.onnx.export(net, x, "%s/%s.onnx" % (out, cls.__name__), opset_version=13, do_constant_folding=False,
+                          training=torch.onnx.TrainingMode.PRESERVE, input_names=["input"],
+                          output_names=["logits"], dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--mnist":
         mnist(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "--zoo":
+        zoo(sys.argv[2])
     else:
         main()

@@ -319,10 +319,14 @@ static void test_checkpoint_hostile_fields(void **state)
         {"nbuffers", 1, "truncated or oversized checkpoint"},
         {"version", 1, "checkpoint format version 1 is from an older pacer-worker, which did not record"},
         {"version", 2, "checkpoint format version 2 is from an older pacer-worker, which kept model names in 32"},
-        {"version", 5, "unsupported checkpoint version 5 (this build reads 3 and 4)"},
+        {"version", 6, "unsupported checkpoint version 6 (this build reads 3 to 5)"},
         {"version", 3, "checkpoint field header_bytes = "},
+        {"version", 4, "checkpoint field header_bytes = "},
         {"version", -1, "unsupported checkpoint version 4294967295"},
-        {"header_bytes", 100, "checkpoint field header_bytes = 100, version 4 has"},
+        {"header_bytes", 100, "checkpoint field header_bytes = 100, version 5 has"},
+        /* version 5's: each worker's dropout step */
+        {"dropout_step[1]", 1, "dropout_step[1] = 1 past nworkers (1), want 0"},
+        {"dropout_step[0]", (int64_t)1 << 50, "dropout_step[0] = 1125899906842624 is outside [0, "},
         /* version 4's fields: the global batch in force, the goodput planner's pass, the
          * noise scale's averages */
         {"global_batch", 65, "global_batch = 65 is outside [16, 16]"},
@@ -556,23 +560,25 @@ static void test_checkpoint_validate_other_world(void **state)
     assert_non_null(strstr(err, "nworkers = 4 is outside [1, 3]"));
 }
 
-/* buf (len bytes, a version 4 checkpoint) as version 3 wrote it: the header without
- * version 4's global batch, goodput and noise-scale fields, header_bytes and version to
+/* buf (len bytes, a checkpoint of this build) as version v (3 or 4) wrote it: the header
+ * without the fields later versions append (version 5's dropout steps; for 3 also
+ * version 4's global batch, goodput and noise-scale fields), header_bytes and version to
  * match; the CRC is left to the caller. */
-static void to_version3(unsigned char *buf, size_t *len)
+static void to_version(unsigned char *buf, size_t *len, uint32_t v)
 {
     size_t off, size, hoff, hsize;
-    assert_int_equal(checkpoint_field_at("global_batch", &off, &size), 0);
-    const size_t extra = 4 + 8 * 8; /* global_batch .. gns_samples */
+    assert_int_equal(checkpoint_field_at(v == 3 ? "global_batch" : "dropout_step", &off, &size), 0);
+    const size_t extra = (v == 3 ? 4 + 8 * 8 : 0) + 8 * CKPT_MAX_WORKERS; /* global_batch .. dropout_step */
     memmove(buf + off, buf + off + extra, *len - off - extra);
     *len -= extra;
-    uint32_t v = 3, hdr;
+    uint32_t hdr;
     assert_int_equal(checkpoint_field_at("header_bytes", &hoff, &hsize), 0);
     memcpy(&hdr, buf + hoff, 4);
     hdr -= (uint32_t)extra;
     memcpy(buf + 8, &v, 4);
     memcpy(buf + hoff, &hdr, 4);
 }
+static void to_version3(unsigned char *buf, size_t *len) { to_version(buf, len, 3); }
 
 /* A version 3 checkpoint (main's format before the goodput planner: the header without
  * version 4's global batch, goodput and noise-scale fields) still resumes: written
@@ -598,6 +604,44 @@ static void test_checkpoint_reads_version3(void **state)
     if (worker_resume(&w, old, err, sizeof err) != 0) fail_msg("version 3 refused: %s", err);
     assert_int_equal(w.global_step, 4);
     assert_int_equal(w.global_batch, 16);
+    worker_teardown(&w);
+}
+
+/* A version 4 checkpoint (before the dropout steps were kept) still resumes, with the
+ * dropout step at the global step as that version's runs took it; a version 5 one gives
+ * the rank its own recorded step (here one that is not the global step, as an
+ * asynchronous worker's is not), and a checkpoint records the rank's. */
+static void test_checkpoint_dropout_step(void **state)
+{
+    fixture_t *fx = *state;
+    char good[512], old[600], own[600];
+    make_checkpoint(fx, good, sizeof good);
+    size_t len, off, size;
+    unsigned char *buf = read_all(good, &len);
+    uint64_t d;
+    assert_int_equal(checkpoint_field_at("dropout_step[0]", &off, &size), 0);
+    assert_int_equal(size, 8);
+    memcpy(&d, buf + off, 8);
+    assert_int_equal(d, 4); /* 4 training forwards (the calibration's do not count) */
+    snprintf(old, sizeof old, "%s/v4.ckpt", fx->dir);
+    to_version(buf, &len, 4);
+    checkpoint_fix_crc(buf, len);
+    write_bytes(old, buf, len);
+    free(buf);
+    snprintf(own, sizeof own, "%s/own.ckpt", fx->dir);
+    forge(good, own, "dropout_step[0]", 3);
+    static job_spec_t spec;
+    static worker_t w;
+    lenet_spec(fx, &spec, NULL);
+    char err[1024] = "";
+    if (worker_setup(&w, &spec, 0, 1, err, sizeof err) != 0) fail_msg("%s", err);
+    w.model->dropout_step = 99;
+    if (worker_resume(&w, old, err, sizeof err) != 0) fail_msg("version 4 refused: %s", err);
+    assert_int_equal(w.global_step, 4);
+    assert_int_equal(w.model->dropout_step, 4);
+    if (worker_resume(&w, own, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_int_equal(w.global_step, 4);
+    assert_int_equal(w.model->dropout_step, 3);
     worker_teardown(&w);
 }
 
@@ -669,7 +713,7 @@ static void test_checkpoint_old_format(void **state)
     if (worker_setup(&w, &spec, 0, 1, err, sizeof err) != 0) fail_msg("%s", err);
     expect_refused(&w, old,
                    "checkpoint format version 2 is from an older pacer-worker, which kept model names in 32 "
-                   "bytes (now 64, and tensor names 128); this one reads versions 3 and 4 only: start the job "
+                   "bytes (now 64, and tensor names 128); this one reads versions 3 to 5 only: start the job "
                    "afresh");
     worker_teardown(&w);
     free(v2);
@@ -818,6 +862,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_checkpoint_hostile_fields, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_spec_hash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_reads_version3, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_checkpoint_dropout_step, setup, teardown),
         cmocka_unit_test(test_checkpoint_validate_goodput),
         cmocka_unit_test(test_checkpoint_validate_async),
         cmocka_unit_test(test_checkpoint_validate_other_world),

@@ -181,7 +181,8 @@ static const field_t FIELDS[] = {
             "pacer-sim, named in the catalog by its base name (`cnn.onnx`); its initializers are the "
             "starting weights (docs/JOB_SPEC.md, ONNX models)."},
     {.path = "dataset.name", STR(dataset.name), .catalog = CAT_DATASET, .def_str = "fashion-mnist",
-     .doc = "Data set (`GET /api/v1/datasets`); its image shape and classes must be the model's."},
+     .doc = "Data set (`GET /api/v1/datasets`); its image shape and classes must be the model's. A user's "
+            "(an image folder or .npz under a data root) is read from its path in its format."},
     {.path = "dataset.path", STR(dataset.path), .def_str = "", .resume_free = 1,
      .doc = "Directory of the data set files; empty = the data set's default directory."},
     {.path = "dataset.train_subset", INT(dataset.train_subset), BETWEEN(0, MAX_COUNT), .def_num = 0,

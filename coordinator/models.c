@@ -104,7 +104,8 @@ void coord_userdata_sync(coordinator_t *c, json_t *refused)
     int probed;
     for (int i = 0; i < c->ndata_roots; i++) roots_v[i] = c->data_roots[i];
     int n = userdata_refresh(roots_v, c->ndata_roots, refused, &probed);
-    if (probed) clog_printf("data roots probed: %d data set%s", n, n == 1 ? "" : "s");
+    /* the daemon's log; a command-line client (pacer submit) says nothing of it */
+    if (probed && c->daemon) clog_printf("data roots probed: %d data set%s", n, n == 1 ? "" : "s");
 }
 
 int coord_datasets(coordinator_t *c, json_t **out)

@@ -181,7 +181,8 @@ static const field_t FIELDS[] = {
             "pacer-sim, named in the catalog by its base name (`cnn.onnx`); its initializers are the "
             "starting weights (docs/JOB_SPEC.md, ONNX models)."},
     {.path = "dataset.name", STR(dataset.name), .catalog = CAT_DATASET, .def_str = "fashion-mnist",
-     .doc = "Data set (`GET /api/v1/datasets`); its image shape and classes must be the model's."},
+     .doc = "Data set (`GET /api/v1/datasets`); its image shape and classes must be the model's. A user's "
+            "(an image folder or .npz under a data root) is read from its path in its format."},
     {.path = "dataset.path", STR(dataset.path), .def_str = "", .resume_free = 1,
      .doc = "Directory of the data set files; empty = the data set's default directory."},
     {.path = "dataset.train_subset", INT(dataset.train_subset), BETWEEN(0, MAX_COUNT), .def_num = 0,
@@ -640,7 +641,9 @@ static int parse_value(errbuf_t *e, const field_t *f, json_t *v, unsigned char *
             join_list(list, sizeof list, f->choices, "");
             return fail(e, "%s: must be one of %s", where, list);
         }
-        if (f->catalog && !in_catalog(f->catalog, s)) {
+        /* dataset.name is checked by resolve_dataset, once dataset.format and
+         * dataset.path are known too (a user's set read from its path needs no entry) */
+        if (f->catalog == CAT_MODEL && !in_catalog(f->catalog, s)) {
             char list[512];
             catalog_names(f->catalog, list, sizeof list, "", 0);
             return fail(e, "%s: must be one of %s", where, list);
@@ -796,7 +799,7 @@ const char *spec_dataset_format(const job_spec_t *s)
 {
     catalog_dataset_t d;
     if (strcmp(s->dataset.format, "auto") != 0) return s->dataset.format;
-    /* a user's entry is never read by its name (cross_check_dataset refuses it) */
+    /* a user's entry named alone had its format filled in by resolve_dataset */
     if (catalog_dataset_get(s->dataset.name, &d) != 0 || catalog_format_is_user(d.format)) return "idx";
     return catalog_format_name(d.format);
 }
@@ -813,15 +816,9 @@ static int cross_check_dataset(errbuf_t *e, const job_spec_t *s)
 {
     const char *fmt = s->dataset.format, *ds = s->dataset.name;
     catalog_dataset_t d;
-    /* dataset.name was checked against the catalog by its row; one removed since is named */
-    if (catalog_dataset_get(ds, &d) != 0) return fail(e, "dataset.name: %s is no longer in the catalog", ds);
-    /* A user's data set in the catalog (GET /api/v1/datasets lists what the data roots
-     * hold) is given by where it is: the worker reads that path, not the name. */
-    if (catalog_format_is_user(d.format) && strcmp(fmt, "auto") == 0)
-        return fail(e,
-                    "dataset.name: %s is a user's data set (%s at %s): give it as \"dataset\": {\"format\": \"%s\", "
-                    "\"path\": \"%s\"}",
-                    ds, catalog_format_name(d.format), d.fixed_dir, catalog_format_name(d.format), d.fixed_dir);
+    /* resolve_dataset checked dataset.name (a user's set by path may carry any label) */
+    if (catalog_dataset_get(ds, &d) != 0 && !spec_dataset_is_user(s))
+        return fail(e, "dataset.name: %s is no longer in the catalog", ds);
     if ((strcmp(fmt, "idx") == 0 || strcmp(fmt, "cifar") == 0) && strcmp(fmt, catalog_format_name(d.format)) != 0)
         return fail(e, "dataset.format: %s is not the format of dataset.name %s (%s)", fmt, ds,
                     catalog_format_name(d.format));
@@ -916,6 +913,38 @@ static int resolve_model(errbuf_t *e, job_spec_t *s)
                     s->model_onnx, s->model);
     char why[768];
     if (onnx_loader(s->model_onnx, s->model, why, sizeof why) != 0) return fail(e, "model.onnx: %s", why);
+    return 0;
+}
+
+/* "dataset": {"name": NAME} of a user's data set (an image folder or .npz that a data
+ * root holds, put in the catalog by common/userdata.h: GET /api/v1/datasets lists it) is
+ * read from where the catalog found it, in its format: format and path are filled in
+ * here, so that the coordinator checks the path against its data roots, stores the
+ * spec with both and its workers read the path, as for a spec that gave them. A name
+ * that is not in this process's catalog is still a valid label of a user's set given by
+ * format and path (a worker without --data-root reading the coordinator's spec);
+ * otherwise it gets the catalog's names. */
+static int resolve_dataset(errbuf_t *e, job_spec_t *s)
+{
+    catalog_dataset_t d;
+    if (catalog_dataset_get(s->dataset.name, &d) != 0) {
+        if (spec_dataset_is_user(s) && s->dataset.path[0]) return 0;
+        char list[512];
+        catalog_dataset_names(list, sizeof list, "", 0);
+        return fail(e, "dataset.name: must be one of %s", list);
+    }
+    if (!catalog_format_is_user(d.format)) return 0;
+    const char *f = catalog_format_name(d.format);
+    if (strcmp(s->dataset.format, "auto") != 0 && strcmp(s->dataset.format, f) != 0)
+        return fail(e, "dataset.format: %s is not the format of dataset.name %s (%s)", s->dataset.format,
+                    s->dataset.name, f);
+    if (s->dataset.path[0] && strcmp(s->dataset.path, d.fixed_dir) != 0)
+        return fail(e, "dataset.path: %s is not where dataset.name %s is (%s): give one or the other", s->dataset.path,
+                    s->dataset.name, d.fixed_dir);
+    if (strlen(d.fixed_dir) >= sizeof s->dataset.path)
+        return fail(e, "dataset.name: %s: its path is too long for dataset.path", s->dataset.name);
+    snprintf(s->dataset.format, sizeof s->dataset.format, "%s", f);
+    snprintf(s->dataset.path, sizeof s->dataset.path, "%s", d.fixed_dir);
     return 0;
 }
 
@@ -1026,6 +1055,7 @@ int spec_from_json(json_t *root, job_spec_t *out, char *err, size_t errlen)
     }
     resolve(&s);
     if (resolve_model(&e, &s) < 0) goto done;
+    if (resolve_dataset(&e, &s) < 0) goto done;
     if (cross_check(&e, &s) < 0) goto done;
     memcpy(out, &s, sizeof s);
     rc = 0;

@@ -192,6 +192,7 @@ int coord_submit_as(coordinator_t *c, const char *spec_json, const char *parent,
     if (!s) return COORD_EINTERNAL;
     char perr[512];
     int code = COORD_EINVAL;
+    coord_userdata_sync(c, NULL); /* a user's data set named by dataset.name */
     if (spec_parse(spec_json, s, perr, sizeof perr) != 0) set_err(err, errlen, "%s", perr);
     else code = coord_submit_spec_as(c, s, parent, id, idlen, NULL, err, errlen);
     free(s);

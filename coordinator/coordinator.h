@@ -228,13 +228,18 @@ int coord_models(coordinator_t *c, json_t **out);
 int coord_model(coordinator_t *c, const char *name, json_t **out);
 /* {"datasets": [Dataset], "data_roots": [dirs], "refused": [...]}: every data set of the
  * catalog, the built-ins and the image folders and .npz files under the data roots (synced
- * first: coordinator/userdata.h), with its "name", "title", "source", "format", "input"
+ * first: coord_userdata_sync), with its "name", "title", "source", "format", "input"
  * (null for an image folder), "classes", "train_samples", "test_samples", "augment",
  * "default_path" (what a spec without dataset.path reads; a user's: its folder or file),
  * "present" and "path": where this machine has its files (the default path, else DIR
  * under the first data root holding them), or null. "refused": {"name", "format", "path",
  * "error"} for what the roots hold that cannot be offered, and why. */
 int coord_datasets(coordinator_t *c, json_t **out);
+/* Brings the catalog's user data sets in step with the data roots (common/userdata.h's
+ * userdata_refresh: a probe only when the roots changed since the last one, logged as
+ * "data roots probed: ..."), so that a spec may name one by dataset.name. Called by
+ * coord_datasets and before a submitted spec is parsed. refused may be NULL. */
+void coord_userdata_sync(coordinator_t *c, json_t *refused);
 
 /* ---- events (for Server-Sent Events) ------------------------------------------------------
  * Events come from Redis streams, so a subscriber misses nothing between two waits and

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "catalog.h"
+#include "clog.h"
 #include "coord_internal.h"
 #include "memest.h"
 #include "userdata.h"
@@ -97,12 +98,20 @@ static json_t *dataset_json(const coordinator_t *c, const catalog_dataset_t *d)
     return j;
 }
 
-int coord_datasets(coordinator_t *c, json_t **out)
+void coord_userdata_sync(coordinator_t *c, json_t *refused)
 {
     const char *roots_v[COORD_DATA_ROOTS_MAX];
-    json_t *refused = json_array();
+    int probed;
     for (int i = 0; i < c->ndata_roots; i++) roots_v[i] = c->data_roots[i];
-    if (refused) userdata_sync(roots_v, c->ndata_roots, refused);
+    int n = userdata_refresh(roots_v, c->ndata_roots, refused, &probed);
+    /* the daemon's log; a command-line client (pacer submit) says nothing of it */
+    if (probed && c->daemon) clog_printf("data roots probed: %d data set%s", n, n == 1 ? "" : "s");
+}
+
+int coord_datasets(coordinator_t *c, json_t **out)
+{
+    json_t *refused = json_array();
+    if (refused) coord_userdata_sync(c, refused);
     json_t *list = json_array();
     catalog_dataset_t d;
     for (size_t i = 0; list && catalog_dataset_at(i, &d) == 0; i++) {

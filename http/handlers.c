@@ -119,6 +119,7 @@ int handle_jobs_submit(http_req_t *rq)
 {
     job_spec_t *s = malloc(sizeof *s);
     if (!s) return handler_problem(rq, problem_new(500, "internal", NULL, "out of memory", NULL, NULL));
+    coord_userdata_sync(rq->srv->coord, NULL); /* a user's data set named by dataset.name */
     json_t *p = handlers_body_spec(rq->body, rq->body_len, s);
     if (p) {
         free(s);

@@ -31,18 +31,27 @@
 #include "onnx_import.h"
 #include "platform.h"
 #include "spec.h"
+#include "userdata.h"
 #include "version.h"
 
 #define MAX_PASS 64
 #define MAX_CFG 16
+#define SIM_DATA_ROOTS_MAX 8
 
 static const struct option OPTIONS[] = {
-    {"spec", required_argument, NULL, 's'},    {"summary", required_argument, NULL, 'o'},
-    {"metrics", required_argument, NULL, 'm'}, {"worker", required_argument, NULL, 'w'},
-    {"smpirun", required_argument, NULL, 'r'}, {"keep", required_argument, NULL, 'k'},
-    {"cfg", required_argument, NULL, 'c'},     {"log", no_argument, NULL, 'l'},
-    {"dry-run", no_argument, NULL, 'n'},       {"version", no_argument, NULL, 'V'},
-    {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+    {"spec", required_argument, NULL, 's'},
+    {"summary", required_argument, NULL, 'o'},
+    {"metrics", required_argument, NULL, 'm'},
+    {"worker", required_argument, NULL, 'w'},
+    {"smpirun", required_argument, NULL, 'r'},
+    {"keep", required_argument, NULL, 'k'},
+    {"cfg", required_argument, NULL, 'c'},
+    {"log", no_argument, NULL, 'l'},
+    {"dry-run", no_argument, NULL, 'n'},
+    {"version", no_argument, NULL, 'V'},
+    {"data-root", required_argument, NULL, 'U'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
 };
 
 static void usage(FILE *f)
@@ -64,6 +73,8 @@ static void usage(FILE *f)
                "                    wins); repeatable, e.g. --cfg smpi/bw-factor:0:0.956 to\n"
                "                    calibrate the network model (bench/sim_validate.sh)\n"
                "  --log             show SimGrid's own log lines (default: warnings only)\n"
+               "  --data-root DIR   a directory of users' data sets, repeatable: the spec may name one\n"
+               "                    by dataset.name (passed on to every rank)\n"
                "  --dry-run         print the smpirun command instead of running it (with --keep,\n"
                "                    the platform and hostfile stay for a look)\n"
                "  -- ARGS           passed to every rank of pacer-worker (--redis URL --job ID,\n"
@@ -192,6 +203,8 @@ int main(int argc, char **argv)
     /* --cfg settings, each kept as smpirun's "--cfg=NAME:VALUE" word */
     char cfg[MAX_CFG][256];
     int ncfg = 0, show_log = 0, dry_run = 0, c;
+    const char *roots[SIM_DATA_ROOTS_MAX];
+    int nroots = 0;
     while ((c = getopt_long(argc, argv, "", OPTIONS, NULL)) != -1) {
         switch (c) {
         case 's': spec_path = optarg; break;
@@ -214,6 +227,14 @@ int main(int argc, char **argv)
             snprintf(cfg[ncfg++], sizeof cfg[0], "--cfg=%s", optarg);
             break;
         case 'l': show_log = 1; break;
+        case 'U':
+            if (nroots == SIM_DATA_ROOTS_MAX) {
+                fprintf(stderr, "pacer-sim: --data-root: at most %d\n", SIM_DATA_ROOTS_MAX);
+                return 2;
+            }
+            if (!shell_safe("--data-root", optarg)) return 2;
+            roots[nroots++] = optarg;
+            break;
         case 'n': dry_run = 1; break;
         case 'V': printf("pacer-sim %s\n", PACER_VERSION); return 0;
         case 'h': usage(stdout); return 0;
@@ -246,6 +267,8 @@ int main(int argc, char **argv)
     /* "model": {"onnx": PATH}: the file is imported here for the spec's checks, and again
      * by the simulated worker that trains it. */
     spec_set_onnx_loader(onnx_import_catalog_add);
+    /* dataset.name of a user's set: resolved here for the checks, and by every rank */
+    if (nroots > 0) userdata_sync(roots, nroots, NULL);
     if (spec_load_file(spec_path, &spec, err, sizeof err) != 0) {
         fprintf(stderr, "pacer-sim: %s\n", err);
         return 2;
@@ -321,7 +344,7 @@ int main(int argc, char **argv)
     }
 
     /* smpirun's command line. */
-    char np[32], speed[64], *args[64 + MAX_CFG + MAX_PASS];
+    char np[32], speed[64], *args[64 + 2 * SIM_DATA_ROOTS_MAX + MAX_CFG + MAX_PASS];
     int a = 0;
     snprintf(np, sizeof np, "%d", world);
     /* In timing mode SMPI charges each measured burst as burst x host-speed flops, so a
@@ -358,6 +381,10 @@ int main(int argc, char **argv)
     if (metrics) {
         args[a++] = "--metrics";
         args[a++] = (char *)metrics;
+    }
+    for (int i = 0; i < nroots; i++) {
+        args[a++] = "--data-root";
+        args[a++] = (char *)roots[i];
     }
     for (int i = optind; i < argc; i++) args[a++] = argv[i];
     args[a] = NULL;

@@ -321,6 +321,17 @@ int dcache_build_commit(dcache_build_t *b, dcache_split_t split[2], char *err, s
         b->fd = -1;
         return errmsg(err, errlen, "%s: cannot write: %s", b->tmp, strerror(e));
     }
+    /* The pages just written are on disk now (msync) and mapped nowhere: drop them from
+     * the page cache, so that dcache_open reads the file back. The build wrote them one
+     * 4 KiB page at a time through its mapping, and as such they stay in the page cache:
+     * scattered small pages that every later mapping maps with 4 KiB entries, which made
+     * a gather from the cache 2.8 times slower than from IDX's malloc'ed pixels (the
+     * address translation of a random sample, not the copy, measured on the development
+     * VM). Read back, readahead brings the file in as large folios (ext4, Linux 6.x) that
+     * the read-only mapping maps with 2 MiB entries (FilePmdMapped in /proc/PID/smaps):
+     * the cache's gather is then as fast as IDX's. Costs one read of the file, once per
+     * build; advisory, so a kernel that keeps the pages only loses the speed-up. */
+    posix_fadvise(b->fd, 0, 0, POSIX_FADV_DONTNEED);
     int rc = fs_atomic_commit(b->fd, b->tmp, b->path);
     b->fd = -1;
     if (rc != 0) return errmsg(err, errlen, "%s: cannot commit: %s", b->path, strerror(errno));

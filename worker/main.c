@@ -27,6 +27,7 @@
 #include "spec.h"
 #include "trace.h"
 #include "train.h"
+#include "userdata.h"
 #include "version.h"
 
 static const struct option OPTIONS[] = {
@@ -53,6 +54,7 @@ static const struct option OPTIONS[] = {
     {"trace", required_argument, NULL, 'X'},
     {"export-onnx", required_argument, NULL, 'O'},
     {"data-cache", required_argument, NULL, 'C'},
+    {"data-root", required_argument, NULL, 'U'},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -107,6 +109,9 @@ static void usage(FILE *f)
                "                         decoded to once and mapped from by every later job and rank\n"
                "                         of this host, unless the spec's dataset.cache_dir names one\n"
                "                         (default $XDG_CACHE_HOME/pacer/data, ~/.cache/pacer/data)\n"
+               "  --data-root DIR        a directory of users' data sets (image folders, .npz files),\n"
+               "                         repeatable: a spec may name one by \"dataset\": {\"name\": ...}\n"
+               "                         as the coordinator's GET /api/v1/datasets lists it\n"
                "  --trace FILE           write this job's recent steps as a Chrome trace (Perfetto,\n"
                "                         chrome://tracing): one track per rank, phases as slices;\n"
                "                         rank 0 gathers every rank's timeline at the end\n"
@@ -177,10 +182,13 @@ static const char *g_redis_url, *g_job_id; /* --redis, --job */
 static const char *g_trace_path;           /* --trace */
 static const char *g_export_onnx;          /* --export-onnx */
 static const char *g_data_cache;           /* --data-cache */
-static const char *g_redis_password_file;  /* --redis-password-file */
-static int g_world;                        /* --world: 0 = not given */
-static double g_lr_scale = 1.0;            /* --lr-scale */
-static long g_resume_before = -1;          /* --resume-before: -1 = not given */
+#define WORKER_DATA_ROOTS_MAX 16
+static const char *g_data_roots[WORKER_DATA_ROOTS_MAX]; /* --data-root */
+static int g_ndata_roots;
+static const char *g_redis_password_file; /* --redis-password-file */
+static int g_world;                       /* --world: 0 = not given */
+static double g_lr_scale = 1.0;           /* --lr-scale */
+static long g_resume_before = -1;         /* --resume-before: -1 = not given */
 static int coordinator_assignment(worker_t *w, int *out);
 
 int main(int argc, char **argv)
@@ -246,6 +254,13 @@ int main(int argc, char **argv)
         case 'X': g_trace_path = optarg; break;
         case 'O': g_export_onnx = optarg; break;
         case 'C': g_data_cache = optarg; break;
+        case 'U':
+            if (g_ndata_roots == WORKER_DATA_ROOTS_MAX) {
+                fprintf(stderr, "pacer-worker: --data-root: at most %d\n", WORKER_DATA_ROOTS_MAX);
+                return 2;
+            }
+            g_data_roots[g_ndata_roots++] = optarg;
+            break;
         case 'V': version(); return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -349,6 +364,9 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
         if (rank == 0) fprintf(stderr, __VA_ARGS__); \
     } while (0)
 
+    /* The data roots' sets in the catalog, as the coordinator lists them, so that the
+     * spec may name one (common/spec.c resolves the name to its format and path). */
+    if (g_ndata_roots > 0) userdata_sync(g_data_roots, g_ndata_roots, NULL);
     if (spec_load_file(spec_path, &spec, err, sizeof err) != 0) {
         SAY("pacer-worker: %s\n", err);
         return finish(use_mpi, &w, 2);

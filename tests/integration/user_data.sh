@@ -106,6 +106,17 @@ JSON
     cmp -s "$TMP/midx.dig.rank0" "$TMP/mnpz.dig.rank0" ||
         fail "MNIST as .npz trains differently from IDX: $(diff "$TMP/midx.dig.rank0" "$TMP/mnpz.dig.rank0" | head -3)"
     echo "ok: MNIST as .npz trains bit for bit like IDX ($(wc -l <"$TMP/mnpz.dig.rank0") weight digests equal)"
+    # The same .npz named by its catalog name under a data root (--data-root): resolved
+    # to its format and path, the same training; without the root the name is unknown.
+    mkdir -p "$TMP/roots" && cp "$TMP/mnist.npz" "$TMP/roots/mnist.npz"
+    mnist_spec mname '"name": "mnist.npz"'
+    expect_error 2 "dataset.name: must be one of fashion-mnist, mnist, cifar10" $WORKER --spec "$TMP/mname.json"
+    $WORKER --data-root "$TMP/roots" --spec "$TMP/mname.json" --summary "$TMP/mname.sum" \
+        --weight-digest "$TMP/mname.dig" >"$TMP/mname.log" 2>&1 || { cat "$TMP/mname.log"; fail "mname failed"; }
+    jq -e --arg p "$TMP/roots/mnist.npz" '.dataset | .format == "npz" and .path == $p' "$TMP/mname.sum" >/dev/null ||
+        fail "dataset.name mnist.npz: $(jq -c .dataset "$TMP/mname.sum")"
+    cmp -s "$TMP/midx.dig.rank0" "$TMP/mname.dig.rank0" || fail "mnist.npz by name trains differently from IDX"
+    echo "ok: the .npz named by dataset.name under --data-root trains bit for bit like IDX"
     # The gather from the mapped cache against the whole step (phases, worker/phase.h).
     share=$(jq -r '.per_rank[0].phases | .data / .step_s' "$TMP/mnpz.sum")
     at_most "LeNet-5 from the .npz cache: phases.data / step_s" "$share" 0.15

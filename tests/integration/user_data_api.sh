@@ -80,8 +80,8 @@ refused "$TMP/outside.json" 400 invalid-spec dataset.path "not under a data root
 
 # GET /api/v1/datasets: the catalog, one list: the built-ins and what the data root holds
 # (name, format, classes, samples; an .npz's image shape, a folder's null), and the
-# broken folder under "refused" with the probe's reason. A user's set named by
-# dataset.name alone is refused, saying to give its format and path.
+# broken folder under "refused" with the probe's reason. A user's set may be named by
+# dataset.name alone (a wrong format or unknown name gets a 400).
 code=$(curl -s -o "$TMP/body" -D "$TMP/hdr" -w '%{http_code}' "$BASE/api/v1/datasets")
 [ "$code" = 200 ] || fail "GET /api/v1/datasets: HTTP $code"
 saved=$(mktemp "$TMP/answers/body.XXXXXX")
@@ -96,8 +96,25 @@ jq -e --arg d "$STATE/data" '([.datasets[] | select(.source == "builtin") | .nam
     (.refused | length == 1 and .[0].name == "holes" and (.[0].error | contains("a class folder without images")))' \
     "$TMP/body" >/dev/null || fail "GET /api/v1/datasets: $(jq -c '{datasets: [.datasets[] | {name, source, format, classes, input, path}], refused}' "$TMP/body")"
 echo "ok: GET /api/v1/datasets lists the built-ins, digits and twelve.npz, and why holes is not offered"
-job "$TMP/byname.json" byname '"name": "digits"'
-refused "$TMP/byname.json" 400 invalid-spec dataset.name 'give it as "dataset": {"format": "imagefolder", "path"'
+job "$TMP/bynpz.json" bynpz '"name": "twelve.npz", "format": "imagefolder"'
+refused "$TMP/bynpz.json" 400 invalid-spec dataset.format "imagefolder is not the format of dataset.name twelve.npz (npz)"
+job "$TMP/unknown.json" unknown '"name": "nosuch"'
+refused "$TMP/unknown.json" 400 invalid-spec dataset.name "must be one of fashion-mnist, mnist, cifar10, digits, twelve.npz"
+
+# The probe is cached: a second listing with nothing changed does not probe the roots
+# again (one "data roots probed" line in the log per probe); a new data set does.
+probes() { grep -c 'data roots probed' "$TMP/coord.log"; }
+p0=$(probes)
+[ "$p0" -ge 1 ] || fail "no 'data roots probed' line in the log after a listing"
+curl -s -o "$TMP/body" "$BASE/api/v1/datasets" || fail "GET /api/v1/datasets"
+[ "$(probes)" = "$p0" ] || fail "a listing with nothing changed probed the data roots again ($p0 -> $(probes))"
+cp "$STATE/data/twelve.npz" "$STATE/data/twelve2.npz"
+curl -s -o "$TMP/body" "$BASE/api/v1/datasets" || fail "GET /api/v1/datasets"
+jq -e '[.datasets[].name] | index("twelve2.npz") != null' "$TMP/body" >/dev/null ||
+    fail "a new .npz under the data root is not listed: $(jq -c '[.datasets[].name]' "$TMP/body")"
+[ "$(probes)" = "$((p0 + 1))" ] || fail "a new data set: want one more probe, log has $(probes) (was $p0)"
+rm "$STATE/data/twelve2.npz"
+echo "ok: the data roots' probe is cached ($p0 probe(s)), and a new .npz shows up"
 
 # A good folder trains; its job shows what the worker found and where it cached it.
 job "$TMP/good.json" good "\"format\": \"imagefolder\", \"path\": \"$STATE/data/digits\""
@@ -116,6 +133,18 @@ await 120 "job $id2 to succeed" is_state "$id2" SUCCEEDED
 jq -e '.summary.dataset.cache.built == false' "$TMP/body" >/dev/null ||
     fail "the second job did not map the first one's cache: $(jq -c .summary.dataset.cache "$TMP/body")"
 echo "ok: the second job mapped the cache the first decoded"
+
+# Named by dataset.name alone: the daemon fills in its format and path (the data-root
+# rule applies to that path) and the job trains from it.
+job "$TMP/byname.json" byname '"name": "digits"'
+[ "$(post "$TMP/byname.json")" = 201 ] || { cat "$TMP/body"; fail "the data set named by dataset.name was refused"; }
+idn=$(jq -r .id "$TMP/body")
+await 120 "job $idn to succeed" is_state "$idn" SUCCEEDED
+[ "$(getjob "$idn")" = 200 ] || fail "GET job $idn"
+jq -e --arg p "$STATE/data/digits" '.spec.dataset.format == "imagefolder" and .spec.dataset.path == $p and
+    (.summary.dataset | .name == "digits" and .path == $p and .classes == 10 and .train_samples == 60)' \
+    "$TMP/body" >/dev/null || fail "job $idn (dataset.name digits): spec.dataset $(jq -c .spec.dataset "$TMP/body"), summary.dataset $(jq -c .summary.dataset "$TMP/body")"
+echo "ok: a job naming digits by dataset.name trained from $STATE/data/digits"
 
 python3 -c 'import jsonschema' 2>/dev/null || fail "python3-jsonschema not installed (deploy/install-deps.sh test)"
 python3 tests/tools/openapi_check.py docs/openapi.json "$TMP/answers/index" || fail "answers that docs/openapi.json does not describe"

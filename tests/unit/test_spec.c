@@ -1546,9 +1546,32 @@ static void test_catalog_user_dataset(void **state)
     assert_int_equal(catalog_dataset_present(&got, "/"), 1);
 
     job_spec_t s;
-    assert_int_equal(spec_parse("{\"model\":\"resnet20\",\"dataset\":{\"name\":\"pets\"}}", &s, err, sizeof err), -1);
-    assert_string_equal(err, "dataset.name: pets is a user's data set (imagefolder at /data/pets): give it as "
-                             "\"dataset\": {\"format\": \"imagefolder\", \"path\": \"/data/pets\"}");
+    /* by its name alone: read from where the catalog found it, in its format */
+    if (spec_parse("{\"model\":\"resnet20\",\"dataset\":{\"name\":\"pets\"}}", &s, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    assert_string_equal(s.dataset.format, "imagefolder");
+    assert_string_equal(s.dataset.path, "/data/pets");
+    assert_true(spec_dataset_is_user(&s));
+    char *norm = spec_to_json(&s);
+    assert_non_null(strstr(norm, "\"path\":\"/data/pets\""));
+    free(norm);
+    assert_int_equal(spec_parse("{\"model\":\"resnet20\",\"dataset\":{\"name\":\"pets\",\"format\":\"npz\"}}", &s, err,
+                                sizeof err),
+                     -1);
+    assert_string_equal(err, "dataset.format: npz is not the format of dataset.name pets (imagefolder)");
+    assert_int_equal(spec_parse("{\"model\":\"resnet20\",\"dataset\":{\"name\":\"pets\",\"path\":\"/data/cats\"}}", &s,
+                                err, sizeof err),
+                     -1);
+    assert_string_equal(err, "dataset.path: /data/cats is not where dataset.name pets is (/data/pets): give one or the "
+                             "other");
+    /* an unknown name: the catalog's names (a user's set by format and path may carry any) */
+    assert_int_equal(spec_parse("{\"model\":\"resnet20\",\"dataset\":{\"name\":\"dogs\"}}", &s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "dataset.name: must be one of fashion-mnist, mnist, cifar10"));
+    assert_non_null(strstr(err, "pets"));
+    if (spec_parse("{\"model\":\"resnet20\",\"dataset\":{\"name\":\"dogs\",\"format\":\"imagefolder\",\"path\":"
+                   "\"/data/dogs\"}}",
+                   &s, err, sizeof err) != 0)
+        fail_msg("%s", err);
     /* by format and path: 37 classes against resnet20's 10 is the submission's probe */
     if (spec_parse("{\"model\":\"resnet20\",\"dataset\":{\"format\":\"imagefolder\",\"path\":\"/data/pets\","
                    "\"resize\":[32,32],\"augment\":true}}",

@@ -1,4 +1,4 @@
-/* coordinator/userdata.c - see userdata.h. */
+/* common/userdata.c - see userdata.h. */
 #include "userdata.h"
 
 #include <dirent.h>
@@ -136,4 +136,99 @@ int userdata_sync(const char *const *roots, int nroots, json_t *refused)
     free(found);
     free(d);
     return nfound;
+}
+
+/* ---- the cached sync ---------------------------------------------------------------- */
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static uint64_t fnv_stat(uint64_t h, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) return fnv(h, "-", 1);
+    int64_t v[5] = {(int64_t)st.st_ino, (int64_t)st.st_size, (int64_t)st.st_mode, (int64_t)st.st_mtim.tv_sec,
+                    (int64_t)st.st_mtim.tv_nsec};
+    return fnv(h, v, sizeof v);
+}
+
+/* A split folder's class folders: names and their stat (a file added to, removed from or
+ * renamed in a class folder changes its mtime). */
+static uint64_t fnv_split(uint64_t h, const char *dir)
+{
+    struct dirent **names = NULL;
+    int n = scandir(dir, &names, not_hidden, by_name);
+    h = fnv(h, &n, sizeof n);
+    for (int i = 0; i < n; i++) {
+        char path[PATH_MAX];
+        h = fnv(h, names[i]->d_name, strlen(names[i]->d_name) + 1);
+        if (snprintf(path, sizeof path, "%s/%s", dir, names[i]->d_name) < (int)sizeof path) h = fnv_stat(h, path);
+        free(names[i]);
+    }
+    free(names);
+    return h;
+}
+
+uint64_t userdata_fingerprint(const char *const *roots, int nroots)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int r = 0; r < nroots; r++) {
+        struct dirent **names = NULL;
+        h = fnv(h, roots[r], strlen(roots[r]) + 1);
+        h = fnv_stat(h, roots[r]);
+        int n = scandir(roots[r], &names, not_hidden, by_name);
+        for (int i = 0; i < n; i++) {
+            char path[PATH_MAX], sub[PATH_MAX + 8];
+            struct stat st;
+            int len = snprintf(path, sizeof path, "%s/%s", roots[r], names[i]->d_name);
+            h = fnv(h, names[i]->d_name, strlen(names[i]->d_name) + 1);
+            if (len > 0 && (size_t)len < sizeof path && stat(path, &st) == 0) {
+                h = fnv_stat(h, path);
+                if (S_ISDIR(st.st_mode)) {
+                    static const char *const SPLITS[] = {"train", "test", "val"};
+                    for (size_t k = 0; k < sizeof SPLITS / sizeof *SPLITS; k++) {
+                        snprintf(sub, sizeof sub, "%s/%s", path, SPLITS[k]);
+                        h = fnv_split(fnv_stat(h, sub), sub);
+                    }
+                }
+            }
+            free(names[i]);
+        }
+        free(names);
+    }
+    return h;
+}
+
+/* The last sync's fingerprint, count and refusals, under cache_lock (held across the
+ * comparison and the sync, so that two requests after a change probe once). */
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t cached_print;
+static int cached_valid, cached_count;
+static json_t *cached_refused;
+
+int userdata_refresh(const char *const *roots, int nroots, json_t *refused, int *probed)
+{
+    uint64_t now = userdata_fingerprint(roots, nroots);
+    int n;
+    *probed = 0;
+    pthread_mutex_lock(&cache_lock);
+    if (!cached_valid || now != cached_print) {
+        json_t *fresh = json_array();
+        n = userdata_sync(roots, nroots, fresh);
+        json_decref(cached_refused);
+        cached_refused = fresh;
+        cached_print = now;
+        cached_count = n;
+        /* a failed sync (out of memory) is tried again by the next call */
+        cached_valid = n >= 0 && fresh != NULL;
+        *probed = 1;
+    }
+    n = cached_count;
+    if (refused && cached_refused) json_array_extend(refused, cached_refused);
+    pthread_mutex_unlock(&cache_lock);
+    return n;
 }

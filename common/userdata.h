@@ -1,4 +1,4 @@
-/* coordinator/userdata.h - the users' data sets the data roots hold, in the catalog
+/* common/userdata.h - the users' data sets the data roots hold, in the catalog
  * (common/catalog.h), for GET /api/v1/datasets and the new-job form: each image folder (a
  * directory with train/ and test/ or val/) and each .npz directly under a root, probed
  * without decoding (common/dsprobe.h) and added as a "user" entry named by the folder or
@@ -15,6 +15,7 @@
 #define PACER_USERDATA_H
 
 #include <jansson.h>
+#include <stdint.h>
 
 #define USERDATA_LIST_MAX 256 /* entries found, over all roots (the catalog's CATALOG_ADDED_MAX) */
 
@@ -25,5 +26,18 @@
  * offered. Returns how many entries the roots hold now. Serialised: concurrent calls
  * run one after the other. */
 int userdata_sync(const char *const *roots, int nroots, json_t *refused);
+
+/* What the roots hold, as far as a sync could see it without probing: the roots, the
+ * names and stat (size, modification time, inode) of the entries directly under them,
+ * and of a folder's train/, test/, val/ and their class folders (whose mtime changes when
+ * an image is added, removed or renamed). Lists folders, never a class folder's files. */
+uint64_t userdata_fingerprint(const char *const *roots, int nroots);
+
+/* userdata_sync when the roots' fingerprint changed since the last sync made here (or
+ * there was none), else nothing: what GET /api/v1/datasets and a submission call, so
+ * that a request probes (lists image folders, reads .npz labels) only after a change.
+ * *probed says whether it did. refused receives the last sync's refusals either way.
+ * Returns how many entries the roots held at that sync. Serialised. */
+int userdata_refresh(const char *const *roots, int nroots, json_t *refused, int *probed);
 
 #endif

@@ -18,6 +18,7 @@
 #include "benchmark.h"
 #include "comm.h"
 #include "emulate.h"
+#include "modelfetch.h"
 #include "netprobe.h"
 #include "numarg.h"
 #include "onnx_export.h"
@@ -53,6 +54,8 @@ static const struct option OPTIONS[] = {
     {"trace", required_argument, NULL, 'X'},
     {"export-onnx", required_argument, NULL, 'O'},
     {"data-cache", required_argument, NULL, 'C'},
+    {"models-dir", required_argument, NULL, 'M'},
+    {"check-onnx", required_argument, NULL, 'k'},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -63,6 +66,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: pacer-worker --spec FILE [options]\n"
                "       mpirun -np N pacer-worker --netprobe S\n"
                "       mpirun -np N pacer-worker --spec FILE [options]\n"
+               "       pacer-worker --check-onnx FILE\n"
                "\n"
                "Trains the job described by a JSON job spec (docs/JOB_SPEC.md).\n"
                "\n"
@@ -107,6 +111,14 @@ static void usage(FILE *f)
                "                         decoded to once and mapped from by every later job and rank\n"
                "                         of this host, unless the spec's dataset.cache_dir names one\n"
                "                         (default $XDG_CACHE_HOME/pacer/data, ~/.cache/pacer/data)\n"
+               "  --models-dir DIR       where uploaded models are stored as SHA256.onnx (the\n"
+               "                         coordinator passes its state directory's models/); a spec's\n"
+               "                         {\"onnx\": NAME, \"sha256\": HEX} is read from there, else\n"
+               "                         from Redis (--redis), and checked against the hash\n"
+               "  --check-onnx FILE      instead of training, import FILE and print its summary as\n"
+               "                         one JSON line (input, classes, layers, parameters,\n"
+               "                         flops_per_sample, sha256, ...); exit 2 with the importer's\n"
+               "                         message when pacer cannot train it, 3 when it is not ONNX\n"
                "  --trace FILE           write this job's recent steps as a Chrome trace (Perfetto,\n"
                "                         chrome://tracing): one track per rank, phases as slices;\n"
                "                         rank 0 gathers every rank's timeline at the end\n"
@@ -177,6 +189,7 @@ static const char *g_redis_url, *g_job_id; /* --redis, --job */
 static const char *g_trace_path;           /* --trace */
 static const char *g_export_onnx;          /* --export-onnx */
 static const char *g_data_cache;           /* --data-cache */
+static const char *g_models_dir;           /* --models-dir */
 static const char *g_redis_password_file;  /* --redis-password-file */
 static int g_world;                        /* --world: 0 = not given */
 static double g_lr_scale = 1.0;            /* --lr-scale */
@@ -190,6 +203,7 @@ int main(int argc, char **argv)
     long bench_steps = 0;
     double netprobe_s = 0;
     train_opts_t opts = {0};
+    const char *check_onnx = NULL;
     int c;
     while ((c = getopt_long(argc, argv, "", OPTIONS, NULL)) != -1) {
         switch (c) {
@@ -246,10 +260,19 @@ int main(int argc, char **argv)
         case 'X': g_trace_path = optarg; break;
         case 'O': g_export_onnx = optarg; break;
         case 'C': g_data_cache = optarg; break;
+        case 'M': g_models_dir = optarg; break;
+        case 'k': check_onnx = optarg; break;
         case 'V': version(); return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
+    }
+    if (check_onnx) {
+        if (optind != argc || spec_path) {
+            fprintf(stderr, "pacer-worker: --check-onnx takes one file and no spec\n");
+            return 2;
+        }
+        return modelfetch_check(check_onnx);
     }
     if (netprobe_s > 0) {
         if (optind != argc || spec_path) {
@@ -275,7 +298,8 @@ int main(int argc, char **argv)
 
     /* A spec's "model": {"onnx": PATH} is imported into the catalog while the spec is
      * read, before its model and data set are paired. */
-    spec_set_onnx_loader(onnx_import_catalog_add);
+    modelfetch_configure(g_models_dir, g_redis_url, g_redis_password_file);
+    spec_set_onnx_loader(modelfetch_loader);
     if (bench_steps) return benchmark_run(spec_path, bench_steps, summary_path);
     return run(spec_path, summary_path, metrics_path, resume, resume_from, &opts);
 }
@@ -313,7 +337,14 @@ static int export_onnx(worker_t *w, const char *path)
 {
     char err[1024];
     worker_model_to_host(w);
-    if (onnx_export_file(w->spec->model_onnx, w->model, path, err, sizeof err) != 0) {
+    const uint8_t *src;
+    size_t len;
+    int rc = w->spec->model_sha256[0]
+                 ? (modelfetch_bytes(w->spec->model_onnx, w->spec->model_sha256, &src, &len, err, sizeof err) == 0
+                        ? onnx_export_to_file(src, len, w->model, path, err, sizeof err)
+                        : -1)
+                 : onnx_export_file(w->spec->model_onnx, w->model, path, err, sizeof err);
+    if (rc != 0) {
         fprintf(stderr, "pacer-worker: --export-onnx: %s\n", err);
         return -1;
     }

@@ -68,9 +68,11 @@ int modelstore_entry_parse(const json_t *j, const char *name_given, catalog_mode
     out->C = dims[0], out->H = dims[1], out->W = dims[2];
     const long BIG = 1L << 40;
     long classes = 0, layers = 0;
-    if (get_long(j, "classes", 1, 1 << 24, &classes, err, errlen) || get_long(j, "layers", 1, 1 << 20, &layers, err, errlen) ||
+    if (get_long(j, "classes", 1, 1 << 24, &classes, err, errlen) ||
+        get_long(j, "layers", 1, 1 << 20, &layers, err, errlen) ||
         get_long(j, "parameters", 1, BIG, &out->params, err, errlen) ||
-        get_long(j, "buffers", 0, BIG, &out->buffers, err, errlen) || get_long(j, "fixed", 0, BIG, &out->fixed, err, errlen) ||
+        get_long(j, "buffers", 0, BIG, &out->buffers, err, errlen) ||
+        get_long(j, "fixed", 0, BIG, &out->fixed, err, errlen) ||
         get_long(j, "activations_per_sample", 1, BIG, &out->acts_per_sample, err, errlen) ||
         get_long(j, "argmax_per_sample", 0, BIG, &out->argmax_per_sample, err, errlen))
         return -1;
@@ -255,8 +257,8 @@ void modelstore_start(coordinator_t *c)
 static json_t *summary_json(const catalog_model_t *m, size_t bytes)
 {
     return json_pack("{s:s, s:s, s:s, s:s, s:[i,i,i], s:i, s:i, s:I, s:I, s:f, s:I}", "name", m->name, "title",
-                     m->title, "source", catalog_source_name(m->source), "sha256", m->sha256, "input", m->C, m->H,
-                     m->W, "classes", m->classes, "layers", m->layers, "parameters", (json_int_t)m->params, "buffers",
+                     m->title, "source", catalog_source_name(m->source), "sha256", m->sha256, "input", m->C, m->H, m->W,
+                     "classes", m->classes, "layers", m->layers, "parameters", (json_int_t)m->params, "buffers",
                      (json_int_t)m->buffers, "flops_per_sample", m->flops_per_sample, "bytes", (json_int_t)bytes);
 }
 
@@ -281,8 +283,7 @@ static void drop_bytes(coordinator_t *c, redisContext *rc, const char *sha, cons
 
 /* Validates the file with pacer-worker --check-onnx into *m: COORD_OK, COORD_EINVAL (not
  * ONNX), COORD_EDATA (refused), COORD_EINTERNAL (the validator failed); err says why. */
-static int check_file(coordinator_t *c, const char *file, const char *name, catalog_model_t *m, char *err,
-                      size_t errlen)
+static int check_file(coordinator_t *c, const char *file, const char *name, catalog_model_t *m, char *err, size_t errlen)
 {
     char *out = malloc(CHECK_OUT_MAX);
     if (!out) return errmsg(err, errlen, "out of memory"), COORD_EINTERNAL;
@@ -307,10 +308,8 @@ static int check_file(coordinator_t *c, const char *file, const char *name, cata
     } else if (st == 2 || st == 3) {
         /* the stored file's path is the daemon's business, not the client's */
         const char *at = strstr(msg, file);
-        if (at)
-            errmsg(err, errlen, "%.*sthe upload%s", (int)(at - msg), msg, at + strlen(file));
-        else
-            errmsg(err, errlen, "%s", msg[0] ? msg : "refused without a message");
+        if (at) errmsg(err, errlen, "%.*sthe upload%s", (int)(at - msg), msg, at + strlen(file));
+        else errmsg(err, errlen, "%s", msg[0] ? msg : "refused without a message");
         code = st == 3 ? COORD_EINVAL : COORD_EDATA;
     } else {
         errmsg(err, errlen, "the validator %s --check-onnx %s (status %d, at most %.0f s): %.300s", c->worker,
@@ -359,7 +358,9 @@ int coord_model_put(coordinator_t *c, const char *name, const void *data, size_t
         int k = in_use(rc, name, job, sizeof job);
         if (k != 0) {
             if (k < 0) errmsg(err, errlen, "Redis did not answer which jobs use %s", name);
-            else errmsg(err, errlen, "%s is used by job %s (queued or running): replace it when that job ends", name, job);
+            else
+                errmsg(err, errlen, "%s is used by job %s (queued or running): replace it when that job ends", name,
+                       job);
             code = k < 0 ? COORD_EUNAVAIL : COORD_ESTATE;
             goto out;
         }

@@ -70,8 +70,7 @@ static char g_sha[SHA256_HEX_LEN + 1];
 static uint8_t *g_data;
 static size_t g_len;
 
-int modelfetch_bytes(const char *name, const char *sha256, const uint8_t **data, size_t *len, char *err,
-                     size_t errlen)
+int modelfetch_bytes(const char *name, const char *sha256, const uint8_t **data, size_t *len, char *err, size_t errlen)
 {
     if (g_data && strcmp(g_sha, sha256) == 0) {
         *data = g_data;
@@ -146,8 +145,8 @@ int modelfetch_check(const char *path)
         fprintf(stderr, "pacer-worker: %s\n", err);
         return 2;
     }
-    json_t *j = json_pack("{s:[i,i,i], s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:f, s:s}", "input", m.C, m.H, m.W,
-                          "classes", m.classes, "layers", m.layers, "parameters", (json_int_t)m.params, "buffers",
+    json_t *j = json_pack("{s:[i,i,i], s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:f, s:s}", "input", m.C, m.H, m.W, "classes",
+                          m.classes, "layers", m.layers, "parameters", (json_int_t)m.params, "buffers",
                           (json_int_t)m.buffers, "fixed", (json_int_t)m.fixed, "activations_per_sample",
                           (json_int_t)m.acts_per_sample, "argmax_per_sample", (json_int_t)m.argmax_per_sample,
                           "flops_per_sample", m.flops_per_sample, "sha256", hex);

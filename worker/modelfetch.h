@@ -29,8 +29,7 @@ int modelfetch_loader(const char *path, const char *name, const char *sha256, ch
 /* The bytes of uploaded model name (sha256 given), found as above and checked against
  * the hash, owned here and kept for the process (the spec's loader reads them once; the
  * model's build and --export-onnx take them again from memory). 0, or -1 with err. */
-int modelfetch_bytes(const char *name, const char *sha256, const uint8_t **data, size_t *len, char *err,
-                     size_t errlen);
+int modelfetch_bytes(const char *name, const char *sha256, const uint8_t **data, size_t *len, char *err, size_t errlen);
 
 /* pacer-worker --check-onnx FILE: imports the file and prints one JSON line on stdout,
  * {"input": [C, H, W], "classes", "layers", "parameters", "buffers", "fixed",

@@ -138,6 +138,22 @@ BASE=$(api_base)
 expect 200 "GET cnn after a restart" GET /api/v1/models/cnn -H "$AUTH"
 [ "$(jq -r '.source + " " + .sha256' "$TMP/body")" = "uploaded $SHA" ] || fail "after a restart: $(cat "$TMP/body")"
 
+# ---- the CLI: pacer upload, pacer models, pacer rm-model ---------------------------------
+if [ -x "$BUILD/pacer" ]; then
+    PACER="$BUILD/pacer --url $BASE --token $TOKEN"
+    $PACER upload cli-net "$TMP/mnist_cnn.onnx" >"$TMP/cli.out" 2>&1 || { cat "$TMP/cli.out"; fail "pacer upload failed"; }
+    grep -q "sha256 *$SHA" "$TMP/cli.out" || { cat "$TMP/cli.out"; fail "pacer upload does not print the sha256"; }
+    grep -q "1x28x28 images, 10 classes" "$TMP/cli.out" || { cat "$TMP/cli.out"; fail "pacer upload: no input shape"; }
+    $PACER models >"$TMP/cli.out" 2>&1 || fail "pacer models failed"
+    grep -q "^cli-net  *uploaded  *1x28x28" "$TMP/cli.out" || { cat "$TMP/cli.out"; fail "pacer models does not list cli-net"; }
+    expect_error 1 "operator Softplus is not supported" $PACER upload soft "$TMP/mnist_softplus.onnx"
+    expect_error 1 "lenet5 is a built-in model" $PACER rm-model lenet5
+    $PACER rm-model cli-net >"$TMP/cli.out" 2>&1 || { cat "$TMP/cli.out"; fail "pacer rm-model failed"; }
+    expect_error 1 "no model cli-net in the catalog" $PACER models cli-net
+else
+    echo "note: $BUILD/pacer not built (libcurl missing): the CLI part not run"
+fi
+
 # ---- DELETE: 204, then 404; the bytes are gone ----------------------------------------------
 expect 204 "DELETE cnn" DELETE /api/v1/models/cnn -H "$AUTH"
 expect 404 "GET cnn after DELETE" GET /api/v1/models/cnn -H "$AUTH"

@@ -1562,6 +1562,57 @@ static void test_catalog_user_dataset(void **state)
     assert_int_equal(catalog_dataset_remove("pets"), 0);
 }
 
+/* "model": {"onnx": NAME} naming an uploaded model (the coordinator's catalog has it, source
+ * uploaded): the entry, its sha256 pinned into model.sha256 and written back; a hash
+ * that is not the upload's, a hash without a name, a path with a hash and a name that
+ * was never uploaded are refused, each naming what is wrong. */
+static void test_model_uploaded(void **state)
+{
+    (void)state;
+    job_spec_t s, back;
+    char err[512];
+    static const char SHA[] = "d0cedd8ac2e8e0a5e6834487867f41bddce4aea28efa6caaee67e5751efd1fad";
+    catalog_model_t m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.name, sizeof m.name, "up-net");
+    m.source = CATALOG_UPLOADED;
+    m.C = 1, m.H = 28, m.W = 28, m.classes = 10, m.layers = 5;
+    m.params = 1000, m.acts_per_sample = 100, m.flops_per_sample = 1e5;
+    /* an uploaded entry must carry its hash */
+    assert_int_equal(catalog_model_add(&m, err, sizeof err), -1);
+    snprintf(m.sha256, sizeof m.sha256, "%s", SHA);
+    assert_int_equal(catalog_model_add(&m, err, sizeof err), 0);
+    spec_set_onnx_loader(NULL);
+
+    parse_ok("{\"model\":{\"onnx\":\"up-net\"},\"dataset\":{\"name\":\"mnist\"}}", &s);
+    assert_string_equal(s.model, "up-net");
+    assert_string_equal(s.model_sha256, SHA);
+    char *text = spec_to_json(&s);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "\"model\":{\"onnx\":\"up-net\",\"sha256\":\"d0cedd8ac2e8"));
+    parse_ok(text, &back); /* what the coordinator stores reads back */
+    assert_string_equal(back.model_sha256, SHA);
+    free(text);
+
+    assert_int_equal(spec_parse("{\"model\":{\"onnx\":\"up-net\",\"sha256\":"
+                                "\"0000000000000000000000000000000000000000000000000000000000000000\"}}",
+                                &s, err, sizeof err),
+                     -1);
+    assert_non_null(strstr(err, "model.sha256: uploaded model up-net is d0cedd8ac2e8... now, not 000000000000..."));
+    assert_int_equal(spec_parse("{\"model\":{\"onnx\":\"up-net\",\"sha256\":\"D0CE\"}}", &s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "model.sha256: must be 64 lower-case hex digits"));
+    char with_path[256];
+    snprintf(with_path, sizeof with_path, "{\"model\":{\"sha256\":\"%s\"}}", SHA);
+    assert_int_equal(spec_parse(with_path, &s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "model.sha256: only with model.onnx"));
+    snprintf(with_path, sizeof with_path, "{\"model\":{\"onnx\":\"/nets/a.onnx\",\"sha256\":\"%s\"}}", SHA);
+    assert_int_equal(spec_parse(with_path, &s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "model.onnx: with model.sha256, the name of an uploaded model"));
+    assert_int_equal(spec_parse("{\"model\":{\"onnx\":\"never\"}}", &s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "model.onnx: never is not an uploaded model"));
+    assert_int_equal(catalog_model_remove("up-net"), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1593,6 +1644,7 @@ int main(void)
         cmocka_unit_test(test_catalog_added_model),
         cmocka_unit_test(test_catalog_add_refusals),
         cmocka_unit_test(test_model_onnx),
+        cmocka_unit_test(test_model_uploaded),
         cmocka_unit_test(test_onnx_name),
         cmocka_unit_test(test_catalog_user_dataset),
     };

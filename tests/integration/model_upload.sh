@@ -4,7 +4,9 @@
 # REST job naming it ({"onnx": NAME}) trains to SUCCEEDED, and the refusals name what is
 # wrong: a Softplus 422, bytes that are not ONNX 400, a body over --max-model-bytes 413, a
 # built-in name 409, a write without the token 401, a model a queued job uses 409 on
-# DELETE. DELETE answers 204, then 404. The upload survives a restart of the coordinator;
+# DELETE. DELETE answers 204, then 404. The dashboard uploads from its new-job form, and a
+# job's page shows the model's summary (tests/browser/upload.mjs, when Chromium and
+# playwright-core are there). The upload survives a restart of the coordinator;
 # a rank that cannot open the stored file reads the bytes from Redis (pacer:model:SHA256)
 # and the job still trains: the no-shared-file-system path.
 . tests/integration/coordinator_lib.inc
@@ -131,6 +133,18 @@ echo "ok: job $id trained without the stored file: $(grep -m1 'read from Redis' 
 # bytes that do not hash to the spec's sha256 are refused by the rank
 mv "$TMP/moved.onnx" "$STATE/models/$SHA.onnx"
 
+# ---- the dashboard: upload from the new-job form, a job on it, its page's summary ----------
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+if [ -x "$CHROMIUM" ] && command -v node >/dev/null && [ -d tests/browser/node_modules/playwright-core ]; then
+    CHROMIUM=$CHROMIUM timeout 120 node tests/browser/upload.mjs "$BASE" "$TOKEN" "$TMP/mnist_cnn.onnx" "$SHA" ||
+        { tail -20 "$TMP/coord.log"; fail "the dashboard's upload failed"; }
+    ui=$(curl -s -H "$AUTH" "$BASE/api/v1/jobs?limit=10" | jq -r '[.jobs[] | select(.name == "ui-upload")][0].id')
+    await 120 "job $ui (submitted by the dashboard) to end" ended "$ui"
+    [ "$(state_of "$ui")" = SUCCEEDED ] || { tail -20 "$STATE/jobs/$ui/log"; fail "job $ui: $(state_of "$ui")"; }
+else
+    echo "note: no chromium or playwright-core (tests/browser: npm ci): the dashboard's upload not run"
+fi
+
 # ---- a restart keeps it --------------------------------------------------------------------
 stop_coord
 start_coord --max-model-bytes 65536
@@ -158,6 +172,11 @@ fi
 expect 204 "DELETE cnn" DELETE /api/v1/models/cnn -H "$AUTH"
 expect 404 "GET cnn after DELETE" GET /api/v1/models/cnn -H "$AUTH"
 expect 404 "DELETE cnn again" DELETE /api/v1/models/cnn -H "$AUTH"
+# the dashboard's ui-net holds the same bytes: they stay until it goes too
+if [ "$(req GET /api/v1/models/ui-net -H "$AUTH")" = 200 ]; then
+    [ -s "$STATE/models/$SHA.onnx" ] || fail "DELETE cnn removed the bytes ui-net still holds"
+    expect 204 "DELETE ui-net" DELETE /api/v1/models/ui-net -H "$AUTH"
+fi
 [ -e "$STATE/models/$SHA.onnx" ] && fail "the stored file is still there after DELETE"
 redis-cli -s "$STATE/redis.sock" --raw EXISTS "pacer:model:$SHA" | grep -qx 0 || fail "pacer:model:SHA256 still in Redis"
 echo "ok"

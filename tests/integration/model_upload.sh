@@ -101,6 +101,12 @@ expect 400 "POST a job naming no uploaded model" POST /api/v1/jobs -H "$AUTH" -H
     --data-binary "@$TMP/nosuch2.json"
 grep -q "nosuch is not an uploaded model" "$TMP/body" || { cat "$TMP/body"; fail "the 400 does not name the model"; }
 
+# pacer-sim reads ONNX files by path only: a simulated job on an upload is refused
+job sim cnn | jq '.simulate = {enabled: true}' >"$TMP/sim.json"
+expect 400 "POST a simulated job on an upload" POST /api/v1/jobs -H "$AUTH" -H "Content-Type: application/json" \
+    --data-binary "@$TMP/sim.json"
+grep -q "uploaded model cnn cannot be simulated yet" "$TMP/body" || { cat "$TMP/body"; fail "the 400 does not say why"; }
+
 # ---- a job naming it trains; DELETE is refused while it is queued or running ---------------
 job up1 cnn >"$TMP/up1.json"
 id=$(submit_rest "$TMP/up1.json")

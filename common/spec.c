@@ -946,7 +946,13 @@ static int resolve_model(errbuf_t *e, job_spec_t *s)
     } else {
         spec_onnx_name(s->model_onnx, s->model, sizeof s->model);
     }
-    if (catalog_model_get(s->model, &m) == 0) return 0;
+    if (catalog_model_get(s->model, &m) == 0) {
+        /* an upload never takes a built-in's name: a hand-written spec must not train
+         * ONNX bytes under a built-in's figures */
+        if (s->model_sha256[0] && m.source != CATALOG_UPLOADED)
+            return fail(e, "model.onnx: %s is a %s model, not an uploaded one", s->model, catalog_source_name(m.source));
+        return 0;
+    }
     if (!onnx_loader) {
         if (bare)
             return fail(e,

@@ -1608,6 +1608,9 @@ static void test_model_uploaded(void **state)
     snprintf(with_path, sizeof with_path, "{\"model\":{\"onnx\":\"/nets/a.onnx\",\"sha256\":\"%s\"}}", SHA);
     assert_int_equal(spec_parse(with_path, &s, err, sizeof err), -1);
     assert_non_null(strstr(err, "model.onnx: with model.sha256, the name of an uploaded model"));
+    snprintf(with_path, sizeof with_path, "{\"model\":{\"onnx\":\"lenet5\",\"sha256\":\"%s\"}}", SHA);
+    assert_int_equal(spec_parse(with_path, &s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "model.onnx: lenet5 is a builtin model, not an uploaded one"));
     assert_int_equal(spec_parse("{\"model\":{\"onnx\":\"never\"}}", &s, err, sizeof err), -1);
     assert_non_null(strstr(err, "model.onnx: never is not an uploaded model"));
     assert_int_equal(catalog_model_remove("up-net"), 0);

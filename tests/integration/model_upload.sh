@@ -8,7 +8,9 @@
 # job's page shows the model's summary (tests/browser/upload.mjs, when Chromium and
 # playwright-core are there). The upload survives a restart of the coordinator;
 # a rank that cannot open the stored file reads the bytes from Redis (pacer:model:SHA256)
-# and the job still trains: the no-shared-file-system path.
+# and the job still trains: the no-shared-file-system path. First the worker alone: an
+# upload's bytes by hash from --models-dir, trained and exported (--export-onnx), bytes of
+# another hash and a missing store refused; --check-onnx's exit statuses.
 . tests/integration/coordinator_lib.inc
 need_dir "$PACER_SHARED/datasets/mnist" "MNIST"
 command -v curl >/dev/null || skip "curl not installed (make deps)"
@@ -54,8 +56,25 @@ submit_rest() {
     jq -r .id "$TMP/body"
 }
 
-# ---- upload: 201 with the summary, the same bytes again 200 ------------------------------
+# ---- the worker alone: an upload's bytes by hash (--models-dir), checked, exported back -----
 SHA=$(sha256sum "$TMP/mnist_cnn.onnx" | cut -d' ' -f1)
+mkdir -p "$TMP/store" "$TMP/bad"
+cp "$TMP/mnist_cnn.onnx" "$TMP/store/$SHA.onnx"
+cp "$TMP/mnist_softplus.onnx" "$TMP/bad/$SHA.onnx"
+jq -n --arg sha "$SHA" --arg p "$PACER_SHARED/datasets/mnist" \
+    '{model: {onnx: "cnn", sha256: $sha}, dataset: {name: "mnist", path: $p, train_subset: 128, test_subset: 64},
+      algorithm: {name: "sgd"}, workers: 1, batch_size: 32, epochs: 1, seed: 3, device: "cpu", log_every: 2}' >"$TMP/w.json"
+$WORKER --spec "$TMP/w.json" --models-dir "$TMP/store" --export-onnx "$TMP/exported.onnx" >"$TMP/w.log" 2>&1 ||
+    { tail -5 "$TMP/w.log"; fail "pacer-worker on an upload's bytes (--models-dir) failed"; }
+[ -s "$TMP/exported.onnx" ] || fail "--export-onnx of an uploaded model wrote nothing"
+grep -q "^training cnn on mnist" "$TMP/w.log" || { head -3 "$TMP/w.log"; fail "the worker does not name the upload"; }
+echo "ok: the worker trains an upload read by hash from --models-dir and exports it"
+expect_error 2 "the bytes from $TMP/bad/$SHA.onnx hash to" $WORKER --spec "$TMP/w.json" --models-dir "$TMP/bad"
+expect_error 2 "no --redis to fetch it from" $WORKER --spec "$TMP/w.json"
+expect_error 3 "not an ONNX model" $WORKER --check-onnx "$TMP/w.json"
+expect_error 2 "operator Softplus is not supported" $WORKER --check-onnx "$TMP/mnist_softplus.onnx"
+
+# ---- upload: 201 with the summary, the same bytes again 200 ------------------------------
 expect 201 "PUT a new model" PUT /api/v1/models/cnn -H "$AUTH" -H "$OCTET" --data-binary "@$TMP/mnist_cnn.onnx"
 cp "$TMP/body" "$TMP/put.json"
 [ "$(jq -r .sha256 "$TMP/put.json")" = "$SHA" ] || { cat "$TMP/put.json"; fail "sha256 is not the file's"; }

@@ -103,6 +103,7 @@ static int bench_redisGetReply(redisContext *c, void **reply)
 #include "../coordinator/launch_slurm.c"
 #include "../coordinator/launcher.c"
 #include "../coordinator/lock.c"
+#include "../coordinator/modelstore.c"
 #include "../coordinator/netprobe.c"
 #include "../coordinator/preflight.c"
 #include "../coordinator/run.c"

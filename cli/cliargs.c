@@ -49,7 +49,7 @@ static const cli_command_t COMMANDS[] = {
      "standard output). The file is written only when the whole answer has arrived."},
     {"models", CMD_MODELS, 0, 1, "[NAME]", 0, "the models a spec may name (the catalog)",
      "A table of the coordinator's catalog of models (GET /api/v1/models): name, source\n"
-     "(builtin, or onnx for an imported one), input shape, classes, parameters, forward\n"
+     "(builtin; uploaded for one `pacer upload` stored; onnx for an imported one), input shape, classes, parameters, forward\n"
      "FLOPs per sample, the memory a rank needs for the model and for each sample of its\n"
      "largest batch, and the data set it trains on by default. With NAME, that model alone\n"
      "(GET /api/v1/models/NAME; an unknown name is the API's 404). --json prints the API's\n"
@@ -59,6 +59,18 @@ static const cli_command_t COMMANDS[] = {
      "classes, training and test samples, and where the coordinator's machine has the\n"
      "files (its default directory, or under a data root; - when absent). --json prints\n"
      "the API's answer."},
+    {"upload", CMD_UPLOAD, 2, 2, "NAME FILE", 0, "upload an ONNX model as NAME for job specs to train",
+     "Sends the ONNX file (what torch.onnx.export writes) to PUT /api/v1/models/NAME. The\n"
+     "coordinator checks that pacer can train it and stores it; a job spec then names it as\n"
+     "\"model\": {\"onnx\": \"NAME\"}. Prints its summary: sha256, input shape, classes, layers,\n"
+     "parameters, FLOPs per sample (--json: the API's answer). An upload of an existing NAME\n"
+     "replaces it. A file pacer cannot train is refused with the importer's message, naming\n"
+     "the node and its operator (exit status 1), as is a file that is not ONNX, one larger\n"
+     "than the coordinator's --max-model-bytes, or a built-in model's NAME."},
+    {"rm-model", CMD_RM_MODEL, 1, 1, "NAME", 0, "delete an uploaded model",
+     "DELETE /api/v1/models/NAME: the upload leaves the catalog (and the coordinator's\n"
+     "store). Built-in models cannot be deleted, nor an upload a queued or running job\n"
+     "uses (the API answers 409)."},
     {"help", CMD_HELP, 0, 1, "[COMMAND]", 0, "this text, or the help of one command",
      "pacer help COMMAND is pacer COMMAND --help."},
 };
@@ -229,6 +241,7 @@ int cli_args_parse(int argc, char *const argv[], const char *env_url, const char
         return -1;
     }
     if (nargs > 0) a->arg = pos[1];
+    if (nargs > 1) a->arg2 = pos[2];
     unsigned stray = a->seen & ~(c->opts | OPT_GLOBAL);
     for (size_t i = 0; stray && i < NOPTIONS; i++)
         if (stray & OPTIONS[i].bit) {

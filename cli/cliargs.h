@@ -38,6 +38,8 @@ typedef enum {
     CMD_TRACE,
     CMD_MODELS,
     CMD_DATASETS,
+    CMD_UPLOAD,
+    CMD_RM_MODEL,
     CMD_HELP,
 } cli_cmd_t;
 
@@ -79,6 +81,7 @@ typedef struct {
 typedef struct {
     const cli_command_t *command; /* NULL: no command given (usage, or --version) */
     const char *arg;              /* the command's argument (SPEC, ID, or the command help asks about) */
+    const char *arg2;             /* its second (upload's FILE); NULL when none */
     const char *url;              /* never NULL after a successful parse */
     const char *token;            /* NULL = none */
     const char *token_file;

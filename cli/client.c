@@ -200,7 +200,11 @@ static int perform(client_t *c, const char *method, const char *path, const char
     curl_easy_reset(h);
     struct curl_slist *hdrs = extra;
     if (c->auth[0]) hdrs = curl_slist_append(hdrs, c->auth);
-    if (body) hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+    /* a PUT's body is a file's bytes (an ONNX model); any other body a JSON document */
+    const int put = strcmp(method, "PUT") == 0;
+    if (body)
+        hdrs = curl_slist_append(hdrs,
+                                 put ? "Content-Type: application/octet-stream" : "Content-Type: application/json");
     hdrs = curl_slist_append(hdrs, "Expect:"); /* no 100-continue round trip for specs */
     c->errbuf[0] = 0;
     curl_easy_setopt(h, CURLOPT_URL, url);
@@ -230,6 +234,10 @@ static int perform(client_t *c, const char *method, const char *path, const char
         curl_easy_setopt(h, CURLOPT_POST, 1L);
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, body ? body : "");
         curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? body_len : 0));
+    } else if (put) {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body ? body : "");
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? body_len : 0));
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
     } else if (strcmp(method, "GET") != 0) {
         curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
     }

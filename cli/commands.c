@@ -322,6 +322,74 @@ int cmd_models(cli_ctx_t *cx)
     return CLI_EXIT_OK;
 }
 
+/* The largest file `pacer upload` reads: the coordinator's --max-model-bytes decides. */
+#define UPLOAD_READ_MAX ((size_t)1 << 30)
+
+int cmd_upload(cli_ctx_t *cx)
+{
+    char path[512];
+    const char *name = cx->args->arg, *file = cx->args->arg2;
+    if (client_item_path(path, sizeof path, "/api/v1/models/", name, "") != 0) {
+        fprintf(stderr, "pacer upload: model name too long\n");
+        return CLI_EXIT_USAGE;
+    }
+    FILE *f = fopen(file, "rb");
+    if (!f) {
+        fprintf(stderr, "pacer upload: %s: %s\n", file, strerror(errno));
+        return CLI_EXIT_USAGE;
+    }
+    char *data = NULL;
+    size_t len = 0, cap = 0;
+    int bad = 0;
+    for (;;) {
+        if (len == cap) {
+            cap = cap ? 2 * cap : (size_t)1 << 16;
+            char *p = cap <= UPLOAD_READ_MAX ? realloc(data, cap) : NULL;
+            if (!p) {
+                bad = 1;
+                break;
+            }
+            data = p;
+        }
+        size_t r = fread(data + len, 1, cap - len, f);
+        len += r;
+        if (r == 0) break;
+    }
+    bad |= ferror(f);
+    fclose(f);
+    if (bad) {
+        free(data);
+        fprintf(stderr, "pacer upload: %s: cannot read it (or larger than %zu bytes)\n", file, UPLOAD_READ_MAX);
+        return CLI_EXIT_USAGE;
+    }
+    client_resp_t r;
+    json_t *out = NULL;
+    int rc = call_json(cx, "PUT", path, data ? data : "", len, &r, &out);
+    long status = r.status;
+    client_resp_free(&r);
+    free(data);
+    if (rc) return rc;
+    if (cx->args->json) fmt_json(stdout, out);
+    else fmt_upload(stdout, out, status == 201);
+    json_decref(out);
+    return CLI_EXIT_OK;
+}
+
+int cmd_rm_model(cli_ctx_t *cx)
+{
+    char path[512], err[1024];
+    if (client_item_path(path, sizeof path, "/api/v1/models/", cx->args->arg, "") != 0) {
+        fprintf(stderr, "pacer rm-model: model name too long\n");
+        return CLI_EXIT_USAGE;
+    }
+    client_resp_t r;
+    if (client_call(cx->client, "DELETE", path, NULL, 0, &r, err, sizeof err) != 0) return cli_unreachable(cx, err);
+    int rc = r.status == 204 ? CLI_EXIT_OK : cli_api_error(cx, &r);
+    client_resp_free(&r);
+    if (rc == CLI_EXIT_OK && !cx->args->json) printf("%s: deleted\n", cx->args->arg);
+    return rc;
+}
+
 int cmd_datasets(cli_ctx_t *cx)
 {
     json_t *out = NULL;

@@ -23,6 +23,8 @@ int cmd_retry(cli_ctx_t *cx);
 int cmd_trace(cli_ctx_t *cx);
 int cmd_models(cli_ctx_t *cx);
 int cmd_datasets(cli_ctx_t *cx);
+int cmd_upload(cli_ctx_t *cx);
+int cmd_rm_model(cli_ctx_t *cx);
 
 /* Follows job id until it ends (watch.c); the exit status of its final state, or of the
  * error that stopped it. */

@@ -326,8 +326,17 @@ static void shape_cell(json_t *shape, char *out, size_t len)
     int_cell(shape, "channels", c, sizeof c);
     int_cell(shape, "height", h, sizeof h);
     int_cell(shape, "width", w, sizeof w);
-    if (json_is_object(shape)) snprintf(out, len, "%sx%sx%s", c, h, w);
-    else snprintf(out, len, "-");
+    if (json_is_object(shape)) {
+        snprintf(out, len, "%sx%sx%s", c, h, w);
+    } else if (json_is_array(shape) && json_array_size(shape) == 3 && json_is_integer(json_array_get(shape, 0)) &&
+               json_is_integer(json_array_get(shape, 1)) && json_is_integer(json_array_get(shape, 2))) {
+        /* an upload's summary says [C, H, W] */
+        snprintf(out, len, "%lldx%lldx%lld", (long long)json_integer_value(json_array_get(shape, 0)),
+                 (long long)json_integer_value(json_array_get(shape, 1)),
+                 (long long)json_integer_value(json_array_get(shape, 2)));
+    } else {
+        snprintf(out, len, "-");
+    }
 }
 
 /* 841.2K, 24.8M, 1.1G: counts for people; "-" when missing. */
@@ -406,6 +415,28 @@ void fmt_model(FILE *f, json_t *m)
     snprintf(buf, sizeof buf, "%s a rank + %s a sample of its largest batch (+ its data)", a, b);
     row(f, "memory", buf);
     row(f, "dataset", *str(m, "dataset") ? str(m, "dataset") : "-");
+    if (*str(m, "sha256")) row(f, "sha256", str(m, "sha256"));
+}
+
+void fmt_upload(FILE *f, json_t *m, int created)
+{
+    char buf[256], a[32], c[80];
+    row(f, "name", str(m, "name"));
+    row(f, "stored", created ? "uploaded (new)" : "uploaded (replaced the previous upload of this name)");
+    row(f, "sha256", str(m, "sha256"));
+    shape_cell(json_object_get(m, "input"), c, sizeof c);
+    int_cell(m, "classes", a, sizeof a);
+    snprintf(buf, sizeof buf, "%s images, %s classes", c, a);
+    row(f, "input", buf);
+    int_cell(m, "layers", a, sizeof a);
+    row(f, "layers", a);
+    int_cell(m, "parameters", a, sizeof a);
+    row(f, "parameters", a);
+    count_cell(num(m, "flops_per_sample"), a, sizeof a);
+    snprintf(buf, sizeof buf, "%s forward, a sample", a);
+    row(f, "flops", buf);
+    snprintf(buf, sizeof buf, "a job spec names it as \"model\": {\"onnx\": \"%s\"}", str(m, "name"));
+    row(f, "use", buf);
 }
 
 void fmt_datasets(FILE *f, json_t *list)

@@ -55,6 +55,8 @@ void fmt_job(FILE *f, json_t *job, double now);
  * answer lacks is "-". */
 void fmt_models(FILE *f, json_t *list);
 void fmt_model(FILE *f, json_t *model);
+/* PUT /api/v1/models/NAME's summary (`pacer upload`); created: 201 rather than 200. */
+void fmt_upload(FILE *f, json_t *summary, int created);
 void fmt_datasets(FILE *f, json_t *list);
 
 /* The one-line message of an API error: "No such job: no job j-9 (HTTP 404)", with the

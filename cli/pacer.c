@@ -81,6 +81,8 @@ int main(int argc, char **argv)
     case CMD_TRACE: rc = cmd_trace(&cx); break;
     case CMD_MODELS: rc = cmd_models(&cx); break;
     case CMD_DATASETS: rc = cmd_datasets(&cx); break;
+    case CMD_UPLOAD: rc = cmd_upload(&cx); break;
+    case CMD_RM_MODEL: rc = cmd_rm_model(&cx); break;
     case CMD_HELP: break;
     }
     client_free(client);

@@ -171,8 +171,16 @@ static int model_check(const catalog_model_t *m, char *err, size_t errlen)
         return errmsg(err, errlen, "model name: must be 1 to %d letters, digits, '.', '_' or '-'", CATALOG_NAME_MAX - 1);
     const char *n = m->name;
     if (!TERMINATED(m->title) || !TERMINATED(m->dataset)) return errmsg(err, errlen, "model %s: unterminated text", n);
-    if (m->source != CATALOG_ONNX)
-        return errmsg(err, errlen, "model %s: source must be onnx (built-in models are rows of common/catalog.c)", n);
+    if (m->source != CATALOG_ONNX && m->source != CATALOG_UPLOADED)
+        return errmsg(err, errlen,
+                      "model %s: source must be onnx or uploaded (built-in models are rows of common/catalog.c)", n);
+    if (!TERMINATED(m->sha256) || (m->source == CATALOG_UPLOADED) != (m->sha256[0] != '\0'))
+        return errmsg(err, errlen, "model %s: an uploaded model has its sha256, any other none", n);
+    for (const char *h = m->sha256; *h; h++)
+        if (!((*h >= '0' && *h <= '9') || (*h >= 'a' && *h <= 'f')) || h - m->sha256 >= CATALOG_SHA256_LEN)
+            return errmsg(err, errlen, "model %s: sha256 must be %d lower-case hex digits", n, CATALOG_SHA256_LEN);
+    if (m->sha256[0] && strlen(m->sha256) != CATALOG_SHA256_LEN)
+        return errmsg(err, errlen, "model %s: sha256 must be %d lower-case hex digits", n, CATALOG_SHA256_LEN);
     if (m->C < 1 || m->H < 1 || m->W < 1 || (long)m->C * m->H * m->W > (1L << 30))
         return errmsg(err, errlen, "model %s: input shape %dx%dx%d is not a shape", n, m->C, m->H, m->W);
     if (m->classes < 1) return errmsg(err, errlen, "model %s: classes must be >= 1 (is %d)", n, m->classes);
@@ -405,6 +413,7 @@ const char *catalog_source_name(catalog_source_t s)
     case CATALOG_BUILTIN: return "builtin";
     case CATALOG_ONNX: return "onnx";
     case CATALOG_USER: return "user";
+    case CATALOG_UPLOADED: return "uploaded";
     }
     return "unknown";
 }

@@ -35,12 +35,16 @@
 #define CATALOG_DIR_MAX 512    /* a fixed directory, or a user data set's folder or .npz */
 #define CATALOG_CHANNELS_MAX 3 /* per-channel normalisation of a data set */
 #define CATALOG_ADDED_MAX 256  /* entries added at run time, of each kind */
+#define CATALOG_SHA256_LEN 64  /* hex digits of an uploaded model's content hash */
 
 /* Where an entry comes from; the API says it as catalog_source_name gives it. */
 typedef enum {
     CATALOG_BUILTIN = 0, /* "builtin": a row of catalog.c, built by model/model.c */
     CATALOG_ONNX = 1,    /* "onnx": an imported graph, added at run time */
     CATALOG_USER = 2,    /* "user": a user's data set, added at run time */
+    /* "uploaded": an ONNX model uploaded through the API (PUT /api/v1/models/{name}),
+     * stored by the coordinator under its content hash (coordinator/modelstore.c) */
+    CATALOG_UPLOADED = 3,
 } catalog_source_t;
 
 /* How a data set's files are read (worker/data.c, worker/dsload.c); the API says "idx",
@@ -74,6 +78,9 @@ typedef struct {
     /* The data set it is usually trained on (the form's and a benchmark's default); "" =
      * none. */
     char dataset[CATALOG_NAME_MAX];
+    /* SHA-256 of the ONNX file (64 hex digits) of an uploaded model: the job spec's
+     * model.sha256, the key its bytes are stored under; "" for any other. */
+    char sha256[CATALOG_SHA256_LEN + 1];
 } catalog_model_t;
 
 typedef struct {
@@ -116,7 +123,8 @@ int catalog_model_get(const char *name, catalog_model_t *out);
  * came): 0, or -1 past the end. */
 int catalog_model_at(size_t i, catalog_model_t *out);
 /* Adds an entry that is not built in. Every figure is checked (a valid name that is not
- * taken, a source other than builtin, positive shape, classes, layers, parameters,
+ * taken, a source other than builtin (onnx or uploaded; an uploaded one with its sha256,
+ * any other without), positive shape, classes, layers, parameters,
  * activations and FLOPs, a known data set or ""), so an entry in the catalog can always
  * be estimated and paired. 0, or -1 with err naming the field. */
 int catalog_model_add(const catalog_model_t *m, char *err, size_t errlen);
@@ -160,7 +168,7 @@ void catalog_dataset_names(char *buf, size_t len, const char *quote, int builtin
  * letters, digits, '.', '_' and '-' (no quoting needed in a URL, a log line or a shell). */
 int catalog_name_valid(const char *name);
 
-/* "builtin", "onnx", "user"; "idx", "cifar", "imagefolder", "npz". */
+/* "builtin", "onnx", "user", "uploaded"; "idx", "cifar", "imagefolder", "npz". */
 const char *catalog_source_name(catalog_source_t s);
 const char *catalog_format_name(catalog_format_t f);
 /* 1 for the formats a user's data set comes in (imagefolder, npz: read by worker/dsload.c

@@ -27,6 +27,9 @@
 #define KEY_PROFILES "pacer:profiles"
 #define KEY_COORD "pacer:coordinator"
 #define KEY_LOCK "pacer:coordinator:lock"
+/* The bytes of an uploaded ONNX model (coordinator/modelstore.c writes it at the upload
+ * and again at start when missing; a worker that cannot open the stored file reads it). */
+#define KEY_MODEL "pacer:model:%s"
 
 #define REDIS_KEYS(X)                                          \
     X(KEY_SEQ, "pacer:seq")                                    \
@@ -43,7 +46,8 @@
     X(KEY_PROFILE, "pacer:profile:{host}:{device}:{model}")    \
     X(KEY_PROFILES, "pacer:profiles")                          \
     X(KEY_COORD, "pacer:coordinator")                          \
-    X(KEY_LOCK, "pacer:coordinator:lock")
+    X(KEY_LOCK, "pacer:coordinator:lock")                      \
+    X(KEY_MODEL, "pacer:model:{sha256}")
 
 /* Fields of KEY_JOB_NODE that more than one room reads by name: a GPU rank's device
  * utilisation and memory (worker/nvml.h samples them, the worker's sink writes them, the

@@ -11,6 +11,7 @@
 #include "catalog.h"
 #include "ckptdir.h"
 #include "hash.h"
+#include "sha256.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -138,6 +139,12 @@ static const char *check_onnx_path(const void *v)
     return NULL;
 }
 
+/* A content hash as sha256_hex writes it: what the stored bytes are checked against. */
+static const char *check_sha256(const void *v)
+{
+    return sha256_hex_valid(v) ? NULL : "must be 64 lower-case hex digits (a SHA-256)";
+}
+
 static const char *check_nonempty(const void *v) { return *(const char *)v ? NULL : "must not be empty"; }
 
 /* simulate.platform / hostfile go onto smpirun's command line, which splits words on
@@ -174,12 +181,18 @@ static const field_t FIELDS[] = {
      .doc = "Job name; used in checkpoint file names and logs."},
     {.path = "model", STR(model), .catalog = CAT_MODEL, .required = 1, .or_object = 1,
      .doc = "Network to train: a model of the catalog (`GET /api/v1/models`, `pacer models`), or "
-            "`{\"onnx\": PATH}`, an ONNX file (`model.onnx`)."},
+            "`{\"onnx\": PATH}`, an ONNX file, or `{\"onnx\": NAME}`, an uploaded model (`model.onnx`)."},
     {.path = "model.onnx", STR(model_onnx), .def_str = "", .check = check_onnx_path, .resume_free = 1,
      .default_doc = "none", .allowed_doc = "a path; at most 511 bytes",
      .doc = "The ONNX file to import and train (`\"model\": {\"onnx\": PATH}`): read by the worker and "
             "pacer-sim, named in the catalog by its base name (`cnn.onnx`); its initializers are the "
-            "starting weights (docs/JOB_SPEC.md, ONNX models)."},
+            "starting weights (docs/JOB_SPEC.md, ONNX models). Through the REST API: the name of an "
+            "uploaded model (`PUT /api/v1/models/{name}`)."},
+    {.path = "model.sha256", STR(model_sha256), .def_str = "", .check = check_sha256, .resume_free = 1,
+     .default_doc = "none", .allowed_doc = "64 lower-case hex digits",
+     .doc = "SHA-256 of an uploaded model's ONNX file (`\"model\": {\"onnx\": NAME, \"sha256\": HEX}`): "
+            "filled in by the coordinator when a spec names an uploaded model; the worker reads the "
+            "bytes by it (its `--models-dir`, else Redis) and checks them against it."},
     {.path = "dataset.name", STR(dataset.name), .catalog = CAT_DATASET, .def_str = "fashion-mnist",
      .doc = "Data set (`GET /api/v1/datasets`); its image shape and classes must be the model's. A user's "
             "(an image folder or .npz under a data root) is read from its path in its format."},
@@ -900,19 +913,55 @@ void spec_onnx_name(const char *path, char *out, size_t len)
 
 /* "model": {"onnx": PATH}: the model is the catalog's entry named after the file, added
  * by the loader (the worker's and pacer-sim's onnx_import_catalog_add) unless the process
- * has it already (pacer-sim's ranks share one catalog). Runs before the pairing checks,
- * so they read the imported model's figures. */
+ * has it already (pacer-sim's ranks share one catalog). "model": {"onnx": NAME} naming an
+ * uploaded model (the coordinator's catalog has it, source uploaded): that entry, its
+ * sha256 copied into model.sha256; with a sha256 (what the coordinator launches) the
+ * model keeps NAME and the loader finds the bytes by the hash. Runs before the pairing
+ * checks, so they read the imported model's figures. */
 static int resolve_model(errbuf_t *e, job_spec_t *s)
 {
-    if (!s->model_onnx[0]) return 0;
-    spec_onnx_name(s->model_onnx, s->model, sizeof s->model);
+    if (!s->model_onnx[0]) {
+        if (s->model_sha256[0]) return fail(e, "model.sha256: only with model.onnx (an uploaded model's name)");
+        return 0;
+    }
     catalog_model_t m;
-    if (catalog_model_get(s->model, &m) == 0) return 0;
-    if (!onnx_loader)
+    /* a catalog name holds no '/': never a path */
+    const int bare = catalog_name_valid(s->model_onnx);
+    if (bare && catalog_model_get(s->model_onnx, &m) == 0 && m.source == CATALOG_UPLOADED) {
+        if (s->model_sha256[0] && strcmp(s->model_sha256, m.sha256) != 0)
+            return fail(e, "model.sha256: uploaded model %s is %.12s... now, not %.12s... (replaced since)",
+                        s->model_onnx, m.sha256, s->model_sha256);
+        snprintf(s->model, sizeof s->model, "%.*s", (int)sizeof s->model - 1, s->model_onnx);
+        snprintf(s->model_sha256, sizeof s->model_sha256, "%s", m.sha256);
+        return 0;
+    }
+    if (s->model_sha256[0]) {
+        if (!bare)
+            return fail(e, "model.onnx: with model.sha256, the name of an uploaded model (letters, digits, '.', '_', "
+                           "'-'), not a path");
+        snprintf(s->model, sizeof s->model, "%.*s", (int)sizeof s->model - 1, s->model_onnx);
+    } else {
+        spec_onnx_name(s->model_onnx, s->model, sizeof s->model);
+    }
+    if (catalog_model_get(s->model, &m) == 0) {
+        /* an upload never takes a built-in's name: a hand-written spec must not train
+         * ONNX bytes under a built-in's figures */
+        if (s->model_sha256[0] && m.source != CATALOG_UPLOADED)
+            return fail(e, "model.onnx: %s is a %s model, not an uploaded one", s->model, catalog_source_name(m.source));
+        return 0;
+    }
+    if (!onnx_loader) {
+        if (bare)
+            return fail(e,
+                        "model.onnx: %s is not an uploaded model (GET /api/v1/models lists them; PUT "
+                        "/api/v1/models/%s uploads one); ONNX files by path are read by pacer-worker and pacer-sim",
+                        s->model_onnx, s->model_onnx);
         return fail(e, "model.onnx: %s: ONNX files are read by pacer-worker and pacer-sim; %s is not in this catalog",
                     s->model_onnx, s->model);
+    }
     char why[768];
-    if (onnx_loader(s->model_onnx, s->model, why, sizeof why) != 0) return fail(e, "model.onnx: %s", why);
+    if (onnx_loader(s->model_onnx, s->model, s->model_sha256, why, sizeof why) != 0)
+        return fail(e, "model.onnx: %s", why);
     return 0;
 }
 

@@ -35,6 +35,11 @@ typedef struct {
      * model by name). model is then the file's base name (spec_onnx_name), the catalog
      * entry the spec's ONNX loader added (spec_set_onnx_loader). */
     char model_onnx[SPEC_PATH_MAX];
+    /* "model": {"onnx": NAME, "sha256": HEX}: the content hash of an uploaded model
+     * (PUT /api/v1/models/{name}; "" = none). The coordinator fills it in when a spec
+     * names an uploaded model; the worker then reads NAME's bytes by it (its
+     * --models-dir, else Redis) and checks them against it. */
+    char model_sha256[65];
     struct {
         char name[SPEC_NAME_MAX]; /* a data set of the catalog */
         char path[SPEC_PATH_MAX]; /* "" = the data set's default directory */
@@ -132,9 +137,11 @@ typedef struct {
 } job_spec_t;
 
 /* Adds the model of the ONNX file at path to the catalog under name (a model of source
- * CATALOG_ONNX with every figure: model/onnx_import.c's onnx_import_catalog_add). 0, or
- * -1 with err saying why (unreadable, not ONNX, an unsupported operator). */
-typedef int (*spec_onnx_loader_fn)(const char *path, const char *name, char *err, size_t errlen);
+ * CATALOG_ONNX with every figure: model/onnx_import.c's onnx_import_catalog_add). With a
+ * sha256 (model.sha256) path is an uploaded model's name and the loader finds its bytes
+ * by that hash (the worker's: its --models-dir, else Redis). 0, or -1 with err saying
+ * why (unreadable, not ONNX, an unsupported operator). */
+typedef int (*spec_onnx_loader_fn)(const char *path, const char *name, const char *sha256, char *err, size_t errlen);
 /* Who may read ONNX files named by a spec: the worker and the simulator set it before they
  * parse a spec, so that "model": {"onnx": PATH} is in the catalog before the model and
  * data set are paired (the pairing, the memory estimate and the classes check then read

@@ -21,6 +21,7 @@
 #include "launcher.h"
 #include "lock.h"
 #include "memest.h"
+#include "modelstore.h"
 #include "simjob.h"
 #include "tickconn.h"
 #include "version.h"
@@ -608,6 +609,8 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
     } else {
         c->host_memory = 0;
     }
+    /* Uploaded models back in the catalog before adoption re-reads running jobs' specs. */
+    modelstore_start(c);
     char memtxt[32];
     clog_printf("pacer-coordinator %s: state %s, redis %s%s, worker %s, %s launcher: %d slot%s on %d host%s, "
                 "memory per host %s",

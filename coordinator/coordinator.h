@@ -220,12 +220,25 @@ int coord_cluster_benchmark(coordinator_t *c, const char *model, const char *dat
  * Nothing here touches Redis: the catalog is the process's. */
 
 /* {"models": [Model]}: every model of the catalog, built-ins first. A Model is {"name",
- * "title", "source" ("builtin", "onnx"), "input": {"channels", "height", "width"},
+ * "title", "source" ("builtin", "onnx", "uploaded"), "input": {"channels", "height", "width"},
  * "classes", "layers", "parameters", "buffers", "flops_per_sample" (forward),
  * "memory": {"model_bytes", "bytes_per_sample"} (common/memest.h), "dataset" (or null)}. */
 int coord_models(coordinator_t *c, json_t **out);
-/* One Model; COORD_ENOTFOUND when the catalog has no model of that name. */
+/* One Model; COORD_ENOTFOUND when the catalog has no model of that name. A Model also has
+ * "sha256": an uploaded model's content hash, null for any other. */
 int coord_model(coordinator_t *c, const char *name, json_t **out);
+/* PUT /api/v1/models/{name} (modelstore.c): stores len bytes of an ONNX file as the uploaded
+ * model name, validated by `pacer-worker --check-onnx`. COORD_OK with *out the summary
+ * {"name", "title", "source": "uploaded", "sha256", "input": [C, H, W], "classes",
+ * "layers", "parameters", "buffers", "flops_per_sample", "bytes"} and *created 1 (new) or
+ * 0 (replaced); COORD_EINVAL not an ONNX file (or a bad name); COORD_EDATA the importer
+ * refuses it (err: its message, naming the node and operator); COORD_ESTATE a built-in
+ * name, or one a queued or running job uses; COORD_EUNAVAIL Redis; COORD_EINTERNAL. */
+int coord_model_put(coordinator_t *c, const char *name, const void *data, size_t len, json_t **out, int *created,
+                    char *err, size_t errlen);
+/* DELETE /api/v1/models/{name}: COORD_OK, COORD_ENOTFOUND, COORD_ESTATE (built in, or in
+ * use by a queued or running job; err says which), COORD_EUNAVAIL. */
+int coord_model_delete(coordinator_t *c, const char *name, char *err, size_t errlen);
 /* {"datasets": [Dataset], "data_roots": [dirs], "refused": [...]}: every data set of the
  * catalog, the built-ins and the image folders and .npz files under the data roots (synced
  * first: coord_userdata_sync), with its "name", "title", "source", "format", "input"

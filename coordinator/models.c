@@ -31,6 +31,8 @@ static json_t *model_json(const catalog_model_t *m)
                           m->flops_per_sample, "memory", "model_bytes", model_bytes, "bytes_per_sample", per_sample);
     /* The data set it is trained on by default, or null: never a made-up one. */
     if (j) json_object_set_new(j, "dataset", m->dataset[0] ? json_string(m->dataset) : json_null());
+    /* an uploaded model's content hash (PUT /api/v1/models/{name}), else null */
+    if (j) json_object_set_new(j, "sha256", m->sha256[0] ? json_string(m->sha256) : json_null());
     return j;
 }
 

@@ -47,6 +47,7 @@
 #include "hosts.h"
 #include "launch.h"
 #include "launcher.h"
+#include "modelstore.h"
 #include "simjob.h"
 #include "stall.h"
 #include "supervise.h"
@@ -906,6 +907,14 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
         snprintf(wtext, sizeof wtext, "%d", r->world);
         argv[a++] = "--world";
         argv[a++] = wtext;
+    }
+    /* An uploaded model: the worker reads its bytes from the state directory's models/
+     * when it can, else from Redis (worker/modelfetch.h). */
+    char models_dir[PATH_MAX + 16];
+    if (r->spec->model_sha256[0]) {
+        modelstore_dir(c, models_dir, sizeof models_dir);
+        argv[a++] = "--models-dir";
+        argv[a++] = models_dir;
     }
     if (c->worker_has_data_cache && c->data_cache[0]) {
         argv[a++] = "--data-cache";

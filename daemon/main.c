@@ -68,6 +68,7 @@ enum {
     O_SSE_PER_CLIENT,
     O_CONNS_PER_CLIENT,
     O_HEADER_TIMEOUT,
+    O_MAX_MODEL_BYTES,
     O_OVERSUBSCRIBE,
     O_DATA_ROOT,
     O_DATA_CACHE,
@@ -139,6 +140,10 @@ static const opt_row_t OPTIONS[] = {
      "refuse (422) a job with more ranks than the cluster's slots times X "
      "(default 4; simulated jobs are not counted)",
      O_OVERSUBSCRIBE},
+    {"max-model-bytes", 1, "N",
+     "largest ONNX model PUT /api/v1/models/{name} takes, in bytes (default 67108864 = 64 MiB); "
+     "larger uploads are 413",
+     O_MAX_MODEL_BYTES},
     {"api-cache-ms", 1, "MS", "reuse GET /api/v1/jobs/{id} answers this long (default 500; 0 = off)", O_API_CACHE},
     {"redis", 1, "URL",
      "Redis: redis://host:port[/db] or unix:///path (default $REDIS_URL; daemon without "
@@ -633,6 +638,7 @@ int main(int argc, char **argv)
         case O_SSE_PER_CLIENT:
         case O_CONNS_PER_CLIENT:
         case O_HEADER_TIMEOUT:
+        case O_MAX_MODEL_BYTES:
         case O_KEEP_JOBS:
         case O_API_CACHE:
         case O_SIM_SLOTS:
@@ -655,6 +661,7 @@ int main(int argc, char **argv)
             else if (ch == O_CONNS_PER_CLIENT) o.http.conns_per_client = (int)v;
             else if (ch == O_HEADER_TIMEOUT) o.http.header_timeout_s = (int)v;
             else if (ch == O_API_CACHE) o.http.cache_ms = (int)v;
+            else if (ch == O_MAX_MODEL_BYTES) o.http.model_max = v >= 1 ? (size_t)v : 1;
             else if (ch == O_SIM_SLOTS) o.cfg.sim_slots = v >= 1 ? (int)v : 1;
             else if (ch == O_HOST_PROBE) o.cfg.host_probe_s = v;
             else if (ch == O_HOST_MEMORY) o.cfg.host_memory_mb = v;

@@ -27,7 +27,7 @@ FUZZ_FLAGS        := -std=c11 -O1 -g -D_GNU_SOURCE $(FUZZ_INCLUDES) -fno-omit-fr
 FUZZ_LIBS         := -lmicrohttpd -ljansson -lhiredis -lz -lzip -lpng16 -ljpeg -lpthread -lm
 
 FUZZ_HARNESSES := request spec idx cifar checkpoint redis stream_id history host password_file \
-                  npy npz image dcache onnx netprobe
+                  npy npz image dcache onnx netprobe modelindex
 FUZZ_OBJ = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(1))
 
 # What each harness links besides its own file: the code it drives, no more (the worker's
@@ -44,6 +44,7 @@ FUZZ_SRC_host       := http/auth.c $(COMMON_SRC)
 FUZZ_SRC_password_file := $(COMMON_SRC)
 FUZZ_SRC_history    := $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_netprobe   := $(FUZZ_COORD_SRC) $(COMMON_SRC)
+FUZZ_SRC_modelindex := $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_npy        := $(COMMON_SRC)
 FUZZ_SRC_npz        := worker/data.c $(COMMON_SRC)
 FUZZ_SRC_image      := worker/image.c
@@ -52,7 +53,7 @@ FUZZ_SRC_dcache     := worker/dcache.c $(COMMON_SRC)
 # kernels, which clang does not compile (pool.c's gcc vector builtins): those are built
 # with $(CC) and no sanitizer (FUZZ_GCC_OBJ), so ASan checks the importer and model/, and a
 # kernel overrunning a buffer the importer sized shows only when it crashes.
-FUZZ_SRC_onnx       := model/onnx_import.c model/onnx_export.c common/fs.c model/model.c common/rng.c common/catalog.c common/errmsg.c $(ONNX_PB).c
+FUZZ_SRC_onnx       := model/onnx_import.c model/onnx_export.c common/fs.c model/model.c common/rng.c common/catalog.c common/errmsg.c common/sha256.c $(ONNX_PB).c
 FUZZ_GCC_OBJ_onnx   := $(patsubst %.c,$(BUILD)/fuzz/gccobj/%.o,$(KERNELS_SRC))
 FUZZ_LIBS_onnx      := $(BLAS_LIBS) $(ONNX_LIBS)
 
@@ -68,6 +69,7 @@ FUZZ_MAXLEN_host       := 1024
 FUZZ_MAXLEN_password_file := 512
 FUZZ_MAXLEN_history    := 8192
 FUZZ_MAXLEN_netprobe   := 4096
+FUZZ_MAXLEN_modelindex := 8192
 FUZZ_MAXLEN_npy        := 4096
 FUZZ_MAXLEN_npz        := 16384
 FUZZ_MAXLEN_image      := 16384

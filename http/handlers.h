@@ -33,9 +33,11 @@ int handle_events(http_req_t *rq);
 int handle_cluster(http_req_t *rq);
 int handle_cluster_reload(http_req_t *rq);
 int handle_cluster_benchmark(http_req_t *rq);
-int handle_models(http_req_t *rq);   /* handlers_catalog.c */
-int handle_model(http_req_t *rq);    /* handlers_catalog.c */
-int handle_datasets(http_req_t *rq); /* handlers_catalog.c */
+int handle_models(http_req_t *rq);       /* handlers_catalog.c */
+int handle_model(http_req_t *rq);        /* handlers_catalog.c */
+int handle_model_put(http_req_t *rq);    /* handlers_catalog.c */
+int handle_model_delete(http_req_t *rq); /* handlers_catalog.c */
+int handle_datasets(http_req_t *rq);     /* handlers_catalog.c */
 int handle_openapi(http_req_t *rq);
 int handle_healthz(http_req_t *rq);
 int handle_prometheus(http_req_t *rq);

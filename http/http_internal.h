@@ -41,6 +41,7 @@ struct http_server {
     int nallowed_hosts;
     int threads;
     size_t body_max;
+    size_t model_max; /* ROUTE_BINARY_BODY routes' body limit (--max-model-bytes) */
     char token[AUTH_TOKEN_MAX];
     size_t token_len; /* 0 = no token configured */
     char static_dir[PATH_MAX];

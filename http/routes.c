@@ -26,6 +26,8 @@ static const route_t ROUTES[] = {
     {"POST", "/api/v1/cluster/benchmark", handle_cluster_benchmark, ROUTE_MUTATES},
     {"GET", "/api/v1/models", handle_models, 0},
     {"GET", "/api/v1/models/{name}", handle_model, 0},
+    {"PUT", "/api/v1/models/{name}", handle_model_put, ROUTE_MUTATES | ROUTE_BINARY_BODY},
+    {"DELETE", "/api/v1/models/{name}", handle_model_delete, ROUTE_MUTATES},
     {"GET", "/api/v1/datasets", handle_datasets, 0},
     {"GET", "/api/v1/openapi.json", handle_openapi, 0},
     {"GET", "/healthz", handle_healthz, ROUTE_PUBLIC},

@@ -23,7 +23,10 @@ enum {
     ROUTE_MUTATES = 1,   /* POST/DELETE: needs the token when one is configured */
     ROUTE_PUBLIC = 2,    /* never needs the token (dashboard files, /healthz) */
     ROUTE_JSON_BODY = 4, /* reads a JSON body: Content-Type application/json, size limit */
-    ROUTE_STREAM = 8,    /* Server-Sent Events: ?access_token= is accepted (EventSource
+    /* reads a binary body (an ONNX model): Content-Type application/octet-stream, limited
+     * by model_max (--max-model-bytes) instead of body_max */
+    ROUTE_BINARY_BODY = 16,
+    ROUTE_STREAM = 8, /* Server-Sent Events: ?access_token= is accepted (EventSource
                              cannot send headers) */
 };
 

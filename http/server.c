@@ -189,6 +189,20 @@ static int is_json_type(const char *ct)
     return n == 16 && strncasecmp(ct, "application/json", 16) == 0;
 }
 
+static int is_octet_type(const char *ct)
+{
+    if (!ct) return 0;
+    while (*ct == ' ') ct++;
+    size_t n = strcspn(ct, "; \t");
+    return n == 24 && strncasecmp(ct, "application/octet-stream", 24) == 0;
+}
+
+/* The body limit of rq's route: an uploaded model's, or any other body's. */
+static size_t body_limit(const http_req_t *rq)
+{
+    return rq->match.route && (rq->match.route->flags & ROUTE_BINARY_BODY) ? rq->srv->model_max : rq->srv->body_max;
+}
+
 /* Refusals decided from the request line and headers; NULL when the request may go on. */
 static json_t *early_problem(http_req_t *rq, http_header_t *hdrs, size_t *nhdrs)
 {
@@ -227,14 +241,21 @@ static json_t *early_problem(http_req_t *rq, http_header_t *hdrs, size_t *nhdrs)
             return problem_new(415, "unsupported-media-type", NULL,
                                "send the job spec with Content-Type: application/json", NULL, NULL);
     }
+    if (m->route->flags & ROUTE_BINARY_BODY) {
+        const char *ct = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+        if (!is_octet_type(ct))
+            return problem_new(415, "unsupported-media-type", NULL,
+                               "send the ONNX file's bytes with Content-Type: application/octet-stream", NULL, NULL);
+    }
     const char *cl = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl) {
         char *end;
         errno = 0;
         unsigned long long n = strtoull(cl, &end, 10);
-        if (errno == 0 && end != cl && n > rq->srv->body_max) {
-            char detail[128];
-            snprintf(detail, sizeof detail, "the body is %llu bytes; the limit is %zu", n, rq->srv->body_max);
+        if (errno == 0 && end != cl && n > body_limit(rq)) {
+            char detail[160];
+            snprintf(detail, sizeof detail, "the body is %llu bytes; the limit is %zu%s", n, body_limit(rq),
+                     body_limit(rq) == rq->srv->body_max ? "" : " (--max-model-bytes)");
             return problem_new(413, "payload-too-large", NULL, detail, NULL, NULL);
         }
     }
@@ -257,13 +278,13 @@ static enum MHD_Result answer_problem(http_req_t *rq, json_t *p, const http_head
 static enum MHD_Result body_chunk(http_req_t *rq, const char *data, size_t n)
 {
     rq->received += n;
-    if (rq->received > rq->srv->body_max) {
+    if (rq->received > body_limit(rq)) {
         free(rq->body);
         rq->body = NULL;
         rq->body_len = rq->body_cap = 0;
-        return rq->received > (size_t)rq->srv->body_max + DISCARD_MAX ? MHD_NO : MHD_YES;
+        return rq->received > body_limit(rq) + DISCARD_MAX ? MHD_NO : MHD_YES;
     }
-    if (!(rq->match.route->flags & ROUTE_JSON_BODY)) return MHD_YES; /* read and dropped */
+    if (!(rq->match.route->flags & (ROUTE_JSON_BODY | ROUTE_BINARY_BODY))) return MHD_YES; /* read and dropped */
     if (rq->body_len + n + 1 > rq->body_cap) {
         size_t cap = rq->body_cap ? rq->body_cap : 4096;
         while (cap < rq->body_len + n + 1) cap *= 2;
@@ -397,13 +418,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return body_chunk(rq, upload_data, n);
     }
     if (rq->answered) return MHD_YES;
-    if (rq->received > rq->srv->body_max) {
+    if (rq->received > body_limit(rq)) {
         char detail[128];
-        snprintf(detail, sizeof detail, "the body is larger than the limit of %zu bytes", rq->srv->body_max);
+        snprintf(detail, sizeof detail, "the body is larger than the limit of %zu bytes", body_limit(rq));
         return answer_problem(rq, problem_new(413, "payload-too-large", NULL, detail, NULL, NULL), NULL, 0);
     }
     rq->answered = 1;
-    if ((rq->match.route->flags & ROUTE_JSON_BODY) && !rq->body) rq->body = calloc(1, 1);
+    if ((rq->match.route->flags & (ROUTE_JSON_BODY | ROUTE_BINARY_BODY)) && !rq->body) rq->body = calloc(1, 1);
     return (enum MHD_Result)rq->match.route->handler(rq);
 }
 
@@ -547,6 +568,7 @@ int http_start(coordinator_t *c, const http_config_t *cfg, http_server_t **out, 
     s->header_timeout_s = cfg->header_timeout_s > 0 ? cfg->header_timeout_s : HTTP_HEADER_TIMEOUT_DEFAULT_S;
     s->threads = cfg->threads;
     s->body_max = cfg->body_max ? cfg->body_max : HTTP_BODY_MAX_DEFAULT;
+    s->model_max = cfg->model_max ? cfg->model_max : HTTP_MODEL_MAX_DEFAULT;
     s->cache_s = cfg->cache_ms / 1000.0;
     if (cfg->token && *cfg->token) {
         s->token_len = strlen(cfg->token);

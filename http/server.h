@@ -28,6 +28,7 @@
 #include "coordinator.h"
 
 #define HTTP_BODY_MAX_DEFAULT (1 << 20)
+#define HTTP_MODEL_MAX_DEFAULT ((size_t)64 << 20) /* PUT /api/v1/models/{name}: --max-model-bytes */
 #define HTTP_SSE_MAX_DEFAULT 64
 #define HTTP_SSE_PER_CLIENT_DEFAULT 8
 #define HTTP_ALLOWED_HOSTS_MAX 16
@@ -53,6 +54,7 @@ typedef struct {
     int threads;            /* worker threads; 0 = HTTP_THREADS_DEFAULT */
     int sse_max;            /* concurrent SSE streams; 0 = HTTP_SSE_MAX_DEFAULT */
     size_t body_max;        /* request body limit; 0 = HTTP_BODY_MAX_DEFAULT */
+    size_t model_max;       /* an uploaded model's body limit; 0 = HTTP_MODEL_MAX_DEFAULT */
     int cache_ms;           /* GET /api/v1/jobs/{id} answers are reused this long; 0 = off */
 } http_config_t;
 

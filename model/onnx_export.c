@@ -236,11 +236,19 @@ out:
 
 int onnx_export_file(const char *src_path, const model_t *m, const char *out_path, char *err, size_t errlen)
 {
-    uint8_t *src, *dst;
-    size_t len, n;
+    uint8_t *src;
+    size_t len;
     if (onnx_read_file(src_path, &src, &len, err, errlen) != 0) return -1;
-    int rc = onnx_export_buffer(src, len, m, &dst, &n, err, errlen);
+    int rc = onnx_export_to_file(src, len, m, out_path, err, errlen);
     free(src);
+    return rc;
+}
+
+int onnx_export_to_file(const uint8_t *src, size_t len, const model_t *m, const char *out_path, char *err, size_t errlen)
+{
+    uint8_t *dst;
+    size_t n;
+    int rc = onnx_export_buffer(src, len, m, &dst, &n, err, errlen);
     if (rc != 0) return -1;
     /* whole or not at all: a temporary file beside it, renamed over it */
     char tmp[4200];

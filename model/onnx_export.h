@@ -26,5 +26,9 @@ int onnx_export_buffer(const uint8_t *src, size_t len, const model_t *m, uint8_t
                        size_t errlen);
 /* The same from the file src_path into the file out_path (written whole or not at all). */
 int onnx_export_file(const char *src_path, const model_t *m, const char *out_path, char *err, size_t errlen);
+/* The same from the source file's len bytes in memory (an uploaded model's, which the
+ * worker may have read from Redis: worker/modelfetch.h). */
+int onnx_export_to_file(const uint8_t *src, size_t len, const model_t *m, const char *out_path, char *err,
+                        size_t errlen);
 
 #endif

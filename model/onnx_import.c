@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "onnx.pb-c.h"
+#include "sha256.h"
 
 const char ONNX_SUPPORTED_OPS[] =
     "Conv, MaxPool, AveragePool, GlobalAveragePool, Relu, LeakyRelu, Sigmoid, Tanh, "
@@ -983,27 +984,63 @@ int onnx_import_file(const char *path, const char *name, int max_batch, model_t 
     return rc;
 }
 
-int onnx_import_catalog_add(const char *path, const char *name, char *err, size_t errlen)
+int onnx_is_model(const uint8_t *data, size_t len)
+{
+    if (len == 0 || len > ONNX_MAX_BYTES) return 0;
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, data);
+    int ok = mp && mp->graph;
+    if (mp) onnx__model_proto__free_unpacked(mp, NULL);
+    return ok;
+}
+
+int onnx_import_describe(const uint8_t *data, size_t len, const char *name, catalog_model_t *out, char *err,
+                         size_t errlen)
 {
     model_t *m = NULL;
+    if (onnx_import_buffer(data, len, name, 1, &m, err, errlen) != 0) return -1;
+    model_describe(m, out);
+    model_free(m);
+    out->source = CATALOG_ONNX;
+    return 0;
+}
+
+int onnx_import_catalog_add_buffer(const uint8_t *data, size_t len, const char *name, const char *title,
+                                   catalog_source_t source, char *err, size_t errlen)
+{
+    catalog_model_t e;
     char why[768];
-    if (onnx_import_file(path, name, 1, &m, why, sizeof why) != 0) {
-        /* the message names the file once: "cannot open PATH: ..." does already */
-        const char *msg = strncmp(why, "onnx: ", 6) == 0 ? why + 6 : why;
-        if (strstr(msg, path)) snprintf(err, errlen, "%s", msg);
-        else snprintf(err, errlen, "%s: %s", path, msg);
+    if (onnx_import_describe(data, len, name, &e, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s", strncmp(why, "onnx: ", 6) == 0 ? why + 6 : why);
         return -1;
     }
-    catalog_model_t e;
-    model_describe(m, &e);
-    model_free(m);
-    e.source = CATALOG_ONNX;
-    const char *base = strrchr(path, '/');
-    snprintf(e.title, sizeof e.title, "%.*s", (int)sizeof e.title - 1, base ? base + 1 : path);
-    if (catalog_model_add(&e, why, sizeof why) == 0) return 0;
+    e.source = source;
+    if (source == CATALOG_UPLOADED) sha256_hex(data, len, e.sha256);
+    snprintf(e.title, sizeof e.title, "%.*s", (int)sizeof e.title - 1, title);
+    if (catalog_model_add(&e, err, errlen) == 0) return 0;
     /* another rank of this process (pacer-sim) added it meanwhile */
     catalog_model_t had;
-    if (catalog_model_get(name, &had) == 0 && had.source == CATALOG_ONNX) return 0;
-    snprintf(err, errlen, "%s: %s", path, why);
+    if (catalog_model_get(name, &had) == 0 && had.source == source) return 0;
     return -1;
+}
+
+int onnx_import_catalog_add(const char *path, const char *name, const char *sha256, char *err, size_t errlen)
+{
+    if (sha256 && sha256[0])
+        return snprintf(err, errlen,
+                        "uploaded model %s: its bytes are read by pacer-worker (--models-dir, else Redis), not here",
+                        path),
+               -1;
+    uint8_t *buf;
+    size_t len;
+    char why[768];
+    if (onnx_read_file(path, &buf, &len, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s", strncmp(why, "onnx: ", 6) == 0 ? why + 6 : why);
+        return -1;
+    }
+    const char *base = strrchr(path, '/');
+    int rc = onnx_import_catalog_add_buffer(buf, len, name, base ? base + 1 : path, CATALOG_ONNX, why, sizeof why);
+    free(buf);
+    /* the message names the file once: "cannot open PATH: ..." does already */
+    if (rc != 0) snprintf(err, errlen, "%s: %s", path, why);
+    return rc;
 }

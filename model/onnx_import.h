@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "catalog.h"
 #include "model.h"
 
 /* Largest ONNX file read (bytes): weights live inside the file (external data is refused). */
@@ -37,11 +38,29 @@ int onnx_import_buffer(const uint8_t *data, size_t len, const char *name, int ma
  * caller frees them). 0, or -1 with err set ("onnx: cannot open PATH: ..."). */
 int onnx_read_file(const char *path, uint8_t **data, size_t *len, char *err, size_t errlen);
 
+/* Whether len bytes decode as an ONNX ModelProto with a graph: 0 means "not an ONNX file"
+ * (the API's 400), as opposed to a model the importer refuses (422). */
+int onnx_is_model(const uint8_t *data, size_t len);
+
+/* The catalog figures (model_describe) of the model in len bytes, named name, source
+ * onnx, no title: pacer-worker --check-onnx's summary. 0, or -1 with err set as
+ * onnx_import_buffer sets it. */
+int onnx_import_describe(const uint8_t *data, size_t len, const char *name, catalog_model_t *out, char *err,
+                         size_t errlen);
+
+/* Adds the model in len bytes to the catalog as name, of source (onnx, or uploaded with
+ * the bytes' SHA-256), titled title. The bytes are imported whole, so everything
+ * onnx_import_buffer refuses is refused here. 0 (also when this process's catalog has the
+ * name from the same source already: pacer-sim's ranks), or -1 with err set. */
+int onnx_import_catalog_add_buffer(const uint8_t *data, size_t len, const char *name, const char *title,
+                                   catalog_source_t source, char *err, size_t errlen);
+
 /* Adds the model of the ONNX file at path to the catalog as name (source onnx, its figures
  * from model_describe, its title the file's base name): the job spec's ONNX loader
- * (spec_set_onnx_loader), which pacer-worker and pacer-sim install. The file is imported
- * whole, so everything onnx_import_file refuses is refused here, before any spec check
- * reads the entry. 0, or -1 with err set. */
-int onnx_import_catalog_add(const char *path, const char *name, char *err, size_t errlen);
+ * (spec_set_onnx_loader), which pacer-sim installs (pacer-worker's wraps it). The file is
+ * imported whole, so everything onnx_import_file refuses is refused here, before any spec
+ * check reads the entry. A sha256 (an uploaded model's) is refused: its bytes are found
+ * by pacer-worker. 0, or -1 with err set. */
+int onnx_import_catalog_add(const char *path, const char *name, const char *sha256, char *err, size_t errlen);
 
 #endif

@@ -271,9 +271,11 @@
     const int = (n) => parseInt(v(n), 10);
     const float = (n) => Number(v(n));
     const alg = v('algorithm');
+    // An uploaded model is named as one: {"onnx": NAME} (the coordinator pins its sha256).
+    const mo = f.elements.model.selectedOptions[0];
     const spec = {
       name: v('name') || 'job',
-      model: v('model'),
+      model: mo && mo.dataset.source === 'uploaded' ? { onnx: mo.value } : v('model'),
       dataset: datasetFromForm(f),
       epochs: int('epochs'),
       batch_size: int('batch_size'),
@@ -332,6 +334,7 @@
     for (const m of models) {
       const o = el('option', { value: m.name }, m.title + (m.source === 'builtin' ? '' : ' (' + m.source + ')'));
       o.dataset.hw = hw(m.input);
+      o.dataset.source = m.source;
       msel.append(o);
     }
     // One list, the catalog's: the built-ins, then what the data roots hold (source user).
@@ -355,7 +358,8 @@
       if (m && m.dataset && sets.some((d) => d.name === m.dataset)) dsel.value = m.dataset;
       note();
     };
-    msel.addEventListener('change', () => { follow(); onChange(); });
+    // filled again after an upload: one listener, reading this fill's lists
+    msel.onchange = () => { follow(); onChange(); };
     follow();
     onChange();
   }
@@ -365,6 +369,24 @@
     const f = $('#job-form');
     const preview = () => { $('#spec-preview').textContent = JSON.stringify(specFromForm(f), null, 2); };
     fillCatalog(f, preview).catch(apiError);
+    // An ONNX file of the user's: PUT /api/v1/models/NAME, then the lists again with it chosen.
+    $('#upload-btn').addEventListener('click', async () => {
+      const name = f.elements.upload_name.value.trim(), file = f.elements.upload_file.files[0];
+      const note = $('#upload-note');
+      if (!name || !file) { note.textContent = 'Give a name and choose an .onnx file.'; return; }
+      note.textContent = 'Uploading ' + file.name + '…';
+      try {
+        const m = await api('/models/' + encodeURIComponent(name), {
+          method: 'PUT', headers: { 'Content-Type': 'application/octet-stream' }, body: await file.arrayBuffer(),
+        });
+        note.textContent = 'Stored ' + m.name + ': input ' + m.input.join('×') + ', ' + m.classes + ' classes, ' +
+          m.parameters.toLocaleString() + ' parameters, sha256 ' + m.sha256.slice(0, 12) + '…';
+        f.elements.model.dataset.default = m.name;
+        await fillCatalog(f, preview);
+      } catch (e) {
+        note.textContent = 'Refused: ' + e.message;
+      }
+    });
     const showParams = () => {
       const alg = f.elements.algorithm.value;
       for (const label of f.querySelectorAll('[data-alg]')) label.hidden = !label.dataset.alg.split(' ').includes(alg);
@@ -626,6 +648,31 @@
       return t;
     }
 
+    // An uploaded model's summary (GET /api/v1/models/NAME, once per job page): input,
+    // classes, parameters and the sha256 the job pinned; a summary that is gone or now of
+    // other bytes is said so, never shown as this job's.
+    function onnxFacts(j) {
+      const m = j.spec && j.spec.model && typeof j.spec.model === 'object' ? j.spec.model : null;
+      $('#f-onnx-row').hidden = !m;
+      if (!m) return;
+      if (s.onnxFor !== m.onnx) {
+        s.onnxFor = m.onnx;
+        s.onnxDoc = undefined;
+        api('/models/' + encodeURIComponent(m.onnx))
+          .then((d) => { s.onnxDoc = d; onnxFacts(s.job); })
+          .catch(() => { s.onnxDoc = null; onnxFacts(s.job); });
+      }
+      const d = s.onnxDoc, sha = m.sha256 || '–';
+      let text = 'sha256 ' + sha;
+      if (d && (!m.sha256 || d.sha256 === m.sha256)) {
+        text = 'input ' + d.input.channels + '×' + d.input.height + '×' + d.input.width + ' · ' + d.classes + ' classes · ' +
+          d.parameters.toLocaleString() + ' parameters · ' + text;
+      } else if (d === null || d) {
+        text += ' (the upload ' + m.onnx + (d ? ' holds other bytes now)' : ' is gone)');
+      }
+      $('#f-onnx').textContent = text;
+    }
+
     function facts() {
       const j = s.job;
       // An answer that comes back after the page has left this job (stop) has no page to fill.
@@ -634,6 +681,7 @@
       $('#job-name').textContent = j.name || '';
       $('#f-model').textContent = j.model + (j.spec && j.spec.dataset ? ' · ' + datasetName(j.spec.dataset) : '');
       $('#f-dataset').textContent = datasetFacts(j);
+      onnxFacts(j);
       $('#f-algorithm').textContent = j.algorithm + (j.dynamic_batch ? ' · dynamic batch' : '');
       $('#f-workers').textContent = j.workers + (j.world && j.world !== j.workers ? ' (+ parameter server)' : '');
       const sim = j.simulated && j.spec && j.spec.simulate;

@@ -18,6 +18,7 @@
 #include "benchmark.h"
 #include "comm.h"
 #include "emulate.h"
+#include "modelfetch.h"
 #include "netprobe.h"
 #include "numarg.h"
 #include "onnx_export.h"
@@ -55,6 +56,8 @@ static const struct option OPTIONS[] = {
     {"export-onnx", required_argument, NULL, 'O'},
     {"data-cache", required_argument, NULL, 'C'},
     {"data-root", required_argument, NULL, 'U'},
+    {"models-dir", required_argument, NULL, 'M'},
+    {"check-onnx", required_argument, NULL, 'k'},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -65,6 +68,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: pacer-worker --spec FILE [options]\n"
                "       mpirun -np N pacer-worker --netprobe S\n"
                "       mpirun -np N pacer-worker --spec FILE [options]\n"
+               "       pacer-worker --check-onnx FILE\n"
                "\n"
                "Trains the job described by a JSON job spec (docs/JOB_SPEC.md).\n"
                "\n"
@@ -112,6 +116,14 @@ static void usage(FILE *f)
                "  --data-root DIR        a directory of users' data sets (image folders, .npz files),\n"
                "                         repeatable: a spec may name one by \"dataset\": {\"name\": ...}\n"
                "                         as the coordinator's GET /api/v1/datasets lists it\n"
+               "  --models-dir DIR       where uploaded models are stored as SHA256.onnx (the\n"
+               "                         coordinator passes its state directory's models/); a spec's\n"
+               "                         {\"onnx\": NAME, \"sha256\": HEX} is read from there, else\n"
+               "                         from Redis (--redis), and checked against the hash\n"
+               "  --check-onnx FILE      instead of training, import FILE and print its summary as\n"
+               "                         one JSON line (input, classes, layers, parameters,\n"
+               "                         flops_per_sample, sha256, ...); exit 2 with the importer's\n"
+               "                         message when pacer cannot train it, 3 when it is not ONNX\n"
                "  --trace FILE           write this job's recent steps as a Chrome trace (Perfetto,\n"
                "                         chrome://tracing): one track per rank, phases as slices;\n"
                "                         rank 0 gathers every rank's timeline at the end\n"
@@ -185,10 +197,11 @@ static const char *g_data_cache;           /* --data-cache */
 #define WORKER_DATA_ROOTS_MAX 16
 static const char *g_data_roots[WORKER_DATA_ROOTS_MAX]; /* --data-root */
 static int g_ndata_roots;
-static const char *g_redis_password_file; /* --redis-password-file */
-static int g_world;                       /* --world: 0 = not given */
-static double g_lr_scale = 1.0;           /* --lr-scale */
-static long g_resume_before = -1;         /* --resume-before: -1 = not given */
+static const char *g_models_dir;           /* --models-dir */
+static const char *g_redis_password_file;  /* --redis-password-file */
+static int g_world;                        /* --world: 0 = not given */
+static double g_lr_scale = 1.0;            /* --lr-scale */
+static long g_resume_before = -1;          /* --resume-before: -1 = not given */
 static int coordinator_assignment(worker_t *w, int *out);
 
 int main(int argc, char **argv)
@@ -198,6 +211,7 @@ int main(int argc, char **argv)
     long bench_steps = 0;
     double netprobe_s = 0;
     train_opts_t opts = {0};
+    const char *check_onnx = NULL;
     int c;
     while ((c = getopt_long(argc, argv, "", OPTIONS, NULL)) != -1) {
         switch (c) {
@@ -261,10 +275,19 @@ int main(int argc, char **argv)
             }
             g_data_roots[g_ndata_roots++] = optarg;
             break;
+        case 'M': g_models_dir = optarg; break;
+        case 'k': check_onnx = optarg; break;
         case 'V': version(); return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
+    }
+    if (check_onnx) {
+        if (optind != argc || spec_path) {
+            fprintf(stderr, "pacer-worker: --check-onnx takes one file and no spec\n");
+            return 2;
+        }
+        return modelfetch_check(check_onnx);
     }
     if (netprobe_s > 0) {
         if (optind != argc || spec_path) {
@@ -290,7 +313,8 @@ int main(int argc, char **argv)
 
     /* A spec's "model": {"onnx": PATH} is imported into the catalog while the spec is
      * read, before its model and data set are paired. */
-    spec_set_onnx_loader(onnx_import_catalog_add);
+    modelfetch_configure(g_models_dir, g_redis_url, g_redis_password_file);
+    spec_set_onnx_loader(modelfetch_loader);
     if (bench_steps) return benchmark_run(spec_path, bench_steps, summary_path);
     return run(spec_path, summary_path, metrics_path, resume, resume_from, &opts);
 }
@@ -328,7 +352,14 @@ static int export_onnx(worker_t *w, const char *path)
 {
     char err[1024];
     worker_model_to_host(w);
-    if (onnx_export_file(w->spec->model_onnx, w->model, path, err, sizeof err) != 0) {
+    const uint8_t *src;
+    size_t len;
+    int rc = w->spec->model_sha256[0]
+                 ? (modelfetch_bytes(w->spec->model_onnx, w->spec->model_sha256, &src, &len, err, sizeof err) == 0
+                        ? onnx_export_to_file(src, len, w->model, path, err, sizeof err)
+                        : -1)
+                 : onnx_export_file(w->spec->model_onnx, w->model, path, err, sizeof err);
+    if (rc != 0) {
         fprintf(stderr, "pacer-worker: --export-onnx: %s\n", err);
         return -1;
     }

@@ -26,6 +26,7 @@
 #include "hash.h"
 #include "hostname.h"
 #include "memest.h"
+#include "modelfetch.h"
 #include "onnx_import.h"
 #include "planner.h"
 #include "sim.h"
@@ -777,7 +778,13 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
      * every rank; a built-in one from the job's seed. */
     const int onnx = spec->model_onnx[0] != '\0';
     int rc;
-    if (onnx) rc = onnx_import_file(spec->model_onnx, spec->model, sim_model_batch(w), &w->model, err, errlen);
+    if (onnx && spec->model_sha256[0]) {
+        /* an uploaded model: the bytes the spec's loader read (worker/modelfetch.h) */
+        const uint8_t *bytes;
+        size_t nbytes;
+        rc = modelfetch_bytes(spec->model_onnx, spec->model_sha256, &bytes, &nbytes, err, errlen);
+        if (rc == 0) rc = onnx_import_buffer(bytes, nbytes, spec->model, sim_model_batch(w), &w->model, err, errlen);
+    } else if (onnx) rc = onnx_import_file(spec->model_onnx, spec->model, sim_model_batch(w), &w->model, err, errlen);
     else rc = model_create(spec->model, sim_model_batch(w), &w->model, err, errlen);
     if (rc != 0) return -1;
     model_t *m = w->model;

@@ -21,6 +21,7 @@
 #include "metrics.h"
 #include "planner.h"
 #include "redis_keys.h"
+#include "sha256.h"
 #include "staleness.h"
 
 static int sum(const int *b, int n)
@@ -609,6 +610,34 @@ static void test_ckptdir_retain(void **state)
     assert_int_equal(ckptdir_list(dir, "j", e, 8, &total, err, sizeof err), 0);
 }
 
+/* The standard vectors: empty, "abc", the two-block 448-bit message, and lengths around
+ * the padding boundary (55, 56, 64 bytes) against sha256sum's values. */
+static void test_sha256_vectors(void **state)
+{
+    (void)state;
+    char hex[SHA256_HEX_LEN + 1];
+    sha256_hex("", 0, hex);
+    assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    sha256_hex("abc", 3, hex);
+    assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    sha256_hex(two, strlen(two), hex);
+    assert_string_equal(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    char a[64];
+    memset(a, 'a', sizeof a);
+    sha256_hex(a, 55, hex);
+    assert_string_equal(hex, "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318");
+    sha256_hex(a, 56, hex);
+    assert_string_equal(hex, "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a");
+    sha256_hex(a, 64, hex);
+    assert_string_equal(hex, "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb");
+    assert_true(sha256_hex_valid(hex));
+    hex[3] = 'A';
+    assert_false(sha256_hex_valid(hex));
+    assert_false(sha256_hex_valid("abc"));
+    assert_false(sha256_hex_valid(NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -631,6 +660,7 @@ int main(void)
         cmocka_unit_test(test_ckptdir_names),
         cmocka_unit_test(test_ckptdir_rule),
         cmocka_unit_test(test_ckptdir_retain),
+        cmocka_unit_test(test_sha256_vectors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

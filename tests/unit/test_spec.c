@@ -615,7 +615,7 @@ static void test_spec_hash(void **state)
         snprintf(quoted, sizeof quoted, "`%s`", f.path);
         if (!strstr(sec, quoted)) fail_msg("docs/JOB_SPEC.md, Resuming from a checkpoint: %s is not listed", quoted);
     }
-    assert_int_equal(nfree, 13); /* model.onnx: the path; the name is hashed */
+    assert_int_equal(nfree, 14); /* model.onnx: the path, model.sha256; the name is hashed */
     free(doc);
 }
 
@@ -945,7 +945,7 @@ static void test_to_json_is_normalised(void **state)
         const char *key = dot ? dot + 1 : path;
         if (strstr(path, "[]")) continue; /* element fields: only with entries */
         /* "model": {"onnx": PATH} only when given (test_model_onnx) */
-        if (strcmp(path, "model.onnx") == 0) continue;
+        if (strcmp(path, "model.onnx") == 0 || strcmp(path, "model.sha256") == 0) continue;
         char quoted[80];
         snprintf(quoted, sizeof quoted, "\"%s\":", key);
         if (!strstr(text, quoted)) fail_msg("%s missing from %s", path, text);
@@ -1104,8 +1104,9 @@ static void test_doc_covers_every_field(void **state)
  * classes, of 7 when the path says "seven", refused when it says "softplus"; counts its
  * calls. */
 static int fake_loads;
-static int fake_onnx_loader(const char *path, const char *name, char *err, size_t errlen)
+static int fake_onnx_loader(const char *path, const char *name, const char *sha256, char *err, size_t errlen)
 {
+    (void)sha256;
     fake_loads++;
     if (strstr(path, "softplus")) {
         snprintf(err, errlen, "%s: node '/Softplus': operator Softplus is not supported", path);
@@ -1584,6 +1585,60 @@ static void test_catalog_user_dataset(void **state)
     assert_int_equal(catalog_dataset_remove("pets"), 0);
 }
 
+/* "model": {"onnx": NAME} naming an uploaded model (the coordinator's catalog has it, source
+ * uploaded): the entry, its sha256 pinned into model.sha256 and written back; a hash
+ * that is not the upload's, a hash without a name, a path with a hash and a name that
+ * was never uploaded are refused, each naming what is wrong. */
+static void test_model_uploaded(void **state)
+{
+    (void)state;
+    job_spec_t s, back;
+    char err[512];
+    static const char SHA[] = "d0cedd8ac2e8e0a5e6834487867f41bddce4aea28efa6caaee67e5751efd1fad";
+    catalog_model_t m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.name, sizeof m.name, "up-net");
+    m.source = CATALOG_UPLOADED;
+    m.C = 1, m.H = 28, m.W = 28, m.classes = 10, m.layers = 5;
+    m.params = 1000, m.acts_per_sample = 100, m.flops_per_sample = 1e5;
+    /* an uploaded entry must carry its hash */
+    assert_int_equal(catalog_model_add(&m, err, sizeof err), -1);
+    snprintf(m.sha256, sizeof m.sha256, "%s", SHA);
+    assert_int_equal(catalog_model_add(&m, err, sizeof err), 0);
+    spec_set_onnx_loader(NULL);
+
+    parse_ok("{\"model\":{\"onnx\":\"up-net\"},\"dataset\":{\"name\":\"mnist\"}}", &s);
+    assert_string_equal(s.model, "up-net");
+    assert_string_equal(s.model_sha256, SHA);
+    char *text = spec_to_json(&s);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "\"model\":{\"onnx\":\"up-net\",\"sha256\":\"d0cedd8ac2e8"));
+    parse_ok(text, &back); /* what the coordinator stores reads back */
+    assert_string_equal(back.model_sha256, SHA);
+    free(text);
+
+    assert_int_equal(spec_parse("{\"model\":{\"onnx\":\"up-net\",\"sha256\":"
+                                "\"0000000000000000000000000000000000000000000000000000000000000000\"}}",
+                                &s, err, sizeof err),
+                     -1);
+    assert_non_null(strstr(err, "model.sha256: uploaded model up-net is d0cedd8ac2e8... now, not 000000000000..."));
+    assert_int_equal(spec_parse("{\"model\":{\"onnx\":\"up-net\",\"sha256\":\"D0CE\"}}", &s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "model.sha256: must be 64 lower-case hex digits"));
+    char with_path[256];
+    snprintf(with_path, sizeof with_path, "{\"model\":{\"sha256\":\"%s\"}}", SHA);
+    assert_int_equal(spec_parse(with_path, &s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "model.sha256: only with model.onnx"));
+    snprintf(with_path, sizeof with_path, "{\"model\":{\"onnx\":\"/nets/a.onnx\",\"sha256\":\"%s\"}}", SHA);
+    assert_int_equal(spec_parse(with_path, &s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "model.onnx: with model.sha256, the name of an uploaded model"));
+    snprintf(with_path, sizeof with_path, "{\"model\":{\"onnx\":\"lenet5\",\"sha256\":\"%s\"}}", SHA);
+    assert_int_equal(spec_parse(with_path, &s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "model.onnx: lenet5 is a builtin model, not an uploaded one"));
+    assert_int_equal(spec_parse("{\"model\":{\"onnx\":\"never\"}}", &s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "model.onnx: never is not an uploaded model"));
+    assert_int_equal(catalog_model_remove("up-net"), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1615,6 +1670,7 @@ int main(void)
         cmocka_unit_test(test_catalog_added_model),
         cmocka_unit_test(test_catalog_add_refusals),
         cmocka_unit_test(test_model_onnx),
+        cmocka_unit_test(test_model_uploaded),
         cmocka_unit_test(test_onnx_name),
         cmocka_unit_test(test_catalog_user_dataset),
     };

@@ -52,6 +52,8 @@ static const struct option OPTIONS[] = {
     {"weight-digest", required_argument, NULL, 'W'},
     {"trace", required_argument, NULL, 'X'},
     {"export-onnx", required_argument, NULL, 'O'},
+    {"export-onnx-init", required_argument, NULL, 'Q'},
+    {"model-onnx", required_argument, NULL, 'Y'},
     {"data-cache", required_argument, NULL, 'C'},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
@@ -114,8 +116,15 @@ static void usage(FILE *f)
                "                         spec's model.onnx graph in inference form (batch norm on\n"
                "                         its running statistics, dropout an Identity) with the\n"
                "                         trained weights under the file's initializer names (what\n"
-               "                         module.load_state_dict takes back); only for a model\n"
-               "                         imported from ONNX for now\n"
+               "                         module.load_state_dict takes back); a built-in model as\n"
+               "                         the graph of its layers, its tensors under PyTorch's\n"
+               "                         state_dict names (docs/JOB_SPEC.md)\n"
+               "  --export-onnx-init FILE  the same before training: the weights training starts\n"
+               "                         from (the seed's, the file's, or a resumed checkpoint's)\n"
+               "  --model-onnx FILE      the latest weights as ONNX (as --export-onnx), rewritten\n"
+               "                         by whoever holds the model (rank 0, the parameter server)\n"
+               "                         with every checkpoint and at the end (the coordinator's\n"
+               "                         JOBDIR/model.onnx, GET /api/v1/jobs/{id}/model.onnx)\n"
                "  --stop-after-steps N   stop after global step N as if interrupted (for tests)\n"
                "  --batch-plan B0,B1,..  initial per-worker batch sizes, summing to workers x\n"
                "                         batch_size (for tests; the planner takes over if enabled)\n"
@@ -176,6 +185,8 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
 static const char *g_redis_url, *g_job_id; /* --redis, --job */
 static const char *g_trace_path;           /* --trace */
 static const char *g_export_onnx;          /* --export-onnx */
+static const char *g_export_onnx_init;     /* --export-onnx-init */
+static const char *g_model_onnx;           /* --model-onnx */
 static const char *g_data_cache;           /* --data-cache */
 static const char *g_redis_password_file;  /* --redis-password-file */
 static int g_world;                        /* --world: 0 = not given */
@@ -245,6 +256,8 @@ int main(int argc, char **argv)
         case 'W': opts.weight_digest = optarg; break;
         case 'X': g_trace_path = optarg; break;
         case 'O': g_export_onnx = optarg; break;
+        case 'Q': g_export_onnx_init = optarg; break;
+        case 'Y': g_model_onnx = optarg; break;
         case 'C': g_data_cache = optarg; break;
         case 'V': version(); return 0;
         case 'h': usage(stdout); return 0;
@@ -308,7 +321,8 @@ static void figure(char *out, size_t len, const char *fmt, double v, int measure
 }
 
 /* --export-onnx: rank 0's weights (the parameter server's, or a synchronous job's root's)
- * into the spec's ONNX graph. 0, or -1 after saying why. */
+ * into the spec's ONNX graph, or a built-in model's graph from its layers. 0, or -1 after
+ * saying why. */
 static int export_onnx(worker_t *w, const char *path)
 {
     char err[1024];
@@ -317,7 +331,7 @@ static int export_onnx(worker_t *w, const char *path)
         fprintf(stderr, "pacer-worker: --export-onnx: %s\n", err);
         return -1;
     }
-    fprintf(stderr, "exported the trained model to %s\n", path);
+    fprintf(stderr, "exported the %s model to %s\n", path == g_export_onnx_init ? "initial" : "trained", path);
     return 0;
 }
 
@@ -351,12 +365,6 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
 
     if (spec_load_file(spec_path, &spec, err, sizeof err) != 0) {
         SAY("pacer-worker: %s\n", err);
-        return finish(use_mpi, &w, 2);
-    }
-    if (g_export_onnx && !spec.model_onnx[0]) {
-        SAY("pacer-worker: --export-onnx: model %s is built in; only a model imported from ONNX "
-            "(\"model\": {\"onnx\": PATH}) can be exported for now\n",
-            spec.model);
         return finish(use_mpi, &w, 2);
     }
     {
@@ -468,6 +476,10 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
         if (agree(use_mpi, failed)) return finish(use_mpi, &w, 1);
     }
 
+    w.model_onnx_out = g_model_onnx;
+    if (rank == 0 && g_export_onnx_init) failed = export_onnx(&w, g_export_onnx_init) != 0;
+    if (agree(use_mpi, failed)) return finish(use_mpi, &w, 1);
+
     static trace_ring_t ring;
     if (g_trace_path) {
         /* Allocated here, once: recording in a step only stores into it. */
@@ -554,6 +566,7 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
         trace_ring_free(&ring);
     }
     if (rank == 0 && g_export_onnx && export_onnx(&w, g_export_onnx) != 0) status = 1;
+    if (rank == 0 && g_model_onnx && export_onnx(&w, g_model_onnx) != 0) status = 1;
     json_t *per_rank = NULL;
     if (use_mpi) {
         per_rank = comm_gather_ranks(&w, MPI_COMM_WORLD);

@@ -26,6 +26,7 @@
 #include "hash.h"
 #include "hostname.h"
 #include "memest.h"
+#include "onnx_export.h"
 #include "onnx_import.h"
 #include "planner.h"
 #include "sim.h"
@@ -892,6 +893,10 @@ int worker_save_checkpoint(worker_t *w, char *err, size_t errlen)
     fill_ckpt(w, &st);
     if (checkpoint_save(path, w->model, &st, err, errlen) != 0) return -1;
     w->ckpt_step = w->global_step;
+    /* The same weights as ONNX for the coordinator to serve; a failure costs the download,
+     * not the training. */
+    if (w->model_onnx_out && onnx_export_file(w->spec->model_onnx, w->model, w->model_onnx_out, why, sizeof why) != 0)
+        fprintf(stderr, "pacer-worker: --model-onnx: %s\n", why);
     /* The accuracy belongs to these weights only when they were evaluated at this step. */
     double acc = w->eval_step == w->global_step && isfinite(w->test_accuracy) ? w->test_accuracy : -1.0;
     if (acc > 1.0) acc = 1.0;

@@ -566,7 +566,9 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
         trace_ring_free(&ring);
     }
     if (rank == 0 && g_export_onnx && export_onnx(&w, g_export_onnx) != 0) status = 1;
-    if (rank == 0 && g_model_onnx && export_onnx(&w, g_model_onnx) != 0) status = 1;
+    /* --model-onnx: a copy for the coordinator to serve; like the one at checkpoint time
+     * (worker_save_checkpoint), a failure is said but costs the download, not the job */
+    if (rank == 0 && g_model_onnx) export_onnx(&w, g_model_onnx);
     json_t *per_rank = NULL;
     if (use_mpi) {
         per_rank = comm_gather_ranks(&w, MPI_COMM_WORLD);

@@ -3,8 +3,10 @@
 # PyTorch's state_dict names; onnx.checker (full_check) accepts each. The lenet5 the
 # worker starts from (--export-onnx-init), imported again as "model": {"onnx": PATH},
 # trains bit for bit like the built-in: the same loss lines and final figures, and the
-# trained models it exports are the same bytes. onnxruntime-node (tests/onnxrt, make deps)
-# gives pacer's logits of the trained lenet5 and MLP on 256 test images.
+# trained models it exports are the same bytes; so does resnet20 (batch norm, option-A
+# shortcuts) on generated CIFAR-10 images. onnxruntime-node (tests/onnxrt, make deps)
+# gives pacer's logits of the trained lenet5 and MLP on 256 MNIST test images, and of
+# cifar10_quick and resnet20 on 64 random images.
 . tests/lib.sh
 need_dir "$PACER_SHARED/datasets/mnist" "MNIST"
 /usr/bin/python3 -c "import onnx, numpy" 2>/dev/null || skip "onnx/numpy not importable by /usr/bin/python3"
@@ -42,10 +44,22 @@ spec mlp mnist "$PACER_SHARED/datasets/mnist" | jq '.epochs = 1' >"$TMP/mlp.json
 for m in cifar10_quick resnet20; do
     spec $m cifar10 "$TMP/cifar" | jq '.epochs = 1 | .dataset.train_subset = 64 | .dataset.test_subset = 64' >"$TMP/$m.json"
 done
-for m in mlp cifar10_quick resnet20; do
+for m in mlp cifar10_quick; do
     $WORKER --spec "$TMP/$m.json" --export-onnx "$TMP/$m.onnx" >"$TMP/$m.log" 2>&1 ||
         { tail -20 "$TMP/$m.log"; fail "$m with --export-onnx failed"; }
 done
+# resnet20's round trip too: its option-A shortcut is exported as a 1x1 MaxPool and a Pad of
+# the channels, which the importer reads back as the same residual add
+$WORKER --spec "$TMP/resnet20.json" --export-onnx-init "$TMP/r20init.onnx" --export-onnx "$TMP/resnet20.onnx" \
+    >"$TMP/resnet20.log" 2>&1 || { tail -20 "$TMP/resnet20.log"; fail "resnet20 with --export-onnx failed"; }
+jq --arg o "$TMP/r20init.onnx" '.model = {onnx: $o}' "$TMP/resnet20.json" >"$TMP/r20imported.json"
+$WORKER --spec "$TMP/r20imported.json" --export-onnx "$TMP/r20imported.onnx" >"$TMP/r20imported.log" 2>&1 ||
+    { tail -20 "$TMP/r20imported.log"; fail "resnet20 imported from its own export failed"; }
+steps "$TMP/resnet20.log" >"$TMP/a" && steps "$TMP/r20imported.log" >"$TMP/b"
+[ "$(wc -l <"$TMP/a")" -eq 3 ] || { cat "$TMP/resnet20.log"; fail "expected 2 step lines and 1 epoch line"; }
+diff "$TMP/a" "$TMP/b" || fail "the imported resnet20 trains differently from the built-in"
+cmp "$TMP/resnet20.onnx" "$TMP/r20imported.onnx" || fail "the trained resnet20 weights of the two runs differ"
+echo "round trip: resnet20 bit for bit the same"
 /usr/bin/python3 - "$TMP" <<'PY' || fail "the exported built-in models do not check"
 import sys, onnx
 from onnx import numpy_helper
@@ -91,6 +105,17 @@ PY
     for m in builtin mlp; do
         $BUILD/tools/onnx_logits "$TMP/$m.onnx" "$TMP/x.bin" 256 "$TMP/$m.logits" || fail "onnx_logits $m failed"
         node tests/onnxrt/logits.mjs "$TMP/$m.onnx" "$TMP/x.bin" 256 1x28x28 "$TMP/$m.logits" "$TMP/labels.bin" \
+            >"$TMP/$m.ort" || fail "onnxruntime-node could not run the exported $m"
+        echo "onnxruntime-node, $m: $(cat "$TMP/$m.ort")"
+        at_most "$m: largest logit difference, relative" "$(json "$TMP/$m.ort" .max_rel_diff)" 1e-4
+        equals_num "$m: predictions that differ" "$(json "$TMP/$m.ort" .predictions_differ)" 0
+    done
+    /usr/bin/python3 -c "import numpy as np; r = np.random.RandomState(1)
+r.randn(64, 3, 32, 32).astype('<f4').tofile('$TMP/xc.bin'); np.zeros(64, np.uint8).tofile('$TMP/lc.bin')" ||
+        fail "cannot write random images"
+    for m in cifar10_quick resnet20; do
+        $BUILD/tools/onnx_logits "$TMP/$m.onnx" "$TMP/xc.bin" 64 "$TMP/$m.logits" || fail "onnx_logits $m failed"
+        node tests/onnxrt/logits.mjs "$TMP/$m.onnx" "$TMP/xc.bin" 64 3x32x32 "$TMP/$m.logits" "$TMP/lc.bin" \
             >"$TMP/$m.ort" || fail "onnxruntime-node could not run the exported $m"
         echo "onnxruntime-node, $m: $(cat "$TMP/$m.ort")"
         at_most "$m: largest logit difference, relative" "$(json "$TMP/$m.ort" .max_rel_diff)" 1e-4

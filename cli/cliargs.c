@@ -47,6 +47,12 @@ static const cli_command_t COMMANDS[] = {
      "Downloads GET /api/v1/jobs/ID/trace, the job's recent steps as Chrome trace event JSON\n"
      "(open it in Perfetto or chrome://tracing), into FILE (-o; default ID.trace.json; - =\n"
      "standard output). The file is written only when the whole answer has arrived."},
+    {"export", CMD_EXPORT, 1, 1, "ID", OPT_OUTPUT, "save the job's trained model as ONNX",
+     "Downloads GET /api/v1/jobs/ID/model.onnx, the job's latest weights (its worker writes\n"
+     "them with every checkpoint and at the end) as an ONNX file: a built-in network's graph,\n"
+     "or the uploaded graph in inference form, the tensors under PyTorch's state_dict names.\n"
+     "Into FILE (-o; default ID.onnx; - = standard output), written only when the whole answer\n"
+     "has arrived. A job with no model yet is the API's 404."},
     {"models", CMD_MODELS, 0, 1, "[NAME]", 0, "the models a spec may name (the catalog)",
      "A table of the coordinator's catalog of models (GET /api/v1/models): name, source\n"
      "(builtin; uploaded for one `pacer upload` stored; onnx for an imported one), input shape, classes, parameters, forward\n"
@@ -86,7 +92,7 @@ static const cli_option_t OPTIONS[] = {
     {"limit", 0, "N", OPT_LIMIT, "ls: at most N jobs (default 50)"},
     {"follow", 'f', NULL, OPT_FOLLOW, "logs: keep printing until the job ends"},
     {"tail", 'n', "N", OPT_TAIL, "logs: only the last N lines"},
-    {"output", 'o', "FILE", OPT_OUTPUT, "trace: where to write (default ID.trace.json; - = stdout)"},
+    {"output", 'o', "FILE", OPT_OUTPUT, "trace, export: where to write (default ID.trace.json, ID.onnx; - = stdout)"},
     {"help", 'h', NULL, OPT_HELP, "help (of the command, after one)"},
     {"version", 0, NULL, OPT_VERSION, "print the version"},
 };

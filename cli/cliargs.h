@@ -36,6 +36,7 @@ typedef enum {
     CMD_CANCEL,
     CMD_RETRY,
     CMD_TRACE,
+    CMD_EXPORT,
     CMD_MODELS,
     CMD_DATASETS,
     CMD_UPLOAD,

@@ -403,11 +403,14 @@ int cmd_datasets(cli_ctx_t *cx)
 
 /* ---- trace ------------------------------------------------------------------------------------ */
 
-int cmd_trace(cli_ctx_t *cx)
+/* GET /api/v1/jobs/ID{suffix} into -o FILE (default ID{ext}; - = stdout), whole or not at
+ * all. */
+static int download_job_file(cli_ctx_t *cx, const char *suffix, const char *ext)
 {
     const char *id = cx->args->arg;
+    const char *cmd = cmd_name(cx);
     char path[512], out[4096], part[4200];
-    int rc = job_path(cx, id, "/trace", path, sizeof path);
+    int rc = job_path(cx, id, suffix, path, sizeof path);
     if (rc) return rc;
     int to_stdout = cx->args->output && strcmp(cx->args->output, "-") == 0;
     if (cx->args->output) {
@@ -415,17 +418,17 @@ int cmd_trace(cli_ctx_t *cx)
     } else {
         if (strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != strlen(id) ||
             strlen(id) > 64) {
-            fprintf(stderr, "pacer trace: give the file with -o ('%.40s' does not make a file name)\n", id);
+            fprintf(stderr, "pacer %s: give the file with -o ('%.40s' does not make a file name)\n", cmd, id);
             return CLI_EXIT_USAGE;
         }
-        snprintf(out, sizeof out, "%s.trace.json", id);
+        snprintf(out, sizeof out, "%s%s", id, ext);
     }
     /* Into a temporary file next to the target, renamed once the whole answer is in: a
      * failed download leaves no half file (and no file at all on an error answer). */
     snprintf(part, sizeof part, "%s.part.%ld", out, (long)getpid());
     FILE *f = to_stdout ? stdout : fopen(part, "wb");
     if (!f) {
-        fprintf(stderr, "pacer trace: %s: %s\n", part, strerror(errno));
+        fprintf(stderr, "pacer %s: %s: %s\n", cmd, part, strerror(errno));
         return CLI_EXIT_USAGE;
     }
     client_resp_t r;
@@ -439,15 +442,21 @@ int cmd_trace(cli_ctx_t *cx)
     if ((!ok || local) && !to_stdout) unlink(part);
     int status = CLI_EXIT_OK;
     if (local) {
-        fprintf(stderr, "pacer trace: %s: %s\n", out, strerror(local));
+        fprintf(stderr, "pacer %s: %s: %s\n", cmd, out, strerror(local));
         status = CLI_EXIT_USAGE;
     } else if (rc != 0) {
         status = cli_unreachable(cx, err);
     } else if (!ok) {
         status = cli_api_error(cx, &r);
     } else if (!to_stdout) {
-        fprintf(stderr, "pacer trace: wrote %s (%zu bytes)\n", out, written);
+        fprintf(stderr, "pacer %s: wrote %s (%zu bytes)\n", cmd, out, written);
     }
     client_resp_free(&r);
     return status;
 }
+
+int cmd_trace(cli_ctx_t *cx) { return download_job_file(cx, "/trace", ".trace.json"); }
+
+/* ---- export ----------------------------------------------------------------------------------- */
+
+int cmd_export(cli_ctx_t *cx) { return download_job_file(cx, "/model.onnx", ".onnx"); }

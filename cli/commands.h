@@ -21,6 +21,7 @@ int cmd_logs(cli_ctx_t *cx);
 int cmd_cancel(cli_ctx_t *cx);
 int cmd_retry(cli_ctx_t *cx);
 int cmd_trace(cli_ctx_t *cx);
+int cmd_export(cli_ctx_t *cx);
 int cmd_models(cli_ctx_t *cx);
 int cmd_datasets(cli_ctx_t *cx);
 int cmd_upload(cli_ctx_t *cx);

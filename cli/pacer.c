@@ -79,6 +79,7 @@ int main(int argc, char **argv)
     case CMD_CANCEL: rc = cmd_cancel(&cx); break;
     case CMD_RETRY: rc = cmd_retry(&cx); break;
     case CMD_TRACE: rc = cmd_trace(&cx); break;
+    case CMD_EXPORT: rc = cmd_export(&cx); break;
     case CMD_MODELS: rc = cmd_models(&cx); break;
     case CMD_DATASETS: rc = cmd_datasets(&cx); break;
     case CMD_UPLOAD: rc = cmd_upload(&cx); break;

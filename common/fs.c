@@ -93,3 +93,24 @@ void fs_atomic_abort(int fd, const char *tmp)
     if (fd >= 0) close(fd);
     unlink(tmp);
 }
+
+int fs_atomic_write(const char *path, const void *data, size_t len, unsigned mode)
+{
+    char tmp[4200];
+    int fd = fs_atomic_begin(path, tmp, sizeof tmp, mode);
+    if (fd < 0) return -1;
+    const char *p = data;
+    while (len > 0) {
+        ssize_t k = write(fd, p, len);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {
+            int e = k < 0 ? errno : EIO;
+            fs_atomic_abort(fd, tmp);
+            errno = e;
+            return -1;
+        }
+        p += k;
+        len -= (size_t)k;
+    }
+    return fs_atomic_commit(fd, tmp, path);
+}

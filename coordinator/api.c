@@ -674,6 +674,14 @@ int coord_get(coordinator_t *c, const char *id, json_t **out)
                      ? checkpoints_json(c, id, json_string_value(json_object_get(h, "name")))
                      : NULL;
     if (ck) json_object_set_new(*out, "checkpoints", ck);
+    /* The trained model's URL, only while the file is there (a missing one is absent) */
+    char onnx[PATH_MAX], url[160];
+    struct stat st;
+    if (*out && coord_job_path(c, id, "model.onnx", onnx, sizeof onnx) == 0 && stat(onnx, &st) == 0 &&
+        S_ISREG(st.st_mode)) {
+        snprintf(url, sizeof url, "/api/v1/jobs/%s/model.onnx", id);
+        json_object_set_new(*out, "model_onnx", json_string(url));
+    }
     json_decref(h);
     return *out ? COORD_OK : COORD_EINTERNAL;
 }
@@ -953,6 +961,22 @@ int coord_checkpoint_path(coordinator_t *c, const char *id, char *path, size_t l
     if (checkpoint_file(c, id, name, path, len) == 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode)) code = COORD_OK;
     json_decref(h);
     return code;
+}
+
+int coord_model_onnx_path(coordinator_t *c, const char *id, char *path, size_t len)
+{
+    if (!job_id_valid(id)) return COORD_ENOTFOUND;
+    json_t *h = NULL;
+    redisContext *rc = conn_get(c);
+    if (!rc) return COORD_EUNAVAIL;
+    int js = jobstore_get(rc, id, &h);
+    conn_put(c, rc, js == JS_EREDIS);
+    if (js != JS_OK) return coord_js_to_coord(js);
+    json_decref(h);
+    struct stat st;
+    if (coord_job_path(c, id, "model.onnx", path, len) == 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode))
+        return COORD_OK;
+    return COORD_MODEL_NONE;
 }
 
 /* Each host of the daemon's record gets its measured speeds from the profiles (the

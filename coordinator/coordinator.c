@@ -557,6 +557,7 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
         c->worker_has_collapse = help && strstr(help, "--resume-before") != NULL;
         c->worker_has_netprobe = help && strstr(help, "--netprobe") != NULL;
         c->worker_has_data_cache = help && strstr(help, "--data-cache") != NULL;
+        c->worker_has_model_onnx = help && strstr(help, "--model-onnx") != NULL;
         free(help);
         if (!c->worker_has_redis)
             clog_printf("worker %s has no --redis option: jobs run without metrics, heartbeats and batch plans",

@@ -920,6 +920,13 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
         argv[a++] = "--data-cache";
         argv[a++] = c->data_cache;
     }
+    /* The trained model as ONNX beside the checkpoints, for GET /api/v1/jobs/{id}/model.onnx;
+     * a simulation's ranks learn nothing worth exporting. */
+    char onnx[JPATH];
+    if (c->worker_has_model_onnx && !r->simulated && coord_job_path(c, r->id, "model.onnx", onnx, sizeof onnx) == 0) {
+        argv[a++] = "--model-onnx";
+        argv[a++] = onnx;
+    }
     if (c->worker_has_redis) {
         argv[a++] = "--redis";
         argv[a++] = c->worker_redis_url;

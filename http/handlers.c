@@ -301,6 +301,45 @@ static void download_name(const char *id, const char *path, char *out, size_t le
     out[o < len ? o : len - 1] = 0;
 }
 
+/* The open file fd (a whole version: writers replace it by rename) as an attachment. */
+static int send_attachment(http_req_t *rq, int fd, const struct stat *st, const char *name)
+{
+    struct MHD_Response *r = MHD_create_response_from_fd((size_t)st->st_size, fd);
+    if (!r) {
+        close(fd);
+        return MHD_NO;
+    }
+    char disp[800];
+    snprintf(disp, sizeof disp, "attachment; filename=\"%.700s\"", name);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_DISPOSITION, disp);
+    respond_common_headers(r);
+    enum MHD_Result ret = MHD_queue_response(rq->conn, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+int handle_job_model_onnx(http_req_t *rq)
+{
+    char path[PATH_MAX];
+    int code = coord_model_onnx_path(rq->srv->coord, job_id(rq), path, sizeof path);
+    int fd = code == COORD_OK ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    struct stat st;
+    if (code == COORD_OK && (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+        if (fd >= 0) close(fd);
+        code = COORD_MODEL_NONE;
+    }
+    if (code == COORD_MODEL_NONE)
+        return handler_problem(rq, problem_new(404, "no-model", "No trained model yet",
+                                               "the job has no model.onnx yet: its worker writes it with each "
+                                               "checkpoint and at the end (a simulated job never does)",
+                                               NULL, NULL));
+    if (code != COORD_OK) return handler_coord_error(rq, code, NULL);
+    char name[600];
+    snprintf(name, sizeof name, "%.580s.onnx", job_id(rq)); /* a valid job id: tame characters */
+    return send_attachment(rq, fd, &st, name);
+}
+
 int handle_job_checkpoint(http_req_t *rq)
 {
     char path[PATH_MAX];
@@ -323,20 +362,9 @@ int handle_job_checkpoint(http_req_t *rq)
         return handler_problem(rq, problem_new(404, "no-checkpoint", "No checkpoint yet", "the checkpoint file is gone",
                                                NULL, NULL));
     }
-    struct MHD_Response *r = MHD_create_response_from_fd((size_t)st.st_size, fd);
-    if (!r) {
-        close(fd);
-        return MHD_NO;
-    }
-    char name[160], disp[200];
+    char name[160];
     download_name(job_id(rq), path, name, sizeof name);
-    snprintf(disp, sizeof disp, "attachment; filename=\"%s\"", name);
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_DISPOSITION, disp);
-    respond_common_headers(r);
-    enum MHD_Result ret = MHD_queue_response(rq->conn, MHD_HTTP_OK, r);
-    MHD_destroy_response(r);
-    return ret;
+    return send_attachment(rq, fd, &st, name);
 }
 
 /* ---- cluster, health, docs -------------------------------------------------------------------------- */

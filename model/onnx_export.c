@@ -6,6 +6,7 @@
 #include "onnx_export.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "fs.h"
 #include "onnx.pb-c.h"
 #include "onnx_import.h"
+#include "version.h"
 
 /* One initializer's data as decoded, put back before the message is freed. */
 typedef struct {
@@ -236,9 +238,9 @@ out:
 
 int onnx_export_file(const char *src_path, const model_t *m, const char *out_path, char *err, size_t errlen)
 {
-    uint8_t *src;
-    size_t len;
-    if (onnx_read_file(src_path, &src, &len, err, errlen) != 0) return -1;
+    uint8_t *src = NULL;
+    size_t len = 0;
+    if (src_path && src_path[0] && onnx_read_file(src_path, &src, &len, err, errlen) != 0) return -1;
     int rc = onnx_export_to_file(src, len, m, out_path, err, errlen);
     free(src);
     return rc;
@@ -248,25 +250,423 @@ int onnx_export_to_file(const uint8_t *src, size_t len, const model_t *m, const 
 {
     uint8_t *dst;
     size_t n;
-    int rc = onnx_export_buffer(src, len, m, &dst, &n, err, errlen);
+    int rc = src ? onnx_export_buffer(src, len, m, &dst, &n, err, errlen) : onnx_export_layers(m, &dst, &n, err, errlen);
     if (rc != 0) return -1;
-    /* whole or not at all: a temporary file beside it, renamed over it */
-    char tmp[4200];
-    int fd = fs_atomic_begin(out_path, tmp, sizeof tmp, 0644);
-    const uint8_t *p = dst;
-    size_t left = n;
-    while (fd >= 0 && left > 0) {
-        ssize_t k = write(fd, p, left);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) break;
-        p += k;
-        left -= (size_t)k;
-    }
-    if (fd < 0 || left > 0 || fs_atomic_commit(fd, tmp, out_path) != 0) {
+    if (fs_atomic_write(out_path, dst, n, 0644) != 0) {
         snprintf(err, errlen, "onnx: cannot write %s: %s", out_path, strerror(errno));
-        if (fd >= 0 && left > 0) fs_atomic_abort(fd, tmp);
         rc = -1;
     }
     free(dst);
+    return rc;
+}
+
+/* ---- a graph from the layer list (the built-in networks) -------------------------------- */
+
+/* Everything the generated ModelProto points to is allocated here and freed at once:
+ * protobuf-c only packs it. */
+typedef struct {
+    void **blocks;
+    size_t n, cap;
+    int failed;
+    Onnx__GraphProto *g;
+    size_t node_cap, init_cap;
+} gen_t;
+
+static void *gen_alloc(gen_t *x, size_t size)
+{
+    if (x->failed) return NULL;
+    if (x->n == x->cap) {
+        size_t cap = x->cap ? 2 * x->cap : 256;
+        void **p = realloc(x->blocks, cap * sizeof *p);
+        if (!p) return x->failed = 1, NULL;
+        x->blocks = p;
+        x->cap = cap;
+    }
+    void *b = calloc(1, size ? size : 1);
+    if (!b) return x->failed = 1, NULL;
+    return x->blocks[x->n++] = b;
+}
+
+static char *gen_str(gen_t *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static char *gen_str(gen_t *x, const char *fmt, ...)
+{
+    char buf[MODEL_TENSOR_NAME_MAX + 32];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    char *s = gen_alloc(x, strlen(buf) + 1);
+    if (s) strcpy(s, buf);
+    return s;
+}
+
+/* Appends p to the array *arr of *n elements (capacity *cap). */
+static void gen_push(gen_t *x, void ***arr, size_t *n, size_t *cap, void *p)
+{
+    if (x->failed || !p) return (void)(x->failed = 1);
+    if (*n == *cap) {
+        size_t c = *cap ? 2 * *cap : 64;
+        void **a = gen_alloc(x, c * sizeof *a);
+        if (!a) return;
+        if (*n) memcpy(a, *arr, *n * sizeof *a);
+        *arr = a;
+        *cap = c;
+    }
+    (*arr)[(*n)++] = p;
+}
+
+/* A node op(inputs) -> output, named name; attributes follow through gen_attr_*. */
+static Onnx__NodeProto *gen_node(gen_t *x, const char *op, const char *name, const char *out, int nin, ...)
+{
+    Onnx__NodeProto *n = gen_alloc(x, sizeof *n);
+    char **in = gen_alloc(x, (size_t)(nin ? nin : 1) * sizeof *in);
+    char **o = gen_alloc(x, sizeof *o);
+    if (!n || !in || !o) return NULL;
+    onnx__node_proto__init(n);
+    n->op_type = (char *)op;
+    n->name = (char *)name;
+    va_list ap;
+    va_start(ap, nin);
+    for (int i = 0; i < nin; i++) in[i] = va_arg(ap, char *);
+    va_end(ap);
+    n->input = in;
+    n->n_input = (size_t)nin;
+    o[0] = (char *)out;
+    n->output = o;
+    n->n_output = 1;
+    gen_push(x, (void ***)&x->g->node, &x->g->n_node, &x->node_cap, n);
+    return n;
+}
+
+static Onnx__AttributeProto *gen_attr(gen_t *x, Onnx__NodeProto *n, const char *name, int type)
+{
+    if (!n) return NULL;
+    Onnx__AttributeProto *a = gen_alloc(x, sizeof *a);
+    Onnx__AttributeProto **arr = gen_alloc(x, (n->n_attribute + 1) * sizeof *arr);
+    if (!a || !arr) return NULL;
+    onnx__attribute_proto__init(a);
+    a->name = (char *)name;
+    a->has_type = 1;
+    a->type = type;
+    if (n->n_attribute) memcpy(arr, n->attribute, n->n_attribute * sizeof *arr);
+    arr[n->n_attribute++] = a;
+    n->attribute = arr;
+    return a;
+}
+
+static void gen_attr_int(gen_t *x, Onnx__NodeProto *n, const char *name, int64_t v)
+{
+    Onnx__AttributeProto *a = gen_attr(x, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+    if (a) a->has_i = 1, a->i = v;
+}
+
+static void gen_attr_float(gen_t *x, Onnx__NodeProto *n, const char *name, float v)
+{
+    Onnx__AttributeProto *a = gen_attr(x, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+    if (a) a->has_f = 1, a->f = v;
+}
+
+static void gen_attr_ints(gen_t *x, Onnx__NodeProto *n, const char *name, int count, const int *v)
+{
+    Onnx__AttributeProto *a = gen_attr(x, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    int64_t *ints = gen_alloc(x, (size_t)count * sizeof *ints);
+    if (!a || !ints) return;
+    for (int i = 0; i < count; i++) ints[i] = v[i];
+    a->ints = ints;
+    a->n_ints = (size_t)count;
+}
+
+/* A float tensor named name of the given dims, its data data (not copied). */
+static Onnx__TensorProto *gen_tensor(gen_t *x, const char *name, int nd, const int64_t *dims, const void *data,
+                                     size_t bytes, int type)
+{
+    Onnx__TensorProto *t = gen_alloc(x, sizeof *t);
+    int64_t *d = gen_alloc(x, (size_t)(nd ? nd : 1) * sizeof *d);
+    if (!t || !d) return NULL;
+    onnx__tensor_proto__init(t);
+    t->name = (char *)name;
+    memcpy(d, dims, (size_t)nd * sizeof *d);
+    t->dims = d;
+    t->n_dims = (size_t)nd;
+    t->has_data_type = 1;
+    t->data_type = type;
+    t->has_raw_data = 1;
+    t->raw_data.data = (uint8_t *)data;
+    t->raw_data.len = bytes;
+    return t;
+}
+
+/* The initializer of model tensor name (its values, in m's order of tensors) shaped dims. */
+static void gen_init(gen_t *x, const model_t *m, const char *name, int nd, const int64_t *dims)
+{
+    for (int i = 0; i < m->ntensors; i++) {
+        const tensor_info_t *ti = &m->tensors[i];
+        if (strcmp(ti->name, name) != 0) continue;
+        const float *data = (ti->is_buffer ? m->buffers : m->params) + ti->offset;
+        gen_push(x, (void ***)&x->g->initializer, &x->g->n_initializer, &x->init_cap,
+                 gen_tensor(x, ti->name, nd, dims, data, ti->count * sizeof(float),
+                            ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT));
+        return;
+    }
+    x->failed = 1;
+}
+
+/* A float tensor value (batch, dims...) for the graph's input or output. */
+static Onnx__ValueInfoProto *gen_value_info(gen_t *x, const char *name, int nd, const int64_t *dims)
+{
+    Onnx__ValueInfoProto *v = gen_alloc(x, sizeof *v);
+    Onnx__TypeProto *tp = gen_alloc(x, sizeof *tp);
+    Onnx__TypeProto__Tensor *tt = gen_alloc(x, sizeof *tt);
+    Onnx__TensorShapeProto *sh = gen_alloc(x, sizeof *sh);
+    Onnx__TensorShapeProto__Dimension **dim = gen_alloc(x, (size_t)(nd + 1) * sizeof *dim);
+    if (!v || !tp || !tt || !sh || !dim) return NULL;
+    onnx__value_info_proto__init(v);
+    onnx__type_proto__init(tp);
+    onnx__type_proto__tensor__init(tt);
+    onnx__tensor_shape_proto__init(sh);
+    for (int i = 0; i <= nd; i++) {
+        dim[i] = gen_alloc(x, sizeof *dim[i]);
+        if (!dim[i]) return NULL;
+        onnx__tensor_shape_proto__dimension__init(dim[i]);
+        if (i == 0) {
+            dim[i]->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+            dim[i]->dim_param = (char *)"batch";
+        } else {
+            dim[i]->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+            dim[i]->dim_value = dims[i - 1];
+        }
+    }
+    sh->dim = dim;
+    sh->n_dim = (size_t)nd + 1;
+    tt->has_elem_type = 1;
+    tt->elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    tt->shape = sh;
+    tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    tp->tensor_type = tt;
+    v->name = (char *)name;
+    v->type = tp;
+    return v;
+}
+
+/* The module name of a layer's weight ("layer1.0.conv1" of "layer1.0.conv1.weight"): the
+ * node's name, as torch.onnx names nodes after modules. */
+static char *gen_module(gen_t *x, const model_t *m, const layer_t *l, const char *op, int li)
+{
+    for (int i = 0; i < m->ntensors; i++) {
+        const tensor_info_t *ti = &m->tensors[i];
+        if (ti->is_buffer || ti->offset != l->w_off) continue;
+        const char *dot = strrchr(ti->name, '.');
+        return gen_str(x, "%.*s", dot ? (int)(dot - ti->name) : (int)strlen(ti->name), ti->name);
+    }
+    return gen_str(x, "%s_%d", op, li);
+}
+
+static const char *tensor_name_at(const model_t *m, size_t off, int is_buffer)
+{
+    for (int i = 0; i < m->ntensors; i++)
+        if (m->tensors[i].offset == off && m->tensors[i].is_buffer == is_buffer) return m->tensors[i].name;
+    return NULL;
+}
+
+/* The pads [begin..., end...] of a (t, l, b, r) geometry, ONNX's order. */
+#define GEN_PADS(d)                                \
+    {                                              \
+        (d).pad_t, (d).pad_l, (d).pad_b, (d).pad_r \
+    }
+
+/* One layer's nodes; value names: "input" (the model input), "t<i>" (layer i's output),
+ * "logits" (the last layer's). flat[i]: layer i's output is (N, features), not (N, C, H, W). */
+static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
+{
+    const layer_t *l = &m->layers[li];
+    char *in = l->in < 0 ? (char *)"input" : val[l->in];
+    int in_flat = l->in < 0 ? 0 : flat[l->in];
+    char *out = val[li];
+    flat[li] = in_flat;
+    Onnx__NodeProto *n = NULL;
+    switch (l->kind) {
+    case LAYER_CONV: {
+        const conv2d_desc_t *c = &l->conv;
+        const char *w = tensor_name_at(m, l->w_off, 0), *b = l->has_bias ? tensor_name_at(m, l->b_off, 0) : NULL;
+        char *name = gen_module(x, m, l, "Conv", li);
+        n = b ? gen_node(x, "Conv", name, out, 3, in, w, b) : gen_node(x, "Conv", name, out, 2, in, w);
+        const int ks[2] = {c->KH, c->KW}, st[2] = {c->sH, c->sW}, dl[2] = {c->dH, c->dW}, pd[4] = GEN_PADS(*c);
+        gen_attr_ints(x, n, "kernel_shape", 2, ks);
+        gen_attr_ints(x, n, "strides", 2, st);
+        gen_attr_ints(x, n, "pads", 4, pd);
+        gen_attr_ints(x, n, "dilations", 2, dl);
+        gen_attr_int(x, n, "group", c->groups > 0 ? c->groups : 1);
+        const int64_t dims[4] = {l->OC, l->C / (c->groups > 0 ? c->groups : 1), c->KH, c->KW}, bd[1] = {l->OC};
+        gen_init(x, m, w, 4, dims);
+        if (b) gen_init(x, m, b, 1, bd);
+        flat[li] = 0;
+        break;
+    }
+    case LAYER_MAXPOOL:
+    case LAYER_AVGPOOL: {
+        const pool2d_desc_t *p = &l->pool;
+        const int mx = l->kind == LAYER_MAXPOOL;
+        if (!mx && (p->dH != 1 || p->dW != 1)) {
+            snprintf(err, errlen, "onnx: layer %d: AveragePool has no dilations in opset 13", li);
+            x->failed = 1;
+            return;
+        }
+        n = gen_node(x, mx ? "MaxPool" : "AveragePool", gen_str(x, "%s_%d", mx ? "MaxPool" : "AveragePool", li), out, 1,
+                     in);
+        const int ks[2] = {p->KH, p->KW}, st[2] = {p->sH, p->sW}, dl[2] = {p->dH, p->dW}, pd[4] = GEN_PADS(*p);
+        gen_attr_ints(x, n, "kernel_shape", 2, ks);
+        gen_attr_ints(x, n, "strides", 2, st);
+        gen_attr_ints(x, n, "pads", 4, pd);
+        gen_attr_int(x, n, "ceil_mode", p->ceil_mode);
+        if (mx && (p->dH != 1 || p->dW != 1)) gen_attr_ints(x, n, "dilations", 2, dl);
+        if (!mx) gen_attr_int(x, n, "count_include_pad", p->count_include_pad);
+        flat[li] = 0;
+        break;
+    }
+    case LAYER_RELU: gen_node(x, "Relu", gen_str(x, "Relu_%d", li), out, 1, in); break;
+    case LAYER_LEAKY_RELU:
+        n = gen_node(x, "LeakyRelu", gen_str(x, "LeakyRelu_%d", li), out, 1, in);
+        gen_attr_float(x, n, "alpha", l->alpha);
+        break;
+    case LAYER_SIGMOID: gen_node(x, "Sigmoid", gen_str(x, "Sigmoid_%d", li), out, 1, in); break;
+    case LAYER_TANH: gen_node(x, "Tanh", gen_str(x, "Tanh_%d", li), out, 1, in); break;
+    /* the inference form: dropout is the identity */
+    case LAYER_DROPOUT: gen_node(x, "Identity", gen_str(x, "Dropout_%d", li), out, 1, in); break;
+    case LAYER_GAP:
+        gen_node(x, "GlobalAveragePool", gen_str(x, "GlobalAveragePool_%d", li), out, 1, in);
+        flat[li] = 0;
+        break;
+    case LAYER_CONCAT:
+        n = gen_node(x, "Concat", gen_str(x, "Concat_%d", li), out, 2, in, l->in2 < 0 ? (char *)"input" : val[l->in2]);
+        gen_attr_int(x, n, "axis", 1);
+        flat[li] = 0;
+        break;
+    case LAYER_BN: {
+        const char *nm[4] = {tensor_name_at(m, l->w_off, 0), tensor_name_at(m, l->b_off, 0),
+                             tensor_name_at(m, l->rm_off, 1), tensor_name_at(m, l->rv_off, 1)};
+        n = gen_node(x, "BatchNormalization", gen_module(x, m, l, "BatchNormalization", li), out, 5, in, nm[0], nm[1],
+                     nm[2], nm[3]);
+        gen_attr_float(x, n, "epsilon", l->eps);
+        /* ONNX's momentum weighs the old running statistics: 1 - PyTorch's */
+        gen_attr_float(x, n, "momentum", 1.0f - MODEL_BN_MOMENTUM);
+        const int64_t d[1] = {l->C};
+        for (int i = 0; i < 4; i++) gen_init(x, m, nm[i], 1, d);
+        break;
+    }
+    case LAYER_FC: {
+        /* Gemm reads (N, features): a spatial input is flattened first */
+        char *a = in;
+        if (!in_flat) {
+            a = gen_str(x, "%s_flat", in);
+            gen_node(x, "Flatten", gen_str(x, "Flatten_%d", li), a, 1, in);
+        }
+        const char *w = tensor_name_at(m, l->w_off, 0), *b = l->has_bias ? tensor_name_at(m, l->b_off, 0) : NULL;
+        char *name = gen_module(x, m, l, "Gemm", li);
+        n = b ? gen_node(x, "Gemm", name, out, 3, a, w, b) : gen_node(x, "Gemm", name, out, 2, a, w);
+        gen_attr_float(x, n, "alpha", l->gemm.alpha);
+        gen_attr_float(x, n, "beta", l->gemm.beta);
+        gen_attr_int(x, n, "transB", l->gemm.layout == GEMM_W_OUT_IN);
+        const int64_t wd[2] = {l->gemm.layout == GEMM_W_OUT_IN ? l->OC : l->C,
+                               l->gemm.layout == GEMM_W_OUT_IN ? l->C : l->OC},
+                      bd[1] = {l->OC};
+        gen_init(x, m, w, 2, wd);
+        if (b) gen_init(x, m, b, 1, bd);
+        flat[li] = 1;
+        break;
+    }
+    case LAYER_ADD: {
+        char *sc = l->in2 < 0 ? (char *)"input" : val[l->in2];
+        const shortcut_desc_t *s = &l->sc;
+        if (s->stride != 1 || s->C != s->OC) {
+            /* He et al.'s option A: x subsampled by the stride (a 1x1 max pool of that
+             * stride picks x[:, :, ::s, ::s]) and its channels zero-padded to OC, the C
+             * real ones at offset (OC - C) / 2 (ops.h) */
+            if (s->stride != 1) {
+                char *sub = gen_str(x, "%s_sub%d", sc, li);
+                n = gen_node(x, "MaxPool", gen_str(x, "Shortcut_%d_subsample", li), sub, 1, sc);
+                const int k[2] = {1, 1}, st[2] = {s->stride, s->stride};
+                gen_attr_ints(x, n, "kernel_shape", 2, k);
+                gen_attr_ints(x, n, "strides", 2, st);
+                sc = sub;
+            }
+            if (s->C != s->OC) {
+                const int lo = (s->OC - s->C) / 2;
+                int64_t *pads = gen_alloc(x, 8 * sizeof *pads);
+                if (!pads) return;
+                pads[1] = lo;
+                pads[5] = s->OC - s->C - lo;
+                const int64_t d[1] = {8};
+                char *pv = gen_str(x, "Shortcut_%d_pads", li), *padded = gen_str(x, "%s_pad%d", sc, li);
+                n = gen_node(x, "Constant", gen_str(x, "Shortcut_%d_pads", li), pv, 0);
+                Onnx__AttributeProto *v = gen_attr(x, n, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+                if (v) v->t = gen_tensor(x, NULL, 1, d, pads, 8 * sizeof *pads, ONNX__TENSOR_PROTO__DATA_TYPE__INT64);
+                gen_node(x, "Pad", gen_str(x, "Shortcut_%d_pad", li), padded, 2, sc, pv);
+                sc = padded;
+            }
+        }
+        gen_node(x, "Add", gen_str(x, "Add_%d", li), out, 2, in, sc);
+        flat[li] = in_flat;
+        break;
+    }
+    }
+}
+
+int onnx_export_layers(const model_t *m, uint8_t **out, size_t *outlen, char *err, size_t errlen)
+{
+    *out = NULL;
+    *outlen = 0;
+    snprintf(err, errlen, "onnx: out of memory");
+    gen_t x = {0};
+    Onnx__ModelProto mp;
+    Onnx__GraphProto g;
+    Onnx__OperatorSetIdProto op;
+    Onnx__OperatorSetIdProto *ops[1] = {&op};
+    onnx__model_proto__init(&mp);
+    onnx__graph_proto__init(&g);
+    onnx__operator_set_id_proto__init(&op);
+    x.g = &g;
+    op.domain = (char *)"";
+    op.has_version = 1;
+    op.version = ONNX_EXPORT_OPSET;
+    mp.has_ir_version = 1;
+    mp.ir_version = 7; /* the IR of opset 13 */
+    mp.opset_import = ops;
+    mp.n_opset_import = 1;
+    mp.producer_name = (char *)"pacer";
+    mp.producer_version = (char *)PACER_VERSION;
+    mp.graph = &g;
+    g.name = (char *)m->name;
+    char **val = gen_alloc(&x, (size_t)(m->nlayers ? m->nlayers : 1) * sizeof *val);
+    int *flat = gen_alloc(&x, (size_t)(m->nlayers ? m->nlayers : 1) * sizeof *flat);
+    for (int i = 0; val && i < m->nlayers; i++) val[i] = i == m->nlayers - 1 ? (char *)"logits" : gen_str(&x, "t%d", i);
+    /* the logits are (N, classes): a last layer of (N, classes, 1, 1) (a convolution or a
+     * pool) writes "logits4d", which a Flatten makes the output */
+    const int last_spatial = m->nlayers > 0 && m->layers[m->nlayers - 1].kind != LAYER_FC;
+    if (val && last_spatial) val[m->nlayers - 1] = (char *)"logits4d";
+    err[0] = '\0';
+    for (int i = 0; val && flat && i < m->nlayers && !x.failed; i++) gen_layer(&x, m, i, val, flat, err, errlen);
+    if (last_spatial && !x.failed)
+        gen_node(&x, flat[m->nlayers - 1] ? "Identity" : "Flatten", "Flatten_logits", "logits", 1, "logits4d");
+    const int64_t in_dims[3] = {m->C, m->H, m->W}, out_dims[1] = {m->num_classes};
+    Onnx__ValueInfoProto *io[2] = {gen_value_info(&x, "input", 3, in_dims), gen_value_info(&x, "logits", 1, out_dims)};
+    g.input = &io[0];
+    g.n_input = 1;
+    g.output = &io[1];
+    g.n_output = 1;
+    int rc = -1;
+    if (x.failed || m->nlayers < 1) {
+        if (!err[0]) snprintf(err, errlen, "onnx: out of memory, or a layer without its tensors");
+    } else {
+        size_t n = onnx__model_proto__get_packed_size(&mp);
+        *out = malloc(n ? n : 1);
+        if (*out) {
+            *outlen = onnx__model_proto__pack(&mp, *out);
+            rc = 0;
+        } else {
+            snprintf(err, errlen, "onnx: out of memory (%zu bytes)", n);
+        }
+    }
+    for (size_t i = 0; i < x.n; i++) free(x.blocks[i]);
+    free(x.blocks);
     return rc;
 }

@@ -9,7 +9,16 @@
  * their own names: PyTorch's state_dict keys) holds the trained values; every other
  * initializer, the opset and the metadata are the file's.
  *
- * Built-in networks have no source graph; exporting them is not implemented yet.
+ * A built-in network has no source graph: onnx_export_layers writes one from its layer list
+ * (opset ONNX_EXPORT_OPSET, inference form): Conv, MaxPool, AveragePool, Relu, LeakyRelu,
+ * Sigmoid, Tanh, GlobalAveragePool, Concat, BatchNormalization (running statistics),
+ * Flatten + Gemm for a fully connected layer, Add for a residual (the option-A shortcut
+ * of resnet20 as a 1x1 MaxPool of the stride and a Pad of the channels), Identity for a
+ * dropout. Initializers are the model's tensors under their names, which for the built-in
+ * networks are what the same network in PyTorch has as state_dict keys (conv1.weight,
+ * conv1.bias, fc1.weight, bn1.weight, bn1.bias, bn1.running_mean, bn1.running_var,
+ * layer2.0.conv1.weight; no num_batches_tracked), in the model's order. The graph's input
+ * is "input" (batch, C, H, W), its output "logits" (batch, classes), the batch dynamic.
  */
 #ifndef PACER_ONNX_EXPORT_H
 #define PACER_ONNX_EXPORT_H
@@ -24,7 +33,13 @@
  * is not the graph m was imported from: an initializer missing or of another size). */
 int onnx_export_buffer(const uint8_t *src, size_t len, const model_t *m, uint8_t **out, size_t *outlen, char *err,
                        size_t errlen);
-/* The same from the file src_path into the file out_path (written whole or not at all). */
+#define ONNX_EXPORT_OPSET 13
+
+/* The ONNX bytes of m's layer list with m's weights (see above), malloc'ed into *out. 0,
+ * or -1 with err set (a layer ONNX 13 cannot express, out of memory). */
+int onnx_export_layers(const model_t *m, uint8_t **out, size_t *outlen, char *err, size_t errlen);
+/* The same (onnx_export_buffer from the file src_path, or onnx_export_layers when src_path
+ * is NULL or empty) into the file out_path (written whole or not at all). */
 int onnx_export_file(const char *src_path, const model_t *m, const char *out_path, char *err, size_t errlen);
 /* The same from the source file's len bytes in memory (an uploaded model's, which the
  * worker may have read from Redis: worker/modelfetch.h). */

@@ -6,7 +6,8 @@
  *   Conv -> LAYER_CONV (any stride, pads incl. auto_pad, dilation, groups);
  *   MaxPool / AveragePool -> LAYER_MAXPOOL / LAYER_AVGPOOL (ceil_mode, pads, dilations,
  *     count_include_pad); a zero Pad in front of an AveragePool (torch's export of
- *     AvgPool2d(padding=p, count_include_pad=True)) merges into it;
+ *     AvgPool2d(padding=p, count_include_pad=True)) merges into it; a zero Pad of channels
+ *     read by an Add is LAYER_ADD's option-A shortcut (pacer's export of resnet20);
  *   GlobalAveragePool -> LAYER_GAP; Relu, LeakyRelu, Sigmoid, Tanh -> their layers; Add of
  *     two activations -> LAYER_ADD; Concat of activations (axis 1) -> a chain of
  *     LAYER_CONCAT; Dropout -> LAYER_DROPOUT (the mask output unused);
@@ -37,7 +38,7 @@
 const char ONNX_SUPPORTED_OPS[] =
     "Conv, MaxPool, AveragePool, GlobalAveragePool, Relu, LeakyRelu, Sigmoid, Tanh, "
     "Add, Concat, BatchNormalization, Gemm, MatMul (+ Add), Dropout, Flatten, Reshape, Identity, "
-    "Constant, Pad (before Conv or AveragePool), Shape, Gather, Unsqueeze";
+    "Constant, Pad (before Conv or AveragePool; of channels before Add), Shape, Gather, Unsqueeze";
 
 /* Largest dimension of any tensor or shape the importer accepts (a bound, not a limit
  * real networks meet). */
@@ -58,6 +59,7 @@ typedef struct {
     int flat;                        /* V_LAYER: seen as (N, C*H*W) (Flatten, Reshape) */
     const Onnx__TensorProto *tensor; /* V_TENSOR: initializer or Constant */
     int pads[4];                     /* V_PADDED: zero padding top, left, bottom, right */
+    int cpads[2];                    /* V_PADDED: zero channels before, after (Add only) */
     int64_t ints[INTS_MAX];          /* V_INTS */
     int nints, scalar;               /* V_INTS: count; a 0-D value (one int) */
     int matmul;                      /* V_LAYER: a MatMul's output, its layer without bias */
@@ -262,8 +264,12 @@ static int input_layer(imp_t *im, const Onnx__NodeProto *n, size_t i, const valu
     if (v->kind == V_TENSOR)
         return fail(im, "node '%s' (%s): input '%s' is a constant where an activation is expected", node_name(n),
                     n->op_type, n->input[i]);
-    if (v->kind == V_PADDED && strcmp(n->op_type, "AveragePool") != 0 && strcmp(n->op_type, "Conv") != 0)
+    const int cpad = v->kind == V_PADDED && (v->cpads[0] || v->cpads[1]);
+    if (v->kind == V_PADDED && !cpad && strcmp(n->op_type, "AveragePool") != 0 && strcmp(n->op_type, "Conv") != 0)
         return fail(im, "node '%s' (%s): reads the output of a Pad; only Conv and AveragePool may", node_name(n),
+                    n->op_type);
+    if (cpad && strcmp(n->op_type, "Add") != 0)
+        return fail(im, "node '%s' (%s): reads a Pad of channels; only Add may (a residual's shortcut)", node_name(n),
                     n->op_type);
     if (vout) *vout = v;
     return 0;
@@ -428,9 +434,14 @@ static int do_pad(imp_t *im, const Onnx__NodeProto *n)
         if (tensor_count(val) != 1 || tensor_floats(im, val, &z, 1) || z != 0.0f)
             return fail(im, "node '%s' (Pad): only zero padding is supported", node_name(n));
     }
-    /* (N, C, H, W): begins p[0..3], ends p[4..7] */
-    if (p[0] || p[1] || p[4] || p[5])
-        return fail(im, "node '%s' (Pad): padding of the batch or channel dimension is not supported", node_name(n));
+    /* (N, C, H, W): begins p[0..3], ends p[4..7]. Channels are padded only on their own,
+     * for an Add to read (the option-A shortcut of a CIFAR ResNet, as pacer exports
+     * resnet20: model.h's LAYER_ADD) */
+    const int chan = p[1] || p[5];
+    if (p[0] || p[4] || (chan && (p[2] || p[3] || p[6] || p[7])))
+        return fail(
+            im, "node '%s' (Pad): padding of the batch dimension, or of channels and pixels at once, is not supported",
+            node_name(n));
     for (int i = 0; i < 8; i++)
         if (p[i] < 0 || p[i] > DIM_MAX) return fail(im, "node '%s' (Pad): negative or huge pads", node_name(n));
     if (x->kind == V_PADDED) return fail(im, "node '%s' (Pad): two Pads in a row are not supported", node_name(n));
@@ -438,6 +449,7 @@ static int do_pad(imp_t *im, const Onnx__NodeProto *n)
     if (!v) return fail(im, "out of memory");
     v->layer = x->layer;
     v->pads[0] = (int)p[2], v->pads[1] = (int)p[3], v->pads[2] = (int)p[6], v->pads[3] = (int)p[7];
+    v->cpads[0] = (int)p[1], v->cpads[1] = (int)p[5];
     return 0;
 }
 
@@ -753,9 +765,26 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
             return define_output(im, n, mm->layer, 0);
         }
         if (check_attrs(im, n, none) || input_layer(im, n, 0, &x) || input_layer(im, n, 1, &y)) return -1;
+        if (x->kind == V_PADDED) {
+            const value_t *t = x;
+            x = y;
+            y = t;
+        }
+        if (x->kind == V_PADDED) return fail(im, "node '%s' (Add): both inputs are Pads of channels", node_name(n));
         int C1, H1, W1, C2, H2, W2;
         model_build_shape(b, x->layer, &C1, &H1, &W1);
         model_build_shape(b, y->layer, &C2, &H2, &W2);
+        if (y->kind == V_PADDED) {
+            /* x + channels of y zero-padded: LAYER_ADD's shortcut, whose C channels sit at
+             * offset (OC - C) / 2 */
+            const int OC = C2 + y->cpads[0] + y->cpads[1];
+            if (OC != C1 || y->cpads[0] != (OC - C2) / 2 || H1 != H2 || W1 != W2 || x->layer < 0 || y->layer < 0)
+                return fail(im,
+                            "node '%s' (Add): a shortcut of %d channels padded by %d before and %d after must "
+                            "give the other input's %dx%dx%d with the padding split evenly (more after)",
+                            node_name(n), C2, y->cpads[0], y->cpads[1], C1, H1, W1);
+            return define_output(im, n, model_build_add(b, x->layer, y->layer), x->flat);
+        }
         if (C1 != C2 || H1 != H2 || W1 != W2 || x->layer < 0 || y->layer < 0)
             return fail(im,
                         "node '%s' (Add): only two activations of the same shape are supported (%dx%dx%d + %dx%dx%d)",

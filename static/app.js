@@ -714,6 +714,8 @@
       $('#job-cancel').disabled = !active || !!j.cancel_requested;
       $('#job-cancel').textContent = j.cancel_requested && active ? 'Cancelling…' : 'Cancel';
       if (window.pacerCheckpoints) window.pacerCheckpoints.render($('#ckpts'), j.checkpoints);   // checkpoints.js
+      // Only while the worker has written the file (the API names it then).
+      $('#job-onnx').hidden = !j.model_onnx;
     }
 
     // The noise scale and, with algorithm.goodput, the plan in force: from the latest
@@ -912,26 +914,30 @@
         facts();
       } catch (e) { apiError(e); }
     });
-    const ckpt = $('#job-ckpt');
-    ckpt.href = API + '/jobs/' + id + '/checkpoint';
-    ckpt.addEventListener('click', async (e) => {
-      // With a token the download needs the header: fetch it and hand over a blob.
-      e.preventDefault();
-      try {
-        const res = await fetch(ckpt.href, { headers: token() ? { Authorization: 'Bearer ' + token() } : {} });
-        if (!res.ok) {
-          const p = await res.json().catch(() => null);
-          banner((p && p.detail) || 'no checkpoint');
-          return;
-        }
-        const url = URL.createObjectURL(await res.blob());
-        const a = el('a', { href: url, download: id + '.ckpt' });
-        document.body.append(a);
-        a.click();
-        a.remove();
-        setTimeout(() => URL.revokeObjectURL(url), 10000);
-      } catch (err) { banner(err.message); }
-    });
+    // A job's file as a download: with a token it needs the header, so it is fetched and
+    // handed over as a blob; an error answer is the API's problem detail in the banner.
+    const download = (link, path, name, none) => {
+      link.href = API + '/jobs/' + id + path;
+      link.addEventListener('click', async (e) => {
+        e.preventDefault();
+        try {
+          const res = await fetch(link.href, { headers: token() ? { Authorization: 'Bearer ' + token() } : {} });
+          if (!res.ok) {
+            const p = await res.json().catch(() => null);
+            banner((p && p.detail) || none);
+            return;
+          }
+          const url = URL.createObjectURL(await res.blob());
+          const a = el('a', { href: url, download: name });
+          document.body.append(a);
+          a.click();
+          a.remove();
+          setTimeout(() => URL.revokeObjectURL(url), 10000);
+        } catch (err) { banner(err.message); }
+      });
+    };
+    download($('#job-ckpt'), '/checkpoint', id + '.ckpt', 'no checkpoint');
+    download($('#job-onnx'), '/model.onnx', id + '.onnx', 'no trained model yet');
     let logTimer = null;
     async function loadLog() {
       try {

@@ -21,7 +21,6 @@
 #include "modelfetch.h"
 #include "netprobe.h"
 #include "numarg.h"
-#include "onnx_export.h"
 #include "onnx_import.h"
 #include "redis_report.h"
 #include "sim.h"
@@ -54,6 +53,8 @@ static const struct option OPTIONS[] = {
     {"weight-digest", required_argument, NULL, 'W'},
     {"trace", required_argument, NULL, 'X'},
     {"export-onnx", required_argument, NULL, 'O'},
+    {"export-onnx-init", required_argument, NULL, 'Q'},
+    {"model-onnx", required_argument, NULL, 'Y'},
     {"data-cache", required_argument, NULL, 'C'},
     {"data-root", required_argument, NULL, 'U'},
     {"models-dir", required_argument, NULL, 'M'},
@@ -131,8 +132,15 @@ static void usage(FILE *f)
                "                         spec's model.onnx graph in inference form (batch norm on\n"
                "                         its running statistics, dropout an Identity) with the\n"
                "                         trained weights under the file's initializer names (what\n"
-               "                         module.load_state_dict takes back); only for a model\n"
-               "                         imported from ONNX for now\n"
+               "                         module.load_state_dict takes back); a built-in model as\n"
+               "                         the graph of its layers, its tensors under PyTorch's\n"
+               "                         state_dict names (docs/JOB_SPEC.md)\n"
+               "  --export-onnx-init FILE  the same before training: the weights training starts\n"
+               "                         from (the seed's, the file's, or a resumed checkpoint's)\n"
+               "  --model-onnx FILE      the latest weights as ONNX (as --export-onnx), rewritten\n"
+               "                         by whoever holds the model (rank 0, the parameter server)\n"
+               "                         with every checkpoint and at the end (the coordinator's\n"
+               "                         JOBDIR/model.onnx, GET /api/v1/jobs/{id}/model.onnx)\n"
                "  --stop-after-steps N   stop after global step N as if interrupted (for tests)\n"
                "  --batch-plan B0,B1,..  initial per-worker batch sizes, summing to workers x\n"
                "                         batch_size (for tests; the planner takes over if enabled)\n"
@@ -193,15 +201,17 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
 static const char *g_redis_url, *g_job_id; /* --redis, --job */
 static const char *g_trace_path;           /* --trace */
 static const char *g_export_onnx;          /* --export-onnx */
+static const char *g_export_onnx_init;     /* --export-onnx-init */
+static const char *g_model_onnx;           /* --model-onnx */
 static const char *g_data_cache;           /* --data-cache */
 #define WORKER_DATA_ROOTS_MAX 16
 static const char *g_data_roots[WORKER_DATA_ROOTS_MAX]; /* --data-root */
 static int g_ndata_roots;
-static const char *g_models_dir;           /* --models-dir */
-static const char *g_redis_password_file;  /* --redis-password-file */
-static int g_world;                        /* --world: 0 = not given */
-static double g_lr_scale = 1.0;            /* --lr-scale */
-static long g_resume_before = -1;          /* --resume-before: -1 = not given */
+static const char *g_models_dir;          /* --models-dir */
+static const char *g_redis_password_file; /* --redis-password-file */
+static int g_world;                       /* --world: 0 = not given */
+static double g_lr_scale = 1.0;           /* --lr-scale */
+static long g_resume_before = -1;         /* --resume-before: -1 = not given */
 static int coordinator_assignment(worker_t *w, int *out);
 
 int main(int argc, char **argv)
@@ -267,6 +277,8 @@ int main(int argc, char **argv)
         case 'W': opts.weight_digest = optarg; break;
         case 'X': g_trace_path = optarg; break;
         case 'O': g_export_onnx = optarg; break;
+        case 'Q': g_export_onnx_init = optarg; break;
+        case 'Y': g_model_onnx = optarg; break;
         case 'C': g_data_cache = optarg; break;
         case 'U':
             if (g_ndata_roots == WORKER_DATA_ROOTS_MAX) {
@@ -347,23 +359,17 @@ static void figure(char *out, size_t len, const char *fmt, double v, int measure
 }
 
 /* --export-onnx: rank 0's weights (the parameter server's, or a synchronous job's root's)
- * into the spec's ONNX graph. 0, or -1 after saying why. */
+ * into the spec's ONNX graph, or a built-in model's graph from its layers. 0, or -1 after
+ * saying why. */
 static int export_onnx(worker_t *w, const char *path)
 {
     char err[1024];
     worker_model_to_host(w);
-    const uint8_t *src;
-    size_t len;
-    int rc = w->spec->model_sha256[0]
-                 ? (modelfetch_bytes(w->spec->model_onnx, w->spec->model_sha256, &src, &len, err, sizeof err) == 0
-                        ? onnx_export_to_file(src, len, w->model, path, err, sizeof err)
-                        : -1)
-                 : onnx_export_file(w->spec->model_onnx, w->model, path, err, sizeof err);
-    if (rc != 0) {
+    if (worker_export_onnx(w, path, err, sizeof err) != 0) {
         fprintf(stderr, "pacer-worker: --export-onnx: %s\n", err);
         return -1;
     }
-    fprintf(stderr, "exported the trained model to %s\n", path);
+    fprintf(stderr, "exported the %s model to %s\n", path == g_export_onnx_init ? "initial" : "trained", path);
     return 0;
 }
 
@@ -400,12 +406,6 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
     if (g_ndata_roots > 0) userdata_sync(g_data_roots, g_ndata_roots, NULL);
     if (spec_load_file(spec_path, &spec, err, sizeof err) != 0) {
         SAY("pacer-worker: %s\n", err);
-        return finish(use_mpi, &w, 2);
-    }
-    if (g_export_onnx && !spec.model_onnx[0]) {
-        SAY("pacer-worker: --export-onnx: model %s is built in; only a model imported from ONNX "
-            "(\"model\": {\"onnx\": PATH}) can be exported for now\n",
-            spec.model);
         return finish(use_mpi, &w, 2);
     }
     {
@@ -517,6 +517,10 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
         if (agree(use_mpi, failed)) return finish(use_mpi, &w, 1);
     }
 
+    w.model_onnx_out = g_model_onnx;
+    if (rank == 0 && g_export_onnx_init) failed = export_onnx(&w, g_export_onnx_init) != 0;
+    if (agree(use_mpi, failed)) return finish(use_mpi, &w, 1);
+
     static trace_ring_t ring;
     if (g_trace_path) {
         /* Allocated here, once: recording in a step only stores into it. */
@@ -603,6 +607,9 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
         trace_ring_free(&ring);
     }
     if (rank == 0 && g_export_onnx && export_onnx(&w, g_export_onnx) != 0) status = 1;
+    /* --model-onnx: a copy for the coordinator to serve; like the one at checkpoint time
+     * (worker_save_checkpoint), a failure is said but costs the download, not the job */
+    if (rank == 0 && g_model_onnx) export_onnx(&w, g_model_onnx);
     json_t *per_rank = NULL;
     if (use_mpi) {
         per_rank = comm_gather_ranks(&w, MPI_COMM_WORLD);

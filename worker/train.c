@@ -27,6 +27,7 @@
 #include "hostname.h"
 #include "memest.h"
 #include "modelfetch.h"
+#include "onnx_export.h"
 #include "onnx_import.h"
 #include "planner.h"
 #include "sim.h"
@@ -899,6 +900,19 @@ void worker_checkpoint_path(const worker_t *w, char *out, size_t len)
     snprintf(out, len, "%s/%s.ckpt", w->spec->checkpoint.dir, w->spec->name);
 }
 
+int worker_export_onnx(const worker_t *w, const char *path, char *err, size_t errlen)
+{
+    const job_spec_t *s = w->spec;
+    if (s->model_sha256[0]) {
+        /* an uploaded model: its graph from the bytes the spec's loader read */
+        const uint8_t *src;
+        size_t len;
+        if (modelfetch_bytes(s->model_onnx, s->model_sha256, &src, &len, err, errlen) != 0) return -1;
+        return onnx_export_to_file(src, len, w->model, path, err, errlen);
+    }
+    return onnx_export_file(s->model_onnx, w->model, path, err, errlen);
+}
+
 int worker_save_checkpoint(worker_t *w, char *err, size_t errlen)
 {
     char path[1100], why[1400];
@@ -908,6 +922,10 @@ int worker_save_checkpoint(worker_t *w, char *err, size_t errlen)
     fill_ckpt(w, &st);
     if (checkpoint_save(path, w->model, &st, err, errlen) != 0) return -1;
     w->ckpt_step = w->global_step;
+    /* The same weights as ONNX for the coordinator to serve; a failure costs the download,
+     * not the training. */
+    if (w->model_onnx_out && worker_export_onnx(w, w->model_onnx_out, why, sizeof why) != 0)
+        fprintf(stderr, "pacer-worker: --model-onnx: %s\n", why);
     /* The accuracy belongs to these weights only when they were evaluated at this step. */
     double acc = w->eval_step == w->global_step && isfinite(w->test_accuracy) ? w->test_accuracy : -1.0;
     if (acc > 1.0) acc = 1.0;

@@ -63,6 +63,12 @@ void worker_checkpoint_path(const worker_t *w, char *out, size_t len);
  * is written). */
 int worker_save_checkpoint(worker_t *w, char *err, size_t errlen);
 
+/* The model as ONNX at path, written whole or not at all: the graph of the spec's ONNX
+ * file (an uploaded one's bytes by its sha256, worker/modelfetch.h) with these weights,
+ * or a built-in's graph from its layer list (model/onnx_export.h). The caller has the
+ * weights on the host (worker_model_to_host). 0, or -1 with err set. */
+int worker_export_onnx(const worker_t *w, const char *path, char *err, size_t errlen);
+
 /* Applies opts->batch_plan to w->batch_of; returns 0 or -1 with err naming the problem. */
 int worker_apply_batch_plan(worker_t *w, const char *plan, char *err, size_t errlen);
 

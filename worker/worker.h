@@ -49,6 +49,7 @@ struct algo_ops;
 
 typedef struct worker {
     const job_spec_t *spec;
+    const char *model_onnx_out; /* --model-onnx: ONNX of each checkpoint's weights, or NULL */
     const struct algo_ops *algo;
     void *algo_state; /* owned by the algorithm */
     int rank, world;  /* MPI rank and size (0, 1 standalone) */

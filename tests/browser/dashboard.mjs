@@ -345,6 +345,12 @@ try {
   // final records evaluated nothing.
   await page.goto(base + '/#/jobs/' + short.id);
   await accuracyIsTheLog(page, short.id, 'the asgd job');
+  // Its trained model (issue 25): the parameter server wrote model.onnx, so the job's JSON
+  // names it and the page shows the download link, to the API's route.
+  const shortJob = await (await fetch(base + '/api/v1/jobs/' + short.id)).json();
+  check(shortJob.model_onnx === '/api/v1/jobs/' + short.id + '/model.onnx', 'the finished job names its model.onnx: ' + shortJob.model_onnx);
+  await page.waitForSelector('#job-onnx:not([hidden])', { timeout: 10000 });
+  check((await page.$eval('#job-onnx', (a) => a.href)).endsWith('/api/v1/jobs/' + short.id + '/model.onnx'), 'the job page links its model.onnx');
 
   // ---- the Cluster page: the hosts, and a benchmark run from its button
   await page.goto(base + '/#/cluster');

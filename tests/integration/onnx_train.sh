@@ -67,8 +67,8 @@ need_number "asgd test accuracy" "$(json "$TMP/asgd.out" .test_accuracy)"
 spec "$TMP/none.onnx" ssgd 1 256 >"$TMP/missing.json"
 expect_error 2 "model.onnx: cannot open $TMP/none.onnx: No such file" $WORKER --spec "$TMP/missing.json"
 jq -n --arg p "$PACER_SHARED/datasets/mnist" '{model: "lenet5", dataset: {name: "mnist", path: $p}}' >"$TMP/lenet5.json"
-expect_error 2 "export-onnx: model lenet5 is built in; only a model imported from ONNX" \
-    $WORKER --spec "$TMP/lenet5.json" --export-onnx "$TMP/lenet5.onnx"
+expect_error 1 "export-onnx: onnx: cannot write $TMP/no/such/dir/x.onnx" \
+    $WORKER --spec "$TMP/lenet5.json" --export-onnx-init "$TMP/no/such/dir/x.onnx"
 echo "not a model" >"$TMP/text.onnx"
 spec "$TMP/text.onnx" ssgd 1 256 >"$TMP/text.json"
 expect_error 2 "model.onnx: $TMP/text.onnx: not an ONNX model" $WORKER --spec "$TMP/text.json"

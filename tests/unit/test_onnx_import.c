@@ -387,6 +387,74 @@ static void test_export_round_trip(void **state)
     free(src);
 }
 
+/* model/onnx_export.c's graph of a built-in network's layers: imported again, every built-in
+ * model has the same tensors (names, order, values) bit for bit and computes the same
+ * evaluation logits bit for bit, on no file of the test data. */
+static void test_builtin_layers_round_trip(void **state)
+{
+    (void)state;
+    static const char *const NAMES[] = {"mlp", "lenet5", "cifar10_quick", "resnet20"};
+    char err[512];
+    for (size_t k = 0; k < sizeof NAMES / sizeof NAMES[0]; k++) {
+        model_t *m = NULL, *back = NULL;
+        uint8_t *out = NULL;
+        size_t outlen;
+        if (model_create(NAMES[k], BATCH, &m, err, sizeof err) != 0) fail_msg("%s: %s", NAMES[k], err);
+        model_init_params(m, 11);
+        /* running statistics other than the initial ones, so the export must carry them */
+        for (size_t i = 0; i < m->nbuffers; i++) m->buffers[i] = 0.5f + 0.001f * (float)(i % 13);
+        if (onnx_export_layers(m, &out, &outlen, err, sizeof err) != 0) fail_msg("%s: %s", NAMES[k], err);
+        if (onnx_import_buffer(out, outlen, NAMES[k], BATCH, &back, err, sizeof err) != 0)
+            fail_msg("%s exported: %s", NAMES[k], err);
+        assert_int_equal(back->ntensors, m->ntensors);
+        for (int i = 0; i < m->ntensors; i++) {
+            const tensor_info_t *a = &m->tensors[i], *b = &back->tensors[i];
+            if (strcmp(a->name, b->name) != 0 || a->count != b->count || a->is_buffer != b->is_buffer)
+                fail_msg("%s: tensor %d is %s, exported %s", NAMES[k], i, a->name, b->name);
+            const float *va = (a->is_buffer ? m->buffers : m->params) + a->offset;
+            const float *vb = (b->is_buffer ? back->buffers : back->params) + b->offset;
+            if (memcmp(va, vb, a->count * sizeof(float)) != 0) fail_msg("%s: tensor %s differs", NAMES[k], a->name);
+        }
+        size_t img = (size_t)m->C * m->H * m->W;
+        float *x = malloc(BATCH * img * sizeof *x);
+        assert_non_null(x);
+        for (size_t i = 0; i < BATCH * img; i++) x[i] = (float)((i * 2654435761u) % 1000) / 500.0f - 1.0f;
+        int32_t y[BATCH] = {0};
+        model_forward(m, x, y, BATCH, 0);
+        model_forward(back, x, y, BATCH, 0);
+        assert_memory_equal(model_logits(m), model_logits(back), (size_t)BATCH * m->num_classes * sizeof(float));
+        printf("%s: %d tensors and the logits bit for bit through ONNX (%zu bytes)\n", NAMES[k], m->ntensors, outlen);
+        free(x);
+        free(out);
+        model_free(back);
+        model_free(m);
+    }
+}
+
+/* The importer reads a Pad of channels only as an Add's option-A shortcut (what the export of
+ * resnet20 writes): the first shortcut's pads (16 -> 32 channels: 8 before, 8 after)
+ * changed in the bytes are refused, naming what is wrong. */
+static void test_refuses_other_channel_pads(void **state)
+{
+    (void)state;
+    model_t *m = NULL;
+    uint8_t *out = NULL;
+    size_t outlen;
+    char err[512];
+    if (model_create("resnet20", 1, &m, err, sizeof err) != 0) fail_msg("%s", err);
+    if (onnx_export_layers(m, &out, &outlen, err, sizeof err) != 0) fail_msg("%s", err);
+    const int64_t even[8] = {0, 8, 0, 0, 0, 8, 0, 0};
+    uint8_t *at = memmem(out, outlen, even, sizeof even);
+    assert_non_null(at);
+    const int64_t uneven[8] = {0, 0, 0, 0, 0, 16, 0, 0}, both[8] = {0, 8, 1, 0, 0, 8, 0, 0};
+    memcpy(at, uneven, sizeof uneven);
+    expect_refusal(out, outlen, "(Add): a shortcut of 16 channels padded by 0 before and 16 after", "evenly");
+    memcpy(at, both, sizeof both);
+    expect_refusal(out, outlen, "(Pad): padding of the batch dimension, or of channels and pixels at once", NULL);
+    free(out);
+    model_free(m);
+}
+
 static void test_refuses_what_is_not_onnx(void **state)
 {
     (void)state;
@@ -431,6 +499,8 @@ int main(void)
         cmocka_unit_test(test_refuses_truncated_and_unsupported),
         cmocka_unit_test(test_tiny_imports),
         cmocka_unit_test(test_export_round_trip),
+        cmocka_unit_test(test_builtin_layers_round_trip),
+        cmocka_unit_test(test_refuses_other_channel_pads),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -28,8 +28,8 @@
  *
  * The window is a trade (issue 28, docs/RESULTS.md, bench/gns_check.sh). |G|^2 falls
  * about 20x in LeNet-5's first 200 steps; 0.99 (mean age 99) kept enough of those early
- * values in its tail to report 0.57-0.67 of the direct noise scale of the last 100 steps
- * at step 300, where 0.98 reports 0.89-0.93. A shorter average is noisier: one step's
+ * values in its tail to report 0.53-0.70 of the direct noise scale of the last 100 steps
+ * at step 300, where 0.98 reports 0.83-0.98. A shorter average is noisier: one step's
  * |G|^2^ has a standard deviation about 1.5 x |G|^2 there, so 0.98's ~100 effective
  * estimates leave ~15% (one sd) of noise in phi. The noise scale at one step is no
  * steadier a target: the direct figure moves 2-4x between checkpoints 25 steps apart.

@@ -21,6 +21,8 @@
 #                                      # 1g's sweep8 runs cost 70 s of CPU each)
 #   PLATFORMS=1g SEEDS="1 2" sh ...    # fewer
 #   SWEEP="2 4" sh ...                 # the oracle's sweep of K (default 2 4 8)
+#   CONFIGS="goodput" sh ...           # only these configs (default: all); the tables
+#                                      # show the configs whose runs are all present
 . bench/lib.sh
 . bench/sim_lib.sh
 BATCH=${BATCH:-16}
@@ -46,11 +48,16 @@ add() { # CONFIG PLATFORM BATCH LR EVAL ALGORITHM_JSON
     done
 }
 SWEEP=${SWEEP:-2 4 8}
+CONFIGS=${CONFIGS:-fixed dyn equal goodput sweep}
+want() { case " $CONFIGS " in *" $1 "*) return 0 ;; esac; return 1; }
+# present CONFIG - every seed's run of CONFIG has its row
+present() { for s in $SEEDS; do [ -f "$SIM_RUNS/$1-s$s/row.json" ] || return 1; done; }
 for p in $PLATFORMS; do
-    add fixed "$p" "$BATCH" "$LR" 20 '{"name": "ssgd"}'
-    add dyn "$p" "$BATCH" "$LR" 20 '{"name": "ssgd", "dynamic_batch": true, "replan_steps": 10}'
-    add equal "$p" "$BATCH" "$LR" 10 '{"name": "ssgd", "goodput": true, "goodput_model": "equal", "replan_steps": 10}'
-    add goodput "$p" "$BATCH" "$LR" 10 '{"name": "ssgd", "goodput": true, "replan_steps": 10}'
+    want fixed && add fixed "$p" "$BATCH" "$LR" 20 '{"name": "ssgd"}'
+    want dyn && add dyn "$p" "$BATCH" "$LR" 20 '{"name": "ssgd", "dynamic_batch": true, "replan_steps": 10}'
+    want equal && add equal "$p" "$BATCH" "$LR" 10 '{"name": "ssgd", "goodput": true, "goodput_model": "equal", "replan_steps": 10}'
+    want goodput && add goodput "$p" "$BATCH" "$LR" 10 '{"name": "ssgd", "goodput": true, "replan_steps": 10}'
+    want sweep || continue
     for k in $SWEEP; do
         e=$((20 / k))
         [ "$e" -ge 1 ] || e=1
@@ -83,6 +90,7 @@ for p in $PLATFORMS; do
     best="" bestm=""
     for c in fixed dyn equal goodput $(for k in $SWEEP; do echo "sweep$k"; done); do
         k="gp-b$BATCH-$p-$c"
+        present "$k" || continue
         set -- $(tstat "$k")
         t=$(pm "$1" "$2" 2)
         [ "$3" -eq 0 ] && t="-"
@@ -93,13 +101,14 @@ for p in $PLATFORMS; do
             if [ "$3" -eq "$4" ] && { [ -z "$bestm" ] || cmp_lt "$1" "$bestm"; }; then best=$c bestm=$1; fi ;;
         esac
     done
-    g=$(tstat "gp-b$BATCH-$p-goodput")
+    g=$(present "gp-b$BATCH-$p-goodput" && tstat "gp-b$BATCH-$p-goodput")
     md ""
     md "Oracle (best of dyn and the sweep, every seed reaching the target): $best."
     md ""
     md "| goal | measured [95% interval] | verdict |"
     md "|---|---|---|"
     claim() { # LABEL OTHER A SUFFIX
+        present "gp-b$BATCH-$p-goodput" && present "gp-b$BATCH-$p-$2" || return 0
         set -- "$1" "$2" "$3" $g $(tstat "gp-b$BATCH-$p-$2")
         d=$(welch "$4" "$5" "$6" "$8" "$9" "${10}" "$3")
         set -- "$1" "$2" "$3" $d "$4" "$8"

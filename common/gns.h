@@ -21,15 +21,24 @@
  *
  * One step's estimate is very noisy (|G|^2^ is often negative), so the two are smoothed
  * separately (an exponential moving average, GNS_DECAY per base batch of samples: a
- * step of B samples counts B / B0 base batches, so the window is about 1 / (1 -
- * GNS_DECAY) = 100 base batches whatever the batch; with Adam's bias correction, so the
- * first steps are not pulled toward 0), and phi is the ratio of the averages.
+ * step of B samples counts B / B0 base batches, so the estimates' mean age is
+ * GNS_DECAY / (1 - GNS_DECAY) = 49 base batches whatever the batch; with Adam's bias
+ * correction, so the first steps are not pulled toward 0), and phi is the ratio of the
+ * averages (a ratio of the two means, not a mean of noisy ratios, which would be biased).
+ *
+ * The window is a trade (issue 28, docs/RESULTS.md, bench/gns_check.sh). |G|^2 falls
+ * about 20x in LeNet-5's first 200 steps; 0.99 (mean age 99) kept enough of those early
+ * values in its tail to report 0.53-0.70 of the direct noise scale of the last 100 steps
+ * at step 300, where 0.98 reports 0.83-0.98. A shorter average is noisier: one step's
+ * |G|^2^ has a standard deviation about 1.5 x |G|^2 there, so 0.98's ~100 effective
+ * estimates leave ~15% (one sd) of noise in phi. The noise scale at one step is no
+ * steadier a target: the direct figure moves 2-4x between checkpoints 25 steps apart.
  */
 #ifndef PACER_GNS_H
 #define PACER_GNS_H
 
 /* Weight kept by the average per base batch of samples (see above). */
-#define GNS_DECAY 0.99
+#define GNS_DECAY 0.98
 /* Samples before phi is reported: fewer estimates than this are mostly noise. */
 #define GNS_MIN_SAMPLES 50
 /* phi's ceiling when the averaged |G|^2 is not positive (noise dominates entirely): the

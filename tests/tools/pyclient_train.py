@@ -81,7 +81,7 @@ def main():
     torch.manual_seed(3)
     net = Net()
     before = {k: v.clone() for k, v in net.state_dict().items()}
-    spec = {"name": "pyclient", "dataset": {"name": "mnist", "path": mnist, "train_subset": 2048,
+    spec = {"name": "pyclient", "dataset": {"name": "mnist", "path": mnist, "train_subset": 4096,
                                             "test_subset": TEST_N},
             "algorithm": {"name": "ssgd"}, "workers": 2, "epochs": 1, "batch_size": 32, "seed": 7}
     job = client.train(net, torch.randn(2, 1, 28, 28), spec)

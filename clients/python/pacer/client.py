@@ -51,7 +51,7 @@ def export_module(module, example_input):
     net = copy.deepcopy(module).train()
     buf = io.BytesIO()
     torch.onnx.export(net, example_input, buf, opset_version=13, do_constant_folding=False,
-                      training=torch.onnx.TrainingMode.TRAINING, input_names=["input"],
+                      training=torch.onnx.TrainingMode.PRESERVE, input_names=["input"],
                       output_names=["logits"], dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
     return buf.getvalue()
 

@@ -1,0 +1,231 @@
+"""The client and its jobs. One HTTP request per call (urllib), JSON in and out; every
+answer that is not a success becomes a PacerError carrying the API's problem detail
+(RFC 9457: type, title, detail, field), so a refused spec or model says what is wrong."""
+import copy
+import hashlib
+import io
+import json
+import re
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+# Terminal states of docs/openapi.json's JobState: wait() returns on one of these.
+FINAL_STATES = ("SUCCEEDED", "FAILED", "CANCELLED")
+
+# The catalog's name rule (common/catalog.h, catalog_name_valid): letters, digits, '.',
+# '_' and '-', at most 63 characters.
+_NAME_BAD = re.compile(r"[^A-Za-z0-9._-]")
+_NAME_MAX = 63
+
+
+class PacerError(Exception):
+    """A request the coordinator refused (status >= 400) or could not be reached.
+
+    status is the HTTP status (None when there was no answer), problem the parsed
+    problem detail (a dict, possibly empty)."""
+
+    def __init__(self, message, status=None, problem=None):
+        super().__init__(message)
+        self.status = status
+        self.problem = problem or {}
+
+
+def _model_name(module, onnx_bytes):
+    """A catalog name for an uploaded module: its class name and the first 12 hex digits
+    of the file's sha256, so a changed module never replaces a model a running job uses."""
+    base = _NAME_BAD.sub("_", type(module).__name__.lower()) or "model"
+    return "%s-%s" % (base[:_NAME_MAX - 13], hashlib.sha256(onnx_bytes).hexdigest()[:12])
+
+
+def export_module(module, example_input):
+    """The module as ONNX bytes, exported as pacer wants it for training: training mode
+    (batch norm and dropout kept as nodes, not folded into the convolutions), no constant
+    folding, the batch axis dynamic, opset 13. Initializer names are the module's
+    state_dict keys. A copy is exported: tracing in training mode would otherwise move the
+    caller's batch-norm running statistics."""
+    import torch
+
+    net = copy.deepcopy(module).train()
+    buf = io.BytesIO()
+    torch.onnx.export(net, example_input, buf, opset_version=13, do_constant_folding=False,
+                      training=torch.onnx.TrainingMode.PRESERVE, input_names=["input"],
+                      output_names=["logits"], dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
+    return buf.getvalue()
+
+
+class Client:
+    """A coordinator at url (e.g. "http://127.0.0.1:8080"); token is the daemon's API
+    token (sent as "Authorization: Bearer"), None for a daemon that needs none."""
+
+    def __init__(self, url, token=None, timeout=60.0):
+        self.url = url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+
+    def request(self, method, path, body=None, content_type=None, accept="application/json"):
+        """Sends one request; returns (status, headers, body bytes) of a success, raises
+        PacerError with the problem detail otherwise."""
+        req = urllib.request.Request(self.url + path, data=body, method=method)
+        if self.token:
+            req.add_header("Authorization", "Bearer " + self.token)
+        if content_type:
+            req.add_header("Content-Type", content_type)
+        req.add_header("Accept", accept)
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as r:
+                return r.status, r.headers, r.read()
+        except urllib.error.HTTPError as e:
+            raw = e.read()
+            try:
+                problem = json.loads(raw)
+            except ValueError:
+                problem = {}
+            what = problem.get("detail") or problem.get("title") or raw.decode("utf-8", "replace").strip()
+            raise PacerError("%s %s: %d %s" % (method, path, e.code, what), e.code, problem) from None
+        except urllib.error.URLError as e:
+            raise PacerError("%s %s: %s unreachable: %s" % (method, path, self.url, e.reason)) from None
+
+    def _json(self, method, path, obj=None):
+        body = None if obj is None else json.dumps(obj).encode()
+        _, _, raw = self.request(method, path, body, "application/json" if body is not None else None)
+        return json.loads(raw) if raw else None
+
+    # ---- models ---------------------------------------------------------------------
+    def models(self):
+        """The catalog's models, built-in and uploaded (GET /api/v1/models)."""
+        return self._json("GET", "/api/v1/models")
+
+    def upload_model(self, name, onnx_bytes):
+        """Uploads ONNX bytes under name (PUT /api/v1/models/{name}); returns the model's
+        summary (input, classes, parameters, flops_per_sample, sha256, ...). A model pacer
+        cannot train raises PacerError naming the operator and node."""
+        path = "/api/v1/models/" + urllib.parse.quote(name, safe="")
+        _, _, raw = self.request("PUT", path, onnx_bytes, "application/octet-stream")
+        return json.loads(raw)
+
+    def delete_model(self, name):
+        self.request("DELETE", "/api/v1/models/" + urllib.parse.quote(name, safe=""))
+
+    # ---- jobs -----------------------------------------------------------------------
+    def submit(self, spec):
+        """Submits a job spec (docs/JOB_SPEC.md) as it is; returns its Job."""
+        info = self._json("POST", "/api/v1/jobs", spec)
+        return Job(self, info["id"], info)
+
+    def job(self, job_id):
+        return Job(self, job_id)
+
+    def train(self, module, example_input, spec, name=None):
+        """Exports module (see export_module), uploads it, and submits spec with its
+        "model" set to the upload; returns the Job. spec is not modified. name is the
+        model's catalog name (default: the class name and a content hash)."""
+        onnx_bytes = export_module(module, example_input)
+        name = name or _model_name(module, onnx_bytes)
+        summary = self.upload_model(name, onnx_bytes)
+        spec = copy.deepcopy(spec)
+        spec["model"] = {"onnx": name}
+        job = self.submit(spec)
+        job.model = summary
+        # What load_state_dict will expect back, and the buffers ONNX does not carry.
+        job._module_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
+        return job
+
+
+class Job:
+    """A job of the coordinator: id, info (its last JSON from GET /api/v1/jobs/{id})."""
+
+    def __init__(self, client, job_id, info=None):
+        self.client = client
+        self.id = job_id
+        self.info = info or {}
+        self.model = None
+        self._module_state = None
+
+    def refresh(self):
+        self.info = self.client._json("GET", "/api/v1/jobs/" + urllib.parse.quote(self.id, safe=""))
+        return self.info
+
+    @property
+    def state(self):
+        return self.info.get("state")
+
+    def wait(self, poll=1.0, timeout=None, out=sys.stdout):
+        """Waits until the job ends, printing each epoch's record as it arrives (to out;
+        None prints nothing); returns the final state ("SUCCEEDED", "FAILED", "CANCELLED").
+        timeout (seconds) raises TimeoutError, leaving the job running."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        since, last_state, shown_rank = "0", None, None
+        jid = urllib.parse.quote(self.id, safe="")
+        while True:
+            self.refresh()
+            page = self.client._json("GET", "/api/v1/jobs/%s/metrics?since=%s&limit=1000" % (jid, since))
+            for rec in page.get("items", []):
+                # Every rank reports its epochs: show one rank's, the first that reports.
+                if rec.get("kind") not in ("epoch", "final"):
+                    continue
+                if shown_rank is None:
+                    shown_rank = rec.get("rank")
+                if out is not None and rec.get("rank") == shown_rank:
+                    print("job %s: %s" % (self.id, _describe(rec)), file=out, flush=True)
+            since = page.get("next") or since
+            if out is not None and self.state != last_state:
+                print("job %s: %s" % (self.id, self.state), file=out, flush=True)
+                last_state = self.state
+            if self.state in FINAL_STATES:
+                if out is not None and self.state != "SUCCEEDED" and self.info.get("reason"):
+                    print("job %s: %s" % (self.id, self.info["reason"]), file=out, flush=True)
+                return self.state
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError("job %s still %s after %g s" % (self.id, self.state, timeout))
+            time.sleep(poll)
+
+    def onnx(self):
+        """The trained model as ONNX bytes (GET /api/v1/jobs/{id}/model.onnx)."""
+        _, _, raw = self.client.request("GET", "/api/v1/jobs/%s/model.onnx" % urllib.parse.quote(self.id, safe=""),
+                                        accept="application/octet-stream")
+        return raw
+
+    def state_dict(self):
+        """The trained weights as torch tensors under the module's own names, ready for
+        module.load_state_dict. For a job made by Client.train, exactly the module's
+        state_dict keys: a key the file lacks raises PacerError, except batch norm's
+        num_batches_tracked (a counter ONNX does not carry; the module's own value is
+        kept). Otherwise every initializer of the file."""
+        import onnx
+        import torch
+        from onnx import numpy_helper
+
+        model = onnx.load_from_string(self.onnx())
+        weights = {t.name: torch.from_numpy(numpy_helper.to_array(t).copy()) for t in model.graph.initializer}
+        if self._module_state is None:
+            return weights
+        out = {}
+        for key, old in self._module_state.items():
+            if key in weights:
+                new = weights[key]
+                if tuple(new.shape) != tuple(old.shape):
+                    raise PacerError("job %s: %s has shape %s in the trained model, the module's is %s"
+                                     % (self.id, key, tuple(new.shape), tuple(old.shape)))
+                out[key] = new.to(old.dtype)
+            elif key.endswith("num_batches_tracked"):
+                out[key] = old
+            else:
+                raise PacerError("job %s: the trained model has no tensor %s" % (self.id, key))
+        return out
+
+
+def _describe(rec):
+    """One line of a metrics record: what was measured, nothing for what was not."""
+    parts = []
+    if rec.get("epoch") is not None:
+        parts.append("epoch %s" % rec["epoch"])
+    if rec.get("loss") is not None:
+        parts.append("loss %.4f" % rec["loss"])
+    if rec.get("test_accuracy") is not None:
+        parts.append("test accuracy %.4f" % rec["test_accuracy"])
+    if rec.get("train_s") is not None:
+        parts.append("%.1f s" % rec["train_s"])
+    return ", ".join(parts) or rec.get("kind", "record")

@@ -1,0 +1,126 @@
+"""tests/tools/pyclient_train.py - the Python client (clients/python/pacer) against a real
+coordinator, as a PyTorch user would use it (tests/integration/python_client.sh).
+
+Usage: PYTHONPATH=clients/python /usr/bin/python3 tests/tools/pyclient_train.py URL TOKEN MNIST_DIR
+  - pacer.Client(url, token).train(module, example_input, spec): a CNN with batch norm and
+    dropout is exported, uploaded and trained (ssgd, 2 workers) to SUCCEEDED;
+  - job.state_dict() loads into the module with load_state_dict(strict=True), changes its
+    weights, and the module in torch gives the test accuracy pacer reported (within 0.1
+    point, on the same test images);
+  - refusals come back as PacerError with the API's status and message: bytes that are
+    not ONNX (400), a module with an operator pacer does not train (422, naming it), a
+    wrong token (401), a coordinator that is not there.
+Exits 1 on a failed check, 77 when torch/onnx/numpy cannot be imported.
+"""
+import gzip
+import os
+import sys
+
+try:
+    import numpy as np
+    import onnx  # noqa: F401  (the client's export and state_dict need it)
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except Exception as e:  # pragma: no cover - depends on the machine
+    print("pyclient_train: torch/onnx/numpy not importable: %s" % e)
+    sys.exit(77)
+
+import pacer
+
+TEST_N = 512
+
+
+def fail(msg):
+    print("pyclient_train: FAIL: " + msg)
+    sys.exit(1)
+
+
+class Net(nn.Module):
+    def __init__(self, act=F.relu):
+        super().__init__()
+        self.act = act
+        self.conv1 = nn.Conv2d(1, 6, 5, padding=2)
+        self.bn1 = nn.BatchNorm2d(6)
+        self.conv2 = nn.Conv2d(6, 12, 5)
+        self.drop = nn.Dropout(0.2)
+        self.fc = nn.Linear(12 * 5 * 5, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(self.act(self.bn1(self.conv1(x))), 2)
+        x = F.max_pool2d(self.act(self.conv2(x)), 2)
+        return self.fc(self.drop(torch.flatten(x, 1)))
+
+
+def idx(d, name):
+    for f in (name + ".gz", name):
+        p = os.path.join(d, f)
+        if os.path.exists(p):
+            raw = gzip.open(p).read() if p.endswith(".gz") else open(p, "rb").read()
+            dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(raw[3])]
+            return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * raw[3]).reshape(dims)
+    fail("%s not in %s" % (name, d))
+
+
+def expect_error(what, status, needle, fn):
+    try:
+        fn()
+    except pacer.PacerError as e:
+        if status is not None and e.status != status:
+            fail("%s: status %s, expected %s (%s)" % (what, e.status, status, e))
+        if needle not in str(e):
+            fail("%s: message %r does not say %r" % (what, str(e), needle))
+        print("ok: %s -> %s" % (what, e))
+        return
+    fail("%s: no error" % what)
+
+
+def main():
+    url, token, mnist = sys.argv[1], sys.argv[2], sys.argv[3]
+    client = pacer.Client(url, token)
+    torch.manual_seed(3)
+    net = Net()
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    spec = {"name": "pyclient", "dataset": {"name": "mnist", "path": mnist, "train_subset": 4096,
+                                            "test_subset": TEST_N},
+            "algorithm": {"name": "ssgd"}, "workers": 2, "epochs": 1, "batch_size": 32, "seed": 7}
+    job = client.train(net, torch.randn(2, 1, 28, 28), spec)
+    if "model" in spec and spec["model"] is not None:
+        fail("train() modified the caller's spec")
+    for k in before:  # the export traced a copy: the caller's module is untouched
+        if not torch.equal(before[k], net.state_dict()[k]):
+            fail("train() changed the module's %s" % k)
+    print("ok: uploaded %s (%s parameters, sha256 %s...), job %s"
+          % (job.model.get("name"), job.model.get("parameters"), str(job.model.get("sha256"))[:12], job.id))
+    state = job.wait(poll=0.5, timeout=300)
+    if state != "SUCCEEDED":
+        fail("job %s ended %s: %s" % (job.id, state, job.info.get("reason")))
+    acc = (job.info.get("summary") or {}).get("test_accuracy")
+    if acc is None:
+        fail("job %s has no test_accuracy in its summary: %s" % (job.id, job.info.get("summary")))
+
+    net.load_state_dict(job.state_dict())  # strict: exactly the module's keys
+    changed = [k for k in before if not torch.equal(before[k], net.state_dict()[k])]
+    if "conv1.weight" not in changed or "fc.weight" not in changed or "bn1.running_mean" not in changed:
+        fail("trained weights not loaded back: changed only %s" % changed)
+    x = idx(mnist, "t10k-images-idx3-ubyte")[:TEST_N].astype(np.float32)
+    y = torch.from_numpy(idx(mnist, "t10k-labels-idx1-ubyte")[:TEST_N].astype(np.int64))
+    x = torch.from_numpy(((x / 255.0 - 0.1307) / 0.3081).astype(np.float32)).reshape(TEST_N, 1, 28, 28)
+    with torch.no_grad():
+        torch_acc = (net.eval()(x).argmax(1) == y).float().mean().item()
+    print("ok: job %s SUCCEEDED, pacer's test accuracy %.4f, the module's in torch %.4f" % (job.id, acc, torch_acc))
+    if acc < 0.5:
+        fail("test accuracy %.4f after an epoch: the job did not train" % acc)
+    if abs(torch_acc - acc) > 0.001 + 1e-9:
+        fail("torch's accuracy %.4f differs from pacer's %.4f by more than 0.1 point" % (torch_acc, acc))
+
+    expect_error("bytes that are not ONNX", 400, "ONNX", lambda: client.upload_model("junk", b"not a model"))
+    expect_error("an unsupported operator", 422, "Softplus",
+                 lambda: client.train(Net(act=F.softplus), torch.randn(2, 1, 28, 28), spec))
+    expect_error("a wrong token", 401, "", lambda: pacer.Client(url, "wrong-" + token).models())
+    expect_error("no coordinator", None, "unreachable", lambda: pacer.Client("http://127.0.0.1:1").models())
+    print("ok: python client")
+
+
+if __name__ == "__main__":
+    main()

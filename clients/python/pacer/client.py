@@ -157,18 +157,14 @@ class Job:
         None prints nothing); returns the final state ("SUCCEEDED", "FAILED", "CANCELLED").
         timeout (seconds) raises TimeoutError, leaving the job running."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        since, last_state, shown_rank = "0", None, None
+        since, last_state = "0", None
         jid = urllib.parse.quote(self.id, safe="")
         while True:
             self.refresh()
             page = self.client._json("GET", "/api/v1/jobs/%s/metrics?since=%s&limit=1000" % (jid, since))
             for rec in page.get("items", []):
-                # Every rank reports its epochs: show one rank's, the first that reports.
-                if rec.get("kind") not in ("epoch", "final"):
-                    continue
-                if shown_rank is None:
-                    shown_rank = rec.get("rank")
-                if out is not None and rec.get("rank") == shown_rank:
+                # Every rank reports its epochs; rank 0 evaluates: show rank 0's records.
+                if out is not None and rec.get("kind") in ("epoch", "eval", "final") and rec.get("rank", 0) == 0:
                     print("job %s: %s" % (self.id, _describe(rec)), file=out, flush=True)
             since = page.get("next") or since
             if out is not None and self.state != last_state:
@@ -219,7 +215,7 @@ class Job:
 
 def _describe(rec):
     """One line of a metrics record: what was measured, nothing for what was not."""
-    parts = []
+    parts = ["final"] if rec.get("kind") == "final" else []
     if rec.get("epoch") is not None:
         parts.append("epoch %s" % rec["epoch"])
     if rec.get("loss") is not None:

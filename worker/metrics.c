@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char *const KIND[] = {"step", "epoch", "final", "eval"};
 
@@ -182,6 +183,31 @@ void metrics_push(metrics_reporter_t *m, const metrics_record_t *r)
         m->head++;
     }
     pthread_mutex_unlock(&m->lock);
+}
+
+int metrics_flush(metrics_reporter_t *m, double timeout_s)
+{
+    if (!m->running) return 0;
+    double deadline = clock_mono_s() + timeout_s;
+    pthread_mutex_lock(&m->lock);
+    uint64_t target = m->head;
+    pthread_mutex_unlock(&m->lock);
+    for (;;) {
+        /* Woken every time: the reporter batches by waiting a period after each drain. */
+        pthread_mutex_lock(&m->lock);
+        int handed = m->sent >= target;
+        if (!handed) pthread_cond_signal(&m->wake);
+        pthread_mutex_unlock(&m->lock);
+        int pending = 0;
+        /* The reporter thread owns the sinks' write and close; pending is the one call
+         * another thread may make (each sink locks its own state). */
+        for (int k = 0; handed && k < m->nsinks; k++)
+            if (m->sinks[k]->pending) pending += m->sinks[k]->pending(m->sinks[k]);
+        if (handed && pending == 0) return 0;
+        if (clock_mono_s() >= deadline) return -1;
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+    }
 }
 
 void metrics_stop(metrics_reporter_t *m, double timeout_s)

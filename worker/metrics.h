@@ -75,6 +75,10 @@ int metrics_to_json(const metrics_record_t *r, const char *job, char *buf, size_
 typedef struct metrics_sink {
     int (*write)(struct metrics_sink *s, const metrics_record_t *recs, const char *const *json, int n);
     void (*close)(struct metrics_sink *s);
+    /* Optional: how many records the sink has accepted but not yet delivered (0: all at
+     * their destination); it may also wake the sink's own thread. NULL: writes are
+     * delivered when write returns (the file sink). */
+    int (*pending)(struct metrics_sink *s);
     void *ctx;
 } metrics_sink_t;
 
@@ -95,6 +99,14 @@ typedef struct {
     char job[64];
     double period_s;
 } metrics_reporter_t;
+
+/* Waits, at most timeout_s, until every record pushed before the call has reached every
+ * sink's destination (the Redis stream, the file); 0 when it has, -1 at the deadline.
+ * For checkpoint time, never a training step: the coordinator may stop a job as soon
+ * as its new checkpoint appears (an elastic resize), so rank 0 flushes first and the
+ * epoch records of the weights it saved are in Redis before the checkpoint is. */
+int metrics_flush(metrics_reporter_t *m, double timeout_s);
+#define METRICS_FLUSH_CKPT_S 1.0
 
 /* Starts the reporter thread (period ~0.1 s). Sinks are owned by the reporter. */
 int metrics_start(metrics_reporter_t *m, const char *job, metrics_sink_t *const *sinks, int nsinks);

@@ -92,6 +92,7 @@ typedef struct {
     double next_try, backoff;
     int down_logged;
     uint64_t xadd_errors;
+    int inflight; /* entries taken off the ring whose replies are not in yet (lock) */
 } rsink_t;
 
 static void ring_push_back(rsink_t *s, char *line)
@@ -369,6 +370,7 @@ static int round_trip(rsink_t *s)
         s->head = (s->head + 1) % REDIS_REPORT_BACKLOG;
         s->n--;
     }
+    s->inflight = nb;
     have = s->have_rec;
     rec = s->last;
     sc = s->sum_compute;
@@ -548,6 +550,7 @@ static int round_trip(rsink_t *s)
         pthread_mutex_lock(&s->lock);
         for (int i = nb - 1; i >= 0; i--)
             if (batch[i]) ring_push_front(s, batch[i]);
+        s->inflight = 0;
         pthread_mutex_unlock(&s->lock);
         /* A report that may have reached the hash is deleted once the wait ends. */
         s->wait_shown |= waiting;
@@ -556,6 +559,7 @@ static int round_trip(rsink_t *s)
     }
     s->wait_shown = waiting;
     pthread_mutex_lock(&s->lock);
+    s->inflight = 0;
     int more = s->n > 0;
     pthread_mutex_unlock(&s->lock);
     return more;
@@ -604,6 +608,18 @@ static void *sink_main(void *arg)
     if (s->c) redisFree(s->c);
     s->c = NULL;
     return NULL;
+}
+
+/* Entries not yet in Redis: on the ring or in a round trip; wakes the sink's thread so a
+ * flush does not wait out the beat period. */
+static int sink_pending(metrics_sink_t *base)
+{
+    rsink_t *s = (rsink_t *)base;
+    pthread_mutex_lock(&s->lock);
+    int n = (int)s->n + s->inflight;
+    if (n) pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->lock);
+    return n;
 }
 
 static void sink_close(metrics_sink_t *base)
@@ -695,6 +711,7 @@ metrics_sink_t *redis_report_sink_url(const redis_url_t *url, const char *job, i
     s->wait_shown = 1;
     s->base.write = sink_write;
     s->base.close = sink_close;
+    s->base.pending = sink_pending;
     s->base.ctx = s;
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->wake, NULL);

@@ -920,6 +920,12 @@ int worker_save_checkpoint(worker_t *w, char *err, size_t errlen)
     ckpt_state_t st;
     worker_checkpoint_path(w, path, sizeof path);
     fill_ckpt(w, &st);
+    /* The records of these weights (the epoch's evaluation) reach Redis before the
+     * checkpoint appears: the coordinator stops an attempt for an elastic resize as soon
+     * as it sees a new checkpoint, and a record still queued then would be lost. */
+    if (w->metrics && metrics_flush(w->metrics, METRICS_FLUSH_CKPT_S) != 0)
+        fprintf(stderr, "pacer-worker: metrics not all delivered within %.1f s before the checkpoint\n",
+                METRICS_FLUSH_CKPT_S);
     if (checkpoint_save(path, w->model, &st, err, errlen) != 0) return -1;
     w->ckpt_step = w->global_step;
     /* The same weights as ONNX for the coordinator to serve; a failure costs the download,

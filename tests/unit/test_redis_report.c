@@ -300,6 +300,40 @@ static void test_records_land(void **state)
     s->close(s);
 }
 
+/* metrics_flush: every record pushed before it is in the stream when it returns (what
+ * rank 0 relies on before a checkpoint appears, worker/train.c); against a server that
+ * is not there it gives up at its deadline. */
+static void test_flush(void **state)
+{
+    fixture_t *fx = *state;
+    char err[ERRLEN];
+    metrics_sink_t *s = redis_report_sink(fx->url, "j-12", 0, err, sizeof err);
+    assert_non_null(s);
+    static metrics_reporter_t m;
+    assert_int_equal(metrics_start(&m, "j-12", &s, 1), 0);
+    metrics_record_t r;
+    for (int i = 1; i <= 50; i++) {
+        make_record(&r, i);
+        metrics_push(&m, &r);
+    }
+    assert_int_equal(metrics_flush(&m, 30.0), 0);
+    redisReply *x = redisCommand(fx->c, "XLEN pacer:job:j-12:metrics");
+    assert_true(x && x->type == REDIS_REPLY_INTEGER);
+    assert_int_equal(x->integer, 50); /* no waiting here: flushed means delivered */
+    freeReplyObject(x);
+    metrics_stop(&m, 5.0);
+
+    metrics_sink_t *gone = redis_report_sink("redis://127.0.0.1:1", "j-12", 0, err, sizeof err);
+    assert_non_null(gone);
+    assert_int_equal(metrics_start(&m, "j-12", &gone, 1), 0);
+    make_record(&r, 1);
+    metrics_push(&m, &r);
+    double t0 = mono();
+    assert_int_equal(metrics_flush(&m, 0.3), -1);
+    assert_true(mono() - t0 < 0.3 + AWAIT_S); /* bounded by its deadline, never a hang */
+    metrics_stop(&m, 5.0);
+}
+
 static void test_heartbeat_without_records(void **state)
 {
     fixture_t *fx = *state;
@@ -508,6 +542,7 @@ int main(void)
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test_setup_teardown(test_records_land, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heartbeat_without_records, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_flush, setup, teardown),
         cmocka_unit_test_setup_teardown(test_assignment_cache, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unreachable_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_server_restart, setup, teardown),

@@ -92,7 +92,8 @@ typedef struct {
     double next_try, backoff;
     int down_logged;
     uint64_t xadd_errors;
-    int inflight; /* entries taken off the ring whose replies are not in yet (lock) */
+    int inflight;    /* entries taken off the ring whose replies are not in yet (lock) */
+    int unreachable; /* the last connection attempt failed or the connection was lost (lock) */
 } rsink_t;
 
 static void ring_push_back(rsink_t *s, char *line)
@@ -232,6 +233,7 @@ static void disconnect(rsink_t *s, const char *why)
     s->next_try = clock_mono_s() + s->backoff;
     pthread_mutex_lock(&s->lock);
     s->connected = 0;
+    s->unreachable = 1;
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -249,6 +251,9 @@ static void try_connect(rsink_t *s)
         s->backoff = s->backoff < BACKOFF_MIN_S ? BACKOFF_MIN_S : s->backoff * 2;
         if (s->backoff > BACKOFF_MAX_S) s->backoff = BACKOFF_MAX_S;
         s->next_try = clock_mono_s() + s->backoff;
+        pthread_mutex_lock(&s->lock);
+        s->unreachable = 1;
+        pthread_mutex_unlock(&s->lock);
         return;
     }
     if (s->down_logged) rlog(s->rank, "connected again");
@@ -256,6 +261,7 @@ static void try_connect(rsink_t *s)
     s->backoff = 0;
     pthread_mutex_lock(&s->lock);
     s->connected = 1;
+    s->unreachable = 0;
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -611,12 +617,14 @@ static void *sink_main(void *arg)
 }
 
 /* Entries not yet in Redis: on the ring or in a round trip; wakes the sink's thread so a
- * flush does not wait out the beat period. */
+ * flush does not wait out the beat period. None while Redis is unreachable (before the
+ * first attempt it is not known to be): they wait for the reconnection in the backlog,
+ * and a flush waiting for them would wait in vain. */
 static int sink_pending(metrics_sink_t *base)
 {
     rsink_t *s = (rsink_t *)base;
     pthread_mutex_lock(&s->lock);
-    int n = (int)s->n + s->inflight;
+    int n = s->unreachable ? 0 : (int)s->n + s->inflight;
     if (n) pthread_cond_signal(&s->wake);
     pthread_mutex_unlock(&s->lock);
     return n;

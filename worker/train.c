@@ -922,7 +922,8 @@ int worker_save_checkpoint(worker_t *w, char *err, size_t errlen)
     fill_ckpt(w, &st);
     /* The records of these weights (the epoch's evaluation) reach Redis before the
      * checkpoint appears: the coordinator stops an attempt for an elastic resize as soon
-     * as it sees a new checkpoint, and a record still queued then would be lost. */
+     * as it sees a new checkpoint, and a record still queued then would be lost. (No
+     * wait while Redis is unreachable: those records wait for the reconnection.) */
     if (w->metrics && metrics_flush(w->metrics, METRICS_FLUSH_CKPT_S) != 0)
         fprintf(stderr, "pacer-worker: metrics not all delivered within %.1f s before the checkpoint\n",
                 METRICS_FLUSH_CKPT_S);

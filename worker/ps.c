@@ -47,12 +47,18 @@ typedef struct {
     double started;  /* when serving began */
 } server_t;
 
-static size_t push_bytes(size_t np) { return sizeof(ps_push_t) + np * sizeof(float); }
+/* A push carries the gradient (np floats) and then the worker's batch-norm running
+ * statistics (nb floats, model_t.buffers): the parameter server never runs a training
+ * forward, so its statistics are the latest push's, as DDP's broadcast_buffers makes one
+ * rank's the job's. Without them its evaluation, checkpoints and exported model would keep
+ * the initial statistics. */
+static size_t push_bytes(size_t np, size_t nb) { return sizeof(ps_push_t) + (np + nb) * sizeof(float); }
 static size_t reply_bytes(size_t np) { return sizeof(ps_reply_t) + np * sizeof(float); }
 
 static void post_recv(server_t *s, int m)
 {
-    MPI_CHECK(MPI_Irecv(s->in[m], (int)push_bytes(s->ps.np), MPI_BYTE, m + 1, TAG_PUSH, MPI_COMM_WORLD, &s->reqs[m]));
+    MPI_CHECK(MPI_Irecv(s->in[m], (int)push_bytes(s->ps.np, s->ps.w->model->nbuffers), MPI_BYTE, m + 1, TAG_PUSH,
+                        MPI_COMM_WORLD, &s->reqs[m]));
 }
 
 /* Sends worker m its reply: weights and the next range of the epoch, or parks it when the
@@ -245,6 +251,10 @@ static int serve(server_t *s, const train_opts_t *o)
         int64_t tau = s->ps.t - h.t_read;
         s->speed[m] = h.samples_per_s > 0 ? h.samples_per_s : s->speed[m];
         w->dropout_of[m] = h.dropout_step;
+        if (w->model->nbuffers) {
+            memcpy(w->model->buffers, g + s->ps.np, w->model->nbuffers * sizeof(float));
+            worker_buffers_to_device(w);
+        }
         float scale = 1.0f;
         if (sp->algorithm.dynamic_batch) scale = (float)h.batch / (float)sp->batch_size;
         w->lr = lr_at(&w->sched, (float)(sp->optimizer.lr * w->lr_scale), s->ps.t, w->total_steps);
@@ -390,7 +400,7 @@ static int run_server(worker_t *w, const ps_rule_t *rule, const train_opts_t *o)
         s.reqs[m] = MPI_REQUEST_NULL;
         s.sreqs[m] = MPI_REQUEST_NULL;
         s.last_tau[m] = -1;
-        if (!(s.in[m] = malloc(push_bytes(np))) || !(s.out[m] = malloc(reply_bytes(np)))) goto out;
+        if (!(s.in[m] = malloc(push_bytes(np, w->model->nbuffers))) || !(s.out[m] = malloc(reply_bytes(np)))) goto out;
     }
     if (rule->needs_backup) {
         if (!(s.ps.w_bak = calloc((size_t)n, sizeof *s.ps.w_bak))) goto out;
@@ -454,7 +464,8 @@ out:
 static int run_worker(worker_t *w)
 {
     size_t np = w->model->nparams;
-    unsigned char *in = malloc(reply_bytes(np)), *out = malloc(push_bytes(np));
+    size_t nb = w->model->nbuffers;
+    unsigned char *in = malloc(reply_bytes(np)), *out = malloc(push_bytes(np, nb));
     int rc = -1;
     long perm_epoch = -1;
     if (!in || !out) goto done;
@@ -519,9 +530,13 @@ static int run_worker(worker_t *w)
                        .dropout_step = w->model->dropout_step};
         memcpy(out, &p, sizeof p);
         memcpy(out + sizeof p, w->model->grads, np * sizeof(float));
+        if (nb) {
+            worker_model_to_host(w); /* a GPU rank's statistics (its weights came from the PS) */
+            memcpy(out + sizeof p + np * sizeof(float), w->model->buffers, nb * sizeof(float));
+        }
         t0 = clock_mono_s();
         waitmark_enter(&w->wait, WAIT_PUSH, 0);
-        MPI_CHECK(MPI_Isend(out, (int)push_bytes(np), MPI_BYTE, 0, TAG_PUSH, MPI_COMM_WORLD, &req));
+        MPI_CHECK(MPI_Isend(out, (int)push_bytes(np, nb), MPI_BYTE, 0, TAG_PUSH, MPI_COMM_WORLD, &req));
         comm_wait(w, &req);
         waitmark_leave(&w->wait);
         phase_mark(&w->phases, PHASE_COMM); /* the push, packing included */

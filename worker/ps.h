@@ -11,7 +11,9 @@
  * PS evaluates and starts the next epoch.
  *
  * Messages are one fused buffer each (a header, then nparams floats), never one per layer:
- *   worker -> PS  push:  ps_push_t + gradient (mean over the worker's batch)
+ *   worker -> PS  push:  ps_push_t + gradient (mean over the worker's batch) + the
+ *                        worker's batch-norm running statistics (model_t.buffers, which
+ *                        the PS adopts: it runs no training forward of its own)
  *   PS -> worker  reply: ps_reply_t + weights (after the worker's update, or the current
  *                        ones for a gradient n-softsync is still aggregating)
  * The PS receives with MPI_Irecv / MPI_Waitany (or, with the round-robin test hook, from

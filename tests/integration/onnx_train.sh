@@ -59,9 +59,22 @@ fi
 
 # an asynchronous algorithm: a parameter server and 2 workers
 spec "$TMP/mnist_cnn.onnx" asgd 2 512 >"$TMP/asgd.json"
-$MPIRUN -np 3 $WORKER --spec "$TMP/asgd.json" --summary "$TMP/asgd.out" >"$TMP/asgd.log" 2>&1 ||
-    { tail -20 "$TMP/asgd.log"; fail "asgd on the imported model failed"; }
+$MPIRUN -np 3 $WORKER --spec "$TMP/asgd.json" --summary "$TMP/asgd.out" --export-onnx "$TMP/asgd_trained.onnx" \
+    >"$TMP/asgd.log" 2>&1 || { tail -20 "$TMP/asgd.log"; fail "asgd on the imported model failed"; }
 need_number "asgd test accuracy" "$(json "$TMP/asgd.out" .test_accuracy)"
+# The parameter server runs no training forward: its batch-norm running statistics are
+# the workers' (each push carries them, worker/ps.c), not the file's initial ones.
+/usr/bin/python3 - "$TMP/mnist_cnn.onnx" "$TMP/asgd_trained.onnx" <<'PY' || fail "asgd: the parameter server kept the initial batch-norm statistics"
+import sys
+import numpy as np
+import onnx
+from onnx import numpy_helper
+src, out = ({t.name: numpy_helper.to_array(t) for t in onnx.load(f).graph.initializer} for f in sys.argv[1:3])
+stats = [k for k in src if k.endswith(("running_mean", "running_var"))]
+same = [k for k in stats if np.array_equal(src[k], out[k])]
+print("asgd export: %d batch-norm statistics, %d unchanged from the file" % (len(stats), len(same)))
+sys.exit(1 if not stats or same else 0)
+PY
 
 # refusals, exit status 2, before any training
 spec "$TMP/none.onnx" ssgd 1 256 >"$TMP/missing.json"

@@ -292,15 +292,6 @@ int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *pare
     char *norm = NULL;
     if (job) *job = NULL;
     if (err && errlen) err[0] = 0;
-    /* pacer-sim imports ONNX files by path only: an uploaded model's bytes are found by
-     * pacer-worker (worker/modelfetch.h). */
-    if (s->simulate.enabled && s->model_sha256[0]) {
-        set_err(err, errlen,
-                "simulate.enabled: uploaded model %s cannot be simulated yet (pacer-sim reads ONNX files "
-                "by path: give the file to pacer-sim directly)",
-                s->model);
-        return COORD_EINVAL;
-    }
     if (s->simulate.enabled && c->daemon) {
         /* Platform files only from the daemon's platform directory (simjob.h); checked
          * on a copy: the job keeps the paths as written, the launch resolves them again.

@@ -59,8 +59,14 @@ static void sim_probe_start(launcher_t *l, const launch_host_t *h, double now, l
 
 static void sim_probe_poll(launcher_t *l, launch_probe_t *p) { (void)l, (void)p; /* answered at the start */ }
 
-/* req->argv is pacer-worker's command: its --spec and --summary become pacer-sim's own,
- * the rest goes to every simulated rank. */
+/* req->argv is pacer-worker's command: its --spec, --summary and --models-dir become
+ * pacer-sim's own (pacer-sim reads the spec, an uploaded model's included, and passes
+ * --models-dir on), the rest goes to every simulated rank. */
+static int sim_own_option(const char *arg)
+{
+    return strcmp(arg, "--spec") == 0 || strcmp(arg, "--summary") == 0 || strcmp(arg, "--models-dir") == 0;
+}
+
 static int sim_start(launcher_t *l, const launch_req_t *req, launch_handle_t *h, char *err, size_t errlen)
 {
     size_t n = 0;
@@ -74,7 +80,7 @@ static int sim_start(launcher_t *l, const launch_req_t *req, launch_handle_t *h,
     int a = 0;
     argv[a++] = l->sim;
     for (size_t i = 1; i + 1 < n; i++) {
-        if (strcmp(req->argv[i], "--spec") == 0 || strcmp(req->argv[i], "--summary") == 0) {
+        if (sim_own_option(req->argv[i])) {
             argv[a++] = req->argv[i];
             argv[a++] = req->argv[i + 1];
             i++;
@@ -82,7 +88,7 @@ static int sim_start(launcher_t *l, const launch_req_t *req, launch_handle_t *h,
     }
     argv[a++] = "--";
     for (size_t i = 1; i < n; i++) {
-        if (strcmp(req->argv[i], "--spec") == 0 || strcmp(req->argv[i], "--summary") == 0) {
+        if (sim_own_option(req->argv[i])) {
             i++;
             continue;
         }

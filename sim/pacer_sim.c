@@ -28,6 +28,7 @@
 
 #include <jansson.h>
 
+#include "modelfetch.h"
 #include "onnx_import.h"
 #include "platform.h"
 #include "spec.h"
@@ -50,6 +51,7 @@ static const struct option OPTIONS[] = {
     {"dry-run", no_argument, NULL, 'n'},
     {"version", no_argument, NULL, 'V'},
     {"data-root", required_argument, NULL, 'U'},
+    {"models-dir", required_argument, NULL, 'M'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -75,6 +77,8 @@ static void usage(FILE *f)
                "  --log             show SimGrid's own log lines (default: warnings only)\n"
                "  --data-root DIR   a directory of users' data sets, repeatable: the spec may name one\n"
                "                    by dataset.name (passed on to every rank)\n"
+               "  --models-dir DIR  where uploaded models are stored as SHA256.onnx: a spec's\n"
+               "                    {\"onnx\": NAME, \"sha256\": HEX} is read from there (passed on)\n"
                "  --dry-run         print the smpirun command instead of running it (with --keep,\n"
                "                    the platform and hostfile stay for a look)\n"
                "  -- ARGS           passed to every rank of pacer-worker (--redis URL --job ID,\n"
@@ -204,6 +208,7 @@ int main(int argc, char **argv)
     char cfg[MAX_CFG][256];
     int ncfg = 0, show_log = 0, dry_run = 0, c;
     const char *roots[SIM_DATA_ROOTS_MAX];
+    const char *models_dir = NULL; /* --models-dir */
     int nroots = 0;
     while ((c = getopt_long(argc, argv, "", OPTIONS, NULL)) != -1) {
         switch (c) {
@@ -235,6 +240,10 @@ int main(int argc, char **argv)
             if (!shell_safe("--data-root", optarg)) return 2;
             roots[nroots++] = optarg;
             break;
+        case 'M':
+            if (!shell_safe("--models-dir", optarg)) return 2;
+            models_dir = optarg;
+            break;
         case 'n': dry_run = 1; break;
         case 'V': printf("pacer-sim %s\n", PACER_VERSION); return 0;
         case 'h': usage(stdout); return 0;
@@ -264,9 +273,11 @@ int main(int argc, char **argv)
 
     static job_spec_t spec;
     char err[PATH_MAX + 1024];
-    /* "model": {"onnx": PATH}: the file is imported here for the spec's checks, and again
-     * by the simulated worker that trains it. */
-    spec_set_onnx_loader(onnx_import_catalog_add);
+    /* "model": {"onnx": PATH}, or an uploaded model's {"onnx": NAME, "sha256": HEX} read
+     * from --models-dir: imported here for the spec's checks, and again by the simulated
+     * worker that trains it (passed --models-dir too). */
+    modelfetch_configure(models_dir, NULL, NULL);
+    spec_set_onnx_loader(modelfetch_loader);
     /* dataset.name of a user's set: resolved here for the checks, and by every rank */
     if (nroots > 0) userdata_sync(roots, nroots, NULL);
     if (spec_load_file(spec_path, &spec, err, sizeof err) != 0) {
@@ -344,7 +355,7 @@ int main(int argc, char **argv)
     }
 
     /* smpirun's command line. */
-    char np[32], speed[64], *args[64 + 2 * SIM_DATA_ROOTS_MAX + MAX_CFG + MAX_PASS];
+    char np[32], speed[64], *args[66 + 2 * SIM_DATA_ROOTS_MAX + MAX_CFG + MAX_PASS];
     int a = 0;
     snprintf(np, sizeof np, "%d", world);
     /* In timing mode SMPI charges each measured burst as burst x host-speed flops, so a
@@ -385,6 +396,10 @@ int main(int argc, char **argv)
     for (int i = 0; i < nroots; i++) {
         args[a++] = "--data-root";
         args[a++] = (char *)roots[i];
+    }
+    if (models_dir) {
+        args[a++] = "--models-dir";
+        args[a++] = (char *)models_dir;
     }
     for (int i = optind; i < argc; i++) args[a++] = argv[i];
     args[a] = NULL;

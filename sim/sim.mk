@@ -85,8 +85,9 @@ $(SMPI_BUILD)/smpi/model/onnx_import.o $(SMPI_BUILD)/smpi/model/onnx_export.o: $
 
 # The model code reads a spec's "model": {"onnx": PATH} (its catalog entry, for the
 # spec's pairing checks); --as-needed as below.
-$(BUILD)/pacer-sim: $(call obj,sim/pacer_sim.c sim/platform.c) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON)
-	$(CC) $(LDFLAGS) -Wl,--as-needed $(call obj,sim/pacer_sim.c sim/platform.c) -o $@ $(LIBMODEL) $(LIBKERNELS) \
+# worker/modelfetch.c: an uploaded model's spec is read as the worker reads it.
+$(BUILD)/pacer-sim: $(call obj,sim/pacer_sim.c sim/platform.c worker/modelfetch.c) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON)
+	$(CC) $(LDFLAGS) -Wl,--as-needed $(call obj,sim/pacer_sim.c sim/platform.c worker/modelfetch.c) -o $@ $(LIBMODEL) $(LIBKERNELS) \
 	    $(LIBCOMMON) $(BLAS_LIBS) $(ONNX_LIBS) $(DEP_LIBS)
 
 # --as-needed: it uses the model code only; loading Open MPI for nothing costs seconds.

@@ -120,12 +120,6 @@ expect 400 "POST a job naming no uploaded model" POST /api/v1/jobs -H "$AUTH" -H
     --data-binary "@$TMP/nosuch2.json"
 grep -q "nosuch is not an uploaded model" "$TMP/body" || { cat "$TMP/body"; fail "the 400 does not name the model"; }
 
-# pacer-sim reads ONNX files by path only: a simulated job on an upload is refused
-job sim cnn | jq '.simulate = {enabled: true}' >"$TMP/sim.json"
-expect 400 "POST a simulated job on an upload" POST /api/v1/jobs -H "$AUTH" -H "Content-Type: application/json" \
-    --data-binary "@$TMP/sim.json"
-grep -q "uploaded model cnn cannot be simulated yet" "$TMP/body" || { cat "$TMP/body"; fail "the 400 does not say why"; }
-
 # ---- a job naming it trains; DELETE is refused while it is queued or running ---------------
 job up1 cnn >"$TMP/up1.json"
 id=$(submit_rest "$TMP/up1.json")
@@ -144,6 +138,21 @@ grep -q -- "--models-dir $STATE/models" "$STATE/jobs/$id/log" || grep -q -- "--m
     echo "note: the log header does not show --models-dir"
 grep -q "read from Redis" "$STATE/jobs/$id/log" && fail "job $id read the model from Redis though the file was there"
 echo "ok: job $id trained the uploaded model: $(grep -m1 '^training' "$STATE/jobs/$id/log")"
+
+# ---- a simulated job on the upload: pacer-sim reads it from --models-dir, as its ranks do ----
+if command -v smpirun >/dev/null 2>&1 && [ -x "${SMPI_BUILD:-build-smpi}/pacer-worker" ]; then
+    job sim cnn | jq '.workers = 2 | .algorithm.name = "ssgd" | .simulate = {enabled: true, slowdown: [1, 2]}' \
+        >"$TMP/sim.json"
+    id=$(submit_rest "$TMP/sim.json")
+    await 120 "simulated job $id (uploaded model) to end" ended "$id"
+    [ "$(state_of "$id")" = SUCCEEDED ] || { tail -20 "$STATE/jobs/$id/log"; fail "simulated job $id: $(state_of "$id")"; }
+    req GET "/api/v1/jobs/$id" -H "$AUTH" >/dev/null
+    [ "$(jq -r '.simulated' "$TMP/body")" = true ] || fail "job $id is not marked simulated: $(cat "$TMP/body")"
+    need_number "simulated job $id's test accuracy" "$(jq -r '.summary.test_accuracy' "$TMP/body")"
+    echo "ok: simulated job $id trained the uploaded model (pacer-sim --models-dir)"
+else
+    echo "note: no smpirun or ${SMPI_BUILD:-build-smpi}/pacer-worker (make smpi): the simulated job on an upload not run"
+fi
 
 # ---- no shared file system: the stored file is gone, the rank reads Redis -------------------
 expect 200 "PUT again" PUT /api/v1/models/cnn -H "$AUTH" -H "$OCTET" --data-binary "@$TMP/mnist_cnn.onnx"

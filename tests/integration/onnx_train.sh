@@ -76,6 +76,20 @@ print("asgd export: %d batch-norm statistics, %d unchanged from the file" % (len
 sys.exit(1 if not stats or same else 0)
 PY
 
+# dynamic batching and an elastic restart: 2 ranks (one 3x slower) with dynamic batches,
+# stopped after a checkpoint, resumed with 1 rank (--world 1, as after a lost host)
+spec "$TMP/mnist_cnn.onnx" ssgd 2 2048 |
+    jq --arg d "$TMP/ck-el" '.algorithm.dynamic_batch = true | .emulate.slowdown = [1, 3] |
+        .checkpoint = {every_steps: 8, dir: $d}' >"$TMP/el.json"
+$MPIRUN -np 2 $WORKER --spec "$TMP/el.json" --world 2 --stop-after-steps 20 >"$TMP/el.1" 2>&1 ||
+    { tail -20 "$TMP/el.1"; fail "ssgd with dynamic batches on the imported model failed"; }
+$MPIRUN -np 1 $WORKER --spec "$TMP/el.json" --world 1 --resume --summary "$TMP/el.out" >"$TMP/el.2" 2>&1 ||
+    { tail -20 "$TMP/el.2"; fail "the imported model's checkpoint did not resume with 1 rank"; }
+grep -q "resumed from .* at step [1-9]" "$TMP/el.2" || { cat "$TMP/el.2"; fail "the imported model did not resume"; }
+grep -q "written by 2 workers; resuming with 1" "$TMP/el.2" || { cat "$TMP/el.2"; fail "no line saying the world changed"; }
+at_least "test accuracy after 2 -> 1 ranks" "$(json "$TMP/el.out" .test_accuracy)" 0.5
+echo "ok: dynamic batches on 2 ranks, checkpoint resumed on 1: $(grep -m1 'written by 2 workers' "$TMP/el.2")"
+
 # refusals, exit status 2, before any training
 spec "$TMP/none.onnx" ssgd 1 256 >"$TMP/missing.json"
 expect_error 2 "model.onnx: cannot open $TMP/none.onnx: No such file" $WORKER --spec "$TMP/missing.json"

@@ -937,37 +937,42 @@ int coord_logs(coordinator_t *c, const char *id, long offset, long limit, long t
     return *out ? COORD_OK : COORD_EINTERNAL;
 }
 
-int coord_checkpoint_path(coordinator_t *c, const char *id, char *path, size_t len)
+/* Job id's record from Redis (the caller json_decrefs it), or the COORD_* code why not. */
+static int job_record(coordinator_t *c, const char *id, json_t **h)
 {
+    *h = NULL;
     if (!job_id_valid(id)) return COORD_ENOTFOUND;
-    json_t *h = NULL;
     redisContext *rc = conn_get(c);
     if (!rc) return COORD_EUNAVAIL;
-    int js = jobstore_get(rc, id, &h);
+    int js = jobstore_get(rc, id, h);
     conn_put(c, rc, js == JS_EREDIS);
-    if (js != JS_OK) return coord_js_to_coord(js);
-    const char *name = json_string_value(json_object_get(h, "name"));
-    int code = COORD_ENOTFOUND;
+    return js == JS_OK ? COORD_OK : coord_js_to_coord(js);
+}
+
+static int regular_file(const char *path)
+{
     struct stat st;
-    if (checkpoint_file(c, id, name, path, len) == 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode)) code = COORD_OK;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int coord_checkpoint_path(coordinator_t *c, const char *id, char *path, size_t len)
+{
+    json_t *h;
+    int code = job_record(c, id, &h);
+    if (code != COORD_OK) return code;
+    const char *name = json_string_value(json_object_get(h, "name"));
+    code = checkpoint_file(c, id, name, path, len) == 0 && regular_file(path) ? COORD_OK : COORD_ENOTFOUND;
     json_decref(h);
     return code;
 }
 
 int coord_model_onnx_path(coordinator_t *c, const char *id, char *path, size_t len)
 {
-    if (!job_id_valid(id)) return COORD_ENOTFOUND;
-    json_t *h = NULL;
-    redisContext *rc = conn_get(c);
-    if (!rc) return COORD_EUNAVAIL;
-    int js = jobstore_get(rc, id, &h);
-    conn_put(c, rc, js == JS_EREDIS);
-    if (js != JS_OK) return coord_js_to_coord(js);
+    json_t *h;
+    int code = job_record(c, id, &h);
+    if (code != COORD_OK) return code;
     json_decref(h);
-    struct stat st;
-    if (coord_job_path(c, id, "model.onnx", path, len) == 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode))
-        return COORD_OK;
-    return COORD_MODEL_NONE;
+    return coord_job_path(c, id, "model.onnx", path, len) == 0 && regular_file(path) ? COORD_OK : COORD_MODEL_NONE;
 }
 
 /* Each host of the daemon's record gets its measured speeds from the profiles (the

@@ -369,7 +369,10 @@ static int export_onnx(worker_t *w, const char *path)
         fprintf(stderr, "pacer-worker: --export-onnx: %s\n", err);
         return -1;
     }
-    fprintf(stderr, "exported the %s model to %s\n", path == g_export_onnx_init ? "initial" : "trained", path);
+    /* --model-onnx is the coordinator's copy, rewritten quietly: a job's log ends with its
+     * final line (pacer logs --tail 1), not with where the daemon keeps its files. */
+    if (path != g_model_onnx)
+        fprintf(stderr, "exported the %s model to %s\n", path == g_export_onnx_init ? "initial" : "trained", path);
     return 0;
 }
 

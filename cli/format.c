@@ -390,19 +390,26 @@ void fmt_models(FILE *f, json_t *list)
     table_free(t);
 }
 
-void fmt_model(FILE *f, json_t *m)
+/* The rows a model's detail and an upload's answer share: its input and classes, its layers. */
+static void input_layers_rows(FILE *f, json_t *m)
 {
-    char buf[256], a[32], b[32], c[80];
-    json_t *memory = json_object_get(m, "memory");
-    row(f, "name", str(m, "name"));
-    row(f, "title", str(m, "title"));
-    row(f, "source", str(m, "source"));
+    char buf[256], a[32], c[80];
     shape_cell(json_object_get(m, "input"), c, sizeof c);
     int_cell(m, "classes", a, sizeof a);
     snprintf(buf, sizeof buf, "%s images, %s classes", c, a);
     row(f, "input", buf);
     int_cell(m, "layers", a, sizeof a);
     row(f, "layers", a);
+}
+
+void fmt_model(FILE *f, json_t *m)
+{
+    char buf[256], a[32], b[32];
+    json_t *memory = json_object_get(m, "memory");
+    row(f, "name", str(m, "name"));
+    row(f, "title", str(m, "title"));
+    row(f, "source", str(m, "source"));
+    input_layers_rows(f, m);
     int_cell(m, "parameters", a, sizeof a);
     int_cell(m, "buffers", b, sizeof b);
     snprintf(buf, sizeof buf, "%s (and %s buffer floats)", a, b);
@@ -420,16 +427,11 @@ void fmt_model(FILE *f, json_t *m)
 
 void fmt_upload(FILE *f, json_t *m, int created)
 {
-    char buf[256], a[32], c[80];
+    char buf[256], a[32];
     row(f, "name", str(m, "name"));
     row(f, "stored", created ? "uploaded (new)" : "uploaded (replaced the previous upload of this name)");
     row(f, "sha256", str(m, "sha256"));
-    shape_cell(json_object_get(m, "input"), c, sizeof c);
-    int_cell(m, "classes", a, sizeof a);
-    snprintf(buf, sizeof buf, "%s images, %s classes", c, a);
-    row(f, "input", buf);
-    int_cell(m, "layers", a, sizeof a);
-    row(f, "layers", a);
+    input_layers_rows(f, m);
     int_cell(m, "parameters", a, sizeof a);
     row(f, "parameters", a);
     count_cell(num(m, "flops_per_sample"), a, sizeof a);

@@ -106,7 +106,7 @@ static int local_start(launcher_t *l, const launch_req_t *req, launch_handle_t *
 {
     size_t n = 0;
     while (req->argv[n]) n++;
-    const char **argv = calloc(n + 16, sizeof *argv);
+    const char **argv = calloc(n + 16 + LAUNCH_MCA_WORDS, sizeof *argv);
     char np[16], tag[64];
     if (!argv) {
         snprintf(err, errlen, "out of memory");
@@ -120,6 +120,7 @@ static int local_start(launcher_t *l, const launch_req_t *req, launch_handle_t *
     argv[a++] = "--allow-run-as-root";
     argv[a++] = "-np";
     argv[a++] = np;
+    a = launcher_mca_defaults(argv, a, 0);
     char hf[PATH_MAX + 32];
     if (l->kind == LAUNCHER_HOSTFILE) {
         argv[a++] = "--hostfile";

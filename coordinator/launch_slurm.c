@@ -216,7 +216,7 @@ static int slurm_start(launcher_t *l, const launch_req_t *req, launch_handle_t *
         snprintf(err, errlen, "%.300s: %s", script, strerror(errno));
         goto out;
     }
-    argv = calloc(n + LAUNCH_SLURM_ARGS_MAX + 32, sizeof *argv);
+    argv = calloc(n + LAUNCH_SLURM_ARGS_MAX + 32 + LAUNCH_MCA_WORDS, sizeof *argv);
     out = malloc(OUT_MAX);
     if (!argv || !out) {
         snprintf(err, errlen, "out of memory");
@@ -268,6 +268,7 @@ static int slurm_start(launcher_t *l, const launch_req_t *req, launch_handle_t *
         argv[a++] = "-np";
         argv[a++] = np;
     }
+    a = launcher_mca_defaults(argv, a, l->slurm_pmix);
     for (size_t i = 0; i < n; i++) argv[a++] = req->argv[i];
     argv[a] = NULL;
     launcher_log_header(req->log_path, req->id, req->attempt, argv);

@@ -185,6 +185,27 @@ int launcher_rank_hosts(const launcher_t *l, int world, const char *const *names
     return 0;
 }
 
+int launcher_mca_defaults(const char **argv, int a, int srun)
+{
+    /* The pair goes together: a user who set one chose the protocol, and half of pacer's
+     * default beside it would be a setting neither of us measured. */
+    static const char *const USER[] = {"OMPI_MCA_btl_tcp_eager_limit", "OMPI_MCA_btl_tcp_max_send_size"};
+    for (size_t i = 0; i < sizeof USER / sizeof USER[0]; i++)
+        if (getenv(USER[i])) return a;
+    if (srun) {
+        argv[a++] = "--export=ALL,OMPI_MCA_btl_tcp_eager_limit=" LAUNCH_TCP_EAGER_BYTES
+                    ",OMPI_MCA_btl_tcp_max_send_size=" LAUNCH_TCP_EAGER_BYTES;
+        return a;
+    }
+    argv[a++] = "--mca";
+    argv[a++] = "btl_tcp_eager_limit";
+    argv[a++] = LAUNCH_TCP_EAGER_BYTES;
+    argv[a++] = "--mca";
+    argv[a++] = "btl_tcp_max_send_size";
+    argv[a++] = LAUNCH_TCP_EAGER_BYTES;
+    return a;
+}
+
 void launcher_log_header(const char *log_path, const char *id, int attempt, const char *const *argv)
 {
     FILE *lf = fopen(log_path, "a");

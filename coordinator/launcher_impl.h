@@ -62,6 +62,19 @@ void launch_local_poll(launcher_t *l, launch_handle_t *h, const char *exit_code_
 void launch_local_stop(launcher_t *l, launch_handle_t *h, int hard);
 void launch_local_reap(launcher_t *l, launch_handle_t *h);
 
+/* Open MPI's TCP eager limit and largest fragment (docs/PERFORMANCE.md, "Over TCP: Open
+ * MPI's eager limit"): pacer's default, in bytes, for mpirun's jobs. */
+#define LAUNCH_TCP_EAGER_BYTES "1048576"
+
+/* Appends pacer's MCA defaults to argv at a: "--mca btl_tcp_eager_limit B --mca
+ * btl_tcp_max_send_size B" (6 words) for mpirun, or for srun (srun, 1) the same as one
+ * "--export=ALL,OMPI_MCA_...=B,..." word (srun takes no --mca; its ranks read the
+ * environment). Nothing when the user chose either setting in the environment
+ * (OMPI_MCA_btl_tcp_eager_limit, OMPI_MCA_btl_tcp_max_send_size): theirs wins. Returns
+ * the new a. */
+#define LAUNCH_MCA_WORDS 6
+int launcher_mca_defaults(const char **argv, int a, int srun);
+
 /* Appends "=== pacer-coordinator DATE: job ID attempt N: ARGV ===" to the log. */
 void launcher_log_header(const char *log_path, const char *id, int attempt, const char *const *argv);
 

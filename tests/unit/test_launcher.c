@@ -6,7 +6,8 @@
  * two slurmd) is tests/integration/slurm.sh. Here its client commands are small scripts
  * first in PATH that print a canned answer and exit with a canned status, so that the
  * answers a healthy test cluster never gives (garbage, a controller that does not answer,
- * a purged job, NODE_FAIL) are covered too.
+ * a purged job, NODE_FAIL) are covered too. And the MCA defaults every launch command
+ * carries unless the user set them (test_mca_defaults).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,6 +29,7 @@
 
 #include "launch.h"
 #include "launcher.h"
+#include "launcher_impl.h"
 #include "preflight.h"
 
 #define ERRLEN 1024
@@ -94,6 +96,9 @@ static int setup(void **state)
     sprintf(np, "%s:%s", fx->bin, fx->old_path);
     setenv("PATH", np, 1);
     free(np);
+    /* The launch commands' MCA defaults are there only when the user set none. */
+    unsetenv("OMPI_MCA_btl_tcp_eager_limit");
+    unsetenv("OMPI_MCA_btl_tcp_max_send_size");
     *state = fx;
     return 0;
 }
@@ -323,6 +328,19 @@ static void test_slurm_attempt(void **state)
     assert_non_null(strstr(t, "sbatch --parsable --job-name=pacer-j-7 --ntasks=3 --no-requeue --open-mode=append"));
     assert_non_null(strstr(t, "--ntasks-per-node=1 --exclusive"));
     assert_non_null(strstr(t, "/slurm-batch.sh"));
+    /* srun takes no --mca: pacer's eager limit reaches the ranks' environment. */
+    assert_non_null(
+        strstr(t, "srun --mpi=pmix --kill-on-bad-exit=1 --export=ALL,OMPI_MCA_btl_tcp_eager_limit=" LAUNCH_TCP_EAGER_BYTES
+                  ",OMPI_MCA_btl_tcp_max_send_size=" LAUNCH_TCP_EAGER_BYTES " /path/to/pacer-worker --spec spec.json"));
+    free(t);
+    /* The user's own, in the environment sbatch passes on: no --export of ours. */
+    char calls_path[400];
+    snprintf(calls_path, sizeof calls_path, "%s/calls", fx->dir);
+    unlink(calls_path);
+    setenv("OMPI_MCA_btl_tcp_eager_limit", "65536", 1);
+    assert_int_equal(launcher_start(l, &a.req, &h, err, sizeof err), 0);
+    unsetenv("OMPI_MCA_btl_tcp_eager_limit");
+    t = calls(fx);
     assert_non_null(strstr(t, "srun --mpi=pmix --kill-on-bad-exit=1 /path/to/pacer-worker --spec spec.json"));
     free(t);
     t = read_text(a.log);
@@ -431,7 +449,20 @@ static void test_slurm_mpirun_inside(void **state)
     assert_int_equal(launcher_start(l, &a.req, &h, err, sizeof err), 0);
     t = calls(fx);
     assert_non_null(strstr(t, "--partition=gpu"));
+    assert_non_null(strstr(t, "/opt/mpirun --allow-run-as-root -np 3 --mca btl_tcp_eager_limit " LAUNCH_TCP_EAGER_BYTES
+                              " --mca btl_tcp_max_send_size " LAUNCH_TCP_EAGER_BYTES
+                              " /path/to/pacer-worker --spec spec.json"));
+    free(t);
+    /* The user's own setting, in the environment sbatch passes on, wins. */
+    char path[400];
+    snprintf(path, sizeof path, "%s/calls", fx->dir);
+    unlink(path);
+    setenv("OMPI_MCA_btl_tcp_max_send_size", "131072", 1);
+    assert_int_equal(launcher_start(l, &a.req, &h, err, sizeof err), 0);
+    unsetenv("OMPI_MCA_btl_tcp_max_send_size");
+    t = calls(fx);
     assert_non_null(strstr(t, "/opt/mpirun --allow-run-as-root -np 3 /path/to/pacer-worker --spec spec.json"));
+    assert_null(strstr(t, "btl_tcp"));
     free(t);
     /* The batch script is the wrapper, with the interpreter line sbatch requires. */
     char script[400];
@@ -593,6 +624,76 @@ static void test_hostfile_reload_and_probe(void **state)
     launcher_close(l);
 }
 
+/* ---- the MCA defaults on mpirun's command line --------------------------------------------- */
+
+/* One attempt of l (mpirun = /bin/true) to its end; the log's header line (the command). */
+static char *local_command(fx_t *fx, launcher_t *l)
+{
+    attempt_t a;
+    attempt_init(fx, &a);
+    unlink(a.log);
+    launch_handle_t h;
+    char err[ERRLEN];
+    assert_int_equal(launcher_start(l, &a.req, &h, err, sizeof err), 0);
+    launch_status_t st;
+    double end = mono() + 30;
+    do {
+        launcher_poll(l, &h, a.ec, a.log, mono(), &st);
+        if (!st.ended) nap();
+    } while (!st.ended && mono() < end);
+    assert_true(st.ended);
+    launcher_reap(l, &h);
+    char *t = read_text(a.log);
+    assert_non_null(t);
+    return t;
+}
+
+static void test_mca_defaults(void **state)
+{
+    fx_t *fx = *state;
+    char err[ERRLEN], hf[400];
+    launcher_t *l = NULL;
+    static const char PACER[] = "-np 3 --mca btl_tcp_eager_limit " LAUNCH_TCP_EAGER_BYTES
+                                " --mca btl_tcp_max_send_size " LAUNCH_TCP_EAGER_BYTES " ";
+
+    /* local: the user set nothing, so pacer's eager limit. */
+    launcher_config_t cfg = {.hostname = "here", .mpirun = "/bin/true"};
+    assert_int_equal(launcher_open(&cfg, &l, err, sizeof err), 0);
+    char *t = local_command(fx, l);
+    assert_non_null(strstr(t, PACER));
+    free(t);
+    /* Either of the pair in the environment (mpirun reads it): neither is added. */
+    setenv("OMPI_MCA_btl_tcp_eager_limit", "65536", 1);
+    t = local_command(fx, l);
+    assert_non_null(strstr(t, "/bin/true --oversubscribe --allow-run-as-root -np 3 /path/to/pacer-worker"));
+    assert_null(strstr(t, "--mca"));
+    free(t);
+    unsetenv("OMPI_MCA_btl_tcp_eager_limit");
+    setenv("OMPI_MCA_btl_tcp_max_send_size", "4194304", 1);
+    t = local_command(fx, l);
+    assert_null(strstr(t, "--mca"));
+    free(t);
+    unsetenv("OMPI_MCA_btl_tcp_max_send_size");
+    launcher_close(l);
+
+    /* hostfile: the same. */
+    snprintf(hf, sizeof hf, "%s/hosts", fx->dir);
+    assert_int_equal(write_text(hf, "a slots=4\n"), 0);
+    cfg.hostfile = hf;
+    assert_int_equal(launcher_open(&cfg, &l, err, sizeof err), 0);
+    t = local_command(fx, l);
+    assert_non_null(strstr(t, PACER));
+    assert_non_null(strstr(t, "--hostfile"));
+    free(t);
+    setenv("OMPI_MCA_btl_tcp_eager_limit", "65536", 1);
+    t = local_command(fx, l);
+    assert_non_null(strstr(t, "--hostfile"));
+    assert_null(strstr(t, "--mca"));
+    free(t);
+    unsetenv("OMPI_MCA_btl_tcp_eager_limit");
+    launcher_close(l);
+}
+
 static void test_slurm_hosts(void **state)
 {
     fx_t *fx = *state;
@@ -710,6 +811,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_slurm_mpirun_inside, setup, teardown),
         cmocka_unit_test(test_slurm_parse),
         cmocka_unit_test_setup_teardown(test_hostfile_reload_and_probe, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mca_defaults, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slurm_hosts, setup, teardown),
         cmocka_unit_test(test_preflight_parse),
     };

@@ -3,10 +3,13 @@
 # accuracy, 5 seeds each, mean ± sd and 95% Welch intervals.
 #
 # 8 workers at speeds 1, 1, 1, 1, 1/2, 1/2, 1/4, 1/8 of 10 Gflop/s, each on its own link
-# to a switch: 10 Gbit/s and 5 us, or 1 Gbit/s and 50 us. LeNet-5 / Fashion-MNIST (the
-# whole training set; accuracy on the first 2,000 test samples), ssgd, momentum 0.9,
-# lr 0.05 at the spec's batch B0 = 8 x BATCH (default 16: B0 = 128), re-planning every 10
-# steps, target test accuracy TARGET (default 0.87), at most EPOCHS (8) epochs. Configs:
+# to a switch: 10 Gbit/s and 5 us, 1 Gbit/s and 50 us, or 100 Mbit/s and 100 us (100m:
+# where communication is most of a step). MODEL=lenet5 (default): LeNet-5 /
+# Fashion-MNIST (the whole training set; accuracy on the first 2,000 test samples), lr
+# 0.05, target TARGET (default 0.87). MODEL=cifar10_quick: cifar10_quick / CIFAR-10 (the
+# whole training set, accuracy on the first 1,000 test samples), lr 0.04, weight decay
+# 5e-4, target 0.50. Both: ssgd, momentum 0.9, the spec's batch B0 = 8 x BATCH (default
+# 16: B0 = 128), re-planning every 10 steps, at most EPOCHS (8) epochs. Configs:
 #   fixed    ssgd at B0, even split (no planner)
 #   dyn      ssgd at B0 with today's dynamic batching (split by speed, B0 fixed)
 #   equal    the goodput planner with AdaptDL's model (every node, even split)
@@ -26,24 +29,34 @@
 . bench/lib.sh
 . bench/sim_lib.sh
 BATCH=${BATCH:-16}
-TARGET=${TARGET:-0.87}
 EPOCHS=${EPOCHS:-8}
-LR=${LR:-0.05}
+MODEL=${MODEL:-lenet5}
 PLATFORMS=${PLATFORMS:-10g 1g}
+case $MODEL in
+lenet5)
+    TARGET=${TARGET:-0.87} LR=${LR:-0.05} PFX=gp LABEL="LeNet-5 / Fashion-MNIST" OPT=""
+    DATASET='{"name": "fashion-mnist", "test_subset": 2000}' ;;
+cifar10_quick)
+    TARGET=${TARGET:-0.50} LR=${LR:-0.04} PFX=gpc LABEL="cifar10_quick / CIFAR-10" OPT=', "weight_decay": 0.0005'
+    [ -d "$PACER_SHARED/datasets/cifar-10" ] || { echo "CIFAR-10 not found at $PACER_SHARED/datasets/cifar-10"; exit 1; }
+    DATASET="{\"name\": \"cifar10\", \"path\": \"$PACER_SHARED/datasets/cifar-10\", \"train_subset\": ${CIFAR_TRAIN:-10000}, \"test_subset\": 1000}" ;;
+*) echo "MODEL: lenet5 or cifar10_quick"; exit 1 ;;
+esac
 B0=$((8 * BATCH))
 SLOW='[1, 1, 1, 1, 2, 2, 4, 8]'
 platform() {
     case $1 in
     10g) echo "{\"slowdown\": $SLOW, \"bandwidth_gbps\": 10, \"latency_us\": 5, \"deterministic\": true}" ;;
     1g) echo "{\"slowdown\": $SLOW, \"bandwidth_gbps\": 1, \"latency_us\": 50, \"deterministic\": true}" ;;
+    100m) echo "{\"slowdown\": $SLOW, \"bandwidth_gbps\": 0.1, \"latency_us\": 100, \"deterministic\": true}" ;;
     esac
 }
 add() { # CONFIG PLATFORM BATCH LR EVAL ALGORITHM_JSON
     for s in $SEEDS; do
-        sim_add "gp-b$BATCH-$2-$1-s$s" "{\"name\": \"goodput\", \"model\": \"lenet5\",
-          \"dataset\": {\"name\": \"fashion-mnist\", \"test_subset\": 2000},
+        sim_add "$PFX-b$BATCH-$2-$1-s$s" "{\"name\": \"goodput\", \"model\": \"$MODEL\",
+          \"dataset\": $DATASET,
           \"algorithm\": $6, \"workers\": 8, \"batch_size\": $3, \"epochs\": $EPOCHS, \"seed\": $s, \"log_every\": 0,
-          \"optimizer\": {\"lr\": $4, \"momentum\": 0.9}, \"target_accuracy\": $TARGET, \"eval_every_steps\": $5,
+          \"optimizer\": {\"lr\": $4, \"momentum\": 0.9$OPT}, \"target_accuracy\": $TARGET, \"eval_every_steps\": $5,
           \"simulate\": $(platform "$2")}"
     done
 }
@@ -83,13 +96,13 @@ verdict() { # LABEL HELD_IF_UPPER_BELOW_0 : "diff lo hi"
 }
 for p in $PLATFORMS; do
     md ""
-    md "#### LeNet-5 / Fashion-MNIST to $TARGET, 8 workers at 1, 1, 1, 1, 1/2, 1/2, 1/4, 1/8 x 10 Gflop/s, $([ "$p" = 1g ] && echo "1 Gbit/s, 50 us" || echo "10 Gbit/s, 5 us"), B0 = $B0 (\`sh bench/sim_goodput.sh\`, $(echo $SEEDS | wc -w) seeds)"
+    md "#### $LABEL to $TARGET, 8 workers at 1, 1, 1, 1, 1/2, 1/2, 1/4, 1/8 x 10 Gflop/s, $(case $p in 1g) echo "1 Gbit/s, 50 us" ;; 100m) echo "100 Mbit/s, 100 us" ;; *) echo "10 Gbit/s, 5 us" ;; esac), B0 = $B0 (\`MODEL=$MODEL PLATFORMS=$p sh bench/sim_goodput.sh\`, $(echo $SEEDS | wc -w) seeds)"
     md ""
     md "| config | time to target, simulated s | reached | steps | mean global batch | noise scale at the end | test accuracy at the stop |"
     md "|---|---|---|---|---|---|---|"
     best="" bestm=""
     for c in fixed dyn equal goodput $(for k in $SWEEP; do echo "sweep$k"; done); do
-        k="gp-b$BATCH-$p-$c"
+        k="$PFX-b$BATCH-$p-$c"
         present "$k" || continue
         set -- $(tstat "$k")
         t=$(pm "$1" "$2" 2)
@@ -101,19 +114,24 @@ for p in $PLATFORMS; do
             if [ "$3" -eq "$4" ] && { [ -z "$bestm" ] || cmp_lt "$1" "$bestm"; }; then best=$c bestm=$1; fi ;;
         esac
     done
-    g=$(present "gp-b$BATCH-$p-goodput" && tstat "gp-b$BATCH-$p-goodput")
+    g=$(present "$PFX-b$BATCH-$p-goodput" && tstat "$PFX-b$BATCH-$p-goodput")
     md ""
     md "Oracle (best of dyn and the sweep, every seed reaching the target): $best."
     md ""
     md "| goal | measured [95% interval] | verdict |"
     md "|---|---|---|"
     claim() { # LABEL OTHER A SUFFIX
-        present "gp-b$BATCH-$p-goodput" && present "gp-b$BATCH-$p-$2" || return 0
-        set -- "$1" "$2" "$3" $g $(tstat "gp-b$BATCH-$p-$2")
+        present "$PFX-b$BATCH-$p-goodput" && present "$PFX-b$BATCH-$p-$2" || return 0
+        set -- "$1" "$2" "$3" $g $(tstat "$PFX-b$BATCH-$p-$2")
         d=$(welch "$4" "$5" "$6" "$8" "$9" "${10}" "$3")
         set -- "$1" "$2" "$3" $d "$4" "$8"
         rel=$(awk -v g="$7" -v o="$8" 'BEGIN { printf "%+.0f%%", 100 * (g / o - 1) }')
         md "| $1 | goodput $rel against $2; goodput - $3 x $2: $(awk -v d="$4" -v lo="$5" -v hi="$6" 'BEGIN { printf "%+.2f s [%+.2f, %+.2f]", d, lo, hi }') | $(verdict x "$5" "$6") |"
+        # the same seeds' runs paired (every seed reached the target in both configs)
+        pairs=$(for s in $SEEDS; do jq -r '.time_to_target_s // "null"' "$SIM_RUNS/$PFX-b$BATCH-$p-goodput-s$s/row.json" "$SIM_RUNS/$PFX-b$BATCH-$p-$2-s$s/row.json" | paste -sd' '; done)
+        case $pairs in *null*) return 0 ;; esac
+        set -- "$1" "$2" "$3" $(printf '%s\n' "$pairs" | paired "$3")
+        md "| $1, paired by seed | goodput - $3 x $2: $(awk -v d="$4" -v lo="$5" -v hi="$6" 'BEGIN { printf "%+.2f s [%+.2f, %+.2f]", d, lo, hi }') | $(verdict x "$5" "$6") |"
     }
     claim "at least 30% less time than dynamic batching at B0" dyn 0.7
     [ -n "$best" ] && claim "within 10% of the oracle" "$best" 1.1

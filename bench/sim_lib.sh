@@ -15,6 +15,8 @@
 #   sim_stat CONFIG FIELD                  "mean sd n" of FIELD over CONFIG's seeds
 #   welch M1 S1 N1 M2 S2 N2 [A]           95% interval of mean1 - A x mean2 (Welch):
 #                                          "diff lo hi"
+#   paired A < "X Y" lines                 95% interval of the mean of X - A x Y over
+#                                          pairs (the same seed of two configs): "diff lo hi"
 SIM=${SIM:-$BUILD/pacer-sim}
 SIM_RUNS=${SIM_RUNS:-$BUILD/bench/sim-runs}
 SEEDS=${SEEDS:-1 2 3 4 5}
@@ -60,6 +62,19 @@ welch() {
         q = df >= 20 ? 1.96 + 0.126 * 20 / df : t[int(df) < 1 ? 1 : int(df)]
         d = m1 - a * m2
         printf "%.6g %.6g %.6g\n", d, d - q * se, d + q * se }'
+}
+
+# Paired t interval (95%): runs of two configs with the same seed share the initial
+# weights and the data order, so per-seed differences cancel what the seed alone decides
+# and need fewer seeds than Welch's unpaired interval.
+paired() {
+    awk -v a="${1:-1}" '{ x[NR] = $1 - a * $2; s += x[NR] } END {
+        split("12.706 4.303 3.182 2.776 2.571 2.447 2.365 2.306 2.262 2.228 2.201 2.179 2.160 2.145 2.131 2.120 2.110 2.101 2.093 2.086", t, " ")
+        n = NR; if (n < 2) { print "nan nan nan"; exit }
+        m = s / n; for (i = 1; i <= n; i++) v += (x[i] - m) ^ 2
+        df = n - 1; q = df > 20 ? 1.96 + 0.126 * 20 / df : t[df]
+        h = q * sqrt(v / df / n)
+        printf "%.6g %.6g %.6g\n", m, m - h, m + h }'
 }
 
 # fmt MEAN SD DIGITS: "m ± sd"

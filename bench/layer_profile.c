@@ -118,10 +118,11 @@ int main(int argc, char **argv)
         double t3 = thread_cpu_s();
         sgd_s += t3 - t2;
         if (s >= 0) total += t3 - t0;
-        /* the zeroing of the activation gradients, alone */
+        /* the zeroing of the activation gradients, alone, as model_backward does it */
         double z0 = thread_cpu_s();
         for (int i = 0; i < m->nlayers - 1; i++) {
             const layer_t *l = &m->layers[i];
+            if (l->fused_relu) continue;
             memset(m->dacts + l->out_off, 0, (size_t)B * l->OC * l->OH * l->OW * sizeof(float));
         }
         zero_s += thread_cpu_s() - z0;

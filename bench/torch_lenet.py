@@ -1,8 +1,10 @@
 """bench/torch_lenet.py - the PyTorch baseline for `make bench`: LeNet-5 on Fashion-MNIST
 with the same shapes, data order size, batch and optimizer as pacer's lenet5 spec, on one
 CPU thread. Prints one JSON line: samples_per_s (training samples / time in the training
-loop, data loading and evaluation excluded, as pacer's summary counts it), peak_rss_mb,
-test_accuracy.
+loop, data loading and evaluation excluded, as pacer's summary counts it),
+samples_per_cpu_s (the same over the process's CPU time in the loop: what a loaded
+machine's other processes do not move; compare with build/bench/layer_profile's step_ms),
+peak_rss_mb, test_accuracy.
 
 Usage: torch_lenet.py [EPOCHS [MODULE [TRAIN_SUBSET [BATCH]]]] - MODULE: another network, a
 class of tests/tools/onnx_export.py (bench/onnx_import.sh trains VggBN, the module whose
@@ -92,9 +94,10 @@ def main():
     model.train()
     opt = torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
     n = xtr.shape[0]
-    samples, loop = 0, 0.0
+    samples, loop, cpu = 0, 0.0, 0.0
     for epoch in range(epochs):
         perm = torch.randperm(n)
+        c0 = time.process_time()
         t0 = time.perf_counter()
         for i in range(0, n - batch + 1, batch):
             idxs = perm[i:i + batch]
@@ -106,6 +109,7 @@ def main():
             opt.step()
             samples += batch
         loop += time.perf_counter() - t0
+        cpu += time.process_time() - c0
     correct = 0
     model.eval()
     with torch.no_grad():
@@ -114,6 +118,7 @@ def main():
             correct += (model(x).argmax(1) == yte[i:i + 1000]).sum().item()
     print(json.dumps({
         "samples_per_s": samples / loop,
+        "samples_per_cpu_s": samples / cpu,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
         "test_accuracy": correct / xte.shape[0],
         "torch": torch.__version__,

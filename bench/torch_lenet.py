@@ -1,14 +1,18 @@
 """bench/torch_lenet.py - the PyTorch baseline for `make bench`: LeNet-5 on Fashion-MNIST
 with the same shapes, data order size, batch and optimizer as pacer's lenet5 spec, on one
 CPU thread. Prints one JSON line: samples_per_s (training samples / time in the training
-loop, data loading and evaluation excluded, as pacer's summary counts it), peak_rss_mb,
-test_accuracy.
+loop, data loading and evaluation excluded, as pacer's summary counts it),
+samples_per_cpu_s (the same over the process's CPU time in the loop: what a loaded
+machine's other processes do not move; compare with build/bench/layer_profile's step_ms),
+peak_rss_mb, test_accuracy.
 
-Usage: torch_lenet.py [EPOCHS [MODULE [TRAIN_SUBSET]]] - MODULE: another network, a class
-of tests/tools/onnx_export.py (bench/onnx_import.sh trains VggBN, the module whose ONNX
-export pacer imports), in training mode (its dropout and batch norm as exported);
-TRAIN_SUBSET: the first N training images only (pacer's dataset.train_subset)."""
-import gzip, json, resource, sys, time
+Usage: torch_lenet.py [EPOCHS [MODULE [TRAIN_SUBSET [BATCH]]]] - MODULE: another network, a
+class of tests/tools/onnx_export.py (bench/onnx_import.sh trains VggBN, the module whose
+ONNX export pacer imports), in training mode (its dropout and batch norm as exported), or
+resnet20: pacer's resnet20 as bench/torch_gpu_bench.py defines it, on CIFAR-10 from
+$PACER_SHARED/datasets/cifar-10 (bench/resnet_vs_pytorch.sh); TRAIN_SUBSET: the first N
+training images only (pacer's dataset.train_subset); BATCH: 64 unless given."""
+import gzip, json, os, resource, sys, time
 
 import numpy as np
 import torch
@@ -44,36 +48,60 @@ class LeNet5(nn.Module):
         return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
 
 
+def cifar(files):
+    """CIFAR-10's binary batches: records of a label byte and 3x32x32 uint8 pixels."""
+    d = os.path.join(os.environ.get("PACER_SHARED", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                                                 "..", "shared")), "datasets", "cifar-10")
+    rec = np.concatenate([np.frombuffer(gzip.open(f"{d}/{f}.bin.gz").read(), np.uint8).reshape(-1, 3073)
+                          for f in files])
+    return torch.from_numpy(rec[:, 1:].reshape(-1, 3, 32, 32).copy()), torch.from_numpy(rec[:, 0].astype(np.int64))
+
+
 def main():
     epochs = int(sys.argv[1]) if len(sys.argv) > 1 else 1
     module = sys.argv[2] if len(sys.argv) > 2 else "LeNet5"
     subset = int(sys.argv[3]) if len(sys.argv) > 3 else 0
-    batch = 64
-    # Same storage as pacer: uint8 pixels, normalised per batch.
-    xtr = torch.from_numpy(idx(f"{DIR}/train-images-idx3-ubyte.gz").copy())
-    ytr = torch.from_numpy(idx(f"{DIR}/train-labels-idx1-ubyte.gz").astype(np.int64))
-    xte = torch.from_numpy(idx(f"{DIR}/t10k-images-idx3-ubyte.gz").copy())
-    yte = torch.from_numpy(idx(f"{DIR}/t10k-labels-idx1-ubyte.gz").astype(np.int64))
-    mean, std = 0.2860, 0.3530
+    batch = int(sys.argv[4]) if len(sys.argv) > 4 else 64
+    # Same storage as pacer: uint8 pixels, normalised per batch (per channel on CIFAR-10,
+    # with common/catalog.c's statistics).
+    if module == "resnet20":
+        xtr, ytr = cifar([f"data_batch_{i}" for i in range(1, 6)] if subset <= 0 or subset > 10000 else ["data_batch_1"])
+        xte, yte = cifar(["test_batch"])
+        xte, yte = xte[:1000], yte[:1000]
+        mean = torch.tensor([0.4914, 0.4822, 0.4465]).view(1, 3, 1, 1)
+        std = torch.tensor([0.2470, 0.2435, 0.2616]).view(1, 3, 1, 1)
+        unsq = lambda x: x
+    else:
+        xtr = torch.from_numpy(idx(f"{DIR}/train-images-idx3-ubyte.gz").copy())
+        ytr = torch.from_numpy(idx(f"{DIR}/train-labels-idx1-ubyte.gz").astype(np.int64))
+        xte = torch.from_numpy(idx(f"{DIR}/t10k-images-idx3-ubyte.gz").copy())
+        yte = torch.from_numpy(idx(f"{DIR}/t10k-labels-idx1-ubyte.gz").astype(np.int64))
+        mean, std = 0.2860, 0.3530
+        unsq = lambda x: x.unsqueeze(1)
     if subset > 0:
         xtr, ytr = xtr[:subset], ytr[:subset]
     if module == "LeNet5":
         model = LeNet5()
+    elif module == "resnet20":
+        # the one PyTorch ResNet-20 of the benchmarks (pacer's network, model/model.c)
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import torch_gpu_bench
+        model = torch_gpu_bench.build("resnet20", nn, F, torch)[0]
     else:
-        import os
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "tools"))
         import onnx_export
         model = getattr(onnx_export, module)()
     model.train()
     opt = torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
     n = xtr.shape[0]
-    samples, loop = 0, 0.0
+    samples, loop, cpu = 0, 0.0, 0.0
     for epoch in range(epochs):
         perm = torch.randperm(n)
+        c0 = time.process_time()
         t0 = time.perf_counter()
         for i in range(0, n - batch + 1, batch):
             idxs = perm[i:i + batch]
-            x = (xtr[idxs].float().unsqueeze(1) / 255.0 - mean) / std
+            x = (unsq(xtr[idxs].float()) / 255.0 - mean) / std
             y = ytr[idxs]
             opt.zero_grad(set_to_none=True)
             loss = F.cross_entropy(model(x), y)
@@ -81,14 +109,16 @@ def main():
             opt.step()
             samples += batch
         loop += time.perf_counter() - t0
+        cpu += time.process_time() - c0
     correct = 0
     model.eval()
     with torch.no_grad():
         for i in range(0, xte.shape[0], 1000):
-            x = (xte[i:i + 1000].float().unsqueeze(1) / 255.0 - mean) / std
+            x = (unsq(xte[i:i + 1000].float()) / 255.0 - mean) / std
             correct += (model(x).argmax(1) == yte[i:i + 1000]).sum().item()
     print(json.dumps({
         "samples_per_s": samples / loop,
+        "samples_per_cpu_s": samples / cpu,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
         "test_accuracy": correct / xte.shape[0],
         "torch": torch.__version__,

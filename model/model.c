@@ -461,6 +461,22 @@ static int alloc_buffers(model_t *m)
     return 0;
 }
 
+/* Marks every batch norm whose output only the next layer, a ReLU, reads (layer_t's
+ * fused_relu). */
+static void fuse_bn_relu(model_t *m)
+{
+    for (int j = 0; j + 1 < m->nlayers; j++) {
+        layer_t *l = &m->layers[j];
+        const layer_t *next = &m->layers[j + 1];
+        l->fused_relu = 0;
+        if (l->kind != LAYER_BN || next->kind != LAYER_RELU || next->in != j) continue;
+        int readers = 0;
+        for (int k = 0; k < m->nlayers; k++)
+            readers += (m->layers[k].in == j) + (m->layers[k].in2 == j); /* in2 is -1 where unused */
+        l->fused_relu = readers == 1;
+    }
+}
+
 static int run_builtin(model_builder_t *b, void *ctx, char *err, size_t errlen);
 static int create_with(const char *name, int C, int H, int W, int classes, int max_batch, int kaiming_conv,
                        model_build_fn build, void *ctx, model_t **out, char *err, size_t errlen);
@@ -520,6 +536,7 @@ static int create_with(const char *name, int C, int H, int W, int classes, int m
         model_free(m);
         return -1;
     }
+    fuse_bn_relu(m);
     if (alloc_buffers(m) != 0) goto oom;
     *out = m;
     return 0;
@@ -559,6 +576,7 @@ int model_clone(const model_t *src, model_t **out, char *err, size_t errlen)
     if (!m->layers || !m->tensors) goto oom;
     memcpy(m->layers, src->layers, (size_t)src->nlayers * sizeof *m->layers);
     memcpy(m->tensors, src->tensors, (size_t)src->ntensors * sizeof *m->tensors);
+    fuse_bn_relu(m);
     if (alloc_buffers(m) != 0) goto oom;
     *out = m;
     return 0;
@@ -692,10 +710,23 @@ float model_forward(model_t *m, const float *x, const int32_t *y, int B, int tra
         case LAYER_CONV: conv2d_forward(&l->conv, B, inp, w, bias, out, m->ws); break;
         case LAYER_MAXPOOL: maxpool2d_forward(&l->pool, B, inp, out, m->argmax + l->aux_off); break;
         case LAYER_AVGPOOL: avgpool2d_forward(&l->pool, B, inp, out); break;
-        case LAYER_RELU: relu_forward(n_out, inp, out); break;
+        case LAYER_RELU:
+            /* computed by the fused batch norm before it (layer_t's fused_relu) */
+            if (!(l->in >= 0 && m->layers[l->in].fused_relu)) relu_forward(n_out, inp, out);
+            break;
         case LAYER_FC: gemm_forward(&l->gemm, B, inp, w, bias, out); break;
         case LAYER_BN:
-            if (train)
+            if (l->fused_relu) {
+                float *rout = m->acts + m->layers[i + 1].out_off;
+                if (train)
+                    batchnorm_relu_forward_train_eps(B, l->C, l->H * l->W, inp, w, m->params + l->b_off, rout,
+                                                     m->aux + l->aux_off, m->aux + l->aux_off + l->C,
+                                                     m->buffers + l->rm_off, m->buffers + l->rv_off, MODEL_BN_MOMENTUM,
+                                                     l->eps);
+                else
+                    batchnorm_relu_forward_eval_eps(B, l->C, l->H * l->W, inp, w, m->params + l->b_off,
+                                                    m->buffers + l->rm_off, m->buffers + l->rv_off, rout, l->eps);
+            } else if (train)
                 batchnorm_forward_train_eps(B, l->C, l->H * l->W, inp, w, m->params + l->b_off, out,
                                             m->aux + l->aux_off, m->aux + l->aux_off + l->C, m->buffers + l->rm_off,
                                             m->buffers + l->rv_off, MODEL_BN_MOMENTUM, l->eps);
@@ -731,6 +762,7 @@ void model_backward(model_t *m, const float *x, const int32_t *y, int B, float l
      * last layer's is written by the loss below. Only the first B samples are touched. */
     for (int i = 0; i < m->nlayers - 1; i++) {
         const layer_t *l = &m->layers[i];
+        if (l->fused_relu) continue; /* never read: the fused backward reads the ReLU's */
         memset(m->dacts + l->out_off, 0, (size_t)B * l->OC * l->OH * l->OW * sizeof(float));
     }
     const layer_t *last = &m->layers[m->nlayers - 1];
@@ -755,12 +787,18 @@ void model_backward(model_t *m, const float *x, const int32_t *y, int B, float l
             if (dinp) avgpool2d_backward(&l->pool, B, dout, dinp);
             break;
         case LAYER_RELU:
-            if (dinp) relu_backward(n_out, out, dout, dinp);
+            if (dinp && !m->layers[l->in].fused_relu) /* dinp: l->in >= 0 */
+                relu_backward(n_out, out, dout, dinp);
             break;
         case LAYER_FC: gemm_backward(&l->gemm, B, inp, w, dout, dinp, dw, db); break;
         case LAYER_BN:
-            batchnorm_backward(B, l->C, l->H * l->W, inp, w, m->aux + l->aux_off, m->aux + l->aux_off + l->C, dout,
-                               dinp, dw, m->grads + l->b_off);
+            if (l->fused_relu)
+                batchnorm_relu_backward(B, l->C, l->H * l->W, inp, w, m->aux + l->aux_off, m->aux + l->aux_off + l->C,
+                                        m->acts + m->layers[i + 1].out_off, m->dacts + m->layers[i + 1].out_off, dinp,
+                                        dw, m->grads + l->b_off);
+            else
+                batchnorm_backward(B, l->C, l->H * l->W, inp, w, m->aux + l->aux_off, m->aux + l->aux_off + l->C, dout,
+                                   dinp, dw, m->grads + l->b_off);
             break;
         case LAYER_GAP:
             if (dinp) gap_backward(B, l->C, l->H * l->W, dout, dinp);

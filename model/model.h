@@ -72,6 +72,12 @@ typedef struct {
     float p;          /* LAYER_DROPOUT: the probability of dropping */
     float eps;        /* LAYER_BN: epsilon (BN_EPS for the built-in networks) */
     int has_bias;
+    /* LAYER_BN: the next layer is a ReLU and the only reader of this one's output, so
+     * model_forward and model_backward run the pair as one fused kernel
+     * (batchnorm_relu_*, bit for bit the pair's results): this layer's output and its
+     * gradient are then never written, and the ReLU layer does nothing. Set by
+     * model_create from the finished layer list. */
+    int fused_relu;
     size_t w_off, b_off;   /* params: conv/fc weight and bias, bn gamma and beta */
     size_t rm_off, rv_off; /* buffers: bn running mean and variance */
     size_t out_off;        /* activation arena: (max_batch, OC, OH, OW) */

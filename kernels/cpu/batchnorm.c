@@ -7,8 +7,17 @@
  *
  * Every per-element loop is an affine map with per-channel coefficients, which
  * vectorises; the AVX2 clones use no FMA, so results do not depend on the machine.
+ *
+ * The batchnorm_relu_* variants fuse a following ReLU (ops.h): the forward clamps in the
+ * affine pass instead of a ReLU pass re-reading the output, the backward masks the ReLU's
+ * output gradient as it reads it instead of a relu_backward pass into a zeroed buffer. A
+ * masked gradient is (out > 0 ? dout : 0) + 0.0f: exactly what relu_backward accumulates
+ * into a zeroed buffer (the + 0.0f turns -0 into +0 as that sum does), so the fused and
+ * the unfused pair give the same bits. On ResNet-20 (batch 128, one thread) the pair's
+ * passes are memory-bound: see docs/PERFORMANCE.md for what the fusion saves.
  */
 #include <math.h>
+#include <string.h>
 
 #include "ops.h"
 
@@ -39,21 +48,52 @@ __attribute__((target_clones("avx2", "default"))) static void shifted_sums(const
     *s2 += sq;
 }
 
-/* Sums of g and g*(x - mean), as the backward pass needs them. */
-__attribute__((target_clones("avx2", "default"))) static void grad_sums(const float *restrict g, const float *restrict x,
-                                                                        size_t n, double mean, double *sg, double *sgx)
+/* The batch norm's output gradient at i: g itself, or with the fused ReLU's output o,
+ * what relu_backward would have accumulated into a zeroed buffer (see the top). */
+static inline __attribute__((always_inline)) float masked(const float *restrict g, const float *restrict o, size_t i)
+{
+    const float gv = g[i];
+    if (!o) return gv;
+    /* (o > 0 ? g : 0) as a bit mask: gcc turns the select into a branch around the load
+     * of g, which it does not vectorise; the AND it does */
+    uint32_t bits;
+    memcpy(&bits, &gv, sizeof bits);
+    bits &= 0u - (uint32_t)(o[i] > 0.0f);
+    float r;
+    memcpy(&r, &bits, sizeof r);
+    return r + 0.0f;
+}
+
+/* m = the masked gradient of n elements (o not NULL), into a buffer in L1 that the two
+ * backward passes then read as the plain gradient: masked() inside those passes' loops
+ * keeps gcc from vectorising them (the double accumulators), this loop alone it does. */
+__attribute__((target_clones("avx2", "default"))) static void mask_grad(size_t n, const float *restrict g,
+                                                                        const float *restrict o, float *restrict m)
+{
+    for (size_t i = 0; i < n; i++) m[i] = masked(g, o, i);
+}
+
+/* Planes up to this many floats are masked into a stack buffer (16 KiB; ResNet-20's
+ * largest plane is 1024); larger ones take the scalar masked loops. */
+#define MASK_PLANE 4096
+
+/* Sums of g and g*(x - mean), as the backward pass needs them; o: NULL, or the fused
+ * ReLU's output. */
+static inline __attribute__((always_inline)) void grad_sums_body(const float *restrict g, const float *restrict o,
+                                                                 const float *restrict x, size_t n, double mean,
+                                                                 double *sg, double *sgx)
 {
     double a[8] = {0}, q[8] = {0};
     size_t i = 0;
     for (; i + 8 <= n; i += 8)
         for (int j = 0; j < 8; j++) {
-            double gv = (double)g[i + j];
+            double gv = (double)masked(g, o, i + j);
             a[j] += gv;
             q[j] += gv * ((double)x[i + j] - mean);
         }
     double sa = 0.0, sq = 0.0;
     for (; i < n; i++) {
-        double gv = (double)g[i];
+        double gv = (double)masked(g, o, i);
         sa += gv;
         sq += gv * ((double)x[i] - mean);
     }
@@ -65,6 +105,20 @@ __attribute__((target_clones("avx2", "default"))) static void grad_sums(const fl
     *sgx += sq;
 }
 
+__attribute__((target_clones("avx2", "default"))) static void grad_sums(const float *restrict g, const float *restrict x,
+                                                                        size_t n, double mean, double *sg, double *sgx)
+{
+    grad_sums_body(g, NULL, x, n, mean, sg, sgx);
+}
+
+__attribute__((target_clones("avx2", "default"))) static void grad_sums_relu(const float *restrict g,
+                                                                             const float *restrict o,
+                                                                             const float *restrict x, size_t n,
+                                                                             double mean, double *sg, double *sgx)
+{
+    grad_sums_body(g, o, x, n, mean, sg, sgx);
+}
+
 /* y = a*(x - m) + b. Centring first (rather than folding m into b) keeps the result
  * accurate when the mean is large compared with the spread. */
 __attribute__((target_clones("avx2", "default"))) static void affine(size_t n, const float *restrict x, float m,
@@ -73,12 +127,26 @@ __attribute__((target_clones("avx2", "default"))) static void affine(size_t n, c
     for (size_t i = 0; i < n; i++) y[i] = a * (x[i] - m) + b;
 }
 
-/* d += a*g + b*(x - m) + k */
+/* y = relu(a*(x - m) + b), relu as relu_forward computes it */
+__attribute__((target_clones("avx2", "default"))) static void affine_relu(size_t n, const float *restrict x, float m,
+                                                                          float a, float b, float *restrict y)
+{
+    for (size_t i = 0; i < n; i++) {
+        const float v = a * (x[i] - m) + b;
+        y[i] = v > 0.0f ? v : 0.0f;
+    }
+}
+
+/* d += a*g + b*(x - m) + k, g masked by o when o is not NULL */
 __attribute__((target_clones("avx2", "default"))) static void affine2_acc(size_t n, const float *restrict g,
+                                                                          const float *restrict o,
                                                                           const float *restrict x, float m, float a,
                                                                           float b, float k, float *restrict d)
 {
-    for (size_t i = 0; i < n; i++) d[i] += a * g[i] + b * (x[i] - m) + k;
+    if (o)
+        for (size_t i = 0; i < n; i++) d[i] += a * masked(g, o, i) + b * (x[i] - m) + k;
+    else
+        for (size_t i = 0; i < n; i++) d[i] += a * g[i] + b * (x[i] - m) + k;
 }
 
 void batchnorm_forward_train(int B, int C, int HW, const float *inp, const float *gamma, const float *beta, float *out,
@@ -95,9 +163,10 @@ void batchnorm_forward_eval(int B, int C, int HW, const float *inp, const float 
     batchnorm_forward_eval_eps(B, C, HW, inp, gamma, beta, running_mean, running_var, out, BN_EPS);
 }
 
-void batchnorm_forward_train_eps(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
-                                 float *out, float *save_mean, float *save_invstd, float *running_mean,
-                                 float *running_var, float momentum, float eps)
+/* relu: clamp the output (the fused ReLU) */
+static void forward_train(int B, int C, int HW, const float *inp, const float *gamma, const float *beta, float *out,
+                          float *save_mean, float *save_invstd, float *running_mean, float *running_var, float momentum,
+                          float eps, int relu)
 {
     if (B <= 0 || C <= 0 || HW <= 0) return;
     const size_t M = (size_t)B * HW, plane = (size_t)HW, bstride = (size_t)C * HW;
@@ -125,30 +194,67 @@ void batchnorm_forward_train_eps(int B, int C, int HW, const float *inp, const f
         const float mf = (float)mean;
         const float shift_out = (float)((double)beta[c] - a * (mean - (double)mf));
         for (int b = 0; b < B; b++)
-            affine(plane, inp + b * bstride + c * plane, mf, (float)a, shift_out, out + b * bstride + c * plane);
+            (relu ? affine_relu : affine)(plane, inp + b * bstride + c * plane, mf, (float)a, shift_out,
+                                          out + b * bstride + c * plane);
+    }
+}
+
+void batchnorm_forward_train_eps(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
+                                 float *out, float *save_mean, float *save_invstd, float *running_mean,
+                                 float *running_var, float momentum, float eps)
+{
+    forward_train(B, C, HW, inp, gamma, beta, out, save_mean, save_invstd, running_mean, running_var, momentum, eps, 0);
+}
+
+void batchnorm_relu_forward_train_eps(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
+                                      float *out, float *save_mean, float *save_invstd, float *running_mean,
+                                      float *running_var, float momentum, float eps)
+{
+    forward_train(B, C, HW, inp, gamma, beta, out, save_mean, save_invstd, running_mean, running_var, momentum, eps, 1);
+}
+
+static void forward_eval(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
+                         const float *running_mean, const float *running_var, float *out, float eps, int relu)
+{
+    const size_t plane = (size_t)HW, bstride = (size_t)C * HW;
+    for (int c = 0; c < C; c++) {
+        const float a = (float)((double)gamma[c] / sqrt((double)running_var[c] + (double)eps));
+        for (int b = 0; b < B; b++)
+            (relu ? affine_relu : affine)(plane, inp + b * bstride + c * plane, running_mean[c], a, beta[c],
+                                          out + b * bstride + c * plane);
     }
 }
 
 void batchnorm_forward_eval_eps(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
                                 const float *running_mean, const float *running_var, float *out, float eps)
 {
-    const size_t plane = (size_t)HW, bstride = (size_t)C * HW;
-    for (int c = 0; c < C; c++) {
-        const float a = (float)((double)gamma[c] / sqrt((double)running_var[c] + (double)eps));
-        for (int b = 0; b < B; b++)
-            affine(plane, inp + b * bstride + c * plane, running_mean[c], a, beta[c], out + b * bstride + c * plane);
-    }
+    forward_eval(B, C, HW, inp, gamma, beta, running_mean, running_var, out, eps, 0);
 }
 
-void batchnorm_backward(int B, int C, int HW, const float *inp, const float *gamma, const float *save_mean,
-                        const float *save_invstd, const float *dout, float *dinp, float *dgamma, float *dbeta)
+void batchnorm_relu_forward_eval_eps(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
+                                     const float *running_mean, const float *running_var, float *out, float eps)
+{
+    forward_eval(B, C, HW, inp, gamma, beta, running_mean, running_var, out, eps, 1);
+}
+
+/* o: NULL, or the fused ReLU's output (dout is then the ReLU's output gradient) */
+static void backward(int B, int C, int HW, const float *inp, const float *gamma, const float *save_mean,
+                     const float *save_invstd, const float *o, const float *dout, float *dinp, float *dgamma,
+                     float *dbeta)
 {
     const size_t M = (size_t)B * HW, plane = (size_t)HW, bstride = (size_t)C * HW;
+    float gm[MASK_PLANE];
     for (int c = 0; c < C; c++) {
         const double mean = save_mean[c], invstd = save_invstd[c];
         double sg = 0.0, sgx = 0.0;
-        for (int b = 0; b < B; b++)
-            grad_sums(dout + b * bstride + c * plane, inp + b * bstride + c * plane, plane, mean, &sg, &sgx);
+        for (int b = 0; b < B; b++) {
+            const size_t at = b * bstride + c * plane;
+            if (o && plane <= MASK_PLANE) {
+                mask_grad(plane, dout + at, o + at, gm);
+                grad_sums(gm, inp + at, plane, mean, &sg, &sgx);
+            } else if (o) grad_sums_relu(dout + at, o + at, inp + at, plane, mean, &sg, &sgx);
+            else grad_sums(dout + at, inp + at, plane, mean, &sg, &sgx);
+        }
         /* dbeta = sum g, dgamma = sum g * xhat with xhat = (x - mean) * invstd */
         const double db = sg, dg = sgx * invstd;
         dbeta[c] = (float)db;
@@ -160,8 +266,28 @@ void batchnorm_backward(int B, int C, int HW, const float *inp, const float *gam
         const double a = (double)gamma[c] * invstd;
         const double bx = -a * invstd * dg / (double)M;
         const double k = -a * db / (double)M;
-        for (int b = 0; b < B; b++)
-            affine2_acc(plane, dout + b * bstride + c * plane, inp + b * bstride + c * plane, (float)mean, (float)a,
-                        (float)bx, (float)k, dinp + b * bstride + c * plane);
+        for (int b = 0; b < B; b++) {
+            const size_t at = b * bstride + c * plane;
+            const float *g = dout + at, *ob = o ? o + at : NULL;
+            if (o && plane <= MASK_PLANE) {
+                mask_grad(plane, dout + at, o + at, gm);
+                g = gm;
+                ob = NULL;
+            }
+            affine2_acc(plane, g, ob, inp + at, (float)mean, (float)a, (float)bx, (float)k, dinp + at);
+        }
     }
+}
+
+void batchnorm_backward(int B, int C, int HW, const float *inp, const float *gamma, const float *save_mean,
+                        const float *save_invstd, const float *dout, float *dinp, float *dgamma, float *dbeta)
+{
+    backward(B, C, HW, inp, gamma, save_mean, save_invstd, NULL, dout, dinp, dgamma, dbeta);
+}
+
+void batchnorm_relu_backward(int B, int C, int HW, const float *inp, const float *gamma, const float *save_mean,
+                             const float *save_invstd, const float *out, const float *dout, float *dinp, float *dgamma,
+                             float *dbeta)
+{
+    backward(B, C, HW, inp, gamma, save_mean, save_invstd, out, dout, dinp, dgamma, dbeta);
 }

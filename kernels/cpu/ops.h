@@ -274,6 +274,22 @@ void batchnorm_forward_eval_eps(int B, int C, int HW, const float *inp, const fl
 void batchnorm_backward(int B, int C, int HW, const float *inp, const float *gamma, const float *save_mean,
                         const float *save_invstd, const float *dout, float *dinp, /* += */
                         float *dgamma, float *dbeta);                             /* = */
+/* Batch norm followed by ReLU, fused: one pass over memory where the pair makes two
+ * (forward) or three (backward, with the zeroing of the batch norm's output gradient).
+ * out = relu(batchnorm(inp)), bit for bit what the batch norm kernel followed by
+ * relu_forward gives; the batch norm's own output is not materialised. The backward takes
+ * the ReLU's output and output gradient and gives bit for bit what relu_backward into a
+ * zeroed buffer followed by batchnorm_backward gives. */
+void batchnorm_relu_forward_train_eps(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
+                                      float *out, float *save_mean, float *save_invstd, float *running_mean,
+                                      float *running_var, float momentum, float eps);
+void batchnorm_relu_forward_eval_eps(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
+                                     const float *running_mean, const float *running_var, float *out, float eps);
+void batchnorm_relu_backward(int B, int C, int HW, const float *inp, const float *gamma, const float *save_mean,
+                             const float *save_invstd, const float *out, /* the ReLU's output */
+                             const float *dout,                          /* the ReLU's output gradient */
+                             float *dinp,                                /* += */
+                             float *dgamma, float *dbeta);               /* = */
 
 /* ---- global average pooling ----------------------------------------------------- */
 void gap_forward(int B, int C, int HW, const float *inp /* (B,C,HW) */, float *out /* (B,C) */);

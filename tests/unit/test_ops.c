@@ -1292,6 +1292,76 @@ static void run_bn_case(int B, int C, int HW, float center, uint64_t seed)
     run_bn_case_eps(B, C, HW, center, BN_EPS, seed);
 }
 
+/* The fused batch norm + ReLU kernels give the bits of the pair they replace: the batch
+ * norm kernel then relu_forward, and relu_backward into a zeroed buffer then
+ * batchnorm_backward (model.c runs the fused ones on resnet20's pairs). Half the outputs
+ * are clamped, dout has exact zeros and -0 where the ReLU passes it, and HW is not a
+ * multiple of the vector width; a plane over 4096 floats takes the kernel's other path. */
+static void run_bn_relu_case(int B, int C, int HW, uint64_t seed)
+{
+    const size_t n = (size_t)B * C * HW;
+    lcg_t r = {seed};
+    assert_true(C <= 4);
+    float *x = falloc(n), *g = falloc(n), *y1 = falloc(n), *o1 = falloc(n), *o2 = falloc(n), *d1 = falloc(n),
+          *d2 = falloc(n), *gb = falloc(n);
+    double *xd = malloc(n * sizeof(double)), *gd = malloc(n * sizeof(double));
+    float gamma[4], beta[4], sm1[4], si1[4], sm2[4], si2[4], rm1[4], rv1[4], rm2[4], rv2[4];
+    float dg1[4], db1[4], dg2[4], db2[4];
+    double tmp[4];
+    rand_fill(&r, x, xd, n, -2.0f, 2.0f);
+    rand_fill(&r, g, gd, n, -1.0f, 1.0f);
+    for (size_t i = 0; i < n; i += 7) g[i] = (i / 7) % 2 ? 0.0f : -0.0f;
+    rand_fill(&r, gamma, tmp, C, 0.5f, 1.5f);
+    rand_fill(&r, beta, tmp, C, -0.5f, 0.5f);
+    for (int c = 0; c < C; c++) {
+        rm1[c] = rm2[c] = 0.1f * (float)c;
+        rv1[c] = rv2[c] = 1.0f + 0.25f * (float)c;
+    }
+    batchnorm_forward_train_eps(B, C, HW, x, gamma, beta, y1, sm1, si1, rm1, rv1, 0.1f, BN_EPS);
+    relu_forward(n, y1, o1);
+    batchnorm_relu_forward_train_eps(B, C, HW, x, gamma, beta, o2, sm2, si2, rm2, rv2, 0.1f, BN_EPS);
+    assert_memory_equal(o1, o2, n * sizeof(float));
+    assert_memory_equal(sm1, sm2, C * sizeof(float));
+    assert_memory_equal(si1, si2, C * sizeof(float));
+    assert_memory_equal(rm1, rm2, C * sizeof(float));
+    assert_memory_equal(rv1, rv2, C * sizeof(float));
+    size_t clamped = 0;
+    for (size_t i = 0; i < n; i++) clamped += o1[i] == 0.0f;
+    assert_true(clamped > n / 4 && clamped < 3 * n / 4);
+
+    /* backward: dinp accumulates, so both start from the same nonzero values */
+    for (size_t i = 0; i < n; i++) d1[i] = d2[i] = 0.01f * (float)(i % 13);
+    memset(gb, 0, n * sizeof(float));
+    relu_backward(n, o1, g, gb);
+    batchnorm_backward(B, C, HW, x, gamma, sm1, si1, gb, d1, dg1, db1);
+    batchnorm_relu_backward(B, C, HW, x, gamma, sm1, si1, o1, g, d2, dg2, db2);
+    assert_memory_equal(d1, d2, n * sizeof(float));
+    assert_memory_equal(dg1, dg2, C * sizeof(float));
+    assert_memory_equal(db1, db2, C * sizeof(float));
+
+    batchnorm_forward_eval_eps(B, C, HW, x, gamma, beta, rm1, rv1, y1, 1e-3f);
+    relu_forward(n, y1, o1);
+    batchnorm_relu_forward_eval_eps(B, C, HW, x, gamma, beta, rm1, rv1, o2, 1e-3f);
+    assert_memory_equal(o1, o2, n * sizeof(float));
+    free(x);
+    free(g);
+    free(y1);
+    free(o1);
+    free(o2);
+    free(d1);
+    free(d2);
+    free(gb);
+    free(xd);
+    free(gd);
+}
+
+static void test_batchnorm_relu_fused(void **state)
+{
+    (void)state;
+    run_bn_relu_case(3, 4, 37, 2027);
+    run_bn_relu_case(2, 2, 4101, 2028);
+}
+
 static void test_batchnorm(void **state)
 {
     run_bn_case(4, 3, 5, 0.0f, 1000);
@@ -2184,6 +2254,7 @@ int main(void)
         cmocka_unit_test(test_softmax_xent),
         cmocka_unit_test(test_count_correct),
         cmocka_unit_test(test_batchnorm),
+        cmocka_unit_test(test_batchnorm_relu_fused),
         cmocka_unit_test(test_conv_general),
         cmocka_unit_test(test_pool_general),
         cmocka_unit_test(test_pool_pytorch),

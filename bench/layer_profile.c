@@ -1,0 +1,228 @@
+/* bench/layer_profile.c - where a CPU training step's time goes, per layer kind (issue 27).
+ *
+ *   build/bench/layer_profile [--batch 128] [--steps 10] [model]     (default resnet20)
+ *
+ * Times STEPS training steps of the CPU reference (model_forward, model_backward,
+ * sgd_update with momentum 0.9 and weight decay 5e-4) on a random fixed batch, as a worker
+ * does them, after two warm-up steps. The model's per-layer progress hook (model.h) marks the
+ * end of every layer, so the thread CPU time between two marks is one layer's; CPU time,
+ * not wall time, so that other processes on a shared machine do not count. Prints, per
+ * layer kind and pass, milliseconds per step, the share of the step, and for convolutions
+ * and fully connected layers the GEMM FLOP rate (FLOP per cycle needs the clock: pass it
+ * in Hz as PACER_CLOCK_HZ, e.g. from build/bench/cpu_clock). Then the convolutions'
+ * backward split: the weight gradient alone (conv2d_backward without dinp, im2col
+ * included) timed per layer outside the step, the input gradient as the difference.
+ * Run with OPENBLAS_NUM_THREADS=1 for one thread. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "model.h"
+#include "ops.h"
+
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef struct {
+    const model_t *m;
+    int backward; /* marks count down from the last layer */
+    int next;     /* the layer whose end the next mark is */
+    double last;
+    double *fwd, *bwd; /* seconds per layer, summed over steps */
+} prof_t;
+
+static void mark(void *ctx)
+{
+    prof_t *p = ctx;
+    double t = thread_cpu_s();
+    if (p->backward) p->bwd[p->next--] += t - p->last;
+    else p->fwd[p->next++] += t - p->last;
+    p->last = t;
+}
+
+static const char *kind_name(layer_kind_t k)
+{
+    switch (k) {
+    case LAYER_CONV: return "conv";
+    case LAYER_MAXPOOL: return "maxpool";
+    case LAYER_AVGPOOL: return "avgpool";
+    case LAYER_RELU: return "relu";
+    case LAYER_FC: return "fc";
+    case LAYER_BN: return "batchnorm";
+    case LAYER_GAP: return "global avg pool";
+    case LAYER_ADD: return "residual add";
+    default: return "other";
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int B = 128, steps = 10;
+    const char *name = "resnet20";
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc) B = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc) steps = atoi(argv[++i]);
+        else name = argv[i];
+    }
+    if (B < 1 || steps < 1) {
+        fprintf(stderr, "layer_profile: --batch and --steps must be positive\n");
+        return 2;
+    }
+    char err[256];
+    model_t *m;
+    if (model_create(name, B, &m, err, sizeof err) != 0) {
+        fprintf(stderr, "layer_profile: %s\n", err);
+        return 2;
+    }
+    model_init_params(m, 42);
+    const size_t in = (size_t)B * m->C * m->H * m->W, np = model_param_count(m);
+    float *x = malloc(in * sizeof(float));
+    int32_t *y = malloc((size_t)B * sizeof(int32_t));
+    double *fwd = calloc((size_t)m->nlayers, sizeof(double)), *bwd = calloc((size_t)m->nlayers, sizeof(double));
+    if (!x || !y || !fwd || !bwd) return 2;
+    srand(1);
+    for (size_t i = 0; i < in; i++) x[i] = 2.0f * (float)rand() / (float)RAND_MAX - 1.0f;
+    for (int i = 0; i < B; i++) y[i] = rand() % m->num_classes;
+
+    prof_t p = {.m = m, .fwd = fwd, .bwd = bwd};
+    double sgd_s = 0, loss_s = 0, zero_s = 0, total = 0;
+    for (int s = -2; s < steps; s++) {
+        if (s == 0) {
+            memset(fwd, 0, (size_t)m->nlayers * sizeof(double));
+            memset(bwd, 0, (size_t)m->nlayers * sizeof(double));
+            sgd_s = loss_s = zero_s = 0;
+        }
+        double t0 = thread_cpu_s();
+        m->progress = mark;
+        m->progress_ctx = &p;
+        p.backward = 0;
+        p.next = 0;
+        p.last = t0;
+        model_forward(m, x, y, B, 1);
+        /* the forward's last mark is the last layer's end; the loss follows it */
+        double t1 = thread_cpu_s();
+        loss_s += t1 - p.last;
+        p.backward = 1;
+        p.next = m->nlayers - 1;
+        /* the gradient zeroing and the loss's backward run before the first mark: they
+         * land on the last layer, which is subtracted below by timing them alone */
+        p.last = t1;
+        model_backward(m, x, y, B, 1.0f);
+        double t2 = thread_cpu_s();
+        sgd_update(np, m->params, m->grads, m->momentum, 0.01f, 0.9f, 0, 5e-4f, 1.0f);
+        double t3 = thread_cpu_s();
+        sgd_s += t3 - t2;
+        if (s >= 0) total += t3 - t0;
+        /* the zeroing of the activation gradients, alone, as model_backward does it */
+        double z0 = thread_cpu_s();
+        for (int i = 0; i < m->nlayers - 1; i++) {
+            const layer_t *l = &m->layers[i];
+            if (l->fused_relu) continue;
+            memset(m->dacts + l->out_off, 0, (size_t)B * l->OC * l->OH * l->OW * sizeof(float));
+        }
+        zero_s += thread_cpu_s() - z0;
+    }
+    m->progress = NULL;
+    /* the last layer's backward mark includes the zeroing */
+    bwd[m->nlayers - 1] -= zero_s;
+
+    const char *kinds[16];
+    int nk = 0;
+    for (int i = 0; i < m->nlayers; i++) {
+        const char *k = kind_name(m->layers[i].kind);
+        int seen = 0;
+        for (int j = 0; j < nk; j++) seen |= kinds[j] == k;
+        if (!seen && nk < 16) kinds[nk++] = k;
+    }
+    const double hz = getenv("PACER_CLOCK_HZ") ? atof(getenv("PACER_CLOCK_HZ")) : 0;
+    printf("layer_profile model=%s batch=%d steps=%d step_ms=%.2f (thread CPU time)\n", name, B, steps,
+           1e3 * total / steps);
+    printf("%-16s %-8s %9s %7s %10s\n", "kind", "pass", "ms/step", "share", "FLOP/cycle");
+    for (int j = 0; j < nk; j++)
+        for (int pass = 0; pass < 2; pass++) {
+            double t = 0, fl = 0;
+            for (int i = 0; i < m->nlayers; i++) {
+                const layer_t *l = &m->layers[i];
+                if (kind_name(l->kind) != kinds[j]) continue;
+                t += pass ? bwd[i] : fwd[i];
+                double macs = 0;
+                if (l->kind == LAYER_CONV)
+                    macs = (double)B * l->OC * l->OH * l->OW * (l->conv.C / l->conv.groups) * l->conv.KH * l->conv.KW;
+                else if (l->kind == LAYER_FC) macs = (double)B * l->OC * l->C;
+                /* backward: weight gradient, and the input gradient unless it is the first layer */
+                fl += 2 * macs * (pass ? (l->in < 0 ? 1 : 2) : 1);
+            }
+            t /= steps;
+            char rate[32] = "";
+            if (fl > 0 && hz > 0) snprintf(rate, sizeof rate, "%.1f", fl / t / hz);
+            printf("%-16s %-8s %9.2f %6.1f%% %10s\n", kinds[j], pass ? "backward" : "forward", 1e3 * t,
+                   100 * t * steps / total, rate);
+        }
+    /* convolutions by shape (input channels, output channels, output size, stride) */
+    for (int i = 0; i < m->nlayers; i++) {
+        const layer_t *l = &m->layers[i];
+        if (l->kind != LAYER_CONV) continue;
+        int first = 1;
+        for (int k = 0; k < i; k++) {
+            const layer_t *o = &m->layers[k];
+            if (o->kind == LAYER_CONV && o->C == l->C && o->OC == l->OC && o->OH == l->OH && o->conv.sH == l->conv.sH)
+                first = 0;
+        }
+        if (!first) continue;
+        double tf = 0, tb = 0, macs = 0;
+        int n = 0;
+        for (int k = i; k < m->nlayers; k++) {
+            const layer_t *o = &m->layers[k];
+            if (o->kind != LAYER_CONV || o->C != l->C || o->OC != l->OC || o->OH != l->OH || o->conv.sH != l->conv.sH)
+                continue;
+            tf += fwd[k] / steps;
+            tb += bwd[k] / steps;
+            macs = (double)B * o->OC * o->OH * o->OW * o->C * o->conv.KH * o->conv.KW;
+            n++;
+        }
+        char rf[32] = "", rb[32] = "";
+        if (hz > 0) {
+            snprintf(rf, sizeof rf, "%.1f", 2 * macs * n / tf / hz);
+            snprintf(rb, sizeof rb, "%.1f", 2 * macs * n * (l->in < 0 ? 1 : 2) / tb / hz);
+        }
+        printf("  conv %2dx%dx%d -> %2dx%dx%d stride %d (x%d): forward %7.2f ms %5s FLOP/cycle, backward %7.2f ms %5s "
+               "FLOP/cycle\n",
+               l->C, l->H, l->W, l->OC, l->OH, l->OW, l->conv.sH, n, 1e3 * tf, rf, 1e3 * tb, rb);
+    }
+    printf("%-16s %-8s %9.2f %6.1f%%\n", "loss", "forward", 1e3 * loss_s / steps, 100 * loss_s / total);
+    printf("%-16s %-8s %9.2f %6.1f%%\n", "zero dacts", "backward", 1e3 * zero_s / steps, 100 * zero_s / total);
+    printf("%-16s %-8s %9.2f %6.1f%%\n", "sgd", "update", 1e3 * sgd_s / steps, 100 * sgd_s / total);
+
+    /* the convolutions' backward split, layer by layer outside the step */
+    double wg = 0, all = 0;
+    for (int i = 0; i < m->nlayers; i++) {
+        const layer_t *l = &m->layers[i];
+        if (l->kind != LAYER_CONV) continue;
+        const float *inp = l->in < 0 ? x : m->acts + m->layers[l->in].out_off;
+        float *dinp = l->in < 0 ? NULL : m->dacts + m->layers[l->in].out_off;
+        const float *w = m->params + l->w_off;
+        for (int r = 0; r < steps; r++) {
+            double a = thread_cpu_s();
+            conv2d_backward(&l->conv, B, inp, w, m->dacts + l->out_off, NULL, m->grads + l->w_off, NULL, m->ws);
+            double b = thread_cpu_s();
+            conv2d_backward(&l->conv, B, inp, w, m->dacts + l->out_off, dinp, m->grads + l->w_off, NULL, m->ws);
+            double c = thread_cpu_s();
+            wg += b - a;
+            all += c - b;
+        }
+    }
+    printf("conv backward, timed alone: weight gradient (with its lowering) %.2f ms/step, input gradient "
+           "(GEMM and col2im) %.2f ms/step\n",
+           1e3 * wg / steps, 1e3 * (all - wg) / steps);
+    model_free(m);
+    free(x);
+    free(y);
+    free(fwd);
+    free(bwd);
+    return 0;
+}

@@ -33,3 +33,17 @@ fit_slowdowns() {
 faithful() {
     jq -r 'if .emulation.faithful then "yes" else "NO (\(.emulation.demand_cores * 100 | round / 100) of \(.emulation.cores) cores)" end' "$1"
 }
+# netns_bench_up NAME PREFIX NET - the namespace cluster of a root-only benchmark
+# (deploy/netns; $NETNS set by the caller): one run at a time (/tmp/pacer-NAME.lock), 4
+# worker namespaces named PREFIX* on NET.0/24, torn down again on exit.
+netns_bench_up() {
+    exec 9>"/tmp/pacer-$1.lock"
+    flock -w 600 9 || { echo "$1: another run holds /tmp/pacer-$1.lock"; exit 1; }
+    export PACER_NETNS_PREFIX="$2" PACER_NETNS_WORKERS=4 PACER_NETNS_NET="$3"
+    . "$NETNS/common.sh"
+    trap 'sh "$NETNS/down.sh"; rm -rf "$TMP"' EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+    sh "$NETNS/down.sh"
+    sh "$NETNS/up.sh" >"$TMP/up.log" 2>&1 || { cat "$TMP/up.log"; exit 1; }
+}

@@ -72,15 +72,7 @@ done
 [ -d /usr/share/datasets/fashion-mnist ] || { echo "sim_validate: Fashion-MNIST not installed"; exit 1; }
 
 # One run at a time; names and a /24 of its own (not the multi-host test's).
-exec 9>/tmp/pacer-simvalidate.lock
-flock -w 600 9 || { echo "sim_validate: another run holds /tmp/pacer-simvalidate.lock"; exit 1; }
-export PACER_NETNS_PREFIX=psv- PACER_NETNS_WORKERS=4 PACER_NETNS_NET=${VALIDATE_NET:-10.78.0}
-. "$NETNS/common.sh"
-trap 'sh "$NETNS/down.sh"; rm -rf "$TMP"' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-sh "$NETNS/down.sh"
-sh "$NETNS/up.sh" >"$TMP/up.log" 2>&1 || { cat "$TMP/up.log"; exit 1; }
+netns_bench_up simvalidate psv- "${VALIDATE_NET:-10.78.0}"
 shaped=""
 for h in pw1 pw2 pw3 pw4; do
     shaped=$(sh "$NETNS/shape.sh" "$h" on 0ms "${RATE_MBIT}mbit") || { echo "sim_validate: cannot shape $h"; exit 1; }

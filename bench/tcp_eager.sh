@@ -56,15 +56,7 @@ ip netns add "$probe" 2>/dev/null || skip "cannot create network namespaces (ip 
 ip netns del "$probe"
 
 # One run at a time; names and a /24 of their own (the tests use 10.77-10.80).
-exec 9>/tmp/pacer-tcpeager.lock
-flock -w 600 9 || { echo "tcp_eager: another run holds /tmp/pacer-tcpeager.lock"; exit 1; }
-export PACER_NETNS_PREFIX=pte- PACER_NETNS_WORKERS=4 PACER_NETNS_NET=${EAGER_NET:-10.83.0}
-. "$NETNS/common.sh"
-trap 'sh "$NETNS/down.sh"; rm -rf "$TMP"' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-sh "$NETNS/down.sh"
-sh "$NETNS/up.sh" >"$TMP/up.log" 2>&1 || { cat "$TMP/up.log"; exit 1; }
+netns_bench_up tcpeager pte- "${EAGER_NET:-10.83.0}"
 netns_mpi_env "sh $NETNS/rsh.sh"
 # A waiting rank yields its core to a computing one (4 ranks, 2 cores).
 export OMPI_MCA_mpi_yield_when_idle=1

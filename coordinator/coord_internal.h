@@ -102,6 +102,11 @@ struct coordinator {
 
 int coord_js_to_coord(int js); /* JS_* -> COORD_* */
 
+/* Writes the daemon's own hash (pacer:coordinator: hosts, slots, heartbeat) now, on the
+ * tick's connection (coordinator.c). The tick does it once a second; hosts_set_state does
+ * it at once, so that a job resized for a host's state never shows before the state. */
+void coord_publish_info(coordinator_t *c, double now);
+
 /* STATE_DIR/jobs/{id}[/leaf] (run.c): the one place a job's file paths come from. The
  * API derives what it opens and shows from it, never from a path stored in Redis.
  * Returns 0, or -1 when id is not a job id or the path does not fit. */

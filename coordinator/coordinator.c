@@ -64,7 +64,7 @@ static int absolute(const char *in, char *out, size_t len)
 
 /* ---- the tick ------------------------------------------------------------------------------ */
 
-static void publish_info(coordinator_t *c, double now)
+void coord_publish_info(coordinator_t *c, double now)
 {
     json_t *hosts = hosts_json(c);
     char *htext = hosts ? json_dumps(hosts, JSON_COMPACT) : NULL;
@@ -166,7 +166,7 @@ static void reload_hosts(coordinator_t *c, double now)
     }
     if (err[0])
         clog_printf("host list not reloaded: %s (the %d known host%s stay)", err, c->nhosts, c->nhosts == 1 ? "" : "s");
-    if (c->rc) publish_info(c, now);
+    if (c->rc) coord_publish_info(c, now);
     pthread_mutex_lock(&c->lock);
     c->reload_done = asked;
     snprintf(c->reload_err, sizeof c->reload_err, "%s", err);
@@ -242,7 +242,7 @@ static void tick(coordinator_t *c)
         }
     }
     if (c->rc && c->have_lock && c->adopted) run_schedule(c, now);
-    if (c->rc && second) publish_info(c, now);
+    if (c->rc && second) coord_publish_info(c, now);
     if (c->rc && c->have_lock && second && (c->cfg.keep_jobs > 0 || c->cfg.keep_jobs_age_s > 0)) prune(c);
 }
 

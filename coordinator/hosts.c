@@ -128,6 +128,10 @@ void hosts_set_state(coordinator_t *c, host_t *h, host_state_t st, const char *r
     recount(c);
     clog_printf("host %s: %s%s%s", h->name, host_state_name(st), h->reason[0] ? ": " : "", h->reason);
     host_event(c, h, now);
+    /* At once, not at the next second: the caller may act on the new state (a resize
+     * that names it) in this very tick, and a client that sees the action must find the
+     * state in GET /api/v1/cluster. */
+    if (c->rc) coord_publish_info(c, now);
 }
 
 void hosts_probe(coordinator_t *c, const char *name, double now)

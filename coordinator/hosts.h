@@ -76,7 +76,7 @@ void hosts_tick(struct coordinator *c, double now);
 void hosts_probe(struct coordinator *c, const char *name, double now);
 /* Whether a probe of name still runs. */
 int hosts_probing(struct coordinator *c, const char *name);
-/* Changes a host's state (logged, an event, pacer:coordinator at the next second). Any
+/* Changes a host's state (logged, an event, pacer:coordinator at once). Any
  * change clears net_failing: the network probe sets it after its own. */
 void hosts_set_state(struct coordinator *c, host_t *h, host_state_t st, const char *reason, double now);
 

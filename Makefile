@@ -335,6 +335,12 @@ test: deps
 	@$(MAKE) --no-print-directory $(TEST_JOBS) all
 	@sh tests/run.sh $(BUILD)
 
+# test-full: the accuracy claims that make test checks on part of the data set, on all of
+# it (async_accuracy: issue 4's 0.85 in 2 epochs; PACER_TEST_FULL=1, docs/TESTING.md).
+test-full: deps
+	@$(MAKE) --no-print-directory all
+	@PACER_TEST_FULL=1 sh tests/run.sh $(BUILD) only async_accuracy
+
 test-stress: deps
 	@$(MAKE) --no-print-directory all
 	@sh tests/stress.sh $(BUILD)

@@ -11,7 +11,8 @@ class of tests/tools/onnx_export.py (bench/onnx_import.sh trains VggBN, the modu
 ONNX export pacer imports), in training mode (its dropout and batch norm as exported), or
 resnet20: pacer's resnet20 as bench/torch_gpu_bench.py defines it, on CIFAR-10 from
 $PACER_SHARED/datasets/cifar-10 (bench/resnet_vs_pytorch.sh); TRAIN_SUBSET: the first N
-training images only (pacer's dataset.train_subset); BATCH: 64 unless given."""
+training images only (pacer's dataset.train_subset); BATCH: 64 unless given. One thread
+unless TORCH_THREADS says otherwise (bench/threads_scaling.sh)."""
 import gzip, json, os, resource, sys, time
 
 import numpy as np
@@ -19,7 +20,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-torch.set_num_threads(1)
+torch.set_num_threads(int(os.environ.get("TORCH_THREADS", "1")))
 torch.manual_seed(42)
 DIR = "/usr/share/datasets/fashion-mnist"
 

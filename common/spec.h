@@ -100,7 +100,7 @@ typedef struct {
     int workers;
     char device[8]; /* auto | cpu | cuda */
     unsigned long seed;
-    int threads; /* BLAS threads per rank; default 1 */
+    int threads; /* CPU kernel threads per rank (kernels/cpu/parallel.h); default 1 */
     struct {
         long every_steps;        /* 0 = no periodic checkpoints */
         char dir[SPEC_PATH_MAX]; /* default "checkpoints" */

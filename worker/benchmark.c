@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <cblas.h>
+#include "parallel.h"
 #include <jansson.h>
 
 #include "clock.h"
@@ -53,7 +53,8 @@ int benchmark_run(const char *spec_path, long steps, const char *summary_path)
         fprintf(stderr, "pacer-worker: %s\n", err);
         return 2;
     }
-    openblas_set_num_threads(spec.threads);
+    if (par_set_threads(spec.threads) != 0)
+        fprintf(stderr, "pacer-worker: warning: cannot start %d threads; the CPU kernels run on one\n", spec.threads);
     /* Set up as the first worker rank (rank 1 with a parameter server, which would take
      * rank 0 and compute nothing). */
     int async = spec_is_async(&spec);

@@ -25,7 +25,7 @@ static double rank_demand(const worker_t *w)
     return (w->gpu ? 1.0 : (double)s->threads) / f;
 }
 
-/* Processes that may want a core at once: every rank's BLAS threads (1 for the PS). */
+/* Processes that may want a core at once: every rank's CPU threads (1 for the PS). */
 static double rank_slots(const worker_t *w) { return w->role == ROLE_PS || w->gpu ? 1.0 : (double)w->spec->threads; }
 
 int emulate_check(worker_t *w)

@@ -3,7 +3,7 @@
  *
  * emulate.slowdown[i] = f makes worker i's step take f times its undisturbed step
  * (train.c, worker_compute_grad): the rank computes for u and sleeps for (f - 1) u, so
- * it keeps a core busy 1/f of its time (threads/f with several BLAS threads). That is
+ * it keeps a core busy 1/f of its time (threads/f with several CPU threads). That is
  * only what f promises while the ranks of a host together ask for no more cores than
  * they have: demand = sum over the host's worker ranks of threads / f (the smallest f a
  * rank's schedule reaches), plus the parameter server's measured busy fraction at the

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <cblas.h>
+#include "parallel.h"
 
 #include "backend_cuda.h"
 #include "benchmark.h"
@@ -420,8 +420,11 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
      * where things are, not what is trained (dataset.cache_dir is not in the spec hash). */
     if (!spec.dataset.cache_dir[0] && g_data_cache)
         snprintf(spec.dataset.cache_dir, sizeof spec.dataset.cache_dir, "%s", g_data_cache);
-    /* Simulated: one BLAS thread, because SMPI times only the rank's own thread. */
-    openblas_set_num_threads(sim_active() ? 1 : spec.threads);
+    /* The kernels' threads (kernels/cpu/parallel.h), before the model is built: its
+     * workspace is sized for them. Simulated: one, because SMPI times only the rank's own
+     * thread. */
+    if (par_set_threads(sim_active() ? 1 : spec.threads) != 0)
+        SAY("pacer-worker: warning: cannot start %d threads; the CPU kernels run on one\n", spec.threads);
     int async = spec_is_async(&spec);
     int need = async ? spec.workers + 1 : spec.workers;
     if (async && need < 2) {

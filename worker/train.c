@@ -176,7 +176,7 @@ float worker_compute_grad(worker_t *w, float loss_scale)
      * is estimated so that core contention cannot move it:
      *  - a step's own cost is its thread CPU time on a CPU rank with one BLAS thread
      *    (time the scheduler gave the core to someone else does not count), capped by
-     *    its wall time; with several BLAS threads, or on a GPU (where a waiting host
+     *    its wall time; with several CPU threads, or on a GPU (where a waiting host
      *    thread uses little CPU), its wall time;
      *  - contention only ever adds to that cost (cache refills after a context switch,
      *    a virtual CPU's stolen time), so u is the smallest cost this rank has measured

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "ops.h"
+#include "parallel.h"
 
 /* Sums of v and v^2 over v = x - shift, in eight explicit double lanes (vectorised
  * without reassociation, hence bitwise the same on every ISA). */
@@ -163,14 +164,36 @@ void batchnorm_forward_eval(int B, int C, int HW, const float *inp, const float 
     batchnorm_forward_eval_eps(B, C, HW, inp, gamma, beta, running_mean, running_var, out, BN_EPS);
 }
 
-/* relu: clamp the output (the fused ReLU) */
-static void forward_train(int B, int C, int HW, const float *inp, const float *gamma, const float *beta, float *out,
-                          float *save_mean, float *save_invstd, float *running_mean, float *running_var, float momentum,
-                          float eps, int relu)
+/* One call's arguments, as par_run hands them to each thread: the channels are split
+ * into contiguous ranges (parallel.h), each computed exactly as one thread would. */
+typedef struct {
+    int B, C, HW;
+    const float *inp, *gamma, *beta, *mean, *var_or_invstd, *o, *dout;
+    float *out, *save_mean, *save_invstd, *running_mean, *running_var, *dinp, *dgamma, *dbeta;
+    float momentum, eps;
+    int relu; /* the fused ReLU: clamp the output; in backward o is its output */
+} bn_job_t;
+
+static void channels(const bn_job_t *j, int t, int T, int *c0, int *c1)
 {
-    if (B <= 0 || C <= 0 || HW <= 0) return;
+    long lo, hi;
+    par_range(j->C, t, T, &lo, &hi);
+    *c0 = (int)lo;
+    *c1 = (int)hi;
+}
+
+static void forward_train_part(void *arg, int t, int T)
+{
+    const bn_job_t *j = arg;
+    const int B = j->B, C = j->C, HW = j->HW, relu = j->relu;
+    const float *inp = j->inp, *gamma = j->gamma, *beta = j->beta;
+    float *out = j->out, *save_mean = j->save_mean, *save_invstd = j->save_invstd, *running_mean = j->running_mean,
+          *running_var = j->running_var;
+    const float momentum = j->momentum, eps = j->eps;
     const size_t M = (size_t)B * HW, plane = (size_t)HW, bstride = (size_t)C * HW;
-    for (int c = 0; c < C; c++) {
+    int c0, c1;
+    channels(j, t, T, &c0, &c1);
+    for (int c = c0; c < c1; c++) {
         const double shift = inp[(size_t)c * plane];
         double s1 = 0.0, s2 = 0.0;
         for (int b = 0; b < B; b++) shifted_sums(inp + b * bstride + c * plane, plane, shift, &s1, &s2);
@@ -199,6 +222,28 @@ static void forward_train(int B, int C, int HW, const float *inp, const float *g
     }
 }
 
+static void forward_train(int B, int C, int HW, const float *inp, const float *gamma, const float *beta, float *out,
+                          float *save_mean, float *save_invstd, float *running_mean, float *running_var, float momentum,
+                          float eps, int relu)
+{
+    if (B <= 0 || C <= 0 || HW <= 0) return;
+    bn_job_t j = {.B = B,
+                  .C = C,
+                  .HW = HW,
+                  .inp = inp,
+                  .gamma = gamma,
+                  .beta = beta,
+                  .out = out,
+                  .save_mean = save_mean,
+                  .save_invstd = save_invstd,
+                  .running_mean = running_mean,
+                  .running_var = running_var,
+                  .momentum = momentum,
+                  .eps = eps,
+                  .relu = relu};
+    par_run(forward_train_part, &j);
+}
+
 void batchnorm_forward_train_eps(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
                                  float *out, float *save_mean, float *save_invstd, float *running_mean,
                                  float *running_var, float momentum, float eps)
@@ -213,16 +258,35 @@ void batchnorm_relu_forward_train_eps(int B, int C, int HW, const float *inp, co
     forward_train(B, C, HW, inp, gamma, beta, out, save_mean, save_invstd, running_mean, running_var, momentum, eps, 1);
 }
 
+static void forward_eval_part(void *arg, int t, int T)
+{
+    const bn_job_t *j = arg;
+    const size_t plane = (size_t)j->HW, bstride = (size_t)j->C * j->HW;
+    int c0, c1;
+    channels(j, t, T, &c0, &c1);
+    for (int c = c0; c < c1; c++) {
+        const float a = (float)((double)j->gamma[c] / sqrt((double)j->var_or_invstd[c] + (double)j->eps));
+        for (int b = 0; b < j->B; b++)
+            (j->relu ? affine_relu : affine)(plane, j->inp + b * bstride + c * plane, j->mean[c], a, j->beta[c],
+                                             j->out + b * bstride + c * plane);
+    }
+}
+
 static void forward_eval(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
                          const float *running_mean, const float *running_var, float *out, float eps, int relu)
 {
-    const size_t plane = (size_t)HW, bstride = (size_t)C * HW;
-    for (int c = 0; c < C; c++) {
-        const float a = (float)((double)gamma[c] / sqrt((double)running_var[c] + (double)eps));
-        for (int b = 0; b < B; b++)
-            (relu ? affine_relu : affine)(plane, inp + b * bstride + c * plane, running_mean[c], a, beta[c],
-                                          out + b * bstride + c * plane);
-    }
+    bn_job_t j = {.B = B,
+                  .C = C,
+                  .HW = HW,
+                  .inp = inp,
+                  .gamma = gamma,
+                  .beta = beta,
+                  .mean = running_mean,
+                  .var_or_invstd = running_var,
+                  .out = out,
+                  .eps = eps,
+                  .relu = relu};
+    par_run(forward_eval_part, &j);
 }
 
 void batchnorm_forward_eval_eps(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
@@ -238,13 +302,18 @@ void batchnorm_relu_forward_eval_eps(int B, int C, int HW, const float *inp, con
 }
 
 /* o: NULL, or the fused ReLU's output (dout is then the ReLU's output gradient) */
-static void backward(int B, int C, int HW, const float *inp, const float *gamma, const float *save_mean,
-                     const float *save_invstd, const float *o, const float *dout, float *dinp, float *dgamma,
-                     float *dbeta)
+static void backward_part(void *arg, int t, int T)
 {
-    const size_t M = (size_t)B * HW, plane = (size_t)HW, bstride = (size_t)C * HW;
+    const bn_job_t *j = arg;
+    const int B = j->B;
+    const float *inp = j->inp, *gamma = j->gamma, *save_mean = j->mean, *save_invstd = j->var_or_invstd, *o = j->o,
+                *dout = j->dout;
+    float *dinp = j->dinp, *dgamma = j->dgamma, *dbeta = j->dbeta;
+    const size_t M = (size_t)B * j->HW, plane = (size_t)j->HW, bstride = (size_t)j->C * j->HW;
     float gm[MASK_PLANE];
-    for (int c = 0; c < C; c++) {
+    int c0, c1;
+    channels(j, t, T, &c0, &c1);
+    for (int c = c0; c < c1; c++) {
         const double mean = save_mean[c], invstd = save_invstd[c];
         double sg = 0.0, sgx = 0.0;
         for (int b = 0; b < B; b++) {
@@ -277,6 +346,25 @@ static void backward(int B, int C, int HW, const float *inp, const float *gamma,
             affine2_acc(plane, g, ob, inp + at, (float)mean, (float)a, (float)bx, (float)k, dinp + at);
         }
     }
+}
+
+static void backward(int B, int C, int HW, const float *inp, const float *gamma, const float *save_mean,
+                     const float *save_invstd, const float *o, const float *dout, float *dinp, float *dgamma,
+                     float *dbeta)
+{
+    bn_job_t j = {.B = B,
+                  .C = C,
+                  .HW = HW,
+                  .inp = inp,
+                  .gamma = gamma,
+                  .mean = save_mean,
+                  .var_or_invstd = save_invstd,
+                  .o = o,
+                  .dout = dout,
+                  .dinp = dinp,
+                  .dgamma = dgamma,
+                  .dbeta = dbeta};
+    par_run(backward_part, &j);
 }
 
 void batchnorm_backward(int B, int C, int HW, const float *inp, const float *gamma, const float *save_mean,

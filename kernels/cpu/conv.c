@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "ops.h"
+#include "parallel.h"
 
 /* The rows im2col copies are short (10..32 floats at LeNet and CIFAR sizes); gcc would
  * turn the copy and zero loops into memcpy/memset calls, whose call overhead is most of
@@ -93,15 +94,21 @@ int conv2d_init(conv2d_desc_t *d, int C, int H, int W, int OC, int KH, int KW, i
 /* The direct depthwise kernel takes groups with one input channel each. */
 static int use_depthwise(const conv2d_desc_t *d) { return d->groups > 1 && d->groups == d->C; }
 
-/* Images per chunk for a batch of B: as many as fit the column budget, at least one.
+/* Images per chunk: as many as fit a budget of `budget` floats at per_image each, at
+ * least one, and no more than B/T rounded up, so that T threads have a chunk each.
  * Non-decreasing in B, so the workspace sized for B covers every smaller batch. */
-static int chunk_images(const conv2d_desc_t *d, int B)
+static int images_per_chunk(size_t budget, size_t per_image, int B, int T)
 {
-    size_t per_image = (size_t)d->C * d->KH * d->KW * d->OH * d->OW;
-    size_t nb = CONV_COL_BUDGET / per_image;
+    size_t nb = budget / per_image;
+    const size_t share = ((size_t)B + (size_t)T - 1) / (size_t)T;
     if (nb < 1) nb = 1;
-    if (nb > (size_t)B) nb = (size_t)B;
+    if (nb > share) nb = share;
     return (int)nb;
+}
+
+static int chunk_images(const conv2d_desc_t *d, int B, int T)
+{
+    return images_per_chunk(CONV_COL_BUDGET, (size_t)d->C * d->KH * d->KW * d->OH * d->OW, B, T);
 }
 
 /* Row stride for an n-column matrix in the workspace: whole cache lines, and never a
@@ -114,16 +121,75 @@ static size_t padded_ld(size_t n)
 }
 
 static int use_wide(const conv2d_desc_t *d);
-static size_t wide_workspace(const conv2d_desc_t *d, int B);
+static size_t wide_workspace(const conv2d_desc_t *d, int B, int T);
+
+/* ---- threads (parallel.h) -------------------------------------------------------------
+ * A batch's chunks are split into T contiguous ranges, one per thread. Thread t works in
+ * its own slice of the workspace, ws + t * slice: with T > 1 the slice starts with room
+ * for the thread's weight gradient (thread 0 accumulates in dweight itself), then the
+ * thread's col / tmp / padded planes as the layouts above and below describe. The partial
+ * weight gradients are added to dweight in thread order once all have returned. */
+
+static size_t dw_floats(const conv2d_desc_t *d) { return (size_t)d->OC * (d->C / d->groups) * d->KH * d->KW; }
+
+static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+/* One thread's workspace (col, tmp, padded planes) for a batch of B over T threads. */
+static size_t chunk_workspace(const conv2d_desc_t *d, int B, int T)
+{
+    if (use_wide(d)) return wide_workspace(d, B, T);
+    size_t nb = (size_t)chunk_images(d, B, T);
+    size_t ld = padded_ld(nb * d->OH * d->OW);
+    size_t K = (size_t)d->C * d->KH * d->KW;
+    return K * ld + (nb > 1 ? (size_t)d->OC * ld : 0);
+}
+
+static size_t slice_floats(const conv2d_desc_t *d, int B, int T)
+{
+    return round16(chunk_workspace(d, B, T)) + (T > 1 ? round16(dw_floats(d)) : 0);
+}
 
 size_t conv2d_workspace(const conv2d_desc_t *d, int B)
 {
     if (B <= 0 || use_depthwise(d)) return 0;
-    if (use_wide(d)) return wide_workspace(d, B);
-    size_t nb = (size_t)chunk_images(d, B);
-    size_t ld = padded_ld(nb * d->OH * d->OW);
-    size_t K = (size_t)d->C * d->KH * d->KW;
-    return K * ld + (nb > 1 ? (size_t)d->OC * ld : 0);
+    const int T = par_threads();
+    return (size_t)T * slice_floats(d, B, T);
+}
+
+/* A forward or backward pass over a batch, as par_run hands it to each thread. */
+typedef struct {
+    const conv2d_desc_t *d;
+    int B;
+    int T;        /* the threads the slices are laid out for (par_threads) */
+    int ran;      /* the threads that ran it (1 when par_run ran it on one) */
+    size_t slice; /* slice_floats(d, B, T) */
+    const float *inp, *weight, *bias, *dout;
+    float *out, *dinp, *dweight, *ws;
+} conv_job_t;
+
+/* Thread t's chunk workspace and where its weight gradient goes. */
+static float *job_ws(const conv_job_t *j, int t)
+{
+    return j->ws + (size_t)t * j->slice + (j->T > 1 ? round16(dw_floats(j->d)) : 0);
+}
+static float *job_dw(const conv_job_t *j, int t) { return t == 0 ? j->dweight : j->ws + (size_t)t * j->slice; }
+
+/* dweight += the other threads' partials, in thread order. */
+static void add_partials(const conv_job_t *j)
+{
+    const size_t n = dw_floats(j->d);
+    for (int t = 1; t < j->ran; t++) {
+        const float *p = job_dw(j, t);
+        for (size_t i = 0; i < n; i++) j->dweight[i] += p[i];
+    }
+}
+
+static void job_run(conv_job_t *j, par_fn fn)
+{
+    j->T = par_threads();
+    j->ran = 1;
+    j->slice = slice_floats(j->d, j->B, j->T);
+    par_run(fn, j);
 }
 
 /* Valid output-column range [*lo, *hi) for a kernel tap at offset off (kw * dilation):
@@ -294,26 +360,22 @@ typedef struct {
     size_t ld;    /* row stride of col and tmp */
 } wide_t;
 
-static void wide_geometry(const conv2d_desc_t *d, int B, wide_t *g)
+static void wide_geometry(const conv2d_desc_t *d, int B, int T, wide_t *g)
 {
     g->PH = d->H + d->pad_t + d->pad_b;
     g->PW = d->W + d->pad_l + d->pad_r;
     g->Pw = (size_t)d->OH * g->PW;
     g->plane = (size_t)g->PH * g->PW;
-    size_t per_image = (size_t)d->C * d->KH * d->KW * g->Pw;
-    size_t nb = WIDE_COL_BUDGET / per_image;
-    if (nb < 1) nb = 1;
-    if (nb > (size_t)B) nb = (size_t)B;
-    g->nb = (int)nb;
-    g->ld = padded_ld(nb * g->Pw);
+    g->nb = images_per_chunk(WIDE_COL_BUDGET, (size_t)d->C * d->KH * d->KW * g->Pw, B, T);
+    g->ld = padded_ld((size_t)g->nb * g->Pw);
 }
 
 /* Workspace: col (K, ld), tmp (OC, ld), and with padding a padded copy of the chunk's
  * images (nb * C planes), also used for the input gradient in backward. */
-static size_t wide_workspace(const conv2d_desc_t *d, int B)
+static size_t wide_workspace(const conv2d_desc_t *d, int B, int T)
 {
     wide_t g;
-    wide_geometry(d, B, &g);
+    wide_geometry(d, B, T, &g);
     size_t K = (size_t)d->C * d->KH * d->KW;
     size_t pad = has_pad(d) ? (size_t)g.nb * d->C * g.plane : 0;
     return (K + (size_t)d->OC) * g.ld + pad;
@@ -396,15 +458,29 @@ static void gemm_bwd_groups(const conv2d_desc_t *d, int N, const float *weight, 
     }
 }
 
-static void wide_forward(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *bias,
-                         float *out, float *ws)
+/* Thread t's chunks [*c0, *c1) of B images in chunks of nb. */
+static void my_chunks(int B, int nb, int t, int T, long *c0, long *c1)
 {
+    par_range(((long)B + nb - 1) / nb, t, T, c0, c1);
+}
+
+static void wide_forward(void *arg, int t, int T)
+{
+    conv_job_t *j = arg;
+    if (t == 0) j->ran = T;
+    const conv2d_desc_t *d = j->d;
+    const int B = j->B;
+    const float *inp = j->inp, *weight = j->weight, *bias = j->bias;
+    float *out = j->out;
     wide_t g;
-    wide_geometry(d, B, &g);
+    wide_geometry(d, B, j->T, &g);
     const int OC = d->OC, K = d->C * d->KH * d->KW, OW = d->OW, OH = d->OH;
     const size_t in_img = (size_t)d->C * d->H * d->W, P = (size_t)OH * OW;
-    float *col = ws, *tmp = ws + (size_t)K * g.ld, *xp = tmp + (size_t)OC * g.ld;
-    for (int b0 = 0; b0 < B; b0 += g.nb) {
+    float *col = job_ws(j, t), *tmp = col + (size_t)K * g.ld, *xp = tmp + (size_t)OC * g.ld;
+    long c0, c1;
+    my_chunks(B, g.nb, t, T, &c0, &c1);
+    for (long ci = c0; ci < c1; ci++) {
+        const int b0 = (int)(ci * g.nb);
         const int nb = B - b0 < g.nb ? B - b0 : g.nb;
         const float *src = inp + (size_t)b0 * in_img;
         if (has_pad(d)) {
@@ -415,34 +491,43 @@ static void wide_forward(const conv2d_desc_t *d, int B, const float *inp, const 
         gemm_fwd_groups(d, (int)(nb * g.Pw), weight, col, (int)g.ld, 0.0f, tmp, (int)g.ld);
         for (int b = 0; b < nb; b++)
             for (int oc = 0; oc < OC; oc++) {
-                const float *t = tmp + (size_t)oc * g.ld + (size_t)b * g.Pw;
+                const float *r = tmp + (size_t)oc * g.ld + (size_t)b * g.Pw;
                 float *o = out + ((size_t)(b0 + b) * OC + oc) * P;
                 const float bv = bias ? bias[oc] : 0.0f;
                 for (int oh = 0; oh < OH; oh++)
-                    for (int ow = 0; ow < OW; ow++) o[oh * OW + ow] = t[(size_t)oh * g.PW + ow] + bv;
+                    for (int ow = 0; ow < OW; ow++) o[oh * OW + ow] = r[(size_t)oh * g.PW + ow] + bv;
             }
     }
 }
 
-static void wide_backward(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *dout,
-                          float *dinp, float *dweight, float *ws)
+static void wide_backward(void *arg, int t, int T)
 {
+    conv_job_t *j = arg;
+    if (t == 0) j->ran = T;
+    const conv2d_desc_t *d = j->d;
+    const int B = j->B;
+    const float *inp = j->inp, *weight = j->weight, *dout = j->dout;
+    float *dinp = j->dinp, *dweight = job_dw(j, t);
     wide_t g;
-    wide_geometry(d, B, &g);
+    wide_geometry(d, B, j->T, &g);
     const int OC = d->OC, K = d->C * d->KH * d->KW, OW = d->OW, OH = d->OH;
     const size_t in_img = (size_t)d->C * d->H * d->W, P = (size_t)OH * OW;
-    float *col = ws, *tmp = ws + (size_t)K * g.ld, *xp = tmp + (size_t)OC * g.ld;
-    for (int b0 = 0; b0 < B; b0 += g.nb) {
+    float *col = job_ws(j, t), *tmp = col + (size_t)K * g.ld, *xp = tmp + (size_t)OC * g.ld;
+    long c0, c1;
+    my_chunks(B, g.nb, t, T, &c0, &c1);
+    if (c0 == c1) memset(dweight, 0, dw_floats(d) * sizeof(float));
+    for (long ci = c0; ci < c1; ci++) {
+        const int b0 = (int)(ci * g.nb);
         const int nb = B - b0 < g.nb ? B - b0 : g.nb;
         const int N = (int)(nb * g.Pw);
         /* dout onto the grid, zeros in the garbage columns */
         for (int oc = 0; oc < OC; oc++)
             for (int b = 0; b < nb; b++) {
-                float *t = tmp + (size_t)oc * g.ld + (size_t)b * g.Pw;
+                float *r = tmp + (size_t)oc * g.ld + (size_t)b * g.Pw;
                 const float *s = dout + ((size_t)(b0 + b) * OC + oc) * P;
                 for (int oh = 0; oh < OH; oh++) {
-                    for (int ow = 0; ow < OW; ow++) t[(size_t)oh * g.PW + ow] = s[oh * OW + ow];
-                    for (int ow = OW; ow < g.PW; ow++) t[(size_t)oh * g.PW + ow] = 0.0f;
+                    for (int ow = 0; ow < OW; ow++) r[(size_t)oh * g.PW + ow] = s[oh * OW + ow];
+                    for (int ow = OW; ow < g.PW; ow++) r[(size_t)oh * g.PW + ow] = 0.0f;
                 }
             }
         const float *src = inp + (size_t)b0 * in_img;
@@ -451,7 +536,7 @@ static void wide_backward(const conv2d_desc_t *d, int B, const float *inp, const
             src = xp;
         }
         im2col_wide(d, &g, nb, src, col);
-        gemm_bwd_groups(d, N, weight, tmp, (int)g.ld, col, (int)g.ld, b0 == 0 ? 0.0f : 1.0f, dweight, dinp != NULL);
+        gemm_bwd_groups(d, N, weight, tmp, (int)g.ld, col, (int)g.ld, ci == c0 ? 0.0f : 1.0f, dweight, dinp != NULL);
         if (!dinp) continue;
         float *dx = dinp + (size_t)b0 * in_img;
         if (!has_pad(d)) {
@@ -592,27 +677,25 @@ static void dw_backward(const conv2d_desc_t *d, int B, const float *inp, const f
         }
 }
 
-void conv2d_forward(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *bias, float *out,
-                    float *ws)
+/* The general path (strided convolutions): im2col_chunk + GEMM, thread t's chunks. */
+static void lowered_forward(void *arg, int t, int T)
 {
-    if (B <= 0) return;
-    const int OC = d->OC, K = d->C * d->KH * d->KW;
+    conv_job_t *j = arg;
+    if (t == 0) j->ran = T;
+    const conv2d_desc_t *d = j->d;
+    const int B = j->B, OC = d->OC, K = d->C * d->KH * d->KW;
+    const float *inp = j->inp, *weight = j->weight, *bias = j->bias;
+    float *out = j->out;
     const size_t P = (size_t)d->OH * d->OW;
     const size_t in_img = (size_t)d->C * d->H * d->W, out_img = (size_t)OC * P;
-    if (use_depthwise(d)) {
-        dw_forward(d, B, inp, weight, bias, out);
-        return;
-    }
-    if (use_wide(d)) {
-        wide_forward(d, B, inp, weight, bias, out, ws);
-        return;
-    }
-    const int nbmax = chunk_images(d, B);
+    const int nbmax = chunk_images(d, B, j->T);
     const size_t ldmax = padded_ld((size_t)nbmax * P);
-    float *col = ws;                     /* (K, nb*P), rows ld apart */
-    float *tmp = ws + (size_t)K * ldmax; /* (OC, nb*P), rows ld apart; only when nb > 1 */
-
-    for (int b0 = 0; b0 < B; b0 += nbmax) {
+    float *col = job_ws(j, t);            /* (K, nb*P), rows ld apart */
+    float *tmp = col + (size_t)K * ldmax; /* (OC, nb*P), rows ld apart; only when nb > 1 */
+    long c0, c1;
+    my_chunks(B, nbmax, t, T, &c0, &c1);
+    for (long ci = c0; ci < c1; ci++) {
+        const int b0 = (int)(ci * nbmax);
         const int nb = B - b0 < nbmax ? B - b0 : nbmax;
         const int N = (int)((size_t)nb * P);
         const size_t ld = padded_ld((size_t)N);
@@ -629,12 +712,60 @@ void conv2d_forward(const conv2d_desc_t *d, int B, const float *inp, const float
     }
 }
 
+static void lowered_backward(void *arg, int t, int T)
+{
+    conv_job_t *j = arg;
+    if (t == 0) j->ran = T;
+    const conv2d_desc_t *d = j->d;
+    const int B = j->B, OC = d->OC, K = d->C * d->KH * d->KW;
+    const float *inp = j->inp, *weight = j->weight, *dout = j->dout;
+    float *dinp = j->dinp, *dweight = job_dw(j, t);
+    const size_t P = (size_t)d->OH * d->OW;
+    const size_t in_img = (size_t)d->C * d->H * d->W, out_img = (size_t)OC * P;
+    const int nbmax = chunk_images(d, B, j->T);
+    const size_t ldmax = padded_ld((size_t)nbmax * P);
+    float *col = job_ws(j, t);            /* (K, nb*P), rows ld apart */
+    float *tmp = col + (size_t)K * ldmax; /* (OC, nb*P), rows ld apart; only when nb > 1 */
+    long c0, c1;
+    my_chunks(B, nbmax, t, T, &c0, &c1);
+    if (c0 == c1) memset(dweight, 0, dw_floats(d) * sizeof(float));
+    for (long ci = c0; ci < c1; ci++) {
+        const int b0 = (int)(ci * nbmax);
+        const int nb = B - b0 < nbmax ? B - b0 : nbmax;
+        const int N = (int)((size_t)nb * P);
+        const size_t ld = padded_ld((size_t)N);
+        const float *g = dout + (size_t)b0 * out_img; /* (OC, N), rows ldg apart */
+        int ldg = N;
+        if (nb > 1) {
+            gather_chunk(nb, OC, P, g, tmp, ld);
+            g = tmp;
+            ldg = (int)ld;
+        }
+        im2col_chunk(d, nb, inp + (size_t)b0 * in_img, col, ld);
+        /* dW (OC, K) (+)= g (OC, N) x col^T (N, K), the first chunk writes; then dcol
+         * (K, N) = W^T (K, OC) x g (OC, N), reusing col which is no longer needed */
+        gemm_bwd_groups(d, N, weight, g, ldg, col, (int)ld, ci == c0 ? 0.0f : 1.0f, dweight, dinp != NULL);
+        if (dinp) col2im_chunk_add(d, nb, col, ld, dinp + (size_t)b0 * in_img);
+    }
+}
+
+void conv2d_forward(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *bias, float *out,
+                    float *ws)
+{
+    if (B <= 0) return;
+    if (use_depthwise(d)) {
+        dw_forward(d, B, inp, weight, bias, out);
+        return;
+    }
+    conv_job_t j = {.d = d, .B = B, .inp = inp, .weight = weight, .bias = bias, .out = out, .ws = ws};
+    job_run(&j, use_wide(d) ? wide_forward : lowered_forward);
+}
+
 void conv2d_backward(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *dout,
                      float *dinp, float *dweight, float *dbias, float *ws)
 {
     const int OC = d->OC, K = d->C * d->KH * d->KW;
-    const size_t P = (size_t)d->OH * d->OW;
-    const size_t in_img = (size_t)d->C * d->H * d->W, out_img = (size_t)OC * P;
+    const size_t P = (size_t)d->OH * d->OW, out_img = (size_t)OC * P;
 
     if (B <= 0) {
         /* parameter gradients are written even for an empty batch */
@@ -657,29 +788,8 @@ void conv2d_backward(const conv2d_desc_t *d, int B, const float *inp, const floa
         dw_backward(d, B, inp, weight, dout, dinp, dweight);
         return;
     }
-    if (use_wide(d)) {
-        wide_backward(d, B, inp, weight, dout, dinp, dweight, ws);
-        return;
-    }
-    const int nbmax = chunk_images(d, B);
-    const size_t ldmax = padded_ld((size_t)nbmax * P);
-    float *col = ws;                     /* (K, nb*P), rows ld apart */
-    float *tmp = ws + (size_t)K * ldmax; /* (OC, nb*P), rows ld apart; only when nb > 1 */
-    for (int b0 = 0; b0 < B; b0 += nbmax) {
-        const int nb = B - b0 < nbmax ? B - b0 : nbmax;
-        const int N = (int)((size_t)nb * P);
-        const size_t ld = padded_ld((size_t)N);
-        const float *g = dout + (size_t)b0 * out_img; /* (OC, N), rows ldg apart */
-        int ldg = N;
-        if (nb > 1) {
-            gather_chunk(nb, OC, P, g, tmp, ld);
-            g = tmp;
-            ldg = (int)ld;
-        }
-        im2col_chunk(d, nb, inp + (size_t)b0 * in_img, col, ld);
-        /* dW (OC, K) (+)= g (OC, N) x col^T (N, K), the first chunk writes; then dcol
-         * (K, N) = W^T (K, OC) x g (OC, N), reusing col which is no longer needed */
-        gemm_bwd_groups(d, N, weight, g, ldg, col, (int)ld, b0 == 0 ? 0.0f : 1.0f, dweight, dinp != NULL);
-        if (dinp) col2im_chunk_add(d, nb, col, ld, dinp + (size_t)b0 * in_img);
-    }
+    conv_job_t j = {
+        .d = d, .B = B, .inp = inp, .weight = weight, .dout = dout, .dinp = dinp, .dweight = dweight, .ws = ws};
+    job_run(&j, use_wide(d) ? wide_backward : lowered_backward);
+    add_partials(&j);
 }

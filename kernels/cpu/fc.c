@@ -5,6 +5,77 @@
 #include <string.h>
 
 #include "ops.h"
+#include "parallel.h"
+
+/* On several threads (parallel.h) each GEMM is split where no sum is: the forward and the
+ * input gradient by rows of the batch, the weight gradient by rows of dW (each thread
+ * reducing over the whole batch for its rows), so no partial sums are added; results
+ * differ from one thread's in rounding only, where OpenBLAS's edge tiles fall on other
+ * rows. A GEMM under PAR_MIN_MACS multiply-adds stays on one thread: waking the others
+ * costs more (LeNet-5's last layer is 840 per image). */
+#define PAR_MIN_MACS 65536.0
+
+typedef struct {
+    const gemm_desc_t *d;
+    int B;
+    const float *inp, *weight, *dout;
+    float *out, *dinp, *dweight;
+    float cbeta; /* the forward GEMM's beta: 1 on a bias pre-filled out */
+} gemm_job_t;
+
+static void run(gemm_job_t *j, par_fn fn, double macs)
+{
+    if (macs < PAR_MIN_MACS) fn(j, 0, 1);
+    else par_run(fn, j);
+}
+
+static void forward_part(void *arg, int t, int T)
+{
+    const gemm_job_t *j = arg;
+    const int IN = j->d->IN, OUT = j->d->OUT;
+    long b0, b1;
+    par_range(j->B, t, T, &b0, &b1);
+    if (b1 == b0) return;
+    const float *x = j->inp + (size_t)b0 * IN;
+    float *o = j->out + (size_t)b0 * OUT;
+    /* out (B, OUT) = alpha * inp (B, IN) x W^T (IN, OUT), or x W (IN, OUT) */
+    if (j->d->layout == GEMM_W_OUT_IN)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(b1 - b0), OUT, IN, j->d->alpha, x, IN, j->weight, IN,
+                    j->cbeta, o, OUT);
+    else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(b1 - b0), OUT, IN, j->d->alpha, x, IN, j->weight,
+                    OUT, j->cbeta, o, OUT);
+}
+
+static void backward_part(void *arg, int t, int T)
+{
+    const gemm_job_t *j = arg;
+    const int IN = j->d->IN, OUT = j->d->OUT, B = j->B;
+    const float alpha = j->d->alpha;
+    long r0, r1, b0, b1;
+    par_range(j->d->layout == GEMM_W_OUT_IN ? OUT : IN, t, T, &r0, &r1);
+    par_range(B, t, T, &b0, &b1);
+    const int rows = (int)(r1 - r0), nb = (int)(b1 - b0);
+    if (j->d->layout == GEMM_W_OUT_IN) {
+        /* dW rows [r0, r1) (OUT, IN) = alpha * dout^T (OUT, B) x inp (B, IN) */
+        if (rows > 0)
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, rows, IN, B, alpha, j->dout + r0, OUT, j->inp, IN,
+                        0.0f, j->dweight + (size_t)r0 * IN, IN);
+        /* dinp (B, IN) += alpha * dout (B, OUT) x W (OUT, IN) */
+        if (j->dinp && nb > 0)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nb, IN, OUT, alpha, j->dout + (size_t)b0 * OUT, OUT,
+                        j->weight, IN, 1.0f, j->dinp + (size_t)b0 * IN, IN);
+    } else {
+        /* dW rows [r0, r1) (IN, OUT) = alpha * inp^T (IN, B) x dout (B, OUT) */
+        if (rows > 0)
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, rows, OUT, B, alpha, j->inp + r0, IN, j->dout, OUT,
+                        0.0f, j->dweight + (size_t)r0 * OUT, OUT);
+        /* dinp (B, IN) += alpha * dout (B, OUT) x W^T (OUT, IN) */
+        if (j->dinp && nb > 0)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nb, IN, OUT, alpha, j->dout + (size_t)b0 * OUT, OUT,
+                        j->weight, OUT, 1.0f, j->dinp + (size_t)b0 * IN, IN);
+    }
+}
 
 static const gemm_desc_t *fc_desc(gemm_desc_t *d, int IN, int OUT)
 {
@@ -45,13 +116,8 @@ void gemm_forward(const gemm_desc_t *d, int B, const float *inp, const float *we
         if (!bias) memset(out, 0, (size_t)B * OUT * sizeof(float));
         return;
     }
-    /* out (B, OUT) = alpha * inp (B, IN) x W^T (IN, OUT), or x W (IN, OUT) */
-    if (d->layout == GEMM_W_OUT_IN)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, OUT, IN, d->alpha, inp, IN, weight, IN,
-                    bias ? 1.0f : 0.0f, out, OUT);
-    else
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, OUT, IN, d->alpha, inp, IN, weight, OUT,
-                    bias ? 1.0f : 0.0f, out, OUT);
+    gemm_job_t j = {.d = d, .B = B, .inp = inp, .weight = weight, .out = out, .cbeta = bias ? 1.0f : 0.0f};
+    run(&j, forward_part, (double)B * IN * OUT);
 }
 
 void gemm_backward(const gemm_desc_t *d, int B, const float *inp, const float *weight, const float *dout, float *dinp,
@@ -76,21 +142,6 @@ void gemm_backward(const gemm_desc_t *d, int B, const float *inp, const float *w
         memset(dweight, 0, (size_t)OUT * IN * sizeof(float));
         return;
     }
-    if (d->layout == GEMM_W_OUT_IN) {
-        /* dW (OUT, IN) = alpha * dout^T (OUT, B) x inp (B, IN) */
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OUT, IN, B, d->alpha, dout, OUT, inp, IN, 0.0f, dweight,
-                    IN);
-        /* dinp (B, IN) += alpha * dout (B, OUT) x W (OUT, IN) */
-        if (dinp)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, IN, OUT, d->alpha, dout, OUT, weight, IN, 1.0f,
-                        dinp, IN);
-    } else {
-        /* dW (IN, OUT) = alpha * inp^T (IN, B) x dout (B, OUT) */
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, IN, OUT, B, d->alpha, inp, IN, dout, OUT, 0.0f, dweight,
-                    OUT);
-        /* dinp (B, IN) += alpha * dout (B, OUT) x W^T (OUT, IN) */
-        if (dinp)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, IN, OUT, d->alpha, dout, OUT, weight, OUT, 1.0f,
-                        dinp, IN);
-    }
+    gemm_job_t j = {.d = d, .B = B, .inp = inp, .weight = weight, .dout = dout, .dinp = dinp, .dweight = dweight};
+    run(&j, backward_part, (double)B * IN * OUT);
 }

@@ -48,9 +48,10 @@ at_most "best test accuracy of the epochs before" "$(jq -s '[.[] | select(.kind 
 equals_num "epochs rank 1 ran" "$(jq -s '[.[] | select(.kind == "epoch" and .rank == 1)] | length' "$TMP/target.jsonl")" "$done_epochs"
 echo "ok: target_accuracy 0.6 stopped both ranks after epoch $done_epochs of 20"
 
-# threads 2: the process runs a second (BLAS) thread, which threads 1 does not, and trains
-# as well (BLAS sums in another order, so not bit for bit: within 3 points after 2 epochs).
-# OPENBLAS_NUM_THREADS=1 (as in every test) shows that the spec, not the environment, sets it.
+# threads 2: the process runs a second thread (the CPU kernels' own: kernels/cpu/
+# parallel.h), which threads 1 does not, and trains as well (the weight gradients are sums
+# of two halves, so not bit for bit: within 3 points after 2 epochs). OPENBLAS_NUM_THREADS=1
+# (as in every test) shows that the spec, not the environment, sets it.
 max_threads() { # SPEC SUMMARY LOG - runs pacer-worker, prints the most threads /proc saw
     OPENBLAS_NUM_THREADS=1 $WORKER --spec "$1" --summary "$2" >"$3" 2>&1 &
     p=$!

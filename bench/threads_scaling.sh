@@ -1,0 +1,68 @@
+# `threads: 2` against `threads: 1` on one CPU rank (issue 27: >= 1.7x), for LeNet-5 /
+# Fashion-MNIST (SUBSET_LENET images, batch 64) and ResNet-20 / CIFAR-10 (SUBSET_RESNET
+# images, batch 128, no augmentation), with PyTorch (Debian's python3-torch,
+# torch.set_num_threads) on 1 and 2 threads as the baseline: RUNS (3) rounds, the four
+# runs of a model alternating in each, medians of training samples/s. The cores a run
+# really used (user + system CPU time over wall time, GNU time) are printed beside it: a
+# 2-thread figure means something only where the run had 2 cores (a loaded machine gives
+# fewer; the load average before and after is printed too).
+. bench/lib.sh
+RUNS=${RUNS:-3}
+SUBSET_LENET=${SUBSET_LENET:-20000}
+SUBSET_RESNET=${SUBSET_RESNET:-3072}
+cifar="$PACER_SHARED/datasets/cifar-10"
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+models="lenet5"
+[ -d "$cifar" ] && models="lenet5 resnet20"
+for t in 1 2; do
+    cat >"$TMP/lenet5-$t.json" <<JSON
+{"name": "bench", "model": "lenet5", "dataset": {"name": "fashion-mnist", "train_subset": $SUBSET_LENET}, "epochs": 1,
+ "batch_size": 64, "optimizer": {"lr": 0.02, "momentum": 0.9}, "threads": $t, "log_every": 0}
+JSON
+    cat >"$TMP/resnet20-$t.json" <<JSON
+{"name": "bench", "model": "resnet20", "dataset": {"name": "cifar10", "path": "$cifar", "train_subset": $SUBSET_RESNET,
+ "test_subset": 1000, "augment": false}, "epochs": 1, "batch_size": 128,
+ "optimizer": {"lr": 0.02, "momentum": 0.9}, "threads": $t, "log_every": 0}
+JSON
+done
+# timed TAG CMD... - runs CMD under GNU time; the cores it used go to $TMP/TAG.cores.
+timed() {
+    tag=$1
+    shift
+    /usr/bin/time -f '%e %U %S' -o "$TMP/$tag.time" "$@" || exit 1
+    awk '{ printf "%.2f\n", ($2 + $3) / $1 }' "$TMP/$tag.time" >"$TMP/$tag.cores"
+}
+for m in $models; do
+    case $m in
+        lenet5) targs="1 LeNet5 $SUBSET_LENET 64" ;;
+        resnet20) targs="1 resnet20 $SUBSET_RESNET 128" ;;
+    esac
+    for i in $(seq "$RUNS"); do
+        for t in 1 2; do
+            timed "p$m$t-$i" $WORKER --spec "$TMP/$m-$t.json" --summary "$TMP/p$m$t-$i.json" >/dev/null 2>&1
+            jq .train_samples_per_s "$TMP/p$m$t-$i.json" >"$TMP/p$m$t-$i.sps"
+            # shellcheck disable=SC2086
+            timed "t$m$t-$i" env TORCH_THREADS=$t /usr/bin/python3 bench/torch_lenet.py $targs >"$TMP/t$m$t-$i.json"
+            jq .samples_per_s "$TMP/t$m$t-$i.json" >"$TMP/t$m$t-$i.sps"
+        done
+    done
+done
+med() { for i in $(seq "$RUNS"); do cat "$TMP/$1-$i.$2"; done | median; }
+md ""
+md "### \`threads: 2\` against one thread (\`RUNS=$RUNS sh bench/threads_scaling.sh\`)"
+md ""
+md "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, OpenBLAS $(jq -r '.per_rank[0].device.blas' "$TMP/plenet51-1.json") kernels. Load average before: $load0, after: $(cut -d' ' -f1-3 /proc/loadavg)."
+md ""
+md "| model | engine | samples/s, 1 thread | samples/s, 2 threads | 2 / 1 | cores used, 1 / 2 threads |"
+md "|---|---|---|---|---|---|"
+for m in $models; do
+    for e in p t; do
+        one=$(med "$e${m}1" sps)
+        two=$(med "$e${m}2" sps)
+        name=pacer
+        [ $e = t ] && name="PyTorch $(jq -r .torch "$TMP/t${m}1-1.json")"
+        md "| $m | $name | $(printf %.1f "$one") | $(printf %.1f "$two") | **$(ratio "$two" "$one")x** | $(med "$e${m}1" cores) / $(med "$e${m}2" cores) |"
+    done
+done
+md ""
+md "Medians of $RUNS alternating rounds. Target (issue 27): pacer \`threads: 2\` >= 1.7x of one thread."

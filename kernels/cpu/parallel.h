@@ -1,0 +1,43 @@
+/* kernels/cpu/parallel.h - the CPU kernels' own threads (a job's `threads`).
+ *
+ * A CPU rank with threads: T splits the work of its convolutions, batch norms and fully
+ * connected layers over T threads: images (or channels, or rows) in T contiguous ranges,
+ * one per thread, each thread calling a one-threaded OpenBLAS on its own range with its
+ * own part of the layer's workspace. OpenBLAS's own threads split each small GEMM of a
+ * training step and lose more to their synchronisation than they gain (threads: 2 ran at
+ * 0.41-0.90x of one thread: docs/PERFORMANCE.md), so a rank that uses these threads sets
+ * OpenBLAS to one thread.
+ *
+ * The split is static: for a given T every run computes the same sums in the same order
+ * (the weight gradients of T threads are added in thread order), so results are
+ * reproducible; they differ from T = 1's in rounding only. Forward passes and batch norms
+ * give bit for bit the results of one thread.
+ *
+ * par_set_threads is called once, before a model is built (a convolution's workspace is
+ * sized for the threads there are then), and never inside a training step. par_run
+ * allocates nothing: the threads wait on a condition variable between calls. */
+#ifndef PACER_PARALLEL_H
+#define PACER_PARALLEL_H
+
+#define PAR_MAX_THREADS 256 /* the spec's bound on threads */
+
+/* Starts or stops threads so that par_run uses n (1..PAR_MAX_THREADS; 1 = the caller
+ * alone, no thread), and sets OpenBLAS to one thread. Returns 0, or -1 when n is out of
+ * range or a thread cannot start (then 1 is used). Not while a par_run is under way. */
+int par_set_threads(int n);
+/* The threads par_run uses (1 until par_set_threads). */
+int par_threads(void);
+
+/* fn(ctx, t, T) on every thread t in [0, T), the caller being thread 0; returns when all
+ * have returned. Called from inside an fn, it runs fn(ctx, 0, 1) on the calling thread. */
+typedef void (*par_fn)(void *ctx, int t, int T);
+void par_run(par_fn fn, void *ctx);
+
+/* Thread t's share [*lo, *hi) of n items split into T contiguous ranges. */
+static inline void par_range(long n, int t, int T, long *lo, long *hi)
+{
+    *lo = n * t / T;
+    *hi = n * (t + 1) / T;
+}
+
+#endif

@@ -1,6 +1,6 @@
 /* bench/layer_profile.c - where a CPU training step's time goes, per layer kind (issue 27).
  *
- *   build/bench/layer_profile [--batch 128] [--steps 10] [model]     (default resnet20)
+ *   build/bench/layer_profile [--batch 128] [--steps 10] [--threads 1] [model]   (default resnet20)
  *
  * Times STEPS training steps of the CPU reference (model_forward, model_backward,
  * sgd_update with momentum 0.9 and weight decay 5e-4) on a random fixed batch, as a worker
@@ -12,7 +12,9 @@
  * in Hz as PACER_CLOCK_HZ, e.g. from build/bench/cpu_clock). Then the convolutions'
  * backward split: the weight gradient alone (conv2d_backward without dinp, im2col
  * included) timed per layer outside the step, the input gradient as the difference.
- * Run with OPENBLAS_NUM_THREADS=1 for one thread. */
+ * --threads N: the kernels' threads (kernels/cpu/parallel.h, a job's `threads`); with
+ * more than one every time is wall time instead, as the other threads' work is not on
+ * this thread's clock (run it on an otherwise idle machine). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,11 +22,14 @@
 
 #include "model.h"
 #include "ops.h"
+#include "parallel.h"
+
+static clockid_t g_clock = CLOCK_THREAD_CPUTIME_ID;
 
 static double thread_cpu_s(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    clock_gettime(g_clock, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -62,17 +67,23 @@ static const char *kind_name(layer_kind_t k)
 
 int main(int argc, char **argv)
 {
-    int B = 128, steps = 10;
+    int B = 128, steps = 10, threads = 1;
     const char *name = "resnet20";
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc) B = atoi(argv[++i]);
         else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc) steps = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = atoi(argv[++i]);
         else name = argv[i];
     }
     if (B < 1 || steps < 1) {
         fprintf(stderr, "layer_profile: --batch and --steps must be positive\n");
         return 2;
     }
+    if (par_set_threads(threads) != 0) {
+        fprintf(stderr, "layer_profile: --threads must be 1 to %d\n", PAR_MAX_THREADS);
+        return 2;
+    }
+    if (threads > 1) g_clock = CLOCK_MONOTONIC;
     char err[256];
     model_t *m;
     if (model_create(name, B, &m, err, sizeof err) != 0) {
@@ -140,8 +151,8 @@ int main(int argc, char **argv)
         if (!seen && nk < 16) kinds[nk++] = k;
     }
     const double hz = getenv("PACER_CLOCK_HZ") ? atof(getenv("PACER_CLOCK_HZ")) : 0;
-    printf("layer_profile model=%s batch=%d steps=%d step_ms=%.2f (thread CPU time)\n", name, B, steps,
-           1e3 * total / steps);
+    printf("layer_profile model=%s batch=%d steps=%d threads=%d step_ms=%.2f (%s)\n", name, B, steps, threads,
+           1e3 * total / steps, threads > 1 ? "wall time" : "thread CPU time");
     printf("%-16s %-8s %9s %7s %10s\n", "kind", "pass", "ms/step", "share", "FLOP/cycle");
     for (int j = 0; j < nk; j++)
         for (int pass = 0; pass < 2; pass++) {

@@ -24,7 +24,7 @@ done
 for i in $(seq "$RUNS"); do
     $WORKER --spec "$TMP/spec1.json" --summary "$TMP/p$i.json" >/dev/null 2>&1 || exit 1
     /usr/bin/python3 bench/torch_lenet.py 1 resnet20 "$SUBSET" 128 > "$TMP/t$i.json" || exit 1
-    OPENBLAS_NUM_THREADS=2 $WORKER --spec "$TMP/spec2.json" --summary "$TMP/q$i.json" >/dev/null 2>&1 || exit 1
+    $WORKER --spec "$TMP/spec2.json" --summary "$TMP/q$i.json" >/dev/null 2>&1 || exit 1
     # the same step on CPU time (a random fixed batch, no data loading): what the other
     # processes of a loaded machine do not move, beside PyTorch's samples_per_cpu_s
     $BUILD/bench/layer_profile --batch 128 --steps 5 > "$TMP/l$i.txt" || exit 1

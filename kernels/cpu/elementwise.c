@@ -10,18 +10,66 @@
 #include <string.h>
 
 #include "ops.h"
+#include "parallel.h"
 
-__attribute__((target_clones("avx2", "default"))) void relu_forward(size_t n, const float *inp, float *out)
+/* ---- on the kernels' threads (parallel.h) ------------------------------------------------
+ * ReLU and the residual add are split over the threads, by element ranges and by images:
+ * every element is computed as one thread would, so results do not depend on the threads.
+ * A pass under PAR_MIN_FLOATS elements stays on one thread, where waking the others costs
+ * more than it saves. */
+#define PAR_MIN_FLOATS 32768
+
+typedef struct {
+    size_t n;
+    const float *inp, *out, *dout;
+    float *y;
+} relu_job_t;
+
+__attribute__((target_clones("avx2", "default"))) static void relu_fwd(size_t n, const float *inp, float *out)
 {
     /* NaN > 0 is false, so a NaN maps to 0 */
     for (size_t i = 0; i < n; i++) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
 }
 
-__attribute__((target_clones("avx2", "default"))) void relu_backward(size_t n, const float *out, const float *dout,
-                                                                     float *dinp)
+__attribute__((target_clones("avx2", "default"))) static void relu_bwd(size_t n, const float *out, const float *dout,
+                                                                       float *dinp)
+{
+    for (size_t i = 0; i < n; i++) dinp[i] += out[i] > 0.0f ? dout[i] : 0.0f;
+}
+
+static void relu_fwd_part(void *arg, int t, int T)
+{
+    const relu_job_t *j = arg;
+    long lo, hi;
+    par_range((long)j->n, t, T, &lo, &hi);
+    relu_fwd((size_t)(hi - lo), j->inp + lo, j->y + lo);
+}
+
+static void relu_bwd_part(void *arg, int t, int T)
+{
+    const relu_job_t *j = arg;
+    long lo, hi;
+    par_range((long)j->n, t, T, &lo, &hi);
+    relu_bwd((size_t)(hi - lo), j->out + lo, j->dout + lo, j->y + lo);
+}
+
+static void run_split(par_fn fn, void *job, size_t n)
+{
+    if (n < PAR_MIN_FLOATS) fn(job, 0, 1);
+    else par_run(fn, job);
+}
+
+void relu_forward(size_t n, const float *inp, float *out)
+{
+    relu_job_t j = {.n = n, .inp = inp, .y = out};
+    run_split(relu_fwd_part, &j, n);
+}
+
+void relu_backward(size_t n, const float *out, const float *dout, float *dinp)
 {
     if (!dinp) return;
-    for (size_t i = 0; i < n; i++) dinp[i] += out[i] > 0.0f ? dout[i] : 0.0f;
+    relu_job_t j = {.n = n, .out = out, .dout = dout, .y = dinp};
+    run_split(relu_bwd_part, &j, n);
 }
 
 __attribute__((target_clones("avx2", "default"))) void leaky_relu_forward(size_t n, float alpha, const float *inp,
@@ -140,12 +188,25 @@ int shortcut_init(shortcut_desc_t *d, int C, int H, int W, int OC, int stride)
     return 0;
 }
 
-void residual_add_forward(const shortcut_desc_t *d, int B, const float *a, const float *x, float *out)
+typedef struct {
+    const shortcut_desc_t *d;
+    int B;
+    const float *a, *x, *dout;
+    float *out, *da, *dx;
+} add_job_t;
+
+static void residual_fwd_part(void *arg, int t, int T)
 {
+    const add_job_t *j = arg;
+    const shortcut_desc_t *d = j->d;
+    const float *a = j->a, *x = j->x;
+    float *out = j->out;
     const int C = d->C, OC = d->OC, H = d->H, W = d->W, OH = d->OH, OW = d->OW, s = d->stride;
     const int off = (OC - C) / 2;
     const size_t OHW = (size_t)OH * OW, HW = (size_t)H * W;
-    for (int b = 0; b < B; b++)
+    long b0, b1;
+    par_range(j->B, t, T, &b0, &b1);
+    for (long b = b0; b < b1; b++)
         for (int oc = 0; oc < OC; oc++) {
             const size_t o = ((size_t)b * OC + oc) * OHW;
             const int c = oc - off;
@@ -168,14 +229,26 @@ void residual_add_forward(const shortcut_desc_t *d, int B, const float *a, const
         }
 }
 
-void residual_add_backward(const shortcut_desc_t *d, int B, const float *dout, float *da, float *dx)
+void residual_add_forward(const shortcut_desc_t *d, int B, const float *a, const float *x, float *out)
 {
+    add_job_t j = {.d = d, .B = B, .a = a, .x = x, .out = out};
+    run_split(residual_fwd_part, &j, (size_t)B * d->OC * d->OH * d->OW);
+}
+
+static void residual_bwd_part(void *arg, int t, int T)
+{
+    const add_job_t *j = arg;
+    const shortcut_desc_t *d = j->d;
+    const float *dout = j->dout;
+    float *da = j->da, *dx = j->dx;
     const int C = d->C, OC = d->OC, H = d->H, W = d->W, OH = d->OH, OW = d->OW, s = d->stride;
     const int off = (OC - C) / 2;
-    const size_t OHW = (size_t)OH * OW, HW = (size_t)H * W;
-    if (da) acc_plane((size_t)B * OC * OHW, dout, da);
+    const size_t OHW = (size_t)OH * OW, HW = (size_t)H * W, img = (size_t)OC * OHW;
+    long b0, b1;
+    par_range(j->B, t, T, &b0, &b1);
+    if (da) acc_plane((size_t)(b1 - b0) * img, dout + (size_t)b0 * img, da + (size_t)b0 * img);
     if (!dx) return;
-    for (int b = 0; b < B; b++)
+    for (long b = b0; b < b1; b++)
         for (int c = 0; c < C; c++) {
             const float *g = dout + ((size_t)b * OC + c + off) * OHW; /* (OH, OW) */
             float *dp = dx + ((size_t)b * C + c) * HW;                /* (H, W) */
@@ -189,6 +262,12 @@ void residual_add_backward(const shortcut_desc_t *d, int B, const float *dout, f
                 for (int ow = 0; ow < OW; ow++) dr[ow * s] += gr[ow];
             }
         }
+}
+
+void residual_add_backward(const shortcut_desc_t *d, int B, const float *dout, float *da, float *dx)
+{
+    add_job_t j = {.d = d, .B = B, .dout = dout, .da = da, .dx = dx};
+    run_split(residual_bwd_part, &j, (size_t)B * d->OC * d->OH * d->OW);
 }
 
 /* ---- global average pooling ----------------------------------------------------- */

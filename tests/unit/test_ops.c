@@ -1618,6 +1618,8 @@ static void test_threads_reference(void **state)
         test_conv_general(state);
         test_batchnorm(state);
         test_batchnorm_relu_fused(state);
+        test_relu(state);
+        test_residual_add(state);
     }
     assert_int_equal(par_set_threads(1), 0);
     assert_int_equal(par_set_threads(0), -1);
@@ -1634,18 +1636,21 @@ static double worst_diff(const float *a, const float *b, size_t n)
 }
 
 /* What parallel.h promises beside the references: on 2 threads a ResNet-20 convolution's
- * forward and input gradient and a batch norm's forward and backward are bit for bit those
- * of one thread (each image or channel computed by one thread as one thread would), and
- * the weight gradient differs in rounding only (two partial sums added). */
+ * forward and input gradient, a batch norm's forward and backward, ReLU and the residual
+ * add (both sizes above elementwise.c's threshold) are bit for bit those of one thread
+ * (each image, channel or element computed by one thread as one thread would), and the
+ * weight gradient differs in rounding only (two partial sums added). */
 static void test_threads_same_results(void **state)
 {
     (void)state;
     conv2d_desc_t d;
-    const int B = 6, C = 16, H = 16, W = 16, OC = 16;
+    const int B = 10, C = 16, H = 16, W = 16, OC = 16;
     assert_int_equal(conv2d_init(&d, C, H, W, OC, 3, 3, 1, 1), 0);
     const size_t nx = (size_t)B * C * H * W, nw = (size_t)OC * C * 9, ny = (size_t)B * OC * H * W;
     lcg_t r = {77};
-    float *x = falloc(nx), *w = falloc(nw), *g = falloc(ny), *y[2], *dx[2], *dw[2], *bn[2], *dbn[2];
+    float *x = falloc(nx), *w = falloc(nw), *g = falloc(ny), *y[2], *dx[2], *dw[2], *bn[2], *dbn[2], *ew[2], *dew[2];
+    shortcut_desc_t sc;
+    assert_int_equal(shortcut_init(&sc, C, H, W, OC, 1), 0);
     for (size_t i = 0; i < nx; i++) x[i] = lcg_unif(&r, -1.0f, 1.0f);
     for (size_t i = 0; i < nw; i++) w[i] = lcg_unif(&r, -0.5f, 0.5f);
     for (size_t i = 0; i < ny; i++) g[i] = lcg_unif(&r, -1.0f, 1.0f);
@@ -1662,6 +1667,12 @@ static void test_threads_same_results(void **state)
         batchnorm_relu_forward_train_eps(B, OC, H * W, y[k], gamma, beta, bn[k], mean, invstd, rm, rv, 0.1f, 1e-5f);
         memset(dbn[k], 0, ny * sizeof(float));
         batchnorm_relu_backward(B, OC, H * W, y[k], gamma, mean, invstd, bn[k], g, dbn[k], dgamma[k], dbeta[k]);
+        ew[k] = falloc(ny), dew[k] = falloc(ny);
+        residual_add_forward(&sc, B, y[k], x, ew[k]);
+        relu_forward(ny, ew[k], ew[k]);
+        memset(dew[k], 0, ny * sizeof(float));
+        relu_backward(ny, ew[k], g, dew[k]);
+        residual_add_backward(&sc, B, g, dew[k], dew[k]);
         free(ws);
     }
     assert_int_equal(par_set_threads(1), 0);
@@ -1671,6 +1682,8 @@ static void test_threads_same_results(void **state)
     assert_memory_equal(dbn[0], dbn[1], ny * sizeof(float));
     assert_memory_equal(dgamma[0], dgamma[1], sizeof dgamma[0]);
     assert_memory_equal(dbeta[0], dbeta[1], sizeof dbeta[0]);
+    assert_memory_equal(ew[0], ew[1], ny * sizeof(float));
+    assert_memory_equal(dew[0], dew[1], ny * sizeof(float));
     const double worst = worst_diff(dw[0], dw[1], nw);
     print_message("threads 2 vs 1: conv dweight worst |a-b|/max(1,|a|) %.1e\n", worst);
     assert_true(worst < 1e-5);
@@ -1683,6 +1696,8 @@ static void test_threads_same_results(void **state)
         free(dw[k]);
         free(bn[k]);
         free(dbn[k]);
+        free(ew[k]);
+        free(dew[k]);
     }
 }
 

@@ -678,23 +678,34 @@ static void dw_backward(const conv2d_desc_t *d, int B, const float *inp, const f
 }
 
 /* The general path (strided convolutions): im2col_chunk + GEMM, thread t's chunks. */
+typedef struct {
+    int nbmax;        /* images per chunk */
+    float *col, *tmp; /* (K, nb*P) and (OC, nb*P), rows ld apart; tmp only when nb > 1 */
+    long c0, c1;      /* thread t's chunks */
+} lowered_t;
+
+static void lowered_plan(conv_job_t *j, int t, int T, lowered_t *p)
+{
+    if (t == 0) j->ran = T;
+    const conv2d_desc_t *d = j->d;
+    p->nbmax = chunk_images(d, j->B, j->T);
+    p->col = job_ws(j, t);
+    p->tmp = p->col + (size_t)d->C * d->KH * d->KW * padded_ld((size_t)p->nbmax * d->OH * d->OW);
+    my_chunks(j->B, p->nbmax, t, T, &p->c0, &p->c1);
+}
+
 static void lowered_forward(void *arg, int t, int T)
 {
     conv_job_t *j = arg;
-    if (t == 0) j->ran = T;
+    lowered_t L;
+    lowered_plan(j, t, T, &L);
     const conv2d_desc_t *d = j->d;
-    const int B = j->B, OC = d->OC, K = d->C * d->KH * d->KW;
+    const int B = j->B, OC = d->OC, nbmax = L.nbmax;
     const float *inp = j->inp, *weight = j->weight, *bias = j->bias;
-    float *out = j->out;
+    float *out = j->out, *col = L.col, *tmp = L.tmp;
     const size_t P = (size_t)d->OH * d->OW;
     const size_t in_img = (size_t)d->C * d->H * d->W, out_img = (size_t)OC * P;
-    const int nbmax = chunk_images(d, B, j->T);
-    const size_t ldmax = padded_ld((size_t)nbmax * P);
-    float *col = job_ws(j, t);            /* (K, nb*P), rows ld apart */
-    float *tmp = col + (size_t)K * ldmax; /* (OC, nb*P), rows ld apart; only when nb > 1 */
-    long c0, c1;
-    my_chunks(B, nbmax, t, T, &c0, &c1);
-    for (long ci = c0; ci < c1; ci++) {
+    for (long ci = L.c0; ci < L.c1; ci++) {
         const int b0 = (int)(ci * nbmax);
         const int nb = B - b0 < nbmax ? B - b0 : nbmax;
         const int N = (int)((size_t)nb * P);
@@ -715,21 +726,16 @@ static void lowered_forward(void *arg, int t, int T)
 static void lowered_backward(void *arg, int t, int T)
 {
     conv_job_t *j = arg;
-    if (t == 0) j->ran = T;
+    lowered_t L;
+    lowered_plan(j, t, T, &L);
     const conv2d_desc_t *d = j->d;
-    const int B = j->B, OC = d->OC, K = d->C * d->KH * d->KW;
+    const int B = j->B, OC = d->OC, nbmax = L.nbmax;
     const float *inp = j->inp, *weight = j->weight, *dout = j->dout;
-    float *dinp = j->dinp, *dweight = job_dw(j, t);
+    float *dinp = j->dinp, *dweight = job_dw(j, t), *col = L.col, *tmp = L.tmp;
     const size_t P = (size_t)d->OH * d->OW;
     const size_t in_img = (size_t)d->C * d->H * d->W, out_img = (size_t)OC * P;
-    const int nbmax = chunk_images(d, B, j->T);
-    const size_t ldmax = padded_ld((size_t)nbmax * P);
-    float *col = job_ws(j, t);            /* (K, nb*P), rows ld apart */
-    float *tmp = col + (size_t)K * ldmax; /* (OC, nb*P), rows ld apart; only when nb > 1 */
-    long c0, c1;
-    my_chunks(B, nbmax, t, T, &c0, &c1);
-    if (c0 == c1) memset(dweight, 0, dw_floats(d) * sizeof(float));
-    for (long ci = c0; ci < c1; ci++) {
+    if (L.c0 == L.c1) memset(dweight, 0, dw_floats(d) * sizeof(float));
+    for (long ci = L.c0; ci < L.c1; ci++) {
         const int b0 = (int)(ci * nbmax);
         const int nb = B - b0 < nbmax ? B - b0 : nbmax;
         const int N = (int)((size_t)nb * P);
@@ -744,7 +750,7 @@ static void lowered_backward(void *arg, int t, int T)
         im2col_chunk(d, nb, inp + (size_t)b0 * in_img, col, ld);
         /* dW (OC, K) (+)= g (OC, N) x col^T (N, K), the first chunk writes; then dcol
          * (K, N) = W^T (K, OC) x g (OC, N), reusing col which is no longer needed */
-        gemm_bwd_groups(d, N, weight, g, ldg, col, (int)ld, ci == c0 ? 0.0f : 1.0f, dweight, dinp != NULL);
+        gemm_bwd_groups(d, N, weight, g, ldg, col, (int)ld, ci == L.c0 ? 0.0f : 1.0f, dweight, dinp != NULL);
         if (dinp) col2im_chunk_add(d, nb, col, ld, dinp + (size_t)b0 * in_img);
     }
 }

@@ -131,11 +131,7 @@ int main(int argc, char **argv)
         if (s >= 0) total += t3 - t0;
         /* the zeroing of the activation gradients, alone, as model_backward does it */
         double z0 = thread_cpu_s();
-        for (int i = 0; i < m->nlayers - 1; i++) {
-            const layer_t *l = &m->layers[i];
-            if (l->fused_relu) continue;
-            memset(m->dacts + l->out_off, 0, (size_t)B * l->OC * l->OH * l->OW * sizeof(float));
-        }
+        model_zero_dacts(m, B);
         zero_s += thread_cpu_s() - z0;
     }
     m->progress = NULL;

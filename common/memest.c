@@ -36,6 +36,12 @@ int memest_rank(const job_spec_t *s, int nworkers, memest_t *out, char *err, siz
     double per_sample;
     out->max_batch = max_b;
     memest_model(&m, &out->model_bytes, &per_sample);
+    /* threads: T > 1 gives each of the CPU kernels' threads its own slice of the
+     * convolution workspace and its own weight-gradient partial (kernels/cpu/conv.c), each
+     * at most one thread's workspace (within fixed) plus one layer's weights (within
+     * params): T x (fixed + params) bounds them, one fixed is counted above. */
+    if (s->threads > 1)
+        out->model_bytes += 4.0 * ((double)s->threads * ((double)m.fixed + (double)m.params) - (double)m.fixed);
     out->batch_bytes = (double)max_b * per_sample;
     long kept_train = s->dataset.train_subset > 0 && s->dataset.train_subset < train_n ? s->dataset.train_subset
                                                                                        : train_n;

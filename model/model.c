@@ -756,15 +756,20 @@ float model_forward(model_t *m, const float *x, const int32_t *y, int B, int tra
     return softmax_xent_forward(B, m->num_classes, model_logits(m), y, m->probs);
 }
 
-void model_backward(model_t *m, const float *x, const int32_t *y, int B, float loss_scale)
+void model_zero_dacts(model_t *m, int B)
 {
     /* Input gradients accumulate, so every layer's output gradient starts at zero; the
-     * last layer's is written by the loss below. Only the first B samples are touched. */
+     * last layer's is written by the loss. Only the first B samples are touched. */
     for (int i = 0; i < m->nlayers - 1; i++) {
         const layer_t *l = &m->layers[i];
         if (l->fused_relu) continue; /* never read: the fused backward reads the ReLU's */
         memset(m->dacts + l->out_off, 0, (size_t)B * l->OC * l->OH * l->OW * sizeof(float));
     }
+}
+
+void model_backward(model_t *m, const float *x, const int32_t *y, int B, float loss_scale)
+{
+    model_zero_dacts(m, B);
     const layer_t *last = &m->layers[m->nlayers - 1];
     softmax_xent_backward(B, m->num_classes, m->probs, y, loss_scale, m->dacts + last->out_off);
 

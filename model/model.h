@@ -209,6 +209,9 @@ float model_forward(model_t *m, const float *x, const int32_t *y, int B, int tra
 /* Backward pass after a training forward on the same x, y, B: writes the gradient of
  * loss_scale * mean loss into m->grads (every tensor written, nothing accumulated). */
 void model_backward(model_t *m, const float *x, const int32_t *y, int B, float loss_scale);
+/* The first pass of model_backward: zeroes the output gradients its layers accumulate
+ * into, for the first B samples (bench/layer_profile times it alone). */
+void model_zero_dacts(model_t *m, int B);
 const float *model_logits(const model_t *m);
 
 /* Number of trainable parameters (for --help and tests). */

@@ -1335,6 +1335,15 @@ static void test_catalog_added_model(void **state)
     assert_true(e.model_bytes == 4.0 * (3.0 * 11000000 + 4 /* MODEL_GRAD_EXTRA */ + 9600 + 200000));
     assert_true(e.batch_bytes > 32 * 16.0e6 && e.batch_bytes < 32 * 16.2e6);
     assert_int_equal(e.max_batch, 32);
+    /* threads: 4: a workspace slice and a weight-gradient partial per kernel thread,
+     * bounded by 4 x (fixed + params) in all */
+    const double one = e.model_bytes;
+    assert_int_equal(spec_parse("{\"model\":\"resnet-user\",\"dataset\":{\"name\":\"cifar10\"},\"batch_size\":32,"
+                                "\"threads\":4}",
+                                &s, err, sizeof err),
+                     0);
+    assert_int_equal(memest_rank(&s, 1, &e, err, sizeof err), 0);
+    assert_true(e.model_bytes == one + 4.0 * (4.0 * (200000 + 11000000) - 200000));
 
     /* a model whose output width is not the data set's classes: both named */
     catalog_model_t wide = imported("wide-user", 100);

@@ -248,7 +248,7 @@ static const field_t FIELDS[] = {
     {.path = "seed", ULONG(seed), BETWEEN(0, (double)LLONG_MAX), .def_num = 42,
      .doc = "Seed of weight init, shuffling and augmentation; same seed, same run."},
     {.path = "threads", INT(threads), BETWEEN(1, 256), .def_num = 1, .resume_free = 1,
-     .doc = "CPU threads per worker process: its convolutions, batch norms and fully connected layers split over them (kernels/cpu/parallel.h)."},
+     .doc = "CPU threads per worker process: its convolutions, batch norms, ReLUs, residual adds and fully connected layers split over them (kernels/cpu/parallel.h)."},
     {.path = "target_accuracy", DBL(target_accuracy), BETWEEN(0, 1), .def_num = 0,
      .doc = "Stop at the first evaluation (an epoch end, or every eval_every_steps) whose test accuracy "
             "reaches it; the summary's time_to_target_s says when. 0 = off."},

@@ -1,21 +1,22 @@
 /* kernels/cpu/parallel.h - the CPU kernels' own threads (a job's `threads`).
  *
- * A CPU rank with threads: T splits the work of its convolutions, batch norms and fully
- * connected layers over T threads: images (or channels, or rows) in T contiguous ranges,
- * one per thread, each thread calling a one-threaded OpenBLAS on its own range with its
- * own part of the layer's workspace. OpenBLAS's own threads split each small GEMM of a
- * training step and lose more to their synchronisation than they gain (threads: 2 ran at
- * 0.41-0.90x of one thread: docs/PERFORMANCE.md), so a rank that uses these threads sets
- * OpenBLAS to one thread.
+ * A CPU rank with threads: T splits the work of its convolutions, batch norms, ReLUs,
+ * residual adds and fully connected layers over T threads: images (or channels, elements
+ * or rows) in T contiguous ranges, one per thread, each thread calling a one-threaded
+ * OpenBLAS on its own range with its own part of the layer's workspace. OpenBLAS's own
+ * threads split each small GEMM of a training step and lose more to their
+ * synchronisation than they gain (threads: 2 ran at 0.41-0.90x of one thread:
+ * docs/PERFORMANCE.md), so a rank that uses these threads sets OpenBLAS to one thread.
  *
  * The split is static: for a given T every run computes the same sums in the same order
  * (the weight gradients of T threads are added in thread order), so results are
- * reproducible; they differ from T = 1's in rounding only. Forward passes and batch norms
- * give bit for bit the results of one thread.
+ * reproducible; they differ from T = 1's in rounding only. Convolution forwards, batch
+ * norms, ReLUs and residual adds give bit for bit the results of one thread.
  *
  * par_set_threads is called once, before a model is built (a convolution's workspace is
  * sized for the threads there are then), and never inside a training step. par_run
- * allocates nothing: the threads wait on a condition variable between calls. */
+ * allocates nothing: between calls the threads spin briefly, then sleep on a condition
+ * variable (parallel.c). */
 #ifndef PACER_PARALLEL_H
 #define PACER_PARALLEL_H
 

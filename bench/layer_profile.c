@@ -11,7 +11,8 @@
  * and fully connected layers the GEMM FLOP rate (FLOP per cycle needs the clock: pass it
  * in Hz as PACER_CLOCK_HZ, e.g. from build/bench/cpu_clock). Then the convolutions'
  * backward split: the weight gradient alone (conv2d_backward without dinp, im2col
- * included) timed per layer outside the step, the input gradient as the difference.
+ * included, or the direct kernel's gathering) timed per layer outside the step, the input
+ * gradient as the difference.
  * --threads N: the kernels' threads (kernels/cpu/parallel.h, a job's `threads`); with
  * more than one every time is wall time instead, as the other threads' work is not on
  * this thread's clock (run it on an otherwise idle machine). */
@@ -224,7 +225,7 @@ int main(int argc, char **argv)
         }
     }
     printf("conv backward, timed alone: weight gradient (with its lowering) %.2f ms/step, input gradient "
-           "(GEMM and col2im) %.2f ms/step\n",
+           "(the difference) %.2f ms/step\n",
            1e3 * wg / steps, 1e3 * (all - wg) / steps);
     model_free(m);
     free(x);

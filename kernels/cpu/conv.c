@@ -20,7 +20,9 @@
  * convolution, so the built-in networks' results do not move). Depthwise convolutions
  * (groups > 1, one input channel per group) skip the lowering: a direct kernel (bottom of
  * the file), because im2col + GEMM with one channel per group is a K = KH*KW GEMM per
- * channel, all overhead.
+ * channel, all overhead. And where the CPU has AVX2 and FMA, stride-1 one-group convolutions
+ * read their taps straight from padded planes with conv_direct.c's kernels instead of
+ * im2col + SGEMM ("stride 1, direct" below says where and why).
  *
  * Measured on a 2-core AMD EPYC (Zen 4, OpenBLAS 0.3.21, one thread):
  *  - a 256 KiB col beat 1, 2 and 4 MiB for every LeNet, cifar10_quick and ResNet-20
@@ -33,6 +35,7 @@
 #include <cblas.h>
 #include <string.h>
 
+#include "conv_direct.h"
 #include "ops.h"
 #include "parallel.h"
 
@@ -122,6 +125,8 @@ static size_t padded_ld(size_t n)
 
 static int use_wide(const conv2d_desc_t *d);
 static size_t wide_workspace(const conv2d_desc_t *d, int B, int T);
+static int direct_fits(const conv2d_desc_t *d);
+static size_t direct_workspace(const conv2d_desc_t *d);
 
 /* ---- threads (parallel.h) -------------------------------------------------------------
  * A batch's chunks are split into T contiguous ranges, one per thread. Thread t works in
@@ -137,7 +142,10 @@ static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
 /* One thread's workspace (col, tmp, padded planes) for a batch of B over T threads. */
 static size_t chunk_workspace(const conv2d_desc_t *d, int B, int T)
 {
-    if (use_wide(d)) return wide_workspace(d, B, T);
+    if (use_wide(d)) {
+        const size_t w = wide_workspace(d, B, T), dw = direct_fits(d) ? direct_workspace(d) : 0;
+        return w > dw ? w : dw;
+    }
     size_t nb = (size_t)chunk_images(d, B, T);
     size_t ld = padded_ld(nb * d->OH * d->OW);
     size_t K = (size_t)d->C * d->KH * d->KW;
@@ -190,6 +198,12 @@ static void job_run(conv_job_t *j, par_fn fn)
     j->ran = 1;
     j->slice = slice_floats(j->d, j->B, j->T);
     par_run(fn, j);
+}
+
+/* Thread t's chunks [*c0, *c1) of B images in chunks of nb. */
+static void my_chunks(int B, int nb, int t, int T, long *c0, long *c1)
+{
+    par_range(((long)B + nb - 1) / nb, t, T, c0, c1);
 }
 
 /* Valid output-column range [*lo, *hi) for a kernel tap at offset off (kw * dilation):
@@ -381,14 +395,57 @@ static size_t wide_workspace(const conv2d_desc_t *d, int B, int T)
     return (K + (size_t)d->OC) * g.ld + pad;
 }
 
+/* dst = n planes of H x W with zeros around them: plane i's row h starts at
+ * i*pld + (h + top)*PW + left; everything else of the n*pld floats is zero. */
+static void pad_copy(size_t n, int H, int W, const float *restrict src, int PW, size_t pld, int top, int left,
+                     float *restrict dst)
+{
+    memset(dst, 0, n * pld * sizeof(float));
+    for (size_t pl = 0; pl < n; pl++)
+        for (int h = 0; h < H; h++)
+            memcpy(dst + pl * pld + (size_t)(h + top) * PW + left, src + (pl * H + h) * W, (size_t)W * sizeof(float));
+}
+
 /* xp = the nb images' planes with pad zeros around them (has_pad only). */
 static void pad_planes(const conv2d_desc_t *d, const wide_t *g, int nb, const float *restrict inp, float *restrict xp)
 {
-    memset(xp, 0, (size_t)nb * d->C * g->plane * sizeof(float));
-    for (size_t pl = 0; pl < (size_t)nb * d->C; pl++)
-        for (int h = 0; h < d->H; h++)
-            memcpy(xp + pl * g->plane + (size_t)(h + d->pad_t) * g->PW + d->pad_l, inp + (pl * d->H + h) * d->W,
-                   (size_t)d->W * sizeof(float));
+    pad_copy((size_t)nb * d->C, d->H, d->W, inp, g->PW, g->plane, d->pad_t, d->pad_l, xp);
+}
+
+/* The valid part of an output grid (M rows ldy apart, each `rows` grid rows of PW) into M
+ * planes of rows x cols: out = grid + bias (bias may be NULL), or out += grid (accumulate). */
+static void grid_to_planes(int M, int rows, int cols, int PW, const float *restrict y, size_t ldy, const float *bias,
+                           int accumulate, float *restrict out)
+{
+    const size_t P = (size_t)rows * cols;
+    for (int m = 0; m < M; m++) {
+        const float *r = y + (size_t)m * ldy;
+        float *o = out + (size_t)m * P;
+        if (accumulate) {
+            for (int h = 0; h < rows; h++)
+                for (int w = 0; w < cols; w++) o[h * cols + w] += r[(size_t)h * PW + w];
+            continue;
+        }
+        const float bv = bias ? bias[m] : 0.0f;
+        for (int h = 0; h < rows; h++)
+            for (int w = 0; w < cols; w++) o[h * cols + w] = r[(size_t)h * PW + w] + bv;
+    }
+}
+
+/* The inverse: M planes of rows x cols onto a grid of rows x PW (M rows ldy apart), zeros
+ * in the columns past cols and from rows*PW up to n. */
+static void planes_to_grid(int M, int rows, int cols, int PW, const float *restrict src, float *restrict y, size_t ldy,
+                           size_t n)
+{
+    for (int m = 0; m < M; m++) {
+        const float *s = src + (size_t)m * rows * cols;
+        float *r = y + (size_t)m * ldy;
+        for (int h = 0; h < rows; h++) {
+            for (int w = 0; w < cols; w++) r[(size_t)h * PW + w] = s[h * cols + w];
+            for (int w = cols; w < PW; w++) r[(size_t)h * PW + w] = 0.0f;
+        }
+        for (size_t i = (size_t)rows * PW; i < n; i++) r[i] = 0.0f;
+    }
 }
 
 static void im2col_wide(const conv2d_desc_t *d, const wide_t *g, int nb, const float *restrict xp, float *restrict col)
@@ -425,6 +482,216 @@ col2im_wide_add(const conv2d_desc_t *d, const wide_t *g, int nb, const float *re
             }
 }
 
+/* dx += the column gradient col (K, nb grids) of nb images, through the padded planes xp
+ * (nb * C planes of scratch) when the convolution pads. */
+static void col2im_wide_to(const conv2d_desc_t *d, const wide_t *g, int nb, const float *col, float *xp, float *dx)
+{
+    if (!has_pad(d)) {
+        /* the grid is the input plane itself */
+        col2im_wide_add(d, g, nb, col, dx);
+        return;
+    }
+    memset(xp, 0, (size_t)nb * d->C * g->plane * sizeof(float));
+    col2im_wide_add(d, g, nb, col, xp);
+    for (size_t pl = 0; pl < (size_t)nb * d->C; pl++)
+        for (int h = 0; h < d->H; h++) {
+            const float *sp = xp + pl * g->plane + (size_t)(h + d->pad_t) * g->PW + d->pad_l;
+            float *dp = dx + (pl * d->H + h) * d->W;
+            for (int w = 0; w < d->W; w++) dp[w] += sp[w];
+        }
+}
+
+/* ---- stride 1, direct (conv_direct.h) -------------------------------------------------
+ * Where the tile kernels run (AVX2 and FMA), a stride-1 convolution with one group skips
+ * im2col and the GEMM library in the products where they measured faster (bench/
+ * layer_profile, docs/PERFORMANCE.md):
+ *  - forward: the kernel on the image's padded planes (the wide grid above), then the
+ *    grid's valid columns plus the bias into out; and the weight gradient, dout gathered
+ *    onto the same grid (zeros in its garbage columns) against the same taps: where the
+ *    output plane has at least DIRECT_MIN_PIXELS values or there are at most DIRECT_MAX_M
+ *    output channels (OpenBLAS does better with many rows and short rows of grid);
+ *  - input gradient: a convolution of dout, padded by dH*(KH-1) - pad_t on top (likewise
+ *    the other sides), with the flipped weights Wf[c][oc][kh][kw] = W[oc][c][KH-1-kh]
+ *    [KW-1-kw]: its output grid is H rows of the padded width, the input's plane. This
+ *    replaces a K = OC GEMM writing a (C*KH*KW, grid) column gradient plus col2im by a
+ *    K = OC*KH*KW product writing (C, grid). Where the input plane has at least
+ *    DIRECT_MIN_PIXELS values and the pads are no wider than the dilated kernel less one
+ *    (every "same" or "valid" convolution); otherwise the forward grid's GEMM and col2im.
+ * One image per step of the loops, so the forward and the input gradient do not depend
+ * on the threads. */
+#ifndef DIRECT_MIN_PIXELS
+#define DIRECT_MIN_PIXELS 256
+#endif
+#ifndef DIRECT_MAX_M
+#define DIRECT_MAX_M 16
+#endif
+
+/* The geometry the direct forward and weight gradient take; the workspace is sized for
+ * both paths where it fits, so that it (and the catalog's memory figures) is the same on
+ * every CPU. */
+static int direct_fits(const conv2d_desc_t *d)
+{
+    return use_wide(d) && d->groups == 1 && (d->OH * d->OW >= DIRECT_MIN_PIXELS || d->OC <= DIRECT_MAX_M);
+}
+
+static int use_direct(const conv2d_desc_t *d) { return direct_fits(d) && direct_available(); }
+
+/* ... and the direct input gradient, given direct_fits */
+static int direct_dinp_fits(const conv2d_desc_t *d)
+{
+    const int eh = d->dH * (d->KH - 1), ew = d->dW * (d->KW - 1);
+    return d->H * d->W >= DIRECT_MIN_PIXELS && d->pad_t <= eh && d->pad_b <= eh && d->pad_l <= ew && d->pad_r <= ew;
+}
+
+typedef struct {
+    direct_geom_t g;
+    int top, left;  /* where the source planes start in their padded planes */
+    int rows, cols; /* the output planes: grid rows, valid columns of each */
+    int SH, SW;     /* the source planes */
+    size_t ldy;     /* row stride of the output grid */
+} direct_plan_t;
+
+static void direct_finish(const conv2d_desc_t *d, direct_plan_t *p)
+{
+    p->g.KH = d->KH, p->g.KW = d->KW, p->g.dH = d->dH, p->g.dW = d->dW;
+    const size_t cells = (size_t)p->rows * p->g.PW;
+    p->g.N = (int)((cells + DIRECT_NR - 1) / DIRECT_NR * DIRECT_NR);
+    p->g.pld = round16((size_t)(d->KH - 1) * d->dH * p->g.PW + (size_t)(d->KW - 1) * d->dW + (size_t)p->g.N);
+    p->ldy = padded_ld((size_t)p->g.N);
+}
+
+/* forward: the input planes padded as the descriptor says */
+static void direct_fwd_plan(const conv2d_desc_t *d, direct_plan_t *p)
+{
+    p->g.C = d->C, p->g.PW = d->W + d->pad_l + d->pad_r;
+    p->top = d->pad_t, p->left = d->pad_l, p->rows = d->OH, p->cols = d->OW, p->SH = d->H, p->SW = d->W;
+    direct_finish(d, p);
+}
+
+/* input gradient: dout's planes padded to the full reach of the flipped kernel */
+static void direct_bwd_plan(const conv2d_desc_t *d, direct_plan_t *p)
+{
+    const int eh = d->dH * (d->KH - 1), ew = d->dW * (d->KW - 1);
+    p->g.C = d->OC, p->g.PW = d->OW + 2 * ew - d->pad_l - d->pad_r;
+    p->top = eh - d->pad_t, p->left = ew - d->pad_l, p->rows = d->H, p->cols = d->W, p->SH = d->OH, p->SW = d->OW;
+    direct_finish(d, p);
+}
+
+/* packed weights, the padded planes, the output grid */
+static size_t direct_need(const direct_plan_t *p, int M)
+{
+    const size_t K = (size_t)p->g.C * p->g.KH * p->g.KW;
+    return round16(direct_packed_floats(M, (int)K)) + (size_t)p->g.C * p->g.pld + (size_t)M * p->ldy;
+}
+
+/* One thread's floats: the forward's (packed weights, padded input, output grid), or the
+ * backward's: the padded input and dout on the forward's grid, then for the input gradient
+ * either the unpacked flipped weights and its own direct_need, or the column gradient of
+ * one image and its padded planes (col2im_wide_to). */
+static size_t direct_workspace(const conv2d_desc_t *d)
+{
+    direct_plan_t f, b;
+    direct_fwd_plan(d, &f);
+    direct_bwd_plan(d, &b);
+    wide_t g;
+    wide_geometry(d, 1, 1, &g);
+    const size_t fwd = direct_need(&f, d->OC);
+    const size_t dx = direct_dinp_fits(d) ? round16((size_t)d->C * d->OC * d->KH * d->KW) + direct_need(&b, d->C)
+                                          : (size_t)d->C * d->KH * d->KW * g.ld + (size_t)d->C * g.plane;
+    const size_t bwd = (size_t)d->C * f.g.pld + (size_t)d->OC * f.ldy + dx;
+    return fwd > bwd ? fwd : bwd;
+}
+
+/* One image: y = Ap x (src padded into xp); out = y's valid part (+ bias), or += it. */
+static void direct_image(const direct_plan_t *p, int M, const float *ap, const float *src, float *xp, float *y,
+                         const float *bias, int accumulate, float *out)
+{
+    pad_copy((size_t)p->g.C, p->SH, p->SW, src, p->g.PW, p->g.pld, p->top, p->left, xp);
+    direct_gemm(M, ap, &p->g, xp, y, p->ldy);
+    grid_to_planes(M, p->rows, p->cols, p->g.PW, y, p->ldy, bias, accumulate, out);
+}
+
+static void direct_forward(void *arg, int t, int T)
+{
+    conv_job_t *j = arg;
+    if (t == 0) j->ran = T;
+    const conv2d_desc_t *d = j->d;
+    direct_plan_t p;
+    direct_fwd_plan(d, &p);
+    const int K = d->C * d->KH * d->KW;
+    float *ap = job_ws(j, t), *xp = ap + round16(direct_packed_floats(d->OC, K)), *y = xp + (size_t)d->C * p.g.pld;
+    direct_pack(d->OC, K, j->weight, (size_t)K, ap);
+    const size_t in_img = (size_t)d->C * d->H * d->W, out_img = (size_t)d->OC * d->OH * d->OW;
+    long b0, b1;
+    my_chunks(j->B, 1, t, T, &b0, &b1);
+    for (long b = b0; b < b1; b++)
+        direct_image(&p, d->OC, ap, j->inp + (size_t)b * in_img, xp, y, j->bias, 0, j->out + (size_t)b * out_img);
+}
+
+/* The input gradient's state in one thread: plan, packed flipped weights, scratch. */
+typedef struct {
+    direct_plan_t p;
+    float *ap, *xp, *y;
+} direct_dinp_t;
+
+/* Lays out the input gradient's scratch from wf on and packs the flipped weights. */
+static void direct_dinp_begin(const conv2d_desc_t *d, const float *weight, float *wf, direct_dinp_t *s)
+{
+    const int KK = d->KH * d->KW, K = d->OC * KK;
+    direct_bwd_plan(d, &s->p);
+    s->ap = wf + round16((size_t)d->C * K);
+    s->xp = s->ap + round16(direct_packed_floats(d->C, K));
+    s->y = s->xp + (size_t)d->OC * s->p.g.pld;
+    for (int c = 0; c < d->C; c++)
+        for (int oc = 0; oc < d->OC; oc++)
+            for (int k = 0; k < KK; k++)
+                wf[((size_t)c * d->OC + oc) * KK + k] = weight[((size_t)oc * d->C + c) * KK + (KK - 1 - k)];
+    direct_pack(d->C, K, wf, (size_t)K, s->ap);
+}
+
+/* Per image: dout onto the forward's grid, the weight gradient from it and the padded
+ * input (the first image of the thread writes, the others add), then the input gradient. */
+static void direct_backward(void *arg, int t, int T)
+{
+    conv_job_t *j = arg;
+    if (t == 0) j->ran = T;
+    const conv2d_desc_t *d = j->d;
+    direct_plan_t f;
+    direct_fwd_plan(d, &f);
+    const size_t n = ((size_t)f.rows * f.g.PW + 7) & ~(size_t)7; /* <= f.g.N, a multiple of 24 */
+    const size_t in_img = (size_t)d->C * d->H * d->W, out_img = (size_t)d->OC * d->OH * d->OW;
+    float *dweight = job_dw(j, t), *xp = job_ws(j, t), *gy = xp + (size_t)d->C * f.g.pld;
+    long b0, b1;
+    my_chunks(j->B, 1, t, T, &b0, &b1);
+    if (b0 == b1) {
+        memset(dweight, 0, dw_floats(d) * sizeof(float));
+        return;
+    }
+    const int direct_dx = direct_dinp_fits(d);
+    float *rest = gy + (size_t)d->OC * f.ldy;
+    direct_dinp_t dd;
+    wide_t g; /* the input gradient as the wide path makes it, one image */
+    wide_geometry(d, 1, 1, &g);
+    const int K = d->C * d->KH * d->KW;
+    if (j->dinp && direct_dx) direct_dinp_begin(d, j->weight, rest, &dd);
+    for (long b = b0; b < b1; b++) {
+        const float *dy = j->dout + (size_t)b * out_img;
+        pad_copy((size_t)d->C, d->H, d->W, j->inp + (size_t)b * in_img, f.g.PW, f.g.pld, f.top, f.left, xp);
+        planes_to_grid(d->OC, f.rows, f.cols, f.g.PW, dy, gy, f.ldy, n);
+        direct_gemm_wgrad(d->OC, gy, f.ldy, &f.g, (int)n, xp, dweight, b != b0);
+        if (!j->dinp) continue;
+        float *dx = j->dinp + (size_t)b * in_img;
+        if (direct_dx) {
+            direct_image(&dd.p, d->C, dd.ap, dy, dd.xp, dd.y, NULL, 1, dx);
+            continue;
+        }
+        /* col (K, grid) = W^T x the gathered dout, then col2im */
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, (int)g.Pw, d->OC, 1.0f, j->weight, K, gy, (int)f.ldy,
+                    0.0f, rest, (int)g.ld);
+        col2im_wide_to(d, &g, 1, rest, rest + (size_t)K * g.ld, dx);
+    }
+}
+
 /* ---- groups: one GEMM per group on its block of col's rows ----------------------------
  * col's K rows are channel-major, so group g's input channels are the contiguous block of
  * Kg = C/groups*KH*KW rows starting at g*Kg, and its filters the OCg = OC/groups rows of
@@ -458,12 +725,6 @@ static void gemm_bwd_groups(const conv2d_desc_t *d, int N, const float *weight, 
     }
 }
 
-/* Thread t's chunks [*c0, *c1) of B images in chunks of nb. */
-static void my_chunks(int B, int nb, int t, int T, long *c0, long *c1)
-{
-    par_range(((long)B + nb - 1) / nb, t, T, c0, c1);
-}
-
 static void wide_forward(void *arg, int t, int T)
 {
     conv_job_t *j = arg;
@@ -490,13 +751,7 @@ static void wide_forward(void *arg, int t, int T)
         im2col_wide(d, &g, nb, src, col);
         gemm_fwd_groups(d, (int)(nb * g.Pw), weight, col, (int)g.ld, 0.0f, tmp, (int)g.ld);
         for (int b = 0; b < nb; b++)
-            for (int oc = 0; oc < OC; oc++) {
-                const float *r = tmp + (size_t)oc * g.ld + (size_t)b * g.Pw;
-                float *o = out + ((size_t)(b0 + b) * OC + oc) * P;
-                const float bv = bias ? bias[oc] : 0.0f;
-                for (int oh = 0; oh < OH; oh++)
-                    for (int ow = 0; ow < OW; ow++) o[oh * OW + ow] = r[(size_t)oh * g.PW + ow] + bv;
-            }
+            grid_to_planes(OC, OH, OW, g.PW, tmp + (size_t)b * g.Pw, g.ld, bias, 0, out + (size_t)(b0 + b) * OC * P);
     }
 }
 
@@ -516,20 +771,13 @@ static void wide_backward(void *arg, int t, int T)
     long c0, c1;
     my_chunks(B, g.nb, t, T, &c0, &c1);
     if (c0 == c1) memset(dweight, 0, dw_floats(d) * sizeof(float));
+
     for (long ci = c0; ci < c1; ci++) {
         const int b0 = (int)(ci * g.nb);
         const int nb = B - b0 < g.nb ? B - b0 : g.nb;
         const int N = (int)(nb * g.Pw);
-        /* dout onto the grid, zeros in the garbage columns */
-        for (int oc = 0; oc < OC; oc++)
-            for (int b = 0; b < nb; b++) {
-                float *r = tmp + (size_t)oc * g.ld + (size_t)b * g.Pw;
-                const float *s = dout + ((size_t)(b0 + b) * OC + oc) * P;
-                for (int oh = 0; oh < OH; oh++) {
-                    for (int ow = 0; ow < OW; ow++) r[(size_t)oh * g.PW + ow] = s[oh * OW + ow];
-                    for (int ow = OW; ow < g.PW; ow++) r[(size_t)oh * g.PW + ow] = 0.0f;
-                }
-            }
+        for (int b = 0; b < nb; b++)
+            planes_to_grid(OC, OH, OW, g.PW, dout + (size_t)(b0 + b) * OC * P, tmp + (size_t)b * g.Pw, g.ld, g.Pw);
         const float *src = inp + (size_t)b0 * in_img;
         if (has_pad(d)) {
             pad_planes(d, &g, nb, src, xp);
@@ -538,20 +786,7 @@ static void wide_backward(void *arg, int t, int T)
         im2col_wide(d, &g, nb, src, col);
         gemm_bwd_groups(d, N, weight, tmp, (int)g.ld, col, (int)g.ld, ci == c0 ? 0.0f : 1.0f, dweight, dinp != NULL);
         if (!dinp) continue;
-        float *dx = dinp + (size_t)b0 * in_img;
-        if (!has_pad(d)) {
-            /* the grid is the input plane itself */
-            col2im_wide_add(d, &g, nb, col, dx);
-            continue;
-        }
-        memset(xp, 0, (size_t)nb * d->C * g.plane * sizeof(float));
-        col2im_wide_add(d, &g, nb, col, xp);
-        for (size_t pl = 0; pl < (size_t)nb * d->C; pl++)
-            for (int h = 0; h < d->H; h++) {
-                const float *sp = xp + pl * g.plane + (size_t)(h + d->pad_t) * g.PW + d->pad_l;
-                float *dp = dx + (pl * d->H + h) * d->W;
-                for (int w = 0; w < d->W; w++) dp[w] += sp[w];
-            }
+        col2im_wide_to(d, &g, nb, col, xp, dinp + (size_t)b0 * in_img);
     }
 }
 
@@ -764,7 +999,7 @@ void conv2d_forward(const conv2d_desc_t *d, int B, const float *inp, const float
         return;
     }
     conv_job_t j = {.d = d, .B = B, .inp = inp, .weight = weight, .bias = bias, .out = out, .ws = ws};
-    job_run(&j, use_wide(d) ? wide_forward : lowered_forward);
+    job_run(&j, use_direct(d) ? direct_forward : use_wide(d) ? wide_forward : lowered_forward);
 }
 
 void conv2d_backward(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *dout,
@@ -796,6 +1031,6 @@ void conv2d_backward(const conv2d_desc_t *d, int B, const float *inp, const floa
     }
     conv_job_t j = {
         .d = d, .B = B, .inp = inp, .weight = weight, .dout = dout, .dinp = dinp, .dweight = dweight, .ws = ws};
-    job_run(&j, use_wide(d) ? wide_backward : lowered_backward);
+    job_run(&j, use_direct(d) ? direct_backward : use_wide(d) ? wide_backward : lowered_backward);
     add_partials(&j);
 }

@@ -1421,6 +1421,18 @@ static void test_conv_general(void **state)
         {"groups 2 3x3 s1 p1 B=40 chunked", 40, G(4, 16, 16, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2), 1, 1, 8},
         {"groups 2 3x3 s2 B=40 chunked", 40, G(4, 16, 16, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2), 1, 1, 8},
         {"depthwise 3x3 s1 p1 B=30", 30, G(4, 12, 12, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4), 1, 0, 8},
+        /* planes of >= 256 outputs: conv.c's direct kernel where the CPU has AVX2 and FMA
+         * (forward, and the input gradient as the flipped convolution), with row blocks
+         * of A short of 4 (OC 5, C 3), grids not a multiple of 24 columns, dilation,
+         * uneven and one-sided pads; the last case's pads are wider than the kernel
+         * reaches, so its input gradient stays on the wide path */
+        {"direct 3x3 p1 17x19 OC=5", 2, G(3, 17, 19, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1), 1, 0, 8},
+        {"direct dilated d(2,3) p(2,3)", 2, G(2, 18, 20, 3, 3, 3, 1, 1, 2, 3, 2, 3, 2, 3, 1), 1, 0, 8},
+        {"direct asym 4x4 t2 l1 b1 r2", 2, G(2, 17, 16, 3, 4, 4, 1, 1, 2, 1, 1, 2, 1, 1, 1), 0, 0, 8},
+        {"direct 2x2 SAME_UPPER", 2, G(3, 16, 18, 4, 2, 2, 1, 1, 0, 0, 1, 1, 1, 1, 1), 1, 0, 8},
+        {"direct 5x5 valid", 2, G(2, 22, 22, 3, 5, 5, 1, 1, 0, 0, 0, 0, 1, 1, 1), 1, 0, 8},
+        {"direct 1x1", 3, G(3, 16, 16, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1), 1, 0, 8},
+        {"3x3 p3 (pads past the reach)", 2, G(2, 16, 16, 3, 3, 3, 1, 1, 3, 3, 3, 3, 1, 1, 1), 1, 0, 8},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         conv2d_desc_t d = cases[i].d;

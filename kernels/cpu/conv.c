@@ -503,20 +503,18 @@ static void col2im_wide_to(const conv2d_desc_t *d, const wide_t *g, int nb, cons
 
 /* ---- stride 1, direct (conv_direct.h) -------------------------------------------------
  * Where the tile kernels run (AVX2 and FMA), a stride-1 convolution with one group skips
- * im2col and the GEMM library in the products where they measured faster (bench/
- * layer_profile, docs/PERFORMANCE.md):
- *  - forward: the kernel on the image's padded planes (the wide grid above), then the
- *    grid's valid columns plus the bias into out; and the weight gradient, dout gathered
- *    onto the same grid (zeros in its garbage columns) against the same taps: where the
- *    output plane has at least DIRECT_MIN_PIXELS values or there are at most DIRECT_MAX_M
- *    output channels (OpenBLAS does better with many rows and short rows of grid);
+ * im2col and the GEMM library (bench/layer_profile, docs/PERFORMANCE.md):
+ *  - forward: the kernel on the image's padded planes, then (grid tiles) the grid's valid
+ *    columns plus the bias into out, or (channel-vector tiles) straight into out;
+ *  - weight gradient: dout, gathered onto the same grid (zeros in its garbage columns) or
+ *    transposed, against the same taps;
  *  - input gradient: a convolution of dout, padded by dH*(KH-1) - pad_t on top (likewise
  *    the other sides), with the flipped weights Wf[c][oc][kh][kw] = W[oc][c][KH-1-kh]
- *    [KW-1-kw]: its output grid is H rows of the padded width, the input's plane. This
- *    replaces a K = OC GEMM writing a (C*KH*KW, grid) column gradient plus col2im by a
- *    K = OC*KH*KW product writing (C, grid). Where the input plane has at least
- *    DIRECT_MIN_PIXELS values and the pads are no wider than the dilated kernel less one
- *    (every "same" or "valid" convolution); otherwise the forward grid's GEMM and col2im.
+ *    [KW-1-kw], whose output is the input's plane. This replaces a K = OC GEMM writing a
+ *    (C*KH*KW, grid) column gradient plus col2im by a K = OC*KH*KW product writing (C,
+ *    grid). It needs pads no wider than the dilated kernel less one (every "same" or
+ *    "valid" convolution) and, for the grid tiles, an input plane of at least
+ *    DIRECT_MIN_PIXELS values; otherwise the gathered dout's GEMM and col2im.
  * One image per step of the loops, so the forward and the input gradient do not depend
  * on the threads. */
 #ifndef DIRECT_MIN_PIXELS
@@ -526,22 +524,47 @@ static void col2im_wide_to(const conv2d_desc_t *d, const wide_t *g, int nb, cons
 #define DIRECT_MAX_M 16
 #endif
 
-/* The geometry the direct forward and weight gradient take; the workspace is sized for
- * both paths where it fits, so that it (and the catalog's memory figures) is the same on
- * every CPU. */
-static int direct_fits(const conv2d_desc_t *d)
+/* Which direct kernels a convolution takes, by geometry alone (layer_profile, ResNet-20 and
+ * LeNet-5, docs/PERFORMANCE.md): the channel-vector tiles where there are at least
+ * DIRECT_CV_MIN_M output channels and DIRECT_CV_M input channels (the input gradient's
+ * rows) and the pads stay within the kernel's reach (their input gradient has no
+ * fallback): on ResNet-20's 16x16 and 8x8 layers they beat the grid tiles, which on 8x8
+ * lose a third of their columns to the grid; then the grid tiles where the output plane
+ * has at least DIRECT_MIN_PIXELS values or there are at most DIRECT_MAX_M output channels
+ * (below that OpenBLAS's packed GEMM did better). The workspace is sized for the direct
+ * and the wide path, so that it (and the catalog's memory figures) is the same on every
+ * CPU. */
+#ifndef DIRECT_CV_MIN_M
+#define DIRECT_CV_MIN_M 32
+#endif
+enum { DIRECT_NONE, DIRECT_GRID, DIRECT_CV };
+
+static int within_reach(const conv2d_desc_t *d)
 {
-    return use_wide(d) && d->groups == 1 && (d->OH * d->OW >= DIRECT_MIN_PIXELS || d->OC <= DIRECT_MAX_M);
+    const int eh = d->dH * (d->KH - 1), ew = d->dW * (d->KW - 1);
+    return d->pad_t <= eh && d->pad_b <= eh && d->pad_l <= ew && d->pad_r <= ew;
 }
+
+static int direct_kind(const conv2d_desc_t *d)
+{
+    if (!use_wide(d) || d->groups != 1) return DIRECT_NONE;
+    if (d->OC >= DIRECT_CV_MIN_M && d->C >= DIRECT_CV_M && within_reach(d)) return DIRECT_CV;
+    if (d->OH * d->OW >= DIRECT_MIN_PIXELS || d->OC <= DIRECT_MAX_M) return DIRECT_GRID;
+    return DIRECT_NONE;
+}
+
+static int direct_fits(const conv2d_desc_t *d) { return direct_kind(d) != DIRECT_NONE; }
 
 static int use_direct(const conv2d_desc_t *d) { return direct_fits(d) && direct_available(); }
 
 /* ... and the direct input gradient, given direct_fits */
 static int direct_dinp_fits(const conv2d_desc_t *d)
 {
-    const int eh = d->dH * (d->KH - 1), ew = d->dW * (d->KW - 1);
-    return d->H * d->W >= DIRECT_MIN_PIXELS && d->pad_t <= eh && d->pad_b <= eh && d->pad_l <= ew && d->pad_r <= ew;
+    return within_reach(d) && (direct_kind(d) == DIRECT_CV || d->H * d->W >= DIRECT_MIN_PIXELS);
 }
+
+/* The rows of A a kernel's packed blocks hold. */
+static int direct_block(int kind) { return kind == DIRECT_CV ? DIRECT_CV_M : DIRECT_MR; }
 
 typedef struct {
     direct_geom_t g;
@@ -577,11 +600,20 @@ static void direct_bwd_plan(const conv2d_desc_t *d, direct_plan_t *p)
     direct_finish(d, p);
 }
 
-/* packed weights, the padded planes, the output grid */
-static size_t direct_need(const direct_plan_t *p, int M)
+/* packed weights, the padded planes, the output grid (the grid kernel's only) */
+static size_t direct_need(const direct_plan_t *p, int M, int kind)
 {
     const size_t K = (size_t)p->g.C * p->g.KH * p->g.KW;
-    return round16(direct_packed_floats(M, (int)K)) + (size_t)p->g.C * p->g.pld + (size_t)M * p->ldy;
+    return round16(direct_packed_floats(M, (int)K, direct_block(kind))) + (size_t)p->g.C * p->g.pld +
+           (kind == DIRECT_GRID ? (size_t)M * p->ldy : 0);
+}
+
+/* dout as the weight gradient reads it: on the forward's grid (grid kernel), or
+ * transposed, (OH*OW, OC rounded up to DIRECT_CV_M) (channel-vector kernel). */
+static size_t dout_floats(const conv2d_desc_t *d, const direct_plan_t *f, int kind)
+{
+    if (kind == DIRECT_GRID) return (size_t)d->OC * f->ldy;
+    return (size_t)d->OH * d->OW * (size_t)((d->OC + DIRECT_CV_M - 1) / DIRECT_CV_M * DIRECT_CV_M);
 }
 
 /* One thread's floats: the forward's (packed weights, padded input, output grid), or the
@@ -595,18 +627,23 @@ static size_t direct_workspace(const conv2d_desc_t *d)
     direct_bwd_plan(d, &b);
     wide_t g;
     wide_geometry(d, 1, 1, &g);
-    const size_t fwd = direct_need(&f, d->OC);
-    const size_t dx = direct_dinp_fits(d) ? round16((size_t)d->C * d->OC * d->KH * d->KW) + direct_need(&b, d->C)
+    const int kind = direct_kind(d);
+    const size_t fwd = direct_need(&f, d->OC, kind);
+    const size_t dx = direct_dinp_fits(d) ? round16((size_t)d->C * d->OC * d->KH * d->KW) + direct_need(&b, d->C, kind)
                                           : (size_t)d->C * d->KH * d->KW * g.ld + (size_t)d->C * g.plane;
-    const size_t bwd = (size_t)d->C * f.g.pld + (size_t)d->OC * f.ldy + dx;
+    const size_t bwd = (size_t)d->C * f.g.pld + dout_floats(d, &f, kind) + dx;
     return fwd > bwd ? fwd : bwd;
 }
 
 /* One image: y = Ap x (src padded into xp); out = y's valid part (+ bias), or += it. */
-static void direct_image(const direct_plan_t *p, int M, const float *ap, const float *src, float *xp, float *y,
-                         const float *bias, int accumulate, float *out)
+static void direct_image(const direct_plan_t *p, int kind, int M, const float *ap, const float *src, float *xp,
+                         float *y, const float *bias, int accumulate, float *out)
 {
     pad_copy((size_t)p->g.C, p->SH, p->SW, src, p->g.PW, p->g.pld, p->top, p->left, xp);
+    if (kind == DIRECT_CV) {
+        direct_conv_cv(M, ap, &p->g, p->rows, p->cols, xp, bias, accumulate, out);
+        return;
+    }
     direct_gemm(M, ap, &p->g, xp, y, p->ldy);
     grid_to_planes(M, p->rows, p->cols, p->g.PW, y, p->ldy, bias, accumulate, out);
 }
@@ -618,14 +655,14 @@ static void direct_forward(void *arg, int t, int T)
     const conv2d_desc_t *d = j->d;
     direct_plan_t p;
     direct_fwd_plan(d, &p);
-    const int K = d->C * d->KH * d->KW;
-    float *ap = job_ws(j, t), *xp = ap + round16(direct_packed_floats(d->OC, K)), *y = xp + (size_t)d->C * p.g.pld;
-    direct_pack(d->OC, K, j->weight, (size_t)K, ap);
+    const int K = d->C * d->KH * d->KW, kind = direct_kind(d), mr = direct_block(kind);
+    float *ap = job_ws(j, t), *xp = ap + round16(direct_packed_floats(d->OC, K, mr)), *y = xp + (size_t)d->C * p.g.pld;
+    direct_pack(d->OC, K, j->weight, (size_t)K, mr, ap);
     const size_t in_img = (size_t)d->C * d->H * d->W, out_img = (size_t)d->OC * d->OH * d->OW;
     long b0, b1;
     my_chunks(j->B, 1, t, T, &b0, &b1);
     for (long b = b0; b < b1; b++)
-        direct_image(&p, d->OC, ap, j->inp + (size_t)b * in_img, xp, y, j->bias, 0, j->out + (size_t)b * out_img);
+        direct_image(&p, kind, d->OC, ap, j->inp + (size_t)b * in_img, xp, y, j->bias, 0, j->out + (size_t)b * out_img);
 }
 
 /* The input gradient's state in one thread: plan, packed flipped weights, scratch. */
@@ -635,18 +672,18 @@ typedef struct {
 } direct_dinp_t;
 
 /* Lays out the input gradient's scratch from wf on and packs the flipped weights. */
-static void direct_dinp_begin(const conv2d_desc_t *d, const float *weight, float *wf, direct_dinp_t *s)
+static void direct_dinp_begin(const conv2d_desc_t *d, int kind, const float *weight, float *wf, direct_dinp_t *s)
 {
-    const int KK = d->KH * d->KW, K = d->OC * KK;
+    const int KK = d->KH * d->KW, K = d->OC * KK, mr = direct_block(kind);
     direct_bwd_plan(d, &s->p);
     s->ap = wf + round16((size_t)d->C * K);
-    s->xp = s->ap + round16(direct_packed_floats(d->C, K));
+    s->xp = s->ap + round16(direct_packed_floats(d->C, K, mr));
     s->y = s->xp + (size_t)d->OC * s->p.g.pld;
     for (int c = 0; c < d->C; c++)
         for (int oc = 0; oc < d->OC; oc++)
             for (int k = 0; k < KK; k++)
                 wf[((size_t)c * d->OC + oc) * KK + k] = weight[((size_t)oc * d->C + c) * KK + (KK - 1 - k)];
-    direct_pack(d->C, K, wf, (size_t)K, s->ap);
+    direct_pack(d->C, K, wf, (size_t)K, mr, s->ap);
 }
 
 /* Per image: dout onto the forward's grid, the weight gradient from it and the padded
@@ -667,22 +704,30 @@ static void direct_backward(void *arg, int t, int T)
         memset(dweight, 0, dw_floats(d) * sizeof(float));
         return;
     }
-    const int direct_dx = direct_dinp_fits(d);
-    float *rest = gy + (size_t)d->OC * f.ldy;
+    const int direct_dx = direct_dinp_fits(d), kind = direct_kind(d);
+    const int P = d->OH * d->OW, M16 = (d->OC + DIRECT_CV_M - 1) / DIRECT_CV_M * DIRECT_CV_M;
+    float *rest = gy + dout_floats(d, &f, kind);
     direct_dinp_t dd;
     wide_t g; /* the input gradient as the wide path makes it, one image */
     wide_geometry(d, 1, 1, &g);
     const int K = d->C * d->KH * d->KW;
-    if (j->dinp && direct_dx) direct_dinp_begin(d, j->weight, rest, &dd);
+    if (j->dinp && direct_dx) direct_dinp_begin(d, kind, j->weight, rest, &dd);
+    if (kind == DIRECT_CV) memset(gy, 0, dout_floats(d, &f, kind) * sizeof(float)); /* the padding columns */
     for (long b = b0; b < b1; b++) {
         const float *dy = j->dout + (size_t)b * out_img;
         pad_copy((size_t)d->C, d->H, d->W, j->inp + (size_t)b * in_img, f.g.PW, f.g.pld, f.top, f.left, xp);
-        planes_to_grid(d->OC, f.rows, f.cols, f.g.PW, dy, gy, f.ldy, n);
-        direct_gemm_wgrad(d->OC, gy, f.ldy, &f.g, (int)n, xp, dweight, b != b0);
+        if (kind == DIRECT_CV) {
+            for (int oc = 0; oc < d->OC; oc++)
+                for (int q = 0; q < P; q++) gy[(size_t)q * M16 + oc] = dy[(size_t)oc * P + q];
+            direct_wgrad_cv(d->OC, gy, &f.g, f.rows, f.cols, xp, dweight, b != b0);
+        } else {
+            planes_to_grid(d->OC, f.rows, f.cols, f.g.PW, dy, gy, f.ldy, n);
+            direct_gemm_wgrad(d->OC, gy, f.ldy, &f.g, (int)n, xp, dweight, b != b0);
+        }
         if (!j->dinp) continue;
         float *dx = j->dinp + (size_t)b * in_img;
         if (direct_dx) {
-            direct_image(&dd.p, d->C, dd.ap, dy, dd.xp, dd.y, NULL, 1, dx);
+            direct_image(&dd.p, kind, d->C, dd.ap, dy, dd.xp, dd.y, NULL, 1, dx);
             continue;
         }
         /* col (K, grid) = W^T x the gathered dout, then col2im */

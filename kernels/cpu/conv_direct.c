@@ -17,13 +17,13 @@
 #define DIRECT_X86 1
 #endif
 
-size_t direct_packed_floats(int M, int K) { return (size_t)((M + DIRECT_MR - 1) / DIRECT_MR) * DIRECT_MR * (size_t)K; }
+size_t direct_packed_floats(int M, int K, int mr) { return (size_t)((M + mr - 1) / mr) * mr * (size_t)K; }
 
-void direct_pack(int M, int K, const float *A, size_t lda, float *Ap)
+void direct_pack(int M, int K, const float *A, size_t lda, int mr, float *Ap)
 {
-    for (int m0 = 0; m0 < M; m0 += DIRECT_MR)
+    for (int m0 = 0; m0 < M; m0 += mr)
         for (int k = 0; k < K; k++)
-            for (int i = 0; i < DIRECT_MR; i++) *Ap++ = m0 + i < M ? A[(size_t)(m0 + i) * lda + k] : 0.0f;
+            for (int i = 0; i < mr; i++) *Ap++ = m0 + i < M ? A[(size_t)(m0 + i) * lda + k] : 0.0f;
 }
 
 #ifdef DIRECT_X86
@@ -133,8 +133,104 @@ __attribute__((target("avx2,fma"))) void direct_gemm_wgrad(int M, const float *d
         }
     }
 }
+/* ---- channel-vector tiles: 16 rows of A (two vectors) by 6 broadcast values ----------
+ * For planes too small for the grid tiles (ResNet-20's 8x8: a grid of 80 columns, 64 of
+ * them outputs, in tiles of 24) the vectors run along the output channels instead, and
+ * the positions are the outputs themselves, no garbage columns. */
+
+/* Where output position p of a rows x cols plane reads its taps from: p's offset on the
+ * grid of padded planes, PW wide. */
+static size_t grid_pos(int p, int cols, int PW) { return (size_t)(p / cols) * PW + (size_t)(p % cols); }
+
+/* Stores the 16 x 6 tile t (t[i][o]: position or tap i, row o) into y (rows ld apart,
+ * column j0 + i): y = t (+ bias[o]) or y += t, rows o < mr and columns i < nc. */
+static void store_tile(const float t[6][16], int mr, int nc, float *y, size_t ld, size_t j0, const float *bias,
+                       int accumulate)
+{
+    for (int o = 0; o < mr; o++) {
+        float *r = y + (size_t)o * ld + j0;
+        const float bv = bias ? bias[o] : 0.0f;
+        for (int i = 0; i < nc; i++) r[i] = accumulate ? r[i] + t[i][o] : t[i][o] + bv;
+    }
+}
+
+__attribute__((target("avx2,fma"))) void direct_conv_cv(int M, const float *Ap, const direct_geom_t *g, int rows,
+                                                        int cols, const float *x, const float *bias, int accumulate,
+                                                        float *y)
+{
+    const int P = rows * cols;
+    const size_t K = (size_t)g->C * g->KH * g->KW, row = (size_t)g->dH * g->PW;
+    for (int m0 = 0; m0 < M; m0 += DIRECT_CV_M) {
+        const float *apm = Ap + (size_t)m0 * K;
+        for (int p0 = 0; p0 < P; p0 += 6) {
+            const float *q[6];
+            for (int i = 0; i < 6; i++) q[i] = x + grid_pos(p0 + i < P ? p0 + i : P - 1, cols, g->PW);
+            __m256 acc[6][2];
+            for (int i = 0; i < 6; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+            const float *ap = apm;
+            for (int c = 0; c < g->C; c++)
+                for (int kh = 0; kh < g->KH; kh++) {
+                    const size_t base = (size_t)c * g->pld + (size_t)kh * row;
+                    for (int kw = 0; kw < g->KW; kw++, ap += DIRECT_CV_M) {
+                        const size_t off = base + (size_t)kw * g->dW;
+                        const __m256 w0 = _mm256_loadu_ps(ap), w1 = _mm256_loadu_ps(ap + 8);
+                        for (int i = 0; i < 6; i++) {
+                            const __m256 b = _mm256_broadcast_ss(q[i] + off);
+                            acc[i][0] = _mm256_fmadd_ps(w0, b, acc[i][0]);
+                            acc[i][1] = _mm256_fmadd_ps(w1, b, acc[i][1]);
+                        }
+                    }
+                }
+            float t[6][16];
+            for (int i = 0; i < 6; i++) _mm256_storeu_ps(t[i], acc[i][0]), _mm256_storeu_ps(t[i] + 8, acc[i][1]);
+            store_tile((const float(*)[16])t, M - m0 < 16 ? M - m0 : 16, P - p0 < 6 ? P - p0 : 6, y + (size_t)m0 * P,
+                       (size_t)P, (size_t)p0, bias ? bias + m0 : NULL, accumulate);
+        }
+    }
+}
+
+__attribute__((target("avx2,fma"))) void direct_wgrad_cv(int M, const float *dyT, const direct_geom_t *g, int rows,
+                                                         int cols, const float *x, float *dw, int accumulate)
+{
+    const int K = g->C * g->KH * g->KW, M16 = (M + DIRECT_CV_M - 1) / DIRECT_CV_M * DIRECT_CV_M;
+    for (int m0 = 0; m0 < M; m0 += DIRECT_CV_M)
+        for (int k0 = 0; k0 < K; k0 += 6) {
+            const float *r[6];
+            for (int i = 0; i < 6; i++) r[i] = tap_run(g, x, k0 + i < K ? k0 + i : K - 1);
+            __m256 acc[6][2];
+            for (int i = 0; i < 6; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+            const float *d = dyT + m0;
+            for (int h = 0; h < rows; h++) {
+                const size_t o = (size_t)h * g->PW;
+                for (int w = 0; w < cols; w++, d += M16) {
+                    const __m256 d0 = _mm256_loadu_ps(d), d1 = _mm256_loadu_ps(d + 8);
+                    for (int i = 0; i < 6; i++) {
+                        const __m256 b = _mm256_broadcast_ss(r[i] + o + w);
+                        acc[i][0] = _mm256_fmadd_ps(d0, b, acc[i][0]);
+                        acc[i][1] = _mm256_fmadd_ps(d1, b, acc[i][1]);
+                    }
+                }
+            }
+            float t[6][16];
+            for (int i = 0; i < 6; i++) _mm256_storeu_ps(t[i], acc[i][0]), _mm256_storeu_ps(t[i] + 8, acc[i][1]);
+            store_tile((const float(*)[16])t, M - m0 < 16 ? M - m0 : 16, K - k0 < 6 ? K - k0 : 6, dw + (size_t)m0 * K,
+                       (size_t)K, (size_t)k0, NULL, accumulate);
+        }
+}
 #else
 int direct_available(void) { return 0; }
+
+void direct_conv_cv(int M, const float *Ap, const direct_geom_t *g, int rows, int cols, const float *x,
+                    const float *bias, int accumulate, float *y)
+{
+    (void)M, (void)Ap, (void)g, (void)rows, (void)cols, (void)x, (void)bias, (void)accumulate, (void)y;
+}
+
+void direct_wgrad_cv(int M, const float *dyT, const direct_geom_t *g, int rows, int cols, const float *x, float *dw,
+                     int accumulate)
+{
+    (void)M, (void)dyT, (void)g, (void)rows, (void)cols, (void)x, (void)dw, (void)accumulate;
+}
 
 void direct_gemm_wgrad(int M, const float *dy, size_t ldd, const direct_geom_t *g, int n, const float *x, float *dw,
                        int accumulate)

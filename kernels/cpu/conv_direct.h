@@ -26,11 +26,11 @@ typedef struct {
 
 /* Whether this CPU runs the kernel (x86-64 with AVX2 and FMA). */
 int direct_available(void);
-/* Floats of A packed for the kernel: M rounded up to DIRECT_MR, times K. */
-size_t direct_packed_floats(int M, int K);
-/* Ap = A (M, K), rows lda apart, packed in DIRECT_MR-row blocks, k-major inside a block,
- * the rows past M zero. */
-void direct_pack(int M, int K, const float *A, size_t lda, float *Ap);
+/* Floats of A packed in blocks of mr rows: M rounded up to mr, times K. */
+size_t direct_packed_floats(int M, int K, int mr);
+/* Ap = A (M, K), rows lda apart, packed in mr-row blocks, k-major inside a block, the rows
+ * past M zero: mr = DIRECT_MR for direct_gemm, DIRECT_CV_M for direct_conv_cv. */
+void direct_pack(int M, int K, const float *A, size_t lda, int mr, float *Ap);
 /* y (M, g->N), rows ldy apart = A x the lowered planes x (g->C planes, g->pld apart). */
 void direct_gemm(int M, const float *Ap, const direct_geom_t *g, const float *x, float *y, size_t ldy);
 /* dw (M, K), rows K apart, = (accumulate 0) or += (accumulate 1) dy x lowered^T:
@@ -39,5 +39,19 @@ void direct_gemm(int M, const float *Ap, const direct_geom_t *g, const float *x,
  * Each term summed in lane j % 8 of a vector, the lanes added at the end. */
 void direct_gemm_wgrad(int M, const float *dy, size_t ldd, const direct_geom_t *g, int n, const float *x, float *dw,
                        int accumulate);
+
+/* The channel-vector kernels, for small planes: tiles of DIRECT_CV_M rows of A (vectors)
+ * by 6 output positions or taps (broadcast), over the outputs of a rows x cols plane only
+ * (no garbage columns). Output position p reads its taps at grid offset
+ * (p / cols) * g->PW + p % cols; g->N is not used.
+ * direct_conv_cv: y (M planes of rows*cols) = Ap x taps (+ bias[m]), or += (accumulate);
+ *   Ap packed with mr = DIRECT_CV_M. Each output summed over k in order, as direct_gemm.
+ * direct_wgrad_cv: dw (M, K) = or += dy x taps^T, summed over positions in order; dyT is
+ *   dy transposed, (rows*cols, M rounded up to DIRECT_CV_M), the padding columns zero. */
+#define DIRECT_CV_M 16
+void direct_conv_cv(int M, const float *Ap, const direct_geom_t *g, int rows, int cols, const float *x,
+                    const float *bias, int accumulate, float *y);
+void direct_wgrad_cv(int M, const float *dyT, const direct_geom_t *g, int rows, int cols, const float *x, float *dw,
+                     int accumulate);
 
 #endif

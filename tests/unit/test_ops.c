@@ -1433,6 +1433,13 @@ static void test_conv_general(void **state)
         {"direct 5x5 valid", 2, G(2, 22, 22, 3, 5, 5, 1, 1, 0, 0, 0, 0, 1, 1, 1), 1, 0, 8},
         {"direct 1x1", 3, G(3, 16, 16, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1), 1, 0, 8},
         {"3x3 p3 (pads past the reach)", 2, G(2, 16, 16, 3, 3, 3, 1, 1, 3, 3, 3, 3, 1, 1, 1), 1, 0, 8},
+        /* >= 32 output and >= 16 input channels: the channel-vector kernel, with blocks
+         * of 16 channels short (40 = 16 + 16 + 8, C = 20 in the input gradient), position
+         * tiles of 6 short (63, 64 positions), dilation and uneven pads */
+        {"cv 3x3 p1 8x8 C=20 OC=40", 2, G(20, 8, 8, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1), 1, 0, 8},
+        {"cv dilated d(2,1) p(2,1) 9x7", 2, G(16, 9, 7, 33, 3, 3, 1, 1, 2, 1, 2, 1, 2, 1, 1), 0, 0, 8},
+        {"cv asym 2x2 SAME_UPPER", 2, G(17, 7, 9, 32, 2, 2, 1, 1, 0, 0, 1, 1, 1, 1, 1), 1, 0, 8},
+        {"cv 1x1 B=3", 3, G(16, 5, 6, 48, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1), 1, 0, 8},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         conv2d_desc_t d = cases[i].d;

@@ -18,6 +18,7 @@
 #include "adaptive.h"
 #include "backend_cuda.h"
 #include "blas_core.h"
+#include "conv_direct.h"
 #include "checkpoint.h"
 #include "ckptdir.h"
 #include "clock.h"
@@ -1356,7 +1357,11 @@ static json_t *device_json(const worker_t *w)
     json_t *d = json_pack("{s:s, s:s}", "requested", w->spec->device, "used", w->record.device);
     if (d && w->device_reason[0]) json_object_set_new(d, "reason", json_string(w->device_reason));
     /* Which OpenBLAS kernels a CPU rank ran on: a figure from it is a figure of them. */
-    if (d && strcmp(w->record.device, "cpu") == 0) json_object_set_new(d, "blas", json_string(blas_core()));
+    if (d && strcmp(w->record.device, "cpu") == 0) {
+        json_object_set_new(d, "blas", json_string(blas_core()));
+        /* and which convolution kernels: the direct ones follow OpenBLAS's ISA */
+        json_object_set_new(d, "conv", json_string(direct_isa_name()));
+    }
     return d;
 }
 

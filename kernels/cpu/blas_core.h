@@ -11,5 +11,8 @@
 
 /* The kernels OpenBLAS runs in this process ("Haswell", "Cooperlake", ...; "unknown"). */
 const char *blas_core(void);
+/* Whether those are AVX-512 kernels (SkylakeX, Cooperlake, SapphireRapids): the direct
+ * convolution kernels follow that choice (conv_direct.h). */
+int blas_core_avx512(void);
 
 #endif

@@ -526,7 +526,7 @@ static void col2im_wide_to(const conv2d_desc_t *d, const wide_t *g, int nb, cons
 
 /* Which direct kernels a convolution takes, by geometry alone (layer_profile, ResNet-20 and
  * LeNet-5, docs/PERFORMANCE.md): the channel-vector tiles where there are at least
- * DIRECT_CV_MIN_M output channels and DIRECT_CV_M input channels (the input gradient's
+ * DIRECT_CV_MIN_M output channels and 16 input channels (the input gradient's
  * rows) and the pads stay within the kernel's reach (their input gradient has no
  * fallback): on ResNet-20's 16x16 and 8x8 layers they beat the grid tiles, which on 8x8
  * lose a third of their columns to the grid; then the grid tiles where the output plane
@@ -548,14 +548,14 @@ static int within_reach(const conv2d_desc_t *d)
 static int direct_kind(const conv2d_desc_t *d)
 {
     if (!use_wide(d) || d->groups != 1) return DIRECT_NONE;
-    if (d->OC >= DIRECT_CV_MIN_M && d->C >= DIRECT_CV_M && within_reach(d)) return DIRECT_CV;
+    if (d->OC >= DIRECT_CV_MIN_M && d->C >= 16 && within_reach(d)) return DIRECT_CV;
     if (d->OH * d->OW >= DIRECT_MIN_PIXELS || d->OC <= DIRECT_MAX_M) return DIRECT_GRID;
     return DIRECT_NONE;
 }
 
 static int direct_fits(const conv2d_desc_t *d) { return direct_kind(d) != DIRECT_NONE; }
 
-static int use_direct(const conv2d_desc_t *d) { return direct_fits(d) && direct_available(); }
+static int use_direct(const conv2d_desc_t *d) { return direct_fits(d) && direct_isa() != DIRECT_NO_ISA; }
 
 /* ... and the direct input gradient, given direct_fits */
 static int direct_dinp_fits(const conv2d_desc_t *d)
@@ -564,7 +564,7 @@ static int direct_dinp_fits(const conv2d_desc_t *d)
 }
 
 /* The rows of A a kernel's packed blocks hold. */
-static int direct_block(int kind) { return kind == DIRECT_CV ? DIRECT_CV_M : DIRECT_MR; }
+static int direct_block(int kind) { return kind == DIRECT_CV ? direct_cv_rows() : DIRECT_MR; }
 
 typedef struct {
     direct_geom_t g;
@@ -578,7 +578,7 @@ static void direct_finish(const conv2d_desc_t *d, direct_plan_t *p)
 {
     p->g.KH = d->KH, p->g.KW = d->KW, p->g.dH = d->dH, p->g.dW = d->dW;
     const size_t cells = (size_t)p->rows * p->g.PW;
-    p->g.N = (int)((cells + DIRECT_NR - 1) / DIRECT_NR * DIRECT_NR);
+    p->g.N = (int)((cells + DIRECT_NR_MAX - 1) / DIRECT_NR_MAX * DIRECT_NR_MAX);
     p->g.pld = round16((size_t)(d->KH - 1) * d->dH * p->g.PW + (size_t)(d->KW - 1) * d->dW + (size_t)p->g.N);
     p->ldy = padded_ld((size_t)p->g.N);
 }
@@ -604,16 +604,18 @@ static void direct_bwd_plan(const conv2d_desc_t *d, direct_plan_t *p)
 static size_t direct_need(const direct_plan_t *p, int M, int kind)
 {
     const size_t K = (size_t)p->g.C * p->g.KH * p->g.KW;
-    return round16(direct_packed_floats(M, (int)K, direct_block(kind))) + (size_t)p->g.C * p->g.pld +
+    const int mr = kind == DIRECT_CV ? DIRECT_CV_M_MAX : DIRECT_MR; /* the most either ISA packs */
+    return round16(direct_packed_floats(M, (int)K, mr)) + (size_t)p->g.C * p->g.pld +
            (kind == DIRECT_GRID ? (size_t)M * p->ldy : 0);
 }
 
 /* dout as the weight gradient reads it: on the forward's grid (grid kernel), or
- * transposed, (OH*OW, OC rounded up to DIRECT_CV_M) (channel-vector kernel). */
+ * transposed, (OH*OW, OC rounded up to direct_cv_rows()) (channel-vector kernel; room
+ * for the most either ISA rounds to). */
 static size_t dout_floats(const conv2d_desc_t *d, const direct_plan_t *f, int kind)
 {
     if (kind == DIRECT_GRID) return (size_t)d->OC * f->ldy;
-    return (size_t)d->OH * d->OW * (size_t)((d->OC + DIRECT_CV_M - 1) / DIRECT_CV_M * DIRECT_CV_M);
+    return (size_t)d->OH * d->OW * (size_t)((d->OC + DIRECT_CV_M_MAX - 1) / DIRECT_CV_M_MAX * DIRECT_CV_M_MAX);
 }
 
 /* One thread's floats: the forward's (packed weights, padded input, output grid), or the
@@ -695,7 +697,7 @@ static void direct_backward(void *arg, int t, int T)
     const conv2d_desc_t *d = j->d;
     direct_plan_t f;
     direct_fwd_plan(d, &f);
-    const size_t n = ((size_t)f.rows * f.g.PW + 7) & ~(size_t)7; /* <= f.g.N, a multiple of 24 */
+    const size_t n = round16((size_t)f.rows * f.g.PW); /* <= f.g.N, a multiple of 48 */
     const size_t in_img = (size_t)d->C * d->H * d->W, out_img = (size_t)d->OC * d->OH * d->OW;
     float *dweight = job_dw(j, t), *xp = job_ws(j, t), *gy = xp + (size_t)d->C * f.g.pld;
     long b0, b1;
@@ -705,7 +707,7 @@ static void direct_backward(void *arg, int t, int T)
         return;
     }
     const int direct_dx = direct_dinp_fits(d), kind = direct_kind(d);
-    const int P = d->OH * d->OW, M16 = (d->OC + DIRECT_CV_M - 1) / DIRECT_CV_M * DIRECT_CV_M;
+    const int P = d->OH * d->OW, MV = (d->OC + direct_cv_rows() - 1) / direct_cv_rows() * direct_cv_rows();
     float *rest = gy + dout_floats(d, &f, kind);
     direct_dinp_t dd;
     wide_t g; /* the input gradient as the wide path makes it, one image */
@@ -718,7 +720,7 @@ static void direct_backward(void *arg, int t, int T)
         pad_copy((size_t)d->C, d->H, d->W, j->inp + (size_t)b * in_img, f.g.PW, f.g.pld, f.top, f.left, xp);
         if (kind == DIRECT_CV) {
             for (int oc = 0; oc < d->OC; oc++)
-                for (int q = 0; q < P; q++) gy[(size_t)q * M16 + oc] = dy[(size_t)oc * P + q];
+                for (int q = 0; q < P; q++) gy[(size_t)q * MV + oc] = dy[(size_t)oc * P + q];
             direct_wgrad_cv(d->OC, gy, &f.g, f.rows, f.cols, xp, dweight, b != b0);
         } else {
             planes_to_grid(d->OC, f.rows, f.cols, f.g.PW, dy, gy, f.ldy, n);

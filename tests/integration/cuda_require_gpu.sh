@@ -65,6 +65,13 @@ if [ $gpu = 0 ]; then
     [ "$(json "$TMP/presc.json" .per_rank[0].device.blas)" = Prescott ] ||
         fail "with OPENBLAS_CORETYPE=Prescott the summary says $(json "$TMP/presc.json" .per_rank[0].device.blas)"
     echo "ok: the summary names the BLAS kernels ($blas here; Prescott when forced)"
+    # ... and its convolution kernels, which take AVX-512 only where OpenBLAS does
+    # (kernels/cpu/conv_direct.h): never with Prescott's.
+    conv=$(json "$TMP/auto-s.json" .per_rank[0].device.conv)
+    case $conv in im2col-gemm | direct-avx2 | direct-avx512) ;; *) fail "per_rank[0].device.conv: '$conv'" ;; esac
+    pconv=$(json "$TMP/presc.json" .per_rank[0].device.conv)
+    case $pconv in im2col-gemm | direct-avx2) ;; *) fail "with OPENBLAS_CORETYPE=Prescott device.conv is '$pconv'" ;; esac
+    echo "ok: the summary names the convolution kernels ($conv here, $pconv with Prescott's BLAS)"
 fi
 
 # ---- the probe's cases, with a stand-in driver -----------------------------------------------

@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv_direct.h"
 #include "ops.h"
 #include "parallel.h"
 
@@ -1646,6 +1647,48 @@ static void test_threads_reference(void **state)
     assert_int_equal(par_threads(), 1);
 }
 
+/* The direct convolution kernels on each instruction set this CPU has (conv_direct.h;
+ * without this only the one direct_isa() picks would run, AVX2 under CI's
+ * OPENBLAS_CORETYPE=Haswell), and with none (the im2col + GEMM paths they replace): every
+ * convolution case against the naive references again; then the forward of a grid-tile
+ * and a channel-vector-tile layer, which is bit for bit the same on AVX2 and AVX-512. */
+static void test_conv_direct_isas(void **state)
+{
+    static const int isas[] = {DIRECT_NO_ISA, DIRECT_AVX2, DIRECT_AVX512};
+    static const char *names[] = {"none (im2col + GEMM)", "AVX2", "AVX-512"};
+    for (size_t i = 0; i < 3; i++) {
+        if (direct_force_isa(isas[i]) != 0) {
+            print_message("direct kernels on %s: this CPU has not got it, not run\n", names[i]);
+            continue;
+        }
+        print_message("direct kernels on %s\n", names[i]);
+        test_conv_geometries(state);
+        test_conv_chunked(state);
+        test_conv_general(state);
+    }
+    /* 16 channels at 32x32 (grid tiles), 32 at 8x8 (channel-vector tiles) */
+    static const int shapes[2][3] = {{16, 32, 16}, {32, 8, 32}};
+    for (int k = 0; k < 2; k++) {
+        conv2d_desc_t d;
+        const int B = 3, C = shapes[k][0], H = shapes[k][1], OC = shapes[k][2];
+        assert_int_equal(conv2d_init(&d, C, H, H, OC, 3, 3, 1, 1), 0);
+        const size_t nx = (size_t)B * C * H * H, nw = (size_t)OC * C * 9, ny = (size_t)B * OC * H * H;
+        lcg_t r = {91 + (uint64_t)k};
+        float *x = falloc(nx), *w = falloc(nw), *bias = falloc((size_t)OC), *y[2], *ws = falloc(conv2d_workspace(&d, B));
+        for (size_t i = 0; i < nx; i++) x[i] = lcg_unif(&r, -1.0f, 1.0f);
+        for (size_t i = 0; i < nw; i++) w[i] = lcg_unif(&r, -0.5f, 0.5f);
+        for (int i = 0; i < OC; i++) bias[i] = lcg_unif(&r, -0.5f, 0.5f);
+        for (int v = 0; v < 2; v++) {
+            y[v] = falloc(ny);
+            if (direct_force_isa(v ? DIRECT_AVX512 : DIRECT_AVX2) == 0) conv2d_forward(&d, B, x, w, bias, y[v], ws);
+            else memcpy(y[v], y[0], ny * sizeof(float)); /* no AVX-512 here: nothing to compare */
+        }
+        assert_memory_equal(y[0], y[1], ny * sizeof(float));
+        free(x), free(w), free(bias), free(y[0]), free(y[1]), free(ws);
+    }
+    assert_int_equal(direct_force_isa(-1), 0);
+}
+
 /* |a-b|/max(1,|a|) at its largest over n values. */
 static double worst_diff(const float *a, const float *b, size_t n)
 {
@@ -2439,6 +2482,7 @@ int main(void)
         cmocka_unit_test(test_batchnorm_relu_fused),
         cmocka_unit_test(test_conv_general),
         cmocka_unit_test(test_threads_reference),
+        cmocka_unit_test(test_conv_direct_isas),
         cmocka_unit_test(test_threads_same_results),
         cmocka_unit_test(test_threads_gemm),
         cmocka_unit_test(test_pool_general),

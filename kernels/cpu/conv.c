@@ -563,6 +563,14 @@ static int direct_dinp_fits(const conv2d_desc_t *d)
     return within_reach(d) && (direct_kind(d) == DIRECT_CV || d->H * d->W >= DIRECT_MIN_PIXELS);
 }
 
+/* The weight gradient's kernel: the channel-vector one also for grid-tile layers whose
+ * output plane is small (LeNet-5's conv2: a grid row of 144 columns is 18 AVX2 vectors
+ * per reduction, and the grid tile's lane sums then cost as much as the FMAs). */
+static int direct_wgrad_kind(const conv2d_desc_t *d)
+{
+    return direct_kind(d) == DIRECT_CV || d->OH * d->OW < DIRECT_MIN_PIXELS ? DIRECT_CV : DIRECT_GRID;
+}
+
 /* The rows of A a kernel's packed blocks hold. */
 static int direct_block(int kind) { return kind == DIRECT_CV ? direct_cv_rows() : DIRECT_MR; }
 
@@ -619,21 +627,19 @@ static size_t dout_floats(const conv2d_desc_t *d, const direct_plan_t *f, int ki
 }
 
 /* One thread's floats: the forward's (packed weights, padded input, output grid), or the
- * backward's: the padded input and dout on the forward's grid, then for the input gradient
- * either the unpacked flipped weights and its own direct_need, or the column gradient of
- * one image and its padded planes (col2im_wide_to). */
+ * backward's: the padded input and dout as the weight gradient reads it (dout_floats),
+ * then for the input gradient either the unpacked flipped weights and its own
+ * direct_need, or the column gradient of one image (col2im_chunk_add). */
 static size_t direct_workspace(const conv2d_desc_t *d)
 {
     direct_plan_t f, b;
     direct_fwd_plan(d, &f);
     direct_bwd_plan(d, &b);
-    wide_t g;
-    wide_geometry(d, 1, 1, &g);
     const int kind = direct_kind(d);
     const size_t fwd = direct_need(&f, d->OC, kind);
     const size_t dx = direct_dinp_fits(d) ? round16((size_t)d->C * d->OC * d->KH * d->KW) + direct_need(&b, d->C, kind)
-                                          : (size_t)d->C * d->KH * d->KW * g.ld + (size_t)d->C * g.plane;
-    const size_t bwd = (size_t)d->C * f.g.pld + dout_floats(d, &f, kind) + dx;
+                                          : (size_t)d->C * d->KH * d->KW * padded_ld((size_t)d->OH * d->OW);
+    const size_t bwd = (size_t)d->C * f.g.pld + dout_floats(d, &f, direct_wgrad_kind(d)) + dx;
     return fwd > bwd ? fwd : bwd;
 }
 
@@ -706,19 +712,18 @@ static void direct_backward(void *arg, int t, int T)
         memset(dweight, 0, dw_floats(d) * sizeof(float));
         return;
     }
-    const int direct_dx = direct_dinp_fits(d), kind = direct_kind(d);
+    const int direct_dx = direct_dinp_fits(d), kind = direct_kind(d), wkind = direct_wgrad_kind(d);
     const int P = d->OH * d->OW, MV = (d->OC + direct_cv_rows() - 1) / direct_cv_rows() * direct_cv_rows();
-    float *rest = gy + dout_floats(d, &f, kind);
+    float *rest = gy + dout_floats(d, &f, wkind);
     direct_dinp_t dd;
-    wide_t g; /* the input gradient as the wide path makes it, one image */
-    wide_geometry(d, 1, 1, &g);
     const int K = d->C * d->KH * d->KW;
+    const size_t ldc = padded_ld((size_t)P); /* the column gradient's, without direct_dx */
     if (j->dinp && direct_dx) direct_dinp_begin(d, kind, j->weight, rest, &dd);
-    if (kind == DIRECT_CV) memset(gy, 0, dout_floats(d, &f, kind) * sizeof(float)); /* the padding columns */
+    if (wkind == DIRECT_CV) memset(gy, 0, dout_floats(d, &f, wkind) * sizeof(float)); /* the padding columns */
     for (long b = b0; b < b1; b++) {
         const float *dy = j->dout + (size_t)b * out_img;
         pad_copy((size_t)d->C, d->H, d->W, j->inp + (size_t)b * in_img, f.g.PW, f.g.pld, f.top, f.left, xp);
-        if (kind == DIRECT_CV) {
+        if (wkind == DIRECT_CV) {
             for (int oc = 0; oc < d->OC; oc++)
                 for (int q = 0; q < P; q++) gy[(size_t)q * MV + oc] = dy[(size_t)oc * P + q];
             direct_wgrad_cv(d->OC, gy, &f.g, f.rows, f.cols, xp, dweight, b != b0);
@@ -732,10 +737,10 @@ static void direct_backward(void *arg, int t, int T)
             direct_image(&dd.p, kind, d->C, dd.ap, dy, dd.xp, dd.y, NULL, 1, dx);
             continue;
         }
-        /* col (K, grid) = W^T x the gathered dout, then col2im */
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, (int)g.Pw, d->OC, 1.0f, j->weight, K, gy, (int)f.ldy,
-                    0.0f, rest, (int)g.ld);
-        col2im_wide_to(d, &g, 1, rest, rest + (size_t)K * g.ld, dx);
+        /* col (K, OH*OW) = W^T x dout, then col2im (the general path's) */
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, P, d->OC, 1.0f, j->weight, K, dy, P, 0.0f, rest,
+                    (int)ldc);
+        col2im_chunk_add(d, 1, rest, ldc, dx);
     }
 }
 

@@ -16,9 +16,8 @@
  * variables, not an array, which gcc kept partly in memory (AVX2 16-channel layers 40%
  * slower). */
 TARGET __attribute__((always_inline)) static inline void SFX(grid_tile)(const float *restrict ap,
-                                                                       const direct_geom_t *g,
-                                                                       const float *restrict x, float *restrict y,
-                                                                       size_t ldy, int mr)
+                                                                        const direct_geom_t *g, const float *restrict x,
+                                                                        float *restrict y, size_t ldy, int mr)
 {
     VEC c00 = VZERO(), c01 = c00, c02 = c00, c10 = c00, c11 = c00, c12 = c00;
     VEC c20 = c00, c21 = c00, c22 = c00, c30 = c00, c31 = c00, c32 = c00;
@@ -52,14 +51,12 @@ TARGET __attribute__((always_inline)) static inline void SFX(grid_tile)(const fl
     VSTORE(y, c30), VSTORE(y + VW, c31), VSTORE(y + 2 * VW, c32);
 }
 
-TARGET static void SFX(direct_gemm)(int M, const float *Ap, const direct_geom_t *g, const float *x, float *y,
-                                    size_t ldy)
+TARGET static void SFX(direct_gemm)(int M, const float *Ap, const direct_geom_t *g, const float *x, float *y, size_t ldy)
 {
     const size_t K = (size_t)g->C * g->KH * g->KW;
     for (int j = 0; j < g->N; j += 3 * VW)
-        for (int m0 = 0; m0 < M; m0 += DIRECT_MR)
-            SFX(grid_tile)(Ap + (size_t)m0 * K, g, x + j, y + (size_t)m0 * ldy + j, ldy,
-                           M - m0 < DIRECT_MR ? M - m0 : DIRECT_MR);
+        for (int m0 = 0; m0 < M; m0 += DIRECT_MR) SFX(grid_tile)
+    (Ap + (size_t)m0 * K, g, x + j, y + (size_t)m0 * ldy + j, ldy, M - m0 < DIRECT_MR ? M - m0 : DIRECT_MR);
 }
 
 /* The weight gradient on the grid: 4 rows of dy by 3 taps, 12 accumulators over the

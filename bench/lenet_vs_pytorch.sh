@@ -28,10 +28,10 @@ p_sps=$(med a p .train_samples_per_s)
 t_sps=$(med a t .samples_per_s)
 p_rss=$(med a p .peak_rss_mb)
 t_rss=$(med a t .peak_rss_mb)
-blas=$(jq -r '.per_rank[0].device.blas' "$TMP/pa1.json")
+blas=$(jq -r '.per_rank[0].device | "\(.blas) (convolutions: \(.conv // "im2col-gemm"))"' "$TMP/pa1.json")
 if [ -n "${OPENBLAS_CORETYPE:-}" ]; then
     pair b env -u OPENBLAS_CORETYPE
-    blas_own=$(jq -r '.per_rank[0].device.blas' "$TMP/pb1.json")
+    blas_own=$(jq -r '.per_rank[0].device | "\(.blas) (convolutions: \(.conv // "im2col-gemm"))"' "$TMP/pb1.json")
 fi
 # FLOPs pacer does per training sample (2 per multiply-add, GEMM work only; pooling, ReLU
 # and the loss are a few percent more and not counted). LeNet-5 multiply-adds forward:

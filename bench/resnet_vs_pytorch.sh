@@ -38,7 +38,7 @@ med() { for i in $(seq "$RUNS"); do jq "$2" "$TMP/$1$i.json"; done | median; }
 p_sps=$(med p .train_samples_per_s)
 t_sps=$(med t .samples_per_s)
 q_sps=$(med q .train_samples_per_s)
-blas=$(jq -r '.per_rank[0].device.blas' "$TMP/p1.json")
+blas=$(jq -r '.per_rank[0].device | "\(.blas) (convolutions: \(.conv // "im2col-gemm"))"' "$TMP/p1.json")
 p_cpu=$(for i in $(seq "$RUNS"); do sed -n 's/.*step_ms=\([0-9.]*\).*/\1/p' "$TMP/l$i.txt" | awk '{ print 128000 / $1 }'; done | median)
 t_cpu=$(med t .samples_per_cpu_s)
 # FLOPs per training sample, GEMM work only (2 per multiply-add; batch norm, ReLU, the adds
@@ -71,7 +71,7 @@ md "| PyTorch $(jq -r .torch "$TMP/t1.json") | 1 | oneDNN convolutions | $(print
 md "| pacer | 2 (\`threads: 2\`) | $blas | $(printf %.1f "$q_sps") | – |"
 if [ -n "${OPENBLAS_CORETYPE:-}" ]; then
     o_sps=$(med o .train_samples_per_s)
-    md "| pacer | 1 | $(jq -r '.per_rank[0].device.blas' "$TMP/o1.json") (OpenBLAS's own choice) | $(printf %.1f "$o_sps") | – |"
+    md "| pacer | 1 | $(jq -r '.per_rank[0].device | "\(.blas) (convolutions: \(.conv // "im2col-gemm"))"' "$TMP/o1.json") (OpenBLAS's own choice) | $(printf %.1f "$o_sps") | – |"
 fi
 md ""
 md "pacer / PyTorch, one thread: **$(ratio "$p_sps" "$t_sps")x** on wall time, **$(ratio "$p_cpu" "$t_cpu")x** on CPU time, on $blas kernels${OPENBLAS_CORETYPE:+, $(ratio "$o_sps" "$t_sps")x on OpenBLAS's own choice} (target >= 1.5x); pacer \`threads: 2\` / 1: **$(ratio "$q_sps" "$p_sps")x** (target >= 1.7x)."

@@ -51,7 +51,7 @@ med() { for i in $(seq "$RUNS"); do cat "$TMP/$1-$i.$2"; done | median; }
 md ""
 md "### \`threads: 2\` against one thread (\`RUNS=$RUNS sh bench/threads_scaling.sh\`)"
 md ""
-md "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, OpenBLAS $(jq -r '.per_rank[0].device.blas' "$TMP/plenet51-1.json") kernels. Load average before: $load0, after: $(cut -d' ' -f1-3 /proc/loadavg)."
+md "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, OpenBLAS $(jq -r '.per_rank[0].device | "\(.blas) (convolutions: \(.conv // "im2col-gemm"))"' "$TMP/plenet51-1.json") kernels. Load average before: $load0, after: $(cut -d' ' -f1-3 /proc/loadavg)."
 md ""
 md "| model | engine | samples/s, 1 thread | samples/s, 2 threads | 2 / 1 | cores used, 1 / 2 threads |"
 md "|---|---|---|---|---|---|"

@@ -656,13 +656,20 @@ static void direct_image(const direct_plan_t *p, int kind, int M, const float *a
     grid_to_planes(M, p->rows, p->cols, p->g.PW, y, p->ldy, bias, accumulate, out);
 }
 
-static void direct_forward(void *arg, int t, int T)
+/* A direct pass's start in thread t: the job, and the forward's plan in *f. */
+static conv_job_t *direct_job(void *arg, int t, int T, direct_plan_t *f)
 {
     conv_job_t *j = arg;
     if (t == 0) j->ran = T;
-    const conv2d_desc_t *d = j->d;
+    direct_fwd_plan(j->d, f);
+    return j;
+}
+
+static void direct_forward(void *arg, int t, int T)
+{
     direct_plan_t p;
-    direct_fwd_plan(d, &p);
+    conv_job_t *j = direct_job(arg, t, T, &p);
+    const conv2d_desc_t *d = j->d;
     const int K = d->C * d->KH * d->KW, kind = direct_kind(d), mr = direct_block(kind);
     float *ap = job_ws(j, t), *xp = ap + round16(direct_packed_floats(d->OC, K, mr)), *y = xp + (size_t)d->C * p.g.pld;
     direct_pack(d->OC, K, j->weight, (size_t)K, mr, ap);
@@ -698,11 +705,9 @@ static void direct_dinp_begin(const conv2d_desc_t *d, int kind, const float *wei
  * input (the first image of the thread writes, the others add), then the input gradient. */
 static void direct_backward(void *arg, int t, int T)
 {
-    conv_job_t *j = arg;
-    if (t == 0) j->ran = T;
-    const conv2d_desc_t *d = j->d;
     direct_plan_t f;
-    direct_fwd_plan(d, &f);
+    conv_job_t *j = direct_job(arg, t, T, &f);
+    const conv2d_desc_t *d = j->d;
     const size_t n = round16((size_t)f.rows * f.g.PW); /* <= f.g.N, a multiple of 48 */
     const size_t in_img = (size_t)d->C * d->H * d->W, out_img = (size_t)d->OC * d->OH * d->OW;
     float *dweight = job_dw(j, t), *xp = job_ws(j, t), *gy = xp + (size_t)d->C * f.g.pld;

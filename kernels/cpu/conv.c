@@ -514,7 +514,7 @@ static void col2im_wide_to(const conv2d_desc_t *d, const wide_t *g, int nb, cons
  *    (C*KH*KW, grid) column gradient plus col2im by a K = OC*KH*KW product writing (C,
  *    grid). It needs pads no wider than the dilated kernel less one (every "same" or
  *    "valid" convolution) and, for the grid tiles, an input plane of at least
- *    DIRECT_MIN_PIXELS values; otherwise the gathered dout's GEMM and col2im.
+ *    DIRECT_MIN_PIXELS values; otherwise a GEMM of dout and the general path's col2im.
  * One image per step of the loops, so the forward and the input gradient do not depend
  * on the threads. */
 #ifndef DIRECT_MIN_PIXELS
@@ -701,8 +701,9 @@ static void direct_dinp_begin(const conv2d_desc_t *d, int kind, const float *wei
     direct_pack(d->C, K, wf, (size_t)K, mr, s->ap);
 }
 
-/* Per image: dout onto the forward's grid, the weight gradient from it and the padded
- * input (the first image of the thread writes, the others add), then the input gradient. */
+/* Per image: dout as the weight gradient's kernel reads it (on the forward's grid, or
+ * transposed), the weight gradient from it and the padded input (the first image of the
+ * thread writes, the others add), then the input gradient. */
 static void direct_backward(void *arg, int t, int T)
 {
     direct_plan_t f;

@@ -11,10 +11,10 @@
  * whatever VW is, so both ISAs give the same bits there; the weight gradients' sums are
  * split over lanes, so they differ in rounding between the two. */
 
-/* Grid tile: 4 rows of A by 3 vectors of grid columns (DIRECT_NR = 24 or 48 columns),
- * rows i < mr stored. 12 accumulators, 3 loaded runs, one broadcast weight: named
- * variables, not an array, which gcc kept partly in memory (AVX2 16-channel layers 40%
- * slower). */
+/* Grid tile: 4 rows of A by 3 vectors of grid columns (24 or 48 columns), rows i < mr
+ * stored. 12 accumulators, 3 loaded runs, one broadcast weight, in named variables: with
+ * an array of accumulators the AVX2 16-channel layers' forward took 59 ms instead of 42
+ * in layer_profile (one run; the code gcc made of it was not examined). */
 TARGET __attribute__((always_inline)) static inline void SFX(grid_tile)(const float *restrict ap,
                                                                         const direct_geom_t *g, const float *restrict x,
                                                                         float *restrict y, size_t ldy, int mr)

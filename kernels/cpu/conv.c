@@ -395,18 +395,26 @@ static size_t wide_workspace(const conv2d_desc_t *d, int B, int T)
     return (K + (size_t)d->OC) * g.ld + pad;
 }
 
-/* dst = n planes of H x W with zeros around them: plane i's row h starts at
- * i*pld + (h + top)*PW + left; everything else of the n*pld floats is zero. */
-static void pad_copy(size_t n, int H, int W, const float *restrict src, int PW, size_t pld, int top, int left,
+/* The rows of n planes of H x W into padded planes: plane i's row h starts at
+ * i*pld + (h + top)*PW + left. Writes nothing else: a caller that fills the same layout
+ * image after image zeroes the rest once (pad_copy zeroes it every time). */
+static void pad_fill(size_t n, int H, int W, const float *restrict src, int PW, size_t pld, int top, int left,
                      float *restrict dst)
 {
-    memset(dst, 0, n * pld * sizeof(float));
     for (size_t pl = 0; pl < n; pl++)
         for (int h = 0; h < H; h++)
             memcpy(dst + pl * pld + (size_t)(h + top) * PW + left, src + (pl * H + h) * W, (size_t)W * sizeof(float));
 }
 
 /* xp = the nb images' planes with pad zeros around them (has_pad only). */
+/* dst = n planes of H x W with zeros around them, everything else of the n*pld zero. */
+static void pad_copy(size_t n, int H, int W, const float *restrict src, int PW, size_t pld, int top, int left,
+                     float *restrict dst)
+{
+    memset(dst, 0, n * pld * sizeof(float));
+    pad_fill(n, H, W, src, PW, pld, top, left, dst);
+}
+
 static void pad_planes(const conv2d_desc_t *d, const wide_t *g, int nb, const float *restrict inp, float *restrict xp)
 {
     pad_copy((size_t)nb * d->C, d->H, d->W, inp, g->PW, g->plane, d->pad_t, d->pad_l, xp);
@@ -643,11 +651,12 @@ static size_t direct_workspace(const conv2d_desc_t *d)
     return fwd > bwd ? fwd : bwd;
 }
 
-/* One image: y = Ap x (src padded into xp); out = y's valid part (+ bias), or += it. */
+/* One image: y = Ap x (src padded into xp, whose pads the caller zeroed once); out = y's
+ * valid part (+ bias), or += it. */
 static void direct_image(const direct_plan_t *p, int kind, int M, const float *ap, const float *src, float *xp,
                          float *y, const float *bias, int accumulate, float *out)
 {
-    pad_copy((size_t)p->g.C, p->SH, p->SW, src, p->g.PW, p->g.pld, p->top, p->left, xp);
+    pad_fill((size_t)p->g.C, p->SH, p->SW, src, p->g.PW, p->g.pld, p->top, p->left, xp);
     if (kind == DIRECT_CV) {
         direct_conv_cv(M, ap, &p->g, p->rows, p->cols, xp, bias, accumulate, out);
         return;
@@ -673,6 +682,7 @@ static void direct_forward(void *arg, int t, int T)
     const int K = d->C * d->KH * d->KW, kind = direct_kind(d), mr = direct_block(kind);
     float *ap = job_ws(j, t), *xp = ap + round16(direct_packed_floats(d->OC, K, mr)), *y = xp + (size_t)d->C * p.g.pld;
     direct_pack(d->OC, K, j->weight, (size_t)K, mr, ap);
+    memset(xp, 0, (size_t)d->C * p.g.pld * sizeof(float)); /* the pads, for every image */
     const size_t in_img = (size_t)d->C * d->H * d->W, out_img = (size_t)d->OC * d->OH * d->OW;
     long b0, b1;
     my_chunks(j->B, 1, t, T, &b0, &b1);
@@ -699,6 +709,7 @@ static void direct_dinp_begin(const conv2d_desc_t *d, int kind, const float *wei
             for (int k = 0; k < KK; k++)
                 wf[((size_t)c * d->OC + oc) * KK + k] = weight[((size_t)oc * d->C + c) * KK + (KK - 1 - k)];
     direct_pack(d->C, K, wf, (size_t)K, mr, s->ap);
+    memset(s->xp, 0, (size_t)d->OC * s->p.g.pld * sizeof(float)); /* dout's pads, for every image */
 }
 
 /* Per image: dout as the weight gradient's kernel reads it (on the forward's grid, or
@@ -725,10 +736,11 @@ static void direct_backward(void *arg, int t, int T)
     const int K = d->C * d->KH * d->KW;
     const size_t ldc = padded_ld((size_t)P); /* the column gradient's, without direct_dx */
     if (j->dinp && direct_dx) direct_dinp_begin(d, kind, j->weight, rest, &dd);
+    memset(xp, 0, (size_t)d->C * f.g.pld * sizeof(float)); /* the input's pads, for every image */
     if (wkind == DIRECT_CV) memset(gy, 0, dout_floats(d, &f, wkind) * sizeof(float)); /* the padding columns */
     for (long b = b0; b < b1; b++) {
         const float *dy = j->dout + (size_t)b * out_img;
-        pad_copy((size_t)d->C, d->H, d->W, j->inp + (size_t)b * in_img, f.g.PW, f.g.pld, f.top, f.left, xp);
+        pad_fill((size_t)d->C, d->H, d->W, j->inp + (size_t)b * in_img, f.g.PW, f.g.pld, f.top, f.left, xp);
         if (wkind == DIRECT_CV) {
             for (int oc = 0; oc < d->OC; oc++)
                 for (int q = 0; q < P; q++) gy[(size_t)q * MV + oc] = dy[(size_t)oc * P + q];

@@ -763,7 +763,7 @@ void model_zero_dacts(model_t *m, int B)
     for (int i = 0; i < m->nlayers - 1; i++) {
         const layer_t *l = &m->layers[i];
         if (l->fused_relu) continue; /* never read: the fused backward reads the ReLU's */
-        memset(m->dacts + l->out_off, 0, (size_t)B * l->OC * l->OH * l->OW * sizeof(float));
+        zero_floats((size_t)B * l->OC * l->OH * l->OW, m->dacts + l->out_off);
     }
 }
 

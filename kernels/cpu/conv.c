@@ -172,7 +172,8 @@ typedef struct {
     int ran;      /* the threads that ran it (1 when par_run ran it on one) */
     size_t slice; /* slice_floats(d, B, T) */
     const float *inp, *weight, *bias, *dout;
-    float *out, *dinp, *dweight, *ws;
+    float *out, *dinp, *dweight, *dbias, *ws;
+    par_fn pass; /* a backward's images (backward_part) */
 } conv_job_t;
 
 /* Thread t's chunk workspace and where its weight gradient goes. */
@@ -522,7 +523,8 @@ static void col2im_wide_to(const conv2d_desc_t *d, const wide_t *g, int nb, cons
  *    (C*KH*KW, grid) column gradient plus col2im by a K = OC*KH*KW product writing (C,
  *    grid). It needs pads no wider than the dilated kernel less one (every "same" or
  *    "valid" convolution) and, for the grid tiles, an input plane of at least
- *    DIRECT_MIN_PIXELS values; otherwise a GEMM of dout and the general path's col2im.
+ *    DIRECT_MIN_PIXELS values; otherwise a GEMM of dout on the grid and the wide path's
+ *    col2im.
  * One image per step of the loops, so the forward and the input gradient do not depend
  * on the threads. */
 #ifndef DIRECT_MIN_PIXELS
@@ -637,7 +639,7 @@ static size_t dout_floats(const conv2d_desc_t *d, const direct_plan_t *f, int ki
 /* One thread's floats: the forward's (packed weights, padded input, output grid), or the
  * backward's: the padded input and dout as the weight gradient reads it (dout_floats),
  * then for the input gradient either the unpacked flipped weights and its own
- * direct_need, or the column gradient of one image (col2im_chunk_add). */
+ * direct_need, or the wide path's workspace for one image (col2im_wide_to). */
 static size_t direct_workspace(const conv2d_desc_t *d)
 {
     direct_plan_t f, b;
@@ -646,7 +648,7 @@ static size_t direct_workspace(const conv2d_desc_t *d)
     const int kind = direct_kind(d);
     const size_t fwd = direct_need(&f, d->OC, kind);
     const size_t dx = direct_dinp_fits(d) ? round16((size_t)d->C * d->OC * d->KH * d->KW) + direct_need(&b, d->C, kind)
-                                          : (size_t)d->C * d->KH * d->KW * padded_ld((size_t)d->OH * d->OW);
+                                          : wide_workspace(d, 1, 1);
     const size_t bwd = (size_t)d->C * f.g.pld + dout_floats(d, &f, direct_wgrad_kind(d)) + dx;
     return fwd > bwd ? fwd : bwd;
 }
@@ -734,7 +736,9 @@ static void direct_backward(void *arg, int t, int T)
     float *rest = gy + dout_floats(d, &f, wkind);
     direct_dinp_t dd;
     const int K = d->C * d->KH * d->KW;
-    const size_t ldc = padded_ld((size_t)P); /* the column gradient's, without direct_dx */
+    wide_t wg; /* without direct_dx: one image's column gradient on the grid (wide path) */
+    wide_geometry(d, 1, 1, &wg);
+    float *gcol = rest, *gdy = gcol + (size_t)K * wg.ld, *gxp = gdy + (size_t)d->OC * wg.ld;
     if (j->dinp && direct_dx) direct_dinp_begin(d, kind, j->weight, rest, &dd);
     memset(xp, 0, (size_t)d->C * f.g.pld * sizeof(float)); /* the input's pads, for every image */
     if (wkind == DIRECT_CV) memset(gy, 0, dout_floats(d, &f, wkind) * sizeof(float)); /* the padding columns */
@@ -755,10 +759,12 @@ static void direct_backward(void *arg, int t, int T)
             direct_image(&dd.p, kind, d->C, dd.ap, dy, dd.xp, dd.y, NULL, 1, dx);
             continue;
         }
-        /* col (K, OH*OW) = W^T x dout, then col2im (the general path's) */
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, P, d->OC, 1.0f, j->weight, K, dy, P, 0.0f, rest,
-                    (int)ldc);
-        col2im_chunk_add(d, 1, rest, ldc, dx);
+        /* col (K, grid) = W^T x dout on the grid (zeros in its garbage columns), then the
+         * wide path's col2im: one run of the grid per tap instead of OH short rows */
+        planes_to_grid(d->OC, d->OH, d->OW, wg.PW, dy, gdy, wg.ld, wg.Pw);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, (int)wg.Pw, d->OC, 1.0f, j->weight, K, gdy, (int)wg.ld,
+                    0.0f, gcol, (int)wg.ld);
+        col2im_wide_to(d, &wg, 1, gcol, gxp, dx);
     }
 }
 
@@ -1060,6 +1066,31 @@ static void lowered_backward(void *arg, int t, int T)
     }
 }
 
+/* dbias[oc] for oc in [oc0, oc1): per image and channel a contiguous plane of P values,
+ * summed in double so that the result does not drift with the batch size. */
+static void bias_grad(const conv2d_desc_t *d, int B, const float *dout, int oc0, int oc1, float *dbias)
+{
+    const size_t P = (size_t)d->OH * d->OW, out_img = (size_t)d->OC * P;
+    for (int oc = oc0; oc < oc1; oc++) {
+        double s = 0.0;
+        for (int b = 0; b < B; b++) s += sum_f64(dout + (size_t)b * out_img + (size_t)oc * P, P);
+        dbias[oc] = (float)s;
+    }
+}
+
+/* A backward in thread t: its share of the bias gradient's channels (each channel's sum
+ * is one thread's, so the bias gradient does not depend on the threads), then its images. */
+static void backward_part(void *arg, int t, int T)
+{
+    conv_job_t *j = arg;
+    if (j->dbias) {
+        long lo, hi;
+        par_range(j->d->OC, t, T, &lo, &hi);
+        bias_grad(j->d, j->B, j->dout, (int)lo, (int)hi, j->dbias);
+    }
+    j->pass(arg, t, T);
+}
+
 void conv2d_forward(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *bias, float *out,
                     float *ws)
 {
@@ -1076,7 +1107,6 @@ void conv2d_backward(const conv2d_desc_t *d, int B, const float *inp, const floa
                      float *dinp, float *dweight, float *dbias, float *ws)
 {
     const int OC = d->OC, K = d->C * d->KH * d->KW;
-    const size_t P = (size_t)d->OH * d->OW, out_img = (size_t)OC * P;
 
     if (B <= 0) {
         /* parameter gradients are written even for an empty batch */
@@ -1085,22 +1115,23 @@ void conv2d_backward(const conv2d_desc_t *d, int B, const float *inp, const floa
         return;
     }
 
-    if (dbias) {
-        /* Per image and channel a contiguous plane of P values; summed in double so the
-         * result does not drift with the batch size. */
-        for (int oc = 0; oc < OC; oc++) {
-            double s = 0.0;
-            for (int b = 0; b < B; b++) s += sum_f64(dout + (size_t)b * out_img + (size_t)oc * P, P);
-            dbias[oc] = (float)s;
-        }
-    }
-
     if (use_depthwise(d)) {
+        if (dbias) bias_grad(d, B, dout, 0, OC, dbias);
         dw_backward(d, B, inp, weight, dout, dinp, dweight);
         return;
     }
-    conv_job_t j = {
-        .d = d, .B = B, .inp = inp, .weight = weight, .dout = dout, .dinp = dinp, .dweight = dweight, .ws = ws};
-    job_run(&j, use_direct(d) ? direct_backward : use_wide(d) ? wide_backward : lowered_backward);
+    conv_job_t j = {.d = d,
+                    .B = B,
+                    .inp = inp,
+                    .weight = weight,
+                    .dout = dout,
+                    .dinp = dinp,
+                    .dweight = dweight,
+                    .dbias = dbias,
+                    .ws = ws,
+                    .pass = use_direct(d) ? direct_backward
+                            : use_wide(d) ? wide_backward
+                                          : lowered_backward};
+    job_run(&j, backward_part);
     add_partials(&j);
 }

@@ -13,17 +13,17 @@
 #include "parallel.h"
 
 /* ---- on the kernels' threads (parallel.h) ------------------------------------------------
- * ReLU and the residual add are split over the threads, by element ranges and by images:
- * every element is computed as one thread would, so results do not depend on the threads.
- * A pass under PAR_MIN_FLOATS elements stays on one thread, where waking the others costs
- * more than it saves. */
-#define PAR_MIN_FLOATS 32768
+ * ReLU, zeroing and the residual add are split over the threads, by element ranges and by
+ * images: every element is computed as one thread would, so results do not depend on the
+ * threads.
+ * A pass under PAR_MIN_FLOATS elements (parallel.h) stays on one thread. */
 
+/* A pass over n floats (ReLU, zeroing), split by element ranges. */
 typedef struct {
     size_t n;
     const float *inp, *out, *dout;
     float *y;
-} relu_job_t;
+} span_job_t;
 
 __attribute__((target_clones("avx2", "default"))) static void relu_fwd(size_t n, const float *inp, float *out)
 {
@@ -39,7 +39,7 @@ __attribute__((target_clones("avx2", "default"))) static void relu_bwd(size_t n,
 
 static void relu_fwd_part(void *arg, int t, int T)
 {
-    const relu_job_t *j = arg;
+    const span_job_t *j = arg;
     long lo, hi;
     par_range((long)j->n, t, T, &lo, &hi);
     relu_fwd((size_t)(hi - lo), j->inp + lo, j->y + lo);
@@ -47,7 +47,7 @@ static void relu_fwd_part(void *arg, int t, int T)
 
 static void relu_bwd_part(void *arg, int t, int T)
 {
-    const relu_job_t *j = arg;
+    const span_job_t *j = arg;
     long lo, hi;
     par_range((long)j->n, t, T, &lo, &hi);
     relu_bwd((size_t)(hi - lo), j->out + lo, j->dout + lo, j->y + lo);
@@ -59,16 +59,30 @@ static void run_split(par_fn fn, void *job, size_t n)
     else par_run(fn, job);
 }
 
+static void zero_part(void *arg, int t, int T)
+{
+    const span_job_t *j = arg;
+    long lo, hi;
+    par_range((long)j->n, t, T, &lo, &hi);
+    memset(j->y + lo, 0, (size_t)(hi - lo) * sizeof(float));
+}
+
+void zero_floats(size_t n, float *x)
+{
+    span_job_t j = {.n = n, .y = x};
+    run_split(zero_part, &j, n);
+}
+
 void relu_forward(size_t n, const float *inp, float *out)
 {
-    relu_job_t j = {.n = n, .inp = inp, .y = out};
+    span_job_t j = {.n = n, .inp = inp, .y = out};
     run_split(relu_fwd_part, &j, n);
 }
 
 void relu_backward(size_t n, const float *out, const float *dout, float *dinp)
 {
     if (!dinp) return;
-    relu_job_t j = {.n = n, .out = out, .dout = dout, .y = dinp};
+    span_job_t j = {.n = n, .out = out, .dout = dout, .y = dinp};
     run_split(relu_bwd_part, &j, n);
 }
 

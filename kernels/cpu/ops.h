@@ -111,6 +111,8 @@ void avgpool2d_forward(const pool2d_desc_t *d, int B, const float *inp, float *o
 void avgpool2d_backward(const pool2d_desc_t *d, int B, const float *dout, float *dinp /* += */);
 
 /* ---- elementwise ---------------------------------------------------------------- */
+/* x[0..n) = 0, on the kernels' threads (a step's gradient buffers). */
+void zero_floats(size_t n, float *x);
 void relu_forward(size_t n, const float *inp, float *out);
 /* Uses the forward output: out > 0 exactly where inp > 0. */
 void relu_backward(size_t n, const float *out, const float *dout, float *dinp /* += */);

@@ -18,7 +18,9 @@
 #include <stdint.h>
 #include <time.h>
 
+#ifndef SPIN_NS
 #define SPIN_NS 100000L
+#endif
 
 static struct {
     pthread_mutex_t mu;

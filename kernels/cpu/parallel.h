@@ -22,6 +22,10 @@
 
 #define PAR_MAX_THREADS 256 /* the spec's bound on threads */
 
+/* Memory-bound passes (ReLU, residual add, pooling, zeroing) of fewer floats than this
+ * stay on the calling thread: waking the others costs more than they would save. */
+#define PAR_MIN_FLOATS 32768
+
 /* Starts or stops threads so that par_run uses n (1..PAR_MAX_THREADS; 1 = the caller
  * alone, no thread), and sets OpenBLAS to one thread. Returns 0, or -1 when n is out of
  * range or a thread cannot start (then 1 is used). Not while a par_run is under way. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ops.h"
+#include "parallel.h"
 
 /* Output size along one dimension of length n: window k, stride s, padding pb before and
  * pe after, dilation dl (ops.h). */
@@ -222,16 +223,18 @@ __attribute__((target_clones("avx2", "default"))) static void maxpool_2x2(size_t
     }
 }
 
-void maxpool2d_forward(const pool2d_desc_t *d, int B, const float *inp, float *out, int32_t *argmax)
+/* Planes [p0, p1) of a max pooling's forward. */
+static void maxpool_fwd_planes(const pool2d_desc_t *d, size_t p0, size_t p1, const float *inp, float *out,
+                               int32_t *argmax)
 {
     const int H = d->H, W = d->W, OH = d->OH, OW = d->OW, dH = d->dH, dW = d->dW;
-    const size_t planes = (size_t)B * d->C;
     if (d->KH == 2 && d->KW == 2 && d->sH == 2 && d->sW == 2 && d->pad_t == 0 && d->pad_l == 0 && d->dH == 1 &&
         d->dW == 1 && 2 * OH <= H && 2 * OW <= W) {
-        maxpool_2x2(planes, H, W, OH, OW, inp, out, argmax);
+        const size_t in = (size_t)H * W, on = (size_t)OH * OW;
+        maxpool_2x2(p1 - p0, H, W, OH, OW, inp + p0 * in, out + p0 * on, argmax + p0 * on);
         return;
     }
-    for (size_t pl = 0; pl < planes; pl++) {
+    for (size_t pl = p0; pl < p1; pl++) {
         const float *x = inp + pl * H * W;   /* (H, W) */
         float *y = out + pl * OH * OW;       /* (OH, OW) */
         int32_t *am = argmax + pl * OH * OW; /* (OH, OW) */
@@ -263,18 +266,66 @@ void maxpool2d_forward(const pool2d_desc_t *d, int B, const float *inp, float *o
     }
 }
 
-void maxpool2d_backward(const pool2d_desc_t *d, int B, const float *dout, const int32_t *argmax, float *dinp)
+/* Planes [p0, p1) of a max pooling's backward. */
+static void maxpool_bwd_planes(const pool2d_desc_t *d, size_t p0, size_t p1, const float *dout, const int32_t *argmax,
+                               float *dinp)
 {
-    if (!dinp) return;
     const size_t HW = (size_t)d->H * d->W, OHW = (size_t)d->OH * d->OW;
-    const size_t planes = (size_t)B * d->C;
-    /* Sequential on purpose: overlapping windows may share an argmax. */
-    for (size_t pl = 0; pl < planes; pl++) {
+    /* Sequential within a plane on purpose: overlapping windows may share an argmax. */
+    for (size_t pl = p0; pl < p1; pl++) {
         const float *g = dout + pl * OHW;
         const int32_t *am = argmax + pl * OHW;
         float *dx = dinp + pl * HW;
         for (size_t i = 0; i < OHW; i++) dx[am[i]] += g[i];
     }
+}
+
+/* ---- on the kernels' threads (parallel.h) ----------------------------------------------
+ * A max pooling is split by planes: each plane is pooled as one thread would pool it, and
+ * no two planes share an output or an input gradient, so results do not depend on the
+ * threads. Passes of fewer than PAR_MIN_FLOATS input values stay on one thread. */
+typedef struct {
+    const pool2d_desc_t *d;
+    size_t planes;
+    const float *inp, *dout;
+    float *out, *dinp;
+    int32_t *argmax;      /* the forward's, written */
+    const int32_t *taken; /* the backward's, read */
+} maxpool_job_t;
+
+static void maxpool_fwd_part(void *arg, int t, int T)
+{
+    const maxpool_job_t *j = arg;
+    long lo, hi;
+    par_range((long)j->planes, t, T, &lo, &hi);
+    maxpool_fwd_planes(j->d, (size_t)lo, (size_t)hi, j->inp, j->out, j->argmax);
+}
+
+static void maxpool_bwd_part(void *arg, int t, int T)
+{
+    const maxpool_job_t *j = arg;
+    long lo, hi;
+    par_range((long)j->planes, t, T, &lo, &hi);
+    maxpool_bwd_planes(j->d, (size_t)lo, (size_t)hi, j->dout, j->taken, j->dinp);
+}
+
+static void maxpool_run(par_fn fn, maxpool_job_t *j)
+{
+    if (j->planes * j->d->H * j->d->W < PAR_MIN_FLOATS) fn(j, 0, 1);
+    else par_run(fn, j);
+}
+
+void maxpool2d_forward(const pool2d_desc_t *d, int B, const float *inp, float *out, int32_t *argmax)
+{
+    maxpool_job_t j = {.d = d, .planes = (size_t)B * d->C, .inp = inp, .out = out, .argmax = argmax};
+    maxpool_run(maxpool_fwd_part, &j);
+}
+
+void maxpool2d_backward(const pool2d_desc_t *d, int B, const float *dout, const int32_t *argmax, float *dinp)
+{
+    if (!dinp) return;
+    maxpool_job_t j = {.d = d, .planes = (size_t)B * d->C, .dout = dout, .dinp = dinp, .taken = argmax};
+    maxpool_run(maxpool_bwd_part, &j);
 }
 
 /* Number of taps dl apart in [lo, hi) (window() gives hi = last tap + 1). */

@@ -1698,8 +1698,9 @@ static double worst_diff(const float *a, const float *b, size_t n)
 }
 
 /* What parallel.h promises beside the references: on 2 threads a ResNet-20 convolution's
- * forward and input gradient, a batch norm's forward and backward, ReLU and the residual
- * add (both sizes above elementwise.c's threshold) are bit for bit those of one thread
+ * forward, input and bias gradients, a batch norm's forward and backward, ReLU, the
+ * residual add, max pooling and zeroing (sizes above PAR_MIN_FLOATS) are bit for bit
+ * those of one thread
  * (each image, channel or element computed by one thread as one thread would), and the
  * weight gradient differs in rounding only (two partial sums added). */
 static void test_threads_same_results(void **state)
@@ -1716,15 +1717,32 @@ static void test_threads_same_results(void **state)
     for (size_t i = 0; i < nx; i++) x[i] = lcg_unif(&r, -1.0f, 1.0f);
     for (size_t i = 0; i < nw; i++) w[i] = lcg_unif(&r, -0.5f, 0.5f);
     for (size_t i = 0; i < ny; i++) g[i] = lcg_unif(&r, -1.0f, 1.0f);
-    float gamma[16], beta[16], mean[16], invstd[16], rm[16], rv[16], dgamma[2][16], dbeta[2][16];
+    float gamma[16], beta[16], mean[16], invstd[16], rm[16], rv[16], dgamma[2][16], dbeta[2][16], db[2][16];
     for (int c = 0; c < 16; c++) gamma[c] = lcg_unif(&r, 0.5f, 1.5f), beta[c] = lcg_unif(&r, -0.5f, 0.5f);
+    /* max poolings of the input (40960 values, above the threshold): the 2x2 kernel and
+     * the general loop (3x3 stride 2, padded) */
+    pool2d_desc_t pd[2];
+    assert_int_equal(pool2d_init(&pd[0], C, H, W, 2, 2, 0, 0), 0);
+    assert_int_equal(pool2d_init(&pd[1], C, H, W, 3, 2, 1, 1), 0);
+    float *py[2][2], *pdx[2][2];
+    int32_t *pam[2][2];
     for (int k = 0; k < 2; k++) {
         assert_int_equal(par_set_threads(k + 1), 0);
         float *ws = falloc(conv2d_workspace(&d, B));
         y[k] = falloc(ny), dx[k] = falloc(nx), dw[k] = falloc(nw), bn[k] = falloc(ny), dbn[k] = falloc(ny);
         conv2d_forward(&d, B, x, w, NULL, y[k], ws);
         memset(dx[k], 0, nx * sizeof(float));
-        conv2d_backward(&d, B, x, w, g, dx[k], dw[k], NULL, ws);
+        conv2d_backward(&d, B, x, w, g, dx[k], dw[k], db[k], ws);
+        for (int p = 0; p < 2; p++) {
+            const size_t npy = (size_t)B * C * pd[p].OH * pd[p].OW;
+            py[k][p] = falloc(npy), pdx[k][p] = falloc(nx);
+            pam[k][p] = malloc(npy * sizeof(int32_t));
+            assert_non_null(pam[k][p]);
+            maxpool2d_forward(&pd[p], B, x, py[k][p], pam[k][p]);
+            ffill(pdx[k][p], nx, 1.0f);
+            zero_floats(nx / 2, pdx[k][p]); /* the second half stays 1: backward adds */
+            maxpool2d_backward(&pd[p], B, g, pam[k][p], pdx[k][p]);
+        }
         for (int c = 0; c < 16; c++) rm[c] = 0.0f, rv[c] = 1.0f;
         batchnorm_relu_forward_train_eps(B, OC, H * W, y[k], gamma, beta, bn[k], mean, invstd, rm, rv, 0.1f, 1e-5f);
         memset(dbn[k], 0, ny * sizeof(float));
@@ -1746,6 +1764,19 @@ static void test_threads_same_results(void **state)
     assert_memory_equal(dbeta[0], dbeta[1], sizeof dbeta[0]);
     assert_memory_equal(ew[0], ew[1], ny * sizeof(float));
     assert_memory_equal(dew[0], dew[1], ny * sizeof(float));
+    assert_memory_equal(db[0], db[1], sizeof db[0]);
+    for (int p = 0; p < 2; p++) {
+        const size_t npy = (size_t)B * C * pd[p].OH * pd[p].OW;
+        assert_memory_equal(py[0][p], py[1][p], npy * sizeof(float));
+        assert_memory_equal(pam[0][p], pam[1][p], npy * sizeof(int32_t));
+        assert_memory_equal(pdx[0][p], pdx[1][p], nx * sizeof(float));
+        assert_true(pdx[1][p][0] != 1.0f || pdx[1][p][1] != 1.0f); /* zeroed, then added to */
+        for (int k = 0; k < 2; k++) {
+            free(py[k][p]);
+            free(pdx[k][p]);
+            free(pam[k][p]);
+        }
+    }
     const double worst = worst_diff(dw[0], dw[1], nw);
     print_message("threads 2 vs 1: conv dweight worst |a-b|/max(1,|a|) %.1e\n", worst);
     assert_true(worst < 1e-5);

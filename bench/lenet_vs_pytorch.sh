@@ -9,13 +9,14 @@ cat > "$TMP/spec.json" <<JSON
 {"name": "bench", "model": "lenet5", "dataset": {"name": "fashion-mnist"}, "epochs": 1, "batch_size": 64,
  "optimizer": {"lr": 0.02, "momentum": 0.9}, "threads": 1, "log_every": 0}
 JSON
-# pair TAG [env VAR ...] - RUNS alternating runs of each, the command prefix applied to both.
+# pair TAG [env VAR ...] - RUNS alternating runs of each, the command prefix applied to both;
+# PyTorch's oneDNN capped at the vector width of pacer's kernels (lib.sh's torch_isa).
 pair() {
     tag=$1
     shift
     for i in $(seq "$RUNS"); do
         "$@" $WORKER --spec "$TMP/spec.json" --summary "$TMP/p$tag$i.json" >/dev/null 2>&1 || exit 1
-        "$@" /usr/bin/python3 bench/torch_lenet.py 1 > "$TMP/t$tag$i.json" || exit 1
+        "$@" ONEDNN_MAX_CPU_ISA="$(torch_isa "$TMP/p$tag$i.json")" /usr/bin/python3 bench/torch_lenet.py 1 > "$TMP/t$tag$i.json" || exit 1
     done
 }
 # Medians of a field over a pair's runs: med TAG p|t FIELD.
@@ -23,6 +24,7 @@ med() { for i in $(seq "$RUNS"); do jq "$3" "$TMP/$2$1$i.json"; done | median; }
 # OpenBLAS's kernels move pacer's figure (kernels/cpu/blas_core.h), and PyTorch's linear
 # layers through the same library: both run with the environment as it is, and, where
 # the environment forces a core (OPENBLAS_CORETYPE), again with OpenBLAS's own choice.
+# PyTorch's convolutions (oneDNN) get the same vector width as pacer's in each pair.
 pair a env
 p_sps=$(med a p .train_samples_per_s)
 t_sps=$(med a t .samples_per_s)
@@ -74,10 +76,10 @@ md ""
 md "| | OpenBLAS kernels | samples/s (median of $RUNS) | peak RSS MB |"
 md "|---|---|---|---|"
 md "| pacer | $blas${OPENBLAS_CORETYPE:+ (OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE in the environment)} | $(printf %.0f "$p_sps") | $(printf %.0f "$p_rss") |"
-md "| PyTorch $(jq -r .torch "$TMP/ta1.json") | the same | $(printf %.0f "$t_sps") | $(printf %.0f "$t_rss") |"
+md "| PyTorch $(jq -r .torch "$TMP/ta1.json") | the same; oneDNN convolutions with ONEDNN_MAX_CPU_ISA=$(jq -r .onednn_isa "$TMP/ta1.json") | $(printf %.0f "$t_sps") | $(printf %.0f "$t_rss") |"
 if [ -n "${OPENBLAS_CORETYPE:-}" ]; then
     md "| pacer | $blas_own (OpenBLAS's own choice) | $(printf %.0f "$(med b p .train_samples_per_s)") | $(printf %.0f "$(med b p .peak_rss_mb)") |"
-    md "| PyTorch $(jq -r .torch "$TMP/tb1.json") | the same | $(printf %.0f "$(med b t .samples_per_s)") | $(printf %.0f "$(med b t .peak_rss_mb)") |"
+    md "| PyTorch $(jq -r .torch "$TMP/tb1.json") | the same; oneDNN convolutions with ONEDNN_MAX_CPU_ISA=$(jq -r .onednn_isa "$TMP/tb1.json") | $(printf %.0f "$(med b t .samples_per_s)") | $(printf %.0f "$(med b t .peak_rss_mb)") |"
 fi
 md ""
 md "pacer / PyTorch speed: **$(ratio "$p_sps" "$t_sps")x** with $blas kernels${OPENBLAS_CORETYPE:+, **$(ratio "$(med b p .train_samples_per_s)" "$(med b t .samples_per_s)")x** with $blas_own} (target >= 1.5x); memory: pacer $(ratio "$p_rss" "$t_rss")x PyTorch's."

@@ -5,7 +5,8 @@
 # and the share of one core's peak FLOP rate pacer's one-thread median reaches. Wall time
 # on a loaded machine moves with the other processes: each round also times the step on
 # CPU time (build/bench/layer_profile for pacer, the loop's process time for PyTorch),
-# and both ratios are printed.
+# and both ratios are printed. PyTorch's convolutions (oneDNN) run on the vector width of
+# pacer's kernels (ONEDNN_MAX_CPU_ISA, lib.sh's torch_isa).
 #   RUNS=5 SUBSET=3072 sh bench/resnet_vs_pytorch.sh
 . bench/lib.sh
 RUNS=${RUNS:-3}
@@ -23,15 +24,19 @@ JSON
 done
 for i in $(seq "$RUNS"); do
     $WORKER --spec "$TMP/spec1.json" --summary "$TMP/p$i.json" >/dev/null 2>&1 || exit 1
-    /usr/bin/python3 bench/torch_lenet.py 1 resnet20 "$SUBSET" 128 > "$TMP/t$i.json" || exit 1
+    # PyTorch's convolutions on the vector width of pacer's (lib.sh's torch_isa)
+    ONEDNN_MAX_CPU_ISA=$(torch_isa "$TMP/p$i.json") /usr/bin/python3 bench/torch_lenet.py 1 resnet20 "$SUBSET" 128 \
+        > "$TMP/t$i.json" || exit 1
     $WORKER --spec "$TMP/spec2.json" --summary "$TMP/q$i.json" >/dev/null 2>&1 || exit 1
     # the same step on CPU time (a random fixed batch, no data loading): what the other
     # processes of a loaded machine do not move, beside PyTorch's samples_per_cpu_s
     $BUILD/bench/layer_profile --batch 128 --steps 5 > "$TMP/l$i.txt" || exit 1
-    # where the environment forces OpenBLAS's kernels, also its own choice (as
-    # lenet_vs_pytorch.sh; PyTorch's convolutions are oneDNN's whatever OpenBLAS is told)
+    # where the environment forces OpenBLAS's kernels, also its own choice, against
+    # PyTorch with oneDNN's own (as lenet_vs_pytorch.sh)
     if [ -n "${OPENBLAS_CORETYPE:-}" ]; then
         env -u OPENBLAS_CORETYPE $WORKER --spec "$TMP/spec1.json" --summary "$TMP/o$i.json" >/dev/null 2>&1 || exit 1
+        env -u OPENBLAS_CORETYPE ONEDNN_MAX_CPU_ISA="$(torch_isa "$TMP/o$i.json")" /usr/bin/python3 bench/torch_lenet.py 1 \
+            resnet20 "$SUBSET" 128 > "$TMP/u$i.json" || exit 1
     fi
 done
 med() { for i in $(seq "$RUNS"); do jq "$2" "$TMP/$1$i.json"; done | median; }
@@ -67,12 +72,14 @@ md ""
 md "| | threads | OpenBLAS kernels | samples/s (median of $RUNS, alternating) | samples per CPU second |"
 md "|---|---|---|---|---|"
 md "| pacer | 1 | $blas${OPENBLAS_CORETYPE:+ (OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE in the environment)} | $(printf %.1f "$p_sps") | $(printf %.1f "$p_cpu") (build/bench/layer_profile) |"
-md "| PyTorch $(jq -r .torch "$TMP/t1.json") | 1 | oneDNN convolutions | $(printf %.1f "$t_sps") | $(printf %.1f "$t_cpu") |"
+md "| PyTorch $(jq -r .torch "$TMP/t1.json") | 1 | oneDNN convolutions, ONEDNN_MAX_CPU_ISA=$(jq -r .onednn_isa "$TMP/t1.json") | $(printf %.1f "$t_sps") | $(printf %.1f "$t_cpu") |"
 md "| pacer | 2 (\`threads: 2\`) | $blas | $(printf %.1f "$q_sps") | – |"
 if [ -n "${OPENBLAS_CORETYPE:-}" ]; then
     o_sps=$(med o .train_samples_per_s)
+    u_sps=$(med u .samples_per_s)
     md "| pacer | 1 | $(jq -r '.per_rank[0].device | "\(.blas) (convolutions: \(.conv // "im2col-gemm"))"' "$TMP/o1.json") (OpenBLAS's own choice) | $(printf %.1f "$o_sps") | – |"
+    md "| PyTorch $(jq -r .torch "$TMP/u1.json") | 1 | oneDNN convolutions, ONEDNN_MAX_CPU_ISA=$(jq -r .onednn_isa "$TMP/u1.json") | $(printf %.1f "$u_sps") | $(printf %.1f "$(med u .samples_per_cpu_s)") |"
 fi
 md ""
-md "pacer / PyTorch, one thread: **$(ratio "$p_sps" "$t_sps")x** on wall time, **$(ratio "$p_cpu" "$t_cpu")x** on CPU time, on $blas kernels${OPENBLAS_CORETYPE:+, $(ratio "$o_sps" "$t_sps")x on OpenBLAS's own choice} (target >= 1.5x); pacer \`threads: 2\` / 1: **$(ratio "$q_sps" "$p_sps")x** (target >= 1.7x)."
+md "pacer / PyTorch, one thread: **$(ratio "$p_sps" "$t_sps")x** on wall time, **$(ratio "$p_cpu" "$t_cpu")x** on CPU time, on $blas kernels against PyTorch on the same vector width${OPENBLAS_CORETYPE:+, $(ratio "$o_sps" "$u_sps")x with both on their own choice} (target >= 1.5x); pacer \`threads: 2\` / 1: **$(ratio "$q_sps" "$p_sps")x** (target >= 1.7x)."
 md "$peak_line"

@@ -123,6 +123,8 @@ def main():
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
         "test_accuracy": correct / xte.shape[0],
         "torch": torch.__version__,
+        # the cap on oneDNN's instruction set (bench/lib.sh's torch_isa); ALL = its own choice
+        "onednn_isa": os.environ.get("ONEDNN_MAX_CPU_ISA", "ALL"),
     }))
 
 

@@ -20,9 +20,10 @@
  * convolution, so the built-in networks' results do not move). Depthwise convolutions
  * (groups > 1, one input channel per group) skip the lowering: a direct kernel (bottom of
  * the file), because im2col + GEMM with one channel per group is a K = KH*KW GEMM per
- * channel, all overhead. And where the CPU has AVX2 and FMA, stride-1 one-group convolutions
- * read their taps straight from padded planes with conv_direct.c's kernels instead of
- * im2col + SGEMM ("stride 1, direct" below says where and why).
+ * channel, all overhead. And where the CPU has AVX2 and FMA, one-group convolutions (any
+ * stride for the channel-vector tiles, stride 1 for the grid tiles) read their taps
+ * straight from padded planes with conv_direct.c's kernels instead of im2col + SGEMM
+ * ("direct" below says where and why).
  *
  * Measured on a 2-core AMD EPYC (Zen 4, OpenBLAS 0.3.21, one thread):
  *  - a 256 KiB col beat 1, 2 and 4 MiB for every LeNet, cifar10_quick and ResNet-20
@@ -142,14 +143,17 @@ static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
 /* One thread's workspace (col, tmp, padded planes) for a batch of B over T threads. */
 static size_t chunk_workspace(const conv2d_desc_t *d, int B, int T)
 {
+    size_t w;
     if (use_wide(d)) {
-        const size_t w = wide_workspace(d, B, T), dw = direct_fits(d) ? direct_workspace(d) : 0;
-        return w > dw ? w : dw;
+        w = wide_workspace(d, B, T);
+    } else {
+        size_t nb = (size_t)chunk_images(d, B, T);
+        size_t ld = padded_ld(nb * d->OH * d->OW);
+        size_t K = (size_t)d->C * d->KH * d->KW;
+        w = K * ld + (nb > 1 ? (size_t)d->OC * ld : 0);
     }
-    size_t nb = (size_t)chunk_images(d, B, T);
-    size_t ld = padded_ld(nb * d->OH * d->OW);
-    size_t K = (size_t)d->C * d->KH * d->KW;
-    return K * ld + (nb > 1 ? (size_t)d->OC * ld : 0);
+    const size_t dw = direct_fits(d) ? direct_workspace(d) : 0;
+    return w > dw ? w : dw;
 }
 
 static size_t slice_floats(const conv2d_desc_t *d, int B, int T)
@@ -510,9 +514,9 @@ static void col2im_wide_to(const conv2d_desc_t *d, const wide_t *g, int nb, cons
         }
 }
 
-/* ---- stride 1, direct (conv_direct.h) -------------------------------------------------
- * Where the tile kernels run (AVX2 and FMA), a stride-1 convolution with one group skips
- * im2col and the GEMM library (bench/layer_profile, docs/PERFORMANCE.md):
+/* ---- direct (conv_direct.h) ---------------------------------------------------------
+ * Where the tile kernels run (AVX2 and FMA), a convolution with one group skips im2col
+ * and the GEMM library (bench/layer_profile, docs/PERFORMANCE.md):
  *  - forward: the kernel on the image's padded planes, then (grid tiles) the grid's valid
  *    columns plus the bias into out, or (channel-vector tiles) straight into out;
  *  - weight gradient: dout, gathered onto the same grid (zeros in its garbage columns) or
@@ -522,9 +526,9 @@ static void col2im_wide_to(const conv2d_desc_t *d, const wide_t *g, int nb, cons
  *    [KW-1-kw], whose output is the input's plane. This replaces a K = OC GEMM writing a
  *    (C*KH*KW, grid) column gradient plus col2im by a K = OC*KH*KW product writing (C,
  *    grid). It needs pads no wider than the dilated kernel less one (every "same" or
- *    "valid" convolution) and, for the grid tiles, an input plane of at least
+ *    "valid" convolution), stride 1 and, for the grid tiles, an input plane of at least
  *    DIRECT_MIN_PIXELS values; otherwise a GEMM of dout on the grid and the wide path's
- *    col2im.
+ *    col2im (stride 1), or of dout and the general col2im (other strides).
  * One image per step of the loops, so the forward and the input gradient do not depend
  * on the threads. */
 #ifndef DIRECT_MIN_PIXELS
@@ -537,9 +541,11 @@ static void col2im_wide_to(const conv2d_desc_t *d, const wide_t *g, int nb, cons
 /* Which direct kernels a convolution takes, by geometry alone (layer_profile, ResNet-20 and
  * LeNet-5, docs/PERFORMANCE.md): the channel-vector tiles where there are at least
  * DIRECT_CV_MIN_M output channels and 16 input channels (the input gradient's
- * rows) and the pads stay within the kernel's reach (their input gradient has no
- * fallback): on ResNet-20's 16x16 and 8x8 layers they beat the grid tiles, which on 8x8
- * lose a third of their columns to the grid; then the grid tiles where the output plane
+ * rows) and, at stride 1, the pads stay within the kernel's reach: on ResNet-20's 16x16
+ * and 8x8 layers they beat the grid tiles, which on 8x8 lose a third of their columns to
+ * the grid, and on its two stride-2 layers im2col + OpenBLAS (forward 10.1 -> 7.2 ms,
+ * backward 20.9 -> 18.7 ms, layer_profile, one run each); then, at stride 1 only, the
+ * grid tiles where the output plane
  * has at least DIRECT_MIN_PIXELS values or there are at most DIRECT_MAX_M output channels
  * (below that OpenBLAS's packed GEMM did better). The workspace is sized for the direct
  * and the wide path, so that it (and the catalog's memory figures) is the same on every
@@ -557,8 +563,9 @@ static int within_reach(const conv2d_desc_t *d)
 
 static int direct_kind(const conv2d_desc_t *d)
 {
-    if (!use_wide(d) || d->groups != 1) return DIRECT_NONE;
-    if (d->OC >= DIRECT_CV_MIN_M && d->C >= 16 && within_reach(d)) return DIRECT_CV;
+    if (d->groups != 1) return DIRECT_NONE;
+    if (d->OC >= DIRECT_CV_MIN_M && d->C >= 16 && (within_reach(d) || !use_wide(d))) return DIRECT_CV;
+    if (!use_wide(d)) return DIRECT_NONE; /* the grid tiles are stride 1's */
     if (d->OH * d->OW >= DIRECT_MIN_PIXELS || d->OC <= DIRECT_MAX_M) return DIRECT_GRID;
     return DIRECT_NONE;
 }
@@ -570,7 +577,7 @@ static int use_direct(const conv2d_desc_t *d) { return direct_fits(d) && direct_
 /* ... and the direct input gradient, given direct_fits */
 static int direct_dinp_fits(const conv2d_desc_t *d)
 {
-    return within_reach(d) && (direct_kind(d) == DIRECT_CV || d->H * d->W >= DIRECT_MIN_PIXELS);
+    return use_wide(d) && within_reach(d) && (direct_kind(d) == DIRECT_CV || d->H * d->W >= DIRECT_MIN_PIXELS);
 }
 
 /* The weight gradient's kernel: the channel-vector one also for grid-tile layers whose
@@ -592,12 +599,16 @@ typedef struct {
     size_t ldy;     /* row stride of the output grid */
 } direct_plan_t;
 
-static void direct_finish(const conv2d_desc_t *d, direct_plan_t *p)
+/* ... given the source planes, their padded height PH and the strides: the grid and the
+ * plane stride, which holds both the padded plane and the last tap's reach */
+static void direct_finish(const conv2d_desc_t *d, int PH, int sH, int sW, direct_plan_t *p)
 {
-    p->g.KH = d->KH, p->g.KW = d->KW, p->g.dH = d->dH, p->g.dW = d->dW;
-    const size_t cells = (size_t)p->rows * p->g.PW;
+    p->g.KH = d->KH, p->g.KW = d->KW, p->g.dH = d->dH, p->g.dW = d->dW, p->g.sH = sH, p->g.sW = sW;
+    const size_t cells = ((size_t)(p->rows - 1) * sH + 1) * p->g.PW;
     p->g.N = (int)((cells + DIRECT_NR_MAX - 1) / DIRECT_NR_MAX * DIRECT_NR_MAX);
-    p->g.pld = round16((size_t)(d->KH - 1) * d->dH * p->g.PW + (size_t)(d->KW - 1) * d->dW + (size_t)p->g.N);
+    const size_t reach = (size_t)(d->KH - 1) * d->dH * p->g.PW + (size_t)(d->KW - 1) * d->dW + (size_t)p->g.N;
+    const size_t plane = (size_t)PH * p->g.PW;
+    p->g.pld = round16(reach > plane ? reach : plane);
     p->ldy = padded_ld((size_t)p->g.N);
 }
 
@@ -606,7 +617,7 @@ static void direct_fwd_plan(const conv2d_desc_t *d, direct_plan_t *p)
 {
     p->g.C = d->C, p->g.PW = d->W + d->pad_l + d->pad_r;
     p->top = d->pad_t, p->left = d->pad_l, p->rows = d->OH, p->cols = d->OW, p->SH = d->H, p->SW = d->W;
-    direct_finish(d, p);
+    direct_finish(d, d->H + d->pad_t + d->pad_b, d->sH, d->sW, p);
 }
 
 /* input gradient: dout's planes padded to the full reach of the flipped kernel */
@@ -615,7 +626,7 @@ static void direct_bwd_plan(const conv2d_desc_t *d, direct_plan_t *p)
     const int eh = d->dH * (d->KH - 1), ew = d->dW * (d->KW - 1);
     p->g.C = d->OC, p->g.PW = d->OW + 2 * ew - d->pad_l - d->pad_r;
     p->top = eh - d->pad_t, p->left = ew - d->pad_l, p->rows = d->H, p->cols = d->W, p->SH = d->OH, p->SW = d->OW;
-    direct_finish(d, p);
+    direct_finish(d, d->OH + 2 * eh - d->pad_t - d->pad_b, 1, 1, p);
 }
 
 /* packed weights, the padded planes, the output grid (the grid kernel's only) */
@@ -647,8 +658,10 @@ static size_t direct_workspace(const conv2d_desc_t *d)
     direct_bwd_plan(d, &b);
     const int kind = direct_kind(d);
     const size_t fwd = direct_need(&f, d->OC, kind);
+    const size_t K = (size_t)d->C * d->KH * d->KW;
     const size_t dx = direct_dinp_fits(d) ? round16((size_t)d->C * d->OC * d->KH * d->KW) + direct_need(&b, d->C, kind)
-                                          : wide_workspace(d, 1, 1);
+                      : use_wide(d)       ? wide_workspace(d, 1, 1)
+                                          : K * padded_ld((size_t)d->OH * d->OW);
     const size_t bwd = (size_t)d->C * f.g.pld + dout_floats(d, &f, direct_wgrad_kind(d)) + dx;
     return fwd > bwd ? fwd : bwd;
 }
@@ -736,9 +749,11 @@ static void direct_backward(void *arg, int t, int T)
     float *rest = gy + dout_floats(d, &f, wkind);
     direct_dinp_t dd;
     const int K = d->C * d->KH * d->KW;
-    wide_t wg; /* without direct_dx: one image's column gradient on the grid (wide path) */
+    /* without direct_dx, stride 1: one image's column gradient on the grid (wide path) */
+    wide_t wg;
     wide_geometry(d, 1, 1, &wg);
     float *gcol = rest, *gdy = gcol + (size_t)K * wg.ld, *gxp = gdy + (size_t)d->OC * wg.ld;
+    const size_t ldc = padded_ld((size_t)P); /* without direct_dx, other strides */
     if (j->dinp && direct_dx) direct_dinp_begin(d, kind, j->weight, rest, &dd);
     memset(xp, 0, (size_t)d->C * f.g.pld * sizeof(float)); /* the input's pads, for every image */
     if (wkind == DIRECT_CV) memset(gy, 0, dout_floats(d, &f, wkind) * sizeof(float)); /* the padding columns */
@@ -757,6 +772,13 @@ static void direct_backward(void *arg, int t, int T)
         float *dx = j->dinp + (size_t)b * in_img;
         if (direct_dx) {
             direct_image(&dd.p, kind, d->C, dd.ap, dy, dd.xp, dd.y, NULL, 1, dx);
+            continue;
+        }
+        if (!use_wide(d)) {
+            /* col (K, OH*OW) = W^T x dout, then the general path's col2im */
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, P, d->OC, 1.0f, j->weight, K, dy, P, 0.0f, rest,
+                        (int)ldc);
+            col2im_chunk_add(d, 1, rest, ldc, dx);
             continue;
         }
         /* col (K, grid) = W^T x dout on the grid (zeros in its garbage columns), then the

@@ -44,8 +44,11 @@ static const float *tap_run(const direct_geom_t *g, const float *x, int k)
 }
 
 /* Where output position p of a rows x cols plane reads its taps from: p's offset on the
- * grid of padded planes, PW wide. */
-static size_t grid_pos(int p, int cols, int PW) { return (size_t)(p / cols) * PW + (size_t)(p % cols); }
+ * grid of padded planes, PW wide, g's strides apart. */
+static size_t grid_pos(const direct_geom_t *g, int p, int cols)
+{
+    return (size_t)(p / cols) * g->sH * g->PW + (size_t)(p % cols) * g->sW;
+}
 
 /* Stores a channel-vector tile t (t[i*tw + o]: position or tap i, row o) into y (rows ld
  * apart, column j0 + i): y = t (+ bias[o]) or y += t, rows o < mr and columns i < nc. */

@@ -1,15 +1,17 @@
-/* kernels/cpu/conv_direct.h - stride-1 convolutions as implicit GEMMs over padded planes.
+/* kernels/cpu/conv_direct.h - convolutions as implicit GEMMs over padded planes.
  *
- * Owned by conv.c, which decides when to use them (conv.c, "stride 1, direct"). On a grid
+ * Owned by conv.c, which decides when to use them (conv.c, "direct"). On a grid
  * of padded planes, PW floats a row, the row of tap (c, kh, kw) of the lowered input is
  * the run of the plane of channel c starting at kh*dH*PW + kw*dW (the wide lowering of
  * conv.c), so the GEMM  y (M, N) = A (M, K) x lowered (K, N),  K = C*KH*KW,  can read its
  * right-hand side straight from the planes: no im2col copy and no packing of it.
  *
  * Two tile shapes, each for AVX2 and AVX-512 (direct_isa):
- *  - grid tiles: DIRECT_MR rows of A by 3 vectors of grid columns, for large planes;
+ *  - grid tiles: DIRECT_MR rows of A by 3 vectors of grid columns, for large planes at
+ *    stride 1;
  *  - channel-vector tiles: direct_cv_rows() rows of A (two vectors) by 6 output
- *    positions, over the outputs only, for planes too small for the grid.
+ *    positions, over the outputs only, for planes too small for the grid and for any
+ *    stride (an output position's taps start at its strided place on the grid).
  * Each output of direct_gemm and direct_conv_cv is summed over k = (c, kh, kw) in that
  * order, one FMA per term: the same bits on every run, thread and ISA.
  */
@@ -26,6 +28,7 @@ enum { DIRECT_NO_ISA, DIRECT_AVX2, DIRECT_AVX512 };
 
 typedef struct {
     int C, KH, KW, dH, dW; /* the taps: K = C*KH*KW rows */
+    int sH, sW;            /* strides: the channel-vector kernels' (the grid ones take 1) */
     int PW;                /* padded plane width */
     size_t pld;            /* floats from one plane to the next: at least the reach of
                             * the last tap, (KH-1)*dH*PW + (KW-1)*dW + N, all readable */
@@ -61,8 +64,8 @@ void direct_gemm_wgrad(int M, const float *dy, size_t ldd, const direct_geom_t *
                        int accumulate);
 
 /* The channel-vector kernels, over the outputs of a rows x cols plane only (no garbage
- * columns): output position p reads its taps at grid offset (p / cols) * g->PW + p % cols;
- * g->N is not used.
+ * columns): output position p reads its taps at grid offset (p / cols) * g->sH * g->PW +
+ * (p % cols) * g->sW; g->N is not used.
  * direct_conv_cv: y (M planes of rows*cols) = Ap x taps (+ bias[m]), or += (accumulate);
  *   Ap packed with mr = direct_cv_rows().
  * direct_wgrad_cv: dw (M, K) = or += dy x taps^T, summed over positions in order; dyT is

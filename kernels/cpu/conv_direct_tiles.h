@@ -103,7 +103,7 @@ TARGET static void SFX(direct_conv_cv)(int M, const float *Ap, const direct_geom
         const float *apm = Ap + (size_t)m0 * K;
         for (int p0 = 0; p0 < P; p0 += 6) {
             const float *q[6];
-            for (int i = 0; i < 6; i++) q[i] = x + grid_pos(p0 + i < P ? p0 + i : P - 1, cols, g->PW);
+            for (int i = 0; i < 6; i++) q[i] = x + grid_pos(g, p0 + i < P ? p0 + i : P - 1, cols);
             VEC acc[6][2];
             for (int i = 0; i < 6; i++) acc[i][0] = acc[i][1] = VZERO();
             const float *ap = apm;
@@ -142,12 +142,13 @@ TARGET static void SFX(direct_wgrad_cv)(int M, const float *dyT, const direct_ge
             for (int i = 0; i < 6; i++) acc[i][0] = acc[i][1] = VZERO();
             const float *d = dyT + m0;
             for (int h = 0; h < rows; h++) {
-                const size_t o = (size_t)h * g->PW;
+                const size_t o = (size_t)h * g->sH * g->PW;
                 for (int w = 0; w < cols; w++, d += MV) {
                     const VEC d0 = VLOAD(d), d1 = VLOAD(d + VW);
+                    const size_t ow = o + (size_t)w * g->sW;
 #pragma GCC unroll 6
                     for (int i = 0; i < 6; i++) {
-                        const VEC b = VBCAST(r[i] + o + w);
+                        const VEC b = VBCAST(r[i] + ow);
                         acc[i][0] = VFMA(d0, b, acc[i][0]);
                         acc[i][1] = VFMA(d1, b, acc[i][1]);
                     }

@@ -1441,6 +1441,13 @@ static void test_conv_general(void **state)
         {"cv dilated d(2,1) p(2,1) 9x7", 2, G(16, 9, 7, 33, 3, 3, 1, 1, 2, 1, 2, 1, 2, 1, 1), 0, 0, 8},
         {"cv asym 2x2 SAME_UPPER", 2, G(17, 7, 9, 32, 2, 2, 1, 1, 0, 0, 1, 1, 1, 1, 1), 1, 0, 8},
         {"cv 1x1 B=3", 3, G(16, 5, 6, 48, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1), 1, 0, 8},
+        /* strided: the channel-vector forward and weight gradient, the input gradient by
+         * GEMM and col2im; 10x10 leaves the last padded row unread, the last case mixes
+         * strides, dilation and uneven pads */
+        {"cv 3x3 s2 p1 16x16 C=16 OC=32", 2, G(16, 16, 16, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1), 1, 0, 8},
+        {"cv 3x3 s2 p1 10x10 C=16 OC=40", 2, G(16, 10, 10, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1), 0, 0, 8},
+        {"cv 1x1 s2 C=16 OC=32", 3, G(16, 8, 8, 32, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1), 1, 0, 8},
+        {"cv 3x2 s(2,3) d(2,1) asym", 2, G(16, 11, 13, 32, 3, 2, 2, 3, 2, 0, 1, 1, 2, 1, 1), 1, 0, 8},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         conv2d_desc_t d = cases[i].d;

@@ -477,6 +477,20 @@ static void fuse_bn_relu(model_t *m)
     }
 }
 
+/* Marks every layer whose output only a batch norm reads (layer_t's grad_set). */
+static void mark_set_grads(model_t *m)
+{
+    for (int j = 0; j < m->nlayers; j++) {
+        int readers = 0, bn = 0;
+        for (int k = j + 1; k < m->nlayers; k++) {
+            const layer_t *r = &m->layers[k];
+            readers += (r->in == j) + (r->in2 == j);
+            bn |= r->kind == LAYER_BN && r->in == j;
+        }
+        m->layers[j].grad_set = readers == 1 && bn;
+    }
+}
+
 static int run_builtin(model_builder_t *b, void *ctx, char *err, size_t errlen);
 static int create_with(const char *name, int C, int H, int W, int classes, int max_batch, int kaiming_conv,
                        model_build_fn build, void *ctx, model_t **out, char *err, size_t errlen);
@@ -537,6 +551,7 @@ static int create_with(const char *name, int C, int H, int W, int classes, int m
         return -1;
     }
     fuse_bn_relu(m);
+    mark_set_grads(m);
     if (alloc_buffers(m) != 0) goto oom;
     *out = m;
     return 0;
@@ -577,6 +592,7 @@ int model_clone(const model_t *src, model_t **out, char *err, size_t errlen)
     memcpy(m->layers, src->layers, (size_t)src->nlayers * sizeof *m->layers);
     memcpy(m->tensors, src->tensors, (size_t)src->ntensors * sizeof *m->tensors);
     fuse_bn_relu(m);
+    mark_set_grads(m);
     if (alloc_buffers(m) != 0) goto oom;
     *out = m;
     return 0;
@@ -763,6 +779,7 @@ void model_zero_dacts(model_t *m, int B)
     for (int i = 0; i < m->nlayers - 1; i++) {
         const layer_t *l = &m->layers[i];
         if (l->fused_relu) continue; /* never read: the fused backward reads the ReLU's */
+        if (l->grad_set) continue;   /* written whole by the batch norm that reads it */
         zero_floats((size_t)B * l->OC * l->OH * l->OW, m->dacts + l->out_off);
     }
 }
@@ -796,15 +813,23 @@ void model_backward(model_t *m, const float *x, const int32_t *y, int B, float l
                 relu_backward(n_out, out, dout, dinp);
             break;
         case LAYER_FC: gemm_backward(&l->gemm, B, inp, w, dout, dinp, dw, db); break;
-        case LAYER_BN:
-            if (l->fused_relu)
-                batchnorm_relu_backward(B, l->C, l->H * l->W, inp, w, m->aux + l->aux_off, m->aux + l->aux_off + l->C,
-                                        m->acts + m->layers[i + 1].out_off, m->dacts + m->layers[i + 1].out_off, dinp,
-                                        dw, m->grads + l->b_off);
-            else
-                batchnorm_backward(B, l->C, l->H * l->W, inp, w, m->aux + l->aux_off, m->aux + l->aux_off + l->C, dout,
-                                   dinp, dw, m->grads + l->b_off);
+        case LAYER_BN: {
+            /* the input's gradient set rather than added where nothing else adds to it */
+            const int set = l->in >= 0 && m->layers[l->in].grad_set;
+            const float *mean = m->aux + l->aux_off, *invstd = mean + l->C;
+            if (l->fused_relu) {
+                const float *rout = m->acts + m->layers[i + 1].out_off, *rdout = m->dacts + m->layers[i + 1].out_off;
+                if (set)
+                    batchnorm_relu_backward_set(B, l->C, l->H * l->W, inp, w, mean, invstd, rout, rdout, dinp, dw,
+                                                m->grads + l->b_off);
+                else
+                    batchnorm_relu_backward(B, l->C, l->H * l->W, inp, w, mean, invstd, rout, rdout, dinp, dw,
+                                            m->grads + l->b_off);
+            } else if (set)
+                batchnorm_backward_set(B, l->C, l->H * l->W, inp, w, mean, invstd, dout, dinp, dw, m->grads + l->b_off);
+            else batchnorm_backward(B, l->C, l->H * l->W, inp, w, mean, invstd, dout, dinp, dw, m->grads + l->b_off);
             break;
+        }
         case LAYER_GAP:
             if (dinp) gap_backward(B, l->C, l->H * l->W, dout, dinp);
             break;

@@ -138,13 +138,19 @@ __attribute__((target_clones("avx2", "default"))) static void affine_relu(size_t
     }
 }
 
-/* d += a*g + b*(x - m) + k, g masked by o when o is not NULL */
+/* d += a*g + b*(x - m) + k, g masked by o when o is not NULL; with set, d = that sum +
+ * 0.0f instead: what += gives into a zeroed d, bit for bit (+0 for a -0 sum), without
+ * reading d or zeroing it first */
 __attribute__((target_clones("avx2", "default"))) static void affine2_acc(size_t n, const float *restrict g,
                                                                           const float *restrict o,
                                                                           const float *restrict x, float m, float a,
-                                                                          float b, float k, float *restrict d)
+                                                                          float b, float k, int set, float *restrict d)
 {
-    if (o)
+    if (set && o)
+        for (size_t i = 0; i < n; i++) d[i] = a * masked(g, o, i) + b * (x[i] - m) + k + 0.0f;
+    else if (set)
+        for (size_t i = 0; i < n; i++) d[i] = a * g[i] + b * (x[i] - m) + k + 0.0f;
+    else if (o)
         for (size_t i = 0; i < n; i++) d[i] += a * masked(g, o, i) + b * (x[i] - m) + k;
     else
         for (size_t i = 0; i < n; i++) d[i] += a * g[i] + b * (x[i] - m) + k;
@@ -172,6 +178,7 @@ typedef struct {
     float *out, *save_mean, *save_invstd, *running_mean, *running_var, *dinp, *dgamma, *dbeta;
     float momentum, eps;
     int relu; /* the fused ReLU: clamp the output; in backward o is its output */
+    int set;  /* backward: dinp = (the _set entry points), not += */
 } bn_job_t;
 
 static void channels(const bn_job_t *j, int t, int T, int *c0, int *c1)
@@ -343,16 +350,17 @@ static void backward_part(void *arg, int t, int T)
                 g = gm;
                 ob = NULL;
             }
-            affine2_acc(plane, g, ob, inp + at, (float)mean, (float)a, (float)bx, (float)k, dinp + at);
+            affine2_acc(plane, g, ob, inp + at, (float)mean, (float)a, (float)bx, (float)k, j->set, dinp + at);
         }
     }
 }
 
 static void backward(int B, int C, int HW, const float *inp, const float *gamma, const float *save_mean,
                      const float *save_invstd, const float *o, const float *dout, float *dinp, float *dgamma,
-                     float *dbeta)
+                     float *dbeta, int set)
 {
-    bn_job_t j = {.B = B,
+    bn_job_t j = {.set = set,
+                  .B = B,
                   .C = C,
                   .HW = HW,
                   .inp = inp,
@@ -370,12 +378,25 @@ static void backward(int B, int C, int HW, const float *inp, const float *gamma,
 void batchnorm_backward(int B, int C, int HW, const float *inp, const float *gamma, const float *save_mean,
                         const float *save_invstd, const float *dout, float *dinp, float *dgamma, float *dbeta)
 {
-    backward(B, C, HW, inp, gamma, save_mean, save_invstd, NULL, dout, dinp, dgamma, dbeta);
+    backward(B, C, HW, inp, gamma, save_mean, save_invstd, NULL, dout, dinp, dgamma, dbeta, 0);
+}
+
+void batchnorm_backward_set(int B, int C, int HW, const float *inp, const float *gamma, const float *save_mean,
+                            const float *save_invstd, const float *dout, float *dinp, float *dgamma, float *dbeta)
+{
+    backward(B, C, HW, inp, gamma, save_mean, save_invstd, NULL, dout, dinp, dgamma, dbeta, 1);
 }
 
 void batchnorm_relu_backward(int B, int C, int HW, const float *inp, const float *gamma, const float *save_mean,
                              const float *save_invstd, const float *out, const float *dout, float *dinp, float *dgamma,
                              float *dbeta)
 {
-    backward(B, C, HW, inp, gamma, save_mean, save_invstd, out, dout, dinp, dgamma, dbeta);
+    backward(B, C, HW, inp, gamma, save_mean, save_invstd, out, dout, dinp, dgamma, dbeta, 0);
+}
+
+void batchnorm_relu_backward_set(int B, int C, int HW, const float *inp, const float *gamma, const float *save_mean,
+                                 const float *save_invstd, const float *out, const float *dout, float *dinp,
+                                 float *dgamma, float *dbeta)
+{
+    backward(B, C, HW, inp, gamma, save_mean, save_invstd, out, dout, dinp, dgamma, dbeta, 1);
 }

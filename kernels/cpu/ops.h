@@ -292,6 +292,14 @@ void batchnorm_relu_backward(int B, int C, int HW, const float *inp, const float
                              const float *dout,                          /* the ReLU's output gradient */
                              float *dinp,                                /* += */
                              float *dgamma, float *dbeta);               /* = */
+/* The same two with dinp = instead of +=: bit for bit what the += ones give into a zeroed
+ * dinp, without the zeroing pass or the read of dinp. For an input gradient with no other
+ * contribution (model.c's grad_set). */
+void batchnorm_backward_set(int B, int C, int HW, const float *inp, const float *gamma, const float *save_mean,
+                            const float *save_invstd, const float *dout, float *dinp, float *dgamma, float *dbeta);
+void batchnorm_relu_backward_set(int B, int C, int HW, const float *inp, const float *gamma, const float *save_mean,
+                                 const float *save_invstd, const float *out, const float *dout, float *dinp,
+                                 float *dgamma, float *dbeta);
 
 /* ---- global average pooling ----------------------------------------------------- */
 void gap_forward(int B, int C, int HW, const float *inp /* (B,C,HW) */, float *out /* (B,C) */);

@@ -304,10 +304,44 @@ static void test_model_clone(void **state)
     model_free(b);
 }
 
+/* A second training step on the same batch gives the same gradients bit for bit, with
+ * every activation gradient poisoned (NaN) in between: each one the backward reads is
+ * zeroed by model_zero_dacts or written whole before it is read (grad_set: a batch norm's
+ * input gradient is set, not accumulated, and not zeroed). */
+static void test_backward_overwrites_gradients(void **state)
+{
+    (void)state;
+    enum { B = 2 };
+    static const char *const names[] = {"resnet20", "lenet5", "cifar10_quick"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        model_t *m = make(names[k], B);
+        int set = 0;
+        for (int i = 0; i < m->nlayers; i++) set += m->layers[i].grad_set;
+        if (k == 0) assert_int_equal(set, 19); /* every convolution of ResNet-20 feeds a batch norm */
+        float x[B * 3 * 32 * 32];
+        int32_t y[B] = {3, 7};
+        rng_t r;
+        rng_seed(&r, 9);
+        for (size_t i = 0; i < sizeof x / sizeof x[0]; i++) x[i] = rng_normal(&r);
+        float *g1 = malloc(m->nparams * sizeof(float));
+        assert_non_null(g1);
+        model_forward(m, x, y, B, 1);
+        model_backward(m, x, y, B, 1.0f);
+        memcpy(g1, m->grads, m->nparams * sizeof(float));
+        for (size_t i = 0; i < m->act_floats; i++) m->dacts[i] = NAN;
+        model_forward(m, x, y, B, 1);
+        model_backward(m, x, y, B, 1.0f);
+        assert_memory_equal(g1, m->grads, m->nparams * sizeof(float));
+        free(g1);
+        model_free(m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_param_counts),
+        cmocka_unit_test(test_backward_overwrites_gradients),
         cmocka_unit_test(test_fd_mlp),
         cmocka_unit_test(test_fd_lenet5),
         cmocka_unit_test(test_fd_cifar10_quick),

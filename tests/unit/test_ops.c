@@ -1343,6 +1343,22 @@ static void run_bn_relu_case(int B, int C, int HW, uint64_t seed)
     assert_memory_equal(dg1, dg2, C * sizeof(float));
     assert_memory_equal(db1, db2, C * sizeof(float));
 
+    /* the _set backwards: what += gives into a zeroed dinp, whatever dinp held */
+    for (int fused = 0; fused < 2; fused++) {
+        memset(d1, 0, n * sizeof(float));
+        ffill(d2, n, NAN);
+        if (fused) {
+            batchnorm_relu_backward(B, C, HW, x, gamma, sm1, si1, o1, g, d1, dg1, db1);
+            batchnorm_relu_backward_set(B, C, HW, x, gamma, sm1, si1, o1, g, d2, dg2, db2);
+        } else {
+            batchnorm_backward(B, C, HW, x, gamma, sm1, si1, gb, d1, dg1, db1);
+            batchnorm_backward_set(B, C, HW, x, gamma, sm1, si1, gb, d2, dg2, db2);
+        }
+        assert_memory_equal(d1, d2, n * sizeof(float));
+        assert_memory_equal(dg1, dg2, C * sizeof(float));
+        assert_memory_equal(db1, db2, C * sizeof(float));
+    }
+
     batchnorm_forward_eval_eps(B, C, HW, x, gamma, beta, rm1, rv1, y1, 1e-3f);
     relu_forward(n, y1, o1);
     batchnorm_relu_forward_eval_eps(B, C, HW, x, gamma, beta, rm1, rv1, o2, 1e-3f);

@@ -477,17 +477,18 @@ static void fuse_bn_relu(model_t *m)
     }
 }
 
-/* Marks every layer whose output only a batch norm reads (layer_t's grad_set). */
+/* Marks every layer whose output only a batch norm or a convolution reads (layer_t's
+ * grad_set). */
 static void mark_set_grads(model_t *m)
 {
     for (int j = 0; j < m->nlayers; j++) {
-        int readers = 0, bn = 0;
+        int readers = 0, setter = 0;
         for (int k = j + 1; k < m->nlayers; k++) {
             const layer_t *r = &m->layers[k];
             readers += (r->in == j) + (r->in2 == j);
-            bn |= r->kind == LAYER_BN && r->in == j;
+            setter |= (r->kind == LAYER_BN || r->kind == LAYER_CONV) && r->in == j;
         }
-        m->layers[j].grad_set = readers == 1 && bn;
+        m->layers[j].grad_set = readers == 1 && setter;
     }
 }
 
@@ -801,7 +802,12 @@ void model_backward(model_t *m, const float *x, const int32_t *y, int B, float l
         float *db = l->has_bias ? m->grads + l->b_off : NULL;
         size_t n_out = (size_t)B * l->OC * l->OH * l->OW;
         switch (l->kind) {
-        case LAYER_CONV: conv2d_backward(&l->conv, B, inp, w, dout, dinp, dw, db, m->ws); break;
+        case LAYER_CONV:
+            /* the input's gradient set rather than added where nothing else adds to it */
+            if (l->in >= 0 && m->layers[l->in].grad_set)
+                conv2d_backward_set(&l->conv, B, inp, w, dout, dinp, dw, db, m->ws);
+            else conv2d_backward(&l->conv, B, inp, w, dout, dinp, dw, db, m->ws);
+            break;
         case LAYER_MAXPOOL:
             if (dinp) maxpool2d_backward(&l->pool, B, dout, m->argmax + l->aux_off, dinp);
             break;

@@ -78,9 +78,10 @@ typedef struct {
      * gradient are then never written, and the ReLU layer does nothing. Set by
      * model_create from the finished layer list. */
     int fused_relu;
-    /* The only reader of this layer's output is a batch norm, whose backward then sets
-     * this layer's output gradient instead of adding to it (batchnorm_*backward_set, the
-     * same bits): model_zero_dacts skips it. Set by model_create. */
+    /* The only reader of this layer's output is a batch norm or a convolution, whose
+     * backward then sets this layer's output gradient instead of adding to it
+     * (batchnorm_*backward_set, conv2d_backward_set: the same bits): model_zero_dacts
+     * skips it. Set by model_create. */
     int grad_set;
     size_t w_off, b_off;   /* params: conv/fc weight and bias, bn gamma and beta */
     size_t rm_off, rv_off; /* buffers: bn running mean and variance */

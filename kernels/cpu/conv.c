@@ -178,6 +178,7 @@ typedef struct {
     const float *inp, *weight, *bias, *dout;
     float *out, *dinp, *dweight, *dbias, *ws;
     par_fn pass; /* a backward's images (backward_part) */
+    int set;     /* direct_backward: dinp = its input gradient, not += (conv2d_backward_set) */
 } conv_job_t;
 
 /* Thread t's chunk workspace and where its weight gradient goes. */
@@ -771,7 +772,7 @@ static void direct_backward(void *arg, int t, int T)
         if (!j->dinp) continue;
         float *dx = j->dinp + (size_t)b * in_img;
         if (direct_dx) {
-            direct_image(&dd.p, kind, d->C, dd.ap, dy, dd.xp, dd.y, NULL, 1, dx);
+            direct_image(&dd.p, kind, d->C, dd.ap, dy, dd.xp, dd.y, NULL, !j->set, dx);
             continue;
         }
         if (!use_wide(d)) {
@@ -1125,8 +1126,8 @@ void conv2d_forward(const conv2d_desc_t *d, int B, const float *inp, const float
     job_run(&j, use_direct(d) ? direct_forward : use_wide(d) ? wide_forward : lowered_forward);
 }
 
-void conv2d_backward(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *dout,
-                     float *dinp, float *dweight, float *dbias, float *ws)
+static void backward_run(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *dout,
+                         float *dinp, float *dweight, float *dbias, float *ws, int set)
 {
     const int OC = d->OC, K = d->C * d->KH * d->KW;
 
@@ -1137,6 +1138,11 @@ void conv2d_backward(const conv2d_desc_t *d, int B, const float *inp, const floa
         return;
     }
 
+    /* set: only the direct input gradient writes; the other paths add, into zeros */
+    if (set && dinp && !(use_direct(d) && direct_dinp_fits(d))) {
+        memset(dinp, 0, (size_t)B * d->C * d->H * d->W * sizeof(float));
+        set = 0;
+    }
     if (use_depthwise(d)) {
         if (dbias) bias_grad(d, B, dout, 0, OC, dbias);
         dw_backward(d, B, inp, weight, dout, dinp, dweight);
@@ -1151,9 +1157,22 @@ void conv2d_backward(const conv2d_desc_t *d, int B, const float *inp, const floa
                     .dweight = dweight,
                     .dbias = dbias,
                     .ws = ws,
+                    .set = set,
                     .pass = use_direct(d) ? direct_backward
                             : use_wide(d) ? wide_backward
                                           : lowered_backward};
     job_run(&j, backward_part);
     add_partials(&j);
+}
+
+void conv2d_backward(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *dout,
+                     float *dinp, float *dweight, float *dbias, float *ws)
+{
+    backward_run(d, B, inp, weight, dout, dinp, dweight, dbias, ws, 0);
+}
+
+void conv2d_backward_set(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *dout,
+                         float *dinp, float *dweight, float *dbias, float *ws)
+{
+    backward_run(d, B, inp, weight, dout, dinp, dweight, dbias, ws, 1);
 }

@@ -65,6 +65,12 @@ void conv2d_backward(const conv2d_desc_t *d, int B, const float *inp, /* (B, C, 
                      float *dweight,                                  /* (OC, C/groups, KH, KW) = */
                      float *dbias,                                    /* (OC) =, or NULL */
                      float *ws);
+/* The same with dinp = instead of +=: bit for bit what conv2d_backward gives into a zeroed
+ * dinp. Where the direct input gradient runs (conv.c) it writes dinp without reading it;
+ * elsewhere dinp is zeroed first. For an input gradient with no other contribution
+ * (model.c's grad_set). */
+void conv2d_backward_set(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *dout,
+                         float *dinp, float *dweight, float *dbias, float *ws);
 
 /* ---- pooling -------------------------------------------------------------------- */
 /* Max and average pooling as ONNX MaxPool / AveragePool and PyTorch define them: window

@@ -1817,6 +1817,53 @@ static void test_threads_same_results(void **state)
     }
 }
 
+/* conv2d_backward_set: over a NaN-filled dinp, the bits conv2d_backward adds into a zeroed
+ * one, for a grid-tile and a channel-vector direct input gradient (written directly), a
+ * strided and a small-plane layer (GEMM + col2im into zeros), a depthwise one, and on 2
+ * threads. */
+static void test_conv_backward_set(void **state)
+{
+    (void)state;
+    static const struct {
+        int C, H, OC, K, stride, pad, groups;
+    } cases[] = {{16, 32, 16, 3, 1, 1, 1},
+                 {32, 8, 32, 3, 1, 1, 1},
+                 {16, 16, 32, 3, 2, 1, 1},
+                 {6, 14, 16, 5, 1, 0, 1},
+                 {4, 9, 4, 3, 1, 1, 4}};
+    for (int T = 1; T <= 2; T++) {
+        assert_int_equal(par_set_threads(T), 0);
+        for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+            conv2d_desc_t d;
+            assert_int_equal(conv2d_init(&d, cases[k].C, cases[k].H, cases[k].H, cases[k].OC, cases[k].K, cases[k].K,
+                                         cases[k].stride, cases[k].pad),
+                             0);
+            d.groups = cases[k].groups;
+            assert_int_equal(conv2d_setup(&d), 0);
+            const int B = 3;
+            const size_t nx = (size_t)B * d.C * d.H * d.W, nw = (size_t)d.OC * (d.C / d.groups) * d.KH * d.KW,
+                         ny = (size_t)B * d.OC * d.OH * d.OW;
+            lcg_t r = {800 + k};
+            float *x = falloc(nx), *w = falloc(nw), *g = falloc(ny), *dx1 = falloc(nx), *dx2 = falloc(nx);
+            float *dw1 = falloc(nw), *dw2 = falloc(nw), *ws = falloc(conv2d_workspace(&d, B) + 1);
+            float db1[32], db2[32];
+            for (size_t i = 0; i < nx; i++) x[i] = lcg_unif(&r, -1.0f, 1.0f);
+            for (size_t i = 0; i < nw; i++) w[i] = lcg_unif(&r, -0.5f, 0.5f);
+            for (size_t i = 0; i < ny; i++) g[i] = lcg_unif(&r, -1.0f, 1.0f);
+            memset(dx1, 0, nx * sizeof(float));
+            conv2d_backward(&d, B, x, w, g, dx1, dw1, db1, ws);
+            ffill(dx2, nx, NAN);
+            conv2d_backward_set(&d, B, x, w, g, dx2, dw2, db2, ws);
+            assert_memory_equal(dx1, dx2, nx * sizeof(float));
+            assert_memory_equal(dw1, dw2, nw * sizeof(float));
+            assert_memory_equal(db1, db2, (size_t)d.OC * sizeof(float));
+            float *bufs[] = {x, w, g, dx1, dx2, dw1, dw2, ws};
+            for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+        }
+    }
+    assert_int_equal(par_set_threads(1), 0);
+}
+
 /* Fully connected layers and ONNX Gemm above the size that splits them (fc.c): on 2 and 3
  * threads, both weight layouts, what one thread gives up to rounding (OpenBLAS's edge
  * tiles fall on other rows), and close to the naive product. */
@@ -2528,6 +2575,7 @@ int main(void)
         cmocka_unit_test(test_avgpool),
         cmocka_unit_test(test_relu),
         cmocka_unit_test(test_residual_add),
+        cmocka_unit_test(test_conv_backward_set),
         cmocka_unit_test(test_gap),
         cmocka_unit_test(test_fc),
         cmocka_unit_test(test_softmax_xent),

@@ -461,19 +461,26 @@ static int alloc_buffers(model_t *m)
     return 0;
 }
 
+/* The one layer that reads layer j's output (as in or in2), or -1 when none or several do. */
+static int only_reader(const model_t *m, int j)
+{
+    int reader = -1, readers = 0;
+    for (int k = j + 1; k < m->nlayers; k++) {
+        const int n = (m->layers[k].in == j) + (m->layers[k].in2 == j); /* in2 is -1 where unused */
+        if (n) reader = k;
+        readers += n;
+    }
+    return readers == 1 ? reader : -1;
+}
+
 /* Marks every batch norm whose output only the next layer, a ReLU, reads (layer_t's
  * fused_relu). */
 static void fuse_bn_relu(model_t *m)
 {
     for (int j = 0; j + 1 < m->nlayers; j++) {
         layer_t *l = &m->layers[j];
-        const layer_t *next = &m->layers[j + 1];
-        l->fused_relu = 0;
-        if (l->kind != LAYER_BN || next->kind != LAYER_RELU || next->in != j) continue;
-        int readers = 0;
-        for (int k = 0; k < m->nlayers; k++)
-            readers += (m->layers[k].in == j) + (m->layers[k].in2 == j); /* in2 is -1 where unused */
-        l->fused_relu = readers == 1;
+        l->fused_relu = l->kind == LAYER_BN && m->layers[j + 1].kind == LAYER_RELU && only_reader(m, j) == j + 1 &&
+                        m->layers[j + 1].in == j;
     }
 }
 
@@ -482,13 +489,9 @@ static void fuse_bn_relu(model_t *m)
 static void mark_set_grads(model_t *m)
 {
     for (int j = 0; j < m->nlayers; j++) {
-        int readers = 0, setter = 0;
-        for (int k = j + 1; k < m->nlayers; k++) {
-            const layer_t *r = &m->layers[k];
-            readers += (r->in == j) + (r->in2 == j);
-            setter |= (r->kind == LAYER_BN || r->kind == LAYER_CONV) && r->in == j;
-        }
-        m->layers[j].grad_set = readers == 1 && setter;
+        const int k = only_reader(m, j);
+        const layer_t *r = k < 0 ? NULL : &m->layers[k];
+        m->layers[j].grad_set = r && (r->kind == LAYER_BN || r->kind == LAYER_CONV) && r->in == j;
     }
 }
 

@@ -53,12 +53,6 @@ static void relu_bwd_part(void *arg, int t, int T)
     relu_bwd((size_t)(hi - lo), j->out + lo, j->dout + lo, j->y + lo);
 }
 
-static void run_split(par_fn fn, void *job, size_t n)
-{
-    if (n < PAR_MIN_FLOATS) fn(job, 0, 1);
-    else par_run(fn, job);
-}
-
 static void zero_part(void *arg, int t, int T)
 {
     const span_job_t *j = arg;
@@ -70,20 +64,20 @@ static void zero_part(void *arg, int t, int T)
 void zero_floats(size_t n, float *x)
 {
     span_job_t j = {.n = n, .y = x};
-    run_split(zero_part, &j, n);
+    par_run_min(zero_part, &j, n);
 }
 
 void relu_forward(size_t n, const float *inp, float *out)
 {
     span_job_t j = {.n = n, .inp = inp, .y = out};
-    run_split(relu_fwd_part, &j, n);
+    par_run_min(relu_fwd_part, &j, n);
 }
 
 void relu_backward(size_t n, const float *out, const float *dout, float *dinp)
 {
     if (!dinp) return;
     span_job_t j = {.n = n, .out = out, .dout = dout, .y = dinp};
-    run_split(relu_bwd_part, &j, n);
+    par_run_min(relu_bwd_part, &j, n);
 }
 
 __attribute__((target_clones("avx2", "default"))) void leaky_relu_forward(size_t n, float alpha, const float *inp,
@@ -246,7 +240,7 @@ static void residual_fwd_part(void *arg, int t, int T)
 void residual_add_forward(const shortcut_desc_t *d, int B, const float *a, const float *x, float *out)
 {
     add_job_t j = {.d = d, .B = B, .a = a, .x = x, .out = out};
-    run_split(residual_fwd_part, &j, (size_t)B * d->OC * d->OH * d->OW);
+    par_run_min(residual_fwd_part, &j, (size_t)B * d->OC * d->OH * d->OW);
 }
 
 static void residual_bwd_part(void *arg, int t, int T)
@@ -281,7 +275,7 @@ static void residual_bwd_part(void *arg, int t, int T)
 void residual_add_backward(const shortcut_desc_t *d, int B, const float *dout, float *da, float *dx)
 {
     add_job_t j = {.d = d, .B = B, .dout = dout, .da = da, .dx = dx};
-    run_split(residual_bwd_part, &j, (size_t)B * d->OC * d->OH * d->OW);
+    par_run_min(residual_bwd_part, &j, (size_t)B * d->OC * d->OH * d->OW);
 }
 
 /* ---- global average pooling ----------------------------------------------------- */

@@ -20,6 +20,8 @@
 #ifndef PACER_PARALLEL_H
 #define PACER_PARALLEL_H
 
+#include <stddef.h>
+
 #define PAR_MAX_THREADS 256 /* the spec's bound on threads */
 
 /* Memory-bound passes (ReLU, residual add, pooling, zeroing) of fewer floats than this
@@ -37,6 +39,14 @@ int par_threads(void);
  * have returned. Called from inside an fn, it runs fn(ctx, 0, 1) on the calling thread. */
 typedef void (*par_fn)(void *ctx, int t, int T);
 void par_run(par_fn fn, void *ctx);
+
+/* par_run for a memory-bound pass over n floats: below PAR_MIN_FLOATS, fn(ctx, 0, 1) on
+ * the calling thread alone. */
+static inline void par_run_min(par_fn fn, void *ctx, size_t n)
+{
+    if (n < PAR_MIN_FLOATS) fn(ctx, 0, 1);
+    else par_run(fn, ctx);
+}
 
 /* Thread t's share [*lo, *hi) of n items split into T contiguous ranges. */
 static inline void par_range(long n, int t, int T, long *lo, long *hi)

@@ -309,23 +309,17 @@ static void maxpool_bwd_part(void *arg, int t, int T)
     maxpool_bwd_planes(j->d, (size_t)lo, (size_t)hi, j->dout, j->taken, j->dinp);
 }
 
-static void maxpool_run(par_fn fn, maxpool_job_t *j)
-{
-    if (j->planes * j->d->H * j->d->W < PAR_MIN_FLOATS) fn(j, 0, 1);
-    else par_run(fn, j);
-}
-
 void maxpool2d_forward(const pool2d_desc_t *d, int B, const float *inp, float *out, int32_t *argmax)
 {
     maxpool_job_t j = {.d = d, .planes = (size_t)B * d->C, .inp = inp, .out = out, .argmax = argmax};
-    maxpool_run(maxpool_fwd_part, &j);
+    par_run_min(maxpool_fwd_part, &j, j.planes * d->H * d->W);
 }
 
 void maxpool2d_backward(const pool2d_desc_t *d, int B, const float *dout, const int32_t *argmax, float *dinp)
 {
     if (!dinp) return;
     maxpool_job_t j = {.d = d, .planes = (size_t)B * d->C, .dout = dout, .dinp = dinp, .taken = argmax};
-    maxpool_run(maxpool_bwd_part, &j);
+    par_run_min(maxpool_bwd_part, &j, j.planes * d->H * d->W);
 }
 
 /* Number of taps dl apart in [lo, hi) (window() gives hi = last tap + 1). */

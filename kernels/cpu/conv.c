@@ -544,8 +544,9 @@ static void col2im_wide_to(const conv2d_desc_t *d, const wide_t *g, int nb, cons
  * DIRECT_CV_MIN_M output channels and 16 input channels (the input gradient's
  * rows) and, at stride 1, the pads stay within the kernel's reach: on ResNet-20's 16x16
  * and 8x8 layers they beat the grid tiles, which on 8x8 lose a third of their columns to
- * the grid, and on its two stride-2 layers im2col + OpenBLAS (forward 10.1 -> 7.2 ms,
- * backward 20.9 -> 18.7 ms, layer_profile, one run each); then, at stride 1 only, the
+ * the grid, and on its two stride-2 layers im2col + OpenBLAS (forward 10.2 -> 7.3 ms,
+ * backward 21.1 -> 18.8 ms, layer_profile, medians of 3 alternating runs); then, at
+ * stride 1 only, the
  * grid tiles where the output plane
  * has at least DIRECT_MIN_PIXELS values or there are at most DIRECT_MAX_M output channels
  * (below that OpenBLAS's packed GEMM did better). The workspace is sized for the direct
@@ -1140,7 +1141,7 @@ static void backward_run(const conv2d_desc_t *d, int B, const float *inp, const 
 
     /* set: only the direct input gradient writes; the other paths add, into zeros */
     if (set && dinp && !(use_direct(d) && direct_dinp_fits(d))) {
-        memset(dinp, 0, (size_t)B * d->C * d->H * d->W * sizeof(float));
+        zero_floats((size_t)B * d->C * d->H * d->W, dinp);
         set = 0;
     }
     if (use_depthwise(d)) {

@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "conv_direct.h"
+#include "conv_winograd.h"
 #include "ops.h"
 #include "parallel.h"
 
@@ -582,6 +583,40 @@ static int direct_dinp_fits(const conv2d_desc_t *d)
     return use_wide(d) && within_reach(d) && (direct_kind(d) == DIRECT_CV || d->H * d->W >= DIRECT_MIN_PIXELS);
 }
 
+/* ---- Winograd (conv_winograd.h) ----------------------------------------------------
+ * Of the direct path's layers, the 3x3 ones at stride 1 with one pixel of padding and at
+ * least WINO_MIN_CHANNELS channels in and out (every ResNet-20 convolution but the first)
+ * take F(4x4, 3x3) for the forward and, on the flipped filters, for the input gradient;
+ * the weight gradient stays the direct kernels'. layer_profile, ResNet-20, AVX2: docs/
+ * PERFORMANCE.md ("Winograd"). Below 16 channels the GEMM's blocks would be half
+ * padding. */
+#ifndef WINO_MIN_CHANNELS
+#define WINO_MIN_CHANNELS 16
+#endif
+
+static int wino_fits(const conv2d_desc_t *d)
+{
+    return direct_fits(d) && d->KH == 3 && d->KW == 3 && d->sH == 1 && d->sW == 1 && d->dH == 1 && d->dW == 1 &&
+           d->pad_t == 1 && d->pad_b == 1 && d->pad_l == 1 && d->pad_r == 1 && d->C >= WINO_MIN_CHANNELS &&
+           d->OC >= WINO_MIN_CHANNELS;
+}
+
+int conv2d_winograd(const conv2d_desc_t *d) { return wino_fits(d) && use_direct(d); }
+
+/* The geometry of the forward (C -> OC) or of the input gradient (OC -> C). */
+static void wino_plan(const conv2d_desc_t *d, int backward, wino_geom_t *g)
+{
+    wino_geom(backward ? d->OC : d->C, backward ? d->C : d->OC, d->H, d->W, wino_images(d->H, d->W), g);
+}
+
+/* U then the scratch: a thread's floats for one direction. */
+static size_t wino_floats(const conv2d_desc_t *d, int backward)
+{
+    wino_geom_t g;
+    wino_plan(d, backward, &g);
+    return round16(wino_weight_floats(&g)) + wino_scratch_floats(&g);
+}
+
 /* The weight gradient's kernel: the channel-vector one also for grid-tile layers whose
  * output plane is small (LeNet-5's conv2: a grid row of 144 columns is 18 AVX2 vectors
  * per reduction, and the grid tile's lane sums then cost as much as the FMAs). */
@@ -665,7 +700,15 @@ static size_t direct_workspace(const conv2d_desc_t *d)
                       : use_wide(d)       ? wide_workspace(d, 1, 1)
                                           : K * padded_ld((size_t)d->OH * d->OW);
     const size_t bwd = (size_t)d->C * f.g.pld + dout_floats(d, &f, direct_wgrad_kind(d)) + dx;
-    return fwd > bwd ? fwd : bwd;
+    size_t w = fwd > bwd ? fwd : bwd;
+    if (wino_fits(d)) {
+        /* the forward's, and the backward's with the Winograd input gradient */
+        const size_t wf = wino_floats(d, 0),
+                     wb = (size_t)d->C * f.g.pld + dout_floats(d, &f, direct_wgrad_kind(d)) + wino_floats(d, 1);
+        w = w > wf ? w : wf;
+        w = w > wb ? w : wb;
+    }
+    return w;
 }
 
 /* One image: y = Ap x (src padded into xp, whose pads the caller zeroed once); out = y's
@@ -691,11 +734,35 @@ static conv_job_t *direct_job(void *arg, int t, int T, direct_plan_t *f)
     return j;
 }
 
+/* The forward by Winograd: each thread transforms the filters, then takes its chunks of
+ * g.nb images. */
+static void wino_forward(conv_job_t *j, int t, int T)
+{
+    const conv2d_desc_t *d = j->d;
+    wino_geom_t g;
+    wino_plan(d, 0, &g);
+    float *U = job_ws(j, t), *s = U + round16(wino_weight_floats(&g));
+    wino_weights(&g, j->weight, 0, U);
+    wino_begin(&g, s);
+    const size_t in_img = (size_t)d->C * d->H * d->W, out_img = (size_t)d->OC * d->OH * d->OW;
+    long c0, c1;
+    my_chunks(j->B, g.nb, t, T, &c0, &c1);
+    for (long c = c0; c < c1; c++) {
+        const long b = c * g.nb;
+        const int n = j->B - b < g.nb ? (int)(j->B - b) : g.nb;
+        wino_conv(&g, n, U, j->inp + (size_t)b * in_img, j->bias, 0, j->out + (size_t)b * out_img, s);
+    }
+}
+
 static void direct_forward(void *arg, int t, int T)
 {
     direct_plan_t p;
     conv_job_t *j = direct_job(arg, t, T, &p);
     const conv2d_desc_t *d = j->d;
+    if (wino_fits(d)) {
+        wino_forward(j, t, T);
+        return;
+    }
     const int K = d->C * d->KH * d->KW, kind = direct_kind(d), mr = direct_block(kind);
     float *ap = job_ws(j, t), *xp = ap + round16(direct_packed_floats(d->OC, K, mr)), *y = xp + (size_t)d->C * p.g.pld;
     direct_pack(d->OC, K, j->weight, (size_t)K, mr, ap);
@@ -756,7 +823,18 @@ static void direct_backward(void *arg, int t, int T)
     wide_geometry(d, 1, 1, &wg);
     float *gcol = rest, *gdy = gcol + (size_t)K * wg.ld, *gxp = gdy + (size_t)d->OC * wg.ld;
     const size_t ldc = padded_ld((size_t)P); /* without direct_dx, other strides */
-    if (j->dinp && direct_dx) direct_dinp_begin(d, kind, j->weight, rest, &dd);
+    /* the Winograd input gradient: the flipped filters' U, then chunks of images */
+    const int wino = j->dinp && wino_fits(d);
+    wino_geom_t wgm;
+    float *wU = rest, *wscr = NULL;
+    if (wino) {
+        wino_plan(d, 1, &wgm);
+        wscr = wU + round16(wino_weight_floats(&wgm));
+        wino_weights(&wgm, j->weight, 1, wU);
+        wino_begin(&wgm, wscr);
+    } else if (j->dinp && direct_dx) {
+        direct_dinp_begin(d, kind, j->weight, rest, &dd);
+    }
     memset(xp, 0, (size_t)d->C * f.g.pld * sizeof(float)); /* the input's pads, for every image */
     if (wkind == DIRECT_CV) memset(gy, 0, dout_floats(d, &f, wkind) * sizeof(float)); /* the padding columns */
     for (long b = b0; b < b1; b++) {
@@ -771,6 +849,14 @@ static void direct_backward(void *arg, int t, int T)
             direct_gemm_wgrad(d->OC, gy, f.ldy, &f.g, (int)n, xp, dweight, b != b0);
         }
         if (!j->dinp) continue;
+        if (wino) {
+            /* the images since the last call, every g.nb images and at the end */
+            const long first = b - (b - b0) % wgm.nb;
+            if (b - first + 1 == wgm.nb || b == b1 - 1)
+                wino_conv(&wgm, (int)(b - first + 1), wU, j->dout + (size_t)first * out_img, NULL, !j->set,
+                          j->dinp + (size_t)first * in_img, wscr);
+            continue;
+        }
         float *dx = j->dinp + (size_t)b * in_img;
         if (direct_dx) {
             direct_image(&dd.p, kind, d->C, dd.ap, dy, dd.xp, dd.y, NULL, !j->set, dx);

@@ -65,6 +65,10 @@ void conv2d_backward(const conv2d_desc_t *d, int B, const float *inp, /* (B, C, 
                      float *dweight,                                  /* (OC, C/groups, KH, KW) = */
                      float *dbias,                                    /* (OC) =, or NULL */
                      float *ws);
+/* 1 where this CPU runs the convolution's forward and input gradient by Winograd's
+ * F(4x4, 3x3) (conv.c: 3x3, stride 1, pad 1, >= 16 channels in and out, AVX2): their
+ * rounding then differs from a direct sum's by up to a few 1e-5 of the outputs' scale. */
+int conv2d_winograd(const conv2d_desc_t *d);
 /* The same with dinp = instead of +=: bit for bit what conv2d_backward gives into a zeroed
  * dinp. Where the direct input gradient runs (conv.c) it writes dinp without reading it;
  * elsewhere dinp is zeroed first. For an input gradient with no other contribution

@@ -47,6 +47,8 @@
  *                        ReLU, residual add, GAP, SGD): same operations in the same
  *                        order, no FMA contraction (__fadd_rn and friends);
  *   TOL_CONV_FWD   1e-5  cuDNN (FMA math, no TF32) vs im2col + OpenBLAS: summation order;
+ *   TOL_CONV_WINO  1e-4  the same where the CPU runs Winograd's F(4x4, 3x3)
+ *                        (conv2d_winograd; test_ops's WINO_TOL);
  *   TOL_CONV_GRAD  1e-4  the same over B*OH*OW-term sums;
  *   TOL_FC         1e-5  cuBLAS vs OpenBLAS SGEMM;
  *   TOL_SOFTMAX    1e-6  expf/log of CUDA vs glibc (an ulp);
@@ -140,6 +142,7 @@ static int g_have_gpu = 0;
 
 #define TOL_EXACT 0.0
 #define TOL_CONV_FWD 1e-5
+#define TOL_CONV_WINO 1e-4
 #define TOL_CONV_GRAD 1e-4
 #define TOL_FC 1e-5
 #define TOL_SOFTMAX 1e-6
@@ -421,7 +424,8 @@ static void conv_parity(const char *tag, const conv2d_desc_t *dp, int B, int bia
     check_rc(cuda_conv2d_forward(g_ctx, plan, B, d_x, d_w, bias ? d_b : NULL, d_out, dws, wsb), "conv fwd");
     check_rc(cuda_conv2d_backward(g_ctx, plan, B, d_x, d_w, d_g, d_dx, d_dw, bias ? d_db : NULL, dws, wsb), "conv bwd");
     snprintf(name, sizeof name, "conv%s.out", tag);
-    compare_dev(name, d_out, out, nout, TOL_CONV_FWD);
+    const double tol_fwd = conv2d_winograd(&d) ? TOL_CONV_WINO : TOL_CONV_FWD;
+    compare_dev(name, d_out, out, nout, tol_fwd);
     snprintf(name, sizeof name, "conv%s.dinp (+=)", tag);
     compare_dev_acc(name, d_dx, dx, nin, PREFILL, TOL_CONV_GRAD);
     snprintf(name, sizeof name, "conv%s.dweight (=)", tag);
@@ -446,7 +450,7 @@ static void conv_parity(const char *tag, const conv2d_desc_t *dp, int B, int bia
         check_rc(cuda_conv2d_forward(g_ctx, plan, Bs, d_x, d_w, bias ? d_b : NULL, d_out, dws, wsb),
                  "conv fwd smaller batch");
         snprintf(name, sizeof name, "conv%s.out (B=%d)", tag, Bs);
-        compare_dev(name, d_out, out, (size_t)Bs * d.OC * d.OH * d.OW, TOL_CONV_FWD);
+        compare_dev(name, d_out, out, (size_t)Bs * d.OC * d.OH * d.OW, tol_fwd);
     }
     cuda_conv2d_plan_free(plan);
     free(x);

@@ -1,0 +1,233 @@
+/* kernels/cpu/conv_winograd.c - F(4x4, 3x3) Winograd convolutions (conv_winograd.h).
+ *
+ * Why: ResNet-20's 3x3 stride-1 layers are three quarters of a CPU step and the direct
+ * kernels already run them at 80% of the AVX2 core's peak (docs/PERFORMANCE.md); only
+ * fewer multiplies make them faster. F(4x4, 3x3) does a 4x4 block of outputs with 36
+ * products per channel pair instead of 144.
+ *
+ * A call: the n images copied channel-last into padded planes (scalar: the one pass that
+ * does not work on vectors), the input transform, the 36 GEMMs, the output transform tile
+ * by tile, each tile's outputs put back on the planes. The vector passes are
+ * conv_winograd_tiles.h, compiled for AVX2 and AVX-512 like conv_direct_tiles.h and
+ * picked by direct_isa(). */
+#include "conv_winograd.h"
+
+#include <string.h>
+
+#include "conv_direct.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define WINO_X86 1
+#endif
+
+static int round16i(int n) { return (n + 15) & ~15; }
+
+/* The GEMM's blocks take 6 (AVX2) or 12 (AVX-512) tiles; 24 fill both. */
+#define WINO_MIN_TILES 24
+
+void wino_geom(int C, int K, int H, int W, int nb, wino_geom_t *g)
+{
+    g->C = C, g->K = K, g->H = H, g->W = W, g->nb = nb;
+    g->TH = (H + 3) / 4, g->TW = (W + 3) / 4;
+    g->Cp = round16i(C), g->Kp = round16i(K);
+    g->PH = 4 * g->TH + 2, g->PW = 4 * g->TW + 2;
+}
+
+int wino_images(int H, int W)
+{
+    const int tiles = ((H + 3) / 4) * ((W + 3) / 4);
+    return (WINO_MIN_TILES + tiles - 1) / tiles;
+}
+
+size_t wino_weight_floats(const wino_geom_t *g) { return (size_t)WINO_POINTS * g->Cp * g->Kp; }
+
+/* The scratch: the padded channel-last input (nb images), V, M, one tile's outputs. */
+static size_t xt_floats(const wino_geom_t *g) { return (size_t)g->nb * g->PH * g->PW * g->Cp; }
+static size_t tiles_of(const wino_geom_t *g, int n) { return (size_t)n * g->TH * g->TW; }
+/* Floats from one point's matrix of V or M to the next: T rows of `width`, plus a cache
+ * line, so that the 36 points of a tile are not 4 KiB apart (32x32 planes: 64 tiles of
+ * 16 channels), which put them all in one set of the L1 cache and took twice the time. */
+static size_t point_stride(size_t T, int width) { return T * (size_t)width + 16; }
+
+size_t wino_scratch_floats(const wino_geom_t *g)
+{
+    const size_t T = tiles_of(g, g->nb);
+    return xt_floats(g) + (size_t)WINO_POINTS * (point_stride(T, g->Cp) + point_stride(T, g->Kp)) + (size_t)16 * g->Kp;
+}
+
+/* G's rows (6x3): the filter side of F(4x4, 3x3). */
+static const double G[6][3] = {
+    {1.0 / 4, 0, 0},
+    {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+    {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+    {1.0 / 24, 1.0 / 12, 1.0 / 6},
+    {1.0 / 24, -1.0 / 12, 1.0 / 6},
+    {0, 0, 1},
+};
+
+void wino_weights(const wino_geom_t *g, const float *w, int flip, float *U)
+{
+    memset(U, 0, wino_weight_floats(g) * sizeof(float));
+    const size_t pstride = (size_t)g->Cp * g->Kp;
+    for (int k = 0; k < g->K; k++)
+        for (int c = 0; c < g->C; c++) {
+            double f[3][3], gf[6][3];
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 3; j++)
+                    f[i][j] = flip ? w[((size_t)c * g->K + k) * 9 + (2 - i) * 3 + (2 - j)]
+                                   : w[((size_t)k * g->C + c) * 9 + i * 3 + j];
+            for (int a = 0; a < 6; a++)
+                for (int j = 0; j < 3; j++) gf[a][j] = G[a][0] * f[0][j] + G[a][1] * f[1][j] + G[a][2] * f[2][j];
+            for (int a = 0; a < 6; a++)
+                for (int b = 0; b < 6; b++)
+                    U[(size_t)(a * 6 + b) * pstride + (size_t)c * g->Kp + k] = (float)(gf[a][0] * G[b][0] +
+                                                                                       gf[a][1] * G[b][1] +
+                                                                                       gf[a][2] * G[b][2]);
+        }
+}
+
+void wino_begin(const wino_geom_t *g, float *scratch) { memset(scratch, 0, xt_floats(g) * sizeof(float)); }
+
+/* x (n, C, H, W) into the padded channel-last planes xt (row 0, column 0 and the rest
+ * past the planes stay wino_begin's zeros). */
+static void to_channel_last(const wino_geom_t *g, int n, const float *x, float *xt)
+{
+    const size_t plane = (size_t)g->H * g->W, row = (size_t)g->PW * g->Cp, img = (size_t)g->PH * row;
+    for (int b = 0; b < n; b++)
+        for (int h = 0; h < g->H; h++) {
+            float *d = xt + (size_t)b * img + (size_t)(h + 1) * row + g->Cp;
+            for (int c = 0; c < g->C; c++) {
+                const float *s = x + ((size_t)b * g->C + c) * plane + (size_t)h * g->W;
+                for (int w = 0; w < g->W; w++) d[(size_t)w * g->Cp + c] = s[w];
+            }
+        }
+}
+
+/* One tile's outputs (tile: 16 positions by Kp channels) onto image yb's planes, the
+ * positions past the planes dropped. */
+static void tile_out_scalar(const wino_geom_t *g, const float *tile, int th, int tw, const float *bias, int accumulate,
+                            float *yb)
+{
+    const int rows = g->H - 4 * th < 4 ? g->H - 4 * th : 4, cols = g->W - 4 * tw < 4 ? g->W - 4 * tw : 4;
+    const size_t plane = (size_t)g->H * g->W;
+    for (int k = 0; k < g->K; k++) {
+        float *yk = yb + (size_t)k * plane + (size_t)(4 * th) * g->W + 4 * tw;
+        const float bv = bias ? bias[k] : 0.0f;
+        for (int i = 0; i < rows; i++)
+            for (int j = 0; j < cols; j++) {
+                const float v = tile[(size_t)(i * 4 + j) * g->Kp + k];
+                float *o = yk + (size_t)i * g->W + j;
+                *o = accumulate ? *o + v : v + bv;
+            }
+    }
+}
+
+#ifdef WINO_X86
+/* The same for a whole 4x4 tile, 8 channels at a time: the four positions of a row of the
+ * tile, as four vectors of 8 channels, turned into 8 rows of 4 (unpack and shuffle), one
+ * 4-float store per channel: the scalar loop was a quarter of the call. The channels past
+ * the last multiple of 8 go the scalar way. Same values, same additions. */
+__attribute__((target("avx2,fma"))) static void tile_out(const wino_geom_t *g, const float *tile, int th, int tw,
+                                                         const float *bias, int accumulate, float *yb)
+{
+    if (g->H - 4 * th < 4 || g->W - 4 * tw < 4 || g->K % 8) {
+        tile_out_scalar(g, tile, th, tw, bias, accumulate, yb);
+        return;
+    }
+    const size_t plane = (size_t)g->H * g->W;
+    for (int k = 0; k < g->K; k += 8) {
+        float *yk = yb + (size_t)k * plane + (size_t)(4 * th) * g->W + 4 * tw;
+        __m128 b[8];
+        for (int l = 0; l < 8; l++) b[l] = _mm_set1_ps(bias ? bias[k + l] : 0.0f);
+        for (int i = 0; i < 4; i++, yk += g->W) {
+            const float *r = tile + (size_t)(i * 4) * g->Kp + k;
+            const __m256 a0 = _mm256_loadu_ps(r), a1 = _mm256_loadu_ps(r + g->Kp), a2 = _mm256_loadu_ps(r + 2 * g->Kp),
+                         a3 = _mm256_loadu_ps(r + 3 * g->Kp);
+            const __m256 t0 = _mm256_unpacklo_ps(a0, a1), t1 = _mm256_unpackhi_ps(a0, a1);
+            const __m256 t2 = _mm256_unpacklo_ps(a2, a3), t3 = _mm256_unpackhi_ps(a2, a3);
+            const __m256 u[4] = {_mm256_shuffle_ps(t0, t2, 0x44), _mm256_shuffle_ps(t0, t2, 0xEE),
+                                 _mm256_shuffle_ps(t1, t3, 0x44), _mm256_shuffle_ps(t1, t3, 0xEE)};
+            for (int l = 0; l < 8; l++) {
+                /* channel l's four outputs: lane half l / 4 of u[l % 4] */
+                const __m128 v = l < 4 ? _mm256_castps256_ps128(u[l]) : _mm256_extractf128_ps(u[l - 4], 1);
+                float *o = yk + (size_t)l * plane;
+                _mm_storeu_ps(o, accumulate ? _mm_add_ps(_mm_loadu_ps(o), v) : _mm_add_ps(v, b[l]));
+            }
+        }
+    }
+}
+#else
+#define tile_out tile_out_scalar
+#endif
+
+#ifdef WINO_X86
+#define SFX(name) name##_avx2
+#define TARGET __attribute__((target("avx2,fma")))
+#define VW 8
+#define VEC __m256
+#define VLOAD(p) _mm256_loadu_ps(p)
+#define VSTORE(p, v) _mm256_storeu_ps(p, v)
+#define VBCAST(p) _mm256_broadcast_ss(p)
+#define VZERO() _mm256_setzero_ps()
+#define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define VADD(a, b) _mm256_add_ps(a, b)
+#define VSUB(a, b) _mm256_sub_ps(a, b)
+#define VMUL(a, b) _mm256_mul_ps(a, b)
+#define VSET1(x) _mm256_set1_ps(x)
+#include "conv_winograd_tiles.h"
+#undef SFX
+#undef TARGET
+#undef VW
+#undef VEC
+#undef VLOAD
+#undef VSTORE
+#undef VBCAST
+#undef VZERO
+#undef VFMA
+#undef VADD
+#undef VSUB
+#undef VMUL
+#undef VSET1
+
+#define SFX(name) name##_avx512
+#define TARGET __attribute__((target("avx512f")))
+#define VW 16
+#define VEC __m512
+#define VLOAD(p) _mm512_loadu_ps(p)
+#define VSTORE(p, v) _mm512_storeu_ps(p, v)
+#define VBCAST(p) _mm512_set1_ps(*(p))
+#define VZERO() _mm512_setzero_ps()
+#define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define VADD(a, b) _mm512_add_ps(a, b)
+#define VSUB(a, b) _mm512_sub_ps(a, b)
+#define VMUL(a, b) _mm512_mul_ps(a, b)
+#define VSET1(x) _mm512_set1_ps(x)
+#include "conv_winograd_tiles.h"
+
+void wino_conv(const wino_geom_t *g, int n, const float *U, const float *x, const float *bias, int accumulate, float *y,
+               float *scratch)
+{
+    const size_t T = tiles_of(g, n);
+    float *xt = scratch, *V = xt + xt_floats(g), *M = V + (size_t)WINO_POINTS * point_stride(T, g->Cp);
+    float *tile = M + (size_t)WINO_POINTS * point_stride(T, g->Kp);
+    to_channel_last(g, n, x, xt);
+    if (direct_isa() == DIRECT_AVX512) {
+        wino_input_avx512(g, n, xt, V);
+        wino_gemm_avx512(g, (int)T, U, V, M);
+        wino_output_avx512(g, n, M, bias, accumulate, y, tile);
+    } else {
+        wino_input_avx2(g, n, xt, V);
+        wino_gemm_avx2(g, (int)T, U, V, M);
+        wino_output_avx2(g, n, M, bias, accumulate, y, tile);
+    }
+}
+#else
+/* Elsewhere conv.c never calls it: direct_isa() says there are no vector kernels. */
+void wino_conv(const wino_geom_t *g, int n, const float *U, const float *x, const float *bias, int accumulate, float *y,
+               float *scratch)
+{
+    (void)g, (void)n, (void)U, (void)x, (void)bias, (void)accumulate, (void)y, (void)scratch;
+    (void)to_channel_last, (void)tile_out_scalar;
+}
+#endif

@@ -150,6 +150,8 @@ int main(int argc, char **argv)
     const double hz = getenv("PACER_CLOCK_HZ") ? atof(getenv("PACER_CLOCK_HZ")) : 0;
     printf("layer_profile model=%s batch=%d steps=%d threads=%d step_ms=%.2f (%s)\n", name, B, steps, threads,
            1e3 * total / steps, threads > 1 ? "wall time" : "thread CPU time");
+    /* FLOPs as a direct convolution does them: Winograd's layers (conv2d_winograd) do a
+     * quarter of the multiplies, so their rate is an effective one and passes the peak */
     printf("%-16s %-8s %9s %7s %10s\n", "kind", "pass", "ms/step", "share", "FLOP/cycle");
     for (int j = 0; j < nk; j++)
         for (int pass = 0; pass < 2; pass++) {

@@ -609,12 +609,17 @@ static void wino_plan(const conv2d_desc_t *d, int backward, wino_geom_t *g)
     wino_geom(backward ? d->OC : d->C, backward ? d->C : d->OC, d->H, d->W, wino_images(d->H, d->W), g);
 }
 
-/* U then the scratch: a thread's floats for one direction. */
-static size_t wino_floats(const conv2d_desc_t *d, int backward)
+/* A thread's floats: the forward's U and scratch; the backward's dU and weight-gradient
+ * scratch, then the input gradient's U and scratch (wino_backward). */
+static size_t wino_workspace(const conv2d_desc_t *d)
 {
-    wino_geom_t g;
-    wino_plan(d, backward, &g);
-    return round16(wino_weight_floats(&g)) + wino_scratch_floats(&g);
+    wino_geom_t f, b;
+    wino_plan(d, 0, &f);
+    wino_plan(d, 1, &b);
+    const size_t fwd = round16(wino_weight_floats(&f)) + wino_scratch_floats(&f);
+    const size_t bwd = round16(wino_weight_floats(&f)) + round16(wino_wgrad_scratch_floats(&f)) +
+                       round16(wino_weight_floats(&b)) + wino_scratch_floats(&b);
+    return fwd > bwd ? fwd : bwd;
 }
 
 /* The weight gradient's kernel: the channel-vector one also for grid-tile layers whose
@@ -700,15 +705,8 @@ static size_t direct_workspace(const conv2d_desc_t *d)
                       : use_wide(d)       ? wide_workspace(d, 1, 1)
                                           : K * padded_ld((size_t)d->OH * d->OW);
     const size_t bwd = (size_t)d->C * f.g.pld + dout_floats(d, &f, direct_wgrad_kind(d)) + dx;
-    size_t w = fwd > bwd ? fwd : bwd;
-    if (wino_fits(d)) {
-        /* the forward's, and the backward's with the Winograd input gradient */
-        const size_t wf = wino_floats(d, 0),
-                     wb = (size_t)d->C * f.g.pld + dout_floats(d, &f, direct_wgrad_kind(d)) + wino_floats(d, 1);
-        w = w > wf ? w : wf;
-        w = w > wb ? w : wb;
-    }
-    return w;
+    const size_t w = fwd > bwd ? fwd : bwd, wino = wino_fits(d) ? wino_workspace(d) : 0;
+    return w > wino ? w : wino;
 }
 
 /* One image: y = Ap x (src padded into xp, whose pads the caller zeroed once); out = y's
@@ -796,14 +794,53 @@ static void direct_dinp_begin(const conv2d_desc_t *d, int kind, const float *wei
     memset(s->xp, 0, (size_t)d->OC * s->p.g.pld * sizeof(float)); /* dout's pads, for every image */
 }
 
+/* The backward by Winograd, chunk by chunk of g.nb images: the weight gradient summed in
+ * the 6x6 domain over the thread's chunks and carried back once at the end, and each
+ * chunk's input gradient from the flipped filters. */
+static void wino_backward(conv_job_t *j, int t, int T)
+{
+    const conv2d_desc_t *d = j->d;
+    wino_geom_t gf, gb;
+    wino_plan(d, 0, &gf);
+    wino_plan(d, 1, &gb);
+    float *dweight = job_dw(j, t);
+    long c0, c1;
+    my_chunks(j->B, gf.nb, t, T, &c0, &c1);
+    if (c0 == c1) {
+        memset(dweight, 0, dw_floats(d) * sizeof(float));
+        return;
+    }
+    float *dU = job_ws(j, t), *ws = dU + round16(wino_weight_floats(&gf));
+    float *Uf = ws + round16(wino_wgrad_scratch_floats(&gf)), *bs = Uf + round16(wino_weight_floats(&gb));
+    wino_wgrad_begin(&gf, dU, ws);
+    if (j->dinp) {
+        wino_weights(&gb, j->weight, 1, Uf);
+        wino_begin(&gb, bs);
+    }
+    const size_t in_img = (size_t)d->C * d->H * d->W, out_img = (size_t)d->OC * d->OH * d->OW;
+    for (long c = c0; c < c1; c++) {
+        const long b = c * gf.nb;
+        const int n = j->B - b < gf.nb ? (int)(j->B - b) : gf.nb;
+        wino_wgrad(&gf, n, j->inp + (size_t)b * in_img, j->dout + (size_t)b * out_img, dU, ws);
+        if (j->dinp)
+            wino_conv(&gb, n, Uf, j->dout + (size_t)b * out_img, NULL, !j->set, j->dinp + (size_t)b * in_img, bs);
+    }
+    wino_wgrad_end(&gf, dU, dweight);
+}
+
 /* Per image: dout as the weight gradient's kernel reads it (on the forward's grid, or
  * transposed), the weight gradient from it and the padded input (the first image of the
- * thread writes, the others add), then the input gradient. */
+ * thread writes, the others add), then the input gradient. Winograd layers go to
+ * wino_backward instead. */
 static void direct_backward(void *arg, int t, int T)
 {
     direct_plan_t f;
     conv_job_t *j = direct_job(arg, t, T, &f);
     const conv2d_desc_t *d = j->d;
+    if (wino_fits(d)) {
+        wino_backward(j, t, T);
+        return;
+    }
     const size_t n = round16((size_t)f.rows * f.g.PW); /* <= f.g.N, a multiple of 48 */
     const size_t in_img = (size_t)d->C * d->H * d->W, out_img = (size_t)d->OC * d->OH * d->OW;
     float *dweight = job_dw(j, t), *xp = job_ws(j, t), *gy = xp + (size_t)d->C * f.g.pld;
@@ -823,18 +860,7 @@ static void direct_backward(void *arg, int t, int T)
     wide_geometry(d, 1, 1, &wg);
     float *gcol = rest, *gdy = gcol + (size_t)K * wg.ld, *gxp = gdy + (size_t)d->OC * wg.ld;
     const size_t ldc = padded_ld((size_t)P); /* without direct_dx, other strides */
-    /* the Winograd input gradient: the flipped filters' U, then chunks of images */
-    const int wino = j->dinp && wino_fits(d);
-    wino_geom_t wgm;
-    float *wU = rest, *wscr = NULL;
-    if (wino) {
-        wino_plan(d, 1, &wgm);
-        wscr = wU + round16(wino_weight_floats(&wgm));
-        wino_weights(&wgm, j->weight, 1, wU);
-        wino_begin(&wgm, wscr);
-    } else if (j->dinp && direct_dx) {
-        direct_dinp_begin(d, kind, j->weight, rest, &dd);
-    }
+    if (j->dinp && direct_dx) direct_dinp_begin(d, kind, j->weight, rest, &dd);
     memset(xp, 0, (size_t)d->C * f.g.pld * sizeof(float)); /* the input's pads, for every image */
     if (wkind == DIRECT_CV) memset(gy, 0, dout_floats(d, &f, wkind) * sizeof(float)); /* the padding columns */
     for (long b = b0; b < b1; b++) {
@@ -849,14 +875,6 @@ static void direct_backward(void *arg, int t, int T)
             direct_gemm_wgrad(d->OC, gy, f.ldy, &f.g, (int)n, xp, dweight, b != b0);
         }
         if (!j->dinp) continue;
-        if (wino) {
-            /* the images since the last call, every g.nb images and at the end */
-            const long first = b - (b - b0) % wgm.nb;
-            if (b - first + 1 == wgm.nb || b == b1 - 1)
-                wino_conv(&wgm, (int)(b - first + 1), wU, j->dout + (size_t)first * out_img, NULL, !j->set,
-                          j->dinp + (size_t)first * in_img, wscr);
-            continue;
-        }
         float *dx = j->dinp + (size_t)b * in_img;
         if (direct_dx) {
             direct_image(&dd.p, kind, d->C, dd.ap, dy, dd.xp, dd.y, NULL, !j->set, dx);

@@ -89,18 +89,68 @@ void wino_weights(const wino_geom_t *g, const float *w, int flip, float *U)
 
 void wino_begin(const wino_geom_t *g, float *scratch) { memset(scratch, 0, xt_floats(g) * sizeof(float)); }
 
-/* x (n, C, H, W) into the padded channel-last planes xt (row 0, column 0 and the rest
- * past the planes stay wino_begin's zeros). */
+/* n images of C planes of H x W into channel-last planes, pixel (h, w) of image b at
+ * dst + b*img + ((h + off)*PW + w + off)*cp; nothing else of dst is written (the pads
+ * and the channels past C stay the zeros of wino_begin / wino_wgrad_begin). */
+static void channel_last(int n, int C, int H, int W, const float *x, int cp, int PW, size_t img, int off, float *dst)
+{
+    const size_t plane = (size_t)H * W, row = (size_t)PW * cp;
+    for (int b = 0; b < n; b++)
+        for (int h = 0; h < H; h++) {
+            float *d = dst + (size_t)b * img + (size_t)(h + off) * row + (size_t)off * cp;
+            for (int c = 0; c < C; c++) {
+                const float *src = x + ((size_t)b * C + c) * plane + (size_t)h * W;
+                for (int w = 0; w < W; w++) d[(size_t)w * cp + c] = src[w];
+            }
+        }
+}
+
+/* x (n, C, H, W) into the padded input planes xt: one pixel of pad on top and left. */
 static void to_channel_last(const wino_geom_t *g, int n, const float *x, float *xt)
 {
-    const size_t plane = (size_t)g->H * g->W, row = (size_t)g->PW * g->Cp, img = (size_t)g->PH * row;
-    for (int b = 0; b < n; b++)
-        for (int h = 0; h < g->H; h++) {
-            float *d = xt + (size_t)b * img + (size_t)(h + 1) * row + g->Cp;
-            for (int c = 0; c < g->C; c++) {
-                const float *s = x + ((size_t)b * g->C + c) * plane + (size_t)h * g->W;
-                for (int w = 0; w < g->W; w++) d[(size_t)w * g->Cp + c] = s[w];
-            }
+    channel_last(n, g->C, g->H, g->W, x, g->Cp, g->PW, (size_t)g->PH * g->PW * g->Cp, 1, xt);
+}
+
+/* The weight gradient's scratch: the padded input and V as a forward call's, then dy
+ * channel-last (4*TH x 4*TW pixels of Kp) and dM. */
+static size_t dyt_floats(const wino_geom_t *g) { return (size_t)g->nb * 16 * g->TH * g->TW * g->Kp; }
+
+size_t wino_wgrad_scratch_floats(const wino_geom_t *g)
+{
+    const size_t T = tiles_of(g, g->nb);
+    return xt_floats(g) + (size_t)WINO_POINTS * point_stride(T, g->Cp) + dyt_floats(g) +
+           (size_t)WINO_POINTS * point_stride(T, g->Kp);
+}
+
+void wino_wgrad_begin(const wino_geom_t *g, float *dU, float *scratch)
+{
+    memset(dU, 0, wino_weight_floats(g) * sizeof(float));
+    memset(scratch, 0, xt_floats(g) * sizeof(float));
+    const size_t T = tiles_of(g, g->nb);
+    memset(scratch + xt_floats(g) + (size_t)WINO_POINTS * point_stride(T, g->Cp), 0, dyt_floats(g) * sizeof(float));
+}
+
+void wino_wgrad_end(const wino_geom_t *g, const float *dU, float *dw)
+{
+    /* the adjoint of U = G f G^T: df = G^T dU G, per filter, in double */
+    const size_t pstride = (size_t)g->Cp * g->Kp;
+    for (int k = 0; k < g->K; k++)
+        for (int c = 0; c < g->C; c++) {
+            double u[6][6], ug[6][3];
+            for (int a = 0; a < 6; a++)
+                for (int b = 0; b < 6; b++) u[a][b] = dU[(size_t)(a * 6 + b) * pstride + (size_t)c * g->Kp + k];
+            for (int a = 0; a < 6; a++)
+                for (int j = 0; j < 3; j++) {
+                    double v = 0;
+                    for (int b = 0; b < 6; b++) v += u[a][b] * G[b][j];
+                    ug[a][j] = v;
+                }
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 3; j++) {
+                    double v = 0;
+                    for (int a = 0; a < 6; a++) v += G[a][i] * ug[a][j];
+                    dw[((size_t)k * g->C + c) * 9 + i * 3 + j] = (float)v;
+                }
         }
 }
 
@@ -222,8 +272,30 @@ void wino_conv(const wino_geom_t *g, int n, const float *U, const float *x, cons
         wino_output_avx2(g, n, M, bias, accumulate, y, tile);
     }
 }
+
+void wino_wgrad(const wino_geom_t *g, int n, const float *x, const float *dy, float *dU, float *scratch)
+{
+    const size_t T = tiles_of(g, n), Tnb = tiles_of(g, g->nb);
+    float *xt = scratch, *V = xt + xt_floats(g), *dyt = V + (size_t)WINO_POINTS * point_stride(Tnb, g->Cp);
+    float *dM = dyt + dyt_floats(g);
+    to_channel_last(g, n, x, xt);
+    channel_last(n, g->K, g->H, g->W, dy, g->Kp, 4 * g->TW, (size_t)16 * g->TH * g->TW * g->Kp, 0, dyt);
+    if (direct_isa() == DIRECT_AVX512) {
+        wino_input_avx512(g, n, xt, V);
+        wino_dout_avx512(g, n, dyt, dM);
+        wino_wgemm_avx512(g, (int)T, V, dM, dU);
+    } else {
+        wino_input_avx2(g, n, xt, V);
+        wino_dout_avx2(g, n, dyt, dM);
+        wino_wgemm_avx2(g, (int)T, V, dM, dU);
+    }
+}
 #else
 /* Elsewhere conv.c never calls it: direct_isa() says there are no vector kernels. */
+void wino_wgrad(const wino_geom_t *g, int n, const float *x, const float *dy, float *dU, float *scratch)
+{
+    (void)g, (void)n, (void)x, (void)dy, (void)dU, (void)scratch;
+}
 void wino_conv(const wino_geom_t *g, int n, const float *U, const float *x, const float *bias, int accumulate, float *y,
                float *scratch)
 {

@@ -35,6 +35,22 @@ TARGET __attribute__((always_inline)) static inline void SFX(at6)(const VEC *m, 
     o[3] = VADD(VFMA(VSET1(8.0f), d34, d12), m[5]);
 }
 
+/* m = A y for one line of four output gradients (the adjoint of at6):
+ *   m0 = y0                    m3 = y0 + 2 y1 + 4 y2 + 8 y3
+ *   m1 = y0 + y1 + y2 + y3     m4 = y0 - 2 y1 + 4 y2 - 8 y3
+ *   m2 = y0 - y1 + y2 - y3     m5 = y3 */
+TARGET __attribute__((always_inline)) static inline void SFX(a4)(const VEC *y, VEC *m)
+{
+    const VEC e = VADD(y[0], y[2]), o = VADD(y[1], y[3]);
+    const VEC e4 = VFMA(VSET1(4.0f), y[2], y[0]), o8 = VFMA(VSET1(8.0f), y[3], VMUL(VSET1(2.0f), y[1]));
+    m[0] = y[0];
+    m[1] = VADD(e, o);
+    m[2] = VSUB(e, o);
+    m[3] = VADD(e4, o8);
+    m[4] = VSUB(e4, o8);
+    m[5] = y[3];
+}
+
 /* V (36, T, Cp) = B^T d B of every tile's 6x6 block of the channel-last input xt. */
 TARGET static void SFX(wino_input)(const wino_geom_t *g, int n, const float *xt, float *V)
 {
@@ -56,6 +72,33 @@ TARGET static void SFX(wino_input)(const wino_geom_t *g, int n, const float *xt,
                     for (int i = 0; i < 6; i++) {
                         SFX(bt6)(e[i], r);
                         for (int j = 0; j < 6; j++) VSTORE(v0 + (size_t)(i * 6 + j) * vs + c, r[j]);
+                    }
+                }
+            }
+}
+
+/* dM (36, T, Kp) = A dy A^T of every tile's 4x4 block of the channel-last output
+ * gradient dyt (n images of 4*TH rows of 4*TW pixels, zeros past the planes). */
+TARGET static void SFX(wino_dout)(const wino_geom_t *g, int n, const float *dyt, float *dM)
+{
+    const int Kp = g->Kp, T = n * g->TH * g->TW;
+    const size_t row = (size_t)4 * g->TW * Kp, img = (size_t)4 * g->TH * row, ms = point_stride(T, Kp);
+    int t = 0;
+    for (int b = 0; b < n; b++)
+        for (int th = 0; th < g->TH; th++)
+            for (int tw = 0; tw < g->TW; tw++, t++) {
+                const float *y0 = dyt + (size_t)b * img + (size_t)(4 * th) * row + (size_t)(4 * tw) * Kp;
+                float *m0 = dM + (size_t)t * Kp;
+                for (int k = 0; k < Kp; k += VW) {
+                    VEC e[6][4], y[4], m[6];
+                    for (int j = 0; j < 4; j++) {
+                        for (int i = 0; i < 4; i++) y[i] = VLOAD(y0 + (size_t)i * row + (size_t)j * Kp + k);
+                        SFX(a4)(y, m);
+                        for (int i = 0; i < 6; i++) e[i][j] = m[i];
+                    }
+                    for (int i = 0; i < 6; i++) {
+                        SFX(a4)(e[i], m);
+                        for (int j = 0; j < 6; j++) VSTORE(m0 + (size_t)(i * 6 + j) * ms + k, m[j]);
                     }
                 }
             }
@@ -92,6 +135,40 @@ TARGET static void SFX(wino_gemm)(const wino_geom_t *g, int T, const float *U, c
                 }
                 for (int i = 0; i < WNT && t0 + i < T; i++)
                     for (int v = 0; v < WKV; v++) VSTORE(Mp + (size_t)(t0 + i) * Kp + k0 + v * VW, acc[i][v]);
+            }
+    }
+}
+/* dU (36, Cp, Kp) += for each point p, V_p^T (Cp, T) x dM_p (T, Kp), summed over the
+ * tiles in order: 16 channels of dM by 12 / (16 / VW) input channels a block, the input
+ * channels past Cp repeating the last and not stored. */
+TARGET static void SFX(wino_wgemm)(const wino_geom_t *g, int T, const float *V, const float *dM, float *dU)
+{
+    const int Cp = g->Cp, Kp = g->Kp;
+    for (int p = 0; p < WINO_POINTS; p++) {
+        const float *Vp = V + (size_t)p * point_stride(T, Cp), *Mp = dM + (size_t)p * point_stride(T, Kp);
+        float *Up = dU + (size_t)p * Cp * Kp;
+        for (int k0 = 0; k0 < Kp; k0 += 16)
+            for (int c0 = 0; c0 < Cp; c0 += WNT) {
+                int ci[WNT];
+                for (int i = 0; i < WNT; i++) ci[i] = c0 + i < Cp ? c0 + i : Cp - 1;
+                VEC acc[WNT][WKV];
+                for (int i = 0; i < WNT; i++)
+                    for (int v = 0; v < WKV; v++) acc[i][v] = VZERO();
+                for (int t = 0; t < T; t++) {
+                    const float *m = Mp + (size_t)t * Kp + k0, *x = Vp + (size_t)t * Cp;
+                    VEC w[WKV];
+                    for (int v = 0; v < WKV; v++) w[v] = VLOAD(m + v * VW);
+#pragma GCC unroll 12
+                    for (int i = 0; i < WNT; i++) {
+                        const VEC b = VBCAST(x + ci[i]);
+                        for (int v = 0; v < WKV; v++) acc[i][v] = VFMA(w[v], b, acc[i][v]);
+                    }
+                }
+                for (int i = 0; i < WNT && c0 + i < Cp; i++)
+                    for (int v = 0; v < WKV; v++) {
+                        float *u = Up + (size_t)(c0 + i) * Kp + k0 + v * VW;
+                        VSTORE(u, VADD(VLOAD(u), acc[i][v]));
+                    }
             }
     }
 }

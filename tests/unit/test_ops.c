@@ -17,7 +17,9 @@
  *   FWD_TOL 1e-5  forward outputs against the naive double forward;
  *   WINO_TOL 1e-4 the same for convolutions that take Winograd's F(4x4, 3x3)
  *                 (conv2d_winograd): its transforms scale the products by up to ~100
- *                 before the sums and back; 2.3e-5 measured on the 8x8 C=20 OC=40 case;
+ *                 before the sums and back; 2.7e-5 measured at most;
+ *   WINO_GRAD_TOL 3e-4  their gradients (the weight gradient summed over every tile in
+ *                 the 6x6 domain): 7.1e-5 measured at most;
  *   BWD_TOL 1e-4  convolution gradients against the naive double backward (dweight of
  *                 the B=200 case sums 16200 float products of size ~0.25 in SGEMM: its
  *                 absolute error reaches ~2e-5 while the sum is ~0.7);
@@ -51,6 +53,7 @@
 
 #define FWD_TOL 1e-5
 #define WINO_TOL 1e-4
+#define WINO_GRAD_TOL 3e-4
 #define BWD_TOL 1e-4
 #define FD_ATOL 1e-6 /* x the largest |numeric gradient| of the check */
 #define FD_RTOL 1e-5
@@ -362,10 +365,11 @@ static void run_conv_desc(const char *name, const conv2d_desc_t *dp, int B, int 
     ffill(ws, nws, NAN);
     conv2d_backward(&d, B, x, w, g, dx, dw, cc->bias ? db : NULL, ws);
     conv_naive_backward(&d, B, xd, wd, Rd, dxd, dwd, dbd);
+    const double btol = conv2d_winograd(&d) ? WINO_GRAD_TOL : BWD_TOL;
     snprintf(what, sizeof what, "conv %s dinp vs naive", cc->name);
-    double e_bwd = check_close(what, dx, dxd, nx, BWD_TOL, &g_max_bwd);
+    double e_bwd = check_close(what, dx, dxd, nx, btol, &g_max_bwd);
     snprintf(what, sizeof what, "conv %s dweight vs naive", cc->name);
-    double e = check_close(what, dw, dwd, nw, BWD_TOL, &g_max_bwd);
+    double e = check_close(what, dw, dwd, nw, btol, &g_max_bwd);
     e_bwd = fmax(e_bwd, e);
     if (cc->bias) {
         snprintf(what, sizeof what, "conv %s dbias vs naive", cc->name);
@@ -1814,7 +1818,8 @@ static void test_threads_same_results(void **state)
     }
     const double worst = worst_diff(dw[0], dw[1], nw);
     print_message("threads 2 vs 1: conv dweight worst |a-b|/max(1,|a|) %.1e\n", worst);
-    assert_true(worst < 1e-5);
+    /* a Winograd weight gradient's two partials are sums in the 6x6 domain: 5.3e-5 seen */
+    assert_true(worst < (conv2d_winograd(&d) ? WINO_GRAD_TOL : 1e-5));
     free(x);
     free(w);
     free(g);
@@ -2569,9 +2574,10 @@ static void test_fd_criterion(void **state)
 
 static int print_summary(void **state)
 {
-    print_message("max errors (|a-n|/max(1,|a|,|n|)): forward %.2e (tol %.0e, Winograd's %.0e), conv backward vs "
-                  "naive %.2e (tol %.0e), += %.2e (tol %.0e); finite differences at %.2f of their bound\n",
-                  g_max_fwd, FWD_TOL, WINO_TOL, g_max_bwd, BWD_TOL, g_max_acc, ACC_TOL, g_max_fd);
+    print_message(
+        "max errors (|a-n|/max(1,|a|,|n|)): forward %.2e (tol %.0e, Winograd's %.0e), conv backward vs "
+        "naive %.2e (tol %.0e, Winograd's %.0e), += %.2e (tol %.0e); finite differences at %.2f of their bound\n",
+        g_max_fwd, FWD_TOL, WINO_TOL, g_max_bwd, BWD_TOL, WINO_GRAD_TOL, g_max_acc, ACC_TOL, g_max_fd);
     return 0;
 }
 

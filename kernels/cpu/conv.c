@@ -585,11 +585,11 @@ static int direct_dinp_fits(const conv2d_desc_t *d)
 
 /* ---- Winograd (conv_winograd.h) ----------------------------------------------------
  * Of the direct path's layers, the 3x3 ones at stride 1 with one pixel of padding and at
- * least WINO_MIN_CHANNELS channels in and out (every ResNet-20 convolution but the first)
- * take F(4x4, 3x3) for the forward and, on the flipped filters, for the input gradient;
- * the weight gradient stays the direct kernels'. layer_profile, ResNet-20, AVX2: docs/
- * PERFORMANCE.md ("Winograd"). Below 16 channels the GEMM's blocks would be half
- * padding. */
+ * least WINO_MIN_CHANNELS channels in and out (ResNet-20's stride-1 convolutions but the
+ * first, whose input has 3 channels) take F(4x4, 3x3) for the forward, the input gradient
+ * (on the flipped filters) and the weight gradient (in the 6x6 domain). layer_profile,
+ * ResNet-20, AVX2: docs/PERFORMANCE.md ("Winograd"). Below 16 channels the GEMM's blocks
+ * would be half padding. */
 #ifndef WINO_MIN_CHANNELS
 #define WINO_MIN_CHANNELS 16
 #endif

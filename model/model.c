@@ -484,14 +484,20 @@ static void fuse_bn_relu(model_t *m)
     }
 }
 
-/* Marks every layer whose output only a batch norm or a convolution reads (layer_t's
- * grad_set). */
+/* Which reader sets each layer's output gradient (layer_t's grad_setter). */
 static void mark_set_grads(model_t *m)
 {
     for (int j = 0; j < m->nlayers; j++) {
-        const int k = only_reader(m, j);
-        const layer_t *r = k < 0 ? NULL : &m->layers[k];
-        m->layers[j].grad_set = r && (r->kind == LAYER_BN || r->kind == LAYER_CONV) && r->in == j;
+        m->layers[j].grad_setter = -1;
+        int k = m->nlayers - 1; /* the last reader: its backward runs first */
+        while (k > j && m->layers[k].in != j && m->layers[k].in2 != j) k--;
+        if (k == j) continue; /* no reader */
+        const layer_t *r = &m->layers[k];
+        int sets;
+        if (r->in == j && r->in2 == j) sets = 0; /* Add(x, x): one buffer, two sums */
+        else if (r->kind == LAYER_ADD) sets = r->in == j || r->sc.stride == 1;
+        else sets = r->in == j && (r->kind == LAYER_BN || r->kind == LAYER_CONV || r->kind == LAYER_RELU);
+        if (sets) m->layers[j].grad_setter = k;
     }
 }
 
@@ -782,8 +788,8 @@ void model_zero_dacts(model_t *m, int B)
      * last layer's is written by the loss. Only the first B samples are touched. */
     for (int i = 0; i < m->nlayers - 1; i++) {
         const layer_t *l = &m->layers[i];
-        if (l->fused_relu) continue; /* never read: the fused backward reads the ReLU's */
-        if (l->grad_set) continue;   /* written whole by the batch norm that reads it */
+        if (l->fused_relu) continue;       /* never read: the fused backward reads the ReLU's */
+        if (l->grad_setter >= 0) continue; /* written whole by the reader whose backward runs first */
         zero_floats((size_t)B * l->OC * l->OH * l->OW, m->dacts + l->out_off);
     }
 }
@@ -804,11 +810,12 @@ void model_backward(model_t *m, const float *x, const int32_t *y, int B, float l
         float *dw = m->grads + l->w_off;
         float *db = l->has_bias ? m->grads + l->b_off : NULL;
         size_t n_out = (size_t)B * l->OC * l->OH * l->OW;
+        /* this backward writes its input's gradient first and whole (mark_set_grads) */
+        const int sets_in = l->in >= 0 && m->layers[l->in].grad_setter == i;
         switch (l->kind) {
         case LAYER_CONV:
-            /* the input's gradient set rather than added where nothing else adds to it */
-            if (l->in >= 0 && m->layers[l->in].grad_set)
-                conv2d_backward_set(&l->conv, B, inp, w, dout, dinp, dw, db, m->ws);
+            /* the input's gradient set rather than added where this backward is its first */
+            if (sets_in) conv2d_backward_set(&l->conv, B, inp, w, dout, dinp, dw, db, m->ws);
             else conv2d_backward(&l->conv, B, inp, w, dout, dinp, dw, db, m->ws);
             break;
         case LAYER_MAXPOOL:
@@ -819,12 +826,11 @@ void model_backward(model_t *m, const float *x, const int32_t *y, int B, float l
             break;
         case LAYER_RELU:
             if (dinp && !m->layers[l->in].fused_relu) /* dinp: l->in >= 0 */
-                relu_backward(n_out, out, dout, dinp);
+                (sets_in ? relu_backward_set : relu_backward)(n_out, out, dout, dinp);
             break;
         case LAYER_FC: gemm_backward(&l->gemm, B, inp, w, dout, dinp, dw, db); break;
         case LAYER_BN: {
-            /* the input's gradient set rather than added where nothing else adds to it */
-            const int set = l->in >= 0 && m->layers[l->in].grad_set;
+            const int set = sets_in;
             const float *mean = m->aux + l->aux_off, *invstd = mean + l->C;
             if (l->fused_relu) {
                 const float *rout = m->acts + m->layers[i + 1].out_off, *rdout = m->dacts + m->layers[i + 1].out_off;
@@ -844,7 +850,7 @@ void model_backward(model_t *m, const float *x, const int32_t *y, int B, float l
             break;
         case LAYER_ADD: {
             float *dx = m->dacts + m->layers[l->in2].out_off;
-            residual_add_backward(&l->sc, B, dout, dinp, dx);
+            residual_add_backward_set(&l->sc, B, dout, dinp, sets_in, dx, m->layers[l->in2].grad_setter == i);
             break;
         }
         case LAYER_LEAKY_RELU:

@@ -72,7 +72,7 @@ int conv2d_winograd(const conv2d_desc_t *d);
 /* The same with dinp = instead of +=: bit for bit what conv2d_backward gives into a zeroed
  * dinp. Where the direct input gradient runs (conv.c) it writes dinp without reading it;
  * elsewhere dinp is zeroed first. For an input gradient with no other contribution
- * (model.c's grad_set). */
+ * (model.c's grad_setter). */
 void conv2d_backward_set(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *dout,
                          float *dinp, float *dweight, float *dbias, float *ws);
 
@@ -126,6 +126,9 @@ void zero_floats(size_t n, float *x);
 void relu_forward(size_t n, const float *inp, float *out);
 /* Uses the forward output: out > 0 exactly where inp > 0. */
 void relu_backward(size_t n, const float *out, const float *dout, float *dinp /* += */);
+/* dinp = instead of +=: bit for bit what relu_backward gives into a zeroed dinp, without
+ * reading it (an input gradient the ReLU writes first: model.c's grad_setter). */
+void relu_backward_set(size_t n, const float *out, const float *dout, float *dinp);
 
 /* The activations below take and give n floats; out may be inp (in place). Each backward
  * reads the forward OUTPUT, so an in-place forward loses nothing it needs. */
@@ -167,6 +170,11 @@ void residual_add_forward(const shortcut_desc_t *d, int B, const float *a,      
                           float *out);                                                    /* (B, OC, OH, OW) */
 void residual_add_backward(const shortcut_desc_t *d, int B, const float *dout, float *da, /* (B, OC, OH, OW) += */
                            float *dx);                                                    /* (B, C, H, W) += */
+/* The same with da and/or dx = instead of += where set_a / set_x: bit for bit what += gives
+ * into zeroed buffers, without reading them. With a stride other than 1 set_x is ignored
+ * (dx has positions no output reaches): dx is added to, and the caller zeroes it. */
+void residual_add_backward_set(const shortcut_desc_t *d, int B, const float *dout, float *da, int set_a, float *dx,
+                               int set_x);
 
 /* ---- dropout (training-time, inverted) ------------------------------------------ */
 /* Element i of an application is dropped when a 24-bit draw from a counter-based hash of
@@ -304,7 +312,7 @@ void batchnorm_relu_backward(int B, int C, int HW, const float *inp, const float
                              float *dgamma, float *dbeta);               /* = */
 /* The same two with dinp = instead of +=: bit for bit what the += ones give into a zeroed
  * dinp, without the zeroing pass or the read of dinp. For an input gradient with no other
- * contribution (model.c's grad_set). */
+ * contribution (model.c's grad_setter). */
 void batchnorm_backward_set(int B, int C, int HW, const float *inp, const float *gamma, const float *save_mean,
                             const float *save_invstd, const float *dout, float *dinp, float *dgamma, float *dbeta);
 void batchnorm_relu_backward_set(int B, int C, int HW, const float *inp, const float *gamma, const float *save_mean,

@@ -812,6 +812,17 @@ static void test_relu(void **state)
     relu_backward(n, y, g, dx2);
     check_acc("relu dinp", dx2, dx, PREFILL, n);
     relu_backward(n, y, g, NULL); /* dinp may be NULL */
+    /* the _set backward: what += gives into zeros, whatever dinp held (a -0 included) */
+    for (size_t i = 0; i < n; i++)
+        if (y[i] > 0.0f) {
+            g[i] = -0.0f;
+            break;
+        }
+    memset(dx, 0, n * sizeof(float));
+    relu_backward(n, y, g, dx);
+    ffill(dx2, n, NAN);
+    relu_backward_set(n, y, g, dx2);
+    assert_memory_equal(dx2, dx, n * sizeof(float));
 
     /* in place */
     memcpy(dx2, x, n * sizeof(float));
@@ -915,6 +926,21 @@ static void test_residual_add(void **state)
         ffill(da2, ny, PREFILL);
         residual_add_backward(&d, B, g, da2, NULL);
         check_acc(what, da2, da, PREFILL, ny);
+        /* the _set backward: da, and dx at stride 1, what += gives into zeros whatever
+         * they held (a -0 gradient included); a strided dx is added to as before */
+        g[0] = -0.0f;
+        memset(da, 0, ny * sizeof(float));
+        ffill(dx, nx, 0.25f);
+        residual_add_backward(&d, B, g, da, dx);
+        ffill(da2, ny, NAN);
+        ffill(dx2, nx, d.stride == 1 ? NAN : 0.25f);
+        residual_add_backward_set(&d, B, g, da2, 1, dx2, 1);
+        if (d.stride == 1) {
+            memset(dx, 0, nx * sizeof(float));
+            residual_add_backward(&d, B, g, NULL, dx);
+        }
+        assert_memory_equal(da2, da, ny * sizeof(float));
+        assert_memory_equal(dx2, dx, nx * sizeof(float));
 
         /* in place on a: out == a */
         memcpy(da2, a, ny * sizeof(float));

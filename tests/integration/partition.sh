@@ -22,12 +22,15 @@ T=partition T_PREFIX=ppt- T_NET=10.80.0 T_HEARTBEAT=120
 . tests/integration/netns_cluster.inc
 
 # As elastic.sh's job, longer: the grow needs the probe of pw3 (a connection and an MPI
-# pair, seconds) and a checkpoint after it while the 2-rank attempt still trains.
+# pair, seconds) and a checkpoint after it while the 2-rank attempt still trains. As in
+# elastic.sh, rank 0 sleeps through 10x its own step (emulate.schedule: no load, no value
+# changed) so that this room does not shrink as the kernels and the machine get faster:
+# 24 epochs of 32 steps at about 5-10 ms a step.
 cat >"$TMP/job.json" <<JSON
 {"name": "partition", "model": "lenet5", "algorithm": {"name": "ssgd"}, "workers": 3, "batch_size": 32,
  "dataset": {"name": "fashion-mnist", "train_subset": 3072, "test_subset": 1000},
  "optimizer": {"lr": 0.02, "momentum": 0.9}, "epochs": 24, "seed": 11, "log_every": 8,
- "checkpoint": {"every_steps": 8}}
+ "checkpoint": {"every_steps": 8}, "emulate": {"schedule": [{"step": 0, "rank": 0, "slowdown": 10}]}}
 JSON
 
 id=$(submit "$TMP/job.json")

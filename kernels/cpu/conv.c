@@ -813,17 +813,16 @@ static void wino_backward(conv_job_t *j, int t, int T)
     float *dU = job_ws(j, t), *ws = dU + round16(wino_weight_floats(&gf));
     float *Uf = ws + round16(wino_wgrad_scratch_floats(&gf)), *bs = Uf + round16(wino_weight_floats(&gb));
     wino_wgrad_begin(&gf, dU, ws);
-    if (j->dinp) {
-        wino_weights(&gb, j->weight, 1, Uf);
-        wino_begin(&gb, bs);
-    }
+    wino_begin(&gb, bs);
+    if (j->dinp) wino_weights(&gb, j->weight, 1, Uf);
     const size_t in_img = (size_t)d->C * d->H * d->W, out_img = (size_t)d->OC * d->OH * d->OW;
     for (long c = c0; c < c1; c++) {
         const long b = c * gf.nb;
         const int n = j->B - b < gf.nb ? (int)(j->B - b) : gf.nb;
-        wino_wgrad(&gf, n, j->inp + (size_t)b * in_img, j->dout + (size_t)b * out_img, dU, ws);
-        if (j->dinp)
-            wino_conv(&gb, n, Uf, j->dout + (size_t)b * out_img, NULL, !j->set, j->dinp + (size_t)b * in_img, bs);
+        /* dout copied channel-last once, for both gradients */
+        wino_load(&gb, n, j->dout + (size_t)b * out_img, bs);
+        wino_wgrad(&gf, n, j->inp + (size_t)b * in_img, &gb, bs, dU, ws);
+        if (j->dinp) wino_conv_loaded(&gb, n, Uf, NULL, !j->set, j->dinp + (size_t)b * in_img, bs);
     }
     wino_wgrad_end(&gf, dU, dweight);
 }

@@ -157,23 +157,18 @@ static void to_channel_last(const wino_geom_t *g, int n, const float *x, float *
     channel_last(n, g->C, g->H, g->W, x, g->Cp, g->PW, (size_t)g->PH * g->PW * g->Cp, 1, xt);
 }
 
-/* The weight gradient's scratch: the padded input and V as a forward call's, then dy
- * channel-last (4*TH x 4*TW pixels of Kp) and dM. */
-static size_t dyt_floats(const wino_geom_t *g) { return (size_t)g->nb * 16 * g->TH * g->TW * g->Kp; }
-
+/* The weight gradient's scratch: the padded input and V as a forward call's, then dM
+ * (dout's channel-last copy is the input gradient's: wino_load of gd). */
 size_t wino_wgrad_scratch_floats(const wino_geom_t *g)
 {
     const size_t T = tiles_of(g, g->nb);
-    return xt_floats(g) + (size_t)WINO_POINTS * point_stride(T, g->Cp) + dyt_floats(g) +
-           (size_t)WINO_POINTS * point_stride(T, g->Kp);
+    return xt_floats(g) + (size_t)WINO_POINTS * point_stride(T, g->Cp) + (size_t)WINO_POINTS * point_stride(T, g->Kp);
 }
 
 void wino_wgrad_begin(const wino_geom_t *g, float *dU, float *scratch)
 {
     memset(dU, 0, wino_weight_floats(g) * sizeof(float));
     memset(scratch, 0, xt_floats(g) * sizeof(float));
-    const size_t T = tiles_of(g, g->nb);
-    memset(scratch + xt_floats(g) + (size_t)WINO_POINTS * point_stride(T, g->Cp), 0, dyt_floats(g) * sizeof(float));
 }
 
 void wino_wgrad_end(const wino_geom_t *g, const float *dU, float *dw)
@@ -301,13 +296,14 @@ __attribute__((target("avx2,fma"))) static void tile_out(const wino_geom_t *g, c
 #define VSET1(x) _mm512_set1_ps(x)
 #include "conv_winograd_tiles.h"
 
-void wino_conv(const wino_geom_t *g, int n, const float *U, const float *x, const float *bias, int accumulate, float *y,
-               float *scratch)
+void wino_load(const wino_geom_t *g, int n, const float *x, float *scratch) { to_channel_last(g, n, x, scratch); }
+
+void wino_conv_loaded(const wino_geom_t *g, int n, const float *U, const float *bias, int accumulate, float *y,
+                      float *scratch)
 {
     const size_t T = tiles_of(g, n);
     float *xt = scratch, *V = xt + xt_floats(g), *M = V + (size_t)WINO_POINTS * point_stride(T, g->Cp);
     float *tile = M + (size_t)WINO_POINTS * point_stride(T, g->Kp);
-    to_channel_last(g, n, x, xt);
     if (direct_isa() == DIRECT_AVX512) {
         wino_input_avx512(g, n, xt, V);
         wino_gemm_avx512(g, (int)T, U, V, M);
@@ -319,28 +315,47 @@ void wino_conv(const wino_geom_t *g, int n, const float *U, const float *x, cons
     }
 }
 
-void wino_wgrad(const wino_geom_t *g, int n, const float *x, const float *dy, float *dU, float *scratch)
+void wino_conv(const wino_geom_t *g, int n, const float *U, const float *x, const float *bias, int accumulate, float *y,
+               float *scratch)
+{
+    wino_load(g, n, x, scratch);
+    wino_conv_loaded(g, n, U, bias, accumulate, y, scratch);
+}
+
+void wino_wgrad(const wino_geom_t *g, int n, const float *x, const wino_geom_t *gd, const float *dscratch, float *dU,
+                float *scratch)
 {
     const size_t T = tiles_of(g, n), Tnb = tiles_of(g, g->nb);
-    float *xt = scratch, *V = xt + xt_floats(g), *dyt = V + (size_t)WINO_POINTS * point_stride(Tnb, g->Cp);
-    float *dM = dyt + dyt_floats(g);
+    float *xt = scratch, *V = xt + xt_floats(g), *dM = V + (size_t)WINO_POINTS * point_stride(Tnb, g->Cp);
+    /* dout's 4x4 blocks inside gd's padded planes: one pixel in from the top left */
+    const size_t row = (size_t)gd->PW * gd->Cp, img = (size_t)gd->PH * row;
+    const float *dyt = dscratch + row + gd->Cp;
     to_channel_last(g, n, x, xt);
-    channel_last(n, g->K, g->H, g->W, dy, g->Kp, 4 * g->TW, (size_t)16 * g->TH * g->TW * g->Kp, 0, dyt);
     if (direct_isa() == DIRECT_AVX512) {
         wino_input_avx512(g, n, xt, V);
-        wino_dout_avx512(g, n, dyt, dM);
+        wino_dout_avx512(g, n, dyt, row, img, dM);
         wino_wgemm_avx512(g, (int)T, V, dM, dU);
     } else {
         wino_input_avx2(g, n, xt, V);
-        wino_dout_avx2(g, n, dyt, dM);
+        wino_dout_avx2(g, n, dyt, row, img, dM);
         wino_wgemm_avx2(g, (int)T, V, dM, dU);
     }
 }
 #else
-/* Elsewhere conv.c never calls it: direct_isa() says there are no vector kernels. */
-void wino_wgrad(const wino_geom_t *g, int n, const float *x, const float *dy, float *dU, float *scratch)
+/* Elsewhere conv.c never calls them: direct_isa() says there are no vector kernels. */
+void wino_load(const wino_geom_t *g, int n, const float *x, float *scratch)
 {
-    (void)g, (void)n, (void)x, (void)dy, (void)dU, (void)scratch;
+    (void)g, (void)n, (void)x, (void)scratch;
+}
+void wino_conv_loaded(const wino_geom_t *g, int n, const float *U, const float *bias, int accumulate, float *y,
+                      float *scratch)
+{
+    (void)g, (void)n, (void)U, (void)bias, (void)accumulate, (void)y, (void)scratch;
+}
+void wino_wgrad(const wino_geom_t *g, int n, const float *x, const wino_geom_t *gd, const float *dscratch, float *dU,
+                float *scratch)
+{
+    (void)g, (void)n, (void)x, (void)gd, (void)dscratch, (void)dU, (void)scratch;
 }
 void wino_conv(const wino_geom_t *g, int n, const float *U, const float *x, const float *bias, int accumulate, float *y,
                float *scratch)

@@ -50,14 +50,22 @@ void wino_begin(const wino_geom_t *g, float *scratch);
  * (accumulate); n <= g->nb. Needs direct_isa() != DIRECT_NO_ISA. */
 void wino_conv(const wino_geom_t *g, int n, const float *U, const float *x, const float *bias, int accumulate, float *y,
                float *scratch);
+/* wino_conv's two halves: x's padded channel-last copy into the scratch, then the rest,
+ * so that the backward copies dout once for the input and the weight gradient. */
+void wino_load(const wino_geom_t *g, int n, const float *x, float *scratch);
+void wino_conv_loaded(const wino_geom_t *g, int n, const float *U, const float *bias, int accumulate, float *y,
+                      float *scratch);
 
 /* The weight gradient, in the 6x6 domain: dU (36, Cp, Kp) += over the tiles of n images
  * (n <= g->nb) V of x (n, C, H, W) times A dy A^T of dy (n, K, H, W), summed over the
- * tiles in order; then dw (K, C, 3, 3) = G^T dU G. wino_wgrad_begin zeroes dU and the
- * scratch's padding (wino_wgrad_scratch_floats of it) once before a pass's calls. */
+ * tiles in order; then dw (K, C, 3, 3) = G^T dU G. dy comes as the input gradient's
+ * geometry gd (K -> C, the same planes) loaded it: dscratch after wino_load(gd, n, dy,
+ * dscratch). wino_wgrad_begin zeroes dU and the scratch's padding
+ * (wino_wgrad_scratch_floats of it) once before a pass's calls. */
 size_t wino_wgrad_scratch_floats(const wino_geom_t *g);
 void wino_wgrad_begin(const wino_geom_t *g, float *dU, float *scratch);
-void wino_wgrad(const wino_geom_t *g, int n, const float *x, const float *dy, float *dU, float *scratch);
+void wino_wgrad(const wino_geom_t *g, int n, const float *x, const wino_geom_t *gd, const float *dscratch, float *dU,
+                float *scratch);
 void wino_wgrad_end(const wino_geom_t *g, const float *dU, float *dw);
 
 #endif

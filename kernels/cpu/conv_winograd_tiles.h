@@ -78,11 +78,12 @@ TARGET static void SFX(wino_input)(const wino_geom_t *g, int n, const float *xt,
 }
 
 /* dM (36, T, Kp) = A dy A^T of every tile's 4x4 block of the channel-last output
- * gradient dyt (n images of 4*TH rows of 4*TW pixels, zeros past the planes). */
-TARGET static void SFX(wino_dout)(const wino_geom_t *g, int n, const float *dyt, float *dM)
+ * gradient dyt (n images of at least 4*TH rows of `row` floats, image b at b*img, pixels
+ * of Kp channels; zeros past the planes). */
+TARGET static void SFX(wino_dout)(const wino_geom_t *g, int n, const float *dyt, size_t row, size_t img, float *dM)
 {
     const int Kp = g->Kp, T = n * g->TH * g->TW;
-    const size_t row = (size_t)4 * g->TW * Kp, img = (size_t)4 * g->TH * row, ms = point_stride(T, Kp);
+    const size_t ms = point_stride(T, Kp);
     int t = 0;
     for (int b = 0; b < n; b++)
         for (int th = 0; th < g->TH; th++)

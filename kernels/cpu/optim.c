@@ -9,6 +9,7 @@
 #include <math.h>
 
 #include "ops.h"
+#include "parallel.h"
 
 /* M_PI is POSIX, not C11 */
 static const double PI = 3.14159265358979323846;
@@ -48,12 +49,44 @@ __attribute__((target_clones("avx2", "default"))) static void sgd_nesterov(size_
     }
 }
 
+/* One update's arguments, split by element ranges over the kernels' threads: every
+ * element is computed as one thread computes it, so the result does not depend on them
+ * (LeNet-5's 61,706 parameters were 4% of a two-thread step on one thread). */
+typedef struct {
+    float *w, *u;
+    const float *g;
+    size_t n;
+    float lr, momentum, weight_decay, grad_scale;
+    int nesterov;
+} sgd_job_t;
+
+static void sgd_part(void *arg, int t, int T)
+{
+    const sgd_job_t *j = arg;
+    long lo, hi;
+    par_range((long)j->n, t, T, &lo, &hi);
+    const size_t n = (size_t)(hi - lo);
+    float *w = j->w + lo, *u = j->u ? j->u + lo : NULL;
+    const float *g = j->g + lo;
+    if (j->momentum == 0.0f) sgd_plain(n, w, g, j->grad_scale, j->lr, j->weight_decay); /* u is not touched */
+    else if (j->nesterov) sgd_nesterov(n, w, g, j->grad_scale, u, j->lr, j->momentum, j->weight_decay);
+    else sgd_momentum(n, w, g, j->grad_scale, u, j->lr, j->momentum, j->weight_decay);
+}
+
 void sgd_update(size_t n, float *w, const float *g, float *u, float lr, float momentum, int nesterov,
                 float weight_decay, float grad_scale)
 {
-    if (momentum == 0.0f) sgd_plain(n, w, g, grad_scale, lr, weight_decay); /* u is not touched, may be NULL */
-    else if (nesterov) sgd_nesterov(n, w, g, grad_scale, u, lr, momentum, weight_decay);
-    else sgd_momentum(n, w, g, grad_scale, u, lr, momentum, weight_decay);
+    /* u may be NULL without momentum */
+    sgd_job_t j = {.w = w,
+                   .u = u,
+                   .g = g,
+                   .n = n,
+                   .lr = lr,
+                   .momentum = momentum,
+                   .weight_decay = weight_decay,
+                   .grad_scale = grad_scale,
+                   .nesterov = nesterov};
+    par_run_min(sgd_part, &j, n);
 }
 
 /* Eight explicit double lanes: vectorised without reassociation, so the sum is the

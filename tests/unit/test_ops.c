@@ -1791,6 +1791,8 @@ static void test_threads_same_results(void **state)
     assert_int_equal(pool2d_init(&pd[1], C, H, W, 3, 2, 1, 1), 0);
     float *py[2][2], *pdx[2][2];
     int32_t *pam[2][2];
+    /* the optimizer's update and the set backwards, split by element ranges */
+    float *sw[2], *su[2], *sa[2], *sx[2];
     for (int k = 0; k < 2; k++) {
         assert_int_equal(par_set_threads(k + 1), 0);
         float *ws = falloc(conv2d_workspace(&d, B));
@@ -1818,6 +1820,16 @@ static void test_threads_same_results(void **state)
         memset(dew[k], 0, ny * sizeof(float));
         relu_backward(ny, ew[k], g, dew[k]);
         residual_add_backward(&sc, B, g, dew[k], dew[k]);
+        sw[k] = falloc(nx), su[k] = falloc(nx), sa[k] = falloc(ny), sx[k] = falloc(nx);
+        memcpy(sw[k], x, nx * sizeof(float));
+        ffill(su[k], nx, 0.5f);
+        sgd_update(nx, sw[k], g, su[k], 0.1f, 0.9f, 0, 5e-4f, 0.5f);
+        sgd_update(nx, sw[k], g, su[k], 0.1f, 0.9f, 1, 5e-4f, 0.5f);
+        sgd_update(nx, sw[k], g, NULL, 0.1f, 0.0f, 0, 5e-4f, 0.5f);
+        ffill(sa[k], ny, NAN);
+        ffill(sx[k], nx, NAN);
+        relu_backward_set(ny, ew[k], g, sx[k]);
+        residual_add_backward_set(&sc, B, g, sa[k], 1, sx[k], 0);
         free(ws);
     }
     assert_int_equal(par_set_threads(1), 0);
@@ -1830,6 +1842,10 @@ static void test_threads_same_results(void **state)
     assert_memory_equal(ew[0], ew[1], ny * sizeof(float));
     assert_memory_equal(dew[0], dew[1], ny * sizeof(float));
     assert_memory_equal(db[0], db[1], sizeof db[0]);
+    assert_memory_equal(sw[0], sw[1], nx * sizeof(float));
+    assert_memory_equal(su[0], su[1], nx * sizeof(float));
+    assert_memory_equal(sa[0], sa[1], ny * sizeof(float));
+    assert_memory_equal(sx[0], sx[1], nx * sizeof(float));
     for (int p = 0; p < 2; p++) {
         const size_t npy = (size_t)B * C * pd[p].OH * pd[p].OW;
         assert_memory_equal(py[0][p], py[1][p], npy * sizeof(float));
@@ -1857,6 +1873,10 @@ static void test_threads_same_results(void **state)
         free(dbn[k]);
         free(ew[k]);
         free(dew[k]);
+        free(sw[k]);
+        free(su[k]);
+        free(sa[k]);
+        free(sx[k]);
     }
 }
 

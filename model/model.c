@@ -830,17 +830,16 @@ void model_backward(model_t *m, const float *x, const int32_t *y, int B, float l
             break;
         case LAYER_FC: gemm_backward(&l->gemm, B, inp, w, dout, dinp, dw, db); break;
         case LAYER_BN: {
-            const int set = sets_in;
             const float *mean = m->aux + l->aux_off, *invstd = mean + l->C;
             if (l->fused_relu) {
                 const float *rout = m->acts + m->layers[i + 1].out_off, *rdout = m->dacts + m->layers[i + 1].out_off;
-                if (set)
+                if (sets_in)
                     batchnorm_relu_backward_set(B, l->C, l->H * l->W, inp, w, mean, invstd, rout, rdout, dinp, dw,
                                                 m->grads + l->b_off);
                 else
                     batchnorm_relu_backward(B, l->C, l->H * l->W, inp, w, mean, invstd, rout, rdout, dinp, dw,
                                             m->grads + l->b_off);
-            } else if (set)
+            } else if (sets_in)
                 batchnorm_backward_set(B, l->C, l->H * l->W, inp, w, mean, invstd, dout, dinp, dw, m->grads + l->b_off);
             else batchnorm_backward(B, l->C, l->H * l->W, inp, w, mean, invstd, dout, dinp, dw, m->grads + l->b_off);
             break;

@@ -21,6 +21,7 @@
 
 #include "ops.h"
 #include "parallel.h"
+#include "relu_grad.h"
 
 /* Sums of v and v^2 over v = x - shift, in eight explicit double lanes (vectorised
  * without reassociation, hence bitwise the same on every ISA). */
@@ -53,16 +54,7 @@ __attribute__((target_clones("avx2", "default"))) static void shifted_sums(const
  * what relu_backward would have accumulated into a zeroed buffer (see the top). */
 static inline __attribute__((always_inline)) float masked(const float *restrict g, const float *restrict o, size_t i)
 {
-    const float gv = g[i];
-    if (!o) return gv;
-    /* (o > 0 ? g : 0) as a bit mask: gcc turns the select into a branch around the load
-     * of g, which it does not vectorise; the AND it does */
-    uint32_t bits;
-    memcpy(&bits, &gv, sizeof bits);
-    bits &= 0u - (uint32_t)(o[i] > 0.0f);
-    float r;
-    memcpy(&r, &bits, sizeof r);
-    return r + 0.0f;
+    return o ? relu_grad(g[i], o[i]) : g[i];
 }
 
 /* m = the masked gradient of n elements (o not NULL), into a buffer in L1 that the two

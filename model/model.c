@@ -473,14 +473,27 @@ static int only_reader(const model_t *m, int j)
     return readers == 1 ? reader : -1;
 }
 
-/* Marks every batch norm whose output only the next layer, a ReLU, reads (layer_t's
- * fused_relu). */
-static void fuse_bn_relu(model_t *m)
+/* Layer j + 1 is a ReLU and the only reader of layer j's output. */
+static int relu_only_next(const model_t *m, int j)
 {
+    return j + 1 < m->nlayers && m->layers[j + 1].kind == LAYER_RELU && m->layers[j + 1].in == j &&
+           only_reader(m, j) == j + 1;
+}
+
+/* Marks the batch norms that run a following ReLU, or a following identity residual add
+ * and ReLU, in their kernels (layer_t's fused_relu and fused_add). */
+static void fuse_layers(model_t *m)
+{
+    for (int j = 0; j < m->nlayers; j++) m->layers[j].fused_relu = m->layers[j].fused_add = 0;
     for (int j = 0; j + 1 < m->nlayers; j++) {
         layer_t *l = &m->layers[j];
-        l->fused_relu = l->kind == LAYER_BN && m->layers[j + 1].kind == LAYER_RELU && only_reader(m, j) == j + 1 &&
-                        m->layers[j + 1].in == j;
+        if (l->kind != LAYER_BN) continue;
+        const layer_t *add = &m->layers[j + 1];
+        if (add->kind == LAYER_ADD && add->in == j && only_reader(m, j) == j + 1 && add->in2 >= 0 &&
+            add->sc.stride == 1 && add->sc.C == add->sc.OC && relu_only_next(m, j + 1)) {
+            l->fused_add = 1;
+            m->layers[j + 1].fused_relu = 1;
+        } else l->fused_relu = relu_only_next(m, j);
     }
 }
 
@@ -560,7 +573,7 @@ static int create_with(const char *name, int C, int H, int W, int classes, int m
         model_free(m);
         return -1;
     }
-    fuse_bn_relu(m);
+    fuse_layers(m);
     mark_set_grads(m);
     if (alloc_buffers(m) != 0) goto oom;
     *out = m;
@@ -601,7 +614,7 @@ int model_clone(const model_t *src, model_t **out, char *err, size_t errlen)
     if (!m->layers || !m->tensors) goto oom;
     memcpy(m->layers, src->layers, (size_t)src->nlayers * sizeof *m->layers);
     memcpy(m->tensors, src->tensors, (size_t)src->ntensors * sizeof *m->tensors);
-    fuse_bn_relu(m);
+    fuse_layers(m);
     mark_set_grads(m);
     if (alloc_buffers(m) != 0) goto oom;
     *out = m;
@@ -742,7 +755,19 @@ float model_forward(model_t *m, const float *x, const int32_t *y, int B, int tra
             break;
         case LAYER_FC: gemm_forward(&l->gemm, B, inp, w, bias, out); break;
         case LAYER_BN:
-            if (l->fused_relu) {
+            if (l->fused_add) {
+                const float *res = layer_input(m, x, m->layers[i + 1].in2);
+                float *rout = m->acts + m->layers[i + 2].out_off;
+                if (train)
+                    batchnorm_add_relu_forward_train_eps(B, l->C, l->H * l->W, inp, w, m->params + l->b_off, res, rout,
+                                                         m->aux + l->aux_off, m->aux + l->aux_off + l->C,
+                                                         m->buffers + l->rm_off, m->buffers + l->rv_off,
+                                                         MODEL_BN_MOMENTUM, l->eps);
+                else
+                    batchnorm_add_relu_forward_eval_eps(B, l->C, l->H * l->W, inp, w, m->params + l->b_off,
+                                                        m->buffers + l->rm_off, m->buffers + l->rv_off, res, rout,
+                                                        l->eps);
+            } else if (l->fused_relu) {
                 float *rout = m->acts + m->layers[i + 1].out_off;
                 if (train)
                     batchnorm_relu_forward_train_eps(B, l->C, l->H * l->W, inp, w, m->params + l->b_off, rout,
@@ -761,7 +786,11 @@ float model_forward(model_t *m, const float *x, const int32_t *y, int B, int tra
                                            m->buffers + l->rv_off, out, l->eps);
             break;
         case LAYER_GAP: gap_forward(B, l->C, l->H * l->W, inp, out); break;
-        case LAYER_ADD: residual_add_forward(&l->sc, B, inp, layer_input(m, x, l->in2), out); break;
+        case LAYER_ADD:
+            /* computed by the fused batch norm before it (layer_t's fused_add) */
+            if (!(l->in >= 0 && m->layers[l->in].fused_add))
+                residual_add_forward(&l->sc, B, inp, layer_input(m, x, l->in2), out);
+            break;
         case LAYER_LEAKY_RELU: leaky_relu_forward(n_out, l->alpha, inp, out); break;
         case LAYER_SIGMOID: sigmoid_forward(n_out, inp, out); break;
         case LAYER_TANH: tanh_forward(n_out, inp, out); break;
@@ -788,8 +817,8 @@ void model_zero_dacts(model_t *m, int B)
      * last layer's is written by the loss. Only the first B samples are touched. */
     for (int i = 0; i < m->nlayers - 1; i++) {
         const layer_t *l = &m->layers[i];
-        if (l->fused_relu) continue;       /* never read: the fused backward reads the ReLU's */
-        if (l->grad_setter >= 0) continue; /* written whole by the reader whose backward runs first */
+        if (l->fused_relu || l->fused_add) continue; /* never read: the fused backward reads the ReLU's */
+        if (l->grad_setter >= 0) continue;           /* written whole by the reader whose backward runs first */
         zero_floats((size_t)B * l->OC * l->OH * l->OW, m->dacts + l->out_off);
     }
 }
@@ -831,8 +860,10 @@ void model_backward(model_t *m, const float *x, const int32_t *y, int B, float l
         case LAYER_FC: gemm_backward(&l->gemm, B, inp, w, dout, dinp, dw, db); break;
         case LAYER_BN: {
             const float *mean = m->aux + l->aux_off, *invstd = mean + l->C;
-            if (l->fused_relu) {
-                const float *rout = m->acts + m->layers[i + 1].out_off, *rdout = m->dacts + m->layers[i + 1].out_off;
+            if (l->fused_relu || l->fused_add) {
+                /* the ReLU's gradient, through the add unchanged where there is one */
+                const layer_t *r = &m->layers[i + (l->fused_add ? 2 : 1)];
+                const float *rout = m->acts + r->out_off, *rdout = m->dacts + r->out_off;
                 if (sets_in)
                     batchnorm_relu_backward_set(B, l->C, l->H * l->W, inp, w, mean, invstd, rout, rdout, dinp, dw,
                                                 m->grads + l->b_off);
@@ -848,8 +879,15 @@ void model_backward(model_t *m, const float *x, const int32_t *y, int B, float l
             if (dinp) gap_backward(B, l->C, l->H * l->W, dout, dinp);
             break;
         case LAYER_ADD: {
-            float *dx = m->dacts + m->layers[l->in2].out_off;
-            residual_add_backward_set(&l->sc, B, dout, dinp, sets_in, dx, m->layers[l->in2].grad_setter == i);
+            float *dx = l->in2 < 0 ? NULL : m->dacts + m->layers[l->in2].out_off;
+            const int sets_x = l->in2 >= 0 && m->layers[l->in2].grad_setter == i;
+            if (l->fused_relu) {
+                /* the shortcut's gradient is the ReLU's input gradient (an identity
+                 * shortcut, fuse_layers); the batch norm's is read through (fused_add) */
+                const layer_t *r = &m->layers[i + 1];
+                if (dx)
+                    (sets_x ? relu_backward_set : relu_backward)(n_out, m->acts + r->out_off, m->dacts + r->out_off, dx);
+            } else residual_add_backward_set(&l->sc, B, dout, dinp, sets_in, dx, sets_x);
             break;
         }
         case LAYER_LEAKY_RELU:

@@ -72,12 +72,21 @@ typedef struct {
     float p;          /* LAYER_DROPOUT: the probability of dropping */
     float eps;        /* LAYER_BN: epsilon (BN_EPS for the built-in networks) */
     int has_bias;
-    /* LAYER_BN: the next layer is a ReLU and the only reader of this one's output, so
-     * model_forward and model_backward run the pair as one fused kernel
-     * (batchnorm_relu_*, bit for bit the pair's results): this layer's output and its
-     * gradient are then never written, and the ReLU layer does nothing. Set by
-     * model_create from the finished layer list. */
-    int fused_relu;
+    /* Fusions, set by model_create from the finished layer list; each gives bit for bit
+     * the results of the layers it replaces.
+     * fused_relu: LAYER_BN: the next layer is a ReLU and the only reader of this one's
+     * output, so model_forward and model_backward run the pair as one fused kernel
+     * (batchnorm_relu_*): this layer's output and its gradient are then never written,
+     * and the ReLU layer does nothing. LAYER_ADD: the same ReLU after a residual add that
+     * a batch norm's fused_add computes.
+     * fused_add: LAYER_BN: the next layer is a residual add with an identity shortcut
+     * that reads this one's output as its first input and is its only reader, and the
+     * layer after is a ReLU, the add's only reader (a ResNet basic block's end). The
+     * forward computes the ReLU's output here (batchnorm_add_relu_*); the add's backward
+     * writes only its shortcut's gradient, from the ReLU's (relu_backward), and this
+     * layer's backward reads the ReLU's through its mask (batchnorm_relu_backward): the
+     * outputs and gradients of this layer and of the add are never written. */
+    int fused_relu, fused_add;
     /* The layer whose backward sets this layer's output gradient instead of adding to it
      * (batchnorm_*backward_set, conv2d_backward_set, relu_backward_set,
      * residual_add_backward_set: the same bits as adding into zeros), or -1: the

@@ -130,6 +130,27 @@ __attribute__((target_clones("avx2", "default"))) static void affine_relu(size_t
     }
 }
 
+/* y = relu(a*(x - m) + b + r): the batch norm, the residual add (add_plane's sum, which is
+ * commutative bit for bit) and relu_forward, each rounded as those kernels round */
+__attribute__((target_clones("avx2", "default"))) static void
+affine_add_relu(size_t n, const float *restrict x, float m, float a, float b, const float *restrict r, float *restrict y)
+{
+    for (size_t i = 0; i < n; i++) {
+        const float v = a * (x[i] - m) + b;
+        const float s = v + r[i];
+        y[i] = s > 0.0f ? s : 0.0f;
+    }
+}
+
+/* One plane of the forward's affine pass: y = a*(x - m) + b, then + r (res not NULL), then
+ * the ReLU (relu) */
+static inline void affine_plane(size_t n, const float *x, float m, float a, float b, const float *res, int relu,
+                                float *y)
+{
+    if (res) affine_add_relu(n, x, m, a, b, res, y);
+    else (relu ? affine_relu : affine)(n, x, m, a, b, y);
+}
+
 /* d += a*g + b*(x - m) + k, g masked by o when o is not NULL; with set, d = that sum +
  * 0.0f instead: what += gives into a zeroed d, bit for bit (+0 for a -0 sum), without
  * reading d or zeroing it first */
@@ -167,6 +188,7 @@ void batchnorm_forward_eval(int B, int C, int HW, const float *inp, const float 
 typedef struct {
     int B, C, HW;
     const float *inp, *gamma, *beta, *mean, *var_or_invstd, *o, *dout;
+    const float *res; /* forward: the fused residual add's other input (then relu is set), or NULL */
     float *out, *save_mean, *save_invstd, *running_mean, *running_var, *dinp, *dgamma, *dbeta;
     float momentum, eps;
     int relu; /* the fused ReLU: clamp the output; in backward o is its output */
@@ -215,15 +237,16 @@ static void forward_train_part(void *arg, int t, int T)
         const double a = (double)gamma[c] * invstd;
         const float mf = (float)mean;
         const float shift_out = (float)((double)beta[c] - a * (mean - (double)mf));
-        for (int b = 0; b < B; b++)
-            (relu ? affine_relu : affine)(plane, inp + b * bstride + c * plane, mf, (float)a, shift_out,
-                                          out + b * bstride + c * plane);
+        for (int b = 0; b < B; b++) {
+            const size_t at = b * bstride + c * plane;
+            affine_plane(plane, inp + at, mf, (float)a, shift_out, j->res ? j->res + at : NULL, relu, out + at);
+        }
     }
 }
 
-static void forward_train(int B, int C, int HW, const float *inp, const float *gamma, const float *beta, float *out,
-                          float *save_mean, float *save_invstd, float *running_mean, float *running_var, float momentum,
-                          float eps, int relu)
+static void forward_train(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
+                          const float *res, float *out, float *save_mean, float *save_invstd, float *running_mean,
+                          float *running_var, float momentum, float eps, int relu)
 {
     if (B <= 0 || C <= 0 || HW <= 0) return;
     bn_job_t j = {.B = B,
@@ -239,6 +262,7 @@ static void forward_train(int B, int C, int HW, const float *inp, const float *g
                   .running_var = running_var,
                   .momentum = momentum,
                   .eps = eps,
+                  .res = res,
                   .relu = relu};
     par_run(forward_train_part, &j);
 }
@@ -247,14 +271,24 @@ void batchnorm_forward_train_eps(int B, int C, int HW, const float *inp, const f
                                  float *out, float *save_mean, float *save_invstd, float *running_mean,
                                  float *running_var, float momentum, float eps)
 {
-    forward_train(B, C, HW, inp, gamma, beta, out, save_mean, save_invstd, running_mean, running_var, momentum, eps, 0);
+    forward_train(B, C, HW, inp, gamma, beta, NULL, out, save_mean, save_invstd, running_mean, running_var, momentum,
+                  eps, 0);
 }
 
 void batchnorm_relu_forward_train_eps(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
                                       float *out, float *save_mean, float *save_invstd, float *running_mean,
                                       float *running_var, float momentum, float eps)
 {
-    forward_train(B, C, HW, inp, gamma, beta, out, save_mean, save_invstd, running_mean, running_var, momentum, eps, 1);
+    forward_train(B, C, HW, inp, gamma, beta, NULL, out, save_mean, save_invstd, running_mean, running_var, momentum,
+                  eps, 1);
+}
+
+void batchnorm_add_relu_forward_train_eps(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
+                                          const float *res, float *out, float *save_mean, float *save_invstd,
+                                          float *running_mean, float *running_var, float momentum, float eps)
+{
+    forward_train(B, C, HW, inp, gamma, beta, res, out, save_mean, save_invstd, running_mean, running_var, momentum,
+                  eps, 1);
 }
 
 static void forward_eval_part(void *arg, int t, int T)
@@ -265,14 +299,17 @@ static void forward_eval_part(void *arg, int t, int T)
     channels(j, t, T, &c0, &c1);
     for (int c = c0; c < c1; c++) {
         const float a = (float)((double)j->gamma[c] / sqrt((double)j->var_or_invstd[c] + (double)j->eps));
-        for (int b = 0; b < j->B; b++)
-            (j->relu ? affine_relu : affine)(plane, j->inp + b * bstride + c * plane, j->mean[c], a, j->beta[c],
-                                             j->out + b * bstride + c * plane);
+        for (int b = 0; b < j->B; b++) {
+            const size_t at = b * bstride + c * plane;
+            affine_plane(plane, j->inp + at, j->mean[c], a, j->beta[c], j->res ? j->res + at : NULL, j->relu,
+                         j->out + at);
+        }
     }
 }
 
 static void forward_eval(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
-                         const float *running_mean, const float *running_var, float *out, float eps, int relu)
+                         const float *running_mean, const float *running_var, const float *res, float *out, float eps,
+                         int relu)
 {
     bn_job_t j = {.B = B,
                   .C = C,
@@ -282,6 +319,7 @@ static void forward_eval(int B, int C, int HW, const float *inp, const float *ga
                   .beta = beta,
                   .mean = running_mean,
                   .var_or_invstd = running_var,
+                  .res = res,
                   .out = out,
                   .eps = eps,
                   .relu = relu};
@@ -291,13 +329,20 @@ static void forward_eval(int B, int C, int HW, const float *inp, const float *ga
 void batchnorm_forward_eval_eps(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
                                 const float *running_mean, const float *running_var, float *out, float eps)
 {
-    forward_eval(B, C, HW, inp, gamma, beta, running_mean, running_var, out, eps, 0);
+    forward_eval(B, C, HW, inp, gamma, beta, running_mean, running_var, NULL, out, eps, 0);
 }
 
 void batchnorm_relu_forward_eval_eps(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
                                      const float *running_mean, const float *running_var, float *out, float eps)
 {
-    forward_eval(B, C, HW, inp, gamma, beta, running_mean, running_var, out, eps, 1);
+    forward_eval(B, C, HW, inp, gamma, beta, running_mean, running_var, NULL, out, eps, 1);
+}
+
+void batchnorm_add_relu_forward_eval_eps(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
+                                         const float *running_mean, const float *running_var, const float *res,
+                                         float *out, float eps)
+{
+    forward_eval(B, C, HW, inp, gamma, beta, running_mean, running_var, res, out, eps, 1);
 }
 
 /* o: NULL, or the fused ReLU's output (dout is then the ReLU's output gradient) */

@@ -33,10 +33,13 @@ __attribute__((target_clones("avx2", "default"))) static void relu_fwd(size_t n,
     for (size_t i = 0; i < n; i++) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
 }
 
+/* dinp += the term relu_bwd_set writes (relu_grad.h): adding a -0 that the ReLU passes as +0
+ * keeps a -0 already in dinp from depending on whether the gradient went through a
+ * buffer first (model.c's fusions add it straight into the shortcut's gradient) */
 __attribute__((target_clones("avx2", "default"))) static void relu_bwd(size_t n, const float *out, const float *dout,
                                                                        float *dinp)
 {
-    for (size_t i = 0; i < n; i++) dinp[i] += out[i] > 0.0f ? dout[i] : 0.0f;
+    for (size_t i = 0; i < n; i++) dinp[i] += relu_grad(dout[i], out[i]);
 }
 
 /* dinp = the same term + 0.0f: what += gives into a zeroed dinp, bit for bit (+0 for -0),

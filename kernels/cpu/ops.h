@@ -310,6 +310,19 @@ void batchnorm_relu_backward(int B, int C, int HW, const float *inp, const float
                              const float *dout,                          /* the ReLU's output gradient */
                              float *dinp,                                /* += */
                              float *dgamma, float *dbeta);               /* = */
+/* Batch norm, an identity residual add and ReLU, fused (the end of a ResNet basic block):
+ * out = relu(batchnorm(inp) + res), res of inp's shape, bit for bit what the batch norm
+ * kernel, residual_add_forward (res as the shortcut, stride 1, same channels) and
+ * relu_forward give; neither the batch norm's output nor the sum is materialised. There is
+ * no backward of its own: the add passes its output gradient to both inputs unchanged, so
+ * batchnorm_relu_backward on the ReLU's output and gradient is the batch norm's, and
+ * relu_backward from the same two is res's (model.c's fused_add). */
+void batchnorm_add_relu_forward_train_eps(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
+                                          const float *res, float *out, float *save_mean, float *save_invstd,
+                                          float *running_mean, float *running_var, float momentum, float eps);
+void batchnorm_add_relu_forward_eval_eps(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
+                                         const float *running_mean, const float *running_var, const float *res,
+                                         float *out, float eps);
 /* The same two with dinp = instead of +=: bit for bit what the += ones give into a zeroed
  * dinp, without the zeroing pass or the read of dinp. For an input gradient with no other
  * contribution (model.c's grad_setter). */

@@ -1,6 +1,6 @@
 /* kernels/cpu/relu_grad.h - a ReLU's input gradient at one element, as the vectorisable
- * expression its users share (elementwise.c's relu_backward_set, batchnorm.c's fused
- * batch norm + ReLU backward).
+ * expression its users share (elementwise.c's relu_backward and relu_backward_set,
+ * batchnorm.c's fused batch norm + ReLU backward).
  *
  * (o > 0 ? g : 0) + 0.0f, o the ReLU's output: exactly what relu_backward accumulates into
  * a zeroed buffer (the + 0.0f turns -0 into +0 as that sum does). The select is a bit

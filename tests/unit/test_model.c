@@ -307,9 +307,11 @@ static void test_model_clone(void **state)
 /* A second training step on the same batch gives the same gradients bit for bit, with
  * every activation gradient poisoned (NaN) in between: each one the backward reads is
  * zeroed by model_zero_dacts or written whole before it is read (grad_setter: the reader
- * whose backward runs first sets the gradient, the others add, and it is not zeroed). And
- * a third step with no setters (every gradient zeroed, every reader adding) gives the
- * same bits again: setting is value + 0.0f, what adding into zeros gives. */
+ * whose backward runs first sets the gradient, the others add, and it is not zeroed). A
+ * third step with no fusions (layer_t's fused_relu, fused_add: every layer on its own
+ * kernels) gives the same loss, logits and gradients, and a fourth with no setters either
+ * (every gradient zeroed, every reader adding) the same bits again: setting is
+ * value + 0.0f, what adding into zeros gives. */
 static void test_backward_overwrites_gradients(void **state)
 {
     (void)state;
@@ -325,6 +327,18 @@ static void test_backward_overwrites_gradients(void **state)
          * end the stem and the blocks: not the two a stride-2 shortcut reads, nor the last
          * (global average pooling reads it) */
         if (k == 0) assert_int_equal(set, 63);
+        /* and it runs 7 batch norm + residual add + ReLU triples fused (the 9 block ends
+         * but the two with a stride-2 shortcut, which run unfused) and 10 batch norm + ReLU
+         * pairs (the stem's and the blocks' first) */
+        int fused_add = 0, fused_relu = 0;
+        for (int i = 0; i < m->nlayers; i++) {
+            fused_add += m->layers[i].fused_add;
+            fused_relu += m->layers[i].kind == LAYER_BN && m->layers[i].fused_relu;
+        }
+        if (k == 0) {
+            assert_int_equal(fused_add, 7);
+            assert_int_equal(fused_relu, 10);
+        }
         float x[B * 3 * 32 * 32];
         int32_t y[B] = {3, 7};
         rng_t r;
@@ -332,11 +346,20 @@ static void test_backward_overwrites_gradients(void **state)
         for (size_t i = 0; i < sizeof x / sizeof x[0]; i++) x[i] = rng_normal(&r);
         float *g1 = malloc(m->nparams * sizeof(float));
         assert_non_null(g1);
-        model_forward(m, x, y, B, 1);
+        const float loss = model_forward(m, x, y, B, 1);
+        float logits[B * 10];
+        memcpy(logits, model_logits(m), sizeof logits);
         model_backward(m, x, y, B, 1.0f);
         memcpy(g1, m->grads, m->nparams * sizeof(float));
         for (size_t i = 0; i < m->act_floats; i++) m->dacts[i] = NAN;
         model_forward(m, x, y, B, 1);
+        model_backward(m, x, y, B, 1.0f);
+        assert_memory_equal(g1, m->grads, m->nparams * sizeof(float));
+        /* the fused kernels give the bits of the layers they stand for */
+        for (int i = 0; i < m->nlayers; i++) m->layers[i].fused_relu = m->layers[i].fused_add = 0;
+        for (size_t i = 0; i < m->act_floats; i++) m->dacts[i] = NAN;
+        assert_true(model_forward(m, x, y, B, 1) == loss);
+        assert_memory_equal(logits, model_logits(m), sizeof logits);
         model_backward(m, x, y, B, 1.0f);
         assert_memory_equal(g1, m->grads, m->nparams * sizeof(float));
         for (int i = 0; i < m->nlayers; i++) m->layers[i].grad_setter = -1;

@@ -1409,11 +1409,63 @@ static void run_bn_relu_case(int B, int C, int HW, uint64_t seed)
     free(gd);
 }
 
+/* The fused batch norm + identity residual add + ReLU forward gives the bits of the three
+ * kernels it replaces, training and evaluation (its backward is batchnorm_relu_backward
+ * and relu_backward: test_model runs resnet20's fused and unfused). */
+static void run_bn_add_relu_case(int B, int C, int HW, uint64_t seed)
+{
+    const size_t n = (size_t)B * C * HW;
+    lcg_t r = {seed};
+    assert_true(C <= 4);
+    float *x = falloc(n), *res = falloc(n), *y1 = falloc(n), *o1 = falloc(n), *o2 = falloc(n);
+    double *xd = malloc(n * sizeof(double));
+    float gamma[4], beta[4], sm1[4], si1[4], sm2[4], si2[4], rm1[4], rv1[4], rm2[4], rv2[4];
+    double tmp[4];
+    rand_fill(&r, x, xd, n, -2.0f, 2.0f);
+    rand_fill(&r, res, xd, n, -1.0f, 1.0f);
+    rand_fill(&r, gamma, tmp, C, 0.5f, 1.5f);
+    rand_fill(&r, beta, tmp, C, -0.5f, 0.5f);
+    for (int c = 0; c < C; c++) {
+        rm1[c] = rm2[c] = 0.1f * (float)c;
+        rv1[c] = rv2[c] = 1.0f + 0.25f * (float)c;
+    }
+    shortcut_desc_t id;
+    assert_int_equal(shortcut_init(&id, C, 1, HW, C, 1), 0);
+    batchnorm_forward_train_eps(B, C, HW, x, gamma, beta, y1, sm1, si1, rm1, rv1, 0.1f, BN_EPS);
+    residual_add_forward(&id, B, y1, res, y1);
+    relu_forward(n, y1, o1);
+    ffill(o2, n, NAN);
+    batchnorm_add_relu_forward_train_eps(B, C, HW, x, gamma, beta, res, o2, sm2, si2, rm2, rv2, 0.1f, BN_EPS);
+    assert_memory_equal(o1, o2, n * sizeof(float));
+    assert_memory_equal(sm1, sm2, C * sizeof(float));
+    assert_memory_equal(si1, si2, C * sizeof(float));
+    assert_memory_equal(rm1, rm2, C * sizeof(float));
+    assert_memory_equal(rv1, rv2, C * sizeof(float));
+    size_t clamped = 0;
+    for (size_t i = 0; i < n; i++) clamped += o1[i] == 0.0f;
+    assert_true(clamped > n / 4 && clamped < 3 * n / 4);
+
+    batchnorm_forward_eval_eps(B, C, HW, x, gamma, beta, rm1, rv1, y1, 1e-3f);
+    residual_add_forward(&id, B, y1, res, y1);
+    relu_forward(n, y1, o1);
+    ffill(o2, n, NAN);
+    batchnorm_add_relu_forward_eval_eps(B, C, HW, x, gamma, beta, rm1, rv1, res, o2, 1e-3f);
+    assert_memory_equal(o1, o2, n * sizeof(float));
+    free(x);
+    free(res);
+    free(y1);
+    free(o1);
+    free(o2);
+    free(xd);
+}
+
 static void test_batchnorm_relu_fused(void **state)
 {
     (void)state;
     run_bn_relu_case(3, 4, 37, 2027);
     run_bn_relu_case(2, 2, 4101, 2028);
+    run_bn_add_relu_case(3, 4, 37, 2029);
+    run_bn_add_relu_case(2, 2, 4101, 2030);
 }
 
 static void test_batchnorm(void **state)

@@ -184,7 +184,17 @@ void batchnorm_forward_eval(int B, int C, int HW, const float *inp, const float 
 }
 
 /* One call's arguments, as par_run hands them to each thread: the channels are split
- * into contiguous ranges (parallel.h), each computed exactly as one thread would. */
+ * into contiguous ranges (parallel.h), each computed exactly as one thread would.
+ *
+ * A thread takes its channels BN_GROUP at a time and runs each pass image by image over
+ * the group's planes, which lie side by side: a plane at a time per channel (ResNet-20's
+ * are 256 B to 4 KiB, one page at most, C planes apart) left the hardware prefetchers
+ * a page to ramp up on before every jump, and the batch norm passes took 1.2-1.3x as long
+ * (layer_profile, ResNet-20 on the Intel VM of docs/PERFORMANCE.md, one run each: forward
+ * 31.6 -> 24.5 ms a step, backward 52.5 -> 42.1). Each channel's sums still run over the
+ * images in order, so the bits are those of a channel at a time. */
+#define BN_GROUP 64
+
 typedef struct {
     int B, C, HW;
     const float *inp, *gamma, *beta, *mean, *var_or_invstd, *o, *dout;
@@ -214,33 +224,42 @@ static void forward_train_part(void *arg, int t, int T)
     const size_t M = (size_t)B * HW, plane = (size_t)HW, bstride = (size_t)C * HW;
     int c0, c1;
     channels(j, t, T, &c0, &c1);
-    for (int c = c0; c < c1; c++) {
-        const double shift = inp[(size_t)c * plane];
-        double s1 = 0.0, s2 = 0.0;
-        for (int b = 0; b < B; b++) shifted_sums(inp + b * bstride + c * plane, plane, shift, &s1, &s2);
-        const double dm = s1 / (double)M;
-        double var = s2 / (double)M - dm * dm; /* biased: what normalises the batch */
-        if (var < 0.0) var = 0.0;
-        const double mean = shift + dm;
-        const double invstd = 1.0 / sqrt(var + (double)eps);
+    for (int g0 = c0; g0 < c1; g0 += BN_GROUP) {
+        const int n = c1 - g0 < BN_GROUP ? c1 - g0 : BN_GROUP;
+        double shift[BN_GROUP], s1[BN_GROUP] = {0}, s2[BN_GROUP] = {0};
+        float mf[BN_GROUP], a[BN_GROUP], shift_out[BN_GROUP];
+        for (int i = 0; i < n; i++) shift[i] = inp[(size_t)(g0 + i) * plane];
+        for (int b = 0; b < B; b++)
+            for (int i = 0; i < n; i++)
+                shifted_sums(inp + b * bstride + (size_t)(g0 + i) * plane, plane, shift[i], &s1[i], &s2[i]);
+        for (int i = 0; i < n; i++) {
+            const int c = g0 + i;
+            const double dm = s1[i] / (double)M;
+            double var = s2[i] / (double)M - dm * dm; /* biased: what normalises the batch */
+            if (var < 0.0) var = 0.0;
+            const double mean = shift[i] + dm;
+            const double invstd = 1.0 / sqrt(var + (double)eps);
 
-        save_mean[c] = (float)mean;
-        save_invstd[c] = (float)invstd;
-        /* PyTorch updates the running variance with the unbiased estimate; a single
-         * value per channel has none, so the biased one (0) is used there. */
-        const double unbiased = M > 1 ? var * (double)M / (double)(M - 1) : var;
-        running_mean[c] = (1.0f - momentum) * running_mean[c] + momentum * (float)mean;
-        running_var[c] = (1.0f - momentum) * running_var[c] + momentum * (float)unbiased;
+            save_mean[c] = (float)mean;
+            save_invstd[c] = (float)invstd;
+            /* PyTorch updates the running variance with the unbiased estimate; a single
+             * value per channel has none, so the biased one (0) is used there. */
+            const double unbiased = M > 1 ? var * (double)M / (double)(M - 1) : var;
+            running_mean[c] = (1.0f - momentum) * running_mean[c] + momentum * (float)mean;
+            running_var[c] = (1.0f - momentum) * running_var[c] + momentum * (float)unbiased;
 
-        /* Centre on the float mean and move its rounding error into the shift, so the
-         * output is normalised with the double-precision mean. */
-        const double a = (double)gamma[c] * invstd;
-        const float mf = (float)mean;
-        const float shift_out = (float)((double)beta[c] - a * (mean - (double)mf));
-        for (int b = 0; b < B; b++) {
-            const size_t at = b * bstride + c * plane;
-            affine_plane(plane, inp + at, mf, (float)a, shift_out, j->res ? j->res + at : NULL, relu, out + at);
+            /* Centre on the float mean and move its rounding error into the shift, so the
+             * output is normalised with the double-precision mean. */
+            const double ad = (double)gamma[c] * invstd;
+            mf[i] = (float)mean;
+            a[i] = (float)ad;
+            shift_out[i] = (float)((double)beta[c] - ad * (mean - (double)mf[i]));
         }
+        for (int b = 0; b < B; b++)
+            for (int i = 0; i < n; i++) {
+                const size_t at = b * bstride + (size_t)(g0 + i) * plane;
+                affine_plane(plane, inp + at, mf[i], a[i], shift_out[i], j->res ? j->res + at : NULL, relu, out + at);
+            }
     }
 }
 
@@ -297,13 +316,18 @@ static void forward_eval_part(void *arg, int t, int T)
     const size_t plane = (size_t)j->HW, bstride = (size_t)j->C * j->HW;
     int c0, c1;
     channels(j, t, T, &c0, &c1);
-    for (int c = c0; c < c1; c++) {
-        const float a = (float)((double)j->gamma[c] / sqrt((double)j->var_or_invstd[c] + (double)j->eps));
-        for (int b = 0; b < j->B; b++) {
-            const size_t at = b * bstride + c * plane;
-            affine_plane(plane, j->inp + at, j->mean[c], a, j->beta[c], j->res ? j->res + at : NULL, j->relu,
-                         j->out + at);
-        }
+    for (int g0 = c0; g0 < c1; g0 += BN_GROUP) {
+        const int n = c1 - g0 < BN_GROUP ? c1 - g0 : BN_GROUP;
+        float a[BN_GROUP];
+        for (int i = 0; i < n; i++)
+            a[i] = (float)((double)j->gamma[g0 + i] / sqrt((double)j->var_or_invstd[g0 + i] + (double)j->eps));
+        for (int b = 0; b < j->B; b++)
+            for (int i = 0; i < n; i++) {
+                const int c = g0 + i;
+                const size_t at = b * bstride + (size_t)c * plane;
+                affine_plane(plane, j->inp + at, j->mean[c], a[i], j->beta[c], j->res ? j->res + at : NULL, j->relu,
+                             j->out + at);
+            }
     }
 }
 
@@ -357,38 +381,46 @@ static void backward_part(void *arg, int t, int T)
     float gm[MASK_PLANE];
     int c0, c1;
     channels(j, t, T, &c0, &c1);
-    for (int c = c0; c < c1; c++) {
-        const double mean = save_mean[c], invstd = save_invstd[c];
-        double sg = 0.0, sgx = 0.0;
-        for (int b = 0; b < B; b++) {
-            const size_t at = b * bstride + c * plane;
-            if (o && plane <= MASK_PLANE) {
-                mask_grad(plane, dout + at, o + at, gm);
-                grad_sums(gm, inp + at, plane, mean, &sg, &sgx);
-            } else if (o) grad_sums_relu(dout + at, o + at, inp + at, plane, mean, &sg, &sgx);
-            else grad_sums(dout + at, inp + at, plane, mean, &sg, &sgx);
-        }
-        /* dbeta = sum g, dgamma = sum g * xhat with xhat = (x - mean) * invstd */
-        const double db = sg, dg = sgx * invstd;
-        dbeta[c] = (float)db;
-        dgamma[c] = (float)dg;
-        if (!dinp || M == 0) continue;
-        /* dx = gamma*invstd * (g - db/M - xhat*dg/M)
+    for (int g0 = c0; g0 < c1; g0 += BN_GROUP) {
+        const int n = c1 - g0 < BN_GROUP ? c1 - g0 : BN_GROUP;
+        double sg[BN_GROUP] = {0}, sgx[BN_GROUP] = {0};
+        for (int b = 0; b < B; b++)
+            for (int i = 0; i < n; i++) {
+                const double mean = save_mean[g0 + i];
+                const size_t at = b * bstride + (size_t)(g0 + i) * plane;
+                if (o && plane <= MASK_PLANE) {
+                    mask_grad(plane, dout + at, o + at, gm);
+                    grad_sums(gm, inp + at, plane, mean, &sg[i], &sgx[i]);
+                } else if (o) grad_sums_relu(dout + at, o + at, inp + at, plane, mean, &sg[i], &sgx[i]);
+                else grad_sums(dout + at, inp + at, plane, mean, &sg[i], &sgx[i]);
+            }
+        /* dbeta = sum g, dgamma = sum g * xhat with xhat = (x - mean) * invstd;
+         * dx = gamma*invstd * (g - db/M - xhat*dg/M)
          *    = a*g + bx*(x - mean) + k, with a = gamma*invstd, bx = -a*invstd*dg/M,
          *      k = -a*db/M */
-        const double a = (double)gamma[c] * invstd;
-        const double bx = -a * invstd * dg / (double)M;
-        const double k = -a * db / (double)M;
-        for (int b = 0; b < B; b++) {
-            const size_t at = b * bstride + c * plane;
-            const float *g = dout + at, *ob = o ? o + at : NULL;
-            if (o && plane <= MASK_PLANE) {
-                mask_grad(plane, dout + at, o + at, gm);
-                g = gm;
-                ob = NULL;
-            }
-            affine2_acc(plane, g, ob, inp + at, (float)mean, (float)a, (float)bx, (float)k, j->set, dinp + at);
+        float a[BN_GROUP], bx[BN_GROUP], k[BN_GROUP];
+        for (int i = 0; i < n; i++) {
+            const int c = g0 + i;
+            const double invstd = save_invstd[c], db = sg[i], dg = sgx[i] * invstd;
+            dbeta[c] = (float)db;
+            dgamma[c] = (float)dg;
+            const double ad = (double)gamma[c] * invstd;
+            a[i] = (float)ad;
+            bx[i] = (float)(-ad * invstd * dg / (double)M);
+            k[i] = (float)(-ad * db / (double)M);
         }
+        if (!dinp || M == 0) continue;
+        for (int b = 0; b < B; b++)
+            for (int i = 0; i < n; i++) {
+                const size_t at = b * bstride + (size_t)(g0 + i) * plane;
+                const float *g = dout + at, *ob = o ? o + at : NULL;
+                if (o && plane <= MASK_PLANE) {
+                    mask_grad(plane, dout + at, o + at, gm);
+                    g = gm;
+                    ob = NULL;
+                }
+                affine2_acc(plane, g, ob, inp + at, save_mean[g0 + i], a[i], bx[i], k[i], j->set, dinp + at);
+            }
     }
 }
 

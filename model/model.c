@@ -860,19 +860,27 @@ void model_backward(model_t *m, const float *x, const int32_t *y, int B, float l
         case LAYER_FC: gemm_backward(&l->gemm, B, inp, w, dout, dinp, dw, db); break;
         case LAYER_BN: {
             const float *mean = m->aux + l->aux_off, *invstd = mean + l->C;
-            if (l->fused_relu || l->fused_add) {
-                /* the ReLU's gradient, through the add unchanged where there is one */
+            /* g: this layer's output gradient, or with rout the ReLU's, read through its
+             * mask (fused_relu; fused_add: through the add unchanged). Where the add has
+             * just set its shortcut's gradient, that buffer holds the masked gradient
+             * itself, bit for bit: read once instead of masking the ReLU's again. */
+            const float *g = dout, *rout = NULL;
+            const int sc = l->fused_add ? m->layers[i + 1].in2 : -1;
+            if (sc >= 0 && m->layers[sc].grad_setter == i + 1) g = m->dacts + m->layers[sc].out_off;
+            else if (l->fused_relu || l->fused_add) {
                 const layer_t *r = &m->layers[i + (l->fused_add ? 2 : 1)];
-                const float *rout = m->acts + r->out_off, *rdout = m->dacts + r->out_off;
-                if (sets_in)
-                    batchnorm_relu_backward_set(B, l->C, l->H * l->W, inp, w, mean, invstd, rout, rdout, dinp, dw,
-                                                m->grads + l->b_off);
-                else
-                    batchnorm_relu_backward(B, l->C, l->H * l->W, inp, w, mean, invstd, rout, rdout, dinp, dw,
+                rout = m->acts + r->out_off;
+                g = m->dacts + r->out_off;
+            }
+            if (rout && sets_in)
+                batchnorm_relu_backward_set(B, l->C, l->H * l->W, inp, w, mean, invstd, rout, g, dinp, dw,
                                             m->grads + l->b_off);
-            } else if (sets_in)
-                batchnorm_backward_set(B, l->C, l->H * l->W, inp, w, mean, invstd, dout, dinp, dw, m->grads + l->b_off);
-            else batchnorm_backward(B, l->C, l->H * l->W, inp, w, mean, invstd, dout, dinp, dw, m->grads + l->b_off);
+            else if (rout)
+                batchnorm_relu_backward(B, l->C, l->H * l->W, inp, w, mean, invstd, rout, g, dinp, dw,
+                                        m->grads + l->b_off);
+            else if (sets_in)
+                batchnorm_backward_set(B, l->C, l->H * l->W, inp, w, mean, invstd, g, dinp, dw, m->grads + l->b_off);
+            else batchnorm_backward(B, l->C, l->H * l->W, inp, w, mean, invstd, g, dinp, dw, m->grads + l->b_off);
             break;
         }
         case LAYER_GAP:

@@ -183,17 +183,26 @@ void batchnorm_forward_eval(int B, int C, int HW, const float *inp, const float 
     batchnorm_forward_eval_eps(B, C, HW, inp, gamma, beta, running_mean, running_var, out, BN_EPS);
 }
 
-/* One call's arguments, as par_run hands them to each thread: the channels are split
- * into contiguous ranges (parallel.h), each computed exactly as one thread would.
- *
- * A thread takes its channels BN_GROUP at a time and runs each pass image by image over
- * the group's planes, which lie side by side: a plane at a time per channel (ResNet-20's
- * are 256 B to 4 KiB, one page at most, C planes apart) left the hardware prefetchers
- * a page to ramp up on before every jump, and the batch norm passes took 1.2-1.3x as long
- * (layer_profile, ResNet-20 on the Intel VM of docs/PERFORMANCE.md, one run each: forward
- * 31.6 -> 24.5 ms a step, backward 52.5 -> 42.1). Each channel's sums still run over the
- * images in order, so the bits are those of a channel at a time. */
+/* One call's arguments, as par_run hands them to each thread. A call goes over its
+ * channels BN_BLOCK at a time, in two passes a block (two par_runs):
+ *  - the sums (forward train, backward) split the block's channels into contiguous ranges
+ *    (parallel.h); a thread takes its channels BN_GROUP at a time and goes image by image
+ *    over the group's planes, which lie side by side: a plane at a time per channel
+ *    (ResNet-20's are 256 B to 4 KiB, one page at most, C planes apart) left the hardware
+ *    prefetchers a page to ramp up on before every jump, and the batch norm passes took
+ *    1.2-1.3x as long (layer_profile, ResNet-20 on the Intel VM of docs/PERFORMANCE.md,
+ *    one run each: forward 31.6 -> 24.5 ms a step, backward 52.5 -> 42.1). Each channel's
+ *    sums still run over the images in order, so the bits are those of a channel at a
+ *    time. The pass ends with each channel's coefficients in m, a, b, k.
+ *  - the affine pass, the one that writes, splits the block's planes (image by image, the
+ *    block's channels inside) into contiguous ranges: split by channels, two threads
+ *    wrote interleaved runs of a few KiB of the same tensor and ran no faster than one
+ *    (an 8 MiB write pass at 16 channels of 32x32: 0.31 ms on one thread, 0.32 on two,
+ *    against 0.14 split flat; AMD EPYC Zen 5 VM, 2026-11-25). Each element's value is
+ *    computed as before: the same bits on any number of threads.
+ * The eval forward's coefficients come from the running statistics, split as the sums. */
 #define BN_GROUP 64
+#define BN_BLOCK 1024
 
 typedef struct {
     int B, C, HW;
@@ -201,24 +210,43 @@ typedef struct {
     const float *res; /* forward: the fused residual add's other input (then relu is set), or NULL */
     float *out, *save_mean, *save_invstd, *running_mean, *running_var, *dinp, *dgamma, *dbeta;
     float momentum, eps;
-    int relu; /* the fused ReLU: clamp the output; in backward o is its output */
-    int set;  /* backward: dinp = (the _set entry points), not += */
+    int relu;   /* the fused ReLU: clamp the output; in backward o is its output */
+    int set;    /* backward: dinp = (the _set entry points), not += */
+    int k0, kn; /* the block of channels a pass covers */
+    /* per channel of the block: forward y = a*(x - m) + b, backward dx = a*g + b*(x - m) + k */
+    float *m, *a, *b, *k;
 } bn_job_t;
 
+/* Thread t's channels of the block, [*c0, *c1) */
 static void channels(const bn_job_t *j, int t, int T, int *c0, int *c1)
 {
     long lo, hi;
-    par_range(j->C, t, T, &lo, &hi);
-    *c0 = (int)lo;
-    *c1 = (int)hi;
+    par_range(j->kn, t, T, &lo, &hi);
+    *c0 = j->k0 + (int)lo;
+    *c1 = j->k0 + (int)hi;
 }
 
-static void forward_train_part(void *arg, int t, int T)
+/* Runs sums and then write (the affine pass; NULL: none) over each block of the call's channels. */
+static void by_blocks(bn_job_t *j, par_fn sums, par_fn write)
+{
+    float m[BN_BLOCK], a[BN_BLOCK], b[BN_BLOCK], k[BN_BLOCK];
+    j->m = m, j->a = a, j->b = b, j->k = k;
+    for (j->k0 = 0; j->k0 < j->C; j->k0 += BN_BLOCK) {
+        j->kn = j->C - j->k0 < BN_BLOCK ? j->C - j->k0 : BN_BLOCK;
+        par_run(sums, j);
+        if (write) par_run(write, j);
+    }
+}
+
+/* Thread t's planes of the block: image b, channel k0 + i for b * kn + i in [*p0, *p1) */
+static void planes(const bn_job_t *j, int t, int T, long *p0, long *p1) { par_range((long)j->B * j->kn, t, T, p0, p1); }
+
+static void forward_train_sums(void *arg, int t, int T)
 {
     const bn_job_t *j = arg;
-    const int B = j->B, C = j->C, HW = j->HW, relu = j->relu;
+    const int B = j->B, C = j->C, HW = j->HW;
     const float *inp = j->inp, *gamma = j->gamma, *beta = j->beta;
-    float *out = j->out, *save_mean = j->save_mean, *save_invstd = j->save_invstd, *running_mean = j->running_mean,
+    float *save_mean = j->save_mean, *save_invstd = j->save_invstd, *running_mean = j->running_mean,
           *running_var = j->running_var;
     const float momentum = j->momentum, eps = j->eps;
     const size_t M = (size_t)B * HW, plane = (size_t)HW, bstride = (size_t)C * HW;
@@ -227,7 +255,6 @@ static void forward_train_part(void *arg, int t, int T)
     for (int g0 = c0; g0 < c1; g0 += BN_GROUP) {
         const int n = c1 - g0 < BN_GROUP ? c1 - g0 : BN_GROUP;
         double shift[BN_GROUP], s1[BN_GROUP] = {0}, s2[BN_GROUP] = {0};
-        float mf[BN_GROUP], a[BN_GROUP], shift_out[BN_GROUP];
         for (int i = 0; i < n; i++) shift[i] = inp[(size_t)(g0 + i) * plane];
         for (int b = 0; b < B; b++)
             for (int i = 0; i < n; i++)
@@ -251,15 +278,26 @@ static void forward_train_part(void *arg, int t, int T)
             /* Centre on the float mean and move its rounding error into the shift, so the
              * output is normalised with the double-precision mean. */
             const double ad = (double)gamma[c] * invstd;
-            mf[i] = (float)mean;
-            a[i] = (float)ad;
-            shift_out[i] = (float)((double)beta[c] - ad * (mean - (double)mf[i]));
+            const float mf = (float)mean;
+            j->m[c - j->k0] = mf;
+            j->a[c - j->k0] = (float)ad;
+            j->b[c - j->k0] = (float)((double)beta[c] - ad * (mean - (double)mf));
         }
-        for (int b = 0; b < B; b++)
-            for (int i = 0; i < n; i++) {
-                const size_t at = b * bstride + (size_t)(g0 + i) * plane;
-                affine_plane(plane, inp + at, mf[i], a[i], shift_out[i], j->res ? j->res + at : NULL, relu, out + at);
-            }
+    }
+}
+
+/* out = a*(inp - m) + b per plane, then + res and the ReLU where the call fuses them */
+static void forward_affine(void *arg, int t, int T)
+{
+    const bn_job_t *j = arg;
+    const size_t plane = (size_t)j->HW, bstride = (size_t)j->C * j->HW;
+    long p0, p1;
+    planes(j, t, T, &p0, &p1);
+    for (long p = p0; p < p1; p++) {
+        const long b = p / j->kn;
+        const int i = (int)(p % j->kn);
+        const size_t at = (size_t)b * bstride + (size_t)(j->k0 + i) * plane;
+        affine_plane(plane, j->inp + at, j->m[i], j->a[i], j->b[i], j->res ? j->res + at : NULL, j->relu, j->out + at);
     }
 }
 
@@ -283,7 +321,7 @@ static void forward_train(int B, int C, int HW, const float *inp, const float *g
                   .eps = eps,
                   .res = res,
                   .relu = relu};
-    par_run(forward_train_part, &j);
+    by_blocks(&j, forward_train_sums, forward_affine);
 }
 
 void batchnorm_forward_train_eps(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
@@ -310,24 +348,16 @@ void batchnorm_add_relu_forward_train_eps(int B, int C, int HW, const float *inp
                   eps, 1);
 }
 
-static void forward_eval_part(void *arg, int t, int T)
+/* The eval forward's coefficients from the running statistics: a = gamma / sqrt(var + eps) */
+static void forward_eval_coefficients(void *arg, int t, int T)
 {
     const bn_job_t *j = arg;
-    const size_t plane = (size_t)j->HW, bstride = (size_t)j->C * j->HW;
     int c0, c1;
     channels(j, t, T, &c0, &c1);
-    for (int g0 = c0; g0 < c1; g0 += BN_GROUP) {
-        const int n = c1 - g0 < BN_GROUP ? c1 - g0 : BN_GROUP;
-        float a[BN_GROUP];
-        for (int i = 0; i < n; i++)
-            a[i] = (float)((double)j->gamma[g0 + i] / sqrt((double)j->var_or_invstd[g0 + i] + (double)j->eps));
-        for (int b = 0; b < j->B; b++)
-            for (int i = 0; i < n; i++) {
-                const int c = g0 + i;
-                const size_t at = b * bstride + (size_t)c * plane;
-                affine_plane(plane, j->inp + at, j->mean[c], a[i], j->beta[c], j->res ? j->res + at : NULL, j->relu,
-                             j->out + at);
-            }
+    for (int c = c0; c < c1; c++) {
+        j->m[c - j->k0] = j->mean[c];
+        j->a[c - j->k0] = (float)((double)j->gamma[c] / sqrt((double)j->var_or_invstd[c] + (double)j->eps));
+        j->b[c - j->k0] = j->beta[c];
     }
 }
 
@@ -335,6 +365,7 @@ static void forward_eval(int B, int C, int HW, const float *inp, const float *ga
                          const float *running_mean, const float *running_var, const float *res, float *out, float eps,
                          int relu)
 {
+    if (B <= 0 || C <= 0 || HW <= 0) return;
     bn_job_t j = {.B = B,
                   .C = C,
                   .HW = HW,
@@ -347,7 +378,7 @@ static void forward_eval(int B, int C, int HW, const float *inp, const float *ga
                   .out = out,
                   .eps = eps,
                   .relu = relu};
-    par_run(forward_eval_part, &j);
+    by_blocks(&j, forward_eval_coefficients, forward_affine);
 }
 
 void batchnorm_forward_eval_eps(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
@@ -369,14 +400,15 @@ void batchnorm_add_relu_forward_eval_eps(int B, int C, int HW, const float *inp,
     forward_eval(B, C, HW, inp, gamma, beta, running_mean, running_var, res, out, eps, 1);
 }
 
-/* o: NULL, or the fused ReLU's output (dout is then the ReLU's output gradient) */
-static void backward_part(void *arg, int t, int T)
+/* The backward's sums per channel, dbeta and dgamma, and the coefficients of dx. o: NULL,
+ * or the fused ReLU's output (dout is then the ReLU's output gradient). */
+static void backward_sums(void *arg, int t, int T)
 {
     const bn_job_t *j = arg;
     const int B = j->B;
     const float *inp = j->inp, *gamma = j->gamma, *save_mean = j->mean, *save_invstd = j->var_or_invstd, *o = j->o,
                 *dout = j->dout;
-    float *dinp = j->dinp, *dgamma = j->dgamma, *dbeta = j->dbeta;
+    float *dgamma = j->dgamma, *dbeta = j->dbeta;
     const size_t M = (size_t)B * j->HW, plane = (size_t)j->HW, bstride = (size_t)j->C * j->HW;
     float gm[MASK_PLANE];
     int c0, c1;
@@ -398,29 +430,39 @@ static void backward_part(void *arg, int t, int T)
          * dx = gamma*invstd * (g - db/M - xhat*dg/M)
          *    = a*g + bx*(x - mean) + k, with a = gamma*invstd, bx = -a*invstd*dg/M,
          *      k = -a*db/M */
-        float a[BN_GROUP], bx[BN_GROUP], k[BN_GROUP];
         for (int i = 0; i < n; i++) {
             const int c = g0 + i;
             const double invstd = save_invstd[c], db = sg[i], dg = sgx[i] * invstd;
             dbeta[c] = (float)db;
             dgamma[c] = (float)dg;
             const double ad = (double)gamma[c] * invstd;
-            a[i] = (float)ad;
-            bx[i] = (float)(-ad * invstd * dg / (double)M);
-            k[i] = (float)(-ad * db / (double)M);
+            j->m[c - j->k0] = save_mean[c];
+            j->a[c - j->k0] = (float)ad;
+            j->b[c - j->k0] = (float)(-ad * invstd * dg / (double)M);
+            j->k[c - j->k0] = (float)(-ad * db / (double)M);
         }
-        if (!dinp || M == 0) continue;
-        for (int b = 0; b < B; b++)
-            for (int i = 0; i < n; i++) {
-                const size_t at = b * bstride + (size_t)(g0 + i) * plane;
-                const float *g = dout + at, *ob = o ? o + at : NULL;
-                if (o && plane <= MASK_PLANE) {
-                    mask_grad(plane, dout + at, o + at, gm);
-                    g = gm;
-                    ob = NULL;
-                }
-                affine2_acc(plane, g, ob, inp + at, save_mean[g0 + i], a[i], bx[i], k[i], j->set, dinp + at);
-            }
+    }
+}
+
+/* dinp += (or, with set, =) a*g + b*(inp - m) + k per plane, g masked by o where set */
+static void backward_affine(void *arg, int t, int T)
+{
+    const bn_job_t *j = arg;
+    const size_t plane = (size_t)j->HW, bstride = (size_t)j->C * j->HW;
+    float gm[MASK_PLANE];
+    long p0, p1;
+    planes(j, t, T, &p0, &p1);
+    for (long p = p0; p < p1; p++) {
+        const long b = p / j->kn;
+        const int i = (int)(p % j->kn);
+        const size_t at = (size_t)b * bstride + (size_t)(j->k0 + i) * plane;
+        const float *g = j->dout + at, *ob = j->o ? j->o + at : NULL;
+        if (ob && plane <= MASK_PLANE) {
+            mask_grad(plane, g, ob, gm);
+            g = gm;
+            ob = NULL;
+        }
+        affine2_acc(plane, g, ob, j->inp + at, j->m[i], j->a[i], j->b[i], j->k[i], j->set, j->dinp + at);
     }
 }
 
@@ -428,6 +470,7 @@ static void backward(int B, int C, int HW, const float *inp, const float *gamma,
                      const float *save_invstd, const float *o, const float *dout, float *dinp, float *dgamma,
                      float *dbeta, int set)
 {
+    if (C <= 0) return;
     bn_job_t j = {.set = set,
                   .B = B,
                   .C = C,
@@ -441,7 +484,7 @@ static void backward(int B, int C, int HW, const float *inp, const float *gamma,
                   .dinp = dinp,
                   .dgamma = dgamma,
                   .dbeta = dbeta};
-    par_run(backward_part, &j);
+    by_blocks(&j, backward_sums, dinp && B > 0 && HW > 0 ? backward_affine : NULL);
 }
 
 void batchnorm_backward(int B, int C, int HW, const float *inp, const float *gamma, const float *save_mean,

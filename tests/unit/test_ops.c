@@ -1224,6 +1224,9 @@ static double bn_loss(void *p)
     return dot(c->y, c->R, (size_t)c->B * c->C * c->HW);
 }
 
+/* The most channels a batch-norm case has: past batchnorm.c's block of 1024 (BN_BLOCK) */
+#define BN_CASE_C 1040
+
 /* eps == BN_EPS runs the plain functions (and checks that the _eps variants give their
  * bits), any other eps the _eps variants. */
 static void run_bn_case_eps(int B, int C, int HW, float center, float eps, uint64_t seed)
@@ -1231,10 +1234,11 @@ static void run_bn_case_eps(int B, int C, int HW, float center, float eps, uint6
     lcg_t r = {seed};
     const size_t n = (size_t)B * C * HW;
     float *x = falloc(n), *y = falloc(n), *g = falloc(n), *dx = falloc(n), *dx2 = falloc(n);
-    float gamma[8], beta[8], smean[8], sinv[8], rm[8], rv[8], dgam[8], dbet[8], dg2[8], db2[8];
+    float gamma[BN_CASE_C], beta[BN_CASE_C], smean[BN_CASE_C], sinv[BN_CASE_C], rm[BN_CASE_C], rv[BN_CASE_C],
+        dgam[BN_CASE_C], dbet[BN_CASE_C], dg2[BN_CASE_C], db2[BN_CASE_C];
     double *xd = dalloc(n), *yd = dalloc(n), *Rd = dalloc(n);
-    double gd[8], bd[8], md[8], vd[8], sinvd[8];
-    assert_true(C <= 8);
+    double gd[BN_CASE_C], bd[BN_CASE_C], md[BN_CASE_C], vd[BN_CASE_C], sinvd[BN_CASE_C];
+    assert_true(C <= BN_CASE_C);
     rand_fill(&r, x, xd, n, center - 2.0f, center + 2.0f);
     rand_fill(&r, gamma, gd, C, 0.5f, 1.5f);
     rand_fill(&r, beta, bd, C, -0.5f, 0.5f);
@@ -1247,14 +1251,14 @@ static void run_bn_case_eps(int B, int C, int HW, float center, float eps, uint6
     char what[96];
 
     ffill(y, n, NAN);
-    float rm0[8], rv0[8];
+    float rm0[BN_CASE_C], rv0[BN_CASE_C];
     memcpy(rm0, rm, sizeof rm);
     memcpy(rv0, rv, sizeof rv);
     if (eps == BN_EPS) batchnorm_forward_train(B, C, HW, x, gamma, beta, y, smean, sinv, rm, rv, momentum);
     else batchnorm_forward_train_eps(B, C, HW, x, gamma, beta, y, smean, sinv, rm, rv, momentum, eps);
     if (eps == BN_EPS) {
         /* the _eps variant with BN_EPS is the same computation, bit for bit */
-        float *y2 = falloc(n), sm2[8], si2[8];
+        float *y2 = falloc(n), sm2[BN_CASE_C], si2[BN_CASE_C];
         batchnorm_forward_train_eps(B, C, HW, x, gamma, beta, y2, sm2, si2, rm0, rv0, momentum, BN_EPS);
         assert_memory_equal(y2, y, n * sizeof(float));
         assert_memory_equal(sm2, smean, C * sizeof(float));
@@ -1275,7 +1279,7 @@ static void run_bn_case_eps(int B, int C, int HW, float center, float eps, uint6
     for (int c = 0; c < C; c++) sinvd[c] = 1.0 / sqrt(vd[c] + (double)eps);
     check_close("batchnorm save_invstd", sinv, sinvd, C, FWD_TOL, &g_max_fwd);
     /* running statistics: (1 - momentum)*old + momentum*batch, unbiased variance */
-    double M = (double)B * HW, want_m[8], want_v[8];
+    double M = (double)B * HW, want_m[BN_CASE_C], want_v[BN_CASE_C];
     for (int c = 0; c < C; c++) {
         want_m[c] = (1.0 - momentum) * (0.1 * c) + momentum * md[c];
         want_v[c] = (1.0 - momentum) * (1.0 + 0.5 * c) + momentum * vd[c] * M / (M - 1.0);
@@ -1416,11 +1420,12 @@ static void run_bn_add_relu_case(int B, int C, int HW, uint64_t seed)
 {
     const size_t n = (size_t)B * C * HW;
     lcg_t r = {seed};
-    assert_true(C <= 4);
+    assert_true(C <= BN_CASE_C);
     float *x = falloc(n), *res = falloc(n), *y1 = falloc(n), *o1 = falloc(n), *o2 = falloc(n);
     double *xd = malloc(n * sizeof(double));
-    float gamma[4], beta[4], sm1[4], si1[4], sm2[4], si2[4], rm1[4], rv1[4], rm2[4], rv2[4];
-    double tmp[4];
+    float gamma[BN_CASE_C], beta[BN_CASE_C], sm1[BN_CASE_C], si1[BN_CASE_C], sm2[BN_CASE_C], si2[BN_CASE_C],
+        rm1[BN_CASE_C], rv1[BN_CASE_C], rm2[BN_CASE_C], rv2[BN_CASE_C];
+    double tmp[BN_CASE_C];
     rand_fill(&r, x, xd, n, -2.0f, 2.0f);
     rand_fill(&r, res, xd, n, -1.0f, 1.0f);
     rand_fill(&r, gamma, tmp, C, 0.5f, 1.5f);
@@ -1466,6 +1471,7 @@ static void test_batchnorm_relu_fused(void **state)
     run_bn_relu_case(2, 2, 4101, 2028);
     run_bn_add_relu_case(3, 4, 37, 2029);
     run_bn_add_relu_case(2, 2, 4101, 2030);
+    run_bn_add_relu_case(3, 1030, 5, 2031); /* two of batchnorm.c's channel blocks */
 }
 
 static void test_batchnorm(void **state)
@@ -1480,6 +1486,8 @@ static void test_batchnorm(void **state)
      * (through 1/sqrt(var + eps)) and in the gradient (through the saved inverse std) */
     run_bn_case_eps(4, 3, 5, 0.0f, 1e-3f, 1005);
     run_bn_case_eps(2, 2, 13, 0.0f, 0.5f, 1006);
+    /* more channels than batchnorm.c takes in one block (BN_BLOCK, 1024): two blocks */
+    run_bn_case(2, 1030, 3, 0.0f, 1007);
 }
 
 /* ---- general convolution geometry (ONNX Conv) ------------------------------------ */

@@ -66,24 +66,43 @@ static const double G[6][3] = {
     {0, 0, 1},
 };
 
-void wino_weights(const wino_geom_t *g, const float *w, int flip, float *U)
+/* U's row c, output channels kb .. kb + 15 (those from K on zero): each filter in double
+ * with the output channel innermost, so that the 16 are computed side by side and each of
+ * the 36 points' 16 floats stored as one run. Each value is the scalar expression's. */
+__attribute__((target_clones("avx2", "default"))) static void filters16(const wino_geom_t *g, const float *w, int flip,
+                                                                        int c, int kb, float *u)
 {
-    memset(U, 0, wino_weight_floats(g) * sizeof(float));
     const size_t pstride = (size_t)g->Cp * g->Kp;
-    for (int k = 0; k < g->K; k++)
-        for (int c = 0; c < g->C; c++) {
-            double f[3][3], gf[6][3];
-            for (int i = 0; i < 3; i++)
-                for (int j = 0; j < 3; j++)
-                    f[i][j] = flip ? w[((size_t)c * g->K + k) * 9 + (2 - i) * 3 + (2 - j)]
-                                   : w[((size_t)k * g->C + c) * 9 + i * 3 + j];
-            for (int a = 0; a < 6; a++)
-                for (int j = 0; j < 3; j++) gf[a][j] = G[a][0] * f[0][j] + G[a][1] * f[1][j] + G[a][2] * f[2][j];
-            for (int a = 0; a < 6; a++)
-                for (int b = 0; b < 6; b++)
-                    U[(size_t)(a * 6 + b) * pstride + (size_t)c * g->Kp + k] = (float)(gf[a][0] * G[b][0] +
-                                                                                       gf[a][1] * G[b][1] +
-                                                                                       gf[a][2] * G[b][2]);
+    const int nk = g->K - kb < 16 ? g->K - kb : 16;
+    double f[3][3][16], gf[6][3][16];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            for (int q = 0; q < 16; q++) {
+                const int k = kb + (q < nk ? q : 0);
+                f[i][j][q] = flip ? w[((size_t)c * g->K + k) * 9 + (2 - i) * 3 + (2 - j)]
+                                  : w[((size_t)k * g->C + c) * 9 + i * 3 + j];
+            }
+    for (int a = 0; a < 6; a++)
+        for (int j = 0; j < 3; j++)
+            for (int q = 0; q < 16; q++)
+                gf[a][j][q] = G[a][0] * f[0][j][q] + G[a][1] * f[1][j][q] + G[a][2] * f[2][j][q];
+    for (int a = 0; a < 6; a++)
+        for (int b = 0; b < 6; b++) {
+            float *r = u + (size_t)(a * 6 + b) * pstride;
+            for (int q = 0; q < 16; q++)
+                r[q] = q < nk ? (float)(gf[a][0][q] * G[b][0] + gf[a][1][q] * G[b][1] + gf[a][2][q] * G[b][2]) : 0.0f;
+        }
+}
+
+void wino_weights(const wino_geom_t *g, const float *w, int flip, int k0, int k1, float *U)
+{
+    const size_t pstride = (size_t)g->Cp * g->Kp;
+    for (int c = 0; c < g->Cp; c++)
+        for (int kb = k0; kb < k1; kb += 16) {
+            float *u = U + (size_t)c * g->Kp + kb;
+            if (c < g->C && kb < g->K) filters16(g, w, flip, c, kb, u);
+            else
+                for (int p = 0; p < WINO_POINTS; p++) memset(u + (size_t)p * pstride, 0, 16 * sizeof(float));
         }
 }
 

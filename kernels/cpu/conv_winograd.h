@@ -39,10 +39,12 @@ int wino_images(int H, int W);
 size_t wino_weight_floats(const wino_geom_t *g);
 size_t wino_scratch_floats(const wino_geom_t *g);
 
-/* U from the filters. flip 0: w is (K, C, 3, 3), the forward's. flip 1: w is (C, K, 3,
- * 3) and the filter from input channel i to output channel o is w[i][o] turned by 180
- * degrees: the input gradient of a convolution with weights w (a convolution of dout). */
-void wino_weights(const wino_geom_t *g, const float *w, int flip, float *U);
+/* U's output channels k in [k0, k1) of Kp (multiples of 16) from the filters (zeros past K and for the
+ * input channels past C), so that threads can share one U, each writing a range.
+ * flip 0: w is (K, C, 3, 3), the forward's. flip 1: w is (C, K, 3, 3) and the filter
+ * from input channel i to output channel o is w[i][o] turned by 180 degrees: the input
+ * gradient of a convolution with weights w (a convolution of dout). */
+void wino_weights(const wino_geom_t *g, const float *w, int flip, int k0, int k1, float *U);
 
 /* Zeroes the padding of the scratch; once before the calls of a pass that share it. */
 void wino_begin(const wino_geom_t *g, float *scratch);

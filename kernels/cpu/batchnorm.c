@@ -238,8 +238,15 @@ static void by_blocks(bn_job_t *j, par_fn sums, par_fn write)
     }
 }
 
-/* Thread t's planes of the block: image b, channel k0 + i for b * kn + i in [*p0, *p1) */
+/* Thread t's planes of the block, [*p0, *p1): plane p is image p / kn, channel k0 + p % kn */
 static void planes(const bn_job_t *j, int t, int T, long *p0, long *p1) { par_range((long)j->B * j->kn, t, T, p0, p1); }
+
+/* Where plane p of the block starts in the tensor; *i its channel in the block */
+static size_t plane_at(const bn_job_t *j, long p, int *i)
+{
+    *i = (int)(p % j->kn);
+    return (size_t)(p / j->kn) * j->C * j->HW + (size_t)(j->k0 + *i) * j->HW;
+}
 
 static void forward_train_sums(void *arg, int t, int T)
 {
@@ -290,13 +297,12 @@ static void forward_train_sums(void *arg, int t, int T)
 static void forward_affine(void *arg, int t, int T)
 {
     const bn_job_t *j = arg;
-    const size_t plane = (size_t)j->HW, bstride = (size_t)j->C * j->HW;
+    const size_t plane = (size_t)j->HW;
     long p0, p1;
     planes(j, t, T, &p0, &p1);
     for (long p = p0; p < p1; p++) {
-        const long b = p / j->kn;
-        const int i = (int)(p % j->kn);
-        const size_t at = (size_t)b * bstride + (size_t)(j->k0 + i) * plane;
+        int i;
+        const size_t at = plane_at(j, p, &i);
         affine_plane(plane, j->inp + at, j->m[i], j->a[i], j->b[i], j->res ? j->res + at : NULL, j->relu, j->out + at);
     }
 }
@@ -448,14 +454,13 @@ static void backward_sums(void *arg, int t, int T)
 static void backward_affine(void *arg, int t, int T)
 {
     const bn_job_t *j = arg;
-    const size_t plane = (size_t)j->HW, bstride = (size_t)j->C * j->HW;
+    const size_t plane = (size_t)j->HW;
     float gm[MASK_PLANE];
     long p0, p1;
     planes(j, t, T, &p0, &p1);
     for (long p = p0; p < p1; p++) {
-        const long b = p / j->kn;
-        const int i = (int)(p % j->kn);
-        const size_t at = (size_t)b * bstride + (size_t)(j->k0 + i) * plane;
+        int i;
+        const size_t at = plane_at(j, p, &i);
         const float *g = j->dout + at, *ob = j->o ? j->o + at : NULL;
         if (ob && plane <= MASK_PLANE) {
             mask_grad(plane, g, ob, gm);

@@ -1334,6 +1334,23 @@ static void run_bn_case(int B, int C, int HW, float center, uint64_t seed)
     run_bn_case_eps(B, C, HW, center, BN_EPS, seed);
 }
 
+/* A fused batch norm's training forward against the kernels it replaces: the same output
+ * and statistics, bit for bit, with the ReLU clamping between a quarter and three
+ * quarters of the outputs (both sides of the kink exercised). */
+static void same_bn_relu_outputs(size_t n, int C, const float *o1, const float *o2, const float *sm1, const float *sm2,
+                                 const float *si1, const float *si2, const float *rm1, const float *rm2,
+                                 const float *rv1, const float *rv2)
+{
+    assert_memory_equal(o1, o2, n * sizeof(float));
+    assert_memory_equal(sm1, sm2, C * sizeof(float));
+    assert_memory_equal(si1, si2, C * sizeof(float));
+    assert_memory_equal(rm1, rm2, C * sizeof(float));
+    assert_memory_equal(rv1, rv2, C * sizeof(float));
+    size_t clamped = 0;
+    for (size_t i = 0; i < n; i++) clamped += o1[i] == 0.0f;
+    assert_true(clamped > n / 4 && clamped < 3 * n / 4);
+}
+
 /* The fused batch norm + ReLU kernels give the bits of the pair they replace: the batch
  * norm kernel then relu_forward, and relu_backward into a zeroed buffer then
  * batchnorm_backward (model.c runs the fused ones on resnet20's pairs). Half the outputs
@@ -1362,14 +1379,7 @@ static void run_bn_relu_case(int B, int C, int HW, uint64_t seed)
     batchnorm_forward_train_eps(B, C, HW, x, gamma, beta, y1, sm1, si1, rm1, rv1, 0.1f, BN_EPS);
     relu_forward(n, y1, o1);
     batchnorm_relu_forward_train_eps(B, C, HW, x, gamma, beta, o2, sm2, si2, rm2, rv2, 0.1f, BN_EPS);
-    assert_memory_equal(o1, o2, n * sizeof(float));
-    assert_memory_equal(sm1, sm2, C * sizeof(float));
-    assert_memory_equal(si1, si2, C * sizeof(float));
-    assert_memory_equal(rm1, rm2, C * sizeof(float));
-    assert_memory_equal(rv1, rv2, C * sizeof(float));
-    size_t clamped = 0;
-    for (size_t i = 0; i < n; i++) clamped += o1[i] == 0.0f;
-    assert_true(clamped > n / 4 && clamped < 3 * n / 4);
+    same_bn_relu_outputs(n, C, o1, o2, sm1, sm2, si1, si2, rm1, rm2, rv1, rv2);
 
     /* backward: dinp accumulates, so both start from the same nonzero values */
     for (size_t i = 0; i < n; i++) d1[i] = d2[i] = 0.01f * (float)(i % 13);
@@ -1441,14 +1451,7 @@ static void run_bn_add_relu_case(int B, int C, int HW, uint64_t seed)
     relu_forward(n, y1, o1);
     ffill(o2, n, NAN);
     batchnorm_add_relu_forward_train_eps(B, C, HW, x, gamma, beta, res, o2, sm2, si2, rm2, rv2, 0.1f, BN_EPS);
-    assert_memory_equal(o1, o2, n * sizeof(float));
-    assert_memory_equal(sm1, sm2, C * sizeof(float));
-    assert_memory_equal(si1, si2, C * sizeof(float));
-    assert_memory_equal(rm1, rm2, C * sizeof(float));
-    assert_memory_equal(rv1, rv2, C * sizeof(float));
-    size_t clamped = 0;
-    for (size_t i = 0; i < n; i++) clamped += o1[i] == 0.0f;
-    assert_true(clamped > n / 4 && clamped < 3 * n / 4);
+    same_bn_relu_outputs(n, C, o1, o2, sm1, sm2, si1, si2, rm1, rm2, rv1, rv2);
 
     batchnorm_forward_eval_eps(B, C, HW, x, gamma, beta, rm1, rv1, y1, 1e-3f);
     residual_add_forward(&id, B, y1, res, y1);

@@ -25,6 +25,27 @@ static double rank_demand(const worker_t *w)
     return (w->gpu ? 1.0 : (double)s->threads) / f;
 }
 
+/* The ranks of one host emulate from one undisturbed cost per batch size: the smallest
+ * any of them measured in worker_calibrate (collective over hc). A rank's own minimum is
+ * not enough where the host's cores are not equally fast: on a virtual machine whose
+ * vCPUs share physical cores with other tenants, one vCPU ran LeNet-5's step 15-25%
+ * slower than the other for minutes at a time (2026-11-25), and the scheduler keeps a
+ * rank on the core it last ran on, so that rank's f x u was f times the slower core's
+ * cost and the nominal ratios between ranks did not hold. With the host's minimum every
+ * rank sleeps to f times the fastest core's cost, which a core 25% slower still computes
+ * inside for any f >= 1.25 (below that its steps are late, as under contention). Ranks
+ * without a calibrated cost (the PS, unslowed and GPU ranks) take part with none. */
+static void share_undisturbed(worker_t *w, MPI_Comm hc)
+{
+    int b = w->role == ROLE_PS ? 0 : w->batch_of[w->worker_index];
+    int has = b > 0 && b <= w->max_batch && w->undisturbed_s[b] > 0;
+    MPI_Comm same = MPI_COMM_NULL;
+    MPI_CHECK(MPI_Comm_split(hc, has ? b : MPI_UNDEFINED, 0, &same));
+    if (same == MPI_COMM_NULL) return;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &w->undisturbed_s[b], 1, MPI_DOUBLE, MPI_MIN, same));
+    MPI_Comm_free(&same);
+}
+
 /* Processes that may want a core at once: every rank's CPU threads (1 for the PS). */
 static double rank_slots(const worker_t *w) { return w->role == ROLE_PS || w->gpu ? 1.0 : (double)w->spec->threads; }
 
@@ -54,6 +75,7 @@ int emulate_check(worker_t *w)
         MPI_CHECK(MPI_Allreduce(&w->rank, &leader, 1, MPI_INT, MPI_MIN, hc));
         MPI_Comm_size(hc, &host_ranks);
         MPI_Comm_rank(hc, &host_rank);
+        share_undisturbed(w, hc);
         MPI_Comm_free(&hc);
     }
     double cores = CPU_COUNT(&mask);

@@ -13,7 +13,9 @@
  * When demand exceeds cores on some host the worker says so at start-up, and the
  * summary's "emulation" says {"faithful": false, "demand_cores", "cores"} (the host with
  * the largest demand / cores). The same check tells the ranks of an oversubscribed host
- * to wait for messages without spinning (worker_t.polite_wait, comm_wait).
+ * to wait for messages without spinning (worker_t.polite_wait, comm_wait). And the
+ * ranks of a host that emulate with the same batch size take one undisturbed step cost,
+ * the smallest any of them calibrated, so that cores of unequal speed do not skew f.
  */
 #ifndef PACER_EMULATE_H
 #define PACER_EMULATE_H

@@ -183,7 +183,8 @@ float worker_compute_grad(worker_t *w, float loss_scale)
      *    a virtual CPU's stolen time), so u is the smallest cost this rank has measured
      *    for a batch of this size (undisturbed_s, one entry per size up to max_batch).
      * worker_calibrate seeds it before training, so that even the first steps (caches and
-     * page tables still cold) are not emulated from an inflated cost.
+     * page tables still cold) are not emulated from an inflated cost, and emulate_check
+     * lowers the seed to the host's smallest for that batch size (cores of unequal speed).
      * When contention makes the real step longer than f * u there is nothing to wait:
      * the emulation is then not faithful, which the start-up check predicts (emulate.c).
      * In a simulation (sim.h) every clock here reads simulated time, which no other rank

@@ -214,7 +214,8 @@ void worker_print_plan(const worker_t *w);
 int worker_epoch_done(worker_t *w, char *err, size_t errlen);
 /* Emulation only: five untimed forward/backward passes of this rank's batch before
  * training, to seed the undisturbed step cost (weights and batch-norm statistics are left
- * as they were; a no-op on a GPU rank). */
+ * as they were; a no-op on a GPU rank); emulate_check then gives every rank of the host
+ * with the same batch size the smallest seed among them. */
 void worker_calibrate(worker_t *w);
 /* Forward + backward of the gathered batch into model->grads; returns the mean loss.
  * With an emulated slowdown f it then sleeps until the step has taken f times the

@@ -5,13 +5,34 @@
 # runs of a model alternating in each, medians of training samples/s. The cores a run
 # really used (user + system CPU time over wall time, GNU time) are printed beside it: a
 # 2-thread figure means something only where the run had 2 cores (a loaded machine gives
-# fewer; the load average before and after is printed too).
+# fewer; the load average before and after is printed too). Before and after the rounds,
+# each of the first two cores the process may use runs LeNet-5's one-thread step alone
+# (build/bench/layer_profile pinned with taskset, thread CPU time): on a VM one vCPU can be
+# slower than the other for minutes (2026-11-25: 15-25% on LeNet-5's step), and as the
+# threads split the work evenly, the slower core bounds 2 threads at 2 x fast / slow of
+# one thread on the fast core: that bound is printed beside the figures.
 . bench/lib.sh
 RUNS=${RUNS:-3}
 SUBSET_LENET=${SUBSET_LENET:-20000}
 SUBSET_RESNET=${SUBSET_RESNET:-3072}
 cifar="$PACER_SHARED/datasets/cifar-10"
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
+# core_steps - "cpuA ms, cpuB ms" of the first two allowed cores, and their ratio in
+# $TMP/bound (2 x fastest / slowest), or nothing where taskset or a second core is missing.
+core_steps() {
+    cpus=$(grep Cpus_allowed_list /proc/self/status | cut -f2 | tr ',' '\n' |
+        awk -F- '{ for (c = $1; c <= ($2 == "" ? $1 : $2); c++) print c }' | head -2)
+    [ "$(echo "$cpus" | wc -l)" -eq 2 ] && command -v taskset >/dev/null || return 0
+    for c in $cpus; do
+        ms=$(taskset -c "$c" "$BUILD/bench/layer_profile" --batch 64 --steps 300 lenet5 2>/dev/null |
+            sed -n '1s/.*step_ms=\([0-9.]*\).*/\1/p')
+        printf 'cpu%s %s ms\n' "$c" "${ms:-?}"
+    done | tee "$TMP/cores" | paste -sd, - | sed 's/,/, /'
+    awk '$2 != "?" { v[n++] = $2 } END { if (n == 2) printf "%.2f", 2 * (v[0] < v[1] ? v[0] / v[1] : v[1] / v[0]) }' \
+        "$TMP/cores" >"$TMP/bound"
+}
+cores0=$(core_steps)
+bound0=$(cat "$TMP/bound" 2>/dev/null)
 models="lenet5"
 [ -d "$cifar" ] && models="lenet5 resnet20"
 for t in 1 2; do
@@ -47,6 +68,8 @@ for m in $models; do
         done
     done
 done
+cores1=$(core_steps)
+bound1=$(cat "$TMP/bound" 2>/dev/null)
 med() { for i in $(seq "$RUNS"); do cat "$TMP/$1-$i.$2"; done | median; }
 md ""
 md "### \`threads: 2\` against one thread (\`RUNS=$RUNS sh bench/threads_scaling.sh\`)"
@@ -66,3 +89,7 @@ for m in $models; do
 done
 md ""
 md "Medians of $RUNS alternating rounds. Target (issue 27): pacer \`threads: 2\` >= 1.7x of one thread."
+if [ -n "$cores0$cores1" ]; then
+    md ""
+    md "Each core alone (LeNet-5's one-thread step, batch 64, \`layer_profile\` pinned with taskset, thread CPU time), before: ${cores0:-not measured}; after: ${cores1:-not measured}. An even split between a fast and a slow core reaches at most 2 x fast / slow of one thread on the fast core: ${bound0:-?}x before, ${bound1:-?}x after."
+fi

@@ -1408,13 +1408,17 @@ static json_t *rank_json_base(const worker_t *w, json_t *st)
                          w->record.host, "device", device_json(w), "updates", (json_int_t)w->ps_updates, "updates_per_s",
                          json_rate((double)w->ps_updates, w->loop_s), "busy_fraction", w->ps_busy_fraction, "idle_s",
                          w->stats.idle_s, "peak_rss_mb", json_finite_or_null(peak_rss_mb()), "staleness", st);
-    return json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:f, s:f, s:I, s:I, s:i, s:o, s:o, s:f, s:o}", "rank", w->rank,
-                     "role", "worker", "host", w->record.host, "device", device_json(w), "compute_s",
+    /* The emulation's base for the final batch size (train.c, worker_compute_grad);
+     * null where the rank never emulated, so never measured one. */
+    const int bf = w->batch_of[w->worker_index];
+    const double u = bf > 0 && bf <= w->max_batch ? w->undisturbed_s[bf] : 0;
+    return json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:f, s:f, s:I, s:I, s:i, s:o, s:o, s:f, s:o, s:o}", "rank",
+                     w->rank, "role", "worker", "host", w->record.host, "device", device_json(w), "compute_s",
                      w->stats.compute_s, "comm_s", w->stats.comm_s, "idle_s", w->stats.idle_s, "emulated_s",
                      w->stats.emulated_s, "samples", (json_int_t)w->stats.samples, "steps", (json_int_t)w->stats.steps,
-                     "batch_final", w->batch_of[w->worker_index], "samples_per_s",
-                     json_rate((double)w->stats.samples, w->stats.compute_s), "peak_rss_mb",
-                     json_finite_or_null(peak_rss_mb()), "slowdown", w->slowdown, "staleness", st);
+                     "batch_final", bf, "samples_per_s", json_rate((double)w->stats.samples, w->stats.compute_s),
+                     "peak_rss_mb", json_finite_or_null(peak_rss_mb()), "slowdown", w->slowdown, "staleness", st,
+                     "undisturbed_step_s", u > 0 ? json_real(u) : json_null());
 }
 
 /* The job's device: {"requested", "used": "cuda" when every computing rank used a GPU,

@@ -29,9 +29,10 @@ static double rank_demand(const worker_t *w)
  * any of them measured in worker_calibrate (collective over hc). A rank's own minimum is
  * not enough where the host's cores are not equally fast: on a virtual machine whose
  * vCPUs share physical cores with other tenants, one vCPU ran LeNet-5's step 15-25%
- * slower than the other for minutes at a time (2026-11-25), and the scheduler keeps a
- * rank on the core it last ran on, so that rank's f x u was f times the slower core's
- * cost and the nominal ratios between ranks did not hold. With the host's minimum every
+ * slower than the other for minutes at a time (2026-11-25; build/bench/layer_profile
+ * lenet5 pinned to each with taskset, as bench/threads_scaling.sh now does), and the
+ * scheduler keeps a rank on the core it last ran on, so that rank's f x u was f times
+ * the slower core's cost and the nominal ratios between ranks did not hold. With the host's minimum every
  * rank sleeps to f times the fastest core's cost, which a core 25% slower still computes
  * inside for any f >= 1.25 (below that its steps are late, as under contention). Ranks
  * without a calibrated cost (the PS, unslowed and GPU ranks) take part with none. */

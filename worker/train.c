@@ -1408,8 +1408,8 @@ static json_t *rank_json_base(const worker_t *w, json_t *st)
                          w->record.host, "device", device_json(w), "updates", (json_int_t)w->ps_updates, "updates_per_s",
                          json_rate((double)w->ps_updates, w->loop_s), "busy_fraction", w->ps_busy_fraction, "idle_s",
                          w->stats.idle_s, "peak_rss_mb", json_finite_or_null(peak_rss_mb()), "staleness", st);
-    /* The emulation's base for the final batch size (train.c, worker_compute_grad);
-     * null where the rank never emulated, so never measured one. */
+    /* The emulation's base for the final batch size (worker_compute_grad); null where
+     * none was measured for it: a rank that never emulated, or only at other sizes. */
     const int bf = w->batch_of[w->worker_index];
     const double u = bf > 0 && bf <= w->max_batch ? w->undisturbed_s[bf] : 0;
     return json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:f, s:f, s:I, s:I, s:i, s:o, s:o, s:f, s:o, s:o}", "rank",

@@ -184,113 +184,173 @@ void batchnorm_forward_eval(int B, int C, int HW, const float *inp, const float 
 }
 
 /* One call's arguments, as par_run hands them to each thread. A call goes over its
- * channels BN_BLOCK at a time, in two passes a block (two par_runs):
- *  - the sums (forward train, backward) split the block's channels into contiguous ranges
- *    (parallel.h); a thread takes its channels BN_GROUP at a time and goes image by image
- *    over the group's planes, which lie side by side: a plane at a time per channel
- *    (ResNet-20's are 256 B to 4 KiB, one page at most, C planes apart) left the hardware
- *    prefetchers a page to ramp up on before every jump, and the batch norm passes took
- *    1.2-1.3x as long (layer_profile, ResNet-20 on the Intel VM of docs/PERFORMANCE.md,
- *    one run each: forward 31.6 -> 24.5 ms a step, backward 52.5 -> 42.1). Each channel's
- *    sums still run over the images in order, so the bits are those of a channel at a
- *    time. The pass ends with each channel's coefficients in m, a, b, k.
+ * channels BN_BLOCK at a time; for each block:
+ *  - the sums (forward train: x - shift and its square; backward: g and g*(x - mean)) are
+ *    taken a plane at a time, the planes of a run of images (the block's channels side by
+ *    side inside each image) split into contiguous ranges between the threads
+ *    (parallel.h), so that a thread reads whole images in memory order, as a convolution
+ *    split them before it. Each channel's sums must still be added over the images in
+ *    order, as one thread adds them: thread 0's planes begin the run, so it adds its
+ *    planes' sums into the channels' sums at once; the other threads leave theirs in
+ *    part[] (BN_PARTS pairs: a ResNet-20 batch of 128 at up to 64 channels in one run),
+ *    and a second pass (accumulate, split by channels) adds them in image order and
+ *    computes each channel's coefficients m, a, b, k. The same bits on any number of
+ *    threads. Split by channels instead (each thread reading its channels' part of every
+ *    image), ResNet-20's batch norms gained little from a second thread: forward 10.3-11.1
+ *    ms a step on one thread, 8.9-10.6 on two; backward 16.6-19.0 and 14.0-17.1; split by
+ *    images, two threads take 6.8-7.3 and 9.9-11.0 (`layer_profile --batch 128 --threads
+ *    N resnet20`, 3 alternating rounds; AMD EPYC Zen 5 VM, 2026-11-25).
+ *  - the eval forward takes its coefficients from the running statistics instead;
  *  - the affine pass, the one that writes, splits the block's planes (image by image, the
- *    block's channels inside) into contiguous ranges: split by channels, two threads
- *    wrote interleaved runs of a few KiB of the same tensor and ran no faster than one
- *    (an 8 MiB write pass at 16 channels of 32x32: 0.31 ms on one thread, 0.32 on two,
- *    against 0.14 split flat; AMD EPYC Zen 5 VM, 2026-11-25). Each element's value is
- *    computed as before: the same bits on any number of threads.
- * The eval forward's coefficients come from the running statistics, split as the sums. */
-#define BN_GROUP 64
+ *    block's channels inside) the same way: split by channels, two threads wrote
+ *    interleaved runs of a few KiB of the same tensor and ran no faster than one (an 8 MiB
+ *    write pass at 16 channels of 32x32: 0.31 ms on one thread, 0.32 on two, against 0.14
+ *    split flat; the same VM). Each element's value is computed as before: the same bits
+ *    on any number of threads. */
 #define BN_BLOCK 1024
+#define BN_PARTS 8192 /* the plane sums of one run of images: 128 KiB on the caller's stack */
 
-typedef struct {
+typedef struct bn_job {
     int B, C, HW;
     const float *inp, *gamma, *beta, *mean, *var_or_invstd, *o, *dout;
     const float *res; /* forward: the fused residual add's other input (then relu is set), or NULL */
     float *out, *save_mean, *save_invstd, *running_mean, *running_var, *dinp, *dgamma, *dbeta;
     float momentum, eps;
-    int relu;   /* the fused ReLU: clamp the output; in backward o is its output */
-    int set;    /* backward: dinp = (the _set entry points), not += */
-    int k0, kn; /* the block of channels a pass covers */
+    int relu;                                     /* the fused ReLU: clamp the output; in backward o is its output */
+    int set;                                      /* backward: dinp = (the _set entry points), not += */
+    int k0, kn;                                   /* the block of channels a pass covers */
+    int b0, bn;                                   /* the run of images a pass covers */
+    double (*part)[2];                            /* the sums pass: plane p's pair of sums (p as in plane_at) */
+    double *s1, *s2;                              /* per channel of the block: its sums so far */
+    void (*coefficient)(struct bn_job *j, int i); /* channel i's coefficients, from s1[i], s2[i] */
     /* per channel of the block: forward y = a*(x - m) + b, backward dx = a*g + b*(x - m) + k */
     float *m, *a, *b, *k;
 } bn_job_t;
 
-/* Thread t's channels of the block, [*c0, *c1) */
-static void channels(const bn_job_t *j, int t, int T, int *c0, int *c1)
+/* The sums pass hands plane p's pair to the caller's channel sums: thread 0's planes
+ * begin the run, so each of its channels' sums goes on straight from the runs before, in
+ * image order; the other threads' planes wait in part[] for accumulate. */
+static double *sums_of(const bn_job_t *j, int t, long p, int i, double **s2)
 {
-    long lo, hi;
-    par_range(j->kn, t, T, &lo, &hi);
-    *c0 = j->k0 + (int)lo;
-    *c1 = j->k0 + (int)hi;
+    if (t == 0) {
+        *s2 = &j->s2[i];
+        return &j->s1[i];
+    }
+    double *s = j->part[p];
+    s[0] = s[1] = 0.0;
+    *s2 = &s[1];
+    return &s[0];
 }
 
-/* Runs sums and then write (the affine pass; NULL: none) over each block of the call's channels. */
+/* Adds the pairs in part[] (the planes after thread 0's) into the sums of thread t's
+ * channels, in image order; after the run that ends the batch, computes those channels'
+ * coefficients. */
+static void accumulate(void *arg, int t, int T)
+{
+    bn_job_t *j = arg;
+    const long n = (long)j->bn * j->kn;
+    long lo, hi, zero, first;
+    par_range(j->kn, t, T, &lo, &hi);
+    par_range(n, 0, T, &zero, &first); /* thread 0's planes, [0, first), are in the sums already */
+    for (long row = first - first % j->kn; row < n; row += j->kn) /* image by image */
+        for (long i = lo; i < hi; i++)
+            if (row + i >= first) {
+                j->s1[i] += j->part[row + i][0];
+                j->s2[i] += j->part[row + i][1];
+            }
+    if (j->b0 + j->bn == j->B)
+        for (long i = lo; i < hi; i++) j->coefficient(j, (int)i);
+}
+
+/* Runs, over each block of the call's channels, the sums (NULL: none) and their
+ * accumulation run by run of images, each channel's coefficients, and write (the affine
+ * pass; NULL: none). */
 static void by_blocks(bn_job_t *j, par_fn sums, par_fn write)
 {
     float m[BN_BLOCK], a[BN_BLOCK], b[BN_BLOCK], k[BN_BLOCK];
-    j->m = m, j->a = a, j->b = b, j->k = k;
+    double s1[BN_BLOCK], s2[BN_BLOCK], part[BN_PARTS][2];
+    j->m = m, j->a = a, j->b = b, j->k = k, j->part = part, j->s1 = s1, j->s2 = s2;
     for (j->k0 = 0; j->k0 < j->C; j->k0 += BN_BLOCK) {
-        j->kn = j->C - j->k0 < BN_BLOCK ? j->C - j->k0 : BN_BLOCK;
-        par_run(sums, j);
+        const int kn = j->C - j->k0 < BN_BLOCK ? j->C - j->k0 : BN_BLOCK;
+        j->kn = kn;
+        for (int i = 0; i < kn; i++) s1[i] = s2[i] = 0.0;
+        for (j->b0 = 0; sums && j->b0 < j->B; j->b0 += j->bn) {
+            j->bn = j->B - j->b0 < BN_PARTS / kn ? j->B - j->b0 : BN_PARTS / kn;
+            par_run(sums, j);
+            par_run(accumulate, j);
+        }
+        if (!sums || j->B == 0) /* no sums to take: the eval forward, or an empty batch */
+            for (int i = 0; i < kn; i++) j->coefficient(j, i);
+        j->b0 = 0, j->bn = j->B;
         if (write) par_run(write, j);
     }
 }
 
-/* Thread t's planes of the block, [*p0, *p1): plane p is image p / kn, channel k0 + p % kn */
-static void planes(const bn_job_t *j, int t, int T, long *p0, long *p1) { par_range((long)j->B * j->kn, t, T, p0, p1); }
+/* Thread t's planes of the run, [*p0, *p1): plane p is image b0 + p / kn, channel k0 + p % kn */
+static void planes(const bn_job_t *j, int t, int T, long *p0, long *p1)
+{
+    par_range((long)j->bn * j->kn, t, T, p0, p1);
+}
 
-/* Where plane p of the block starts in the tensor; *i its channel in the block */
+/* Where plane p of the run starts in the tensor; *i its channel in the block */
 static size_t plane_at(const bn_job_t *j, long p, int *i)
 {
     *i = (int)(p % j->kn);
-    return (size_t)(p / j->kn) * j->C * j->HW + (size_t)(j->k0 + *i) * j->HW;
+    return (size_t)(j->b0 + p / j->kn) * j->C * j->HW + (size_t)(j->k0 + *i) * j->HW;
 }
 
+/* From plane (*at, *i) to the next, without plane_at's two divisions a plane (ResNet-20's
+ * 8x8 planes are 64 values) */
+static inline void next_plane(const bn_job_t *j, size_t *at, int *i)
+{
+    *at += (size_t)j->HW;
+    if (++*i == j->kn) {
+        *i = 0;
+        *at += (size_t)(j->C - j->kn) * j->HW;
+    }
+}
+
+/* Each plane's sums of x - shift and its square, shift the channel's first value (image
+ * 0's): shifted, the sums of squares keep their precision when the mean is far from 0. */
 static void forward_train_sums(void *arg, int t, int T)
 {
     const bn_job_t *j = arg;
-    const int B = j->B, C = j->C, HW = j->HW;
-    const float *inp = j->inp, *gamma = j->gamma, *beta = j->beta;
-    float *save_mean = j->save_mean, *save_invstd = j->save_invstd, *running_mean = j->running_mean,
-          *running_var = j->running_var;
-    const float momentum = j->momentum, eps = j->eps;
-    const size_t M = (size_t)B * HW, plane = (size_t)HW, bstride = (size_t)C * HW;
-    int c0, c1;
-    channels(j, t, T, &c0, &c1);
-    for (int g0 = c0; g0 < c1; g0 += BN_GROUP) {
-        const int n = c1 - g0 < BN_GROUP ? c1 - g0 : BN_GROUP;
-        double shift[BN_GROUP], s1[BN_GROUP] = {0}, s2[BN_GROUP] = {0};
-        for (int i = 0; i < n; i++) shift[i] = inp[(size_t)(g0 + i) * plane];
-        for (int b = 0; b < B; b++)
-            for (int i = 0; i < n; i++)
-                shifted_sums(inp + b * bstride + (size_t)(g0 + i) * plane, plane, shift[i], &s1[i], &s2[i]);
-        for (int i = 0; i < n; i++) {
-            const int c = g0 + i;
-            const double dm = s1[i] / (double)M;
-            double var = s2[i] / (double)M - dm * dm; /* biased: what normalises the batch */
-            if (var < 0.0) var = 0.0;
-            const double mean = shift[i] + dm;
-            const double invstd = 1.0 / sqrt(var + (double)eps);
-
-            save_mean[c] = (float)mean;
-            save_invstd[c] = (float)invstd;
-            /* PyTorch updates the running variance with the unbiased estimate; a single
-             * value per channel has none, so the biased one (0) is used there. */
-            const double unbiased = M > 1 ? var * (double)M / (double)(M - 1) : var;
-            running_mean[c] = (1.0f - momentum) * running_mean[c] + momentum * (float)mean;
-            running_var[c] = (1.0f - momentum) * running_var[c] + momentum * (float)unbiased;
-
-            /* Centre on the float mean and move its rounding error into the shift, so the
-             * output is normalised with the double-precision mean. */
-            const double ad = (double)gamma[c] * invstd;
-            const float mf = (float)mean;
-            j->m[c - j->k0] = mf;
-            j->a[c - j->k0] = (float)ad;
-            j->b[c - j->k0] = (float)((double)beta[c] - ad * (mean - (double)mf));
-        }
+    long p0, p1;
+    planes(j, t, T, &p0, &p1);
+    int i;
+    for (size_t at = plane_at(j, p0, &i); p0 < p1; p0++, next_plane(j, &at, &i)) {
+        double *s2, *s1 = sums_of(j, t, p0, i, &s2);
+        shifted_sums(j->inp + at, (size_t)j->HW, j->inp[(size_t)(j->k0 + i) * j->HW], s1, s2);
     }
+}
+
+static void forward_train_coefficient(bn_job_t *j, int i)
+{
+    const size_t M = (size_t)j->B * j->HW;
+    const float momentum = j->momentum;
+    const int c = j->k0 + i;
+    const double shift = j->inp[(size_t)c * j->HW];
+    const double dm = j->s1[i] / (double)M;
+    double var = j->s2[i] / (double)M - dm * dm; /* biased: what normalises the batch */
+    if (var < 0.0) var = 0.0;
+    const double mean = shift + dm;
+    const double invstd = 1.0 / sqrt(var + (double)j->eps);
+
+    j->save_mean[c] = (float)mean;
+    j->save_invstd[c] = (float)invstd;
+    /* PyTorch updates the running variance with the unbiased estimate; a single value per
+     * channel has none, so the biased one (0) is used there. */
+    const double unbiased = M > 1 ? var * (double)M / (double)(M - 1) : var;
+    j->running_mean[c] = (1.0f - momentum) * j->running_mean[c] + momentum * (float)mean;
+    j->running_var[c] = (1.0f - momentum) * j->running_var[c] + momentum * (float)unbiased;
+
+    /* Centre on the float mean and move its rounding error into the shift, so the output
+     * is normalised with the double-precision mean. */
+    const double ad = (double)j->gamma[c] * invstd;
+    const float mf = (float)mean;
+    j->m[i] = mf;
+    j->a[i] = (float)ad;
+    j->b[i] = (float)((double)j->beta[c] - ad * (mean - (double)mf));
 }
 
 /* out = a*(inp - m) + b per plane, then + res and the ReLU where the call fuses them */
@@ -300,9 +360,8 @@ static void forward_affine(void *arg, int t, int T)
     const size_t plane = (size_t)j->HW;
     long p0, p1;
     planes(j, t, T, &p0, &p1);
-    for (long p = p0; p < p1; p++) {
-        int i;
-        const size_t at = plane_at(j, p, &i);
+    int i;
+    for (size_t at = plane_at(j, p0, &i); p0 < p1; p0++, next_plane(j, &at, &i)) {
         affine_plane(plane, j->inp + at, j->m[i], j->a[i], j->b[i], j->res ? j->res + at : NULL, j->relu, j->out + at);
     }
 }
@@ -326,7 +385,8 @@ static void forward_train(int B, int C, int HW, const float *inp, const float *g
                   .momentum = momentum,
                   .eps = eps,
                   .res = res,
-                  .relu = relu};
+                  .relu = relu,
+                  .coefficient = forward_train_coefficient};
     by_blocks(&j, forward_train_sums, forward_affine);
 }
 
@@ -355,16 +415,12 @@ void batchnorm_add_relu_forward_train_eps(int B, int C, int HW, const float *inp
 }
 
 /* The eval forward's coefficients from the running statistics: a = gamma / sqrt(var + eps) */
-static void forward_eval_coefficients(void *arg, int t, int T)
+static void forward_eval_coefficient(bn_job_t *j, int i)
 {
-    const bn_job_t *j = arg;
-    int c0, c1;
-    channels(j, t, T, &c0, &c1);
-    for (int c = c0; c < c1; c++) {
-        j->m[c - j->k0] = j->mean[c];
-        j->a[c - j->k0] = (float)((double)j->gamma[c] / sqrt((double)j->var_or_invstd[c] + (double)j->eps));
-        j->b[c - j->k0] = j->beta[c];
-    }
+    const int c = j->k0 + i;
+    j->m[i] = j->mean[c];
+    j->a[i] = (float)((double)j->gamma[c] / sqrt((double)j->var_or_invstd[c] + (double)j->eps));
+    j->b[i] = j->beta[c];
 }
 
 static void forward_eval(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
@@ -383,8 +439,9 @@ static void forward_eval(int B, int C, int HW, const float *inp, const float *ga
                   .res = res,
                   .out = out,
                   .eps = eps,
-                  .relu = relu};
-    by_blocks(&j, forward_eval_coefficients, forward_affine);
+                  .relu = relu,
+                  .coefficient = forward_eval_coefficient};
+    by_blocks(&j, NULL, forward_affine);
 }
 
 void batchnorm_forward_eval_eps(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
@@ -406,48 +463,42 @@ void batchnorm_add_relu_forward_eval_eps(int B, int C, int HW, const float *inp,
     forward_eval(B, C, HW, inp, gamma, beta, running_mean, running_var, res, out, eps, 1);
 }
 
-/* The backward's sums per channel, dbeta and dgamma, and the coefficients of dx. o: NULL,
- * or the fused ReLU's output (dout is then the ReLU's output gradient). */
+/* Each plane's sums of g and g*(x - mean), g the output gradient (masked by o, the fused
+ * ReLU's output, where o is not NULL) */
 static void backward_sums(void *arg, int t, int T)
 {
     const bn_job_t *j = arg;
-    const int B = j->B;
-    const float *inp = j->inp, *gamma = j->gamma, *save_mean = j->mean, *save_invstd = j->var_or_invstd, *o = j->o,
-                *dout = j->dout;
-    float *dgamma = j->dgamma, *dbeta = j->dbeta;
-    const size_t M = (size_t)B * j->HW, plane = (size_t)j->HW, bstride = (size_t)j->C * j->HW;
+    const size_t plane = (size_t)j->HW;
     float gm[MASK_PLANE];
-    int c0, c1;
-    channels(j, t, T, &c0, &c1);
-    for (int g0 = c0; g0 < c1; g0 += BN_GROUP) {
-        const int n = c1 - g0 < BN_GROUP ? c1 - g0 : BN_GROUP;
-        double sg[BN_GROUP] = {0}, sgx[BN_GROUP] = {0};
-        for (int b = 0; b < B; b++)
-            for (int i = 0; i < n; i++) {
-                const double mean = save_mean[g0 + i];
-                const size_t at = b * bstride + (size_t)(g0 + i) * plane;
-                if (o && plane <= MASK_PLANE) {
-                    mask_grad(plane, dout + at, o + at, gm);
-                    grad_sums(gm, inp + at, plane, mean, &sg[i], &sgx[i]);
-                } else if (o) grad_sums_relu(dout + at, o + at, inp + at, plane, mean, &sg[i], &sgx[i]);
-                else grad_sums(dout + at, inp + at, plane, mean, &sg[i], &sgx[i]);
-            }
-        /* dbeta = sum g, dgamma = sum g * xhat with xhat = (x - mean) * invstd;
-         * dx = gamma*invstd * (g - db/M - xhat*dg/M)
-         *    = a*g + bx*(x - mean) + k, with a = gamma*invstd, bx = -a*invstd*dg/M,
-         *      k = -a*db/M */
-        for (int i = 0; i < n; i++) {
-            const int c = g0 + i;
-            const double invstd = save_invstd[c], db = sg[i], dg = sgx[i] * invstd;
-            dbeta[c] = (float)db;
-            dgamma[c] = (float)dg;
-            const double ad = (double)gamma[c] * invstd;
-            j->m[c - j->k0] = save_mean[c];
-            j->a[c - j->k0] = (float)ad;
-            j->b[c - j->k0] = (float)(-ad * invstd * dg / (double)M);
-            j->k[c - j->k0] = (float)(-ad * db / (double)M);
-        }
+    long p0, p1;
+    planes(j, t, T, &p0, &p1);
+    int i;
+    for (size_t at = plane_at(j, p0, &i); p0 < p1; p0++, next_plane(j, &at, &i)) {
+        const double mean = j->mean[j->k0 + i];
+        double *s2, *s1 = sums_of(j, t, p0, i, &s2);
+        if (j->o && plane <= MASK_PLANE) {
+            mask_grad(plane, j->dout + at, j->o + at, gm);
+            grad_sums(gm, j->inp + at, plane, mean, s1, s2);
+        } else if (j->o) grad_sums_relu(j->dout + at, j->o + at, j->inp + at, plane, mean, s1, s2);
+        else grad_sums(j->dout + at, j->inp + at, plane, mean, s1, s2);
     }
+}
+
+/* dbeta = sum g, dgamma = sum g * xhat with xhat = (x - mean) * invstd;
+ * dx = gamma*invstd * (g - db/M - xhat*dg/M)
+ *    = a*g + bx*(x - mean) + k, with a = gamma*invstd, bx = -a*invstd*dg/M, k = -a*db/M */
+static void backward_coefficient(bn_job_t *j, int i)
+{
+    const size_t M = (size_t)j->B * j->HW;
+    const int c = j->k0 + i;
+    const double invstd = j->var_or_invstd[c], db = j->s1[i], dg = j->s2[i] * invstd;
+    j->dbeta[c] = (float)db;
+    j->dgamma[c] = (float)dg;
+    const double ad = (double)j->gamma[c] * invstd;
+    j->m[i] = j->mean[c];
+    j->a[i] = (float)ad;
+    j->b[i] = (float)(-ad * invstd * dg / (double)M);
+    j->k[i] = (float)(-ad * db / (double)M);
 }
 
 /* dinp += (or, with set, =) a*g + b*(inp - m) + k per plane, g masked by o where set */
@@ -458,9 +509,8 @@ static void backward_affine(void *arg, int t, int T)
     float gm[MASK_PLANE];
     long p0, p1;
     planes(j, t, T, &p0, &p1);
-    for (long p = p0; p < p1; p++) {
-        int i;
-        const size_t at = plane_at(j, p, &i);
+    int i;
+    for (size_t at = plane_at(j, p0, &i); p0 < p1; p0++, next_plane(j, &at, &i)) {
         const float *g = j->dout + at, *ob = j->o ? j->o + at : NULL;
         if (ob && plane <= MASK_PLANE) {
             mask_grad(plane, g, ob, gm);
@@ -488,7 +538,8 @@ static void backward(int B, int C, int HW, const float *inp, const float *gamma,
                   .dout = dout,
                   .dinp = dinp,
                   .dgamma = dgamma,
-                  .dbeta = dbeta};
+                  .dbeta = dbeta,
+                  .coefficient = backward_coefficient};
     by_blocks(&j, backward_sums, dinp && B > 0 && HW > 0 ? backward_affine : NULL);
 }
 

@@ -1491,6 +1491,9 @@ static void test_batchnorm(void **state)
     run_bn_case_eps(2, 2, 13, 0.0f, 0.5f, 1006);
     /* more channels than batchnorm.c takes in one block (BN_BLOCK, 1024): two blocks */
     run_bn_case(2, 1030, 3, 0.0f, 1007);
+    /* and more images than one run of its sums holds at 1024 channels (BN_PARTS / 1024 =
+     * 8): runs of 8 and 1 */
+    run_bn_case(9, 1030, 2, 0.0f, 1008);
 }
 
 /* ---- general convolution geometry (ONNX Conv) ------------------------------------ */
@@ -1940,6 +1943,56 @@ static void test_threads_same_results(void **state)
         free(su[k]);
         free(sa[k]);
         free(sx[k]);
+    }
+}
+
+/* Batch norm's sums over several runs of images (batchnorm.c: BN_PARTS / 1024 = 8 images
+ * a run at 1024 channels; here 8, 8 and 4, then a block of 6 channels in one run) give
+ * the bits of one thread on 2 and 3 threads, where the threads' shares of planes end
+ * inside an image: each channel's sums are still added in image order. */
+static void test_threads_batchnorm_runs(void **state)
+{
+    (void)state;
+    enum { B = 20, C = 1030, HW = 3, N = B * C * HW };
+    lcg_t r = {91};
+    float *x = falloc(N), *res = falloc(N), *g = falloc(N), *y[3], *dx[3], *prm[3];
+    for (size_t i = 0; i < N; i++)
+        x[i] = lcg_unif(&r, -2.0f, 3.0f), res[i] = lcg_unif(&r, -1.0f, 1.0f), g[i] = lcg_unif(&r, -1.0f, 1.0f);
+    /* Channel 0 is 0 but for 1, 1e17 and -1e17 in images 4, 5 and 6 (in x and in g): added
+     * in image order its sums are 0 (1e17 + 1 rounds to 1e17), in any other order they
+     * can be 1, which the float mean and gradients show; rounding alone seldom would. */
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < HW; i++) {
+            const float v = i > 0 ? 0.0f : b == 4 ? 1.0f : b == 5 ? 1e17f : b == 6 ? -1e17f : 0.0f;
+            x[(size_t)b * C * HW + i] = g[(size_t)b * C * HW + i] = v;
+        }
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(par_set_threads(k + 1), 0);
+        y[k] = falloc(2 * (size_t)N), dx[k] = falloc(2 * (size_t)N), prm[k] = falloc(10 * (size_t)C);
+        float *gamma = prm[k], *beta = gamma + C, *mean = beta + C, *inv = mean + C, *rm = inv + C, *rv = rm + C,
+              *dg = rv + C, *db = dg + C, *dg2 = db + C, *db2 = dg2 + C;
+        for (int c = 0; c < C; c++)
+            gamma[c] = 0.5f + 0.001f * (float)c, beta[c] = 0.01f * (float)(c % 7), rm[c] = 0.0f, rv[c] = 1.0f;
+        batchnorm_add_relu_forward_train_eps(B, C, HW, x, gamma, beta, res, y[k], mean, inv, rm, rv, 0.1f, 1e-5f);
+        batchnorm_forward_train_eps(B, C, HW, x, gamma, beta, y[k] + N, mean, inv, rm, rv, 0.1f, 1e-5f);
+        ffill(dx[k], N, NAN);
+        batchnorm_relu_backward_set(B, C, HW, x, gamma, mean, inv, y[k], g, dx[k], dg, db);
+        ffill(dx[k] + N, N, 0.5f);
+        batchnorm_backward(B, C, HW, x, gamma, mean, inv, g, dx[k] + N, dg2, db2);
+    }
+    assert_int_equal(par_set_threads(1), 0);
+    for (int k = 1; k < 3; k++) {
+        assert_memory_equal(y[0], y[k], 2 * (size_t)N * sizeof(float));
+        assert_memory_equal(dx[0], dx[k], 2 * (size_t)N * sizeof(float));
+        assert_memory_equal(prm[0], prm[k], 10 * (size_t)C * sizeof(float));
+    }
+    free(x);
+    free(res);
+    free(g);
+    for (int k = 0; k < 3; k++) {
+        free(y[k]);
+        free(dx[k]);
+        free(prm[k]);
     }
 }
 
@@ -2713,6 +2766,7 @@ int main(void)
         cmocka_unit_test(test_threads_reference),
         cmocka_unit_test(test_conv_direct_isas),
         cmocka_unit_test(test_threads_same_results),
+        cmocka_unit_test(test_threads_batchnorm_runs),
         cmocka_unit_test(test_threads_gemm),
         cmocka_unit_test(test_pool_general),
         cmocka_unit_test(test_pool_pytorch),

@@ -216,13 +216,15 @@ typedef struct bn_job {
     const float *res; /* forward: the fused residual add's other input (then relu is set), or NULL */
     float *out, *save_mean, *save_invstd, *running_mean, *running_var, *dinp, *dgamma, *dbeta;
     float momentum, eps;
-    int relu;                                     /* the fused ReLU: clamp the output; in backward o is its output */
-    int set;                                      /* backward: dinp = (the _set entry points), not += */
-    int k0, kn;                                   /* the block of channels a pass covers */
-    int b0, bn;                                   /* the run of images a pass covers */
-    double (*part)[2];                            /* the sums pass: plane p's pair of sums (p as in plane_at) */
-    double *s1, *s2;                              /* per channel of the block: its sums so far */
-    void (*coefficient)(struct bn_job *j, int i); /* channel i's coefficients, from s1[i], s2[i] */
+    int relu;   /* the fused ReLU: clamp the output; in backward o is its output */
+    int set;    /* backward: dinp = (the _set entry points), not += */
+    int k0, kn; /* the block of channels a pass covers */
+    int b0, bn; /* the run of images a pass covers */
+    /* the sums pass: plane p's pair of sums (p as in plane_at; thread 0's go to s1, s2) */
+    double (*part)[2];
+    /* per channel of the block: its sums so far, and what computes its coefficients */
+    double *s1, *s2;
+    void (*coefficient)(struct bn_job *j, int i);
     /* per channel of the block: forward y = a*(x - m) + b, backward dx = a*g + b*(x - m) + k */
     float *m, *a, *b, *k;
 } bn_job_t;

@@ -56,7 +56,12 @@ found-sim:
 
 all: $(SIM_TOOLS)
 ifeq ($(HAVE_SMPI),yes)
+# Not in a sanitized `make all` (check-asan, which runs no simulation): the SMPI worker
+# would link build-san's ONNX objects, compiled with -fsanitize, without the sanitizer
+# runtime (undefined __asan_* symbols), and share build-smpi/ with the plain build.
+ifeq ($(SANITIZE),)
 all: smpi
+endif
 smpi: $(SIM_WORKER) $(SIM_TOOLS)
 else
 smpi:

@@ -32,14 +32,15 @@ static double rank_demand(const worker_t *w)
  * slower than the other for minutes at a time (2026-11-25; build/bench/layer_profile
  * lenet5 pinned to each with taskset, as bench/threads_scaling.sh now does), and the
  * scheduler keeps a rank on the core it last ran on, so that rank's f x u was f times
- * the slower core's cost and the nominal ratios between ranks did not hold. With the host's minimum every
- * rank sleeps to f times the fastest core's cost, which a core 25% slower still computes
- * inside for any f >= 1.25 (below that its steps are late, as under contention). Ranks
- * without a calibrated cost (the PS, unslowed and GPU ranks) take part with none. */
+ * the slower core's cost and the nominal ratios between ranks did not hold. With the
+ * host's minimum every rank sleeps to f times the fastest core's cost, which a core 25%
+ * slower still computes inside for any f >= 1.25 (below that its steps are late, as
+ * under contention). Ranks without a calibrated cost (the PS, unslowed and GPU ranks)
+ * take part with none. */
 static void share_undisturbed(worker_t *w, MPI_Comm hc)
 {
     int b = w->role == ROLE_PS ? 0 : w->batch_of[w->worker_index];
-    int has = b > 0 && b <= w->max_batch && w->undisturbed_s[b] > 0;
+    int has = worker_undisturbed_s(w, b) > 0;
     MPI_Comm same = MPI_COMM_NULL;
     MPI_CHECK(MPI_Comm_split(hc, has ? b : MPI_UNDEFINED, 0, &same));
     if (same == MPI_COMM_NULL) return;

@@ -113,6 +113,11 @@ static double step_cost(const worker_t *w, double wall, double c0)
     return u;
 }
 
+double worker_undisturbed_s(const worker_t *w, int b)
+{
+    return b > 0 && b <= w->max_batch && w->undisturbed_s[b] > 0 ? w->undisturbed_s[b] : 0.0;
+}
+
 void worker_calibrate(worker_t *w)
 {
     model_t *m = w->model;
@@ -1411,7 +1416,7 @@ static json_t *rank_json_base(const worker_t *w, json_t *st)
     /* The emulation's base for the final batch size (worker_compute_grad); null where
      * none was measured for it: a rank that never emulated, or only at other sizes. */
     const int bf = w->batch_of[w->worker_index];
-    const double u = bf > 0 && bf <= w->max_batch ? w->undisturbed_s[bf] : 0;
+    const double u = worker_undisturbed_s(w, bf);
     return json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:f, s:f, s:I, s:I, s:i, s:o, s:o, s:f, s:o, s:o}", "rank",
                      w->rank, "role", "worker", "host", w->record.host, "device", device_json(w), "compute_s",
                      w->stats.compute_s, "comm_s", w->stats.comm_s, "idle_s", w->stats.idle_s, "emulated_s",

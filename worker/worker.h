@@ -217,6 +217,9 @@ int worker_epoch_done(worker_t *w, char *err, size_t errlen);
  * as they were; a no-op on a GPU rank); emulate_check then gives every rank of the host
  * with the same batch size the smallest seed among them. */
 void worker_calibrate(worker_t *w);
+/* The undisturbed step cost (undisturbed_s) for batch size b, or 0 where none was measured
+ * for it (or b is out of range). */
+double worker_undisturbed_s(const worker_t *w, int b);
 /* Forward + backward of the gathered batch into model->grads; returns the mean loss.
  * With an emulated slowdown f it then sleeps until the step has taken f times the
  * rank's undisturbed step (see train.c). Times the step in wall-clock seconds. */

@@ -312,8 +312,11 @@ static inline void next_plane(const bn_job_t *j, size_t *at, int *i)
     }
 }
 
-/* Each plane's sums of x - shift and its square, shift the channel's first value (image
- * 0's): shifted, the sums of squares keep their precision when the mean is far from 0. */
+/* The forward's shift for channel i of the block: the channel's first value (image 0's).
+ * Shifted, the sums of squares keep their precision when the mean is far from 0. */
+static double channel_shift(const bn_job_t *j, int i) { return j->inp[(size_t)(j->k0 + i) * j->HW]; }
+
+/* Each plane's sums of x - shift and its square */
 static void forward_train_sums(void *arg, int t, int T)
 {
     const bn_job_t *j = arg;
@@ -322,7 +325,7 @@ static void forward_train_sums(void *arg, int t, int T)
     int i;
     for (size_t at = plane_at(j, p0, &i); p0 < p1; p0++, next_plane(j, &at, &i)) {
         double *s2, *s1 = sums_of(j, t, p0, i, &s2);
-        shifted_sums(j->inp + at, (size_t)j->HW, j->inp[(size_t)(j->k0 + i) * j->HW], s1, s2);
+        shifted_sums(j->inp + at, (size_t)j->HW, channel_shift(j, i), s1, s2);
     }
 }
 
@@ -331,7 +334,7 @@ static void forward_train_coefficient(bn_job_t *j, int i)
     const size_t M = (size_t)j->B * j->HW;
     const float momentum = j->momentum;
     const int c = j->k0 + i;
-    const double shift = j->inp[(size_t)c * j->HW];
+    const double shift = channel_shift(j, i);
     const double dm = j->s1[i] / (double)M;
     double var = j->s2[i] / (double)M - dm * dm; /* biased: what normalises the batch */
     if (var < 0.0) var = 0.0;

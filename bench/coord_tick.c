@@ -427,8 +427,14 @@ int main(int argc, char **argv)
     }
     free(norm);
     free(spec);
-    /* Out of pacer:active until the baseline has been measured. */
+    /* Out of pacer:active until the baseline has been measured. Its record says it was
+     * launched once: a claimed job with no attempt is one the pre-flight held back, which
+     * the coordinator launches (run.c) instead of adopting. */
     x = redisCommand(rc, "SREM %s %s", KEY_ACTIVE, id);
+    if (x) freeReplyObject(x);
+    char jkey[64 + JOB_ID_MAX];
+    snprintf(jkey, sizeof jkey, KEY_JOB, id);
+    x = redisCommand(rc, "HSET %s attempts 1", jkey);
     if (x) freeReplyObject(x);
 
     fflush(NULL);

@@ -428,14 +428,16 @@ int main(int argc, char **argv)
     free(norm);
     free(spec);
     /* Out of pacer:active until the baseline has been measured. Its record says it was
-     * launched once: a claimed job with no attempt is one the pre-flight held back, which
-     * the coordinator launches (run.c) instead of adopting. */
+     * launched once, as the coordinator writes it: a claimed job with no attempt is one
+     * the pre-flight held back, which the coordinator launches (run.c) instead of
+     * adopting. */
     x = redisCommand(rc, "SREM %s %s", KEY_ACTIVE, id);
     if (x) freeReplyObject(x);
-    char jkey[64 + JOB_ID_MAX];
-    snprintf(jkey, sizeof jkey, KEY_JOB, id);
-    x = redisCommand(rc, "HSET %s attempts 1", jkey);
-    if (x) freeReplyObject(x);
+    const char *launched[] = {"attempts", "1"};
+    if (jobstore_update(rc, id, NULL, NULL, launched, 1) != JS_OK) {
+        fprintf(stderr, "coord_tick: cannot record the job's attempt\n");
+        return 1;
+    }
 
     fflush(NULL);
     pid_t child = fork();

@@ -22,9 +22,13 @@ ca-certificates curl nodejs npm libsimgrid-dev protobuf-c-compiler libprotobuf-c
 # clang-format for `make format-check` (.ci/run), PIL and NumPy for the tests that write image
 # folders and .npz files (tests/integration/user_data.sh). The Slurm services stay down (their units
 # need /etc/slurm/slurm.conf, which nothing writes); a munge service the package may start
-# is not used: the test runs its own daemons with their own key (deploy/slurm).
+# is not used: the test runs its own daemons with their own key (deploy/slurm). PyTorch
+# (python3-torch) exports the networks the ONNX import is checked against at test time
+# (tests/tools/onnx_export.py: test_onnx_import, onnx_train, onnx_zoo, model_upload) and
+# backs the Python client's test; without it those skip, so a fresh machine would not run
+# them.
 test="iproute2 procps psmisc jq chromium docker-compose python3-jsonschema slurmctld slurmd slurm-client munge binutils clang-format \
-python3-pil python3-numpy"
+python3-pil python3-numpy python3-torch"
 bench="python3-torch wrk linux-perf"
 browser="chromium nodejs npm"
 fuzz="clang libclang-rt-14-dev"

@@ -1,7 +1,9 @@
 /* bench/layer_profile.c - where a CPU training step's time goes, per layer kind (issue 27).
  *
- *   build/bench/layer_profile [--batch 128] [--steps 10] [--threads 1] [model]   (default resnet20)
+ *   build/bench/layer_profile [--batch 128] [--steps 10] [--threads 1] [model | FILE.onnx]   (default resnet20)
  *
+ * A name ending in .onnx is a network imported as a job's "model": {"onnx": FILE} is
+ * (model/onnx_import.h), from the file's own weights; a built-in one starts from seed 42.
  * Times STEPS training steps of the CPU reference (model_forward, model_backward,
  * sgd_update with momentum 0.9 and weight decay 5e-4) on a random fixed batch, as a worker
  * does them, after two warm-up steps. The model's per-layer progress hook (model.h) marks the
@@ -22,6 +24,7 @@
 #include <time.h>
 
 #include "model.h"
+#include "onnx_import.h"
 #include "ops.h"
 #include "parallel.h"
 
@@ -66,6 +69,15 @@ static const char *kind_name(layer_kind_t k)
     }
 }
 
+/* Convolutions counted as one shape in the per-shape lines: the same kernel, channels,
+ * groups, planes and stride (ResNet-18's 3x3 and 1x1 stride-2 layers are two shapes). */
+static int same_shape(const layer_t *a, const layer_t *b)
+{
+    return a->kind == LAYER_CONV && b->kind == LAYER_CONV && a->C == b->C && a->OC == b->OC && a->H == b->H &&
+           a->OH == b->OH && a->conv.sH == b->conv.sH && a->conv.KH == b->conv.KH && a->conv.KW == b->conv.KW &&
+           a->conv.groups == b->conv.groups;
+}
+
 int main(int argc, char **argv)
 {
     int B = 128, steps = 10, threads = 1;
@@ -87,11 +99,14 @@ int main(int argc, char **argv)
     if (threads > 1) g_clock = CLOCK_MONOTONIC;
     char err[256];
     model_t *m;
-    if (model_create(name, B, &m, err, sizeof err) != 0) {
+    const size_t len = strlen(name);
+    const int onnx = len > 5 && strcmp(name + len - 5, ".onnx") == 0;
+    if ((onnx ? onnx_import_file(name, "imported", B, &m, err, sizeof err)
+              : model_create(name, B, &m, err, sizeof err)) != 0) {
         fprintf(stderr, "layer_profile: %s\n", err);
         return 2;
     }
-    model_init_params(m, 42);
+    if (!onnx) model_init_params(m, 42);
     const size_t in = (size_t)B * m->C * m->H * m->W, np = model_param_count(m);
     float *x = malloc(in * sizeof(float));
     int32_t *y = malloc((size_t)B * sizeof(int32_t));
@@ -180,19 +195,17 @@ int main(int argc, char **argv)
         int first = 1;
         for (int k = 0; k < i; k++) {
             const layer_t *o = &m->layers[k];
-            if (o->kind == LAYER_CONV && o->C == l->C && o->OC == l->OC && o->OH == l->OH && o->conv.sH == l->conv.sH)
-                first = 0;
+            if (same_shape(o, l)) first = 0;
         }
         if (!first) continue;
         double tf = 0, tb = 0, macs = 0;
         int n = 0;
         for (int k = i; k < m->nlayers; k++) {
             const layer_t *o = &m->layers[k];
-            if (o->kind != LAYER_CONV || o->C != l->C || o->OC != l->OC || o->OH != l->OH || o->conv.sH != l->conv.sH)
-                continue;
+            if (!same_shape(o, l)) continue;
             tf += fwd[k] / steps;
             tb += bwd[k] / steps;
-            macs = (double)B * o->OC * o->OH * o->OW * o->C * o->conv.KH * o->conv.KW;
+            macs = (double)B * o->OC * o->OH * o->OW * (o->C / o->conv.groups) * o->conv.KH * o->conv.KW;
             n++;
         }
         char rf[32] = "", rb[32] = "";
@@ -200,9 +213,9 @@ int main(int argc, char **argv)
             snprintf(rf, sizeof rf, "%.1f", 2 * macs * n / tf / hz);
             snprintf(rb, sizeof rb, "%.1f", 2 * macs * n * (l->in < 0 ? 1 : 2) / tb / hz);
         }
-        printf("  conv %2dx%dx%d -> %2dx%dx%d stride %d (x%d): forward %7.2f ms %5s FLOP/cycle, backward %7.2f ms %5s "
+        printf("  conv %dx%d %2dx%dx%d -> %2dx%dx%d stride %d (x%d): forward %7.2f ms %5s FLOP/cycle, backward %7.2f ms %5s "
                "FLOP/cycle\n",
-               l->C, l->H, l->W, l->OC, l->OH, l->OW, l->conv.sH, n, 1e3 * tf, rf, 1e3 * tb, rb);
+               l->conv.KH, l->conv.KW, l->C, l->H, l->W, l->OC, l->OH, l->OW, l->conv.sH, n, 1e3 * tf, rf, 1e3 * tb, rb);
     }
     printf("%-16s %-8s %9.2f %6.1f%%\n", "loss", "forward", 1e3 * loss_s / steps, 100 * loss_s / total);
     printf("%-16s %-8s %9.2f %6.1f%%\n", "zero dacts", "backward", 1e3 * zero_s / steps, 100 * zero_s / total);

@@ -9,10 +9,11 @@
  * Networks", 2016; the matrices of their F(4x4, 3x3)).
  *
  * Layouts: the input is copied channel-last, so each transform works on vectors of
- * channels; U is (36, Cp, Kp), Cp and Kp the channel counts rounded up to 16 (zeros in
- * between). Every output is the same sum in the same order whatever the ISA, the threads
- * or the number of images a call takes, so runs are reproducible; its rounding is not the
- * direct convolution's (test_ops: within WINO_TOL of the double reference).
+ * channels; U is (36, Cp, Kp) with a cache line between the points' matrices, Cp and Kp
+ * the channel counts rounded up to 16 (zeros in between). Every output is the same sum in
+ * the same order whatever the ISA, the threads or the number of images a call takes, so
+ * runs are reproducible; its rounding is not the direct convolution's (test_ops: within
+ * WINO_TOL of the double reference).
  */
 #ifndef PACER_CONV_WINOGRAD_H
 #define PACER_CONV_WINOGRAD_H

@@ -115,7 +115,7 @@ TARGET static void SFX(wino_gemm)(const wino_geom_t *g, int T, const float *U, c
 {
     const int Cp = g->Cp, Kp = g->Kp;
     for (int p = 0; p < WINO_POINTS; p++) {
-        const float *Up = U + (size_t)p * Cp * Kp, *Vp = V + (size_t)p * point_stride(T, Cp);
+        const float *Up = U + (size_t)p * u_stride(g), *Vp = V + (size_t)p * point_stride(T, Cp);
         float *Mp = M + (size_t)p * point_stride(T, Kp);
         for (int k0 = 0; k0 < Kp; k0 += 16)
             for (int t0 = 0; t0 < T; t0 += WNT) {
@@ -147,7 +147,7 @@ TARGET static void SFX(wino_wgemm)(const wino_geom_t *g, int T, const float *V, 
     const int Cp = g->Cp, Kp = g->Kp;
     for (int p = 0; p < WINO_POINTS; p++) {
         const float *Vp = V + (size_t)p * point_stride(T, Cp), *Mp = dM + (size_t)p * point_stride(T, Kp);
-        float *Up = dU + (size_t)p * Cp * Kp;
+        float *Up = dU + (size_t)p * u_stride(g);
         for (int k0 = 0; k0 < Kp; k0 += 16)
             for (int c0 = 0; c0 < Cp; c0 += WNT) {
                 int ci[WNT];

@@ -630,6 +630,23 @@ static int direct_wgrad_kind(const conv2d_desc_t *d)
     return direct_kind(d) == DIRECT_CV || d->OH * d->OW < DIRECT_MIN_PIXELS ? DIRECT_CV : DIRECT_GRID;
 }
 
+/* Images the channel-vector weight gradient takes a call (direct_wgrad_cv), and a strided
+ * layer's input-gradient GEMM: enough for DIRECT_WGRAD_POSITIONS output positions, at most
+ * DIRECT_WGRAD_IMAGES, so that a small plane's dw, read and written once a call, is not
+ * streamed once an image, nor W^T packed once an image (an imported ResNet-18's 256 -> 512
+ * stride-2 layer, 4x4 outputs, a 4.7 MB dw: backward 120-135 -> 68-73 ms at batch 64;
+ * 128, 256 and 512 positions tried, 256 kept: docs/PERFORMANCE.md). One for the grid
+ * kernel, and for planes of 256 outputs or more. */
+#ifndef DIRECT_WGRAD_POSITIONS
+#define DIRECT_WGRAD_POSITIONS 256
+#endif
+#define DIRECT_WGRAD_IMAGES 32
+static int wgrad_images(const conv2d_desc_t *d)
+{
+    const int P = d->OH * d->OW, n = (DIRECT_WGRAD_POSITIONS + P - 1) / P;
+    return direct_wgrad_kind(d) != DIRECT_CV ? 1 : n < DIRECT_WGRAD_IMAGES ? n : DIRECT_WGRAD_IMAGES;
+}
+
 /* The rows of A a kernel's packed blocks hold. */
 static int direct_block(int kind) { return kind == DIRECT_CV ? direct_cv_rows() : DIRECT_MR; }
 
@@ -703,8 +720,9 @@ static size_t direct_workspace(const conv2d_desc_t *d)
     const size_t K = (size_t)d->C * d->KH * d->KW;
     const size_t dx = direct_dinp_fits(d) ? round16((size_t)d->C * d->OC * d->KH * d->KW) + direct_need(&b, d->C, kind)
                       : use_wide(d)       ? wide_workspace(d, 1, 1)
-                                          : K * padded_ld((size_t)d->OH * d->OW);
-    const size_t bwd = (size_t)d->C * f.g.pld + dout_floats(d, &f, direct_wgrad_kind(d)) + dx;
+                                          : K * padded_ld((size_t)wgrad_images(d) * d->OH * d->OW);
+    const size_t bwd = (size_t)wgrad_images(d) * ((size_t)d->C * f.g.pld + dout_floats(d, &f, direct_wgrad_kind(d))) +
+                       dx;
     const size_t w = fwd > bwd ? fwd : bwd, wino = wino_fits(d) ? wino_workspace(d) : 0;
     return w > wino ? w : wino;
 }
@@ -868,56 +886,69 @@ static void direct_backward(void *arg, int t, int T)
     }
     const size_t n = round16((size_t)f.rows * f.g.PW); /* <= f.g.N, a multiple of 48 */
     const size_t in_img = (size_t)d->C * d->H * d->W, out_img = (size_t)d->OC * d->OH * d->OW;
-    float *dweight = job_dw(j, t), *xp = job_ws(j, t), *gy = xp + (size_t)d->C * f.g.pld;
+    const int nw = wgrad_images(d); /* images a weight-gradient call takes */
+    const int direct_dx = direct_dinp_fits(d), kind = direct_kind(d), wkind = direct_wgrad_kind(d);
+    const size_t ximg = (size_t)d->C * f.g.pld, gimg = dout_floats(d, &f, wkind);
+    float *dweight = job_dw(j, t), *xp = job_ws(j, t), *gy = xp + (size_t)nw * ximg;
     long b0, b1;
     my_chunks(j->B, 1, t, T, &b0, &b1);
     if (b0 == b1) {
         memset(dweight, 0, dw_floats(d) * sizeof(float));
         return;
     }
-    const int direct_dx = direct_dinp_fits(d), kind = direct_kind(d), wkind = direct_wgrad_kind(d);
     const int P = d->OH * d->OW, MV = (d->OC + direct_cv_rows() - 1) / direct_cv_rows() * direct_cv_rows();
-    float *rest = gy + dout_floats(d, &f, wkind);
+    float *rest = gy + (size_t)nw * gimg;
     direct_dinp_t dd;
     const int K = d->C * d->KH * d->KW;
     /* without direct_dx, stride 1: one image's column gradient on the grid (wide path) */
     wide_t wg;
     wide_geometry(d, 1, 1, &wg);
     float *gcol = rest, *gdy = gcol + (size_t)K * wg.ld, *gxp = gdy + (size_t)d->OC * wg.ld;
-    const size_t ldc = padded_ld((size_t)P); /* without direct_dx, other strides */
+    const size_t ldc = padded_ld((size_t)nw * P); /* without direct_dx, other strides: a group's columns */
     if (j->dinp && direct_dx) direct_dinp_begin(d, kind, j->weight, rest, &dd);
-    memset(xp, 0, (size_t)d->C * f.g.pld * sizeof(float)); /* the input's pads, for every image */
-    if (wkind == DIRECT_CV) memset(gy, 0, dout_floats(d, &f, wkind) * sizeof(float)); /* the padding columns */
-    for (long b = b0; b < b1; b++) {
-        const float *dy = j->dout + (size_t)b * out_img;
-        pad_fill((size_t)d->C, d->H, d->W, j->inp + (size_t)b * in_img, f.g.PW, f.g.pld, f.top, f.left, xp);
+    memset(xp, 0, (size_t)nw * ximg * sizeof(float));                         /* the input's pads, for every image */
+    if (wkind == DIRECT_CV) memset(gy, 0, (size_t)nw * gimg * sizeof(float)); /* the padding columns */
+    for (long g0 = b0; g0 < b1; g0 += nw) {
+        const int ng = b1 - g0 < nw ? (int)(b1 - g0) : nw;
+        for (int i = 0; i < ng; i++)
+            pad_fill((size_t)d->C, d->H, d->W, j->inp + (size_t)(g0 + i) * in_img, f.g.PW, f.g.pld, f.top, f.left,
+                     xp + (size_t)i * ximg);
         if (wkind == DIRECT_CV) {
-            for (int oc = 0; oc < d->OC; oc++)
-                for (int q = 0; q < P; q++) gy[(size_t)q * MV + oc] = dy[(size_t)oc * P + q];
-            direct_wgrad_cv(d->OC, gy, &f.g, f.rows, f.cols, xp, dweight, b != b0);
+            for (int i = 0; i < ng; i++) {
+                const float *dy = j->dout + (size_t)(g0 + i) * out_img;
+                float *gi = gy + (size_t)i * P * MV; /* the images' positions one after another */
+                for (int oc = 0; oc < d->OC; oc++)
+                    for (int q = 0; q < P; q++) gi[(size_t)q * MV + oc] = dy[(size_t)oc * P + q];
+            }
+            direct_wgrad_cv(d->OC, gy, &f.g, f.rows, f.cols, ng, ximg, xp, dweight, g0 != b0);
         } else {
-            planes_to_grid(d->OC, f.rows, f.cols, f.g.PW, dy, gy, f.ldy, n);
-            direct_gemm_wgrad(d->OC, gy, f.ldy, &f.g, (int)n, xp, dweight, b != b0);
+            planes_to_grid(d->OC, f.rows, f.cols, f.g.PW, j->dout + (size_t)g0 * out_img, gy, f.ldy, n);
+            direct_gemm_wgrad(d->OC, gy, f.ldy, &f.g, (int)n, xp, dweight, g0 != b0);
         }
         if (!j->dinp) continue;
-        float *dx = j->dinp + (size_t)b * in_img;
-        if (direct_dx) {
-            direct_image(&dd.p, kind, d->C, dd.ap, dy, dd.xp, dd.y, NULL, !j->set, dx);
-            continue;
-        }
-        if (!use_wide(d)) {
-            /* col (K, OH*OW) = W^T x dout, then the general path's col2im */
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, P, d->OC, 1.0f, j->weight, K, dy, P, 0.0f, rest,
+        if (!direct_dx && !use_wide(d)) {
+            /* strided: col (K, ng*P) = W^T x the group's dout, from its transposed copy gy
+             * (one GEMM a group: OpenBLAS packs W^T once, not once an image), then the
+             * general path's col2im */
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasTrans, K, ng * P, d->OC, 1.0f, j->weight, K, gy, MV, 0.0f, rest,
                         (int)ldc);
-            col2im_chunk_add(d, 1, rest, ldc, dx);
+            col2im_chunk_add(d, ng, rest, ldc, j->dinp + (size_t)g0 * in_img);
             continue;
         }
-        /* col (K, grid) = W^T x dout on the grid (zeros in its garbage columns), then the
-         * wide path's col2im: one run of the grid per tap instead of OH short rows */
-        planes_to_grid(d->OC, d->OH, d->OW, wg.PW, dy, gdy, wg.ld, wg.Pw);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, (int)wg.Pw, d->OC, 1.0f, j->weight, K, gdy, (int)wg.ld,
-                    0.0f, gcol, (int)wg.ld);
-        col2im_wide_to(d, &wg, 1, gcol, gxp, dx);
+        for (long b = g0; b < g0 + ng; b++) {
+            const float *dy = j->dout + (size_t)b * out_img;
+            float *dx = j->dinp + (size_t)b * in_img;
+            if (direct_dx) {
+                direct_image(&dd.p, kind, d->C, dd.ap, dy, dd.xp, dd.y, NULL, !j->set, dx);
+                continue;
+            }
+            /* col (K, grid) = W^T x dout on the grid (zeros in its garbage columns), then
+             * the wide path's col2im: one run of the grid per tap instead of OH short rows */
+            planes_to_grid(d->OC, d->OH, d->OW, wg.PW, dy, gdy, wg.ld, wg.Pw);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, (int)wg.Pw, d->OC, 1.0f, j->weight, K, gdy,
+                        (int)wg.ld, 0.0f, gcol, (int)wg.ld);
+            col2im_wide_to(d, &wg, 1, gcol, gxp, dx);
+        }
     }
 }
 

@@ -154,11 +154,11 @@ void direct_conv_cv(int M, const float *Ap, const direct_geom_t *g, int rows, in
     else direct_conv_cv_avx2(M, Ap, g, rows, cols, x, bias, accumulate, y);
 }
 
-void direct_wgrad_cv(int M, const float *dyT, const direct_geom_t *g, int rows, int cols, const float *x, float *dw,
-                     int accumulate)
+void direct_wgrad_cv(int M, const float *dyT, const direct_geom_t *g, int rows, int cols, int nimg, size_t ximg,
+                     const float *x, float *dw, int accumulate)
 {
-    if (direct_isa() == DIRECT_AVX512) direct_wgrad_cv_avx512(M, dyT, g, rows, cols, x, dw, accumulate);
-    else direct_wgrad_cv_avx2(M, dyT, g, rows, cols, x, dw, accumulate);
+    if (direct_isa() == DIRECT_AVX512) direct_wgrad_cv_avx512(M, dyT, g, rows, cols, nimg, ximg, x, dw, accumulate);
+    else direct_wgrad_cv_avx2(M, dyT, g, rows, cols, nimg, ximg, x, dw, accumulate);
 }
 #else
 /* Elsewhere conv.c never calls the kernels: direct_isa() says there are none. */
@@ -178,10 +178,10 @@ void direct_conv_cv(int M, const float *Ap, const direct_geom_t *g, int rows, in
 {
     (void)M, (void)Ap, (void)g, (void)rows, (void)cols, (void)x, (void)bias, (void)accumulate, (void)y;
 }
-void direct_wgrad_cv(int M, const float *dyT, const direct_geom_t *g, int rows, int cols, const float *x, float *dw,
-                     int accumulate)
+void direct_wgrad_cv(int M, const float *dyT, const direct_geom_t *g, int rows, int cols, int nimg, size_t ximg,
+                     const float *x, float *dw, int accumulate)
 {
-    (void)M, (void)dyT, (void)g, (void)rows, (void)cols, (void)x, (void)dw, (void)accumulate;
+    (void)M, (void)dyT, (void)g, (void)rows, (void)cols, (void)nimg, (void)ximg, (void)x, (void)dw, (void)accumulate;
 }
 #endif
 

@@ -68,12 +68,14 @@ void direct_gemm_wgrad(int M, const float *dy, size_t ldd, const direct_geom_t *
  * (p % cols) * g->sW; g->N is not used.
  * direct_conv_cv: y (M planes of rows*cols) = Ap x taps (+ bias[m]), or += (accumulate);
  *   Ap packed with mr = direct_cv_rows().
- * direct_wgrad_cv: dw (M, K) = or += dy x taps^T, summed over positions in order; dyT is
- *   dy transposed, (rows*cols, M rounded up to direct_cv_rows()), the padding columns
- *   zero. */
+ * direct_wgrad_cv: dw (M, K) = or += dy x taps^T of nimg images, summed over images and
+ *   their positions in order; image i's planes start at x + i * ximg, and dyT is their dy
+ *   transposed, image after image, (nimg*rows*cols, M rounded up to direct_cv_rows()),
+ *   the padding columns zero. Several images a call keep a small plane's dw (which can be
+ *   megabytes: 512 x 2304 floats) from being read and written once per image. */
 void direct_conv_cv(int M, const float *Ap, const direct_geom_t *g, int rows, int cols, const float *x,
                     const float *bias, int accumulate, float *y);
-void direct_wgrad_cv(int M, const float *dyT, const direct_geom_t *g, int rows, int cols, const float *x, float *dw,
-                     int accumulate);
+void direct_wgrad_cv(int M, const float *dyT, const direct_geom_t *g, int rows, int cols, int nimg, size_t ximg,
+                     const float *x, float *dw, int accumulate);
 
 #endif

@@ -129,9 +129,10 @@ TARGET static void SFX(direct_conv_cv)(int M, const float *Ap, const direct_geom
     }
 }
 
-/* The channel-vector weight gradient: 2*VW rows of dy (vectors of dyT) by 6 taps. */
-TARGET static void SFX(direct_wgrad_cv)(int M, const float *dyT, const direct_geom_t *g, int rows, int cols,
-                                        const float *x, float *dw, int accumulate)
+/* The channel-vector weight gradient: 2*VW rows of dy (vectors of dyT) by 6 taps, summed
+ * over the positions of nimg images, image by image. */
+TARGET static void SFX(direct_wgrad_cv)(int M, const float *dyT, const direct_geom_t *g, int rows, int cols, int nimg,
+                                        size_t ximg, const float *x, float *dw, int accumulate)
 {
     const int K = g->C * g->KH * g->KW, MV = (M + 2 * VW - 1) / (2 * VW) * (2 * VW);
     for (int m0 = 0; m0 < M; m0 += 2 * VW)
@@ -141,19 +142,20 @@ TARGET static void SFX(direct_wgrad_cv)(int M, const float *dyT, const direct_ge
             VEC acc[6][2];
             for (int i = 0; i < 6; i++) acc[i][0] = acc[i][1] = VZERO();
             const float *d = dyT + m0;
-            for (int h = 0; h < rows; h++) {
-                const size_t o = (size_t)h * g->sH * g->PW;
-                for (int w = 0; w < cols; w++, d += MV) {
-                    const VEC d0 = VLOAD(d), d1 = VLOAD(d + VW);
-                    const size_t ow = o + (size_t)w * g->sW;
+            for (int im = 0; im < nimg; im++)
+                for (int h = 0; h < rows; h++) {
+                    const size_t o = (size_t)im * ximg + (size_t)h * g->sH * g->PW;
+                    for (int w = 0; w < cols; w++, d += MV) {
+                        const VEC d0 = VLOAD(d), d1 = VLOAD(d + VW);
+                        const size_t ow = o + (size_t)w * g->sW;
 #pragma GCC unroll 6
-                    for (int i = 0; i < 6; i++) {
-                        const VEC b = VBCAST(r[i] + ow);
-                        acc[i][0] = VFMA(d0, b, acc[i][0]);
-                        acc[i][1] = VFMA(d1, b, acc[i][1]);
+                        for (int i = 0; i < 6; i++) {
+                            const VEC b = VBCAST(r[i] + ow);
+                            acc[i][0] = VFMA(d0, b, acc[i][0]);
+                            acc[i][1] = VFMA(d1, b, acc[i][1]);
+                        }
                     }
                 }
-            }
             float t[6 * 2 * VW];
             for (int i = 0; i < 6; i++) VSTORE(t + i * 2 * VW, acc[i][0]), VSTORE(t + i * 2 * VW + VW, acc[i][1]);
             store_tile(t, 2 * VW, M - m0 < 2 * VW ? M - m0 : 2 * VW, K - k0 < 6 ? K - k0 : 6, dw + (size_t)m0 * K,

@@ -1570,6 +1570,10 @@ static void test_conv_general(void **state)
         {"cv 3x3 s2 p1 10x10 C=16 OC=40", 2, G(16, 10, 10, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1), 0, 0, 8},
         {"cv 1x1 s2 C=16 OC=32", 3, G(16, 8, 8, 32, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1), 1, 0, 8},
         {"cv 3x2 s(2,3) d(2,1) asym", 2, G(16, 11, 13, 32, 3, 2, 2, 3, 2, 0, 1, 1, 2, 1, 1), 1, 0, 8},
+        /* 3x3 outputs: the weight gradient and the input gradient's GEMM take 29 images a
+         * call (conv.c, wgrad_images), so 61 images are calls of 29, 29 and 3 (on two
+         * threads 29 + 1 and 29 + 2) */
+        {"cv 3x3 s2 p1 6x6 C=16 OC=32 B=61", 61, G(16, 6, 6, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1), 1, 0, 8},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         conv2d_desc_t d = cases[i].d;

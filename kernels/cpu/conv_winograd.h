@@ -9,11 +9,11 @@
  * Networks", 2016; the matrices of their F(4x4, 3x3)).
  *
  * Layouts: the input is copied channel-last, so each transform works on vectors of
- * channels; U is (36, Cp, Kp) with a cache line between the points' matrices, Cp and Kp
- * the channel counts rounded up to 16 (zeros in between). Every output is the same sum in
- * the same order whatever the ISA, the threads or the number of images a call takes, so
- * runs are reproducible; its rounding is not the direct convolution's (test_ops: within
- * WINO_TOL of the double reference).
+ * channels; U is 36 matrices (Cp, Kp) a cache line apart, Cp and Kp the channel counts
+ * rounded up to 16 (zeros in between), each stored as Kp/16 blocks of (Cp, 16). Every
+ * output is the same sum in the same order whatever the ISA, the threads or the number of
+ * images a call takes, so runs are reproducible; its rounding is not the direct
+ * convolution's (test_ops: within WINO_TOL of the double reference).
  */
 #ifndef PACER_CONV_WINOGRAD_H
 #define PACER_CONV_WINOGRAD_H
@@ -59,9 +59,9 @@ void wino_load(const wino_geom_t *g, int n, const float *x, float *scratch);
 void wino_conv_loaded(const wino_geom_t *g, int n, const float *U, const float *bias, int accumulate, float *y,
                       float *scratch);
 
-/* The weight gradient, in the 6x6 domain: dU (36, Cp, Kp) += over the tiles of n images
- * (n <= g->nb) V of x (n, C, H, W) times A dy A^T of dy (n, K, H, W), summed over the
- * tiles in order; then dw (K, C, 3, 3) = G^T dU G. dy comes as the input gradient's
+/* The weight gradient, in the 6x6 domain: dU (36, Cp, Kp, laid out as U) += over the
+ * tiles of n images (n <= g->nb) V of x (n, C, H, W) times A dy A^T of dy (n, K, H, W),
+ * summed over the tiles in order; then dw (K, C, 3, 3) = G^T dU G. dy comes as the input gradient's
  * geometry gd (K -> C, the same planes) loaded it: dscratch after wino_load(gd, n, dy,
  * dscratch). wino_wgrad_begin zeroes dU and the scratch's padding
  * (wino_wgrad_scratch_floats of it) once before a pass's calls. */

@@ -124,8 +124,8 @@ TARGET static void SFX(wino_gemm)(const wino_geom_t *g, int T, const float *U, c
                 VEC acc[WNT][WKV];
                 for (int i = 0; i < WNT; i++)
                     for (int v = 0; v < WKV; v++) acc[i][v] = VZERO();
-                const float *u = Up + k0;
-                for (int c = 0; c < Cp; c++, u += Kp) {
+                const float *u = Up + u_at(g, 0, k0);
+                for (int c = 0; c < Cp; c++, u += 16) {
                     VEC w[WKV];
                     for (int v = 0; v < WKV; v++) w[v] = VLOAD(u + v * VW);
 #pragma GCC unroll 12
@@ -167,7 +167,7 @@ TARGET static void SFX(wino_wgemm)(const wino_geom_t *g, int T, const float *V, 
                 }
                 for (int i = 0; i < WNT && c0 + i < Cp; i++)
                     for (int v = 0; v < WKV; v++) {
-                        float *u = Up + (size_t)(c0 + i) * Kp + k0 + v * VW;
+                        float *u = Up + u_at(g, c0 + i, k0) + v * VW;
                         VSTORE(u, VADD(VLOAD(u), acc[i][v]));
                     }
             }

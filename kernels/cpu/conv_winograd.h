@@ -61,9 +61,9 @@ void wino_conv_loaded(const wino_geom_t *g, int n, const float *U, const float *
 
 /* The weight gradient, in the 6x6 domain: dU (36, Cp, Kp, laid out as U) += over the
  * tiles of n images (n <= g->nb) V of x (n, C, H, W) times A dy A^T of dy (n, K, H, W),
- * summed over the tiles in order; then dw (K, C, 3, 3) = G^T dU G. dy comes as the input gradient's
- * geometry gd (K -> C, the same planes) loaded it: dscratch after wino_load(gd, n, dy,
- * dscratch). wino_wgrad_begin zeroes dU and the scratch's padding
+ * summed over the tiles in order; then dw (K, C, 3, 3) = G^T dU G. dy comes as the input
+ * gradient's geometry gd (K -> C, the same planes) loaded it: dscratch after
+ * wino_load(gd, n, dy, dscratch). wino_wgrad_begin zeroes dU and the scratch's padding
  * (wino_wgrad_scratch_floats of it) once before a pass's calls. */
 size_t wino_wgrad_scratch_floats(const wino_geom_t *g);
 void wino_wgrad_begin(const wino_geom_t *g, float *dU, float *scratch);

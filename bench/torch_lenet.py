@@ -10,7 +10,8 @@ Usage: torch_lenet.py [EPOCHS [MODULE [TRAIN_SUBSET [BATCH]]]] - MODULE: another
 class of tests/tools/onnx_export.py (bench/onnx_import.sh trains VggBN, the module whose
 ONNX export pacer imports), in training mode (its dropout and batch norm as exported), or
 resnet20: pacer's resnet20 as bench/torch_gpu_bench.py defines it, on CIFAR-10 from
-$PACER_SHARED/datasets/cifar-10 (bench/resnet_vs_pytorch.sh); TRAIN_SUBSET: the first N
+$PACER_SHARED/datasets/cifar-10 (bench/resnet_vs_pytorch.sh); ResNet18: onnx_export.py's
+CIFAR-10 ResNet-18 on the same data (bench/resnet18_onnx.sh); TRAIN_SUBSET: the first N
 training images only (pacer's dataset.train_subset); BATCH: 64 unless given. One thread
 unless TORCH_THREADS says otherwise (bench/threads_scaling.sh)."""
 import gzip, json, os, resource, sys, time
@@ -65,7 +66,7 @@ def main():
     batch = int(sys.argv[4]) if len(sys.argv) > 4 else 64
     # Same storage as pacer: uint8 pixels, normalised per batch (per channel on CIFAR-10,
     # with common/catalog.c's statistics).
-    if module == "resnet20":
+    if module in ("resnet20", "ResNet18"):
         xtr, ytr = cifar([f"data_batch_{i}" for i in range(1, 6)] if subset <= 0 or subset > 10000 else ["data_batch_1"])
         xte, yte = cifar(["test_batch"])
         xte, yte = xte[:1000], yte[:1000]

@@ -49,6 +49,9 @@ would export it for training (as --mnist), under the class name the file is name
                    then a 1x1 one), batch norm after each;
   DenseCat.onnx    DenseNet-style blocks (each layer's output concatenated to its input
                    along channels) and a transition layer with average pooling.
+Usage: /usr/bin/python3 tests/tools/onnx_export.py --resnet18 OUTDIR
+Writes ResNet18.onnx: ResNet-18 for CIFAR-10 (3x32x32), exported for training as --zoo
+does, for bench/resnet18_onnx.sh (bench/torch_lenet.py trains the same class).
 Exits 77 when torch or onnx cannot be imported (the test then skips, saying so).
 """
 import sys
@@ -437,6 +440,55 @@ class DenseCat(nn.Module):
 ZOO = (LeNet5, VggBN, ResNetProj, DwSep, DenseCat)
 
 
+class BasicBlock(nn.Module):
+    """ResNet-18's block: two 3x3 convolutions with batch norm, the shortcut the identity or,
+    where the block halves the resolution or changes the channels, a 1x1 convolution of the
+    block's stride with batch norm."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.shortcut = nn.Sequential()
+        if stride != 1 or cin != cout:
+            self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride=stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        return F.relu(self.bn2(self.conv2(y)) + self.shortcut(x))
+
+
+class ResNet18(nn.Module):
+    """ResNet-18 as it is trained on CIFAR-10 (3x32x32): a 3x3 stem of 64 channels, no max
+    pooling, four stages of two blocks (64, 128, 256, 512 channels; the last three halve
+    the resolution), global average pooling, one Linear layer; 11.2M parameters, the
+    network bench/resnet18_onnx.sh imports (not part of the tests: 45 MB)."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 64, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(64)
+        blocks, cin = [], 64
+        for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+            blocks += [BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)]
+            cin = cout
+        self.layers = nn.Sequential(*blocks)
+        self.fc = nn.Linear(512, classes)
+
+    def forward(self, x):
+        x = self.layers(F.relu(self.bn1(self.conv1(x))))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+def resnet18(out):
+    torch.manual_seed(7)
+    torch.onnx.export(ResNet18().train(), torch.randn(2, 3, 32, 32), "%s/ResNet18.onnx" % out, opset_version=13,
+                      do_constant_folding=False, training=torch.onnx.TrainingMode.PRESERVE, input_names=["input"],
+                      output_names=["logits"], dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
+
+
 def zoo(out):
     for cls in ZOO:
         torch.manual_seed(7)  # the same starting weights every time: the test's runs are repeatable
@@ -452,5 +504,7 @@ if __name__ == "__main__":
         mnist(sys.argv[2])
     elif len(sys.argv) == 3 and sys.argv[1] == "--zoo":
         zoo(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "--resnet18":
+        resnet18(sys.argv[2])
     else:
         main()

@@ -21,13 +21,13 @@ static const catalog_model_t MODELS[] = {
      .layers = 5, .params = 235146, .buffers = 0, .fixed = 0, .acts_per_sample = 778, .argmax_per_sample = 0,
      .flops_per_sample = 469938, .dataset = "fashion-mnist"},
     {.name = "lenet5", .title = "LeNet-5", .source = CATALOG_BUILTIN, .C = 1, .H = 28, .W = 28, .classes = 10,
-     .layers = 11, .params = 61706, .buffers = 0, .fixed = 28800, .acts_per_sample = 9874, .argmax_per_sample = 1576,
+     .layers = 11, .params = 61706, .buffers = 0, .fixed = 37248, .acts_per_sample = 9874, .argmax_per_sample = 1576,
      .flops_per_sample = 841174, .dataset = "fashion-mnist"},
     {.name = "cifar10_quick", .title = "CIFAR-10 quick", .source = CATALOG_BUILTIN, .C = 3, .H = 32, .W = 32,
      .classes = 10, .layers = 11, .params = 145578, .buffers = 0, .fixed = 279040, .acts_per_sample = 76874,
      .argmax_per_sample = 8192, .flops_per_sample = 24773938, .dataset = "cifar10"},
     {.name = "resnet20", .title = "ResNet-20", .source = CATALOG_BUILTIN, .C = 3, .H = 32, .W = 32, .classes = 10,
-     .layers = 68, .params = 269722, .buffers = 1376, .fixed = 597600, .acts_per_sample = 651338,
+     .layers = 68, .params = 269722, .buffers = 1376, .fixed = 598752, .acts_per_sample = 651338,
      .argmax_per_sample = 0, .flops_per_sample = 81569074, .dataset = "cifar10"},
 };
 

@@ -40,7 +40,6 @@ int wino_images(int H, int W)
     return (WINO_MIN_TILES + tiles - 1) / tiles;
 }
 
-
 /* The scratch: the padded channel-last input (nb images), V, M, one tile's outputs. */
 static size_t xt_floats(const wino_geom_t *g) { return (size_t)g->nb * g->PH * g->PW * g->Cp; }
 static size_t tiles_of(const wino_geom_t *g, int n) { return (size_t)n * g->TH * g->TW; }

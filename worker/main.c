@@ -413,8 +413,12 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
         SAY("pacer-worker: %s\n", err);
         return finish(use_mpi, &w, 2);
     }
-    if (g_ndata_roots > 0) userdata_sync(g_data_roots, g_ndata_roots, NULL);
-    if (spec_load_file(spec_path, &spec, err, sizeof err) != 0) {
+    /* The roots' sets are probed (listing every image folder) only when the spec needs
+     * the catalog's user entries: a spec the coordinator stored has the format and path
+     * already, and it passes its roots to every rank of every launch. */
+    int loaded = g_ndata_roots > 0 && spec_load_file(spec_path, &spec, err, sizeof err) == 0;
+    if (!loaded && g_ndata_roots > 0) userdata_sync(g_data_roots, g_ndata_roots, NULL);
+    if (!loaded && spec_load_file(spec_path, &spec, err, sizeof err) != 0) {
         SAY("pacer-worker: %s\n", err);
         return finish(use_mpi, &w, 2);
     }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char g_roots[DATAROOT_MAX][DATAROOT_PATH];
@@ -25,7 +26,8 @@ int dataroot_holds(const char *const *roots, int nroots, const char *real)
 
 int dataroot_resolve(const char *const *roots, int nroots, const char *path, char *real)
 {
-    char up[DATAROOT_PATH], got[PATH_MAX];
+    char up[DATAROOT_PATH], child[DATAROOT_PATH], got[PATH_MAX];
+    struct stat st;
     if (realpath(path, got)) {
         if (strlen(got) >= DATAROOT_PATH || !dataroot_holds(roots, nroots, got)) return DATAROOT_OUTSIDE;
         memcpy(real, got, strlen(got) + 1);
@@ -36,6 +38,7 @@ int dataroot_resolve(const char *const *roots, int nroots, const char *path, cha
      * may be told ("/etc/nothing" and "/etc/passwd" get the same answer). */
     if (snprintf(up, sizeof up, "%s", path) >= (int)sizeof up) return DATAROOT_OUTSIDE;
     for (;;) {
+        memcpy(child, up, strlen(up) + 1);
         char *slash = strrchr(up, '/');
         if (!slash) return DATAROOT_OUTSIDE; /* relative: nothing to anchor it */
         if (slash == up) {
@@ -47,6 +50,10 @@ int dataroot_resolve(const char *const *roots, int nroots, const char *path, cha
         if (strcmp(up, "/") == 0) return DATAROOT_OUTSIDE;
     }
     if (!dataroot_holds(roots, nroots, got)) return DATAROOT_OUTSIDE;
+    /* The first component that does not resolve must not be there at all: a dangling
+     * link under the root (ROOT/x -> /etc/nothing) would otherwise tell what is missing
+     * outside. */
+    if (lstat(child, &st) == 0) return DATAROOT_OUTSIDE;
     errno = why;
     return DATAROOT_MISSING;
 }

@@ -1213,6 +1213,11 @@ static void test_data_root_links(void **state)
     assert_int_equal(dataroot_resolve(real_roots, 1, "/etc/no-such-file-here", real), DATAROOT_OUTSIDE);
     assert_int_equal(dataroot_resolve(real_roots, 1, "/no-such-dir/x", real), DATAROOT_OUTSIDE);
     assert_int_equal(dataroot_resolve(real_roots, 1, pathf(fx, "root/linked/nothing"), real), DATAROOT_OUTSIDE);
+    /* a dangling link under the root tells nothing of what is missing outside */
+    assert_int_equal(symlink("/etc/no-such-file-here", pathf(fx, "root/dangling")), 0);
+    assert_int_equal(dataroot_resolve(real_roots, 1, pathf(fx, "root/dangling"), real), DATAROOT_OUTSIDE);
+    assert_int_equal(dataroot_resolve(real_roots, 1, pathf(fx, "root/dangling/x"), real), DATAROOT_OUTSIDE);
+    assert_int_equal(unlink(pathf(fx, "root/dangling")), 0);
 
     assert_int_equal(dataroot_set(roots, 1, err, sizeof err), 0);
     assert_int_equal(dataroot_count(), 1);

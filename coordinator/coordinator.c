@@ -15,6 +15,7 @@
 
 #include "clock.h"
 #include "clog.h"
+#include "dataroot.h"
 #include "fs.h"
 #include "hostname.h"
 #include "launch.h"
@@ -478,6 +479,12 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
         goto fail;
     }
     if (data_roots(c, cfg, err, errlen) != 0) goto fail;
+    {
+        /* what this process's walks and opens of users' data are confined to (dataroot.h) */
+        const char *roots_v[COORD_DATA_ROOTS_MAX];
+        for (int i = 0; i < c->ndata_roots; i++) roots_v[i] = c->data_roots[i];
+        if (dataroot_set(roots_v, c->ndata_roots, err, errlen) != 0) goto fail;
+    }
     /* Workers create it where they run (each host has its own cache); the path must fit a
      * spec's dataset.cache_dir. */
     if (cfg->data_cache_dir && *cfg->data_cache_dir) {
@@ -557,6 +564,7 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
         c->worker_has_collapse = help && strstr(help, "--resume-before") != NULL;
         c->worker_has_netprobe = help && strstr(help, "--netprobe") != NULL;
         c->worker_has_data_cache = help && strstr(help, "--data-cache") != NULL;
+        c->worker_has_data_root = help && strstr(help, "--data-root") != NULL;
         c->worker_has_model_onnx = help && strstr(help, "--model-onnx") != NULL;
         free(help);
         if (!c->worker_has_redis)

@@ -10,6 +10,7 @@
 
 #include "catalog.h"
 #include "clog.h"
+#include "dataroot.h"
 #include "coord_internal.h"
 #include "memest.h"
 #include "userdata.h"
@@ -74,10 +75,14 @@ static void dataset_found(const coordinator_t *c, const catalog_dataset_t *d, ch
         snprintf(path, len, "%s", real);
         return;
     }
+    const char *roots_v[COORD_DATA_ROOTS_MAX];
+    for (int i = 0; i < c->ndata_roots; i++) roots_v[i] = c->data_roots[i];
     for (int i = 0; i < c->ndata_roots; i++) {
         char dir[PATH_MAX + CATALOG_NAME_MAX + 2];
         snprintf(dir, sizeof dir, "%s/%s", c->data_roots[i], d->dir);
-        if (catalog_dataset_present(d, dir) && strlen(dir) < len) {
+        /* the submission's rule (dataroot.h): a DIR linked out of the roots is not offered */
+        if (dataroot_resolve(roots_v, c->ndata_roots, dir, real) == DATAROOT_OK && catalog_dataset_present(d, dir) &&
+            strlen(dir) < len) {
             snprintf(path, len, "%s", dir);
             return;
         }

@@ -1,6 +1,7 @@
 /* fuzz/fuzz_npz.c - libFuzzer target for the .npz reader (common/npz.c, libzip) and the
  * data-set rules on its arrays (common/dsprobe.c): the input is an .npz file, opened by
- * path through the real zip_open (a memfd, as the IDX harness does). Build and run:
+ * path as a data set is (npz_open: open, the data-root check on the descriptor, then
+ * libzip's zip_fdopen; a memfd, as the IDX harness does). Build and run:
  * make fuzz-npz.
  *
  * Invariants: a refusal names the file; an accepted archive has at least one training

@@ -17,6 +17,7 @@
 #include "backend_cuda.h"
 #include "benchmark.h"
 #include "comm.h"
+#include "dataroot.h"
 #include "emulate.h"
 #include "modelfetch.h"
 #include "netprobe.h"
@@ -116,7 +117,8 @@ static void usage(FILE *f)
                "                         (default $XDG_CACHE_HOME/pacer/data, ~/.cache/pacer/data)\n"
                "  --data-root DIR        a directory of users' data sets (image folders, .npz files),\n"
                "                         repeatable: a spec may name one by \"dataset\": {\"name\": ...}\n"
-               "                         as the coordinator's GET /api/v1/datasets lists it\n"
+               "                         as the coordinator's GET /api/v1/datasets lists it; given\n"
+               "                         any, no file of a user's data set is read outside them\n"
                "  --models-dir DIR       where uploaded models are stored as SHA256.onnx (the\n"
                "                         coordinator passes its state directory's models/); a spec's\n"
                "                         {\"onnx\": NAME, \"sha256\": HEX} is read from there, else\n"
@@ -406,8 +408,17 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
 
     /* The data roots' sets in the catalog, as the coordinator lists them, so that the
      * spec may name one (common/spec.c resolves the name to its format and path). */
-    if (g_ndata_roots > 0) userdata_sync(g_data_roots, g_ndata_roots, NULL);
-    if (spec_load_file(spec_path, &spec, err, sizeof err) != 0) {
+    if (g_ndata_roots > 0 && dataroot_set(g_data_roots, g_ndata_roots, err, sizeof err) != 0) {
+        /* what this worker may read of users' data (common/dataroot.h; none given: all) */
+        SAY("pacer-worker: %s\n", err);
+        return finish(use_mpi, &w, 2);
+    }
+    /* The roots' sets are probed (listing every image folder) only when the spec needs
+     * the catalog's user entries: a spec the coordinator stored has the format and path
+     * already, and it passes its roots to every rank of every launch. */
+    int loaded = g_ndata_roots > 0 && spec_load_file(spec_path, &spec, err, sizeof err) == 0;
+    if (!loaded && g_ndata_roots > 0) userdata_sync(g_data_roots, g_ndata_roots, NULL);
+    if (!loaded && spec_load_file(spec_path, &spec, err, sizeof err) != 0) {
         SAY("pacer-worker: %s\n", err);
         return finish(use_mpi, &w, 2);
     }

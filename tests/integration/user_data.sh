@@ -183,7 +183,7 @@ good_copy zero
 bad_folder zero "zero/test/digit2/00.png: empty file (0 bytes)"
 good_copy gif
 $PY -c "from PIL import Image; Image.new('L', (28, 28)).save('$TMP/gif/train/digit0/extra.gif')"
-bad_folder gif "gif/train/digit0/extra.gif: not a PNG or JPEG file"
+bad_folder gif "gif/train/digit0/extra.gif: format not recognised"
 good_copy cmyk
 $PY -c "from PIL import Image; Image.new('CMYK', (28, 28)).save('$TMP/cmyk/train/digit0/extra.jpg')"
 bad_folder cmyk "cmyk/train/digit0/extra.jpg: CMYK JPEG is not supported"

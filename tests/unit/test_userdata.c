@@ -16,6 +16,7 @@
 #include "test_util.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@
 #include <zip.h>
 
 #include "data.h"
+#include "dataroot.h"
 #include "dcache.h"
 #include "dsload.h"
 #include "dsprobe.h"
@@ -648,9 +650,21 @@ static void test_image_bad_files(void **state)
     write_bytes(pathf(fx, "empty.png"), "", 0);
     decode_file(fx->p, &img, IMAGE_EFORMAT, "empty file (0 bytes)");
     write_bytes(pathf(fx, "text.png"), "hello world", 11);
-    decode_file(fx->p, &img, IMAGE_EFORMAT, "not a PNG or JPEG file (starts with 68 65 6c");
+    decode_file(fx->p, &img, IMAGE_EFORMAT, "text.png: format not recognised (pacer reads PNG and JPEG images)");
     write_bytes(pathf(fx, "gif.jpg"), "GIF89a\x01\x00\x01\x00", 10);
-    decode_file(fx->p, &img, IMAGE_EFORMAT, "not a PNG or JPEG file");
+    decode_file(fx->p, &img, IMAGE_EFORMAT, "format not recognised");
+    {
+        /* never a byte of the file in the message: neither as text nor as hex */
+        char err[ERRLEN] = "";
+        uint8_t *buf = NULL;
+        size_t cap = 0;
+        write_bytes(pathf(fx, "pw.png"), "root:x:0:0:root", 15);
+        assert_int_equal(image_load(fx->p, &buf, &cap, &img, err, sizeof err), IMAGE_EFORMAT);
+        assert_null(strstr(err, "root:x"));
+        assert_null(strstr(err, "72 6f"));
+        assert_null(strstr(err, "starts with"));
+        free(buf);
+    }
     decode_file(pathf(fx, "nope.png"), &img, IMAGE_EIO, "cannot open");
 
     /* truncated PNG: cut in the image data, and cut just before IEND */
@@ -1157,6 +1171,118 @@ static void test_list_data_roots(void **state)
     assert_int_equal(catalog_dataset_get("pets", &d), -1);
 }
 
+
+/* Issue 42, item 4: symbolic links under a data root (common/dataroot.h). A link that
+ * stays under a root is followed; one that leaves every root is skipped (an image, a
+ * class folder: counted) or refused (the set itself, an .npz), by its name, never with
+ * a byte of what it leads to; the listing and the walk apply the same rule. Item 8: a
+ * path outside the roots gets the same answer whether or not it exists. Every link and
+ * file is made here, at run time. */
+static void test_data_root_links(void **state)
+{
+    fx_t *fx = *state;
+    char root[300], real_root[PATH_MAX], err[ERRLEN] = "", real[DATAROOT_PATH];
+    put_png(fx, "root/set/train/a/1.png", 1);
+    put_png(fx, "root/set/train/b/1.png", 2);
+    put_png(fx, "root/set/test/a/1.png", 3);
+    put_png(fx, "out/real.png", 4); /* a real image outside the root */
+    put_png(fx, "out/set2/train/a/1.png", 5);
+    put_png(fx, "out/set2/test/a/1.png", 5);
+    assert_int_equal(symlink("/etc/passwd", pathf(fx, "root/set/train/a/passwd.png")), 0);
+    char target[400];
+    snprintf(target, sizeof target, "%s/out/real.png", fx->dir);
+    assert_int_equal(symlink(target, pathf(fx, "root/set/train/b/outside.png")), 0);
+    assert_int_equal(symlink("/etc", pathf(fx, "root/set/train/etc")), 0);
+    assert_int_equal(symlink("../../test/a/1.png", pathf(fx, "root/set/train/b/inside.png")), 0);
+    snprintf(target, sizeof target, "%s/out/set2", fx->dir);
+    assert_int_equal(symlink(target, pathf(fx, "root/linked")), 0);
+    assert_int_equal(symlink("/etc/passwd", pathf(fx, "root/pw.npz")), 0);
+    assert_int_equal(symlink("set", pathf(fx, "root/alias")), 0); /* a whole set, inside */
+    snprintf(root, sizeof root, "%s/root", fx->dir);
+    assert_non_null(realpath(root, real_root));
+    const char *roots[1] = {root}, *real_roots[1] = {real_root};
+
+    /* the one rule, on its own */
+    assert_int_equal(dataroot_resolve(real_roots, 1, pathf(fx, "root/set/train/b/inside.png"), real), DATAROOT_OK);
+    assert_int_equal(dataroot_resolve(real_roots, 1, pathf(fx, "root/set/train/a/passwd.png"), real), DATAROOT_OUTSIDE);
+    assert_int_equal(dataroot_resolve(real_roots, 1, pathf(fx, "root/set/train/etc/passwd"), real), DATAROOT_OUTSIDE);
+    assert_int_equal(dataroot_resolve(real_roots, 1, pathf(fx, "root/../out/real.png"), real), DATAROOT_OUTSIDE);
+    assert_int_equal(dataroot_resolve(real_roots, 1, pathf(fx, "root/nothing/here"), real), DATAROOT_MISSING);
+    /* outside: an existing and a missing path are told apart by nothing */
+    assert_int_equal(dataroot_resolve(real_roots, 1, "/etc/passwd", real), DATAROOT_OUTSIDE);
+    assert_int_equal(dataroot_resolve(real_roots, 1, "/etc/no-such-file-here", real), DATAROOT_OUTSIDE);
+    assert_int_equal(dataroot_resolve(real_roots, 1, "/no-such-dir/x", real), DATAROOT_OUTSIDE);
+    assert_int_equal(dataroot_resolve(real_roots, 1, pathf(fx, "root/linked/nothing"), real), DATAROOT_OUTSIDE);
+    /* a dangling link under the root tells nothing of what is missing outside */
+    assert_int_equal(symlink("/etc/no-such-file-here", pathf(fx, "root/dangling")), 0);
+    assert_int_equal(dataroot_resolve(real_roots, 1, pathf(fx, "root/dangling"), real), DATAROOT_OUTSIDE);
+    assert_int_equal(dataroot_resolve(real_roots, 1, pathf(fx, "root/dangling/x"), real), DATAROOT_OUTSIDE);
+    assert_int_equal(unlink(pathf(fx, "root/dangling")), 0);
+
+    assert_int_equal(dataroot_set(roots, 1, err, sizeof err), 0);
+    assert_int_equal(dataroot_count(), 1);
+
+    /* the walk: the links out skipped and counted, the one inside followed */
+    imgfolder_t f;
+    assert_int_equal(imgfolder_scan(pathf(fx, "root/set"), 1, &f, err, sizeof err), 0);
+    assert_int_equal(f.nclasses, 2); /* a, b: not etc */
+    assert_int_equal(f.ntrain, 3);   /* a/1, b/1, b/inside */
+    assert_int_equal(f.skipped, 3);  /* passwd.png, outside.png, etc */
+    for (int i = 0; i < f.ntrain; i++) assert_null(strstr(f.train[i].path, "passwd"));
+    imgfolder_free(&f);
+    assert_int_equal(imgfolder_scan(pathf(fx, "root/alias"), 0, &f, err, sizeof err), 0);
+    imgfolder_free(&f);
+    /* the set itself linked from outside: refused by its name, its target not said */
+    assert_int_equal(imgfolder_scan(pathf(fx, "root/linked"), 0, &f, err, sizeof err), -1);
+    ASSERT_HAS(err, "root/linked: the data set that leaves the data roots");
+    assert_null(strstr(err, "out/set2"));
+    /* an .npz linked to /etc/passwd: not opened as an archive, not a byte quoted */
+    npz_t *z = NULL;
+    assert_int_equal(npz_open(pathf(fx, "root/pw.npz"), &z, err, sizeof err), -1);
+    ASSERT_HAS(err, "root/pw.npz: a file that leaves the data roots");
+    assert_null(strstr(err, "root:x"));
+    assert_null(z);
+    /* the worker's open (after the walk: a link swapped in since is caught on the fd) */
+    image_t img = {0};
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    assert_int_equal(image_load(pathf(fx, "root/set/train/a/passwd.png"), &buf, &cap, &img, err, sizeof err), IMAGE_EIO);
+    ASSERT_HAS(err, "train/a/passwd.png: a file that leaves the data roots");
+    assert_null(strstr(err, "root:x"));
+    assert_null(strstr(err, "72 6f"));
+    assert_int_equal(image_load(pathf(fx, "root/set/train/b/inside.png"), &buf, &cap, &img, err, sizeof err), IMAGE_OK);
+    image_free(&img);
+    free(buf);
+
+    /* the listing: the same rule; refusals name the entry, not where it leads */
+    json_t *refused = json_array();
+    assert_int_equal(userdata_sync(roots, 1, refused), 2); /* alias, set */
+    catalog_dataset_t d;
+    assert_int_equal(catalog_dataset_get("set", &d), 0);
+    assert_int_equal(d.train_n, 3);
+    assert_int_equal(catalog_dataset_get("alias", &d), 0);
+    assert_int_equal(catalog_dataset_get("linked", &d), -1);
+    assert_int_equal(catalog_dataset_get("pw.npz", &d), -1);
+    assert_int_equal(json_array_size(refused), 2);
+    for (size_t i = 0; i < 2; i++) {
+        json_t *e = json_array_get(refused, i);
+        const char *why = json_string_value(json_object_get(e, "error"));
+        assert_string_equal(
+            why, "a symbolic link that leaves the data roots (only what resolves under a --data-root is read)");
+        assert_null(strstr(json_string_value(json_object_get(e, "path")), "/out"));
+        assert_null(strstr(json_string_value(json_object_get(e, "path")), "/etc"));
+    }
+    assert_string_equal(json_string_value(json_object_get(json_array_get(refused, 0), "name")), "linked");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(refused, 1), "name")), "pw.npz");
+    json_decref(refused);
+    assert_int_equal(userdata_sync(NULL, 0, NULL), 0);
+
+    /* none set: nothing confined (a worker run by hand reads what its operator names) */
+    assert_int_equal(dataroot_set(NULL, 0, err, sizeof err), 0);
+    assert_int_equal(imgfolder_scan(pathf(fx, "root/linked"), 0, &f, err, sizeof err), 0);
+    imgfolder_free(&f);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -1179,6 +1305,7 @@ int main(void)
         T(test_load_npz),
         T(test_load_maps_the_file),
         T(test_list_data_roots),
+        T(test_data_root_links),
     };
     return cmocka_run_group_tests_name("userdata", tests, NULL, NULL);
 }

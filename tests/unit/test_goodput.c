@@ -161,6 +161,9 @@ static void test_gns_edges(void **state)
     gns_sample_t neg = {.g2 = -50, .trace = 100};
     for (int i = 0; i < 2000; i++) gns_update(&e, &neg, 1);
     assert_true(gns_noise_scale(&e) == GNS_PHI_MAX);
+    /* the ceiling steers the planner but is reported as not measured, and said "beyond" */
+    assert_true(gns_beyond(gns_noise_scale(&e)) && isnan(gns_reported(gns_noise_scale(&e))));
+    assert_true(!gns_beyond(412.5) && gns_reported(412.5) == 412.5 && !gns_beyond(NAN) && isnan(gns_reported(NAN)));
     /* efficiency and gain */
     assert_true(fabs(gns_efficiency(100, 64, 64) - 1) < 1e-12);
     assert_true(fabs(gns_efficiency(100, 64, 164) - 164.0 / 264.0) < 1e-12);

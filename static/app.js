@@ -495,16 +495,6 @@
 
     function chartSize(box) { return { width: Math.max(280, box.clientWidth), height: 220 }; }
 
-    // A y axis as wide as its longest tick label (uPlot's size callback; a fixed width
-    // clipped labels such as "12,000" or "0.00012").
-    function fitAxis(u, values, i, cycle) {
-      const a = u.axes[i];
-      if (cycle > 1 && a._size) return a._size;
-      const longest = (values || []).reduce((m, v) => (String(v).length > m.length ? String(v) : m), '');
-      u.ctx.font = a.font[0];
-      return Math.ceil(a.ticks.size + a.gap + (longest ? u.ctx.measureText(longest).width / devicePixelRatio : 0) + 8);
-    }
-
     function buildCharts() {
       if (s.stopped) return;
       for (const u of Object.values(s.charts)) u.destroy();
@@ -531,7 +521,7 @@
         const opts = Object.assign(chartSize(box), {
           scales: { x: { time: false }, y },
           axes: [Object.assign({ label: s.simClock ? 'simulated seconds since start' : 'seconds since start', labelSize: 18, size: 34 }, axis),
-            Object.assign({ size: fitAxis }, axis)],
+            Object.assign({ size: HIST.fitAxis }, axis)],
           series,
           cursor: { drag: { x: true, y: false } },
           legend: { live: true },
@@ -541,7 +531,7 @@
       const box = $('[data-chart="acc"] .plot');
       s.charts.acc = new uPlot(Object.assign(chartSize(box), {
         scales: { x: { time: false }, y: { range: (u, min, max) => [Math.max(0, Math.min(min, 0.5) - 0.05), Math.min(1, Math.max(max, 0.5) + 0.05)] } },
-        axes: [Object.assign({ label: 'epoch', labelSize: 18, size: 34, incrs: [1, 2, 5, 10, 20, 50, 100] }, axis), Object.assign({ size: fitAxis }, axis)],
+        axes: [Object.assign({ label: 'epoch', labelSize: 18, size: 34, incrs: [1, 2, 5, 10, 20, 50, 100] }, axis), Object.assign({ size: HIST.fitAxis }, axis)],
         series: [{ label: 'epoch' }, { label: 'test accuracy', stroke: '#1f8a4c', width: 2, points: { show: true, size: 6 },
           value: (u, v) => (v === null || v === undefined ? '–' : (100 * v).toFixed(2) + ' %') }],
         legend: { live: true },
@@ -1058,6 +1048,15 @@
       smoothing: () => s.ma,
       xlabel: () => (s.charts.loss ? s.charts.loss.axes[0].label : null),
       events: () => s.events,
+      // A chart's y axis: its width and what its widest tick label needs (label + tick + gap).
+      axisRoom: (name) => {
+        const u = s.charts[name];
+        if (!u) return null;
+        const a = u.axes[1];
+        u.ctx.font = a.font[0];
+        const w = Math.max(0, ...(a._values || []).map((v) => u.ctx.measureText(String(v)).width / devicePixelRatio));
+        return { size: a._size, need: Math.ceil(w + a.ticks.size + a.gap), labels: (a._values || []).map(String) };
+      },
       // The values a chart plots (every rank's column, no x): what a test checks for values
       // that are not measurements.
       values: (name) => {

@@ -280,6 +280,12 @@ try {
     { timeout: 10000, polling: 250 }).catch(() => {});
   const prog = await page.textContent('#f-progress');
   check(/^[1-9][0-9]* \/ 100 · step [1-9][0-9,]*$/.test(prog), 'the finished job shows its last epoch / step: ' + prog);
+  // and no y axis narrower than its labels (they were clipped at a fixed 58 px)
+  for (const name of ['loss', 'sps', 'batch', 'noise', 'acc']) {
+    const room = await page.evaluate((n) => window.pacer.axisRoom(n), name);
+    check(room && room.labels.length > 0 && room.size >= room.need, 'the ' + name + ' chart\'s y axis fits its labels: ' +
+      JSON.stringify(room));
+  }
   const noise = await page.evaluate(() => window.pacer.values('noise'));
   const flat = noise.flat();
   check(noise.length === 2 && flat.length >= 2 && flat.every((v) => Number.isFinite(v) && v > 0 && v < PHI_MAX),

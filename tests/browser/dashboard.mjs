@@ -280,6 +280,10 @@ try {
     { timeout: 10000, polling: 250 }).catch(() => {});
   const prog = await page.textContent('#f-progress');
   check(/^[1-9][0-9]* \/ 100 · step [1-9][0-9,]*$/.test(prog), 'the finished job shows its last epoch / step: ' + prog);
+  await page.waitForFunction(() => [...document.querySelectorAll('#nodes-body td.heartbeat')].map((c) => c.textContent).join() === 'ended,ended',
+    null, { timeout: 10000, polling: 250 }).catch(() => {});
+  const beats2 = await page.$$eval('#nodes-body td.heartbeat', (c) => c.map((x) => x.textContent));
+  check(JSON.stringify(beats2) === '["ended","ended"]', 'and its heartbeats say ended: ' + JSON.stringify(beats2));
   // and no y axis narrower than its labels (they were clipped at a fixed 58 px)
   for (const name of ['loss', 'sps', 'batch', 'noise', 'acc']) {
     const room = await page.evaluate((n) => window.pacer.axisRoom(n), name);

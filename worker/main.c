@@ -223,7 +223,7 @@ static double g_lr_scale = 1.0;           /* --lr-scale */
 static long g_resume_before = -1;         /* --resume-before: -1 = not given */
 static int coordinator_assignment(worker_t *w, int *out);
 
-#define CHECK_MEMORY_MAX_MB (1L << 30) /* 1 PiB: a bound, not a machine */
+#define CHECK_MEMORY_MAX_MB 100000000L /* 100 TB: a bound, not a machine */
 
 /* AddressSanitizer's shadow memory needs terabytes of address space: no RLIMIT_AS there. */
 #if defined(__SANITIZE_ADDRESS__)
@@ -342,7 +342,7 @@ int main(int argc, char **argv)
         case 'k': check_onnx = optarg; break;
         case 'G':
             if (numarg_long(optarg, 1, CHECK_MEMORY_MAX_MB, &check_mb))
-                return bad_number("check-memory-mb", optarg, "MiB", 1, CHECK_MEMORY_MAX_MB);
+                return bad_number("check-memory-mb", optarg, "a size in MiB", 1, CHECK_MEMORY_MAX_MB);
             break;
         case 'V': version(); return 0;
         case 'h': usage(stdout); return 0;

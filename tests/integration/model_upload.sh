@@ -15,7 +15,8 @@
 # before a Conv, a Conv with pads 8000, 150000 empty initializers, 3000 nested If
 # subgraphs) are refused by --check-onnx (exit 2, the reason, peak RSS under 512 MB) and by
 # the API (422, the reason); files of STATE/models that no index entry names (a crash in
-# the middle of an upload) are removed at the next start, and the log says so.
+# the middle of an upload) are removed at the next start, and the log says so; a validator
+# ended by a signal (a crash, its address-space limit) is a 422 naming the signal.
 . tests/integration/coordinator_lib.inc
 need_dir "$PACER_SHARED/datasets/mnist" "MNIST"
 command -v curl >/dev/null || skip "curl not installed (make deps)"
@@ -267,4 +268,18 @@ if [ "$(req GET /api/v1/models/ui-net -H "$AUTH")" = 200 ]; then
 fi
 [ -e "$STATE/models/$SHA.onnx" ] && fail "the stored file is still there after DELETE"
 redis-cli -s "$STATE/redis.sock" --raw EXISTS "pacer:model:$SHA" | grep -qx 0 || fail "pacer:model:SHA256 still in Redis"
+
+# ---- a validator that a signal ends (what its address-space limit or a crash does): 422 ------
+stop_coord
+REAL_WORKER=$(cd "$(dirname "$WORKER")" && pwd)/$(basename "$WORKER")
+printf '#!/bin/sh\ncase " $* " in *" --check-onnx "*) kill -SEGV $$ ;; esac\nexec "%s" "$@"\n' "$REAL_WORKER" \
+    >"$TMP/crash-worker.sh"
+chmod +x "$TMP/crash-worker.sh"
+start_coord --max-model-bytes 1000000 --host-memory-mb 2048 --worker "$TMP/crash-worker.sh"
+BASE=$(api_base)
+expect 422 "PUT while the validator crashes" PUT /api/v1/models/crash -H "$AUTH" -H "$OCTET" \
+    --data-binary "@$TMP/mnist_cnn.onnx"
+grep -qF "the validator was stopped by signal 11" "$TMP/body" || { cat "$TMP/body"; fail "the 422 does not name the signal"; }
+coord_alive || fail "the coordinator died with its validator"
+[ -e "$STATE/models/$SHA.onnx" ] && fail "the bytes the crashed validator refused were kept"
 echo "ok"

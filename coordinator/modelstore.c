@@ -247,9 +247,9 @@ void modelstore_start(coordinator_t *c)
     FILE *f = fopen(path, "rb");
     if (!f) {
         /* no index: every content file is unnamed; an index that cannot be opened keeps them */
-        if (errno != ENOENT)
-            clog_printf("models: %s: %s; uploaded models are not in the catalog", path, strerror(errno));
-        sweep(c, entries, errno == ENOENT ? 0 : -1);
+        const int e = errno;
+        if (e != ENOENT) clog_printf("models: %s: %s; uploaded models are not in the catalog", path, strerror(e));
+        sweep(c, entries, e == ENOENT ? 0 : -1);
         return;
     }
     char *text = malloc(INDEX_MAX_BYTES);

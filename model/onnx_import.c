@@ -847,8 +847,8 @@ static int check_bound(imp_t *im, const model_builder_t *b, const Onnx__NodeProt
         uint64_t e;
         if (__builtin_mul_overflow((uint64_t)C * (uint64_t)H, (uint64_t)W * (uint64_t)im->max_batch, &e) ||
             e > LAYER_MAX)
-            return fail(im, "node '%s' (%s): its output (%d, %d, %d) per image is too large for any memory",
-                        node_name(n), n->op_type, C, H, W);
+            return fail(im, "node '%s' (%s): its output (%d, %d, %d) at batch %d is too large for any memory",
+                        node_name(n), n->op_type, C, H, W, im->max_batch);
     }
     size_t need = model_build_bytes(b), bound = onnx_import_memory_bound();
     if (need > bound)

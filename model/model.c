@@ -337,6 +337,28 @@ int model_build_shape(const model_builder_t *b, int li, int *C, int *H, int *W)
 
 int model_build_failed(const model_builder_t *b) { return b->failed; }
 
+/* a + k * n, saturating at SIZE_MAX */
+static size_t sat_add_mul(size_t a, size_t k, size_t n)
+{
+    size_t p;
+    if (__builtin_mul_overflow(k, n, &p) || __builtin_add_overflow(a, p, &p)) return SIZE_MAX;
+    return p;
+}
+
+size_t model_build_bytes(const model_builder_t *b)
+{
+    const model_t *m = b->m;
+    const size_t f = sizeof(float);
+    /* params, grads (+ MODEL_GRAD_EXTRA), momentum; activations and their gradients */
+    size_t n = sat_add_mul(0, 3 * f, m->nparams);
+    n = sat_add_mul(n, f, MODEL_GRAD_EXTRA + m->nbuffers);
+    n = sat_add_mul(n, 2 * f, m->act_floats);
+    n = sat_add_mul(n, f, m->aux_floats);
+    n = sat_add_mul(n, sizeof *m->argmax, m->argmax_ints);
+    n = sat_add_mul(n, f, m->ws_floats);
+    return sat_add_mul(n, f * (size_t)m->max_batch, (size_t)m->num_classes);
+}
+
 /* ---- the built-in networks (shapes from ALGORITHMS.md; input and classes the catalog's) -- */
 
 static void build_mlp(builder_t *b)

@@ -189,6 +189,10 @@ int model_build_add(model_builder_t *b, int a, int x);
 int model_build_shape(const model_builder_t *b, int li, int *C, int *H, int *W);
 /* 0 while every call succeeded. */
 int model_build_failed(const model_builder_t *b);
+/* The bytes model_create_custom will allocate for the lists built so far (alloc_buffers:
+ * every fused buffer and arena at the builder's batch), saturating at SIZE_MAX: what an
+ * importer of outside files bounds before anything large is allocated. */
+size_t model_build_bytes(const model_builder_t *b);
 /* Fills a builder; returns 0, or -1 with err set (what it refused, and why). */
 typedef int (*model_build_fn)(model_builder_t *b, void *ctx, char *err, size_t errlen);
 /* A model named name (not looked up in the catalog) of input (C, H, W) and classes

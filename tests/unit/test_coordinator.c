@@ -1343,6 +1343,7 @@ static void test_daemon_memory_admission(void **state)
     assert_int_equal(catalog_model_get("resnet20", &m), 0);
     snprintf(m.name, sizeof m.name, "big-import");
     m.source = CATALOG_ONNX;
+    m.head_in = 0; /* an imported model has its own width */
     m.params = 11000000;
     m.acts_per_sample = 2000000;
     if (catalog_model_add(&m, err, sizeof err) != 0) fail_msg("%s", err);
@@ -1397,6 +1398,7 @@ static void test_catalog_api(void **state)
     assert_int_equal(catalog_model_get("lenet5", &m), 0);
     snprintf(m.name, sizeof m.name, "onnx-lenet");
     m.source = CATALOG_ONNX;
+    m.head_in = 0; /* an imported model has its own width */
     m.dataset[0] = '\0';
     if (catalog_model_add(&m, err, sizeof err) != 0) fail_msg("%s", err);
     assert_int_equal(coord_model(fx->daemon, "onnx-lenet", &o), COORD_OK);

@@ -1392,6 +1392,14 @@ static void test_catalog_api(void **state)
     /* (3 x 61706 + MODEL_GRAD_EXTRA 4 + 37248) floats */
     assert_true(json_real_value(json_object_get(json_object_get(lenet, "memory"), "model_bytes")) ==
                 4.0 * (3 * 61706 + 4 + 37248));
+    /* the figures are for 10 classes; each class more adds fc3's 84 weights and a bias
+     * (3 copies), 2 x 84 + 5 FLOPs, and per sample a logit, its gradient and probability */
+    assert_true(json_is_true(json_object_get(lenet, "classes_from_dataset")));
+    json_t *per = json_object_get(lenet, "per_class");
+    assert_int_equal(json_integer_value(json_object_get(per, "parameters")), 85);
+    assert_true(json_real_value(json_object_get(per, "flops_per_sample")) == 173.0);
+    assert_true(json_real_value(json_object_get(json_object_get(per, "memory"), "model_bytes")) == 4.0 * 3 * 85);
+    assert_true(json_real_value(json_object_get(json_object_get(per, "memory"), "bytes_per_sample")) == 4.0 * 3);
     json_decref(o);
 
     catalog_model_t m;
@@ -1404,6 +1412,8 @@ static void test_catalog_api(void **state)
     assert_int_equal(coord_model(fx->daemon, "onnx-lenet", &o), COORD_OK);
     assert_string_equal(json_string_value(json_object_get(o, "source")), "onnx");
     assert_true(json_is_null(json_object_get(o, "dataset")));
+    assert_true(json_is_false(json_object_get(o, "classes_from_dataset")));
+    assert_true(json_is_null(json_object_get(o, "per_class")));
     json_decref(o);
     assert_int_equal(coord_models(fx->daemon, &o), COORD_OK);
     assert_int_equal(json_array_size(json_object_get(o, "models")), 5);

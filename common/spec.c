@@ -194,7 +194,8 @@ static const field_t FIELDS[] = {
             "filled in by the coordinator when a spec names an uploaded model; the worker reads the "
             "bytes by it (its `--models-dir`, else Redis) and checks them against it."},
     {.path = "dataset.name", STR(dataset.name), .catalog = CAT_DATASET, .def_str = "fashion-mnist",
-     .doc = "Data set (`GET /api/v1/datasets`); its image shape and classes must be the model's. A user's "
+     .doc = "Data set (`GET /api/v1/datasets`); its image shape must be the model's, its classes an imported "
+            "model's outputs (a built-in model's last layer takes them). A user's "
             "(an image folder or .npz under a data root) is read from its path in its format."},
     {.path = "dataset.path", STR(dataset.path), .def_str = "", .resume_free = 1,
      .doc = "Directory of the data set files; empty = the data set's default directory."},

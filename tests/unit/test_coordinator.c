@@ -1438,6 +1438,37 @@ static void test_catalog_api(void **state)
     free(real);
     assert_int_equal(json_array_size(json_object_get(o, "data_roots")), 1);
     json_decref(o);
+
+    /* A 4-class folder under the root (the probe lists it, decodes nothing: empty files
+     * do): an imported model of 10 outputs is refused at submission naming both (a
+     * built-in's head would take the 4: issue 42, tests/integration/builtin_classes.sh) */
+    static const char *const PARTS[] = {"four", "four/train", "four/test"};
+    for (size_t i = 0; i < sizeof PARTS / sizeof PARTS[0]; i++) {
+        snprintf(dir, sizeof dir, "%s/%s", root, PARTS[i]);
+        assert_int_equal(mkdir(dir, 0755), 0);
+    }
+    for (int k = 0; k < 4; k++)
+        for (int split = 0; split < 2; split++) {
+            char f[400];
+            snprintf(dir, sizeof dir, "%s/four/%s/c%d", root, split ? "test" : "train", k);
+            assert_int_equal(mkdir(dir, 0755), 0);
+            snprintf(f, sizeof f, "%s/0.png", dir);
+            assert_int_equal(write_text(f, ""), 0);
+        }
+    catalog_model_t ten;
+    assert_int_equal(catalog_model_get("lenet5", &ten), 0);
+    snprintf(ten.name, sizeof ten.name, "onnx-ten");
+    ten.source = CATALOG_ONNX;
+    ten.head_in = 0; /* an imported model has its own width */
+    if (catalog_model_add(&ten, err, sizeof err) != 0) fail_msg("%s", err);
+    char spec[600], id[COORD_ID_MAX], want[600];
+    snprintf(spec, sizeof spec,
+             "{\"model\": \"onnx-ten\", \"dataset\": {\"format\": \"imagefolder\", \"path\": \"%s/four\"}}", root);
+    assert_int_equal(coord_submit(fx->daemon, spec, id, sizeof id, err, sizeof err), COORD_EDATA);
+    snprintf(want, sizeof want, "dataset.path: %s/four has 4 classes, model onnx-ten has 10 outputs (one per class)",
+             root);
+    assert_string_equal(err, want);
+    assert_int_equal(catalog_model_remove("onnx-ten"), 0);
     unsetenv("PACER_SHARED");
 }
 

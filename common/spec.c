@@ -851,9 +851,9 @@ static int cross_check_dataset(errbuf_t *e, const job_spec_t *s)
 }
 
 /* The model and the data set, as the catalog has them: the same image shape, as many
- * classes as the model has outputs, augmentation only where the data set allows it.
- * A built-in data set resized (its channels converted too) need only have the model's
- * classes; a user's (imagefolder, npz) is not in the spec's catalog lookup at all: the
+ * classes as an imported model has outputs (a built-in's head takes the data set's:
+ * catalog_pair_check), augmentation only where the data set allows it. A built-in data
+ * set resized (its channels converted too) is paired by its classes alone; a user's (imagefolder, npz) is not in the spec's catalog lookup at all: the
  * coordinator probes its classes at submission and the worker checks the shape it
  * decodes, both naming the model and the data set. */
 static int cross_check_catalog(errbuf_t *e, const job_spec_t *s)

@@ -245,7 +245,8 @@ static int data_path_allowed(const coordinator_t *c, const char *path, char *err
 /* A user's data set (dataset.format imagefolder or npz), probed before the job is queued
  * (common/dsprobe.h: the folder listed, the .npz's headers and labels read; no image is
  * decoded): what can be known now is refused now, 422 naming dataset.path, instead of a
- * job that fails at its start. Its classes must be the model's outputs. */
+ * job that fails at its start. Its classes must be the outputs of a model of its own
+ * width (an imported one); a built-in's head is sized to them. */
 static int dataset_usable(const job_spec_t *s, char *err, size_t errlen)
 {
     dsprobe_t p;
@@ -255,7 +256,7 @@ static int dataset_usable(const job_spec_t *s, char *err, size_t errlen)
         return COORD_EDATA;
     }
     catalog_model_t m;
-    if (catalog_model_get(s->model, &m) == 0 && m.classes != p.classes) {
+    if (catalog_model_get(s->model, &m) == 0 && m.head_in == 0 && m.classes != p.classes) {
         set_err(err, errlen, "dataset.path: %.300s has %d classes, model %s has %d outputs (one per class)",
                 s->dataset.path, p.classes, s->model, m.classes);
         return COORD_EDATA;

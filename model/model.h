@@ -153,6 +153,11 @@ typedef struct {
  * layers from model/'s builder of that name) for batches of up to max_batch. Returns 0,
  * or -1 with err set (not in the catalog, no builder for it, out of memory). */
 int model_create(const char *name, int max_batch, model_t **out, char *err, size_t errlen);
+/* The same with its head (the last, fully connected layer) sized to `classes` outputs, as
+ * torchvision's num_classes: what a job builds for its data set's classes (a built-in
+ * network trains on a data set of any class count; catalog_model_for_classes has its
+ * figures). classes 0 = the catalog's; else 1 to CATALOG_CLASSES_MAX, or -1 with err. */
+int model_create_classes(const char *name, int classes, int max_batch, model_t **out, char *err, size_t errlen);
 /* Networks from outside (an ONNX graph, model/onnx_import.c) are built on the same layer
  * list through these, in order: each returns the new layer's index (the `in` of a later
  * layer; -1 is the model input), shapes follow from the input's. Tensor names are given

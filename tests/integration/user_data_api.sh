@@ -1,7 +1,7 @@
 # A user's own data set through the service (issue 26): the daemon probes it at
 # submission (common/dsprobe.h) and refuses what it can know then with 422
-# invalid-dataset naming dataset.path (a class folder without images, an .npz of 12
-# classes for a 10-output model); a spec may not name dataset.cache_dir (400: where
+# invalid-dataset naming dataset.path (a class folder without images); an .npz of 12
+# classes trains with lenet5 (a built-in's head takes the data set's classes); a spec may not name dataset.cache_dir (400: where
 # workers write is the daemon's --data-cache-dir); a good image folder trains, its job
 # shows the data set's classes, sizes and the cache in the summary, and a second job maps
 # the cache the first one decoded into STATE/data-cache. Every answer is checked against
@@ -69,7 +69,13 @@ refused() {
 job "$TMP/holes.json" holes "\"format\": \"imagefolder\", \"path\": \"$STATE/data/holes\""
 refused "$TMP/holes.json" 422 invalid-dataset dataset.path "holes/train/b: a class folder without images"
 job "$TMP/twelve.json" twelve "\"format\": \"npz\", \"path\": \"$STATE/data/twelve.npz\""
-refused "$TMP/twelve.json" 422 invalid-dataset dataset.path "has 12 classes, model lenet5 has 10 outputs"
+# 12 classes: lenet5's head takes them (issue 42), admitted and trained
+[ "$(post "$TMP/twelve.json")" = 201 ] || { cat "$TMP/body"; fail "the 12-class .npz was refused"; }
+id12=$(jq -r .id "$TMP/body")
+await 120 "job $id12 to succeed" is_state "$id12" SUCCEEDED
+[ "$(getjob "$id12")" = 200 ] || fail "GET job $id12"
+jq -e '.summary.dataset.classes == 12' "$TMP/body" >/dev/null || fail "job $id12's summary.dataset: $(jq -c .summary.dataset "$TMP/body")"
+echo "ok: lenet5 on the 12-class .npz was admitted and trained"
 job "$TMP/cache.json" cache "\"format\": \"imagefolder\", \"path\": \"$STATE/data/digits\", \"cache_dir\": \"/tmp/x\""
 refused "$TMP/cache.json" 400 invalid-spec dataset.cache_dir "set by the coordinator"
 job "$TMP/nopath.json" nopath '"format": "npz"'

@@ -175,7 +175,7 @@ static int fill_folder(const dsload_opts_t *o, const source_t *src, int split, d
                        char *err, size_t errlen)
 {
     const imgfolder_file_t *files = split ? src->folder.test : src->folder.train;
-    const int n = split ? src->folder.ntest : src->folder.ntrain;
+    const int n = b->h.n[split]; /* the first n files (train_max, test_max) */
     const size_t image = (size_t)o->C * o->H * o->W;
     uint8_t *pixels = b->pixels[split];
     uint8_t *buf = NULL;
@@ -231,6 +231,9 @@ static int fill_npz(const dsload_opts_t *o, source_t *src, int split, dcache_bui
     /* samples per chunk */
     const int whole = h->fortran_order || sn == 0;
     const uint64_t per = whole ? (uint64_t)(n ? n : 1) : (sn >= DSLOAD_CHUNK_BYTES ? 1 : DSLOAD_CHUNK_BYTES / sn);
+    /* the first nuse samples (train_max, test_max): the rest of a C-order array is not
+     * read, nor its CRC checked */
+    const int nuse = b->h.n[split];
     const uint64_t chunk = whole ? h->nbytes : per * sn;
     raw = malloc(chunk ? chunk : 1);
     hwc = malloc((size_t)ih * iw * c);
@@ -243,8 +246,8 @@ static int fill_npz(const dsload_opts_t *o, source_t *src, int split, dcache_bui
     snprintf(where, sizeof where, "%s: %s", o->path, name);
     const size_t image = (size_t)o->C * o->H * o->W;
     uint8_t *pixels = b->pixels[split];
-    for (int i0 = 0; i0 < n && rc == DATA_OK; i0 += (int)per) {
-        const int m = (uint64_t)(n - i0) < per ? n - i0 : (int)per;
+    for (int i0 = 0; i0 < nuse && rc == DATA_OK; i0 += (int)per) {
+        const int m = (uint64_t)(nuse - i0) < per ? nuse - i0 : (int)per;
         if (npz_array_read_part(src->z, &a, raw, whole ? h->nbytes : (uint64_t)m * sn, err, errlen) != 0) {
             rc = DATA_EFORMAT;
             goto out;
@@ -278,8 +281,8 @@ static int fill_npz(const dsload_opts_t *o, source_t *src, int split, dcache_bui
         }
         dcache_build_release(b, split, (uint64_t)(i0 + m) * image);
     }
-    if (rc == DATA_OK && npz_array_finish(src->z, &a, err, errlen) != 0) rc = DATA_EFORMAT;
-    if (rc == DATA_OK) memcpy(b->labels[split], src->labels[split], (size_t)n * sizeof *b->labels[split]);
+    if (rc == DATA_OK && (whole || nuse == n) && npz_array_finish(src->z, &a, err, errlen) != 0) rc = DATA_EFORMAT;
+    if (rc == DATA_OK) memcpy(b->labels[split], src->labels[split], (size_t)nuse * sizeof *b->labels[split]);
 out:
     npz_array_close(&a);
     free(raw);
@@ -291,12 +294,17 @@ out:
 
 /* ---- the cache --------------------------------------------------------------------------- */
 
-static uint64_t request_key(const dsload_opts_t *o, const char *real)
+/* The request's hash; a cache of the first n[0] / n[1] samples only (train_max, test_max
+ * below the source's counts) is another request, and the key of every other stays as it
+ * was before subsets shortened the decoding. */
+static uint64_t request_key(const dsload_opts_t *o, const char *real, const int n[2], const dsprobe_t *p)
 {
     char text[4096 + 256];
-    snprintf(text, sizeof text, "%s|%s|%s|%d|%d|%d|%d|%s", DSLOAD_PIPELINE, o->format, real,
-             strcmp(o->format, "npz") == 0 ? (strcmp(o->layout, "nchw") == 0) : 0, o->C, o->H, o->W,
-             o->resize ? "resize" : "exact");
+    int k = snprintf(text, sizeof text, "%s|%s|%s|%d|%d|%d|%d|%s", DSLOAD_PIPELINE, o->format, real,
+                     strcmp(o->format, "npz") == 0 ? (strcmp(o->layout, "nchw") == 0) : 0, o->C, o->H, o->W,
+                     o->resize ? "resize" : "exact");
+    if ((n[0] < p->ntrain || n[1] < p->ntest) && k > 0 && (size_t)k < sizeof text)
+        snprintf(text + k, sizeof text - (size_t)k, "|first %d %d", n[0], n[1]);
     return hash_fnv1a(HASH_FNV1A_INIT, text, strlen(text));
 }
 
@@ -429,12 +437,13 @@ int dsload_user(const dsload_opts_t *o, dataset_t *train, dataset_t *test, dsloa
     if (rc != DATA_OK) goto out;
 
     memset(&h, 0, sizeof h);
-    h.key = request_key(o, real);
     h.fingerprint = src.probe.fingerprint;
     h.C = o->C, h.H = o->H, h.W = o->W;
+    /* the classes are the whole training split's (the model's outputs must match them) */
     h.classes = src.probe.classes;
-    h.n[0] = src.probe.ntrain;
-    h.n[1] = src.probe.ntest;
+    h.n[0] = o->train_max > 0 && o->train_max < src.probe.ntrain ? o->train_max : src.probe.ntrain;
+    h.n[1] = o->test_max > 0 && o->test_max < src.probe.ntest ? o->test_max : src.probe.ntest;
+    h.key = request_key(o, real, h.n, &src.probe);
     /* for people reading the header; a longer path is cut (the key holds all of it) */
     snprintf(h.source, sizeof h.source, "%.*s", (int)sizeof h.source - 1, real);
     info->classes = h.classes;

@@ -898,7 +898,7 @@ static void test_cache_header(void **state)
 
 static dsload_opts_t opts_for(const char *format, const char *path, int C, int H, int W, int resize, const char *cache)
 {
-    dsload_opts_t o = {format, path, "nhwc", C, H, W, resize, cache};
+    dsload_opts_t o = {format, path, "nhwc", C, H, W, resize, cache, 0, 0};
     return o;
 }
 
@@ -1145,6 +1145,49 @@ static void test_load_npz_streamed(void **state)
     assert_int_equal(count_tmp(cache), 0);
 }
 
+/* Issue 42: train_subset / test_subset (train_max, test_max) decode only the first N
+ * samples: 35 of 40 images of 512 x 512 (a chunk of 32, then 3; the rest not read), into
+ * a cache of their own with the statistics of those 35; a subset of at least the whole
+ * split is the whole split's cache. */
+static void test_load_npz_subset(void **state)
+{
+    fx_t *fx = *state;
+    char cache[300], err[ERRLEN], full[4096];
+    snprintf(cache, sizeof cache, "%s/cache", fx->dir);
+    const int H = 512, W = 512;
+    const char *path = pathf(fx, "sub.npz");
+    write_big_npz(path, 40, H, W, 0);
+    dataset_t tr, te;
+    dsload_info_t info;
+    dsload_opts_t o = opts_for("npz", path, 1, H, W, 0, cache);
+    if (dsload_user(&o, &tr, &te, &info, err, sizeof err) != DATA_OK) fail_msg("%s", err);
+    snprintf(full, sizeof full, "%s", info.cache_path);
+    dataset_free(&tr);
+    dataset_free(&te);
+    o.train_max = 35;
+    o.test_max = 1;
+    if (dsload_user(&o, &tr, &te, &info, err, sizeof err) != DATA_OK) fail_msg("%s", err);
+    assert_int_equal(info.cache_built, 1);
+    assert_string_not_equal(info.cache_path, full);
+    assert_int_equal(tr.n, 35);
+    assert_int_equal(te.n, 1);
+    assert_int_equal(tr.labels[34], 0);
+    assert_int_equal(tr.pixels[(34 * (size_t)H + 100) * W + 7], (uint8_t)(34 * 7 + 100 * 13 + 7));
+    float mean = tr.mean[0], std = tr.std[0];
+    dsload_stats(&tr);
+    assert_true(mean == tr.mean[0] && std == tr.std[0]);
+    dataset_free(&tr);
+    dataset_free(&te);
+    o.train_max = 40;
+    o.test_max = 5;
+    if (dsload_user(&o, &tr, &te, &info, err, sizeof err) != DATA_OK) fail_msg("%s", err);
+    assert_int_equal(info.cache_built, 0);
+    assert_string_equal(info.cache_path, full);
+    assert_int_equal(tr.n, 40);
+    dataset_free(&tr);
+    dataset_free(&te);
+}
+
 /* Issue 42: a declared size beyond the bound (PACER_DATA_MAX_MB here) is refused before
  * anything is decoded, naming the array, its shape and the bound; so is a cache that
  * would be larger; a failed build leaves no temporary file. */
@@ -1340,6 +1383,7 @@ int main(void)
         T(test_load_folder_bad_image),
         T(test_load_npz),
         T(test_load_npz_streamed),
+        T(test_load_npz_subset),
         T(test_load_npz_bound),
         T(test_sweep_temp_files),
         T(test_load_maps_the_file),

@@ -164,21 +164,40 @@ bad:
     return -1;
 }
 
-int npz_array_read(npz_t *z, npz_array_t *a, void *dst, char *err, size_t errlen)
+int npz_array_read_part(npz_t *z, npz_array_t *a, void *dst, uint64_t n, char *err, size_t errlen)
+{
+    uint64_t got = 0;
+    if (!a->file) return errmsg(err, errlen, "%s: %s: not open", z->path, a->name);
+    if (n > a->h.nbytes - a->done)
+        return errmsg(err, errlen, "%s: %s: %llu bytes asked past the array's end", z->path, a->name,
+                      (unsigned long long)n);
+    if (read_some(z, a->name, a->file, dst, n, &got, err, errlen) < 0) return -1;
+    a->done += got;
+    if (got < n)
+        return errmsg(err, errlen, "%s: %s: truncated: %llu bytes of data announced, %llu in the archive", z->path,
+                      a->name, (unsigned long long)a->h.nbytes, (unsigned long long)a->done);
+    return 0;
+}
+
+int npz_array_finish(npz_t *z, npz_array_t *a, char *err, size_t errlen)
 {
     zip_file_t *f = a->file;
-    uint64_t got = 0;
     if (!f) return errmsg(err, errlen, "%s: %s: not open", z->path, a->name);
-    if (read_some(z, a->name, f, dst, a->h.nbytes, &got, err, errlen) < 0) return -1;
-    if (got < a->h.nbytes)
-        return errmsg(err, errlen, "%s: %s: truncated: %llu bytes of data announced, %llu in the archive", z->path,
-                      a->name, (unsigned long long)a->h.nbytes, (unsigned long long)got);
+    if (a->done != a->h.nbytes)
+        return errmsg(err, errlen, "%s: %s: %llu of %llu bytes read", z->path, a->name, (unsigned long long)a->done,
+                      (unsigned long long)a->h.nbytes);
     /* One more read meets the end of the member, where libzip checks the CRC-32. */
     uint8_t extra;
     zip_int64_t k = zip_fread(f, &extra, 1);
     if (k < 0) return errmsg(err, errlen, "%s: %s: %s", z->path, a->name, zip_error_strerror(zip_file_get_error(f)));
     if (k > 0) return errmsg(err, errlen, "%s: %s: trailing data after the array", z->path, a->name);
     return 0;
+}
+
+int npz_array_read(npz_t *z, npz_array_t *a, void *dst, char *err, size_t errlen)
+{
+    if (npz_array_read_part(z, a, dst, a->h.nbytes, err, errlen) < 0) return -1;
+    return npz_array_finish(z, a, err, errlen);
 }
 
 void npz_array_close(npz_array_t *a)

@@ -438,6 +438,22 @@ static int data_roots(coordinator_t *c, const coord_config_t *cfg, char *err, si
     return 0;
 }
 
+static void log_swept(const char *path, long long bytes, void *ctx)
+{
+    (void)ctx;
+    clog_printf("data cache: removed %s (%lld bytes), the temporary file of a build whose worker died", path, bytes);
+}
+
+/* A worker killed while it built a data cache (a heartbeat timeout, the OOM killer) leaves
+ * its temporary file, as large as the data set (issue 42): remove those of dead processes
+ * at start (fs_atomic_sweep; a live one may be a hand-run worker's build under way). The
+ * workers sweep their own cache file's before each build (worker/dsload.c). */
+static void sweep_data_cache(const char *dir)
+{
+    if (fs_atomic_sweep(dir, NULL, log_swept, NULL) < 0)
+        clog_printf("data cache %s: cannot list it for stale temporary files: %s", dir, strerror(errno));
+}
+
 int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err, size_t errlen)
 {
     coordinator_t *c = alloc_coordinator();
@@ -496,6 +512,7 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
     } else {
         snprintf(c->data_cache, sizeof c->data_cache, "%.*s/data-cache", SPEC_PATH_MAX - 16, c->state_dir);
     }
+    sweep_data_cache(c->data_cache);
     char jobs[PATH_MAX + 8];
     snprintf(jobs, sizeof jobs, "%s/jobs", c->state_dir);
     if (fs_mkdir_p(jobs, 0755) != 0) {

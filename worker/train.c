@@ -720,7 +720,16 @@ static int load_data(worker_t *w, const job_spec_t *spec, const catalog_model_t 
         char dir[SPEC_PATH_MAX];
         if (spec->dataset.cache_dir[0]) snprintf(dir, sizeof dir, "%s", spec->dataset.cache_dir);
         else dsload_default_cache_dir(dir, sizeof dir);
-        const dsload_opts_t o = {fmt, spec->dataset.path, spec->dataset.layout, m->C, H, W, resize, dir};
+        const dsload_opts_t o = {.format = fmt,
+                                 .path = spec->dataset.path,
+                                 .layout = spec->dataset.layout,
+                                 .C = m->C,
+                                 .H = H,
+                                 .W = W,
+                                 .resize = resize,
+                                 .cache_dir = dir,
+                                 .train_max = spec->dataset.train_subset,
+                                 .test_max = spec->dataset.test_subset};
         rc = dsload_user(&o, &w->train, &w->test, &w->data, err, errlen);
         if (rc != DATA_OK) return rc;
         if (w->rank == 0 && w->data.cache_note[0]) fprintf(stderr, "data: %s\n", w->data.cache_note);

@@ -21,6 +21,7 @@
 #include "modelfetch.h"
 #include "netprobe.h"
 #include "numarg.h"
+#include "onnx_case.h"
 #include "onnx_import.h"
 #include "redis_report.h"
 #include "sim.h"
@@ -59,6 +60,7 @@ static const struct option OPTIONS[] = {
     {"data-root", required_argument, NULL, 'U'},
     {"models-dir", required_argument, NULL, 'M'},
     {"check-onnx", required_argument, NULL, 'k'},
+    {"onnx-case", required_argument, NULL, 'j'},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -70,6 +72,7 @@ static void usage(FILE *f)
                "       mpirun -np N pacer-worker --netprobe S\n"
                "       mpirun -np N pacer-worker --spec FILE [options]\n"
                "       pacer-worker --check-onnx FILE\n"
+               "       pacer-worker --onnx-case DIR\n"
                "\n"
                "Trains the job described by a JSON job spec (docs/JOB_SPEC.md).\n"
                "\n"
@@ -125,6 +128,11 @@ static void usage(FILE *f)
                "                         one JSON line (input, classes, layers, parameters,\n"
                "                         flops_per_sample, sha256, ...); exit 2 with the importer's\n"
                "                         message when pacer cannot train it, 3 when it is not ONNX\n"
+               "  --onnx-case DIR        run one case of ONNX's backend tests (DIR: model.onnx and\n"
+               "                         test_data_set_N/input_K.pb, output_K.pb) forward and compare\n"
+               "                         with its outputs (rtol 1e-3, atol 1e-7): exit 0 all match,\n"
+               "                         1 a mismatch (the output and its largest error), 2 what\n"
+               "                         pacer does not support (the importer's message)\n"
                "  --trace FILE           write this job's recent steps as a Chrome trace (Perfetto,\n"
                "                         chrome://tracing): one track per rank, phases as slices;\n"
                "                         rank 0 gathers every rank's timeline at the end\n"
@@ -221,7 +229,7 @@ int main(int argc, char **argv)
     long bench_steps = 0;
     double netprobe_s = 0;
     train_opts_t opts = {0};
-    const char *check_onnx = NULL;
+    const char *check_onnx = NULL, *onnx_case = NULL;
     int c;
     while ((c = getopt_long(argc, argv, "", OPTIONS, NULL)) != -1) {
         switch (c) {
@@ -289,10 +297,18 @@ int main(int argc, char **argv)
             break;
         case 'M': g_models_dir = optarg; break;
         case 'k': check_onnx = optarg; break;
+        case 'j': onnx_case = optarg; break;
         case 'V': version(); return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
+    }
+    if (onnx_case) {
+        if (optind != argc || spec_path || check_onnx) {
+            fprintf(stderr, "pacer-worker: --onnx-case takes one directory and nothing else\n");
+            return 2;
+        }
+        return onnx_case_run(onnx_case);
     }
     if (check_onnx) {
         if (optind != argc || spec_path) {

@@ -1,8 +1,8 @@
 /* worker/onnx_case.c - see onnx_case.h. Everything read here is outside input: every file
  * is bounded (ONNX_MAX_BYTES for the model, ONNX_CASE_TENSOR_MAX_BYTES per tensor, at most
- * ONNX_CASE_MAX_TENSORS + 1 inputs and outputs and ONNX_CASE_MAX_SETS data sets), and
- * anything the importer refuses (operator, attribute, shape, type) is exit 2 with its
- * message. The model is the importer's (model/onnx_import.h); this file only reads the
+ * ONNX_CASE_MAX_TENSORS + 1 inputs and outputs, ONNX_CASE_MAX_SETS data sets and
+ * ONNX_CASE_MAX_ACT_FLOATS of activations), and anything the importer refuses (operator,
+ * attribute, shape, type) is exit 2 with its message. The model is the importer's (model/onnx_import.h); this file only reads the
  * case, binds its inputs, runs the forward in evaluation mode and compares. */
 #include "onnx_case.h"
 
@@ -18,6 +18,8 @@
 
 #define ONNX_CASE_MAX_SETS 64
 #define NT (ONNX_CASE_MAX_TENSORS + 1)
+/* Largest activation arena a case's batch may need (1 GiB of floats). */
+#define ONNX_CASE_MAX_ACT_FLOATS ((size_t)1 << 28)
 
 /* Reads and decodes dir/set/name.pb into t. 1 when the file does not exist, 0 when read,
  * -1 with err set (naming set/name.pb: the caller names dir). */
@@ -116,6 +118,16 @@ static int run_set(const char *dir, const char *set, const uint8_t *onnx, size_t
         snprintf(err, sizeof err, "%s/input_0.pb: shape %s: the activation must be an image batch (N, C, H, W)", set, s);
         goto out;
     }
+    /* The batch is the file's: the model is built for one sample first, so that a batch
+     * whose activations would not fit is refused before they are allocated and touched. */
+    if (onnx_import_case(onnx, onnx_len, &in[1], nin - 1, 1, &m, err, sizeof err) != 0) goto out;
+    if ((double)m->act_floats * (double)x->dims[0] > (double)ONNX_CASE_MAX_ACT_FLOATS) {
+        snprintf(err, sizeof err, "%s/input_0.pb: a batch of %lld needs %.3g floats of activations (at most %.3g)", set,
+                 (long long)x->dims[0], (double)m->act_floats * (double)x->dims[0], (double)ONNX_CASE_MAX_ACT_FLOATS);
+        goto out;
+    }
+    model_free(m);
+    m = NULL;
     if (onnx_import_case(onnx, onnx_len, &in[1], nin - 1, (int)x->dims[0], &m, err, sizeof err) != 0) goto out;
     if (m->C != x->dims[1] || m->H != x->dims[2] || m->W != x->dims[3]) {
         snprintf(err, sizeof err, "%s/input_0.pb: (%lld, %lld, %lld) per sample, the graph's input is (%d, %d, %d)",

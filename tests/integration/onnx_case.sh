@@ -5,8 +5,9 @@
 # largest error (a value moved by 3 times the tolerance; an output of the wrong size),
 # 2 with one line naming what is refused: an operator or attribute value the importer does
 # not map (its own message), an integer tensor (its type), a truncated tensor file, a
-# tensor whose dims claim 2^48 elements, raw data of the wrong length, an input missing,
-# no data set, no model, a second argument.
+# tensor whose dims claim 2^48 elements, a batch whose activations exceed 1 GiB of floats
+# (refused before they are allocated), raw data of the wrong length, an input missing, no
+# data set, no model, a second argument.
 . tests/lib.sh
 /usr/bin/python3 tests/tools/onnx_case_make.py "$TMP/c" >"$TMP/make.log" 2>&1
 rc=$?
@@ -31,6 +32,7 @@ grep -qF "MISMATCH (1 values outside 1e-07 + 0.001 * |want|)" "$TMP/out" || { ca
 expect shape 1 "test_data_set_1 output_0 'y': 199 values expected, the model computes 2 x 100: MISMATCH"
 expect erf 2 "node 'y': operator Erf is not supported (supported: Conv,"
 expect storage 2 "node 'y' (MaxPool): storage_order 1 is not supported"
+expect bigbatch 2 "test_data_set_0/input_0.pb: a batch of 65536 needs 5.37e+08 floats of activations (at most 2.68e+08)"
 expect int 2 "test_data_set_1/input_1.pb: data type INT64 (7): only float32 tensors are supported"
 expect trunc 2 "test_data_set_1/input_0.pb: not a TensorProto, or truncated"
 expect huge 2 "test_data_set_1/input_1.pb: shape of 4 dimensions is negative, too large"

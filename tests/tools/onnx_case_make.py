@@ -14,6 +14,7 @@ Writes under OUTDIR:
   int/       good with W given as an INT64 tensor;
   erf/       Erf on x (2, 3, 5, 5): an operator the importer does not map;
   storage/   MaxPool with storage_order 1: an attribute value it refuses;
+  bigbatch/  a 1x1 Conv to 512 channels on x (65536, 1, 4, 4): 2^29 floats of activations;
   trunc/     good with input_0.pb cut in half;
   huge/      good whose input_1.pb claims dims (2^24, 2^24, 1, 1) and holds nothing;
   rawlen/    good whose input_0.pb has 4 bytes of raw data for its 150 elements;
@@ -129,6 +130,16 @@ def main():
                           helper.make_tensor_value_info("y", f32, shape)))
         save(os.path.join(d, "input_0.pb"), x, "x")
         save(os.path.join(d, "output_0.pb"), np.zeros(shape, np.float32), "y")
+
+    d = os.path.join(out, "bigbatch", "test_data_set_0")
+    os.makedirs(d)
+    with open(os.path.join(out, "bigbatch", "model.onnx"), "wb") as f:
+        f.write(model([helper.make_node("Conv", ["x", "W"], ["y"], kernel_shape=[1, 1])],
+                      [helper.make_tensor_value_info("x", f32, [65536, 1, 4, 4])],
+                      helper.make_tensor_value_info("y", f32, [65536, 512, 4, 4]),
+                      [numpy_helper.from_array(np.ones((512, 1, 1, 1), np.float32), "W")]))
+    save(os.path.join(d, "input_0.pb"), np.zeros((65536, 1, 4, 4), np.float32), "x")
+    save(os.path.join(d, "output_0.pb"), np.zeros(1, np.float32), "y")
 
 
 main()

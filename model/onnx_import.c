@@ -908,7 +908,8 @@ static int import_model(const Onnx__ModelProto *mp, const char *name, int max_ba
                         input->name),
                -1;
     int64_t classes = vi_dim(g->output[0], 1, &nod);
-    if (any_output && nod == 4) classes = case_output_count(g->output[0]), nod = 2;
+    const int out4 = any_output && nod == 4;
+    if (out4) classes = case_output_count(g->output[0]), nod = 2;
     if (nod != 2 || classes < 1 || classes > DIM_MAX)
         return snprintf(err, errlen, "onnx: output '%s' must have the shape (N, classes) with classes fixed",
                         g->output[0]->name),
@@ -933,6 +934,12 @@ static int import_model(const Onnx__ModelProto *mp, const char *name, int max_ba
     if ((any_output ? (int64_t)ll->OC * ll->OH * ll->OW : ll->OC) != classes) {
         snprintf(err, errlen, "onnx: the last layer has %d outputs, the graph's output declares %lld classes",
                  m->layers[m->nlayers - 1].OC, (long long)classes);
+        goto fail;
+    }
+    if (out4 && (vi_dim(g->output[0], 1, &nod) != ll->OC || vi_dim(g->output[0], 2, &nod) != ll->OH ||
+                 vi_dim(g->output[0], 3, &nod) != ll->OW)) {
+        snprintf(err, errlen, "onnx: the last layer gives (N, %d, %d, %d), the graph's output declares another shape",
+                 ll->OC, ll->OH, ll->OW);
         goto fail;
     }
     /* One initializer read by two layers would be two tensors trained apart: refused

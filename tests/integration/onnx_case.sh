@@ -4,10 +4,10 @@
 # moved by half the tolerance), 1 on a mismatch naming the data set, the output and its
 # largest error (a value moved by 3 times the tolerance; an output of the wrong size),
 # 2 with one line naming what is refused: an operator or attribute value the importer does
-# not map (its own message), an integer tensor (its type), a truncated tensor file, a
-# tensor whose dims claim 2^48 elements, a batch whose activations exceed 1 GiB of floats
-# (refused before they are allocated), raw data of the wrong length, an input missing, no
-# data set, no model, a second argument.
+# not map (its own message) or a declared output shape the layers do not give, an integer
+# tensor (its type), a truncated tensor file, a tensor whose dims claim 2^48 elements, a
+# batch whose activations exceed 1 GiB of floats (refused before they are allocated), raw
+# data of the wrong length, an input missing, no data set, no model, a second argument.
 . tests/lib.sh
 /usr/bin/python3 tests/tools/onnx_case_make.py "$TMP/c" >"$TMP/make.log" 2>&1
 rc=$?
@@ -30,6 +30,7 @@ expect near 0 "test_data_set_1 output_0 'y' (2, 4, 5, 5): 200 values, largest er
 expect far 1 "test_data_set_1 output_0 'y' (2, 4, 5, 5): 200 values, largest error 0.00156 at 7"
 grep -qF "MISMATCH (1 values outside 1e-07 + 0.001 * |want|)" "$TMP/out" || { cat "$TMP/out"; fail "far: count"; }
 expect shape 1 "test_data_set_1 output_0 'y': 199 values expected, the model computes 2 x 100: MISMATCH"
+expect reshaped 2 "the last layer gives (N, 4, 5, 5), the graph's output declares another shape"
 expect erf 2 "node 'y': operator Erf is not supported (supported: Conv,"
 expect storage 2 "node 'y' (MaxPool): storage_order 1 is not supported"
 expect bigbatch 2 "test_data_set_0/input_0.pb: a batch of 65536 needs 5.37e+08 floats of activations (at most 2.68e+08)"

@@ -14,6 +14,7 @@ Writes under OUTDIR:
   int/       good with W given as an INT64 tensor;
   erf/       Erf on x (2, 3, 5, 5): an operator the importer does not map;
   storage/   MaxPool with storage_order 1: an attribute value it refuses;
+  reshaped/  good whose graph declares y as (2, 4, 25, 1): as many values, another shape;
   bigbatch/  a 1x1 Conv to 512 channels on x (65536, 1, 4, 4): 2^29 floats of activations;
   trunc/     good with input_0.pb cut in half;
   huge/      good whose input_1.pb claims dims (2^24, 2^24, 1, 1) and holds nothing;
@@ -112,6 +113,14 @@ def main():
         open(os.path.join(s, "input_0.pb"), "wb").write(t.SerializeToString())
     variant("rawlen", rawlen)
     variant("fewer", lambda s, _: os.remove(os.path.join(s, "input_1.pb")))
+
+    def reshaped(_, d):
+        with open(os.path.join(d, "model.onnx"), "wb") as f:
+            f.write(model([helper.make_node("Conv", ["x", "W", "B"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])],
+                          [helper.make_tensor_value_info("x", f32, [2, 3, 5, 5]),
+                           helper.make_tensor_value_info("W", f32, [4, 3, 3, 3])],
+                          helper.make_tensor_value_info("y", f32, [2, 4, 25, 1]), [numpy_helper.from_array(b, "B")]))
+    variant("reshaped", reshaped)
 
     def nodata(_, d):
         for s in range(2):

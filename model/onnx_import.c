@@ -1130,9 +1130,11 @@ int onnx_tensor_decode(const uint8_t *data, size_t len, onnx_tensor_t *out, char
                  t->has_raw_data ? "bytes of raw data" : "float values", (long long)n);
     else if (!(out->data = malloc((size_t)(n ? n : 1) * sizeof(float)))) snprintf(err, errlen, "out of memory");
     else {
-        /* little-endian IEEE 754, as in tensor_floats */
-        memcpy(out->data, t->has_raw_data ? (const void *)t->raw_data.data : (const void *)t->float_data,
-               (size_t)n * sizeof(float));
+        /* little-endian IEEE 754, as in tensor_floats; an empty tensor may have no data at
+         * all (NULL), which memcpy must not be given even for 0 bytes */
+        if (n)
+            memcpy(out->data, t->has_raw_data ? (const void *)t->raw_data.data : (const void *)t->float_data,
+                   (size_t)n * sizeof(float));
         out->count = (size_t)n;
         out->ndims = (int)t->n_dims;
         for (size_t i = 0; i < t->n_dims; i++) out->dims[i] = t->dims[i];

@@ -26,9 +26,11 @@ ca-certificates curl nodejs npm libsimgrid-dev protobuf-c-compiler libprotobuf-c
 # (python3-torch) exports the networks the ONNX import is checked against at test time
 # (tests/tools/onnx_export.py: test_onnx_import, onnx_train, onnx_zoo, model_upload) and
 # backs the Python client's test; without it those skip, so a fresh machine would not run
-# them.
+# them. libonnx-testdata is ONNX's own conformance suite (its backend tests under
+# /usr/share/libonnx-testdata/data), which tests/integration/onnx_conformance.sh runs
+# through pacer-worker --onnx-case.
 test="iproute2 procps psmisc jq chromium docker-compose python3-jsonschema slurmctld slurmd slurm-client munge binutils clang-format \
-python3-pil python3-numpy python3-torch"
+python3-pil python3-numpy python3-torch libonnx-testdata"
 bench="python3-torch wrk linux-perf"
 browser="chromium nodejs npm"
 fuzz="clang libclang-rt-14-dev"

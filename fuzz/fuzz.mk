@@ -27,7 +27,7 @@ FUZZ_FLAGS        := -std=c11 -O1 -g -D_GNU_SOURCE $(FUZZ_INCLUDES) -fno-omit-fr
 FUZZ_LIBS         := -lmicrohttpd -ljansson -lhiredis -lz -lzip -lpng16 -ljpeg -lpthread -lm
 
 FUZZ_HARNESSES := request spec idx cifar checkpoint redis stream_id history host password_file \
-                  npy npz image dcache onnx netprobe modelindex
+                  npy npz image dcache onnx netprobe modelindex onnx_case
 FUZZ_OBJ = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(1))
 
 # What each harness links besides its own file: the code it drives, no more (the worker's
@@ -56,6 +56,10 @@ FUZZ_SRC_dcache     := worker/dcache.c $(COMMON_SRC)
 FUZZ_SRC_onnx       := model/onnx_import.c model/onnx_export.c common/fs.c model/model.c common/rng.c common/catalog.c common/errmsg.c common/sha256.c $(ONNX_PB).c
 FUZZ_GCC_OBJ_onnx   := $(patsubst %.c,$(BUILD)/fuzz/gccobj/%.o,$(KERNELS_SRC))
 FUZZ_LIBS_onnx      := $(BLAS_LIBS) $(ONNX_LIBS)
+# pacer-worker --onnx-case's readers (tensor files, a case's model): the importer's build.
+FUZZ_SRC_onnx_case     := $(FUZZ_SRC_onnx)
+FUZZ_GCC_OBJ_onnx_case := $(FUZZ_GCC_OBJ_onnx)
+FUZZ_LIBS_onnx_case    := $(FUZZ_LIBS_onnx)
 
 # Longest input per harness: a CIFAR input holds a few 3073-byte records.
 FUZZ_MAXLEN_request    := 8192
@@ -75,6 +79,7 @@ FUZZ_MAXLEN_npz        := 16384
 FUZZ_MAXLEN_image      := 16384
 FUZZ_MAXLEN_dcache     := 4200
 FUZZ_MAXLEN_onnx       := 8192
+FUZZ_MAXLEN_onnx_case  := 8192
 
 FUZZ_RUNS_request    = $(FUZZ_RUNS_PARSERS)
 FUZZ_RUNS_spec       = $(FUZZ_RUNS_PARSERS)

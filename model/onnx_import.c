@@ -71,6 +71,7 @@ typedef struct {
     const char *input, *output; /* the graph's image input and logits output */
     int batch_dim;              /* the input's batch size when the file fixes it, else 0 */
     int max_batch;              /* the batch the model is built for (its buffers' size) */
+    int any_output;             /* onnx_import_case: the output may be (N, C, H, W) too */
     value_t *vals;
     size_t nvals, cap;
     char *err;
@@ -882,7 +883,7 @@ static int build_graph(model_builder_t *b, void *ctx, char *err, size_t errlen)
     if (o->layer != last)
         return fail(im, "the graph's output '%s' is not its last layer (a branch computed after it is unused)",
                     im->output);
-    if (H != 1 || W != 1)
+    if (!im->any_output && (H != 1 || W != 1))
         return fail(im, "the graph's output is not (N, classes): its shape is (N, %d, %d, %d)", C, H, W);
     return 0;
 }
@@ -903,6 +904,19 @@ static int64_t vi_dim(const Onnx__ValueInfoProto *vi, size_t i, size_t *ndims)
     return s->dim[i]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ? s->dim[i]->dim_value : 0;
 }
 
+/* onnx_import_case: elements per sample of a 4-D output (N, C, H, W) with C, H, W fixed, or -1. */
+static int64_t case_output_count(const Onnx__ValueInfoProto *vi)
+{
+    size_t nd;
+    int64_t n = 1;
+    for (size_t i = 1; i < 4; i++) {
+        int64_t d = vi_dim(vi, i, &nd);
+        if (d < 1 || d > DIM_MAX) return -1;
+        n *= d;
+    }
+    return n <= DIM_MAX ? n : -1;
+}
+
 static int is_initializer(const Onnx__GraphProto *g, const char *name)
 {
     for (size_t i = 0; i < g->n_initializer; i++)
@@ -910,8 +924,8 @@ static int is_initializer(const Onnx__GraphProto *g, const char *name)
     return 0;
 }
 
-static int import_model(const Onnx__ModelProto *mp, const char *name, int max_batch, model_t **out, char *err,
-                        size_t errlen)
+static int import_model(const Onnx__ModelProto *mp, const char *name, int max_batch, int any_output, model_t **out,
+                        char *err, size_t errlen)
 {
     const Onnx__GraphProto *g = mp->graph;
     if (!g) return snprintf(err, errlen, "onnx: the model has no graph"), -1;
@@ -951,6 +965,8 @@ static int import_model(const Onnx__ModelProto *mp, const char *name, int max_ba
                         input->name),
                -1;
     int64_t classes = vi_dim(g->output[0], 1, &nod);
+    const int out4 = any_output && nod == 4;
+    if (out4) classes = case_output_count(g->output[0]), nod = 2;
     if (nod != 2 || classes < 1 || classes > DIM_MAX)
         return snprintf(err, errlen, "onnx: output '%s' must have the shape (N, classes) with classes fixed",
                         g->output[0]->name),
@@ -958,6 +974,7 @@ static int import_model(const Onnx__ModelProto *mp, const char *name, int max_ba
     im.input = input->name;
     im.output = g->output[0]->name;
     im.batch_dim = dims[0] > 0 && dims[0] <= DIM_MAX ? (int)dims[0] : 0;
+    im.any_output = any_output;
     for (size_t i = 0; i < g->n_initializer; i++) {
         value_t *v = add_value(&im, g->initializer[i]->name ? g->initializer[i]->name : "", V_TENSOR);
         if (!v) return free(im.vals), snprintf(err, errlen, "onnx: out of memory"), -1;
@@ -970,9 +987,16 @@ static int import_model(const Onnx__ModelProto *mp, const char *name, int max_ba
         free(im.vals);
         return -1;
     }
-    if (m->layers[m->nlayers - 1].OC != classes) {
+    const layer_t *ll = &m->layers[m->nlayers - 1];
+    if ((any_output ? (int64_t)ll->OC * ll->OH * ll->OW : ll->OC) != classes) {
         snprintf(err, errlen, "onnx: the last layer has %d outputs, the graph's output declares %lld classes",
                  m->layers[m->nlayers - 1].OC, (long long)classes);
+        goto fail;
+    }
+    if (out4 && (vi_dim(g->output[0], 1, &nod) != ll->OC || vi_dim(g->output[0], 2, &nod) != ll->OH ||
+                 vi_dim(g->output[0], 3, &nod) != ll->OW)) {
+        snprintf(err, errlen, "onnx: the last layer gives (N, %d, %d, %d), the graph's output declares another shape",
+                 ll->OC, ll->OH, ll->OW);
         goto fail;
     }
     /* One initializer read by two layers would be two tensors trained apart: refused
@@ -1156,7 +1180,7 @@ int onnx_import_buffer(const uint8_t *data, size_t len, const char *name, int ma
     if (wire_check(data, len, err, errlen) == WIRE_BOUND) return -1;
     Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, data);
     if (!mp) return snprintf(err, errlen, "onnx: not an ONNX model, or truncated (the protobuf does not decode)"), -1;
-    int rc = import_model(mp, name, max_batch, out, err, errlen);
+    int rc = import_model(mp, name, max_batch, 0, out, err, errlen);
     onnx__model_proto__free_unpacked(mp, NULL);
     return rc;
 }
@@ -1273,5 +1297,153 @@ int onnx_import_catalog_add(const char *path, const char *name, const char *sha2
     free(buf);
     /* the message names the file once: "cannot open PATH: ..." does already */
     if (rc != 0) snprintf(err, errlen, "%s: %s", path, why);
+    return rc;
+}
+
+/* ---- conformance cases (pacer-worker --onnx-case) -------------------------------------- */
+
+/* ONNX's TensorProto.DataType names, by number (onnx.proto). */
+static const char *dtype_name(int t)
+{
+    static const char *const names[] = {"UNDEFINED", "FLOAT",  "UINT8",     "INT8",       "UINT16",  "INT16",
+                                        "INT32",     "INT64",  "STRING",    "BOOL",       "FLOAT16", "DOUBLE",
+                                        "UINT32",    "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16"};
+    return t >= 0 && t < (int)(sizeof names / sizeof names[0]) ? names[t] : "unknown";
+}
+
+int onnx_tensor_decode(const uint8_t *data, size_t len, onnx_tensor_t *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (len > ONNX_CASE_TENSOR_MAX_BYTES)
+        return snprintf(err, errlen, "%zu bytes exceed the limit of %zu", len, (size_t)ONNX_CASE_TENSOR_MAX_BYTES), -1;
+    Onnx__TensorProto *t = onnx__tensor_proto__unpack(NULL, len, data);
+    if (!t) return snprintf(err, errlen, "not a TensorProto, or truncated (the protobuf does not decode)"), -1;
+    int rc = -1;
+    const int64_t n = tensor_count(t);
+    if (!t->has_data_type || t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
+        snprintf(err, errlen, "data type %s (%d): only float32 tensors are supported", dtype_name(t->data_type),
+                 (int)t->data_type);
+    else if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+        snprintf(err, errlen, "external data is not supported");
+    else if (n < 0 || (size_t)n > ONNX_CASE_TENSOR_MAX_BYTES / sizeof(float))
+        snprintf(err, errlen, "shape of %zu dimensions is negative, too large or has more than 8", t->n_dims);
+    else if (t->has_raw_data ? t->raw_data.len != (size_t)n * sizeof(float) : t->n_float_data != (size_t)n)
+        snprintf(err, errlen, "%zu %s for %lld elements", t->has_raw_data ? t->raw_data.len : t->n_float_data,
+                 t->has_raw_data ? "bytes of raw data" : "float values", (long long)n);
+    else if (!(out->data = malloc((size_t)(n ? n : 1) * sizeof(float)))) snprintf(err, errlen, "out of memory");
+    else {
+        /* little-endian IEEE 754, as in tensor_floats; an empty tensor may have no data at
+         * all (NULL), which memcpy must not be given even for 0 bytes */
+        if (n)
+            memcpy(out->data, t->has_raw_data ? (const void *)t->raw_data.data : (const void *)t->float_data,
+                   (size_t)n * sizeof(float));
+        out->count = (size_t)n;
+        out->ndims = (int)t->n_dims;
+        for (size_t i = 0; i < t->n_dims; i++) out->dims[i] = t->dims[i];
+        snprintf(out->name, sizeof out->name, "%s", t->name ? t->name : "");
+        rc = 0;
+    }
+    onnx__tensor_proto__free_unpacked(t, NULL);
+    return rc;
+}
+
+void onnx_tensor_free(onnx_tensor_t *t)
+{
+    free(t->data);
+    t->data = NULL;
+}
+
+int onnx_graph_ops(const uint8_t *data, size_t len, char *out, size_t outlen)
+{
+    out[0] = '\0';
+    if (len == 0 || len > ONNX_MAX_BYTES) return -1;
+    char why[256];
+    if (wire_check(data, len, why, sizeof why) != WIRE_OK) return -1;
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, data);
+    if (!mp || !mp->graph) {
+        if (mp) onnx__model_proto__free_unpacked(mp, NULL);
+        return -1;
+    }
+    size_t used = 0;
+    for (size_t i = 0; i < mp->graph->n_node && i < ONNX_MAX_NODES; i++) {
+        const char *op = mp->graph->node[i]->op_type ? mp->graph->node[i]->op_type : "?";
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = mp->graph->node[j]->op_type && strcmp(mp->graph->node[j]->op_type, op) == 0;
+        if (seen) continue;
+        int w = snprintf(out + used, outlen - used, "%s%.64s", used ? "," : "", op);
+        if (w < 0 || (size_t)w >= outlen - used) break; /* the list is cut, never overrun */
+        used += (size_t)w;
+    }
+    onnx__model_proto__free_unpacked(mp, NULL);
+    return 0;
+}
+
+int onnx_import_case(const uint8_t *data, size_t len, const onnx_tensor_t *bound, int nbound, int max_batch,
+                     model_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (len == 0 || len > ONNX_MAX_BYTES)
+        return snprintf(err, errlen, "onnx: %zu bytes: empty, or over the limit of %zu", len, ONNX_MAX_BYTES), -1;
+    if (nbound < 0 || nbound > ONNX_CASE_MAX_TENSORS)
+        return snprintf(err, errlen, "onnx: %d bound inputs (at most %d)", nbound, ONNX_CASE_MAX_TENSORS), -1;
+    if (wire_check(data, len, err, errlen) == WIRE_BOUND) return -1;
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, data);
+    if (!mp) return snprintf(err, errlen, "onnx: not an ONNX model, or truncated (the protobuf does not decode)"), -1;
+    Onnx__GraphProto *g = mp->graph;
+    int rc = -1;
+    Onnx__TensorProto tp[ONNX_CASE_MAX_TENSORS];
+    Onnx__TensorProto **inits = NULL;
+    size_t n_init = g ? g->n_initializer : 0;
+    if (!g) {
+        snprintf(err, errlen, "onnx: the model has no graph");
+        goto out;
+    }
+    /* The graph inputs that no initializer fills: the first is the activation, the others
+     * (a single-operator case's weights) are bound, in order, to the given tensors: they
+     * become initializers of the graph for the importer, which then sees one input. */
+    int k = 0;
+    for (size_t i = 0; i < g->n_input; i++)
+        if (g->input[i]->name && !is_initializer(g, g->input[i]->name)) k++;
+    if (k != nbound + 1) {
+        snprintf(err, errlen, "onnx: the graph has %d inputs, the case gives %d", k, nbound + 1);
+        goto out;
+    }
+    inits = malloc((n_init + (size_t)nbound + 1) * sizeof *inits);
+    if (!inits) {
+        snprintf(err, errlen, "onnx: out of memory");
+        goto out;
+    }
+    if (n_init) memcpy(inits, g->initializer, n_init * sizeof *inits);
+    int j = -1; /* -1: the activation is still to come */
+    for (size_t i = 0; i < g->n_input; i++) {
+        if (!g->input[i]->name || is_initializer(g, g->input[i]->name)) continue;
+        if (j < 0) {
+            j = 0;
+            continue;
+        }
+        const onnx_tensor_t *b = &bound[j];
+        Onnx__TensorProto *t = &tp[j];
+        onnx__tensor_proto__init(t);
+        t->name = g->input[i]->name;
+        t->has_data_type = 1;
+        t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+        t->n_dims = (size_t)b->ndims;
+        t->dims = (int64_t *)b->dims;
+        t->n_float_data = b->count;
+        t->float_data = b->data;
+        inits[n_init + (size_t)j++] = t;
+    }
+    /* the graph borrows the array and the tensors only for the import: restored below,
+     * before free_unpacked frees what protobuf-c allocated */
+    Onnx__TensorProto **orig = g->initializer;
+    g->initializer = inits;
+    g->n_initializer = n_init + (size_t)nbound;
+    rc = import_model(mp, "onnx-case", max_batch, 1, out, err, errlen);
+    g->initializer = orig;
+    g->n_initializer = n_init;
+out:
+    free(inits);
+    onnx__model_proto__free_unpacked(mp, NULL);
     return rc;
 }

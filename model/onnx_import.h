@@ -79,4 +79,39 @@ int onnx_import_catalog_add_buffer(const uint8_t *data, size_t len, const char *
  * by pacer-worker. 0, or -1 with err set. */
 int onnx_import_catalog_add(const char *path, const char *name, const char *sha256, char *err, size_t errlen);
 
+/* ---- conformance cases (pacer-worker --onnx-case, worker/onnx_case.c) ----
+ * A case of ONNX's backend tests is a model.onnx whose graph inputs are all given as
+ * TensorProto files (input_K.pb, with the expected output_K.pb). */
+
+/* Largest TensorProto file read, and most bound graph inputs of one case. */
+#define ONNX_CASE_TENSOR_MAX_BYTES ((size_t)256 << 20)
+#define ONNX_CASE_MAX_TENSORS 16
+
+/* A float32 tensor: dims[0..ndims), count elements of data (malloc'ed, the holder's). */
+typedef struct {
+    char name[128];
+    int ndims;
+    int64_t dims[8];
+    size_t count;
+    float *data;
+} onnx_tensor_t;
+
+/* Decodes the TensorProto in len bytes (at most ONNX_CASE_TENSOR_MAX_BYTES): float32 only
+ * (another type is refused by name: "data type INT64 (7): ..."). 0, or -1 with err set
+ * (without a prefix: the caller names the file). */
+int onnx_tensor_decode(const uint8_t *data, size_t len, onnx_tensor_t *out, char *err, size_t errlen);
+void onnx_tensor_free(onnx_tensor_t *t);
+
+/* The distinct operators of the graph in len bytes, in first-use order, comma-separated
+ * into out (cut at outlen). 0, or -1 when the bytes are not an ONNX model. */
+int onnx_graph_ops(const uint8_t *data, size_t len, char *out, size_t outlen);
+
+/* Imports a case's model as onnx_import_buffer does, with two differences: the graph
+ * inputs after the first that no initializer fills are bound, in order, to bound[0..nbound)
+ * (their weights as constants), and the output may also be (N, C, H, W): the model's
+ * logits are then its C*H*W values per sample, in that order. 0, or -1 with err set
+ * (everything onnx_import_buffer refuses, or a count of inputs that does not match). */
+int onnx_import_case(const uint8_t *data, size_t len, const onnx_tensor_t *bound, int nbound, int max_batch,
+                     model_t **out, char *err, size_t errlen);
+
 #endif

@@ -24,6 +24,7 @@
 #include "modelfetch.h"
 #include "netprobe.h"
 #include "numarg.h"
+#include "onnx_case.h"
 #include "onnx_import.h"
 #include "redis_report.h"
 #include "sim.h"
@@ -63,6 +64,7 @@ static const struct option OPTIONS[] = {
     {"models-dir", required_argument, NULL, 'M'},
     {"check-onnx", required_argument, NULL, 'k'},
     {"check-memory-mb", required_argument, NULL, 'G'},
+    {"onnx-case", required_argument, NULL, 'j'},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -74,6 +76,7 @@ static void usage(FILE *f)
                "       mpirun -np N pacer-worker --netprobe S\n"
                "       mpirun -np N pacer-worker --spec FILE [options]\n"
                "       pacer-worker --check-onnx FILE [--check-memory-mb MB]\n"
+               "       pacer-worker --onnx-case DIR\n"
                "\n"
                "Trains the job described by a JSON job spec (docs/JOB_SPEC.md).\n"
                "\n"
@@ -136,6 +139,11 @@ static void usage(FILE *f)
                "                         before they are allocated; the check also runs under an\n"
                "                         address-space limit of about MB + twice the file + 512\n"
                "                         MiB (setrlimit RLIMIT_AS), so that no file takes the machine\n"
+               "  --onnx-case DIR        run one case of ONNX's backend tests (DIR: model.onnx and\n"
+               "                         test_data_set_N/input_K.pb, output_K.pb) forward and compare\n"
+               "                         with its outputs (rtol 1e-3, atol 1e-7): exit 0 all match,\n"
+               "                         1 a mismatch (the output and its largest error), 2 what\n"
+               "                         pacer does not support (the importer's message)\n"
                "  --trace FILE           write this job's recent steps as a Chrome trace (Perfetto,\n"
                "                         chrome://tracing): one track per rank, phases as slices;\n"
                "                         rank 0 gathers every rank's timeline at the end\n"
@@ -273,7 +281,7 @@ int main(int argc, char **argv)
     long bench_steps = 0;
     double netprobe_s = 0;
     train_opts_t opts = {0};
-    const char *check_onnx = NULL;
+    const char *check_onnx = NULL, *onnx_case = NULL;
     long check_mb = 0;
     int c;
     while ((c = getopt_long(argc, argv, "", OPTIONS, NULL)) != -1) {
@@ -346,10 +354,18 @@ int main(int argc, char **argv)
             if (numarg_long(optarg, 1, CHECK_MEMORY_MAX_MB, &check_mb))
                 return bad_number("check-memory-mb", optarg, "a size in MiB", 1, CHECK_MEMORY_MAX_MB);
             break;
+        case 'j': onnx_case = optarg; break;
         case 'V': version(); return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
+    }
+    if (onnx_case) {
+        if (optind != argc || spec_path || check_onnx) {
+            fprintf(stderr, "pacer-worker: --onnx-case takes one directory and nothing else\n");
+            return 2;
+        }
+        return onnx_case_run(onnx_case);
     }
     if (check_onnx) {
         if (optind != argc || spec_path) {

@@ -1,0 +1,66 @@
+/* fuzz/fuzz_onnx_case.c - libFuzzer target for what pacer-worker --onnx-case reads from a
+ * case of ONNX's backend tests (worker/onnx_case.c): a TensorProto file (input_K.pb,
+ * output_K.pb: onnx_tensor_decode), and a case's model.onnx (onnx_graph_ops and
+ * onnx_import_case, whose graph inputs after the activation are bound to given tensors and
+ * whose output may be 4-D). Build and run: make fuzz-onnx_case.
+ *
+ * Every input is tried as both. Seeds (fuzz/corpus/onnx_case/): a float tensor in raw data,
+ * one in float_data, and a Conv case's model whose weight is a graph input
+ * (tests/tools/onnx_case_make.py's good/). Invariants: a refused tensor leaves no data and
+ * says why; a decoded one holds the product of its dims; the operator list is a string
+ * within its buffer; an imported case's logits layer holds num_classes values per sample
+ * and a forward of one zero image runs inside its buffers (AddressSanitizer).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx_import.h"
+
+/* Models whose activations exceed this are only built, not run (time, not safety). */
+#define RUN_MAX_FLOATS ((size_t)1 << 22)
+
+static void try_case(const uint8_t *data, size_t size, const onnx_tensor_t *bound, int nbound)
+{
+    model_t *m = NULL;
+    char err[512];
+    err[0] = '\0';
+    if (onnx_import_case(data, size, bound, nbound, 1, &m, err, sizeof err) != 0) {
+        if (m || !err[0]) abort(); /* a refusal says why and leaves nothing */
+        return;
+    }
+    const layer_t *last = &m->layers[m->nlayers - 1];
+    if ((int64_t)last->OC * last->OH * last->OW != m->num_classes) abort();
+    if (m->act_floats <= RUN_MAX_FLOATS && (size_t)m->C * m->H * m->W <= RUN_MAX_FLOATS) {
+        float *x = calloc((size_t)m->C * m->H * m->W, sizeof(float));
+        if (!x) abort();
+        const int32_t y = 0;
+        model_forward(m, x, &y, 1, 0);
+        free(x);
+    }
+    model_free(m);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char err[512], ops[256];
+    onnx_tensor_t t;
+    err[0] = '\0';
+    if (onnx_tensor_decode(data, size, &t, err, sizeof err) != 0) {
+        if (t.data || !err[0]) abort();
+    } else {
+        size_t n = 1;
+        for (int i = 0; i < t.ndims; i++) n *= (size_t)t.dims[i];
+        if (n != t.count || t.ndims > 8 || (n && !t.data)) abort();
+        if (n) t.data[n - 1] += 0.0f; /* inside the allocation */
+        onnx_tensor_free(&t);
+    }
+    if (onnx_graph_ops(data, size, ops, sizeof ops) == 0 && strlen(ops) >= sizeof ops) abort();
+    /* a weight (4, 3, 3, 3) of ones: the seed case's W; other graphs refuse or ignore it */
+    static float ones[4 * 3 * 3 * 3];
+    for (size_t i = 0; i < sizeof ones / sizeof ones[0]; i++) ones[i] = 1.0f;
+    const onnx_tensor_t w = {.name = "W", .ndims = 4, .dims = {4, 3, 3, 3}, .count = 108, .data = ones};
+    try_case(data, size, NULL, 0);
+    try_case(data, size, &w, 1);
+    return 0;
+}

@@ -1,0 +1,47 @@
+# pacer-worker --onnx-case DIR's exit statuses and messages (issue 43's interface), on small
+# cases in the backend tests' layout made at test time (tests/tools/onnx_case_make.py):
+# 0 when every output of every data set is within rtol 1e-3 and atol 1e-7 (also a value
+# moved by half the tolerance), 1 on a mismatch naming the data set, the output and its
+# largest error (a value moved by 3 times the tolerance; an output of the wrong size),
+# 2 with one line naming what is refused: an operator or attribute value the importer does
+# not map (its own message) or a declared output shape the layers do not give, an integer
+# tensor (its type), a truncated tensor file, a tensor whose dims claim 2^48 elements, a
+# batch whose activations exceed 1 GiB of floats (refused before they are allocated), raw
+# data of the wrong length, an input missing, no data set, no model, a second argument.
+. tests/lib.sh
+/usr/bin/python3 tests/tools/onnx_case_make.py "$TMP/c" >"$TMP/make.log" 2>&1
+rc=$?
+[ $rc -eq 77 ] && skip "onnx/numpy not importable by /usr/bin/python3 ($(tail -1 "$TMP/make.log"))"
+[ $rc -eq 0 ] || { cat "$TMP/make.log"; fail "tests/tools/onnx_case_make.py exited $rc"; }
+
+# expect NAME STATUS TEXT - --onnx-case on $TMP/c/NAME exits STATUS and prints TEXT (a
+# fixed string) on stdout or stderr.
+expect() {
+    "$WORKER" --onnx-case "$TMP/c/$1" >"$TMP/out" 2>&1
+    got=$?
+    [ $got -eq "$2" ] || { cat "$TMP/out"; fail "$1: exit $got, want $2"; }
+    grep -qF -- "$3" "$TMP/out" || { cat "$TMP/out"; fail "$1: no '$3' in the output"; }
+    echo "ok: $1: exit $2, '$3'"
+}
+
+expect good 0 "test_data_set_1 output_0 'y' (2, 4, 5, 5): 200 values"
+[ "$(grep -c ': ok$' "$TMP/out")" -eq 2 ] || { cat "$TMP/out"; fail "good: not two outputs ok"; }
+expect near 0 "test_data_set_1 output_0 'y' (2, 4, 5, 5): 200 values, largest error 0.000261 at 7"
+expect far 1 "test_data_set_1 output_0 'y' (2, 4, 5, 5): 200 values, largest error 0.00156 at 7"
+grep -qF "MISMATCH (1 values outside 1e-07 + 0.001 * |want|)" "$TMP/out" || { cat "$TMP/out"; fail "far: count"; }
+expect shape 1 "test_data_set_1 output_0 'y': 199 values expected, the model computes 2 x 100: MISMATCH"
+expect reshaped 2 "the last layer gives (N, 4, 5, 5), the graph's output declares another shape"
+expect erf 2 "node 'y': operator Erf is not supported (supported: Conv,"
+expect storage 2 "node 'y' (MaxPool): storage_order 1 is not supported"
+expect bigbatch 2 "test_data_set_0/input_0.pb: a batch of 65536 needs 5.37e+08 floats of activations (at most 2.68e+08)"
+expect int 2 "test_data_set_1/input_1.pb: data type INT64 (7): only float32 tensors are supported"
+expect trunc 2 "test_data_set_1/input_0.pb: not a TensorProto, or truncated"
+expect huge 2 "test_data_set_1/input_1.pb: shape of 4 dimensions is negative, too large"
+expect rawlen 2 "test_data_set_1/input_0.pb: 4 bytes of raw data for 150 elements"
+expect fewer 2 "the graph has 2 inputs, the case gives 1"
+expect nodata 2 "no test_data_set_0 directory"
+expect missing 2 "model.onnx: No such file or directory"
+"$WORKER" --onnx-case "$TMP/c/good" extra >"$TMP/out" 2>&1
+[ $? -eq 2 ] && grep -qF -- "--onnx-case takes one directory and nothing else" "$TMP/out" ||
+    { cat "$TMP/out"; fail "a second argument is not refused"; }
+echo "ok: a second argument: exit 2"

@@ -1,0 +1,154 @@
+"""tests/tools/onnx_case_make.py - small cases in the layout of ONNX's backend tests
+(model.onnx, test_data_set_N/input_K.pb, output_K.pb), made at test time for
+tests/integration/onnx_case.sh to check pacer-worker --onnx-case's exit statuses and
+messages on, without libonnx-testdata.
+
+Usage: /usr/bin/python3 tests/tools/onnx_case_make.py OUTDIR
+Writes under OUTDIR:
+  good/      Conv 3->4 channels, 3x3, pads 1, on x (2, 3, 5, 5): x and the weight W are
+             graph inputs (as the suite's cases give them), the bias B an initializer;
+             two data sets, the expected y computed here in float64;
+  near/      good with one expected value moved by 0.5e-3 of itself (inside rtol 1e-3);
+  far/       good with that value moved by 3e-3 of itself (outside): a mismatch;
+  shape/     good whose expected y has one value too few;
+  int/       good with W given as an INT64 tensor;
+  erf/       Erf on x (2, 3, 5, 5): an operator the importer does not map;
+  storage/   MaxPool with storage_order 1: an attribute value it refuses;
+  reshaped/  good whose graph declares y as (2, 4, 25, 1): as many values, another shape;
+  bigbatch/  a 1x1 Conv to 512 channels on x (65536, 1, 4, 4): 2^29 floats of activations;
+  trunc/     good with input_0.pb cut in half;
+  huge/      good whose input_1.pb claims dims (2^24, 2^24, 1, 1) and holds nothing;
+  rawlen/    good whose input_0.pb has 4 bytes of raw data for its 150 elements;
+  fewer/     good without input_1.pb;
+  nodata/    good's model.onnx alone.
+Exits 77 when onnx or numpy cannot be imported.
+"""
+import os
+import shutil
+import sys
+
+try:
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+except ImportError as e:
+    print("skip: %s" % e)
+    sys.exit(77)
+
+
+def conv(x, w, b, pad):
+    n, c, h, wd = x.shape
+    oc, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    y = np.zeros((n, oc, h + 2 * pad - kh + 1, wd + 2 * pad - kw + 1))
+    for i in range(y.shape[2]):
+        for j in range(y.shape[3]):
+            y[:, :, i, j] = np.einsum("nckl,ockl->no", xp[:, :, i:i + kh, j:j + kw], w)
+    return y + b[None, :, None, None]
+
+
+def save(path, arr, name):
+    with open(path, "wb") as f:
+        f.write(numpy_helper.from_array(arr, name).SerializeToString())
+
+
+def model(nodes, inputs, output, inits=()):
+    g = helper.make_graph(nodes, "case", inputs, [output], list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    return m.SerializeToString()
+
+
+def main():
+    out = sys.argv[1]
+    rng = np.random.default_rng(43)
+    f32 = TensorProto.FLOAT
+    b = rng.standard_normal(4).astype(np.float32)
+    good = os.path.join(out, "good")
+    os.makedirs(good)
+    with open(os.path.join(good, "model.onnx"), "wb") as f:
+        f.write(model([helper.make_node("Conv", ["x", "W", "B"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])],
+                      [helper.make_tensor_value_info("x", f32, [2, 3, 5, 5]),
+                       helper.make_tensor_value_info("W", f32, [4, 3, 3, 3])],
+                      helper.make_tensor_value_info("y", f32, [2, 4, 5, 5]), [numpy_helper.from_array(b, "B")]))
+    for s in range(2):
+        d = os.path.join(good, "test_data_set_%d" % s)
+        os.makedirs(d)
+        x = rng.standard_normal((2, 3, 5, 5)).astype(np.float32)
+        w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+        save(os.path.join(d, "input_0.pb"), x, "x")
+        save(os.path.join(d, "input_1.pb"), w, "W")
+        y = conv(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), 1).astype(np.float32)
+        save(os.path.join(d, "output_0.pb"), y, "y")
+
+    def variant(name, fn):
+        d = os.path.join(out, name)
+        shutil.copytree(good, d)
+        fn(os.path.join(d, "test_data_set_1"), d)
+
+    def moved(by):
+        def fn(s, _):
+            y = numpy_helper.to_array(onnx.load_tensor(os.path.join(s, "output_0.pb"))).copy()
+            y.flat[7] += by * abs(y.flat[7])
+            save(os.path.join(s, "output_0.pb"), y, "y")
+        return fn
+
+    variant("near", moved(0.5e-3))
+    variant("far", moved(3e-3))
+    variant("shape", lambda s, _: save(os.path.join(s, "output_0.pb"), np.zeros(199, np.float32), "y"))
+    variant("int", lambda s, _: save(os.path.join(s, "input_1.pb"), np.zeros((4, 3, 3, 3), np.int64), "W"))
+
+    def trunc(s, _):
+        p = os.path.join(s, "input_0.pb")
+        data = open(p, "rb").read()
+        open(p, "wb").write(data[:len(data) // 2])
+    variant("trunc", trunc)
+
+    def huge(s, _):
+        t = TensorProto(name="W", data_type=f32, dims=[1 << 24, 1 << 24, 1, 1])
+        open(os.path.join(s, "input_1.pb"), "wb").write(t.SerializeToString())
+    variant("huge", huge)
+
+    def rawlen(s, _):
+        t = TensorProto(name="x", data_type=f32, dims=[2, 3, 5, 5], raw_data=b"\0\0\0\0")
+        open(os.path.join(s, "input_0.pb"), "wb").write(t.SerializeToString())
+    variant("rawlen", rawlen)
+    variant("fewer", lambda s, _: os.remove(os.path.join(s, "input_1.pb")))
+
+    def reshaped(_, d):
+        with open(os.path.join(d, "model.onnx"), "wb") as f:
+            f.write(model([helper.make_node("Conv", ["x", "W", "B"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])],
+                          [helper.make_tensor_value_info("x", f32, [2, 3, 5, 5]),
+                           helper.make_tensor_value_info("W", f32, [4, 3, 3, 3])],
+                          helper.make_tensor_value_info("y", f32, [2, 4, 25, 1]), [numpy_helper.from_array(b, "B")]))
+    variant("reshaped", reshaped)
+
+    def nodata(_, d):
+        for s in range(2):
+            shutil.rmtree(os.path.join(d, "test_data_set_%d" % s))
+    variant("nodata", nodata)
+
+    x = rng.standard_normal((2, 3, 5, 5)).astype(np.float32)
+    for name, node, shape in (
+            ("erf", helper.make_node("Erf", ["x"], ["y"]), [2, 3, 5, 5]),
+            ("storage", helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], storage_order=1),
+             [2, 3, 4, 4])):
+        d = os.path.join(out, name, "test_data_set_0")
+        os.makedirs(d)
+        with open(os.path.join(out, name, "model.onnx"), "wb") as f:
+            f.write(model([node], [helper.make_tensor_value_info("x", f32, [2, 3, 5, 5])],
+                          helper.make_tensor_value_info("y", f32, shape)))
+        save(os.path.join(d, "input_0.pb"), x, "x")
+        save(os.path.join(d, "output_0.pb"), np.zeros(shape, np.float32), "y")
+
+    d = os.path.join(out, "bigbatch", "test_data_set_0")
+    os.makedirs(d)
+    with open(os.path.join(out, "bigbatch", "model.onnx"), "wb") as f:
+        f.write(model([helper.make_node("Conv", ["x", "W"], ["y"], kernel_shape=[1, 1])],
+                      [helper.make_tensor_value_info("x", f32, [65536, 1, 4, 4])],
+                      helper.make_tensor_value_info("y", f32, [65536, 512, 4, 4]),
+                      [numpy_helper.from_array(np.ones((512, 1, 1, 1), np.float32), "W")]))
+    save(os.path.join(d, "input_0.pb"), np.zeros((65536, 1, 4, 4), np.float32), "x")
+    save(os.path.join(d, "output_0.pb"), np.zeros(1, np.float32), "y")
+
+
+main()

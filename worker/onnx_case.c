@@ -1,0 +1,197 @@
+/* worker/onnx_case.c - see onnx_case.h. Everything read here is outside input: every file
+ * is bounded (ONNX_MAX_BYTES for the model, ONNX_CASE_TENSOR_MAX_BYTES per tensor, at most
+ * ONNX_CASE_MAX_TENSORS + 1 inputs and outputs, ONNX_CASE_MAX_SETS data sets and
+ * ONNX_CASE_MAX_ACT_FLOATS of activations), and anything the importer refuses (operator,
+ * attribute, shape, type) is exit 2 with its message. The model is the importer's (model/onnx_import.h); this file only reads the
+ * case, binds its inputs, runs the forward in evaluation mode and compares. */
+#include "onnx_case.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "model.h"
+#include "onnx_import.h"
+
+#define ONNX_CASE_MAX_SETS 64
+#define NT (ONNX_CASE_MAX_TENSORS + 1)
+/* Largest activation arena a case's batch may need (1 GiB of floats). */
+#define ONNX_CASE_MAX_ACT_FLOATS ((size_t)1 << 28)
+
+/* Reads and decodes dir/set/name.pb into t. 1 when the file does not exist, 0 when read,
+ * -1 with err set (naming set/name.pb: the caller names dir). */
+static int read_tensor(const char *dir, const char *set, const char *name, onnx_tensor_t *t, char *err, size_t errlen)
+{
+    char path[4200];
+    struct stat st;
+    snprintf(path, sizeof path, "%.4096s/%s/%s.pb", dir, set, name);
+    if (stat(path, &st) != 0)
+        return errno == ENOENT ? 1 : (snprintf(err, errlen, "%s/%s.pb: %s", set, name, strerror(errno)), -1);
+    if (!S_ISREG(st.st_mode) || (size_t)st.st_size > ONNX_CASE_TENSOR_MAX_BYTES)
+        return snprintf(err, errlen, "%s/%s.pb: not a regular file of at most %zu bytes", set, name,
+                        (size_t)ONNX_CASE_TENSOR_MAX_BYTES),
+               -1;
+    uint8_t *buf;
+    size_t len;
+    char why[512];
+    if (onnx_read_file(path, &buf, &len, why, sizeof why) != 0)
+        return snprintf(err, errlen, "%s/%s.pb: cannot read it", set, name), -1;
+    int rc = onnx_tensor_decode(buf, len, t, why, sizeof why);
+    free(buf);
+    if (rc != 0) snprintf(err, errlen, "%s/%s.pb: %s", set, name, why);
+    return rc;
+}
+
+/* Reads set/prefix_0.pb, prefix_1.pb, ... (until one is missing) into t; their count, or
+ * -1 with err set. */
+static int read_tensors(const char *dir, const char *set, const char *prefix, onnx_tensor_t *t, char *err, size_t errlen)
+{
+    for (int k = 0;; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "%s_%d", prefix, k);
+        int rc = k < NT ? read_tensor(dir, set, name, &t[k], err, errlen) : 0;
+        if (rc == 1) return k;
+        if (rc < 0) return -1;
+        if (k == NT) return snprintf(err, errlen, "%s: more than %d %s files", set, NT, prefix), -1;
+    }
+}
+
+static void shape_str(const onnx_tensor_t *t, char *out, size_t outlen)
+{
+    size_t used = (size_t)snprintf(out, outlen, "(");
+    for (int i = 0; i < t->ndims && used < outlen; i++)
+        used += (size_t)snprintf(out + used, outlen - used, "%s%lld", i ? ", " : "", (long long)t->dims[i]);
+    if (used < outlen) snprintf(out + used, outlen - used, ")");
+}
+
+/* Compares got with want (want->count values): prints the output's line, returns 0 when
+ * every value is within the tolerances (NaN matches NaN and an infinity itself, as the
+ * suite's assert_allclose). */
+static int compare(const char *set, int k, const onnx_tensor_t *want, const float *got)
+{
+    size_t bad = 0, worst = 0;
+    double maxerr = 0;
+    for (size_t i = 0; i < want->count; i++) {
+        const double e = want->data[i], a = got[i];
+        if ((isnan(e) && isnan(a)) || a == e) continue; /* also infinities of one sign */
+        const double d = fabs(a - e);
+        if (!(d <= ONNX_CASE_ATOL + ONNX_CASE_RTOL * fabs(e))) bad++;
+        if (!(d <= maxerr)) { /* NaN (one side only) counts as the largest */
+            maxerr = isnan(d) ? INFINITY : d;
+            worst = i;
+        }
+    }
+    char shape[160];
+    shape_str(want, shape, sizeof shape);
+    printf("%s output_%d '%s' %s: %zu values, largest error %.3g at %zu (got %.9g, want %.9g): %s", set, k, want->name,
+           shape, want->count, maxerr, worst, want->count ? got[worst] : 0.0, want->count ? want->data[worst] : 0.0,
+           bad ? "MISMATCH" : "ok");
+    if (bad) printf(" (%zu values outside %g + %g * |want|)", bad, ONNX_CASE_ATOL, ONNX_CASE_RTOL);
+    printf("\n");
+    return bad ? 1 : 0;
+}
+
+/* One data set; returns the exit status. */
+static int run_set(const char *dir, const char *set, const uint8_t *onnx, size_t onnx_len)
+{
+    char err[1024];
+    onnx_tensor_t in[NT + 1], want[NT + 1];
+    int nin = -1, nout = -1, rc = 2;
+    model_t *m = NULL;
+    int32_t *y = NULL;
+    memset(in, 0, sizeof in);
+    memset(want, 0, sizeof want);
+    if ((nin = read_tensors(dir, set, "input", in, err, sizeof err)) < 0 ||
+        (nout = read_tensors(dir, set, "output", want, err, sizeof err)) < 0)
+        goto out;
+    if (nin < 1 || nout < 1) {
+        snprintf(err, sizeof err, "%s: no input_0.pb or no output_0.pb", set);
+        goto out;
+    }
+    const onnx_tensor_t *x = &in[0];
+    if (x->ndims != 4 || x->dims[0] < 1) {
+        char s[160];
+        shape_str(x, s, sizeof s);
+        snprintf(err, sizeof err, "%s/input_0.pb: shape %s: the activation must be an image batch (N, C, H, W)", set, s);
+        goto out;
+    }
+    /* The batch is the file's: the model is built for one sample first, so that a batch
+     * whose activations would not fit is refused before they are allocated and touched. */
+    if (onnx_import_case(onnx, onnx_len, &in[1], nin - 1, 1, &m, err, sizeof err) != 0) goto out;
+    if ((double)m->act_floats * (double)x->dims[0] > (double)ONNX_CASE_MAX_ACT_FLOATS) {
+        snprintf(err, sizeof err, "%s/input_0.pb: a batch of %lld needs %.3g floats of activations (at most %.3g)", set,
+                 (long long)x->dims[0], (double)m->act_floats * (double)x->dims[0], (double)ONNX_CASE_MAX_ACT_FLOATS);
+        goto out;
+    }
+    model_free(m);
+    m = NULL;
+    if (onnx_import_case(onnx, onnx_len, &in[1], nin - 1, (int)x->dims[0], &m, err, sizeof err) != 0) goto out;
+    if (m->C != x->dims[1] || m->H != x->dims[2] || m->W != x->dims[3]) {
+        snprintf(err, sizeof err, "%s/input_0.pb: (%lld, %lld, %lld) per sample, the graph's input is (%d, %d, %d)",
+                 set, (long long)x->dims[1], (long long)x->dims[2], (long long)x->dims[3], m->C, m->H, m->W);
+        goto out;
+    }
+    if (nout != 1) {
+        snprintf(err, sizeof err, "%s: %d outputs (one only)", set, nout);
+        goto out;
+    }
+    rc = 1;
+    if (want[0].count != (size_t)x->dims[0] * (size_t)m->num_classes) {
+        printf("%s output_0 '%s': %zu values expected, the model computes %lld x %d: MISMATCH\n", set, want[0].name,
+               want[0].count, (long long)x->dims[0], m->num_classes);
+        goto out;
+    }
+    /* the loss the forward also computes is not looked at: labels 0 are valid ones */
+    if (!(y = calloc((size_t)x->dims[0], sizeof *y))) {
+        snprintf(err, sizeof err, "out of memory");
+        rc = 2;
+        goto out;
+    }
+    model_forward(m, x->data, y, (int)x->dims[0], 0);
+    rc = compare(set, 0, &want[0], model_logits(m));
+out:
+    if (rc == 2) fprintf(stderr, "pacer-worker: --onnx-case %s: %s\n", dir, err);
+    free(y);
+    model_free(m);
+    for (int i = 0; i <= NT; i++) onnx_tensor_free(&in[i]), onnx_tensor_free(&want[i]);
+    return rc;
+}
+
+int onnx_case_run(const char *dir)
+{
+    char path[4200], err[1024], ops[512];
+    uint8_t *onnx;
+    size_t len;
+    snprintf(path, sizeof path, "%.4096s/model.onnx", dir);
+    if (onnx_read_file(path, &onnx, &len, err, sizeof err) != 0) {
+        fprintf(stderr, "pacer-worker: --onnx-case %s: %s\n", dir, strncmp(err, "onnx: ", 6) == 0 ? err + 6 : err);
+        return 2;
+    }
+    if (onnx_graph_ops(onnx, len, ops, sizeof ops) != 0) {
+        fprintf(stderr, "pacer-worker: --onnx-case %s: model.onnx is not an ONNX model\n", dir);
+        free(onnx);
+        return 2;
+    }
+    printf("ops: %s\n", ops);
+    fflush(stdout);
+    int worst = 0, sets = 0;
+    while (sets < ONNX_CASE_MAX_SETS && worst != 2) { /* a refusal is the verdict */
+        char set[32];
+        struct stat st;
+        snprintf(set, sizeof set, "test_data_set_%d", sets);
+        snprintf(path, sizeof path, "%.4000s/%s", dir, set);
+        if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) break;
+        int rc = run_set(dir, set, onnx, len);
+        if (rc > worst) worst = rc;
+        sets++;
+    }
+    free(onnx);
+    if (sets == 0) {
+        fprintf(stderr, "pacer-worker: --onnx-case %s: no test_data_set_0 directory\n", dir);
+        return 2;
+    }
+    return worst;
+}

@@ -244,8 +244,8 @@ static int data_path_allowed(const coordinator_t *c, const char *path, char *err
  * (started in another directory, on other hosts of a shared file system) read what the
  * listing showed, and one that is absent is refused now (422 naming every place tried
  * and how to add it) instead of a job that fails at its start. A dataset.path the spec
- * gives must hold the set's files and lie under a data root or be where the catalog
- * finds it. A retry (again) resolves anew when its stored path no longer passes: the
+ * gives must lie under a data root (400, data_path_allowed) and hold the set's files
+ * (422). A retry (again) resolves anew when its stored path no longer passes: the
  * daemon may have been restarted with other --data-root directories, or the files
  * moved. s is the daemon's own copy; a user's data set is left to dataset_usable. */
 static int builtin_dataset_place(const coordinator_t *c, job_spec_t *s, int again, char *err, size_t errlen)
@@ -258,21 +258,21 @@ static int builtin_dataset_place(const coordinator_t *c, job_spec_t *s, int agai
     char found[PATH_MAX], looked[1024];
     int located = catalog_dataset_locate(&d, roots, c->ndata_roots, found, sizeof found, looked, sizeof looked) == 0;
     if (s->dataset.path[0]) {
-        char real[PATH_MAX], real_found[PATH_MAX];
-        /* the catalog's own place needs no data root: GET /api/v1/datasets shows it */
-        int catalogs = located && s->dataset.path[0] == '/' && realpath(s->dataset.path, real) &&
-                       realpath(found, real_found) && strcmp(real, real_found) == 0;
+        /* outside the data roots first (400), so that the answer never says what such
+         * a path holds; then the files (422) */
         char why[768];
-        int ok = catalogs || data_path_allowed(c, s->dataset.path, why, sizeof why) == 0;
-        if (ok && !catalog_dataset_present(&d, s->dataset.path)) {
-            ok = 0;
+        int code = COORD_OK;
+        if (data_path_allowed(c, s->dataset.path, why, sizeof why) != 0) {
+            code = COORD_EINVAL;
+        } else if (!catalog_dataset_present(&d, s->dataset.path)) {
+            code = COORD_EDATA;
             snprintf(why, sizeof why, "dataset.path: %.300s does not hold the files of dataset.name %s",
                      s->dataset.path, d.name);
         }
-        if (ok) return COORD_OK;
+        if (code == COORD_OK) return COORD_OK;
         if (!again) {
             set_err(err, errlen, "%s", why);
-            return catalog_dataset_present(&d, s->dataset.path) ? COORD_EINVAL : COORD_EDATA;
+            return code;
         }
         s->dataset.path[0] = '\0'; /* a retry: where the catalog finds it now */
     }
@@ -371,20 +371,8 @@ int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *pare
             goto out;
         }
     }
-    if (c->daemon) {
-        /* a built-in data set's place goes into the stored spec: the daemon's copy */
-        own = malloc(sizeof *own);
-        if (!own) goto out;
-        *own = *s;
-        rc_code = builtin_dataset_place(c, own, parent != NULL, err, errlen);
-        if (rc_code != COORD_OK) goto out;
-        rc_code = COORD_EINTERNAL;
-        s = own;
-    }
-    norm = spec_to_json_doc(s, job ? &doc : NULL);
-    if (!norm) goto out;
     job_new_t j = {
-        .spec_json = norm,
+        .spec_json = NULL, /* below, once the data set's place is in the spec */
         .name = s->name,
         .model = s->model,
         .algorithm = s->algorithm.name,
@@ -429,6 +417,21 @@ int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *pare
         rc_code = COORD_ENOFIT;
         goto out;
     }
+    rc_code = COORD_EINTERNAL;
+    if (c->daemon) {
+        /* a built-in data set's place goes into the stored spec (the daemon's copy):
+         * after admission, which needs no disk, so a job that cannot fit says so first */
+        own = malloc(sizeof *own);
+        if (!own) goto out;
+        *own = *s;
+        rc_code = builtin_dataset_place(c, own, parent != NULL, err, errlen);
+        if (rc_code != COORD_OK) goto out;
+        rc_code = COORD_EINTERNAL;
+        s = own;
+    }
+    norm = spec_to_json_doc(s, job ? &doc : NULL);
+    if (!norm) goto out;
+    j.spec_json = norm;
     rc = conn_get(c);
     if (!rc) {
         rc_code = COORD_EUNAVAIL;

@@ -28,7 +28,8 @@ echo "stand-in worker: not training" >&2
 exit 1
 EOF
 chmod +x "$TMP/worker"
-export REAL_WORKER="$PWD/$WORKER"
+case $WORKER in /*) REAL_WORKER=$WORKER ;; *) REAL_WORKER=$PWD/$WORKER ;; esac
+export REAL_WORKER
 mkdir -p "$TMP/r1" "$TMP/r2" "$TMP/elsewhere"
 NOSHARED=$TMP/noshared
 
@@ -119,7 +120,7 @@ esac
 echo "ok: a dataset.path without the files: $(json "$TMP/c.json" .detail)"
 
 # 4. A retry resolves again: restarted with another data root, it reads from there.
-await 30 "job $MNIST_JOB to end" is_state "$MNIST_JOB" FAILED
+await 60 "job $MNIST_JOB to end" is_state "$MNIST_JOB" FAILED
 stop_coord
 rm "$TMP/r1/mnist"
 ln -s "$DATA/mnist" "$TMP/r2/mnist"
@@ -133,7 +134,7 @@ stored=$(json "$TMP/d.json" .spec.dataset.path)
 echo "ok: retry $RETRY of $MNIST_JOB reads mnist from $stored"
 
 # ... and with the files gone, the retry gets the submission's 422.
-await 30 "job $RETRY to end" is_state "$RETRY" FAILED
+await 60 "job $RETRY to end" is_state "$RETRY" FAILED
 rm "$TMP/r2/mnist"
 code=$(curl -s -o "$TMP/e.json" -w '%{http_code}' -X POST "$BASE/api/v1/jobs/$RETRY/retry")
 [ "$code" = 422 ] || fail "retry without the files: HTTP $code: $(cat "$TMP/e.json")"

@@ -53,7 +53,8 @@ int main(int argc, char **argv)
         char dir[4096];
         snprintf(dir, sizeof dir, "%s/cache%d", argv[8], r);
         fs_remove_tree(dir);
-        dsload_opts_t o = {argv[1], argv[2], "nhwc", atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]), dir};
+        dsload_opts_t o = {argv[1], argv[2], "nhwc", atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]),
+                           dir,     0,       0};
         build[r] = load(&o, &images, &bytes);
         map[r] = load(&o, &images, &bytes);
         o.cache_dir = NULL;

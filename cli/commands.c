@@ -405,7 +405,9 @@ int cmd_datasets(cli_ctx_t *cx)
 
 /* GET /api/v1/jobs/ID{suffix} into -o FILE (default ID{ext}; - = stdout), whole or not at
  * all. */
-static int download_job_file(cli_ctx_t *cx, const char *suffix, const char *ext)
+/* on_error reports an error answer (NULL: cli_api_error) and returns the exit status. */
+static int download_job_file(cli_ctx_t *cx, const char *suffix, const char *ext,
+                             int (*on_error)(cli_ctx_t *, const client_resp_t *))
 {
     const char *id = cx->args->arg;
     const char *cmd = cmd_name(cx);
@@ -447,7 +449,7 @@ static int download_job_file(cli_ctx_t *cx, const char *suffix, const char *ext)
     } else if (rc != 0) {
         status = cli_unreachable(cx, err);
     } else if (!ok) {
-        status = cli_api_error(cx, &r);
+        status = on_error ? on_error(cx, &r) : cli_api_error(cx, &r);
     } else if (!to_stdout) {
         fprintf(stderr, "pacer %s: wrote %s (%zu bytes)\n", cmd, out, written);
     }
@@ -455,8 +457,33 @@ static int download_job_file(cli_ctx_t *cx, const char *suffix, const char *ext)
     return status;
 }
 
-int cmd_trace(cli_ctx_t *cx) { return download_job_file(cx, "/trace", ".trace.json"); }
+int cmd_trace(cli_ctx_t *cx) { return download_job_file(cx, "/trace", ".trace.json", NULL); }
 
 /* ---- export ----------------------------------------------------------------------------------- */
 
-int cmd_export(cli_ctx_t *cx) { return download_job_file(cx, "/model.onnx", ".onnx"); }
+/* The API's no-model 404 says only that there is no file; whether one will come depends
+ * on the job's state (a job that failed before its first checkpoint never gets one), so
+ * the job is asked for and the reason printed (fmt_no_model). Other errors as they came. */
+static int export_error(cli_ctx_t *cx, const client_resp_t *r)
+{
+    json_t *p = r->status == 404 && r->body ? json_loadb(r->body, r->len, 0, NULL) : NULL;
+    const char *type = json_string_value(json_object_get(p, "type"));
+    int no_model = type && strcmp(type, "urn:pacer:problem:no-model") == 0;
+    json_decref(p);
+    char path[512], msg[1200];
+    json_t *job = NULL;
+    if (!no_model || job_path(cx, cx->args->arg, "", path, sizeof path) != 0) return cli_api_error(cx, r);
+    int rc = cli_get_json(cx, path, &job);
+    if (rc) return rc;
+    fmt_no_model(job, msg, sizeof msg);
+    json_decref(job);
+    fprintf(stderr, "pacer %s: %s\n", cmd_name(cx), msg);
+    if (cx->args->json) {
+        json_t *doc = json_loadb(r->body, r->len, 0, NULL);
+        if (json_is_object(doc)) fmt_json(stdout, doc);
+        json_decref(doc);
+    }
+    return CLI_EXIT_API;
+}
+
+int cmd_export(cli_ctx_t *cx) { return download_job_file(cx, "/model.onnx", ".onnx", export_error); }

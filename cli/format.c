@@ -198,6 +198,11 @@ static void int_cell(json_t *o, const char *key, char *out, size_t len)
     else snprintf(out, len, "-");
 }
 
+/* The plural ending for a count printed by int_cell: "1 epoch", "2 epochs", "- epochs";
+ * plural_es for "1 class", "10 classes". */
+static const char *plural(const char *count) { return strcmp(count, "1") == 0 ? "" : "s"; }
+static const char *plural_es(const char *count) { return strcmp(count, "1") == 0 ? "" : "es"; }
+
 void fmt_jobs(FILE *f, json_t *list, double now)
 {
     static const char *const H[] = {"ID",      "STATE", "NAME", "MODEL",    "ALGORITHM",
@@ -302,8 +307,8 @@ static void fmt_dataset(FILE *f, json_t *d)
     int_cell(d, "train_samples", tr, sizeof tr);
     int_cell(d, "test_samples", te, sizeof te);
     json_t *shape = json_object_get(d, "shape");
-    int n = snprintf(buf, sizeof buf, "%s classes, %s train / %s test samples, %lldx%lldx%lld", cls, tr, te,
-                     (long long)json_integer_value(json_array_get(shape, 0)),
+    int n = snprintf(buf, sizeof buf, "%s class%s, %s train / %s test sample%s, %lldx%lldx%lld", cls, plural_es(cls),
+                     tr, te, plural(te), (long long)json_integer_value(json_array_get(shape, 0)),
                      (long long)json_integer_value(json_array_get(shape, 1)),
                      (long long)json_integer_value(json_array_get(shape, 2)));
     json_t *cache = json_object_get(d, "cache");
@@ -396,7 +401,7 @@ static void input_layers_rows(FILE *f, json_t *m)
     char buf[256], a[32], c[80];
     shape_cell(json_object_get(m, "input"), c, sizeof c);
     int_cell(m, "classes", a, sizeof a);
-    snprintf(buf, sizeof buf, "%s images, %s classes", c, a);
+    snprintf(buf, sizeof buf, "%s images, %s class%s", c, a, plural_es(a));
     row(f, "input", buf);
     int_cell(m, "layers", a, sizeof a);
     row(f, "layers", a);
@@ -479,8 +484,8 @@ void fmt_job(FILE *f, json_t *job, double now)
     int_cell(job, "workers", workers, sizeof workers);
     int_cell(job, "world", world, sizeof world);
     snprintf(buf, sizeof buf, "%s, %s, %s worker%s%s%s%s", str(job, "model"), str(job, "algorithm"), workers,
-             strcmp(workers, "1") == 0 ? "" : "s", strcmp(world, workers) != 0 ? " (world " : "",
-             strcmp(world, workers) != 0 ? world : "", strcmp(world, workers) != 0 ? ")" : "");
+             plural(workers), strcmp(world, workers) != 0 ? " (world " : "", strcmp(world, workers) != 0 ? world : "",
+             strcmp(world, workers) != 0 ? ")" : "");
     row(f, "model", buf);
     json_t *spec = json_object_get(job, "spec");
     json_t *ds = json_object_get(spec, "dataset");
@@ -491,11 +496,11 @@ void fmt_job(FILE *f, json_t *job, double now)
         /* A user's data set is its path (and format); a built-in one its name. */
         const char *format = str(ds, "format");
         int user = strcmp(format, "imagefolder") == 0 || strcmp(format, "npz") == 0;
-        snprintf(buf, sizeof buf, "%s%s%s%s, %s epochs, batch %s%s",
+        snprintf(buf, sizeof buf, "%s%s%s%s, %s epoch%s, batch %s%s",
                  !json_is_object(ds) ? "-"
                  : user              ? str(ds, "path")
                                      : str(ds, "name"),
-                 user ? " (" : "", user ? format : "", user ? ")" : "", epochs, batch,
+                 user ? " (" : "", user ? format : "", user ? ")" : "", epochs, plural(epochs), batch,
                  json_is_true(json_object_get(job, "dynamic_batch")) ? " (dynamic)" : "");
         row(f, "data", buf);
     }
@@ -525,7 +530,7 @@ void fmt_job(FILE *f, json_t *job, double now)
     char restarts[24], attempts[24];
     int_cell(job, "restarts", restarts, sizeof restarts);
     int_cell(job, "attempts", attempts, sizeof attempts);
-    snprintf(buf, sizeof buf, "%s (%s attempt%s)", restarts, attempts, strcmp(attempts, "1") == 0 ? "" : "s");
+    snprintf(buf, sizeof buf, "%s (%s attempt%s)", restarts, attempts, plural(attempts));
     row(f, "restarts", buf);
     /* The detector's verdict (worker/health.h): the current attempt's, else the summary's. */
     json_t *health = json_object_get(job, "health");
@@ -568,8 +573,8 @@ void fmt_job(FILE *f, json_t *job, double now)
         int_cell(sum, "steps", steps, sizeof steps);
         num_cell(sum, "wall_s", "%.1f", wall, sizeof wall);
         num_cell(sum, "train_samples_per_s", "%.0f", tp, sizeof tp);
-        snprintf(buf, sizeof buf, "test accuracy %s, test loss %s, train loss %s; %s steps, %s s, %s samples/s", acc,
-                 tl, trl, steps, wall, tp);
+        snprintf(buf, sizeof buf, "test accuracy %s, test loss %s, train loss %s; %s step%s, %s s, %s samples/s", acc,
+                 tl, trl, steps, plural(steps), wall, tp);
         row(f, "result", buf);
         fmt_dataset(f, json_object_get(sum, "dataset"));
     }
@@ -609,6 +614,35 @@ void fmt_problem(long status, const char *body, size_t body_len, char *out, size
         snprintf(out, len, "HTTP %ld%s%s", status, *d ? ": " : "", d);
     }
     json_decref(p);
+}
+
+void fmt_no_model(json_t *job, char *out, size_t len)
+{
+    char id[80], reason[400];
+    fmt_clean(str(job, "id"), 64, id, sizeof id);
+    fmt_clean(str(job, "reason"), 300, reason, sizeof reason);
+    const char *state = str(job, "state");
+    size_t kept = json_array_size(json_object_get(json_object_get(job, "checkpoints"), "items"));
+    int final = fmt_state_exit(state) >= 0;
+    if (json_is_true(json_object_get(job, "simulated")))
+        snprintf(out, len,
+                 "job %s ran on a simulated cluster, whose ranks train no weights: there is no model to export", id);
+    else if (final && strcmp(state, "SUCCEEDED") != 0 && kept == 0)
+        /* The worker writes model.onnx with each checkpoint: none, no model, ever. */
+        snprintf(out, len, "job %s %s before its first checkpoint%s%s%s, so it has no trained model to export", id,
+                 strcmp(state, "CANCELLED") == 0 ? "was cancelled" : "failed", *reason ? " (" : "", reason,
+                 *reason ? ")" : "");
+    else if (final)
+        snprintf(out, len, "job %s ended %s, but the coordinator has no model.onnx for it (pacer logs %s may say why)",
+                 id, state, id);
+    else if (strcmp(state, "QUEUED") == 0)
+        snprintf(out, len,
+                 "job %s is QUEUED: it has no model yet; its worker writes one with each checkpoint and at the end", id);
+    else
+        snprintf(out, len,
+                 "job %s is %s and has not written a checkpoint yet: its worker writes the model with each checkpoint "
+                 "and at the end",
+                 id, *state ? state : "in an unknown state");
 }
 
 int fmt_state_exit(const char *state)

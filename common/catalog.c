@@ -1,6 +1,7 @@
 /* common/catalog.c - see catalog.h. The built-in rows are the tables below; the entries
  * added at run time live in one growable array per kind behind one mutex. */
 #include "catalog.h"
+#include "dataroot.h"
 #include "errmsg.h"
 
 #include <pthread.h>
@@ -14,20 +15,21 @@
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
-/* Measured from model_create (model/model.c) and checked against it by
- * test_catalog_matches_models: change a network, change its row. */
+/* Measured from model_create (model/model.c) for 10 classes, and checked against it by
+ * test_catalog_matches_models (for other class counts too, through
+ * catalog_model_for_classes): change a network, change its row. */
 /* clang-format off */
 static const catalog_model_t MODELS[] = {
-    {.name = "mlp", .title = "MLP", .source = CATALOG_BUILTIN, .C = 1, .H = 28, .W = 28, .classes = 10,
+    {.name = "mlp", .title = "MLP", .source = CATALOG_BUILTIN, .C = 1, .H = 28, .W = 28, .classes = 10, .head_in = 128,
      .layers = 5, .params = 235146, .buffers = 0, .fixed = 0, .acts_per_sample = 778, .argmax_per_sample = 0,
      .flops_per_sample = 469938, .dataset = "fashion-mnist"},
-    {.name = "lenet5", .title = "LeNet-5", .source = CATALOG_BUILTIN, .C = 1, .H = 28, .W = 28, .classes = 10,
+    {.name = "lenet5", .title = "LeNet-5", .source = CATALOG_BUILTIN, .C = 1, .H = 28, .W = 28, .classes = 10, .head_in = 84,
      .layers = 11, .params = 61706, .buffers = 0, .fixed = 37248, .acts_per_sample = 9874, .argmax_per_sample = 1576,
      .flops_per_sample = 841174, .dataset = "fashion-mnist"},
     {.name = "cifar10_quick", .title = "CIFAR-10 quick", .source = CATALOG_BUILTIN, .C = 3, .H = 32, .W = 32,
-     .classes = 10, .layers = 11, .params = 145578, .buffers = 0, .fixed = 279040, .acts_per_sample = 76874,
+     .classes = 10, .head_in = 64, .layers = 11, .params = 145578, .buffers = 0, .fixed = 279040, .acts_per_sample = 76874,
      .argmax_per_sample = 8192, .flops_per_sample = 24773938, .dataset = "cifar10"},
-    {.name = "resnet20", .title = "ResNet-20", .source = CATALOG_BUILTIN, .C = 3, .H = 32, .W = 32, .classes = 10,
+    {.name = "resnet20", .title = "ResNet-20", .source = CATALOG_BUILTIN, .C = 3, .H = 32, .W = 32, .classes = 10, .head_in = 64,
      .layers = 68, .params = 269722, .buffers = 1376, .fixed = 598752, .acts_per_sample = 651338,
      .argmax_per_sample = 0, .flops_per_sample = 81569074, .dataset = "cifar10"},
 };
@@ -185,6 +187,9 @@ static int model_check(const catalog_model_t *m, char *err, size_t errlen)
     if (m->C < 1 || m->H < 1 || m->W < 1 || (long)m->C * m->H * m->W > (1L << 30))
         return errmsg(err, errlen, "model %s: input shape %dx%dx%d is not a shape", n, m->C, m->H, m->W);
     if (m->classes < 1) return errmsg(err, errlen, "model %s: classes must be >= 1 (is %d)", n, m->classes);
+    if (m->head_in != 0)
+        return errmsg(err, errlen, "model %s: only a built-in network's head takes the data set's classes (head_in %d)",
+                      n, m->head_in);
     if (m->layers < 1) return errmsg(err, errlen, "model %s: layers must be >= 1 (is %d)", n, m->layers);
     if (m->params < 1 || m->buffers < 0 || m->fixed < 0 || m->acts_per_sample < 1 || m->argmax_per_sample < 0)
         return errmsg(err, errlen,
@@ -395,7 +400,11 @@ int catalog_dataset_locate(const catalog_dataset_t *d, const char *const *roots,
             if (!roots || !roots[i] || catalog_format_is_user(d->format)) continue;
             snprintf(dir, sizeof dir, "%s/%s", roots[i], d->dir);
         }
-        if (catalog_dataset_present(d, dir) && strlen(dir) < len) {
+        /* under a root, the submission's rule (dataroot.h): a DIR linked out of the roots
+         * is not offered */
+        char real[DATAROOT_PATH];
+        int usable = i < 0 || dataroot_resolve(roots, nroots, dir, real) == DATAROOT_OK;
+        if (usable && catalog_dataset_present(d, dir) && strlen(dir) < len) {
             snprintf(out, len, "%s", dir);
             return 0;
         }
@@ -415,9 +424,28 @@ int catalog_pair_check(const catalog_model_t *m, const catalog_dataset_t *d, cha
     if (m->C != d->C || m->H != d->H || m->W != d->W)
         return errmsg(err, errlen, "model: %s takes %dx%dx%d images, dataset.name %s has %dx%dx%d", m->name, m->C, m->H,
                       m->W, d->name, d->C, d->H, d->W);
-    if (m->classes != d->classes)
+    if (m->head_in == 0 && m->classes != d->classes)
         return errmsg(err, errlen, "model: %s has %d outputs (classes), dataset.name %s has %d classes", m->name,
                       m->classes, d->name, d->classes);
+    return 0;
+}
+
+int catalog_model_for_classes(const catalog_model_t *m, int classes, catalog_model_t *out, char *err, size_t errlen)
+{
+    if (classes < 1 || classes > CATALOG_CLASSES_MAX)
+        return errmsg(err, errlen, "model: %s cannot be sized to %d classes (1 to %d)", m->name, classes,
+                      CATALOG_CLASSES_MAX);
+    if (m->head_in == 0 && m->classes != classes)
+        return errmsg(err, errlen,
+                      "model: %s has %d outputs (classes), the data set has %d classes: an imported model keeps its "
+                      "own width",
+                      m->name, m->classes, classes);
+    const long d = (long)classes - m->classes;
+    if (out != m) *out = *m;
+    out->classes = classes;
+    out->params += d * ((long)m->head_in + 1);
+    out->acts_per_sample += d;
+    out->flops_per_sample += (double)d * (2.0 * m->head_in + 5.0);
     return 0;
 }
 

@@ -36,6 +36,8 @@
 #define CATALOG_CHANNELS_MAX 3 /* per-channel normalisation of a data set */
 #define CATALOG_ADDED_MAX 256  /* entries added at run time, of each kind */
 #define CATALOG_SHA256_LEN 64  /* hex digits of an uploaded model's content hash */
+/* The most classes a model may be sized to (common/dsprobe.h's bound on a user's labels). */
+#define CATALOG_CLASSES_MAX 65536
 
 /* Where an entry comes from; the API says it as catalog_source_name gives it. */
 typedef enum {
@@ -62,7 +64,14 @@ typedef struct {
     catalog_source_t source;
     int C, H, W; /* input of one sample */
     int classes; /* output width: the logits, one per class */
-    int layers;  /* entries of model/'s layer list */
+    /* A built-in network's head (its last layer, fully connected) is sized to the job's
+     * data set, as torchvision's num_classes: the figures of this row are for `classes`
+     * (10), and catalog_model_for_classes gives them for any other count. head_in is the
+     * head's input width: each class adds head_in + 1 parameters, one activation per
+     * sample and 2 x head_in + 5 FLOPs per sample (the head and the softmax). 0 = the
+     * width is the model's own (an imported one): only a data set of `classes` fits. */
+    int head_in;
+    int layers; /* entries of model/'s layer list */
     /* Sizes in elements (floats unless named), as model_create allocates them; the
      * memory estimate (memest.h) is made of these. */
     long params;  /* trainable parameters */
@@ -156,8 +165,9 @@ int catalog_dataset_present(const catalog_dataset_t *d, const char *dir);
  * fills a built-in's dataset.path with it, coordinator/api.c). Tried in order: the
  * default directory (catalog_dataset_default_dir: fixed_dir, else
  * $PACER_SHARED/datasets/DIR), then DIR under each of roots (the --data-root
- * directories, absolute; a user's set only at its fixed_dir); the first that holds every
- * file (catalog_dataset_present) wins. 0 with its absolute path in out (the default
+ * directories, resolved; a DIR linked out of every root is not offered, common/
+ * dataroot.h; a user's set only at its fixed_dir); the first that holds every file
+ * (catalog_dataset_present) wins. 0 with its absolute path in out (the default
  * resolved by realpath, so that it means the same to a process started elsewhere), or -1
  * with looked (may be NULL) naming every absolute place tried, ", "-separated (cut at
  * lookedlen). Touches the file system (access, realpath): not for a training step. */
@@ -166,11 +176,19 @@ int catalog_dataset_locate(const catalog_dataset_t *d, const char *const *roots,
 
 /* ---- both ---------------------------------------------------------------------------- */
 
-/* Whether model m can train on data set d: the same image shape and as many classes as
- * the model has outputs. 0, or -1 with err naming both, e.g. "model: lenet5 takes 1x28x28
- * images, dataset.name cifar10 has 3x32x32" or "model: net has 100 outputs (classes),
+/* Whether model m can train on data set d: the same image shape, and as many classes as
+ * the model has outputs unless its head takes the data set's (head_in > 0: every
+ * built-in). 0, or -1 with err naming both, e.g. "model: lenet5 takes 1x28x28 images,
+ * dataset.name cifar10 has 3x32x32" or "model: net has 100 outputs (classes),
  * dataset.name cifar10 has 10 classes". */
 int catalog_pair_check(const catalog_model_t *m, const catalog_dataset_t *d, char *err, size_t errlen);
+
+/* m's figures for a data set of `classes` classes, into *out (out may be m): a built-in's
+ * head sized to them (head_in > 0), a model of its own width unchanged when it has as many
+ * outputs. 0, or -1 with err: classes outside [1, CATALOG_CLASSES_MAX], or a model of its
+ * own width that has other outputs ("model: net.onnx has 100 outputs (classes), the data
+ * set has 4 classes: an imported model keeps its own width"). */
+int catalog_model_for_classes(const catalog_model_t *m, int classes, catalog_model_t *out, char *err, size_t errlen);
 
 /* The names of every model (or data set) in catalog order, joined by ", ", each wrapped
  * in quote; only the built-ins when builtin_only. Cut (never overflowed) at len. */

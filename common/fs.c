@@ -1,7 +1,10 @@
 /* common/fs.c - see fs.h. */
 #include "fs.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -113,4 +116,44 @@ int fs_atomic_write(const char *path, const void *data, size_t len, unsigned mod
         len -= (size_t)k;
     }
     return fs_atomic_commit(fd, tmp, path);
+}
+
+/* The PID of a name ending in ".tmp.PID.N" (fs_atomic_begin's), or 0 when it has none. */
+static long tmp_owner(const char *name)
+{
+    const char *t = NULL;
+    for (const char *p = strstr(name, ".tmp."); p; p = strstr(p + 1, ".tmp.")) t = p;
+    if (!t) return 0;
+    char *end;
+    errno = 0;
+    long pid = strtol(t + 5, &end, 10);
+    if (errno || pid <= 0 || end == t + 5 || *end != '.' || end[1] < '0' || end[1] > '9') return 0;
+    for (const char *q = end + 1; *q; q++)
+        if (*q < '0' || *q > '9') return 0;
+    return pid;
+}
+
+int fs_atomic_sweep(const char *dir, const char *prefix, void (*removed)(const char *path, long long bytes, void *ctx),
+                    void *ctx)
+{
+    DIR *d = opendir(dir);
+    if (!d) return errno == ENOENT ? 0 : -1;
+    size_t plen = prefix ? strlen(prefix) : 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        long pid = tmp_owner(e->d_name);
+        if (!pid || (plen && strncmp(e->d_name, prefix, plen) != 0)) continue;
+        /* EPERM: alive, someone else's */
+        if (pid <= 0x7fffffffL && (kill((pid_t)pid, 0) == 0 || errno != ESRCH)) continue;
+        char path[4096];
+        struct stat st;
+        int len = snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (len < 0 || (size_t)len >= sizeof path || lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        if (unlink(path) != 0) continue;
+        n++;
+        if (removed) removed(path, (long long)st.st_size, ctx);
+    }
+    closedir(d);
+    return n;
 }

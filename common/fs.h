@@ -29,4 +29,16 @@ void fs_atomic_abort(int fd, const char *tmp);
  * 0, or -1 with errno. */
 int fs_atomic_write(const char *path, const void *data, size_t len, unsigned mode);
 
+/* Removes the temporary files of fs_atomic_begin left in dir by processes that died before
+ * they committed or aborted (a worker killed while it built a 4.7 GB data cache left its
+ * PATH.tmp.PID.N behind, issue 42): every regular file named PREFIX*.tmp.PID.N whose PID
+ * is not a live process of this host (kill(PID, 0) fails with ESRCH). A live PID's file
+ * is kept, as it may be a build under way (the folder may be shared by several daemons
+ * and hand-run workers of one host; a PID reused since is only a late removal). prefix
+ * NULL or "" matches every name. removed, when not NULL, is called with each removed
+ * file's path and size. Returns the number removed, or -1 with errno when dir cannot be
+ * listed (a missing dir is 0). */
+int fs_atomic_sweep(const char *dir, const char *prefix, void (*removed)(const char *path, long long bytes, void *ctx),
+                    void *ctx);
+
 #endif

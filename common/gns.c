@@ -39,6 +39,10 @@ double gns_noise_scale(const gns_t *e)
     return tr / g2;
 }
 
+int gns_beyond(double phi) { return phi >= GNS_PHI_MAX; }
+
+double gns_reported(double phi) { return gns_beyond(phi) ? NAN : phi; }
+
 double gns_efficiency(double phi, double b0, double b)
 {
     if (!(b0 > 0) || !(b > 0)) return NAN;

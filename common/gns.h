@@ -72,6 +72,13 @@ double gns_trace(const gns_t *e);
  * were folded in or when the averaged trace is not positive; GNS_PHI_MAX when |G|^2 is
  * not positive. */
 double gns_noise_scale(const gns_t *e);
+/* phi as every report shows it (metrics records, Redis, the summary, the API, Prometheus,
+ * the dashboard): NAN (null, "not measured") unless it is a measurement. GNS_PHI_MAX is
+ * the estimator's stand-in for "|G|^2 not positive", which the planner needs (efficiency
+ * ~1 at any batch), not a value: plotted as one it flattens every real value to 0 (issue
+ * 42). gns_beyond says when phi is that ceiling, for a report that says "beyond N". */
+double gns_reported(double phi);
+int gns_beyond(double phi);
 
 /* Statistical efficiency of a batch B against the base batch B0 (Pollux, OSDI 2021):
  * E(B) = (phi + B0) / (phi + B), the progress per sample at B relative to B0; 1 when phi

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "dataroot.h"
 #include "hash.h"
 
 #define PATH_BYTES 4096
@@ -33,14 +34,19 @@ static int by_name(const struct dirent **a, const struct dirent **b) { return st
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-enum { E_DIR, E_FILE, E_OTHER, E_GONE };
+enum { E_DIR, E_FILE, E_OTHER, E_GONE, E_OUT };
 
 /* What the entry is, following symbolic links (a class folder may be a link to
- * elsewhere); st is filled when a stat was needed or asked for. */
+ * elsewhere under the data roots); st is filled when a stat was needed or asked for. A
+ * link that leaves the data roots (common/dataroot.h) is E_OUT: the caller skips it and
+ * counts it, without looking at what it leads to. */
 static int kind_of(const char *path, const struct dirent *e, int want_stat, struct stat *st)
 {
     if (!want_stat && e->d_type == DT_DIR) return E_DIR;
     if (!want_stat && e->d_type == DT_REG) return E_FILE;
+    if (dataroot_count() > 0 && (e->d_type == DT_LNK || e->d_type == DT_UNKNOWN) && lstat(path, st) == 0 &&
+        S_ISLNK(st->st_mode) && dataroot_check(path, "a symbolic link", NULL, 0) != 0)
+        return E_OUT;
     if (stat(path, st) != 0) return E_GONE;
     if (S_ISDIR(st->st_mode)) return E_DIR;
     if (S_ISREG(st->st_mode)) return E_FILE;
@@ -87,18 +93,20 @@ static int push_file(files_t *fs, const char *path, const struct stat *st, int s
 }
 
 /* The files of one class folder, in name order. */
-static int scan_class(const char *cdir, int32_t label, int stat_files, files_t *fs, char *err, size_t errlen)
+static int scan_class(const char *cdir, int32_t label, int stat_files, files_t *fs, int *skipped, char *err,
+                      size_t errlen)
 {
     struct dirent **names = NULL;
     int n = list_dir(cdir, &names, err, errlen);
     if (n < 0) return -1;
-    int rc = 0, before = fs->n;
+    int rc = 0, before = fs->n, skipped0 = *skipped;
     for (int i = 0; i < n && rc == 0; i++) {
         char path[PATH_BYTES];
         struct stat st;
         if ((rc = join(path, cdir, names[i]->d_name, err, errlen)) != 0) break;
         int k = kind_of(path, names[i], stat_files, &st);
-        if (k == E_DIR)
+        if (k == E_OUT) (*skipped)++;
+        else if (k == E_DIR)
             rc = errmsg(err, errlen,
                         "%s: a folder inside a class folder (classes are one level deep: SPLIT/CLASS/FILE)", path);
         else if (k == E_GONE) rc = errmsg(err, errlen, "%s: cannot read: %s", path, strerror(errno));
@@ -108,12 +116,16 @@ static int scan_class(const char *cdir, int32_t label, int stat_files, files_t *
         else if (push_file(fs, path, &st, stat_files, label) != 0) rc = errmsg(err, errlen, "%s: out of memory", path);
     }
     free_names(names, n);
-    if (rc == 0 && fs->n == before) rc = errmsg(err, errlen, "%s: a class folder without images", cdir);
+    if (rc == 0 && fs->n == before && *skipped > skipped0)
+        rc = errmsg(err, errlen,
+                    "%s: a class folder without images (%d symbolic links that leave the data roots skipped)", cdir,
+                    *skipped - skipped0);
+    else if (rc == 0 && fs->n == before) rc = errmsg(err, errlen, "%s: a class folder without images", cdir);
     return rc;
 }
 
 /* The class folders of a split, sorted; a file where a class folder belongs is an error. */
-static int class_dirs(const char *sdir, char ***out, int *nout, char *err, size_t errlen)
+static int class_dirs(const char *sdir, char ***out, int *nout, int *skipped, char *err, size_t errlen)
 {
     struct dirent **names = NULL;
     int n = list_dir(sdir, &names, err, errlen);
@@ -125,7 +137,8 @@ static int class_dirs(const char *sdir, char ***out, int *nout, char *err, size_
         struct stat st;
         if ((rc = join(path, sdir, names[i]->d_name, err, errlen)) != 0) break;
         int kind = kind_of(path, names[i], 0, &st);
-        if (kind == E_FILE)
+        if (kind == E_OUT) (*skipped)++;
+        else if (kind == E_FILE)
             rc = errmsg(err, errlen, "%s: a file outside the class folders (%s holds one folder per class)", path, sdir);
         else if (kind == E_GONE) rc = errmsg(err, errlen, "%s: cannot read: %s", path, strerror(errno));
         else if (kind == E_OTHER) rc = errmsg(err, errlen, "%s: neither a class folder nor a file", path);
@@ -183,6 +196,7 @@ int imgfolder_scan(const char *dir, int stat_files, imgfolder_t *out, char *err,
     struct stat st;
 
     memset(out, 0, sizeof *out);
+    if (dataroot_check(dir, "the data set", err, errlen) != 0) return -1;
     if (stat(dir, &st) != 0) return errmsg(err, errlen, "%s: %s", dir, strerror(errno));
     if (!S_ISDIR(st.st_mode))
         return errmsg(err, errlen, "%s: not a folder (an image folder holds train/ and test/)", dir);
@@ -197,15 +211,19 @@ int imgfolder_scan(const char *dir, int stat_files, imgfolder_t *out, char *err,
         return errmsg(err, errlen, "%s: both test/ and val/: which is the test split? keep one", dir);
     if (!has_test && !has_val) return errmsg(err, errlen, "%s: no test/ (or val/) folder beside train/", dir);
     const char *tdir = has_test ? test : val;
+    /* the splits are the set itself: a split linked out of the roots refuses it */
+    if (dataroot_check(train, "a split folder", err, errlen) != 0 ||
+        dataroot_check(tdir, "a split folder", err, errlen) != 0)
+        return -1;
     out->test_split = has_test ? "test" : "val";
 
-    if (class_dirs(train, &out->classes, &out->nclasses, err, errlen) != 0) goto out;
+    if (class_dirs(train, &out->classes, &out->nclasses, &out->skipped, err, errlen) != 0) goto out;
     for (int c = 0; c < out->nclasses; c++) {
         char cdir[PATH_BYTES];
         if (join(cdir, train, out->classes[c], err, errlen) != 0) goto out;
-        if (scan_class(cdir, c, stat_files, &tr, err, errlen) != 0) goto out;
+        if (scan_class(cdir, c, stat_files, &tr, &out->skipped, err, errlen) != 0) goto out;
     }
-    if (class_dirs(tdir, &tclasses, &ntclasses, err, errlen) != 0) goto out;
+    if (class_dirs(tdir, &tclasses, &ntclasses, &out->skipped, err, errlen) != 0) goto out;
     for (int c = 0; c < ntclasses; c++) {
         char cdir[PATH_BYTES];
         if (join(cdir, tdir, tclasses[c], err, errlen) != 0) goto out;
@@ -214,7 +232,7 @@ int imgfolder_scan(const char *dir, int stat_files, imgfolder_t *out, char *err,
             errmsg(err, errlen, "%s: a class the training split (%s) does not have", cdir, train);
             goto out;
         }
-        if (scan_class(cdir, (int32_t)(hit - out->classes), stat_files, &te, err, errlen) != 0) goto out;
+        if (scan_class(cdir, (int32_t)(hit - out->classes), stat_files, &te, &out->skipped, err, errlen) != 0) goto out;
     }
     out->train = tr.v;
     out->ntrain = tr.n;

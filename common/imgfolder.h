@@ -9,7 +9,10 @@
  * order, and with it a run, is reproducible. Names that start with '.' (.DS_Store,
  * ._x.jpg, .git) are ignored everywhere; anything else that is not where a class or an
  * image belongs is an error, never a silent skip: a file directly in train/, a folder
- * inside a class folder, a class folder with no files. What the files hold is the
+ * inside a class folder, a class folder with no files. The one exception: a symbolic link
+ * (a class folder or a file) that leaves the data roots (common/dataroot.h) is skipped
+ * and counted in skipped, and a set or split that leaves them is refused; links that stay
+ * under a root are followed. What the files hold is the
  * decoder's business (worker/image.h); this module only walks and lists.
  *
  * Shared by the worker (which decodes the files) and the coordinator (which checks a
@@ -38,6 +41,7 @@ typedef struct {
     int ntrain, ntest;
     const char *test_split; /* "test" or "val" */
     uint64_t fingerprint;   /* FNV-1a over every file's relative path, size and mtime; 0 without stat */
+    int skipped;            /* class folders and files skipped: links that leave the data roots */
 } imgfolder_t;
 
 /* Walks DIR. With stat_files, every file is stat'ed (size, modification time: the

@@ -4,7 +4,33 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dsprobe.h"
 #include "planner.h"
+
+/* The classes of s's data set, which a built-in model's head is sized to: the catalog's
+ * (a built-in set, or a user's the catalog lists by dataset.name), else the probe of
+ * dataset.path (a folder listed, an .npz's labels read: the same the coordinator's
+ * submission and the worker's loading make). 0, or -1 with err. */
+static int dataset_classes(const job_spec_t *s, int *classes, char *err, size_t errlen)
+{
+    catalog_dataset_t d;
+    if (s->dataset.name[0] && catalog_dataset_get(s->dataset.name, &d) == 0) {
+        *classes = d.classes;
+        return 0;
+    }
+    if (!spec_dataset_is_user(s)) {
+        snprintf(err, errlen, "dataset.name: %s is not in the catalog: no memory estimate", s->dataset.name);
+        return -1;
+    }
+    dsprobe_t p;
+    char why[512];
+    if (dsprobe(spec_dataset_format(s), s->dataset.path, s->dataset.layout, &p, why, sizeof why) != 0) {
+        snprintf(err, errlen, "dataset.path: %s: no memory estimate", why);
+        return -1;
+    }
+    *classes = p.classes;
+    return 0;
+}
 
 void memest_model(const catalog_model_t *m, double *model_bytes, double *bytes_per_sample)
 {
@@ -30,6 +56,12 @@ int memest_rank(const job_spec_t *s, int nworkers, memest_t *out, char *err, siz
         snprintf(err, errlen, "dataset.name: %s is not in the catalog: no memory estimate", s->dataset.name);
         return -1;
     }
+    /* a built-in's head is the data set's width (one of its own keeps its figures: a
+     * mismatch is the pairing's refusal, not the estimate's) */
+    int classes;
+    if (m.head_in > 0 && (dataset_classes(s, &classes, err, errlen) != 0 ||
+                          catalog_model_for_classes(&m, classes, &m, err, errlen) != 0))
+        return -1;
     const long train_n = d.train_n, test_n = d.test_n, img = (long)d.C * d.H * d.W;
     int min_b, max_b;
     planner_bounds_world(s, nworkers >= 1 ? nworkers : s->workers, &min_b, &max_b);

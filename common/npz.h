@@ -25,6 +25,7 @@ typedef struct {
     npy_header_t h;
     char name[32];         /* "x_train" */
     uint64_t member_bytes; /* the .npy member's uncompressed size */
+    uint64_t done;         /* bytes of data read so far (npz_array_read_part) */
     void *file;            /* libzip's zip_file_t */
 } npz_array_t;
 
@@ -44,6 +45,13 @@ int npz_array_open(npz_t *z, const char *name, npz_array_t *a, char *err, size_t
 /* Reads the array's a->h.nbytes bytes of data into dst, then checks that the member ends
  * there and that its CRC-32 matches. Returns 0 or -1 with err. */
 int npz_array_read(npz_t *z, npz_array_t *a, void *dst, char *err, size_t errlen);
+/* The same in parts, so that a caller holds a chunk, not the array (worker/dsload.c
+ * streams a data set into its cache): read_part reads the next n bytes of data into dst
+ * (refused past h.nbytes; a member that ends early is "truncated"), and finish, once
+ * every byte was read, checks the member's end and its CRC-32. Each returns 0 or -1
+ * with err. */
+int npz_array_read_part(npz_t *z, npz_array_t *a, void *dst, uint64_t n, char *err, size_t errlen);
+int npz_array_finish(npz_t *z, npz_array_t *a, char *err, size_t errlen);
 void npz_array_close(npz_array_t *a);
 
 /* A fingerprint of the archive's content: FNV-1a over every member's name, size, method

@@ -194,7 +194,8 @@ static const field_t FIELDS[] = {
             "filled in by the coordinator when a spec names an uploaded model; the worker reads the "
             "bytes by it (its `--models-dir`, else Redis) and checks them against it."},
     {.path = "dataset.name", STR(dataset.name), .catalog = CAT_DATASET, .def_str = "fashion-mnist",
-     .doc = "Data set (`GET /api/v1/datasets`); its image shape and classes must be the model's. A user's "
+     .doc = "Data set (`GET /api/v1/datasets`); its image shape must be the model's, its classes an imported "
+            "model's outputs (a built-in model's last layer takes them). A user's "
             "(an image folder or .npz under a data root) is read from its path in its format."},
     {.path = "dataset.path", STR(dataset.path), .def_str = "", .resume_free = 1,
      .doc = "Directory of the data set files; empty = where the catalog finds them (\"Built-in data sets\"; the "
@@ -851,9 +852,9 @@ static int cross_check_dataset(errbuf_t *e, const job_spec_t *s)
 }
 
 /* The model and the data set, as the catalog has them: the same image shape, as many
- * classes as the model has outputs, augmentation only where the data set allows it.
- * A built-in data set resized (its channels converted too) need only have the model's
- * classes; a user's (imagefolder, npz) is not in the spec's catalog lookup at all: the
+ * classes as an imported model has outputs (a built-in's head takes the data set's:
+ * catalog_pair_check), augmentation only where the data set allows it. A built-in data
+ * set resized (its channels converted too) is paired by its classes alone; a user's (imagefolder, npz) is not in the spec's catalog lookup at all: the
  * coordinator probes its classes at submission and the worker checks the shape it
  * decodes, both naming the model and the data set. */
 static int cross_check_catalog(errbuf_t *e, const job_spec_t *s)

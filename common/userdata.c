@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "catalog.h"
+#include "dataroot.h"
 #include "dsprobe.h"
 #include "imgfolder.h"
 
@@ -93,6 +94,23 @@ int userdata_sync(const char *const *roots, int nroots, json_t *refused)
         free(d);
         return -1;
     }
+    /* The roots' real paths, for the rule on links (dataroot.h); one that does not
+     * resolve holds nothing. */
+    char(*real_roots)[DATAROOT_PATH] = calloc(nroots > 0 ? (size_t)nroots : 1, DATAROOT_PATH);
+    const char **realv = calloc(nroots > 0 ? (size_t)nroots : 1, sizeof *realv);
+    int nreal = 0;
+    if (!real_roots || !realv) {
+        free(real_roots);
+        free(realv);
+        free(found);
+        free(d);
+        return -1;
+    }
+    for (int r = 0; r < nroots; r++)
+        if (realpath(roots[r], real_roots[nreal])) { /* DATAROOT_PATH is PATH_MAX */
+            realv[nreal] = real_roots[nreal];
+            nreal++;
+        }
     pthread_mutex_lock(&sync_lock);
     for (int r = 0; r < nroots; r++) {
         struct dirent **names = NULL;
@@ -101,14 +119,25 @@ int userdata_sync(const char *const *roots, int nroots, json_t *refused)
             char path[PATH_MAX], why[1024];
             struct stat st;
             const char *name = names[i]->d_name;
-            int format = -1;
+            int format = -1, out = 0;
             int len = snprintf(path, sizeof path, "%s/%s", roots[r], name);
-            if (len > 0 && (size_t)len < sizeof path && stat(path, &st) == 0) {
+            if (len > 0 && (size_t)len < sizeof path && lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+                /* A link: the same rule as a submission's dataset.path (dataroot.h). One
+                 * that leaves the roots is refused by its name, without a look at what
+                 * it leads to (neither its kind nor its target is said). */
+                char real[DATAROOT_PATH];
+                out = dataroot_resolve(realv, nreal, path, real) == DATAROOT_OUTSIDE;
+                if (out) format = ends_with(name, ".npz") ? CATALOG_FORMAT_NPZ : CATALOG_FORMAT_IMAGEFOLDER;
+            }
+            if (!out && len > 0 && (size_t)len < sizeof path && stat(path, &st) == 0) {
                 if (S_ISDIR(st.st_mode) && imgfolder_detect(path)) format = CATALOG_FORMAT_IMAGEFOLDER;
                 else if (S_ISREG(st.st_mode) && ends_with(name, ".npz")) format = CATALOG_FORMAT_NPZ;
             }
             if (format < 0) {
                 /* not a data set: nothing to say */
+            } else if (out) {
+                refuse(refused, name, format, path,
+                       "a symbolic link that leaves the data roots (only what resolves under a --data-root is read)");
             } else if (nfound >= USERDATA_LIST_MAX) {
                 refuse(refused, name, format, path, "more data sets under the data roots than the catalog lists");
             } else if (found_has(found, nfound, name)) {
@@ -132,6 +161,8 @@ int userdata_sync(const char *const *roots, int nroots, json_t *refused)
             snprintf(gone[ngone++], CATALOG_NAME_MAX, "%s", d->name);
     for (int i = 0; i < ngone; i++) catalog_dataset_remove(gone[i]);
     pthread_mutex_unlock(&sync_lock);
+    free(real_roots);
+    free(realv);
     free(gone);
     free(found);
     free(d);

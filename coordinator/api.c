@@ -18,6 +18,7 @@
 #include "ckptdir.h"
 #include "clock.h"
 #include "clog.h"
+#include "dataroot.h"
 #include "dsprobe.h"
 #include "memest.h"
 #include "run.h"
@@ -206,8 +207,9 @@ int coord_submit_spec(coordinator_t *c, const job_spec_t *s, char *id, size_t id
 }
 
 /* dataset.path, resolved (realpath: no "..", no symbolic link out), must be one of the
- * data roots or under one: a client of the API must not make the workers read, and the
- * log then quote, any file the daemon's user can read. Only the daemon checks: the
+ * data roots or under one (common/dataroot.h: the rule the listing applies too): a
+ * client of the API must not make the workers read, and the log then quote, any file
+ * the daemon's user can read, nor learn which paths exist outside the roots. Only the daemon checks: the
  * command-line client writes to Redis itself, as the operator. The message names the
  * path as the client sent it, never what is in the file. */
 static int data_path_allowed(const coordinator_t *c, const char *path, char *err, size_t errlen)
@@ -220,13 +222,15 @@ static int data_path_allowed(const coordinator_t *c, const char *path, char *err
                 path);
         return -1;
     }
-    if (!realpath(path, real)) {
+    /* The roots first, existence after: outside them, "no such file" and "not under a
+     * data root" would tell a client which paths exist (dataroot.h). */
+    const char *roots_v[COORD_DATA_ROOTS_MAX];
+    for (int i = 0; i < c->ndata_roots; i++) roots_v[i] = c->data_roots[i];
+    int where = dataroot_resolve(roots_v, c->ndata_roots, path, real);
+    if (where == DATAROOT_OK) return 0;
+    if (where == DATAROOT_MISSING) {
         set_err(err, errlen, "dataset.path: %.300s: %s", path, strerror(errno));
         return -1;
-    }
-    for (int i = 0; i < c->ndata_roots; i++) {
-        size_t n = strlen(c->data_roots[i]);
-        if (strncmp(real, c->data_roots[i], n) == 0 && (real[n] == 0 || real[n] == '/' || n == 1)) return 0;
     }
     char roots[512] = "";
     for (int i = 0; i < c->ndata_roots; i++) {
@@ -302,7 +306,8 @@ static int builtin_dataset_place(const coordinator_t *c, job_spec_t *s, int agai
 /* A user's data set (dataset.format imagefolder or npz), probed before the job is queued
  * (common/dsprobe.h: the folder listed, the .npz's headers and labels read; no image is
  * decoded): what can be known now is refused now, 422 naming dataset.path, instead of a
- * job that fails at its start. Its classes must be the model's outputs. */
+ * job that fails at its start. Its classes must be the outputs of a model of its own
+ * width (an imported one); a built-in's head is sized to them. */
 static int dataset_usable(const job_spec_t *s, char *err, size_t errlen)
 {
     dsprobe_t p;
@@ -312,7 +317,7 @@ static int dataset_usable(const job_spec_t *s, char *err, size_t errlen)
         return COORD_EDATA;
     }
     catalog_model_t m;
-    if (catalog_model_get(s->model, &m) == 0 && m.classes != p.classes) {
+    if (catalog_model_get(s->model, &m) == 0 && m.head_in == 0 && m.classes != p.classes) {
         set_err(err, errlen, "dataset.path: %.300s has %d classes, model %s has %d outputs (one per class)",
                 s->dataset.path, p.classes, s->model, m.classes);
         return COORD_EDATA;

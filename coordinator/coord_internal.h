@@ -54,6 +54,7 @@ struct coordinator {
     int worker_has_collapse;      /* ... and --resume-before / --lr-scale (on_collapse restart) */
     int worker_has_netprobe;      /* ... and --netprobe S (coordinator/netprobe.h) */
     int worker_has_data_cache;    /* ... and --data-cache DIR */
+    int worker_has_data_root;     /* ... and --data-root DIR (given ours: what it may read) */
     int worker_has_model_onnx;    /* ... and --model-onnx FILE */
     char data_cache[PATH_MAX];    /* what it gets: --data-cache-dir, or STATE_DIR/data-cache */
     double started_at;

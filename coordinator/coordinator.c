@@ -15,6 +15,7 @@
 
 #include "clock.h"
 #include "clog.h"
+#include "dataroot.h"
 #include "fs.h"
 #include "hostname.h"
 #include "launch.h"
@@ -437,6 +438,22 @@ static int data_roots(coordinator_t *c, const coord_config_t *cfg, char *err, si
     return 0;
 }
 
+static void log_swept(const char *path, long long bytes, void *ctx)
+{
+    (void)ctx;
+    clog_printf("data cache: removed %s (%lld bytes), the temporary file of a build whose worker died", path, bytes);
+}
+
+/* A worker killed while it built a data cache (a heartbeat timeout, the OOM killer) leaves
+ * its temporary file, as large as the data set (issue 42): remove those of dead processes
+ * at start (fs_atomic_sweep; a live one may be a hand-run worker's build under way). The
+ * workers sweep their own cache file's before each build (worker/dsload.c). */
+static void sweep_data_cache(const char *dir)
+{
+    if (fs_atomic_sweep(dir, NULL, log_swept, NULL) < 0)
+        clog_printf("data cache %s: cannot list it for stale temporary files: %s", dir, strerror(errno));
+}
+
 int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err, size_t errlen)
 {
     coordinator_t *c = alloc_coordinator();
@@ -478,6 +495,12 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
         goto fail;
     }
     if (data_roots(c, cfg, err, errlen) != 0) goto fail;
+    {
+        /* what this process's walks and opens of users' data are confined to (dataroot.h) */
+        const char *roots_v[COORD_DATA_ROOTS_MAX];
+        for (int i = 0; i < c->ndata_roots; i++) roots_v[i] = c->data_roots[i];
+        if (dataroot_set(roots_v, c->ndata_roots, err, errlen) != 0) goto fail;
+    }
     /* Workers create it where they run (each host has its own cache); the path must fit a
      * spec's dataset.cache_dir. */
     if (cfg->data_cache_dir && *cfg->data_cache_dir) {
@@ -489,6 +512,7 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
     } else {
         snprintf(c->data_cache, sizeof c->data_cache, "%.*s/data-cache", SPEC_PATH_MAX - 16, c->state_dir);
     }
+    sweep_data_cache(c->data_cache);
     char jobs[PATH_MAX + 8];
     snprintf(jobs, sizeof jobs, "%s/jobs", c->state_dir);
     if (fs_mkdir_p(jobs, 0755) != 0) {
@@ -557,6 +581,7 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
         c->worker_has_collapse = help && strstr(help, "--resume-before") != NULL;
         c->worker_has_netprobe = help && strstr(help, "--netprobe") != NULL;
         c->worker_has_data_cache = help && strstr(help, "--data-cache") != NULL;
+        c->worker_has_data_root = help && strstr(help, "--data-root") != NULL;
         c->worker_has_model_onnx = help && strstr(help, "--model-onnx") != NULL;
         free(help);
         if (!c->worker_has_redis)

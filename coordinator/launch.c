@@ -138,6 +138,7 @@ int launch_capture(const char *const *argv, char *out, size_t len, double timeou
         if (errno != EINTR) return -1;
     }
     if (WIFEXITED(ws)) status = WEXITSTATUS(ws);
+    else if (WIFSIGNALED(ws)) status = 128 + WTERMSIG(ws); /* as a shell reports it */
     return status;
 }
 

@@ -32,7 +32,9 @@ int launch_job(const char *tag, const char *const *argv, const char *log_path, c
 const char *launch_wrapper_script(void);
 
 /* Runs argv to completion with stdout and stderr captured into out (NUL-terminated,
- * truncated to len-1), killing it after timeout_s. Returns its exit status, or -1. */
+ * truncated to len-1), killing it after timeout_s. Returns its exit status, 128 + the
+ * signal's number when a signal ended it (as a shell reports it; SIGKILL after the
+ * timeout too), or -1 when it could not run. */
 int launch_capture(const char *const *argv, char *out, size_t len, double timeout_s);
 
 /* Start time of pid in clock ticks since boot (/proc/PID/stat field 22) and its state

@@ -31,6 +31,21 @@ static json_t *model_json(const catalog_model_t *m)
                           m->flops_per_sample, "memory", "model_bytes", model_bytes, "bytes_per_sample", per_sample);
     /* The data set it is trained on by default, or null: never a made-up one. */
     if (j) json_object_set_new(j, "dataset", m->dataset[0] ? json_string(m->dataset) : json_null());
+    /* A built-in's figures are for `classes` (10); its head takes the job's data set's
+     * classes, and per_class says what each class more adds (one more class's figures
+     * less these: the estimate's own arithmetic). null for a model of its own width. */
+    catalog_model_t more;
+    if (j && m->head_in > 0 && m->classes < CATALOG_CLASSES_MAX &&
+        catalog_model_for_classes(m, m->classes + 1, &more, NULL, 0) == 0) {
+        double more_bytes, more_per_sample;
+        memest_model(&more, &more_bytes, &more_per_sample);
+        json_object_set_new(j, "per_class",
+                            json_pack("{s:I, s:f, s:{s:f, s:f}}", "parameters", (json_int_t)(more.params - m->params),
+                                      "flops_per_sample", more.flops_per_sample - m->flops_per_sample, "memory",
+                                      "model_bytes", more_bytes - model_bytes, "bytes_per_sample",
+                                      more_per_sample - per_sample));
+    } else if (j) json_object_set_new(j, "per_class", json_null());
+    if (j) json_object_set_new(j, "classes_from_dataset", json_boolean(m->head_in > 0));
     /* an uploaded model's content hash (PUT /api/v1/models/{name}), else null */
     if (j) json_object_set_new(j, "sha256", m->sha256[0] ? json_string(m->sha256) : json_null());
     return j;

@@ -2,6 +2,7 @@
  * (coordinator.h) are the API's side. */
 #include "modelstore.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include "errmsg.h"
 #include "fs.h"
 #include "launch.h"
+#include "memest.h"
 #include "redis_keys.h"
 #include "sha256.h"
 
@@ -205,19 +207,58 @@ static int in_use(redisContext *rc, const char *name, char *job, size_t joblen)
 
 /* ---- start -------------------------------------------------------------------------------- */
 
+/* Removes the files of models/ that no index entry names: a content file SHA256.onnx left
+ * by a crash between its write and the index's (an upload being validated), and
+ * write_file_atomic's temporary files (*.tmp). Each removal is logged. With an index that
+ * could not be read (k < 0) only the temporary files go: the content files may be named by
+ * it. Runs at start, before the API takes uploads. */
+static void sweep(const coordinator_t *c, const catalog_model_t *entries, int k)
+{
+    char dir[PATH_MAX + 16];
+    modelstore_dir(c, dir, sizeof dir);
+    DIR *d = opendir(dir);
+    if (!d) return; /* nothing uploaded yet */
+    pthread_mutex_lock(&store_lock);
+    for (struct dirent *e; (e = readdir(d));) {
+        const char *n = e->d_name;
+        const size_t len = strlen(n);
+        const int tmp = len > 4 && strcmp(n + len - 4, ".tmp") == 0;
+        char sha[SHA256_HEX_LEN + 1] = "";
+        if (len == SHA256_HEX_LEN + 5 && strcmp(n + SHA256_HEX_LEN, ".onnx") == 0)
+            snprintf(sha, sizeof sha, "%.*s", SHA256_HEX_LEN, n);
+        const int content = k >= 0 && sha256_hex_valid(sha);
+        int named = 0;
+        for (int i = 0; content && i < k; i++) named |= strcmp(entries[i].sha256, sha) == 0;
+        if (!tmp && (!content || named)) continue;
+        if (unlinkat(dirfd(d), n, 0) == 0)
+            clog_printf("models: removed %s/%s (%s)", dir, n,
+                        tmp ? "a temporary file" : "no index entry names it: an upload that did not finish");
+        else clog_printf("models: cannot remove %s/%s: %s", dir, n, strerror(errno));
+    }
+    pthread_mutex_unlock(&store_lock);
+    closedir(d);
+}
+
 void modelstore_start(coordinator_t *c)
 {
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/models/index.json", c->state_dir);
+    static catalog_model_t entries[CATALOG_ADDED_MAX];
     FILE *f = fopen(path, "rb");
-    if (!f) return; /* nothing uploaded yet */
+    if (!f) {
+        /* no index: every content file is unnamed; an index that cannot be opened keeps them */
+        const int e = errno;
+        if (e != ENOENT) clog_printf("models: %s: %s; uploaded models are not in the catalog", path, strerror(e));
+        sweep(c, entries, e == ENOENT ? 0 : -1);
+        return;
+    }
     char *text = malloc(INDEX_MAX_BYTES);
     size_t n = text ? fread(text, 1, INDEX_MAX_BYTES, f) : 0;
     fclose(f);
-    static catalog_model_t entries[CATALOG_ADDED_MAX];
     char err[512];
     int k = text ? modelstore_index_parse(text, n, entries, CATALOG_ADDED_MAX, err, sizeof err) : -1;
     free(text);
+    sweep(c, entries, k);
     if (k < 0) {
         clog_printf("models: %s: %s; uploaded models are not in the catalog", path, text ? err : "out of memory");
         return;
@@ -281,13 +322,30 @@ static void drop_bytes(coordinator_t *c, redisContext *rc, const char *sha, cons
     if (rc) redis_del(rc, sha);
 }
 
+/* The validator's memory bound, MiB: the memory of a host the ranks run on (the daemon's
+ * --host-memory-mb, else MemTotal: what a job's admission uses), at most half of this
+ * machine's, where the validator runs beside the daemon. A model that needs more at batch
+ * 1 cannot train anywhere the daemon sends it. */
+static long check_memory_mb(const coordinator_t *c)
+{
+    double here = memest_meminfo("MemTotal") / 2, host = c->host_memory;
+    double bytes = host > 0 && (here <= 0 || host < here) ? host : here;
+    long mb = bytes > 0 ? (long)(bytes / (1 << 20)) : MODELSTORE_CHECK_DEFAULT_MB;
+    return mb < 64 ? 64 : mb;
+}
+
 /* Validates the file with pacer-worker --check-onnx into *m: COORD_OK, COORD_EINVAL (not
- * ONNX), COORD_EDATA (refused), COORD_EINTERNAL (the validator failed); err says why. */
+ * ONNX), COORD_EDATA (refused, also when the validator was killed: a file that crashes or
+ * outgrows it is refused, the daemon stays), COORD_EINTERNAL (it could not run or answered
+ * nonsense); err says why. */
 static int check_file(coordinator_t *c, const char *file, const char *name, catalog_model_t *m, char *err, size_t errlen)
 {
     char *out = malloc(CHECK_OUT_MAX);
     if (!out) return errmsg(err, errlen, "out of memory"), COORD_EINTERNAL;
-    const char *argv[] = {c->worker, "--check-onnx", file, NULL};
+    char mb[32];
+    const long bound_mb = check_memory_mb(c);
+    snprintf(mb, sizeof mb, "%ld", bound_mb);
+    const char *argv[] = {c->worker, "--check-onnx", file, "--check-memory-mb", mb, NULL};
     int st = launch_capture(argv, out, CHECK_OUT_MAX, MODELSTORE_CHECK_TIMEOUT_S);
     /* one line: the JSON summary, or the importer's message without the program's name */
     char *nl = strchr(out, '\n');
@@ -311,6 +369,13 @@ static int check_file(coordinator_t *c, const char *file, const char *name, cata
         if (at) errmsg(err, errlen, "%.*sthe upload%s", (int)(at - msg), msg, at + strlen(file));
         else errmsg(err, errlen, "%s", msg[0] ? msg : "refused without a message");
         code = st == 3 ? COORD_EINVAL : COORD_EDATA;
+    } else if (st > 128) {
+        errmsg(err, errlen,
+               "the validator was stopped by signal %d (%s) importing the upload, within its bounds of %ld MiB and "
+               "%.0f s: the model is refused",
+               st - 128, strsignal(st - 128), bound_mb, MODELSTORE_CHECK_TIMEOUT_S);
+        clog_printf("models: %s --check-onnx %s: killed by signal %d", c->worker, file, st - 128);
+        code = COORD_EDATA;
     } else {
         errmsg(err, errlen, "the validator %s --check-onnx %s (status %d, at most %.0f s): %.300s", c->worker,
                st < 0 ? "could not run" : "failed", st, MODELSTORE_CHECK_TIMEOUT_S, msg);

@@ -24,7 +24,8 @@
 
 typedef struct coordinator coordinator_t;
 
-#define MODELSTORE_CHECK_TIMEOUT_S 60.0 /* the validator's time: a large model imports in seconds */
+#define MODELSTORE_CHECK_TIMEOUT_S 60.0  /* the validator's time: a large model imports in seconds */
+#define MODELSTORE_CHECK_DEFAULT_MB 4096 /* the validator's memory when this machine's is unknown */
 
 /* The catalog entry of an index entry or of `pacer-worker --check-onnx`'s line: name (when
  * name_given is NULL, the entry's "name"), "sha256" (64 hex digits), "input" [C, H, W],

@@ -877,7 +877,7 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
     r->first_launch = 0;
 
     /* The worker's command; the launcher wraps it (mpirun, sbatch). */
-    const char *argv[32];
+    const char *argv[32 + 2 * COORD_DATA_ROOTS_MAX];
     int a = 0;
     argv[a++] = c->worker;
     argv[a++] = "--spec";
@@ -919,6 +919,12 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
     if (c->worker_has_data_cache && c->data_cache[0]) {
         argv[a++] = "--data-cache";
         argv[a++] = c->data_cache;
+    }
+    /* The roots the spec's dataset.path was checked against: the worker reads nothing
+     * that leaves them (a link swapped in after the check: common/dataroot.h). */
+    for (int i = 0; c->worker_has_data_root && i < c->ndata_roots; i++) {
+        argv[a++] = "--data-root";
+        argv[a++] = c->data_roots[i];
     }
     /* The trained model as ONNX beside the checkpoints, for GET /api/v1/jobs/{id}/model.onnx;
      * a simulation's ranks learn nothing worth exporting. */

@@ -47,7 +47,7 @@ FUZZ_SRC_netprobe   := $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_modelindex := $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_npy        := $(COMMON_SRC)
 FUZZ_SRC_npz        := worker/data.c $(COMMON_SRC)
-FUZZ_SRC_image      := worker/image.c
+FUZZ_SRC_image      := worker/image.c common/dataroot.c common/errmsg.c
 FUZZ_SRC_dcache     := worker/dcache.c $(COMMON_SRC)
 # The importer builds and runs the model: model/, protobuf-c's generated code, and the CPU
 # kernels, which clang does not compile (pool.c's gcc vector builtins): those are built

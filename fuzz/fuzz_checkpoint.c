@@ -12,7 +12,11 @@
  *   bit 2  validate against the spec's expectations (what pacer-worker --resume does),
  *          else only the structure (what ckpt_diff does);
  *   bit 3  (with bit 2) the expectations of a spec with algorithm.goodput (version 4's
- *          global batch and progress fields, workers left out).
+ *          global batch and progress fields, workers left out);
+ *   bit 4  the model is named "mlp" (a built-in whose head takes the data set's classes)
+ *          and has one class more than the checkpoint (NP + MLP_PER_CLASS parameters), and
+ *          bit 0's valid checkpoint is one written under that name: the refusal that
+ *          names both class counts (worker/checkpoint.c's other_classes).
  * Invariants: a refusal leaves the model's weights untouched and says which file; an
  * accepted checkpoint, validated, holds batch sizes inside the buffers and a position
  * inside the run (with the goodput planner: a plan summing to the checkpoint's global
@@ -31,11 +35,13 @@
 #include "checkpoint.h"
 
 enum { NP = 6, NB = 2, NW = 2 };
-static model_t model;
-static tensor_info_t tensors[3];
-static float params[NP], momentum[NP], buffers[NB];
-static unsigned char *valid;
-static size_t valid_len;
+/* mlp's head is 128 wide: a class is 128 weights and a bias (common/catalog.c's head_in) */
+enum { MLP_PER_CLASS = 129, NP_MLP = NP + MLP_PER_CLASS };
+static model_t model, mlp;
+static tensor_info_t tensors[3], mlp_tensors[3];
+static float params[NP_MLP], momentum[NP_MLP], buffers[NB];
+static unsigned char *valid, *valid_mlp;
+static size_t valid_len, valid_mlp_len;
 static const ckpt_expect_t WANT = {.spec_hash = 0x1234,
                                    .seed = 42,
                                    .nworkers = NW,
@@ -67,6 +73,12 @@ static void make_model(void)
     snprintf(tensors[2].name, sizeof tensors[2].name, "rm"), tensors[2].count = 2, tensors[2].is_buffer = 1;
     for (int i = 0; i < NP; i++) params[i] = (float)i, momentum[i] = -(float)i;
     buffers[0] = 0.5f, buffers[1] = 2.0f;
+    /* the same buffers under a built-in's name, one class wider (its first tensor) */
+    mlp = model;
+    snprintf(mlp.name, sizeof mlp.name, "mlp");
+    mlp.nparams = NP_MLP, mlp.num_classes = 11, mlp.tensors = mlp_tensors;
+    memcpy(mlp_tensors, tensors, sizeof tensors);
+    mlp_tensors[0].count += MLP_PER_CLASS, mlp_tensors[1].offset += MLP_PER_CLASS;
 }
 
 /* A state that validates against WANT: step k of epoch e. */
@@ -111,6 +123,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     ckpt_state_t st;
     state(&st, 1, 4);
     valid = write_read(path, &st, &valid_len);
+    /* the model's NP parameters as "mlp" wrote them: 10 classes to mlp's 11 */
+    snprintf(model.name, sizeof model.name, "mlp");
+    valid_mlp = write_read(path, &st, &valid_mlp_len);
+    snprintf(model.name, sizeof model.name, "fuzz");
     const char *seeds = getenv("PACER_FUZZ_WRITE_SEEDS");
     if (seeds) {
         static const struct {
@@ -141,6 +157,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         FILE *f = fopen(out, "wb");
         if (!f || fputc(12, f) == EOF || fwrite(b, 1, len, f) != len || fclose(f) != 0) abort();
         free(b);
+        /* mode byte 20: mlp's checkpoint of 10 classes, read by an 11-class mlp */
+        snprintf(out, sizeof out, "%s/other-classes.bin", seeds);
+        f = fopen(out, "wb");
+        if (!f || fputc(20, f) == EOF || fwrite(valid_mlp, 1, valid_mlp_len, f) != valid_mlp_len || fclose(f) != 0)
+            abort();
     }
     unlink(path);
     rmdir(dir);
@@ -154,15 +175,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     data++, size--;
     unsigned char *buf;
     size_t len;
+    model_t *m = (mode & 16) ? &mlp : &model;
     if (mode & 1) {
-        len = valid_len;
+        const unsigned char *base = (mode & 16) ? valid_mlp : valid;
+        const size_t base_len = (mode & 16) ? valid_mlp_len : valid_len;
+        len = base_len;
         buf = malloc(len);
         if (!buf) return 0;
-        memcpy(buf, valid, len);
+        memcpy(buf, base, len);
         for (size_t i = 0; i + 3 <= size; i += 3) {
             size_t off = (size_t)data[i] | (size_t)data[i + 1] << 8;
-            if (off < valid_len) buf[off] = data[i + 2];
-            else if (off - valid_len < len) len = off - valid_len; /* truncate */
+            if (off < base_len) buf[off] = data[i + 2];
+            else if (off - base_len < len) len = off - base_len; /* truncate */
         }
     } else {
         len = size;
@@ -171,18 +195,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcpy(buf, data, len);
     }
     if (mode & 2) checkpoint_fix_crc(buf, len);
-    float before[NP + NP + NB];
+    float before[NP_MLP + NP_MLP + NB];
     memcpy(before, params, sizeof params);
-    memcpy(before + NP, momentum, sizeof momentum);
-    memcpy(before + 2 * NP, buffers, sizeof buffers);
+    memcpy(before + NP_MLP, momentum, sizeof momentum);
+    memcpy(before + 2 * NP_MLP, buffers, sizeof buffers);
     ckpt_state_t st;
     char err[1024];
     err[0] = 0;
     const ckpt_expect_t *want = !(mode & 4) ? NULL : (mode & 8) ? &WANT_GOODPUT : &WANT;
-    if (checkpoint_parse(buf, len, "fuzz.ckpt", &model, want, &st, err, sizeof err) != 0) {
+    if (checkpoint_parse(buf, len, "fuzz.ckpt", m, want, &st, err, sizeof err) != 0) {
         if (strncmp(err, "fuzz.ckpt: ", 11) != 0 || strchr(err, '\n')) abort();
-        if (memcmp(before, params, sizeof params) || memcmp(before + NP, momentum, sizeof momentum) ||
-            memcmp(before + 2 * NP, buffers, sizeof buffers))
+        /* mlp's own 10-class checkpoint, unchanged: the refusal names both counts */
+        if (m == &mlp && len == valid_mlp_len && memcmp(buf, valid_mlp, len) == 0 &&
+            !strstr(err, "checkpoint is for model mlp with 10 classes (6 parameters), the job's data set has 11 (135)"))
+            abort();
+        if (memcmp(before, params, sizeof params) || memcmp(before + NP_MLP, momentum, sizeof momentum) ||
+            memcmp(before + 2 * NP_MLP, buffers, sizeof buffers))
             abort();
     } else if (want) {
         int64_t sum = 0;
@@ -199,8 +227,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     /* every input starts from the same model */
     memcpy(params, before, sizeof params);
-    memcpy(momentum, before + NP, sizeof momentum);
-    memcpy(buffers, before + 2 * NP, sizeof buffers);
+    memcpy(momentum, before + NP_MLP, sizeof momentum);
+    memcpy(buffers, before + 2 * NP_MLP, sizeof buffers);
     free(buf);
     return 0;
 }

@@ -3,7 +3,12 @@
  *
  * The input is an ONNX file as it is; the seed (fuzz/corpus/onnx/tiny.onnx) is the small
  * network tests/tools/onnx_export.py writes, so mutations reach every mapped operator and
- * attribute. Invariants: a refusal leaves no model and says why; an accepted model has
+ * attribute; the hostile-* seeds are issue 42's files from tests/tools/onnx_hostile.py
+ * (Pad and Conv pads of 8000, nested If subgraphs, empty initializers), small, so that
+ * mutations reach the wire walk's and the memory bound's refusals. The importer runs under
+ * a memory bound of FUZZ_MEMORY_BOUND (a model beyond it is refused before it is
+ * allocated, so no input can exhaust the fuzzer's memory). Invariants: an accepted model's
+ * buffers fit the bound; a refusal leaves no model and says why; an accepted model has
  * layers, its logits layer is (classes, 1, 1), and an evaluation and a training step over
  * one zero image run inside its buffers (AddressSanitizer checks every geometry the
  * importer accepted against what the kernels touch). The accepted model then exports
@@ -20,9 +25,12 @@
 
 /* Models whose activations exceed this are only built, not run (time, not safety). */
 #define RUN_MAX_FLOATS ((size_t)1 << 22)
+/* The importer's memory bound here: a model's decoding and buffers at batch 1. */
+#define FUZZ_MEMORY_BOUND ((size_t)256 << 20)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    onnx_import_set_memory_bound(FUZZ_MEMORY_BOUND);
     model_t *m = NULL;
     char err[512];
     err[0] = '\0';
@@ -31,6 +39,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     if (!m || m->nlayers < 1) abort();
+    /* what alloc_buffers took fits the bound (model_build_bytes, checked after each node) */
+    const size_t f = sizeof(float);
+    if (f * (3 * m->nparams + m->nbuffers + 2 * m->act_floats + m->aux_floats + m->ws_floats) > FUZZ_MEMORY_BOUND)
+        abort();
     const layer_t *last = &m->layers[m->nlayers - 1];
     if (last->OC != m->num_classes || last->OH != 1 || last->OW != 1) abort();
     if (m->act_floats <= RUN_MAX_FLOATS && (size_t)m->C * m->H * m->W <= RUN_MAX_FLOATS) {

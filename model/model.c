@@ -337,7 +337,29 @@ int model_build_shape(const model_builder_t *b, int li, int *C, int *H, int *W)
 
 int model_build_failed(const model_builder_t *b) { return b->failed; }
 
-/* ---- the built-in networks (shapes from ALGORITHMS.md; input and classes the catalog's) -- */
+/* a + k * n, saturating at SIZE_MAX */
+static size_t sat_add_mul(size_t a, size_t k, size_t n)
+{
+    size_t p;
+    if (__builtin_mul_overflow(k, n, &p) || __builtin_add_overflow(a, p, &p)) return SIZE_MAX;
+    return p;
+}
+
+size_t model_build_bytes(const model_builder_t *b)
+{
+    const model_t *m = b->m;
+    const size_t f = sizeof(float);
+    /* params, grads (+ MODEL_GRAD_EXTRA), momentum; activations and their gradients */
+    size_t n = sat_add_mul(0, 3 * f, m->nparams);
+    n = sat_add_mul(n, f, MODEL_GRAD_EXTRA + m->nbuffers);
+    n = sat_add_mul(n, 2 * f, m->act_floats);
+    n = sat_add_mul(n, f, m->aux_floats);
+    n = sat_add_mul(n, sizeof *m->argmax, m->argmax_ints);
+    n = sat_add_mul(n, f, m->ws_floats);
+    return sat_add_mul(n, f * (size_t)m->max_batch, (size_t)m->num_classes);
+}
+
+/* ---- the built-in networks (shapes from ALGORITHMS.md; input the catalog's, classes the job's) ---- */
 
 static void build_mlp(builder_t *b)
 {
@@ -520,6 +542,11 @@ static int create_with(const char *name, int C, int H, int W, int classes, int m
 
 int model_create(const char *name, int max_batch, model_t **out, char *err, size_t errlen)
 {
+    return model_create_classes(name, 0, max_batch, out, err, errlen);
+}
+
+int model_create_classes(const char *name, int classes, int max_batch, model_t **out, char *err, size_t errlen)
+{
     *out = NULL;
     catalog_model_t e;
     if (!name || catalog_model_get(name, &e) != 0) {
@@ -533,6 +560,7 @@ int model_create(const char *name, int max_batch, model_t **out, char *err, size
         snprintf(err, errlen, "model %s: no builder for this %s model in model/", name, catalog_source_name(e.source));
         return -1;
     }
+    if (classes != 0 && catalog_model_for_classes(&e, classes, &e, err, errlen) != 0) return -1;
     return create_with(name, e.C, e.H, e.W, e.classes, max_batch, def->kaiming_conv, run_builtin, (void *)def, out, err,
                        errlen);
 }

@@ -153,6 +153,11 @@ typedef struct {
  * layers from model/'s builder of that name) for batches of up to max_batch. Returns 0,
  * or -1 with err set (not in the catalog, no builder for it, out of memory). */
 int model_create(const char *name, int max_batch, model_t **out, char *err, size_t errlen);
+/* The same with its head (the last, fully connected layer) sized to `classes` outputs, as
+ * torchvision's num_classes: what a job builds for its data set's classes (a built-in
+ * network trains on a data set of any class count; catalog_model_for_classes has its
+ * figures). classes 0 = the catalog's; else 1 to CATALOG_CLASSES_MAX, or -1 with err. */
+int model_create_classes(const char *name, int classes, int max_batch, model_t **out, char *err, size_t errlen);
 /* Networks from outside (an ONNX graph, model/onnx_import.c) are built on the same layer
  * list through these, in order: each returns the new layer's index (the `in` of a later
  * layer; -1 is the model input), shapes follow from the input's. Tensor names are given
@@ -189,6 +194,10 @@ int model_build_add(model_builder_t *b, int a, int x);
 int model_build_shape(const model_builder_t *b, int li, int *C, int *H, int *W);
 /* 0 while every call succeeded. */
 int model_build_failed(const model_builder_t *b);
+/* The bytes model_create_custom will allocate for the lists built so far (alloc_buffers:
+ * every fused buffer and arena at the builder's batch), saturating at SIZE_MAX: what an
+ * importer of outside files bounds before anything large is allocated. */
+size_t model_build_bytes(const model_builder_t *b);
 /* Fills a builder; returns 0, or -1 with err set (what it refused, and why). */
 typedef int (*model_build_fn)(model_builder_t *b, void *ctx, char *err, size_t errlen);
 /* A model named name (not looked up in the catalog) of input (C, H, W) and classes

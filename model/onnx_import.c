@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "onnx.pb-c.h"
 #include "sha256.h"
@@ -69,6 +70,7 @@ typedef struct {
     const Onnx__GraphProto *g;
     const char *input, *output; /* the graph's image input and logits output */
     int batch_dim;              /* the input's batch size when the file fixes it, else 0 */
+    int max_batch;              /* the batch the model is built for (its buffers' size) */
     value_t *vals;
     size_t nvals, cap;
     char *err;
@@ -83,6 +85,33 @@ static int fail(imp_t *im, const char *fmt, ...)
     vsnprintf(im->err, im->errlen, fmt, ap);
     va_end(ap);
     return -1;
+}
+
+/* ---- the memory bound ------------------------------------------------------------------ */
+
+/* Set once by the program before it imports (pacer-worker's main); 0 = physical memory. */
+static size_t g_memory_bound;
+
+void onnx_import_set_memory_bound(size_t bytes) { g_memory_bound = bytes; }
+
+size_t onnx_import_memory_bound(void)
+{
+    if (g_memory_bound) return g_memory_bound;
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+    if (pages <= 0 || size <= 0) return (size_t)1 << 34; /* unknown: 16 GiB */
+    return (size_t)pages * (size_t)size;
+}
+
+/* bytes for a message: "12 MiB", or "4095 bytes" below one MiB */
+typedef struct {
+    char s[32];
+} size_text_t;
+static size_text_t size_text(size_t bytes)
+{
+    size_text_t t;
+    if (bytes < (1 << 20)) snprintf(t.s, sizeof t.s, "%zu bytes", bytes);
+    else snprintf(t.s, sizeof t.s, "%.0f MiB", (double)bytes / (1 << 20));
+    return t;
 }
 
 /* ---- values --------------------------------------------------------------------------- */
@@ -805,6 +834,31 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     return fail(im, "node '%s': operator %s is not supported (supported: %s)", node_name(n), op, ONNX_SUPPORTED_OPS);
 }
 
+/* Refuses node n when a layer it added is larger than any buffer can be, or when the
+ * model's buffers so far (model_build_bytes, from the declared shapes and attributes)
+ * exceed the memory bound: checked after each node, so that no list grows far past the
+ * bound and nothing large is allocated before the refusal. *built: layers already checked. */
+static int check_bound(imp_t *im, const model_builder_t *b, const Onnx__NodeProto *n, int *built)
+{
+    /* a layer's output at the batch, in floats: 2^40 keeps every sum model.c makes exact */
+    const uint64_t LAYER_MAX = (uint64_t)1 << 40;
+    int C, H, W;
+    for (; model_build_shape(b, *built, &C, &H, &W) == 0; (*built)++) {
+        uint64_t e;
+        if (__builtin_mul_overflow((uint64_t)C * (uint64_t)H, (uint64_t)W * (uint64_t)im->max_batch, &e) ||
+            e > LAYER_MAX)
+            return fail(im, "node '%s' (%s): its output (%d, %d, %d) at batch %d is too large for any memory",
+                        node_name(n), n->op_type, C, H, W, im->max_batch);
+    }
+    size_t need = model_build_bytes(b), bound = onnx_import_memory_bound();
+    if (need > bound)
+        return fail(im,
+                    "node '%s' (%s): the model needs %s or more at batch %d (its shapes as declared), more than the "
+                    "memory bound of %s",
+                    node_name(n), n->op_type, size_text(need).s, im->max_batch, size_text(bound).s);
+    return 0;
+}
+
 /* The model_build_fn: every node in order, then the output must be the last layer. */
 static int build_graph(model_builder_t *b, void *ctx, char *err, size_t errlen)
 {
@@ -814,8 +868,11 @@ static int build_graph(model_builder_t *b, void *ctx, char *err, size_t errlen)
     value_t *in = add_value(im, im->input, V_LAYER);
     if (!in) return fail(im, "out of memory");
     in->layer = -1;
-    for (size_t i = 0; i < im->g->n_node; i++)
+    int built = 0; /* layers checked against the bound */
+    for (size_t i = 0; i < im->g->n_node; i++) {
         if (do_node(im, b, im->g->node[i]) != 0) return -1;
+        if (check_bound(im, b, im->g->node[i], &built) != 0) return -1;
+    }
     const value_t *o = find_value(im, im->output);
     if (!o || o->kind != V_LAYER || o->layer < 0)
         return fail(im, "the graph's output '%s' is not computed by a supported node", im->output);
@@ -871,7 +928,7 @@ static int import_model(const Onnx__ModelProto *mp, const char *name, int max_ba
                -1;
     if (g->n_sparse_initializer > 0) return snprintf(err, errlen, "onnx: sparse initializers are not supported"), -1;
 
-    imp_t im = {.g = g};
+    imp_t im = {.g = g, .max_batch = max_batch};
     /* the image input: the one graph input that is not an initializer */
     const Onnx__ValueInfoProto *input = NULL;
     for (size_t i = 0; i < g->n_input; i++) {
@@ -949,6 +1006,146 @@ fail:
     return -1;
 }
 
+/* ---- the wire format, before protobuf-c ------------------------------------------------- */
+
+/* protobuf-c's unpack recurses once per nested message and allocates every message and
+ * repeated entry the bytes declare before the importer sees a count: a file of nested If
+ * subgraphs overflowed its stack, one of empty initializer entries took gigabytes. This
+ * walk reads the same bytes with the same descriptors (onnx.pb-c.c), without allocating,
+ * and refuses what would go beyond ONNX_MAX_DEPTH, ONNX_MAX_REPEATED or the bytes the
+ * decoding may take. A malformed file is left to protobuf-c, which refuses it too. */
+
+enum { WIRE_OK = 0, WIRE_MALFORMED = -1, WIRE_BOUND = -2 };
+
+typedef struct {
+    size_t bytes, limit; /* what the decoding would allocate (estimated from above), its bound */
+    char *err;
+    size_t errlen;
+} wire_t;
+
+static int wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+    uint64_t r = 0;
+    for (unsigned shift = 0; shift < 64 && *p < end; shift += 7) {
+        uint8_t c = *(*p)++;
+        r |= (uint64_t)(c & 0x7f) << shift;
+        if (!(c & 0x80)) return *v = r, 0;
+    }
+    return -1;
+}
+
+/* Adds n to the decoding's bytes; WIRE_BOUND with the message beyond the limit. */
+static int wire_take(wire_t *w, size_t n)
+{
+    if (__builtin_add_overflow(w->bytes, n, &w->bytes) || w->bytes > w->limit) {
+        snprintf(w->err, w->errlen,
+                 "onnx: decoding the file would take more than %s (its messages and entries as declared; the "
+                 "bound is %d x its size + 64 MiB, and at most the memory bound)",
+                 size_text(w->limit).s, ONNX_MAX_DECODE_FACTOR);
+        return WIRE_BOUND;
+    }
+    return WIRE_OK;
+}
+
+/* The elements of a packed repeated scalar field of len bytes. */
+static size_t wire_packed_count(const ProtobufCFieldDescriptor *f, const uint8_t *p, size_t len)
+{
+    switch (f->type) {
+    case PROTOBUF_C_TYPE_FIXED32:
+    case PROTOBUF_C_TYPE_SFIXED32:
+    case PROTOBUF_C_TYPE_FLOAT: return len / 4;
+    case PROTOBUF_C_TYPE_FIXED64:
+    case PROTOBUF_C_TYPE_SFIXED64:
+    case PROTOBUF_C_TYPE_DOUBLE: return len / 8;
+    default: break;
+    }
+    size_t n = 0; /* varints: one ends at each byte without the continuation bit */
+    for (size_t i = 0; i < len; i++) n += !(p[i] & 0x80);
+    return n;
+}
+
+static int wire_message(wire_t *w, const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len, int depth)
+{
+    if (depth > ONNX_MAX_DEPTH) {
+        snprintf(w->err, w->errlen,
+                 "onnx: %s at nesting level %d: messages nest deeper than the bound of %d (subgraphs of If, Loop or "
+                 "Scan inside each other?)",
+                 d->short_name, depth, ONNX_MAX_DEPTH);
+        return WIRE_BOUND;
+    }
+    int rc = wire_take(w, d->sizeof_message);
+    /* entries of each repeated field of this message, by field index, and unknown fields */
+    uint32_t counts[64] = {0}, unknown = 0;
+    const uint8_t *end = p + len;
+    while (rc == WIRE_OK && p < end) {
+        uint64_t tag, v;
+        if (wire_varint(&p, end, &tag) != 0) return WIRE_MALFORMED;
+        const unsigned wt = (unsigned)(tag & 7);
+        const uint64_t num = tag >> 3;
+        const ProtobufCFieldDescriptor *f = num <= UINT32_MAX
+                                                ? protobuf_c_message_descriptor_get_field(d, (unsigned)num)
+                                                : NULL;
+        const uint8_t *body = p;
+        size_t blen = 0;
+        switch (wt) {
+        case 0:
+            if (wire_varint(&p, end, &v) != 0) return WIRE_MALFORMED;
+            break;
+        case 1:
+        case 5:
+            if ((size_t)(end - p) < (wt == 1 ? 8u : 4u)) return WIRE_MALFORMED;
+            p += wt == 1 ? 8 : 4;
+            break;
+        case 2:
+            if (wire_varint(&p, end, &v) != 0 || v > (uint64_t)(end - p)) return WIRE_MALFORMED;
+            body = p;
+            blen = (size_t)v;
+            p += blen;
+            break;
+        default: return WIRE_MALFORMED; /* groups: not in onnx.proto */
+        }
+        blen = wt == 2 ? blen : (size_t)(p - body);
+        if (!f) {
+            /* kept by protobuf-c as an unknown field: its record and a copy of its bytes */
+            if (++unknown > ONNX_MAX_REPEATED) {
+                snprintf(w->err, w->errlen, "onnx: %s: more than %d unknown fields (the bound)", d->short_name,
+                         ONNX_MAX_REPEATED);
+                return WIRE_BOUND;
+            }
+            rc = wire_take(w, sizeof(ProtobufCMessageUnknownField) + blen);
+            continue;
+        }
+        const size_t fi = (size_t)(f - d->fields);
+        const int repeated = f->label == PROTOBUF_C_LABEL_REPEATED;
+        const int scalar = f->type != PROTOBUF_C_TYPE_MESSAGE && f->type != PROTOBUF_C_TYPE_STRING &&
+                           f->type != PROTOBUF_C_TYPE_BYTES;
+        if (repeated && scalar) {
+            /* packed or one by one: at most 8 bytes an element, bounded by the file's bytes */
+            size_t n = wt == 2 ? wire_packed_count(f, body, blen) : 1;
+            rc = wire_take(w, n * 8);
+            continue;
+        }
+        if (repeated && fi < 64 && ++counts[fi] > ONNX_MAX_REPEATED) {
+            snprintf(w->err, w->errlen, "onnx: %s.%s: more than %d entries (the bound)", d->short_name, f->name,
+                     ONNX_MAX_REPEATED);
+            return WIRE_BOUND;
+        }
+        if (wt != 2) continue; /* a mismatched wire type: protobuf-c refuses the file */
+        rc = wire_take(w, (repeated ? sizeof(void *) + sizeof(ProtobufCBinaryData) : 0) + blen + 1);
+        if (rc == WIRE_OK && f->type == PROTOBUF_C_TYPE_MESSAGE)
+            rc = wire_message(w, f->descriptor, body, blen, depth + 1);
+    }
+    return rc;
+}
+
+/* The walk over a ModelProto of len bytes: WIRE_OK, WIRE_MALFORMED, or WIRE_BOUND with err. */
+static int wire_check(const uint8_t *data, size_t len, char *err, size_t errlen)
+{
+    size_t bound = onnx_import_memory_bound(), limit = (size_t)ONNX_MAX_DECODE_FACTOR * len + ((size_t)64 << 20);
+    wire_t w = {.limit = limit < bound ? limit : bound, .err = err, .errlen = errlen};
+    return wire_message(&w, &onnx__model_proto__descriptor, data, len, 0);
+}
+
 int onnx_import_buffer(const uint8_t *data, size_t len, const char *name, int max_batch, model_t **out, char *err,
                        size_t errlen)
 {
@@ -956,6 +1153,7 @@ int onnx_import_buffer(const uint8_t *data, size_t len, const char *name, int ma
     if (len == 0) return snprintf(err, errlen, "onnx: empty input"), -1;
     if (len > ONNX_MAX_BYTES)
         return snprintf(err, errlen, "onnx: %zu bytes exceed the limit of %zu", len, ONNX_MAX_BYTES), -1;
+    if (wire_check(data, len, err, errlen) == WIRE_BOUND) return -1;
     Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, data);
     if (!mp) return snprintf(err, errlen, "onnx: not an ONNX model, or truncated (the protobuf does not decode)"), -1;
     int rc = import_model(mp, name, max_batch, out, err, errlen);
@@ -1016,6 +1214,10 @@ int onnx_import_file(const char *path, const char *name, int max_batch, model_t 
 int onnx_is_model(const uint8_t *data, size_t len)
 {
     if (len == 0 || len > ONNX_MAX_BYTES) return 0;
+    /* beyond a bound: a model the importer refuses with the reason (422), not "not ONNX" */
+    char why[256];
+    int w = wire_check(data, len, why, sizeof why);
+    if (w != WIRE_OK) return w == WIRE_BOUND;
     Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, data);
     int ok = mp && mp->graph;
     if (mp) onnx__model_proto__free_unpacked(mp, NULL);

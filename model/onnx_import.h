@@ -21,6 +21,22 @@
 #define ONNX_MAX_BYTES ((size_t)1 << 30)
 #define ONNX_MAX_NODES 100000
 #define ONNX_MAX_INITIALIZERS 100000
+/* Before protobuf-c decodes anything, a walk of the wire format bounds how deep messages
+ * nest (a graph inside an If inside a graph ... overflowed protobuf-c's stack), how many
+ * entries any repeated message, string or bytes field (and unknown fields) of one message
+ * has, and the bytes the decoding would allocate (ONNX_MAX_DECODE_FACTOR x the file's
+ * size + 64 MiB, and the memory bound). Real models nest about 8 levels. */
+#define ONNX_MAX_DEPTH 32
+#define ONNX_MAX_REPEATED 100000
+#define ONNX_MAX_DECODE_FACTOR 32
+
+/* The memory one imported model may take (bytes): its decoding and every buffer the model
+ * allocates at the batch asked for, computed from the declared shapes and attributes
+ * before anything large is allocated; a file beyond it is refused with the number. 0 (the
+ * start) means the machine's physical memory. pacer-worker --check-onnx sets it from its
+ * --check-memory-mb (the coordinator's memory options). Set it before importing. */
+void onnx_import_set_memory_bound(size_t bytes);
+size_t onnx_import_memory_bound(void);
 
 /* The operators the importer maps (for messages and docs). */
 extern const char ONNX_SUPPORTED_OPS[];

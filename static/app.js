@@ -126,6 +126,15 @@
     route();
   });
 
+  // The processes of the running jobs (their ranks, parameter servers included) on the
+  // launcher's slots; more than there are is said in words, not as "5/2".
+  function slotsText(used, slots) {
+    if (used <= slots) return used + '/' + slots + ' slots';
+    return used + ' processes on ' + slots + ' slot' + (slots === 1 ? '' : 's') + ': oversubscribed ' +
+      Number((used / slots).toFixed(2)) + 'x';
+  }
+  window.pacerText = { slots: slotsText };   // for tests
+
   async function clusterLine() {
     const line = $('#cluster-line');
     try {
@@ -134,7 +143,7 @@
       line.innerHTML = '';
       line.append(el('span', { class: 'dot ' + (c.alive ? 'up' : 'down') }));
       const parts = [c.alive ? 'coordinator up' : 'coordinator not running'];
-      if (co.slots) parts.push((co.slots_used || 0) + '/' + co.slots + ' slots');
+      if (co.slots) parts.push(slotsText(co.slots_used || 0, co.slots));
       parts.push(c.queued + ' queued', c.active + ' active', c.jobs + ' jobs');
       if (co.host) parts.push(co.host);
       line.append(document.createTextNode(parts.join(' · ')));
@@ -512,7 +521,7 @@
         const opts = Object.assign(chartSize(box), {
           scales: { x: { time: false }, y },
           axes: [Object.assign({ label: s.simClock ? 'simulated seconds since start' : 'seconds since start', labelSize: 18, size: 34 }, axis),
-            Object.assign({ size: 58 }, axis)],
+            Object.assign({ size: HIST.fitAxis }, axis)],
           series,
           cursor: { drag: { x: true, y: false } },
           legend: { live: true },
@@ -522,7 +531,7 @@
       const box = $('[data-chart="acc"] .plot');
       s.charts.acc = new uPlot(Object.assign(chartSize(box), {
         scales: { x: { time: false }, y: { range: (u, min, max) => [Math.max(0, Math.min(min, 0.5) - 0.05), Math.min(1, Math.max(max, 0.5) + 0.05)] } },
-        axes: [Object.assign({ label: 'epoch', labelSize: 18, size: 34, incrs: [1, 2, 5, 10, 20, 50, 100] }, axis), Object.assign({ size: 58 }, axis)],
+        axes: [Object.assign({ label: 'epoch', labelSize: 18, size: 34, incrs: [1, 2, 5, 10, 20, 50, 100] }, axis), Object.assign({ size: HIST.fitAxis }, axis)],
         series: [{ label: 'epoch' }, { label: 'test accuracy', stroke: '#1f8a4c', width: 2, points: { show: true, size: 6 },
           value: (u, v) => (v === null || v === undefined ? '–' : (100 * v).toFixed(2) + ' %') }],
         legend: { live: true },
@@ -590,7 +599,9 @@
       try {
         const h = await api('/jobs/' + id + '/history?points=' + HISTORY_POINTS);
         if (h.from !== null && h.from < 1e8) { s.simClock = true; s.t0 = 0; }
-        if (s.t0 === null) s.t0 = s.simClock ? 0 : (s.job && s.job.started) || h.from || 0;
+        // A page opened before the job started has neither a start nor a first record: t0
+        // stays unset until one comes (xOf, loadJob), or the axis would count unix time.
+        if (s.t0 === null) s.t0 = s.simClock ? 0 : (s.job && s.job.started) || (typeof h.from === 'number' ? h.from : null);
         for (const r of h.ranks) s.roles[r.rank] = r.role;
         s.stores = HIST.fromHistory(h, s.t0);
         // per epoch: the evaluations between epoch ends (eval_every_steps: with a step) are not
@@ -636,10 +647,16 @@
     }
 
     // What the worker found (the summary's dataset: classes, sizes, shape, the decoded
-    // cache); '–' until a summary says.
+    // cache); until a summary says, what the spec asked for.
     function datasetFacts(j) {
       const d = j.summary && j.summary.dataset;
-      if (!d || typeof d !== 'object') return '–';
+      if (!d || typeof d !== 'object') {
+        const sd = j.spec && j.spec.dataset;
+        if (!sd) return '–';
+        const sub = [sd.train_subset ? sd.train_subset.toLocaleString() + ' train' : '', sd.test_subset ? sd.test_subset.toLocaleString() + ' test' : '']
+          .filter(Boolean).join(' / ');
+        return datasetName(sd) + (sub ? ' · subsets of ' + sub : '') + ' · classes and sizes when the job ends';
+      }
       let t = d.classes + ' classes · ' + d.train_samples.toLocaleString() + ' train / ' +
         d.test_samples.toLocaleString() + ' test · ' + (d.shape || []).join('×');
       if (d.cache) t += ' · cache ' + d.cache.path + ' (' + (d.cache.bytes / 1048576).toFixed(1) + ' MiB, ' +
@@ -662,7 +679,7 @@
           .then((d) => { s.onnxDoc = d; onnxFacts(s.job); })
           .catch(() => { s.onnxDoc = null; onnxFacts(s.job); });
       }
-      const d = s.onnxDoc, sha = m.sha256 || '–';
+      const d = s.onnxDoc, sha = m.sha256 ? m.sha256.slice(0, 12) + '…' : '–';
       let text = 'sha256 ' + sha;
       if (d && (!m.sha256 || d.sha256 === m.sha256)) {
         text = 'input ' + d.input.channels + '×' + d.input.height + '×' + d.input.width + ' · ' + d.classes + ' classes · ' +
@@ -671,6 +688,7 @@
         text += ' (the upload ' + m.onnx + (d ? ' holds other bytes now)' : ' is gone)');
       }
       $('#f-onnx').textContent = text;
+      $('#f-onnx').title = m.sha256 ? 'sha256 ' + m.sha256 : '';
     }
 
     function facts() {
@@ -689,6 +707,7 @@
       $('#f-slowdown').textContent = slow && slow.length ? '[' + slow.join(', ') + ']' + (sim ? ' (host speeds)' : '') : 'none';
       emulationNote(j, !sim && slow && slow.length);
       $('#job-sim').hidden = !j.simulated;
+      stalenessNote(j);
       $('#f-cluster').textContent = !sim ? 'real' : 'simulated: ' + (sim.platform ? sim.platform.split('/').pop()
         : sim.gflops + ' Gflop/s hosts, ' + sim.bandwidth_gbps + ' Gbit/s links' + (sim.gpus_per_node > 1 ? ', ' + sim.gpus_per_node + ' per node' : '')) +
         (sim.deterministic ? ', deterministic' : '');
@@ -701,10 +720,18 @@
       $('#f-waiting-row').hidden = !j.stall_text;
       $('#f-waiting').textContent = j.stall_text || '';
       const recs = Object.values(s.last);
-      if (recs.length) {
-        const top = recs.reduce((a, b) => (b.step > a.step ? b : a));
+      // A page opened on a finished job has no live records: the ranks' last ones, as the
+      // nodes answer keeps them.
+      const lasts = recs.length ? recs : (s.nodeRanks || []).filter((r) => typeof r.step === 'number' && typeof r.epoch === 'number');
+      if (lasts.length) {
+        const top = lasts.reduce((a, b) => (b.step > a.step ? b : a));
         const epochs = j.spec ? j.spec.epochs : '?';
         $('#f-progress').textContent = top.epoch + ' / ' + epochs + ' · step ' + top.step.toLocaleString();
+      } else if (j.summary && typeof j.summary.steps === 'number') {
+        // the ranks' records expired (JOB_KEYS_TTL_S): the summary's step count
+        $('#f-progress').textContent = 'step ' + j.summary.steps.toLocaleString();
+      } else {
+        $('#f-progress').textContent = '–';
       }
       goodputFacts(recs);
       const accs = accData()[1];
@@ -718,6 +745,22 @@
       $('#job-onnx').hidden = !j.model_onnx;
     }
 
+    // A synchronous algorithm (no parameter server: world = workers) whose ranks recorded
+    // staleness 0 for every update (ssgd applies every update on every rank at once;
+    // hpsgd's and local-sgd's rounds are stale, and charted) would show two charts of flat
+    // zeros: each says why there is nothing to chart instead (its data stays, for window.pacer).
+    function stalenessNote(j) {
+      const st = s.jobStaleness;
+      const sync = j.world === j.workers && !!st && st.count > 0 && st.max === 0;
+      for (const name of ['st_mean', 'st_p95']) {
+        const card = $('[data-chart="' + name + '"]');
+        card.querySelector('.plot').hidden = sync;
+        card.querySelector('.sync-note').hidden = !sync;
+        card.querySelector('.sync-note').textContent = sync ? j.algorithm + ' is synchronous: every rank applies every update at once, so ' +
+          'there is no staleness (all ' + st.count.toLocaleString() + ' updates: 0). Asynchronous algorithms have one.' : '';
+      }
+    }
+
     // The noise scale and, with algorithm.goodput, the plan in force: from the latest
     // records (rank 0's for the job-wide figures; every rank says whether it is left out).
     // A finished job without live records: its summary's figures.
@@ -726,7 +769,10 @@
       const r0 = s.last[0] || recs.find((r) => r.noise_scale !== undefined);
       const noise = recs.map((r) => r.noise_scale).filter((v) => v !== null && v !== undefined);
       const phi = noise.length ? noise[noise.length - 1] : sum.noise_scale;
-      $('#f-noise').textContent = phi !== null && phi !== undefined ? num(phi, 0) + ' samples' : '–';
+      // The estimator's ceiling is not a measurement: records carry null, the summary says
+      // noise_scale_beyond (common/gns.h gns_reported).
+      $('#f-noise').textContent = phi !== null && phi !== undefined ? num(phi, 0) + ' samples'
+        : sum.noise_scale_beyond ? 'beyond ' + num(sum.noise_scale_beyond) + ' samples (noise dominates)' : '–';
       const g = sum.goodput;
       const planned = (r0 && r0.lr_scale !== undefined) || !!g;
       $('#f-goodput-row').hidden = !planned;
@@ -821,7 +867,10 @@
           buildCharts();
         }
         if (s.t0 === null && s.job.started && !s.simClock) s.t0 = s.job.started;
-        if (FINAL.includes(s.job.state)) s.finished = true;
+        if (FINAL.includes(s.job.state) && !s.finished) {
+          s.finished = true;
+          loadNodes();   // its heartbeat column says "ended" from now on
+        }
         facts();
         banner('');
       } catch (e) { apiError(e); }
@@ -834,6 +883,8 @@
       if (!body) return;
       body.innerHTML = '';
       s.plan = n.assignment;
+      s.nodeRanks = n.ranks;
+      s.jobStaleness = n.staleness;
       // The emulation check each rank published (the same for every rank of a host): the
       // most loaded host of the current attempt; the last one seen while no rank has it.
       let worst = null;
@@ -863,7 +914,8 @@
           el('td', { class: 'num' }, r.left_out === 1 ? 'left out' : num(r.batch)), el('td', { class: 'num' }, num(r.samples_per_s, 0)),
           el('td', { class: 'num' }, num(r.step)), el('td', { class: 'num' }, num(r.loss, 4)),
           el('td', { class: 'num' }, st.count ? num(st.mean, 2) + ' / ' + num(st.p95, 0) : '–'), hist,
-          el('td', { class: 'num' }, r.heartbeat_age_s !== undefined ? num(r.heartbeat_age_s, 1) + ' s' : '–'),
+          // A finished job's ranks beat no more: their last beat's age would count up forever.
+          el('td', { class: 'num heartbeat' }, s.finished ? 'ended' : r.heartbeat_age_s !== undefined ? num(r.heartbeat_age_s, 1) + ' s' : '–'),
           // GPU ranks with NVML (worker/nvml.h); empty elsewhere.
           el('td', { class: 'num gpu-util' }, r.gpu_util_pct !== undefined ? num(r.gpu_util_pct, 0) + ' %' : '–'),
           el('td', { class: 'num gpu-mem' }, r.gpu_mem_total_bytes ? (r.gpu_mem_used_bytes / 1073741824).toFixed(1) + ' / ' +
@@ -996,6 +1048,21 @@
       smoothing: () => s.ma,
       xlabel: () => (s.charts.loss ? s.charts.loss.axes[0].label : null),
       events: () => s.events,
+      // A chart's y axis: its width and what its widest tick label needs (label + tick + gap).
+      axisRoom: (name) => {
+        const u = s.charts[name];
+        if (!u) return null;
+        const a = u.axes[1];
+        u.ctx.font = a.font[0];
+        const w = Math.max(0, ...(a._values || []).map((v) => u.ctx.measureText(String(v)).width / devicePixelRatio));
+        return { size: a._size, need: Math.ceil(w + a.ticks.size + a.gap), labels: (a._values || []).map(String) };
+      },
+      // The values a chart plots (every rank's column, no x): what a test checks for values
+      // that are not measurements.
+      values: (name) => {
+        const u = s.charts[name];
+        return u ? u.data.slice(1).map((col) => Array.from(col).filter((v) => v !== null && v !== undefined)) : [];
+      },
       points: (name) => {
         const u = s.charts[name];
         if (!u) return [];

@@ -20,6 +20,16 @@
     return td;
   }
 
+  // The stored epoch is the count of epochs completed (common/ckptdir.h), where the page
+  // counts epochs from 1: shown as "epochs done", the epoch it was written in alongside.
+  function epochCell(e) {
+    if (e === null || e === undefined) return cell('?', 'num');
+    const td = cell(String(e), 'num');
+    td.title = e === 0 ? 'no epoch completed: written during epoch 1'
+      : e + ' epoch' + (e === 1 ? '' : 's') + ' completed: written at the end of epoch ' + e + ' or during epoch ' + (e + 1);
+    return td;
+  }
+
   // card: the panel (hidden until the job has a checkpoint directory); ck: the answer's
   // "checkpoints" (undefined before the launch).
   function render(card, ck) {
@@ -35,7 +45,7 @@
       const tr = document.createElement('tr');
       if (c.best) tr.className = 'best';
       const flags = [c.latest ? 'latest' : '', c.best ? 'best' : ''].filter(Boolean).join(', ');
-      tr.append(cell(c.step === null ? '?' : c.step.toLocaleString(), 'num'), cell(c.epoch === null ? '?' : c.epoch, 'num'),
+      tr.append(cell(c.step === null ? '?' : c.step.toLocaleString(), 'num'), epochCell(c.epoch),
         cell(c.test_accuracy === null ? '–' : (100 * c.test_accuracy).toFixed(2) + ' %', 'num'), cell(bytes(c.bytes), 'num'),
         cell(flags || ''), cell(c.file));
       body.append(tr);

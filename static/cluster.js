@@ -98,6 +98,11 @@
     let stopped = false;
     let timer = null;
     let last = null;
+    // The benchmark this page started: its note stays until every host it named has a
+    // result newer than the one it had when the button was pressed (the hosts' list comes
+    // from the coordinator's published state, a tick behind the POST's answer).
+    let pending = null;
+    const benchKey = (h) => (h && h.benchmark ? [h.benchmark.time, h.benchmark.model, h.benchmark.running].join() : '');
     async function refresh() {
       try {
         const c = await call('/cluster');
@@ -106,8 +111,15 @@
         tbody.innerHTML = '';
         for (const h of hosts) tbody.append(hostRow(h));
         empty.hidden = hosts.length > 0;
-        if (hosts.some((h) => h.benchmark && h.benchmark.running)) run.disabled = true;
-        else run.disabled = false;
+        const running = hosts.some((h) => h.benchmark && h.benchmark.running);
+        run.disabled = running;
+        if (pending && pending.hosts && !running && pending.hosts.every((name) => {
+          const h = hosts.find((x) => x.name === name);
+          return !h || (h.benchmark && !h.benchmark.running && benchKey(h) !== pending.before[name]);
+        })) {
+          status.textContent = '';
+          pending = null;
+        }
       } catch (e) {
         if (banner) banner(e.status === 401 ? 'The coordinator wants an API token: enter it at the top right.' : e.message);
       }
@@ -116,9 +128,13 @@
     run.addEventListener('click', async () => {
       run.disabled = true;
       status.textContent = 'starting…';
+      const before = {};
+      for (const h of last || []) before[h.name] = benchKey(h);
+      pending = null;
       try {
         const r = await call('/cluster/benchmark?model=' + encodeURIComponent(pick.value), 'POST');
         status.textContent = 'benchmarking ' + r.model + ' on ' + r.hosts.join(', ') + ' (' + r.steps + ' steps each)';
+        pending = { hosts: r.hosts, before };
       } catch (e) {
         status.textContent = e.status === 409 ? 'a benchmark is already running' : 'refused: ' + e.message;
       }

@@ -120,7 +120,7 @@
         const box = $('[data-cmp="' + name + '"] .plot');
         s.charts[name] = new uPlot(Object.assign(size(box), {
           scales: { x: { time: false }, y: y || {} },
-          axes: [Object.assign({ label: XLABEL[s.xkind], labelSize: 18, size: 34 }, axis), Object.assign({ size: 58 }, axis)],
+          axes: [Object.assign({ label: XLABEL[s.xkind], labelSize: 18, size: 34 }, axis), Object.assign({ size: window.pacerHistory ? window.pacerHistory.fitAxis : 58 }, axis)],
           series: series(name, d), cursor: { drag: { x: true, y: false } }, legend: { live: true },
         }), data, box);
       };

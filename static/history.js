@@ -10,7 +10,8 @@
 // charts (node speed, staleness, batch size) never get the parameter server's rank.
 // Also: the optional moving average (per rank, over its last W points) and the hover
 // value (a rank's latest value at or before the cursor, not the row's null). app.js owns
-// the charts; this file owns their data. Pure functions, exposed as window.pacerHistory.
+// the charts; this file owns their data (and their y axes' width, fitAxis). Pure
+// functions, exposed as window.pacerHistory.
 (function () {
   'use strict';
 
@@ -117,5 +118,15 @@
     return null;
   }
 
-  window.pacerHistory = { CHARTS, idAfter, createStore, ensureRank, addPoint, fromHistory, movingAverage, chartData, valueAt };
+  // A y axis as wide as its longest tick label (uPlot's size callback, for the job page's
+  // and the compare view's charts: a fixed width clipped labels such as "12,000").
+  function fitAxis(u, values, i, cycle) {
+    const a = u.axes[i];
+    if (cycle > 1 && a._size) return a._size;
+    const longest = (values || []).reduce((m, v) => (String(v).length > m.length ? String(v) : m), '');
+    u.ctx.font = a.font[0];
+    return Math.ceil(a.ticks.size + a.gap + (longest ? u.ctx.measureText(longest).width / devicePixelRatio : 0) + 8);
+  }
+
+  window.pacerHistory = { CHARTS, idAfter, createStore, ensureRank, addPoint, fromHistory, movingAverage, chartData, valueAt, fitAxis };
 })();

@@ -298,7 +298,7 @@ void adaptive_restore(worker_t *w, const ckpt_state_t *st)
 void adaptive_fill_record(const worker_t *w, metrics_record_t *r)
 {
     const adaptive_t *ad = w->adapt;
-    r->noise_scale = ad ? ad->phi : NAN;
+    r->noise_scale = ad ? gns_reported(ad->phi) : NAN;
     r->global_batch = w->role == ROLE_PS ? 0 : w->global_batch;
     r->efficiency = r->lr_scale = r->goodput = r->progress = NAN;
     r->left_out = 0;
@@ -318,7 +318,8 @@ static json_t *number_or_null(double v) { return isfinite(v) ? json_real(v) : js
 void adaptive_summary(const worker_t *w, json_t *root)
 {
     const adaptive_t *ad = w->adapt;
-    json_object_set_new(root, "noise_scale", number_or_null(ad ? ad->phi : NAN));
+    json_object_set_new(root, "noise_scale", number_or_null(ad ? gns_reported(ad->phi) : NAN));
+    if (ad && gns_beyond(ad->phi)) json_object_set_new(root, "noise_scale_beyond", json_real(GNS_PHI_MAX));
     if (!ad || !ad->on) return;
     json_t *left = json_array();
     for (int i = 0; left && i < w->nworkers; i++) {
@@ -327,8 +328,8 @@ void adaptive_summary(const worker_t *w, json_t *root)
         json_array_append_new(left, json_pack("{s:i, s:i, s:s}", "worker", i, "rank", i, "reason", why));
     }
     json_t *g = json_pack("{s:s, s:o, s:i, s:o, s:i, s:i, s:f, s:f, s:f, s:o, s:o}", "model",
-                          ad->equal ? "equal" : "nodes", "noise_scale", number_or_null(ad->phi), "global_batch_final",
-                          w->global_batch, "global_batch_mean",
+                          ad->equal ? "equal" : "nodes", "noise_scale", number_or_null(gns_reported(ad->phi)),
+                          "global_batch_final", w->global_batch, "global_batch_mean",
                           number_or_null(ad->steps ? ad->batch_sum / (double)ad->steps : NAN), "base_batch", ad->b0,
                           "max_global_batch", ad->max_global, "efficiency", ad->efficiency, "lr_scale", ad->gain,
                           "progress_steps", ad->progress, "predicted_step_s", number_or_null(ad->predicted.step_s),

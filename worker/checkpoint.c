@@ -256,6 +256,19 @@ __attribute__((format(printf, 4, 5))) static int refuse(char *err, size_t errlen
     return -1;
 }
 
+/* The class count a checkpoint of m's built-in network was written for when only its head
+ * differs (another data set's classes: each class is head_in + 1 parameters), else 0. */
+static long long other_classes(const model_t *m, const char *name, uint64_t np, uint64_t nb)
+{
+    catalog_model_t e;
+    if (strcmp(name, m->name) != 0 || nb != m->nbuffers || np == m->nparams || catalog_model_get(m->name, &e) != 0 ||
+        e.head_in <= 0)
+        return 0;
+    const long long per = (long long)e.head_in + 1, diff = (long long)np - (long long)m->nparams;
+    const long long k = m->num_classes + diff / per;
+    return diff % per == 0 && k >= 1 && k <= CATALOG_CLASSES_MAX ? k : 0;
+}
+
 /* field in [lo, hi], or a refusal that names it and says why the bound is what it is. */
 #define IN_RANGE(field, lo, hi, why)                                                                                \
     do {                                                                                                            \
@@ -445,6 +458,12 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
         return refuse(err, errlen, path, "checkpoint is corrupt (CRC32 %08x, stored %08x)", crc, crc_file);
     char shown[MODEL_NAME_MAX];
     printable_name(shown, sizeof shown, name);
+    long long ckpt_classes = other_classes(m, name, np, nb);
+    if (ckpt_classes > 0)
+        return refuse(err, errlen, path,
+                      "checkpoint is for model %s with %lld classes (%" PRIu64 " parameters), the job's data set has %d "
+                      "(%zu): resume on a data set of %lld classes, or start without this checkpoint",
+                      m->name, ckpt_classes, np, m->num_classes, m->nparams, ckpt_classes);
     if (strcmp(name, m->name) != 0 || np != m->nparams || nb != m->nbuffers)
         return refuse(err, errlen, path, "checkpoint is for model %s with %" PRIu64 " parameters, job runs %s with %zu",
                       shown, np, m->name, m->nparams);

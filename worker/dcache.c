@@ -348,6 +348,14 @@ void dcache_build_abort(dcache_build_t *b)
     b->fd = -1;
 }
 
+void dcache_build_release(dcache_build_t *b, int s, uint64_t bytes)
+{
+    if (!b->base) return;
+    /* offset[s] is page-aligned (dcache_layout) */
+    uint64_t len = bytes / PAGE * PAGE;
+    if (len) madvise(b->base + b->h.offset[s], (size_t)len, MADV_DONTNEED);
+}
+
 int dcache_usage(const char *path, int *mappings, long *rss_kb, long *pss_kb)
 {
     FILE *f = fopen("/proc/self/smaps", "re");

@@ -25,11 +25,14 @@
 #include "hash.h"
 #include "image.h"
 #include "imgfolder.h"
+#include "memest.h"
 #include "npz.h"
 
 /* Changes whenever the preprocessing would give other bytes for the same source and
  * request, so caches of an older pipeline are rebuilt rather than reused. */
 #define DSLOAD_PIPELINE "decode-v1 bilinear-halfpixel-v1 luma601-pil"
+/* The bound of check_size when this host's memory cannot be read. */
+#define DSLOAD_MAX_BYTES_UNKNOWN (64ull << 30)
 
 __attribute__((format(printf, 4, 5))) static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
 {
@@ -124,13 +127,57 @@ static int source_open(const dsload_opts_t *o, source_t *src, char *err, size_t 
     return DATA_OK;
 }
 
-/* Decodes every image of an image folder's split into the build. */
-static int fill_folder(const dsload_opts_t *o, const source_t *src, int split, uint8_t *pixels, int32_t *labels,
+/* Per-channel mean and standard deviation of the training pixels on the [0, 1] scale
+ * (population, exact integer sums), gathered image by image as a build writes them, so
+ * that the pixels are not read again (the build keeps only a chunk resident). A channel
+ * without variation gets std 1, so that normalising never divides by zero. */
+typedef struct {
+    uint64_t s1[DATA_MAX_CHANNELS], s2[DATA_MAX_CHANNELS];
+    uint64_t n;
+} chstats_t;
+
+/* One (C, H, W) image; a NULL a adds nothing (the test split). */
+static void chstats_add(chstats_t *a, const uint8_t *img, int C, size_t plane)
+{
+    if (!a) return;
+    for (int k = 0; k < C; k++) {
+        const uint8_t *p = img + (size_t)k * plane;
+        uint64_t s1 = 0, s2 = 0;
+        for (size_t j = 0; j < plane; j++) {
+            s1 += p[j];
+            s2 += (uint64_t)p[j] * p[j];
+        }
+        a->s1[k] += s1;
+        a->s2[k] += s2;
+    }
+    a->n++;
+}
+
+static void chstats_finish(const chstats_t *a, int C, size_t plane, double *mean, double *std)
+{
+    for (int k = 0; k < C; k++) {
+        double cnt = (double)a->n * (double)plane;
+        double m = (double)a->s1[k] / cnt / 255.0, var = (double)a->s2[k] / cnt / (255.0 * 255.0) - m * m;
+        mean[k] = m;
+        std[k] = var > 1e-12 ? sqrt(var) : 1.0;
+    }
+    for (int k = C; k < DATA_MAX_CHANNELS; k++) mean[k] = 0.0, std[k] = 1.0;
+}
+
+/* Bytes of an .npz's x array read at a time: whole samples, at least one. */
+#define DSLOAD_CHUNK_BYTES (8u << 20)
+/* Images written between two dcache_build_release calls of an image folder. */
+#define DSLOAD_RELEASE_EVERY 256
+
+/* Decodes every image of an image folder's split into the build; the training split's
+ * images go into stats as well. */
+static int fill_folder(const dsload_opts_t *o, const source_t *src, int split, dcache_build_t *b, chstats_t *stats,
                        char *err, size_t errlen)
 {
     const imgfolder_file_t *files = split ? src->folder.test : src->folder.train;
-    const int n = split ? src->folder.ntest : src->folder.ntrain;
+    const int n = b->h.n[split]; /* the first n files (train_max, test_max) */
     const size_t image = (size_t)o->C * o->H * o->W;
+    uint8_t *pixels = b->pixels[split];
     uint8_t *buf = NULL;
     size_t cap = 0;
     image_t img = {0};
@@ -143,7 +190,9 @@ static int fill_folder(const dsload_opts_t *o, const source_t *src, int split, u
             break;
         }
         rc = place_image(o, img.px, img.h, img.w, img.c, &s, pixels + (size_t)i * image, files[i].path, err, errlen);
-        labels[i] = files[i].label;
+        chstats_add(stats, pixels + (size_t)i * image, o->C, (size_t)o->H * o->W);
+        b->labels[split][i] = files[i].label;
+        if ((i + 1) % DSLOAD_RELEASE_EVERY == 0) dcache_build_release(b, split, (uint64_t)(i + 1) * image);
     }
     free(buf);
     image_free(&img);
@@ -152,8 +201,13 @@ static int fill_folder(const dsload_opts_t *o, const source_t *src, int split, u
     return rc;
 }
 
-/* Reads an .npz's x array of a split and converts every image into the build. */
-static int fill_npz(const dsload_opts_t *o, source_t *src, int split, uint8_t *pixels, int32_t *labels, char *err,
+/* Streams an .npz's x array of a split into the build, a chunk of samples at a time:
+ * read, convert each image, write it, release the written pages, so that neither the
+ * array nor the decoded split is ever resident whole (a 4.7 GB array grew the worker to
+ * 8.5 GB before issue 42). A C-order array holds each sample's bytes together; a
+ * Fortran-order one spreads every sample over the whole array, so it is read whole (a
+ * rare layout, within the same bound, dsload_user). */
+static int fill_npz(const dsload_opts_t *o, source_t *src, int split, dcache_build_t *b, chstats_t *stats, char *err,
                     size_t errlen)
 {
     const char *name = split ? "x_test" : "x_train";
@@ -174,46 +228,61 @@ static int fill_npz(const dsload_opts_t *o, source_t *src, int split, uint8_t *p
     /* byte strides of sample, row, column, channel */
     const uint64_t sn = st[0], sy = four && nchw ? st[2] : st[1], sx = four && nchw ? st[3] : st[2];
     const uint64_t sc = four ? (nchw ? st[1] : st[3]) : 0;
-    raw = malloc(h->nbytes ? h->nbytes : 1);
+    /* samples per chunk */
+    const int whole = h->fortran_order || sn == 0;
+    const uint64_t per = whole ? (uint64_t)(n ? n : 1) : (sn >= DSLOAD_CHUNK_BYTES ? 1 : DSLOAD_CHUNK_BYTES / sn);
+    /* the first nuse samples (train_max, test_max): the rest of a C-order array is not
+     * read, nor its CRC checked */
+    const int nuse = b->h.n[split];
+    const uint64_t chunk = whole ? h->nbytes : per * sn;
+    raw = malloc(chunk ? chunk : 1);
     hwc = malloc((size_t)ih * iw * c);
     if (!raw || !hwc) {
         rc = fail(err, errlen, DATA_ENOMEM, "%s: %s: out of memory (%llu bytes)", o->path, name,
-                  (unsigned long long)h->nbytes);
-        goto out;
-    }
-    if (npz_array_read(src->z, &a, raw, err, errlen) != 0) {
-        rc = DATA_EFORMAT;
+                  (unsigned long long)chunk);
         goto out;
     }
     char where[600];
     snprintf(where, sizeof where, "%s: %s", o->path, name);
     const size_t image = (size_t)o->C * o->H * o->W;
-    for (int i = 0; i < n && rc == DATA_OK; i++) {
-        for (int y = 0; y < ih; y++)
-            for (int x = 0; x < iw; x++)
-                for (int k = 0; k < c; k++) {
-                    const uint8_t *p = raw + (uint64_t)i * sn + (uint64_t)y * sy + (uint64_t)x * sx + (uint64_t)k * sc;
-                    uint8_t v;
-                    if (h->kind == 'u') {
-                        v = *p;
-                    } else {
-                        double f = npy_get_f64(h, p);
-                        if (!(f >= 0.0 && f <= 1.0)) {
-                            rc = fail(err, errlen, DATA_EFORMAT,
-                                      "%s: value %g of sample %d is outside [0, 1] (float pixels are read on the [0, 1] "
-                                      "scale; save uint8 for 0..255)",
-                                      where, f, i);
-                            goto out;
+    uint8_t *pixels = b->pixels[split];
+    for (int i0 = 0; i0 < nuse && rc == DATA_OK; i0 += (int)per) {
+        const int m = (uint64_t)(nuse - i0) < per ? nuse - i0 : (int)per;
+        if (npz_array_read_part(src->z, &a, raw, whole ? h->nbytes : (uint64_t)m * sn, err, errlen) != 0) {
+            rc = DATA_EFORMAT;
+            goto out;
+        }
+        for (int i = i0; i < i0 + m && rc == DATA_OK; i++) {
+            const uint8_t *sample = raw + (uint64_t)(i - i0) * sn;
+            for (int y = 0; y < ih; y++)
+                for (int x = 0; x < iw; x++)
+                    for (int k = 0; k < c; k++) {
+                        const uint8_t *p = sample + (uint64_t)y * sy + (uint64_t)x * sx + (uint64_t)k * sc;
+                        uint8_t v;
+                        if (h->kind == 'u') {
+                            v = *p;
+                        } else {
+                            double f = npy_get_f64(h, p);
+                            if (!(f >= 0.0 && f <= 1.0)) {
+                                rc = fail(err, errlen, DATA_EFORMAT,
+                                          "%s: value %g of sample %d is outside [0, 1] (float pixels are read on the [0, "
+                                          "1] scale; save uint8 for 0..255)",
+                                          where, f, i);
+                                goto out;
+                            }
+                            v = (uint8_t)lrint(f * 255.0);
                         }
-                        v = (uint8_t)lrint(f * 255.0);
+                        hwc[((size_t)y * iw + x) * c + k] = v;
                     }
-                    hwc[((size_t)y * iw + x) * c + k] = v;
-                }
-        char what[700];
-        snprintf(what, sizeof what, "%s[%d]", where, i);
-        rc = place_image(o, hwc, ih, iw, c, &s, pixels + (size_t)i * image, what, err, errlen);
+            char what[700];
+            snprintf(what, sizeof what, "%s[%d]", where, i);
+            rc = place_image(o, hwc, ih, iw, c, &s, pixels + (size_t)i * image, what, err, errlen);
+            chstats_add(stats, pixels + (size_t)i * image, o->C, (size_t)o->H * o->W);
+        }
+        dcache_build_release(b, split, (uint64_t)(i0 + m) * image);
     }
-    memcpy(labels, src->labels[split], (size_t)n * sizeof *labels);
+    if (rc == DATA_OK && (whole || nuse == n) && npz_array_finish(src->z, &a, err, errlen) != 0) rc = DATA_EFORMAT;
+    if (rc == DATA_OK) memcpy(b->labels[split], src->labels[split], (size_t)nuse * sizeof *b->labels[split]);
 out:
     npz_array_close(&a);
     free(raw);
@@ -223,37 +292,19 @@ out:
     return rc;
 }
 
-/* Per-channel mean and standard deviation of the training pixels on the [0, 1] scale
- * (population, exact integer sums). A channel without variation gets std 1, so that
- * normalising never divides by zero. */
-static void channel_stats(const uint8_t *px, int n, int C, int H, int W, double *mean, double *std)
-{
-    const size_t plane = (size_t)H * W;
-    for (int k = 0; k < C; k++) {
-        uint64_t s1 = 0, s2 = 0;
-        for (int i = 0; i < n; i++) {
-            const uint8_t *p = px + ((size_t)i * C + k) * plane;
-            for (size_t j = 0; j < plane; j++) {
-                s1 += p[j];
-                s2 += (uint64_t)p[j] * p[j];
-            }
-        }
-        double cnt = (double)n * (double)plane;
-        double m = (double)s1 / cnt / 255.0, var = (double)s2 / cnt / (255.0 * 255.0) - m * m;
-        mean[k] = m;
-        std[k] = var > 1e-12 ? sqrt(var) : 1.0;
-    }
-    for (int k = C; k < DATA_MAX_CHANNELS; k++) mean[k] = 0.0, std[k] = 1.0;
-}
-
 /* ---- the cache --------------------------------------------------------------------------- */
 
-static uint64_t request_key(const dsload_opts_t *o, const char *real)
+/* The request's hash; a cache of the first n[0] / n[1] samples only (train_max, test_max
+ * below the source's counts) is another request, and the key of every other stays as it
+ * was before subsets shortened the decoding. */
+static uint64_t request_key(const dsload_opts_t *o, const char *real, const int n[2], const dsprobe_t *p)
 {
     char text[4096 + 256];
-    snprintf(text, sizeof text, "%s|%s|%s|%d|%d|%d|%d|%s", DSLOAD_PIPELINE, o->format, real,
-             strcmp(o->format, "npz") == 0 ? (strcmp(o->layout, "nchw") == 0) : 0, o->C, o->H, o->W,
-             o->resize ? "resize" : "exact");
+    int k = snprintf(text, sizeof text, "%s|%s|%s|%d|%d|%d|%d|%s", DSLOAD_PIPELINE, o->format, real,
+                     strcmp(o->format, "npz") == 0 ? (strcmp(o->layout, "nchw") == 0) : 0, o->C, o->H, o->W,
+                     o->resize ? "resize" : "exact");
+    if ((n[0] < p->ntrain || n[1] < p->ntest) && k > 0 && (size_t)k < sizeof text)
+        snprintf(text + k, sizeof text - (size_t)k, "|first %d %d", n[0], n[1]);
     return hash_fnv1a(HASH_FNV1A_INIT, text, strlen(text));
 }
 
@@ -266,16 +317,78 @@ static int build(const dsload_opts_t *o, source_t *src, dcache_header_t *h, cons
     dcache_build_t b;
     if (dcache_build_begin(&b, h, path, err, errlen) != 0) return path ? 1 : DATA_ENOMEM; /* 1: try in memory */
     int rc = DATA_OK;
+    chstats_t stats = {0};
     for (int s = 0; s < 2 && rc == DATA_OK; s++)
-        rc = src->is_npz ? fill_npz(o, src, s, b.pixels[s], b.labels[s], err, errlen)
-                         : fill_folder(o, src, s, b.pixels[s], b.labels[s], err, errlen);
+        rc = src->is_npz ? fill_npz(o, src, s, &b, s ? NULL : &stats, err, errlen)
+                         : fill_folder(o, src, s, &b, s ? NULL : &stats, err, errlen);
     if (rc != DATA_OK) {
+        /* the one cleanup of a failed build: the temporary file goes (issue 42) */
         dcache_build_abort(&b);
         return rc;
     }
-    channel_stats(b.pixels[0], b.h.n[0], b.h.C, b.h.H, b.h.W, b.h.mean, b.h.std);
+    chstats_finish(&stats, b.h.C, (size_t)b.h.H * b.h.W, b.h.mean, b.h.std);
     *h = b.h;
     if (dcache_build_commit(&b, split, err, errlen) != 0) return path ? 1 : DATA_ENOMEM;
+    return DATA_OK;
+}
+
+/* The most bytes a user's data set may decode to (each x array as its header declares it,
+ * and the decoded cache): PACER_DATA_MAX_MB when set, else this host's memory (MemTotal),
+ * since the decoded set is mapped whole for training and a larger one could never train.
+ * Returns 0 with err when PACER_DATA_MAX_MB is not a number of MiB. */
+static uint64_t data_max_bytes(const char **from, char *err, size_t errlen)
+{
+    const char *env = getenv("PACER_DATA_MAX_MB");
+    if (env && *env) {
+        char *end;
+        errno = 0;
+        unsigned long long mb = strtoull(env, &end, 10);
+        if (errno || *end || mb < 1 || mb > (1ull << 30) || *env < '0' || *env > '9') {
+            fail(err, errlen, DATA_EFORMAT, "PACER_DATA_MAX_MB: '%.40s' is not a number of MiB (1 .. 2^30)", env);
+            return 0;
+        }
+        *from = "PACER_DATA_MAX_MB";
+        return (uint64_t)mb << 20;
+    }
+    double mem = memest_meminfo("MemTotal");
+    *from = mem > 0 ? "this host's memory (MemTotal); PACER_DATA_MAX_MB sets another" : "a fixed bound";
+    return mem > 0 ? (uint64_t)mem : DSLOAD_MAX_BYTES_UNKNOWN;
+}
+
+/* "(6000000, 28, 28)" */
+static const char *shape_str(const npy_header_t *h, char *out, size_t len)
+{
+    size_t k = (size_t)snprintf(out, len, "(");
+    for (int i = 0; i < h->ndim && k < len; i++)
+        k += (size_t)snprintf(out + k, len - k, "%s%lld", i ? ", " : "", (long long)h->shape[i]);
+    if (k < len) snprintf(out + k, len - k, "%s)", h->ndim == 1 ? "," : "");
+    return out;
+}
+
+/* Refuses, before anything is decoded, a data set whose declared size is beyond
+ * data_max_bytes: an .npz's x array by its header (a 4.6 MB archive of deflated zeros may
+ * declare 4.7 GB, issue 42), and what the cache would hold at the model's shape. */
+static int check_size(const dsload_opts_t *o, const source_t *src, const dcache_header_t *h, char *err, size_t errlen)
+{
+    const char *from = "";
+    uint64_t max = data_max_bytes(&from, err, errlen);
+    if (!max) return DATA_EFORMAT;
+    for (int s = 0; src->is_npz && s < 2; s++) {
+        char shape[128];
+        if (src->xh[s].nbytes > max)
+            return fail(err, errlen, DATA_EFORMAT,
+                        "%s: %s: shape %s of '%s' declares %llu bytes, more than the %llu bytes a data set may decode "
+                        "to (%s)",
+                        o->path, s ? "x_test" : "x_train", shape_str(&src->xh[s], shape, sizeof shape),
+                        src->xh[s].descr, (unsigned long long)src->xh[s].nbytes, (unsigned long long)max, from);
+    }
+    dcache_header_t l = *h;
+    if (dcache_layout(&l) != 0 || l.file_bytes > max)
+        return fail(err, errlen, DATA_EFORMAT,
+                    "%s: %d training and %d test images of %dx%dx%d decode to %llu bytes, more than the %llu bytes a "
+                    "data set may decode to (%s)",
+                    o->path, h->n[0], h->n[1], h->C, h->H, h->W, (unsigned long long)l.file_bytes,
+                    (unsigned long long)max, from);
     return DATA_OK;
 }
 
@@ -324,15 +437,18 @@ int dsload_user(const dsload_opts_t *o, dataset_t *train, dataset_t *test, dsloa
     if (rc != DATA_OK) goto out;
 
     memset(&h, 0, sizeof h);
-    h.key = request_key(o, real);
     h.fingerprint = src.probe.fingerprint;
     h.C = o->C, h.H = o->H, h.W = o->W;
+    /* the classes are the whole training split's (the model's outputs must match them) */
     h.classes = src.probe.classes;
-    h.n[0] = src.probe.ntrain;
-    h.n[1] = src.probe.ntest;
+    h.n[0] = o->train_max > 0 && o->train_max < src.probe.ntrain ? o->train_max : src.probe.ntrain;
+    h.n[1] = o->test_max > 0 && o->test_max < src.probe.ntest ? o->test_max : src.probe.ntest;
+    h.key = request_key(o, real, h.n, &src.probe);
     /* for people reading the header; a longer path is cut (the key holds all of it) */
     snprintf(h.source, sizeof h.source, "%.*s", (int)sizeof h.source - 1, real);
     info->classes = h.classes;
+    rc = check_size(o, &src, &h, err, errlen);
+    if (rc != DATA_OK) goto out;
 
     if (o->cache_dir && *o->cache_dir) {
         const char *base = strrchr(real, '/');
@@ -356,6 +472,11 @@ int dsload_user(const dsload_opts_t *o, dataset_t *train, dataset_t *test, dsloa
         } else if (lock >= 0) {
             if (strstr(why, "stale") || strstr(why, "damaged"))
                 snprintf(info->cache_note, sizeof info->cache_note, "rebuilt: %.500s", why);
+            /* A builder of this file killed before (issue 42) left its temporary file. */
+            char tmps[600];
+            const char *slash = strrchr(path, '/');
+            snprintf(tmps, sizeof tmps, "%s.tmp.", slash ? slash + 1 : path);
+            fs_atomic_sweep(o->cache_dir, tmps, NULL, NULL);
             double t0 = clock_mono_s();
             rc = build(o, &src, &h, path, split, err, errlen);
             info->decode_s = clock_mono_s() - t0;
@@ -457,6 +578,9 @@ void dsload_default_cache_dir(char *out, size_t len)
 void dsload_stats(dataset_t *d)
 {
     double mean[DATA_MAX_CHANNELS], std[DATA_MAX_CHANNELS];
-    channel_stats(d->pixels, d->n, d->C, d->H, d->W, mean, std);
+    const size_t plane = (size_t)d->H * d->W;
+    chstats_t a = {0};
+    for (int i = 0; i < d->n; i++) chstats_add(&a, d->pixels + (size_t)i * d->C * plane, d->C, plane);
+    chstats_finish(&a, d->C, plane, mean, std);
     for (int c = 0; c < DATA_MAX_CHANNELS; c++) d->mean[c] = (float)mean[c], d->std[c] = (float)std[c];
 }

@@ -27,6 +27,9 @@ typedef struct {
     int C, H, W;           /* what to produce: the model's channels, the target size */
     int resize;            /* 1: resize every image to H x W; 0: every image must be H x W */
     const char *cache_dir; /* NULL or "": decode into memory, no cache */
+    /* dataset.train_subset, test_subset: decode only the first N samples of the split (a
+     * cache of its own; the statistics are of those N), 0 = all */
+    int train_max, test_max;
 } dsload_opts_t;
 
 typedef struct {

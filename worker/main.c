@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "parallel.h"
@@ -17,6 +19,7 @@
 #include "backend_cuda.h"
 #include "benchmark.h"
 #include "comm.h"
+#include "dataroot.h"
 #include "emulate.h"
 #include "modelfetch.h"
 #include "netprobe.h"
@@ -59,6 +62,7 @@ static const struct option OPTIONS[] = {
     {"data-root", required_argument, NULL, 'U'},
     {"models-dir", required_argument, NULL, 'M'},
     {"check-onnx", required_argument, NULL, 'k'},
+    {"check-memory-mb", required_argument, NULL, 'G'},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -69,7 +73,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: pacer-worker --spec FILE [options]\n"
                "       mpirun -np N pacer-worker --netprobe S\n"
                "       mpirun -np N pacer-worker --spec FILE [options]\n"
-               "       pacer-worker --check-onnx FILE\n"
+               "       pacer-worker --check-onnx FILE [--check-memory-mb MB]\n"
                "\n"
                "Trains the job described by a JSON job spec (docs/JOB_SPEC.md).\n"
                "\n"
@@ -116,7 +120,8 @@ static void usage(FILE *f)
                "                         (default $XDG_CACHE_HOME/pacer/data, ~/.cache/pacer/data)\n"
                "  --data-root DIR        a directory of users' data sets (image folders, .npz files),\n"
                "                         repeatable: a spec may name one by \"dataset\": {\"name\": ...}\n"
-               "                         as the coordinator's GET /api/v1/datasets lists it\n"
+               "                         as the coordinator's GET /api/v1/datasets lists it; given\n"
+               "                         any, no file of a user's data set is read outside them\n"
                "  --models-dir DIR       where uploaded models are stored as SHA256.onnx (the\n"
                "                         coordinator passes its state directory's models/); a spec's\n"
                "                         {\"onnx\": NAME, \"sha256\": HEX} is read from there, else\n"
@@ -125,6 +130,12 @@ static void usage(FILE *f)
                "                         one JSON line (input, classes, layers, parameters,\n"
                "                         flops_per_sample, sha256, ...); exit 2 with the importer's\n"
                "                         message when pacer cannot train it, 3 when it is not ONNX\n"
+               "  --check-memory-mb MB   --check-onnx's memory bound (default: this machine's\n"
+               "                         memory): a model whose decoding or buffers at batch 1\n"
+               "                         need more, from its declared shapes, is refused (exit 2)\n"
+               "                         before they are allocated; the check also runs under an\n"
+               "                         address-space limit of about MB + twice the file + 512\n"
+               "                         MiB (setrlimit RLIMIT_AS), so that no file takes the machine\n"
                "  --trace FILE           write this job's recent steps as a Chrome trace (Perfetto,\n"
                "                         chrome://tracing): one track per rank, phases as slices;\n"
                "                         rank 0 gathers every rank's timeline at the end\n"
@@ -214,6 +225,47 @@ static double g_lr_scale = 1.0;           /* --lr-scale */
 static long g_resume_before = -1;         /* --resume-before: -1 = not given */
 static int coordinator_assignment(worker_t *w, int *out);
 
+#define CHECK_MEMORY_MAX_MB 100000000L /* 100 TB: a bound, not a machine */
+
+/* AddressSanitizer's shadow memory needs terabytes of address space: no RLIMIT_AS there. */
+#if defined(__SANITIZE_ADDRESS__)
+#define CHECK_ONNX_RLIMIT 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CHECK_ONNX_RLIMIT 0
+#endif
+#endif
+#ifndef CHECK_ONNX_RLIMIT
+#define CHECK_ONNX_RLIMIT 1
+#endif
+
+/* --check-onnx's bounds, set before the file is read: the importer's memory bound (the
+ * model's decoding and buffers, computed from its declared shapes before they are
+ * allocated: onnx_import.h), and, so that a bug past those checks still cannot take the
+ * machine, an address-space limit: what this process maps already (its libraries), the
+ * bound, the file twice (read and decoded) and 512 MiB of slack. A malloc beyond it fails,
+ * which the importer reports as out of memory (exit 2); the coordinator answers 422. */
+static void check_onnx_limits(const char *path, long mb)
+{
+    if (mb > 0) onnx_import_set_memory_bound((size_t)mb << 20);
+    if (!CHECK_ONNX_RLIMIT) return;
+    struct stat st;
+    unsigned long long pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f && fscanf(f, "%llu", &pages) != 1) pages = 0;
+    if (f) fclose(f);
+    if (pages == 0) return; /* no /proc: the importer's own bound only */
+    unsigned long long file = stat(path, &st) == 0 && st.st_size > 0 ? (unsigned long long)st.st_size : 0;
+    if (file > ONNX_MAX_BYTES) file = ONNX_MAX_BYTES;
+    unsigned long long limit = pages * (unsigned long long)sysconf(_SC_PAGE_SIZE) + onnx_import_memory_bound() +
+                               2 * file + (512ULL << 20);
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && (rl.rlim_max == RLIM_INFINITY || limit < rl.rlim_max)) {
+        rl.rlim_cur = (rlim_t)limit;
+        setrlimit(RLIMIT_AS, &rl);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *spec_path = NULL, *summary_path = NULL, *resume_from = NULL, *metrics_path = NULL;
@@ -222,6 +274,7 @@ int main(int argc, char **argv)
     double netprobe_s = 0;
     train_opts_t opts = {0};
     const char *check_onnx = NULL;
+    long check_mb = 0;
     int c;
     while ((c = getopt_long(argc, argv, "", OPTIONS, NULL)) != -1) {
         switch (c) {
@@ -289,6 +342,10 @@ int main(int argc, char **argv)
             break;
         case 'M': g_models_dir = optarg; break;
         case 'k': check_onnx = optarg; break;
+        case 'G':
+            if (numarg_long(optarg, 1, CHECK_MEMORY_MAX_MB, &check_mb))
+                return bad_number("check-memory-mb", optarg, "a size in MiB", 1, CHECK_MEMORY_MAX_MB);
+            break;
         case 'V': version(); return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -299,6 +356,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "pacer-worker: --check-onnx takes one file and no spec\n");
             return 2;
         }
+        check_onnx_limits(check_onnx, check_mb);
         return modelfetch_check(check_onnx);
     }
     if (netprobe_s > 0) {
@@ -406,8 +464,17 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
 
     /* The data roots' sets in the catalog, as the coordinator lists them, so that the
      * spec may name one (common/spec.c resolves the name to its format and path). */
-    if (g_ndata_roots > 0) userdata_sync(g_data_roots, g_ndata_roots, NULL);
-    if (spec_load_file(spec_path, &spec, err, sizeof err) != 0) {
+    if (g_ndata_roots > 0 && dataroot_set(g_data_roots, g_ndata_roots, err, sizeof err) != 0) {
+        /* what this worker may read of users' data (common/dataroot.h; none given: all) */
+        SAY("pacer-worker: %s\n", err);
+        return finish(use_mpi, &w, 2);
+    }
+    /* The roots' sets are probed (listing every image folder) only when the spec needs
+     * the catalog's user entries: a spec the coordinator stored has the format and path
+     * already, and it passes its roots to every rank of every launch. */
+    int loaded = g_ndata_roots > 0 && spec_load_file(spec_path, &spec, err, sizeof err) == 0;
+    if (!loaded && g_ndata_roots > 0) userdata_sync(g_data_roots, g_ndata_roots, NULL);
+    if (!loaded && spec_load_file(spec_path, &spec, err, sizeof err) != 0) {
         SAY("pacer-worker: %s\n", err);
         return finish(use_mpi, &w, 2);
     }

@@ -683,7 +683,7 @@ static int convert_builtin(worker_t *w, int C, int H, int W, int resize, char *e
 }
 
 /* dataset.mean / dataset.std, when given, replace the data set's own figures. */
-static int apply_normalisation(worker_t *w, const job_spec_t *spec, int C, char *err, size_t errlen)
+static int apply_normalisation(worker_t *w, const job_spec_t *spec, const char *model, int C, char *err, size_t errlen)
 {
     const double *v[2] = {spec->dataset.mean, spec->dataset.std};
     const int n[2] = {spec->dataset.nmean, spec->dataset.nstd};
@@ -691,8 +691,8 @@ static int apply_normalisation(worker_t *w, const job_spec_t *spec, int C, char 
     for (int k = 0; k < 2; k++) {
         if (n[k] == 0) continue;
         if (n[k] != 1 && n[k] != C) {
-            snprintf(err, errlen, "%s: %d values, model %s takes %d channel%s: give 1 or %d", name[k], n[k],
-                     w->model->name, C, C == 1 ? "" : "s", C);
+            snprintf(err, errlen, "%s: %d values, model %s takes %d channel%s: give 1 or %d", name[k], n[k], model, C,
+                     C == 1 ? "" : "s", C);
             return DATA_EFORMAT;
         }
         for (int c = 0; c < C; c++) {
@@ -705,8 +705,10 @@ static int apply_normalisation(worker_t *w, const job_spec_t *spec, int C, char 
 }
 
 /* Loads the training and test sets in the model's shape (or dataset.resize's size), with
- * the statistics they are normalised by, and records what they are in w->data. */
-static int load_data(worker_t *w, const job_spec_t *spec, const model_t *m, char *err, size_t errlen)
+ * the statistics they are normalised by, and records what they are in w->data. m is the
+ * model's catalog entry: a built-in's head is then sized to w->data.classes; a model of
+ * its own width (head_in 0) must have as many outputs. */
+static int load_data(worker_t *w, const job_spec_t *spec, const catalog_model_t *m, char *err, size_t errlen)
 {
     const int resize = spec->dataset.nresize == 2;
     const int H = resize ? (int)spec->dataset.resize[0] : m->H, W = resize ? (int)spec->dataset.resize[1] : m->W;
@@ -718,13 +720,22 @@ static int load_data(worker_t *w, const job_spec_t *spec, const model_t *m, char
         char dir[SPEC_PATH_MAX];
         if (spec->dataset.cache_dir[0]) snprintf(dir, sizeof dir, "%s", spec->dataset.cache_dir);
         else dsload_default_cache_dir(dir, sizeof dir);
-        const dsload_opts_t o = {fmt, spec->dataset.path, spec->dataset.layout, m->C, H, W, resize, dir};
+        const dsload_opts_t o = {.format = fmt,
+                                 .path = spec->dataset.path,
+                                 .layout = spec->dataset.layout,
+                                 .C = m->C,
+                                 .H = H,
+                                 .W = W,
+                                 .resize = resize,
+                                 .cache_dir = dir,
+                                 .train_max = spec->dataset.train_subset,
+                                 .test_max = spec->dataset.test_subset};
         rc = dsload_user(&o, &w->train, &w->test, &w->data, err, errlen);
         if (rc != DATA_OK) return rc;
         if (w->rank == 0 && w->data.cache_note[0]) fprintf(stderr, "data: %s\n", w->data.cache_note);
-        if (w->data.classes != m->num_classes) {
+        if (m->head_in == 0 && w->data.classes != m->classes) {
             snprintf(err, errlen, "%s: %d classes, model %s has %d outputs (one per class)", spec->dataset.path,
-                     w->data.classes, m->name, m->num_classes);
+                     w->data.classes, m->name, m->classes);
             return DATA_ELABEL;
         }
     } else {
@@ -743,7 +754,7 @@ static int load_data(worker_t *w, const job_spec_t *spec, const model_t *m, char
         }
         w->data.classes = w->train.num_classes;
     }
-    rc = apply_normalisation(w, spec, m->C, err, errlen);
+    rc = apply_normalisation(w, spec, m->name, m->C, err, errlen);
     for (int c = 0; c < DATA_MAX_CHANNELS; c++) {
         w->data.mean[c] = w->train.mean[c];
         w->data.std[c] = w->train.std[c];
@@ -781,11 +792,18 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
      * so the upper bound grows to hold each one's share. */
     planner_bounds_world(spec, nworkers, &w->min_batch, &w->max_batch);
 
-    /* The model first: its input shape is what the data is brought to. An imported model
+    /* The data is brought to the model's input shape (the catalog's), and a built-in
+     * model's head is sized to the data's classes, so an imported model is built first
+     * (its figures are its own) and a built-in one after the data. An imported model
      * starts from the file's initializers (the user's own initialisation), the same on
      * every rank; a built-in one from the job's seed. */
     const int onnx = spec->model_onnx[0] != '\0';
-    int rc;
+    catalog_model_t shape;
+    if (!onnx && catalog_model_get(spec->model, &shape) != 0) {
+        snprintf(err, errlen, "model: %s is not in the catalog", spec->model);
+        return -1;
+    }
+    int rc = 0;
     if (onnx && spec->model_sha256[0]) {
         /* an uploaded model: the bytes the spec's loader read (worker/modelfetch.h) */
         const uint8_t *bytes;
@@ -793,15 +811,17 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
         rc = modelfetch_bytes(spec->model_onnx, spec->model_sha256, &bytes, &nbytes, err, errlen);
         if (rc == 0) rc = onnx_import_buffer(bytes, nbytes, spec->model, sim_model_batch(w), &w->model, err, errlen);
     } else if (onnx) rc = onnx_import_file(spec->model_onnx, spec->model, sim_model_batch(w), &w->model, err, errlen);
-    else rc = model_create(spec->model, sim_model_batch(w), &w->model, err, errlen);
     if (rc != 0) return -1;
+    if (onnx) model_describe(w->model, &shape); /* head_in 0: its own width */
+    rc = load_data(w, spec, &shape, err, errlen);
+    if (rc != 0) return rc;
+    if (!onnx && model_create_classes(spec->model, w->data.classes, sim_model_batch(w), &w->model, err, errlen) != 0)
+        return -1;
     model_t *m = w->model;
     /* Dropout masks differ between ranks (each its own samples), and between runs of
      * different seeds. */
     const uint64_t seed_rank[2] = {(uint64_t)spec->seed, (uint64_t)rank};
     m->dropout_seed = hash_fnv1a(HASH_FNV1A_INIT, seed_rank, sizeof seed_rank);
-    rc = load_data(w, spec, m, err, errlen);
-    if (rc != 0) return rc;
     if (spec->dataset.train_subset > 0) dataset_truncate(&w->train, spec->dataset.train_subset);
     if (spec->dataset.test_subset > 0) dataset_truncate(&w->test, spec->dataset.test_subset);
 

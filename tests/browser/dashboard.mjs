@@ -22,13 +22,25 @@
 // asynchronous, and its page's accuracy chart holds the log's evaluations, one per epoch
 // and no 0 (as the simulated asgd job's does). Last, the Cluster page:
 // its hosts, and a benchmark of mlp started with its button whose speed the page then
-// shows. Exit 0 = pass, 1 = fail.
+// shows, and the "benchmarking ..." note gone once the result is there. Issue 42's faults,
+// each checked where it showed: the running job's data set (the spec's until the summary
+// says), the synchronous job's staleness charts replaced by a note, the header's
+// oversubscription in words, a finished job's epoch / step (from the nodes answer) and
+// heartbeat ("ended"), the checkpoint table's epochs counted as done, and the finished
+// job's noise-scale chart holding no value at the estimator's ceiling (GNS_PHI_MAX, passed
+// by http_browser.sh from common/gns.h). Exit 0 = pass, 1 = fail.
 import { chromium } from 'playwright-core';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
 const [base, shot] = process.argv.slice(2);
+// common/gns.h's GNS_PHI_MAX: the estimator's ceiling, never a measurement (issue 42).
+const PHI_MAX = Number(process.env.GNS_PHI_MAX);
+if (!(PHI_MAX > 0)) {
+  console.error('GNS_PHI_MAX not set (http_browser.sh reads it from common/gns.h)');
+  process.exit(2);
+}
 if (!base || !shot) {
   console.error('usage: node dashboard.mjs BASE_URL SCREENSHOT.png');
   process.exit(2);
@@ -129,6 +141,24 @@ try {
   // ended before the page watched it would only show a replay, so that fails too.
   check(live.state === 'RUNNING', 'the charts filled while the job was RUNNING (state: ' + live.state + ')');
   check(live.ranks.length === 2, 'one series per rank: ' + JSON.stringify(live.ranks));
+  // The page opened before the job started (no start, no history): its time axis still
+  // counts seconds since the start, not unix time (overlapping ten-digit labels, issue 42).
+  const tmax = await page.evaluate(() => window.pacer.tmax());
+  check(tmax >= 0 && tmax < 3600, 'the time axis counts seconds since the start: last point at ' + tmax + ' s');
+  // Issue 42: a running job's data set is the spec's (the summary's figures come at the end).
+  const runningSet = await page.textContent('#f-dataset');
+  check(runningSet.startsWith('fashion-mnist · subsets of 4,096 train / 500 test'), 'the running job shows its data set: ' + runningSet);
+  // ssgd records staleness 0 for every update: a note says so instead of two flat charts.
+  await page.waitForFunction(() => ['st_mean', 'st_p95'].every((n) => {
+    const c = document.querySelector('[data-chart="' + n + '"]');
+    return c.querySelector('.plot').hidden && !c.querySelector('.sync-note').hidden;
+  }), null, { timeout: 15000, polling: 250 }).catch(() => {});
+  const syncNote = await page.$eval('[data-chart="st_mean"]', (c) => ({ plot: c.querySelector('.plot').hidden,
+    note: c.querySelector('.sync-note').hidden ? '' : c.querySelector('.sync-note').textContent }));
+  check(syncNote.plot && /^ssgd is synchronous: .*no staleness/.test(syncNote.note), 'no staleness charts for ssgd: "' + syncNote.note + '"');
+  const slots = await page.evaluate(() => [window.pacerText.slots(5, 2), window.pacerText.slots(2, 2)]);
+  check(slots[0] === '5 processes on 2 slots: oversubscribed 2.5x' && slots[1] === '2/2 slots', 'the header words oversubscription: ' +
+    JSON.stringify(slots));
   console.log('ok: loss points per rank ' + JSON.stringify(live.loss) + ', staleness ' + JSON.stringify(live.st_mean) +
     ' after ' + live.events + ' events (job ' + live.state + ')');
   await page.waitForSelector('#live.on', { timeout: 10000 }).catch(() => {});
@@ -212,6 +242,17 @@ try {
     rows: document.querySelectorAll('#ckpts tbody tr').length, total: document.querySelector('#ckpts .ckpt-total').textContent }));
   check(ck.api && ck.shown && ck.rows === ck.api.items.length && ck.total.startsWith(ck.api.items.length + ' kept · '),
     'the checkpoints panel lists what the API keeps: ' + ck.rows + ' row(s), ' + ck.total);
+  // Issue 42: the finished job's ranks beat no more, and the checkpoint table counts
+  // completed epochs under a header that says so.
+  await page.waitForFunction(() => [...document.querySelectorAll('#nodes-body td.heartbeat')].map((c) => c.textContent).join() === 'ended,ended',
+    null, { timeout: 10000, polling: 250 }).catch(() => {});
+  const beats = await page.$$eval('#nodes-body td.heartbeat', (c) => c.map((x) => x.textContent));
+  check(beats.length === 2 && beats.every((b) => b === 'ended'), 'the finished job\'s heartbeats say ended: ' + JSON.stringify(beats));
+  const ckEpochs = await page.evaluate(() => ({ head: document.querySelector('#ckpts thead th:nth-child(2)').textContent,
+    cells: [...document.querySelectorAll('#ckpts tbody tr td:nth-child(2)')].map((c) => c.textContent),
+    api: window.pacer.job().checkpoints.items.map((c) => String(c.epoch)) }));
+  check(ckEpochs.head === 'Epochs done' && JSON.stringify(ckEpochs.cells) === JSON.stringify(ckEpochs.api),
+    'the checkpoint table counts completed epochs: ' + JSON.stringify(ckEpochs));
   await page.waitForTimeout(600);   // the last redraw
   await page.screenshot({ path: shot, fullPage: true });
   console.log('screenshot: ' + shot);
@@ -233,6 +274,27 @@ try {
     'the reopened page drew the history: ' + hist.h.records + ' records, at most ' + hist.h.points + ' points per series');
   await page.waitForFunction(() => document.querySelectorAll('#breakdown .breakdown-row').length === 2, null, { timeout: 10000 });
   check(true, 'the reopened page fills the time breakdown from the newest records');
+  // Issue 42: the finished job's epoch / step (no live records: the nodes answer's), and
+  // its noise-scale chart: measured values only, none at the estimator's ceiling.
+  await page.waitForFunction(() => /^[0-9]+ \/ 100 · step [0-9,]+$/.test(document.querySelector('#f-progress').textContent), null,
+    { timeout: 10000, polling: 250 }).catch(() => {});
+  const prog = await page.textContent('#f-progress');
+  check(/^[1-9][0-9]* \/ 100 · step [1-9][0-9,]*$/.test(prog), 'the finished job shows its last epoch / step: ' + prog);
+  await page.waitForFunction(() => [...document.querySelectorAll('#nodes-body td.heartbeat')].map((c) => c.textContent).join() === 'ended,ended',
+    null, { timeout: 10000, polling: 250 }).catch(() => {});
+  const beats2 = await page.$$eval('#nodes-body td.heartbeat', (c) => c.map((x) => x.textContent));
+  check(JSON.stringify(beats2) === '["ended","ended"]', 'and its heartbeats say ended: ' + JSON.stringify(beats2));
+  // and no y axis narrower than its labels (they were clipped at a fixed 58 px)
+  for (const name of ['loss', 'sps', 'batch', 'noise', 'acc']) {
+    const room = await page.evaluate((n) => window.pacer.axisRoom(n), name);
+    check(room && room.labels.length > 0 && room.size >= room.need, 'the ' + name + ' chart\'s y axis fits its labels: ' +
+      JSON.stringify(room));
+  }
+  const noise = await page.evaluate(() => window.pacer.values('noise'));
+  const flat = noise.flat();
+  check(noise.length === 2 && flat.length >= 2 && flat.every((v) => Number.isFinite(v) && v > 0 && v < PHI_MAX),
+    'the finished job\'s noise-scale chart holds measurements only, none at the ceiling ' + PHI_MAX + ': ' + flat.length +
+    ' values in [' + Math.min(...flat) + ', ' + Math.max(...flat) + ']');
   // Hovering a chart shows every rank's value there in the legend.
   const over = await (await page.$('[data-chart="loss"] .u-over')).boundingBox();
   await page.mouse.move(over.x + over.width * 0.6, over.y + over.height / 2);
@@ -366,6 +428,11 @@ try {
   }, null, { timeout: 60000, polling: 500 });
   const hostText = await page.textContent('#hosts-body tr[data-host]');
   const hostState = await page.textContent('#hosts-body tr[data-host] .badge');
+  // Issue 42: the "benchmarking mlp on ..." note goes once the result is there.
+  await page.waitForFunction(() => document.querySelector('#bench-status').textContent === '', null, { timeout: 10000, polling: 250 })
+    .catch(() => {});
+  const benchNote = await page.textContent('#bench-status');
+  check(benchNote === '', 'the benchmark\'s note is gone with its result (it said: "' + benchNote + '")');
   check(hostState === 'up' && /mlp on cpu: [0-9,.]+ samples\/s/.test(hostText) &&
     /mlp, .*samples\/s \([0-9]+% of the median\)/.test(hostText),
     'the Cluster page shows the host ' + hostState + ' with its measured mlp speed and last benchmark: ' + hostText);

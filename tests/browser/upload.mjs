@@ -7,7 +7,9 @@
 // On the new-job form: a model uploaded from FILE (PUT /api/v1/models/ui-net) is then the
 // form's chosen model, listed as uploaded, and the spec the form builds names it as
 // {"onnx": "ui-net"}; a job submitted so (on MNIST) has the model's summary on its page:
-// input 1×28×28, 10 classes, its parameters and the sha256 the job pinned. Exit 0 = pass.
+// input 1×28×28, 10 classes, its parameters and the sha256 the job pinned, shortened to 12
+// digits (the whole 64 wrapped into a tall column, issue 42) with the full value in its
+// title. Exit 0 = pass.
 import { chromium } from 'playwright-core';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -63,13 +65,15 @@ try {
   await page.click('#submit-job');
   await page.waitForURL(/#\/jobs\/j-[0-9]+$/, { timeout: 10000 });
   // the sha256 shows at once (the job's spec), the rest once GET /api/v1/models/ui-net answers
+  const short = sha.slice(0, 12) + '…';
   await page.waitForFunction((h) => {
     const t = document.querySelector('#f-onnx').textContent;
     return t.includes(h) && t.includes('parameters');
-  }, sha, { timeout: 20000 }).catch(() => {});
+  }, short, { timeout: 20000 }).catch(() => {});
   const facts = await page.textContent('#f-onnx');
-  check(/input 1×28×28 · 10 classes · [0-9,.]+ parameters · sha256 /.test(facts) && facts.includes(sha),
-    'the job page shows the model summary: ' + facts);
+  check(/input 1×28×28 · 10 classes · [0-9,.]+ parameters · sha256 /.test(facts) && facts.includes(short) && !facts.includes(sha),
+    'the job page shows the model summary, the sha256 shortened: ' + facts);
+  check(await page.$eval('#f-onnx', (e) => e.title) === 'sha256 ' + sha, 'the full sha256 is in its title');
 } catch (e) {
   console.error('FAIL: ' + e.message);
   process.exitCode = 1;

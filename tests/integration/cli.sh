@@ -207,3 +207,22 @@ cmp -s "$TMP/log2.txt" "$TMP/log.txt" || fail "logs after a coordinator restart 
 p logs --tail 2 "$id4" | grep -q . || fail "logs of the cancelled job after a restart"
 echo "ok: a stopped coordinator is named (exit 3); the logs of finished jobs are served by the next one"
 stop_coord
+
+# ---- export of a job that failed before training (issue 42): why there is no model, not "will write" ------
+# A data root holding an empty folder: the spec passes the API, the worker finds no images.
+mkdir -p "$TMP/root/empty"
+start_coord --listen 127.0.0.1:0 --data-root "$TMP/root"
+export PACER_URL=$(base_url)
+printf '{"name": "nodata", "model": "lenet5", "epochs": 1, "dataset": {"name": "fashion-mnist", "path": "%s"}}' \
+    "$TMP/root/empty" >"$TMP/nodata.json"
+id5=$(p submit "$TMP/nodata.json") || fail "submit nodata exited $?"
+await 120 "job $id5 to fail" is_pstate "$id5" FAILED
+p get "$id5" | grep -q "^data  *fashion-mnist, 1 epoch, batch 64$" || { p get "$id5"; fail "get: not '1 epoch'"; }
+expect_error 1 "pacer export: job $id5 failed before its first checkpoint (.*not found.*), so it has no trained model to export" \
+    p export "$id5" -o "$TMP/nodata.onnx"
+grep -q "with each checkpoint" "$TMP/out" && fail "export of a failed job still says its worker will write the model"
+[ ! -e "$TMP/nodata.onnx" ] || fail "export of a job without a model left a file"
+p export --json "$id5" -o "$TMP/nodata.onnx" 2>/dev/null | jq -e '.type == "urn:pacer:problem:no-model"' >/dev/null ||
+    fail "export --json: not the API's problem document"
+echo "ok: export of $id5 (FAILED before a checkpoint) says why it has no model; get says '1 epoch'"
+stop_coord

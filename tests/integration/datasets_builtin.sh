@@ -10,7 +10,8 @@
 # (a short configuration: one process, one epoch, a few batches), finds the files. A
 # retry resolves again: after a restart with another --data-root it reads from there,
 # and with the files gone it gets the same 422. A dataset.path that does not hold the
-# files is 422 too. The coordinator's own worker is a stand-in that fails at once, so
+# files is 422 too, and a set linked out of every data root is neither listed nor read
+# (common/dataroot.h). The coordinator's own worker is a stand-in that fails at once, so
 # that no accepted example trains in the daemon: what the ranks read is checked by the
 # direct runs.
 . tests/integration/coordinator_lib.inc
@@ -18,7 +19,9 @@ command -v curl >/dev/null || skip "curl not installed (make deps)"
 need_dir "$FASHION" "Fashion-MNIST (make deps)"
 need_dir "$PACER_SHARED/datasets/mnist" "MNIST"
 need_dir "$PACER_SHARED/datasets/cifar-10" "CIFAR-10"
-DATA=$PACER_SHARED/datasets
+# the data sets' real directory, a data root of the daemons that may read them; the other
+# roots hold links into it (links that stay under a root are followed, common/dataroot.h)
+DATA=$(realpath "$PACER_SHARED/datasets")
 
 # The daemon's stand-in worker: answers --help as pacer-worker does, fails any job.
 cat >"$TMP/worker" <<'EOF'
@@ -73,9 +76,19 @@ for f in examples/*.json; do
 done
 [ "$n" -ge 6 ] || fail "only $n examples"
 
-# 2. The data root now holds them: every example is accepted, with the listing's path.
+# 2. Links to them under the root: while they lead out of every root they are not
+# offered; once their target's folder is a root too, every example is accepted, with the
+# listing's path.
 ln -s "$DATA/mnist" "$TMP/r1/mnist"
 ln -s "$DATA/cifar-10" "$TMP/r1/cifar-10"
+[ "$(listed_path mnist)" = null ] || fail "mnist linked out of the roots is listed at $(listed_path mnist)"
+code=$(post examples/lenet5-mnist.json "$TMP/out.json")
+[ "$code" = 422 ] || fail "mnist linked out of the roots: HTTP $code: $(cat "$TMP/out.json")"
+refused422 "$TMP/out.json" mnist mnist "$TMP/r1"
+echo "ok: a data set linked out of the data roots is neither listed nor read"
+stop_coord
+daemon --data-root "$TMP/r1" --data-root "$TMP/r2" --data-root "$DATA"
+BASE=$(api_base)
 for ds in mnist cifar10 fashion-mnist; do
     p=$(listed_path "$ds")
     case $p in /*) ;; *) fail "$ds: listed at '$p', want an absolute path" ;; esac
@@ -105,12 +118,8 @@ for f in examples/*.json; do
 done
 [ -n "$MNIST_JOB" ] || fail "no example trains on mnist"
 
-# 3. A given dataset.path must hold the files (the data root itself does not).
+# 3. A given dataset.path must hold the files (the data root r2 itself does not).
 jq --arg p "$TMP/r2" '.dataset.path = $p' examples/lenet5-mnist.json >"$TMP/given.json"
-mkdir -p "$TMP/r2"
-stop_coord
-daemon --data-root "$TMP/r1" --data-root "$TMP/r2"
-BASE=$(api_base)
 code=$(post "$TMP/given.json" "$TMP/c.json")
 [ "$code" = 422 ] || fail "dataset.path without the files: HTTP $code: $(cat "$TMP/c.json")"
 case $(json "$TMP/c.json" .detail) in
@@ -124,7 +133,7 @@ await 60 "job $MNIST_JOB to end" is_state "$MNIST_JOB" FAILED
 stop_coord
 rm "$TMP/r1/mnist"
 ln -s "$DATA/mnist" "$TMP/r2/mnist"
-daemon --data-root "$TMP/r2"
+daemon --data-root "$TMP/r2" --data-root "$DATA"
 BASE=$(api_base)
 code=$(curl -s -o "$TMP/d.json" -w '%{http_code}' -X POST "$BASE/api/v1/jobs/$MNIST_JOB/retry")
 [ "$code" = 201 ] || fail "retry: HTTP $code: $(cat "$TMP/d.json")"
@@ -135,7 +144,10 @@ echo "ok: retry $RETRY of $MNIST_JOB reads mnist from $stored"
 
 # ... and with the files gone, the retry gets the submission's 422.
 await 60 "job $RETRY to end" is_state "$RETRY" FAILED
+stop_coord
 rm "$TMP/r2/mnist"
+daemon --data-root "$TMP/r2"
+BASE=$(api_base)
 code=$(curl -s -o "$TMP/e.json" -w '%{http_code}' -X POST "$BASE/api/v1/jobs/$RETRY/retry")
 [ "$code" = 422 ] || fail "retry without the files: HTTP $code: $(cat "$TMP/e.json")"
 refused422 "$TMP/e.json" mnist mnist "$TMP/r2"

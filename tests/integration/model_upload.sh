@@ -11,6 +11,12 @@
 # and the job still trains: the no-shared-file-system path. First the worker alone: an
 # upload's bytes by hash from --models-dir, trained and exported (--export-onnx), bytes of
 # another hash and a missing store refused; --check-onnx's exit statuses.
+# Issue 42: hostile files written at test time (tests/tools/onnx_hostile.py: a Pad of 8000
+# before a Conv, a Conv with pads 8000, 150000 empty initializers, 3000 nested If
+# subgraphs) are refused by --check-onnx (exit 2, the reason, peak RSS under 512 MB) and by
+# the API (422, the reason); files of STATE/models that no index entry names (a crash in
+# the middle of an upload) are removed at the next start, and the log says so; a validator
+# ended by a signal (a crash, its address-space limit) is a 422 naming the signal.
 . tests/integration/coordinator_lib.inc
 need_dir "$PACER_SHARED/datasets/mnist" "MNIST"
 command -v curl >/dev/null || skip "curl not installed (make deps)"
@@ -23,8 +29,9 @@ TOKEN=test-token-$$
 export PACER_TOKEN=$TOKEN
 AUTH="Authorization: Bearer $TOKEN"
 OCTET="Content-Type: application/octet-stream"
-# --max-model-bytes: the test's model (~32 KB) fits, 100 KB of zeros do not
-start_coord --max-model-bytes 65536
+# --max-model-bytes: the test's model (~32 KB) and the hostile files (up to 300 KB) fit,
+# 1.2 MB of zeros do not; --host-memory-mb: the validator's memory bound
+start_coord --max-model-bytes 1000000 --host-memory-mb 2048
 BASE=$(api_base)
 
 # req METHOD PATH [CURL ARGS...] - prints the status; the body in $TMP/body.
@@ -73,6 +80,33 @@ expect_error 2 "the bytes from $TMP/bad/$SHA.onnx hash to" $WORKER --spec "$TMP/
 expect_error 2 "no --redis to fetch it from" $WORKER --spec "$TMP/w.json"
 expect_error 3 "not an ONNX model" $WORKER --check-onnx "$TMP/w.json"
 expect_error 2 "operator Softplus is not supported" $WORKER --check-onnx "$TMP/mnist_softplus.onnx"
+expect_error 2 "check-memory-mb 0: must be a size in MiB" $WORKER --check-onnx "$TMP/mnist_cnn.onnx" --check-memory-mb 0
+
+# ---- hostile files: refused from their declared shapes and counts, in bounded memory ------
+mkdir -p "$TMP/hostile"
+python3 tests/tools/onnx_hostile.py "$TMP/hostile" || fail "tests/tools/onnx_hostile.py failed"
+# hostile FILE REASON: the file and the reason --check-onnx and the API give
+hostile() {
+    case $1 in
+    pad8000 | convpads8000) echo "node 'Conv_c' (Conv): the model needs 73303 MiB or more at batch 1" ;;
+    empty_inits) echo "GraphProto.initializer: more than 100000 entries" ;;
+    nested_if) echo "messages nest deeper than the bound of 32" ;;
+    esac
+}
+for h in pad8000 convpads8000 empty_inits nested_if; do
+    why=$(hostile $h)
+    /usr/bin/time -f "peak %M" -o "$TMP/time.out" $WORKER --check-onnx "$TMP/hostile/$h.onnx" --check-memory-mb 1024 \
+        >"$TMP/check.out" 2>&1
+    rc=$?
+    [ $rc -eq 2 ] || { cat "$TMP/check.out"; fail "--check-onnx $h.onnx exited $rc, want 2"; }
+    grep -qF "$why" "$TMP/check.out" || { cat "$TMP/check.out"; fail "--check-onnx $h.onnx does not say: $why"; }
+    peak=$(sed -n 's/^peak \([0-9]*\)$/\1/p' "$TMP/time.out")
+    need_number "$h.onnx: peak RSS" "$peak"
+    [ "$peak" -lt 524288 ] || fail "--check-onnx $h.onnx: peak RSS $peak KB, want under 512 MB"
+    echo "ok: --check-onnx $h.onnx: exit 2, peak RSS $peak KB: $(head -c 160 "$TMP/check.out")"
+done
+expect_error 2 "more than the memory bound of 1024 MiB" $WORKER --check-onnx "$TMP/hostile/pad8000.onnx" \
+    --check-memory-mb 1024
 
 # ---- upload: 201 with the summary, the same bytes again 200 ------------------------------
 expect 201 "PUT a new model" PUT /api/v1/models/cnn -H "$AUTH" -H "$OCTET" --data-binary "@$TMP/mnist_cnn.onnx"
@@ -106,7 +140,15 @@ grep -q "/Softplus" "$TMP/body" || { cat "$TMP/body"; fail "the 422 does not nam
 echo "not a model" >"$TMP/text.onnx"
 expect 400 "PUT text" PUT /api/v1/models/text -H "$AUTH" -H "$OCTET" --data-binary "@$TMP/text.onnx"
 grep -q "not an ONNX model" "$TMP/body" || { cat "$TMP/body"; fail "the 400 does not say it is not ONNX"; }
-head -c 100000 /dev/zero >"$TMP/big.onnx"
+for h in pad8000 convpads8000 empty_inits nested_if; do
+    expect 422 "PUT $h.onnx" PUT /api/v1/models/$h -H "$AUTH" -H "$OCTET" --data-binary "@$TMP/hostile/$h.onnx"
+    grep -qF "$(hostile $h)" "$TMP/body" || { cat "$TMP/body"; fail "the 422 for $h.onnx does not say: $(hostile $h)"; }
+done
+expect 422 "PUT pad8000.onnx (the bound is --host-memory-mb)" PUT /api/v1/models/pad -H "$AUTH" -H "$OCTET" \
+    --data-binary "@$TMP/hostile/pad8000.onnx"
+grep -qF "memory bound of 2048 MiB" "$TMP/body" || { cat "$TMP/body"; fail "the 422 does not name the bound"; }
+coord_alive || fail "the coordinator died on the hostile uploads"
+head -c 1200000 /dev/zero >"$TMP/big.onnx"
 expect 413 "PUT over --max-model-bytes" PUT /api/v1/models/big -H "$AUTH" -H "$OCTET" --data-binary "@$TMP/big.onnx"
 expect 409 "PUT a built-in name" PUT /api/v1/models/lenet5 -H "$AUTH" -H "$OCTET" --data-binary "@$TMP/mnist_cnn.onnx"
 expect 409 "DELETE a built-in" DELETE /api/v1/models/lenet5 -H "$AUTH"
@@ -179,9 +221,22 @@ else
     echo "note: no chromium or playwright-core (tests/browser: npm ci): the dashboard's upload not run"
 fi
 
-# ---- a restart keeps it --------------------------------------------------------------------
+# ---- a restart keeps it, and removes what no index entry names -----------------------------
 stop_coord
-start_coord --max-model-bytes 65536
+# what a crash during validation leaves: a content file no entry names, temporary files
+ORPHAN=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+cp "$TMP/hostile/pad8000.onnx" "$STATE/models/$ORPHAN.onnx"
+echo partial >"$STATE/models/$ORPHAN.onnx.tmp"
+echo partial >"$STATE/models/index.json.tmp"
+echo "not ours" >"$STATE/models/NOTES"
+start_coord --max-model-bytes 1000000 --host-memory-mb 2048
+for f in "$ORPHAN.onnx" "$ORPHAN.onnx.tmp" index.json.tmp; do
+    [ -e "$STATE/models/$f" ] && fail "STATE/models/$f is still there after a restart"
+    grep -qF "models: removed $STATE/models/$f" "$TMP/coord.log" || { tail "$TMP/coord.log"; fail "no log of removing $f"; }
+done
+[ -s "$STATE/models/$SHA.onnx" ] || fail "the restart removed the indexed model's file"
+[ -e "$STATE/models/NOTES" ] || fail "the restart removed a file that is not the store's"
+echo "ok: a restart removed the unindexed file and the temporary ones: $(grep -m1 'models: removed' "$TMP/coord.log")"
 BASE=$(api_base)
 expect 200 "GET cnn after a restart" GET /api/v1/models/cnn -H "$AUTH"
 [ "$(jq -r '.source + " " + .sha256' "$TMP/body")" = "uploaded $SHA" ] || fail "after a restart: $(cat "$TMP/body")"
@@ -213,4 +268,18 @@ if [ "$(req GET /api/v1/models/ui-net -H "$AUTH")" = 200 ]; then
 fi
 [ -e "$STATE/models/$SHA.onnx" ] && fail "the stored file is still there after DELETE"
 redis-cli -s "$STATE/redis.sock" --raw EXISTS "pacer:model:$SHA" | grep -qx 0 || fail "pacer:model:SHA256 still in Redis"
+
+# ---- a validator that a signal ends (what its address-space limit or a crash does): 422 ------
+stop_coord
+REAL_WORKER=$(cd "$(dirname "$WORKER")" && pwd)/$(basename "$WORKER")
+printf '#!/bin/sh\ncase " $* " in *" --check-onnx "*) kill -SEGV $$ ;; esac\nexec "%s" "$@"\n' "$REAL_WORKER" \
+    >"$TMP/crash-worker.sh"
+chmod +x "$TMP/crash-worker.sh"
+start_coord --max-model-bytes 1000000 --host-memory-mb 2048 --worker "$TMP/crash-worker.sh"
+BASE=$(api_base)
+expect 422 "PUT while the validator crashes" PUT /api/v1/models/crash -H "$AUTH" -H "$OCTET" \
+    --data-binary "@$TMP/mnist_cnn.onnx"
+grep -qF "the validator was stopped by signal 11" "$TMP/body" || { cat "$TMP/body"; fail "the 422 does not name the signal"; }
+coord_alive || fail "the coordinator died with its validator"
+[ -e "$STATE/models/$SHA.onnx" ] && fail "the bytes the crashed validator refused were kept"
 echo "ok"

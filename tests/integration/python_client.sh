@@ -1,7 +1,9 @@
 # The Python client (clients/python/pacer, issue 25) against a real coordinator: a
 # PyTorch module becomes a job (export, upload, submit), trains, and its weights come back
 # into the module, which then gives pacer's test accuracy in torch; refusals come back as
-# exceptions carrying the API's message (tests/tools/pyclient_train.py).
+# exceptions carrying the API's message (tests/tools/pyclient_train.py). Issue 42: a batch
+# of 1 as example input, no torch warnings on stderr, no upload left by a refused job,
+# num_batches_tracked in a strict state_dict.
 . tests/integration/coordinator_lib.inc
 MNIST=$PACER_SHARED/datasets/mnist
 need_dir "$MNIST" "MNIST (../shared/datasets/mnist)"

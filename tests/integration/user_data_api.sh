@@ -1,7 +1,7 @@
 # A user's own data set through the service (issue 26): the daemon probes it at
 # submission (common/dsprobe.h) and refuses what it can know then with 422
-# invalid-dataset naming dataset.path (a class folder without images, an .npz of 12
-# classes for a 10-output model); a spec may not name dataset.cache_dir (400: where
+# invalid-dataset naming dataset.path (a class folder without images); an .npz of 12
+# classes trains with lenet5 (a built-in's head takes the data set's classes); a spec may not name dataset.cache_dir (400: where
 # workers write is the daemon's --data-cache-dir); a good image folder trains, its job
 # shows the data set's classes, sizes and the cache in the summary, and a second job maps
 # the cache the first one decoded into STATE/data-cache. Every answer is checked against
@@ -69,7 +69,13 @@ refused() {
 job "$TMP/holes.json" holes "\"format\": \"imagefolder\", \"path\": \"$STATE/data/holes\""
 refused "$TMP/holes.json" 422 invalid-dataset dataset.path "holes/train/b: a class folder without images"
 job "$TMP/twelve.json" twelve "\"format\": \"npz\", \"path\": \"$STATE/data/twelve.npz\""
-refused "$TMP/twelve.json" 422 invalid-dataset dataset.path "has 12 classes, model lenet5 has 10 outputs"
+# 12 classes: lenet5's head takes them (issue 42), admitted and trained
+[ "$(post "$TMP/twelve.json")" = 201 ] || { cat "$TMP/body"; fail "the 12-class .npz was refused"; }
+id12=$(jq -r .id "$TMP/body")
+await 120 "job $id12 to succeed" is_state "$id12" SUCCEEDED
+[ "$(getjob "$id12")" = 200 ] || fail "GET job $id12"
+jq -e '.summary.dataset.classes == 12' "$TMP/body" >/dev/null || fail "job $id12's summary.dataset: $(jq -c .summary.dataset "$TMP/body")"
+echo "ok: lenet5 on the 12-class .npz was admitted and trained"
 job "$TMP/cache.json" cache "\"format\": \"imagefolder\", \"path\": \"$STATE/data/digits\", \"cache_dir\": \"/tmp/x\""
 refused "$TMP/cache.json" 400 invalid-spec dataset.cache_dir "set by the coordinator"
 job "$TMP/nopath.json" nopath '"format": "npz"'
@@ -115,6 +121,60 @@ jq -e '[.datasets[].name] | index("twelve2.npz") != null' "$TMP/body" >/dev/null
 [ "$(probes)" = "$((p0 + 1))" ] || fail "a new data set: want one more probe, log has $(probes) (was $p0)"
 rm "$STATE/data/twelve2.npz"
 echo "ok: the data roots' probe is cached ($p0 probe(s)), and a new .npz shows up"
+
+# Issue 42 (items 4 and 8): symbolic links under the data root, made here. Links that
+# leave the root are skipped inside a set (an image linked to /etc/passwd, a real image
+# from outside, a class folder linked to /etc) and refuse the set itself (a whole set
+# linked from outside, pw.npz -> /etc/passwd): the listing and the submission agree, and
+# no answer quotes a byte of /etc/passwd or where a link leads. A link inside the root
+# is followed. Outside the roots, a missing and an existing path get the same answer.
+cp -r "$STATE/data/digits" "$STATE/data/linky"
+cp -r "$STATE/data/digits" "$TMP/outset"
+cp "$STATE/data/digits/train/d1/0.png" "$TMP/outside.png"
+ln -s /etc/passwd "$STATE/data/linky/train/d0/passwd.png"
+ln -s "$TMP/outside.png" "$STATE/data/linky/train/d1/outside.png"
+ln -s /etc "$STATE/data/linky/train/etc"
+ln -s 0.png "$STATE/data/linky/train/d2/inside.png"
+ln -s "$TMP/outset" "$STATE/data/outset"
+ln -s /etc/passwd "$STATE/data/pw.npz"
+code=$(curl -s -o "$TMP/body" -D "$TMP/hdr" -w '%{http_code}' "$BASE/api/v1/datasets")
+[ "$code" = 200 ] || fail "GET /api/v1/datasets: HTTP $code"
+saved=$(mktemp "$TMP/answers/body.XXXXXX")
+cp "$TMP/body" "$saved"
+printf 'GET\t/api/v1/datasets\t200\tapplication/json\t%s\n' "$saved" >>"$TMP/answers/index"
+jq -e '([.datasets[] | select(.name == "linky") | .train_samples] == [61]) and
+    ([.datasets[].name] | index("outset") == null and index("pw.npz") == null) and
+    ([.refused[] | select(.name == "outset" or .name == "pw.npz") |
+      select(.error == "a symbolic link that leaves the data roots (only what resolves under a --data-root is read)")]
+     | length == 2)' "$TMP/body" >/dev/null ||
+    fail "GET /api/v1/datasets with links: $(jq -c '{datasets: [.datasets[] | {name, train_samples}], refused}' "$TMP/body")"
+grep -q -e 'root:x' -e '"/etc' -e "$TMP/outset" -e "$TMP/outside" "$TMP/body" && fail "the listing shows what a link out of the root leads to: $(cat "$TMP/body")"
+echo "ok: the listing follows a link inside the root, skips images and class folders linked out, refuses outset and pw.npz"
+job "$TMP/outset.json" outset "\"format\": \"imagefolder\", \"path\": \"$STATE/data/outset\""
+refused "$TMP/outset.json" 400 invalid-spec dataset.path "outset is not under a data root"
+job "$TMP/pw.json" pw "\"format\": \"npz\", \"path\": \"$STATE/data/pw.npz\""
+refused "$TMP/pw.json" 400 invalid-spec dataset.path "pw.npz is not under a data root"
+grep -q 'root:x' "$TMP/body" && fail "a refusal quotes /etc/passwd: $(cat "$TMP/body")"
+job "$TMP/exists.json" exists "\"format\": \"npz\", \"path\": \"/etc/passwd\""
+refused "$TMP/exists.json" 400 invalid-spec dataset.path "not under a data root"
+d1=$(jq -r .detail "$TMP/body" | sed 's|/etc/passwd|PATH|')
+job "$TMP/missing.json" missing "\"format\": \"npz\", \"path\": \"/etc/no-such-file-$$\""
+refused "$TMP/missing.json" 400 invalid-spec dataset.path "not under a data root"
+d2=$(jq -r .detail "$TMP/body" | sed "s|/etc/no-such-file-$$|PATH|")
+[ "$d1" = "$d2" ] || fail "outside the roots, an existing and a missing path are told apart: '$d1' / '$d2'"
+echo "ok: outside the roots, an existing and a missing path get the same answer"
+# The set with links trains on what is under the root: the worker, given the roots,
+# skips the same links (its summary counts 61 training images, not 63, and no image
+# of /etc/passwd is decoded).
+job "$TMP/linky.json" linky "\"format\": \"imagefolder\", \"path\": \"$STATE/data/linky\""
+[ "$(post "$TMP/linky.json")" = 201 ] || { cat "$TMP/body"; fail "the set with links was refused"; }
+idl=$(jq -r .id "$TMP/body")
+await 120 "job $idl to succeed" is_state "$idl" SUCCEEDED
+[ "$(getjob "$idl")" = 200 ] || fail "GET job $idl"
+jq -e '.summary.dataset | .classes == 10 and .train_samples == 61' "$TMP/body" >/dev/null ||
+    fail "job $idl (linky): summary.dataset $(jq -c .summary.dataset "$TMP/body")"
+echo "ok: the set with links trained on the 61 images under the root"
+rm -r "$STATE/data/linky" "$STATE/data/outset" "$STATE/data/pw.npz"
 
 # A good folder trains; its job shows what the worker found and where it cached it.
 job "$TMP/good.json" good "\"format\": \"imagefolder\", \"path\": \"$STATE/data/digits\""

@@ -7,18 +7,27 @@ Usage: PYTHONPATH=clients/python /usr/bin/python3 tests/tools/pyclient_train.py 
   - job.state_dict() loads into the module with load_state_dict(strict=True), changes its
     weights, and the module in torch gives the test accuracy pacer reported (within 0.1
     point, on the same test images);
+  - the example input is the README's batch of 1, also for a module with BatchNorm1d
+    (torch's batch norm refuses a batch of 1 in training mode), and the export prints
+    nothing on stderr (torch's warnings silenced, even under warnings "always");
+  - job.state_dict() includes num_batches_tracked (the module's count plus the job's
+    steps), and a job fetched by id (client.job) gives a state_dict that loads strictly;
   - refusals come back as PacerError with the API's status and message: bytes that are
     not ONNX (400), a module with an operator pacer does not train (422, naming it), a
-    wrong token (401), a coordinator that is not there.
+    wrong token (401), a coordinator that is not there; a spec refused after the upload
+    deletes the upload it made (GET /api/v1/models no longer lists it) and keeps a model
+    that held the name before.
 Exits 1 on a failed check, 77 when torch/onnx/numpy cannot be imported.
 """
 import gzip
 import os
 import sys
+import tempfile
+import warnings
 
 try:
     import numpy as np
-    import onnx  # noqa: F401  (the client's export and state_dict need it)
+    import onnx
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -52,6 +61,75 @@ class Net(nn.Module):
         return self.fc(self.drop(torch.flatten(x, 1)))
 
 
+class NetBN1d(nn.Module):
+    """Batch norm over (N, C): torch raises for a batch of 1 in training mode."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(28 * 28, 32)
+        self.bn = nn.BatchNorm1d(32)
+        self.fc2 = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.fc2(F.relu(self.bn(self.fc1(torch.flatten(x, 1)))))
+
+
+def stderr_of(fn):
+    """fn()'s result and what was written to file descriptor 2 meanwhile (Python's
+    warnings and anything torch's C++ side prints)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as t:
+        os.dup2(t.fileno(), 2)
+        try:
+            result = fn()
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+        t.seek(0)
+        return result, t.read().decode("utf-8", "replace")
+
+
+def check_export():
+    """A batch of 1 (the README's example) exports, the batch axis stays dynamic, and
+    nothing reaches stderr."""
+    warnings.simplefilter("always")  # torch's warnings would show every time
+    for module in (Net(), NetBN1d()):
+        what = type(module).__name__
+        onnx_bytes, err = stderr_of(lambda: pacer.client.export_module(module, torch.randn(1, 1, 28, 28)))
+        if err.strip():
+            fail("exporting %s wrote to stderr:\n%s" % (what, err))
+        dim = onnx.load_from_string(onnx_bytes).graph.input[0].type.tensor_type.shape.dim[0]
+        if not dim.dim_param or dim.dim_value:
+            fail("exporting %s: the input's batch axis is not dynamic: %s" % (what, dim))
+        print("ok: %s exported from a batch of 1 (%d bytes, batch axis %s), nothing on stderr"
+              % (what, len(onnx_bytes), dim.dim_param))
+
+
+def model_names(client):
+    return {m.get("name") for m in client.models().get("models", [])}
+
+
+def check_refused_spec(client, spec):
+    """A spec the coordinator refuses after the upload: the upload this call made is
+    deleted, a model that held the name before stays; the error is the refusal's."""
+    bad = dict(spec, optimizer={"lr": 0})
+    msg = expect_error("a refused spec", 400, "optimizer.lr",
+                       lambda: client.train(Net(), torch.randn(1, 1, 28, 28), bad, name="pyclient-refused"))
+    if "job refused: POST /api/v1/jobs" not in msg or "pyclient-refused uploaded for it was deleted" not in msg:
+        fail("the refusal does not say the job was refused and its upload deleted: %s" % msg)
+    if "pyclient-refused" in model_names(client):
+        fail("a job refused at submission left its upload pyclient-refused in GET /api/v1/models")
+    print("ok: the refused job's upload was deleted")
+    client.upload_model("pyclient-kept", pacer.client.export_module(Net(), torch.randn(1, 1, 28, 28)))
+    expect_error("a refused spec, the name held a model", 400, "pyclient-kept held a model before this upload",
+                 lambda: client.train(Net(), torch.randn(1, 1, 28, 28), bad, name="pyclient-kept"))
+    if "pyclient-kept" not in model_names(client):
+        fail("a refused job deleted pyclient-kept, a model uploaded before it")
+    print("ok: a model that held the name before the refused job is kept")
+
+
 def idx(d, name):
     for f in (name + ".gz", name):
         p = os.path.join(d, f)
@@ -71,7 +149,7 @@ def expect_error(what, status, needle, fn):
         if needle not in str(e):
             fail("%s: message %r does not say %r" % (what, str(e), needle))
         print("ok: %s -> %s" % (what, e))
-        return
+        return str(e)
     fail("%s: no error" % what)
 
 
@@ -84,7 +162,8 @@ def main():
     spec = {"name": "pyclient", "dataset": {"name": "mnist", "path": mnist, "train_subset": 4096,
                                             "test_subset": TEST_N},
             "algorithm": {"name": "ssgd"}, "workers": 2, "epochs": 1, "batch_size": 32, "seed": 7}
-    job = client.train(net, torch.randn(2, 1, 28, 28), spec)
+    check_export()
+    job = client.train(net, torch.randn(1, 1, 28, 28), spec)  # the README's example input
     if "model" in spec and spec["model"] is not None:
         fail("train() modified the caller's spec")
     for k in before:  # the export traced a copy: the caller's module is untouched
@@ -99,7 +178,24 @@ def main():
     if acc is None:
         fail("job %s has no test_accuracy in its summary: %s" % (job.id, job.info.get("summary")))
 
-    net.load_state_dict(job.state_dict())  # strict: exactly the module's keys
+    trained = job.state_dict()
+    if set(trained) != set(net.state_dict()):
+        fail("state_dict keys %s are not the module's %s" % (sorted(trained), sorted(net.state_dict())))
+    steps = job.info["summary"].get("steps")
+    if not isinstance(steps, int) or steps <= 0:
+        fail("job %s's summary has no steps: %s" % (job.id, job.info["summary"]))
+    if int(trained["bn1.num_batches_tracked"]) != int(before["bn1.num_batches_tracked"]) + steps:
+        fail("bn1.num_batches_tracked is %s, want the module's %s + the job's %s steps"
+             % (int(trained["bn1.num_batches_tracked"]), int(before["bn1.num_batches_tracked"]), steps))
+    net.load_state_dict(trained, strict=True)
+    by_id = client.job(job.id).state_dict()  # no module to compare with: the file's names
+    fresh = Net()
+    fresh.load_state_dict(by_id, strict=True)
+    if not torch.equal(fresh.state_dict()["conv1.weight"], net.state_dict()["conv1.weight"]) or \
+            int(by_id["bn1.num_batches_tracked"]) != steps:
+        fail("client.job(%s).state_dict() differs from the trained module's" % job.id)
+    print("ok: state_dict loads strictly (num_batches_tracked %d = the job's steps), also from client.job"
+          % int(trained["bn1.num_batches_tracked"]))
     changed = [k for k in before if not torch.equal(before[k], net.state_dict()[k])]
     if "conv1.weight" not in changed or "fc.weight" not in changed or "bn1.running_mean" not in changed:
         fail("trained weights not loaded back: changed only %s" % changed)
@@ -117,6 +213,7 @@ def main():
     expect_error("bytes that are not ONNX", 400, "ONNX", lambda: client.upload_model("junk", b"not a model"))
     expect_error("an unsupported operator", 422, "Softplus",
                  lambda: client.train(Net(act=F.softplus), torch.randn(2, 1, 28, 28), spec))
+    check_refused_spec(client, spec)
     expect_error("a wrong token", 401, "", lambda: pacer.Client(url, "wrong-" + token).models())
     expect_error("no coordinator", None, "unreachable", lambda: pacer.Client("http://127.0.0.1:1").models())
     print("ok: python client")

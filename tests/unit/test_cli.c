@@ -361,7 +361,7 @@ static void test_jobs_and_job(void **state)
     cap_open(&c);
     fmt_job(c.f, job, 1715000100);
     text = cap_close(&c);
-    assert_non_null(strstr(text, "data        /data/d.npz (npz), 1 epochs, batch 8\n"));
+    assert_non_null(strstr(text, "data        /data/d.npz (npz), 1 epoch, batch 8\n")); /* not "1 epochs" */
     assert_non_null(strstr(text, "dataset     3 classes, 10 train / 4 test samples, 3x32x32; cache "
                                  "/var/data-cache/d.npz-00ff.pdc (44.0 KiB, mapped, nothing decoded)\n"));
     free(text);
@@ -381,6 +381,61 @@ static void test_jobs_and_job(void **state)
                                  "samples/s\n"));
     free(text);
     json_decref(job);
+
+    /* Counts of one are singular (issue 42: "1 epochs"), whatever they count. */
+    job = json_loads("{\"id\": \"j-9\", \"model\": \"mlp\", \"algorithm\": \"sgd\", \"workers\": 1, \"world\": 1, "
+                     "\"attempts\": 2, \"restarts\": 1, \"spec\": {\"epochs\": 1, \"batch_size\": 8, \"dataset\": "
+                     "{\"name\": \"mnist\"}}, \"summary\": {\"steps\": 1, \"dataset\": {\"classes\": 1, "
+                     "\"train_samples\": 1, \"test_samples\": 1, \"shape\": [1, 2, 2]}}}",
+                     0, NULL);
+    assert_non_null(job);
+    cap_open(&c);
+    fmt_job(c.f, job, 1715000100);
+    text = cap_close(&c);
+    assert_non_null(strstr(text, "model       mlp, sgd, 1 worker\n"));
+    assert_non_null(strstr(text, "data        mnist, 1 epoch, batch 8\n"));
+    assert_non_null(strstr(text, "restarts    1 (2 attempts)\n"));
+    assert_non_null(strstr(text, "; 1 step, - s, - samples/s\n"));
+    assert_non_null(strstr(text, "dataset     1 class, 1 train / 1 test sample, 1x2x2\n"));
+    free(text);
+    json_decref(job);
+}
+
+/* `pacer export` of a job without model.onnx (the API's 404 no-model): the reason per
+ * state, never "will write it" for a job that ended before its first checkpoint. */
+static void test_no_model(void **state)
+{
+    static const struct {
+        const char *job, *want;
+    } cases[] = {
+        {"{\"id\": \"j-1\", \"state\": \"FAILED\", \"reason\": \"worker exited 1: dataset: no such file\", "
+         "\"checkpoints\": {\"items\": [], \"total_bytes\": 0}}",
+         "job j-1 failed before its first checkpoint (worker exited 1: dataset: no such file), so it has no trained "
+         "model to export"},
+        {"{\"id\": \"j-2\", \"state\": \"FAILED\"}",
+         "job j-2 failed before its first checkpoint, so it has no trained model to export"},
+        {"{\"id\": \"j-3\", \"state\": \"CANCELLED\", \"reason\": \"cancelled\"}",
+         "job j-3 was cancelled before its first checkpoint (cancelled), so it has no trained model to export"},
+        {"{\"id\": \"j-4\", \"state\": \"FAILED\", \"checkpoints\": {\"items\": [{\"step\": 10}]}}",
+         "job j-4 ended FAILED, but the coordinator has no model.onnx for it (pacer logs j-4 may say why)"},
+        {"{\"id\": \"j-5\", \"state\": \"SUCCEEDED\", \"simulated\": true}",
+         "job j-5 ran on a simulated cluster, whose ranks train no weights: there is no model to export"},
+        {"{\"id\": \"j-6\", \"state\": \"QUEUED\"}",
+         "job j-6 is QUEUED: it has no model yet; its worker writes one with each checkpoint and at the end"},
+        {"{\"id\": \"j-7\", \"state\": \"RUNNING\"}",
+         "job j-7 is RUNNING and has not written a checkpoint yet: its worker writes the model with each checkpoint "
+         "and at the end"},
+        {"{\"id\": \"j-8\\u001b[2J\", \"state\": \"FAILED\", \"reason\": \"x\\u0007\"}", /* a hostile answer */
+         "job j-8?[2J failed before its first checkpoint (x?), so it has no trained model to export"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[600];
+        json_t *job = json_loads(cases[i].job, 0, NULL);
+        assert_non_null(job);
+        fmt_no_model(job, out, sizeof out);
+        assert_string_equal(out, cases[i].want);
+        json_decref(job);
+    }
 }
 
 /* The catalog's answers as tables (GET /api/v1/models, /models/{name}, /datasets); a
@@ -675,6 +730,7 @@ int main(void)
         cmocka_unit_test(test_times),
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_jobs_and_job),
+        cmocka_unit_test(test_no_model),
         cmocka_unit_test(test_models_and_datasets),
         cmocka_unit_test(test_problem_and_states),
         cmocka_unit_test(test_sse_parser),

@@ -1343,6 +1343,7 @@ static void test_daemon_memory_admission(void **state)
     assert_int_equal(catalog_model_get("resnet20", &m), 0);
     snprintf(m.name, sizeof m.name, "big-import");
     m.source = CATALOG_ONNX;
+    m.head_in = 0; /* an imported model has its own width */
     m.params = 11000000;
     m.acts_per_sample = 2000000;
     if (catalog_model_add(&m, err, sizeof err) != 0) fail_msg("%s", err);
@@ -1391,17 +1392,28 @@ static void test_catalog_api(void **state)
     /* (3 x 61706 + MODEL_GRAD_EXTRA 4 + 37248) floats */
     assert_true(json_real_value(json_object_get(json_object_get(lenet, "memory"), "model_bytes")) ==
                 4.0 * (3 * 61706 + 4 + 37248));
+    /* the figures are for 10 classes; each class more adds fc3's 84 weights and a bias
+     * (3 copies), 2 x 84 + 5 FLOPs, and per sample a logit, its gradient and probability */
+    assert_true(json_is_true(json_object_get(lenet, "classes_from_dataset")));
+    json_t *per = json_object_get(lenet, "per_class");
+    assert_int_equal(json_integer_value(json_object_get(per, "parameters")), 85);
+    assert_true(json_real_value(json_object_get(per, "flops_per_sample")) == 173.0);
+    assert_true(json_real_value(json_object_get(json_object_get(per, "memory"), "model_bytes")) == 4.0 * 3 * 85);
+    assert_true(json_real_value(json_object_get(json_object_get(per, "memory"), "bytes_per_sample")) == 4.0 * 3);
     json_decref(o);
 
     catalog_model_t m;
     assert_int_equal(catalog_model_get("lenet5", &m), 0);
     snprintf(m.name, sizeof m.name, "onnx-lenet");
     m.source = CATALOG_ONNX;
+    m.head_in = 0; /* an imported model has its own width */
     m.dataset[0] = '\0';
     if (catalog_model_add(&m, err, sizeof err) != 0) fail_msg("%s", err);
     assert_int_equal(coord_model(fx->daemon, "onnx-lenet", &o), COORD_OK);
     assert_string_equal(json_string_value(json_object_get(o, "source")), "onnx");
     assert_true(json_is_null(json_object_get(o, "dataset")));
+    assert_true(json_is_false(json_object_get(o, "classes_from_dataset")));
+    assert_true(json_is_null(json_object_get(o, "per_class")));
     json_decref(o);
     assert_int_equal(coord_models(fx->daemon, &o), COORD_OK);
     assert_int_equal(json_array_size(json_object_get(o, "models")), 5);
@@ -1426,6 +1438,37 @@ static void test_catalog_api(void **state)
     free(real);
     assert_int_equal(json_array_size(json_object_get(o, "data_roots")), 1);
     json_decref(o);
+
+    /* A 4-class folder under the root (the probe lists it, decodes nothing: empty files
+     * do): an imported model of 10 outputs is refused at submission naming both (a
+     * built-in's head would take the 4: issue 42, tests/integration/builtin_classes.sh) */
+    static const char *const PARTS[] = {"four", "four/train", "four/test"};
+    for (size_t i = 0; i < sizeof PARTS / sizeof PARTS[0]; i++) {
+        snprintf(dir, sizeof dir, "%s/%s", root, PARTS[i]);
+        assert_int_equal(mkdir(dir, 0755), 0);
+    }
+    for (int k = 0; k < 4; k++)
+        for (int split = 0; split < 2; split++) {
+            char f[400];
+            snprintf(dir, sizeof dir, "%s/four/%s/c%d", root, split ? "test" : "train", k);
+            assert_int_equal(mkdir(dir, 0755), 0);
+            snprintf(f, sizeof f, "%s/0.png", dir);
+            assert_int_equal(write_text(f, ""), 0);
+        }
+    catalog_model_t ten;
+    assert_int_equal(catalog_model_get("lenet5", &ten), 0);
+    snprintf(ten.name, sizeof ten.name, "onnx-ten");
+    ten.source = CATALOG_ONNX;
+    ten.head_in = 0; /* an imported model has its own width */
+    if (catalog_model_add(&ten, err, sizeof err) != 0) fail_msg("%s", err);
+    char spec[600], id[COORD_ID_MAX], want[600];
+    snprintf(spec, sizeof spec,
+             "{\"model\": \"onnx-ten\", \"dataset\": {\"format\": \"imagefolder\", \"path\": \"%s/four\"}}", root);
+    assert_int_equal(coord_submit(fx->daemon, spec, id, sizeof id, err, sizeof err), COORD_EDATA);
+    snprintf(want, sizeof want, "dataset.path: %s/four has 4 classes, model onnx-ten has 10 outputs (one per class)",
+             root);
+    assert_string_equal(err, want);
+    assert_int_equal(catalog_model_remove("onnx-ten"), 0);
     unsetenv("PACER_SHARED");
 }
 

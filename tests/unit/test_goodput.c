@@ -1,7 +1,8 @@
 /* tests/unit/test_goodput.c - the gradient-noise-scale estimator (common/gns.h) on synthetic
  * gradients with a known noise scale, and the goodput planner (common/goodput.h) on
  * scripted node models: the split, the batch it picks as the noise scale grows, leaving
- * out a node that lowers goodput, hysteresis, AdaptDL's equal-nodes model, the fit. */
+ * out a node that lowers goodput, hysteresis, AdaptDL's equal-nodes model, the fit. And
+ * the worker's reports of the estimator's ceiling (worker/adaptive.c, issue 42). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,8 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adaptive.h"
 #include "gns.h"
 #include "goodput.h"
+#include "metrics.h"
 #include "rng.h"
 
 /* ---- the estimator ------------------------------------------------------------------- */
@@ -161,6 +164,9 @@ static void test_gns_edges(void **state)
     gns_sample_t neg = {.g2 = -50, .trace = 100};
     for (int i = 0; i < 2000; i++) gns_update(&e, &neg, 1);
     assert_true(gns_noise_scale(&e) == GNS_PHI_MAX);
+    /* the ceiling steers the planner but is reported as not measured, and said "beyond" */
+    assert_true(gns_beyond(gns_noise_scale(&e)) && isnan(gns_reported(gns_noise_scale(&e))));
+    assert_true(!gns_beyond(412.5) && gns_reported(412.5) == 412.5 && !gns_beyond(NAN) && isnan(gns_reported(NAN)));
     /* efficiency and gain */
     assert_true(fabs(gns_efficiency(100, 64, 64) - 1) < 1e-12);
     assert_true(fabs(gns_efficiency(100, 64, 164) - 164.0 / 264.0) < 1e-12);
@@ -169,6 +175,33 @@ static void test_gns_edges(void **state)
     assert_true(fabs(gns_gain(0, 64, 128) - 1) < 1e-12);
     assert_true(fabs(gns_gain(NAN, 64, 128) - 1) < 1e-12);
     assert_true(fabs(gns_efficiency(NAN, 64, 128) - 0.5) < 1e-12);
+}
+
+/* The worker's reports at the estimator's ceiling (issue 42): the metrics record's
+ * noise_scale is NAN (null in the record, Redis and the API), the summary's null with
+ * noise_scale_beyond = GNS_PHI_MAX; a measured phi is reported as it is. */
+static void test_gns_ceiling_reported(void **state)
+{
+    (void)state;
+    static worker_t w;
+    adaptive_t ad;
+    memset(&ad, 0, sizeof ad);
+    w.adapt = &ad;
+    metrics_record_t r;
+    for (int k = 0; k < 2; k++) {
+        ad.phi = k ? 412.5 : GNS_PHI_MAX;
+        memset(&r, 0, sizeof r);
+        adaptive_fill_record(&w, &r);
+        json_t *sum = json_object();
+        adaptive_summary(&w, sum);
+        json_t *phi = json_object_get(sum, "noise_scale"), *beyond = json_object_get(sum, "noise_scale_beyond");
+        if (k) {
+            assert_true(r.noise_scale == 412.5 && json_number_value(phi) == 412.5 && !beyond);
+        } else {
+            assert_true(isnan(r.noise_scale) && json_is_null(phi) && json_number_value(beyond) == GNS_PHI_MAX);
+        }
+        json_decref(sum);
+    }
 }
 
 /* ---- the planner --------------------------------------------------------------------- */
@@ -372,6 +405,7 @@ int main(void)
         cmocka_unit_test(test_gns_equal_batches),
         cmocka_unit_test(test_gns_falling_gradient),
         cmocka_unit_test(test_gns_edges),
+        cmocka_unit_test(test_gns_ceiling_reported),
         cmocka_unit_test(test_goodput_split_by_speed),
         cmocka_unit_test(test_goodput_batch_grows_with_noise),
         cmocka_unit_test(test_goodput_leaves_out_node),

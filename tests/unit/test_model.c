@@ -204,16 +204,29 @@ static void test_catalog_matches_models(void **state)
 {
     (void)state;
     static const int BATCHES[] = {1, 5, 32};
-    catalog_model_t e;
+    /* 0: the row as it is (10 classes); the others through catalog_model_for_classes,
+     * against the network built for that many (a built-in's head takes the data set's) */
+    static const int CLASSES[] = {0, 4, 2, 1, 100};
+    catalog_model_t row;
     int builtins = 0;
-    for (size_t i = 0; catalog_model_at(i, &e) == 0; i++) {
-        if (e.source != CATALOG_BUILTIN) continue;
+    for (size_t i = 0; catalog_model_at(i, &row) == 0; i++) {
+        if (row.source != CATALOG_BUILTIN) continue;
         builtins++;
-        for (size_t k = 0; k < sizeof BATCHES / sizeof BATCHES[0]; k++) {
-            int B = BATCHES[k];
+        for (size_t k = 0; k < sizeof BATCHES / sizeof BATCHES[0] * (sizeof CLASSES / sizeof CLASSES[0]); k++) {
+            const int B = BATCHES[k % 3], classes = CLASSES[k / 3];
             model_t *m = NULL;
             char err[256];
-            if (model_create(e.name, B, &m, err, sizeof err) != 0) fail_msg("catalog model %s: %s", e.name, err);
+            catalog_model_t e = row;
+            if (classes && catalog_model_for_classes(&row, classes, &e, err, sizeof err) != 0)
+                fail_msg("catalog model %s, %d classes: %s", row.name, classes, err);
+            assert_int_equal(e.classes, classes ? classes : 10);
+            if (model_create_classes(e.name, classes, B, &m, err, sizeof err) != 0)
+                fail_msg("catalog model %s: %s", e.name, err);
+            /* the head: the last layer, fully connected, head_in wide, one output a class */
+            const layer_t *head = &m->layers[m->nlayers - 1];
+            if (head->kind != LAYER_FC || head->OC != e.classes || head->C * head->H * head->W != e.head_in)
+                fail_msg("%s's head: kind %d, %d outputs (want %d), %d inputs (catalog head_in %d)", e.name,
+                         (int)head->kind, head->OC, e.classes, head->C * head->H * head->W, e.head_in);
             catalog_model_t d;
             model_describe(m, &d);
             size_t argmax = 0, aux = 0;
@@ -226,12 +239,13 @@ static void test_catalog_matches_models(void **state)
                 d.layers != e.layers || d.params != e.params || d.buffers != e.buffers || d.fixed != e.fixed ||
                 d.acts_per_sample != e.acts_per_sample || d.argmax_per_sample != e.argmax_per_sample ||
                 d.flops_per_sample != e.flops_per_sample)
-                fail_msg("catalog row of %s at batch %d: shape %dx%dx%d/%dx%dx%d classes %d/%d layers %d/%d params "
-                         "%ld/%ld buffers %ld/%ld fixed %ld/%ld acts %ld/%ld argmax %ld/%ld flops %.0f/%.0f "
-                         "(common/catalog.c against model_describe)",
-                         e.name, B, e.C, e.H, e.W, d.C, d.H, d.W, e.classes, d.classes, e.layers, d.layers, e.params,
-                         d.params, e.buffers, d.buffers, e.fixed, d.fixed, e.acts_per_sample, d.acts_per_sample,
-                         e.argmax_per_sample, d.argmax_per_sample, e.flops_per_sample, d.flops_per_sample);
+                fail_msg(
+                    "catalog row of %s at batch %d, %d classes: shape %dx%dx%d/%dx%dx%d classes %d/%d layers %d/%d params "
+                    "%ld/%ld buffers %ld/%ld fixed %ld/%ld acts %ld/%ld argmax %ld/%ld flops %.0f/%.0f "
+                    "(common/catalog.c against model_describe)",
+                    e.name, B, e.classes, e.C, e.H, e.W, d.C, d.H, d.W, e.classes, d.classes, e.layers, d.layers,
+                    e.params, d.params, e.buffers, d.buffers, e.fixed, d.fixed, e.acts_per_sample, d.acts_per_sample,
+                    e.argmax_per_sample, d.argmax_per_sample, e.flops_per_sample, d.flops_per_sample);
             /* ... and model_describe against the allocation: the same sizes, and never
              * less than what does not grow with the batch */
             if ((size_t)d.params != m->nparams || (size_t)d.buffers != m->nbuffers ||
@@ -242,15 +256,78 @@ static void test_catalog_matches_models(void **state)
                          "%ld/%zu argmax %ld/%zu",
                          e.name, B, d.params, m->nparams, d.buffers, m->nbuffers, d.fixed, aux + m->ws_floats,
                          d.acts_per_sample * B, m->act_floats, d.argmax_per_sample * B, argmax);
-            /* a built-in is trained on a data set it fits */
+            /* a built-in is trained on a data set it fits, of any class count */
             catalog_dataset_t ds;
             assert_int_equal(catalog_dataset_get(e.dataset, &ds), 0);
+            assert_int_equal(catalog_pair_check(&e, &ds, err, sizeof err), 0);
+            ds.classes = 7;
             assert_int_equal(catalog_pair_check(&e, &ds, err, sizeof err), 0);
             model_free(m);
         }
     }
     assert_int_equal(builtins, 4);
-    assert_int_equal(catalog_model_get("vgg", &e), -1);
+    assert_int_equal(catalog_model_get("vgg", &row), -1);
+}
+
+/* A built-in network's head is sized to the data set's classes (torchvision's num_classes):
+ * it trains, its figures follow, and a class count out of bounds is refused by number. An
+ * imported model keeps its own width: another count is refused, naming both. */
+static void test_builtin_head_takes_classes(void **state)
+{
+    (void)state;
+    enum { B = 6, K = 4 };
+    char err[256];
+    model_t *m = NULL;
+    if (model_create_classes("cifar10_quick", K, B, &m, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_int_equal(m->num_classes, K);
+    const tensor_info_t *w = &m->tensors[m->ntensors - 2], *b = &m->tensors[m->ntensors - 1];
+    assert_string_equal(w->name, "fc2.weight");
+    assert_int_equal(w->count, K * 64);
+    assert_string_equal(b->name, "fc2.bias");
+    assert_int_equal(b->count, K);
+    model_init_params(m, 3);
+    static float x[B * 3 * 32 * 32];
+    int32_t y[B] = {0, 1, 2, 3, 3, 1};
+    rng_t r;
+    rng_seed(&r, 9);
+    for (size_t i = 0; i < sizeof x / sizeof x[0]; i++) x[i] = rng_normal(&r);
+    /* a loss near log(K): the softmax spans K classes, not 10 */
+    float loss = model_forward(m, x, y, B, 1);
+    assert_true(isfinite(loss) && loss > 0.5f * logf(K) && loss < 2.0f * logf(K));
+    model_backward(m, x, y, B, 1.0f);
+    model_free(m);
+
+    /* bounds, and the catalog's own count for 0 */
+    assert_int_equal(model_create_classes("resnet20", -1, B, &m, err, sizeof err), -1);
+    assert_null(m);
+    assert_string_equal(err, "model: resnet20 cannot be sized to -1 classes (1 to 65536)");
+    assert_int_equal(model_create_classes("resnet20", 65537, B, &m, err, sizeof err), -1);
+    assert_string_equal(err, "model: resnet20 cannot be sized to 65537 classes (1 to 65536)");
+    if (model_create_classes("resnet20", 0, B, &m, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_int_equal(m->num_classes, 10);
+    model_free(m);
+
+    /* an imported model's width is its own */
+    catalog_model_t e;
+    assert_int_equal(catalog_model_get("lenet5", &e), 0);
+    snprintf(e.name, sizeof e.name, "net.onnx");
+    e.source = CATALOG_ONNX;
+    assert_int_equal(catalog_model_add(&e, err, sizeof err), -1);
+    assert_string_equal(err, "model net.onnx: only a built-in network's head takes the data set's classes (head_in 84)");
+    e.head_in = 0;
+    e.classes = 100;
+    assert_int_equal(catalog_model_add(&e, err, sizeof err), 0);
+    catalog_model_t got;
+    assert_int_equal(catalog_model_for_classes(&e, 4, &got, err, sizeof err), -1);
+    assert_string_equal(err, "model: net.onnx has 100 outputs (classes), the data set has 4 classes: an imported "
+                             "model keeps its own width");
+    assert_int_equal(catalog_model_for_classes(&e, 100, &got, err, sizeof err), 0);
+    assert_memory_equal(&got, &e, sizeof e);
+    catalog_dataset_t ds;
+    assert_int_equal(catalog_dataset_get("fashion-mnist", &ds), 0);
+    assert_int_equal(catalog_pair_check(&e, &ds, err, sizeof err), -1);
+    assert_string_equal(err, "model: net.onnx has 100 outputs (classes), dataset.name fashion-mnist has 10 classes");
+    assert_int_equal(catalog_model_remove("net.onnx"), 0);
 }
 
 /* An entry added to the catalog without a builder in model/ (an imported graph, before
@@ -262,6 +339,7 @@ static void test_catalog_entry_without_builder(void **state)
     assert_int_equal(catalog_model_get("lenet5", &e), 0);
     snprintf(e.name, sizeof e.name, "imported-net");
     e.source = CATALOG_ONNX;
+    e.head_in = 0; /* an imported model has its own width */
     char err[256];
     assert_int_equal(catalog_model_add(&e, err, sizeof err), 0);
     model_t *m = NULL;
@@ -376,6 +454,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_param_counts),
+        cmocka_unit_test(test_builtin_head_takes_classes),
         cmocka_unit_test(test_backward_overwrites_gradients),
         cmocka_unit_test(test_fd_mlp),
         cmocka_unit_test(test_fd_lenet5),

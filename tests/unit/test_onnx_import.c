@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include "fs.h"
@@ -485,6 +486,83 @@ static void test_refuses_truncated_and_unsupported(void **state)
     free(b);
 }
 
+/* Issue 42's hostile files (tests/tools/onnx_hostile.py writes them here, with python3
+ * alone): each is refused from its declared shapes and counts, with the reason, before
+ * anything large is allocated (the process's peak RSS grows by less than 256 MiB; they
+ * took 7 to 14 GB and crashed before), and onnx_is_model calls each a model (so that
+ * --check-onnx exits 2 and the API answers 422, not "not ONNX"). */
+static void test_refuses_hostile_bounds(void **state)
+{
+    (void)state;
+    char dir[64], cmd[256];
+    snprintf(dir, sizeof dir, "/tmp/pacer-hostile-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 tests/tools/onnx_hostile.py %s", dir);
+    assert_int_equal(system(cmd), 0);
+    static const struct {
+        const char *file, *want1, *want2;
+    } CASES[] = {
+        {"pad8000.onnx", "node 'Conv_c' (Conv): the model needs", "more than the memory bound of 1024 MiB"},
+        {"convpads8000.onnx", "node 'Conv_c' (Conv): the model needs", "more than the memory bound of 1024 MiB"},
+        {"empty_inits.onnx", "GraphProto.initializer: more than 100000 entries", NULL},
+        {"nested_if.onnx", "messages nest deeper than the bound of 32", "If, Loop or Scan"},
+    };
+    onnx_import_set_memory_bound((size_t)1 << 30);
+    struct rusage before, after;
+    getrusage(RUSAGE_SELF, &before);
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        char p[128], err[512] = "";
+        snprintf(p, sizeof p, "%s/%s", dir, CASES[i].file);
+        uint8_t *data;
+        size_t len;
+        if (onnx_read_file(p, &data, &len, err, sizeof err) != 0) fail_msg("%s", err);
+        assert_true(onnx_is_model(data, len));
+        model_t *m = (model_t *)1;
+        assert_int_equal(onnx_import_buffer(data, len, "x", 1, &m, err, sizeof err), -1);
+        assert_null(m);
+        if (!strstr(err, CASES[i].want1) || (CASES[i].want2 && !strstr(err, CASES[i].want2)))
+            fail_msg("%s: refusal '%s' does not say '%s'", CASES[i].file, err, CASES[i].want1);
+        printf("refused %s: %s\n", CASES[i].file, err);
+        free(data);
+        unlink(p);
+    }
+    getrusage(RUSAGE_SELF, &after);
+    printf("peak RSS %ld KiB before, %ld KiB after\n", before.ru_maxrss, after.ru_maxrss);
+    assert_true(after.ru_maxrss - before.ru_maxrss < 256L * 1024);
+    onnx_import_set_memory_bound(0);
+    rmdir(dir);
+}
+
+/* The memory bound is exact and counts the batch: the tiny network at batch 2 imports under
+ * a bound of exactly what its buffers take (alloc_buffers' sum, from the built model), and
+ * is refused, naming the batch, under one byte less. */
+static void test_memory_bound_is_exact(void **state)
+{
+    (void)state;
+    need_files();
+    char p[128], err[512];
+    snprintf(p, sizeof p, "%s/tiny.onnx", g_dir);
+    model_t *m = NULL;
+    if (onnx_import_file(p, "tiny", 2, &m, err, sizeof err) != 0) fail_msg("tiny.onnx: %s", err);
+    const size_t f = sizeof(float);
+    size_t need = f * (3 * m->nparams + MODEL_GRAD_EXTRA + m->nbuffers + 2 * m->act_floats + m->aux_floats +
+                       m->ws_floats + (size_t)m->max_batch * m->num_classes) +
+                  sizeof *m->argmax * m->argmax_ints;
+    model_free(m);
+    m = NULL;
+    onnx_import_set_memory_bound(need);
+    if (onnx_import_file(p, "tiny", 2, &m, err, sizeof err) != 0) fail_msg("tiny.onnx under %zu bytes: %s", need, err);
+    model_free(m);
+    m = NULL;
+    onnx_import_set_memory_bound(need - 1);
+    int rc = onnx_import_file(p, "tiny", 2, &m, err, sizeof err);
+    onnx_import_set_memory_bound(0);
+    assert_int_equal(rc, -1);
+    assert_null(m);
+    if (!strstr(err, "at batch 2") || !strstr(err, "more than the memory bound")) fail_msg("refusal: %s", err);
+    printf("refused under %zu bytes: %s\n", need - 1, err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -501,6 +579,8 @@ int main(void)
         cmocka_unit_test(test_export_round_trip),
         cmocka_unit_test(test_builtin_layers_round_trip),
         cmocka_unit_test(test_refuses_other_channel_pads),
+        cmocka_unit_test(test_refuses_hostile_bounds),
+        cmocka_unit_test(test_memory_bound_is_exact),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

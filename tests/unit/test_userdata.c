@@ -16,6 +16,7 @@
 #include "test_util.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #include <jpeglib.h>
@@ -30,9 +32,11 @@
 #include <zip.h>
 
 #include "data.h"
+#include "dataroot.h"
 #include "dcache.h"
 #include "dsload.h"
 #include "dsprobe.h"
+#include "fs.h"
 #include "image.h"
 #include "imgfolder.h"
 #include "npy.h"
@@ -648,9 +652,21 @@ static void test_image_bad_files(void **state)
     write_bytes(pathf(fx, "empty.png"), "", 0);
     decode_file(fx->p, &img, IMAGE_EFORMAT, "empty file (0 bytes)");
     write_bytes(pathf(fx, "text.png"), "hello world", 11);
-    decode_file(fx->p, &img, IMAGE_EFORMAT, "not a PNG or JPEG file (starts with 68 65 6c");
+    decode_file(fx->p, &img, IMAGE_EFORMAT, "text.png: format not recognised (pacer reads PNG and JPEG images)");
     write_bytes(pathf(fx, "gif.jpg"), "GIF89a\x01\x00\x01\x00", 10);
-    decode_file(fx->p, &img, IMAGE_EFORMAT, "not a PNG or JPEG file");
+    decode_file(fx->p, &img, IMAGE_EFORMAT, "format not recognised");
+    {
+        /* never a byte of the file in the message: neither as text nor as hex */
+        char err[ERRLEN] = "";
+        uint8_t *buf = NULL;
+        size_t cap = 0;
+        write_bytes(pathf(fx, "pw.png"), "root:x:0:0:root", 15);
+        assert_int_equal(image_load(fx->p, &buf, &cap, &img, err, sizeof err), IMAGE_EFORMAT);
+        assert_null(strstr(err, "root:x"));
+        assert_null(strstr(err, "72 6f"));
+        assert_null(strstr(err, "starts with"));
+        free(buf);
+    }
     decode_file(pathf(fx, "nope.png"), &img, IMAGE_EIO, "cannot open");
 
     /* truncated PNG: cut in the image data, and cut just before IEND */
@@ -896,7 +912,7 @@ static void test_cache_header(void **state)
 
 static dsload_opts_t opts_for(const char *format, const char *path, int C, int H, int W, int resize, const char *cache)
 {
-    dsload_opts_t o = {format, path, "nhwc", C, H, W, resize, cache};
+    dsload_opts_t o = {format, path, "nhwc", C, H, W, resize, cache, 0, 0};
     return o;
 }
 
@@ -1073,6 +1089,209 @@ static void test_load_npz(void **state)
     ASSERT_HAS(err, "g.npz: x_train: value 255 of sample 0 is outside [0, 1]");
 }
 
+/* Names in dir containing ".tmp." (a build's temporary file), 0 when none. */
+static int count_tmp(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    if (!d) return 0;
+    for (struct dirent *e; (e = readdir(d));) n += strstr(e->d_name, ".tmp.") != NULL;
+    closedir(d);
+    return n;
+}
+
+/* An .npz of n (N, H, W) uint8 training images, in C or Fortran order, pixel (i, y, x) =
+ * i * 7 + y * 13 + x; one test image; labels i % 2. */
+static void write_big_npz(const char *path, int n, int H, int W, int fortran)
+{
+    const size_t len = (size_t)n * H * W;
+    uint8_t *x = malloc(len);
+    for (int i = 0; i < n; i++)
+        for (int y = 0; y < H; y++)
+            for (int k = 0; k < W; k++) {
+                size_t at = fortran ? (size_t)i + (size_t)n * ((size_t)y + (size_t)H * k) : ((size_t)i * H + y) * W + k;
+                x[at] = (uint8_t)(i * 7 + y * 13 + k);
+            }
+    int64_t *y = malloc((size_t)n * 8), yt[1] = {0};
+    for (int i = 0; i < n; i++) y[i] = i % 2;
+    long long xs[3] = {n, H, W}, ys[1] = {n}, ts[3] = {1, H, W}, tys[1] = {1};
+    uint8_t *xt = calloc((size_t)H * W, 1);
+    member_t m[4] = {{"x_train", NULL, 0}, {"y_train", NULL, 0}, {"x_test", NULL, 0}, {"y_test", NULL, 0}};
+    m[0].bytes = make_npy("|u1", fortran, xs, 3, x, len, &m[0].len);
+    m[1].bytes = make_npy("<i8", 0, ys, 1, y, (size_t)n * 8, &m[1].len);
+    m[2].bytes = make_npy("|u1", 0, ts, 3, xt, (size_t)H * W, &m[2].len);
+    m[3].bytes = make_npy("<i8", 0, tys, 1, yt, 8, &m[3].len);
+    write_npz(path, m, 4, 1);
+    free(x), free(y), free(xt);
+}
+
+/* Issue 42: x is streamed into the cache 8 MiB of samples at a time. An array of 40
+ * images of 512 x 512 (10 MiB: two chunks) decodes to the same pixels and the same
+ * statistics as from the mapped pixels afterwards (dsload_stats, the old computation
+ * over the whole split), and a Fortran-order copy (read whole) to the same bytes. */
+static void test_load_npz_streamed(void **state)
+{
+    fx_t *fx = *state;
+    char cache[300], err[ERRLEN];
+    snprintf(cache, sizeof cache, "%s/cache", fx->dir);
+    const int n = 40, H = 512, W = 512;
+    dataset_t tr[2], te;
+    dsload_info_t info;
+    for (int f = 0; f < 2; f++) {
+        const char *path = pathf(fx, "big%d.npz", f);
+        write_big_npz(path, n, H, W, f);
+        dsload_opts_t o = opts_for("npz", path, 1, H, W, 0, cache);
+        if (dsload_user(&o, &tr[f], &te, &info, err, sizeof err) != DATA_OK) fail_msg("%s", err);
+        assert_int_equal(info.cache_built, 1);
+        dataset_free(&te);
+    }
+    for (int i = 0; i < n; i += 13)
+        for (int y = 0; y < H; y += 37)
+            for (int k = 0; k < W; k += 41)
+                assert_int_equal(tr[0].pixels[((size_t)i * H + y) * W + k], (uint8_t)(i * 7 + y * 13 + k));
+    assert_memory_equal(tr[0].pixels, tr[1].pixels, (size_t)n * H * W);
+    float mean = tr[0].mean[0], std = tr[0].std[0];
+    assert_true(mean == tr[1].mean[0] && std == tr[1].std[0]);
+    dsload_stats(&tr[0]);
+    assert_true(mean == tr[0].mean[0] && std == tr[0].std[0]);
+    dataset_free(&tr[0]);
+    dataset_free(&tr[1]);
+    assert_int_equal(count_tmp(cache), 0);
+}
+
+/* Issue 42: train_subset / test_subset (train_max, test_max) decode only the first N
+ * samples: 35 of 40 images of 512 x 512 (a chunk of 32, then 3; the rest not read), into
+ * a cache of their own with the statistics of those 35; a subset of at least the whole
+ * split is the whole split's cache. */
+static void test_load_npz_subset(void **state)
+{
+    fx_t *fx = *state;
+    char cache[300], err[ERRLEN], full[4096];
+    snprintf(cache, sizeof cache, "%s/cache", fx->dir);
+    const int H = 512, W = 512;
+    const char *path = pathf(fx, "sub.npz");
+    write_big_npz(path, 40, H, W, 0);
+    dataset_t tr, te;
+    dsload_info_t info;
+    dsload_opts_t o = opts_for("npz", path, 1, H, W, 0, cache);
+    if (dsload_user(&o, &tr, &te, &info, err, sizeof err) != DATA_OK) fail_msg("%s", err);
+    snprintf(full, sizeof full, "%s", info.cache_path);
+    dataset_free(&tr);
+    dataset_free(&te);
+    o.train_max = 35;
+    o.test_max = 1;
+    if (dsload_user(&o, &tr, &te, &info, err, sizeof err) != DATA_OK) fail_msg("%s", err);
+    assert_int_equal(info.cache_built, 1);
+    assert_string_not_equal(info.cache_path, full);
+    assert_int_equal(tr.n, 35);
+    assert_int_equal(te.n, 1);
+    assert_int_equal(tr.labels[34], 0);
+    assert_int_equal(tr.pixels[(34 * (size_t)H + 100) * W + 7], (uint8_t)(34 * 7 + 100 * 13 + 7));
+    float mean = tr.mean[0], std = tr.std[0];
+    dsload_stats(&tr);
+    assert_true(mean == tr.mean[0] && std == tr.std[0]);
+    dataset_free(&tr);
+    dataset_free(&te);
+    o.train_max = 40;
+    o.test_max = 5;
+    if (dsload_user(&o, &tr, &te, &info, err, sizeof err) != DATA_OK) fail_msg("%s", err);
+    assert_int_equal(info.cache_built, 0);
+    assert_string_equal(info.cache_path, full);
+    assert_int_equal(tr.n, 40);
+    dataset_free(&tr);
+    dataset_free(&te);
+}
+
+/* Issue 42: a declared size beyond the bound (PACER_DATA_MAX_MB here) is refused before
+ * anything is decoded, naming the array, its shape and the bound; so is a cache that
+ * would be larger; a failed build leaves no temporary file. */
+static void test_load_npz_bound(void **state)
+{
+    fx_t *fx = *state;
+    char cache[300], err[ERRLEN];
+    snprintf(cache, sizeof cache, "%s/cache", fx->dir);
+    dataset_t tr, te;
+    dsload_info_t info;
+    const char *path = pathf(fx, "two.npz");
+    write_simple_npz(path, 2000, 4, 28, 28, 3, 1); /* x_train: 1,568,000 bytes */
+    dsload_opts_t o = opts_for("npz", path, 1, 28, 28, 0, cache);
+    setenv("PACER_DATA_MAX_MB", "1", 1);
+    assert_int_equal(dsload_user(&o, &tr, &te, &info, err, sizeof err), DATA_EFORMAT);
+    ASSERT_HAS(err, "two.npz: x_train: shape (2000, 28, 28) of '|u1' declares 1568000 bytes, more than the 1048576 "
+                    "bytes a data set may decode to (PACER_DATA_MAX_MB)");
+    assert_int_equal(count_tmp(cache), 0);
+
+    /* small arrays, but resized to a cache beyond the bound */
+    path = pathf(fx, "small.npz");
+    write_simple_npz(path, 10, 4, 3, 2, 3, 1);
+    o = opts_for("npz", path, 1, 512, 512, 1, cache);
+    assert_int_equal(dsload_user(&o, &tr, &te, &info, err, sizeof err), DATA_EFORMAT);
+    ASSERT_HAS(err, "small.npz: 10 training and 4 test images of 1x512x512 decode to ");
+    ASSERT_HAS(err, "more than the 1048576 bytes a data set may decode to (PACER_DATA_MAX_MB)");
+
+    setenv("PACER_DATA_MAX_MB", "lots", 1);
+    o = opts_for("npz", path, 1, 3, 2, 0, cache);
+    assert_int_equal(dsload_user(&o, &tr, &te, &info, err, sizeof err), DATA_EFORMAT);
+    ASSERT_HAS(err, "PACER_DATA_MAX_MB: 'lots' is not a number of MiB");
+    unsetenv("PACER_DATA_MAX_MB");
+    assert_int_equal(dsload_user(&o, &tr, &te, &info, err, sizeof err), DATA_OK);
+    dataset_free(&tr);
+    dataset_free(&te);
+
+    /* a build that fails in its second split (x_test's float pixels) removes its file */
+    long long xs[3] = {4, 28, 28}, ts[3] = {2, 28, 28}, ys[1] = {4}, tys[1] = {2};
+    uint8_t x[4 * 28 * 28] = {0};
+    float xt[2 * 28 * 28] = {0};
+    xt[28 * 28 + 5] = 2.0f;
+    int64_t y[4] = {0, 1, 0, 1}, yt[2] = {0, 1};
+    member_t m[4] = {{"x_train", NULL, 0}, {"y_train", NULL, 0}, {"x_test", NULL, 0}, {"y_test", NULL, 0}};
+    m[0].bytes = make_npy("|u1", 0, xs, 3, x, sizeof x, &m[0].len);
+    m[1].bytes = make_npy("<i8", 0, ys, 1, y, sizeof y, &m[1].len);
+    m[2].bytes = make_npy("<f4", 0, ts, 3, xt, sizeof xt, &m[2].len);
+    m[3].bytes = make_npy("<i8", 0, tys, 1, yt, sizeof yt, &m[3].len);
+    path = pathf(fx, "late.npz");
+    write_npz(path, m, 4, 1);
+    o = opts_for("npz", path, 1, 28, 28, 0, cache);
+    assert_int_equal(dsload_user(&o, &tr, &te, &info, err, sizeof err), DATA_EFORMAT);
+    ASSERT_HAS(err, "late.npz: x_test: value 2 of sample 1 is outside [0, 1]");
+    assert_int_equal(count_tmp(cache), 0);
+}
+
+/* Issue 42: the temporary files of builders that died are removed (a dead PID: above any
+ * pid_max, 2^22), a live process's kept (it may be building), other names untouched;
+ * a prefix limits the sweep to one cache file's. */
+static int swept;
+static void on_swept(const char *path, long long bytes, void *ctx)
+{
+    (void)ctx;
+    assert_non_null(strstr(path, ".tmp.999999999."));
+    assert_int_equal(bytes, 1);
+    swept++;
+}
+
+static void test_sweep_temp_files(void **state)
+{
+    fx_t *fx = *state;
+    char mine[64];
+    snprintf(mine, sizeof mine, "a.pdc.tmp.%ld.0", (long)getpid());
+    const char *names[] = {"a.pdc.tmp.999999999.0", "b.pdc.tmp.999999999.3", mine, "a.pdc", "a.pdc.lock",
+                           "c.pdc.tmp.x.0",         "d.pdc.tmp.999999999.0x"};
+    mkdirs(fx, "c");
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) write_bytes(pathf(fx, "c/%s", names[i]), "x", 1);
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/c", fx->dir);
+    swept = 0;
+    assert_int_equal(fs_atomic_sweep(dir, "a.pdc.tmp.", on_swept, NULL), 1);
+    assert_int_equal(swept, 1);
+    assert_int_equal(access(pathf(fx, "c/a.pdc.tmp.999999999.0"), F_OK), -1);
+    assert_int_equal(access(pathf(fx, "c/b.pdc.tmp.999999999.3"), F_OK), 0);
+    assert_int_equal(fs_atomic_sweep(dir, NULL, on_swept, NULL), 1);
+    assert_int_equal(swept, 2);
+    for (size_t i = 2; i < sizeof names / sizeof *names; i++)
+        assert_int_equal(access(pathf(fx, "c/%s", names[i]), F_OK), 0);
+    assert_int_equal(fs_atomic_sweep(pathf(fx, "none"), NULL, NULL, NULL), 0);
+}
+
 /* Two loaders of one cache share its pages: the second maps the file the first wrote,
  * and /proc/self/smaps counts the pages as shared (Pss below Rss) once both are mapped
  * in two processes. Here, the same process maps it twice; the integration test checks
@@ -1157,6 +1376,118 @@ static void test_list_data_roots(void **state)
     assert_int_equal(catalog_dataset_get("pets", &d), -1);
 }
 
+
+/* Issue 42, item 4: symbolic links under a data root (common/dataroot.h). A link that
+ * stays under a root is followed; one that leaves every root is skipped (an image, a
+ * class folder: counted) or refused (the set itself, an .npz), by its name, never with
+ * a byte of what it leads to; the listing and the walk apply the same rule. Item 8: a
+ * path outside the roots gets the same answer whether or not it exists. Every link and
+ * file is made here, at run time. */
+static void test_data_root_links(void **state)
+{
+    fx_t *fx = *state;
+    char root[300], real_root[PATH_MAX], err[ERRLEN] = "", real[DATAROOT_PATH];
+    put_png(fx, "root/set/train/a/1.png", 1);
+    put_png(fx, "root/set/train/b/1.png", 2);
+    put_png(fx, "root/set/test/a/1.png", 3);
+    put_png(fx, "out/real.png", 4); /* a real image outside the root */
+    put_png(fx, "out/set2/train/a/1.png", 5);
+    put_png(fx, "out/set2/test/a/1.png", 5);
+    assert_int_equal(symlink("/etc/passwd", pathf(fx, "root/set/train/a/passwd.png")), 0);
+    char target[400];
+    snprintf(target, sizeof target, "%s/out/real.png", fx->dir);
+    assert_int_equal(symlink(target, pathf(fx, "root/set/train/b/outside.png")), 0);
+    assert_int_equal(symlink("/etc", pathf(fx, "root/set/train/etc")), 0);
+    assert_int_equal(symlink("../../test/a/1.png", pathf(fx, "root/set/train/b/inside.png")), 0);
+    snprintf(target, sizeof target, "%s/out/set2", fx->dir);
+    assert_int_equal(symlink(target, pathf(fx, "root/linked")), 0);
+    assert_int_equal(symlink("/etc/passwd", pathf(fx, "root/pw.npz")), 0);
+    assert_int_equal(symlink("set", pathf(fx, "root/alias")), 0); /* a whole set, inside */
+    snprintf(root, sizeof root, "%s/root", fx->dir);
+    assert_non_null(realpath(root, real_root));
+    const char *roots[1] = {root}, *real_roots[1] = {real_root};
+
+    /* the one rule, on its own */
+    assert_int_equal(dataroot_resolve(real_roots, 1, pathf(fx, "root/set/train/b/inside.png"), real), DATAROOT_OK);
+    assert_int_equal(dataroot_resolve(real_roots, 1, pathf(fx, "root/set/train/a/passwd.png"), real), DATAROOT_OUTSIDE);
+    assert_int_equal(dataroot_resolve(real_roots, 1, pathf(fx, "root/set/train/etc/passwd"), real), DATAROOT_OUTSIDE);
+    assert_int_equal(dataroot_resolve(real_roots, 1, pathf(fx, "root/../out/real.png"), real), DATAROOT_OUTSIDE);
+    assert_int_equal(dataroot_resolve(real_roots, 1, pathf(fx, "root/nothing/here"), real), DATAROOT_MISSING);
+    /* outside: an existing and a missing path are told apart by nothing */
+    assert_int_equal(dataroot_resolve(real_roots, 1, "/etc/passwd", real), DATAROOT_OUTSIDE);
+    assert_int_equal(dataroot_resolve(real_roots, 1, "/etc/no-such-file-here", real), DATAROOT_OUTSIDE);
+    assert_int_equal(dataroot_resolve(real_roots, 1, "/no-such-dir/x", real), DATAROOT_OUTSIDE);
+    assert_int_equal(dataroot_resolve(real_roots, 1, pathf(fx, "root/linked/nothing"), real), DATAROOT_OUTSIDE);
+    /* a dangling link under the root tells nothing of what is missing outside */
+    assert_int_equal(symlink("/etc/no-such-file-here", pathf(fx, "root/dangling")), 0);
+    assert_int_equal(dataroot_resolve(real_roots, 1, pathf(fx, "root/dangling"), real), DATAROOT_OUTSIDE);
+    assert_int_equal(dataroot_resolve(real_roots, 1, pathf(fx, "root/dangling/x"), real), DATAROOT_OUTSIDE);
+    assert_int_equal(unlink(pathf(fx, "root/dangling")), 0);
+
+    assert_int_equal(dataroot_set(roots, 1, err, sizeof err), 0);
+    assert_int_equal(dataroot_count(), 1);
+
+    /* the walk: the links out skipped and counted, the one inside followed */
+    imgfolder_t f;
+    assert_int_equal(imgfolder_scan(pathf(fx, "root/set"), 1, &f, err, sizeof err), 0);
+    assert_int_equal(f.nclasses, 2); /* a, b: not etc */
+    assert_int_equal(f.ntrain, 3);   /* a/1, b/1, b/inside */
+    assert_int_equal(f.skipped, 3);  /* passwd.png, outside.png, etc */
+    for (int i = 0; i < f.ntrain; i++) assert_null(strstr(f.train[i].path, "passwd"));
+    imgfolder_free(&f);
+    assert_int_equal(imgfolder_scan(pathf(fx, "root/alias"), 0, &f, err, sizeof err), 0);
+    imgfolder_free(&f);
+    /* the set itself linked from outside: refused by its name, its target not said */
+    assert_int_equal(imgfolder_scan(pathf(fx, "root/linked"), 0, &f, err, sizeof err), -1);
+    ASSERT_HAS(err, "root/linked: the data set that leaves the data roots");
+    assert_null(strstr(err, "out/set2"));
+    /* an .npz linked to /etc/passwd: not opened as an archive, not a byte quoted */
+    npz_t *z = NULL;
+    assert_int_equal(npz_open(pathf(fx, "root/pw.npz"), &z, err, sizeof err), -1);
+    ASSERT_HAS(err, "root/pw.npz: a file that leaves the data roots");
+    assert_null(strstr(err, "root:x"));
+    assert_null(z);
+    /* the worker's open (after the walk: a link swapped in since is caught on the fd) */
+    image_t img = {0};
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    assert_int_equal(image_load(pathf(fx, "root/set/train/a/passwd.png"), &buf, &cap, &img, err, sizeof err), IMAGE_EIO);
+    ASSERT_HAS(err, "train/a/passwd.png: a file that leaves the data roots");
+    assert_null(strstr(err, "root:x"));
+    assert_null(strstr(err, "72 6f"));
+    assert_int_equal(image_load(pathf(fx, "root/set/train/b/inside.png"), &buf, &cap, &img, err, sizeof err), IMAGE_OK);
+    image_free(&img);
+    free(buf);
+
+    /* the listing: the same rule; refusals name the entry, not where it leads */
+    json_t *refused = json_array();
+    assert_int_equal(userdata_sync(roots, 1, refused), 2); /* alias, set */
+    catalog_dataset_t d;
+    assert_int_equal(catalog_dataset_get("set", &d), 0);
+    assert_int_equal(d.train_n, 3);
+    assert_int_equal(catalog_dataset_get("alias", &d), 0);
+    assert_int_equal(catalog_dataset_get("linked", &d), -1);
+    assert_int_equal(catalog_dataset_get("pw.npz", &d), -1);
+    assert_int_equal(json_array_size(refused), 2);
+    for (size_t i = 0; i < 2; i++) {
+        json_t *e = json_array_get(refused, i);
+        const char *why = json_string_value(json_object_get(e, "error"));
+        assert_string_equal(
+            why, "a symbolic link that leaves the data roots (only what resolves under a --data-root is read)");
+        assert_null(strstr(json_string_value(json_object_get(e, "path")), "/out"));
+        assert_null(strstr(json_string_value(json_object_get(e, "path")), "/etc"));
+    }
+    assert_string_equal(json_string_value(json_object_get(json_array_get(refused, 0), "name")), "linked");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(refused, 1), "name")), "pw.npz");
+    json_decref(refused);
+    assert_int_equal(userdata_sync(NULL, 0, NULL), 0);
+
+    /* none set: nothing confined (a worker run by hand reads what its operator names) */
+    assert_int_equal(dataroot_set(NULL, 0, err, sizeof err), 0);
+    assert_int_equal(imgfolder_scan(pathf(fx, "root/linked"), 0, &f, err, sizeof err), 0);
+    imgfolder_free(&f);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -1177,8 +1508,13 @@ int main(void)
         T(test_load_folder_cached),
         T(test_load_folder_bad_image),
         T(test_load_npz),
+        T(test_load_npz_streamed),
+        T(test_load_npz_subset),
+        T(test_load_npz_bound),
+        T(test_sweep_temp_files),
         T(test_load_maps_the_file),
         T(test_list_data_roots),
+        T(test_data_root_links),
     };
     return cmocka_run_group_tests_name("userdata", tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import warnings
 
 # Terminal states of docs/openapi.json's JobState: wait() returns on one of these.
 FINAL_STATES = ("SUCCEEDED", "FAILED", "CANCELLED")
@@ -22,7 +23,8 @@ _NAME_MAX = 63
 
 
 class PacerError(Exception):
-    """A request the coordinator refused (status >= 400) or could not be reached.
+    """A request the coordinator refused (status >= 400) or could not be reached, or a
+    module torch could not export.
 
     status is the HTTP status (None when there was no answer), problem the parsed
     problem detail (a dict, possibly empty)."""
@@ -40,19 +42,43 @@ def _model_name(module, onnx_bytes):
     return "%s-%s" % (base[:_NAME_MAX - 13], hashlib.sha256(onnx_bytes).hexdigest()[:12])
 
 
+def _batch_of_two(example_input):
+    """example_input with a batch of 1 repeated to 2, else as it is. Batch norm in training
+    mode needs more than one value per channel (torch raises "Expected more than 1 value
+    per channel when training" for a (1, C) input), and the exported graph's batch axis is
+    dynamic, so the example's batch size is not part of the model. A tuple of inputs is
+    handled element by element."""
+    import torch
+
+    if isinstance(example_input, tuple):
+        return tuple(_batch_of_two(x) for x in example_input)
+    if isinstance(example_input, torch.Tensor) and example_input.dim() >= 1 and example_input.shape[0] == 1:
+        return torch.cat([example_input, example_input])
+    return example_input
+
+
 def export_module(module, example_input):
     """The module as ONNX bytes, exported as pacer wants it for training: training mode
     (batch norm and dropout kept as nodes, not folded into the convolutions), no constant
     folding, the batch axis dynamic, opset 13. Initializer names are the module's
     state_dict keys. A copy is exported: tracing in training mode would otherwise move the
-    caller's batch-norm running statistics."""
+    caller's batch-norm running statistics. An example batch of 1 is exported as a batch
+    of 2 (_batch_of_two). torch's warnings about the trace (TracerWarning, the removed
+    num_batches_tracked update, ...) are silenced: they describe this export mode, not
+    something the caller can change; an export that fails raises PacerError naming the
+    module and torch's error."""
     import torch
 
     net = copy.deepcopy(module).train()
     buf = io.BytesIO()
-    torch.onnx.export(net, example_input, buf, opset_version=13, do_constant_folding=False,
-                      training=torch.onnx.TrainingMode.PRESERVE, input_names=["input"],
-                      output_names=["logits"], dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(net, _batch_of_two(example_input), buf, opset_version=13, do_constant_folding=False,
+                              training=torch.onnx.TrainingMode.PRESERVE, input_names=["input"],
+                              output_names=["logits"], dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
+    except Exception as e:
+        raise PacerError("exporting %s to ONNX failed: %s: %s" % (type(module).__name__, type(e).__name__, e)) from e
     return buf.getvalue()
 
 
@@ -102,9 +128,14 @@ class Client:
         """Uploads ONNX bytes under name (PUT /api/v1/models/{name}); returns the model's
         summary (input, classes, parameters, flops_per_sample, sha256, ...). A model pacer
         cannot train raises PacerError naming the operator and node."""
+        return self._upload(name, onnx_bytes)[1]
+
+    def _upload(self, name, onnx_bytes):
+        """upload_model's (status, summary): 201 when the name is new, 200 when it held a
+        model before (these bytes or others)."""
         path = "/api/v1/models/" + urllib.parse.quote(name, safe="")
-        _, _, raw = self.request("PUT", path, onnx_bytes, "application/octet-stream")
-        return json.loads(raw)
+        status, _, raw = self.request("PUT", path, onnx_bytes, "application/octet-stream")
+        return status, json.loads(raw)
 
     def delete_model(self, name):
         self.request("DELETE", "/api/v1/models/" + urllib.parse.quote(name, safe=""))
@@ -121,13 +152,26 @@ class Client:
     def train(self, module, example_input, spec, name=None):
         """Exports module (see export_module), uploads it, and submits spec with its
         "model" set to the upload; returns the Job. spec is not modified. name is the
-        model's catalog name (default: the class name and a content hash)."""
+        model's catalog name (default: the class name and a content hash). A spec the
+        coordinator refuses raises PacerError with its refusal, after deleting the upload
+        when this call created it (a name that held a model before is left as it is)."""
         onnx_bytes = export_module(module, example_input)
         name = name or _model_name(module, onnx_bytes)
-        summary = self.upload_model(name, onnx_bytes)
+        status, summary = self._upload(name, onnx_bytes)
         spec = copy.deepcopy(spec)
         spec["model"] = {"onnx": name}
-        job = self.submit(spec)
+        try:
+            job = self.submit(spec)
+        except PacerError as e:
+            if status != 201:
+                left = "%s held a model before this upload: it stays in the catalog" % name
+            else:
+                try:
+                    self.delete_model(name)
+                    left = "the model %s uploaded for it was deleted" % name
+                except PacerError as d:
+                    left = "the model %s uploaded for it is left in the catalog: %s" % (name, d)
+            raise PacerError("job refused: %s (%s)" % (e, left), e.status, e.problem) from None
         job.model = summary
         # What load_state_dict will expect back, and the buffers ONNX does not carry.
         job._module_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
@@ -186,17 +230,22 @@ class Job:
 
     def state_dict(self):
         """The trained weights as torch tensors under the module's own names, ready for
-        module.load_state_dict. For a job made by Client.train, exactly the module's
-        state_dict keys: a key the file lacks raises PacerError, except batch norm's
-        num_batches_tracked (a counter ONNX does not carry; the module's own value is
-        kept). Otherwise every initializer of the file."""
+        module.load_state_dict(..., strict=True): every initializer of the file, and batch
+        norm's num_batches_tracked, a counter ONNX does not carry (see _batches_tracked).
+        For a job made by Client.train, exactly the module's state_dict keys: a key the
+        file lacks, or a shape that differs, raises PacerError. For another job (client.job),
+        one num_batches_tracked per batch norm of the file (PREFIX.running_mean)."""
         import onnx
         import torch
         from onnx import numpy_helper
 
         model = onnx.load_from_string(self.onnx())
         weights = {t.name: torch.from_numpy(numpy_helper.to_array(t).copy()) for t in model.graph.initializer}
+        steps = self._steps()
         if self._module_state is None:
+            for key in [k for k in weights if k.endswith(".running_mean")]:
+                tracked = key[:-len("running_mean")] + "num_batches_tracked"
+                weights[tracked] = self._batches_tracked(torch.tensor(0, dtype=torch.long), steps)
             return weights
         out = {}
         for key, old in self._module_state.items():
@@ -207,10 +256,26 @@ class Job:
                                      % (self.id, key, tuple(new.shape), tuple(old.shape)))
                 out[key] = new.to(old.dtype)
             elif key.endswith("num_batches_tracked"):
-                out[key] = old
+                out[key] = self._batches_tracked(old, steps)
             else:
                 raise PacerError("job %s: the trained model has no tensor %s" % (self.id, key))
         return out
+
+    def _steps(self):
+        """The job's training steps (its summary's "steps": global steps, or the parameter
+        server's updates), None when the API does not give them."""
+        steps = (self.refresh().get("summary") or {}).get("steps")
+        return steps if isinstance(steps, int) and not isinstance(steps, bool) and steps >= 0 else None
+
+    @staticmethod
+    def _batches_tracked(before, steps):
+        """A batch norm's num_batches_tracked after the job: the count it had when the
+        module was uploaded plus the job's steps (each step one training batch through
+        every batch norm, as torch counts a replica's), or that count unchanged when the
+        job's steps are not known."""
+        if steps is None:
+            return before.clone()
+        return before + steps
 
 
 def _describe(rec):

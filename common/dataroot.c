@@ -1,0 +1,107 @@
+/* common/dataroot.c - see dataroot.h. */
+#include "dataroot.h"
+#include "errmsg.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char g_roots[DATAROOT_MAX][DATAROOT_PATH];
+static const char *g_rootv[DATAROOT_MAX];
+static int g_nroots;
+
+int dataroot_holds(const char *const *roots, int nroots, const char *real)
+{
+    for (int i = 0; i < nroots; i++) {
+        size_t n = strlen(roots[i]);
+        if (strncmp(real, roots[i], n) == 0 && (real[n] == 0 || real[n] == '/' || (n == 1 && roots[i][0] == '/')))
+            return 1;
+    }
+    return 0;
+}
+
+int dataroot_resolve(const char *const *roots, int nroots, const char *path, char *real)
+{
+    char up[DATAROOT_PATH], child[DATAROOT_PATH], got[PATH_MAX];
+    struct stat st;
+    if (realpath(path, got)) {
+        if (strlen(got) >= DATAROOT_PATH || !dataroot_holds(roots, nroots, got)) return DATAROOT_OUTSIDE;
+        memcpy(real, got, strlen(got) + 1);
+        return DATAROOT_OK;
+    }
+    int why = errno;
+    /* Does not resolve: where its nearest existing folder is decides whether its absence
+     * may be told ("/etc/nothing" and "/etc/passwd" get the same answer). */
+    if (snprintf(up, sizeof up, "%s", path) >= (int)sizeof up) return DATAROOT_OUTSIDE;
+    for (;;) {
+        memcpy(child, up, strlen(up) + 1);
+        char *slash = strrchr(up, '/');
+        if (!slash) return DATAROOT_OUTSIDE; /* relative: nothing to anchor it */
+        if (slash == up) {
+            up[1] = 0;
+        } else {
+            *slash = 0;
+        }
+        if (realpath(up, got)) break;
+        if (strcmp(up, "/") == 0) return DATAROOT_OUTSIDE;
+    }
+    if (!dataroot_holds(roots, nroots, got)) return DATAROOT_OUTSIDE;
+    /* The first component that does not resolve must not be there at all: a dangling
+     * link under the root (ROOT/x -> /etc/nothing) would otherwise tell what is missing
+     * outside. */
+    if (lstat(child, &st) == 0) return DATAROOT_OUTSIDE;
+    errno = why;
+    return DATAROOT_MISSING;
+}
+
+int dataroot_set(const char *const *roots, int nroots, char *err, size_t errlen)
+{
+    g_nroots = 0;
+    if (nroots > DATAROOT_MAX) return errmsg(err, errlen, "--data-root: at most %d", DATAROOT_MAX);
+    for (int i = 0; i < nroots; i++) {
+        char got[PATH_MAX];
+        if (!realpath(roots[i], got) || strlen(got) >= DATAROOT_PATH) {
+            int e = errno;
+            g_nroots = 0;
+            return errmsg(err, errlen, "--data-root %s: %s", roots[i], strerror(e));
+        }
+        memcpy(g_roots[i], got, strlen(got) + 1);
+        g_rootv[i] = g_roots[i];
+    }
+    g_nroots = nroots;
+    return 0;
+}
+
+int dataroot_count(void) { return g_nroots; }
+
+static int outside(const char *path, const char *what, char *err, size_t errlen)
+{
+    return errmsg(err, errlen, "%s: %s that leaves the data roots (only what resolves under a --data-root is read)",
+                  path, what);
+}
+
+int dataroot_check(const char *path, const char *what, char *err, size_t errlen)
+{
+    char real[DATAROOT_PATH];
+    if (g_nroots == 0) return 0;
+    int rc = dataroot_resolve(g_rootv, g_nroots, path, real);
+    /* missing under a root: the open that follows says so */
+    return rc == DATAROOT_OUTSIDE ? outside(path, what, err, errlen) : 0;
+}
+
+int dataroot_check_fd(int fd, const char *path, char *err, size_t errlen)
+{
+    char proc[64], real[PATH_MAX];
+    if (g_nroots == 0) return 0;
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(proc, real, sizeof real - 1);
+    if (n < 0) /* no /proc: the path's resolution now is the best there is */
+        return dataroot_check(path, "a file", err, errlen);
+    real[n] = 0;
+    if (!dataroot_holds(g_rootv, g_nroots, real)) return outside(path, "a file", err, errlen);
+    return 0;
+}

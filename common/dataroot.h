@@ -1,0 +1,55 @@
+/* common/dataroot.h - the one rule for what a data root holds: a path is under a data
+ * root when its real path (realpath: every symbolic link and ".." resolved) is one of
+ * the roots' real paths or below one. A symbolic link that stays under a root (a set
+ * linked from another root, an image linked from another class) is followed; one that
+ * leaves every root is not: the set itself is refused, a class folder or an image inside
+ * a set is skipped (common/imgfolder.h counts them). The coordinator's listing (common/
+ * userdata.h), its check of a spec's dataset.path (coordinator/api.c) and the walks and
+ * opens of users' data (common/imgfolder.c, common/npz.c, worker/image.c) all ask here.
+ *
+ * The process-wide roots (dataroot_set) are what the walks and opens check against: the
+ * coordinator sets its --data-root dirs at its start, the worker the --data-root dirs it
+ * was given (the coordinator passes its own). None set (a worker run by hand, a unit
+ * test that sets none): nothing is confined, the operator's paths are read as given.
+ * Set once before threads start; read-only afterwards. */
+#ifndef PACER_DATAROOT_H
+#define PACER_DATAROOT_H
+
+#include <stddef.h>
+
+#define DATAROOT_MAX 16    /* process-wide roots (the coordinator's COORD_DATA_ROOTS_MAX) */
+#define DATAROOT_PATH 4096 /* PATH_MAX: what realpath writes */
+
+enum {
+    DATAROOT_OK = 0,       /* under a root; real holds the resolved path */
+    DATAROOT_OUTSIDE = -1, /* resolves outside every root, or does not resolve and its
+                            * nearest existing folder is outside: the same answer whether or
+                            * not the path exists, so that it tells nothing of what is there */
+    DATAROOT_MISSING = -2, /* does not resolve (errno says why) and its nearest existing
+                            * folder is under a root */
+};
+
+/* Resolves path and says where it is against roots (real paths, as realpath gives
+ * them). real (DATAROOT_PATH bytes) receives the resolved path on DATAROOT_OK. On
+ * DATAROOT_MISSING errno is the resolution's. */
+int dataroot_resolve(const char *const *roots, int nroots, const char *path, char *real);
+
+/* 1 when real (already resolved) is one of roots or below one. */
+int dataroot_holds(const char *const *roots, int nroots, const char *real);
+
+/* The process-wide roots, each resolved: 0, or -1 with err naming the root that cannot
+ * be resolved (none is set then). nroots 0 clears them. */
+int dataroot_set(const char *const *roots, int nroots, char *err, size_t errlen);
+int dataroot_count(void);
+
+/* Against the process-wide roots (always 0 when none is set): 0 when path stays under
+ * one, else -1 with err "PATH: WHAT leaves the data roots (...)" naming only path, never
+ * where it leads. what says what path is ("a symbolic link", "the data set"). */
+int dataroot_check(const char *path, const char *what, char *err, size_t errlen);
+
+/* The same for a file already open (what the descriptor reached, read back from
+ * /proc/self/fd, so that a link swapped in after a check is still caught): 0, or -1
+ * with err naming path. */
+int dataroot_check_fd(int fd, const char *path, char *err, size_t errlen);
+
+#endif

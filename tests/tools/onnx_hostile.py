@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""tests/tools/onnx_hostile.py OUTDIR - writes the hostile ONNX files of issue 42 (item 3)
+into OUTDIR, at test time (never committed): the protobuf bytes are written by hand, so no
+onnx package is needed and nothing checks them on the way.
+
+  pad8000.onnx        a Pad of 8000 on each side of an 8x8 image before a 16-filter Conv
+                      (opset 13): about 33 GB of activations at batch 1 from 1.5 KB;
+  convpads8000.onnx   the same with the Conv's own pads of 8000;
+  empty_inits.onnx    150000 empty initializer entries (300 KB; over ONNX_MAX_REPEATED);
+  nested_if.onnx      3000 If nodes, each holding the next graph in its then_branch.
+
+Each file but the last is otherwise a valid model (Conv, GlobalAveragePool, Flatten, Gemm),
+so only the bounds refuse it.
+"""
+import struct
+import sys
+
+
+def varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def field(num, payload):
+    """A length-delimited field (message, string, bytes)."""
+    if isinstance(payload, str):
+        payload = payload.encode()
+    return varint(num << 3 | 2) + varint(len(payload)) + payload
+
+
+def vfield(num, value):
+    """A varint field."""
+    return varint(num << 3) + varint(value & 0xFFFFFFFFFFFFFFFF)
+
+
+FLOAT, INT64 = 1, 7
+ATTR_INT, ATTR_INTS, ATTR_GRAPH = 2, 7, 5
+
+
+def tensor(name, dims, dtype, raw):
+    return b"".join(vfield(1, d) for d in dims) + vfield(2, dtype) + field(8, name) + field(9, raw)
+
+
+def floats(name, dims):
+    n = 1
+    for d in dims:
+        n *= d
+    return tensor(name, dims, FLOAT, b"\0" * (4 * n))
+
+
+def ints_attr(name, values):
+    return field(1, name) + b"".join(vfield(8, v) for v in values) + vfield(20, ATTR_INTS)
+
+
+def int_attr(name, value):
+    return field(1, name) + vfield(3, value) + vfield(20, ATTR_INT)
+
+
+def node(op, inputs, outputs, attrs=()):
+    return (b"".join(field(1, i) for i in inputs) + b"".join(field(2, o) for o in outputs) +
+            field(3, op + "_" + outputs[0]) + field(4, op) + b"".join(field(5, a) for a in attrs))
+
+
+def value_info(name, dims):
+    shape = b"".join(field(1, vfield(1, d)) for d in dims)
+    return field(1, name) + field(2, field(1, vfield(1, FLOAT) + field(2, shape)))
+
+
+def model(graph):
+    return vfield(1, 8) + field(8, vfield(2, 13)) + field(7, graph)
+
+
+def conv_net(pad_node, conv_pads):
+    """x (1,1,8,8) -> [Pad] -> Conv 16x3x3 [pads] -> GlobalAveragePool -> Flatten -> Gemm -> y (1,10)."""
+    nodes, inits = [], [floats("w", [16, 1, 3, 3]), floats("b", [16]), floats("fw", [10, 16]), floats("fb", [10])]
+    src = "x"
+    if pad_node:
+        inits.append(tensor("pads", [8], INT64, struct.pack("<8q", 0, 0, 8000, 8000, 0, 0, 8000, 8000)))
+        nodes.append(node("Pad", ["x", "pads"], ["p"]))
+        src = "p"
+    attrs = [ints_attr("kernel_shape", [3, 3])]
+    if conv_pads:
+        attrs.append(ints_attr("pads", [8000, 8000, 8000, 8000]))
+    nodes.append(node("Conv", [src, "w", "b"], ["c"], attrs))
+    nodes.append(node("GlobalAveragePool", ["c"], ["g"]))
+    nodes.append(node("Flatten", ["g"], ["f"], [int_attr("axis", 1)]))
+    nodes.append(node("Gemm", ["f", "fw", "fb"], ["y"], [int_attr("transB", 1)]))
+    graph = (b"".join(field(1, n) for n in nodes) + field(2, "hostile") + b"".join(field(5, t) for t in inits) +
+             field(11, value_info("x", [1, 1, 8, 8])) + field(12, value_info("y", [1, 10])))
+    return model(graph)
+
+
+def empty_inits(count):
+    graph = (field(1, node("Relu", ["x"], ["y"])) + field(2, "empty") + field(5, b"") * count +
+             field(11, value_info("x", [1, 1, 8, 8])) + field(12, value_info("y", [1, 10])))
+    return model(graph)
+
+
+def nested_if(levels):
+    graph = field(2, "inner")
+    for _ in range(levels):
+        attr = field(1, "then_branch") + field(6, graph) + vfield(20, ATTR_GRAPH)
+        graph = field(1, field(4, "If") + field(5, attr))
+    return model(graph)
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: onnx_hostile.py OUTDIR")
+    out = sys.argv[1]
+    files = {
+        "pad8000.onnx": conv_net(True, False),
+        "convpads8000.onnx": conv_net(False, True),
+        "empty_inits.onnx": empty_inits(150000),
+        "nested_if.onnx": nested_if(3000),
+    }
+    for name, data in files.items():
+        with open(f"{out}/{name}", "wb") as f:
+            f.write(data)
+
+
+if __name__ == "__main__":
+    main()

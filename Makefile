@@ -9,7 +9,7 @@
 #   make test-elastic  a 3-host namespace job that loses a host and shrinks (root)
 #   make check-asan unit tests (and the hardening scripts) under AddressSanitizer +
 #                   UndefinedBehaviorSanitizer
-#   make demo       the main job
+#   make demo       the main job, its dashboard served until Ctrl-C (builds only what it runs)
 #   make bench      benchmarks (installs python3-torch for the PyTorch baseline)
 #   make check-layers  a wrong-way include between rooms must not compile (docs/ARCHITECTURE.md)
 #   make format     clang-format the tree (.clang-format); make format-check only checks
@@ -261,7 +261,8 @@ endif
 # the ABI of libpacer_cuda.so whose "device" is host memory computed by the CPU reference,
 # and a libcuda.so.1 whose answers come from the environment. With them the integration
 # tests run the worker's GPU path and the device probe on a machine without a GPU.
-FAKE_BACKEND_SRC = tests/fakecuda/backend.c model/model.c $(KERNELS_SRC) common/rng.c common/catalog.c common/errmsg.c
+FAKE_BACKEND_SRC = tests/fakecuda/backend.c model/model.c $(KERNELS_SRC) common/rng.c common/catalog.c common/dataroot.c \
+                   common/errmsg.c
 $(BUILD)/tests/libpacer_fakecuda.so: $(FAKE_BACKEND_SRC) $(wildcard model/*.h kernels/cpu/*.h common/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -fPIC -D_GNU_SOURCE $(CSTD) $(OPT) -g $(WARN) -Imodel -Ikernels/cpu -Icommon $(BLAS_CFLAGS) \
@@ -356,8 +357,14 @@ check-asan: deps
 	@sh tests/run.sh build-san unit
 	@ASAN_OPTIONS=detect_leaks=0 sh tests/run.sh build-san only $(CHECK_ASAN_INTEG)
 
-demo: deps
-	@$(MAKE) --no-print-directory all
+# demo: only what the demo runs (issue 42): the build group of packages (make deps also
+# installs the test group and its npm tools), the coordinator, the worker with its CUDA
+# backend where one is built (a GPU rank loads it), the dashboard's files; no unit test,
+# benchmark or tool. deploy/demo.sh then serves the dashboard until Ctrl-C.
+DEMO_BINS = $(BUILD)/pacer-coordinator $(BUILD)/pacer-worker $(CUDA_SO)
+demo:
+	@sh deploy/install-deps.sh build
+	@$(MAKE) --no-print-directory found $(DEMO_BINS) static
 	@sh deploy/demo.sh
 
 bench: deps

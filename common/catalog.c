@@ -1,6 +1,7 @@
 /* common/catalog.c - see catalog.h. The built-in rows are the tables below; the entries
  * added at run time live in one growable array per kind behind one mutex. */
 #include "catalog.h"
+#include "dataroot.h"
 #include "errmsg.h"
 
 #include <pthread.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h> /* PATH_MAX */
 #include <unistd.h>
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -368,6 +370,51 @@ int catalog_dataset_present(const catalog_dataset_t *d, const char *dir)
     for (int i = 0; i < d->ntest; i++)
         if (!file_there(dir, d->test_files[i])) return 0;
     return 1;
+}
+
+/* dir made absolute for a message or an answer: resolved when it exists, else joined to
+ * the current directory (a place that does not exist still means one place). */
+static void absolute_dir(const char *dir, char *out, size_t len)
+{
+    char real[PATH_MAX], cwd[PATH_MAX];
+    int n;
+    if (realpath(dir, real)) n = snprintf(out, len, "%s", real);
+    else if (dir[0] != '/' && getcwd(cwd, sizeof cwd)) n = snprintf(out, len, "%s/%s", cwd, dir);
+    else n = snprintf(out, len, "%s", dir);
+    if (n < 0 || (size_t)n >= len) snprintf(out, len, "%s", dir); /* cut: as given */
+}
+
+int catalog_dataset_locate(const catalog_dataset_t *d, const char *const *roots, int nroots, char *out, size_t len,
+                           char *looked, size_t lookedlen)
+{
+    char def[CATALOG_DIR_MAX * 2], dir[PATH_MAX + CATALOG_NAME_MAX + 2];
+    size_t used = 0;
+    if (looked && lookedlen) looked[0] = '\0';
+    for (int i = -1; i < nroots; i++) {
+        if (i < 0) {
+            /* the default: fixed_dir, or $PACER_SHARED/datasets/DIR (maybe relative) */
+            if (catalog_dataset_default_dir(d, def, sizeof def) != 0) continue;
+            absolute_dir(def, dir, sizeof dir);
+        } else {
+            /* a user's set is where it is (fixed_dir): no other place holds it */
+            if (!roots || !roots[i] || catalog_format_is_user(d->format)) continue;
+            snprintf(dir, sizeof dir, "%s/%s", roots[i], d->dir);
+        }
+        /* under a root, the submission's rule (dataroot.h): a DIR linked out of the roots
+         * is not offered */
+        char real[DATAROOT_PATH];
+        int usable = i < 0 || dataroot_resolve(roots, nroots, dir, real) == DATAROOT_OK;
+        if (usable && catalog_dataset_present(d, dir) && strlen(dir) < len) {
+            snprintf(out, len, "%s", dir);
+            return 0;
+        }
+        if (looked && used < lookedlen) {
+            int n = snprintf(looked + used, lookedlen - used, "%s%s", used ? ", " : "", dir);
+            if (n > 0) used += (size_t)n;
+        }
+    }
+    if (len) out[0] = '\0';
+    return -1;
 }
 
 /* ---- both ------------------------------------------------------------------------------ */

@@ -160,6 +160,20 @@ int catalog_dataset_default_dir(const catalog_dataset_t *d, char *out, size_t le
  * imagefolder or npz entry: whether dir (its folder or file) is readable. */
 int catalog_dataset_present(const catalog_dataset_t *d, const char *dir);
 
+/* Where this machine has data set d: the one rule of the data set listing (GET
+ * /api/v1/datasets, `pacer datasets`), of a submission and of a retry (the coordinator
+ * fills a built-in's dataset.path with it, coordinator/api.c). Tried in order: the
+ * default directory (catalog_dataset_default_dir: fixed_dir, else
+ * $PACER_SHARED/datasets/DIR), then DIR under each of roots (the --data-root
+ * directories, resolved; a DIR linked out of every root is not offered, common/
+ * dataroot.h; a user's set only at its fixed_dir); the first that holds every file
+ * (catalog_dataset_present) wins. 0 with its absolute path in out (the default
+ * resolved by realpath, so that it means the same to a process started elsewhere), or -1
+ * with looked (may be NULL) naming every absolute place tried, ", "-separated (cut at
+ * lookedlen). Touches the file system (access, realpath): not for a training step. */
+int catalog_dataset_locate(const catalog_dataset_t *d, const char *const *roots, int nroots, char *out, size_t len,
+                           char *looked, size_t lookedlen);
+
 /* ---- both ---------------------------------------------------------------------------- */
 
 /* Whether model m can train on data set d: the same image shape, and as many classes as

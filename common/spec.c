@@ -198,7 +198,8 @@ static const field_t FIELDS[] = {
             "model's outputs (a built-in model's last layer takes them). A user's "
             "(an image folder or .npz under a data root) is read from its path in its format."},
     {.path = "dataset.path", STR(dataset.path), .def_str = "", .resume_free = 1,
-     .doc = "Directory of the data set files; empty = the data set's default directory."},
+     .doc = "Directory of the data set files; empty = where the catalog finds them (\"Built-in data sets\"; the "
+            "coordinator stores that directory here at submission)."},
     {.path = "dataset.train_subset", INT(dataset.train_subset), BETWEEN(0, MAX_COUNT), .def_num = 0,
      .doc = "Train on the first N training samples only; 0 = all."},
     {.path = "dataset.test_subset", INT(dataset.test_subset), BETWEEN(0, MAX_COUNT), .def_num = 0,

@@ -242,6 +242,67 @@ static int data_path_allowed(const coordinator_t *c, const char *path, char *err
     return -1;
 }
 
+/* A built-in data set (format idx or cifar) is read from where the catalog finds it
+ * (catalog_dataset_locate over the data roots: the rule GET /api/v1/datasets shows), and
+ * the stored spec says so: its dataset.path is filled in, absolute, so that the workers
+ * (started in another directory, on other hosts of a shared file system) read what the
+ * listing showed, and one that is absent is refused now (422 naming every place tried
+ * and how to add it) instead of a job that fails at its start. A dataset.path the spec
+ * gives must lie under a data root (400, data_path_allowed) and hold the set's files
+ * (422). A retry (again) resolves anew when its stored path no longer passes: the
+ * daemon may have been restarted with other --data-root directories, or the files
+ * moved. s is the daemon's own copy; a user's data set is left to dataset_usable. */
+static int builtin_dataset_place(const coordinator_t *c, job_spec_t *s, int again, char *err, size_t errlen)
+{
+    catalog_dataset_t d;
+    if (spec_dataset_is_user(s) || catalog_dataset_get(s->dataset.name, &d) != 0 || catalog_format_is_user(d.format))
+        return COORD_OK;
+    const char *roots[COORD_DATA_ROOTS_MAX];
+    for (int i = 0; i < c->ndata_roots; i++) roots[i] = c->data_roots[i];
+    char found[PATH_MAX], looked[1024];
+    int located = catalog_dataset_locate(&d, roots, c->ndata_roots, found, sizeof found, looked, sizeof looked) == 0;
+    if (s->dataset.path[0]) {
+        /* outside the data roots first (400), so that the answer never says what such
+         * a path holds; then the files (422) */
+        char why[768];
+        int code = COORD_OK;
+        if (data_path_allowed(c, s->dataset.path, why, sizeof why) != 0) {
+            code = COORD_EINVAL;
+        } else if (!catalog_dataset_present(&d, s->dataset.path)) {
+            code = COORD_EDATA;
+            snprintf(why, sizeof why, "dataset.path: %.300s does not hold the files of dataset.name %s",
+                     s->dataset.path, d.name);
+        }
+        if (code == COORD_OK) return COORD_OK;
+        if (!again) {
+            set_err(err, errlen, "%s", why);
+            return code;
+        }
+        s->dataset.path[0] = '\0'; /* a retry: where the catalog finds it now */
+    }
+    if (located && strlen(found) < sizeof s->dataset.path) {
+        snprintf(s->dataset.path, sizeof s->dataset.path, "%s", found);
+        return COORD_OK;
+    }
+    /* how to add it: its files, each raw or gzipped, in its directory */
+    char files[512] = "";
+    size_t k = 0;
+    for (int split = 0; split < 2; split++) {
+        int n = split ? d.ntest : d.ntrain;
+        for (int i = 0; i < n && k < sizeof files; i++) {
+            int w = snprintf(files + k, sizeof files - k, "%s%s", k ? ", " : "",
+                             split ? d.test_files[i] : d.train_files[i]);
+            if (w > 0) k += (size_t)w;
+        }
+    }
+    set_err(err, errlen,
+            "dataset.name: %s is not on this machine: looked in %s; add its files (%.400s; each may be gzipped) "
+            "to %s/ under a data root (--data-root DIR)%s (docs/JOB_SPEC.md, \"Built-in data sets\")",
+            d.name, looked[0] ? looked : "no place", files, d.dir,
+            d.fixed_dir[0] ? "" : " or under $PACER_SHARED/datasets");
+    return COORD_EDATA;
+}
+
 /* A user's data set (dataset.format imagefolder or npz), probed before the job is queued
  * (common/dsprobe.h: the folder listed, the .npz's headers and labels read; no image is
  * decoded): what can be known now is refused now, 422 naming dataset.path, instead of a
@@ -295,6 +356,7 @@ int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *pare
     redisContext *rc = NULL;
     int rc_code = COORD_EINTERNAL;
     char *norm = NULL;
+    job_spec_t *own = NULL;
     if (job) *job = NULL;
     if (err && errlen) err[0] = 0;
     if (s->simulate.enabled && c->daemon) {
@@ -314,10 +376,8 @@ int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *pare
             goto out;
         }
     }
-    norm = spec_to_json_doc(s, job ? &doc : NULL);
-    if (!norm) goto out;
     job_new_t j = {
-        .spec_json = norm,
+        .spec_json = NULL, /* below, once the data set's place is in the spec */
         .name = s->name,
         .model = s->model,
         .algorithm = s->algorithm.name,
@@ -327,7 +387,8 @@ int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *pare
         .simulated = s->simulate.enabled,
         .parent = parent,
     };
-    if (c->daemon && s->dataset.path[0] && data_path_allowed(c, s->dataset.path, err, errlen) != 0) {
+    if (c->daemon && spec_dataset_is_user(s) && s->dataset.path[0] &&
+        data_path_allowed(c, s->dataset.path, err, errlen) != 0) {
         rc_code = COORD_EINVAL;
         goto out;
     }
@@ -361,6 +422,21 @@ int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *pare
         rc_code = COORD_ENOFIT;
         goto out;
     }
+    rc_code = COORD_EINTERNAL;
+    if (c->daemon) {
+        /* a built-in data set's place goes into the stored spec (the daemon's copy):
+         * after admission, which needs no disk, so a job that cannot fit says so first */
+        own = malloc(sizeof *own);
+        if (!own) goto out;
+        *own = *s;
+        rc_code = builtin_dataset_place(c, own, parent != NULL, err, errlen);
+        if (rc_code != COORD_OK) goto out;
+        rc_code = COORD_EINTERNAL;
+        s = own;
+    }
+    norm = spec_to_json_doc(s, job ? &doc : NULL);
+    if (!norm) goto out;
+    j.spec_json = norm;
     rc = conn_get(c);
     if (!rc) {
         rc_code = COORD_EUNAVAIL;
@@ -395,6 +471,7 @@ out:
     json_decref(h);
     json_decref(doc);
     free(norm);
+    free(own);
     return rc_code;
 }
 

@@ -10,7 +10,6 @@
 
 #include "catalog.h"
 #include "clog.h"
-#include "dataroot.h"
 #include "coord_internal.h"
 #include "memest.h"
 #include "userdata.h"
@@ -77,31 +76,13 @@ int coord_model(coordinator_t *c, const char *name, json_t **out)
     return *out ? COORD_OK : COORD_EINTERNAL;
 }
 
-/* Where this machine has d's files, resolved: its default directory (what a spec without
- * dataset.path reads), else DIR under the first data root that holds them (a path a
- * spec may give); "" when neither. */
+/* Where this machine has d's files (catalog_dataset_locate over the daemon's data roots:
+ * the rule a submission and a retry use too, coordinator/api.c); "" when nowhere. */
 static void dataset_found(const coordinator_t *c, const catalog_dataset_t *d, char *path, size_t len)
 {
-    char def[PATH_MAX], real[PATH_MAX];
-    path[0] = '\0';
-    /* resolved: a default relative to the daemon's directory means nothing to a client */
-    if (catalog_dataset_default_dir(d, def, sizeof def) == 0 && catalog_dataset_present(d, def) &&
-        realpath(def, real) && strlen(real) < len) {
-        snprintf(path, len, "%s", real);
-        return;
-    }
-    const char *roots_v[COORD_DATA_ROOTS_MAX];
-    for (int i = 0; i < c->ndata_roots; i++) roots_v[i] = c->data_roots[i];
-    for (int i = 0; i < c->ndata_roots; i++) {
-        char dir[PATH_MAX + CATALOG_NAME_MAX + 2];
-        snprintf(dir, sizeof dir, "%s/%s", c->data_roots[i], d->dir);
-        /* the submission's rule (dataroot.h): a DIR linked out of the roots is not offered */
-        if (dataroot_resolve(roots_v, c->ndata_roots, dir, real) == DATAROOT_OK && catalog_dataset_present(d, dir) &&
-            strlen(dir) < len) {
-            snprintf(path, len, "%s", dir);
-            return;
-        }
-    }
+    const char *roots[COORD_DATA_ROOTS_MAX];
+    for (int i = 0; i < c->ndata_roots; i++) roots[i] = c->data_roots[i];
+    catalog_dataset_locate(d, roots, c->ndata_roots, path, len, NULL, 0);
 }
 
 static json_t *dataset_json(const coordinator_t *c, const catalog_dataset_t *d)

@@ -209,8 +209,12 @@ echo "ok: a stopped coordinator is named (exit 3); the logs of finished jobs are
 stop_coord
 
 # ---- export of a job that failed before training (issue 42): why there is no model, not "will write" ------
-# A data root holding an empty folder: the spec passes the API, the worker finds no images.
+# A data root holding a folder of empty IDX files: the spec passes the API (the files are
+# there, datasets_builtin.sh), the worker reads no images from them.
 mkdir -p "$TMP/root/empty"
+for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+    : >"$TMP/root/empty/$f"
+done
 start_coord --listen 127.0.0.1:0 --data-root "$TMP/root"
 export PACER_URL=$(base_url)
 printf '{"name": "nodata", "model": "lenet5", "epochs": 1, "dataset": {"name": "fashion-mnist", "path": "%s"}}' \
@@ -218,7 +222,7 @@ printf '{"name": "nodata", "model": "lenet5", "epochs": 1, "dataset": {"name": "
 id5=$(p submit "$TMP/nodata.json") || fail "submit nodata exited $?"
 await 120 "job $id5 to fail" is_pstate "$id5" FAILED
 p get "$id5" | grep -q "^data  *fashion-mnist, 1 epoch, batch 64$" || { p get "$id5"; fail "get: not '1 epoch'"; }
-expect_error 1 "pacer export: job $id5 failed before its first checkpoint (.*not found.*), so it has no trained model to export" \
+expect_error 1 "pacer export: job $id5 failed before its first checkpoint (.*truncated.*), so it has no trained model to export" \
     p export "$id5" -o "$TMP/nodata.onnx"
 grep -q "with each checkpoint" "$TMP/out" && fail "export of a failed job still says its worker will write the model"
 [ ! -e "$TMP/nodata.onnx" ] || fail "export of a job without a model left a file"

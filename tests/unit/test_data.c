@@ -14,10 +14,12 @@
 #include "test_util.h"
 
 #include <ftw.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -657,6 +659,66 @@ static void test_default_dir(void **state)
     }
 }
 
+/* catalog_dataset_locate, the one rule of the listing, a submission and a retry: the
+ * default directory first, then DIR under each root in order; the first that holds every
+ * file (raw or .gz) wins; when none does, every place tried is named, absolute. */
+static void test_locate(void **state)
+{
+    fixture_t *fx = *state;
+    const char *orig = getenv("PACER_SHARED");
+    char *saved = orig ? strdup(orig) : NULL;
+    char r1[600], r2[600], shared[600], out[1024], looked[2048], want[PATH_MAX + 64];
+    snprintf(r1, sizeof r1, "%s/r1", fx->dir);
+    snprintf(r2, sizeof r2, "%s/r2", fx->dir);
+    snprintf(shared, sizeof shared, "%s/none", fx->dir);
+    assert_int_equal(mkdir(r1, 0700), 0);
+    assert_int_equal(mkdir(r2, 0700), 0);
+    catalog_dataset_t e;
+    assert_int_equal(catalog_dataset_get("mnist", &e), 0);
+    const char *roots[] = {r1, r2};
+    setenv("PACER_SHARED", shared, 1);
+
+    assert_int_equal(catalog_dataset_locate(&e, roots, 2, out, sizeof out, looked, sizeof looked), -1);
+    assert_string_equal(out, "");
+    snprintf(want, sizeof want, "%s/datasets/mnist, %s/mnist, %s/mnist", shared, r1, r2);
+    assert_string_equal(looked, want);
+
+    /* r2 holds every file (one gzipped), r1 all but one: r2 */
+    char dir[700], f[800];
+    for (int k = 0; k < 2; k++) {
+        snprintf(dir, sizeof dir, "%s/mnist", k ? r2 : r1);
+        assert_int_equal(mkdir(dir, 0700), 0);
+        for (int i = 0; i < e.ntrain + e.ntest; i++) {
+            const char *name = i < e.ntrain ? e.train_files[i] : e.test_files[i - e.ntrain];
+            if (k == 0 && i == 3) continue;
+            snprintf(f, sizeof f, "%s/%s%s", dir, name, i == 0 ? ".gz" : "");
+            write_file(f, 0, "x", 1);
+        }
+    }
+    assert_int_equal(catalog_dataset_locate(&e, roots, 2, out, sizeof out, NULL, 0), 0);
+    assert_string_equal(out, dir);
+    /* the default wins over any root, made absolute from a relative PACER_SHARED */
+    char cwd[512];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir(fx->dir), 0);
+    assert_int_equal(rename("r2/mnist", "mnist"), 0);
+    assert_int_equal(mkdir("s", 0700), 0);
+    assert_int_equal(mkdir("s/datasets", 0700), 0);
+    assert_int_equal(rename("mnist", "s/datasets/mnist"), 0);
+    setenv("PACER_SHARED", "s", 1);
+    int rc = catalog_dataset_locate(&e, roots, 2, out, sizeof out, NULL, 0);
+    assert_int_equal(chdir(cwd), 0);
+    assert_int_equal(rc, 0);
+    char real[PATH_MAX];
+    assert_non_null(realpath(fx->dir, real));
+    snprintf(want, sizeof want, "%s/s/datasets/mnist", real);
+    assert_string_equal(out, want);
+
+    if (saved) setenv("PACER_SHARED", saved, 1);
+    else unsetenv("PACER_SHARED");
+    free(saved);
+}
+
 static void test_strerror(void **state)
 {
     const int codes[] = {DATA_OK, DATA_ENOENT, DATA_EFORMAT, DATA_ELABEL, DATA_ENOMEM, DATA_EUNKNOWN};
@@ -1012,6 +1074,7 @@ int main(void)
         T(test_load_probes_raw_then_gz),
         cmocka_unit_test(test_load_unknown_name),
         cmocka_unit_test(test_default_dir),
+        T(test_locate),
         cmocka_unit_test(test_strerror),
         cmocka_unit_test(test_shard_covers_epoch),
         cmocka_unit_test(test_shuffle_same_seed_same_permutation),

@@ -1,11 +1,12 @@
 /* http/server.c - see server.h. The life of a request:
  *
- *   URI log callback         sees the request target before libmicrohttpd decodes it:
- *                            marks an encoded NUL (%00), which decoding would hide.
- *   1st access-handler call  allocate the per-request state, match the route, collect
- *                            the query, and refuse early what can be refused from the
- *                            headers alone: 400 (NUL in the target, Host headers),
- *                            421, 404/405, 401, 415, 413 by Content-Length.
+ *   URI log callback         allocate the per-request state; note the request target as
+ *                            sent, before libmicrohttpd decodes it: a NUL (%00, or a raw
+ *                            byte) that decoding would turn into the target's end.
+ *   1st access-handler call  match the route, collect the query, and refuse early what
+ *                            can be refused from the headers alone: 400 (a NUL in the
+ *                            target, Host headers), 421, 404/405, 401, 415, 413 by
+ *                            Content-Length.
  *   body calls               consume the body chunk by chunk, keeping at most the limit.
  *   last call                run the route's handler, which answers exactly once.
  *   completion callback      free the per-request state (success, error and abort alike).

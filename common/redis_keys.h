@@ -30,6 +30,8 @@
 /* The bytes of an uploaded ONNX model (coordinator/modelstore.c writes it at the upload
  * and again at start when missing; a worker that cannot open the stored file reads it). */
 #define KEY_MODEL "pacer:model:%s"
+/* GET /healthz's write probe (coord_health): the time of the last one, expiring. */
+#define KEY_HEALTHZ "pacer:healthz"
 
 #define REDIS_KEYS(X)                                          \
     X(KEY_SEQ, "pacer:seq")                                    \
@@ -47,7 +49,8 @@
     X(KEY_PROFILES, "pacer:profiles")                          \
     X(KEY_COORD, "pacer:coordinator")                          \
     X(KEY_LOCK, "pacer:coordinator:lock")                      \
-    X(KEY_MODEL, "pacer:model:{sha256}")
+    X(KEY_MODEL, "pacer:model:{sha256}")                       \
+    X(KEY_HEALTHZ, "pacer:healthz")
 
 /* Fields of KEY_JOB_NODE that more than one room reads by name: a GPU rank's device
  * utilisation and memory (worker/nvml.h samples them, the worker's sink writes them, the

@@ -1104,6 +1104,27 @@ static void host_speeds(json_t *hosts, json_t *profiles)
     }
 }
 
+int coord_health(coordinator_t *c, char *err, size_t errlen)
+{
+    redisContext *rc = conn_get(c);
+    if (!rc) {
+        set_err(err, errlen, "Redis does not answer");
+        return COORD_EUNAVAIL;
+    }
+    redisReply *r = redisCommand(rc, "SET %s %.3f EX 60", KEY_HEALTHZ, clock_wall_s());
+    int code = COORD_OK;
+    if (!r) {
+        set_err(err, errlen, "Redis does not answer");
+        code = COORD_EUNAVAIL;
+    } else if (r->type == REDIS_REPLY_ERROR) {
+        set_err(err, errlen, "Redis refuses writes: %.300s", r->str ? r->str : "(no message)");
+        code = COORD_ESTATE;
+    }
+    if (r) freeReplyObject(r);
+    conn_put(c, rc, code == COORD_EUNAVAIL);
+    return code;
+}
+
 int coord_cluster(coordinator_t *c, json_t **out)
 {
     redisContext *rc = conn_get(c);

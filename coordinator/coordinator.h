@@ -202,6 +202,12 @@ int coord_model_onnx_path(coordinator_t *c, const char *id, char *path, size_t l
  * "profiles": [{key, host, device, model, samples_per_s, updated, jobs}]}. */
 int coord_cluster(coordinator_t *c, json_t **out);
 
+/* GET /healthz: whether Redis answers and takes a write (one SET of a key that expires,
+ * KEY_HEALTHZ), which is what a submission needs. COORD_OK; COORD_EUNAVAIL when Redis
+ * does not answer; COORD_ESTATE when it answers but refuses the write (a full disk's
+ * MISCONF, OOM at maxmemory, NOREPLICAS, READONLY), with Redis's error line in err. */
+int coord_health(coordinator_t *c, char *err, size_t errlen);
+
 /* Daemon: learns the host list again (hostfile re-read, sinfo asked again, CPUs counted),
  * as SIGHUP does, and waits (30 s at most) until the tick has done it. Hosts that stay
  * keep their state; new hosts are probed; running jobs are not touched (a shrunk job

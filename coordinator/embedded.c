@@ -104,7 +104,8 @@ int embedded_start(embedded_t *e, const char *state_dir, const char *server, dou
     }
     snprintf(e->sock, sizeof e->sock, "%s/redis.sock", state_dir);
     snprintf(e->url, sizeof e->url, "unix://%s", e->sock);
-    if (fs_mkdir_p(state_dir, 0755) != 0) {
+    /* Owner only: Redis's files and socket are here (the daemon's umask is 077 too). */
+    if (fs_mkdir_p(state_dir, 0700) != 0) {
         snprintf(err, errlen, "state dir %s: %s", state_dir, strerror(errno));
         return -1;
     }

@@ -14,14 +14,18 @@
  * 3 wait timed out; 4 Redis unreachable.
  */
 #include <errno.h>
+#include <ftw.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "auth.h"
 #include "clock.h"
+#include "clog.h"
 #include "coordinator.h"
 #include "numarg.h"
 #include "server.h"
@@ -493,6 +497,37 @@ static int parse_duration(const char *opt, const char *s, double *out)
     return 0;
 }
 
+/* ---- the state directory's permissions ------------------------------------------------- */
+
+/* The state dir holds job specs, logs, checkpoints, uploaded models and Redis's
+ * append-only files: readable by other local users, they would sidestep the API token
+ * and the 0700 Redis socket. main sets umask 077, so whatever the daemon, Redis and the
+ * jobs create from now on is 0600 / 0700; this takes group and other access away from
+ * what an older version (or a wider umask) left there. Owned files and folders only, no
+ * symbolic link followed, no other file system entered; the data sets a user put under
+ * STATE/data are theirs and are left as they are. */
+static int tighten_count, tighten_failed; /* nftw's callback has no argument of ours */
+
+static int tighten_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    if (flag == FTW_D && ftw->level == 1 && strcmp(path + ftw->base, "data") == 0) return FTW_SKIP_SUBTREE;
+    if ((flag != FTW_F && flag != FTW_D) || st->st_uid != geteuid() || !(st->st_mode & 077)) return FTW_CONTINUE;
+    if (chmod(path, st->st_mode & 07700) == 0) tighten_count++;
+    else tighten_failed++;
+    return FTW_CONTINUE;
+}
+
+static void state_dir_tighten(const char *state_dir)
+{
+    tighten_count = tighten_failed = 0;
+    if (nftw(state_dir, tighten_one, 16, FTW_PHYS | FTW_MOUNT | FTW_ACTIONRETVAL) != 0 && errno != ENOENT)
+        clog_printf("state dir %s: cannot walk it to take group and other access away: %s", state_dir, strerror(errno));
+    if (tighten_count || tighten_failed)
+        clog_printf("state dir %s: took group and other access away from %d files and folders (now owner only, as "
+                    "the daemon creates them)%s",
+                    state_dir, tighten_count, tighten_failed ? "; some could not be changed" : "");
+}
+
 static int run_daemon(const cli_t *o)
 {
     /* Signals are taken synchronously by this thread (sigwait); every thread the
@@ -513,6 +548,7 @@ static int run_daemon(const cli_t *o)
         fprintf(stderr, "pacer-coordinator: %s\n", err);
         return 2;
     }
+    if (o->cfg.state_dir && *o->cfg.state_dir) state_dir_tighten(o->cfg.state_dir);
     coordinator_t *c = NULL;
     if (coordinator_start(&o->cfg, &c, err, sizeof err) != COORD_OK) {
         fprintf(stderr, "pacer-coordinator: %s\n", err);
@@ -674,6 +710,9 @@ int main(int argc, char **argv)
     }
     /* A write to a Redis socket the server closed must be an error return, not death. */
     signal(SIGPIPE, SIG_IGN);
+    /* Everything the daemon, its embedded Redis and its jobs create under the state dir
+     * is the owner's alone (state_dir_tighten says why). */
+    umask(077);
 
     if (optind == argc) {
         /* The API token: --token-file, else $PACER_TOKEN; none = open on loopback. */

@@ -7,7 +7,9 @@
  *  - auth_host_header_parse writes at most len bytes (also for tiny buffers), and what it
  *    accepts is lower case, has no port, brackets or final dot, and parses to itself;
  *  - auth_host_allowed says 1 exactly when the parsed host is a loopback name or address
- *    or equals one of the parsed allowed names: never for a malformed header.
+ *    or equals one of the parsed allowed names: never for a malformed header;
+ *  - auth_host_headers_problem (the 400 rule, issue 42), given the first line as received
+ *    (NUL bytes included): refused exactly when a NUL is inside or two headers came.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -55,6 +57,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!text) return 0;
     memcpy(text, data, size);
     text[size] = 0;
+    const uint8_t *nl = memchr(data, '\n', size);
+    size_t first = nl ? (size_t)(nl - data) : size;
+    int has_nul = memchr(data, 0, first) != NULL;
+    const char *why = auth_host_headers_problem(1, text, first);
+    if ((why != NULL) != has_nul || (why && !*why)) abort();
+    if (!auth_host_headers_problem(2, text, first)) abort();
+    if (auth_host_headers_problem(0, NULL, 0)) abort();
     const char *lines[1 + MAX_ALLOWED];
     int nlines = 0;
     char *p = text;

@@ -7,8 +7,8 @@
  *      problem document with its field), serialised as the server would;
  *   1  a query string: split at '&' and '=' as libmicrohttpd does, then every typed
  *      getter the handlers use (limit, offset, tail, state, since);
- *   2  a request line "METHOD PATH": the route matcher, the static path filter and the
- *      content-type table;
+ *   2  a request line "METHOD PATH": the route matcher, the static path filter, the
+ *      content-type table, and the encoded-NUL check of the raw target (routes_target_nul);
  *   3  header values: Last-Event-ID parsing, bearer parsing and comparison, the listen
  *      address parser, problem field extraction, Prometheus label escaping, SSE framing.
  */
@@ -87,6 +87,11 @@ static void request_line(const char *text)
         }
     }
     (void)static_content_type(path);
+    /* routes_target_nul: a NUL exactly when "%00" is there, in the query exactly when the
+     * first one comes after a '?'. */
+    const char *nul = strstr(path, "%00"), *q = strchr(path, '?');
+    int want = !nul ? ROUTE_NUL_NONE : q && q < nul ? ROUTE_NUL_QUERY : ROUTE_NUL_PATH;
+    if (routes_target_nul(path) != want) abort();
 }
 
 static void headers(const char *text, size_t len)

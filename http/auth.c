@@ -145,3 +145,10 @@ int auth_host_allowed(const char *value, const char *const *allowed, int nallowe
             return 1;
     return 0;
 }
+
+const char *auth_host_headers_problem(size_t nhosts, const char *value, size_t len)
+{
+    if (nhosts > 1) return "more than one Host header; HTTP/1.1 allows exactly one";
+    if (value && memchr(value, 0, len)) return "the Host header holds a NUL byte";
+    return NULL;
+}

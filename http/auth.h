@@ -50,4 +50,13 @@ int auth_host_header_parse(const char *value, char *host, size_t len);
  * without case, port and final dot). A missing or malformed header is refused. */
 int auth_host_allowed(const char *value, const char *const *allowed, int nallowed);
 
+/* The Host header rule of HTTP/1.1 (RFC 9112 section 3.2), checked for every request
+ * whether or not a token is set: more than one Host header, or a value holding a NUL byte,
+ * is a bad request (400), since the server, a proxy in front of it and the DNS-rebinding
+ * rule above could each read another host from it. nhosts: how many Host header lines came;
+ * value, len: the first one's value and its length as received (len > strlen(value) when
+ * a NUL is inside; value NULL when none came). Returns NULL when acceptable, else the
+ * refusal's detail, a static string. */
+const char *auth_host_headers_problem(size_t nhosts, const char *value, size_t len);
+
 #endif

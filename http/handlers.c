@@ -432,12 +432,20 @@ int handle_cluster_benchmark(http_req_t *rq)
     return respond_json(rq->conn, MHD_HTTP_ACCEPTED, out, h, 1);
 }
 
+/* 503 unless Redis answers and takes a write: a load balancer or a Kubernetes readiness
+ * probe counts only 2xx as ready, and a coordinator whose Redis refuses writes (a full
+ * disk) refuses every submission with 503 too. "degraded" says Redis answers but refuses
+ * writes, with its error line; "unavailable" that it does not answer. */
 int handle_healthz(http_req_t *rq)
 {
+    char err[400] = "";
+    int code = coord_health(rq->srv->coord, err, sizeof err);
     json_t *cl = NULL;
-    int code = coord_cluster(rq->srv->coord, &cl);
+    if (code == COORD_OK) code = coord_cluster(rq->srv->coord, &cl);
     if (code != COORD_OK) {
-        json_t *body = json_pack("{s:s, s:s}", "status", "unavailable", "detail", "Redis does not answer");
+        json_t *body = json_pack("{s:s, s:s, s:s}", "status", code == COORD_ESTATE ? "degraded" : "unavailable",
+                                 "redis", code == COORD_ESTATE ? "refuses writes" : "no answer", "detail",
+                                 err[0] ? err : "Redis does not answer");
         return respond_json(rq->conn, MHD_HTTP_SERVICE_UNAVAILABLE, body, NULL, 0);
     }
     json_t *body = json_pack("{s:s, s:s, s:O?}", "status", "ok", "redis", "ok", "coordinator_alive",

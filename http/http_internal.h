@@ -88,6 +88,13 @@ struct http_req {
     size_t body_len, body_cap, received;
     int answered;    /* a response was queued early (4xx before the body) */
     char client[64]; /* the peer's address ("127.0.0.1"): per-client limits */
+    /* The request target as sent (server.c's uri_log, before libmicrohttpd decodes it in
+     * place): where it starts, its length up to the first NUL, whether that part has a
+     * '?', and routes_target_nul of it. */
+    const char *raw_target;
+    size_t raw_len;
+    int raw_query;
+    int target_nul;
 };
 
 #endif

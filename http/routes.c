@@ -73,6 +73,14 @@ int route_pattern_match(const char *pattern, const char *path, route_match_t *m)
     return 1;
 }
 
+int routes_target_nul(const char *raw)
+{
+    if (!raw) return ROUTE_NUL_NONE;
+    const char *q = strchr(raw, '?'), *nul = strstr(raw, "%00");
+    if (!nul) return ROUTE_NUL_NONE;
+    return q && nul > q ? ROUTE_NUL_QUERY : ROUTE_NUL_PATH;
+}
+
 static int method_matches(const char *route_method, const char *method)
 {
     return strcmp(route_method, method) == 0 || (strcmp(method, "HEAD") == 0 && strcmp(route_method, "GET") == 0);

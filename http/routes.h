@@ -51,6 +51,14 @@ const route_t *routes_match(const char *method, const char *path, route_match_t 
 /* Matches one pattern; 1 on a match with the captures in m->params. */
 int route_pattern_match(const char *pattern, const char *path, route_match_t *m);
 
+/* Where a raw request target (as the client sent it, before percent-decoding: "/a%00b?x=1")
+ * holds an encoded NUL: ROUTE_NUL_NONE, ROUTE_NUL_PATH or ROUTE_NUL_QUERY. libmicrohttpd
+ * decodes %00 into the C string it hands the handlers, which would then read "/a" for
+ * "/a%00b": a name cut short, another resource than the one asked for. The server
+ * refuses such a request with 400 (issue 42). */
+enum { ROUTE_NUL_NONE = 0, ROUTE_NUL_PATH = 1, ROUTE_NUL_QUERY = 2 };
+int routes_target_nul(const char *raw);
+
 /* The table, sentinel excluded, for tests and docs. */
 const route_t *routes_table(size_t *n);
 

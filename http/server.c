@@ -1,8 +1,12 @@
 /* http/server.c - see server.h. The life of a request:
  *
- *   1st access-handler call  allocate the per-request state, match the route, collect
- *                            the query, and refuse early what can be refused from the
- *                            headers alone: 404/405, 401, 415, 413 by Content-Length.
+ *   URI log callback         allocate the per-request state; note the request target as
+ *                            sent, before libmicrohttpd decodes it: a NUL (%00, or a raw
+ *                            byte) that decoding would turn into the target's end.
+ *   1st access-handler call  match the route, collect the query, and refuse early what
+ *                            can be refused from the headers alone: 400 (a NUL in the
+ *                            target, Host headers), 421, 404/405, 401, 415, 413 by
+ *                            Content-Length.
  *   body calls               consume the body chunk by chunk, keeping at most the limit.
  *   last call                run the route's handler, which answers exactly once.
  *   completion callback      free the per-request state (success, error and abort alike).
@@ -203,10 +207,70 @@ static size_t body_limit(const http_req_t *rq)
     return rq->match.route && (rq->match.route->flags & ROUTE_BINARY_BODY) ? rq->srv->model_max : rq->srv->body_max;
 }
 
+typedef struct {
+    size_t n;             /* Host header lines */
+    const char *value;    /* the first one's value */
+    size_t len;           /* its length up to the first NUL */
+    const char *next_key; /* the header line after it in the buffer; NULL when it was the last */
+} host_headers_t;
+
+/* Headers come in the order they were received, in one buffer. */
+static enum MHD_Result count_host(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                                  const char *value, size_t value_size)
+{
+    host_headers_t *h = cls;
+    (void)kind;
+    if (h->value && !h->next_key && key > h->value) h->next_key = key;
+    if (key_size != 4 || strncasecmp(key, "Host", 4) != 0) return MHD_YES;
+    if (h->n++ == 0) {
+        h->value = value;
+        h->len = value_size;
+    }
+    return MHD_YES;
+}
+
+/* The length of a header value as the client sent it. libmicrohttpd hands values over as
+ * C strings in its read buffer, where it has turned the line's end (CR, LF) and trailing
+ * white space into NULs: a NUL byte the client put inside the value cuts it short
+ * silently. What lies between the string's end and the next header line (or, for the
+ * last one, the first NUL after white space) is then more than NULs and white space. */
+static size_t header_raw_len(const char *v, size_t len, const char *next_key)
+{
+    size_t raw = len;
+    /* (the read buffer is at most a few tens of KiB: anything further is not the next line) */
+    if (next_key && next_key - v < (1 << 16)) {
+        for (const char *p = v + len; p < next_key; p++)
+            if (*p && *p != ' ' && *p != '\t') raw = (size_t)(p - v) + 1;
+        return raw;
+    }
+    const char *p = v + len + 1;
+    while (*p == ' ' || *p == '\t') p++;
+    return *p ? len + 1 + strlen(v + len + 1) : len;
+}
+
+/* 400s for a request line or headers that HTTP itself forbids: they come before every
+ * other rule, which would each read something other than what was sent. */
+static json_t *malformed_problem(http_req_t *rq)
+{
+    if (rq->target_nul != ROUTE_NUL_NONE)
+        return problem_new(400, "bad-request", NULL,
+                           rq->target_nul == ROUTE_NUL_PATH
+                               ? "the path holds a NUL byte (%00), which no path of this API has"
+                               : "the query string holds a NUL byte (%00), which no parameter of this API takes",
+                           NULL, NULL);
+    host_headers_t h = {0};
+    MHD_get_connection_values_n(rq->conn, MHD_HEADER_KIND, count_host, &h);
+    size_t len = h.value ? header_raw_len(h.value, h.len, h.next_key) : 0;
+    const char *why = auth_host_headers_problem(h.n, h.value, len);
+    return why ? problem_new(400, "bad-request", NULL, why, NULL, NULL) : NULL;
+}
+
 /* Refusals decided from the request line and headers; NULL when the request may go on. */
 static json_t *early_problem(http_req_t *rq, http_header_t *hdrs, size_t *nhdrs)
 {
     const route_match_t *m = &rq->match;
+    json_t *bad = malformed_problem(rq);
+    if (bad) return bad;
     /* DNS rebinding: without a token, only a Host that names this machine's loopback (or
      * an --allowed-host). Every route, before anything else: a page served from another
      * name must learn nothing, not even which paths exist. */
@@ -383,15 +447,37 @@ static void *hdr_main(void *arg)
     return NULL;
 }
 
+/* The request target as sent, before libmicrohttpd decodes it in place (its URI log
+ * callback, once per request, before the headers are read). The per-request state is
+ * allocated here: it becomes the request's *con_cls, which the completion callback frees
+ * (libmicrohttpd calls it for every request this callback saw). NULL when out of memory:
+ * on_request allocates it then, without the raw target's checks. */
+static void *uri_log(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    (void)cls, (void)conn;
+    http_req_t *rq = calloc(1, sizeof *rq);
+    if (!rq) return NULL;
+    rq->raw_target = uri;
+    rq->raw_len = strlen(uri);
+    rq->raw_query = strchr(uri, '?') != NULL;
+    rq->target_nul = routes_target_nul(uri);
+    return rq;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
     http_server_t *srv = cls;
     http_req_t *rq = *con_cls;
-    if (!rq) {
-        rq = calloc(1, sizeof *rq);
+    if (!rq || !rq->srv) {
+        if (!rq) rq = calloc(1, sizeof *rq);
         if (!rq) return MHD_NO; /* out of memory: MHD drops the connection */
         *con_cls = rq;
+        /* A NUL byte sent as is in the target: libmicrohttpd ends the target at the last
+         * space before the version (which it hands us, in the same buffer), so the version
+         * starts further than one byte past the text uri_log could see. */
+        if (rq->raw_target == url && rq->target_nul == ROUTE_NUL_NONE && version > url + rq->raw_len + 1)
+            rq->target_nul = rq->raw_query ? ROUTE_NUL_QUERY : ROUTE_NUL_PATH;
         rq->srv = srv;
         rq->conn = conn;
         rq->method = method;
@@ -591,8 +677,9 @@ int http_start(coordinator_t *c, const http_config_t *cfg, http_server_t **out, 
     s->daemon = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
                                  s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE,
                                  (unsigned)s->threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                                 MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_CONNECTION_TIMEOUT,
-                                 (unsigned)s->header_timeout_s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT,
+                                 MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_URI_LOG_CALLBACK, uri_log,
+                                 s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->header_timeout_s,
+                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT,
                                  MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->conns_per_client, MHD_OPTION_END);
     if (!s->daemon) {
         snprintf(err, errlen, "cannot serve HTTP on %s: %s", cfg->listen,

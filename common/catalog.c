@@ -150,6 +150,9 @@ static const catalog_dataset_t *builtin_dataset(const char *name);
 int catalog_name_valid(const char *name)
 {
     if (!name || !*name || strlen(name) >= CATALOG_NAME_MAX) return 0;
+    /* "." and ".." name folders, never a model, a data set or a job (an upload named ".."
+     * would be a path out of models/) */
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) return 0;
     for (const char *s = name; *s; s++) {
         unsigned char c = (unsigned char)*s;
         int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||

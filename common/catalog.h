@@ -196,8 +196,11 @@ void catalog_model_names(char *buf, size_t len, const char *quote, int builtin_o
 void catalog_dataset_names(char *buf, size_t len, const char *quote, int builtin_only);
 
 /* The name rule of the catalog and of job names (spec.c): 1 to CATALOG_NAME_MAX - 1
- * letters, digits, '.', '_' and '-' (no quoting needed in a URL, a log line or a shell). */
+ * letters, digits, '.', '_' and '-' (no quoting needed in a URL, a log line or a shell),
+ * and not "." or "..". */
 int catalog_name_valid(const char *name);
+/* The rule in words, for refusals: printf with CATALOG_NAME_MAX - 1. */
+#define CATALOG_NAME_RULE "1 to %d letters, digits, '.', '_' or '-', and not . or .."
 
 /* "builtin", "onnx", "user", "uploaded"; "idx", "cifar", "imagefolder", "npz". */
 const char *catalog_source_name(catalog_source_t s);

@@ -125,7 +125,7 @@ static const char *check_name(const void *v)
     const char *s = v;
     if (!*s) return "must not be empty";
     /* the catalog's name rule: its names and job names alike */
-    if (!catalog_name_valid(s)) return "may contain only letters, digits, '.', '_' and '-'";
+    if (!catalog_name_valid(s)) return "may contain only letters, digits, '.', '_' and '-', and may not be . or ..";
     return NULL;
 }
 

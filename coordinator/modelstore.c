@@ -35,14 +35,9 @@ static void content_path(const coordinator_t *c, const char *sha, char *out, siz
 
 /* ---- the entry ---------------------------------------------------------------------------- */
 
-/* An uploaded model's name: a catalog name (catalog_name_valid) other than "." and "..",
- * which are path segments: a client or proxy that normalises /api/v1/models/.. would send
- * another request than the one meant, and a name must never read as a directory. */
-static int upload_name_valid(const char *name)
-{
-    return name && catalog_name_valid(name) && strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
-}
-#define UPLOAD_NAME_RULE "1 to %d letters, digits, '.', '_' or '-', and not . or .."
+/* An uploaded model's name is a catalog name: catalog_name_valid refuses "." and "..",
+ * which are path segments (a client or proxy that normalises /api/v1/models/.. would send
+ * another request than the one meant, and a name must never read as a directory). */
 
 /* An integer member in [lo, hi]: 0, or -1 with err. */
 static int get_long(const json_t *j, const char *key, long lo, long hi, long *out, char *err, size_t errlen)
@@ -59,7 +54,7 @@ int modelstore_entry_parse(const json_t *j, const char *name_given, catalog_mode
     memset(out, 0, sizeof *out);
     if (!json_is_object(j)) return errmsg(err, errlen, "a model entry must be an object");
     const char *name = name_given ? name_given : json_string_value(json_object_get(j, "name"));
-    if (!upload_name_valid(name)) return errmsg(err, errlen, "name: must be " UPLOAD_NAME_RULE, CATALOG_NAME_MAX - 1);
+    if (!catalog_name_valid(name)) return errmsg(err, errlen, "name: must be " CATALOG_NAME_RULE, CATALOG_NAME_MAX - 1);
     snprintf(out->name, sizeof out->name, "%s", name);
     const char *sha = json_string_value(json_object_get(j, "sha256"));
     if (!sha256_hex_valid(sha)) return errmsg(err, errlen, "sha256: must be 64 lower-case hex digits");
@@ -402,8 +397,8 @@ int coord_model_put(coordinator_t *c, const char *name, const void *data, size_t
     if (!c->daemon || !c->worker[0])
         return errmsg(err, errlen, "models are uploaded through the daemon (it validates with pacer-worker)"),
                COORD_ESTATE;
-    if (!upload_name_valid(name))
-        return errmsg(err, errlen, "not a model name: " UPLOAD_NAME_RULE, CATALOG_NAME_MAX - 1), COORD_EINVAL;
+    if (!catalog_name_valid(name))
+        return errmsg(err, errlen, "not a model name: " CATALOG_NAME_RULE, CATALOG_NAME_MAX - 1), COORD_EINVAL;
     catalog_model_t had;
     int exists = catalog_model_get(name, &had) == 0;
     if (exists && had.source != CATALOG_UPLOADED)

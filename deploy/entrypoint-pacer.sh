@@ -9,7 +9,8 @@
 #   init                   only make the keys (for a separate one-shot step)
 #   healthcheck            the image's HEALTHCHECK for the role this container runs:
 #                          the coordinator when GET /healthz answers 200 (it does only
-#                          while Redis answers), a worker when its sshd listens
+#                          while Redis answers and takes writes: 503 "degraded" when it
+#                          refuses them, e.g. on a full disk), a worker when its sshd listens
 #   anything else          run as a command (`docker run --rm -it pacer:cpu sh`)
 #
 # Keys, as Horovod's Docker set-up shares them, but split in two volumes so that no

@@ -331,8 +331,9 @@ int handle_job_model_onnx(http_req_t *rq)
     }
     if (code == COORD_MODEL_NONE)
         return handler_problem(rq, problem_new(404, "no-model", "No trained model yet",
-                                               "the job has no model.onnx yet: its worker writes it with each "
-                                               "checkpoint and at the end (a simulated job never does)",
+                                               "the job has no model.onnx: its worker writes one with each checkpoint "
+                                               "and at the end, so a job that failed or was cancelled before its "
+                                               "first checkpoint never has one (nor does a simulated job)",
                                                NULL, NULL));
     if (code != COORD_OK) return handler_coord_error(rq, code, NULL);
     char name[600];

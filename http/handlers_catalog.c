@@ -28,8 +28,7 @@ static int model_not_found(http_req_t *rq, const char *name)
         if (catalog_name_valid(name))
             snprintf(detail, sizeof detail, "no model %.63s in the catalog (GET /api/v1/models lists them)", name);
         else
-            snprintf(detail, sizeof detail,
-                     "not a model name: 1 to %d letters, digits, '.', '_' or '-' (GET /api/v1/models lists them)",
+            snprintf(detail, sizeof detail, "not a model name: " CATALOG_NAME_RULE " (GET /api/v1/models lists them)",
                      CATALOG_NAME_MAX - 1);
         return handler_problem(rq, problem_new(404, "model-not-found", "No such model", detail, NULL, NULL));
     }
@@ -63,7 +62,12 @@ static int model_problem(http_req_t *rq, int code, const char *err)
 int handle_model_put(http_req_t *rq)
 {
     const char *name = rq->match.params[0];
-    if (!catalog_name_valid(name)) return model_not_found(rq, name);
+    /* a name no model can have is a request to fix (400 naming the rule), not a missing model */
+    if (!catalog_name_valid(name)) {
+        char detail[160];
+        snprintf(detail, sizeof detail, "not a model name: " CATALOG_NAME_RULE, CATALOG_NAME_MAX - 1);
+        return handler_problem(rq, problem_new(400, "bad-request", NULL, detail, NULL, NULL));
+    }
     json_t *out = NULL;
     int created = 0;
     char err[1024];

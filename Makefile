@@ -290,6 +290,9 @@ $(BUILD)/tests/%: $(call obj,tests/unit/%.c) $(LIBWORKER) $(LIBMODEL) $(LIBKERNE
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $< -o $@ $(LIBHTTP) $(LIBCOORD) -lmicrohttpd $(LIBCLI) $(LIBREF) $(WORKER_LIBS) $(LINK_CUDA) -lcmocka
 
+# test_op_table runs each operator's CUDA case on the stand-in device
+$(BUILD)/tests/test_op_table: | $(BUILD)/tests/libpacer_fakecuda.so
+
 $(BUILD)/tools/%: $(call obj,tests/tools/%.c) $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $< -o $@ $(WORKER_LIBS)

@@ -31,7 +31,7 @@ typedef void (*model_op_backward_fn)(model_t *m, int i, const float *x, int B);
 
 typedef struct {
     layer_kind_t kind; /* the row's own index (checked by test_model's table walk) */
-    const char *name;  /* "conv": logs, bench/layer_profile, test names */
+    const char *name;  /* "conv", "residual add": bench/layer_profile, test output */
     /* The ONNX operators this kind is imported from, as the importer's list of supported
      * operators shows them ("Gemm, MatMul (+ Add)"), and the one it is exported as. */
     const char *onnx_import;

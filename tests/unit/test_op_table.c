@@ -14,7 +14,9 @@
  *   - the gradient of its input and of each of its parameters against central finite
  *     differences of f = sum(g * ref(.)), g the output gradient the backward received
  *     (relative to the largest difference quotient, tol_grad); inputs are kept at least
- *     0.05 from 0 so that no ReLU kink or max-pool tie sits within a step;
+ *     0.05 from 0 so that no ReLU kink sits within a step (random values: no max-pool ties);
+ *   - its ONNX import names appear in the importer's list of supported operators (what an
+ *     unsupported operator's refusal prints), which is generated from the table;
  *   - the CUDA case: the same network on the device backend from the same weights and
  *     batch: loss, logits and every parameter gradient against the CPU's (tol_dev). Here
  *     the device is the stand-in of tests/fakecuda ($BUILD/tests/libpacer_fakecuda.so, the
@@ -36,6 +38,7 @@
 
 #include "backend_cuda.h"
 #include "model.h"
+#include "onnx_import.h"
 #include "op_table.h"
 #include "ref.h"
 
@@ -320,6 +323,12 @@ static void run_row(layer_kind_t k)
     if (!op->name || !op->onnx_import || !op->onnx_export || !op->infer_shape || !op->flops || !op->forward ||
         !op->backward || op->ninputs < 1 || op->ninputs > 2 || !op->grad_inputs)
         fail_msg("row %s is incomplete in model/op_table.c", row);
+    /* the importer's refusals list the row's ONNX operators (generated from the table) */
+    char supported[1024];
+    onnx_supported_ops(supported, sizeof supported);
+    if (!*op->onnx_import || !strstr(supported, op->onnx_import))
+        fail_msg("row %s: '%s' is missing from the importer's supported operators (%s)", row, op->onnx_import,
+                 supported);
     const row_case_t *c = case_of(k);
     if (!c) fail_msg("row %s has no case in tests/unit/test_op_table.c's CASES", row);
     if (!c->ref) fail_msg("row %s has no reference kernel (kernels/ref)", row);

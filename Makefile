@@ -67,6 +67,8 @@ IMG_LIBS    := -lpng16 -ljpeg
 INC_common      = -Icommon
 INC_kernels     = -Ikernels/cpu
 INC_kernels_cuda = -Ikernels/cuda -Ikernels/cpu
+# kernels/ref: the double-precision reference kernels, linked into the unit tests only
+INC_kernels_ref = -Ikernels/ref -Ikernels/cpu
 INC_model       = -Imodel -Ikernels/cpu -Icommon -I$(BUILD)/gen   # gen: onnx.pb-c.h (below)
 INC_model_cuda  = -Imodel -Ikernels/cuda -Ikernels/cpu -Icommon
 INC_worker      = -Iworker -Imodel -Ikernels/cpu -Icommon
@@ -75,7 +77,7 @@ INC_http        = -Ihttp -Icoordinator -Icommon
 INC_daemon      = -Ihttp -Icoordinator -Icommon
 INC_cli         = -Icli -Icommon
 INC_sim         = -Isim -Iworker -Imodel -Ikernels/cpu -Icommon
-INC_tests       = -Itests/unit -Icli -Ihttp -Icoordinator -Isim -Iworker -Imodel -Ikernels/cpu -Icommon
+INC_tests       = -Itests/unit -Ikernels/ref -Icli -Ihttp -Icoordinator -Isim -Iworker -Imodel -Ikernels/cpu -Icommon
 INC_tools       = $(INC_worker)
 INC_bench       = $(INC_worker)
 INC_bench_coord = -Icoordinator -Iworker -Icommon   # bench/coord_tick.c: the tick and worker sinks
@@ -85,6 +87,7 @@ EXT_worker      = $(MPI_CFLAGS) $(BLAS_CFLAGS)
 
 $(BUILD)/obj/common/%.o:      INCLUDES = $(INC_common)
 $(BUILD)/obj/kernels/cpu/%.o: INCLUDES = $(INC_kernels) $(EXT_kernels)
+$(BUILD)/obj/kernels/ref/%.o: INCLUDES = $(INC_kernels_ref)
 $(BUILD)/obj/model/%.o:       INCLUDES = $(INC_model)
 $(BUILD)/obj/worker/%.o:      INCLUDES = $(INC_worker) $(EXT_worker)
 $(BUILD)/obj/coordinator/%.o: INCLUDES = $(INC_coordinator)
@@ -146,6 +149,7 @@ ONNX_LIBS  := -lprotobuf-c
 # ---- sources ------------------------------------------------------------------------
 COMMON_SRC  := $(wildcard common/*.c)
 KERNELS_SRC := $(wildcard kernels/cpu/*.c)
+REF_SRC     := $(wildcard kernels/ref/*.c)
 MODEL_SRC   := $(wildcard model/*.c)
 WORKER_SRC  := $(filter-out worker/main.c,$(wildcard worker/*.c))
 COORD_SRC   := $(wildcard coordinator/*.c)
@@ -162,6 +166,7 @@ CLI_SRC     := $(filter-out $(CLI_PURE),$(wildcard cli/*.c))
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 LIBCOMMON  := $(BUILD)/libpacer_common.a
 LIBKERNELS := $(BUILD)/libpacer_kernels.a
+LIBREF     := $(BUILD)/libpacer_ref.a
 LIBMODEL   := $(BUILD)/libpacer_model.a
 LIBWORKER  := $(BUILD)/libpacer_worker.a
 LIBCOORD   := $(BUILD)/libpacer_coord.a
@@ -211,6 +216,7 @@ $(1:.a=.members): FORCE
 endef
 $(eval $(call archive,$(LIBCOMMON),$(COMMON_SRC)))
 $(eval $(call archive,$(LIBKERNELS),$(KERNELS_SRC)))
+$(eval $(call archive,$(LIBREF),$(REF_SRC)))
 $(eval $(call archive,$(LIBMODEL),$(MODEL_SRC)))
 $(LIBMODEL): $(ONNX_OBJ)
 $(eval $(call archive,$(LIBWORKER),$(WORKER_SRC)))
@@ -261,8 +267,8 @@ endif
 # the ABI of libpacer_cuda.so whose "device" is host memory computed by the CPU reference,
 # and a libcuda.so.1 whose answers come from the environment. With them the integration
 # tests run the worker's GPU path and the device probe on a machine without a GPU.
-FAKE_BACKEND_SRC = tests/fakecuda/backend.c model/model.c $(KERNELS_SRC) common/rng.c common/catalog.c common/dataroot.c \
-                   common/errmsg.c
+FAKE_BACKEND_SRC = tests/fakecuda/backend.c model/model.c model/op_table.c $(KERNELS_SRC) common/rng.c common/catalog.c \
+                   common/dataroot.c common/errmsg.c
 $(BUILD)/tests/libpacer_fakecuda.so: $(FAKE_BACKEND_SRC) $(wildcard model/*.h kernels/cpu/*.h common/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -fPIC -D_GNU_SOURCE $(CSTD) $(OPT) -g $(WARN) -Imodel -Ikernels/cpu -Icommon $(BLAS_CFLAGS) \
@@ -281,9 +287,12 @@ $(BUILD)/pacer: $(call obj,$(CLI_SRC)) $(LIBCLI) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) $(call obj,$(CLI_SRC)) -o $@ $(LIBCLI) $(LIBCOMMON) -lcurl -ljansson -lm
 
 # Unit tests link everything; a test that needs the coordinator pulls it from its archive.
-$(BUILD)/tests/%: $(call obj,tests/unit/%.c) $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON) $(LIBHTTP) $(LIBCOORD) $(LIBCLI)
+$(BUILD)/tests/%: $(call obj,tests/unit/%.c) $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBREF) $(LIBCOMMON) $(LIBHTTP) $(LIBCOORD) $(LIBCLI)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $< -o $@ $(LIBHTTP) $(LIBCOORD) -lmicrohttpd $(LIBCLI) $(WORKER_LIBS) $(LINK_CUDA) -lcmocka
+	$(CC) $(LDFLAGS) $< -o $@ $(LIBHTTP) $(LIBCOORD) -lmicrohttpd $(LIBCLI) $(LIBREF) $(WORKER_LIBS) $(LINK_CUDA) -lcmocka
+
+# test_op_table runs each operator's CUDA case on the stand-in device
+$(BUILD)/tests/test_op_table: | $(BUILD)/tests/libpacer_fakecuda.so
 
 $(BUILD)/tools/%: $(call obj,tests/tools/%.c) $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
@@ -297,6 +306,8 @@ $(BUILD)/bench/%: $(call obj,bench/%.c) $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $
 # ROOM:HEADER:HOME - HEADER (of room HOME) must compile with HOME's include path and must
 # not be found with ROOM's. LAYER_ALLOWED: ROOM:HEADER pairs that must compile.
 LAYER_REFUSED = kernels:model.h:model kernels:rng.h:common kernels_cuda:model.h:model \
+                kernels_ref:model.h:model kernels:ref.h:kernels_ref kernels_cuda:ref.h:kernels_ref \
+                model:ref.h:kernels_ref \
                 model:worker.h:worker model:metrics.h:worker \
                 common:ops.h:kernels common:model.h:model common:worker.h:worker \
                 common:jobstore.h:coordinator common:server.h:http \
@@ -306,7 +317,7 @@ LAYER_REFUSED = kernels:model.h:model kernels:rng.h:common kernels_cuda:model.h:
                 worker:launcher.h:coordinator \
                 worker:platform.h:sim worker:cost.h:sim common:platform.h:sim model:sim.h:worker \
                 coordinator:platform.h:sim sim:coordinator.h:coordinator sim:server.h:http
-LAYER_ALLOWED = kernels:ops.h model:ops.h model:rng.h worker:model.h worker:ops.h worker:spec.h \
+LAYER_ALLOWED = kernels:ops.h kernels_ref:ops.h tests:ref.h model:ops.h model:rng.h worker:model.h worker:ops.h worker:spec.h \
                 worker:redis_url.h worker:hostname.h coordinator:spec.h coordinator:redis_url.h \
                 coordinator:hostname.h http:coordinator.h http:clog.h daemon:server.h daemon:coordinator.h \
                 worker:sim.h sim:sim.h sim:redis_report.h sim:model.h sim:spec.h

@@ -25,6 +25,7 @@
 
 #include "model.h"
 #include "onnx_import.h"
+#include "op_table.h"
 #include "ops.h"
 #include "parallel.h"
 
@@ -54,20 +55,8 @@ static void mark(void *ctx)
     p->last = t;
 }
 
-static const char *kind_name(layer_kind_t k)
-{
-    switch (k) {
-    case LAYER_CONV: return "conv";
-    case LAYER_MAXPOOL: return "maxpool";
-    case LAYER_AVGPOOL: return "avgpool";
-    case LAYER_RELU: return "relu";
-    case LAYER_FC: return "fc";
-    case LAYER_BN: return "batchnorm";
-    case LAYER_GAP: return "global avg pool";
-    case LAYER_ADD: return "residual add";
-    default: return "other";
-    }
-}
+/* the operator table's name of the kind (model/op_table.h): one pointer per kind */
+static const char *kind_name(layer_kind_t k) { return MODEL_OPS[k].name; }
 
 /* Convolutions counted as one shape in the per-shape lines: the same kernel, channels,
  * groups, planes and stride (ResNet-18's 3x3 and 1x1 stride-2 layers are two shapes). */

@@ -1,8 +1,10 @@
 /* model/model.c - see model.h. Builds each network as a layer list in two passes: the
  * builder records layers and counts floats (the layer and tensor lists grow as it goes),
  * then one allocation per fused buffer is made and every offset becomes a view. Forward
- * walks the list; backward walks it in reverse, accumulating input gradients so residual
- * branches sum (the ops.h convention). */
+ * walks the list calling each layer's row of the operator table (model/op_table.c);
+ * backward walks it in reverse, accumulating input gradients so residual branches sum (the
+ * ops.h convention). Which steps are fused is decided here once (fuse_layers,
+ * mark_set_grads), never by the steps peeking at their neighbours' kinds. */
 #include "model.h"
 
 #include <math.h>
@@ -10,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "op_table.h"
 #include "rng.h"
 
 /* ---- builder ------------------------------------------------------------------------- */
@@ -97,9 +100,28 @@ static int add_layer(builder_t *b, layer_kind_t kind, int in)
     return li;
 }
 
-static void finish_layer(builder_t *b, int li)
+/* The layer's output shape from its row's shape inference (model/op_table.c), given the
+ * second input's shape (zeros for one input); 0, or -1 with b->failed set. */
+static int infer_layer(builder_t *b, int li, int C2, int H2, int W2)
 {
     layer_t *l = layer_at(b, li);
+    const model_op_t *op = model_op(l->kind); /* NULL: a builder was given no kind */
+    if (op && op->infer_shape(l, C2, H2, W2) == 0) return 0;
+    b->failed = 1;
+    return -1;
+}
+
+/* The layer's output in the activation arena and, where its shape was inferred (shape_ok),
+ * its row's workspace in the shared one (none for a geometry that was refused: its sizes
+ * are not meaningful). */
+static void finish_layer(builder_t *b, int li, int shape_ok)
+{
+    layer_t *l = layer_at(b, li);
+    const model_op_t *op = model_op(l->kind);
+    if (shape_ok && op && op->workspace) {
+        size_t ws = op->workspace(l, b->m->max_batch);
+        if (ws > b->m->ws_floats) b->m->ws_floats = ws;
+    }
     l->out_off = b->m->act_floats;
     b->m->act_floats += (size_t)b->m->max_batch * l->OC * l->OH * l->OW;
 }
@@ -109,24 +131,13 @@ int model_build_conv(model_builder_t *b, int in, const conv2d_desc_t *geom, int 
 {
     int li = add_layer(b, LAYER_CONV, in);
     layer_t *l = layer_at(b, li);
-    /* the geometry's filters, stride, pads, dilation and groups on this layer's input */
     l->conv = *geom;
-    l->conv.C = l->C;
-    l->conv.H = l->H;
-    l->conv.W = l->W;
-    const int bad = conv2d_setup(&l->conv) != 0;
-    if (bad) b->failed = 1;
-    l->OC = l->conv.OC;
-    l->OH = l->conv.OH;
-    l->OW = l->conv.OW;
+    const int ok = infer_layer(b, li, 0, 0, 0) == 0;
     l->has_bias = bias;
     const int groups = l->conv.groups > 0 ? l->conv.groups : 1;
     l->w_off = add_tensor_named(b, wname, (size_t)l->OC * (l->C / groups) * l->conv.KH * l->conv.KW, 0);
     if (bias) l->b_off = add_tensor_named(b, bname, (size_t)l->OC, 0);
-    /* no workspace for a geometry conv2d_setup refused (its sizes are not meaningful) */
-    size_t ws = bad ? 0 : conv2d_workspace(&l->conv, b->m->max_batch);
-    if (ws > b->m->ws_floats) b->m->ws_floats = ws;
-    finish_layer(b, li);
+    finish_layer(b, li, ok);
     return li;
 }
 
@@ -157,17 +168,13 @@ int model_build_pool(model_builder_t *b, layer_kind_t kind, int in, const pool2d
     int li = add_layer(b, kind, in);
     layer_t *l = layer_at(b, li);
     l->pool = *geom;
-    l->pool.C = l->C;
-    l->pool.H = l->H;
-    l->pool.W = l->W;
-    if ((kind != LAYER_MAXPOOL && kind != LAYER_AVGPOOL) || pool2d_setup(&l->pool) != 0) b->failed = 1;
-    l->OH = l->pool.OH;
-    l->OW = l->pool.OW;
+    const int ok = (kind == LAYER_MAXPOOL || kind == LAYER_AVGPOOL) ? infer_layer(b, li, 0, 0, 0) == 0 : 0;
+    if (!ok) b->failed = 1;
     if (kind == LAYER_MAXPOOL) {
         l->aux_off = b->m->argmax_ints;
         b->m->argmax_ints += (size_t)b->m->max_batch * l->OC * l->OH * l->OW;
     }
-    finish_layer(b, li);
+    finish_layer(b, li, ok);
     return li;
 }
 
@@ -181,7 +188,7 @@ static int pool(builder_t *b, layer_kind_t kind, int in, int K, int stride, int 
 int model_build_relu(model_builder_t *b, int in)
 {
     int li = add_layer(b, LAYER_RELU, in);
-    finish_layer(b, li);
+    finish_layer(b, li, infer_layer(b, li, 0, 0, 0) == 0);
     return li;
 }
 
@@ -195,21 +202,14 @@ int model_build_gemm(model_builder_t *b, int in, int OUT, const gemm_desc_t *g, 
 {
     int li = add_layer(b, LAYER_FC, in);
     layer_t *l = layer_at(b, li);
-    /* FC flattens its input: (B, C, H, W) is read as (B, C*H*W). */
-    l->C = l->C * l->H * l->W;
-    l->H = 1;
-    l->W = 1;
-    l->OC = OUT;
-    l->OH = 1;
-    l->OW = 1;
     l->has_bias = bname != NULL;
     l->gemm = *g;
-    l->gemm.IN = l->C;
     l->gemm.OUT = OUT;
-    if (OUT < 1) b->failed = 1;
+    /* FC flattens its input: (B, C, H, W) is read as (B, C*H*W) */
+    const int ok = infer_layer(b, li, 0, 0, 0) == 0;
     l->w_off = add_tensor_named(b, wname, (size_t)OUT * l->C, 0);
     if (bname) l->b_off = add_tensor_named(b, bname, (size_t)OUT, 0);
-    finish_layer(b, li);
+    finish_layer(b, li, ok);
     return li;
 }
 
@@ -251,7 +251,7 @@ int model_build_bn_eps(model_builder_t *b, int in, const char *const names[4], f
     l->rv_off = add_tensor_named(b, names[3], (size_t)l->C, 1);
     l->aux_off = b->m->aux_floats;
     b->m->aux_floats += 2 * (size_t)l->C;
-    finish_layer(b, li);
+    finish_layer(b, li, infer_layer(b, li, 0, 0, 0) == 0);
     return li;
 }
 
@@ -270,10 +270,7 @@ static int bn(builder_t *b, const char *name, int in)
 int model_build_gap(model_builder_t *b, int in)
 {
     int li = add_layer(b, LAYER_GAP, in);
-    layer_t *l = layer_at(b, li);
-    l->OH = 1;
-    l->OW = 1;
-    finish_layer(b, li);
+    finish_layer(b, li, infer_layer(b, li, 0, 0, 0) == 0);
     return li;
 }
 
@@ -284,11 +281,9 @@ int model_build_add(model_builder_t *b, int a, int x)
     layer_t *l = layer_at(b, li);
     const layer_t *lx = layer_at(b, x);
     l->in2 = x;
-    int stride = lx->OH / (l->H > 0 ? l->H : 1);
-    if (x < 0 || shortcut_init(&l->sc, lx->OC, lx->OH, lx->OW, l->C, stride) != 0 || l->sc.OH != l->H ||
-        l->sc.OW != l->W)
-        b->failed = 1;
-    finish_layer(b, li);
+    const int ok = x >= 0 && infer_layer(b, li, lx->OC, lx->OH, lx->OW) == 0;
+    if (!ok) b->failed = 1;
+    finish_layer(b, li, ok);
     return li;
 }
 
@@ -305,7 +300,7 @@ int model_build_elementwise(model_builder_t *b, layer_kind_t kind, int in, float
     } else if (kind != LAYER_SIGMOID && kind != LAYER_TANH) {
         b->failed = 1;
     }
-    finish_layer(b, li);
+    finish_layer(b, li, infer_layer(b, li, 0, 0, 0) == 0);
     return li;
 }
 
@@ -316,9 +311,7 @@ int model_build_concat(model_builder_t *b, int a, int x)
     const layer_t *lx = layer_at(b, x);
     l->in2 = x;
     int C2 = x < 0 ? b->m->C : lx->OC, H2 = x < 0 ? b->m->H : lx->OH, W2 = x < 0 ? b->m->W : lx->OW;
-    if (H2 != l->H || W2 != l->W) b->failed = 1;
-    l->OC = l->C + C2;
-    finish_layer(b, li);
+    finish_layer(b, li, infer_layer(b, li, C2, H2, W2) == 0);
     return li;
 }
 
@@ -692,9 +685,9 @@ void model_describe(const model_t *m, catalog_model_t *out)
     size_t ws = 0, argmax = 0;
     for (int i = 0; i < m->nlayers; i++) {
         const layer_t *l = &m->layers[i];
-        if (l->kind == LAYER_CONV) {
+        if (MODEL_OPS[l->kind].workspace) {
             /* non-decreasing in the batch (kernels/cpu/conv.c) */
-            size_t w = conv2d_workspace(&l->conv, DESCRIBE_BATCH);
+            size_t w = MODEL_OPS[l->kind].workspace(l, DESCRIBE_BATCH);
             if (w > ws) ws = w;
         }
         if (l->kind == LAYER_MAXPOOL) argmax += (size_t)l->OC * l->OH * l->OW;
@@ -708,15 +701,7 @@ void model_describe(const model_t *m, catalog_model_t *out)
 double model_forward_flops(const model_t *m)
 {
     double f = 0;
-    for (int i = 0; i < m->nlayers; i++) {
-        const layer_t *l = &m->layers[i];
-        double out = (double)l->OC * l->OH * l->OW;
-        switch (l->kind) {
-        case LAYER_CONV: f += 2.0 * out * (l->conv.C / l->conv.groups) * l->conv.KH * l->conv.KW; break;
-        case LAYER_FC: f += 2.0 * out * l->C; break;
-        default: f += (double)l->C * l->H * l->W; break; /* one pass over the input */
-        }
-    }
+    for (int i = 0; i < m->nlayers; i++) f += MODEL_OPS[m->layers[i].kind].flops(&m->layers[i]);
     return f + 5.0 * m->num_classes; /* softmax and cross-entropy */
 }
 
@@ -756,84 +741,13 @@ void model_init_params(model_t *m, uint64_t seed)
 
 /* ---- forward / backward ----------------------------------------------------------------- */
 
-static const float *layer_input(const model_t *m, const float *x, int in)
-{
-    return in < 0 ? x : m->acts + m->layers[in].out_off;
-}
-
 const float *model_logits(const model_t *m) { return m->acts + m->layers[m->nlayers - 1].out_off; }
 
 float model_forward(model_t *m, const float *x, const int32_t *y, int B, int train)
 {
     if (train) m->dropout_step++; /* new masks; the backward after this forward reuses them */
     for (int i = 0; i < m->nlayers; i++) {
-        layer_t *l = &m->layers[i];
-        const float *inp = layer_input(m, x, l->in);
-        float *out = m->acts + l->out_off;
-        const float *w = m->params + l->w_off;
-        const float *bias = l->has_bias ? m->params + l->b_off : NULL;
-        size_t n_out = (size_t)B * l->OC * l->OH * l->OW;
-        switch (l->kind) {
-        case LAYER_CONV: conv2d_forward(&l->conv, B, inp, w, bias, out, m->ws); break;
-        case LAYER_MAXPOOL: maxpool2d_forward(&l->pool, B, inp, out, m->argmax + l->aux_off); break;
-        case LAYER_AVGPOOL: avgpool2d_forward(&l->pool, B, inp, out); break;
-        case LAYER_RELU:
-            /* computed by the fused batch norm before it (layer_t's fused_relu) */
-            if (!(l->in >= 0 && m->layers[l->in].fused_relu)) relu_forward(n_out, inp, out);
-            break;
-        case LAYER_FC: gemm_forward(&l->gemm, B, inp, w, bias, out); break;
-        case LAYER_BN:
-            if (l->fused_add) {
-                const float *res = layer_input(m, x, m->layers[i + 1].in2);
-                float *rout = m->acts + m->layers[i + 2].out_off;
-                if (train)
-                    batchnorm_add_relu_forward_train_eps(B, l->C, l->H * l->W, inp, w, m->params + l->b_off, res, rout,
-                                                         m->aux + l->aux_off, m->aux + l->aux_off + l->C,
-                                                         m->buffers + l->rm_off, m->buffers + l->rv_off,
-                                                         MODEL_BN_MOMENTUM, l->eps);
-                else
-                    batchnorm_add_relu_forward_eval_eps(B, l->C, l->H * l->W, inp, w, m->params + l->b_off,
-                                                        m->buffers + l->rm_off, m->buffers + l->rv_off, res, rout,
-                                                        l->eps);
-            } else if (l->fused_relu) {
-                float *rout = m->acts + m->layers[i + 1].out_off;
-                if (train)
-                    batchnorm_relu_forward_train_eps(B, l->C, l->H * l->W, inp, w, m->params + l->b_off, rout,
-                                                     m->aux + l->aux_off, m->aux + l->aux_off + l->C,
-                                                     m->buffers + l->rm_off, m->buffers + l->rv_off, MODEL_BN_MOMENTUM,
-                                                     l->eps);
-                else
-                    batchnorm_relu_forward_eval_eps(B, l->C, l->H * l->W, inp, w, m->params + l->b_off,
-                                                    m->buffers + l->rm_off, m->buffers + l->rv_off, rout, l->eps);
-            } else if (train)
-                batchnorm_forward_train_eps(B, l->C, l->H * l->W, inp, w, m->params + l->b_off, out,
-                                            m->aux + l->aux_off, m->aux + l->aux_off + l->C, m->buffers + l->rm_off,
-                                            m->buffers + l->rv_off, MODEL_BN_MOMENTUM, l->eps);
-            else
-                batchnorm_forward_eval_eps(B, l->C, l->H * l->W, inp, w, m->params + l->b_off, m->buffers + l->rm_off,
-                                           m->buffers + l->rv_off, out, l->eps);
-            break;
-        case LAYER_GAP: gap_forward(B, l->C, l->H * l->W, inp, out); break;
-        case LAYER_ADD:
-            /* computed by the fused batch norm before it (layer_t's fused_add) */
-            if (!(l->in >= 0 && m->layers[l->in].fused_add))
-                residual_add_forward(&l->sc, B, inp, layer_input(m, x, l->in2), out);
-            break;
-        case LAYER_LEAKY_RELU: leaky_relu_forward(n_out, l->alpha, inp, out); break;
-        case LAYER_SIGMOID: sigmoid_forward(n_out, inp, out); break;
-        case LAYER_TANH: tanh_forward(n_out, inp, out); break;
-        case LAYER_CONCAT: {
-            const int C2[2] = {l->C, l->OC - l->C};
-            const float *const in2[2] = {inp, layer_input(m, x, l->in2)};
-            concat_forward(B, l->H * l->W, 2, C2, in2, out);
-            break;
-        }
-        case LAYER_DROPOUT:
-            if (train)
-                dropout_forward(n_out, l->p, dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i), inp, out);
-            else memcpy(out, inp, n_out * sizeof(float));
-            break;
-        }
+        MODEL_OPS[m->layers[i].kind].forward(m, i, x, B, train);
         if (m->progress) m->progress(m->progress_ctx);
     }
     return softmax_xent_forward(B, m->num_classes, model_logits(m), y, m->probs);
@@ -858,94 +772,7 @@ void model_backward(model_t *m, const float *x, const int32_t *y, int B, float l
     softmax_xent_backward(B, m->num_classes, m->probs, y, loss_scale, m->dacts + last->out_off);
 
     for (int i = m->nlayers - 1; i >= 0; i--) {
-        const layer_t *l = &m->layers[i];
-        const float *inp = layer_input(m, x, l->in);
-        float *dinp = l->in < 0 ? NULL : m->dacts + m->layers[l->in].out_off;
-        const float *out = m->acts + l->out_off;
-        const float *dout = m->dacts + l->out_off;
-        const float *w = m->params + l->w_off;
-        float *dw = m->grads + l->w_off;
-        float *db = l->has_bias ? m->grads + l->b_off : NULL;
-        size_t n_out = (size_t)B * l->OC * l->OH * l->OW;
-        /* this backward writes its input's gradient first and whole (mark_set_grads) */
-        const int sets_in = l->in >= 0 && m->layers[l->in].grad_setter == i;
-        switch (l->kind) {
-        case LAYER_CONV:
-            /* the input's gradient set rather than added where this backward is its first */
-            if (sets_in) conv2d_backward_set(&l->conv, B, inp, w, dout, dinp, dw, db, m->ws);
-            else conv2d_backward(&l->conv, B, inp, w, dout, dinp, dw, db, m->ws);
-            break;
-        case LAYER_MAXPOOL:
-            if (dinp) maxpool2d_backward(&l->pool, B, dout, m->argmax + l->aux_off, dinp);
-            break;
-        case LAYER_AVGPOOL:
-            if (dinp) avgpool2d_backward(&l->pool, B, dout, dinp);
-            break;
-        case LAYER_RELU:
-            if (dinp && !m->layers[l->in].fused_relu) /* dinp: l->in >= 0 */
-                (sets_in ? relu_backward_set : relu_backward)(n_out, out, dout, dinp);
-            break;
-        case LAYER_FC: gemm_backward(&l->gemm, B, inp, w, dout, dinp, dw, db); break;
-        case LAYER_BN: {
-            const float *mean = m->aux + l->aux_off, *invstd = mean + l->C;
-            /* g: this layer's output gradient, or with rout the ReLU's, read through its
-             * mask (fused_relu; fused_add: through the add unchanged). Where the add has
-             * just set its shortcut's gradient, that buffer holds the masked gradient
-             * itself, bit for bit: read once instead of masking the ReLU's again. */
-            const float *g = dout, *rout = NULL;
-            const int sc = l->fused_add ? m->layers[i + 1].in2 : -1;
-            if (sc >= 0 && m->layers[sc].grad_setter == i + 1) g = m->dacts + m->layers[sc].out_off;
-            else if (l->fused_relu || l->fused_add) {
-                const layer_t *r = &m->layers[i + (l->fused_add ? 2 : 1)];
-                rout = m->acts + r->out_off;
-                g = m->dacts + r->out_off;
-            }
-            if (rout && sets_in)
-                batchnorm_relu_backward_set(B, l->C, l->H * l->W, inp, w, mean, invstd, rout, g, dinp, dw,
-                                            m->grads + l->b_off);
-            else if (rout)
-                batchnorm_relu_backward(B, l->C, l->H * l->W, inp, w, mean, invstd, rout, g, dinp, dw,
-                                        m->grads + l->b_off);
-            else if (sets_in)
-                batchnorm_backward_set(B, l->C, l->H * l->W, inp, w, mean, invstd, g, dinp, dw, m->grads + l->b_off);
-            else batchnorm_backward(B, l->C, l->H * l->W, inp, w, mean, invstd, g, dinp, dw, m->grads + l->b_off);
-            break;
-        }
-        case LAYER_GAP:
-            if (dinp) gap_backward(B, l->C, l->H * l->W, dout, dinp);
-            break;
-        case LAYER_ADD: {
-            float *dx = l->in2 < 0 ? NULL : m->dacts + m->layers[l->in2].out_off;
-            const int sets_x = l->in2 >= 0 && m->layers[l->in2].grad_setter == i;
-            if (l->fused_relu) {
-                /* the shortcut's gradient is the ReLU's input gradient (an identity
-                 * shortcut, fuse_layers); the batch norm's is read through (fused_add) */
-                const layer_t *r = &m->layers[i + 1];
-                if (dx)
-                    (sets_x ? relu_backward_set : relu_backward)(n_out, m->acts + r->out_off, m->dacts + r->out_off, dx);
-            } else residual_add_backward_set(&l->sc, B, dout, dinp, sets_in, dx, sets_x);
-            break;
-        }
-        case LAYER_LEAKY_RELU:
-            if (dinp) leaky_relu_backward(n_out, l->alpha, out, dout, dinp);
-            break;
-        case LAYER_SIGMOID:
-            if (dinp) sigmoid_backward(n_out, out, dout, dinp);
-            break;
-        case LAYER_TANH:
-            if (dinp) tanh_backward(n_out, out, dout, dinp);
-            break;
-        case LAYER_CONCAT: {
-            const int C2[2] = {l->C, l->OC - l->C};
-            float *const d2[2] = {dinp, l->in2 < 0 ? NULL : m->dacts + m->layers[l->in2].out_off};
-            concat_backward(B, l->H * l->W, 2, C2, dout, d2);
-            break;
-        }
-        case LAYER_DROPOUT:
-            if (dinp)
-                dropout_backward(n_out, l->p, dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i), dout, dinp);
-            break;
-        }
+        MODEL_OPS[m->layers[i].kind].backward(m, i, x, B);
         if (m->progress) m->progress(m->progress_ctx);
     }
 }

@@ -56,6 +56,8 @@ typedef enum {
     LAYER_TANH,
     LAYER_CONCAT,  /* channels of in, then of in2 (an n-way Concat is a chain of these) */
     LAYER_DROPOUT, /* p; the identity at evaluation */
+    /* the number of kinds: model/op_table.c has one row per kind above */
+    LAYER_KIND_COUNT
 } layer_kind_t;
 
 typedef struct {

@@ -340,30 +340,12 @@ static int model_setup(cuda_model_t *cm, const model_t *m)
     return 0;
 }
 
-/* The layers this backend runs: every kind of model.h in every geometry ops.h takes. What
- * it cannot run is refused with the layer named, never run without it: a kind added to
- * model.h before this file learns it, and a batch-norm epsilon below this cuDNN's
- * CUDNN_BN_MIN_EPSILON (0 in cuDNN 9; an older cuDNN had a positive minimum). */
-static const char *cuda_layer_unsupported(const layer_t *l)
-{
-    switch (l->kind) {
-    case LAYER_BN:
-        return (double)l->eps < CUDNN_BN_MIN_EPSILON ? "a batch norm with epsilon below cuDNN's minimum" : NULL;
-    case LAYER_CONV:
-    case LAYER_MAXPOOL:
-    case LAYER_AVGPOOL:
-    case LAYER_RELU:
-    case LAYER_FC:
-    case LAYER_GAP:
-    case LAYER_ADD:
-    case LAYER_LEAKY_RELU:
-    case LAYER_SIGMOID:
-    case LAYER_TANH:
-    case LAYER_CONCAT:
-    case LAYER_DROPOUT: return NULL;
-    }
-    return "a layer kind this backend does not know";
-}
+/* The layers this backend runs: every kind of model.h in every geometry ops.h takes (the
+ * table CUDA_OPS below). What it cannot run is refused with the layer named, never run
+ * without it: a kind whose row is empty ("not on the GPU"), and a geometry a row's refuse
+ * names (a batch-norm epsilon below this cuDNN's CUDNN_BN_MIN_EPSILON: 0 in cuDNN 9; an
+ * older cuDNN had a positive minimum). */
+static const char *cuda_layer_unsupported(const layer_t *l);
 
 static cuda_model_t *cuda_model_create(const model_t *m, int device, char *err, size_t errlen)
 {
@@ -591,6 +573,253 @@ static const float *logits_dev(const cuda_model_t *cm)
     return cm->acts + cm->meta.layers[cm->meta.nlayers - 1].out_off;
 }
 
+/* ---- the CUDA table: one row per layer kind, as model/op_table.c's ---------------------- */
+
+/* One layer's step on the model's stream (model/op_table.h's, on the device): 0, or -1 with
+ * the CUDA error recorded. The device model runs no fused steps: every layer writes its own
+ * output and every output gradient is zeroed before the backward, so readers only add. */
+typedef int (*cuda_op_forward_fn)(cuda_model_t *cm, int i, int B, int train);
+typedef int (*cuda_op_backward_fn)(cuda_model_t *cm, int i, int B);
+
+typedef struct {
+    layer_kind_t kind; /* the row's own index (checked at compile time below) */
+    cuda_op_forward_fn forward;
+    cuda_op_backward_fn backward;
+    /* NULL, or what of this layer's geometry the backend cannot run (NULL: it can) */
+    const char *(*refuse)(const layer_t *l);
+} cuda_op_t;
+
+static const layer_t *layer_of(const cuda_model_t *cm, int i) { return &cm->meta.layers[i]; }
+static float *out_of(const cuda_model_t *cm, int i) { return cm->acts + cm->meta.layers[i].out_off; }
+static float *dout_of(const cuda_model_t *cm, int i) { return cm->dacts + cm->meta.layers[i].out_off; }
+static float *dinput_of(const cuda_model_t *cm, int in)
+{
+    return in < 0 ? NULL : cm->dacts + cm->meta.layers[in].out_off;
+}
+static size_t out_count(const layer_t *l, int B) { return (size_t)B * l->OC * l->OH * l->OW; }
+
+static int conv_fwd(cuda_model_t *cm, int i, int B, int train)
+{
+    const layer_t *l = layer_of(cm, i);
+    const float *bias = l->has_bias ? cm->params + l->b_off : NULL;
+    return cuda_conv2d_forward(cm->ctx, cm->plans[i], B, layer_input(cm, l->in), cm->params + l->w_off, bias,
+                               out_of(cm, i), cm->ws, cm->ws_bytes);
+}
+static int conv_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    float *db = l->has_bias ? cm->grads + l->b_off : NULL;
+    return cuda_conv2d_backward(cm->ctx, cm->plans[i], B, layer_input(cm, l->in), cm->params + l->w_off, dout_of(cm, i),
+                                dinput_of(cm, l->in), cm->grads + l->w_off, db, cm->ws, cm->ws_bytes);
+}
+
+static int maxpool_fwd(cuda_model_t *cm, int i, int B, int train)
+{
+    const layer_t *l = layer_of(cm, i);
+    return cuda_maxpool2d_forward(cm->ctx, &l->pool, B, layer_input(cm, l->in), out_of(cm, i), cm->argmax + l->aux_off);
+}
+static int maxpool_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    float *dinp = dinput_of(cm, l->in);
+    return dinp ? cuda_maxpool2d_backward(cm->ctx, &l->pool, B, dout_of(cm, i), cm->argmax + l->aux_off, dinp) : 0;
+}
+
+static int avgpool_fwd(cuda_model_t *cm, int i, int B, int train)
+{
+    const layer_t *l = layer_of(cm, i);
+    return cuda_avgpool2d_forward(cm->ctx, &l->pool, B, layer_input(cm, l->in), out_of(cm, i));
+}
+static int avgpool_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    float *dinp = dinput_of(cm, l->in);
+    return dinp ? cuda_avgpool2d_backward(cm->ctx, &l->pool, B, dout_of(cm, i), dinp) : 0;
+}
+
+static int relu_fwd(cuda_model_t *cm, int i, int B, int train)
+{
+    const layer_t *l = layer_of(cm, i);
+    return cuda_relu_forward(cm->ctx, out_count(l, B), layer_input(cm, l->in), out_of(cm, i));
+}
+static int relu_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    float *dinp = dinput_of(cm, l->in);
+    return dinp ? cuda_relu_backward(cm->ctx, out_count(l, B), out_of(cm, i), dout_of(cm, i), dinp) : 0;
+}
+
+static int fc_fwd(cuda_model_t *cm, int i, int B, int train)
+{
+    const layer_t *l = layer_of(cm, i);
+    const float *bias = l->has_bias ? cm->params + l->b_off : NULL;
+    return cuda_gemm_forward(cm->ctx, &l->gemm, B, layer_input(cm, l->in), cm->params + l->w_off, bias, out_of(cm, i));
+}
+static int fc_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    float *db = l->has_bias ? cm->grads + l->b_off : NULL;
+    return cuda_gemm_backward(cm->ctx, &l->gemm, B, layer_input(cm, l->in), cm->params + l->w_off, dout_of(cm, i),
+                              dinput_of(cm, l->in), cm->grads + l->w_off, db);
+}
+
+static int bn_fwd(cuda_model_t *cm, int i, int B, int train)
+{
+    const layer_t *l = layer_of(cm, i);
+    const float *inp = layer_input(cm, l->in), *w = cm->params + l->w_off;
+    if (train)
+        return cuda_batchnorm_forward_train_eps(cm->ctx, B, l->C, l->H * l->W, inp, w, cm->params + l->b_off,
+                                                out_of(cm, i), cm->aux + l->aux_off, cm->aux + l->aux_off + l->C,
+                                                cm->buffers + l->rm_off, cm->buffers + l->rv_off, MODEL_BN_MOMENTUM,
+                                                l->eps);
+    return cuda_batchnorm_forward_eval_eps(cm->ctx, B, l->C, l->H * l->W, inp, w, cm->params + l->b_off,
+                                           cm->buffers + l->rm_off, cm->buffers + l->rv_off, out_of(cm, i), l->eps);
+}
+static int bn_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    float *dinp = dinput_of(cm, l->in);
+    return cuda_batchnorm_backward_eps(cm->ctx, B, l->C, l->H * l->W, layer_input(cm, l->in), cm->params + l->w_off,
+                                       cm->aux + l->aux_off, cm->aux + l->aux_off + l->C, dout_of(cm, i),
+                                       dinp ? dinp : cm->bn_dx, cm->grads + l->w_off, cm->grads + l->b_off, l->eps);
+}
+static const char *bn_refuse(const layer_t *l)
+{
+    return (double)l->eps < CUDNN_BN_MIN_EPSILON ? "a batch norm with epsilon below cuDNN's minimum" : NULL;
+}
+
+static int gap_fwd(cuda_model_t *cm, int i, int B, int train)
+{
+    const layer_t *l = layer_of(cm, i);
+    return cuda_gap_forward(cm->ctx, B, l->C, l->H * l->W, layer_input(cm, l->in), out_of(cm, i));
+}
+static int gap_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    float *dinp = dinput_of(cm, l->in);
+    return dinp ? cuda_gap_backward(cm->ctx, B, l->C, l->H * l->W, dout_of(cm, i), dinp) : 0;
+}
+
+static int add_fwd(cuda_model_t *cm, int i, int B, int train)
+{
+    const layer_t *l = layer_of(cm, i);
+    return cuda_residual_add_forward(cm->ctx, &l->sc, B, layer_input(cm, l->in), layer_input(cm, l->in2), out_of(cm, i));
+}
+static int add_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    return cuda_residual_add_backward(cm->ctx, &l->sc, B, dout_of(cm, i), dinput_of(cm, l->in), dinput_of(cm, l->in2));
+}
+
+static int leaky_relu_fwd(cuda_model_t *cm, int i, int B, int train)
+{
+    const layer_t *l = layer_of(cm, i);
+    return cuda_leaky_relu_forward(cm->ctx, out_count(l, B), l->alpha, layer_input(cm, l->in), out_of(cm, i));
+}
+static int leaky_relu_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    float *dinp = dinput_of(cm, l->in);
+    return dinp ? cuda_leaky_relu_backward(cm->ctx, out_count(l, B), l->alpha, out_of(cm, i), dout_of(cm, i), dinp) : 0;
+}
+
+static int sigmoid_fwd(cuda_model_t *cm, int i, int B, int train)
+{
+    const layer_t *l = layer_of(cm, i);
+    return cuda_sigmoid_forward(cm->ctx, out_count(l, B), layer_input(cm, l->in), out_of(cm, i));
+}
+static int sigmoid_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    float *dinp = dinput_of(cm, l->in);
+    return dinp ? cuda_sigmoid_backward(cm->ctx, out_count(l, B), out_of(cm, i), dout_of(cm, i), dinp) : 0;
+}
+
+static int tanh_fwd(cuda_model_t *cm, int i, int B, int train)
+{
+    const layer_t *l = layer_of(cm, i);
+    return cuda_tanh_forward(cm->ctx, out_count(l, B), layer_input(cm, l->in), out_of(cm, i));
+}
+static int tanh_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    float *dinp = dinput_of(cm, l->in);
+    return dinp ? cuda_tanh_backward(cm->ctx, out_count(l, B), out_of(cm, i), dout_of(cm, i), dinp) : 0;
+}
+
+static int concat_fwd(cuda_model_t *cm, int i, int B, int train)
+{
+    const layer_t *l = layer_of(cm, i);
+    const int C2[2] = {l->C, l->OC - l->C};
+    const float *const in2[2] = {layer_input(cm, l->in), layer_input(cm, l->in2)};
+    return cuda_concat_forward(cm->ctx, B, l->H * l->W, 2, C2, in2, out_of(cm, i));
+}
+static int concat_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    const int C2[2] = {l->C, l->OC - l->C};
+    float *const d2[2] = {dinput_of(cm, l->in), dinput_of(cm, l->in2)};
+    return cuda_concat_backward(cm->ctx, B, l->H * l->W, 2, C2, dout_of(cm, i), d2);
+}
+
+static int dropout_fwd(cuda_model_t *cm, int i, int B, int train)
+{
+    const layer_t *l = layer_of(cm, i);
+    const model_t *m = &cm->meta;
+    const size_t n_out = out_count(l, B);
+    if (train)
+        return cuda_dropout_forward(cm->ctx, n_out, l->p, dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i),
+                                    layer_input(cm, l->in), out_of(cm, i));
+    CUDA_CHECK(cm->ctx,
+               cudaMemcpyAsync(out_of(cm, i), layer_input(cm, l->in), n_out * sizeof(float), cudaMemcpyDeviceToDevice,
+                               cm->ctx->stream),
+               "dropout at evaluation (a copy)");
+    return 0;
+}
+static int dropout_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    const model_t *m = &cm->meta;
+    float *dinp = dinput_of(cm, l->in);
+    return dinp
+               ? cuda_dropout_backward(cm->ctx, out_count(l, B), l->p,
+                                       dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i), dout_of(cm, i), dinp)
+               : 0;
+}
+
+/* In layer_kind_t's order (C++ has no designated array initializers: the static_asserts
+ * below check the order and the length). A row {kind, NULL, NULL, NULL} would mean "not on
+ * the GPU": cuda_model_create refuses such a layer, and the worker falls back as for any
+ * refusal. */
+static constexpr cuda_op_t CUDA_OPS[] = {
+    {LAYER_CONV, conv_fwd, conv_bwd, NULL},
+    {LAYER_MAXPOOL, maxpool_fwd, maxpool_bwd, NULL},
+    {LAYER_AVGPOOL, avgpool_fwd, avgpool_bwd, NULL},
+    {LAYER_RELU, relu_fwd, relu_bwd, NULL},
+    {LAYER_FC, fc_fwd, fc_bwd, NULL},
+    {LAYER_BN, bn_fwd, bn_bwd, bn_refuse},
+    {LAYER_GAP, gap_fwd, gap_bwd, NULL},
+    {LAYER_ADD, add_fwd, add_bwd, NULL},
+    {LAYER_LEAKY_RELU, leaky_relu_fwd, leaky_relu_bwd, NULL},
+    {LAYER_SIGMOID, sigmoid_fwd, sigmoid_bwd, NULL},
+    {LAYER_TANH, tanh_fwd, tanh_bwd, NULL},
+    {LAYER_CONCAT, concat_fwd, concat_bwd, NULL},
+    {LAYER_DROPOUT, dropout_fwd, dropout_bwd, NULL},
+};
+static_assert(sizeof CUDA_OPS / sizeof CUDA_OPS[0] == LAYER_KIND_COUNT, "one CUDA row per layer kind");
+static constexpr bool cuda_ops_in_order(int k)
+{
+    return k == LAYER_KIND_COUNT || (CUDA_OPS[k].kind == (layer_kind_t)k && cuda_ops_in_order(k + 1));
+}
+static_assert(cuda_ops_in_order(0), "CUDA_OPS rows in layer_kind_t's order");
+
+static const char *cuda_layer_unsupported(const layer_t *l)
+{
+    if ((unsigned)l->kind >= (unsigned)LAYER_KIND_COUNT || !CUDA_OPS[l->kind].forward)
+        return "a layer kind this backend does not know";
+    return CUDA_OPS[l->kind].refuse ? CUDA_OPS[l->kind].refuse(l) : NULL;
+}
+
 /* Copies the batch up and enqueues every layer and the loss; the loss is copied into h_loss
  * (valid after the next synchronisation). */
 static int enqueue_forward(cuda_model_t *cm, const float *x, const int32_t *y, int B, int train)
@@ -614,52 +843,8 @@ static int enqueue_forward(cuda_model_t *cm, const float *x, const int32_t *y, i
         CUDA_CHECK(ctx, cudaMemcpyAsync(cm->y, y, yb, cudaMemcpyHostToDevice, s), "upload labels");
     }
 
-    for (int i = 0; i < m->nlayers; i++) {
-        const layer_t *l = &m->layers[i];
-        const float *inp = layer_input(cm, l->in);
-        float *out = cm->acts + l->out_off;
-        const float *w = cm->params + l->w_off;
-        const float *bias = l->has_bias ? cm->params + l->b_off : NULL;
-        const size_t n_out = (size_t)B * l->OC * l->OH * l->OW;
-        int rc = 0;
-        switch (l->kind) {
-        case LAYER_CONV: rc = cuda_conv2d_forward(ctx, cm->plans[i], B, inp, w, bias, out, cm->ws, cm->ws_bytes); break;
-        case LAYER_MAXPOOL: rc = cuda_maxpool2d_forward(ctx, &l->pool, B, inp, out, cm->argmax + l->aux_off); break;
-        case LAYER_AVGPOOL: rc = cuda_avgpool2d_forward(ctx, &l->pool, B, inp, out); break;
-        case LAYER_RELU: rc = cuda_relu_forward(ctx, n_out, inp, out); break;
-        case LAYER_FC: rc = cuda_gemm_forward(ctx, &l->gemm, B, inp, w, bias, out); break;
-        case LAYER_BN:
-            if (train)
-                rc = cuda_batchnorm_forward_train_eps(ctx, B, l->C, l->H * l->W, inp, w, cm->params + l->b_off, out,
-                                                      cm->aux + l->aux_off, cm->aux + l->aux_off + l->C,
-                                                      cm->buffers + l->rm_off, cm->buffers + l->rv_off,
-                                                      MODEL_BN_MOMENTUM, l->eps);
-            else
-                rc = cuda_batchnorm_forward_eval_eps(ctx, B, l->C, l->H * l->W, inp, w, cm->params + l->b_off,
-                                                     cm->buffers + l->rm_off, cm->buffers + l->rv_off, out, l->eps);
-            break;
-        case LAYER_GAP: rc = cuda_gap_forward(ctx, B, l->C, l->H * l->W, inp, out); break;
-        case LAYER_ADD: rc = cuda_residual_add_forward(ctx, &l->sc, B, inp, layer_input(cm, l->in2), out); break;
-        case LAYER_LEAKY_RELU: rc = cuda_leaky_relu_forward(ctx, n_out, l->alpha, inp, out); break;
-        case LAYER_SIGMOID: rc = cuda_sigmoid_forward(ctx, n_out, inp, out); break;
-        case LAYER_TANH: rc = cuda_tanh_forward(ctx, n_out, inp, out); break;
-        case LAYER_CONCAT: {
-            const int C2[2] = {l->C, l->OC - l->C};
-            const float *const in2[2] = {inp, layer_input(cm, l->in2)};
-            rc = cuda_concat_forward(ctx, B, l->H * l->W, 2, C2, in2, out);
-            break;
-        }
-        case LAYER_DROPOUT:
-            if (train)
-                rc = cuda_dropout_forward(ctx, n_out, l->p, dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i),
-                                          inp, out);
-            else
-                CUDA_CHECK(ctx, cudaMemcpyAsync(out, inp, n_out * sizeof(float), cudaMemcpyDeviceToDevice, s),
-                           "dropout at evaluation (a copy)");
-            break;
-        }
-        if (rc != 0) return -1;
-    }
+    for (int i = 0; i < m->nlayers; i++)
+        if (CUDA_OPS[m->layers[i].kind].forward(cm, i, B, train) != 0) return -1;
     if (y) {
         if (cuda_softmax_xent_forward(ctx, B, m->num_classes, logits_dev(cm), cm->y, cm->probs, cm->loss) != 0)
             return -1;
@@ -692,67 +877,8 @@ static int enqueue_backward(cuda_model_t *cm, int B, float loss_scale)
     if (cuda_softmax_xent_backward(ctx, B, m->num_classes, cm->probs, cm->y, loss_scale, cm->dacts + last->out_off) != 0)
         return -1;
 
-    for (int i = m->nlayers - 1; i >= 0; i--) {
-        const layer_t *l = &m->layers[i];
-        const float *inp = layer_input(cm, l->in);
-        float *dinp = l->in < 0 ? NULL : cm->dacts + m->layers[l->in].out_off;
-        const float *out = cm->acts + l->out_off;
-        const float *dout = cm->dacts + l->out_off;
-        const float *w = cm->params + l->w_off;
-        float *dw = cm->grads + l->w_off;
-        float *db = l->has_bias ? cm->grads + l->b_off : NULL;
-        const size_t n_out = (size_t)B * l->OC * l->OH * l->OW;
-        int rc = 0;
-        switch (l->kind) {
-        case LAYER_CONV:
-            rc = cuda_conv2d_backward(ctx, cm->plans[i], B, inp, w, dout, dinp, dw, db, cm->ws, cm->ws_bytes);
-            break;
-        case LAYER_MAXPOOL:
-            if (dinp) rc = cuda_maxpool2d_backward(ctx, &l->pool, B, dout, cm->argmax + l->aux_off, dinp);
-            break;
-        case LAYER_AVGPOOL:
-            if (dinp) rc = cuda_avgpool2d_backward(ctx, &l->pool, B, dout, dinp);
-            break;
-        case LAYER_RELU:
-            if (dinp) rc = cuda_relu_backward(ctx, n_out, out, dout, dinp);
-            break;
-        case LAYER_FC: rc = cuda_gemm_backward(ctx, &l->gemm, B, inp, w, dout, dinp, dw, db); break;
-        case LAYER_BN:
-            rc = cuda_batchnorm_backward_eps(ctx, B, l->C, l->H * l->W, inp, w, cm->aux + l->aux_off,
-                                             cm->aux + l->aux_off + l->C, dout, dinp ? dinp : cm->bn_dx, dw,
-                                             cm->grads + l->b_off, l->eps);
-            break;
-        case LAYER_GAP:
-            if (dinp) rc = cuda_gap_backward(ctx, B, l->C, l->H * l->W, dout, dinp);
-            break;
-        case LAYER_ADD: {
-            float *dx = l->in2 < 0 ? NULL : cm->dacts + m->layers[l->in2].out_off;
-            rc = cuda_residual_add_backward(ctx, &l->sc, B, dout, dinp, dx);
-            break;
-        }
-        case LAYER_LEAKY_RELU:
-            if (dinp) rc = cuda_leaky_relu_backward(ctx, n_out, l->alpha, out, dout, dinp);
-            break;
-        case LAYER_SIGMOID:
-            if (dinp) rc = cuda_sigmoid_backward(ctx, n_out, out, dout, dinp);
-            break;
-        case LAYER_TANH:
-            if (dinp) rc = cuda_tanh_backward(ctx, n_out, out, dout, dinp);
-            break;
-        case LAYER_CONCAT: {
-            const int C2[2] = {l->C, l->OC - l->C};
-            float *const d2[2] = {dinp, l->in2 < 0 ? NULL : cm->dacts + m->layers[l->in2].out_off};
-            rc = cuda_concat_backward(ctx, B, l->H * l->W, 2, C2, dout, d2);
-            break;
-        }
-        case LAYER_DROPOUT:
-            if (dinp)
-                rc = cuda_dropout_backward(ctx, n_out, l->p, dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i),
-                                           dout, dinp);
-            break;
-        }
-        if (rc != 0) return -1;
-    }
+    for (int i = m->nlayers - 1; i >= 0; i--)
+        if (CUDA_OPS[m->layers[i].kind].backward(cm, i, B) != 0) return -1;
     return 0;
 }
 

@@ -15,6 +15,7 @@
 #include "fs.h"
 #include "onnx.pb-c.h"
 #include "onnx_import.h"
+#include "op_table.h"
 #include "version.h"
 
 /* One initializer's data as decoded, put back before the message is freed. */
@@ -484,12 +485,14 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
     char *out = val[li];
     flat[li] = in_flat;
     Onnx__NodeProto *n = NULL;
+    /* the layer's ONNX operator: the operator table's onnx_export column */
+    const char *op = MODEL_OPS[l->kind].onnx_export;
     switch (l->kind) {
     case LAYER_CONV: {
         const conv2d_desc_t *c = &l->conv;
         const char *w = tensor_name_at(m, l->w_off, 0), *b = l->has_bias ? tensor_name_at(m, l->b_off, 0) : NULL;
-        char *name = gen_module(x, m, l, "Conv", li);
-        n = b ? gen_node(x, "Conv", name, out, 3, in, w, b) : gen_node(x, "Conv", name, out, 2, in, w);
+        char *name = gen_module(x, m, l, op, li);
+        n = b ? gen_node(x, op, name, out, 3, in, w, b) : gen_node(x, op, name, out, 2, in, w);
         const int ks[2] = {c->KH, c->KW}, st[2] = {c->sH, c->sW}, dl[2] = {c->dH, c->dW}, pd[4] = GEN_PADS(*c);
         gen_attr_ints(x, n, "kernel_shape", 2, ks);
         gen_attr_ints(x, n, "strides", 2, st);
@@ -511,8 +514,7 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
             x->failed = 1;
             return;
         }
-        n = gen_node(x, mx ? "MaxPool" : "AveragePool", gen_str(x, "%s_%d", mx ? "MaxPool" : "AveragePool", li), out, 1,
-                     in);
+        n = gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in);
         const int ks[2] = {p->KH, p->KW}, st[2] = {p->sH, p->sW}, dl[2] = {p->dH, p->dW}, pd[4] = GEN_PADS(*p);
         gen_attr_ints(x, n, "kernel_shape", 2, ks);
         gen_attr_ints(x, n, "strides", 2, st);
@@ -523,29 +525,28 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
         flat[li] = 0;
         break;
     }
-    case LAYER_RELU: gen_node(x, "Relu", gen_str(x, "Relu_%d", li), out, 1, in); break;
+    case LAYER_RELU:
+    case LAYER_SIGMOID:
+    case LAYER_TANH: gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in); break;
     case LAYER_LEAKY_RELU:
-        n = gen_node(x, "LeakyRelu", gen_str(x, "LeakyRelu_%d", li), out, 1, in);
+        n = gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in);
         gen_attr_float(x, n, "alpha", l->alpha);
         break;
-    case LAYER_SIGMOID: gen_node(x, "Sigmoid", gen_str(x, "Sigmoid_%d", li), out, 1, in); break;
-    case LAYER_TANH: gen_node(x, "Tanh", gen_str(x, "Tanh_%d", li), out, 1, in); break;
-    /* the inference form: dropout is the identity */
-    case LAYER_DROPOUT: gen_node(x, "Identity", gen_str(x, "Dropout_%d", li), out, 1, in); break;
+    /* the inference form: dropout is the identity (the table's export column) */
+    case LAYER_DROPOUT: gen_node(x, op, gen_str(x, "Dropout_%d", li), out, 1, in); break;
     case LAYER_GAP:
-        gen_node(x, "GlobalAveragePool", gen_str(x, "GlobalAveragePool_%d", li), out, 1, in);
+        gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in);
         flat[li] = 0;
         break;
     case LAYER_CONCAT:
-        n = gen_node(x, "Concat", gen_str(x, "Concat_%d", li), out, 2, in, l->in2 < 0 ? (char *)"input" : val[l->in2]);
+        n = gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 2, in, l->in2 < 0 ? (char *)"input" : val[l->in2]);
         gen_attr_int(x, n, "axis", 1);
         flat[li] = 0;
         break;
     case LAYER_BN: {
         const char *nm[4] = {tensor_name_at(m, l->w_off, 0), tensor_name_at(m, l->b_off, 0),
                              tensor_name_at(m, l->rm_off, 1), tensor_name_at(m, l->rv_off, 1)};
-        n = gen_node(x, "BatchNormalization", gen_module(x, m, l, "BatchNormalization", li), out, 5, in, nm[0], nm[1],
-                     nm[2], nm[3]);
+        n = gen_node(x, op, gen_module(x, m, l, op, li), out, 5, in, nm[0], nm[1], nm[2], nm[3]);
         gen_attr_float(x, n, "epsilon", l->eps);
         /* ONNX's momentum weighs the old running statistics: 1 - PyTorch's */
         gen_attr_float(x, n, "momentum", 1.0f - MODEL_BN_MOMENTUM);
@@ -561,8 +562,8 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
             gen_node(x, "Flatten", gen_str(x, "Flatten_%d", li), a, 1, in);
         }
         const char *w = tensor_name_at(m, l->w_off, 0), *b = l->has_bias ? tensor_name_at(m, l->b_off, 0) : NULL;
-        char *name = gen_module(x, m, l, "Gemm", li);
-        n = b ? gen_node(x, "Gemm", name, out, 3, a, w, b) : gen_node(x, "Gemm", name, out, 2, a, w);
+        char *name = gen_module(x, m, l, op, li);
+        n = b ? gen_node(x, op, name, out, 3, a, w, b) : gen_node(x, op, name, out, 2, a, w);
         gen_attr_float(x, n, "alpha", l->gemm.alpha);
         gen_attr_float(x, n, "beta", l->gemm.beta);
         gen_attr_int(x, n, "transB", l->gemm.layout == GEMM_W_OUT_IN);
@@ -604,10 +605,11 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
                 sc = padded;
             }
         }
-        gen_node(x, "Add", gen_str(x, "Add_%d", li), out, 2, in, sc);
+        gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 2, in, sc);
         flat[li] = in_flat;
         break;
     }
+    case LAYER_KIND_COUNT: break; /* no kind */
     }
 }
 

@@ -34,12 +34,16 @@
 #include <unistd.h>
 
 #include "onnx.pb-c.h"
+#include "op_table.h"
 #include "sha256.h"
 
-const char ONNX_SUPPORTED_OPS[] =
-    "Conv, MaxPool, AveragePool, GlobalAveragePool, Relu, LeakyRelu, Sigmoid, Tanh, "
-    "Add, Concat, BatchNormalization, Gemm, MatMul (+ Add), Dropout, Flatten, Reshape, Identity, "
-    "Constant, Pad (before Conv or AveragePool; of channels before Add), Shape, Gather, Unsqueeze";
+/* The operators the importer takes that are no layer of their own (folded into constants,
+ * aliases of their input, or the padding of the layer after them); the layers' own come
+ * from the operator table (model/op_table.c). */
+static const char GRAPH_OPS[] = "Flatten, Reshape, Identity, Constant, Pad (before Conv or AveragePool; of channels "
+                                "before Add), Shape, Gather, Unsqueeze";
+
+void onnx_supported_ops(char *buf, size_t len) { model_op_onnx_names(buf, len, GRAPH_OPS); }
 
 /* Largest dimension of any tensor or shape the importer accepts (a bound, not a limit
  * real networks meet). */
@@ -832,7 +836,9 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         v->tensor = a->t;
         return 0;
     }
-    return fail(im, "node '%s': operator %s is not supported (supported: %s)", node_name(n), op, ONNX_SUPPORTED_OPS);
+    char ops[512];
+    onnx_supported_ops(ops, sizeof ops);
+    return fail(im, "node '%s': operator %s is not supported (supported: %s)", node_name(n), op, ops);
 }
 
 /* Refuses node n when a layer it added is larger than any buffer can be, or when the

@@ -38,8 +38,10 @@
 void onnx_import_set_memory_bound(size_t bytes);
 size_t onnx_import_memory_bound(void);
 
-/* The operators the importer maps (for messages and docs). */
-extern const char ONNX_SUPPORTED_OPS[];
+/* The operators the importer maps (for messages and docs), ", "-separated into buf (cut
+ * to len, always terminated): the operator table's import column (model/op_table.h), then
+ * the graph-level operators the importer folds or aliases. */
+void onnx_supported_ops(char *buf, size_t len);
 
 /* Builds the model of the ONNX file at path for batches of up to max_batch, named name
  * (a catalog name), weights from the file's initializers. Returns 0, or -1 with err set

@@ -1,8 +1,9 @@
-/* tests/unit/test_ops.c - the CPU reference kernels against naive implementations.
+/* tests/unit/test_ops.c - the CPU kernels against the double-precision reference kernels of
+ * kernels/ref (ref.h: the naive implementations named below).
  *
  * For every op:
  *   - the forward pass is compared with a naive double-precision implementation
- *     written here (conv: the direct 7-loop convolution);
+ *     from kernels/ref (conv: the direct 7-loop convolution);
  *   - the backward pass is checked by central finite differences of the scalar
  *     f = sum(out * R) (R a random upstream gradient; for the loss, f is the loss),
  *     computed in double from the naive forward with step h = FD_H * max(1, |x|);
@@ -46,6 +47,7 @@
 #include "conv_direct.h"
 #include "ops.h"
 #include "parallel.h"
+#include "ref.h"
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
@@ -243,57 +245,6 @@ static double check_fd(const char *what, loss_fn loss, void *ctx, double *x, siz
 
 /* ---- convolution ---------------------------------------------------------------- */
 
-/* The direct 7-loop convolution, written from ONNX's definition: output channel oc of
- * group g = oc / (OC/groups) sums over the group's C/groups input channels, tap (kh, kw)
- * at input row oh*sH - pad_t + kh*dH and column ow*sW - pad_l + kw*dW. */
-static void conv_naive(const conv2d_desc_t *d, int B, const double *x, const double *w, const double *bias, double *y)
-{
-    const int Cg = d->C / d->groups, OCg = d->OC / d->groups;
-    for (int b = 0; b < B; b++)
-        for (int oc = 0; oc < d->OC; oc++)
-            for (int oh = 0; oh < d->OH; oh++)
-                for (int ow = 0; ow < d->OW; ow++) {
-                    double s = bias ? bias[oc] : 0.0;
-                    for (int ci = 0; ci < Cg; ci++)
-                        for (int kh = 0; kh < d->KH; kh++)
-                            for (int kw = 0; kw < d->KW; kw++) {
-                                int c = oc / OCg * Cg + ci;
-                                int ih = oh * d->sH - d->pad_t + kh * d->dH;
-                                int iw = ow * d->sW - d->pad_l + kw * d->dW;
-                                if (ih < 0 || ih >= d->H || iw < 0 || iw >= d->W) continue;
-                                s += x[((size_t)(b * d->C + c) * d->H + ih) * d->W + iw] *
-                                     w[((size_t)(oc * Cg + ci) * d->KH + kh) * d->KW + kw];
-                            }
-                    y[((size_t)(b * d->OC + oc) * d->OH + oh) * d->OW + ow] = s;
-                }
-}
-
-/* Its adjoint: dx += g * w, dw += g * x, db += g (dx, dw, db zeroed by the caller). */
-static void conv_naive_backward(const conv2d_desc_t *d, int B, const double *x, const double *w, const double *g,
-                                double *dx, double *dw, double *db)
-{
-    const int Cg = d->C / d->groups, OCg = d->OC / d->groups;
-    for (int b = 0; b < B; b++)
-        for (int oc = 0; oc < d->OC; oc++)
-            for (int oh = 0; oh < d->OH; oh++)
-                for (int ow = 0; ow < d->OW; ow++) {
-                    double gv = g[((size_t)(b * d->OC + oc) * d->OH + oh) * d->OW + ow];
-                    db[oc] += gv;
-                    for (int ci = 0; ci < Cg; ci++)
-                        for (int kh = 0; kh < d->KH; kh++)
-                            for (int kw = 0; kw < d->KW; kw++) {
-                                int c = oc / OCg * Cg + ci;
-                                int ih = oh * d->sH - d->pad_t + kh * d->dH;
-                                int iw = ow * d->sW - d->pad_l + kw * d->dW;
-                                if (ih < 0 || ih >= d->H || iw < 0 || iw >= d->W) continue;
-                                size_t xi = ((size_t)(b * d->C + c) * d->H + ih) * d->W + iw;
-                                size_t wi = ((size_t)(oc * Cg + ci) * d->KH + kh) * d->KW + kw;
-                                dx[xi] += gv * w[wi];
-                                dw[wi] += gv * x[xi];
-                            }
-                }
-}
-
 typedef struct {
     const conv2d_desc_t *d;
     int B;
@@ -305,7 +256,7 @@ typedef struct {
 static double conv_loss(void *p)
 {
     conv_ctx_t *c = p;
-    conv_naive(c->d, c->B, c->x, c->w, c->b, c->y);
+    ref_conv2d_forward(c->d, c->B, c->x, c->w, c->b, c->y);
     return dot(c->y, c->R, c->ny);
 }
 
@@ -354,7 +305,7 @@ static void run_conv_desc(const char *name, const conv2d_desc_t *dp, int B, int 
     ffill(y, ny, NAN);
     ffill(ws, nws, NAN);
     conv2d_forward(&d, B, x, w, bp, y, ws);
-    conv_naive(&d, B, xd, wd, bdp, yd);
+    ref_conv2d_forward(&d, B, xd, wd, bdp, yd);
     snprintf(what, sizeof what, "conv %s forward", cc->name);
     double e_fwd = check_close(what, y, yd, ny, conv2d_winograd(&d) ? WINO_TOL : FWD_TOL, &g_max_fwd);
 
@@ -364,7 +315,7 @@ static void run_conv_desc(const char *name, const conv2d_desc_t *dp, int B, int 
     ffill(db, nb, NAN);
     ffill(ws, nws, NAN);
     conv2d_backward(&d, B, x, w, g, dx, dw, cc->bias ? db : NULL, ws);
-    conv_naive_backward(&d, B, xd, wd, Rd, dxd, dwd, dbd);
+    ref_conv2d_backward(&d, B, xd, wd, Rd, dxd, dwd, dbd);
     const double btol = conv2d_winograd(&d) ? WINO_GRAD_TOL : BWD_TOL;
     snprintf(what, sizeof what, "conv %s dinp vs naive", cc->name);
     double e_bwd = check_close(what, dx, dxd, nx, btol, &g_max_bwd);
@@ -489,52 +440,6 @@ static void test_conv_init(void **state)
 
 /* ---- pooling -------------------------------------------------------------------- */
 
-/* Naive window bounds: every tap of the unclamped window (taps dH, dW apart), those
- * outside the input skipped. */
-static void maxpool_naive(const pool2d_desc_t *d, int B, const double *x, double *y, int32_t *am)
-{
-    for (int pl = 0; pl < B * d->C; pl++)
-        for (int oh = 0; oh < d->OH; oh++)
-            for (int ow = 0; ow < d->OW; ow++) {
-                double m = -INFINITY;
-                int best = -1;
-                for (int kh = 0; kh < d->KH; kh++)
-                    for (int kw = 0; kw < d->KW; kw++) {
-                        int ih = oh * d->sH - d->pad_t + kh * d->dH, iw = ow * d->sW - d->pad_l + kw * d->dW;
-                        if (ih < 0 || ih >= d->H || iw < 0 || iw >= d->W) continue;
-                        double v = x[(size_t)pl * d->H * d->W + ih * d->W + iw];
-                        if (v > m) {
-                            m = v;
-                            best = ih * d->W + iw;
-                        }
-                    }
-                y[(size_t)pl * d->OH * d->OW + oh * d->OW + ow] = m;
-                if (am) am[(size_t)pl * d->OH * d->OW + oh * d->OW + ow] = best;
-            }
-}
-
-/* The divisor counted tap by tap: the in-bounds taps, or with count_include_pad those
- * inside the padded input [-pad_t, H + pad_b) x [-pad_l, W + pad_r). */
-static void avgpool_naive(const pool2d_desc_t *d, int B, const double *x, double *y)
-{
-    for (int pl = 0; pl < B * d->C; pl++)
-        for (int oh = 0; oh < d->OH; oh++)
-            for (int ow = 0; ow < d->OW; ow++) {
-                double s = 0.0;
-                int cnt = 0, padded = 0;
-                for (int kh = 0; kh < d->KH; kh++)
-                    for (int kw = 0; kw < d->KW; kw++) {
-                        int ih = oh * d->sH - d->pad_t + kh * d->dH, iw = ow * d->sW - d->pad_l + kw * d->dW;
-                        if (ih >= -d->pad_t && ih < d->H + d->pad_b && iw >= -d->pad_l && iw < d->W + d->pad_r)
-                            padded++;
-                        if (ih < 0 || ih >= d->H || iw < 0 || iw >= d->W) continue;
-                        s += x[(size_t)pl * d->H * d->W + ih * d->W + iw];
-                        cnt++;
-                    }
-                y[(size_t)pl * d->OH * d->OW + oh * d->OW + ow] = s / (d->count_include_pad ? padded : cnt);
-            }
-}
-
 typedef struct {
     const pool2d_desc_t *d;
     int B, is_max;
@@ -546,8 +451,8 @@ typedef struct {
 static double pool_loss(void *p)
 {
     pool_ctx_t *c = p;
-    if (c->is_max) maxpool_naive(c->d, c->B, c->x, c->y, NULL);
-    else avgpool_naive(c->d, c->B, c->x, c->y);
+    if (c->is_max) ref_maxpool2d_forward(c->d, c->B, c->x, c->y, NULL);
+    else ref_avgpool2d_forward(c->d, c->B, c->x, c->y);
     return dot(c->y, c->R, c->ny);
 }
 
@@ -623,11 +528,11 @@ static void run_pool_desc(const char *name, const pool2d_desc_t *dp, int B, int 
     ffill(y, ny, NAN);
     if (is_max) {
         maxpool2d_forward(&d, B, x, y, am);
-        maxpool_naive(&d, B, xd, yd, amd);
+        ref_maxpool2d_forward(&d, B, xd, yd, amd);
         assert_memory_equal(am, amd, ny * sizeof(int32_t));
     } else {
         avgpool2d_forward(&d, B, x, y);
-        avgpool_naive(&d, B, xd, yd);
+        ref_avgpool2d_forward(&d, B, xd, yd);
     }
     snprintf(what, sizeof what, "%s %s forward", is_max ? "maxpool" : "avgpool", pc->name);
     double e_fwd = check_close(what, y, yd, ny, FWD_TOL, &g_max_fwd);
@@ -840,22 +745,6 @@ static void test_relu(void **state)
     free(Rd);
 }
 
-static void shortcut_naive(const shortcut_desc_t *d, int B, const double *a, const double *x, double *y)
-{
-    const int off = (d->OC - d->C) / 2;
-    for (int b = 0; b < B; b++)
-        for (int oc = 0; oc < d->OC; oc++)
-            for (int oh = 0; oh < d->OH; oh++)
-                for (int ow = 0; ow < d->OW; ow++) {
-                    size_t o = ((size_t)(b * d->OC + oc) * d->OH + oh) * d->OW + ow;
-                    int c = oc - off;
-                    double s = 0.0;
-                    if (c >= 0 && c < d->C)
-                        s = x[((size_t)(b * d->C + c) * d->H + oh * d->stride) * d->W + ow * d->stride];
-                    y[o] = a[o] + s;
-                }
-}
-
 typedef struct {
     const shortcut_desc_t *d;
     int B;
@@ -867,7 +756,7 @@ typedef struct {
 static double sc_loss(void *p)
 {
     sc_ctx_t *c = p;
-    shortcut_naive(c->d, c->B, c->a, c->x, c->y);
+    ref_shortcut_add_forward(c->d, c->B, c->a, c->x, c->y);
     return dot(c->y, c->R, c->ny);
 }
 
@@ -901,7 +790,7 @@ static void test_residual_add(void **state)
 
         ffill(y, ny, NAN);
         residual_add_forward(&d, B, a, x, y);
-        shortcut_naive(&d, B, ad, xd, yd);
+        ref_shortcut_add_forward(&d, B, ad, xd, yd);
         snprintf(what, sizeof what, "residual case %zu forward", k);
         check_close(what, y, yd, ny, FWD_TOL, &g_max_fwd);
 
@@ -971,11 +860,7 @@ typedef struct {
 static double gap_loss(void *p)
 {
     gap_ctx_t *c = p;
-    for (int i = 0; i < c->B * c->C; i++) {
-        double s = 0.0;
-        for (int j = 0; j < c->HW; j++) s += c->x[(size_t)i * c->HW + j];
-        c->y[i] = s / c->HW;
-    }
+    ref_gap_forward(c->B, c->C, c->HW, c->x, c->y);
     return dot(c->y, c->R, (size_t)c->B * c->C);
 }
 
@@ -1019,20 +904,10 @@ typedef struct {
     const double *R;
 } fc_ctx_t;
 
-static void fc_naive(int B, int IN, int OUT, const double *x, const double *w, const double *b, double *y)
-{
-    for (int i = 0; i < B; i++)
-        for (int o = 0; o < OUT; o++) {
-            double s = b ? b[o] : 0.0;
-            for (int k = 0; k < IN; k++) s += x[(size_t)i * IN + k] * w[(size_t)o * IN + k];
-            y[(size_t)i * OUT + o] = s;
-        }
-}
-
 static double fc_loss(void *p)
 {
     fc_ctx_t *c = p;
-    fc_naive(c->B, c->IN, c->OUT, c->x, c->w, c->b, c->y);
+    ref_fc_forward(c->B, c->IN, c->OUT, c->x, c->w, c->b, c->y);
     return dot(c->y, c->R, (size_t)c->B * c->OUT);
 }
 
@@ -1103,26 +978,10 @@ typedef struct {
     const int32_t *labels;
 } xent_ctx_t;
 
-static double xent_naive(int B, int N, const double *x, const int32_t *labels, double *probs)
-{
-    double total = 0.0;
-    for (int b = 0; b < B; b++) {
-        const double *row = x + (size_t)b * N;
-        double m = row[0];
-        for (int j = 1; j < N; j++) m = fmax(m, row[j]);
-        double s = 0.0;
-        for (int j = 0; j < N; j++) s += exp(row[j] - m);
-        if (probs)
-            for (int j = 0; j < N; j++) probs[(size_t)b * N + j] = exp(row[j] - m) / s;
-        total += log(s) + m - row[labels[b]];
-    }
-    return total / B;
-}
-
 static double xent_loss(void *p)
 {
     xent_ctx_t *c = p;
-    return xent_naive(c->B, c->N, c->x, c->labels, NULL);
+    return ref_softmax_xent(c->B, c->N, c->x, c->labels, NULL);
 }
 
 static void test_softmax_xent(void **state)
@@ -1136,7 +995,7 @@ static void test_softmax_xent(void **state)
     for (int b = 0; b < B; b++) labels[b] = (int32_t)(lcg_next(&r) % N);
 
     float loss = softmax_xent_forward(B, N, x, labels, probs);
-    double want = xent_naive(B, N, xd, labels, pd);
+    double want = ref_softmax_xent(B, N, xd, labels, pd);
     double e = relerr(loss, want);
     if (!(e < FWD_TOL)) fail_msg("xent loss %.9g, want %.9g: error %.3g >= %.0e", loss, want, e, FWD_TOL);
     if (e > g_max_fwd) g_max_fwd = e;
@@ -1184,32 +1043,6 @@ static void test_count_correct(void **state)
 
 /* ---- batch norm ----------------------------------------------------------------- */
 
-/* Training-mode forward in double; mean and biased variance of the batch. */
-static void bn_naive(int B, int C, int HW, const double *x, const double *gamma, const double *beta, double eps,
-                     double *y, double *mean, double *var)
-{
-    const double M = (double)B * HW;
-    for (int c = 0; c < C; c++) {
-        double s = 0.0, q = 0.0;
-        for (int b = 0; b < B; b++)
-            for (int i = 0; i < HW; i++) s += x[((size_t)b * C + c) * HW + i];
-        double m = s / M;
-        for (int b = 0; b < B; b++)
-            for (int i = 0; i < HW; i++) {
-                double v = x[((size_t)b * C + c) * HW + i] - m;
-                q += v * v;
-            }
-        double vr = q / M, inv = 1.0 / sqrt(vr + eps);
-        if (mean) mean[c] = m;
-        if (var) var[c] = vr;
-        for (int b = 0; b < B; b++)
-            for (int i = 0; i < HW; i++) {
-                size_t k = ((size_t)b * C + c) * HW + i;
-                y[k] = gamma[c] * (x[k] - m) * inv + beta[c];
-            }
-    }
-}
-
 typedef struct {
     int B, C, HW;
     double *x, *gamma, *beta, *y;
@@ -1220,7 +1053,7 @@ typedef struct {
 static double bn_loss(void *p)
 {
     bn_ctx_t *c = p;
-    bn_naive(c->B, c->C, c->HW, c->x, c->gamma, c->beta, c->eps, c->y, NULL, NULL);
+    ref_batchnorm_forward_train(c->B, c->C, c->HW, c->x, c->gamma, c->beta, c->eps, c->y, NULL, NULL);
     return dot(c->y, c->R, (size_t)c->B * c->C * c->HW);
 }
 
@@ -1272,7 +1105,7 @@ static void run_bn_case_eps(int B, int C, int HW, float center, float eps, uint6
         free(y2);
         free(y3);
     }
-    bn_naive(B, C, HW, xd, gd, bd, (double)eps, yd, md, vd);
+    ref_batchnorm_forward_train(B, C, HW, xd, gd, bd, (double)eps, yd, md, vd);
     snprintf(what, sizeof what, "batchnorm B=%d C=%d HW=%d mean %g eps %g forward", B, C, HW, center, eps);
     double e_fwd = check_close(what, y, yd, n, FWD_TOL, &g_max_fwd);
     check_close("batchnorm save_mean", smean, md, C, FWD_TOL, &g_max_fwd);
@@ -2062,7 +1895,7 @@ static void test_threads_gemm(void **state)
     rand_fill(&r, w, wd, nw, -0.5f, 0.5f);
     rand_fill(&r, bias, bd, OUT, -0.5f, 0.5f);
     rand_fill(&r, g, Rd, ny, -1.0f, 1.0f);
-    fc_naive(B, IN, OUT, xd, wd, bd, yd);
+    ref_fc_forward(B, IN, OUT, xd, wd, bd, yd);
     for (int layout = 0; layout < 2; layout++) {
         const gemm_desc_t d = {
             .IN = IN, .OUT = OUT, .layout = layout ? GEMM_W_IN_OUT : GEMM_W_OUT_IN, .alpha = 0.5f, .beta = 1.0f};
@@ -2109,7 +1942,7 @@ static void test_threads_gemm(void **state)
 
 /* ---- leaky ReLU, sigmoid, tanh -------------------------------------------------- */
 
-typedef enum { ACT_LEAKY, ACT_SIGMOID, ACT_TANH } act_t;
+typedef ref_act_t act_t; /* kernels/ref/ref.h's kinds */
 
 typedef struct {
     act_t kind;
@@ -2119,33 +1952,24 @@ typedef struct {
     size_t n;
 } act_ctx_t;
 
-static double act_naive(act_t kind, double alpha, double x)
-{
-    switch (kind) {
-    case ACT_LEAKY: return x > 0 ? x : alpha * x;
-    case ACT_SIGMOID: return 1.0 / (1.0 + exp(-x));
-    default: return tanh(x);
-    }
-}
-
 static double act_loss(void *p)
 {
     act_ctx_t *c = p;
-    for (size_t i = 0; i < c->n; i++) c->y[i] = act_naive(c->kind, c->alpha, c->x[i]);
+    for (size_t i = 0; i < c->n; i++) c->y[i] = ref_act(c->kind, c->alpha, c->x[i]);
     return dot(c->y, c->R, c->n);
 }
 
 static void act_forward(act_t kind, float alpha, size_t n, const float *x, float *y)
 {
-    if (kind == ACT_LEAKY) leaky_relu_forward(n, alpha, x, y);
-    else if (kind == ACT_SIGMOID) sigmoid_forward(n, x, y);
+    if (kind == REF_ACT_LEAKY) leaky_relu_forward(n, alpha, x, y);
+    else if (kind == REF_ACT_SIGMOID) sigmoid_forward(n, x, y);
     else tanh_forward(n, x, y);
 }
 
 static void act_backward(act_t kind, float alpha, size_t n, const float *y, const float *g, float *dx)
 {
-    if (kind == ACT_LEAKY) leaky_relu_backward(n, alpha, y, g, dx);
-    else if (kind == ACT_SIGMOID) sigmoid_backward(n, y, g, dx);
+    if (kind == REF_ACT_LEAKY) leaky_relu_backward(n, alpha, y, g, dx);
+    else if (kind == REF_ACT_SIGMOID) sigmoid_backward(n, y, g, dx);
     else tanh_backward(n, y, g, dx);
 }
 
@@ -2198,10 +2022,10 @@ static void run_act_case(const char *name, act_t kind, float alpha, uint64_t see
 static void test_activations(void **state)
 {
     (void)state;
-    run_act_case("leaky_relu alpha 0.01", ACT_LEAKY, 0.01f, 1400);
-    run_act_case("leaky_relu alpha 0.2", ACT_LEAKY, 0.2f, 1401);
-    run_act_case("sigmoid", ACT_SIGMOID, 0.0f, 1402);
-    run_act_case("tanh", ACT_TANH, 0.0f, 1403);
+    run_act_case("leaky_relu alpha 0.01", REF_ACT_LEAKY, 0.01f, 1400);
+    run_act_case("leaky_relu alpha 0.2", REF_ACT_LEAKY, 0.2f, 1401);
+    run_act_case("sigmoid", REF_ACT_SIGMOID, 0.0f, 1402);
+    run_act_case("tanh", REF_ACT_TANH, 0.0f, 1403);
 
     /* alpha 0 is ReLU, bit for bit, forward and backward */
     const float x[6] = {-2.0f, -0.5f, 0.0f, 0.25f, 3.0f, -0.0f}, g[6] = {1, 2, 3, 4, 5, 6};
@@ -2277,25 +2101,10 @@ typedef struct {
     const double *R;
 } concat_ctx_t;
 
-static void concat_naive(int B, int HW, int n, const int *C, double *const *x, double *y)
-{
-    int OC = 0;
-    for (int i = 0; i < n; i++) OC += C[i];
-    for (int b = 0; b < B; b++) {
-        int off = 0;
-        for (int i = 0; i < n; i++) {
-            for (int c = 0; c < C[i]; c++)
-                for (int j = 0; j < HW; j++)
-                    y[((size_t)b * OC + off + c) * HW + j] = x[i][((size_t)b * C[i] + c) * HW + j];
-            off += C[i];
-        }
-    }
-}
-
 static double concat_loss(void *p)
 {
     concat_ctx_t *c = p;
-    concat_naive(c->B, c->HW, c->n, c->C, c->x, c->y);
+    ref_concat_forward(c->B, c->HW, c->n, c->C, (const double *const *)c->x, c->y);
     int OC = 0;
     for (int i = 0; i < c->n; i++) OC += c->C[i];
     return dot(c->y, c->R, (size_t)c->B * OC * c->HW);
@@ -2365,23 +2174,10 @@ typedef struct {
     const double *R;
 } gemm_ctx_t;
 
-/* out = alpha * x W' + beta * b, W' from the layout (ops.h) */
-static void gemm_naive(const gemm_desc_t *d, int B, const double *x, const double *w, const double *b, double *y)
-{
-    for (int i = 0; i < B; i++)
-        for (int o = 0; o < d->OUT; o++) {
-            double s = 0.0;
-            for (int k = 0; k < d->IN; k++)
-                s += x[(size_t)i * d->IN + k] *
-                     (d->layout == GEMM_W_OUT_IN ? w[(size_t)o * d->IN + k] : w[(size_t)k * d->OUT + o]);
-            y[(size_t)i * d->OUT + o] = d->alpha * s + (b ? d->beta * b[o] : 0.0);
-        }
-}
-
 static double gemm_loss(void *p)
 {
     gemm_ctx_t *c = p;
-    gemm_naive(c->d, c->B, c->x, c->w, c->b, c->y);
+    ref_gemm_forward(c->d, c->B, c->x, c->w, c->b, c->y);
     return dot(c->y, c->R, (size_t)c->B * c->d->OUT);
 }
 

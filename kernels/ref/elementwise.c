@@ -1,0 +1,52 @@
+/* kernels/ref/elementwise.c - the reference elementwise operators (ref.h). */
+#include <math.h>
+
+#include "ref.h"
+
+void ref_shortcut_add_forward(const shortcut_desc_t *d, int B, const double *a, const double *x, double *y)
+{
+    const int off = (d->OC - d->C) / 2;
+    for (int b = 0; b < B; b++)
+        for (int oc = 0; oc < d->OC; oc++)
+            for (int oh = 0; oh < d->OH; oh++)
+                for (int ow = 0; ow < d->OW; ow++) {
+                    size_t o = ((size_t)(b * d->OC + oc) * d->OH + oh) * d->OW + ow;
+                    int c = oc - off;
+                    double s = 0.0;
+                    if (c >= 0 && c < d->C)
+                        s = x[((size_t)(b * d->C + c) * d->H + oh * d->stride) * d->W + ow * d->stride];
+                    y[o] = a[o] + s;
+                }
+}
+
+double ref_act(ref_act_t kind, double alpha, double x)
+{
+    switch (kind) {
+    case REF_ACT_RELU: return x > 0 ? x : 0.0;
+    case REF_ACT_LEAKY: return x > 0 ? x : alpha * x;
+    case REF_ACT_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case REF_ACT_TANH: return tanh(x);
+    }
+    return NAN;
+}
+
+void ref_concat_forward(int B, int HW, int n, const int *C, const double *const *x, double *y)
+{
+    int OC = 0;
+    for (int i = 0; i < n; i++) OC += C[i];
+    for (int b = 0; b < B; b++) {
+        int off = 0;
+        for (int i = 0; i < n; i++) {
+            for (int c = 0; c < C[i]; c++)
+                for (int j = 0; j < HW; j++)
+                    y[((size_t)b * OC + off + c) * HW + j] = x[i][((size_t)b * C[i] + c) * HW + j];
+            off += C[i];
+        }
+    }
+}
+
+void ref_dropout_forward(size_t n, double p, uint64_t key, const double *x, double *y)
+{
+    const uint32_t t = dropout_threshold((float)p);
+    for (size_t i = 0; i < n; i++) y[i] = t == 0 ? x[i] : dropout_keep(key, i, t) ? x[i] / (1.0 - p) : 0.0;
+}

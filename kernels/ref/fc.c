@@ -1,0 +1,25 @@
+/* kernels/ref/fc.c - the reference fully connected layer and ONNX Gemm (ref.h). */
+#include "ref.h"
+
+void ref_fc_forward(int B, int IN, int OUT, const double *x, const double *w, const double *b, double *y)
+{
+    for (int i = 0; i < B; i++)
+        for (int o = 0; o < OUT; o++) {
+            double s = b ? b[o] : 0.0;
+            for (int k = 0; k < IN; k++) s += x[(size_t)i * IN + k] * w[(size_t)o * IN + k];
+            y[(size_t)i * OUT + o] = s;
+        }
+}
+
+/* out = alpha * x W' + beta * b, W' from the layout (ops.h) */
+void ref_gemm_forward(const gemm_desc_t *d, int B, const double *x, const double *w, const double *b, double *y)
+{
+    for (int i = 0; i < B; i++)
+        for (int o = 0; o < d->OUT; o++) {
+            double s = 0.0;
+            for (int k = 0; k < d->IN; k++)
+                s += x[(size_t)i * d->IN + k] *
+                     (d->layout == GEMM_W_OUT_IN ? w[(size_t)o * d->IN + k] : w[(size_t)k * d->OUT + o]);
+            y[(size_t)i * d->OUT + o] = d->alpha * s + (b ? d->beta * b[o] : 0.0);
+        }
+}

@@ -1,0 +1,58 @@
+/* kernels/ref/ref.h - double-precision reference kernels: plain loops written from the
+ * operators' definitions (ONNX's, PyTorch's), the specification the fast kernels of
+ * kernels/cpu and kernels/cuda are checked against. They are compiled into the tests only
+ * (tests/unit/test_ops.c, test_op_table.c), never into a program: no threads, no blocking,
+ * no speed. Layouts are the fast kernels' (NCHW, ops.h's descriptors); a backward that is
+ * not here is checked by finite differences of the forward (test_ops.c's check_fd).
+ *
+ * Shapes: B the batch, C/OC channels in/out, H/W and OH/OW planes in/out, HW = H*W. */
+#ifndef PACER_REF_H
+#define PACER_REF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ops.h" /* the descriptors: conv2d_desc_t, pool2d_desc_t, shortcut_desc_t, gemm_desc_t */
+
+/* ---- convolution (conv.c) ---- */
+/* y (B, OC, OH, OW) = conv(x (B, C, H, W), w (OC, C/groups, KH, KW)) + bias (OC, or NULL) */
+void ref_conv2d_forward(const conv2d_desc_t *d, int B, const double *x, const double *w, const double *bias, double *y);
+/* its adjoint: dx += g * w, dw += g * x, db += g (the caller zeroes them) */
+void ref_conv2d_backward(const conv2d_desc_t *d, int B, const double *x, const double *w, const double *g, double *dx,
+                         double *dw, double *db);
+
+/* ---- pooling (pool.c) ---- */
+/* y (B, C, OH, OW); am: the argmax plane index of each output (NULL: not wanted) */
+void ref_maxpool2d_forward(const pool2d_desc_t *d, int B, const double *x, double *y, int32_t *am);
+void ref_avgpool2d_forward(const pool2d_desc_t *d, int B, const double *x, double *y);
+/* y (B, C) = the mean of each plane of x (B, C, HW) */
+void ref_gap_forward(int B, int C, int HW, const double *x, double *y);
+
+/* ---- elementwise (elementwise.c) ---- */
+/* y = a + shortcut(x): x subsampled by the stride, its C channels at offset (OC - C) / 2 */
+void ref_shortcut_add_forward(const shortcut_desc_t *d, int B, const double *a, const double *x, double *y);
+typedef enum { REF_ACT_RELU, REF_ACT_LEAKY, REF_ACT_SIGMOID, REF_ACT_TANH } ref_act_t;
+/* one element of an activation (alpha: LeakyRelu's slope) */
+double ref_act(ref_act_t kind, double alpha, double x);
+/* y (B, sum C, HW): the channels of x[0], then of x[1], ... */
+void ref_concat_forward(int B, int HW, int n, const int *C, const double *const *x, double *y);
+/* training dropout: y = keep(i) ? x / (1 - p) : 0 with the fast kernels' mask (ops.h's
+ * dropout_keep for key), the identity for p = 0 */
+void ref_dropout_forward(size_t n, double p, uint64_t key, const double *x, double *y);
+
+/* ---- fully connected (fc.c) ---- */
+/* y (B, OUT) = x (B, IN) w' (w (OUT, IN)) + b (OUT, or NULL) */
+void ref_fc_forward(int B, int IN, int OUT, const double *x, const double *w, const double *b, double *y);
+/* ONNX Gemm: y = alpha * x W' + beta * b, W' from d's layout */
+void ref_gemm_forward(const gemm_desc_t *d, int B, const double *x, const double *w, const double *b, double *y);
+
+/* ---- batch norm (batchnorm.c) ---- */
+/* training mode: the batch's mean and biased variance (mean, var: (C) or NULL) */
+void ref_batchnorm_forward_train(int B, int C, int HW, const double *x, const double *gamma, const double *beta,
+                                 double eps, double *y, double *mean, double *var);
+
+/* ---- loss (softmax.c) ---- */
+/* mean cross-entropy of softmax(x (B, N)) against labels; probs (B, N) or NULL */
+double ref_softmax_xent(int B, int N, const double *x, const int32_t *labels, double *probs);
+
+#endif

@@ -1,0 +1,20 @@
+/* kernels/ref/softmax.c - the reference loss (ref.h). */
+#include <math.h>
+
+#include "ref.h"
+
+double ref_softmax_xent(int B, int N, const double *x, const int32_t *labels, double *probs)
+{
+    double total = 0.0;
+    for (int b = 0; b < B; b++) {
+        const double *row = x + (size_t)b * N;
+        double m = row[0];
+        for (int j = 1; j < N; j++) m = fmax(m, row[j]);
+        double s = 0.0;
+        for (int j = 0; j < N; j++) s += exp(row[j] - m);
+        if (probs)
+            for (int j = 0; j < N; j++) probs[(size_t)b * N + j] = exp(row[j] - m) / s;
+        total += log(s) + m - row[labels[b]];
+    }
+    return total / B;
+}

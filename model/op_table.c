@@ -1,0 +1,397 @@
+/* model/op_table.c - see op_table.h: the operator table and each kind's CPU step.
+ *
+ * A step reads its layer's descriptor and the fused buffers at the layer's offsets. The
+ * fused paths are decided once at build time (model.c's fuse_layers sets fused_relu and
+ * fused_add, mark_set_grads sets grad_setter); a step only follows those marks: a fused
+ * batch norm writes the output of the layer its mark names (the ReLU after it, or the ReLU
+ * after the residual add after it), and the layers it stands in for do nothing.
+ */
+#include "op_table.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- helpers ---------------------------------------------------------------------------- */
+
+/* The output of layer `in`, or the model input x for -1. */
+static const float *input_of(const model_t *m, const float *x, int in)
+{
+    return in < 0 ? x : m->acts + m->layers[in].out_off;
+}
+
+/* The gradient of layer `in`'s output, or NULL for the model input (never needed). */
+static float *dinput_of(const model_t *m, int in) { return in < 0 ? NULL : m->dacts + m->layers[in].out_off; }
+
+static size_t out_count(const layer_t *l, int B) { return (size_t)B * l->OC * l->OH * l->OW; }
+
+/* The layer's backward writes input `in`'s gradient first and whole (mark_set_grads). */
+static int sets_grad(const model_t *m, int in, int i) { return in >= 0 && m->layers[in].grad_setter == i; }
+
+/* ---- shape inference, workspace, FLOPs ---------------------------------------------------- */
+
+static int infer_same(layer_t *l, int C2, int H2, int W2)
+{
+    l->OC = l->C;
+    l->OH = l->H;
+    l->OW = l->W;
+    return 0;
+}
+
+static int infer_conv(layer_t *l, int C2, int H2, int W2)
+{
+    /* the geometry's filters, stride, pads, dilation and groups on this layer's input */
+    l->conv.C = l->C;
+    l->conv.H = l->H;
+    l->conv.W = l->W;
+    const int bad = conv2d_setup(&l->conv) != 0;
+    l->OC = l->conv.OC;
+    l->OH = l->conv.OH;
+    l->OW = l->conv.OW;
+    return bad ? -1 : 0;
+}
+
+static int infer_pool(layer_t *l, int C2, int H2, int W2)
+{
+    l->pool.C = l->C;
+    l->pool.H = l->H;
+    l->pool.W = l->W;
+    const int bad = pool2d_setup(&l->pool) != 0;
+    l->OC = l->C;
+    l->OH = l->pool.OH;
+    l->OW = l->pool.OW;
+    return bad ? -1 : 0;
+}
+
+/* FC flattens its input: (B, C, H, W) is read as (B, C*H*W); gemm.OUT is set. */
+static int infer_fc(layer_t *l, int C2, int H2, int W2)
+{
+    l->C = l->C * l->H * l->W;
+    l->H = 1;
+    l->W = 1;
+    l->OC = l->gemm.OUT;
+    l->OH = 1;
+    l->OW = 1;
+    l->gemm.IN = l->C;
+    return l->gemm.OUT < 1 ? -1 : 0;
+}
+
+static int infer_gap(layer_t *l, int C2, int H2, int W2)
+{
+    l->OC = l->C;
+    l->OH = 1;
+    l->OW = 1;
+    return 0;
+}
+
+/* out = in + shortcut(in2): in2 the same shape, or the option-A shortcut of a larger plane
+ * (by an integer stride) and fewer channels. */
+static int infer_add(layer_t *l, int C2, int H2, int W2)
+{
+    infer_same(l, 0, 0, 0);
+    const int stride = H2 / (l->H > 0 ? l->H : 1);
+    if (shortcut_init(&l->sc, C2, H2, W2, l->C, stride) != 0 || l->sc.OH != l->H || l->sc.OW != l->W) return -1;
+    return 0;
+}
+
+/* channels of in, then of in2 (the same plane) */
+static int infer_concat(layer_t *l, int C2, int H2, int W2)
+{
+    infer_same(l, 0, 0, 0);
+    l->OC = l->C + C2;
+    return H2 != l->H || W2 != l->W ? -1 : 0;
+}
+
+static size_t ws_conv(const layer_t *l, int B) { return conv2d_workspace(&l->conv, B); }
+
+/* convolutions and fully connected layers 2 per multiply-add, others one per input element */
+static double flops_conv(const layer_t *l)
+{
+    return 2.0 * ((double)l->OC * l->OH * l->OW) * (l->conv.C / l->conv.groups) * l->conv.KH * l->conv.KW;
+}
+static double flops_fc(const layer_t *l) { return 2.0 * ((double)l->OC * l->OH * l->OW) * l->C; }
+static double flops_pass(const layer_t *l) { return (double)l->C * l->H * l->W; }
+
+/* ---- CPU steps ---------------------------------------------------------------------------- */
+
+static void conv_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    layer_t *l = &m->layers[i];
+    const float *bias = l->has_bias ? m->params + l->b_off : NULL;
+    conv2d_forward(&l->conv, B, input_of(m, x, l->in), m->params + l->w_off, bias, m->acts + l->out_off, m->ws);
+}
+
+static void conv_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    const float *inp = input_of(m, x, l->in), *w = m->params + l->w_off, *dout = m->dacts + l->out_off;
+    float *dinp = dinput_of(m, l->in), *dw = m->grads + l->w_off, *db = l->has_bias ? m->grads + l->b_off : NULL;
+    /* the input's gradient set rather than added where this backward is its first */
+    if (sets_grad(m, l->in, i)) conv2d_backward_set(&l->conv, B, inp, w, dout, dinp, dw, db, m->ws);
+    else conv2d_backward(&l->conv, B, inp, w, dout, dinp, dw, db, m->ws);
+}
+
+static void maxpool_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    layer_t *l = &m->layers[i];
+    maxpool2d_forward(&l->pool, B, input_of(m, x, l->in), m->acts + l->out_off, m->argmax + l->aux_off);
+}
+
+static void maxpool_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    float *dinp = dinput_of(m, l->in);
+    if (dinp) maxpool2d_backward(&l->pool, B, m->dacts + l->out_off, m->argmax + l->aux_off, dinp);
+}
+
+static void avgpool_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    layer_t *l = &m->layers[i];
+    avgpool2d_forward(&l->pool, B, input_of(m, x, l->in), m->acts + l->out_off);
+}
+
+static void avgpool_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    float *dinp = dinput_of(m, l->in);
+    if (dinp) avgpool2d_backward(&l->pool, B, m->dacts + l->out_off, dinp);
+}
+
+static void relu_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    const layer_t *l = &m->layers[i];
+    /* computed by the fused batch norm before it (layer_t's fused_relu) */
+    if (!(l->in >= 0 && m->layers[l->in].fused_relu))
+        relu_forward(out_count(l, B), input_of(m, x, l->in), m->acts + l->out_off);
+}
+
+static void relu_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    float *dinp = dinput_of(m, l->in);
+    if (dinp && !m->layers[l->in].fused_relu) /* dinp: l->in >= 0 */
+        (sets_grad(m, l->in, i) ? relu_backward_set : relu_backward)(out_count(l, B), m->acts + l->out_off,
+                                                                     m->dacts + l->out_off, dinp);
+}
+
+static void fc_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    layer_t *l = &m->layers[i];
+    const float *bias = l->has_bias ? m->params + l->b_off : NULL;
+    gemm_forward(&l->gemm, B, input_of(m, x, l->in), m->params + l->w_off, bias, m->acts + l->out_off);
+}
+
+static void fc_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    float *db = l->has_bias ? m->grads + l->b_off : NULL;
+    gemm_backward(&l->gemm, B, input_of(m, x, l->in), m->params + l->w_off, m->dacts + l->out_off, dinput_of(m, l->in),
+                  m->grads + l->w_off, db);
+}
+
+static void bn_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    layer_t *l = &m->layers[i];
+    const float *inp = input_of(m, x, l->in), *w = m->params + l->w_off, *beta = m->params + l->b_off;
+    float *mean = m->aux + l->aux_off, *invstd = mean + l->C;
+    float *rm = m->buffers + l->rm_off, *rv = m->buffers + l->rv_off;
+    const int HW = l->H * l->W;
+    if (l->fused_add) {
+        /* the residual add after it and the ReLU after that (fuse_layers) */
+        const float *res = input_of(m, x, m->layers[i + 1].in2);
+        float *rout = m->acts + m->layers[i + 2].out_off;
+        if (train)
+            batchnorm_add_relu_forward_train_eps(B, l->C, HW, inp, w, beta, res, rout, mean, invstd, rm, rv,
+                                                 MODEL_BN_MOMENTUM, l->eps);
+        else batchnorm_add_relu_forward_eval_eps(B, l->C, HW, inp, w, beta, rm, rv, res, rout, l->eps);
+    } else if (l->fused_relu) {
+        float *rout = m->acts + m->layers[i + 1].out_off;
+        if (train)
+            batchnorm_relu_forward_train_eps(B, l->C, HW, inp, w, beta, rout, mean, invstd, rm, rv, MODEL_BN_MOMENTUM,
+                                             l->eps);
+        else batchnorm_relu_forward_eval_eps(B, l->C, HW, inp, w, beta, rm, rv, rout, l->eps);
+    } else if (train)
+        batchnorm_forward_train_eps(B, l->C, HW, inp, w, beta, m->acts + l->out_off, mean, invstd, rm, rv,
+                                    MODEL_BN_MOMENTUM, l->eps);
+    else batchnorm_forward_eval_eps(B, l->C, HW, inp, w, beta, rm, rv, m->acts + l->out_off, l->eps);
+}
+
+static void bn_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    const float *inp = input_of(m, x, l->in), *w = m->params + l->w_off;
+    float *dinp = dinput_of(m, l->in), *dw = m->grads + l->w_off, *db = m->grads + l->b_off;
+    const float *mean = m->aux + l->aux_off, *invstd = mean + l->C;
+    const int HW = l->H * l->W, sets_in = sets_grad(m, l->in, i);
+    /* g: this layer's output gradient, or with rout the ReLU's, read through its mask
+     * (fused_relu; fused_add: through the add unchanged). Where the add has just set its
+     * shortcut's gradient, that buffer holds the masked gradient itself, bit for bit: read
+     * once instead of masking the ReLU's again. */
+    const float *g = m->dacts + l->out_off, *rout = NULL;
+    const int sc = l->fused_add ? m->layers[i + 1].in2 : -1;
+    if (sc >= 0 && m->layers[sc].grad_setter == i + 1) g = m->dacts + m->layers[sc].out_off;
+    else if (l->fused_relu || l->fused_add) {
+        const layer_t *r = &m->layers[i + (l->fused_add ? 2 : 1)];
+        rout = m->acts + r->out_off;
+        g = m->dacts + r->out_off;
+    }
+    if (rout && sets_in) batchnorm_relu_backward_set(B, l->C, HW, inp, w, mean, invstd, rout, g, dinp, dw, db);
+    else if (rout) batchnorm_relu_backward(B, l->C, HW, inp, w, mean, invstd, rout, g, dinp, dw, db);
+    else if (sets_in) batchnorm_backward_set(B, l->C, HW, inp, w, mean, invstd, g, dinp, dw, db);
+    else batchnorm_backward(B, l->C, HW, inp, w, mean, invstd, g, dinp, dw, db);
+}
+
+static void gap_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    const layer_t *l = &m->layers[i];
+    gap_forward(B, l->C, l->H * l->W, input_of(m, x, l->in), m->acts + l->out_off);
+}
+
+static void gap_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    float *dinp = dinput_of(m, l->in);
+    if (dinp) gap_backward(B, l->C, l->H * l->W, m->dacts + l->out_off, dinp);
+}
+
+static void add_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    layer_t *l = &m->layers[i];
+    /* computed by the fused batch norm before it (layer_t's fused_add) */
+    if (!(l->in >= 0 && m->layers[l->in].fused_add))
+        residual_add_forward(&l->sc, B, input_of(m, x, l->in), input_of(m, x, l->in2), m->acts + l->out_off);
+}
+
+static void add_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    float *dx = dinput_of(m, l->in2);
+    const int sets_x = sets_grad(m, l->in2, i);
+    if (l->fused_relu) {
+        /* the shortcut's gradient is the ReLU's input gradient (an identity shortcut,
+         * fuse_layers); the batch norm's is read through (fused_add) */
+        const layer_t *r = &m->layers[i + 1];
+        if (dx)
+            (sets_x ? relu_backward_set : relu_backward)(out_count(l, B), m->acts + r->out_off, m->dacts + r->out_off,
+                                                         dx);
+    } else
+        residual_add_backward_set(&l->sc, B, m->dacts + l->out_off, dinput_of(m, l->in), sets_grad(m, l->in, i), dx,
+                                  sets_x);
+}
+
+static void leaky_relu_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    const layer_t *l = &m->layers[i];
+    leaky_relu_forward(out_count(l, B), l->alpha, input_of(m, x, l->in), m->acts + l->out_off);
+}
+
+static void leaky_relu_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    float *dinp = dinput_of(m, l->in);
+    if (dinp) leaky_relu_backward(out_count(l, B), l->alpha, m->acts + l->out_off, m->dacts + l->out_off, dinp);
+}
+
+static void sigmoid_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    const layer_t *l = &m->layers[i];
+    sigmoid_forward(out_count(l, B), input_of(m, x, l->in), m->acts + l->out_off);
+}
+
+static void sigmoid_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    float *dinp = dinput_of(m, l->in);
+    if (dinp) sigmoid_backward(out_count(l, B), m->acts + l->out_off, m->dacts + l->out_off, dinp);
+}
+
+static void tanh_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    const layer_t *l = &m->layers[i];
+    tanh_forward(out_count(l, B), input_of(m, x, l->in), m->acts + l->out_off);
+}
+
+static void tanh_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    float *dinp = dinput_of(m, l->in);
+    if (dinp) tanh_backward(out_count(l, B), m->acts + l->out_off, m->dacts + l->out_off, dinp);
+}
+
+static void concat_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    const layer_t *l = &m->layers[i];
+    const int C2[2] = {l->C, l->OC - l->C};
+    const float *const in2[2] = {input_of(m, x, l->in), input_of(m, x, l->in2)};
+    concat_forward(B, l->H * l->W, 2, C2, in2, m->acts + l->out_off);
+}
+
+static void concat_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    const int C2[2] = {l->C, l->OC - l->C};
+    float *const d2[2] = {dinput_of(m, l->in), dinput_of(m, l->in2)};
+    concat_backward(B, l->H * l->W, 2, C2, m->dacts + l->out_off, d2);
+}
+
+static void dropout_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    const layer_t *l = &m->layers[i];
+    const float *inp = input_of(m, x, l->in);
+    float *out = m->acts + l->out_off;
+    if (train)
+        dropout_forward(out_count(l, B), l->p, dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i), inp, out);
+    else memcpy(out, inp, out_count(l, B) * sizeof(float));
+}
+
+static void dropout_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    float *dinp = dinput_of(m, l->in);
+    if (dinp)
+        dropout_backward(out_count(l, B), l->p, dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i),
+                         m->dacts + l->out_off, dinp);
+}
+
+/* ---- the table ---------------------------------------------------------------------------- */
+
+#define IN1 MODEL_OP_GRAD_IN
+#define IN12 (MODEL_OP_GRAD_IN | MODEL_OP_GRAD_IN2)
+
+/* clang-format off */
+const model_op_t MODEL_OPS[] = {
+    /* {kind, name, ONNX import, ONNX export, inputs, gradients, infer_shape, workspace, flops, forward, backward} */
+    [LAYER_CONV]       = {LAYER_CONV, "conv", "Conv", "Conv", 1, IN1, infer_conv, ws_conv, flops_conv, conv_fwd, conv_bwd},
+    [LAYER_MAXPOOL]    = {LAYER_MAXPOOL, "maxpool", "MaxPool", "MaxPool", 1, IN1, infer_pool, NULL, flops_pass, maxpool_fwd, maxpool_bwd},
+    [LAYER_AVGPOOL]    = {LAYER_AVGPOOL, "avgpool", "AveragePool", "AveragePool", 1, IN1, infer_pool, NULL, flops_pass, avgpool_fwd, avgpool_bwd},
+    [LAYER_RELU]       = {LAYER_RELU, "relu", "Relu", "Relu", 1, IN1, infer_same, NULL, flops_pass, relu_fwd, relu_bwd},
+    [LAYER_FC]         = {LAYER_FC, "fc", "Gemm, MatMul (+ Add)", "Gemm", 1, IN1, infer_fc, NULL, flops_fc, fc_fwd, fc_bwd},
+    [LAYER_BN]         = {LAYER_BN, "batchnorm", "BatchNormalization", "BatchNormalization", 1, IN1, infer_same, NULL, flops_pass, bn_fwd, bn_bwd},
+    [LAYER_GAP]        = {LAYER_GAP, "global avg pool", "GlobalAveragePool", "GlobalAveragePool", 1, IN1, infer_gap, NULL, flops_pass, gap_fwd, gap_bwd},
+    [LAYER_ADD]        = {LAYER_ADD, "residual add", "Add", "Add", 2, IN12, infer_add, NULL, flops_pass, add_fwd, add_bwd},
+    [LAYER_LEAKY_RELU] = {LAYER_LEAKY_RELU, "leaky relu", "LeakyRelu", "LeakyRelu", 1, IN1, infer_same, NULL, flops_pass, leaky_relu_fwd, leaky_relu_bwd},
+    [LAYER_SIGMOID]    = {LAYER_SIGMOID, "sigmoid", "Sigmoid", "Sigmoid", 1, IN1, infer_same, NULL, flops_pass, sigmoid_fwd, sigmoid_bwd},
+    [LAYER_TANH]       = {LAYER_TANH, "tanh", "Tanh", "Tanh", 1, IN1, infer_same, NULL, flops_pass, tanh_fwd, tanh_bwd},
+    [LAYER_CONCAT]     = {LAYER_CONCAT, "concat", "Concat", "Concat", 2, IN12, infer_concat, NULL, flops_pass, concat_fwd, concat_bwd},
+    /* the inference form: dropout is exported as the identity */
+    [LAYER_DROPOUT]    = {LAYER_DROPOUT, "dropout", "Dropout", "Identity", 1, IN1, infer_same, NULL, flops_pass, dropout_fwd, dropout_bwd},
+};
+/* clang-format on */
+/* A kind without a row would leave a zero row here (a designated initializer skipped):
+ * test_model's table walk checks every row's kind, name and functions. */
+_Static_assert(sizeof MODEL_OPS / sizeof MODEL_OPS[0] == LAYER_KIND_COUNT, "one operator row per layer kind");
+
+const model_op_t *model_op(layer_kind_t k) { return (unsigned)k < (unsigned)LAYER_KIND_COUNT ? &MODEL_OPS[k] : NULL; }
+
+void model_op_onnx_names(char *buf, size_t len, const char *extra)
+{
+    if (!len) return;
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int k = 0; k <= LAYER_KIND_COUNT && n < len; k++) {
+        const char *s = k < LAYER_KIND_COUNT ? MODEL_OPS[k].onnx_import : extra;
+        if (!s || !*s) continue;
+        int w = snprintf(buf + n, len - n, "%s%s", n ? ", " : "", s);
+        if (w < 0) break;
+        n += (size_t)w;
+    }
+}

@@ -1,0 +1,63 @@
+/* model/op_table.h - the operator table: one row per layer kind of model.h, indexed by the
+ * kind. A row is everything model/ knows about a kind apart from how a builder takes its
+ * arguments: its name, the ONNX operators it is imported from and exported as, how many
+ * inputs it reads and which of them get a gradient, its shape inference, workspace and
+ * FLOPs, and its CPU forward and backward. model_forward and model_backward (model.c) are
+ * loops over the layers calling these; the CUDA backend has a table of the same length
+ * (model/model_cuda.cu); the ONNX importer's list of supported operators is generated from
+ * the onnx_import column and the exporter writes the onnx_export column.
+ *
+ * Adding a kind: a value before LAYER_KIND_COUNT in model.h, a row here (the
+ * _Static_assert in op_table.c and test_model's table walk refuse a missing one), a row in
+ * model_cuda.cu's table (NULL entries: "not on the GPU", refused by cuda_model_create),
+ * its builder in model.c, and its case in test_model's table walk.
+ */
+#ifndef PACER_OP_TABLE_H
+#define PACER_OP_TABLE_H
+
+#include "model.h"
+
+/* One layer's step. i: the layer's index in m->layers; x: the model input (B, C, H, W).
+ * forward: writes the layer's output (train: batch-norm mode, running statistics and
+ * dropout masks). backward: after a training forward on the same x and B; adds (or, where
+ * the layer is its input's grad_setter, writes) its inputs' gradients and writes its
+ * parameters' gradients. Neither allocates. */
+typedef void (*model_op_forward_fn)(model_t *m, int i, const float *x, int B, int train);
+typedef void (*model_op_backward_fn)(model_t *m, int i, const float *x, int B);
+
+/* Which inputs of a layer get a gradient (grad_inputs): in, in2. */
+#define MODEL_OP_GRAD_IN 1u
+#define MODEL_OP_GRAD_IN2 2u
+
+typedef struct {
+    layer_kind_t kind; /* the row's own index (checked by test_model's table walk) */
+    const char *name;  /* "conv", "residual add": bench/layer_profile, test output */
+    /* The ONNX operators this kind is imported from, as the importer's list of supported
+     * operators shows them ("Gemm, MatMul (+ Add)"), and the one it is exported as. */
+    const char *onnx_import;
+    const char *onnx_export;
+    int ninputs;          /* 1: in; 2: in and in2 */
+    unsigned grad_inputs; /* MODEL_OP_GRAD_* */
+    /* Output shape (OC, OH, OW) from the input's (C, H, W, already in l), the second
+     * input's (C2, H2, W2; zeros for one-input kinds) and the layer's descriptor; may
+     * normalise the descriptor. 0, or -1 for a geometry this kind cannot take. */
+    int (*infer_shape)(layer_t *l, int C2, int H2, int W2);
+    /* Floats of the shared workspace the layer needs at batch B (NULL: none). */
+    size_t (*workspace)(const layer_t *l, int B);
+    /* Forward FLOPs of one sample (model_forward_flops's rules). */
+    double (*flops)(const layer_t *l);
+    model_op_forward_fn forward;
+    model_op_backward_fn backward;
+} model_op_t;
+
+/* Indexed by layer_kind_t; LAYER_KIND_COUNT rows (op_table.c asserts it). */
+extern const model_op_t MODEL_OPS[];
+
+/* The row of kind k, or NULL for a value that is no kind. */
+const model_op_t *model_op(layer_kind_t k);
+
+/* Writes the onnx_import column of every row, then extra (the importer's graph-level
+ * operators; NULL: none), separated by ", ", into buf (cut to len, always terminated). */
+void model_op_onnx_names(char *buf, size_t len, const char *extra);
+
+#endif

@@ -1,0 +1,421 @@
+/* tests/unit/test_op_table.c - per-operator tests generated from the operator table
+ * (model/op_table.h): one test walks MODEL_OPS row by row and fails for a row that is
+ * incomplete or lacks a case here, a reference kernel (kernels/ref) or a CUDA entry.
+ *
+ * Each row's case (CASES below) names a shape generator (the input shape and a builder of
+ * the layer under test), its reference forward in double (kernels/ref/ref.h) and its
+ * tolerances. The layer is built into a small network:
+ *   input -> LeakyRelu(alpha 1) -> the layer under test -> Gemm head (4 classes)
+ * (the LeakyRelu with slope 1 is the identity, bit for bit, and gives the layer's input a
+ * gradient buffer; two-input kinds read it twice). After a training forward and backward
+ * on the CPU (model_forward, model_backward: the table's steps):
+ *   - the layer's output against its reference on the same input and weights: max |cpu -
+ *     ref| / max |ref| <= tol_fwd;
+ *   - the gradient of its input and of each of its parameters against central finite
+ *     differences of f = sum(g * ref(.)), g the output gradient the backward received
+ *     (relative to the largest difference quotient, tol_grad); inputs are kept at least
+ *     0.05 from 0 so that no ReLU kink sits within a step (random values: no max-pool ties);
+ *   - its ONNX import names appear in the importer's list of supported operators (what an
+ *     unsupported operator's refusal prints), which is generated from the table;
+ *   - the CUDA case: the same network on the device backend from the same weights and
+ *     batch: loss, logits and every parameter gradient against the CPU's (tol_dev). Here
+ *     the device is the stand-in of tests/fakecuda ($BUILD/tests/libpacer_fakecuda.so, the
+ *     CPU code as the worker's GPU path runs it: tol_dev is then 0, the same bits); with
+ *     PACER_CUDA_LIB set to build/libpacer_cuda.so on a machine with a GPU, the real one
+ *     (tol_dev then from test_cuda_parity's tolerances for the kind). A kind whose CUDA
+ *     row is empty is refused by cuda_model_create, and the row fails with that refusal.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend_cuda.h"
+#include "model.h"
+#include "onnx_import.h"
+#include "op_table.h"
+#include "ref.h"
+
+#define B_TEST 3
+#define CLASSES 4
+#define FD_H 1e-4 /* finite-difference step, times max(1, |v|) */
+
+/* ---- inputs --------------------------------------------------------------------------- */
+
+static uint64_t g_lcg;
+
+static double unif(void)
+{
+    g_lcg = g_lcg * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (double)(g_lcg >> 40) / 16777216.0;
+}
+
+/* +-[0.05, 1): away from every kink and tie a step of FD_H could cross */
+static float away_from_zero(void)
+{
+    const double v = 0.05 + 0.95 * unif();
+    return (float)(unif() < 0.5 ? -v : v);
+}
+
+/* ---- the layer under test: builders (shape generators) and references ------------------ */
+
+/* What a reference reads: the layer, its input (x; x2 the second input), its parameters
+ * (params: the model's fused parameters in double, at the layer's offsets), the batch. */
+typedef struct {
+    const model_t *m;
+    const layer_t *l;
+    int li; /* the layer's index (dropout's key) */
+    int B;
+    const double *x, *x2, *params;
+} ref_in_t;
+
+typedef void (*ref_fn)(const ref_in_t *in, double *y);
+
+static int build_conv(model_builder_t *b, int x)
+{
+    /* 3x3, stride 2, asymmetric pads, two groups, with bias */
+    const conv2d_desc_t g = {.OC = 4,
+                             .KH = 3,
+                             .KW = 3,
+                             .sH = 2,
+                             .sW = 1,
+                             .pad_t = 1,
+                             .pad_l = 0,
+                             .pad_b = 0,
+                             .pad_r = 1,
+                             .dH = 1,
+                             .dW = 1,
+                             .groups = 2};
+    return model_build_conv(b, x, &g, 1, "t.weight", "t.bias");
+}
+static void ref_conv(const ref_in_t *in, double *y)
+{
+    const layer_t *l = in->l;
+    ref_conv2d_forward(&l->conv, in->B, in->x, in->params + l->w_off, in->params + l->b_off, y);
+}
+
+static const pool2d_desc_t POOL = {.KH = 3, .KW = 2, .sH = 2, .sW = 2, .pad_t = 1, .pad_l = 1, .dH = 1, .dW = 1};
+static int build_maxpool(model_builder_t *b, int x) { return model_build_pool(b, LAYER_MAXPOOL, x, &POOL); }
+static void ref_maxpool(const ref_in_t *in, double *y) { ref_maxpool2d_forward(&in->l->pool, in->B, in->x, y, NULL); }
+static int build_avgpool(model_builder_t *b, int x) { return model_build_pool(b, LAYER_AVGPOOL, x, &POOL); }
+static void ref_avgpool(const ref_in_t *in, double *y) { ref_avgpool2d_forward(&in->l->pool, in->B, in->x, y); }
+
+static size_t in_count(const ref_in_t *in) { return (size_t)in->B * in->l->C * in->l->H * in->l->W; }
+
+static void ref_act_all(const ref_in_t *in, ref_act_t k, double alpha, double *y)
+{
+    for (size_t i = 0; i < in_count(in); i++) y[i] = ref_act(k, alpha, in->x[i]);
+}
+static int build_relu(model_builder_t *b, int x) { return model_build_relu(b, x); }
+static void ref_relu(const ref_in_t *in, double *y) { ref_act_all(in, REF_ACT_RELU, 0.0, y); }
+static int build_leaky(model_builder_t *b, int x) { return model_build_elementwise(b, LAYER_LEAKY_RELU, x, 0.1f); }
+static void ref_leaky(const ref_in_t *in, double *y) { ref_act_all(in, REF_ACT_LEAKY, in->l->alpha, y); }
+static int build_sigmoid(model_builder_t *b, int x) { return model_build_elementwise(b, LAYER_SIGMOID, x, 0.0f); }
+static void ref_sigmoid(const ref_in_t *in, double *y) { ref_act_all(in, REF_ACT_SIGMOID, 0.0, y); }
+static int build_tanh(model_builder_t *b, int x) { return model_build_elementwise(b, LAYER_TANH, x, 0.0f); }
+static void ref_tanh(const ref_in_t *in, double *y) { ref_act_all(in, REF_ACT_TANH, 0.0, y); }
+
+static int build_fc(model_builder_t *b, int x)
+{
+    /* ONNX Gemm with the (IN, OUT) layout, alpha and beta */
+    const gemm_desc_t g = {.layout = GEMM_W_IN_OUT, .alpha = 0.5f, .beta = 2.0f};
+    return model_build_gemm(b, x, 5, &g, "t.weight", "t.bias");
+}
+static void ref_fc(const ref_in_t *in, double *y)
+{
+    const layer_t *l = in->l;
+    ref_gemm_forward(&l->gemm, in->B, in->x, in->params + l->w_off, in->params + l->b_off, y);
+}
+
+static int build_bn(model_builder_t *b, int x)
+{
+    static const char *const names[4] = {"t.weight", "t.bias", "t.running_mean", "t.running_var"};
+    return model_build_bn_eps(b, x, names, 1e-3f);
+}
+static void ref_bn(const ref_in_t *in, double *y)
+{
+    const layer_t *l = in->l;
+    ref_batchnorm_forward_train(in->B, l->C, l->H * l->W, in->x, in->params + l->w_off, in->params + l->b_off, l->eps,
+                                y, NULL, NULL);
+}
+
+static int build_gap(model_builder_t *b, int x) { return model_build_gap(b, x); }
+static void ref_gap(const ref_in_t *in, double *y) { ref_gap_forward(in->B, in->l->C, in->l->H * in->l->W, in->x, y); }
+
+/* Add(x, x): both inputs one tensor, so its gradient receives both contributions */
+static int build_add(model_builder_t *b, int x) { return model_build_add(b, x, x); }
+static void ref_add(const ref_in_t *in, double *y) { ref_shortcut_add_forward(&in->l->sc, in->B, in->x, in->x2, y); }
+
+static int build_concat(model_builder_t *b, int x) { return model_build_concat(b, x, x); }
+static void ref_concat(const ref_in_t *in, double *y)
+{
+    const layer_t *l = in->l;
+    const int C[2] = {l->C, l->OC - l->C};
+    const double *const xs[2] = {in->x, in->x2};
+    ref_concat_forward(in->B, l->H * l->W, 2, C, xs, y);
+}
+
+static int build_dropout(model_builder_t *b, int x) { return model_build_elementwise(b, LAYER_DROPOUT, x, 0.3f); }
+static void ref_dropout(const ref_in_t *in, double *y)
+{
+    const model_t *m = in->m;
+    ref_dropout_forward(in_count(in), in->l->p, dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)in->li), in->x,
+                        y);
+}
+
+/* ---- the cases: one per row of the operator table --------------------------------------- */
+
+typedef struct {
+    layer_kind_t kind;
+    int C, H, W; /* the input's shape (with B_TEST samples) */
+    int (*build)(model_builder_t *b, int x);
+    ref_fn ref;
+    double tol_fwd, tol_grad;
+    double tol_dev; /* on a real GPU; the stand-in device must give the same bits */
+} row_case_t;
+
+/* Forward tolerances are test_ops's FWD_TOL (1e-5); gradients against finite differences
+ * its FD_TOL class (1e-3 in float); on a GPU test_cuda_parity's per-kind ones. */
+static const row_case_t CASES[] = {
+    {LAYER_CONV, 4, 7, 6, build_conv, ref_conv, 1e-5, 2e-3, 1e-3},
+    {LAYER_MAXPOOL, 3, 7, 6, build_maxpool, ref_maxpool, 1e-6, 1e-3, 0},
+    {LAYER_AVGPOOL, 3, 7, 6, build_avgpool, ref_avgpool, 1e-6, 1e-3, 0},
+    {LAYER_RELU, 3, 5, 4, build_relu, ref_relu, 0, 1e-3, 0},
+    {LAYER_FC, 3, 2, 2, build_fc, ref_fc, 1e-5, 1e-3, 1e-4},
+    {LAYER_BN, 3, 4, 4, build_bn, ref_bn, 1e-4, 2e-3, 1e-3},
+    {LAYER_GAP, 3, 4, 5, build_gap, ref_gap, 1e-6, 1e-3, 0},
+    {LAYER_ADD, 3, 4, 4, build_add, ref_add, 0, 1e-3, 0},
+    {LAYER_LEAKY_RELU, 3, 5, 4, build_leaky, ref_leaky, 1e-7, 1e-3, 0},
+    {LAYER_SIGMOID, 3, 5, 4, build_sigmoid, ref_sigmoid, 1e-6, 1e-3, 1e-6},
+    {LAYER_TANH, 3, 5, 4, build_tanh, ref_tanh, 1e-6, 1e-3, 1e-6},
+    {LAYER_CONCAT, 2, 3, 4, build_concat, ref_concat, 0, 1e-3, 0},
+    {LAYER_DROPOUT, 3, 5, 4, build_dropout, ref_dropout, 1e-6, 1e-3, 0},
+};
+
+static const row_case_t *case_of(layer_kind_t k)
+{
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++)
+        if (CASES[i].kind == k) return &CASES[i];
+    return NULL;
+}
+
+/* ---- the network around the layer -------------------------------------------------------- */
+
+typedef struct {
+    const row_case_t *c;
+    int li; /* the layer under test */
+} net_ctx_t;
+
+static int build_net(model_builder_t *b, void *ctx, char *err, size_t errlen)
+{
+    net_ctx_t *n = ctx;
+    const int x = model_build_elementwise(b, LAYER_LEAKY_RELU, -1, 1.0f); /* the identity */
+    n->li = n->c->build(b, x);
+    model_build_fc(b, n->li, CLASSES, "head.weight", "head.bias");
+    return 0;
+}
+
+/* max |a - b| / max |b| (max |a - b| when b is all zeros) */
+static double rel_err(const float *a, const double *b, size_t n)
+{
+    double e = 0, s = 0;
+    for (size_t i = 0; i < n; i++) {
+        e = fmax(e, fabs((double)a[i] - b[i]));
+        s = fmax(s, fabs(b[i]));
+    }
+    return s > 0 ? e / s : e;
+}
+
+/* f = sum(g * ref(x, params)) of the reference, in double */
+static double ref_objective(const ref_in_t *in, ref_fn ref, const double *g, double *y, size_t ny)
+{
+    ref(in, y);
+    double f = 0;
+    for (size_t i = 0; i < ny; i++) f += g[i] * y[i];
+    return f;
+}
+
+/* The gradient got (floats, n of them) of f with respect to v[0..n) (v inside the
+ * reference's inputs) against central differences; two-input kinds read x twice, so a
+ * step of x moves x2 too (v2: x2's copy of the same values, or NULL). */
+static void check_fd(const char *row, const char *what, const ref_in_t *in, ref_fn ref, const double *g, double *y,
+                     size_t ny, double *v, double *v2, const float *got, size_t n, double tol)
+{
+    double *fd = malloc(n * sizeof *fd);
+    assert_non_null(fd);
+    for (size_t i = 0; i < n; i++) {
+        const double keep = v[i], h = FD_H * fmax(1.0, fabs(keep));
+        v[i] = keep + h;
+        if (v2) v2[i] = v[i];
+        const double fp = ref_objective(in, ref, g, y, ny);
+        v[i] = keep - h;
+        if (v2) v2[i] = v[i];
+        const double fm = ref_objective(in, ref, g, y, ny);
+        v[i] = keep;
+        if (v2) v2[i] = keep;
+        fd[i] = (fp - fm) / (2 * h);
+    }
+    const double e = rel_err(got, fd, n);
+    printf("  %-11s %-16s max_rel %.2e (tol %.0e)\n", row, what, e, tol);
+    if (!(e <= tol)) fail_msg("row %s: %s against finite differences: max_rel %.3e > %.0e", row, what, e, tol);
+    free(fd);
+}
+
+static double *to_double(const float *f, size_t n)
+{
+    double *d = malloc((n ? n : 1) * sizeof *d);
+    assert_non_null(d);
+    for (size_t i = 0; i < n; i++) d[i] = f[i];
+    return d;
+}
+
+/* Which device backend the CUDA cases run on: the stand-in unless PACER_CUDA_LIB names
+ * another library (set in main). */
+static int g_standin;
+
+/* The CUDA case: start (the CPU model's state before its step: weights, batch-norm
+ * statistics, dropout seed and step) on the device backend, one training step on the same
+ * batch; its loss, logits and parameter gradients against the CPU model m's. */
+static void device_case(const row_case_t *c, const char *row, const model_t *start, const model_t *m, const float *x,
+                        const int32_t *y, float cpu_loss)
+{
+    char err[512];
+    cuda_model_t *cm = cuda_model_create(start, 0, err, sizeof err);
+    if (!cm) fail_msg("row %s has no CUDA case: %s", row, err);
+    if (cuda_model_upload(cm, start) != 0) fail_msg("row %s: device upload: %s", row, cuda_model_error(cm));
+    const float dloss = cuda_model_forward(cm, x, y, B_TEST, 1);
+    if (dloss < 0.0f || cuda_model_backward(cm, B_TEST, 1.0f) != 0)
+        fail_msg("row %s: device step: %s", row, cuda_model_error(cm));
+    float *grads = calloc(m->nparams + MODEL_GRAD_EXTRA, sizeof *grads);
+    assert_non_null(grads);
+    if (cuda_model_download_grads(cm, grads, 0) != 0)
+        fail_msg("row %s: device gradients: %s", row, cuda_model_error(cm));
+    const float *logits = cuda_model_logits_host(cm, B_TEST);
+    if (!logits) fail_msg("row %s: device logits: %s", row, cuda_model_error(cm));
+    const size_t nl = (size_t)B_TEST * CLASSES;
+    double *cl = to_double(model_logits(m), nl), *cg = to_double(m->grads, m->nparams), closs = cpu_loss;
+    const double tol = g_standin ? 0.0 : c->tol_dev;
+    const double el = rel_err(&dloss, &closs, 1), eo = rel_err(logits, cl, nl), eg = rel_err(grads, cg, m->nparams);
+    printf("  %-11s %-16s loss %.2e logits %.2e gradients %.2e (tol %.0e, %s)\n", row, "device", el, eo, eg, tol,
+           g_standin ? "the stand-in device" : "PACER_CUDA_LIB");
+    if (!(el <= tol && eo <= tol && eg <= tol))
+        fail_msg("row %s: device against CPU: loss %.3e, logits %.3e, gradients %.3e > %.0e", row, el, eo, eg, tol);
+    free(cl);
+    free(cg);
+    free(grads);
+    cuda_model_free(cm);
+}
+
+static void run_row(layer_kind_t k)
+{
+    const model_op_t *op = &MODEL_OPS[k];
+    char row[64];
+    snprintf(row, sizeof row, "%d (%s)", (int)k, op->name ? op->name : "no name");
+    /* the row is whole */
+    if (op->kind != k)
+        fail_msg("row %s holds kind %d: a layer kind without its row in model/op_table.c", row, op->kind);
+    if (!op->name || !op->onnx_import || !op->onnx_export || !op->infer_shape || !op->flops || !op->forward ||
+        !op->backward || op->ninputs < 1 || op->ninputs > 2 || !op->grad_inputs)
+        fail_msg("row %s is incomplete in model/op_table.c", row);
+    /* the importer's refusals list the row's ONNX operators (generated from the table) */
+    char supported[1024];
+    onnx_supported_ops(supported, sizeof supported);
+    if (!*op->onnx_import || !strstr(supported, op->onnx_import))
+        fail_msg("row %s: '%s' is missing from the importer's supported operators (%s)", row, op->onnx_import,
+                 supported);
+    const row_case_t *c = case_of(k);
+    if (!c) fail_msg("row %s has no case in tests/unit/test_op_table.c's CASES", row);
+    if (!c->ref) fail_msg("row %s has no reference kernel (kernels/ref)", row);
+    snprintf(row, sizeof row, "%s", op->name);
+
+    /* the CPU step */
+    char err[512];
+    net_ctx_t n = {.c = c, .li = -1};
+    model_t *m = NULL;
+    if (model_create_custom("op_table", c->C, c->H, c->W, CLASSES, B_TEST, build_net, &n, &m, err, sizeof err) != 0)
+        fail_msg("row %s: the shape generator's network is refused: %s", row, err);
+    assert_int_equal(m->nlayers, 3);
+    assert_int_equal((int)m->layers[n.li].kind, (int)k);
+    model_init_params(m, 4000 + (uint64_t)k);
+    m->dropout_seed = 77;
+    g_lcg = 1000 + (uint64_t)k;
+    const size_t nx = (size_t)B_TEST * c->C * c->H * c->W;
+    float *x = malloc(nx * sizeof *x);
+    int32_t y[B_TEST];
+    assert_non_null(x);
+    for (size_t i = 0; i < nx; i++) x[i] = away_from_zero();
+    for (int i = 0; i < B_TEST; i++) y[i] = i % CLASSES;
+    for (size_t i = 0; i < m->nparams; i++) m->params[i] = away_from_zero() * 0.5f;
+    /* the device gets the same starting state (weights, statistics, dropout step) */
+    model_t *start = NULL;
+    assert_int_equal(model_clone(m, &start, err, sizeof err), 0);
+    memcpy(start->params, m->params, m->nparams * sizeof(float));
+    memcpy(start->buffers, m->buffers, m->nbuffers * sizeof(float));
+
+    const float loss = model_forward(m, x, y, B_TEST, 1);
+    model_backward(m, x, y, B_TEST, 1.0f);
+
+    /* the output against the reference */
+    const layer_t *l = &m->layers[n.li];
+    const size_t ny = (size_t)B_TEST * l->OC * l->OH * l->OW;
+    double *xin = to_double(m->acts + m->layers[0].out_off, nx), *xin2 = to_double(m->acts + m->layers[0].out_off, nx);
+    double *params = to_double(m->params, m->nparams), *yref = malloc(ny * sizeof *yref);
+    double *g = to_double(m->dacts + l->out_off, ny);
+    assert_non_null(yref);
+    const ref_in_t in = {.m = m, .l = l, .li = n.li, .B = B_TEST, .x = xin, .x2 = xin2, .params = params};
+    c->ref(&in, yref);
+    const double e = rel_err(m->acts + l->out_off, yref, ny);
+    printf("  %-11s %-16s max_rel %.2e (tol %.0e)\n", row, "forward", e, c->tol_fwd);
+    if (!(e <= c->tol_fwd)) fail_msg("row %s: forward against the reference: max_rel %.3e > %.0e", row, e, c->tol_fwd);
+
+    /* the gradients against finite differences of the reference */
+    check_fd(row, "input gradient", &in, c->ref, g, yref, ny, xin, op->ninputs == 2 ? xin2 : NULL,
+             m->dacts + m->layers[0].out_off, nx, c->tol_grad);
+    for (int t = 0; t < m->ntensors; t++) {
+        const tensor_info_t *ti = &m->tensors[t];
+        if (ti->is_buffer || strncmp(ti->name, "t.", 2) != 0) continue; /* the head's are not this row's */
+        check_fd(row, ti->name, &in, c->ref, g, yref, ny, params + ti->offset, NULL, m->grads + ti->offset, ti->count,
+                 c->tol_grad);
+    }
+
+    device_case(c, row, start, m, x, y, loss);
+    free(xin);
+    free(xin2);
+    free(params);
+    free(yref);
+    free(g);
+    free(x);
+    model_free(start);
+    model_free(m);
+}
+
+/* Every row of the table, in order. */
+static void test_every_row(void **state)
+{
+    (void)state;
+    for (int k = 0; k < LAYER_KIND_COUNT; k++) run_row((layer_kind_t)k);
+}
+
+int main(void)
+{
+    /* the stand-in device unless the caller names a backend (a GPU machine's real one) */
+    const char *lib = getenv("PACER_CUDA_LIB");
+    if (!lib || !*lib) {
+        static char path[1024];
+        const char *build = getenv("BUILD");
+        snprintf(path, sizeof path, "%s/tests/libpacer_fakecuda.so", build && *build ? build : "build");
+        setenv("PACER_CUDA_LIB", path, 1);
+        lib = path;
+    }
+    g_standin = strstr(lib, "fakecuda") != NULL;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_row),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -440,6 +440,26 @@ static const bad_case_t BAD[] = {
      "\"goodput_model\":\"adaptdl\"}}",
      "algorithm.goodput_model: must be one of nodes, equal"},
     {"{\"model\":\"lenet5\",\"eval_every_steps\":-1}", "eval_every_steps: must be between 0 and"},
+    /* gradient compression (issue 47's first step: ssgd only) */
+    {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"hpsgd\",\"compression\":{\"kind\":"
+     "\"powersgd\"}}}",
+     "algorithm.compression.kind: powersgd is implemented for ssgd only (algorithm.name is hpsgd); use ssgd or kind "
+     "none"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"asgd\",\"compression\":{\"kind\":"
+     "\"bf16\"}}}",
+     "algorithm.compression.kind: bf16 is implemented for ssgd only (algorithm.name is asgd)"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"ssgd\",\"goodput\":true,"
+     "\"compression\":{\"kind\":\"bf16\"}}}",
+     "algorithm.compression.kind: bf16 does not work with algorithm.goodput"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"ssgd\",\"compression\":{\"kind\":"
+     "\"topk\"}}}",
+     "algorithm.compression.kind: must be one of none, bf16, powersgd"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"ssgd\",\"compression\":{\"kind\":"
+     "\"powersgd\",\"rank\":0}}}",
+     "algorithm.compression.rank: must be between 1 and 64"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"ssgd\",\"compression\":{\"kind\":"
+     "\"powersgd\",\"ranks\":2}}}",
+     "algorithm.compression.ranks"},
 };
 
 static void test_invalid_specs(void **state)

@@ -22,6 +22,7 @@
 #include "checkpoint.h"
 #include "ckptdir.h"
 #include "clock.h"
+#include "compress.h"
 #include "dcache.h"
 #include "emulate.h"
 #include "hash.h"
@@ -1496,6 +1497,28 @@ static json_t *dataset_json(const worker_t *w)
     return o;
 }
 
+/* ssgd's all-reduce payload per step as measured (worker_stats_t.comm_bytes: what rank 0
+ * handed to MPI; every rank sends the same), missing where not measured (the other
+ * algorithms); with algorithm.compression also what it did: the payload of a compressed
+ * step and of a plain one, their ratio, and the matrices PowerSGD compressed. */
+static void compression_summary(const worker_t *w, json_t *root)
+{
+    const job_spec_t *s = w->spec;
+    if (w->stats.comm_steps > 0)
+        json_object_set_new(root, "comm_bytes_per_step", json_real(w->stats.comm_bytes / (double)w->stats.comm_steps));
+    const compress_t *c = w->compress;
+    if (!c || compress_kind(c) == COMPRESS_NONE) return;
+    const double step = (double)compress_step_bytes(c), plain = (double)compress_plain_bytes(c);
+    json_t *o = json_pack("{s:s, s:f, s:f, s:f}", "kind", s->algorithm.compression.kind, "compressed_bytes_per_step",
+                          step, "plain_bytes_per_step", plain, "ratio", step > 0 ? plain / step : 1.0);
+    if (o && compress_kind(c) == COMPRESS_POWERSGD) {
+        json_object_set_new(o, "rank", json_integer(s->algorithm.compression.rank));
+        json_object_set_new(o, "warmup_steps", json_integer(s->algorithm.compression.warmup_steps));
+        json_object_set_new(o, "matrices", json_integer(compress_matrices(c)));
+    }
+    json_object_set_new(root, "compression", o);
+}
+
 int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, char *err, size_t errlen)
 {
     const job_spec_t *s = w->spec;
@@ -1542,6 +1565,7 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
     json_object_set_new(root, "device", job_device_json(s, per_rank));
     json_object_set_new(root, "emulation", emulate_summary_json(w));
     adaptive_summary(w, root);
+    compression_summary(w, root);
     /* Training seconds until the first evaluation that reached the target (simulated
      * seconds under pacer-sim); null when it was never reached. */
     if (s->target_accuracy > 0) json_object_set_new(root, "time_to_target_s", json_finite_or_null(w->time_to_target_s));

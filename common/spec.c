@@ -1312,6 +1312,10 @@ static char *spec_text(const job_spec_t *s, int for_hash, json_t **doc)
             return NULL;
         }
     }
+    /* No compression hashes as before compression existed, so checkpoints written by
+     * earlier versions still resume (kind none ignores rank and warmup_steps). */
+    if (for_hash && strcmp(s->algorithm.compression.kind, "none") == 0)
+        json_object_del(json_object_get(root, "algorithm"), "compression");
     /* One precision for the whole document: the largest any number needs to read back
      * exactly, so 0.01 prints as 0.01 rather than 0.010000000000000000208. */
     char *text = json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(prec) | (for_hash ? JSON_SORT_KEYS : 0));

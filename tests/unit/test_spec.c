@@ -607,6 +607,16 @@ static void test_spec_hash(void **state)
              "\"keep_best\":true},\"on_collapse\":\"restart\"}",
              &b);
     assert_true(spec_hash(&a) == spec_hash(&b));
+    /* Compression none hashes as a spec from before compression (older checkpoints
+     * resume), whatever its rank; powersgd's rank and warm-up are part of the run. */
+    parse_ok("{\"model\":\"lenet5\",\"algorithm\":{\"compression\":{\"kind\":\"none\",\"rank\":7}}}", &b);
+    assert_true(spec_hash(&a) == spec_hash(&b));
+    job_spec_t c;
+    parse_ok("{\"model\":\"lenet5\",\"algorithm\":{\"name\":\"ssgd\",\"compression\":{\"kind\":\"powersgd\"}}}", &b);
+    parse_ok("{\"model\":\"lenet5\",\"algorithm\":{\"name\":\"ssgd\",\"compression\":{\"kind\":\"powersgd\","
+             "\"rank\":3}}}",
+             &c);
+    assert_true(spec_hash(&b) != spec_hash(&c));
     const char *differ[] = {
         "{\"model\":\"mlp\"}",
         "{\"model\":\"lenet5\",\"epochs\":2}",
@@ -615,6 +625,7 @@ static void test_spec_hash(void **state)
         "{\"model\":\"lenet5\",\"optimizer\":{\"async_momentum\":\"explicit\"}}",
         "{\"model\":\"lenet5\",\"dataset\":{\"train_subset\":5}}",
         "{\"model\":\"lenet5\",\"emulate\":{\"schedule\":[{\"step\":1,\"rank\":0,\"slowdown\":2}]}}",
+        "{\"model\":\"lenet5\",\"algorithm\":{\"name\":\"ssgd\",\"compression\":{\"kind\":\"bf16\"}}}",
     };
     for (size_t i = 0; i < sizeof differ / sizeof differ[0]; i++) {
         parse_ok(differ[i], &b);

@@ -31,13 +31,9 @@ static int ssgd_init(worker_t *w)
 {
     comm_broadcast_model(w, MPI_COMM_WORLD);
     /* Every kind, none included, goes through compress_allreduce, which measures the
-     * payload; a job restored from a checkpoint gets its Q and error back afterwards
-     * (train.c). */
-    const job_spec_t *s = w->spec;
+     * payload; a resumed job's compressor exists already (worker_resume restored it). */
     char err[256];
-    if (compress_create(w->model, s->algorithm.compression.kind, s->algorithm.compression.rank,
-                        s->algorithm.compression.warmup_steps, s->seed, w->use_mpi ? w->nworkers : 1, w->use_mpi,
-                        &w->compress, err, sizeof err) != 0) {
+    if (worker_compress_setup(w, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         return -1;
     }
@@ -76,6 +72,7 @@ static int ssgd_step(worker_t *w)
     waitmark_leave(&w->wait);
     w->stats.comm_bytes += (double)bytes;
     w->stats.comm_steps++;
+    worker_compress_gather(w);
     phase_mark(&w->phases, PHASE_COMM);
     double dt = clock_mono_s() - t0;
     if (w->algo_state && !baseline_first) baseline_allreduce(w);
@@ -92,8 +89,6 @@ static int ssgd_step(worker_t *w)
 
 static void ssgd_fini(worker_t *w)
 {
-    compress_free(w->compress);
-    w->compress = NULL;
     free(w->algo_state);
     w->algo_state = NULL;
 }

@@ -38,6 +38,8 @@ struct compress {
     float *q;        /* (q_floats) Q of every matrix, the reduced one after a step */
     float *fused;    /* (fused_floats) P of every matrix, then the uncompressed runs */
     uint16_t *words; /* (nparams) bf16: the rounded gradient */
+    float *all_err;  /* (nranks, err_floats) at the checkpoint writer, or NULL */
+    long all_step;   /* the step count all_err was gathered at; -1: never */
     MPI_Op op;       /* bf16: compress_bf16_sum; MPI_OP_NULL without MPI */
 };
 
@@ -149,6 +151,7 @@ int compress_create(const model_t *m, const char *kind, int rank, int warmup_ste
     compress_t *c = calloc(1, sizeof *c);
     if (!c) goto oom;
     c->op = MPI_OP_NULL;
+    c->all_step = -1;
     c->nparams = m->nparams;
     c->plain_floats = m->nparams + MODEL_GRAD_EXTRA;
     c->nranks = nranks > 0 ? nranks : 1;
@@ -200,6 +203,7 @@ void compress_free(compress_t *c)
     free(c->q);
     free(c->fused);
     free(c->words);
+    free(c->all_err);
     free(c);
 }
 
@@ -330,5 +334,30 @@ size_t compress_step_bytes(const compress_t *c)
 size_t compress_state_floats(const compress_t *c)
 {
     if (!c) return 0;
-    return c->err_floats + c->q_floats + c->fused_floats + (c->words ? (c->nparams + 1) / 2 : 0);
+    return c->err_floats + c->q_floats + c->fused_floats + (c->words ? (c->nparams + 1) / 2 : 0) +
+           (c->all_err ? c->err_floats * (size_t)c->nranks : 0);
+}
+
+int compress_keep_all(compress_t *c, int nranks)
+{
+    if (!c || c->err_floats == 0 || c->all_err) return 0;
+    c->all_err = malloc(c->err_floats * (size_t)nranks * sizeof *c->all_err);
+    return c->all_err ? 0 : -1;
+}
+
+void compress_gather_errors(compress_t *c, int use_mpi, MPI_Comm comm, long at_step)
+{
+    if (!c || c->err_floats == 0) return;
+    if (!use_mpi) {
+        if (c->all_err) memcpy(c->all_err, c->err, c->err_floats * sizeof *c->err);
+    } else {
+        MPI_CHECK(MPI_Gather(c->err, (int)c->err_floats, MPI_FLOAT, c->all_err, (int)c->err_floats, MPI_FLOAT, 0, comm));
+    }
+    c->all_step = at_step;
+}
+
+const float *compress_all_errors(const compress_t *c, long *at_step)
+{
+    *at_step = c ? c->all_step : -1;
+    return c && c->all_step >= 0 ? c->all_err : NULL;
 }

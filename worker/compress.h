@@ -93,6 +93,15 @@ void compress_bf16_sum(const uint16_t *in, uint16_t *inout, size_t n);
 float *compress_q(compress_t *c, size_t *n);
 float *compress_error(compress_t *c, size_t *n);
 int compress_matrices(const compress_t *c);
+/* For checkpoints (rank 0 writes them, and the errors differ per rank): keep_all makes
+ * room for nranks ranks' errors at the root (once, at set-up; -1 out of memory);
+ * compress_gather_errors (collective over comm, or a copy in one process) collects them
+ * there after step at_step (the global step count once the step is done);
+ * compress_all_errors gives them and that step (NULL when never gathered). */
+int compress_keep_all(compress_t *c, int nranks);
+void compress_gather_errors(compress_t *c, int use_mpi, MPI_Comm comm, long at_step);
+const float *compress_all_errors(const compress_t *c, long *at_step);
+
 /* The bytes a compressed step hands to MPI (after warm-up), and a plain step's. */
 size_t compress_step_bytes(const compress_t *c);
 size_t compress_plain_bytes(const compress_t *c);

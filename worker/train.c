@@ -861,6 +861,8 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
 void worker_teardown(worker_t *w)
 {
     if (w->algo && w->algo->fini) w->algo->fini(w);
+    compress_free(w->compress); /* before MPI_Finalize (its MPI_Op) */
+    w->compress = NULL;
     adaptive_free(w);
     cuda_model_free(w->gpu);
     model_free(w->model);
@@ -901,6 +903,58 @@ static void fill_ckpt(const worker_t *w, ckpt_state_t *st)
         st->dropout_step[i] = w->role == ROLE_PS ? w->dropout_of[i] : w->model->dropout_step;
     st->spec_hash = spec_hash(w->spec);
     adaptive_save(w, st);
+    /* PowerSGD: Q, and every rank's error when rank 0 gathered them after this very step
+     * (worker_compress_gather); else none, and a resume starts them at zero. */
+    size_t nq, ne;
+    long at;
+    float *q = compress_q(w->compress, &nq);
+    compress_error(w->compress, &ne);
+    const float *all = compress_all_errors(w->compress, &at);
+    if (nq > 0) {
+        st->compress_q = q;
+        st->compress_q_floats = nq;
+        st->compress_err_floats = ne;
+        if (all && at == w->global_step) {
+            st->compress_err = all;
+            st->compress_ranks = w->nworkers;
+        } else if (w->rank == 0) {
+            fprintf(stderr,
+                    "checkpoint at step %ld: without PowerSGD's error feedback (gathered at step %ld): a resume "
+                    "from it starts the errors at zero\n",
+                    w->global_step, at);
+        }
+    }
+}
+
+int worker_compress_setup(worker_t *w, char *err, size_t errlen)
+{
+    const job_spec_t *s = w->spec;
+    if (w->compress || strcmp(s->algorithm.name, "ssgd") != 0) return 0;
+    const int n = w->use_mpi ? w->nworkers : 1;
+    if (compress_create(w->model, s->algorithm.compression.kind, s->algorithm.compression.rank,
+                        s->algorithm.compression.warmup_steps, s->seed, n, w->use_mpi, &w->compress, err, errlen) != 0)
+        return -1;
+    if (w->rank == 0 && s->checkpoint.every_steps > 0 && compress_keep_all(w->compress, n) != 0) {
+        snprintf(err, errlen, "algorithm.compression: out of memory for %d ranks' error feedback", n);
+        return -1;
+    }
+    return 0;
+}
+
+void worker_compress_gather(worker_t *w)
+{
+    const job_spec_t *s = w->spec;
+    size_t ne;
+    compress_error(w->compress, &ne);
+    if (ne == 0 || s->checkpoint.every_steps <= 0) return;
+    /* The step counts once this step is done: the loop's checkpoint sites (every_steps,
+     * keep_best's epoch end, the run's end) write after exactly these. */
+    const long next = w->global_step + 1;
+    if (next % s->checkpoint.every_steps != 0 && w->step_in_epoch + 1 < w->steps_per_epoch && next < w->total_steps)
+        return;
+    phase_mark(&w->phases, PHASE_OTHER);
+    compress_gather_errors(w->compress, w->use_mpi, MPI_COMM_WORLD, next);
+    phase_mark(&w->phases, PHASE_COMM);
 }
 
 void worker_checkpoint_path(const worker_t *w, char *out, size_t len)
@@ -1028,6 +1082,7 @@ int worker_resume_before(worker_t *w, long before, char *path, size_t len, char 
 
 int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
 {
+    size_t nq = 0, ne = 0;
     /* Everything the checkpoint's fields are checked against before any is used: the
      * batch sizes index the buffers, the cursor the epoch order. */
     ckpt_expect_t want = {
@@ -1045,8 +1100,18 @@ int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
         .goodput = w->spec->algorithm.goodput,
         .max_global = planner_max_global(w->spec, w->train.n),
     };
+    if (worker_compress_setup(w, err, errlen) != 0) return -1;
+    want.compress_q = compress_q(w->compress, &nq);
+    want.compress_err = compress_error(w->compress, &ne);
+    want.compress_q_floats = nq, want.compress_err_floats = ne;
+    want.compress_index = w->worker_index;
     ckpt_state_t st;
     if (checkpoint_load(path, w->model, &want, &st, err, errlen) != 0) return -1;
+    if (nq > 0 && st.compress_ranks != w->nworkers && w->rank == 0)
+        fprintf(stderr,
+                "checkpoint %s carries PowerSGD's error feedback of %d ranks, this run has %d: the errors start at "
+                "zero (what they held is not applied), Q is kept\n",
+                path, (int)st.compress_ranks, w->nworkers);
     w->global_step = st.global_step;
     /* A worker goes on with its own dropout masks (checkpoint.h, dropout_step); one the
      * checkpoint's world did not have (an elastic restart on more workers) takes the

@@ -17,8 +17,10 @@
 #include <cmocka.h>
 
 #include "compress.h"
+#include "memest.h"
 #include "model.h"
 #include "rng.h"
+#include "spec.h"
 
 /* Named tolerances. */
 #define TOL_PSGD_REL 1e-4 /* float PowerSGD vs the double reference, relative to max |M^| */
@@ -346,12 +348,46 @@ static void test_warmup_and_refusals(void **state)
     assert_non_null(strstr(err, "algorithm.compression.rank: 65 is outside [1, 64]"));
 }
 
+/* The memory estimate (common/memest.c) counts compression's buffers by a bound from the
+ * parameter count: for LeNet-5 on 4 workers with checkpoints (rank 0 keeps every
+ * worker's error) it is at least what compress_create really allocates. */
+static void test_memest_counts_compression(void **state)
+{
+    (void)state;
+    const char *base = "{\"model\":\"lenet5\",\"workers\":4,\"checkpoint\":{\"every_steps\":5},"
+                       "\"algorithm\":{\"name\":\"ssgd\",\"compression\":{\"kind\":\"%s\"}}}";
+    char text[512], err[256];
+    job_spec_t s;
+    memest_t none, psgd, bf16;
+    snprintf(text, sizeof text, base, "none");
+    assert_int_equal(spec_parse(text, &s, err, sizeof err), 0);
+    assert_int_equal(memest_rank(&s, 4, &none, err, sizeof err), 0);
+    snprintf(text, sizeof text, base, "bf16");
+    assert_int_equal(spec_parse(text, &s, err, sizeof err), 0);
+    assert_int_equal(memest_rank(&s, 4, &bf16, err, sizeof err), 0);
+    snprintf(text, sizeof text, base, "powersgd");
+    assert_int_equal(spec_parse(text, &s, err, sizeof err), 0);
+    assert_int_equal(memest_rank(&s, 4, &psgd, err, sizeof err), 0);
+    model_t *m = NULL;
+    if (model_create("lenet5", 1, &m, err, sizeof err) != 0) fail_msg("%s", err);
+    compress_t *c = NULL;
+    assert_int_equal(compress_create(m, "powersgd", 2, 0, 1, 4, 0, &c, err, sizeof err), 0);
+    assert_int_equal(compress_keep_all(c, 4), 0);
+    double real = 4.0 * (double)compress_state_floats(c);
+    print_message("LeNet-5 PowerSGD rank 2, 4 workers: %.0f bytes allocated, %.0f estimated\n", real,
+                  psgd.model_bytes - none.model_bytes);
+    assert_true(psgd.model_bytes - none.model_bytes >= real);
+    assert_true(bf16.model_bytes - none.model_bytes >= 2.0 * (double)m->nparams);
+    compress_free(c);
+    model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bf16_rounding),       cmocka_unit_test(test_bf16_allreduce_bound),
         cmocka_unit_test(test_powersgd_reference),  cmocka_unit_test(test_error_feedback_converges),
-        cmocka_unit_test(test_warmup_and_refusals),
+        cmocka_unit_test(test_warmup_and_refusals), cmocka_unit_test(test_memest_counts_compression),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,9 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
+#include "checkpoint.h"
 #include "compress.h"
 #include "memest.h"
 #include "model.h"
@@ -382,12 +384,90 @@ static void test_memest_counts_compression(void **state)
     model_free(m);
 }
 
+/* Checkpoint format 6 carries PowerSGD's state: Q and every rank's error, each rank
+ * taking its own back; a run on another number of workers (an elastic restart) gets Q
+ * and starts its errors at zero; a plan of other sizes is refused, saying so. */
+static void test_checkpoint_carries_state(void **state)
+{
+    (void)state;
+    compress_t *c[NR];
+    fake_t f[NR];
+    make_all(c, f, "powersgd", R, 0);
+    for (int t = 0; t < 2; t++) {
+        for (int k = 0; k < NR; k++) fill_grad(f[k].grads, k, t);
+        step_all(c, f, t);
+    }
+    static float params[NPARAMS], momentum[NPARAMS];
+    for (int k = 0; k < NR; k++) f[k].m.params = params, f[k].m.momentum = momentum;
+    assert_int_equal(compress_keep_all(c[0], NR), 0);
+    /* what rank 0 gathers: here the two ranks' errors side by side */
+    size_t nq, ne;
+    float *q = compress_q(c[0], &nq);
+    static float all[NR * ROWS * COLS];
+    for (int k = 0; k < NR; k++) memcpy(all + k * ne, compress_error(c[k], &ne), ne * sizeof(float));
+    ckpt_state_t st;
+    memset(&st, 0, sizeof st);
+    st.spec_hash = 1, st.seed = 42, st.epoch = 1, st.step_in_epoch = 4, st.cursor = 256, st.global_step = 14;
+    st.aug_rng.s[0] = 7, st.aug_rng.s[1] = 9, st.epoch_loss_samples = 256, st.nworkers = NR;
+    st.batch_of[0] = 40, st.batch_of[1] = 24, st.global_batch = 64, st.gain = st.efficiency = 1;
+    st.compress_q = q, st.compress_err = all, st.compress_q_floats = nq, st.compress_err_floats = ne;
+    st.compress_ranks = NR;
+    char dir[] = "/tmp/pacer-test-compress-XXXXXX", path[64], err[512];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/c.ckpt", dir);
+    assert_int_equal(checkpoint_save(path, &f[0].m, &st, err, sizeof err), 0);
+
+    static float q2[COLS * R], e2[ROWS * COLS];
+    ckpt_expect_t want = {.spec_hash = 1,
+                          .seed = 42,
+                          .nworkers = NR,
+                          .spec_workers = NR,
+                          .epochs = 3,
+                          .steps_per_epoch = 10,
+                          .train_n = 640,
+                          .global_batch = 64,
+                          .min_batch = 8,
+                          .max_batch = 48,
+                          .compress_q_floats = nq,
+                          .compress_err_floats = ne,
+                          .compress_q = q2,
+                          .compress_err = e2,
+                          .compress_index = 1};
+    ckpt_state_t got;
+    if (checkpoint_load(path, &f[1].m, &want, &got, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_memory_equal(q2, q, nq * sizeof(float));
+    assert_memory_equal(e2, compress_error(c[1], &ne), ne * sizeof(float));
+    assert_int_equal(got.compress_ranks, NR);
+
+    /* an elastic restart on one worker: Q kept, the errors start at zero */
+    memset(q2, 0, sizeof q2);
+    memset(e2, 0, sizeof e2);
+    want.nworkers = 1, want.compress_index = 0;
+    if (checkpoint_load(path, &f[1].m, &want, &got, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_memory_equal(q2, q, nq * sizeof(float));
+    for (size_t i = 0; i < ne; i++) assert_true(e2[i] == 0);
+    assert_int_equal(got.compress_ranks, NR);
+
+    /* another plan (rank 3's sizes) */
+    want.nworkers = NR, want.compress_q_floats = COLS * 3;
+    assert_int_equal(checkpoint_load(path, &f[1].m, &want, &got, err, sizeof err), -1);
+    assert_non_null(strstr(err, "checkpoint's PowerSGD state (Q 96 floats, error 1536) is not this run's plan (Q "
+                                "144, error 1536)"));
+    unlink(path);
+    rmdir(dir);
+    for (int k = 0; k < NR; k++) compress_free(c[k]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bf16_rounding),       cmocka_unit_test(test_bf16_allreduce_bound),
-        cmocka_unit_test(test_powersgd_reference),  cmocka_unit_test(test_error_feedback_converges),
-        cmocka_unit_test(test_warmup_and_refusals), cmocka_unit_test(test_memest_counts_compression),
+        cmocka_unit_test(test_bf16_rounding),
+        cmocka_unit_test(test_bf16_allreduce_bound),
+        cmocka_unit_test(test_powersgd_reference),
+        cmocka_unit_test(test_error_feedback_converges),
+        cmocka_unit_test(test_warmup_and_refusals),
+        cmocka_unit_test(test_memest_counts_compression),
+        cmocka_unit_test(test_checkpoint_carries_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

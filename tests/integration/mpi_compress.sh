@@ -4,8 +4,10 @@
 #      ((61706 + 4) floats), bf16 half of it (plus the 16-byte extras), PowerSGD rank 2
 #      at least 10x fewer; each compressed run learns (an accuracy floor, and within 5
 #      points of the uncompressed run).
-#   2. PowerSGD (with warm-up steps) stopped at step 20 and resumed ends bit for bit where
-#      an uninterrupted run does (ckpt_diff, tolerance 0): the checkpoint carries Q and
+#   2. PowerSGD (with warm-up steps, unequal batches 24 and 40: compression applies to
+#      the batch-weighted gradients) stopped at step 20 and resumed (the plan from the
+#      checkpoint) ends bit for bit where an uninterrupted run does (ckpt_diff,
+#      tolerance 0): the checkpoint carries Q and
 #      both ranks' error feedback (compress_ranks 2); the same resume with the errors
 #      zeroed in the file ends elsewhere, so the errors are what makes it exact.
 #   3. A compression the step does not wire (hpsgd) is refused before training, naming
@@ -17,7 +19,7 @@ DIFF=$BUILD/tools/ckpt_diff
 spec() { # NAME KIND [EXTRA-COMPRESSION-JSON] [EXTRA-TOP-JSON]
     cat >"$TMP/$1.json" <<JSON
 {"name": "$1", "model": "lenet5", "dataset": {"name": "fashion-mnist", "train_subset": 6400, "test_subset": 1000},
- "algorithm": {"name": "ssgd", "compression": {"kind": "$2"${3:-}}}, "workers": 2, "batch_size": 32, "epochs": 1,
+ "algorithm": {"name": "ssgd", "max_batch": 64, "compression": {"kind": "$2"${3:-}}}, "workers": 2, "batch_size": 32, "epochs": 1,
  "seed": 3, "log_every": 0, "optimizer": {"lr": 0.05, "momentum": 0.9}${4:-}}
 JSON
 }
@@ -51,8 +53,8 @@ echo "ok: bytes per step $plain (none), $(json "$TMP/bf16.out" .comm_bytes_per_s
 # 2. Resume bit for bit.
 spec full powersgd ', "rank": 2, "warmup_steps": 5' ", \"checkpoint\": {\"every_steps\": 10, \"dir\": \"$TMP/full\"}"
 spec cut powersgd ', "rank": 2, "warmup_steps": 5' ", \"checkpoint\": {\"every_steps\": 10, \"dir\": \"$TMP/cut\"}"
-run2 full
-run2 cut --stop-after-steps 20
+run2 full --batch-plan 24,40 --summary "$TMP/full.out"
+run2 cut --batch-plan 24,40 --stop-after-steps 20
 cp "$TMP/cut/cut.ckpt" "$TMP/step20.ckpt"
 equals_num "the step-20 checkpoint's compress_ranks" "$($PATCH "$TMP/step20.ckpt" compress_ranks)" 2
 q=$($PATCH "$TMP/step20.ckpt" compress_q_floats)
@@ -61,6 +63,7 @@ at_least "the step-20 checkpoint's compress_q_floats" "$q" 1
 run2 cut --resume
 grep -q "resumed from .* at step 20" "$TMP/cut.log" || { cat "$TMP/cut.log"; fail "PowerSGD did not resume at step 20"; }
 "$DIFF" "$TMP/full/full.ckpt" "$TMP/cut/cut.ckpt" 0 || fail "PowerSGD stopped at 20 and resumed differs from the uninterrupted run"
+at_least "PowerSGD with batches 24 and 40, test_accuracy after one epoch" "$(json "$TMP/full.out" .test_accuracy)" 0.65
 echo "ok: PowerSGD stopped at step 20 and resumed ends bit for bit where the uninterrupted run does"
 # The control: the same checkpoint with both ranks' errors zeroed (the floats before the
 # CRC) resumes to other weights.

@@ -95,18 +95,33 @@ static int by_offset(const void *a, const void *b)
     return x->off < y->off ? -1 : x->off > y->off;
 }
 
+static int seg_by_offset(const void *a, const void *b)
+{
+    const segment_t *x = a, *y = b;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
 /* The weight matrices worth compressing: a convolution's (OC, C/groups x KH x KW) or a
  * fully connected layer's (OC, count / OC), large enough and paying COMPRESS_MIN_RATIO. */
 static int plan_matrices(compress_t *c, const model_t *m)
 {
     c->mats = calloc((size_t)(m->nlayers > 0 ? m->nlayers : 1), sizeof *c->mats);
     if (!c->mats) return -1;
+    /* The parameter tensors by offset, so each layer finds its weight's size in log time
+     * (an imported graph may have tens of thousands of layers and tensors). */
+    segment_t *by = calloc((size_t)(m->ntensors > 0 ? m->ntensors : 1), sizeof *by);
+    if (!by) return -1;
+    int nby = 0;
+    for (int t = 0; t < m->ntensors; t++)
+        if (!m->tensors[t].is_buffer)
+            by[nby++] = (segment_t){.off = m->tensors[t].offset, .count = m->tensors[t].count};
+    qsort(by, (size_t)nby, sizeof *by, seg_by_offset);
     for (int i = 0; i < m->nlayers; i++) {
         const layer_t *l = &m->layers[i];
         if (l->kind != LAYER_CONV && l->kind != LAYER_FC) continue;
-        size_t count = 0;
-        for (int t = 0; t < m->ntensors; t++)
-            if (!m->tensors[t].is_buffer && m->tensors[t].offset == l->w_off) count = m->tensors[t].count;
+        const segment_t key = {.off = l->w_off};
+        const segment_t *hit = bsearch(&key, by, (size_t)nby, sizeof *by, seg_by_offset);
+        size_t count = hit ? hit->count : 0;
         int n = l->OC;
         if (n < 2 || count == 0 || count % (size_t)n != 0 || count < COMPRESS_MIN_ELEMS) continue;
         size_t cols = count / (size_t)n;
@@ -114,6 +129,7 @@ static int plan_matrices(compress_t *c, const model_t *m)
         if ((size_t)COMPRESS_MIN_RATIO * (size_t)c->r * ((size_t)n + cols) > count) continue;
         c->mats[c->nmats++] = (matrix_t){.off = l->w_off, .n = n, .m = (int)cols};
     }
+    free(by);
     qsort(c->mats, (size_t)c->nmats, sizeof *c->mats, by_offset);
     for (int i = 0; i < c->nmats; i++) {
         matrix_t *x = &c->mats[i];

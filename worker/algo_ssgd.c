@@ -72,9 +72,11 @@ static int ssgd_step(worker_t *w)
     waitmark_leave(&w->wait);
     w->stats.comm_bytes += (double)bytes;
     w->stats.comm_steps++;
-    worker_compress_gather(w);
     phase_mark(&w->phases, PHASE_COMM);
     double dt = clock_mono_s() - t0;
+    /* Before a checkpoint: rank 0 collects the ranks' error feedback (comm phase, not in
+     * the all-reduce's time). */
+    worker_compress_gather(w);
     if (w->algo_state && !baseline_first) baseline_allreduce(w);
     w->stats.step_comm_s = dt;
     w->stats.comm_s += dt;

@@ -952,7 +952,6 @@ void worker_compress_gather(worker_t *w)
     const long next = w->global_step + 1;
     if (next % s->checkpoint.every_steps != 0 && w->step_in_epoch + 1 < w->steps_per_epoch && next < w->total_steps)
         return;
-    phase_mark(&w->phases, PHASE_OTHER);
     compress_gather_errors(w->compress, w->use_mpi, MPI_COMM_WORLD, next);
     phase_mark(&w->phases, PHASE_COMM);
 }

@@ -40,6 +40,7 @@ typedef struct {
 
 static void put(wbuf_t *b, const void *src, size_t n)
 {
+    if (n == 0) return; /* a model without buffers may have none allocated (NULL) */
     memcpy(b->p + b->len, src, n);
     b->len += n;
 }
@@ -244,6 +245,7 @@ typedef struct {
 /* Only called once the file's length has been checked against the header's counts. */
 static void get(rbuf_t *r, void *dst, size_t n)
 {
+    if (n == 0) return;
     memcpy(dst, r->p + r->off, n);
     r->off += n;
 }

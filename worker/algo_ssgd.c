@@ -70,8 +70,10 @@ static int ssgd_step(worker_t *w)
      * same, so that one process learns as the ranks would). */
     size_t bytes = compress_allreduce(w->compress, m->grads, w->global_step, w->use_mpi, MPI_COMM_WORLD);
     waitmark_leave(&w->wait);
-    w->stats.comm_bytes += (double)bytes;
-    w->stats.comm_steps++;
+    if (w->use_mpi) { /* one process sends nothing: the summary leaves the figure out */
+        w->stats.comm_bytes += (double)bytes;
+        w->stats.comm_steps++;
+    }
     phase_mark(&w->phases, PHASE_COMM);
     double dt = clock_mono_s() - t0;
     /* Before a checkpoint: rank 0 collects the ranks' error feedback (comm phase, not in

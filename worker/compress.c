@@ -303,8 +303,8 @@ void compress_end(compress_t *c, float *grads, long step)
 
 static size_t reduce(compress_t *c, const compress_msg_t *msg, int use_mpi, MPI_Comm comm)
 {
+    if (!use_mpi || msg->count == 0) return 0; /* nothing handed to MPI */
     size_t bytes = (size_t)msg->count * (msg->bf16 ? sizeof(uint16_t) : sizeof(float));
-    if (!use_mpi || msg->count == 0) return bytes;
     if (msg->bf16) MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, msg->buf, msg->count, MPI_UINT16_T, c->op, comm));
     else MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, msg->buf, msg->count, MPI_FLOAT, MPI_SUM, comm));
     return bytes;

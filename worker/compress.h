@@ -78,7 +78,8 @@ int compress_middle(compress_t *c, float *grads, long step, compress_msg_t *msgs
 void compress_end(compress_t *c, float *grads, long step);
 
 /* The whole step over comm (use_mpi 0: one process, no collective). Returns the bytes of
- * payload handed to MPI_Allreduce (count x element size, summed over the collectives). */
+ * payload handed to MPI_Allreduce (count x element size, summed over the collectives;
+ * 0 in one process, which hands nothing to MPI). */
 size_t compress_allreduce(compress_t *c, float *grads, long step, int use_mpi, MPI_Comm comm);
 
 /* bf16 helpers: round to nearest even (NaN stays NaN), and the exact widening. */

@@ -10,6 +10,7 @@
 #      tolerance 0): the checkpoint carries Q and
 #      both ranks' error feedback (compress_ranks 2); the same resume with the errors
 #      zeroed in the file ends elsewhere, so the errors are what makes it exact.
+#      One process (no mpirun) reports no comm_bytes_per_step: it hands nothing to MPI.
 #   3. A compression the step does not wire (hpsgd) is refused before training, naming
 #      what is supported.
 . tests/lib.sh
@@ -49,6 +50,14 @@ for n in bf16 psgd; do
     at_least "$n test_accuracy (uncompressed $base)" "$a" "$(awk -v b="$base" 'BEGIN { print b - 0.05 }')"
 done
 echo "ok: bytes per step $plain (none), $(json "$TMP/bf16.out" .comm_bytes_per_step) (bf16), $p (powersgd rank 2); accuracy $base, $(json "$TMP/bf16.out" .test_accuracy), $(json "$TMP/psgd.out" .test_accuracy)"
+
+# One process (workers: 1, no mpirun) compresses the same way but hands nothing to MPI:
+# no comm_bytes_per_step (unmeasured is missing, not 0).
+sed 's/"workers": 2/"workers": 1/' "$TMP/psgd.json" >"$TMP/one.json"
+$WORKER --spec "$TMP/one.json" --summary "$TMP/one.out" >"$TMP/one.log" 2>&1 || { cat "$TMP/one.log"; fail "one process failed"; }
+[ "$(json "$TMP/one.out" .comm_bytes_per_step)" = null ] || fail "one process reports comm_bytes_per_step $(json "$TMP/one.out" .comm_bytes_per_step)"
+equals_num "one process: PowerSGD's compressed matrices" "$(json "$TMP/one.out" .compression.matrices)" 3
+echo "ok: one process compresses and reports no comm_bytes_per_step"
 
 # 2. Resume bit for bit.
 spec full powersgd ', "rank": 2, "warmup_steps": 5' ", \"checkpoint\": {\"every_steps\": 10, \"dir\": \"$TMP/full\"}"

@@ -43,6 +43,22 @@ void memest_model(const catalog_model_t *m, double *model_bytes, double *bytes_p
                         8.0;
 }
 
+/* Gradient compression's buffers (worker/compress.h), bounded from the parameter count
+ * alone (the catalog has no layer shapes): PowerSGD's error feedback is at most every
+ * parameter, Q and P at most half of each compressed matrix each (a matrix is compressed
+ * only when 2r(n + m) <= n m), so the fused buffer (P and the uncompressed rest) is at
+ * most the parameters; rank 0, the checkpoint writer, also keeps every worker's error
+ * when checkpoints are on. bf16: one 16-bit word per parameter. */
+static double compress_bytes(const job_spec_t *s, double params, int nworkers)
+{
+    const char *kind = s->algorithm.compression.kind;
+    if (strcmp(kind, "bf16") == 0) return 2.0 * params;
+    if (strcmp(kind, "powersgd") != 0) return 0;
+    double floats = params + params / 2 + params + 4 /* MODEL_GRAD_EXTRA */;
+    if (s->checkpoint.every_steps > 0) floats += (double)nworkers * params;
+    return 4.0 * floats;
+}
+
 int memest_rank(const job_spec_t *s, int nworkers, memest_t *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
@@ -74,6 +90,7 @@ int memest_rank(const job_spec_t *s, int nworkers, memest_t *out, char *err, siz
      * params): T x (fixed + params) bounds them, one fixed is counted above. */
     if (s->threads > 1)
         out->model_bytes += 4.0 * ((double)s->threads * ((double)m.fixed + (double)m.params) - (double)m.fixed);
+    out->model_bytes += compress_bytes(s, (double)m.params, nworkers >= 1 ? nworkers : s->workers);
     out->batch_bytes = (double)max_b * per_sample;
     long kept_train = s->dataset.train_subset > 0 && s->dataset.train_subset < train_n ? s->dataset.train_subset
                                                                                        : train_n;

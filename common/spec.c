@@ -112,6 +112,8 @@ static const char *const DEVICES[] = {"auto", "cpu", "cuda", NULL};
 static const char *const SCHEDULES[] = {"constant", "step", "cosine", NULL};
 static const char *const DC_VARIANTS[] = {"c", "a", NULL};
 static const char *const GOODPUT_MODELS[] = {"nodes", "equal", NULL};
+static const char *const COMPRESSIONS[] = {"none", "bf16", "powersgd", NULL};
+#define MAX_COMPRESS_RANK 64 /* worker/compress.h's COMPRESS_MAX_RANK */
 static const char *const ASYNC_MOMENTA[] = {"explicit", "compensated", NULL};
 static const char *const ON_COLLAPSE[] = {"continue", "fail", "restart", NULL};
 static const char *const FORMATS[] = {"auto", "idx", "cifar", "imagefolder", "npz", NULL};
@@ -350,6 +352,15 @@ static const field_t FIELDS[] = {
      .doc = "dc-asgd / ddc-asgd: epsilon of the adaptive scaling."},
     {.path = "algorithm.tau_max", INT(algorithm.tau_max), BETWEEN(0, MAX_COUNT), .def_num = 0, .param = 1,
      .doc = "Asynchronous: drop gradients staler than this many updates; 0 = keep all."},
+    {.path = "algorithm.compression.kind", STR(algorithm.compression.kind), .choices = COMPRESSIONS,
+     .def_str = "none", .allowed_doc = "`none`, `bf16`, `powersgd`; other than none: ssgd only, not with goodput",
+     .doc = "Gradient compression of ssgd's all-reduce (\"Gradient compression\" below): none; bf16 = the "
+            "gradient sent in bfloat16, summed in fp32; powersgd = each large weight gradient sent as rank-r "
+            "factors (Vogels et al. 2019) with error feedback, small tensors uncompressed."},
+    {.path = "algorithm.compression.rank", INT(algorithm.compression.rank), BETWEEN(1, MAX_COMPRESS_RANK),
+     .def_num = 2, .doc = "powersgd: the rank r of each layer's factors P (out x r) and Q (in x r)."},
+    {.path = "algorithm.compression.warmup_steps", INT(algorithm.compression.warmup_steps), BETWEEN(0, MAX_COUNT),
+     .def_num = 0, .doc = "powersgd: this many steps of plain (uncompressed) all-reduce first."},
 
     {.path = "checkpoint.every_steps", LONG(checkpoint.every_steps), BETWEEN(0, MAX_STEPS), .def_num = 0,
      .resume_free = 1,
@@ -999,6 +1010,26 @@ static int resolve_dataset(errbuf_t *e, job_spec_t *s)
     return 0;
 }
 
+/* Gradient compression is wired into ssgd's all-reduce only (worker/algo_ssgd.c): the
+ * other algorithms, and the goodput planner (whose noise scale needs the uncompressed
+ * gradients' norms), are refused rather than run uncompressed in silence. */
+static int cross_check_compression(errbuf_t *e, const job_spec_t *s)
+{
+    const char *kind = s->algorithm.compression.kind;
+    if (strcmp(kind, "none") == 0) return 0;
+    if (strcmp(s->algorithm.name, "ssgd") != 0)
+        return fail(e,
+                    "algorithm.compression.kind: %s is implemented for ssgd only (algorithm.name is %s); "
+                    "use ssgd or kind none",
+                    kind, s->algorithm.name);
+    if (s->algorithm.goodput)
+        return fail(e,
+                    "algorithm.compression.kind: %s does not work with algorithm.goodput (the noise scale "
+                    "needs the uncompressed gradients); set one of them",
+                    kind);
+    return 0;
+}
+
 /* Rules between fields, checked once every field has its value. */
 static int cross_check(errbuf_t *e, const job_spec_t *s)
 {
@@ -1045,6 +1076,8 @@ static int cross_check(errbuf_t *e, const job_spec_t *s)
     if (s->algorithm.max_global_batch > 0 && s->algorithm.max_global_batch < (long)s->workers * s->batch_size)
         return fail(e, "algorithm.max_global_batch: must be >= workers x batch_size (%ld)",
                     (long)s->workers * s->batch_size);
+
+    if (cross_check_compression(e, s) < 0) return -1;
 
     if (strcmp(s->optimizer.lr_schedule.kind, "cosine") == 0 && s->optimizer.lr_schedule.min_lr > s->optimizer.lr)
         return fail(e, "optimizer.lr_schedule.min_lr: must be <= optimizer.lr (%s)", fmt_num(num, s->optimizer.lr));
@@ -1281,6 +1314,10 @@ static char *spec_text(const job_spec_t *s, int for_hash, json_t **doc)
             return NULL;
         }
     }
+    /* No compression hashes as before compression existed, so checkpoints written by
+     * earlier versions still resume (kind none ignores rank and warmup_steps). */
+    if (for_hash && strcmp(s->algorithm.compression.kind, "none") == 0)
+        json_object_del(json_object_get(root, "algorithm"), "compression");
     /* One precision for the whole document: the largest any number needs to read back
      * exactly, so 0.01 prints as 0.01 rather than 0.010000000000000000208. */
     char *text = json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(prec) | (for_hash ? JSON_SORT_KEYS : 0));

@@ -78,6 +78,12 @@ typedef struct {
         int goodput;              /* the goodput planner (common/goodput.h) */
         char goodput_model[8];    /* "nodes" | "equal" */
         int max_global_batch;     /* goodput: largest global batch; 0 = derived */
+        /* Gradient compression of the synchronous all-reduce (worker/compress.h). */
+        struct {
+            char kind[16];    /* none | bf16 | powersgd */
+            int rank;         /* powersgd: the factors' rank r */
+            int warmup_steps; /* powersgd: plain all-reduce steps first */
+        } compression;
     } algorithm;
     struct {
         double lr;

@@ -16,7 +16,10 @@
  *   bit 4  the model is named "mlp" (a built-in whose head takes the data set's classes)
  *          and has one class more than the checkpoint (NP + MLP_PER_CLASS parameters), and
  *          bit 0's valid checkpoint is one written under that name: the refusal that
- *          names both class counts (worker/checkpoint.c's other_classes).
+ *          names both class counts (worker/checkpoint.c's other_classes);
+ *   bit 5  (with bit 2, not 3) the expectations of a PowerSGD plan (version 6's Q and
+ *          error feedback after the buffers: 3 and 2 floats here), restored into
+ *          buffers the harness checks are written only on success.
  * Invariants: a refusal leaves the model's weights untouched and says which file; an
  * accepted checkpoint, validated, holds batch sizes inside the buffers and a position
  * inside the run (with the goodput planner: a plan summing to the checkpoint's global
@@ -24,7 +27,9 @@
  * step past the workers.
  *
  * PACER_FUZZ_WRITE_SEEDS=DIR writes the seed files (a fresh run, the same after 4 steps,
- * a finished run) into DIR at start-up: fuzz/corpus/checkpoint/ holds their output.
+ * a finished run, a goodput run, a PowerSGD run) into DIR at start-up:
+ * fuzz/corpus/checkpoint/ holds their output, the first four as format 5 wrote them (kept,
+ * so the fuzzer reads that format too), powersgd.bin in format 6.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -62,6 +67,11 @@ static const ckpt_expect_t WANT_GOODPUT = {.spec_hash = 0x1234,
                                            .max_batch = 256,
                                            .goodput = 1,
                                            .max_global = 256};
+
+enum { CQ = 3, CE = 2 }; /* a PowerSGD plan's Q and error floats (fuzz's own sizes) */
+static float cq_buf[CQ], ce_buf[CE];
+static const float CQ_SAVED[CQ] = {1, 2, 3}, CE_SAVED[NW * CE] = {4, 5, 6, 7};
+static ckpt_expect_t WANT_PSGD; /* WANT with the plan: LLVMFuzzerInitialize */
 
 static void make_model(void)
 {
@@ -117,6 +127,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
     make_model();
+    WANT_PSGD = WANT;
+    WANT_PSGD.compress_q = cq_buf, WANT_PSGD.compress_err = ce_buf;
+    WANT_PSGD.compress_q_floats = CQ, WANT_PSGD.compress_err_floats = CE, WANT_PSGD.compress_index = 1;
     char dir[] = "/tmp/pacer-fuzz-ckpt-XXXXXX", path[64];
     if (!mkdtemp(dir)) abort();
     snprintf(path, sizeof path, "%s/c.ckpt", dir);
@@ -162,6 +175,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         f = fopen(out, "wb");
         if (!f || fputc(20, f) == EOF || fwrite(valid_mlp, 1, valid_mlp_len, f) != valid_mlp_len || fclose(f) != 0)
             abort();
+        /* A PowerSGD run's (mode byte 36: validated with WANT_PSGD): Q and both workers'
+         * errors after the buffers. */
+        state(&st, 1, 4);
+        st.compress_q = CQ_SAVED, st.compress_err = CE_SAVED;
+        st.compress_q_floats = CQ, st.compress_err_floats = CE, st.compress_ranks = NW;
+        b = write_read(path, &st, &len);
+        snprintf(out, sizeof out, "%s/powersgd.bin", seeds);
+        f = fopen(out, "wb");
+        if (!f || fputc(36, f) == EOF || fwrite(b, 1, len, f) != len || fclose(f) != 0) abort();
+        free(b);
     }
     unlink(path);
     rmdir(dir);
@@ -202,9 +225,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ckpt_state_t st;
     char err[1024];
     err[0] = 0;
-    const ckpt_expect_t *want = !(mode & 4) ? NULL : (mode & 8) ? &WANT_GOODPUT : &WANT;
+    const ckpt_expect_t *want = !(mode & 4) ? NULL : (mode & 8) ? &WANT_GOODPUT : (mode & 32) ? &WANT_PSGD : &WANT;
+    memset(cq_buf, 0, sizeof cq_buf);
+    memset(ce_buf, 0, sizeof ce_buf);
     if (checkpoint_parse(buf, len, "fuzz.ckpt", m, want, &st, err, sizeof err) != 0) {
         if (strncmp(err, "fuzz.ckpt: ", 11) != 0 || strchr(err, '\n')) abort();
+        for (int i = 0; i < CQ; i++)
+            if (cq_buf[i] != 0) abort(); /* a refused file restores nothing */
+        for (int i = 0; i < CE; i++)
+            if (ce_buf[i] != 0) abort();
         /* mlp's own 10-class checkpoint, unchanged: the refusal names both counts */
         if (m == &mlp && len == valid_mlp_len && memcmp(buf, valid_mlp, len) == 0 &&
             !strstr(err, "checkpoint is for model mlp with 10 classes (6 parameters), the job's data set has 11 (135)"))
@@ -224,6 +253,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             st.global_batch > (want->goodput ? want->max_global : want->global_batch) || st.epoch < 0 ||
             st.epoch > want->epochs || st.cursor < 0 || st.cursor > want->train_n || st.global_step < 0)
             abort();
+        /* compression state: none, or exactly the plan's sizes, from at most CKPT_MAX_WORKERS ranks */
+        if (st.compress_q_floats &&
+            (st.compress_q_floats != want->compress_q_floats || st.compress_err_floats != want->compress_err_floats))
+            abort();
+        if (st.compress_ranks < 0 || st.compress_ranks > CKPT_MAX_WORKERS) abort();
     }
     /* every input starts from the same model */
     memcpy(params, before, sizeof params);

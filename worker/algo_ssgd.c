@@ -10,11 +10,13 @@
  * without another pass over the buffer. Dynamic batching, or the goodput planner,
  * re-plans at step boundaries; a rank the goodput planner leaves out contributes an
  * empty gradient. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "adaptive.h"
 #include "comm.h"
+#include "compress.h"
 #include "train.h"
 
 /* Benchmark mode (--comm-baseline): each step also times a raw MPI_Allreduce of the
@@ -28,6 +30,13 @@
 static int ssgd_init(worker_t *w)
 {
     comm_broadcast_model(w, MPI_COMM_WORLD);
+    /* Every kind, none included, goes through compress_allreduce, which measures the
+     * payload; a resumed job's compressor exists already (worker_resume restored it). */
+    char err[256];
+    if (worker_compress_setup(w, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return -1;
+    }
     if (w->use_mpi && w->opts && w->opts->comm_baseline)
         w->algo_state = calloc(w->model->nparams + MODEL_GRAD_EXTRA, sizeof(float));
     return 0;
@@ -57,12 +66,19 @@ static int ssgd_step(worker_t *w)
     if (baseline_first) baseline_allreduce(w);
     double t0 = clock_mono_s();
     waitmark_enter(&w->wait, WAIT_ALLREDUCE, -1);
-    if (w->use_mpi) /* one process (workers: 1): the sum over one rank is the buffer */
-        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, m->grads, (int)m->nparams + MODEL_GRAD_EXTRA, MPI_FLOAT, MPI_SUM,
-                                MPI_COMM_WORLD));
+    /* One process (workers: 1): the sum over one rank is the buffer (compressed all the
+     * same, so that one process learns as the ranks would). */
+    size_t bytes = compress_allreduce(w->compress, m->grads, w->global_step, w->use_mpi, MPI_COMM_WORLD);
     waitmark_leave(&w->wait);
+    if (w->use_mpi) { /* one process sends nothing: the summary leaves the figure out */
+        w->stats.comm_bytes += (double)bytes;
+        w->stats.comm_steps++;
+    }
     phase_mark(&w->phases, PHASE_COMM);
     double dt = clock_mono_s() - t0;
+    /* Before a checkpoint: rank 0 collects the ranks' error feedback (comm phase, not in
+     * the all-reduce's time). */
+    worker_compress_gather(w);
     if (w->algo_state && !baseline_first) baseline_allreduce(w);
     w->stats.step_comm_s = dt;
     w->stats.comm_s += dt;

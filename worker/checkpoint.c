@@ -24,7 +24,11 @@
 /* Version 4 appends global_batch, progress, pass, gain, efficiency and the gns_t state;
  * version 5 each worker's dropout step. */
 #define HEADER_BYTES_V4 (HEADER_BYTES_V3 + 4 + 8 * 8)
-#define HEADER_BYTES (HEADER_BYTES_V4 + 8 * CKPT_MAX_WORKERS)
+#define HEADER_BYTES_V5 (HEADER_BYTES_V4 + 8 * CKPT_MAX_WORKERS)
+/* Version 6 appends PowerSGD's counts (compress_q_floats, compress_err_floats, compress_ranks). */
+#define HEADER_BYTES (HEADER_BYTES_V5 + 8 + 8 + 4)
+/* The floats after the buffers that a header's compression counts announce. */
+static uint64_t compress_floats(uint64_t q, uint64_t e, int64_t ranks) { return q + e * (uint64_t)ranks; }
 #define PREFIX_BYTES 16 /* magic, version, header_bytes */
 _Static_assert(HEADER_BYTES_V3 == MODEL_NAME_MAX + 12 * 8 + 16 + 4 + 4 * CKPT_MAX_WORKERS, "header size");
 #define CKPT_READ_FLOOR ((size_t)64 << 20)
@@ -36,6 +40,7 @@ typedef struct {
 
 static void put(wbuf_t *b, const void *src, size_t n)
 {
+    if (n == 0) return; /* a model without buffers may have none allocated (NULL) */
     memcpy(b->p + b->len, src, n);
     b->len += n;
 }
@@ -59,7 +64,11 @@ int checkpoint_save(const char *path, const model_t *m, const ckpt_state_t *st, 
 {
     int rc = -1, fd = -1;
     char tmp[1100], dir[1024];
-    size_t bytes = PREFIX_BYTES + HEADER_BYTES + (2 * m->nparams + m->nbuffers) * sizeof(float);
+    const uint64_t cq = st->compress_q ? st->compress_q_floats : 0;
+    const int32_t cr = cq && st->compress_err ? st->compress_ranks : 0;
+    const uint64_t ce = cq ? st->compress_err_floats : 0;
+    size_t bytes = PREFIX_BYTES + HEADER_BYTES +
+                   (2 * m->nparams + m->nbuffers + compress_floats(cq, ce, cr)) * sizeof(float);
     wbuf_t b = {.p = malloc(bytes + 4), .cap = bytes + 4};
     if (!b.p) {
         snprintf(err, errlen, "%s: out of memory", path);
@@ -106,9 +115,14 @@ int checkpoint_save(const char *path, const model_t *m, const ckpt_state_t *st, 
     put(&b, &st->gns_weight, 8);
     put(&b, &st->gns_samples, 8);
     put(&b, st->dropout_step, 8 * CKPT_MAX_WORKERS);
+    put(&b, &cq, 8);
+    put(&b, &ce, 8);
+    put(&b, &cr, 4);
     put(&b, m->params, m->nparams * sizeof(float));
     put(&b, m->momentum, m->nparams * sizeof(float));
     put(&b, m->buffers, m->nbuffers * sizeof(float));
+    if (cq) put(&b, st->compress_q, cq * sizeof(float));
+    if (cr) put(&b, st->compress_err, ce * (uint64_t)cr * sizeof(float));
     uint32_t crc = (uint32_t)crc32(0L, b.p, (uInt)b.len);
     put(&b, &crc, 4);
 
@@ -174,6 +188,9 @@ static const struct {
     {"gns_weight", 8, 0},
     {"gns_samples", 8, 0},
     {"dropout_step", 8 * CKPT_MAX_WORKERS, 8},
+    {"compress_q_floats", 8, 0},
+    {"compress_err_floats", 8, 0},
+    {"compress_ranks", 4, 0},
 };
 
 int checkpoint_field_at(const char *field, size_t *off, size_t *size)
@@ -228,6 +245,7 @@ typedef struct {
 /* Only called once the file's length has been checked against the header's counts. */
 static void get(rbuf_t *r, void *dst, size_t n)
 {
+    if (n == 0) return;
     memcpy(dst, r->p + r->off, n);
     r->off += n;
 }
@@ -432,7 +450,10 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
     if (version > CKPT_VERSION)
         return refuse(err, errlen, path, "unsupported checkpoint version %u (this build reads 3 to %u)", version,
                       CKPT_VERSION);
-    const uint32_t header = version == 3 ? HEADER_BYTES_V3 : version == 4 ? HEADER_BYTES_V4 : HEADER_BYTES;
+    const uint32_t header = version == 3   ? HEADER_BYTES_V3
+                            : version == 4 ? HEADER_BYTES_V4
+                            : version == 5 ? HEADER_BYTES_V5
+                                           : HEADER_BYTES;
     if (hdr != header)
         return refuse(err, errlen, path, "checkpoint field header_bytes = %u, version %u has %u", hdr, version,
                       (unsigned)header);
@@ -446,12 +467,28 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
     name[MODEL_NAME_MAX - 1] = 0;
     get(&r, &np, 8);
     get(&r, &nb, 8);
+    /* Version 6's compression counts sit at the header's end; bounded before use. */
+    uint64_t cq = 0, ce = 0;
+    int32_t cr = 0;
+    if (version >= 6) {
+        size_t at = PREFIX_BYTES + header - 20;
+        memcpy(&cq, buf + at, 8);
+        memcpy(&ce, buf + at + 8, 8);
+        memcpy(&cr, buf + at + 16, 4);
+        if (cq > ((uint64_t)1 << 40) || ce > ((uint64_t)1 << 40) || cr < 0 || cr > CKPT_MAX_WORKERS ||
+            (cq == 0 && (ce != 0 || cr != 0)))
+            return refuse(err, errlen, path,
+                          "checkpoint fields compress_q_floats = %" PRIu64 ", compress_err_floats = %" PRIu64
+                          ", compress_ranks = %d are not a PowerSGD state (each at most 2^40 floats, ranks in [0, "
+                          "%d])",
+                          cq, ce, (int)cr, CKPT_MAX_WORKERS);
+    }
     if (np > ((uint64_t)1 << 40) || nb > ((uint64_t)1 << 40) ||
-        len != PREFIX_BYTES + (size_t)header + (2 * np + nb) * sizeof(float) + 4)
+        len != PREFIX_BYTES + (size_t)header + (2 * np + nb + compress_floats(cq, ce, cr)) * sizeof(float) + 4)
         return refuse(err, errlen, path,
-                      "truncated or oversized checkpoint (%zu bytes, header says %" PRIu64 " parameters and %" PRIu64
-                      " buffers)",
-                      len, np, nb);
+                      "truncated or oversized checkpoint (%zu bytes, header says %" PRIu64 " parameters, %" PRIu64
+                      " buffers and %" PRIu64 " floats of compression state)",
+                      len, np, nb, compress_floats(cq, ce, cr));
     uint32_t crc_file, crc = (uint32_t)crc32(0L, buf, (uInt)(len - 4));
     memcpy(&crc_file, buf + len - 4, 4);
     if (crc != crc_file)
@@ -502,6 +539,15 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
     if (version >= 5) get(&r, s.dropout_step, 8 * CKPT_MAX_WORKERS);
     else
         for (int i = 0; i < s.nworkers && i < CKPT_MAX_WORKERS; i++) s.dropout_step[i] = (uint64_t)s.global_step;
+    if (version >= 6) r.off += 20; /* the compression counts, read above */
+    s.compress_q_floats = cq, s.compress_err_floats = ce, s.compress_ranks = cr;
+    /* The same spec (its hash) and model give the same PowerSGD plan: other sizes are a
+     * damaged or forged file. */
+    if (want && cq && (cq != want->compress_q_floats || ce != want->compress_err_floats))
+        return refuse(err, errlen, path,
+                      "checkpoint's PowerSGD state (Q %" PRIu64 " floats, error %" PRIu64
+                      ") is not this run's plan (Q %" PRIu64 ", error %" PRIu64 ")",
+                      cq, ce, want->compress_q_floats, want->compress_err_floats);
     /* Counters any run needs sane, even a tool that compares weights (want NULL). */
     if (s.global_step < 0 || s.epoch < 0 || s.step_in_epoch < 0 || s.cursor < 0 || s.nworkers < 0 ||
         s.nworkers > CKPT_MAX_WORKERS || s.pass < 0 || s.global_batch < 0)
@@ -510,6 +556,15 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
     get(&r, m->params, m->nparams * sizeof(float));
     get(&r, m->momentum, m->nparams * sizeof(float));
     get(&r, m->buffers, m->nbuffers * sizeof(float));
+    /* Q always (any world: it is every rank's); this worker's error only when the file has
+     * every rank's of a world of this size (an elastic restart drops them: the caller
+     * says so). */
+    if (want && cq && want->compress_q) {
+        memcpy(want->compress_q, r.p + r.off, cq * sizeof(float));
+        int idx = want->compress_index;
+        if (want->compress_err && cr == want->nworkers && idx >= 0 && idx < cr)
+            memcpy(want->compress_err, r.p + r.off + (cq + ce * (uint64_t)idx) * sizeof(float), ce * sizeof(float));
+    }
     *st = s;
     return 0;
 }
@@ -535,7 +590,8 @@ int checkpoint_load(const char *path, model_t *m, const ckpt_expect_t *want, ckp
     /* A file larger than this model's checkpoint and than any pacer model's (so that the
      * parser can still say which model a real checkpoint is for) is refused unread. */
     size_t len = (size_t)sb.st_size;
-    size_t most = PREFIX_BYTES + HEADER_BYTES + (2 * m->nparams + m->nbuffers) * sizeof(float) + 4;
+    size_t extra = want ? compress_floats(want->compress_q_floats, want->compress_err_floats, CKPT_MAX_WORKERS) : 0;
+    size_t most = PREFIX_BYTES + HEADER_BYTES + (2 * m->nparams + m->nbuffers + extra) * sizeof(float) + 4;
     if (most < CKPT_READ_FLOOR) most = CKPT_READ_FLOOR;
     if (len > most) {
         snprintf(err, errlen, "%s: truncated or oversized checkpoint (%zu bytes, model %s needs %zu)", path, len,

@@ -1,13 +1,16 @@
 /* worker/checkpoint.h - versioned binary checkpoints of the fused buffers.
  *
- * Layout (little-endian, as written by x86-64), version 5:
+ * Layout (little-endian, as written by x86-64), version 6:
  *   "PACERCKP" | u32 version | u32 header_bytes | header fields (the order of
  *   checkpoint_save: model name (MODEL_NAME_MAX = 64 bytes, a catalog name, NUL-padded),
  *   nparams, nbuffers, spec hash, layout hash (tensor names of up to
  *   MODEL_TENSOR_NAME_MAX bytes, offsets and counts), then
- *   ckpt_state_t's fields; version 4, which is still read, ends the header at gns_samples:
- *   no dropout steps; version 3 at batch_of: no goodput or noise-scale state either) | params (nparams f32) | momentum (nparams f32)
- *   | buffers (nbuffers f32) | u32 CRC32 (zlib) of every byte before it
+ *   ckpt_state_t's fields; version 5, still read, ends the header at dropout_step: no
+ *   compression state; version 4 at gns_samples: no dropout steps; version 3 at batch_of:
+ *   no goodput or noise-scale state either) | params (nparams f32) | momentum (nparams f32)
+ *   | buffers (nbuffers f32) | version 6: PowerSGD's Q (compress_q_floats f32) and
+ *   errors (compress_ranks x compress_err_floats f32) | u32 CRC32 (zlib) of every byte
+ *   before it
  * Written to a temporary file in the same directory, fsync'ed and renamed over the
  * target, so a reader sees the old checkpoint or the new one, never half of one.
  *
@@ -32,7 +35,7 @@
 #include "rng.h"
 
 #define CKPT_MAGIC "PACERCKP"
-#define CKPT_VERSION 5u
+#define CKPT_VERSION 6u
 #define CKPT_MAX_WORKERS 256
 
 /* Everything besides the buffers that a resumed run needs to continue bit for bit. */
@@ -69,6 +72,15 @@ typedef struct {
      * worker (what their resumed runs took: exact for a synchronous algorithm, masks not
      * used before for an asynchronous one's workers). */
     uint64_t dropout_step[CKPT_MAX_WORKERS];
+    /* Version 6 (worker/compress.h): PowerSGD's state after the buffers: Q (the same on
+     * every rank) and the error feedback of compress_ranks ranks, rank after rank, each
+     * of compress_err_floats. compress_ranks is 0 when the writer did not have every
+     * rank's error at this step (see train.c, worker_compress_gather): a resume then
+     * starts the errors at zero. All 0 without PowerSGD, and in versions 3 to 5. */
+    uint64_t compress_q_floats, compress_err_floats;
+    int32_t compress_ranks;
+    /* Writing only (not header fields): the floats above, or NULL. */
+    const float *compress_q, *compress_err;
 } ckpt_state_t;
 
 /* What the resuming run can take, to validate a checkpoint's fields against. */
@@ -85,6 +97,12 @@ typedef struct {
     int async;               /* parameter server: positions count PS updates */
     int goodput;             /* algorithm.goodput: the global batch may grow */
     int32_t max_global;      /* ... up to this (planner_max_global) */
+    /* PowerSGD's plan (compress.h; 0 and NULL without): a checkpoint's state must be of
+     * these sizes; Q is restored into compress_q, and this worker's error (index
+     * compress_index) into compress_err when the file carries nworkers ranks' errors. */
+    uint64_t compress_q_floats, compress_err_floats;
+    float *compress_q, *compress_err;
+    int32_t compress_index;
 } ckpt_expect_t;
 
 /* Returns 0, or -1 with err naming the path and the problem. */

@@ -22,6 +22,7 @@
 #include "checkpoint.h"
 #include "ckptdir.h"
 #include "clock.h"
+#include "compress.h"
 #include "dcache.h"
 #include "emulate.h"
 #include "hash.h"
@@ -880,6 +881,8 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
 void worker_teardown(worker_t *w)
 {
     if (w->algo && w->algo->fini) w->algo->fini(w);
+    compress_free(w->compress); /* before MPI_Finalize (its MPI_Op) */
+    w->compress = NULL;
     adaptive_free(w);
     cuda_model_free(w->gpu);
     model_free(w->model);
@@ -920,6 +923,57 @@ static void fill_ckpt(const worker_t *w, ckpt_state_t *st)
         st->dropout_step[i] = w->role == ROLE_PS ? w->dropout_of[i] : w->model->dropout_step;
     st->spec_hash = spec_hash(w->spec);
     adaptive_save(w, st);
+    /* PowerSGD: Q, and every rank's error when rank 0 gathered them after this very step
+     * (worker_compress_gather); else none, and a resume starts them at zero. */
+    size_t nq, ne;
+    long at;
+    float *q = compress_q(w->compress, &nq);
+    compress_error(w->compress, &ne);
+    const float *all = compress_all_errors(w->compress, &at);
+    if (nq > 0) {
+        st->compress_q = q;
+        st->compress_q_floats = nq;
+        st->compress_err_floats = ne;
+        if (all && at == w->global_step) {
+            st->compress_err = all;
+            st->compress_ranks = w->nworkers;
+        } else if (w->rank == 0) {
+            fprintf(stderr,
+                    "checkpoint at step %ld: without PowerSGD's error feedback (gathered at step %ld): a resume "
+                    "from it starts the errors at zero\n",
+                    w->global_step, at);
+        }
+    }
+}
+
+int worker_compress_setup(worker_t *w, char *err, size_t errlen)
+{
+    const job_spec_t *s = w->spec;
+    if (w->compress || strcmp(s->algorithm.name, "ssgd") != 0) return 0;
+    const int n = w->use_mpi ? w->nworkers : 1;
+    if (compress_create(w->model, s->algorithm.compression.kind, s->algorithm.compression.rank,
+                        s->algorithm.compression.warmup_steps, s->seed, n, w->use_mpi, &w->compress, err, errlen) != 0)
+        return -1;
+    if (w->rank == 0 && s->checkpoint.every_steps > 0 && compress_keep_all(w->compress, n) != 0) {
+        snprintf(err, errlen, "algorithm.compression: out of memory for %d ranks' error feedback", n);
+        return -1;
+    }
+    return 0;
+}
+
+void worker_compress_gather(worker_t *w)
+{
+    const job_spec_t *s = w->spec;
+    size_t ne;
+    compress_error(w->compress, &ne);
+    if (ne == 0 || s->checkpoint.every_steps <= 0) return;
+    /* The step counts once this step is done: the loop's checkpoint sites (every_steps,
+     * keep_best's epoch end, the run's end) write after exactly these. */
+    const long next = w->global_step + 1;
+    if (next % s->checkpoint.every_steps != 0 && w->step_in_epoch + 1 < w->steps_per_epoch && next < w->total_steps)
+        return;
+    compress_gather_errors(w->compress, w->use_mpi, MPI_COMM_WORLD, next);
+    phase_mark(&w->phases, PHASE_COMM);
 }
 
 void worker_checkpoint_path(const worker_t *w, char *out, size_t len)
@@ -1047,6 +1101,7 @@ int worker_resume_before(worker_t *w, long before, char *path, size_t len, char 
 
 int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
 {
+    size_t nq = 0, ne = 0;
     /* Everything the checkpoint's fields are checked against before any is used: the
      * batch sizes index the buffers, the cursor the epoch order. */
     ckpt_expect_t want = {
@@ -1064,8 +1119,18 @@ int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
         .goodput = w->spec->algorithm.goodput,
         .max_global = planner_max_global(w->spec, w->train.n),
     };
+    if (worker_compress_setup(w, err, errlen) != 0) return -1;
+    want.compress_q = compress_q(w->compress, &nq);
+    want.compress_err = compress_error(w->compress, &ne);
+    want.compress_q_floats = nq, want.compress_err_floats = ne;
+    want.compress_index = w->worker_index;
     ckpt_state_t st;
     if (checkpoint_load(path, w->model, &want, &st, err, errlen) != 0) return -1;
+    if (nq > 0 && st.compress_ranks != w->nworkers && w->rank == 0)
+        fprintf(stderr,
+                "checkpoint %s carries PowerSGD's error feedback of %d ranks, this run has %d: the errors start at "
+                "zero (what they held is not applied), Q is kept\n",
+                path, (int)st.compress_ranks, w->nworkers);
     w->global_step = st.global_step;
     /* A worker goes on with its own dropout masks (checkpoint.h, dropout_step); one the
      * checkpoint's world did not have (an elastic restart on more workers) takes the
@@ -1516,6 +1581,28 @@ static json_t *dataset_json(const worker_t *w)
     return o;
 }
 
+/* ssgd's all-reduce payload per step as measured (worker_stats_t.comm_bytes: what rank 0
+ * handed to MPI; every rank sends the same), missing where not measured (the other
+ * algorithms); with algorithm.compression also what it did: the payload of a compressed
+ * step and of a plain one, their ratio, and the matrices PowerSGD compressed. */
+static void compression_summary(const worker_t *w, json_t *root)
+{
+    const job_spec_t *s = w->spec;
+    if (w->stats.comm_steps > 0)
+        json_object_set_new(root, "comm_bytes_per_step", json_real(w->stats.comm_bytes / (double)w->stats.comm_steps));
+    const compress_t *c = w->compress;
+    if (!c || compress_kind(c) == COMPRESS_NONE) return;
+    const double step = (double)compress_step_bytes(c), plain = (double)compress_plain_bytes(c);
+    json_t *o = json_pack("{s:s, s:f, s:f, s:f}", "kind", s->algorithm.compression.kind, "compressed_bytes_per_step",
+                          step, "plain_bytes_per_step", plain, "ratio", step > 0 ? plain / step : 1.0);
+    if (o && compress_kind(c) == COMPRESS_POWERSGD) {
+        json_object_set_new(o, "rank", json_integer(s->algorithm.compression.rank));
+        json_object_set_new(o, "warmup_steps", json_integer(s->algorithm.compression.warmup_steps));
+        json_object_set_new(o, "matrices", json_integer(compress_matrices(c)));
+    }
+    json_object_set_new(root, "compression", o);
+}
+
 int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, char *err, size_t errlen)
 {
     const job_spec_t *s = w->spec;
@@ -1562,6 +1649,7 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
     json_object_set_new(root, "device", job_device_json(s, per_rank));
     json_object_set_new(root, "emulation", emulate_summary_json(w));
     adaptive_summary(w, root);
+    compression_summary(w, root);
     /* Training seconds until the first evaluation that reached the target (simulated
      * seconds under pacer-sim); null when it was never reached. */
     if (s->target_accuracy > 0) json_object_set_new(root, "time_to_target_s", json_finite_or_null(w->time_to_target_s));

@@ -58,6 +58,15 @@ int worker_resume_latest(worker_t *w, char *path, size_t len, char *err, size_t 
  * afresh), -1 with err when the directory cannot be listed. */
 int worker_resume_before(worker_t *w, long before, char *path, size_t len, char *err, size_t errlen);
 void worker_checkpoint_path(const worker_t *w, char *out, size_t len);
+/* ssgd's gradient compression (worker/compress.h): creates w->compress once MPI is up
+ * (before a resume, which restores its state; algo_ssgd's init calls it too), with room
+ * at rank 0 for every rank's error feedback when checkpoints are on. Other algorithms:
+ * nothing. Returns 0, or -1 with err. */
+int worker_compress_setup(worker_t *w, char *err, size_t errlen);
+/* Called by every rank at the end of ssgd's step: when a checkpoint may be written after
+ * it (every_steps, the epoch's end, the run's end), rank 0 gathers the ranks' error
+ * feedback for it (one MPI_Gather); otherwise nothing. */
+void worker_compress_gather(worker_t *w);
 /* Writes DIR/NAME.ckpt, then links it under its retained name and prunes the older ones
  * (checkpoint.keep_last, keep_best; a failure there is one line on stderr: the checkpoint
  * is written). */

@@ -43,6 +43,11 @@ typedef struct {
     float last_loss;
     double ewma_sps; /* node speed (planner_speed): samples per
                                             wall-clock second of compute, smoothed */
+    /* ssgd: the all-reduce payload this rank handed to MPI (count x element size of
+     * every collective of the step, compressed or not), summed, and the steps it covers:
+     * the summary's comm_bytes_per_step. */
+    double comm_bytes;
+    long comm_steps;
 } worker_stats_t;
 
 struct algo_ops;
@@ -52,6 +57,9 @@ typedef struct worker {
     const char *model_onnx_out; /* --model-onnx: ONNX of each checkpoint's weights, or NULL */
     const struct algo_ops *algo;
     void *algo_state; /* owned by the algorithm */
+    /* algorithm.compression (compress.h), created and freed by ssgd; NULL elsewhere.
+     * The checkpoint reads its state (Q, the error feedback). */
+    struct compress *compress;
     int rank, world;  /* MPI rank and size (0, 1 standalone) */
     int nworkers;     /* ranks that compute gradients */
     int worker_index; /* this rank's index among them, -1 for the PS */

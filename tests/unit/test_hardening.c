@@ -319,11 +319,18 @@ static void test_checkpoint_hostile_fields(void **state)
         {"nbuffers", 1, "truncated or oversized checkpoint"},
         {"version", 1, "checkpoint format version 1 is from an older pacer-worker, which did not record"},
         {"version", 2, "checkpoint format version 2 is from an older pacer-worker, which kept model names in 32"},
-        {"version", 6, "unsupported checkpoint version 6 (this build reads 3 to 5)"},
+        {"version", 7, "unsupported checkpoint version 7 (this build reads 3 to 6)"},
         {"version", 3, "checkpoint field header_bytes = "},
         {"version", 4, "checkpoint field header_bytes = "},
+        {"version", 5, "checkpoint field header_bytes = "},
         {"version", -1, "unsupported checkpoint version 4294967295"},
-        {"header_bytes", 100, "checkpoint field header_bytes = 100, version 5 has"},
+        {"header_bytes", 100, "checkpoint field header_bytes = 100, version 6 has"},
+        /* version 6's: PowerSGD's state, bounded before anything is read by it */
+        {"compress_q_floats", (int64_t)1 << 41, "compress_q_floats = 2199023255552, compress_err_floats = 0"},
+        {"compress_ranks", 300, "compress_ranks = 300 are not a PowerSGD state"},
+        {"compress_ranks", -1, "compress_ranks = -1 are not a PowerSGD state"},
+        {"compress_err_floats", 5, "compress_err_floats = 5, compress_ranks = 0 are not a PowerSGD state"},
+        {"compress_q_floats", 10, "truncated or oversized checkpoint"},
         /* version 5's: each worker's dropout step */
         {"dropout_step[1]", 1, "dropout_step[1] = 1 past nworkers (1), want 0"},
         {"dropout_step[0]", (int64_t)1 << 50, "dropout_step[0] = 1125899906842624 is outside [0, "},
@@ -560,15 +567,21 @@ static void test_checkpoint_validate_other_world(void **state)
     assert_non_null(strstr(err, "nworkers = 4 is outside [1, 3]"));
 }
 
-/* buf (len bytes, a checkpoint of this build) as version v (3 or 4) wrote it: the header
- * without the fields later versions append (version 5's dropout steps; for 3 also
- * version 4's global batch, goodput and noise-scale fields), header_bytes and version to
- * match; the CRC is left to the caller. */
+/* buf (len bytes, a checkpoint of this build without compression state) as version v
+ * (3, 4 or 5) wrote it: the header without the fields later versions append (version 6's
+ * compression counts; for 4 also version 5's dropout steps; for 3 also version 4's
+ * global batch, goodput and noise-scale fields), header_bytes and version to match; the
+ * CRC is left to the caller. */
 static void to_version(unsigned char *buf, size_t *len, uint32_t v)
 {
     size_t off, size, hoff, hsize;
-    assert_int_equal(checkpoint_field_at(v == 3 ? "global_batch" : "dropout_step", &off, &size), 0);
-    const size_t extra = (v == 3 ? 4 + 8 * 8 : 0) + 8 * CKPT_MAX_WORKERS; /* global_batch .. dropout_step */
+    assert_int_equal(checkpoint_field_at(v == 3   ? "global_batch"
+                                         : v == 4 ? "dropout_step"
+                                                  : "compress_q_floats",
+                                         &off, &size),
+                     0);
+    /* global_batch .. the compression counts */
+    const size_t extra = (v == 3 ? 4 + 8 * 8 : 0) + (v <= 4 ? 8 * CKPT_MAX_WORKERS : 0) + 8 + 8 + 4;
     memmove(buf + off, buf + off + extra, *len - off - extra);
     *len -= extra;
     uint32_t hdr;
@@ -642,6 +655,16 @@ static void test_checkpoint_dropout_step(void **state)
     if (worker_resume(&w, own, err, sizeof err) != 0) fail_msg("%s", err);
     assert_int_equal(w.global_step, 4);
     assert_int_equal(w.model->dropout_step, 3);
+    /* version 5 (before the compression state) reads with its own dropout steps */
+    char v5[600];
+    snprintf(v5, sizeof v5, "%s/v5.ckpt", fx->dir);
+    buf = read_all(own, &len);
+    to_version(buf, &len, 5);
+    checkpoint_fix_crc(buf, len);
+    write_bytes(v5, buf, len);
+    free(buf);
+    if (worker_resume(&w, v5, err, sizeof err) != 0) fail_msg("version 5 refused: %s", err);
+    assert_int_equal(w.model->dropout_step, 3);
     worker_teardown(&w);
 }
 
@@ -713,7 +736,7 @@ static void test_checkpoint_old_format(void **state)
     if (worker_setup(&w, &spec, 0, 1, err, sizeof err) != 0) fail_msg("%s", err);
     expect_refused(&w, old,
                    "checkpoint format version 2 is from an older pacer-worker, which kept model names in 32 "
-                   "bytes (now 64, and tensor names 128); this one reads versions 3 to 5 only: start the job "
+                   "bytes (now 64, and tensor names 128); this one reads versions 3 to 6 only: start the job "
                    "afresh");
     worker_teardown(&w);
     free(v2);

@@ -441,6 +441,26 @@ static const bad_case_t BAD[] = {
      "\"goodput_model\":\"adaptdl\"}}",
      "algorithm.goodput_model: must be one of nodes, equal"},
     {"{\"model\":\"lenet5\",\"eval_every_steps\":-1}", "eval_every_steps: must be between 0 and"},
+    /* gradient compression (issue 47's first step: ssgd only) */
+    {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"hpsgd\",\"compression\":{\"kind\":"
+     "\"powersgd\"}}}",
+     "algorithm.compression.kind: powersgd is implemented for ssgd only (algorithm.name is hpsgd); use ssgd or kind "
+     "none"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"asgd\",\"compression\":{\"kind\":"
+     "\"bf16\"}}}",
+     "algorithm.compression.kind: bf16 is implemented for ssgd only (algorithm.name is asgd)"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"ssgd\",\"goodput\":true,"
+     "\"compression\":{\"kind\":\"bf16\"}}}",
+     "algorithm.compression.kind: bf16 does not work with algorithm.goodput"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"ssgd\",\"compression\":{\"kind\":"
+     "\"topk\"}}}",
+     "algorithm.compression.kind: must be one of none, bf16, powersgd"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"ssgd\",\"compression\":{\"kind\":"
+     "\"powersgd\",\"rank\":0}}}",
+     "algorithm.compression.rank: must be between 1 and 64"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"ssgd\",\"compression\":{\"kind\":"
+     "\"powersgd\",\"ranks\":2}}}",
+     "algorithm.compression.ranks"},
 };
 
 static void test_invalid_specs(void **state)
@@ -588,6 +608,16 @@ static void test_spec_hash(void **state)
              "\"keep_best\":true},\"on_collapse\":\"restart\"}",
              &b);
     assert_true(spec_hash(&a) == spec_hash(&b));
+    /* Compression none hashes as a spec from before compression (older checkpoints
+     * resume), whatever its rank; powersgd's rank and warm-up are part of the run. */
+    parse_ok("{\"model\":\"lenet5\",\"algorithm\":{\"compression\":{\"kind\":\"none\",\"rank\":7}}}", &b);
+    assert_true(spec_hash(&a) == spec_hash(&b));
+    job_spec_t c;
+    parse_ok("{\"model\":\"lenet5\",\"algorithm\":{\"name\":\"ssgd\",\"compression\":{\"kind\":\"powersgd\"}}}", &b);
+    parse_ok("{\"model\":\"lenet5\",\"algorithm\":{\"name\":\"ssgd\",\"compression\":{\"kind\":\"powersgd\","
+             "\"rank\":3}}}",
+             &c);
+    assert_true(spec_hash(&b) != spec_hash(&c));
     const char *differ[] = {
         "{\"model\":\"mlp\"}",
         "{\"model\":\"lenet5\",\"epochs\":2}",
@@ -596,6 +626,7 @@ static void test_spec_hash(void **state)
         "{\"model\":\"lenet5\",\"optimizer\":{\"async_momentum\":\"explicit\"}}",
         "{\"model\":\"lenet5\",\"dataset\":{\"train_subset\":5}}",
         "{\"model\":\"lenet5\",\"emulate\":{\"schedule\":[{\"step\":1,\"rank\":0,\"slowdown\":2}]}}",
+        "{\"model\":\"lenet5\",\"algorithm\":{\"name\":\"ssgd\",\"compression\":{\"kind\":\"bf16\"}}}",
     };
     for (size_t i = 0; i < sizeof differ / sizeof differ[0]; i++) {
         parse_ok(differ[i], &b);

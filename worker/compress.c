@@ -1,0 +1,379 @@
+/* worker/compress.c - see compress.h.
+ *
+ * Letters: a compressed matrix is n x m (n = out rows, m = in x kh x kw), r its rank;
+ * P is (n, r), Q is (m, r), both row-major. */
+#include "compress.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm.h"
+#include "rng.h"
+
+typedef struct {
+    size_t off;  /* into grads: the weight's gradient, (n, m) */
+    int n, m;    /* rows, columns */
+    size_t eoff; /* into err: (n, m) */
+    size_t poff; /* into fused: (n, r) */
+    size_t qoff; /* into q: (m, r) */
+} matrix_t;
+
+typedef struct {
+    size_t off, count; /* a run of grads sent as is */
+} segment_t;
+
+struct compress {
+    compress_kind_t kind;
+    int r, warmup, nranks;
+    size_t nparams;
+    matrix_t *mats; /* (nmats), by offset */
+    int nmats;
+    segment_t *segs; /* (nsegs) the uncompressed runs, extras included */
+    int nsegs;
+    size_t err_floats, q_floats, p_floats, plain_floats, fused_floats;
+    float *err;      /* (err_floats) this rank's error feedback e */
+    float *q;        /* (q_floats) Q of every matrix, the reduced one after a step */
+    float *fused;    /* (fused_floats) P of every matrix, then the uncompressed runs */
+    uint16_t *words; /* (nparams) bf16: the rounded gradient */
+    float *all_err;  /* (nranks, err_floats) at the checkpoint writer, or NULL */
+    long all_step;   /* the step count all_err was gathered at; -1: never */
+    MPI_Op op;       /* bf16: compress_bf16_sum; MPI_OP_NULL without MPI */
+};
+
+uint16_t compress_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u); /* a quiet NaN */
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+float compress_from_bf16(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+void compress_bf16_sum(const uint16_t *in, uint16_t *inout, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        inout[i] = compress_to_bf16(compress_from_bf16(in[i]) + compress_from_bf16(inout[i]));
+}
+
+/* MPI may hand the op any piece of the message: it sums element by element. */
+static void bf16_op(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+    (void)type;
+    compress_bf16_sum(in, inout, (size_t)*len);
+}
+
+void compress_orthogonalise(float *p, int n, int r)
+{
+    for (int j = 0; j < r; j++) {
+        for (int k = 0; k < j; k++) {
+            double d = 0;
+            for (int i = 0; i < n; i++) d += (double)p[(size_t)i * r + j] * p[(size_t)i * r + k];
+            for (int i = 0; i < n; i++) p[(size_t)i * r + j] -= (float)d * p[(size_t)i * r + k];
+        }
+        double s = 0;
+        for (int i = 0; i < n; i++) s += (double)p[(size_t)i * r + j] * p[(size_t)i * r + j];
+        /* A column with nothing left: 0 (its term of M^ vanishes) rather than noise. */
+        float inv = s > 1e-30 ? (float)(1.0 / sqrt(s)) : 0.0f;
+        for (int i = 0; i < n; i++) p[(size_t)i * r + j] *= inv;
+    }
+}
+
+static int by_offset(const void *a, const void *b)
+{
+    const matrix_t *x = a, *y = b;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static int seg_by_offset(const void *a, const void *b)
+{
+    const segment_t *x = a, *y = b;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* The weight matrices worth compressing: a convolution's (OC, C/groups x KH x KW) or a
+ * fully connected layer's (OC, count / OC), large enough and paying COMPRESS_MIN_RATIO. */
+static int plan_matrices(compress_t *c, const model_t *m)
+{
+    c->mats = calloc((size_t)(m->nlayers > 0 ? m->nlayers : 1), sizeof *c->mats);
+    if (!c->mats) return -1;
+    /* The parameter tensors by offset, so each layer finds its weight's size in log time
+     * (an imported graph may have tens of thousands of layers and tensors). */
+    segment_t *by = calloc((size_t)(m->ntensors > 0 ? m->ntensors : 1), sizeof *by);
+    if (!by) return -1;
+    int nby = 0;
+    for (int t = 0; t < m->ntensors; t++)
+        if (!m->tensors[t].is_buffer)
+            by[nby++] = (segment_t){.off = m->tensors[t].offset, .count = m->tensors[t].count};
+    qsort(by, (size_t)nby, sizeof *by, seg_by_offset);
+    for (int i = 0; i < m->nlayers; i++) {
+        const layer_t *l = &m->layers[i];
+        if (l->kind != LAYER_CONV && l->kind != LAYER_FC) continue;
+        const segment_t key = {.off = l->w_off};
+        const segment_t *hit = bsearch(&key, by, (size_t)nby, sizeof *by, seg_by_offset);
+        size_t count = hit ? hit->count : 0;
+        int n = l->OC;
+        if (n < 2 || count == 0 || count % (size_t)n != 0 || count < COMPRESS_MIN_ELEMS) continue;
+        size_t cols = count / (size_t)n;
+        if (cols < 2 || cols > 0x7fffffff) continue;
+        if ((size_t)COMPRESS_MIN_RATIO * (size_t)c->r * ((size_t)n + cols) > count) continue;
+        c->mats[c->nmats++] = (matrix_t){.off = l->w_off, .n = n, .m = (int)cols};
+    }
+    free(by);
+    qsort(c->mats, (size_t)c->nmats, sizeof *c->mats, by_offset);
+    for (int i = 0; i < c->nmats; i++) {
+        matrix_t *x = &c->mats[i];
+        /* Two layers sharing a weight would overlap: keep the first. */
+        if (i > 0 && x->off < c->mats[i - 1].off + (size_t)c->mats[i - 1].n * (size_t)c->mats[i - 1].m) {
+            memmove(x, x + 1, (size_t)(c->nmats - i - 1) * sizeof *x);
+            c->nmats--;
+            i--;
+            continue;
+        }
+        x->eoff = c->err_floats;
+        x->poff = c->p_floats;
+        x->qoff = c->q_floats;
+        c->err_floats += (size_t)x->n * (size_t)x->m;
+        c->p_floats += (size_t)x->n * (size_t)c->r;
+        c->q_floats += (size_t)x->m * (size_t)c->r;
+    }
+    /* The runs between them, up to and with the extras. */
+    c->segs = calloc((size_t)c->nmats + 1, sizeof *c->segs);
+    if (!c->segs) return -1;
+    size_t at = 0, end = m->nparams + MODEL_GRAD_EXTRA;
+    for (int i = 0; i <= c->nmats; i++) {
+        size_t stop = i < c->nmats ? c->mats[i].off : end;
+        if (stop > at) c->segs[c->nsegs++] = (segment_t){.off = at, .count = stop - at};
+        if (i < c->nmats) at = c->mats[i].off + (size_t)c->mats[i].n * (size_t)c->mats[i].m;
+    }
+    c->fused_floats = c->p_floats + (end - c->err_floats);
+    return 0;
+}
+
+int compress_create(const model_t *m, const char *kind, int rank, int warmup_steps, uint64_t seed, int nranks,
+                    int with_mpi, compress_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    compress_t *c = calloc(1, sizeof *c);
+    if (!c) goto oom;
+    c->op = MPI_OP_NULL;
+    c->all_step = -1;
+    c->nparams = m->nparams;
+    c->plain_floats = m->nparams + MODEL_GRAD_EXTRA;
+    c->nranks = nranks > 0 ? nranks : 1;
+    c->warmup = warmup_steps > 0 ? warmup_steps : 0;
+    if (strcmp(kind, "none") == 0) c->kind = COMPRESS_NONE;
+    else if (strcmp(kind, "bf16") == 0) c->kind = COMPRESS_BF16;
+    else if (strcmp(kind, "powersgd") == 0) c->kind = COMPRESS_POWERSGD;
+    else {
+        snprintf(err, errlen, "algorithm.compression.kind: unknown kind \"%.32s\" (none, bf16, powersgd)", kind);
+        free(c);
+        return -1;
+    }
+    if (c->kind == COMPRESS_POWERSGD && (rank < 1 || rank > COMPRESS_MAX_RANK)) {
+        snprintf(err, errlen, "algorithm.compression.rank: %d is outside [1, %d]", rank, COMPRESS_MAX_RANK);
+        free(c);
+        return -1;
+    }
+    c->r = rank;
+    if (c->kind == COMPRESS_BF16) {
+        c->words = malloc((m->nparams ? m->nparams : 1) * sizeof *c->words);
+        if (!c->words) goto oom;
+        if (with_mpi) MPI_CHECK(MPI_Op_create(bf16_op, 1, &c->op));
+    } else if (c->kind == COMPRESS_POWERSGD) {
+        if (plan_matrices(c, m) != 0) goto oom;
+        c->err = calloc(c->err_floats ? c->err_floats : 1, sizeof *c->err);
+        c->q = malloc((c->q_floats ? c->q_floats : 1) * sizeof *c->q);
+        c->fused = malloc(c->fused_floats * sizeof *c->fused);
+        if (!c->err || !c->q || !c->fused) goto oom;
+        /* Q's start: the same draws on every rank (the job's seed), whatever its rank. */
+        rng_t g;
+        rng_seed(&g, seed ^ 0x706f77657273676dull); /* "powersgm" */
+        for (size_t i = 0; i < c->q_floats; i++) c->q[i] = rng_normal(&g);
+    }
+    *out = c;
+    return 0;
+oom:
+    snprintf(err, errlen, "algorithm.compression: out of memory for the %s buffers", kind);
+    compress_free(c);
+    return -1;
+}
+
+void compress_free(compress_t *c)
+{
+    if (!c) return;
+    if (c->op != MPI_OP_NULL) MPI_Op_free(&c->op);
+    free(c->mats);
+    free(c->segs);
+    free(c->err);
+    free(c->q);
+    free(c->fused);
+    free(c->words);
+    free(c->all_err);
+    free(c);
+}
+
+compress_kind_t compress_kind(const compress_t *c) { return c ? c->kind : COMPRESS_NONE; }
+
+int compress_active(const compress_t *c, long step)
+{
+    if (!c || c->kind == COMPRESS_NONE) return 0;
+    return c->kind == COMPRESS_BF16 || step >= c->warmup;
+}
+
+int compress_begin(compress_t *c, float *grads, long step, compress_msg_t *msgs)
+{
+    if (!compress_active(c, step)) {
+        msgs[0] = (compress_msg_t){.buf = grads, .count = (int)c->plain_floats};
+        return 1;
+    }
+    if (c->kind == COMPRESS_BF16) {
+        for (size_t i = 0; i < c->nparams; i++) c->words[i] = compress_to_bf16(grads[i]);
+        msgs[0] = (compress_msg_t){.buf = c->words, .count = (int)c->nparams, .bf16 = 1};
+        msgs[1] = (compress_msg_t){.buf = grads + c->nparams, .count = MODEL_GRAD_EXTRA};
+        return 2;
+    }
+    const int r = c->r;
+    for (int i = 0; i < c->nmats; i++) {
+        const matrix_t *x = &c->mats[i];
+        float *e = c->err + x->eoff; /* becomes M = G + e */
+        const float *g = grads + x->off;
+        for (size_t k = 0; k < (size_t)x->n * (size_t)x->m; k++) e[k] += g[k];
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, x->n, r, x->m, 1.0f, e, x->m, c->q + x->qoff, r, 0.0f,
+                    c->fused + x->poff, r);
+    }
+    float *rest = c->fused + c->p_floats;
+    for (int i = 0; i < c->nsegs; i++) {
+        memcpy(rest, grads + c->segs[i].off, c->segs[i].count * sizeof *rest);
+        rest += c->segs[i].count;
+    }
+    msgs[0] = (compress_msg_t){.buf = c->fused, .count = (int)c->fused_floats};
+    return 1;
+}
+
+int compress_middle(compress_t *c, float *grads, long step, compress_msg_t *msgs)
+{
+    if (!compress_active(c, step)) return 0;
+    if (c->kind == COMPRESS_BF16) {
+        for (size_t i = 0; i < c->nparams; i++) grads[i] = compress_from_bf16(c->words[i]);
+        return 0;
+    }
+    const float *rest = c->fused + c->p_floats;
+    for (int i = 0; i < c->nsegs; i++) {
+        memcpy(grads + c->segs[i].off, rest, c->segs[i].count * sizeof *rest);
+        rest += c->segs[i].count;
+    }
+    const int r = c->r;
+    for (int i = 0; i < c->nmats; i++) {
+        const matrix_t *x = &c->mats[i];
+        float *p = c->fused + x->poff;
+        compress_orthogonalise(p, x->n, r);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, x->m, r, x->n, 1.0f, c->err + x->eoff, x->m, p, r, 0.0f,
+                    c->q + x->qoff, r);
+    }
+    if (c->q_floats == 0) return 0;
+    msgs[0] = (compress_msg_t){.buf = c->q, .count = (int)c->q_floats};
+    return 1;
+}
+
+void compress_end(compress_t *c, float *grads, long step)
+{
+    if (!compress_active(c, step) || c->kind != COMPRESS_POWERSGD) return;
+    const int r = c->r;
+    const float share = 1.0f / (float)c->nranks;
+    for (int i = 0; i < c->nmats; i++) {
+        const matrix_t *x = &c->mats[i];
+        float *g = grads + x->off;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, x->n, x->m, r, 1.0f, c->fused + x->poff, r, c->q + x->qoff,
+                    r, 0.0f, g, x->m);
+        float *e = c->err + x->eoff;
+        for (size_t k = 0; k < (size_t)x->n * (size_t)x->m; k++) e[k] -= share * g[k];
+    }
+}
+
+static size_t reduce(compress_t *c, const compress_msg_t *msg, int use_mpi, MPI_Comm comm)
+{
+    if (!use_mpi || msg->count == 0) return 0; /* nothing handed to MPI */
+    size_t bytes = (size_t)msg->count * (msg->bf16 ? sizeof(uint16_t) : sizeof(float));
+    if (msg->bf16) MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, msg->buf, msg->count, MPI_UINT16_T, c->op, comm));
+    else MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, msg->buf, msg->count, MPI_FLOAT, MPI_SUM, comm));
+    return bytes;
+}
+
+size_t compress_allreduce(compress_t *c, float *grads, long step, int use_mpi, MPI_Comm comm)
+{
+    compress_msg_t msgs[2];
+    size_t bytes = 0;
+    int n = compress_begin(c, grads, step, msgs);
+    for (int i = 0; i < n; i++) bytes += reduce(c, &msgs[i], use_mpi, comm);
+    n = compress_middle(c, grads, step, msgs);
+    for (int i = 0; i < n; i++) bytes += reduce(c, &msgs[i], use_mpi, comm);
+    compress_end(c, grads, step);
+    return bytes;
+}
+
+float *compress_q(compress_t *c, size_t *n)
+{
+    *n = c ? c->q_floats : 0;
+    return c ? c->q : NULL;
+}
+
+float *compress_error(compress_t *c, size_t *n)
+{
+    *n = c ? c->err_floats : 0;
+    return c ? c->err : NULL;
+}
+
+int compress_matrices(const compress_t *c) { return c ? c->nmats : 0; }
+
+size_t compress_plain_bytes(const compress_t *c) { return c->plain_floats * sizeof(float); }
+
+size_t compress_step_bytes(const compress_t *c)
+{
+    switch (c->kind) {
+    case COMPRESS_BF16: return c->nparams * sizeof(uint16_t) + MODEL_GRAD_EXTRA * sizeof(float);
+    case COMPRESS_POWERSGD: return (c->fused_floats + c->q_floats) * sizeof(float);
+    default: return compress_plain_bytes(c);
+    }
+}
+
+size_t compress_state_floats(const compress_t *c)
+{
+    if (!c) return 0;
+    return c->err_floats + c->q_floats + c->fused_floats + (c->words ? (c->nparams + 1) / 2 : 0) +
+           (c->all_err ? c->err_floats * (size_t)c->nranks : 0);
+}
+
+int compress_keep_all(compress_t *c, int nranks)
+{
+    if (!c || c->err_floats == 0 || c->all_err) return 0;
+    c->all_err = malloc(c->err_floats * (size_t)nranks * sizeof *c->all_err);
+    return c->all_err ? 0 : -1;
+}
+
+void compress_gather_errors(compress_t *c, int use_mpi, MPI_Comm comm, long at_step)
+{
+    if (!c || c->err_floats == 0) return;
+    if (!use_mpi) {
+        if (c->all_err) memcpy(c->all_err, c->err, c->err_floats * sizeof *c->err);
+    } else {
+        MPI_CHECK(MPI_Gather(c->err, (int)c->err_floats, MPI_FLOAT, c->all_err, (int)c->err_floats, MPI_FLOAT, 0, comm));
+    }
+    c->all_step = at_step;
+}
+
+const float *compress_all_errors(const compress_t *c, long *at_step)
+{
+    *at_step = c ? c->all_step : -1;
+    return c && c->all_step >= 0 ? c->all_err : NULL;
+}

@@ -1,0 +1,117 @@
+/* worker/compress.h - gradient compression of ssgd's all-reduce (algorithm.compression).
+ *
+ * The plain path all-reduces the fused gradient buffer, nparams + MODEL_GRAD_EXTRA floats
+ * (model.h): each rank's b_i g_i and the extras [b_i, b_i loss_i, b_i |g_i|^2, 1], and
+ * the update then applies 1 / sum(b_i). Compression replaces that one collective and
+ * leaves m->grads as the update expects it (an estimate of sum(b_i g_i), and the exact
+ * extras), so dynamic batching weighs the ranks as before and the averaging is the same.
+ *
+ *   bf16      every gradient float rounded to bfloat16 (round to nearest even) and
+ *             all-reduced as 16-bit words (MPI_UINT16_T) under a user-defined MPI_Op
+ *             that widens both operands to fp32, adds, and rounds the sum back
+ *             (compress_bf16_sum): each reduction step adds at most half a bf16 ulp of
+ *             its partial sum. The extras go in a second, 16-byte float all-reduce:
+ *             batch counts are not exact in bf16. Half the bytes.
+ *   powersgd  Vogels, Karimireddy and Jaggi 2019, per layer: a convolution's or a fully
+ *             connected layer's weight gradient, as a matrix (out, in x kh x kw), is
+ *             compressed when it is large (COMPRESS_MIN_ELEMS) and rank r pays at least
+ *             twice ((out + in') r <= out in' / 2). With e the rank's error feedback:
+ *               M = G + e;  P = M Q;  all-reduce P (a sum, as the plain path sums);
+ *               P^ = Gram-Schmidt(P);  Q = M^T P^;  all-reduce Q;  M^ = P^ Q^T;
+ *               e = M - M^ / N  (N ranks: the ranks' errors then sum to sum(M) - M^,
+ *               so what was sent over the steps telescopes to the true sum);
+ *             the update uses M^. Q starts from the job's seed (the same on every rank)
+ *             and is warm-started from the previous step's reduced Q. Every other float
+ *             (biases, batch-norm parameters, small layers) and the extras travel
+ *             uncompressed in the same fused buffer as the P factors. The first
+ *             warmup_steps steps all-reduce the plain buffer (e stays 0).
+ *
+ * Every buffer (e, Q, the fused buffer, the bf16 words) is allocated by compress_create;
+ * a step allocates nothing. Products are OpenBLAS sgemm. Compression's compute is booked
+ * with the collective's time (the comm phase) in this first version.
+ *
+ * The step is split in three so that tests can stand in for MPI (tests/unit/
+ * test_compress.c sums the messages of several simulated ranks): compress_begin gives
+ * the first messages, compress_middle the second (PowerSGD's Q), compress_end unpacks.
+ * compress_allreduce runs the three with MPI_Allreduce in between. */
+#ifndef PACER_COMPRESS_H
+#define PACER_COMPRESS_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+
+#define COMPRESS_MAX_RANK 64    /* common/spec.c's MAX_COMPRESS_RANK */
+#define COMPRESS_MIN_ELEMS 1024 /* smaller weight matrices go uncompressed */
+#define COMPRESS_MIN_RATIO 2    /* ... and those where rank r saves less than this factor */
+
+typedef enum { COMPRESS_NONE = 0, COMPRESS_BF16, COMPRESS_POWERSGD } compress_kind_t;
+
+typedef struct compress compress_t;
+
+/* One all-reduce (a SUM, or the bf16 sum op) that the caller runs in place. */
+typedef struct {
+    void *buf;
+    int count;
+    int bf16; /* 1: count uint16 bf16 words under compress's op; 0: floats, MPI_SUM */
+} compress_msg_t;
+
+/* The plan for model m: kind "none", "bf16" or "powersgd" (the spec's), rank r, warmup
+ * steps, the job's seed (Q's start), nranks (N, the ranks that sum). with_mpi: create the
+ * bf16 MPI_Op (MPI must be initialised); 0 in tests and in one process. Returns 0, or -1
+ * with err (an unknown kind, a rank out of range, out of memory). */
+int compress_create(const model_t *m, const char *kind, int rank, int warmup_steps, uint64_t seed, int nranks,
+                    int with_mpi, compress_t **out, char *err, size_t errlen);
+void compress_free(compress_t *c);
+
+compress_kind_t compress_kind(const compress_t *c);
+/* Whether the step numbered step (0-based global step) is compressed (after warm-up). */
+int compress_active(const compress_t *c, long step);
+
+/* The three phases of one step over grads (nparams + MODEL_GRAD_EXTRA floats, as packed
+ * by adaptive_pack). Each fills msgs (at most 2) and returns how many; the caller sums
+ * each message over the ranks in place between the calls. */
+int compress_begin(compress_t *c, float *grads, long step, compress_msg_t *msgs);
+int compress_middle(compress_t *c, float *grads, long step, compress_msg_t *msgs);
+void compress_end(compress_t *c, float *grads, long step);
+
+/* The whole step over comm (use_mpi 0: one process, no collective). Returns the bytes of
+ * payload handed to MPI_Allreduce (count x element size, summed over the collectives;
+ * 0 in one process, which hands nothing to MPI). */
+size_t compress_allreduce(compress_t *c, float *grads, long step, int use_mpi, MPI_Comm comm);
+
+/* bf16 helpers: round to nearest even (NaN stays NaN), and the exact widening. */
+uint16_t compress_to_bf16(float f);
+float compress_from_bf16(uint16_t h);
+/* inout[i] = bf16(fp32(in[i]) + fp32(inout[i])): the MPI_Op's body. */
+void compress_bf16_sum(const uint16_t *in, uint16_t *inout, size_t n);
+
+/* PowerSGD's state, for checkpoints and tests: Q (the same on every rank) and this
+ * rank's error feedback, their float counts (0 for the other kinds), and the
+ * compressed matrices' count and floats. */
+float *compress_q(compress_t *c, size_t *n);
+float *compress_error(compress_t *c, size_t *n);
+int compress_matrices(const compress_t *c);
+/* For checkpoints (rank 0 writes them, and the errors differ per rank): keep_all makes
+ * room for nranks ranks' errors at the root (once, at set-up; -1 out of memory);
+ * compress_gather_errors (collective over comm, or a copy in one process) collects them
+ * there after step at_step (the global step count once the step is done);
+ * compress_all_errors gives them and that step (NULL when never gathered). */
+int compress_keep_all(compress_t *c, int nranks);
+void compress_gather_errors(compress_t *c, int use_mpi, MPI_Comm comm, long at_step);
+const float *compress_all_errors(const compress_t *c, long *at_step);
+
+/* The bytes a compressed step hands to MPI (after warm-up), and a plain step's. */
+size_t compress_step_bytes(const compress_t *c);
+size_t compress_plain_bytes(const compress_t *c);
+/* The extra floats compression keeps for model m (error + Q + fused buffer, bf16 words
+ * as half floats), for the memory estimate: computed by the same plan. */
+size_t compress_state_floats(const compress_t *c);
+
+/* Orthonormalises the r columns of p (n x r, row-major) in place by Gram-Schmidt; a
+ * column that is (numerically) in the span of the ones before it becomes 0. */
+void compress_orthogonalise(float *p, int n, int r);
+
+#endif

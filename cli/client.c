@@ -271,14 +271,14 @@ static int perform(client_t *c, const char *method, const char *path, const char
     else if (x->r->status)
         snprintf(err, errlen, "the connection to the coordinator at %s broke: %s", c->base,
                  c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc));
-    else
-        snprintf(err, errlen, "cannot reach the coordinator at %s: %s%s", c->base,
+    else if (rc == CURLE_PEER_FAILED_VERIFICATION)
+        snprintf(err, errlen, "cannot verify the coordinator at %s: %s (%s)", c->base,
                  c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc),
-                 rc == CURLE_PEER_FAILED_VERIFICATION
-                     ? c->cacert[0] ? " (its certificate is not signed by the CA in --cacert, or names another host)"
-                                    : " (its certificate could not be verified: give its CA with --cacert FILE or "
-                                      "PACER_CACERT)"
-                     : "");
+                 c->cacert[0] ? "its certificate is not signed by the CA in --cacert, or names another host"
+                              : "give its CA with --cacert FILE or PACER_CACERT");
+    else
+        snprintf(err, errlen, "cannot reach the coordinator at %s: %s", c->base,
+                 c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc));
     return -1;
 }
 

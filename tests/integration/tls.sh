@@ -62,8 +62,9 @@ echo "ok: coordinator on $BASE"
 p() { "$PACER" --url "$BASE" "$@"; }
 p ls --cacert "$C/ca.pem" >"$TMP/ls" || { cat "$TMP/ls"; fail "pacer ls --cacert exited $?"; }
 PACER_CACERT=$C/ca.pem p ls --json | jq -e '.jobs | length == 0' >/dev/null || fail "PACER_CACERT: ls --json"
-expect_error 3 "certificate could not be verified: give its CA with --cacert FILE" p ls
-expect_error 3 "not signed by the CA in --cacert" p ls --cacert "$C/other-ca.pem"
+expect_error 3 "cannot verify the coordinator at $BASE: .*give its CA with --cacert FILE" p ls
+expect_error 3 "cannot verify .*not signed by the CA in --cacert" p ls --cacert "$C/other-ca.pem"
+! grep -q "is pacer-coordinator running" "$TMP/out" || fail "a verification error is not an unreachable coordinator"
 expect_error 2 "--cacert $C/none.pem: No such file or directory" p ls --cacert "$C/none.pem"
 echo "ok: pacer verifies the coordinator against --cacert / PACER_CACERT, and refuses without it"
 
@@ -107,8 +108,9 @@ job = pacer.Client(base, token, cafile=ca).job(job_id)
 job.refresh()
 assert job.state == "SUCCEEDED", job.info
 print("ok: Python client with cafile= reads", job_id, job.state)
-refused("no cafile", lambda: pacer.Client(base, token).job(job_id).refresh(), "CERTIFICATE_VERIFY_FAILED", "give its CA with cafile=")
-refused("another CA", lambda: pacer.Client(base, token, cafile=other).job(job_id).refresh(), "CERTIFICATE_VERIFY_FAILED",
+refused("no cafile", lambda: pacer.Client(base, token).job(job_id).refresh(), "cannot verify the coordinator at " + base,
+        "CERTIFICATE_VERIFY_FAILED", "give its CA with cafile=")
+refused("another CA", lambda: pacer.Client(base, token, cafile=other).job(job_id).refresh(), "cannot verify", "CERTIFICATE_VERIFY_FAILED",
         "not signed by the CA in cafile=")
 refused("missing cafile", lambda: pacer.Client(base, token, cafile=ca + ".none"), "cafile " + ca + ".none")
 refused("token in clear", lambda: pacer.Client("http://10.255.255.1:8080", token),

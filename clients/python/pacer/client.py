@@ -157,11 +157,12 @@ class Client:
             what = problem.get("detail") or problem.get("title") or raw.decode("utf-8", "replace").strip()
             raise PacerError("%s %s: %d %s" % (method, path, e.code, what), e.code, problem) from None
         except urllib.error.URLError as e:
-            hint = ""
             if isinstance(e.reason, ssl.SSLCertVerificationError):
-                hint = (" (its certificate is not signed by the CA in cafile=%s, or names another host)" % self.cafile
-                        if self.cafile else " (its certificate could not be verified: give its CA with cafile=)")
-            raise PacerError("%s %s: %s unreachable: %s%s" % (method, path, self.url, e.reason, hint)) from None
+                hint = ("its certificate is not signed by the CA in cafile=%s, or names another host" % self.cafile
+                        if self.cafile else "give its CA with cafile=")
+                raise PacerError("%s %s: cannot verify the coordinator at %s: %s (%s)"
+                                 % (method, path, self.url, e.reason, hint)) from None
+            raise PacerError("%s %s: %s unreachable: %s" % (method, path, self.url, e.reason)) from None
 
     def _json(self, method, path, obj=None):
         body = None if obj is None else json.dumps(obj).encode()

@@ -29,6 +29,11 @@ mkcert req -newkey rsa:2048 -nodes -keyout "$C/srv.key" -out "$C/srv.csr" -subj 
 printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$C/ext"
 mkcert x509 -req -in "$C/srv.csr" -CA "$C/ca.pem" -CAkey "$C/ca.key" -CAcreateserial -out "$C/srv.pem" -days 2 \
     -extfile "$C/ext"
+# a certificate of the same CA for another name only: the host name check
+mkcert req -newkey rsa:2048 -nodes -keyout "$C/elsewhere.key" -out "$C/elsewhere.csr" -subj "/CN=elsewhere.example"
+printf 'subjectAltName=DNS:elsewhere.example\n' >"$C/ext2"
+mkcert x509 -req -in "$C/elsewhere.csr" -CA "$C/ca.pem" -CAkey "$C/ca.key" -CAcreateserial -out "$C/elsewhere.pem" \
+    -days 2 -extfile "$C/ext2"
 chmod 600 "$C"/*.key
 
 # ---- bad files: refused before anything starts, exit 2, the file named ----------------------------------
@@ -75,6 +80,9 @@ code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 20 "http://127.0.0.1:$P
 curl -sf --cacert "$C/ca.pem" -H "Authorization: Bearer $TOKEN" "$BASE/metrics" | grep -q '^pacer_redis_up 1' ||
     fail "/metrics over https"
 curl -sf --cacert "$C/ca.pem" "$BASE/" | grep -qi '<html' || fail "the dashboard over https"
+# the dashboard's event stream (EventSource: the token in the query), over TLS
+curl -sN --max-time 5 --cacert "$C/ca.pem" "$BASE/api/v1/events?access_token=$TOKEN" >"$TMP/sse.txt"
+grep -q '^retry: ' "$TMP/sse.txt" || { cat "$TMP/sse.txt"; fail "no event stream over https"; }
 echo "ok: plain http to the TLS port gets no answer; /metrics and the dashboard over https"
 
 # submit and watch: the event stream over TLS, to the end of the job
@@ -144,5 +152,23 @@ expect_error 3 "cannot reach the coordinator" \
     noproxy PACER_TOKEN= "$PACER" --url http://pacer-no-such-host.invalid:8080 ls
 echo "ok: the CLI keeps the token off plain http to a non-loopback host unless allowed"
 
+# ---- a certificate for another name: the CA signed it, the host name check refuses it --------------
+stop_coord
+start_coord --tls-cert "$C/elsewhere.pem" --tls-key "$C/elsewhere.key"
+BASE=$(grep -o 'REST API and dashboard on https://[0-9.:]*' "$TMP/coord.log" | tail -1 | sed 's/.* on //')
+expect_error 3 "cannot verify the coordinator at $BASE: .*names another host" p ls --cacert "$C/ca.pem"
+PYTHONPATH=clients/python "$PY" - "$BASE" "$TOKEN" "$C/ca.pem" <<'EOF' || fail "Python client: host name check"
+import sys
+import pacer
+base, token, ca = sys.argv[1:4]
+try:
+    pacer.Client(base, token, cafile=ca).request("GET", "/api/v1/jobs")
+except pacer.PacerError as e:
+    assert "cannot verify the coordinator" in str(e) and "match" in str(e), str(e)
+    print("ok: Python client: %s" % e)
+else:
+    raise AssertionError("a certificate for elsewhere.example was taken for 127.0.0.1")
+EOF
+echo "ok: a certificate of the right CA for another name is refused by both clients"
 stop_coord
 echo "PASS"

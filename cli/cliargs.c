@@ -2,10 +2,13 @@
 #include "cliargs.h"
 #include "numarg.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static const cli_command_t COMMANDS[] = {
     {"submit", CMD_SUBMIT, 1, 1, "SPEC", OPT_WATCH, "queue a job from a spec file (- = stdin); prints its id",
@@ -86,6 +89,12 @@ static const cli_option_t OPTIONS[] = {
     {"url", 0, "URL", OPT_URL, "the coordinator (default $PACER_URL, else " CLI_DEFAULT_URL ")"},
     {"token", 0, "TOKEN", OPT_TOKEN, "API bearer token (default $PACER_TOKEN)"},
     {"token-file", 0, "FILE", OPT_TOKEN_FILE, "read the token from FILE (its first line)"},
+    {"cacert", 0, "FILE", OPT_CACERT,
+     "https: verify the coordinator's certificate against the CA(s) in this PEM file "
+     "(default $PACER_CACERT, else the system's)"},
+    {"allow-insecure-token", 0, NULL, OPT_ALLOW_INSECURE_TOKEN,
+     "send the token over plain http:// to a host that is not loopback (readable on the way; "
+     "or PACER_ALLOW_INSECURE_TOKEN=1)"},
     {"json", 0, NULL, OPT_JSON, "print JSON for scripts instead of tables"},
     {"watch", 'w', NULL, OPT_WATCH, "submit, retry: then follow the job like watch"},
     {"state", 0, "STATE", OPT_STATE, "ls: only jobs in STATE"},
@@ -133,6 +142,53 @@ int cli_url_valid(const char *url, char *err, size_t errlen)
     return 0;
 }
 
+/* The twin of the coordinator's auth_host_is_loopback (http/auth.c), which the CLI does
+ * not link: the same three forms, nothing resolved (a name is decided by its text). */
+static int host_is_loopback(const char *host)
+{
+    if (strcasecmp(host, "localhost") == 0) return 1;
+    struct in_addr a4;
+    if (inet_pton(AF_INET, host, &a4) == 1) return (ntohl(a4.s_addr) >> 24) == 127;
+    struct in6_addr a6;
+    if (inet_pton(AF_INET6, host, &a6) == 1) return memcmp(&a6, &in6addr_loopback, sizeof a6) == 0;
+    return 0;
+}
+
+int cli_token_transport_ok(const char *url, const char *token, int allowed, char *err, size_t errlen)
+{
+    if (!token || !*token || allowed || strncasecmp(url, "https://", 8) == 0) return 0;
+    /* http://[USERINFO@]HOST[:PORT][/...]: the authority ends at the first / ? or # */
+    const char *auth = strncasecmp(url, "http://", 7) == 0 ? url + 7 : url;
+    size_t alen = strcspn(auth, "/?#");
+    for (size_t i = alen; i > 0; i--)
+        if (auth[i - 1] == '@') { /* the host follows the last '@' of the authority */
+            auth += i;
+            alen -= i;
+            break;
+        }
+    char host[256] = "";
+    size_t hlen;
+    if (auth[0] == '[') {
+        const char *rb = memchr(auth, ']', alen);
+        hlen = rb ? (size_t)(rb - auth - 1) : 0;
+        if (hlen < sizeof host) memcpy(host, auth + 1, hlen);
+    } else {
+        const char *colon = memchr(auth, ':', alen);
+        hlen = colon ? (size_t)(colon - auth) : alen;
+        if (hlen < sizeof host) memcpy(host, auth, hlen);
+    }
+    if (hlen < sizeof host) host[hlen] = 0;
+    else host[0] = 0;
+    if (host[0] && host_is_loopback(host)) return 0;
+    snprintf(err, errlen,
+             "refusing to send the API token in clear text to %.200s: plain http:// carries it readable to "
+             "anyone on the way, and '%.100s' is not a loopback address. Use an https:// URL (--cacert FILE "
+             "for a private CA), or allow it explicitly with --allow-insecure-token "
+             "(PACER_ALLOW_INSECURE_TOKEN=1)",
+             url, host);
+    return -1;
+}
+
 static const cli_option_t *find_long(const char *name, size_t len)
 {
     for (size_t i = 0; i < NOPTIONS; i++)
@@ -162,6 +218,8 @@ static int apply(cli_args_t *a, const cli_option_t *o, const char *val, char *er
     case OPT_URL: a->url = val; break;
     case OPT_TOKEN: a->token = val; break;
     case OPT_TOKEN_FILE: a->token_file = val; break;
+    case OPT_CACERT: a->cacert = val; break;
+    case OPT_ALLOW_INSECURE_TOKEN: a->allow_insecure_token = 1; break;
     case OPT_JSON: a->json = 1; break;
     case OPT_HELP: a->help = 1; break;
     case OPT_VERSION: a->version = 1; break;

@@ -58,8 +58,11 @@ enum {
     OPT_FOLLOW = 1u << 9,
     OPT_TAIL = 1u << 10,
     OPT_OUTPUT = 1u << 11,
+    OPT_CACERT = 1u << 12,
+    OPT_ALLOW_INSECURE_TOKEN = 1u << 13,
 };
-#define OPT_GLOBAL (OPT_URL | OPT_TOKEN | OPT_TOKEN_FILE | OPT_JSON | OPT_HELP | OPT_VERSION)
+#define OPT_GLOBAL \
+    (OPT_URL | OPT_TOKEN | OPT_TOKEN_FILE | OPT_JSON | OPT_HELP | OPT_VERSION | OPT_CACERT | OPT_ALLOW_INSECURE_TOKEN)
 
 typedef struct {
     const char *name;
@@ -86,10 +89,12 @@ typedef struct {
     const char *url;              /* never NULL after a successful parse */
     const char *token;            /* NULL = none */
     const char *token_file;
-    const char *state;  /* ls --state */
-    const char *output; /* trace -o */
-    long limit;         /* ls --limit (default 50) */
-    long tail;          /* logs --tail (0 = the whole log) */
+    const char *cacert;       /* --cacert (pacer.c falls back to $PACER_CACERT); NULL = the system's CAs */
+    int allow_insecure_token; /* --allow-insecure-token (or $PACER_ALLOW_INSECURE_TOKEN=1, pacer.c) */
+    const char *state;        /* ls --state */
+    const char *output;       /* trace -o */
+    long limit;               /* ls --limit (default 50) */
+    long tail;                /* logs --tail (0 = the whole log) */
     int json, help, version, watch, follow;
     unsigned seen; /* option bits given */
 } cli_args_t;
@@ -102,6 +107,12 @@ int cli_args_parse(int argc, char *const argv[], const char *env_url, const char
 
 /* 0 when url is an http:// or https:// URL without spaces or control characters. */
 int cli_url_valid(const char *url, char *err, size_t errlen);
+
+/* The clear-text token rule: a token goes over plain http:// only to a loopback host
+ * (localhost, 127.0.0.0/8, ::1), unless allowed. 0 when url may carry token (none, an
+ * https:// URL, a loopback host, or allowed), else -1 with err naming the rule and the
+ * ways out. Pure: decided from the URL's text, before any connection. */
+int cli_token_transport_ok(const char *url, const char *token, int allowed, char *err, size_t errlen);
 
 const cli_command_t *cli_command_find(const char *name);
 const cli_command_t *cli_commands(size_t *n);

@@ -1,6 +1,8 @@
 /* cli/client.c - see client.h. */
 #include "client.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -18,6 +20,7 @@ struct client {
     CURL *curl;
     char base[CLI_URL_MAX];
     char auth[CLI_TOKEN_MAX + 32];
+    char cacert[PATH_MAX]; /* "" = the system's CAs */
     char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -55,6 +58,20 @@ client_t *client_new(const char *base_url, const char *token, char *err, size_t 
     while (n > 0 && c->base[n - 1] == '/') c->base[--n] = 0;
     if (token && *token) snprintf(c->auth, sizeof c->auth, "Authorization: Bearer %s", token);
     return c;
+}
+
+int client_set_cacert(client_t *c, const char *path, char *err, size_t errlen)
+{
+    /* opened here so that a wrong path is named, not libcurl's "error setting certificate file" */
+    FILE *f = path && *path ? fopen(path, "r") : NULL;
+    if (!f || strlen(path) >= sizeof c->cacert) {
+        snprintf(err, errlen, "--cacert %s: %s", path ? path : "", f ? "path too long" : strerror(errno));
+        if (f) fclose(f);
+        return -1;
+    }
+    fclose(f);
+    snprintf(c->cacert, sizeof c->cacert, "%s", path);
+    return 0;
 }
 
 void client_free(client_t *c)
@@ -213,6 +230,7 @@ static int perform(client_t *c, const char *method, const char *path, const char
     curl_easy_setopt(h, CURLOPT_USERAGENT, "pacer/" PACER_VERSION);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT_S);
+    if (c->cacert[0]) curl_easy_setopt(h, CURLOPT_CAINFO, c->cacert);
     if (timeout_s > 0) curl_easy_setopt(h, CURLOPT_TIMEOUT, timeout_s);
     else {
         /* Streams and downloads: no overall limit, but a connection that carries nothing
@@ -253,6 +271,11 @@ static int perform(client_t *c, const char *method, const char *path, const char
     else if (x->r->status)
         snprintf(err, errlen, "the connection to the coordinator at %s broke: %s", c->base,
                  c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc));
+    else if (rc == CURLE_PEER_FAILED_VERIFICATION)
+        snprintf(err, errlen, "cannot verify the coordinator at %s: %s (%s)", c->base,
+                 c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc),
+                 c->cacert[0] ? "its certificate is not signed by the CA in --cacert, or names another host"
+                              : "give its CA with --cacert FILE or PACER_CACERT");
     else
         snprintf(err, errlen, "cannot reach the coordinator at %s: %s", c->base,
                  c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc));

@@ -33,6 +33,10 @@ typedef int (*client_tick_fn)(void *ctx);
 
 /* base_url: http(s)://HOST[:PORT][/PREFIX] (checked by cli_url_valid); token may be NULL. */
 client_t *client_new(const char *base_url, const char *token, char *err, size_t errlen);
+/* https: verify the coordinator against the CA certificate(s) in the PEM file path
+ * (CURLOPT_CAINFO) instead of the system's. Verification itself is never turned off. 0,
+ * or -1 with err when the file cannot be opened (named). */
+int client_set_cacert(client_t *c, const char *path, char *err, size_t errlen);
 void client_free(client_t *c);
 const char *client_url(const client_t *c);
 

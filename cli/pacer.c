@@ -55,6 +55,15 @@ int main(int argc, char **argv)
         if (read_token(a.token_file, token, sizeof token) != 0) return CLI_EXIT_USAGE;
         a.token = token;
     }
+    /* The token rule before any connection (cliargs.h): not in clear to another host. */
+    const char *allow_env = getenv("PACER_ALLOW_INSECURE_TOKEN");
+    if (allow_env && strcmp(allow_env, "1") == 0) a.allow_insecure_token = 1;
+    if (cli_token_transport_ok(a.url, a.token, a.allow_insecure_token, err, sizeof err) != 0) {
+        fprintf(stderr, "pacer: %s\n", err);
+        memset(token, 0, sizeof token);
+        return CLI_EXIT_USAGE;
+    }
+    if (!a.cacert && getenv("PACER_CACERT") && *getenv("PACER_CACERT")) a.cacert = getenv("PACER_CACERT");
 
     /* A write to a connection the server closed must be an error return, not death. */
     signal(SIGPIPE, SIG_IGN);
@@ -66,6 +75,13 @@ int main(int argc, char **argv)
     if (!client) {
         fprintf(stderr, "pacer: %s\n", err);
         curl_global_cleanup();
+        return CLI_EXIT_USAGE;
+    }
+    if (a.cacert && client_set_cacert(client, a.cacert, err, sizeof err) != 0) {
+        fprintf(stderr, "pacer: %s\n", err);
+        client_free(client);
+        curl_global_cleanup();
+        memset(token, 0, sizeof token);
         return CLI_EXIT_USAGE;
     }
     cli_ctx_t cx = {.client = client, .args = &a};

@@ -29,6 +29,7 @@
 #include "coordinator.h"
 #include "numarg.h"
 #include "server.h"
+#include "tls.h"
 #include "version.h"
 
 enum {
@@ -83,6 +84,8 @@ enum {
     O_PREFLIGHT,
     O_PREFLIGHT_STEPS,
     O_PREFLIGHT_TIMEOUT,
+    O_TLS_CERT,
+    O_TLS_KEY,
 };
 
 typedef struct {
@@ -106,6 +109,12 @@ static const opt_row_t OPTIONS[] = {
      "without a token: also answer requests whose Host is NAME (repeatable; a name "
      "a reverse proxy or tunnel uses); others get 421",
      O_ALLOWED_HOST},
+    {"tls-cert", 1, "FILE",
+     "serve the API, the dashboard and the event streams over HTTPS with this PEM certificate "
+     "(chain); needs --tls-key",
+     O_TLS_CERT},
+    {"tls-key", 1, "FILE", "the certificate's PEM private key (mode 600: refused when group or others may read it)",
+     O_TLS_KEY},
     {"static-dir", 1, "DIR", "dashboard files (default: static/ next to this executable, else ./static)", O_STATIC_DIR},
     {"http-threads", 1, "N", "HTTP worker threads (default 4)", O_HTTP_THREADS},
     {"sse-max", 1, "N", "concurrent Server-Sent Events streams (default 64)", O_SSE_MAX},
@@ -589,6 +598,7 @@ int main(int argc, char **argv)
     http_config_defaults(&o.http);
     o.timeout_s = 600;
     const char *token_file = NULL;
+    const char *tls_cert = NULL, *tls_key = NULL;
     o.cfg.redis_url = getenv("REDIS_URL");
 
     struct option longopts[NOPTIONS + 1];
@@ -648,6 +658,8 @@ int main(int argc, char **argv)
         case O_SINCE: o.since = optarg; break;
         case O_JSON: o.json = 1; break;
         case O_TOKEN_FILE: token_file = optarg; break;
+        case O_TLS_CERT: tls_cert = optarg; break;
+        case O_TLS_KEY: tls_key = optarg; break;
         case O_AUTH_READS: break; /* the default now */
         case O_PUBLIC_READS: o.http.public_reads = 1; break;
         case O_ALLOWED_HOST:
@@ -738,7 +750,18 @@ int main(int argc, char **argv)
         /* The same for a Redis password in $REDIS_URL (read above): workers get theirs
          * from a file only the owner can read (coordinator.c). */
         unsetenv("REDIS_URL");
-        return run_daemon(&o);
+        /* HTTPS: the files are read and tried now, so a bad pair is refused before
+         * anything starts (tls.h). */
+        http_tls_t tls;
+        if (http_tls_load(tls_cert, tls_key, &tls, terr, sizeof terr) != 0) {
+            fprintf(stderr, "pacer-coordinator: %s\n", terr);
+            return 2;
+        }
+        o.http.tls_cert_pem = tls.cert;
+        o.http.tls_key_pem = tls.key;
+        int rc = run_daemon(&o);
+        http_tls_free(&tls);
+        return rc;
     }
 
     const command_t *cmd = NULL;

@@ -28,8 +28,9 @@ ca-certificates curl nodejs npm libsimgrid-dev protobuf-c-compiler libprotobuf-c
 # backs the Python client's test; without it those skip, so a fresh machine would not run
 # them. libonnx-testdata is ONNX's own conformance suite (its backend tests under
 # /usr/share/libonnx-testdata/data), which tests/integration/onnx_conformance.sh runs
-# through pacer-worker --onnx-case.
-test="iproute2 procps psmisc jq chromium docker-compose python3-jsonschema slurmctld slurmd slurm-client munge binutils clang-format \
+# through pacer-worker --onnx-case. openssl makes the CA and certificates of
+# tests/integration/tls.sh at run time.
+test="openssl iproute2 procps psmisc jq chromium docker-compose python3-jsonschema slurmctld slurmd slurm-client munge binutils clang-format \
 python3-pil python3-numpy python3-torch libonnx-testdata"
 bench="python3-torch wrk linux-perf"
 browser="chromium nodejs npm"

@@ -40,6 +40,7 @@ struct http_server {
     const char *allowed_ptrs[HTTP_ALLOWED_HOSTS_MAX];
     int nallowed_hosts;
     int threads;
+    char *tls_cert, *tls_key; /* copies of cfg's PEM texts (the key wiped at stop); NULL = plain HTTP */
     size_t body_max;
     size_t model_max; /* ROUTE_BINARY_BODY routes' body limit (--max-model-bytes) */
     char token[AUTH_TOKEN_MAX];

@@ -629,6 +629,15 @@ static int resolve_addr(const char *host, int port, struct sockaddr_storage *ss,
     return 0;
 }
 
+/* The server's copies of the certificate and key; the key's bytes do not outlive it. */
+static void tls_wipe(http_server_t *s)
+{
+    if (s->tls_key) explicit_bzero(s->tls_key, strlen(s->tls_key));
+    free(s->tls_key);
+    free(s->tls_cert);
+    s->tls_key = s->tls_cert = NULL;
+}
+
 int http_start(coordinator_t *c, const http_config_t *cfg, http_server_t **out, char *err, size_t errlen)
 {
     *out = NULL;
@@ -656,6 +665,17 @@ int http_start(coordinator_t *c, const http_config_t *cfg, http_server_t **out, 
     s->body_max = cfg->body_max ? cfg->body_max : HTTP_BODY_MAX_DEFAULT;
     s->model_max = cfg->model_max ? cfg->model_max : HTTP_MODEL_MAX_DEFAULT;
     s->cache_s = cfg->cache_ms / 1000.0;
+    if (!cfg->tls_cert_pem != !cfg->tls_key_pem) {
+        snprintf(err, errlen, "--tls-cert and --tls-key: give both");
+        free(s);
+        return -1;
+    }
+    if (cfg->tls_cert_pem && (!(s->tls_cert = strdup(cfg->tls_cert_pem)) || !(s->tls_key = strdup(cfg->tls_key_pem)))) {
+        snprintf(err, errlen, "out of memory");
+        tls_wipe(s);
+        free(s);
+        return -1;
+    }
     if (cfg->token && *cfg->token) {
         s->token_len = strlen(cfg->token);
         memcpy(s->token, cfg->token, s->token_len + 1);
@@ -673,16 +693,24 @@ int http_start(coordinator_t *c, const http_config_t *cfg, http_server_t **out, 
     int v6 = 0;
     if (resolve_addr(host, port, &ss, &v6, err, errlen) != 0) goto fail;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
-                     (v6 ? MHD_USE_IPv6 : 0);
+                     (v6 ? MHD_USE_IPv6 : 0) | (s->tls_cert ? MHD_USE_TLS : 0);
+    /* HTTPS: the pair was already tried by http_tls_load (tls.c); without TLS the array
+     * ends at once. */
+    struct MHD_OptionItem tls_opts[] = {
+        {s->tls_cert ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, s->tls_key},
+        {MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls_cert},
+        {MHD_OPTION_END, 0, NULL},
+    };
     s->daemon = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
                                  s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE,
                                  (unsigned)s->threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
                                  MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_URI_LOG_CALLBACK, uri_log,
                                  s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->header_timeout_s,
                                  MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT,
-                                 MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->conns_per_client, MHD_OPTION_END);
+                                 MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->conns_per_client, MHD_OPTION_ARRAY,
+                                 tls_opts, MHD_OPTION_END);
     if (!s->daemon) {
-        snprintf(err, errlen, "cannot serve HTTP on %s: %s", cfg->listen,
+        snprintf(err, errlen, "cannot serve %s on %s: %s", s->tls_cert ? "HTTPS" : "HTTP", cfg->listen,
                  errno ? strerror(errno) : "libmicrohttpd failed");
         goto fail;
     }
@@ -694,8 +722,9 @@ int http_start(coordinator_t *c, const http_config_t *cfg, http_server_t **out, 
     s->hdr_thread_on = 1;
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
     s->port = info ? info->port : port;
-    clog_printf("http: REST API and dashboard on http://%s%s%s:%d/ (%d threads, static files from %s%s)", v6 ? "[" : "",
-                *host ? host : "0.0.0.0", v6 ? "]" : "", s->port, s->threads, s->static_dir,
+    clog_printf("http: REST API and dashboard on %s://%s%s%s:%d/ (%d threads, static files from %s%s)",
+                s->tls_cert ? "https" : "http", v6 ? "[" : "", *host ? host : "0.0.0.0", v6 ? "]" : "", s->port,
+                s->threads, s->static_dir,
                 s->token_len ? (s->public_reads ? ", token needed for POST and DELETE (--public-reads)"
                                                 : ", token needed for every API call")
                              : ", no token: open to local users, Host must be loopback");
@@ -709,6 +738,7 @@ fail:
     pthread_cond_destroy(&s->cond);
     pthread_mutex_destroy(&s->lock);
     free(s->openapi);
+    tls_wipe(s);
     free(s);
     return -1;
 }
@@ -743,5 +773,6 @@ void http_stop(http_server_t *s)
     pthread_mutex_destroy(&s->lock);
     free(s->prom_text);
     free(s->openapi);
+    tls_wipe(s);
     free(s);
 }

@@ -56,6 +56,10 @@ typedef struct {
     size_t body_max;        /* request body limit; 0 = HTTP_BODY_MAX_DEFAULT */
     size_t model_max;       /* an uploaded model's body limit; 0 = HTTP_MODEL_MAX_DEFAULT */
     int cache_ms;           /* GET /api/v1/jobs/{id} answers are reused this long; 0 = off */
+    /* HTTPS: PEM texts from http_tls_load() (tls.h), both or neither; NULL = plain HTTP.
+     * The REST API, the dashboard, the event streams and /metrics are all served over it. */
+    const char *tls_cert_pem;
+    const char *tls_key_pem;
 } http_config_t;
 
 typedef struct http_server http_server_t;

@@ -720,6 +720,46 @@ static void test_progress(void **state)
     progress_free(&p);
 }
 
+/* The clear-text token rule (cliargs.h): decided from the URL's text alone. */
+static void test_token_transport(void **state)
+{
+    (void)state;
+    char err[512];
+    static const char *const OK[] = {
+        "http://127.0.0.1:8080", "http://localhost:8080/", "http://LOCALHOST",          "http://127.8.9.10/x",
+        "http://[::1]:8080",     "https://10.0.0.5:8443",  "HTTPS://pacer.example.org", "http://evil@127.0.0.1:80",
+    };
+    for (size_t i = 0; i < sizeof OK / sizeof OK[0]; i++) {
+        err[0] = 0;
+        assert_int_equal(cli_token_transport_ok(OK[i], "tok", 0, err, sizeof err), 0);
+    }
+    static const char *const REFUSED[] = {
+        "http://10.255.255.1:8080",  "http://pacer.example.org", "http://[::2]:80", "http://127.0.0.1@10.0.0.1/",
+        "http://localhost.evil.org", "http://128.0.0.1",         "http://[::1",     "http://0.0.0.0:8080",
+    };
+    for (size_t i = 0; i < sizeof REFUSED / sizeof REFUSED[0]; i++) {
+        err[0] = 0;
+        assert_int_equal(cli_token_transport_ok(REFUSED[i], "tok", 0, err, sizeof err), -1);
+        assert_non_null(strstr(err, "refusing to send the API token in clear text"));
+        assert_non_null(strstr(err, "--allow-insecure-token"));
+        /* allowed explicitly, or no token to send: nothing to refuse */
+        assert_int_equal(cli_token_transport_ok(REFUSED[i], "tok", 1, err, sizeof err), 0);
+        assert_int_equal(cli_token_transport_ok(REFUSED[i], NULL, 0, err, sizeof err), 0);
+        assert_int_equal(cli_token_transport_ok(REFUSED[i], "", 0, err, sizeof err), 0);
+    }
+    assert_int_equal(cli_token_transport_ok("http://10.1.2.3", "tok", 0, err, sizeof err), -1);
+    assert_non_null(strstr(err, "'10.1.2.3' is not a loopback address"));
+
+    /* the options: global, after the command too */
+    cli_args_t a;
+    assert_int_equal(parse(&a, err, NULL, NULL, "ls", "--cacert", "/ca.pem", "--allow-insecure-token", NULL), 0);
+    assert_string_equal(a.cacert, "/ca.pem");
+    assert_int_equal(a.allow_insecure_token, 1);
+    assert_int_equal(parse(&a, err, NULL, NULL, "--cacert=/x.pem", "watch", "j1", NULL), 0);
+    assert_string_equal(a.cacert, "/x.pem");
+    assert_int_equal(a.allow_insecure_token, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -735,6 +775,7 @@ int main(void)
         cmocka_unit_test(test_problem_and_states),
         cmocka_unit_test(test_sse_parser),
         cmocka_unit_test(test_progress),
+        cmocka_unit_test(test_token_transport),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

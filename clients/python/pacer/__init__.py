@@ -3,7 +3,7 @@
 Your single-machine PyTorch module becomes a pacer job and comes back trained:
 
     import pacer
-    client = pacer.Client("http://coordinator:8080", token)
+    client = pacer.Client("https://coordinator:8443", token, cafile="ca.pem")
     job = client.train(net, torch.randn(1, 1, 28, 28), {"dataset": {"name": "mnist"},
                                                        "algorithm": {"name": "ssgd"},
                                                        "workers": 4, "epochs": 5})

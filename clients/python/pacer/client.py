@@ -4,8 +4,10 @@ answer that is not a success becomes a PacerError carrying the API's problem det
 import copy
 import hashlib
 import io
+import ipaddress
 import json
 import re
+import ssl
 import sys
 import time
 import urllib.error
@@ -82,14 +84,57 @@ def export_module(module, example_input):
     return buf.getvalue()
 
 
-class Client:
-    """A coordinator at url (e.g. "http://127.0.0.1:8080"); token is the daemon's API
-    token (sent as "Authorization: Bearer"), None for a daemon that needs none."""
+def _host_is_loopback(host):
+    """localhost, 127.0.0.0/8 or ::1, decided from the text (nothing is resolved): the
+    same rule as the pacer CLI's (cli/cliargs.c) and the coordinator's (http/auth.c)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
-    def __init__(self, url, token=None, timeout=60.0):
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """The coordinator answers without redirects; following one would carry the token's
+    header to wherever a Location points. A 3xx is returned as the error it is."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+class Client:
+    """A coordinator at url (e.g. "http://127.0.0.1:8080", "https://pacer.example:8443");
+    token is the user's API token (sent as "Authorization: Bearer"), None for a daemon
+    that needs none.
+
+    https: the coordinator's certificate is verified against the CA certificate(s) in
+    the PEM file cafile (one's own CA, or the self-signed certificate itself), else the
+    system's; verification is never turned off. A token is not sent over plain http:// to
+    a host that is not loopback (anyone on the way could read it): the constructor raises
+    PacerError naming the rule, unless allow_insecure_token=True says it is meant."""
+
+    def __init__(self, url, token=None, timeout=60.0, cafile=None, allow_insecure_token=False):
         self.url = url.rstrip("/")
         self.token = token
         self.timeout = timeout
+        parts = urllib.parse.urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise PacerError("url %r must be http://HOST[:PORT] or https://HOST[:PORT]" % url)
+        if token and parts.scheme == "http" and not allow_insecure_token and not _host_is_loopback(parts.hostname):
+            raise PacerError("refusing to send the API token in clear text to %s: plain http:// carries it readable "
+                             "to anyone on the way, and %r is not a loopback address. Use an https:// URL "
+                             "(cafile= for a private CA), or allow it explicitly with allow_insecure_token=True"
+                             % (self.url, parts.hostname))
+        handlers = [_NoRedirect()]
+        self.cafile = cafile
+        if parts.scheme == "https":
+            try:
+                ctx = ssl.create_default_context(cafile=cafile)
+            except (OSError, ssl.SSLError) as e:
+                raise PacerError("cafile %s: %s" % (cafile, e)) from None
+            handlers.append(urllib.request.HTTPSHandler(context=ctx))
+        self._opener = urllib.request.build_opener(*handlers)
 
     def request(self, method, path, body=None, content_type=None, accept="application/json"):
         """Sends one request; returns (status, headers, body bytes) of a success, raises
@@ -101,7 +146,7 @@ class Client:
             req.add_header("Content-Type", content_type)
         req.add_header("Accept", accept)
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as r:
+            with self._opener.open(req, timeout=self.timeout) as r:
                 return r.status, r.headers, r.read()
         except urllib.error.HTTPError as e:
             raw = e.read()
@@ -112,6 +157,11 @@ class Client:
             what = problem.get("detail") or problem.get("title") or raw.decode("utf-8", "replace").strip()
             raise PacerError("%s %s: %d %s" % (method, path, e.code, what), e.code, problem) from None
         except urllib.error.URLError as e:
+            if isinstance(e.reason, ssl.SSLCertVerificationError):
+                hint = ("its certificate is not signed by the CA in cafile=%s, or names another host" % self.cafile
+                        if self.cafile else "give its CA with cafile=")
+                raise PacerError("%s %s: cannot verify the coordinator at %s: %s (%s)"
+                                 % (method, path, self.url, e.reason, hint)) from None
             raise PacerError("%s %s: %s unreachable: %s" % (method, path, self.url, e.reason)) from None
 
     def _json(self, method, path, obj=None):

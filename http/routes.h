@@ -30,11 +30,16 @@ enum {
                              cannot send headers) */
 };
 
+/* What a route does, for the role rules (common/users.h's user_action_t; issue 45). A
+ * ROUTE_MUTATES row that names none (0, USER_ACT_READ) is admin-only: a change nobody
+ * classified is not opened to members by default. */
+
 typedef struct {
     const char *method; /* NULL in the sentinel */
     const char *pattern;
     route_handler_t handler;
     unsigned flags;
+    int act; /* user_action_t */
 } route_t;
 
 typedef struct {

@@ -195,10 +195,22 @@ static const char *act_verb(user_action_t a)
     case USER_ACT_MODEL_DELETE: return "delete";
     case USER_ACT_SUBMIT: return "submit jobs";
     case USER_ACT_CLUSTER: return "reload or benchmark the cluster";
-    case USER_ACT_USERS: return "create or remove users";
+    case USER_ACT_USERS: return "list, create or remove users";
     case USER_ACT_TOKEN_NEW: return "renew their token";
     case USER_ACT_ADMIN: return "use this endpoint";
     default: return "read";
+    }
+}
+
+/* What a viewer was refused, as a whole ("cancel jobs"): a viewer may change nothing. */
+static const char *act_what(user_action_t a)
+{
+    switch (a) {
+    case USER_ACT_CANCEL: return "cancel jobs";
+    case USER_ACT_RETRY: return "retry jobs";
+    case USER_ACT_MODEL_PUT: return "upload models";
+    case USER_ACT_MODEL_DELETE: return "delete models";
+    default: return act_verb(a);
     }
 }
 
@@ -207,7 +219,7 @@ int users_may(user_role_t role, const char *user, user_action_t act, const user_
     if (role == USER_ADMIN || act == USER_ACT_READ) return 1;
     if (act == USER_ACT_TOKEN_NEW) return 1; /* every user's own credential */
     if (role != USER_MEMBER) {
-        errmsg(why, whylen, "viewers may only read: to %s takes the member or admin role", act_verb(act));
+        errmsg(why, whylen, "viewers may only read: to %s takes the member or admin role", act_what(act));
         return 0;
     }
     switch (act) {

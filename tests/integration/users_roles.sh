@@ -184,6 +184,32 @@ refused 409 '"admin" is the daemon'"'"'s own token: change PACER_TOKEN or --toke
     "$ADMIN" DELETE /api/v1/users/admin
 echo "ok: a renewed token replaces the old one; an expired one and a removed user's are refused (401)"
 
+# ---- the CLI: pacer user add|ls|rm, pacer token new, a member's and a viewer's token ------------------------
+PACER=$BUILD/pacer
+[ -x "$PACER" ] || fail "$PACER not built (make $PACER)"
+p() { "$PACER" --url "$BASE" "$@"; }
+EVE=$(p --token "$ADMIN" user add eve --role viewer --expires 3600 2>"$TMP/cli.err") ||
+    { cat "$TMP/cli.err"; fail "pacer user add eve"; }
+printf '%s\n' "$EVE" | grep -Eq '^eve\.[0-9a-f]{64}$' || fail "pacer user add printed '$EVE', not eve's token"
+grep -q "shown this once" "$TMP/cli.err" || { cat "$TMP/cli.err"; fail "pacer user add: no 'shown this once'"; }
+p --token "$ADMIN" user ls >"$TMP/ls.txt" || fail "pacer user ls"
+head -1 "$TMP/ls.txt" | grep -q '^NAME  *ROLE  *CREATED  *EXPIRES  *CREATED BY$' || { cat "$TMP/ls.txt"; fail "user ls header"; }
+grep -q '^eve  *viewer  .* admin$' "$TMP/ls.txt" || { cat "$TMP/ls.txt"; fail "user ls: no eve, viewer, by admin"; }
+expect_error 1 "pacer user: Forbidden: only admins may list, create or remove users (HTTP 403)" p --token "$ALICE2" user ls
+expect_error 1 "pacer submit: Forbidden: viewers may only read: to submit jobs takes the member or admin role" \
+    p --token "$EVE" submit "$TMP/long.json"
+expect_error 2 "pacer user: add needs --role admin, member or viewer" p --token "$ADMIN" user add zed
+EVE2=$(PACER_TOKEN=$EVE p token new 2>/dev/null) || fail "pacer token new as eve"
+[ "$EVE2" != "$EVE" ] && ok 200 "$EVE2" GET /api/v1/whoami || fail "pacer token new: no new working token"
+refused 401 "the bearer token is wrong" "$EVE" GET /api/v1/whoami
+# a member's token through the CLI: submit and cancel their own job
+J=$(p --token "$ALICE2" submit "$TMP/long.json") || fail "pacer submit as alice"
+ok 200 "$ADMIN" GET "/api/v1/jobs/$J"
+[ "$(jq -r .owner "$TMP/body")" = alice ] || fail "pacer submit as alice: $J's owner is not alice"
+p --token "$ALICE2" cancel "$J" >/dev/null || fail "pacer cancel $J as alice"
+[ "$(p --token "$ADMIN" user rm eve)" = "eve: removed" ] || fail "pacer user rm eve"
+echo "ok: pacer user add|ls|rm and token new; the CLI takes a member's and a viewer's token"
+
 # ---- the audit ----------------------------------------------------------------------------------------------
 rcli XRANGE pacer:events - + | grep '"type":"audit"' >"$TMP/audit.txt"
 has_audit() {

@@ -210,6 +210,31 @@ p --token "$ALICE2" cancel "$J" >/dev/null || fail "pacer cancel $J as alice"
 [ "$(p --token "$ADMIN" user rm eve)" = "eve: removed" ] || fail "pacer user rm eve"
 echo "ok: pacer user add|ls|rm and token new; the CLI takes a member's and a viewer's token"
 
+# ---- the Python client with a member's and a viewer's token ------------------------------------------------
+jq -c . "$TMP/long.json" >"$TMP/long.min.json"
+PYTHONPATH=clients/python /usr/bin/python3 - "$BASE" "$ALICE2" "$CAROL" "$TMP/long.min.json" <<'PY' || fail "the Python client's checks failed"
+import json, sys
+import pacer
+base, alice, carol, spec = sys.argv[1], sys.argv[2], sys.argv[3], json.load(open(sys.argv[4]))
+a = pacer.Client(base, alice)
+assert a.whoami()["name"] == "alice", a.whoami()
+job = a.submit(spec)
+assert job.refresh()["owner"] == "alice", job.refresh()
+a.request("DELETE", "/api/v1/jobs/" + job.id)
+try:
+    pacer.Client(base, carol).submit(spec)
+    raise SystemExit("a viewer's submit was accepted")
+except pacer.PacerError as e:
+    assert e.status == 403 and "viewers may only read" in str(e), (e.status, str(e))
+try:
+    a.users()
+    raise SystemExit("a member listed the users")
+except pacer.PacerError as e:
+    assert e.status == 403 and e.problem.get("role") == "member", (e.status, e.problem)
+print("python client ok")
+PY
+echo "ok: the Python client takes a member's token (submit, owner, cancel) and reports a viewer's 403"
+
 # ---- the audit ----------------------------------------------------------------------------------------------
 rcli XRANGE pacer:events - + | grep '"type":"audit"' >"$TMP/audit.txt"
 has_audit() {

@@ -79,6 +79,9 @@
     const status = el('span', { id: 'bench-status', class: 'muted' });
     const label = el('label', {}, 'Model ');
     label.append(pick);
+    // A benchmark is an admin's (issue 45): other roles see the results, not the button.
+    const role = window.pacerRole;
+    if (role && !role.can('cluster')) label.hidden = run.hidden = true;
     tools.append(label, run, status);
     head.append(tools);
     card.append(head);

@@ -475,6 +475,7 @@ void fmt_job(FILE *f, json_t *job, double now)
     char buf[1024], t1[64], t2[64];
     row(f, "id", str(job, "id"));
     row(f, "name", str(job, "name"));
+    if (*str(job, "owner")) row(f, "owner", str(job, "owner")); /* issue 45; absent from before users */
     row(f, "state", str(job, "state"));
     if (*str(job, "reason")) row(f, "reason", str(job, "reason"));
     if (*str(job, "stall_text")) row(f, "waiting", str(job, "stall_text"));

@@ -206,6 +206,7 @@ refused 401 "the bearer token is wrong" "$EVE" GET /api/v1/whoami
 J=$(p --token "$ALICE2" submit "$TMP/long.json") || fail "pacer submit as alice"
 ok 200 "$ADMIN" GET "/api/v1/jobs/$J"
 [ "$(jq -r .owner "$TMP/body")" = alice ] || fail "pacer submit as alice: $J's owner is not alice"
+p --token "$CAROL" get "$J" | grep -q '^owner  *alice$' || fail "pacer get $J (as a viewer): no 'owner alice' line"
 p --token "$ALICE2" cancel "$J" >/dev/null || fail "pacer cancel $J as alice"
 [ "$(p --token "$ADMIN" user rm eve)" = "eve: removed" ] || fail "pacer user rm eve"
 echo "ok: pacer user add|ls|rm and token new; the CLI takes a member's and a viewer's token"

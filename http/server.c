@@ -224,8 +224,8 @@ static const char *authorized(http_req_t *rq)
         users_token_hash(rec.salt, tok, len, hash);
         if (!auth_equal(hash, SHA256_HEX_LEN, rec.hash, SHA256_HEX_LEN)) why = "the bearer token is wrong";
         else if (rec.expires > 0 && clock_wall_s() >= rec.expires)
-            why = "the bearer token has expired: an admin can give its user a new one (pacer user add, or the user's "
-                  "own pacer token new before it expires)";
+            why = "the bearer token has expired: an admin gives its user a new one by removing and adding the user "
+                  "again (pacer user rm, pacer user add)";
         else {
             set_caller(rq, rec.name, rec.role);
             return NULL;

@@ -40,3 +40,26 @@ CHROMIUM=$CHROMIUM GNS_PHI_MAX=$GNS_PHI_MAX timeout 150 node tests/browser/dashb
     fail "the dashboard test failed (screenshot of the failure: ${shot%.png}-failed.png)"
 }
 stop_coord
+
+# ---- the page by role (issue 45): a coordinator with a token, a viewer and a member
+# (tests/browser/roles.mjs).
+ADMIN=browser-admin-$$
+printf '%s\n' "$ADMIN" >"$TMP/token"
+start_coord --listen 127.0.0.1:0 --token-file "$TMP/token"
+BASE=$(grep -o 'REST API and dashboard on http://[0-9.:]*' "$TMP/coord.log" | tail -1 | sed 's/.* on //')
+adduser() {
+    curl -s -H "Authorization: Bearer $ADMIN" -H "Content-Type: application/json" \
+        -d "{\"name\": \"$1\", \"role\": \"$2\"}" "$BASE/api/v1/users" | jq -r .token
+}
+CAROL=$(adduser carol viewer)
+ALICE=$(adduser alice member)
+[ -n "$CAROL" ] && [ "$CAROL" != null ] && [ -n "$ALICE" ] && [ "$ALICE" != null ] || fail "POST /api/v1/users did not give tokens"
+JOB=$(curl -s -H "Authorization: Bearer $ALICE" -H "Content-Type: application/json" --data-binary @"$TMP/noowner.json" \
+    "$BASE/api/v1/jobs" | jq -r .id)
+case $JOB in j-*) ;; *) fail "alice's submit gave no job id" ;; esac
+CHROMIUM=$CHROMIUM timeout 120 node tests/browser/roles.mjs "$BASE" "$CAROL" "$ALICE" "$JOB" "$BUILD/roles.png" || {
+    echo "--- coordinator log"; tail -20 "$TMP/coord.log"
+    fail "the dashboard-by-role test failed (screenshot of the failure: $BUILD/roles-failed.png)"
+}
+curl -s -o /dev/null -X DELETE -H "Authorization: Bearer $ALICE" "$BASE/api/v1/jobs/$JOB"
+stop_coord

@@ -5,7 +5,9 @@
 # stored only as salted hashes; a token's expiry (polled with a deadline), its renewal
 # (`pacer token new`'s route: the old one stops working) and its revocation (401 once the
 # user is removed); the audit events (who, what, target, status) in pacer:events; the
-# refusals of a bad users body; without any token everyone is the local admin.
+# refusals of a bad users body; the CLI (pacer user add|ls|rm, token new, get's owner) and
+# the Python client with a member's and a viewer's token; under --public-reads an anonymous
+# reader is a viewer; without any token everyone is the local admin.
 . tests/integration/coordinator_lib.inc
 command -v curl >/dev/null || skip "curl not installed (make deps)"
 command -v jq >/dev/null || skip "jq not installed (make deps)"
@@ -257,7 +259,18 @@ for t in "$ALICE" "$ALICE2" "$BOB" "$ADMIN"; do
 done
 echo "ok: every change, allowed or refused, is an audit event (who, what, target, status, when); no token in it"
 
-# ---- no token at all: everyone is the local admin -----------------------------------------------------------------
+# ---- --public-reads: an anonymous reader is a viewer; no token at all: everyone is the local admin ---------------
+stop_coord
+start_coord --public-reads
+BASE=$(api_base)
+curl -s "$BASE/api/v1/whoami" >"$TMP/body"
+jq -e '.name == null and .role == "viewer" and .auth == "anonymous"' "$TMP/body" >/dev/null ||
+    { cat "$TMP/body"; fail "whoami without a token under --public-reads"; }
+ok 200 "$ALICE2" GET /api/v1/whoami
+[ "$(jq -r .name "$TMP/body")" = alice ] || fail "alice's token under --public-reads"
+code=$(curl -s -o "$TMP/body" -w '%{http_code}' -X POST -H "$JSON" --data-binary @"$TMP/long.json" "$BASE/api/v1/jobs")
+[ "$code" = 401 ] || fail "an anonymous submit under --public-reads: HTTP $code, want 401"
+echo "ok: --public-reads: an anonymous reader is a viewer, writes still need a token"
 stop_coord
 unset PACER_TOKEN
 start_coord

@@ -1296,9 +1296,10 @@ int coord_events_wait(coordinator_t *c, coord_cursor_t *cur, int timeout_ms, int
                 if (!ev) continue;
                 if (is_events) snprintf(cur->events_id, sizeof cur->events_id, "%s", sid);
                 else snprintf(cur->metrics_id, sizeof cur->metrics_id, "%s", sid);
-                /* The audit trail (issue 45) shares pacer:events but is no job's event:
-                 * the streams carry job events only (docs/REDIS.md). */
-                if (is_events && !json_object_get(ev, "job")) {
+                /* The audit trail (issue 45) shares pacer:events but is not for the
+                 * streams: it names users and every caller's requests (docs/REDIS.md). */
+                const char *type = json_string_value(json_object_get(ev, "type"));
+                if (is_events && type && strcmp(type, "audit") == 0) {
                     json_decref(ev);
                     continue;
                 }

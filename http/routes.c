@@ -8,42 +8,71 @@
 #include "handlers.h"
 #include "users.h"
 
+/* What each route that is not a plain read does, for the role rules (common/users.h's
+ * user_action_t, issue 45; http/server.c's route_forbidden asks routes_action). A separate
+ * table, so that a new row of ROUTES needs no field more. */
+static const struct {
+    const char *method, *pattern;
+    user_action_t act;
+} ACTIONS[] = {
+    {"POST", "/api/v1/jobs", USER_ACT_SUBMIT},
+    {"DELETE", "/api/v1/jobs/{id}", USER_ACT_CANCEL},
+    {"POST", "/api/v1/jobs/{id}/retry", USER_ACT_RETRY},
+    {"POST", "/api/v1/cluster/reload", USER_ACT_CLUSTER},
+    {"POST", "/api/v1/cluster/benchmark", USER_ACT_CLUSTER},
+    {"PUT", "/api/v1/models/{name}", USER_ACT_MODEL_PUT},
+    {"DELETE", "/api/v1/models/{name}", USER_ACT_MODEL_DELETE},
+    {"GET", "/api/v1/users", USER_ACT_USERS},
+    {"POST", "/api/v1/users", USER_ACT_USERS},
+    {"DELETE", "/api/v1/users/{name}", USER_ACT_USERS},
+    {"POST", "/api/v1/token", USER_ACT_TOKEN_NEW},
+};
+
 static const route_t ROUTES[] = {
-    {"GET", "/api/v1/jobs", handle_jobs_list, 0, USER_ACT_READ},
-    {"POST", "/api/v1/jobs", handle_jobs_submit, ROUTE_MUTATES | ROUTE_JSON_BODY, USER_ACT_SUBMIT},
-    {"GET", "/api/v1/jobs/{id}", handle_job_get, 0, USER_ACT_READ},
-    {"DELETE", "/api/v1/jobs/{id}", handle_job_cancel, ROUTE_MUTATES, USER_ACT_CANCEL},
-    {"POST", "/api/v1/jobs/{id}/retry", handle_job_retry, ROUTE_MUTATES, USER_ACT_RETRY},
-    {"GET", "/api/v1/jobs/{id}/nodes", handle_job_nodes, 0, USER_ACT_READ},
-    {"GET", "/api/v1/jobs/{id}/metrics", handle_job_metrics, 0, USER_ACT_READ},
-    {"GET", "/api/v1/jobs/{id}/events", handle_job_events, ROUTE_STREAM, USER_ACT_READ},
-    {"GET", "/api/v1/jobs/{id}/logs", handle_job_logs, 0, USER_ACT_READ},
-    {"GET", "/api/v1/jobs/{id}/checkpoint", handle_job_checkpoint, 0, USER_ACT_READ},
-    {"GET", "/api/v1/jobs/{id}/model.onnx", handle_job_model_onnx, 0, USER_ACT_READ},
-    {"GET", "/api/v1/jobs/{id}/trace", handle_job_trace, 0, USER_ACT_READ},
-    {"GET", "/api/v1/jobs/{id}/history", handle_job_history, 0, USER_ACT_READ},
-    {"GET", "/api/v1/events", handle_events, ROUTE_STREAM, USER_ACT_READ},
-    {"GET", "/api/v1/cluster", handle_cluster, 0, USER_ACT_READ},
-    {"POST", "/api/v1/cluster/reload", handle_cluster_reload, ROUTE_MUTATES, USER_ACT_CLUSTER},
-    {"POST", "/api/v1/cluster/benchmark", handle_cluster_benchmark, ROUTE_MUTATES, USER_ACT_CLUSTER},
-    {"GET", "/api/v1/models", handle_models, 0, USER_ACT_READ},
-    {"GET", "/api/v1/models/{name}", handle_model, 0, USER_ACT_READ},
-    {"PUT", "/api/v1/models/{name}", handle_model_put, ROUTE_MUTATES | ROUTE_BINARY_BODY, USER_ACT_MODEL_PUT},
-    {"DELETE", "/api/v1/models/{name}", handle_model_delete, ROUTE_MUTATES, USER_ACT_MODEL_DELETE},
-    {"GET", "/api/v1/datasets", handle_datasets, 0, USER_ACT_READ},
-    {"GET", "/api/v1/users", handle_users_list, 0, USER_ACT_USERS},
-    {"POST", "/api/v1/users", handle_users_add, ROUTE_MUTATES | ROUTE_JSON_BODY, USER_ACT_USERS},
-    {"DELETE", "/api/v1/users/{name}", handle_user_delete, ROUTE_MUTATES, USER_ACT_USERS},
-    {"POST", "/api/v1/token", handle_token_new, ROUTE_MUTATES, USER_ACT_TOKEN_NEW},
-    {"GET", "/api/v1/whoami", handle_whoami, 0, USER_ACT_READ},
-    {"GET", "/api/v1/openapi.json", handle_openapi, 0, USER_ACT_READ},
-    {"GET", "/healthz", handle_healthz, ROUTE_PUBLIC, USER_ACT_READ},
-    {"GET", "/metrics", handle_prometheus, 0, USER_ACT_READ},
-    {"GET", "/", handle_index, ROUTE_PUBLIC, USER_ACT_READ},
-    {"GET", "/static/{path*}", handle_static, ROUTE_PUBLIC, USER_ACT_READ},
-    {NULL, NULL, handle_not_found, ROUTE_PUBLIC, USER_ACT_READ}, /* sentinel */
+    {"GET", "/api/v1/jobs", handle_jobs_list, 0},
+    {"POST", "/api/v1/jobs", handle_jobs_submit, ROUTE_MUTATES | ROUTE_JSON_BODY},
+    {"GET", "/api/v1/jobs/{id}", handle_job_get, 0},
+    {"DELETE", "/api/v1/jobs/{id}", handle_job_cancel, ROUTE_MUTATES},
+    {"POST", "/api/v1/jobs/{id}/retry", handle_job_retry, ROUTE_MUTATES},
+    {"GET", "/api/v1/jobs/{id}/nodes", handle_job_nodes, 0},
+    {"GET", "/api/v1/jobs/{id}/metrics", handle_job_metrics, 0},
+    {"GET", "/api/v1/jobs/{id}/events", handle_job_events, ROUTE_STREAM},
+    {"GET", "/api/v1/jobs/{id}/logs", handle_job_logs, 0},
+    {"GET", "/api/v1/jobs/{id}/checkpoint", handle_job_checkpoint, 0},
+    {"GET", "/api/v1/jobs/{id}/model.onnx", handle_job_model_onnx, 0},
+    {"GET", "/api/v1/jobs/{id}/trace", handle_job_trace, 0},
+    {"GET", "/api/v1/jobs/{id}/history", handle_job_history, 0},
+    {"GET", "/api/v1/events", handle_events, ROUTE_STREAM},
+    {"GET", "/api/v1/cluster", handle_cluster, 0},
+    {"POST", "/api/v1/cluster/reload", handle_cluster_reload, ROUTE_MUTATES},
+    {"POST", "/api/v1/cluster/benchmark", handle_cluster_benchmark, ROUTE_MUTATES},
+    {"GET", "/api/v1/models", handle_models, 0},
+    {"GET", "/api/v1/models/{name}", handle_model, 0},
+    {"PUT", "/api/v1/models/{name}", handle_model_put, ROUTE_MUTATES | ROUTE_BINARY_BODY},
+    {"DELETE", "/api/v1/models/{name}", handle_model_delete, ROUTE_MUTATES},
+    {"GET", "/api/v1/datasets", handle_datasets, 0},
+    {"GET", "/api/v1/users", handle_users_list, 0},
+    {"POST", "/api/v1/users", handle_users_add, ROUTE_MUTATES | ROUTE_JSON_BODY},
+    {"DELETE", "/api/v1/users/{name}", handle_user_delete, ROUTE_MUTATES},
+    {"POST", "/api/v1/token", handle_token_new, ROUTE_MUTATES},
+    {"GET", "/api/v1/whoami", handle_whoami, 0},
+    {"GET", "/api/v1/openapi.json", handle_openapi, 0},
+    {"GET", "/healthz", handle_healthz, ROUTE_PUBLIC},
+    {"GET", "/metrics", handle_prometheus, 0},
+    {"GET", "/", handle_index, ROUTE_PUBLIC},
+    {"GET", "/static/{path*}", handle_static, ROUTE_PUBLIC},
+    {NULL, NULL, handle_not_found, ROUTE_PUBLIC}, /* sentinel */
 };
 #define NROUTES (sizeof ROUTES / sizeof ROUTES[0] - 1)
+
+int routes_action(const route_t *r)
+{
+    if (!r || !r->method) return USER_ACT_READ;
+    for (size_t i = 0; i < sizeof ACTIONS / sizeof ACTIONS[0]; i++)
+        if (strcmp(ACTIONS[i].method, r->method) == 0 && strcmp(ACTIONS[i].pattern, r->pattern) == 0)
+            return ACTIONS[i].act;
+    return (r->flags & ROUTE_MUTATES) ? USER_ACT_ADMIN : USER_ACT_READ;
+}
 
 const route_t *routes_table(size_t *n)
 {

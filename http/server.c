@@ -242,8 +242,7 @@ static const char *route_forbidden(http_req_t *rq, char *why, size_t len)
 {
     const route_t *r = rq->match.route;
     if (r->flags & ROUTE_PUBLIC) return NULL;
-    int act = r->act;
-    if (act == USER_ACT_READ && (r->flags & ROUTE_MUTATES)) act = USER_ACT_ADMIN;
+    int act = routes_action(r);
     int per_object = act == USER_ACT_CANCEL || act == USER_ACT_RETRY || act == USER_ACT_MODEL_PUT ||
                      act == USER_ACT_MODEL_DELETE;
     if (rq->role == USER_MEMBER && per_object) return NULL;

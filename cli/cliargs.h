@@ -41,6 +41,8 @@ typedef enum {
     CMD_DATASETS,
     CMD_UPLOAD,
     CMD_RM_MODEL,
+    CMD_USER,
+    CMD_TOKEN,
     CMD_HELP,
 } cli_cmd_t;
 
@@ -60,6 +62,8 @@ enum {
     OPT_OUTPUT = 1u << 11,
     OPT_CACERT = 1u << 12,
     OPT_ALLOW_INSECURE_TOKEN = 1u << 13,
+    OPT_ROLE = 1u << 14,
+    OPT_EXPIRES = 1u << 15,
 };
 #define OPT_GLOBAL \
     (OPT_URL | OPT_TOKEN | OPT_TOKEN_FILE | OPT_JSON | OPT_HELP | OPT_VERSION | OPT_CACERT | OPT_ALLOW_INSECURE_TOKEN)
@@ -95,6 +99,8 @@ typedef struct {
     const char *output;       /* trace -o */
     long limit;               /* ls --limit (default 50) */
     long tail;                /* logs --tail (0 = the whole log) */
+    const char *role;         /* user add --role */
+    long expires;             /* user add --expires SECONDS (0 = never) */
     int json, help, version, watch, follow;
     unsigned seen; /* option bits given */
 } cli_args_t;

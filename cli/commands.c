@@ -390,6 +390,83 @@ int cmd_rm_model(cli_ctx_t *cx)
     return rc;
 }
 
+/* ---- users (issue 45) -------------------------------------------------------------------------- */
+
+static int user_usage(const char *why)
+{
+    fprintf(stderr, "pacer user: %s (usage: pacer user add NAME --role ROLE [--expires S] | ls | rm NAME)\n", why);
+    return CLI_EXIT_USAGE;
+}
+
+/* A new token is printed alone on its line (stdout), for a script to keep; what it is
+ * goes to stderr. */
+static void print_token(const cli_ctx_t *cx, json_t *out, const char *what)
+{
+    if (cx->args->json) {
+        fmt_json(stdout, out);
+        return;
+    }
+    printf("%s\n", json_string_value(json_object_get(out, "token")));
+    fprintf(stderr, "%s: the token above is shown this once; only a salted hash of it is kept\n", what);
+}
+
+int cmd_user(cli_ctx_t *cx)
+{
+    const cli_args_t *a = cx->args;
+    const char *sub = a->arg, *name = a->arg2;
+    int add = strcmp(sub, "add") == 0, ls = strcmp(sub, "ls") == 0, rm = strcmp(sub, "rm") == 0;
+    if (!add && !ls && !rm) return user_usage("unknown subcommand");
+    if ((add || rm) && !name) return user_usage("a NAME is needed");
+    if (ls && name) return user_usage("ls takes no NAME");
+    if (!add && (a->role || a->expires)) return user_usage("--role and --expires go with add");
+    if (add && !a->role) return user_usage("add needs --role admin, member or viewer");
+    client_resp_t r;
+    json_t *out = NULL;
+    int rc;
+    if (ls) {
+        if ((rc = cli_get_json(cx, "/api/v1/users", &out))) return rc;
+        if (a->json) fmt_json(stdout, out);
+        else fmt_users(stdout, out);
+    } else if (add) {
+        json_t *body = json_pack("{s:s, s:s}", "name", name, "role", a->role);
+        if (body && a->expires > 0) json_object_set_new(body, "expires_in_s", json_integer(a->expires));
+        char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+        json_decref(body);
+        if (!text) return CLI_EXIT_USAGE;
+        rc = call_json(cx, "POST", "/api/v1/users", text, strlen(text), &r, &out);
+        free(text);
+        client_resp_free(&r);
+        if (rc) return rc;
+        print_token(cx, out, name);
+    } else {
+        char path[512], err[1024];
+        if (client_item_path(path, sizeof path, "/api/v1/users/", name, "") != 0) return user_usage("name too long");
+        if (client_call(cx->client, "DELETE", path, NULL, 0, &r, err, sizeof err) != 0) return cli_unreachable(cx, err);
+        rc = r.status == 204 ? CLI_EXIT_OK : cli_api_error(cx, &r);
+        client_resp_free(&r);
+        if (rc == CLI_EXIT_OK && !a->json) printf("%s: removed\n", name);
+        return rc;
+    }
+    json_decref(out);
+    return CLI_EXIT_OK;
+}
+
+int cmd_token(cli_ctx_t *cx)
+{
+    if (strcmp(cx->args->arg, "new") != 0) {
+        fprintf(stderr, "pacer token: unknown subcommand '%.40s' (usage: pacer token new)\n", cx->args->arg);
+        return CLI_EXIT_USAGE;
+    }
+    client_resp_t r;
+    json_t *out = NULL;
+    int rc = call_json(cx, "POST", "/api/v1/token", "", 0, &r, &out);
+    client_resp_free(&r);
+    if (rc) return rc;
+    print_token(cx, out, "your new token (the old one no longer works)");
+    json_decref(out);
+    return CLI_EXIT_OK;
+}
+
 int cmd_datasets(cli_ctx_t *cx)
 {
     json_t *out = NULL;

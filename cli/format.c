@@ -475,6 +475,7 @@ void fmt_job(FILE *f, json_t *job, double now)
     char buf[1024], t1[64], t2[64];
     row(f, "id", str(job, "id"));
     row(f, "name", str(job, "name"));
+    if (*str(job, "owner")) row(f, "owner", str(job, "owner")); /* issue 45; absent from before users */
     row(f, "state", str(job, "state"));
     if (*str(job, "reason")) row(f, "reason", str(job, "reason"));
     if (*str(job, "stall_text")) row(f, "waiting", str(job, "stall_text"));
@@ -666,4 +667,24 @@ int fmt_json_line(FILE *f, json_t *j)
     int rc = json_dumpf(j, f, JSON_COMPACT | JSON_REAL_PRECISION(15));
     fputc('\n', f);
     return rc;
+}
+
+void fmt_users(FILE *f, json_t *list)
+{
+    static const char *const H[] = {"NAME", "ROLE", "CREATED", "EXPIRES", "CREATED BY"};
+    table_t *t = table_new(5, H);
+    if (!t) return;
+    size_t i;
+    json_t *u;
+    json_array_foreach(json_object_get(list, "users"), i, u)
+    {
+        char created[48] = "-", expires[48] = "never", by[80];
+        if (num(u, "created") > 0) fmt_time(num(u, "created"), created, sizeof created);
+        if (num(u, "expires") > 0) fmt_time(num(u, "expires"), expires, sizeof expires);
+        fmt_clean(str(u, "created_by"), 40, by, sizeof by);
+        const char *cells[] = {str(u, "name"), str(u, "role"), created, expires, by};
+        table_add(t, cells);
+    }
+    table_print(t, f);
+    table_free(t);
 }

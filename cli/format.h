@@ -58,6 +58,8 @@ void fmt_model(FILE *f, json_t *model);
 /* PUT /api/v1/models/NAME's summary (`pacer upload`); created: 201 rather than 200. */
 void fmt_upload(FILE *f, json_t *summary, int created);
 void fmt_datasets(FILE *f, json_t *list);
+/* GET /api/v1/users: NAME ROLE CREATED EXPIRES CREATED-BY. */
+void fmt_users(FILE *f, json_t *list);
 
 /* The one-line message of an API error: "No such job: no job j-9 (HTTP 404)", with the
  * spec field or query parameter when the problem names one. A body that is not a problem

@@ -32,6 +32,8 @@
 #define KEY_MODEL "pacer:model:%s"
 /* GET /healthz's write probe (coord_health): the time of the last one, expiring. */
 #define KEY_HEALTHZ "pacer:healthz"
+#define KEY_USERS "pacer:users"               /* user name -> record (common/users.h) */
+#define KEY_MODEL_OWNERS "pacer:model-owners" /* uploaded model name -> its uploader */
 
 #define REDIS_KEYS(X)                                          \
     X(KEY_SEQ, "pacer:seq")                                    \
@@ -50,7 +52,9 @@
     X(KEY_COORD, "pacer:coordinator")                          \
     X(KEY_LOCK, "pacer:coordinator:lock")                      \
     X(KEY_MODEL, "pacer:model:{sha256}")                       \
-    X(KEY_HEALTHZ, "pacer:healthz")
+    X(KEY_HEALTHZ, "pacer:healthz")                            \
+    X(KEY_USERS, "pacer:users")                                \
+    X(KEY_MODEL_OWNERS, "pacer:model-owners")
 
 /* Fields of KEY_JOB_NODE that more than one room reads by name: a GPU rank's device
  * utilisation and memory (worker/nvml.h samples them, the worker's sink writes them, the

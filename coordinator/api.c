@@ -476,12 +476,12 @@ out:
 }
 
 static const char *const SUMMARY_FIELDS[] = {
-    "id",        "name",    "state",    "model",    "algorithm", "workers",
-    "submitted", "started", "finished", "restarts", "reason",    "simulated",
+    "id",      "name",     "state",    "model",  "algorithm", "workers", "submitted",
+    "started", "finished", "restarts", "reason", "simulated", "owner",
 };
 #define NSUMMARY (sizeof SUMMARY_FIELDS / sizeof SUMMARY_FIELDS[0])
 static const char *const STRING_FIELDS[] = {"id",   "name", "state",          "model",        "algorithm", "reason",
-                                            "spec", "log",  "checkpoint_dir", "summary_path", NULL};
+                                            "spec", "log",  "checkpoint_dir", "summary_path", "owner",     NULL};
 
 /* One page's worth of summaries: HMGETs of ids[0..n) (pipelined), those in state want
  * (any with !filter) counted into *matched and, from offset on, up to limit appended to
@@ -517,7 +517,9 @@ static int list_read(redisContext *rc, const char *const *ids, size_t n, int fil
                         int str = f <= 4 || f == 10; /* id..algorithm, reason */
                         if (f == 11)                 /* simulated: a flag ("1"; absent before it existed) */
                             json_object_set_new(o, SUMMARY_FIELDS[f], json_boolean(v && strcmp(v, "1") == 0));
-                        else json_object_set_new(o, SUMMARY_FIELDS[f], str ? json_string(v ? v : "") : typed(v));
+                        else if (f == 12) { /* owner (issue 45): absent for jobs from before users */
+                            if (v) json_object_set_new(o, SUMMARY_FIELDS[f], json_string(v));
+                        } else json_object_set_new(o, SUMMARY_FIELDS[f], str ? json_string(v ? v : "") : typed(v));
                     }
                     json_array_append_new(jobs, o);
                 }
@@ -1294,6 +1296,13 @@ int coord_events_wait(coordinator_t *c, coord_cursor_t *cur, int timeout_ms, int
                 if (!ev) continue;
                 if (is_events) snprintf(cur->events_id, sizeof cur->events_id, "%s", sid);
                 else snprintf(cur->metrics_id, sizeof cur->metrics_id, "%s", sid);
+                /* The audit trail (issue 45) shares pacer:events but is not for the
+                 * streams: it names users and every caller's requests (docs/REDIS.md). */
+                const char *type = json_string_value(json_object_get(ev, "type"));
+                if (is_events && type && strcmp(type, "audit") == 0) {
+                    json_decref(ev);
+                    continue;
+                }
                 if (is_events && for_job) {
                     const char *j = json_string_value(json_object_get(ev, "job"));
                     if (!j || strcmp(j, cur->job) != 0) {

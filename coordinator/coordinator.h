@@ -31,6 +31,7 @@
 #include <jansson.h>
 
 #include "spec.h"
+#include "users.h"
 
 enum {
     COORD_OK = 0,
@@ -141,14 +142,15 @@ int coord_submit_spec(coordinator_t *c, const job_spec_t *s, char *id, size_t id
 /* Jobs, newest first: {"jobs": [summary...], "total": N, "offset": O, "limit": L} where
  * total counts the jobs that match state (NULL or "" = any; QUEUED, RUNNING, ...; an
  * unknown state is COORD_EINVAL). limit <= 0 means 50; at most 1000. A summary has id,
- * name, state, model, algorithm, workers, submitted, started, finished, restarts, reason. */
+ * name, state, model, algorithm, workers, submitted, started, finished, restarts, reason,
+ * simulated and owner (the submitter; absent for jobs from before users, issue 45). */
 int coord_list(coordinator_t *c, const char *state, long offset, long limit, json_t **out);
 
 /* One job: {"id", "name", "state", "model", "algorithm", "workers", "world",
  * "dynamic_batch", "simulated", "spec": {...}, "submitted", "started", "finished", "restarts",
  * "attempts", "reason", "pid", "exit_code", "log", "checkpoint_dir", "checkpoint",
  * "cancel_requested", "summary": {...} (the worker's summary file, once written),
- * "parent" (a retry: the job it retries), "retries": [ids of its retries, oldest first]}.
+ * "parent" (a retry: the job it retries), "retries": [ids of its retries, oldest first], "owner" (issue 45)}.
  * Fields not known yet are absent. */
 int coord_get(coordinator_t *c, const char *id, json_t **out);
 
@@ -287,5 +289,37 @@ int coord_events_open(coordinator_t *c, const char *job, coord_cursor_t *cur);
  * returns at most max (<= 0: 100) of them as a JSON array (empty on timeout), advancing
  * cur. Blocks one pooled connection while it waits. */
 int coord_events_wait(coordinator_t *c, coord_cursor_t *cur, int timeout_ms, int max, json_t **out);
+
+/* ---- users (users.c; common/users.h; issue 45) -------------------------------------------------------------
+ * Records live in Redis (KEY_USERS), a model's uploader in KEY_MODEL_OWNERS, a job's in
+ * its hash ("owner"). The daemon's own token is the user "admin" and has no record. */
+
+/* A new user with a new token (into token, at least USER_TOKEN_LEN + 1 bytes; shown once,
+ * only its salted hash is stored); *out its public record (users_record_public).
+ * expires_in_s 0 = never. COORD_EINVAL bad name; COORD_ESTATE the name exists or is
+ * "admin"; COORD_EUNAVAIL. */
+int coord_user_add(coordinator_t *c, const char *name, user_role_t role, double expires_in_s, const char *by,
+                   char *token, size_t toklen, json_t **out, char *err, size_t errlen);
+/* One record: COORD_OK, COORD_ENOTFOUND (also a damaged record), COORD_EUNAVAIL. */
+int coord_user_get(coordinator_t *c, const char *name, user_record_t *out);
+/* {"users": [public records]}. */
+int coord_user_list(coordinator_t *c, json_t **out);
+/* Removes a user: their token stops working at once. COORD_ENOTFOUND, COORD_ESTATE ("admin"). */
+int coord_user_remove(coordinator_t *c, const char *name, char *err, size_t errlen);
+/* A new token for an existing user; the old one stops working (one token per user). */
+int coord_user_token_new(coordinator_t *c, const char *name, char *token, size_t toklen, char *err, size_t errlen);
+/* The owner of a job (after coord_submit_spec or coord_retry) and of an uploaded model
+ * (owner NULL or "": forget it); the model's owner into owner ("" when none). */
+int coord_job_owner_set(coordinator_t *c, const char *id, const char *owner);
+/* A job's owner into owner ("" when none is recorded) and whether the job exists. */
+int coord_job_owner(coordinator_t *c, const char *id, char *owner, size_t len, int *exists);
+int coord_model_owner_set(coordinator_t *c, const char *name, const char *owner);
+int coord_model_owner(coordinator_t *c, const char *name, char *owner, size_t len);
+/* {model name: owner} of every uploaded model with a recorded owner. */
+int coord_model_owners(coordinator_t *c, json_t **out);
+/* Appends {"type": "audit", "user", "role", "method", "path", "target", "status", "time"}
+ * to KEY_EVENTS: who changed what, when, and the answer's status. */
+int coord_audit(coordinator_t *c, const char *user, const char *role, const char *method, const char *path,
+                const char *target, int status);
 
 #endif

@@ -4,12 +4,14 @@
  * The first byte picks the surface (its value mod 4; the seeds use '0'..'3'), the rest
  * is the client's input:
  *   0  a POST /api/v1/jobs body: handlers_body_problem (one decode, spec_from_json, the
- *      problem document with its field), serialised as the server would;
+ *      problem document with its field), serialised as the server would; the same bytes
+ *      as a POST /api/v1/users body (users_body_parse, issue 45);
  *   1  a query string: split at '&' and '=' as libmicrohttpd does, then every typed
  *      getter the handlers use (limit, offset, tail, state, since);
  *   2  a request line "METHOD PATH": the route matcher, the static path filter, the
  *      content-type table, and the encoded-NUL check of the raw target (routes_target_nul);
- *   3  header values: Last-Event-ID parsing, bearer parsing and comparison, the listen
+ *   3  header values: Last-Event-ID parsing, bearer parsing and comparison, a user
+ *      token's name (users_token_name) and its salted hash, the listen
  *      address parser, problem field extraction, Prometheus label escaping, SSE framing.
  */
 #include <limits.h>
@@ -29,6 +31,7 @@
 #include "server.h"
 #include "sse.h"
 #include "static.h"
+#include "users.h"
 
 static void body(const char *text, size_t len)
 {
@@ -42,6 +45,17 @@ static void body(const char *text, size_t len)
         if (field && !*field) abort();
         free(s);
         json_decref(p);
+    }
+    /* A users body: accepted only with a valid name and role and an expiry in range;
+     * refused always with a message. */
+    char name[USER_NAME_MAX + 1], err[256] = "";
+    user_role_t role = USER_VIEWER;
+    double exp = -1;
+    if (users_body_parse(text, len, name, sizeof name, &role, &exp, err, sizeof err) == 0) {
+        if (users_name_check(name, NULL, 0) != 0 || (unsigned)role > USER_ADMIN || exp < 0 || exp > USER_EXPIRES_MAX_S)
+            abort();
+    } else if (!err[0]) {
+        abort();
     }
 }
 
@@ -118,6 +132,15 @@ static void headers(const char *text, size_t len)
             free(copy);
         }
     }
+    /* A user token: its name is a valid user name and the token's own prefix; its salted
+     * hash is 64 hex digits whatever the bytes. */
+    char uname[USER_NAME_MAX + 1], uhash[SHA256_HEX_LEN + 1];
+    if (users_token_name(text, len, uname, sizeof uname) == 0 &&
+        (users_name_check(uname, NULL, 0) != 0 || strncmp(uname, text, strlen(uname)) != 0 ||
+         text[strlen(uname)] != '.'))
+        abort();
+    users_token_hash("0123456789abcdef0123456789abcdef", text, len, uhash);
+    if (!sha256_hex_valid(uhash)) abort();
     /* Any input against a fixed secret: equal exactly when the bytes are. */
     static const char SECRET[] = "secret-token";
     int same = len == sizeof SECRET - 1 && memcmp(text, SECRET, len) == 0;

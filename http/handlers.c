@@ -54,7 +54,45 @@ int handler_bad_parameter(http_req_t *rq, const char *err)
     return handler_problem(rq, problem_new(400, "invalid-parameter", "Invalid query parameter", err, "parameter", name));
 }
 
+int handler_refused(http_req_t *rq, int act, const char *kind, const char *id, int exists, const char *owner, int *ret)
+{
+    char why[256];
+    user_target_t t = {.kind = kind, .id = id, .exists = exists, .owner = owner && *owner ? owner : NULL};
+    if (users_may(rq->role, rq->user, (user_action_t)act, &t, why, sizeof why)) return 0;
+    *ret = handler_problem(rq, problem_new(403, "forbidden", NULL, why, "role", users_role_name(rq->role)));
+    return 1;
+}
+
 static const char *job_id(http_req_t *rq) { return rq->match.params[0]; }
+
+/* A member may change only their own jobs (issue 45): 0 when rq's caller may do act to
+ * the job of the route; else 1 with the answer queued in *ret (403, or 503 when the owner
+ * cannot be read). An unknown job goes on to the handler's own 404. */
+static int job_refused(http_req_t *rq, user_action_t act, int *ret)
+{
+    if (rq->role == USER_ADMIN) return 0;
+    char owner[USER_NAME_MAX + 1];
+    int exists = 0;
+    int code = coord_job_owner(rq->srv->coord, job_id(rq), owner, sizeof owner, &exists);
+    if (code != COORD_OK) {
+        *ret = handler_coord_error(rq, code, NULL);
+        return 1;
+    }
+    return exists && handler_refused(rq, act, "job", job_id(rq), 1, owner, ret);
+}
+
+/* Records the caller as the owner of the job just created (submit or retry): in the job
+ * answer and in Redis. Without it (Redis failed between the two writes) the job has no
+ * owner, which leaves it to admins: logged. */
+static void own_job(http_req_t *rq, const char *id, json_t *job)
+{
+    snprintf(rq->target, sizeof rq->target, "%s", id);
+    if (!rq->authed) return;
+    if (coord_job_owner_set(rq->srv->coord, id, rq->user) != COORD_OK)
+        clog_printf("http: job %s: its owner %s was not recorded (Redis unreachable): only admins may change it", id,
+                    rq->user);
+    else if (job) json_object_set_new(job, "owner", json_string(rq->user));
+}
 
 /* ---- jobs ------------------------------------------------------------------------------------------ */
 
@@ -131,6 +169,7 @@ int handle_jobs_submit(http_req_t *rq)
     free(s);
     if (code != COORD_OK) return handler_coord_error(rq, code, err);
     if (!job) job = json_pack("{s:s, s:s}", "id", id, "state", "QUEUED"); /* stored; out of memory here */
+    own_job(rq, id, job);
     char location[96];
     snprintf(location, sizeof location, "/api/v1/jobs/%s", id);
     http_header_t h[] = {{MHD_HTTP_HEADER_LOCATION, location}};
@@ -208,6 +247,8 @@ int handle_job_get(http_req_t *rq)
 
 int handle_job_cancel(http_req_t *rq)
 {
+    int ret;
+    if (job_refused(rq, USER_ACT_CANCEL, &ret)) return ret;
     char err[512] = "";
     int code = coord_cancel(rq->srv->coord, job_id(rq), err, sizeof err);
     cache_drop(rq->srv, job_id(rq));
@@ -228,6 +269,8 @@ int handle_job_cancel(http_req_t *rq)
  * parent's cached answer is dropped: it now lists the retry. */
 int handle_job_retry(http_req_t *rq)
 {
+    int ret;
+    if (job_refused(rq, USER_ACT_RETRY, &ret)) return ret;
     char id[COORD_ID_MAX], err[1024] = "";
     int code = coord_retry(rq->srv->coord, job_id(rq), id, sizeof id, err, sizeof err);
     cache_drop(rq->srv, job_id(rq));
@@ -235,6 +278,7 @@ int handle_job_retry(http_req_t *rq)
         return handler_problem(rq, problem_new(409, "job-not-finished", "The job has not finished", err, NULL, NULL));
     if (code != COORD_OK) return handler_coord_error(rq, code, err);
     json_t *job = NULL;
+    own_job(rq, id, NULL); /* before the read below, which then shows it */
     if (coord_get(rq->srv->coord, id, &job) != COORD_OK)
         job = json_pack("{s:s, s:s, s:s}", "id", id, "state", "QUEUED", "parent", job_id(rq));
     char location[96];

@@ -16,6 +16,9 @@
 int handler_problem(http_req_t *rq, json_t *p);
 int handler_coord_error(http_req_t *rq, int code, const char *err);
 int handler_bad_parameter(http_req_t *rq, const char *err);
+/* The role rules (common/users.h) for the caller of rq on a job or model: 0 when allowed;
+ * else answers 403 forbidden naming the rule and returns 1 (*ret the MHD result). */
+int handler_refused(http_req_t *rq, int act, const char *kind, const char *id, int exists, const char *owner, int *ret);
 
 int handle_jobs_list(http_req_t *rq);
 int handle_jobs_submit(http_req_t *rq);
@@ -39,6 +42,11 @@ int handle_model(http_req_t *rq);        /* handlers_catalog.c */
 int handle_model_put(http_req_t *rq);    /* handlers_catalog.c */
 int handle_model_delete(http_req_t *rq); /* handlers_catalog.c */
 int handle_datasets(http_req_t *rq);     /* handlers_catalog.c */
+int handle_users_list(http_req_t *rq);   /* handlers_users.c */
+int handle_users_add(http_req_t *rq);    /* handlers_users.c */
+int handle_user_delete(http_req_t *rq);  /* handlers_users.c */
+int handle_token_new(http_req_t *rq);    /* handlers_users.c */
+int handle_whoami(http_req_t *rq);       /* handlers_users.c */
 int handle_openapi(http_req_t *rq);
 int handle_healthz(http_req_t *rq);
 int handle_prometheus(http_req_t *rq);

@@ -6,17 +6,55 @@
 #include "handlers.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "catalog.h"
 #include "http_internal.h"
 #include "respond.h"
 
+/* An uploaded model's "owner" (its uploader, issue 45; null when none is recorded: a
+ * model from before users); other models have none. */
+static void set_owner(json_t *m, json_t *owners)
+{
+    const char *src = json_string_value(json_object_get(m, "source"));
+    if (!src || strcmp(src, "uploaded") != 0) return;
+    json_t *o = json_object_get(owners, json_string_value(json_object_get(m, "name")));
+    json_object_set_new(m, "owner", o ? json_incref(o) : json_null());
+}
+
 int handle_models(http_req_t *rq)
 {
-    json_t *out = NULL;
+    json_t *out = NULL, *owners = NULL;
     int code = coord_models(rq->srv->coord, &out);
     if (code != COORD_OK) return handler_coord_error(rq, code, NULL);
+    if ((code = coord_model_owners(rq->srv->coord, &owners)) != COORD_OK) {
+        json_decref(out);
+        return handler_coord_error(rq, code, NULL);
+    }
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(out, "models"), i, m) set_owner(m, owners);
+    json_decref(owners);
     return respond_json(rq->conn, MHD_HTTP_OK, out, NULL, 0);
+}
+
+/* A member may replace or delete only the models they uploaded (issue 45): 0, or 1 with
+ * the answer (403, 503) in *ret. */
+static int model_refused(http_req_t *rq, user_action_t act, int *ret)
+{
+    if (rq->role == USER_ADMIN) return 0;
+    const char *name = rq->match.params[0];
+    catalog_model_t m;
+    int exists = catalog_model_get(name, &m) == 0;
+    if (exists && m.source != CATALOG_UPLOADED) return 0; /* a built-in: the handler's own 409 */
+    char owner[USER_NAME_MAX + 1];
+    int code = exists ? coord_model_owner(rq->srv->coord, name, owner, sizeof owner) : COORD_OK;
+    if (code != COORD_OK) {
+        *ret = handler_coord_error(rq, code, NULL);
+        return 1;
+    }
+    if (!exists && act == USER_ACT_MODEL_DELETE) return 0; /* the handler's 404 */
+    return handler_refused(rq, act, "model", name, exists, exists ? owner : NULL, ret);
 }
 
 /* 404 model-not-found for name. */
@@ -41,6 +79,13 @@ int handle_model(http_req_t *rq)
     int code = coord_model(rq->srv->coord, name, &out);
     if (code == COORD_ENOTFOUND) return model_not_found(rq, name);
     if (code != COORD_OK) return handler_coord_error(rq, code, NULL);
+    json_t *owners = NULL;
+    if ((code = coord_model_owners(rq->srv->coord, &owners)) != COORD_OK) {
+        json_decref(out);
+        return handler_coord_error(rq, code, NULL);
+    }
+    set_owner(out, owners);
+    json_decref(owners);
     return respond_json(rq->conn, MHD_HTTP_OK, out, NULL, 0);
 }
 
@@ -68,21 +113,33 @@ int handle_model_put(http_req_t *rq)
         snprintf(detail, sizeof detail, "not a model name: " CATALOG_NAME_RULE, CATALOG_NAME_MAX - 1);
         return handler_problem(rq, problem_new(400, "bad-request", NULL, detail, NULL, NULL));
     }
+    int ret;
+    if (model_refused(rq, USER_ACT_MODEL_PUT, &ret)) return ret;
     json_t *out = NULL;
     int created = 0;
     char err[1024];
     int code = coord_model_put(rq->srv->coord, name, rq->body, rq->body_len, &out, &created, err, sizeof err);
     if (code != COORD_OK) return model_problem(rq, code, err);
+    /* The uploader owns it; a replacement by an admin keeps the model's owner. */
+    char owner[USER_NAME_MAX + 1] = "";
+    if (rq->authed &&
+        (created || (coord_model_owner(rq->srv->coord, name, owner, sizeof owner) == COORD_OK && !owner[0])))
+        snprintf(owner, sizeof owner, "%s", rq->user);
+    if (owner[0] && coord_model_owner_set(rq->srv->coord, name, owner) != COORD_OK) owner[0] = 0;
+    json_object_set_new(out, "owner", owner[0] ? json_string(owner) : json_null());
     return respond_json(rq->conn, created ? MHD_HTTP_CREATED : MHD_HTTP_OK, out, NULL, 0);
 }
 
 int handle_model_delete(http_req_t *rq)
 {
     const char *name = rq->match.params[0];
+    int ret;
+    if (model_refused(rq, USER_ACT_MODEL_DELETE, &ret)) return ret;
     char err[512];
     int code = coord_model_delete(rq->srv->coord, name, err, sizeof err);
     if (code == COORD_ENOTFOUND) return model_not_found(rq, name);
     if (code != COORD_OK) return model_problem(rq, code, err);
+    coord_model_owner_set(rq->srv->coord, name, NULL); /* a later upload of the name is its uploader's */
     return respond_buffer(rq->conn, MHD_HTTP_NO_CONTENT, NULL, NULL, 0, NULL, 0);
 }
 

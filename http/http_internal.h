@@ -14,6 +14,7 @@
 #include "query.h"
 #include "routes.h"
 #include "server.h"
+#include "users.h"
 
 typedef struct sse_stream sse_stream_t;
 
@@ -96,6 +97,14 @@ struct http_req {
     size_t raw_len;
     int raw_query;
     int target_nul;
+    /* The caller (server.c's authorized, issue 45): "admin" for the daemon's token and for
+     * everyone when no token is configured; a user's name for their token; "" for an
+     * anonymous reader (--public-reads). */
+    char user[USER_NAME_MAX + 1];
+    user_role_t role;
+    int authed;      /* 1 when user names a caller (the audit records only those) */
+    char target[64]; /* what a change acted on, for the audit: set by the handler that
+                           creates something (a new job's id); else the route's {param} */
 };
 
 #endif

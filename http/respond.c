@@ -11,6 +11,10 @@
 /* 15 significant digits: unix times with milliseconds print as stored. */
 #define JSON_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(15))
 
+/* The status of the last answer this thread queued: a handler runs on one thread from
+ * start to answer, so server.c reads it right after for the audit (respond.h). */
+static _Thread_local unsigned last_status;
+
 void respond_common_headers(struct MHD_Response *r)
 {
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
@@ -31,8 +35,12 @@ enum MHD_Result respond_buffer(struct MHD_Connection *conn, unsigned status, con
     for (size_t i = 0; i < nhdrs; i++) MHD_add_response_header(r, hdrs[i].name, hdrs[i].value);
     enum MHD_Result ret = MHD_queue_response(conn, status, r);
     MHD_destroy_response(r);
+    last_status = status;
     return ret;
 }
+
+void respond_status_reset(void) { last_status = 0; }
+unsigned respond_status_last(void) { return last_status; }
 
 char *respond_json_text(json_t *body, size_t *len)
 {

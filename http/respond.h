@@ -62,4 +62,9 @@ const char *http_status_title(int status);
 /* Sets "instance" of a problem (borrowed pointer) to the request path. */
 void problem_set_instance(json_t *problem, const char *path);
 
+/* The status respond_buffer last queued on this thread (0 after respond_status_reset or
+ * when nothing went through it): the audit's record of what a handler answered. */
+void respond_status_reset(void);
+unsigned respond_status_last(void);
+
 #endif

@@ -6,6 +6,27 @@
 #include <string.h>
 
 #include "handlers.h"
+#include "users.h"
+
+/* What each route that is not a plain read does, for the role rules (common/users.h's
+ * user_action_t, issue 45; http/server.c's route_forbidden asks routes_action). A separate
+ * table, so that a new row of ROUTES needs no field more. */
+static const struct {
+    const char *method, *pattern;
+    user_action_t act;
+} ACTIONS[] = {
+    {"POST", "/api/v1/jobs", USER_ACT_SUBMIT},
+    {"DELETE", "/api/v1/jobs/{id}", USER_ACT_CANCEL},
+    {"POST", "/api/v1/jobs/{id}/retry", USER_ACT_RETRY},
+    {"POST", "/api/v1/cluster/reload", USER_ACT_CLUSTER},
+    {"POST", "/api/v1/cluster/benchmark", USER_ACT_CLUSTER},
+    {"PUT", "/api/v1/models/{name}", USER_ACT_MODEL_PUT},
+    {"DELETE", "/api/v1/models/{name}", USER_ACT_MODEL_DELETE},
+    {"GET", "/api/v1/users", USER_ACT_USERS},
+    {"POST", "/api/v1/users", USER_ACT_USERS},
+    {"DELETE", "/api/v1/users/{name}", USER_ACT_USERS},
+    {"POST", "/api/v1/token", USER_ACT_TOKEN_NEW},
+};
 
 static const route_t ROUTES[] = {
     {"GET", "/api/v1/jobs", handle_jobs_list, 0},
@@ -30,6 +51,11 @@ static const route_t ROUTES[] = {
     {"PUT", "/api/v1/models/{name}", handle_model_put, ROUTE_MUTATES | ROUTE_BINARY_BODY},
     {"DELETE", "/api/v1/models/{name}", handle_model_delete, ROUTE_MUTATES},
     {"GET", "/api/v1/datasets", handle_datasets, 0},
+    {"GET", "/api/v1/users", handle_users_list, 0},
+    {"POST", "/api/v1/users", handle_users_add, ROUTE_MUTATES | ROUTE_JSON_BODY},
+    {"DELETE", "/api/v1/users/{name}", handle_user_delete, ROUTE_MUTATES},
+    {"POST", "/api/v1/token", handle_token_new, ROUTE_MUTATES},
+    {"GET", "/api/v1/whoami", handle_whoami, 0},
     {"GET", "/api/v1/openapi.json", handle_openapi, 0},
     {"GET", "/healthz", handle_healthz, ROUTE_PUBLIC},
     {"GET", "/metrics", handle_prometheus, 0},
@@ -38,6 +64,15 @@ static const route_t ROUTES[] = {
     {NULL, NULL, handle_not_found, ROUTE_PUBLIC}, /* sentinel */
 };
 #define NROUTES (sizeof ROUTES / sizeof ROUTES[0] - 1)
+
+int routes_action(const route_t *r)
+{
+    if (!r || !r->method) return USER_ACT_READ;
+    for (size_t i = 0; i < sizeof ACTIONS / sizeof ACTIONS[0]; i++)
+        if (strcmp(ACTIONS[i].method, r->method) == 0 && strcmp(ACTIONS[i].pattern, r->pattern) == 0)
+            return ACTIONS[i].act;
+    return (r->flags & ROUTE_MUTATES) ? USER_ACT_ADMIN : USER_ACT_READ;
+}
 
 const route_t *routes_table(size_t *n)
 {

@@ -30,6 +30,7 @@ enum {
                              cannot send headers) */
 };
 
+
 typedef struct {
     const char *method; /* NULL in the sentinel */
     const char *pattern;
@@ -58,6 +59,12 @@ int route_pattern_match(const char *pattern, const char *path, route_match_t *m)
  * refuses such a request with 400 (issue 42). */
 enum { ROUTE_NUL_NONE = 0, ROUTE_NUL_PATH = 1, ROUTE_NUL_QUERY = 2 };
 int routes_target_nul(const char *raw);
+
+/* What route r does, for the role rules (common/users.h's user_action_t; issue 45): its
+ * entry in routes.c's action table; else USER_ACT_READ for a read, and USER_ACT_ADMIN
+ * (admins only) for a ROUTE_MUTATES route nobody classified, so that a new change is not
+ * opened to members by default. */
+int routes_action(const route_t *r);
 
 /* The table, sentinel excluded, for tests and docs. */
 const route_t *routes_table(size_t *n);

@@ -170,19 +170,83 @@ static enum MHD_Result collect_query(void *cls, enum MHD_ValueKind kind, const c
     return MHD_YES;
 }
 
-static int authorized(http_req_t *rq)
+/* The token a request presents: the Authorization header's, or a stream's ?access_token=
+ * (EventSource cannot set headers). NULL when none. */
+static const char *presented_token(http_req_t *rq, size_t *len)
+{
+    const char *tok;
+    const char *h = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (auth_bearer(h, &tok, len) == 0) return tok;
+    const char *q = (rq->match.route->flags & ROUTE_STREAM) ? query_get(&rq->query, "access_token") : NULL;
+    if (q) *len = strlen(q);
+    return q;
+}
+
+static void set_caller(http_req_t *rq, const char *user, user_role_t role)
+{
+    snprintf(rq->user, sizeof rq->user, "%s", user);
+    rq->role = role;
+    rq->authed = 1;
+}
+
+/* Who is calling (issue 45): sets rq->user and rq->role and returns NULL, or returns the
+ * 401's detail. No token configured: everyone is the local admin (the listen address is
+ * loopback and the Host rule holds). The daemon's token is "admin". A user's token
+ * (NAME.HEX, common/users.h) is checked against that user's salted hash in constant time,
+ * then its expiry. --public-reads lets a request without a valid token read as an
+ * anonymous viewer. */
+static const char *authorized(http_req_t *rq)
 {
     const http_server_t *srv = rq->srv;
     unsigned f = rq->match.route->flags;
-    if (srv->token_len == 0 || (f & ROUTE_PUBLIC)) return 1;
-    if (!(f & ROUTE_MUTATES) && srv->public_reads) return 1;
-    const char *tok;
-    size_t len;
-    const char *h = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-    if (auth_bearer(h, &tok, &len) == 0) return auth_equal(tok, len, srv->token, srv->token_len);
-    /* EventSource cannot set headers: the streams take the token from the query too. */
-    const char *q = (f & ROUTE_STREAM) ? query_get(&rq->query, "access_token") : NULL;
-    return q && auth_equal(q, strlen(q), srv->token, srv->token_len);
+    rq->role = USER_VIEWER;
+    if (srv->token_len == 0) {
+        set_caller(rq, USER_ADMIN_NAME, USER_ADMIN);
+        return NULL;
+    }
+    size_t len = 0;
+    const char *tok = presented_token(rq, &len);
+    const char *why = NULL;
+    char name[USER_NAME_MAX + 1];
+    user_record_t rec;
+    int code;
+    if (tok && auth_equal(tok, len, srv->token, srv->token_len)) {
+        set_caller(rq, USER_ADMIN_NAME, USER_ADMIN);
+        return NULL;
+    }
+    if (!tok) why = "this endpoint needs Authorization: Bearer <token>";
+    else if (users_token_name(tok, len, name, sizeof name) != 0) why = "the bearer token is wrong";
+    else if ((code = coord_user_get(srv->coord, name, &rec)) != COORD_OK)
+        why = code == COORD_EUNAVAIL ? "the token cannot be checked now: Redis is unreachable; try again"
+                                     : "the bearer token is wrong";
+    else {
+        char hash[SHA256_HEX_LEN + 1];
+        users_token_hash(rec.salt, tok, len, hash);
+        if (!auth_equal(hash, SHA256_HEX_LEN, rec.hash, SHA256_HEX_LEN)) why = "the bearer token is wrong";
+        else if (rec.expires > 0 && clock_wall_s() >= rec.expires)
+            why = "the bearer token has expired: an admin gives its user a new one by removing and adding the user "
+                  "again (pacer user rm, pacer user add)";
+        else {
+            set_caller(rq, rec.name, rec.role);
+            return NULL;
+        }
+    }
+    if ((f & ROUTE_PUBLIC) || (!(f & ROUTE_MUTATES) && srv->public_reads)) return NULL; /* anonymous reader */
+    return why;
+}
+
+/* The role rule of rq's route (common/users.h), before anything is read or changed: NULL,
+ * or the 403's detail into why. Members' changes to one job or model depend on its owner:
+ * the handler checks those (handler_refused). */
+static const char *route_forbidden(http_req_t *rq, char *why, size_t len)
+{
+    const route_t *r = rq->match.route;
+    if (r->flags & ROUTE_PUBLIC) return NULL;
+    int act = routes_action(r);
+    int per_object = act == USER_ACT_CANCEL || act == USER_ACT_RETRY || act == USER_ACT_MODEL_PUT ||
+                     act == USER_ACT_MODEL_DELETE;
+    if (rq->role == USER_MEMBER && per_object) return NULL;
+    return users_may(rq->role, rq->user, (user_action_t)act, NULL, why, len) ? NULL : why;
 }
 
 static int is_json_type(const char *ct)
@@ -292,13 +356,14 @@ static json_t *early_problem(http_req_t *rq, http_header_t *hdrs, size_t *nhdrs)
         return problem_new(405, "method-not-allowed", NULL, detail, NULL, NULL);
     }
     if (m->status == 404) return NULL; /* the sentinel's handler answers */
-    if (!authorized(rq)) {
+    const char *unauth = authorized(rq);
+    if (unauth) {
         hdrs[(*nhdrs)++] = (http_header_t){MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"pacer\""};
-        const char *h = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-        return problem_new(401, "unauthorized", NULL,
-                           h ? "the bearer token is wrong" : "this endpoint needs Authorization: Bearer <token>", NULL,
-                           NULL);
+        return problem_new(401, "unauthorized", NULL, unauth, NULL, NULL);
     }
+    char why[256];
+    if (route_forbidden(rq, why, sizeof why))
+        return problem_new(403, "forbidden", NULL, why, "role", users_role_name(rq->role));
     if (m->route->flags & ROUTE_JSON_BODY) {
         const char *ct = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
         if (!is_json_type(ct))
@@ -326,11 +391,28 @@ static json_t *early_problem(http_req_t *rq, http_header_t *hdrs, size_t *nhdrs)
     return NULL;
 }
 
+/* The audit trail (issue 45): every call to a route that changes something, by a known
+ * caller, refused or not, appends who, what, the target and the answer's status to the
+ * events stream (coord_audit). Anonymous and unauthenticated requests are not recorded:
+ * they change nothing, and a flood of them must not fill the stream. */
+static void audit(http_req_t *rq, unsigned status)
+{
+    if (!rq->authed || !rq->match.route || !(rq->match.route->flags & ROUTE_MUTATES)) return;
+    const char *target = rq->target[0] ? rq->target : rq->match.nparams ? rq->match.params[0] : "";
+    if (coord_audit(rq->srv->coord, rq->user, users_role_name(rq->role), rq->method, rq->path, target, (int)status) !=
+        COORD_OK)
+        clog_printf("http: audit: %s %s by %s (status %u) not recorded: Redis unreachable", rq->method, rq->path,
+                    rq->user, status);
+}
+
 static enum MHD_Result answer_problem(http_req_t *rq, json_t *p, const http_header_t *hdrs, size_t nhdrs)
 {
     rq->answered = 1;
     problem_set_instance(p, rq->path);
-    return respond_problem(rq->conn, p, hdrs, nhdrs);
+    unsigned status = (unsigned)json_integer_value(json_object_get(p, "status"));
+    enum MHD_Result ret = respond_problem(rq->conn, p, hdrs, nhdrs);
+    audit(rq, status);
+    return ret;
 }
 
 /* Bodies without Content-Length (chunked) are checked as they arrive. libmicrohttpd
@@ -511,7 +593,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
     rq->answered = 1;
     if ((rq->match.route->flags & (ROUTE_JSON_BODY | ROUTE_BINARY_BODY)) && !rq->body) rq->body = calloc(1, 1);
-    return (enum MHD_Result)rq->match.route->handler(rq);
+    respond_status_reset();
+    enum MHD_Result ret = (enum MHD_Result)rq->match.route->handler(rq);
+    audit(rq, respond_status_last());
+    return ret;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)

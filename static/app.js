@@ -123,8 +123,35 @@
     e.preventDefault();
     localStorage.setItem('pacer.token', $('#token').value.trim());
     banner('');
-    route();
+    loadMe().then(route);
   });
+
+  // Who the token is (GET /api/v1/whoami, issue 45): the page shows only the buttons the
+  // role can use. The server decides in any case (403 naming the rule); unknown (an old
+  // coordinator, a wrong token) shows everything.
+  let me = null;
+  async function loadMe() {
+    try { me = await api('/whoami'); } catch (_) { me = null; }
+    const who = $('#whoami');
+    if (who) who.textContent = me && me.name ? me.name + ' (' + me.role + ')' : '';
+    applyRole(document);
+  }
+  // May the caller do act ('submit', 'upload', 'cancel', 'cluster') to something owned by
+  // owner? The rule of common/users.h: admins anything, viewers nothing, members their own.
+  function can(act, owner) {
+    if (!me) return true;
+    if (me.role === 'admin') return true;
+    if (me.role !== 'member') return false;
+    if (act === 'submit' || act === 'upload') return true;
+    if (act === 'cluster') return false;
+    return !!owner && owner === me.name;
+  }
+  // Elements marked data-needs="submit" (or upload, cluster) are hidden from roles that
+  // cannot use them.
+  function applyRole(root) {
+    for (const n of root.querySelectorAll('[data-needs]')) n.hidden = !can(n.dataset.needs);
+  }
+  window.pacerRole = { can, me: () => me };   // cluster.js, and tests
 
   // The processes of the running jobs (their ranks, parameter servers included) on the
   // launcher's slots; more than there are is said in words, not as "5/2".
@@ -154,12 +181,14 @@
   }
   setInterval(clusterLine, 5000);
   clusterLine();
+  loadMe();
 
   /* ---- routing ----------------------------------------------------------------------------- */
 
   function mount(id) {
     view.innerHTML = '';
     view.append(document.getElementById(id).content.cloneNode(true));
+    applyRole(view);
   }
 
   function route() {
@@ -206,15 +235,26 @@
     compareBtn.addEventListener('click', () => { location.hash = '#/compare?ids=' + [...picked].join(','); });
     pickedChanged();
 
+    // "Mine": the caller's jobs only. The API has no owner filter: the newest 1000 jobs
+    // (its page limit) are read and filtered here, then paged.
+    const mine = $('#filter-mine');
+    mine.checked = sessionStorage.getItem('pacer.mine') === '1';
     async function load() {
       try {
-        const q = '?limit=' + limit + '&offset=' + offset + (sel.value ? '&state=' + sel.value : '');
-        const page = await api('/jobs' + q);
-        total = page.total;
-        render(page.jobs);
+        const st = sel.value ? '&state=' + sel.value : '';
+        if (mine.checked && me && me.name) {
+          const all = (await api('/jobs?limit=1000' + st)).jobs.filter((j) => j.owner === me.name);
+          total = all.length;
+          render(all.slice(offset, offset + limit));
+        } else {
+          const page = await api('/jobs?limit=' + limit + '&offset=' + offset + st);
+          total = page.total;
+          render(page.jobs);
+        }
         banner('');
       } catch (e) { apiError(e); }
     }
+    mine.addEventListener('change', () => { sessionStorage.setItem('pacer.mine', mine.checked ? '1' : ''); offset = 0; load(); });
     function render(jobs) {
       const body = $('#jobs-body');
       if (!body) return;
@@ -224,7 +264,7 @@
         const state = el('span', {});
         badge(state, j.state);
         const cells = [
-          el('td', {}, j.id), nameCell(j), null, el('td', {}, j.model), el('td', {}, j.algorithm),
+          el('td', {}, j.id), nameCell(j), null, el('td', { class: 'owner' }, j.owner || '–'), el('td', {}, j.model), el('td', {}, j.algorithm),
           el('td', { class: 'num' }, j.workers), el('td', { title: j.submitted ? new Date(j.submitted * 1000).toLocaleString() : '' }, when(j.submitted)),
           el('td', { class: 'num' }, runtime(j)), el('td', { class: 'num' }, j.restarts || 0),
           el('td', { class: 'reason', title: j.reason || '' }, j.reason || ''),
@@ -738,6 +778,8 @@
       const acc = accs.length ? accs[accs.length - 1] : j.summary && j.summary.test_accuracy;
       $('#f-accuracy').textContent = acc !== undefined && acc !== null ? (100 * acc).toFixed(2) + ' %' : '–';
       const active = !FINAL.includes(j.state);
+      $('#f-owner').textContent = j.owner || 'none (from before users: only admins may change it)';
+      $('#job-cancel').hidden = !can('cancel', j.owner);
       $('#job-cancel').disabled = !active || !!j.cancel_requested;
       $('#job-cancel').textContent = j.cancel_requested && active ? 'Cancelling…' : 'Cancel';
       if (window.pacerCheckpoints) window.pacerCheckpoints.render($('#ckpts'), j.checkpoints);   // checkpoints.js

@@ -79,6 +79,11 @@
     const status = el('span', { id: 'bench-status', class: 'muted' });
     const label = el('label', {}, 'Model ');
     label.append(pick);
+    // A benchmark is an admin's (issue 45): other roles see the results, not the button.
+    // (marked data-needs: app.js hides them again once it knows who the caller is)
+    label.dataset.needs = run.dataset.needs = 'cluster';
+    const role = window.pacerRole;
+    if (role && !role.can('cluster')) label.hidden = run.hidden = true;
     tools.append(label, run, status);
     head.append(tools);
     card.append(head);

@@ -311,6 +311,23 @@ try {
   await page.waitForSelector(`tr[data-id="${id}"]`, { timeout: 10000 });
   const row = await page.textContent(`tr[data-id="${id}"]`);
   check(row.includes('CANCELLED') && row.includes('browser'), 'the job list shows ' + id + ' CANCELLED');
+  // Owners (issue 45): without a token the page's caller is the local admin, whose jobs
+  // these are; a job with no owner (NOOWNER_ID: submitted by the command-line client)
+  // shows '–', and "Mine" keeps the admin's and drops it.
+  const noOwner = process.env.NOOWNER_ID;
+  check(await page.textContent('#whoami') === 'admin (admin)', 'the header says who the caller is: ' + await page.textContent('#whoami'));
+  check(await page.textContent(`tr[data-id="${id}"] td.owner`) === 'admin', 'the job list shows ' + id + "'s owner, admin");
+  if (noOwner) {
+    await page.waitForSelector(`tr[data-id="${noOwner}"]`, { timeout: 10000 });
+    check(await page.textContent(`tr[data-id="${noOwner}"] td.owner`) === '–', noOwner + ' has no owner: shown as –');
+    await page.check('#filter-mine');
+    await page.waitForSelector(`tr[data-id="${noOwner}"]`, { state: 'detached', timeout: 10000 });
+    check(await page.$(`tr[data-id="${id}"]`) !== null, '"Mine" keeps ' + id + ' and drops ' + noOwner);
+    await page.uncheck('#filter-mine');
+    await page.waitForSelector(`tr[data-id="${noOwner}"]`, { timeout: 10000 });
+  }
+  check(await page.isVisible('a[data-nav=new]') && await page.isVisible('#jobs-body') && await page.evaluate(() => window.pacerRole.can('cancel', null)),
+    'an admin sees the New job link and may cancel anything');
 
   // ---- a simulated job through the form
   const cluster = await (await fetch(base + '/api/v1/cluster')).json();

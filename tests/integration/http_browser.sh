@@ -6,7 +6,7 @@
 # cancels it from the page; the page reopened draws the whole run from the downsampled
 # history; the compare view overlays it with a short job and highlights the differing
 # spec fields; issue 42's dashboard faults, each where it showed (dashboard.mjs's header
-# lists them). Leaves screenshots in $BUILD/dashboard.png, $BUILD/breakdown.png and
+# lists them); issue 45's owner column, "Mine" filter and who the caller is. Leaves screenshots in $BUILD/dashboard.png, $BUILD/breakdown.png and
 # $BUILD/compare.png. Skips without chromium,
 # node/npm, or when playwright-core cannot be installed.
 . tests/integration/coordinator_lib.inc
@@ -29,8 +29,37 @@ shot=$BUILD/dashboard.png
 # The estimator's ceiling, from its one home: the noise-scale chart must hold none (issue 42).
 GNS_PHI_MAX=$(sed -n 's/^#define GNS_PHI_MAX \([0-9.e+]*\).*/\1/p' common/gns.h)
 [ -n "$GNS_PHI_MAX" ] || fail "no GNS_PHI_MAX in common/gns.h"
+# A job with no owner (issue 45): the command-line client writes Redis itself, as jobs from
+# before users; cancelled at once, it only has to be listed.
+spec "$TMP/noowner.json" noowner 1
+NOOWNER_ID=$(submit "$TMP/noowner.json")
+curl -s -o /dev/null -X DELETE "$BASE/api/v1/jobs/$NOOWNER_ID"
+export NOOWNER_ID
 CHROMIUM=$CHROMIUM GNS_PHI_MAX=$GNS_PHI_MAX timeout 150 node tests/browser/dashboard.mjs "$BASE" "$shot" || {
     echo "--- coordinator log"; tail -20 "$TMP/coord.log"
     fail "the dashboard test failed (screenshot of the failure: ${shot%.png}-failed.png)"
 }
+stop_coord
+
+# ---- the page by role (issue 45): a coordinator with a token, a viewer and a member
+# (tests/browser/roles.mjs).
+ADMIN=browser-admin-$$
+printf '%s\n' "$ADMIN" >"$TMP/token"
+start_coord --listen 127.0.0.1:0 --token-file "$TMP/token"
+BASE=$(grep -o 'REST API and dashboard on http://[0-9.:]*' "$TMP/coord.log" | tail -1 | sed 's/.* on //')
+adduser() {
+    curl -s -H "Authorization: Bearer $ADMIN" -H "Content-Type: application/json" \
+        -d "{\"name\": \"$1\", \"role\": \"$2\"}" "$BASE/api/v1/users" | jq -r .token
+}
+CAROL=$(adduser carol viewer)
+ALICE=$(adduser alice member)
+[ -n "$CAROL" ] && [ "$CAROL" != null ] && [ -n "$ALICE" ] && [ "$ALICE" != null ] || fail "POST /api/v1/users did not give tokens"
+JOB=$(curl -s -H "Authorization: Bearer $ALICE" -H "Content-Type: application/json" --data-binary @"$TMP/noowner.json" \
+    "$BASE/api/v1/jobs" | jq -r .id)
+case $JOB in j-*) ;; *) fail "alice's submit gave no job id" ;; esac
+CHROMIUM=$CHROMIUM timeout 120 node tests/browser/roles.mjs "$BASE" "$CAROL" "$ALICE" "$JOB" "$BUILD/roles.png" || {
+    echo "--- coordinator log"; tail -20 "$TMP/coord.log"
+    fail "the dashboard-by-role test failed (screenshot of the failure: $BUILD/roles-failed.png)"
+}
+curl -s -o /dev/null -X DELETE -H "Authorization: Bearer $ALICE" "$BASE/api/v1/jobs/$JOB"
 stop_coord

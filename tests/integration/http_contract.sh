@@ -249,8 +249,26 @@ via 400 POST "/api/v1/cluster/benchmark?hosts=nowhere"
 via 200 POST /api/v1/cluster/reload
 echo "ok: benchmark (202, 409 busy, 400) and reload conform"
 
+# ---- users (issue 45): the admin's calls, a member's token, a 403 -----------------------------------
+via 201 POST /api/v1/users -H "Content-Type: application/json" -d '{"name": "ct", "role": "member", "expires_in_s": 3600}'
+member=$(jq -r .token "$TMP/body")
+via 409 POST /api/v1/users -H "Content-Type: application/json" -d '{"name": "ct", "role": "viewer"}'
+refused 400 POST /api/v1/users -H "$AUTH" -H "Content-Type: application/json" -d '{"name": "ct", "role": "root"}'
+via 200 GET /api/v1/users
+via 200 GET /api/v1/whoami
+admin_auth=$AUTH
+AUTH="Authorization: Bearer $member"
+via 200 GET /api/v1/whoami
+via 403 GET /api/v1/users
+via 200 POST /api/v1/token
+AUTH=$admin_auth
+via 409 POST /api/v1/token
+via 204 DELETE /api/v1/users/ct
+via 404 DELETE /api/v1/users/ct
+echo "ok: users, whoami and token (201, 200, 204, 400, 403, 404, 409) conform"
+
 # ---- every documented operation went through the proxy ----------------------------------------------
-sed -e 's#/api/v1/jobs/[^/]*#/api/v1/jobs/{id}#' -e 's#^\([A-Z]*\) /api/v1/models/.*#\1 /api/v1/models/{name}#' -e 's#^\([A-Z]* /static/\).*#\1{path}#' "$TMP/covered" | sort -u >"$TMP/cov"
+sed -e 's#/api/v1/jobs/[^/]*#/api/v1/jobs/{id}#' -e 's#^\([A-Z]*\) /api/v1/models/.*#\1 /api/v1/models/{name}#' -e 's#^\([A-Z]* /static/\).*#\1{path}#' -e 's#^\([A-Z]*\) /api/v1/users/.*#\1 /api/v1/users/{name}#' "$TMP/covered" | sort -u >"$TMP/cov"
 jq -r '.paths | to_entries[] | .key as $p | .value | keys[] | select(test("^(get|post|delete|put|patch)$")) |
     "\(ascii_upcase) \($p)"' docs/openapi.json | grep -v '^GET /api/v1/events$' | sort -u >"$TMP/ops"
 missing=$(comm -23 "$TMP/ops" "$TMP/cov")

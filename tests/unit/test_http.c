@@ -38,6 +38,7 @@
 #include "server.h"
 #include "sse.h"
 #include "static.h"
+#include "users.h"
 
 /* ---- routes ------------------------------------------------------------------------------------ */
 
@@ -115,6 +116,26 @@ static void test_routes_target_nul(void **state)
     assert_null(auth_host_headers_problem(0, NULL, 0));
     assert_non_null(strstr(auth_host_headers_problem(2, "localhost", 9), "more than one Host"));
     assert_non_null(strstr(auth_host_headers_problem(1, "local\0host", 10), "NUL"));
+}
+
+/* Issue 45: every route that changes something has its role rule (routes_action), none
+ * falls back to admin-only by accident, and the plain reads are reads. */
+static void test_routes_actions(void **state)
+{
+    (void)state;
+    size_t n;
+    const route_t *r = routes_table(&n);
+    for (size_t i = 0; i < n; i++) {
+        int act = routes_action(&r[i]);
+        if (r[i].flags & ROUTE_MUTATES) {
+            if (act == USER_ACT_READ || act == USER_ACT_ADMIN)
+                fail_msg("%s %s changes something but has no action in routes.c's table", r[i].method, r[i].pattern);
+        } else if (act != USER_ACT_READ && act != USER_ACT_USERS) {
+            fail_msg("%s %s reads but has action %d", r[i].method, r[i].pattern, act);
+        }
+    }
+    route_t unknown = {"POST", "/api/v1/new-thing", NULL, ROUTE_MUTATES};
+    assert_int_equal(routes_action(&unknown), USER_ACT_ADMIN);
 }
 
 static void test_routes_documented(void **state)
@@ -836,6 +857,7 @@ int main(void)
         cmocka_unit_test(test_routes_target_nul),
         cmocka_unit_test(test_routes_not_found_and_method),
         cmocka_unit_test(test_routes_documented),
+        cmocka_unit_test(test_routes_actions),
         cmocka_unit_test(test_query_long),
         cmocka_unit_test(test_query_state_and_ids),
         cmocka_unit_test(test_stream_ids),

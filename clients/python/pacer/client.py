@@ -105,8 +105,10 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 class Client:
     """A coordinator at url (e.g. "http://127.0.0.1:8080", "https://pacer.example:8443");
-    token is the user's API token (sent as "Authorization: Bearer"), None for a daemon
-    that needs none.
+    token is a user's token (from `pacer user add`) or the daemon's own (sent as
+    "Authorization: Bearer"), None for a daemon that needs none. What the token may do is
+    its role's (issue 45): a refusal raises PacerError with status 403 and the rule in its
+    message.
 
     https: the coordinator's certificate is verified against the CA certificate(s) in
     the PEM file cafile (one's own CA, or the self-signed certificate itself), else the
@@ -189,6 +191,31 @@ class Client:
 
     def delete_model(self, name):
         self.request("DELETE", "/api/v1/models/" + urllib.parse.quote(name, safe=""))
+
+    # ---- users (issue 45) ------------------------------------------------------------
+    def whoami(self):
+        """{"name", "role", "auth", ...}: who this client's token is."""
+        return self._json("GET", "/api/v1/whoami")
+
+    def users(self):
+        """Every user (admins only)."""
+        return self._json("GET", "/api/v1/users")["users"]
+
+    def add_user(self, name, role, expires_in_s=None):
+        """Creates a user (admins only); returns its record with "token", shown this once."""
+        body = {"name": name, "role": role}
+        if expires_in_s is not None:
+            body["expires_in_s"] = expires_in_s
+        return self._json("POST", "/api/v1/users", body)
+
+    def remove_user(self, name):
+        self.request("DELETE", "/api/v1/users/" + urllib.parse.quote(name, safe=""))
+
+    def new_token(self):
+        """Replaces this client's token with a new one (the old one stops working) and
+        uses it from now on; returns it."""
+        self.token = self._json("POST", "/api/v1/token")["token"]
+        return self.token
 
     # ---- jobs -----------------------------------------------------------------------
     def submit(self, spec):

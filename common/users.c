@@ -1,0 +1,245 @@
+/* common/users.c - see users.h. */
+#include "users.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "errmsg.h"
+
+static const char *const ROLE_NAMES[] = {"viewer", "member", "admin"};
+
+const char *users_role_name(user_role_t r) { return (unsigned)r < 3 ? ROLE_NAMES[r] : "?"; }
+
+int users_role_parse(const char *s, user_role_t *out)
+{
+    for (int i = 0; s && i < 3; i++)
+        if (strcmp(s, ROLE_NAMES[i]) == 0) {
+            *out = (user_role_t)i;
+            return 0;
+        }
+    return -1;
+}
+
+int users_name_check(const char *name, char *err, size_t errlen)
+{
+    size_t n = name ? strlen(name) : 0;
+    if (n == 0) return errmsg(err, errlen, "name: empty");
+    if (n > USER_NAME_MAX) return errmsg(err, errlen, "name: longer than %d characters", USER_NAME_MAX);
+    if (name[0] < 'a' || name[0] > 'z') return errmsg(err, errlen, "name: must start with a letter a-z");
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
+            return errmsg(err, errlen, "name: only a-z, 0-9, '_' and '-' are allowed");
+    }
+    return 0;
+}
+
+int users_body_parse(const char *body, size_t len, char *name, size_t namelen, user_role_t *role, double *expires_in_s,
+                     char *err, size_t errlen)
+{
+    *expires_in_s = 0;
+    if (!body || len == 0) return errmsg(err, errlen, "the request body is empty");
+    if (memchr(body, 0, len)) return errmsg(err, errlen, "the request body contains a NUL byte");
+    json_error_t je;
+    json_t *doc = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    if (!doc) return errmsg(err, errlen, "line %d column %d: %s", je.line, je.column, je.text);
+    int rc = -1;
+    const char *key;
+    json_t *v;
+    if (!json_is_object(doc)) {
+        errmsg(err, errlen, "the body must be a JSON object {\"name\", \"role\", \"expires_in_s\"}");
+        goto out;
+    }
+    json_object_foreach(doc, key, v)
+    {
+        if (strcmp(key, "name") != 0 && strcmp(key, "role") != 0 && strcmp(key, "expires_in_s") != 0) {
+            errmsg(err, errlen, "%.64s: unknown field (name, role and expires_in_s are)", key);
+            goto out;
+        }
+    }
+    const char *n = json_string_value(json_object_get(doc, "name"));
+    if (!n) {
+        errmsg(err, errlen, "name: required, a string");
+        goto out;
+    }
+    if (users_name_check(n, err, errlen) != 0) goto out;
+    if (strlen(n) >= namelen) {
+        errmsg(err, errlen, "name: too long");
+        goto out;
+    }
+    const char *r = json_string_value(json_object_get(doc, "role"));
+    if (!r || users_role_parse(r, role) != 0) {
+        errmsg(err, errlen, "role: required, one of admin, member, viewer");
+        goto out;
+    }
+    json_t *e = json_object_get(doc, "expires_in_s");
+    if (e) {
+        double s = json_number_value(e);
+        if (!json_is_number(e) || !isfinite(s) || s <= 0 || s > USER_EXPIRES_MAX_S) {
+            errmsg(err, errlen, "expires_in_s: must be a number of seconds > 0 and at most %.0f (ten years)",
+                   USER_EXPIRES_MAX_S);
+            goto out;
+        }
+        *expires_in_s = s;
+    }
+    strcpy(name, n);
+    rc = 0;
+out:
+    json_decref(doc);
+    return rc;
+}
+
+static int random_hex(char *out, size_t nbytes)
+{
+    unsigned char b[64];
+    if (nbytes > sizeof b) return -1;
+    size_t got = 0;
+    while (got < nbytes) {
+        ssize_t r = getrandom(b + got, nbytes - got, 0);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return -1;
+        got += (size_t)r;
+    }
+    for (size_t i = 0; i < nbytes; i++) snprintf(out + 2 * i, 3, "%02x", b[i]);
+    return 0;
+}
+
+int users_token_new(const char *name, char *out, size_t outlen)
+{
+    char hex[USER_SECRET_HEX + 1];
+    if (users_name_check(name, NULL, 0) != 0 || outlen < strlen(name) + 2 + USER_SECRET_HEX) return -1;
+    if (random_hex(hex, USER_SECRET_HEX / 2) != 0) return -1;
+    snprintf(out, outlen, "%s.%s", name, hex);
+    return 0;
+}
+
+int users_salt_new(char salt[USER_SALT_HEX + 1]) { return random_hex(salt, USER_SALT_HEX / 2); }
+
+void users_token_hash(const char *salt, const char *token, size_t token_len, char hex[SHA256_HEX_LEN + 1])
+{
+    char buf[USER_SALT_HEX + USER_TOKEN_LEN + 1];
+    size_t sl = strlen(salt);
+    if (sl > USER_SALT_HEX) sl = USER_SALT_HEX;
+    if (token_len > USER_TOKEN_LEN) token_len = USER_TOKEN_LEN; /* callers check the shape first */
+    memcpy(buf, salt, sl);
+    memcpy(buf + sl, token, token_len);
+    sha256_hex(buf, sl + token_len, hex);
+}
+
+int users_token_name(const char *token, size_t len, char *name, size_t namelen)
+{
+    if (!token || len < USER_SECRET_HEX + 2 || len > USER_TOKEN_LEN) return -1;
+    size_t nl = len - USER_SECRET_HEX - 1;
+    if (token[nl] != '.' || nl >= namelen) return -1;
+    for (size_t i = nl + 1; i < len; i++) {
+        char c = token[i];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return -1;
+    }
+    memcpy(name, token, nl);
+    name[nl] = 0;
+    return users_name_check(name, NULL, 0) == 0 ? 0 : -1;
+}
+
+json_t *users_record_json(const user_record_t *r)
+{
+    return json_pack("{s:s, s:s, s:s, s:f, s:f, s:s}", "role", users_role_name(r->role), "salt", r->salt, "hash",
+                     r->hash, "created", r->created, "expires", r->expires, "created_by", r->created_by);
+}
+
+int users_record_parse(const char *name, const char *text, size_t len, user_record_t *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (users_name_check(name, err, errlen) != 0) return -1;
+    json_error_t je;
+    json_t *j = text ? json_loadb(text, len, JSON_REJECT_DUPLICATES, &je) : NULL;
+    const char *role = json_string_value(json_object_get(j, "role"));
+    const char *salt = json_string_value(json_object_get(j, "salt"));
+    const char *hash = json_string_value(json_object_get(j, "hash"));
+    const char *by = json_string_value(json_object_get(j, "created_by"));
+    json_t *created = json_object_get(j, "created"), *expires = json_object_get(j, "expires");
+    int ok = j && role && users_role_parse(role, &out->role) == 0 && salt && strlen(salt) == USER_SALT_HEX && hash &&
+             sha256_hex_valid(hash) && json_is_number(created) && json_is_number(expires) &&
+             json_number_value(expires) >= 0;
+    if (ok) {
+        snprintf(out->name, sizeof out->name, "%s", name);
+        memcpy(out->salt, salt, USER_SALT_HEX + 1);
+        memcpy(out->hash, hash, SHA256_HEX_LEN + 1);
+        out->created = json_number_value(created);
+        out->expires = json_number_value(expires);
+        snprintf(out->created_by, sizeof out->created_by, "%s", by && strlen(by) <= USER_NAME_MAX ? by : "");
+    }
+    json_decref(j);
+    return ok ? 0 : errmsg(err, errlen, "user %s: the stored record is damaged", name);
+}
+
+json_t *users_record_public(const user_record_t *r)
+{
+    json_t *o = json_pack("{s:s, s:s, s:f, s:s}", "name", r->name, "role", users_role_name(r->role), "created",
+                          r->created, "created_by", r->created_by);
+    if (o) json_object_set_new(o, "expires", r->expires > 0 ? json_real(r->expires) : json_null());
+    return o;
+}
+
+/* ---- the rules ---------------------------------------------------------------------------------------------- */
+
+static const char *act_verb(user_action_t a)
+{
+    switch (a) {
+    case USER_ACT_CANCEL: return "cancel";
+    case USER_ACT_RETRY: return "retry";
+    case USER_ACT_MODEL_PUT: return "replace";
+    case USER_ACT_MODEL_DELETE: return "delete";
+    case USER_ACT_SUBMIT: return "submit jobs";
+    case USER_ACT_CLUSTER: return "reload or benchmark the cluster";
+    case USER_ACT_USERS: return "list, create or remove users";
+    case USER_ACT_TOKEN_NEW: return "renew their token";
+    case USER_ACT_ADMIN: return "use this endpoint";
+    default: return "read";
+    }
+}
+
+/* What a viewer was refused, as a whole ("cancel jobs"): a viewer may change nothing. */
+static const char *act_what(user_action_t a)
+{
+    switch (a) {
+    case USER_ACT_CANCEL: return "cancel jobs";
+    case USER_ACT_RETRY: return "retry jobs";
+    case USER_ACT_MODEL_PUT: return "upload models";
+    case USER_ACT_MODEL_DELETE: return "delete models";
+    default: return act_verb(a);
+    }
+}
+
+int users_may(user_role_t role, const char *user, user_action_t act, const user_target_t *t, char *why, size_t whylen)
+{
+    if (role == USER_ADMIN || act == USER_ACT_READ) return 1;
+    if (act == USER_ACT_TOKEN_NEW) return 1; /* every user's own credential */
+    if (role != USER_MEMBER) {
+        errmsg(why, whylen, "viewers may only read: to %s takes the member or admin role", act_what(act));
+        return 0;
+    }
+    switch (act) {
+    case USER_ACT_SUBMIT: return 1;
+    case USER_ACT_CLUSTER:
+    case USER_ACT_USERS:
+    case USER_ACT_ADMIN: errmsg(why, whylen, "only admins may %s", act_verb(act)); return 0;
+    default: break;
+    }
+    /* cancel, retry, replace, delete: the member's own only */
+    if (!t) {
+        errmsg(why, whylen, "members may %s only their own", act_verb(act));
+        return 0;
+    }
+    if (act == USER_ACT_MODEL_PUT && !t->exists) return 1; /* a new upload becomes theirs */
+    if (t->owner && user && strcmp(t->owner, user) == 0) return 1;
+    if (t->owner && *t->owner)
+        errmsg(why, whylen, "members may %s only their own %ss: %s is %s's", act_verb(act), t->kind, t->id, t->owner);
+    else
+        errmsg(why, whylen, "members may %s only their own %ss: %s has no owner (it predates users); only admins may",
+               act_verb(act), t->kind, t->id);
+    return 0;
+}

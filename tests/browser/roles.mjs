@@ -1,0 +1,91 @@
+// tests/browser/roles.mjs - the dashboard by role (issue 45), run by http_browser.sh against
+// a coordinator with a token: the page, given a viewer's token (localStorage, as its
+// token form keeps it), says who the caller is and hides what a viewer cannot use (the
+// New job link and button, the submit button, the model upload, a job's Cancel, the
+// Cluster page's benchmark); given the owner's (a member's), it shows Cancel on her job,
+// and "Mine" lists it. Exit 0 = pass, 1 = fail.
+// usage: node roles.mjs BASE_URL VIEWER_TOKEN MEMBER_TOKEN MEMBER_JOB_ID SCREENSHOT.png
+import { chromium } from 'playwright-core';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const [base, viewer, member, jobId, shot] = process.argv.slice(2);
+if (!base || !viewer || !member || !jobId || !shot) {
+  console.error('usage: node roles.mjs BASE_URL VIEWER_TOKEN MEMBER_TOKEN MEMBER_JOB_ID SCREENSHOT.png');
+  process.exit(2);
+}
+const profile = mkdtempSync(join(tmpdir(), 'pacer-chromium-'));
+const errors = [];
+let context;
+
+function check(cond, what) {
+  if (!cond) throw new Error(what);
+  console.log('ok: ' + what);
+}
+
+// Opens hash with token saved as the page keeps it; waits until the page knows the caller.
+async function open(page, token, hash, who) {
+  await page.goto(base + '/#/');
+  await page.evaluate((t) => localStorage.setItem('pacer.token', t), token);
+  await page.goto(base + '/' + hash);
+  await page.reload();
+  await page.waitForFunction((w) => document.querySelector('#whoami') && document.querySelector('#whoami').textContent === w,
+    who, { timeout: 10000 });
+}
+
+try {
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    viewport: { width: 1440, height: 1000 },
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
+  });
+  const page = context.pages()[0] || await context.newPage();
+  page.on('pageerror', (e) => errors.push('page error: ' + e.message));
+
+  // ---- a viewer
+  await open(page, viewer, '#/', 'carol (viewer)');
+  await page.waitForSelector(`tr[data-id="${jobId}"]`, { timeout: 10000 });
+  check(await page.textContent(`tr[data-id="${jobId}"] td.owner`) === 'alice', 'a viewer sees ' + jobId + "'s owner, alice");
+  check(!(await page.isVisible('a[data-nav=new]')) && !(await page.isVisible('a.button[href="#/new"]')),
+    'a viewer sees no New job link or button');
+  await open(page, viewer, '#/new', 'carol (viewer)');
+  await page.waitForSelector('#job-form');
+  check(!(await page.isVisible('#submit-job')) && !(await page.isVisible('#model-upload')), 'a viewer\'s form has no Submit or Upload');
+  await open(page, viewer, '#/jobs/' + jobId, 'carol (viewer)');
+  await page.waitForFunction(() => document.querySelector('#f-owner').textContent === 'alice', null, { timeout: 10000 });
+  check(!(await page.isVisible('#job-cancel')), 'a viewer sees the job\'s owner and no Cancel');
+  await open(page, viewer, '#/cluster', 'carol (viewer)');
+  await page.waitForSelector('#hosts-body tr[data-host]', { timeout: 10000 });
+  check(!(await page.isVisible('#bench-run')), 'a viewer sees the cluster but no benchmark button');
+
+  // ---- the member who owns the job
+  await open(page, member, '#/jobs/' + jobId, 'alice (member)');
+  await page.waitForFunction(() => document.querySelector('#f-owner').textContent === 'alice', null, { timeout: 10000 });
+  check(await page.isVisible('#job-cancel'), 'the owner sees Cancel on her job');
+  await open(page, member, '#/', 'alice (member)');
+  await page.check('#filter-mine');
+  await page.waitForSelector(`tr[data-id="${jobId}"]`, { timeout: 10000 });
+  const rows = await page.$$eval('#jobs-body tr', (r) => r.map((x) => x.querySelector('td.owner').textContent));
+  check(rows.length >= 1 && rows.every((o) => o === 'alice'), '"Mine" lists only alice\'s jobs: ' + JSON.stringify(rows));
+  await page.screenshot({ path: shot, fullPage: true });
+
+  check(errors.length === 0, 'no errors in the page' + (errors.length ? ': ' + errors.join('; ') : ''));
+  await context.close();
+  rmSync(profile, { recursive: true, force: true });
+  process.exit(0);
+} catch (e) {
+  console.error('FAIL: ' + e.message);
+  if (errors.length) console.error(errors.join('\n'));
+  if (context) {
+    try {
+      const p = context.pages()[0];
+      if (p) await p.screenshot({ path: shot.replace(/\.png$/, '-failed.png'), fullPage: true });
+    } catch (_) { /* the browser is gone */ }
+    await context.close().catch(() => {});
+  }
+  rmSync(profile, { recursive: true, force: true });
+  process.exit(1);
+}

@@ -1,0 +1,192 @@
+/* tests/unit/test_users.c - issue 45's users, the pure parts (common/users.h): the role
+ * rules and their messages, tokens and their salted hashes, the users body and the stored
+ * record. The same rules through a real coordinator: tests/integration/users_roles.sh. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "users.h"
+
+/* may ROLE USER ACT TARGET -> 1, or 0 with the message in why */
+static char why[256];
+static int may(user_role_t r, const char *user, user_action_t a, const char *kind, const char *id, int exists,
+               const char *owner)
+{
+    user_target_t t = {.kind = kind, .id = id, .exists = exists, .owner = owner};
+    why[0] = 0;
+    return users_may(r, user, a, kind ? &t : NULL, why, sizeof why);
+}
+
+static void test_rules(void **state)
+{
+    (void)state;
+    /* admins: anything, whoever owns it */
+    assert_true(may(USER_ADMIN, "root", USER_ACT_CANCEL, "job", "j-3", 1, "alice"));
+    assert_true(may(USER_ADMIN, "root", USER_ACT_USERS, NULL, NULL, 0, NULL));
+    assert_true(may(USER_ADMIN, "root", USER_ACT_MODEL_DELETE, "model", "m", 1, NULL));
+    /* viewers: read only */
+    assert_true(may(USER_VIEWER, "carol", USER_ACT_READ, NULL, NULL, 0, NULL));
+    assert_false(may(USER_VIEWER, "carol", USER_ACT_SUBMIT, NULL, NULL, 0, NULL));
+    assert_string_equal(why, "viewers may only read: to submit jobs takes the member or admin role");
+    assert_false(may(USER_VIEWER, "carol", USER_ACT_CANCEL, "job", "j-1", 1, "carol"));
+    assert_string_equal(why, "viewers may only read: to cancel jobs takes the member or admin role");
+    assert_true(may(USER_VIEWER, "carol", USER_ACT_TOKEN_NEW, NULL, NULL, 0, NULL));
+    /* members: their own */
+    assert_true(may(USER_MEMBER, "alice", USER_ACT_SUBMIT, NULL, NULL, 0, NULL));
+    assert_true(may(USER_MEMBER, "alice", USER_ACT_CANCEL, "job", "j-3", 1, "alice"));
+    assert_true(may(USER_MEMBER, "alice", USER_ACT_RETRY, "job", "j-3", 1, "alice"));
+    assert_false(may(USER_MEMBER, "bob", USER_ACT_CANCEL, "job", "j-3", 1, "alice"));
+    assert_string_equal(why, "members may cancel only their own jobs: j-3 is alice's");
+    assert_false(may(USER_MEMBER, "bob", USER_ACT_RETRY, "job", "j-3", 1, "alice"));
+    assert_string_equal(why, "members may retry only their own jobs: j-3 is alice's");
+    assert_false(may(USER_MEMBER, "alice", USER_ACT_CANCEL, "job", "j-1", 1, NULL));
+    assert_string_equal(why, "members may cancel only their own jobs: j-1 has no owner (it predates users); only "
+                             "admins may");
+    assert_true(may(USER_MEMBER, "bob", USER_ACT_MODEL_PUT, "model", "m1", 0, NULL)); /* a new name */
+    assert_false(may(USER_MEMBER, "bob", USER_ACT_MODEL_PUT, "model", "m1", 1, "alice"));
+    assert_string_equal(why, "members may replace only their own models: m1 is alice's");
+    assert_false(may(USER_MEMBER, "bob", USER_ACT_MODEL_DELETE, "model", "m1", 1, "alice"));
+    assert_string_equal(why, "members may delete only their own models: m1 is alice's");
+    assert_false(may(USER_MEMBER, "alice", USER_ACT_CLUSTER, NULL, NULL, 0, NULL));
+    assert_string_equal(why, "only admins may reload or benchmark the cluster");
+    assert_false(may(USER_MEMBER, "alice", USER_ACT_USERS, NULL, NULL, 0, NULL));
+    assert_false(may(USER_MEMBER, "alice", USER_ACT_ADMIN, NULL, NULL, 0, NULL));
+    assert_string_equal(why, "only admins may use this endpoint");
+    /* a prefix of the owner's name is not the owner */
+    assert_false(may(USER_MEMBER, "ali", USER_ACT_CANCEL, "job", "j-3", 1, "alice"));
+}
+
+static void test_tokens(void **state)
+{
+    (void)state;
+    char a[USER_TOKEN_LEN + 1], b[USER_TOKEN_LEN + 1], name[USER_NAME_MAX + 1];
+    assert_int_equal(users_token_new("alice", a, sizeof a), 0);
+    assert_int_equal(users_token_new("alice", b, sizeof b), 0);
+    assert_int_equal(strlen(a), 5 + 1 + USER_SECRET_HEX);
+    assert_string_not_equal(a, b);
+    assert_int_equal(users_token_name(a, strlen(a), name, sizeof name), 0);
+    assert_string_equal(name, "alice");
+    assert_int_equal(users_token_new("Bad", a, sizeof a), -1);
+    assert_int_equal(users_token_new("alice", a, 10), -1); /* no room */
+    /* shapes that are not a user token */
+    const char *bad[] = {"",
+                         "alice",
+                         "alice.",
+                         "alice.abc",
+                         ".0000000000000000000000000000000000000000000000000000000000000000",
+                         "Alice.0000000000000000000000000000000000000000000000000000000000000000",
+                         "alice.000000000000000000000000000000000000000000000000000000000000000G",
+                         "al/ce.0000000000000000000000000000000000000000000000000000000000000000"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(users_token_name(bad[i], strlen(bad[i]), name, sizeof name), -1);
+    /* the salted hash: depends on salt and token, and is what is stored */
+    char s1[USER_SALT_HEX + 1], s2[USER_SALT_HEX + 1], h1[SHA256_HEX_LEN + 1], h2[SHA256_HEX_LEN + 1];
+    assert_int_equal(users_salt_new(s1), 0);
+    assert_int_equal(users_salt_new(s2), 0);
+    assert_int_equal(strlen(s1), USER_SALT_HEX);
+    assert_string_not_equal(s1, s2);
+    users_token_hash(s1, b, strlen(b), h1);
+    users_token_hash(s2, b, strlen(b), h2);
+    assert_true(sha256_hex_valid(h1));
+    assert_string_not_equal(h1, h2);
+    users_token_hash(s1, b, strlen(b), h2);
+    assert_string_equal(h1, h2);
+    assert_null(strstr(h1, b + 6));
+}
+
+static void test_body(void **state)
+{
+    (void)state;
+    char name[USER_NAME_MAX + 1], err[256];
+    user_role_t role;
+    double exp;
+#define BODY(s) users_body_parse(s, strlen(s), name, sizeof name, &role, &exp, err, sizeof err)
+    assert_int_equal(BODY("{\"name\": \"alice\", \"role\": \"member\"}"), 0);
+    assert_string_equal(name, "alice");
+    assert_int_equal(role, USER_MEMBER);
+    assert_true(exp == 0);
+    assert_int_equal(BODY("{\"name\": \"carol\", \"role\": \"viewer\", \"expires_in_s\": 3.5}"), 0);
+    assert_true(exp == 3.5);
+    struct {
+        const char *body, *err;
+    } bad[] = {
+        {"", "the request body is empty"},
+        {"[1]", "the body must be a JSON object {\"name\", \"role\", \"expires_in_s\"}"},
+        {"{\"role\": \"member\"}", "name: required, a string"},
+        {"{\"name\": 5, \"role\": \"member\"}", "name: required, a string"},
+        {"{\"name\": \"\", \"role\": \"member\"}", "name: empty"},
+        {"{\"name\": \"9lives\", \"role\": \"member\"}", "name: must start with a letter a-z"},
+        {"{\"name\": \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\", \"role\": \"member\"}", "name: longer than 32 characters"},
+        {"{\"name\": \"a.b\", \"role\": \"member\"}", "name: only a-z, 0-9, '_' and '-' are allowed"},
+        {"{\"name\": \"alice\", \"role\": \"Admin\"}", "role: required, one of admin, member, viewer"},
+        {"{\"name\": \"alice\"}", "role: required, one of admin, member, viewer"},
+        {"{\"name\": \"alice\", \"role\": \"member\", \"expires_in_s\": 0}",
+         "expires_in_s: must be a number of seconds > 0 and at most 315360000 (ten years)"},
+        {"{\"name\": \"alice\", \"role\": \"member\", \"expires_in_s\": \"1\"}",
+         "expires_in_s: must be a number of seconds > 0 and at most 315360000 (ten years)"},
+        {"{\"name\": \"alice\", \"role\": \"member\", \"expires_in_s\": 1e300}",
+         "expires_in_s: must be a number of seconds > 0 and at most 315360000 (ten years)"},
+        {"{\"name\": \"alice\", \"role\": \"member\", \"admin\": true}",
+         "admin: unknown field (name, role and expires_in_s are)"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(BODY(bad[i].body), -1);
+        assert_string_equal(err, bad[i].err);
+    }
+    assert_int_equal(BODY("{\"name\": \"a\", \"name\": \"b\", \"role\": \"member\"}"), -1); /* a key twice */
+    assert_non_null(strstr(err, "duplicate"));
+    assert_int_equal(users_body_parse("{\"name\":\"a\"\0}", 13, name, sizeof name, &role, &exp, err, sizeof err), -1);
+    assert_string_equal(err, "the request body contains a NUL byte");
+#undef BODY
+}
+
+static void test_record(void **state)
+{
+    (void)state;
+    user_record_t r = {.role = USER_VIEWER, .created = 100, .expires = 200}, back;
+    strcpy(r.name, "carol");
+    strcpy(r.created_by, "admin");
+    assert_int_equal(users_salt_new(r.salt), 0);
+    users_token_hash(r.salt, "carol.x", 7, r.hash);
+    json_t *j = users_record_json(&r);
+    char *text = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    char err[128];
+    assert_int_equal(users_record_parse("carol", text, strlen(text), &back, err, sizeof err), 0);
+    free(text);
+    assert_string_equal(back.name, "carol");
+    assert_int_equal(back.role, USER_VIEWER);
+    assert_string_equal(back.salt, r.salt);
+    assert_string_equal(back.hash, r.hash);
+    assert_true(back.expires == 200);
+    /* damaged records authenticate nobody */
+    const char *bad[] = {"", "{}", "{\"role\":\"god\",\"salt\":\"00\",\"hash\":\"x\",\"created\":1,\"expires\":0}",
+                         "{\"role\":\"admin\",\"salt\":\"0123456789abcdef0123456789abcdef\",\"hash\":\"x\","
+                         "\"created\":1,\"expires\":0}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(users_record_parse("carol", bad[i], strlen(bad[i]), &back, err, sizeof err), -1);
+        assert_string_equal(err, "user carol: the stored record is damaged");
+    }
+    json_t *pub = users_record_public(&r);
+    assert_null(json_object_get(pub, "salt"));
+    assert_null(json_object_get(pub, "hash"));
+    assert_string_equal(json_string_value(json_object_get(pub, "role")), "viewer");
+    json_decref(pub);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rules),
+        cmocka_unit_test(test_tokens),
+        cmocka_unit_test(test_body),
+        cmocka_unit_test(test_record),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

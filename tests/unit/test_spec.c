@@ -361,7 +361,8 @@ static const bad_case_t BAD[] = {
      "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}",
      "name: too long (64 bytes, at most 63)"},
     {"{\"model\":\"lenet5\",\"name\":\"my job\"}", "name: may contain only letters, digits, '.', '_' and '-'"},
-    {"{\"model\":\"lenet5\",\"name\":\"..\"}", "name: may contain only letters, digits, '.', '_' and '-', and may not be . or .."},
+    {"{\"model\":\"lenet5\",\"name\":\"..\"}",
+     "name: may contain only letters, digits, '.', '_' and '-', and may not be . or .."},
     {"{\"model\":\"lenet5\",\"name\":\"\"}", "name: must not be empty"},
     {"{\"model\":\"lenet5\",\"checkpoint\":{\"dir\":\"\"}}", "checkpoint.dir: must not be empty"},
     /* required */

@@ -364,6 +364,19 @@ int jobstore_queue_head(redisContext *c, char *id, size_t idlen)
     return JS_OK;
 }
 
+int jobstore_queue_ids(redisContext *c, char (*ids)[JOB_ID_MAX], int max, int *n)
+{
+    *n = 0;
+    redisReply *r = redisCommand(c, "LRANGE %s 0 %d", KEY_QUEUE, max - 1);
+    if (!r || r->type != REDIS_REPLY_ARRAY) return done(r);
+    for (size_t i = 0; i < r->elements && *n < max; i++) {
+        const char *s = reply_str(r->element[i]);
+        if (s && job_id_valid(s)) snprintf(ids[(*n)++], JOB_ID_MAX, "%s", s);
+    }
+    freeReplyObject(r);
+    return JS_OK;
+}
+
 /* KEYS: queue, job hash, active, events. ARGV: id, now, event json. */
 static const char CLAIM_LUA[] = "if redis.call('LINDEX', KEYS[1], 0) ~= ARGV[1] then return 0 end\n"
                                 "redis.call('LPOP', KEYS[1])\n"

@@ -355,15 +355,6 @@ int jobstore_cancel(redisContext *c, const char *id, job_state_t *state_out)
     return JS_OK;
 }
 
-int jobstore_queue_head(redisContext *c, char *id, size_t idlen)
-{
-    redisReply *r = redisCommand(c, "LINDEX %s 0", KEY_QUEUE);
-    if (!reply_ok(r)) return done(r);
-    snprintf(id, idlen, "%s", reply_str(r) ? reply_str(r) : "");
-    freeReplyObject(r);
-    return JS_OK;
-}
-
 int jobstore_queue_ids(redisContext *c, char (*ids)[JOB_ID_MAX], int max, int *n)
 {
     *n = 0;
@@ -378,8 +369,7 @@ int jobstore_queue_ids(redisContext *c, char (*ids)[JOB_ID_MAX], int max, int *n
 }
 
 /* KEYS: queue, job hash, active, events. ARGV: id, now, event json. */
-static const char CLAIM_LUA[] = "if redis.call('LINDEX', KEYS[1], 0) ~= ARGV[1] then return 0 end\n"
-                                "redis.call('LPOP', KEYS[1])\n"
+static const char CLAIM_LUA[] = "if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then return 0 end\n"
                                 "if redis.call('HGET', KEYS[2], 'state') ~= 'QUEUED' then return 0 end\n"
                                 "redis.call('HSET', KEYS[2], 'state', 'RUNNING', 'started', ARGV[2])\n"
                                 "redis.call('SADD', KEYS[3], ARGV[1])\n"

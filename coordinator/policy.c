@@ -9,18 +9,22 @@
 
 int policy_parse(const char *name, policy_kind_t *out, char *err, size_t errlen)
 {
-    if (name && strcmp(name, "fifo") == 0) {
-        *out = POLICY_FIFO;
-        return 0;
+    if (name && strcmp(name, "fifo") == 0) *out = POLICY_FIFO;
+    else if (name && strcmp(name, "fair") == 0) *out = POLICY_FAIR;
+    else {
+        snprintf(err, errlen, "--policy: '%.40s' is not a policy: fifo or fair", name ? name : "");
+        return -1;
     }
-    snprintf(err, errlen, "--policy: '%.40s' is not a policy; the one there is: fifo", name ? name : "");
-    return -1;
+    return 0;
 }
 
-const char *policy_name(policy_kind_t k)
+const char *policy_name(policy_kind_t k) { return k == POLICY_FAIR ? "fair" : "fifo"; }
+
+int policy_priority(const char *name)
 {
-    (void)k;
-    return "fifo";
+    if (name && strcmp(name, "high") == 0) return POLICY_PRIO_HIGH;
+    if (name && strcmp(name, "low") == 0) return POLICY_PRIO_LOW;
+    return POLICY_PRIO_NORMAL;
 }
 
 const char *policy_reason_name(policy_reason_t r)
@@ -29,6 +33,7 @@ const char *policy_reason_name(policy_reason_t r)
     case POLICY_REASON_SLOTS: return "slots";
     case POLICY_REASON_HOSTS_DOWN: return "hosts down";
     case POLICY_REASON_SIMULATIONS: return "simulations";
+    case POLICY_REASON_PRIORITY: return "a higher priority";
     case POLICY_REASON_NONE: break;
     }
     return "";
@@ -80,26 +85,34 @@ static int release_until(holder_t *h, int nh, int simulated, int *used, int need
     return 0;
 }
 
-/* FIFO's estimates: the queue replayed on a timeline where each job ends when its measured
- * progress says; a waiting job starts once the jobs ahead of it have started and enough
- * slots are free. Past the first job that cannot be estimated, none can (FIFO keeps the
- * order). */
-static void fifo_estimate(const policy_state_t *s, policy_decision_t *out, int first, int used, int sims)
+/* The estimates: the queue (in the policy's order) replayed on a timeline where each
+ * running job ends when its measured progress says; a waiting job starts once the jobs
+ * ahead of it have started and enough slots are free. The jobs started now hold their
+ * slots with an end nobody knows yet. Past the first job that cannot be estimated, none
+ * can (the order is kept). Unknown ones get why appended to their detail. */
+static void estimate(const policy_state_t *s, const policy_queued_t *qs, policy_decision_t *out)
 {
-    int nh = s->nrunning + s->nqueued;
+    int nh = s->nrunning + s->nqueued, used = 0, sims = 0;
     holder_t *h = calloc(nh > 0 ? (size_t)nh : 1, sizeof *h);
     int k = 0;
-    for (int i = 0; h && i < s->nrunning; i++)
+    for (int i = 0; h && i < s->nrunning; i++) {
         h[k++] = (holder_t){s->running[i].id,       s->running[i].slots, s->running[i].simulated, 1, 1,
                             s->running[i].finish_at};
-    for (int i = 0; h && i < first; i++)
-        if (!s->queued[i].bad) /* started now, ends when nobody knows */
-            h[k++] = (holder_t){s->queued[i].id, out[i].world, s->queued[i].simulated, 1, 1, -1};
+        if (s->running[i].simulated) sims++;
+        else used += s->running[i].slots;
+    }
+    for (int i = 0; h && i < s->nqueued; i++)
+        if (out[i].start && !qs[i].bad && !(qs[i].simulated && s->sim_slots <= 0)) {
+            h[k++] = (holder_t){qs[i].id, out[i].world, qs[i].simulated, 1, 1, -1};
+            if (qs[i].simulated) sims++;
+            else used += out[i].world;
+        }
     double t = s->now;
     char unknown[POLICY_DETAIL_MAX] = "";
-    for (int i = first; i < s->nqueued; i++) {
-        const policy_queued_t *q = &s->queued[i];
+    for (int i = 0; i < s->nqueued; i++) {
+        const policy_queued_t *q = &qs[i];
         policy_decision_t *d = &out[i];
+        if (d->start) continue;
         d->estimated_start = -1;
         if (!h) snprintf(unknown, sizeof unknown, "start not estimated: out of memory");
         if (unknown[0]) {
@@ -135,19 +148,36 @@ static void fifo_estimate(const policy_state_t *s, policy_decision_t *out, int f
     free(h);
 }
 
-int policy_decide(policy_kind_t k, const policy_state_t *s, policy_decision_t *out)
+/* Slots the jobs running now (and those started now, whose end is unknown) still hold at
+ * time t: every measured end at or before t has freed its slots. */
+static int used_at(const policy_state_t *s, int used_now, double t)
 {
-    (void)k; /* FIFO is the only policy so far */
-    int used = 0, sims = 0;
+    int used = used_now;
+    for (int i = 0; i < s->nrunning; i++) {
+        const policy_running_t *r = &s->running[i];
+        if (!r->simulated && r->finish_at >= 0 && (r->finish_at <= t || r->finish_at <= s->now)) used -= r->slots;
+    }
+    return used;
+}
+
+/* The decisions over qs, the queue in the policy's order. backfill: jobs behind the first
+ * waiting one (the head) start when they fit now and cannot delay the head's estimated
+ * start: they fit in the slots left over at that time once the head has its own (their
+ * own ends are not measured yet, so they are counted as holding their slots past it). A
+ * head without an estimate lets nothing ahead of it but simulations (which use other
+ * slots). */
+static int decide_ordered(const policy_state_t *s, const policy_queued_t *qs, policy_decision_t *out, int backfill)
+{
+    int used = 0, sims = 0, n = s->nqueued;
     for (int i = 0; i < s->nrunning; i++) {
         if (s->running[i].simulated) sims++;
         else used += s->running[i].slots;
     }
+    memset(out, 0, (size_t)n * sizeof *out);
     int started = 0;
-    memset(out, 0, (size_t)s->nqueued * sizeof *out);
-    /* Starts: the queue's prefix that fits now, in order. */
-    for (; started < s->nqueued; started++) {
-        const policy_queued_t *q = &s->queued[started];
+    /* Starts: the prefix that fits now, in order. */
+    for (; started < n; started++) {
+        const policy_queued_t *q = &qs[started];
         policy_decision_t *d = &out[started];
         if (q->bad) {
             d->start = 1;
@@ -167,24 +197,61 @@ int policy_decide(policy_kind_t k, const policy_state_t *s, policy_decision_t *o
         d->world = fits;
         used += fits;
     }
-    /* The rest wait: each its own reason when it would not fit now, else the one of the
-     * job ahead that holds the queue. */
+    int head = started < n ? started : -1;
+    if (backfill && head >= 0) {
+        const policy_queued_t *hq = &qs[head];
+        policy_decision_t *scratch = malloc((size_t)n * sizeof *scratch);
+        double th = -1;
+        if (scratch) {
+            memcpy(scratch, out, (size_t)n * sizeof *scratch);
+            estimate(s, qs, scratch);
+            th = scratch[head].estimated_start;
+            free(scratch);
+        }
+        long spare = -1; /* launcher slots a backfilled job may take; -1 = none */
+        if (hq->simulated) spare = s->slots_usable;
+        else if (th >= 0 && s->slots_usable > 0)
+            spare = (long)s->slots_usable - used_at(s, used, th) - policy_ranks(s, hq);
+        for (int i = head + 1; i < n; i++) {
+            const policy_queued_t *q = &qs[i];
+            policy_decision_t *d = &out[i];
+            if (q->bad) {
+                d->start = d->backfilled = 1;
+            } else if (q->simulated) {
+                if (hq->simulated || (s->sim_slots > 0 && sims >= s->sim_slots)) continue;
+                d->start = d->backfilled = 1;
+                d->world = q->world;
+                sims++;
+            } else {
+                int need = policy_ranks(s, q);
+                if (s->slots_usable <= 0 || used + need > s->slots_usable || need > spare) continue;
+                d->start = d->backfilled = 1;
+                d->world = need;
+                used += need;
+                spare -= need;
+            }
+        }
+    }
+    /* The rest wait: each its own reason when it would not fit now, else the head's (or
+     * the head's priority, when higher than its own). */
     policy_reason_t head_reason = POLICY_REASON_NONE;
-    const char *head_id = NULL;
-    for (int i = started; i < s->nqueued; i++) {
-        const policy_queued_t *q = &s->queued[i];
+    int position = 0, nstarted = 0;
+    for (int i = 0; i < n; i++) {
+        const policy_queued_t *q = &qs[i];
         policy_decision_t *d = &out[i];
-        d->position = i - started + 1;
+        if (d->start) {
+            nstarted++;
+            continue;
+        }
+        d->position = ++position;
         int need = q->simulated ? 1 : policy_ranks(s, q);
         policy_reason_t own = POLICY_REASON_NONE;
         if (q->simulated && s->sim_slots > 0 && sims >= s->sim_slots) own = POLICY_REASON_SIMULATIONS;
         else if (!q->simulated && !q->bad && s->slots_usable <= 0) own = POLICY_REASON_HOSTS_DOWN;
         else if (!q->simulated && !q->bad && used > 0 && used + need > s->slots_usable) own = POLICY_REASON_SLOTS;
-        if (i == started) {
-            head_reason = own ? own : POLICY_REASON_SLOTS;
-            head_id = q->id;
-        }
-        d->reason = own ? own : head_reason;
+        if (i == head) head_reason = own ? own : POLICY_REASON_SLOTS;
+        int higher = i != head && qs[head].priority > q->priority;
+        d->reason = own ? own : higher ? POLICY_REASON_PRIORITY : head_reason;
         int freeslots = s->slots_usable - used > 0 ? s->slots_usable - used : 0;
         if (d->reason == POLICY_REASON_HOSTS_DOWN)
             snprintf(d->detail, sizeof d->detail, "waits for a usable host: every host is down");
@@ -193,8 +260,42 @@ int policy_decide(policy_kind_t k, const policy_state_t *s, policy_decision_t *o
         else if (own == POLICY_REASON_SLOTS)
             snprintf(d->detail, sizeof d->detail, "waits for %d slot%s: %d of %d free", need, need == 1 ? "" : "s",
                      freeslots, s->slots_usable);
-        else snprintf(d->detail, sizeof d->detail, "waits behind %s, ahead of it in the queue (fifo)", head_id);
+        else if (higher)
+            snprintf(d->detail, sizeof d->detail, "waits behind %s, of a higher priority (%s)", qs[head].id,
+                     backfill ? "fair" : "fifo");
+        else
+            snprintf(d->detail, sizeof d->detail, "waits behind %s, ahead of it in the queue (%s)", qs[head].id,
+                     backfill ? "fair" : "fifo");
     }
-    fifo_estimate(s, out, started, used, sims);
-    return started;
+    estimate(s, qs, out);
+    return nstarted;
+}
+
+int policy_decide(policy_kind_t k, const policy_state_t *s, policy_decision_t *out)
+{
+    if (k != POLICY_FAIR) return decide_ordered(s, s->queued, out, 0);
+    /* fair: the queue by priority, arrival order within one (a stable insertion sort of
+     * the indices), decided as FIFO with backfilling, the decisions put back in queue order. */
+    int n = s->nqueued;
+    int *ord = malloc((size_t)(n > 0 ? n : 1) * sizeof *ord);
+    policy_queued_t *qs = malloc((size_t)(n > 0 ? n : 1) * sizeof *qs);
+    policy_decision_t *d = malloc((size_t)(n > 0 ? n : 1) * sizeof *d);
+    int started = -1;
+    if (ord && qs && d) {
+        for (int i = 0; i < n; i++) {
+            int j = i;
+            for (; j > 0 && s->queued[ord[j - 1]].priority < s->queued[i].priority; j--) ord[j] = ord[j - 1];
+            ord[j] = i;
+        }
+        for (int i = 0; i < n; i++) qs[i] = s->queued[ord[i]];
+        policy_state_t st = *s;
+        st.queued = qs;
+        started = decide_ordered(&st, qs, d, 1);
+        for (int i = 0; i < n; i++) out[ord[i]] = d[i];
+    }
+    free(ord);
+    free(qs);
+    free(d);
+    /* out of memory: the plain order, which needs none of it */
+    return started >= 0 ? started : decide_ordered(s, s->queued, out, 0);
 }

@@ -16,9 +16,19 @@
 
 typedef enum {
     POLICY_FIFO = 0, /* arrival order, no backfilling: the head waits for slots rather than be overtaken */
+    POLICY_FAIR,     /* priority classes (high, normal, low; arrival order within one), and
+                        backfilling: a job that fits the free slots starts ahead of the head
+                        when that cannot delay the head's estimated start */
 } policy_kind_t;
 
-/* "fifo" -> POLICY_FIFO. Returns 0, or -1 with err naming the values accepted. */
+/* Spec priorities (spec `priority`): higher starts first under POLICY_FAIR; FIFO ignores them. */
+#define POLICY_PRIO_LOW (-1)
+#define POLICY_PRIO_NORMAL 0
+#define POLICY_PRIO_HIGH 1
+/* "high", "normal", "low" -> POLICY_PRIO_*; anything else is normal. */
+int policy_priority(const char *name);
+
+/* "fifo", "fair" -> POLICY_*. Returns 0, or -1 with err naming the values accepted. */
 int policy_parse(const char *name, policy_kind_t *out, char *err, size_t errlen);
 const char *policy_name(policy_kind_t k);
 
@@ -37,6 +47,7 @@ typedef struct {
     int min_world; /* the fewest an elastic start may use (1, or 2 with a parameter server) */
     int simulated; /* runs in the sim launcher (one of its slots), not on the launcher's */
     int bad;       /* its record or spec cannot be read: started at once, to be failed */
+    int priority;  /* POLICY_PRIO_* (0 = normal) */
 } policy_queued_t;
 
 typedef struct {
@@ -56,18 +67,21 @@ typedef enum {
     POLICY_REASON_SLOTS,       /* not enough free slots, for it or for the jobs ahead of it */
     POLICY_REASON_HOSTS_DOWN,  /* no usable host */
     POLICY_REASON_SIMULATIONS, /* every sim launcher slot is busy */
+    POLICY_REASON_PRIORITY,    /* it would fit, but waits behind a job of a higher priority */
 } policy_reason_t;
 
-/* The API's word for a reason: "slots", "hosts down", "simulations". */
+/* The API's word for a reason: "slots", "hosts down", "simulations", "a higher priority". */
 const char *policy_reason_name(policy_reason_t r);
 
 #define POLICY_DETAIL_MAX 256
 
 /* One decision per queued job, in the same order. */
 typedef struct {
-    int start;                      /* 1: claim it now (the jobs started form a prefix of the queue) */
+    int start;                      /* 1: claim it now (fifo: the jobs started form a prefix of
+                                       the queue; fair: any, the backfilled ones included) */
+    int backfilled;                 /* started ahead of the head of the policy's order (fair) */
     int world;                      /* when started: the processes it starts with (elastic: may be fewer) */
-    int position;                   /* when waiting: 1 = next to start */
+    int position;                   /* when waiting: 1 = next to start (fair: in priority order) */
     policy_reason_t reason;         /* when waiting */
     double estimated_start;         /* when waiting: unix s, >= now; < 0 = cannot be estimated */
     char detail[POLICY_DETAIL_MAX]; /* when waiting: the reason and the estimate in a sentence */

@@ -1309,6 +1309,7 @@ static int read_queued(coordinator_t *c, const char *id, run_queued_t *q, job_sp
         q->world = spec_is_async(spec) ? spec->workers + 1 : spec->workers;
         q->min_world = spec_is_async(spec) ? 2 : 1;
         q->simulated = spec->simulate.enabled;
+        q->priority = policy_priority(spec->priority);
     }
     return JS_OK;
 }
@@ -1377,8 +1378,9 @@ static int claim_and_launch(coordinator_t *c, const run_queued_t *q, const polic
         clog_printf("job %s: claimed (%s, %d simulated rank%s, simulations %d/%d)", q->id, r->spec->name, r->world,
                     r->world == 1 ? "" : "s", run_sims_used(c), c->sim_slots);
     else
-        clog_printf("job %s: claimed (%s, %d rank%s, slots %d/%d)", q->id, r->spec->name, r->world,
-                    r->world == 1 ? "" : "s", run_slots_used(c) - r->world + d->world, c->slots_usable);
+        clog_printf("job %s: claimed (%s, %d rank%s, slots %d/%d%s)", q->id, r->spec->name, r->world,
+                    r->world == 1 ? "" : "s", run_slots_used(c) - r->world + d->world, c->slots_usable,
+                    d->backfilled ? "; backfilled ahead of the queue's head" : "");
     first_launch(c, r, now);
     return 0;
 }
@@ -1415,7 +1417,7 @@ void run_schedule(coordinator_t *c, double now)
         if (read_queued(c, ids[i], &qd[i], spec, err, sizeof err) != JS_OK) goto out;
     }
     for (int i = 0; i < n; i++)
-        pq[i] = (policy_queued_t){qd[i].id, qd[i].world, qd[i].min_world, qd[i].simulated, qd[i].bad};
+        pq[i] = (policy_queued_t){qd[i].id, qd[i].world, qd[i].min_world, qd[i].simulated, qd[i].bad, qd[i].priority};
     free(c->qdemand);
     c->qdemand = qd;
     c->nqdemand = n;
@@ -1437,13 +1439,18 @@ void run_schedule(coordinator_t *c, double now)
     };
     int started = policy_decide((policy_kind_t)c->cfg.policy, &st, dec);
     json_t *view = json_object();
-    for (int i = started; view && i < n; i++) json_object_set_new(view, qd[i].id, queue_json(&dec[i]));
+    for (int i = 0; view && i < n; i++)
+        if (!dec[i].start) json_object_set_new(view, qd[i].id, queue_json(&dec[i]));
     pthread_mutex_lock(&c->queue_lock);
     json_decref(c->queue_view);
     c->queue_view = view;
     pthread_mutex_unlock(&c->queue_lock);
-    for (int i = 0; i < started && i < SCHEDULE_PER_TICK; i++)
+    /* The jobs started, in the policy's decisions (fair's backfilled ones anywhere). */
+    for (int i = 0, claims = 0; i < n && claims < started && claims < SCHEDULE_PER_TICK; i++) {
+        if (!dec[i].start) continue;
+        claims++;
         if (claim_and_launch(c, &qd[i], &dec[i], now) != 0) break;
+    }
     qd = NULL; /* the cache's now */
 out:
     free(ids);

@@ -114,6 +114,7 @@ typedef struct {
 typedef struct {
     char id[JOB_ID_MAX];
     int world, min_world, simulated, bad;
+    int priority; /* POLICY_PRIO_* from the spec's priority */
 } run_queued_t;
 
 void run_free(coord_run_t *r);

@@ -152,8 +152,9 @@ static const opt_row_t OPTIONS[] = {
      "with a warning in the answer and on its page, and run it oversubscribed)",
      O_REFUSE_OVERSUB},
     {"policy", 1, "NAME",
-     "the scheduling policy: which queued job starts next (coordinator/policy.h); "
-     "fifo (the default, and the only one so far): arrival order, no backfilling",
+     "the scheduling policy: which queued job starts next (coordinator/policy.h): "
+     "fifo (the default): arrival order, no backfilling; fair: the spec's priority (high, normal, low), "
+     "then arrival order, and backfilling of jobs that fit without delaying the head's estimated start",
      O_POLICY},
     {"max-model-bytes", 1, "N",
      "largest ONNX model PUT /api/v1/models/{name} takes, in bytes (default 67108864 = 64 MiB); "

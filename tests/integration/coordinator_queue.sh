@@ -6,7 +6,10 @@
 # them; when a ends, b starts and c moves up. An 8-worker job on the two slots is
 # accepted with the warning "8 ranks on 2 slots: oversubscribed 4x" in the answer and on
 # its page; with --refuse-oversubscribed it is a 422 naming the option; --policy takes
-# fifo and refuses anything else, naming fifo.
+# fifo and fair and refuses anything else, naming them. Under --policy fair on four slots
+# (a 3-worker job running): a high-priority job goes ahead of a low one submitted before
+# it, and a 1-worker job is backfilled (starts while the head waits) once the head's start
+# is estimated, since it leaves the head its slots then; both waiting jobs run afterwards.
 . tests/integration/coordinator_lib.inc
 PACER=$BUILD/pacer
 [ -x "$PACER" ] || skip "$PACER not built: libcurl missing (make deps installs libcurl4-openssl-dev)"
@@ -32,8 +35,8 @@ has_queue() { [ "$(q "$1" '.queue.position')" = "$2" ]; }
 has_estimate() { [ "$(q "$1" '.queue.estimated_start | type')" = '"number"' ]; }
 is_api_state() { [ "$(q "$1" .state | tr -d '"')" = "$2" ]; }
 
-expect_error 2 "'lottery' is not a policy; the one there is: fifo" "$COORD" --state-dir "$TMP/x" --policy lottery
-echo "ok: --policy lottery refused, naming fifo"
+expect_error 2 "'lottery' is not a policy: fifo or fair" "$COORD" --state-dir "$TMP/x" --policy lottery
+echo "ok: --policy lottery refused, naming fifo and fair"
 
 printf 'localhost slots=2\n' >"$TMP/hosts"
 start_coord --hostfile "$TMP/hosts" --preflight off --policy fifo
@@ -108,4 +111,39 @@ code=$(curl -s -o "$TMP/body" -w '%{http_code}' -H "$AUTH" -H 'Content-Type: app
 jq -e '.detail | test("3 ranks on 2 slots: oversubscribed 1.5x; this coordinator refuses oversubscribed jobs \\(--refuse-oversubscribed\\): at most 2 workers")' \
     "$TMP/body" >/dev/null || fail "422 detail: $(cat "$TMP/body")"
 echo "ok: --refuse-oversubscribed: 422 naming the rule"
+stop_coord
+
+printf 'localhost slots=4\n' >"$TMP/hosts4"
+start_coord --hostfile "$TMP/hosts4" --preflight off --policy fair
+BASE=$(api_base)
+export PACER_URL=$BASE
+prio() { jq ".priority = \"$2\"" "$1" >"$1.p" && mv "$1.p" "$1"; }
+spec2 "$TMP/f.json" f 20000 3
+spec2 "$TMP/lo.json" lo 1
+prio "$TMP/lo.json" low
+spec2 "$TMP/hi.json" hi 1
+prio "$TMP/hi.json" high
+spec2 "$TMP/bf.json" bf 1 1
+prio "$TMP/bf.json" low
+f=$(p submit "$TMP/f.json") || fail "submit f"
+await 120 "job $f to run its worker" has_worker "$f"
+lo=$(p submit "$TMP/lo.json") || fail "submit lo"
+hi=$(p submit "$TMP/hi.json") || fail "submit hi"
+await 30 "job $hi (high) at position 1" has_queue "$hi" 1
+await 30 "job $lo (low) at position 2" has_queue "$lo" 2
+[ "$(q "$hi" .spec.priority)" = '"high"' ] || fail "hi's spec: $(q "$hi" .spec.priority)"
+echo "ok: fair: $hi (high) ahead of $lo (low), submitted before it"
+await 120 "job $hi to get an estimated start" has_estimate "$hi"
+bf=$(p submit "$TMP/bf.json") || fail "submit bf"
+not_queued() { ! is_api_state "$1" QUEUED; }
+await 60 "job $bf to be backfilled" not_queued "$bf"
+is_api_state "$hi" QUEUED || fail "the head $hi is $(q "$hi" .state) while $f runs"
+grep -q "job $bf: claimed (bf, 1 rank, slots 4/4; backfilled ahead of the queue's head)" "$TMP/coord.log" ||
+    fail "no backfill line for $bf in the log"
+echo "ok: fair: $bf (1 worker) backfilled while $hi waits for $f"
+p cancel "$f" >/dev/null || fail "cancel $f"
+await 300 "job $hi to succeed" is_api_state "$hi" SUCCEEDED
+await 300 "job $lo to succeed" is_api_state "$lo" SUCCEEDED
+await 300 "job $bf to succeed" is_api_state "$bf" SUCCEEDED
+echo "ok: fair: $hi, $lo and $bf all ran"
 stop_coord

@@ -90,6 +90,9 @@ jq -e '.warnings | index("8 ranks on 2 slots: oversubscribed 4x")' "$TMP/big" >/
 [ "$(q "$big" .oversubscribed)" = '"8 ranks on 2 slots: oversubscribed 4x"' ] || fail "page: $(get "$big")"
 p get "$big" | grep -q "oversubscribed.*8 ranks on 2 slots: oversubscribed 4x" || fail "pacer get $big"
 p cancel "$big" >/dev/null || fail "cancel $big"
+big2=$(p submit "$TMP/big.json" 2>"$TMP/warn") || fail "pacer submit big: $(cat "$TMP/warn")"
+grep -q "pacer submit: warning: 8 ranks on 2 slots: oversubscribed 4x" "$TMP/warn" || fail "pacer submit: $(cat "$TMP/warn")"
+p cancel "$big2" >/dev/null || fail "cancel $big2"
 echo "ok: an 8-worker job on 2 slots is said to be oversubscribed 4x"
 
 # a ends: b starts, c moves up.

@@ -105,6 +105,7 @@ static int bench_redisGetReply(redisContext *c, void **reply)
 #include "../coordinator/lock.c"
 #include "../coordinator/modelstore.c"
 #include "../coordinator/netprobe.c"
+#include "../coordinator/policy.c"
 #include "../coordinator/preflight.c"
 #include "../coordinator/run.c"
 #include "../coordinator/simjob.c"

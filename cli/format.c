@@ -203,6 +203,22 @@ static void int_cell(json_t *o, const char *key, char *out, size_t len)
 static const char *plural(const char *count) { return strcmp(count, "1") == 0 ? "" : "s"; }
 static const char *plural_es(const char *count) { return strcmp(count, "1") == 0 ? "" : "es"; }
 
+/* A queued job's place (its `queue` object): "#2 slots, starts in 3m10s" or "#2 slots,
+ * start not estimated"; "" without one. */
+static void queue_cell(json_t *job, double now, char *out, size_t len)
+{
+    json_t *q = json_object_get(job, "queue");
+    json_t *est = json_object_get(q, "estimated_start");
+    char in[48];
+    if (!json_is_object(q)) {
+        if (len) out[0] = 0;
+        return;
+    }
+    if (json_is_number(est)) fmt_duration(json_number_value(est) - now, in, sizeof in);
+    snprintf(out, len, "#%lld %s, %s%s", (long long)json_integer_value(json_object_get(q, "position")), str(q, "reason"),
+             json_is_number(est) ? "starts in " : "start not estimated", json_is_number(est) ? in : "");
+}
+
 void fmt_jobs(FILE *f, json_t *list, double now)
 {
     static const char *const H[] = {"ID",      "STATE", "NAME", "MODEL",    "ALGORITHM",
@@ -224,6 +240,7 @@ void fmt_jobs(FILE *f, json_t *list, double now)
         if (started > 0) fmt_duration((finished > 0 ? finished : now) - started, ran, sizeof ran);
         else snprintf(ran, sizeof ran, "-");
         fmt_clean(str(job, "reason"), 60, reason, sizeof reason);
+        if (!reason[0]) queue_cell(job, now, reason, sizeof reason);
         const char *cells[] = {str(job, "id"),
                                str(job, "state"),
                                str(job, "name"),
@@ -479,6 +496,21 @@ void fmt_job(FILE *f, json_t *job, double now)
     row(f, "state", str(job, "state"));
     if (*str(job, "reason")) row(f, "reason", str(job, "reason"));
     if (*str(job, "stall_text")) row(f, "waiting", str(job, "stall_text"));
+    json_t *q = json_object_get(job, "queue");
+    if (json_is_object(q)) {
+        /* position, why it waits, and when it should start (docs/CLI.md) */
+        json_t *est = json_object_get(q, "estimated_start");
+        snprintf(buf, sizeof buf, "position %lld (%s): %s",
+                 (long long)json_integer_value(json_object_get(q, "position")), str(q, "reason"), str(q, "detail"));
+        row(f, "queue", buf);
+        if (json_is_number(est)) {
+            fmt_duration(json_number_value(est) - now, t1, sizeof t1);
+            fmt_time(json_number_value(est), t2, sizeof t2);
+            snprintf(buf, sizeof buf, "in %s (%s), from the running jobs' progress", t1, t2);
+            row(f, "starts", buf);
+        } else row(f, "starts", "not estimated (see queue)");
+    }
+    if (*str(job, "oversubscribed")) row(f, "oversubscribed", str(job, "oversubscribed"));
     if (json_object_get(job, "cancel_requested") && fmt_state_exit(str(job, "state")) < 0)
         row(f, "cancel", "requested");
     char workers[24], world[24];

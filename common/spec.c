@@ -116,6 +116,7 @@ static const char *const COMPRESSIONS[] = {"none", "bf16", "powersgd", NULL};
 #define MAX_COMPRESS_RANK 64 /* worker/compress.h's COMPRESS_MAX_RANK */
 static const char *const ASYNC_MOMENTA[] = {"explicit", "compensated", NULL};
 static const char *const ON_COLLAPSE[] = {"continue", "fail", "restart", NULL};
+static const char *const PRIORITIES[] = {"high", "normal", "low", NULL};
 static const char *const FORMATS[] = {"auto", "idx", "cifar", "imagefolder", "npz", NULL};
 static const char *const LAYOUTS[] = {"nhwc", "nchw", NULL};
 #define MAX_SIDE 16384 /* dataset.resize: worker/image.h's IMAGE_MAX_SIDE */
@@ -267,6 +268,10 @@ static const field_t FIELDS[] = {
             "or test accuracy at chance: \"Collapse\" below) does: continue = report it and go on; fail = stop, "
             "the job FAILED with the reason; restart = the coordinator restarts the job from the last checkpoint "
             "written before the collapse began, with the learning rate halved."},
+    {.path = "priority", STR(priority), .choices = PRIORITIES, .def_str = "normal", .resume_free = 1,
+     .doc = "The job's place in the queue under the coordinator's `--policy fair`: high before normal before "
+            "low, arrival order within one (`--policy fifo` keeps arrival order only); the queued job's "
+            "`queue.reason` says `a higher priority` while it waits behind one."},
 
     {.path = "optimizer.lr", DBL(optimizer.lr), IN_OC(0, MAX_LR), .def_num = 0.01,
      .doc = "Learning rate (peak rate when a schedule is set)."},

@@ -140,6 +140,7 @@ typedef struct {
     long eval_every_steps;  /* also evaluate every N steps (PS: updates); 0 = off */
     int log_every;          /* progress line period in steps */
     char on_collapse[16];   /* continue | fail | restart (worker/health.h) */
+    char priority[8];       /* high | normal | low: the order of the queue under --policy fair */
 } job_spec_t;
 
 /* Adds the model of the ONNX file at path to the catalog under name (a model of source

@@ -21,6 +21,7 @@
 #include "dataroot.h"
 #include "dsprobe.h"
 #include "memest.h"
+#include "policy.h"
 #include "run.h"
 #include "simjob.h"
 #include "stall.h"
@@ -170,6 +171,7 @@ static int job_exists(redisContext *rc, const char *id)
 /* ---- submit, list, get, cancel ---------------------------------------------------------------- */
 
 static json_t *job_json(const coordinator_t *c, const char *id, json_t *h, json_t *spec);
+static void queue_attach(const coordinator_t *c, json_t *o);
 
 int coord_submit(coordinator_t *c, const char *spec_json, char *id, size_t idlen, char *err, size_t errlen)
 {
@@ -418,6 +420,16 @@ int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *pare
                 (int)(c->slots_total * c->cfg.oversubscribe) - (j.world - s->workers));
         goto out;
     }
+    char oversub[128] = "";
+    if (c->slots_total > 0 && !s->simulate.enabled &&
+        policy_oversubscribed(j.world, c->slots_total, oversub, sizeof oversub) && c->cfg.refuse_oversubscribed) {
+        rc_code = COORD_ENOFIT;
+        set_err(err, errlen,
+                "workers: %s; this coordinator refuses oversubscribed jobs (--refuse-oversubscribed): at most %d "
+                "workers",
+                oversub, c->slots_total - (j.world - s->workers));
+        goto out;
+    }
     if (c->daemon && !s->simulate.enabled && !memory_fits(c, s, j.world, err, errlen)) {
         rc_code = COORD_ENOFIT;
         goto out;
@@ -459,7 +471,9 @@ int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *pare
     {
         /* Valid but known to train badly (spec_warnings): logged, and in the answer. */
         char warn[4][SPEC_WARNING_MAX];
-        int nw = spec_warnings(s, warn, 4);
+        int nw = spec_warnings(s, warn, 3);
+        /* Runs more ranks than slots: said now, and on the job's page (oversub_attach). */
+        if (oversub[0]) snprintf(warn[nw++], sizeof warn[0], "%s", oversub);
         json_t *list = job && *job && nw ? json_array() : NULL;
         for (int i = 0; i < nw; i++) {
             clog_printf("job %s: warning: %s", id, warn[i]);
@@ -619,6 +633,7 @@ int coord_list(coordinator_t *c, const char *state, long offset, long limit, jso
         json_decref(jobs);
         return code;
     }
+    for (size_t i = 0; i < json_array_size(jobs); i++) queue_attach(c, json_array_get(jobs, i));
     *out = json_pack("{s:o, s:I, s:I, s:I}", "jobs", jobs, "total", (json_int_t)matched, "offset", (json_int_t)offset,
                      "limit", (json_int_t)limit);
     return *out ? COORD_OK : COORD_EINTERNAL;
@@ -632,6 +647,32 @@ static int checkpoint_file(const coordinator_t *c, const char *id, const char *n
     if (!spec_name_valid(name) || coord_job_path(c, id, "checkpoints", dir, sizeof dir) != 0) return -1;
     int n = snprintf(out, len, "%s/%s.ckpt", dir, name);
     return n >= 0 && (size_t)n < len ? 0 : -1;
+}
+
+/* A queued job's `queue` object (position, reason, detail, estimated_start), from what
+ * the daemon's policy last decided (run.c, run_schedule); nothing in a client, nor for a
+ * job the policy has not seen yet (it looks every tick). */
+static void queue_attach(const coordinator_t *c, json_t *o)
+{
+    const char *state = json_string_value(json_object_get(o, "state"));
+    const char *id = json_string_value(json_object_get(o, "id"));
+    if (!state || strcmp(state, "QUEUED") != 0 || !id) return;
+    pthread_mutex_t *m = (pthread_mutex_t *)&c->queue_lock; /* the view, not c, changes */
+    pthread_mutex_lock(m);
+    json_t *q = c->queue_view ? json_deep_copy(json_object_get(c->queue_view, id)) : NULL;
+    pthread_mutex_unlock(m);
+    if (q) json_object_set_new(o, "queue", q);
+}
+
+/* "8 ranks on 2 slots: oversubscribed 4x" for a job whose world exceeds the cluster's
+ * slots (a simulation's ranks are not on them), as `oversubscribed`. */
+static void oversub_attach(const coordinator_t *c, json_t *o)
+{
+    char text[128];
+    json_t *w = json_object_get(o, "world");
+    if (json_is_true(json_object_get(o, "simulated")) || !json_is_integer(w)) return;
+    if (policy_oversubscribed((int)json_integer_value(w), c->slots_total, text, sizeof text))
+        json_object_set_new(o, "oversubscribed", json_string(text));
 }
 
 /* A job hash (jobstore_get's strings) as the API shows it; spec: the parsed "spec" field
@@ -700,6 +741,8 @@ static json_t *job_json(const coordinator_t *c, const char *id, json_t *h, json_
                           ? api_cache_summary(path, final)
                           : NULL;
     if (summary) json_object_set_new(o, "summary", summary);
+    queue_attach(c, o);
+    oversub_attach(c, o);
     return o;
 }
 

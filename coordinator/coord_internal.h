@@ -81,7 +81,16 @@ struct coordinator {
     char bench_err[512];
     json_t *bench_result;
 
+    /* The queue as the policy last saw it (run.c, run_schedule; coordinator/policy.h):
+     * queued job id -> its `queue` object ({"position", "reason", "detail",
+     * "estimated_start"}), replaced whole by the tick, read by the API (job_json); NULL in
+     * a client (coordinator_open), whose jobs show no queue object. */
+    pthread_mutex_t queue_lock;
+    json_t *queue_view; /* owned; under queue_lock */
+
     /* tick thread only */
+    run_queued_t *qdemand; /* what the queued jobs ask for, parsed once per job (run.c) */
+    int nqdemand;
     redisContext *rc;
     double rc_next_try, rc_backoff, redis_up_since;
     int rc_down_logged;

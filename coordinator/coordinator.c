@@ -276,6 +276,7 @@ static coordinator_t *alloc_coordinator(void)
     coordinator_t *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     pthread_mutex_init(&c->lock, NULL);
+    pthread_mutex_init(&c->queue_lock, NULL);
     pthread_cond_init(&c->cond, NULL);
     pthread_cond_init(&c->reload_cond, NULL);
     pthread_cond_init(&c->bench_cond, NULL);
@@ -286,6 +287,8 @@ static void free_coordinator(coordinator_t *c)
 {
     for (int i = 0; i < c->nruns; i++) run_free(c->runs[i]);
     free(c->runs);
+    free(c->qdemand);
+    json_decref(c->queue_view);
     hosts_free(c);
     json_decref(c->reload_result);
     json_decref(c->bench_result);
@@ -298,6 +301,7 @@ static void free_coordinator(coordinator_t *c)
     pthread_cond_destroy(&c->reload_cond);
     pthread_cond_destroy(&c->bench_cond);
     pthread_mutex_destroy(&c->lock);
+    pthread_mutex_destroy(&c->queue_lock);
     free(c);
 }
 

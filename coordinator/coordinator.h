@@ -77,6 +77,9 @@ typedef struct {
     int stop_jobs_on_exit;         /* 0: running jobs outlive the daemon and are re-adopted */
     double oversubscribe;          /* 4: a submission may ask for at most this many ranks per
                                      slot of the cluster (more is 422 at submission) */
+    int refuse_oversubscribed;     /* 0: a job with more ranks than the cluster's slots is accepted
+                                     with a warning (and runs oversubscribed); 1: 422 */
+    int policy;                    /* policy_kind_t (coordinator/policy.h): POLICY_FIFO */
     const char *const *data_roots; /* --data-root: directories a spec's dataset.path must
                                      resolve under; none = COORD_DATA_ROOT_DEBIAN and
                                      STATE_DIR/data */

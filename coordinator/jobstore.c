@@ -355,18 +355,21 @@ int jobstore_cancel(redisContext *c, const char *id, job_state_t *state_out)
     return JS_OK;
 }
 
-int jobstore_queue_head(redisContext *c, char *id, size_t idlen)
+int jobstore_queue_ids(redisContext *c, char (*ids)[JOB_ID_MAX], int max, int *n)
 {
-    redisReply *r = redisCommand(c, "LINDEX %s 0", KEY_QUEUE);
-    if (!reply_ok(r)) return done(r);
-    snprintf(id, idlen, "%s", reply_str(r) ? reply_str(r) : "");
+    *n = 0;
+    redisReply *r = redisCommand(c, "LRANGE %s 0 %d", KEY_QUEUE, max - 1);
+    if (!r || r->type != REDIS_REPLY_ARRAY) return done(r);
+    for (size_t i = 0; i < r->elements && *n < max; i++) {
+        const char *s = reply_str(r->element[i]);
+        if (s && job_id_valid(s)) snprintf(ids[(*n)++], JOB_ID_MAX, "%s", s);
+    }
     freeReplyObject(r);
     return JS_OK;
 }
 
 /* KEYS: queue, job hash, active, events. ARGV: id, now, event json. */
-static const char CLAIM_LUA[] = "if redis.call('LINDEX', KEYS[1], 0) ~= ARGV[1] then return 0 end\n"
-                                "redis.call('LPOP', KEYS[1])\n"
+static const char CLAIM_LUA[] = "if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then return 0 end\n"
                                 "if redis.call('HGET', KEYS[2], 'state') ~= 'QUEUED' then return 0 end\n"
                                 "redis.call('HSET', KEYS[2], 'state', 'RUNNING', 'started', ARGV[2])\n"
                                 "redis.call('SADD', KEYS[3], ARGV[1])\n"

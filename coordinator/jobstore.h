@@ -94,11 +94,13 @@ int jobstore_get(redisContext *c, const char *id, json_t **out);
  * NULL) is the state found. JS_ESTATE when the job has already finished. */
 int jobstore_cancel(redisContext *c, const char *id, job_state_t *state_out);
 
-/* The id at the head of the queue into id (empty when the queue is empty). */
-int jobstore_queue_head(redisContext *c, char *id, size_t idlen);
-/* Claims the head of the queue if it is id: LPOP, QUEUED -> RUNNING with started time,
- * SADD pacer:active, event. Returns 1 claimed, 0 not (the head changed, or the job was
- * not QUEUED any more: then it is only removed from the queue), or a JS_* code. */
+/* The first max ids of the queue, in order, into ids (*n of them; anything that is not a
+ * job id is skipped). */
+int jobstore_queue_ids(redisContext *c, char (*ids)[JOB_ID_MAX], int max, int *n);
+/* Claims id from the queue, wherever the policy found it (coordinator/policy.h: fifo
+ * claims the head, fair may backfill): LREM, QUEUED -> RUNNING with started time, SADD
+ * pacer:active, event. Returns 1 claimed, 0 not (it left the queue meanwhile, or was not
+ * QUEUED any more: then it is only removed from the queue), or a JS_* code. */
 int jobstore_claim(redisContext *c, const char *id, double now);
 
 /* Writes the fields (name/value pairs, nkv names) of the job hash; when state is not

@@ -48,12 +48,14 @@
 #include "launch.h"
 #include "launcher.h"
 #include "modelstore.h"
+#include "policy.h"
 #include "simjob.h"
 #include "stall.h"
 #include "supervise.h"
 #include "tickconn.h"
 
 #define SCHEDULE_PER_TICK 16
+#define QUEUE_VIEW_MAX 256 /* queued jobs the policy sees (and the API shows a queue object for) */
 #define PLAN_PERIOD_S 1.0
 #define JPATH (PATH_MAX + 128) /* STATE_DIR/jobs/{id}/{leaf} always fits */
 
@@ -1135,11 +1137,15 @@ static void read_flags(coordinator_t *c, coord_run_t *r, int check_beats, double
     if (nb) {
         snprintf(key, sizeof key, KEY_JOB_NODE, r->id, 0);
         redisAppendCommand(c->rc, "HGET %s %s", key, NODE_HEALTH);
+        /* The progress of a training rank (a parameter server counts updates, not
+         * steps): when the job should end (run_schedule's estimates). */
+        snprintf(key, sizeof key, KEY_JOB_NODE, r->id, spec_is_async(r->spec) && nb > 1 ? 1 : 0);
+        redisAppendCommand(c->rc, "HMGET %s step total_steps", key);
     }
     int stale = -1;
     double stale_age = 0;
     double baseline = r->launched_at > c->redis_up_since ? r->launched_at : c->redis_up_since;
-    for (int k = 0; k < nb + 1 + (nb > 0); k++) {
+    for (int k = 0; k < nb + 1 + 2 * (nb > 0); k++) {
         redisReply *rep = NULL;
         if (redisGetReply(c->rc, (void **)&rep) != REDIS_OK || !rep) {
             tickconn_broken(c, "heartbeats");
@@ -1148,6 +1154,12 @@ static void read_flags(coordinator_t *c, coord_run_t *r, int check_beats, double
         }
         if (k == 0) {
             if (reply_str(rep) && reply_str(rep)[0]) r->cancel_requested = 1;
+        } else if (k == nb + 2) {
+            long long step = atoll(elem_str(rep, 0)), total = atoll(elem_str(rep, 1));
+            if (step > 0 && total > 0) {
+                r->progress_step = step < total ? step : total;
+                r->progress_total = total;
+            }
         } else if (k == nb + 1) {
             /* Only a change is parsed: the worker rewrites the same text every round. */
             const char *hs = reply_str(rep);
@@ -1275,89 +1287,178 @@ void run_step(coordinator_t *c, coord_run_t *r, double now)
     if (r->dirty) run_persist(c, r);
 }
 
-/* Claims queued jobs while their worlds fit: FIFO, no backfilling (a big job at the head
- * waits for slots rather than be overtaken forever). A job larger than the whole cluster
- * runs alone, oversubscribed. */
+/* A queued job's record: its spec parsed into spec, and what it asks for into q (bad when
+ * the record or its spec cannot be read, with err saying why). Returns JS_OK, or JS_EREDIS
+ * when Redis did not answer. */
+static int read_queued(coordinator_t *c, const char *id, run_queued_t *q, job_spec_t *spec, char *err, size_t errlen)
+{
+    json_t *h = NULL;
+    int rc = tickconn_check(c, jobstore_get(c->rc, id, &h), "job read");
+    if (rc == JS_EREDIS) return rc;
+    memset(q, 0, sizeof *q);
+    snprintf(q->id, sizeof q->id, "%s", id);
+    q->bad = 1;
+    err[0] = 0;
+    if (rc == JS_OK) {
+        const char *text = json_string_value(json_object_get(h, "spec"));
+        q->bad = !text || spec_parse(text, spec, err, errlen) != 0;
+        if (!text) snprintf(err, errlen, "spec: missing from the job record");
+    }
+    json_decref(h);
+    if (!q->bad) {
+        q->world = spec_is_async(spec) ? spec->workers + 1 : spec->workers;
+        q->min_world = spec_is_async(spec) ? 2 : 1;
+        q->simulated = spec->simulate.enabled;
+        q->priority = policy_priority(spec->priority);
+    }
+    return JS_OK;
+}
+
+/* When r should end: from its measured progress (steps done of the total since it was
+ * claimed, at the rate so far); -1 while nothing is measured. */
+static double run_finish_estimate(const coord_run_t *r, double now)
+{
+    if (r->progress_step <= 0 || r->progress_total <= 0 || !(now > r->started)) return -1;
+    return now + (now - r->started) * (double)(r->progress_total - r->progress_step) / (double)r->progress_step;
+}
+
+/* The queue object of a waiting job (the API's `queue`, docs/openapi.json). */
+static json_t *queue_json(const policy_decision_t *d)
+{
+    return json_pack("{s:i, s:s, s:s, s:o}", "position", d->position, "reason", policy_reason_name(d->reason), "detail",
+                     d->detail, "estimated_start",
+                     d->estimated_start >= 0 ? json_real(d->estimated_start) : json_null());
+}
+
+/* Claims the queued job q (its decision d: start) and launches it. Returns 0, or -1 when
+ * this tick should claim nothing more (Redis, memory, the queue changed). */
+static int claim_and_launch(coordinator_t *c, const run_queued_t *q, const policy_decision_t *d, double now)
+{
+    job_spec_t *spec = malloc(sizeof *spec);
+    char err[512] = "";
+    run_queued_t fresh;
+    if (!spec) return -1;
+    /* The whole spec again: the cache keeps only the demand. */
+    if (read_queued(c, q->id, &fresh, spec, err, sizeof err) != JS_OK) {
+        free(spec);
+        return -1;
+    }
+    int bad = fresh.bad;
+    int claimed = tickconn_check(c, jobstore_claim(c->rc, q->id, now), "claim");
+    if (claimed != 1) {
+        free(spec);
+        return -1; /* cancelled or gone meanwhile, or Redis: the next tick looks again */
+    }
+    coord_run_t *r = run_new(c, q->id);
+    if (!r) {
+        free(spec);
+        clog_printf("job %s: out of memory", q->id);
+        return -1;
+    }
+    *r->spec = *spec;
+    free(spec);
+    r->world = r->full_world = fresh.world;
+    r->min_world = fresh.min_world ? fresh.min_world : 1;
+    r->started = now;
+    r->first_launch = 1;
+    r->stale_rank = -1;
+    run_bind(c, r);
+    if (!bad && !r->launcher) {
+        fail_unsimulated(c, r, now);
+        return 0;
+    }
+    if (bad) {
+        r->phase = PH_DONE;
+        r->finished = now;
+        clog_printf("job %s: FAILED: %s", q->id, err);
+        run_set_state(c, r, JOB_FAILED, err);
+        return 0;
+    }
+    if (r->simulated)
+        clog_printf("job %s: claimed (%s, %d simulated rank%s, simulations %d/%d)", q->id, r->spec->name, r->world,
+                    r->world == 1 ? "" : "s", run_sims_used(c), c->sim_slots);
+    else
+        clog_printf("job %s: claimed (%s, %d rank%s, slots %d/%d%s)", q->id, r->spec->name, r->world,
+                    r->world == 1 ? "" : "s", run_slots_used(c) - r->world + d->world, c->slots_usable,
+                    d->backfilled ? "; backfilled ahead of the queue's head" : "");
+    first_launch(c, r, now);
+    return 0;
+}
+
+/* Asks the policy (policy.h, --policy) which queued jobs start, from a snapshot: the first
+ * QUEUE_VIEW_MAX ids of the queue with what they ask for (read once per job and cached),
+ * the slots, and the runs with their measured progress. Claims and launches the jobs it
+ * starts (at most SCHEDULE_PER_TICK a tick), and publishes the others' positions, reasons
+ * and estimated starts for the API (c->queue_view). */
 void run_schedule(coordinator_t *c, double now)
 {
-    int used = run_slots_used(c), sims = run_sims_used(c);
-    for (int k = 0; k < SCHEDULE_PER_TICK && c->rc; k++) {
-        char id[JOB_ID_MAX];
-        if (tickconn_check(c, jobstore_queue_head(c->rc, id, sizeof id), "queue") != JS_OK || !id[0]) return;
-        json_t *h = NULL;
-        int rc = tickconn_check(c, jobstore_get(c->rc, id, &h), "job read");
-        if (rc == JS_EREDIS) return;
-        job_spec_t *spec = malloc(sizeof *spec);
-        char err[512] = "";
-        int bad = 1;
-        if (!spec) {
-            json_decref(h);
-            return;
+    char(*ids)[JOB_ID_MAX] = malloc(QUEUE_VIEW_MAX * sizeof *ids);
+    run_queued_t *qd = calloc(QUEUE_VIEW_MAX, sizeof *qd);
+    policy_running_t *run = calloc((size_t)c->nruns + 1, sizeof *run);
+    policy_decision_t *dec = calloc(QUEUE_VIEW_MAX, sizeof *dec);
+    policy_queued_t *pq = calloc(QUEUE_VIEW_MAX, sizeof *pq);
+    job_spec_t *spec = malloc(sizeof *spec);
+    int n = 0;
+    if (!ids || !qd || !run || !dec || !pq || !spec || !c->rc) goto out;
+    if (tickconn_check(c, jobstore_queue_ids(c->rc, ids, QUEUE_VIEW_MAX, &n), "queue") != JS_OK) goto out;
+    for (int i = 0, j = 0; i < n; i++) {
+        /* The cache holds the last tick's queue in order: look from where the last hit was. */
+        int hit = -1;
+        for (int k = 0; k < c->nqdemand && hit < 0; k++) {
+            int at = (j + k) % c->nqdemand;
+            if (strcmp(c->qdemand[at].id, ids[i]) == 0) hit = at;
         }
-        if (rc == JS_OK) {
-            const char *text = json_string_value(json_object_get(h, "spec"));
-            bad = !text || spec_parse(text, spec, err, sizeof err) != 0;
-            if (!text) snprintf(err, sizeof err, "spec: missing from the job record");
-        }
-        json_decref(h);
-        int world = bad ? 0 : (spec_is_async(spec) ? spec->workers + 1 : spec->workers);
-        /* A simulation takes one of the sim launcher's slots (one process here, whatever
-         * its simulated size); one that cannot run here is claimed and failed below. */
-        int simulated = !bad && spec->simulate.enabled;
-        /* Every host down: jobs that run on them wait in the queue. Otherwise the world
-         * that fits what is usable now (an elastic job starts on fewer ranks). */
-        if (!bad && !simulated && c->slots_usable == 0) {
-            free(spec);
-            return;
-        }
-        int fits = bad || simulated
-                       ? 0
-                       : hosts_elastic_world(world, spec_is_async(spec) ? 2 : 1, c->slots_total, c->slots_usable);
-        if (simulated ? c->sim_launcher && sims >= c->sim_slots : !bad && used > 0 && used + fits > c->slots_usable) {
-            free(spec);
-            return;
-        }
-        int claimed = tickconn_check(c, jobstore_claim(c->rc, id, now), "claim");
-        if (claimed != 1) {
-            free(spec);
-            if (claimed < 0) return;
-            continue; /* cancelled or gone meanwhile: it left the queue, look again */
-        }
-        coord_run_t *r = run_new(c, id);
-        if (!r) {
-            free(spec);
-            clog_printf("job %s: out of memory", id);
-            return;
-        }
-        *r->spec = *spec;
-        free(spec);
-        r->world = r->full_world = world;
-        r->min_world = spec_is_async(r->spec) ? 2 : 1;
-        r->started = now;
-        r->first_launch = 1;
-        r->stale_rank = -1;
-        run_bind(c, r);
-        if (!bad && !r->launcher) {
-            fail_unsimulated(c, r, now);
+        if (hit >= 0) {
+            qd[i] = c->qdemand[hit];
+            j = hit + 1;
             continue;
         }
-        if (bad) {
-            r->phase = PH_DONE;
-            r->finished = now;
-            clog_printf("job %s: FAILED: %s", id, err);
-            run_set_state(c, r, JOB_FAILED, err);
-            continue;
-        }
-        if (simulated)
-            clog_printf("job %s: claimed (%s, %d simulated rank%s, simulations %d/%d)", id, r->spec->name, world,
-                        world == 1 ? "" : "s", sims + 1, c->sim_slots);
-        else
-            clog_printf("job %s: claimed (%s, %d rank%s, slots %d/%d)", id, r->spec->name, world, world == 1 ? "" : "s",
-                        used + fits, c->slots_usable);
-        first_launch(c, r, now);
-        if (simulated) sims++;
-        else used += fits;
+        char err[512];
+        if (read_queued(c, ids[i], &qd[i], spec, err, sizeof err) != JS_OK) goto out;
     }
+    for (int i = 0; i < n; i++)
+        pq[i] = (policy_queued_t){qd[i].id, qd[i].world, qd[i].min_world, qd[i].simulated, qd[i].bad, qd[i].priority};
+    free(c->qdemand);
+    c->qdemand = qd;
+    c->nqdemand = n;
+    int nrun = 0;
+    for (int i = 0; i < c->nruns; i++) {
+        const coord_run_t *r = c->runs[i];
+        if (r->phase == PH_DONE) continue;
+        run[nrun++] = (policy_running_t){r->id, r->simulated ? 0 : r->world, r->simulated, run_finish_estimate(r, now)};
+    }
+    policy_state_t st = {
+        .now = now,
+        .slots_total = c->slots_total,
+        .slots_usable = c->slots_usable,
+        .sim_slots = c->sim_launcher ? c->sim_slots : 0,
+        .running = run,
+        .nrunning = nrun,
+        .queued = pq,
+        .nqueued = n,
+    };
+    int started = policy_decide((policy_kind_t)c->cfg.policy, &st, dec);
+    json_t *view = json_object();
+    for (int i = 0; view && i < n; i++)
+        if (!dec[i].start) json_object_set_new(view, qd[i].id, queue_json(&dec[i]));
+    pthread_mutex_lock(&c->queue_lock);
+    json_decref(c->queue_view);
+    c->queue_view = view;
+    pthread_mutex_unlock(&c->queue_lock);
+    /* The jobs started, in the policy's decisions (fair's backfilled ones anywhere). */
+    for (int i = 0, claims = 0; i < n && claims < started && claims < SCHEDULE_PER_TICK; i++) {
+        if (!dec[i].start) continue;
+        claims++;
+        if (claim_and_launch(c, &qd[i], &dec[i], now) != 0) break;
+    }
+    qd = NULL; /* the cache's now */
+out:
+    free(ids);
+    free(qd);
+    free(run);
+    free(dec);
+    free(pq);
+    free(spec);
 }
 
 /* A field of a job hash read with jobstore_get, "" when absent. */

@@ -105,7 +105,17 @@ typedef struct {
     char collapse_why[400];     /* and its reason */
     double lr_scale;
     long resume_before;
+    /* Measured progress (the node hash of a training rank: step, total_steps), for the
+     * estimate of when it ends (run_schedule, coordinator/policy.h); 0 = not measured. */
+    long long progress_step, progress_total;
 } coord_run_t;
+
+/* What a queued job asks for, read from its record once (run_schedule's cache). */
+typedef struct {
+    char id[JOB_ID_MAX];
+    int world, min_world, simulated, bad;
+    int priority; /* POLICY_PRIO_* from the spec's priority */
+} run_queued_t;
 
 void run_free(coord_run_t *r);
 /* Slots (ranks) of the real runs that are not done. */

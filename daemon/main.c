@@ -28,6 +28,7 @@
 #include "clog.h"
 #include "coordinator.h"
 #include "numarg.h"
+#include "policy.h"
 #include "server.h"
 #include "tls.h"
 #include "version.h"
@@ -75,6 +76,8 @@ enum {
     O_HEADER_TIMEOUT,
     O_MAX_MODEL_BYTES,
     O_OVERSUBSCRIBE,
+    O_REFUSE_OVERSUB,
+    O_POLICY,
     O_DATA_ROOT,
     O_DATA_CACHE,
     O_KEEP_JOBS,
@@ -153,6 +156,15 @@ static const opt_row_t OPTIONS[] = {
      "refuse (422) a job with more ranks than the cluster's slots times X "
      "(default 4; simulated jobs are not counted)",
      O_OVERSUBSCRIBE},
+    {"refuse-oversubscribed", 0, NULL,
+     "refuse (422) a job with more ranks than the cluster's slots (default: accept it, "
+     "with a warning in the answer and on its page, and run it oversubscribed)",
+     O_REFUSE_OVERSUB},
+    {"policy", 1, "NAME",
+     "the scheduling policy: which queued job starts next (coordinator/policy.h): "
+     "fifo (the default): arrival order, no backfilling; fair: the spec's priority (high, normal, low), "
+     "then arrival order, and backfilling of jobs that fit without delaying the head's estimated start",
+     O_POLICY},
     {"max-model-bytes", 1, "N",
      "largest ONNX model PUT /api/v1/models/{name} takes, in bytes (default 67108864 = 64 MiB); "
      "larger uploads are 413",
@@ -650,6 +662,17 @@ int main(int argc, char **argv)
             }
             o.cfg.oversubscribe = v;
             break;
+        case O_REFUSE_OVERSUB: o.cfg.refuse_oversubscribed = 1; break;
+        case O_POLICY: {
+            policy_kind_t k;
+            char perr[160];
+            if (policy_parse(optarg, &k, perr, sizeof perr) != 0) {
+                fprintf(stderr, "pacer-coordinator: %s\n", perr);
+                return 2;
+            }
+            o.cfg.policy = (int)k;
+            break;
+        }
         case O_KEEP_JOBS_AGE:
             if (parse_duration(name, optarg, &v) != 0) return 2;
             o.cfg.keep_jobs_age_s = v;

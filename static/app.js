@@ -759,6 +759,18 @@
       // Ranks stuck in a collective (the coordinator's words, counted to the GET).
       $('#f-waiting-row').hidden = !j.stall_text;
       $('#f-waiting').textContent = j.stall_text || '';
+      // A queued job's place (the API's queue, coordinator/policy.h): position, why it
+      // waits, and its estimated start, or why there is none (null is not "now").
+      const q = j.state === 'QUEUED' ? j.queue : null;
+      $('#f-queue-row').hidden = !q;
+      if (q) {
+        const est = typeof q.estimated_start === 'number'
+          ? 'estimated start ' + new Date(q.estimated_start * 1000).toLocaleTimeString()
+          : 'start not estimated';
+        $('#f-queue').textContent = 'position ' + q.position + ' · ' + q.reason + ' · ' + est + ' — ' + q.detail;
+      }
+      $('#f-oversub-row').hidden = !j.oversubscribed;
+      $('#f-oversub').textContent = j.oversubscribed || '';
       const recs = Object.values(s.last);
       // A page opened on a finished job has no live records: the ranks' last ones, as the
       // nodes answer keeps them.

@@ -642,6 +642,7 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
              * on simulated time, which the sink's thread does not share. */
             if (!sim_active()) redis_report_watch_wait(w.assignment_ctx, &w.wait);
             redis_report_emulation(w.assignment_ctx, w.emulation.host_demand, w.emulation.host_cores);
+            redis_report_total_steps(w.assignment_ctx, w.total_steps);
         }
     }
     if (!failed && nsinks && metrics_start(&reporter, g_job_id ? g_job_id : spec.name, sinks, nsinks) != 0) {

@@ -76,6 +76,7 @@ typedef struct {
     nvml_t *gpu;                          /* redis_report_watch_gpu's; sampled by the sink thread only */
     char health[REDIS_REPORT_HEALTH_MAX]; /* redis_report_health's; "" = none */
     double emu_demand, emu_cores;         /* redis_report_emulation's; cores 0 = not set */
+    long long total_steps;                /* redis_report_total_steps's; 0 = not set */
 
     /* The rank's recent step times (a ring of step records' step_s), for the wait limit,
      * and its wait mark (redis_report_watch_wait; NULL: waits are not reported). */
@@ -175,7 +176,8 @@ static int sink_write(metrics_sink_t *base, const metrics_record_t *recs, const 
 
 /* Argument vector for one command, formatted into fixed storage. */
 #define ARGS_MAX \
-    96 /* the node hash: 2 + 2 x 41 fields (31, 4 while waiting, 3 on a GPU rank, 2 of emulation, health) */
+    98 /* the node hash: 2 + 2 x 42 fields (31, 4 while waiting, 3 on a GPU rank, 2 of emulation, health,
+          total_steps) */
 typedef struct {
     int argc;
     const char *argv[ARGS_MAX];
@@ -393,6 +395,7 @@ static int round_trip(rsink_t *s)
     int nsteps = s->nstep;
     memcpy(steps, s->step_s, sizeof steps);
     double emu_demand = s->emu_demand, emu_cores = s->emu_cores;
+    long long total_steps = s->total_steps;
     s->beat_now = 0;
     pthread_mutex_unlock(&s->lock);
     wait_report_t wr;
@@ -487,6 +490,7 @@ static int round_trip(rsink_t *s)
         arg_time(&a, NODE_WAITING_SINCE, wr.since_wall);
         arg_num(&a, NODE_WAITING_LIMIT_S, wr.limit_s);
     }
+    if (total_steps > 0) arg_int(&a, "total_steps", total_steps);
     if (emu_cores > 0) {
         arg_num(&a, "emulation_demand_cores", emu_demand);
         arg_num(&a, "emulation_cores", emu_cores);
@@ -677,6 +681,14 @@ void redis_report_emulation(metrics_sink_t *base, double demand_cores, double co
     pthread_mutex_lock(&s->lock);
     s->emu_demand = demand_cores;
     s->emu_cores = cores;
+    pthread_mutex_unlock(&s->lock);
+}
+
+void redis_report_total_steps(metrics_sink_t *base, long long total)
+{
+    rsink_t *s = (rsink_t *)base;
+    pthread_mutex_lock(&s->lock);
+    s->total_steps = total;
     pthread_mutex_unlock(&s->lock);
 }
 

@@ -97,6 +97,11 @@ void redis_report_watch_wait(metrics_sink_t *s, waitmark_t *mark);
  * nothing is published (a simulated rank). */
 void redis_report_emulation(metrics_sink_t *s, double demand_cores, double cores);
 
+/* The steps the whole run takes (epochs x steps per epoch), published with every node
+ * hash as total_steps (docs/REDIS.md): with `step`, the job's measured progress, from
+ * which the coordinator estimates when it ends (coordinator/policy.h). <= 0: not published. */
+void redis_report_total_steps(metrics_sink_t *s, long long total);
+
 /* The latest batch assignment (key pacer:job:{job}:assignment). Returns 1 and fills
  * *version and batches[0..n) when an assignment other than the last one returned exists (a newer version,
  * or any version after a Redis restart),

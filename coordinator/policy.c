@@ -1,0 +1,301 @@
+/* coordinator/policy.c - see policy.h. */
+#include "policy.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hosts.h"
+
+int policy_parse(const char *name, policy_kind_t *out, char *err, size_t errlen)
+{
+    if (name && strcmp(name, "fifo") == 0) *out = POLICY_FIFO;
+    else if (name && strcmp(name, "fair") == 0) *out = POLICY_FAIR;
+    else {
+        snprintf(err, errlen, "--policy: '%.40s' is not a policy: fifo or fair", name ? name : "");
+        return -1;
+    }
+    return 0;
+}
+
+const char *policy_name(policy_kind_t k) { return k == POLICY_FAIR ? "fair" : "fifo"; }
+
+int policy_priority(const char *name)
+{
+    if (name && strcmp(name, "high") == 0) return POLICY_PRIO_HIGH;
+    if (name && strcmp(name, "low") == 0) return POLICY_PRIO_LOW;
+    return POLICY_PRIO_NORMAL;
+}
+
+const char *policy_reason_name(policy_reason_t r)
+{
+    switch (r) {
+    case POLICY_REASON_SLOTS: return "slots";
+    case POLICY_REASON_HOSTS_DOWN: return "hosts down";
+    case POLICY_REASON_SIMULATIONS: return "simulations";
+    case POLICY_REASON_PRIORITY: return "a higher priority";
+    case POLICY_REASON_NONE: break;
+    }
+    return "";
+}
+
+int policy_ranks(const policy_state_t *s, const policy_queued_t *q)
+{
+    return hosts_elastic_world(q->world, q->min_world, s->slots_total, s->slots_usable);
+}
+
+int policy_oversubscribed(int ranks, int slots, char *out, size_t len)
+{
+    if (len) out[0] = 0;
+    if (slots <= 0 || ranks <= slots) return 0;
+    snprintf(out, len, "%d ranks on %d slot%s: oversubscribed %.3gx", ranks, slots, slots == 1 ? "" : "s",
+             (double)ranks / slots);
+    return 1;
+}
+
+/* What holds slots in the estimate's timeline: the running jobs, then the queued ones
+ * as the timeline starts them (their end unknown: nothing measured their progress). */
+typedef struct {
+    const char *id;
+    int slots, simulated, active, running;
+    double finish; /* < 0 unknown */
+} holder_t;
+
+/* Releases holders, soonest end first, until `fits` says the job fits; *t advances to
+ * each end. Returns 0, or -1 with *blocker the first holder whose end is unknown. */
+static int release_until(holder_t *h, int nh, int simulated, int *used, int need, int cap, double *t,
+                         const holder_t **blocker)
+{
+    while (*used > 0 && *used + need > cap) {
+        int best = -1;
+        *blocker = NULL;
+        for (int i = 0; i < nh; i++) {
+            if (!h[i].active || h[i].simulated != simulated) continue;
+            if (h[i].finish < 0) {
+                if (!*blocker) *blocker = &h[i];
+                continue;
+            }
+            if (best < 0 || h[i].finish < h[best].finish) best = i;
+        }
+        if (best < 0) return -1;
+        h[best].active = 0;
+        *used -= simulated ? 1 : h[best].slots;
+        if (h[best].finish > *t) *t = h[best].finish;
+    }
+    return 0;
+}
+
+/* The estimates: the queue (in the policy's order) replayed on a timeline where each
+ * running job ends when its measured progress says; a waiting job starts once the jobs
+ * ahead of it have started and enough slots are free. The jobs started now hold their
+ * slots with an end nobody knows yet. Past the first job that cannot be estimated, none
+ * can (the order is kept). Unknown ones get why appended to their detail. */
+static void estimate(const policy_state_t *s, const policy_queued_t *qs, policy_decision_t *out)
+{
+    int nh = s->nrunning + s->nqueued, used = 0, sims = 0;
+    holder_t *h = calloc(nh > 0 ? (size_t)nh : 1, sizeof *h);
+    int k = 0;
+    for (int i = 0; h && i < s->nrunning; i++) {
+        h[k++] = (holder_t){s->running[i].id,       s->running[i].slots, s->running[i].simulated, 1, 1,
+                            s->running[i].finish_at};
+        if (s->running[i].simulated) sims++;
+        else used += s->running[i].slots;
+    }
+    for (int i = 0; h && i < s->nqueued; i++)
+        if (out[i].start && !qs[i].bad && !(qs[i].simulated && s->sim_slots <= 0)) {
+            h[k++] = (holder_t){qs[i].id, out[i].world, qs[i].simulated, 1, 1, -1};
+            if (qs[i].simulated) sims++;
+            else used += out[i].world;
+        }
+    double t = s->now;
+    char unknown[POLICY_DETAIL_MAX] = "";
+    for (int i = 0; i < s->nqueued; i++) {
+        const policy_queued_t *q = &qs[i];
+        policy_decision_t *d = &out[i];
+        if (d->start) continue;
+        d->estimated_start = -1;
+        if (!h) snprintf(unknown, sizeof unknown, "start not estimated: out of memory");
+        if (unknown[0]) {
+            snprintf(d->detail + strlen(d->detail), sizeof d->detail - strlen(d->detail), "; %s", unknown);
+            continue;
+        }
+        const holder_t *blocker = NULL;
+        int need = q->simulated ? 1 : policy_ranks(s, q);
+        int rc;
+        if (q->bad || (q->simulated && s->sim_slots <= 0)) rc = 0; /* started at once, to be failed */
+        else if (q->simulated) rc = release_until(h, k, 1, &sims, 1, s->sim_slots, &t, &blocker);
+        else if (s->slots_usable <= 0) {
+            snprintf(unknown, sizeof unknown, "start not estimated: no host is usable");
+            rc = -2;
+        } else rc = release_until(h, k, 0, &used, need, s->slots_usable, &t, &blocker);
+        if (rc == -1) {
+            if (blocker && blocker->running)
+                snprintf(unknown, sizeof unknown, "start not estimated: %s has measured no progress yet", blocker->id);
+            else
+                snprintf(unknown, sizeof unknown, "start not estimated: %s, ahead of it, has not started yet",
+                         blocker ? blocker->id : "a job");
+        }
+        if (rc != 0) {
+            snprintf(d->detail + strlen(d->detail), sizeof d->detail - strlen(d->detail), "; %s", unknown);
+            continue;
+        }
+        d->estimated_start = t;
+        if (q->bad || (q->simulated && s->sim_slots <= 0)) continue;
+        h[k++] = (holder_t){q->id, need, q->simulated, 1, 0, -1};
+        if (q->simulated) sims++;
+        else used += need;
+    }
+    free(h);
+}
+
+/* Slots the jobs running now (and those started now, whose end is unknown) still hold at
+ * time t: every measured end at or before t has freed its slots. */
+static int used_at(const policy_state_t *s, int used_now, double t)
+{
+    int used = used_now;
+    for (int i = 0; i < s->nrunning; i++) {
+        const policy_running_t *r = &s->running[i];
+        if (!r->simulated && r->finish_at >= 0 && (r->finish_at <= t || r->finish_at <= s->now)) used -= r->slots;
+    }
+    return used;
+}
+
+/* The decisions over qs, the queue in the policy's order. backfill: jobs behind the first
+ * waiting one (the head) start when they fit now and cannot delay the head's estimated
+ * start: they fit in the slots left over at that time once the head has its own (their
+ * own ends are not measured yet, so they are counted as holding their slots past it). A
+ * head without an estimate lets nothing ahead of it but simulations (which use other
+ * slots). */
+static int decide_ordered(const policy_state_t *s, const policy_queued_t *qs, policy_decision_t *out, int backfill)
+{
+    int used = 0, sims = 0, n = s->nqueued;
+    for (int i = 0; i < s->nrunning; i++) {
+        if (s->running[i].simulated) sims++;
+        else used += s->running[i].slots;
+    }
+    memset(out, 0, (size_t)n * sizeof *out);
+    int started = 0;
+    /* Starts: the prefix that fits now, in order. */
+    for (; started < n; started++) {
+        const policy_queued_t *q = &qs[started];
+        policy_decision_t *d = &out[started];
+        if (q->bad) {
+            d->start = 1;
+            continue;
+        }
+        if (q->simulated) {
+            if (s->sim_slots > 0 && sims >= s->sim_slots) break;
+            d->start = 1;
+            d->world = q->world;
+            sims++;
+            continue;
+        }
+        if (s->slots_usable <= 0) break;
+        int fits = policy_ranks(s, q);
+        if (used > 0 && used + fits > s->slots_usable) break;
+        d->start = 1;
+        d->world = fits;
+        used += fits;
+    }
+    int head = started < n ? started : -1;
+    if (backfill && head >= 0) {
+        const policy_queued_t *hq = &qs[head];
+        policy_decision_t *scratch = malloc((size_t)n * sizeof *scratch);
+        double th = -1;
+        if (scratch) {
+            memcpy(scratch, out, (size_t)n * sizeof *scratch);
+            estimate(s, qs, scratch);
+            th = scratch[head].estimated_start;
+            free(scratch);
+        }
+        long spare = -1; /* launcher slots a backfilled job may take; -1 = none */
+        if (hq->simulated) spare = s->slots_usable;
+        else if (th >= 0 && s->slots_usable > 0)
+            spare = (long)s->slots_usable - used_at(s, used, th) - policy_ranks(s, hq);
+        for (int i = head + 1; i < n; i++) {
+            const policy_queued_t *q = &qs[i];
+            policy_decision_t *d = &out[i];
+            if (q->bad) {
+                d->start = d->backfilled = 1;
+            } else if (q->simulated) {
+                if (hq->simulated || (s->sim_slots > 0 && sims >= s->sim_slots)) continue;
+                d->start = d->backfilled = 1;
+                d->world = q->world;
+                sims++;
+            } else {
+                int need = policy_ranks(s, q);
+                if (s->slots_usable <= 0 || used + need > s->slots_usable || need > spare) continue;
+                d->start = d->backfilled = 1;
+                d->world = need;
+                used += need;
+                spare -= need;
+            }
+        }
+    }
+    /* The rest wait: each its own reason when it would not fit now, else the head's (or
+     * the head's priority, when higher than its own). */
+    policy_reason_t head_reason = POLICY_REASON_NONE;
+    int position = 0, nstarted = 0;
+    for (int i = 0; i < n; i++) {
+        const policy_queued_t *q = &qs[i];
+        policy_decision_t *d = &out[i];
+        if (d->start) {
+            nstarted++;
+            continue;
+        }
+        d->position = ++position;
+        int need = q->simulated ? 1 : policy_ranks(s, q);
+        policy_reason_t own = POLICY_REASON_NONE;
+        if (q->simulated && s->sim_slots > 0 && sims >= s->sim_slots) own = POLICY_REASON_SIMULATIONS;
+        else if (!q->simulated && !q->bad && s->slots_usable <= 0) own = POLICY_REASON_HOSTS_DOWN;
+        else if (!q->simulated && !q->bad && used > 0 && used + need > s->slots_usable) own = POLICY_REASON_SLOTS;
+        if (i == head) head_reason = own ? own : POLICY_REASON_SLOTS;
+        int higher = i != head && qs[head].priority > q->priority;
+        d->reason = own ? own : higher ? POLICY_REASON_PRIORITY : head_reason;
+        int freeslots = s->slots_usable - used > 0 ? s->slots_usable - used : 0;
+        if (d->reason == POLICY_REASON_HOSTS_DOWN)
+            snprintf(d->detail, sizeof d->detail, "waits for a usable host: every host is down");
+        else if (own == POLICY_REASON_SIMULATIONS)
+            snprintf(d->detail, sizeof d->detail, "waits for a simulation slot: %d of %d in use", sims, s->sim_slots);
+        else if (own == POLICY_REASON_SLOTS)
+            snprintf(d->detail, sizeof d->detail, "waits for %d slot%s: %d of %d free", need, need == 1 ? "" : "s",
+                     freeslots, s->slots_usable);
+        else if (higher)
+            snprintf(d->detail, sizeof d->detail, "waits behind %s, of a higher priority (%s)", qs[head].id,
+                     backfill ? "fair" : "fifo");
+        else
+            snprintf(d->detail, sizeof d->detail, "waits behind %s, ahead of it in the queue (%s)", qs[head].id,
+                     backfill ? "fair" : "fifo");
+    }
+    estimate(s, qs, out);
+    return nstarted;
+}
+
+int policy_decide(policy_kind_t k, const policy_state_t *s, policy_decision_t *out)
+{
+    if (k != POLICY_FAIR) return decide_ordered(s, s->queued, out, 0);
+    /* fair: the queue by priority, arrival order within one (a stable insertion sort of
+     * the indices), decided as FIFO with backfilling, the decisions put back in queue order. */
+    int n = s->nqueued;
+    int *ord = malloc((size_t)(n > 0 ? n : 1) * sizeof *ord);
+    policy_queued_t *qs = malloc((size_t)(n > 0 ? n : 1) * sizeof *qs);
+    policy_decision_t *d = malloc((size_t)(n > 0 ? n : 1) * sizeof *d);
+    int started = -1;
+    if (ord && qs && d) {
+        for (int i = 0; i < n; i++) {
+            int j = i;
+            for (; j > 0 && s->queued[ord[j - 1]].priority < s->queued[i].priority; j--) ord[j] = ord[j - 1];
+            ord[j] = i;
+        }
+        for (int i = 0; i < n; i++) qs[i] = s->queued[ord[i]];
+        policy_state_t st = *s;
+        st.queued = qs;
+        started = decide_ordered(&st, qs, d, 1);
+        for (int i = 0; i < n; i++) out[ord[i]] = d[i];
+    }
+    free(ord);
+    free(qs);
+    free(d);
+    /* out of memory: the plain order, which needs none of it */
+    return started >= 0 ? started : decide_ordered(s, s->queued, out, 0);
+}

@@ -1,0 +1,100 @@
+/* coordinator/policy.h - the scheduling policy: which queued jobs start now, and for each
+ * one that waits its position, why it waits and when it should start.
+ *
+ * A pure function of a snapshot (policy_state_t: the slots, the running jobs with their
+ * measured progress, the queued jobs in order with their demands), with no Redis, no I/O
+ * and no clock inside: the daemon's tick (run.c, run_schedule) builds the snapshot from
+ * Redis and its runs, claims the jobs the decisions start and publishes the rest (the
+ * `queue` object of a queued job in the API); a unit test or a simulator calls it on
+ * snapshots of its own. A new policy is a new value of policy_kind_t and a branch of
+ * policy_decide, reading the same state and returning the same decisions.
+ */
+#ifndef PACER_POLICY_H
+#define PACER_POLICY_H
+
+#include <stddef.h>
+
+typedef enum {
+    POLICY_FIFO = 0, /* arrival order, no backfilling: the head waits for slots rather than be overtaken */
+    POLICY_FAIR,     /* priority classes (high, normal, low; arrival order within one), and
+                        backfilling: a job that fits the free slots starts ahead of the head
+                        when that cannot delay the head's estimated start */
+} policy_kind_t;
+
+/* Spec priorities (spec `priority`): higher starts first under POLICY_FAIR; FIFO ignores them. */
+#define POLICY_PRIO_LOW (-1)
+#define POLICY_PRIO_NORMAL 0
+#define POLICY_PRIO_HIGH 1
+/* "high", "normal", "low" -> POLICY_PRIO_*; anything else is normal. */
+int policy_priority(const char *name);
+
+/* "fifo", "fair" -> POLICY_*. Returns 0, or -1 with err naming the values accepted. */
+int policy_parse(const char *name, policy_kind_t *out, char *err, size_t errlen);
+const char *policy_name(policy_kind_t k);
+
+/* A running (or restarting) job: what it holds and when it should end. */
+typedef struct {
+    const char *id;
+    int slots;        /* ranks it holds on the launcher's slots (0: a simulation) */
+    int simulated;    /* holds one of the sim launcher's slots instead */
+    double finish_at; /* estimated end (unix s) from its measured progress; < 0 = unknown */
+} policy_running_t;
+
+/* A queued job, in queue order: what it asks for. */
+typedef struct {
+    const char *id;
+    int world;     /* the spec's processes (workers, + 1 with a parameter server) */
+    int min_world; /* the fewest an elastic start may use (1, or 2 with a parameter server) */
+    int simulated; /* runs in the sim launcher (one of its slots), not on the launcher's */
+    int bad;       /* its record or spec cannot be read: started at once, to be failed */
+    int priority;  /* POLICY_PRIO_* (0 = normal) */
+} policy_queued_t;
+
+typedef struct {
+    double now;
+    int slots_total;  /* all the hosts' slots */
+    int slots_usable; /* those of hosts up (0: every host down) */
+    int sim_slots;    /* simulations at a time; 0 = no sim launcher (such jobs start, to be failed) */
+    const policy_running_t *running;
+    int nrunning;
+    const policy_queued_t *queued;
+    int nqueued;
+} policy_state_t;
+
+/* Why a queued job waits (POLICY_REASON_NONE: it starts now). */
+typedef enum {
+    POLICY_REASON_NONE = 0,
+    POLICY_REASON_SLOTS,       /* not enough free slots, for it or for the jobs ahead of it */
+    POLICY_REASON_HOSTS_DOWN,  /* no usable host */
+    POLICY_REASON_SIMULATIONS, /* every sim launcher slot is busy */
+    POLICY_REASON_PRIORITY,    /* it would fit, but waits behind a job of a higher priority */
+} policy_reason_t;
+
+/* The API's word for a reason: "slots", "hosts down", "simulations", "a higher priority". */
+const char *policy_reason_name(policy_reason_t r);
+
+#define POLICY_DETAIL_MAX 256
+
+/* One decision per queued job, in the same order. */
+typedef struct {
+    int start;                      /* 1: claim it now (fifo: the jobs started form a prefix of
+                                       the queue; fair: any, the backfilled ones included) */
+    int backfilled;                 /* started ahead of the head of the policy's order (fair) */
+    int world;                      /* when started: the processes it starts with (elastic: may be fewer) */
+    int position;                   /* when waiting: 1 = next to start (fair: in priority order) */
+    policy_reason_t reason;         /* when waiting */
+    double estimated_start;         /* when waiting: unix s, >= now; < 0 = cannot be estimated */
+    char detail[POLICY_DETAIL_MAX]; /* when waiting: the reason and the estimate in a sentence */
+} policy_decision_t;
+
+/* Fills out[0..s->nqueued). Returns the number of jobs started. */
+int policy_decide(policy_kind_t k, const policy_state_t *s, policy_decision_t *out);
+
+/* The processes a job with that world runs with on these slots (hosts_elastic_world). */
+int policy_ranks(const policy_state_t *s, const policy_queued_t *q);
+
+/* "8 ranks on 2 slots: oversubscribed 4x" into out when ranks exceed slots (> 0); returns
+ * 1 then, else 0 with out "". */
+int policy_oversubscribed(int ranks, int slots, char *out, size_t len);
+
+#endif

@@ -1,0 +1,246 @@
+/* tests/unit/test_policy.c - the scheduling policy (coordinator/policy.h) on scripted
+ * snapshots: which queued jobs FIFO starts, and for the others their positions, reasons,
+ * sentences and estimated starts, from the running jobs' measured ends; what it says when
+ * nothing can be estimated (null, and why); fair's priority order and backfilling (never
+ * delaying the head's estimated start); the oversubscription sentence; --policy. No
+ * Redis, no processes, no clock: the policy is a pure function of its snapshot.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "policy.h"
+
+#define NOW 1000.0
+
+static policy_state_t state(int total, int usable, const policy_running_t *run, int nrun, const policy_queued_t *q,
+                            int nq)
+{
+    return (policy_state_t){.now = NOW,
+                            .slots_total = total,
+                            .slots_usable = usable,
+                            .sim_slots = 1,
+                            .running = run,
+                            .nrunning = nrun,
+                            .queued = q,
+                            .nqueued = nq};
+}
+
+/* Two slots, one 2-rank job running that should end at 1100, three 2-rank jobs queued:
+ * none starts; the first waits for slots and starts at 1100; the next two wait behind it
+ * and cannot be estimated (the first's duration is not measured), with the sentence. */
+static void test_fifo_positions_and_estimates(void **unused)
+{
+    (void)unused;
+    policy_running_t run[] = {{"j-1", 2, 0, 1100.0}};
+    policy_queued_t q[] = {{"j-2", 2, 1, 0, 0, 0}, {"j-3", 2, 1, 0, 0, 0}, {"j-4", 1, 1, 0, 0, 0}};
+    policy_state_t s = state(2, 2, run, 1, q, 3);
+    policy_decision_t d[3];
+    assert_int_equal(policy_decide(POLICY_FIFO, &s, d), 0);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(d[i].start, 0);
+        assert_int_equal(d[i].position, i + 1);
+        assert_string_equal(policy_reason_name(d[i].reason), "slots");
+    }
+    assert_true(d[0].estimated_start == 1100.0);
+    assert_non_null(strstr(d[0].detail, "waits for 2 slots: 0 of 2 free"));
+    assert_true(d[1].estimated_start < 0);
+    assert_non_null(strstr(d[1].detail, "start not estimated: j-2, ahead of it, has not started yet"));
+    /* j-4 would fit one slot but FIFO keeps it behind j-2 */
+    assert_true(d[2].estimated_start < 0);
+    assert_non_null(strstr(d[2].detail, "waits for 1 slot: 0 of 2 free"));
+}
+
+/* A running job without measured progress: the head's start is null, and it says why. */
+static void test_fifo_unmeasured(void **unused)
+{
+    (void)unused;
+    policy_running_t run[] = {{"j-1", 2, 0, -1}};
+    policy_queued_t q[] = {{"j-2", 2, 1, 0, 0, 0}};
+    policy_state_t s = state(2, 2, run, 1, q, 1);
+    policy_decision_t d[1];
+    assert_int_equal(policy_decide(POLICY_FIFO, &s, d), 0);
+    assert_true(d[0].estimated_start < 0);
+    assert_non_null(strstr(d[0].detail, "start not estimated: j-1 has measured no progress yet"));
+}
+
+/* Free slots: the fitting prefix starts, with the world it gets; the first that does not
+ * fit waits, and the job behind it waits behind it whatever it asks. The estimate uses
+ * the soonest ends first: j-1 (1 slot, ends 1050) frees enough for j-3 while j-9 (not
+ * measured) runs on; j-4 then needs j-9's slot, whose end nobody knows. */
+static void test_fifo_starts_prefix(void **unused)
+{
+    (void)unused;
+    policy_running_t run[] = {{"j-9", 1, 0, -1}, {"j-1", 1, 0, 1050.0}};
+    policy_queued_t q[] = {{"j-2", 1, 1, 0, 0, 0}, {"j-3", 2, 1, 0, 0, 0}, {"j-4", 1, 1, 0, 0, 0}};
+    policy_state_t s = state(4, 4, run, 2, q, 3);
+    policy_decision_t d[3];
+    assert_int_equal(policy_decide(POLICY_FIFO, &s, d), 1);
+    assert_int_equal(d[0].start, 1);
+    assert_int_equal(d[0].world, 1);
+    assert_int_equal(d[1].start, 0);
+    assert_int_equal(d[1].position, 1);
+    assert_true(d[1].estimated_start == 1050.0);
+    assert_int_equal(d[2].position, 2);
+    assert_string_equal(policy_reason_name(d[2].reason), "slots");
+    assert_non_null(strstr(d[2].detail, "waits behind j-3"));
+    assert_true(d[2].estimated_start < 0);
+    assert_non_null(strstr(d[2].detail, "start not estimated: j-9 has measured no progress yet"));
+}
+
+/* Nothing running: a job larger than the cluster starts alone (oversubscribed) with the
+ * elastic world; an overdue estimate counts as now, never before it. */
+static void test_fifo_oversubscribed_alone_and_overdue(void **unused)
+{
+    (void)unused;
+    policy_queued_t q[] = {{"j-1", 8, 1, 0, 0, 0}, {"j-2", 1, 1, 0, 0, 0}};
+    policy_state_t s = state(2, 2, NULL, 0, q, 2);
+    policy_decision_t d[2];
+    assert_int_equal(policy_decide(POLICY_FIFO, &s, d), 1);
+    assert_int_equal(d[0].world, 8);
+    assert_int_equal(d[1].position, 1);
+    assert_true(d[1].estimated_start < 0); /* j-1's end is not measured */
+
+    policy_running_t late[] = {{"j-1", 2, 0, NOW - 30}};
+    policy_queued_t q2[] = {{"j-2", 2, 1, 0, 0, 0}};
+    s = state(2, 2, late, 1, q2, 1);
+    assert_int_equal(policy_decide(POLICY_FIFO, &s, d), 0);
+    assert_true(d[0].estimated_start == NOW);
+}
+
+/* Every host down: nothing starts, the reason says so and no start is estimated. A
+ * simulation waits for the sim launcher's slot, not for hosts. A bad job (its record
+ * unreadable) starts at once, to be failed. */
+static void test_fifo_hosts_down_sims_bad(void **unused)
+{
+    (void)unused;
+    policy_running_t run[] = {{"j-5", 0, 1, 1200.0}};
+    policy_queued_t q[] = {{"j-6", 0, 0, 0, 1, 0}, {"j-7", 2, 1, 0, 0, 0}, {"j-8", 3, 1, 1, 0, 0}};
+    policy_state_t s = state(2, 0, run, 1, q, 3);
+    policy_decision_t d[3];
+    assert_int_equal(policy_decide(POLICY_FIFO, &s, d), 1);
+    assert_int_equal(d[0].start, 1);
+    assert_string_equal(policy_reason_name(d[1].reason), "hosts down");
+    assert_true(d[1].estimated_start < 0);
+    assert_non_null(strstr(d[1].detail, "no host is usable"));
+    assert_int_equal(d[2].position, 2);
+    assert_string_equal(policy_reason_name(d[2].reason), "simulations");
+
+    policy_queued_t q2[] = {{"j-8", 3, 1, 1, 0, 0}};
+    s = state(2, 2, run, 1, q2, 1);
+    assert_int_equal(policy_decide(POLICY_FIFO, &s, d), 0);
+    assert_string_equal(policy_reason_name(d[0].reason), "simulations");
+    assert_true(d[0].estimated_start == 1200.0);
+}
+
+/* fair: the queue by priority (high, normal, low; arrival order within one), positions in
+ * that order; fifo ignores priorities. */
+static void test_fair_priority_order(void **unused)
+{
+    (void)unused;
+    policy_running_t run[] = {{"j-1", 2, 0, 1100.0}};
+    policy_queued_t q[] = {{"j-2", 2, 1, 0, 0, POLICY_PRIO_LOW},
+                           {"j-3", 2, 1, 0, 0, POLICY_PRIO_NORMAL},
+                           {"j-4", 2, 1, 0, 0, POLICY_PRIO_HIGH},
+                           {"j-5", 2, 1, 0, 0, POLICY_PRIO_NORMAL}};
+    policy_state_t s = state(2, 2, run, 1, q, 4);
+    policy_decision_t d[4];
+    assert_int_equal(policy_decide(POLICY_FAIR, &s, d), 0);
+    assert_int_equal(d[2].position, 1); /* j-4, high */
+    assert_int_equal(d[1].position, 2); /* j-3, normal, before j-5 */
+    assert_int_equal(d[3].position, 3);
+    assert_int_equal(d[0].position, 4); /* j-2, low */
+    assert_true(d[2].estimated_start == 1100.0);
+    assert_true(d[1].estimated_start < 0);
+    assert_non_null(strstr(d[1].detail, "start not estimated: j-4, ahead of it, has not started yet"));
+    assert_int_equal(policy_decide(POLICY_FIFO, &s, d), 0);
+    assert_int_equal(d[0].position, 1);
+    assert_int_equal(d[2].position, 3);
+}
+
+/* Backfilling: 4 slots, j-1 holds 3 until 1100; the head j-2 needs 2 and starts at 1100,
+ * when 4 are free: j-3 (1 slot) fits now and leaves the head its 2 then, so it starts
+ * (low priority or not). A job that fits but would not leave the head its slots waits,
+ * and says behind whom; a lower-priority one says so. */
+static void test_fair_backfill(void **unused)
+{
+    (void)unused;
+    policy_running_t run[] = {{"j-1", 3, 0, 1100.0}};
+    policy_queued_t q[] = {{"j-2", 2, 1, 0, 0, 0}, {"j-3", 1, 1, 0, 0, POLICY_PRIO_LOW}};
+    policy_state_t s = state(4, 4, run, 1, q, 2);
+    policy_decision_t d[2];
+    assert_int_equal(policy_decide(POLICY_FAIR, &s, d), 1);
+    assert_int_equal(d[0].start, 0);
+    assert_int_equal(d[0].position, 1);
+    assert_true(d[0].estimated_start == 1100.0); /* not delayed */
+    assert_int_equal(d[1].start, 1);
+    assert_int_equal(d[1].backfilled, 1);
+    assert_int_equal(d[1].world, 1);
+    /* fifo: no backfilling */
+    assert_int_equal(policy_decide(POLICY_FIFO, &s, d), 0);
+    assert_int_equal(d[1].position, 2);
+
+    /* j-9 (1 slot, end unknown) runs too: at 1100 only 3 are free, all the head's (it
+     * needs 3 now); j-3 would take one of them: it waits. */
+    policy_running_t run2[] = {{"j-1", 2, 0, 1100.0}, {"j-9", 1, 0, -1}};
+    policy_queued_t q2[] = {{"j-2", 3, 1, 0, 0, 0}, {"j-3", 1, 1, 0, 0, 0}, {"j-4", 1, 1, 0, 0, POLICY_PRIO_LOW}};
+    s = state(4, 4, run2, 2, q2, 3);
+    policy_decision_t d2[3];
+    assert_int_equal(policy_decide(POLICY_FAIR, &s, d2), 0);
+    assert_true(d2[0].estimated_start == 1100.0);
+    assert_int_equal(d2[1].position, 2);
+    assert_string_equal(policy_reason_name(d2[1].reason), "slots");
+    assert_non_null(strstr(d2[1].detail, "waits behind j-2, ahead of it in the queue (fair)"));
+    assert_string_equal(policy_reason_name(d2[2].reason), "a higher priority");
+    assert_non_null(strstr(d2[2].detail, "waits behind j-2, of a higher priority (fair)"));
+
+    /* A head without an estimate lets nothing ahead of it. */
+    policy_running_t run3[] = {{"j-1", 3, 0, -1}};
+    s = state(4, 4, run3, 1, q, 2);
+    assert_int_equal(policy_decide(POLICY_FAIR, &s, d), 0);
+    assert_int_equal(d[1].start, 0);
+}
+
+static void test_oversubscribed_text_and_parse(void **unused)
+{
+    (void)unused;
+    char t[128], err[160];
+    assert_int_equal(policy_oversubscribed(8, 2, t, sizeof t), 1);
+    assert_string_equal(t, "8 ranks on 2 slots: oversubscribed 4x");
+    assert_int_equal(policy_oversubscribed(3, 2, t, sizeof t), 1);
+    assert_string_equal(t, "3 ranks on 2 slots: oversubscribed 1.5x");
+    assert_int_equal(policy_oversubscribed(2, 2, t, sizeof t), 0);
+    assert_string_equal(t, "");
+    assert_int_equal(policy_oversubscribed(5, 0, t, sizeof t), 0);
+    policy_kind_t k;
+    assert_int_equal(policy_parse("fifo", &k, err, sizeof err), 0);
+    assert_int_equal(k, POLICY_FIFO);
+    assert_string_equal(policy_name(k), "fifo");
+    assert_int_equal(policy_parse("fair", &k, err, sizeof err), 0);
+    assert_int_equal(k, POLICY_FAIR);
+    assert_string_equal(policy_name(k), "fair");
+    assert_int_equal(policy_priority("high"), POLICY_PRIO_HIGH);
+    assert_int_equal(policy_priority("low"), POLICY_PRIO_LOW);
+    assert_int_equal(policy_priority("normal"), POLICY_PRIO_NORMAL);
+    assert_int_equal(policy_parse("lottery", &k, err, sizeof err), -1);
+    assert_string_equal(err, "--policy: 'lottery' is not a policy: fifo or fair");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fifo_positions_and_estimates),
+        cmocka_unit_test(test_fifo_unmeasured),
+        cmocka_unit_test(test_fifo_starts_prefix),
+        cmocka_unit_test(test_fifo_oversubscribed_alone_and_overdue),
+        cmocka_unit_test(test_fifo_hosts_down_sims_bad),
+        cmocka_unit_test(test_fair_priority_order),
+        cmocka_unit_test(test_fair_backfill),
+        cmocka_unit_test(test_oversubscribed_text_and_parse),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

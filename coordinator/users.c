@@ -33,11 +33,21 @@ static redisContext *borrow(coordinator_t *c, char *err, size_t errlen)
 }
 
 /* A fresh token and the record fields that go with it (salt, hash). */
-static int new_secret(user_record_t *r, char *token, size_t toklen)
+/* Gives r a new salt and token (written to token) and serialises it into *text (malloc'd,
+ * the caller frees): COORD_OK, or COORD_EINTERNAL with err. Shared by a new user and a
+ * renewed token, which differ only in how the record reaches Redis. */
+static int new_secret_text(user_record_t *r, char *token, size_t toklen, char **text, char *err, size_t errlen)
 {
-    if (users_salt_new(r->salt) != 0 || users_token_new(r->name, token, toklen) != 0) return -1;
+    *text = NULL;
+    if (users_salt_new(r->salt) != 0 || users_token_new(r->name, token, toklen) != 0) {
+        set_err(err, errlen, "no randomness for a token (getrandom failed)");
+        return COORD_EINTERNAL;
+    }
     users_token_hash(r->salt, token, strlen(token), r->hash);
-    return 0;
+    json_t *j = users_record_json(r);
+    *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    return *text ? COORD_OK : COORD_EINTERNAL;
 }
 
 int coord_user_add(coordinator_t *c, const char *name, user_role_t role, double expires_in_s, const char *by,
@@ -55,14 +65,9 @@ int coord_user_add(coordinator_t *c, const char *name, user_role_t role, double 
     snprintf(r.created_by, sizeof r.created_by, "%s", by ? by : "");
     r.created = clock_wall_s();
     r.expires = expires_in_s > 0 ? r.created + expires_in_s : 0;
-    if (new_secret(&r, token, toklen) != 0) {
-        set_err(err, errlen, "no randomness for a token (getrandom failed)");
-        return COORD_EINTERNAL;
-    }
-    json_t *j = users_record_json(&r);
-    char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
-    json_decref(j);
-    if (!text) return COORD_EINTERNAL;
+    char *text;
+    int made = new_secret_text(&r, token, toklen, &text, err, errlen);
+    if (made != COORD_OK) return made;
     redisContext *rc = borrow(c, err, errlen);
     if (!rc) {
         free(text);
@@ -160,14 +165,9 @@ int coord_user_token_new(coordinator_t *c, const char *name, char *token, size_t
     int code = coord_user_get(c, name, &r);
     if (code == COORD_ENOTFOUND) set_err(err, errlen, "no user %s", name);
     if (code != COORD_OK) return code;
-    if (new_secret(&r, token, toklen) != 0) {
-        set_err(err, errlen, "no randomness for a token (getrandom failed)");
-        return COORD_EINTERNAL;
-    }
-    json_t *j = users_record_json(&r);
-    char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
-    json_decref(j);
-    if (!text) return COORD_EINTERNAL;
+    char *text;
+    int made = new_secret_text(&r, token, toklen, &text, err, errlen);
+    if (made != COORD_OK) return made;
     redisContext *rc = borrow(c, err, errlen);
     if (!rc) {
         free(text);

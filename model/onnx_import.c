@@ -8,7 +8,7 @@
  *     count_include_pad); a zero Pad in front of an AveragePool (torch's export of
  *     AvgPool2d(padding=p, count_include_pad=True)) merges into it; a zero Pad of channels
  *     read by an Add is LAYER_ADD's option-A shortcut (pacer's export of resnet20);
- *   GlobalAveragePool -> LAYER_GAP; Relu, LeakyRelu, Sigmoid, Tanh, Clip (bounds as
+ *   GlobalAveragePool and ReduceMean over the plane -> LAYER_GAP; Relu, LeakyRelu, Sigmoid, Tanh, Clip (bounds as
  *     attributes or constant inputs), HardSigmoid, HardSwish -> their layers; Mul of two
  *     activations (equal shapes, or (C, 1, 1) times (C, H, W)) -> LAYER_MUL; Add of
  *     two activations -> LAYER_ADD; Concat of activations (axis 1) -> a chain of
@@ -735,6 +735,23 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
             return fail(im, "node '%s' (LeakyRelu): alpha %g: a negative slope is not supported", node_name(n), alpha);
         const layer_kind_t k = op[0] == 'L' ? LAYER_LEAKY_RELU : op[0] == 'S' ? LAYER_SIGMOID : LAYER_TANH;
         return define_output(im, n, model_build_elementwise(b, k, x->layer, alpha), x->flat);
+    }
+    if (strcmp(op, "ReduceMean") == 0) {
+        /* the mean over the plane (axes 2 and 3, or -2 and -1: torch's x.mean([2, 3]), as
+         * MNASNet ends) is a global average pool; keepdims 0 leaves (N, C) */
+        static const char *const known[] = {"axes", "keepdims", NULL};
+        if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
+        const Onnx__AttributeProto *a = attr(n, "axes");
+        int plane = n->n_input == 1 && a && a->n_ints == 2 && !x->flat;
+        if (plane) {
+            const int64_t a0 = a->ints[0] < 0 ? a->ints[0] + 4 : a->ints[0],
+                          a1 = a->ints[1] < 0 ? a->ints[1] + 4 : a->ints[1];
+            plane = (a0 == 2 && a1 == 3) || (a0 == 3 && a1 == 2);
+        }
+        if (!plane)
+            return fail(im, "node '%s' (ReduceMean): only the mean over the plane (axes 2, 3) is supported",
+                        node_name(n));
+        return define_output(im, n, model_build_gap(b, x->layer), attr_int(n, "keepdims", 1) == 0);
     }
     if (strcmp(op, "Clip") == 0) {
         /* the bounds: attributes up to opset 10, optional constant inputs from 11 (torch's

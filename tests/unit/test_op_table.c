@@ -17,6 +17,8 @@
  *     0.05 from 0 so that no ReLU kink sits within a step (random values: no max-pool ties);
  *   - its ONNX import names appear in the importer's list of supported operators (what an
  *     unsupported operator's refusal prints), which is generated from the table;
+ *   - the export: the network written as ONNX from its layers and imported again gives the
+ *     same evaluation logits bit for bit;
  *   - the CUDA case: the same network on the device backend from the same weights and
  *     batch: loss, logits and every parameter gradient against the CPU's (tol_dev). Here
  *     the device is the stand-in of tests/fakecuda ($BUILD/tests/libpacer_fakecuda.so, the
@@ -38,6 +40,7 @@
 
 #include "backend_cuda.h"
 #include "model.h"
+#include "onnx_export.h"
 #include "onnx_import.h"
 #include "op_table.h"
 #include "ref.h"
@@ -365,6 +368,32 @@ static void device_case(const row_case_t *c, const char *row, const model_t *sta
 
 static void run_case(layer_kind_t k, const row_case_t *c);
 
+/* The export: the network written from its layer list (onnx_export_layers: the row's
+ * onnx_export column) and imported again computes the same evaluation logits: bit for bit,
+ * except where opset 13 has no operator of the row's own and the export writes an
+ * equivalent of other rounding (hard swish as x * HardSigmoid(x): within 1e-6). */
+static void export_case(const char *row, layer_kind_t k, model_t *m, const float *x, const int32_t *y)
+{
+    char err[512];
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    model_t *back = NULL;
+    if (onnx_export_layers(m, &buf, &len, err, sizeof err) != 0) fail_msg("row %s: export: %s", row, err);
+    if (onnx_import_buffer(buf, len, "op_table", B_TEST, &back, err, sizeof err) != 0)
+        fail_msg("row %s: its export does not import: %s", row, err);
+    model_forward(m, x, y, B_TEST, 0);
+    model_forward(back, x, y, B_TEST, 0);
+    const size_t nl = (size_t)B_TEST * CLASSES;
+    double *want = to_double(model_logits(m), nl);
+    const double e = rel_err(model_logits(back), want, nl), tol = k == LAYER_HARDSWISH ? 1e-6 : 0.0;
+    printf("  %-11s %-16s %zu bytes, imported again: evaluation logits max_rel %.2e (tol %.0e)\n", row, "export", len,
+           e, tol);
+    if (!(e <= tol)) fail_msg("row %s: exported and imported again, the evaluation logits differ by %.3e", row, e);
+    free(want);
+    free(buf);
+    model_free(back);
+}
+
 static void run_row(layer_kind_t k)
 {
     const model_op_t *op = &MODEL_OPS[k];
@@ -446,6 +475,7 @@ static void run_case(layer_kind_t k, const row_case_t *c)
     }
 
     device_case(c, row, start, m, x, y, loss);
+    export_case(row, k, m, x, y);
     free(xin);
     free(xin2);
     free(params);

@@ -44,7 +44,8 @@ for net in $nets; do
     $WORKER --check-onnx "$f" >"$TMP/$net.check" 2>&1 || { cat "$TMP/$net.check"; fail "$net: --check-onnx refused it"; }
     need_number "$net parameters" "$(json "$TMP/$net.check" .parameters)"
     mkdir -p "$TMP/$net"
-    "$BUILD/tools/onnx_grads" "$f" "$TMP/x.bin" 8 4 0.05 "$TMP/$net" || fail "$net: onnx_grads failed"
+    lr=$(sed -n "s/^$net: exported .*, lr \([^,]*\),.*/\1/p" "$TMP/export.log")
+    "$BUILD/tools/onnx_grads" "$f" "$TMP/x.bin" 8 4 "$lr" "$TMP/$net" || fail "$net: onnx_grads failed"
     echo "$net ($(grep "^$net:" "$TMP/export.log" | sed 's/^[^(]*(\([^)]*\)).*/\1/'), $(json "$TMP/$net.check" .layers) layers):"
     /usr/bin/python3 tests/tools/onnx_families.py --compare "$TMP/$net.torch.npz" "$TMP/$net" ||
         fail "$net: pacer and torch differ (above)"

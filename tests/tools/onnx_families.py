@@ -19,7 +19,8 @@ Usage: /usr/bin/python3 tests/tools/onnx_families.py --export SET OUTDIR
   Writes x.bin (N_BATCH images 3x32x32), and per network NAME.onnx and NAME.torch.npz:
   eval_logits (the file's running statistics), train_logits, grad:TENSOR for every
   parameter and buffer:TENSOR for every running statistic after one training step on x
-  (labels i % 10), and losses: STEPS steps of plain SGD (lr LR) on x. Dropout and
+  (labels i % 10), and losses: STEPS steps of plain SGD (lr LR[SET]) on x, all computed in
+  float64 (below). Dropout and
   stochastic depth are set to p = 0 before the export (their masks are pacer's own).
 
 Usage: /usr/bin/python3 tests/tools/onnx_families.py --graphs OUTDIR
@@ -44,11 +45,22 @@ Usage: /usr/bin/python3 tests/tools/onnx_families.py --compare NAME.torch.npz PA
   fall.
 Exits 77 when torch or onnx cannot be imported (the test then skips, saying so).
 """
+import copy
 import sys
 
 N_BATCH = 8
 STEPS = 4
-LR = 0.05
+# plain SGD's step per set: torchvision's deeper networks take a smaller one (at 0.05 their
+# losses jump about on a batch of 8, in torch as in pacer)
+LR = {"blocks": 0.05, "torchvision": 0.01}
+# torch's numbers are computed in float64 from the file's float32 weights: float32 through
+# 150 to 290 layers with batch statistics over 8 images at 1x1 planes is ill-conditioned
+# (torch's own float32 gradients of mobilenet_v2 differ from its float64 ones by up to 24%
+# of a tensor's largest, and where a ReLU6 input sits within rounding of its kink, a batch
+# moved by one part in 10^7 moves a gradient by 13%), so float64 is the reference, and each
+# quantity's tolerance is the larger of its named one below and twice torch's own float32
+# error against it, the worst of three float32 runs from the same weights (x, and x
+# scaled by 1 +- 1e-7): pacer is held to be no worse than float32 itself.
 # Named tolerances: max |pacer - torch| / max |torch| per quantity (per tensor for the
 # gradients and buffers, with FLOOR under the scale: a bias before batch norm has a zero
 # gradient in exact arithmetic, and a batch norm reading batch-normalised channels (through
@@ -172,6 +184,35 @@ def load_from_file(net, path):
                 t.copy_(torch.from_numpy(inits[name].copy()))
 
 
+def steps(net, x, y, lr):
+    """eval_logits, then STEPS plain SGD steps in training mode (train_logits, grad:* and
+    buffer:* of the first, the losses of all), in net's precision."""
+    res = {}
+    net.eval()
+    with torch.no_grad():
+        res["eval_logits"] = net(x).double().numpy()
+    net.train()
+    losses = []
+    for step in range(STEPS):
+        net.zero_grad()
+        logits = net(x)
+        loss = F.cross_entropy(logits, y)
+        loss.backward()
+        losses.append(loss.item())
+        if step == 0:
+            res["train_logits"] = logits.detach().double().numpy()
+            for pname, prm in net.named_parameters():
+                res["grad:" + pname] = prm.grad.detach().double().numpy().copy()
+            for bname, buf in net.named_buffers():
+                if bname.endswith("running_mean") or bname.endswith("running_var"):
+                    res["buffer:" + bname] = buf.detach().double().numpy().copy()
+        with torch.no_grad():
+            for prm in net.parameters():
+                prm -= lr * prm.grad
+    res["losses"] = np.array(losses)
+    return res
+
+
 def export(which, out):
     nets = blocks() if which == "blocks" else torchvision_models()
     torch.manual_seed(11)
@@ -191,32 +232,20 @@ def export(which, out):
                           training=torch.onnx.TrainingMode.PRESERVE, input_names=["input"],
                           output_names=["logits"], dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
         load_from_file(net, path)
-        res = {}
-        net.eval()
-        with torch.no_grad():
-            res["eval_logits"] = net(x).numpy()
-        net.train()
-        losses = []
-        for step in range(STEPS):
-            net.zero_grad()
-            logits = net(x)
-            loss = F.cross_entropy(logits, y)
-            loss.backward()
-            losses.append(loss.item())
-            if step == 0:
-                res["train_logits"] = logits.detach().numpy()
-                for pname, prm in net.named_parameters():
-                    res["grad:" + pname] = prm.grad.detach().numpy().copy()
-                for bname, buf in net.named_buffers():
-                    if bname.endswith("running_mean") or bname.endswith("running_var"):
-                        res["buffer:" + bname] = buf.detach().numpy().copy()
-            with torch.no_grad():
-                for prm in net.parameters():
-                    prm -= LR * prm.grad
-        res["losses"] = np.array(losses)
+        net32 = copy.deepcopy(net)
+        res = steps(net.double(), x.double(), y, LR[which])
+        losses = res["losses"]
+        res["lr"] = np.array(LR[which])
+        # torch's own float32 runs from the same weights, on x and on x moved by one part in
+        # 10^7 either way: how far a float32 evaluation itself lands from float64 on this
+        # network and batch (the tolerance's second term, compare())
+        for scale in (1.0, 1.0 + 1e-7, 1.0 - 1e-7):
+            for k, v in steps(copy.deepcopy(net32), x * scale, y, LR[which]).items():
+                e = rel(v, res[k], FLOOR if ":" in k else 0.0)
+                res["f32err:" + k] = np.array(max(e, float(res.get("f32err:" + k, 0.0))))
         np.savez("%s/%s.torch.npz" % (out, name), **res)
-        print("%s: exported (%s form), torch's losses %s" % (name, "inference" if eval_form else "training",
-                                                               " ".join("%.4f" % v for v in losses)))
+        print("%s: exported (%s form), lr %g, torch's losses %s" % (
+            name, "inference" if eval_form else "training", LR[which], " ".join("%.4f" % v for v in losses)))
 
 
 def graphs(out):
@@ -285,18 +314,23 @@ def compare(npz, pdir):
     t = np.load(npz)
     fails = []
 
+    def allowed(key):
+        """the named tolerance, or twice torch's own float32 error where that is larger"""
+        tol = TOL[key.split(":")[0]]
+        if "f32err:" + key in t:
+            tol = max(tol, 2 * float(t["f32err:" + key]))
+        return tol
+
     def check(what, err, tol):
-        status = "ok" if err <= tol else "OUT OF TOLERANCE"
         if err > tol:
             fails.append("%s: %.3e > %.0e" % (what, err, tol))
-        return status
 
     worst = {}
     for what in ("eval_logits", "train_logits"):
         got = np.fromfile("%s/%s.bin" % (pdir, what), dtype="<f4")
         e = rel(got, t[what])
-        worst[what] = (e, what)
-        check(what, e, TOL[what])
+        worst[what] = (e, what, allowed(what))
+        check(what, e, allowed(what))
     data = np.fromfile(pdir + "/tensors.bin", dtype="<f4")
     off = 0
     seen = {"grad": 0, "buffer": 0}
@@ -310,21 +344,27 @@ def compare(npz, pdir):
                 fails.append("%s: no torch gradient of that name" % name)
             continue  # a buffer torch does not keep (num_batches_tracked is not one)
         e = rel(v, t[key], FLOOR)
+        tol = allowed(key)
         seen[kind] += 1
-        check(key, e, TOL[kind])
-        if kind not in worst or e > worst[kind][0]:
-            worst[kind] = (e, name)
+        check(key, e, tol)
+        if kind not in worst or e / tol > worst[kind][0] / worst[kind][2]:
+            worst[kind] = (e, name, tol)
     ngrads = sum(1 for k in t.files if k.startswith("grad:"))
     if seen["grad"] != ngrads:
         fails.append("%d of torch's %d parameter gradients compared" % (seen["grad"], ngrads))
     losses = np.loadtxt(pdir + "/losses.txt", ndmin=1)
     e = rel(losses, t["losses"])
-    worst["losses"] = (e, " ".join("%.4f" % v for v in losses))
-    check("losses", e, TOL["losses"])
-    if not np.all(np.isfinite(losses)) or not losses[-1] < losses[0]:
+    worst["losses"] = (e, " ".join("%.4f" % v for v in losses), allowed("losses"))
+    check("losses", e, allowed("losses"))
+    # falling where torch's own fall (a network whose float64 losses jump about on this
+    # batch, mnasnet0_5's at 3x32x32, is held to torch's numbers only)
+    tl = t["losses"]
+    if not np.all(np.isfinite(losses)) or (tl[-1] < tl[0] and not losses[-1] < losses[0]):
         fails.append("losses not finite or not falling: %s" % losses)
-    for k, (e, where) in worst.items():
-        print("  %-12s max_rel %.2e (tol %.0e)%s" % (k, e, TOL[k], "  [%s]" % where if where != k else ""))
+    if not tl[-1] < tl[0]:
+        print("  (torch's own losses do not fall on this batch: %s)" % " ".join("%.4f" % v for v in tl))
+    for k, (e, where, tol) in worst.items():
+        print("  %-12s max_rel %.2e (tol %.1e)%s" % (k, e, tol, "  [%s]" % where if where != k else ""))
     print("  %d parameter gradients, %d running statistics compared" % (seen["grad"], seen["buffer"]))
     for f in fails:
         print("FAIL " + f)

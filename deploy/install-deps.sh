@@ -28,10 +28,11 @@ ca-certificates curl nodejs npm libsimgrid-dev protobuf-c-compiler libprotobuf-c
 # backs the Python client's test; without it those skip, so a fresh machine would not run
 # them. libonnx-testdata is ONNX's own conformance suite (its backend tests under
 # /usr/share/libonnx-testdata/data), which tests/integration/onnx_conformance.sh runs
-# through pacer-worker --onnx-case. openssl makes the CA and certificates of
-# tests/integration/tls.sh at run time.
+# through pacer-worker --onnx-case. python3-torchvision's model zoo is what
+# tests/integration/onnx_torchvision.sh imports (MobileNet, MNASNet, RegNetY, EfficientNet).
+# openssl makes the CA and certificates of tests/integration/tls.sh at run time.
 test="openssl iproute2 procps psmisc jq chromium docker-compose python3-jsonschema slurmctld slurmd slurm-client munge binutils clang-format \
-python3-pil python3-numpy python3-torch libonnx-testdata"
+python3-pil python3-numpy python3-torch python3-torchvision libonnx-testdata"
 bench="python3-torch wrk linux-perf"
 browser="chromium nodejs npm"
 fuzz="clang libclang-rt-14-dev"

@@ -23,8 +23,9 @@ extern "C" {
 #include "model.h" /* C declarations: inside extern "C" when model_cuda.cu includes this */
 
 /* 4: MODEL_GRAD_EXTRA 4 (the noise scale's extras), the grads buffers' size; 5: every layer
- * kind runs, upload and download_params carry the dropout seed and step */
-#define PACER_CUDA_ABI 5
+ * kind runs, upload and download_params carry the dropout seed and step; 6: layer_t's clip,
+ * hard sigmoid, mul and batch-norm momentum fields (issue 43's convolutional families) */
+#define PACER_CUDA_ABI 6
 #define PACER_CUDA_ENTRY "pacer_cuda_backend"
 
 typedef struct cuda_model cuda_model_t;

@@ -241,10 +241,16 @@ int model_build_bn(model_builder_t *b, int in, const char *const names[4])
 
 int model_build_bn_eps(model_builder_t *b, int in, const char *const names[4], float eps)
 {
+    return model_build_bn_momentum(b, in, names, eps, MODEL_BN_MOMENTUM);
+}
+
+int model_build_bn_momentum(model_builder_t *b, int in, const char *const names[4], float eps, float momentum)
+{
     int li = add_layer(b, LAYER_BN, in);
     layer_t *l = layer_at(b, li);
     l->eps = eps;
-    if (!(eps > 0.0f)) b->failed = 1;
+    l->momentum = momentum;
+    if (!(eps > 0.0f) || !(momentum >= 0.0f && momentum <= 1.0f)) b->failed = 1;
     l->w_off = add_tensor_named(b, names[0], (size_t)l->C, 0);
     l->b_off = add_tensor_named(b, names[1], (size_t)l->C, 0);
     l->rm_off = add_tensor_named(b, names[2], (size_t)l->C, 1);
@@ -301,6 +307,57 @@ int model_build_elementwise(model_builder_t *b, layer_kind_t kind, int in, float
         b->failed = 1;
     }
     finish_layer(b, li, infer_layer(b, li, 0, 0, 0) == 0);
+    return li;
+}
+
+int model_build_clip(model_builder_t *b, int in, float lo, float hi)
+{
+    int li = add_layer(b, LAYER_CLIP, in);
+    layer_t *l = layer_at(b, li);
+    l->lo = lo;
+    l->hi = hi;
+    if (isnan(lo) || isnan(hi)) b->failed = 1;
+    finish_layer(b, li, infer_layer(b, li, 0, 0, 0) == 0);
+    return li;
+}
+
+int model_build_hardsigmoid(model_builder_t *b, int in, float alpha, float beta)
+{
+    int li = add_layer(b, LAYER_HARDSIGMOID, in);
+    layer_t *l = layer_at(b, li);
+    l->alpha = alpha;
+    l->beta = beta;
+    if (!isfinite(alpha) || !isfinite(beta)) b->failed = 1;
+    finish_layer(b, li, infer_layer(b, li, 0, 0, 0) == 0);
+    return li;
+}
+
+int model_build_hardswish(model_builder_t *b, int in)
+{
+    int li = add_layer(b, LAYER_HARDSWISH, in);
+    finish_layer(b, li, infer_layer(b, li, 0, 0, 0) == 0);
+    return li;
+}
+
+/* The full-plane input is `in`, the (C, 1, 1) one (if any) in2: the steps read them so. */
+int model_build_mul(model_builder_t *b, int a, int x)
+{
+    const model_t *m = b->m;
+    int Ca, Ha, Wa, Cx, Hx, Wx;
+    if (model_build_shape(b, a, &Ca, &Ha, &Wa) != 0 || model_build_shape(b, x, &Cx, &Hx, &Wx) != 0) {
+        b->failed = 1;
+        Ca = Cx = m->C, Ha = Hx = m->H, Wa = Wx = m->W;
+    }
+    if ((size_t)Ha * Wa < (size_t)Hx * Wx) {
+        const int t = a;
+        a = x;
+        x = t;
+        Cx = Ca, Hx = Ha, Wx = Wa;
+    }
+    int li = add_layer(b, LAYER_MUL, a);
+    layer_t *l = layer_at(b, li);
+    l->in2 = x;
+    finish_layer(b, li, infer_layer(b, li, Cx, Hx, Wx) == 0);
     return li;
 }
 

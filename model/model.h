@@ -37,8 +37,9 @@
  * common/memest.c counts them (it cannot include this header): change both, and
  * PACER_CUDA_ABI (the CUDA library sizes its grads buffers by it). */
 #define MODEL_GRAD_EXTRA 4
-/* Momentum of the batch-norm running statistics (PyTorch's 0.1): the host model and its
- * CUDA twin (model_cuda.cu) both pass this one value to their batch-norm kernels. */
+/* Momentum of the batch-norm running statistics (PyTorch's 0.1): the built-in networks'
+ * and the default of an imported batch norm (layer_t's momentum, which the host model and
+ * its CUDA twin, model_cuda.cu, pass to their batch-norm kernels). */
 #define MODEL_BN_MOMENTUM 0.1f
 
 typedef enum {
@@ -54,8 +55,12 @@ typedef enum {
     LAYER_LEAKY_RELU, /* alpha */
     LAYER_SIGMOID,
     LAYER_TANH,
-    LAYER_CONCAT,  /* channels of in, then of in2 (an n-way Concat is a chain of these) */
-    LAYER_DROPOUT, /* p; the identity at evaluation */
+    LAYER_CONCAT,      /* channels of in, then of in2 (an n-way Concat is a chain of these) */
+    LAYER_DROPOUT,     /* p; the identity at evaluation */
+    LAYER_CLIP,        /* lo, hi (ReLU6: 0, 6) */
+    LAYER_HARDSIGMOID, /* max(0, min(1, alpha * x + beta)) */
+    LAYER_HARDSWISH,   /* x * max(0, min(1, x / 6 + 1 / 2)) */
+    LAYER_MUL,         /* in * in2: in2 of in's shape, or (C, 1, 1) broadcast over the plane (bcast) */
     /* the number of kinds: model/op_table.c has one row per kind above */
     LAYER_KIND_COUNT
 } layer_kind_t;
@@ -70,9 +75,16 @@ typedef struct {
     pool2d_desc_t pool;
     shortcut_desc_t sc;
     gemm_desc_t gemm; /* LAYER_FC: weight layout, alpha, beta ((OUT, IN), 1, 1: PyTorch's Linear) */
-    float alpha;      /* LAYER_LEAKY_RELU: the negative slope */
+    float alpha;      /* LAYER_LEAKY_RELU: the negative slope; LAYER_HARDSIGMOID: the slope */
+    float beta;       /* LAYER_HARDSIGMOID: the offset */
+    float lo, hi;     /* LAYER_CLIP: the bounds (-inf, +inf where the file gives none) */
+    int bcast;        /* LAYER_MUL: in2 is (C, 1, 1), read once per plane */
     float p;          /* LAYER_DROPOUT: the probability of dropping */
     float eps;        /* LAYER_BN: epsilon (BN_EPS for the built-in networks) */
+    /* LAYER_BN: the running statistics' update weight, PyTorch's convention (new = (1 -
+     * momentum) * old + momentum * batch; ONNX's attribute is 1 - this): MODEL_BN_MOMENTUM
+     * for the built-in networks, the file's for imported ones */
+    float momentum;
     int has_bias;
     /* Fusions, set by model_create from the finished layer list; each gives bit for bit
      * the results of the layers it replaces.
@@ -184,6 +196,16 @@ int model_build_fc_bias(model_builder_t *b, int li, const char *bname);
 int model_build_bn(model_builder_t *b, int in, const char *const names[4]);
 /* the same with another epsilon */
 int model_build_bn_eps(model_builder_t *b, int in, const char *const names[4], float eps);
+/* the same with another momentum too (PyTorch's convention, in [0, 1]) */
+int model_build_bn_momentum(model_builder_t *b, int in, const char *const names[4], float eps, float momentum);
+/* min(max(x, lo), hi); lo or hi may be infinite, neither NaN (ONNX Clip: hi wins where lo > hi) */
+int model_build_clip(model_builder_t *b, int in, float lo, float hi);
+/* max(0, min(1, alpha * x + beta)), alpha and beta finite */
+int model_build_hardsigmoid(model_builder_t *b, int in, float alpha, float beta);
+int model_build_hardswish(model_builder_t *b, int in);
+/* a * x elementwise: x of a's shape, or either of them (C, 1, 1) against the other's
+ * (C, H, W) (squeeze-excitation's scale); the order does not matter */
+int model_build_mul(model_builder_t *b, int a, int x);
 /* kind LAYER_LEAKY_RELU (arg: alpha >= 0), LAYER_SIGMOID, LAYER_TANH, LAYER_DROPOUT
  * (arg: p in [0, 1]) */
 int model_build_elementwise(model_builder_t *b, layer_kind_t kind, int in, float arg);

@@ -670,8 +670,7 @@ static int bn_fwd(cuda_model_t *cm, int i, int B, int train)
     if (train)
         return cuda_batchnorm_forward_train_eps(cm->ctx, B, l->C, l->H * l->W, inp, w, cm->params + l->b_off,
                                                 out_of(cm, i), cm->aux + l->aux_off, cm->aux + l->aux_off + l->C,
-                                                cm->buffers + l->rm_off, cm->buffers + l->rv_off, MODEL_BN_MOMENTUM,
-                                                l->eps);
+                                                cm->buffers + l->rm_off, cm->buffers + l->rv_off, l->momentum, l->eps);
     return cuda_batchnorm_forward_eval_eps(cm->ctx, B, l->C, l->H * l->W, inp, w, cm->params + l->b_off,
                                            cm->buffers + l->rm_off, cm->buffers + l->rv_off, out_of(cm, i), l->eps);
 }
@@ -787,6 +786,57 @@ static int dropout_bwd(cuda_model_t *cm, int i, int B)
                : 0;
 }
 
+static int clip_fwd(cuda_model_t *cm, int i, int B, int train)
+{
+    const layer_t *l = layer_of(cm, i);
+    return cuda_clip_forward(cm->ctx, out_count(l, B), l->lo, l->hi, layer_input(cm, l->in), out_of(cm, i));
+}
+static int clip_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    return cuda_clip_backward(cm->ctx, out_count(l, B), l->lo, l->hi, out_of(cm, i), dout_of(cm, i),
+                              dinput_of(cm, l->in));
+}
+
+static int hardsigmoid_fwd(cuda_model_t *cm, int i, int B, int train)
+{
+    const layer_t *l = layer_of(cm, i);
+    return cuda_hardsigmoid_forward(cm->ctx, out_count(l, B), l->alpha, l->beta, layer_input(cm, l->in), out_of(cm, i));
+}
+static int hardsigmoid_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    return cuda_hardsigmoid_backward(cm->ctx, out_count(l, B), l->alpha, out_of(cm, i), dout_of(cm, i),
+                                     dinput_of(cm, l->in));
+}
+
+static int hardswish_fwd(cuda_model_t *cm, int i, int B, int train)
+{
+    const layer_t *l = layer_of(cm, i);
+    return cuda_hardswish_forward(cm->ctx, out_count(l, B), layer_input(cm, l->in), out_of(cm, i));
+}
+static int hardswish_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    return cuda_hardswish_backward(cm->ctx, out_count(l, B), layer_input(cm, l->in), dout_of(cm, i),
+                                   dinput_of(cm, l->in));
+}
+
+static int mul_fwd(cuda_model_t *cm, int i, int B, int train)
+{
+    const layer_t *l = layer_of(cm, i);
+    const int HW = l->H * l->W;
+    return cuda_mul_forward(cm->ctx, B, l->C, HW, l->bcast ? 1 : HW, layer_input(cm, l->in), layer_input(cm, l->in2),
+                            out_of(cm, i));
+}
+static int mul_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    const int HW = l->H * l->W;
+    return cuda_mul_backward(cm->ctx, B, l->C, HW, l->bcast ? 1 : HW, layer_input(cm, l->in), layer_input(cm, l->in2),
+                             dout_of(cm, i), dinput_of(cm, l->in), dinput_of(cm, l->in2));
+}
+
 /* In layer_kind_t's order (C++ has no designated array initializers: the static_asserts
  * below check the order and the length). A row {kind, NULL, NULL, NULL} would mean "not on
  * the GPU": cuda_model_create refuses such a layer, and the worker falls back as for any
@@ -805,6 +855,10 @@ static constexpr cuda_op_t CUDA_OPS[] = {
     {LAYER_TANH, tanh_fwd, tanh_bwd, NULL},
     {LAYER_CONCAT, concat_fwd, concat_bwd, NULL},
     {LAYER_DROPOUT, dropout_fwd, dropout_bwd, NULL},
+    {LAYER_CLIP, clip_fwd, clip_bwd, NULL},
+    {LAYER_HARDSIGMOID, hardsigmoid_fwd, hardsigmoid_bwd, NULL},
+    {LAYER_HARDSWISH, hardswish_fwd, hardswish_bwd, NULL},
+    {LAYER_MUL, mul_fwd, mul_bwd, NULL},
 };
 static_assert(sizeof CUDA_OPS / sizeof CUDA_OPS[0] == LAYER_KIND_COUNT, "one CUDA row per layer kind");
 static constexpr bool cuda_ops_in_order(int k)

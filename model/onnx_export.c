@@ -6,6 +6,7 @@
 #include "onnx_export.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -532,6 +533,40 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
         n = gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in);
         gen_attr_float(x, n, "alpha", l->alpha);
         break;
+    case LAYER_CLIP: {
+        /* opset 13: the bounds are inputs, here 0-D Constants (an infinite one left out) */
+        char *b[2] = {(char *)"", (char *)""};
+        const float *v[2] = {&l->lo, &l->hi};
+        for (int i = 0; i < 2; i++) {
+            if (isinf(*v[i])) continue;
+            b[i] = gen_str(x, "Clip_%d_%s", li, i ? "max" : "min");
+            if (!b[i]) return; /* out of memory (gen_alloc marked it) */
+            n = gen_node(x, "Constant", b[i], b[i], 0);
+            Onnx__AttributeProto *a = gen_attr(x, n, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+            if (a)
+                a->t = gen_tensor(x, NULL, 0, &(int64_t){0}, v[i], sizeof(float), ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+        }
+        gen_node(x, op, gen_str(x, "%s_%d", op, li), out, b[1][0] ? 3 : b[0][0] ? 2 : 1, in, b[0], b[1]);
+        break;
+    }
+    case LAYER_HARDSIGMOID:
+        n = gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in);
+        gen_attr_float(x, n, "alpha", l->alpha);
+        gen_attr_float(x, n, "beta", l->beta);
+        break;
+    case LAYER_HARDSWISH: {
+        /* opset 13 has no HardSwish: x * HardSigmoid(x) (alpha 1/6, beta 1/2), as torch 1.13
+         * exports nn.Hardswish */
+        char *hs = gen_str(x, "%s_hsig", out);
+        n = gen_node(x, "HardSigmoid", gen_str(x, "HardSwish_%d_hsig", li), hs, 1, in);
+        gen_attr_float(x, n, "alpha", 1.0f / 6.0f);
+        gen_attr_float(x, n, "beta", 0.5f);
+        gen_node(x, "Mul", gen_str(x, "HardSwish_%d", li), out, 2, in, hs);
+        break;
+    }
+    case LAYER_MUL:
+        gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 2, in, l->in2 < 0 ? (char *)"input" : val[l->in2]);
+        break;
     /* the inference form: dropout is the identity (the table's export column) */
     case LAYER_DROPOUT: gen_node(x, op, gen_str(x, "Dropout_%d", li), out, 1, in); break;
     case LAYER_GAP:
@@ -549,7 +584,7 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
         n = gen_node(x, op, gen_module(x, m, l, op, li), out, 5, in, nm[0], nm[1], nm[2], nm[3]);
         gen_attr_float(x, n, "epsilon", l->eps);
         /* ONNX's momentum weighs the old running statistics: 1 - PyTorch's */
-        gen_attr_float(x, n, "momentum", 1.0f - MODEL_BN_MOMENTUM);
+        gen_attr_float(x, n, "momentum", 1.0f - l->momentum);
         const int64_t d[1] = {l->C};
         for (int i = 0; i < 4; i++) gen_init(x, m, nm[i], 1, d);
         break;

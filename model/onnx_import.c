@@ -8,10 +8,12 @@
  *     count_include_pad); a zero Pad in front of an AveragePool (torch's export of
  *     AvgPool2d(padding=p, count_include_pad=True)) merges into it; a zero Pad of channels
  *     read by an Add is LAYER_ADD's option-A shortcut (pacer's export of resnet20);
- *   GlobalAveragePool -> LAYER_GAP; Relu, LeakyRelu, Sigmoid, Tanh -> their layers; Add of
+ *   GlobalAveragePool and ReduceMean over the plane -> LAYER_GAP; Relu, LeakyRelu, Sigmoid, Tanh, Clip (bounds as
+ *     attributes or constant inputs), HardSigmoid, HardSwish -> their layers; Mul of two
+ *     activations (equal shapes, or (C, 1, 1) times (C, H, W)) -> LAYER_MUL; Add of
  *     two activations -> LAYER_ADD; Concat of activations (axis 1) -> a chain of
  *     LAYER_CONCAT; Dropout -> LAYER_DROPOUT (the mask output unused);
- *   BatchNormalization (any epsilon, PyTorch's momentum; inference form, or the training
+ *   BatchNormalization (any epsilon and momentum; inference form, or the training
  *     form whose extra outputs are unused) -> LAYER_BN;
  *   Gemm (transB 0 or 1, alpha, beta, C optional) and MatMul with an initializer (plus an
  *     Add of a bias right after it) -> LAYER_FC with its gemm_desc_t;
@@ -494,13 +496,16 @@ static int do_bn(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
     if (attr_int(n, "spatial", 1) != 1)
         return fail(im, "node '%s' (BatchNormalization): spatial = 0 is not supported", node_name(n));
-    /* model/'s batch norm takes any epsilon, but PyTorch's momentum 0.1 (ONNX's 0.9) only */
+    /* any epsilon and momentum; ONNX's momentum weighs the old running statistics, PyTorch's
+     * (layer_t's) the batch's: 1 - it. The exporters' 0.9 is PyTorch's default 0.1 itself
+     * (MODEL_BN_MOMENTUM, the same bits as the built-in networks'), not 1 - 0.9f. */
     const float eps = attr_float(n, "epsilon", 1e-5f), mom = attr_float(n, "momentum", 0.9f);
     if (!(eps > 0.0f) || !(eps < 1.0f))
         return fail(im, "node '%s' (BatchNormalization): epsilon %g is out of range (0, 1)", node_name(n), eps);
-    if (fabsf(mom - (1.0f - MODEL_BN_MOMENTUM)) > 1e-6f)
-        return fail(im, "node '%s' (BatchNormalization): momentum %g is not supported yet (only %g, PyTorch's %g)",
-                    node_name(n), mom, 1.0f - MODEL_BN_MOMENTUM, MODEL_BN_MOMENTUM);
+    if (!(mom >= 0.0f && mom <= 1.0f))
+        return fail(im, "node '%s' (BatchNormalization): momentum %g is out of range [0, 1]", node_name(n), mom);
+    const float torch_mom = fabsf(mom - (1.0f - MODEL_BN_MOMENTUM)) <= 1e-7f ? MODEL_BN_MOMENTUM
+                                                                             : (float)(1.0 - (double)mom);
     int C, H, W;
     model_build_shape(b, x->layer, &C, &H, &W);
     const char *names[4];
@@ -512,7 +517,7 @@ static int do_bn(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         if (weight_name_ok(im, n, (size_t)i + 1)) return -1;
         names[i] = n->input[i + 1];
     }
-    int li = model_build_bn_eps(b, x->layer, names, eps);
+    int li = model_build_bn_momentum(b, x->layer, names, eps, torch_mom);
     return define_output(im, n, li, 0);
 }
 
@@ -731,6 +736,72 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         const layer_kind_t k = op[0] == 'L' ? LAYER_LEAKY_RELU : op[0] == 'S' ? LAYER_SIGMOID : LAYER_TANH;
         return define_output(im, n, model_build_elementwise(b, k, x->layer, alpha), x->flat);
     }
+    if (strcmp(op, "ReduceMean") == 0) {
+        /* the mean over the plane (axes 2 and 3, or -2 and -1: torch's x.mean([2, 3]), as
+         * MNASNet ends) is a global average pool; keepdims 0 leaves (N, C) */
+        static const char *const known[] = {"axes", "keepdims", NULL};
+        if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
+        const Onnx__AttributeProto *a = attr(n, "axes");
+        int plane = n->n_input == 1 && a && a->n_ints == 2 && !x->flat;
+        if (plane) {
+            const int64_t a0 = a->ints[0] < 0 ? a->ints[0] + 4 : a->ints[0],
+                          a1 = a->ints[1] < 0 ? a->ints[1] + 4 : a->ints[1];
+            plane = (a0 == 2 && a1 == 3) || (a0 == 3 && a1 == 2);
+        }
+        if (!plane)
+            return fail(im, "node '%s' (ReduceMean): only the mean over the plane (axes 2, 3) is supported",
+                        node_name(n));
+        return define_output(im, n, model_build_gap(b, x->layer), attr_int(n, "keepdims", 1) == 0);
+    }
+    if (strcmp(op, "Clip") == 0) {
+        /* the bounds: attributes up to opset 10, optional constant inputs from 11 (torch's
+         * ReLU6 and Hardtanh) */
+        static const char *const known[] = {"min", "max", NULL};
+        if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
+        float bound[2] = {attr_float(n, "min", -INFINITY), attr_float(n, "max", INFINITY)};
+        if (n->n_input > 3) return fail(im, "node '%s' (Clip): more than 3 inputs", node_name(n));
+        for (size_t i = 1; i < n->n_input; i++) {
+            if (!n->input[i][0]) continue;
+            const Onnx__TensorProto *t = input_tensor(im, n, i);
+            if (!t || tensor_count(t) != 1 || tensor_floats(im, t, &bound[i - 1], 1) != 0)
+                return fail(im, "node '%s' (Clip): %s must be a constant float scalar", node_name(n),
+                            i == 1 ? "min" : "max");
+        }
+        if (isnan(bound[0]) || isnan(bound[1])) return fail(im, "node '%s' (Clip): a bound is NaN", node_name(n));
+        return define_output(im, n, model_build_clip(b, x->layer, bound[0], bound[1]), x->flat);
+    }
+    if (strcmp(op, "HardSigmoid") == 0 || strcmp(op, "HardSwish") == 0) {
+        static const char *const known[] = {"alpha", "beta", NULL};
+        const int sig = op[4] == 'S' && op[5] == 'i';
+        if (check_attrs(im, n, sig ? known : none) || input_layer(im, n, 0, &x)) return -1;
+        if (!sig) return define_output(im, n, model_build_hardswish(b, x->layer), x->flat);
+        const float alpha = attr_float(n, "alpha", 0.2f), beta = attr_float(n, "beta", 0.5f);
+        if (!isfinite(alpha) || !isfinite(beta))
+            return fail(im, "node '%s' (HardSigmoid): alpha %g and beta %g must be finite", node_name(n), alpha, beta);
+        return define_output(im, n, model_build_hardsigmoid(b, x->layer, alpha, beta), x->flat);
+    }
+    if (strcmp(op, "Mul") == 0) {
+        /* of two activations: the same shape, or a per-channel (C, 1, 1) one against a
+         * (C, H, W) one (SiLU as x * Sigmoid(x), HardSwish as x * HardSigmoid(x),
+         * squeeze-excitation's scale) */
+        const value_t *y;
+        if (check_attrs(im, n, none)) return -1;
+        if (n->n_input != 2) return fail(im, "node '%s' (Mul): %zu inputs, want 2", node_name(n), n->n_input);
+        if (input_tensor(im, n, 0) || input_tensor(im, n, 1))
+            return fail(im, "node '%s' (Mul): a constant operand is not supported (only two activations)", node_name(n));
+        if (input_layer(im, n, 0, &x) || input_layer(im, n, 1, &y)) return -1;
+        int C1, H1, W1, C2, H2, W2;
+        model_build_shape(b, x->layer, &C1, &H1, &W1);
+        model_build_shape(b, y->layer, &C2, &H2, &W2);
+        const int same = C1 == C2 && H1 == H2 && W1 == W2 && x->flat == y->flat;
+        const int per_channel = C1 == C2 && !x->flat && !y->flat && ((H1 == 1 && W1 == 1) || (H2 == 1 && W2 == 1));
+        if (!same && !per_channel)
+            return fail(im,
+                        "node '%s' (Mul): only two activations of the same shape, or a (C, 1, 1) one times a "
+                        "(C, H, W) one, are supported (%dx%dx%d * %dx%dx%d)",
+                        node_name(n), C1, H1, W1, C2, H2, W2);
+        return define_output(im, n, model_build_mul(b, x->layer, y->layer), same && x->flat);
+    }
     if (strcmp(op, "Dropout") == 0) {
         /* ratio: an attribute up to opset 11, an optional constant input from 12; pacer drops
          * while training and not at evaluation, whatever the training_mode input says; the
@@ -836,7 +907,7 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         v->tensor = a->t;
         return 0;
     }
-    char ops[512];
+    char ops[1024];
     onnx_supported_ops(ops, sizeof ops);
     return fail(im, "node '%s': operator %s is not supported (supported: %s)", node_name(n), op, ops);
 }

@@ -101,6 +101,14 @@ static int infer_concat(layer_t *l, int C2, int H2, int W2)
     return H2 != l->H || W2 != l->W ? -1 : 0;
 }
 
+/* in * in2: in2 of in's shape, or (C, 1, 1) (bcast); model_build_mul puts the full one first */
+static int infer_mul(layer_t *l, int C2, int H2, int W2)
+{
+    infer_same(l, 0, 0, 0);
+    l->bcast = H2 == 1 && W2 == 1 && (l->H != 1 || l->W != 1);
+    return C2 != l->C || (!l->bcast && (H2 != l->H || W2 != l->W)) ? -1 : 0;
+}
+
 static size_t ws_conv(const layer_t *l, int B) { return conv2d_workspace(&l->conv, B); }
 
 /* convolutions and fully connected layers 2 per multiply-add, others one per input element */
@@ -201,17 +209,16 @@ static void bn_fwd(model_t *m, int i, const float *x, int B, int train)
         float *rout = m->acts + m->layers[i + 2].out_off;
         if (train)
             batchnorm_add_relu_forward_train_eps(B, l->C, HW, inp, w, beta, res, rout, mean, invstd, rm, rv,
-                                                 MODEL_BN_MOMENTUM, l->eps);
+                                                 l->momentum, l->eps);
         else batchnorm_add_relu_forward_eval_eps(B, l->C, HW, inp, w, beta, rm, rv, res, rout, l->eps);
     } else if (l->fused_relu) {
         float *rout = m->acts + m->layers[i + 1].out_off;
         if (train)
-            batchnorm_relu_forward_train_eps(B, l->C, HW, inp, w, beta, rout, mean, invstd, rm, rv, MODEL_BN_MOMENTUM,
-                                             l->eps);
+            batchnorm_relu_forward_train_eps(B, l->C, HW, inp, w, beta, rout, mean, invstd, rm, rv, l->momentum, l->eps);
         else batchnorm_relu_forward_eval_eps(B, l->C, HW, inp, w, beta, rm, rv, rout, l->eps);
     } else if (train)
-        batchnorm_forward_train_eps(B, l->C, HW, inp, w, beta, m->acts + l->out_off, mean, invstd, rm, rv,
-                                    MODEL_BN_MOMENTUM, l->eps);
+        batchnorm_forward_train_eps(B, l->C, HW, inp, w, beta, m->acts + l->out_off, mean, invstd, rm, rv, l->momentum,
+                                    l->eps);
     else batchnorm_forward_eval_eps(B, l->C, HW, inp, w, beta, rm, rv, m->acts + l->out_off, l->eps);
 }
 
@@ -352,6 +359,57 @@ static void dropout_bwd(model_t *m, int i, const float *x, int B)
                          m->dacts + l->out_off, dinp);
 }
 
+static void clip_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    const layer_t *l = &m->layers[i];
+    clip_forward(out_count(l, B), l->lo, l->hi, input_of(m, x, l->in), m->acts + l->out_off);
+}
+
+static void clip_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    clip_backward(out_count(l, B), l->lo, l->hi, m->acts + l->out_off, m->dacts + l->out_off, dinput_of(m, l->in));
+}
+
+static void hardsigmoid_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    const layer_t *l = &m->layers[i];
+    hardsigmoid_forward(out_count(l, B), l->alpha, l->beta, input_of(m, x, l->in), m->acts + l->out_off);
+}
+
+static void hardsigmoid_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    hardsigmoid_backward(out_count(l, B), l->alpha, m->acts + l->out_off, m->dacts + l->out_off, dinput_of(m, l->in));
+}
+
+static void hardswish_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    const layer_t *l = &m->layers[i];
+    hardswish_forward(out_count(l, B), input_of(m, x, l->in), m->acts + l->out_off);
+}
+
+static void hardswish_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    hardswish_backward(out_count(l, B), input_of(m, x, l->in), m->dacts + l->out_off, dinput_of(m, l->in));
+}
+
+static void mul_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    const layer_t *l = &m->layers[i];
+    mul_forward(B, l->C, l->H * l->W, l->bcast ? 1 : l->H * l->W, input_of(m, x, l->in), input_of(m, x, l->in2),
+                m->acts + l->out_off);
+}
+
+/* Both inputs' gradients are added to (mark_set_grads never makes a Mul a setter). */
+static void mul_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    mul_backward(B, l->C, l->H * l->W, l->bcast ? 1 : l->H * l->W, input_of(m, x, l->in), input_of(m, x, l->in2),
+                 m->dacts + l->out_off, dinput_of(m, l->in), dinput_of(m, l->in2));
+}
+
 /* ---- the table ---------------------------------------------------------------------------- */
 
 #define IN1 MODEL_OP_GRAD_IN
@@ -366,7 +424,7 @@ const model_op_t MODEL_OPS[] = {
     [LAYER_RELU]       = {LAYER_RELU, "relu", "Relu", "Relu", 1, IN1, infer_same, NULL, flops_pass, relu_fwd, relu_bwd},
     [LAYER_FC]         = {LAYER_FC, "fc", "Gemm, MatMul (+ Add)", "Gemm", 1, IN1, infer_fc, NULL, flops_fc, fc_fwd, fc_bwd},
     [LAYER_BN]         = {LAYER_BN, "batchnorm", "BatchNormalization", "BatchNormalization", 1, IN1, infer_same, NULL, flops_pass, bn_fwd, bn_bwd},
-    [LAYER_GAP]        = {LAYER_GAP, "global avg pool", "GlobalAveragePool", "GlobalAveragePool", 1, IN1, infer_gap, NULL, flops_pass, gap_fwd, gap_bwd},
+    [LAYER_GAP]        = {LAYER_GAP, "global avg pool", "GlobalAveragePool, ReduceMean (axes 2, 3)", "GlobalAveragePool", 1, IN1, infer_gap, NULL, flops_pass, gap_fwd, gap_bwd},
     [LAYER_ADD]        = {LAYER_ADD, "residual add", "Add", "Add", 2, IN12, infer_add, NULL, flops_pass, add_fwd, add_bwd},
     [LAYER_LEAKY_RELU] = {LAYER_LEAKY_RELU, "leaky relu", "LeakyRelu", "LeakyRelu", 1, IN1, infer_same, NULL, flops_pass, leaky_relu_fwd, leaky_relu_bwd},
     [LAYER_SIGMOID]    = {LAYER_SIGMOID, "sigmoid", "Sigmoid", "Sigmoid", 1, IN1, infer_same, NULL, flops_pass, sigmoid_fwd, sigmoid_bwd},
@@ -374,6 +432,12 @@ const model_op_t MODEL_OPS[] = {
     [LAYER_CONCAT]     = {LAYER_CONCAT, "concat", "Concat", "Concat", 2, IN12, infer_concat, NULL, flops_pass, concat_fwd, concat_bwd},
     /* the inference form: dropout is exported as the identity */
     [LAYER_DROPOUT]    = {LAYER_DROPOUT, "dropout", "Dropout", "Identity", 1, IN1, infer_same, NULL, flops_pass, dropout_fwd, dropout_bwd},
+    /* exported in opset 13's form: the bounds as constant inputs */
+    [LAYER_CLIP]       = {LAYER_CLIP, "clip", "Clip", "Clip", 1, IN1, infer_same, NULL, flops_pass, clip_fwd, clip_bwd},
+    [LAYER_HARDSIGMOID] = {LAYER_HARDSIGMOID, "hard sigmoid", "HardSigmoid", "HardSigmoid", 1, IN1, infer_same, NULL, flops_pass, hardsigmoid_fwd, hardsigmoid_bwd},
+    /* opset 13 has no HardSwish: exported as x * HardSigmoid(x), what torch 1.13 writes */
+    [LAYER_HARDSWISH]  = {LAYER_HARDSWISH, "hard swish", "HardSwish", "HardSigmoid, Mul", 1, IN1, infer_same, NULL, flops_pass, hardswish_fwd, hardswish_bwd},
+    [LAYER_MUL]        = {LAYER_MUL, "mul", "Mul", "Mul", 2, IN12, infer_mul, NULL, flops_pass, mul_fwd, mul_bwd},
 };
 /* clang-format on */
 /* A kind without a row would leave a zero row here (a designated initializer skipped):

@@ -151,6 +151,86 @@ __attribute__((target_clones("avx2", "default"))) void tanh_backward(size_t n, c
     for (size_t i = 0; i < n; i++) dinp[i] += dout[i] * (1.0f - out[i] * out[i]);
 }
 
+/* ---- Clip, HardSigmoid, HardSwish, Mul ------------------------------------------ */
+
+__attribute__((target_clones("avx2", "default"))) void clip_forward(size_t n, float lo, float hi, const float *inp,
+                                                                    float *out)
+{
+    for (size_t i = 0; i < n; i++) out[i] = fminf(fmaxf(inp[i], lo), hi);
+}
+
+__attribute__((target_clones("avx2", "default"))) void clip_backward(size_t n, float lo, float hi, const float *out,
+                                                                     const float *dout, float *dinp)
+{
+    if (!dinp) return;
+    for (size_t i = 0; i < n; i++) dinp[i] += out[i] > lo && out[i] < hi ? dout[i] : 0.0f;
+}
+
+__attribute__((target_clones("avx2", "default"))) void hardsigmoid_forward(size_t n, float alpha, float beta,
+                                                                           const float *inp, float *out)
+{
+    for (size_t i = 0; i < n; i++) out[i] = fmaxf(0.0f, fminf(1.0f, alpha * inp[i] + beta));
+}
+
+__attribute__((target_clones("avx2", "default"))) void hardsigmoid_backward(size_t n, float alpha, const float *out,
+                                                                            const float *dout, float *dinp)
+{
+    if (!dinp) return;
+    for (size_t i = 0; i < n; i++) dinp[i] += out[i] > 0.0f && out[i] < 1.0f ? dout[i] * alpha : 0.0f;
+}
+
+__attribute__((target_clones("avx2", "default"))) void hardswish_forward(size_t n, const float *inp, float *out)
+{
+    for (size_t i = 0; i < n; i++) out[i] = inp[i] * fminf(fmaxf(inp[i] + 3.0f, 0.0f), 6.0f) / 6.0f;
+}
+
+__attribute__((target_clones("avx2", "default"))) void hardswish_backward(size_t n, const float *inp, const float *dout,
+                                                                          float *dinp)
+{
+    if (!dinp) return;
+    for (size_t i = 0; i < n; i++) {
+        const float x = inp[i];
+        dinp[i] += x < -3.0f ? 0.0f : x <= 3.0f ? dout[i] * (x / 3.0f + 0.5f) : dout[i];
+    }
+}
+
+void mul_forward(int B, int C, int HW, int HW2, const float *a, const float *b, float *out)
+{
+    const size_t planes = (size_t)B * C;
+    if (HW2 == HW) {
+        for (size_t i = 0; i < planes * HW; i++) out[i] = a[i] * b[i];
+        return;
+    }
+    for (size_t p = 0; p < planes; p++) {
+        const float s = b[p];
+        const float *ap = a + p * HW;
+        float *op = out + p * HW;
+        for (int j = 0; j < HW; j++) op[j] = ap[j] * s;
+    }
+}
+
+void mul_backward(int B, int C, int HW, int HW2, const float *a, const float *b, const float *dout, float *da, float *db)
+{
+    const size_t planes = (size_t)B * C;
+    if (HW2 == HW) {
+        /* da and db may be one buffer: each element's two sums in turn */
+        for (size_t i = 0; i < planes * HW; i++) {
+            const float g = dout[i];
+            if (da) da[i] += g * b[i];
+            if (db) db[i] += g * a[i];
+        }
+        return;
+    }
+    for (size_t p = 0; p < planes; p++) {
+        const float s = b[p], *ap = a + p * HW, *gp = dout + p * HW;
+        float acc = 0.0f;
+        if (da)
+            for (int j = 0; j < HW; j++) da[p * HW + j] += gp[j] * s;
+        for (int j = 0; j < HW; j++) acc += gp[j] * ap[j];
+        if (db) db[p] += acc;
+    }
+}
+
 /* ---- plain add and concatenation ------------------------------------------------- */
 
 __attribute__((target_clones("avx2", "default"))) static void add_plane(size_t n, const float *a, const float *x,

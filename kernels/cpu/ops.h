@@ -144,6 +144,26 @@ void sigmoid_backward(size_t n, const float *out, const float *dout, float *dinp
 void tanh_forward(size_t n, const float *inp, float *out);
 void tanh_backward(size_t n, const float *out, const float *dout, float *dinp /* += */);
 
+/* Clip (ReLU6 is lo 0, hi 6): out = min(max(inp, lo), hi) (hi where lo > hi, as ONNX);
+ * the gradient passes where lo < out < hi, PyTorch's hardtanh_backward (0 at the bounds). */
+void clip_forward(size_t n, float lo, float hi, const float *inp, float *out);
+void clip_backward(size_t n, float lo, float hi, const float *out, const float *dout, float *dinp /* += */);
+/* HardSigmoid: out = max(0, min(1, alpha * inp + beta)); dinp += alpha * dout where
+ * 0 < out < 1 (PyTorch's hardsigmoid_backward for alpha 1/6, beta 1/2). */
+void hardsigmoid_forward(size_t n, float alpha, float beta, const float *inp, float *out);
+void hardsigmoid_backward(size_t n, float alpha, const float *out, const float *dout, float *dinp /* += */);
+/* HardSwish: out = inp * min(max(inp + 3, 0), 6) / 6 (PyTorch's order); the backward reads
+ * the INPUT (not in place): dout * (inp < -3 ? 0 : inp <= 3 ? inp / 3 + 1/2 : 1). */
+void hardswish_forward(size_t n, const float *inp, float *out);
+void hardswish_backward(size_t n, const float *inp, const float *dout, float *dinp /* += */);
+/* Product of a (B, C, HW) and b (B, C, HW2), HW2 either HW or 1 (b then a per-channel
+ * scale broadcast over the plane: squeeze-excitation): out = a * b. The backward adds
+ * dout * b to da and dout * a (summed over the plane where HW2 is 1) to db; either may be
+ * NULL, and they may be one buffer (Mul(x, x)). */
+void mul_forward(int B, int C, int HW, int HW2, const float *a, const float *b, float *out);
+void mul_backward(int B, int C, int HW, int HW2, const float *a, const float *b, const float *dout, float *da /* += */,
+                  float *db /* += */);
+
 /* Elementwise sum of two tensors of the same shape (ONNX Add of two activations, a
  * residual with an identity or projection shortcut): out = a + b, out may be a or b.
  * The backward adds dout to both gradients; either may be NULL, and they may be the same

@@ -246,6 +246,158 @@ __global__ void dropout_kernel(const float *src, float *dst, size_t n, uint64_t 
     }
 }
 
+/* Clip, HardSigmoid, HardSwish: elementwise.c's expressions, each rounding explicit. */
+__global__ void clip_fwd_kernel(const float *inp, float *out, size_t n, float lo, float hi)
+{
+    GRID_STRIDE(i, n) out[i] = fminf(fmaxf(inp[i], lo), hi);
+}
+
+__global__ void clip_bwd_kernel(const float *out, const float *dout, float *dinp, size_t n, float lo, float hi)
+{
+    GRID_STRIDE(i, n) dinp[i] = __fadd_rn(dinp[i], out[i] > lo && out[i] < hi ? dout[i] : 0.0f);
+}
+
+__global__ void hardsigmoid_fwd_kernel(const float *inp, float *out, size_t n, float alpha, float beta)
+{
+    GRID_STRIDE(i, n) out[i] = fmaxf(0.0f, fminf(1.0f, __fadd_rn(__fmul_rn(alpha, inp[i]), beta)));
+}
+
+__global__ void hardsigmoid_bwd_kernel(const float *out, const float *dout, float *dinp, size_t n, float alpha)
+{
+    GRID_STRIDE(i, n)
+    {
+        const float y = out[i];
+        dinp[i] = __fadd_rn(dinp[i], y > 0.0f && y < 1.0f ? __fmul_rn(dout[i], alpha) : 0.0f);
+    }
+}
+
+__global__ void hardswish_fwd_kernel(const float *inp, float *out, size_t n)
+{
+    GRID_STRIDE(i, n)
+    {
+        const float x = inp[i];
+        out[i] = __fdiv_rn(__fmul_rn(x, fminf(fmaxf(__fadd_rn(x, 3.0f), 0.0f), 6.0f)), 6.0f);
+    }
+}
+
+__global__ void hardswish_bwd_kernel(const float *inp, const float *dout, float *dinp, size_t n)
+{
+    GRID_STRIDE(i, n)
+    {
+        const float x = inp[i];
+        const float g = x < -3.0f   ? 0.0f
+                        : x <= 3.0f ? __fmul_rn(dout[i], __fadd_rn(__fdiv_rn(x, 3.0f), 0.5f))
+                                    : dout[i];
+        dinp[i] = __fadd_rn(dinp[i], g);
+    }
+}
+
+/* Mul: one thread per element of out (b read at its plane where HW2 is 1). */
+__global__ void mul_fwd_kernel(const float *a, const float *b, float *out, size_t n, int HW, int bcast)
+{
+    GRID_STRIDE(i, n) out[i] = __fmul_rn(a[i], b[bcast ? i / (size_t)HW : i]);
+}
+
+/* da += dout * b and, for equal shapes, db += dout * a in the same thread (da and db may
+ * be one buffer: Mul(x, x)). */
+__global__ void mul_bwd_kernel(const float *a, const float *b, const float *dout, float *da, float *db, size_t n,
+                               int HW, int bcast)
+{
+    GRID_STRIDE(i, n)
+    {
+        const float g = dout[i];
+        if (da) da[i] = __fadd_rn(da[i], __fmul_rn(g, b[bcast ? i / (size_t)HW : i]));
+        if (db && !bcast) db[i] = __fadd_rn(db[i], __fmul_rn(g, a[i]));
+    }
+}
+
+/* The broadcast input's gradient: one thread per plane sums dout * a over it in order. */
+__global__ void mul_bwd_bcast_kernel(const float *a, const float *dout, float *db, size_t planes, int HW)
+{
+    GRID_STRIDE(p, planes)
+    {
+        float acc = 0.0f;
+        for (int j = 0; j < HW; j++) acc = __fadd_rn(acc, __fmul_rn(dout[p * HW + j], a[p * HW + j]));
+        db[p] = __fadd_rn(db[p], acc);
+    }
+}
+
+extern "C" int cuda_clip_forward(cuda_ctx_t *ctx, size_t n, float lo, float hi, const float *inp, float *out)
+{
+    if (!n) return 0;
+    clip_fwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(inp, out, n, lo, hi);
+    KERNEL_CHECK(ctx, "clip_fwd_kernel");
+    return 0;
+}
+
+extern "C" int cuda_clip_backward(cuda_ctx_t *ctx, size_t n, float lo, float hi, const float *out, const float *dout,
+                                  float *dinp)
+{
+    if (!dinp || !n) return 0;
+    clip_bwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(out, dout, dinp, n, lo, hi);
+    KERNEL_CHECK(ctx, "clip_bwd_kernel");
+    return 0;
+}
+
+extern "C" int cuda_hardsigmoid_forward(cuda_ctx_t *ctx, size_t n, float alpha, float beta, const float *inp, float *out)
+{
+    if (!n) return 0;
+    hardsigmoid_fwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(inp, out, n, alpha, beta);
+    KERNEL_CHECK(ctx, "hardsigmoid_fwd_kernel");
+    return 0;
+}
+
+extern "C" int cuda_hardsigmoid_backward(cuda_ctx_t *ctx, size_t n, float alpha, const float *out, const float *dout,
+                                         float *dinp)
+{
+    if (!dinp || !n) return 0;
+    hardsigmoid_bwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(out, dout, dinp, n, alpha);
+    KERNEL_CHECK(ctx, "hardsigmoid_bwd_kernel");
+    return 0;
+}
+
+extern "C" int cuda_hardswish_forward(cuda_ctx_t *ctx, size_t n, const float *inp, float *out)
+{
+    if (!n) return 0;
+    hardswish_fwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(inp, out, n);
+    KERNEL_CHECK(ctx, "hardswish_fwd_kernel");
+    return 0;
+}
+
+extern "C" int cuda_hardswish_backward(cuda_ctx_t *ctx, size_t n, const float *inp, const float *dout, float *dinp)
+{
+    if (!dinp || !n) return 0;
+    hardswish_bwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(inp, dout, dinp, n);
+    KERNEL_CHECK(ctx, "hardswish_bwd_kernel");
+    return 0;
+}
+
+extern "C" int cuda_mul_forward(cuda_ctx_t *ctx, int B, int C, int HW, int HW2, const float *a, const float *b,
+                                float *out)
+{
+    const size_t n = (size_t)B * C * HW;
+    if (!n) return 0;
+    mul_fwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(a, b, out, n, HW, HW2 != HW);
+    KERNEL_CHECK(ctx, "mul_fwd_kernel");
+    return 0;
+}
+
+extern "C" int cuda_mul_backward(cuda_ctx_t *ctx, int B, int C, int HW, int HW2, const float *a, const float *b,
+                                 const float *dout, float *da, float *db)
+{
+    const size_t n = (size_t)B * C * HW, planes = (size_t)B * C;
+    if (!n) return 0;
+    if (da || (db && HW2 == HW)) {
+        mul_bwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(a, b, dout, da, db, n, HW, HW2 != HW);
+        KERNEL_CHECK(ctx, "mul_bwd_kernel");
+    }
+    if (db && HW2 != HW) {
+        mul_bwd_bcast_kernel<<<pacer_grid(planes, 256), 256, 0, ctx->stream>>>(a, dout, db, planes, HW);
+        KERNEL_CHECK(ctx, "mul_bwd_bcast_kernel");
+    }
+    return 0;
+}
+
 extern "C" int cuda_leaky_relu_forward(cuda_ctx_t *ctx, size_t n, float alpha, const float *inp, float *out)
 {
     if (!n) return 0;

@@ -143,6 +143,19 @@ int cuda_sigmoid_forward(cuda_ctx_t *ctx, size_t n, const float *inp, float *out
 int cuda_sigmoid_backward(cuda_ctx_t *ctx, size_t n, const float *out, const float *dout, float *dinp /* += */);
 int cuda_tanh_forward(cuda_ctx_t *ctx, size_t n, const float *inp, float *out);
 int cuda_tanh_backward(cuda_ctx_t *ctx, size_t n, const float *out, const float *dout, float *dinp /* += */);
+/* Clip, HardSigmoid, HardSwish and Mul as ops.h's (HardSwish's backward reads the INPUT;
+ * Mul: b (B, C, HW2), HW2 HW or 1; da and db may be one buffer, either NULL). */
+int cuda_clip_forward(cuda_ctx_t *ctx, size_t n, float lo, float hi, const float *inp, float *out);
+int cuda_clip_backward(cuda_ctx_t *ctx, size_t n, float lo, float hi, const float *out, const float *dout,
+                       float *dinp /* += */);
+int cuda_hardsigmoid_forward(cuda_ctx_t *ctx, size_t n, float alpha, float beta, const float *inp, float *out);
+int cuda_hardsigmoid_backward(cuda_ctx_t *ctx, size_t n, float alpha, const float *out, const float *dout,
+                              float *dinp /* += */);
+int cuda_hardswish_forward(cuda_ctx_t *ctx, size_t n, const float *inp, float *out);
+int cuda_hardswish_backward(cuda_ctx_t *ctx, size_t n, const float *inp, const float *dout, float *dinp /* += */);
+int cuda_mul_forward(cuda_ctx_t *ctx, int B, int C, int HW, int HW2, const float *a, const float *b, float *out);
+int cuda_mul_backward(cuda_ctx_t *ctx, int B, int C, int HW, int HW2, const float *a, const float *b, const float *dout,
+                      float *da /* += */, float *db /* += */);
 /* Concatenation along channels of n tensors (B, C[i], HW) into out (B, sum C[i], HW); C and
  * the pointer arrays are HOST arrays of device pointers. A NULL dinp[i] is skipped; two
  * dinp may be the same buffer (Concat(x, x)). */

@@ -30,6 +30,18 @@ double ref_act(ref_act_t kind, double alpha, double x)
     return NAN;
 }
 
+double ref_clip(double lo, double hi, double x) { return fmin(fmax(x, lo), hi); }
+
+double ref_hardsigmoid(double alpha, double beta, double x) { return fmax(0.0, fmin(1.0, alpha * x + beta)); }
+
+double ref_hardswish(double x) { return x * ref_hardsigmoid(1.0 / 6.0, 0.5, x); }
+
+void ref_mul_forward(int B, int C, int HW, int HW2, const double *a, const double *b, double *y)
+{
+    for (size_t p = 0; p < (size_t)B * C; p++)
+        for (int j = 0; j < HW; j++) y[p * HW + j] = a[p * HW + j] * b[HW2 == HW ? p * HW + j : p];
+}
+
 void ref_concat_forward(int B, int HW, int n, const int *C, const double *const *x, double *y)
 {
     int OC = 0;

@@ -34,6 +34,14 @@ void ref_shortcut_add_forward(const shortcut_desc_t *d, int B, const double *a, 
 typedef enum { REF_ACT_RELU, REF_ACT_LEAKY, REF_ACT_SIGMOID, REF_ACT_TANH } ref_act_t;
 /* one element of an activation (alpha: LeakyRelu's slope) */
 double ref_act(ref_act_t kind, double alpha, double x);
+/* ONNX Clip: min(max(x, lo), hi) (hi where lo > hi) */
+double ref_clip(double lo, double hi, double x);
+/* ONNX HardSigmoid: max(0, min(1, alpha * x + beta)) */
+double ref_hardsigmoid(double alpha, double beta, double x);
+/* ONNX HardSwish: x * max(0, min(1, x / 6 + 1 / 2)) */
+double ref_hardswish(double x);
+/* y (B, C, HW) = a (B, C, HW) * b (B, C, HW2), HW2 HW or 1 (b broadcast over the plane) */
+void ref_mul_forward(int B, int C, int HW, int HW2, const double *a, const double *b, double *y);
 /* y (B, sum C, HW): the channels of x[0], then of x[1], ... */
 void ref_concat_forward(int B, int HW, int n, const int *C, const double *const *x, double *y);
 /* training dropout: y = keep(i) ? x / (1 - p) : 0 with the fast kernels' mask (ops.h's

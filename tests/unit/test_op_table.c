@@ -17,6 +17,8 @@
  *     0.05 from 0 so that no ReLU kink sits within a step (random values: no max-pool ties);
  *   - its ONNX import names appear in the importer's list of supported operators (what an
  *     unsupported operator's refusal prints), which is generated from the table;
+ *   - the export: the network written as ONNX from its layers and imported again gives the
+ *     same evaluation logits bit for bit;
  *   - the CUDA case: the same network on the device backend from the same weights and
  *     batch: loss, logits and every parameter gradient against the CPU's (tol_dev). Here
  *     the device is the stand-in of tests/fakecuda ($BUILD/tests/libpacer_fakecuda.so, the
@@ -38,6 +40,7 @@
 
 #include "backend_cuda.h"
 #include "model.h"
+#include "onnx_export.h"
 #include "onnx_import.h"
 #include "op_table.h"
 #include "ref.h"
@@ -169,6 +172,47 @@ static void ref_dropout(const ref_in_t *in, double *y)
                         y);
 }
 
+static int build_clip(model_builder_t *b, int x) { return model_build_clip(b, x, -0.5f, 0.6f); }
+static void ref_clip_all(const ref_in_t *in, double *y)
+{
+    for (size_t i = 0; i < in_count(in); i++) y[i] = ref_clip(in->l->lo, in->l->hi, in->x[i]);
+}
+
+static int build_hardsigmoid(model_builder_t *b, int x) { return model_build_hardsigmoid(b, x, 0.7f, 0.4f); }
+static void ref_hardsigmoid_all(const ref_in_t *in, double *y)
+{
+    for (size_t i = 0; i < in_count(in); i++) y[i] = ref_hardsigmoid(in->l->alpha, in->l->beta, in->x[i]);
+}
+
+static int build_hardswish(model_builder_t *b, int x) { return model_build_hardswish(b, x); }
+static void ref_hardswish_all(const ref_in_t *in, double *y)
+{
+    for (size_t i = 0; i < in_count(in); i++) y[i] = ref_hardswish(in->x[i]);
+}
+
+/* Mul(x, x): one tensor read twice, so its gradient receives both contributions */
+static int build_mul(model_builder_t *b, int x) { return model_build_mul(b, x, x); }
+static void ref_mul(const ref_in_t *in, double *y)
+{
+    const layer_t *l = in->l;
+    ref_mul_forward(in->B, l->C, l->H * l->W, l->H * l->W, in->x, in->x2, y);
+}
+
+/* Squeeze-excitation's Mul(scale (C, 1, 1), x (C, H, W)), the scale the plane means of x
+ * (a global average pool): the builder puts the full input first, the broadcast input's
+ * gradient is summed over the plane, and x's gradient gets both paths. */
+static int build_mul_bcast(model_builder_t *b, int x) { return model_build_mul(b, model_build_gap(b, x), x); }
+static void ref_mul_bcast(const ref_in_t *in, double *y)
+{
+    const layer_t *l = in->l;
+    const int HW = l->H * l->W;
+    double *s = malloc((size_t)in->B * l->C * sizeof *s);
+    assert_non_null(s);
+    ref_gap_forward(in->B, l->C, HW, in->x2, s);
+    ref_mul_forward(in->B, l->C, HW, 1, in->x, s, y);
+    free(s);
+}
+
 /* ---- the cases: one per row of the operator table --------------------------------------- */
 
 typedef struct {
@@ -196,6 +240,16 @@ static const row_case_t CASES[] = {
     {LAYER_TANH, 3, 5, 4, build_tanh, ref_tanh, 1e-6, 1e-3, 1e-6},
     {LAYER_CONCAT, 2, 3, 4, build_concat, ref_concat, 0, 1e-3, 0},
     {LAYER_DROPOUT, 3, 5, 4, build_dropout, ref_dropout, 1e-6, 1e-3, 0},
+    {LAYER_CLIP, 3, 5, 4, build_clip, ref_clip_all, 0, 1e-3, 0},
+    {LAYER_HARDSIGMOID, 3, 5, 4, build_hardsigmoid, ref_hardsigmoid_all, 1e-6, 1e-3, 1e-6},
+    {LAYER_HARDSWISH, 3, 5, 4, build_hardswish, ref_hardswish_all, 1e-6, 1e-3, 1e-6},
+    {LAYER_MUL, 3, 5, 4, build_mul, ref_mul, 1e-7, 1e-3, 1e-6},
+};
+
+/* Further cases of rows whose case above does not reach every path (the shape generator
+ * may build layers before the one under test, which is the last it builds). */
+static const row_case_t MORE_CASES[] = {
+    {LAYER_MUL, 3, 5, 4, build_mul_bcast, ref_mul_bcast, 1e-6, 1e-3, 1e-5},
 };
 
 static const row_case_t *case_of(layer_kind_t k)
@@ -312,6 +366,34 @@ static void device_case(const row_case_t *c, const char *row, const model_t *sta
     cuda_model_free(cm);
 }
 
+static void run_case(layer_kind_t k, const row_case_t *c);
+
+/* The export: the network written from its layer list (onnx_export_layers: the row's
+ * onnx_export column) and imported again computes the same evaluation logits: bit for bit,
+ * except where opset 13 has no operator of the row's own and the export writes an
+ * equivalent of other rounding (hard swish as x * HardSigmoid(x): within 1e-6). */
+static void export_case(const char *row, layer_kind_t k, model_t *m, const float *x, const int32_t *y)
+{
+    char err[512];
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    model_t *back = NULL;
+    if (onnx_export_layers(m, &buf, &len, err, sizeof err) != 0) fail_msg("row %s: export: %s", row, err);
+    if (onnx_import_buffer(buf, len, "op_table", B_TEST, &back, err, sizeof err) != 0)
+        fail_msg("row %s: its export does not import: %s", row, err);
+    model_forward(m, x, y, B_TEST, 0);
+    model_forward(back, x, y, B_TEST, 0);
+    const size_t nl = (size_t)B_TEST * CLASSES;
+    double *want = to_double(model_logits(m), nl);
+    const double e = rel_err(model_logits(back), want, nl), tol = k == LAYER_HARDSWISH ? 1e-6 : 0.0;
+    printf("  %-11s %-16s %zu bytes, imported again: evaluation logits max_rel %.2e (tol %.0e)\n", row, "export", len,
+           e, tol);
+    if (!(e <= tol)) fail_msg("row %s: exported and imported again, the evaluation logits differ by %.3e", row, e);
+    free(want);
+    free(buf);
+    model_free(back);
+}
+
 static void run_row(layer_kind_t k)
 {
     const model_op_t *op = &MODEL_OPS[k];
@@ -332,6 +414,14 @@ static void run_row(layer_kind_t k)
     const row_case_t *c = case_of(k);
     if (!c) fail_msg("row %s has no case in tests/unit/test_op_table.c's CASES", row);
     if (!c->ref) fail_msg("row %s has no reference kernel (kernels/ref)", row);
+    run_case(k, c);
+}
+
+/* One case of row k (whole: run_row checked it). */
+static void run_case(layer_kind_t k, const row_case_t *c)
+{
+    const model_op_t *op = &MODEL_OPS[k];
+    char row[64];
     snprintf(row, sizeof row, "%s", op->name);
 
     /* the CPU step */
@@ -340,7 +430,7 @@ static void run_row(layer_kind_t k)
     model_t *m = NULL;
     if (model_create_custom("op_table", c->C, c->H, c->W, CLASSES, B_TEST, build_net, &n, &m, err, sizeof err) != 0)
         fail_msg("row %s: the shape generator's network is refused: %s", row, err);
-    assert_int_equal(m->nlayers, 3);
+    assert_int_equal(n.li, m->nlayers - 2); /* the head after it */
     assert_int_equal((int)m->layers[n.li].kind, (int)k);
     model_init_params(m, 4000 + (uint64_t)k);
     m->dropout_seed = 77;
@@ -385,6 +475,7 @@ static void run_row(layer_kind_t k)
     }
 
     device_case(c, row, start, m, x, y, loss);
+    export_case(row, k, m, x, y);
     free(xin);
     free(xin2);
     free(params);
@@ -402,6 +493,13 @@ static void test_every_row(void **state)
     for (int k = 0; k < LAYER_KIND_COUNT; k++) run_row((layer_kind_t)k);
 }
 
+/* The further cases (MORE_CASES). */
+static void test_more_cases(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof MORE_CASES / sizeof MORE_CASES[0]; i++) run_case(MORE_CASES[i].kind, &MORE_CASES[i]);
+}
+
 int main(void)
 {
     /* the stand-in device unless the caller names a backend (a GPU machine's real one) */
@@ -416,6 +514,7 @@ int main(void)
     g_standin = strstr(lib, "fakecuda") != NULL;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_row),
+        cmocka_unit_test(test_more_cases),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,53 @@
+# The post-2017 convolutional families (issue 43), as miniatures of their blocks in plain
+# torch (tests/tools/onnx_families.py --export blocks; no torchvision needed): ReLU6 (Clip),
+# hard-swish (HardSigmoid + Mul) and a hard-sigmoid squeeze-excitation with batch norm
+# momentum 0.01, batch norm momentum 0.0003, a sigmoid squeeze-excitation, SiLU (x *
+# Sigmoid(x): one tensor read by two nodes). Each is exported as the Python client exports
+# a module for training (3x32x32 inputs), `pacer-worker --check-onnx` accepts it, and on a
+# fixed batch of 8 (tests/tools/onnx_grads) pacer's evaluation and training logits, every
+# parameter gradient, every running statistic after the step (the file's momentum) and the
+# losses of 4 plain SGD steps match torch's from the same weights within
+# onnx_families.py's named tolerances; the losses are finite and fall.
+# The importer's refusals of what the new operators cannot take (graphs written at test time
+# by onnx_families.py --graphs), each message checked, and the graph of every new operator
+# (the fuzzer's seed) accepted.
+# onnx_torchvision.sh runs the same checks on torchvision's own models.
+. tests/lib.sh
+SET=${FAMILIES_SET:-blocks}
+if [ "$SET" = blocks ]; then
+    mkdir -p "$TMP/graphs"
+    /usr/bin/python3 tests/tools/onnx_families.py --graphs "$TMP/graphs" >"$TMP/graphs.log" 2>&1
+    rc=$?
+    [ $rc -eq 77 ] && skip "$(grep '^onnx_families:' "$TMP/graphs.log" | tail -1)"
+    [ $rc -eq 0 ] || { cat "$TMP/graphs.log"; fail "tests/tools/onnx_families.py --graphs exited $rc"; }
+    $WORKER --check-onnx "$TMP/graphs/ops.onnx" >"$TMP/ops.check" 2>&1 || { cat "$TMP/ops.check"; fail "ops.onnx refused"; }
+    g() { echo "$TMP/graphs/$1.onnx"; }
+    expect_error 2 "(Clip): min must be a constant float scalar" $WORKER --check-onnx "$(g clip_bound)"
+    expect_error 2 "(Clip): a bound is NaN" $WORKER --check-onnx "$(g clip_nan)"
+    expect_error 2 "(HardSigmoid): alpha inf and beta 0.5 must be finite" $WORKER --check-onnx "$(g hardsigmoid_inf)"
+    expect_error 2 "(Mul): a constant operand is not supported" $WORKER --check-onnx "$(g mul_const)"
+    expect_error 2 "(Mul): only two activations of the same shape, or a (C, 1, 1) one times a (C, H, W) one, are supported (4x6x6 \* 4x3x3)" \
+        $WORKER --check-onnx "$(g mul_shape)"
+    expect_error 2 "(ReduceMean): only the mean over the plane (axes 2, 3)" $WORKER --check-onnx "$(g reducemean_axes)"
+    expect_error 2 "(BatchNormalization): momentum 1.5 is out of range \[0, 1\]" $WORKER --check-onnx "$(g bn_momentum)"
+fi
+/usr/bin/python3 tests/tools/onnx_families.py --export "$SET" "$TMP" >"$TMP/export.log" 2>&1
+rc=$?
+[ $rc -eq 77 ] && skip "$(grep '^onnx_families:' "$TMP/export.log" | tail -1)"
+[ $rc -eq 0 ] || { tail -20 "$TMP/export.log"; fail "tests/tools/onnx_families.py --export $SET exited $rc"; }
+[ -x "$BUILD/tools/onnx_grads" ] || fail "$BUILD/tools/onnx_grads is not built"
+
+nets=$(sed -n 's/^\([A-Za-z0-9_]*\): exported .*/\1/p' "$TMP/export.log")
+[ -n "$nets" ] || { cat "$TMP/export.log"; fail "no network exported"; }
+for net in $nets; do
+    f="$TMP/$net.onnx"
+    $WORKER --check-onnx "$f" >"$TMP/$net.check" 2>&1 || { cat "$TMP/$net.check"; fail "$net: --check-onnx refused it"; }
+    need_number "$net parameters" "$(json "$TMP/$net.check" .parameters)"
+    mkdir -p "$TMP/$net"
+    lr=$(sed -n "s/^$net: exported .*, lr \([^,]*\),.*/\1/p" "$TMP/export.log")
+    "$BUILD/tools/onnx_grads" "$f" "$TMP/x.bin" 8 4 "$lr" "$TMP/$net" || fail "$net: onnx_grads failed"
+    echo "$net ($(grep "^$net:" "$TMP/export.log" | sed 's/^[^(]*(\([^)]*\)).*/\1/'), $(json "$TMP/$net.check" .layers) layers):"
+    /usr/bin/python3 tests/tools/onnx_families.py --compare "$TMP/$net.torch.npz" "$TMP/$net" ||
+        fail "$net: pacer and torch differ (above)"
+done
+echo "ok: $(echo $nets | wc -w) networks import and match torch: $(echo $nets)"

@@ -239,15 +239,22 @@
     // (its page limit) are read and filtered here, then paged.
     const mine = $('#filter-mine');
     mine.checked = sessionStorage.getItem('pacer.mine') === '1';
+    // Loads overlap (the 2 s timer, a ticked box, a new page): only the newest one's answer
+    // is drawn, so that an older unfiltered answer never lands after a filtered one.
+    let loads = 0;
     async function load() {
+      const mineNow = mine.checked && me && me.name;
+      const seq = ++loads;
       try {
         const st = sel.value ? '&state=' + sel.value : '';
-        if (mine.checked && me && me.name) {
+        if (mineNow) {
           const all = (await api('/jobs?limit=1000' + st)).jobs.filter((j) => j.owner === me.name);
+          if (seq !== loads) return;
           total = all.length;
           render(all.slice(offset, offset + limit));
         } else {
           const page = await api('/jobs?limit=' + limit + '&offset=' + offset + st);
+          if (seq !== loads) return;
           total = page.total;
           render(page.jobs);
         }

@@ -67,7 +67,18 @@ try {
   check(await page.isVisible('#job-cancel'), 'the owner sees Cancel on her job');
   await open(page, member, '#/', 'alice (member)');
   await page.check('#filter-mine');
-  await page.waitForSelector(`tr[data-id="${jobId}"]`, { timeout: 10000 });
+  // The list redraws after the box is ticked (it may fetch again): wait, with a deadline,
+  // for a list that holds the job and no row of another owner, then read it.
+  await page
+    .waitForFunction(
+      (id) => {
+        const r = [...document.querySelectorAll('#jobs-body tr')];
+        return r.some((x) => x.dataset.id === id) && r.every((x) => x.querySelector('td.owner')?.textContent === 'alice');
+      },
+      jobId,
+      { timeout: 10000 },
+    )
+    .catch(() => {}); // the check below says what the list held
   const rows = await page.$$eval('#jobs-body tr', (r) => r.map((x) => x.querySelector('td.owner').textContent));
   check(rows.length >= 1 && rows.every((o) => o === 'alice'), '"Mine" lists only alice\'s jobs: ' + JSON.stringify(rows));
   await page.screenshot({ path: shot, fullPage: true });

@@ -37,6 +37,43 @@ class PacerError(Exception):
         self.problem = problem or {}
 
 
+# What to do about an operator the coordinator refused (422 model-unsupported): a short
+# table for the operators people meet first, keyed by ONNX op_type; anything else gets
+# _HINT_OTHER. "update pacer" rows are operators pacer trains since issue 43, so a
+# refusal naming one comes from a coordinator (and workers) older than that.
+_HINT_UPDATE = "supported since issue 43: update pacer (coordinator and workers) to a version that has it"
+_HINT_TRANSFORMER = "transformer operators are not supported yet (issue 44): not trainable on pacer today"
+_HINT_OTHER = ("not supported: replace the module that exports it by one pacer trains (the refusal lists them), "
+               "or, for a layer that only matters in training (e.g. a random one), export it in inference form")
+_OPERATOR_HINTS = {
+    "Clip": "ReLU6 and Hardtanh export as Clip, " + _HINT_UPDATE,
+    "HardSigmoid": "Hardsigmoid exports as HardSigmoid, " + _HINT_UPDATE,
+    "HardSwish": "Hardswish exports as HardSwish (opset 14), " + _HINT_UPDATE,
+    "Mul": "SiLU, hard-swish and squeeze-excitation export as Mul, " + _HINT_UPDATE,
+    "ReduceMean": "x.mean([2, 3]) exports as ReduceMean, " + _HINT_UPDATE,
+    "LayerNormalization": "LayerNorm: " + _HINT_TRANSFORMER,
+    "Softmax": "Softmax inside the network (attention): " + _HINT_TRANSFORMER,
+    "MatMul": "MatMul of two activations (attention): " + _HINT_TRANSFORMER,
+    "Erf": "GELU exports as Erf: " + _HINT_TRANSFORMER,
+    "Bernoulli": ("stochastic depth or a random mask: this client exports torchvision's StochasticDepth "
+                  "as pacer's own operator; for another random layer, " + _HINT_OTHER),
+}
+# The importer's words for an operator it does not know (model/onnx_import.c, do_node):
+# "node 'NAME': operator OP is not supported (supported: ...)".
+_UNSUPPORTED_OP = re.compile(r"operator (\S+) is not supported")
+
+
+def _refusal_hint(detail):
+    """(operator, what to do) for a 422 refusal's detail that names an operator pacer does
+    not know, else None. A refusal of one form of a known operator (an attribute, a
+    constant operand) names the operator in parentheses and already says what is wrong."""
+    m = _UNSUPPORTED_OP.search(detail or "")
+    if not m:
+        return None
+    op = m.group(1)
+    return op, _OPERATOR_HINTS.get(op, _HINT_OTHER)
+
+
 def _model_name(module, onnx_bytes):
     """A catalog name for an uploaded module: its class name and the first 12 hex digits
     of the file's sha256, so a changed module never replaces a model a running job uses."""
@@ -179,14 +216,22 @@ class Client:
     def upload_model(self, name, onnx_bytes):
         """Uploads ONNX bytes under name (PUT /api/v1/models/{name}); returns the model's
         summary (input, classes, parameters, flops_per_sample, sha256, ...). A model pacer
-        cannot train raises PacerError naming the operator and node."""
+        cannot train raises PacerError naming the operator and node; when the operator is
+        one pacer does not know, the message ends with what to do about it (_OPERATOR_HINTS:
+        update pacer, not yet, or replace the module)."""
         return self._upload(name, onnx_bytes)[1]
 
     def _upload(self, name, onnx_bytes):
         """upload_model's (status, summary): 201 when the name is new, 200 when it held a
         model before (these bytes or others)."""
         path = "/api/v1/models/" + urllib.parse.quote(name, safe="")
-        status, _, raw = self.request("PUT", path, onnx_bytes, "application/octet-stream")
+        try:
+            status, _, raw = self.request("PUT", path, onnx_bytes, "application/octet-stream")
+        except PacerError as e:
+            hint = _refusal_hint(e.problem.get("detail")) if e.status == 422 else None
+            if hint is None:
+                raise
+            raise PacerError("%s [%s: %s]" % (e, hint[0], hint[1]), e.status, e.problem) from None
         return status, json.loads(raw)
 
     def delete_model(self, name):

@@ -368,6 +368,12 @@ static void gen_attr_float(gen_t *x, Onnx__NodeProto *n, const char *name, float
     if (a) a->has_f = 1, a->f = v;
 }
 
+static void gen_attr_str(gen_t *x, Onnx__NodeProto *n, const char *name, const char *v)
+{
+    Onnx__AttributeProto *a = gen_attr(x, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    if (a) a->has_s = 1, a->s.data = (uint8_t *)v, a->s.len = strlen(v);
+}
+
 static void gen_attr_ints(gen_t *x, Onnx__NodeProto *n, const char *name, int count, const int *v)
 {
     Onnx__AttributeProto *a = gen_attr(x, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
@@ -567,6 +573,14 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
     case LAYER_MUL:
         gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 2, in, l->in2 < 0 ? (char *)"input" : val[l->in2]);
         break;
+    case LAYER_STOCHASTIC_DEPTH:
+        /* pacer's own operator, as imported (the file's opset_import names ai.pacer): a
+         * model trained again keeps its stochastic depth */
+        n = gen_node(x, "StochasticDepth", gen_str(x, "StochasticDepth_%d", li), out, 1, in);
+        if (n) n->domain = (char *)"ai.pacer";
+        gen_attr_float(x, n, "p", l->p);
+        gen_attr_str(x, n, "mode", "row");
+        break;
     /* the inference form: dropout is the identity (the table's export column) */
     case LAYER_DROPOUT: gen_node(x, op, gen_str(x, "Dropout_%d", li), out, 1, in); break;
     case LAYER_GAP:
@@ -656,11 +670,15 @@ int onnx_export_layers(const model_t *m, uint8_t **out, size_t *outlen, char *er
     gen_t x = {0};
     Onnx__ModelProto mp;
     Onnx__GraphProto g;
-    Onnx__OperatorSetIdProto op;
-    Onnx__OperatorSetIdProto *ops[1] = {&op};
+    Onnx__OperatorSetIdProto op, pacer_op;
+    Onnx__OperatorSetIdProto *ops[2] = {&op, &pacer_op};
     onnx__model_proto__init(&mp);
     onnx__graph_proto__init(&g);
     onnx__operator_set_id_proto__init(&op);
+    onnx__operator_set_id_proto__init(&pacer_op);
+    pacer_op.domain = (char *)"ai.pacer"; /* StochasticDepth's domain, named when a layer uses it */
+    pacer_op.has_version = 1;
+    pacer_op.version = 1;
     x.g = &g;
     op.domain = (char *)"";
     op.has_version = 1;
@@ -669,6 +687,8 @@ int onnx_export_layers(const model_t *m, uint8_t **out, size_t *outlen, char *er
     mp.ir_version = 7; /* the IR of opset 13 */
     mp.opset_import = ops;
     mp.n_opset_import = 1;
+    for (int i = 0; i < m->nlayers; i++)
+        if (m->layers[i].kind == LAYER_STOCHASTIC_DEPTH) mp.n_opset_import = 2;
     mp.producer_name = (char *)"pacer";
     mp.producer_version = (char *)PACER_VERSION;
     mp.graph = &g;

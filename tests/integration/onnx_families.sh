@@ -10,7 +10,9 @@
 # onnx_families.py's named tolerances; the losses are finite and fall.
 # The importer's refusals of what the new operators cannot take (graphs written at test time
 # by onnx_families.py --graphs), each message checked, and the graph of every new operator
-# (the fuzzer's seed) accepted.
+# (the fuzzer's seed) accepted. Stochastic depth (the Python client's
+# ai.pacer:StochasticDepth): the per-sample mask of pacer's training forward on a small
+# block, the identity at evaluation, mode "batch" refused with its message.
 # onnx_torchvision.sh runs the same checks on torchvision's own models.
 . tests/lib.sh
 SET=${FAMILIES_SET:-blocks}
@@ -30,6 +32,18 @@ if [ "$SET" = blocks ]; then
         $WORKER --check-onnx "$(g mul_shape)"
     expect_error 2 "(ReduceMean): only the mean over the plane (axes 2, 3)" $WORKER --check-onnx "$(g reducemean_axes)"
     expect_error 2 "(BatchNormalization): momentum 1.5 is out of range \[0, 1\]" $WORKER --check-onnx "$(g bn_momentum)"
+    # stochastic depth (the Python client's ai.pacer:StochasticDepth): the per-sample mask
+    # of pacer's training forward, the identity at evaluation, mode "batch" refused
+    mkdir -p "$TMP/sdepth"
+    /usr/bin/python3 tests/tools/onnx_families.py --sdepth "$TMP/sdepth" >"$TMP/sdepth.log" 2>&1 ||
+        { cat "$TMP/sdepth.log"; fail "tests/tools/onnx_families.py --sdepth failed"; }
+    expect_error 2 "(StochasticDepth): mode 'batch' is not supported (\"row\" only: one draw per sample)" \
+        $WORKER --check-onnx "$TMP/sdepth/sdepth_batch.onnx"
+    mkdir -p "$TMP/sdepth/pacer"
+    "$BUILD/tools/onnx_grads" "$TMP/sdepth/sdepth.onnx" "$TMP/sdepth/x.bin" 8 1 0.01 "$TMP/sdepth/pacer" ||
+        fail "sdepth.onnx: onnx_grads failed"
+    /usr/bin/python3 tests/tools/onnx_families.py --sdepth-check "$TMP/sdepth/pacer" "$TMP/sdepth/sdepth_eval.npy" ||
+        fail "stochastic depth's mask (above)"
 fi
 /usr/bin/python3 tests/tools/onnx_families.py --export "$SET" "$TMP" >"$TMP/export.log" 2>&1
 rc=$?

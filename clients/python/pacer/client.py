@@ -96,6 +96,45 @@ def _batch_of_two(example_input):
     return example_input
 
 
+def _stochastic_depth_for_export(net):
+    """Replaces, in net (the export's copy), every torchvision.ops.StochasticDepth by a module
+    whose export is pacer's own operator ai.pacer:StochasticDepth (attributes p and mode),
+    and returns how many. torch 1.13 cannot export its Bernoulli draw in training form
+    (EfficientNet, ConvNeXt, Swin), and dropping the draw would train another network:
+    pacer applies it instead (LAYER_STOCHASTIC_DEPTH: one draw per sample from the job's
+    seed and the step, the identity at evaluation). mode "batch" is written as it is and
+    refused by the coordinator, naming it. Modules are matched by class name and their p
+    and mode attributes, so torchvision itself need not be importable."""
+    import torch
+
+    class _Fn(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, p, mode):
+            return x.clone()  # the trace's value; the exported node is symbolic's
+
+        @staticmethod
+        def symbolic(g, x, p, mode):
+            out = g.op("ai.pacer::StochasticDepth", x, p_f=float(p), mode_s=mode)
+            out.setType(x.type())  # the input's shape: torch cannot infer a custom operator's
+            return out
+
+    class _PacerStochasticDepth(torch.nn.Module):
+        def __init__(self, p, mode):
+            super().__init__()
+            self.p, self.mode = float(p), str(mode)
+
+        def forward(self, x):
+            return _Fn.apply(x, self.p, self.mode)
+
+    count = 0
+    for parent in list(net.modules()):
+        for name, child in list(parent.named_children()):
+            if type(child).__name__ == "StochasticDepth" and hasattr(child, "p") and hasattr(child, "mode"):
+                setattr(parent, name, _PacerStochasticDepth(child.p, child.mode))
+                count += 1
+    return count
+
+
 def export_module(module, example_input):
     """The module as ONNX bytes, exported as pacer wants it for training: training mode
     (batch norm and dropout kept as nodes, not folded into the convolutions), no constant
@@ -105,20 +144,42 @@ def export_module(module, example_input):
     of 2 (_batch_of_two). torch's warnings about the trace (TracerWarning, the removed
     num_batches_tracked update, ...) are silenced: they describe this export mode, not
     something the caller can change; an export that fails raises PacerError naming the
-    module and torch's error."""
+    module and torch's error. torchvision's StochasticDepth modules are exported as pacer's
+    own operator (_stochastic_depth_for_export), so that it still applies while training."""
     import torch
 
     net = copy.deepcopy(module).train()
+    custom = {"ai.pacer": 1} if _stochastic_depth_for_export(net) else None
     buf = io.BytesIO()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             torch.onnx.export(net, _batch_of_two(example_input), buf, opset_version=13, do_constant_folding=False,
                               training=torch.onnx.TrainingMode.PRESERVE, input_names=["input"],
-                              output_names=["logits"], dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
+                              output_names=["logits"], dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}},
+                              custom_opsets=custom)
     except Exception as e:
         raise PacerError("exporting %s to ONNX failed: %s: %s" % (type(module).__name__, type(e).__name__, e)) from e
+    if custom:
+        return _fix_output_shape(buf.getvalue(), net, example_input)
     return buf.getvalue()
+
+
+def _fix_output_shape(onnx_bytes, net, example_input):
+    """The file with the logits' shape the module gives: torch's shape inference stops at
+    a custom operator, which leaves the number of classes symbolic, and pacer needs it
+    fixed. The net is the export's copy (its running statistics may move)."""
+    import onnx
+    import torch
+
+    with torch.no_grad():
+        out = net.eval()(_batch_of_two(example_input))
+    model = onnx.load_from_string(onnx_bytes)
+    dims = model.graph.output[0].type.tensor_type.shape.dim
+    for i in range(1, min(len(dims), out.dim())):
+        dims[i].Clear()
+        dims[i].dim_value = out.shape[i]
+    return model.SerializeToString()
 
 
 def _host_is_loopback(host):

@@ -17,7 +17,8 @@ Usage: PYTHONPATH=clients/python /usr/bin/python3 tests/tools/pyclient_train.py 
     ending with what to do: update pacer, not yet (issue 44), or replace the module), a
     wrong token (401), a coordinator that is not there; a spec refused after the upload
     deletes the upload it made (GET /api/v1/models no longer lists it) and keeps a model
-    that held the name before.
+    that held the name before; a module with stochastic depth (torchvision's class) uploads
+    as ai.pacer:StochasticDepth, its mode "batch" refused (422).
 Exits 1 on a failed check, 77 when torch/onnx/numpy cannot be imported.
 """
 import gzip
@@ -73,6 +74,46 @@ class NetBN1d(nn.Module):
 
     def forward(self, x):
         return self.fc2(F.relu(self.bn(self.fc1(torch.flatten(x, 1)))))
+
+
+class StochasticDepth(nn.Module):
+    """torchvision.ops.StochasticDepth's interface (p, mode; the client matches the class
+    name), so that no torchvision is needed: identity here, the export is the client's."""
+
+    def __init__(self, p, mode):
+        super().__init__()
+        self.p, self.mode = p, mode
+
+    def forward(self, x):
+        return x
+
+
+class NetSD(Net):
+    """A residual branch under stochastic depth, as in EfficientNet's blocks."""
+
+    def __init__(self, mode="row"):
+        super().__init__()
+        self.branch = nn.Conv2d(6, 6, 3, padding=1)
+        self.sd = StochasticDepth(0.2, mode)
+
+    def forward(self, x):
+        x = self.act(self.bn1(self.conv1(x)))
+        x = F.max_pool2d(x + self.sd(self.branch(x)), 2)
+        x = F.max_pool2d(self.act(self.conv2(x)), 2)
+        return self.fc(self.drop(torch.flatten(x, 1)))
+
+
+def check_stochastic_depth(client):
+    """A module with stochastic depth uploads (ai.pacer:StochasticDepth, no Bernoulli);
+    mode "batch" is refused with a 422 naming the node's operator and the mode."""
+    summary = client.upload_model("pyclient-sdepth", pacer.client.export_module(NetSD(), torch.randn(1, 1, 28, 28)))
+    if not summary.get("parameters"):
+        fail("the stochastic-depth module's upload has no parameters: %s" % summary)
+    client.delete_model("pyclient-sdepth")
+    print("ok: a module with stochastic depth uploads (%s parameters)" % summary["parameters"])
+    expect_error("stochastic depth mode batch", 422, "(StochasticDepth): mode 'batch' is not supported",
+                 lambda: client.upload_model("pyclient-sdepth-batch", pacer.client.export_module(
+                     NetSD("batch"), torch.randn(1, 1, 28, 28))))
 
 
 def stderr_of(fn):
@@ -237,6 +278,7 @@ def main():
     msg = expect_error("an unsupported operator", 422, "operator Softplus is not supported",
                        lambda: client.train(Net(act=F.softplus), torch.randn(2, 1, 28, 28), spec))
     check_refusal_hints(msg)
+    check_stochastic_depth(client)
     check_refused_spec(client, spec)
     expect_error("a wrong token", 401, "", lambda: pacer.Client(url, "wrong-" + token).models())
     expect_error("no coordinator", None, "unreachable", lambda: pacer.Client("http://127.0.0.1:1").models())

@@ -105,7 +105,7 @@ static int put_weights(Onnx__GraphProto *g, const model_t *m, saved_tensor_t *sa
 }
 
 /* The inference form: a training-form batch norm keeps its first output and loses
- * training_mode; a Dropout is an Identity of its first input. attrs holds, per node, the
+ * training_mode; a Dropout or an ai.pacer:StochasticDepth is an Identity of its first input. attrs holds, per node, the
  * attribute array that leaves training_mode out (NULL when the node keeps its own). */
 static int inference_form(Onnx__GraphProto *g, Onnx__AttributeProto ***attrs)
 {
@@ -126,8 +126,12 @@ static int inference_form(Onnx__GraphProto *g, Onnx__AttributeProto ***attrs)
                     attrs[i][keep++] = n->attribute[a];
             n->attribute = attrs[i];
             n->n_attribute = keep;
-        } else if (strcmp(n->op_type, "Dropout") == 0) {
+        } else if (strcmp(n->op_type, "Dropout") == 0 ||
+                   (n->domain && strcmp(n->domain, "ai.pacer") == 0 && strcmp(n->op_type, "StochasticDepth") == 0)) {
+            /* stochastic depth, too, is the identity at evaluation: a runtime (onnxruntime)
+             * that knows no ai.pacer operator runs the file */
             n->op_type = (char *)"Identity";
+            n->domain = (char *)"";
             if (n->n_input > 1) n->n_input = 1;
             if (n->n_output > 1) n->n_output = 1;
             n->n_attribute = 0;

@@ -44,6 +44,22 @@ if [ "$SET" = blocks ]; then
         fail "sdepth.onnx: onnx_grads failed"
     /usr/bin/python3 tests/tools/onnx_families.py --sdepth-check "$TMP/sdepth/pacer" "$TMP/sdepth/sdepth_eval.npy" ||
         fail "stochastic depth's mask (above)"
+    # trained and exported (--export-onnx: the inference form), it is an Identity: a
+    # runtime that knows no ai.pacer operator runs the file
+    if [ -d "$PACER_SHARED/datasets/cifar-10" ]; then
+        jq -n --arg m "$TMP/sdepth/sdepth.onnx" --arg p "$PACER_SHARED/datasets/cifar-10" \
+            '{model: {onnx: $m}, dataset: {name: "cifar10", path: $p, train_subset: 64, test_subset: 64},
+              algorithm: {name: "ssgd"}, workers: 1, batch_size: 16, epochs: 1, seed: 5, device: "cpu"}' \
+            >"$TMP/sdepth/spec.json"
+        $WORKER --spec "$TMP/sdepth/spec.json" --export-onnx "$TMP/sdepth/trained.onnx" >"$TMP/sdepth/train.log" 2>&1 ||
+            { tail -20 "$TMP/sdepth/train.log"; fail "sdepth.onnx did not train"; }
+        /usr/bin/python3 -c 'import onnx, sys
+g = onnx.load(sys.argv[1]).graph
+bad = [n.op_type for n in g.node if n.domain == "ai.pacer"]
+sys.exit("ai.pacer nodes left in the exported file: %s" % bad if bad else 0)' "$TMP/sdepth/trained.onnx" ||
+            fail "the exported file keeps pacer's own operator"
+        echo "ok: trained and exported, stochastic depth is an Identity in the file"
+    fi
 fi
 /usr/bin/python3 tests/tools/onnx_families.py --export "$SET" "$TMP" >"$TMP/export.log" 2>&1
 rc=$?

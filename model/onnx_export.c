@@ -197,7 +197,11 @@ int onnx_export_buffer(const uint8_t *src, size_t len, const model_t *m, uint8_t
     Onnx__TensorProto **inits = malloc((g->n_initializer + (size_t)m->ntensors + 1) * sizeof *inits);
     Onnx__TensorProto **own_inits = g->initializer;
     size_t own_ninit = g->n_initializer;
-    if (!saved || !nodes || !attrs || !kept || !extra || !inits) {
+    /* the opset imports less ai.pacer, whose nodes the inference form made Identities */
+    Onnx__OperatorSetIdProto **own_opsets = mp->opset_import;
+    const size_t own_nopsets = mp->n_opset_import;
+    Onnx__OperatorSetIdProto **opsets = malloc((own_nopsets ? own_nopsets : 1) * sizeof *opsets);
+    if (!saved || !nodes || !attrs || !kept || !extra || !inits || !opsets) {
         snprintf(err, errlen, "onnx: out of memory");
         goto out;
     }
@@ -211,6 +215,11 @@ int onnx_export_buffer(const uint8_t *src, size_t len, const model_t *m, uint8_t
     size_t nall = g->n_node, n;
     g->n_node = live_nodes(g, kept);
     g->node = kept;
+    mp->n_opset_import = 0;
+    mp->opset_import = opsets;
+    for (size_t i = 0; i < own_nopsets; i++)
+        if (!own_opsets[i]->domain || strcmp(own_opsets[i]->domain, "ai.pacer") != 0)
+            opsets[mp->n_opset_import++] = own_opsets[i];
     n = onnx__model_proto__get_packed_size(mp);
     *out = malloc(n ? n : 1);
     if (*out) *outlen = onnx__model_proto__pack(mp, *out);
@@ -219,6 +228,8 @@ int onnx_export_buffer(const uint8_t *src, size_t len, const model_t *m, uint8_t
     g->n_node = nall;
     rc = *out ? 0 : -1;
 restore:
+    mp->opset_import = own_opsets;
+    mp->n_opset_import = own_nopsets;
     g->initializer = own_inits;
     g->n_initializer = own_ninit;
     for (int i = 0; i < m->ntensors; i++) {
@@ -232,6 +243,7 @@ restore:
         free(attrs[i]);
     }
 out:
+    free(opsets);
     free(extra);
     free(inits);
     free(kept);

@@ -24,8 +24,9 @@ extern "C" {
 
 /* 4: MODEL_GRAD_EXTRA 4 (the noise scale's extras), the grads buffers' size; 5: every layer
  * kind runs, upload and download_params carry the dropout seed and step; 6: layer_t's clip,
- * hard sigmoid, mul and batch-norm momentum fields (issue 43's convolutional families) */
-#define PACER_CUDA_ABI 6
+ * hard sigmoid, mul and batch-norm momentum fields (issue 43's convolutional families); 7:
+ * LAYER_STOCHASTIC_DEPTH */
+#define PACER_CUDA_ABI 7
 #define PACER_CUDA_ENTRY "pacer_cuda_backend"
 
 typedef struct cuda_model cuda_model_t;

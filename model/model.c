@@ -300,7 +300,7 @@ int model_build_elementwise(model_builder_t *b, layer_kind_t kind, int in, float
     if (kind == LAYER_LEAKY_RELU) {
         l->alpha = arg;
         if (!(arg >= 0.0f)) b->failed = 1; /* the backward reads the sign of the output (ops.h) */
-    } else if (kind == LAYER_DROPOUT) {
+    } else if (kind == LAYER_DROPOUT || kind == LAYER_STOCHASTIC_DEPTH) {
         l->p = arg;
         if (!(arg >= 0.0f && arg <= 1.0f)) b->failed = 1;
     } else if (kind != LAYER_SIGMOID && kind != LAYER_TANH) {

@@ -61,6 +61,9 @@ typedef enum {
     LAYER_HARDSIGMOID, /* max(0, min(1, alpha * x + beta)) */
     LAYER_HARDSWISH,   /* x * max(0, min(1, x / 6 + 1 / 2)) */
     LAYER_MUL,         /* in * in2: in2 of in's shape, or (C, 1, 1) broadcast over the plane (bcast) */
+    /* p; dropout of whole samples (torchvision's StochasticDepth, mode "row", the Python
+     * client's ai.pacer:StochasticDepth): the identity at evaluation */
+    LAYER_STOCHASTIC_DEPTH,
     /* the number of kinds: model/op_table.c has one row per kind above */
     LAYER_KIND_COUNT
 } layer_kind_t;
@@ -79,7 +82,7 @@ typedef struct {
     float beta;       /* LAYER_HARDSIGMOID: the offset */
     float lo, hi;     /* LAYER_CLIP: the bounds (-inf, +inf where the file gives none) */
     int bcast;        /* LAYER_MUL: in2 is (C, 1, 1), read once per plane */
-    float p;          /* LAYER_DROPOUT: the probability of dropping */
+    float p;          /* LAYER_DROPOUT, LAYER_STOCHASTIC_DEPTH: the probability of dropping */
     float eps;        /* LAYER_BN: epsilon (BN_EPS for the built-in networks) */
     /* LAYER_BN: the running statistics' update weight, PyTorch's convention (new = (1 -
      * momentum) * old + momentum * batch; ONNX's attribute is 1 - this): MODEL_BN_MOMENTUM
@@ -206,8 +209,8 @@ int model_build_hardswish(model_builder_t *b, int in);
 /* a * x elementwise: x of a's shape, or either of them (C, 1, 1) against the other's
  * (C, H, W) (squeeze-excitation's scale); the order does not matter */
 int model_build_mul(model_builder_t *b, int a, int x);
-/* kind LAYER_LEAKY_RELU (arg: alpha >= 0), LAYER_SIGMOID, LAYER_TANH, LAYER_DROPOUT
- * (arg: p in [0, 1]) */
+/* kind LAYER_LEAKY_RELU (arg: alpha >= 0), LAYER_SIGMOID, LAYER_TANH, LAYER_DROPOUT and
+ * LAYER_STOCHASTIC_DEPTH (arg: p in [0, 1]) */
 int model_build_elementwise(model_builder_t *b, layer_kind_t kind, int in, float arg);
 /* channels of a, then of x (same H, W) */
 int model_build_concat(model_builder_t *b, int a, int x);

@@ -786,6 +786,32 @@ static int dropout_bwd(cuda_model_t *cm, int i, int B)
                : 0;
 }
 
+static int sdepth_fwd(cuda_model_t *cm, int i, int B, int train)
+{
+    const layer_t *l = layer_of(cm, i);
+    const model_t *m = &cm->meta;
+    const size_t n_out = out_count(l, B);
+    if (train)
+        return cuda_stochastic_depth_forward(cm->ctx, n_out, out_count(l, 1), l->p,
+                                             dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i),
+                                             layer_input(cm, l->in), out_of(cm, i));
+    CUDA_CHECK(cm->ctx,
+               cudaMemcpyAsync(out_of(cm, i), layer_input(cm, l->in), n_out * sizeof(float), cudaMemcpyDeviceToDevice,
+                               cm->ctx->stream),
+               "stochastic depth at evaluation (a copy)");
+    return 0;
+}
+static int sdepth_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    const model_t *m = &cm->meta;
+    float *dinp = dinput_of(cm, l->in);
+    return dinp ? cuda_stochastic_depth_backward(cm->ctx, out_count(l, B), out_count(l, 1), l->p,
+                                                 dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i),
+                                                 dout_of(cm, i), dinp)
+                : 0;
+}
+
 static int clip_fwd(cuda_model_t *cm, int i, int B, int train)
 {
     const layer_t *l = layer_of(cm, i);
@@ -859,6 +885,7 @@ static constexpr cuda_op_t CUDA_OPS[] = {
     {LAYER_HARDSIGMOID, hardsigmoid_fwd, hardsigmoid_bwd, NULL},
     {LAYER_HARDSWISH, hardswish_fwd, hardswish_bwd, NULL},
     {LAYER_MUL, mul_fwd, mul_bwd, NULL},
+    {LAYER_STOCHASTIC_DEPTH, sdepth_fwd, sdepth_bwd, NULL},
 };
 static_assert(sizeof CUDA_OPS / sizeof CUDA_OPS[0] == LAYER_KIND_COUNT, "one CUDA row per layer kind");
 static constexpr bool cuda_ops_in_order(int k)

@@ -105,7 +105,7 @@ static int put_weights(Onnx__GraphProto *g, const model_t *m, saved_tensor_t *sa
 }
 
 /* The inference form: a training-form batch norm keeps its first output and loses
- * training_mode; a Dropout is an Identity of its first input. attrs holds, per node, the
+ * training_mode; a Dropout or an ai.pacer:StochasticDepth is an Identity of its first input. attrs holds, per node, the
  * attribute array that leaves training_mode out (NULL when the node keeps its own). */
 static int inference_form(Onnx__GraphProto *g, Onnx__AttributeProto ***attrs)
 {
@@ -126,8 +126,12 @@ static int inference_form(Onnx__GraphProto *g, Onnx__AttributeProto ***attrs)
                     attrs[i][keep++] = n->attribute[a];
             n->attribute = attrs[i];
             n->n_attribute = keep;
-        } else if (strcmp(n->op_type, "Dropout") == 0) {
+        } else if (strcmp(n->op_type, "Dropout") == 0 ||
+                   (n->domain && strcmp(n->domain, "ai.pacer") == 0 && strcmp(n->op_type, "StochasticDepth") == 0)) {
+            /* stochastic depth, too, is the identity at evaluation: a runtime (onnxruntime)
+             * that knows no ai.pacer operator runs the file */
             n->op_type = (char *)"Identity";
+            n->domain = (char *)"";
             if (n->n_input > 1) n->n_input = 1;
             if (n->n_output > 1) n->n_output = 1;
             n->n_attribute = 0;
@@ -193,7 +197,11 @@ int onnx_export_buffer(const uint8_t *src, size_t len, const model_t *m, uint8_t
     Onnx__TensorProto **inits = malloc((g->n_initializer + (size_t)m->ntensors + 1) * sizeof *inits);
     Onnx__TensorProto **own_inits = g->initializer;
     size_t own_ninit = g->n_initializer;
-    if (!saved || !nodes || !attrs || !kept || !extra || !inits) {
+    /* the opset imports less ai.pacer, whose nodes the inference form made Identities */
+    Onnx__OperatorSetIdProto **own_opsets = mp->opset_import;
+    const size_t own_nopsets = mp->n_opset_import;
+    Onnx__OperatorSetIdProto **opsets = malloc((own_nopsets ? own_nopsets : 1) * sizeof *opsets);
+    if (!saved || !nodes || !attrs || !kept || !extra || !inits || !opsets) {
         snprintf(err, errlen, "onnx: out of memory");
         goto out;
     }
@@ -207,6 +215,11 @@ int onnx_export_buffer(const uint8_t *src, size_t len, const model_t *m, uint8_t
     size_t nall = g->n_node, n;
     g->n_node = live_nodes(g, kept);
     g->node = kept;
+    mp->n_opset_import = 0;
+    mp->opset_import = opsets;
+    for (size_t i = 0; i < own_nopsets; i++)
+        if (!own_opsets[i]->domain || strcmp(own_opsets[i]->domain, "ai.pacer") != 0)
+            opsets[mp->n_opset_import++] = own_opsets[i];
     n = onnx__model_proto__get_packed_size(mp);
     *out = malloc(n ? n : 1);
     if (*out) *outlen = onnx__model_proto__pack(mp, *out);
@@ -215,6 +228,8 @@ int onnx_export_buffer(const uint8_t *src, size_t len, const model_t *m, uint8_t
     g->n_node = nall;
     rc = *out ? 0 : -1;
 restore:
+    mp->opset_import = own_opsets;
+    mp->n_opset_import = own_nopsets;
     g->initializer = own_inits;
     g->n_initializer = own_ninit;
     for (int i = 0; i < m->ntensors; i++) {
@@ -228,6 +243,7 @@ restore:
         free(attrs[i]);
     }
 out:
+    free(opsets);
     free(extra);
     free(inits);
     free(kept);
@@ -366,6 +382,12 @@ static void gen_attr_float(gen_t *x, Onnx__NodeProto *n, const char *name, float
 {
     Onnx__AttributeProto *a = gen_attr(x, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
     if (a) a->has_f = 1, a->f = v;
+}
+
+static void gen_attr_str(gen_t *x, Onnx__NodeProto *n, const char *name, const char *v)
+{
+    Onnx__AttributeProto *a = gen_attr(x, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    if (a) a->has_s = 1, a->s.data = (uint8_t *)v, a->s.len = strlen(v);
 }
 
 static void gen_attr_ints(gen_t *x, Onnx__NodeProto *n, const char *name, int count, const int *v)
@@ -567,6 +589,14 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
     case LAYER_MUL:
         gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 2, in, l->in2 < 0 ? (char *)"input" : val[l->in2]);
         break;
+    case LAYER_STOCHASTIC_DEPTH:
+        /* pacer's own operator, as imported (the file's opset_import names ai.pacer): a
+         * model trained again keeps its stochastic depth */
+        n = gen_node(x, "StochasticDepth", gen_str(x, "StochasticDepth_%d", li), out, 1, in);
+        if (n) n->domain = (char *)"ai.pacer";
+        gen_attr_float(x, n, "p", l->p);
+        gen_attr_str(x, n, "mode", "row");
+        break;
     /* the inference form: dropout is the identity (the table's export column) */
     case LAYER_DROPOUT: gen_node(x, op, gen_str(x, "Dropout_%d", li), out, 1, in); break;
     case LAYER_GAP:
@@ -656,11 +686,15 @@ int onnx_export_layers(const model_t *m, uint8_t **out, size_t *outlen, char *er
     gen_t x = {0};
     Onnx__ModelProto mp;
     Onnx__GraphProto g;
-    Onnx__OperatorSetIdProto op;
-    Onnx__OperatorSetIdProto *ops[1] = {&op};
+    Onnx__OperatorSetIdProto op, pacer_op;
+    Onnx__OperatorSetIdProto *ops[2] = {&op, &pacer_op};
     onnx__model_proto__init(&mp);
     onnx__graph_proto__init(&g);
     onnx__operator_set_id_proto__init(&op);
+    onnx__operator_set_id_proto__init(&pacer_op);
+    pacer_op.domain = (char *)"ai.pacer"; /* StochasticDepth's domain, named when a layer uses it */
+    pacer_op.has_version = 1;
+    pacer_op.version = 1;
     x.g = &g;
     op.domain = (char *)"";
     op.has_version = 1;
@@ -669,6 +703,8 @@ int onnx_export_layers(const model_t *m, uint8_t **out, size_t *outlen, char *er
     mp.ir_version = 7; /* the IR of opset 13 */
     mp.opset_import = ops;
     mp.n_opset_import = 1;
+    for (int i = 0; i < m->nlayers; i++)
+        if (m->layers[i].kind == LAYER_STOCHASTIC_DEPTH) mp.n_opset_import = 2;
     mp.producer_name = (char *)"pacer";
     mp.producer_version = (char *)PACER_VERSION;
     mp.graph = &g;

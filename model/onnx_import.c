@@ -12,7 +12,8 @@
  *     attributes or constant inputs), HardSigmoid, HardSwish -> their layers; Mul of two
  *     activations (equal shapes, or (C, 1, 1) times (C, H, W)) -> LAYER_MUL; Add of
  *     two activations -> LAYER_ADD; Concat of activations (axis 1) -> a chain of
- *     LAYER_CONCAT; Dropout -> LAYER_DROPOUT (the mask output unused);
+ *     LAYER_CONCAT; Dropout -> LAYER_DROPOUT (the mask output unused); pacer's own
+ *     ai.pacer:StochasticDepth (p, mode "row") -> LAYER_STOCHASTIC_DEPTH;
  *   BatchNormalization (any epsilon and momentum; inference form, or the training
  *     form whose extra outputs are unused) -> LAYER_BN;
  *   Gemm (transB 0 or 1, alpha, beta, C optional) and MatMul with an initializer (plus an
@@ -695,12 +696,39 @@ static int do_shape_op(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     return 1;
 }
 
+/* pacer's own domain, ai.pacer: StochasticDepth(p, mode) as the Python client writes
+ * torchvision.ops.StochasticDepth (clients/python/pacer/client.py): mode "row" (one draw
+ * per sample, EfficientNet's and ConvNeXt's), p in [0, 1). */
+static int do_pacer_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    const char *op = n->op_type;
+    const value_t *x;
+    if (strcmp(op, "StochasticDepth") != 0)
+        return fail(im, "node '%s': operator ai.pacer:%s is not supported (ai.pacer has StochasticDepth only)",
+                    node_name(n), op);
+    static const char *const known[] = {"p", "mode", NULL};
+    if (n->n_input != 1) return fail(im, "node '%s' (StochasticDepth): want one input", node_name(n));
+    if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
+    const Onnx__AttributeProto *mode = attr(n, "mode");
+    if (mode && !(mode->has_s && mode->s.len == 3 && memcmp(mode->s.data, "row", 3) == 0))
+        return fail(im, "node '%s' (StochasticDepth): mode '%.*s' is not supported (\"row\" only: one draw per sample)",
+                    node_name(n), mode->has_s ? (int)(mode->s.len > 32 ? 32 : mode->s.len) : 0,
+                    mode->has_s ? (const char *)mode->s.data : "");
+    const Onnx__AttributeProto *pa = attr(n, "p");
+    if (!pa || !pa->has_f) return fail(im, "node '%s' (StochasticDepth): no float attribute p", node_name(n));
+    const float p = pa->f;
+    if (!(p >= 0.0f && p < 1.0f))
+        return fail(im, "node '%s' (StochasticDepth): p %g is not in [0, 1)", node_name(n), p);
+    return define_output(im, n, model_build_elementwise(b, LAYER_STOCHASTIC_DEPTH, x->layer, p), x->flat);
+}
+
 static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 {
     static const char *const none[] = {NULL};
     if (!n->op_type || !n->op_type[0]) return fail(im, "node '%s': no operator", node_name(n));
     const char *op = n->op_type;
     const value_t *x;
+    if (n->domain && strcmp(n->domain, "ai.pacer") == 0) return do_pacer_node(im, b, n);
     if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
         return fail(im, "node '%s' (%s): operator domain '%s' is not supported", node_name(n), op, n->domain);
     if (n->n_output < 1 || !n->output[0][0]) return fail(im, "node '%s' (%s): no output", node_name(n), op);

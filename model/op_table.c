@@ -359,6 +359,29 @@ static void dropout_bwd(model_t *m, int i, const float *x, int B)
                          m->dacts + l->out_off, dinp);
 }
 
+/* dropout_fwd and dropout_bwd with one draw per sample: the same key (job seed, step,
+ * layer), so a resumed run draws the same masks */
+static void sdepth_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    const layer_t *l = &m->layers[i];
+    const float *inp = input_of(m, x, l->in);
+    float *out = m->acts + l->out_off;
+    if (train)
+        stochastic_depth_forward(out_count(l, B), out_count(l, 1), l->p,
+                                 dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i), inp, out);
+    else memcpy(out, inp, out_count(l, B) * sizeof(float));
+}
+
+static void sdepth_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    float *dinp = dinput_of(m, l->in);
+    if (dinp)
+        stochastic_depth_backward(out_count(l, B), out_count(l, 1), l->p,
+                                  dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i), m->dacts + l->out_off,
+                                  dinp);
+}
+
 static void clip_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     const layer_t *l = &m->layers[i];
@@ -438,6 +461,8 @@ const model_op_t MODEL_OPS[] = {
     /* opset 13 has no HardSwish: exported as x * HardSigmoid(x), what torch 1.13 writes */
     [LAYER_HARDSWISH]  = {LAYER_HARDSWISH, "hard swish", "HardSwish", "HardSigmoid, Mul", 1, IN1, infer_same, NULL, flops_pass, hardswish_fwd, hardswish_bwd},
     [LAYER_MUL]        = {LAYER_MUL, "mul", "Mul", "Mul", 2, IN12, infer_mul, NULL, flops_pass, mul_fwd, mul_bwd},
+    /* pacer's own domain: the Python client writes torchvision's StochasticDepth so */
+    [LAYER_STOCHASTIC_DEPTH] = {LAYER_STOCHASTIC_DEPTH, "stochastic depth", "ai.pacer:StochasticDepth", "ai.pacer:StochasticDepth", 1, IN1, infer_same, NULL, flops_pass, sdepth_fwd, sdepth_bwd},
 };
 /* clang-format on */
 /* A kind without a row would leave a zero row here (a designated initializer skipped):

@@ -4,7 +4,8 @@
  * regenerates it instead of storing it, and the CUDA twin, which includes the same inline
  * hash, draws the same mask. The scale is PyTorch's: 1.0f / (1.0f - p) in float, and a
  * kept element is inp * scale (one rounding), so a kept value equals PyTorch's for the
- * same p.
+ * same p. Stochastic depth is the same with one draw per sample (the draw's index is the
+ * sample's, not the element's).
  */
 #include "ops.h"
 
@@ -22,6 +23,35 @@ void dropout_forward(size_t n, float p, uint64_t key, const float *inp, float *o
         return;
     }
     for (size_t i = 0; i < n; i++) out[i] = dropout_keep(key, i, t) ? inp[i] * scale : 0.0f;
+}
+
+void stochastic_depth_forward(size_t n, size_t per, float p, uint64_t key, const float *inp, float *out)
+{
+    const uint32_t t = dropout_threshold(p);
+    const float scale = keep_scale(p);
+    if (t == 0 || per == 0) {
+        dropout_forward(n, 0.0f, key, inp, out);
+        return;
+    }
+    for (size_t b = 0; b * per < n; b++) {
+        const int keep = dropout_keep(key, b, t);
+        for (size_t i = b * per; i < (b + 1) * per && i < n; i++) out[i] = keep ? inp[i] * scale : 0.0f;
+    }
+}
+
+void stochastic_depth_backward(size_t n, size_t per, float p, uint64_t key, const float *dout, float *dinp)
+{
+    if (!dinp) return;
+    const uint32_t t = dropout_threshold(p);
+    const float scale = keep_scale(p);
+    if (t == 0 || per == 0) {
+        dropout_backward(n, 0.0f, key, dout, dinp);
+        return;
+    }
+    for (size_t b = 0; b * per < n; b++) {
+        const int keep = dropout_keep(key, b, t);
+        for (size_t i = b * per; i < (b + 1) * per && i < n; i++) dinp[i] += keep ? dout[i] * scale : 0.0f;
+    }
 }
 
 void dropout_backward(size_t n, float p, uint64_t key, const float *dout, float *dinp)

@@ -241,6 +241,12 @@ static inline OPS_HD int dropout_keep(uint64_t key, uint64_t i, uint32_t thresho
 void dropout_forward(size_t n, float p, uint64_t key, const float *inp, float *out);
 /* dinp += keep ? dout * 1/(1-p) : 0, with the forward's key. */
 void dropout_backward(size_t n, float p, uint64_t key, const float *dout, float *dinp /* += */);
+/* Stochastic depth (torchvision.ops.StochasticDepth, mode "row"): dropout with one draw per
+ * sample instead of per element: the per consecutive elements of sample b are kept (and
+ * scaled by 1/(1-p)) when dropout_keep(key, b, threshold) holds, so a residual branch is
+ * dropped for whole samples. n is B * per; out may be inp. */
+void stochastic_depth_forward(size_t n, size_t per, float p, uint64_t key, const float *inp, float *out);
+void stochastic_depth_backward(size_t n, size_t per, float p, uint64_t key, const float *dout, float *dinp /* += */);
 
 /* ---- fully connected ------------------------------------------------------------ */
 void fc_forward(int B, int IN, int OUT, const float *inp, /* (B, IN) */

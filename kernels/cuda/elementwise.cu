@@ -246,6 +246,17 @@ __global__ void dropout_kernel(const float *src, float *dst, size_t n, uint64_t 
     }
 }
 
+/* dropout_kernel with one draw per sample of per elements (stochastic depth, mode "row"). */
+__global__ void stochastic_depth_kernel(const float *src, float *dst, size_t n, size_t per, uint64_t key,
+                                        uint32_t threshold, float scale, int fwd)
+{
+    GRID_STRIDE(i, n)
+    {
+        const float v = dropout_keep(key, (uint64_t)(i / per), threshold) ? __fmul_rn(src[i], scale) : 0.0f;
+        dst[i] = fwd ? v : __fadd_rn(dst[i], v);
+    }
+}
+
 /* Clip, HardSigmoid, HardSwish: elementwise.c's expressions, each rounding explicit. */
 __global__ void clip_fwd_kernel(const float *inp, float *out, size_t n, float lo, float hi)
 {
@@ -510,5 +521,28 @@ extern "C" int cuda_dropout_backward(cuda_ctx_t *ctx, size_t n, float p, uint64_
     if (t == 0) return cuda_accumulate(ctx, n, dout, dinp);
     dropout_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(dout, dinp, n, key, t, dropout_scale(p), 0);
     KERNEL_CHECK(ctx, "dropout_kernel");
+    return 0;
+}
+
+extern "C" int cuda_stochastic_depth_forward(cuda_ctx_t *ctx, size_t n, size_t per, float p, uint64_t key,
+                                             const float *inp, float *out)
+{
+    const uint32_t t = dropout_threshold(p);
+    if (t == 0 || !per) return cuda_dropout_forward(ctx, n, 0.0f, key, inp, out);
+    if (!n) return 0;
+    stochastic_depth_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(inp, out, n, per, key, t, dropout_scale(p), 1);
+    KERNEL_CHECK(ctx, "stochastic_depth_kernel");
+    return 0;
+}
+
+extern "C" int cuda_stochastic_depth_backward(cuda_ctx_t *ctx, size_t n, size_t per, float p, uint64_t key,
+                                              const float *dout, float *dinp)
+{
+    if (!dinp || !n) return 0;
+    const uint32_t t = dropout_threshold(p);
+    if (t == 0 || !per) return cuda_accumulate(ctx, n, dout, dinp);
+    stochastic_depth_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(dout, dinp, n, per, key, t, dropout_scale(p),
+                                                                         0);
+    KERNEL_CHECK(ctx, "stochastic_depth_kernel");
     return 0;
 }

@@ -166,6 +166,11 @@ int cuda_concat_backward(cuda_ctx_t *ctx, int B, int HW, int n, const int *C, co
  * dropout_forward / dropout_backward for the same key); out may be inp. */
 int cuda_dropout_forward(cuda_ctx_t *ctx, size_t n, float p, uint64_t key, const float *inp, float *out);
 int cuda_dropout_backward(cuda_ctx_t *ctx, size_t n, float p, uint64_t key, const float *dout, float *dinp /* += */);
+/* Stochastic depth with ops.h's per-sample mask (stochastic_depth_forward's samples). */
+int cuda_stochastic_depth_forward(cuda_ctx_t *ctx, size_t n, size_t per, float p, uint64_t key, const float *inp,
+                                  float *out);
+int cuda_stochastic_depth_backward(cuda_ctx_t *ctx, size_t n, size_t per, float p, uint64_t key, const float *dout,
+                                   float *dinp /* += */);
 /* dst += src, n floats. */
 int cuda_accumulate(cuda_ctx_t *ctx, size_t n, const float *src, float *dst);
 /* x *= k, n floats. */

@@ -57,6 +57,12 @@ void ref_concat_forward(int B, int HW, int n, const int *C, const double *const 
     }
 }
 
+void ref_stochastic_depth_forward(size_t n, size_t per, double p, uint64_t key, const double *x, double *y)
+{
+    const uint32_t t = dropout_threshold((float)p);
+    for (size_t i = 0; i < n; i++) y[i] = t == 0 ? x[i] : dropout_keep(key, i / per, t) ? x[i] / (1.0 - p) : 0.0;
+}
+
 void ref_dropout_forward(size_t n, double p, uint64_t key, const double *x, double *y)
 {
     const uint32_t t = dropout_threshold((float)p);

@@ -47,6 +47,9 @@ void ref_concat_forward(int B, int HW, int n, const int *C, const double *const 
 /* training dropout: y = keep(i) ? x / (1 - p) : 0 with the fast kernels' mask (ops.h's
  * dropout_keep for key), the identity for p = 0 */
 void ref_dropout_forward(size_t n, double p, uint64_t key, const double *x, double *y);
+/* training stochastic depth (mode "row"): sample b (the per elements from b * per) is
+ * y = keep(b) ? x / (1 - p) : 0, keep(b) being dropout_keep(key, b); the identity for p = 0 */
+void ref_stochastic_depth_forward(size_t n, size_t per, double p, uint64_t key, const double *x, double *y);
 
 /* ---- fully connected (fc.c) ---- */
 /* y (B, OUT) = x (B, IN) w' (w (OUT, IN)) + b (OUT, or NULL) */

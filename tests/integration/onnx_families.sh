@@ -10,7 +10,9 @@
 # onnx_families.py's named tolerances; the losses are finite and fall.
 # The importer's refusals of what the new operators cannot take (graphs written at test time
 # by onnx_families.py --graphs), each message checked, and the graph of every new operator
-# (the fuzzer's seed) accepted.
+# (the fuzzer's seed) accepted. Stochastic depth (the Python client's
+# ai.pacer:StochasticDepth): the per-sample mask of pacer's training forward on a small
+# block, the identity at evaluation, mode "batch" refused with its message.
 # onnx_torchvision.sh runs the same checks on torchvision's own models.
 . tests/lib.sh
 SET=${FAMILIES_SET:-blocks}
@@ -30,6 +32,34 @@ if [ "$SET" = blocks ]; then
         $WORKER --check-onnx "$(g mul_shape)"
     expect_error 2 "(ReduceMean): only the mean over the plane (axes 2, 3)" $WORKER --check-onnx "$(g reducemean_axes)"
     expect_error 2 "(BatchNormalization): momentum 1.5 is out of range \[0, 1\]" $WORKER --check-onnx "$(g bn_momentum)"
+    # stochastic depth (the Python client's ai.pacer:StochasticDepth): the per-sample mask
+    # of pacer's training forward, the identity at evaluation, mode "batch" refused
+    mkdir -p "$TMP/sdepth"
+    /usr/bin/python3 tests/tools/onnx_families.py --sdepth "$TMP/sdepth" >"$TMP/sdepth.log" 2>&1 ||
+        { cat "$TMP/sdepth.log"; fail "tests/tools/onnx_families.py --sdepth failed"; }
+    expect_error 2 "(StochasticDepth): mode 'batch' is not supported (\"row\" only: one draw per sample)" \
+        $WORKER --check-onnx "$TMP/sdepth/sdepth_batch.onnx"
+    mkdir -p "$TMP/sdepth/pacer"
+    "$BUILD/tools/onnx_grads" "$TMP/sdepth/sdepth.onnx" "$TMP/sdepth/x.bin" 8 1 0.01 "$TMP/sdepth/pacer" ||
+        fail "sdepth.onnx: onnx_grads failed"
+    /usr/bin/python3 tests/tools/onnx_families.py --sdepth-check "$TMP/sdepth/pacer" "$TMP/sdepth/sdepth_eval.npy" ||
+        fail "stochastic depth's mask (above)"
+    # trained and exported (--export-onnx: the inference form), it is an Identity: a
+    # runtime that knows no ai.pacer operator runs the file
+    if [ -d "$PACER_SHARED/datasets/cifar-10" ]; then
+        jq -n --arg m "$TMP/sdepth/sdepth.onnx" --arg p "$PACER_SHARED/datasets/cifar-10" \
+            '{model: {onnx: $m}, dataset: {name: "cifar10", path: $p, train_subset: 64, test_subset: 64},
+              algorithm: {name: "ssgd"}, workers: 1, batch_size: 16, epochs: 1, seed: 5, device: "cpu"}' \
+            >"$TMP/sdepth/spec.json"
+        $WORKER --spec "$TMP/sdepth/spec.json" --export-onnx "$TMP/sdepth/trained.onnx" >"$TMP/sdepth/train.log" 2>&1 ||
+            { tail -20 "$TMP/sdepth/train.log"; fail "sdepth.onnx did not train"; }
+        /usr/bin/python3 -c 'import onnx, sys
+g = onnx.load(sys.argv[1]).graph
+bad = [n.op_type for n in g.node if n.domain == "ai.pacer"] + [o.domain for o in onnx.load(sys.argv[1]).opset_import if o.domain == "ai.pacer"]
+sys.exit("ai.pacer nodes left in the exported file: %s" % bad if bad else 0)' "$TMP/sdepth/trained.onnx" ||
+            fail "the exported file keeps pacer's own operator"
+        echo "ok: trained and exported, stochastic depth is an Identity in the file"
+    fi
 fi
 /usr/bin/python3 tests/tools/onnx_families.py --export "$SET" "$TMP" >"$TMP/export.log" 2>&1
 rc=$?

@@ -13,9 +13,11 @@ Usage: /usr/bin/python3 tests/tools/onnx_families.py --export SET OUTDIR
     EfficientNetish SiLU (x * Sigmoid(x): one tensor read by two nodes) and
                     squeeze-excitation with SiLU.
   SET torchvision: torchvision.models.get_model(name, weights=None, num_classes=10) for
-    mobilenet_v2, mobilenet_v3_small, mnasnet0_5, regnet_y_400mf (training form) and
-    efficientnet_b0 (inference form: torch 1.13's training-form export fails inside
-    torch on stochastic depth's Bernoulli). Exits 77 when torchvision is not importable.
+    mobilenet_v2, mobilenet_v3_small, mnasnet0_5, regnet_y_400mf and efficientnet_b0, all
+    in training form; a network with stochastic depth (efficientnet_b0) through the Python
+    client's own export (pacer.client.export_module: torch 1.13 cannot export its
+    Bernoulli, the client writes ai.pacer:StochasticDepth). Exits 77 when torchvision is
+    not importable.
   Writes x.bin (N_BATCH images 3x32x32), and per network NAME.onnx and NAME.torch.npz:
   eval_logits (the file's running statistics), train_logits, grad:TENSOR for every
   parameter and buffer:TENSOR for every running statistic after one training step on x
@@ -38,6 +40,17 @@ Usage: /usr/bin/python3 tests/tools/onnx_families.py --graphs OUTDIR
     reducemean_axes.onnx  ReduceMean over the channels;
     bn_momentum.onnx    batch norm momentum 1.5.
 
+Usage: /usr/bin/python3 tests/tools/onnx_families.py --sdepth OUTDIR
+  Stochastic depth's mask (no torchvision needed: a StochasticDepth module of torchvision's
+  semantics, defined here): through the Python client's export, x.bin and sdepth.onnx
+  (Linear, then StochasticDepth(p 0.5, mode row): the logits are the dropped branch),
+  whose node must be ai.pacer:StochasticDepth with p 0.5 and mode row; and
+  sdepth_batch.onnx (mode "batch", for the importer's refusal).
+Usage: /usr/bin/python3 tests/tools/onnx_families.py --sdepth-check PACERDIR
+  onnx_grads' logits of sdepth.onnx: each sample's training logits are either all 0 (the
+  branch dropped) or its evaluation logits / (1 - p) (kept, within 1e-6), the evaluation
+  logits torch's (1e-5), and of the N_BATCH samples at least one is dropped and one kept.
+
 Usage: /usr/bin/python3 tests/tools/onnx_families.py --compare NAME.torch.npz PACERDIR
   Compares what tests/tools/onnx_grads wrote into PACERDIR with torch's, each quantity
   against its named tolerance (TOL below), printing the worst error of each; exits 1 naming
@@ -46,6 +59,7 @@ Usage: /usr/bin/python3 tests/tools/onnx_families.py --compare NAME.torch.npz PA
 Exits 77 when torch or onnx cannot be imported (the test then skips, saying so).
 """
 import copy
+import os
 import sys
 
 N_BATCH = 8
@@ -167,6 +181,17 @@ def torchvision_models():
     return {n: (lambda n=n: get(n, weights=None, num_classes=10)) for n in names}
 
 
+def client_export():
+    """The Python client's export_module (clients/python/pacer), from this checkout."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python"))
+    from pacer.client import export_module
+    return export_module
+
+
+def has_stochastic_depth(net):
+    return any(type(mod).__name__ == "StochasticDepth" for mod in net.modules())
+
+
 def no_randomness(net):
     """Dropout and stochastic depth to p = 0: their masks are pacer's own, not torch's."""
     for mod in net.modules():
@@ -224,13 +249,17 @@ def export(which, out):
         net = make()
         no_randomness(net)
         path = "%s/%s.onnx" % (out, name)
-        # the Python client's export (clients/python/pacer/client.py export_module); the
-        # inference form where torch 1.13 cannot export the training form
-        eval_form = name.startswith("efficientnet")
-        net.train(not eval_form)
-        torch.onnx.export(net, x, path, opset_version=13, do_constant_folding=False,
-                          training=torch.onnx.TrainingMode.PRESERVE, input_names=["input"],
-                          output_names=["logits"], dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
+        # the Python client's export (clients/python/pacer/client.py export_module): the
+        # same call here, and the client's own where stochastic depth needs its operator
+        eval_form = False
+        net.train()
+        if has_stochastic_depth(net):
+            with open(path, "wb") as f:
+                f.write(client_export()(net, x))
+        else:
+            torch.onnx.export(net, x, path, opset_version=13, do_constant_folding=False,
+                              training=torch.onnx.TrainingMode.PRESERVE, input_names=["input"],
+                              output_names=["logits"], dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
         load_from_file(net, path)
         net32 = copy.deepcopy(net)
         res = steps(net.double(), x.double(), y, LR[which])
@@ -300,6 +329,72 @@ def graphs(out):
     for name, m in files.items():
         onnx.save(m, "%s/%s.onnx" % (out, name))
     print("onnx_families: %d graphs written" % len(files))
+
+
+class StochasticDepth(nn.Module):
+    """torchvision.ops.StochasticDepth's semantics (0.14) without torchvision: mode "row"
+    drops whole samples with probability p and scales the kept by 1 / (1 - p)."""
+
+    def __init__(self, p, mode):
+        super().__init__()
+        self.p, self.mode = p, mode
+
+    def forward(self, x):
+        if not self.training or self.p == 0.0:
+            return x
+        size = [x.shape[0]] + [1] * (x.dim() - 1) if self.mode == "row" else [1] * x.dim()
+        return x * torch.empty(size, dtype=x.dtype).bernoulli_(1.0 - self.p) / (1.0 - self.p)
+
+
+SDEPTH_P = 0.5
+
+
+def sdepth(out):
+    export = client_export()
+    torch.manual_seed(11)
+    x = torch.randn(N_BATCH, 3, 32, 32)
+    x.numpy().astype("<f4").tofile(out + "/x.bin")
+    for name, mode in (("sdepth", "row"), ("sdepth_batch", "batch")):
+        net = nn.Sequential(nn.Flatten(), nn.Linear(3 * 32 * 32, 10), StochasticDepth(SDEPTH_P, mode))
+        m = onnx.load_from_string(export(net, x))
+        nodes = [n for n in m.graph.node if n.op_type == "StochasticDepth"]
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in nodes[0].attribute} if nodes else {}
+        if len(nodes) != 1 or nodes[0].domain != "ai.pacer" or abs(attrs.get("p", -1) - SDEPTH_P) > 1e-7 or \
+                attrs.get("mode") != mode.encode():
+            print("onnx_families: %s: the client's export has no ai.pacer:StochasticDepth(p %g, mode %s): %s"
+                  % (name, SDEPTH_P, mode, nodes))
+            return 1
+        onnx.save(m, "%s/%s.onnx" % (out, name))
+        if name == "sdepth":
+            with torch.no_grad():
+                np.save(out + "/sdepth_eval.npy", net.eval()(x).double().numpy())
+    print("onnx_families: sdepth.onnx and sdepth_batch.onnx written (ai.pacer:StochasticDepth, p %g)" % SDEPTH_P)
+    return 0
+
+
+def sdepth_check(pdir, torch_eval):
+    ev = np.fromfile(pdir + "/eval_logits.bin", dtype="<f4").astype(np.float64).reshape(N_BATCH, -1)
+    tr = np.fromfile(pdir + "/train_logits.bin", dtype="<f4").astype(np.float64).reshape(N_BATCH, -1)
+    e = rel(ev, np.load(torch_eval))
+    if e > 1e-5:
+        print("FAIL the evaluation logits are not torch's (the identity at evaluation): max_rel %.3e" % e)
+        return 1
+    kept = dropped = 0
+    for i in range(N_BATCH):
+        if np.all(tr[i] == 0.0):
+            dropped += 1
+        elif rel(tr[i], ev[i] / (1.0 - SDEPTH_P)) <= 1e-6:
+            kept += 1
+        else:
+            print("FAIL sample %d: training logits %s are neither 0 nor the evaluation's %s / (1 - p)"
+                  % (i, tr[i], ev[i]))
+            return 1
+    if not kept or not dropped:
+        print("FAIL %d of %d samples dropped: want some of each at p %g" % (dropped, N_BATCH, SDEPTH_P))
+        return 1
+    print("  stochastic depth: %d of %d samples dropped whole, %d kept and scaled by 1/(1-p); evaluation "
+          "logits torch's (max_rel %.1e)" % (dropped, N_BATCH, kept, e))
+    return 0
 
 
 def rel(got, want, floor=0.0):
@@ -378,6 +473,10 @@ def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--graphs":
         graphs(sys.argv[2])
         return 0
+    if len(sys.argv) == 3 and sys.argv[1] == "--sdepth":
+        return sdepth(sys.argv[2])
+    if len(sys.argv) == 4 and sys.argv[1] == "--sdepth-check":
+        return sdepth_check(sys.argv[2], sys.argv[3])
     if len(sys.argv) == 4 and sys.argv[1] == "--compare":
         return compare(sys.argv[2], sys.argv[3])
     print(__doc__)

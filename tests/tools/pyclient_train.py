@@ -13,10 +13,12 @@ Usage: PYTHONPATH=clients/python /usr/bin/python3 tests/tools/pyclient_train.py 
   - job.state_dict() includes num_batches_tracked (the module's count plus the job's
     steps), and a job fetched by id (client.job) gives a state_dict that loads strictly;
   - refusals come back as PacerError with the API's status and message: bytes that are
-    not ONNX (400), a module with an operator pacer does not train (422, naming it), a
+    not ONNX (400), a module with an operator pacer does not train (422, naming it and
+    ending with what to do: update pacer, not yet (issue 44), or replace the module), a
     wrong token (401), a coordinator that is not there; a spec refused after the upload
     deletes the upload it made (GET /api/v1/models no longer lists it) and keeps a model
-    that held the name before.
+    that held the name before; a module with stochastic depth (torchvision's class) uploads
+    as ai.pacer:StochasticDepth, its mode "batch" refused (422).
 Exits 1 on a failed check, 77 when torch/onnx/numpy cannot be imported.
 """
 import gzip
@@ -74,6 +76,46 @@ class NetBN1d(nn.Module):
         return self.fc2(F.relu(self.bn(self.fc1(torch.flatten(x, 1)))))
 
 
+class StochasticDepth(nn.Module):
+    """torchvision.ops.StochasticDepth's interface (p, mode; the client matches the class
+    name), so that no torchvision is needed: identity here, the export is the client's."""
+
+    def __init__(self, p, mode):
+        super().__init__()
+        self.p, self.mode = p, mode
+
+    def forward(self, x):
+        return x
+
+
+class NetSD(Net):
+    """A residual branch under stochastic depth, as in EfficientNet's blocks."""
+
+    def __init__(self, mode="row"):
+        super().__init__()
+        self.branch = nn.Conv2d(6, 6, 3, padding=1)
+        self.sd = StochasticDepth(0.2, mode)
+
+    def forward(self, x):
+        x = self.act(self.bn1(self.conv1(x)))
+        x = F.max_pool2d(x + self.sd(self.branch(x)), 2)
+        x = F.max_pool2d(self.act(self.conv2(x)), 2)
+        return self.fc(self.drop(torch.flatten(x, 1)))
+
+
+def check_stochastic_depth(client):
+    """A module with stochastic depth uploads (ai.pacer:StochasticDepth, no Bernoulli);
+    mode "batch" is refused with a 422 naming the node's operator and the mode."""
+    summary = client.upload_model("pyclient-sdepth", pacer.client.export_module(NetSD(), torch.randn(1, 1, 28, 28)))
+    if not summary.get("parameters"):
+        fail("the stochastic-depth module's upload has no parameters: %s" % summary)
+    client.delete_model("pyclient-sdepth")
+    print("ok: a module with stochastic depth uploads (%s parameters)" % summary["parameters"])
+    expect_error("stochastic depth mode batch", 422, "(StochasticDepth): mode 'batch' is not supported",
+                 lambda: client.upload_model("pyclient-sdepth-batch", pacer.client.export_module(
+                     NetSD("batch"), torch.randn(1, 1, 28, 28))))
+
+
 def stderr_of(fn):
     """fn()'s result and what was written to file descriptor 2 meanwhile (Python's
     warnings and anything torch's C++ side prints)."""
@@ -105,6 +147,28 @@ def check_export():
             fail("exporting %s: the input's batch axis is not dynamic: %s" % (what, dim))
         print("ok: %s exported from a batch of 1 (%d bytes, batch axis %s), nothing on stderr"
               % (what, len(onnx_bytes), dim.dim_param))
+
+
+def check_refusal_hints(softplus_refusal):
+    """A 422 naming an operator pacer does not know ends with what to do about it: from a
+    real coordinator for Softplus (no row: replace the module); from the client's table,
+    on the importer's own words, for an operator this coordinator trains (Clip, ReLU6's: a
+    refusal of it means an older pacer), a transformer's (issue 44) and Bernoulli."""
+    if not softplus_refusal.endswith("[Softplus: not supported: replace the module that exports it by one pacer "
+                                     "trains (the refusal lists them), or, for a layer that only matters in "
+                                     "training (e.g. a random one), export it in inference form]"):
+        fail("the Softplus refusal does not end with what to do: %s" % softplus_refusal)
+    words = "node '/act/Clip': operator %s is not supported (supported: Conv, Relu)"
+    for op, needle in (("Clip", "ReLU6 and Hardtanh export as Clip, supported since issue 43: update pacer"),
+                       ("LayerNormalization", "not supported yet (issue 44)"),
+                       ("Bernoulli", "StochasticDepth"), ("Foo", "not supported: replace the module")):
+        hint = pacer.client._refusal_hint(words % op)
+        if hint is None or hint[0] != op or needle not in hint[1]:
+            fail("the hint for %s is %r, want one naming it and saying %r" % (op, hint, needle))
+    for detail in ("node 'm' (Mul): a constant operand is not supported (only two activations)", None, ""):
+        if pacer.client._refusal_hint(detail) is not None:
+            fail("a refusal that names no unknown operator got a hint: %r" % detail)
+    print("ok: refusals naming an unknown operator say what to do (update pacer, issue 44, replace the module)")
 
 
 def model_names(client):
@@ -211,8 +275,10 @@ def main():
         fail("torch's accuracy %.4f differs from pacer's %.4f by more than 0.1 point" % (torch_acc, acc))
 
     expect_error("bytes that are not ONNX", 400, "ONNX", lambda: client.upload_model("junk", b"not a model"))
-    expect_error("an unsupported operator", 422, "Softplus",
-                 lambda: client.train(Net(act=F.softplus), torch.randn(2, 1, 28, 28), spec))
+    msg = expect_error("an unsupported operator", 422, "operator Softplus is not supported",
+                       lambda: client.train(Net(act=F.softplus), torch.randn(2, 1, 28, 28), spec))
+    check_refusal_hints(msg)
+    check_stochastic_depth(client)
     check_refused_spec(client, spec)
     expect_error("a wrong token", 401, "", lambda: pacer.Client(url, "wrong-" + token).models())
     expect_error("no coordinator", None, "unreachable", lambda: pacer.Client("http://127.0.0.1:1").models())

@@ -100,6 +100,7 @@
 #define PARITY_TESTS(X)                                                                   \
     X(test_conv) X(test_conv_general) X(test_maxpool) X(test_avgpool) X(test_pool_general) \
     X(test_relu) X(test_activations) X(test_concat) X(test_dropout) X(test_fc) X(test_gemm) \
+    X(test_stochastic_depth)                                                              \
     X(test_softmax_xent) X(test_batchnorm) X(test_batchnorm_eps) X(test_gap) X(test_residual) \
     X(test_sgd) X(test_norm_clip) X(test_model_mlp) X(test_model_lenet5)                  \
     X(test_model_cifar10_quick) X(test_model_resnet20) X(test_model_onnx_layers)
@@ -886,6 +887,41 @@ static void test_dropout(void **state)
             snprintf(name, sizeof name, "dropout(p=%g, step %d).out (in place)", (double)p, (int)step);
             compare_dev(name, d_out, out, n, TOL_EXACT);
         }
+    free(x);
+    free(out);
+    free(g);
+    free(dx);
+    end_test();
+}
+
+/* Stochastic depth: the device draws one ops.h draw per sample as the CPU does, so the
+ * same samples are dropped and the same values kept, bit for bit; p = 0 is the identity. */
+static void test_stochastic_depth(void **state)
+{
+    (void)state;
+    need_gpu();
+    static const float ps[] = {0.0f, 0.2f, 0.5f};
+    const size_t per = 3 * 7 * 5, n = 64 * per;
+    lcg_t r = {47};
+    char name[80];
+    float *x = halloc(n), *out = halloc(n), *g = halloc(n), *dx = halloc(n);
+    fill(&r, x, n, -2, 2);
+    fill(&r, g, n, -1, 1);
+    float *d_x = dcopy(x, n), *d_g = dcopy(g, n), *d_out = dalloc(n), *d_dx = dalloc(n);
+    for (size_t pi = 0; pi < sizeof ps / sizeof ps[0]; pi++) {
+        const float p = ps[pi];
+        const uint64_t key = dropout_key(0x5eed0000ULL + 17, 3, 9);
+        stochastic_depth_forward(n, per, p, key, x, out);
+        check_rc(cuda_stochastic_depth_forward(g_ctx, n, per, p, key, d_x, d_out), "stochastic depth fwd");
+        snprintf(name, sizeof name, "stochastic_depth(p=%g).out", (double)p);
+        compare_dev(name, d_out, out, n, TOL_EXACT);
+        fill_const(dx, n, PREFILL);
+        upload(d_dx, dx, n);
+        stochastic_depth_backward(n, per, p, key, g, dx);
+        check_rc(cuda_stochastic_depth_backward(g_ctx, n, per, p, key, d_g, d_dx), "stochastic depth bwd");
+        snprintf(name, sizeof name, "stochastic_depth(p=%g).dinp (+=)", (double)p);
+        compare_dev_acc(name, d_dx, dx, n, PREFILL, TOL_EXACT);
+    }
     free(x);
     free(out);
     free(g);

@@ -172,6 +172,20 @@ static void ref_dropout(const ref_in_t *in, double *y)
                         y);
 }
 
+/* p 0.5: of the B_TEST samples' draws (seed 77, this step) some drop a whole sample and
+ * some keep it (run_case checks that the case reaches both) */
+static int build_sdepth(model_builder_t *b, int x)
+{
+    return model_build_elementwise(b, LAYER_STOCHASTIC_DEPTH, x, 0.5f);
+}
+static void ref_sdepth(const ref_in_t *in, double *y)
+{
+    const model_t *m = in->m;
+    const layer_t *l = in->l;
+    ref_stochastic_depth_forward(in_count(in), (size_t)l->C * l->H * l->W, l->p,
+                                 dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)in->li), in->x, y);
+}
+
 static int build_clip(model_builder_t *b, int x) { return model_build_clip(b, x, -0.5f, 0.6f); }
 static void ref_clip_all(const ref_in_t *in, double *y)
 {
@@ -244,6 +258,7 @@ static const row_case_t CASES[] = {
     {LAYER_HARDSIGMOID, 3, 5, 4, build_hardsigmoid, ref_hardsigmoid_all, 1e-6, 1e-3, 1e-6},
     {LAYER_HARDSWISH, 3, 5, 4, build_hardswish, ref_hardswish_all, 1e-6, 1e-3, 1e-6},
     {LAYER_MUL, 3, 5, 4, build_mul, ref_mul, 1e-7, 1e-3, 1e-6},
+    {LAYER_STOCHASTIC_DEPTH, 3, 5, 4, build_sdepth, ref_sdepth, 1e-6, 1e-3, 0},
 };
 
 /* Further cases of rows whose case above does not reach every path (the shape generator
@@ -460,6 +475,18 @@ static void run_case(layer_kind_t k, const row_case_t *c)
     assert_non_null(yref);
     const ref_in_t in = {.m = m, .l = l, .li = n.li, .B = B_TEST, .x = xin, .x2 = xin2, .params = params};
     c->ref(&in, yref);
+    if (k == LAYER_STOCHASTIC_DEPTH) {
+        /* the case reaches both paths: a whole sample dropped (all zeros), one kept (x / (1 - p)) */
+        const size_t per = ny / B_TEST;
+        int dropped = 0;
+        for (int s = 0; s < B_TEST; s++) {
+            int zero = 1;
+            for (size_t i = 0; i < per; i++) zero &= yref[s * per + i] == 0.0;
+            dropped += zero;
+        }
+        if (dropped == 0 || dropped == B_TEST)
+            fail_msg("row %s: %d of %d samples dropped: the case does not reach both paths", row, dropped, B_TEST);
+    }
     const double e = rel_err(m->acts + l->out_off, yref, ny);
     printf("  %-11s %-16s max_rel %.2e (tol %.0e)\n", row, "forward", e, c->tol_fwd);
     if (!(e <= c->tol_fwd)) fail_msg("row %s: forward against the reference: max_rel %.3e > %.0e", row, e, c->tol_fwd);

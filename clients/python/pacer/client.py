@@ -37,6 +37,43 @@ class PacerError(Exception):
         self.problem = problem or {}
 
 
+# What to do about an operator the coordinator refused (422 model-unsupported): a short
+# table for the operators people meet first, keyed by ONNX op_type; anything else gets
+# _HINT_OTHER. "update pacer" rows are operators pacer trains since issue 43, so a
+# refusal naming one comes from a coordinator (and workers) older than that.
+_HINT_UPDATE = "supported since issue 43: update pacer (coordinator and workers) to a version that has it"
+_HINT_TRANSFORMER = "transformer operators are not supported yet (issue 44): not trainable on pacer today"
+_HINT_OTHER = ("not supported: replace the module that exports it by one pacer trains (the refusal lists them), "
+               "or, for a layer that only matters in training (e.g. a random one), export it in inference form")
+_OPERATOR_HINTS = {
+    "Clip": "ReLU6 and Hardtanh export as Clip, " + _HINT_UPDATE,
+    "HardSigmoid": "Hardsigmoid exports as HardSigmoid, " + _HINT_UPDATE,
+    "HardSwish": "Hardswish exports as HardSwish (opset 14), " + _HINT_UPDATE,
+    "Mul": "SiLU, hard-swish and squeeze-excitation export as Mul, " + _HINT_UPDATE,
+    "ReduceMean": "x.mean([2, 3]) exports as ReduceMean, " + _HINT_UPDATE,
+    "LayerNormalization": "LayerNorm: " + _HINT_TRANSFORMER,
+    "Softmax": "Softmax inside the network (attention): " + _HINT_TRANSFORMER,
+    "MatMul": "MatMul of two activations (attention): " + _HINT_TRANSFORMER,
+    "Erf": "GELU exports as Erf: " + _HINT_TRANSFORMER,
+    "Bernoulli": ("stochastic depth or a random mask: this client exports torchvision's StochasticDepth "
+                  "as pacer's own operator; for another random layer, " + _HINT_OTHER),
+}
+# The importer's words for an operator it does not know (model/onnx_import.c, do_node):
+# "node 'NAME': operator OP is not supported (supported: ...)".
+_UNSUPPORTED_OP = re.compile(r"operator (\S+) is not supported")
+
+
+def _refusal_hint(detail):
+    """(operator, what to do) for a 422 refusal's detail that names an operator pacer does
+    not know, else None. A refusal of one form of a known operator (an attribute, a
+    constant operand) names the operator in parentheses and already says what is wrong."""
+    m = _UNSUPPORTED_OP.search(detail or "")
+    if not m:
+        return None
+    op = m.group(1)
+    return op, _OPERATOR_HINTS.get(op, _HINT_OTHER)
+
+
 def _model_name(module, onnx_bytes):
     """A catalog name for an uploaded module: its class name and the first 12 hex digits
     of the file's sha256, so a changed module never replaces a model a running job uses."""
@@ -59,6 +96,45 @@ def _batch_of_two(example_input):
     return example_input
 
 
+def _stochastic_depth_for_export(net):
+    """Replaces, in net (the export's copy), every torchvision.ops.StochasticDepth by a module
+    whose export is pacer's own operator ai.pacer:StochasticDepth (attributes p and mode),
+    and returns how many. torch 1.13 cannot export its Bernoulli draw in training form
+    (EfficientNet, ConvNeXt, Swin), and dropping the draw would train another network:
+    pacer applies it instead (LAYER_STOCHASTIC_DEPTH: one draw per sample from the job's
+    seed and the step, the identity at evaluation). mode "batch" is written as it is and
+    refused by the coordinator, naming it. Modules are matched by class name and their p
+    and mode attributes, so torchvision itself need not be importable."""
+    import torch
+
+    class _Fn(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, p, mode):
+            return x.clone()  # the trace's value; the exported node is symbolic's
+
+        @staticmethod
+        def symbolic(g, x, p, mode):
+            out = g.op("ai.pacer::StochasticDepth", x, p_f=float(p), mode_s=mode)
+            out.setType(x.type())  # the input's shape: torch cannot infer a custom operator's
+            return out
+
+    class _PacerStochasticDepth(torch.nn.Module):
+        def __init__(self, p, mode):
+            super().__init__()
+            self.p, self.mode = float(p), str(mode)
+
+        def forward(self, x):
+            return _Fn.apply(x, self.p, self.mode)
+
+    count = 0
+    for parent in list(net.modules()):
+        for name, child in list(parent.named_children()):
+            if type(child).__name__ == "StochasticDepth" and hasattr(child, "p") and hasattr(child, "mode"):
+                setattr(parent, name, _PacerStochasticDepth(child.p, child.mode))
+                count += 1
+    return count
+
+
 def export_module(module, example_input):
     """The module as ONNX bytes, exported as pacer wants it for training: training mode
     (batch norm and dropout kept as nodes, not folded into the convolutions), no constant
@@ -68,20 +144,42 @@ def export_module(module, example_input):
     of 2 (_batch_of_two). torch's warnings about the trace (TracerWarning, the removed
     num_batches_tracked update, ...) are silenced: they describe this export mode, not
     something the caller can change; an export that fails raises PacerError naming the
-    module and torch's error."""
+    module and torch's error. torchvision's StochasticDepth modules are exported as pacer's
+    own operator (_stochastic_depth_for_export), so that it still applies while training."""
     import torch
 
     net = copy.deepcopy(module).train()
+    custom = {"ai.pacer": 1} if _stochastic_depth_for_export(net) else None
     buf = io.BytesIO()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             torch.onnx.export(net, _batch_of_two(example_input), buf, opset_version=13, do_constant_folding=False,
                               training=torch.onnx.TrainingMode.PRESERVE, input_names=["input"],
-                              output_names=["logits"], dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
+                              output_names=["logits"], dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}},
+                              custom_opsets=custom)
     except Exception as e:
         raise PacerError("exporting %s to ONNX failed: %s: %s" % (type(module).__name__, type(e).__name__, e)) from e
+    if custom:
+        return _fix_output_shape(buf.getvalue(), net, example_input)
     return buf.getvalue()
+
+
+def _fix_output_shape(onnx_bytes, net, example_input):
+    """The file with the logits' shape the module gives: torch's shape inference stops at
+    a custom operator, which leaves the number of classes symbolic, and pacer needs it
+    fixed. The net is the export's copy (its running statistics may move)."""
+    import onnx
+    import torch
+
+    with torch.no_grad():
+        out = net.eval()(_batch_of_two(example_input))
+    model = onnx.load_from_string(onnx_bytes)
+    dims = model.graph.output[0].type.tensor_type.shape.dim
+    for i in range(1, min(len(dims), out.dim())):
+        dims[i].Clear()
+        dims[i].dim_value = out.shape[i]
+    return model.SerializeToString()
 
 
 def _host_is_loopback(host):
@@ -179,14 +277,22 @@ class Client:
     def upload_model(self, name, onnx_bytes):
         """Uploads ONNX bytes under name (PUT /api/v1/models/{name}); returns the model's
         summary (input, classes, parameters, flops_per_sample, sha256, ...). A model pacer
-        cannot train raises PacerError naming the operator and node."""
+        cannot train raises PacerError naming the operator and node; when the operator is
+        one pacer does not know, the message ends with what to do about it (_OPERATOR_HINTS:
+        update pacer, not yet, or replace the module)."""
         return self._upload(name, onnx_bytes)[1]
 
     def _upload(self, name, onnx_bytes):
         """upload_model's (status, summary): 201 when the name is new, 200 when it held a
         model before (these bytes or others)."""
         path = "/api/v1/models/" + urllib.parse.quote(name, safe="")
-        status, _, raw = self.request("PUT", path, onnx_bytes, "application/octet-stream")
+        try:
+            status, _, raw = self.request("PUT", path, onnx_bytes, "application/octet-stream")
+        except PacerError as e:
+            hint = _refusal_hint(e.problem.get("detail")) if e.status == 422 else None
+            if hint is None:
+                raise
+            raise PacerError("%s [%s: %s]" % (e, hint[0], hint[1]), e.status, e.problem) from None
         return status, json.loads(raw)
 
     def delete_model(self, name):

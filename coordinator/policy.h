@@ -16,9 +16,11 @@
 
 typedef enum {
     POLICY_FIFO = 0, /* arrival order, no backfilling: the head waits for slots rather than be overtaken */
-    POLICY_FAIR,     /* priority classes (high, normal, low; arrival order within one), and
-                        backfilling: a job that fits the free slots starts ahead of the head
-                        when that cannot delay the head's estimated start */
+    /* priority classes (high, normal, low); within one, weighted fair share (the owner's
+       decayed slot-seconds over their weight, lowest first), then arrival order; and
+       backfilling: a job that fits the free slots starts ahead of the head when that
+       cannot delay the head's estimated start */
+    POLICY_FAIR,
 } policy_kind_t;
 
 /* Spec priorities (spec `priority`): higher starts first under POLICY_FAIR; FIFO ignores them. */
@@ -48,6 +50,11 @@ typedef struct {
     int simulated; /* runs in the sim launcher (one of its slots), not on the launcher's */
     int bad;       /* its record or spec cannot be read: started at once, to be failed */
     int priority;  /* POLICY_PRIO_* (0 = normal) */
+    /* Fair share (POLICY_FAIR): the owner (NULL: none recorded) and its share, the owner's
+     * decayed usage in slot-seconds divided by its weight (run.c, policy_share); jobs of
+     * one class start lowest share first. 0 for every job keeps arrival order. */
+    const char *owner;
+    double share;
 } policy_queued_t;
 
 typedef struct {
@@ -68,9 +75,11 @@ typedef enum {
     POLICY_REASON_HOSTS_DOWN,  /* no usable host */
     POLICY_REASON_SIMULATIONS, /* every sim launcher slot is busy */
     POLICY_REASON_PRIORITY,    /* it would fit, but waits behind a job of a higher priority */
+    POLICY_REASON_FAIR_SHARE,  /* it waits behind a later job of another user with less usage */
 } policy_reason_t;
 
-/* The API's word for a reason: "slots", "hosts down", "simulations", "a higher priority". */
+/* The API's word for a reason: "slots", "hosts down", "simulations", "a higher priority",
+ * "its user over their fair share". */
 const char *policy_reason_name(policy_reason_t r);
 
 #define POLICY_DETAIL_MAX 256
@@ -89,6 +98,14 @@ typedef struct {
 
 /* Fills out[0..s->nqueued). Returns the number of jobs started. */
 int policy_decide(policy_kind_t k, const policy_state_t *s, policy_decision_t *out);
+
+/* Fair share's decay: usage (slot-seconds) as of dt seconds ago, halved every half_life
+ * seconds, plus slots held through those dt seconds (counted at full weight: the decay of
+ * one tick's own use is below a tick's precision). half_life <= 0: no decay. */
+double policy_usage_decay(double usage, double dt, double half_life, int slots);
+
+/* An owner's share: usage / weight (weight <= 0 or not finite counts as 1). */
+double policy_share(double usage, double weight);
 
 /* The processes a job with that world runs with on these slots (hosts_elastic_world). */
 int policy_ranks(const policy_state_t *s, const policy_queued_t *q);

@@ -1417,7 +1417,8 @@ void run_schedule(coordinator_t *c, double now)
         if (read_queued(c, ids[i], &qd[i], spec, err, sizeof err) != JS_OK) goto out;
     }
     for (int i = 0; i < n; i++)
-        pq[i] = (policy_queued_t){qd[i].id, qd[i].world, qd[i].min_world, qd[i].simulated, qd[i].bad, qd[i].priority};
+        pq[i] = (policy_queued_t){
+            qd[i].id, qd[i].world, qd[i].min_world, qd[i].simulated, qd[i].bad, qd[i].priority, NULL, 0};
     free(c->qdemand);
     c->qdemand = qd;
     c->nqdemand = n;

@@ -2,7 +2,8 @@
  * snapshots: which queued jobs FIFO starts, and for the others their positions, reasons,
  * sentences and estimated starts, from the running jobs' measured ends; what it says when
  * nothing can be estimated (null, and why); fair's priority order and backfilling (never
- * delaying the head's estimated start); the oversubscription sentence; --policy. No
+ * delaying the head's estimated start); fair share between users (usage / weight,
+ * decayed); the oversubscription sentence; --policy. No
  * Redis, no processes, no clock: the policy is a pure function of its snapshot.
  */
 #include <stdarg.h>
@@ -37,7 +38,9 @@ static void test_fifo_positions_and_estimates(void **unused)
 {
     (void)unused;
     policy_running_t run[] = {{"j-1", 2, 0, 1100.0}};
-    policy_queued_t q[] = {{"j-2", 2, 1, 0, 0, 0}, {"j-3", 2, 1, 0, 0, 0}, {"j-4", 1, 1, 0, 0, 0}};
+    policy_queued_t q[] = {{"j-2", 2, 1, 0, 0, 0, NULL, 0},
+                           {"j-3", 2, 1, 0, 0, 0, NULL, 0},
+                           {"j-4", 1, 1, 0, 0, 0, NULL, 0}};
     policy_state_t s = state(2, 2, run, 1, q, 3);
     policy_decision_t d[3];
     assert_int_equal(policy_decide(POLICY_FIFO, &s, d), 0);
@@ -60,7 +63,7 @@ static void test_fifo_unmeasured(void **unused)
 {
     (void)unused;
     policy_running_t run[] = {{"j-1", 2, 0, -1}};
-    policy_queued_t q[] = {{"j-2", 2, 1, 0, 0, 0}};
+    policy_queued_t q[] = {{"j-2", 2, 1, 0, 0, 0, NULL, 0}};
     policy_state_t s = state(2, 2, run, 1, q, 1);
     policy_decision_t d[1];
     assert_int_equal(policy_decide(POLICY_FIFO, &s, d), 0);
@@ -76,7 +79,9 @@ static void test_fifo_starts_prefix(void **unused)
 {
     (void)unused;
     policy_running_t run[] = {{"j-9", 1, 0, -1}, {"j-1", 1, 0, 1050.0}};
-    policy_queued_t q[] = {{"j-2", 1, 1, 0, 0, 0}, {"j-3", 2, 1, 0, 0, 0}, {"j-4", 1, 1, 0, 0, 0}};
+    policy_queued_t q[] = {{"j-2", 1, 1, 0, 0, 0, NULL, 0},
+                           {"j-3", 2, 1, 0, 0, 0, NULL, 0},
+                           {"j-4", 1, 1, 0, 0, 0, NULL, 0}};
     policy_state_t s = state(4, 4, run, 2, q, 3);
     policy_decision_t d[3];
     assert_int_equal(policy_decide(POLICY_FIFO, &s, d), 1);
@@ -97,7 +102,7 @@ static void test_fifo_starts_prefix(void **unused)
 static void test_fifo_oversubscribed_alone_and_overdue(void **unused)
 {
     (void)unused;
-    policy_queued_t q[] = {{"j-1", 8, 1, 0, 0, 0}, {"j-2", 1, 1, 0, 0, 0}};
+    policy_queued_t q[] = {{"j-1", 8, 1, 0, 0, 0, NULL, 0}, {"j-2", 1, 1, 0, 0, 0, NULL, 0}};
     policy_state_t s = state(2, 2, NULL, 0, q, 2);
     policy_decision_t d[2];
     assert_int_equal(policy_decide(POLICY_FIFO, &s, d), 1);
@@ -106,7 +111,7 @@ static void test_fifo_oversubscribed_alone_and_overdue(void **unused)
     assert_true(d[1].estimated_start < 0); /* j-1's end is not measured */
 
     policy_running_t late[] = {{"j-1", 2, 0, NOW - 30}};
-    policy_queued_t q2[] = {{"j-2", 2, 1, 0, 0, 0}};
+    policy_queued_t q2[] = {{"j-2", 2, 1, 0, 0, 0, NULL, 0}};
     s = state(2, 2, late, 1, q2, 1);
     assert_int_equal(policy_decide(POLICY_FIFO, &s, d), 0);
     assert_true(d[0].estimated_start == NOW);
@@ -119,7 +124,9 @@ static void test_fifo_hosts_down_sims_bad(void **unused)
 {
     (void)unused;
     policy_running_t run[] = {{"j-5", 0, 1, 1200.0}};
-    policy_queued_t q[] = {{"j-6", 0, 0, 0, 1, 0}, {"j-7", 2, 1, 0, 0, 0}, {"j-8", 3, 1, 1, 0, 0}};
+    policy_queued_t q[] = {{"j-6", 0, 0, 0, 1, 0, NULL, 0},
+                           {"j-7", 2, 1, 0, 0, 0, NULL, 0},
+                           {"j-8", 3, 1, 1, 0, 0, NULL, 0}};
     policy_state_t s = state(2, 0, run, 1, q, 3);
     policy_decision_t d[3];
     assert_int_equal(policy_decide(POLICY_FIFO, &s, d), 1);
@@ -130,11 +137,86 @@ static void test_fifo_hosts_down_sims_bad(void **unused)
     assert_int_equal(d[2].position, 2);
     assert_string_equal(policy_reason_name(d[2].reason), "simulations");
 
-    policy_queued_t q2[] = {{"j-8", 3, 1, 1, 0, 0}};
+    policy_queued_t q2[] = {{"j-8", 3, 1, 1, 0, 0, NULL, 0}};
     s = state(2, 2, run, 1, q2, 1);
     assert_int_equal(policy_decide(POLICY_FIFO, &s, d), 0);
     assert_string_equal(policy_reason_name(d[0].reason), "simulations");
     assert_true(d[0].estimated_start == 1200.0);
+}
+
+/* Fair share: within a class, the owner with the lowest usage / weight first. Two slots,
+ * alice's j-1 holds both; alice's j-2 came first, then bob's j-3, then alice's j-4. bob has
+ * used nothing, so j-3 is next; j-2 waits behind it only because of alice's usage, with
+ * the sentence; j-4, which came after j-3, waits for slots like anyone behind. */
+static void test_fair_share_order(void **unused)
+{
+    (void)unused;
+    policy_running_t run[] = {{"j-1", 2, 0, 1100.0}};
+    double alice = policy_share(3600, 1), bob = policy_share(0, 1);
+    policy_queued_t q[] = {{"j-2", 2, 1, 0, 0, 0, "alice", alice},
+                           {"j-3", 2, 1, 0, 0, 0, "bob", bob},
+                           {"j-4", 2, 1, 0, 0, 0, "alice", alice}};
+    policy_state_t s = state(2, 2, run, 1, q, 3);
+    policy_decision_t d[3];
+    assert_int_equal(policy_decide(POLICY_FAIR, &s, d), 0);
+    assert_int_equal(d[1].position, 1);
+    assert_string_equal(policy_reason_name(d[1].reason), "slots");
+    assert_true(d[1].estimated_start == 1100.0);
+    assert_int_equal(d[0].position, 2);
+    assert_string_equal(policy_reason_name(d[0].reason), "its user over their fair share");
+    assert_non_null(strstr(d[0].detail, "waits behind j-3, submitted later: its user alice is over their fair share "
+                                        "(usage/weight 3600 slot-s against bob's 0) (fair)"));
+    assert_int_equal(d[2].position, 3);
+    assert_string_equal(policy_reason_name(d[2].reason), "slots");
+    /* fifo ignores usage */
+    assert_int_equal(policy_decide(POLICY_FIFO, &s, d), 0);
+    assert_int_equal(d[0].position, 1);
+    assert_int_equal(d[1].position, 2);
+    /* a higher priority still comes first, whatever its user used */
+    q[0].priority = POLICY_PRIO_HIGH;
+    assert_int_equal(policy_decide(POLICY_FAIR, &s, d), 0);
+    assert_int_equal(d[0].position, 1);
+    assert_int_equal(d[1].position, 2);
+    assert_string_equal(policy_reason_name(d[1].reason), "slots");
+}
+
+/* Weights: alice's weight 4 makes her 3600 slot-s count as 900, below bob's 1800 at
+ * weight 1, so her job starts on the two free slots and bob's, which came first, waits
+ * with the fair-share reason. Equal shares keep arrival order. */
+static void test_fair_share_weights(void **unused)
+{
+    (void)unused;
+    policy_queued_t q[] = {{"j-2", 2, 1, 0, 0, 0, "bob", policy_share(1800, 1)},
+                           {"j-3", 2, 1, 0, 0, 0, "alice", policy_share(3600, 4)}};
+    policy_state_t s = state(2, 2, NULL, 0, q, 2);
+    policy_decision_t d[2];
+    assert_int_equal(policy_decide(POLICY_FAIR, &s, d), 1);
+    assert_int_equal(d[1].start, 1);
+    assert_int_equal(d[0].start, 0);
+    assert_string_equal(policy_reason_name(d[0].reason), "its user over their fair share");
+    assert_non_null(strstr(
+        d[0].detail,
+        "overtaken by j-3, submitted later: its user bob is over their fair share (usage/weight 1800 slot-s against "
+        "alice's 900)"));
+    q[1].share = q[0].share;
+    assert_int_equal(policy_decide(POLICY_FAIR, &s, d), 1);
+    assert_int_equal(d[0].start, 1);
+    assert_string_equal(policy_reason_name(d[1].reason), "slots");
+    /* a weight of 0 or below, or not a number, counts as 1 */
+    assert_true(policy_share(100, 0) == 100.0);
+    assert_true(policy_share(100, -2) == 100.0);
+}
+
+/* The decay: halved every half-life, plus the slots held through the interval. */
+static void test_fair_share_decay(void **unused)
+{
+    (void)unused;
+    assert_true(policy_usage_decay(100, 3600, 3600, 0) == 50.0);
+    assert_true(policy_usage_decay(100, 7200, 3600, 0) == 25.0);
+    assert_true(policy_usage_decay(0, 10, 3600, 2) == 20.0);
+    assert_true(policy_usage_decay(100, 0, 3600, 2) == 100.0);
+    assert_true(policy_usage_decay(100, 10, 0, 1) == 110.0);
+    assert_true(policy_usage_decay(-5, 10, 3600, 0) == 0.0);
 }
 
 /* fair: the queue by priority (high, normal, low; arrival order within one), positions in
@@ -143,10 +225,10 @@ static void test_fair_priority_order(void **unused)
 {
     (void)unused;
     policy_running_t run[] = {{"j-1", 2, 0, 1100.0}};
-    policy_queued_t q[] = {{"j-2", 2, 1, 0, 0, POLICY_PRIO_LOW},
-                           {"j-3", 2, 1, 0, 0, POLICY_PRIO_NORMAL},
-                           {"j-4", 2, 1, 0, 0, POLICY_PRIO_HIGH},
-                           {"j-5", 2, 1, 0, 0, POLICY_PRIO_NORMAL}};
+    policy_queued_t q[] = {{"j-2", 2, 1, 0, 0, POLICY_PRIO_LOW, NULL, 0},
+                           {"j-3", 2, 1, 0, 0, POLICY_PRIO_NORMAL, NULL, 0},
+                           {"j-4", 2, 1, 0, 0, POLICY_PRIO_HIGH, NULL, 0},
+                           {"j-5", 2, 1, 0, 0, POLICY_PRIO_NORMAL, NULL, 0}};
     policy_state_t s = state(2, 2, run, 1, q, 4);
     policy_decision_t d[4];
     assert_int_equal(policy_decide(POLICY_FAIR, &s, d), 0);
@@ -170,7 +252,7 @@ static void test_fair_backfill(void **unused)
 {
     (void)unused;
     policy_running_t run[] = {{"j-1", 3, 0, 1100.0}};
-    policy_queued_t q[] = {{"j-2", 2, 1, 0, 0, 0}, {"j-3", 1, 1, 0, 0, POLICY_PRIO_LOW}};
+    policy_queued_t q[] = {{"j-2", 2, 1, 0, 0, 0, NULL, 0}, {"j-3", 1, 1, 0, 0, POLICY_PRIO_LOW, NULL, 0}};
     policy_state_t s = state(4, 4, run, 1, q, 2);
     policy_decision_t d[2];
     assert_int_equal(policy_decide(POLICY_FAIR, &s, d), 1);
@@ -187,7 +269,9 @@ static void test_fair_backfill(void **unused)
     /* j-9 (1 slot, end unknown) runs too: at 1100 only 3 are free, all the head's (it
      * needs 3 now); j-3 would take one of them: it waits. */
     policy_running_t run2[] = {{"j-1", 2, 0, 1100.0}, {"j-9", 1, 0, -1}};
-    policy_queued_t q2[] = {{"j-2", 3, 1, 0, 0, 0}, {"j-3", 1, 1, 0, 0, 0}, {"j-4", 1, 1, 0, 0, POLICY_PRIO_LOW}};
+    policy_queued_t q2[] = {{"j-2", 3, 1, 0, 0, 0, NULL, 0},
+                            {"j-3", 1, 1, 0, 0, 0, NULL, 0},
+                            {"j-4", 1, 1, 0, 0, POLICY_PRIO_LOW, NULL, 0}};
     s = state(4, 4, run2, 2, q2, 3);
     policy_decision_t d2[3];
     assert_int_equal(policy_decide(POLICY_FAIR, &s, d2), 0);
@@ -240,6 +324,9 @@ int main(void)
         cmocka_unit_test(test_fifo_hosts_down_sims_bad),
         cmocka_unit_test(test_fair_priority_order),
         cmocka_unit_test(test_fair_backfill),
+        cmocka_unit_test(test_fair_share_order),
+        cmocka_unit_test(test_fair_share_weights),
+        cmocka_unit_test(test_fair_share_decay),
         cmocka_unit_test(test_oversubscribed_text_and_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -34,6 +34,7 @@
 #include "coord_internal.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1301,6 +1302,8 @@ static int read_queued(coordinator_t *c, const char *id, run_queued_t *q, job_sp
     err[0] = 0;
     if (rc == JS_OK) {
         const char *text = json_string_value(json_object_get(h, "spec"));
+        const char *owner = json_string_value(json_object_get(h, "owner"));
+        if (owner && users_name_check(owner, NULL, 0) == 0) snprintf(q->owner, sizeof q->owner, "%s", owner);
         q->bad = !text || spec_parse(text, spec, err, errlen) != 0;
         if (!text) snprintf(err, errlen, "spec: missing from the job record");
     }
@@ -1359,6 +1362,7 @@ static int claim_and_launch(coordinator_t *c, const run_queued_t *q, const polic
     free(spec);
     r->world = r->full_world = fresh.world;
     r->min_world = fresh.min_world ? fresh.min_world : 1;
+    snprintf(r->owner, sizeof r->owner, "%s", fresh.owner);
     r->started = now;
     r->first_launch = 1;
     r->stale_rank = -1;
@@ -1383,6 +1387,101 @@ static int claim_and_launch(coordinator_t *c, const run_queued_t *q, const polic
                     d->backfilled ? "; backfilled ahead of the queue's head" : "");
     first_launch(c, r, now);
     return 0;
+}
+
+/* Longest interval a tick counts as used: a daemon that was stopped (or a tick that
+ * stalled) charges no user for time it did not watch. The decay still covers all of it. */
+#define FAIR_TICK_MAX_S 5.0
+
+/* Fair share (--policy fair): brings each user's usage in KEY_FAIRSHARE up to now (the
+ * decay since FAIRSHARE_AT, plus the slots their runs hold over that interval: runs of
+ * jobs without an owner count to nobody; simulations hold no slots), writes it back, and
+ * gives each queued job its owner's share, usage / weight (the user's record; 1 when it
+ * has none, as admin). Redis failing leaves every share 0: arrival order within a class. */
+static void fair_share(coordinator_t *c, double now, policy_queued_t *pq, int n)
+{
+    redisReply *u = redisCommand(c->rc, "HGETALL %s", KEY_FAIRSHARE);
+    if (!u) {
+        tickconn_broken(c, "fair share");
+        return;
+    }
+    json_t *usage = json_object();
+    double at = now;
+    for (size_t i = 0; usage && u->type == REDIS_REPLY_ARRAY && i + 1 < u->elements; i += 2) {
+        const redisReply *k = u->element[i], *v = u->element[i + 1];
+        if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING) continue;
+        double x = atof(v->str);
+        if (strcmp(k->str, FAIRSHARE_AT) == 0) at = x;
+        else if (users_name_check(k->str, NULL, 0) == 0 && x > 0 && isfinite(x))
+            json_object_set_new(usage, k->str, json_real(x));
+    }
+    freeReplyObject(u);
+    double dt = now > at ? now - at : 0, used_dt = dt < FAIR_TICK_MAX_S ? dt : FAIR_TICK_MAX_S;
+    const char *name;
+    json_t *v;
+    json_object_foreach(usage, name, v)
+        json_real_set(v, policy_usage_decay(json_real_value(v), dt, c->cfg.fair_half_life_s, 0));
+    for (int i = 0; usage && i < c->nruns; i++) {
+        const coord_run_t *r = c->runs[i];
+        if (r->phase == PH_DONE || r->simulated || !r->owner[0]) continue;
+        double was = json_real_value(json_object_get(usage, r->owner));
+        json_object_set_new(usage, r->owner, json_real(was + policy_usage_decay(0, used_dt, 0, r->world)));
+    }
+    /* Written back whole: one HSET of every user and the time, one HDEL of those decayed
+     * to nothing (below a slot-millisecond), so the hash stays as small as its users. */
+    size_t nu = usage ? json_object_size(usage) : 0;
+    const char **argv = calloc(2 * nu + 4, sizeof *argv);
+    char(*num)[32] = calloc(nu + 1, sizeof *num);
+    if (argv && num) {
+        int argc = 0, k = 1, ndel = 0;
+        argv[argc++] = "HSET";
+        argv[argc++] = KEY_FAIRSHARE;
+        argv[argc++] = FAIRSHARE_AT;
+        snprintf(num[0], sizeof num[0], "%.3f", now);
+        argv[argc++] = num[0];
+        json_object_foreach(usage, name, v)
+        {
+            if (json_real_value(v) < 1e-3) {
+                ndel++;
+                continue;
+            }
+            snprintf(num[k], sizeof num[k], "%.3f", json_real_value(v));
+            argv[argc++] = name;
+            argv[argc++] = num[k++];
+        }
+        redisReply *w = redisCommandArgv(c->rc, argc, argv, NULL);
+        if (!w) tickconn_broken(c, "fair share");
+        freeReplyObject(w);
+        argc = 0;
+        argv[argc++] = "HDEL";
+        argv[argc++] = KEY_FAIRSHARE;
+        json_object_foreach(usage, name, v) if (json_real_value(v) < 1e-3) argv[argc++] = name;
+        if (ndel && c->rc) {
+            w = redisCommandArgv(c->rc, argc, argv, NULL);
+            if (!w) tickconn_broken(c, "fair share");
+            freeReplyObject(w);
+        }
+    }
+    free(argv);
+    free(num);
+    /* The weights, only when someone waits: one read of the users' records. */
+    json_t *weights = json_object();
+    redisReply *ur = n > 0 && c->rc ? redisCommand(c->rc, "HGETALL %s", KEY_USERS) : NULL;
+    if (n > 0 && c->rc && !ur) tickconn_broken(c, "fair share");
+    for (size_t i = 0; ur && weights && ur->type == REDIS_REPLY_ARRAY && i + 1 < ur->elements; i += 2) {
+        const redisReply *k = ur->element[i], *x = ur->element[i + 1];
+        user_record_t rec;
+        if (k->type == REDIS_REPLY_STRING && x->type == REDIS_REPLY_STRING &&
+            users_record_parse(k->str, x->str, x->len, &rec, NULL, 0) == 0)
+            json_object_set_new(weights, k->str, json_real(rec.weight));
+    }
+    freeReplyObject(ur);
+    for (int i = 0; i < n; i++)
+        if (pq[i].owner)
+            pq[i].share = policy_share(json_real_value(json_object_get(usage, pq[i].owner)),
+                                       json_real_value(json_object_get(weights, pq[i].owner)));
+    json_decref(weights);
+    json_decref(usage);
 }
 
 /* Asks the policy (policy.h, --policy) which queued jobs start, from a snapshot: the first
@@ -1438,6 +1537,7 @@ void run_schedule(coordinator_t *c, double now)
         .queued = pq,
         .nqueued = n,
     };
+    if (c->cfg.policy == POLICY_FAIR) fair_share(c, now, pq, n);
     int started = policy_decide((policy_kind_t)c->cfg.policy, &st, dec);
     json_t *view = json_object();
     for (int i = 0; view && i < n; i++)
@@ -1560,6 +1660,8 @@ void run_adopt(coordinator_t *c, double now)
             json_decref(hj);
         }
         r->attempts = atoi(hstr(h, "attempts"));
+        if (users_name_check(hstr(h, "owner"), NULL, 0) == 0)
+            snprintf(r->owner, sizeof r->owner, "%s", hstr(h, "owner"));
         r->started = atof(hstr(h, "started"));
         snprintf(r->reason, sizeof r->reason, "%s", hstr(h, "reason"));
         r->state = r->saved_state = st;

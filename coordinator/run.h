@@ -14,6 +14,7 @@
 #include "netprobe.h"
 #include "spec.h"
 #include "supervise.h"
+#include "users.h"
 
 typedef enum {
     PH_ACTIVE,    /* the job runs (spawned or adopted) */
@@ -108,13 +109,17 @@ typedef struct {
     /* Measured progress (the node hash of a training rank: step, total_steps), for the
      * estimate of when it ends (run_schedule, coordinator/policy.h); 0 = not measured. */
     long long progress_step, progress_total;
+    /* Its owner (the job hash's "owner"; "" for jobs from before users): whose fair-share
+     * usage its slots count to (run_schedule, --policy fair). */
+    char owner[USER_NAME_MAX + 1];
 } coord_run_t;
 
 /* What a queued job asks for, read from its record once (run_schedule's cache). */
 typedef struct {
     char id[JOB_ID_MAX];
     int world, min_world, simulated, bad;
-    int priority; /* POLICY_PRIO_* from the spec's priority */
+    int priority;                  /* POLICY_PRIO_* from the spec's priority */
+    char owner[USER_NAME_MAX + 1]; /* the job hash's "owner" ("" none) */
 } run_queued_t;
 
 void run_free(coord_run_t *r);

@@ -1317,6 +1317,22 @@ static int read_queued(coordinator_t *c, const char *id, run_queued_t *q, job_sp
     return JS_OK;
 }
 
+/* q's owner read again from its job hash (none recorded: left ""). JS_OK or JS_EREDIS. */
+static int queued_owner(coordinator_t *c, run_queued_t *q)
+{
+    char key[128];
+    snprintf(key, sizeof key, KEY_JOB, q->id);
+    redisReply *rep = redisCommand(c->rc, "HGET %s owner", key);
+    if (!rep) {
+        tickconn_broken(c, "job owner");
+        return JS_EREDIS;
+    }
+    if (rep->type == REDIS_REPLY_STRING && users_name_check(rep->str, NULL, 0) == 0)
+        snprintf(q->owner, sizeof q->owner, "%s", rep->str);
+    freeReplyObject(rep);
+    return JS_OK;
+}
+
 /* When r should end: from its measured progress (steps done of the total since it was
  * claimed, at the rate so far); -1 while nothing is measured. */
 static double run_finish_estimate(const coord_run_t *r, double now)
@@ -1510,14 +1526,24 @@ void run_schedule(coordinator_t *c, double now)
         if (hit >= 0) {
             qd[i] = c->qdemand[hit];
             j = hit + 1;
+            /* The API records a job's owner just after its submission (http/handlers.c,
+             * own_job): one read before then saw none. Fair share asks again while none. */
+            if (c->cfg.policy == POLICY_FAIR && !qd[i].owner[0] && !qd[i].bad && queued_owner(c, &qd[i]) != JS_OK)
+                goto out;
             continue;
         }
         char err[512];
         if (read_queued(c, ids[i], &qd[i], spec, err, sizeof err) != JS_OK) goto out;
     }
     for (int i = 0; i < n; i++)
-        pq[i] = (policy_queued_t){
-            qd[i].id, qd[i].world, qd[i].min_world, qd[i].simulated, qd[i].bad, qd[i].priority, NULL, 0};
+        pq[i] = (policy_queued_t){qd[i].id,
+                                  qd[i].world,
+                                  qd[i].min_world,
+                                  qd[i].simulated,
+                                  qd[i].bad,
+                                  qd[i].priority,
+                                  qd[i].owner[0] ? qd[i].owner : NULL,
+                                  0};
     free(c->qdemand);
     c->qdemand = qd;
     c->nqdemand = n;
@@ -1525,7 +1551,8 @@ void run_schedule(coordinator_t *c, double now)
     for (int i = 0; i < c->nruns; i++) {
         const coord_run_t *r = c->runs[i];
         if (r->phase == PH_DONE) continue;
-        run[nrun++] = (policy_running_t){r->id, r->simulated ? 0 : r->world, r->simulated, run_finish_estimate(r, now)};
+        run[nrun++] =
+            (policy_running_t){r->id, r->simulated ? 0 : r->world, r->simulated, run_finish_estimate(r, now), 0, 0};
     }
     policy_state_t st = {
         .now = now,

@@ -341,3 +341,43 @@ int policy_decide(policy_kind_t k, const policy_state_t *s, policy_decision_t *o
     /* out of memory: the plain order, which needs none of it */
     return started >= 0 ? started : decide_ordered(s, s->queued, NULL, out, 0);
 }
+
+int policy_preempt(policy_kind_t k, const policy_state_t *s, const policy_decision_t *out, int *victims, int max,
+                   int *beneficiary)
+{
+    *beneficiary = -1;
+    if (k != POLICY_FAIR || s->preempt_min_run_s < 0 || s->slots_usable <= 0) return 0;
+    int head = -1;
+    for (int i = 0; i < s->nqueued && head < 0; i++)
+        if (!out[i].start && out[i].position == 1) head = i;
+    if (head < 0) return 0;
+    const policy_queued_t *q = &s->queued[head];
+    if (q->bad || q->simulated) return 0;
+    int used = 0, nv = 0;
+    for (int i = 0; i < s->nrunning; i++)
+        if (!s->running[i].simulated) used += s->running[i].slots;
+    for (int i = 0; i < s->nqueued; i++)
+        if (out[i].start && !s->queued[i].simulated && !s->queued[i].bad) used += out[i].world;
+    int need = policy_ranks(s, q), freed = s->slots_usable - used;
+    /* A selection sort over the few running jobs: the next victim is the eligible one of
+     * the lowest priority, then the latest start, not taken yet. */
+    while (freed < need && nv < max) {
+        int best = -1;
+        for (int i = 0; i < s->nrunning; i++) {
+            const policy_running_t *r = &s->running[i];
+            int taken = 0;
+            for (int v = 0; v < nv && !taken; v++) taken = victims[v] == i;
+            if (taken || r->simulated || r->slots <= 0 || r->priority >= q->priority || r->started <= 0 ||
+                s->now - r->started < s->preempt_min_run_s)
+                continue;
+            const policy_running_t *b = best >= 0 ? &s->running[best] : NULL;
+            if (!b || r->priority < b->priority || (r->priority == b->priority && r->started > b->started)) best = i;
+        }
+        if (best < 0) break;
+        victims[nv++] = best;
+        freed += s->running[best].slots;
+    }
+    if (freed < need) return 0;
+    *beneficiary = head;
+    return nv;
+}

@@ -40,6 +40,10 @@ typedef struct {
     int slots;        /* ranks it holds on the launcher's slots (0: a simulation) */
     int simulated;    /* holds one of the sim launcher's slots instead */
     double finish_at; /* estimated end (unix s) from its measured progress; < 0 = unknown */
+    /* For preemption (policy_preempt): its spec's priority (POLICY_PRIO_*) and when its
+     * current attempt started (unix s; 0 = unknown, never preempted). */
+    int priority;
+    double started;
 } policy_running_t;
 
 /* A queued job, in queue order: what it asks for. */
@@ -66,6 +70,9 @@ typedef struct {
     int nrunning;
     const policy_queued_t *queued;
     int nqueued;
+    /* Preemption (policy_preempt): a running job may be stopped for a higher-priority
+     * one only after running this long (s), so that nothing thrashes; < 0 = never. */
+    double preempt_min_run_s;
 } policy_state_t;
 
 /* Why a queued job waits (POLICY_REASON_NONE: it starts now). */
@@ -106,6 +113,17 @@ double policy_usage_decay(double usage, double dt, double half_life, int slots);
 
 /* An owner's share: usage / weight (weight <= 0 or not finite counts as 1). */
 double policy_share(double usage, double weight);
+
+/* Preemption (POLICY_FAIR; fifo never preempts): whether stopping running jobs of a lower
+ * priority would let the first waiting job in the policy's order (position 1 of out,
+ * policy_decide's decisions) start now. Victims: only jobs of a priority below its own
+ * that have run at least s->preempt_min_run_s (and hold launcher slots), lowest priority
+ * first, then the most recently started, taken until the freed slots fit it. Writes their
+ * indices into s->running to victims (at most max) and the queued job's index to
+ * *beneficiary. Returns the number of victims, 0 when none is needed or none would free
+ * enough (then nothing is stopped). */
+int policy_preempt(policy_kind_t k, const policy_state_t *s, const policy_decision_t *out, int *victims, int max,
+                   int *beneficiary);
 
 /* The processes a job with that world runs with on these slots (hosts_elastic_world). */
 int policy_ranks(const policy_state_t *s, const policy_queued_t *q);

@@ -37,7 +37,7 @@ static policy_state_t state(int total, int usable, const policy_running_t *run, 
 static void test_fifo_positions_and_estimates(void **unused)
 {
     (void)unused;
-    policy_running_t run[] = {{"j-1", 2, 0, 1100.0}};
+    policy_running_t run[] = {{"j-1", 2, 0, 1100.0, 0, 0}};
     policy_queued_t q[] = {{"j-2", 2, 1, 0, 0, 0, NULL, 0},
                            {"j-3", 2, 1, 0, 0, 0, NULL, 0},
                            {"j-4", 1, 1, 0, 0, 0, NULL, 0}};
@@ -62,7 +62,7 @@ static void test_fifo_positions_and_estimates(void **unused)
 static void test_fifo_unmeasured(void **unused)
 {
     (void)unused;
-    policy_running_t run[] = {{"j-1", 2, 0, -1}};
+    policy_running_t run[] = {{"j-1", 2, 0, -1, 0, 0}};
     policy_queued_t q[] = {{"j-2", 2, 1, 0, 0, 0, NULL, 0}};
     policy_state_t s = state(2, 2, run, 1, q, 1);
     policy_decision_t d[1];
@@ -78,7 +78,7 @@ static void test_fifo_unmeasured(void **unused)
 static void test_fifo_starts_prefix(void **unused)
 {
     (void)unused;
-    policy_running_t run[] = {{"j-9", 1, 0, -1}, {"j-1", 1, 0, 1050.0}};
+    policy_running_t run[] = {{"j-9", 1, 0, -1, 0, 0}, {"j-1", 1, 0, 1050.0, 0, 0}};
     policy_queued_t q[] = {{"j-2", 1, 1, 0, 0, 0, NULL, 0},
                            {"j-3", 2, 1, 0, 0, 0, NULL, 0},
                            {"j-4", 1, 1, 0, 0, 0, NULL, 0}};
@@ -110,7 +110,7 @@ static void test_fifo_oversubscribed_alone_and_overdue(void **unused)
     assert_int_equal(d[1].position, 1);
     assert_true(d[1].estimated_start < 0); /* j-1's end is not measured */
 
-    policy_running_t late[] = {{"j-1", 2, 0, NOW - 30}};
+    policy_running_t late[] = {{"j-1", 2, 0, NOW - 30, 0, 0}};
     policy_queued_t q2[] = {{"j-2", 2, 1, 0, 0, 0, NULL, 0}};
     s = state(2, 2, late, 1, q2, 1);
     assert_int_equal(policy_decide(POLICY_FIFO, &s, d), 0);
@@ -123,7 +123,7 @@ static void test_fifo_oversubscribed_alone_and_overdue(void **unused)
 static void test_fifo_hosts_down_sims_bad(void **unused)
 {
     (void)unused;
-    policy_running_t run[] = {{"j-5", 0, 1, 1200.0}};
+    policy_running_t run[] = {{"j-5", 0, 1, 1200.0, 0, 0}};
     policy_queued_t q[] = {{"j-6", 0, 0, 0, 1, 0, NULL, 0},
                            {"j-7", 2, 1, 0, 0, 0, NULL, 0},
                            {"j-8", 3, 1, 1, 0, 0, NULL, 0}};
@@ -151,7 +151,7 @@ static void test_fifo_hosts_down_sims_bad(void **unused)
 static void test_fair_share_order(void **unused)
 {
     (void)unused;
-    policy_running_t run[] = {{"j-1", 2, 0, 1100.0}};
+    policy_running_t run[] = {{"j-1", 2, 0, 1100.0, 0, 0}};
     double alice = policy_share(3600, 1), bob = policy_share(0, 1);
     policy_queued_t q[] = {{"j-2", 2, 1, 0, 0, 0, "alice", alice},
                            {"j-3", 2, 1, 0, 0, 0, "bob", bob},
@@ -219,12 +219,66 @@ static void test_fair_share_decay(void **unused)
     assert_true(policy_usage_decay(-5, 10, 3600, 0) == 0.0);
 }
 
+/* Preemption: two slots held by two 1-slot low jobs (j-1 started at 100, j-2 at 500) and
+ * a normal one (j-3, 1 slot) and j-9 (low, start unknown) on five slots; a high 2-worker job waits. Victims: the
+ * lowest priority first, then the most recently started, until it fits: j-2 then j-1,
+ * never j-3 while the lows suffice. A job younger than the minimum run time is spared,
+ * and with too little to free nothing is stopped; fifo never preempts; a job of the same
+ * priority is never a victim. */
+static void test_fair_preempt(void **unused)
+{
+    (void)unused;
+    policy_running_t run[] = {{"j-1", 1, 0, -1, POLICY_PRIO_LOW, 100.0},
+                              {"j-2", 1, 0, -1, POLICY_PRIO_LOW, 500.0},
+                              {"j-3", 1, 0, -1, POLICY_PRIO_NORMAL, 200.0},
+                              {"j-9", 1, 0, -1, POLICY_PRIO_LOW, 0}};
+    policy_queued_t q[] = {{"j-4", 2, 2, 0, 0, POLICY_PRIO_HIGH, NULL, 0}};
+    policy_state_t s = state(5, 5, run, 4, q, 1);
+    s.preempt_min_run_s = 60;
+    policy_decision_t d[1];
+    int v[4], who;
+    assert_int_equal(policy_decide(POLICY_FAIR, &s, d), 0);
+    /* j-9's start is unknown: never a victim. One slot free, so one more is enough. */
+    assert_int_equal(policy_preempt(POLICY_FAIR, &s, d, v, 4, &who), 1);
+    assert_int_equal(who, 0);
+    assert_string_equal(run[v[0]].id, "j-2");
+    /* a 3-rank job needs two more slots: j-2, then j-1 */
+    q[0].world = q[0].min_world = 3;
+    assert_int_equal(policy_decide(POLICY_FAIR, &s, d), 0);
+    assert_int_equal(policy_preempt(POLICY_FAIR, &s, d, v, 4, &who), 2);
+    assert_string_equal(run[v[0]].id, "j-2");
+    assert_string_equal(run[v[1]].id, "j-1");
+    /* j-2 has run only 40 s of the 60 s minimum: j-1, then j-3 (normal, below high) */
+    run[1].started = NOW - 40;
+    assert_int_equal(policy_preempt(POLICY_FAIR, &s, d, v, 4, &who), 2);
+    assert_string_equal(run[v[0]].id, "j-1");
+    assert_string_equal(run[v[1]].id, "j-3");
+    /* 4 ranks: even every eligible job would not free enough; nothing is stopped */
+    q[0].world = q[0].min_world = 4;
+    assert_int_equal(policy_decide(POLICY_FAIR, &s, d), 0);
+    assert_int_equal(policy_preempt(POLICY_FAIR, &s, d, v, 4, &who), 0);
+    assert_int_equal(who, -1);
+    /* a normal job waits: only lower (low) jobs may go, and j-1 alone is eligible */
+    q[0].world = q[0].min_world = 2;
+    q[0].priority = POLICY_PRIO_NORMAL;
+    assert_int_equal(policy_decide(POLICY_FAIR, &s, d), 0);
+    assert_int_equal(policy_preempt(POLICY_FAIR, &s, d, v, 4, &who), 1);
+    assert_string_equal(run[v[0]].id, "j-1");
+    q[0].priority = POLICY_PRIO_LOW;
+    assert_int_equal(policy_preempt(POLICY_FAIR, &s, d, v, 4, &who), 0);
+    /* fifo never preempts, nor does a negative minimum (preemption off) */
+    q[0].priority = POLICY_PRIO_HIGH;
+    assert_int_equal(policy_preempt(POLICY_FIFO, &s, d, v, 4, &who), 0);
+    s.preempt_min_run_s = -1;
+    assert_int_equal(policy_preempt(POLICY_FAIR, &s, d, v, 4, &who), 0);
+}
+
 /* fair: the queue by priority (high, normal, low; arrival order within one), positions in
  * that order; fifo ignores priorities. */
 static void test_fair_priority_order(void **unused)
 {
     (void)unused;
-    policy_running_t run[] = {{"j-1", 2, 0, 1100.0}};
+    policy_running_t run[] = {{"j-1", 2, 0, 1100.0, 0, 0}};
     policy_queued_t q[] = {{"j-2", 2, 1, 0, 0, POLICY_PRIO_LOW, NULL, 0},
                            {"j-3", 2, 1, 0, 0, POLICY_PRIO_NORMAL, NULL, 0},
                            {"j-4", 2, 1, 0, 0, POLICY_PRIO_HIGH, NULL, 0},
@@ -251,7 +305,7 @@ static void test_fair_priority_order(void **unused)
 static void test_fair_backfill(void **unused)
 {
     (void)unused;
-    policy_running_t run[] = {{"j-1", 3, 0, 1100.0}};
+    policy_running_t run[] = {{"j-1", 3, 0, 1100.0, 0, 0}};
     policy_queued_t q[] = {{"j-2", 2, 1, 0, 0, 0, NULL, 0}, {"j-3", 1, 1, 0, 0, POLICY_PRIO_LOW, NULL, 0}};
     policy_state_t s = state(4, 4, run, 1, q, 2);
     policy_decision_t d[2];
@@ -268,7 +322,7 @@ static void test_fair_backfill(void **unused)
 
     /* j-9 (1 slot, end unknown) runs too: at 1100 only 3 are free, all the head's (it
      * needs 3 now); j-3 would take one of them: it waits. */
-    policy_running_t run2[] = {{"j-1", 2, 0, 1100.0}, {"j-9", 1, 0, -1}};
+    policy_running_t run2[] = {{"j-1", 2, 0, 1100.0, 0, 0}, {"j-9", 1, 0, -1, 0, 0}};
     policy_queued_t q2[] = {{"j-2", 3, 1, 0, 0, 0, NULL, 0},
                             {"j-3", 1, 1, 0, 0, 0, NULL, 0},
                             {"j-4", 1, 1, 0, 0, POLICY_PRIO_LOW, NULL, 0}};
@@ -283,7 +337,7 @@ static void test_fair_backfill(void **unused)
     assert_non_null(strstr(d2[2].detail, "waits behind j-2, of a higher priority (fair)"));
 
     /* A head without an estimate lets nothing ahead of it. */
-    policy_running_t run3[] = {{"j-1", 3, 0, -1}};
+    policy_running_t run3[] = {{"j-1", 3, 0, -1, 0, 0}};
     s = state(4, 4, run3, 1, q, 2);
     assert_int_equal(policy_decide(POLICY_FAIR, &s, d), 0);
     assert_int_equal(d[1].start, 0);
@@ -327,6 +381,7 @@ int main(void)
         cmocka_unit_test(test_fair_share_order),
         cmocka_unit_test(test_fair_share_weights),
         cmocka_unit_test(test_fair_share_decay),
+        cmocka_unit_test(test_fair_preempt),
         cmocka_unit_test(test_oversubscribed_text_and_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

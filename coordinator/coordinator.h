@@ -81,6 +81,8 @@ typedef struct {
                                      with a warning (and runs oversubscribed); 1: 422 */
     int policy;                    /* policy_kind_t (coordinator/policy.h): POLICY_FIFO */
     double fair_half_life_s;       /* 3600: fair share's usage halves this often (<= 0: never) */
+    double preempt_min_run_s;      /* 60: --policy fair preempts a job only after it ran this long
+                                     (s; < 0: never preempts) */
     const char *const *data_roots; /* --data-root: directories a spec's dataset.path must
                                      resolve under; none = COORD_DATA_ROOT_DEBIAN and
                                      STATE_DIR/data */

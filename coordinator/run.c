@@ -778,7 +778,7 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
     coord_job_path(c, r->id, "exit_code", ecp, sizeof ecp);
     coord_job_path(c, r->id, "pid", pidp, sizeof pidp);
 
-    if (r->first_launch && move_aside(c, r, dir, err, sizeof err) != 0) goto fail;
+    if (r->first_launch && !r->requeued && move_aside(c, r, dir, err, sizeof err) != 0) goto fail;
     if (fs_mkdir_p(ckdir, 0755) != 0) {
         snprintf(err, sizeof err, "%.300s: %s", ckdir, strerror(errno));
         goto fail;
@@ -1065,9 +1065,37 @@ static void start_kill(coordinator_t *c, coord_run_t *r, kill_reason_t why, doub
     if (why == KILL_CANCEL) clog_printf("job %s: cancelling (stopping %s)", r->id, what);
     else if (why == KILL_RESIZE) clog_printf("job %s: stopping %s to resize: %s", r->id, what, r->resize_reason);
     else if (why == KILL_STALL) clog_printf("job %s: stalled: %s; stopping %s", r->id, r->stall_text, what);
+    else if (why == KILL_PREEMPT)
+        clog_printf("job %s: preempted by %s, of a higher priority: stopping %s, to be requeued", r->id,
+                    r->preempted_by, what);
     else
         clog_printf("job %s: no heartbeat from rank %d%s%s%s for %.0f s; stopping %s", r->id, r->stale_rank,
                     r->stale_host[0] ? " (" : "", r->stale_host, r->stale_host[0] ? ")" : "", r->stale_s, what);
+}
+
+/* A preempted attempt has stopped: the job goes back to the queue's front (jobstore_requeue)
+ * and this run ends without writing its state (the queue owns the job again). The next
+ * claim resumes it from its checkpoint (launch passes --resume; its directory is kept). A
+ * cancel that came first wins: the job is then finished as cancelled. */
+static void requeue(coordinator_t *c, coord_run_t *r, double now)
+{
+    if (r->launcher) launcher_reap(r->launcher, &r->h);
+    run_stop_probes(c, r);
+    clear_stall(r);
+    r->kill_reason = KILL_NONE;
+    char why[128];
+    snprintf(why, sizeof why, "preempted by %s at %.3f, of a higher priority: requeued to resume from its checkpoint",
+             r->preempted_by, now);
+    int rc = c->rc ? tickconn_check(c, jobstore_requeue(c->rc, r->id, r->preempted_by, why, now), "requeue") : JS_EREDIS;
+    if (rc == 1) {
+        clog_printf("job %s: QUEUED: %s", r->id, why);
+        r->phase = PH_DONE;
+        r->finished = now;
+        r->dirty = 0;
+        return;
+    }
+    /* cancelled meanwhile, or Redis gone: a plain stop, which a later relaunch resumes */
+    finish_attempt(c, r, r->cancel_requested || rc == 0 ? SV_CANCELLED : SV_STALE, 0, now);
 }
 
 /* The ranks' waiting reports and heartbeats (ranks[0..n), read this tick): what the job
@@ -1251,6 +1279,9 @@ void run_step(coordinator_t *c, coord_run_t *r, double now)
              * attempt breaks the row (supervise_note_silent). */
             note_silent(r, why == KILL_STALE ? r->stale_host : why == KILL_STALL ? r->silent_host : NULL);
             if (why == KILL_CANCEL) finish_attempt(c, r, SV_CANCELLED, code, now);
+            else if (why == KILL_PREEMPT && oc == SV_EXITED && code == 0)
+                finish_attempt(c, r, oc, code, now); /* it finished before the stop reached it */
+            else if (why == KILL_PREEMPT) requeue(c, r, now);
             else if (why == KILL_RESIZE && oc == SV_EXITED && code == 0)
                 finish_attempt(c, r, oc, code, now); /* it finished before the stop reached it */
             else if (why == KILL_RESIZE) relaunch_soon(c, r, oc, code, r->resize_reason, now);
@@ -1303,6 +1334,8 @@ static int read_queued(coordinator_t *c, const char *id, run_queued_t *q, job_sp
     if (rc == JS_OK) {
         const char *text = json_string_value(json_object_get(h, "spec"));
         const char *owner = json_string_value(json_object_get(h, "owner"));
+        const char *pre = json_string_value(json_object_get(h, "preempted_by"));
+        q->requeued = pre && *pre;
         if (owner && users_name_check(owner, NULL, 0) == 0) snprintf(q->owner, sizeof q->owner, "%s", owner);
         q->bad = !text || spec_parse(text, spec, err, errlen) != 0;
         if (!text) snprintf(err, errlen, "spec: missing from the job record");
@@ -1379,6 +1412,7 @@ static int claim_and_launch(coordinator_t *c, const run_queued_t *q, const polic
     r->world = r->full_world = fresh.world;
     r->min_world = fresh.min_world ? fresh.min_world : 1;
     snprintf(r->owner, sizeof r->owner, "%s", fresh.owner);
+    r->requeued = fresh.requeued;
     r->started = now;
     r->first_launch = 1;
     r->stale_rank = -1;
@@ -1510,11 +1544,12 @@ void run_schedule(coordinator_t *c, double now)
     char(*ids)[JOB_ID_MAX] = malloc(QUEUE_VIEW_MAX * sizeof *ids);
     run_queued_t *qd = calloc(QUEUE_VIEW_MAX, sizeof *qd);
     policy_running_t *run = calloc((size_t)c->nruns + 1, sizeof *run);
+    coord_run_t **rr = calloc((size_t)c->nruns + 1, sizeof *rr);
     policy_decision_t *dec = calloc(QUEUE_VIEW_MAX, sizeof *dec);
     policy_queued_t *pq = calloc(QUEUE_VIEW_MAX, sizeof *pq);
     job_spec_t *spec = malloc(sizeof *spec);
     int n = 0;
-    if (!ids || !qd || !run || !dec || !pq || !spec || !c->rc) goto out;
+    if (!ids || !qd || !run || !rr || !dec || !pq || !spec || !c->rc) goto out;
     if (tickconn_check(c, jobstore_queue_ids(c->rc, ids, QUEUE_VIEW_MAX, &n), "queue") != JS_OK) goto out;
     for (int i = 0, j = 0; i < n; i++) {
         /* The cache holds the last tick's queue in order: look from where the last hit was. */
@@ -1547,12 +1582,19 @@ void run_schedule(coordinator_t *c, double now)
     free(c->qdemand);
     c->qdemand = qd;
     c->nqdemand = n;
-    int nrun = 0;
+    int nrun = 0, preempting = 0;
     for (int i = 0; i < c->nruns; i++) {
-        const coord_run_t *r = c->runs[i];
+        coord_run_t *r = c->runs[i];
         if (r->phase == PH_DONE) continue;
-        run[nrun++] =
-            (policy_running_t){r->id, r->simulated ? 0 : r->world, r->simulated, run_finish_estimate(r, now), 0, 0};
+        if (r->phase == PH_KILLING && r->kill_reason == KILL_PREEMPT) preempting = 1;
+        /* only an attempt that trains may be preempted: its start counts for the minimum run */
+        rr[nrun] = r;
+        run[nrun++] = (policy_running_t){r->id,
+                                         r->simulated ? 0 : r->world,
+                                         r->simulated,
+                                         run_finish_estimate(r, now),
+                                         policy_priority(r->spec->priority),
+                                         r->phase == PH_ACTIVE ? r->started : 0};
     }
     policy_state_t st = {
         .now = now,
@@ -1563,9 +1605,20 @@ void run_schedule(coordinator_t *c, double now)
         .nrunning = nrun,
         .queued = pq,
         .nqueued = n,
+        .preempt_min_run_s = c->cfg.preempt_min_run_s,
     };
     if (c->cfg.policy == POLICY_FAIR) fair_share(c, now, pq, n);
     int started = policy_decide((policy_kind_t)c->cfg.policy, &st, dec);
+    /* Preemption: one at a time (the slots of jobs being stopped are not free yet). */
+    if (!preempting) {
+        int victims[8], who = -1;
+        int nv = policy_preempt((policy_kind_t)c->cfg.policy, &st, dec, victims, 8, &who);
+        for (int v = 0; v < nv; v++) {
+            coord_run_t *r = rr[victims[v]];
+            snprintf(r->preempted_by, sizeof r->preempted_by, "%s", qd[who].id);
+            start_kill(c, r, KILL_PREEMPT, now);
+        }
+    }
     json_t *view = json_object();
     for (int i = 0; view && i < n; i++)
         if (!dec[i].start) json_object_set_new(view, qd[i].id, queue_json(&dec[i]));
@@ -1581,6 +1634,7 @@ void run_schedule(coordinator_t *c, double now)
     }
     qd = NULL; /* the cache's now */
 out:
+    free(rr);
     free(ids);
     free(qd);
     free(run);

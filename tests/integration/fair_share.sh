@@ -1,7 +1,7 @@
 # Fair share between users (issue 45) on a real coordinator with two slots under
 # --policy fair: members alice and bob; PUT /api/v1/users/{name} sets a weight (shown in
 # GET /api/v1/users) and refuses a bad body (400), an unknown user (404), admin (409) and a
-# member (403), each with its message. alice's long job a1 runs and builds up her usage in
+# member (403), each with its message; `pacer user weight` sets one and shows the 400. alice's long job a1 runs and builds up her usage in
 # pacer:fairshare; she then submits a2, bob b1 after it (both 2 workers). b1 goes to
 # position 1 and a2 waits behind it with the reason "its user over their fair share" and a
 # sentence naming both users; when a1 ends b1 starts while a2 still waits; both SUCCEED.
@@ -76,8 +76,13 @@ refused 409 "\"admin\" is the daemon's own token and has no record: its weight i
     PUT /api/v1/users/admin -H "$JSON" -d '{"weight": 5}'
 refused 403 "only admins may list, create or remove users" "$ALICE" PUT /api/v1/users/alice -H "$JSON" \
     -d '{"weight": 1000}'
-got=$(call "$ADMIN" PUT /api/v1/users/bob -H "$JSON" -d '{"weight": 1}')
-[ "$got" = 200 ] || fail "PUT weight 1: HTTP $got"
+# the CLI: pacer user weight NAME --weight W
+[ "$("$PACER" user weight bob --weight 1)" = "bob: weight 1" ] || fail "pacer user weight bob --weight 1"
+expect_error 1 "pacer user: Invalid user: weight: required, a number > 0 and at most 1000 (HTTP 400)" \
+    "$PACER" user weight bob --weight 1001
+expect_error 2 "pacer user: --weight goes with weight, and weight needs it" "$PACER" user weight bob
+call "$ADMIN" GET /api/v1/users >/dev/null
+jq -e '.users[] | select(.name == "bob") | .weight == 1' "$TMP/body" >/dev/null || fail "bob's weight: $(cat "$TMP/body")"
 echo "ok: weights set by an admin, shown in the user list; bad bodies, unknown users, admin and members refused"
 
 # ---- the order ----------------------------------------------------------------------------------------------

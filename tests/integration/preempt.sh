@@ -3,7 +3,8 @@
 # runs; once it has a checkpoint a high-priority 2-worker job is submitted; the low one is
 # stopped and requeued (QUEUED, preempted_by the high one, the reason "preempted by ...",
 # an event), the high one runs to SUCCEEDED, then the low one is claimed again and resumes
-# from its checkpoint (its log: resumed at a step > 0) and SUCCEEDS. Polls with deadlines.
+# from its checkpoint (its log: resumed at a step > 0) and SUCCEEDS; `pacer get` shows the
+# preemption. Polls with deadlines.
 . tests/integration/coordinator_lib.inc
 command -v curl >/dev/null || skip "curl not installed (make deps)"
 command -v jq >/dev/null || skip "jq not installed (make deps)"
@@ -41,6 +42,10 @@ await 60 "job $lo to be requeued" is_api_state "$lo" QUEUED
 q "$lo" .reason | grep -q "^preempted by $hi at [0-9.]*, of a higher priority: requeued to resume from its checkpoint$" ||
     fail "$lo: reason '$(q "$lo" .reason)'"
 grep -q "job $lo: preempted by $hi, of a higher priority: stopping" "$TMP/coord.log" || fail "no preemption line in the log"
+if [ -x "$BUILD/pacer" ]; then
+    PACER_URL=$BASE "$BUILD/pacer" get "$lo" >"$TMP/get" || fail "pacer get $lo"
+    grep -q "^preempted  *by $hi at " "$TMP/get" || { cat "$TMP/get"; fail "pacer get: no preempted line"; }
+fi
 echo "ok: $lo (low) preempted by $hi (high) and requeued"
 await 300 "job $hi to succeed" is_api_state "$hi" SUCCEEDED
 await 300 "job $lo to succeed" is_api_state "$lo" SUCCEEDED

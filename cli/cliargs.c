@@ -80,12 +80,14 @@ static const cli_command_t COMMANDS[] = {
      "DELETE /api/v1/models/NAME: the upload leaves the catalog (and the coordinator's\n"
      "store). Built-in models cannot be deleted, nor an upload a queued or running job\n"
      "uses (the API answers 409)."},
-    {"user", CMD_USER, 1, 2, "add|ls|rm [NAME]", OPT_ROLE | OPT_EXPIRES,
-     "manage users (admins): add NAME --role ROLE [--expires S], ls, rm NAME",
+    {"user", CMD_USER, 1, 2, "add|ls|rm|weight [NAME]", OPT_ROLE | OPT_EXPIRES | OPT_WEIGHT,
+     "manage users (admins): add NAME --role ROLE [--expires S], ls, rm NAME, weight NAME --weight W",
      "user add NAME --role admin|member|viewer [--expires SECONDS] creates a user and prints its\n"
      "token, once: only a salted hash of it is kept, so keep it (give it to the user, who sets\n"
      "PACER_TOKEN or --token-file). user ls lists the users and their roles; user rm NAME\n"
-     "removes one, whose token stops working at once. Admins only (403 otherwise)."},
+     "removes one, whose token stops working at once; user weight NAME --weight W sets their\n"
+     "fair-share weight under the coordinator's --policy fair (W in (0, 1000]; default 1).\n"
+     "Admins only (403 otherwise)."},
     {"token", CMD_TOKEN, 1, 1, "new", 0, "a new token for yourself; the old one stops working",
      "token new replaces the caller's token with a new one and prints it, once; the old one is\n"
      "refused from then on, and the expiry stays. Any role; not the daemon's own token."},
@@ -113,6 +115,7 @@ static const cli_option_t OPTIONS[] = {
     {"output", 'o', "FILE", OPT_OUTPUT, "trace, export: where to write (default ID.trace.json, ID.onnx; - = stdout)"},
     {"role", 0, "ROLE", OPT_ROLE, "user add: admin, member or viewer"},
     {"expires", 0, "SECONDS", OPT_EXPIRES, "user add: the token expires SECONDS from now (default never)"},
+    {"weight", 0, "W", OPT_WEIGHT, "user weight: the user's fair-share weight, a number in (0, 1000]"},
     {"help", 'h', NULL, OPT_HELP, "help (of the command, after one)"},
     {"version", 0, NULL, OPT_VERSION, "print the version"},
 };
@@ -242,6 +245,7 @@ static int apply(cli_args_t *a, const cli_option_t *o, const char *val, char *er
     case OPT_TAIL: return parse_count(o->long_name, val, 100000, &a->tail, err, errlen);
     case OPT_ROLE: a->role = val; break;
     case OPT_EXPIRES: return parse_count(o->long_name, val, 315360000, &a->expires, err, errlen);
+    case OPT_WEIGHT: a->weight = val; break;
     }
     return 0;
 }

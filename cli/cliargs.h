@@ -64,6 +64,7 @@ enum {
     OPT_ALLOW_INSECURE_TOKEN = 1u << 13,
     OPT_ROLE = 1u << 14,
     OPT_EXPIRES = 1u << 15,
+    OPT_WEIGHT = 1u << 16,
 };
 #define OPT_GLOBAL \
     (OPT_URL | OPT_TOKEN | OPT_TOKEN_FILE | OPT_JSON | OPT_HELP | OPT_VERSION | OPT_CACERT | OPT_ALLOW_INSECURE_TOKEN)
@@ -101,6 +102,7 @@ typedef struct {
     long tail;                /* logs --tail (0 = the whole log) */
     const char *role;         /* user add --role */
     long expires;             /* user add --expires SECONDS (0 = never) */
+    const char *weight;       /* user weight --weight W (the server checks the range) */
     int json, help, version, watch, follow;
     unsigned seen; /* option bits given */
 } cli_args_t;

@@ -217,11 +217,12 @@ static int perform(client_t *c, const char *method, const char *path, const char
     curl_easy_reset(h);
     struct curl_slist *hdrs = extra;
     if (c->auth[0]) hdrs = curl_slist_append(hdrs, c->auth);
-    /* a PUT's body is a file's bytes (an ONNX model); any other body a JSON document */
-    const int put = strcmp(method, "PUT") == 0;
+    /* a model upload's body is a file's bytes (an ONNX model); any other body a JSON
+     * document (a user's PUT /api/v1/users/{name} included) */
+    const int put = strcmp(method, "PUT") == 0, bytes = put && strncmp(path, "/api/v1/models/", 15) == 0;
     if (body)
         hdrs = curl_slist_append(hdrs,
-                                 put ? "Content-Type: application/octet-stream" : "Content-Type: application/json");
+                                 bytes ? "Content-Type: application/octet-stream" : "Content-Type: application/json");
     hdrs = curl_slist_append(hdrs, "Expect:"); /* no 100-continue round trip for specs */
     c->errbuf[0] = 0;
     curl_easy_setopt(h, CURLOPT_URL, url);

@@ -41,8 +41,8 @@ void client_free(client_t *c);
 const char *client_url(const client_t *c);
 
 /* method "GET", "POST", "PUT", "DELETE"; path begins with '/' and may carry a query; body
- * (may be NULL) is sent as application/json, a PUT's as application/octet-stream (an
- * uploaded model's bytes). 0 when an answer came (r filled; free it with
+ * (may be NULL) is sent as application/json, a PUT to /api/v1/models/ as
+ * application/octet-stream (an uploaded model's bytes). 0 when an answer came (r filled; free it with
  * client_resp_free), -1 when none did (err says why, naming the URL). */
 int client_call(client_t *c, const char *method, const char *path, const char *body, size_t body_len, client_resp_t *r,
                 char *err, size_t errlen);

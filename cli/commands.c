@@ -394,7 +394,10 @@ int cmd_rm_model(cli_ctx_t *cx)
 
 static int user_usage(const char *why)
 {
-    fprintf(stderr, "pacer user: %s (usage: pacer user add NAME --role ROLE [--expires S] | ls | rm NAME)\n", why);
+    fprintf(stderr,
+            "pacer user: %s (usage: pacer user add NAME --role ROLE [--expires S] | ls | rm NAME | weight NAME "
+            "--weight W)\n",
+            why);
     return CLI_EXIT_USAGE;
 }
 
@@ -415,8 +418,10 @@ int cmd_user(cli_ctx_t *cx)
     const cli_args_t *a = cx->args;
     const char *sub = a->arg, *name = a->arg2;
     int add = strcmp(sub, "add") == 0, ls = strcmp(sub, "ls") == 0, rm = strcmp(sub, "rm") == 0;
-    if (!add && !ls && !rm) return user_usage("unknown subcommand");
-    if ((add || rm) && !name) return user_usage("a NAME is needed");
+    int weight = strcmp(sub, "weight") == 0;
+    if (!add && !ls && !rm && !weight) return user_usage("unknown subcommand");
+    if ((add || rm || weight) && !name) return user_usage("a NAME is needed");
+    if (weight != (a->weight != NULL)) return user_usage("--weight goes with weight, and weight needs it");
     if (ls && name) return user_usage("ls takes no NAME");
     if (!add && (a->role || a->expires)) return user_usage("--role and --expires go with add");
     if (add && !a->role) return user_usage("add needs --role admin, member or viewer");
@@ -427,6 +432,21 @@ int cmd_user(cli_ctx_t *cx)
         if ((rc = cli_get_json(cx, "/api/v1/users", &out))) return rc;
         if (a->json) fmt_json(stdout, out);
         else fmt_users(stdout, out);
+    } else if (weight) {
+        char *end, path[512];
+        double w = strtod(a->weight, &end);
+        if (end == a->weight || *end) return user_usage("--weight: not a number");
+        if (client_item_path(path, sizeof path, "/api/v1/users/", name, "") != 0) return user_usage("name too long");
+        json_t *body = json_pack("{s:f}", "weight", w);
+        char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+        json_decref(body);
+        if (!text) return CLI_EXIT_USAGE;
+        rc = call_json(cx, "PUT", path, text, strlen(text), &r, &out);
+        free(text);
+        client_resp_free(&r);
+        if (rc) return rc;
+        if (a->json) fmt_json(stdout, out);
+        else printf("%s: weight %g\n", name, json_real_value(json_object_get(out, "weight")));
     } else if (add) {
         json_t *body = json_pack("{s:s, s:s}", "name", name, "role", a->role);
         if (body && a->expires > 0) json_object_set_new(body, "expires_in_s", json_integer(a->expires));

@@ -495,6 +495,11 @@ void fmt_job(FILE *f, json_t *job, double now)
     if (*str(job, "owner")) row(f, "owner", str(job, "owner")); /* issue 45; absent from before users */
     row(f, "state", str(job, "state"));
     if (*str(job, "reason")) row(f, "reason", str(job, "reason"));
+    if (*str(job, "preempted_by")) { /* --policy fair: its last preemption */
+        fmt_time(num(job, "preempted_at"), t1, sizeof t1);
+        snprintf(buf, sizeof buf, "by %s at %s", str(job, "preempted_by"), t1);
+        row(f, "preempted", buf);
+    }
     if (*str(job, "stall_text")) row(f, "waiting", str(job, "stall_text"));
     json_t *q = json_object_get(job, "queue");
     if (json_is_object(q)) {

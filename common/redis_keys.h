@@ -34,6 +34,10 @@
 #define KEY_HEALTHZ "pacer:healthz"
 #define KEY_USERS "pacer:users"               /* user name -> record (common/users.h) */
 #define KEY_MODEL_OWNERS "pacer:model-owners" /* uploaded model name -> its uploader */
+/* Fair share (--policy fair, coordinator/run.c): user name -> decayed slot-seconds as of
+ * the field FAIRSHARE_AT (unix s; '@' starts no user name). */
+#define KEY_FAIRSHARE "pacer:fairshare"
+#define FAIRSHARE_AT "@at"
 
 #define REDIS_KEYS(X)                                          \
     X(KEY_SEQ, "pacer:seq")                                    \
@@ -54,7 +58,8 @@
     X(KEY_MODEL, "pacer:model:{sha256}")                       \
     X(KEY_HEALTHZ, "pacer:healthz")                            \
     X(KEY_USERS, "pacer:users")                                \
-    X(KEY_MODEL_OWNERS, "pacer:model-owners")
+    X(KEY_MODEL_OWNERS, "pacer:model-owners")                  \
+    X(KEY_FAIRSHARE, "pacer:fairshare")
 
 /* Fields of KEY_JOB_NODE that more than one room reads by name: a GPU rank's device
  * utilisation and memory (worker/nvml.h samples them, the worker's sink writes them, the

@@ -93,6 +93,41 @@ out:
     return rc;
 }
 
+int users_update_parse(const char *body, size_t len, double *weight, char *err, size_t errlen)
+{
+    *weight = 0;
+    if (!body || len == 0) return errmsg(err, errlen, "the request body is empty");
+    if (memchr(body, 0, len)) return errmsg(err, errlen, "the request body contains a NUL byte");
+    json_error_t je;
+    json_t *doc = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    if (!doc) return errmsg(err, errlen, "line %d column %d: %s", je.line, je.column, je.text);
+    int rc = -1;
+    const char *key;
+    json_t *v;
+    if (!json_is_object(doc)) {
+        errmsg(err, errlen, "the body must be a JSON object {\"weight\"}");
+        goto out;
+    }
+    json_object_foreach(doc, key, v)
+    {
+        if (strcmp(key, "weight") != 0) {
+            errmsg(err, errlen, "%.64s: unknown field (weight is the one a user's update takes)", key);
+            goto out;
+        }
+    }
+    json_t *w = json_object_get(doc, "weight");
+    double x = json_number_value(w);
+    if (!json_is_number(w) || !isfinite(x) || x <= 0 || x > USER_WEIGHT_MAX) {
+        errmsg(err, errlen, "weight: required, a number > 0 and at most %.0f", USER_WEIGHT_MAX);
+        goto out;
+    }
+    *weight = x;
+    rc = 0;
+out:
+    json_decref(doc);
+    return rc;
+}
+
 static int random_hex(char *out, size_t nbytes)
 {
     unsigned char b[64];
@@ -146,8 +181,9 @@ int users_token_name(const char *token, size_t len, char *name, size_t namelen)
 
 json_t *users_record_json(const user_record_t *r)
 {
-    return json_pack("{s:s, s:s, s:s, s:f, s:f, s:s}", "role", users_role_name(r->role), "salt", r->salt, "hash",
-                     r->hash, "created", r->created, "expires", r->expires, "created_by", r->created_by);
+    return json_pack("{s:s, s:s, s:s, s:f, s:f, s:s, s:f}", "role", users_role_name(r->role), "salt", r->salt, "hash",
+                     r->hash, "created", r->created, "expires", r->expires, "created_by", r->created_by, "weight",
+                     r->weight > 0 ? r->weight : 1.0);
 }
 
 int users_record_parse(const char *name, const char *text, size_t len, user_record_t *out, char *err, size_t errlen)
@@ -171,6 +207,9 @@ int users_record_parse(const char *name, const char *text, size_t len, user_reco
         out->created = json_number_value(created);
         out->expires = json_number_value(expires);
         snprintf(out->created_by, sizeof out->created_by, "%s", by && strlen(by) <= USER_NAME_MAX ? by : "");
+        /* absent (a record from before weights) or out of range: the default */
+        double w = json_number_value(json_object_get(j, "weight"));
+        out->weight = w > 0 && w <= USER_WEIGHT_MAX ? w : 1;
     }
     json_decref(j);
     return ok ? 0 : errmsg(err, errlen, "user %s: the stored record is damaged", name);
@@ -178,8 +217,8 @@ int users_record_parse(const char *name, const char *text, size_t len, user_reco
 
 json_t *users_record_public(const user_record_t *r)
 {
-    json_t *o = json_pack("{s:s, s:s, s:f, s:s}", "name", r->name, "role", users_role_name(r->role), "created",
-                          r->created, "created_by", r->created_by);
+    json_t *o = json_pack("{s:s, s:s, s:f, s:s, s:f}", "name", r->name, "role", users_role_name(r->role), "created",
+                          r->created, "created_by", r->created_by, "weight", r->weight > 0 ? r->weight : 1.0);
     if (o) json_object_set_new(o, "expires", r->expires > 0 ? json_real(r->expires) : json_null());
     return o;
 }

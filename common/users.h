@@ -23,6 +23,7 @@
 #define USER_TOKEN_LEN (USER_NAME_MAX + 1 + USER_SECRET_HEX) /* longest token, without the NUL */
 #define USER_SALT_HEX 32                                     /* 128-bit salt */
 #define USER_EXPIRES_MAX_S (10.0 * 365 * 24 * 3600)          /* expires_in_s: at most ten years */
+#define USER_WEIGHT_MAX 1000.0                               /* a user's fair-share weight: (0, this] */
 #define USER_ADMIN_NAME "admin"                              /* the daemon's own token (PACER_TOKEN, --token-file) */
 
 typedef enum { USER_VIEWER = 0, USER_MEMBER = 1, USER_ADMIN = 2 } user_role_t;
@@ -41,6 +42,11 @@ int users_name_check(const char *name, char *err, size_t errlen);
  * field. *expires_in_s is 0 when absent. 0, or -1. Pure (fuzz/fuzz_request.c drives it). */
 int users_body_parse(const char *body, size_t len, char *name, size_t namelen, user_role_t *role, double *expires_in_s,
                      char *err, size_t errlen);
+
+/* The body of PUT /api/v1/users/{name}: {"weight": W}, W a number in (0, USER_WEIGHT_MAX].
+ * Unknown keys, a key twice, a wrong type or a weight out of range are refused with err
+ * naming the field. 0, or -1. Pure (fuzz/fuzz_request.c drives it). */
+int users_update_parse(const char *body, size_t len, double *weight, char *err, size_t errlen);
 
 /* A new token for name into out (at least USER_TOKEN_LEN + 1 bytes), and a new salt
  * (USER_SALT_HEX + 1 bytes), from getrandom. 0, or -1 when the kernel has no randomness
@@ -68,6 +74,9 @@ typedef struct {
     double created;
     double expires; /* unix seconds; 0 = never */
     char created_by[USER_NAME_MAX + 1];
+    /* Fair share (--policy fair, coordinator/policy.h): usage counts divided by it; 1
+     * unless an admin set another (PUT /api/v1/users/{name}), in (0, USER_WEIGHT_MAX]. */
+    double weight;
 } user_record_t;
 
 /* The record's stored JSON (new reference; NULL when out of memory). */
@@ -75,7 +84,7 @@ json_t *users_record_json(const user_record_t *r);
 /* Parses the stored JSON of user name. 0, or -1 with err. */
 int users_record_parse(const char *name, const char *text, size_t len, user_record_t *out, char *err, size_t errlen);
 /* What GET /api/v1/users shows of it: {"name", "role", "created", "expires" (or null),
- * "created_by"}: never the salt or hash. */
+ * "created_by", "weight"}: never the salt or hash. */
 json_t *users_record_public(const user_record_t *r);
 
 /* ---- the rules ---------------------------------------------------------------------------------------------- */

@@ -494,8 +494,9 @@ static const char *const SUMMARY_FIELDS[] = {
     "started", "finished", "restarts", "reason", "simulated", "owner",
 };
 #define NSUMMARY (sizeof SUMMARY_FIELDS / sizeof SUMMARY_FIELDS[0])
-static const char *const STRING_FIELDS[] = {"id",   "name", "state",          "model",        "algorithm", "reason",
-                                            "spec", "log",  "checkpoint_dir", "summary_path", "owner",     NULL};
+static const char *const STRING_FIELDS[] = {"id",     "name",         "state", "model",          "algorithm",
+                                            "reason", "spec",         "log",   "checkpoint_dir", "summary_path",
+                                            "owner",  "preempted_by", NULL};
 
 /* One page's worth of summaries: HMGETs of ids[0..n) (pipelined), those in state want
  * (any with !filter) counted into *matched and, from offset on, up to limit appended to

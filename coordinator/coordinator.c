@@ -39,6 +39,8 @@ void coord_config_defaults(coord_config_t *cfg)
     cfg->restart_backoff_s = 1;
     cfg->kill_grace_s = 5;
     cfg->tick_s = 0.2;
+    cfg->fair_half_life_s = 3600;
+    cfg->preempt_min_run_s = 60;
     cfg->default_checkpoint_steps = 50;
     cfg->sim_slots = 1;
     cfg->oversubscribe = COORD_OVERSUBSCRIBE_DEFAULT;

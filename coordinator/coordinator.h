@@ -80,6 +80,9 @@ typedef struct {
     int refuse_oversubscribed;     /* 0: a job with more ranks than the cluster's slots is accepted
                                      with a warning (and runs oversubscribed); 1: 422 */
     int policy;                    /* policy_kind_t (coordinator/policy.h): POLICY_FIFO */
+    double fair_half_life_s;       /* 3600: fair share's usage halves this often (<= 0: never) */
+    double preempt_min_run_s;      /* 60: --policy fair preempts a job only after it ran this long
+                                     (s; < 0: never preempts) */
     const char *const *data_roots; /* --data-root: directories a spec's dataset.path must
                                      resolve under; none = COORD_DATA_ROOT_DEBIAN and
                                      STATE_DIR/data */
@@ -311,6 +314,9 @@ int coord_user_list(coordinator_t *c, json_t **out);
 int coord_user_remove(coordinator_t *c, const char *name, char *err, size_t errlen);
 /* A new token for an existing user; the old one stops working (one token per user). */
 int coord_user_token_new(coordinator_t *c, const char *name, char *token, size_t toklen, char *err, size_t errlen);
+/* Sets user name's fair-share weight (--policy fair; common/users.h) and answers its
+ * public record. COORD_ENOTFOUND (no such user), COORD_ESTATE (admin: no record). */
+int coord_user_weight_set(coordinator_t *c, const char *name, double weight, json_t **out, char *err, size_t errlen);
 /* The owner of a job (after coord_submit_spec or coord_retry) and of an uploaded model
  * (owner NULL or "": forget it); the model's owner into owner ("" when none). */
 int coord_job_owner_set(coordinator_t *c, const char *id, const char *owner);

@@ -392,6 +392,32 @@ int jobstore_claim(redisContext *c, const char *id, double now)
     return claimed;
 }
 
+static const char REQUEUE_LUA[] =
+    "local s = redis.call('HGET', KEYS[2], 'state')\n"
+    "if s ~= 'RUNNING' and s ~= 'RESTARTING' then return 0 end\n"
+    "redis.call('HSET', KEYS[2], 'state', 'QUEUED', 'reason', ARGV[2], 'preempted_by', ARGV[3], 'preempted_at', "
+    "ARGV[4])\n"
+    "redis.call('SREM', KEYS[3], ARGV[1])\n"
+    "redis.call('LPUSH', KEYS[1], ARGV[1])\n"
+    "redis.call('XADD', KEYS[4], 'MAXLEN', '~', '10000', '*', 'json', ARGV[5])\n"
+    "return 1\n";
+
+int jobstore_requeue(redisContext *c, const char *id, const char *by, const char *reason, double now)
+{
+    char key[128], t[32];
+    snprintf(key, sizeof key, KEY_JOB, id);
+    snprintf(t, sizeof t, "%.3f", now);
+    char *ev = event_text(id, "state", "QUEUED", reason, now);
+    if (!ev) return JS_ENOMEM;
+    redisReply *r = redisCommand(c, "EVAL %s 4 %s %s %s %s %s %s %s %s %s", REQUEUE_LUA, KEY_QUEUE, key, KEY_ACTIVE,
+                                 KEY_EVENTS, id, reason, by, t, ev);
+    free(ev);
+    if (!r || r->type != REDIS_REPLY_INTEGER) return done(r);
+    int requeued = r->integer == 1;
+    freeReplyObject(r);
+    return requeued;
+}
+
 int jobstore_update(redisContext *c, const char *id, const char *state, const char *reason, const char *const *kv,
                     int nkv)
 {

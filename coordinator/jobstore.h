@@ -102,6 +102,11 @@ int jobstore_queue_ids(redisContext *c, char (*ids)[JOB_ID_MAX], int max, int *n
  * pacer:active, event. Returns 1 claimed, 0 not (it left the queue meanwhile, or was not
  * QUEUED any more: then it is only removed from the queue), or a JS_* code. */
 int jobstore_claim(redisContext *c, const char *id, double now);
+/* A preempted job back at the queue's front (--policy fair, run.c): RUNNING or RESTARTING
+ * -> QUEUED with reason "preempted by BY at T", preempted_by = BY and preempted_at = now
+ * in its hash, out of pacer:active, LPUSH onto pacer:queue, event. Returns 1, 0 when it is
+ * in another state (a cancel won), or a JS_* code. */
+int jobstore_requeue(redisContext *c, const char *id, const char *by, const char *reason, double now);
 
 /* Writes the fields (name/value pairs, nkv names) of the job hash; when state is not
  * NULL also the state, an event with reason, and pacer:active membership. One

@@ -1,6 +1,7 @@
 /* coordinator/policy.c - see policy.h. */
 #include "policy.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,9 +35,25 @@ const char *policy_reason_name(policy_reason_t r)
     case POLICY_REASON_HOSTS_DOWN: return "hosts down";
     case POLICY_REASON_SIMULATIONS: return "simulations";
     case POLICY_REASON_PRIORITY: return "a higher priority";
+    case POLICY_REASON_FAIR_SHARE: return "its user over their fair share";
     case POLICY_REASON_NONE: break;
     }
     return "";
+}
+
+double policy_usage_decay(double usage, double dt, double half_life, int slots)
+{
+    if (!isfinite(usage) || usage < 0) usage = 0;
+    if (!(dt > 0)) return usage;
+    if (half_life > 0) usage *= exp2(-dt / half_life);
+    return usage + (slots > 0 ? slots * dt : 0);
+}
+
+double policy_share(double usage, double weight)
+{
+    if (!isfinite(usage) || usage < 0) usage = 0;
+    if (!isfinite(weight) || weight <= 0) weight = 1;
+    return usage / weight;
 }
 
 int policy_ranks(const policy_state_t *s, const policy_queued_t *q)
@@ -160,13 +177,15 @@ static int used_at(const policy_state_t *s, int used_now, double t)
     return used;
 }
 
-/* The decisions over qs, the queue in the policy's order. backfill: jobs behind the first
+/* The decisions over qs, the queue in the policy's order (arrival: each one's index in
+ * arrival order, for fair share's reason; NULL under fifo). backfill: jobs behind the first
  * waiting one (the head) start when they fit now and cannot delay the head's estimated
  * start: they fit in the slots left over at that time once the head has its own (their
  * own ends are not measured yet, so they are counted as holding their slots past it). A
  * head without an estimate lets nothing ahead of it but simulations (which use other
  * slots). */
-static int decide_ordered(const policy_state_t *s, const policy_queued_t *qs, policy_decision_t *out, int backfill)
+static int decide_ordered(const policy_state_t *s, const policy_queued_t *qs, const int *arrival,
+                          policy_decision_t *out, int backfill)
 {
     int used = 0, sims = 0, n = s->nqueued;
     for (int i = 0; i < s->nrunning; i++) {
@@ -251,10 +270,25 @@ static int decide_ordered(const policy_state_t *s, const policy_queued_t *qs, po
         else if (!q->simulated && !q->bad && used > 0 && used + need > s->slots_usable) own = POLICY_REASON_SLOTS;
         if (i == head) head_reason = own ? own : POLICY_REASON_SLOTS;
         int higher = i != head && qs[head].priority > q->priority;
-        d->reason = own ? own : higher ? POLICY_REASON_PRIORITY : head_reason;
+        /* Overtaken only because another user has used less: a job ahead of it in the
+         * policy's order (the head, or one started now) of the same class, with a smaller
+         * share (so another owner), that arrived after it. Said even when it would not fit
+         * now: without its user's usage it would be ahead of that job. */
+        int by = -1;
+        for (int o = 0; arrival && o < i && by < 0 && (own == POLICY_REASON_NONE || own == POLICY_REASON_SLOTS); o++)
+            if ((o == head || out[o].start) && qs[o].priority == q->priority && qs[o].share < q->share &&
+                arrival[o] > arrival[i])
+                by = o;
+        d->reason = by >= 0 ? POLICY_REASON_FAIR_SHARE : own ? own : higher ? POLICY_REASON_PRIORITY : head_reason;
         int freeslots = s->slots_usable - used > 0 ? s->slots_usable - used : 0;
         if (d->reason == POLICY_REASON_HOSTS_DOWN)
             snprintf(d->detail, sizeof d->detail, "waits for a usable host: every host is down");
+        else if (by >= 0)
+            snprintf(d->detail, sizeof d->detail,
+                     "%s %s, submitted later: its user %.32s is over their fair share (usage/weight %.0f slot-s "
+                     "against %.32s's %.0f) (fair)",
+                     out[by].start ? "overtaken by" : "waits behind", qs[by].id, q->owner ? q->owner : "(none)",
+                     q->share, qs[by].owner ? qs[by].owner : "(none)", qs[by].share);
         else if (own == POLICY_REASON_SIMULATIONS)
             snprintf(d->detail, sizeof d->detail, "waits for a simulation slot: %d of %d in use", sims, s->sim_slots);
         else if (own == POLICY_REASON_SLOTS)
@@ -271,11 +305,19 @@ static int decide_ordered(const policy_state_t *s, const policy_queued_t *qs, po
     return nstarted;
 }
 
+/* fair's order: 1 when a must come after b (a lower priority, or the same and a larger share). */
+static int after(const policy_queued_t *a, const policy_queued_t *b)
+{
+    if (a->priority != b->priority) return a->priority < b->priority;
+    return a->share > b->share;
+}
+
 int policy_decide(policy_kind_t k, const policy_state_t *s, policy_decision_t *out)
 {
-    if (k != POLICY_FAIR) return decide_ordered(s, s->queued, out, 0);
-    /* fair: the queue by priority, arrival order within one (a stable insertion sort of
-     * the indices), decided as FIFO with backfilling, the decisions put back in queue order. */
+    if (k != POLICY_FAIR) return decide_ordered(s, s->queued, NULL, out, 0);
+    /* fair: the queue by priority, then share (lowest first), arrival order among equals (a
+     * stable insertion sort of the indices), decided as FIFO with backfilling, the
+     * decisions put back in queue order. */
     int n = s->nqueued;
     int *ord = malloc((size_t)(n > 0 ? n : 1) * sizeof *ord);
     policy_queued_t *qs = malloc((size_t)(n > 0 ? n : 1) * sizeof *qs);
@@ -284,18 +326,58 @@ int policy_decide(policy_kind_t k, const policy_state_t *s, policy_decision_t *o
     if (ord && qs && d) {
         for (int i = 0; i < n; i++) {
             int j = i;
-            for (; j > 0 && s->queued[ord[j - 1]].priority < s->queued[i].priority; j--) ord[j] = ord[j - 1];
+            for (; j > 0 && after(&s->queued[ord[j - 1]], &s->queued[i]); j--) ord[j] = ord[j - 1];
             ord[j] = i;
         }
         for (int i = 0; i < n; i++) qs[i] = s->queued[ord[i]];
         policy_state_t st = *s;
         st.queued = qs;
-        started = decide_ordered(&st, qs, d, 1);
+        started = decide_ordered(&st, qs, ord, d, 1);
         for (int i = 0; i < n; i++) out[ord[i]] = d[i];
     }
     free(ord);
     free(qs);
     free(d);
     /* out of memory: the plain order, which needs none of it */
-    return started >= 0 ? started : decide_ordered(s, s->queued, out, 0);
+    return started >= 0 ? started : decide_ordered(s, s->queued, NULL, out, 0);
+}
+
+int policy_preempt(policy_kind_t k, const policy_state_t *s, const policy_decision_t *out, int *victims, int max,
+                   int *beneficiary)
+{
+    *beneficiary = -1;
+    if (k != POLICY_FAIR || s->preempt_min_run_s < 0 || s->slots_usable <= 0) return 0;
+    int head = -1;
+    for (int i = 0; i < s->nqueued && head < 0; i++)
+        if (!out[i].start && out[i].position == 1) head = i;
+    if (head < 0) return 0;
+    const policy_queued_t *q = &s->queued[head];
+    if (q->bad || q->simulated) return 0;
+    int used = 0, nv = 0;
+    for (int i = 0; i < s->nrunning; i++)
+        if (!s->running[i].simulated) used += s->running[i].slots;
+    for (int i = 0; i < s->nqueued; i++)
+        if (out[i].start && !s->queued[i].simulated && !s->queued[i].bad) used += out[i].world;
+    int need = policy_ranks(s, q), freed = s->slots_usable - used;
+    /* A selection sort over the few running jobs: the next victim is the eligible one of
+     * the lowest priority, then the latest start, not taken yet. */
+    while (freed < need && nv < max) {
+        int best = -1;
+        for (int i = 0; i < s->nrunning; i++) {
+            const policy_running_t *r = &s->running[i];
+            int taken = 0;
+            for (int v = 0; v < nv && !taken; v++) taken = victims[v] == i;
+            if (taken || r->simulated || r->slots <= 0 || r->priority >= q->priority || r->started <= 0 ||
+                s->now - r->started < s->preempt_min_run_s)
+                continue;
+            const policy_running_t *b = best >= 0 ? &s->running[best] : NULL;
+            if (!b || r->priority < b->priority || (r->priority == b->priority && r->started > b->started)) best = i;
+        }
+        if (best < 0) break;
+        victims[nv++] = best;
+        freed += s->running[best].slots;
+    }
+    if (freed < need) return 0;
+    *beneficiary = head;
+    return nv;
 }

@@ -16,9 +16,11 @@
 
 typedef enum {
     POLICY_FIFO = 0, /* arrival order, no backfilling: the head waits for slots rather than be overtaken */
-    POLICY_FAIR,     /* priority classes (high, normal, low; arrival order within one), and
-                        backfilling: a job that fits the free slots starts ahead of the head
-                        when that cannot delay the head's estimated start */
+    /* priority classes (high, normal, low); within one, weighted fair share (the owner's
+       decayed slot-seconds over their weight, lowest first), then arrival order; and
+       backfilling: a job that fits the free slots starts ahead of the head when that
+       cannot delay the head's estimated start */
+    POLICY_FAIR,
 } policy_kind_t;
 
 /* Spec priorities (spec `priority`): higher starts first under POLICY_FAIR; FIFO ignores them. */
@@ -38,6 +40,10 @@ typedef struct {
     int slots;        /* ranks it holds on the launcher's slots (0: a simulation) */
     int simulated;    /* holds one of the sim launcher's slots instead */
     double finish_at; /* estimated end (unix s) from its measured progress; < 0 = unknown */
+    /* For preemption (policy_preempt): its spec's priority (POLICY_PRIO_*) and when its
+     * current attempt started (unix s; 0 = unknown, never preempted). */
+    int priority;
+    double started;
 } policy_running_t;
 
 /* A queued job, in queue order: what it asks for. */
@@ -48,6 +54,11 @@ typedef struct {
     int simulated; /* runs in the sim launcher (one of its slots), not on the launcher's */
     int bad;       /* its record or spec cannot be read: started at once, to be failed */
     int priority;  /* POLICY_PRIO_* (0 = normal) */
+    /* Fair share (POLICY_FAIR): the owner (NULL: none recorded) and its share, the owner's
+     * decayed usage in slot-seconds divided by its weight (run.c, policy_share); jobs of
+     * one class start lowest share first. 0 for every job keeps arrival order. */
+    const char *owner;
+    double share;
 } policy_queued_t;
 
 typedef struct {
@@ -59,6 +70,9 @@ typedef struct {
     int nrunning;
     const policy_queued_t *queued;
     int nqueued;
+    /* Preemption (policy_preempt): a running job may be stopped for a higher-priority
+     * one only after running this long (s), so that nothing thrashes; < 0 = never. */
+    double preempt_min_run_s;
 } policy_state_t;
 
 /* Why a queued job waits (POLICY_REASON_NONE: it starts now). */
@@ -68,9 +82,11 @@ typedef enum {
     POLICY_REASON_HOSTS_DOWN,  /* no usable host */
     POLICY_REASON_SIMULATIONS, /* every sim launcher slot is busy */
     POLICY_REASON_PRIORITY,    /* it would fit, but waits behind a job of a higher priority */
+    POLICY_REASON_FAIR_SHARE,  /* it waits behind a later job of another user with less usage */
 } policy_reason_t;
 
-/* The API's word for a reason: "slots", "hosts down", "simulations", "a higher priority". */
+/* The API's word for a reason: "slots", "hosts down", "simulations", "a higher priority",
+ * "its user over their fair share". */
 const char *policy_reason_name(policy_reason_t r);
 
 #define POLICY_DETAIL_MAX 256
@@ -89,6 +105,25 @@ typedef struct {
 
 /* Fills out[0..s->nqueued). Returns the number of jobs started. */
 int policy_decide(policy_kind_t k, const policy_state_t *s, policy_decision_t *out);
+
+/* Fair share's decay: usage (slot-seconds) as of dt seconds ago, halved every half_life
+ * seconds, plus slots held through those dt seconds (counted at full weight: the decay of
+ * one tick's own use is below a tick's precision). half_life <= 0: no decay. */
+double policy_usage_decay(double usage, double dt, double half_life, int slots);
+
+/* An owner's share: usage / weight (weight <= 0 or not finite counts as 1). */
+double policy_share(double usage, double weight);
+
+/* Preemption (POLICY_FAIR; fifo never preempts): whether stopping running jobs of a lower
+ * priority would let the first waiting job in the policy's order (position 1 of out,
+ * policy_decide's decisions) start now. Victims: only jobs of a priority below its own
+ * that have run at least s->preempt_min_run_s (and hold launcher slots), lowest priority
+ * first, then the most recently started, taken until the freed slots fit it. Writes their
+ * indices into s->running to victims (at most max) and the queued job's index to
+ * *beneficiary. Returns the number of victims, 0 when none is needed or none would free
+ * enough (then nothing is stopped). */
+int policy_preempt(policy_kind_t k, const policy_state_t *s, const policy_decision_t *out, int *victims, int max,
+                   int *beneficiary);
 
 /* The processes a job with that world runs with on these slots (hosts_elastic_world). */
 int policy_ranks(const policy_state_t *s, const policy_queued_t *q);

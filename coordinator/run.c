@@ -34,6 +34,7 @@
 #include "coord_internal.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -777,7 +778,7 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
     coord_job_path(c, r->id, "exit_code", ecp, sizeof ecp);
     coord_job_path(c, r->id, "pid", pidp, sizeof pidp);
 
-    if (r->first_launch && move_aside(c, r, dir, err, sizeof err) != 0) goto fail;
+    if (r->first_launch && !r->requeued && move_aside(c, r, dir, err, sizeof err) != 0) goto fail;
     if (fs_mkdir_p(ckdir, 0755) != 0) {
         snprintf(err, sizeof err, "%.300s: %s", ckdir, strerror(errno));
         goto fail;
@@ -1064,9 +1065,37 @@ static void start_kill(coordinator_t *c, coord_run_t *r, kill_reason_t why, doub
     if (why == KILL_CANCEL) clog_printf("job %s: cancelling (stopping %s)", r->id, what);
     else if (why == KILL_RESIZE) clog_printf("job %s: stopping %s to resize: %s", r->id, what, r->resize_reason);
     else if (why == KILL_STALL) clog_printf("job %s: stalled: %s; stopping %s", r->id, r->stall_text, what);
+    else if (why == KILL_PREEMPT)
+        clog_printf("job %s: preempted by %s, of a higher priority: stopping %s, to be requeued", r->id,
+                    r->preempted_by, what);
     else
         clog_printf("job %s: no heartbeat from rank %d%s%s%s for %.0f s; stopping %s", r->id, r->stale_rank,
                     r->stale_host[0] ? " (" : "", r->stale_host, r->stale_host[0] ? ")" : "", r->stale_s, what);
+}
+
+/* A preempted attempt has stopped: the job goes back to the queue's front (jobstore_requeue)
+ * and this run ends without writing its state (the queue owns the job again). The next
+ * claim resumes it from its checkpoint (launch passes --resume; its directory is kept). A
+ * cancel that came first wins: the job is then finished as cancelled. */
+static void requeue(coordinator_t *c, coord_run_t *r, double now)
+{
+    if (r->launcher) launcher_reap(r->launcher, &r->h);
+    run_stop_probes(c, r);
+    clear_stall(r);
+    r->kill_reason = KILL_NONE;
+    char why[128];
+    snprintf(why, sizeof why, "preempted by %s at %.3f, of a higher priority: requeued to resume from its checkpoint",
+             r->preempted_by, now);
+    int rc = c->rc ? tickconn_check(c, jobstore_requeue(c->rc, r->id, r->preempted_by, why, now), "requeue") : JS_EREDIS;
+    if (rc == 1) {
+        clog_printf("job %s: QUEUED: %s", r->id, why);
+        r->phase = PH_DONE;
+        r->finished = now;
+        r->dirty = 0;
+        return;
+    }
+    /* cancelled meanwhile, or Redis gone: a plain stop, which a later relaunch resumes */
+    finish_attempt(c, r, r->cancel_requested || rc == 0 ? SV_CANCELLED : SV_STALE, 0, now);
 }
 
 /* The ranks' waiting reports and heartbeats (ranks[0..n), read this tick): what the job
@@ -1250,6 +1279,9 @@ void run_step(coordinator_t *c, coord_run_t *r, double now)
              * attempt breaks the row (supervise_note_silent). */
             note_silent(r, why == KILL_STALE ? r->stale_host : why == KILL_STALL ? r->silent_host : NULL);
             if (why == KILL_CANCEL) finish_attempt(c, r, SV_CANCELLED, code, now);
+            else if (why == KILL_PREEMPT && oc == SV_EXITED && code == 0)
+                finish_attempt(c, r, oc, code, now); /* it finished before the stop reached it */
+            else if (why == KILL_PREEMPT) requeue(c, r, now);
             else if (why == KILL_RESIZE && oc == SV_EXITED && code == 0)
                 finish_attempt(c, r, oc, code, now); /* it finished before the stop reached it */
             else if (why == KILL_RESIZE) relaunch_soon(c, r, oc, code, r->resize_reason, now);
@@ -1301,6 +1333,10 @@ static int read_queued(coordinator_t *c, const char *id, run_queued_t *q, job_sp
     err[0] = 0;
     if (rc == JS_OK) {
         const char *text = json_string_value(json_object_get(h, "spec"));
+        const char *owner = json_string_value(json_object_get(h, "owner"));
+        const char *pre = json_string_value(json_object_get(h, "preempted_by"));
+        q->requeued = pre && *pre;
+        if (owner && users_name_check(owner, NULL, 0) == 0) snprintf(q->owner, sizeof q->owner, "%s", owner);
         q->bad = !text || spec_parse(text, spec, err, errlen) != 0;
         if (!text) snprintf(err, errlen, "spec: missing from the job record");
     }
@@ -1311,6 +1347,22 @@ static int read_queued(coordinator_t *c, const char *id, run_queued_t *q, job_sp
         q->simulated = spec->simulate.enabled;
         q->priority = policy_priority(spec->priority);
     }
+    return JS_OK;
+}
+
+/* q's owner read again from its job hash (none recorded: left ""). JS_OK or JS_EREDIS. */
+static int queued_owner(coordinator_t *c, run_queued_t *q)
+{
+    char key[128];
+    snprintf(key, sizeof key, KEY_JOB, q->id);
+    redisReply *rep = redisCommand(c->rc, "HGET %s owner", key);
+    if (!rep) {
+        tickconn_broken(c, "job owner");
+        return JS_EREDIS;
+    }
+    if (rep->type == REDIS_REPLY_STRING && users_name_check(rep->str, NULL, 0) == 0)
+        snprintf(q->owner, sizeof q->owner, "%s", rep->str);
+    freeReplyObject(rep);
     return JS_OK;
 }
 
@@ -1359,6 +1411,8 @@ static int claim_and_launch(coordinator_t *c, const run_queued_t *q, const polic
     free(spec);
     r->world = r->full_world = fresh.world;
     r->min_world = fresh.min_world ? fresh.min_world : 1;
+    snprintf(r->owner, sizeof r->owner, "%s", fresh.owner);
+    r->requeued = fresh.requeued;
     r->started = now;
     r->first_launch = 1;
     r->stale_rank = -1;
@@ -1385,6 +1439,101 @@ static int claim_and_launch(coordinator_t *c, const run_queued_t *q, const polic
     return 0;
 }
 
+/* Longest interval a tick counts as used: a daemon that was stopped (or a tick that
+ * stalled) charges no user for time it did not watch. The decay still covers all of it. */
+#define FAIR_TICK_MAX_S 5.0
+
+/* Fair share (--policy fair): brings each user's usage in KEY_FAIRSHARE up to now (the
+ * decay since FAIRSHARE_AT, plus the slots their runs hold over that interval: runs of
+ * jobs without an owner count to nobody; simulations hold no slots), writes it back, and
+ * gives each queued job its owner's share, usage / weight (the user's record; 1 when it
+ * has none, as admin). Redis failing leaves every share 0: arrival order within a class. */
+static void fair_share(coordinator_t *c, double now, policy_queued_t *pq, int n)
+{
+    redisReply *u = redisCommand(c->rc, "HGETALL %s", KEY_FAIRSHARE);
+    if (!u) {
+        tickconn_broken(c, "fair share");
+        return;
+    }
+    json_t *usage = json_object();
+    double at = now;
+    for (size_t i = 0; usage && u->type == REDIS_REPLY_ARRAY && i + 1 < u->elements; i += 2) {
+        const redisReply *k = u->element[i], *v = u->element[i + 1];
+        if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING) continue;
+        double x = atof(v->str);
+        if (strcmp(k->str, FAIRSHARE_AT) == 0) at = x;
+        else if (users_name_check(k->str, NULL, 0) == 0 && x > 0 && isfinite(x))
+            json_object_set_new(usage, k->str, json_real(x));
+    }
+    freeReplyObject(u);
+    double dt = now > at ? now - at : 0, used_dt = dt < FAIR_TICK_MAX_S ? dt : FAIR_TICK_MAX_S;
+    const char *name;
+    json_t *v;
+    json_object_foreach(usage, name, v)
+        json_real_set(v, policy_usage_decay(json_real_value(v), dt, c->cfg.fair_half_life_s, 0));
+    for (int i = 0; usage && i < c->nruns; i++) {
+        const coord_run_t *r = c->runs[i];
+        if (r->phase == PH_DONE || r->simulated || !r->owner[0]) continue;
+        double was = json_real_value(json_object_get(usage, r->owner));
+        json_object_set_new(usage, r->owner, json_real(was + policy_usage_decay(0, used_dt, 0, r->world)));
+    }
+    /* Written back whole: one HSET of every user and the time, one HDEL of those decayed
+     * to nothing (below a slot-millisecond), so the hash stays as small as its users. */
+    size_t nu = usage ? json_object_size(usage) : 0;
+    const char **argv = calloc(2 * nu + 4, sizeof *argv);
+    char(*num)[32] = calloc(nu + 1, sizeof *num);
+    if (argv && num) {
+        int argc = 0, k = 1, ndel = 0;
+        argv[argc++] = "HSET";
+        argv[argc++] = KEY_FAIRSHARE;
+        argv[argc++] = FAIRSHARE_AT;
+        snprintf(num[0], sizeof num[0], "%.3f", now);
+        argv[argc++] = num[0];
+        json_object_foreach(usage, name, v)
+        {
+            if (json_real_value(v) < 1e-3) {
+                ndel++;
+                continue;
+            }
+            snprintf(num[k], sizeof num[k], "%.3f", json_real_value(v));
+            argv[argc++] = name;
+            argv[argc++] = num[k++];
+        }
+        redisReply *w = redisCommandArgv(c->rc, argc, argv, NULL);
+        if (!w) tickconn_broken(c, "fair share");
+        freeReplyObject(w);
+        argc = 0;
+        argv[argc++] = "HDEL";
+        argv[argc++] = KEY_FAIRSHARE;
+        json_object_foreach(usage, name, v) if (json_real_value(v) < 1e-3) argv[argc++] = name;
+        if (ndel && c->rc) {
+            w = redisCommandArgv(c->rc, argc, argv, NULL);
+            if (!w) tickconn_broken(c, "fair share");
+            freeReplyObject(w);
+        }
+    }
+    free(argv);
+    free(num);
+    /* The weights, only when someone waits: one read of the users' records. */
+    json_t *weights = json_object();
+    redisReply *ur = n > 0 && c->rc ? redisCommand(c->rc, "HGETALL %s", KEY_USERS) : NULL;
+    if (n > 0 && c->rc && !ur) tickconn_broken(c, "fair share");
+    for (size_t i = 0; ur && weights && ur->type == REDIS_REPLY_ARRAY && i + 1 < ur->elements; i += 2) {
+        const redisReply *k = ur->element[i], *x = ur->element[i + 1];
+        user_record_t rec;
+        if (k->type == REDIS_REPLY_STRING && x->type == REDIS_REPLY_STRING &&
+            users_record_parse(k->str, x->str, x->len, &rec, NULL, 0) == 0)
+            json_object_set_new(weights, k->str, json_real(rec.weight));
+    }
+    freeReplyObject(ur);
+    for (int i = 0; i < n; i++)
+        if (pq[i].owner)
+            pq[i].share = policy_share(json_real_value(json_object_get(usage, pq[i].owner)),
+                                       json_real_value(json_object_get(weights, pq[i].owner)));
+    json_decref(weights);
+    json_decref(usage);
+}
+
 /* Asks the policy (policy.h, --policy) which queued jobs start, from a snapshot: the first
  * QUEUE_VIEW_MAX ids of the queue with what they ask for (read once per job and cached),
  * the slots, and the runs with their measured progress. Claims and launches the jobs it
@@ -1395,11 +1544,12 @@ void run_schedule(coordinator_t *c, double now)
     char(*ids)[JOB_ID_MAX] = malloc(QUEUE_VIEW_MAX * sizeof *ids);
     run_queued_t *qd = calloc(QUEUE_VIEW_MAX, sizeof *qd);
     policy_running_t *run = calloc((size_t)c->nruns + 1, sizeof *run);
+    coord_run_t **rr = calloc((size_t)c->nruns + 1, sizeof *rr);
     policy_decision_t *dec = calloc(QUEUE_VIEW_MAX, sizeof *dec);
     policy_queued_t *pq = calloc(QUEUE_VIEW_MAX, sizeof *pq);
     job_spec_t *spec = malloc(sizeof *spec);
     int n = 0;
-    if (!ids || !qd || !run || !dec || !pq || !spec || !c->rc) goto out;
+    if (!ids || !qd || !run || !rr || !dec || !pq || !spec || !c->rc) goto out;
     if (tickconn_check(c, jobstore_queue_ids(c->rc, ids, QUEUE_VIEW_MAX, &n), "queue") != JS_OK) goto out;
     for (int i = 0, j = 0; i < n; i++) {
         /* The cache holds the last tick's queue in order: look from where the last hit was. */
@@ -1411,21 +1561,40 @@ void run_schedule(coordinator_t *c, double now)
         if (hit >= 0) {
             qd[i] = c->qdemand[hit];
             j = hit + 1;
+            /* The API records a job's owner just after its submission (http/handlers.c,
+             * own_job): one read before then saw none. Fair share asks again while none. */
+            if (c->cfg.policy == POLICY_FAIR && !qd[i].owner[0] && !qd[i].bad && queued_owner(c, &qd[i]) != JS_OK)
+                goto out;
             continue;
         }
         char err[512];
         if (read_queued(c, ids[i], &qd[i], spec, err, sizeof err) != JS_OK) goto out;
     }
     for (int i = 0; i < n; i++)
-        pq[i] = (policy_queued_t){qd[i].id, qd[i].world, qd[i].min_world, qd[i].simulated, qd[i].bad, qd[i].priority};
+        pq[i] = (policy_queued_t){qd[i].id,
+                                  qd[i].world,
+                                  qd[i].min_world,
+                                  qd[i].simulated,
+                                  qd[i].bad,
+                                  qd[i].priority,
+                                  qd[i].owner[0] ? qd[i].owner : NULL,
+                                  0};
     free(c->qdemand);
     c->qdemand = qd;
     c->nqdemand = n;
-    int nrun = 0;
+    int nrun = 0, preempting = 0;
     for (int i = 0; i < c->nruns; i++) {
-        const coord_run_t *r = c->runs[i];
+        coord_run_t *r = c->runs[i];
         if (r->phase == PH_DONE) continue;
-        run[nrun++] = (policy_running_t){r->id, r->simulated ? 0 : r->world, r->simulated, run_finish_estimate(r, now)};
+        if (r->phase == PH_KILLING && r->kill_reason == KILL_PREEMPT) preempting = 1;
+        /* only an attempt that trains may be preempted: its start counts for the minimum run */
+        rr[nrun] = r;
+        run[nrun++] = (policy_running_t){r->id,
+                                         r->simulated ? 0 : r->world,
+                                         r->simulated,
+                                         run_finish_estimate(r, now),
+                                         policy_priority(r->spec->priority),
+                                         r->phase == PH_ACTIVE ? r->started : 0};
     }
     policy_state_t st = {
         .now = now,
@@ -1436,8 +1605,20 @@ void run_schedule(coordinator_t *c, double now)
         .nrunning = nrun,
         .queued = pq,
         .nqueued = n,
+        .preempt_min_run_s = c->cfg.preempt_min_run_s,
     };
+    if (c->cfg.policy == POLICY_FAIR) fair_share(c, now, pq, n);
     int started = policy_decide((policy_kind_t)c->cfg.policy, &st, dec);
+    /* Preemption: one at a time (the slots of jobs being stopped are not free yet). */
+    if (!preempting) {
+        int victims[8], who = -1;
+        int nv = policy_preempt((policy_kind_t)c->cfg.policy, &st, dec, victims, 8, &who);
+        for (int v = 0; v < nv; v++) {
+            coord_run_t *r = rr[victims[v]];
+            snprintf(r->preempted_by, sizeof r->preempted_by, "%s", qd[who].id);
+            start_kill(c, r, KILL_PREEMPT, now);
+        }
+    }
     json_t *view = json_object();
     for (int i = 0; view && i < n; i++)
         if (!dec[i].start) json_object_set_new(view, qd[i].id, queue_json(&dec[i]));
@@ -1453,6 +1634,7 @@ void run_schedule(coordinator_t *c, double now)
     }
     qd = NULL; /* the cache's now */
 out:
+    free(rr);
     free(ids);
     free(qd);
     free(run);
@@ -1559,6 +1741,8 @@ void run_adopt(coordinator_t *c, double now)
             json_decref(hj);
         }
         r->attempts = atoi(hstr(h, "attempts"));
+        if (users_name_check(hstr(h, "owner"), NULL, 0) == 0)
+            snprintf(r->owner, sizeof r->owner, "%s", hstr(h, "owner"));
         r->started = atof(hstr(h, "started"));
         snprintf(r->reason, sizeof r->reason, "%s", hstr(h, "reason"));
         r->state = r->saved_state = st;

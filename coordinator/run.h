@@ -14,6 +14,7 @@
 #include "netprobe.h"
 #include "spec.h"
 #include "supervise.h"
+#include "users.h"
 
 typedef enum {
     PH_ACTIVE,    /* the job runs (spawned or adopted) */
@@ -26,7 +27,9 @@ typedef enum {
 
 /* KILL_RESIZE: a host is back and the job has just checkpointed: it stops to grow.
  * KILL_STALL: its ranks wait and none trains (stall.h). */
-typedef enum { KILL_NONE, KILL_CANCEL, KILL_STALE, KILL_RESIZE, KILL_STALL } kill_reason_t;
+/* KILL_PREEMPT: a job of a higher priority needs its slots (--policy fair, policy_preempt):
+ * stopped, then back in the queue to resume from its checkpoint. */
+typedef enum { KILL_NONE, KILL_CANCEL, KILL_STALE, KILL_RESIZE, KILL_STALL, KILL_PREEMPT } kill_reason_t;
 
 #define RUN_RESIZES_KEPT 20 /* resizes a job's record lists (the newest) */
 
@@ -108,13 +111,22 @@ typedef struct {
     /* Measured progress (the node hash of a training rank: step, total_steps), for the
      * estimate of when it ends (run_schedule, coordinator/policy.h); 0 = not measured. */
     long long progress_step, progress_total;
+    /* Its owner (the job hash's "owner"; "" for jobs from before users): whose fair-share
+     * usage its slots count to (run_schedule, --policy fair). */
+    char owner[USER_NAME_MAX + 1];
+    /* Preemption: the job it is stopped for (KILL_PREEMPT), and whether this run is a
+     * preempted job claimed again (its directory, checkpoints included, is its own). */
+    char preempted_by[JOB_ID_MAX];
+    int requeued;
 } coord_run_t;
 
 /* What a queued job asks for, read from its record once (run_schedule's cache). */
 typedef struct {
     char id[JOB_ID_MAX];
     int world, min_world, simulated, bad;
-    int priority; /* POLICY_PRIO_* from the spec's priority */
+    int priority;                  /* POLICY_PRIO_* from the spec's priority */
+    char owner[USER_NAME_MAX + 1]; /* the job hash's "owner" ("" none) */
+    int requeued;                  /* preempted before ("preempted_by" in its hash) */
 } run_queued_t;
 
 void run_free(coord_run_t *r);

@@ -159,15 +159,10 @@ int coord_user_remove(coordinator_t *c, const char *name, char *err, size_t errl
     "if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) return 1 end " \
     "return 0"
 
-int coord_user_token_new(coordinator_t *c, const char *name, char *token, size_t toklen, char *err, size_t errlen)
+/* Writes r's record over the stored one while the user still exists. COORD_OK,
+ * COORD_ENOTFOUND (removed meanwhile) or COORD_EUNAVAIL, with err. Takes text (freed). */
+static int replace_record(coordinator_t *c, const char *name, char *text, char *err, size_t errlen)
 {
-    user_record_t r;
-    int code = coord_user_get(c, name, &r);
-    if (code == COORD_ENOTFOUND) set_err(err, errlen, "no user %s", name);
-    if (code != COORD_OK) return code;
-    char *text;
-    int made = new_secret_text(&r, token, toklen, &text, err, errlen);
-    if (made != COORD_OK) return made;
     redisContext *rc = borrow(c, err, errlen);
     if (!rc) {
         free(text);
@@ -185,6 +180,37 @@ int coord_user_token_new(coordinator_t *c, const char *name, char *token, size_t
         return COORD_ENOTFOUND;
     }
     return COORD_OK;
+}
+
+int coord_user_token_new(coordinator_t *c, const char *name, char *token, size_t toklen, char *err, size_t errlen)
+{
+    user_record_t r;
+    int code = coord_user_get(c, name, &r);
+    if (code == COORD_ENOTFOUND) set_err(err, errlen, "no user %s", name);
+    if (code != COORD_OK) return code;
+    char *text;
+    int made = new_secret_text(&r, token, toklen, &text, err, errlen);
+    if (made != COORD_OK) return made;
+    return replace_record(c, name, text, err, errlen);
+}
+
+int coord_user_weight_set(coordinator_t *c, const char *name, double weight, json_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    user_record_t r;
+    int code = strcmp(name, USER_ADMIN_NAME) == 0 ? COORD_ESTATE : coord_user_get(c, name, &r);
+    if (code == COORD_ESTATE)
+        set_err(err, errlen, "\"%s\" is the daemon's own token and has no record: its weight is 1", USER_ADMIN_NAME);
+    if (code == COORD_ENOTFOUND) set_err(err, errlen, "no user %.64s", name);
+    if (code != COORD_OK) return code;
+    r.weight = weight;
+    json_t *j = users_record_json(&r);
+    char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    if (!text) return COORD_EINTERNAL;
+    code = replace_record(c, name, text, err, errlen);
+    if (code == COORD_OK) *out = users_record_public(&r);
+    return code == COORD_OK && !*out ? COORD_EINTERNAL : code;
 }
 
 /* HSET or HDEL of one field; COORD_OK or COORD_EUNAVAIL. */

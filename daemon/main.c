@@ -78,6 +78,8 @@ enum {
     O_OVERSUBSCRIBE,
     O_REFUSE_OVERSUB,
     O_POLICY,
+    O_FAIR_HALF_LIFE,
+    O_PREEMPT_MIN_RUN,
     O_DATA_ROOT,
     O_DATA_CACHE,
     O_KEEP_JOBS,
@@ -163,8 +165,18 @@ static const opt_row_t OPTIONS[] = {
     {"policy", 1, "NAME",
      "the scheduling policy: which queued job starts next (coordinator/policy.h): "
      "fifo (the default): arrival order, no backfilling; fair: the spec's priority (high, normal, low), "
+     "then fair share between users (decayed slot-seconds over the user's weight, lowest first), "
      "then arrival order, and backfilling of jobs that fit without delaying the head's estimated start",
      O_POLICY},
+    {"fair-half-life", 1, "T",
+     "--policy fair: a user's recorded usage (slot-seconds) halves every T; seconds, or a number with "
+     "s, m, h or d (default 1h; 0 = never decays)",
+     O_FAIR_HALF_LIFE},
+    {"preempt-min-run", 1, "T",
+     "--policy fair: a running job may be preempted (stopped, requeued, resumed from its checkpoint) "
+     "for a higher-priority one only after running T; seconds, or a number with s, m, h or d "
+     "(default 60)",
+     O_PREEMPT_MIN_RUN},
     {"max-model-bytes", 1, "N",
      "largest ONNX model PUT /api/v1/models/{name} takes, in bytes (default 67108864 = 64 MiB); "
      "larger uploads are 413",
@@ -673,6 +685,14 @@ int main(int argc, char **argv)
             o.cfg.policy = (int)k;
             break;
         }
+        case O_PREEMPT_MIN_RUN:
+            if (parse_duration(name, optarg, &v) != 0) return 2;
+            o.cfg.preempt_min_run_s = v;
+            break;
+        case O_FAIR_HALF_LIFE:
+            if (parse_duration(name, optarg, &v) != 0) return 2;
+            o.cfg.fair_half_life_s = v;
+            break;
         case O_KEEP_JOBS_AGE:
             if (parse_duration(name, optarg, &v) != 0) return 2;
             o.cfg.keep_jobs_age_s = v;

@@ -5,7 +5,8 @@
  * is the client's input:
  *   0  a POST /api/v1/jobs body: handlers_body_problem (one decode, spec_from_json, the
  *      problem document with its field), serialised as the server would; the same bytes
- *      as a POST /api/v1/users body (users_body_parse, issue 45);
+ *      as a POST /api/v1/users body (users_body_parse, issue 45) and a PUT
+ *      /api/v1/users/{name} body (users_update_parse);
  *   1  a query string: split at '&' and '=' as libmicrohttpd does, then every typed
  *      getter the handlers use (limit, offset, tail, state, since);
  *   2  a request line "METHOD PATH": the route matcher, the static path filter, the
@@ -54,6 +55,14 @@ static void body(const char *text, size_t len)
     if (users_body_parse(text, len, name, sizeof name, &role, &exp, err, sizeof err) == 0) {
         if (users_name_check(name, NULL, 0) != 0 || (unsigned)role > USER_ADMIN || exp < 0 || exp > USER_EXPIRES_MAX_S)
             abort();
+    } else if (!err[0]) {
+        abort();
+    }
+    /* A user update (PUT /api/v1/users/{name}): a weight in (0, USER_WEIGHT_MAX], or a message. */
+    double w = -1;
+    err[0] = 0;
+    if (users_update_parse(text, len, &w, err, sizeof err) == 0) {
+        if (!(w > 0 && w <= USER_WEIGHT_MAX)) abort();
     } else if (!err[0]) {
         abort();
     }

@@ -45,6 +45,7 @@ int handle_datasets(http_req_t *rq);     /* handlers_catalog.c */
 int handle_users_list(http_req_t *rq);   /* handlers_users.c */
 int handle_users_add(http_req_t *rq);    /* handlers_users.c */
 int handle_user_delete(http_req_t *rq);  /* handlers_users.c */
+int handle_user_update(http_req_t *rq);  /* handlers_users.c */
 int handle_token_new(http_req_t *rq);    /* handlers_users.c */
 int handle_whoami(http_req_t *rq);       /* handlers_users.c */
 int handle_openapi(http_req_t *rq);

@@ -1,5 +1,5 @@
 /* http/handlers_users.c - users and tokens (issue 45): GET, POST /api/v1/users and
- * DELETE /api/v1/users/{name} (admins: server.c's route_forbidden checks the role before
+ * PUT (a weight), DELETE /api/v1/users/{name} (admins: server.c's route_forbidden checks the role before
  * these run), POST /api/v1/token (the caller's own new token) and GET /api/v1/whoami (who
  * the presented token is, for the dashboard's buttons). coordinator/users.c stores them. */
 #include "handlers.h"
@@ -20,8 +20,9 @@ int handle_users_list(http_req_t *rq)
     /* the daemon's own token: always there while one is configured, no record */
     if (rq->srv->token_len)
         json_array_insert_new(json_object_get(out, "users"), 0,
-                              json_pack("{s:s, s:s, s:n, s:n, s:s}", "name", USER_ADMIN_NAME, "role", "admin",
-                                        "created", "expires", "created_by", "--token-file or PACER_TOKEN"));
+                              json_pack("{s:s, s:s, s:n, s:n, s:s, s:f}", "name", USER_ADMIN_NAME, "role", "admin",
+                                        "created", "expires", "created_by", "--token-file or PACER_TOKEN", "weight",
+                                        1.0));
     return respond_json(rq->conn, MHD_HTTP_OK, out, NULL, 0);
 }
 
@@ -63,6 +64,24 @@ int handle_user_delete(http_req_t *rq)
     if (code != COORD_OK) return handler_coord_error(rq, code, err);
     clog_printf("http: user %s removed by %s", name, rq->user);
     return respond_buffer(rq->conn, MHD_HTTP_NO_CONTENT, NULL, NULL, 0, NULL, 0);
+}
+
+/* An admin's change of a user: {"weight": W}, its fair share under --policy fair. */
+int handle_user_update(http_req_t *rq)
+{
+    const char *name = rq->match.params[0];
+    char err[256];
+    double weight;
+    if (users_update_parse(rq->body, rq->body_len, &weight, err, sizeof err) != 0)
+        return handler_problem(rq, problem_new(400, "invalid-user", "Invalid user", err, NULL, NULL));
+    json_t *out = NULL;
+    int code = coord_user_weight_set(rq->srv->coord, name, weight, &out, err, sizeof err);
+    if (code == COORD_ESTATE) return user_conflict(rq, err);
+    if (code == COORD_ENOTFOUND)
+        return handler_problem(rq, problem_new(404, "user-not-found", "No such user", err, NULL, NULL));
+    if (code != COORD_OK) return handler_coord_error(rq, code, err);
+    clog_printf("http: user %s: weight %g, set by %s", name, weight, rq->user);
+    return respond_json(rq->conn, MHD_HTTP_OK, out, NULL, 0);
 }
 
 /* One token per user: the new one replaces the old, which stops working at once (a

@@ -24,6 +24,7 @@ static const struct {
     {"DELETE", "/api/v1/models/{name}", USER_ACT_MODEL_DELETE},
     {"GET", "/api/v1/users", USER_ACT_USERS},
     {"POST", "/api/v1/users", USER_ACT_USERS},
+    {"PUT", "/api/v1/users/{name}", USER_ACT_USERS},
     {"DELETE", "/api/v1/users/{name}", USER_ACT_USERS},
     {"POST", "/api/v1/token", USER_ACT_TOKEN_NEW},
 };
@@ -53,6 +54,7 @@ static const route_t ROUTES[] = {
     {"GET", "/api/v1/datasets", handle_datasets, 0},
     {"GET", "/api/v1/users", handle_users_list, 0},
     {"POST", "/api/v1/users", handle_users_add, ROUTE_MUTATES | ROUTE_JSON_BODY},
+    {"PUT", "/api/v1/users/{name}", handle_user_update, ROUTE_MUTATES | ROUTE_JSON_BODY},
     {"DELETE", "/api/v1/users/{name}", handle_user_delete, ROUTE_MUTATES},
     {"POST", "/api/v1/token", handle_token_new, ROUTE_MUTATES},
     {"GET", "/api/v1/whoami", handle_whoami, 0},

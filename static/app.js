@@ -798,6 +798,11 @@
       $('#f-accuracy').textContent = acc !== undefined && acc !== null ? (100 * acc).toFixed(2) + ' %' : '–';
       const active = !FINAL.includes(j.state);
       $('#f-owner').textContent = j.owner || 'none (from before users: only admins may change it)';
+      // --policy fair: the last preemption (stopped, requeued, resumed from its checkpoint)
+      $('#f-preempted-row').hidden = !j.preempted_by;
+      $('#f-preempted').textContent = j.preempted_by
+        ? 'by ' + j.preempted_by + (typeof j.preempted_at === 'number' ? ' at ' + new Date(1000 * j.preempted_at).toLocaleString() : '')
+        : '';
       $('#job-cancel').hidden = !can('cancel', j.owner);
       $('#job-cancel').disabled = !active || !!j.cancel_requested;
       $('#job-cancel').textContent = j.cancel_requested && active ? 'Cancelling…' : 'Cancel';

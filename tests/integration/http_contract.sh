@@ -254,6 +254,10 @@ via 201 POST /api/v1/users -H "Content-Type: application/json" -d '{"name": "ct"
 member=$(jq -r .token "$TMP/body")
 via 409 POST /api/v1/users -H "Content-Type: application/json" -d '{"name": "ct", "role": "viewer"}'
 refused 400 POST /api/v1/users -H "$AUTH" -H "Content-Type: application/json" -d '{"name": "ct", "role": "root"}'
+via 200 PUT /api/v1/users/ct -H "Content-Type: application/json" -d '{"weight": 2.5}'
+via 409 PUT /api/v1/users/admin -H "Content-Type: application/json" -d '{"weight": 2}'
+via 404 PUT /api/v1/users/nobody -H "Content-Type: application/json" -d '{"weight": 2}'
+refused 400 PUT /api/v1/users/ct -H "$AUTH" -H "Content-Type: application/json" -d '{"weight": 0}'
 via 200 GET /api/v1/users
 via 200 GET /api/v1/whoami
 admin_auth=$AUTH

@@ -2,7 +2,8 @@
  * snapshots: which queued jobs FIFO starts, and for the others their positions, reasons,
  * sentences and estimated starts, from the running jobs' measured ends; what it says when
  * nothing can be estimated (null, and why); fair's priority order and backfilling (never
- * delaying the head's estimated start); the oversubscription sentence; --policy. No
+ * delaying the head's estimated start); fair share between users (usage / weight,
+ * decayed); the oversubscription sentence; --policy. No
  * Redis, no processes, no clock: the policy is a pure function of its snapshot.
  */
 #include <stdarg.h>
@@ -36,8 +37,10 @@ static policy_state_t state(int total, int usable, const policy_running_t *run, 
 static void test_fifo_positions_and_estimates(void **unused)
 {
     (void)unused;
-    policy_running_t run[] = {{"j-1", 2, 0, 1100.0}};
-    policy_queued_t q[] = {{"j-2", 2, 1, 0, 0, 0}, {"j-3", 2, 1, 0, 0, 0}, {"j-4", 1, 1, 0, 0, 0}};
+    policy_running_t run[] = {{"j-1", 2, 0, 1100.0, 0, 0}};
+    policy_queued_t q[] = {{"j-2", 2, 1, 0, 0, 0, NULL, 0},
+                           {"j-3", 2, 1, 0, 0, 0, NULL, 0},
+                           {"j-4", 1, 1, 0, 0, 0, NULL, 0}};
     policy_state_t s = state(2, 2, run, 1, q, 3);
     policy_decision_t d[3];
     assert_int_equal(policy_decide(POLICY_FIFO, &s, d), 0);
@@ -59,8 +62,8 @@ static void test_fifo_positions_and_estimates(void **unused)
 static void test_fifo_unmeasured(void **unused)
 {
     (void)unused;
-    policy_running_t run[] = {{"j-1", 2, 0, -1}};
-    policy_queued_t q[] = {{"j-2", 2, 1, 0, 0, 0}};
+    policy_running_t run[] = {{"j-1", 2, 0, -1, 0, 0}};
+    policy_queued_t q[] = {{"j-2", 2, 1, 0, 0, 0, NULL, 0}};
     policy_state_t s = state(2, 2, run, 1, q, 1);
     policy_decision_t d[1];
     assert_int_equal(policy_decide(POLICY_FIFO, &s, d), 0);
@@ -75,8 +78,10 @@ static void test_fifo_unmeasured(void **unused)
 static void test_fifo_starts_prefix(void **unused)
 {
     (void)unused;
-    policy_running_t run[] = {{"j-9", 1, 0, -1}, {"j-1", 1, 0, 1050.0}};
-    policy_queued_t q[] = {{"j-2", 1, 1, 0, 0, 0}, {"j-3", 2, 1, 0, 0, 0}, {"j-4", 1, 1, 0, 0, 0}};
+    policy_running_t run[] = {{"j-9", 1, 0, -1, 0, 0}, {"j-1", 1, 0, 1050.0, 0, 0}};
+    policy_queued_t q[] = {{"j-2", 1, 1, 0, 0, 0, NULL, 0},
+                           {"j-3", 2, 1, 0, 0, 0, NULL, 0},
+                           {"j-4", 1, 1, 0, 0, 0, NULL, 0}};
     policy_state_t s = state(4, 4, run, 2, q, 3);
     policy_decision_t d[3];
     assert_int_equal(policy_decide(POLICY_FIFO, &s, d), 1);
@@ -97,7 +102,7 @@ static void test_fifo_starts_prefix(void **unused)
 static void test_fifo_oversubscribed_alone_and_overdue(void **unused)
 {
     (void)unused;
-    policy_queued_t q[] = {{"j-1", 8, 1, 0, 0, 0}, {"j-2", 1, 1, 0, 0, 0}};
+    policy_queued_t q[] = {{"j-1", 8, 1, 0, 0, 0, NULL, 0}, {"j-2", 1, 1, 0, 0, 0, NULL, 0}};
     policy_state_t s = state(2, 2, NULL, 0, q, 2);
     policy_decision_t d[2];
     assert_int_equal(policy_decide(POLICY_FIFO, &s, d), 1);
@@ -105,8 +110,8 @@ static void test_fifo_oversubscribed_alone_and_overdue(void **unused)
     assert_int_equal(d[1].position, 1);
     assert_true(d[1].estimated_start < 0); /* j-1's end is not measured */
 
-    policy_running_t late[] = {{"j-1", 2, 0, NOW - 30}};
-    policy_queued_t q2[] = {{"j-2", 2, 1, 0, 0, 0}};
+    policy_running_t late[] = {{"j-1", 2, 0, NOW - 30, 0, 0}};
+    policy_queued_t q2[] = {{"j-2", 2, 1, 0, 0, 0, NULL, 0}};
     s = state(2, 2, late, 1, q2, 1);
     assert_int_equal(policy_decide(POLICY_FIFO, &s, d), 0);
     assert_true(d[0].estimated_start == NOW);
@@ -118,8 +123,10 @@ static void test_fifo_oversubscribed_alone_and_overdue(void **unused)
 static void test_fifo_hosts_down_sims_bad(void **unused)
 {
     (void)unused;
-    policy_running_t run[] = {{"j-5", 0, 1, 1200.0}};
-    policy_queued_t q[] = {{"j-6", 0, 0, 0, 1, 0}, {"j-7", 2, 1, 0, 0, 0}, {"j-8", 3, 1, 1, 0, 0}};
+    policy_running_t run[] = {{"j-5", 0, 1, 1200.0, 0, 0}};
+    policy_queued_t q[] = {{"j-6", 0, 0, 0, 1, 0, NULL, 0},
+                           {"j-7", 2, 1, 0, 0, 0, NULL, 0},
+                           {"j-8", 3, 1, 1, 0, 0, NULL, 0}};
     policy_state_t s = state(2, 0, run, 1, q, 3);
     policy_decision_t d[3];
     assert_int_equal(policy_decide(POLICY_FIFO, &s, d), 1);
@@ -130,11 +137,140 @@ static void test_fifo_hosts_down_sims_bad(void **unused)
     assert_int_equal(d[2].position, 2);
     assert_string_equal(policy_reason_name(d[2].reason), "simulations");
 
-    policy_queued_t q2[] = {{"j-8", 3, 1, 1, 0, 0}};
+    policy_queued_t q2[] = {{"j-8", 3, 1, 1, 0, 0, NULL, 0}};
     s = state(2, 2, run, 1, q2, 1);
     assert_int_equal(policy_decide(POLICY_FIFO, &s, d), 0);
     assert_string_equal(policy_reason_name(d[0].reason), "simulations");
     assert_true(d[0].estimated_start == 1200.0);
+}
+
+/* Fair share: within a class, the owner with the lowest usage / weight first. Two slots,
+ * alice's j-1 holds both; alice's j-2 came first, then bob's j-3, then alice's j-4. bob has
+ * used nothing, so j-3 is next; j-2 waits behind it only because of alice's usage, with
+ * the sentence; j-4, which came after j-3, waits for slots like anyone behind. */
+static void test_fair_share_order(void **unused)
+{
+    (void)unused;
+    policy_running_t run[] = {{"j-1", 2, 0, 1100.0, 0, 0}};
+    double alice = policy_share(3600, 1), bob = policy_share(0, 1);
+    policy_queued_t q[] = {{"j-2", 2, 1, 0, 0, 0, "alice", alice},
+                           {"j-3", 2, 1, 0, 0, 0, "bob", bob},
+                           {"j-4", 2, 1, 0, 0, 0, "alice", alice}};
+    policy_state_t s = state(2, 2, run, 1, q, 3);
+    policy_decision_t d[3];
+    assert_int_equal(policy_decide(POLICY_FAIR, &s, d), 0);
+    assert_int_equal(d[1].position, 1);
+    assert_string_equal(policy_reason_name(d[1].reason), "slots");
+    assert_true(d[1].estimated_start == 1100.0);
+    assert_int_equal(d[0].position, 2);
+    assert_string_equal(policy_reason_name(d[0].reason), "its user over their fair share");
+    assert_non_null(strstr(d[0].detail, "waits behind j-3, submitted later: its user alice is over their fair share "
+                                        "(usage/weight 3600 slot-s against bob's 0) (fair)"));
+    assert_int_equal(d[2].position, 3);
+    assert_string_equal(policy_reason_name(d[2].reason), "slots");
+    /* fifo ignores usage */
+    assert_int_equal(policy_decide(POLICY_FIFO, &s, d), 0);
+    assert_int_equal(d[0].position, 1);
+    assert_int_equal(d[1].position, 2);
+    /* a higher priority still comes first, whatever its user used */
+    q[0].priority = POLICY_PRIO_HIGH;
+    assert_int_equal(policy_decide(POLICY_FAIR, &s, d), 0);
+    assert_int_equal(d[0].position, 1);
+    assert_int_equal(d[1].position, 2);
+    assert_string_equal(policy_reason_name(d[1].reason), "slots");
+}
+
+/* Weights: alice's weight 4 makes her 3600 slot-s count as 900, below bob's 1800 at
+ * weight 1, so her job starts on the two free slots and bob's, which came first, waits
+ * with the fair-share reason. Equal shares keep arrival order. */
+static void test_fair_share_weights(void **unused)
+{
+    (void)unused;
+    policy_queued_t q[] = {{"j-2", 2, 1, 0, 0, 0, "bob", policy_share(1800, 1)},
+                           {"j-3", 2, 1, 0, 0, 0, "alice", policy_share(3600, 4)}};
+    policy_state_t s = state(2, 2, NULL, 0, q, 2);
+    policy_decision_t d[2];
+    assert_int_equal(policy_decide(POLICY_FAIR, &s, d), 1);
+    assert_int_equal(d[1].start, 1);
+    assert_int_equal(d[0].start, 0);
+    assert_string_equal(policy_reason_name(d[0].reason), "its user over their fair share");
+    assert_non_null(strstr(
+        d[0].detail,
+        "overtaken by j-3, submitted later: its user bob is over their fair share (usage/weight 1800 slot-s against "
+        "alice's 900)"));
+    q[1].share = q[0].share;
+    assert_int_equal(policy_decide(POLICY_FAIR, &s, d), 1);
+    assert_int_equal(d[0].start, 1);
+    assert_string_equal(policy_reason_name(d[1].reason), "slots");
+    /* a weight of 0 or below, or not a number, counts as 1 */
+    assert_true(policy_share(100, 0) == 100.0);
+    assert_true(policy_share(100, -2) == 100.0);
+}
+
+/* The decay: halved every half-life, plus the slots held through the interval. */
+static void test_fair_share_decay(void **unused)
+{
+    (void)unused;
+    assert_true(policy_usage_decay(100, 3600, 3600, 0) == 50.0);
+    assert_true(policy_usage_decay(100, 7200, 3600, 0) == 25.0);
+    assert_true(policy_usage_decay(0, 10, 3600, 2) == 20.0);
+    assert_true(policy_usage_decay(100, 0, 3600, 2) == 100.0);
+    assert_true(policy_usage_decay(100, 10, 0, 1) == 110.0);
+    assert_true(policy_usage_decay(-5, 10, 3600, 0) == 0.0);
+}
+
+/* Preemption: two slots held by two 1-slot low jobs (j-1 started at 100, j-2 at 500) and
+ * a normal one (j-3, 1 slot) and j-9 (low, start unknown) on five slots; a high 2-worker job waits. Victims: the
+ * lowest priority first, then the most recently started, until it fits: j-2 then j-1,
+ * never j-3 while the lows suffice. A job younger than the minimum run time is spared,
+ * and with too little to free nothing is stopped; fifo never preempts; a job of the same
+ * priority is never a victim. */
+static void test_fair_preempt(void **unused)
+{
+    (void)unused;
+    policy_running_t run[] = {{"j-1", 1, 0, -1, POLICY_PRIO_LOW, 100.0},
+                              {"j-2", 1, 0, -1, POLICY_PRIO_LOW, 500.0},
+                              {"j-3", 1, 0, -1, POLICY_PRIO_NORMAL, 200.0},
+                              {"j-9", 1, 0, -1, POLICY_PRIO_LOW, 0}};
+    policy_queued_t q[] = {{"j-4", 2, 2, 0, 0, POLICY_PRIO_HIGH, NULL, 0}};
+    policy_state_t s = state(5, 5, run, 4, q, 1);
+    s.preempt_min_run_s = 60;
+    policy_decision_t d[1];
+    int v[4], who;
+    assert_int_equal(policy_decide(POLICY_FAIR, &s, d), 0);
+    /* j-9's start is unknown: never a victim. One slot free, so one more is enough. */
+    assert_int_equal(policy_preempt(POLICY_FAIR, &s, d, v, 4, &who), 1);
+    assert_int_equal(who, 0);
+    assert_string_equal(run[v[0]].id, "j-2");
+    /* a 3-rank job needs two more slots: j-2, then j-1 */
+    q[0].world = q[0].min_world = 3;
+    assert_int_equal(policy_decide(POLICY_FAIR, &s, d), 0);
+    assert_int_equal(policy_preempt(POLICY_FAIR, &s, d, v, 4, &who), 2);
+    assert_string_equal(run[v[0]].id, "j-2");
+    assert_string_equal(run[v[1]].id, "j-1");
+    /* j-2 has run only 40 s of the 60 s minimum: j-1, then j-3 (normal, below high) */
+    run[1].started = NOW - 40;
+    assert_int_equal(policy_preempt(POLICY_FAIR, &s, d, v, 4, &who), 2);
+    assert_string_equal(run[v[0]].id, "j-1");
+    assert_string_equal(run[v[1]].id, "j-3");
+    /* 4 ranks: even every eligible job would not free enough; nothing is stopped */
+    q[0].world = q[0].min_world = 4;
+    assert_int_equal(policy_decide(POLICY_FAIR, &s, d), 0);
+    assert_int_equal(policy_preempt(POLICY_FAIR, &s, d, v, 4, &who), 0);
+    assert_int_equal(who, -1);
+    /* a normal job waits: only lower (low) jobs may go, and j-1 alone is eligible */
+    q[0].world = q[0].min_world = 2;
+    q[0].priority = POLICY_PRIO_NORMAL;
+    assert_int_equal(policy_decide(POLICY_FAIR, &s, d), 0);
+    assert_int_equal(policy_preempt(POLICY_FAIR, &s, d, v, 4, &who), 1);
+    assert_string_equal(run[v[0]].id, "j-1");
+    q[0].priority = POLICY_PRIO_LOW;
+    assert_int_equal(policy_preempt(POLICY_FAIR, &s, d, v, 4, &who), 0);
+    /* fifo never preempts, nor does a negative minimum (preemption off) */
+    q[0].priority = POLICY_PRIO_HIGH;
+    assert_int_equal(policy_preempt(POLICY_FIFO, &s, d, v, 4, &who), 0);
+    s.preempt_min_run_s = -1;
+    assert_int_equal(policy_preempt(POLICY_FAIR, &s, d, v, 4, &who), 0);
 }
 
 /* fair: the queue by priority (high, normal, low; arrival order within one), positions in
@@ -142,11 +278,11 @@ static void test_fifo_hosts_down_sims_bad(void **unused)
 static void test_fair_priority_order(void **unused)
 {
     (void)unused;
-    policy_running_t run[] = {{"j-1", 2, 0, 1100.0}};
-    policy_queued_t q[] = {{"j-2", 2, 1, 0, 0, POLICY_PRIO_LOW},
-                           {"j-3", 2, 1, 0, 0, POLICY_PRIO_NORMAL},
-                           {"j-4", 2, 1, 0, 0, POLICY_PRIO_HIGH},
-                           {"j-5", 2, 1, 0, 0, POLICY_PRIO_NORMAL}};
+    policy_running_t run[] = {{"j-1", 2, 0, 1100.0, 0, 0}};
+    policy_queued_t q[] = {{"j-2", 2, 1, 0, 0, POLICY_PRIO_LOW, NULL, 0},
+                           {"j-3", 2, 1, 0, 0, POLICY_PRIO_NORMAL, NULL, 0},
+                           {"j-4", 2, 1, 0, 0, POLICY_PRIO_HIGH, NULL, 0},
+                           {"j-5", 2, 1, 0, 0, POLICY_PRIO_NORMAL, NULL, 0}};
     policy_state_t s = state(2, 2, run, 1, q, 4);
     policy_decision_t d[4];
     assert_int_equal(policy_decide(POLICY_FAIR, &s, d), 0);
@@ -169,8 +305,8 @@ static void test_fair_priority_order(void **unused)
 static void test_fair_backfill(void **unused)
 {
     (void)unused;
-    policy_running_t run[] = {{"j-1", 3, 0, 1100.0}};
-    policy_queued_t q[] = {{"j-2", 2, 1, 0, 0, 0}, {"j-3", 1, 1, 0, 0, POLICY_PRIO_LOW}};
+    policy_running_t run[] = {{"j-1", 3, 0, 1100.0, 0, 0}};
+    policy_queued_t q[] = {{"j-2", 2, 1, 0, 0, 0, NULL, 0}, {"j-3", 1, 1, 0, 0, POLICY_PRIO_LOW, NULL, 0}};
     policy_state_t s = state(4, 4, run, 1, q, 2);
     policy_decision_t d[2];
     assert_int_equal(policy_decide(POLICY_FAIR, &s, d), 1);
@@ -186,8 +322,10 @@ static void test_fair_backfill(void **unused)
 
     /* j-9 (1 slot, end unknown) runs too: at 1100 only 3 are free, all the head's (it
      * needs 3 now); j-3 would take one of them: it waits. */
-    policy_running_t run2[] = {{"j-1", 2, 0, 1100.0}, {"j-9", 1, 0, -1}};
-    policy_queued_t q2[] = {{"j-2", 3, 1, 0, 0, 0}, {"j-3", 1, 1, 0, 0, 0}, {"j-4", 1, 1, 0, 0, POLICY_PRIO_LOW}};
+    policy_running_t run2[] = {{"j-1", 2, 0, 1100.0, 0, 0}, {"j-9", 1, 0, -1, 0, 0}};
+    policy_queued_t q2[] = {{"j-2", 3, 1, 0, 0, 0, NULL, 0},
+                            {"j-3", 1, 1, 0, 0, 0, NULL, 0},
+                            {"j-4", 1, 1, 0, 0, POLICY_PRIO_LOW, NULL, 0}};
     s = state(4, 4, run2, 2, q2, 3);
     policy_decision_t d2[3];
     assert_int_equal(policy_decide(POLICY_FAIR, &s, d2), 0);
@@ -199,7 +337,7 @@ static void test_fair_backfill(void **unused)
     assert_non_null(strstr(d2[2].detail, "waits behind j-2, of a higher priority (fair)"));
 
     /* A head without an estimate lets nothing ahead of it. */
-    policy_running_t run3[] = {{"j-1", 3, 0, -1}};
+    policy_running_t run3[] = {{"j-1", 3, 0, -1, 0, 0}};
     s = state(4, 4, run3, 1, q, 2);
     assert_int_equal(policy_decide(POLICY_FAIR, &s, d), 0);
     assert_int_equal(d[1].start, 0);
@@ -240,6 +378,10 @@ int main(void)
         cmocka_unit_test(test_fifo_hosts_down_sims_bad),
         cmocka_unit_test(test_fair_priority_order),
         cmocka_unit_test(test_fair_backfill),
+        cmocka_unit_test(test_fair_share_order),
+        cmocka_unit_test(test_fair_share_weights),
+        cmocka_unit_test(test_fair_share_decay),
+        cmocka_unit_test(test_fair_preempt),
         cmocka_unit_test(test_oversubscribed_text_and_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -146,6 +146,39 @@ static void test_body(void **state)
 #undef BODY
 }
 
+/* PUT /api/v1/users/{name}'s body: {"weight": W} (fair share, --policy fair). */
+static void test_update_body(void **state)
+{
+    (void)state;
+    char err[256];
+    double w;
+#define UPD(s) users_update_parse(s, strlen(s), &w, err, sizeof err)
+    assert_int_equal(UPD("{\"weight\": 2.5}"), 0);
+    assert_true(w == 2.5);
+    assert_int_equal(UPD("{\"weight\": 1000}"), 0);
+    struct {
+        const char *body, *err;
+    } bad[] = {
+        {"", "the request body is empty"},
+        {"[1]", "the body must be a JSON object {\"weight\"}"},
+        {"{}", "weight: required, a number > 0 and at most 1000"},
+        {"{\"weight\": 0}", "weight: required, a number > 0 and at most 1000"},
+        {"{\"weight\": -1}", "weight: required, a number > 0 and at most 1000"},
+        {"{\"weight\": 1000.5}", "weight: required, a number > 0 and at most 1000"},
+        {"{\"weight\": \"2\"}", "weight: required, a number > 0 and at most 1000"},
+        {"{\"weight\": 1, \"role\": \"admin\"}", "role: unknown field (weight is the one a user's update takes)"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(UPD(bad[i].body), -1);
+        assert_string_equal(err, bad[i].err);
+    }
+    assert_int_equal(UPD("{\"weight\": 1, \"weight\": 2}"), -1); /* a key twice */
+    assert_non_null(strstr(err, "duplicate"));
+    assert_int_equal(users_update_parse("{\"weight\":1\0}", 13, &w, err, sizeof err), -1);
+    assert_string_equal(err, "the request body contains a NUL byte");
+#undef UPD
+}
+
 static void test_record(void **state)
 {
     (void)state;
@@ -165,6 +198,20 @@ static void test_record(void **state)
     assert_string_equal(back.salt, r.salt);
     assert_string_equal(back.hash, r.hash);
     assert_true(back.expires == 200);
+    assert_true(back.weight == 1); /* none set: the default */
+    back.weight = 3;
+    j = users_record_json(&back);
+    text = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    assert_int_equal(users_record_parse("carol", text, strlen(text), &back, err, sizeof err), 0);
+    free(text);
+    assert_true(back.weight == 3);
+    /* a record from before weights, or a weight out of range: 1 */
+    const char *old = "{\"role\":\"viewer\",\"salt\":\"0123456789abcdef0123456789abcdef\",\"hash\":"
+                      "\"0000000000000000000000000000000000000000000000000000000000000000\",\"created\":1,"
+                      "\"expires\":0,\"weight\":-4}";
+    assert_int_equal(users_record_parse("carol", old, strlen(old), &back, err, sizeof err), 0);
+    assert_true(back.weight == 1);
     /* damaged records authenticate nobody */
     const char *bad[] = {"", "{}", "{\"role\":\"god\",\"salt\":\"00\",\"hash\":\"x\",\"created\":1,\"expires\":0}",
                          "{\"role\":\"admin\",\"salt\":\"0123456789abcdef0123456789abcdef\",\"hash\":\"x\","
@@ -177,16 +224,15 @@ static void test_record(void **state)
     assert_null(json_object_get(pub, "salt"));
     assert_null(json_object_get(pub, "hash"));
     assert_string_equal(json_string_value(json_object_get(pub, "role")), "viewer");
+    assert_true(json_real_value(json_object_get(pub, "weight")) == 1);
     json_decref(pub);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rules),
-        cmocka_unit_test(test_tokens),
-        cmocka_unit_test(test_body),
-        cmocka_unit_test(test_record),
+        cmocka_unit_test(test_rules),       cmocka_unit_test(test_tokens), cmocka_unit_test(test_body),
+        cmocka_unit_test(test_update_body), cmocka_unit_test(test_record),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -223,6 +223,11 @@ void compress_free(compress_t *c)
     free(c);
 }
 
+void compress_set_nranks(compress_t *c, int nranks)
+{
+    if (c && nranks >= 1) c->nranks = nranks;
+}
+
 compress_kind_t compress_kind(const compress_t *c) { return c ? c->kind : COMPRESS_NONE; }
 
 int compress_active(const compress_t *c, long step)

@@ -1,4 +1,7 @@
-/* worker/compress.h - gradient compression of ssgd's all-reduce (algorithm.compression).
+/* worker/compress.h - gradient compression of ssgd's all-reduce (algorithm.compression),
+ * and of the model averages of local-sgd and hier-bsp (worker/algo_local_sgd.c,
+ * local_average: there the "gradient" is each rank's weighted parameter delta since the
+ * last average, with its own error feedback, the same plan and buffers).
  *
  * The plain path all-reduces the fused gradient buffer, nparams + MODEL_GRAD_EXTRA floats
  * (model.h): each rank's b_i g_i and the extras [b_i, b_i loss_i, b_i |g_i|^2, 1], and
@@ -65,6 +68,9 @@ typedef struct {
 int compress_create(const model_t *m, const char *kind, int rank, int warmup_steps, uint64_t seed, int nranks,
                     int with_mpi, compress_t **out, char *err, size_t errlen);
 void compress_free(compress_t *c);
+/* The ranks that sum (N in e = M - M^ / N), once known after compress_create: hier-bsp
+ * compresses its global averages among the group leaders only (worker/algo_hier_bsp.c). */
+void compress_set_nranks(compress_t *c, int nranks);
 
 compress_kind_t compress_kind(const compress_t *c);
 /* Whether the step numbered step (0-based global step) is compressed (after warm-up). */

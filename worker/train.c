@@ -314,6 +314,16 @@ static metrics_record_t *fill_record(worker_t *w, metrics_kind_t kind)
     memcpy(r->phase_s, w->phases.s, sizeof r->phase_s);
     r->step_s = w->phases.wall;
     r->events = w->phases.events;
+    /* Bytes handed to MPI since the last step record, where the algorithm measures them
+     * (its comm_steps count; one process measures nothing: absent). */
+    r->comm_measured = kind == METRICS_STEP && w->stats.comm_steps > 0;
+    r->comm_bytes = w->stats.comm_bytes - w->comm_bytes_reported;
+    if (kind == METRICS_STEP) w->comm_bytes_reported = w->stats.comm_bytes;
+    r->compression_ratio = 0;
+    if (compress_kind(w->compress) != COMPRESS_NONE && compress_step_bytes(w->compress) > 0)
+        r->compression_ratio = compress_active(w->compress, w->global_step - 1)
+                                   ? (double)compress_plain_bytes(w->compress) / (double)compress_step_bytes(w->compress)
+                                   : 1.0;
     r->test_loss = NAN;
     r->test_accuracy = NAN;
     r->train_s = NAN;

@@ -7,6 +7,8 @@
 #      than none); each compressed run learns (an accuracy floor); PowerSGD's checkpoint
 #      after step 20 carries both ranks' error feedback (compress_ranks 2) and a resume
 #      from it finishes and learns.
+#      The step records carry each step's comm_bytes (0 between averages) and, when
+#      compressing, compression_ratio (absent uncompressed).
 #   2. hier-bsp: PowerSGD compresses the leaders' averages only: comm_bytes_per_step is
 #      the groups' uncompressed all-reduce and broadcast plus the compressed average,
 #      exactly; the compression object's ratio is at least 10; it learns.
@@ -33,10 +35,10 @@ LOCAL='"name": "local-sgd", "local_steps": 4'
 spec lnone "$LOCAL" none 2 32
 spec lbf16 "$LOCAL" bf16 2 32
 spec lpsgd "$LOCAL" powersgd 2 32 ", \"checkpoint\": {\"every_steps\": 10, \"dir\": \"$TMP/ck\"}"
-for n in lnone lbf16; do run 2 $n --summary "$TMP/$n.out"; done
+for n in lnone lbf16; do run 2 $n --summary "$TMP/$n.out" --metrics "$TMP/$n.jsonl"; done
 run 2 lpsgd --stop-after-steps 20
 equals_num "local-sgd PowerSGD's step-20 checkpoint: compress_ranks" "$($PATCH "$TMP/ck/lpsgd.ckpt" compress_ranks)" 2
-run 2 lpsgd --resume --summary "$TMP/lpsgd.out"
+run 2 lpsgd --resume --summary "$TMP/lpsgd.out" --metrics "$TMP/lpsgd.jsonl"
 grep -q "resumed from .* at step 20" "$TMP/lpsgd.log" || { cat "$TMP/lpsgd.log"; fail "local-sgd PowerSGD did not resume at step 20"; }
 # 100 steps, an average every 4th: 25 averages of (NP + 1) floats.
 equals_num "local-sgd uncompressed comm_bytes_per_step" "$(json "$TMP/lnone.out" .comm_bytes_per_step)" $(((NP + 1) * 4 / 4))
@@ -48,6 +50,22 @@ at_most "local-sgd bf16 comm_bytes_per_step (uncompressed $plain)" "$(json "$TMP
 need_number "local-sgd uncompressed test_accuracy" "$(json "$TMP/lnone.out" .test_accuracy)"
 at_least "local-sgd bf16 test_accuracy" "$(json "$TMP/lbf16.out" .test_accuracy)" 0.6
 at_least "local-sgd PowerSGD (resumed at step 20) test_accuracy" "$(json "$TMP/lpsgd.out" .test_accuracy)" 0.5
+# The step records (worker/metrics.h): each step's bytes (an average every 4th step, 0
+# between), the compression ratio only when compressing.
+steps() { jq -c -s "[.[] | select(.kind == \"step\" and .rank == 0)] | $2" "$TMP/$1.jsonl"; }
+[ "$(steps lnone 'map(.comm_bytes) | unique')" = "[0,$(((NP + 1) * 4))]" ] ||
+    fail "local-sgd uncompressed step records' comm_bytes: $(steps lnone 'map(.comm_bytes) | unique')"
+[ "$(steps lnone 'map(select(has("compression_ratio"))) | length')" = 0 ] ||
+    fail "local-sgd uncompressed step records carry a compression_ratio"
+c=$(json "$TMP/lpsgd.out" .compression.compressed_bytes_per_step)
+[ "$(steps lpsgd 'map(.comm_bytes) | unique')" = "[0,$c]" ] ||
+    fail "local-sgd PowerSGD step records' comm_bytes: $(steps lpsgd 'map(.comm_bytes) | unique'), want 0 and $c"
+[ "$(steps lpsgd 'map(.compression_ratio) | unique | length')" = 1 ] || fail "local-sgd PowerSGD: the ratio changed"
+r=$(steps lpsgd 'map(.compression_ratio) | .[0]')
+want=$(json "$TMP/lpsgd.out" .compression.ratio)
+awk -v a="$r" -v b="$want" 'BEGIN { exit !(a - b < 1e-4 && b - a < 1e-4) }' ||
+    fail "local-sgd PowerSGD step records' compression_ratio $r, the summary's $want"
+echo "ok: local-sgd step records: comm_bytes 0 or the average's, compression_ratio $r (summary $want)"
 echo "ok: local-sgd bytes per step $plain (none), $(json "$TMP/lbf16.out" .comm_bytes_per_step) (bf16), $p (powersgd rank 2, ratio $(awk -v a="$plain" -v b="$p" 'BEGIN { printf "%.1f", a / b }')); accuracy $(json "$TMP/lnone.out" .test_accuracy), $(json "$TMP/lbf16.out" .test_accuracy), $(json "$TMP/lpsgd.out" .test_accuracy)"
 
 # 2. hier-bsp, 4 ranks in 2 groups.

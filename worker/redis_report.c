@@ -182,8 +182,9 @@ static int sink_write(metrics_sink_t *base, const metrics_record_t *recs, const 
 
 /* Argument vector for one command, formatted into fixed storage. */
 #define ARGS_MAX \
-    102 /* the node hash: 2 + 2 x 50 fields (30 always, 4 of goodput, 3 of the evaluation, 2 of
-           comm bytes, health, 4 while waiting, total_steps, 2 of emulation, 3 on a GPU rank) */
+    104 /* the node hash: 2 + 2 x 51 fields (31 always, 8 of them the phases; 4 of goodput, 3 of
+           the evaluation, 2 of comm bytes, health, 4 while waiting, total_steps, 2 of
+           emulation, 3 on a GPU rank) */
 typedef struct {
     int argc;
     const char *argv[ARGS_MAX];

@@ -8,7 +8,8 @@
 #      after step 20 carries both ranks' error feedback (compress_ranks 2) and a resume
 #      from it finishes and learns.
 #      The step records carry each step's comm_bytes (0 between averages) and, when
-#      compressing, compression_ratio (absent uncompressed).
+#      compressing, compression_ratio (absent uncompressed); compression's compute is
+#      the "compress" phase of the averaging steps (0 elsewhere and uncompressed).
 #   2. hier-bsp: PowerSGD compresses the leaders' averages only: comm_bytes_per_step is
 #      the groups' uncompressed all-reduce and broadcast plus the compressed average,
 #      exactly; the compression object's ratio is at least 10; it learns.
@@ -66,6 +67,18 @@ want=$(json "$TMP/lpsgd.out" .compression.ratio)
 awk -v a="$r" -v b="$want" 'BEGIN { exit !(a - b < 1e-4 && b - a < 1e-4) }' ||
     fail "local-sgd PowerSGD step records' compression_ratio $r, the summary's $want"
 echo "ok: local-sgd step records: comm_bytes 0 or the average's, compression_ratio $r (summary $want)"
+# Compression's own compute is a phase of its own (common/phases.h "compress"): booked in
+# the steps that average compressed, 0 elsewhere and uncompressed; the phases still add
+# up to step_s.
+[ "$(steps lnone 'map(.phases.compress) | unique')" = "[0]" ] ||
+    fail "local-sgd uncompressed: compress phase $(steps lnone 'map(.phases.compress) | unique')"
+[ "$(steps lpsgd 'map(select(.comm_bytes > 0 and .phases.compress > 0)) | length')" = 20 ] ||
+    fail "local-sgd PowerSGD: $(steps lpsgd 'map(select(.comm_bytes > 0 and .phases.compress > 0)) | length') of 20 averaging steps book compress time"
+[ "$(steps lpsgd 'map(select(.comm_bytes == 0 and .phases.compress != 0)) | length')" = 0 ] ||
+    fail "local-sgd PowerSGD: steps without an average book compress time"
+[ "$(steps lpsgd 'map(select(((.phases | add) - .step_s | fabs) > ([0.02 * .step_s, 0.00001] | max))) | length')" = 0 ] ||
+    fail "local-sgd PowerSGD: step records whose phases do not add up to step_s"
+echo "ok: local-sgd PowerSGD books compress time in its 20 averaging steps only, $(steps lpsgd 'map(.phases.compress) | add') s in all"
 echo "ok: local-sgd bytes per step $plain (none), $(json "$TMP/lbf16.out" .comm_bytes_per_step) (bf16), $p (powersgd rank 2, ratio $(awk -v a="$plain" -v b="$p" 'BEGIN { printf "%.1f", a / b }')); accuracy $(json "$TMP/lnone.out" .test_accuracy), $(json "$TMP/lbf16.out" .test_accuracy), $(json "$TMP/lpsgd.out" .test_accuracy)"
 
 # 2. hier-bsp, 4 ranks in 2 groups.

@@ -13,7 +13,6 @@
  * compressor (a non-leader's error stays 0), so the checkpoints gather every rank's
  * error as ssgd's do. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "adaptive.h"
 #include "comm.h"
@@ -81,8 +80,6 @@ static void average(worker_t *w, hier_state_t *st)
         if (m->nbuffers) MPI_CHECK(MPI_Bcast(m->buffers, (int)m->nbuffers, MPI_FLOAT, 0, st->group));
         waitmark_leave(&w->wait);
         if (gsize(st->group) > 1) w->stats.comm_bytes += (double)(m->nparams + m->nbuffers) * sizeof(float);
-        /* A non-leader's base follows the broadcast model, should it ever lead. */
-        if (st->lc && st->leaders == MPI_COMM_NULL) memcpy(st->lc->base, m->params, m->nparams * sizeof(float));
         worker_buffers_to_device(w);
         phase_mark(&w->phases, PHASE_COMM);
         phase_event(&w->phases, STEP_EV_MERGE);

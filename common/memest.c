@@ -48,15 +48,17 @@ void memest_model(const catalog_model_t *m, double *model_bytes, double *bytes_p
  * parameter, Q and P at most half of each compressed matrix each (a matrix is compressed
  * only when 2r(n + m) <= n m), so the fused buffer (P and the uncompressed rest) is at
  * most the parameters; rank 0, the checkpoint writer, also keeps every worker's error
- * when checkpoints are on. bf16: one 16-bit word per parameter. */
+ * when checkpoints are on. bf16: one 16-bit word per parameter. local-sgd and hier-bsp
+ * also keep the last average and the delta they compress (algo_local_sgd.c). */
 static double compress_bytes(const job_spec_t *s, double params, int nworkers)
 {
     const char *kind = s->algorithm.compression.kind;
-    if (strcmp(kind, "bf16") == 0) return 2.0 * params;
+    const double avg = strcmp(s->algorithm.name, "ssgd") != 0 ? 4.0 * (2 * params + 4) : 0;
+    if (strcmp(kind, "bf16") == 0) return 2.0 * params + avg;
     if (strcmp(kind, "powersgd") != 0) return 0;
     double floats = params + params / 2 + params + 4 /* MODEL_GRAD_EXTRA */;
     if (s->checkpoint.every_steps > 0) floats += (double)nworkers * params;
-    return 4.0 * floats;
+    return 4.0 * floats + avg;
 }
 
 int memest_rank(const job_spec_t *s, int nworkers, memest_t *out, char *err, size_t errlen)

@@ -8,6 +8,9 @@
  *   compute    forward + backward; on a GPU rank the step's device synchronisation
  *   comm       moving bytes: allreduce, broadcast, model average (packing included), a
  *              parameter-server push and pull, a PS's replies
+ *   compress   algorithm.compression's own compute between and around its collectives
+ *              (worker/compress.h: rounding to bf16, PowerSGD's products and
+ *              orthogonalisation, error feedback); 0 without compression
  *   wait       waiting for peers: the barrier before a collective, a worker's wait for the
  *              parameter server's reply to start arriving, the PS's wait for a push
  *   optimizer  the update (clip + SGD, on host or device), hpsgd's merge, the PS's rule
@@ -23,6 +26,7 @@ typedef enum {
     PHASE_DATA = 0,
     PHASE_COMPUTE,
     PHASE_COMM,
+    PHASE_COMPRESS,
     PHASE_WAIT,
     PHASE_OPTIMIZER,
     PHASE_EMULATED,
@@ -31,7 +35,7 @@ typedef enum {
 } phase_t;
 
 static const char *const PHASE_NAMES[PHASE_N] = {
-    "data", "compute", "comm", "wait", "optimizer", "emulated", "other",
+    "data", "compute", "comm", "compress", "wait", "optimizer", "emulated", "other",
 };
 
 /* Step events (metrics_record_t.events, trace instant events). */

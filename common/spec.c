@@ -358,8 +358,9 @@ static const field_t FIELDS[] = {
     {.path = "algorithm.tau_max", INT(algorithm.tau_max), BETWEEN(0, MAX_COUNT), .def_num = 0, .param = 1,
      .doc = "Asynchronous: drop gradients staler than this many updates; 0 = keep all."},
     {.path = "algorithm.compression.kind", STR(algorithm.compression.kind), .choices = COMPRESSIONS,
-     .def_str = "none", .allowed_doc = "`none`, `bf16`, `powersgd`; other than none: ssgd only, not with goodput",
-     .doc = "Gradient compression of ssgd's all-reduce (\"Gradient compression\" below): none; bf16 = the "
+     .def_str = "none", .allowed_doc = "`none`, `bf16`, `powersgd`; other than none: ssgd, local-sgd, hier-bsp; not with goodput",
+     .doc = "Gradient compression of ssgd's all-reduce, local-sgd's and hier-bsp's model averages "
+            "(\"Gradient compression\" below): none; bf16 = the "
             "gradient sent in bfloat16, summed in fp32; powersgd = each large weight gradient sent as rank-r "
             "factors (Vogels et al. 2019) with error feedback, small tensors uncompressed."},
     {.path = "algorithm.compression.rank", INT(algorithm.compression.rank), BETWEEN(1, MAX_COMPRESS_RANK),
@@ -1015,18 +1016,19 @@ static int resolve_dataset(errbuf_t *e, job_spec_t *s)
     return 0;
 }
 
-/* Gradient compression is wired into ssgd's all-reduce only (worker/algo_ssgd.c): the
- * other algorithms, and the goodput planner (whose noise scale needs the uncompressed
+/* Gradient compression is wired into ssgd's all-reduce (worker/algo_ssgd.c) and the
+ * model averages of local-sgd and hier-bsp (worker/algo_local_sgd.c): the other
+ * algorithms, and the goodput planner (whose noise scale needs the uncompressed
  * gradients' norms), are refused rather than run uncompressed in silence. */
 static int cross_check_compression(errbuf_t *e, const job_spec_t *s)
 {
-    const char *kind = s->algorithm.compression.kind;
+    const char *kind = s->algorithm.compression.kind, *a = s->algorithm.name;
     if (strcmp(kind, "none") == 0) return 0;
-    if (strcmp(s->algorithm.name, "ssgd") != 0)
+    if (strcmp(a, "ssgd") != 0 && strcmp(a, "local-sgd") != 0 && strcmp(a, "hier-bsp") != 0)
         return fail(e,
-                    "algorithm.compression.kind: %s is implemented for ssgd only (algorithm.name is %s); "
-                    "use ssgd or kind none",
-                    kind, s->algorithm.name);
+                    "algorithm.compression.kind: %s is implemented for ssgd, local-sgd and hier-bsp only "
+                    "(algorithm.name is %s); use one of them or kind none",
+                    kind, a);
     if (s->algorithm.goodput)
         return fail(e,
                     "algorithm.compression.kind: %s does not work with algorithm.goodput (the noise scale "

@@ -15,7 +15,7 @@
 
 /* The order slices are laid out in within a step. */
 static const phase_t LAYOUT[PHASE_N] = {
-    PHASE_DATA, PHASE_COMPUTE, PHASE_EMULATED, PHASE_WAIT, PHASE_COMM, PHASE_OPTIMIZER, PHASE_OTHER,
+    PHASE_DATA, PHASE_COMPUTE, PHASE_EMULATED, PHASE_WAIT, PHASE_COMPRESS, PHASE_COMM, PHASE_OPTIMIZER, PHASE_OTHER,
 };
 
 static double us(double t, double origin) { return round((t - origin) * 1e9) / 1e3; }

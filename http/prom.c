@@ -78,6 +78,13 @@ static const rank_family_t RANK_FAMILIES[] = {
      "Statistical efficiency E(B) of the plan in force (algorithm.goodput).", RANK_FIELD, "efficiency"},
     {"pacer_rank_lr_scale", "gauge", "Learning-rate scale (AdaScale's gain) of the plan in force (algorithm.goodput).",
      RANK_FIELD, "lr_scale"},
+    /* ssgd, local-sgd, hier-bsp (worker/compress.h); absent where not measured. */
+    {"pacer_rank_comm_bytes_per_step", "gauge",
+     "Bytes the rank handed to MPI per training step (all-reduce and average payloads), mean over its steps.",
+     RANK_FIELD, "comm_bytes_per_step"},
+    {"pacer_rank_compression_ratio", "gauge",
+     "Plain / compressed payload of the rank's collectives under algorithm.compression (1 in warm-up).", RANK_FIELD,
+     "compression_ratio"},
     {"pacer_rank_left_out", "gauge", "1 when the goodput planner leaves the rank out of the steps, else 0.", RANK_FIELD,
      "left_out"},
     /* GPU ranks with NVML only (worker/nvml.h); other ranks export none. */

@@ -793,6 +793,7 @@
         $('#f-progress').textContent = '–';
       }
       goodputFacts(recs);
+      compressionFact(j, recs);
       const accs = accData()[1];
       const acc = accs.length ? accs[accs.length - 1] : j.summary && j.summary.test_accuracy;
       $('#f-accuracy').textContent = acc !== undefined && acc !== null ? (100 * acc).toFixed(2) + ' %' : '–';
@@ -850,6 +851,25 @@
       $('#f-goodput').textContent = 'global batch ' + num(live ? r0.global_batch : g.global_batch_final) +
         ' · efficiency ' + num(live ? r0.efficiency : g.efficiency, 3) + ' · learning rate x ' + num(live ? r0.lr_scale : g.lr_scale, 2) +
         ' · nodes left out: ' + (out.length ? 'rank ' + out.join(', ') : 'none') + (why ? ' (' + why + ')' : '');
+    }
+
+    // algorithm.compression (worker/compress.h): the kind, the ratio and the bytes per step
+    // as measured: rank 0's latest step record, else the nodes answer's rank 0, else the
+    // summary. A figure nobody measured is 'not measured', never 0.
+    function compressionFact(j, recs) {
+      const c = j.spec && j.spec.algorithm && j.spec.algorithm.compression;
+      const kind = c && c.kind;
+      $('#f-compression-row').hidden = !kind || kind === 'none';
+      if (!kind || kind === 'none') return;
+      const sum = j.summary || {};
+      const node = (s.nodeRanks || []).find((r) => r.rank === 0) || {};
+      const live = recs.find((r) => r.rank === 0) || {};
+      const pick = (...v) => v.find((x) => typeof x === 'number');
+      const ratio = pick(live.compression_ratio, node.compression_ratio, sum.compression && sum.compression.ratio);
+      const bytes = pick(node.comm_bytes_per_step, sum.comm_bytes_per_step);
+      $('#f-compression').textContent = kind + (kind === 'powersgd' && c.rank ? ' rank ' + c.rank : '') +
+        ' · ratio ' + (ratio !== undefined ? num(ratio, 1) + 'x' : 'not measured') +
+        ' · ' + (bytes !== undefined ? num(bytes, 0) + ' bytes per step' : 'bytes per step not measured');
     }
 
     // A collapse of training (worker/health.h): the current attempt's health, else the

@@ -1,7 +1,7 @@
 // static/breakdown.js - the job page's "Where the time goes" panel (issue 15): per rank, a
 // stacked bar of the mean step over its last N step records, split into the phases the
-// worker measures (common/phases.h: data, compute, comm, wait, optimizer, emulated,
-// other; they add up to step_s), and the rank that holds the job back.
+// worker measures (common/phases.h: data, compute, comm, compress, wait, optimizer,
+// emulated, other; they add up to step_s), and the rank that holds the job back.
 //
 // Who holds the job back: the worker rank with the most busy time per step (step_s
 // minus wait: the others wait for it at the barrier, or, asynchronously, it pushes the
@@ -10,8 +10,8 @@
 // metrics record in (add) and calls render when it redraws.
 (function () {
   'use strict';
-  const PHASES = ['data', 'compute', 'emulated', 'comm', 'optimizer', 'wait', 'other'];
-  const COLORS = { data: '#8e6c8a', compute: '#3b6fd4', emulated: '#9fb7e8', comm: '#e08a2c', optimizer: '#2f9e6e',
+  const PHASES = ['data', 'compute', 'emulated', 'compress', 'comm', 'optimizer', 'wait', 'other'];
+  const COLORS = { data: '#8e6c8a', compute: '#3b6fd4', emulated: '#9fb7e8', compress: '#f2c14e', comm: '#e08a2c', optimizer: '#2f9e6e',
                    wait: '#c9ccd3', other: '#5b606b' };
   const N = 50;
 

@@ -5,18 +5,27 @@
  * allreduce on the group communicator); every algorithm.k_steps steps the group leaders
  * average their models with batch weights and broadcast the result inside their group.
  * Staleness: every step records the steps since the last average across groups (0 ..
- * k_steps - 1), as local-sgd does; inside a group the step itself is synchronous. */
+ * k_steps - 1), as local-sgd does; inside a group the step itself is synchronous.
+ *
+ * algorithm.compression compresses the global averages among the leaders (local_average
+ * with its delta and error feedback, algo_local_sgd.c; N = the leaders); the groups'
+ * per-step all-reduces and the broadcasts stay uncompressed. Every rank holds a
+ * compressor (a non-leader's error stays 0), so the checkpoints gather every rank's
+ * error as ssgd's do. */
 #include <stdlib.h>
 
 #include "adaptive.h"
 #include "comm.h"
+#include "compress.h"
+#include "train.h"
 
 typedef struct {
     MPI_Comm group;   /* my group */
     MPI_Comm leaders; /* group leaders; MPI_COMM_NULL on the other ranks */
     int since;
-    long group_samples; /* samples the group computed since the last average */
-    float *buf;         /* (nparams + nbuffers + 1) */
+    long group_samples;   /* samples the group computed since the last average */
+    float *buf;           /* (nparams + nbuffers + 1) */
+    local_compress_t *lc; /* the leaders' compressed averages; NULL without compression */
 } hier_state_t;
 
 static int hier_init(worker_t *w)
@@ -39,7 +48,20 @@ static int hier_init(worker_t *w)
     MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, grank == 0 ? 0 : MPI_UNDEFINED, w->rank, &st->leaders));
     w->algo_state = st;
     comm_broadcast_model(w, MPI_COMM_WORLD);
+    if (local_compress_init(w, &st->lc) != 0) return -1;
+    if (st->leaders != MPI_COMM_NULL) {
+        int nleaders;
+        MPI_Comm_size(st->leaders, &nleaders);
+        compress_set_nranks(w->compress, nleaders);
+    }
     return 0;
+}
+
+static int gsize(MPI_Comm c)
+{
+    int n = 1;
+    if (c != MPI_COMM_NULL) MPI_Comm_size(c, &n);
+    return n;
 }
 
 static void average(worker_t *w, hier_state_t *st)
@@ -51,12 +73,13 @@ static void average(worker_t *w, hier_state_t *st)
         phase_mark(&w->phases, PHASE_OTHER);
         worker_model_to_host(w);
         phase_mark(&w->phases, PHASE_COMM); /* a GPU rank's download */
-        if (st->leaders != MPI_COMM_NULL) local_average(w, st->leaders, st->buf, (float)st->group_samples);
+        if (st->leaders != MPI_COMM_NULL) local_average(w, st->leaders, st->buf, (float)st->group_samples, st->lc);
         double t0 = clock_mono_s();
         waitmark_enter(&w->wait, WAIT_BROADCAST, -1);
         MPI_CHECK(MPI_Bcast(m->params, (int)m->nparams, MPI_FLOAT, 0, st->group));
         if (m->nbuffers) MPI_CHECK(MPI_Bcast(m->buffers, (int)m->nbuffers, MPI_FLOAT, 0, st->group));
         waitmark_leave(&w->wait);
+        if (gsize(st->group) > 1) w->stats.comm_bytes += (double)(m->nparams + m->nbuffers) * sizeof(float);
         worker_buffers_to_device(w);
         phase_mark(&w->phases, PHASE_COMM);
         phase_event(&w->phases, STEP_EV_MERGE);
@@ -79,9 +102,11 @@ static int hier_step(worker_t *w)
     comm_wait_peers(w, st->group);
     double t0 = clock_mono_s();
     waitmark_enter(&w->wait, WAIT_ALLREDUCE, -1);
-    if (st->group != MPI_COMM_NULL)
+    if (st->group != MPI_COMM_NULL) {
         MPI_CHECK(
             MPI_Allreduce(MPI_IN_PLACE, m->grads, (int)m->nparams + MODEL_GRAD_EXTRA, MPI_FLOAT, MPI_SUM, st->group));
+        if (gsize(st->group) > 1) w->stats.comm_bytes += (double)(m->nparams + MODEL_GRAD_EXTRA) * sizeof(float);
+    }
     waitmark_leave(&w->wait);
     phase_mark(&w->phases, PHASE_COMM);
     double dt = clock_mono_s() - t0;
@@ -92,6 +117,8 @@ static int hier_step(worker_t *w)
     st->group_samples += (long)w->step_samples;
     staleness_add(&w->staleness, st->since);
     if (++st->since >= w->spec->algorithm.k_steps) average(w, st);
+    if (w->use_mpi) w->stats.comm_steps++; /* the summary's bytes per step */
+    worker_compress_gather(w);
     return 0;
 }
 
@@ -99,6 +126,7 @@ static int hier_epoch_end(worker_t *w)
 {
     hier_state_t *st = w->algo_state;
     if (st->since > 0) average(w, st);
+    local_gather_errors(w);
     return 0;
 }
 
@@ -109,6 +137,7 @@ static void hier_fini(worker_t *w)
     if (st->leaders != MPI_COMM_NULL) MPI_Comm_free(&st->leaders);
     if (st->group != MPI_COMM_NULL) MPI_Comm_free(&st->group);
     free(st->buf);
+    local_compress_free(st->lc);
     free(st);
     w->algo_state = NULL;
 }

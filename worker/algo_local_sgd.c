@@ -4,17 +4,91 @@
  * one allreduce of [s_p * params, s_p * buffers, s_p]. Momentum stays local.
  * Staleness: every local step records how many local steps the model it computed its
  * gradient at is away from the last average (0, 1, ..., H - 1), so the mean is exact
- * and (H - 1) / 2 for a whole number of rounds. */
+ * and (H - 1) / 2 for a whole number of rounds.
+ *
+ * With algorithm.compression (worker/compress.h) the average sends, instead of the
+ * weighted parameters, each rank's weighted parameter delta since the last average,
+ * s_p (w_p - w_avg), through compress_allreduce as ssgd sends its gradient (its weight
+ * s_p in the first extra slot, exact): PowerSGD keeps what it dropped of the delta in the
+ * rank's error feedback, which joins the next round's delta. The new model is
+ * w_avg + sum(s_p d_p)^ / sum(s_p); the batch-norm buffers (few floats) are averaged
+ * uncompressed in a second all-reduce. Warm-up counts global steps as in ssgd. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "comm.h"
+#include "compress.h"
+#include "train.h"
 
 typedef struct {
-    int since;    /* local steps since the last average */
-    long samples; /* samples since the last average */
-    float *buf;   /* (nparams + nbuffers + 1) */
+    int since;            /* local steps since the last average */
+    long samples;         /* samples since the last average */
+    float *buf;           /* (nparams + nbuffers + 1) */
+    local_compress_t *lc; /* with algorithm.compression; NULL without */
 } local_state_t;
+
+int local_compress_init(worker_t *w, local_compress_t **out)
+{
+    *out = NULL;
+    char err[256];
+    if (worker_compress_setup(w, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return -1;
+    }
+    if (compress_kind(w->compress) == COMPRESS_NONE) return 0;
+    const size_t np = w->model->nparams;
+    local_compress_t *lc = calloc(1, sizeof *lc);
+    if (lc) {
+        lc->base = malloc(np * sizeof(float));
+        lc->delta = calloc(np + MODEL_GRAD_EXTRA, sizeof(float));
+    }
+    if (!lc || !lc->base || !lc->delta) {
+        local_compress_free(lc);
+        fprintf(stderr, "algorithm.compression: out of memory for the average's delta (%zu floats)\n", 2 * np);
+        return -1;
+    }
+    /* After comm_broadcast_model: every rank starts from the same base. */
+    worker_model_to_host(w);
+    memcpy(lc->base, w->model->params, np * sizeof(float));
+    *out = lc;
+    return 0;
+}
+
+void local_compress_free(local_compress_t *lc)
+{
+    if (!lc) return;
+    free(lc->base);
+    free(lc->delta);
+    free(lc);
+}
+
+/* The compressed average's collectives (see the top): returns the bytes handed to MPI. */
+static size_t compressed_average(worker_t *w, MPI_Comm comm, float *buf, float weight, local_compress_t *lc)
+{
+    model_t *m = w->model;
+    const size_t np = m->nparams, nb = m->nbuffers;
+    float *d = lc->delta, *base = lc->base;
+    for (size_t i = 0; i < np; i++) d[i] = weight * (m->params[i] - base[i]);
+    d[np] = weight;
+    for (int k = 1; k < MODEL_GRAD_EXTRA; k++) d[np + k] = 0.0f;
+    phase_mark(&w->phases, PHASE_COMM); /* packing the delta */
+    comm_wait_peers(w, comm);
+    double t0 = clock_mono_s();
+    waitmark_enter(&w->wait, WAIT_ALLREDUCE, -1);
+    size_t bytes = compress_allreduce(w->compress, d, w->global_step, 1, comm);
+    for (size_t i = 0; i < nb; i++) buf[i] = weight * m->buffers[i];
+    if (nb) MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, (int)nb, MPI_FLOAT, MPI_SUM, comm));
+    bytes += nb * sizeof(float);
+    waitmark_leave(&w->wait);
+    double dt = clock_mono_s() - t0;
+    w->stats.step_comm_s += dt;
+    w->stats.comm_s += dt;
+    const float inv = 1.0f / d[np];
+    for (size_t i = 0; i < np; i++) base[i] = m->params[i] = base[i] + d[i] * inv;
+    for (size_t i = 0; i < nb; i++) m->buffers[i] = buf[i] * inv;
+    return bytes;
+}
 
 static int local_init(worker_t *w)
 {
@@ -27,12 +101,12 @@ static int local_init(worker_t *w)
     }
     w->algo_state = st;
     comm_broadcast_model(w, MPI_COMM_WORLD);
-    return 0;
+    return local_compress_init(w, &st->lc);
 }
 
 /* Batch-weighted average of params and buffers over comm; weight = samples since the last
  * average. Shared with hier-bsp (which averages across group leaders). */
-void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight)
+void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight, local_compress_t *lc)
 {
     model_t *m = w->model;
     size_t np = m->nparams, nb = m->nbuffers;
@@ -41,6 +115,13 @@ void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight)
     if (size == 1) return; /* the average of one model is itself (one process or one rank) */
     phase_mark(&w->phases, PHASE_OTHER);
     worker_model_to_host(w); /* a GPU rank's newest weights and batch-norm statistics */
+    if (lc) {
+        w->stats.comm_bytes += (double)compressed_average(w, comm, buf, weight, lc);
+        worker_buffers_to_device(w);
+        phase_mark(&w->phases, PHASE_COMM); /* the reduction and unpacking */
+        phase_event(&w->phases, STEP_EV_MERGE);
+        return;
+    }
     for (size_t i = 0; i < np; i++) buf[i] = weight * m->params[i];
     for (size_t i = 0; i < nb; i++) buf[np + i] = weight * m->buffers[i];
     buf[np + nb] = weight;
@@ -50,6 +131,7 @@ void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight)
     waitmark_enter(&w->wait, WAIT_ALLREDUCE, -1);
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, (int)(np + nb + 1), MPI_FLOAT, MPI_SUM, comm));
     waitmark_leave(&w->wait);
+    w->stats.comm_bytes += (double)(np + nb + 1) * sizeof(float);
     double dt = clock_mono_s() - t0;
     w->stats.step_comm_s += dt;
     w->stats.comm_s += dt;
@@ -61,9 +143,19 @@ void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight)
     phase_event(&w->phases, STEP_EV_MERGE);
 }
 
+/* The epoch end's average comes after the last step's worker_compress_gather: gather
+ * again, so that the epoch end's checkpoint carries the errors it left. */
+void local_gather_errors(worker_t *w)
+{
+    size_t ne;
+    compress_error(w->compress, &ne);
+    if (ne > 0 && w->spec->checkpoint.every_steps > 0)
+        compress_gather_errors(w->compress, w->use_mpi, MPI_COMM_WORLD, w->global_step);
+}
+
 static void average(worker_t *w, local_state_t *st)
 {
-    local_average(w, MPI_COMM_WORLD, st->buf, (float)st->samples);
+    local_average(w, MPI_COMM_WORLD, st->buf, (float)st->samples, st->lc);
     st->since = 0;
     st->samples = 0;
 }
@@ -79,6 +171,8 @@ static int local_step(worker_t *w)
     st->since++;
     st->samples += w->batch;
     if (st->since >= w->spec->algorithm.local_steps) average(w, st);
+    if (w->use_mpi) w->stats.comm_steps++; /* the summary's bytes per step: averages' bytes over steps */
+    worker_compress_gather(w);
     return 0;
 }
 
@@ -86,6 +180,7 @@ static int local_epoch_end(worker_t *w)
 {
     local_state_t *st = w->algo_state;
     if (st->since > 0) average(w, st);
+    local_gather_errors(w);
     return 0;
 }
 
@@ -94,6 +189,7 @@ static void local_fini(worker_t *w)
     local_state_t *st = w->algo_state;
     if (!st) return;
     free(st->buf);
+    local_compress_free(st->lc);
     free(st);
     w->algo_state = NULL;
 }

@@ -73,8 +73,20 @@ void comm_wait_peers(worker_t *w, MPI_Comm comm);
 
 /* Batch-weighted model average over comm (params and batch-norm buffers), weight = this
  * rank's samples since the last average; buf holds nparams + nbuffers + 1 floats.
- * Implemented in algo_local_sgd.c, shared with hier-bsp. */
-void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight);
+ * With algorithm.compression (w->compress, kind other than none) the average goes
+ * through lavg (local_compress_init; NULL without compression). Implemented in
+ * algo_local_sgd.c, shared with hier-bsp. */
+typedef struct {
+    float *base;  /* (nparams) the model of the last average, the same on every rank */
+    float *delta; /* (nparams + MODEL_GRAD_EXTRA) weight x (params - base), compressed */
+} local_compress_t;
+int local_compress_init(worker_t *w, local_compress_t **out);
+void local_compress_free(local_compress_t *lc);
+/* At an epoch end, after its average: rank 0 gathers the ranks' error feedback again for
+ * the epoch end's checkpoint (collective over MPI_COMM_WORLD; nothing without PowerSGD
+ * or checkpoints). */
+void local_gather_errors(worker_t *w);
+void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight, local_compress_t *lc);
 
 /* MPI_Wait / MPI_Waitany, except on an oversubscribed host (w->polite_wait, see
  * emulate.h): there they test and sleep ~0.1 ms between tests, so a waiting rank leaves

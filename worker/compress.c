@@ -34,13 +34,14 @@ struct compress {
     segment_t *segs; /* (nsegs) the uncompressed runs, extras included */
     int nsegs;
     size_t err_floats, q_floats, p_floats, plain_floats, fused_floats;
-    float *err;      /* (err_floats) this rank's error feedback e */
-    float *q;        /* (q_floats) Q of every matrix, the reduced one after a step */
-    float *fused;    /* (fused_floats) P of every matrix, then the uncompressed runs */
-    uint16_t *words; /* (nparams) bf16: the rounded gradient */
-    float *all_err;  /* (nranks, err_floats) at the checkpoint writer, or NULL */
-    long all_step;   /* the step count all_err was gathered at; -1: never */
-    MPI_Op op;       /* bf16: compress_bf16_sum; MPI_OP_NULL without MPI */
+    float *err;            /* (err_floats) this rank's error feedback e */
+    float *q;              /* (q_floats) Q of every matrix, the reduced one after a step */
+    float *fused;          /* (fused_floats) P of every matrix, then the uncompressed runs */
+    uint16_t *words;       /* (nparams) bf16: the rounded gradient */
+    float *all_err;        /* (nranks, err_floats) at the checkpoint writer, or NULL */
+    long all_step;         /* the step count all_err was gathered at; -1: never */
+    MPI_Op op;             /* bf16: compress_bf16_sum; MPI_OP_NULL without MPI */
+    step_phases_t *phases; /* the worker's step timer, or NULL */
 };
 
 uint16_t compress_to_bf16(float f)
@@ -223,6 +224,22 @@ void compress_free(compress_t *c)
     free(c);
 }
 
+void compress_set_phases(compress_t *c, step_phases_t *phases)
+{
+    if (c) c->phases = phases;
+}
+
+/* Books the time since the last mark as ph, on a compressed step with a timer only. */
+static void mark(const compress_t *c, long step, phase_t ph)
+{
+    if (c->phases && compress_active(c, step)) phase_mark(c->phases, ph);
+}
+
+void compress_set_nranks(compress_t *c, int nranks)
+{
+    if (c && nranks >= 1) c->nranks = nranks;
+}
+
 compress_kind_t compress_kind(const compress_t *c) { return c ? c->kind : COMPRESS_NONE; }
 
 int compress_active(const compress_t *c, long step)
@@ -315,10 +332,15 @@ size_t compress_allreduce(compress_t *c, float *grads, long step, int use_mpi, M
     compress_msg_t msgs[2];
     size_t bytes = 0;
     int n = compress_begin(c, grads, step, msgs);
+    mark(c, step, PHASE_COMPRESS);
     for (int i = 0; i < n; i++) bytes += reduce(c, &msgs[i], use_mpi, comm);
+    mark(c, step, PHASE_COMM);
     n = compress_middle(c, grads, step, msgs);
+    mark(c, step, PHASE_COMPRESS);
     for (int i = 0; i < n; i++) bytes += reduce(c, &msgs[i], use_mpi, comm);
+    mark(c, step, PHASE_COMM);
     compress_end(c, grads, step);
+    mark(c, step, PHASE_COMPRESS);
     return bytes;
 }
 

@@ -1,4 +1,7 @@
-/* worker/compress.h - gradient compression of ssgd's all-reduce (algorithm.compression).
+/* worker/compress.h - gradient compression of ssgd's all-reduce (algorithm.compression),
+ * and of the model averages of local-sgd and hier-bsp (worker/algo_local_sgd.c,
+ * local_average: there the "gradient" is each rank's weighted parameter delta since the
+ * last average, with its own error feedback, the same plan and buffers).
  *
  * The plain path all-reduces the fused gradient buffer, nparams + MODEL_GRAD_EXTRA floats
  * (model.h): each rank's b_i g_i and the extras [b_i, b_i loss_i, b_i |g_i|^2, 1], and
@@ -27,8 +30,10 @@
  *             warmup_steps steps all-reduce the plain buffer (e stays 0).
  *
  * Every buffer (e, Q, the fused buffer, the bf16 words) is allocated by compress_create;
- * a step allocates nothing. Products are OpenBLAS sgemm. Compression's compute is booked
- * with the collective's time (the comm phase) in this first version.
+ * a step allocates nothing. Products are OpenBLAS sgemm. With compress_set_phases,
+ * compress_allreduce books its own compute (before, between and after the collectives of
+ * a compressed step) as PHASE_COMPRESS and the collectives as PHASE_COMM; a plain step
+ * (kind none, warm-up) marks nothing, so its caller books it as before.
  *
  * The step is split in three so that tests can stand in for MPI (tests/unit/
  * test_compress.c sums the messages of several simulated ranks): compress_begin gives
@@ -42,6 +47,7 @@
 #include <stdint.h>
 
 #include "model.h"
+#include "phase.h"
 
 #define COMPRESS_MAX_RANK 64    /* common/spec.c's MAX_COMPRESS_RANK */
 #define COMPRESS_MIN_ELEMS 1024 /* smaller weight matrices go uncompressed */
@@ -65,6 +71,11 @@ typedef struct {
 int compress_create(const model_t *m, const char *kind, int rank, int warmup_steps, uint64_t seed, int nranks,
                     int with_mpi, compress_t **out, char *err, size_t errlen);
 void compress_free(compress_t *c);
+/* The ranks that sum (N in e = M - M^ / N), once known after compress_create: hier-bsp
+ * compresses its global averages among the group leaders only (worker/algo_hier_bsp.c). */
+void compress_set_nranks(compress_t *c, int nranks);
+/* The step timer compress_allreduce marks (worker/phase.h; NULL: none, in tests). */
+void compress_set_phases(compress_t *c, step_phases_t *phases);
 
 compress_kind_t compress_kind(const compress_t *c);
 /* Whether the step numbered step (0-based global step) is compressed (after warm-up). */

@@ -90,6 +90,9 @@ int metrics_to_json(const metrics_record_t *r, const char *job, char *buf, size_
         for (int i = 0; i < PHASE_N; i++)
             ADD(snprintf(buf + o, len - o, "%s\"%s\":%.6f", i ? "," : "", PHASE_NAMES[i], r->phase_s[i]));
         ADD(snprintf(buf + o, len - o, "},"));
+        if (r->comm_measured) ADD(snprintf(buf + o, len - o, "\"comm_bytes\":%.0f,", r->comm_bytes));
+        if (r->comm_measured && r->compression_ratio > 0)
+            ADD(snprintf(buf + o, len - o, "\"compression_ratio\":%.6g,", r->compression_ratio));
         if (r->events)
             ADD(snprintf(buf + o, len - o, "\"events\":[%s%s%s],", r->events & STEP_EV_PLAN ? "\"plan\"" : "",
                          (r->events & STEP_EV_PLAN) && (r->events & STEP_EV_MERGE) ? "," : "",

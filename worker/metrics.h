@@ -64,6 +64,13 @@ typedef struct {
     int planned;    /* 1: algorithm.goodput, the fields below are set */
     double efficiency, lr_scale, goodput, progress;
     int left_out;
+    /* METRICS_STEP, where measured (comm_measured 1: ssgd, local-sgd, hier-bsp on MPI;
+     * 0: absent, not 0): the payload this rank handed to MPI in the step (count x element
+     * size; 0 in a local-sgd step without an average is a measurement), and with
+     * algorithm.compression the ratio of a plain collective's payload to a compressed
+     * one's (1 in PowerSGD's warm-up steps; 0: no compression, absent). */
+    int comm_measured;
+    double comm_bytes, compression_ratio;
 } metrics_record_t;
 
 /* Serialises r as one JSON object without a newline into buf; returns the length, or -1

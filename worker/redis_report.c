@@ -65,6 +65,8 @@ typedef struct {
     metrics_record_t last; /* the latest step record */
     double sum_compute, sum_comm, sum_idle;
     double sum_phase[PHASE_N], sum_step; /* the time breakdown, summed over step records */
+    double sum_bytes;                    /* comm_bytes over the records that measured it ... */
+    long bytes_steps;                    /* ... and their count (0: comm_bytes_per_step absent) */
     double last_time;
     float test_accuracy, test_loss;
 
@@ -152,6 +154,10 @@ static int sink_write(metrics_sink_t *base, const metrics_record_t *recs, const 
             s->sum_idle += r->idle_s;
             for (int k = 0; k < PHASE_N; k++) s->sum_phase[k] += r->phase_s[k];
             s->sum_step += r->step_s;
+            if (r->comm_measured) {
+                s->sum_bytes += r->comm_bytes;
+                s->bytes_steps++;
+            }
             if (isfinite(r->step_s) && r->step_s > 0) {
                 s->step_s[s->step_next] = r->step_s;
                 s->step_next = (s->step_next + 1) % REDIS_REPORT_STEP_WINDOW;
@@ -176,8 +182,9 @@ static int sink_write(metrics_sink_t *base, const metrics_record_t *recs, const 
 
 /* Argument vector for one command, formatted into fixed storage. */
 #define ARGS_MAX \
-    98 /* the node hash: 2 + 2 x 42 fields (31, 4 while waiting, 3 on a GPU rank, 2 of emulation, health,
-          total_steps) */
+    104 /* the node hash: 2 + 2 x 51 fields (31 always, 8 of them the phases; 4 of goodput, 3 of
+           the evaluation, 2 of comm bytes, health, 4 while waiting, total_steps, 2 of
+           emulation, 3 on a GPU rank) */
 typedef struct {
     int argc;
     const char *argv[ARGS_MAX];
@@ -367,7 +374,8 @@ static int round_trip(rsink_t *s)
     int nb = 0;
     metrics_record_t rec;
     double sc, sm, si, last_time;
-    double sphase[PHASE_N], sstep;
+    double sphase[PHASE_N], sstep, sbytes;
+    long bsteps;
     float tacc, tloss;
     int have;
     char health[REDIS_REPORT_HEALTH_MAX];
@@ -386,6 +394,8 @@ static int round_trip(rsink_t *s)
     si = s->sum_idle;
     memcpy(sphase, s->sum_phase, sizeof sphase);
     sstep = s->sum_step;
+    sbytes = s->sum_bytes;
+    bsteps = s->bytes_steps;
     last_time = s->last_time;
     tacc = s->test_accuracy;
     tloss = s->test_loss;
@@ -457,6 +467,10 @@ static int round_trip(rsink_t *s)
             arg_fmt(&a, "phase_%s_s", PHASE_NAMES[k]);
             arg_fmt(&a, "%.9g", isfinite(sphase[k]) ? sphase[k] : 0.0);
         }
+        /* Bytes handed to MPI per step, over the steps that measured them, and the
+         * compression ratio in force: absent where not measured (docs/REDIS.md). */
+        if (bsteps > 0) arg_num(&a, "comm_bytes_per_step", sbytes / (double)bsteps);
+        if (rec.comm_measured && rec.compression_ratio > 0) arg_num(&a, "compression_ratio", rec.compression_ratio);
         if (rec.batch >= 0) arg_int(&a, "batch", rec.batch); /* the PS computes no batch */
         arg_num(&a, "loss", rec.loss);
         arg_int(&a, "step", (long long)rec.step);

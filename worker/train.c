@@ -314,6 +314,16 @@ static metrics_record_t *fill_record(worker_t *w, metrics_kind_t kind)
     memcpy(r->phase_s, w->phases.s, sizeof r->phase_s);
     r->step_s = w->phases.wall;
     r->events = w->phases.events;
+    /* Bytes handed to MPI since the last step record, where the algorithm measures them
+     * (its comm_steps count; one process measures nothing: absent). */
+    r->comm_measured = kind == METRICS_STEP && w->stats.comm_steps > 0;
+    r->comm_bytes = w->stats.comm_bytes - w->comm_bytes_reported;
+    if (kind == METRICS_STEP) w->comm_bytes_reported = w->stats.comm_bytes;
+    r->compression_ratio = 0;
+    if (compress_kind(w->compress) != COMPRESS_NONE && compress_step_bytes(w->compress) > 0)
+        r->compression_ratio = compress_active(w->compress, w->global_step - 1)
+                                   ? (double)compress_plain_bytes(w->compress) / (double)compress_step_bytes(w->compress)
+                                   : 1.0;
     r->test_loss = NAN;
     r->test_accuracy = NAN;
     r->train_s = NAN;
@@ -949,11 +959,17 @@ static void fill_ckpt(const worker_t *w, ckpt_state_t *st)
 int worker_compress_setup(worker_t *w, char *err, size_t errlen)
 {
     const job_spec_t *s = w->spec;
-    if (w->compress || strcmp(s->algorithm.name, "ssgd") != 0) return 0;
+    /* ssgd always (kind none measures its payload the same way); local-sgd and hier-bsp
+     * (their averages, algo_local_sgd.c) only when compressing: their plain path stays. */
+    const char *a = s->algorithm.name;
+    const int local = strcmp(a, "local-sgd") == 0 || strcmp(a, "hier-bsp") == 0;
+    if (w->compress || !(strcmp(a, "ssgd") == 0 || (local && strcmp(s->algorithm.compression.kind, "none") != 0)))
+        return 0;
     const int n = w->use_mpi ? w->nworkers : 1;
     if (compress_create(w->model, s->algorithm.compression.kind, s->algorithm.compression.rank,
                         s->algorithm.compression.warmup_steps, s->seed, n, w->use_mpi, &w->compress, err, errlen) != 0)
         return -1;
+    compress_set_phases(w->compress, &w->phases); /* compression's compute: its own phase */
     if (w->rank == 0 && s->checkpoint.every_steps > 0 && compress_keep_all(w->compress, n) != 0) {
         snprintf(err, errlen, "algorithm.compression: out of memory for %d ranks' error feedback", n);
         return -1;
@@ -1581,9 +1597,10 @@ static json_t *dataset_json(const worker_t *w)
     return o;
 }
 
-/* ssgd's all-reduce payload per step as measured (worker_stats_t.comm_bytes: what rank 0
- * handed to MPI; every rank sends the same), missing where not measured (the other
- * algorithms); with algorithm.compression also what it did: the payload of a compressed
+/* The payload per step as measured (worker_stats_t.comm_bytes: what rank 0 handed to
+ * MPI; in ssgd and local-sgd every rank sends the same, in hier-bsp rank 0 is a leader):
+ * ssgd's all-reduce, local-sgd's and hier-bsp's averages (and hier-bsp's group traffic)
+ * spread over the steps; missing where not measured (the other algorithms); with algorithm.compression also what it did: the payload of a compressed
  * step and of a plain one, their ratio, and the matrices PowerSGD compressed. */
 static void compression_summary(const worker_t *w, json_t *root)
 {

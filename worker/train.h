@@ -60,10 +60,11 @@ int worker_resume_before(worker_t *w, long before, char *path, size_t len, char 
 void worker_checkpoint_path(const worker_t *w, char *out, size_t len);
 /* ssgd's gradient compression (worker/compress.h): creates w->compress once MPI is up
  * (before a resume, which restores its state; algo_ssgd's init calls it too), with room
- * at rank 0 for every rank's error feedback when checkpoints are on. Other algorithms:
+ * at rank 0 for every rank's error feedback when checkpoints are on; local-sgd and
+ * hier-bsp too when compressing (their averages, algo_local_sgd.c). Other algorithms:
  * nothing. Returns 0, or -1 with err. */
 int worker_compress_setup(worker_t *w, char *err, size_t errlen);
-/* Called by every rank at the end of ssgd's step: when a checkpoint may be written after
+/* Called by every rank at the end of ssgd's (local-sgd's, hier-bsp's) step: when a checkpoint may be written after
  * it (every_steps, the epoch's end, the run's end), rank 0 gathers the ranks' error
  * feedback for it (one MPI_Gather); otherwise nothing. */
 void worker_compress_gather(worker_t *w);

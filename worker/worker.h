@@ -147,6 +147,7 @@ typedef struct worker {
 
     metrics_reporter_t *metrics;   /* NULL: no --metrics / --redis */
     metrics_record_t record;       /* reused for every record this rank emits */
+    double comm_bytes_reported;    /* stats.comm_bytes at the last step record (fill_record) */
     step_phases_t phases;          /* the step in progress: where its time goes */
     waitmark_t wait;               /* the blocking MPI call in progress (the Redis sink reads it) */
     struct trace_ring *trace;      /* --trace: the rank's recent slices; NULL: off */

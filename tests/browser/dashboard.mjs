@@ -213,7 +213,7 @@ try {
   // rank, and a verdict naming the rank that holds the job back.
   await page.waitForFunction(() => document.querySelectorAll('#breakdown .breakdown-row').length === 2, null,
     { timeout: 10000, polling: 250 });
-  check(await page.$$eval('#breakdown .breakdown-row [data-phase]', (s) => s.length) === 14, 'seven phases per bar');
+  check(await page.$$eval('#breakdown .breakdown-row [data-phase]', (s) => s.length) === 16, 'eight phases per bar');
   const verdict = await page.textContent('#breakdown .breakdown-verdict');
   check(/^Rank [01] holds the job back: [0-9.]+ ms/.test(verdict), 'the breakdown names the rank that holds the job back: ' + verdict);
   const bstate = await page.evaluate(() => window.pacer.job().state);

@@ -96,5 +96,5 @@ cat >"$TMP/hp.json" <<JSON
 {"name": "hp", "model": "lenet5", "dataset": {"name": "fashion-mnist", "train_subset": 640},
  "algorithm": {"name": "hpsgd", "compression": {"kind": "powersgd"}}, "workers": 2, "epochs": 1}
 JSON
-expect_error 2 "algorithm.compression.kind: powersgd is implemented for ssgd only (algorithm.name is hpsgd)" \
+expect_error 2 "algorithm.compression.kind: powersgd is implemented for ssgd, local-sgd and hier-bsp only (algorithm.name is hpsgd)" \
     $MPIRUN -np 2 $WORKER --spec "$TMP/hp.json"

@@ -47,7 +47,7 @@ emu=$(jq -s -r '[.[] | select(.kind == "step")] | group_by(.rank) | map(map(.pha
 set -- $emu
 awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > 0.01 && b == 0) }' || fail "ssgd: emulated seconds by rank: $emu, want > 0 on rank 0 only"
 echo "ok: ssgd: the emulated slowdown is booked on rank 0 only ($emu)"
-jq -e '[.per_rank[] | .phases | (.data + .compute + .comm + .wait + .optimizer + .emulated + .other) - .step_s | fabs < 0.001] | all and length == 2' \
+jq -e '[.per_rank[] | .phases | (.data + .compute + .comm + .compress + .wait + .optimizer + .emulated + .other) - .step_s | fabs < 0.001] | all and length == 2' \
     "$TMP/ssgd.sum" >/dev/null || fail "ssgd: the summary's per-rank phase totals do not add up"
 echo "ok: ssgd: the summary's per_rank phases add up to step_s"
 check_trace "$TMP/ssgd.trace" "[0,1]" ssgd

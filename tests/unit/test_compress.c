@@ -404,7 +404,10 @@ static void test_checkpoint_carries_state(void **state)
     size_t nq, ne;
     float *q = compress_q(c[0], &nq);
     static float all[NR * ROWS * COLS];
-    for (int k = 0; k < NR; k++) memcpy(all + k * ne, compress_error(c[k], &ne), ne * sizeof(float));
+    for (int k = 0; k < NR; k++) { /* ne set before it is read: arguments have no order */
+        const float *e = compress_error(c[k], &ne);
+        memcpy(all + k * ne, e, ne * sizeof(float));
+    }
     ckpt_state_t st;
     memset(&st, 0, sizeof st);
     st.spec_hash = 1, st.seed = 42, st.epoch = 1, st.step_in_epoch = 4, st.cursor = 256, st.global_step = 14;

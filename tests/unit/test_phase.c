@@ -207,14 +207,16 @@ static void test_trace_ring(void **state)
     trace_ring_free(&ring);
 }
 
-/* GET /metrics: the breakdown as per-rank counters, one series per phase. */
+/* GET /metrics: the breakdown as per-rank counters, one series per phase; the bytes per
+ * step and the compression ratio as gauges, none for a rank without them. */
 static void test_prom_phases(void **state)
 {
     (void)state;
     json_t *nodes = json_loads("{\"job\":\"j-9\",\"world\":2,\"ranks\":["
                                "{\"rank\":0,\"step_s\":2.5,\"phase_data_s\":0.25,\"phase_compute_s\":1.5,"
                                "\"phase_comm_s\":0.5,\"phase_wait_s\":0.125,\"phase_optimizer_s\":0.0625,"
-                               "\"phase_emulated_s\":0,\"phase_other_s\":0.0625},"
+                               "\"phase_emulated_s\":0,\"phase_other_s\":0.0625,"
+                               "\"comm_bytes_per_step\":3010,\"compression_ratio\":20.5},"
                                "{\"rank\":1}]}",
                                0, NULL);
     assert_non_null(nodes);
@@ -237,6 +239,11 @@ static void test_prom_phases(void **state)
         "pacer_rank_phase_seconds_total{job=\"j-9\",rank=\"0\",phase=\"other\"} 0.0625\n",
         "# TYPE pacer_rank_step_seconds_total counter\n",
         "pacer_rank_step_seconds_total{job=\"j-9\",rank=\"0\"} 2.5\n",
+        /* bytes per step and the compression ratio (worker/compress.h), rank 0 only */
+        "# TYPE pacer_rank_comm_bytes_per_step gauge\n",
+        "pacer_rank_comm_bytes_per_step{job=\"j-9\",rank=\"0\"} 3010\n",
+        "# TYPE pacer_rank_compression_ratio gauge\n",
+        "pacer_rank_compression_ratio{job=\"j-9\",rank=\"0\"} 20.5\n",
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         if (!strstr(text, want[i])) print_message("missing: %s", want[i]);

@@ -300,6 +300,47 @@ static void test_records_land(void **state)
     s->close(s);
 }
 
+/* Bytes per step and the compression ratio (worker/metrics.h comm_measured): in the
+ * step record's JSON and, as a mean over the measured steps, in the node hash; a rank
+ * that does not measure them (comm_measured 0) has neither, never a 0. */
+static void test_comm_bytes(void **state)
+{
+    fixture_t *fx = *state;
+    char err[ERRLEN], line[4096];
+    metrics_sink_t *s = redis_report_sink(fx->url, "j-13", 0, err, sizeof err);
+    metrics_sink_t *q = redis_report_sink(fx->url, "j-13", 1, err, sizeof err);
+    assert_non_null(s);
+    assert_non_null(q);
+    metrics_record_t r[2];
+    const char *json[2];
+    static char lines[2][4096];
+    for (int i = 0; i < 2; i++) {
+        make_record(&r[i], i + 1);
+        r[i].comm_measured = 1;
+        r[i].comm_bytes = i ? 3000 : 1000;
+        r[i].compression_ratio = 20.5;
+        assert_true(metrics_to_json(&r[i], "j-13", lines[i], sizeof lines[i]) > 0);
+        json[i] = lines[i];
+    }
+    assert_non_null(strstr(lines[0], "\"comm_bytes\":1000,\"compression_ratio\":20.5,"));
+    s->write(s, r, json, 2);
+    make_record(&r[0], 1); /* not measured: no field in the record or the hash */
+    assert_true(metrics_to_json(&r[0], "j-13", line, sizeof line) > 0);
+    assert_null(strstr(line, "comm_bytes"));
+    assert_null(strstr(line, "compression_ratio"));
+    json[0] = line;
+    q->write(q, r, json, 1);
+    const char *node = "pacer:job:j-13:node:0", *other = "pacer:job:j-13:node:1";
+    double end = mono() + AWAIT_S;
+    while (!(hfield(fx->c, node, "step") == 2 && hfield(fx->c, other, "step") == 1) && mono() < end) nap();
+    assert_true(hfield(fx->c, node, "comm_bytes_per_step") == 2000);
+    assert_true(hfield(fx->c, node, "compression_ratio") == 20.5);
+    assert_true(isnan(hfield(fx->c, other, "comm_bytes_per_step")));
+    assert_true(isnan(hfield(fx->c, other, "compression_ratio")));
+    s->close(s);
+    q->close(q);
+}
+
 /* metrics_flush: every record pushed before it is in the stream when it returns (what
  * rank 0 relies on before a checkpoint appears, worker/train.c); against a server that
  * is not there it does not wait (the records stay in the sink's backlog). */
@@ -541,6 +582,7 @@ int main(void)
         cmocka_unit_test(test_waitmark),
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test_setup_teardown(test_records_land, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_comm_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heartbeat_without_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_flush, setup, teardown),
         cmocka_unit_test_setup_teardown(test_assignment_cache, setup, teardown),

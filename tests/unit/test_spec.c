@@ -442,14 +442,14 @@ static const bad_case_t BAD[] = {
      "\"goodput_model\":\"adaptdl\"}}",
      "algorithm.goodput_model: must be one of nodes, equal"},
     {"{\"model\":\"lenet5\",\"eval_every_steps\":-1}", "eval_every_steps: must be between 0 and"},
-    /* gradient compression (issue 47's first step: ssgd only) */
+    /* gradient compression (issue 47: ssgd, local-sgd, hier-bsp) */
     {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"hpsgd\",\"compression\":{\"kind\":"
      "\"powersgd\"}}}",
-     "algorithm.compression.kind: powersgd is implemented for ssgd only (algorithm.name is hpsgd); use ssgd or kind "
-     "none"},
+     "algorithm.compression.kind: powersgd is implemented for ssgd, local-sgd and hier-bsp only (algorithm.name is "
+     "hpsgd); use one of them or kind none"},
     {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"asgd\",\"compression\":{\"kind\":"
      "\"bf16\"}}}",
-     "algorithm.compression.kind: bf16 is implemented for ssgd only (algorithm.name is asgd)"},
+     "algorithm.compression.kind: bf16 is implemented for ssgd, local-sgd and hier-bsp only (algorithm.name is asgd)"},
     {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"ssgd\",\"goodput\":true,"
      "\"compression\":{\"kind\":\"bf16\"}}}",
      "algorithm.compression.kind: bf16 does not work with algorithm.goodput"},

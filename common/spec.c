@@ -270,8 +270,9 @@ static const field_t FIELDS[] = {
             "written before the collapse began, with the learning rate halved."},
     {.path = "priority", STR(priority), .choices = PRIORITIES, .def_str = "normal", .resume_free = 1,
      .doc = "The job's place in the queue under the coordinator's `--policy fair`: high before normal before "
-            "low, arrival order within one (`--policy fifo` keeps arrival order only); the queued job's "
-            "`queue.reason` says `a higher priority` while it waits behind one."},
+            "low; within one, the owner with the least recent usage per weight first, then arrival order "
+            "(docs/ARCHITECTURE.md, \"Scheduling policies\"; `--policy fifo` keeps arrival order only); the "
+            "queued job's `queue.reason` says `a higher priority` while it waits behind one."},
 
     {.path = "optimizer.lr", DBL(optimizer.lr), IN_OC(0, MAX_LR), .def_num = 0.01,
      .doc = "Learning rate (peak rate when a schedule is set)."},

@@ -38,22 +38,32 @@ int users_name_check(const char *name, char *err, size_t errlen)
     return 0;
 }
 
+/* A request body that must be one JSON object (shape names its members for the message):
+ * the object (the caller decrefs), or NULL with err. */
+static json_t *body_object(const char *body, size_t len, const char *shape, char *err, size_t errlen)
+{
+    if (!body || len == 0) return errmsg(err, errlen, "the request body is empty"), NULL;
+    if (memchr(body, 0, len)) return errmsg(err, errlen, "the request body contains a NUL byte"), NULL;
+    json_error_t je;
+    json_t *doc = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    if (!doc) return errmsg(err, errlen, "line %d column %d: %s", je.line, je.column, je.text), NULL;
+    if (!json_is_object(doc)) {
+        errmsg(err, errlen, "the body must be a JSON object %s", shape);
+        json_decref(doc);
+        return NULL;
+    }
+    return doc;
+}
+
 int users_body_parse(const char *body, size_t len, char *name, size_t namelen, user_role_t *role, double *expires_in_s,
                      char *err, size_t errlen)
 {
     *expires_in_s = 0;
-    if (!body || len == 0) return errmsg(err, errlen, "the request body is empty");
-    if (memchr(body, 0, len)) return errmsg(err, errlen, "the request body contains a NUL byte");
-    json_error_t je;
-    json_t *doc = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
-    if (!doc) return errmsg(err, errlen, "line %d column %d: %s", je.line, je.column, je.text);
+    json_t *doc = body_object(body, len, "{\"name\", \"role\", \"expires_in_s\"}", err, errlen);
+    if (!doc) return -1;
     int rc = -1;
     const char *key;
     json_t *v;
-    if (!json_is_object(doc)) {
-        errmsg(err, errlen, "the body must be a JSON object {\"name\", \"role\", \"expires_in_s\"}");
-        goto out;
-    }
     json_object_foreach(doc, key, v)
     {
         if (strcmp(key, "name") != 0 && strcmp(key, "role") != 0 && strcmp(key, "expires_in_s") != 0) {
@@ -96,18 +106,11 @@ out:
 int users_update_parse(const char *body, size_t len, double *weight, char *err, size_t errlen)
 {
     *weight = 0;
-    if (!body || len == 0) return errmsg(err, errlen, "the request body is empty");
-    if (memchr(body, 0, len)) return errmsg(err, errlen, "the request body contains a NUL byte");
-    json_error_t je;
-    json_t *doc = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
-    if (!doc) return errmsg(err, errlen, "line %d column %d: %s", je.line, je.column, je.text);
+    json_t *doc = body_object(body, len, "{\"weight\"}", err, errlen);
+    if (!doc) return -1;
     int rc = -1;
     const char *key;
     json_t *v;
-    if (!json_is_object(doc)) {
-        errmsg(err, errlen, "the body must be a JSON object {\"weight\"}");
-        goto out;
-    }
     json_object_foreach(doc, key, v)
     {
         if (strcmp(key, "weight") != 0) {

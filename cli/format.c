@@ -500,6 +500,17 @@ void fmt_job(FILE *f, json_t *job, double now)
         snprintf(buf, sizeof buf, "by %s at %s", str(job, "preempted_by"), t1);
         row(f, "preempted", buf);
     }
+    /* a shrink instead of a preemption: the last resize that names the job it made room for */
+    json_t *rz = json_object_get(job, "resizes"), *shrink = NULL, *e;
+    size_t k;
+    json_array_foreach(rz, k, e) if (*str(e, "preempted_by")) shrink = e;
+    if (shrink) {
+        fmt_time(num(shrink, "time"), t1, sizeof t1);
+        snprintf(buf, sizeof buf, "%lld -> %lld ranks for %s at %s",
+                 (long long)json_integer_value(json_object_get(shrink, "from")),
+                 (long long)json_integer_value(json_object_get(shrink, "to")), str(shrink, "preempted_by"), t1);
+        row(f, "shrunk", buf);
+    }
     if (*str(job, "stall_text")) row(f, "waiting", str(job, "stall_text"));
     json_t *q = json_object_get(job, "queue");
     if (json_is_object(q)) {

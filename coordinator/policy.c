@@ -345,6 +345,12 @@ int policy_decide(policy_kind_t k, const policy_state_t *s, policy_decision_t *o
 int policy_preempt(policy_kind_t k, const policy_state_t *s, const policy_decision_t *out, int *victims, int max,
                    int *beneficiary)
 {
+    return policy_preempt_elastic(k, s, out, NULL, victims, NULL, max, beneficiary);
+}
+
+int policy_preempt_elastic(policy_kind_t k, const policy_state_t *s, const policy_decision_t *out, const int *min_slots,
+                           int *victims, int *keep, int max, int *beneficiary)
+{
     *beneficiary = -1;
     if (k != POLICY_FAIR || s->preempt_min_run_s < 0 || s->slots_usable <= 0) return 0;
     int head = -1;
@@ -374,8 +380,12 @@ int policy_preempt(policy_kind_t k, const policy_state_t *s, const policy_decisi
             if (!b || r->priority < b->priority || (r->priority == b->priority && r->started > b->started)) best = i;
         }
         if (best < 0) break;
+        const policy_running_t *b = &s->running[best];
+        /* keep NULL: victims only stop (policy_preempt) */
+        int spare = keep && min_slots && min_slots[best] > 0 ? b->slots - min_slots[best] : 0;
+        if (keep) keep[nv] = spare >= need - freed ? b->slots - (need - freed) : 0;
         victims[nv++] = best;
-        freed += s->running[best].slots;
+        freed += keep && keep[nv - 1] ? need - freed : b->slots;
     }
     if (freed < need) return 0;
     *beneficiary = head;

@@ -125,6 +125,15 @@ double policy_share(double usage, double weight);
 int policy_preempt(policy_kind_t k, const policy_state_t *s, const policy_decision_t *out, int *victims, int max,
                    int *beneficiary);
 
+/* policy_preempt, where a victim may shrink instead of stopping (an elastic restart from
+ * its checkpoint on fewer ranks): min_slots[i] is the fewest ranks s->running[i] may go
+ * on with (0: it cannot shrink). The first victim in the same order whose shrink to no
+ * fewer than that covers what is still missing is shrunk (keep[v]: the ranks it keeps)
+ * and the choice ends there; the others are stopped (keep[v] = 0). keep has room for max
+ * entries. */
+int policy_preempt_elastic(policy_kind_t k, const policy_state_t *s, const policy_decision_t *out, const int *min_slots,
+                           int *victims, int *keep, int max, int *beneficiary);
+
 /* The processes a job with that world runs with on these slots (hosts_elastic_world). */
 int policy_ranks(const policy_state_t *s, const policy_queued_t *q);
 

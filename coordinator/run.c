@@ -468,6 +468,8 @@ static void record_resize(coordinator_t *c, coord_run_t *r, int from, int to, co
     json_t *e = json_pack("{s:i, s:i, s:s, s:o, s:f}", "from", from, "to", to, "reason", reason, "hosts",
                           run_hosts_json(r), "time", now);
     if (!e) return;
+    /* a shrink for a preemption names the job it made room for (shrink_for) */
+    if (r->shrinking) json_object_set_new(e, "preempted_by", json_string(r->preempted_by));
     r->resizes++;
     if (r->resize_log) {
         json_array_append(r->resize_log, e);
@@ -728,8 +730,13 @@ static void grow_check(coordinator_t *c, coord_run_t *r, double now)
         free(names);
     }
     int w = r->world < r->full_world ? hosts_elastic_world(r->full_world, r->min_world, c->slots_total, slots) : 0;
+    /* No further than the slots other jobs leave free (a job shrunk for another grows
+     * back once that one has ended). */
+    int free_slots = c->slots_usable - run_slots_used(c) + r->world;
+    if (!r->simulated && w > free_slots) w = free_slots;
     if (w <= r->world) {
-        if (r->grow_armed) clog_printf("job %s: no longer grows (the hosts are gone again)", r->id);
+        if (r->grow_armed)
+            clog_printf("job %s: no longer grows (the slots are gone again, or other jobs hold them)", r->id);
         r->grow_armed = 0;
         return;
     }
@@ -756,9 +763,14 @@ static void grow_check(coordinator_t *c, coord_run_t *r, double now)
         if (k > 0 && (size_t)k < sizeof back - used) used += (size_t)k;
     }
     snprintf(r->resize_reason, sizeof r->resize_reason, "grow at the checkpoint: %.250s%s",
-             back[0] ? back : "more slots",
-             back[0] ? (strchr(back, ',') ? " are usable again" : " is usable again") : " are usable");
+             back[0]        ? back
+             : r->world_cap ? "the slots it gave up are free again"
+                            : "more slots",
+             back[0]        ? (strchr(back, ',') ? " are usable again" : " is usable again")
+             : r->world_cap ? ""
+                            : " are usable");
     r->grow_armed = 0;
+    r->world_cap = w < r->full_world ? w : 0;
     start_kill(c, r, KILL_RESIZE, now);
 }
 
@@ -841,6 +853,7 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
             return;
         }
         world = hosts_elastic_world(r->full_world, r->min_world, c->slots_total, usable_slots);
+        if (r->world_cap > 0 && world > r->world_cap) world = r->world_cap;
         if (run_set_hosts(r, names, nn) != 0) {
             snprintf(err, sizeof err, "out of memory");
             goto fail;
@@ -868,6 +881,7 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
     r->world = world;
     r->resize_reason[0] = 0;
     r->grow_armed = 0;
+    r->shrinking = 0;
 
     /* Only where placement is known before the start (not under Slurm). Simulated ranks
      * (never placed) plan their own batches: the coordinator's plans arrive in real time,
@@ -1096,6 +1110,21 @@ static void requeue(coordinator_t *c, coord_run_t *r, double now)
     }
     /* cancelled meanwhile, or Redis gone: a plain stop, which a later relaunch resumes */
     finish_attempt(c, r, r->cancel_requested || rc == 0 ? SV_CANCELLED : SV_STALE, 0, now);
+}
+
+/* An elastic victim of a preemption that frees enough by shrinking: stopped now and
+ * relaunched at once from its checkpoint on keep ranks (the resize path: KILL_RESIZE,
+ * relaunch_soon, launch under r->world_cap), instead of requeued; the resize's reason
+ * names the job it made room for. It grows back when slots are free (grow_check). */
+static void shrink_for(coordinator_t *c, coord_run_t *r, int keep, double now)
+{
+    r->world_cap = keep;
+    r->shrinking = 1;
+    snprintf(r->resize_reason, sizeof r->resize_reason,
+             "preempted by %s, of a higher priority: shrunk from %d to %d rank%s, which frees enough, "
+             "to resume from its checkpoint",
+             r->preempted_by, r->world, keep, keep == 1 ? "" : "s");
+    start_kill(c, r, KILL_RESIZE, now);
 }
 
 /* The ranks' waiting reports and heartbeats (ranks[0..n), read this tick): what the job
@@ -1545,11 +1574,12 @@ void run_schedule(coordinator_t *c, double now)
     run_queued_t *qd = calloc(QUEUE_VIEW_MAX, sizeof *qd);
     policy_running_t *run = calloc((size_t)c->nruns + 1, sizeof *run);
     coord_run_t **rr = calloc((size_t)c->nruns + 1, sizeof *rr);
+    int *minw = calloc((size_t)c->nruns + 1, sizeof *minw); /* their min_world: who may shrink */
     policy_decision_t *dec = calloc(QUEUE_VIEW_MAX, sizeof *dec);
     policy_queued_t *pq = calloc(QUEUE_VIEW_MAX, sizeof *pq);
     job_spec_t *spec = malloc(sizeof *spec);
     int n = 0;
-    if (!ids || !qd || !run || !rr || !dec || !pq || !spec || !c->rc) goto out;
+    if (!ids || !qd || !run || !rr || !minw || !dec || !pq || !spec || !c->rc) goto out;
     if (tickconn_check(c, jobstore_queue_ids(c->rc, ids, QUEUE_VIEW_MAX, &n), "queue") != JS_OK) goto out;
     for (int i = 0, j = 0; i < n; i++) {
         /* The cache holds the last tick's queue in order: look from where the last hit was. */
@@ -1587,6 +1617,8 @@ void run_schedule(coordinator_t *c, double now)
         coord_run_t *r = c->runs[i];
         if (r->phase == PH_DONE) continue;
         if (r->phase == PH_KILLING && r->kill_reason == KILL_PREEMPT) preempting = 1;
+        /* a shrink for a preemption, until its smaller attempt holds only what it keeps */
+        if (r->world_cap > 0 && r->world > r->world_cap) preempting = 1;
         /* only an attempt that trains may be preempted: its start counts for the minimum run */
         rr[nrun] = r;
         run[nrun++] = (policy_running_t){r->id,
@@ -1595,6 +1627,7 @@ void run_schedule(coordinator_t *c, double now)
                                          run_finish_estimate(r, now),
                                          policy_priority(r->spec->priority),
                                          r->phase == PH_ACTIVE ? r->started : 0};
+        minw[nrun - 1] = r->simulated ? 0 : r->min_world;
     }
     policy_state_t st = {
         .now = now,
@@ -1611,12 +1644,13 @@ void run_schedule(coordinator_t *c, double now)
     int started = policy_decide((policy_kind_t)c->cfg.policy, &st, dec);
     /* Preemption: one at a time (the slots of jobs being stopped are not free yet). */
     if (!preempting) {
-        int victims[8], who = -1;
-        int nv = policy_preempt((policy_kind_t)c->cfg.policy, &st, dec, victims, 8, &who);
+        int victims[8], keep[8], who = -1;
+        int nv = policy_preempt_elastic((policy_kind_t)c->cfg.policy, &st, dec, minw, victims, keep, 8, &who);
         for (int v = 0; v < nv; v++) {
             coord_run_t *r = rr[victims[v]];
             snprintf(r->preempted_by, sizeof r->preempted_by, "%s", qd[who].id);
-            start_kill(c, r, KILL_PREEMPT, now);
+            if (keep[v] > 0) shrink_for(c, r, keep[v], now);
+            else start_kill(c, r, KILL_PREEMPT, now);
         }
     }
     json_t *view = json_object();
@@ -1635,6 +1669,7 @@ void run_schedule(coordinator_t *c, double now)
     qd = NULL; /* the cache's now */
 out:
     free(rr);
+    free(minw);
     free(ids);
     free(qd);
     free(run);

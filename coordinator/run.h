@@ -118,6 +118,10 @@ typedef struct {
      * preempted job claimed again (its directory, checkpoints included, is its own). */
     char preempted_by[JOB_ID_MAX];
     int requeued;
+    /* A shrink instead of a stop (policy_preempt_elastic): the most ranks its attempts
+     * may use until slots are free again (grow_check lifts it); 0 = no cap. */
+    int world_cap;
+    int shrinking; /* stopped by shrink_for: its next resize names preempted_by */
 } coord_run_t;
 
 /* What a queued job asks for, read from its record once (run_schedule's cache). */

@@ -799,11 +799,15 @@
       $('#f-accuracy').textContent = acc !== undefined && acc !== null ? (100 * acc).toFixed(2) + ' %' : '–';
       const active = !FINAL.includes(j.state);
       $('#f-owner').textContent = j.owner || 'none (from before users: only admins may change it)';
-      // --policy fair: the last preemption (stopped, requeued, resumed from its checkpoint)
-      $('#f-preempted-row').hidden = !j.preempted_by;
-      $('#f-preempted').textContent = j.preempted_by
-        ? 'by ' + j.preempted_by + (typeof j.preempted_at === 'number' ? ' at ' + new Date(1000 * j.preempted_at).toLocaleString() : '')
-        : '';
+      // --policy fair: the last preemption (stopped, requeued, resumed from its checkpoint),
+      // and the last shrink instead of one (a resize naming preempted_by)
+      const shrink = (j.resizes || []).filter((x) => x.preempted_by).pop();
+      const at = (t) => (typeof t === 'number' ? ' at ' + new Date(1000 * t).toLocaleString() : '');
+      $('#f-preempted-row').hidden = !j.preempted_by && !shrink;
+      $('#f-preempted').textContent = [
+        j.preempted_by ? 'by ' + j.preempted_by + at(j.preempted_at) : '',
+        shrink ? 'shrunk ' + shrink.from + ' → ' + shrink.to + ' ranks for ' + shrink.preempted_by + at(shrink.time) : '',
+      ].filter(Boolean).join('; ');
       $('#job-cancel').hidden = !can('cancel', j.owner);
       $('#job-cancel').disabled = !active || !!j.cancel_requested;
       $('#job-cancel').textContent = j.cancel_requested && active ? 'Cancelling…' : 'Cancel';

@@ -1,8 +1,9 @@
 # Preemption through a checkpoint (issue 45) on the network-namespace cluster
 # (tests/integration/netns_cluster.inc: pw1..pw3, a slot each) under --policy fair
 # (--preempt-min-run 0): a low-priority 2-worker ssgd job checkpointing every 8 steps runs
-# on two hosts; once it is past a checkpoint a high-priority 2-worker job is submitted,
-# which the one free slot cannot hold. The low job is stopped and requeued (QUEUED,
+# on two hosts; once it is past a checkpoint a high-priority 3-worker job is submitted,
+# which needs every host (shrinking the low one to 1 rank would not free enough:
+# preempt_shrink.sh is that case). The low job is stopped and requeued (QUEUED,
 # preempted_by the high one); the high one runs to SUCCEEDED; the low one is claimed again
 # and resumes from its last checkpoint. Checked: the `checkpoints` latest item the API
 # lists while the job waits is no more than one checkpoint interval (8 steps) behind the
@@ -14,19 +15,19 @@
 T=preempt_netns T_PREFIX=ppe- T_NET=10.81.0 T_COORD_ARGS="--policy fair --preempt-min-run 0"
 . tests/integration/netns_cluster.inc
 
-# spec2 FILE NAME EPOCHS PRIORITY - two ssgd ranks, 1024 images of 32 a rank: 16 steps an
-# epoch, a checkpoint every 8. Rank 0 sleeps through 60x its step (emulate: no load, no
+# spec2 FILE NAME EPOCHS PRIORITY WORKERS - ssgd ranks, 1024 images of 32 a rank (2 ranks:
+# 16 steps an epoch), a checkpoint every 8. Rank 0 sleeps through 60x its step (emulate: no load, no
 # value changed) so that the low job is still training when the high one comes.
 spec2() {
     cat >"$1" <<JSON
-{"name": "$2", "model": "lenet5", "algorithm": {"name": "ssgd"}, "workers": 2, "batch_size": 32,
+{"name": "$2", "model": "lenet5", "algorithm": {"name": "ssgd"}, "workers": $5, "batch_size": 32,
  "priority": "$4", "dataset": {"name": "fashion-mnist", "train_subset": 1024, "test_subset": 500},
  "optimizer": {"lr": 0.02, "momentum": 0.9}, "epochs": $3, "seed": 11, "log_every": 8,
  "checkpoint": {"every_steps": 8}, "emulate": {"schedule": [{"step": 0, "rank": 0, "slowdown": 60}]}}
 JSON
 }
-spec2 "$TMP/lo.json" lo 12 low
-spec2 "$TMP/hi.json" hi 1 high
+spec2 "$TMP/lo.json" lo 12 low 2
+spec2 "$TMP/hi.json" hi 1 high 3
 # json ID - GET /api/v1/jobs/ID into $TMP/body.
 json() { [ "$(http GET "/api/v1/jobs/$1")" = 200 ] || fail "GET /api/v1/jobs/$1: $(cat "$TMP/body")"; }
 latest_ckpt_step() { json "$1" && jq -r '[.checkpoints.items[]? | select(.latest)][0].step // empty' "$TMP/body"; }

@@ -273,6 +273,46 @@ static void test_fair_preempt(void **unused)
     assert_int_equal(policy_preempt(POLICY_FAIR, &s, d, v, 4, &who), 0);
 }
 
+/* Preemption by shrinking (policy_preempt_elastic): on four slots a low 3-rank job (j-1)
+ * and a low 1-rank one (j-2, the later start) run; a high job waits. Needing 1 slot, j-2
+ * is the first victim but cannot shrink (its minimum is its 1 rank): it stops. Needing 2
+ * with j-2 unable to shrink: j-2 stops, then j-1 shrinks by the one still missing (3 -> 2).
+ * With j-2 spared (too young), j-1 alone shrinks 3 -> 1 for 2 slots, but not below its
+ * minimum 2: stopped then. Without min_slots (policy_preempt) nothing shrinks. */
+static void test_fair_preempt_shrink(void **unused)
+{
+    (void)unused;
+    policy_running_t run[] = {{"j-1", 3, 0, -1, POLICY_PRIO_LOW, 100.0}, {"j-2", 1, 0, -1, POLICY_PRIO_LOW, 500.0}};
+    int minw[] = {1, 1};
+    policy_queued_t q[] = {{"j-3", 1, 1, 0, 0, POLICY_PRIO_HIGH, NULL, 0}};
+    policy_state_t s = state(4, 4, run, 2, q, 1);
+    s.preempt_min_run_s = 60;
+    policy_decision_t d[1];
+    int v[4], keep[4], who;
+    assert_int_equal(policy_decide(POLICY_FAIR, &s, d), 0);
+    assert_int_equal(policy_preempt_elastic(POLICY_FAIR, &s, d, minw, v, keep, 4, &who), 1);
+    assert_string_equal(run[v[0]].id, "j-2");
+    assert_int_equal(keep[0], 0);
+    q[0].world = q[0].min_world = 2;
+    assert_int_equal(policy_decide(POLICY_FAIR, &s, d), 0);
+    assert_int_equal(policy_preempt_elastic(POLICY_FAIR, &s, d, minw, v, keep, 4, &who), 2);
+    assert_string_equal(run[v[0]].id, "j-2");
+    assert_int_equal(keep[0], 0);
+    assert_string_equal(run[v[1]].id, "j-1");
+    assert_int_equal(keep[1], 2);
+    run[1].started = NOW - 10;
+    assert_int_equal(policy_preempt_elastic(POLICY_FAIR, &s, d, minw, v, keep, 4, &who), 1);
+    assert_string_equal(run[v[0]].id, "j-1");
+    assert_int_equal(keep[0], 1);
+    assert_int_equal(who, 0);
+    minw[0] = 2;
+    assert_int_equal(policy_preempt_elastic(POLICY_FAIR, &s, d, minw, v, keep, 4, &who), 1);
+    assert_int_equal(keep[0], 0);
+    minw[0] = 1;
+    assert_int_equal(policy_preempt(POLICY_FAIR, &s, d, v, 4, &who), 1);
+    assert_string_equal(run[v[0]].id, "j-1");
+}
+
 /* fair: the queue by priority (high, normal, low; arrival order within one), positions in
  * that order; fifo ignores priorities. */
 static void test_fair_priority_order(void **unused)
@@ -382,6 +422,7 @@ int main(void)
         cmocka_unit_test(test_fair_share_weights),
         cmocka_unit_test(test_fair_share_decay),
         cmocka_unit_test(test_fair_preempt),
+        cmocka_unit_test(test_fair_preempt_shrink),
         cmocka_unit_test(test_oversubscribed_text_and_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -221,12 +221,13 @@ static void queue_cell(json_t *job, double now, char *out, size_t len)
 
 void fmt_jobs(FILE *f, json_t *list, double now)
 {
-    static const char *const H[] = {"ID",      "STATE", "NAME", "MODEL",    "ALGORITHM",
+    /* OWNER: "-" for a job from before users (issue 45) */
+    static const char *const H[] = {"ID",      "STATE", "NAME", "OWNER",    "MODEL", "ALGORITHM",
                                     "WORKERS", "AGE",   "RAN",  "RESTARTS", "REASON"};
-    table_t *t = table_new(10, H);
+    table_t *t = table_new(11, H);
     if (!t) return;
-    table_align_right(t, 5);
-    table_align_right(t, 8);
+    table_align_right(t, 6);
+    table_align_right(t, 9);
     size_t i;
     json_t *job;
     json_t *jobs = json_object_get(list, "jobs");
@@ -239,11 +240,15 @@ void fmt_jobs(FILE *f, json_t *list, double now)
         double started = num(job, "started"), finished = num(job, "finished");
         if (started > 0) fmt_duration((finished > 0 ? finished : now) - started, ran, sizeof ran);
         else snprintf(ran, sizeof ran, "-");
-        fmt_clean(str(job, "reason"), 60, reason, sizeof reason);
-        if (!reason[0]) queue_cell(job, now, reason, sizeof reason);
+        /* a queued job: its place in the queue, ahead of a reason (a requeued one's
+         * "preempted by ..."; pacer get shows both) */
+        reason[0] = 0;
+        queue_cell(job, now, reason, sizeof reason);
+        if (!reason[0]) fmt_clean(str(job, "reason"), 60, reason, sizeof reason);
         const char *cells[] = {str(job, "id"),
                                str(job, "state"),
                                str(job, "name"),
+                               *str(job, "owner") ? str(job, "owner") : "-",
                                str(job, "model"),
                                str(job, "algorithm"),
                                workers,

@@ -110,9 +110,9 @@ fi
 
 # ---- ls and get, tables and JSON -------------------------------------------------------------------------
 p ls >"$TMP/ls.txt" || fail "ls exited $?"
-head -1 "$TMP/ls.txt" | grep -q '^ID  *STATE  *NAME  *MODEL  *ALGORITHM  *WORKERS  *AGE  *RAN  *RESTARTS  *REASON$' ||
+head -1 "$TMP/ls.txt" | grep -q '^ID  *STATE  *NAME  *OWNER  *MODEL  *ALGORITHM  *WORKERS  *AGE  *RAN  *RESTARTS  *REASON$' ||
     { cat "$TMP/ls.txt"; fail "ls: header"; }
-grep -q "^$id1  *SUCCEEDED  *small  *lenet5  *ssgd  *2 " "$TMP/ls.txt" || { cat "$TMP/ls.txt"; fail "ls: the row of $id1"; }
+grep -q "^$id1  *SUCCEEDED  *small  *admin  *lenet5  *ssgd  *2 " "$TMP/ls.txt" || { cat "$TMP/ls.txt"; fail "ls: the row of $id1"; }
 [ "$(p ls --json | jq -r '"\(.total) \(.jobs[0].id) \(.jobs[0].state)"')" = "1 $id1 SUCCEEDED" ] ||
     fail "ls --json: $(p ls --json)"
 p ls --state queued | grep -qx "no jobs" || fail "ls --state queued lists something"

@@ -5,7 +5,7 @@
 # stored only as salted hashes; a token's expiry (polled with a deadline), its renewal
 # (`pacer token new`'s route: the old one stops working) and its revocation (401 once the
 # user is removed); the audit events (who, what, target, status) in pacer:events; the
-# refusals of a bad users body; the CLI (pacer user add|ls|rm, token new, get's owner) and
+# refusals of a bad users body; the CLI (pacer user add|ls|rm, token new, get's owner, ls's OWNER column) and
 # the Python client with a member's and a viewer's token; under --public-reads an anonymous
 # reader is a viewer; without any token everyone is the local admin.
 . tests/integration/coordinator_lib.inc
@@ -209,6 +209,11 @@ J=$(p --token "$ALICE2" submit "$TMP/long.json") || fail "pacer submit as alice"
 ok 200 "$ADMIN" GET "/api/v1/jobs/$J"
 [ "$(jq -r .owner "$TMP/body")" = alice ] || fail "pacer submit as alice: $J's owner is not alice"
 p --token "$CAROL" get "$J" | grep -q '^owner  *alice$' || fail "pacer get $J (as a viewer): no 'owner alice' line"
+# pacer ls's OWNER column: alice's job, and "-" for the job from before users ($O)
+p --token "$CAROL" ls --limit 1000 >"$TMP/jobs.txt" || fail "pacer ls as a viewer"
+head -1 "$TMP/jobs.txt" | grep -q '^ID  *STATE  *NAME  *OWNER  *MODEL ' || { cat "$TMP/jobs.txt"; fail "pacer ls header"; }
+grep -q "^$J  *[A-Z]*  *long  *alice  " "$TMP/jobs.txt" || { cat "$TMP/jobs.txt"; fail "pacer ls: $J not alice's"; }
+grep -q "^$O  *[A-Z]*  *[a-z0-9-]*  *-  " "$TMP/jobs.txt" || { cat "$TMP/jobs.txt"; fail "pacer ls: $O has an owner"; }
 p --token "$ALICE2" cancel "$J" >/dev/null || fail "pacer cancel $J as alice"
 [ "$(p --token "$ADMIN" user rm eve)" = "eve: removed" ] || fail "pacer user rm eve"
 echo "ok: pacer user add|ls|rm and token new; the CLI takes a member's and a viewer's token"

@@ -283,8 +283,14 @@ static void test_table(void **state)
 
 static void test_jobs_and_job(void **state)
 {
+    /* j-3: queued (requeued by a preemption): its queue place, not its reason; j-1: no owner */
     json_t *list = json_loads(
-        "{\"jobs\": [{\"id\": \"j-2\", \"name\": \"b\", \"state\": \"RUNNING\", \"model\": \"mlp\", \"algorithm\": "
+        "{\"jobs\": [{\"id\": \"j-3\", \"name\": \"c\", \"state\": \"QUEUED\", \"owner\": \"bob\", "
+        "\"model\": \"mlp\", \"algorithm\": \"ssgd\", \"workers\": 2, \"submitted\": 1090, \"started\": null, "
+        "\"finished\": null, \"restarts\": 0, \"reason\": \"preempted by j-9 at 1095.000, of a higher priority\", "
+        "\"queue\": {\"position\": 1, \"reason\": \"slots\", \"estimated_start\": null}},"
+        "{\"id\": \"j-2\", \"name\": \"b\", \"state\": \"RUNNING\", \"owner\": \"alice\", \"model\": \"mlp\", "
+        "\"algorithm\": "
         "\"ssgd\", \"workers\": 4, \"submitted\": 1000, \"started\": 1010, \"finished\": null, \"restarts\": 1, "
         "\"reason\": \"rank 2 silent\\u001b[0m\"},"
         "{\"id\": \"j-1\", \"name\": \"a\", \"state\": \"SUCCEEDED\", \"model\": \"lenet5\", \"algorithm\": \"sgd\", "
@@ -296,11 +302,13 @@ static void test_jobs_and_job(void **state)
     cap_open(&c);
     fmt_jobs(c.f, list, 1100);
     char *text = cap_close(&c);
-    assert_string_equal(text,
-                        "ID   STATE      NAME  MODEL   ALGORITHM  WORKERS  AGE  RAN    RESTARTS  REASON\n"
-                        "j-2  RUNNING    b     mlp     ssgd             4  1m   1m30s         1  rank 2 silent?[0m\n"
-                        "j-1  SUCCEEDED  a     lenet5  sgd              1  16m  1m30s         0  \n"
-                        "(2 of 5 jobs; --limit N shows more)\n");
+    assert_string_equal(
+        text, "ID   STATE      NAME  OWNER  MODEL   ALGORITHM  WORKERS  AGE  RAN    RESTARTS  REASON\n"
+              "j-3  QUEUED     c     bob    mlp     ssgd             2  10s  -             0  #1 slots, start "
+              "not estimated\n"
+              "j-2  RUNNING    b     alice  mlp     ssgd             4  1m   1m30s         1  rank 2 silent?[0m\n"
+              "j-1  SUCCEEDED  a     -      lenet5  sgd              1  16m  1m30s         0  \n"
+              "(3 of 5 jobs; --limit N shows more)\n");
     free(text);
     json_decref(list);
     list = json_loads("{\"jobs\": [], \"total\": 0}", 0, NULL);

@@ -111,6 +111,13 @@
     if (!job.started) return '–';
     return duration((job.finished || Date.now() / 1000) - job.started);
   }
+  // A queued job's estimated start (the API's queue.estimated_start, unix s): null means
+  // the jobs it waits for have measured no progress, shown as missing, never as now or 0.
+  function queueStart(q) {
+    return typeof q.estimated_start === 'number'
+      ? 'estimated start ' + new Date(q.estimated_start * 1000).toLocaleTimeString()
+      : 'start not estimated';
+  }
   function badge(node, state) {
     node.className = 'badge ' + (state || '');
     node.textContent = state || '…';
@@ -262,6 +269,12 @@
       } catch (e) { apiError(e); }
     }
     mine.addEventListener('change', () => { sessionStorage.setItem('pacer.mine', mine.checked ? '1' : ''); offset = 0; load(); });
+    // A queued job's row: its place in the queue (the page has the sentence); others: the reason.
+    function reasonCell(j) {
+      const q = j.state === 'QUEUED' ? j.queue : null;
+      if (!q) return el('td', { class: 'reason', title: j.reason || '' }, j.reason || '');
+      return el('td', { class: 'reason queue', title: q.detail || '' }, '#' + q.position + ' · ' + q.reason + ' · ' + queueStart(q));
+    }
     function render(jobs) {
       const body = $('#jobs-body');
       if (!body) return;
@@ -274,7 +287,7 @@
           el('td', {}, j.id), nameCell(j), null, el('td', { class: 'owner' }, j.owner || '–'), el('td', {}, j.model), el('td', {}, j.algorithm),
           el('td', { class: 'num' }, j.workers), el('td', { title: j.submitted ? new Date(j.submitted * 1000).toLocaleString() : '' }, when(j.submitted)),
           el('td', { class: 'num' }, runtime(j)), el('td', { class: 'num' }, j.restarts || 0),
-          el('td', { class: 'reason', title: j.reason || '' }, j.reason || ''),
+          reasonCell(j),
         ];
         const st = el('td');
         st.append(state);
@@ -771,10 +784,7 @@
       const q = j.state === 'QUEUED' ? j.queue : null;
       $('#f-queue-row').hidden = !q;
       if (q) {
-        const est = typeof q.estimated_start === 'number'
-          ? 'estimated start ' + new Date(q.estimated_start * 1000).toLocaleTimeString()
-          : 'start not estimated';
-        $('#f-queue').textContent = 'position ' + q.position + ' · ' + q.reason + ' · ' + est + ' — ' + q.detail;
+        $('#f-queue').textContent = 'position ' + q.position + ' · ' + q.reason + ' · ' + queueStart(q) + ' — ' + q.detail;
       }
       $('#f-oversub-row').hidden = !j.oversubscribed;
       $('#f-oversub').textContent = j.oversubscribed || '';

@@ -3,7 +3,11 @@
 // token form keeps it), says who the caller is and hides what a viewer cannot use (the
 // New job link and button, the submit button, the model upload, a job's Cancel, the
 // Cluster page's benchmark); given the owner's (a member's), it shows Cancel on her job,
-// and "Mine" lists it. Exit 0 = pass, 1 = fail.
+// and "Mine" lists it. Her job waits in the queue (http_browser.sh: behind her long job on
+// one slot): its row and its page show its position, why it waits and its estimated start,
+// and an estimate the API does not have (null: nothing measured yet) is shown as missing,
+// never as 0 or 1970 (the API's answer rewritten to null, then to a time: what the row
+// makes of each). Exit 0 = pass, 1 = fail.
 // usage: node roles.mjs BASE_URL VIEWER_TOKEN MEMBER_TOKEN MEMBER_JOB_ID SCREENSHOT.png
 import { chromium } from 'playwright-core';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -81,7 +85,31 @@ try {
     .catch(() => {}); // the check below says what the list held
   const rows = await page.$$eval('#jobs-body tr', (r) => r.map((x) => x.querySelector('td.owner').textContent));
   check(rows.length >= 1 && rows.every((o) => o === 'alice'), '"Mine" lists only alice\'s jobs: ' + JSON.stringify(rows));
+
+  // ---- the member's queued job: its row and its page
+  const cell = `tr[data-id="${jobId}"] td.reason`;
+  await page.waitForSelector(cell, { timeout: 10000 });
+  const rowText = await page.textContent(cell);
+  check(/^#1 · slots · (start not estimated|estimated start \d)/.test(rowText), jobId + "'s row shows its queue place: " + rowText);
   await page.screenshot({ path: shot, fullPage: true });
+  await open(page, member, '#/jobs/' + jobId, 'alice (member)');
+  await page.waitForFunction(() => !document.querySelector('#f-queue-row').hidden, null, { timeout: 10000 });
+  const pageText = await page.textContent('#f-queue');
+  check(/^position 1 · slots · (start not estimated|estimated start \d.*) — \S/.test(pageText), jobId + "'s page shows its queue place: " + pageText);
+  const list = /\/api\/v1\/jobs\?/;
+  for (const [est, want] of [[null, /^#1 · slots · start not estimated$/], [Date.now() / 1000 + 600, /^#1 · slots · estimated start \d/]]) {
+    await page.route(list, async (route) => {
+      const r = await route.fetch();
+      const body = await r.json();
+      for (const j of body.jobs || []) if (j.id === jobId && j.queue) j.queue.estimated_start = est;
+      await route.fulfill({ response: r, json: body });
+    });
+    await open(page, member, '#/', 'alice (member)');
+    await page.waitForSelector(cell, { timeout: 10000 });
+    const t = await page.textContent(cell);
+    check(want.test(t) && !/1970|\b0 ?s\b/.test(t), 'estimated_start ' + est + ' in the row: ' + t);
+    await page.unroute(list);
+  }
 
   check(errors.length === 0, 'no errors in the page' + (errors.length ? ': ' + errors.join('; ') : ''));
   await context.close();

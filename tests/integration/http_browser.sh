@@ -6,7 +6,8 @@
 # cancels it from the page; the page reopened draws the whole run from the downsampled
 # history; the compare view overlays it with a short job and highlights the differing
 # spec fields; issue 42's dashboard faults, each where it showed (dashboard.mjs's header
-# lists them); issue 45's owner column, "Mine" filter and who the caller is. Leaves screenshots in $BUILD/dashboard.png, $BUILD/breakdown.png and
+# lists them); issue 45's owner column, "Mine" filter and who the caller is, and a queued
+# job's row and page (position, reason, estimated start; a null estimate shown as missing). Leaves screenshots in $BUILD/dashboard.png, $BUILD/breakdown.png and
 # $BUILD/compare.png. Skips without chromium,
 # node/npm, or when playwright-core cannot be installed.
 . tests/integration/coordinator_lib.inc
@@ -45,7 +46,9 @@ stop_coord
 # (tests/browser/roles.mjs).
 ADMIN=browser-admin-$$
 printf '%s\n' "$ADMIN" >"$TMP/token"
-start_coord --listen 127.0.0.1:0 --token-file "$TMP/token"
+# One slot: alice's long job holds it and her job $JOB waits behind it (the queue's rows).
+printf 'localhost slots=1\n' >"$TMP/hosts1"
+start_coord --listen 127.0.0.1:0 --token-file "$TMP/token" --hostfile "$TMP/hosts1" --preflight off
 BASE=$(grep -o 'REST API and dashboard on http://[0-9.:]*' "$TMP/coord.log" | tail -1 | sed 's/.* on //')
 adduser() {
     curl -s -H "Authorization: Bearer $ADMIN" -H "Content-Type: application/json" \
@@ -54,12 +57,23 @@ adduser() {
 CAROL=$(adduser carol viewer)
 ALICE=$(adduser alice member)
 [ -n "$CAROL" ] && [ "$CAROL" != null ] && [ -n "$ALICE" ] && [ "$ALICE" != null ] || fail "POST /api/v1/users did not give tokens"
-JOB=$(curl -s -H "Authorization: Bearer $ALICE" -H "Content-Type: application/json" --data-binary @"$TMP/noowner.json" \
-    "$BASE/api/v1/jobs" | jq -r .id)
-case $JOB in j-*) ;; *) fail "alice's submit gave no job id" ;; esac
+# alice_submit SPEC - prints the new job's id.
+alice_submit() {
+    curl -s -H "Authorization: Bearer $ALICE" -H "Content-Type: application/json" --data-binary @"$1" \
+        "$BASE/api/v1/jobs" | jq -r .id
+}
+spec "$TMP/long.json" long 1000
+LONG=$(alice_submit "$TMP/long.json")
+JOB=$(alice_submit "$TMP/noowner.json")
+case $LONG$JOB in j-*j-*) ;; *) fail "alice's submits gave no job ids ($LONG, $JOB)" ;; esac
+queued_first() {
+    [ "$(curl -s -H "Authorization: Bearer $ALICE" "$BASE/api/v1/jobs/$JOB" | jq -r '"\(.state) \(.queue.position)"')" = "QUEUED 1" ]
+}
+await 60 "job $JOB queued at position 1 behind $LONG" queued_first
 CHROMIUM=$CHROMIUM timeout 120 node tests/browser/roles.mjs "$BASE" "$CAROL" "$ALICE" "$JOB" "$BUILD/roles.png" || {
     echo "--- coordinator log"; tail -20 "$TMP/coord.log"
     fail "the dashboard-by-role test failed (screenshot of the failure: $BUILD/roles-failed.png)"
 }
 curl -s -o /dev/null -X DELETE -H "Authorization: Bearer $ALICE" "$BASE/api/v1/jobs/$JOB"
+curl -s -o /dev/null -X DELETE -H "Authorization: Bearer $ALICE" "$BASE/api/v1/jobs/$LONG"
 stop_coord

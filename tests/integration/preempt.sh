@@ -6,26 +6,10 @@
 # from its checkpoint (its log: resumed at a step > 0) and SUCCEEDS; `pacer get` shows the
 # preemption. Polls with deadlines.
 . tests/integration/coordinator_lib.inc
-command -v curl >/dev/null || skip "curl not installed (make deps)"
-command -v jq >/dev/null || skip "jq not installed (make deps)"
-command -v redis-cli >/dev/null || skip "redis-cli not installed (make deps)"
+need_api_tools
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
 
 export PACER_TOKEN=preempt-token-$$
-AUTH="Authorization: Bearer $PACER_TOKEN"
-# spec2 FILE NAME EPOCHS PRIORITY - a small job on two ssgd ranks.
-spec2() {
-    cat >"$1" <<JSON
-{"name": "$2", "model": "lenet5", "workers": 2, "algorithm": {"name": "ssgd"}, "priority": "$4",
- "dataset": {"name": "fashion-mnist", "train_subset": 2048, "test_subset": 500},
- "optimizer": {"lr": 0.02, "momentum": 0.9},
- "batch_size": 64, "epochs": $3, "seed": 7, "log_every": 10, "checkpoint": {"every_steps": 10}}
-JSON
-}
-get() { curl -s -H "$AUTH" "$BASE/api/v1/jobs/$1"; }
-q() { get "$1" | jq -r "$2"; }
-is_api_state() { [ "$(q "$1" .state)" = "$2" ]; }
-has_ckpt() { [ -n "$(ls "$STATE/jobs/$1/checkpoints/" 2>/dev/null | grep '\.ckpt$')" ]; }
 resumed() { s=$(resumed_step "$1") && [ -n "$s" ] && [ "$s" -gt 0 ]; }
 
 printf 'localhost slots=2\n' >"$TMP/hosts"
@@ -35,7 +19,7 @@ spec2 "$TMP/lo.json" lo 20 low
 spec2 "$TMP/hi.json" hi 1 high
 lo=$(submit "$TMP/lo.json")
 await 120 "job $lo to run its worker" has_worker "$lo"
-await 120 "job $lo to write a checkpoint" has_ckpt "$lo"
+await 120 "job $lo to write a checkpoint" has_checkpoint "$lo" lo
 hi=$(submit "$TMP/hi.json")
 await 60 "job $lo to be requeued" is_api_state "$lo" QUEUED
 [ "$(q "$lo" .preempted_by)" = "$hi" ] || fail "$lo: preempted_by '$(q "$lo" .preempted_by)', want $hi"

@@ -8,13 +8,10 @@
 # back to 2 ranks at its next checkpoint (a second resize, 1 -> 2) and SUCCEEDS, having
 # resumed from its checkpoints. Polls with deadlines; no speed is asserted.
 . tests/integration/coordinator_lib.inc
-command -v curl >/dev/null || skip "curl not installed (make deps)"
-command -v jq >/dev/null || skip "jq not installed (make deps)"
-command -v redis-cli >/dev/null || skip "redis-cli not installed (make deps)"
+need_api_tools
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
 
 export PACER_TOKEN=shrink-token-$$
-AUTH="Authorization: Bearer $PACER_TOKEN"
 # The low job: 2 ranks x 64, 2048 images (16 steps an epoch), 16 epochs, a checkpoint
 # every 8 steps. Rank 0 sleeps through 20x its own step (emulate: no load, no value
 # changed) so that the low job is still training when the high one has ended, whatever
@@ -30,10 +27,6 @@ cat >"$TMP/hi.json" <<JSON
  "dataset": {"name": "fashion-mnist", "train_subset": 256, "test_subset": 100},
  "optimizer": {"lr": 0.02, "momentum": 0.9}, "batch_size": 64, "epochs": 1, "seed": 7, "log_every": 2}
 JSON
-get() { curl -s -H "$AUTH" "$BASE/api/v1/jobs/$1"; }
-q() { get "$1" | jq -r "$2"; }
-is_api_state() { [ "$(q "$1" .state)" = "$2" ]; }
-has_ckpt() { [ -n "$(ls "$STATE/jobs/$1/checkpoints/" 2>/dev/null | grep '\.ckpt$')" ]; }
 # resized ID N - the job's record holds at least N resizes.
 resized() { [ "$(q "$1" '.resizes | length')" -ge "$2" ]; }
 
@@ -42,7 +35,7 @@ start_coord --hostfile "$TMP/hosts" --preflight off --policy fair --preempt-min-
 BASE=$(api_base)
 lo=$(submit "$TMP/lo.json")
 await 120 "job $lo to run its worker" has_worker "$lo"
-await 120 "job $lo to write a checkpoint" has_ckpt "$lo"
+await 120 "job $lo to write a checkpoint" has_checkpoint "$lo" lo
 hi=$(submit "$TMP/hi.json")
 await 60 "job $lo to shrink" resized "$lo" 1
 r=$(q "$lo" '.resizes[0]')
@@ -50,7 +43,7 @@ r=$(q "$lo" '.resizes[0]')
 echo "$r" | jq -r .reason | grep -q "^preempted by $hi, of a higher priority: shrunk from 2 to 1 rank, which frees enough, to resume from its checkpoint$" ||
     fail "$lo's shrink reason: $r"
 grep -q "job $lo: resize 2 -> 1 rank: preempted by $hi" "$TMP/coord.log" || fail "no shrink line in the log"
-redis-cli -s "$STATE/redis.sock" --raw XRANGE pacer:events - + | grep '"type":"resize"' | grep "\"job\":\"$lo\"" |
+rcli XRANGE pacer:events - + | grep '"type":"resize"' | grep "\"job\":\"$lo\"" |
     grep -q "\"preempted_by\":\"$hi\"" || fail "no resize event naming $hi in pacer:events"
 if [ -x "$BUILD/pacer" ]; then
     PACER_URL=$BASE "$BUILD/pacer" get "$lo" >"$TMP/get" || fail "pacer get $lo"
@@ -59,7 +52,7 @@ fi
 echo "ok: $lo (low) shrunk 2 -> 1 for $hi (high): $(echo "$r" | jq -r .reason)"
 await 300 "job $hi to succeed" is_api_state "$hi" SUCCEEDED
 [ "$(q "$lo" .state)" = RUNNING ] || fail "$lo is $(q "$lo" .state) once $hi has ended, want RUNNING (it must run to grow back)"
-echo "ok: $hi ran beside it to SUCCEEDED ($lo at step $(curl -s -H "$AUTH" "$BASE/api/v1/jobs/$lo/nodes" | jq '[.ranks[]?.step] | max') of 256)"
+echo "ok: $hi ran beside it to SUCCEEDED ($lo at step $(curl -s -H "Authorization: Bearer $PACER_TOKEN" "$BASE/api/v1/jobs/$lo/nodes" | jq '[.ranks[]?.step] | max') of 256)"
 await 300 "job $lo to grow back" resized "$lo" 2
 g=$(q "$lo" '.resizes[1]')
 [ "$(echo "$g" | jq -r '"\(.from) \(.to)"')" = "1 2" ] || fail "$lo's second resize: $g"

@@ -9,47 +9,11 @@
 # the Python client with a member's and a viewer's token; under --public-reads an anonymous
 # reader is a viewer; without any token everyone is the local admin.
 . tests/integration/coordinator_lib.inc
-command -v curl >/dev/null || skip "curl not installed (make deps)"
-command -v jq >/dev/null || skip "jq not installed (make deps)"
-command -v redis-cli >/dev/null || skip "redis-cli not installed (make deps)"
+need_api_tools
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
 
 ADMIN=admin-token-$$-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
 export PACER_TOKEN=$ADMIN
-JSON="Content-Type: application/json"
-rcli() { redis-cli -s "$STATE/redis.sock" --raw "$@"; }
-
-# call TOKEN METHOD PATH [CURL ARGS...] - prints the status; the body in $TMP/body.
-call() {
-    t=$1 m=$2 p=$3
-    shift 3
-    curl -s -o "$TMP/body" -w '%{http_code}' -X "$m" -H "Authorization: Bearer $t" "$@" "$BASE$p"
-}
-# ok WANT TOKEN METHOD PATH [CURL ARGS...] - the call answers WANT.
-ok() {
-    want=$1
-    shift
-    got=$(call "$@")
-    [ "$got" = "$want" ] || { cat "$TMP/body"; echo; fail "$2 $3 as ${1%%.*}: HTTP $got, want $want"; }
-}
-# refused STATUS DETAIL TOKEN METHOD PATH [CURL ARGS...] - a problem document with exactly that detail.
-refused() {
-    want=$1 detail=$2
-    shift 2
-    ok "$want" "$@"
-    [ "$(jq -r .detail "$TMP/body")" = "$detail" ] ||
-        fail "$2 $3: detail '$(jq -r .detail "$TMP/body")', want '$detail'"
-}
-# adduser NAME ROLE [EXPIRES] - creates the user as admin; prints its token.
-adduser() {
-    body=$(jq -nc --arg n "$1" --arg r "$2" '{name: $n, role: $r}')
-    [ $# -ge 3 ] && body=$(jq -nc --arg n "$1" --arg r "$2" --argjson e "$3" '{name: $n, role: $r, expires_in_s: $e}')
-    ok 201 "$ADMIN" POST /api/v1/users -H "$JSON" -d "$body"
-    jq -e --arg n "$1" --arg r "$2" '.name == $n and .role == $r and (.token | type == "string")' "$TMP/body" \
-        >/dev/null || { cat "$TMP/body"; fail "POST /api/v1/users $1: no name, role and token"; }
-    jq -r .token "$TMP/body"
-}
-
 start_coord
 BASE=$(api_base)
 [ -n "$BASE" ] || fail "no 'REST API ... on http://' line in the log"

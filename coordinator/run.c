@@ -729,11 +729,13 @@ static void grow_check(coordinator_t *c, coord_run_t *r, double now)
         run_usable(c, r, names, &slots, NULL);
         free(names);
     }
-    int w = r->world < r->full_world ? hosts_elastic_world(r->full_world, r->min_world, c->slots_total, slots) : 0;
-    /* No further than the slots other jobs leave free (a job shrunk for another grows
-     * back once that one has ended). */
-    int free_slots = c->slots_usable - run_slots_used(c) + r->world;
-    if (!r->simulated && w > free_slots) w = free_slots;
+    /* Over the slots other jobs leave it (a job shrunk for another grows back once that
+     * one has ended); alone, over all of them, as oversubscribed as it was. */
+    int others = r->simulated ? 0 : run_slots_used(c) - r->world;
+    if (others > 0) slots -= others;
+    int w = r->world < r->full_world && slots > 0
+                ? hosts_elastic_world(r->full_world, r->min_world, c->slots_total, slots)
+                : 0;
     if (w <= r->world) {
         if (r->grow_armed)
             clog_printf("job %s: no longer grows (the slots are gone again, or other jobs hold them)", r->id);

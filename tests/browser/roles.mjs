@@ -7,7 +7,8 @@
 // one slot): its row and its page show its position, why it waits and its estimated start,
 // and an estimate the API does not have (null: nothing measured yet) is shown as missing,
 // never as 0 or 1970 (the API's answer rewritten to null, then to a time: what the row
-// makes of each). Exit 0 = pass, 1 = fail.
+// makes of each); a shrink for a preemption (a resize naming preempted_by) is on the
+// job's page. Exit 0 = pass, 1 = fail.
 // usage: node roles.mjs BASE_URL VIEWER_TOKEN MEMBER_TOKEN MEMBER_JOB_ID SCREENSHOT.png
 import { chromium } from 'playwright-core';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -110,6 +111,20 @@ try {
     check(want.test(t) && !/1970|\b0 ?s\b/.test(t), 'estimated_start ' + est + ' in the row: ' + t);
     await page.unroute(list);
   }
+  // A shrink instead of a preemption (--policy fair): a resize naming preempted_by, as the
+  // API gives it (rewritten in: this coordinator preempts nothing), is on the job's page.
+  const one = new RegExp('/api/v1/jobs/' + jobId + '(\\?|$)');
+  await page.route(one, async (route) => {
+    const r = await route.fetch();
+    const body = await r.json();
+    body.resizes = [{ from: 2, to: 1, reason: 'preempted by j-99', hosts: ['localhost'], time: Date.now() / 1000, preempted_by: 'j-99' }];
+    await route.fulfill({ response: r, json: body });
+  });
+  await open(page, member, '#/jobs/' + jobId, 'alice (member)');
+  await page.waitForFunction(() => !document.querySelector('#f-preempted-row').hidden, null, { timeout: 10000 });
+  const shrunk = await page.textContent('#f-preempted');
+  check(/^shrunk 2 → 1 ranks for j-99 at \S/.test(shrunk), 'the page shows a shrink for a preemption: ' + shrunk);
+  await page.unroute(one);
 
   check(errors.length === 0, 'no errors in the page' + (errors.length ? ': ' + errors.join('; ') : ''));
   await context.close();

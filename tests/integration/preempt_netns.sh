@@ -79,8 +79,11 @@ r=$(grep -o 'resumed from .* at step [0-9]*' "$STATE/jobs/$lo/log" | sed 's/.* a
 # docs/TESTING.md), which the resumed attempt then rightly reads.
 [ -n "$r" ] && [ "$r" -ge "$ck" ] && [ "$r" -ge $((seen - 8)) ] && [ $((r % 8)) = 0 ] ||
     fail "$lo resumed at step '${r:-none}', want its checkpoint's ($ck or a later one): $(grep -i resum "$STATE/jobs/$lo/log" | head -3)"
+# and in the epoch of that step (the r-th: 16 steps an epoch, counted from 1)
+grep -q "resumed from .* at step $r (epoch $(((r - 1) / 16 + 1)))" "$STATE/jobs/$lo/log" ||
+    fail "$lo's resume at step $r is not in epoch $(((r - 1) / 16 + 1)): $(grep -i resum "$STATE/jobs/$lo/log" | head -3)"
 json "$lo"
 steps=$(jq -r '.summary.steps // empty' "$TMP/body")
 [ "$steps" = $((12 * 16)) ] || fail "$lo ran $steps steps in all, want $((12 * 16)): $(jq -c .summary "$TMP/body")"
 [ "$(jq -r .preempted_by "$TMP/body")" = "$hi" ] || fail "$lo's record lost its preemption: $(jq -c '{preempted_by}' "$TMP/body")"
-echo "ok: $lo resumed at step $r (its checkpoint), ran all $steps steps and SUCCEEDED"
+echo "ok: $lo resumed at step $r (epoch $(((r - 1) / 16 + 1)), its checkpoint), ran all $steps steps and SUCCEEDED"

@@ -506,6 +506,34 @@ static const builtin_t *find_builder(const char *name)
     return NULL;
 }
 
+/* tensor_info_t's no_decay: the tensors a layer reads as one value per channel (biases,
+ * batch-norm gamma and beta), that is every 1-D parameter of the layer list. From the
+ * layers, so a network of any origin (built-in or imported) gets it alike. */
+static void mark_no_decay(model_t *m)
+{
+    for (int i = 0; i < m->nlayers; i++) {
+        const layer_t *l = &m->layers[i];
+        const int bn = l->kind == LAYER_BN;
+        if (!bn && !l->has_bias) continue;
+        for (int t = 0; t < m->ntensors; t++) {
+            tensor_info_t *ti = &m->tensors[t];
+            if (ti->is_buffer) continue;
+            if ((l->has_bias || bn) && ti->offset == l->b_off) ti->no_decay = 1;
+            if (bn && ti->offset == l->w_off) ti->no_decay = 1;
+        }
+    }
+}
+
+int model_alloc_moment2(model_t *m)
+{
+    if (m->moment2) return 0;
+    const size_t bytes = (m->nparams * sizeof(float) + 4095) & ~(size_t)4095;
+    m->moment2 = aligned_alloc(4096, bytes ? bytes : 4096);
+    if (!m->moment2) return -1;
+    memset(m->moment2, 0, bytes ? bytes : 4096);
+    return 0;
+}
+
 /* One allocation per fused buffer and arena, sized by the layer list m already has, in
  * whole 4 KiB pages: aligned for AVX loads, and a GPU rank can page-lock params and grads
  * (cudaHostRegister) without two registrations sharing a page. 0, or -1 (out of memory;
@@ -653,6 +681,7 @@ static int create_with(const char *name, int C, int H, int W, int classes, int m
     }
     fuse_layers(m);
     mark_set_grads(m);
+    mark_no_decay(m);
     if (alloc_buffers(m) != 0) goto oom;
     *out = m;
     return 0;
@@ -682,7 +711,7 @@ int model_clone(const model_t *src, model_t **out, char *err, size_t errlen)
     /* the copy owns nothing of src's */
     m->layers = NULL;
     m->tensors = NULL;
-    m->params = m->grads = m->momentum = m->buffers = m->acts = m->dacts = m->aux = m->ws = m->probs = NULL;
+    m->params = m->grads = m->momentum = m->moment2 = m->buffers = m->acts = m->dacts = m->aux = m->ws = m->probs = NULL;
     m->argmax = NULL;
     m->dinput = NULL;
     m->progress = NULL;
@@ -711,6 +740,7 @@ void model_free(model_t *m)
     free(m->params);
     free(m->grads);
     free(m->momentum);
+    free(m->moment2);
     free(m->buffers);
     free(m->acts);
     free(m->dacts);
@@ -794,6 +824,7 @@ void model_init_params(model_t *m, uint64_t seed)
         }
     }
     memset(m->momentum, 0, m->nparams * sizeof(float));
+    if (m->moment2) memset(m->moment2, 0, m->nparams * sizeof(float));
 }
 
 /* ---- forward / backward ----------------------------------------------------------------- */
@@ -807,7 +838,7 @@ float model_forward(model_t *m, const float *x, const int32_t *y, int B, int tra
         MODEL_OPS[m->layers[i].kind].forward(m, i, x, B, train);
         if (m->progress) m->progress(m->progress_ctx);
     }
-    return softmax_xent_forward(B, m->num_classes, model_logits(m), y, m->probs);
+    return softmax_xent_forward(B, m->num_classes, model_logits(m), y, m->label_smoothing, m->probs);
 }
 
 void model_zero_dacts(model_t *m, int B)
@@ -826,10 +857,31 @@ void model_backward(model_t *m, const float *x, const int32_t *y, int B, float l
 {
     model_zero_dacts(m, B);
     const layer_t *last = &m->layers[m->nlayers - 1];
-    softmax_xent_backward(B, m->num_classes, m->probs, y, loss_scale, m->dacts + last->out_off);
+    softmax_xent_backward(B, m->num_classes, m->probs, y, m->label_smoothing, loss_scale, m->dacts + last->out_off);
 
     for (int i = m->nlayers - 1; i >= 0; i--) {
         MODEL_OPS[m->layers[i].kind].backward(m, i, x, B);
         if (m->progress) m->progress(m->progress_ctx);
+    }
+}
+
+void model_apply_optimizer(model_t *m, const float *g, const optim_step_t *o)
+{
+    float grad_scale = o->grad_scale;
+    if (o->clip_norm > 0) {
+        /* Clip the gradient the update will use, grad_scale * g, to clip_norm. */
+        float norm = grad_scale * (float)sqrt(sum_squares(m->nparams, g));
+        if (norm > o->clip_norm) grad_scale *= o->clip_norm / norm;
+    }
+    adamw_hparams_t h = o->h;
+    int ti = 0, exempt;
+    size_t off, n;
+    while (model_decay_run(m, o->groups, &ti, &off, &n, &exempt)) {
+        h.weight_decay = exempt ? 0.0 : o->h.weight_decay;
+        if (o->adamw)
+            adamw_update(n, m->params + off, g + off, m->momentum + off, m->moment2 + off, &h, o->step, grad_scale);
+        else
+            sgd_update(n, m->params + off, g + off, m->momentum + off, (float)h.lr, o->momentum, o->nesterov,
+                       (float)h.weight_decay, grad_scale);
     }
 }

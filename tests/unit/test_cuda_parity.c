@@ -1155,17 +1155,21 @@ static void test_softmax_xent(void **state)
     y[5] = 7;
     float *d_x = dcopy(x, n), *d_p = dalloc(n), *d_g = dalloc(n), *d_loss = dalloc(1);
     int32_t *d_y = dcopy_i32(y, B);
-    const float loss = softmax_xent_forward(B, N, x, y, p);
-    check_rc(cuda_softmax_xent_forward(g_ctx, B, N, d_x, d_y, d_p, d_loss), "xent fwd");
-    float loss_g;
-    download(&loss_g, d_loss, 1);
-    compare_scalar("xent.loss", loss_g, loss, TOL_SOFTMAX);
-    compare_dev("xent.probs", d_p, p, n, TOL_SOFTMAX);
-    static const float scales[] = {1.0f, 0.37f};
-    for (int s = 0; s < 2; s++) {
-        softmax_xent_backward(B, N, p, y, scales[s], g);
-        check_rc(cuda_softmax_xent_backward(g_ctx, B, N, d_p, d_y, scales[s], d_g), "xent bwd");
-        compare_dev(s ? "xent.dlogits (scale 0.37)" : "xent.dlogits (scale 1)", d_g, g, n, TOL_SOFTMAX);
+    /* without and with label smoothing */
+    static const float smooth[] = {0.0f, 0.1f};
+    for (int e = 0; e < 2; e++) {
+        const float loss = softmax_xent_forward(B, N, x, y, smooth[e], p);
+        check_rc(cuda_softmax_xent_forward(g_ctx, B, N, d_x, d_y, smooth[e], d_p, d_loss), "xent fwd");
+        float loss_g;
+        download(&loss_g, d_loss, 1);
+        compare_scalar(e ? "xent.loss (smoothing 0.1)" : "xent.loss", loss_g, loss, TOL_SOFTMAX);
+        compare_dev("xent.probs", d_p, p, n, TOL_SOFTMAX);
+        static const float scales[] = {1.0f, 0.37f};
+        for (int s = 0; s < 2; s++) {
+            softmax_xent_backward(B, N, p, y, smooth[e], scales[s], g);
+            check_rc(cuda_softmax_xent_backward(g_ctx, B, N, d_p, d_y, smooth[e], scales[s], d_g), "xent bwd");
+            compare_dev(s ? "xent.dlogits (scale 0.37)" : "xent.dlogits (scale 1)", d_g, g, n, TOL_SOFTMAX);
+        }
     }
     const int cc = count_correct(B, N, x, y), cg = cuda_count_correct(g_ctx, B, N, d_x, d_y);
     printf("  %-34s cpu=%d gpu=%d %s\n", "count_correct", cc, cg, cc == cg ? "ok" : "FAIL");

@@ -1416,6 +1416,14 @@ static void test_catalog_added_model(void **state)
                      0);
     assert_int_equal(memest_rank(&s, 1, &e, err, sizeof err), 0);
     assert_true(e.model_bytes == one + 4.0 * (4.0 * (200000 + 11000000) - 200000));
+    /* adamw: its second moment, one more float per parameter (the first is the momentum
+     * buffer, counted in the 3 x params above) */
+    assert_int_equal(spec_parse("{\"model\":\"resnet-user\",\"dataset\":{\"name\":\"cifar10\"},\"batch_size\":32,"
+                                "\"optimizer\":{\"kind\":\"adamw\"}}",
+                                &s, err, sizeof err),
+                     0);
+    assert_int_equal(memest_rank(&s, 1, &e, err, sizeof err), 0);
+    assert_true(e.model_bytes == one + 4.0 * 11000000);
 
     /* a model whose output width is not the data set's classes: both named */
     catalog_model_t wide = imported("wide-user", 100);

@@ -385,8 +385,8 @@ static void test_model_clone(void **state)
 /* Parameter groups (issue 44): resnet20's and lenet5's 1-D parameters (every bias, batch
  * norm's gamma "*.bn*.weight" and beta) are marked no_decay and nothing else is;
  * model_decay_run covers params exactly once in runs of one group (one run without
- * groups); and an AdamW step with weight decay and a zero gradient shrinks only the
- * decayed tensors. */
+ * groups); and an AdamW or SGD step with weight decay and a zero gradient shrinks only
+ * the decayed tensors. */
 static void test_no_decay_groups(void **state)
 {
     (void)state;
@@ -424,20 +424,26 @@ static void test_no_decay_groups(void **state)
         float *before = malloc(m->nparams * sizeof *before), *g = calloc(m->nparams, sizeof *g);
         assert_true(before && g);
         memcpy(before, m->params, m->nparams * sizeof *before);
-        const optim_step_t o = {.adamw = 1,
-                                .groups = 1,
-                                .h = {.lr = 0.1, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.5},
-                                .step = 1,
-                                .grad_scale = 1.0f};
-        model_apply_optimizer(m, g, &o);
-        for (int t = 0; t < m->ntensors; t++) {
-            const tensor_info_t *ti = &m->tensors[t];
-            if (ti->is_buffer) continue;
-            for (size_t i = ti->offset; i < ti->offset + ti->count; i++) {
-                const float want = ti->no_decay ? before[i] : before[i] * (float)(1.0 - 0.1 * 0.5);
-                if (m->params[i] != want)
-                    fail_msg("%s: %s[%zu] = %g after a zero-gradient step, want %g", NAMES[k], ti->name, i - ti->offset,
-                             m->params[i], want);
+        /* AdamW: w * (1 - lr wd); sgd (no_decay "auto" with sgd): w - lr (wd w) */
+        for (int adamw = 1; adamw >= 0; adamw--) {
+            memcpy(m->params, before, m->nparams * sizeof *before);
+            const optim_step_t o = {.adamw = adamw,
+                                    .groups = 1,
+                                    .h = {.lr = 0.1, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.5},
+                                    .step = 1,
+                                    .grad_scale = 1.0f};
+            model_apply_optimizer(m, g, &o);
+            for (int t = 0; t < m->ntensors; t++) {
+                const tensor_info_t *ti = &m->tensors[t];
+                if (ti->is_buffer) continue;
+                for (size_t i = ti->offset; i < ti->offset + ti->count; i++) {
+                    const float decayed = adamw ? before[i] * (float)(1.0 - 0.1 * 0.5)
+                                                : before[i] - 0.1f * (0.0f + 0.5f * before[i]);
+                    const float want = ti->no_decay ? before[i] : decayed;
+                    if (m->params[i] != want)
+                        fail_msg("%s (%s): %s[%zu] = %g after a zero-gradient step, want %g", NAMES[k],
+                                 adamw ? "adamw" : "sgd", ti->name, i - ti->offset, m->params[i], want);
+                }
             }
         }
         free(before);

@@ -506,22 +506,33 @@ static const builtin_t *find_builder(const char *name)
     return NULL;
 }
 
+static int cmp_size(const void *a, const void *b)
+{
+    const size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
 /* tensor_info_t's no_decay: the tensors a layer reads as one value per channel (biases,
  * batch-norm gamma and beta), that is every 1-D parameter of the layer list. From the
- * layers, so a network of any origin (built-in or imported) gets it alike. */
-static void mark_no_decay(model_t *m)
+ * layers, so a network of any origin (built-in or imported) gets it alike. The layers'
+ * offsets are sorted and each parameter tensor looked up: n log n, as an imported graph
+ * may have tens of thousands of both. 0, or -1 (out of memory). */
+static int mark_no_decay(model_t *m)
 {
+    size_t *offs = malloc(2 * (size_t)(m->nlayers ? m->nlayers : 1) * sizeof *offs), n = 0;
+    if (!offs) return -1;
     for (int i = 0; i < m->nlayers; i++) {
         const layer_t *l = &m->layers[i];
-        const int bn = l->kind == LAYER_BN;
-        if (!bn && !l->has_bias) continue;
-        for (int t = 0; t < m->ntensors; t++) {
-            tensor_info_t *ti = &m->tensors[t];
-            if (ti->is_buffer) continue;
-            if ((l->has_bias || bn) && ti->offset == l->b_off) ti->no_decay = 1;
-            if (bn && ti->offset == l->w_off) ti->no_decay = 1;
-        }
+        if (l->kind == LAYER_BN) offs[n++] = l->w_off;
+        if (l->kind == LAYER_BN || l->has_bias) offs[n++] = l->b_off;
     }
+    qsort(offs, n, sizeof *offs, cmp_size);
+    for (int t = 0; t < m->ntensors; t++) {
+        tensor_info_t *ti = &m->tensors[t];
+        ti->no_decay = !ti->is_buffer && bsearch(&ti->offset, offs, n, sizeof *offs, cmp_size) != NULL;
+    }
+    free(offs);
+    return 0;
 }
 
 int model_alloc_moment2(model_t *m)
@@ -681,8 +692,7 @@ static int create_with(const char *name, int C, int H, int W, int classes, int m
     }
     fuse_layers(m);
     mark_set_grads(m);
-    mark_no_decay(m);
-    if (alloc_buffers(m) != 0) goto oom;
+    if (mark_no_decay(m) != 0 || alloc_buffers(m) != 0) goto oom;
     *out = m;
     return 0;
 oom:

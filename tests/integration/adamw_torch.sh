@@ -9,7 +9,10 @@
 # image. Then the same job stopped after 3 steps and resumed (checkpoint format 7: the
 # step count and both moments) ends bit for bit where the uninterrupted run does: the two
 # final checkpoints are the same bytes (weights, both moments, opt_step; tests/tools/
-# ckpt_diff builds catalog models only) and so are the two exported models.
+# ckpt_diff builds catalog models only) and so are the two exported models. An elastic
+# restart from step 3 on 1 rank (--world 1: one worker takes the whole batch of 64) goes on
+# with the moments and step count: its losses after steps 4 to 6 are the 2-rank run's
+# within adamw_torch.py's LOSS_TOL (the same mean gradient, summed in another order).
 . tests/lib.sh
 /usr/bin/python3 tests/tools/adamw_torch.py --export "$TMP" >"$TMP/export.log" 2>&1
 rc=$?
@@ -43,3 +46,23 @@ grep -q "resumed from .* at step 3" "$TMP/cut2.log" || { cat "$TMP/cut2.log"; fa
 cmp "$TMP/full/aw.ckpt" "$TMP/cut/aw.ckpt" || fail "adamw stopped at step 3 and resumed differs from the uninterrupted run"
 cmp "$TMP/trained.onnx" "$TMP/resumed.onnx" || fail "the resumed run exported other weights than the uninterrupted one"
 echo "ok: adamw stopped at step 3 and resumed ends bit for bit where the uninterrupted run does (both moments, step 6)"
+
+spec aw "$TMP/el" >"$TMP/el.json"
+mpi "$TMP/el1.log" --spec "$TMP/el.json" --world 2 --stop-after-steps 3
+$MPIRUN -np 1 $WORKER --spec "$TMP/el.json" --world 1 --resume --metrics "$TMP/el.jsonl" >"$TMP/el2.log" 2>&1 ||
+    { tail -20 "$TMP/el2.log"; fail "the elastic resume on 1 rank failed"; }
+grep -q "written by 2 workers; resuming with 1" "$TMP/el2.log" || { cat "$TMP/el2.log"; fail "no line saying the world changed"; }
+losses() { jq -r 'select(.kind == "epoch" and .rank == 0) | .test_loss' "$1" | tail -3; }
+losses "$TMP/full.jsonl" >"$TMP/full.losses"
+losses "$TMP/el.jsonl" >"$TMP/el.losses"
+n=0
+for pair in $(paste -d: "$TMP/full.losses" "$TMP/el.losses"); do
+    a=${pair%%:*} b=${pair##*:}
+    need_number "2-rank loss" "$a"
+    need_number "elastic loss" "$b"
+    awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-5 * a) }' ||
+        fail "after the elastic restart: loss $b, the 2-rank run's $a (over 1e-5 relative)"
+    n=$((n + 1))
+done
+equals_num "losses compared after the elastic restart" "$n" 3
+echo "ok: an elastic restart on 1 rank goes on with the moments: losses after steps 4 to 6 are the 2-rank run's"

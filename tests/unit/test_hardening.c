@@ -573,11 +573,12 @@ static void test_checkpoint_validate_other_world(void **state)
     assert_non_null(strstr(err, "nworkers = 4 is outside [1, 3]"));
 }
 
-/* buf (len bytes, a checkpoint of this build without compression state) as version v
- * (3, 4 or 5) wrote it: the header without the fields later versions append (version 6's
- * compression counts; for 4 also version 5's dropout steps; for 3 also version 4's
- * global batch, goodput and noise-scale fields), header_bytes and version to match; the
- * CRC is left to the caller. */
+/* buf (len bytes, a checkpoint of this build without compression state or a second
+ * moment: an SGD run's) as version v (3 to 6) wrote it: the header without the fields
+ * later versions append (version 7's optimizer step and second-moment count; for 5 also
+ * version 6's compression counts; for 4 also version 5's dropout steps; for 3 also
+ * version 4's global batch, goodput and noise-scale fields), header_bytes and version to
+ * match; the CRC is left to the caller. */
 static void to_version(unsigned char *buf, size_t *len, uint32_t v)
 {
     size_t off, size, hoff, hsize;

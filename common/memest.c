@@ -93,6 +93,9 @@ int memest_rank(const job_spec_t *s, int nworkers, memest_t *out, char *err, siz
     if (s->threads > 1)
         out->model_bytes += 4.0 * ((double)s->threads * ((double)m.fixed + (double)m.params) - (double)m.fixed);
     out->model_bytes += compress_bytes(s, (double)m.params, nworkers >= 1 ? nworkers : s->workers);
+    /* AdamW keeps two moments: the first where SGD keeps its momentum (counted above), the
+     * second in one more fused buffer (model.h's moment2). */
+    if (spec_is_adamw(s)) out->model_bytes += 4.0 * (double)m.params;
     out->batch_bytes = (double)max_b * per_sample;
     long kept_train = s->dataset.train_subset > 0 && s->dataset.train_subset < train_n ? s->dataset.train_subset
                                                                                        : train_n;

@@ -114,6 +114,8 @@ static const char *const DC_VARIANTS[] = {"c", "a", NULL};
 static const char *const GOODPUT_MODELS[] = {"nodes", "equal", NULL};
 static const char *const COMPRESSIONS[] = {"none", "bf16", "powersgd", NULL};
 #define MAX_COMPRESS_RANK 64 /* worker/compress.h's COMPRESS_MAX_RANK */
+static const char *const OPTIMIZERS[] = {"sgd", "adamw", NULL};
+static const char *const NO_DECAY[] = {"default", "auto", "none", NULL};
 static const char *const ASYNC_MOMENTA[] = {"explicit", "compensated", NULL};
 static const char *const ON_COLLAPSE[] = {"continue", "fail", "restart", NULL};
 static const char *const PRIORITIES[] = {"high", "normal", "low", NULL};
@@ -274,16 +276,32 @@ static const field_t FIELDS[] = {
             "(docs/ARCHITECTURE.md, \"Scheduling policies\"; `--policy fifo` keeps arrival order only); the "
             "queued job's `queue.reason` says `a higher priority` while it waits behind one."},
 
+    {.path = "optimizer.kind", STR(optimizer.kind), .choices = OPTIMIZERS, .def_str = "sgd",
+     .doc = "sgd = PyTorch's SGD (momentum, nesterov, weight decay added to the gradient); adamw = "
+            "torch.optim.AdamW (betas, eps; weight decay decoupled: w -= lr * weight_decay * w), its step "
+            "count and two moments in every checkpoint. adamw is refused with the parameter-server family."},
     {.path = "optimizer.lr", DBL(optimizer.lr), IN_OC(0, MAX_LR), .def_num = 0.01,
      .doc = "Learning rate (peak rate when a schedule is set)."},
     {.path = "optimizer.momentum", DBL(optimizer.momentum), IN_CO(0, 1), .def_num = 0.9,
-     .doc = "Momentum; 0 = plain SGD."},
+     .doc = "sgd: momentum; 0 = plain SGD (adamw ignores it and nesterov)."},
     {.path = "optimizer.nesterov", BOOL(optimizer.nesterov), .def_num = 0,
      .doc = "Nesterov momentum."},
     {.path = "optimizer.weight_decay", DBL(optimizer.weight_decay), BETWEEN(0, 1), .def_num = 0,
-     .doc = "L2 penalty added to the gradient."},
+     .doc = "sgd: L2 penalty added to the gradient; adamw: decoupled decay, w -= lr * weight_decay * w "
+            "(optimizer.no_decay says which tensors are exempt)."},
     {.path = "optimizer.clip_norm", DBL(optimizer.clip_norm), BETWEEN(0, 1e6), .def_num = 0,
      .doc = "Clip the gradient to this global L2 norm; 0 = no clipping."},
+    {.path = "optimizer.betas", .type = F_DOUBLES, MEMBER(job_spec_t, optimizer.betas, double *),
+     COUNT(optimizer.nbetas), IN_CO(0, 1), .def_num = 0, .default_doc = "`[0.9, 0.999]`",
+     .allowed_doc = "`[]` or `[b1, b2]`, each in [0, 1)",
+     .doc = "adamw: decay rates of the first and second moments; `[]` = the default."},
+    {.path = "optimizer.eps", DBL(optimizer.eps), IN_OC(0, 1), .def_num = 1e-8,
+     .doc = "adamw: added to the square root of the second moment."},
+    {.path = "optimizer.no_decay", STR(optimizer.no_decay), .choices = NO_DECAY, .def_str = "default",
+     .doc = "Which tensors get no weight decay: auto = every bias and normalisation parameter (the model's "
+            "1-D parameters: batch-norm gamma and beta, convolution and linear biases; timm's and "
+            "torchvision's recipes), none = none (torch's plain optimizers); default = auto with adamw, none "
+            "with sgd."},
     {.path = "optimizer.async_momentum", STR(optimizer.async_momentum), .choices = ASYNC_MOMENTA,
      .def_str = "compensated",
      .doc = "Asynchronous algorithms: explicit = the parameter server applies optimizer.momentum as given; "
@@ -304,6 +322,10 @@ static const field_t FIELDS[] = {
     {.path = "optimizer.lr_schedule.min_lr", DBL(optimizer.lr_schedule.min_lr),
      BETWEEN(0, MAX_LR), .def_num = 0, .allowed_doc = "between 0 and optimizer.lr",
      .doc = "cosine: the rate at the end of training."},
+
+    {.path = "loss.label_smoothing", DBL(loss.label_smoothing), IN_CO(0, 1), .def_num = 0,
+     .doc = "Cross-entropy label smoothing (torch.nn.CrossEntropyLoss's): loss = (1 - x) * nll + x * the "
+            "mean over classes of -log p; the evaluation loss too."},
 
     {.path = "algorithm.name", STR(algorithm.name), .choices = ALGORITHMS, .def_str = "sgd",
      .doc = "Training algorithm; sgd is single-process (workers must be 1)."},
@@ -1087,6 +1109,16 @@ static int cross_check(errbuf_t *e, const job_spec_t *s)
 
     if (cross_check_compression(e, s) < 0) return -1;
 
+    if (s->optimizer.nbetas != 0 && s->optimizer.nbetas != 2)
+        return fail(e, "optimizer.betas: must be [b1, b2], has %d entries", s->optimizer.nbetas);
+    /* The parameter server's rules (worker/ps.c) keep SGD's one momentum buffer: AdamW's
+     * moments and step count have no home there yet. */
+    if (spec_is_adamw(s) && spec_is_async(s))
+        return fail(e,
+                    "optimizer.kind: adamw is not applied by the parameter server of %s; use a synchronous "
+                    "algorithm (sgd, ssgd, hier-bsp, hpsgd, local-sgd) or optimizer.kind sgd",
+                    alg);
+
     if (strcmp(s->optimizer.lr_schedule.kind, "cosine") == 0 && s->optimizer.lr_schedule.min_lr > s->optimizer.lr)
         return fail(e, "optimizer.lr_schedule.min_lr: must be <= optimizer.lr (%s)", fmt_num(num, s->optimizer.lr));
 
@@ -1326,6 +1358,16 @@ static char *spec_text(const job_spec_t *s, int for_hash, json_t **doc)
      * earlier versions still resume (kind none ignores rank and warmup_steps). */
     if (for_hash && strcmp(s->algorithm.compression.kind, "none") == 0)
         json_object_del(json_object_get(root, "algorithm"), "compression");
+    /* Likewise sgd (which reads no AdamW field) without label smoothing or parameter
+     * groups hashes as before they existed: sgd checkpoints of earlier versions resume. */
+    if (for_hash && !spec_is_adamw(s)) {
+        json_t *opt = json_object_get(root, "optimizer");
+        json_object_del(opt, "kind");
+        json_object_del(opt, "betas");
+        json_object_del(opt, "eps");
+        if (!spec_no_decay(s)) json_object_del(opt, "no_decay");
+    }
+    if (for_hash && s->loss.label_smoothing == 0.0) json_object_del(root, "loss");
     /* One precision for the whole document: the largest any number needs to read back
      * exactly, so 0.01 prints as 0.01 rather than 0.010000000000000000208. */
     char *text = json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(prec) | (for_hash ? JSON_SORT_KEYS : 0));
@@ -1354,6 +1396,21 @@ uint64_t spec_hash(const job_spec_t *s)
 /* ---- queries and docs --------------------------------------------------------------- */
 
 int spec_is_async(const job_spec_t *s) { return in_list(s->algorithm.name, ASYNC_ALGORITHMS); }
+
+int spec_is_adamw(const job_spec_t *s) { return strcmp(s->optimizer.kind, "adamw") == 0; }
+
+void spec_adamw_betas(const job_spec_t *s, double *beta1, double *beta2)
+{
+    const int given = s->optimizer.nbetas == 2;
+    *beta1 = given ? s->optimizer.betas[0] : 0.9;
+    *beta2 = given ? s->optimizer.betas[1] : 0.999;
+}
+
+int spec_no_decay(const job_spec_t *s)
+{
+    if (strcmp(s->optimizer.no_decay, "default") == 0) return spec_is_adamw(s);
+    return strcmp(s->optimizer.no_decay, "auto") == 0;
+}
 
 int spec_warnings(const job_spec_t *s, char warn[][SPEC_WARNING_MAX], int max)
 {

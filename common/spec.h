@@ -86,11 +86,18 @@ typedef struct {
         } compression;
     } algorithm;
     struct {
+        char kind[8]; /* sgd | adamw */
         double lr;
         double momentum;
         int nesterov;
         double weight_decay;
         double clip_norm; /* 0 = no clipping */
+        /* adamw: the moments' decay rates; nbetas 0 = (0.9, 0.999), spec_adamw_betas */
+        double betas[2];
+        int nbetas;
+        double eps; /* adamw: added to the second moment's square root */
+        /* default | auto | none: the tensors without weight decay (spec_no_decay) */
+        char no_decay[8];
         /* explicit | compensated: the parameter-server family's momentum (worker/ps.c) */
         char async_momentum[16];
         struct {
@@ -101,6 +108,9 @@ typedef struct {
             double min_lr;      /* cosine floor */
         } lr_schedule;
     } optimizer;
+    struct {
+        double label_smoothing; /* the cross-entropy's, PyTorch's definition */
+    } loss;
     int batch_size; /* per worker */
     int epochs;
     int workers;
@@ -204,6 +214,13 @@ int spec_dataset_is_user(const job_spec_t *s);
 
 /* Whether the algorithm runs with a parameter server on rank 0 (world = workers + 1). */
 int spec_is_async(const job_spec_t *s);
+/* optimizer.kind is adamw. */
+int spec_is_adamw(const job_spec_t *s);
+/* optimizer.betas, or AdamW's defaults (0.9, 0.999) when the spec gives none. */
+void spec_adamw_betas(const job_spec_t *s, double *beta1, double *beta2);
+/* Whether biases and normalisation parameters go without weight decay: optimizer.no_decay
+ * "auto", or "default" with adamw (sgd's default decays every tensor, as before). */
+int spec_no_decay(const job_spec_t *s);
 
 /* Combinations that are valid but known to train badly, each as one line into warn[i]
  * (at most max of them); returns how many. The coordinator returns them in the answer to

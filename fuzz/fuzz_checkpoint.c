@@ -19,7 +19,11 @@
  *          names both class counts (worker/checkpoint.c's other_classes);
  *   bit 5  (with bit 2, not 3) the expectations of a PowerSGD plan (version 6's Q and
  *          error feedback after the buffers: 3 and 2 floats here), restored into
- *          buffers the harness checks are written only on success.
+ *          buffers the harness checks are written only on success;
+ *   bit 6  the reading model is an AdamW run's (a second moment, model.h's moment2), and
+ *          bit 0's valid checkpoint one written by such a run (version 7's opt_step and
+ *          second moment after the buffers): validated, a file without a second moment is
+ *          refused saying so, and a refused one leaves the second moment untouched.
  * Invariants: a refusal leaves the model's weights untouched and says which file; an
  * accepted checkpoint, validated, holds batch sizes inside the buffers and a position
  * inside the run (with the goodput planner: a plan summing to the checkpoint's global
@@ -27,9 +31,9 @@
  * step past the workers.
  *
  * PACER_FUZZ_WRITE_SEEDS=DIR writes the seed files (a fresh run, the same after 4 steps,
- * a finished run, a goodput run, a PowerSGD run) into DIR at start-up:
+ * a finished run, a goodput run, a PowerSGD run, an AdamW run) into DIR at start-up:
  * fuzz/corpus/checkpoint/ holds their output, the first four as format 5 wrote them (kept,
- * so the fuzzer reads that format too), powersgd.bin in format 6.
+ * so the fuzzer reads that format too), powersgd.bin in format 6, adamw.bin in format 7.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -44,9 +48,10 @@ enum { NP = 6, NB = 2, NW = 2 };
 enum { MLP_PER_CLASS = 129, NP_MLP = NP + MLP_PER_CLASS };
 static model_t model, mlp;
 static tensor_info_t tensors[3], mlp_tensors[3];
-static float params[NP_MLP], momentum[NP_MLP], buffers[NB];
-static unsigned char *valid, *valid_mlp;
-static size_t valid_len, valid_mlp_len;
+static float params[NP_MLP], momentum[NP_MLP], moment2[NP_MLP], buffers[NB];
+static unsigned char *valid, *valid_mlp, *valid_adamw;
+static size_t valid_len, valid_mlp_len, valid_adamw_len;
+static const int64_t ADAMW_STEP = 14; /* the AdamW file's opt_step */
 static const ckpt_expect_t WANT = {.spec_hash = 0x1234,
                                    .seed = 42,
                                    .nworkers = NW,
@@ -140,6 +145,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     snprintf(model.name, sizeof model.name, "mlp");
     valid_mlp = write_read(path, &st, &valid_mlp_len);
     snprintf(model.name, sizeof model.name, "fuzz");
+    /* an AdamW run's: the step count and the second moment */
+    for (int i = 0; i < NP; i++) moment2[i] = 0.25f * (float)(i + 1);
+    model.moment2 = moment2;
+    st.opt_step = ADAMW_STEP;
+    valid_adamw = write_read(path, &st, &valid_adamw_len);
+    st.opt_step = 0;
+    model.moment2 = NULL;
     const char *seeds = getenv("PACER_FUZZ_WRITE_SEEDS");
     if (seeds) {
         static const struct {
@@ -185,6 +197,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         f = fopen(out, "wb");
         if (!f || fputc(36, f) == EOF || fwrite(b, 1, len, f) != len || fclose(f) != 0) abort();
         free(b);
+        /* mode byte 68: an AdamW run's, validated by an AdamW run */
+        snprintf(out, sizeof out, "%s/adamw.bin", seeds);
+        f = fopen(out, "wb");
+        if (!f || fputc(68, f) == EOF || fwrite(valid_adamw, 1, valid_adamw_len, f) != valid_adamw_len || fclose(f) != 0)
+            abort();
     }
     unlink(path);
     rmdir(dir);
@@ -198,10 +215,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     data++, size--;
     unsigned char *buf;
     size_t len;
+    const int adamw = (mode & 64) && !(mode & 16);
     model_t *m = (mode & 16) ? &mlp : &model;
+    model.moment2 = adamw ? moment2 : NULL;
     if (mode & 1) {
-        const unsigned char *base = (mode & 16) ? valid_mlp : valid;
-        const size_t base_len = (mode & 16) ? valid_mlp_len : valid_len;
+        const unsigned char *base = (mode & 16) ? valid_mlp : adamw ? valid_adamw : valid;
+        const size_t base_len = (mode & 16) ? valid_mlp_len : adamw ? valid_adamw_len : valid_len;
         len = base_len;
         buf = malloc(len);
         if (!buf) return 0;
@@ -218,7 +237,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcpy(buf, data, len);
     }
     if (mode & 2) checkpoint_fix_crc(buf, len);
-    float before[NP_MLP + NP_MLP + NB];
+    float before[NP_MLP + NP_MLP + NB], before_m2[NP_MLP];
+    memcpy(before_m2, moment2, sizeof moment2);
     memcpy(before, params, sizeof params);
     memcpy(before + NP_MLP, momentum, sizeof momentum);
     memcpy(before + 2 * NP_MLP, buffers, sizeof buffers);
@@ -239,8 +259,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             !strstr(err, "checkpoint is for model mlp with 10 classes (6 parameters), the job's data set has 11 (135)"))
             abort();
         if (memcmp(before, params, sizeof params) || memcmp(before + NP_MLP, momentum, sizeof momentum) ||
-            memcmp(before + 2 * NP_MLP, buffers, sizeof buffers))
+            memcmp(before + 2 * NP_MLP, buffers, sizeof buffers) || memcmp(before_m2, moment2, sizeof moment2))
             abort();
+        /* the AdamW run's own file, unchanged, is accepted; a validated AdamW run refuses a
+         * file without a second moment only by saying so */
+        if (adamw && (mode & 1) && size == 0 && !(mode & (8 | 32))) abort();
+    } else if (adamw && want && st.moment2_floats != NP) {
+        abort(); /* an AdamW run resumed without its second moment */
     } else if (want) {
         int64_t sum = 0;
         for (int i = 0; i < CKPT_MAX_WORKERS; i++) {
@@ -263,6 +288,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(params, before, sizeof params);
     memcpy(momentum, before + NP_MLP, sizeof momentum);
     memcpy(buffers, before + 2 * NP_MLP, sizeof buffers);
+    memcpy(moment2, before_m2, sizeof moment2);
+    model.moment2 = NULL;
     free(buf);
     return 0;
 }

@@ -347,6 +347,7 @@ int cuda_model_sgd(cuda_model_t *cm, float lr, float momentum, int nesterov, flo
 {
     return backend->model_sgd(cm, lr, momentum, nesterov, weight_decay, grad_scale, clip_norm);
 }
+int cuda_model_optimize(cuda_model_t *cm, const optim_step_t *o) { return backend->model_optimize(cm, o); }
 const float *cuda_model_logits_host(cuda_model_t *cm, int B) { return backend->model_logits_host(cm, B); }
 int cuda_model_upload_forward_state(cuda_model_t *cm, const model_t *m, int B)
 {

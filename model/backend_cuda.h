@@ -10,11 +10,11 @@
  *   exchange               model->grads go to MPI as on a CPU rank
  *   update                 on the device: cuda_model_upload_grads of the reduced gradient
  *                          (skipped when the rank's own gradient is applied), then
- *                          cuda_model_sgd; or on the host by the algorithm (a PS
+ *                          cuda_model_optimize; or on the host by the algorithm (a PS
  *                          worker; hpsgd's merge), whose new weights go up with the next step
  *
  * Ownership: the device holds the authoritative batch-norm running statistics (forward
- * updates them there) and, after cuda_model_sgd, the weights and momentum; the host copy is
+ * updates them there) and, after cuda_model_optimize, the weights and moments; the host copy is
  * refreshed by the download functions and pushed back by the upload ones. worker.h says
  * when the worker does which.
  *
@@ -153,6 +153,10 @@ int cuda_model_train_step(cuda_model_t *cm, const float *host_x, const int32_t *
  * sgd_update with grad_scale. Asynchronous. */
 int cuda_model_sgd(cuda_model_t *cm, float lr, float momentum, int nesterov, float weight_decay, float grad_scale,
                    float clip_norm);
+/* The worker's step (ops.h's optim_step_t, model_apply_optimizer's rule) on the device
+ * grads: clipping over the whole gradient, then sgd or AdamW over the weight-decay runs,
+ * the moments on the device (uploaded and downloaded with the momentum). Asynchronous. */
+int cuda_model_optimize(cuda_model_t *cm, const optim_step_t *o);
 /* The logits (B, num_classes) of the last forward, copied to pinned host memory owned by
  * cm; NULL on error. */
 const float *cuda_model_logits_host(cuda_model_t *cm, int B);

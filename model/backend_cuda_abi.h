@@ -25,8 +25,9 @@ extern "C" {
 /* 4: MODEL_GRAD_EXTRA 4 (the noise scale's extras), the grads buffers' size; 5: every layer
  * kind runs, upload and download_params carry the dropout seed and step; 6: layer_t's clip,
  * hard sigmoid, mul and batch-norm momentum fields (issue 43's convolutional families); 7:
- * LAYER_STOCHASTIC_DEPTH */
-#define PACER_CUDA_ABI 7
+ * LAYER_STOCHASTIC_DEPTH; 8: model_t's moment2 and label_smoothing, tensor_info_t's no_decay,
+ * model_optimize (AdamW, parameter groups) */
+#define PACER_CUDA_ABI 8
 #define PACER_CUDA_ENTRY "pacer_cuda_backend"
 
 typedef struct cuda_model cuda_model_t;
@@ -94,6 +95,7 @@ typedef struct {
                             float *host_grads, float *loss);
     int (*model_sgd)(cuda_model_t *cm, float lr, float momentum, int nesterov, float weight_decay, float grad_scale,
                      float clip_norm);
+    int (*model_optimize)(cuda_model_t *cm, const optim_step_t *o);
     const float *(*model_logits_host)(cuda_model_t *cm, int B);
     int (*model_upload_forward_state)(cuda_model_t *cm, const model_t *m, int B);
     void (*model_set_progress)(cuda_model_t *cm, void (*fn)(void *ctx), void *ctx);

@@ -506,6 +506,45 @@ static const builtin_t *find_builder(const char *name)
     return NULL;
 }
 
+static int cmp_size(const void *a, const void *b)
+{
+    const size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* tensor_info_t's no_decay: the tensors a layer reads as one value per channel (biases,
+ * batch-norm gamma and beta), that is every 1-D parameter of the layer list. From the
+ * layers, so a network of any origin (built-in or imported) gets it alike. The layers'
+ * offsets are sorted and each parameter tensor looked up: n log n, as an imported graph
+ * may have tens of thousands of both. 0, or -1 (out of memory). */
+static int mark_no_decay(model_t *m)
+{
+    size_t *offs = malloc(2 * (size_t)(m->nlayers ? m->nlayers : 1) * sizeof *offs), n = 0;
+    if (!offs) return -1;
+    for (int i = 0; i < m->nlayers; i++) {
+        const layer_t *l = &m->layers[i];
+        if (l->kind == LAYER_BN) offs[n++] = l->w_off;
+        if (l->kind == LAYER_BN || l->has_bias) offs[n++] = l->b_off;
+    }
+    qsort(offs, n, sizeof *offs, cmp_size);
+    for (int t = 0; t < m->ntensors; t++) {
+        tensor_info_t *ti = &m->tensors[t];
+        ti->no_decay = !ti->is_buffer && bsearch(&ti->offset, offs, n, sizeof *offs, cmp_size) != NULL;
+    }
+    free(offs);
+    return 0;
+}
+
+int model_alloc_moment2(model_t *m)
+{
+    if (m->moment2) return 0;
+    const size_t bytes = (m->nparams * sizeof(float) + 4095) & ~(size_t)4095;
+    m->moment2 = aligned_alloc(4096, bytes ? bytes : 4096);
+    if (!m->moment2) return -1;
+    memset(m->moment2, 0, bytes ? bytes : 4096);
+    return 0;
+}
+
 /* One allocation per fused buffer and arena, sized by the layer list m already has, in
  * whole 4 KiB pages: aligned for AVX loads, and a GPU rank can page-lock params and grads
  * (cudaHostRegister) without two registrations sharing a page. 0, or -1 (out of memory;
@@ -653,7 +692,7 @@ static int create_with(const char *name, int C, int H, int W, int classes, int m
     }
     fuse_layers(m);
     mark_set_grads(m);
-    if (alloc_buffers(m) != 0) goto oom;
+    if (mark_no_decay(m) != 0 || alloc_buffers(m) != 0) goto oom;
     *out = m;
     return 0;
 oom:
@@ -682,7 +721,7 @@ int model_clone(const model_t *src, model_t **out, char *err, size_t errlen)
     /* the copy owns nothing of src's */
     m->layers = NULL;
     m->tensors = NULL;
-    m->params = m->grads = m->momentum = m->buffers = m->acts = m->dacts = m->aux = m->ws = m->probs = NULL;
+    m->params = m->grads = m->momentum = m->moment2 = m->buffers = m->acts = m->dacts = m->aux = m->ws = m->probs = NULL;
     m->argmax = NULL;
     m->dinput = NULL;
     m->progress = NULL;
@@ -711,6 +750,7 @@ void model_free(model_t *m)
     free(m->params);
     free(m->grads);
     free(m->momentum);
+    free(m->moment2);
     free(m->buffers);
     free(m->acts);
     free(m->dacts);
@@ -794,6 +834,7 @@ void model_init_params(model_t *m, uint64_t seed)
         }
     }
     memset(m->momentum, 0, m->nparams * sizeof(float));
+    if (m->moment2) memset(m->moment2, 0, m->nparams * sizeof(float));
 }
 
 /* ---- forward / backward ----------------------------------------------------------------- */
@@ -807,7 +848,7 @@ float model_forward(model_t *m, const float *x, const int32_t *y, int B, int tra
         MODEL_OPS[m->layers[i].kind].forward(m, i, x, B, train);
         if (m->progress) m->progress(m->progress_ctx);
     }
-    return softmax_xent_forward(B, m->num_classes, model_logits(m), y, m->probs);
+    return softmax_xent_forward(B, m->num_classes, model_logits(m), y, m->label_smoothing, m->probs);
 }
 
 void model_zero_dacts(model_t *m, int B)
@@ -826,10 +867,31 @@ void model_backward(model_t *m, const float *x, const int32_t *y, int B, float l
 {
     model_zero_dacts(m, B);
     const layer_t *last = &m->layers[m->nlayers - 1];
-    softmax_xent_backward(B, m->num_classes, m->probs, y, loss_scale, m->dacts + last->out_off);
+    softmax_xent_backward(B, m->num_classes, m->probs, y, m->label_smoothing, loss_scale, m->dacts + last->out_off);
 
     for (int i = m->nlayers - 1; i >= 0; i--) {
         MODEL_OPS[m->layers[i].kind].backward(m, i, x, B);
         if (m->progress) m->progress(m->progress_ctx);
+    }
+}
+
+void model_apply_optimizer(model_t *m, const float *g, const optim_step_t *o)
+{
+    float grad_scale = o->grad_scale;
+    if (o->clip_norm > 0) {
+        /* Clip the gradient the update will use, grad_scale * g, to clip_norm. */
+        float norm = grad_scale * (float)sqrt(sum_squares(m->nparams, g));
+        if (norm > o->clip_norm) grad_scale *= o->clip_norm / norm;
+    }
+    adamw_hparams_t h = o->h;
+    int ti = 0, exempt;
+    size_t off, n;
+    while (model_decay_run(m, o->groups, &ti, &off, &n, &exempt)) {
+        h.weight_decay = exempt ? 0.0 : o->h.weight_decay;
+        if (o->adamw)
+            adamw_update(n, m->params + off, g + off, m->momentum + off, m->moment2 + off, &h, o->step, grad_scale);
+        else
+            sgd_update(n, m->params + off, g + off, m->momentum + off, (float)h.lr, o->momentum, o->nesterov,
+                       (float)h.weight_decay, grad_scale);
     }
 }

@@ -123,6 +123,10 @@ typedef struct {
     char name[MODEL_TENSOR_NAME_MAX]; /* "conv1.weight" */
     size_t offset, count;             /* into params (or buffers when is_buffer) */
     int is_buffer;
+    /* A bias or normalisation parameter (every 1-D parameter: batch-norm gamma and beta,
+     * convolution and linear biases), which optimizer.no_decay "auto" exempts from weight
+     * decay. Set by model_create from the layer list. */
+    int no_decay;
 } tensor_info_t;
 
 typedef struct {
@@ -144,8 +148,11 @@ typedef struct {
     size_t nbuffers; /* floats in buffers */
     float *params;   /* fused parameters */
     float *grads;    /* fused gradients, same offsets, + MODEL_GRAD_EXTRA */
-    float *momentum; /* optimizer state, same offsets */
+    float *momentum; /* optimizer state, same offsets: SGD's buffer, AdamW's first moment */
+    float *moment2;  /* AdamW's second moment, same offsets; NULL until model_alloc_moment2 */
     float *buffers;  /* bn running stats */
+    /* The loss's label smoothing (softmax_xent_forward's), set by the owner; 0 = none */
+    float label_smoothing;
 
     size_t act_floats;  /* per arena */
     size_t aux_floats;  /* bn saved statistics */
@@ -267,6 +274,40 @@ void model_backward(model_t *m, const float *x, const int32_t *y, int B, float l
  * into, for the first B samples (bench/layer_profile times it alone). */
 void model_zero_dacts(model_t *m, int B);
 const float *model_logits(const model_t *m);
+
+/* Allocates the zeroed second-moment buffer (m->moment2) an AdamW run needs; the one
+ * allocation outside model_create, so that an SGD run does not pay for it. 0, or -1 (out
+ * of memory). */
+int model_alloc_moment2(model_t *m);
+/* The parameters in runs of adjacent tensors of one weight-decay group: from *ti = 0,
+ * each call gives the next run's offset and float count into params and whether it is
+ * exempt from decay (tensor_info_t's no_decay; groups 0: one run of every parameter, not
+ * exempt) and returns 1; 0 past the last. Allocates nothing (a training step's). Inline:
+ * the CUDA library (model_cuda.cu, which does not link model.c) walks the same runs. */
+static inline int model_decay_run(const model_t *m, int groups, int *ti, size_t *off, size_t *count, int *no_decay)
+{
+    /* parameter tensors lie in params in list order, one after the other */
+    int t = *ti;
+    while (t < m->ntensors && m->tensors[t].is_buffer) t++;
+    if (t >= m->ntensors) return 0;
+    const int nd = groups && m->tensors[t].no_decay;
+    *off = m->tensors[t].offset;
+    *count = 0;
+    for (; t < m->ntensors; t++) {
+        const tensor_info_t *x = &m->tensors[t];
+        if (x->is_buffer) continue;
+        if ((groups && x->no_decay) != nd) break;
+        *count += x->count;
+    }
+    *ti = t;
+    *no_decay = nd;
+    return 1;
+}
+
+/* One optimizer step (ops.h's optim_step_t) on the gradient g (nparams floats): clipping,
+ * then the rule over the weight-decay runs, in params, momentum and (AdamW) moment2.
+ * worker_apply_gradient's host path, and the stand-in device's (tests/fakecuda). */
+void model_apply_optimizer(model_t *m, const float *g, const optim_step_t *o);
 
 /* Number of trainable parameters (for --help and tests). */
 size_t model_param_count(const model_t *m);

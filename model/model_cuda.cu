@@ -43,6 +43,7 @@ struct cuda_model {
     float *params;       /* (nparams) */
     float *grads;        /* (nparams + MODEL_GRAD_EXTRA) */
     float *momentum;     /* (nparams) */
+    float *moment2;      /* (nparams) AdamW's second moment when the host model has one, else NULL */
     float *buffers;      /* (nbuffers) */
     float *acts, *dacts; /* (act_floats) each */
     float *aux;          /* (aux_floats) bn saved mean / invstd */
@@ -306,6 +307,7 @@ static int model_setup(cuda_model_t *cm, const model_t *m)
     if (dev_alloc(cm, (void **)&cm->params, mm->nparams * F) ||
         dev_alloc(cm, (void **)&cm->grads, (mm->nparams + MODEL_GRAD_EXTRA) * F) ||
         dev_alloc(cm, (void **)&cm->momentum, mm->nparams * F) ||
+        (m->moment2 && dev_alloc(cm, (void **)&cm->moment2, mm->nparams * F)) ||
         dev_alloc(cm, (void **)&cm->buffers, mm->nbuffers * F) ||
         dev_alloc(cm, (void **)&cm->acts, mm->act_floats * F) ||
         dev_alloc(cm, (void **)&cm->dacts, mm->act_floats * F) || dev_alloc(cm, (void **)&cm->aux, cm->aux_floats * F) ||
@@ -374,7 +376,7 @@ static cuda_model_t *cuda_model_create(const model_t *m, int device, char *err, 
     /* the copy keeps the layout only: no host pointer of the caller's may be followed
      * from the device side, and the layer and tensor lists are this model's own */
     model_t *mm = &cm->meta;
-    mm->params = mm->grads = mm->momentum = mm->buffers = NULL;
+    mm->params = mm->grads = mm->momentum = mm->moment2 = mm->buffers = NULL;
     mm->acts = mm->dacts = mm->aux = mm->ws = mm->probs = mm->dinput = NULL;
     mm->argmax = NULL;
     mm->progress = NULL;
@@ -408,6 +410,7 @@ static void cuda_model_free(cuda_model_t *cm)
     cudaFree(cm->params);
     cudaFree(cm->grads);
     cudaFree(cm->momentum);
+    cudaFree(cm->moment2);
     cudaFree(cm->buffers);
     cudaFree(cm->acts);
     cudaFree(cm->dacts);
@@ -448,6 +451,9 @@ static int cuda_model_upload(cuda_model_t *cm, const model_t *m)
                "upload params");
     CUDA_CHECK(cm->ctx, cudaMemcpyAsync(cm->momentum, m->momentum, m->nparams * F, cudaMemcpyHostToDevice, s),
                "upload momentum");
+    if (cm->moment2 && m->moment2)
+        CUDA_CHECK(cm->ctx, cudaMemcpyAsync(cm->moment2, m->moment2, m->nparams * F, cudaMemcpyHostToDevice, s),
+                   "upload second moment");
     if (m->nbuffers)
         CUDA_CHECK(cm->ctx, cudaMemcpyAsync(cm->buffers, m->buffers, m->nbuffers * F, cudaMemcpyHostToDevice, s),
                    "upload buffers");
@@ -474,6 +480,9 @@ static int cuda_model_download_params(cuda_model_t *cm, model_t *m)
                "download params");
     CUDA_CHECK(cm->ctx, cudaMemcpyAsync(m->momentum, cm->momentum, m->nparams * F, cudaMemcpyDeviceToHost, s),
                "download momentum");
+    if (cm->moment2 && m->moment2)
+        CUDA_CHECK(cm->ctx, cudaMemcpyAsync(m->moment2, cm->moment2, m->nparams * F, cudaMemcpyDeviceToHost, s),
+                   "download second moment");
     if (m->nbuffers)
         CUDA_CHECK(cm->ctx, cudaMemcpyAsync(m->buffers, cm->buffers, m->nbuffers * F, cudaMemcpyDeviceToHost, s),
                    "download buffers");
@@ -927,7 +936,8 @@ static int enqueue_forward(cuda_model_t *cm, const float *x, const int32_t *y, i
     for (int i = 0; i < m->nlayers; i++)
         if (CUDA_OPS[m->layers[i].kind].forward(cm, i, B, train) != 0) return -1;
     if (y) {
-        if (cuda_softmax_xent_forward(ctx, B, m->num_classes, logits_dev(cm), cm->y, cm->probs, cm->loss) != 0)
+        if (cuda_softmax_xent_forward(ctx, B, m->num_classes, logits_dev(cm), cm->y, m->label_smoothing, cm->probs,
+                                      cm->loss) != 0)
             return -1;
         CUDA_CHECK(ctx, cudaMemcpyAsync(cm->h_loss, cm->loss, sizeof(float), cudaMemcpyDeviceToHost, s),
                    "download loss");
@@ -955,7 +965,8 @@ static int enqueue_backward(cuda_model_t *cm, int B, float loss_scale)
                    "zero activation gradients");
     }
     const layer_t *last = &m->layers[m->nlayers - 1];
-    if (cuda_softmax_xent_backward(ctx, B, m->num_classes, cm->probs, cm->y, loss_scale, cm->dacts + last->out_off) != 0)
+    if (cuda_softmax_xent_backward(ctx, B, m->num_classes, cm->probs, cm->y, m->label_smoothing, loss_scale,
+                                   cm->dacts + last->out_off) != 0)
         return -1;
 
     for (int i = m->nlayers - 1; i >= 0; i--)
@@ -1000,6 +1011,31 @@ static int cuda_model_sgd(cuda_model_t *cm, float lr, float momentum, int nester
     }
     return cuda_sgd_update(cm->ctx, n, cm->params, cm->grads, cm->momentum, lr, momentum, nesterov, weight_decay,
                            grad_scale, scale_dev);
+}
+
+static int cuda_model_optimize(cuda_model_t *cm, const optim_step_t *o)
+{
+    const size_t n = cm->meta.nparams;
+    if (o->adamw && !cm->moment2)
+        return FAIL(cm, "cuda_model_optimize", "AdamW needs the second moment: the host model had none at creation");
+    const float *scale_dev = NULL;
+    if (o->clip_norm > 0.0f) {
+        if (cuda_clip_scale(cm->ctx, n, cm->grads, o->grad_scale, o->clip_norm, cm->scale) != 0) return -1;
+        scale_dev = cm->scale;
+    }
+    adamw_hparams_t h = o->h;
+    int ti = 0, exempt;
+    size_t off, cnt;
+    while (model_decay_run(&cm->meta, o->groups, &ti, &off, &cnt, &exempt)) {
+        h.weight_decay = exempt ? 0.0 : o->h.weight_decay;
+        const int rc = o->adamw ? cuda_adamw_update(cm->ctx, cnt, cm->params + off, cm->grads + off, cm->momentum + off,
+                                                    cm->moment2 + off, &h, o->step, o->grad_scale, scale_dev)
+                                : cuda_sgd_update(cm->ctx, cnt, cm->params + off, cm->grads + off, cm->momentum + off,
+                                                  (float)h.lr, o->momentum, o->nesterov, (float)h.weight_decay,
+                                                  o->grad_scale, scale_dev);
+        if (rc != 0) return -1;
+    }
+    return 0;
 }
 
 static const float *cuda_model_logits_host(cuda_model_t *cm, int B)
@@ -1076,6 +1112,7 @@ extern "C" const pacer_cuda_backend_t *pacer_cuda_backend(void)
         cuda_model_backward,
         cuda_model_train_step,
         cuda_model_sgd,
+        cuda_model_optimize,
         cuda_model_logits_host,
         cuda_model_upload_forward_state,
         cuda_model_set_progress,

@@ -25,8 +25,10 @@
  * version 5 each worker's dropout step. */
 #define HEADER_BYTES_V4 (HEADER_BYTES_V3 + 4 + 8 * 8)
 #define HEADER_BYTES_V5 (HEADER_BYTES_V4 + 8 * CKPT_MAX_WORKERS)
-/* Version 6 appends PowerSGD's counts (compress_q_floats, compress_err_floats, compress_ranks). */
-#define HEADER_BYTES (HEADER_BYTES_V5 + 8 + 8 + 4)
+/* Version 6 appends PowerSGD's counts (compress_q_floats, compress_err_floats, compress_ranks);
+ * version 7 the optimizer's step and the second moment's floats (opt_step, moment2_floats). */
+#define HEADER_BYTES_V6 (HEADER_BYTES_V5 + 8 + 8 + 4)
+#define HEADER_BYTES (HEADER_BYTES_V6 + 8 + 8)
 /* The floats after the buffers that a header's compression counts announce. */
 static uint64_t compress_floats(uint64_t q, uint64_t e, int64_t ranks) { return q + e * (uint64_t)ranks; }
 #define PREFIX_BYTES 16 /* magic, version, header_bytes */
@@ -67,8 +69,9 @@ int checkpoint_save(const char *path, const model_t *m, const ckpt_state_t *st, 
     const uint64_t cq = st->compress_q ? st->compress_q_floats : 0;
     const int32_t cr = cq && st->compress_err ? st->compress_ranks : 0;
     const uint64_t ce = cq ? st->compress_err_floats : 0;
+    const uint64_t m2 = m->moment2 ? m->nparams : 0;
     size_t bytes = PREFIX_BYTES + HEADER_BYTES +
-                   (2 * m->nparams + m->nbuffers + compress_floats(cq, ce, cr)) * sizeof(float);
+                   (2 * m->nparams + m->nbuffers + compress_floats(cq, ce, cr) + m2) * sizeof(float);
     wbuf_t b = {.p = malloc(bytes + 4), .cap = bytes + 4};
     if (!b.p) {
         snprintf(err, errlen, "%s: out of memory", path);
@@ -118,11 +121,14 @@ int checkpoint_save(const char *path, const model_t *m, const ckpt_state_t *st, 
     put(&b, &cq, 8);
     put(&b, &ce, 8);
     put(&b, &cr, 4);
+    put(&b, &st->opt_step, 8);
+    put(&b, &m2, 8);
     put(&b, m->params, m->nparams * sizeof(float));
     put(&b, m->momentum, m->nparams * sizeof(float));
     put(&b, m->buffers, m->nbuffers * sizeof(float));
     if (cq) put(&b, st->compress_q, cq * sizeof(float));
     if (cr) put(&b, st->compress_err, ce * (uint64_t)cr * sizeof(float));
+    if (m2) put(&b, m->moment2, m2 * sizeof(float));
     uint32_t crc = (uint32_t)crc32(0L, b.p, (uInt)b.len);
     put(&b, &crc, 4);
 
@@ -191,6 +197,8 @@ static const struct {
     {"compress_q_floats", 8, 0},
     {"compress_err_floats", 8, 0},
     {"compress_ranks", 4, 0},
+    {"opt_step", 8, 0},
+    {"moment2_floats", 8, 0},
 };
 
 int checkpoint_field_at(const char *field, size_t *off, size_t *size)
@@ -453,6 +461,7 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
     const uint32_t header = version == 3   ? HEADER_BYTES_V3
                             : version == 4 ? HEADER_BYTES_V4
                             : version == 5 ? HEADER_BYTES_V5
+                            : version == 6 ? HEADER_BYTES_V6
                                            : HEADER_BYTES;
     if (hdr != header)
         return refuse(err, errlen, path, "checkpoint field header_bytes = %u, version %u has %u", hdr, version,
@@ -471,7 +480,7 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
     uint64_t cq = 0, ce = 0;
     int32_t cr = 0;
     if (version >= 6) {
-        size_t at = PREFIX_BYTES + header - 20;
+        size_t at = PREFIX_BYTES + HEADER_BYTES_V6 - 20;
         memcpy(&cq, buf + at, 8);
         memcpy(&ce, buf + at + 8, 8);
         memcpy(&cr, buf + at + 16, 4);
@@ -483,12 +492,25 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
                           "%d])",
                           cq, ce, (int)cr, CKPT_MAX_WORKERS);
     }
+    /* Version 7's optimizer fields follow; the second moment is all the parameters or none. */
+    int64_t opt_step = 0;
+    uint64_t m2 = 0;
+    if (version >= 7) {
+        memcpy(&opt_step, buf + PREFIX_BYTES + HEADER_BYTES_V6, 8);
+        memcpy(&m2, buf + PREFIX_BYTES + HEADER_BYTES_V6 + 8, 8);
+        if (m2 != 0 && m2 != np)
+            return refuse(err, errlen, path,
+                          "checkpoint field moment2_floats = %" PRIu64 ", want 0 or nparams (%" PRIu64 ")", m2, np);
+        if (opt_step < 0 || (m2 == 0 && opt_step != 0))
+            return refuse(err, errlen, path, "checkpoint field opt_step = %" PRId64 " is not an AdamW step count (%s)",
+                          opt_step, m2 ? ">= 0" : "0 without a second moment");
+    }
     if (np > ((uint64_t)1 << 40) || nb > ((uint64_t)1 << 40) ||
-        len != PREFIX_BYTES + (size_t)header + (2 * np + nb + compress_floats(cq, ce, cr)) * sizeof(float) + 4)
+        len != PREFIX_BYTES + (size_t)header + (2 * np + nb + compress_floats(cq, ce, cr) + m2) * sizeof(float) + 4)
         return refuse(err, errlen, path,
                       "truncated or oversized checkpoint (%zu bytes, header says %" PRIu64 " parameters, %" PRIu64
-                      " buffers and %" PRIu64 " floats of compression state)",
-                      len, np, nb, compress_floats(cq, ce, cr));
+                      " buffers, %" PRIu64 " floats of compression state and %" PRIu64 " of second moment)",
+                      len, np, nb, compress_floats(cq, ce, cr), m2);
     uint32_t crc_file, crc = (uint32_t)crc32(0L, buf, (uInt)(len - 4));
     memcpy(&crc_file, buf + len - 4, 4);
     if (crc != crc_file)
@@ -540,7 +562,17 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
     else
         for (int i = 0; i < s.nworkers && i < CKPT_MAX_WORKERS; i++) s.dropout_step[i] = (uint64_t)s.global_step;
     if (version >= 6) r.off += 20; /* the compression counts, read above */
+    if (version >= 7) r.off += 16; /* the optimizer's fields, read above */
     s.compress_q_floats = cq, s.compress_err_floats = ce, s.compress_ranks = cr;
+    s.opt_step = opt_step, s.moment2_floats = m2;
+    /* An AdamW run (m->moment2, resuming: want) needs both moments and the step; an SGD
+     * run reading an AdamW file takes the weights and the first moment only (its spec hash
+     * refuses it first), a tool (want NULL) what the file has. */
+    if (want && m->moment2 && m2 == 0)
+        return refuse(err, errlen, path,
+                      "checkpoint has no AdamW second moment (format version %u, written by an optimizer.kind sgd "
+                      "run%s): an adamw job cannot resume from it; start afresh or resume with optimizer.kind sgd",
+                      version, version < 7 ? " or an older pacer-worker" : "");
     /* The same spec (its hash) and model give the same PowerSGD plan: other sizes are a
      * damaged or forged file. */
     if (want && cq && (cq != want->compress_q_floats || ce != want->compress_err_floats))
@@ -565,6 +597,8 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
         if (want->compress_err && cr == want->nworkers && idx >= 0 && idx < cr)
             memcpy(want->compress_err, r.p + r.off + (cq + ce * (uint64_t)idx) * sizeof(float), ce * sizeof(float));
     }
+    if (m2 && m->moment2)
+        memcpy(m->moment2, r.p + r.off + compress_floats(cq, ce, cr) * sizeof(float), m2 * sizeof(float));
     *st = s;
     return 0;
 }
@@ -591,7 +625,7 @@ int checkpoint_load(const char *path, model_t *m, const ckpt_expect_t *want, ckp
      * parser can still say which model a real checkpoint is for) is refused unread. */
     size_t len = (size_t)sb.st_size;
     size_t extra = want ? compress_floats(want->compress_q_floats, want->compress_err_floats, CKPT_MAX_WORKERS) : 0;
-    size_t most = PREFIX_BYTES + HEADER_BYTES + (2 * m->nparams + m->nbuffers + extra) * sizeof(float) + 4;
+    size_t most = PREFIX_BYTES + HEADER_BYTES + (3 * m->nparams + m->nbuffers + extra) * sizeof(float) + 4;
     if (most < CKPT_READ_FLOOR) most = CKPT_READ_FLOOR;
     if (len > most) {
         snprintf(err, errlen, "%s: truncated or oversized checkpoint (%zu bytes, model %s needs %zu)", path, len,

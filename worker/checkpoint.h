@@ -1,16 +1,19 @@
 /* worker/checkpoint.h - versioned binary checkpoints of the fused buffers.
  *
- * Layout (little-endian, as written by x86-64), version 6:
+ * Layout (little-endian, as written by x86-64), version 7:
  *   "PACERCKP" | u32 version | u32 header_bytes | header fields (the order of
  *   checkpoint_save: model name (MODEL_NAME_MAX = 64 bytes, a catalog name, NUL-padded),
  *   nparams, nbuffers, spec hash, layout hash (tensor names of up to
  *   MODEL_TENSOR_NAME_MAX bytes, offsets and counts), then
- *   ckpt_state_t's fields; version 5, still read, ends the header at dropout_step: no
+ *   ckpt_state_t's fields; version 6, still read, ends the header at compress_ranks: no
+ *   optimizer step or second moment (an SGD run's file; an AdamW run refuses it, naming
+ *   what is missing); version 5 at dropout_step: no
  *   compression state; version 4 at gns_samples: no dropout steps; version 3 at batch_of:
  *   no goodput or noise-scale state either) | params (nparams f32) | momentum (nparams f32)
  *   | buffers (nbuffers f32) | version 6: PowerSGD's Q (compress_q_floats f32) and
- *   errors (compress_ranks x compress_err_floats f32) | u32 CRC32 (zlib) of every byte
- *   before it
+ *   errors (compress_ranks x compress_err_floats f32) | version 7: AdamW's second moment
+ *   (moment2_floats f32: nparams, or 0 for SGD) | u32 CRC32 (zlib) of every byte
+ *   before it. An AdamW run keeps its first moment where SGD keeps its momentum.
  * Written to a temporary file in the same directory, fsync'ed and renamed over the
  * target, so a reader sees the old checkpoint or the new one, never half of one.
  *
@@ -35,7 +38,7 @@
 #include "rng.h"
 
 #define CKPT_MAGIC "PACERCKP"
-#define CKPT_VERSION 6u
+#define CKPT_VERSION 7u
 #define CKPT_MAX_WORKERS 256
 
 /* Everything besides the buffers that a resumed run needs to continue bit for bit. */
@@ -79,6 +82,11 @@ typedef struct {
      * starts the errors at zero. All 0 without PowerSGD, and in versions 3 to 5. */
     uint64_t compress_q_floats, compress_err_floats;
     int32_t compress_ranks;
+    /* Version 7: the optimizer's step count (AdamW's t of its bias corrections: updates
+     * applied; 0 for SGD) and the floats of the second moment after the compression state
+     * (nparams when the writer's model had one, m->moment2; else 0). Both 0 before. */
+    int64_t opt_step;
+    uint64_t moment2_floats;
     /* Writing only (not header fields): the floats above, or NULL. */
     const float *compress_q, *compress_err;
 } ckpt_state_t;

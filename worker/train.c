@@ -222,16 +222,38 @@ float worker_compute_grad(worker_t *w, float loss_scale)
     return loss;
 }
 
+/* This step's optimizer settings (optim_step_t): the spec's rule, groups and
+ * hyper-parameters at this step's learning rate and momentum. An AdamW step counts here:
+ * every call is one update applied. */
+static void optim_step(worker_t *w, float grad_scale, optim_step_t *o)
+{
+    const job_spec_t *s = w->spec;
+    memset(o, 0, sizeof *o);
+    o->adamw = spec_is_adamw(s);
+    o->groups = spec_no_decay(s);
+    o->h.lr = w->lr;
+    o->h.weight_decay = (float)s->optimizer.weight_decay;
+    o->momentum = w->momentum;
+    o->nesterov = s->optimizer.nesterov;
+    o->grad_scale = grad_scale;
+    o->clip_norm = (float)s->optimizer.clip_norm;
+    if (o->adamw) {
+        spec_adamw_betas(s, &o->h.beta1, &o->h.beta2);
+        o->h.eps = s->optimizer.eps;
+        o->h.weight_decay = s->optimizer.weight_decay;
+        o->step = ++w->opt_step;
+    }
+}
+
 /* The update on the device: g (host, nparams floats) is uploaded first, unless NULL (the
  * device's own gradient). Same rule as the host path below (cuda_clip_scale computes the
  * clipping coefficient the same way), so a GPU rank and a CPU rank update alike. */
 static void apply_on_device(worker_t *w, const float *g, float grad_scale)
 {
-    const job_spec_t *s = w->spec;
     if (g && cuda_model_upload_grads(w->gpu, g) != 0) gpu_fail(w, "uploading the gradient");
-    if (cuda_model_sgd(w->gpu, w->lr, w->momentum, s->optimizer.nesterov, (float)s->optimizer.weight_decay, grad_scale,
-                       (float)s->optimizer.clip_norm) != 0)
-        gpu_fail(w, "optimizer step");
+    optim_step_t o;
+    optim_step(w, grad_scale, &o);
+    if (cuda_model_optimize(w->gpu, &o) != 0) gpu_fail(w, "optimizer step");
     w->gpu_ahead = 1;
     /* The kernels are queued, not waited for: the device runs them before the next
      * step's forward pass, whose synchronisation books them as compute. A wait here
@@ -247,19 +269,13 @@ void worker_apply_local_update(worker_t *w)
 
 void worker_apply_gradient(worker_t *w, const float *g, float grad_scale)
 {
-    const job_spec_t *s = w->spec;
-    model_t *m = w->model;
     if (w->gpu) {
         apply_on_device(w, g, grad_scale);
         return;
     }
-    if (s->optimizer.clip_norm > 0) {
-        /* Clip the gradient the update will use, grad_scale * g, to clip_norm. */
-        float norm = grad_scale * (float)sqrt(sum_squares(m->nparams, g));
-        if (norm > (float)s->optimizer.clip_norm) grad_scale *= (float)s->optimizer.clip_norm / norm;
-    }
-    sgd_update(m->nparams, m->params, g, m->momentum, w->lr, w->momentum, s->optimizer.nesterov,
-               (float)s->optimizer.weight_decay, grad_scale);
+    optim_step_t o;
+    optim_step(w, grad_scale, &o);
+    model_apply_optimizer(w->model, g, &o);
     sim_charge_update(w);
     phase_mark(&w->phases, PHASE_OPTIMIZER);
 }
@@ -842,6 +858,12 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
     if (rc == 0) rc = dataset_check_shape(&w->test, m->C, m->H, m->W, m->num_classes, m->name, err, errlen);
     if (rc != 0) return rc;
     if (!onnx) model_init_params(m, spec->seed);
+    /* The loss and the optimizer's state, before a device copy is made of the model. */
+    m->label_smoothing = (float)spec->loss.label_smoothing;
+    if (spec_is_adamw(spec) && model_alloc_moment2(m) != 0) {
+        snprintf(err, errlen, "out of memory for AdamW's second moment (%zu floats)", m->nparams);
+        return -1;
+    }
     if (select_device(w, err, errlen) != 0) return -1;
     w->momentum = (float)spec->optimizer.momentum;
     w->lr_scale = 1.0;
@@ -932,6 +954,7 @@ static void fill_ckpt(const worker_t *w, ckpt_state_t *st)
     for (int i = 0; i < w->nworkers && i < CKPT_MAX_WORKERS; i++)
         st->dropout_step[i] = w->role == ROLE_PS ? w->dropout_of[i] : w->model->dropout_step;
     st->spec_hash = spec_hash(w->spec);
+    st->opt_step = w->opt_step;
     adaptive_save(w, st);
     /* PowerSGD: Q, and every rank's error when rank 0 gathered them after this very step
      * (worker_compress_gather); else none, and a resume starts them at zero. */
@@ -1148,6 +1171,7 @@ int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
                 "zero (what they held is not applied), Q is kept\n",
                 path, (int)st.compress_ranks, w->nworkers);
     w->global_step = st.global_step;
+    w->opt_step = (long)st.opt_step;
     /* A worker goes on with its own dropout masks (checkpoint.h, dropout_step); one the
      * checkpoint's world did not have (an elastic restart on more workers) takes the
      * global step, as every worker did before version 5. */

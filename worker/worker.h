@@ -118,6 +118,9 @@ typedef struct worker {
      * with optimizer.async_momentum "compensated" what is left of it once the measured
      * staleness's own momentum is taken out (ps.c, ps_compensated_momentum). */
     float momentum;
+    /* AdamW's step count t (its bias corrections): the updates this rank has applied,
+     * kept across resumes (checkpoint.h, opt_step); 0 with SGD. */
+    long opt_step;
 
     double slowdown;       /* emulation factor in force for this rank */
     double *undisturbed_s; /* (max_batch + 1) the cheapest step measured per

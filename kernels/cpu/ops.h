@@ -283,13 +283,16 @@ void gemm_backward(const gemm_desc_t *d, int B, const float *inp, const float *w
                    float *dbias);  /* (OUT) =, or NULL */
 
 /* ---- softmax cross-entropy (fused, numerically stable) -------------------------- */
-/* Returns the mean loss over the batch; probs receives the softmax. Labels must be in
- * [0, N): the data loader guarantees it. */
+/* Returns the mean loss over the batch with label smoothing `smoothing` (eps, in [0, 1);
+ * PyTorch's: (1 - eps) * nll + eps * the mean over classes of -log p; 0 = plain
+ * cross-entropy); probs receives the softmax. Labels must be in [0, N): the data loader
+ * guarantees it. */
 float softmax_xent_forward(int B, int N, const float *logits /* (B, N) */, const int32_t *labels /* (B) */,
-                           float *probs /* (B, N) */);
-/* dlogits = scale * (probs - onehot(labels)) / B, written (=). scale is 1 for a plain
- * mean loss; the caller may weight the batch differently. */
-void softmax_xent_backward(int B, int N, const float *probs, const int32_t *labels, float scale, float *dlogits);
+                           float smoothing, float *probs /* (B, N) */);
+/* dlogits = scale * (probs - ((1 - eps) * onehot(labels) + eps / N)) / B, written (=).
+ * scale is 1 for a plain mean loss; the caller may weight the batch differently. */
+void softmax_xent_backward(int B, int N, const float *probs, const int32_t *labels, float smoothing, float scale,
+                           float *dlogits);
 /* Counts argmax(logits) == label. */
 int count_correct(int B, int N, const float *logits, const int32_t *labels);
 
@@ -369,6 +372,28 @@ void gap_backward(int B, int C, int HW, const float *dout /* (B,C) */, float *di
  * the same pass (1.0 multiplies exactly, so it changes nothing). */
 void sgd_update(size_t n, float *w, const float *g, float *u, float lr, float momentum, int nesterov,
                 float weight_decay, float grad_scale);
+/* torch.optim.AdamW on the gradient grad_scale * g, step `step` (1 on the first update:
+ * the bias corrections 1 - beta^step): w *= 1 - lr*wd; m = b1*m + (1-b1)*g;
+ * v = b2*v + (1-b2)*g*g; w -= lr/(1 - b1^t) * m / (sqrt(v)/sqrt(1 - b2^t) + eps).
+ * m and v are the first and second moments (zero before step 1). The scalars are double,
+ * as torch's are (Python floats), and rounded to float where torch rounds them. */
+typedef struct {
+    double lr, beta1, beta2, eps, weight_decay;
+} adamw_hparams_t;
+void adamw_update(size_t n, float *w, const float *g, float *m, float *v, const adamw_hparams_t *h, long step,
+                  float grad_scale);
+/* One optimizer step as the worker applies it (worker_apply_gradient), on the host or on
+ * a device (cuda_model_optimize): sgd_update's rule or adamw_update's on grad_scale * g,
+ * clipped to clip_norm (<= 0: off) over the whole gradient, the tensors of a no-decay run
+ * without weight decay when groups (model.h's model_decay_run). */
+typedef struct {
+    int adamw, groups;
+    adamw_hparams_t h; /* lr and weight_decay for both rules; betas and eps adamw's */
+    float momentum;    /* sgd */
+    int nesterov;      /* sgd */
+    long step;         /* adamw: t, from 1 */
+    float grad_scale, clip_norm;
+} optim_step_t;
 /* Sum of squares of g, accumulated in double so the result does not depend on n. */
 double sum_squares(size_t n, const float *g);
 /* Scales g so that its global L2 norm is at most max_norm; returns the norm before

@@ -1,10 +1,16 @@
-/* kernels/cpu/optim.c - SGD step, gradient norm and clipping, learning-rate schedules.
+/* kernels/cpu/optim.c - SGD and AdamW steps, gradient norm and clipping, learning-rate
+ * schedules.
  *
  * sgd_update follows torch.optim.SGD (dampening 0) operation by operation, in float,
  * so a run can be compared with PyTorch step for step:
  *   d = grad_scale*g + wd*w;  u = mu*u + d;  step = nesterov ? d + mu*u : u;  w = w - lr*step.
  * (PyTorch sets u = d on the first step; with the buffer starting at zero, mu*0 + d is
  * the same value.) The AVX2 clones use no FMA, so every machine rounds alike.
+ *
+ * adamw_update follows torch.optim.AdamW (torch 1.13, single-tensor form) operation by
+ * operation, in float with its scalars from double as torch computes them in Python:
+ *   w = w * (1 - lr*wd);  m = b1*m + (1-b1)*g;  v = b2*v + (1-b2)*g*g;
+ *   w = w - (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
  */
 #include <math.h>
 
@@ -87,6 +93,72 @@ void sgd_update(size_t n, float *w, const float *g, float *u, float lr, float mo
                    .grad_scale = grad_scale,
                    .nesterov = nesterov};
     par_run_min(sgd_part, &j, n);
+}
+
+/* The scalars of one AdamW step, computed once per step in double (as torch does in
+ * Python) and rounded to float where the elementwise code uses them. */
+typedef struct {
+    float decay;     /* 1 - lr*wd */
+    float b1, c1;    /* beta1, 1 - beta1 */
+    float b2, c2;    /* beta2, 1 - beta2 */
+    float step_size; /* lr / (1 - beta1^t) */
+    float bc2_sqrt;  /* sqrt(1 - beta2^t) */
+    float eps, gs;
+} adamw_scalars_t;
+
+__attribute__((target_clones("avx2", "default"))) static void adamw_span(size_t n, float *restrict w,
+                                                                         const float *restrict g, float *restrict m,
+                                                                         float *restrict v, const adamw_scalars_t *k)
+{
+    const adamw_scalars_t s = *k;
+    for (size_t i = 0; i < n; i++) {
+        const float gi = s.gs * g[i];
+        const float wi = w[i] * s.decay;
+        const float mi = s.b1 * m[i] + s.c1 * gi;
+        /* addcmul's order: v*b2 + (c2*g)*g */
+        const float vi = s.b2 * v[i] + s.c2 * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        const float denom = sqrtf(vi) / s.bc2_sqrt + s.eps;
+        w[i] = wi - s.step_size * (mi / denom);
+    }
+}
+
+typedef struct {
+    float *w, *m, *v;
+    const float *g;
+    size_t n;
+    adamw_scalars_t k;
+} adamw_job_t;
+
+static void adamw_part(void *arg, int t, int T)
+{
+    const adamw_job_t *j = arg;
+    long lo, hi;
+    par_range((long)j->n, t, T, &lo, &hi);
+    adamw_span((size_t)(hi - lo), j->w + lo, j->g + lo, j->m + lo, j->v + lo, &j->k);
+}
+
+void adamw_update(size_t n, float *w, const float *g, float *m, float *v, const adamw_hparams_t *h, long step,
+                  float grad_scale)
+{
+    const double t = (double)(step < 1 ? 1 : step);
+    const double bc1 = 1.0 - pow(h->beta1, t), bc2 = 1.0 - pow(h->beta2, t);
+    adamw_job_t j = {.w = w,
+                     .m = m,
+                     .v = v,
+                     .g = g,
+                     .n = n,
+                     .k = {.decay = (float)(1.0 - h->lr * h->weight_decay),
+                           .b1 = (float)h->beta1,
+                           .c1 = (float)(1.0 - h->beta1),
+                           .b2 = (float)h->beta2,
+                           .c2 = (float)(1.0 - h->beta2),
+                           .step_size = (float)(h->lr / bc1),
+                           .bc2_sqrt = (float)sqrt(bc2),
+                           .eps = (float)h->eps,
+                           .gs = grad_scale}};
+    par_run_min(adamw_part, &j, n);
 }
 
 /* Eight explicit double lanes: vectorised without reassociation, so the sum is the

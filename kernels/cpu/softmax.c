@@ -3,15 +3,18 @@
  * Each row is shifted by its maximum before exponentiating, so exp never overflows and
  * the largest term is exactly 1 (the sum is in [1, N]); the loss is then
  *   log(sum_j exp(x_j - m)) - (x_label - m),
- * which stays finite and accurate for logits of any magnitude.
+ * which stays finite and accurate for logits of any magnitude. Label smoothing eps is
+ * PyTorch's (torch.nn.CrossEntropyLoss): (1 - eps) * that + eps * the mean over classes of
+ * -log p_j, whose gradient is p - ((1 - eps) * onehot + eps / N).
  */
 #include <math.h>
 
 #include "ops.h"
 
-float softmax_xent_forward(int B, int N, const float *logits, const int32_t *labels, float *probs)
+float softmax_xent_forward(int B, int N, const float *logits, const int32_t *labels, float smoothing, float *probs)
 {
     if (B <= 0 || N <= 0) return 0.0f;
+    const double eps = smoothing;
     double total = 0.0;
     for (int b = 0; b < B; b++) {
         const float *x = logits + (size_t)b * N; /* (N) */
@@ -25,20 +28,33 @@ float softmax_xent_forward(int B, int N, const float *logits, const int32_t *lab
         }
         const float inv = (float)(1.0 / sum);
         for (int j = 0; j < N; j++) p[j] *= inv;
-        total += log(sum) - ((double)x[labels[b]] - (double)m);
+        const double nll = log(sum) - ((double)x[labels[b]] - (double)m);
+        if (eps == 0.0) {
+            total += nll; /* the same bits as before label smoothing existed */
+            continue;
+        }
+        /* the mean over classes of -log p_j = log(sum) - (x_j - m) */
+        double xs = 0.0;
+        for (int j = 0; j < N; j++) xs += (double)x[j];
+        const double smooth = log(sum) - (xs / N - (double)m);
+        total += (1.0 - eps) * nll + eps * smooth;
     }
     return (float)(total / B);
 }
 
-void softmax_xent_backward(int B, int N, const float *probs, const int32_t *labels, float scale, float *dlogits)
+void softmax_xent_backward(int B, int N, const float *probs, const int32_t *labels, float smoothing, float scale,
+                           float *dlogits)
 {
     if (B <= 0) return;
     const float k = scale / (float)B;
+    /* the smoothed target: 1 - eps + eps/N at the label, eps/N elsewhere; with eps = 0
+     * the expressions below are the unsmoothed ones bit for bit */
+    const float off = smoothing / (float)N, on = (1.0f - smoothing) + off;
     for (int b = 0; b < B; b++) {
         const float *p = probs + (size_t)b * N;
         float *g = dlogits + (size_t)b * N;
-        for (int j = 0; j < N; j++) g[j] = k * p[j];
-        g[labels[b]] = k * (p[labels[b]] - 1.0f);
+        for (int j = 0; j < N; j++) g[j] = k * (p[j] - off);
+        g[labels[b]] = k * (p[labels[b]] - on);
     }
 }
 

@@ -195,13 +195,14 @@ int cuda_gemm_backward(cuda_ctx_t *ctx, const gemm_desc_t *d, int B, const float
                        float *dbias /* =, or NULL */);
 
 /* ---- softmax cross-entropy (own kernels) -------------------------------------------- */
-/* Writes probs and the mean loss to loss_dev (one float on the device); asynchronous. */
+/* Writes probs and the mean loss with label smoothing `smoothing` (softmax_xent_forward
+ * of ops.h) to loss_dev (one float on the device); asynchronous. */
 int cuda_softmax_xent_forward(cuda_ctx_t *ctx, int B, int N, const float *logits, /* (B, N) */
                               const int32_t *labels,                              /* (B) */
-                              float *probs,                                       /* (B, N) */
+                              float smoothing, float *probs,                      /* (B, N) */
                               float *loss_dev);                                   /* (1) */
-int cuda_softmax_xent_backward(cuda_ctx_t *ctx, int B, int N, const float *probs, const int32_t *labels, float scale,
-                               float *dlogits /* (B, N) = */);
+int cuda_softmax_xent_backward(cuda_ctx_t *ctx, int B, int N, const float *probs, const int32_t *labels,
+                               float smoothing, float scale, float *dlogits /* (B, N) = */);
 /* argmax(logits) == label count; synchronous. Returns the count, or -1 on error. */
 int cuda_count_correct(cuda_ctx_t *ctx, int B, int N, const float *logits, const int32_t *labels);
 
@@ -238,6 +239,10 @@ int cuda_gap_backward(cuda_ctx_t *ctx, int B, int C, int HW, const float *dout, 
  * device be applied without a round trip to the host). */
 int cuda_sgd_update(cuda_ctx_t *ctx, size_t n, float *w, const float *g, float *u, float lr, float momentum,
                     int nesterov, float weight_decay, float grad_scale, const float *grad_scale_dev);
+/* adamw_update of ops.h, the gradient scale from grad_scale_dev when not NULL (as
+ * cuda_sgd_update). */
+int cuda_adamw_update(cuda_ctx_t *ctx, size_t n, float *w, const float *g, float *m, float *v, const adamw_hparams_t *h,
+                      long step, float grad_scale, const float *grad_scale_dev);
 /* Sum of squares of g in double, deterministic (fixed reduction order); synchronous. */
 int cuda_sum_squares(cuda_ctx_t *ctx, size_t n, const float *g, double *out);
 /* clip_grad_norm of ops.h: g *= max_norm/(norm + 1e-6) when that is < 1 (max_norm <= 0: no

@@ -1,10 +1,11 @@
-/* kernels/cuda/optim.cu - SGD, gradient norms and clipping (own kernels). The asynchronous
+/* kernels/cuda/optim.cu - SGD, AdamW, gradient norms and clipping (own kernels). The asynchronous
  * algorithms' updates have no device version: the parameter server is a CPU rank.
  *
  * n is a flat element count. Elementwise formulas use __fmul_rn/__fadd_rn/__fsub_rn/
  * __fdiv_rn/__fsqrt_rn, which are never contracted into FMA, so with the same inputs they
  * round exactly like the float C expressions written in ops_cuda.h (evaluated left to
- * right) and like sgd_update in kernels/cpu/optim.c.
+ * right) and like sgd_update and adamw_update in kernels/cpu/optim.c (whose sqrtf is
+ * correctly rounded, as __fsqrt_rn).
  *
  * Reductions are two-pass and deterministic: CUDA_RED_BLOCKS partial sums in double in a
  * fixed tree order, then one block adds the partials in a fixed order. No atomics, so the
@@ -59,6 +60,50 @@ extern "C" int cuda_sgd_update(cuda_ctx_t *ctx, size_t n, float *w, const float 
                                                                          grad_scale, grad_scale_dev, nesterov ? 1 : 0);
         KERNEL_CHECK(ctx, "sgd_momentum_kernel");
     }
+    return 0;
+}
+
+/* ---- AdamW ----------------------------------------------------------------------------- */
+
+/* adamw_update's scalars (kernels/cpu/optim.c's adamw_scalars_t), from double on the host */
+struct adamw_k {
+    float decay, b1, c1, b2, c2, step_size, bc2_sqrt, eps, gs;
+};
+
+__global__ void adamw_kernel(float *w, const float *g, float *m, float *v, size_t n, adamw_k k, const float *gs_dev)
+{
+    const float gs = gs_dev ? *gs_dev : k.gs;
+    GRID_STRIDE(i, n)
+    {
+        const float gi = __fmul_rn(gs, g[i]);
+        const float wi = __fmul_rn(w[i], k.decay);
+        const float mi = __fadd_rn(__fmul_rn(k.b1, m[i]), __fmul_rn(k.c1, gi));
+        const float vi = __fadd_rn(__fmul_rn(k.b2, v[i]), __fmul_rn(__fmul_rn(k.c2, gi), gi));
+        m[i] = mi;
+        v[i] = vi;
+        const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), k.bc2_sqrt), k.eps);
+        w[i] = __fsub_rn(wi, __fmul_rn(k.step_size, __fdiv_rn(mi, denom)));
+    }
+}
+
+extern "C" int cuda_adamw_update(cuda_ctx_t *ctx, size_t n, float *w, const float *g, float *m, float *v,
+                                 const adamw_hparams_t *h, long step, float grad_scale, const float *grad_scale_dev)
+{
+    if (!n) return 0;
+    const double t = (double)(step < 1 ? 1 : step);
+    const double bc1 = 1.0 - pow(h->beta1, t), bc2 = 1.0 - pow(h->beta2, t);
+    adamw_k k;
+    k.decay = (float)(1.0 - h->lr * h->weight_decay);
+    k.b1 = (float)h->beta1;
+    k.c1 = (float)(1.0 - h->beta1);
+    k.b2 = (float)h->beta2;
+    k.c2 = (float)(1.0 - h->beta2);
+    k.step_size = (float)(h->lr / bc1);
+    k.bc2_sqrt = (float)sqrt(bc2);
+    k.eps = (float)h->eps;
+    k.gs = grad_scale;
+    adamw_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(w, g, m, v, n, k, grad_scale_dev);
+    KERNEL_CHECK(ctx, "adamw_kernel");
     return 0;
 }
 

@@ -7,6 +7,8 @@
  * in double); only expf and log may differ from glibc's by an ulp. The batch mean of the
  * per-row losses is a fixed-order block reduction in double, so it is deterministic.
  * A label outside [0, N) gives that row a NaN loss instead of reading out of bounds.
+ * Label smoothing eps as there: (1 - eps) * nll + eps * (log(sum) - (mean x - m)), the
+ * mean of x in double; eps = 0 takes the unsmoothed expression.
  */
 #include <math.h>
 
@@ -16,7 +18,7 @@
 
 /* One block: thread t handles rows t, t + XENT_THREADS, ...; N is small (10 here). */
 __global__ void softmax_xent_fwd_kernel(const float *logits, const int32_t *labels, float *probs, float *loss, int B,
-                                        int N)
+                                        int N, double eps)
 {
     double acc = 0.0;
     for (int r = threadIdx.x; r < B; r += XENT_THREADS) {
@@ -32,21 +34,29 @@ __global__ void softmax_xent_fwd_kernel(const float *logits, const int32_t *labe
         const float inv = (float)(1.0 / sum);
         for (int j = 0; j < N; j++) p[j] = __fmul_rn(p[j], inv);
         const int y = labels[r];
-        acc += (y >= 0 && y < N) ? log(sum) - ((double)x[y] - (double)m) : (double)NAN;
+        const double nll = (y >= 0 && y < N) ? log(sum) - ((double)x[y] - (double)m) : (double)NAN;
+        if (eps == 0.0) {
+            acc += nll;
+            continue;
+        }
+        double xs = 0.0;
+        for (int j = 0; j < N; j++) xs += (double)x[j];
+        acc += (1.0 - eps) * nll + eps * (log(sum) - (xs / N - (double)m));
     }
     acc = block_sum<XENT_THREADS>(acc);
     if (threadIdx.x == 0) *loss = (float)(acc / B);
 }
 
-__global__ void softmax_xent_bwd_kernel(const float *probs, const int32_t *labels, float k, float *dlogits, size_t n,
-                                        int N)
+/* on = (1 - eps) + eps/N, off = eps/N: softmax_xent_backward's targets */
+__global__ void softmax_xent_bwd_kernel(const float *probs, const int32_t *labels, float k, float on, float off,
+                                        float *dlogits, size_t n, int N)
 {
     GRID_STRIDE(i, n)
     {
         const size_t b = i / N;
         const int j = (int)(i % N);
         const float p = probs[i];
-        dlogits[i] = j == labels[b] ? __fmul_rn(k, __fsub_rn(p, 1.0f)) : __fmul_rn(k, p);
+        dlogits[i] = __fmul_rn(k, __fsub_rn(p, j == labels[b] ? on : off));
     }
 }
 
@@ -63,24 +73,26 @@ __global__ void count_correct_kernel(const float *logits, const int32_t *labels,
 }
 
 extern "C" int cuda_softmax_xent_forward(cuda_ctx_t *ctx, int B, int N, const float *logits, const int32_t *labels,
-                                         float *probs, float *loss_dev)
+                                         float smoothing, float *probs, float *loss_dev)
 {
     if (B <= 0 || N <= 0) {
         CUDA_CHECK(ctx, cudaMemsetAsync(loss_dev, 0, sizeof(float), ctx->stream), "memset loss");
         return 0;
     }
-    softmax_xent_fwd_kernel<<<1, XENT_THREADS, 0, ctx->stream>>>(logits, labels, probs, loss_dev, B, N);
+    softmax_xent_fwd_kernel<<<1, XENT_THREADS, 0, ctx->stream>>>(logits, labels, probs, loss_dev, B, N,
+                                                                 (double)smoothing);
     KERNEL_CHECK(ctx, "softmax_xent_fwd_kernel");
     return 0;
 }
 
 extern "C" int cuda_softmax_xent_backward(cuda_ctx_t *ctx, int B, int N, const float *probs, const int32_t *labels,
-                                          float scale, float *dlogits)
+                                          float smoothing, float scale, float *dlogits)
 {
     if (B <= 0 || N <= 0) return 0;
     const float k = scale / (float)B;
+    const float off = smoothing / (float)N, on = (1.0f - smoothing) + off;
     const size_t n = (size_t)B * N;
-    softmax_xent_bwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(probs, labels, k, dlogits, n, N);
+    softmax_xent_bwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(probs, labels, k, on, off, dlogits, n, N);
     KERNEL_CHECK(ctx, "softmax_xent_bwd_kernel");
     return 0;
 }

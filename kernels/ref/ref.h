@@ -63,7 +63,14 @@ void ref_batchnorm_forward_train(int B, int C, int HW, const double *x, const do
                                  double eps, double *y, double *mean, double *var);
 
 /* ---- loss (softmax.c) ---- */
-/* mean cross-entropy of softmax(x (B, N)) against labels; probs (B, N) or NULL */
-double ref_softmax_xent(int B, int N, const double *x, const int32_t *labels, double *probs);
+/* mean cross-entropy of softmax(x (B, N)) against labels, with label smoothing eps
+ * (torch.nn.CrossEntropyLoss's: (1 - eps) * nll + eps * the mean over classes of -log p);
+ * probs (B, N) or NULL */
+double ref_softmax_xent(int B, int N, const double *x, const int32_t *labels, double eps, double *probs);
+
+/* ---- optimizer (optim.c) ---- */
+/* One torch.optim.AdamW step t (>= 1) on n elements of w with gradient g, moments m, v. */
+void ref_adamw_step(size_t n, double *w, const double *g, double *m, double *v, double lr, double beta1, double beta2,
+                    double eps, double weight_decay, long t);
 
 #endif

@@ -3,7 +3,7 @@
 
 #include "ref.h"
 
-double ref_softmax_xent(int B, int N, const double *x, const int32_t *labels, double *probs)
+double ref_softmax_xent(int B, int N, const double *x, const int32_t *labels, double eps, double *probs)
 {
     double total = 0.0;
     for (int b = 0; b < B; b++) {
@@ -14,7 +14,10 @@ double ref_softmax_xent(int B, int N, const double *x, const int32_t *labels, do
         for (int j = 0; j < N; j++) s += exp(row[j] - m);
         if (probs)
             for (int j = 0; j < N; j++) probs[(size_t)b * N + j] = exp(row[j] - m) / s;
-        total += log(s) + m - row[labels[b]];
+        /* -log p_j = log(s) + m - x_j */
+        double mean_nlp = 0.0;
+        for (int j = 0; j < N; j++) mean_nlp += log(s) + m - row[j];
+        total += (1.0 - eps) * (log(s) + m - row[labels[b]]) + eps * mean_nlp / N;
     }
     return total / B;
 }

@@ -138,6 +138,10 @@ static int model_upload(cuda_model_t *cm, const model_t *m)
     if (m->nparams != cm->m->nparams || m->nbuffers != cm->m->nbuffers) return fail(cm, "another model");
     memcpy(cm->m->params, m->params, m->nparams * sizeof(float));
     memcpy(cm->m->momentum, m->momentum, m->nparams * sizeof(float));
+    if (m->moment2) {
+        if (!cm->m->moment2 && model_alloc_moment2(cm->m) != 0) return fail(cm, "out of memory");
+        memcpy(cm->m->moment2, m->moment2, m->nparams * sizeof(float));
+    }
     memcpy(cm->m->buffers, m->buffers, m->nbuffers * sizeof(float));
     /* the dropout masks go on from the host's, as on the real device */
     cm->m->dropout_seed = m->dropout_seed;
@@ -156,6 +160,7 @@ static int download_params(cuda_model_t *cm, model_t *m)
     if (m->nparams != cm->m->nparams || m->nbuffers != cm->m->nbuffers) return fail(cm, "another model");
     memcpy(m->params, cm->m->params, m->nparams * sizeof(float));
     memcpy(m->momentum, cm->m->momentum, m->nparams * sizeof(float));
+    if (m->moment2 && cm->m->moment2) memcpy(m->moment2, cm->m->moment2, m->nparams * sizeof(float));
     memcpy(m->buffers, cm->m->buffers, m->nbuffers * sizeof(float));
     m->dropout_step = cm->m->dropout_step;
     return 0;
@@ -255,6 +260,14 @@ static int sgd(cuda_model_t *cm, float lr, float momentum, int nesterov, float w
     return 0;
 }
 
+/* worker_apply_gradient's host rule on the device's grads, as cuda_model_optimize. */
+static int optimize(cuda_model_t *cm, const optim_step_t *o)
+{
+    if (o->adamw && !cm->m->moment2 && model_alloc_moment2(cm->m) != 0) return fail(cm, "out of memory");
+    model_apply_optimizer(cm->m, cm->m->grads, o);
+    return 0;
+}
+
 static const float *logits_host(cuda_model_t *cm, int B)
 {
     if (B < 1 || B > cm->m->max_batch) {
@@ -326,6 +339,7 @@ const pacer_cuda_backend_t *pacer_cuda_backend(void)
         .model_backward = backward,
         .model_train_step = train_step,
         .model_sgd = sgd,
+        .model_optimize = optimize,
         .model_logits_host = logits_host,
         .model_upload_forward_state = upload_forward_state,
         .model_set_progress = set_progress,

@@ -8,6 +8,8 @@
 # moves make them identical to the bit (the same code in the same order). Checked:
 #   - sgd (momentum, Nesterov, weight decay, clipping: the device optimizer from the
 #     device's own gradient), ssgd with unequal batches (the allreduced gradient uploaded),
+#     ssgd with adamw, its no-decay groups, clipping and label smoothing (the second moment
+#     in the checkpoint),
 #     asgd (the parameter server's weights uploaded before every step): the checkpoint
 #     (weights, momentum) and the test loss equal the CPU path's;
 #   - batch-norm running statistics (resnet20 on CIFAR-10) through local-sgd and hier-bsp in
@@ -81,6 +83,18 @@ $MPIRUN -np 2 $GPU $WORKER --spec "$TMP/ssgd-gpu.spec" --summary "$TMP/ssgd-gpu.
     || { cat "$TMP/out"; fail "ssgd on the device"; }
 used ssgd-gpu "cuda cuda"
 same ssgd-cpu ssgd-gpu "ssgd (batches 24 and 40) on two devices"
+
+# ---- adamw (issue 44): the device optimizer's AdamW over the no-decay groups, with clipping,
+# and label smoothing in the device loss; the second moment comes down with the checkpoint
+opt='"workers": 2, "batch_size": 32, "algorithm": {"name": "ssgd"}, "loss": {"label_smoothing": 0.1}, "optimizer": {"kind": "adamw", "lr": 0.002, "weight_decay": 0.05, "clip_norm": 0.5}'
+spec adamw-cpu cpu "$opt" 16
+spec adamw-gpu cuda "$opt" 16
+$MPIRUN -np 2 $WORKER --spec "$TMP/adamw-cpu.spec" --summary "$TMP/adamw-cpu.json" >"$TMP/out" 2>&1 \
+    || { cat "$TMP/out"; fail "adamw on the CPU"; }
+$MPIRUN -np 2 $GPU $WORKER --spec "$TMP/adamw-gpu.spec" --summary "$TMP/adamw-gpu.json" >"$TMP/out" 2>&1 \
+    || { cat "$TMP/out"; fail "adamw on the device"; }
+used adamw-gpu "cuda cuda"
+same adamw-cpu adamw-gpu "ssgd with adamw, groups, clipping and label smoothing on two devices"
 
 # ---- asgd: the parameter server (a CPU rank) sends weights that must go up -----------------
 opt='"workers": 1, "batch_size": 32, "algorithm": {"name": "asgd"}, "optimizer": {"lr": 0.05, "momentum": 0.9}'

@@ -1,7 +1,7 @@
 /* tests/tools/ckpt_diff.c - compares two pacer checkpoints (the equivalence tests).
  * usage: ckpt_diff [--ignore FIELD]... A.ckpt B.ckpt [TOL]
- * Prints the max absolute and max relative difference of the parameters, the momentum and
- * the batch-norm buffers. Exits 0 when the two describe the same point of training within
+ * Prints the max absolute and max relative difference of the parameters, the momentum (AdamW's
+ * first moment), AdamW's second moment (zeros in an SGD file) and the batch-norm buffers. Exits 0 when the two describe the same point of training within
  * TOL (default 0): same model, same step, epoch, position and parameter-server version,
  * every value finite in both, and max abs difference of parameters, momentum and buffers
  * <= TOL. Exits 1 on any difference (a NaN or an infinity anywhere is one, even in both
@@ -96,6 +96,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         return 2;
     }
+    /* AdamW's second moment is compared too (zeros on both sides for an SGD file) */
+    if (model_alloc_moment2(a) != 0 || model_alloc_moment2(b) != 0) {
+        fprintf(stderr, "ckpt_diff: out of memory\n");
+        return 2;
+    }
     ckpt_state_t sa, sb;
     if (checkpoint_load(argv[1], a, NULL, &sa, err, sizeof err) != 0 ||
         checkpoint_load(argv[2], b, NULL, &sb, err, sizeof err) != 0) {
@@ -115,6 +120,7 @@ int main(int argc, char **argv)
         {"step_in_epoch", (long long)sa.step_in_epoch, (long long)sb.step_in_epoch},
         {"cursor", (long long)sa.cursor, (long long)sb.cursor},
         {"ps_version", (long long)sa.ps_version, (long long)sb.ps_version},
+        {"opt_step", (long long)sa.opt_step, (long long)sb.opt_step},
     };
     int known = 0;
     for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++) {
@@ -129,14 +135,16 @@ int main(int argc, char **argv)
         bad |= differ;
     }
     if (known != nignore) {
-        fprintf(stderr, "ckpt_diff: --ignore takes global_step, epoch, step_in_epoch, cursor or ps_version\n");
+        fprintf(stderr, "ckpt_diff: --ignore takes global_step, epoch, step_in_epoch, cursor, ps_version or opt_step\n");
         return 2;
     }
     cmp_t p = compare(a->params, b->params, a->nparams);
     cmp_t m = compare(a->momentum, b->momentum, a->nparams);
     cmp_t f = compare(a->buffers, b->buffers, a->nbuffers);
+    cmp_t v = compare(a->moment2, b->moment2, a->nparams);
     bad |= report("parameters", &p, tol);
     bad |= report("momentum", &m, tol);
+    bad |= report("second moment", &v, tol);
     bad |= report("buffers", &f, tol);
     printf("%s (tolerance %g)\n", bad ? "DIFFERENT" : "same", tol);
     model_free(a);

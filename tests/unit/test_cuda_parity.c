@@ -102,7 +102,7 @@
     X(test_relu) X(test_activations) X(test_concat) X(test_dropout) X(test_fc) X(test_gemm) \
     X(test_stochastic_depth)                                                              \
     X(test_softmax_xent) X(test_batchnorm) X(test_batchnorm_eps) X(test_gap) X(test_residual) \
-    X(test_sgd) X(test_norm_clip) X(test_model_mlp) X(test_model_lenet5)                  \
+    X(test_sgd) X(test_adamw) X(test_norm_clip) X(test_model_mlp) X(test_model_lenet5)    \
     X(test_model_cifar10_quick) X(test_model_resnet20) X(test_model_onnx_layers)
 /* clang-format on */
 /* Tests that need no device: they run in every CUDA build. */
@@ -1155,17 +1155,21 @@ static void test_softmax_xent(void **state)
     y[5] = 7;
     float *d_x = dcopy(x, n), *d_p = dalloc(n), *d_g = dalloc(n), *d_loss = dalloc(1);
     int32_t *d_y = dcopy_i32(y, B);
-    const float loss = softmax_xent_forward(B, N, x, y, p);
-    check_rc(cuda_softmax_xent_forward(g_ctx, B, N, d_x, d_y, d_p, d_loss), "xent fwd");
-    float loss_g;
-    download(&loss_g, d_loss, 1);
-    compare_scalar("xent.loss", loss_g, loss, TOL_SOFTMAX);
-    compare_dev("xent.probs", d_p, p, n, TOL_SOFTMAX);
-    static const float scales[] = {1.0f, 0.37f};
-    for (int s = 0; s < 2; s++) {
-        softmax_xent_backward(B, N, p, y, scales[s], g);
-        check_rc(cuda_softmax_xent_backward(g_ctx, B, N, d_p, d_y, scales[s], d_g), "xent bwd");
-        compare_dev(s ? "xent.dlogits (scale 0.37)" : "xent.dlogits (scale 1)", d_g, g, n, TOL_SOFTMAX);
+    /* without and with label smoothing */
+    static const float smooth[] = {0.0f, 0.1f};
+    for (int e = 0; e < 2; e++) {
+        const float loss = softmax_xent_forward(B, N, x, y, smooth[e], p);
+        check_rc(cuda_softmax_xent_forward(g_ctx, B, N, d_x, d_y, smooth[e], d_p, d_loss), "xent fwd");
+        float loss_g;
+        download(&loss_g, d_loss, 1);
+        compare_scalar(e ? "xent.loss (smoothing 0.1)" : "xent.loss", loss_g, loss, TOL_SOFTMAX);
+        compare_dev("xent.probs", d_p, p, n, TOL_SOFTMAX);
+        static const float scales[] = {1.0f, 0.37f};
+        for (int s = 0; s < 2; s++) {
+            softmax_xent_backward(B, N, p, y, smooth[e], scales[s], g);
+            check_rc(cuda_softmax_xent_backward(g_ctx, B, N, d_p, d_y, smooth[e], scales[s], d_g), "xent bwd");
+            compare_dev(s ? "xent.dlogits (scale 0.37)" : "xent.dlogits (scale 1)", d_g, g, n, TOL_SOFTMAX);
+        }
     }
     const int cc = count_correct(B, N, x, y), cg = cuda_count_correct(g_ctx, B, N, d_x, d_y);
     printf("  %-34s cpu=%d gpu=%d %s\n", "count_correct", cc, cg, cc == cg ? "ok" : "FAIL");
@@ -1410,6 +1414,53 @@ static void test_sgd(void **state)
     free(w);
     free(g);
     free(u);
+    end_test();
+}
+
+/* cuda_adamw_update against adamw_update: the same float expressions in the same order
+ * (sqrt and division correctly rounded on both, no FMA), so bit for bit over 3 steps. */
+static void test_adamw(void **state)
+{
+    (void)state;
+    need_gpu();
+    static const struct {
+        double wd;
+        float gs;
+        int gs_on_device;
+    } cases[] = {{0.0, 1.0f, 0}, {0.05, 0.5f, 0}, {0.01, 0.25f, 1}};
+    lcg_t r = {93};
+    char name[96];
+    const size_t n = 10007;
+    float *w = halloc(n), *g = halloc(n), *m = halloc(n), *v = halloc(n);
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const adamw_hparams_t h = {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = cases[ci].wd};
+        fill(&r, w, n, -1, 1);
+        fill_const(m, n, 0.0f);
+        fill_const(v, n, 0.0f);
+        float *d_w = dcopy(w, n), *d_m = dcopy(m, n), *d_v = dcopy(v, n), *d_g = dalloc(n),
+              *d_gs = dcopy(&cases[ci].gs, 1);
+        for (long step = 1; step <= 3; step++) {
+            fill(&r, g, n, -1, 1);
+            upload(d_g, g, n);
+            adamw_update(n, w, g, m, v, &h, step, cases[ci].gs);
+            check_rc(cuda_adamw_update(g_ctx, n, d_w, d_g, d_m, d_v, &h, step,
+                                       cases[ci].gs_on_device ? 99.0f : cases[ci].gs, /* ignored when on device */
+                                       cases[ci].gs_on_device ? d_gs : NULL),
+                     "adamw");
+        }
+        snprintf(name, sizeof name, "adamw%zu (wd=%g gs=%g%s).w", ci, cases[ci].wd, cases[ci].gs,
+                 cases[ci].gs_on_device ? " dev" : "");
+        compare_dev(name, d_w, w, n, TOL_EXACT);
+        snprintf(name, sizeof name, "adamw%zu.m", ci);
+        compare_dev(name, d_m, m, n, TOL_EXACT);
+        snprintf(name, sizeof name, "adamw%zu.v", ci);
+        compare_dev(name, d_v, v, n, TOL_EXACT);
+        dfree_all();
+    }
+    free(w);
+    free(g);
+    free(m);
+    free(v);
     end_test();
 }
 

@@ -319,15 +319,21 @@ static void test_checkpoint_hostile_fields(void **state)
         {"nbuffers", 1, "truncated or oversized checkpoint"},
         {"version", 1, "checkpoint format version 1 is from an older pacer-worker, which did not record"},
         {"version", 2, "checkpoint format version 2 is from an older pacer-worker, which kept model names in 32"},
-        {"version", 7, "unsupported checkpoint version 7 (this build reads 3 to 6)"},
+        {"version", 8, "unsupported checkpoint version 8 (this build reads 3 to 7)"},
         {"version", 3, "checkpoint field header_bytes = "},
         {"version", 4, "checkpoint field header_bytes = "},
         {"version", 5, "checkpoint field header_bytes = "},
+        {"version", 6, "checkpoint field header_bytes = "},
         {"version", -1, "unsupported checkpoint version 4294967295"},
-        {"header_bytes", 100, "checkpoint field header_bytes = 100, version 6 has"},
+        {"header_bytes", 100, "checkpoint field header_bytes = 100, version 7 has"},
         /* version 6's: PowerSGD's state, bounded before anything is read by it */
         {"compress_q_floats", (int64_t)1 << 41, "compress_q_floats = 2199023255552, compress_err_floats = 0"},
         {"compress_ranks", 300, "compress_ranks = 300 are not a PowerSGD state"},
+        /* version 7's: the optimizer's step and second moment */
+        {"moment2_floats", 5, "checkpoint field moment2_floats = 5, want 0 or nparams (61706)"},
+        {"moment2_floats", 61706, "truncated or oversized checkpoint"},
+        {"opt_step", 3, "checkpoint field opt_step = 3 is not an AdamW step count (0 without a second moment)"},
+        {"opt_step", -1, "checkpoint field opt_step = -1 is not an AdamW step count"},
         {"compress_ranks", -1, "compress_ranks = -1 are not a PowerSGD state"},
         {"compress_err_floats", 5, "compress_err_floats = 5, compress_ranks = 0 are not a PowerSGD state"},
         {"compress_q_floats", 10, "truncated or oversized checkpoint"},
@@ -567,26 +573,29 @@ static void test_checkpoint_validate_other_world(void **state)
     assert_non_null(strstr(err, "nworkers = 4 is outside [1, 3]"));
 }
 
-/* buf (len bytes, a checkpoint of this build without compression state) as version v
- * (3, 4 or 5) wrote it: the header without the fields later versions append (version 6's
- * compression counts; for 4 also version 5's dropout steps; for 3 also version 4's
- * global batch, goodput and noise-scale fields), header_bytes and version to match; the
- * CRC is left to the caller. */
+/* buf (len bytes, a checkpoint of this build without compression state or a second
+ * moment: an SGD run's) as version v (3 to 6) wrote it: the header without the fields
+ * later versions append (version 7's optimizer step and second-moment count; for 5 also
+ * version 6's compression counts; for 4 also version 5's dropout steps; for 3 also
+ * version 4's global batch, goodput and noise-scale fields), header_bytes and version to
+ * match; the CRC is left to the caller. */
 static void to_version(unsigned char *buf, size_t *len, uint32_t v)
 {
     size_t off, size, hoff, hsize;
     assert_int_equal(checkpoint_field_at(v == 3   ? "global_batch"
                                          : v == 4 ? "dropout_step"
-                                                  : "compress_q_floats",
+                                         : v == 5 ? "compress_q_floats"
+                                                  : "opt_step",
                                          &off, &size),
                      0);
-    /* global_batch .. the compression counts */
-    const size_t extra = (v == 3 ? 4 + 8 * 8 : 0) + (v <= 4 ? 8 * CKPT_MAX_WORKERS : 0) + 8 + 8 + 4;
-    memmove(buf + off, buf + off + extra, *len - off - extra);
-    *len -= extra;
+    /* that field .. the header's end (every later version appends to the header; an
+     * SGD file without compression state has nothing after the buffers) */
     uint32_t hdr;
     assert_int_equal(checkpoint_field_at("header_bytes", &hoff, &hsize), 0);
     memcpy(&hdr, buf + hoff, 4);
+    const size_t extra = hoff + 4 + hdr - off;
+    memmove(buf + off, buf + off + extra, *len - off - extra);
+    *len -= extra;
     hdr -= (uint32_t)extra;
     memcpy(buf + 8, &v, 4);
     memcpy(buf + hoff, &hdr, 4);
@@ -736,11 +745,66 @@ static void test_checkpoint_old_format(void **state)
     if (worker_setup(&w, &spec, 0, 1, err, sizeof err) != 0) fail_msg("%s", err);
     expect_refused(&w, old,
                    "checkpoint format version 2 is from an older pacer-worker, which kept model names in 32 "
-                   "bytes (now 64, and tensor names 128); this one reads versions 3 to 6 only: start the job "
+                   "bytes (now 64, and tensor names 128); this one reads versions 3 to 7 only: start the job "
                    "afresh");
     worker_teardown(&w);
     free(v2);
     free(buf);
+}
+
+/* AdamW's state (issue 44): an adamw run refuses an SGD run's checkpoint, of this format
+ * or of version 6 (before the optimizer's fields), naming the file and what is missing;
+ * its own checkpoint carries the step count and the second moment, and a resume takes
+ * both back. */
+static void test_checkpoint_adamw(void **state)
+{
+    fixture_t *fx = *state;
+    char good[512], v6[600], err[1024] = "";
+    make_checkpoint(fx, good, sizeof good);
+    snprintf(v6, sizeof v6, "%s/v6.ckpt", fx->dir);
+    size_t len;
+    unsigned char *buf = read_all(good, &len);
+    to_version(buf, &len, 6);
+    checkpoint_fix_crc(buf, len);
+    write_bytes(v6, buf, len);
+    free(buf);
+    static job_spec_t spec;
+    static worker_t w;
+    lenet_spec(fx, &spec, ", \"optimizer\": {\"kind\": \"adamw\", \"lr\": 0.001, \"weight_decay\": 0.05}");
+    if (worker_setup(&w, &spec, 0, 1, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_non_null(w.model->moment2);
+    expect_refused(&w, good,
+                   "checkpoint has no AdamW second moment (format version 7, written by an optimizer.kind sgd run): "
+                   "an adamw job cannot resume from it; start afresh or resume with optimizer.kind sgd");
+    expect_refused(&w, v6,
+                   "checkpoint has no AdamW second moment (format version 6, written by an optimizer.kind sgd run or "
+                   "an older pacer-worker)");
+    train_opts_t o = {.stop_after_steps = 4};
+    if (worker_train(&w, &o, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_int_equal(w.opt_step, 4);
+    const size_t np = w.model->nparams;
+    float *m2 = malloc(np * sizeof *m2);
+    assert_non_null(m2);
+    memcpy(m2, w.model->moment2, np * sizeof *m2);
+    char path[512];
+    worker_checkpoint_path(&w, path, sizeof path);
+    worker_teardown(&w);
+    size_t off, size;
+    buf = read_all(path, &len);
+    int64_t t;
+    assert_int_equal(checkpoint_field_at("opt_step", &off, &size), 0);
+    memcpy(&t, buf + off, 8);
+    assert_int_equal(t, 4);
+    free(buf);
+    if (worker_setup(&w, &spec, 0, 1, err, sizeof err) != 0) fail_msg("%s", err);
+    if (worker_resume(&w, path, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_int_equal(w.opt_step, 4);
+    assert_memory_equal(m2, w.model->moment2, np * sizeof *m2);
+    double sum = 0;
+    for (size_t i = 0; i < np; i++) sum += m2[i];
+    assert_true(sum > 0); /* a second moment, not zeros */
+    worker_teardown(&w);
+    free(m2);
 }
 
 /* Tensor names longer than the old 32 bytes (PyTorch's state_dict keys) are kept whole:
@@ -891,6 +955,7 @@ int main(void)
         cmocka_unit_test(test_checkpoint_validate_other_world),
         cmocka_unit_test_setup_teardown(test_checkpoint_field_table, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_old_format, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_checkpoint_adamw, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_long_tensor_names, setup, teardown),
         cmocka_unit_test(test_redis_assignment_parser),
         cmocka_unit_test(test_redis_dynbatch_parsers),

@@ -382,6 +382,76 @@ static void test_model_clone(void **state)
     model_free(b);
 }
 
+/* Parameter groups (issue 44): resnet20's and lenet5's 1-D parameters (every bias, batch
+ * norm's gamma "*.bn*.weight" and beta) are marked no_decay and nothing else is;
+ * model_decay_run covers params exactly once in runs of one group (one run without
+ * groups); and an AdamW or SGD step with weight decay and a zero gradient shrinks only
+ * the decayed tensors. */
+static void test_no_decay_groups(void **state)
+{
+    (void)state;
+    static const char *const NAMES[] = {"resnet20", "lenet5"};
+    for (size_t k = 0; k < sizeof NAMES / sizeof NAMES[0]; k++) {
+        model_t *m = make(NAMES[k], 2);
+        size_t exempt = 0;
+        for (int t = 0; t < m->ntensors; t++) {
+            const tensor_info_t *ti = &m->tensors[t];
+            if (ti->is_buffer) {
+                assert_int_equal(ti->no_decay, 0);
+                continue;
+            }
+            const size_t len = strlen(ti->name);
+            const int bias = len > 5 && strcmp(ti->name + len - 5, ".bias") == 0;
+            const int gamma = strstr(ti->name, "bn") && len > 7 && strcmp(ti->name + len - 7, ".weight") == 0;
+            if (ti->no_decay != (bias || gamma)) fail_msg("%s: %s no_decay %d", NAMES[k], ti->name, ti->no_decay);
+            if (ti->no_decay) exempt += ti->count;
+        }
+        assert_true(exempt > 0 && exempt < m->nparams);
+        for (int groups = 0; groups <= 1; groups++) {
+            int ti = 0, nd, runs = 0, last = -1;
+            size_t off, n, next = 0, seen_exempt = 0;
+            while (model_decay_run(m, groups, &ti, &off, &n, &nd)) {
+                assert_int_equal(off, next);
+                assert_true(n > 0 && nd != last);
+                next = off + n, last = nd, runs++;
+                if (nd) seen_exempt += n;
+            }
+            assert_int_equal(next, m->nparams);
+            assert_int_equal(seen_exempt, groups ? exempt : 0);
+            if (!groups) assert_int_equal(runs, 1);
+        }
+        assert_int_equal(model_alloc_moment2(m), 0);
+        float *before = malloc(m->nparams * sizeof *before), *g = calloc(m->nparams, sizeof *g);
+        assert_true(before && g);
+        memcpy(before, m->params, m->nparams * sizeof *before);
+        /* AdamW: w * (1 - lr wd); sgd (no_decay "auto" with sgd): w - lr (wd w) */
+        for (int adamw = 1; adamw >= 0; adamw--) {
+            memcpy(m->params, before, m->nparams * sizeof *before);
+            const optim_step_t o = {.adamw = adamw,
+                                    .groups = 1,
+                                    .h = {.lr = 0.1, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.5},
+                                    .step = 1,
+                                    .grad_scale = 1.0f};
+            model_apply_optimizer(m, g, &o);
+            for (int t = 0; t < m->ntensors; t++) {
+                const tensor_info_t *ti = &m->tensors[t];
+                if (ti->is_buffer) continue;
+                for (size_t i = ti->offset; i < ti->offset + ti->count; i++) {
+                    const float decayed = adamw ? before[i] * (float)(1.0 - 0.1 * 0.5)
+                                                : before[i] - 0.1f * (0.0f + 0.5f * before[i]);
+                    const float want = ti->no_decay ? before[i] : decayed;
+                    if (m->params[i] != want)
+                        fail_msg("%s (%s): %s[%zu] = %g after a zero-gradient step, want %g", NAMES[k],
+                                 adamw ? "adamw" : "sgd", ti->name, i - ti->offset, m->params[i], want);
+                }
+            }
+        }
+        free(before);
+        free(g);
+        model_free(m);
+    }
+}
+
 /* A second training step on the same batch gives the same gradients bit for bit, with
  * every activation gradient poisoned (NaN) in between: each one the backward reads is
  * zeroed by model_zero_dacts or written whole before it is read (grad_setter: the reader
@@ -463,6 +533,7 @@ int main(void)
         cmocka_unit_test(test_catalog_matches_models),
         cmocka_unit_test(test_catalog_entry_without_builder),
         cmocka_unit_test(test_model_clone),
+        cmocka_unit_test(test_no_decay_groups),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

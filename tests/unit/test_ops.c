@@ -26,6 +26,9 @@
  *                 absolute error reaches ~2e-5 while the sum is ~0.7);
  *   FD_ATOL 1e-6, FD_RTOL 1e-5  analytic gradients against double-precision central
  *                 differences: |a - n| <= FD_ATOL max|n| + FD_RTOL |n| (see check_fd);
+ *   ADAMW_TOL 2e-6  adamw_update's weights and moments after 6 steps against
+ *                 torch.optim.AdamW's rule in double (ref_adamw_step; the second moment
+ *                 relative to itself, as it is ~1e-3 of the weights);
  *   ACC_TOL 1e-5  "+=" checks: dinp after the call equals prefill + gradient (the
  *                 kernel adds its terms one by one onto the prefill, so the rounding
  *                 differs slightly from prefill + the gradient computed from zero).
@@ -58,6 +61,7 @@
 #define WINO_GRAD_TOL 3e-4
 #define BWD_TOL 1e-4
 #define FD_ATOL 1e-6 /* x the largest |numeric gradient| of the check */
+#define ADAMW_TOL 2e-6
 #define FD_RTOL 1e-5
 #define ACC_TOL 1e-5
 #define FD_H 1e-5
@@ -976,12 +980,13 @@ typedef struct {
     int B, N;
     double *x;
     const int32_t *labels;
+    double eps; /* label smoothing */
 } xent_ctx_t;
 
 static double xent_loss(void *p)
 {
     xent_ctx_t *c = p;
-    return ref_softmax_xent(c->B, c->N, c->x, c->labels, NULL);
+    return ref_softmax_xent(c->B, c->N, c->x, c->labels, c->eps, NULL);
 }
 
 static void test_softmax_xent(void **state)
@@ -994,8 +999,8 @@ static void test_softmax_xent(void **state)
     rand_fill(&r, x, xd, B * N, -3.0f, 3.0f);
     for (int b = 0; b < B; b++) labels[b] = (int32_t)(lcg_next(&r) % N);
 
-    float loss = softmax_xent_forward(B, N, x, labels, probs);
-    double want = ref_softmax_xent(B, N, xd, labels, pd);
+    float loss = softmax_xent_forward(B, N, x, labels, 0.0f, probs);
+    double want = ref_softmax_xent(B, N, xd, labels, 0.0, pd);
     double e = relerr(loss, want);
     if (!(e < FWD_TOL)) fail_msg("xent loss %.9g, want %.9g: error %.3g >= %.0e", loss, want, e, FWD_TOL);
     if (e > g_max_fwd) g_max_fwd = e;
@@ -1003,26 +1008,39 @@ static void test_softmax_xent(void **state)
 
     /* dlogits written (=) over NaN; d(mean loss)/dlogits with scale 1 */
     ffill(g, B * N, NAN);
-    softmax_xent_backward(B, N, probs, labels, 1.0f, g);
-    xent_ctx_t ctx = {B, N, xd, labels};
+    softmax_xent_backward(B, N, probs, labels, 0.0f, 1.0f, g);
+    xent_ctx_t ctx = {B, N, xd, labels, 0.0};
     double efd = check_fd("xent dlogits", xent_loss, &ctx, xd, B * N, g, 100000);
     /* scale multiplies the gradient */
-    softmax_xent_backward(B, N, probs, labels, 0.25f, g2);
+    softmax_xent_backward(B, N, probs, labels, 0.0f, 0.25f, g2);
     for (int i = 0; i < B * N; i++) assert_float_equal(g2[i], 0.25f * g[i], 1e-7f);
     print_message("softmax-xent loss err %.1e  fd %.1e\n", e, efd);
+
+    /* label smoothing 0.1 (torch.nn.CrossEntropyLoss's): the loss against the reference,
+     * the gradient against its finite differences */
+    const float ls = 0.1f;
+    loss = softmax_xent_forward(B, N, x, labels, ls, probs);
+    want = ref_softmax_xent(B, N, xd, labels, ls, NULL);
+    e = relerr(loss, want);
+    if (!(e < FWD_TOL)) fail_msg("smoothed xent loss %.9g, want %.9g: error %.3g >= %.0e", loss, want, e, FWD_TOL);
+    ffill(g, B * N, NAN);
+    softmax_xent_backward(B, N, probs, labels, ls, 1.0f, g);
+    ctx.eps = ls;
+    efd = check_fd("smoothed xent dlogits", xent_loss, &ctx, xd, B * N, g, 100000);
+    print_message("softmax-xent smoothing 0.1: loss err %.1e  fd %.1e\n", e, efd);
 
     /* huge logits: finite and exact, no overflow in exp */
     const float big[2 * 3] = {1000.0f, 0.0f, -1000.0f, 1000.0f, 1000.0f, 1000.0f};
     const int32_t lab_a[2] = {0, 2};
     float pb[6];
-    loss = softmax_xent_forward(2, 3, big, lab_a, pb);
+    loss = softmax_xent_forward(2, 3, big, lab_a, 0.0f, pb);
     assert_true(isfinite(loss));
     /* row 0: loss 0 (exp(-1000) underflows to 0); row 1: log(3) */
     assert_float_equal(loss, (float)(log(3.0) / 2.0), 1e-6f);
     assert_float_equal(pb[0], 1.0f, 1e-7f);
     assert_float_equal(pb[3], 1.0f / 3.0f, 1e-7f);
     const int32_t lab_b[2] = {1, 0};
-    loss = softmax_xent_forward(2, 3, big, lab_b, pb);
+    loss = softmax_xent_forward(2, 3, big, lab_b, 0.0f, pb);
     assert_true(isfinite(loss));
     /* row 0: loss 1000; row 1: log(3) */
     assert_float_equal(loss, (float)((1000.0 + log(3.0)) / 2.0), 1e-3f);
@@ -2432,6 +2450,61 @@ static void test_sgd(void **state)
     check_all("sgd nesterov+wd w step 2", w, n, 1.76046772);
 }
 
+/* adamw_update against torch.optim.AdamW's rule in double (ref_adamw_step) over 6 steps
+ * from zero moments (bias correction from step 1), with and without weight decay, a
+ * gradient scale, a large and a small rate; then the same result on 1 and 3 threads. */
+static void test_adamw(void **state)
+{
+    enum { n = 1003, STEPS = 6 };
+    static const struct {
+        double lr, wd, gs;
+    } cases[] = {{1e-3, 0.0, 1.0}, {1e-3, 0.05, 0.5}, {0.1, 0.01, 1.0}};
+    float *w = malloc(n * sizeof *w), *m = malloc(n * sizeof *m), *v = malloc(n * sizeof *v), *g = malloc(n * sizeof *g);
+    double *wd_ = malloc(n * sizeof *wd_), *md = malloc(n * sizeof *md), *vd = malloc(n * sizeof *vd),
+           *gd = malloc(n * sizeof *gd);
+    assert_true(w && m && v && g && wd_ && md && vd && gd);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        lcg_t r = {4400 + c};
+        rand_fill(&r, w, wd_, n, -2.0f, 2.0f);
+        ffill(m, n, 0.0f), ffill(v, n, 0.0f);
+        for (size_t i = 0; i < n; i++) md[i] = vd[i] = 0.0;
+        const adamw_hparams_t h = {
+            .lr = cases[c].lr, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = cases[c].wd};
+        for (long t = 1; t <= STEPS; t++) {
+            rand_fill(&r, g, NULL, n, -1.0f, 1.0f);
+            g[t] = 0.0f; /* a zero gradient: the step divides by eps alone at first */
+            for (size_t i = 0; i < n; i++) gd[i] = cases[c].gs * (double)g[i];
+            adamw_update(n, w, g, m, v, &h, t, (float)cases[c].gs);
+            ref_adamw_step(n, wd_, gd, md, vd, h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, t);
+        }
+        char what[64];
+        snprintf(what, sizeof what, "adamw w (case %zu)", c);
+        check_close(what, w, wd_, n, ADAMW_TOL, &g_max_fwd);
+        snprintf(what, sizeof what, "adamw m (case %zu)", c);
+        check_close(what, m, md, n, ADAMW_TOL, &g_max_fwd);
+        for (size_t i = 0; i < n; i++)
+            if (!(fabs(v[i] - vd[i]) <= ADAMW_TOL * vd[i] + 1e-30))
+                fail_msg("adamw v[%zu] (case %zu) = %.9g, want %.9g (relative %.0e)", i, c, v[i], vd[i], ADAMW_TOL);
+    }
+    /* the threads split elements, never a computation: the same bits on 1 and 3 */
+    float *w3 = malloc(n * sizeof *w3), *m3 = malloc(n * sizeof *m3), *v3 = malloc(n * sizeof *v3);
+    assert_true(w3 && m3 && v3);
+    lcg_t r = {4499};
+    rand_fill(&r, w, NULL, n, -2.0f, 2.0f);
+    rand_fill(&r, g, NULL, n, -1.0f, 1.0f);
+    memcpy(w3, w, n * sizeof *w);
+    ffill(m, n, 0.1f), ffill(v, n, 0.01f), ffill(m3, n, 0.1f), ffill(v3, n, 0.01f);
+    const adamw_hparams_t h = {.lr = 0.01, .beta1 = 0.8, .beta2 = 0.99, .eps = 1e-6, .weight_decay = 0.1};
+    adamw_update(n, w, g, m, v, &h, 3, 0.25f);
+    assert_int_equal(par_set_threads(3), 0);
+    adamw_update(n, w3, g, m3, v3, &h, 3, 0.25f);
+    assert_int_equal(par_set_threads(1), 0);
+    assert_memory_equal(w, w3, n * sizeof *w);
+    assert_memory_equal(m, m3, n * sizeof *m);
+    assert_memory_equal(v, v3, n * sizeof *v);
+    free(w), free(m), free(v), free(g), free(wd_), free(md), free(vd), free(gd), free(w3), free(m3), free(v3);
+}
+
 static void test_grad_norm(void **state)
 {
     float g[2] = {3.0f, 4.0f};
@@ -2576,6 +2649,7 @@ int main(void)
         cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_dropout),
         cmocka_unit_test(test_sgd),
+        cmocka_unit_test(test_adamw),
         cmocka_unit_test(test_grad_norm),
         cmocka_unit_test(test_lr_schedules),
         cmocka_unit_test(test_fd_criterion),

@@ -343,6 +343,26 @@ static const bad_case_t BAD[] = {
     {"{\"model\":\"lenet5\",\"device\":\"tpu\"}", "device: must be one of auto, cpu, cuda"},
     {"{\"model\":\"lenet5\",\"optimizer\":{\"lr_schedule\":{\"kind\":\"linear\"}}}",
      "optimizer.lr_schedule.kind: must be one of constant, step, cosine"},
+    /* AdamW and label smoothing (issue 44) */
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"kind\":\"adam\"}}", "optimizer.kind: must be one of sgd, adamw"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"kind\":\"adamw\",\"betas\":[0.9,1]}}",
+     "optimizer.betas[1]: must be in [0, 1)"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"kind\":\"adamw\",\"betas\":[-0.1,0.999]}}",
+     "optimizer.betas[0]: must be in [0, 1)"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"kind\":\"adamw\",\"betas\":[0.9]}}",
+     "optimizer.betas: must be [b1, b2], has 1 entries"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"kind\":\"adamw\",\"betas\":[0.9,0.99,0.9]}}",
+     "optimizer.betas: at most 2 entries, has 3"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"kind\":\"adamw\",\"eps\":0}}", "optimizer.eps: must be in (0, 1]"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"kind\":\"adamw\",\"eps\":-1e-8}}", "optimizer.eps: must be in (0, 1]"},
+    {"{\"model\":\"lenet5\",\"optimizer\":{\"no_decay\":\"bias\"}}",
+     "optimizer.no_decay: must be one of default, auto, none"},
+    {"{\"model\":\"lenet5\",\"loss\":{\"label_smoothing\":1}}", "loss.label_smoothing: must be in [0, 1)"},
+    {"{\"model\":\"lenet5\",\"loss\":{\"label_smoothing\":-0.1}}", "loss.label_smoothing: must be in [0, 1)"},
+    {"{\"model\":\"lenet5\",\"loss\":{\"smoothing\":0.1}}", "loss.smoothing: unknown field"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"asgd\"},\"optimizer\":{\"kind\":\"adamw\"}}",
+     "optimizer.kind: adamw is not applied by the parameter server of asgd; use a synchronous algorithm (sgd, "
+     "ssgd, hier-bsp, hpsgd, local-sgd) or optimizer.kind sgd"},
     {"{\"model\":\"lenet5\",\"algorithm\":{\"dc_variant\":\"b\"}}", "algorithm.dc_variant: must be one of c, a"},
     {"{\"model\":\"LeNet5\"}", "model: must be one of"},
     /* not JSON, not an object */
@@ -613,6 +633,12 @@ static void test_spec_hash(void **state)
      * resume), whatever its rank; powersgd's rank and warm-up are part of the run. */
     parse_ok("{\"model\":\"lenet5\",\"algorithm\":{\"compression\":{\"kind\":\"none\",\"rank\":7}}}", &b);
     assert_true(spec_hash(&a) == spec_hash(&b));
+    /* sgd ignores AdamW's fields and, without label smoothing or parameter groups, hashes
+     * as a spec from before them (older sgd checkpoints resume). */
+    parse_ok("{\"model\":\"lenet5\",\"optimizer\":{\"kind\":\"sgd\",\"betas\":[0.8,0.9],\"eps\":1e-6,"
+             "\"no_decay\":\"none\"},\"loss\":{\"label_smoothing\":0}}",
+             &b);
+    assert_true(spec_hash(&a) == spec_hash(&b));
     job_spec_t c;
     parse_ok("{\"model\":\"lenet5\",\"algorithm\":{\"name\":\"ssgd\",\"compression\":{\"kind\":\"powersgd\"}}}", &b);
     parse_ok("{\"model\":\"lenet5\",\"algorithm\":{\"name\":\"ssgd\",\"compression\":{\"kind\":\"powersgd\","
@@ -628,7 +654,20 @@ static void test_spec_hash(void **state)
         "{\"model\":\"lenet5\",\"dataset\":{\"train_subset\":5}}",
         "{\"model\":\"lenet5\",\"emulate\":{\"schedule\":[{\"step\":1,\"rank\":0,\"slowdown\":2}]}}",
         "{\"model\":\"lenet5\",\"algorithm\":{\"name\":\"ssgd\",\"compression\":{\"kind\":\"bf16\"}}}",
+        "{\"model\":\"lenet5\",\"optimizer\":{\"kind\":\"adamw\"}}",
+        "{\"model\":\"lenet5\",\"optimizer\":{\"no_decay\":\"auto\"}}",
+        "{\"model\":\"lenet5\",\"loss\":{\"label_smoothing\":0.1}}",
     };
+    /* AdamW's own fields are part of an adamw run */
+    parse_ok("{\"model\":\"lenet5\",\"optimizer\":{\"kind\":\"adamw\"}}", &b);
+    parse_ok("{\"model\":\"lenet5\",\"optimizer\":{\"kind\":\"adamw\",\"betas\":[0.9,0.95]}}", &c);
+    assert_true(spec_hash(&b) != spec_hash(&c));
+    double b1, b2;
+    spec_adamw_betas(&b, &b1, &b2);
+    assert_true(b1 == 0.9 && b2 == 0.999);
+    spec_adamw_betas(&c, &b1, &b2);
+    assert_true(b1 == 0.9 && b2 == 0.95);
+    assert_true(spec_no_decay(&b) && !spec_no_decay(&a));
     for (size_t i = 0; i < sizeof differ / sizeof differ[0]; i++) {
         parse_ok(differ[i], &b);
         if (spec_hash(&a) == spec_hash(&b)) fail_msg("same hash for %s", differ[i]);
@@ -1377,6 +1416,14 @@ static void test_catalog_added_model(void **state)
                      0);
     assert_int_equal(memest_rank(&s, 1, &e, err, sizeof err), 0);
     assert_true(e.model_bytes == one + 4.0 * (4.0 * (200000 + 11000000) - 200000));
+    /* adamw: its second moment, one more float per parameter (the first is the momentum
+     * buffer, counted in the 3 x params above) */
+    assert_int_equal(spec_parse("{\"model\":\"resnet-user\",\"dataset\":{\"name\":\"cifar10\"},\"batch_size\":32,"
+                                "\"optimizer\":{\"kind\":\"adamw\"}}",
+                                &s, err, sizeof err),
+                     0);
+    assert_int_equal(memest_rank(&s, 1, &e, err, sizeof err), 0);
+    assert_true(e.model_bytes == one + 4.0 * 11000000);
 
     /* a model whose output width is not the data set's classes: both named */
     catalog_model_t wide = imported("wide-user", 100);

@@ -183,8 +183,9 @@ typedef struct policy_hetero {
     /* [type * nclasses + class]: samples/s per slot, measured; not > 0 (or NaN) = unknown,
      * estimated by policy_speed */
     const double *speed;
-    const policy_hjob_t *running; /* parallel to the state's running[] */
-    const policy_hjob_t *queued;  /* parallel to the state's queued[] */
+    /* parallel to the state's running[] and queued[] (required when those are not empty) */
+    const policy_hjob_t *running;
+    const policy_hjob_t *queued;
     /* A running job's allocation does not change (move, shrink or grow) before it has held
      * it this long (s): the minimum run time between changes. */
     double min_run_s;
@@ -213,8 +214,8 @@ double policy_speed(const policy_hetero_t *h, int type, int cls);
 /* policy_decide with host classes (s->hetero set): the same decisions, each started job's
  * slots per class in alloc (fifo and fair: first-fit in class order, every slot alike), and
  * for hetero and agnostic the running jobs' changes into rz (room for s->nrunning), their
- * count in *nrz. Returns the number of jobs started, -1 when s->hetero is NULL or out of
- * memory (then nothing is decided). */
+ * count in *nrz. Returns the number of jobs started, -1 when s->hetero is NULL or lacks its
+ * classes or jobs, or out of memory (then nothing is decided). */
 int policy_plan(policy_kind_t k, const policy_state_t *s, policy_decision_t *out, policy_resize_t *rz, int *nrz);
 
 #endif

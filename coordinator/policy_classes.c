@@ -126,12 +126,15 @@ static int take(pjob_t *j, int *fr, int nc, int k)
 
 /* The local search: moves one slot of a movable job to a free class, or exchanges one slot
  * between two movable jobs, while that raises the plan's worth. Bounded: each step raises
- * the worth by more than EPS, and at most 100000 steps are taken. */
+ * the worth by more than EPS, and the search stops after IMPROVE_WORK pair checks (the
+ * plan is valid at every step; a huge cluster only gets a less polished one). */
+#define IMPROVE_WORK 20000000L
 static void improve(pjob_t *j, int n, const int *movable, int *fr, int nc)
 {
-    for (int steps = 0, changed = 1; changed && steps < 100000; steps++) {
+    long work = 0;
+    for (int changed = 1; changed && work < IMPROVE_WORK;) {
         changed = 0;
-        for (int p = 0; p < n && !changed; p++) {
+        for (int p = 0; p < n && !changed && work < IMPROVE_WORK; p++) {
             if (!movable[p]) continue;
             for (int x = 0; x < nc && !changed; x++) {
                 if (!j[p].a[x]) continue;
@@ -142,6 +145,7 @@ static void improve(pjob_t *j, int n, const int *movable, int *fr, int nc)
                         changed = 1;
                         break;
                     }
+                    work += n;
                     for (int q = 0; q < n && !changed; q++)
                         if (q != p && movable[q] && j[q].a[y] && j[p].v[y] + j[q].v[x] > j[p].v[x] + j[q].v[y] + EPS) {
                             j[p].a[x]--, j[p].a[y]++, j[q].a[y]--, j[q].a[x]++;
@@ -333,7 +337,8 @@ int policy_plan(policy_kind_t k, const policy_state_t *s, policy_decision_t *out
 {
     const policy_hetero_t *h = s->hetero;
     *nrz = 0;
-    if (!h || h->nclasses < 1 || h->nclasses > POLICY_CLASSES_MAX) return -1;
+    if (!h || h->nclasses < 1 || h->nclasses > POLICY_CLASSES_MAX || !h->classes) return -1;
+    if ((s->nrunning > 0 && !h->running) || (s->nqueued > 0 && !h->queued)) return -1;
     classes_t cl = {.nc = h->nclasses};
     int slots = 0;
     for (int c = 0; c < cl.nc; c++) {

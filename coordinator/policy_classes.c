@@ -128,7 +128,7 @@ static int take(pjob_t *j, int *fr, int nc, int k)
  * between two movable jobs, while that raises the plan's worth. Bounded: each step raises
  * the worth by more than EPS, and the search stops after IMPROVE_WORK pair checks (the
  * plan is valid at every step; a huge cluster only gets a less polished one). */
-#define IMPROVE_WORK 20000000L
+#define IMPROVE_WORK 2000000L
 static void improve(pjob_t *j, int n, const int *movable, int *fr, int nc)
 {
     long work = 0;

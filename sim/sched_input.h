@@ -10,13 +10,13 @@
 
 #include "policy.h"
 
-#define SCHED_NAME_MAX 32     /* a class, type or user name: 1..31 bytes */
-#define SCHED_ID_MAX 64       /* a job id: 1..63 bytes */
-#define SCHED_TYPES_MAX 64    /* job types in a cluster file */
-#define SCHED_HOSTS_MAX 4096  /* hosts per class */
-#define SCHED_SLOTS_MAX 64    /* slots per host */
-#define SCHED_JOBS_MAX 100000 /* lines of a trace */
-#define SCHED_LINE_MAX 4096   /* bytes of a trace line */
+#define SCHED_NAME_MAX 32    /* a class, type or user name: 1..31 bytes */
+#define SCHED_ID_MAX 64      /* a job id: 1..63 bytes */
+#define SCHED_TYPES_MAX 64   /* job types in a cluster file */
+#define SCHED_HOSTS_MAX 4096 /* hosts per class */
+#define SCHED_SLOTS_MAX 64   /* slots per host */
+#define SCHED_JOBS_MAX 10000 /* jobs in a trace */
+#define SCHED_LINE_MAX 4096  /* bytes of a trace line */
 #define SCHED_FILE_MAX (64L << 20)
 
 typedef struct {

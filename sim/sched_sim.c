@@ -4,7 +4,7 @@
  *
  *   pacer-sched-sim --cluster CLUSTER.json --trace TRACE.jsonl --policy fifo|agnostic|fair|hetero
  *                   [--seed N] [--jobs-out FILE] [--round-s R] [--min-run-s S]
- *                   [--restart-cost-s C] [--hysteresis H]
+ *                   [--restart-cost-s C] [--hysteresis H] [--max-decisions N]
  *
  * Event-driven: the clock jumps to the next arrival, completion or round (every R virtual
  * seconds); at each the policy decides (policy_plan, and policy_preempt under fair) on a
@@ -30,7 +30,7 @@
 
 typedef struct {
     double round_s, min_run_s, restart_cost_s, hysteresis;
-    long seed;
+    long seed, max_decisions;
     policy_kind_t kind;
 } opts_t;
 
@@ -224,31 +224,35 @@ static int user_index(sim_t *s, const char *name)
     return s->nusers++;
 }
 
-/* Runs the trace to its end. Returns 0 or -1 (out of memory, or no progress possible). */
+/* Runs the trace to its end. Returns 0, -1 (out of memory, or no progress possible) or -2
+ * (more than max_decisions decisions: each costs about jobs^2, so a long trace of many jobs
+ * with short rounds is stopped with a message instead of running for hours). A round
+ * without an event changes nothing under fifo (no usage, no minimum run time): skipped. */
 static int simulate(sim_t *s, const opts_t *o)
 {
     double t = s->j[0].in->arrival_s, area = 0, next_round = t;
-    int done = 0, next_arrival = 0;
+    int done = 0, next_arrival = 0, changed = 0;
     while (done < s->n) {
-        int changed = 0;
         for (; next_arrival < s->n && s->j[next_arrival].in->arrival_s <= t; next_arrival++) {
             s->j[next_arrival].state = 1;
             s->j[next_arrival].area0 = area;
             changed = 1;
         }
-        if (changed || t >= next_round) {
+        if (changed || (t >= next_round && o->kind != POLICY_FIFO)) {
             int rc = 0;
+            if (s->decisions >= o->max_decisions) return -2;
+            changed = 0;
             /* a preemption frees slots: decide again at once (at most a few times) */
             for (int k = 0; k < 8 && (rc = decide(s, o, t)) == 1; k++)
                 ;
             if (rc < 0) return -1;
-            while (next_round <= t) next_round += o->round_s;
             int busy = 0;
             for (int i = 0; i < s->n && !busy; i++) busy = s->j[i].state == 2;
             if (!busy && next_arrival == s->n) return -1; /* nothing runs, nothing will come */
         }
+        while (next_round <= t) next_round += o->round_s;
         /* the next event */
-        double tn = next_round;
+        double tn = o->kind == POLICY_FIFO ? INFINITY : next_round;
         int finisher = -1;
         if (next_arrival < s->n && s->j[next_arrival].in->arrival_s < tn) tn = s->j[next_arrival].in->arrival_s;
         for (int i = 0; i < s->n; i++)
@@ -286,7 +290,7 @@ static int simulate(sim_t *s, const opts_t *o)
             memcpy(j->alloc, none, sizeof none);
             if (record(j, t) != 0) return -1;
             done++;
-            next_round = t; /* a completion frees slots: decide now */
+            changed = 1; /* a completion frees slots: decide now */
         }
         if (!isfinite(t)) return -1;
     }
@@ -382,14 +386,19 @@ static int usage(const char *why)
     fprintf(stderr,
             "pacer-sched-sim: %s\nusage: pacer-sched-sim --cluster CLUSTER.json --trace TRACE.jsonl --policy "
             "fifo|agnostic|fair|hetero [--seed N] [--jobs-out FILE] [--round-s R] [--min-run-s S] "
-            "[--restart-cost-s C] [--hysteresis H]\n",
+            "[--restart-cost-s C] [--hysteresis H] [--max-decisions N]\n",
             why);
     return 2;
 }
 
 int main(int argc, char **argv)
 {
-    opts_t o = {.round_s = 360, .min_run_s = 600, .restart_cost_s = 30, .hysteresis = 0.05, .kind = POLICY_FIFO};
+    opts_t o = {.round_s = 360,
+                .min_run_s = 600,
+                .restart_cost_s = 30,
+                .hysteresis = 0.05,
+                .max_decisions = 200000,
+                .kind = POLICY_FIFO};
     const char *cluster = NULL, *trace = NULL, *jobsout = NULL, *policy = NULL;
     char err[512];
     for (int i = 1; i < argc; i++) {
@@ -409,6 +418,9 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--restart-cost-s") == 0) {
             if (numarg_double(v, 0, 1e5, &o.restart_cost_s) != 0)
                 return usage("--restart-cost-s: must be a number in [0, 1e5]");
+        } else if (strcmp(a, "--max-decisions") == 0) {
+            if (numarg_long(v, 1, 1000000000L, &o.max_decisions) != 0)
+                return usage("--max-decisions: must be an integer in [1, 1e9]");
         } else if (strcmp(a, "--hysteresis") == 0) {
             if (numarg_double(v, 0, 10, &o.hysteresis) != 0) return usage("--hysteresis: must be a number in [0, 10]");
         } else {
@@ -464,8 +476,14 @@ int main(int argc, char **argv)
                           .start = -1,
                           .end = -1,
                           .changed = -INFINITY};
-    snprintf(err, sizeof err, "the simulation stopped: out of memory, or queued jobs that nothing will start");
-    if (simulate(&s, &o) != 0) goto fail;
+    int sr = simulate(&s, &o);
+    if (sr == -2)
+        snprintf(
+            err, sizeof err,
+            "the simulation stopped after %ld decisions (--max-decisions): a longer run needs a larger --max-decisions or --round-s",
+            o.max_decisions);
+    else snprintf(err, sizeof err, "the simulation stopped: out of memory, or queued jobs that nothing will start");
+    if (sr != 0) goto fail;
     json_t *sum = summary(&s, &o);
     char *txt = sum ? json_dumps(sum, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12)) : NULL;
     json_decref(sum);

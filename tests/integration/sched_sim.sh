@@ -71,5 +71,6 @@ expect_error 1 "t.jsonl: no jobs" run
 # The options.
 expect_error 2 "'lottery' is not a policy: fifo, fair, agnostic or hetero" "$SIM" --cluster $CL --trace $TR --policy lottery
 expect_error 2 "--round-s: must be a number in \[1, 1e6\]" "$SIM" --cluster $CL --trace $TR --policy fifo --round-s 0
+expect_error 1 "the simulation stopped after 1 decisions (--max-decisions)" "$SIM" --cluster $CL --trace $TR --policy hetero --max-decisions 1
 expect_error 1 "$TMP/none.json: cannot be read" "$SIM" --cluster "$TMP/none.json" --trace $TR --policy fifo
 echo "pass"

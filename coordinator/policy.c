@@ -8,18 +8,48 @@
 
 #include "hosts.h"
 
-int policy_parse(const char *name, policy_kind_t *out, char *err, size_t errlen)
+/* The policies by name; daemon: what pacer-coordinator --policy accepts (the class-aware
+ * ones need host classes, which only the scheduler simulator builds so far). */
+static const struct {
+    const char *name;
+    policy_kind_t kind;
+    int daemon;
+} policy_names[] = {
+    {"fifo", POLICY_FIFO, 1},
+    {"fair", POLICY_FAIR, 1},
+    {"hetero", POLICY_HETERO, 0},
+    {"agnostic", POLICY_AGNOSTIC, 0},
+};
+#define POLICY_NNAMES (sizeof policy_names / sizeof policy_names[0])
+
+static int parse_kind(const char *name, int daemon_only, policy_kind_t *out, char *err, size_t errlen)
 {
-    if (name && strcmp(name, "fifo") == 0) *out = POLICY_FIFO;
-    else if (name && strcmp(name, "fair") == 0) *out = POLICY_FAIR;
-    else {
-        snprintf(err, errlen, "--policy: '%.40s' is not a policy: fifo or fair", name ? name : "");
-        return -1;
-    }
-    return 0;
+    for (size_t i = 0; i < POLICY_NNAMES; i++)
+        if (name && (!daemon_only || policy_names[i].daemon) && strcmp(name, policy_names[i].name) == 0) {
+            *out = policy_names[i].kind;
+            return 0;
+        }
+    snprintf(err, errlen, "--policy: '%.40s' is not a policy: %s", name ? name : "",
+             daemon_only ? "fifo or fair" : "fifo, fair, agnostic or hetero");
+    return -1;
 }
 
-const char *policy_name(policy_kind_t k) { return k == POLICY_FAIR ? "fair" : "fifo"; }
+int policy_parse(const char *name, policy_kind_t *out, char *err, size_t errlen)
+{
+    return parse_kind(name, 1, out, err, errlen);
+}
+
+int policy_parse_any(const char *name, policy_kind_t *out, char *err, size_t errlen)
+{
+    return parse_kind(name, 0, out, err, errlen);
+}
+
+const char *policy_name(policy_kind_t k)
+{
+    for (size_t i = 0; i < POLICY_NNAMES; i++)
+        if (policy_names[i].kind == k) return policy_names[i].name;
+    return "fifo";
+}
 
 int policy_priority(const char *name)
 {
@@ -314,7 +344,7 @@ static int after(const policy_queued_t *a, const policy_queued_t *b)
 
 int policy_decide(policy_kind_t k, const policy_state_t *s, policy_decision_t *out)
 {
-    if (k != POLICY_FAIR) return decide_ordered(s, s->queued, NULL, out, 0);
+    if (k == POLICY_FIFO) return decide_ordered(s, s->queued, NULL, out, 0);
     /* fair: the queue by priority, then share (lowest first), arrival order among equals (a
      * stable insertion sort of the indices), decided as FIFO with backfilling, the
      * decisions put back in queue order. */

@@ -14,6 +14,9 @@
 
 #include <stddef.h>
 
+/* Host classes a class-aware policy tells apart (policy_plan, below). */
+#define POLICY_CLASSES_MAX 8
+
 typedef enum {
     POLICY_FIFO = 0, /* arrival order, no backfilling: the head waits for slots rather than be overtaken */
     /* priority classes (high, normal, low); within one, weighted fair share (the owner's
@@ -21,6 +24,14 @@ typedef enum {
        backfilling: a job that fits the free slots starts ahead of the head when that
        cannot delay the head's estimated start */
     POLICY_FAIR,
+    /* Class-aware (policy_plan; the scheduler simulator, sim/sched_sim.c): fair's admission
+       (priority, share, backfilling) on the slots counted with elastic jobs at their
+       minimum, then placement on host classes and elastic resizes that maximise the
+       cluster's normalised throughput (docs/ARCHITECTURE.md "Heterogeneous classes"). */
+    POLICY_HETERO,
+    /* hetero's algorithm with every class taken as equally fast: the same admission and
+       elastic shrink/grow, classes chosen first-fit (the heterogeneity-agnostic baseline). */
+    POLICY_AGNOSTIC,
 } policy_kind_t;
 
 /* Spec priorities (spec `priority`): higher starts first under POLICY_FAIR; FIFO ignores them. */
@@ -30,8 +41,11 @@ typedef enum {
 /* "high", "normal", "low" -> POLICY_PRIO_*; anything else is normal. */
 int policy_priority(const char *name);
 
-/* "fifo", "fair" -> POLICY_*. Returns 0, or -1 with err naming the values accepted. */
+/* "fifo", "fair" -> POLICY_* (the daemon's policies). Returns 0, or -1 with err naming the
+ * values accepted. */
 int policy_parse(const char *name, policy_kind_t *out, char *err, size_t errlen);
+/* The same, also accepting the class-aware "hetero" and "agnostic" (the simulator's). */
+int policy_parse_any(const char *name, policy_kind_t *out, char *err, size_t errlen);
 const char *policy_name(policy_kind_t k);
 
 /* A running (or restarting) job: what it holds and when it should end. */
@@ -73,6 +87,8 @@ typedef struct {
     /* Preemption (policy_preempt): a running job may be stopped for a higher-priority
      * one only after running this long (s), so that nothing thrashes; < 0 = never. */
     double preempt_min_run_s;
+    /* Host classes (policy_plan); NULL: none, every slot alike. */
+    const struct policy_hetero *hetero;
 } policy_state_t;
 
 /* Why a queued job waits (POLICY_REASON_NONE: it starts now). */
@@ -101,6 +117,9 @@ typedef struct {
     policy_reason_t reason;         /* when waiting */
     double estimated_start;         /* when waiting: unix s, >= now; < 0 = cannot be estimated */
     char detail[POLICY_DETAIL_MAX]; /* when waiting: the reason and the estimate in a sentence */
+    /* policy_plan, when started: its slots per host class (summing to world), and why there */
+    int alloc[POLICY_CLASSES_MAX];
+    char placement[POLICY_DETAIL_MAX];
 } policy_decision_t;
 
 /* Fills out[0..s->nqueued). Returns the number of jobs started. */
@@ -140,5 +159,72 @@ int policy_ranks(const policy_state_t *s, const policy_queued_t *q);
 /* "8 ranks on 2 slots: oversubscribed 4x" into out when ranks exceed slots (> 0); returns
  * 1 then, else 0 with out "". */
 int policy_oversubscribed(int ranks, int slots, char *out, size_t len);
+
+/* ---- Host classes (issue 46) -------------------------------------------------------
+ * Hosts grouped by class (fast, half, quarter: one GPU generation each), each job type with
+ * a measured speed per class. A job's throughput on an allocation is the sum of its slots'
+ * speeds: pacer's per-node batch split (dynamic batching) gives each slot a batch in
+ * proportion to its speed, so a job spanning classes loses nothing to its slowest member.
+ * Its normalised throughput is that over the throughput of the same number of slots of the
+ * job type's slowest class; hetero maximises the sum over jobs. */
+typedef struct {
+    const char *name;
+    int slots; /* usable slots of the class (hosts x slots per host) */
+} policy_class_t;
+
+/* What the class-aware policies know of a job, parallel to the state's running[] or
+ * queued[] (same index). */
+typedef struct {
+    int type;      /* row of speed[] */
+    int elastic;   /* runs on min_slots..want slots and may be resized (from its checkpoint) */
+    int min_slots; /* the fewest it runs on (= want when not elastic) */
+    int want;      /* the slots it asks for (workers) */
+    /* running: slots held per class, and when its allocation last changed (started,
+     * moved or resized; the state's clock) */
+    int alloc[POLICY_CLASSES_MAX];
+    double changed;
+} policy_hjob_t;
+
+typedef struct policy_hetero {
+    const policy_class_t *classes;
+    int nclasses; /* 1..POLICY_CLASSES_MAX */
+    int ntypes;
+    /* [type * nclasses + class]: samples/s per slot, measured; not > 0 (or NaN) = unknown,
+     * estimated by policy_speed */
+    const double *speed;
+    /* parallel to the state's running[] and queued[] (required when those are not empty) */
+    const policy_hjob_t *running;
+    const policy_hjob_t *queued;
+    /* A running job's allocation does not change (move, shrink or grow) before it has held
+     * it this long (s): the minimum run time between changes. */
+    double min_run_s;
+    /* Seconds of no progress a start, move or resize costs (a restart from the checkpoint);
+     * a change must pay it back within min_run_s. */
+    double resize_cost_s;
+    /* Hysteresis: a move or a grow of running jobs must raise the cluster's normalised
+     * throughput by at least this fraction of it (0.05 = 5%); a grow must add at least
+     * this fraction of the job's slots (and one slot). */
+    double hysteresis;
+} policy_hetero_t;
+
+/* A running job's new allocation (policy_plan): grown, shrunk or moved. */
+typedef struct {
+    int running; /* index into the state's running[] */
+    int alloc[POLICY_CLASSES_MAX];
+    char reason[POLICY_DETAIL_MAX];
+} policy_resize_t;
+
+/* A type's speed per slot on a class: the measured one, or the estimate when unknown: its
+ * speed on the class where it was measured (the fastest such) scaled by the classes'
+ * relative speed as the other types measured both (the geometric mean of their ratios;
+ * 1 when no type measured both); 1 when the type was measured nowhere (every class alike). */
+double policy_speed(const policy_hetero_t *h, int type, int cls);
+
+/* policy_decide with host classes (s->hetero set): the same decisions, each started job's
+ * slots per class in alloc (fifo and fair: first-fit in class order, every slot alike), and
+ * for hetero and agnostic the running jobs' changes into rz (room for s->nrunning), their
+ * count in *nrz. Returns the number of jobs started, -1 when s->hetero is NULL or lacks its
+ * classes or jobs, or out of memory (then nothing is decided). */
+int policy_plan(policy_kind_t k, const policy_state_t *s, policy_decision_t *out, policy_resize_t *rz, int *nrz);
 
 #endif

@@ -27,7 +27,7 @@ FUZZ_FLAGS        := -std=c11 -O1 -g -D_GNU_SOURCE $(FUZZ_INCLUDES) -fno-omit-fr
 FUZZ_LIBS         := -lmicrohttpd -ljansson -lhiredis -lz -lzip -lpng16 -ljpeg -lpthread -lm
 
 FUZZ_HARNESSES := request spec idx cifar checkpoint redis stream_id history host password_file \
-                  npy npz image dcache onnx netprobe modelindex onnx_case cli_url
+                  npy npz image dcache onnx netprobe modelindex onnx_case cli_url sched
 FUZZ_OBJ = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(1))
 
 # What each harness links besides its own file: the code it drives, no more (the worker's
@@ -50,6 +50,10 @@ FUZZ_SRC_npy        := $(COMMON_SRC)
 FUZZ_SRC_npz        := worker/data.c $(COMMON_SRC)
 FUZZ_SRC_image      := worker/image.c common/dataroot.c common/errmsg.c
 FUZZ_SRC_dcache     := worker/dcache.c $(COMMON_SRC)
+# pacer-sched-sim's cluster and trace parsers: sim/'s files of the coordinator's room
+FUZZ_SRC_sched      := sim/sched_input.c $(FUZZ_COORD_SRC) $(COMMON_SRC)
+FUZZ_CFLAGS_fuzz_fuzz_sched := -Isim
+FUZZ_CFLAGS_sim_sched_input := -Isim
 # The importer builds and runs the model: model/, protobuf-c's generated code, and the CPU
 # kernels, which clang does not compile (pool.c's gcc vector builtins): those are built
 # with $(CC) and no sanitizer (FUZZ_GCC_OBJ), so ASan checks the importer and model/, and a
@@ -82,6 +86,7 @@ FUZZ_MAXLEN_image      := 16384
 FUZZ_MAXLEN_dcache     := 4200
 FUZZ_MAXLEN_onnx       := 8192
 FUZZ_MAXLEN_onnx_case  := 8192
+FUZZ_MAXLEN_sched      := 8192
 
 FUZZ_RUNS_request    = $(FUZZ_RUNS_PARSERS)
 FUZZ_RUNS_spec       = $(FUZZ_RUNS_PARSERS)

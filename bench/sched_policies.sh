@@ -1,0 +1,47 @@
+#!/bin/sh
+# bench/sched_policies.sh - issue 46's experiment: fifo, agnostic, fair and hetero in
+# pacer-sched-sim on the 48-host cluster (bench/sched/cluster48.json: 16 fast, 16 half, 16
+# quarter; four job types whose class ratios differ), 200-job Philly-like traces
+# (bench/sched_trace.py) at low, medium and high load (1.0, 1.5 and 2.0 jobs/h: offered
+# loads 0.98, 1.48, 1.97), 5 seeds each. Prints, per load and policy, the mean ± sd over the
+# seeds of average JCT, makespan, p95 queueing delay (hours) and max-over-users FTF rho;
+# then hetero's JCT over fifo's and agnostic's (mean over seeds) and in how many seeds some
+# user's mean rho under hetero is worse than under fifo. Appends it to $OUT (bench/lib.sh).
+#   make build/pacer-sched-sim && sh bench/sched_policies.sh   (about a minute)
+. bench/lib.sh
+SIM=$BUILD/pacer-sched-sim
+CL=bench/sched/cluster48.json
+SEEDS=${SEEDS:-1 2 3 4 5}
+[ -x "$SIM" ] || { echo "build $SIM first (make $SIM)"; exit 1; }
+md ""
+md "### Scheduling policies, 48 hosts in 3 classes, 200 Philly-like jobs, seeds $SEEDS ($(date -u +%Y-%m-%d), $(nproc) cores)"
+md ""
+md "| load | policy | avg JCT (h) | makespan (h) | p95 wait (h) | max user FTF rho | resizes |"
+md "|---|---|---|---|---|---|---|"
+for load in low:1.0 medium:1.5 high:2.0; do
+    name=${load%%:*} rate=${load#*:}
+    for s in $SEEDS; do
+        python3 bench/sched_trace.py --cluster $CL --jobs 200 --rate "$rate" --seed "$s" >"$TMP/$name-$s.jsonl" 2>/dev/null
+        for p in fifo agnostic fair hetero; do
+            "$SIM" --cluster $CL --trace "$TMP/$name-$s.jsonl" --policy $p --seed "$s" >"$TMP/$name-$s-$p.json" || exit 1
+        done
+    done
+    for p in fifo agnostic fair hetero; do
+        col() { for s in $SEEDS; do jq "$1" "$TMP/$name-$s-$p.json"; done | meansd "$2"; }
+        md "| $name | $p | $(col '.avg_jct_s / 3600' 1) | $(col '.makespan_s / 3600' 0) | $(col '.p95_wait_s / 3600' 1) | $(col .max_ftf_rho 2) | $(col .resizes 0) |"
+    done
+done
+md ""
+md "| load | hetero JCT / fifo | hetero JCT / agnostic | seeds where a user's FTF under hetero is worse than under fifo |"
+md "|---|---|---|---|"
+for name in low medium high; do
+    r() { for s in $SEEDS; do jq -n --slurpfile a "$TMP/$name-$s-hetero.json" --slurpfile b "$TMP/$name-$s-$1.json" \
+        '$a[0].avg_jct_s / $b[0].avg_jct_s'; done | meansd 2; }
+    worse=0
+    for s in $SEEDS; do
+        jq -e -n --slurpfile h "$TMP/$name-$s-hetero.json" --slurpfile f "$TMP/$name-$s-fifo.json" \
+            '[$h[0].ftf_rho_by_user | to_entries[] | select(.value > $f[0].ftf_rho_by_user[.key])] | length > 0' \
+            >/dev/null && worse=$((worse + 1))
+    done
+    md "| $name | $(r fifo) | $(r agnostic) | $worse of $(echo $SEEDS | wc -w) |"
+done

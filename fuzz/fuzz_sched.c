@@ -1,0 +1,56 @@
+/* fuzz/fuzz_sched.c - libFuzzer target for pacer-sched-sim's input parsers
+ * (sim/sched_input.c): the input is read as a cluster file, then as a trace against a
+ * fixed two-class cluster. Build and run: make fuzz-sched.
+ *
+ * Beyond "no crash, no leak, no UB": a refusal is one non-empty line that names the file;
+ * an accepted cluster keeps its bounds (1..8 classes, hosts and slots in range, speeds
+ * finite and positive or unknown); an accepted trace's jobs are in arrival order, each
+ * within the cluster's slots and with a known type.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched_input.h"
+
+static void refusal(const char *err)
+{
+    if (!err[0] || strchr(err, '\n') || strncmp(err, "f:", 2) != 0) abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static sched_cluster_t c, fixed;
+    char err[512] = "";
+    const char *text = (const char *)data;
+    if (sched_cluster_parse(text, size, "f", &c, err, sizeof err) != 0) refusal(err);
+    else {
+        if (c.nclasses < 1 || c.nclasses > POLICY_CLASSES_MAX || c.ntypes < 1 || c.ntypes > SCHED_TYPES_MAX) abort();
+        for (int k = 0; k < c.nclasses; k++)
+            if (c.classes[k].hosts < 1 || c.classes[k].hosts > SCHED_HOSTS_MAX || c.classes[k].slots < 1 ||
+                c.classes[k].slots > SCHED_SLOTS_MAX)
+                abort();
+        for (int i = 0; i < SCHED_TYPES_MAX * POLICY_CLASSES_MAX; i++)
+            if (!isfinite(c.speed[i]) || c.speed[i] < 0) abort();
+    }
+    static const char cl[] = "{\"classes\": [{\"name\": \"fast\", \"hosts\": 2, \"slots\": 2}, {\"name\": \"slow\", "
+                             "\"hosts\": 4}], \"speeds\": {\"resnet\": {\"fast\": 4, \"slow\": 1}, \"a3c\": {}}}";
+    if (sched_cluster_parse(cl, sizeof cl - 1, "f", &fixed, err, sizeof err) != 0) abort();
+    sched_job_t *j = NULL;
+    int n = 0;
+    err[0] = 0;
+    if (sched_trace_parse(text, size, "f", &fixed, &j, &n, err, sizeof err) != 0) {
+        refusal(err);
+        if (j) abort();
+        return 0;
+    }
+    for (int i = 0; i < n; i++) {
+        if (j[i].workers < 1 || j[i].workers > 8 || j[i].type < 0 || j[i].type >= fixed.ntypes || !(j[i].samples > 0) ||
+            !isfinite(j[i].arrival_s) || !j[i].id[0])
+            abort();
+        if (i && j[i].arrival_s < j[i - 1].arrival_s) abort();
+    }
+    free(j);
+    return 0;
+}

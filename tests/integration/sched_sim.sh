@@ -1,0 +1,76 @@
+# pacer-sched-sim (issue 46): the scheduling policies over a job trace in virtual time.
+# Deterministic: two runs of each policy on the example trace print the same bytes and
+# write the same per-job file; the summary's metrics are numbers. Every refusal of its
+# outside inputs (the cluster file, the trace, the options) is one line naming the file,
+# the line and the field; the hostile inputs are written here, at run time.
+. tests/lib.sh
+SIM=$BUILD/pacer-sched-sim
+[ -x "$SIM" ] || fail "$SIM not built (make $SIM)"
+CL=bench/sched/cluster48.json
+TR=bench/sched/example-30.jsonl
+
+for p in fifo fair agnostic hetero; do
+    for i in 1 2; do
+        "$SIM" --cluster $CL --trace $TR --policy $p --seed 3 --jobs-out "$TMP/$p-$i.jobs" >"$TMP/$p-$i.out" ||
+            fail "$p: exit $?"
+    done
+    cmp "$TMP/$p-1.out" "$TMP/$p-2.out" || fail "$p: two runs printed different summaries"
+    cmp "$TMP/$p-1.jobs" "$TMP/$p-2.jobs" || fail "$p: two runs wrote different per-job files"
+    for k in avg_jct_s makespan_s p95_wait_s max_ftf_rho; do need_number "$p $k" "$(json "$TMP/$p-1.out" .$k)"; done
+    [ "$(json "$TMP/$p-1.out" .policy)" = $p ] || fail "$p: the summary names another policy"
+    [ "$(json "$TMP/$p-1.out" .jobs)" = 30 ] || fail "$p: not 30 jobs"
+    [ "$(wc -l <"$TMP/$p-1.jobs")" = 30 ] || fail "$p: the per-job file has not 30 lines"
+    # every job started and ended after it arrived, and held slots
+    jq -e 'select(.start_s < .arrival_s or .end_s < .start_s or (.allocations | length) < 2)' "$TMP/$p-1.jobs" >/dev/null &&
+        fail "$p: a job starts before it arrives, ends before it starts, or never held slots"
+    echo "ok: $p: identical summaries and per-job files, avg JCT $(json "$TMP/$p-1.out" .avg_jct_s) s"
+done
+
+# Refusals: the cluster file.
+c() { printf '%s\n' "$1" >"$TMP/c.json"; }
+t() { printf '%s\n' "$@" >"$TMP/t.jsonl"; }
+run() { "$SIM" --cluster "$TMP/c.json" --trace "$TMP/t.jsonl" --policy hetero; }
+t '{"id": "a", "arrival_s": 0, "type": "x", "workers": 1, "samples": 10}'
+c '{"classes": [{"name": "fast", "hosts": 2}], "speeds": {"x": {"fast": 1}}'
+expect_error 1 "c.json:2: not JSON" run
+c '{"classes": [{"name": "fast", "hosts": 0}], "speeds": {"x": {"fast": 1}}}'
+expect_error 1 "c.json: classes\[0\].hosts: must be an integer in 1..4096" run
+c '{"classes": [{"name": "fast", "hosts": 2}, {"name": "fast", "hosts": 1}], "speeds": {"x": {"fast": 1}}}'
+expect_error 1 "c.json: classes\[1\].name: 'fast' repeats classes\[0\]" run
+c '{"classes": [{"name": "fast", "hosts": 2}], "speeds": {"x": {"slow": 1}}}'
+expect_error 1 "c.json: speeds.x.slow: not a class of classes\[\]" run
+c '{"classes": [{"name": "fast", "hosts": 2}], "speeds": {"x": {"fast": -3}}}'
+expect_error 1 "c.json: speeds.x.fast: must be a number of samples/s in (0, 1e12\]" run
+c '{"classes": [{"name": "fast", "hosts": 2, "gpus": 1}], "speeds": {"x": {"fast": 1}}}'
+expect_error 1 "c.json: classes\[0\].gpus: unknown field" run
+c "{\"classes\": [$(for i in 1 2 3 4 5 6 7 8 9; do printf '{"name": "c%d", "hosts": 1},' $i; done | sed 's/,$//')], \"speeds\": {\"x\": {}}}"
+expect_error 1 "c.json: classes: must be an array of 1..8 classes" run
+# The trace.
+c '{"classes": [{"name": "fast", "hosts": 2}], "speeds": {"x": {"fast": 1}}}'
+t '{"id": "a", "arrival_s": 0, "type": "x", "workers": 1, "samples": 10}' '' \
+  '{"id": "b", "arrival_s": 1, "type": "x", "workers": 3, "samples": 10}'
+expect_error 1 "t.jsonl:3: workers: must be an integer in 1..2 (the cluster's slots)" run
+t '{"id": "a", "arrival_s": 0, "type": "y", "workers": 1, "samples": 10}'
+expect_error 1 "t.jsonl:1: type: must be a job type of the cluster file's speeds" run
+t '{"id": "a", "arrival_s": -1, "type": "x", "workers": 1, "samples": 10}'
+expect_error 1 "t.jsonl:1: arrival_s: must be a number of seconds in \[0, 1e9\]" run
+t '{"id": "a", "arrival_s": 0, "type": "x", "workers": 1, "samples": 0}'
+expect_error 1 "t.jsonl:1: samples: must be a number in (0, 1e15\]" run
+t '{"id": "a", "arrival_s": 0, "type": "x", "workers": 1, "samples": 1, "priority": "urgent"}'
+expect_error 1 "t.jsonl:1: priority: must be \"high\", \"normal\" or \"low\"" run
+t '{"id": "a", "arrival_s": 0, "type": "x", "workers": 1, "samples": 1, "elastic": "yes"}'
+expect_error 1 "t.jsonl:1: elastic: must be true or false" run
+t '{"id": "a", "arrival_s": 0, "type": "x", "workers": 1, "samples": 1, "gpu": 1}'
+expect_error 1 "t.jsonl:1: gpu: unknown field" run
+t '{"id": "a", "arrival_s": 0, "type": "x", "workers": 1, "samples": 1}' '{"id": "b",'
+expect_error 1 "t.jsonl:2: not JSON" run
+t "{\"id\": \"$(head -c 5000 /dev/zero | tr '\0' a)\"}"
+expect_error 1 "t.jsonl:1: line longer than 4096 bytes" run
+t '' ' '
+expect_error 1 "t.jsonl: no jobs" run
+# The options.
+expect_error 2 "'lottery' is not a policy: fifo, fair, agnostic or hetero" "$SIM" --cluster $CL --trace $TR --policy lottery
+expect_error 2 "--round-s: must be a number in \[1, 1e6\]" "$SIM" --cluster $CL --trace $TR --policy fifo --round-s 0
+expect_error 1 "the simulation stopped after 1 decisions (--max-decisions)" "$SIM" --cluster $CL --trace $TR --policy hetero --max-decisions 1
+expect_error 1 "$TMP/none.json: cannot be read" "$SIM" --cluster "$TMP/none.json" --trace $TR --policy fifo
+echo "pass"

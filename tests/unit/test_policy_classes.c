@@ -1,0 +1,207 @@
+/* tests/unit/test_policy_classes.c - the class-aware policies (coordinator/policy.h, "Host
+ * classes"; coordinator/policy_classes.c) on small scripted clusters: hetero places a job on
+ * the class where it gains most while agnostic and fair take classes first-fit; an elastic
+ * job is shrunk to admit a high-priority one and grown back once the slots free, but never
+ * before its minimum run time (hysteresis); an unmeasured speed is estimated from the
+ * other types' class ratios. No Redis, no clock: pure functions of their snapshots.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <string.h>
+
+#include "policy.h"
+
+#define NOW 10000.0
+
+/* Two classes of 2 slots; type 0 ("conv") runs 4x faster on fast, type 1 ("rl") 1.2x. */
+static const policy_class_t two_classes[] = {{"fast", 2}, {"slow", 2}};
+static const double two_speeds[] = {400, 100, 120, 100};
+
+/* One scripted round: the cluster, the jobs, and room for policy_plan's answers. */
+typedef struct {
+    policy_hetero_t h;
+    policy_state_t s;
+    policy_decision_t d[2];
+    policy_resize_t rz[2];
+    int nrz;
+} scene_t;
+
+static void scene(scene_t *sc, const policy_class_t *cl, int ncl, const double *speed, int ntypes,
+                  const policy_running_t *run, const policy_hjob_t *hr, int nrun, const policy_queued_t *q,
+                  const policy_hjob_t *hq, int nq)
+{
+    int slots = 0;
+    for (int c = 0; c < ncl; c++) slots += cl[c].slots;
+    sc->h = (policy_hetero_t){.classes = cl,
+                              .nclasses = ncl,
+                              .ntypes = ntypes,
+                              .speed = speed,
+                              .running = hr,
+                              .queued = hq,
+                              .min_run_s = 600,
+                              .resize_cost_s = 30,
+                              .hysteresis = 0.05};
+    sc->s = (policy_state_t){.now = NOW,
+                             .slots_total = slots,
+                             .slots_usable = slots,
+                             .running = run,
+                             .nrunning = nrun,
+                             .queued = q,
+                             .nqueued = nq,
+                             .preempt_min_run_s = -1,
+                             .hetero = &sc->h};
+    sc->nrz = -1;
+}
+
+static int plan(scene_t *sc, policy_kind_t k) { return policy_plan(k, &sc->s, sc->d, sc->rz, &sc->nrz); }
+
+/* The rl job arrived first. agnostic (and fair) give it the fast slots, first-fit; hetero
+ * gives them to the conv job, which gains 4x there against rl's 1.2x, and says so. */
+static void test_placed_where_it_gains_most(void **unused)
+{
+    (void)unused;
+    policy_queued_t q[] = {{"rl", 2, 2, 0, 0, 0, NULL, 0}, {"conv", 2, 2, 0, 0, 0, NULL, 0}};
+    policy_hjob_t hq[] = {{.type = 1, .min_slots = 2, .want = 2}, {.type = 0, .min_slots = 2, .want = 2}};
+    scene_t sc;
+    scene(&sc, two_classes, 2, two_speeds, 2, NULL, NULL, 0, q, hq, 2);
+    assert_int_equal(plan(&sc, POLICY_AGNOSTIC), 2);
+    assert_int_equal(sc.nrz, 0);
+    assert_int_equal(sc.d[0].alloc[0], 2);
+    assert_int_equal(sc.d[1].alloc[1], 2);
+    assert_int_equal(plan(&sc, POLICY_FAIR), 2);
+    assert_int_equal(sc.d[0].alloc[0], 2);
+    assert_string_equal(sc.d[0].placement, "placed on 2 fast slots: first fit, every slot alike (fair)");
+    assert_int_equal(plan(&sc, POLICY_HETERO), 2);
+    assert_int_equal(sc.d[0].alloc[1], 2);
+    assert_int_equal(sc.d[1].alloc[0], 2);
+    assert_int_equal(sc.d[1].world, 2);
+    assert_string_equal(sc.d[1].placement,
+                        "placed on 2 fast slots: 4.00x its speed on 2 slots of its slowest class (hetero)");
+    assert_string_equal(sc.d[0].placement,
+                        "placed on 2 slow slots: 1.00x its speed on 2 slots of its slowest class (hetero)");
+}
+
+/* A 3-slot job of the conv type spans classes when one class has too few: 2 fast + 1 slow. */
+static void test_spans_classes(void **unused)
+{
+    (void)unused;
+    policy_queued_t q[] = {{"big", 3, 3, 0, 0, 0, NULL, 0}};
+    policy_hjob_t hq[] = {{.type = 0, .min_slots = 3, .want = 3}};
+    scene_t sc;
+    scene(&sc, two_classes, 2, two_speeds, 2, NULL, NULL, 0, q, hq, 1);
+    assert_int_equal(plan(&sc, POLICY_HETERO), 1);
+    assert_string_equal(sc.d[0].placement,
+                        "placed on 2 fast + 1 slow slots: 3.00x its speed on 3 slots of its slowest class (hetero)");
+}
+
+/* One class of 4 slots. An elastic normal-priority job holds all 4; a high-priority 2-slot
+ * job arrives: before the elastic job's minimum run time nothing changes (it waits), after
+ * it the elastic job is shrunk to 2 and the high one starts; once the high one has gone and
+ * the shrunk job's own minimum run time has passed, it grows back to 4. */
+static void test_shrink_to_admit_then_grow_back(void **unused)
+{
+    (void)unused;
+    static const policy_class_t one[] = {{"fast", 4}};
+    static const double sp[] = {100};
+    policy_running_t run[] = {{"elastic", 4, 0, -1, POLICY_PRIO_NORMAL, NOW - 100}};
+    policy_hjob_t hr[] = {{.type = 0, .elastic = 1, .min_slots = 1, .want = 4, .alloc = {4}, .changed = NOW - 100}};
+    policy_queued_t q[] = {{"urgent", 2, 2, 0, 0, POLICY_PRIO_HIGH, NULL, 0}};
+    policy_hjob_t hq[] = {{.type = 0, .min_slots = 2, .want = 2}};
+    scene_t sc;
+    scene(&sc, one, 1, sp, 1, run, hr, 1, q, hq, 1);
+    /* 100 s into a 600 s minimum run: no resize, the urgent job waits for slots */
+    assert_int_equal(plan(&sc, POLICY_HETERO), 0);
+    assert_int_equal(sc.nrz, 0);
+    assert_int_equal(sc.d[0].start, 0);
+    assert_string_equal(policy_reason_name(sc.d[0].reason), "slots");
+    /* past it: shrunk to 2, and the urgent job gets the other 2 */
+    hr[0].changed = NOW - 700;
+    assert_int_equal(plan(&sc, POLICY_HETERO), 1);
+    assert_int_equal(sc.nrz, 1);
+    assert_int_equal(sc.rz[0].running, 0);
+    assert_int_equal(sc.rz[0].alloc[0], 2);
+    assert_string_equal(sc.rz[0].reason, "shrunk from 4 fast to 2 fast slots to admit urgent (hetero)");
+    assert_int_equal(sc.d[0].start, 1);
+    assert_int_equal(sc.d[0].alloc[0], 2);
+    /* the urgent job has gone; the elastic one was shrunk 100 s ago: it keeps its 2 */
+    hr[0].alloc[0] = 2;
+    hr[0].changed = NOW - 100;
+    run[0].slots = 2;
+    sc.s.nqueued = 0;
+    assert_int_equal(plan(&sc, POLICY_HETERO), 0);
+    assert_int_equal(sc.nrz, 0);
+    /* 700 s after the shrink: grown back to 4 */
+    hr[0].changed = NOW - 700;
+    assert_int_equal(plan(&sc, POLICY_HETERO), 0);
+    assert_int_equal(sc.nrz, 1);
+    assert_int_equal(sc.rz[0].alloc[0], 4);
+    assert_string_equal(sc.rz[0].reason, "grown from 2 fast to 4 fast slots: slots free (hetero)");
+}
+
+/* A running rl job holds the fast slots (placed first-fit); a conv job arrives wanting 2:
+ * hetero moves rl to the slow slots and gives conv the fast ones, once rl may move. */
+static void test_move_when_it_pays(void **unused)
+{
+    (void)unused;
+    policy_running_t run[] = {{"rl", 2, 0, -1, 0, NOW - 700}};
+    policy_hjob_t hr[] = {{.type = 1, .min_slots = 2, .want = 2, .alloc = {2, 0}, .changed = NOW - 700}};
+    policy_queued_t q[] = {{"conv", 2, 2, 0, 0, 0, NULL, 0}};
+    policy_hjob_t hq[] = {{.type = 0, .min_slots = 2, .want = 2}};
+    scene_t sc;
+    scene(&sc, two_classes, 2, two_speeds, 2, run, hr, 1, q, hq, 1);
+    assert_int_equal(plan(&sc, POLICY_HETERO), 1);
+    assert_int_equal(sc.nrz, 1);
+    assert_int_equal(sc.rz[0].alloc[1], 2);
+    assert_int_equal(sc.d[0].alloc[0], 2);
+    assert_non_null(strstr(sc.rz[0].reason, "moved from 2 fast to 2 slow slots"));
+    /* within rl's minimum run time it stays; conv takes the slow slots */
+    hr[0].changed = NOW - 100;
+    assert_int_equal(plan(&sc, POLICY_HETERO), 1);
+    assert_int_equal(sc.nrz, 0);
+    assert_int_equal(sc.d[0].alloc[1], 2);
+    /* agnostic never moves a job */
+    hr[0].changed = NOW - 700;
+    assert_int_equal(plan(&sc, POLICY_AGNOSTIC), 1);
+    assert_int_equal(sc.nrz, 0);
+}
+
+/* Unknown speeds: type 1 measured only on fast (200/s) is estimated on slow from type 0's
+ * ratio (100/400): 50/s; a type measured nowhere runs at 1 everywhere. */
+static void test_speed_estimate(void **unused)
+{
+    (void)unused;
+    double sp[] = {400, 100, 200, NAN, 0, -1};
+    scene_t sc;
+    scene(&sc, two_classes, 2, sp, 3, NULL, NULL, 0, NULL, NULL, 0);
+    const policy_hetero_t *h = &sc.h;
+    assert_true(policy_speed(h, 0, 1) == 100);
+    assert_true(fabs(policy_speed(h, 1, 1) - 50) < 1e-9);
+    assert_true(policy_speed(h, 2, 0) == 1);
+    assert_true(policy_speed(h, 7, 0) == 1);
+    policy_kind_t k;
+    char err[128];
+    assert_int_equal(policy_parse_any("hetero", &k, err, sizeof err), 0);
+    assert_int_equal(k, POLICY_HETERO);
+    assert_string_equal(policy_name(POLICY_AGNOSTIC), "agnostic");
+    assert_int_equal(policy_parse("hetero", &k, err, sizeof err), -1);
+    assert_string_equal(err, "--policy: 'hetero' is not a policy: fifo or fair");
+    assert_int_equal(policy_parse_any("lottery", &k, err, sizeof err), -1);
+    assert_string_equal(err, "--policy: 'lottery' is not a policy: fifo, fair, agnostic or hetero");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_placed_where_it_gains_most),
+        cmocka_unit_test(test_spans_classes),
+        cmocka_unit_test(test_shrink_to_admit_then_grow_back),
+        cmocka_unit_test(test_move_when_it_pays),
+        cmocka_unit_test(test_speed_estimate),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -11,8 +11,8 @@
 #      both ranks' error feedback (compress_ranks 2); the same resume with the errors
 #      zeroed in the file ends elsewhere, so the errors are what makes it exact.
 #      One process (no mpirun) reports no comm_bytes_per_step: it hands nothing to MPI.
-#   3. A compression the step does not wire (hpsgd) is refused before training, naming
-#      what is supported.
+#   3. A compression the algorithm cannot do (asgd's powersgd) is refused before training,
+#      naming why (async_compress.sh tests asgd's bf16).
 . tests/lib.sh
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
 PATCH=$BUILD/tools/ckpt_patch
@@ -92,9 +92,9 @@ run2 cut --resume
 echo "ok: with the error feedback zeroed in the checkpoint the resumed run ends elsewhere"
 
 # 3. Not wired: refused before training.
-cat >"$TMP/hp.json" <<JSON
-{"name": "hp", "model": "lenet5", "dataset": {"name": "fashion-mnist", "train_subset": 640},
- "algorithm": {"name": "hpsgd", "compression": {"kind": "powersgd"}}, "workers": 2, "epochs": 1}
+cat >"$TMP/as.json" <<JSON
+{"name": "as", "model": "lenet5", "dataset": {"name": "fashion-mnist", "train_subset": 640},
+ "algorithm": {"name": "asgd", "compression": {"kind": "powersgd"}}, "workers": 2, "epochs": 1}
 JSON
-expect_error 2 "algorithm.compression.kind: powersgd is implemented for ssgd, local-sgd and hier-bsp only (algorithm.name is hpsgd)" \
-    $MPIRUN -np 2 $WORKER --spec "$TMP/hp.json"
+expect_error 2 "algorithm.compression.kind: powersgd needs one Q shared by all ranks, which the asynchronous pushes of asgd do not have" \
+    $MPIRUN -np 3 $WORKER --spec "$TMP/as.json"

@@ -44,6 +44,7 @@
 
 #include "comm.h"
 #include "compress.h"
+#include "sim.h"
 #include "train.h"
 
 typedef struct {
@@ -204,6 +205,7 @@ static void start_compressed(worker_t *w, hp_state_t *st)
 {
     compress_msg_t msgs[2];
     const long k = st->merges; /* compress_active's step: warm-up is refused with hpsgd */
+    sim_charge_compress(w, k);
     int nmsgs = compress_begin(w->compress, st->R, k, msgs);
     phase_mark(&w->phases, PHASE_COMPRESS);
     st->in_flight = 1;

@@ -390,6 +390,20 @@ size_t compress_step_bytes(const compress_t *c)
     }
 }
 
+double compress_step_flops(const compress_t *c)
+{
+    if (!c) return 0;
+    if (c->kind == COMPRESS_BF16) return 2.0 * (double)c->nparams;
+    if (c->kind != COMPRESS_POWERSGD) return 0;
+    const double r = c->r;
+    double f = 0;
+    for (int i = 0; i < c->nmats; i++) {
+        const double n = c->mats[i].n, m = c->mats[i].m;
+        f += 6.0 * n * m * r + 3.0 * n * m + 2.0 * n * r * r + 3.0 * n * r;
+    }
+    return f;
+}
+
 size_t compress_state_floats(const compress_t *c)
 {
     if (!c) return 0;

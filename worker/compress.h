@@ -127,6 +127,12 @@ int compress_keep_all(compress_t *c, int nranks);
 void compress_gather_errors(compress_t *c, int use_mpi, MPI_Comm comm, long at_step);
 const float *compress_all_errors(const compress_t *c, long *at_step);
 
+/* The floating-point operations of one compressed step's own compute, by the same plan:
+ * PowerSGD per matrix (n x m, rank r) M = G + e (n m), P = M Q, Q = M^T P and
+ * M^ = P Q^T (2 n m r each), Gram-Schmidt on P (about 2 n r^2 + 3 n r) and the error's
+ * update (2 n m); bf16 one rounding and one widening per parameter. 0 for none. What
+ * pacer-sim charges in deterministic mode (worker/sim.h, sim_charge_compress). */
+double compress_step_flops(const compress_t *c);
 /* The bytes a compressed step hands to MPI (after warm-up), and a plain step's. */
 size_t compress_step_bytes(const compress_t *c);
 size_t compress_plain_bytes(const compress_t *c);

@@ -8,7 +8,7 @@
 #      step records carry the same per push.
 #   2. asgd and dc-asgd with bf16 learn (a floor, and within 3 points of uncompressed asgd).
 #   3. powersgd is refused for the family, naming why (its Q is shared by all ranks).
-. tests/lib.sh
+. tests/integration/compress_lib.inc
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
 NP=61706 # LeNet-5's parameters (no batch-norm buffers)
 HDR=32   # sizeof(ps_push_t)
@@ -50,13 +50,8 @@ PY
 echo "ok: bytes per push $((HDR + NP * 4)) (none), $((HDR + NP * 2)) (bf16), in the summary and the workers' records"
 
 # 2. Learning.
+learns_near none 0.6 0.03 bf16 dc
 base=$(json "$TMP/none.out" .test_accuracy)
-need_number "uncompressed asgd test_accuracy" "$base"
-for n in bf16 dc; do
-    a=$(json "$TMP/$n.out" .test_accuracy)
-    at_least "$n test_accuracy, the floor" "$a" 0.6
-    at_least "$n test_accuracy (uncompressed asgd $base)" "$a" "$(awk -v b="$base" 'BEGIN { print b - 0.03 }')"
-done
 echo "ok: accuracy $base (asgd), $(json "$TMP/bf16.out" .test_accuracy) (asgd bf16), $(json "$TMP/dc.out" .test_accuracy) (dc-asgd bf16)"
 
 # 3. PowerSGD refused.

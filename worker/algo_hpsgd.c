@@ -28,9 +28,9 @@
  * weight and steps exact in the extras, and the rank's error feedback keeps what PowerSGD
  * dropped for the next round. The round's collectives stay non-blocking and chained on
  * the round communicator: the first messages (PowerSGD's P and the uncompressed rest, or
- * bf16's words and extras) start as MPI_Iallreduce; once they complete (tested between
- * layers and at each step) the step orthogonalises P, computes Q and starts Q's
- * MPI_Iallreduce; once that completes it unpacks R and merges as before. Every rank
+ * bf16's words and extras) start as MPI_Iallreduce; once they complete (seen between
+ * layers, or at a step's end) P is orthogonalised, Q computed and Q's MPI_Iallreduce
+ * started right there; once that completes the step unpacks R and merges as before. Every rank
  * starts the same collectives in the same order (P_k, Q_k, P_k+1, ...), which MPI
  * requires of non-blocking collectives; a round completes on a rank only once every rank
  * has started its Q, so a rank is still at most one round ahead, and at the epoch end a
@@ -82,7 +82,11 @@ typedef struct {
     int ncreq;
 } hp_state_t;
 
-/* Between layers: one MPI_Test on the round in flight so it advances during compute. */
+static void start_q_between_layers(worker_t *w, hp_state_t *st);
+
+/* Between layers: one MPI_Test on the round in flight so it advances during compute; a
+ * compressed round whose first stage completed starts its Q stage here, so that a round
+ * can complete within one step as an uncompressed one does. */
 static void hp_progress(void *ctx)
 {
     worker_t *w = ctx;
@@ -94,6 +98,7 @@ static void hp_progress(void *ctx)
         else MPI_Test(&st->req, &done, MPI_STATUS_IGNORE);
         st->mpi_s += clock_mono_s() - t0;
         if (done) st->done_early = 1;
+        if (done && w->compress && st->stage == STAGE_FIRST) start_q_between_layers(w, st);
     }
 }
 
@@ -181,7 +186,8 @@ static void add_mpi_time(worker_t *w, hp_state_t *st, double dt, int waiting)
 
 /* Starts one stage's messages of a compressed round as non-blocking all-reduces (the
  * bf16 words under compress's sum operation) and counts their bytes. */
-static void start_stage(worker_t *w, hp_state_t *st, const compress_msg_t *msgs, int nmsgs, int stage)
+static void start_stage(worker_t *w, hp_state_t *st, const compress_msg_t *msgs, int nmsgs, int stage,
+                        int between_layers)
 {
     double t0 = clock_mono_s();
     st->ncreq = 0;
@@ -195,8 +201,23 @@ static void start_stage(worker_t *w, hp_state_t *st, const compress_msg_t *msgs,
     }
     st->stage = stage;
     st->done_early = 0;
+    if (between_layers) { /* inside the compute phase: the summary line's MPI time only */
+        st->mpi_s += clock_mono_s() - t0;
+        return;
+    }
     phase_mark(&w->phases, PHASE_COMM);
     add_mpi_time(w, st, clock_mono_s() - t0, 0);
+}
+
+/* The first stage completed between layers: orthogonalise P, compute Q and start its
+ * all-reduce now (the same values as at the step's end, so a fixed schedule's result
+ * does not change). Its compute is booked in the step's compute phase, not compress. */
+static void start_q_between_layers(worker_t *w, hp_state_t *st)
+{
+    compress_msg_t msgs[2];
+    int nmsgs = compress_middle(w->compress, st->R, st->merges, msgs);
+    if (nmsgs > 0) start_stage(w, st, msgs, nmsgs, STAGE_Q, 1);
+    else st->stage = STAGE_REDUCED;
 }
 
 /* The first stage of a compressed round over st->R (see the top). One process: the sum
@@ -216,7 +237,7 @@ static void start_compressed(worker_t *w, hp_state_t *st)
         st->stage = STAGE_REDUCED;
         return;
     }
-    start_stage(w, st, msgs, nmsgs, STAGE_FIRST);
+    start_stage(w, st, msgs, nmsgs, STAGE_FIRST, 0);
 }
 
 /* Advances the compressed round in flight: tests (or, with wait, waits for) its stage,
@@ -244,7 +265,7 @@ static int test_compressed(worker_t *w, hp_state_t *st, int wait, int finish)
         compress_msg_t msgs[2];
         int nmsgs = st->stage == STAGE_FIRST ? compress_middle(w->compress, st->R, k, msgs) : 0;
         phase_mark(&w->phases, PHASE_COMPRESS);
-        if (nmsgs > 0) start_stage(w, st, msgs, nmsgs, STAGE_Q);
+        if (nmsgs > 0) start_stage(w, st, msgs, nmsgs, STAGE_Q, 0);
         else st->stage = STAGE_REDUCED;
     }
     if (!finish) return 0;

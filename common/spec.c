@@ -381,15 +381,17 @@ static const field_t FIELDS[] = {
     {.path = "algorithm.tau_max", INT(algorithm.tau_max), BETWEEN(0, MAX_COUNT), .def_num = 0, .param = 1,
      .doc = "Asynchronous: drop gradients staler than this many updates; 0 = keep all."},
     {.path = "algorithm.compression.kind", STR(algorithm.compression.kind), .choices = COMPRESSIONS,
-     .def_str = "none", .allowed_doc = "`none`, `bf16`, `powersgd`; other than none: ssgd, local-sgd, hier-bsp; not with goodput",
-     .doc = "Gradient compression of ssgd's all-reduce, local-sgd's and hier-bsp's model averages "
-            "(\"Gradient compression\" below): none; bf16 = the "
+     .def_str = "none",
+     .allowed_doc = "`none`, `bf16`, `powersgd`; other than none: ssgd, local-sgd, hier-bsp, hpsgd, and bf16 the "
+                    "parameter-server family; not with goodput",
+     .doc = "Gradient compression of ssgd's all-reduce, local-sgd's and hier-bsp's model averages and hpsgd's "
+            "rounds (\"Gradient compression\" below): none; bf16 = the "
             "gradient sent in bfloat16, summed in fp32; powersgd = each large weight gradient sent as rank-r "
             "factors (Vogels et al. 2019) with error feedback, small tensors uncompressed."},
     {.path = "algorithm.compression.rank", INT(algorithm.compression.rank), BETWEEN(1, MAX_COMPRESS_RANK),
      .def_num = 2, .doc = "powersgd: the rank r of each layer's factors P (out x r) and Q (in x r)."},
     {.path = "algorithm.compression.warmup_steps", INT(algorithm.compression.warmup_steps), BETWEEN(0, MAX_COUNT),
-     .def_num = 0, .doc = "powersgd: this many steps of plain (uncompressed) all-reduce first."},
+     .def_num = 0, .doc = "powersgd: this many steps of plain (uncompressed) all-reduce first (not with hpsgd)."},
 
     {.path = "checkpoint.every_steps", LONG(checkpoint.every_steps), BETWEEN(0, MAX_STEPS), .def_num = 0,
      .resume_free = 1,
@@ -1039,19 +1041,32 @@ static int resolve_dataset(errbuf_t *e, job_spec_t *s)
     return 0;
 }
 
-/* Gradient compression is wired into ssgd's all-reduce (worker/algo_ssgd.c) and the
- * model averages of local-sgd and hier-bsp (worker/algo_local_sgd.c): the other
- * algorithms, and the goodput planner (whose noise scale needs the uncompressed
- * gradients' norms), are refused rather than run uncompressed in silence. */
+/* Gradient compression is wired into ssgd's all-reduce (worker/algo_ssgd.c), the model
+ * averages of local-sgd and hier-bsp (worker/algo_local_sgd.c), hpsgd's rounds
+ * (worker/algo_hpsgd.c) and, bf16 only, the parameter-server family's pushes
+ * (worker/ps.c: PowerSGD's Q must be the same on every rank, which pushes applied one
+ * at a time never agree on): the other algorithms, and the goodput planner (whose noise
+ * scale needs the uncompressed gradients' norms), are refused rather than run
+ * uncompressed in silence. hpsgd has no warm-up: its ranks start a round at different
+ * steps, so no step count tells them alike whether a round is compressed. */
 static int cross_check_compression(errbuf_t *e, const job_spec_t *s)
 {
     const char *kind = s->algorithm.compression.kind, *a = s->algorithm.name;
     if (strcmp(kind, "none") == 0) return 0;
-    if (strcmp(a, "ssgd") != 0 && strcmp(a, "local-sgd") != 0 && strcmp(a, "hier-bsp") != 0)
+    if (spec_is_async(s) && strcmp(kind, "bf16") != 0)
         return fail(e,
-                    "algorithm.compression.kind: %s is implemented for ssgd, local-sgd and hier-bsp only "
-                    "(algorithm.name is %s); use one of them or kind none",
+                    "algorithm.compression.kind: %s needs one Q shared by all ranks, which the asynchronous "
+                    "pushes of %s do not have; use bf16 (each worker keeps its own error feedback) or none",
                     kind, a);
+    if (!spec_is_async(s) && strcmp(a, "ssgd") != 0 && strcmp(a, "local-sgd") != 0 && strcmp(a, "hier-bsp") != 0 &&
+        strcmp(a, "hpsgd") != 0)
+        return fail(e,
+                    "algorithm.compression.kind: %s is implemented for ssgd, local-sgd, hier-bsp, hpsgd and (bf16) "
+                    "the parameter-server family only (algorithm.name is %s); use one of them or kind none",
+                    kind, a);
+    if (strcmp(a, "hpsgd") == 0 && s->algorithm.compression.warmup_steps > 0)
+        return fail(e, "algorithm.compression.warmup_steps: hpsgd has no warm-up (its ranks start a round at "
+                       "different steps); set 0");
     if (s->algorithm.goodput)
         return fail(e,
                     "algorithm.compression.kind: %s does not work with algorithm.goodput (the noise scale "

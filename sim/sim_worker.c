@@ -10,6 +10,7 @@
 
 #include <mpi.h>
 
+#include "compress.h"
 #include "cost.h"
 #include "rng.h"
 #include "simshare.h"
@@ -57,6 +58,11 @@ void sim_charge_train(const worker_t *w, int batch)
 void sim_charge_update(const worker_t *w) { charge(w, cost_update_flops(w->model)); }
 
 void sim_charge_eval(const worker_t *w, int batch) { charge(w, cost_forward_flops(w->model) * batch); }
+
+void sim_charge_compress(const worker_t *w, long step)
+{
+    if (compress_active(w->compress, step)) charge(w, compress_step_flops(w->compress));
+}
 
 int sim_skip_compute(const worker_t *w) { return w->spec->simulate.deterministic && w->spec->simulate.skip_compute; }
 

@@ -21,12 +21,30 @@
  * (a blocking allreduce on MPI_COMM_WORLD, not on the round communicator), lets a rank
  * that is one behind start a catch-up round with its window, waits for everything in
  * flight, and finally merges everyone's last window in one synchronous round, so all
- * ranks hold the same model (w = G) when rank 0 evaluates. */
+ * ranks hold the same model (w = G) when rank 0 evaluates.
+ *
+ * With algorithm.compression (worker/compress.h) a round sends R through the compressor
+ * as local-sgd sends its average's delta: R is the rank's weighted window with its
+ * weight and steps exact in the extras, and the rank's error feedback keeps what PowerSGD
+ * dropped for the next round. The round's collectives stay non-blocking and chained on
+ * the round communicator: the first messages (PowerSGD's P and the uncompressed rest, or
+ * bf16's words and extras) start as MPI_Iallreduce; once they complete (seen between
+ * layers, or at a step's end) P is orthogonalised, Q computed and Q's MPI_Iallreduce
+ * started right there; once that completes the step unpacks R and merges as before. Every rank
+ * starts the same collectives in the same order (P_k, Q_k, P_k+1, ...), which MPI
+ * requires of non-blocking collectives; a round completes on a rank only once every rank
+ * has started its Q, so a rank is still at most one round ahead, and at the epoch end a
+ * rank that is behind first finishes its round in flight (its Q is already started
+ * everywhere) and then starts its catch-up round from the same buffers. Warm-up steps
+ * are refused with hpsgd (common/spec.c): ranks start a round at different global steps,
+ * so a step count cannot tell them all alike whether it is compressed. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "comm.h"
+#include "compress.h"
+#include "sim.h"
 #include "train.h"
 
 typedef struct {
@@ -38,7 +56,9 @@ typedef struct {
     int done_early;  /* the round in flight completed in a between-layer test */
     float *snap;     /* (nparams) G, the global model */
     float *S;        /* (nparams) B, where the current window began */
-    float *R;        /* (nparams + 2) weighted window displacement, then its reduction */
+    float *R;        /* (nparams + MODEL_GRAD_EXTRA) weighted window displacement, its weight
+                        and weighted steps (the rest 0), then its reduction; compressed:
+                        compress's grads */
     float *R2;       /* (nparams + 2) the epoch end's catch-up round */
     /* What overlap costs and saves (the summary line at the end). On one host Open MPI
      * moves and sums the data inside whatever MPI call the rank is in, so the time
@@ -55,19 +75,30 @@ typedef struct {
     long base_rounds;
     long rounds;
     long merges; /* over the job */
+    /* The compressed round in flight (w->compress; see the top): its stage, that stage's
+     * requests, and (done_early) whether the between-layer test saw them complete. */
+    enum { STAGE_FIRST = 1, STAGE_Q, STAGE_REDUCED /* all summed, not unpacked yet */ } stage;
+    MPI_Request creq[2];
+    int ncreq;
 } hp_state_t;
 
-/* Between layers: one MPI_Test on the round in flight so it advances during compute. */
+static void start_q_between_layers(worker_t *w, hp_state_t *st);
+
+/* Between layers: one MPI_Test on the round in flight so it advances during compute; a
+ * compressed round whose first stage completed starts its Q stage here, so that a round
+ * can complete within one step as an uncompressed one does. */
 static void hp_progress(void *ctx)
 {
     worker_t *w = ctx;
     hp_state_t *st = w->algo_state;
-    if (st->in_flight && !st->done_early) {
+    if (st->in_flight && !st->done_early && !(w->compress && st->stage == STAGE_REDUCED)) {
         int done = 0;
         double t0 = clock_mono_s();
-        MPI_Test(&st->req, &done, MPI_STATUS_IGNORE);
+        if (w->compress) MPI_Testall(st->ncreq, st->creq, &done, MPI_STATUSES_IGNORE);
+        else MPI_Test(&st->req, &done, MPI_STATUS_IGNORE);
         st->mpi_s += clock_mono_s() - t0;
         if (done) st->done_early = 1;
+        if (done && w->compress && st->stage == STAGE_FIRST) start_q_between_layers(w, st);
     }
 }
 
@@ -78,7 +109,7 @@ static int hp_init(worker_t *w)
     if (!st) return -1;
     st->snap = malloc(n * sizeof(float));
     st->S = calloc(n, sizeof(float));
-    st->R = malloc((n + 2) * sizeof(float));
+    st->R = calloc(n + MODEL_GRAD_EXTRA, sizeof(float));
     st->R2 = malloc((n + 2) * sizeof(float));
     if (!st->snap || !st->S || !st->R || !st->R2) {
         free(st->snap);
@@ -100,6 +131,11 @@ static int hp_init(worker_t *w)
         }
     }
     w->algo_state = st;
+    char err[256];
+    if (worker_compress_setup(w, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return -1;
+    }
     w->model->progress = hp_progress;
     w->model->progress_ctx = w;
     comm_broadcast_model(w, MPI_COMM_WORLD);
@@ -139,6 +175,107 @@ static void merge(worker_t *w, hp_state_t *st, const float *R)
     phase_event(&w->phases, STEP_EV_MERGE);
 }
 
+/* Time inside MPI on the round communicator: the summary line's and the step's. */
+static void add_mpi_time(worker_t *w, hp_state_t *st, double dt, int waiting)
+{
+    st->mpi_s += dt;
+    if (waiting) st->wait_s += dt;
+    w->stats.step_comm_s += dt;
+    w->stats.comm_s += dt;
+}
+
+/* Starts one stage's messages of a compressed round as non-blocking all-reduces (the
+ * bf16 words under compress's sum operation) and counts their bytes. */
+static void start_stage(worker_t *w, hp_state_t *st, const compress_msg_t *msgs, int nmsgs, int stage,
+                        int between_layers)
+{
+    double t0 = clock_mono_s();
+    st->ncreq = 0;
+    for (int i = 0; i < nmsgs; i++) {
+        if (msgs[i].count == 0) continue;
+        MPI_Datatype type = msgs[i].bf16 ? MPI_UINT16_T : MPI_FLOAT;
+        MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, msgs[i].buf, msgs[i].count, type,
+                                 msgs[i].bf16 ? compress_bf16_op(w->compress) : MPI_SUM, st->comm,
+                                 &st->creq[st->ncreq++]));
+        w->stats.comm_bytes += (double)compress_msg_bytes(&msgs[i]);
+    }
+    st->stage = stage;
+    st->done_early = 0;
+    if (between_layers) { /* inside the compute phase: the summary line's MPI time only */
+        st->mpi_s += clock_mono_s() - t0;
+        return;
+    }
+    phase_mark(&w->phases, PHASE_COMM);
+    add_mpi_time(w, st, clock_mono_s() - t0, 0);
+}
+
+/* The first stage completed between layers: orthogonalise P, compute Q and start its
+ * all-reduce now (the same values as at the step's end, so a fixed schedule's result
+ * does not change). Its compute is booked in the step's compute phase, not compress. */
+static void start_q_between_layers(worker_t *w, hp_state_t *st)
+{
+    compress_msg_t msgs[2];
+    int nmsgs = compress_middle(w->compress, st->R, st->merges, msgs);
+    if (nmsgs > 0) start_stage(w, st, msgs, nmsgs, STAGE_Q, 1);
+    else st->stage = STAGE_REDUCED;
+}
+
+/* The first stage of a compressed round over st->R (see the top). One process: the sum
+ * over one rank is the message itself, so the three parts run at once. */
+static void start_compressed(worker_t *w, hp_state_t *st)
+{
+    compress_msg_t msgs[2];
+    const long k = st->merges; /* compress_active's step: warm-up is refused with hpsgd */
+    sim_charge_compress(w, k);
+    int nmsgs = compress_begin(w->compress, st->R, k, msgs);
+    phase_mark(&w->phases, PHASE_COMPRESS);
+    st->in_flight = 1;
+    if (!w->use_mpi) {
+        /* test_compressed finds the stages done and unpacks. */
+        compress_middle(w->compress, st->R, k, msgs);
+        phase_mark(&w->phases, PHASE_COMPRESS);
+        st->stage = STAGE_REDUCED;
+        return;
+    }
+    start_stage(w, st, msgs, nmsgs, STAGE_FIRST, 0);
+}
+
+/* Advances the compressed round in flight: tests (or, with wait, waits for) its stage,
+ * and after the first one computes and starts Q's stage. Returns 1 once R holds the
+ * round's reduction, unpacked; finish 0 (the fixed schedule's steps before its merge,
+ * which only start Q early) stops short of unpacking and of waiting for Q. */
+static int test_compressed(worker_t *w, hp_state_t *st, int wait, int finish)
+{
+    const long k = st->merges;
+    while (st->stage != STAGE_REDUCED) {
+        if (!finish && st->stage == STAGE_Q) return 0;
+        int done = st->done_early;
+        phase_mark(&w->phases, PHASE_OTHER);
+        double t0 = clock_mono_s();
+        if (!done && wait) {
+            waitmark_enter(&w->wait, WAIT_ALLREDUCE, -1);
+            MPI_CHECK(MPI_Waitall(st->ncreq, st->creq, MPI_STATUSES_IGNORE));
+            waitmark_leave(&w->wait);
+            done = 1;
+        } else if (!done) MPI_CHECK(MPI_Testall(st->ncreq, st->creq, &done, MPI_STATUSES_IGNORE));
+        phase_mark(&w->phases, PHASE_COMM);
+        add_mpi_time(w, st, clock_mono_s() - t0, wait && !st->done_early);
+        if (!done) return 0;
+        st->done_early = 0;
+        compress_msg_t msgs[2];
+        int nmsgs = st->stage == STAGE_FIRST ? compress_middle(w->compress, st->R, k, msgs) : 0;
+        phase_mark(&w->phases, PHASE_COMPRESS);
+        if (nmsgs > 0) start_stage(w, st, msgs, nmsgs, STAGE_Q, 0);
+        else st->stage = STAGE_REDUCED;
+    }
+    if (!finish) return 0;
+    compress_end(w->compress, st->R, k);
+    phase_mark(&w->phases, PHASE_COMPRESS);
+    st->in_flight = 0;
+    st->done_early = 0;
+    return 1;
+}
+
 /* R = weight * d with d = w - B (this rank's window), R[n] = weight, R[n+1] = weight *
  * steps; the replica becomes G + d (G as merged so far) and the next window starts
  * there; then the reduction starts. */
@@ -163,6 +300,10 @@ static void start_round(worker_t *w, hp_state_t *st, float *R, MPI_Request *req)
     st->local_steps = 0;
     st->nstarted++;
     phase_mark(&w->phases, PHASE_OPTIMIZER); /* the replica moves to G + d */
+    if (w->compress) {
+        start_compressed(w, st);
+        return;
+    }
     if (!w->use_mpi) {
         /* One process (workers: 1): the reduction of one rank is R, complete at once;
          * test_done finds it done as a round that completed between layers. */
@@ -180,16 +321,15 @@ static void start_round(worker_t *w, hp_state_t *st, float *R, MPI_Request *req)
     }
     double t0 = clock_mono_s();
     MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, R, (int)n + 2, MPI_FLOAT, MPI_SUM, st->comm, req));
+    w->stats.comm_bytes += (double)(n + 2) * sizeof(float);
     phase_mark(&w->phases, PHASE_COMM);
-    double dt = clock_mono_s() - t0;
-    st->mpi_s += dt;
-    w->stats.step_comm_s += dt;
-    w->stats.comm_s += dt;
+    add_mpi_time(w, st, clock_mono_s() - t0, 0);
     st->in_flight = 1;
 }
 
 static int test_done(worker_t *w, hp_state_t *st, MPI_Request *req, int wait)
 {
+    if (w->compress) return test_compressed(w, st, wait, 1);
     int done = 0;
     phase_mark(&w->phases, PHASE_OTHER);
     double t0 = clock_mono_s();
@@ -202,11 +342,7 @@ static int test_done(worker_t *w, hp_state_t *st, MPI_Request *req, int wait)
     } else MPI_CHECK(MPI_Test(req, &done, MPI_STATUS_IGNORE));
     if (req == &st->req) st->done_early = 0;
     phase_mark(&w->phases, PHASE_COMM);
-    double t1 = clock_mono_s();
-    st->mpi_s += t1 - t0;
-    if (wait) st->wait_s += t1 - t0;
-    w->stats.step_comm_s += t1 - t0;
-    w->stats.comm_s += t1 - t0;
+    add_mpi_time(w, st, clock_mono_s() - t0, wait);
     if (done) st->in_flight = 0;
     return done;
 }
@@ -219,9 +355,11 @@ static int hp_step(worker_t *w)
     worker_compute_grad(w, 1.0f);
     worker_apply_local_update(w); /* the local step: ssgd's update on this rank's gradient */
     st->local_steps++;
+    if (w->use_mpi) w->stats.comm_steps++; /* the summary's bytes per step: the rounds' bytes over steps */
     /* Test hook (--hpsgd-round-steps N): the round merges after exactly N local steps,
      * waiting for it if need be, so the schedule does not depend on MPI_Test timing. */
     int fixed = w->opts ? w->opts->hpsgd_round_steps : 0;
+    if (st->in_flight && w->compress && fixed > 0 && st->local_steps < fixed) test_compressed(w, st, 0, 0);
     if (st->in_flight &&
         !(fixed > 0 ? st->local_steps >= fixed && test_done(w, st, &st->req, 1) : test_done(w, st, &st->req, 0)))
         return 0;
@@ -240,7 +378,19 @@ static int hp_epoch_end(worker_t *w)
     waitmark_leave(&w->wait);
     w->stats.idle_s += clock_mono_s() - t0;
     int behind = st->nstarted < most;
-    if (behind) start_round(w, st, st->R2, &st->req2);
+    if (w->compress) {
+        /* One round at a time through the compressor's buffers (see the top). */
+        if (st->in_flight) {
+            test_done(w, st, &st->req, 1);
+            merge(w, st, st->R);
+        }
+        if (behind) {
+            start_round(w, st, st->R, &st->req);
+            test_done(w, st, &st->req, 1);
+            merge(w, st, st->R);
+        }
+        behind = 0;
+    } else if (behind) start_round(w, st, st->R2, &st->req2);
     if (st->in_flight) {
         test_done(w, st, &st->req, 1);
         merge(w, st, st->R);
@@ -257,6 +407,8 @@ static int hp_epoch_end(worker_t *w)
     memcpy(w->model->params, st->snap, w->model->nparams * sizeof(float));
     memcpy(st->S, st->snap, w->model->nparams * sizeof(float));
     st->nstarted = 0;
+    /* The errors the last round left, for the checkpoint after this epoch end. */
+    if (w->compress) local_gather_errors(w);
     return 0;
 }
 
@@ -269,7 +421,9 @@ static void hp_fini(worker_t *w)
      * round can wait for peers that never start it. The epoch end's catch-up matches them
      * (after the checkpoint, so what a resume sees is unchanged). */
     if (w->stop == 2 && w->use_mpi) hp_epoch_end(w);
-    else if (st->in_flight && !st->done_early) MPI_Wait(&st->req, MPI_STATUS_IGNORE);
+    else if (st->in_flight && !st->done_early && w->compress && st->stage != STAGE_REDUCED)
+        MPI_Waitall(st->ncreq, st->creq, MPI_STATUSES_IGNORE);
+    else if (st->in_flight && !st->done_early && !w->compress) MPI_Wait(&st->req, MPI_STATUS_IGNORE);
     w->model->progress = NULL;
     if (w->rank == 0 && st->rounds > 0 && w->use_mpi) {
         fprintf(stderr,

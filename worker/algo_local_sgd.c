@@ -19,6 +19,7 @@
 
 #include "comm.h"
 #include "compress.h"
+#include "sim.h"
 #include "train.h"
 
 typedef struct {
@@ -74,6 +75,7 @@ static size_t compressed_average(worker_t *w, MPI_Comm comm, float *buf, float w
     for (int k = 1; k < MODEL_GRAD_EXTRA; k++) d[np + k] = 0.0f;
     phase_mark(&w->phases, PHASE_COMM); /* packing the delta */
     comm_wait_peers(w, comm);
+    sim_charge_compress(w, w->global_step); /* booked as compress by compress_allreduce's first mark */
     double t0 = clock_mono_s();
     waitmark_enter(&w->wait, WAIT_ALLREDUCE, -1);
     size_t bytes = compress_allreduce(w->compress, d, w->global_step, 1, comm);

@@ -17,6 +17,7 @@
 #include "adaptive.h"
 #include "comm.h"
 #include "compress.h"
+#include "sim.h"
 #include "train.h"
 
 /* Benchmark mode (--comm-baseline): each step also times a raw MPI_Allreduce of the
@@ -64,6 +65,7 @@ static int ssgd_step(worker_t *w)
     comm_wait_peers(w, MPI_COMM_WORLD);
     int baseline_first = w->algo_state && w->global_step % 2 == 0;
     if (baseline_first) baseline_allreduce(w);
+    sim_charge_compress(w, w->global_step); /* booked as compress by compress_allreduce's first mark */
     double t0 = clock_mono_s();
     waitmark_enter(&w->wait, WAIT_ALLREDUCE, -1);
     /* One process (workers: 1): the sum over one rank is the buffer (compressed all the

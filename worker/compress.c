@@ -67,6 +67,20 @@ void compress_bf16_sum(const uint16_t *in, uint16_t *inout, size_t n)
         inout[i] = compress_to_bf16(compress_from_bf16(in[i]) + compress_from_bf16(inout[i]));
 }
 
+void compress_bf16_widen(const uint16_t *in, float *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++) out[i] = compress_from_bf16(in[i]);
+}
+
+void compress_bf16_feedback(const float *g, float *err, uint16_t *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const float v = g[i] + err[i];
+        out[i] = compress_to_bf16(v);
+        err[i] = v - compress_from_bf16(out[i]);
+    }
+}
+
 /* MPI may hand the op any piece of the message: it sums element by element. */
 static void bf16_op(void *in, void *inout, int *len, MPI_Datatype *type)
 {
@@ -240,6 +254,13 @@ void compress_set_nranks(compress_t *c, int nranks)
     if (c && nranks >= 1) c->nranks = nranks;
 }
 
+MPI_Op compress_bf16_op(const compress_t *c) { return c->op; }
+
+size_t compress_msg_bytes(const compress_msg_t *msg)
+{
+    return (size_t)msg->count * (msg->bf16 ? sizeof(uint16_t) : sizeof(float));
+}
+
 compress_kind_t compress_kind(const compress_t *c) { return c ? c->kind : COMPRESS_NONE; }
 
 int compress_active(const compress_t *c, long step)
@@ -282,7 +303,7 @@ int compress_middle(compress_t *c, float *grads, long step, compress_msg_t *msgs
 {
     if (!compress_active(c, step)) return 0;
     if (c->kind == COMPRESS_BF16) {
-        for (size_t i = 0; i < c->nparams; i++) grads[i] = compress_from_bf16(c->words[i]);
+        compress_bf16_widen(c->words, grads, c->nparams);
         return 0;
     }
     const float *rest = c->fused + c->p_floats;
@@ -321,7 +342,7 @@ void compress_end(compress_t *c, float *grads, long step)
 static size_t reduce(compress_t *c, const compress_msg_t *msg, int use_mpi, MPI_Comm comm)
 {
     if (!use_mpi || msg->count == 0) return 0; /* nothing handed to MPI */
-    size_t bytes = (size_t)msg->count * (msg->bf16 ? sizeof(uint16_t) : sizeof(float));
+    size_t bytes = compress_msg_bytes(msg);
     if (msg->bf16) MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, msg->buf, msg->count, MPI_UINT16_T, c->op, comm));
     else MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, msg->buf, msg->count, MPI_FLOAT, MPI_SUM, comm));
     return bytes;
@@ -367,6 +388,20 @@ size_t compress_step_bytes(const compress_t *c)
     case COMPRESS_POWERSGD: return (c->fused_floats + c->q_floats) * sizeof(float);
     default: return compress_plain_bytes(c);
     }
+}
+
+double compress_step_flops(const compress_t *c)
+{
+    if (!c) return 0;
+    if (c->kind == COMPRESS_BF16) return 2.0 * (double)c->nparams;
+    if (c->kind != COMPRESS_POWERSGD) return 0;
+    const double r = c->r;
+    double f = 0;
+    for (int i = 0; i < c->nmats; i++) {
+        const double n = c->mats[i].n, m = c->mats[i].m;
+        f += 6.0 * n * m * r + 3.0 * n * m + 2.0 * n * r * r + 3.0 * n * r;
+    }
+    return f;
 }
 
 size_t compress_state_floats(const compress_t *c)

@@ -93,11 +93,24 @@ void compress_end(compress_t *c, float *grads, long step);
  * 0 in one process, which hands nothing to MPI). */
 size_t compress_allreduce(compress_t *c, float *grads, long step, int use_mpi, MPI_Comm comm);
 
+/* The bf16 sum operation for callers that start their own (non-blocking) all-reduces of
+ * compress_begin's messages (worker/algo_hpsgd.c); MPI_OP_NULL without MPI. */
+MPI_Op compress_bf16_op(const compress_t *c);
+/* A message's payload in bytes (count x its element's size). */
+size_t compress_msg_bytes(const compress_msg_t *msg);
+
 /* bf16 helpers: round to nearest even (NaN stays NaN), and the exact widening. */
 uint16_t compress_to_bf16(float f);
 float compress_from_bf16(uint16_t h);
 /* inout[i] = bf16(fp32(in[i]) + fp32(inout[i])): the MPI_Op's body. */
 void compress_bf16_sum(const uint16_t *in, uint16_t *inout, size_t n);
+/* out[i] = fp32(in[i]), exact. */
+void compress_bf16_widen(const uint16_t *in, float *out, size_t n);
+/* A push of the parameter-server family with error feedback (worker/ps.c): with
+ * v = g + err, out = bf16(v) and err = v - fp32(out), so what a worker has pushed over its
+ * pushes sums to the sum of its gradients less what err holds (at most half a bf16 ulp
+ * of the last v). */
+void compress_bf16_feedback(const float *g, float *err, uint16_t *out, size_t n);
 
 /* PowerSGD's state, for checkpoints and tests: Q (the same on every rank) and this
  * rank's error feedback, their float counts (0 for the other kinds), and the
@@ -114,6 +127,12 @@ int compress_keep_all(compress_t *c, int nranks);
 void compress_gather_errors(compress_t *c, int use_mpi, MPI_Comm comm, long at_step);
 const float *compress_all_errors(const compress_t *c, long *at_step);
 
+/* The floating-point operations of one compressed step's own compute, by the same plan:
+ * PowerSGD per matrix (n x m, rank r) M = G + e (n m), P = M Q, Q = M^T P and
+ * M^ = P Q^T (2 n m r each), Gram-Schmidt on P (about 2 n r^2 + 3 n r) and the error's
+ * update (2 n m); bf16 one rounding and one widening per parameter. 0 for none. What
+ * pacer-sim charges in deterministic mode (worker/sim.h, sim_charge_compress). */
+double compress_step_flops(const compress_t *c);
 /* The bytes a compressed step hands to MPI (after warm-up), and a plain step's. */
 size_t compress_step_bytes(const compress_t *c);
 size_t compress_plain_bytes(const compress_t *c);

@@ -8,6 +8,7 @@
 
 #include "adaptive.h"
 #include "comm.h"
+#include "compress.h"
 #include "train.h"
 
 #define TAG_PUSH 101
@@ -44,6 +45,8 @@ typedef struct {
     int compensate;  /* optimizer.async_momentum "compensated" */
     double tau_avg;  /* smoothed staleness of the applied updates (PS_TAU_EWMA) */
     int round_robin; /* test hook: take pushes in worker order */
+    int bf16;        /* algorithm.compression bf16: pushes carry bf16 words (push_bytes) */
+    float *grad;     /* (np + nb) a bf16 push widened, with its statistics; NULL: fp32 pushes */
     double started;  /* when serving began */
 } server_t;
 
@@ -52,13 +55,21 @@ typedef struct {
  * forward, so its statistics are the latest push's, as DDP's broadcast_buffers makes one
  * rank's the job's. Without them its evaluation, checkpoints and exported model would keep
  * the initial statistics. */
-static size_t push_bytes(size_t np, size_t nb) { return sizeof(ps_push_t) + (np + nb) * sizeof(float); }
+/* With algorithm.compression bf16 (worker/compress.h, compress_bf16_feedback) the
+ * gradient travels as np bfloat16 words, rounded with the worker's error feedback, and
+ * the statistics after it stay fp32 (few floats, and not a gradient to feed back). Both
+ * ends size the message from the spec. */
+static size_t push_bytes(size_t np, size_t nb, int bf16)
+{
+    return sizeof(ps_push_t) + np * (bf16 ? sizeof(uint16_t) : sizeof(float)) + nb * sizeof(float);
+}
+static int push_bf16(const worker_t *w) { return strcmp(w->spec->algorithm.compression.kind, "bf16") == 0; }
 static size_t reply_bytes(size_t np) { return sizeof(ps_reply_t) + np * sizeof(float); }
 
 static void post_recv(server_t *s, int m)
 {
-    MPI_CHECK(MPI_Irecv(s->in[m], (int)push_bytes(s->ps.np, s->ps.w->model->nbuffers), MPI_BYTE, m + 1, TAG_PUSH,
-                        MPI_COMM_WORLD, &s->reqs[m]));
+    MPI_CHECK(MPI_Irecv(s->in[m], (int)push_bytes(s->ps.np, s->ps.w->model->nbuffers, s->bf16), MPI_BYTE, m + 1,
+                        TAG_PUSH, MPI_COMM_WORLD, &s->reqs[m]));
 }
 
 /* Sends worker m its reply: weights and the next range of the epoch, or parks it when the
@@ -247,12 +258,23 @@ static int serve(server_t *s, const train_opts_t *o)
         ps_push_t h;
         memcpy(&h, s->in[m], sizeof h);
         float *g = (float *)(s->in[m] + sizeof h);
+        const size_t nb = w->model->nbuffers;
+        if (s->grad) {
+            const unsigned char *words = s->in[m] + sizeof h;
+            compress_bf16_widen((const uint16_t *)words, s->grad, s->ps.np);
+            memcpy(s->grad + s->ps.np, words + s->ps.np * sizeof(uint16_t), nb * sizeof(float));
+            g = s->grad;
+            phase_mark(&w->phases, PHASE_COMPRESS);
+        }
+        /* Bytes per push, as the workers count them (the summary's comm_bytes_per_step). */
+        w->stats.comm_bytes += (double)push_bytes(s->ps.np, nb, s->bf16);
+        w->stats.comm_steps++;
         adaptive_ps_push(w, g, h.batch); /* the noise scale, before a rule changes g */
         int64_t tau = s->ps.t - h.t_read;
         s->speed[m] = h.samples_per_s > 0 ? h.samples_per_s : s->speed[m];
         w->dropout_of[m] = h.dropout_step;
-        if (w->model->nbuffers) {
-            memcpy(w->model->buffers, g + s->ps.np, w->model->nbuffers * sizeof(float));
+        if (nb) {
+            memcpy(w->model->buffers, g + s->ps.np, nb * sizeof(float));
             worker_buffers_to_device(w);
         }
         float scale = 1.0f;
@@ -383,6 +405,7 @@ static int run_server(worker_t *w, const ps_rule_t *rule, const train_opts_t *o)
     s.ps.t = w->global_step; /* a resumed PS continues its version count */
     s.cursor = w->cursor;
     s.round_robin = o->ps_round_robin;
+    s.bf16 = push_bf16(w);
     s.reqs = calloc((size_t)n, sizeof *s.reqs);
     s.in = calloc((size_t)n, sizeof *s.in);
     s.out = calloc((size_t)n, sizeof *s.out);
@@ -393,14 +416,16 @@ static int run_server(worker_t *w, const ps_rule_t *rule, const train_opts_t *o)
     s.last_tau = calloc((size_t)n, sizeof *s.last_tau);
     s.speed = calloc((size_t)n, sizeof *s.speed);
     s.ps.scratch = malloc(np * sizeof(float));
+    if (s.bf16) s.grad = malloc((np + w->model->nbuffers) * sizeof(float));
     if (!s.reqs || !s.in || !s.out || !s.sreqs || !s.parked || !s.pending || !s.t_read || !s.last_tau || !s.speed ||
-        !s.ps.scratch)
+        !s.ps.scratch || (s.bf16 && !s.grad))
         goto out;
     for (int m = 0; m < n; m++) {
         s.reqs[m] = MPI_REQUEST_NULL;
         s.sreqs[m] = MPI_REQUEST_NULL;
         s.last_tau[m] = -1;
-        if (!(s.in[m] = malloc(push_bytes(np, w->model->nbuffers))) || !(s.out[m] = malloc(reply_bytes(np)))) goto out;
+        if (!(s.in[m] = malloc(push_bytes(np, w->model->nbuffers, s.bf16))) || !(s.out[m] = malloc(reply_bytes(np))))
+            goto out;
     }
     if (rule->needs_backup) {
         if (!(s.ps.w_bak = calloc((size_t)n, sizeof *s.ps.w_bak))) goto out;
@@ -439,7 +464,7 @@ static int run_server(worker_t *w, const ps_rule_t *rule, const train_opts_t *o)
 out:
     if (rc != 0 && w->rank == 0)
         fprintf(stderr, "parameter server: %s\n",
-                s.reqs && s.ps.scratch ? "no worker can make progress" : "out of memory");
+                s.reqs && s.ps.scratch && (!s.bf16 || s.grad) ? "no worker can make progress" : "out of memory");
     for (int m = 0; s.in && m < n; m++) free(s.in[m]);
     for (int m = 0; s.ps.w_bak && m < n; m++) free(s.ps.w_bak[m]);
     free(s.ps.w_bak);
@@ -456,6 +481,7 @@ out:
     free(s.last_tau);
     free(s.speed);
     free(s.ps.scratch);
+    free(s.grad);
     return rc;
 }
 
@@ -465,10 +491,15 @@ static int run_worker(worker_t *w)
 {
     size_t np = w->model->nparams;
     size_t nb = w->model->nbuffers;
-    unsigned char *in = malloc(reply_bytes(np)), *out = malloc(push_bytes(np, nb));
+    const int bf16 = push_bf16(w);
+    const size_t gbytes = np * (bf16 ? sizeof(uint16_t) : sizeof(float)), pbytes = push_bytes(np, nb, bf16);
+    unsigned char *in = malloc(reply_bytes(np)), *out = malloc(pbytes);
+    /* bf16: what this worker's pushes have not sent of its gradients yet (compress.h);
+     * not checkpointed: a resumed worker starts it at zero. */
+    float *err = bf16 ? calloc(np, sizeof(float)) : NULL;
     int rc = -1;
     long perm_epoch = -1;
-    if (!in || !out) goto done;
+    if (!in || !out || (bf16 && !err)) goto done;
     for (;;) {
         /* A worker's step (the breakdown): copy in the weights, gather, compute, push,
          * then wait for the PS (until its reply starts arriving) and receive the reply
@@ -529,14 +560,19 @@ static int run_worker(worker_t *w)
                        .samples_per_s = w->stats.ewma_sps,
                        .dropout_step = w->model->dropout_step};
         memcpy(out, &p, sizeof p);
-        memcpy(out + sizeof p, w->model->grads, np * sizeof(float));
+        if (bf16) {
+            compress_bf16_feedback(w->model->grads, err, (uint16_t *)(out + sizeof p), np);
+            phase_mark(&w->phases, PHASE_COMPRESS);
+        } else memcpy(out + sizeof p, w->model->grads, np * sizeof(float));
         if (nb) {
             worker_model_to_host(w); /* a GPU rank's statistics (its weights came from the PS) */
-            memcpy(out + sizeof p + np * sizeof(float), w->model->buffers, nb * sizeof(float));
+            memcpy(out + sizeof p + gbytes, w->model->buffers, nb * sizeof(float));
         }
         t0 = clock_mono_s();
         waitmark_enter(&w->wait, WAIT_PUSH, 0);
-        MPI_CHECK(MPI_Isend(out, (int)push_bytes(np, nb), MPI_BYTE, 0, TAG_PUSH, MPI_COMM_WORLD, &req));
+        MPI_CHECK(MPI_Isend(out, (int)pbytes, MPI_BYTE, 0, TAG_PUSH, MPI_COMM_WORLD, &req));
+        w->stats.comm_bytes += (double)pbytes;
+        w->stats.comm_steps++;
         comm_wait(w, &req);
         waitmark_leave(&w->wait);
         phase_mark(&w->phases, PHASE_COMM); /* the push, packing included */
@@ -547,6 +583,7 @@ static int run_worker(worker_t *w)
 done:
     free(in);
     free(out);
+    free(err);
     return rc;
 }
 

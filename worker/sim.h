@@ -37,6 +37,11 @@ static inline int sim_active(void) { return 1; }
 void sim_charge_train(const worker_t *w, int batch);
 void sim_charge_update(const worker_t *w);
 void sim_charge_eval(const worker_t *w, int batch);
+/* Deterministic mode: charge the compression compute of the step (or round) numbered
+ * step when it is compressed (compress_step_flops, worker/compress.h); a no-op without
+ * w->compress. The sizes of the messages need no model: the worker's own compressor
+ * sizes them and SMPI times them. */
+void sim_charge_compress(const worker_t *w, long step);
 /* simulate.skip_compute: 1 when this rank charges its compute without running it (the
  * forward and backward passes and evaluation are skipped; gradients stay zero). The
  * simulated timeline is the same as with the computation, since in deterministic mode
@@ -65,6 +70,11 @@ static inline void sim_charge_train(const worker_t *w, int batch)
     (void)batch;
 }
 static inline void sim_charge_update(const worker_t *w) { (void)w; }
+static inline void sim_charge_compress(const worker_t *w, long step)
+{
+    (void)w;
+    (void)step;
+}
 static inline void sim_charge_eval(const worker_t *w, int batch)
 {
     (void)w;

@@ -983,9 +983,10 @@ int worker_compress_setup(worker_t *w, char *err, size_t errlen)
 {
     const job_spec_t *s = w->spec;
     /* ssgd always (kind none measures its payload the same way); local-sgd and hier-bsp
-     * (their averages, algo_local_sgd.c) only when compressing: their plain path stays. */
+     * (their averages, algo_local_sgd.c) and hpsgd (its rounds, algo_hpsgd.c) only when
+     * compressing: their plain path stays. */
     const char *a = s->algorithm.name;
-    const int local = strcmp(a, "local-sgd") == 0 || strcmp(a, "hier-bsp") == 0;
+    const int local = strcmp(a, "local-sgd") == 0 || strcmp(a, "hier-bsp") == 0 || strcmp(a, "hpsgd") == 0;
     if (w->compress || !(strcmp(a, "ssgd") == 0 || (local && strcmp(s->algorithm.compression.kind, "none") != 0)))
         return 0;
     const int n = w->use_mpi ? w->nworkers : 1;
@@ -1624,7 +1625,7 @@ static json_t *dataset_json(const worker_t *w)
 /* The payload per step as measured (worker_stats_t.comm_bytes: what rank 0 handed to
  * MPI; in ssgd and local-sgd every rank sends the same, in hier-bsp rank 0 is a leader):
  * ssgd's all-reduce, local-sgd's and hier-bsp's averages (and hier-bsp's group traffic)
- * spread over the steps; missing where not measured (the other algorithms); with algorithm.compression also what it did: the payload of a compressed
+ * and hpsgd's rounds spread over the steps; missing where not measured (the other algorithms); with algorithm.compression also what it did: the payload of a compressed
  * step and of a plain one, their ratio, and the matrices PowerSGD compressed. */
 static void compression_summary(const worker_t *w, json_t *root)
 {

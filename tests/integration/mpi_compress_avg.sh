@@ -13,7 +13,7 @@
 #   2. hier-bsp: PowerSGD compresses the leaders' averages only: comm_bytes_per_step is
 #      the groups' uncompressed all-reduce and broadcast plus the compressed average,
 #      exactly; the compression object's ratio is at least 10; it learns.
-#   3. hpsgd (not wired) is still refused before training, naming what is supported.
+# (hpsgd: mpi_compress_hpsgd.sh; what is refused: mpi_compress.sh.)
 . tests/lib.sh
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
 PATCH=$BUILD/tools/ckpt_patch
@@ -98,10 +98,3 @@ need_number "hier-bsp uncompressed test_accuracy" "$(json "$TMP/hnone.out" .test
 at_least "hier-bsp PowerSGD test_accuracy" "$(json "$TMP/hpsgd.out" .test_accuracy)" 0.5
 echo "ok: hier-bsp bytes per step $hplain (none), $(json "$TMP/hpsgd.out" .comm_bytes_per_step) (powersgd rank 2 on the leaders' average, ratio $(json "$TMP/hpsgd.out" .compression.ratio)); accuracy $(json "$TMP/hnone.out" .test_accuracy), $(json "$TMP/hpsgd.out" .test_accuracy)"
 
-# 3. Not wired: refused before training.
-cat >"$TMP/hp.json" <<JSON
-{"name": "hp", "model": "lenet5", "dataset": {"name": "fashion-mnist", "train_subset": 640},
- "algorithm": {"name": "hpsgd", "compression": {"kind": "powersgd"}}, "workers": 2, "epochs": 1}
-JSON
-expect_error 2 "algorithm.compression.kind: powersgd is implemented for ssgd, local-sgd and hier-bsp only (algorithm.name is hpsgd)" \
-    $MPIRUN -np 2 $WORKER --spec "$TMP/hp.json"

@@ -462,14 +462,26 @@ static const bad_case_t BAD[] = {
      "\"goodput_model\":\"adaptdl\"}}",
      "algorithm.goodput_model: must be one of nodes, equal"},
     {"{\"model\":\"lenet5\",\"eval_every_steps\":-1}", "eval_every_steps: must be between 0 and"},
-    /* gradient compression (issue 47: ssgd, local-sgd, hier-bsp) */
-    {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"hpsgd\",\"compression\":{\"kind\":"
+    /* gradient compression (issue 47: ssgd, local-sgd, hier-bsp, hpsgd; bf16 for the PS family) */
+    {"{\"model\":\"lenet5\",\"workers\":1,\"algorithm\":{\"name\":\"sgd\",\"compression\":{\"kind\":"
      "\"powersgd\"}}}",
-     "algorithm.compression.kind: powersgd is implemented for ssgd, local-sgd and hier-bsp only (algorithm.name is "
-     "hpsgd); use one of them or kind none"},
-    {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"asgd\",\"compression\":{\"kind\":"
+     "algorithm.compression.kind: powersgd is implemented for ssgd, local-sgd, hier-bsp, hpsgd and (bf16) the "
+     "parameter-server family only (algorithm.name is sgd); use one of them or kind none"},
+    {"{\"model\":\"lenet5\",\"workers\":1,\"algorithm\":{\"name\":\"sgd\",\"compression\":{\"kind\":"
      "\"bf16\"}}}",
-     "algorithm.compression.kind: bf16 is implemented for ssgd, local-sgd and hier-bsp only (algorithm.name is asgd)"},
+     "algorithm.compression.kind: bf16 is implemented for ssgd, local-sgd, hier-bsp, hpsgd and (bf16) the "
+     "parameter-server family only (algorithm.name is sgd)"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"hpsgd\",\"compression\":{\"kind\":"
+     "\"powersgd\",\"warmup_steps\":5}}}",
+     "algorithm.compression.warmup_steps: hpsgd has no warm-up (its ranks start a round at different steps); set 0"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"asgd\",\"compression\":{\"kind\":"
+     "\"powersgd\"}}}",
+     "algorithm.compression.kind: powersgd needs one Q shared by all ranks, which the asynchronous pushes of asgd do "
+     "not have; use bf16 (each worker keeps its own error feedback) or none"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"ddc-asgd\",\"compression\":{\"kind\":"
+     "\"powersgd\",\"rank\":4}}}",
+     "algorithm.compression.kind: powersgd needs one Q shared by all ranks, which the asynchronous pushes of "
+     "ddc-asgd do not have"},
     {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"ssgd\",\"goodput\":true,"
      "\"compression\":{\"kind\":\"bf16\"}}}",
      "algorithm.compression.kind: bf16 does not work with algorithm.goodput"},
@@ -645,6 +657,13 @@ static void test_spec_hash(void **state)
              "\"rank\":3}}}",
              &c);
     assert_true(spec_hash(&b) != spec_hash(&c));
+    /* hpsgd compresses its rounds (no warm-up); the PS family its pushes, in bf16. */
+    parse_ok("{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"dbs-sgd\",\"compression\":{"
+             "\"kind\":\"bf16\"}}}",
+             &c);
+    parse_ok("{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"hpsgd\",\"compression\":{\"kind\":"
+             "\"powersgd\",\"rank\":2}}}",
+             &c);
     const char *differ[] = {
         "{\"model\":\"mlp\"}",
         "{\"model\":\"lenet5\",\"epochs\":2}",

@@ -42,6 +42,10 @@ struct compress {
     long all_step;         /* the step count all_err was gathered at; -1: never */
     MPI_Op op;             /* bf16: compress_bf16_sum; MPI_OP_NULL without MPI */
     step_phases_t *phases; /* the worker's step timer, or NULL */
+    /* compress_create_push: a push's header and statistics (bytes, floats); push 0: a
+     * collective's plan */
+    int push;
+    size_t push_header, push_stats;
 };
 
 uint16_t compress_to_bf16(float f)
@@ -224,6 +228,37 @@ oom:
     return -1;
 }
 
+size_t compress_push_bytes(size_t header_bytes, size_t nparams, size_t nbuffers, int bf16)
+{
+    return header_bytes + nparams * (bf16 ? sizeof(uint16_t) : sizeof(float)) + nbuffers * sizeof(float);
+}
+
+int compress_create_push(const model_t *m, const char *kind, size_t header_bytes, compress_t **out, char *err,
+                         size_t errlen)
+{
+    *out = NULL;
+    if (strcmp(kind, "none") != 0 && strcmp(kind, "bf16") != 0) {
+        snprintf(err, errlen,
+                 "algorithm.compression.kind: the parameter server's pushes take none or bf16, not \"%.32s\"", kind);
+        return -1;
+    }
+    compress_t *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "algorithm.compression: out of memory for the push plan");
+        return -1;
+    }
+    c->kind = strcmp(kind, "bf16") == 0 ? COMPRESS_BF16 : COMPRESS_NONE;
+    c->op = MPI_OP_NULL;
+    c->all_step = -1;
+    c->nranks = 1;
+    c->nparams = m->nparams;
+    c->push = 1;
+    c->push_header = header_bytes;
+    c->push_stats = m->nbuffers;
+    *out = c;
+    return 0;
+}
+
 void compress_free(compress_t *c)
 {
     if (!c) return;
@@ -379,10 +414,15 @@ float *compress_error(compress_t *c, size_t *n)
 
 int compress_matrices(const compress_t *c) { return c ? c->nmats : 0; }
 
-size_t compress_plain_bytes(const compress_t *c) { return c->plain_floats * sizeof(float); }
+size_t compress_plain_bytes(const compress_t *c)
+{
+    if (c->push) return compress_push_bytes(c->push_header, c->nparams, c->push_stats, 0);
+    return c->plain_floats * sizeof(float);
+}
 
 size_t compress_step_bytes(const compress_t *c)
 {
+    if (c->push) return compress_push_bytes(c->push_header, c->nparams, c->push_stats, c->kind == COMPRESS_BF16);
     switch (c->kind) {
     case COMPRESS_BF16: return c->nparams * sizeof(uint16_t) + MODEL_GRAD_EXTRA * sizeof(float);
     case COMPRESS_POWERSGD: return (c->fused_floats + c->q_floats) * sizeof(float);

@@ -136,6 +136,16 @@ double compress_step_flops(const compress_t *c);
 /* The bytes a compressed step hands to MPI (after warm-up), and a plain step's. */
 size_t compress_step_bytes(const compress_t *c);
 size_t compress_plain_bytes(const compress_t *c);
+/* The parameter-server family's pushes (worker/ps.c): a push is a header of header_bytes,
+ * the gradient (nparams floats, or bf16 words) and the model's nbuffers batch-norm
+ * statistics as floats. compress_push_bytes is its size, the one both ends use;
+ * compress_create_push makes a plan of kind none or bf16 (powersgd: -1 with err) whose
+ * step and plain bytes are a push's, so the summary's compression object and the step
+ * records' compression_ratio read it as they read ssgd's. It holds no step buffers (ps.c
+ * keeps the error feedback, the parameter server its widened push). */
+size_t compress_push_bytes(size_t header_bytes, size_t nparams, size_t nbuffers, int bf16);
+int compress_create_push(const model_t *m, const char *kind, size_t header_bytes, compress_t **out, char *err,
+                         size_t errlen);
 /* The extra floats compression keeps for model m (error + Q + fused buffer, bf16 words
  * as half floats), for the memory estimate: computed by the same plan. */
 size_t compress_state_floats(const compress_t *c);

@@ -61,7 +61,7 @@ typedef struct {
  * ends size the message from the spec. */
 static size_t push_bytes(size_t np, size_t nb, int bf16)
 {
-    return sizeof(ps_push_t) + np * (bf16 ? sizeof(uint16_t) : sizeof(float)) + nb * sizeof(float);
+    return compress_push_bytes(sizeof(ps_push_t), np, nb, bf16);
 }
 static int push_bf16(const worker_t *w) { return strcmp(w->spec->algorithm.compression.kind, "bf16") == 0; }
 static size_t reply_bytes(size_t np) { return sizeof(ps_reply_t) + np * sizeof(float); }
@@ -589,6 +589,15 @@ done:
 
 int ps_run(worker_t *w, const ps_rule_t *rule)
 {
+    /* The push plan (compress.h): the summary's compression object and the step records'
+     * compression_ratio, on the parameter server and the workers alike; worker_free frees it. */
+    char err[256];
+    if (!w->compress && push_bf16(w) &&
+        compress_create_push(w->model, w->spec->algorithm.compression.kind, sizeof(ps_push_t), &w->compress, err,
+                             sizeof err) != 0) {
+        fprintf(stderr, "pacer-worker: rank %d: %s\n", w->rank, err);
+        return -1;
+    }
     if (w->role == ROLE_PS) return run_server(w, rule, w->opts);
     return run_worker(w);
 }

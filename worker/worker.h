@@ -57,8 +57,9 @@ typedef struct worker {
     const char *model_onnx_out; /* --model-onnx: ONNX of each checkpoint's weights, or NULL */
     const struct algo_ops *algo;
     void *algo_state; /* owned by the algorithm */
-    /* algorithm.compression (compress.h), created and freed by ssgd; NULL elsewhere.
-     * The checkpoint reads its state (Q, the error feedback). */
+    /* algorithm.compression (compress.h): worker_compress_setup's, or the parameter-server
+     * family's push plan (ps_run); freed by worker_free. The checkpoint reads its state
+     * (Q, the error feedback). */
     struct compress *compress;
     int rank, world;  /* MPI rank and size (0, 1 standalone) */
     int nworkers;     /* ranks that compute gradients */

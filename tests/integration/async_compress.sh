@@ -5,7 +5,10 @@
 # (--ps-round-robin: deterministic):
 #   1. comm_bytes_per_step (the parameter server's: bytes per push received) is exactly
 #      the push: its 32-byte header and 61706 floats, or 61706 bf16 words; the workers'
-#      step records carry the same per push.
+#      step records carry the same per push. The summary's compression object (kind,
+#      compressed and plain bytes per push, their ratio) and every step record's
+#      compression_ratio, the parameter server's and the workers', say the same as ssgd's
+#      do; uncompressed asgd has neither.
 #   2. asgd and dc-asgd with bf16 learn (a floor, and within 3 points of uncompressed asgd).
 #   3. powersgd is refused for the family, naming why (its Q is shared by all ranks).
 . tests/integration/compress_lib.inc
@@ -37,17 +40,30 @@ equals_num "uncompressed asgd comm_bytes_per_step (bytes per push)" "$(json "$TM
     $((HDR + NP * 4))
 equals_num "bf16 asgd comm_bytes_per_step (bytes per push)" "$(json "$TMP/bf16.out" .comm_bytes_per_step)" $((HDR + NP * 2))
 # A worker's step records: one push each.
-python3 - "$TMP/bf16.jsonl" $((HDR + NP * 2)) <<'PY' || fail "the workers' step records do not carry the bf16 push's bytes"
+python3 - "$TMP/bf16.jsonl" $((HDR + NP * 2)) $((HDR + NP * 4)) <<'PY' || fail "the step records do not carry the bf16 push's bytes and ratio"
 import json, sys
-want, seen = float(sys.argv[2]), 0
+want, plain, seen = float(sys.argv[2]), float(sys.argv[3]), {}
 for line in open(sys.argv[1]):
     r = json.loads(line)
-    if r.get("kind") == "step" and r.get("role") == "worker" and "comm_bytes" in r:
-        assert r["comm_bytes"] == want, r
-        seen += 1
-assert seen > 0, "no worker step record with comm_bytes"
+    if r.get("kind") == "step" and "comm_bytes" in r:
+        if r.get("role") == "worker":
+            assert r["comm_bytes"] == want, r
+        assert abs(r.get("compression_ratio", -1) - plain / want) < 1e-5, r
+        seen[r.get("role")] = seen.get(r.get("role"), 0) + 1
+assert seen.get("worker", 0) > 0, "no worker step record with comm_bytes: %s" % seen
+assert len(seen) > 1, "no parameter-server step record with comm_bytes: %s" % seen
 PY
-echo "ok: bytes per push $((HDR + NP * 4)) (none), $((HDR + NP * 2)) (bf16), in the summary and the workers' records"
+echo "ok: bytes per push $((HDR + NP * 4)) (none), $((HDR + NP * 2)) (bf16), in the summary and the step records"
+for n in bf16 dc; do
+    [ "$(json "$TMP/$n.out" .compression.kind)" = bf16 ] || fail "$n compression.kind is not bf16"
+    equals_num "$n compression.compressed_bytes_per_step" "$(json "$TMP/$n.out" .compression.compressed_bytes_per_step)" \
+        $((HDR + NP * 2))
+    equals_num "$n compression.plain_bytes_per_step" "$(json "$TMP/$n.out" .compression.plain_bytes_per_step)" \
+        $((HDR + NP * 4))
+    between "$n compression.ratio" "$(json "$TMP/$n.out" .compression.ratio)" 1.99 2.0
+done
+[ "$(json "$TMP/none.out" .compression)" = null ] || fail "uncompressed asgd's summary has a compression object"
+echo "ok: the compression object and the records' compression_ratio (2x) for asgd and dc-asgd with bf16"
 
 # 2. Learning.
 learns_near none 0.6 0.03 bf16 dc

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "compress_mem.h"
 #include "dsprobe.h"
 #include "planner.h"
 
@@ -43,24 +44,6 @@ void memest_model(const catalog_model_t *m, double *model_bytes, double *bytes_p
                         8.0;
 }
 
-/* Gradient compression's buffers (worker/compress.h), bounded from the parameter count
- * alone (the catalog has no layer shapes): PowerSGD's error feedback is at most every
- * parameter, Q and P at most half of each compressed matrix each (a matrix is compressed
- * only when 2r(n + m) <= n m), so the fused buffer (P and the uncompressed rest) is at
- * most the parameters; rank 0, the checkpoint writer, also keeps every worker's error
- * when checkpoints are on. bf16: one 16-bit word per parameter. local-sgd and hier-bsp
- * also keep the last average and the delta they compress (algo_local_sgd.c). */
-static double compress_bytes(const job_spec_t *s, double params, int nworkers)
-{
-    const char *kind = s->algorithm.compression.kind;
-    const double avg = strcmp(s->algorithm.name, "ssgd") != 0 ? 4.0 * (2 * params + 4) : 0;
-    if (strcmp(kind, "bf16") == 0) return 2.0 * params + avg;
-    if (strcmp(kind, "powersgd") != 0) return 0;
-    double floats = params + params / 2 + params + 4 /* MODEL_GRAD_EXTRA */;
-    if (s->checkpoint.every_steps > 0) floats += (double)nworkers * params;
-    return 4.0 * floats + avg;
-}
-
 int memest_rank(const job_spec_t *s, int nworkers, memest_t *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
@@ -92,7 +75,9 @@ int memest_rank(const job_spec_t *s, int nworkers, memest_t *out, char *err, siz
      * params): T x (fixed + params) bounds them, one fixed is counted above. */
     if (s->threads > 1)
         out->model_bytes += 4.0 * ((double)s->threads * ((double)m.fixed + (double)m.params) - (double)m.fixed);
-    out->model_bytes += compress_bytes(s, (double)m.params, nworkers >= 1 ? nworkers : s->workers);
+    out->model_bytes += compress_mem_bytes(s->algorithm.name, spec_is_async(s), s->algorithm.compression.kind,
+                                           (double)m.params, (double)m.buffers, nworkers >= 1 ? nworkers : s->workers,
+                                           s->checkpoint.every_steps > 0);
     /* AdamW keeps two moments: the first where SGD keeps its momentum (counted above), the
      * second in one more fused buffer (model.h's moment2). */
     if (spec_is_adamw(s)) out->model_bytes += 4.0 * (double)m.params;

@@ -6,7 +6,7 @@
  *   model    parameters, gradients and momentum (3 x nparams floats, + MODEL_GRAD_EXTRA),
  *            batch-norm buffers, the saved statistics and the conv workspace (which do not
  *            grow with the batch), and algorithm.compression's buffers (an upper bound:
- *            memest.c, compress_bytes);
+ *            common/compress_mem.h);
  *   batch    for the largest batch it may be planned (planner_bounds): both activation
  *            arenas (output and its gradient), maxpool argmax, softmax probabilities, the
  *            batch's inputs and labels and the worker's per-batch tables;

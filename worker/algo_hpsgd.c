@@ -136,6 +136,8 @@ static int hp_init(worker_t *w)
         fprintf(stderr, "%s\n", err);
         return -1;
     }
+    /* The summary's plain bytes are a plain round's: the window and its 2 extras. */
+    compress_set_plain_extra(w->compress, 2);
     w->model->progress = hp_progress;
     w->model->progress_ctx = w;
     comm_broadcast_model(w, MPI_COMM_WORLD);

@@ -11,7 +11,11 @@
 #include <string.h>
 
 #include "comm.h"
+#include "compress_mem.h"
 #include "rng.h"
+
+/* The memory estimate's count (common/compress_mem.h) speaks of the same extras. */
+_Static_assert(COMPRESS_MEM_EXTRA == MODEL_GRAD_EXTRA, "common/compress_mem.h's extras are model.h's");
 
 typedef struct {
     size_t off;  /* into grads: the weight's gradient, (n, m) */
@@ -34,6 +38,7 @@ struct compress {
     segment_t *segs; /* (nsegs) the uncompressed runs, extras included */
     int nsegs;
     size_t err_floats, q_floats, p_floats, plain_floats, fused_floats;
+    size_t plain_report;   /* the floats compress_plain_bytes counts (compress_set_plain_extra) */
     float *err;            /* (err_floats) this rank's error feedback e */
     float *q;              /* (q_floats) Q of every matrix, the reduced one after a step */
     float *fused;          /* (fused_floats) P of every matrix, then the uncompressed runs */
@@ -189,6 +194,7 @@ int compress_create(const model_t *m, const char *kind, int rank, int warmup_ste
     c->all_step = -1;
     c->nparams = m->nparams;
     c->plain_floats = m->nparams + MODEL_GRAD_EXTRA;
+    c->plain_report = c->plain_floats;
     c->nranks = nranks > 0 ? nranks : 1;
     c->warmup = warmup_steps > 0 ? warmup_steps : 0;
     if (strcmp(kind, "none") == 0) c->kind = COMPRESS_NONE;
@@ -282,6 +288,11 @@ void compress_set_phases(compress_t *c, step_phases_t *phases)
 static void mark(const compress_t *c, long step, phase_t ph)
 {
     if (c->phases && compress_active(c, step)) phase_mark(c->phases, ph);
+}
+
+void compress_set_plain_extra(compress_t *c, int extra)
+{
+    if (c && extra >= 0) c->plain_report = c->nparams + (size_t)extra;
 }
 
 void compress_set_nranks(compress_t *c, int nranks)
@@ -417,7 +428,7 @@ int compress_matrices(const compress_t *c) { return c ? c->nmats : 0; }
 size_t compress_plain_bytes(const compress_t *c)
 {
     if (c->push) return compress_push_bytes(c->push_header, c->nparams, c->push_stats, 0);
-    return c->plain_floats * sizeof(float);
+    return c->plain_report * sizeof(float);
 }
 
 size_t compress_step_bytes(const compress_t *c)

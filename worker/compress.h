@@ -74,6 +74,10 @@ void compress_free(compress_t *c);
 /* The ranks that sum (N in e = M - M^ / N), once known after compress_create: hier-bsp
  * compresses its global averages among the group leaders only (worker/algo_hier_bsp.c). */
 void compress_set_nranks(compress_t *c, int nranks);
+/* The floats a plain (uncompressed) step of the caller sends after the parameters, for
+ * compress_plain_bytes, when not MODEL_GRAD_EXTRA: hpsgd's plain round sends 2 (its
+ * weight and weighted steps). Only the reported plain bytes change. */
+void compress_set_plain_extra(compress_t *c, int extra);
 /* The step timer compress_allreduce marks (worker/phase.h; NULL: none, in tests). */
 void compress_set_phases(compress_t *c, step_phases_t *phases);
 

@@ -4,7 +4,8 @@
 # rounds fixed at 2 local steps (--hpsgd-round-steps: every run deterministic):
 #   1. comm_bytes_per_step is measured for every kind; bf16 sends half of the plain
 #      round, PowerSGD rank 2 at least 10x fewer; each compressed run learns (a floor,
-#      and within 5 points of the uncompressed run).
+#      and within 5 points of the uncompressed run). The compression object's plain
+#      bytes are a plain round's (the window and 2 extras), its compressed bytes bf16's.
 #   2. PowerSGD stopped in its second epoch and resumed from the first epoch end's
 #      checkpoint (keep_best writes one there; every rank then holds the merged model)
 #      ends bit for bit where an uninterrupted run does: the checkpoint carries Q and both
@@ -45,6 +46,14 @@ between "bf16 comm_bytes_per_step (uncompressed $plain)" "$b" "$(awk -v b="$plai
     "$(awk -v b="$plain" 'BEGIN { print b * 0.501 }')"
 at_most "PowerSGD rank 2 comm_bytes_per_step (uncompressed $plain)" "$p" "$(awk -v b="$plain" 'BEGIN { print b / 10 }')"
 equals_num "PowerSGD's compressed matrices (conv2, fc1, fc2)" "$(json "$TMP/psgd.out" .compression.matrices)" 3
+# One round's bytes in the compression object: a plain round is the window and its 2
+# extras (LeNet-5's 61706 parameters), a bf16 round the words and 4 exact extras.
+for n in bf16 psgd; do
+    equals_num "$n compression.plain_bytes_per_step (a plain round)" \
+        "$(json "$TMP/$n.out" .compression.plain_bytes_per_step)" $(((61706 + 2) * 4))
+done
+equals_num "bf16 compression.compressed_bytes_per_step (a round)" \
+    "$(json "$TMP/bf16.out" .compression.compressed_bytes_per_step)" $((61706 * 2 + 16))
 learns_near none 0.65 0.05 bf16 psgd
 base=$(json "$TMP/none.out" .test_accuracy)
 echo "ok: hpsgd bytes per step $plain (none), $b (bf16), $p (powersgd rank 2); accuracy $base, $(json "$TMP/bf16.out" .test_accuracy), $(json "$TMP/psgd.out" .test_accuracy)"

@@ -350,38 +350,92 @@ static void test_warmup_and_refusals(void **state)
     assert_non_null(strstr(err, "algorithm.compression.rank: 65 is outside [1, 64]"));
 }
 
-/* The memory estimate (common/memest.c) counts compression's buffers by a bound from the
- * parameter count: for LeNet-5 on 4 workers with checkpoints (rank 0 keeps every
- * worker's error) it is at least what compress_create really allocates. */
+/* What the memory estimate (common/memest.c, by common/compress_mem.h) adds for
+ * algorithm.compression kind on algorithm, LeNet-5 on 4 workers with checkpoints. */
+static double estimate_of(const char *algorithm, const char *kind)
+{
+    const char *base = "{\"model\":\"lenet5\",\"workers\":4,\"checkpoint\":{\"every_steps\":5},"
+                       "\"algorithm\":{\"name\":\"%s\",\"compression\":{\"kind\":\"%s\"}}}";
+    char text[512], err[256];
+    job_spec_t s;
+    memest_t none, with;
+    snprintf(text, sizeof text, base, algorithm, "none");
+    if (spec_parse(text, &s, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_int_equal(memest_rank(&s, 4, &none, err, sizeof err), 0);
+    snprintf(text, sizeof text, base, algorithm, kind);
+    if (spec_parse(text, &s, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_int_equal(memest_rank(&s, 4, &with, err, sizeof err), 0);
+    return with.model_bytes - none.model_bytes;
+}
+
+/* The memory estimate counts what each algorithm's compression really allocates: bf16
+ * exactly (compress.c's words; local-sgd's average and delta besides; hpsgd nothing
+ * besides; the parameter-server family's widened push at the server, the largest of its
+ * ranks), PowerSGD by a bound from the parameter count that is at least what
+ * compress_create allocates for ssgd and hpsgd (rank 0 keeping every worker's error). */
 static void test_memest_counts_compression(void **state)
 {
     (void)state;
-    const char *base = "{\"model\":\"lenet5\",\"workers\":4,\"checkpoint\":{\"every_steps\":5},"
-                       "\"algorithm\":{\"name\":\"ssgd\",\"compression\":{\"kind\":\"%s\"}}}";
-    char text[512], err[256];
-    job_spec_t s;
-    memest_t none, psgd, bf16;
-    snprintf(text, sizeof text, base, "none");
-    assert_int_equal(spec_parse(text, &s, err, sizeof err), 0);
-    assert_int_equal(memest_rank(&s, 4, &none, err, sizeof err), 0);
-    snprintf(text, sizeof text, base, "bf16");
-    assert_int_equal(spec_parse(text, &s, err, sizeof err), 0);
-    assert_int_equal(memest_rank(&s, 4, &bf16, err, sizeof err), 0);
-    snprintf(text, sizeof text, base, "powersgd");
-    assert_int_equal(spec_parse(text, &s, err, sizeof err), 0);
-    assert_int_equal(memest_rank(&s, 4, &psgd, err, sizeof err), 0);
+    char err[256];
     model_t *m = NULL;
     if (model_create("lenet5", 1, &m, err, sizeof err) != 0) fail_msg("%s", err);
+    const double np = (double)m->nparams, nb = (double)m->nbuffers;
     compress_t *c = NULL;
+    assert_int_equal(compress_create(m, "bf16", 0, 0, 1, 4, 0, &c, err, sizeof err), 0);
+    const double words = 4.0 * (double)compress_state_floats(c);
+    compress_free(c);
+    assert_true(words == 2.0 * np);
+    assert_true(estimate_of("ssgd", "bf16") == words);
+    assert_true(estimate_of("hpsgd", "bf16") == words);
+    assert_true(estimate_of("local-sgd", "bf16") == words + 4.0 * (2.0 * np + MODEL_GRAD_EXTRA));
+    assert_true(estimate_of("asgd", "bf16") == 4.0 * (np + nb));
+    assert_true(estimate_of("dc-asgd", "bf16") == 4.0 * (np + nb));
     assert_int_equal(compress_create(m, "powersgd", 2, 0, 1, 4, 0, &c, err, sizeof err), 0);
     assert_int_equal(compress_keep_all(c, 4), 0);
     double real = 4.0 * (double)compress_state_floats(c);
-    print_message("LeNet-5 PowerSGD rank 2, 4 workers: %.0f bytes allocated, %.0f estimated\n", real,
-                  psgd.model_bytes - none.model_bytes);
-    assert_true(psgd.model_bytes - none.model_bytes >= real);
-    assert_true(bf16.model_bytes - none.model_bytes >= 2.0 * (double)m->nparams);
+    print_message("LeNet-5 PowerSGD rank 2, 4 workers: %.0f bytes allocated, %.0f estimated (ssgd), %.0f (hpsgd)\n",
+                  real, estimate_of("ssgd", "powersgd"), estimate_of("hpsgd", "powersgd"));
+    assert_true(estimate_of("ssgd", "powersgd") >= real);
+    assert_true(estimate_of("hpsgd", "powersgd") >= real);
     compress_free(c);
     model_free(m);
+}
+
+/* hpsgd's plain round sends its window and 2 extras, not the all-reduce's 4
+ * (compress_set_plain_extra): the plain bytes the summary reports follow. */
+static void test_plain_extra(void **state)
+{
+    (void)state;
+    fake_t one;
+    fake_init(&one);
+    compress_t *x = NULL;
+    char err[256];
+    assert_int_equal(compress_create(&one.m, "bf16", 0, 0, 1, 2, 0, &x, err, sizeof err), 0);
+    assert_int_equal(compress_plain_bytes(x), (NPARAMS + MODEL_GRAD_EXTRA) * sizeof(float));
+    compress_set_plain_extra(x, 2);
+    assert_int_equal(compress_plain_bytes(x), (NPARAMS + 2) * sizeof(float));
+    assert_int_equal(compress_step_bytes(x), NPARAMS * sizeof(uint16_t) + MODEL_GRAD_EXTRA * sizeof(float));
+    compress_free(x);
+}
+
+/* The parameter-server family's push plan: a push's bytes, bf16 and plain, and powersgd
+ * refused naming what the pushes take. */
+static void test_push_plan(void **state)
+{
+    (void)state;
+    fake_t one;
+    fake_init(&one);
+    compress_t *x = NULL;
+    char err[256];
+    assert_int_equal(compress_create_push(&one.m, "bf16", 32, &x, err, sizeof err), 0);
+    assert_int_equal(compress_kind(x), COMPRESS_BF16);
+    assert_int_equal(compress_step_bytes(x), 32 + NPARAMS * sizeof(uint16_t) + one.m.nbuffers * sizeof(float));
+    assert_int_equal(compress_plain_bytes(x), 32 + (NPARAMS + one.m.nbuffers) * sizeof(float));
+    assert_int_equal(compress_step_bytes(x), compress_push_bytes(32, NPARAMS, one.m.nbuffers, 1));
+    compress_free(x);
+    assert_int_equal(compress_create_push(&one.m, "powersgd", 32, &x, err, sizeof err), -1);
+    assert_null(x);
+    assert_non_null(strstr(err, "the parameter server's pushes take none or bf16, not \"powersgd\""));
 }
 
 /* Checkpoint format 6 carries PowerSGD's state: Q and every rank's error, each rank
@@ -470,6 +524,8 @@ int main(void)
         cmocka_unit_test(test_error_feedback_converges),
         cmocka_unit_test(test_warmup_and_refusals),
         cmocka_unit_test(test_memest_counts_compression),
+        cmocka_unit_test(test_plain_extra),
+        cmocka_unit_test(test_push_plan),
         cmocka_unit_test(test_checkpoint_carries_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -643,3 +643,97 @@ out:
     fclose(f);
     return rc;
 }
+
+/* ---- the parameter-server workers' error feedback (checkpoint.h) ------------------------- */
+
+void checkpoint_ef_path(const char *ckpt_path, int index, char *out, size_t len)
+{
+    snprintf(out, len, "%s.ef%d", ckpt_path, index);
+}
+
+int checkpoint_ef_save(const char *path, int64_t version, int32_t workers, int32_t index, const float *err, size_t n,
+                       char *msg, size_t msglen)
+{
+    unsigned char h[CKPT_EF_HEADER];
+    const uint64_t count = n;
+    memcpy(h, CKPT_EF_MAGIC, 8);
+    memcpy(h + 8, &version, 8);
+    memcpy(h + 16, &workers, 4);
+    memcpy(h + 20, &index, 4);
+    memcpy(h + 24, &count, 8);
+    char tmp[1200];
+    int fd = fs_atomic_begin(path, tmp, sizeof tmp, 0644);
+    if (fd < 0) goto fail;
+    const size_t body = n * sizeof(float);
+    if (write(fd, h, sizeof h) != (ssize_t)sizeof h || write(fd, err, body) != (ssize_t)body) {
+        int e = errno ? errno : EIO;
+        fs_atomic_abort(fd, tmp);
+        errno = e;
+        goto fail;
+    }
+    if (fs_atomic_commit(fd, tmp, path) != 0) goto fail;
+    return 0;
+fail:
+    snprintf(msg, msglen, "%s: cannot write the error feedback: %s", path, strerror(errno));
+    return -1;
+}
+
+int checkpoint_ef_parse(const unsigned char *buf, size_t len, const char *path, int64_t version, int32_t workers,
+                        int32_t index, float *err, size_t n, char *msg, size_t msglen)
+{
+    const size_t want = CKPT_EF_HEADER + n * sizeof(float);
+    if (len < CKPT_EF_HEADER || memcmp(buf, CKPT_EF_MAGIC, 8) != 0) {
+        snprintf(msg, msglen, "%s: not an error-feedback file (no %s header)", path, CKPT_EF_MAGIC);
+        return -1;
+    }
+    int64_t v;
+    int32_t wk, ix;
+    uint64_t count;
+    memcpy(&v, buf + 8, 8);
+    memcpy(&wk, buf + 16, 4);
+    memcpy(&ix, buf + 20, 4);
+    memcpy(&count, buf + 24, 8);
+    if (v != version || wk != workers || ix != index) {
+        snprintf(msg, msglen,
+                 "%s: the error feedback of version %" PRId64 ", worker %d of %d, not of this checkpoint's version "
+                 "%" PRId64 ", worker %d of %d",
+                 path, v, ix, wk, version, index, workers);
+        return -1;
+    }
+    if (count != n || len != want) {
+        snprintf(msg, msglen, "%s: %zu bytes announcing %" PRIu64 " floats, where this model's %zu take %zu bytes",
+                 path, len, count, n, want);
+        return -1;
+    }
+    memcpy(err, buf + CKPT_EF_HEADER, n * sizeof(float));
+    return 0;
+}
+
+int checkpoint_ef_load(const char *path, int64_t version, int32_t workers, int32_t index, float *err, size_t n,
+                       char *msg, size_t msglen)
+{
+    const size_t want = CKPT_EF_HEADER + n * sizeof(float);
+    int rc = -1;
+    unsigned char *buf = NULL;
+    FILE *f = fopen(path, "rbe");
+    struct stat st;
+    if (!f || fstat(fileno(f), &st) != 0) {
+        snprintf(msg, msglen, "%s: %s", path, strerror(errno));
+        goto out;
+    }
+    /* bounded before reading: a file of another size is refused by its size alone */
+    if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != (uint64_t)want) {
+        snprintf(msg, msglen, "%s: %lld bytes, where this model's %zu floats take %zu", path, (long long)st.st_size, n,
+                 want);
+        goto out;
+    }
+    if (!(buf = malloc(want)) || fread(buf, 1, want, f) != want) {
+        snprintf(msg, msglen, "%s: cannot read %zu bytes", path, want);
+        goto out;
+    }
+    rc = checkpoint_ef_parse(buf, want, path, version, workers, index, err, n, msg, msglen);
+out:
+    if (f) fclose(f);
+    free(buf);
+    return rc;
+}

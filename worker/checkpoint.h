@@ -136,6 +136,25 @@ int checkpoint_validate(const ckpt_state_t *st, const ckpt_expect_t *want, const
  * two models with the same counts but another arrangement differ. */
 uint64_t checkpoint_layout_hash(const model_t *m);
 
+/* The parameter-server family's error feedback (algorithm.compression bf16, worker/ps.c):
+ * each worker keeps its own, so each writes it beside the checkpoint the parameter server
+ * wrote, in its own file CKPT.ef<index> (checkpoint_ef_path), once its next reply says
+ * which checkpoint (its version) it belongs to. The file: CKPT_EF_MAGIC, int64 version,
+ * int32 workers, int32 index, uint64 count, then count floats, in host order like the
+ * checkpoint; written atomically. checkpoint_ef_parse takes a file's bytes and restores
+ * err (n floats) only when the file is whole and for this version, workers, index and n:
+ * 0, else -1 with a line naming the file and what differs (err untouched).
+ * checkpoint_ef_load reads path (its size bounded by n first) through it. */
+#define CKPT_EF_MAGIC "PACEREF1"
+#define CKPT_EF_HEADER 32
+void checkpoint_ef_path(const char *ckpt_path, int index, char *out, size_t len);
+int checkpoint_ef_save(const char *path, int64_t version, int32_t workers, int32_t index, const float *err, size_t n,
+                       char *msg, size_t msglen);
+int checkpoint_ef_parse(const unsigned char *buf, size_t len, const char *path, int64_t version, int32_t workers,
+                        int32_t index, float *err, size_t n, char *msg, size_t msglen);
+int checkpoint_ef_load(const char *path, int64_t version, int32_t workers, int32_t index, float *err, size_t n,
+                       char *msg, size_t msglen);
+
 /* For tests and tools that forge checkpoints: where a field sits in a file of this
  * version ("version", "header_bytes", "model", "nparams", "nbuffers", "spec_hash",
  * "layout_hash", the ckpt_state_t fields by name, "batch_of[i]", "dropout_step[i]").

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "adaptive.h"
+#include "checkpoint.h"
 #include "comm.h"
 #include "compress.h"
 #include "train.h"
@@ -47,7 +48,12 @@ typedef struct {
     int round_robin; /* test hook: take pushes in worker order */
     int bf16;        /* algorithm.compression bf16: pushes carry bf16 words (push_bytes) */
     float *grad;     /* (np + nb) a bf16 push widened, with its statistics; NULL: fp32 pushes */
-    double started;  /* when serving began */
+    /* bf16 with checkpoints: each worker's error feedback due for the checkpoint of
+     * version ef_due[m] (0: none), before its last push or not (ef_prev; see reply) */
+    int64_t *ef_due;
+    int32_t *ef_prev;
+    long ckpt_seen; /* the checkpoint (worker_t.ckpt_step) the flags were set for */
+    double started; /* when serving began */
 } server_t;
 
 /* A push carries the gradient (np floats) and then the worker's batch-norm running
@@ -79,6 +85,17 @@ static void reply(server_t *s, int m, int stop)
     worker_t *w = s->ps.w;
     phase_mark(&w->phases, PHASE_OTHER);
     ps_reply_t h = {0};
+    if (s->ef_due && w->ckpt_step != s->ckpt_seen) {
+        /* The first reply since a checkpoint: every worker's error is due for it. A worker
+         * waiting for a reply (this one, a held or parked one) has not pushed since its
+         * last push, which the checkpoint holds: its error as it is. Any other pushes once
+         * more before its next reply: its error before that push. */
+        s->ckpt_seen = w->ckpt_step;
+        for (int k = 0; k < s->ps.n; k++) {
+            s->ef_due[k] = w->ckpt_step;
+            s->ef_prev[k] = k != m && !s->pending[k] && !s->parked[k];
+        }
+    }
     h.version = s->ps.t;
     h.tau = s->last_tau[m];
     h.epoch = w->epoch;
@@ -101,6 +118,12 @@ static void reply(server_t *s, int m, int stop)
      * must not hold the PS in a rendezvous send. Its previous reply has long completed
      * (it has pushed since), so the wait below returns at once. */
     MPI_CHECK(MPI_Wait(&s->sreqs[m], MPI_STATUS_IGNORE));
+    if (s->ef_due && s->ef_due[m] > 0) {
+        /* due since a checkpoint (above); a parked worker gets it with its next reply */
+        h.ef_version = s->ef_due[m];
+        h.ef_prev = s->ef_prev[m];
+        s->ef_due[m] = 0;
+    }
     unsigned char *out = s->out[m];
     memcpy(out, &h, sizeof h);
     size_t bytes = sizeof h;
@@ -417,6 +440,10 @@ static int run_server(worker_t *w, const ps_rule_t *rule, const train_opts_t *o)
     s.speed = calloc((size_t)n, sizeof *s.speed);
     s.ps.scratch = malloc(np * sizeof(float));
     if (s.bf16) s.grad = malloc((np + w->model->nbuffers) * sizeof(float));
+    s.ckpt_seen = w->ckpt_step;
+    if (s.bf16 && w->spec->checkpoint.every_steps > 0 &&
+        (!(s.ef_due = calloc((size_t)n, sizeof *s.ef_due)) || !(s.ef_prev = calloc((size_t)n, sizeof *s.ef_prev))))
+        goto out;
     if (!s.reqs || !s.in || !s.out || !s.sreqs || !s.parked || !s.pending || !s.t_read || !s.last_tau || !s.speed ||
         !s.ps.scratch || (s.bf16 && !s.grad))
         goto out;
@@ -482,10 +509,45 @@ out:
     free(s.speed);
     free(s.ps.scratch);
     free(s.grad);
+    free(s.ef_due);
+    free(s.ef_prev);
     return rc;
 }
 
 /* ---- a worker --------------------------------------------------------------------------- */
+
+/* bf16 with checkpoints: this worker's error feedback beside the checkpoint (checkpoint.h,
+ * CKPT.ef<index>), written when a reply names the checkpoint; outside the step's timing,
+ * as the parameter server's checkpoint is. A failure is said and costs the resume its
+ * errors, not the training. */
+static void save_error(worker_t *w, const ps_reply_t *h, const float *err, const float *prev)
+{
+    char ckpt[1100], path[1200], msg[1400];
+    worker_checkpoint_path(w, ckpt, sizeof ckpt);
+    checkpoint_ef_path(ckpt, w->worker_index, path, sizeof path);
+    if (checkpoint_ef_save(path, h->ef_version, w->nworkers, w->worker_index, h->ef_prev ? prev : err,
+                           w->model->nparams, msg, sizeof msg) != 0)
+        fprintf(stderr, "pacer-worker: rank %d: %s\n", w->rank, msg);
+}
+
+/* A resumed worker takes back the error feedback it wrote for the checkpoint it resumes
+ * from (version w->global_step); another version, another number of workers (an elastic
+ * restart) or no file: the errors start at zero, with a line that says why. */
+static void restore_error(worker_t *w, float *err)
+{
+    char ckpt[1100], path[1200], msg[1400];
+    worker_checkpoint_path(w, ckpt, sizeof ckpt);
+    checkpoint_ef_path(ckpt, w->worker_index, path, sizeof path);
+    const size_t np = w->model->nparams;
+    if (checkpoint_ef_load(path, w->global_step, w->nworkers, w->worker_index, err, np, msg, sizeof msg) != 0) {
+        fprintf(stderr, "pacer-worker: rank %d: bf16 error feedback starts at zero: %s\n", w->rank, msg);
+        return;
+    }
+    double sum = 0;
+    for (size_t i = 0; i < np; i++) sum += fabs((double)err[i]);
+    fprintf(stderr, "pacer-worker: rank %d: bf16 error feedback of version %ld restored from %s (sum |e| %.9g)\n",
+            w->rank, w->global_step, path, sum);
+}
 
 static int run_worker(worker_t *w)
 {
@@ -494,12 +556,14 @@ static int run_worker(worker_t *w)
     const int bf16 = push_bf16(w);
     const size_t gbytes = np * (bf16 ? sizeof(uint16_t) : sizeof(float)), pbytes = push_bytes(np, nb, bf16);
     unsigned char *in = malloc(reply_bytes(np)), *out = malloc(pbytes);
-    /* bf16: what this worker's pushes have not sent of its gradients yet (compress.h);
-     * not checkpointed: a resumed worker starts it at zero. */
-    float *err = bf16 ? calloc(np, sizeof(float)) : NULL;
+    /* bf16: what this worker's pushes have not sent of its gradients yet (compress.h),
+     * and with checkpoints the same before the last push (save_error). */
+    const int keep = bf16 && w->spec->checkpoint.every_steps > 0;
+    float *err = bf16 ? calloc(np, sizeof(float)) : NULL, *prev = keep ? calloc(np, sizeof(float)) : NULL;
     int rc = -1;
     long perm_epoch = -1;
-    if (!in || !out || (bf16 && !err)) goto done;
+    if (!in || !out || (bf16 && !err) || (keep && !prev)) goto done;
+    if (bf16 && w->global_step > 0) restore_error(w, err);
     for (;;) {
         /* A worker's step (the breakdown): copy in the weights, gather, compute, push,
          * then wait for the PS (until its reply starts arriving) and receive the reply
@@ -525,6 +589,7 @@ static int run_worker(worker_t *w)
             phase_end(&w->phases);
             worker_report_step(w);
         }
+        if (h.ef_version > 0 && keep) save_error(w, &h, err, prev);
         if (h.stop) {
             /* The epochs the PS ended: what this worker's final record reports (the last
              * reply that started an epoch said one less). */
@@ -561,6 +626,7 @@ static int run_worker(worker_t *w)
                        .dropout_step = w->model->dropout_step};
         memcpy(out, &p, sizeof p);
         if (bf16) {
+            if (prev) memcpy(prev, err, np * sizeof(float));
             compress_bf16_feedback(w->model->grads, err, (uint16_t *)(out + sizeof p), np);
             phase_mark(&w->phases, PHASE_COMPRESS);
         } else memcpy(out + sizeof p, w->model->grads, np * sizeof(float));
@@ -584,6 +650,7 @@ done:
     free(in);
     free(out);
     free(err);
+    free(prev);
     return rc;
 }
 

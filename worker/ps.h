@@ -43,6 +43,13 @@ typedef struct {
     int32_t batch;   /* samples in the range (this worker's current batch size) */
     int32_t stop;    /* 1: training is over, no weights follow */
     int64_t plan_version;
+    /* bf16 pushes with checkpoints (ps.c, save_error): > 0, the version of the checkpoint
+     * the parameter server wrote since its last reply to this worker, whose error
+     * feedback the worker is to write beside it: its error before its last push
+     * (ef_prev 1: that push came after the checkpoint) or as it is (0). */
+    int64_t ef_version;
+    int32_t ef_prev;
+    int32_t ef_pad;
 } ps_reply_t;
 
 struct ps;

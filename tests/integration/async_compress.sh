@@ -11,6 +11,14 @@
 #      do; uncompressed asgd has neither.
 #   2. asgd and dc-asgd with bf16 learn (a floor, and within 3 points of uncompressed asgd).
 #   3. powersgd is refused for the family, naming why (its Q is shared by all ranks).
+#   4. Checkpoints: each worker writes its error feedback beside the parameter server's
+#      checkpoint (CKPT.ef<index>, worker/checkpoint.h) for that checkpoint's version; a
+#      run stopped at update 40 (checkpoints every 20) and resumed restores exactly what
+#      was saved (the sum of |e| the worker reports equals the file's, both workers, not
+#      zero). Not "bit for bit against an uninterrupted run": asgd's stop drops the pushes
+#      in flight (their ranges are lost on resume), so no resume of the family continues
+#      exactly, with or without compression. A file of another version or size is
+#      refused by name and the errors start at zero.
 . tests/integration/compress_lib.inc
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
 NP=61706 # LeNet-5's parameters (no batch-norm buffers)
@@ -22,10 +30,10 @@ spec() { # NAME ALGORITHM KIND
  "log_every": 0, "optimizer": {"lr": 0.04, "momentum": 0.5, "async_momentum": "explicit"}}
 JSON
 }
-run3() { # NAME ARGS...
+run3() { # NAME ARGS... (the spec: $SPEC, else $TMP/NAME.json)
     n=$1
     shift
-    $MPIRUN -np 3 $WORKER --spec "$TMP/$n.json" --ps-round-robin "$@" >"$TMP/$n.log" 2>&1 ||
+    $MPIRUN -np 3 $WORKER --spec "${SPEC:-$TMP/$n.json}" --ps-round-robin "$@" >"$TMP/$n.log" 2>&1 ||
         { cat "$TMP/$n.log"; fail "$n failed"; }
 }
 
@@ -74,3 +82,51 @@ echo "ok: accuracy $base (asgd), $(json "$TMP/bf16.out" .test_accuracy) (asgd bf
 spec ps asgd powersgd
 expect_error 2 "algorithm.compression.kind: powersgd needs one Q shared by all ranks, which the asynchronous pushes of asgd do not have; use bf16 (each worker keeps its own error feedback) or none" \
     $MPIRUN -np 3 $WORKER --spec "$TMP/ps.json"
+
+# 4. The workers' error feedback across a resume.
+cat >"$TMP/ck.json" <<JSON
+{"name": "ck", "model": "lenet5", "dataset": {"name": "fashion-mnist", "train_subset": 12800, "test_subset": 1000},
+ "algorithm": {"name": "asgd", "compression": {"kind": "bf16"}}, "workers": 2, "batch_size": 32, "epochs": 1, "seed": 5,
+ "log_every": 0, "optimizer": {"lr": 0.04, "momentum": 0.5, "async_momentum": "explicit"},
+ "checkpoint": {"dir": "$TMP/ck", "every_steps": 20}}
+JSON
+run3 ck --stop-after-steps 40
+cp -r "$TMP/ck" "$TMP/ck.saved"
+# sum |e| of a saved file, summed in order in double as the worker does; its header checked
+efsum() { # FILE INDEX
+    python3 - "$1" "$2" <<'PY' || fail "$1 is not worker $2's error feedback of version 40"
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+assert b[:8] == b"PACEREF1", b[:8]
+assert struct.unpack("<qiiQ", b[8:32]) == (40, 2, int(sys.argv[2]), 61706), struct.unpack("<qiiQ", b[8:32])
+assert len(b) == 32 + 4 * 61706, len(b)
+s = 0.0
+for (x,) in struct.iter_unpack("<f", b[32:]):
+    s += abs(x)
+assert s > 0, "all zero"
+print("%.9g" % s)
+PY
+}
+SPEC=$TMP/ck.json run3 ck2 --resume
+for i in 0 1; do
+    sum=$(efsum "$TMP/ck.saved/ck.ckpt.ef$i" $i)
+    grep -q "rank $((i + 1)): bf16 error feedback of version 40 restored from .*ck.ckpt.ef$i (sum |e| $sum)" \
+        "$TMP/ck2.log" || { cat "$TMP/ck2.log"; fail "worker $i did not restore its saved error feedback (sum $sum)"; }
+done
+echo "ok: both workers wrote their error feedback at update 40 and the resume restored it exactly"
+# Another version, a truncated file: refused by name, the errors start at zero.
+rm -rf "$TMP/ck"
+cp -r "$TMP/ck.saved" "$TMP/ck"
+python3 - "$TMP/ck/ck.ckpt.ef0" "$TMP/ck/ck.ckpt.ef1" <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+b[8:16] = struct.pack("<q", 41)
+open(sys.argv[1], "wb").write(b)
+open(sys.argv[2], "r+b").truncate(1000)
+PY
+SPEC=$TMP/ck.json run3 ck3 --resume
+grep -q "rank 1: bf16 error feedback starts at zero: .*ck.ckpt.ef0: the error feedback of version 41, worker 0 of 2, not of this checkpoint's version 40, worker 0 of 2" "$TMP/ck3.log" ||
+    { cat "$TMP/ck3.log"; fail "a side file of another version was not refused by name"; }
+grep -q "rank 2: bf16 error feedback starts at zero: .*ck.ckpt.ef1: 1000 bytes, where this model's 61706 floats take 246856" "$TMP/ck3.log" ||
+    { cat "$TMP/ck3.log"; fail "a truncated side file was not refused by its size"; }
+echo "ok: a side file of another version or size is refused by name; the errors start at zero"

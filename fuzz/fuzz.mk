@@ -27,7 +27,7 @@ FUZZ_FLAGS        := -std=c11 -O1 -g -D_GNU_SOURCE $(FUZZ_INCLUDES) -fno-omit-fr
 FUZZ_LIBS         := -lmicrohttpd -ljansson -lhiredis -lz -lzip -lpng16 -ljpeg -lpthread -lm
 
 FUZZ_HARNESSES := request spec idx cifar checkpoint redis stream_id history host password_file \
-                  npy npz image dcache onnx netprobe modelindex onnx_case cli_url sched
+                  npy npz image dcache onnx netprobe modelindex onnx_case cli_url sched ef
 FUZZ_OBJ = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(1))
 
 # What each harness links besides its own file: the code it drives, no more (the worker's
@@ -38,6 +38,7 @@ FUZZ_SRC_spec       := $(COMMON_SRC)
 FUZZ_SRC_idx        := worker/data.c $(COMMON_SRC)
 FUZZ_SRC_cifar      := worker/data.c $(COMMON_SRC)
 FUZZ_SRC_checkpoint := worker/checkpoint.c $(COMMON_SRC)
+FUZZ_SRC_ef         := worker/checkpoint.c $(COMMON_SRC)
 FUZZ_SRC_redis      := worker/redis_report.c worker/metrics.c worker/nvml.c model/backend_cuda.c $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_stream_id  := $(wildcard http/*.c) $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_host       := http/auth.c $(COMMON_SRC)
@@ -72,6 +73,7 @@ FUZZ_MAXLEN_spec       := 8192
 FUZZ_MAXLEN_idx        := 8192
 FUZZ_MAXLEN_cifar      := 16384
 FUZZ_MAXLEN_checkpoint := 4096
+FUZZ_MAXLEN_ef         := 256
 FUZZ_MAXLEN_redis      := 4096
 FUZZ_MAXLEN_stream_id  := 256
 FUZZ_MAXLEN_host       := 1024

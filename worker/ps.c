@@ -520,11 +520,17 @@ out:
  * CKPT.ef<index>), written when a reply names the checkpoint; outside the step's timing,
  * as the parameter server's checkpoint is. A failure is said and costs the resume its
  * errors, not the training. */
+static void error_path(const worker_t *w, char *path, size_t len)
+{
+    char ckpt[1100];
+    worker_checkpoint_path(w, ckpt, sizeof ckpt);
+    checkpoint_ef_path(ckpt, w->worker_index, path, len);
+}
+
 static void save_error(worker_t *w, const ps_reply_t *h, const float *err, const float *prev)
 {
-    char ckpt[1100], path[1200], msg[1400];
-    worker_checkpoint_path(w, ckpt, sizeof ckpt);
-    checkpoint_ef_path(ckpt, w->worker_index, path, sizeof path);
+    char path[1200], msg[1400];
+    error_path(w, path, sizeof path);
     if (checkpoint_ef_save(path, h->ef_version, w->nworkers, w->worker_index, h->ef_prev ? prev : err,
                            w->model->nparams, msg, sizeof msg) != 0)
         fprintf(stderr, "pacer-worker: rank %d: %s\n", w->rank, msg);
@@ -535,9 +541,8 @@ static void save_error(worker_t *w, const ps_reply_t *h, const float *err, const
  * restart) or no file: the errors start at zero, with a line that says why. */
 static void restore_error(worker_t *w, float *err)
 {
-    char ckpt[1100], path[1200], msg[1400];
-    worker_checkpoint_path(w, ckpt, sizeof ckpt);
-    checkpoint_ef_path(ckpt, w->worker_index, path, sizeof path);
+    char path[1200], msg[1400];
+    error_path(w, path, sizeof path);
     const size_t np = w->model->nparams;
     if (checkpoint_ef_load(path, w->global_step, w->nworkers, w->worker_index, err, np, msg, sizeof msg) != 0) {
         fprintf(stderr, "pacer-worker: rank %d: bf16 error feedback starts at zero: %s\n", w->rank, msg);

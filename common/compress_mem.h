@@ -10,9 +10,10 @@
  *                             floats) and weighted delta (nparams + MODEL_GRAD_EXTRA);
  *   bf16, the parameter-server family (spec_is_async)  no plan buffers
  *                             (compress_create_push); a worker keeps its error feedback
- *                             (nparams floats), the parameter server the widened push
- *                             with its statistics (nparams + nbuffers): the larger, the
- *                             server's, bounds a rank;
+ *                             (nparams floats) and with checkpoints the same before its
+ *                             last push (ps.c), the parameter server the widened push
+ *                             with its statistics (nparams + nbuffers): the larger of
+ *                             the two bounds a rank;
  *   powersgd                  an upper bound from the parameter count alone (the catalog
  *                             has no layer shapes): the error at most every parameter, Q
  *                             at most half of them (a matrix is compressed only when
@@ -33,7 +34,11 @@ static inline double compress_mem_bytes(const char *algorithm, int async, const 
 {
     const int avg = strcmp(algorithm, "local-sgd") == 0 || strcmp(algorithm, "hier-bsp") == 0;
     const double avg_bytes = avg ? 4.0 * (2 * nparams + COMPRESS_MEM_EXTRA) : 0;
-    if (strcmp(kind, "bf16") == 0) return async ? 4.0 * (nparams + nbuffers) : 2.0 * nparams + avg_bytes;
+    if (strcmp(kind, "bf16") == 0 && async) {
+        const double worker = (checkpoints ? 2 : 1) * nparams, server = nparams + nbuffers;
+        return 4.0 * (worker > server ? worker : server);
+    }
+    if (strcmp(kind, "bf16") == 0) return 2.0 * nparams + avg_bytes;
     if (strcmp(kind, "powersgd") != 0 || async) return 0;
     double floats = nparams + nparams / 2 + nparams + COMPRESS_MEM_EXTRA;
     if (checkpoints) floats += (double)nworkers * nparams;

@@ -1,8 +1,9 @@
 /* coordinator/launch_local.c - the local and hostfile launchers: mpirun under the shell
  * wrapper of launch.h, in a session of its own on this machine. They differ only in
  * their hosts (this machine, or a hostfile's, passed to mpirun with --hostfile). The
- * session is the job: every process mpirun starts here belongs to it (remote ranks are
- * mpirun's to stop: it kills them when it gets SIGTERM). */
+ * session is the job: every process mpirun starts here belongs to it. Remote ranks are
+ * mpirun's to stop, but they can outlive it by a moment: the drain at the end of this file
+ * waits for them, and kills them, through the remote shell (launcher.h). */
 #include "launcher_impl.h"
 
 #include <errno.h>

@@ -250,20 +250,29 @@ static int fence_open(const char *dir, const char *name, int nb, long long *gen,
         close(fd);
         return busy ? -2 : -1;
     }
-    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
-    buf[n > 0 ? n : 0] = 0;
-    size_t len = strcspn(buf, "\n");
-    char *end;
-    errno = 0;
-    long long v = len ? strtoll(buf, &end, 10) : 0;
-    if (n < 0 || n >= (ssize_t)sizeof buf - 1 || (len && (buf[0] < '0' || buf[0] > '9' || end != buf + len)) || errno ||
-        v > CKPTDIR_FENCE_MAX) {
+    ssize_t n = pread(fd, buf, sizeof buf, 0);
+    /* a full buffer: longer than any generation is written */
+    if (n < 0 || n == (ssize_t)sizeof buf || ckptdir_fence_parse(buf, (size_t)n, gen) != 0) {
         snprintf(err, errlen, "%s: not a fence generation (at most %lld, in digits)", path, CKPTDIR_FENCE_MAX);
         close(fd);
         return -1;
     }
-    *gen = v;
     return fd;
+}
+
+int ckptdir_fence_parse(const char *text, size_t len, long long *gen)
+{
+    long long v = 0;
+    size_t i = 0;
+    /* Digits, then an optional newline, nothing else; empty (a fresh file) is 0. */
+    for (; i < len && text[i] >= '0' && text[i] <= '9'; i++) {
+        v = v * 10 + (text[i] - '0');
+        if (v > CKPTDIR_FENCE_MAX) return -1;
+    }
+    if (i < len && text[i] == '\n') i++;
+    if (i != len) return -1;
+    *gen = v;
+    return 0;
 }
 
 int ckptdir_fence_read(const char *dir, const char *name, long long *gen, char *err, size_t errlen)

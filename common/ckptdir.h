@@ -75,8 +75,12 @@ int ckptdir_before(const ckpt_entry_t *e, int n, long long before);
  * name of its own, then publishes it (the rename over NAME.ckpt and its linked name) only
  * while holding the fence's lock (flock) and reading G there; the coordinator raises it
  * under the same lock. So a publication either ended before the raise (and the next
- * attempt reads it) or is refused. The file is input from outside: at most 20 digits. */
+ * attempt reads it) or is refused. The file is input from outside (ckptdir_fence_parse,
+ * fuzz/fuzz_ckptfence.c). */
 #define CKPTDIR_FENCE_MAX 1000000000000000LL
+/* The fence file's text (len bytes): digits and an optional newline; empty is 0. 0 with
+ * *gen, or -1 (more than CKPTDIR_FENCE_MAX, or anything else). */
+int ckptdir_fence_parse(const char *text, size_t len, long long *gen);
 /* The generation in DIR/NAME.fence into *gen (0 when there is none). 0, or -1 with err. */
 int ckptdir_fence_read(const char *dir, const char *name, long long *gen, char *err, size_t errlen);
 /* Raises the fence past gen (to gen + 1 when it is not already higher), without waiting:

@@ -58,8 +58,10 @@ qd=$(line "job $lo: QUEUED: preempted by $hi")
 [ -n "$k" ] || { tail -20 "$TMP/coord.log"; fail "no kill of $lo's straggler through the remote shell in the log"; }
 [ -n "$qd" ] && [ "$k" -lt "$qd" ] || fail "$lo requeued (line ${qd:-none}) before its straggler was killed (line $k)"
 grep -q "^far: pkill -KILL -f '\[/\]" "$TMP/rsh.log" || fail "no pkill through the remote shell: $(cat "$TMP/rsh.log")"
-await 10 "the straggler to be gone" sh -c "! kill -0 $spid 2>/dev/null"
-await 120 "job $hi to be claimed" line "job $hi: claimed"
+# gone: no such process, or a zombie this shell has not reaped yet
+gone() { s=$(ps -o stat= -p "$1" 2>/dev/null) && [ -n "$s" ] && [ "${s#Z}" = "$s" ] && return 1; return 0; }
+await 10 "the straggler to be gone" gone "$spid"
+await 120 "job $hi to be claimed" grep -q "job $hi: claimed" "$TMP/coord.log"
 cl=$(line "job $hi: claimed")
 [ "$cl" -gt "$qd" ] || fail "$hi claimed (line $cl) before $lo's slots were free (line $qd)"
 echo "ok: $lo's straggler killed through the remote shell (log line $k), then $lo requeued ($qd), then $hi claimed ($cl)"

@@ -3,11 +3,13 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -224,4 +226,107 @@ int ckptdir_before(const ckpt_entry_t *e, int n, long long before)
     for (int i = 0; i < n; i++)
         if (e[i].step >= 0 && e[i].step < before && (at < 0 || e[i].step > e[at].step)) at = i;
     return at;
+}
+
+/* Opens DIR/NAME.fence (created when absent) and takes its lock (LOCK_NB: without
+ * waiting); reads the generation. Returns the descriptor, -2 when the lock is held
+ * elsewhere (nb), or -1 with err. */
+static int fence_open(const char *dir, const char *name, int nb, long long *gen, char *err, size_t errlen)
+{
+    char path[PATH_MAX], buf[32];
+    if (snprintf(path, sizeof path, "%s/%s.fence", dir, name) >= (int)sizeof path) {
+        snprintf(err, errlen, "%s: path too long", dir);
+        return -1;
+    }
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    while (flock(fd, LOCK_EX | (nb ? LOCK_NB : 0)) != 0) {
+        if (errno == EINTR) continue;
+        int busy = errno == EWOULDBLOCK;
+        if (!busy) snprintf(err, errlen, "%s: cannot lock: %s", path, strerror(errno));
+        close(fd);
+        return busy ? -2 : -1;
+    }
+    ssize_t n = pread(fd, buf, sizeof buf, 0);
+    /* a full buffer: longer than any generation is written */
+    if (n < 0 || n == (ssize_t)sizeof buf || ckptdir_fence_parse(buf, (size_t)n, gen) != 0) {
+        snprintf(err, errlen, "%s: not a fence generation (at most %lld, in digits)", path, CKPTDIR_FENCE_MAX);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int ckptdir_fence_parse(const char *text, size_t len, long long *gen)
+{
+    long long v = 0;
+    size_t i = 0;
+    /* Digits, then an optional newline, nothing else; empty (a fresh file) is 0. */
+    for (; i < len && text[i] >= '0' && text[i] <= '9'; i++) {
+        v = v * 10 + (text[i] - '0');
+        if (v > CKPTDIR_FENCE_MAX) return -1;
+    }
+    if (i < len && text[i] == '\n') i++;
+    if (i != len) return -1;
+    *gen = v;
+    return 0;
+}
+
+int ckptdir_fence_read(const char *dir, const char *name, long long *gen, char *err, size_t errlen)
+{
+    int fd = fence_open(dir, name, 0, gen, err, errlen);
+    if (fd < 0) return -1;
+    close(fd);
+    return 0;
+}
+
+int ckptdir_fence_raise(const char *dir, const char *name, long long gen, char *err, size_t errlen)
+{
+    long long cur;
+    int fd = fence_open(dir, name, 1, &cur, err, errlen);
+    if (fd == -2) return 1;
+    if (fd < 0) return -1;
+    int rc = 0;
+    if (cur <= gen && gen < CKPTDIR_FENCE_MAX) {
+        char buf[32];
+        int n = snprintf(buf, sizeof buf, "%lld\n", gen + 1);
+        /* In place, under the lock: a publisher reads it only while holding the lock. */
+        if (ftruncate(fd, 0) != 0 || pwrite(fd, buf, (size_t)n, 0) != n || fsync(fd) != 0) {
+            snprintf(err, errlen, "%s/%s.fence: cannot write: %s", dir, name, strerror(errno));
+            rc = -1;
+        }
+    }
+    char own[PATH_MAX];
+    if (rc == 0 && ckptdir_fence_own(own, sizeof own, dir, name, gen) == 0) unlink(own);
+    close(fd); /* releases the lock */
+    return rc;
+}
+
+int ckptdir_fence_own(char *out, size_t len, const char *dir, const char *name, long long gen)
+{
+    int n = snprintf(out, len, "%s/%s.ckpt.fence%lld", dir, name, gen);
+    return n >= 0 && (size_t)n < len ? 0 : -1;
+}
+
+int ckptdir_fence_enter(const char *dir, const char *name, long long gen, int *fd, char *err, size_t errlen)
+{
+    long long cur;
+    *fd = fence_open(dir, name, 0, &cur, err, errlen);
+    if (*fd < 0) return -1;
+    if (cur == gen) return 0;
+    snprintf(err, errlen,
+             "checkpoint not published: %s/%s.fence says generation %lld, this attempt is %lld (the coordinator "
+             "ended it)",
+             dir, name, cur, gen);
+    close(*fd);
+    *fd = -1;
+    return 1;
+}
+
+void ckptdir_fence_leave(int fd)
+{
+    if (fd >= 0) close(fd);
 }

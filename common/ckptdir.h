@@ -66,4 +66,34 @@ int ckptdir_retain(const char *dir, const char *name, long long step, long epoch
  * before: its index, or -1 when there is none. */
 int ckptdir_before(const ckpt_entry_t *e, int n, long long before);
 
+/* ---- the attempt fence (docs/ARCHITECTURE.md, "Stopping an attempt") -----------------
+ * A rank of an attempt the coordinator has given up on (one it could not see go) must never
+ * rename its checkpoint over the NAME.ckpt a newer attempt resumes from. DIR/NAME.fence
+ * holds a generation (decimal digits; absent: 0): the coordinator passes it to each attempt
+ * it launches (pacer-worker --fence G) and, once that attempt is over and before the slots
+ * go to anyone else, raises it past G. A worker with --fence G writes its checkpoint under a
+ * name of its own, then publishes it (the rename over NAME.ckpt and its linked name) only
+ * while holding the fence's lock (flock) and reading G there; the coordinator raises it
+ * under the same lock. So a publication either ended before the raise (and the next
+ * attempt reads it) or is refused. The file is input from outside (ckptdir_fence_parse,
+ * fuzz/fuzz_ckptfence.c). */
+#define CKPTDIR_FENCE_MAX 1000000000000000LL
+/* The fence file's text (len bytes): digits and an optional newline; empty is 0. 0 with
+ * *gen, or -1 (more than CKPTDIR_FENCE_MAX, or anything else). */
+int ckptdir_fence_parse(const char *text, size_t len, long long *gen);
+/* The generation in DIR/NAME.fence into *gen (0 when there is none). 0, or -1 with err. */
+int ckptdir_fence_read(const char *dir, const char *name, long long *gen, char *err, size_t errlen);
+/* Raises the fence past gen (to gen + 1 when it is not already higher), without waiting:
+ * 0 done, 1 a publication holds the lock now (try again), -1 with err. */
+int ckptdir_fence_raise(const char *dir, const char *name, long long gen, char *err, size_t errlen);
+/* Before a publication of generation gen: waits for the lock. 0: the fence still says gen,
+ * the lock is held in *fd (ckptdir_fence_leave after the rename); 1: refused, err names
+ * the generation that owns the checkpoints now; -1 with err. */
+int ckptdir_fence_enter(const char *dir, const char *name, long long gen, int *fd, char *err, size_t errlen);
+void ckptdir_fence_leave(int fd);
+/* Where an attempt of generation gen writes its checkpoint before publishing it:
+ * DIR/NAME.ckpt.fence{gen} (no linked name: listings pass it over). 0, or -1 when it does
+ * not fit. ckptdir_fence_raise removes the one of the generation it ends. */
+int ckptdir_fence_own(char *out, size_t len, const char *dir, const char *name, long long gen);
+
 #endif

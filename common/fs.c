@@ -83,12 +83,17 @@ int fs_atomic_commit(int fd, const char *tmp, const char *path)
     char *slash = strrchr(dir, '/');
     if (slash) *(slash == dir ? slash + 1 : slash) = 0;
     else snprintf(dir, sizeof dir, ".");
+    fs_sync_dir(dir);
+    return 0;
+}
+
+void fs_sync_dir(const char *dir)
+{
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd >= 0) {
         fsync(dfd);
         close(dfd);
     }
-    return 0;
 }
 
 void fs_atomic_abort(int fd, const char *tmp)

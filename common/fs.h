@@ -25,6 +25,8 @@ int fs_remove_tree(const char *path);
 int fs_atomic_begin(const char *path, char *tmp, size_t tmplen, unsigned mode);
 int fs_atomic_commit(int fd, const char *tmp, const char *path);
 void fs_atomic_abort(int fd, const char *tmp);
+/* Makes the renames and links in dir durable (fsync of the directory; best effort). */
+void fs_sync_dir(const char *dir);
 /* The three in one for len bytes in memory: path holds data whole, or is left as it was.
  * 0, or -1 with errno. */
 int fs_atomic_write(const char *path, const void *data, size_t len, unsigned mode);

@@ -56,6 +56,7 @@ struct coordinator {
     int worker_has_data_cache;    /* ... and --data-cache DIR */
     int worker_has_data_root;     /* ... and --data-root DIR (given ours: what it may read) */
     int worker_has_model_onnx;    /* ... and --model-onnx FILE */
+    int worker_has_fence;         /* ... and --fence G (the checkpoint fence, common/ckptdir.h) */
     char data_cache[PATH_MAX];    /* what it gets: --data-cache-dir, or STATE_DIR/data-cache */
     double started_at;
     char lock_value[320];

@@ -589,6 +589,7 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
         c->worker_has_data_cache = help && strstr(help, "--data-cache") != NULL;
         c->worker_has_data_root = help && strstr(help, "--data-root") != NULL;
         c->worker_has_model_onnx = help && strstr(help, "--model-onnx") != NULL;
+        c->worker_has_fence = help && strstr(help, "--fence") != NULL;
         free(help);
         if (!c->worker_has_redis)
             clog_printf("worker %s has no --redis option: jobs run without metrics, heartbeats and batch plans",

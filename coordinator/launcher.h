@@ -180,6 +180,47 @@ void launcher_stop(launcher_t *l, launch_handle_t *h, int hard);
  * clears *h. */
 void launcher_reap(launcher_t *l, launch_handle_t *h);
 
+/* ---- are the attempt's ranks gone? ------------------------------------------------------
+ * mpirun can exit before its ranks on other hosts do (the remote daemons tear them down a
+ * moment later): until they are gone, the job's slots are not free and its checkpoint may
+ * still change. A drain, started once launcher_poll said the attempt ended and before
+ * launcher_reap, kills what is left of the attempt on this machine (its session) and asks
+ * every other host of the attempt through the remote shell whether a process whose command
+ * line names mark (the attempt's spec path) still runs (`pgrep -f`), every
+ * LAUNCH_DRAIN_PERIOD_S. A host whose ranks are still there grace_s after the start gets
+ * `pkill -KILL -f` through the same shell (logged); one still not clear grace_s after that,
+ * or that the remote shell cannot reach (exit 255: mpirun cannot start ranks there either),
+ * is given up on, logged: the checkpoint fence (common/ckptdir.h) keeps what such a rank
+ * writes from being taken. slurm: nothing to do (Slurm reports the job over only once its
+ * steps are). Polled like a probe: nothing blocks. */
+#define LAUNCH_DRAIN_PERIOD_S 0.2
+typedef struct {
+    char name[256];
+    pid_t pid;   /* the remote shell running the check or the kill (0: none) */
+    int killing; /* pid is the kill */
+    int done;    /* no rank left there (or given up) */
+} launch_drain_host_t;
+typedef struct {
+    char id[64];                /* the job, for the log */
+    char pattern[4200];         /* the remote command (pgrep/pkill's pattern, quoted) */
+    launch_drain_host_t *hosts; /* the attempt's hosts but this machine (heap) */
+    int nhosts;
+    int killed;                 /* the remote kill was sent */
+    double kill_at, give_up_at; /* start + grace_s, start + 2 grace_s */
+    double next_round;
+    int active; /* started and not finished */
+} launch_drain_t;
+/* Starts the drain of h's attempt over hosts (names as in launch_req_t.hosts; NULL: all of
+ * the launcher's). Returns 0 (d is then polled), or -1 when out of memory (then only this
+ * machine was cleared: logged). */
+int launcher_drain_start(launcher_t *l, launch_handle_t *h, const char *id, const char *const *hosts, int nhosts,
+                         const char *mark, double grace_s, double now, launch_drain_t *d);
+/* 1 when no rank of the attempt is left anywhere (or none can be waited for any longer),
+ * 0 while it waits. */
+int launcher_drain_poll(launcher_t *l, launch_handle_t *h, launch_drain_t *d, double now);
+/* Ends a drain early (the coordinator stops): its remote shells are killed and reaped. */
+void launcher_drain_cancel(launcher_t *l, launch_drain_t *d);
+
 /* After a coordinator restart: the handle recorded at handle_path. Returns 1 when it
  * names something to follow (alive or not: launcher_poll finds out how it ended), 0
  * when there is none or it belongs to another kind of launcher (then *h is zero; what

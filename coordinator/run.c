@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "ckptdir.h"
 #include "clog.h"
 #include "dynbatch.h"
 #include "fs.h"
@@ -90,6 +91,7 @@ static void run_clear_benched(coord_run_t *r)
 void run_free(coord_run_t *r)
 {
     if (!r) return;
+    if (r->draining) launcher_drain_cancel(r->launcher, &r->drain);
     run_clear_hosts(r);
     run_clear_benched(r);
     json_decref(r->stall);
@@ -797,6 +799,11 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
         snprintf(err, sizeof err, "%.300s: %s", ckdir, strerror(errno));
         goto fail;
     }
+    /* The checkpoint fence generation this attempt runs under (raised past it when it is
+     * over: attempt_drained). */
+    long long fence = 0;
+    if (c->worker_has_fence && !r->simulated && ckptdir_fence_read(ckdir, r->spec->name, &fence, err, sizeof err) != 0)
+        goto fail;
     /* The worker checkpoints where the coordinator can find it, often enough to resume. */
     sp = malloc(sizeof *sp);
     if (!sp) {
@@ -927,6 +934,12 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
         argv[a++] = "--world";
         argv[a++] = wtext;
     }
+    char ftext[24];
+    if (c->worker_has_fence && !r->simulated) {
+        snprintf(ftext, sizeof ftext, "%lld", fence);
+        argv[a++] = "--fence";
+        argv[a++] = ftext;
+    }
     /* An uploaded model: the worker reads its bytes from the state directory's models/
      * when it can, else from Redis (worker/modelfetch.h). */
     char models_dir[PATH_MAX + 16];
@@ -995,6 +1008,7 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
     r->phase = PH_ACTIVE;
     r->kill_reason = KILL_NONE;
     r->sigkilled = 0;
+    r->fence = fence;
     /* What the last attempt's stop named belongs to it. */
     r->stale_rank = -1;
     r->stale_host[0] = r->stall_text[0] = r->silent_host[0] = 0;
@@ -1269,6 +1283,83 @@ static void read_flags(coordinator_t *c, coord_run_t *r, int check_beats, double
     free(ranks);
 }
 
+/* ---- the end of an attempt ------------------------------------------------------------
+ * mpirun has ended, but its ranks on other hosts may not have yet (the remote daemons tear
+ * them down a moment later, and a rank may still write a checkpoint). Nothing follows an
+ * attempt (its slots freed, a requeue, a relaunch, a restart, a final state) until its
+ * ranks are gone (launcher_drain_start/poll: waited for, killed through the remote shell
+ * after the kill grace) and the checkpoint fence is past its generation, so that a rank
+ * the coordinator could not see go never replaces the checkpoint the next attempt reads
+ * (common/ckptdir.h). Meanwhile the run stays in PH_KILLING, its slots held. */
+static int attempt_drained(coordinator_t *c, coord_run_t *r, double now);
+static void attempt_over(coordinator_t *c, coord_run_t *r, double now);
+
+static double drain_grace(const coordinator_t *c) { return c->cfg.kill_grace_s < 1 ? 1 : c->cfg.kill_grace_s; }
+
+static void begin_drain(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, int code, const char *lost, double now)
+{
+    char specp[JPATH];
+    coord_job_path(c, r->id, "spec.json", specp, sizeof specp);
+    r->end_oc = oc;
+    r->end_code = code;
+    snprintf(r->end_lost, sizeof r->end_lost, "%s", lost ? lost : "");
+    r->phase = PH_KILLING;
+    r->draining = 1;
+    r->fence_deadline = 0;
+    /* The attempt's own hosts (every rank's command line names its spec). */
+    launcher_drain_start(r->launcher, &r->h, r->id, (const char *const *)r->hosts, r->nhosts, specp, drain_grace(c),
+                         now, &r->drain);
+    if (attempt_drained(c, r, now)) attempt_over(c, r, now);
+}
+
+/* 1 once no rank of the attempt is left (or none can be waited for) and the fence is up. */
+static int attempt_drained(coordinator_t *c, coord_run_t *r, double now)
+{
+    if (!launcher_drain_poll(r->launcher, &r->h, &r->drain, now)) return 0;
+    if (!c->worker_has_fence || r->simulated) return 1;
+    char ckdir[JPATH], err[512];
+    coord_job_path(c, r->id, "checkpoints", ckdir, sizeof ckdir);
+    if (r->fence_deadline <= 0) r->fence_deadline = now + drain_grace(c);
+    /* A publication under way holds the lock for a rename: the next tick tries again. */
+    int k = ckptdir_fence_raise(ckdir, r->spec->name, r->fence, err, sizeof err);
+    if (k == 1 && now < r->fence_deadline) return 0;
+    if (k != 0)
+        clog_printf("job %s: the checkpoint fence stays at %lld: %s", r->id, r->fence,
+                    k == 1 ? "a rank of the ended attempt holds its lock" : err);
+    return 1;
+}
+
+/* The attempt is over everywhere: what its end (and why it was stopped) calls for. */
+static void attempt_over(coordinator_t *c, coord_run_t *r, double now)
+{
+    sv_outcome_t oc = r->end_oc;
+    int code = r->end_code;
+    const char *lost = r->end_lost;
+    kill_reason_t why = r->kill_reason;
+    r->draining = 0;
+    if (why == KILL_NONE) { /* it ended on its own */
+        note_silent(r, NULL);
+        if (should_probe(c, r, oc, code)) begin_probing(c, r, oc, code, lost, now);
+        else finish_attempt(c, r, oc, code, now);
+        return;
+    }
+    /* The stops for silence name the host that went silent; any other end of an attempt
+     * breaks the row (supervise_note_silent). */
+    note_silent(r, why == KILL_STALE ? r->stale_host : why == KILL_STALL ? r->silent_host : NULL);
+    if (why == KILL_CANCEL) finish_attempt(c, r, SV_CANCELLED, code, now);
+    else if (why == KILL_PREEMPT && oc == SV_EXITED && code == 0)
+        finish_attempt(c, r, oc, code, now); /* it finished before the stop reached it */
+    else if (why == KILL_PREEMPT) requeue(c, r, now);
+    else if (why == KILL_RESIZE && oc == SV_EXITED && code == 0)
+        finish_attempt(c, r, oc, code, now); /* it finished before the stop reached it */
+    else if (why == KILL_RESIZE) relaunch_soon(c, r, oc, code, r->resize_reason, now);
+    else {
+        sv_outcome_t sv = why == KILL_STALL ? SV_STALLED : SV_STALE;
+        if (should_probe(c, r, sv, r->stale_rank)) begin_probing(c, r, sv, r->stale_rank, lost, now);
+        else finish_attempt(c, r, sv, r->stale_rank, now);
+    }
+}
+
 void run_step(coordinator_t *c, coord_run_t *r, double now)
 {
     sv_outcome_t oc;
@@ -1277,9 +1368,7 @@ void run_step(coordinator_t *c, coord_run_t *r, double now)
     switch (r->phase) {
     case PH_ACTIVE:
         if (poll_ended(c, r, now, &oc, &code, lost, sizeof lost)) {
-            note_silent(r, NULL);
-            if (should_probe(c, r, oc, code)) begin_probing(c, r, oc, code, lost, now);
-            else finish_attempt(c, r, oc, code, now);
+            begin_drain(c, r, oc, code, lost, now);
             break;
         }
         read_flags(c, r, c->worker_has_redis, now);
@@ -1304,23 +1393,10 @@ void run_step(coordinator_t *c, coord_run_t *r, double now)
         }
         break;
     case PH_KILLING:
-        if (poll_ended(c, r, now, &oc, &code, lost, sizeof lost)) {
-            kill_reason_t why = r->kill_reason;
-            /* The stops for silence name the host that went silent; any other end of an
-             * attempt breaks the row (supervise_note_silent). */
-            note_silent(r, why == KILL_STALE ? r->stale_host : why == KILL_STALL ? r->silent_host : NULL);
-            if (why == KILL_CANCEL) finish_attempt(c, r, SV_CANCELLED, code, now);
-            else if (why == KILL_PREEMPT && oc == SV_EXITED && code == 0)
-                finish_attempt(c, r, oc, code, now); /* it finished before the stop reached it */
-            else if (why == KILL_PREEMPT) requeue(c, r, now);
-            else if (why == KILL_RESIZE && oc == SV_EXITED && code == 0)
-                finish_attempt(c, r, oc, code, now); /* it finished before the stop reached it */
-            else if (why == KILL_RESIZE) relaunch_soon(c, r, oc, code, r->resize_reason, now);
-            else {
-                sv_outcome_t sv = why == KILL_STALL ? SV_STALLED : SV_STALE;
-                if (should_probe(c, r, sv, r->stale_rank)) begin_probing(c, r, sv, r->stale_rank, lost, now);
-                else finish_attempt(c, r, sv, r->stale_rank, now);
-            }
+        if (r->draining) {
+            if (attempt_drained(c, r, now)) attempt_over(c, r, now);
+        } else if (poll_ended(c, r, now, &oc, &code, lost, sizeof lost)) {
+            begin_drain(c, r, oc, code, lost, now);
         } else if (now >= r->kill_deadline && !r->sigkilled) {
             clog_printf("job %s: still running %.0f s after SIGTERM; SIGKILL", r->id, c->cfg.kill_grace_s);
             launcher_stop(r->launcher, &r->h, 1);
@@ -1797,6 +1873,12 @@ void run_adopt(coordinator_t *c, double now)
             fail_unsimulated(c, r, now);
             continue;
         }
+        /* An attempt runs under the fence generation of its launch, which only its end
+         * raises: the one there is now. */
+        char ckdir[JPATH], ferr[512];
+        if (c->worker_has_fence && !r->simulated && coord_job_path(c, r->id, "checkpoints", ckdir, sizeof ckdir) == 0 &&
+            ckptdir_fence_read(ckdir, r->spec->name, &r->fence, ferr, sizeof ferr) != 0)
+            clog_printf("job %s: %s", id, ferr);
         if (st == JOB_RESTARTING) {
             r->phase = PH_BACKOFF;
             r->next_launch = now;

@@ -18,7 +18,9 @@
 
 typedef enum {
     PH_ACTIVE,    /* the job runs (spawned or adopted) */
-    PH_KILLING,   /* SIGTERM sent; SIGKILL at kill_deadline */
+    PH_KILLING,   /* SIGTERM sent; SIGKILL at kill_deadline; once mpirun ended (or an
+                     attempt ended on its own), draining: its slots held until its ranks
+                     are gone (launcher_drain_poll) and the checkpoint fence is raised */
     PH_PROBING,   /* the attempt failed: are its hosts still there? (probe_deadline) */
     PH_BACKOFF,   /* RESTARTING: waiting for next_launch */
     PH_DONE,      /* final state decided; removed once Redis has it */
@@ -85,6 +87,17 @@ typedef struct {
     int nbenched;
     double kill_deadline;
     int sigkilled;
+    /* The attempt has ended (launcher_poll) and its ranks are being waited for (draining):
+     * how it ended, kept for what comes after (attempt_over), and the fence generation it
+     * ran under (raised past it once its ranks are gone; fence_deadline: give up retrying
+     * the lock). */
+    int draining;
+    launch_drain_t drain;
+    sv_outcome_t end_oc;
+    int end_code;
+    char end_lost[512];
+    long long fence;
+    double fence_deadline;
     job_state_t state;       /* the state Redis should show */
     job_state_t saved_state; /* the state Redis was last told (events on change) */
     char reason[768];

@@ -229,7 +229,7 @@ static const opt_row_t OPTIONS[] = {
     {"max-restarts", 1, "N", "restarts of a failing job before it is FAILED (default 3)", O_MAX_RESTARTS},
     {"heartbeat-timeout", 1, "S", "restart a job whose ranks are silent this long (default 60)", O_HEARTBEAT},
     {"restart-backoff", 1, "S", "first restart delay, doubling each time (default 1)", O_BACKOFF},
-    {"kill-grace", 1, "S", "SIGTERM to SIGKILL when stopping a job (default 5)", O_GRACE},
+    {"kill-grace", 1, "S", "SIGTERM to SIGKILL, and ranks outliving mpirun to their kill (default 5)", O_GRACE},
     {"checkpoint-steps", 1, "N", "checkpoint period for specs that set none (default 50)", O_CKPT_STEPS},
     {"stop-jobs-on-exit", 0, NULL, "stop running jobs when the daemon exits (they resume at its next start)",
      O_STOP_JOBS},

@@ -27,7 +27,7 @@ FUZZ_FLAGS        := -std=c11 -O1 -g -D_GNU_SOURCE $(FUZZ_INCLUDES) -fno-omit-fr
 FUZZ_LIBS         := -lmicrohttpd -ljansson -lhiredis -lz -lzip -lpng16 -ljpeg -lpthread -lm
 
 FUZZ_HARNESSES := request spec idx cifar checkpoint redis stream_id history host password_file \
-                  npy npz image dcache onnx netprobe modelindex onnx_case cli_url sched ef
+                  npy npz image dcache onnx netprobe modelindex onnx_case cli_url sched ef ckptfence
 FUZZ_OBJ = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(1))
 
 # What each harness links besides its own file: the code it drives, no more (the worker's
@@ -44,6 +44,7 @@ FUZZ_SRC_stream_id  := $(wildcard http/*.c) $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_host       := http/auth.c $(COMMON_SRC)
 FUZZ_SRC_cli_url    := cli/cliargs.c http/auth.c $(COMMON_SRC)
 FUZZ_SRC_password_file := $(COMMON_SRC)
+FUZZ_SRC_ckptfence  := common/ckptdir.c
 FUZZ_SRC_history    := $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_netprobe   := $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_modelindex := $(FUZZ_COORD_SRC) $(COMMON_SRC)
@@ -79,6 +80,7 @@ FUZZ_MAXLEN_stream_id  := 256
 FUZZ_MAXLEN_host       := 1024
 FUZZ_MAXLEN_cli_url    := 1024
 FUZZ_MAXLEN_password_file := 512
+FUZZ_MAXLEN_ckptfence  := 64
 FUZZ_MAXLEN_history    := 8192
 FUZZ_MAXLEN_netprobe   := 4096
 FUZZ_MAXLEN_modelindex := 8192

@@ -19,6 +19,7 @@
 #include "backend_cuda.h"
 #include "benchmark.h"
 #include "comm.h"
+#include "ckptdir.h"
 #include "dataroot.h"
 #include "emulate.h"
 #include "modelfetch.h"
@@ -48,6 +49,7 @@ static const struct option OPTIONS[] = {
     {"resume-from", required_argument, NULL, 'R'},
     {"resume-before", required_argument, NULL, 'E'},
     {"lr-scale", required_argument, NULL, 'L'},
+    {"fence", required_argument, NULL, 'F'},
     {"stop-after-steps", required_argument, NULL, 'S'},
     {"batch-plan", required_argument, NULL, 'B'},
     {"ps-round-robin", no_argument, NULL, 'P'},
@@ -112,6 +114,9 @@ static void usage(FILE *f)
                "                         on_collapse restart)\n"
                "  --lr-scale F           multiply the spec's learning rate by F, in (0, 1] (0.5 per\n"
                "                         collapse restart)\n"
+               "  --fence G              publish a checkpoint (over NAME.ckpt) only while\n"
+               "                         checkpoint.dir/NAME.fence says G: the coordinator raises it\n"
+               "                         once this attempt is over (common/ckptdir.h)\n"
                "  --time-budget S        stop after S seconds of training (evaluations and\n"
                "                         checkpoints not counted), then evaluate (for comparisons\n"
                "                         at equal training time)\n"
@@ -230,6 +235,7 @@ static const char *g_models_dir;          /* --models-dir */
 static const char *g_redis_password_file; /* --redis-password-file */
 static int g_world;                       /* --world: 0 = not given */
 static double g_lr_scale = 1.0;           /* --lr-scale */
+static long g_fence = -1;                 /* --fence: -1 = not given */
 static long g_resume_before = -1;         /* --resume-before: -1 = not given */
 static int coordinator_assignment(worker_t *w, int *out);
 
@@ -316,6 +322,10 @@ int main(int argc, char **argv)
         case 'L':
             if (numarg_double(optarg, LR_SCALE_MIN, 1.0, &g_lr_scale))
                 return bad_number("lr-scale", optarg, "a factor", LR_SCALE_MIN, 1.0);
+            break;
+        case 'F':
+            if (numarg_long(optarg, 0, CKPTDIR_FENCE_MAX, &g_fence))
+                return bad_number("fence", optarg, "a fence generation", 0, (double)CKPTDIR_FENCE_MAX);
             break;
         case 'S':
             if (numarg_long(optarg, 1, STOP_AFTER_MAX, &opts.stop_after_steps))
@@ -545,6 +555,7 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
     w.use_mpi = use_mpi;
     if (use_mpi) w.agree = comm_agree;
     w.lr_scale = g_lr_scale;
+    w.fence = g_fence;
     if (g_lr_scale != 1.0) SAY("learning rate x%g of the spec's (--lr-scale)\n", g_lr_scale);
     if (emulate_check(&w) != 0) {
         fprintf(stderr, "pacer-worker: out of memory\n");

@@ -21,6 +21,7 @@
 #include "conv_direct.h"
 #include "checkpoint.h"
 #include "ckptdir.h"
+#include "fs.h"
 #include "clock.h"
 #include "compress.h"
 #include "dcache.h"
@@ -867,6 +868,7 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
     if (select_device(w, err, errlen) != 0) return -1;
     w->momentum = (float)spec->optimizer.momentum;
     w->lr_scale = 1.0;
+    w->fence = -1;
     /* Rank 0 judges the run (the PS in the asynchronous family: it sees every push's
      * loss); a simulation that skips the computation learns nothing by design. */
     if (rank == 0 && !sim_skip_compute(w)) health_init(&w->health, m->num_classes);
@@ -1048,7 +1050,27 @@ int worker_save_checkpoint(worker_t *w, char *err, size_t errlen)
     if (w->metrics && metrics_flush(w->metrics, METRICS_FLUSH_CKPT_S) != 0)
         fprintf(stderr, "pacer-worker: metrics not all delivered within %.1f s before the checkpoint\n",
                 METRICS_FLUSH_CKPT_S);
-    if (checkpoint_save(path, w->model, &st, err, errlen) != 0) return -1;
+    /* With a fence, the checkpoint is written under a name of this attempt's and renamed
+     * over NAME.ckpt under the fence's lock, unless the coordinator has ended the attempt
+     * meanwhile (a rank it could not see go: common/ckptdir.h). */
+    char own[1200];
+    int fence_fd = -1;
+    const job_spec_t *s = w->spec;
+    if (w->fence >= 0 && ckptdir_fence_own(own, sizeof own, s->checkpoint.dir, s->name, w->fence) != 0) {
+        snprintf(err, errlen, "%s: path too long", s->checkpoint.dir);
+        return -1;
+    }
+    if (checkpoint_save(w->fence >= 0 ? own : path, w->model, &st, err, errlen) != 0) return -1;
+    if (w->fence >= 0) {
+        if (ckptdir_fence_enter(s->checkpoint.dir, s->name, w->fence, &fence_fd, err, errlen) != 0 ||
+            rename(own, path) != 0) {
+            if (fence_fd >= 0) snprintf(err, errlen, "%s: rename from %s failed: %s", path, own, strerror(errno));
+            unlink(own);
+            ckptdir_fence_leave(fence_fd);
+            return -1;
+        }
+        fs_sync_dir(s->checkpoint.dir);
+    }
     w->ckpt_step = w->global_step;
     /* The same weights as ONNX for the coordinator to serve; a failure costs the download,
      * not the training. */
@@ -1057,13 +1079,13 @@ int worker_save_checkpoint(worker_t *w, char *err, size_t errlen)
     /* The accuracy belongs to these weights only when they were evaluated at this step. */
     double acc = w->eval_step == w->global_step && isfinite(w->test_accuracy) ? w->test_accuracy : -1.0;
     if (acc > 1.0) acc = 1.0;
-    const job_spec_t *s = w->spec;
     /* The last checkpoint from before a collapse that may be declared later stays too
      * (health.h): on_collapse "restart" resumes from it. */
     long long good = w->health.state == HEALTH_UNKNOWN ? -1 : health_good_step(&w->health, w->global_step);
     if (ckptdir_retain(s->checkpoint.dir, s->name, w->global_step, w->epoch, acc, s->checkpoint.keep_last,
                        s->checkpoint.keep_best, good, why, sizeof why) != 0)
         fprintf(stderr, "pacer-worker: checkpoint %s written, but not retained as configured: %s\n", path, why);
+    ckptdir_fence_leave(fence_fd);
     return 0;
 }
 

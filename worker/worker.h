@@ -115,6 +115,9 @@ typedef struct worker {
     /* The learning rate's factor over the spec's (--lr-scale: 0.5 per restart after a
      * collapse, the coordinator's on_collapse "restart"); 1 otherwise. */
     double lr_scale;
+    /* The checkpoint fence generation this attempt holds (--fence; -1: none): its
+     * checkpoints become NAME.ckpt only while NAME.fence says it (common/ckptdir.h). */
+    long fence;
     /* The momentum the optimizer applies: optimizer.momentum, or at a parameter server
      * with optimizer.async_momentum "compensated" what is left of it once the measured
      * staleness's own momentum is taken out (ps.c, ps_compensated_momentum). */

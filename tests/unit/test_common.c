@@ -559,6 +559,58 @@ static void test_ckptdir_rule(void **state)
 }
 
 /* ckptdir_retain and ckptdir_list on a real directory: links, pruning, the bytes. */
+/* The attempt fence: absent is generation 0; a raise ends a generation (and removes its
+ * own file); a publisher of an ended one is refused with a message naming both; a raise
+ * while a publisher holds the lock says busy instead of waiting; a file that is not a
+ * generation is refused by name. */
+static void test_ckptdir_fence(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pacer-fence-XXXXXX", path[300], err[512];
+    long long g = -1;
+    int fd = -1;
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(ckptdir_fence_read(dir, "j", &g, err, sizeof err), 0);
+    assert_true(g == 0);
+    assert_int_equal(ckptdir_fence_enter(dir, "j", 0, &fd, err, sizeof err), 0);
+    assert_true(fd >= 0);
+    /* held by a publisher: the coordinator does not wait */
+    assert_int_equal(ckptdir_fence_raise(dir, "j", 0, err, sizeof err), 1);
+    ckptdir_fence_leave(fd);
+    assert_int_equal(ckptdir_fence_own(path, sizeof path, dir, "j", 0), 0);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(ckptdir_fence_raise(dir, "j", 0, err, sizeof err), 0);
+    assert_int_equal(access(path, F_OK), -1); /* the ended generation's own file is gone */
+    assert_int_equal(ckptdir_fence_read(dir, "j", &g, err, sizeof err), 0);
+    assert_true(g == 1);
+    /* raising past an older generation again changes nothing */
+    assert_int_equal(ckptdir_fence_raise(dir, "j", 0, err, sizeof err), 0);
+    assert_int_equal(ckptdir_fence_read(dir, "j", &g, err, sizeof err), 0);
+    assert_true(g == 1);
+    assert_int_equal(ckptdir_fence_enter(dir, "j", 0, &fd, err, sizeof err), 1);
+    assert_true(fd == -1);
+    assert_non_null(strstr(err, "checkpoint not published"));
+    assert_non_null(strstr(err, "says generation 1, this attempt is 0"));
+    assert_int_equal(ckptdir_fence_enter(dir, "j", 1, &fd, err, sizeof err), 0);
+    ckptdir_fence_leave(fd);
+    /* not a generation: refused by name, never taken for one */
+    const char *bad[] = {"x1\n", "-3\n", "12a\n", "99999999999999999999\n", "1000000000000001\n"};
+    snprintf(path, sizeof path, "%s/j.fence", dir);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        f = fopen(path, "w");
+        assert_non_null(f);
+        fputs(bad[i], f);
+        fclose(f);
+        assert_int_equal(ckptdir_fence_read(dir, "j", &g, err, sizeof err), -1);
+        assert_non_null(strstr(err, "j.fence: not a fence generation"));
+        assert_int_equal(ckptdir_fence_enter(dir, "j", 1, &fd, err, sizeof err), -1);
+    }
+    unlink(path);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 static void test_ckptdir_retain(void **state)
 {
     (void)state;
@@ -660,6 +712,7 @@ int main(void)
         cmocka_unit_test(test_ckptdir_names),
         cmocka_unit_test(test_ckptdir_rule),
         cmocka_unit_test(test_ckptdir_retain),
+        cmocka_unit_test(test_ckptdir_fence),
         cmocka_unit_test(test_sha256_vectors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -60,6 +60,10 @@ placed() {
 }
 placed "$a" '{"x1":["pw1"]}' '["pw1"]'
 placed "$b" '{"x1/2":["pw2","pw3"]}' '["pw2","pw3"]'
+# pacer get shows it too
+PACER_URL=$API PACER_TOKEN=$TOKEN PACER_ALLOW_INSECURE_TOKEN=1 "$B/pacer" get "$b" >"$TMP/get" 2>&1 || fail "pacer get $b: $(cat "$TMP/get")"
+grep -q '^placement  *x1/2: pw2 pw3 (placed on 2 x1/2 slots: .* (hetero))$' "$TMP/get" ||
+    fail "pacer get $b: no placement line: $(cat "$TMP/get")"
 
 finish "$a" 300 >/dev/null || exit 1
 finish "$b" 300 >/dev/null || exit 1

@@ -8,7 +8,8 @@
 # two x1/2 hosts (the only free ones; pw1 is held). Whether the two land in one tick or in
 # two, the prediction is the same. Checked from the API: each job's placement (hosts by
 # class, the policy's sentence), the hosts of its attempt, and the hosts its ranks reported
-# from (the nodes); both SUCCEEDED. Own prefix phe- and /24 10.84.0 (bench/tcp_eager.sh
+# from (the nodes), the answers against docs/openapi.json and pacer get's placement line;
+# both SUCCEEDED. Own prefix phe- and /24 10.84.0 (bench/tcp_eager.sh
 # uses 10.83.0). Needs root (else exit 77).
 T=hetero_netns T_PREFIX=phe- T_NET=10.84.0 T_COORD_ARGS="--policy hetero"
 . tests/integration/netns_cluster.inc
@@ -56,10 +57,17 @@ placed() {
         sleep 0.3
     done
     [ "$(jq -c .hosts "$TMP/body")" = "$3" ] || fail "job $1's attempt uses $(jq -c .hosts "$TMP/body"), want $3"
+    # the answer with its placement, for the document's check below
+    cp "$TMP/body" "$TMP/answer-$1.json"
+    printf 'GET\t/api/v1/jobs/%s\t200\tapplication/json\t%s\n' "$1" "$TMP/answer-$1.json" >>"$TMP/index"
     echo "ok: $1 $got: $(jq -r .placement.reason "$TMP/body")"
 }
 placed "$a" '{"x1":["pw1"]}' '["pw1"]'
 placed "$b" '{"x1/2":["pw2","pw3"]}' '["pw2","pw3"]'
+# the answers against docs/openapi.json, strictly (an undocumented field fails)
+if python3 -c 'import jsonschema' 2>/dev/null; then
+    python3 tests/tools/openapi_check.py docs/openapi.json "$TMP/index" || fail "job answers with a placement that docs/openapi.json does not describe"
+fi
 # pacer get shows it too
 PACER_URL=$API PACER_TOKEN=$TOKEN PACER_ALLOW_INSECURE_TOKEN=1 "$B/pacer" get "$b" >"$TMP/get" 2>&1 || fail "pacer get $b: $(cat "$TMP/get")"
 grep -q '^placement  *x1/2: pw2 pw3 (placed on 2 x1/2 slots: .* (hetero))$' "$TMP/get" ||

@@ -25,14 +25,27 @@ static const hclass_profile_t profiles[] = {
 };
 #define NP ((int)(sizeof profiles / sizeof profiles[0]))
 
+/* One grouping of the five hosts: each one's class, and the classes. */
+typedef struct {
+    int nc, cls[5];
+    policy_class_t classes[POLICY_CLASSES_MAX];
+    char names[POLICY_CLASSES_MAX][HCLASS_NAME_MAX];
+} grouping_t;
+
+static void group(const hclass_profile_t *p, int np, const int *usable, grouping_t *g)
+{
+    g->nc = hclass_group(p, np, hosts, slots, usable, 5, g->cls, g->classes, g->names);
+}
+
 static void test_buckets(void **state)
 {
     (void)state;
-    int usable[] = {1, 1, 1, 1, 1}, cls[5];
-    policy_class_t classes[POLICY_CLASSES_MAX];
-    char names[POLICY_CLASSES_MAX][HCLASS_NAME_MAX];
-    int nc = hclass_group(profiles, NP, hosts, slots, usable, 5, cls, classes, names);
-    assert_int_equal(nc, 4);
+    int usable[] = {1, 1, 1, 1, 1};
+    grouping_t g, g2;
+    group(profiles, NP, usable, &g);
+    policy_class_t *classes = g.classes;
+    int *cls = g.cls;
+    assert_int_equal(g.nc, 4);
     assert_string_equal(classes[0].name, "x1");
     assert_int_equal(classes[0].slots, 3);
     assert_string_equal(classes[1].name, "x1/2");
@@ -50,20 +63,20 @@ static void test_buckets(void **state)
     /* the same classes whatever the profiles' order */
     hclass_profile_t rev[NP];
     for (int i = 0; i < NP; i++) rev[i] = profiles[NP - 1 - i];
-    int cls2[5];
-    assert_int_equal(hclass_group(rev, NP, hosts, slots, usable, 5, cls2, classes, names), 4);
-    assert_memory_equal(cls, cls2, sizeof cls);
+    group(rev, NP, usable, &g2);
+    assert_int_equal(g2.nc, 4);
+    assert_memory_equal(g.cls, g2.cls, sizeof g.cls);
 }
 
 static void test_not_usable(void **state)
 {
     (void)state;
     /* a down: the fastest usable is b, which becomes the reference; d is not usable either */
-    int usable[] = {0, 1, 1, 0, 0}, cls[5];
-    policy_class_t classes[POLICY_CLASSES_MAX];
-    char names[POLICY_CLASSES_MAX][HCLASS_NAME_MAX];
-    int nc = hclass_group(profiles, NP, hosts, slots, usable, 5, cls, classes, names);
-    assert_int_equal(nc, 2);
+    int usable[] = {0, 1, 1, 0, 0};
+    grouping_t g;
+    group(profiles, NP, usable, &g);
+    int *cls = g.cls;
+    assert_int_equal(g.nc, 2);
     assert_int_equal(cls[0], -1);
     assert_int_equal(cls[1], 0);
     assert_int_equal(cls[2], 1);
@@ -71,11 +84,13 @@ static void test_not_usable(void **state)
     assert_int_equal(cls[4], -1);
     /* no usable host: no class */
     int none[] = {0, 0, 0, 0, 0};
-    assert_int_equal(hclass_group(profiles, NP, hosts, slots, none, 5, cls, classes, names), 0);
+    group(profiles, NP, none, &g);
+    assert_int_equal(g.nc, 0);
     /* no profile at all: one class, every host unmeasured */
-    assert_int_equal(hclass_group(NULL, 0, hosts, slots, usable, 5, cls, classes, names), 1);
-    assert_string_equal(classes[0].name, "unmeasured");
-    assert_int_equal(classes[0].slots, 3);
+    group(NULL, 0, usable, &g);
+    assert_int_equal(g.nc, 1);
+    assert_string_equal(g.classes[0].name, "unmeasured");
+    assert_int_equal(g.classes[0].slots, 3);
 }
 
 int main(void)

@@ -23,6 +23,20 @@ static int reply_str(const redisReply *r, char *out, size_t len)
     return 1;
 }
 
+int hclass_parse_profile(const redisReply *r, hclass_profile_t *out)
+{
+    char v[64], *end;
+    memset(out, 0, sizeof *out);
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+        !reply_str(r->element[0], out->host, sizeof out->host) ||
+        !reply_str(r->element[1], out->model, sizeof out->model) || !reply_str(r->element[2], v, sizeof v))
+        return 0;
+    out->samples_per_s = strtod(v, &end);
+    if (*end == 0 && isfinite(out->samples_per_s) && out->samples_per_s > 0) return 1;
+    out->samples_per_s = 0;
+    return 0;
+}
+
 /* Adds one profile (the fastest device's speed per (host, model) is kept). */
 static void keep_profile(hclass_profile_t *p, int *n, const hclass_profile_t *x)
 {
@@ -63,13 +77,7 @@ int hclass_refresh(redisContext *rc, hclass_cache_t *cache, double now)
             break;
         }
         hclass_profile_t x;
-        char v[64];
-        if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 && reply_str(r->element[0], x.host, sizeof x.host) &&
-            reply_str(r->element[1], x.model, sizeof x.model) && reply_str(r->element[2], v, sizeof v)) {
-            char *end;
-            x.samples_per_s = strtod(v, &end);
-            if (*end == 0 && isfinite(x.samples_per_s) && x.samples_per_s > 0) keep_profile(p, &np, &x);
-        }
+        if (hclass_parse_profile(r, &x)) keep_profile(p, &np, &x);
         freeReplyObject(r);
     }
     freeReplyObject(set);

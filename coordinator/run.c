@@ -722,6 +722,32 @@ static void after_probing(coordinator_t *c, coord_run_t *r, double now)
     relaunch_soon(c, r, r->probe_oc, r->probe_code, reason, now);
 }
 
+/* A placed job (--policy hetero|agnostic, run_place): the usable hosts in names[0..n)
+ * narrowed to those of its placement, with their slots into *usable_slots and all its
+ * placed hosts' slots into *all_slots (the cluster its world is fitted to). Returns the
+ * new count; 0 when none of them is usable (then nothing is changed). */
+static int placed_only(coordinator_t *c, const coord_run_t *r, const char **names, int n, int *usable_slots,
+                       int *all_slots)
+{
+    int k = 0, slots = 0, all = 0;
+    for (int i = 0; i < r->nplace; i++) {
+        const host_t *h = hosts_find(c, r->place[i]);
+        all += h ? h->slots : 1;
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < r->nplace; j++)
+            if (strcmp(names[i], r->place[j]) == 0) {
+                const host_t *h = hosts_find(c, names[i]);
+                slots += h ? h->slots : 1;
+                names[k++] = names[i];
+                break;
+            }
+    if (k == 0) return 0;
+    *usable_slots = slots;
+    *all_slots = all;
+    return k;
+}
+
 /* PH_ACTIVE, once a second: a job on fewer ranks than its spec asks grows when more
  * slots are usable again, right after its next checkpoint (the work since is lost
  * otherwise). */
@@ -729,20 +755,20 @@ static void grow_check(coordinator_t *c, coord_run_t *r, double now)
 {
     if (now - r->last_grow_check < 1.0) return;
     r->last_grow_check = now;
-    int slots = c->slots_usable;
-    if (r->nbenched) {
+    int slots = c->slots_usable, total = c->slots_total, placed = 0;
+    if (r->nbenched || r->nplace > 0) {
         const char **names = calloc((size_t)c->nhosts + 1, sizeof *names);
         if (!names) return;
-        run_usable(c, r, names, &slots, NULL);
+        int n = run_usable(c, r, names, &slots, NULL);
+        /* a placed job grows back only onto its own hosts (launch uses no other) */
+        if (r->nplace > 0 && !(placed = placed_only(c, r, names, n, &slots, &total))) slots = 0;
         free(names);
     }
     /* Over the slots other jobs leave it (a job shrunk for another grows back once that
      * one has ended); alone, over all of them, as oversubscribed as it was. */
-    int others = r->simulated ? 0 : run_slots_used(c) - r->world;
+    int others = r->simulated || placed ? 0 : run_slots_used(c) - r->world;
     if (others > 0) slots -= others;
-    int w = r->world < r->full_world && slots > 0
-                ? hosts_elastic_world(r->full_world, r->min_world, c->slots_total, slots)
-                : 0;
+    int w = r->world < r->full_world && slots > 0 ? hosts_elastic_world(r->full_world, r->min_world, total, slots) : 0;
     if (w <= r->world) {
         if (r->grow_armed)
             clog_printf("job %s: no longer grows (the slots are gone again, or other jobs hold them)", r->id);
@@ -781,36 +807,6 @@ static void grow_check(coordinator_t *c, coord_run_t *r, double now)
     r->grow_armed = 0;
     r->world_cap = w < r->full_world ? w : 0;
     start_kill(c, r, KILL_RESIZE, now);
-}
-
-/* A placed job (--policy hetero|agnostic, run_place): the usable hosts in names[0..n)
- * narrowed to those of its placement, with their slots into *usable_slots and all its
- * placed hosts' slots into *all_slots (the cluster its world is fitted to). When none of
- * them is usable the job may use any usable host (names and *usable_slots unchanged).
- * Returns the new count. */
-static int placed_only(coordinator_t *c, const coord_run_t *r, const char **names, int n, int *usable_slots,
-                       int *all_slots)
-{
-    int k = 0, slots = 0, all = 0;
-    for (int i = 0; i < r->nplace; i++) {
-        const host_t *h = hosts_find(c, r->place[i]);
-        all += h ? h->slots : 1;
-    }
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < r->nplace; j++)
-            if (strcmp(names[i], r->place[j]) == 0) {
-                const host_t *h = hosts_find(c, names[i]);
-                slots += h ? h->slots : 1;
-                names[k++] = names[i];
-                break;
-            }
-    if (k == 0) {
-        clog_printf("job %s: none of the hosts it was placed on is usable: any usable host", r->id);
-        return n;
-    }
-    *usable_slots = slots;
-    *all_slots = all;
-    return k;
 }
 
 static void launch(coordinator_t *c, coord_run_t *r, double now)
@@ -892,7 +888,10 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
             return;
         }
         int all_slots = c->slots_total;
-        if (r->nplace > 0) nn = placed_only(c, r, names, nn, &usable_slots, &all_slots);
+        int placed_n = r->nplace > 0 ? placed_only(c, r, names, nn, &usable_slots, &all_slots) : 0;
+        if (placed_n > 0) nn = placed_n;
+        else if (r->nplace > 0)
+            clog_printf("job %s: none of the hosts it was placed on is usable: any usable host", r->id);
         world = hosts_elastic_world(r->full_world, r->min_world, all_slots, usable_slots);
         if (r->world_cap > 0 && world > r->world_cap) world = r->world_cap;
         if (run_set_hosts(r, names, nn) != 0) {

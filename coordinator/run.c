@@ -1452,6 +1452,22 @@ static json_t *queue_json(const policy_decision_t *d)
                      d->estimated_start >= 0 ? json_real(d->estimated_start) : json_null());
 }
 
+int run_holds(const coordinator_t *c, const coord_run_t *r, int host)
+{
+    if (r->phase == PH_DONE || r->simulated) return 0;
+    char *const *names = r->nplace > 0 ? r->place : r->nhosts > 0 ? r->hosts : NULL;
+    int nn = r->nplace > 0 ? r->nplace : r->nhosts, left = r->world;
+    for (int i = 0; i < c->nhosts && left > 0; i++) {
+        int listed = !names;
+        for (int k = 0; names && k < nn && !listed; k++) listed = strcmp(names[k], c->hosts[i].name) == 0;
+        if (!listed) continue;
+        int take = left < c->hosts[i].slots ? left : c->hosts[i].slots;
+        if (i == host) return take;
+        left -= take;
+    }
+    return 0;
+}
+
 /* The class-aware policies' snapshot (--policy hetero|agnostic; hclass.h): the usable hosts
  * by class, each job type's (model's) speed per class, the running jobs' slots per class,
  * and each host's free slots, from which run_place takes the started jobs' hosts. Running
@@ -1498,14 +1514,8 @@ static int hsnap_type(hsnap_t *s, const char *model)
  * oversubscribed job) hold no more. */
 static void hsnap_hold(coordinator_t *c, hsnap_t *s, const coord_run_t *r, int *alloc)
 {
-    char *const *names = r->nplace > 0 ? r->place : r->nhosts > 0 ? r->hosts : NULL;
-    int nn = r->nplace > 0 ? r->nplace : r->nhosts, left = r->world;
-    for (int i = 0; i < c->nhosts && left > 0; i++) {
-        int listed = !names;
-        for (int k = 0; names && k < nn && !listed; k++) listed = strcmp(names[k], s->hosts[i]) == 0;
-        if (!listed) continue;
-        int take = left < s->slots[i] ? left : s->slots[i];
-        left -= take;
+    for (int i = 0; i < c->nhosts; i++) {
+        int take = run_holds(c, r, i);
         s->free[i] -= take;
         if (s->host_class[i] >= 0) alloc[s->host_class[i]] += take;
     }

@@ -130,6 +130,12 @@ typedef struct {
     json_t *placement;
 } coord_run_t;
 
+/* The slots of c->hosts[host] r holds: its ranks fill its hosts (its placement, else the
+ * hosts of its attempt, else all) in the launcher's order, a host's slots at a time (Open
+ * MPI's by-slot mapping; ranks beyond the slots hold no more). 0 for a simulation or a
+ * job that has ended. For the policy's snapshot and the Cluster page (hosts_json). */
+int run_holds(const coordinator_t *c, const coord_run_t *r, int host);
+
 /* What a queued job asks for, read from its record once (run_schedule's cache). */
 typedef struct {
     char id[JOB_ID_MAX];

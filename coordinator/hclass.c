@@ -15,7 +15,7 @@ static const char *const bucket_names[HCLASS_BUCKET_LAST + 1] = {"x1",    "x1/2"
                                                                  "x1/16", "x1/32", "x1/64"};
 
 /* A profile reply field as a string of at most len - 1 bytes into out; 0 when it is not one. */
-static int reply_str(const redisReply *r, char *out, size_t len)
+static int field_copy(const redisReply *r, char *out, size_t len)
 {
     if (!r || r->type != REDIS_REPLY_STRING || r->len == 0 || (size_t)r->len >= len) return 0;
     memcpy(out, r->str, (size_t)r->len);
@@ -28,8 +28,8 @@ int hclass_parse_profile(const redisReply *r, hclass_profile_t *out)
     char v[64], *end;
     memset(out, 0, sizeof *out);
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
-        !reply_str(r->element[0], out->host, sizeof out->host) ||
-        !reply_str(r->element[1], out->model, sizeof out->model) || !reply_str(r->element[2], v, sizeof v))
+        !field_copy(r->element[0], out->host, sizeof out->host) ||
+        !field_copy(r->element[1], out->model, sizeof out->model) || !field_copy(r->element[2], v, sizeof v))
         return 0;
     out->samples_per_s = strtod(v, &end);
     if (*end == 0 && isfinite(out->samples_per_s) && out->samples_per_s > 0) return 1;

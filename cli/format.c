@@ -492,6 +492,13 @@ void fmt_datasets(FILE *f, json_t *list)
     table_free(t);
 }
 
+/* Appends a, b, c to buf (used bytes so far; truncated at its end). */
+static void placement_add(char *buf, size_t len, size_t *used, const char *a, const char *b, const char *c)
+{
+    int k = snprintf(buf + *used, len - *used, "%s%s%s", a, b ? b : "?", c);
+    *used = k < 0 ? *used : *used + (size_t)k < len ? *used + (size_t)k : len - 1;
+}
+
 void fmt_job(FILE *f, json_t *job, double now)
 {
     char buf[1024], t1[64], t2[64];
@@ -504,6 +511,22 @@ void fmt_job(FILE *f, json_t *job, double now)
         fmt_time(num(job, "preempted_at"), t1, sizeof t1);
         snprintf(buf, sizeof buf, "by %s at %s", str(job, "preempted_by"), t1);
         row(f, "preempted", buf);
+    }
+    /* --policy hetero|agnostic: where it was placed and why ("x1: pw1; x1/2: pw2 pw3 (...)") */
+    json_t *place = json_object_get(job, "placement"), *pl = json_object_get(place, "hosts_by_class"), *hl;
+    if (json_is_object(pl)) {
+        const char *cls;
+        size_t used = 0;
+        buf[0] = 0;
+        json_object_foreach(pl, cls, hl)
+        {
+            size_t i;
+            json_t *h;
+            placement_add(buf, sizeof buf, &used, used ? "; " : "", cls, ":");
+            json_array_foreach(hl, i, h) placement_add(buf, sizeof buf, &used, " ", json_string_value(h), "");
+        }
+        placement_add(buf, sizeof buf, &used, " (", str(place, "reason"), ")");
+        row(f, "placement", buf);
     }
     /* a shrink instead of a preemption: the last resize that names the job it made room for */
     json_t *rz = json_object_get(job, "resizes"), *shrink = NULL, *e;

@@ -714,8 +714,9 @@ static json_t *job_json(const coordinator_t *c, const char *id, json_t *h, json_
             json_t *a = s && strlen(s) < (1 << 20) ? json_loads(s, 0, NULL) : NULL;
             if (json_is_array(a)) json_object_set_new(o, key, a);
             else json_decref(a);
-        } else if (strcmp(key, "health") == 0) {
-            /* The object the daemon wrote (run.c, run_health); "" while unknown. */
+        } else if (strcmp(key, "health") == 0 || strcmp(key, "placement") == 0) {
+            /* Objects the daemon wrote (run.c: run_health; run_place under --policy hetero or
+             * agnostic); "" while unknown or not placed. */
             json_t *a = s && *s && strlen(s) < 4096 ? json_loads(s, 0, NULL) : NULL;
             if (json_is_object(a)) json_object_set_new(o, key, a);
             else json_decref(a);

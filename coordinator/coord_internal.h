@@ -10,6 +10,7 @@
 
 #include "coordinator.h"
 #include "embedded.h"
+#include "hclass.h"
 #include "hosts.h"
 #include "jobstore.h"
 #include "launcher.h"
@@ -91,6 +92,7 @@ struct coordinator {
 
     /* tick thread only */
     run_queued_t *qdemand; /* what the queued jobs ask for, parsed once per job (run.c) */
+    hclass_cache_t hcache; /* the profiles --policy hetero|agnostic classes hosts by (hclass.h) */
     int nqdemand;
     redisContext *rc;
     double rc_next_try, rc_backoff, redis_up_since;

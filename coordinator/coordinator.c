@@ -290,6 +290,7 @@ static void free_coordinator(coordinator_t *c)
     for (int i = 0; i < c->nruns; i++) run_free(c->runs[i]);
     free(c->runs);
     free(c->qdemand);
+    hclass_free(&c->hcache);
     json_decref(c->queue_view);
     hosts_free(c);
     json_decref(c->reload_result);

@@ -41,10 +41,10 @@ typedef enum {
 /* "high", "normal", "low" -> POLICY_PRIO_*; anything else is normal. */
 int policy_priority(const char *name);
 
-/* "fifo", "fair" -> POLICY_* (the daemon's policies). Returns 0, or -1 with err naming the
- * values accepted. */
+/* "fifo", "fair", "agnostic", "hetero" -> POLICY_* (the daemon's policies). Returns 0, or -1
+ * with err naming the values accepted. */
 int policy_parse(const char *name, policy_kind_t *out, char *err, size_t errlen);
-/* The same, also accepting the class-aware "hetero" and "agnostic" (the simulator's). */
+/* The same (the simulator's: every policy the daemon has). */
 int policy_parse_any(const char *name, policy_kind_t *out, char *err, size_t errlen);
 const char *policy_name(policy_kind_t k);
 

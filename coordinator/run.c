@@ -94,6 +94,9 @@ void run_free(coord_run_t *r)
     if (r->draining) launcher_drain_cancel(r->launcher, &r->drain);
     run_clear_hosts(r);
     run_clear_benched(r);
+    for (int i = 0; i < r->nplace; i++) free(r->place[i]);
+    free(r->place);
+    json_decref(r->placement);
     json_decref(r->stall);
     json_decref(r->resize_log);
     free(r->spec);
@@ -216,7 +219,8 @@ void run_persist(coordinator_t *c, coord_run_t *r)
     json_t *hj = run_hosts_json(r);
     char *hosts = hj ? json_dumps(hj, JSON_COMPACT) : NULL,
          *resizes = r->resize_log ? json_dumps(r->resize_log, JSON_COMPACT) : NULL,
-         *stall = r->stall ? json_dumps(r->stall, JSON_COMPACT) : NULL;
+         *stall = r->stall ? json_dumps(r->stall, JSON_COMPACT) : NULL,
+         *placement = r->placement ? json_dumps(r->placement, JSON_COMPACT) : NULL;
     json_decref(hj);
     const char *kv[] = {
         "restarts",
@@ -253,6 +257,8 @@ void run_persist(coordinator_t *c, coord_run_t *r)
         resume_before,
         "stall",
         stall ? stall : "",
+        "placement",
+        placement ? placement : "",
         "reason",
         r->reason,
     };
@@ -265,6 +271,7 @@ void run_persist(coordinator_t *c, coord_run_t *r)
     free(hosts);
     free(resizes);
     free(stall);
+    free(placement);
     if (rc != JS_OK) {
         r->dirty = 1;
         return;
@@ -717,6 +724,32 @@ static void after_probing(coordinator_t *c, coord_run_t *r, double now)
     relaunch_soon(c, r, r->probe_oc, r->probe_code, reason, now);
 }
 
+/* A placed job (--policy hetero|agnostic, run_place): the usable hosts in names[0..n)
+ * narrowed to those of its placement, with their slots into *usable_slots and all its
+ * placed hosts' slots into *all_slots (the cluster its world is fitted to). Returns the
+ * new count; 0 when none of them is usable (then nothing is changed). */
+static int placed_only(coordinator_t *c, const coord_run_t *r, const char **names, int n, int *usable_slots,
+                       int *all_slots)
+{
+    int k = 0, slots = 0, all = 0;
+    for (int i = 0; i < r->nplace; i++) {
+        const host_t *h = hosts_find(c, r->place[i]);
+        all += h ? h->slots : 1;
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < r->nplace; j++)
+            if (strcmp(names[i], r->place[j]) == 0) {
+                const host_t *h = hosts_find(c, names[i]);
+                slots += h ? h->slots : 1;
+                names[k++] = names[i];
+                break;
+            }
+    if (k == 0) return 0;
+    *usable_slots = slots;
+    *all_slots = all;
+    return k;
+}
+
 /* PH_ACTIVE, once a second: a job on fewer ranks than its spec asks grows when more
  * slots are usable again, right after its next checkpoint (the work since is lost
  * otherwise). */
@@ -724,20 +757,20 @@ static void grow_check(coordinator_t *c, coord_run_t *r, double now)
 {
     if (now - r->last_grow_check < 1.0) return;
     r->last_grow_check = now;
-    int slots = c->slots_usable;
-    if (r->nbenched) {
+    int slots = c->slots_usable, total = c->slots_total, placed = 0;
+    if (r->nbenched || r->nplace > 0) {
         const char **names = calloc((size_t)c->nhosts + 1, sizeof *names);
         if (!names) return;
-        run_usable(c, r, names, &slots, NULL);
+        int n = run_usable(c, r, names, &slots, NULL);
+        /* a placed job grows back only onto its own hosts (launch uses no other) */
+        if (r->nplace > 0 && !(placed = placed_only(c, r, names, n, &slots, &total))) slots = 0;
         free(names);
     }
     /* Over the slots other jobs leave it (a job shrunk for another grows back once that
      * one has ended); alone, over all of them, as oversubscribed as it was. */
-    int others = r->simulated ? 0 : run_slots_used(c) - r->world;
+    int others = r->simulated || placed ? 0 : run_slots_used(c) - r->world;
     if (others > 0) slots -= others;
-    int w = r->world < r->full_world && slots > 0
-                ? hosts_elastic_world(r->full_world, r->min_world, c->slots_total, slots)
-                : 0;
+    int w = r->world < r->full_world && slots > 0 ? hosts_elastic_world(r->full_world, r->min_world, total, slots) : 0;
     if (w <= r->world) {
         if (r->grow_armed)
             clog_printf("job %s: no longer grows (the slots are gone again, or other jobs hold them)", r->id);
@@ -861,7 +894,12 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
             }
             return;
         }
-        world = hosts_elastic_world(r->full_world, r->min_world, c->slots_total, usable_slots);
+        int all_slots = c->slots_total;
+        int placed_n = r->nplace > 0 ? placed_only(c, r, names, nn, &usable_slots, &all_slots) : 0;
+        if (placed_n > 0) nn = placed_n;
+        else if (r->nplace > 0)
+            clog_printf("job %s: none of the hosts it was placed on is usable: any usable host", r->id);
+        world = hosts_elastic_world(r->full_world, r->min_world, all_slots, usable_slots);
         if (r->world_cap > 0 && world > r->world_cap) world = r->world_cap;
         if (run_set_hosts(r, names, nn) != 0) {
             snprintf(err, sizeof err, "out of memory");
@@ -1453,6 +1491,7 @@ static int read_queued(coordinator_t *c, const char *id, run_queued_t *q, job_sp
         q->min_world = spec_is_async(spec) ? 2 : 1;
         q->simulated = spec->simulate.enabled;
         q->priority = policy_priority(spec->priority);
+        snprintf(q->model, sizeof q->model, "%s", spec->model);
     }
     return JS_OK;
 }
@@ -1489,9 +1528,172 @@ static json_t *queue_json(const policy_decision_t *d)
                      d->estimated_start >= 0 ? json_real(d->estimated_start) : json_null());
 }
 
+int run_holds(const coordinator_t *c, const coord_run_t *r, int host)
+{
+    if (r->phase == PH_DONE || r->simulated) return 0;
+    char *const *names = r->nplace > 0 ? r->place : r->nhosts > 0 ? r->hosts : NULL;
+    int nn = r->nplace > 0 ? r->nplace : r->nhosts, left = r->world;
+    for (int i = 0; i < c->nhosts && left > 0; i++) {
+        int listed = !names;
+        for (int k = 0; names && k < nn && !listed; k++) listed = strcmp(names[k], c->hosts[i].name) == 0;
+        if (!listed) continue;
+        int take = left < c->hosts[i].slots ? left : c->hosts[i].slots;
+        if (i == host) return take;
+        left -= take;
+    }
+    return 0;
+}
+
+/* The class-aware policies' snapshot (--policy hetero|agnostic; hclass.h): the usable hosts
+ * by class, each job type's (model's) speed per class, the running jobs' slots per class,
+ * and each host's free slots, from which run_place takes the started jobs' hosts. Running
+ * jobs are not elastic to the policy and pinned (min_run_s): they keep their hosts (the
+ * plan's moves and resizes of running jobs are not applied). */
+typedef struct {
+    policy_hetero_t h;
+    policy_class_t classes[POLICY_CLASSES_MAX];
+    char names[POLICY_CLASSES_MAX][HCLASS_NAME_MAX];
+    const char **hosts; /* c->hosts' names, in the launcher's order */
+    int *slots, *usable, *host_class, *free;
+    const char **types; /* the models of the jobs in the snapshot */
+    int ntypes;
+    double *speed; /* [type * nclasses + class] */
+    policy_hjob_t *hrun, *hq;
+} hsnap_t;
+
+static void hsnap_free(hsnap_t *s)
+{
+    free(s->hosts);
+    free(s->slots);
+    free(s->usable);
+    free(s->host_class);
+    free(s->free);
+    free(s->types);
+    free(s->speed);
+    free(s->hrun);
+    free(s->hq);
+    memset(s, 0, sizeof *s);
+}
+
+/* model's row in s->types (added when new; room for every job of the snapshot). */
+static int hsnap_type(hsnap_t *s, const char *model)
+{
+    for (int t = 0; t < s->ntypes; t++)
+        if (strcmp(s->types[t], model) == 0) return t;
+    s->types[s->ntypes] = model;
+    return s->ntypes++;
+}
+
+/* A running job's slots per class, and the hosts' free slots less them: its ranks fill its
+ * hosts (its placement, else the hosts of its attempt, else all) in the launcher's order, a
+ * host's slots at a time (Open MPI's by-slot mapping); ranks beyond the slots (an
+ * oversubscribed job) hold no more. */
+static void hsnap_hold(coordinator_t *c, hsnap_t *s, const coord_run_t *r, int *alloc)
+{
+    for (int i = 0; i < c->nhosts; i++) {
+        int take = run_holds(c, r, i);
+        s->free[i] -= take;
+        if (s->host_class[i] >= 0) alloc[s->host_class[i]] += take;
+    }
+}
+
+/* Builds s (zeroed by the caller) for the runs rr[0..nrun) and the queued jobs qd[0..n).
+ * Returns 0, or -1 when out of memory or no host is usable (then the tick decides
+ * without classes). The profiles come from the cache (one refresh every HCLASS_REFRESH_S). */
+static int hsnap_build(coordinator_t *c, double now, coord_run_t *const *rr, int nrun, const run_queued_t *qd, int n,
+                       hsnap_t *s)
+{
+    int nh = c->nhosts, nj = nrun + n;
+    if (hclass_refresh(c->rc, &c->hcache, now) != 0) tickconn_broken(c, "profiles");
+    s->hosts = calloc((size_t)nh + 1, sizeof *s->hosts);
+    s->slots = calloc((size_t)nh + 1, sizeof *s->slots);
+    s->usable = calloc((size_t)nh + 1, sizeof *s->usable);
+    s->host_class = calloc((size_t)nh + 1, sizeof *s->host_class);
+    s->free = calloc((size_t)nh + 1, sizeof *s->free);
+    s->types = calloc((size_t)nj + 1, sizeof *s->types);
+    s->hrun = calloc((size_t)nrun + 1, sizeof *s->hrun);
+    s->hq = calloc((size_t)n + 1, sizeof *s->hq);
+    if (!s->hosts || !s->slots || !s->usable || !s->host_class || !s->free || !s->types || !s->hrun || !s->hq)
+        return -1;
+    for (int i = 0; i < nh; i++) {
+        const host_t *h = &c->hosts[i];
+        s->hosts[i] = h->name;
+        s->slots[i] = s->free[i] = h->slots;
+        s->usable[i] = h->state == HOST_UP || h->state == HOST_SLOW;
+    }
+    const hclass_profile_t *p = c->hcache.p;
+    int np = c->hcache.n;
+    int nc = hclass_group(p, np, s->hosts, s->slots, s->usable, nh, s->host_class, s->classes, s->names);
+    if (nc <= 0) return -1;
+    for (int i = 0; i < nrun; i++) {
+        policy_hjob_t *j = &s->hrun[i];
+        j->type = hsnap_type(s, rr[i]->spec->model);
+        if (!rr[i]->simulated) hsnap_hold(c, s, rr[i], j->alloc);
+        for (int k = 0; k < nc; k++) j->want += j->alloc[k];
+        j->min_slots = j->want;
+        j->changed = rr[i]->started;
+    }
+    for (int i = 0; i < n; i++) {
+        policy_hjob_t *j = &s->hq[i];
+        j->type = hsnap_type(s, qd[i].model);
+        /* an oversubscribed job asks for every usable slot (its ranks share them) */
+        j->want = j->min_slots = qd[i].world < c->slots_usable ? qd[i].world : c->slots_usable;
+    }
+    s->speed = calloc((size_t)(s->ntypes * nc) + 1, sizeof *s->speed);
+    if (!s->speed) return -1;
+    for (int t = 0; t < s->ntypes; t++)
+        for (int k = 0; k < nc; k++)
+            s->speed[t * nc + k] = hclass_speed(p, np, s->hosts, s->host_class, nh, s->types[t], k);
+    s->h = (policy_hetero_t){.classes = s->classes,
+                             .nclasses = nc,
+                             .ntypes = s->ntypes,
+                             .speed = s->speed,
+                             .running = s->hrun,
+                             .queued = s->hq,
+                             .min_run_s = 1e300,
+                             .resize_cost_s = 30,
+                             .hysteresis = 0.05};
+    return 0;
+}
+
+/* A started job's hosts (--policy hetero|agnostic): for each class, the free slots of its
+ * hosts in the launcher's order until the decision's slots there are taken (s->free keeps
+ * count for the jobs started after it), into r->place, with the placement the API shows. */
+static void run_place(coordinator_t *c, hsnap_t *s, coord_run_t *r, const policy_decision_t *d)
+{
+    char **names = calloc((size_t)c->nhosts + 1, sizeof *names);
+    json_t *by = json_object();
+    int k = 0;
+    for (int cls = 0; names && by && cls < s->h.nclasses; cls++) {
+        int need = d->alloc[cls];
+        json_t *list = json_array();
+        for (int i = 0; i < c->nhosts && need > 0; i++) {
+            if (s->host_class[i] != cls || s->free[i] <= 0) continue;
+            int take = need < s->free[i] ? need : s->free[i];
+            s->free[i] -= take;
+            need -= take;
+            names[k] = strdup(s->hosts[i]);
+            if (names[k]) json_array_append_new(list, json_string(names[k++]));
+        }
+        if (json_array_size(list) > 0) json_object_set_new(by, s->names[cls], list);
+        else json_decref(list);
+    }
+    if (!names || !by || k == 0) {
+        /* nothing placed (out of memory, or no free slot where the plan saw one): any host */
+        for (int i = 0; names && i < k; i++) free(names[i]);
+        free(names);
+        json_decref(by);
+        return;
+    }
+    r->place = names;
+    r->nplace = k;
+    r->placement = json_pack("{s:o, s:s}", "hosts_by_class", by, "reason", d->placement);
+    clog_printf("job %s: %s", r->id, d->placement);
+}
+
 /* Claims the queued job q (its decision d: start) and launches it. Returns 0, or -1 when
  * this tick should claim nothing more (Redis, memory, the queue changed). */
-static int claim_and_launch(coordinator_t *c, const run_queued_t *q, const policy_decision_t *d, double now)
+static int claim_and_launch(coordinator_t *c, const run_queued_t *q, const policy_decision_t *d, hsnap_t *hs, double now)
 {
     job_spec_t *spec = malloc(sizeof *spec);
     char err[512] = "";
@@ -1535,6 +1737,7 @@ static int claim_and_launch(coordinator_t *c, const run_queued_t *q, const polic
         run_set_state(c, r, JOB_FAILED, err);
         return 0;
     }
+    if (hs && !r->simulated) run_place(c, hs, r, d);
     if (r->simulated)
         clog_printf("job %s: claimed (%s, %d simulated rank%s, simulations %d/%d)", q->id, r->spec->name, r->world,
                     r->world == 1 ? "" : "s", run_sims_used(c), c->sim_slots);
@@ -1656,6 +1859,7 @@ void run_schedule(coordinator_t *c, double now)
     policy_decision_t *dec = calloc(QUEUE_VIEW_MAX, sizeof *dec);
     policy_queued_t *pq = calloc(QUEUE_VIEW_MAX, sizeof *pq);
     job_spec_t *spec = malloc(sizeof *spec);
+    hsnap_t hs = {0};
     int n = 0;
     if (!ids || !qd || !run || !rr || !minw || !dec || !pq || !spec || !c->rc) goto out;
     if (tickconn_check(c, jobstore_queue_ids(c->rc, ids, QUEUE_VIEW_MAX, &n), "queue") != JS_OK) goto out;
@@ -1671,7 +1875,7 @@ void run_schedule(coordinator_t *c, double now)
             j = hit + 1;
             /* The API records a job's owner just after its submission (http/handlers.c,
              * own_job): one read before then saw none. Fair share asks again while none. */
-            if (c->cfg.policy == POLICY_FAIR && !qd[i].owner[0] && !qd[i].bad && queued_owner(c, &qd[i]) != JS_OK)
+            if (c->cfg.policy != POLICY_FIFO && !qd[i].owner[0] && !qd[i].bad && queued_owner(c, &qd[i]) != JS_OK)
                 goto out;
             continue;
         }
@@ -1687,6 +1891,9 @@ void run_schedule(coordinator_t *c, double now)
                                   qd[i].priority,
                                   qd[i].owner[0] ? qd[i].owner : NULL,
                                   0};
+    /* hetero and agnostic place whole slots: an oversubscribed job asks for all of them */
+    for (int i = 0; i < n && (c->cfg.policy == POLICY_HETERO || c->cfg.policy == POLICY_AGNOSTIC); i++)
+        if (!pq[i].simulated && c->slots_usable > 0 && pq[i].world > c->slots_usable) pq[i].world = c->slots_usable;
     free(c->qdemand);
     c->qdemand = qd;
     c->nqdemand = n;
@@ -1718,8 +1925,21 @@ void run_schedule(coordinator_t *c, double now)
         .nqueued = n,
         .preempt_min_run_s = c->cfg.preempt_min_run_s,
     };
-    if (c->cfg.policy == POLICY_FAIR) fair_share(c, now, pq, n);
-    int started = policy_decide((policy_kind_t)c->cfg.policy, &st, dec);
+    if (c->cfg.policy != POLICY_FIFO) fair_share(c, now, pq, n);
+    /* hetero and agnostic: fair's admission, then places on host classes (policy_plan) */
+    int classy = c->cfg.policy == POLICY_HETERO || c->cfg.policy == POLICY_AGNOSTIC, started = -1;
+    /* (only with jobs waiting: nothing to place otherwise, and no profiles read) */
+    if (classy && n > 0 && hsnap_build(c, now, rr, nrun, qd, n, &hs) == 0) {
+        st.hetero = &hs.h;
+        policy_resize_t *rz = calloc((size_t)nrun + 1, sizeof *rz);
+        int nrz = 0;
+        if (rz) started = policy_plan((policy_kind_t)c->cfg.policy, &st, dec, rz, &nrz);
+        free(rz);
+    }
+    if (started < 0) {
+        st.hetero = NULL;
+        started = policy_decide((policy_kind_t)c->cfg.policy, &st, dec);
+    }
     /* Preemption: one at a time (the slots of jobs being stopped are not free yet). */
     if (!preempting) {
         int victims[8], keep[8], who = -1;
@@ -1742,10 +1962,11 @@ void run_schedule(coordinator_t *c, double now)
     for (int i = 0, claims = 0; i < n && claims < started && claims < SCHEDULE_PER_TICK; i++) {
         if (!dec[i].start) continue;
         claims++;
-        if (claim_and_launch(c, &qd[i], &dec[i], now) != 0) break;
+        if (claim_and_launch(c, &qd[i], &dec[i], st.hetero ? &hs : NULL, now) != 0) break;
     }
     qd = NULL; /* the cache's now */
 out:
+    hsnap_free(&hs);
     free(rr);
     free(minw);
     free(ids);

@@ -135,7 +135,19 @@ typedef struct {
      * may use until slots are free again (grow_check lifts it); 0 = no cap. */
     int world_cap;
     int shrinking; /* stopped by shrink_for: its next resize names preempted_by */
+    /* --policy hetero|agnostic: the hosts its decision placed it on (its attempts use only
+     * those of them that are usable; none: any usable host), and the placement as the API
+     * shows it ({"hosts_by_class": {class: [host]}, "reason"}; NULL: not placed). */
+    char **place;
+    int nplace;
+    json_t *placement;
 } coord_run_t;
+
+/* The slots of c->hosts[host] r holds: its ranks fill its hosts (its placement, else the
+ * hosts of its attempt, else all) in the launcher's order, a host's slots at a time (Open
+ * MPI's by-slot mapping; ranks beyond the slots hold no more). 0 for a simulation or a
+ * job that has ended. For the policy's snapshot and the Cluster page (hosts_json). */
+int run_holds(const coordinator_t *c, const coord_run_t *r, int host);
 
 /* What a queued job asks for, read from its record once (run_schedule's cache). */
 typedef struct {
@@ -144,6 +156,7 @@ typedef struct {
     int priority;                  /* POLICY_PRIO_* from the spec's priority */
     char owner[USER_NAME_MAX + 1]; /* the job hash's "owner" ("" none) */
     int requeued;                  /* preempted before ("preempted_by" in its hash) */
+    char model[SPEC_NAME_MAX];     /* its type for --policy hetero|agnostic (hclass.h) */
 } run_queued_t;
 
 void run_free(coord_run_t *r);

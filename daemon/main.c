@@ -166,7 +166,9 @@ static const opt_row_t OPTIONS[] = {
      "the scheduling policy: which queued job starts next (coordinator/policy.h): "
      "fifo (the default): arrival order, no backfilling; fair: the spec's priority (high, normal, low), "
      "then fair share between users (decayed slot-seconds over the user's weight, lowest first), "
-     "then arrival order, and backfilling of jobs that fit without delaying the head's estimated start",
+     "then arrival order, and backfilling of jobs that fit without delaying the head's estimated start; "
+     "hetero: fair's admission, then each started job placed on the host classes (hosts grouped by their "
+     "measured speed) where it gains most for its model; agnostic: the same with every host alike",
      O_POLICY},
     {"fair-half-life", 1, "T",
      "--policy fair: a user's recorded usage (slot-seconds) halves every T; seconds, or a number with "

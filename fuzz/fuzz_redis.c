@@ -1,6 +1,7 @@
 /* fuzz/fuzz_redis.c - libFuzzer target for the parsers of Redis replies: the worker's
  * batch assignment (redis_report_parse_assignment), the coordinator's stored assignment,
- * node hashes and profile speeds (dynbatch_parse_*), and the reply helpers under them
+ * node hashes and profile speeds (dynbatch_parse_*), the host classes' profiles
+ * (hclass_parse_profile, then hclass_group over what it took), and the reply helpers under them
  * (reply_int, reply_double, reply_str). Build and run: make fuzz-redis.
  *
  * The input is what a Redis server (or something posing as one) sends: RESP bytes, fed
@@ -17,6 +18,7 @@
 #include <hiredis/hiredis.h>
 
 #include "dynbatch.h"
+#include "hclass.h"
 #include "jobstore.h"
 #include "redis_report.h"
 
@@ -32,6 +34,22 @@ static void parse_all(const redisReply *r, int n)
         for (int i = 0; i < got; i++)
             if (b[i] < 0) abort();
     } else if (got != 0 || (rc == -1 && version == 0)) {
+        abort();
+    }
+
+    hclass_profile_t prof;
+    if (hclass_parse_profile(r, &prof)) {
+        if (!(prof.samples_per_s > 0) || !isfinite(prof.samples_per_s) || !prof.host[0] || !prof.model[0] ||
+            strlen(prof.host) >= sizeof prof.host || strlen(prof.model) >= sizeof prof.model)
+            abort();
+        /* one host alone: its own fastest, class x1 */
+        const char *hn[] = {prof.host};
+        int sl[] = {1}, us[] = {1}, cl[1];
+        policy_class_t cls[POLICY_CLASSES_MAX];
+        char names[POLICY_CLASSES_MAX][HCLASS_NAME_MAX];
+        if (hclass_group(&prof, 1, hn, sl, us, 1, cl, cls, names) != 1 || cl[0] != 0 || strcmp(names[0], "x1") != 0)
+            abort();
+    } else if (prof.samples_per_s != 0) {
         abort();
     }
 

@@ -818,6 +818,12 @@
         j.preempted_by ? 'by ' + j.preempted_by + at(j.preempted_at) : '',
         shrink ? 'shrunk ' + shrink.from + ' → ' + shrink.to + ' ranks for ' + shrink.preempted_by + at(shrink.time) : '',
       ].filter(Boolean).join('; ');
+      // --policy hetero|agnostic: the hosts it was placed on, by class, and the policy's reason
+      const pl = j.placement && j.placement.hosts_by_class;
+      $('#f-placement-row').hidden = !pl;
+      $('#f-placement').textContent = pl
+        ? Object.keys(pl).map((k) => k + ': ' + pl[k].join(', ')).join('; ') + ' — ' + j.placement.reason
+        : '';
       $('#job-cancel').hidden = !can('cancel', j.owner);
       $('#job-cancel').disabled = !active || !!j.cancel_requested;
       $('#job-cancel').textContent = j.cancel_requested && active ? 'Cancelling…' : 'Cancel';

@@ -1,6 +1,6 @@
 // static/cluster.js - the dashboard's Cluster page (#/cluster, issue 14): the hosts of the
-// coordinator's launcher with their state (up, slow, failing, down, and why), slots,
-// devices, measured speeds per model and device (their profiles: the last benchmark's or
+// coordinator's launcher with their state (up, slow, failing, down, and why), slots, the
+// jobs that hold them, devices, measured speeds per model and device (their profiles: the last benchmark's or
 // the jobs'), and the last benchmark; a button runs a benchmark of a model on every host
 // that is not down (POST /api/v1/cluster/benchmark, the pre-flight on demand). Polls GET
 // /api/v1/cluster every 2 s. app.js routes #/cluster here (window.pacerCluster.mount);
@@ -48,6 +48,11 @@
     if (h.reason) st.append(el('div', { class: 'muted small' }, h.reason));
     tr.append(st);
     tr.append(el('td', { class: 'num' }, String(h.slots)));
+    // who holds it (the jobs whose ranks fill its slots); absent from an older coordinator
+    const held = el('td');
+    for (const id of h.jobs || []) held.append(el('a', { href: '#/jobs/' + id }, id), ' ');
+    if (!(h.jobs || []).length) held.textContent = h.jobs ? 'free' : '–';
+    tr.append(held);
     tr.append(el('td', {}, (h.devices || []).join(', ') || '–'));
     const sp = el('td');
     for (const s of h.speeds || []) sp.append(el('div', {}, s.model + ' on ' + s.device + ': ' + speed(s.samples_per_s)));
@@ -90,7 +95,7 @@
     const table = el('table', { class: 'nodes', id: 'hosts' });
     const thead = el('thead');
     const htr = el('tr');
-    for (const [t, c] of [['Host'], ['State'], ['Slots', 'num'], ['Devices'], ['Measured speed'], ['Last benchmark']])
+    for (const [t, c] of [['Host'], ['State'], ['Slots', 'num'], ['Jobs'], ['Devices'], ['Measured speed'], ['Last benchmark']])
       htr.append(el('th', c ? { class: c } : {}, t));
     thead.append(htr);
     const tbody = el('tbody', { id: 'hosts-body' });

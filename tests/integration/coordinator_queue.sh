@@ -35,7 +35,7 @@ has_queue() { [ "$(q "$1" '.queue.position')" = "$2" ]; }
 has_estimate() { [ "$(q "$1" '.queue.estimated_start | type')" = '"number"' ]; }
 is_api_state() { [ "$(q "$1" .state | tr -d '"')" = "$2" ]; }
 
-expect_error 2 "'lottery' is not a policy: fifo or fair" "$COORD" --state-dir "$TMP/x" --policy lottery
+expect_error 2 "'lottery' is not a policy: fifo, fair, agnostic or hetero" "$COORD" --state-dir "$TMP/x" --policy lottery
 echo "ok: --policy lottery refused, naming fifo and fair"
 
 printf 'localhost slots=2\n' >"$TMP/hosts"

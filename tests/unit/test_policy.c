@@ -405,7 +405,7 @@ static void test_oversubscribed_text_and_parse(void **unused)
     assert_int_equal(policy_priority("low"), POLICY_PRIO_LOW);
     assert_int_equal(policy_priority("normal"), POLICY_PRIO_NORMAL);
     assert_int_equal(policy_parse("lottery", &k, err, sizeof err), -1);
-    assert_string_equal(err, "--policy: 'lottery' is not a policy: fifo or fair");
+    assert_string_equal(err, "--policy: 'lottery' is not a policy: fifo, fair, agnostic or hetero");
 }
 
 int main(void)

@@ -1,0 +1,175 @@
+/* coordinator/hclass.c - see hclass.h. */
+#include "hclass.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "redis_keys.h"
+
+/* The last bucket of measured hosts: the slowest ones merged, leaving room for "unmeasured". */
+#define HCLASS_BUCKET_LAST (POLICY_CLASSES_MAX - 2)
+
+static const char *const bucket_names[HCLASS_BUCKET_LAST + 1] = {"x1",    "x1/2",  "x1/4", "x1/8",
+                                                                 "x1/16", "x1/32", "x1/64"};
+
+/* A profile reply field as a string of at most len - 1 bytes into out; 0 when it is not one. */
+static int field_copy(const redisReply *r, char *out, size_t len)
+{
+    if (!r || r->type != REDIS_REPLY_STRING || r->len == 0 || (size_t)r->len >= len) return 0;
+    memcpy(out, r->str, (size_t)r->len);
+    out[r->len] = 0;
+    return 1;
+}
+
+int hclass_parse_profile(const redisReply *r, hclass_profile_t *out)
+{
+    char v[64], *end;
+    memset(out, 0, sizeof *out);
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+        !field_copy(r->element[0], out->host, sizeof out->host) ||
+        !field_copy(r->element[1], out->model, sizeof out->model) || !field_copy(r->element[2], v, sizeof v))
+        return 0;
+    out->samples_per_s = strtod(v, &end);
+    if (*end == 0 && isfinite(out->samples_per_s) && out->samples_per_s > 0) return 1;
+    out->samples_per_s = 0;
+    return 0;
+}
+
+/* Adds one profile (the fastest device's speed per (host, model) is kept). */
+static void keep_profile(hclass_profile_t *p, int *n, const hclass_profile_t *x)
+{
+    for (int i = 0; i < *n; i++)
+        if (strcmp(p[i].host, x->host) == 0 && strcmp(p[i].model, x->model) == 0) {
+            if (x->samples_per_s > p[i].samples_per_s) p[i].samples_per_s = x->samples_per_s;
+            return;
+        }
+    p[(*n)++] = *x;
+}
+
+int hclass_refresh(redisContext *rc, hclass_cache_t *cache, double now)
+{
+    if (cache->read_at > 0 && now - cache->read_at < HCLASS_REFRESH_S && now >= cache->read_at) return 0;
+    if (!rc) return -1;
+    redisReply *set = redisCommand(rc, "SMEMBERS %s", KEY_PROFILES);
+    if (!set) return -1;
+    int rc_out = 0;
+    size_t n = set->type == REDIS_REPLY_ARRAY ? set->elements : 0;
+    if (n > HCLASS_PROFILES_MAX) n = HCLASS_PROFILES_MAX;
+    hclass_profile_t *p = calloc(n + 1, sizeof *p);
+    int np = 0;
+    if (!p) {
+        freeReplyObject(set);
+        return 0; /* out of memory: the old cache serves */
+    }
+    size_t sent = 0;
+    for (size_t i = 0; i < n; i++) {
+        const redisReply *k = set->element[i];
+        if (k->type != REDIS_REPLY_STRING) continue;
+        redisAppendCommand(rc, "HMGET %b host model samples_per_s", k->str, (size_t)k->len);
+        sent++;
+    }
+    for (size_t i = 0; i < sent; i++) {
+        redisReply *r = NULL;
+        if (redisGetReply(rc, (void **)&r) != REDIS_OK || !r) {
+            rc_out = -1; /* the remaining replies are gone with the connection */
+            break;
+        }
+        hclass_profile_t x;
+        if (hclass_parse_profile(r, &x)) keep_profile(p, &np, &x);
+        freeReplyObject(r);
+    }
+    freeReplyObject(set);
+    if (rc_out != 0) {
+        free(p);
+        return rc_out;
+    }
+    free(cache->p);
+    cache->p = p;
+    cache->n = np;
+    cache->read_at = now;
+    return 0;
+}
+
+void hclass_free(hclass_cache_t *cache)
+{
+    free(cache->p);
+    memset(cache, 0, sizeof *cache);
+}
+
+double hclass_profile_speed(const hclass_profile_t *p, int np, const char *host, const char *model)
+{
+    for (int i = 0; i < np; i++)
+        if (strcmp(p[i].host, host) == 0 && strcmp(p[i].model, model) == 0) return p[i].samples_per_s;
+    return 0;
+}
+
+/* The fastest usable host's speed of model (0: none profiled). */
+static double fastest(const hclass_profile_t *p, int np, const char *const *hosts, const int *usable, int nhosts,
+                      const char *model)
+{
+    double best = 0;
+    for (int i = 0; i < nhosts; i++) {
+        double v = usable[i] ? hclass_profile_speed(p, np, hosts[i], model) : 0;
+        if (v > best) best = v;
+    }
+    return best;
+}
+
+/* Host i's bucket (0 = fastest), or -1 when none of its profiles applies. */
+static int bucket_of(const hclass_profile_t *p, int np, const char *const *hosts, const int *usable, int nhosts, int i)
+{
+    double logsum = 0;
+    int k = 0;
+    for (int j = 0; j < np; j++) {
+        if (strcmp(p[j].host, hosts[i]) != 0) continue;
+        double top = fastest(p, np, hosts, usable, nhosts, p[j].model);
+        if (top <= 0) continue;
+        logsum += log2(p[j].samples_per_s / top);
+        k++;
+    }
+    if (k == 0) return -1;
+    long b = lround(-logsum / k);
+    return b < 0 ? 0 : b > HCLASS_BUCKET_LAST ? HCLASS_BUCKET_LAST : (int)b;
+}
+
+int hclass_group(const hclass_profile_t *p, int np, const char *const *hosts, const int *slots, const int *usable,
+                 int nhosts, int *host_class, policy_class_t *classes, char (*names)[HCLASS_NAME_MAX])
+{
+    /* bucket per host (HCLASS_BUCKET_LAST + 1: unmeasured), then the non-empty buckets in order */
+    int cls_of_bucket[HCLASS_BUCKET_LAST + 2], slots_of[HCLASS_BUCKET_LAST + 2] = {0};
+    for (int i = 0; i < nhosts; i++) {
+        int b = usable[i] ? bucket_of(p, np, hosts, usable, nhosts, i) : -2;
+        if (b == -1) b = HCLASS_BUCKET_LAST + 1;
+        host_class[i] = b; /* the bucket for now */
+        if (b >= 0) slots_of[b] += slots[i];
+    }
+    int nc = 0;
+    for (int b = 0; b <= HCLASS_BUCKET_LAST + 1; b++) {
+        cls_of_bucket[b] = -1;
+        if (slots_of[b] <= 0) continue;
+        cls_of_bucket[b] = nc;
+        snprintf(names[nc], HCLASS_NAME_MAX, "%s", b <= HCLASS_BUCKET_LAST ? bucket_names[b] : "unmeasured");
+        classes[nc] = (policy_class_t){names[nc], slots_of[b]};
+        nc++;
+    }
+    for (int i = 0; i < nhosts; i++) host_class[i] = host_class[i] >= 0 ? cls_of_bucket[host_class[i]] : -1;
+    return nc;
+}
+
+double hclass_speed(const hclass_profile_t *p, int np, const char *const *hosts, const int *host_class, int nhosts,
+                    const char *model, int cls)
+{
+    double sum = 0;
+    int k = 0;
+    for (int i = 0; i < nhosts; i++) {
+        if (host_class[i] != cls) continue;
+        double v = hclass_profile_speed(p, np, hosts[i], model);
+        if (v > 0) {
+            sum += v;
+            k++;
+        }
+    }
+    return k ? sum / k : 0;
+}

@@ -1,0 +1,68 @@
+/* coordinator/hclass.h - the host classes of the daemon's class-aware policies (--policy
+ * hetero|agnostic, policy.h "Host classes"): the launcher's hosts grouped by their measured
+ * speed, and each job type's speed per class. A job's type is its spec's model (a built-in
+ * name, or an uploaded ONNX model's name): the key of the per-(host, device, model)
+ * profiles in Redis (pacer:profile:*, docs/REDIS.md) that finished jobs (dynbatch.c) and
+ * pre-flight benchmarks (preflight.c) write.
+ *
+ * The tick thread owns the cache (coordinator_t.hcache); it reads the profiles at most
+ * every HCLASS_REFRESH_S (two round trips: the set, then every profile in one pipeline),
+ * never per host per tick. The grouping is pure and unit-tested (test_hclass).
+ */
+#ifndef PACER_HCLASS_H
+#define PACER_HCLASS_H
+
+#include <hiredis/hiredis.h>
+
+#include "policy.h"
+#include "spec.h"
+
+#define HCLASS_REFRESH_S 10.0    /* profiles change when a job ends or a benchmark runs */
+#define HCLASS_PROFILES_MAX 4096 /* profiles read (the first of pacer:profiles' members) */
+#define HCLASS_NAME_MAX 16
+
+/* One stored profile: samples/s of one rank of model on host (the fastest device's). */
+typedef struct {
+    char host[256];
+    char model[SPEC_NAME_MAX];
+    double samples_per_s;
+} hclass_profile_t;
+
+typedef struct {
+    hclass_profile_t *p; /* owned */
+    int n;
+    double read_at; /* when last read (0: never) */
+} hclass_cache_t;
+
+/* Reads the profiles again when the last read is HCLASS_REFRESH_S old (or never was).
+ * Returns 0 (the cache kept on a malformed profile, which is skipped), or -1 when Redis
+ * did not answer (the cache is kept, read again next time). */
+int hclass_refresh(redisContext *rc, hclass_cache_t *cache, double now);
+void hclass_free(hclass_cache_t *cache);
+
+/* One profile from the reply to HMGET key host model samples_per_s: 1 when its host and
+ * model are non-empty strings that fit and its speed a finite number > 0, else 0 (a
+ * profile that is skipped). */
+int hclass_parse_profile(const redisReply *r, hclass_profile_t *out);
+
+/* A profile's speed of model on host; 0 when none is stored. */
+double hclass_profile_speed(const hclass_profile_t *p, int np, const char *host, const char *model);
+
+/* Groups the usable hosts (usable[i] != 0) into classes by measured speed, deterministic
+ * for the same profiles: a host's relative speed is the geometric mean, over the models
+ * profiled on it, of its speed over the fastest host's for that model; its class is that
+ * ratio's power-of-two bucket, round(log2(1 / ratio)) ("x1": above 1/sqrt2 of the fastest,
+ * "x1/2", "x1/4", ... the slowest buckets merged into the sixth), fastest class first; the
+ * hosts with no profile form one more class, "unmeasured" (policy_speed estimates it).
+ * Writes each host's class (-1: not usable) into host_class, the classes (name, usable
+ * slots) into classes with their names in names. Returns the number of classes (0 when
+ * no host is usable). */
+int hclass_group(const hclass_profile_t *p, int np, const char *const *hosts, const int *slots, const int *usable,
+                 int nhosts, int *host_class, policy_class_t *classes, char (*names)[HCLASS_NAME_MAX]);
+
+/* model's samples/s per slot on class cls: the mean of its profiles on that class's hosts;
+ * 0 when none has one (unknown: policy_speed estimates it). */
+double hclass_speed(const hclass_profile_t *p, int np, const char *const *hosts, const int *host_class, int nhosts,
+                    const char *model, int cls);
+
+#endif

@@ -41,6 +41,25 @@
  * and the default of an imported batch norm (layer_t's momentum, which the host model and
  * its CUDA twin, model_cuda.cu, pass to their batch-norm kernels). */
 #define MODEL_BN_MOMENTUM 0.1f
+/* Most axes of one sample's tensor (the batch axis not counted): ONNX's 5-D volumes and
+ * sequences (N, C, D, H, W) are rank 4, the largest networks people train reach 5. */
+#define MODEL_MAX_RANK 5
+
+/* The N-D shape of one sample (the batch axis not counted): rank 0 is a scalar per sample.
+ * Every kernel reads a 3-D folding of it (model_shape_fold): dim 0 is the channels C, dim 1
+ * the height H, the product of the rest the width W, ranks below 3 padded with 1s; so a
+ * layer's (C, H, W) and (OC, OH, OW) below are always its shapes' foldings. */
+typedef struct {
+    int rank;
+    int dims[MODEL_MAX_RANK];
+} model_shape_t;
+
+/* The 3-D folding (C, H, W) of s. */
+void model_shape_fold(const model_shape_t *s, int *C, int *H, int *W);
+/* Whether a and b have the same rank and dimensions. */
+int model_shape_equal(const model_shape_t *a, const model_shape_t *b);
+/* s as "(4, 5, 6)" ("()" for rank 0), cut to len, always terminated; returns buf. */
+char *model_shape_text(const model_shape_t *s, char *buf, size_t len);
 
 typedef enum {
     LAYER_CONV,
@@ -70,10 +89,11 @@ typedef enum {
 
 typedef struct {
     layer_kind_t kind;
-    int in;         /* producing layer of the input; -1 = the model input */
-    int in2;        /* LAYER_ADD: the shortcut input; LAYER_CONCAT: the second input */
-    int C, H, W;    /* input shape of one sample */
-    int OC, OH, OW; /* output shape of one sample */
+    int in;              /* producing layer of the input; -1 = the model input */
+    int in2;             /* LAYER_ADD: the shortcut input; LAYER_CONCAT: the second input */
+    int C, H, W;         /* input shape of one sample: the 3-D folding of its producer's shape */
+    int OC, OH, OW;      /* output shape of one sample: the 3-D folding of shape */
+    model_shape_t shape; /* output shape of one sample, N-D (its inputs': their producers') */
     conv2d_desc_t conv;
     pool2d_desc_t pool;
     shortcut_desc_t sc;
@@ -128,6 +148,7 @@ typedef struct {
 typedef struct {
     char name[MODEL_NAME_MAX];
     int C, H, W, num_classes; /* input and output of the network (the catalog's) */
+    model_shape_t in_shape;   /* the input of one sample, N-D; (C, H, W) is its folding */
     int max_batch;
     int kaiming_conv; /* init: convolutions Kaiming normal (resnet20), else uniform */
     /* Dropout masks: training forward t (counted by model_forward, the backward after it
@@ -219,6 +240,8 @@ int model_build_gap(model_builder_t *b, int in);
 int model_build_add(model_builder_t *b, int a, int x);
 /* Output shape of layer li (-1: the model input); 0, or -1 for no such layer. */
 int model_build_shape(const model_builder_t *b, int li, int *C, int *H, int *W);
+/* The same, N-D. */
+int model_build_shape_nd(const model_builder_t *b, int li, model_shape_t *out);
 /* 0 while every call succeeded. */
 int model_build_failed(const model_builder_t *b);
 /* The bytes model_create_custom will allocate for the lists built so far (alloc_buffers:
@@ -231,6 +254,9 @@ typedef int (*model_build_fn)(model_builder_t *b, void *ctx, char *err, size_t e
  * outputs, its layers from build(b, ctx). Returns 0, or -1 with err set. */
 int model_create_custom(const char *name, int C, int H, int W, int classes, int max_batch, model_build_fn build,
                         void *ctx, model_t **out, char *err, size_t errlen);
+/* The same for an input of any rank 0..MODEL_MAX_RANK (every dimension positive). */
+int model_create_custom_shape(const char *name, const model_shape_t *in, int classes, int max_batch,
+                              model_build_fn build, void *ctx, model_t **out, char *err, size_t errlen);
 
 /* A model with src's name, layer and tensor lists and sizes, and buffers of its own
  * (zeroed): a twin that never depends on looking the name up again (the stand-in device

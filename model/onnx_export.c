@@ -720,8 +720,12 @@ int onnx_export_layers(const model_t *m, uint8_t **out, size_t *outlen, char *er
     for (int i = 0; val && flat && i < m->nlayers && !x.failed; i++) gen_layer(&x, m, i, val, flat, err, errlen);
     if (last_spatial && !x.failed)
         gen_node(&x, flat[m->nlayers - 1] ? "Identity" : "Flatten", "Flatten_logits", "logits", 1, "logits4d");
-    const int64_t in_dims[3] = {m->C, m->H, m->W}, out_dims[1] = {m->num_classes};
-    Onnx__ValueInfoProto *io[2] = {gen_value_info(&x, "input", 3, in_dims), gen_value_info(&x, "logits", 1, out_dims)};
+    /* the input's N-D shape (the builders' images are (C, H, W)) */
+    int64_t in_dims[MODEL_MAX_RANK];
+    const int64_t out_dims[1] = {m->num_classes};
+    for (int d = 0; d < m->in_shape.rank; d++) in_dims[d] = m->in_shape.dims[d];
+    Onnx__ValueInfoProto *io[2] = {gen_value_info(&x, "input", m->in_shape.rank, in_dims),
+                                   gen_value_info(&x, "logits", 1, out_dims)};
     g.input = &io[0];
     g.n_input = 1;
     g.output = &io[1];

@@ -345,11 +345,32 @@ static int weight_name_ok(imp_t *im, const Onnx__NodeProto *n, size_t i)
     return 0;
 }
 
+/* The batch shape of per-sample shape s, "(N, 4, 5)" or "(N)", into buf; returns buf. */
+static const char *batch_text(const model_shape_t *s, char *buf, size_t len)
+{
+    char t[80];
+    model_shape_text(s, t, sizeof t);
+    snprintf(buf, len, "(N%s%s", s->rank ? ", " : ")", s->rank ? t + 1 : "");
+    return buf;
+}
+
+/* Refuses an input x that is not an image batch (N, C, H, W): what Conv, the pools and
+ * the global average pool take (the operator table's rows refuse another rank too). */
+static int image_input(imp_t *im, const model_builder_t *b, const Onnx__NodeProto *n, const value_t *x)
+{
+    model_shape_t s;
+    char t[96];
+    model_build_shape_nd(b, x->layer, &s);
+    if (!x->flat && s.rank == 3) return 0;
+    return fail(im, "node '%s' (%s): input '%s' is %s%s: %s takes images (N, C, H, W) only", node_name(n), n->op_type,
+                n->input[0], batch_text(&s, t, sizeof t), x->flat ? " flattened" : "", n->op_type);
+}
+
 static int do_conv(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 {
     static const char *const known[] = {"kernel_shape", "strides", "pads", "dilations", "group", "auto_pad", NULL};
     const value_t *x;
-    if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
+    if (check_attrs(im, n, known) || input_layer(im, n, 0, &x) || image_input(im, b, n, x)) return -1;
     const Onnx__TensorProto *w = input_tensor(im, n, 1), *bias = input_tensor(im, n, 2);
     if (!w || w->n_dims != 4 || tensor_count(w) <= 0)
         return fail(im, "node '%s' (Conv): the weight must be a 4-D initializer (OC, C/group, KH, KW)", node_name(n));
@@ -406,7 +427,7 @@ static int do_pool(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, int 
     static const char *const kavg[] = {"kernel_shape",      "strides",  "pads", "ceil_mode",
                                        "count_include_pad", "auto_pad", NULL};
     const value_t *x;
-    if (check_attrs(im, n, is_max ? kmax : kavg) || input_layer(im, n, 0, &x)) return -1;
+    if (check_attrs(im, n, is_max ? kmax : kavg) || input_layer(im, n, 0, &x) || image_input(im, b, n, x)) return -1;
     if (is_max && attr_int(n, "storage_order", 0) != 0)
         return fail(im, "node '%s' (MaxPool): storage_order 1 is not supported", node_name(n));
     if (n->n_output > 1 && n->output[1] && n->output[1][0])
@@ -650,9 +671,13 @@ static int do_shape_op(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         const value_t *x;
         if (check_attrs(im, n, none) || input_layer(im, n, 0, &x)) return -1;
         int C, H, W;
+        model_shape_t s;
         model_build_shape(b, x->layer, &C, &H, &W);
-        const int64_t four[4] = {BATCH, C, H, W}, two[2] = {BATCH, (int64_t)C * H * W};
-        return x->flat ? define_ints(im, n, two, 2, 0) : define_ints(im, n, four, 4, 0);
+        model_build_shape_nd(b, x->layer, &s);
+        int64_t sh[1 + MODEL_MAX_RANK] = {BATCH, (int64_t)C * H * W};
+        if (x->flat) return define_ints(im, n, sh, 2, 0);
+        for (int d = 0; d < s.rank; d++) sh[1 + d] = s.dims[d];
+        return define_ints(im, n, sh, 1 + s.rank, 0);
     }
     if (strcmp(op, "Gather") == 0) {
         int64_t idx[INTS_MAX];
@@ -752,6 +777,7 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (strcmp(op, "Relu") == 0 || strcmp(op, "GlobalAveragePool") == 0 || strcmp(op, "Identity") == 0) {
         if (check_attrs(im, n, none) || input_layer(im, n, 0, &x)) return -1;
         if (op[0] == 'I') return define_output(im, n, x->layer, x->flat);
+        if (op[0] == 'G' && image_input(im, b, n, x)) return -1;
         int li = op[0] == 'R' ? model_build_relu(b, x->layer) : model_build_gap(b, x->layer);
         return define_output(im, n, li, op[0] == 'R' ? x->flat : 0);
     }
@@ -768,7 +794,7 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         /* the mean over the plane (axes 2 and 3, or -2 and -1: torch's x.mean([2, 3]), as
          * MNASNet ends) is a global average pool; keepdims 0 leaves (N, C) */
         static const char *const known[] = {"axes", "keepdims", NULL};
-        if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
+        if (check_attrs(im, n, known) || input_layer(im, n, 0, &x) || image_input(im, b, n, x)) return -1;
         const Onnx__AttributeProto *a = attr(n, "axes");
         int plane = n->n_input == 1 && a && a->n_ints == 2 && !x->flat;
         if (plane) {
@@ -819,15 +845,20 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
             return fail(im, "node '%s' (Mul): a constant operand is not supported (only two activations)", node_name(n));
         if (input_layer(im, n, 0, &x) || input_layer(im, n, 1, &y)) return -1;
         int C1, H1, W1, C2, H2, W2;
+        model_shape_t s1, s2;
+        char t1[96], t2[96];
         model_build_shape(b, x->layer, &C1, &H1, &W1);
         model_build_shape(b, y->layer, &C2, &H2, &W2);
-        const int same = C1 == C2 && H1 == H2 && W1 == W2 && x->flat == y->flat;
-        const int per_channel = C1 == C2 && !x->flat && !y->flat && ((H1 == 1 && W1 == 1) || (H2 == 1 && W2 == 1));
+        model_build_shape_nd(b, x->layer, &s1);
+        model_build_shape_nd(b, y->layer, &s2);
+        const int same = model_shape_equal(&s1, &s2) && x->flat == y->flat;
+        const int per_channel = C1 == C2 && s1.rank == s2.rank && !x->flat && !y->flat &&
+                                ((H1 == 1 && W1 == 1) || (H2 == 1 && W2 == 1));
         if (!same && !per_channel)
             return fail(im,
-                        "node '%s' (Mul): only two activations of the same shape, or a (C, 1, 1) one times a "
-                        "(C, H, W) one, are supported (%dx%dx%d * %dx%dx%d)",
-                        node_name(n), C1, H1, W1, C2, H2, W2);
+                        "node '%s' (Mul): only two activations of the same shape, or a (N, C, 1, ...) one times a "
+                        "(N, C, ...) one of its rank, are supported (%s * %s)",
+                        node_name(n), batch_text(&s1, t1, sizeof t1), batch_text(&s2, t2, sizeof t2));
         return define_output(im, n, model_build_mul(b, x->layer, y->layer), same && x->flat);
     }
     if (strcmp(op, "Dropout") == 0) {
@@ -860,12 +891,14 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         for (size_t i = 1; i < n->n_input; i++) {
             const value_t *y;
             if (input_layer(im, n, i, &y)) return -1;
-            int C1, H1, W1, C2, H2, W2;
-            model_build_shape(b, li, &C1, &H1, &W1);
-            model_build_shape(b, y->layer, &C2, &H2, &W2);
-            if (H1 != H2 || W1 != W2)
-                return fail(im, "node '%s' (Concat): input %zu is %dx%d, the others %dx%d", node_name(n), i, H2, W2, H1,
-                            W1);
+            model_shape_t s1, s2;
+            char t1[96], t2[96];
+            model_build_shape_nd(b, li, &s1);
+            model_build_shape_nd(b, y->layer, &s2);
+            s2.dims[0] = s1.dims[0]; /* the axis joined may differ */
+            if (s1.rank < 1 || !model_shape_equal(&s1, &s2))
+                return fail(im, "node '%s' (Concat): input %zu is %s, the others %s (equal but for axis 1)",
+                            node_name(n), i, batch_text(&s2, t2, sizeof t2), batch_text(&s1, t1, sizeof t1));
             li = model_build_concat(b, li, y->layer);
         }
         return define_output(im, n, li, n->n_input == 1 ? x->flat : 0);
@@ -918,10 +951,13 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
                             node_name(n), C2, y->cpads[0], y->cpads[1], C1, H1, W1);
             return define_output(im, n, model_build_add(b, x->layer, y->layer), x->flat);
         }
-        if (C1 != C2 || H1 != H2 || W1 != W2 || x->layer < 0 || y->layer < 0)
-            return fail(im,
-                        "node '%s' (Add): only two activations of the same shape are supported (%dx%dx%d + %dx%dx%d)",
-                        node_name(n), C1, H1, W1, C2, H2, W2);
+        model_shape_t s1, s2;
+        char t1[96], t2[96];
+        model_build_shape_nd(b, x->layer, &s1);
+        model_build_shape_nd(b, y->layer, &s2);
+        if (!model_shape_equal(&s1, &s2) || x->layer < 0 || y->layer < 0)
+            return fail(im, "node '%s' (Add): only two activations of the same shape are supported (%s + %s)",
+                        node_name(n), batch_text(&s1, t1, sizeof t1), batch_text(&s2, t2, sizeof t2));
         return define_output(im, n, model_build_add(b, x->layer, y->layer), x->flat);
     }
     if (strcmp(op, "Constant") == 0) {
@@ -988,8 +1024,12 @@ static int build_graph(model_builder_t *b, void *ctx, char *err, size_t errlen)
     if (o->layer != last)
         return fail(im, "the graph's output '%s' is not its last layer (a branch computed after it is unused)",
                     im->output);
-    if (!im->any_output && (H != 1 || W != 1))
-        return fail(im, "the graph's output is not (N, classes): its shape is (N, %d, %d, %d)", C, H, W);
+    if (!im->any_output && (H != 1 || W != 1)) {
+        model_shape_t s;
+        char t[96];
+        model_build_shape_nd(b, o->layer, &s);
+        return fail(im, "the graph's output is not (N, classes): its shape is %s", batch_text(&s, t, sizeof t));
+    }
     return 0;
 }
 
@@ -1009,17 +1049,34 @@ static int64_t vi_dim(const Onnx__ValueInfoProto *vi, size_t i, size_t *ndims)
     return s->dim[i]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ? s->dim[i]->dim_value : 0;
 }
 
-/* onnx_import_case: elements per sample of a 4-D output (N, C, H, W) with C, H, W fixed, or -1. */
-static int64_t case_output_count(const Onnx__ValueInfoProto *vi)
+/* The per-sample shape of a graph input or output (N, ...) of rank 1 to 1 + MODEL_MAX_RANK
+ * with every dimension after the batch fixed; 0, or -1. */
+static int vi_shape(const Onnx__ValueInfoProto *vi, model_shape_t *s)
 {
     size_t nd;
-    int64_t n = 1;
-    for (size_t i = 1; i < 4; i++) {
-        int64_t d = vi_dim(vi, i, &nd);
+    vi_dim(vi, 0, &nd);
+    if (nd < 1 || nd > 1 + MODEL_MAX_RANK) return -1;
+    s->rank = (int)nd - 1;
+    for (size_t i = 1; i < nd; i++) {
+        const int64_t d = vi_dim(vi, i, &nd);
         if (d < 1 || d > DIM_MAX) return -1;
-        n *= d;
+        s->dims[i - 1] = (int)d;
     }
-    return n <= DIM_MAX ? n : -1;
+    return 0;
+}
+
+/* onnx_import_case: elements per sample of an output (N, ...) with every other dimension
+ * fixed, or -1. */
+static int64_t case_output_count(const Onnx__ValueInfoProto *vi)
+{
+    model_shape_t s;
+    int64_t n = 1;
+    if (vi_shape(vi, &s) != 0) return -1;
+    for (int d = 0; d < s.rank; d++) {
+        n *= s.dims[d];
+        if (n > DIM_MAX) return -1;
+    }
+    return n;
 }
 
 static int is_initializer(const Onnx__GraphProto *g, const char *name)
@@ -1061,24 +1118,25 @@ static int import_model(const Onnx__ModelProto *mp, const char *name, int max_ba
     if (!input->type || input->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !input->type->tensor_type ||
         input->type->tensor_type->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
         return snprintf(err, errlen, "onnx: input '%s' is not a float tensor", input->name), -1;
-    size_t nd, nod;
-    int64_t dims[4];
-    for (size_t i = 0; i < 4; i++) dims[i] = vi_dim(input, i, &nd);
-    if (nd != 4 || dims[1] < 1 || dims[2] < 1 || dims[3] < 1 || dims[1] > DIM_MAX || dims[2] > DIM_MAX ||
-        dims[3] > DIM_MAX)
-        return snprintf(err, errlen, "onnx: input '%s' must have the fixed shape (N, C, H, W) of an image batch",
-                        input->name),
+    size_t nod;
+    model_shape_t in_shape;
+    if (vi_shape(input, &in_shape) != 0)
+        return snprintf(err, errlen,
+                        "onnx: input '%s' must be a batch (N, ...) of rank 1 to %d with every dimension after N fixed",
+                        input->name, 1 + MODEL_MAX_RANK),
                -1;
+    const int64_t batch = vi_dim(input, 0, &nod);
     int64_t classes = vi_dim(g->output[0], 1, &nod);
-    const int out4 = any_output && nod == 4;
-    if (out4) classes = case_output_count(g->output[0]), nod = 2;
+    /* a case's output of another rank than (N, classes): compared whole, as N-D */
+    const int out_nd = any_output && nod != 2;
+    if (out_nd) classes = case_output_count(g->output[0]), nod = 2;
     if (nod != 2 || classes < 1 || classes > DIM_MAX)
         return snprintf(err, errlen, "onnx: output '%s' must have the shape (N, classes) with classes fixed",
                         g->output[0]->name),
                -1;
     im.input = input->name;
     im.output = g->output[0]->name;
-    im.batch_dim = dims[0] > 0 && dims[0] <= DIM_MAX ? (int)dims[0] : 0;
+    im.batch_dim = batch > 0 && batch <= DIM_MAX ? (int)batch : 0;
     im.any_output = any_output;
     for (size_t i = 0; i < g->n_initializer; i++) {
         value_t *v = add_value(&im, g->initializer[i]->name ? g->initializer[i]->name : "", V_TENSOR);
@@ -1087,8 +1145,7 @@ static int import_model(const Onnx__ModelProto *mp, const char *name, int max_ba
     }
 
     model_t *m = NULL;
-    if (model_create_custom(name, (int)dims[1], (int)dims[2], (int)dims[3], (int)classes, max_batch, build_graph, &im,
-                            &m, err, errlen) != 0) {
+    if (model_create_custom_shape(name, &in_shape, (int)classes, max_batch, build_graph, &im, &m, err, errlen) != 0) {
         free(im.vals);
         return -1;
     }
@@ -1098,10 +1155,11 @@ static int import_model(const Onnx__ModelProto *mp, const char *name, int max_ba
                  m->layers[m->nlayers - 1].OC, (long long)classes);
         goto fail;
     }
-    if (out4 && (vi_dim(g->output[0], 1, &nod) != ll->OC || vi_dim(g->output[0], 2, &nod) != ll->OH ||
-                 vi_dim(g->output[0], 3, &nod) != ll->OW)) {
-        snprintf(err, errlen, "onnx: the last layer gives (N, %d, %d, %d), the graph's output declares another shape",
-                 ll->OC, ll->OH, ll->OW);
+    model_shape_t out_shape;
+    if (out_nd && (vi_shape(g->output[0], &out_shape) != 0 || !model_shape_equal(&out_shape, &ll->shape))) {
+        char t[96];
+        snprintf(err, errlen, "onnx: the last layer gives %s, the graph's output declares another shape",
+                 batch_text(&ll->shape, t, sizeof t));
         goto fail;
     }
     /* One initializer read by two layers would be two tensors trained apart: refused

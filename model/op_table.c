@@ -29,83 +29,93 @@ static int sets_grad(const model_t *m, int in, int i) { return in >= 0 && m->lay
 
 /* ---- shape inference, workspace, FLOPs ---------------------------------------------------- */
 
-static int infer_same(layer_t *l, int C2, int H2, int W2)
+/* A rank-3 shape (C, H, W). */
+static void set_chw(layer_t *l, int C, int H, int W)
 {
-    l->OC = l->C;
-    l->OH = l->H;
-    l->OW = l->W;
+    l->shape.rank = 3;
+    l->shape.dims[0] = C;
+    l->shape.dims[1] = H;
+    l->shape.dims[2] = W;
+}
+
+static int infer_same(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
+{
+    l->shape = *in;
     return 0;
 }
 
-static int infer_conv(layer_t *l, int C2, int H2, int W2)
+/* Convolutions and pools take images (C, H, W) only: another rank is refused, not folded. */
+static int infer_conv(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
     /* the geometry's filters, stride, pads, dilation and groups on this layer's input */
     l->conv.C = l->C;
     l->conv.H = l->H;
     l->conv.W = l->W;
-    const int bad = conv2d_setup(&l->conv) != 0;
-    l->OC = l->conv.OC;
-    l->OH = l->conv.OH;
-    l->OW = l->conv.OW;
+    const int bad = in->rank != 3 || conv2d_setup(&l->conv) != 0;
+    set_chw(l, l->conv.OC, l->conv.OH, l->conv.OW);
     return bad ? -1 : 0;
 }
 
-static int infer_pool(layer_t *l, int C2, int H2, int W2)
+static int infer_pool(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
     l->pool.C = l->C;
     l->pool.H = l->H;
     l->pool.W = l->W;
-    const int bad = pool2d_setup(&l->pool) != 0;
-    l->OC = l->C;
-    l->OH = l->pool.OH;
-    l->OW = l->pool.OW;
+    const int bad = in->rank != 3 || pool2d_setup(&l->pool) != 0;
+    set_chw(l, l->C, l->pool.OH, l->pool.OW);
     return bad ? -1 : 0;
 }
 
 /* FC flattens its input: (B, C, H, W) is read as (B, C*H*W); gemm.OUT is set. */
-static int infer_fc(layer_t *l, int C2, int H2, int W2)
+static int infer_fc(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
     l->C = l->C * l->H * l->W;
     l->H = 1;
     l->W = 1;
-    l->OC = l->gemm.OUT;
-    l->OH = 1;
-    l->OW = 1;
+    l->shape.rank = 1;
+    l->shape.dims[0] = l->gemm.OUT;
     l->gemm.IN = l->C;
     return l->gemm.OUT < 1 ? -1 : 0;
 }
 
-static int infer_gap(layer_t *l, int C2, int H2, int W2)
+static int infer_gap(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
-    l->OC = l->C;
-    l->OH = 1;
-    l->OW = 1;
-    return 0;
+    set_chw(l, l->C, 1, 1);
+    return in->rank != 3 ? -1 : 0;
 }
 
-/* out = in + shortcut(in2): in2 the same shape, or the option-A shortcut of a larger plane
- * (by an integer stride) and fewer channels. */
-static int infer_add(layer_t *l, int C2, int H2, int W2)
+/* out = in + shortcut(in2): in2 the same shape (any rank), or the option-A shortcut of a
+ * larger plane (by an integer stride) and fewer channels (images only). */
+static int infer_add(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
-    infer_same(l, 0, 0, 0);
+    int C2, H2, W2;
+    model_shape_fold(in2, &C2, &H2, &W2);
+    l->shape = *in;
     const int stride = H2 / (l->H > 0 ? l->H : 1);
     if (shortcut_init(&l->sc, C2, H2, W2, l->C, stride) != 0 || l->sc.OH != l->H || l->sc.OW != l->W) return -1;
+    return model_shape_equal(in, in2) || (in->rank == 3 && in2->rank == 3) ? 0 : -1;
+}
+
+/* dims 0 of in, then of in2 (the channels; every other dimension the same) */
+static int infer_concat(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
+{
+    l->shape = *in;
+    if (in->rank < 1 || in2->rank != in->rank) return -1;
+    for (int d = 1; d < in->rank; d++)
+        if (in->dims[d] != in2->dims[d]) return -1;
+    l->shape.dims[0] = in->dims[0] + in2->dims[0];
     return 0;
 }
 
-/* channels of in, then of in2 (the same plane) */
-static int infer_concat(layer_t *l, int C2, int H2, int W2)
+/* in * in2: in2 of in's shape, or of its rank with dims (C, 1, ...) (bcast);
+ * model_build_mul puts the full one first */
+static int infer_mul(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
-    infer_same(l, 0, 0, 0);
-    l->OC = l->C + C2;
-    return H2 != l->H || W2 != l->W ? -1 : 0;
-}
-
-/* in * in2: in2 of in's shape, or (C, 1, 1) (bcast); model_build_mul puts the full one first */
-static int infer_mul(layer_t *l, int C2, int H2, int W2)
-{
-    infer_same(l, 0, 0, 0);
+    int C2, H2, W2;
+    model_shape_fold(in2, &C2, &H2, &W2);
+    l->shape = *in;
     l->bcast = H2 == 1 && W2 == 1 && (l->H != 1 || l->W != 1);
+    if (in2->rank != in->rank) return -1;
     return C2 != l->C || (!l->bcast && (H2 != l->H || W2 != l->W)) ? -1 : 0;
 }
 

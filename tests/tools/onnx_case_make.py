@@ -20,7 +20,12 @@ Writes under OUTDIR:
   huge/      good whose input_1.pb claims dims (2^24, 2^24, 1, 1) and holds nothing;
   rawlen/    good whose input_0.pb has 4 bytes of raw data for its 150 elements;
   fewer/     good without input_1.pb;
-  nodata/    good's model.onnx alone.
+  nodata/    good's model.onnx alone;
+  nd_relu/   Relu on x (2, 3, 4, 5, 2): a rank-4 sample, passes;
+  nd_bn/     BatchNormalization (evaluation) on x (2, 3, 4, 2, 2): channels axis 1, passes;
+  nd_scalar/ Relu on x (3,): a rank-0 sample, passes;
+  nd_conv/   Conv on x (2, 3, 4, 5, 5) (a 3-D convolution): refused by name;
+  nd_rank7/  Relu on x of rank 7: more axes than a sample may have, refused.
 Exits 77 when onnx or numpy cannot be imported.
 """
 import os
@@ -139,6 +144,32 @@ def main():
                           helper.make_tensor_value_info("y", f32, shape)))
         save(os.path.join(d, "input_0.pb"), x, "x")
         save(os.path.join(d, "output_0.pb"), np.zeros(shape, np.float32), "y")
+
+    def nd_case(name, nodes, xshape, yshape, fn, inits=()):
+        """a case of x (xshape) -> y (yshape) with y = fn(x) computed in float64 here"""
+        d = os.path.join(out, name, "test_data_set_0")
+        os.makedirs(d)
+        with open(os.path.join(out, name, "model.onnx"), "wb") as f:
+            f.write(model(nodes, [helper.make_tensor_value_info("x", f32, xshape)],
+                          helper.make_tensor_value_info("y", f32, yshape), inits))
+        xv = rng.standard_normal(xshape).astype(np.float32)
+        save(os.path.join(d, "input_0.pb"), xv, "x")
+        save(os.path.join(d, "output_0.pb"), fn(xv.astype(np.float64)).astype(np.float32).reshape(yshape), "y")
+
+    relu = helper.make_node("Relu", ["x"], ["y"])
+    nd_case("nd_relu", [relu], [2, 3, 4, 5, 2], [2, 3, 4, 5, 2], lambda v: np.maximum(v, 0))
+    nd_case("nd_scalar", [relu], [3], [3], lambda v: np.maximum(v, 0))
+    bn = [rng.uniform(0.5, 1.5, 3).astype(np.float32) for _ in range(4)]
+    bn_names = ["s", "bias", "mean", "var"]
+    nd_case("nd_bn", [helper.make_node("BatchNormalization", ["x"] + bn_names, ["y"], epsilon=1e-5)],
+            [2, 3, 4, 2, 2], [2, 3, 4, 2, 2],
+            lambda v: (v - bn[2][None, :, None, None, None]) / np.sqrt(bn[3][None, :, None, None, None] + 1e-5)
+            * bn[0][None, :, None, None, None] + bn[1][None, :, None, None, None],
+            [numpy_helper.from_array(t, nm) for t, nm in zip(bn, bn_names)])
+    nd_case("nd_conv", [helper.make_node("Conv", ["x", "W"], ["y"], kernel_shape=[1, 1, 1])], [2, 3, 4, 5, 5],
+            [2, 2, 4, 5, 5], lambda v: np.zeros((2, 2, 4, 5, 5)),
+            [numpy_helper.from_array(np.ones((2, 3, 1, 1, 1), np.float32), "W")])
+    nd_case("nd_rank7", [relu], [1, 2, 1, 2, 1, 2, 1], [1, 2, 1, 2, 1, 2, 1], lambda v: np.maximum(v, 0))
 
     d = os.path.join(out, "bigbatch", "test_data_set_0")
     os.makedirs(d)

@@ -25,7 +25,8 @@ extern "C" {
 /* 4: MODEL_GRAD_EXTRA 4 (the noise scale's extras), the grads buffers' size; 5: every layer
  * kind runs, upload and download_params carry the dropout seed and step; 6: layer_t's clip,
  * hard sigmoid, mul and batch-norm momentum fields (issue 43's convolutional families); 7:
- * LAYER_STOCHASTIC_DEPTH; 8: layer_t's and model_t's N-D shapes (model_shape_t) */
+ * LAYER_STOCHASTIC_DEPTH; 8: layer_t's and model_t's N-D shapes (model_shape_t), the unary kinds
+ * LAYER_EXP to LAYER_POW (empty rows: not on the GPU) */
 #define PACER_CUDA_ABI 8
 #define PACER_CUDA_ENTRY "pacer_cuda_backend"
 

@@ -83,6 +83,14 @@ typedef enum {
     /* p; dropout of whole samples (torchvision's StochasticDepth, mode "row", the Python
      * client's ai.pacer:StochasticDepth): the identity at evaluation */
     LAYER_STOCHASTIC_DEPTH,
+    /* functions of one input, any shape (ops.h's unary_forward): ONNX's Exp, Neg, Sqrt,
+     * Reciprocal, Abs, and Pow with a constant exponent (alpha) */
+    LAYER_EXP,
+    LAYER_NEG,
+    LAYER_SQRT,
+    LAYER_RECIPROCAL,
+    LAYER_ABS,
+    LAYER_POW,
     /* the number of kinds: model/op_table.c has one row per kind above */
     LAYER_KIND_COUNT
 } layer_kind_t;
@@ -98,7 +106,7 @@ typedef struct {
     pool2d_desc_t pool;
     shortcut_desc_t sc;
     gemm_desc_t gemm; /* LAYER_FC: weight layout, alpha, beta ((OUT, IN), 1, 1: PyTorch's Linear) */
-    float alpha;      /* LAYER_LEAKY_RELU: the negative slope; LAYER_HARDSIGMOID: the slope */
+    float alpha;      /* LAYER_LEAKY_RELU: the negative slope; LAYER_HARDSIGMOID: the slope; LAYER_POW: the exponent */
     float beta;       /* LAYER_HARDSIGMOID: the offset */
     float lo, hi;     /* LAYER_CLIP: the bounds (-inf, +inf where the file gives none) */
     int bcast;        /* LAYER_MUL: in2 is (C, 1, 1), read once per plane */
@@ -233,6 +241,8 @@ int model_build_mul(model_builder_t *b, int a, int x);
 /* kind LAYER_LEAKY_RELU (arg: alpha >= 0), LAYER_SIGMOID, LAYER_TANH, LAYER_DROPOUT and
  * LAYER_STOCHASTIC_DEPTH (arg: p in [0, 1]) */
 int model_build_elementwise(model_builder_t *b, layer_kind_t kind, int in, float arg);
+/* kind LAYER_EXP to LAYER_POW (a: Pow's exponent, finite; ignored by the others) */
+int model_build_unary(model_builder_t *b, layer_kind_t kind, int in, float a);
 /* channels of a, then of x (same H, W) */
 int model_build_concat(model_builder_t *b, int a, int x);
 int model_build_gap(model_builder_t *b, int in);

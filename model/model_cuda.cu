@@ -886,6 +886,13 @@ static constexpr cuda_op_t CUDA_OPS[] = {
     {LAYER_HARDSWISH, hardswish_fwd, hardswish_bwd, NULL},
     {LAYER_MUL, mul_fwd, mul_bwd, NULL},
     {LAYER_STOCHASTIC_DEPTH, sdepth_fwd, sdepth_bwd, NULL},
+    /* not on the GPU yet: refused by name */
+    {LAYER_EXP, NULL, NULL, NULL},
+    {LAYER_NEG, NULL, NULL, NULL},
+    {LAYER_SQRT, NULL, NULL, NULL},
+    {LAYER_RECIPROCAL, NULL, NULL, NULL},
+    {LAYER_ABS, NULL, NULL, NULL},
+    {LAYER_POW, NULL, NULL, NULL},
 };
 static_assert(sizeof CUDA_OPS / sizeof CUDA_OPS[0] == LAYER_KIND_COUNT, "one CUDA row per layer kind");
 static constexpr bool cuda_ops_in_order(int k)
@@ -896,8 +903,8 @@ static_assert(cuda_ops_in_order(0), "CUDA_OPS rows in layer_kind_t's order");
 
 static const char *cuda_layer_unsupported(const layer_t *l)
 {
-    if ((unsigned)l->kind >= (unsigned)LAYER_KIND_COUNT || !CUDA_OPS[l->kind].forward)
-        return "a layer kind this backend does not know";
+    if ((unsigned)l->kind >= (unsigned)LAYER_KIND_COUNT) return "a layer kind this backend does not know";
+    if (!CUDA_OPS[l->kind].forward) return "a kind without a CUDA kernel: not on the GPU";
     return CUDA_OPS[l->kind].refuse ? CUDA_OPS[l->kind].refuse(l) : NULL;
 }
 

@@ -435,6 +435,19 @@ static void gen_init(gen_t *x, const model_t *m, const char *name, int nd, const
     x->failed = 1;
 }
 
+/* A node Constant named name whose value is the 0-D float v (an operator's constant input:
+ * Clip's bounds, Pow's exponent); returns name, or NULL (out of memory, x marked failed). */
+static char *gen_scalar(gen_t *x, char *name, float v)
+{
+    float *value = gen_alloc(x, sizeof *value); /* the tensor points at its bytes until packed */
+    if (!name || !value) return NULL;
+    *value = v;
+    Onnx__NodeProto *n = gen_node(x, "Constant", name, name, 0);
+    Onnx__AttributeProto *a = gen_attr(x, n, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+    if (a) a->t = gen_tensor(x, NULL, 0, &(int64_t){0}, value, sizeof(float), ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+    return name;
+}
+
 /* A float tensor value (batch, dims...) for the graph's input or output. */
 static Onnx__ValueInfoProto *gen_value_info(gen_t *x, const char *name, int nd, const int64_t *dims)
 {
@@ -551,6 +564,18 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
     case LAYER_RELU:
     case LAYER_SIGMOID:
     case LAYER_TANH: gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in); break;
+    case LAYER_EXP:
+    case LAYER_NEG:
+    case LAYER_SQRT:
+    case LAYER_RECIPROCAL:
+    case LAYER_ABS: gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in); break;
+    case LAYER_POW: {
+        /* the exponent: a 0-D Constant input */
+        char *e = gen_scalar(x, gen_str(x, "Pow_%d_exponent", li), l->alpha);
+        if (!e) return; /* out of memory (gen_alloc marked it) */
+        gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 2, in, e);
+        break;
+    }
     case LAYER_LEAKY_RELU:
         n = gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in);
         gen_attr_float(x, n, "alpha", l->alpha);
@@ -561,12 +586,8 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
         const float *v[2] = {&l->lo, &l->hi};
         for (int i = 0; i < 2; i++) {
             if (isinf(*v[i])) continue;
-            b[i] = gen_str(x, "Clip_%d_%s", li, i ? "max" : "min");
+            b[i] = gen_scalar(x, gen_str(x, "Clip_%d_%s", li, i ? "max" : "min"), *v[i]);
             if (!b[i]) return; /* out of memory (gen_alloc marked it) */
-            n = gen_node(x, "Constant", b[i], b[i], 0);
-            Onnx__AttributeProto *a = gen_attr(x, n, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
-            if (a)
-                a->t = gen_tensor(x, NULL, 0, &(int64_t){0}, v[i], sizeof(float), ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
         }
         gen_node(x, op, gen_str(x, "%s_%d", op, li), out, b[1][0] ? 3 : b[0][0] ? 2 : 1, in, b[0], b[1]);
         break;

@@ -790,6 +790,24 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         const layer_kind_t k = op[0] == 'L' ? LAYER_LEAKY_RELU : op[0] == 'S' ? LAYER_SIGMOID : LAYER_TANH;
         return define_output(im, n, model_build_elementwise(b, k, x->layer, alpha), x->flat);
     }
+    {
+        /* functions of one input (the table's unary rows); Pow's exponent a constant scalar */
+        static const char *const names[] = {"Exp", "Neg", "Sqrt", "Reciprocal", "Abs", "Pow"};
+        for (int k = 0; k < 6; k++) {
+            if (strcmp(op, names[k]) != 0) continue;
+            const layer_kind_t kind = (layer_kind_t)(LAYER_EXP + k);
+            if (check_attrs(im, n, none) || input_layer(im, n, 0, &x)) return -1;
+            float a = 0.0f;
+            if (kind == LAYER_POW) {
+                const Onnx__TensorProto *t = n->n_input == 2 ? input_tensor(im, n, 1) : NULL;
+                if (!t || tensor_count(t) != 1 || tensor_floats(im, t, &a, 1) != 0 || !isfinite(a))
+                    return fail(im, "node '%s' (Pow): the exponent must be a constant finite float scalar",
+                                node_name(n));
+            } else if (n->n_input != 1)
+                return fail(im, "node '%s' (%s): %zu inputs, want 1", node_name(n), op, n->n_input);
+            return define_output(im, n, model_build_unary(b, kind, x->layer, a), x->flat);
+        }
+    }
     if (strcmp(op, "ReduceMean") == 0) {
         /* the mean over the plane (axes 2 and 3, or -2 and -1: torch's x.mean([2, 3]), as
          * MNASNet ends) is a global average pool; keepdims 0 leaves (N, C) */

@@ -443,6 +443,30 @@ static void mul_bwd(model_t *m, int i, const float *x, int B)
                  m->dacts + l->out_off, dinput_of(m, l->in), dinput_of(m, l->in2));
 }
 
+/* The unary rows' steps, one pair per kind (UNARY_STEPS): the kind's function of ops.h. */
+static void unary_fwd(model_t *m, int i, const float *x, int B, unary_op_t op)
+{
+    const layer_t *l = &m->layers[i];
+    unary_forward(op, l->alpha, out_count(l, B), input_of(m, x, l->in), m->acts + l->out_off);
+}
+
+static void unary_bwd(model_t *m, int i, const float *x, int B, unary_op_t op)
+{
+    const layer_t *l = &m->layers[i];
+    unary_backward(op, l->alpha, out_count(l, B), input_of(m, x, l->in), m->acts + l->out_off, m->dacts + l->out_off,
+                   dinput_of(m, l->in));
+}
+
+#define UNARY_STEPS(name, op)                                                                                  \
+    static void name##_fwd(model_t *m, int i, const float *x, int B, int train) { unary_fwd(m, i, x, B, op); } \
+    static void name##_bwd(model_t *m, int i, const float *x, int B) { unary_bwd(m, i, x, B, op); }
+UNARY_STEPS(exp, UNARY_EXP)
+UNARY_STEPS(neg, UNARY_NEG)
+UNARY_STEPS(sqrt, UNARY_SQRT)
+UNARY_STEPS(reciprocal, UNARY_RECIPROCAL)
+UNARY_STEPS(abs, UNARY_ABS)
+UNARY_STEPS(pow, UNARY_POW)
+
 /* ---- the table ---------------------------------------------------------------------------- */
 
 #define IN1 MODEL_OP_GRAD_IN
@@ -473,6 +497,14 @@ const model_op_t MODEL_OPS[] = {
     [LAYER_MUL]        = {LAYER_MUL, "mul", "Mul", "Mul", 2, IN12, infer_mul, NULL, flops_pass, mul_fwd, mul_bwd},
     /* pacer's own domain: the Python client writes torchvision's StochasticDepth so */
     [LAYER_STOCHASTIC_DEPTH] = {LAYER_STOCHASTIC_DEPTH, "stochastic depth", "ai.pacer:StochasticDepth", "ai.pacer:StochasticDepth", 1, IN1, infer_same, NULL, flops_pass, sdepth_fwd, sdepth_bwd},
+    /* not on the GPU yet (model_cuda.cu's rows are empty) */
+    [LAYER_EXP]        = {LAYER_EXP, "exp", "Exp", "Exp", 1, IN1, infer_same, NULL, flops_pass, exp_fwd, exp_bwd},
+    [LAYER_NEG]        = {LAYER_NEG, "neg", "Neg", "Neg", 1, IN1, infer_same, NULL, flops_pass, neg_fwd, neg_bwd},
+    [LAYER_SQRT]       = {LAYER_SQRT, "sqrt", "Sqrt", "Sqrt", 1, IN1, infer_same, NULL, flops_pass, sqrt_fwd, sqrt_bwd},
+    [LAYER_RECIPROCAL] = {LAYER_RECIPROCAL, "reciprocal", "Reciprocal", "Reciprocal", 1, IN1, infer_same, NULL, flops_pass, reciprocal_fwd, reciprocal_bwd},
+    [LAYER_ABS]        = {LAYER_ABS, "abs", "Abs", "Abs", 1, IN1, infer_same, NULL, flops_pass, abs_fwd, abs_bwd},
+    /* the exponent a constant scalar (exported as a 0-D Constant input) */
+    [LAYER_POW]        = {LAYER_POW, "pow", "Pow (constant exponent)", "Pow", 1, IN1, infer_same, NULL, flops_pass, pow_fwd, pow_bwd},
 };
 /* clang-format on */
 /* A kind without a row would leave a zero row here (a designated initializer skipped):

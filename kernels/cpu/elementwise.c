@@ -194,6 +194,58 @@ __attribute__((target_clones("avx2", "default"))) void hardswish_backward(size_t
     }
 }
 
+/* One loop per function: the switch is outside the loops, which vectorise. */
+__attribute__((target_clones("avx2", "default"))) void unary_forward(unary_op_t op, float a, size_t n, const float *inp,
+                                                                     float *out)
+{
+    switch (op) {
+    case UNARY_EXP:
+        for (size_t i = 0; i < n; i++) out[i] = expf(inp[i]);
+        break;
+    case UNARY_NEG:
+        for (size_t i = 0; i < n; i++) out[i] = -inp[i];
+        break;
+    case UNARY_SQRT:
+        for (size_t i = 0; i < n; i++) out[i] = sqrtf(inp[i]);
+        break;
+    case UNARY_RECIPROCAL:
+        for (size_t i = 0; i < n; i++) out[i] = 1.0f / inp[i];
+        break;
+    case UNARY_ABS:
+        for (size_t i = 0; i < n; i++) out[i] = fabsf(inp[i]);
+        break;
+    case UNARY_POW:
+        for (size_t i = 0; i < n; i++) out[i] = powf(inp[i], a);
+        break;
+    }
+}
+
+__attribute__((target_clones("avx2", "default"))) void unary_backward(unary_op_t op, float a, size_t n, const float *inp,
+                                                                      const float *out, const float *dout, float *dinp)
+{
+    if (!dinp) return;
+    switch (op) {
+    case UNARY_EXP:
+        for (size_t i = 0; i < n; i++) dinp[i] += dout[i] * out[i];
+        break;
+    case UNARY_NEG:
+        for (size_t i = 0; i < n; i++) dinp[i] -= dout[i];
+        break;
+    case UNARY_SQRT:
+        for (size_t i = 0; i < n; i++) dinp[i] += dout[i] * 0.5f / out[i];
+        break;
+    case UNARY_RECIPROCAL:
+        for (size_t i = 0; i < n; i++) dinp[i] -= dout[i] * out[i] * out[i];
+        break;
+    case UNARY_ABS:
+        for (size_t i = 0; i < n; i++) dinp[i] += inp[i] > 0.0f ? dout[i] : inp[i] < 0.0f ? -dout[i] : 0.0f;
+        break;
+    case UNARY_POW:
+        for (size_t i = 0; i < n; i++) dinp[i] += dout[i] * a * powf(inp[i], a - 1.0f);
+        break;
+    }
+}
+
 void mul_forward(int B, int C, int HW, int HW2, const float *a, const float *b, float *out)
 {
     const size_t planes = (size_t)B * C;

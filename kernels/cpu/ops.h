@@ -156,6 +156,14 @@ void hardsigmoid_backward(size_t n, float alpha, const float *out, const float *
  * the INPUT (not in place): dout * (inp < -3 ? 0 : inp <= 3 ? inp / 3 + 1/2 : 1). */
 void hardswish_forward(size_t n, const float *inp, float *out);
 void hardswish_backward(size_t n, const float *inp, const float *dout, float *dinp /* += */);
+/* Elementwise functions of one input (ONNX's Exp, Neg, Sqrt, Reciprocal, Abs and Pow with a
+ * constant exponent a): out = f(inp). The backward adds dout * f'(inp), from inp or out;
+ * Abs's derivative is 0 at 0 (PyTorch's sign), Sqrt's and Reciprocal's are infinite at 0
+ * as theirs are. a is read by UNARY_POW only. */
+typedef enum { UNARY_EXP, UNARY_NEG, UNARY_SQRT, UNARY_RECIPROCAL, UNARY_ABS, UNARY_POW } unary_op_t;
+void unary_forward(unary_op_t op, float a, size_t n, const float *inp, float *out);
+void unary_backward(unary_op_t op, float a, size_t n, const float *inp, const float *out, const float *dout,
+                    float *dinp /* += */);
 /* Product of a (B, C, HW) and b (B, C, HW2), HW2 either HW or 1 (b then a per-channel
  * scale broadcast over the plane: squeeze-excitation): out = a * b. The backward adds
  * dout * b to da and dout * a (summed over the plane where HW2 is 1) to db; either may be

@@ -30,6 +30,19 @@ double ref_act(ref_act_t kind, double alpha, double x)
     return NAN;
 }
 
+double ref_unary(unary_op_t op, double a, double x)
+{
+    switch (op) {
+    case UNARY_EXP: return exp(x);
+    case UNARY_NEG: return -x;
+    case UNARY_SQRT: return sqrt(x);
+    case UNARY_RECIPROCAL: return 1.0 / x;
+    case UNARY_ABS: return fabs(x);
+    case UNARY_POW: return pow(x, a);
+    }
+    return NAN;
+}
+
 double ref_clip(double lo, double hi, double x) { return fmin(fmax(x, lo), hi); }
 
 double ref_hardsigmoid(double alpha, double beta, double x) { return fmax(0.0, fmin(1.0, alpha * x + beta)); }

@@ -34,6 +34,8 @@ void ref_shortcut_add_forward(const shortcut_desc_t *d, int B, const double *a, 
 typedef enum { REF_ACT_RELU, REF_ACT_LEAKY, REF_ACT_SIGMOID, REF_ACT_TANH } ref_act_t;
 /* one element of an activation (alpha: LeakyRelu's slope) */
 double ref_act(ref_act_t kind, double alpha, double x);
+/* ops.h's unary functions in double (a: Pow's exponent) */
+double ref_unary(unary_op_t op, double a, double x);
 /* ONNX Clip: min(max(x, lo), hi) (hi where lo > hi) */
 double ref_clip(double lo, double hi, double x);
 /* ONNX HardSigmoid: max(0, min(1, alpha * x + beta)) */

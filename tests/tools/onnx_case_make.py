@@ -25,7 +25,9 @@ Writes under OUTDIR:
   nd_bn/     BatchNormalization (evaluation) on x (2, 3, 4, 2, 2): channels axis 1, passes;
   nd_scalar/ Relu on x (3,): a rank-0 sample, passes;
   nd_conv/   Conv on x (2, 3, 4, 5, 5) (a 3-D convolution): refused by name;
-  nd_rank7/  Relu on x of rank 7: more axes than a sample may have, refused.
+  nd_rank7/  Relu on x of rank 7: more axes than a sample may have, refused;
+  unary/     Sqrt(Abs(Exp(Neg(x)))) then Reciprocal then Pow(., 2.5) on x (2, 3, 4): passes;
+  pow_tensor/ Pow whose exponent is a (3, 4) initializer: refused (a constant scalar only).
 Exits 77 when onnx or numpy cannot be imported.
 """
 import os
@@ -170,6 +172,13 @@ def main():
             [2, 2, 4, 5, 5], lambda v: np.zeros((2, 2, 4, 5, 5)),
             [numpy_helper.from_array(np.ones((2, 3, 1, 1, 1), np.float32), "W")])
     nd_case("nd_rank7", [relu], [1, 2, 1, 2, 1, 2, 1], [1, 2, 1, 2, 1, 2, 1], lambda v: np.maximum(v, 0))
+
+    k = lambda *s: helper.make_node(s[0], list(s[1:-1]), [s[-1]])
+    nd_case("unary", [k("Neg", "x", "a"), k("Exp", "a", "b"), k("Abs", "b", "c"), k("Sqrt", "c", "d"),
+                      k("Reciprocal", "d", "e"), k("Pow", "e", "p", "y")], [2, 3, 4], [2, 3, 4],
+            lambda v: (1 / np.sqrt(np.abs(np.exp(-v)))) ** 2.5, [numpy_helper.from_array(np.float32(2.5), "p")])
+    nd_case("pow_tensor", [k("Pow", "x", "p", "y")], [2, 3, 4], [2, 3, 4], lambda v: v,
+            [numpy_helper.from_array(np.ones((3, 4), np.float32), "p")])
 
     d = os.path.join(out, "bigbatch", "test_data_set_0")
     os.makedirs(d)

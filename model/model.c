@@ -322,6 +322,40 @@ int model_build_unary(model_builder_t *b, layer_kind_t kind, int in, float a)
     return li;
 }
 
+int model_build_const(model_builder_t *b, const model_shape_t *s, const char *name, int frozen)
+{
+    int ok = s->rank >= 0 && s->rank <= MODEL_MAX_RANK;
+    size_t count = 1;
+    for (int d = 0; ok && d < s->rank; d++) {
+        ok = s->dims[d] >= 1;
+        count *= (size_t)s->dims[d];
+    }
+    if (!ok) b->failed = 1;
+    int li = add_layer(b, LAYER_CONST, -1);
+    layer_t *l = layer_at(b, li);
+    l->frozen = frozen != 0;
+    if (ok) l->shape = *s;
+    l->w_off = add_tensor_named(b, name, ok ? count : 0, l->frozen);
+    /* its output slots: max_batch of them like any layer's (model_zero_dacts zeroes B) */
+    finish_layer(b, li, ok && infer_layer(b, li, NULL) == 0);
+    return li;
+}
+
+int model_build_binary(model_builder_t *b, layer_kind_t kind, int a, int x)
+{
+    const int ca = a >= 0 && layer_at(b, a)->kind == LAYER_CONST, cx = x >= 0 && layer_at(b, x)->kind == LAYER_CONST;
+    int li = add_layer(b, kind, a);
+    layer_t *l = layer_at(b, li);
+    l->in2 = x;
+    /* the batch strides: 0 for a batch-less constant (infer_binary sets the others) */
+    l->bc.sa[0] = !ca;
+    l->bc.sb[0] = !cx;
+    const int ok = kind >= LAYER_BADD && kind <= LAYER_DIV && !(ca && cx) && infer_layer(b, li, shape_at(b, x)) == 0;
+    if (!ok) b->failed = 1;
+    finish_layer(b, li, ok);
+    return li;
+}
+
 int model_build_clip(model_builder_t *b, int in, float lo, float hi)
 {
     int li = add_layer(b, LAYER_CLIP, in);

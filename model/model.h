@@ -91,6 +91,20 @@ typedef enum {
     LAYER_RECIPROCAL,
     LAYER_ABS,
     LAYER_POW,
+    /* A constant or parameter read by a binary operator (an ONNX initializer or Constant
+     * that is no Conv, batch-norm or Gemm weight): no batch axis, its shape the tensor's;
+     * trainable (a tensor of params, with a gradient: a layer scale, a positional
+     * embedding) or frozen (a tensor of buffers: a Constant node's). Its forward copies
+     * the tensor into its output (the first of the max_batch slots it is given), its
+     * backward the gradient its readers summed there into grads. */
+    LAYER_CONST,
+    /* in op in2 with NumPy broadcasting over the N-D shapes and the batch (bc); either
+     * input may be a LAYER_CONST. An Add of two activations of one shape stays LAYER_ADD,
+     * a Mul of equal or (C, 1, 1) shapes LAYER_MUL: their kernels are faster. */
+    LAYER_BADD,
+    LAYER_SUB,
+    LAYER_BMUL,
+    LAYER_DIV,
     /* the number of kinds: model/op_table.c has one row per kind above */
     LAYER_KIND_COUNT
 } layer_kind_t;
@@ -117,6 +131,8 @@ typedef struct {
      * for the built-in networks, the file's for imported ones */
     float momentum;
     int has_bias;
+    bcast_desc_t bc; /* LAYER_BADD to LAYER_DIV: the broadcast (ops.h), from the inputs' shapes */
+    int frozen;      /* LAYER_CONST: a tensor of buffers (no gradient), else of params */
     /* Fusions, set by model_create from the finished layer list; each gives bit for bit
      * the results of the layers it replaces.
      * fused_relu: LAYER_BN: the next layer is a ReLU and the only reader of this one's
@@ -241,6 +257,11 @@ int model_build_mul(model_builder_t *b, int a, int x);
 /* kind LAYER_LEAKY_RELU (arg: alpha >= 0), LAYER_SIGMOID, LAYER_TANH, LAYER_DROPOUT and
  * LAYER_STOCHASTIC_DEPTH (arg: p in [0, 1]) */
 int model_build_elementwise(model_builder_t *b, layer_kind_t kind, int in, float arg);
+/* A LAYER_CONST of shape s (no batch axis), the tensor name in params (frozen 0) or in
+ * buffers (frozen 1) */
+int model_build_const(model_builder_t *b, const model_shape_t *s, const char *name, int frozen);
+/* kind LAYER_BADD, LAYER_SUB, LAYER_BMUL or LAYER_DIV: a op x, broadcast; not both constants */
+int model_build_binary(model_builder_t *b, layer_kind_t kind, int a, int x);
 /* kind LAYER_EXP to LAYER_POW (a: Pow's exponent, finite; ignored by the others) */
 int model_build_unary(model_builder_t *b, layer_kind_t kind, int in, float a);
 /* channels of a, then of x (same H, W) */

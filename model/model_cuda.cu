@@ -893,6 +893,11 @@ static constexpr cuda_op_t CUDA_OPS[] = {
     {LAYER_RECIPROCAL, NULL, NULL, NULL},
     {LAYER_ABS, NULL, NULL, NULL},
     {LAYER_POW, NULL, NULL, NULL},
+    {LAYER_CONST, NULL, NULL, NULL},
+    {LAYER_BADD, NULL, NULL, NULL},
+    {LAYER_SUB, NULL, NULL, NULL},
+    {LAYER_BMUL, NULL, NULL, NULL},
+    {LAYER_DIV, NULL, NULL, NULL},
 };
 static_assert(sizeof CUDA_OPS / sizeof CUDA_OPS[0] == LAYER_KIND_COUNT, "one CUDA row per layer kind");
 static constexpr bool cuda_ops_in_order(int k)

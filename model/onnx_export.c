@@ -564,6 +564,35 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
     case LAYER_RELU:
     case LAYER_SIGMOID:
     case LAYER_TANH: gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in); break;
+    case LAYER_CONST: {
+        /* its value is its tensor's name: an initializer (a parameter) or a Constant node
+         * (a buffer), which the importer makes a LAYER_CONST again */
+        const char *name = tensor_name_at(m, l->w_off, l->frozen);
+        int64_t dims[MODEL_MAX_RANK];
+        for (int d = 0; d < l->shape.rank; d++) dims[d] = l->shape.dims[d];
+        if (!name) {
+            x->failed = 1;
+            return;
+        }
+        val[li] = (char *)name;
+        flat[li] = 0;
+        if (!l->frozen) {
+            gen_init(x, m, name, l->shape.rank, dims);
+            break;
+        }
+        n = gen_node(x, "Constant", name, name, 0);
+        Onnx__AttributeProto *a = gen_attr(x, n, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+        if (a)
+            a->t = gen_tensor(x, NULL, l->shape.rank, dims, m->buffers + l->w_off,
+                              (size_t)l->OC * l->OH * l->OW * sizeof(float), ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+        break;
+    }
+    case LAYER_BADD:
+    case LAYER_SUB:
+    case LAYER_BMUL:
+    case LAYER_DIV:
+        gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 2, in, l->in2 < 0 ? (char *)"input" : val[l->in2]);
+        break;
     case LAYER_EXP:
     case LAYER_NEG:
     case LAYER_SQRT:

@@ -11,7 +11,12 @@
  *   GlobalAveragePool and ReduceMean over the plane -> LAYER_GAP; Relu, LeakyRelu, Sigmoid, Tanh, Clip (bounds as
  *     attributes or constant inputs), HardSigmoid, HardSwish -> their layers; Mul of two
  *     activations (equal shapes, or (C, 1, 1) times (C, H, W)) -> LAYER_MUL; Add of
- *     two activations -> LAYER_ADD; Concat of activations (axis 1) -> a chain of
+ *     two activations -> LAYER_ADD; Add, Sub, Mul, Div of other shapes, or with a constant
+ *     operand, broadcast (LAYER_BADD, LAYER_SUB, LAYER_BMUL, LAYER_DIV), the constant a
+ *     LAYER_CONST (an initializer: a parameter; a Constant node: a buffer); Exp, Neg,
+ *     Sqrt, Reciprocal, Abs, Pow (constant exponent) -> their unary layers; the model
+ *     input may be a batch of any rank up to 1 + MODEL_MAX_RANK (Conv and the pools: images
+ *     only); Concat of activations (axis 1) -> a chain of
  *     LAYER_CONCAT; Dropout -> LAYER_DROPOUT (the mask output unused); pacer's own
  *     ai.pacer:StochasticDepth (p, mode "row") -> LAYER_STOCHASTIC_DEPTH;
  *   BatchNormalization (any epsilon and momentum; inference form, or the training
@@ -71,6 +76,8 @@ typedef struct {
     int64_t ints[INTS_MAX];          /* V_INTS */
     int nints, scalar;               /* V_INTS: count; a 0-D value (one int) */
     int matmul;                      /* V_LAYER: a MatMul's output, its layer without bias */
+    int constant_node;               /* V_TENSOR: a Constant node's (frozen), not an initializer */
+    int const_layer;                 /* V_TENSOR: 1 + its LAYER_CONST once a binary operator read it */
 } value_t;
 
 typedef struct {
@@ -747,6 +754,77 @@ static int do_pacer_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n
     return define_output(im, n, model_build_elementwise(b, LAYER_STOCHASTIC_DEPTH, x->layer, p), x->flat);
 }
 
+/* Operand i of a binary operator as a layer: an activation (not flattened, unless it has
+ * one axis), or a constant (an initializer: a parameter; a Constant node: a buffer) as a
+ * LAYER_CONST, made once per value, whose shape loses a leading 1 that stands for the batch
+ * (act_rank: the other operand's per-sample rank, -1 when both are constants). */
+static int binary_operand(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, size_t i, int act_rank, int *li)
+{
+    value_t *v = i < n->n_input && n->input[i][0] ? find_value(im, n->input[i]) : NULL;
+    if (v && v->kind == V_TENSOR) {
+        if (v->const_layer) return *li = v->const_layer - 1, 0;
+        const Onnx__TensorProto *t = v->tensor;
+        model_shape_t s = {.rank = (int)t->n_dims};
+        const int64_t count = tensor_count(t);
+        int ok = count > 0 && t->n_dims <= (size_t)MODEL_MAX_RANK + 1;
+        for (int d = 0; ok && d < s.rank; d++) s.dims[d] = (int)t->dims[d];
+        if (ok && act_rank >= 0 && s.rank == act_rank + 1 && s.dims[0] == 1) {
+            s.rank--;
+            memmove(s.dims, s.dims + 1, (size_t)s.rank * sizeof *s.dims);
+        }
+        if (!ok || s.rank > MODEL_MAX_RANK || (act_rank >= 0 && s.rank > act_rank)) {
+            char ts[96];
+            return fail(im,
+                        "node '%s' (%s): constant '%s' is %s: a constant operand has elements and at most the %d "
+                        "axes of the activation's samples (and a leading 1 for the batch)",
+                        node_name(n), n->op_type, n->input[i], ok ? model_shape_text(&s, ts, sizeof ts) : "empty",
+                        act_rank);
+        }
+        if (weight_name_ok(im, n, i)) return -1;
+        *li = model_build_const(b, &s, n->input[i], v->constant_node);
+        v->const_layer = *li + 1;
+        return 0;
+    }
+    const value_t *x;
+    model_shape_t s;
+    if (input_layer(im, n, i, &x)) return -1;
+    model_build_shape_nd(b, x->layer, &s);
+    if (x->flat && s.rank > 1)
+        return fail(im, "node '%s' (%s): input '%s' is flattened: broadcasting reads N-D activations only",
+                    node_name(n), n->op_type, n->input[i]);
+    *li = x->layer;
+    return 0;
+}
+
+/* Add, Sub, Mul, Div with NumPy broadcasting (kind LAYER_BADD .. LAYER_DIV): two
+ * activations, or an activation and a constant. */
+static int do_binary(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, layer_kind_t kind)
+{
+    static const char *const none[] = {NULL};
+    if (check_attrs(im, n, none)) return -1;
+    if (n->n_input != 2) return fail(im, "node '%s' (%s): %zu inputs, want 2", node_name(n), n->op_type, n->n_input);
+    const Onnx__TensorProto *t0 = input_tensor(im, n, 0), *t1 = input_tensor(im, n, 1);
+    if (t0 && t1)
+        return fail(im, "node '%s' (%s): both operands are constants (export with constant folding)", node_name(n),
+                    n->op_type);
+    /* the activation first: its rank bounds the constant's */
+    const size_t ia = t0 ? 1 : 0;
+    int la, lc;
+    model_shape_t sa, sc;
+    char ta[96], tc[96];
+    if (binary_operand(im, b, n, ia, -1, &la)) return -1;
+    model_build_shape_nd(b, la, &sa);
+    if (binary_operand(im, b, n, 1 - ia, sa.rank, &lc)) return -1;
+    model_build_shape_nd(b, lc, &sc);
+    const int li = ia == 0 ? model_build_binary(b, kind, la, lc) : model_build_binary(b, kind, lc, la);
+    const int c_const = t0 || t1; /* the second operand read, lc, is the constant */
+    if (model_build_failed(b))
+        return fail(im, "node '%s' (%s): shapes %s and %s%s do not broadcast", node_name(n), n->op_type,
+                    batch_text(&sa, ta, sizeof ta), c_const ? "the constant " : "",
+                    c_const ? model_shape_text(&sc, tc, sizeof tc) : batch_text(&sc, tc, sizeof tc));
+    return define_output(im, n, li, 0);
+}
+
 static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 {
     static const char *const none[] = {NULL};
@@ -855,16 +933,14 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (strcmp(op, "Mul") == 0) {
         /* of two activations: the same shape, or a per-channel (C, 1, 1) one against a
          * (C, H, W) one (SiLU as x * Sigmoid(x), HardSwish as x * HardSigmoid(x),
-         * squeeze-excitation's scale) */
+         * squeeze-excitation's scale): LAYER_MUL; anything else broadcasts (do_binary) */
         const value_t *y;
         if (check_attrs(im, n, none)) return -1;
         if (n->n_input != 2) return fail(im, "node '%s' (Mul): %zu inputs, want 2", node_name(n), n->n_input);
-        if (input_tensor(im, n, 0) || input_tensor(im, n, 1))
-            return fail(im, "node '%s' (Mul): a constant operand is not supported (only two activations)", node_name(n));
+        if (input_tensor(im, n, 0) || input_tensor(im, n, 1)) return do_binary(im, b, n, LAYER_BMUL);
         if (input_layer(im, n, 0, &x) || input_layer(im, n, 1, &y)) return -1;
         int C1, H1, W1, C2, H2, W2;
         model_shape_t s1, s2;
-        char t1[96], t2[96];
         model_build_shape(b, x->layer, &C1, &H1, &W1);
         model_build_shape(b, y->layer, &C2, &H2, &W2);
         model_build_shape_nd(b, x->layer, &s1);
@@ -872,11 +948,8 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         const int same = model_shape_equal(&s1, &s2) && x->flat == y->flat;
         const int per_channel = C1 == C2 && s1.rank == s2.rank && !x->flat && !y->flat &&
                                 ((H1 == 1 && W1 == 1) || (H2 == 1 && W2 == 1));
-        if (!same && !per_channel)
-            return fail(im,
-                        "node '%s' (Mul): only two activations of the same shape, or a (N, C, 1, ...) one times a "
-                        "(N, C, ...) one of its rank, are supported (%s * %s)",
-                        node_name(n), batch_text(&s1, t1, sizeof t1), batch_text(&s2, t2, sizeof t2));
+        /* the fast row where it applies, else the broadcasting one */
+        if (!same && !per_channel) return do_binary(im, b, n, LAYER_BMUL);
         return define_output(im, n, model_build_mul(b, x->layer, y->layer), same && x->flat);
     }
     if (strcmp(op, "Dropout") == 0) {
@@ -928,6 +1001,8 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         return define_output(im, n, x->layer, 1);
     }
     if (strcmp(op, "MatMul") == 0) return do_matmul(im, b, n);
+    if (strcmp(op, "Sub") == 0) return do_binary(im, b, n, LAYER_SUB);
+    if (strcmp(op, "Div") == 0) return do_binary(im, b, n, LAYER_DIV);
     if (strcmp(op, "Add") == 0) {
         const value_t *y;
         /* MatMul + Add(bias): the bias joins the MatMul's layer when nothing else reads the
@@ -948,6 +1023,7 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
             model_build_fc_bias(b, mm->layer, n->input[1]);
             return define_output(im, n, mm->layer, 0);
         }
+        if (input_tensor(im, n, 0) || input_tensor(im, n, 1)) return do_binary(im, b, n, LAYER_BADD);
         if (check_attrs(im, n, none) || input_layer(im, n, 0, &x) || input_layer(im, n, 1, &y)) return -1;
         if (x->kind == V_PADDED) {
             const value_t *t = x;
@@ -970,12 +1046,11 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
             return define_output(im, n, model_build_add(b, x->layer, y->layer), x->flat);
         }
         model_shape_t s1, s2;
-        char t1[96], t2[96];
         model_build_shape_nd(b, x->layer, &s1);
         model_build_shape_nd(b, y->layer, &s2);
-        if (!model_shape_equal(&s1, &s2) || x->layer < 0 || y->layer < 0)
-            return fail(im, "node '%s' (Add): only two activations of the same shape are supported (%s + %s)",
-                        node_name(n), batch_text(&s1, t1, sizeof t1), batch_text(&s2, t2, sizeof t2));
+        /* two activations of one shape: the residual add (fused where it can be) */
+        if (!model_shape_equal(&s1, &s2) || x->layer < 0 || y->layer < 0 || x->flat != y->flat)
+            return do_binary(im, b, n, LAYER_BADD);
         return define_output(im, n, model_build_add(b, x->layer, y->layer), x->flat);
     }
     if (strcmp(op, "Constant") == 0) {
@@ -987,6 +1062,7 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         value_t *v = add_value(im, n->output[0], V_TENSOR);
         if (!v) return fail(im, "out of memory");
         v->tensor = a->t;
+        v->constant_node = 1;
         return 0;
     }
     char ops[1024];

@@ -119,6 +119,46 @@ static int infer_mul(layer_t *l, const model_shape_t *in, const model_shape_t *i
     return C2 != l->C || (!l->bcast && (H2 != l->H || W2 != l->W)) ? -1 : 0;
 }
 
+/* its own shape, set by model_build_const (it reads no input) */
+static int infer_const(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
+{
+    model_shape_fold(&l->shape, &l->C, &l->H, &l->W);
+    return 0;
+}
+
+/* Contiguous strides of shape s right-aligned to rank R (axes 1..R of d, axis 0 the
+ * batch), 0 where s has 1 or no axis; the batch stride (set by the builder: 0 for a
+ * constant, 1 for an activation) becomes the sample's element count or stays 0. */
+static void bcast_strides(const model_shape_t *s, int R, size_t *st)
+{
+    size_t run = 1;
+    for (int ax = R; ax >= 1; ax--) {
+        const int d = ax - 1 - (R - s->rank); /* s's axis, < 0 where s has none */
+        st[ax] = d >= 0 && s->dims[d] > 1 ? run : 0;
+        if (d >= 0) run *= (size_t)s->dims[d];
+    }
+    st[0] = st[0] ? run : 0;
+}
+
+/* NumPy broadcasting of the two per-sample shapes, right-aligned: each axis equal, or 1 in
+ * one of them; the output's rank the larger. */
+static int infer_binary(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
+{
+    const int R = in->rank > in2->rank ? in->rank : in2->rank;
+    l->shape.rank = R;
+    for (int ax = 0; ax < R; ax++) {
+        const int da = ax - (R - in->rank), db = ax - (R - in2->rank);
+        const int x = da >= 0 ? in->dims[da] : 1, y = db >= 0 ? in2->dims[db] : 1;
+        if (x != y && x != 1 && y != 1) return -1;
+        l->shape.dims[ax] = x > y ? x : y;
+        l->bc.dims[ax + 1] = l->shape.dims[ax];
+    }
+    l->bc.rank = R + 1;
+    bcast_strides(in, R, l->bc.sa);
+    bcast_strides(in2, R, l->bc.sb);
+    return 0;
+}
+
 static size_t ws_conv(const layer_t *l, int B) { return conv2d_workspace(&l->conv, B); }
 
 /* convolutions and fully connected layers 2 per multiply-add, others one per input element */
@@ -443,7 +483,7 @@ static void mul_bwd(model_t *m, int i, const float *x, int B)
                  m->dacts + l->out_off, dinput_of(m, l->in), dinput_of(m, l->in2));
 }
 
-/* The unary rows' steps, one pair per kind (UNARY_STEPS): the kind's function of ops.h. */
+/* The unary rows' steps, one pair per kind (OP_STEPS): the kind's function of ops.h. */
 static void unary_fwd(model_t *m, int i, const float *x, int B, unary_op_t op)
 {
     const layer_t *l = &m->layers[i];
@@ -457,15 +497,52 @@ static void unary_bwd(model_t *m, int i, const float *x, int B, unary_op_t op)
                    dinput_of(m, l->in));
 }
 
-#define UNARY_STEPS(name, op)                                                                                  \
-    static void name##_fwd(model_t *m, int i, const float *x, int B, int train) { unary_fwd(m, i, x, B, op); } \
-    static void name##_bwd(model_t *m, int i, const float *x, int B) { unary_bwd(m, i, x, B, op); }
-UNARY_STEPS(exp, UNARY_EXP)
-UNARY_STEPS(neg, UNARY_NEG)
-UNARY_STEPS(sqrt, UNARY_SQRT)
-UNARY_STEPS(reciprocal, UNARY_RECIPROCAL)
-UNARY_STEPS(abs, UNARY_ABS)
-UNARY_STEPS(pow, UNARY_POW)
+/* name_fwd and name_bwd of a row whose steps are family_fwd and family_bwd with the row's
+ * operator op (the unary and the broadcasting rows) */
+#define OP_STEPS(name, family, op)                                                                                \
+    static void name##_fwd(model_t *m, int i, const float *x, int B, int train) { family##_fwd(m, i, x, B, op); } \
+    static void name##_bwd(model_t *m, int i, const float *x, int B) { family##_bwd(m, i, x, B, op); }
+OP_STEPS(exp, unary, UNARY_EXP)
+OP_STEPS(neg, unary, UNARY_NEG)
+OP_STEPS(sqrt, unary, UNARY_SQRT)
+OP_STEPS(reciprocal, unary, UNARY_RECIPROCAL)
+OP_STEPS(abs, unary, UNARY_ABS)
+OP_STEPS(pow, unary, UNARY_POW)
+
+/* A constant's output is its tensor (one sample's slot; readers read it at batch stride 0);
+ * its gradient, which the readers summed into that slot, is its parameter's. */
+static void const_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    const layer_t *l = &m->layers[i];
+    memcpy(m->acts + l->out_off, (l->frozen ? m->buffers : m->params) + l->w_off, out_count(l, 1) * sizeof(float));
+}
+
+static void const_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    if (!l->frozen) memcpy(m->grads + l->w_off, m->dacts + l->out_off, out_count(l, 1) * sizeof(float));
+}
+
+/* The binary rows' steps, one pair per kind (OP_STEPS): the kind's operator of ops.h. */
+static void binary_fwd(model_t *m, int i, const float *x, int B, binary_op_t op)
+{
+    const layer_t *l = &m->layers[i];
+    binary_forward(op, &l->bc, B, input_of(m, x, l->in), input_of(m, x, l->in2), m->acts + l->out_off);
+}
+
+static void binary_bwd(model_t *m, int i, const float *x, int B, binary_op_t op)
+{
+    const layer_t *l = &m->layers[i];
+    binary_backward(op, &l->bc, B, input_of(m, x, l->in), input_of(m, x, l->in2), m->dacts + l->out_off,
+                    dinput_of(m, l->in), dinput_of(m, l->in2));
+}
+
+OP_STEPS(badd, binary, BINARY_ADD)
+OP_STEPS(sub, binary, BINARY_SUB)
+OP_STEPS(bmul, binary, BINARY_MUL)
+OP_STEPS(div, binary, BINARY_DIV)
+
+static double flops_none(const layer_t *l) { return 0.0; }
 
 /* ---- the table ---------------------------------------------------------------------------- */
 
@@ -505,6 +582,13 @@ const model_op_t MODEL_OPS[] = {
     [LAYER_ABS]        = {LAYER_ABS, "abs", "Abs", "Abs", 1, IN1, infer_same, NULL, flops_pass, abs_fwd, abs_bwd},
     /* the exponent a constant scalar (exported as a 0-D Constant input) */
     [LAYER_POW]        = {LAYER_POW, "pow", "Pow (constant exponent)", "Pow", 1, IN1, infer_same, NULL, flops_pass, pow_fwd, pow_bwd},
+    /* an initializer (params) or a Constant (buffers) read by a binary operator */
+    [LAYER_CONST]      = {LAYER_CONST, "constant", "Constant or initializer operand", "initializer, Constant", 1, IN1, infer_const, NULL, flops_none, const_fwd, const_bwd},
+    /* broadcasting: either input a constant; not on the GPU yet */
+    [LAYER_BADD]       = {LAYER_BADD, "broadcast add", "Add (broadcast, constant operand)", "Add", 2, IN12, infer_binary, NULL, flops_pass, badd_fwd, badd_bwd},
+    [LAYER_SUB]        = {LAYER_SUB, "sub", "Sub", "Sub", 2, IN12, infer_binary, NULL, flops_pass, sub_fwd, sub_bwd},
+    [LAYER_BMUL]       = {LAYER_BMUL, "broadcast mul", "Mul (broadcast, constant operand)", "Mul", 2, IN12, infer_binary, NULL, flops_pass, bmul_fwd, bmul_bwd},
+    [LAYER_DIV]        = {LAYER_DIV, "div", "Div", "Div", 2, IN12, infer_binary, NULL, flops_pass, div_fwd, div_bwd},
 };
 /* clang-format on */
 /* A kind without a row would leave a zero row here (a designated initializer skipped):

@@ -246,6 +246,54 @@ __attribute__((target_clones("avx2", "default"))) void unary_backward(unary_op_t
     }
 }
 
+/* The walk over out in order: ia and ib follow the inputs' strides; counters per axis. */
+typedef struct {
+    int idx[BCAST_MAX_AXES];
+    size_t ia, ib;
+} bcast_pos_t;
+
+static size_t bcast_count(const bcast_desc_t *d, int B)
+{
+    size_t n = (size_t)B;
+    for (int ax = 1; ax < d->rank; ax++) n *= (size_t)d->dims[ax];
+    return n;
+}
+
+static void bcast_next(const bcast_desc_t *d, int B, bcast_pos_t *p)
+{
+    for (int ax = d->rank - 1; ax >= 0; ax--) {
+        const int n = ax ? d->dims[ax] : B;
+        p->ia += d->sa[ax];
+        p->ib += d->sb[ax];
+        if (++p->idx[ax] < n) return;
+        p->ia -= d->sa[ax] * (size_t)n;
+        p->ib -= d->sb[ax] * (size_t)n;
+        p->idx[ax] = 0;
+    }
+}
+
+void binary_forward(binary_op_t op, const bcast_desc_t *d, int B, const float *a, const float *b, float *out)
+{
+    bcast_pos_t p = {{0}, 0, 0};
+    const size_t n = bcast_count(d, B);
+    for (size_t o = 0; o < n; o++, bcast_next(d, B, &p)) {
+        const float x = a[p.ia], y = b[p.ib];
+        out[o] = op == BINARY_ADD ? x + y : op == BINARY_SUB ? x - y : op == BINARY_MUL ? x * y : x / y;
+    }
+}
+
+void binary_backward(binary_op_t op, const bcast_desc_t *d, int B, const float *a, const float *b, const float *dout,
+                     float *da, float *db)
+{
+    bcast_pos_t p = {{0}, 0, 0};
+    const size_t n = bcast_count(d, B);
+    for (size_t o = 0; o < n; o++, bcast_next(d, B, &p)) {
+        const float g = dout[o], x = a[p.ia], y = b[p.ib];
+        if (da) da[p.ia] += op == BINARY_MUL ? g * y : op == BINARY_DIV ? g / y : g;
+        if (db) db[p.ib] += op == BINARY_ADD ? g : op == BINARY_SUB ? -g : op == BINARY_MUL ? g * x : -g * x / (y * y);
+    }
+}
+
 void mul_forward(int B, int C, int HW, int HW2, const float *a, const float *b, float *out)
 {
     const size_t planes = (size_t)B * C;

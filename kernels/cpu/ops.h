@@ -161,6 +161,22 @@ void hardswish_backward(size_t n, const float *inp, const float *dout, float *di
  * Abs's derivative is 0 at 0 (PyTorch's sign), Sqrt's and Reciprocal's are infinite at 0
  * as theirs are. a is read by UNARY_POW only. */
 typedef enum { UNARY_EXP, UNARY_NEG, UNARY_SQRT, UNARY_RECIPROCAL, UNARY_ABS, UNARY_POW } unary_op_t;
+/* Binary operators with NumPy broadcasting (ONNX's Add, Sub, Mul, Div) over the batch axis
+ * and up to 5 more: out is (B, dims[1], ..., dims[rank - 1]) (dims[0] is the batch, given
+ * per call), a and b are read at strides sa and sb in elements, 0 along an axis an input
+ * broadcasts (the batch axis too, for a batch-less constant). The backward adds each
+ * input's gradient, summed over the axes it broadcasts along (da, db may be NULL; a and b,
+ * da and db may alias). */
+#define BCAST_MAX_AXES 6
+typedef struct {
+    int rank;
+    int dims[BCAST_MAX_AXES];
+    size_t sa[BCAST_MAX_AXES], sb[BCAST_MAX_AXES];
+} bcast_desc_t;
+typedef enum { BINARY_ADD, BINARY_SUB, BINARY_MUL, BINARY_DIV } binary_op_t;
+void binary_forward(binary_op_t op, const bcast_desc_t *d, int B, const float *a, const float *b, float *out);
+void binary_backward(binary_op_t op, const bcast_desc_t *d, int B, const float *a, const float *b, const float *dout,
+                     float *da /* += */, float *db /* += */);
 void unary_forward(unary_op_t op, float a, size_t n, const float *inp, float *out);
 void unary_backward(unary_op_t op, float a, size_t n, const float *inp, const float *out, const float *dout,
                     float *dinp /* += */);

@@ -43,6 +43,23 @@ double ref_unary(unary_op_t op, double a, double x)
     return NAN;
 }
 
+void ref_binary_forward(binary_op_t op, const bcast_desc_t *d, int B, const double *a, const double *b, double *y)
+{
+    size_t n = (size_t)B;
+    for (int ax = 1; ax < d->rank; ax++) n *= (size_t)d->dims[ax];
+    for (size_t o = 0; o < n; o++) {
+        size_t rest = o, ia = 0, ib = 0;
+        for (int ax = d->rank - 1; ax >= 0; ax--) {
+            const size_t dim = ax ? (size_t)d->dims[ax] : (size_t)B, i = rest % dim;
+            rest /= dim;
+            ia += i * d->sa[ax];
+            ib += i * d->sb[ax];
+        }
+        const double u = a[ia], v = b[ib];
+        y[o] = op == BINARY_ADD ? u + v : op == BINARY_SUB ? u - v : op == BINARY_MUL ? u * v : u / v;
+    }
+}
+
 double ref_clip(double lo, double hi, double x) { return fmin(fmax(x, lo), hi); }
 
 double ref_hardsigmoid(double alpha, double beta, double x) { return fmax(0.0, fmin(1.0, alpha * x + beta)); }

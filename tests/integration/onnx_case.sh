@@ -50,6 +50,9 @@ expect nd_bn 0 "test_data_set_0 output_0 'y' (2, 3, 4, 2, 2): 96 values"
 expect nd_conv 2 "node 'y' (Conv): input 'x' is (N, 3, 4, 5, 5): Conv takes images (N, C, H, W) only"
 expect unary 0 "test_data_set_0 output_0 'y' (2, 3, 4): 24 values"
 expect pow_tensor 2 "node 'y' (Pow): the exponent must be a constant finite float scalar"
+expect bcast 0 "test_data_set_0 output_0 'y' (2, 3, 4): 24 values"
+expect bcast_rank 2 "node 'y' (Add): constant 'c' is (2, 3, 4): a constant operand has elements and at most the 2 axes of the activation's samples (and a leading 1 for the batch)"
+expect bcast_shape 2 "node 'y' (Add): shapes (N, 3, 4) and the constant (5) do not broadcast"
 expect nd_rank7 2 "test_data_set_0/input_0.pb: shape (1, 2, 1, 2, 1, 2, 1): the activation must be a batch (N, ...) of rank 1 to 6"
 "$WORKER" --onnx-case "$TMP/c/good" extra >"$TMP/out" 2>&1
 [ $? -eq 2 ] && grep -qF -- "--onnx-case takes one directory and nothing else" "$TMP/out" ||

@@ -27,7 +27,10 @@ Writes under OUTDIR:
   nd_conv/   Conv on x (2, 3, 4, 5, 5) (a 3-D convolution): refused by name;
   nd_rank7/  Relu on x of rank 7: more axes than a sample may have, refused;
   unary/     Sqrt(Abs(Exp(Neg(x)))) then Reciprocal then Pow(., 2.5) on x (2, 3, 4): passes;
-  pow_tensor/ Pow whose exponent is a (3, 4) initializer: refused (a constant scalar only).
+  pow_tensor/ Pow whose exponent is a (3, 4) initializer: refused (a constant scalar only);
+  bcast/     ((x (2, 3, 4) - c (3, 1)) * k (4), a Constant) / x: broadcasting, passes;
+  bcast_rank/ x (2, 3, 4) + c (2, 3, 4): a constant with the batch's axis, refused;
+  bcast_shape/ x (2, 3, 4) + c (5): shapes that do not broadcast, refused.
 Exits 77 when onnx or numpy cannot be imported.
 """
 import os
@@ -179,6 +182,16 @@ def main():
             lambda v: (1 / np.sqrt(np.abs(np.exp(-v)))) ** 2.5, [numpy_helper.from_array(np.float32(2.5), "p")])
     nd_case("pow_tensor", [k("Pow", "x", "p", "y")], [2, 3, 4], [2, 3, 4], lambda v: v,
             [numpy_helper.from_array(np.ones((3, 4), np.float32), "p")])
+
+    cv = rng.standard_normal((3, 1)).astype(np.float32)
+    kv = rng.standard_normal(4).astype(np.float32)
+    nd_case("bcast", [k("Sub", "x", "c", "s"), helper.make_node("Constant", [], ["k"], value=numpy_helper.from_array(kv)),
+                      k("Mul", "s", "k", "m"), k("Div", "m", "x", "y")], [2, 3, 4], [2, 3, 4],
+            lambda v: (v - cv) * kv / v, [numpy_helper.from_array(cv, "c")])
+    nd_case("bcast_rank", [k("Add", "x", "c", "y")], [2, 3, 4], [2, 3, 4], lambda v: v,
+            [numpy_helper.from_array(np.ones((2, 3, 4), np.float32), "c")])
+    nd_case("bcast_shape", [k("Add", "x", "c", "y")], [2, 3, 4], [2, 3, 4], lambda v: v,
+            [numpy_helper.from_array(np.ones(5, np.float32), "c")])
 
     d = os.path.join(out, "bigbatch", "test_data_set_0")
     os.makedirs(d)

@@ -35,7 +35,7 @@ Usage: /usr/bin/python3 tests/tools/onnx_families.py --graphs OUTDIR
     clip_bound.onnx     a Clip whose min is an activation;
     clip_nan.onnx       a Clip whose max is NaN;
     hardsigmoid_inf.onnx  HardSigmoid alpha = inf;
-    mul_const.onnx      Mul by an initializer;
+    mul_const.onnx      Mul by an initializer (accepted: a broadcast parameter);
     mul_shape.onnx      Mul of a 4x6x6 and a 4x3x3 activation;
     reducemean_axes.onnx  ReduceMean over the channels;
     bn_momentum.onnx    batch norm momentum 1.5.

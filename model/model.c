@@ -356,6 +356,38 @@ int model_build_binary(model_builder_t *b, layer_kind_t kind, int a, int x)
     return li;
 }
 
+int model_build_reshape(model_builder_t *b, int in, const model_shape_t *to)
+{
+    int li = add_layer(b, LAYER_RESHAPE, in);
+    layer_t *l = layer_at(b, li);
+    const int ok = to->rank >= 0 && to->rank <= MODEL_MAX_RANK;
+    if (ok) l->shape = *to; /* what infer_reshape checks against the input */
+    finish_layer(b, li, ok && infer_layer(b, li, NULL) == 0);
+    if (!ok) b->failed = 1;
+    return li;
+}
+
+int model_build_transpose(model_builder_t *b, int in, const int *perm)
+{
+    int li = add_layer(b, LAYER_TRANSPOSE, in);
+    layer_t *l = layer_at(b, li);
+    for (int d = 0; d < l->shape.rank && d < MODEL_MAX_RANK; d++) l->perm[d] = perm[d];
+    finish_layer(b, li, infer_layer(b, li, NULL) == 0);
+    return li;
+}
+
+int model_build_slice(model_builder_t *b, int in, int axis, int start, int end, int step)
+{
+    int li = add_layer(b, LAYER_SLICE, in);
+    layer_t *l = layer_at(b, li);
+    l->sl_axis = axis;
+    l->sl_start = start;
+    l->sl_end = end;
+    l->sl_step = step;
+    finish_layer(b, li, infer_layer(b, li, NULL) == 0);
+    return li;
+}
+
 int model_build_clip(model_builder_t *b, int in, float lo, float hi)
 {
     int li = add_layer(b, LAYER_CLIP, in);

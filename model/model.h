@@ -105,6 +105,13 @@ typedef enum {
     LAYER_SUB,
     LAYER_BMUL,
     LAYER_DIV,
+    /* Data movement of the non-batch axes. LAYER_RESHAPE: the same elements in another
+     * shape (ONNX's Reshape, Squeeze, Unsqueeze): a copy. LAYER_TRANSPOSE: the axes in the
+     * order perm. LAYER_SLICE: elements start, start + step, ... below end of one axis
+     * (ONNX's Slice, one layer per axis, and Split, one per output). */
+    LAYER_RESHAPE,
+    LAYER_TRANSPOSE,
+    LAYER_SLICE,
     /* the number of kinds: model/op_table.c has one row per kind above */
     LAYER_KIND_COUNT
 } layer_kind_t;
@@ -131,8 +138,14 @@ typedef struct {
      * for the built-in networks, the file's for imported ones */
     float momentum;
     int has_bias;
-    bcast_desc_t bc; /* LAYER_BADD to LAYER_DIV: the broadcast (ops.h), from the inputs' shapes */
-    int frozen;      /* LAYER_CONST: a tensor of buffers (no gradient), else of params */
+    bcast_desc_t bc;          /* LAYER_BADD to LAYER_DIV: the broadcast (ops.h), from the inputs' shapes */
+    int frozen;               /* LAYER_CONST: a tensor of buffers (no gradient), else of params */
+    int perm[MODEL_MAX_RANK]; /* LAYER_TRANSPOSE: output axis i is input axis perm[i] (non-batch axes) */
+    /* LAYER_SLICE: the axis (non-batch, 0 = the channels), 0 <= start < end <= its size,
+     * step >= 1; view_off: start's offset in a sample; bc: the view's strides (ops.h's
+     * view_forward), also LAYER_TRANSPOSE's */
+    int sl_axis, sl_start, sl_end, sl_step;
+    size_t view_off;
     /* Fusions, set by model_create from the finished layer list; each gives bit for bit
      * the results of the layers it replaces.
      * fused_relu: LAYER_BN: the next layer is a ReLU and the only reader of this one's
@@ -262,6 +275,12 @@ int model_build_elementwise(model_builder_t *b, layer_kind_t kind, int in, float
 int model_build_const(model_builder_t *b, const model_shape_t *s, const char *name, int frozen);
 /* kind LAYER_BADD, LAYER_SUB, LAYER_BMUL or LAYER_DIV: a op x, broadcast; not both constants */
 int model_build_binary(model_builder_t *b, layer_kind_t kind, int a, int x);
+/* in's elements in the shape to (the same count) */
+int model_build_reshape(model_builder_t *b, int in, const model_shape_t *to);
+/* in's axes in the order perm (a permutation of 0 .. rank - 1) */
+int model_build_transpose(model_builder_t *b, int in, const int *perm);
+/* in's axis elements start, start + step, ... below end (0 <= start < end <= size, step >= 1) */
+int model_build_slice(model_builder_t *b, int in, int axis, int start, int end, int step);
 /* kind LAYER_EXP to LAYER_POW (a: Pow's exponent, finite; ignored by the others) */
 int model_build_unary(model_builder_t *b, layer_kind_t kind, int in, float a);
 /* channels of a, then of x (same H, W) */

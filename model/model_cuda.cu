@@ -898,6 +898,9 @@ static constexpr cuda_op_t CUDA_OPS[] = {
     {LAYER_SUB, NULL, NULL, NULL},
     {LAYER_BMUL, NULL, NULL, NULL},
     {LAYER_DIV, NULL, NULL, NULL},
+    {LAYER_RESHAPE, NULL, NULL, NULL},
+    {LAYER_TRANSPOSE, NULL, NULL, NULL},
+    {LAYER_SLICE, NULL, NULL, NULL},
 };
 static_assert(sizeof CUDA_OPS / sizeof CUDA_OPS[0] == LAYER_KIND_COUNT, "one CUDA row per layer kind");
 static constexpr bool cuda_ops_in_order(int k)

@@ -435,17 +435,31 @@ static void gen_init(gen_t *x, const model_t *m, const char *name, int nd, const
     x->failed = 1;
 }
 
-/* A node Constant named name whose value is the 0-D float v (an operator's constant input:
- * Clip's bounds, Pow's exponent); returns name, or NULL (out of memory, x marked failed). */
-static char *gen_scalar(gen_t *x, char *name, float v)
+/* A node Constant named name whose value is the tensor (nd, dims) of bytes of data (copied:
+ * the tensor points at its bytes until packed) and ONNX type type; returns name, or NULL
+ * (out of memory, x marked failed). */
+static char *gen_constant(gen_t *x, char *name, int nd, const int64_t *dims, const void *data, size_t bytes, int type)
 {
-    float *value = gen_alloc(x, sizeof *value); /* the tensor points at its bytes until packed */
-    if (!name || !value) return NULL;
-    *value = v;
+    void *copy = gen_alloc(x, bytes ? bytes : 1);
+    if (!name || !copy) return NULL;
+    memcpy(copy, data, bytes);
     Onnx__NodeProto *n = gen_node(x, "Constant", name, name, 0);
     Onnx__AttributeProto *a = gen_attr(x, n, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
-    if (a) a->t = gen_tensor(x, NULL, 0, &(int64_t){0}, value, sizeof(float), ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+    if (a) a->t = gen_tensor(x, NULL, nd, dims, copy, bytes, type);
     return name;
+}
+
+/* a 0-D float Constant (an operator's constant input: Clip's bounds, Pow's exponent) */
+static char *gen_scalar(gen_t *x, char *name, float v)
+{
+    return gen_constant(x, name, 0, &(int64_t){0}, &v, sizeof v, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+}
+
+/* a 1-D int64 Constant of n values (shapes, Slice's bounds) */
+static char *gen_ints(gen_t *x, char *name, int n, const int64_t *v)
+{
+    const int64_t d[1] = {n};
+    return gen_constant(x, name, 1, d, v, (size_t)n * sizeof *v, ONNX__TENSOR_PROTO__DATA_TYPE__INT64);
 }
 
 /* A float tensor value (batch, dims...) for the graph's input or output. */
@@ -585,6 +599,34 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
         if (a)
             a->t = gen_tensor(x, NULL, l->shape.rank, dims, m->buffers + l->w_off,
                               (size_t)l->OC * l->OH * l->OW * sizeof(float), ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+        break;
+    }
+    case LAYER_RESHAPE: {
+        /* 0 keeps the batch */
+        int64_t sh[1 + MODEL_MAX_RANK] = {0};
+        for (int d = 0; d < l->shape.rank; d++) sh[d + 1] = l->shape.dims[d];
+        char *s = gen_ints(x, gen_str(x, "Reshape_%d_shape", li), 1 + l->shape.rank, sh);
+        if (!s) return;
+        gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 2, in, s);
+        flat[li] = 0;
+        break;
+    }
+    case LAYER_TRANSPOSE: {
+        int perm[1 + MODEL_MAX_RANK] = {0};
+        for (int d = 0; d < l->shape.rank; d++) perm[d + 1] = l->perm[d] + 1;
+        n = gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in);
+        gen_attr_ints(x, n, "perm", 1 + l->shape.rank, perm);
+        flat[li] = 0;
+        break;
+    }
+    case LAYER_SLICE: {
+        const int64_t v[4] = {l->sl_start, l->sl_end, l->sl_axis + 1, l->sl_step};
+        static const char *const what[4] = {"starts", "ends", "axes", "steps"};
+        char *c[4];
+        for (int i = 0; i < 4; i++)
+            if (!(c[i] = gen_ints(x, gen_str(x, "Slice_%d_%s", li, what[i]), 1, &v[i]))) return;
+        gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 5, in, c[0], c[1], c[2], c[3]);
+        flat[li] = 0;
         break;
     }
     case LAYER_BADD:

@@ -16,7 +16,10 @@
  *     LAYER_CONST (an initializer: a parameter; a Constant node: a buffer); Exp, Neg,
  *     Sqrt, Reciprocal, Abs, Pow (constant exponent) -> their unary layers; the model
  *     input may be a batch of any rank up to 1 + MODEL_MAX_RANK (Conv and the pools: images
- *     only); Concat of activations (axis 1) -> a chain of
+ *     only); Reshape (other than to (batch, -1)), Squeeze, Unsqueeze -> LAYER_RESHAPE,
+ *     Transpose (the batch axis first) -> LAYER_TRANSPOSE, Slice and Split of non-batch
+ *     axes -> LAYER_SLICE; Cast and integer Add, Sub, Mul, Div of shape vectors are folded
+ *     like Shape's (below); Concat of activations (axis 1) -> a chain of
  *     LAYER_CONCAT; Dropout -> LAYER_DROPOUT (the mask output unused); pacer's own
  *     ai.pacer:StochasticDepth (p, mode "row") -> LAYER_STOCHASTIC_DEPTH;
  *   BatchNormalization (any epsilon and momentum; inference form, or the training
@@ -49,7 +52,8 @@
  * aliases of their input, or the padding of the layer after them); the layers' own come
  * from the operator table (model/op_table.c). */
 static const char GRAPH_OPS[] = "Flatten, Reshape, Identity, Constant, Pad (before Conv or AveragePool; of channels "
-                                "before Add), Shape, Gather, Unsqueeze";
+                                "before Add), Shape, Gather, Unsqueeze, Concat, Cast, Add, Sub, Mul, Div (of "
+                                "constant shapes: folded)";
 
 void onnx_supported_ops(char *buf, size_t len) { model_op_onnx_names(buf, len, GRAPH_OPS); }
 
@@ -628,12 +632,43 @@ static int do_reshape(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     int C, H, W;
     model_build_shape(b, x->layer, &C, &H, &W);
     const int64_t flat = (int64_t)C * H * W;
-    if (input_ints(im, n, 1, sh, &nsh, &ssh) != 0 || nsh != 2 ||
-        !(sh[0] == BATCH || sh[0] == 0 || sh[0] == -1 || (im->batch_dim > 0 && sh[0] == im->batch_dim)) ||
-        !(sh[1] == -1 || sh[1] == flat) || (sh[0] == -1 && sh[1] == -1))
-        return fail(im, "node '%s' (Reshape): only a constant shape (batch, -1) or (batch, %lld) is supported",
+    const int batch0 = input_ints(im, n, 1, sh, &nsh, &ssh) == 0 && nsh >= 1 && nsh <= 1 + MODEL_MAX_RANK &&
+                       (sh[0] == BATCH || sh[0] == 0 || sh[0] == -1 || (im->batch_dim > 0 && sh[0] == im->batch_dim));
+    if (!batch0)
+        return fail(im,
+                    "node '%s' (Reshape): the shape must be a constant of 1 to %d values whose first is the batch "
+                    "(the batch, 0 or -1)",
+                    node_name(n), 1 + MODEL_MAX_RANK);
+    /* (batch, -1) and (batch, C*H*W): the flat view, no layer (what Gemm reads) */
+    if (nsh == 2 && ((sh[1] == -1 && sh[0] != -1) || sh[1] == flat)) return define_output(im, n, x->layer, 1);
+    /* else a LAYER_RESHAPE: 0 copies the input's axis, one -1 takes what is left */
+    model_shape_t in, to = {.rank = nsh - 1};
+    model_build_shape_nd(b, x->layer, &in);
+    int infer = -1;
+    int64_t prod = 1;
+    for (int d = 0; d < to.rank; d++) {
+        int64_t v = sh[d + 1];
+        if (v == 0 && !x->flat && d < in.rank) v = in.dims[d];
+        if (v == -1 && infer < 0 && sh[0] != -1) infer = d;
+        else if (v < 1 || v > DIM_MAX)
+            return fail(im,
+                        "node '%s' (Reshape): dimension %d of the shape is %lld (at most one -1, 0 only where the "
+                        "input has that axis, and no -1 with a -1 batch)",
+                        node_name(n), d + 1, (long long)sh[d + 1]);
+        else {
+            prod *= v;
+            to.dims[d] = (int)v;
+        }
+        if (prod > flat) break;
+    }
+    if (infer >= 0 && flat % prod == 0) {
+        to.dims[infer] = (int)(flat / prod);
+        prod = flat;
+    }
+    if (prod != flat)
+        return fail(im, "node '%s' (Reshape): the shape does not hold the input's %lld elements per sample",
                     node_name(n), (long long)flat);
-    return define_output(im, n, x->layer, 1);
+    return define_output(im, n, model_build_reshape(b, x->layer, &to), 0);
 }
 
 /* Input i of n as a small int vector (a constant INT64 tensor or a V_INTS); 0, or -1. */
@@ -712,6 +747,34 @@ static int do_shape_op(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
             return fail(im, "node '%s' (Unsqueeze): only a scalar to a 1-element vector is supported", node_name(n));
         return define_ints(im, n, a, 1, 0);
     }
+    if (strcmp(op, "Cast") == 0) {
+        /* of ints (the exporter's shape arithmetic casts them to int64): the same values */
+        static const char *const to[] = {"to", NULL};
+        if (check_attrs(im, n, to) || input_ints(im, n, 0, a, &na, &sa) != 0) return 1;
+        return define_ints(im, n, a, na, sa);
+    }
+    if (strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0 || strcmp(op, "Div") == 0) {
+        /* integer arithmetic on shapes (c // g), elementwise with a scalar broadcast; the
+         * batch, a symbol, may not enter it */
+        int64_t c[INTS_MAX];
+        int nc, scl;
+        if (input_ints(im, n, 0, a, &na, &sa) != 0 || input_ints(im, n, 1, c, &nc, &scl) != 0) return 1;
+        if (check_attrs(im, n, none) || (na != nc && na != 1 && nc != 1))
+            return fail(im, "node '%s' (%s): shape vectors of %d and %d values", node_name(n), op, na, nc);
+        const int nr = na > nc ? na : nc;
+        for (int i = 0; i < nr; i++) {
+            const int64_t u = a[na == 1 ? 0 : i], v = c[nc == 1 ? 0 : i];
+            if (u == BATCH || v == BATCH)
+                return fail(im,
+                            "node '%s' (%s): the batch size enters shape arithmetic (only passing it through "
+                            "Shape, Gather, Unsqueeze and Concat to a Reshape is supported)",
+                            node_name(n), op);
+            if (op[0] == 'D' && v == 0) return fail(im, "node '%s' (Div): an integer division by 0", node_name(n));
+            /* ONNX's integer Div truncates; shapes are positive here */
+            r[i] = op[0] == 'A' ? u + v : op[0] == 'S' ? u - v : op[0] == 'M' ? u * v : u / v;
+        }
+        return define_ints(im, n, r, nr, sa && scl);
+    }
     if (strcmp(op, "Concat") == 0) {
         int total = 0;
         for (size_t i = 0; i < n->n_input; i++) {
@@ -752,6 +815,174 @@ static int do_pacer_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n
     if (!(p >= 0.0f && p < 1.0f))
         return fail(im, "node '%s' (StochasticDepth): p %g is not in [0, 1)", node_name(n), p);
     return define_output(im, n, model_build_elementwise(b, LAYER_STOCHASTIC_DEPTH, x->layer, p), x->flat);
+}
+
+/* The axes of n (an attribute up to opset 12, input 1 from 13) as non-batch axes of a
+ * sample of rank r (ONNX's axis a of the batch tensor is the sample's a - 1; negative ones
+ * count from the end of rank r + 1); sorted flags in *mask. 0, or -1 with the reason. */
+static int sample_axes(imp_t *im, const Onnx__NodeProto *n, int r, unsigned *mask)
+{
+    int64_t ax[INTS_MAX];
+    int na = 0, sa;
+    const Onnx__AttributeProto *at = attr(n, "axes");
+    *mask = 0;
+    if (at) {
+        if (at->n_ints > INTS_MAX) return fail(im, "node '%s' (%s): too many axes", node_name(n), n->op_type);
+        for (size_t i = 0; i < at->n_ints; i++) ax[na++] = at->ints[i];
+    } else if (n->n_input > 1 && n->input[1][0] && input_ints(im, n, 1, ax, &na, &sa) != 0)
+        return fail(im, "node '%s' (%s): axes must be a constant", node_name(n), n->op_type);
+    for (int i = 0; i < na; i++) {
+        const int64_t a = ax[i] < 0 ? ax[i] + r + 1 : ax[i];
+        if (a == 0) return fail(im, "node '%s' (%s): axis 0 is the batch axis", node_name(n), n->op_type);
+        if (a < 1 || a > r || (*mask & (1u << (a - 1))))
+            return fail(im, "node '%s' (%s): axis %lld is out of range or repeated", node_name(n), n->op_type,
+                        (long long)ax[i]);
+        *mask |= 1u << (a - 1);
+    }
+    return 0;
+}
+
+/* Squeeze and Unsqueeze of an activation's non-batch axes: a LAYER_RESHAPE. */
+static int do_squeeze(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, int unsqueeze)
+{
+    static const char *const known[] = {"axes", NULL};
+    const value_t *x;
+    model_shape_t in, to = {0};
+    unsigned mask;
+    if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
+    model_build_shape_nd(b, x->layer, &in);
+    if (x->flat) {
+        int C, H, W;
+        model_build_shape(b, x->layer, &C, &H, &W);
+        in = (model_shape_t){.rank = 1, .dims = {C * H * W}};
+    }
+    if (unsqueeze) {
+        /* the axes count in the output's rank */
+        const Onnx__AttributeProto *at = attr(n, "axes");
+        int64_t ax[INTS_MAX];
+        int na = 0, sa;
+        if (at) na = (int)at->n_ints;
+        else if (input_ints(im, n, 1, ax, &na, &sa) != 0) na = 0;
+        if (sample_axes(im, n, in.rank + na, &mask)) return -1;
+        to.rank = in.rank + na;
+        if (na < 1 || to.rank > MODEL_MAX_RANK)
+            return fail(im, "node '%s' (Unsqueeze): %d axes on a sample of rank %d (at most %d)", node_name(n), na,
+                        in.rank, MODEL_MAX_RANK);
+        for (int d = 0, k = 0; d < to.rank; d++) to.dims[d] = (mask & (1u << d)) ? 1 : in.dims[k++];
+    } else {
+        if (sample_axes(im, n, in.rank, &mask)) return -1;
+        for (int d = 0; d < in.rank; d++) {
+            const int drop = mask ? (mask >> d) & 1 : in.dims[d] == 1;
+            if (drop && in.dims[d] != 1)
+                return fail(im, "node '%s' (Squeeze): axis %d has %d elements, not 1", node_name(n), d + 1, in.dims[d]);
+            if (!drop) to.dims[to.rank++] = in.dims[d];
+        }
+    }
+    return define_output(im, n, model_build_reshape(b, x->layer, &to), 0);
+}
+
+/* Transpose of the non-batch axes (perm[0] = 0). */
+static int do_transpose(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const known[] = {"perm", NULL};
+    const value_t *x;
+    model_shape_t in;
+    if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
+    model_build_shape_nd(b, x->layer, &in);
+    const Onnx__AttributeProto *a = attr(n, "perm");
+    if (!a || (int)a->n_ints != in.rank + 1 || x->flat || a->ints[0] != 0)
+        return fail(im,
+                    "node '%s' (Transpose): perm must name the %d axes with the batch axis first (a perm that "
+                    "moves the batch axis is not supported)",
+                    node_name(n), in.rank + 1);
+    int perm[MODEL_MAX_RANK];
+    for (int d = 0; d < in.rank; d++)
+        perm[d] = a->ints[d + 1] >= 1 && a->ints[d + 1] <= in.rank ? (int)a->ints[d + 1] - 1 : -1;
+    const int li = model_build_transpose(b, x->layer, perm);
+    if (model_build_failed(b)) return fail(im, "node '%s' (Transpose): perm is not a permutation", node_name(n));
+    return define_output(im, n, li, 0);
+}
+
+/* ONNX's clamping of a Slice bound v on an axis of dim elements (step > 0) */
+static int64_t slice_bound(int64_t v, int dim)
+{
+    if (v < 0) v += dim;
+    return v < 0 ? 0 : v > dim ? dim : v;
+}
+
+/* Slice with constant starts, ends, axes and steps (steps >= 1) of non-batch axes: one
+ * LAYER_SLICE per axis. */
+static int do_slice(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const none[] = {NULL};
+    const value_t *x;
+    int64_t v[4][INTS_MAX];
+    int cnt[4] = {0, 0, 0, 0}, sc;
+    model_shape_t s;
+    if (check_attrs(im, n, none) || input_layer(im, n, 0, &x)) return -1;
+    for (int i = 0; i < 4; i++)
+        if ((size_t)i + 1 < n->n_input && n->input[i + 1][0] &&
+            input_ints(im, n, (size_t)i + 1, v[i], &cnt[i], &sc) != 0)
+            return fail(im, "node '%s' (Slice): starts, ends, axes and steps must be constants", node_name(n));
+    if (cnt[0] < 1 || cnt[1] != cnt[0] || (cnt[2] && cnt[2] != cnt[0]) || (cnt[3] && cnt[3] != cnt[0]) || x->flat)
+        return fail(im, "node '%s' (Slice): starts, ends, axes and steps of one length are required", node_name(n));
+    int li = x->layer;
+    for (int k = 0; k < cnt[0]; k++) {
+        model_build_shape_nd(b, li, &s);
+        const int64_t ax = cnt[2] ? (v[2][k] < 0 ? v[2][k] + s.rank + 1 : v[2][k]) : k, step = cnt[3] ? v[3][k] : 1;
+        if (ax < 1 || ax > s.rank || step < 1)
+            return fail(im, "node '%s' (Slice): axis %lld step %lld: only non-batch axes and steps >= 1 are supported",
+                        node_name(n), (long long)ax, (long long)step);
+        const int dim = s.dims[ax - 1];
+        const int64_t st = slice_bound(v[0][k], dim), en = slice_bound(v[1][k], dim);
+        if (st >= en || step > DIM_MAX)
+            return fail(im, "node '%s' (Slice): an empty slice is not supported", node_name(n));
+        li = model_build_slice(b, li, (int)ax - 1, (int)st, (int)en, (int)step);
+    }
+    return define_output(im, n, li, 0);
+}
+
+/* Split of a non-batch axis: sizes from the input (opset 13) or the attribute, or equal;
+ * output i a LAYER_SLICE. */
+static int do_split(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const known[] = {"axis", "split", NULL};
+    const value_t *x;
+    model_shape_t s;
+    int64_t sz[INTS_MAX];
+    int ns = 0, sc;
+    if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
+    model_build_shape_nd(b, x->layer, &s);
+    int64_t ax = attr_int(n, "axis", 0);
+    if (ax < 0) ax += s.rank + 1;
+    if (ax < 1 || ax > s.rank || x->flat || n->n_output < 1 || n->n_output > INTS_MAX)
+        return fail(im, "node '%s' (Split): axis %lld: only a non-batch axis into 1 to %d outputs is supported",
+                    node_name(n), (long long)attr_int(n, "axis", 0), INTS_MAX);
+    const int dim = s.dims[ax - 1];
+    const Onnx__AttributeProto *a = attr(n, "split");
+    if (a && a->n_ints <= INTS_MAX)
+        for (size_t i = 0; i < a->n_ints; i++) sz[ns++] = a->ints[i];
+    else if (n->n_input > 1 && n->input[1][0] && input_ints(im, n, 1, sz, &ns, &sc) != 0)
+        return fail(im, "node '%s' (Split): split must be a constant", node_name(n));
+    if (!ns) {
+        ns = (int)n->n_output;
+        for (int i = 0; i < ns; i++) sz[i] = dim / ns;
+    }
+    int64_t total = 0;
+    for (int i = 0; i < ns; i++) total += sz[i] > 0 ? sz[i] : DIM_MAX;
+    if (ns != (int)n->n_output || total != dim)
+        return fail(im, "node '%s' (Split): %d sizes for %zu outputs do not split the axis of %d", node_name(n), ns,
+                    n->n_output, dim);
+    int off = 0;
+    for (int i = 0; i < ns; i++) {
+        const int li = model_build_slice(b, x->layer, (int)ax - 1, off, off + (int)sz[i], 1);
+        off += (int)sz[i];
+        if (!n->output[i][0]) continue;
+        value_t *v = add_value(im, n->output[i], V_LAYER);
+        if (!v) return fail(im, "out of memory");
+        v->layer = li;
+    }
+    return 0;
 }
 
 /* Operand i of a binary operator as a layer: an activation (not flattened, unless it has
@@ -1002,6 +1233,10 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     }
     if (strcmp(op, "MatMul") == 0) return do_matmul(im, b, n);
     if (strcmp(op, "Sub") == 0) return do_binary(im, b, n, LAYER_SUB);
+    if (strcmp(op, "Squeeze") == 0 || strcmp(op, "Unsqueeze") == 0) return do_squeeze(im, b, n, op[0] == 'U');
+    if (strcmp(op, "Transpose") == 0) return do_transpose(im, b, n);
+    if (strcmp(op, "Slice") == 0) return do_slice(im, b, n);
+    if (strcmp(op, "Split") == 0) return do_split(im, b, n);
     if (strcmp(op, "Div") == 0) return do_binary(im, b, n, LAYER_DIV);
     if (strcmp(op, "Add") == 0) {
         const value_t *y;

@@ -159,6 +159,74 @@ static int infer_binary(layer_t *l, const model_shape_t *in, const model_shape_t
     return 0;
 }
 
+static size_t shape_count(const model_shape_t *s)
+{
+    size_t n = 1;
+    for (int d = 0; d < s->rank; d++) n *= (size_t)s->dims[d];
+    return n;
+}
+
+/* the target shape, set by model_build_reshape: as many elements as the input */
+static int infer_reshape(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
+{
+    for (int d = 0; d < l->shape.rank; d++)
+        if (l->shape.dims[d] < 1) return -1;
+    return shape_count(&l->shape) == shape_count(in) ? 0 : -1;
+}
+
+/* The view's walk (bc) over the output, reading the input at its contiguous strides
+ * st[0..rank) (st: the input's, picked per output axis by the caller). */
+static void view_desc(layer_t *l, const model_shape_t *in)
+{
+    l->bc.rank = l->shape.rank + 1;
+    l->bc.dims[0] = 0; /* the batch: given per call */
+    for (int d = 0; d < l->shape.rank; d++) l->bc.dims[d + 1] = l->shape.dims[d];
+    l->bc.sa[0] = shape_count(in);
+}
+
+static void contiguous_strides(const model_shape_t *s, size_t *st)
+{
+    size_t run = 1;
+    for (int d = s->rank - 1; d >= 0; d--) {
+        st[d] = run;
+        run *= (size_t)s->dims[d];
+    }
+}
+
+static int infer_transpose(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
+{
+    size_t st[MODEL_MAX_RANK];
+    int seen = 0;
+    contiguous_strides(in, st);
+    l->shape.rank = in->rank;
+    for (int d = 0; d < in->rank; d++) {
+        const int p = l->perm[d];
+        if (p < 0 || p >= in->rank || (seen & (1 << p))) return -1;
+        seen |= 1 << p;
+        l->shape.dims[d] = in->dims[p];
+    }
+    view_desc(l, in);
+    for (int d = 0; d < in->rank; d++) l->bc.sa[d + 1] = st[l->perm[d]];
+    l->view_off = 0;
+    return 0;
+}
+
+static int infer_slice(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
+{
+    const int ax = l->sl_axis;
+    if (ax < 0 || ax >= in->rank || l->sl_step < 1 || l->sl_start < 0 || l->sl_start >= l->sl_end ||
+        l->sl_end > in->dims[ax])
+        return -1;
+    size_t st[MODEL_MAX_RANK];
+    contiguous_strides(in, st);
+    l->shape = *in;
+    l->shape.dims[ax] = (l->sl_end - l->sl_start + l->sl_step - 1) / l->sl_step;
+    view_desc(l, in);
+    for (int d = 0; d < in->rank; d++) l->bc.sa[d + 1] = st[d] * (d == ax ? (size_t)l->sl_step : 1);
+    l->view_off = st[ax] * (size_t)l->sl_start;
+    return 0;
+}
+
 static size_t ws_conv(const layer_t *l, int B) { return conv2d_workspace(&l->conv, B); }
 
 /* convolutions and fully connected layers 2 per multiply-add, others one per input element */
@@ -544,6 +612,32 @@ OP_STEPS(div, binary, BINARY_DIV)
 
 static double flops_none(const layer_t *l) { return 0.0; }
 
+/* a copy of the contiguous data (the shape is the layer's); the gradient added back */
+static void reshape_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    const layer_t *l = &m->layers[i];
+    memcpy(m->acts + l->out_off, input_of(m, x, l->in), out_count(l, B) * sizeof(float));
+}
+
+static void reshape_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    add_backward(out_count(l, B), m->dacts + l->out_off, dinput_of(m, l->in), NULL);
+}
+
+/* Transpose and Slice: the view (bc, view_off) copied out; the gradient added back */
+static void view_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    const layer_t *l = &m->layers[i];
+    view_forward(&l->bc, l->view_off, B, input_of(m, x, l->in), m->acts + l->out_off);
+}
+
+static void view_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    view_backward(&l->bc, l->view_off, B, m->dacts + l->out_off, dinput_of(m, l->in));
+}
+
 /* ---- the table ---------------------------------------------------------------------------- */
 
 #define IN1 MODEL_OP_GRAD_IN
@@ -589,6 +683,10 @@ const model_op_t MODEL_OPS[] = {
     [LAYER_SUB]        = {LAYER_SUB, "sub", "Sub", "Sub", 2, IN12, infer_binary, NULL, flops_pass, sub_fwd, sub_bwd},
     [LAYER_BMUL]       = {LAYER_BMUL, "broadcast mul", "Mul (broadcast, constant operand)", "Mul", 2, IN12, infer_binary, NULL, flops_pass, bmul_fwd, bmul_bwd},
     [LAYER_DIV]        = {LAYER_DIV, "div", "Div", "Div", 2, IN12, infer_binary, NULL, flops_pass, div_fwd, div_bwd},
+    /* data movement, not on the GPU yet; a reshape is a copy of the contiguous data */
+    [LAYER_RESHAPE]    = {LAYER_RESHAPE, "reshape", "Reshape, Squeeze, Unsqueeze (non-batch axes)", "Reshape", 1, IN1, infer_reshape, NULL, flops_none, reshape_fwd, reshape_bwd},
+    [LAYER_TRANSPOSE]  = {LAYER_TRANSPOSE, "transpose", "Transpose (the batch axis first)", "Transpose", 1, IN1, infer_transpose, NULL, flops_none, view_fwd, view_bwd},
+    [LAYER_SLICE]      = {LAYER_SLICE, "slice", "Slice, Split (non-batch axes, constant bounds)", "Slice", 1, IN1, infer_slice, NULL, flops_none, view_fwd, view_bwd},
 };
 /* clang-format on */
 /* A kind without a row would leave a zero row here (a designated initializer skipped):

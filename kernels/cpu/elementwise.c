@@ -294,6 +294,21 @@ void binary_backward(binary_op_t op, const bcast_desc_t *d, int B, const float *
     }
 }
 
+void view_forward(const bcast_desc_t *d, size_t off, int B, const float *inp, float *out)
+{
+    bcast_pos_t p = {{0}, off, 0};
+    const size_t n = bcast_count(d, B);
+    for (size_t o = 0; o < n; o++, bcast_next(d, B, &p)) out[o] = inp[p.ia];
+}
+
+void view_backward(const bcast_desc_t *d, size_t off, int B, const float *dout, float *dinp)
+{
+    bcast_pos_t p = {{0}, off, 0};
+    const size_t n = bcast_count(d, B);
+    if (!dinp) return;
+    for (size_t o = 0; o < n; o++, bcast_next(d, B, &p)) dinp[p.ia] += dout[o];
+}
+
 void mul_forward(int B, int C, int HW, int HW2, const float *a, const float *b, float *out)
 {
     const size_t planes = (size_t)B * C;

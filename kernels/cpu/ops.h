@@ -174,6 +174,10 @@ typedef struct {
     size_t sa[BCAST_MAX_AXES], sb[BCAST_MAX_AXES];
 } bcast_desc_t;
 typedef enum { BINARY_ADD, BINARY_SUB, BINARY_MUL, BINARY_DIV } binary_op_t;
+/* A strided view copied out (Transpose, Slice): out[o] = inp[off + the walk of sa over
+ * out's shape] (sb unused); the backward adds dout back at the same places. */
+void view_forward(const bcast_desc_t *d, size_t off, int B, const float *inp, float *out);
+void view_backward(const bcast_desc_t *d, size_t off, int B, const float *dout, float *dinp /* += */);
 void binary_forward(binary_op_t op, const bcast_desc_t *d, int B, const float *a, const float *b, float *out);
 void binary_backward(binary_op_t op, const bcast_desc_t *d, int B, const float *a, const float *b, const float *dout,
                      float *da /* += */, float *db /* += */);

@@ -60,6 +60,21 @@ void ref_binary_forward(binary_op_t op, const bcast_desc_t *d, int B, const doub
     }
 }
 
+void ref_view_forward(const bcast_desc_t *d, size_t off, int B, const double *x, double *y)
+{
+    size_t n = (size_t)B;
+    for (int ax = 1; ax < d->rank; ax++) n *= (size_t)d->dims[ax];
+    for (size_t o = 0; o < n; o++) {
+        size_t rest = o, ix = off;
+        for (int ax = d->rank - 1; ax >= 0; ax--) {
+            const size_t dim = ax ? (size_t)d->dims[ax] : (size_t)B;
+            ix += (rest % dim) * d->sa[ax];
+            rest /= dim;
+        }
+        y[o] = x[ix];
+    }
+}
+
 double ref_clip(double lo, double hi, double x) { return fmin(fmax(x, lo), hi); }
 
 double ref_hardsigmoid(double alpha, double beta, double x) { return fmax(0.0, fmin(1.0, alpha * x + beta)); }

@@ -53,6 +53,8 @@ expect pow_tensor 2 "node 'y' (Pow): the exponent must be a constant finite floa
 expect bcast 0 "test_data_set_0 output_0 'y' (2, 3, 4): 24 values"
 expect bcast_rank 2 "node 'y' (Add): constant 'c' is (2, 3, 4): a constant operand has elements and at most the 2 axes of the activation's samples (and a leading 1 for the batch)"
 expect bcast_shape 2 "node 'y' (Add): shapes (N, 3, 4) and the constant (5) do not broadcast"
+expect movement 0 "test_data_set_0 output_0 'y' (2, 2, 3): 12 values"
+expect move_batch 2 "node 'y' (Transpose): perm must name the 3 axes with the batch axis first (a perm that moves the batch axis is not supported)"
 expect nd_rank7 2 "test_data_set_0/input_0.pb: shape (1, 2, 1, 2, 1, 2, 1): the activation must be a batch (N, ...) of rank 1 to 6"
 "$WORKER" --onnx-case "$TMP/c/good" extra >"$TMP/out" 2>&1
 [ $? -eq 2 ] && grep -qF -- "--onnx-case takes one directory and nothing else" "$TMP/out" ||

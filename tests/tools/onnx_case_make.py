@@ -30,7 +30,10 @@ Writes under OUTDIR:
   pow_tensor/ Pow whose exponent is a (3, 4) initializer: refused (a constant scalar only);
   bcast/     ((x (2, 3, 4) - c (3, 1)) * k (4), a Constant) / x: broadcasting, passes;
   bcast_rank/ x (2, 3, 4) + c (2, 3, 4): a constant with the batch's axis, refused;
-  bcast_shape/ x (2, 3, 4) + c (5): shapes that do not broadcast, refused.
+  bcast_shape/ x (2, 3, 4) + c (5): shapes that do not broadcast, refused;
+  movement/  x (2, 4, 3) split 1 + 3 on axis 1, Unsqueeze and Squeeze of the one, Transpose
+             twice of the other, Concat again, Slice of every other row: passes;
+  move_batch/ Transpose perm (1, 0, 2): moves the batch axis, refused.
 Exits 77 when onnx or numpy cannot be imported.
 """
 import os
@@ -192,6 +195,17 @@ def main():
             [numpy_helper.from_array(np.ones((2, 3, 4), np.float32), "c")])
     nd_case("bcast_shape", [k("Add", "x", "c", "y")], [2, 3, 4], [2, 3, 4], lambda v: v,
             [numpy_helper.from_array(np.ones(5, np.float32), "c")])
+
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    nd_case("movement", [helper.make_node("Split", ["x", "sp"], ["a", "b"], axis=1), k("Unsqueeze", "a", "ax", "u"),
+                         k("Squeeze", "u", "ax", "q"), helper.make_node("Transpose", ["b"], ["t"], perm=[0, 2, 1]),
+                         helper.make_node("Transpose", ["t"], ["t2"], perm=[0, 2, 1]),
+                         helper.make_node("Concat", ["q", "t2"], ["c"], axis=1),
+                         k("Slice", "c", "st", "en", "axs", "stp", "y")], [2, 4, 3], [2, 2, 3],
+            lambda v: v[:, 1:4:2, :],
+            [i64("sp", [1, 3]), i64("ax", [1]), i64("st", [1]), i64("en", [100]), i64("axs", [-2]), i64("stp", [2])])
+    nd_case("move_batch", [helper.make_node("Transpose", ["x"], ["y"], perm=[1, 0, 2])], [2, 3, 4], [3, 2, 4],
+            lambda v: v.transpose(1, 0, 2))
 
     d = os.path.join(out, "bigbatch", "test_data_set_0")
     os.makedirs(d)

@@ -319,6 +319,38 @@ static void ref_div(const ref_in_t *in, double *y)
     free(s);
 }
 
+/* Data movement: x (3, 5, 4) as (5, 12); transposed (W, C, H); every other W from 1 */
+static int build_reshape(model_builder_t *b, int x)
+{
+    const model_shape_t to = {.rank = 2, .dims = {5, 12}};
+    return model_build_reshape(b, x, &to);
+}
+static void ref_reshape(const ref_in_t *in, double *y)
+{
+    for (size_t i = 0; i < in_count(in); i++) y[i] = in->x[i];
+}
+static int build_transpose(model_builder_t *b, int x)
+{
+    static const int perm[3] = {2, 0, 1};
+    return model_build_transpose(b, x, perm);
+}
+static void ref_view(const ref_in_t *in, double *y) { ref_view_forward(&in->l->bc, in->l->view_off, in->B, in->x, y); }
+static int build_slice(model_builder_t *b, int x) { return model_build_slice(b, x, 2, 1, 4, 2); }
+/* ShuffleNetV2's channel shuffle of x (4, 5, 4) in 2 groups: (2, 2, 5, 4), the group axes
+ * swapped, back to (4, 5, 4); the reference picks channel (c % 2) * 2 + c / 2 */
+static int build_shuffle(model_builder_t *b, int x)
+{
+    static const int perm[4] = {1, 0, 2, 3};
+    const model_shape_t g = {.rank = 4, .dims = {2, 2, 5, 4}}, back = {.rank = 3, .dims = {4, 5, 4}};
+    return model_build_reshape(b, model_build_transpose(b, model_build_reshape(b, x, &g), perm), &back);
+}
+static void ref_shuffle(const ref_in_t *in, double *y)
+{
+    for (int n = 0; n < in->B; n++)
+        for (int c = 0; c < 4; c++)
+            for (int k = 0; k < 20; k++) y[(n * 4 + c) * 20 + k] = in->x[(n * 4 + (c % 2) * 2 + c / 2) * 20 + k];
+}
+
 /* ---- the cases: one per row of the operator table --------------------------------------- */
 
 typedef struct {
@@ -365,11 +397,15 @@ static const row_case_t CASES[] = {
     {LAYER_SUB, 3, 5, 4, build_sub, ref_sub, 1e-6, 1e-3, 1e-6, 0},
     {LAYER_BMUL, 3, 5, 4, build_bmul, ref_bmul, 1e-6, 1e-3, 1e-6, 0},
     {LAYER_DIV, 3, 5, 4, build_div, ref_div, 1e-6, 1e-3, 1e-6, 0},
+    {LAYER_RESHAPE, 3, 5, 4, build_reshape, ref_reshape, 0, 1e-3, 0, 0},
+    {LAYER_TRANSPOSE, 3, 5, 4, build_transpose, ref_view, 0, 1e-3, 0, 0},
+    {LAYER_SLICE, 3, 5, 4, build_slice, ref_view, 0, 1e-3, 0, 0},
 };
 
 /* Further cases of rows whose case above does not reach every path (the shape generator
  * may build layers before the one under test, which is the last it builds). */
 static const row_case_t MORE_CASES[] = {
+    {LAYER_TRANSPOSE, 4, 5, 4, build_shuffle, ref_shuffle, 0, 1e-3, 0, 1},
     {LAYER_CONST, 3, 5, 4, build_bmul_frozen, ref_bmul_frozen, 1e-6, 1e-3, 1e-6, 1},
     {LAYER_MUL, 3, 5, 4, build_mul_bcast, ref_mul_bcast, 1e-6, 1e-3, 1e-5, 0},
 };

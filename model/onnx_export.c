@@ -57,12 +57,24 @@ static const Onnx__TensorProto *source_tensor(const Onnx__GraphProto *g, const c
  * initializer's (an Identity of one, a Constant) gets an initializer of its own in extra
  * (trained, it no longer equals the one it was tied to), appended to the list in inits;
  * live_nodes then drops the node that defined the name. */
+/* Whether tensor ti is a frozen LAYER_CONST's: a Constant node's value, which training
+ * never changes; it stays the file's Constant (made an initializer, it would import as a
+ * trainable parameter). */
+static int frozen_const(const model_t *m, const tensor_info_t *ti)
+{
+    for (int i = 0; i < m->nlayers; i++)
+        if (m->layers[i].kind == LAYER_CONST && m->layers[i].frozen && ti->is_buffer && m->layers[i].w_off == ti->offset)
+            return 1;
+    return 0;
+}
+
 static int put_weights(Onnx__GraphProto *g, const model_t *m, saved_tensor_t *saved, Onnx__TensorProto *extra,
                        Onnx__TensorProto **inits, char *err, size_t errlen)
 {
     size_t nextra = 0;
     for (int i = 0; i < m->ntensors; i++) {
         const tensor_info_t *ti = &m->tensors[i];
+        if (frozen_const(m, ti)) continue;
         Onnx__TensorProto *t = NULL;
         for (size_t k = 0; k < g->n_initializer && !t; k++)
             if (g->initializer[k]->name && strcmp(g->initializer[k]->name, ti->name) == 0) t = g->initializer[k];

@@ -437,11 +437,14 @@ int model_build_mul(model_builder_t *b, int a, int x)
     return li;
 }
 
-int model_build_concat(model_builder_t *b, int a, int x)
+int model_build_concat(model_builder_t *b, int a, int x) { return model_build_concat_axis(b, a, x, 0); }
+
+int model_build_concat_axis(model_builder_t *b, int a, int x, int axis)
 {
     int li = add_layer(b, LAYER_CONCAT, a);
     layer_t *l = layer_at(b, li);
     l->in2 = x;
+    l->sl_axis = axis;
     finish_layer(b, li, infer_layer(b, li, shape_at(b, x)) == 0);
     return li;
 }

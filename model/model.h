@@ -74,7 +74,7 @@ typedef enum {
     LAYER_LEAKY_RELU, /* alpha */
     LAYER_SIGMOID,
     LAYER_TANH,
-    LAYER_CONCAT,      /* channels of in, then of in2 (an n-way Concat is a chain of these) */
+    LAYER_CONCAT,      /* axis sl_axis (the channels: 0) of in, then of in2 (an n-way Concat: a chain) */
     LAYER_DROPOUT,     /* p; the identity at evaluation */
     LAYER_CLIP,        /* lo, hi (ReLU6: 0, 6) */
     LAYER_HARDSIGMOID, /* max(0, min(1, alpha * x + beta)) */
@@ -143,7 +143,8 @@ typedef struct {
     int perm[MODEL_MAX_RANK]; /* LAYER_TRANSPOSE: output axis i is input axis perm[i] (non-batch axes) */
     /* LAYER_SLICE: the axis (non-batch, 0 = the channels), 0 <= start < end <= its size,
      * step >= 1; view_off: start's offset in a sample; bc: the view's strides (ops.h's
-     * view_forward), also LAYER_TRANSPOSE's */
+     * view_forward), also LAYER_TRANSPOSE's. LAYER_CONCAT: sl_axis the axis joined (0 = the
+     * channels, the only one on the GPU), sl_start the first input's size along it. */
     int sl_axis, sl_start, sl_end, sl_step;
     size_t view_off;
     /* Fusions, set by model_create from the finished layer list; each gives bit for bit
@@ -285,6 +286,9 @@ int model_build_slice(model_builder_t *b, int in, int axis, int start, int end, 
 int model_build_unary(model_builder_t *b, layer_kind_t kind, int in, float a);
 /* channels of a, then of x (same H, W) */
 int model_build_concat(model_builder_t *b, int a, int x);
+/* the same along non-batch axis axis (0: the channels) of two inputs of one rank, equal but
+ * along it */
+int model_build_concat_axis(model_builder_t *b, int a, int x, int axis);
 int model_build_gap(model_builder_t *b, int in);
 /* a + x, x of a's shape (or the option-A shortcut of a smaller x, model.h's LAYER_ADD) */
 int model_build_add(model_builder_t *b, int a, int x);

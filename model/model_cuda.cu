@@ -746,6 +746,11 @@ static int tanh_bwd(cuda_model_t *cm, int i, int B)
     return dinp ? cuda_tanh_backward(cm->ctx, out_count(l, B), out_of(cm, i), dout_of(cm, i), dinp) : 0;
 }
 
+static const char *concat_refuse(const layer_t *l)
+{
+    return l->sl_axis != 0 ? "a concatenation along another axis than the channels: not on the GPU" : NULL;
+}
+
 static int concat_fwd(cuda_model_t *cm, int i, int B, int train)
 {
     const layer_t *l = layer_of(cm, i);
@@ -879,7 +884,7 @@ static constexpr cuda_op_t CUDA_OPS[] = {
     {LAYER_LEAKY_RELU, leaky_relu_fwd, leaky_relu_bwd, NULL},
     {LAYER_SIGMOID, sigmoid_fwd, sigmoid_bwd, NULL},
     {LAYER_TANH, tanh_fwd, tanh_bwd, NULL},
-    {LAYER_CONCAT, concat_fwd, concat_bwd, NULL},
+    {LAYER_CONCAT, concat_fwd, concat_bwd, concat_refuse},
     {LAYER_DROPOUT, dropout_fwd, dropout_bwd, NULL},
     {LAYER_CLIP, clip_fwd, clip_bwd, NULL},
     {LAYER_HARDSIGMOID, hardsigmoid_fwd, hardsigmoid_bwd, NULL},

@@ -709,7 +709,7 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
         break;
     case LAYER_CONCAT:
         n = gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 2, in, l->in2 < 0 ? (char *)"input" : val[l->in2]);
-        gen_attr_int(x, n, "axis", 1);
+        gen_attr_int(x, n, "axis", 1 + l->sl_axis);
         flat[li] = 0;
         break;
     case LAYER_BN: {

@@ -1202,13 +1202,18 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         return define_output(im, n, model_build_elementwise(b, LAYER_DROPOUT, x->layer, p), x->flat);
     }
     if (strcmp(op, "Concat") == 0) {
-        /* of activations along channels (Concat of shapes was do_shape_op's): a chain of
-         * two-input concatenations */
+        /* of activations along a non-batch axis (Concat of shapes was do_shape_op's): a
+         * chain of two-input concatenations */
         static const char *const known[] = {"axis", NULL};
         if (check_attrs(im, n, known)) return -1;
-        if (attr_int(n, "axis", 0) != 1)
-            return fail(im, "node '%s' (Concat): activations join along channels (axis 1) only", node_name(n));
         if (n->n_input < 1 || input_layer(im, n, 0, &x)) return fail(im, "node '%s' (Concat): no inputs", node_name(n));
+        model_shape_t s0;
+        model_build_shape_nd(b, x->layer, &s0);
+        int64_t ax = attr_int(n, "axis", 0);
+        if (ax < 0) ax += s0.rank + 1;
+        if (ax < 1 || ax > s0.rank || (x->flat && ax != 1))
+            return fail(im, "node '%s' (Concat): axis %lld: activations join along a non-batch axis only", node_name(n),
+                        (long long)attr_int(n, "axis", 0));
         int li = x->layer;
         for (size_t i = 1; i < n->n_input; i++) {
             const value_t *y;
@@ -1217,11 +1222,12 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
             char t1[96], t2[96];
             model_build_shape_nd(b, li, &s1);
             model_build_shape_nd(b, y->layer, &s2);
-            s2.dims[0] = s1.dims[0]; /* the axis joined may differ */
-            if (s1.rank < 1 || !model_shape_equal(&s1, &s2))
-                return fail(im, "node '%s' (Concat): input %zu is %s, the others %s (equal but for axis 1)",
-                            node_name(n), i, batch_text(&s2, t2, sizeof t2), batch_text(&s1, t1, sizeof t1));
-            li = model_build_concat(b, li, y->layer);
+            if (s2.rank == s1.rank) s2.dims[ax - 1] = s1.dims[ax - 1]; /* the axis joined may differ */
+            if (!model_shape_equal(&s1, &s2))
+                return fail(im, "node '%s' (Concat): input %zu is %s, the others %s (equal but for axis %lld)",
+                            node_name(n), i, batch_text(&s2, t2, sizeof t2), batch_text(&s1, t1, sizeof t1),
+                            (long long)ax);
+            li = model_build_concat_axis(b, li, y->layer, (int)ax - 1);
         }
         return define_output(im, n, li, n->n_input == 1 ? x->flat : 0);
     }

@@ -96,14 +96,16 @@ static int infer_add(layer_t *l, const model_shape_t *in, const model_shape_t *i
     return model_shape_equal(in, in2) || (in->rank == 3 && in2->rank == 3) ? 0 : -1;
 }
 
-/* dims 0 of in, then of in2 (the channels; every other dimension the same) */
+/* axis sl_axis of in, then of in2 (0: the channels; every other dimension the same) */
 static int infer_concat(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
+    const int ax = l->sl_axis;
     l->shape = *in;
-    if (in->rank < 1 || in2->rank != in->rank) return -1;
-    for (int d = 1; d < in->rank; d++)
-        if (in->dims[d] != in2->dims[d]) return -1;
-    l->shape.dims[0] = in->dims[0] + in2->dims[0];
+    if (ax < 0 || ax >= in->rank || in2->rank != in->rank) return -1;
+    for (int d = 0; d < in->rank; d++)
+        if (d != ax && in->dims[d] != in2->dims[d]) return -1;
+    l->shape.dims[ax] = in->dims[ax] + in2->dims[ax];
+    l->sl_start = in->dims[ax];
     return 0;
 }
 
@@ -442,20 +444,36 @@ static void tanh_bwd(model_t *m, int i, const float *x, int B)
     if (dinp) tanh_backward(out_count(l, B), m->acts + l->out_off, m->dacts + l->out_off, dinp);
 }
 
+/* Along axis a, a sample is (outer, size along a, inner): the kernel's (B, C, HW) with
+ * B * outer rows (outer 1 and inner H * W for the channels). */
+static void concat_geometry(const layer_t *l, int B, int *rows, int *inner, int C2[2])
+{
+    *rows = B;
+    *inner = 1;
+    for (int d = 0; d < l->shape.rank; d++) {
+        if (d < l->sl_axis) *rows *= l->shape.dims[d];
+        if (d > l->sl_axis) *inner *= l->shape.dims[d];
+    }
+    C2[0] = l->sl_start;
+    C2[1] = l->shape.dims[l->sl_axis] - l->sl_start;
+}
+
 static void concat_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     const layer_t *l = &m->layers[i];
-    const int C2[2] = {l->C, l->OC - l->C};
+    int rows, inner, C2[2];
+    concat_geometry(l, B, &rows, &inner, C2);
     const float *const in2[2] = {input_of(m, x, l->in), input_of(m, x, l->in2)};
-    concat_forward(B, l->H * l->W, 2, C2, in2, m->acts + l->out_off);
+    concat_forward(rows, inner, 2, C2, in2, m->acts + l->out_off);
 }
 
 static void concat_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
-    const int C2[2] = {l->C, l->OC - l->C};
+    int rows, inner, C2[2];
+    concat_geometry(l, B, &rows, &inner, C2);
     float *const d2[2] = {dinput_of(m, l->in), dinput_of(m, l->in2)};
-    concat_backward(B, l->H * l->W, 2, C2, m->dacts + l->out_off, d2);
+    concat_backward(rows, inner, 2, C2, m->dacts + l->out_off, d2);
 }
 
 static void dropout_fwd(model_t *m, int i, const float *x, int B, int train)

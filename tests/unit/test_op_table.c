@@ -351,6 +351,18 @@ static void ref_shuffle(const ref_in_t *in, double *y)
             for (int k = 0; k < 20; k++) y[(n * 4 + c) * 20 + k] = in->x[(n * 4 + (c % 2) * 2 + c / 2) * 20 + k];
 }
 
+/* x (3, 5, 4) and its Sigmoid joined along the last axis: (3, 5, 8) */
+static int build_concat_w(model_builder_t *b, int x)
+{
+    return model_build_concat_axis(b, x, model_build_elementwise(b, LAYER_SIGMOID, x, 0.0f), 2);
+}
+static void ref_concat_w(const ref_in_t *in, double *y)
+{
+    for (int r = 0; r < in->B * 3 * 5; r++)
+        for (int w = 0; w < 8; w++)
+            y[r * 8 + w] = w < 4 ? in->x[r * 4 + w] : ref_act(REF_ACT_SIGMOID, 0.0, in->x[r * 4 + w - 4]);
+}
+
 /* ---- the cases: one per row of the operator table --------------------------------------- */
 
 typedef struct {
@@ -405,6 +417,7 @@ static const row_case_t CASES[] = {
 /* Further cases of rows whose case above does not reach every path (the shape generator
  * may build layers before the one under test, which is the last it builds). */
 static const row_case_t MORE_CASES[] = {
+    {LAYER_CONCAT, 3, 5, 4, build_concat_w, ref_concat_w, 1e-6, 1e-3, 1e-6, 0},
     {LAYER_TRANSPOSE, 4, 5, 4, build_shuffle, ref_shuffle, 0, 1e-3, 0, 1},
     {LAYER_CONST, 3, 5, 4, build_bmul_frozen, ref_bmul_frozen, 1e-6, 1e-3, 1e-6, 1},
     {LAYER_MUL, 3, 5, 4, build_mul_bcast, ref_mul_bcast, 1e-6, 1e-3, 1e-5, 0},

@@ -26,8 +26,10 @@ extern "C" {
  * kind runs, upload and download_params carry the dropout seed and step; 6: layer_t's clip,
  * hard sigmoid, mul and batch-norm momentum fields (issue 43's convolutional families); 7:
  * LAYER_STOCHASTIC_DEPTH; 8: model_t's moment2 and label_smoothing, tensor_info_t's no_decay,
- * model_optimize (AdamW, parameter groups) */
-#define PACER_CUDA_ABI 8
+ * model_optimize (AdamW, parameter groups);
+ * 9: layer_t's and model_t's N-D shapes (model_shape_t), the unary kinds LAYER_EXP to LAYER_POW
+ * and the broadcast, constant and movement kinds (empty rows: not on the GPU) */
+#define PACER_CUDA_ABI 9
 #define PACER_CUDA_ENTRY "pacer_cuda_backend"
 
 typedef struct cuda_model cuda_model_t;

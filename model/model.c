@@ -70,6 +70,13 @@ static layer_t *layer_at(builder_t *b, int li)
     return li >= 0 && li < b->m->nlayers ? &b->m->layers[li] : &b->scratch;
 }
 
+/* The N-D output shape of layer li, or the model input's for li < 0 (the scratch layer's
+ * for a layer that could not be added). */
+static const model_shape_t *shape_at(builder_t *b, int li)
+{
+    return li < 0 ? &b->m->in_shape : &layer_at(b, li)->shape;
+}
+
 /* Appends a layer reading the output of `in` (-1: model input); returns its index, or -1
  * with b->failed set. */
 static int add_layer(builder_t *b, layer_kind_t kind, int in)
@@ -83,17 +90,9 @@ static int add_layer(builder_t *b, layer_kind_t kind, int in)
     l->kind = kind;
     l->in = in;
     l->in2 = -1;
-    if (in < 0) {
-        l->C = m->C;
-        l->H = m->H;
-        l->W = m->W;
-    } else {
-        const layer_t *src = layer_at(b, in);
-        l->C = src->OC;
-        l->H = src->OH;
-        l->W = src->OW;
-    }
-    /* Same shape by default; shape-changing layers overwrite. */
+    /* Same shape by default; infer_layer sets the output's. */
+    l->shape = *shape_at(b, in);
+    model_shape_fold(&l->shape, &l->C, &l->H, &l->W);
     l->OC = l->C;
     l->OH = l->H;
     l->OW = l->W;
@@ -101,12 +100,16 @@ static int add_layer(builder_t *b, layer_kind_t kind, int in)
 }
 
 /* The layer's output shape from its row's shape inference (model/op_table.c), given the
- * second input's shape (zeros for one input); 0, or -1 with b->failed set. */
-static int infer_layer(builder_t *b, int li, int C2, int H2, int W2)
+ * second input's shape (NULL for one input), folded into (OC, OH, OW); 0, or -1 with
+ * b->failed set. */
+static int infer_layer(builder_t *b, int li, const model_shape_t *in2)
 {
     layer_t *l = layer_at(b, li);
     const model_op_t *op = model_op(l->kind); /* NULL: a builder was given no kind */
-    if (op && op->infer_shape(l, C2, H2, W2) == 0) return 0;
+    const model_shape_t in = *shape_at(b, l->in);
+    const int ok = op && op->infer_shape(l, &in, in2) == 0;
+    model_shape_fold(&l->shape, &l->OC, &l->OH, &l->OW);
+    if (ok) return 0;
     b->failed = 1;
     return -1;
 }
@@ -132,7 +135,7 @@ int model_build_conv(model_builder_t *b, int in, const conv2d_desc_t *geom, int 
     int li = add_layer(b, LAYER_CONV, in);
     layer_t *l = layer_at(b, li);
     l->conv = *geom;
-    const int ok = infer_layer(b, li, 0, 0, 0) == 0;
+    const int ok = infer_layer(b, li, NULL) == 0;
     l->has_bias = bias;
     const int groups = l->conv.groups > 0 ? l->conv.groups : 1;
     l->w_off = add_tensor_named(b, wname, (size_t)l->OC * (l->C / groups) * l->conv.KH * l->conv.KW, 0);
@@ -168,7 +171,7 @@ int model_build_pool(model_builder_t *b, layer_kind_t kind, int in, const pool2d
     int li = add_layer(b, kind, in);
     layer_t *l = layer_at(b, li);
     l->pool = *geom;
-    const int ok = (kind == LAYER_MAXPOOL || kind == LAYER_AVGPOOL) ? infer_layer(b, li, 0, 0, 0) == 0 : 0;
+    const int ok = (kind == LAYER_MAXPOOL || kind == LAYER_AVGPOOL) ? infer_layer(b, li, NULL) == 0 : 0;
     if (!ok) b->failed = 1;
     if (kind == LAYER_MAXPOOL) {
         l->aux_off = b->m->argmax_ints;
@@ -188,7 +191,7 @@ static int pool(builder_t *b, layer_kind_t kind, int in, int K, int stride, int 
 int model_build_relu(model_builder_t *b, int in)
 {
     int li = add_layer(b, LAYER_RELU, in);
-    finish_layer(b, li, infer_layer(b, li, 0, 0, 0) == 0);
+    finish_layer(b, li, infer_layer(b, li, NULL) == 0);
     return li;
 }
 
@@ -206,7 +209,7 @@ int model_build_gemm(model_builder_t *b, int in, int OUT, const gemm_desc_t *g, 
     l->gemm = *g;
     l->gemm.OUT = OUT;
     /* FC flattens its input: (B, C, H, W) is read as (B, C*H*W) */
-    const int ok = infer_layer(b, li, 0, 0, 0) == 0;
+    const int ok = infer_layer(b, li, NULL) == 0;
     l->w_off = add_tensor_named(b, wname, (size_t)OUT * l->C, 0);
     if (bname) l->b_off = add_tensor_named(b, bname, (size_t)OUT, 0);
     finish_layer(b, li, ok);
@@ -257,7 +260,7 @@ int model_build_bn_momentum(model_builder_t *b, int in, const char *const names[
     l->rv_off = add_tensor_named(b, names[3], (size_t)l->C, 1);
     l->aux_off = b->m->aux_floats;
     b->m->aux_floats += 2 * (size_t)l->C;
-    finish_layer(b, li, infer_layer(b, li, 0, 0, 0) == 0);
+    finish_layer(b, li, infer_layer(b, li, NULL) == 0);
     return li;
 }
 
@@ -276,7 +279,7 @@ static int bn(builder_t *b, const char *name, int in)
 int model_build_gap(model_builder_t *b, int in)
 {
     int li = add_layer(b, LAYER_GAP, in);
-    finish_layer(b, li, infer_layer(b, li, 0, 0, 0) == 0);
+    finish_layer(b, li, infer_layer(b, li, NULL) == 0);
     return li;
 }
 
@@ -285,9 +288,8 @@ int model_build_add(model_builder_t *b, int a, int x)
 {
     int li = add_layer(b, LAYER_ADD, a);
     layer_t *l = layer_at(b, li);
-    const layer_t *lx = layer_at(b, x);
     l->in2 = x;
-    const int ok = x >= 0 && infer_layer(b, li, lx->OC, lx->OH, lx->OW) == 0;
+    const int ok = x >= 0 && infer_layer(b, li, shape_at(b, x)) == 0;
     if (!ok) b->failed = 1;
     finish_layer(b, li, ok);
     return li;
@@ -306,7 +308,83 @@ int model_build_elementwise(model_builder_t *b, layer_kind_t kind, int in, float
     } else if (kind != LAYER_SIGMOID && kind != LAYER_TANH) {
         b->failed = 1;
     }
-    finish_layer(b, li, infer_layer(b, li, 0, 0, 0) == 0);
+    finish_layer(b, li, infer_layer(b, li, NULL) == 0);
+    return li;
+}
+
+int model_build_unary(model_builder_t *b, layer_kind_t kind, int in, float a)
+{
+    int li = add_layer(b, kind, in);
+    layer_t *l = layer_at(b, li);
+    l->alpha = kind == LAYER_POW ? a : 0.0f;
+    if (kind < LAYER_EXP || kind > LAYER_POW || !isfinite(l->alpha)) b->failed = 1;
+    finish_layer(b, li, infer_layer(b, li, NULL) == 0);
+    return li;
+}
+
+int model_build_const(model_builder_t *b, const model_shape_t *s, const char *name, int frozen)
+{
+    int ok = s->rank >= 0 && s->rank <= MODEL_MAX_RANK;
+    size_t count = 1;
+    for (int d = 0; ok && d < s->rank; d++) {
+        ok = s->dims[d] >= 1;
+        count *= (size_t)s->dims[d];
+    }
+    if (!ok) b->failed = 1;
+    int li = add_layer(b, LAYER_CONST, -1);
+    layer_t *l = layer_at(b, li);
+    l->frozen = frozen != 0;
+    if (ok) l->shape = *s;
+    l->w_off = add_tensor_named(b, name, ok ? count : 0, l->frozen);
+    /* its output slots: max_batch of them like any layer's (model_zero_dacts zeroes B) */
+    finish_layer(b, li, ok && infer_layer(b, li, NULL) == 0);
+    return li;
+}
+
+int model_build_binary(model_builder_t *b, layer_kind_t kind, int a, int x)
+{
+    const int ca = a >= 0 && layer_at(b, a)->kind == LAYER_CONST, cx = x >= 0 && layer_at(b, x)->kind == LAYER_CONST;
+    int li = add_layer(b, kind, a);
+    layer_t *l = layer_at(b, li);
+    l->in2 = x;
+    /* the batch strides: 0 for a batch-less constant (infer_binary sets the others) */
+    l->bc.sa[0] = !ca;
+    l->bc.sb[0] = !cx;
+    const int ok = kind >= LAYER_BADD && kind <= LAYER_DIV && !(ca && cx) && infer_layer(b, li, shape_at(b, x)) == 0;
+    if (!ok) b->failed = 1;
+    finish_layer(b, li, ok);
+    return li;
+}
+
+int model_build_reshape(model_builder_t *b, int in, const model_shape_t *to)
+{
+    int li = add_layer(b, LAYER_RESHAPE, in);
+    layer_t *l = layer_at(b, li);
+    const int ok = to->rank >= 0 && to->rank <= MODEL_MAX_RANK;
+    if (ok) l->shape = *to; /* what infer_reshape checks against the input */
+    finish_layer(b, li, ok && infer_layer(b, li, NULL) == 0);
+    if (!ok) b->failed = 1;
+    return li;
+}
+
+int model_build_transpose(model_builder_t *b, int in, const int *perm)
+{
+    int li = add_layer(b, LAYER_TRANSPOSE, in);
+    layer_t *l = layer_at(b, li);
+    for (int d = 0; d < l->shape.rank && d < MODEL_MAX_RANK; d++) l->perm[d] = perm[d];
+    finish_layer(b, li, infer_layer(b, li, NULL) == 0);
+    return li;
+}
+
+int model_build_slice(model_builder_t *b, int in, int axis, int start, int end, int step)
+{
+    int li = add_layer(b, LAYER_SLICE, in);
+    layer_t *l = layer_at(b, li);
+    l->sl_axis = axis;
+    l->sl_start = start;
+    l->sl_end = end;
+    l->sl_step = step;
+    finish_layer(b, li, infer_layer(b, li, NULL) == 0);
     return li;
 }
 
@@ -317,7 +395,7 @@ int model_build_clip(model_builder_t *b, int in, float lo, float hi)
     l->lo = lo;
     l->hi = hi;
     if (isnan(lo) || isnan(hi)) b->failed = 1;
-    finish_layer(b, li, infer_layer(b, li, 0, 0, 0) == 0);
+    finish_layer(b, li, infer_layer(b, li, NULL) == 0);
     return li;
 }
 
@@ -328,47 +406,46 @@ int model_build_hardsigmoid(model_builder_t *b, int in, float alpha, float beta)
     l->alpha = alpha;
     l->beta = beta;
     if (!isfinite(alpha) || !isfinite(beta)) b->failed = 1;
-    finish_layer(b, li, infer_layer(b, li, 0, 0, 0) == 0);
+    finish_layer(b, li, infer_layer(b, li, NULL) == 0);
     return li;
 }
 
 int model_build_hardswish(model_builder_t *b, int in)
 {
     int li = add_layer(b, LAYER_HARDSWISH, in);
-    finish_layer(b, li, infer_layer(b, li, 0, 0, 0) == 0);
+    finish_layer(b, li, infer_layer(b, li, NULL) == 0);
     return li;
 }
 
 /* The full-plane input is `in`, the (C, 1, 1) one (if any) in2: the steps read them so. */
 int model_build_mul(model_builder_t *b, int a, int x)
 {
-    const model_t *m = b->m;
     int Ca, Ha, Wa, Cx, Hx, Wx;
     if (model_build_shape(b, a, &Ca, &Ha, &Wa) != 0 || model_build_shape(b, x, &Cx, &Hx, &Wx) != 0) {
         b->failed = 1;
-        Ca = Cx = m->C, Ha = Hx = m->H, Wa = Wx = m->W;
+        Ha = Hx = Wa = Wx = 1;
     }
     if ((size_t)Ha * Wa < (size_t)Hx * Wx) {
         const int t = a;
         a = x;
         x = t;
-        Cx = Ca, Hx = Ha, Wx = Wa;
     }
     int li = add_layer(b, LAYER_MUL, a);
     layer_t *l = layer_at(b, li);
     l->in2 = x;
-    finish_layer(b, li, infer_layer(b, li, Cx, Hx, Wx) == 0);
+    finish_layer(b, li, infer_layer(b, li, shape_at(b, x)) == 0);
     return li;
 }
 
-int model_build_concat(model_builder_t *b, int a, int x)
+int model_build_concat(model_builder_t *b, int a, int x) { return model_build_concat_axis(b, a, x, 0); }
+
+int model_build_concat_axis(model_builder_t *b, int a, int x, int axis)
 {
     int li = add_layer(b, LAYER_CONCAT, a);
     layer_t *l = layer_at(b, li);
-    const layer_t *lx = layer_at(b, x);
     l->in2 = x;
-    int C2 = x < 0 ? b->m->C : lx->OC, H2 = x < 0 ? b->m->H : lx->OH, W2 = x < 0 ? b->m->W : lx->OW;
-    finish_layer(b, li, infer_layer(b, li, C2, H2, W2) == 0);
+    l->sl_axis = axis;
+    finish_layer(b, li, infer_layer(b, li, shape_at(b, x)) == 0);
     return li;
 }
 
@@ -385,7 +462,46 @@ int model_build_shape(const model_builder_t *b, int li, int *C, int *H, int *W)
     return 0;
 }
 
+int model_build_shape_nd(const model_builder_t *b, int li, model_shape_t *out)
+{
+    const model_t *m = b->m;
+    if (li >= m->nlayers) return -1;
+    *out = li < 0 ? m->in_shape : m->layers[li].shape;
+    return 0;
+}
+
 int model_build_failed(const model_builder_t *b) { return b->failed; }
+
+void model_shape_fold(const model_shape_t *s, int *C, int *H, int *W)
+{
+    *C = s->rank > 0 ? s->dims[0] : 1;
+    *H = s->rank > 1 ? s->dims[1] : 1;
+    *W = 1;
+    for (int d = 2; d < s->rank && d < MODEL_MAX_RANK; d++) *W *= s->dims[d];
+}
+
+int model_shape_equal(const model_shape_t *a, const model_shape_t *b)
+{
+    if (a->rank != b->rank) return 0;
+    for (int d = 0; d < a->rank; d++)
+        if (a->dims[d] != b->dims[d]) return 0;
+    return 1;
+}
+
+char *model_shape_text(const model_shape_t *s, char *buf, size_t len)
+{
+    size_t n = 0;
+    if (!len) return buf;
+    buf[0] = '\0';
+    for (int d = 0; d <= s->rank && d <= MODEL_MAX_RANK && n < len; d++) {
+        const int w = d == s->rank || d == MODEL_MAX_RANK
+                          ? snprintf(buf + n, len - n, "%s)", d ? "" : "(")
+                          : snprintf(buf + n, len - n, "%s%d", d ? ", " : "(", s->dims[d]);
+        if (w < 0) break;
+        n += (size_t)w;
+    }
+    return buf;
+}
 
 /* a + k * n, saturating at SIZE_MAX */
 static size_t sat_add_mul(size_t a, size_t k, size_t n)
@@ -626,8 +742,11 @@ static void mark_set_grads(model_t *m)
 }
 
 static int run_builtin(model_builder_t *b, void *ctx, char *err, size_t errlen);
-static int create_with(const char *name, int C, int H, int W, int classes, int max_batch, int kaiming_conv,
+static int create_with(const char *name, const model_shape_t *in, int classes, int max_batch, int kaiming_conv,
                        model_build_fn build, void *ctx, model_t **out, char *err, size_t errlen);
+
+/* The rank-3 shape (C, H, W) of the built-in networks' images. */
+static model_shape_t chw_shape(int C, int H, int W) { return (model_shape_t){.rank = 3, .dims = {C, H, W}}; }
 
 int model_create(const char *name, int max_batch, model_t **out, char *err, size_t errlen)
 {
@@ -650,8 +769,8 @@ int model_create_classes(const char *name, int classes, int max_batch, model_t *
         return -1;
     }
     if (classes != 0 && catalog_model_for_classes(&e, classes, &e, err, errlen) != 0) return -1;
-    return create_with(name, e.C, e.H, e.W, e.classes, max_batch, def->kaiming_conv, run_builtin, (void *)def, out, err,
-                       errlen);
+    const model_shape_t in = chw_shape(e.C, e.H, e.W);
+    return create_with(name, &in, e.classes, max_batch, def->kaiming_conv, run_builtin, (void *)def, out, err, errlen);
 }
 
 /* A built-in network's builder, as create_with calls a builder. */
@@ -662,7 +781,7 @@ static int run_builtin(model_builder_t *b, void *ctx, char *err, size_t errlen)
 }
 
 /* The two passes of every model: build the lists, then allocate. */
-static int create_with(const char *name, int C, int H, int W, int classes, int max_batch, int kaiming_conv,
+static int create_with(const char *name, const model_shape_t *in, int classes, int max_batch, int kaiming_conv,
                        model_build_fn build, void *ctx, model_t **out, char *err, size_t errlen)
 {
     *out = NULL;
@@ -673,9 +792,8 @@ static int create_with(const char *name, int C, int H, int W, int classes, int m
     model_t *m = calloc(1, sizeof *m);
     if (!m) goto oom;
     snprintf(m->name, sizeof m->name, "%s", name);
-    m->C = C;
-    m->H = H;
-    m->W = W;
+    m->in_shape = *in;
+    model_shape_fold(in, &m->C, &m->H, &m->W);
     m->num_classes = classes;
     m->max_batch = max_batch;
     m->kaiming_conv = kaiming_conv;
@@ -704,12 +822,21 @@ oom:
 int model_create_custom(const char *name, int C, int H, int W, int classes, int max_batch, model_build_fn build,
                         void *ctx, model_t **out, char *err, size_t errlen)
 {
+    const model_shape_t in = chw_shape(C, H, W);
+    return model_create_custom_shape(name, &in, classes, max_batch, build, ctx, out, err, errlen);
+}
+
+int model_create_custom_shape(const char *name, const model_shape_t *in, int classes, int max_batch,
+                              model_build_fn build, void *ctx, model_t **out, char *err, size_t errlen)
+{
     *out = NULL;
-    if (C < 1 || H < 1 || W < 1 || classes < 1) {
-        snprintf(err, errlen, "model %s: input shape and classes must be positive", name);
+    int ok = in->rank >= 0 && in->rank <= MODEL_MAX_RANK && classes >= 1;
+    for (int d = 0; ok && d < in->rank; d++) ok = in->dims[d] >= 1;
+    if (!ok) {
+        snprintf(err, errlen, "model %s: input shape (rank 0 to %d) and classes must be positive", name, MODEL_MAX_RANK);
         return -1;
     }
-    return create_with(name, C, H, W, classes, max_batch, 0, build, ctx, out, err, errlen);
+    return create_with(name, in, classes, max_batch, 0, build, ctx, out, err, errlen);
 }
 
 int model_clone(const model_t *src, model_t **out, char *err, size_t errlen)

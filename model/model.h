@@ -41,6 +41,25 @@
  * and the default of an imported batch norm (layer_t's momentum, which the host model and
  * its CUDA twin, model_cuda.cu, pass to their batch-norm kernels). */
 #define MODEL_BN_MOMENTUM 0.1f
+/* Most axes of one sample's tensor (the batch axis not counted): ONNX's 5-D volumes and
+ * sequences (N, C, D, H, W) are rank 4, the largest networks people train reach 5. */
+#define MODEL_MAX_RANK 5
+
+/* The N-D shape of one sample (the batch axis not counted): rank 0 is a scalar per sample.
+ * Every kernel reads a 3-D folding of it (model_shape_fold): dim 0 is the channels C, dim 1
+ * the height H, the product of the rest the width W, ranks below 3 padded with 1s; so a
+ * layer's (C, H, W) and (OC, OH, OW) below are always its shapes' foldings. */
+typedef struct {
+    int rank;
+    int dims[MODEL_MAX_RANK];
+} model_shape_t;
+
+/* The 3-D folding (C, H, W) of s. */
+void model_shape_fold(const model_shape_t *s, int *C, int *H, int *W);
+/* Whether a and b have the same rank and dimensions. */
+int model_shape_equal(const model_shape_t *a, const model_shape_t *b);
+/* s as "(4, 5, 6)" ("()" for rank 0), cut to len, always terminated; returns buf. */
+char *model_shape_text(const model_shape_t *s, char *buf, size_t len);
 
 typedef enum {
     LAYER_CONV,
@@ -55,7 +74,7 @@ typedef enum {
     LAYER_LEAKY_RELU, /* alpha */
     LAYER_SIGMOID,
     LAYER_TANH,
-    LAYER_CONCAT,      /* channels of in, then of in2 (an n-way Concat is a chain of these) */
+    LAYER_CONCAT,      /* axis sl_axis (the channels: 0) of in, then of in2 (an n-way Concat: a chain) */
     LAYER_DROPOUT,     /* p; the identity at evaluation */
     LAYER_CLIP,        /* lo, hi (ReLU6: 0, 6) */
     LAYER_HARDSIGMOID, /* max(0, min(1, alpha * x + beta)) */
@@ -64,21 +83,51 @@ typedef enum {
     /* p; dropout of whole samples (torchvision's StochasticDepth, mode "row", the Python
      * client's ai.pacer:StochasticDepth): the identity at evaluation */
     LAYER_STOCHASTIC_DEPTH,
+    /* functions of one input, any shape (ops.h's unary_forward): ONNX's Exp, Neg, Sqrt,
+     * Reciprocal, Abs, and Pow with a constant exponent (alpha) */
+    LAYER_EXP,
+    LAYER_NEG,
+    LAYER_SQRT,
+    LAYER_RECIPROCAL,
+    LAYER_ABS,
+    LAYER_POW,
+    /* A constant or parameter read by a binary operator (an ONNX initializer or Constant
+     * that is no Conv, batch-norm or Gemm weight): no batch axis, its shape the tensor's;
+     * trainable (a tensor of params, with a gradient: a layer scale, a positional
+     * embedding) or frozen (a tensor of buffers: a Constant node's). Its forward copies
+     * the tensor into its output (the first of the max_batch slots it is given), its
+     * backward the gradient its readers summed there into grads. */
+    LAYER_CONST,
+    /* in op in2 with NumPy broadcasting over the N-D shapes and the batch (bc); either
+     * input may be a LAYER_CONST. An Add of two activations of one shape stays LAYER_ADD,
+     * a Mul of equal or (C, 1, 1) shapes LAYER_MUL: their kernels are faster. */
+    LAYER_BADD,
+    LAYER_SUB,
+    LAYER_BMUL,
+    LAYER_DIV,
+    /* Data movement of the non-batch axes. LAYER_RESHAPE: the same elements in another
+     * shape (ONNX's Reshape, Squeeze, Unsqueeze): a copy. LAYER_TRANSPOSE: the axes in the
+     * order perm. LAYER_SLICE: elements start, start + step, ... below end of one axis
+     * (ONNX's Slice, one layer per axis, and Split, one per output). */
+    LAYER_RESHAPE,
+    LAYER_TRANSPOSE,
+    LAYER_SLICE,
     /* the number of kinds: model/op_table.c has one row per kind above */
     LAYER_KIND_COUNT
 } layer_kind_t;
 
 typedef struct {
     layer_kind_t kind;
-    int in;         /* producing layer of the input; -1 = the model input */
-    int in2;        /* LAYER_ADD: the shortcut input; LAYER_CONCAT: the second input */
-    int C, H, W;    /* input shape of one sample */
-    int OC, OH, OW; /* output shape of one sample */
+    int in;              /* producing layer of the input; -1 = the model input */
+    int in2;             /* LAYER_ADD: the shortcut input; LAYER_CONCAT: the second input */
+    int C, H, W;         /* input shape of one sample: the 3-D folding of its producer's shape */
+    int OC, OH, OW;      /* output shape of one sample: the 3-D folding of shape */
+    model_shape_t shape; /* output shape of one sample, N-D (its inputs': their producers') */
     conv2d_desc_t conv;
     pool2d_desc_t pool;
     shortcut_desc_t sc;
     gemm_desc_t gemm; /* LAYER_FC: weight layout, alpha, beta ((OUT, IN), 1, 1: PyTorch's Linear) */
-    float alpha;      /* LAYER_LEAKY_RELU: the negative slope; LAYER_HARDSIGMOID: the slope */
+    float alpha;      /* LAYER_LEAKY_RELU: the negative slope; LAYER_HARDSIGMOID: the slope; LAYER_POW: the exponent */
     float beta;       /* LAYER_HARDSIGMOID: the offset */
     float lo, hi;     /* LAYER_CLIP: the bounds (-inf, +inf where the file gives none) */
     int bcast;        /* LAYER_MUL: in2 is (C, 1, 1), read once per plane */
@@ -89,6 +138,15 @@ typedef struct {
      * for the built-in networks, the file's for imported ones */
     float momentum;
     int has_bias;
+    bcast_desc_t bc;          /* LAYER_BADD to LAYER_DIV: the broadcast (ops.h), from the inputs' shapes */
+    int frozen;               /* LAYER_CONST: a tensor of buffers (no gradient), else of params */
+    int perm[MODEL_MAX_RANK]; /* LAYER_TRANSPOSE: output axis i is input axis perm[i] (non-batch axes) */
+    /* LAYER_SLICE: the axis (non-batch, 0 = the channels), 0 <= start < end <= its size,
+     * step >= 1; view_off: start's offset in a sample; bc: the view's strides (ops.h's
+     * view_forward), also LAYER_TRANSPOSE's. LAYER_CONCAT: sl_axis the axis joined (0 = the
+     * channels, the only one on the GPU), sl_start the first input's size along it. */
+    int sl_axis, sl_start, sl_end, sl_step;
+    size_t view_off;
     /* Fusions, set by model_create from the finished layer list; each gives bit for bit
      * the results of the layers it replaces.
      * fused_relu: LAYER_BN: the next layer is a ReLU and the only reader of this one's
@@ -132,6 +190,7 @@ typedef struct {
 typedef struct {
     char name[MODEL_NAME_MAX];
     int C, H, W, num_classes; /* input and output of the network (the catalog's) */
+    model_shape_t in_shape;   /* the input of one sample, N-D; (C, H, W) is its folding */
     int max_batch;
     int kaiming_conv; /* init: convolutions Kaiming normal (resnet20), else uniform */
     /* Dropout masks: training forward t (counted by model_forward, the backward after it
@@ -219,13 +278,31 @@ int model_build_mul(model_builder_t *b, int a, int x);
 /* kind LAYER_LEAKY_RELU (arg: alpha >= 0), LAYER_SIGMOID, LAYER_TANH, LAYER_DROPOUT and
  * LAYER_STOCHASTIC_DEPTH (arg: p in [0, 1]) */
 int model_build_elementwise(model_builder_t *b, layer_kind_t kind, int in, float arg);
+/* A LAYER_CONST of shape s (no batch axis), the tensor name in params (frozen 0) or in
+ * buffers (frozen 1) */
+int model_build_const(model_builder_t *b, const model_shape_t *s, const char *name, int frozen);
+/* kind LAYER_BADD, LAYER_SUB, LAYER_BMUL or LAYER_DIV: a op x, broadcast; not both constants */
+int model_build_binary(model_builder_t *b, layer_kind_t kind, int a, int x);
+/* in's elements in the shape to (the same count) */
+int model_build_reshape(model_builder_t *b, int in, const model_shape_t *to);
+/* in's axes in the order perm (a permutation of 0 .. rank - 1) */
+int model_build_transpose(model_builder_t *b, int in, const int *perm);
+/* in's axis elements start, start + step, ... below end (0 <= start < end <= size, step >= 1) */
+int model_build_slice(model_builder_t *b, int in, int axis, int start, int end, int step);
+/* kind LAYER_EXP to LAYER_POW (a: Pow's exponent, finite; ignored by the others) */
+int model_build_unary(model_builder_t *b, layer_kind_t kind, int in, float a);
 /* channels of a, then of x (same H, W) */
 int model_build_concat(model_builder_t *b, int a, int x);
+/* the same along non-batch axis axis (0: the channels) of two inputs of one rank, equal but
+ * along it */
+int model_build_concat_axis(model_builder_t *b, int a, int x, int axis);
 int model_build_gap(model_builder_t *b, int in);
 /* a + x, x of a's shape (or the option-A shortcut of a smaller x, model.h's LAYER_ADD) */
 int model_build_add(model_builder_t *b, int a, int x);
 /* Output shape of layer li (-1: the model input); 0, or -1 for no such layer. */
 int model_build_shape(const model_builder_t *b, int li, int *C, int *H, int *W);
+/* The same, N-D. */
+int model_build_shape_nd(const model_builder_t *b, int li, model_shape_t *out);
 /* 0 while every call succeeded. */
 int model_build_failed(const model_builder_t *b);
 /* The bytes model_create_custom will allocate for the lists built so far (alloc_buffers:
@@ -238,6 +315,9 @@ typedef int (*model_build_fn)(model_builder_t *b, void *ctx, char *err, size_t e
  * outputs, its layers from build(b, ctx). Returns 0, or -1 with err set. */
 int model_create_custom(const char *name, int C, int H, int W, int classes, int max_batch, model_build_fn build,
                         void *ctx, model_t **out, char *err, size_t errlen);
+/* The same for an input of any rank 0..MODEL_MAX_RANK (every dimension positive). */
+int model_create_custom_shape(const char *name, const model_shape_t *in, int classes, int max_batch,
+                              model_build_fn build, void *ctx, model_t **out, char *err, size_t errlen);
 
 /* A model with src's name, layer and tensor lists and sizes, and buffers of its own
  * (zeroed): a twin that never depends on looking the name up again (the stand-in device

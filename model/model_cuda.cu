@@ -755,6 +755,11 @@ static int tanh_bwd(cuda_model_t *cm, int i, int B)
     return dinp ? cuda_tanh_backward(cm->ctx, out_count(l, B), out_of(cm, i), dout_of(cm, i), dinp) : 0;
 }
 
+static const char *concat_refuse(const layer_t *l)
+{
+    return l->sl_axis != 0 ? "a concatenation along another axis than the channels: not on the GPU" : NULL;
+}
+
 static int concat_fwd(cuda_model_t *cm, int i, int B, int train)
 {
     const layer_t *l = layer_of(cm, i);
@@ -888,13 +893,28 @@ static constexpr cuda_op_t CUDA_OPS[] = {
     {LAYER_LEAKY_RELU, leaky_relu_fwd, leaky_relu_bwd, NULL},
     {LAYER_SIGMOID, sigmoid_fwd, sigmoid_bwd, NULL},
     {LAYER_TANH, tanh_fwd, tanh_bwd, NULL},
-    {LAYER_CONCAT, concat_fwd, concat_bwd, NULL},
+    {LAYER_CONCAT, concat_fwd, concat_bwd, concat_refuse},
     {LAYER_DROPOUT, dropout_fwd, dropout_bwd, NULL},
     {LAYER_CLIP, clip_fwd, clip_bwd, NULL},
     {LAYER_HARDSIGMOID, hardsigmoid_fwd, hardsigmoid_bwd, NULL},
     {LAYER_HARDSWISH, hardswish_fwd, hardswish_bwd, NULL},
     {LAYER_MUL, mul_fwd, mul_bwd, NULL},
     {LAYER_STOCHASTIC_DEPTH, sdepth_fwd, sdepth_bwd, NULL},
+    /* not on the GPU yet: refused by name */
+    {LAYER_EXP, NULL, NULL, NULL},
+    {LAYER_NEG, NULL, NULL, NULL},
+    {LAYER_SQRT, NULL, NULL, NULL},
+    {LAYER_RECIPROCAL, NULL, NULL, NULL},
+    {LAYER_ABS, NULL, NULL, NULL},
+    {LAYER_POW, NULL, NULL, NULL},
+    {LAYER_CONST, NULL, NULL, NULL},
+    {LAYER_BADD, NULL, NULL, NULL},
+    {LAYER_SUB, NULL, NULL, NULL},
+    {LAYER_BMUL, NULL, NULL, NULL},
+    {LAYER_DIV, NULL, NULL, NULL},
+    {LAYER_RESHAPE, NULL, NULL, NULL},
+    {LAYER_TRANSPOSE, NULL, NULL, NULL},
+    {LAYER_SLICE, NULL, NULL, NULL},
 };
 static_assert(sizeof CUDA_OPS / sizeof CUDA_OPS[0] == LAYER_KIND_COUNT, "one CUDA row per layer kind");
 static constexpr bool cuda_ops_in_order(int k)
@@ -905,8 +925,8 @@ static_assert(cuda_ops_in_order(0), "CUDA_OPS rows in layer_kind_t's order");
 
 static const char *cuda_layer_unsupported(const layer_t *l)
 {
-    if ((unsigned)l->kind >= (unsigned)LAYER_KIND_COUNT || !CUDA_OPS[l->kind].forward)
-        return "a layer kind this backend does not know";
+    if ((unsigned)l->kind >= (unsigned)LAYER_KIND_COUNT) return "a layer kind this backend does not know";
+    if (!CUDA_OPS[l->kind].forward) return "a kind without a CUDA kernel: not on the GPU";
     return CUDA_OPS[l->kind].refuse ? CUDA_OPS[l->kind].refuse(l) : NULL;
 }
 

@@ -57,12 +57,24 @@ static const Onnx__TensorProto *source_tensor(const Onnx__GraphProto *g, const c
  * initializer's (an Identity of one, a Constant) gets an initializer of its own in extra
  * (trained, it no longer equals the one it was tied to), appended to the list in inits;
  * live_nodes then drops the node that defined the name. */
+/* Whether tensor ti is a frozen LAYER_CONST's: a Constant node's value, which training
+ * never changes; it stays the file's Constant (made an initializer, it would import as a
+ * trainable parameter). */
+static int frozen_const(const model_t *m, const tensor_info_t *ti)
+{
+    for (int i = 0; i < m->nlayers; i++)
+        if (m->layers[i].kind == LAYER_CONST && m->layers[i].frozen && ti->is_buffer && m->layers[i].w_off == ti->offset)
+            return 1;
+    return 0;
+}
+
 static int put_weights(Onnx__GraphProto *g, const model_t *m, saved_tensor_t *saved, Onnx__TensorProto *extra,
                        Onnx__TensorProto **inits, char *err, size_t errlen)
 {
     size_t nextra = 0;
     for (int i = 0; i < m->ntensors; i++) {
         const tensor_info_t *ti = &m->tensors[i];
+        if (frozen_const(m, ti)) continue;
         Onnx__TensorProto *t = NULL;
         for (size_t k = 0; k < g->n_initializer && !t; k++)
             if (g->initializer[k]->name && strcmp(g->initializer[k]->name, ti->name) == 0) t = g->initializer[k];
@@ -435,6 +447,33 @@ static void gen_init(gen_t *x, const model_t *m, const char *name, int nd, const
     x->failed = 1;
 }
 
+/* A node Constant named name whose value is the tensor (nd, dims) of bytes of data (copied:
+ * the tensor points at its bytes until packed) and ONNX type type; returns name, or NULL
+ * (out of memory, x marked failed). */
+static char *gen_constant(gen_t *x, char *name, int nd, const int64_t *dims, const void *data, size_t bytes, int type)
+{
+    void *copy = gen_alloc(x, bytes ? bytes : 1);
+    if (!name || !copy) return NULL;
+    memcpy(copy, data, bytes);
+    Onnx__NodeProto *n = gen_node(x, "Constant", name, name, 0);
+    Onnx__AttributeProto *a = gen_attr(x, n, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+    if (a) a->t = gen_tensor(x, NULL, nd, dims, copy, bytes, type);
+    return name;
+}
+
+/* a 0-D float Constant (an operator's constant input: Clip's bounds, Pow's exponent) */
+static char *gen_scalar(gen_t *x, char *name, float v)
+{
+    return gen_constant(x, name, 0, &(int64_t){0}, &v, sizeof v, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+}
+
+/* a 1-D int64 Constant of n values (shapes, Slice's bounds) */
+static char *gen_ints(gen_t *x, char *name, int n, const int64_t *v)
+{
+    const int64_t d[1] = {n};
+    return gen_constant(x, name, 1, d, v, (size_t)n * sizeof *v, ONNX__TENSOR_PROTO__DATA_TYPE__INT64);
+}
+
 /* A float tensor value (batch, dims...) for the graph's input or output. */
 static Onnx__ValueInfoProto *gen_value_info(gen_t *x, const char *name, int nd, const int64_t *dims)
 {
@@ -551,6 +590,75 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
     case LAYER_RELU:
     case LAYER_SIGMOID:
     case LAYER_TANH: gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in); break;
+    case LAYER_CONST: {
+        /* its value is its tensor's name: an initializer (a parameter) or a Constant node
+         * (a buffer), which the importer makes a LAYER_CONST again */
+        const char *name = tensor_name_at(m, l->w_off, l->frozen);
+        int64_t dims[MODEL_MAX_RANK];
+        for (int d = 0; d < l->shape.rank; d++) dims[d] = l->shape.dims[d];
+        if (!name) {
+            x->failed = 1;
+            return;
+        }
+        val[li] = (char *)name;
+        flat[li] = 0;
+        if (!l->frozen) {
+            gen_init(x, m, name, l->shape.rank, dims);
+            break;
+        }
+        n = gen_node(x, "Constant", name, name, 0);
+        Onnx__AttributeProto *a = gen_attr(x, n, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+        if (a)
+            a->t = gen_tensor(x, NULL, l->shape.rank, dims, m->buffers + l->w_off,
+                              (size_t)l->OC * l->OH * l->OW * sizeof(float), ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+        break;
+    }
+    case LAYER_RESHAPE: {
+        /* 0 keeps the batch */
+        int64_t sh[1 + MODEL_MAX_RANK] = {0};
+        for (int d = 0; d < l->shape.rank; d++) sh[d + 1] = l->shape.dims[d];
+        char *s = gen_ints(x, gen_str(x, "Reshape_%d_shape", li), 1 + l->shape.rank, sh);
+        if (!s) return;
+        gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 2, in, s);
+        flat[li] = 0;
+        break;
+    }
+    case LAYER_TRANSPOSE: {
+        int perm[1 + MODEL_MAX_RANK] = {0};
+        for (int d = 0; d < l->shape.rank; d++) perm[d + 1] = l->perm[d] + 1;
+        n = gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in);
+        gen_attr_ints(x, n, "perm", 1 + l->shape.rank, perm);
+        flat[li] = 0;
+        break;
+    }
+    case LAYER_SLICE: {
+        const int64_t v[4] = {l->sl_start, l->sl_end, l->sl_axis + 1, l->sl_step};
+        static const char *const what[4] = {"starts", "ends", "axes", "steps"};
+        char *c[4];
+        for (int i = 0; i < 4; i++)
+            if (!(c[i] = gen_ints(x, gen_str(x, "Slice_%d_%s", li, what[i]), 1, &v[i]))) return;
+        gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 5, in, c[0], c[1], c[2], c[3]);
+        flat[li] = 0;
+        break;
+    }
+    case LAYER_BADD:
+    case LAYER_SUB:
+    case LAYER_BMUL:
+    case LAYER_DIV:
+        gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 2, in, l->in2 < 0 ? (char *)"input" : val[l->in2]);
+        break;
+    case LAYER_EXP:
+    case LAYER_NEG:
+    case LAYER_SQRT:
+    case LAYER_RECIPROCAL:
+    case LAYER_ABS: gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in); break;
+    case LAYER_POW: {
+        /* the exponent: a 0-D Constant input */
+        char *e = gen_scalar(x, gen_str(x, "Pow_%d_exponent", li), l->alpha);
+        if (!e) return; /* out of memory (gen_alloc marked it) */
+        gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 2, in, e);
+        break;
+    }
     case LAYER_LEAKY_RELU:
         n = gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in);
         gen_attr_float(x, n, "alpha", l->alpha);
@@ -561,12 +669,8 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
         const float *v[2] = {&l->lo, &l->hi};
         for (int i = 0; i < 2; i++) {
             if (isinf(*v[i])) continue;
-            b[i] = gen_str(x, "Clip_%d_%s", li, i ? "max" : "min");
+            b[i] = gen_scalar(x, gen_str(x, "Clip_%d_%s", li, i ? "max" : "min"), *v[i]);
             if (!b[i]) return; /* out of memory (gen_alloc marked it) */
-            n = gen_node(x, "Constant", b[i], b[i], 0);
-            Onnx__AttributeProto *a = gen_attr(x, n, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
-            if (a)
-                a->t = gen_tensor(x, NULL, 0, &(int64_t){0}, v[i], sizeof(float), ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
         }
         gen_node(x, op, gen_str(x, "%s_%d", op, li), out, b[1][0] ? 3 : b[0][0] ? 2 : 1, in, b[0], b[1]);
         break;
@@ -605,7 +709,7 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
         break;
     case LAYER_CONCAT:
         n = gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 2, in, l->in2 < 0 ? (char *)"input" : val[l->in2]);
-        gen_attr_int(x, n, "axis", 1);
+        gen_attr_int(x, n, "axis", 1 + l->sl_axis);
         flat[li] = 0;
         break;
     case LAYER_BN: {
@@ -720,8 +824,12 @@ int onnx_export_layers(const model_t *m, uint8_t **out, size_t *outlen, char *er
     for (int i = 0; val && flat && i < m->nlayers && !x.failed; i++) gen_layer(&x, m, i, val, flat, err, errlen);
     if (last_spatial && !x.failed)
         gen_node(&x, flat[m->nlayers - 1] ? "Identity" : "Flatten", "Flatten_logits", "logits", 1, "logits4d");
-    const int64_t in_dims[3] = {m->C, m->H, m->W}, out_dims[1] = {m->num_classes};
-    Onnx__ValueInfoProto *io[2] = {gen_value_info(&x, "input", 3, in_dims), gen_value_info(&x, "logits", 1, out_dims)};
+    /* the input's N-D shape (the builders' images are (C, H, W)) */
+    int64_t in_dims[MODEL_MAX_RANK];
+    const int64_t out_dims[1] = {m->num_classes};
+    for (int d = 0; d < m->in_shape.rank; d++) in_dims[d] = m->in_shape.dims[d];
+    Onnx__ValueInfoProto *io[2] = {gen_value_info(&x, "input", m->in_shape.rank, in_dims),
+                                   gen_value_info(&x, "logits", 1, out_dims)};
     g.input = &io[0];
     g.n_input = 1;
     g.output = &io[1];

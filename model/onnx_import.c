@@ -11,7 +11,15 @@
  *   GlobalAveragePool and ReduceMean over the plane -> LAYER_GAP; Relu, LeakyRelu, Sigmoid, Tanh, Clip (bounds as
  *     attributes or constant inputs), HardSigmoid, HardSwish -> their layers; Mul of two
  *     activations (equal shapes, or (C, 1, 1) times (C, H, W)) -> LAYER_MUL; Add of
- *     two activations -> LAYER_ADD; Concat of activations (axis 1) -> a chain of
+ *     two activations -> LAYER_ADD; Add, Sub, Mul, Div of other shapes, or with a constant
+ *     operand, broadcast (LAYER_BADD, LAYER_SUB, LAYER_BMUL, LAYER_DIV), the constant a
+ *     LAYER_CONST (an initializer: a parameter; a Constant node: a buffer); Exp, Neg,
+ *     Sqrt, Reciprocal, Abs, Pow (constant exponent) -> their unary layers; the model
+ *     input may be a batch of any rank up to 1 + MODEL_MAX_RANK (Conv and the pools: images
+ *     only); Reshape (other than to (batch, -1)), Squeeze, Unsqueeze -> LAYER_RESHAPE,
+ *     Transpose (the batch axis first) -> LAYER_TRANSPOSE, Slice and Split of non-batch
+ *     axes -> LAYER_SLICE; Cast and integer Add, Sub, Mul, Div of shape vectors are folded
+ *     like Shape's (below); Concat of activations (axis 1) -> a chain of
  *     LAYER_CONCAT; Dropout -> LAYER_DROPOUT (the mask output unused); pacer's own
  *     ai.pacer:StochasticDepth (p, mode "row") -> LAYER_STOCHASTIC_DEPTH;
  *   BatchNormalization (any epsilon and momentum; inference form, or the training
@@ -44,7 +52,8 @@
  * aliases of their input, or the padding of the layer after them); the layers' own come
  * from the operator table (model/op_table.c). */
 static const char GRAPH_OPS[] = "Flatten, Reshape, Identity, Constant, Pad (before Conv or AveragePool; of channels "
-                                "before Add), Shape, Gather, Unsqueeze";
+                                "before Add), Shape, Gather, Unsqueeze, Concat, Cast, Add, Sub, Mul, Div (of "
+                                "constant shapes: folded)";
 
 void onnx_supported_ops(char *buf, size_t len) { model_op_onnx_names(buf, len, GRAPH_OPS); }
 
@@ -71,6 +80,8 @@ typedef struct {
     int64_t ints[INTS_MAX];          /* V_INTS */
     int nints, scalar;               /* V_INTS: count; a 0-D value (one int) */
     int matmul;                      /* V_LAYER: a MatMul's output, its layer without bias */
+    int constant_node;               /* V_TENSOR: a Constant node's (frozen), not an initializer */
+    int const_layer;                 /* V_TENSOR: 1 + its LAYER_CONST once a binary operator read it */
 } value_t;
 
 typedef struct {
@@ -345,11 +356,32 @@ static int weight_name_ok(imp_t *im, const Onnx__NodeProto *n, size_t i)
     return 0;
 }
 
+/* The batch shape of per-sample shape s, "(N, 4, 5)" or "(N)", into buf; returns buf. */
+static const char *batch_text(const model_shape_t *s, char *buf, size_t len)
+{
+    char t[80];
+    model_shape_text(s, t, sizeof t);
+    snprintf(buf, len, "(N%s%s", s->rank ? ", " : ")", s->rank ? t + 1 : "");
+    return buf;
+}
+
+/* Refuses an input x that is not an image batch (N, C, H, W): what Conv, the pools and
+ * the global average pool take (the operator table's rows refuse another rank too). */
+static int image_input(imp_t *im, const model_builder_t *b, const Onnx__NodeProto *n, const value_t *x)
+{
+    model_shape_t s;
+    char t[96];
+    model_build_shape_nd(b, x->layer, &s);
+    if (!x->flat && s.rank == 3) return 0;
+    return fail(im, "node '%s' (%s): input '%s' is %s%s: %s takes images (N, C, H, W) only", node_name(n), n->op_type,
+                n->input[0], batch_text(&s, t, sizeof t), x->flat ? " flattened" : "", n->op_type);
+}
+
 static int do_conv(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 {
     static const char *const known[] = {"kernel_shape", "strides", "pads", "dilations", "group", "auto_pad", NULL};
     const value_t *x;
-    if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
+    if (check_attrs(im, n, known) || input_layer(im, n, 0, &x) || image_input(im, b, n, x)) return -1;
     const Onnx__TensorProto *w = input_tensor(im, n, 1), *bias = input_tensor(im, n, 2);
     if (!w || w->n_dims != 4 || tensor_count(w) <= 0)
         return fail(im, "node '%s' (Conv): the weight must be a 4-D initializer (OC, C/group, KH, KW)", node_name(n));
@@ -406,7 +438,7 @@ static int do_pool(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, int 
     static const char *const kavg[] = {"kernel_shape",      "strides",  "pads", "ceil_mode",
                                        "count_include_pad", "auto_pad", NULL};
     const value_t *x;
-    if (check_attrs(im, n, is_max ? kmax : kavg) || input_layer(im, n, 0, &x)) return -1;
+    if (check_attrs(im, n, is_max ? kmax : kavg) || input_layer(im, n, 0, &x) || image_input(im, b, n, x)) return -1;
     if (is_max && attr_int(n, "storage_order", 0) != 0)
         return fail(im, "node '%s' (MaxPool): storage_order 1 is not supported", node_name(n));
     if (n->n_output > 1 && n->output[1] && n->output[1][0])
@@ -600,12 +632,43 @@ static int do_reshape(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     int C, H, W;
     model_build_shape(b, x->layer, &C, &H, &W);
     const int64_t flat = (int64_t)C * H * W;
-    if (input_ints(im, n, 1, sh, &nsh, &ssh) != 0 || nsh != 2 ||
-        !(sh[0] == BATCH || sh[0] == 0 || sh[0] == -1 || (im->batch_dim > 0 && sh[0] == im->batch_dim)) ||
-        !(sh[1] == -1 || sh[1] == flat) || (sh[0] == -1 && sh[1] == -1))
-        return fail(im, "node '%s' (Reshape): only a constant shape (batch, -1) or (batch, %lld) is supported",
+    const int batch0 = input_ints(im, n, 1, sh, &nsh, &ssh) == 0 && nsh >= 1 && nsh <= 1 + MODEL_MAX_RANK &&
+                       (sh[0] == BATCH || sh[0] == 0 || sh[0] == -1 || (im->batch_dim > 0 && sh[0] == im->batch_dim));
+    if (!batch0)
+        return fail(im,
+                    "node '%s' (Reshape): the shape must be a constant of 1 to %d values whose first is the batch "
+                    "(the batch, 0 or -1)",
+                    node_name(n), 1 + MODEL_MAX_RANK);
+    /* (batch, -1) and (batch, C*H*W): the flat view, no layer (what Gemm reads) */
+    if (nsh == 2 && ((sh[1] == -1 && sh[0] != -1) || sh[1] == flat)) return define_output(im, n, x->layer, 1);
+    /* else a LAYER_RESHAPE: 0 copies the input's axis, one -1 takes what is left */
+    model_shape_t in, to = {.rank = nsh - 1};
+    model_build_shape_nd(b, x->layer, &in);
+    int infer = -1;
+    int64_t prod = 1;
+    for (int d = 0; d < to.rank; d++) {
+        int64_t v = sh[d + 1];
+        if (v == 0 && !x->flat && d < in.rank) v = in.dims[d];
+        if (v == -1 && infer < 0 && sh[0] != -1) infer = d;
+        else if (v < 1 || v > DIM_MAX)
+            return fail(im,
+                        "node '%s' (Reshape): dimension %d of the shape is %lld (at most one -1, 0 only where the "
+                        "input has that axis, and no -1 with a -1 batch)",
+                        node_name(n), d + 1, (long long)sh[d + 1]);
+        else {
+            prod *= v;
+            to.dims[d] = (int)v;
+        }
+        if (prod > flat) break;
+    }
+    if (infer >= 0 && flat % prod == 0) {
+        to.dims[infer] = (int)(flat / prod);
+        prod = flat;
+    }
+    if (prod != flat)
+        return fail(im, "node '%s' (Reshape): the shape does not hold the input's %lld elements per sample",
                     node_name(n), (long long)flat);
-    return define_output(im, n, x->layer, 1);
+    return define_output(im, n, model_build_reshape(b, x->layer, &to), 0);
 }
 
 /* Input i of n as a small int vector (a constant INT64 tensor or a V_INTS); 0, or -1. */
@@ -650,9 +713,13 @@ static int do_shape_op(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         const value_t *x;
         if (check_attrs(im, n, none) || input_layer(im, n, 0, &x)) return -1;
         int C, H, W;
+        model_shape_t s;
         model_build_shape(b, x->layer, &C, &H, &W);
-        const int64_t four[4] = {BATCH, C, H, W}, two[2] = {BATCH, (int64_t)C * H * W};
-        return x->flat ? define_ints(im, n, two, 2, 0) : define_ints(im, n, four, 4, 0);
+        model_build_shape_nd(b, x->layer, &s);
+        int64_t sh[1 + MODEL_MAX_RANK] = {BATCH, (int64_t)C * H * W};
+        if (x->flat) return define_ints(im, n, sh, 2, 0);
+        for (int d = 0; d < s.rank; d++) sh[1 + d] = s.dims[d];
+        return define_ints(im, n, sh, 1 + s.rank, 0);
     }
     if (strcmp(op, "Gather") == 0) {
         int64_t idx[INTS_MAX];
@@ -679,6 +746,34 @@ static int do_shape_op(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         if (!sa || nx != 1 || ax[0] != 0)
             return fail(im, "node '%s' (Unsqueeze): only a scalar to a 1-element vector is supported", node_name(n));
         return define_ints(im, n, a, 1, 0);
+    }
+    if (strcmp(op, "Cast") == 0) {
+        /* of ints (the exporter's shape arithmetic casts them to int64): the same values */
+        static const char *const to[] = {"to", NULL};
+        if (check_attrs(im, n, to) || input_ints(im, n, 0, a, &na, &sa) != 0) return 1;
+        return define_ints(im, n, a, na, sa);
+    }
+    if (strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0 || strcmp(op, "Div") == 0) {
+        /* integer arithmetic on shapes (c // g), elementwise with a scalar broadcast; the
+         * batch, a symbol, may not enter it */
+        int64_t c[INTS_MAX];
+        int nc, scl;
+        if (input_ints(im, n, 0, a, &na, &sa) != 0 || input_ints(im, n, 1, c, &nc, &scl) != 0) return 1;
+        if (check_attrs(im, n, none) || (na != nc && na != 1 && nc != 1))
+            return fail(im, "node '%s' (%s): shape vectors of %d and %d values", node_name(n), op, na, nc);
+        const int nr = na > nc ? na : nc;
+        for (int i = 0; i < nr; i++) {
+            const int64_t u = a[na == 1 ? 0 : i], v = c[nc == 1 ? 0 : i];
+            if (u == BATCH || v == BATCH)
+                return fail(im,
+                            "node '%s' (%s): the batch size enters shape arithmetic (only passing it through "
+                            "Shape, Gather, Unsqueeze and Concat to a Reshape is supported)",
+                            node_name(n), op);
+            if (op[0] == 'D' && v == 0) return fail(im, "node '%s' (Div): an integer division by 0", node_name(n));
+            /* ONNX's integer Div truncates; shapes are positive here */
+            r[i] = op[0] == 'A' ? u + v : op[0] == 'S' ? u - v : op[0] == 'M' ? u * v : u / v;
+        }
+        return define_ints(im, n, r, nr, sa && scl);
     }
     if (strcmp(op, "Concat") == 0) {
         int total = 0;
@@ -722,6 +817,245 @@ static int do_pacer_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n
     return define_output(im, n, model_build_elementwise(b, LAYER_STOCHASTIC_DEPTH, x->layer, p), x->flat);
 }
 
+/* The axes of n (an attribute up to opset 12, input 1 from 13) as non-batch axes of a
+ * sample of rank r (ONNX's axis a of the batch tensor is the sample's a - 1; negative ones
+ * count from the end of rank r + 1); sorted flags in *mask. 0, or -1 with the reason. */
+static int sample_axes(imp_t *im, const Onnx__NodeProto *n, int r, unsigned *mask)
+{
+    int64_t ax[INTS_MAX];
+    int na = 0, sa;
+    const Onnx__AttributeProto *at = attr(n, "axes");
+    *mask = 0;
+    if (at) {
+        if (at->n_ints > INTS_MAX) return fail(im, "node '%s' (%s): too many axes", node_name(n), n->op_type);
+        for (size_t i = 0; i < at->n_ints; i++) ax[na++] = at->ints[i];
+    } else if (n->n_input > 1 && n->input[1][0] && input_ints(im, n, 1, ax, &na, &sa) != 0)
+        return fail(im, "node '%s' (%s): axes must be a constant", node_name(n), n->op_type);
+    for (int i = 0; i < na; i++) {
+        const int64_t a = ax[i] < 0 ? ax[i] + r + 1 : ax[i];
+        if (a == 0) return fail(im, "node '%s' (%s): axis 0 is the batch axis", node_name(n), n->op_type);
+        if (a < 1 || a > r || (*mask & (1u << (a - 1))))
+            return fail(im, "node '%s' (%s): axis %lld is out of range or repeated", node_name(n), n->op_type,
+                        (long long)ax[i]);
+        *mask |= 1u << (a - 1);
+    }
+    return 0;
+}
+
+/* Squeeze and Unsqueeze of an activation's non-batch axes: a LAYER_RESHAPE. */
+static int do_squeeze(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, int unsqueeze)
+{
+    static const char *const known[] = {"axes", NULL};
+    const value_t *x;
+    model_shape_t in, to = {0};
+    unsigned mask;
+    if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
+    model_build_shape_nd(b, x->layer, &in);
+    if (x->flat) {
+        int C, H, W;
+        model_build_shape(b, x->layer, &C, &H, &W);
+        in = (model_shape_t){.rank = 1, .dims = {C * H * W}};
+    }
+    if (unsqueeze) {
+        /* the axes count in the output's rank */
+        const Onnx__AttributeProto *at = attr(n, "axes");
+        int64_t ax[INTS_MAX];
+        int na = 0, sa;
+        if (at) na = (int)at->n_ints;
+        else if (input_ints(im, n, 1, ax, &na, &sa) != 0) na = 0;
+        if (sample_axes(im, n, in.rank + na, &mask)) return -1;
+        to.rank = in.rank + na;
+        if (na < 1 || to.rank > MODEL_MAX_RANK)
+            return fail(im, "node '%s' (Unsqueeze): %d axes on a sample of rank %d (at most %d)", node_name(n), na,
+                        in.rank, MODEL_MAX_RANK);
+        for (int d = 0, k = 0; d < to.rank; d++) to.dims[d] = (mask & (1u << d)) ? 1 : in.dims[k++];
+    } else {
+        if (sample_axes(im, n, in.rank, &mask)) return -1;
+        for (int d = 0; d < in.rank; d++) {
+            const int drop = mask ? (mask >> d) & 1 : in.dims[d] == 1;
+            if (drop && in.dims[d] != 1)
+                return fail(im, "node '%s' (Squeeze): axis %d has %d elements, not 1", node_name(n), d + 1, in.dims[d]);
+            if (!drop) to.dims[to.rank++] = in.dims[d];
+        }
+    }
+    return define_output(im, n, model_build_reshape(b, x->layer, &to), 0);
+}
+
+/* Transpose of the non-batch axes (perm[0] = 0). */
+static int do_transpose(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const known[] = {"perm", NULL};
+    const value_t *x;
+    model_shape_t in;
+    if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
+    model_build_shape_nd(b, x->layer, &in);
+    const Onnx__AttributeProto *a = attr(n, "perm");
+    if (!a || (int)a->n_ints != in.rank + 1 || x->flat || a->ints[0] != 0)
+        return fail(im,
+                    "node '%s' (Transpose): perm must name the %d axes with the batch axis first (a perm that "
+                    "moves the batch axis is not supported)",
+                    node_name(n), in.rank + 1);
+    int perm[MODEL_MAX_RANK];
+    for (int d = 0; d < in.rank; d++)
+        perm[d] = a->ints[d + 1] >= 1 && a->ints[d + 1] <= in.rank ? (int)a->ints[d + 1] - 1 : -1;
+    const int li = model_build_transpose(b, x->layer, perm);
+    if (model_build_failed(b)) return fail(im, "node '%s' (Transpose): perm is not a permutation", node_name(n));
+    return define_output(im, n, li, 0);
+}
+
+/* ONNX's clamping of a Slice bound v on an axis of dim elements (step > 0) */
+static int64_t slice_bound(int64_t v, int dim)
+{
+    if (v < 0) v += dim;
+    return v < 0 ? 0 : v > dim ? dim : v;
+}
+
+/* Slice with constant starts, ends, axes and steps (steps >= 1) of non-batch axes: one
+ * LAYER_SLICE per axis. */
+static int do_slice(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const none[] = {NULL};
+    const value_t *x;
+    int64_t v[4][INTS_MAX];
+    int cnt[4] = {0, 0, 0, 0}, sc;
+    model_shape_t s;
+    if (check_attrs(im, n, none) || input_layer(im, n, 0, &x)) return -1;
+    for (int i = 0; i < 4; i++)
+        if ((size_t)i + 1 < n->n_input && n->input[i + 1][0] &&
+            input_ints(im, n, (size_t)i + 1, v[i], &cnt[i], &sc) != 0)
+            return fail(im, "node '%s' (Slice): starts, ends, axes and steps must be constants", node_name(n));
+    if (cnt[0] < 1 || cnt[1] != cnt[0] || (cnt[2] && cnt[2] != cnt[0]) || (cnt[3] && cnt[3] != cnt[0]) || x->flat)
+        return fail(im, "node '%s' (Slice): starts, ends, axes and steps of one length are required", node_name(n));
+    int li = x->layer;
+    for (int k = 0; k < cnt[0]; k++) {
+        model_build_shape_nd(b, li, &s);
+        const int64_t ax = cnt[2] ? (v[2][k] < 0 ? v[2][k] + s.rank + 1 : v[2][k]) : k, step = cnt[3] ? v[3][k] : 1;
+        if (ax < 1 || ax > s.rank || step < 1)
+            return fail(im, "node '%s' (Slice): axis %lld step %lld: only non-batch axes and steps >= 1 are supported",
+                        node_name(n), (long long)ax, (long long)step);
+        const int dim = s.dims[ax - 1];
+        const int64_t st = slice_bound(v[0][k], dim), en = slice_bound(v[1][k], dim);
+        if (st >= en || step > DIM_MAX)
+            return fail(im, "node '%s' (Slice): an empty slice is not supported", node_name(n));
+        li = model_build_slice(b, li, (int)ax - 1, (int)st, (int)en, (int)step);
+    }
+    return define_output(im, n, li, 0);
+}
+
+/* Split of a non-batch axis: sizes from the input (opset 13) or the attribute, or equal;
+ * output i a LAYER_SLICE. */
+static int do_split(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const known[] = {"axis", "split", NULL};
+    const value_t *x;
+    model_shape_t s;
+    int64_t sz[INTS_MAX];
+    int ns = 0, sc;
+    if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
+    model_build_shape_nd(b, x->layer, &s);
+    int64_t ax = attr_int(n, "axis", 0);
+    if (ax < 0) ax += s.rank + 1;
+    if (ax < 1 || ax > s.rank || x->flat || n->n_output < 1 || n->n_output > INTS_MAX)
+        return fail(im, "node '%s' (Split): axis %lld: only a non-batch axis into 1 to %d outputs is supported",
+                    node_name(n), (long long)attr_int(n, "axis", 0), INTS_MAX);
+    const int dim = s.dims[ax - 1];
+    const Onnx__AttributeProto *a = attr(n, "split");
+    if (a && a->n_ints <= INTS_MAX)
+        for (size_t i = 0; i < a->n_ints; i++) sz[ns++] = a->ints[i];
+    else if (n->n_input > 1 && n->input[1][0] && input_ints(im, n, 1, sz, &ns, &sc) != 0)
+        return fail(im, "node '%s' (Split): split must be a constant", node_name(n));
+    if (!ns) {
+        ns = (int)n->n_output;
+        for (int i = 0; i < ns; i++) sz[i] = dim / ns;
+    }
+    int64_t total = 0;
+    for (int i = 0; i < ns; i++) total += sz[i] > 0 ? sz[i] : DIM_MAX;
+    if (ns != (int)n->n_output || total != dim)
+        return fail(im, "node '%s' (Split): %d sizes for %zu outputs do not split the axis of %d", node_name(n), ns,
+                    n->n_output, dim);
+    int off = 0;
+    for (int i = 0; i < ns; i++) {
+        const int li = model_build_slice(b, x->layer, (int)ax - 1, off, off + (int)sz[i], 1);
+        off += (int)sz[i];
+        if (!n->output[i][0]) continue;
+        value_t *v = add_value(im, n->output[i], V_LAYER);
+        if (!v) return fail(im, "out of memory");
+        v->layer = li;
+    }
+    return 0;
+}
+
+/* Operand i of a binary operator as a layer: an activation (not flattened, unless it has
+ * one axis), or a constant (an initializer: a parameter; a Constant node: a buffer) as a
+ * LAYER_CONST, made once per value, whose shape loses a leading 1 that stands for the batch
+ * (act_rank: the other operand's per-sample rank, -1 when both are constants). */
+static int binary_operand(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, size_t i, int act_rank, int *li)
+{
+    value_t *v = i < n->n_input && n->input[i][0] ? find_value(im, n->input[i]) : NULL;
+    if (v && v->kind == V_TENSOR) {
+        if (v->const_layer) return *li = v->const_layer - 1, 0;
+        const Onnx__TensorProto *t = v->tensor;
+        model_shape_t s = {.rank = (int)t->n_dims};
+        const int64_t count = tensor_count(t);
+        int ok = count > 0 && t->n_dims <= (size_t)MODEL_MAX_RANK + 1;
+        for (int d = 0; ok && d < s.rank; d++) s.dims[d] = (int)t->dims[d];
+        if (ok && act_rank >= 0 && s.rank == act_rank + 1 && s.dims[0] == 1) {
+            s.rank--;
+            memmove(s.dims, s.dims + 1, (size_t)s.rank * sizeof *s.dims);
+        }
+        if (!ok || s.rank > MODEL_MAX_RANK || (act_rank >= 0 && s.rank > act_rank)) {
+            char ts[96];
+            return fail(im,
+                        "node '%s' (%s): constant '%s' is %s: a constant operand has elements and at most the %d "
+                        "axes of the activation's samples (and a leading 1 for the batch)",
+                        node_name(n), n->op_type, n->input[i], ok ? model_shape_text(&s, ts, sizeof ts) : "empty",
+                        act_rank);
+        }
+        if (weight_name_ok(im, n, i)) return -1;
+        *li = model_build_const(b, &s, n->input[i], v->constant_node);
+        v->const_layer = *li + 1;
+        return 0;
+    }
+    const value_t *x;
+    model_shape_t s;
+    if (input_layer(im, n, i, &x)) return -1;
+    model_build_shape_nd(b, x->layer, &s);
+    if (x->flat && s.rank > 1)
+        return fail(im, "node '%s' (%s): input '%s' is flattened: broadcasting reads N-D activations only",
+                    node_name(n), n->op_type, n->input[i]);
+    *li = x->layer;
+    return 0;
+}
+
+/* Add, Sub, Mul, Div with NumPy broadcasting (kind LAYER_BADD .. LAYER_DIV): two
+ * activations, or an activation and a constant. */
+static int do_binary(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, layer_kind_t kind)
+{
+    static const char *const none[] = {NULL};
+    if (check_attrs(im, n, none)) return -1;
+    if (n->n_input != 2) return fail(im, "node '%s' (%s): %zu inputs, want 2", node_name(n), n->op_type, n->n_input);
+    const Onnx__TensorProto *t0 = input_tensor(im, n, 0), *t1 = input_tensor(im, n, 1);
+    if (t0 && t1)
+        return fail(im, "node '%s' (%s): both operands are constants (export with constant folding)", node_name(n),
+                    n->op_type);
+    /* the activation first: its rank bounds the constant's */
+    const size_t ia = t0 ? 1 : 0;
+    int la, lc;
+    model_shape_t sa, sc;
+    char ta[96], tc[96];
+    if (binary_operand(im, b, n, ia, -1, &la)) return -1;
+    model_build_shape_nd(b, la, &sa);
+    if (binary_operand(im, b, n, 1 - ia, sa.rank, &lc)) return -1;
+    model_build_shape_nd(b, lc, &sc);
+    const int li = ia == 0 ? model_build_binary(b, kind, la, lc) : model_build_binary(b, kind, lc, la);
+    const int c_const = t0 || t1; /* the second operand read, lc, is the constant */
+    if (model_build_failed(b))
+        return fail(im, "node '%s' (%s): shapes %s and %s%s do not broadcast", node_name(n), n->op_type,
+                    batch_text(&sa, ta, sizeof ta), c_const ? "the constant " : "",
+                    c_const ? model_shape_text(&sc, tc, sizeof tc) : batch_text(&sc, tc, sizeof tc));
+    return define_output(im, n, li, 0);
+}
+
 static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 {
     static const char *const none[] = {NULL};
@@ -752,6 +1086,7 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (strcmp(op, "Relu") == 0 || strcmp(op, "GlobalAveragePool") == 0 || strcmp(op, "Identity") == 0) {
         if (check_attrs(im, n, none) || input_layer(im, n, 0, &x)) return -1;
         if (op[0] == 'I') return define_output(im, n, x->layer, x->flat);
+        if (op[0] == 'G' && image_input(im, b, n, x)) return -1;
         int li = op[0] == 'R' ? model_build_relu(b, x->layer) : model_build_gap(b, x->layer);
         return define_output(im, n, li, op[0] == 'R' ? x->flat : 0);
     }
@@ -764,11 +1099,29 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         const layer_kind_t k = op[0] == 'L' ? LAYER_LEAKY_RELU : op[0] == 'S' ? LAYER_SIGMOID : LAYER_TANH;
         return define_output(im, n, model_build_elementwise(b, k, x->layer, alpha), x->flat);
     }
+    {
+        /* functions of one input (the table's unary rows); Pow's exponent a constant scalar */
+        static const char *const names[] = {"Exp", "Neg", "Sqrt", "Reciprocal", "Abs", "Pow"};
+        for (int k = 0; k < 6; k++) {
+            if (strcmp(op, names[k]) != 0) continue;
+            const layer_kind_t kind = (layer_kind_t)(LAYER_EXP + k);
+            if (check_attrs(im, n, none) || input_layer(im, n, 0, &x)) return -1;
+            float a = 0.0f;
+            if (kind == LAYER_POW) {
+                const Onnx__TensorProto *t = n->n_input == 2 ? input_tensor(im, n, 1) : NULL;
+                if (!t || tensor_count(t) != 1 || tensor_floats(im, t, &a, 1) != 0 || !isfinite(a))
+                    return fail(im, "node '%s' (Pow): the exponent must be a constant finite float scalar",
+                                node_name(n));
+            } else if (n->n_input != 1)
+                return fail(im, "node '%s' (%s): %zu inputs, want 1", node_name(n), op, n->n_input);
+            return define_output(im, n, model_build_unary(b, kind, x->layer, a), x->flat);
+        }
+    }
     if (strcmp(op, "ReduceMean") == 0) {
         /* the mean over the plane (axes 2 and 3, or -2 and -1: torch's x.mean([2, 3]), as
          * MNASNet ends) is a global average pool; keepdims 0 leaves (N, C) */
         static const char *const known[] = {"axes", "keepdims", NULL};
-        if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
+        if (check_attrs(im, n, known) || input_layer(im, n, 0, &x) || image_input(im, b, n, x)) return -1;
         const Onnx__AttributeProto *a = attr(n, "axes");
         int plane = n->n_input == 1 && a && a->n_ints == 2 && !x->flat;
         if (plane) {
@@ -811,23 +1164,23 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (strcmp(op, "Mul") == 0) {
         /* of two activations: the same shape, or a per-channel (C, 1, 1) one against a
          * (C, H, W) one (SiLU as x * Sigmoid(x), HardSwish as x * HardSigmoid(x),
-         * squeeze-excitation's scale) */
+         * squeeze-excitation's scale): LAYER_MUL; anything else broadcasts (do_binary) */
         const value_t *y;
         if (check_attrs(im, n, none)) return -1;
         if (n->n_input != 2) return fail(im, "node '%s' (Mul): %zu inputs, want 2", node_name(n), n->n_input);
-        if (input_tensor(im, n, 0) || input_tensor(im, n, 1))
-            return fail(im, "node '%s' (Mul): a constant operand is not supported (only two activations)", node_name(n));
+        if (input_tensor(im, n, 0) || input_tensor(im, n, 1)) return do_binary(im, b, n, LAYER_BMUL);
         if (input_layer(im, n, 0, &x) || input_layer(im, n, 1, &y)) return -1;
         int C1, H1, W1, C2, H2, W2;
+        model_shape_t s1, s2;
         model_build_shape(b, x->layer, &C1, &H1, &W1);
         model_build_shape(b, y->layer, &C2, &H2, &W2);
-        const int same = C1 == C2 && H1 == H2 && W1 == W2 && x->flat == y->flat;
-        const int per_channel = C1 == C2 && !x->flat && !y->flat && ((H1 == 1 && W1 == 1) || (H2 == 1 && W2 == 1));
-        if (!same && !per_channel)
-            return fail(im,
-                        "node '%s' (Mul): only two activations of the same shape, or a (C, 1, 1) one times a "
-                        "(C, H, W) one, are supported (%dx%dx%d * %dx%dx%d)",
-                        node_name(n), C1, H1, W1, C2, H2, W2);
+        model_build_shape_nd(b, x->layer, &s1);
+        model_build_shape_nd(b, y->layer, &s2);
+        const int same = model_shape_equal(&s1, &s2) && x->flat == y->flat;
+        const int per_channel = C1 == C2 && s1.rank == s2.rank && !x->flat && !y->flat &&
+                                ((H1 == 1 && W1 == 1) || (H2 == 1 && W2 == 1));
+        /* the fast row where it applies, else the broadcasting one */
+        if (!same && !per_channel) return do_binary(im, b, n, LAYER_BMUL);
         return define_output(im, n, model_build_mul(b, x->layer, y->layer), same && x->flat);
     }
     if (strcmp(op, "Dropout") == 0) {
@@ -849,24 +1202,32 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         return define_output(im, n, model_build_elementwise(b, LAYER_DROPOUT, x->layer, p), x->flat);
     }
     if (strcmp(op, "Concat") == 0) {
-        /* of activations along channels (Concat of shapes was do_shape_op's): a chain of
-         * two-input concatenations */
+        /* of activations along a non-batch axis (Concat of shapes was do_shape_op's): a
+         * chain of two-input concatenations */
         static const char *const known[] = {"axis", NULL};
         if (check_attrs(im, n, known)) return -1;
-        if (attr_int(n, "axis", 0) != 1)
-            return fail(im, "node '%s' (Concat): activations join along channels (axis 1) only", node_name(n));
         if (n->n_input < 1 || input_layer(im, n, 0, &x)) return fail(im, "node '%s' (Concat): no inputs", node_name(n));
+        model_shape_t s0;
+        model_build_shape_nd(b, x->layer, &s0);
+        int64_t ax = attr_int(n, "axis", 0);
+        if (ax < 0) ax += s0.rank + 1;
+        if (ax < 1 || ax > s0.rank || (x->flat && ax != 1))
+            return fail(im, "node '%s' (Concat): axis %lld: activations join along a non-batch axis only", node_name(n),
+                        (long long)attr_int(n, "axis", 0));
         int li = x->layer;
         for (size_t i = 1; i < n->n_input; i++) {
             const value_t *y;
             if (input_layer(im, n, i, &y)) return -1;
-            int C1, H1, W1, C2, H2, W2;
-            model_build_shape(b, li, &C1, &H1, &W1);
-            model_build_shape(b, y->layer, &C2, &H2, &W2);
-            if (H1 != H2 || W1 != W2)
-                return fail(im, "node '%s' (Concat): input %zu is %dx%d, the others %dx%d", node_name(n), i, H2, W2, H1,
-                            W1);
-            li = model_build_concat(b, li, y->layer);
+            model_shape_t s1, s2;
+            char t1[96], t2[96];
+            model_build_shape_nd(b, li, &s1);
+            model_build_shape_nd(b, y->layer, &s2);
+            if (s2.rank == s1.rank) s2.dims[ax - 1] = s1.dims[ax - 1]; /* the axis joined may differ */
+            if (!model_shape_equal(&s1, &s2))
+                return fail(im, "node '%s' (Concat): input %zu is %s, the others %s (equal but for axis %lld)",
+                            node_name(n), i, batch_text(&s2, t2, sizeof t2), batch_text(&s1, t1, sizeof t1),
+                            (long long)ax);
+            li = model_build_concat_axis(b, li, y->layer, (int)ax - 1);
         }
         return define_output(im, n, li, n->n_input == 1 ? x->flat : 0);
     }
@@ -877,6 +1238,12 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         return define_output(im, n, x->layer, 1);
     }
     if (strcmp(op, "MatMul") == 0) return do_matmul(im, b, n);
+    if (strcmp(op, "Sub") == 0) return do_binary(im, b, n, LAYER_SUB);
+    if (strcmp(op, "Squeeze") == 0 || strcmp(op, "Unsqueeze") == 0) return do_squeeze(im, b, n, op[0] == 'U');
+    if (strcmp(op, "Transpose") == 0) return do_transpose(im, b, n);
+    if (strcmp(op, "Slice") == 0) return do_slice(im, b, n);
+    if (strcmp(op, "Split") == 0) return do_split(im, b, n);
+    if (strcmp(op, "Div") == 0) return do_binary(im, b, n, LAYER_DIV);
     if (strcmp(op, "Add") == 0) {
         const value_t *y;
         /* MatMul + Add(bias): the bias joins the MatMul's layer when nothing else reads the
@@ -897,6 +1264,7 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
             model_build_fc_bias(b, mm->layer, n->input[1]);
             return define_output(im, n, mm->layer, 0);
         }
+        if (input_tensor(im, n, 0) || input_tensor(im, n, 1)) return do_binary(im, b, n, LAYER_BADD);
         if (check_attrs(im, n, none) || input_layer(im, n, 0, &x) || input_layer(im, n, 1, &y)) return -1;
         if (x->kind == V_PADDED) {
             const value_t *t = x;
@@ -918,10 +1286,12 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
                             node_name(n), C2, y->cpads[0], y->cpads[1], C1, H1, W1);
             return define_output(im, n, model_build_add(b, x->layer, y->layer), x->flat);
         }
-        if (C1 != C2 || H1 != H2 || W1 != W2 || x->layer < 0 || y->layer < 0)
-            return fail(im,
-                        "node '%s' (Add): only two activations of the same shape are supported (%dx%dx%d + %dx%dx%d)",
-                        node_name(n), C1, H1, W1, C2, H2, W2);
+        model_shape_t s1, s2;
+        model_build_shape_nd(b, x->layer, &s1);
+        model_build_shape_nd(b, y->layer, &s2);
+        /* two activations of one shape: the residual add (fused where it can be) */
+        if (!model_shape_equal(&s1, &s2) || x->layer < 0 || y->layer < 0 || x->flat != y->flat)
+            return do_binary(im, b, n, LAYER_BADD);
         return define_output(im, n, model_build_add(b, x->layer, y->layer), x->flat);
     }
     if (strcmp(op, "Constant") == 0) {
@@ -933,6 +1303,7 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         value_t *v = add_value(im, n->output[0], V_TENSOR);
         if (!v) return fail(im, "out of memory");
         v->tensor = a->t;
+        v->constant_node = 1;
         return 0;
     }
     char ops[1024];
@@ -988,8 +1359,12 @@ static int build_graph(model_builder_t *b, void *ctx, char *err, size_t errlen)
     if (o->layer != last)
         return fail(im, "the graph's output '%s' is not its last layer (a branch computed after it is unused)",
                     im->output);
-    if (!im->any_output && (H != 1 || W != 1))
-        return fail(im, "the graph's output is not (N, classes): its shape is (N, %d, %d, %d)", C, H, W);
+    if (!im->any_output && (H != 1 || W != 1)) {
+        model_shape_t s;
+        char t[96];
+        model_build_shape_nd(b, o->layer, &s);
+        return fail(im, "the graph's output is not (N, classes): its shape is %s", batch_text(&s, t, sizeof t));
+    }
     return 0;
 }
 
@@ -1009,17 +1384,34 @@ static int64_t vi_dim(const Onnx__ValueInfoProto *vi, size_t i, size_t *ndims)
     return s->dim[i]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ? s->dim[i]->dim_value : 0;
 }
 
-/* onnx_import_case: elements per sample of a 4-D output (N, C, H, W) with C, H, W fixed, or -1. */
-static int64_t case_output_count(const Onnx__ValueInfoProto *vi)
+/* The per-sample shape of a graph input or output (N, ...) of rank 1 to 1 + MODEL_MAX_RANK
+ * with every dimension after the batch fixed; 0, or -1. */
+static int vi_shape(const Onnx__ValueInfoProto *vi, model_shape_t *s)
 {
     size_t nd;
-    int64_t n = 1;
-    for (size_t i = 1; i < 4; i++) {
-        int64_t d = vi_dim(vi, i, &nd);
+    vi_dim(vi, 0, &nd);
+    if (nd < 1 || nd > 1 + MODEL_MAX_RANK) return -1;
+    s->rank = (int)nd - 1;
+    for (size_t i = 1; i < nd; i++) {
+        const int64_t d = vi_dim(vi, i, &nd);
         if (d < 1 || d > DIM_MAX) return -1;
-        n *= d;
+        s->dims[i - 1] = (int)d;
     }
-    return n <= DIM_MAX ? n : -1;
+    return 0;
+}
+
+/* onnx_import_case: elements per sample of an output (N, ...) with every other dimension
+ * fixed, or -1. */
+static int64_t case_output_count(const Onnx__ValueInfoProto *vi)
+{
+    model_shape_t s;
+    int64_t n = 1;
+    if (vi_shape(vi, &s) != 0) return -1;
+    for (int d = 0; d < s.rank; d++) {
+        n *= s.dims[d];
+        if (n > DIM_MAX) return -1;
+    }
+    return n;
 }
 
 static int is_initializer(const Onnx__GraphProto *g, const char *name)
@@ -1061,24 +1453,25 @@ static int import_model(const Onnx__ModelProto *mp, const char *name, int max_ba
     if (!input->type || input->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !input->type->tensor_type ||
         input->type->tensor_type->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
         return snprintf(err, errlen, "onnx: input '%s' is not a float tensor", input->name), -1;
-    size_t nd, nod;
-    int64_t dims[4];
-    for (size_t i = 0; i < 4; i++) dims[i] = vi_dim(input, i, &nd);
-    if (nd != 4 || dims[1] < 1 || dims[2] < 1 || dims[3] < 1 || dims[1] > DIM_MAX || dims[2] > DIM_MAX ||
-        dims[3] > DIM_MAX)
-        return snprintf(err, errlen, "onnx: input '%s' must have the fixed shape (N, C, H, W) of an image batch",
-                        input->name),
+    size_t nod;
+    model_shape_t in_shape;
+    if (vi_shape(input, &in_shape) != 0)
+        return snprintf(err, errlen,
+                        "onnx: input '%s' must be a batch (N, ...) of rank 1 to %d with every dimension after N fixed",
+                        input->name, 1 + MODEL_MAX_RANK),
                -1;
+    const int64_t batch = vi_dim(input, 0, &nod);
     int64_t classes = vi_dim(g->output[0], 1, &nod);
-    const int out4 = any_output && nod == 4;
-    if (out4) classes = case_output_count(g->output[0]), nod = 2;
+    /* a case's output of another rank than (N, classes): compared whole, as N-D */
+    const int out_nd = any_output && nod != 2;
+    if (out_nd) classes = case_output_count(g->output[0]), nod = 2;
     if (nod != 2 || classes < 1 || classes > DIM_MAX)
         return snprintf(err, errlen, "onnx: output '%s' must have the shape (N, classes) with classes fixed",
                         g->output[0]->name),
                -1;
     im.input = input->name;
     im.output = g->output[0]->name;
-    im.batch_dim = dims[0] > 0 && dims[0] <= DIM_MAX ? (int)dims[0] : 0;
+    im.batch_dim = batch > 0 && batch <= DIM_MAX ? (int)batch : 0;
     im.any_output = any_output;
     for (size_t i = 0; i < g->n_initializer; i++) {
         value_t *v = add_value(&im, g->initializer[i]->name ? g->initializer[i]->name : "", V_TENSOR);
@@ -1087,8 +1480,7 @@ static int import_model(const Onnx__ModelProto *mp, const char *name, int max_ba
     }
 
     model_t *m = NULL;
-    if (model_create_custom(name, (int)dims[1], (int)dims[2], (int)dims[3], (int)classes, max_batch, build_graph, &im,
-                            &m, err, errlen) != 0) {
+    if (model_create_custom_shape(name, &in_shape, (int)classes, max_batch, build_graph, &im, &m, err, errlen) != 0) {
         free(im.vals);
         return -1;
     }
@@ -1098,10 +1490,11 @@ static int import_model(const Onnx__ModelProto *mp, const char *name, int max_ba
                  m->layers[m->nlayers - 1].OC, (long long)classes);
         goto fail;
     }
-    if (out4 && (vi_dim(g->output[0], 1, &nod) != ll->OC || vi_dim(g->output[0], 2, &nod) != ll->OH ||
-                 vi_dim(g->output[0], 3, &nod) != ll->OW)) {
-        snprintf(err, errlen, "onnx: the last layer gives (N, %d, %d, %d), the graph's output declares another shape",
-                 ll->OC, ll->OH, ll->OW);
+    model_shape_t out_shape;
+    if (out_nd && (vi_shape(g->output[0], &out_shape) != 0 || !model_shape_equal(&out_shape, &ll->shape))) {
+        char t[96];
+        snprintf(err, errlen, "onnx: the last layer gives %s, the graph's output declares another shape",
+                 batch_text(&ll->shape, t, sizeof t));
         goto fail;
     }
     /* One initializer read by two layers would be two tensors trained apart: refused

@@ -29,84 +29,204 @@ static int sets_grad(const model_t *m, int in, int i) { return in >= 0 && m->lay
 
 /* ---- shape inference, workspace, FLOPs ---------------------------------------------------- */
 
-static int infer_same(layer_t *l, int C2, int H2, int W2)
+/* A rank-3 shape (C, H, W). */
+static void set_chw(layer_t *l, int C, int H, int W)
 {
-    l->OC = l->C;
-    l->OH = l->H;
-    l->OW = l->W;
+    l->shape.rank = 3;
+    l->shape.dims[0] = C;
+    l->shape.dims[1] = H;
+    l->shape.dims[2] = W;
+}
+
+static int infer_same(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
+{
+    l->shape = *in;
     return 0;
 }
 
-static int infer_conv(layer_t *l, int C2, int H2, int W2)
+/* Convolutions and pools take images (C, H, W) only: another rank is refused, not folded. */
+static int infer_conv(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
     /* the geometry's filters, stride, pads, dilation and groups on this layer's input */
     l->conv.C = l->C;
     l->conv.H = l->H;
     l->conv.W = l->W;
-    const int bad = conv2d_setup(&l->conv) != 0;
-    l->OC = l->conv.OC;
-    l->OH = l->conv.OH;
-    l->OW = l->conv.OW;
+    const int bad = in->rank != 3 || conv2d_setup(&l->conv) != 0;
+    set_chw(l, l->conv.OC, l->conv.OH, l->conv.OW);
     return bad ? -1 : 0;
 }
 
-static int infer_pool(layer_t *l, int C2, int H2, int W2)
+static int infer_pool(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
     l->pool.C = l->C;
     l->pool.H = l->H;
     l->pool.W = l->W;
-    const int bad = pool2d_setup(&l->pool) != 0;
-    l->OC = l->C;
-    l->OH = l->pool.OH;
-    l->OW = l->pool.OW;
+    const int bad = in->rank != 3 || pool2d_setup(&l->pool) != 0;
+    set_chw(l, l->C, l->pool.OH, l->pool.OW);
     return bad ? -1 : 0;
 }
 
 /* FC flattens its input: (B, C, H, W) is read as (B, C*H*W); gemm.OUT is set. */
-static int infer_fc(layer_t *l, int C2, int H2, int W2)
+static int infer_fc(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
     l->C = l->C * l->H * l->W;
     l->H = 1;
     l->W = 1;
-    l->OC = l->gemm.OUT;
-    l->OH = 1;
-    l->OW = 1;
+    l->shape.rank = 1;
+    l->shape.dims[0] = l->gemm.OUT;
     l->gemm.IN = l->C;
     return l->gemm.OUT < 1 ? -1 : 0;
 }
 
-static int infer_gap(layer_t *l, int C2, int H2, int W2)
+static int infer_gap(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
-    l->OC = l->C;
-    l->OH = 1;
-    l->OW = 1;
-    return 0;
+    set_chw(l, l->C, 1, 1);
+    return in->rank != 3 ? -1 : 0;
 }
 
-/* out = in + shortcut(in2): in2 the same shape, or the option-A shortcut of a larger plane
- * (by an integer stride) and fewer channels. */
-static int infer_add(layer_t *l, int C2, int H2, int W2)
+/* out = in + shortcut(in2): in2 the same shape (any rank), or the option-A shortcut of a
+ * larger plane (by an integer stride) and fewer channels (images only). */
+static int infer_add(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
-    infer_same(l, 0, 0, 0);
+    int C2, H2, W2;
+    model_shape_fold(in2, &C2, &H2, &W2);
+    l->shape = *in;
     const int stride = H2 / (l->H > 0 ? l->H : 1);
     if (shortcut_init(&l->sc, C2, H2, W2, l->C, stride) != 0 || l->sc.OH != l->H || l->sc.OW != l->W) return -1;
+    return model_shape_equal(in, in2) || (in->rank == 3 && in2->rank == 3) ? 0 : -1;
+}
+
+/* axis sl_axis of in, then of in2 (0: the channels; every other dimension the same) */
+static int infer_concat(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
+{
+    const int ax = l->sl_axis;
+    l->shape = *in;
+    if (ax < 0 || ax >= in->rank || in2->rank != in->rank) return -1;
+    for (int d = 0; d < in->rank; d++)
+        if (d != ax && in->dims[d] != in2->dims[d]) return -1;
+    l->shape.dims[ax] = in->dims[ax] + in2->dims[ax];
+    l->sl_start = in->dims[ax];
     return 0;
 }
 
-/* channels of in, then of in2 (the same plane) */
-static int infer_concat(layer_t *l, int C2, int H2, int W2)
+/* in * in2: in2 of in's shape, or of its rank with dims (C, 1, ...) (bcast);
+ * model_build_mul puts the full one first */
+static int infer_mul(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
-    infer_same(l, 0, 0, 0);
-    l->OC = l->C + C2;
-    return H2 != l->H || W2 != l->W ? -1 : 0;
+    int C2, H2, W2;
+    model_shape_fold(in2, &C2, &H2, &W2);
+    l->shape = *in;
+    l->bcast = H2 == 1 && W2 == 1 && (l->H != 1 || l->W != 1);
+    if (in2->rank != in->rank) return -1;
+    return C2 != l->C || (!l->bcast && (H2 != l->H || W2 != l->W)) ? -1 : 0;
 }
 
-/* in * in2: in2 of in's shape, or (C, 1, 1) (bcast); model_build_mul puts the full one first */
-static int infer_mul(layer_t *l, int C2, int H2, int W2)
+/* its own shape, set by model_build_const (it reads no input) */
+static int infer_const(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
-    infer_same(l, 0, 0, 0);
-    l->bcast = H2 == 1 && W2 == 1 && (l->H != 1 || l->W != 1);
-    return C2 != l->C || (!l->bcast && (H2 != l->H || W2 != l->W)) ? -1 : 0;
+    model_shape_fold(&l->shape, &l->C, &l->H, &l->W);
+    return 0;
+}
+
+/* Contiguous strides of shape s right-aligned to rank R (axes 1..R of d, axis 0 the
+ * batch), 0 where s has 1 or no axis; the batch stride (set by the builder: 0 for a
+ * constant, 1 for an activation) becomes the sample's element count or stays 0. */
+static void bcast_strides(const model_shape_t *s, int R, size_t *st)
+{
+    size_t run = 1;
+    for (int ax = R; ax >= 1; ax--) {
+        const int d = ax - 1 - (R - s->rank); /* s's axis, < 0 where s has none */
+        st[ax] = d >= 0 && s->dims[d] > 1 ? run : 0;
+        if (d >= 0) run *= (size_t)s->dims[d];
+    }
+    st[0] = st[0] ? run : 0;
+}
+
+/* NumPy broadcasting of the two per-sample shapes, right-aligned: each axis equal, or 1 in
+ * one of them; the output's rank the larger. */
+static int infer_binary(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
+{
+    const int R = in->rank > in2->rank ? in->rank : in2->rank;
+    l->shape.rank = R;
+    for (int ax = 0; ax < R; ax++) {
+        const int da = ax - (R - in->rank), db = ax - (R - in2->rank);
+        const int x = da >= 0 ? in->dims[da] : 1, y = db >= 0 ? in2->dims[db] : 1;
+        if (x != y && x != 1 && y != 1) return -1;
+        l->shape.dims[ax] = x > y ? x : y;
+        l->bc.dims[ax + 1] = l->shape.dims[ax];
+    }
+    l->bc.rank = R + 1;
+    bcast_strides(in, R, l->bc.sa);
+    bcast_strides(in2, R, l->bc.sb);
+    return 0;
+}
+
+static size_t shape_count(const model_shape_t *s)
+{
+    size_t n = 1;
+    for (int d = 0; d < s->rank; d++) n *= (size_t)s->dims[d];
+    return n;
+}
+
+/* the target shape, set by model_build_reshape: as many elements as the input */
+static int infer_reshape(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
+{
+    for (int d = 0; d < l->shape.rank; d++)
+        if (l->shape.dims[d] < 1) return -1;
+    return shape_count(&l->shape) == shape_count(in) ? 0 : -1;
+}
+
+/* The view's walk (bc) over the output, reading the input at its contiguous strides
+ * st[0..rank) (st: the input's, picked per output axis by the caller). */
+static void view_desc(layer_t *l, const model_shape_t *in)
+{
+    l->bc.rank = l->shape.rank + 1;
+    l->bc.dims[0] = 0; /* the batch: given per call */
+    for (int d = 0; d < l->shape.rank; d++) l->bc.dims[d + 1] = l->shape.dims[d];
+    l->bc.sa[0] = shape_count(in);
+}
+
+static void contiguous_strides(const model_shape_t *s, size_t *st)
+{
+    size_t run = 1;
+    for (int d = s->rank - 1; d >= 0; d--) {
+        st[d] = run;
+        run *= (size_t)s->dims[d];
+    }
+}
+
+static int infer_transpose(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
+{
+    size_t st[MODEL_MAX_RANK];
+    int seen = 0;
+    contiguous_strides(in, st);
+    l->shape.rank = in->rank;
+    for (int d = 0; d < in->rank; d++) {
+        const int p = l->perm[d];
+        if (p < 0 || p >= in->rank || (seen & (1 << p))) return -1;
+        seen |= 1 << p;
+        l->shape.dims[d] = in->dims[p];
+    }
+    view_desc(l, in);
+    for (int d = 0; d < in->rank; d++) l->bc.sa[d + 1] = st[l->perm[d]];
+    l->view_off = 0;
+    return 0;
+}
+
+static int infer_slice(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
+{
+    const int ax = l->sl_axis;
+    if (ax < 0 || ax >= in->rank || l->sl_step < 1 || l->sl_start < 0 || l->sl_start >= l->sl_end ||
+        l->sl_end > in->dims[ax])
+        return -1;
+    size_t st[MODEL_MAX_RANK];
+    contiguous_strides(in, st);
+    l->shape = *in;
+    l->shape.dims[ax] = (l->sl_end - l->sl_start + l->sl_step - 1) / l->sl_step;
+    view_desc(l, in);
+    for (int d = 0; d < in->rank; d++) l->bc.sa[d + 1] = st[d] * (d == ax ? (size_t)l->sl_step : 1);
+    l->view_off = st[ax] * (size_t)l->sl_start;
+    return 0;
 }
 
 static size_t ws_conv(const layer_t *l, int B) { return conv2d_workspace(&l->conv, B); }
@@ -324,20 +444,36 @@ static void tanh_bwd(model_t *m, int i, const float *x, int B)
     if (dinp) tanh_backward(out_count(l, B), m->acts + l->out_off, m->dacts + l->out_off, dinp);
 }
 
+/* Along axis a, a sample is (outer, size along a, inner): the kernel's (B, C, HW) with
+ * B * outer rows (outer 1 and inner H * W for the channels). */
+static void concat_geometry(const layer_t *l, int B, int *rows, int *inner, int C2[2])
+{
+    *rows = B;
+    *inner = 1;
+    for (int d = 0; d < l->shape.rank; d++) {
+        if (d < l->sl_axis) *rows *= l->shape.dims[d];
+        if (d > l->sl_axis) *inner *= l->shape.dims[d];
+    }
+    C2[0] = l->sl_start;
+    C2[1] = l->shape.dims[l->sl_axis] - l->sl_start;
+}
+
 static void concat_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     const layer_t *l = &m->layers[i];
-    const int C2[2] = {l->C, l->OC - l->C};
+    int rows, inner, C2[2];
+    concat_geometry(l, B, &rows, &inner, C2);
     const float *const in2[2] = {input_of(m, x, l->in), input_of(m, x, l->in2)};
-    concat_forward(B, l->H * l->W, 2, C2, in2, m->acts + l->out_off);
+    concat_forward(rows, inner, 2, C2, in2, m->acts + l->out_off);
 }
 
 static void concat_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
-    const int C2[2] = {l->C, l->OC - l->C};
+    int rows, inner, C2[2];
+    concat_geometry(l, B, &rows, &inner, C2);
     float *const d2[2] = {dinput_of(m, l->in), dinput_of(m, l->in2)};
-    concat_backward(B, l->H * l->W, 2, C2, m->dacts + l->out_off, d2);
+    concat_backward(rows, inner, 2, C2, m->dacts + l->out_off, d2);
 }
 
 static void dropout_fwd(model_t *m, int i, const float *x, int B, int train)
@@ -433,6 +569,93 @@ static void mul_bwd(model_t *m, int i, const float *x, int B)
                  m->dacts + l->out_off, dinput_of(m, l->in), dinput_of(m, l->in2));
 }
 
+/* The unary rows' steps, one pair per kind (OP_STEPS): the kind's function of ops.h. */
+static void unary_fwd(model_t *m, int i, const float *x, int B, unary_op_t op)
+{
+    const layer_t *l = &m->layers[i];
+    unary_forward(op, l->alpha, out_count(l, B), input_of(m, x, l->in), m->acts + l->out_off);
+}
+
+static void unary_bwd(model_t *m, int i, const float *x, int B, unary_op_t op)
+{
+    const layer_t *l = &m->layers[i];
+    unary_backward(op, l->alpha, out_count(l, B), input_of(m, x, l->in), m->acts + l->out_off, m->dacts + l->out_off,
+                   dinput_of(m, l->in));
+}
+
+/* name_fwd and name_bwd of a row whose steps are family_fwd and family_bwd with the row's
+ * operator op (the unary and the broadcasting rows) */
+#define OP_STEPS(name, family, op)                                                                                \
+    static void name##_fwd(model_t *m, int i, const float *x, int B, int train) { family##_fwd(m, i, x, B, op); } \
+    static void name##_bwd(model_t *m, int i, const float *x, int B) { family##_bwd(m, i, x, B, op); }
+OP_STEPS(exp, unary, UNARY_EXP)
+OP_STEPS(neg, unary, UNARY_NEG)
+OP_STEPS(sqrt, unary, UNARY_SQRT)
+OP_STEPS(reciprocal, unary, UNARY_RECIPROCAL)
+OP_STEPS(abs, unary, UNARY_ABS)
+OP_STEPS(pow, unary, UNARY_POW)
+
+/* A constant's output is its tensor (one sample's slot; readers read it at batch stride 0);
+ * its gradient, which the readers summed into that slot, is its parameter's. */
+static void const_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    const layer_t *l = &m->layers[i];
+    memcpy(m->acts + l->out_off, (l->frozen ? m->buffers : m->params) + l->w_off, out_count(l, 1) * sizeof(float));
+}
+
+static void const_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    if (!l->frozen) memcpy(m->grads + l->w_off, m->dacts + l->out_off, out_count(l, 1) * sizeof(float));
+}
+
+/* The binary rows' steps, one pair per kind (OP_STEPS): the kind's operator of ops.h. */
+static void binary_fwd(model_t *m, int i, const float *x, int B, binary_op_t op)
+{
+    const layer_t *l = &m->layers[i];
+    binary_forward(op, &l->bc, B, input_of(m, x, l->in), input_of(m, x, l->in2), m->acts + l->out_off);
+}
+
+static void binary_bwd(model_t *m, int i, const float *x, int B, binary_op_t op)
+{
+    const layer_t *l = &m->layers[i];
+    binary_backward(op, &l->bc, B, input_of(m, x, l->in), input_of(m, x, l->in2), m->dacts + l->out_off,
+                    dinput_of(m, l->in), dinput_of(m, l->in2));
+}
+
+OP_STEPS(badd, binary, BINARY_ADD)
+OP_STEPS(sub, binary, BINARY_SUB)
+OP_STEPS(bmul, binary, BINARY_MUL)
+OP_STEPS(div, binary, BINARY_DIV)
+
+static double flops_none(const layer_t *l) { return 0.0; }
+
+/* a copy of the contiguous data (the shape is the layer's); the gradient added back */
+static void reshape_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    const layer_t *l = &m->layers[i];
+    memcpy(m->acts + l->out_off, input_of(m, x, l->in), out_count(l, B) * sizeof(float));
+}
+
+static void reshape_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    add_backward(out_count(l, B), m->dacts + l->out_off, dinput_of(m, l->in), NULL);
+}
+
+/* Transpose and Slice: the view (bc, view_off) copied out; the gradient added back */
+static void view_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    const layer_t *l = &m->layers[i];
+    view_forward(&l->bc, l->view_off, B, input_of(m, x, l->in), m->acts + l->out_off);
+}
+
+static void view_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    view_backward(&l->bc, l->view_off, B, m->dacts + l->out_off, dinput_of(m, l->in));
+}
+
 /* ---- the table ---------------------------------------------------------------------------- */
 
 #define IN1 MODEL_OP_GRAD_IN
@@ -463,6 +686,25 @@ const model_op_t MODEL_OPS[] = {
     [LAYER_MUL]        = {LAYER_MUL, "mul", "Mul", "Mul", 2, IN12, infer_mul, NULL, flops_pass, mul_fwd, mul_bwd},
     /* pacer's own domain: the Python client writes torchvision's StochasticDepth so */
     [LAYER_STOCHASTIC_DEPTH] = {LAYER_STOCHASTIC_DEPTH, "stochastic depth", "ai.pacer:StochasticDepth", "ai.pacer:StochasticDepth", 1, IN1, infer_same, NULL, flops_pass, sdepth_fwd, sdepth_bwd},
+    /* not on the GPU yet (model_cuda.cu's rows are empty) */
+    [LAYER_EXP]        = {LAYER_EXP, "exp", "Exp", "Exp", 1, IN1, infer_same, NULL, flops_pass, exp_fwd, exp_bwd},
+    [LAYER_NEG]        = {LAYER_NEG, "neg", "Neg", "Neg", 1, IN1, infer_same, NULL, flops_pass, neg_fwd, neg_bwd},
+    [LAYER_SQRT]       = {LAYER_SQRT, "sqrt", "Sqrt", "Sqrt", 1, IN1, infer_same, NULL, flops_pass, sqrt_fwd, sqrt_bwd},
+    [LAYER_RECIPROCAL] = {LAYER_RECIPROCAL, "reciprocal", "Reciprocal", "Reciprocal", 1, IN1, infer_same, NULL, flops_pass, reciprocal_fwd, reciprocal_bwd},
+    [LAYER_ABS]        = {LAYER_ABS, "abs", "Abs", "Abs", 1, IN1, infer_same, NULL, flops_pass, abs_fwd, abs_bwd},
+    /* the exponent a constant scalar (exported as a 0-D Constant input) */
+    [LAYER_POW]        = {LAYER_POW, "pow", "Pow (constant exponent)", "Pow", 1, IN1, infer_same, NULL, flops_pass, pow_fwd, pow_bwd},
+    /* an initializer (params) or a Constant (buffers) read by a binary operator */
+    [LAYER_CONST]      = {LAYER_CONST, "constant", "Constant or initializer operand", "initializer, Constant", 1, IN1, infer_const, NULL, flops_none, const_fwd, const_bwd},
+    /* broadcasting: either input a constant; not on the GPU yet */
+    [LAYER_BADD]       = {LAYER_BADD, "broadcast add", "Add (broadcast, constant operand)", "Add", 2, IN12, infer_binary, NULL, flops_pass, badd_fwd, badd_bwd},
+    [LAYER_SUB]        = {LAYER_SUB, "sub", "Sub", "Sub", 2, IN12, infer_binary, NULL, flops_pass, sub_fwd, sub_bwd},
+    [LAYER_BMUL]       = {LAYER_BMUL, "broadcast mul", "Mul (broadcast, constant operand)", "Mul", 2, IN12, infer_binary, NULL, flops_pass, bmul_fwd, bmul_bwd},
+    [LAYER_DIV]        = {LAYER_DIV, "div", "Div", "Div", 2, IN12, infer_binary, NULL, flops_pass, div_fwd, div_bwd},
+    /* data movement, not on the GPU yet; a reshape is a copy of the contiguous data */
+    [LAYER_RESHAPE]    = {LAYER_RESHAPE, "reshape", "Reshape, Squeeze, Unsqueeze (non-batch axes)", "Reshape", 1, IN1, infer_reshape, NULL, flops_none, reshape_fwd, reshape_bwd},
+    [LAYER_TRANSPOSE]  = {LAYER_TRANSPOSE, "transpose", "Transpose (the batch axis first)", "Transpose", 1, IN1, infer_transpose, NULL, flops_none, view_fwd, view_bwd},
+    [LAYER_SLICE]      = {LAYER_SLICE, "slice", "Slice, Split (non-batch axes, constant bounds)", "Slice", 1, IN1, infer_slice, NULL, flops_none, view_fwd, view_bwd},
 };
 /* clang-format on */
 /* A kind without a row would leave a zero row here (a designated initializer skipped):

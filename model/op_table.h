@@ -38,10 +38,11 @@ typedef struct {
     const char *onnx_export;
     int ninputs;          /* 1: in; 2: in and in2 */
     unsigned grad_inputs; /* MODEL_OP_GRAD_* */
-    /* Output shape (OC, OH, OW) from the input's (C, H, W, already in l), the second
-     * input's (C2, H2, W2; zeros for one-input kinds) and the layer's descriptor; may
-     * normalise the descriptor. 0, or -1 for a geometry this kind cannot take. */
-    int (*infer_shape)(layer_t *l, int C2, int H2, int W2);
+    /* Output shape l->shape from the input's (in; its folding already in l's C, H, W), the
+     * second input's (in2; NULL for one-input kinds) and the layer's descriptor; may
+     * normalise the descriptor. The builder folds l->shape into (OC, OH, OW). 0, or -1
+     * for a shape or geometry this kind cannot take (convolutions and pools: rank 3 only). */
+    int (*infer_shape)(layer_t *l, const model_shape_t *in, const model_shape_t *in2);
     /* Floats of the shared workspace the layer needs at batch B (NULL: none). */
     size_t (*workspace)(const layer_t *l, int B);
     /* Forward FLOPs of one sample (model_forward_flops's rules). */

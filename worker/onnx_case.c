@@ -112,10 +112,11 @@ static int run_set(const char *dir, const char *set, const uint8_t *onnx, size_t
         goto out;
     }
     const onnx_tensor_t *x = &in[0];
-    if (x->ndims != 4 || x->dims[0] < 1) {
+    if (x->ndims < 1 || x->ndims > 1 + MODEL_MAX_RANK || x->dims[0] < 1) {
         char s[160];
         shape_str(x, s, sizeof s);
-        snprintf(err, sizeof err, "%s/input_0.pb: shape %s: the activation must be an image batch (N, C, H, W)", set, s);
+        snprintf(err, sizeof err, "%s/input_0.pb: shape %s: the activation must be a batch (N, ...) of rank 1 to %d",
+                 set, s, 1 + MODEL_MAX_RANK);
         goto out;
     }
     /* The batch is the file's: the model is built for one sample first, so that a batch
@@ -129,9 +130,13 @@ static int run_set(const char *dir, const char *set, const uint8_t *onnx, size_t
     model_free(m);
     m = NULL;
     if (onnx_import_case(onnx, onnx_len, &in[1], nin - 1, (int)x->dims[0], &m, err, sizeof err) != 0) goto out;
-    if (m->C != x->dims[1] || m->H != x->dims[2] || m->W != x->dims[3]) {
-        snprintf(err, sizeof err, "%s/input_0.pb: (%lld, %lld, %lld) per sample, the graph's input is (%d, %d, %d)",
-                 set, (long long)x->dims[1], (long long)x->dims[2], (long long)x->dims[3], m->C, m->H, m->W);
+    int same = m->in_shape.rank == x->ndims - 1;
+    for (int d = 0; same && d < m->in_shape.rank; d++) same = m->in_shape.dims[d] == x->dims[d + 1];
+    if (!same) {
+        char s[160], t[96];
+        shape_str(x, s, sizeof s);
+        snprintf(err, sizeof err, "%s/input_0.pb: shape %s, the graph's input is (N, %s", set, s,
+                 model_shape_text(&m->in_shape, t, sizeof t) + 1);
         goto out;
     }
     if (nout != 1) {

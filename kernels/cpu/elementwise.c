@@ -194,6 +194,121 @@ __attribute__((target_clones("avx2", "default"))) void hardswish_backward(size_t
     }
 }
 
+/* One loop per function: the switch is outside the loops, which vectorise. */
+__attribute__((target_clones("avx2", "default"))) void unary_forward(unary_op_t op, float a, size_t n, const float *inp,
+                                                                     float *out)
+{
+    switch (op) {
+    case UNARY_EXP:
+        for (size_t i = 0; i < n; i++) out[i] = expf(inp[i]);
+        break;
+    case UNARY_NEG:
+        for (size_t i = 0; i < n; i++) out[i] = -inp[i];
+        break;
+    case UNARY_SQRT:
+        for (size_t i = 0; i < n; i++) out[i] = sqrtf(inp[i]);
+        break;
+    case UNARY_RECIPROCAL:
+        for (size_t i = 0; i < n; i++) out[i] = 1.0f / inp[i];
+        break;
+    case UNARY_ABS:
+        for (size_t i = 0; i < n; i++) out[i] = fabsf(inp[i]);
+        break;
+    case UNARY_POW:
+        for (size_t i = 0; i < n; i++) out[i] = powf(inp[i], a);
+        break;
+    }
+}
+
+__attribute__((target_clones("avx2", "default"))) void unary_backward(unary_op_t op, float a, size_t n, const float *inp,
+                                                                      const float *out, const float *dout, float *dinp)
+{
+    if (!dinp) return;
+    switch (op) {
+    case UNARY_EXP:
+        for (size_t i = 0; i < n; i++) dinp[i] += dout[i] * out[i];
+        break;
+    case UNARY_NEG:
+        for (size_t i = 0; i < n; i++) dinp[i] -= dout[i];
+        break;
+    case UNARY_SQRT:
+        for (size_t i = 0; i < n; i++) dinp[i] += dout[i] * 0.5f / out[i];
+        break;
+    case UNARY_RECIPROCAL:
+        for (size_t i = 0; i < n; i++) dinp[i] -= dout[i] * out[i] * out[i];
+        break;
+    case UNARY_ABS:
+        for (size_t i = 0; i < n; i++) dinp[i] += inp[i] > 0.0f ? dout[i] : inp[i] < 0.0f ? -dout[i] : 0.0f;
+        break;
+    case UNARY_POW:
+        for (size_t i = 0; i < n; i++) dinp[i] += dout[i] * a * powf(inp[i], a - 1.0f);
+        break;
+    }
+}
+
+/* The walk over out in order: ia and ib follow the inputs' strides; counters per axis. */
+typedef struct {
+    int idx[BCAST_MAX_AXES];
+    size_t ia, ib;
+} bcast_pos_t;
+
+static size_t bcast_count(const bcast_desc_t *d, int B)
+{
+    size_t n = (size_t)B;
+    for (int ax = 1; ax < d->rank; ax++) n *= (size_t)d->dims[ax];
+    return n;
+}
+
+static void bcast_next(const bcast_desc_t *d, int B, bcast_pos_t *p)
+{
+    for (int ax = d->rank - 1; ax >= 0; ax--) {
+        const int n = ax ? d->dims[ax] : B;
+        p->ia += d->sa[ax];
+        p->ib += d->sb[ax];
+        if (++p->idx[ax] < n) return;
+        p->ia -= d->sa[ax] * (size_t)n;
+        p->ib -= d->sb[ax] * (size_t)n;
+        p->idx[ax] = 0;
+    }
+}
+
+void binary_forward(binary_op_t op, const bcast_desc_t *d, int B, const float *a, const float *b, float *out)
+{
+    bcast_pos_t p = {{0}, 0, 0};
+    const size_t n = bcast_count(d, B);
+    for (size_t o = 0; o < n; o++, bcast_next(d, B, &p)) {
+        const float x = a[p.ia], y = b[p.ib];
+        out[o] = op == BINARY_ADD ? x + y : op == BINARY_SUB ? x - y : op == BINARY_MUL ? x * y : x / y;
+    }
+}
+
+void binary_backward(binary_op_t op, const bcast_desc_t *d, int B, const float *a, const float *b, const float *dout,
+                     float *da, float *db)
+{
+    bcast_pos_t p = {{0}, 0, 0};
+    const size_t n = bcast_count(d, B);
+    for (size_t o = 0; o < n; o++, bcast_next(d, B, &p)) {
+        const float g = dout[o], x = a[p.ia], y = b[p.ib];
+        if (da) da[p.ia] += op == BINARY_MUL ? g * y : op == BINARY_DIV ? g / y : g;
+        if (db) db[p.ib] += op == BINARY_ADD ? g : op == BINARY_SUB ? -g : op == BINARY_MUL ? g * x : -g * x / (y * y);
+    }
+}
+
+void view_forward(const bcast_desc_t *d, size_t off, int B, const float *inp, float *out)
+{
+    bcast_pos_t p = {{0}, off, 0};
+    const size_t n = bcast_count(d, B);
+    for (size_t o = 0; o < n; o++, bcast_next(d, B, &p)) out[o] = inp[p.ia];
+}
+
+void view_backward(const bcast_desc_t *d, size_t off, int B, const float *dout, float *dinp)
+{
+    bcast_pos_t p = {{0}, off, 0};
+    const size_t n = bcast_count(d, B);
+    if (!dinp) return;
+    for (size_t o = 0; o < n; o++, bcast_next(d, B, &p)) dinp[p.ia] += dout[o];
+}
+
 void mul_forward(int B, int C, int HW, int HW2, const float *a, const float *b, float *out)
 {
     const size_t planes = (size_t)B * C;

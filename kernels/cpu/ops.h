@@ -156,6 +156,34 @@ void hardsigmoid_backward(size_t n, float alpha, const float *out, const float *
  * the INPUT (not in place): dout * (inp < -3 ? 0 : inp <= 3 ? inp / 3 + 1/2 : 1). */
 void hardswish_forward(size_t n, const float *inp, float *out);
 void hardswish_backward(size_t n, const float *inp, const float *dout, float *dinp /* += */);
+/* Elementwise functions of one input (ONNX's Exp, Neg, Sqrt, Reciprocal, Abs and Pow with a
+ * constant exponent a): out = f(inp). The backward adds dout * f'(inp), from inp or out;
+ * Abs's derivative is 0 at 0 (PyTorch's sign), Sqrt's and Reciprocal's are infinite at 0
+ * as theirs are. a is read by UNARY_POW only. */
+typedef enum { UNARY_EXP, UNARY_NEG, UNARY_SQRT, UNARY_RECIPROCAL, UNARY_ABS, UNARY_POW } unary_op_t;
+/* Binary operators with NumPy broadcasting (ONNX's Add, Sub, Mul, Div) over the batch axis
+ * and up to 5 more: out is (B, dims[1], ..., dims[rank - 1]) (dims[0] is the batch, given
+ * per call), a and b are read at strides sa and sb in elements, 0 along an axis an input
+ * broadcasts (the batch axis too, for a batch-less constant). The backward adds each
+ * input's gradient, summed over the axes it broadcasts along (da, db may be NULL; a and b,
+ * da and db may alias). */
+#define BCAST_MAX_AXES 6
+typedef struct {
+    int rank;
+    int dims[BCAST_MAX_AXES];
+    size_t sa[BCAST_MAX_AXES], sb[BCAST_MAX_AXES];
+} bcast_desc_t;
+typedef enum { BINARY_ADD, BINARY_SUB, BINARY_MUL, BINARY_DIV } binary_op_t;
+/* A strided view copied out (Transpose, Slice): out[o] = inp[off + the walk of sa over
+ * out's shape] (sb unused); the backward adds dout back at the same places. */
+void view_forward(const bcast_desc_t *d, size_t off, int B, const float *inp, float *out);
+void view_backward(const bcast_desc_t *d, size_t off, int B, const float *dout, float *dinp /* += */);
+void binary_forward(binary_op_t op, const bcast_desc_t *d, int B, const float *a, const float *b, float *out);
+void binary_backward(binary_op_t op, const bcast_desc_t *d, int B, const float *a, const float *b, const float *dout,
+                     float *da /* += */, float *db /* += */);
+void unary_forward(unary_op_t op, float a, size_t n, const float *inp, float *out);
+void unary_backward(unary_op_t op, float a, size_t n, const float *inp, const float *out, const float *dout,
+                    float *dinp /* += */);
 /* Product of a (B, C, HW) and b (B, C, HW2), HW2 either HW or 1 (b then a per-channel
  * scale broadcast over the plane: squeeze-excitation): out = a * b. The backward adds
  * dout * b to da and dout * a (summed over the plane where HW2 is 1) to db; either may be

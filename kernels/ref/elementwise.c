@@ -30,6 +30,51 @@ double ref_act(ref_act_t kind, double alpha, double x)
     return NAN;
 }
 
+double ref_unary(unary_op_t op, double a, double x)
+{
+    switch (op) {
+    case UNARY_EXP: return exp(x);
+    case UNARY_NEG: return -x;
+    case UNARY_SQRT: return sqrt(x);
+    case UNARY_RECIPROCAL: return 1.0 / x;
+    case UNARY_ABS: return fabs(x);
+    case UNARY_POW: return pow(x, a);
+    }
+    return NAN;
+}
+
+void ref_binary_forward(binary_op_t op, const bcast_desc_t *d, int B, const double *a, const double *b, double *y)
+{
+    size_t n = (size_t)B;
+    for (int ax = 1; ax < d->rank; ax++) n *= (size_t)d->dims[ax];
+    for (size_t o = 0; o < n; o++) {
+        size_t rest = o, ia = 0, ib = 0;
+        for (int ax = d->rank - 1; ax >= 0; ax--) {
+            const size_t dim = ax ? (size_t)d->dims[ax] : (size_t)B, i = rest % dim;
+            rest /= dim;
+            ia += i * d->sa[ax];
+            ib += i * d->sb[ax];
+        }
+        const double u = a[ia], v = b[ib];
+        y[o] = op == BINARY_ADD ? u + v : op == BINARY_SUB ? u - v : op == BINARY_MUL ? u * v : u / v;
+    }
+}
+
+void ref_view_forward(const bcast_desc_t *d, size_t off, int B, const double *x, double *y)
+{
+    size_t n = (size_t)B;
+    for (int ax = 1; ax < d->rank; ax++) n *= (size_t)d->dims[ax];
+    for (size_t o = 0; o < n; o++) {
+        size_t rest = o, ix = off;
+        for (int ax = d->rank - 1; ax >= 0; ax--) {
+            const size_t dim = ax ? (size_t)d->dims[ax] : (size_t)B;
+            ix += (rest % dim) * d->sa[ax];
+            rest /= dim;
+        }
+        y[o] = x[ix];
+    }
+}
+
 double ref_clip(double lo, double hi, double x) { return fmin(fmax(x, lo), hi); }
 
 double ref_hardsigmoid(double alpha, double beta, double x) { return fmax(0.0, fmin(1.0, alpha * x + beta)); }

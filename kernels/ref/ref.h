@@ -34,6 +34,12 @@ void ref_shortcut_add_forward(const shortcut_desc_t *d, int B, const double *a, 
 typedef enum { REF_ACT_RELU, REF_ACT_LEAKY, REF_ACT_SIGMOID, REF_ACT_TANH } ref_act_t;
 /* one element of an activation (alpha: LeakyRelu's slope) */
 double ref_act(ref_act_t kind, double alpha, double x);
+/* ops.h's unary functions in double (a: Pow's exponent) */
+double ref_unary(unary_op_t op, double a, double x);
+/* ops.h's binary_forward in double: each output element's inputs found from its index */
+void ref_binary_forward(binary_op_t op, const bcast_desc_t *d, int B, const double *a, const double *b, double *y);
+/* ops.h's view_forward in double, each output's input found from its index */
+void ref_view_forward(const bcast_desc_t *d, size_t off, int B, const double *x, double *y);
 /* ONNX Clip: min(max(x, lo), hi) (hi where lo > hi) */
 double ref_clip(double lo, double hi, double x);
 /* ONNX HardSigmoid: max(0, min(1, alpha * x + beta)) */

@@ -7,7 +7,9 @@
 # not map (its own message) or a declared output shape the layers do not give, an integer
 # tensor (its type), a truncated tensor file, a tensor whose dims claim 2^48 elements, a
 # batch whose activations exceed 1 GiB of floats (refused before they are allocated), raw
-# data of the wrong length, an input missing, no data set, no model, a second argument.
+# data of the wrong length, an input missing, no data set, no model, a second argument;
+# samples of rank 0 to 5 pass (Relu, BatchNormalization), a Conv on a volume and an input
+# of rank 7 are refused by name.
 . tests/lib.sh
 /usr/bin/python3 tests/tools/onnx_case_make.py "$TMP/c" >"$TMP/make.log" 2>&1
 rc=$?
@@ -41,6 +43,19 @@ expect rawlen 2 "test_data_set_1/input_0.pb: 4 bytes of raw data for 150 element
 expect fewer 2 "the graph has 2 inputs, the case gives 1"
 expect nodata 2 "no test_data_set_0 directory"
 expect missing 2 "model.onnx: No such file or directory"
+# N-D samples: any rank 0 to 5 after the batch; convolutions take images only
+expect nd_relu 0 "test_data_set_0 output_0 'y' (2, 3, 4, 5, 2): 240 values"
+expect nd_scalar 0 "test_data_set_0 output_0 'y' (3): 3 values"
+expect nd_bn 0 "test_data_set_0 output_0 'y' (2, 3, 4, 2, 2): 96 values"
+expect nd_conv 2 "node 'y' (Conv): input 'x' is (N, 3, 4, 5, 5): Conv takes images (N, C, H, W) only"
+expect unary 0 "test_data_set_0 output_0 'y' (2, 3, 4): 24 values"
+expect pow_tensor 2 "node 'y' (Pow): the exponent must be a constant finite float scalar"
+expect bcast 0 "test_data_set_0 output_0 'y' (2, 3, 4): 24 values"
+expect bcast_rank 2 "node 'y' (Add): constant 'c' is (2, 3, 4): a constant operand has elements and at most the 2 axes of the activation's samples (and a leading 1 for the batch)"
+expect bcast_shape 2 "node 'y' (Add): shapes (N, 3, 4) and the constant (5) do not broadcast"
+expect movement 0 "test_data_set_0 output_0 'y' (2, 2, 3): 12 values"
+expect move_batch 2 "node 'y' (Transpose): perm must name the 3 axes with the batch axis first (a perm that moves the batch axis is not supported)"
+expect nd_rank7 2 "test_data_set_0/input_0.pb: shape (1, 2, 1, 2, 1, 2, 1): the activation must be a batch (N, ...) of rank 1 to 6"
 "$WORKER" --onnx-case "$TMP/c/good" extra >"$TMP/out" 2>&1
 [ $? -eq 2 ] && grep -qF -- "--onnx-case takes one directory and nothing else" "$TMP/out" ||
     { cat "$TMP/out"; fail "a second argument is not refused"; }

@@ -1,5 +1,7 @@
 # torchvision's own post-2017 convolutional networks (issue 43): mobilenet_v2,
-# mobilenet_v3_small, mnasnet0_5, regnet_y_400mf from torchvision.models.get_model(name,
+# mobilenet_v3_small, mnasnet0_5, regnet_y_400mf and shufflenet_v2_x0_5 (x.view(b, g, c // g,
+# h, w) folded from its Shape arithmetic into a Reshape, a Transpose, Split as Slices)
+# from torchvision.models.get_model(name,
 # weights=None, num_classes=10) exported in training form as the Python client does, and
 # efficientnet_b0 in training form through the client's own export (torch 1.13's fails
 # on stochastic depth's Bernoulli; the client writes ai.pacer:StochasticDepth, p set to 0

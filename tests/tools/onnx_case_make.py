@@ -20,7 +20,20 @@ Writes under OUTDIR:
   huge/      good whose input_1.pb claims dims (2^24, 2^24, 1, 1) and holds nothing;
   rawlen/    good whose input_0.pb has 4 bytes of raw data for its 150 elements;
   fewer/     good without input_1.pb;
-  nodata/    good's model.onnx alone.
+  nodata/    good's model.onnx alone;
+  nd_relu/   Relu on x (2, 3, 4, 5, 2): a rank-4 sample, passes;
+  nd_bn/     BatchNormalization (evaluation) on x (2, 3, 4, 2, 2): channels axis 1, passes;
+  nd_scalar/ Relu on x (3,): a rank-0 sample, passes;
+  nd_conv/   Conv on x (2, 3, 4, 5, 5) (a 3-D convolution): refused by name;
+  nd_rank7/  Relu on x of rank 7: more axes than a sample may have, refused;
+  unary/     Sqrt(Abs(Exp(Neg(x)))) then Reciprocal then Pow(., 2.5) on x (2, 3, 4): passes;
+  pow_tensor/ Pow whose exponent is a (3, 4) initializer: refused (a constant scalar only);
+  bcast/     ((x (2, 3, 4) - c (3, 1)) * k (4), a Constant) / x: broadcasting, passes;
+  bcast_rank/ x (2, 3, 4) + c (2, 3, 4): a constant with the batch's axis, refused;
+  bcast_shape/ x (2, 3, 4) + c (5): shapes that do not broadcast, refused;
+  movement/  x (2, 4, 3) split 1 + 3 on axis 1, Unsqueeze and Squeeze of the one, Transpose
+             twice of the other, Concat again, Slice of every other row: passes;
+  move_batch/ Transpose perm (1, 0, 2): moves the batch axis, refused.
 Exits 77 when onnx or numpy cannot be imported.
 """
 import os
@@ -139,6 +152,60 @@ def main():
                           helper.make_tensor_value_info("y", f32, shape)))
         save(os.path.join(d, "input_0.pb"), x, "x")
         save(os.path.join(d, "output_0.pb"), np.zeros(shape, np.float32), "y")
+
+    def nd_case(name, nodes, xshape, yshape, fn, inits=()):
+        """a case of x (xshape) -> y (yshape) with y = fn(x) computed in float64 here"""
+        d = os.path.join(out, name, "test_data_set_0")
+        os.makedirs(d)
+        with open(os.path.join(out, name, "model.onnx"), "wb") as f:
+            f.write(model(nodes, [helper.make_tensor_value_info("x", f32, xshape)],
+                          helper.make_tensor_value_info("y", f32, yshape), inits))
+        xv = rng.standard_normal(xshape).astype(np.float32)
+        save(os.path.join(d, "input_0.pb"), xv, "x")
+        save(os.path.join(d, "output_0.pb"), fn(xv.astype(np.float64)).astype(np.float32).reshape(yshape), "y")
+
+    relu = helper.make_node("Relu", ["x"], ["y"])
+    nd_case("nd_relu", [relu], [2, 3, 4, 5, 2], [2, 3, 4, 5, 2], lambda v: np.maximum(v, 0))
+    nd_case("nd_scalar", [relu], [3], [3], lambda v: np.maximum(v, 0))
+    bn = [rng.uniform(0.5, 1.5, 3).astype(np.float32) for _ in range(4)]
+    bn_names = ["s", "bias", "mean", "var"]
+    nd_case("nd_bn", [helper.make_node("BatchNormalization", ["x"] + bn_names, ["y"], epsilon=1e-5)],
+            [2, 3, 4, 2, 2], [2, 3, 4, 2, 2],
+            lambda v: (v - bn[2][None, :, None, None, None]) / np.sqrt(bn[3][None, :, None, None, None] + 1e-5)
+            * bn[0][None, :, None, None, None] + bn[1][None, :, None, None, None],
+            [numpy_helper.from_array(t, nm) for t, nm in zip(bn, bn_names)])
+    nd_case("nd_conv", [helper.make_node("Conv", ["x", "W"], ["y"], kernel_shape=[1, 1, 1])], [2, 3, 4, 5, 5],
+            [2, 2, 4, 5, 5], lambda v: np.zeros((2, 2, 4, 5, 5)),
+            [numpy_helper.from_array(np.ones((2, 3, 1, 1, 1), np.float32), "W")])
+    nd_case("nd_rank7", [relu], [1, 2, 1, 2, 1, 2, 1], [1, 2, 1, 2, 1, 2, 1], lambda v: np.maximum(v, 0))
+
+    k = lambda *s: helper.make_node(s[0], list(s[1:-1]), [s[-1]])
+    nd_case("unary", [k("Neg", "x", "a"), k("Exp", "a", "b"), k("Abs", "b", "c"), k("Sqrt", "c", "d"),
+                      k("Reciprocal", "d", "e"), k("Pow", "e", "p", "y")], [2, 3, 4], [2, 3, 4],
+            lambda v: (1 / np.sqrt(np.abs(np.exp(-v)))) ** 2.5, [numpy_helper.from_array(np.float32(2.5), "p")])
+    nd_case("pow_tensor", [k("Pow", "x", "p", "y")], [2, 3, 4], [2, 3, 4], lambda v: v,
+            [numpy_helper.from_array(np.ones((3, 4), np.float32), "p")])
+
+    cv = rng.standard_normal((3, 1)).astype(np.float32)
+    kv = rng.standard_normal(4).astype(np.float32)
+    nd_case("bcast", [k("Sub", "x", "c", "s"), helper.make_node("Constant", [], ["k"], value=numpy_helper.from_array(kv)),
+                      k("Mul", "s", "k", "m"), k("Div", "m", "x", "y")], [2, 3, 4], [2, 3, 4],
+            lambda v: (v - cv) * kv / v, [numpy_helper.from_array(cv, "c")])
+    nd_case("bcast_rank", [k("Add", "x", "c", "y")], [2, 3, 4], [2, 3, 4], lambda v: v,
+            [numpy_helper.from_array(np.ones((2, 3, 4), np.float32), "c")])
+    nd_case("bcast_shape", [k("Add", "x", "c", "y")], [2, 3, 4], [2, 3, 4], lambda v: v,
+            [numpy_helper.from_array(np.ones(5, np.float32), "c")])
+
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    nd_case("movement", [helper.make_node("Split", ["x", "sp"], ["a", "b"], axis=1), k("Unsqueeze", "a", "ax", "u"),
+                         k("Squeeze", "u", "ax", "q"), helper.make_node("Transpose", ["b"], ["t"], perm=[0, 2, 1]),
+                         helper.make_node("Transpose", ["t"], ["t2"], perm=[0, 2, 1]),
+                         helper.make_node("Concat", ["q", "t2"], ["c"], axis=1),
+                         k("Slice", "c", "st", "en", "axs", "stp", "y")], [2, 4, 3], [2, 2, 3],
+            lambda v: v[:, 1:4:2, :],
+            [i64("sp", [1, 3]), i64("ax", [1]), i64("st", [1]), i64("en", [100]), i64("axs", [-2]), i64("stp", [2])])
+    nd_case("move_batch", [helper.make_node("Transpose", ["x"], ["y"], perm=[1, 0, 2])], [2, 3, 4], [3, 2, 4],
+            lambda v: v.transpose(1, 0, 2))
 
     d = os.path.join(out, "bigbatch", "test_data_set_0")
     os.makedirs(d)

@@ -13,7 +13,8 @@ Usage: /usr/bin/python3 tests/tools/onnx_families.py --export SET OUTDIR
     EfficientNetish SiLU (x * Sigmoid(x): one tensor read by two nodes) and
                     squeeze-excitation with SiLU.
   SET torchvision: torchvision.models.get_model(name, weights=None, num_classes=10) for
-    mobilenet_v2, mobilenet_v3_small, mnasnet0_5, regnet_y_400mf and efficientnet_b0, all
+    mobilenet_v2, mobilenet_v3_small, mnasnet0_5, regnet_y_400mf, efficientnet_b0 and
+    shufflenet_v2_x0_5 (its channel shuffle a Reshape, Transpose, Reshape chain), all
     in training form; a network with stochastic depth (efficientnet_b0) through the Python
     client's own export (pacer.client.export_module: torch 1.13 cannot export its
     Bernoulli, the client writes ai.pacer:StochasticDepth). Exits 77 when torchvision is
@@ -35,7 +36,7 @@ Usage: /usr/bin/python3 tests/tools/onnx_families.py --graphs OUTDIR
     clip_bound.onnx     a Clip whose min is an activation;
     clip_nan.onnx       a Clip whose max is NaN;
     hardsigmoid_inf.onnx  HardSigmoid alpha = inf;
-    mul_const.onnx      Mul by an initializer;
+    mul_const.onnx      Mul by an initializer (accepted: a broadcast parameter);
     mul_shape.onnx      Mul of a 4x6x6 and a 4x3x3 activation;
     reducemean_axes.onnx  ReduceMean over the channels;
     bn_momentum.onnx    batch norm momentum 1.5.
@@ -177,7 +178,8 @@ def torchvision_models():
         sys.exit(77)
     get = torchvision.models.get_model if hasattr(torchvision.models, "get_model") else \
         lambda name, **kw: getattr(torchvision.models, name)(**kw)
-    names = ["mobilenet_v2", "mobilenet_v3_small", "mnasnet0_5", "regnet_y_400mf", "efficientnet_b0"]
+    names = ["mobilenet_v2", "mobilenet_v3_small", "mnasnet0_5", "regnet_y_400mf", "efficientnet_b0",
+             "shufflenet_v2_x0_5"]
     return {n: (lambda n=n: get(n, weights=None, num_classes=10)) for n in names}
 
 
@@ -238,6 +240,17 @@ def steps(net, x, y, lr):
     return res
 
 
+# The weights' seed of a network where 100 + its index is ill-conditioned on this batch:
+# shufflenet_v2_x0_5's from seed 105 have a ReLU input 3e-5 from the kink in conv5's output
+# (channel 1004 of sample 2), where pacer's float32 mask flips and conv5's bias gradient
+# moves by 1.6e-2 of its largest in that one channel (every other channel within 7e-6;
+# torch's own float32 runs happen not to flip it); from 200, torch's float64 losses jump
+# (2.29 2.17 2.35 2.26) and pacer's last step lands either side of the first with the BLAS
+# thread count. 303: no ReLU input of conv5 within 6.8e-4 of 0, and torch's last loss well
+# below its first (2.68 2.39 2.13 2.27 in this test).
+SEED = {"shufflenet_v2_x0_5": 303}
+
+
 def export(which, out):
     nets = blocks() if which == "blocks" else torchvision_models()
     torch.manual_seed(11)
@@ -245,7 +258,7 @@ def export(which, out):
     x.numpy().astype("<f4").tofile(out + "/x.bin")
     y = torch.arange(N_BATCH) % 10
     for i, (name, make) in enumerate(nets.items()):
-        torch.manual_seed(100 + i)
+        torch.manual_seed(SEED.get(name, 100 + i))
         net = make()
         no_randomness(net)
         path = "%s/%s.onnx" % (out, name)

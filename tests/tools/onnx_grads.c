@@ -1,6 +1,8 @@
 /* tests/tools/onnx_grads.c - what pacer computes for an ONNX file on one fixed batch, for a
  * comparison with PyTorch's from the same weights (tests/tools/onnx_families.py --compare).
  * usage: onnx_grads MODEL.onnx X.bin N STEPS LR OUTDIR
+ * First, the model written from its layers (onnx_export_layers) and imported again must
+ * give its evaluation logits (exit 1 otherwise; the difference printed on stdout).
  * Imports MODEL.onnx as pacer-worker does (model/onnx_import.h), reads N images of X.bin
  * (float32 little-endian, (N, C, H, W) of the model's input), labels i % classes, and
  * writes into OUTDIR:
@@ -15,10 +17,12 @@
  *   losses.txt        the loss of STEPS steps of plain SGD (w -= LR * g) on the same batch,
  *                     one per line, the first the step above.
  * Exits 0, or 2 with a message when a file cannot be read or does not fit. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "onnx_export.h"
 #include "onnx_import.h"
 
 static int write_floats(const char *dir, const char *name, const float *v, size_t n)
@@ -31,6 +35,42 @@ static int write_floats(const char *dir, const char *name, const float *v, size_
         return fprintf(stderr, "onnx_grads: cannot write %s\n", p), -1;
     }
     return fclose(f) == 0 ? 0 : -1;
+}
+
+/* The model written as ONNX from its layers (onnx_export_layers: every row's export) and
+ * imported again gives the evaluation logits m just computed: bit for bit but where opset
+ * 13 has no operator of a row's own (hard swish as x * HardSigmoid(x)): within 1e-6 of the
+ * largest. Prints the difference; 0, or -1 with the reason. */
+static int round_trip(const model_t *m, const float *x, int n)
+{
+    char err[1024];
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    model_t *back = NULL;
+    int rc = -1;
+    if (onnx_export_layers(m, &buf, &len, err, sizeof err) != 0 ||
+        onnx_import_buffer(buf, len, "round-trip", n, &back, err, sizeof err) != 0) {
+        fprintf(stderr, "onnx_grads: exported from its layers and imported again: %s\n", err);
+        goto out;
+    }
+    int32_t *y = calloc((size_t)n, sizeof *y);
+    if (!y) goto out;
+    model_forward(back, x, y, n, 0);
+    free(y);
+    const size_t nl = (size_t)n * m->num_classes;
+    double e = 0, s = 0;
+    for (size_t i = 0; i < nl; i++) {
+        e = fmax(e, fabs((double)model_logits(back)[i] - model_logits(m)[i]));
+        s = fmax(s, fabs((double)model_logits(m)[i]));
+    }
+    printf("round trip: %zu bytes from %d layers, evaluation logits max_rel %.2e (tol 1e-6)\n", len, m->nlayers,
+           s > 0 ? e / s : e);
+    if (e <= 1e-6 * s) rc = 0;
+    else fprintf(stderr, "onnx_grads: exported and imported again, the evaluation logits differ\n");
+out:
+    free(buf);
+    model_free(back);
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -61,6 +101,10 @@ int main(int argc, char **argv)
 
     model_forward(m, x, y, (int)n, 0);
     if (write_floats(dir, "eval_logits.bin", model_logits(m), (size_t)n * k)) goto done;
+    if (round_trip(m, x, (int)n) != 0) {
+        rc = 1;
+        goto done;
+    }
     char p[4096];
     snprintf(p, sizeof p, "%s/losses.txt", dir);
     FILE *losses = fopen(p, "w");

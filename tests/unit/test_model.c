@@ -16,6 +16,8 @@
 #include "catalog.h"
 #include "memest.h"
 #include "model.h"
+#include "onnx_export.h"
+#include "onnx_import.h"
 #include "rng.h"
 
 static model_t *make(const char *name, int B)
@@ -520,6 +522,119 @@ static void test_backward_overwrites_gradients(void **state)
     }
 }
 
+/* ---- N-D shapes (issue 43) ---- */
+
+/* input (2, 3, 2, 2, 2) -> ReLU -> batch norm -> concat with the ReLU -> head (3 classes) */
+static int build_nd(model_builder_t *b, void *ctx, char *err, size_t errlen)
+{
+    static const char *const names[4] = {"bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"};
+    int x = model_build_relu(b, -1);
+    int y = model_build_bn(b, x, names);
+    y = model_build_concat(b, y, x);
+    model_build_fc(b, y, 3, "fc.weight", "fc.bias");
+    return 0;
+}
+
+/* a convolution reading a rank-4 sample (a volume): refused, not folded into an image */
+static int build_nd_conv(model_builder_t *b, void *ctx, char *err, size_t errlen)
+{
+    const conv2d_desc_t g = {.OC = 2, .KH = 1, .KW = 1, .sH = 1, .sW = 1, .dH = 1, .dW = 1, .groups = 1};
+    model_build_fc(b, model_build_conv(b, -1, &g, 0, "c.weight", NULL), 3, "fc.weight", "fc.bias");
+    return 0;
+}
+
+/* two inputs of different ranks (the same element count) are neither concatenated nor added */
+static int build_nd_mismatch(model_builder_t *b, void *ctx, char *err, size_t errlen)
+{
+    const int concat = *(const int *)ctx == 0;
+    int x = model_build_relu(b, -1);
+    int f = model_build_fc(b, x, 24, "f.weight", "f.bias"); /* rank 1: (24) */
+    int y = concat ? model_build_concat(b, x, f) : model_build_add(b, x, f);
+    model_build_fc(b, y, 3, "fc.weight", "fc.bias");
+    return 0;
+}
+
+static void test_nd_shapes(void **state)
+{
+    (void)state;
+    char err[256], t[64];
+    const model_shape_t in = {.rank = 5, .dims = {2, 3, 2, 2, 2}};
+    model_t *m = NULL;
+    assert_int_equal(model_create_custom_shape("nd", &in, 3, 4, build_nd, NULL, &m, err, sizeof err), 0);
+    /* the input's folding: channels, then H, then the rest */
+    assert_int_equal(m->C, 2);
+    assert_int_equal(m->H, 3);
+    assert_int_equal(m->W, 8);
+    assert_string_equal(model_shape_text(&m->layers[0].shape, t, sizeof t), "(2, 3, 2, 2, 2)");
+    /* batch norm: channels are dim 0, its statistics per channel over the rest */
+    assert_int_equal(m->layers[1].C, 2);
+    assert_int_equal(m->tensors[0].count, 2);
+    assert_string_equal(model_shape_text(&m->layers[2].shape, t, sizeof t), "(4, 3, 2, 2, 2)");
+    assert_int_equal(m->layers[2].OC * m->layers[2].OH * m->layers[2].OW, 96);
+    assert_string_equal(model_shape_text(&m->layers[3].shape, t, sizeof t), "(3)");
+    /* the batch norm against its definition on a training batch, channel by channel */
+    model_init_params(m, 7);
+    float x[4 * 48];
+    int32_t y[4] = {0, 1, 2, 0};
+    for (int i = 0; i < 4 * 48; i++) x[i] = (float)((i * 37) % 11) - 5.0f;
+    model_forward(m, x, y, 4, 1);
+    const float *bn = m->acts + m->layers[1].out_off;
+    for (int c = 0; c < 2; c++) {
+        double mean = 0, var = 0;
+        for (int n = 0; n < 4; n++)
+            for (int k = 0; k < 24; k++) mean += x[n * 48 + c * 24 + k] > 0 ? x[n * 48 + c * 24 + k] : 0;
+        mean /= 96;
+        for (int n = 0; n < 4; n++)
+            for (int k = 0; k < 24; k++) {
+                const double v = (x[n * 48 + c * 24 + k] > 0 ? x[n * 48 + c * 24 + k] : 0) - mean;
+                var += v * v;
+            }
+        var /= 96;
+        for (int n = 0; n < 4; n++)
+            for (int k = 0; k < 24; k++) {
+                const double v = x[n * 48 + c * 24 + k] > 0 ? x[n * 48 + c * 24 + k] : 0;
+                assert_true(fabs(bn[n * 48 + c * 24 + k] - (v - mean) / sqrt(var + BN_EPS)) < 1e-4);
+            }
+    }
+    /* exported with its N-D input and imported again: the same logits bit for bit */
+    uint8_t *onnx = NULL;
+    size_t len = 0;
+    assert_int_equal(onnx_export_layers(m, &onnx, &len, err, sizeof err), 0);
+    model_t *back = NULL;
+    assert_int_equal(onnx_import_buffer(onnx, len, "nd-back", 4, &back, err, sizeof err), 0);
+    assert_true(model_shape_equal(&back->in_shape, &in));
+    memcpy(back->params, m->params, m->nparams * sizeof(float));
+    memcpy(back->buffers, m->buffers, m->nbuffers * sizeof(float));
+    model_forward(m, x, y, 4, 0);
+    model_forward(back, x, y, 4, 0);
+    assert_memory_equal(model_logits(m), model_logits(back), 4 * 3 * sizeof(float));
+    free(onnx);
+    model_free(back);
+    model_free(m);
+
+    /* rank 0: a scalar per sample */
+    const model_shape_t scalar = {.rank = 0};
+    assert_int_equal(model_create_custom_shape("nd0", &scalar, 3, 2, build_nd, NULL, &m, err, sizeof err), -1);
+    /* (concat needs an axis: a rank-0 sample has none) */
+    const model_shape_t vec = {.rank = 1, .dims = {5}};
+    assert_int_equal(model_create_custom_shape("nd1", &vec, 3, 2, build_nd, NULL, &m, err, sizeof err), 0);
+    assert_string_equal(model_shape_text(&m->layers[2].shape, t, sizeof t), "(10)");
+    model_free(m);
+
+    /* refusals: a convolution on a volume, rank 6, a dimension of 0, mismatched ranks */
+    const model_shape_t vol = {.rank = 4, .dims = {3, 4, 5, 5}};
+    assert_int_equal(model_create_custom_shape("ndc", &vol, 3, 2, build_nd_conv, NULL, &m, err, sizeof err), -1);
+    assert_string_equal(err, "model ndc: a list bound, a tensor name too long or bad geometry");
+    const model_shape_t r6 = {.rank = 6}, zero = {.rank = 2, .dims = {3, 0}};
+    assert_int_equal(model_create_custom_shape("nd6", &r6, 3, 2, build_nd, NULL, &m, err, sizeof err), -1);
+    assert_string_equal(err, "model nd6: input shape (rank 0 to 5) and classes must be positive");
+    assert_int_equal(model_create_custom_shape("ndz", &zero, 3, 2, build_nd, NULL, &m, err, sizeof err), -1);
+    const model_shape_t r2 = {.rank = 2, .dims = {4, 6}};
+    for (int k = 0; k < 2; k++)
+        assert_int_equal(model_create_custom_shape("ndm", &r2, 3, 2, build_nd_mismatch, &k, &m, err, sizeof err), -1);
+    assert_null(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -534,6 +649,7 @@ int main(void)
         cmocka_unit_test(test_catalog_entry_without_builder),
         cmocka_unit_test(test_model_clone),
         cmocka_unit_test(test_no_decay_groups),
+        cmocka_unit_test(test_nd_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

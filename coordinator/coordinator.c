@@ -400,7 +400,7 @@ static int worker_password(coordinator_t *c, char *err, size_t errlen)
                  "command line; rebuild it",
                  c->worker);
         rc = -1;
-    } else if (write_file_atomic_mode(path, wu.password, strlen(wu.password), 0600) != 0) {
+    } else if (fs_atomic_write_fixed(path, wu.password, strlen(wu.password), 0600) != 0) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         rc = -1;
     } else {

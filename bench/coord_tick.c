@@ -459,7 +459,7 @@ int main(int argc, char **argv)
     snprintf(dir, sizeof dir, "%s/jobs/%s", state, id);
     snprintf(pidp, sizeof pidp, "%s/pid", dir);
     int n = snprintf(line, sizeof line, "%d %llu\n", (int)child, proc_stat(child, &pstart, NULL) == 0 ? pstart : 0ULL);
-    if (fs_mkdir_p(dir, 0755) != 0 || write_file_atomic(pidp, line, (size_t)n) != 0) {
+    if (fs_mkdir_p(dir, 0755) != 0 || fs_atomic_write_fixed(pidp, line, (size_t)n, 0644) != 0) {
         fprintf(stderr, "coord_tick: %s: %s\n", pidp, strerror(errno));
         goto out;
     }

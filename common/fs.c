@@ -102,25 +102,55 @@ void fs_atomic_abort(int fd, const char *tmp)
     unlink(tmp);
 }
 
-int fs_atomic_write(const char *path, const void *data, size_t len, unsigned mode)
+int fs_write_all(int fd, const void *data, size_t len)
 {
-    char tmp[4200];
-    int fd = fs_atomic_begin(path, tmp, sizeof tmp, mode);
-    if (fd < 0) return -1;
     const char *p = data;
     while (len > 0) {
         ssize_t k = write(fd, p, len);
         if (k < 0 && errno == EINTR) continue;
         if (k <= 0) {
-            int e = k < 0 ? errno : EIO;
-            fs_atomic_abort(fd, tmp);
-            errno = e;
+            if (k == 0) errno = EIO;
             return -1;
         }
         p += k;
         len -= (size_t)k;
     }
+    return 0;
+}
+
+/* The body of both whole-buffer writers: fd (open on tmp) gets data, then commit or abort. */
+static int write_commit(int fd, const char *tmp, const char *path, const void *data, size_t len)
+{
+    if (fs_write_all(fd, data, len) != 0) {
+        int e = errno;
+        fs_atomic_abort(fd, tmp);
+        errno = e;
+        return -1;
+    }
     return fs_atomic_commit(fd, tmp, path);
+}
+
+int fs_atomic_write(const char *path, const void *data, size_t len, unsigned mode)
+{
+    char tmp[4200];
+    int fd = fs_atomic_begin(path, tmp, sizeof tmp, mode);
+    if (fd < 0) return -1;
+    return write_commit(fd, tmp, path, data, len);
+}
+
+int fs_atomic_write_fixed(const char *path, const void *data, size_t len, unsigned mode)
+{
+    char tmp[4200];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    /* A crash's leftover is replaced, and the file is created with mode from the start
+     * (O_EXCL after the unlink: never an older file's mode, e.g. a secret's 0600). */
+    unlink(tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, (mode_t)mode);
+    if (fd < 0) return -1;
+    return write_commit(fd, tmp, path, data, len);
 }
 
 /* The PID of a name ending in ".tmp.PID.N" (fs_atomic_begin's), or 0 when it has none. */

@@ -28,8 +28,19 @@ void fs_atomic_abort(int fd, const char *tmp);
 /* Makes the renames and links in dir durable (fsync of the directory; best effort). */
 void fs_sync_dir(const char *dir);
 /* The three in one for len bytes in memory: path holds data whole, or is left as it was.
- * 0, or -1 with errno. */
+ * 0, or -1 with errno. This is the one temp-file-and-rename writer: the worker's
+ * checkpoints, summaries and traces and the exported ONNX use it (several processes may
+ * write one path: each has its own temporary name; fs_atomic_sweep removes a dead one's). */
 int fs_atomic_write(const char *path, const void *data, size_t len, unsigned mode);
+/* The same through the fixed temporary name path.tmp, which the next write replaces (the
+ * unlink before an O_EXCL create: a stale file's mode never carries over). For files with
+ * one writer whose crash leftovers must not pile up: the coordinator's state (specs, pid
+ * and handle files, hostfiles, Slurm scripts, secrets at 0600, the model store, whose start
+ * removes *.tmp). */
+int fs_atomic_write_fixed(const char *path, const void *data, size_t len, unsigned mode);
+/* write(2) until len bytes are written (EINTR retried). 0, or -1 with errno (EIO when
+ * write wrote nothing). */
+int fs_write_all(int fd, const void *data, size_t len);
 
 /* Removes the temporary files of fs_atomic_begin left in dir by processes that died before
  * they committed or aborted (a worker killed while it built a 4.7 GB data cache left its

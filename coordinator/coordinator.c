@@ -400,7 +400,7 @@ static int worker_password(coordinator_t *c, char *err, size_t errlen)
                  "command line; rebuild it",
                  c->worker);
         rc = -1;
-    } else if (write_file_atomic_mode(path, wu.password, strlen(wu.password), 0600) != 0) {
+    } else if (fs_atomic_write_fixed(path, wu.password, strlen(wu.password), 0600) != 0) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         rc = -1;
     } else {
@@ -461,21 +461,17 @@ static void sweep_data_cache(const char *dir)
         clog_printf("data cache %s: cannot list it for stale temporary files: %s", dir, strerror(errno));
 }
 
-int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err, size_t errlen)
+/* ---- start: the phases coordinator_start runs in order -----------------------------------
+ * Each takes the half-built coordinator and the caller's configuration and returns COORD_OK
+ * or the error code with err set; coordinator_start's one cleanup undoes what they did. */
+
+/* The configuration's defaults and bounds (c->cfg), and --preflight. */
+static int start_settings(coordinator_t *c, const coord_config_t *cfg, char *err, size_t errlen)
 {
-    coordinator_t *c = alloc_coordinator();
-    int rc = COORD_EINVAL;
-    if (!c) {
-        snprintf(err, errlen, "out of memory");
-        return COORD_EINTERNAL;
-    }
-    c->daemon = 1;
-    c->cfg = *cfg;
     if (!(c->cfg.host_probe_s > 0)) c->cfg.host_probe_s = 5;
     int pm = preflight_mode_parse(cfg->preflight);
     if (pm < 0) {
         snprintf(err, errlen, "--preflight %.64s: must be auto, always or off", cfg->preflight);
-        free_coordinator(c);
         return COORD_EINVAL;
     }
     c->preflight_mode = (preflight_mode_t)pm;
@@ -491,30 +487,34 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
     if (c->cfg.kill_grace_s < 0) c->cfg.kill_grace_s = 0;
     if (c->cfg.default_checkpoint_steps <= 0) c->cfg.default_checkpoint_steps = 50;
     if (!(c->cfg.oversubscribe >= 1)) c->cfg.oversubscribe = COORD_OVERSUBSCRIBE_DEFAULT;
-    c->cfg.data_roots = NULL; /* copied below, resolved */
+    c->cfg.data_roots = NULL; /* copied by start_dirs, resolved */
+    return COORD_OK;
+}
+
+/* The state directory, the data roots, the data cache (swept) and STATE_DIR/jobs. */
+static int start_dirs(coordinator_t *c, const coord_config_t *cfg, char *err, size_t errlen)
+{
     if (absolute(cfg->state_dir && *cfg->state_dir ? cfg->state_dir : "./var", c->state_dir, sizeof c->state_dir)) {
         snprintf(err, errlen, "state dir: path too long");
-        goto fail;
+        return COORD_EINVAL;
     }
     /* Job paths (STATE_DIR/jobs/{id}/checkpoints) must fit a spec's checkpoint.dir. */
     if (strlen(c->state_dir) > SPEC_PATH_MAX - 64) {
         snprintf(err, errlen, "state dir %.200s...: longer than %d bytes", c->state_dir, SPEC_PATH_MAX - 64);
-        goto fail;
+        return COORD_EINVAL;
     }
-    if (data_roots(c, cfg, err, errlen) != 0) goto fail;
-    {
-        /* what this process's walks and opens of users' data are confined to (dataroot.h) */
-        const char *roots_v[COORD_DATA_ROOTS_MAX];
-        for (int i = 0; i < c->ndata_roots; i++) roots_v[i] = c->data_roots[i];
-        if (dataroot_set(roots_v, c->ndata_roots, err, errlen) != 0) goto fail;
-    }
+    if (data_roots(c, cfg, err, errlen) != 0) return COORD_EINVAL;
+    /* what this process's walks and opens of users' data are confined to (dataroot.h) */
+    const char *roots_v[COORD_DATA_ROOTS_MAX];
+    for (int i = 0; i < c->ndata_roots; i++) roots_v[i] = c->data_roots[i];
+    if (dataroot_set(roots_v, c->ndata_roots, err, errlen) != 0) return COORD_EINVAL;
     /* Workers create it where they run (each host has its own cache); the path must fit a
      * spec's dataset.cache_dir. */
     if (cfg->data_cache_dir && *cfg->data_cache_dir) {
         if (absolute(cfg->data_cache_dir, c->data_cache, sizeof c->data_cache) ||
             strlen(c->data_cache) >= SPEC_PATH_MAX) {
             snprintf(err, errlen, "--data-cache-dir: path too long");
-            goto fail;
+            return COORD_EINVAL;
         }
     } else {
         snprintf(c->data_cache, sizeof c->data_cache, "%.*s/data-cache", SPEC_PATH_MAX - 16, c->state_dir);
@@ -524,20 +524,24 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
     snprintf(jobs, sizeof jobs, "%s/jobs", c->state_dir);
     if (fs_mkdir_p(jobs, 0755) != 0) {
         snprintf(err, errlen, "state dir %s: %s", jobs, strerror(errno));
-        goto fail;
+        return COORD_EINVAL;
     }
-    host_name(c->hostname, sizeof c->hostname);
+    return COORD_OK;
+}
 
-    /* local, hostfile or slurm: where ranks can run, and how they start. */
+/* local, hostfile or slurm: where ranks can run, and how they start. */
+static int start_launcher(coordinator_t *c, const coord_config_t *cfg, char *err, size_t errlen)
+{
+    host_name(c->hostname, sizeof c->hostname);
     if (cfg->hostfile && *cfg->hostfile && absolute(cfg->hostfile, c->hostfile, sizeof c->hostfile) != 0) {
         snprintf(err, errlen, "--hostfile: path too long");
-        goto fail;
+        return COORD_EINVAL;
     }
     if (cfg->launcher && strcmp(cfg->launcher, "sim") == 0) {
         snprintf(err, errlen,
                  "--launcher sim: the simulator runs the jobs that ask for it (simulate.enabled) "
                  "beside any launcher; choose local, hostfile or slurm");
-        goto fail;
+        return COORD_EINVAL;
     }
     launcher_config_t lcfg = {
         .kind = cfg->launcher,
@@ -548,93 +552,119 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
         .slurm_partition = cfg->slurm_partition,
         .slurm_args = cfg->slurm_args,
     };
-    if (launcher_open(&lcfg, &c->launcher, err, errlen) != 0) goto fail;
+    if (launcher_open(&lcfg, &c->launcher, err, errlen) != 0) return COORD_EINVAL;
     if (hosts_sync(c, clock_wall_s(), NULL, 0, NULL, 0) != 0) {
         snprintf(err, errlen, "out of memory");
-        rc = COORD_EINTERNAL;
-        goto fail;
+        return COORD_EINTERNAL;
     }
+    return COORD_OK;
+}
 
+/* Which options the worker knows, from its --help: only a worker that knows --redis/--job
+ * gets them (an older one would reject the unknown option and every job would fail with
+ * exit 2). */
+static void probe_worker_options(coordinator_t *c)
+{
+    enum { HELP_MAX = 1 << 16 };
+    char *help = malloc(HELP_MAX);
+    const char *argv[] = {c->worker, "--help", NULL};
+    if (help) launch_capture(argv, help, HELP_MAX, 10.0);
+    c->worker_has_redis = help && strstr(help, "--redis") != NULL;
+    c->worker_has_password_file = help && strstr(help, "--redis-password-file") != NULL;
+    c->worker_has_world = help && strstr(help, "--world") != NULL;
+    c->worker_has_collapse = help && strstr(help, "--resume-before") != NULL;
+    c->worker_has_netprobe = help && strstr(help, "--netprobe") != NULL;
+    c->worker_has_data_cache = help && strstr(help, "--data-cache") != NULL;
+    c->worker_has_data_root = help && strstr(help, "--data-root") != NULL;
+    c->worker_has_model_onnx = help && strstr(help, "--model-onnx") != NULL;
+    c->worker_has_fence = help && strstr(help, "--fence") != NULL;
+    free(help);
+    if (!c->worker_has_redis)
+        clog_printf("worker %s has no --redis option: jobs run without metrics, heartbeats and batch plans", c->worker);
+}
+
+/* The worker executable (--worker, else pacer-worker beside this one), the simulator, and
+ * the worker's options. */
+static int start_worker(coordinator_t *c, const coord_config_t *cfg, char *err, size_t errlen)
+{
     if (cfg->worker && *cfg->worker) {
         if (absolute(cfg->worker, c->worker, sizeof c->worker) != 0) {
             snprintf(err, errlen, "--worker: path too long");
-            goto fail;
+            return COORD_EINVAL;
         }
     } else {
         char self[PATH_MAX];
         ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
         if (n <= 0) {
             snprintf(err, errlen, "cannot find this executable (/proc/self/exe); pass --worker");
-            goto fail;
+            return COORD_EINVAL;
         }
         self[n] = 0;
         snprintf(c->worker, sizeof c->worker, "%s/pacer-worker", dirname(self));
     }
     if (access(c->worker, X_OK) != 0) {
         snprintf(err, errlen, "worker %s: %s (build it with make, or pass --worker PATH)", c->worker, strerror(errno));
-        goto fail;
+        return COORD_EINVAL;
     }
-    if (open_simulator(c, cfg, err, errlen) != 0) goto fail;
-    {
-        /* Only a worker that knows --redis/--job gets them (an older one would reject the
-         * unknown option and every job would fail with exit 2). */
-        enum { HELP_MAX = 1 << 16 };
-        char *help = malloc(HELP_MAX);
-        const char *argv[] = {c->worker, "--help", NULL};
-        if (help) launch_capture(argv, help, HELP_MAX, 10.0);
-        c->worker_has_redis = help && strstr(help, "--redis") != NULL;
-        c->worker_has_password_file = help && strstr(help, "--redis-password-file") != NULL;
-        c->worker_has_world = help && strstr(help, "--world") != NULL;
-        c->worker_has_collapse = help && strstr(help, "--resume-before") != NULL;
-        c->worker_has_netprobe = help && strstr(help, "--netprobe") != NULL;
-        c->worker_has_data_cache = help && strstr(help, "--data-cache") != NULL;
-        c->worker_has_data_root = help && strstr(help, "--data-root") != NULL;
-        c->worker_has_model_onnx = help && strstr(help, "--model-onnx") != NULL;
-        c->worker_has_fence = help && strstr(help, "--fence") != NULL;
-        free(help);
-        if (!c->worker_has_redis)
-            clog_printf("worker %s has no --redis option: jobs run without metrics, heartbeats and batch plans",
-                        c->worker);
-    }
+    if (open_simulator(c, cfg, err, errlen) != 0) return COORD_EINVAL;
+    probe_worker_options(c);
+    return COORD_OK;
+}
 
+/* Redis: the embedded server (none given) or --redis, the workers' URL and password, the
+ * connection pool. */
+static int start_redis(coordinator_t *c, const coord_config_t *cfg, char *err, size_t errlen)
+{
     if (!cfg->redis_url || !*cfg->redis_url) {
-        if (embedded_start(&c->emb, c->state_dir, c->redis_server, 10.0, err, errlen) != 0) goto fail;
+        if (embedded_start(&c->emb, c->state_dir, c->redis_server, 10.0, err, errlen) != 0) return COORD_EINVAL;
         c->embedded_on = 1;
         snprintf(c->redis_url, sizeof c->redis_url, "%s", c->emb.url);
     } else {
         copy_str(c->redis_url, sizeof c->redis_url, cfg->redis_url, "");
     }
-    if (redis_url_parse(c->redis_url, &c->url, err, errlen) != 0) goto fail;
+    if (redis_url_parse(c->redis_url, &c->url, err, errlen) != 0) return COORD_EINVAL;
     redis_url_redact(c->redis_url, c->redis_url_shown, sizeof c->redis_url_shown);
     copy_str(c->worker_redis_url, sizeof c->worker_redis_url, cfg->worker_redis_url, c->redis_url);
-    if (worker_password(c, err, errlen) != 0) goto fail;
+    if (worker_password(c, err, errlen) != 0) return COORD_EINVAL;
     if (!(c->pool = jobstore_pool_new(&c->url))) {
         snprintf(err, errlen, "out of memory");
-        rc = COORD_EINTERNAL;
-        goto fail;
+        return COORD_EINTERNAL;
     }
     coord_lock_init(c);
+    return COORD_OK;
+}
 
-    /* A second daemon on the same Redis would launch every job twice: refuse early when
-     * the answer is known now; otherwise the tick keeps checking. */
+/* A second daemon on the same Redis would launch every job twice: refuse early when the
+ * answer is known now; otherwise the tick keeps checking. */
+static int start_lock(coordinator_t *c, const coord_config_t *cfg, char *err, size_t errlen)
+{
+    (void)cfg;
     tickconn_ensure(c, clock_wall_s());
-    if (c->rc) {
-        char who[320];
-        int k = coord_lock_try(c, c->rc, who, sizeof who);
-        if (k == 0) {
-            snprintf(err, errlen, "another coordinator (%s) is running on this Redis (%s holds the lock)", who,
-                     KEY_LOCK);
-            goto fail;
-        }
-        if (k == 1) {
-            c->have_lock = 1;
-            clog_printf("holding %s", KEY_LOCK);
-        } else {
-            tickconn_broken(c, "lock");
-        }
+    if (!c->rc) return COORD_OK;
+    char who[320];
+    int k = coord_lock_try(c, c->rc, who, sizeof who);
+    if (k == 0) {
+        snprintf(err, errlen, "another coordinator (%s) is running on this Redis (%s holds the lock)", who, KEY_LOCK);
+        return COORD_EINVAL;
     }
-    /* Memory admission (api.c): --host-memory-mb, else this machine's MemTotal when the
-     * ranks run here; a hostfile's or Slurm's hosts have no known figure without it. */
+    if (k == 1) {
+        c->have_lock = 1;
+        clog_printf("holding %s", KEY_LOCK);
+    } else {
+        tickconn_broken(c, "lock");
+    }
+    return COORD_OK;
+}
+
+/* Memory admission (api.c): --host-memory-mb, else this machine's MemTotal when the ranks
+ * run here; a hostfile's or Slurm's hosts have no known figure without it. Then the
+ * uploaded models back in the catalog (before adoption re-reads running jobs' specs), and
+ * the start-up line. */
+static int start_catalog(coordinator_t *c, const coord_config_t *cfg, char *err, size_t errlen)
+{
+    (void)cfg;
+    (void)err;
+    (void)errlen;
     if (c->cfg.host_memory_mb > 0) {
         c->host_memory = c->cfg.host_memory_mb * 1024.0 * 1024.0;
         snprintf(c->host_memory_from, sizeof c->host_memory_from, "--host-memory-mb");
@@ -643,7 +673,6 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
     } else {
         c->host_memory = 0;
     }
-    /* Uploaded models back in the catalog before adoption re-reads running jobs' specs. */
     modelstore_start(c);
     char memtxt[32];
     clog_printf("pacer-coordinator %s: state %s, redis %s%s, worker %s, %s launcher: %d slot%s on %d host%s, "
@@ -652,20 +681,47 @@ int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err,
                 launcher_name(c->launcher), c->slots_total, c->slots_total == 1 ? "" : "s", c->nhosts,
                 c->nhosts == 1 ? "" : "s",
                 c->host_memory > 0 ? memest_fmt(c->host_memory, memtxt, sizeof memtxt) : "unknown (not checked)");
+    return COORD_OK;
+}
+
+/* The supervision tick, last: from here on the coordinator runs. */
+static int start_tick(coordinator_t *c, const coord_config_t *cfg, char *err, size_t errlen)
+{
+    (void)cfg;
     if (pthread_create(&c->tick_thread, NULL, tick_main, c) != 0) {
         snprintf(err, errlen, "cannot start the tick thread");
-        rc = COORD_EINTERNAL;
-        goto fail;
+        return COORD_EINTERNAL;
     }
     c->tick_running = 1;
+    return COORD_OK;
+}
+
+typedef int (*start_phase_fn)(coordinator_t *c, const coord_config_t *cfg, char *err, size_t errlen);
+
+static const start_phase_fn START_PHASES[] = {
+    start_settings, start_dirs, start_launcher, start_worker, start_redis, start_lock, start_catalog, start_tick,
+};
+
+int coordinator_start(const coord_config_t *cfg, coordinator_t **out, char *err, size_t errlen)
+{
+    coordinator_t *c = alloc_coordinator();
+    if (!c) {
+        snprintf(err, errlen, "out of memory");
+        return COORD_EINTERNAL;
+    }
+    c->daemon = 1;
+    c->cfg = *cfg;
+    for (size_t i = 0; i < sizeof START_PHASES / sizeof START_PHASES[0]; i++) {
+        int rc = START_PHASES[i](c, cfg, err, errlen);
+        if (rc == COORD_OK) continue;
+        /* Only a server this call started is stopped: an adopted one may be serving a
+         * coordinator that is still alive. */
+        if (c->embedded_on && c->emb.is_child) embedded_stop(&c->emb, 10.0);
+        free_coordinator(c);
+        return rc;
+    }
     *out = c;
     return COORD_OK;
-fail:
-    /* Only a server this call started is stopped: an adopted one may be serving a
-     * coordinator that is still alive. */
-    if (c->embedded_on && c->emb.is_child) embedded_stop(&c->emb, 10.0);
-    free_coordinator(c);
-    return rc;
 }
 
 void coordinator_stop(coordinator_t *c)

@@ -68,7 +68,7 @@ static int spawn_server(embedded_t *e, char *err, size_t errlen)
     if (proc_stat(pid, &e->pstart, NULL) != 0) e->pstart = 0;
     char num[32];
     int n = snprintf(num, sizeof num, "%d\n", (int)pid);
-    if (write_file_atomic(pidfile, num, (size_t)n) != 0)
+    if (fs_atomic_write_fixed(pidfile, num, (size_t)n, 0644) != 0)
         clog_printf("embedded redis: cannot write %s: %s", pidfile, strerror(errno));
     return 0;
 }

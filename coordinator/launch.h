@@ -70,11 +70,4 @@ size_t log_read_tail(const char *path, char *buf, size_t cap);
  * Returns 1 when it rotated, 0 when not needed, -1 on error. */
 int log_bound(const char *path, long max_bytes);
 
-/* Writes data to path atomically and durably (temporary file, fsync, rename, fsync of
- * the directory), mode 0644. Returns 0 or -1 with errno. */
-int write_file_atomic(const char *path, const char *data, size_t len);
-/* The same with the file's mode (0600 for secrets: never readable by others, not even
- * for a moment). */
-int write_file_atomic_mode(const char *path, const char *data, size_t len, unsigned mode);
-
 #endif

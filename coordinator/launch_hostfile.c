@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs.h"
 #include "launch.h"
 
 int launch_hostfile_parse(const char *path, launch_host_t *hosts, int *nhosts, int *nslots, char *err, size_t errlen)
@@ -88,7 +89,7 @@ int launch_hostfile_write(const launcher_t *l, const char *path, const char *con
         const launch_host_t *h = launcher_host(l, names[i]);
         used += (size_t)snprintf(text + used, cap - used, "%s slots=%d\n", names[i], h ? h->slots : 1);
     }
-    int rc = write_file_atomic(path, text, used);
+    int rc = fs_atomic_write_fixed(path, text, used, 0644);
     if (rc != 0) snprintf(err, errlen, "%.300s: %s", path, strerror(errno));
     free(text);
     return rc;

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "clog.h"
+#include "fs.h"
 #include "launch.h"
 
 #define SLURM_TIMEOUT_S 5.0 /* one client command */
@@ -212,7 +213,7 @@ static int slurm_start(launcher_t *l, const launch_req_t *req, launch_handle_t *
     int tn = snprintf(text, tl,
                       "#!/bin/sh\n# pacer-coordinator's batch script: $1 = exit-code file, then the command\n%s",
                       wrapper);
-    if (write_file_atomic(script, text, (size_t)tn) != 0) {
+    if (fs_atomic_write_fixed(script, text, (size_t)tn, 0644) != 0) {
         snprintf(err, errlen, "%.300s: %s", script, strerror(errno));
         goto out;
     }

@@ -14,6 +14,7 @@
 
 #include "clock.h"
 #include "clog.h"
+#include "fs.h"
 #include "launch.h"
 
 static const struct {
@@ -247,7 +248,7 @@ int launcher_start(launcher_t *l, const launch_req_t *req, launch_handle_t *h, c
     char line[64];
     int n = l->kind == LAUNCHER_SLURM ? snprintf(line, sizeof line, "slurm %ld\n", h->slurm_job)
                                       : snprintf(line, sizeof line, "%d %llu\n", (int)h->pid, h->pstart);
-    if (req->handle_path && write_file_atomic(req->handle_path, line, (size_t)n) != 0)
+    if (req->handle_path && fs_atomic_write_fixed(req->handle_path, line, (size_t)n, 0644) != 0)
         clog_printf("job %s: cannot write %s: %s", req->id, req->handle_path, strerror(errno));
     return 0;
 }

@@ -145,7 +145,7 @@ static int index_write(const coordinator_t *c)
     json_decref(root);
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/models/index.json", c->state_dir);
-    int rc = text ? write_file_atomic(path, text, strlen(text)) : -1;
+    int rc = text ? fs_atomic_write_fixed(path, text, strlen(text), 0644) : -1;
     if (rc != 0) clog_printf("models: cannot write %s: %s", path, text ? strerror(errno) : "out of memory");
     free(text);
     return rc;
@@ -212,7 +212,7 @@ static int in_use(redisContext *rc, const char *name, char *job, size_t joblen)
 
 /* Removes the files of models/ that no index entry names: a content file SHA256.onnx left
  * by a crash between its write and the index's (an upload being validated), and
- * write_file_atomic's temporary files (*.tmp). Each removal is logged. With an index that
+ * fs_atomic_write_fixed's temporary files (*.tmp). Each removal is logged. With an index that
  * could not be read (k < 0) only the temporary files go: the content files may be named by
  * it. Runs at start, before the API takes uploads. */
 static void sweep(const coordinator_t *c, const catalog_model_t *entries, int k)
@@ -438,7 +438,7 @@ int coord_model_put(coordinator_t *c, const char *name, const void *data, size_t
         goto out;
     }
     int had_file = access(file, R_OK) == 0;
-    if (!had_file && write_file_atomic(file, data, len) != 0) {
+    if (!had_file && fs_atomic_write_fixed(file, data, len, 0644) != 0) {
         errmsg(err, errlen, "%s: %s", file, strerror(errno));
         code = COORD_EINTERNAL;
         goto out;

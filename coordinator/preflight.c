@@ -140,7 +140,7 @@ static int round_start(coordinator_t *c, const job_spec_t *s, const char *const 
     bench_path(c, -1, NULL, dir, sizeof dir);
     bench_path(c, -1, "spec.json", specp, sizeof specp);
     text = spec_to_json(pf->spec);
-    if (fs_mkdir_p(dir, 0755) != 0 || !text || write_file_atomic(specp, text, strlen(text)) != 0) {
+    if (fs_mkdir_p(dir, 0755) != 0 || !text || fs_atomic_write_fixed(specp, text, strlen(text), 0644) != 0) {
         snprintf(err, errlen, "%.300s: cannot write the benchmark's spec: %s", specp,
                  text ? strerror(errno) : "out of memory");
         goto fail;

@@ -856,7 +856,7 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
      * coordinator that took it), and given by real path. */
     if (r->simulated && simjob_resolve(c->sim_platforms, sp, err, sizeof err) != 0) goto fail;
     text = spec_to_json(sp);
-    if (!text || write_file_atomic(specp, text, strlen(text)) != 0) {
+    if (!text || fs_atomic_write_fixed(specp, text, strlen(text), 0644) != 0) {
         snprintf(err, sizeof err, "%.300s: cannot write the spec: %s", specp, text ? strerror(errno) : "out of memory");
         goto fail;
     }

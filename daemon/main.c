@@ -17,6 +17,7 @@
 #include <ftw.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,7 +258,73 @@ typedef struct {
     long tail, limit;
     const char *since;
     int json;
+    const char *token_file, *tls_cert, *tls_key; /* read in load_secrets, daemon only */
 } cli_t;
+
+/* Where the options that only store their value put it, as Redis's config table does: an
+ * argument (STR), a flag (FLAG), a number (INT, LONG, DBL, SIZE: parse_num, at least 0;
+ * with hi > 0 a value outside [lo, hi] becomes dflt) or a duration (DUR: parse_duration).
+ * The options that check more (--data-root, --policy, ...) are the cases of apply_option. */
+typedef enum { SET_STR, SET_FLAG, SET_INT, SET_LONG, SET_DBL, SET_SIZE, SET_DUR } set_kind_t;
+
+static const struct {
+    int id;
+    set_kind_t kind;
+    size_t off; /* in cli_t */
+    double lo, hi, dflt;
+} SETTERS[] = {
+    {O_LISTEN, SET_STR, offsetof(cli_t, cfg.listen), 0, 0, 0},
+    {O_REDIS, SET_STR, offsetof(cli_t, cfg.redis_url), 0, 0, 0},
+    {O_WORKER_REDIS, SET_STR, offsetof(cli_t, cfg.worker_redis_url), 0, 0, 0},
+    {O_STATE_DIR, SET_STR, offsetof(cli_t, cfg.state_dir), 0, 0, 0},
+    {O_HOSTFILE, SET_STR, offsetof(cli_t, cfg.hostfile), 0, 0, 0},
+    {O_LAUNCHER, SET_STR, offsetof(cli_t, cfg.launcher), 0, 0, 0},
+    {O_PREFLIGHT, SET_STR, offsetof(cli_t, cfg.preflight), 0, 0, 0},
+    {O_SLURM_MPI, SET_STR, offsetof(cli_t, cfg.slurm_mpi), 0, 0, 0},
+    {O_SLURM_PARTITION, SET_STR, offsetof(cli_t, cfg.slurm_partition), 0, 0, 0},
+    {O_SLURM_ARGS, SET_STR, offsetof(cli_t, cfg.slurm_args), 0, 0, 0},
+    {O_WORKER, SET_STR, offsetof(cli_t, cfg.worker), 0, 0, 0},
+    {O_SIM, SET_STR, offsetof(cli_t, cfg.sim), 0, 0, 0},
+    {O_SIM_PLATFORMS, SET_STR, offsetof(cli_t, cfg.sim_platforms), 0, 0, 0},
+    {O_MPIRUN, SET_STR, offsetof(cli_t, cfg.mpirun), 0, 0, 0},
+    {O_REDIS_SERVER, SET_STR, offsetof(cli_t, cfg.redis_server), 0, 0, 0},
+    {O_DATA_CACHE, SET_STR, offsetof(cli_t, cfg.data_cache_dir), 0, 0, 0},
+    {O_STATE, SET_STR, offsetof(cli_t, state), 0, 0, 0},
+    {O_SINCE, SET_STR, offsetof(cli_t, since), 0, 0, 0},
+    {O_TOKEN_FILE, SET_STR, offsetof(cli_t, token_file), 0, 0, 0},
+    {O_TLS_CERT, SET_STR, offsetof(cli_t, tls_cert), 0, 0, 0},
+    {O_TLS_KEY, SET_STR, offsetof(cli_t, tls_key), 0, 0, 0},
+    {O_STATIC_DIR, SET_STR, offsetof(cli_t, http.static_dir), 0, 0, 0},
+    {O_STOP_JOBS, SET_FLAG, offsetof(cli_t, cfg.stop_jobs_on_exit), 0, 0, 0},
+    {O_REFUSE_OVERSUB, SET_FLAG, offsetof(cli_t, cfg.refuse_oversubscribed), 0, 0, 0},
+    {O_JSON, SET_FLAG, offsetof(cli_t, json), 0, 0, 0},
+    {O_PUBLIC_READS, SET_FLAG, offsetof(cli_t, http.public_reads), 0, 0, 0},
+    {O_PREEMPT_MIN_RUN, SET_DUR, offsetof(cli_t, cfg.preempt_min_run_s), 0, 0, 0},
+    {O_FAIR_HALF_LIFE, SET_DUR, offsetof(cli_t, cfg.fair_half_life_s), 0, 0, 0},
+    {O_KEEP_JOBS_AGE, SET_DUR, offsetof(cli_t, cfg.keep_jobs_age_s), 0, 0, 0},
+    {O_MAX_RESTARTS, SET_INT, offsetof(cli_t, cfg.max_restarts), 0, 0, 0},
+    {O_HEARTBEAT, SET_DBL, offsetof(cli_t, cfg.heartbeat_timeout_s), 0, 0, 0},
+    {O_BACKOFF, SET_DBL, offsetof(cli_t, cfg.restart_backoff_s), 0, 0, 0},
+    {O_GRACE, SET_DBL, offsetof(cli_t, cfg.kill_grace_s), 0, 0, 0},
+    {O_CKPT_STEPS, SET_LONG, offsetof(cli_t, cfg.default_checkpoint_steps), 0, 0, 0},
+    {O_TIMEOUT, SET_DBL, offsetof(cli_t, timeout_s), 0, 0, 0},
+    {O_TAIL, SET_LONG, offsetof(cli_t, tail), 0, 0, 0},
+    {O_LIMIT, SET_LONG, offsetof(cli_t, limit), 0, 0, 0},
+    {O_HTTP_THREADS, SET_INT, offsetof(cli_t, http.threads), 0, 0, 0},
+    {O_SSE_MAX, SET_INT, offsetof(cli_t, http.sse_max), 0, 0, 0},
+    {O_SSE_PER_CLIENT, SET_INT, offsetof(cli_t, http.sse_per_client), 0, 0, 0},
+    {O_KEEP_JOBS, SET_LONG, offsetof(cli_t, cfg.keep_jobs), 0, 0, 0},
+    {O_CONNS_PER_CLIENT, SET_INT, offsetof(cli_t, http.conns_per_client), 0, 0, 0},
+    {O_HEADER_TIMEOUT, SET_INT, offsetof(cli_t, http.header_timeout_s), 0, 0, 0},
+    {O_API_CACHE, SET_INT, offsetof(cli_t, http.cache_ms), 0, 0, 0},
+    {O_MAX_MODEL_BYTES, SET_SIZE, offsetof(cli_t, http.model_max), 1, 1e300, 1},
+    {O_SIM_SLOTS, SET_INT, offsetof(cli_t, cfg.sim_slots), 1, 1e300, 1},
+    {O_HOST_PROBE, SET_DBL, offsetof(cli_t, cfg.host_probe_s), 0, 0, 0},
+    {O_HOST_MEMORY, SET_DBL, offsetof(cli_t, cfg.host_memory_mb), 0, 0, 0},
+    {O_PREFLIGHT_STEPS, SET_INT, offsetof(cli_t, cfg.preflight_steps), 1, 1000, 8},
+    {O_PREFLIGHT_TIMEOUT, SET_DBL, offsetof(cli_t, cfg.preflight_timeout_s), 0, 0, 0},
+};
+#define NSETTERS (sizeof SETTERS / sizeof SETTERS[0])
 
 typedef int (*command_fn)(coordinator_t *c, char **args, const cli_t *o);
 
@@ -616,17 +683,81 @@ static int run_daemon(const cli_t *o)
     return 0;
 }
 
-int main(int argc, char **argv)
+/* Stores optarg as SETTERS[row] says. 0, or 2 (the exit status) for a bad value. */
+static int apply_setter(cli_t *o, size_t row, const char *name)
 {
-    cli_t o;
-    memset(&o, 0, sizeof o);
-    coord_config_defaults(&o.cfg);
-    http_config_defaults(&o.http);
-    o.timeout_s = 600;
-    const char *token_file = NULL;
-    const char *tls_cert = NULL, *tls_key = NULL;
-    o.cfg.redis_url = getenv("REDIS_URL");
+    char *field = (char *)o + SETTERS[row].off;
+    double v = 0;
+    switch (SETTERS[row].kind) {
+    case SET_STR: *(const char **)field = optarg; return 0;
+    case SET_FLAG: *(int *)field = 1; return 0;
+    case SET_DUR:
+        if (parse_duration(name, optarg, &v) != 0) return 2;
+        *(double *)field = v;
+        return 0;
+    default: break;
+    }
+    if (parse_num(name, optarg, 0, &v) != 0) return 2;
+    if (SETTERS[row].hi > 0 && !(v >= SETTERS[row].lo && v <= SETTERS[row].hi)) v = SETTERS[row].dflt;
+    switch (SETTERS[row].kind) {
+    case SET_INT: *(int *)field = (int)v; break;
+    case SET_LONG: *(long *)field = (long)v; break;
+    case SET_SIZE: *(size_t *)field = (size_t)v; break;
+    default: *(double *)field = v; break;
+    }
+    return 0;
+}
 
+/* The options that are more than a store (limits, a parse of their own, --help).
+ * Returns -1 to go on, else the exit status. */
+static int apply_option(cli_t *o, int ch, const char *name)
+{
+    double v;
+    switch (ch) {
+    case O_DATA_ROOT:
+        if (o->cfg.ndata_roots == COORD_DATA_ROOTS_MAX) {
+            fprintf(stderr, "pacer-coordinator: --data-root: at most %d\n", COORD_DATA_ROOTS_MAX);
+            return 2;
+        }
+        o->data_roots[o->cfg.ndata_roots++] = optarg;
+        o->cfg.data_roots = o->data_roots;
+        return -1;
+    case O_OVERSUBSCRIBE:
+        if (parse_num(name, optarg, 1, &v) != 0) return 2;
+        if (v > COORD_OVERSUBSCRIBE_MAX) {
+            fprintf(stderr, "pacer-coordinator: --oversubscribe-factor: at most %g\n", COORD_OVERSUBSCRIBE_MAX);
+            return 2;
+        }
+        o->cfg.oversubscribe = v;
+        return -1;
+    case O_POLICY: {
+        policy_kind_t k;
+        char perr[160];
+        if (policy_parse(optarg, &k, perr, sizeof perr) != 0) {
+            fprintf(stderr, "pacer-coordinator: %s\n", perr);
+            return 2;
+        }
+        o->cfg.policy = (int)k;
+        return -1;
+    }
+    case O_AUTH_READS: return -1; /* the default now */
+    case O_ALLOWED_HOST:
+        if (o->http.nallowed_hosts == HTTP_ALLOWED_HOSTS_MAX) {
+            fprintf(stderr, "pacer-coordinator: --allowed-host: at most %d\n", HTTP_ALLOWED_HOSTS_MAX);
+            return 2;
+        }
+        o->allowed_hosts[o->http.nallowed_hosts++] = optarg;
+        o->http.allowed_hosts = o->allowed_hosts;
+        return -1;
+    case O_HELP: usage(stdout); return 0;
+    case O_VERSION: printf("pacer-coordinator %s\n", PACER_VERSION); return 0;
+    default: usage(stderr); return 2;
+    }
+}
+
+/* getopt_long over OPTIONS into o. Returns -1 to go on, else the exit status. */
+static int parse_options(int argc, char **argv, cli_t *o)
+{
     struct option longopts[NOPTIONS + 1];
     for (size_t i = 0; i < NOPTIONS; i++) {
         longopts[i].name = OPTIONS[i].name;
@@ -635,200 +766,103 @@ int main(int argc, char **argv)
         longopts[i].val = OPTIONS[i].id;
     }
     memset(&longopts[NOPTIONS], 0, sizeof longopts[0]);
-
     int ch;
-    double v;
     while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         const char *name = "";
         for (size_t i = 0; i < NOPTIONS; i++)
             if (OPTIONS[i].id == ch) name = OPTIONS[i].name;
-        switch (ch) {
-        case O_LISTEN: o.cfg.listen = optarg; break;
-        case O_REDIS: o.cfg.redis_url = optarg; break;
-        case O_WORKER_REDIS: o.cfg.worker_redis_url = optarg; break;
-        case O_STATE_DIR: o.cfg.state_dir = optarg; break;
-        case O_HOSTFILE: o.cfg.hostfile = optarg; break;
-        case O_LAUNCHER: o.cfg.launcher = optarg; break;
-        case O_PREFLIGHT: o.cfg.preflight = optarg; break;
-        case O_SLURM_MPI: o.cfg.slurm_mpi = optarg; break;
-        case O_SLURM_PARTITION: o.cfg.slurm_partition = optarg; break;
-        case O_SLURM_ARGS: o.cfg.slurm_args = optarg; break;
-        case O_WORKER: o.cfg.worker = optarg; break;
-        case O_SIM: o.cfg.sim = optarg; break;
-        case O_SIM_PLATFORMS: o.cfg.sim_platforms = optarg; break;
-        case O_MPIRUN: o.cfg.mpirun = optarg; break;
-        case O_REDIS_SERVER: o.cfg.redis_server = optarg; break;
-        case O_STOP_JOBS: o.cfg.stop_jobs_on_exit = 1; break;
-        case O_DATA_CACHE: o.cfg.data_cache_dir = optarg; break;
-        case O_DATA_ROOT:
-            if (o.cfg.ndata_roots == COORD_DATA_ROOTS_MAX) {
-                fprintf(stderr, "pacer-coordinator: --data-root: at most %d\n", COORD_DATA_ROOTS_MAX);
-                return 2;
-            }
-            o.data_roots[o.cfg.ndata_roots++] = optarg;
-            o.cfg.data_roots = o.data_roots;
-            break;
-        case O_OVERSUBSCRIBE:
-            if (parse_num(name, optarg, 1, &v) != 0) return 2;
-            if (v > COORD_OVERSUBSCRIBE_MAX) {
-                fprintf(stderr, "pacer-coordinator: --oversubscribe-factor: at most %g\n", COORD_OVERSUBSCRIBE_MAX);
-                return 2;
-            }
-            o.cfg.oversubscribe = v;
-            break;
-        case O_REFUSE_OVERSUB: o.cfg.refuse_oversubscribed = 1; break;
-        case O_POLICY: {
-            policy_kind_t k;
-            char perr[160];
-            if (policy_parse(optarg, &k, perr, sizeof perr) != 0) {
-                fprintf(stderr, "pacer-coordinator: %s\n", perr);
-                return 2;
-            }
-            o.cfg.policy = (int)k;
-            break;
-        }
-        case O_PREEMPT_MIN_RUN:
-            if (parse_duration(name, optarg, &v) != 0) return 2;
-            o.cfg.preempt_min_run_s = v;
-            break;
-        case O_FAIR_HALF_LIFE:
-            if (parse_duration(name, optarg, &v) != 0) return 2;
-            o.cfg.fair_half_life_s = v;
-            break;
-        case O_KEEP_JOBS_AGE:
-            if (parse_duration(name, optarg, &v) != 0) return 2;
-            o.cfg.keep_jobs_age_s = v;
-            break;
-        case O_STATE: o.state = optarg; break;
-        case O_SINCE: o.since = optarg; break;
-        case O_JSON: o.json = 1; break;
-        case O_TOKEN_FILE: token_file = optarg; break;
-        case O_TLS_CERT: tls_cert = optarg; break;
-        case O_TLS_KEY: tls_key = optarg; break;
-        case O_AUTH_READS: break; /* the default now */
-        case O_PUBLIC_READS: o.http.public_reads = 1; break;
-        case O_ALLOWED_HOST:
-            if (o.http.nallowed_hosts == HTTP_ALLOWED_HOSTS_MAX) {
-                fprintf(stderr, "pacer-coordinator: --allowed-host: at most %d\n", HTTP_ALLOWED_HOSTS_MAX);
-                return 2;
-            }
-            o.allowed_hosts[o.http.nallowed_hosts++] = optarg;
-            o.http.allowed_hosts = o.allowed_hosts;
-            break;
-        case O_STATIC_DIR: o.http.static_dir = optarg; break;
-        case O_HELP: usage(stdout); return 0;
-        case O_VERSION: printf("pacer-coordinator %s\n", PACER_VERSION); return 0;
-        case O_MAX_RESTARTS:
-        case O_HEARTBEAT:
-        case O_BACKOFF:
-        case O_GRACE:
-        case O_CKPT_STEPS:
-        case O_TIMEOUT:
-        case O_TAIL:
-        case O_LIMIT:
-        case O_HTTP_THREADS:
-        case O_SSE_MAX:
-        case O_SSE_PER_CLIENT:
-        case O_CONNS_PER_CLIENT:
-        case O_HEADER_TIMEOUT:
-        case O_MAX_MODEL_BYTES:
-        case O_KEEP_JOBS:
-        case O_API_CACHE:
-        case O_SIM_SLOTS:
-        case O_HOST_PROBE:
-        case O_HOST_MEMORY:
-        case O_PREFLIGHT_STEPS:
-        case O_PREFLIGHT_TIMEOUT:
-            if (parse_num(name, optarg, 0, &v) != 0) return 2;
-            if (ch == O_MAX_RESTARTS) o.cfg.max_restarts = (int)v;
-            else if (ch == O_HEARTBEAT) o.cfg.heartbeat_timeout_s = v;
-            else if (ch == O_BACKOFF) o.cfg.restart_backoff_s = v;
-            else if (ch == O_GRACE) o.cfg.kill_grace_s = v;
-            else if (ch == O_CKPT_STEPS) o.cfg.default_checkpoint_steps = (long)v;
-            else if (ch == O_TIMEOUT) o.timeout_s = v;
-            else if (ch == O_TAIL) o.tail = (long)v;
-            else if (ch == O_HTTP_THREADS) o.http.threads = (int)v;
-            else if (ch == O_SSE_MAX) o.http.sse_max = (int)v;
-            else if (ch == O_SSE_PER_CLIENT) o.http.sse_per_client = (int)v;
-            else if (ch == O_KEEP_JOBS) o.cfg.keep_jobs = (long)v;
-            else if (ch == O_CONNS_PER_CLIENT) o.http.conns_per_client = (int)v;
-            else if (ch == O_HEADER_TIMEOUT) o.http.header_timeout_s = (int)v;
-            else if (ch == O_API_CACHE) o.http.cache_ms = (int)v;
-            else if (ch == O_MAX_MODEL_BYTES) o.http.model_max = v >= 1 ? (size_t)v : 1;
-            else if (ch == O_SIM_SLOTS) o.cfg.sim_slots = v >= 1 ? (int)v : 1;
-            else if (ch == O_HOST_PROBE) o.cfg.host_probe_s = v;
-            else if (ch == O_HOST_MEMORY) o.cfg.host_memory_mb = v;
-            else if (ch == O_PREFLIGHT_STEPS) o.cfg.preflight_steps = v >= 1 && v <= 1000 ? (int)v : 8;
-            else if (ch == O_PREFLIGHT_TIMEOUT) o.cfg.preflight_timeout_s = v;
-            else o.limit = (long)v;
-            break;
-        default: usage(stderr); return 2;
-        }
+        size_t row = 0;
+        while (row < NSETTERS && SETTERS[row].id != ch) row++;
+        int rc = row < NSETTERS ? (apply_setter(o, row, name) ? 2 : -1) : apply_option(o, ch, name);
+        if (rc >= 0) return rc;
     }
-    /* A write to a Redis socket the server closed must be an error return, not death. */
-    signal(SIGPIPE, SIG_IGN);
-    /* Everything the daemon, its embedded Redis and its jobs create under the state dir
-     * is the owner's alone (state_dir_tighten says why). */
-    umask(077);
+    return -1;
+}
 
-    if (optind == argc) {
-        /* The API token: --token-file, else $PACER_TOKEN; none = open on loopback. */
-        char terr[512];
-        const char *env = getenv("PACER_TOKEN");
-        if (token_file) {
-            if (auth_token_load(token_file, o.token, sizeof o.token, terr, sizeof terr) != 0) {
-                fprintf(stderr, "pacer-coordinator: %s\n", terr);
-                return 2;
-            }
-            o.http.token = o.token;
-        } else if (env && *env) {
-            if (strlen(env) >= sizeof o.token) {
-                fprintf(stderr, "pacer-coordinator: PACER_TOKEN: longer than %zu bytes\n", sizeof o.token - 1);
-                return 2;
-            }
-            memcpy(o.token, env, strlen(env) + 1);
-            o.http.token = o.token;
-        }
-        /* Jobs inherit the daemon's environment (mpirun passes it to local ranks; sbatch
-         * hands it to slurmctld, which keeps it with the job): the API token stays here. */
-        unsetenv("PACER_TOKEN");
-        /* The same for a Redis password in $REDIS_URL (read above): workers get theirs
-         * from a file only the owner can read (coordinator.c). */
-        unsetenv("REDIS_URL");
-        /* HTTPS: the files are read and tried now, so a bad pair is refused before
-         * anything starts (tls.h). */
-        http_tls_t tls;
-        if (http_tls_load(tls_cert, tls_key, &tls, terr, sizeof terr) != 0) {
+/* The daemon's secrets: the API token (--token-file, else $PACER_TOKEN; none = open on
+ * loopback) and the HTTPS pair, read now so that a bad one is refused before anything
+ * starts (tls.h). 0, or 2 (the exit status) with the reason printed. */
+static int load_secrets(cli_t *o, http_tls_t *tls)
+{
+    char terr[512];
+    const char *env = getenv("PACER_TOKEN");
+    if (o->token_file) {
+        if (auth_token_load(o->token_file, o->token, sizeof o->token, terr, sizeof terr) != 0) {
             fprintf(stderr, "pacer-coordinator: %s\n", terr);
             return 2;
         }
-        o.http.tls_cert_pem = tls.cert;
-        o.http.tls_key_pem = tls.key;
-        int rc = run_daemon(&o);
-        http_tls_free(&tls);
-        return rc;
+        o->http.token = o->token;
+    } else if (env && *env) {
+        if (strlen(env) >= sizeof o->token) {
+            fprintf(stderr, "pacer-coordinator: PACER_TOKEN: longer than %zu bytes\n", sizeof o->token - 1);
+            return 2;
+        }
+        memcpy(o->token, env, strlen(env) + 1);
+        o->http.token = o->token;
     }
+    /* Jobs inherit the daemon's environment (mpirun passes it to local ranks; sbatch
+     * hands it to slurmctld, which keeps it with the job): the API token stays here. */
+    unsetenv("PACER_TOKEN");
+    /* The same for a Redis password in $REDIS_URL (read in main): workers get theirs
+     * from a file only the owner can read (coordinator.c). */
+    unsetenv("REDIS_URL");
+    if (http_tls_load(o->tls_cert, o->tls_key, tls, terr, sizeof terr) != 0) {
+        fprintf(stderr, "pacer-coordinator: %s\n", terr);
+        return 2;
+    }
+    o->http.tls_cert_pem = tls->cert;
+    o->http.tls_key_pem = tls->key;
+    return 0;
+}
 
+/* A client command (COMMANDS) on the coordinator's Redis: argv[0] is its name. */
+static int run_command(int argc, char **argv, const cli_t *o)
+{
     const command_t *cmd = NULL;
     for (size_t i = 0; i < NCOMMANDS; i++)
-        if (strcmp(argv[optind], COMMANDS[i].name) == 0) cmd = &COMMANDS[i];
+        if (strcmp(argv[0], COMMANDS[i].name) == 0) cmd = &COMMANDS[i];
     if (!cmd) {
-        fprintf(stderr, "pacer-coordinator: unknown command '%s'\n", argv[optind]);
+        fprintf(stderr, "pacer-coordinator: unknown command '%s'\n", argv[0]);
         usage(stderr);
         return 2;
     }
-    if (argc - optind - 1 != cmd->nargs) {
+    if (argc - 1 != cmd->nargs) {
         fprintf(stderr, "pacer-coordinator: usage: pacer-coordinator %s %s\n", cmd->name, cmd->args);
         return 2;
     }
     coordinator_t *c = NULL;
     char err[512] = "";
-    int code = coordinator_open(o.cfg.redis_url, o.cfg.state_dir, &c, err, sizeof err);
+    int code = coordinator_open(o->cfg.redis_url, o->cfg.state_dir, &c, err, sizeof err);
     if (code != COORD_OK) {
         fprintf(stderr, "pacer-coordinator: %s\n", err);
         return exit_for(code);
     }
-    int rc = cmd->fn(c, argv + optind + 1, &o);
+    int rc = cmd->fn(c, argv + 1, o);
     coordinator_stop(c);
+    return rc;
+}
+
+/* The phases in order: defaults, options, the process settings, then the daemon (its
+ * secrets first) or one client command. */
+int main(int argc, char **argv)
+{
+    cli_t o;
+    memset(&o, 0, sizeof o);
+    coord_config_defaults(&o.cfg);
+    http_config_defaults(&o.http);
+    o.timeout_s = 600;
+    o.cfg.redis_url = getenv("REDIS_URL");
+    int rc = parse_options(argc, argv, &o);
+    if (rc >= 0) return rc;
+    /* A write to a Redis socket the server closed must be an error return, not death. */
+    signal(SIGPIPE, SIG_IGN);
+    /* Everything the daemon, its embedded Redis and its jobs create under the state dir
+     * is the owner's alone (state_dir_tighten says why). */
+    umask(077);
+    if (optind < argc) return run_command(argc - optind, argv + optind, &o);
+    http_tls_t tls;
+    if (load_secrets(&o, &tls) != 0) return 2;
+    rc = run_daemon(&o);
+    http_tls_free(&tls);
     return rc;
 }

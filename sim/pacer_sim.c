@@ -200,175 +200,225 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-int main(int argc, char **argv)
-{
-    const char *spec_path = NULL, *summary = NULL, *metrics = NULL, *smpirun = "smpirun", *keep = NULL;
-    char worker[PATH_MAX] = "";
+/* One run: the command line, the spec, the directory of the platform and hostfile, and
+ * smpirun's command line; main fills it in phases. */
+typedef struct {
+    const char *spec_path, *summary, *metrics, *smpirun, *keep;
+    char worker[PATH_MAX];
     /* --cfg settings, each kept as smpirun's "--cfg=NAME:VALUE" word */
     char cfg[MAX_CFG][256];
-    int ncfg = 0, show_log = 0, dry_run = 0, c;
+    int ncfg, show_log, dry_run;
     const char *roots[SIM_DATA_ROOTS_MAX];
-    const char *models_dir = NULL; /* --models-dir */
-    int nroots = 0;
-    while ((c = getopt_long(argc, argv, "", OPTIONS, NULL)) != -1) {
-        switch (c) {
-        case 's': spec_path = optarg; break;
-        case 'o': summary = optarg; break;
-        case 'm': metrics = optarg; break;
-        case 'w': snprintf(worker, sizeof worker, "%s", optarg); break;
-        case 'r': smpirun = optarg; break;
-        case 'k': keep = optarg; break;
-        case 'c':
-            if (ncfg == MAX_CFG) {
-                fprintf(stderr, "pacer-sim: more than %d --cfg settings\n", MAX_CFG);
-                return 2;
-            }
-            if (!strchr(optarg, ':') || optarg[0] == ':' || strlen(optarg) >= sizeof cfg[0] - 8) {
-                fprintf(stderr, "pacer-sim: --cfg '%s': expected NAME:VALUE (SimGrid's --cfg), under %zu characters\n",
-                        optarg, sizeof cfg[0] - 8);
-                return 2;
-            }
-            if (!shell_safe("--cfg", optarg)) return 2;
-            snprintf(cfg[ncfg++], sizeof cfg[0], "--cfg=%s", optarg);
-            break;
-        case 'l': show_log = 1; break;
-        case 'U':
-            if (nroots == SIM_DATA_ROOTS_MAX) {
-                fprintf(stderr, "pacer-sim: --data-root: at most %d\n", SIM_DATA_ROOTS_MAX);
-                return 2;
-            }
-            if (!shell_safe("--data-root", optarg)) return 2;
-            roots[nroots++] = optarg;
-            break;
-        case 'M':
-            if (!shell_safe("--models-dir", optarg)) return 2;
-            models_dir = optarg;
-            break;
-        case 'n': dry_run = 1; break;
-        case 'V': printf("pacer-sim %s\n", PACER_VERSION); return 0;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+    int nroots;
+    const char *models_dir; /* --models-dir */
+    char **pass;            /* the worker options after -- */
+    int npass;
+    job_spec_t spec;
+    int with_ps, world;
+    char dir[PATH_MAX]; /* --keep DIR, else a temporary directory */
+    char platform_path[PATH_MAX + 32], hostfile[PATH_MAX + 32], label[SPEC_PATH_MAX + 16], ps_host[PLATFORM_NAME_MAX];
+    char np[32], speed[64], *args[66 + 2 * SIM_DATA_ROOTS_MAX + MAX_CFG + MAX_PASS];
+    int nargs;
+} sim_run_t;
+
+/* How smpirun ended (run_smpirun), for report. */
+typedef struct {
+    int status;
+    double host_s;
+    struct rusage ru;
+} sim_end_t;
+
+/* One option of OPTIONS into r. Returns -1 to go on, else the exit status. */
+static int apply_option(sim_run_t *r, int c)
+{
+    switch (c) {
+    case 's': r->spec_path = optarg; return -1;
+    case 'o': r->summary = optarg; return -1;
+    case 'm': r->metrics = optarg; return -1;
+    case 'w': snprintf(r->worker, sizeof r->worker, "%s", optarg); return -1;
+    case 'r': r->smpirun = optarg; return -1;
+    case 'k': r->keep = optarg; return -1;
+    case 'c':
+        if (r->ncfg == MAX_CFG) {
+            fprintf(stderr, "pacer-sim: more than %d --cfg settings\n", MAX_CFG);
+            return 2;
         }
+        if (!strchr(optarg, ':') || optarg[0] == ':' || strlen(optarg) >= sizeof r->cfg[0] - 8) {
+            fprintf(stderr, "pacer-sim: --cfg '%s': expected NAME:VALUE (SimGrid's --cfg), under %zu characters\n",
+                    optarg, sizeof r->cfg[0] - 8);
+            return 2;
+        }
+        if (!shell_safe("--cfg", optarg)) return 2;
+        snprintf(r->cfg[r->ncfg++], sizeof r->cfg[0], "--cfg=%s", optarg);
+        return -1;
+    case 'l': r->show_log = 1; return -1;
+    case 'U':
+        if (r->nroots == SIM_DATA_ROOTS_MAX) {
+            fprintf(stderr, "pacer-sim: --data-root: at most %d\n", SIM_DATA_ROOTS_MAX);
+            return 2;
+        }
+        if (!shell_safe("--data-root", optarg)) return 2;
+        r->roots[r->nroots++] = optarg;
+        return -1;
+    case 'M':
+        if (!shell_safe("--models-dir", optarg)) return 2;
+        r->models_dir = optarg;
+        return -1;
+    case 'n': r->dry_run = 1; return -1;
+    case 'V': printf("pacer-sim %s\n", PACER_VERSION); return 0;
+    case 'h': usage(stdout); return 0;
+    default: usage(stderr); return 2;
     }
-    if (!spec_path || !summary) {
-        fprintf(stderr, "pacer-sim: %s is required\n", !spec_path ? "--spec FILE" : "--summary FILE");
+}
+
+/* The command line into r, checked (every word that reaches smpirun's shell is safe).
+ * Returns -1 to go on, else the exit status. */
+static int parse_options(int argc, char **argv, sim_run_t *r)
+{
+    r->smpirun = "smpirun";
+    int c;
+    while ((c = getopt_long(argc, argv, "", OPTIONS, NULL)) != -1) {
+        int rc = apply_option(r, c);
+        if (rc >= 0) return rc;
+    }
+    if (!r->spec_path || !r->summary) {
+        fprintf(stderr, "pacer-sim: %s is required\n", !r->spec_path ? "--spec FILE" : "--summary FILE");
         usage(stderr);
         return 2;
     }
-    int npass = argc - optind;
-    if (npass > 0 && strcmp(argv[optind - 1], "--") != 0) {
+    r->pass = argv + optind;
+    r->npass = argc - optind;
+    if (r->npass > 0 && strcmp(argv[optind - 1], "--") != 0) {
         fprintf(stderr, "pacer-sim: unexpected argument '%s' (worker options go after --)\n", argv[optind]);
         return 2;
     }
-    if (npass > MAX_PASS) {
+    if (r->npass > MAX_PASS) {
         fprintf(stderr, "pacer-sim: more than %d worker options\n", MAX_PASS);
         return 2;
     }
-    if (!worker[0]) default_worker(worker, sizeof worker);
-    if (!shell_safe("--spec", spec_path) || !shell_safe("--summary", summary) ||
-        (metrics && !shell_safe("--metrics", metrics)) || !shell_safe("--worker", worker))
+    if (!r->worker[0]) default_worker(r->worker, sizeof r->worker);
+    if (!shell_safe("--spec", r->spec_path) || !shell_safe("--summary", r->summary) ||
+        (r->metrics && !shell_safe("--metrics", r->metrics)) || !shell_safe("--worker", r->worker))
         return 2;
-    for (int i = optind; i < argc; i++)
-        if (!shell_safe("worker option", argv[i])) return 2;
+    for (int i = 0; i < r->npass; i++)
+        if (!shell_safe("worker option", r->pass[i])) return 2;
+    return -1;
+}
 
-    static job_spec_t spec;
+/* The spec, with the models and data sets it may name, and the worker to run it.
+ * Returns -1 to go on, else the exit status. */
+static int load_spec(sim_run_t *r)
+{
     char err[PATH_MAX + 1024];
     /* "model": {"onnx": PATH}, or an uploaded model's {"onnx": NAME, "sha256": HEX} read
      * from --models-dir: imported here for the spec's checks, and again by the simulated
      * worker that trains it (passed --models-dir too). */
-    modelfetch_configure(models_dir, NULL, NULL);
+    modelfetch_configure(r->models_dir, NULL, NULL);
     spec_set_onnx_loader(modelfetch_loader);
     /* dataset.name of a user's set: resolved here for the checks, and by every rank */
-    if (nroots > 0) userdata_sync(roots, nroots, NULL);
-    if (spec_load_file(spec_path, &spec, err, sizeof err) != 0) {
+    if (r->nroots > 0) userdata_sync(r->roots, r->nroots, NULL);
+    if (spec_load_file(r->spec_path, &r->spec, err, sizeof err) != 0) {
         fprintf(stderr, "pacer-sim: %s\n", err);
         return 2;
     }
-    if (access(worker, X_OK) != 0) {
-        fprintf(stderr, "pacer-sim: %s: %s (build it with `make smpi`, which needs libsimgrid-dev)\n", worker,
+    if (access(r->worker, X_OK) != 0) {
+        fprintf(stderr, "pacer-sim: %s: %s (build it with `make smpi`, which needs libsimgrid-dev)\n", r->worker,
                 strerror(errno));
         return 2;
     }
-    if (spec.emulate.nslowdown > 0 || spec.emulate.nschedule > 0)
+    if (r->spec.emulate.nslowdown > 0 || r->spec.emulate.nschedule > 0)
         fprintf(stderr, "pacer-sim: note: emulate.* still applies, on top of the simulated hosts' speeds "
                         "(use simulate.slowdown alone to simulate a heterogeneous cluster)\n");
-    int with_ps = spec_is_async(&spec);
-    int world = spec.workers + with_ps;
+    r->with_ps = spec_is_async(&r->spec);
+    r->world = r->spec.workers + r->with_ps;
+    return -1;
+}
 
-    /* The platform and the hostfile. */
-    char dir[PATH_MAX];
-    if (keep) {
-        snprintf(dir, sizeof dir, "%s", keep);
-        if (!shell_safe("--keep", dir)) return 2;
-        if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-            fprintf(stderr, "pacer-sim: --keep %s: %s\n", dir, strerror(errno));
+/* The directory for the platform and the hostfile: --keep DIR, else a new temporary one.
+ * Returns -1 to go on, else the exit status. */
+static int make_dir(sim_run_t *r)
+{
+    if (r->keep) {
+        snprintf(r->dir, sizeof r->dir, "%s", r->keep);
+        if (!shell_safe("--keep", r->dir)) return 2;
+        if (mkdir(r->dir, 0755) != 0 && errno != EEXIST) {
+            fprintf(stderr, "pacer-sim: --keep %s: %s\n", r->dir, strerror(errno));
             return 2;
         }
-    } else {
-        const char *tmp = getenv("TMPDIR");
-        snprintf(dir, sizeof dir, "%s/pacer-sim.XXXXXX", tmp && *tmp && shell_safe("TMPDIR", tmp) ? tmp : "/tmp");
-        if (!mkdtemp(dir)) {
-            fprintf(stderr, "pacer-sim: cannot create a temporary directory: %s\n", strerror(errno));
-            return 1;
-        }
+        return -1;
     }
-    char platform_path[PATH_MAX + 32], hostfile[PATH_MAX + 32], label[SPEC_PATH_MAX + 16], ps_host[PLATFORM_NAME_MAX];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(r->dir, sizeof r->dir, "%s/pacer-sim.XXXXXX", tmp && *tmp && shell_safe("TMPDIR", tmp) ? tmp : "/tmp");
+    if (!mkdtemp(r->dir)) {
+        fprintf(stderr, "pacer-sim: cannot create a temporary directory: %s\n", strerror(errno));
+        return 1;
+    }
+    return -1;
+}
+
+/* The platform (the spec's file, or one generated from simulate) and the hostfile that
+ * places the ranks on it. Returns -1 to go on, else the exit status. */
+static int write_platform(sim_run_t *r)
+{
+    char err[PATH_MAX + 1024];
     static char slots[4096][PLATFORM_NAME_MAX];
     int nslots;
-    if (spec.simulate.platform[0]) {
-        snprintf(platform_path, sizeof platform_path, "%s", spec.simulate.platform);
-        snprintf(label, sizeof label, "%s", spec.simulate.platform);
-        nslots = platform_slots(platform_path, spec.simulate.hostfile[0] ? spec.simulate.hostfile : NULL, slots, 4096,
-                                ps_host, err, sizeof err);
+    if (r->spec.simulate.platform[0]) {
+        snprintf(r->platform_path, sizeof r->platform_path, "%s", r->spec.simulate.platform);
+        snprintf(r->label, sizeof r->label, "%s", r->spec.simulate.platform);
+        nslots = platform_slots(r->platform_path, r->spec.simulate.hostfile[0] ? r->spec.simulate.hostfile : NULL,
+                                slots, 4096, r->ps_host, err, sizeof err);
         if (nslots < 0) {
             fprintf(stderr, "pacer-sim: simulate: %s\n", err);
-            remove_tree(dir, keep != NULL);
             return 2;
         }
     } else {
         static platform_t plat;
-        platform_from_spec(&spec, with_ps, &plat);
-        snprintf(platform_path, sizeof platform_path, "%s/platform.xml", dir);
-        snprintf(label, sizeof label, "generated");
-        FILE *f = fopen(platform_path, "w");
+        platform_from_spec(&r->spec, r->with_ps, &plat);
+        snprintf(r->platform_path, sizeof r->platform_path, "%s/platform.xml", r->dir);
+        snprintf(r->label, sizeof r->label, "generated");
+        FILE *f = fopen(r->platform_path, "w");
         int rc = f ? platform_write(&plat, f, err, sizeof err) : -1;
-        if (!f) snprintf(err, sizeof err, "%s: %s", platform_path, strerror(errno));
+        if (!f) snprintf(err, sizeof err, "%s: %s", r->platform_path, strerror(errno));
         if (f && fclose(f) != 0 && rc == 0) {
-            snprintf(err, sizeof err, "%s: %s", platform_path, strerror(errno));
+            snprintf(err, sizeof err, "%s: %s", r->platform_path, strerror(errno));
             rc = -1;
         }
         if (rc != 0) {
             fprintf(stderr, "pacer-sim: %s\n", err);
-            remove_tree(dir, keep != NULL);
             return 1;
         }
-        nslots = platform_slots_of(&plat, slots, 4096, ps_host);
+        nslots = platform_slots_of(&plat, slots, 4096, r->ps_host);
     }
-    snprintf(hostfile, sizeof hostfile, "%s/hostfile", dir);
-    FILE *hf = fopen(hostfile, "w");
-    int hrc = hf ? platform_write_hostfile(hf, slots, nslots, ps_host, spec.workers, with_ps, err, sizeof err) : -1;
-    if (!hf) snprintf(err, sizeof err, "%s: %s", hostfile, strerror(errno));
+    snprintf(r->hostfile, sizeof r->hostfile, "%s/hostfile", r->dir);
+    FILE *hf = fopen(r->hostfile, "w");
+    int hrc = hf ? platform_write_hostfile(hf, slots, nslots, r->ps_host, r->spec.workers, r->with_ps, err, sizeof err)
+                 : -1;
+    if (!hf) snprintf(err, sizeof err, "%s: %s", r->hostfile, strerror(errno));
     if ((hf && fclose(hf) != 0) || hrc != 0) {
         fprintf(stderr, "pacer-sim: %s\n", err);
-        remove_tree(dir, keep != NULL);
         return 1;
     }
+    return -1;
+}
 
-    /* smpirun's command line. */
-    char np[32], speed[64], *args[66 + 2 * SIM_DATA_ROOTS_MAX + MAX_CFG + MAX_PASS];
+/* smpirun's command line into r->args. */
+static void build_args(sim_run_t *r)
+{
     int a = 0;
-    snprintf(np, sizeof np, "%d", world);
+    char **args = r->args;
+    snprintf(r->np, sizeof r->np, "%d", r->world);
     /* In timing mode SMPI charges each measured burst as burst x host-speed flops, so a
      * host of `gflops` computes as fast as this machine did. */
-    snprintf(speed, sizeof speed, "--cfg=smpi/host-speed:%.9gf", spec.simulate.gflops * 1e9);
-    args[a++] = (char *)smpirun;
+    snprintf(r->speed, sizeof r->speed, "--cfg=smpi/host-speed:%.9gf", r->spec.simulate.gflops * 1e9);
+    args[a++] = (char *)r->smpirun;
     args[a++] = "-platform";
-    args[a++] = platform_path;
+    args[a++] = r->platform_path;
     args[a++] = "-hostfile";
-    args[a++] = hostfile;
+    args[a++] = r->hostfile;
     args[a++] = "-np";
-    args[a++] = np;
-    args[a++] = speed;
+    args[a++] = r->np;
+    args[a++] = r->speed;
     /* MPI_Test's injected polling cost (default 0.1 ms, growing with every failed test,
      * shared by all ranks) would slow hpsgd's between-layer tests far beyond a real
      * MPI_Test's microsecond. */
@@ -381,52 +431,52 @@ int main(int argc, char **argv)
     /* Collectives as Open MPI chooses them (the real runs' MPI); SimGrid's default
      * selector uses naive algorithms, 15x slower for a 128-rank allreduce. */
     args[a++] = "--cfg=smpi/coll-selector:ompi";
-    if (spec.simulate.deterministic) args[a++] = "--cfg=smpi/simulate-computation:no";
-    for (int i = 0; i < ncfg; i++) args[a++] = cfg[i]; /* the caller's, last: they win */
-    if (!show_log) args[a++] = "--log=root.thres:warning";
-    args[a++] = worker;
+    if (r->spec.simulate.deterministic) args[a++] = "--cfg=smpi/simulate-computation:no";
+    for (int i = 0; i < r->ncfg; i++) args[a++] = r->cfg[i]; /* the caller's, last: they win */
+    if (!r->show_log) args[a++] = "--log=root.thres:warning";
+    args[a++] = r->worker;
     args[a++] = "--spec";
-    args[a++] = (char *)spec_path;
+    args[a++] = (char *)r->spec_path;
     args[a++] = "--summary";
-    args[a++] = (char *)summary;
-    if (metrics) {
+    args[a++] = (char *)r->summary;
+    if (r->metrics) {
         args[a++] = "--metrics";
-        args[a++] = (char *)metrics;
+        args[a++] = (char *)r->metrics;
     }
-    for (int i = 0; i < nroots; i++) {
+    for (int i = 0; i < r->nroots; i++) {
         args[a++] = "--data-root";
-        args[a++] = (char *)roots[i];
+        args[a++] = (char *)r->roots[i];
     }
-    if (models_dir) {
+    if (r->models_dir) {
         args[a++] = "--models-dir";
-        args[a++] = (char *)models_dir;
+        args[a++] = (char *)r->models_dir;
     }
-    for (int i = optind; i < argc; i++) args[a++] = argv[i];
+    for (int i = 0; i < r->npass; i++) args[a++] = r->pass[i];
     args[a] = NULL;
+    r->nargs = a;
+}
 
-    /* The worker's environment: one BLAS thread (SMPI times only the rank's own thread),
-     * the platform's name for the summary, and the worker's directory for
-     * libpacer_simshare.so (also in its run path). */
+/* The worker's environment: one BLAS thread (SMPI times only the rank's own thread), the
+ * platform's name for the summary, and the worker's directory for libpacer_simshare.so
+ * (also in its run path). */
+static void set_environment(const sim_run_t *r)
+{
     char libdir[PATH_MAX], ldpath[2 * PATH_MAX];
-    snprintf(libdir, sizeof libdir, "%s", worker);
+    snprintf(libdir, sizeof libdir, "%s", r->worker);
     const char *old = getenv("LD_LIBRARY_PATH");
     snprintf(ldpath, sizeof ldpath, "%s%s%s", dirname(libdir), old && *old ? ":" : "", old ? old : "");
     setenv("LD_LIBRARY_PATH", ldpath, 1);
     setenv("OPENBLAS_NUM_THREADS", "1", 1);
-    setenv("PACER_SIM_PLATFORM", label, 1);
+    setenv("PACER_SIM_PLATFORM", r->label, 1);
     /* smpirun puts each rank's copy of the worker into $TMPDIR (its -tmpdir option is
      * broken in SimGrid 3.32: it consumes one word too few). */
-    setenv("TMPDIR", dir, 1);
+    setenv("TMPDIR", r->dir, 1);
+}
 
-    fprintf(stderr, "pacer-sim: %d ranks (%d workers%s) on %s%s\n", world, spec.workers,
-            with_ps ? " + parameter server" : "", label, spec.simulate.deterministic ? ", deterministic" : "");
-    if (dry_run) {
-        printf("TMPDIR=%s OPENBLAS_NUM_THREADS=1 PACER_SIM_PLATFORM=%s", dir, label);
-        for (int i = 0; i < a; i++) printf(" %s", args[i]);
-        printf("\n");
-        remove_tree(dir, keep != NULL);
-        return 0;
-    }
+/* smpirun in a process group of its own, signals forwarded (forward), until the whole
+ * group has ended. Returns -1 when it ran (end filled in), else the exit status. */
+static int run_smpirun(const sim_run_t *r, sim_end_t *end)
+{
     fflush(stderr);
     double t0 = now_s();
     struct sigaction sa = {0};
@@ -437,48 +487,80 @@ int main(int argc, char **argv)
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "pacer-sim: fork: %s\n", strerror(errno));
-        remove_tree(dir, keep != NULL);
         return 1;
     }
     if (pid == 0) {
         setpgid(0, 0); /* a group of its own, so that a signal reaches the simulation too */
-        execvp(smpirun, args);
-        fprintf(stderr, "pacer-sim: %s: %s (install libsimgrid-dev: make deps)\n", smpirun, strerror(errno));
+        execvp(r->smpirun, r->args);
+        fprintf(stderr, "pacer-sim: %s: %s (install libsimgrid-dev: make deps)\n", r->smpirun, strerror(errno));
         _exit(127);
     }
     setpgid(pid, pid); /* also here: whichever runs first */
     g_child = pid;
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    end->status = 0;
+    while (waitpid(pid, &end->status, 0) < 0 && errno == EINTR) {}
     wait_group(pid, 10);
     g_child = -1;
-    double host_s = now_s() - t0;
-    struct rusage ru;
-    getrusage(RUSAGE_CHILDREN, &ru);
-    remove_tree(dir, keep != NULL);
+    end->host_s = now_s() - t0;
+    getrusage(RUSAGE_CHILDREN, &end->ru);
+    return -1;
+}
 
-    int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+/* The exit status from smpirun's, the goodput of the summary, and the host's figures. */
+static int report(const sim_run_t *r, const sim_end_t *end)
+{
+    int rc = WIFEXITED(end->status) ? WEXITSTATUS(end->status) : 1;
     if (rc == 127) rc = 1;
     if (rc > 2) {
         /* Not the worker's status: SimGrid itself stopped (an abort is 134), for instance
          * on a setting it does not know. Its own message is above; the status we return
          * stays one of those documented. */
         fprintf(stderr, "pacer-sim: the simulation stopped with exit status %d (SimGrid's message is above%s)\n", rc,
-                ncfg ? "; a --cfg NAME it does not know shows as \"Bad config key\"" : "");
+                r->ncfg ? "; a --cfg NAME it does not know shows as \"Bad config key\"" : "");
         rc = 1;
     }
-    json_t *sum = rc == 0 ? json_load_file(summary, 0, NULL) : NULL;
+    json_t *sum = rc == 0 ? json_load_file(r->summary, 0, NULL) : NULL;
     double sim_s = sum ? json_number_value(json_object_get(sum, "simulated_wall_s")) : 0;
     print_goodput(sum);
     json_decref(sum);
     /* Host figures go to stderr, not the summary: they depend on this machine's load,
      * and a deterministic summary must not. */
-    double cpu_s = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
-                   1e-6 * (double)ru.ru_stime.tv_usec;
+    const struct rusage *ru = &end->ru;
+    double cpu_s = (double)ru->ru_utime.tv_sec + 1e-6 * (double)ru->ru_utime.tv_usec + (double)ru->ru_stime.tv_sec +
+                   1e-6 * (double)ru->ru_stime.tv_usec;
     fprintf(stderr, "pacer-sim: %s: %.3f simulated s in %.1f s on this machine (%.1f s of CPU), peak memory %.0f MB\n",
-            rc == 0               ? "done"
-            : WIFSIGNALED(status) ? "killed"
-                                  : "failed",
-            sim_s, host_s, cpu_s, (double)ru.ru_maxrss / 1024.0);
+            rc == 0                    ? "done"
+            : WIFSIGNALED(end->status) ? "killed"
+                                       : "failed",
+            sim_s, end->host_s, cpu_s, (double)ru->ru_maxrss / 1024.0);
     return rc;
+}
+
+/* The phases in order; each returns -1 to go on, else the exit status. Once the directory
+ * exists, every end goes through its one removal (remove_tree keeps a --keep DIR). */
+int main(int argc, char **argv)
+{
+    static sim_run_t r; /* static: the spec is large */
+    int rc = parse_options(argc, argv, &r);
+    if (rc < 0) rc = load_spec(&r);
+    if (rc < 0) rc = make_dir(&r);
+    if (rc >= 0) return rc;
+    sim_end_t end = {0};
+    rc = write_platform(&r);
+    if (rc < 0) {
+        build_args(&r);
+        set_environment(&r);
+        fprintf(stderr, "pacer-sim: %d ranks (%d workers%s) on %s%s\n", r.world, r.spec.workers,
+                r.with_ps ? " + parameter server" : "", r.label, r.spec.simulate.deterministic ? ", deterministic" : "");
+        if (r.dry_run) {
+            printf("TMPDIR=%s OPENBLAS_NUM_THREADS=1 PACER_SIM_PLATFORM=%s", r.dir, r.label);
+            for (int i = 0; i < r.nargs; i++) printf(" %s", r.args[i]);
+            printf("\n");
+            rc = 0;
+        } else {
+            rc = run_smpirun(&r, &end);
+        }
+    }
+    remove_tree(r.dir, r.keep != NULL);
+    return rc >= 0 ? rc : report(&r, &end);
 }

@@ -12,23 +12,18 @@
 
 #include "clock.h"
 #include "comm.h"
+#include "fs.h"
 #include "spec.h"
 #include "train.h"
 
 /* The result, atomically (the coordinator reads it when the process has ended). */
 static int write_result(const char *path, json_t *root)
 {
-    char tmp[4200];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
-        fprintf(stderr, "pacer-worker: --summary %s: path too long\n", path);
-        return -1;
-    }
-    if (json_dump_file(root, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) != 0 || rename(tmp, path) != 0) {
-        fprintf(stderr, "pacer-worker: %s: cannot write the benchmark: %s\n", path, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    char *text = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
+    int rc = text ? fs_atomic_write(path, text, strlen(text), 0644) : (errno = ENOMEM, -1);
+    free(text);
+    if (rc != 0) fprintf(stderr, "pacer-worker: %s: cannot write the benchmark: %s\n", path, strerror(errno));
+    return rc;
 }
 
 int benchmark_run(const char *spec_path, long steps, const char *summary_path)

@@ -47,25 +47,10 @@ static void put(wbuf_t *b, const void *src, size_t n)
     b->len += n;
 }
 
-static int write_all(int fd, const void *buf, size_t n)
-{
-    const unsigned char *p = buf;
-    while (n > 0) {
-        ssize_t k = write(fd, p, n);
-        if (k < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
 int checkpoint_save(const char *path, const model_t *m, const ckpt_state_t *st, char *err, size_t errlen)
 {
-    int rc = -1, fd = -1;
-    char tmp[1100], dir[1024];
+    int rc = -1;
+    char dir[1024];
     const uint64_t cq = st->compress_q ? st->compress_q_floats : 0;
     const int32_t cr = cq && st->compress_err ? st->compress_ranks : 0;
     const uint64_t ce = cq ? st->compress_err_floats : 0;
@@ -132,32 +117,13 @@ int checkpoint_save(const char *path, const model_t *m, const ckpt_state_t *st, 
     uint32_t crc = (uint32_t)crc32(0L, b.p, (uInt)b.len);
     put(&b, &crc, 4);
 
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
+    /* Durable (the data, the rename, the directory): a checkpoint survives a power cut. */
+    if (fs_atomic_write(path, b.p, b.len, 0644) != 0) {
+        snprintf(err, errlen, "%s: write failed: %s", path, strerror(errno));
         goto out;
-    }
-    if (write_all(fd, b.p, b.len) != 0 || fsync(fd) != 0) {
-        snprintf(err, errlen, "%s: write failed: %s", tmp, strerror(errno));
-        goto out;
-    }
-    close(fd);
-    fd = -1;
-    if (rename(tmp, path) != 0) {
-        snprintf(err, errlen, "%s: rename from %s failed: %s", path, tmp, strerror(errno));
-        goto out;
-    }
-    /* Make the rename itself durable. */
-    int dfd = open(d, O_RDONLY | O_DIRECTORY);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
     }
     rc = 0;
 out:
-    if (fd >= 0) close(fd);
-    if (rc != 0) unlink(tmp);
     free(b.p);
     return rc;
 }
@@ -664,9 +630,8 @@ int checkpoint_ef_save(const char *path, int64_t version, int32_t workers, int32
     char tmp[1200];
     int fd = fs_atomic_begin(path, tmp, sizeof tmp, 0644);
     if (fd < 0) goto fail;
-    const size_t body = n * sizeof(float);
-    if (write(fd, h, sizeof h) != (ssize_t)sizeof h || write(fd, err, body) != (ssize_t)body) {
-        int e = errno ? errno : EIO;
+    if (fs_write_all(fd, h, sizeof h) != 0 || fs_write_all(fd, err, n * sizeof(float)) != 0) {
+        int e = errno;
         fs_atomic_abort(fd, tmp);
         errno = e;
         goto fail;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "adaptive.h"
+#include "fs.h"
 #include "hash.h"
 #include "hostname.h"
 #include "planner.h"
@@ -329,16 +330,18 @@ int comm_write_trace(worker_t *w, const char *path, char *err, size_t errlen)
             goto out;
         }
         for (int i = 0; w->use_mpi && i < size; i++) texts[i] = all + displs[i];
-        char tmp[1100];
-        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-        FILE *f = fopen(tmp, "w");
+        /* Rendered in memory, then written whole through fs_atomic_write: a reader sees
+         * the old trace or the complete new one. */
+        char *doc = NULL;
+        size_t doclen = 0;
+        FILE *f = open_memstream(&doc, &doclen);
         int bad = !f || trace_write_file(f, w->spec->name, texts, size) != 0;
         if (f && fclose(f) != 0) bad = 1;
-        if (bad || rename(tmp, path) != 0) {
+        if (bad || fs_atomic_write(path, doc, doclen, 0644) != 0) {
             snprintf(err, errlen, "--trace %s: cannot write: %s", path, strerror(errno));
-            unlink(tmp);
             rc = -1;
         }
+        free(doc);
     }
 out:
     free(text);

@@ -1729,15 +1729,11 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
                                       "updates_per_s", json_rate((double)w->ps_updates, w->loop_s), "busy_fraction",
                                       w->ps_busy_fraction, "dropped", (json_int_t)w->ps_dropped, "momentum", mom));
     }
-    /* temp file + rename: the coordinator may read the summary while it is written */
-    char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    int rc = json_dump_file(root, tmp, JSON_INDENT(2) | JSON_SORT_KEYS);
+    /* written whole (fs_atomic_write): the coordinator may read the summary meanwhile */
+    char *text = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
     json_decref(root);
-    if (rc != 0 || rename(tmp, path) != 0) {
-        snprintf(err, errlen, "%s: cannot write summary: %s", path, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    int rc = text ? fs_atomic_write(path, text, strlen(text), 0644) : (errno = ENOMEM, -1);
+    free(text);
+    if (rc != 0) snprintf(err, errlen, "%s: cannot write summary: %s", path, strerror(errno));
+    return rc;
 }

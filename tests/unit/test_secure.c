@@ -12,6 +12,7 @@
 #include "test_util.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +49,7 @@ static void test_write_file_atomic_durable(void **state)
     assert_non_null(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/spec.json", dir);
     g_fsync_files = g_fsync_dirs = 0;
-    assert_int_equal(write_file_atomic(path, "{\"a\":1}", 7), 0);
+    assert_int_equal(fs_atomic_write_fixed(path, "{\"a\":1}", 7, 0644), 0);
     /* the data before the rename, the directory after it */
     assert_true(g_fsync_files >= 1);
     assert_true(g_fsync_dirs >= 1);
@@ -69,13 +70,45 @@ static void test_write_file_atomic_durable(void **state)
     snprintf(path, sizeof path, "%s/secret", dir);
     mode_t old = umask(0);
     g_fsync_files = g_fsync_dirs = 0;
-    assert_int_equal(write_file_atomic_mode(path, "pw", 2, 0600), 0);
+    assert_int_equal(fs_atomic_write_fixed(path, "pw", 2, 0600), 0);
     umask(old);
     struct stat st;
     assert_int_equal(stat(path, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0600);
     assert_true(g_fsync_files >= 1 && g_fsync_dirs >= 1);
     assert_int_equal(access(tmp, F_OK), -1);
+    rm_tree(dir);
+}
+
+/* fs_atomic_write, the one temp-file-and-rename writer of the worker (checkpoints,
+ * summaries, traces): durable like the fixed-name one, the old file replaced whole, no
+ * temporary file left behind; a write that cannot happen leaves the old file as it was. */
+static void test_fs_atomic_write(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pacer-secure-XXXXXX", path[128], buf[32] = "";
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/a.ckpt", dir);
+    assert_int_equal(fs_atomic_write(path, "old", 3, 0644), 0);
+    g_fsync_files = g_fsync_dirs = 0;
+    assert_int_equal(fs_atomic_write(path, "new!", 4, 0600), 0);
+    assert_true(g_fsync_files >= 1 && g_fsync_dirs >= 1);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(buf, sizeof buf, f));
+    fclose(f);
+    assert_string_equal(buf, "new!");
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    assert_int_equal(fs_atomic_sweep(dir, NULL, NULL, NULL), 0); /* nothing .tmp. is left */
+    snprintf(path, sizeof path, "%s/missing/a.ckpt", dir);
+    errno = 0;
+    assert_int_equal(fs_atomic_write(path, "x", 1, 0644), -1);
+    assert_int_equal(errno, ENOENT);
+    /* fs_write_all into a closed descriptor: -1 with the reason, not a short count */
+    assert_int_equal(fs_write_all(-1, "x", 1), -1);
+    assert_int_equal(errno, EBADF);
     rm_tree(dir);
 }
 
@@ -125,7 +158,7 @@ static void test_redis_password_file(void **state)
     snprintf(path, sizeof path, "%s/pw", dir);
     redis_url_t u;
     assert_int_equal(redis_url_parse("redis://db", &u, err, sizeof err), 0);
-    assert_int_equal(write_file_atomic_mode(path, "s3cret\n", 7, 0600), 0);
+    assert_int_equal(fs_atomic_write_fixed(path, "s3cret\n", 7, 0600), 0);
     assert_int_equal(redis_url_read_password(&u, path, err, sizeof err), 0);
     assert_string_equal(u.password, "s3cret");
     /* readable by others: refused, and the message does not show the password */
@@ -135,7 +168,7 @@ static void test_redis_password_file(void **state)
     assert_non_null(strstr(err, "chmod 600"));
     assert_null(strstr(err, "s3cret"));
     assert_string_equal(u.password, "");
-    assert_int_equal(write_file_atomic_mode(path, "\nx", 2, 0400), 0);
+    assert_int_equal(fs_atomic_write_fixed(path, "\nx", 2, 0400), 0);
     assert_int_equal(redis_url_read_password(&u, path, err, sizeof err), -1);
     assert_non_null(strstr(err, "empty"));
     assert_int_equal(redis_url_read_password(&u, dir, err, sizeof err), -1); /* a directory */
@@ -154,11 +187,11 @@ static void test_remove_tree_keeps_link_targets(void **state)
     snprintf(p, sizeof p, "%s/outside", dir);
     assert_int_equal(mkdir(p, 0755), 0);
     snprintf(p, sizeof p, "%s/outside/keep", dir);
-    assert_int_equal(write_file_atomic_mode(p, "x", 1, 0644), 0);
+    assert_int_equal(fs_atomic_write_fixed(p, "x", 1, 0644), 0);
     snprintf(p, sizeof p, "%s/job/checkpoints/deep", dir);
     assert_int_equal(fs_mkdir_p(p, 0755), 0);
     snprintf(p, sizeof p, "%s/job/checkpoints/deep/a.ckpt", dir);
-    assert_int_equal(write_file_atomic_mode(p, "y", 1, 0644), 0);
+    assert_int_equal(fs_atomic_write_fixed(p, "y", 1, 0644), 0);
     char target[256], link[256];
     snprintf(target, sizeof target, "%s/outside", dir);
     snprintf(link, sizeof link, "%s/job/evil", dir);
@@ -228,6 +261,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_write_file_atomic_durable),
+        cmocka_unit_test(test_fs_atomic_write),
         cmocka_unit_test(test_redis_url_redact),
         cmocka_unit_test(test_redis_password_file),
         cmocka_unit_test(test_host_header),

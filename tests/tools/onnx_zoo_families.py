@@ -27,6 +27,11 @@ Usage: /usr/bin/python3 tests/tools/onnx_zoo_families.py --export OUTDIR ORDER B
   through 50 to 200 layers at 1x1 planes is ill-conditioned), and again in float32 from
   the same weights: OUTDIR/NAME.losses.npz holds both.
 
+Usage: /usr/bin/python3 tests/tools/onnx_zoo_families.py --models OUTDIR NAME...
+  Only the exports, of the modules as torchvision builds them (dropout and stochastic
+  depth as they are: pacer applies both while training), for bench/zoo_vs_torch.sh to
+  time against bench/torch_lenet.py's tv:NAME.
+
 Usage: /usr/bin/python3 tests/tools/onnx_zoo_families.py --losses NAME.losses.npz METRICS.jsonl
   pacer's per-step losses (the mean of the 2 ranks' "step" lines of --metrics) against
   torch's float64 ones: max |pacer - torch| / max |torch| within LOSS_TOL, or within twice
@@ -117,15 +122,18 @@ def replay(net, x, y, order, b, lr):
 
 
 def export(out, order_file, b, lr, names):
+    """order_file None: --models (the exports only, randomness kept)"""
     export_module = fam.client_export()
-    d = np.load(out + "/data.npz")
-    x = torch.from_numpy(d["x_train"].astype(np.float32)) / 255.0
-    y = torch.from_numpy(d["y_train"].astype(np.int64))
-    order = [np.array(line.split(), dtype=np.int64) for line in open(order_file) if line.strip()]
+    if order_file:
+        d = np.load(out + "/data.npz")
+        x = torch.from_numpy(d["x_train"].astype(np.float32)) / 255.0
+        y = torch.from_numpy(d["y_train"].astype(np.int64))
+        order = [np.array(line.split(), dtype=np.int64) for line in open(order_file) if line.strip()]
     for i, name in enumerate(names):
         torch.manual_seed(100 + i)
         net = model(name)
-        fam.no_randomness(net)
+        if order_file:
+            fam.no_randomness(net)
         s = SIZE.get(name, 32)
         path = "%s/%s.onnx" % (out, name)
         try:
@@ -135,7 +143,7 @@ def export(out, order_file, b, lr, names):
             continue
         with open(path, "wb") as f:
             f.write(onnx_bytes)
-        if name not in TRAINED:
+        if name not in TRAINED or not order_file:
             print("%s: exported (%dx%d)" % (name, s, s))
             continue
         fam.load_from_file(net, path)
@@ -217,6 +225,9 @@ def main():
         return 0
     if len(a) >= 6 and a[0] == "--export":
         export(a[1], a[2], int(a[3]), float(a[4]), a[5:])
+        return 0
+    if len(a) >= 3 and a[0] == "--models":
+        export(a[1], None, 0, 0.0, a[2:])
         return 0
     if len(a) == 3 and a[0] == "--losses":
         return losses(a[1], a[2])

@@ -67,7 +67,7 @@ for net in $CHECK_ONLY; do
         cat "$TMP/$net.check"
         bad $net "not exported, or --check-onnx refused it"
     fi
-    rm -f "$TMP/$net.onnx" # vgg11_bn's is 0.5 GB: one such file at a time
+    rm -f "$TMP/$net.onnx" # no longer needed (vgg11_bn's is 0.5 GB)
 done
 
 for net in $TRAINED; do

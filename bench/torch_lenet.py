@@ -11,7 +11,9 @@ class of tests/tools/onnx_export.py (bench/onnx_import.sh trains VggBN, the modu
 ONNX export pacer imports), in training mode (its dropout and batch norm as exported), or
 resnet20: pacer's resnet20 as bench/torch_gpu_bench.py defines it, on CIFAR-10 from
 $PACER_SHARED/datasets/cifar-10 (bench/resnet_vs_pytorch.sh); ResNet18: onnx_export.py's
-CIFAR-10 ResNet-18 on the same data (bench/resnet18_onnx.sh); TRAIN_SUBSET: the first N
+CIFAR-10 ResNet-18 on the same data (bench/resnet18_onnx.sh); tv:NAME: torchvision's
+NAME (get_model(NAME, weights=None, num_classes=10)) on that data (bench/zoo_vs_torch.sh);
+TRAIN_SUBSET: the first N
 training images only (pacer's dataset.train_subset); BATCH: 64 unless given. One thread
 unless TORCH_THREADS says otherwise (bench/threads_scaling.sh)."""
 import gzip, json, os, resource, sys, time
@@ -66,7 +68,7 @@ def main():
     batch = int(sys.argv[4]) if len(sys.argv) > 4 else 64
     # Same storage as pacer: uint8 pixels, normalised per batch (per channel on CIFAR-10,
     # with common/catalog.c's statistics).
-    if module in ("resnet20", "ResNet18"):
+    if module in ("resnet20", "ResNet18") or module.startswith("tv:"):
         xtr, ytr = cifar([f"data_batch_{i}" for i in range(1, 6)] if subset <= 0 or subset > 10000 else ["data_batch_1"])
         xte, yte = cifar(["test_batch"])
         xte, yte = xte[:1000], yte[:1000]
@@ -89,6 +91,9 @@ def main():
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import torch_gpu_bench
         model = torch_gpu_bench.build("resnet20", nn, F, torch)[0]
+    elif module.startswith("tv:"):
+        import torchvision
+        model = torchvision.models.get_model(module[3:], weights=None, num_classes=10)
     else:
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "tools"))
         import onnx_export

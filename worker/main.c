@@ -66,9 +66,19 @@ static const struct option OPTIONS[] = {
     {"check-memory-mb", required_argument, NULL, 'G'},
     {"onnx-case", required_argument, NULL, 'j'},
     {"version", no_argument, NULL, 'V'},
+    {"capabilities", no_argument, NULL, 'Z'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
+
+/* --capabilities: every long option of OPTIONS, so the coordinator asks the worker what
+ * it takes instead of searching its --help text (coordinator/wcaps.h). */
+static void capabilities(void)
+{
+    printf("{\"options\": [");
+    for (const struct option *o = OPTIONS; o->name; o++) printf("%s\"--%s\"", o == OPTIONS ? "" : ", ", o->name);
+    printf("]}\n");
+}
 
 static void usage(FILE *f)
 {
@@ -172,6 +182,8 @@ static void usage(FILE *f)
                "                         after every step and at every epoch end to PATH.rank<N>\n"
                "                         (for tests)\n"
                "  --version              print the version and the compiled-in backends\n"
+               "  --capabilities         print the options this worker takes, as JSON, for the\n"
+               "                         coordinator (coordinator/wcaps.h)\n"
                "  --help                 this text\n"
                "\n"
                "Environment: PACER_CUDA_LIB  the CUDA backend that device cuda or auto loads\n"
@@ -356,6 +368,7 @@ int main(int argc, char **argv)
             break;
         case 'j': onnx_case = optarg; break;
         case 'V': version(); return 0;
+        case 'Z': capabilities(); return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }

@@ -697,7 +697,8 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
     }
     /* A collapse that on_collapse fails or restarts for is every rank's exit status 3
      * (rank 0 judged it: one reduction, before the summary's gather). */
-    int collapsed = w.stop == 4 || (w.health.state == HEALTH_COLLAPSED && strcmp(spec.on_collapse, "continue") != 0);
+    int collapsed = w.stop == STOP_COLLAPSE ||
+                    (w.health.state == HEALTH_COLLAPSED && strcmp(spec.on_collapse, "continue") != 0);
     collapsed = agree(use_mpi, collapsed);
     if (collapsed) SAY("collapse: on_collapse %s: exit status 3\n", spec.on_collapse);
     int status = collapsed ? 3 : 0;
@@ -721,7 +722,7 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
         json_array_append_new(per_rank, worker_rank_json(&w));
     }
     if (rank == 0) {
-        if (w.stop != 2) {
+        if (w.stop != STOP_TEST_HOOK) {
             /* What the run did not measure is "-" (a simulation that skipped the compute,
              * a run resumed after its last epoch: no training time), never 0 or nan. */
             char acc[32], tl[32], trl[32], sps[32];

@@ -156,3 +156,47 @@ const record_field_t *record_field_find(const char *name)
     }
     return NULL;
 }
+
+const staleness_field_t RECORD_STALENESS_FIELDS[RECORD_STALENESS_SCALARS] = {
+    {"count", offsetof(staleness_t, count)},       {"sum", offsetof(staleness_t, sum)},
+    {"sumsq", offsetof(staleness_t, sumsq)},       {"max", offsetof(staleness_t, max)},
+    {"p50", offsetof(staleness_t, p50)},           {"p95", offsetof(staleness_t, p95)},
+    {"overflow", offsetof(staleness_t, overflow)},
+};
+
+int record_staleness_hset(const staleness_t *st, const char **argv, size_t *len, char (*store)[RECORD_VALUE_MAX],
+                          int cap)
+{
+    int n = 0;
+    for (int f = 0; f < RECORD_STALENESS_SCALARS + STALENESS_BUCKETS && n + 2 <= cap; f++) {
+        long long v;
+        if (f < RECORD_STALENESS_SCALARS) {
+            v = (long long)*(const int64_t *)(const void *)((const char *)st + RECORD_STALENESS_FIELDS[f].offset);
+            snprintf(store[n], RECORD_VALUE_MAX, "%s", RECORD_STALENESS_FIELDS[f].name);
+        } else {
+            v = (long long)st->hist[f - RECORD_STALENESS_SCALARS];
+            snprintf(store[n], RECORD_VALUE_MAX, RECORD_STALENESS_HIST, f - RECORD_STALENESS_SCALARS);
+        }
+        snprintf(store[n + 1], RECORD_VALUE_MAX, "%lld", v);
+        n += put(argv, len, n, cap, store[n], store[n + 1]);
+    }
+    return n;
+}
+
+int record_staleness_set(staleness_t *st, const char *name, long long v)
+{
+    for (int f = 0; f < RECORD_STALENESS_SCALARS; f++)
+        if (strcmp(name, RECORD_STALENESS_FIELDS[f].name) == 0) {
+            *(int64_t *)(void *)((char *)st + RECORD_STALENESS_FIELDS[f].offset) = v;
+            return 0;
+        }
+    char field[RECORD_VALUE_MAX];
+    for (int b = 0; b < STALENESS_BUCKETS; b++) {
+        snprintf(field, sizeof field, RECORD_STALENESS_HIST, b);
+        if (strcmp(name, field) == 0) {
+            st->hist[b] = v;
+            return 0;
+        }
+    }
+    return -1;
+}

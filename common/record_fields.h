@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "phases.h"
+#include "staleness.h"
 
 /* How a value is stored: RF_STR as is; RF_INT "%lld"; RF_NUM "%.9g", or "" when not a
  * finite number (unmeasured is missing, not 0); RF_TIME a unix time, "%.3f" (more digits
@@ -136,5 +137,25 @@ void record_fields_strings(const char **out);
 
 /* The field called name, or NULL (a phase's field matches its RF_PHASES row). */
 const record_field_t *record_field_find(const char *name);
+
+/* The rank's staleness hash (KEY_JOB_STALENESS): the scalar fields of a staleness_t, each
+ * an integer, then its histogram as h0 .. h<STALENESS_BUCKETS - 1>. The worker's sink
+ * writes it with record_staleness_hset; the API reads it back with record_staleness_set. */
+typedef struct {
+    const char *name;
+    size_t offset; /* of the int64_t in staleness_t */
+} staleness_field_t;
+
+#define RECORD_STALENESS_SCALARS 7
+extern const staleness_field_t RECORD_STALENESS_FIELDS[RECORD_STALENESS_SCALARS];
+#define RECORD_STALENESS_HIST "h%d" /* a histogram bucket's field: its index */
+#define RECORD_STALENESS_ARGS_MAX (2 * (RECORD_STALENESS_SCALARS + STALENESS_BUCKETS))
+
+/* As record_fields_hset, for the staleness hash: every field of st. */
+int record_staleness_hset(const staleness_t *st, const char **argv, size_t *len, char (*store)[RECORD_VALUE_MAX],
+                          int cap);
+
+/* Sets the field called name of st to v: 0, or -1 when no field is called that. */
+int record_staleness_set(staleness_t *st, const char *name, long long v);
 
 #endif

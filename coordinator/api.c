@@ -836,15 +836,7 @@ static int staleness_from_reply(const redisReply *r, staleness_t *s)
     for (size_t i = 0; i + 1 < r->elements; i += 2) {
         const char *k = reply_str(r->element[i]);
         long long v = reply_int(r->element[i + 1], 0);
-        if (!k) continue;
-        if (strcmp(k, "count") == 0) s->count = v;
-        else if (strcmp(k, "sum") == 0) s->sum = v;
-        else if (strcmp(k, "sumsq") == 0) s->sumsq = v;
-        else if (strcmp(k, "max") == 0) s->max = v;
-        else if (strcmp(k, "p50") == 0) s->p50 = v;
-        else if (strcmp(k, "p95") == 0) s->p95 = v;
-        else if (strcmp(k, "overflow") == 0) s->overflow = v;
-        else if (k[0] == 'h' && k[1] >= '0' && k[1] < '0' + STALENESS_BUCKETS && !k[2]) s->hist[k[1] - '0'] = v;
+        if (k) record_staleness_set(s, k, v); /* a field of no name it knows is left alone */
     }
     return 1;
 }

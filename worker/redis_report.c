@@ -181,10 +181,10 @@ static int sink_write(metrics_sink_t *base, const metrics_record_t *recs, const 
     return 0;
 }
 
-/* Argument vector for one command, formatted into fixed storage. */
 /* Argument vector for one command, formatted into fixed storage: the node hash's HSET
  * (its key and the rank record's fields) is the longest. */
 #define ARGS_MAX (2 + RECORD_ARGS_MAX)
+_Static_assert(RECORD_STALENESS_ARGS_MAX <= RECORD_ARGS_MAX, "the staleness hash's HSET fits too");
 typedef struct {
     int argc;
     const char *argv[ARGS_MAX];
@@ -197,21 +197,6 @@ static void arg_str(args_t *a, const char *s)
     a->argv[a->argc] = s;
     a->len[a->argc] = strlen(s);
     a->argc++;
-}
-
-static void arg_fmt(args_t *a, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(a->store[a->argc], sizeof a->store[0], fmt, ap);
-    va_end(ap);
-    arg_str(a, a->store[a->argc]);
-}
-
-static void arg_int(args_t *a, const char *name, long long v)
-{
-    arg_str(a, name);
-    arg_fmt(a, "%lld", v);
 }
 
 static void append(redisContext *c, args_t *a) { redisAppendCommandArgv(c, a->argc, a->argv, a->len); }
@@ -517,17 +502,7 @@ static int round_trip(rsink_t *s)
         const staleness_t *st = &rec.staleness;
         arg_str(&b, "HSET");
         arg_str(&b, s->k_stale);
-        arg_int(&b, "count", (long long)st->count);
-        arg_int(&b, "sum", (long long)st->sum);
-        arg_int(&b, "sumsq", (long long)st->sumsq);
-        arg_int(&b, "max", (long long)st->max);
-        arg_int(&b, "p50", (long long)st->p50);
-        arg_int(&b, "p95", (long long)st->p95);
-        arg_int(&b, "overflow", (long long)st->overflow);
-        for (int h = 0; h < STALENESS_BUCKETS; h++) {
-            arg_fmt(&b, "h%d", h);
-            arg_fmt(&b, "%lld", (long long)st->hist[h]);
-        }
+        b.argc += record_staleness_hset(st, b.argv + b.argc, b.len + b.argc, b.store + b.argc, ARGS_MAX - b.argc);
         append(s->c, &b);
         ncmd++;
     }

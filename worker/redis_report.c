@@ -403,6 +403,98 @@ static void node_record(const rsink_t *s, const metrics_record_t *rec, const cha
     }
 }
 
+/* Appends the backlog's entries to the pipeline: the full stream's first (their replies
+ * are the first nb), then the coarse stream's copies. Returns how many copies. */
+static int append_xadds(rsink_t *s, char *const *batch, int nb)
+{
+    static const char *const xadd_head[] = {"XADD", NULL, "MAXLEN", "~", NULL, "*", "json"};
+    char maxlen[16], maxlen_coarse[16];
+    snprintf(maxlen, sizeof maxlen, "%d", REDIS_REPORT_STREAM_MAXLEN);
+    snprintf(maxlen_coarse, sizeof maxlen_coarse, "%d", REDIS_REPORT_COARSE_MAXLEN);
+    int nc = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < nb; i++) {
+            if (pass == 1 && batch[i][0] != '+') continue;
+            const char *argv[8];
+            size_t len[8];
+            memcpy(argv, xadd_head, sizeof xadd_head);
+            argv[1] = pass ? s->k_coarse : s->k_stream;
+            argv[4] = pass ? maxlen_coarse : maxlen;
+            argv[7] = batch[i] + 1;
+            for (int k = 0; k < 8; k++) len[k] = strlen(argv[k]);
+            redisAppendCommandArgv(s->c, 8, argv, len);
+            nc += pass;
+        }
+    }
+    return nc;
+}
+
+/* Reads the round trip's ncmd replies: an entry of the full stream refused by the server
+ * is dropped and counted, one that reached it is freed (batch[i] = NULL); the last reply
+ * is the assignment. Returns 0 when the connection failed before every reply came. */
+static int read_replies(rsink_t *s, char **batch, int nb, int nc, int ncmd)
+{
+    int ok = 1;
+    for (int i = 0; i < ncmd; i++) {
+        redisReply *r = NULL;
+        if (redisGetReply(s->c, (void **)&r) != REDIS_OK || !r) {
+            ok = 0;
+            break;
+        }
+        if (i < nb) {
+            if (r->type == REDIS_REPLY_ERROR) {
+                /* The server refused the entry (e.g. the key holds another type): resending
+                 * cannot help, so it is dropped and counted. */
+                if (s->xadd_errors++ == 0) rlog(s->rank, "XADD %s: %s", s->k_stream, r->str);
+                pthread_mutex_lock(&s->lock);
+                s->dropped++;
+                pthread_mutex_unlock(&s->lock);
+            }
+            free(batch[i]);
+            batch[i] = NULL;
+        } else if (i < nb + nc) {
+            if (r->type == REDIS_REPLY_ERROR && s->xadd_errors++ == 0)
+                rlog(s->rank, "XADD %s: %s", s->k_coarse, r->str);
+        } else if (i == ncmd - 1) {
+            take_assignment(s, r);
+        }
+        freeReplyObject(r);
+    }
+    return ok;
+}
+
+/* Appends the node hash (one loop over the rank record's table, common/record_fields.h),
+ * the deletion of a wait report that ended, and the staleness hash (st NULL: no step
+ * record yet). Returns how many commands. */
+static int append_hashes(rsink_t *s, const rank_record_t *nr, int waiting, const staleness_t *st)
+{
+    int n = 0;
+    args_t a = {0};
+    arg_str(&a, "HSET");
+    arg_str(&a, s->k_node);
+    a.argc += record_fields_hset(nr, a.argv + a.argc, a.len + a.argc, a.store + a.argc, ARGS_MAX - a.argc);
+    append(s->c, &a);
+    n++;
+    if (!waiting && s->wait_shown) {
+        args_t d = {0};
+        arg_str(&d, "HDEL");
+        arg_str(&d, s->k_node);
+        for (int f = 0; f < RF_N; f++)
+            if (RECORD_FIELDS[f].group == RFG_WAITING) arg_str(&d, RECORD_FIELDS[f].name);
+        append(s->c, &d);
+        n++;
+    }
+    if (st) {
+        args_t b = {0};
+        arg_str(&b, "HSET");
+        arg_str(&b, s->k_stale);
+        b.argc += record_staleness_hset(st, b.argv + b.argc, b.len + b.argc, b.store + b.argc, ARGS_MAX - b.argc);
+        append(s->c, &b);
+        n++;
+    }
+    return n;
+}
+
 /* One round trip: the backlog (up to PIPELINE_MAX entries), the node and staleness
  * hashes with the heartbeat, and the assignment read, in a single pipeline. Returns 1
  * when more backlog is waiting. */
@@ -458,83 +550,14 @@ static int round_trip(rsink_t *s)
     }
     nr.heartbeat = clock_wall_s();
 
-    static const char *const xadd_head[] = {"XADD", NULL, "MAXLEN", "~", NULL, "*", "json"};
-    char maxlen[16], maxlen_coarse[16];
-    snprintf(maxlen, sizeof maxlen, "%d", REDIS_REPORT_STREAM_MAXLEN);
-    snprintf(maxlen_coarse, sizeof maxlen_coarse, "%d", REDIS_REPORT_COARSE_MAXLEN);
-    /* The full stream's entries first (their replies are the first nb), then the coarse
-     * stream's (nc). */
-    int nc = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        for (int i = 0; i < nb; i++) {
-            if (pass == 1 && batch[i][0] != '+') continue;
-            const char *argv[8];
-            size_t len[8];
-            memcpy(argv, xadd_head, sizeof xadd_head);
-            argv[1] = pass ? s->k_coarse : s->k_stream;
-            argv[4] = pass ? maxlen_coarse : maxlen;
-            argv[7] = batch[i] + 1;
-            for (int k = 0; k < 8; k++) len[k] = strlen(argv[k]);
-            redisAppendCommandArgv(s->c, 8, argv, len);
-            nc += pass;
-        }
-    }
+    int nc = append_xadds(s, batch, nb);
     int ncmd = nb + nc;
 
-    /* The node hash: one loop over the rank record's table (common/record_fields.h). */
-    args_t a = {0};
-    arg_str(&a, "HSET");
-    arg_str(&a, s->k_node);
-    a.argc += record_fields_hset(&nr, a.argv + a.argc, a.len + a.argc, a.store + a.argc, ARGS_MAX - a.argc);
-    append(s->c, &a);
-    ncmd++;
-    if (!waiting && s->wait_shown) {
-        args_t d = {0};
-        arg_str(&d, "HDEL");
-        arg_str(&d, s->k_node);
-        for (int f = 0; f < RF_N; f++)
-            if (RECORD_FIELDS[f].group == RFG_WAITING) arg_str(&d, RECORD_FIELDS[f].name);
-        append(s->c, &d);
-        ncmd++;
-    }
-    if (have) {
-        args_t b = {0};
-        const staleness_t *st = &rec.staleness;
-        arg_str(&b, "HSET");
-        arg_str(&b, s->k_stale);
-        b.argc += record_staleness_hset(st, b.argv + b.argc, b.len + b.argc, b.store + b.argc, ARGS_MAX - b.argc);
-        append(s->c, &b);
-        ncmd++;
-    }
+    ncmd += append_hashes(s, &nr, waiting, have ? &rec.staleness : NULL);
     redisAppendCommand(s->c, "HMGET %s version batches", s->k_assign);
     ncmd++;
 
-    int ok = 1;
-    for (int i = 0; i < ncmd; i++) {
-        redisReply *r = NULL;
-        if (redisGetReply(s->c, (void **)&r) != REDIS_OK || !r) {
-            ok = 0;
-            break;
-        }
-        if (i < nb) {
-            if (r->type == REDIS_REPLY_ERROR) {
-                /* The server refused the entry (e.g. the key holds another type): resending
-                 * cannot help, so it is dropped and counted. */
-                if (s->xadd_errors++ == 0) rlog(s->rank, "XADD %s: %s", s->k_stream, r->str);
-                pthread_mutex_lock(&s->lock);
-                s->dropped++;
-                pthread_mutex_unlock(&s->lock);
-            }
-            free(batch[i]);
-            batch[i] = NULL;
-        } else if (i < nb + nc) {
-            if (r->type == REDIS_REPLY_ERROR && s->xadd_errors++ == 0)
-                rlog(s->rank, "XADD %s: %s", s->k_coarse, r->str);
-        } else if (i == ncmd - 1) {
-            take_assignment(s, r);
-        }
-        freeReplyObject(r);
-    }
+    int ok = read_replies(s, batch, nb, nc, ncmd);
     if (!ok) {
         /* Entries whose replies did not come back are resent after the reconnect. */
         pthread_mutex_lock(&s->lock);

@@ -23,7 +23,7 @@ static const struct {
 
 #define CAPS_OUT_MAX (1 << 16) /* bound on what either answer may hold */
 
-static void set(wcaps_t *out, size_t i) { *(int *)(void *)((char *)out + ASKED[i].at) = 1; }
+static void caps_set(wcaps_t *out, size_t i) { *(int *)(void *)((char *)out + ASKED[i].at) = 1; }
 
 int wcaps_from_json(const char *text, wcaps_t *out)
 {
@@ -40,14 +40,14 @@ int wcaps_from_json(const char *text, wcaps_t *out)
     {
         const char *name = json_string_value(o);
         for (size_t i = 0; name && i < NASKED; i++)
-            if (strcmp(name, ASKED[i].option) == 0) set(out, i);
+            if (strcmp(name, ASKED[i].option) == 0) caps_set(out, i);
     }
     json_decref(j);
     return 0;
 }
 
 /* Whether option stands in help as a whole word: not followed by a letter, digit or '-'. */
-static int has_word(const char *help, const char *option)
+static int help_has(const char *help, const char *option)
 {
     size_t n = strlen(option);
     for (const char *p = strstr(help, option); p; p = strstr(p + 1, option)) {
@@ -63,7 +63,7 @@ void wcaps_from_help(const char *help, wcaps_t *out)
 {
     memset(out, 0, sizeof *out);
     for (size_t i = 0; help && i < NASKED; i++)
-        if (has_word(help, ASKED[i].option)) set(out, i);
+        if (help_has(help, ASKED[i].option)) caps_set(out, i);
 }
 
 int wcaps_probe(const char *path, wcaps_t *out)
@@ -74,7 +74,7 @@ int wcaps_probe(const char *path, wcaps_t *out)
     /* Only a worker whose help names --capabilities is run with it: an older binary
      * might not refuse an unknown option before doing its work. */
     const char *caps[] = {path, "--capabilities", NULL};
-    if (text && has_word(text, "--capabilities") && launch_capture(caps, text, CAPS_OUT_MAX, 10.0) == 0 &&
+    if (text && help_has(text, "--capabilities") && launch_capture(caps, text, CAPS_OUT_MAX, 10.0) == 0 &&
         wcaps_from_json(text, out) == 0) {
         free(text);
         return 1;

@@ -114,6 +114,7 @@ static int bench_redisGetReply(redisContext *c, void **reply)
 #include "../coordinator/stall.c"
 #include "../coordinator/supervise.c"
 #include "../coordinator/tickconn.c"
+#include "../coordinator/wcaps.c"
 
 #undef redisCommand
 #undef redisCommandArgv

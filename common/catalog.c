@@ -246,7 +246,7 @@ static int dataset_check(const catalog_dataset_t *d, char *err, size_t errlen)
     if (d->source != CATALOG_USER)
         return errmsg(err, errlen, "data set %s: source must be user (built-in data sets are rows of common/catalog.c)",
                       n);
-    if (d->format != CATALOG_FORMAT_IDX && d->format != CATALOG_FORMAT_CIFAR && !catalog_format_is_user(d->format))
+    if ((unsigned)d->format >= CATALOG_FORMAT_N)
         return errmsg(err, errlen, "data set %s: unknown format %d", n, (int)d->format);
     if (catalog_format_is_user(d->format)) return user_dataset_check(d, err, errlen);
     if (d->C < 1 || d->C > CATALOG_CHANNELS_MAX || d->H < 1 || d->W < 1 || (long)d->H * d->W > (1L << 28))
@@ -491,15 +491,35 @@ const char *catalog_source_name(catalog_source_t s)
     return "unknown";
 }
 
+static const struct {
+    const char *name;
+    int user;
+    const char *path_is;
+} FORMATS[] = {
+#define CATALOG_FORMAT_ROW(e, name, user, path_is) [e] = {name, user, path_is},
+    CATALOG_FORMATS(CATALOG_FORMAT_ROW)
+#undef CATALOG_FORMAT_ROW
+};
+_Static_assert(sizeof FORMATS / sizeof FORMATS[0] == CATALOG_FORMAT_N, "a row per format");
+
 const char *catalog_format_name(catalog_format_t f)
 {
-    switch (f) {
-    case CATALOG_FORMAT_IDX: return "idx";
-    case CATALOG_FORMAT_CIFAR: return "cifar";
-    case CATALOG_FORMAT_IMAGEFOLDER: return "imagefolder";
-    case CATALOG_FORMAT_NPZ: return "npz";
-    }
-    return "unknown";
+    return (unsigned)f < CATALOG_FORMAT_N ? FORMATS[f].name : "unknown";
 }
 
-int catalog_format_is_user(catalog_format_t f) { return f == CATALOG_FORMAT_IMAGEFOLDER || f == CATALOG_FORMAT_NPZ; }
+int catalog_format_is_user(catalog_format_t f) { return (unsigned)f < CATALOG_FORMAT_N && FORMATS[f].user; }
+
+const char *catalog_format_path_is(catalog_format_t f)
+{
+    return (unsigned)f < CATALOG_FORMAT_N ? FORMATS[f].path_is : "";
+}
+
+int catalog_format_parse(const char *name, catalog_format_t *out)
+{
+    for (int f = 0; name && f < CATALOG_FORMAT_N; f++)
+        if (strcmp(FORMATS[f].name, name) == 0) {
+            *out = (catalog_format_t)f;
+            return 0;
+        }
+    return -1;
+}

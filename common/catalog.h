@@ -49,14 +49,23 @@ typedef enum {
     CATALOG_UPLOADED = 3,
 } catalog_source_t;
 
-/* How a data set's files are read (worker/data.c, worker/dsload.c); the API says "idx",
- * "cifar", "imagefolder", "npz": dataset.format's values. */
-typedef enum {
-    CATALOG_FORMAT_IDX = 0,         /* IDX images + labels (MNIST's), each maybe gzipped */
-    CATALOG_FORMAT_CIFAR = 1,       /* CIFAR-10 binary batches of 3073-byte records */
-    CATALOG_FORMAT_IMAGEFOLDER = 2, /* fixed_dir/train/CLASS/FILE, fixed_dir/test/CLASS/FILE */
-    CATALOG_FORMAT_NPZ = 3,         /* fixed_dir is a NumPy .npz: x_train, y_train, x_test, y_test */
-} catalog_format_t;
+/* How a data set's files are read: dataset.format's values, one row each (the one home of
+ * the formats: the enum, their names, which are a user's, what dataset.path names; the
+ * spec's choices, common/dsprobe.c's probes and worker/dsload.c's readers dispatch on it).
+ *   idx          IDX images + labels (MNIST's), each maybe gzipped (worker/data.c)
+ *   cifar        CIFAR-10 binary batches of 3073-byte records (worker/data.c)
+ *   imagefolder  fixed_dir/train/CLASS/FILE, fixed_dir/test/CLASS/FILE (worker/dsload.c)
+ *   npz          fixed_dir is a NumPy .npz: x_train, y_train, x_test, y_test (worker/dsload.c)
+ * X(enum, name, a user's data set: read by worker/dsload.c from one path, what that path is) */
+#define CATALOG_FORMATS(X)                                                                    \
+    X(CATALOG_FORMAT_IDX, "idx", 0, "")                                                       \
+    X(CATALOG_FORMAT_CIFAR, "cifar", 0, "")                                                   \
+    X(CATALOG_FORMAT_IMAGEFOLDER, "imagefolder", 1, "the folder that holds train/ and test/") \
+    X(CATALOG_FORMAT_NPZ, "npz", 1, "the .npz file")
+
+#define CATALOG_FORMAT_ENUM(e, name, user, path_is) e,
+typedef enum { CATALOG_FORMATS(CATALOG_FORMAT_ENUM) CATALOG_FORMAT_N } catalog_format_t;
+#undef CATALOG_FORMAT_ENUM
 
 typedef struct {
     char name[CATALOG_NAME_MAX]; /* the spec's "model" */
@@ -208,5 +217,9 @@ const char *catalog_format_name(catalog_format_t f);
 /* 1 for the formats a user's data set comes in (imagefolder, npz: read by worker/dsload.c
  * from one path, decoded into the shared cache), 0 for the built-in readers' (idx, cifar). */
 int catalog_format_is_user(catalog_format_t f);
+/* What dataset.path names for a user's format ("" for the built-in readers'). */
+const char *catalog_format_path_is(catalog_format_t f);
+/* The format called name: 0, or -1 when none is ("auto" is none). */
+int catalog_format_parse(const char *name, catalog_format_t *out);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog.h"
 #include "imgfolder.h"
 
 #define DSPROBE_MAX_SIDE 16384
@@ -164,24 +165,38 @@ int dsprobe_npz(npz_t *z, const char *layout, dsprobe_t *out, int32_t *labels[2]
     return 0;
 }
 
+/* The probes of the formats that have one (a user's: the built-in readers' files are the
+ * catalog's own), indexed by the format (common/catalog.h). */
+static int probe_npz(const char *path, const char *layout, dsprobe_t *out, char *err, size_t errlen)
+{
+    npz_t *z;
+    if (npz_open(path, &z, err, errlen) != 0) return -1;
+    int rc = dsprobe_npz(z, layout, out, NULL, NULL, err, errlen);
+    npz_close(z);
+    return rc;
+}
+
+static int probe_folder(const char *path, const char *layout, dsprobe_t *out, char *err, size_t errlen)
+{
+    (void)layout;
+    imgfolder_t f;
+    if (imgfolder_scan(path, 0, &f, err, errlen) != 0) return -1;
+    out->classes = f.nclasses;
+    out->ntrain = f.ntrain;
+    out->ntest = f.ntest;
+    imgfolder_free(&f);
+    return 0;
+}
+
+static int (*const PROBES[CATALOG_FORMAT_N])(const char *, const char *, dsprobe_t *, char *, size_t) = {
+    [CATALOG_FORMAT_IMAGEFOLDER] = probe_folder,
+    [CATALOG_FORMAT_NPZ] = probe_npz,
+};
+
 int dsprobe(const char *format, const char *path, const char *layout, dsprobe_t *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    if (strcmp(format, "npz") == 0) {
-        npz_t *z;
-        if (npz_open(path, &z, err, errlen) != 0) return -1;
-        int rc = dsprobe_npz(z, layout, out, NULL, NULL, err, errlen);
-        npz_close(z);
-        return rc;
-    }
-    if (strcmp(format, "imagefolder") == 0) {
-        imgfolder_t f;
-        if (imgfolder_scan(path, 0, &f, err, errlen) != 0) return -1;
-        out->classes = f.nclasses;
-        out->ntrain = f.ntrain;
-        out->ntest = f.ntest;
-        imgfolder_free(&f);
-        return 0;
-    }
+    catalog_format_t f;
+    if (catalog_format_parse(format, &f) == 0 && PROBES[f]) return PROBES[f](path, layout, out, err, errlen);
     return errmsg(err, errlen, "dataset.format: %s has nothing to probe (only imagefolder and npz)", format);
 }

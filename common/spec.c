@@ -119,7 +119,9 @@ static const char *const NO_DECAY[] = {"default", "auto", "none", NULL};
 static const char *const ASYNC_MOMENTA[] = {"explicit", "compensated", NULL};
 static const char *const ON_COLLAPSE[] = {"continue", "fail", "restart", NULL};
 static const char *const PRIORITIES[] = {"high", "normal", "low", NULL};
-static const char *const FORMATS[] = {"auto", "idx", "cifar", "imagefolder", "npz", NULL};
+#define FORMAT_NAME(e, name, user, path_is) name,
+static const char *const FORMATS[] = {"auto", CATALOG_FORMATS(FORMAT_NAME) NULL};
+#undef FORMAT_NAME
 static const char *const LAYOUTS[] = {"nhwc", "nchw", NULL};
 #define MAX_SIDE 16384 /* dataset.resize: worker/image.h's IMAGE_MAX_SIDE */
 
@@ -863,8 +865,8 @@ const char *spec_dataset_format(const job_spec_t *s)
 
 int spec_dataset_is_user(const job_spec_t *s)
 {
-    const char *f = spec_dataset_format(s);
-    return strcmp(f, "imagefolder") == 0 || strcmp(f, "npz") == 0;
+    catalog_format_t f;
+    return catalog_format_parse(spec_dataset_format(s), &f) == 0 && catalog_format_is_user(f);
 }
 
 /* The dataset section: a format that fits the name, a path where the format needs one,
@@ -876,12 +878,14 @@ static int cross_check_dataset(errbuf_t *e, const job_spec_t *s)
     /* resolve_dataset checked dataset.name (a user's set by path may carry any label) */
     if (catalog_dataset_get(ds, &d) != 0 && !spec_dataset_is_user(s))
         return fail(e, "dataset.name: %s is no longer in the catalog", ds);
-    if ((strcmp(fmt, "idx") == 0 || strcmp(fmt, "cifar") == 0) && strcmp(fmt, catalog_format_name(d.format)) != 0)
+    catalog_format_t f;
+    int named = catalog_format_parse(fmt, &f) == 0; /* not "auto" */
+    if (named && !catalog_format_is_user(f) && f != d.format)
         return fail(e, "dataset.format: %s is not the format of dataset.name %s (%s)", fmt, ds,
                     catalog_format_name(d.format));
     if (spec_dataset_is_user(s) && !s->dataset.path[0])
         return fail(e, "dataset.path: required with dataset.format %s (%s)", fmt,
-                    strcmp(fmt, "npz") == 0 ? "the .npz file" : "the folder that holds train/ and test/");
+                    catalog_format_path_is(named ? f : CATALOG_FORMAT_IMAGEFOLDER));
     if (s->dataset.nresize != 0 && s->dataset.nresize != 2)
         return fail(e, "dataset.resize: must be [H, W] or [], has %d entr%s", s->dataset.nresize,
                     s->dataset.nresize == 1 ? "y" : "ies");

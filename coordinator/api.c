@@ -22,6 +22,7 @@
 #include "dsprobe.h"
 #include "memest.h"
 #include "policy.h"
+#include "record_fields.h"
 #include "run.h"
 #include "simjob.h"
 #include "stall.h"
@@ -836,15 +837,7 @@ static int staleness_from_reply(const redisReply *r, staleness_t *s)
     for (size_t i = 0; i + 1 < r->elements; i += 2) {
         const char *k = reply_str(r->element[i]);
         long long v = reply_int(r->element[i + 1], 0);
-        if (!k) continue;
-        if (strcmp(k, "count") == 0) s->count = v;
-        else if (strcmp(k, "sum") == 0) s->sum = v;
-        else if (strcmp(k, "sumsq") == 0) s->sumsq = v;
-        else if (strcmp(k, "max") == 0) s->max = v;
-        else if (strcmp(k, "p50") == 0) s->p50 = v;
-        else if (strcmp(k, "p95") == 0) s->p95 = v;
-        else if (strcmp(k, "overflow") == 0) s->overflow = v;
-        else if (k[0] == 'h' && k[1] >= '0' && k[1] < '0' + STALENESS_BUCKETS && !k[2]) s->hist[k[1] - '0'] = v;
+        if (k) record_staleness_set(s, k, v); /* a field of no name it knows is left alone */
     }
     return 1;
 }
@@ -882,7 +875,8 @@ int coord_nodes(coordinator_t *c, const char *id, json_t **out)
     redisAppendCommand(rc, "HGETALL %s", key);
     ranks = json_array();
     double now = clock_wall_s();
-    static const char *const NODE_STRINGS[] = {"host", "device", "role", NODE_WAITING, NULL};
+    const char *node_strings[RF_N + 1];
+    record_fields_strings(node_strings);
     for (long long r = 0; r < world; r++) {
         redisReply *n = NULL, *s = NULL;
         if (redisGetReply(rc, (void **)&n) != REDIS_OK || !n || redisGetReply(rc, (void **)&s) != REDIS_OK || !s) {
@@ -891,16 +885,18 @@ int coord_nodes(coordinator_t *c, const char *id, json_t **out)
             code = COORD_EUNAVAIL;
             goto out;
         }
-        json_t *o = hash_object(n, NODE_STRINGS);
-        json_object_set_new(o, "rank", json_integer(r));
-        double hb = json_number_value(json_object_get(o, "heartbeat"));
-        if (hb > 0) json_object_set_new(o, "heartbeat_age_s", json_real(now - hb));
+        /* The fields are the rank record's (common/record_fields.h). */
+        json_t *o = hash_object(n, node_strings);
+        json_object_set_new(o, RECORD_FIELDS[RF_RANK].name, json_integer(r));
+        double hb = json_number_value(json_object_get(o, RECORD_FIELDS[RF_HEARTBEAT].name));
+        if (hb > 0) json_object_set_new(o, RECORD_FIELDS[RF_HEARTBEAT_AGE_S].name, json_real(now - hb));
         /* Rank 0's collapse detector (worker/health.h): an object, checked as the tick
          * checks it, or nothing. */
-        const char *hs = json_string_value(json_object_get(o, NODE_HEALTH));
+        const char *health = RECORD_FIELDS[RF_HEALTH].name;
+        const char *hs = json_string_value(json_object_get(o, health));
         json_t *hp = hs && strlen(hs) < 4096 ? json_loads(hs, 0, NULL) : NULL, *hc = run_health_clean(hp);
-        if (hc) json_object_set_new(o, NODE_HEALTH, hc);
-        else json_object_del(o, NODE_HEALTH);
+        if (hc) json_object_set_new(o, health, hc);
+        else json_object_del(o, health);
         json_decref(hp);
         staleness_t st;
         if (staleness_from_reply(s, &st)) {

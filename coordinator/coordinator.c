@@ -26,6 +26,7 @@
 #include "simjob.h"
 #include "tickconn.h"
 #include "version.h"
+#include "wcaps.h"
 
 void coord_config_defaults(coord_config_t *cfg)
 {
@@ -560,25 +561,22 @@ static int start_launcher(coordinator_t *c, const coord_config_t *cfg, char *err
     return COORD_OK;
 }
 
-/* Which options the worker knows, from its --help: only a worker that knows --redis/--job
- * gets them (an older one would reject the unknown option and every job would fail with
- * exit 2). */
+/* Which options the worker knows (its --capabilities, or an older worker's --help:
+ * coordinator/wcaps.h): only a worker that knows an option gets it (an older one would
+ * reject the unknown option and every job would fail with exit 2). */
 static void probe_worker_options(coordinator_t *c)
 {
-    enum { HELP_MAX = 1 << 16 };
-    char *help = malloc(HELP_MAX);
-    const char *argv[] = {c->worker, "--help", NULL};
-    if (help) launch_capture(argv, help, HELP_MAX, 10.0);
-    c->worker_has_redis = help && strstr(help, "--redis") != NULL;
-    c->worker_has_password_file = help && strstr(help, "--redis-password-file") != NULL;
-    c->worker_has_world = help && strstr(help, "--world") != NULL;
-    c->worker_has_collapse = help && strstr(help, "--resume-before") != NULL;
-    c->worker_has_netprobe = help && strstr(help, "--netprobe") != NULL;
-    c->worker_has_data_cache = help && strstr(help, "--data-cache") != NULL;
-    c->worker_has_data_root = help && strstr(help, "--data-root") != NULL;
-    c->worker_has_model_onnx = help && strstr(help, "--model-onnx") != NULL;
-    c->worker_has_fence = help && strstr(help, "--fence") != NULL;
-    free(help);
+    wcaps_t caps;
+    wcaps_probe(c->worker, &caps);
+    c->worker_has_redis = caps.redis;
+    c->worker_has_password_file = caps.password_file;
+    c->worker_has_world = caps.world;
+    c->worker_has_collapse = caps.collapse;
+    c->worker_has_netprobe = caps.netprobe;
+    c->worker_has_data_cache = caps.data_cache;
+    c->worker_has_data_root = caps.data_root;
+    c->worker_has_model_onnx = caps.model_onnx;
+    c->worker_has_fence = caps.fence;
     if (!c->worker_has_redis)
         clog_printf("worker %s has no --redis option: jobs run without metrics, heartbeats and batch plans", c->worker);
 }

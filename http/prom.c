@@ -8,7 +8,7 @@
 
 #include "phases.h"
 #include "query.h"
-#include "redis_keys.h"
+#include "record_fields.h"
 #include "textbuf.h"
 
 
@@ -41,72 +41,68 @@ static void sb_value(textbuf_t *b, double v)
     else textbuf_printf(b, "%.9g\n", v);
 }
 
-typedef enum { RANK_FIELD, RANK_STALENESS } source_t;
-
+/* The staleness families, from the rank object's "staleness" object (the API's summary
+ * of the rank's staleness hash); the rank record's own families are the rows of
+ * common/record_fields.h that name a metric. */
 typedef struct {
     const char *name;
     const char *type;
     const char *help;
-    source_t source;
-    const char *key; /* field of the rank object, or of its "staleness" object */
-} rank_family_t;
+    const char *key; /* field of the rank's "staleness" object */
+} stale_family_t;
 
-/* One row per per-rank family: the text is a loop over this table. A value that is not a
- * number (null: not measured, or absent) exports no sample at all, never a 0 (issue 29). */
-static const rank_family_t RANK_FAMILIES[] = {
-    {"pacer_rank_samples_per_second", "gauge", "Training throughput of the rank (EWMA of samples/s).", RANK_FIELD,
-     "samples_per_s"},
-    {"pacer_rank_staleness_mean", "gauge", "Mean staleness of the updates the rank applied.", RANK_STALENESS, "mean"},
-    {"pacer_rank_staleness_p95", "gauge", "95th percentile staleness of the rank's updates.", RANK_STALENESS, "p95"},
-    {"pacer_rank_staleness_updates_total", "counter", "Updates counted in the rank's staleness statistics.",
-     RANK_STALENESS, "count"},
-    {"pacer_rank_loss", "gauge", "Training loss of the rank's latest step.", RANK_FIELD, "loss"},
-    {"pacer_rank_batch_size", "gauge", "Batch size of the rank's latest step.", RANK_FIELD, "batch"},
-    {"pacer_rank_step", "gauge", "Steps the rank has done.", RANK_FIELD, "step"},
-    {"pacer_rank_epoch", "gauge", "Epoch the rank is in.", RANK_FIELD, "epoch"},
-    {"pacer_rank_heartbeat_age_seconds", "gauge", "Seconds since the rank's last heartbeat.", RANK_FIELD,
-     "heartbeat_age_s"},
-    {"pacer_rank_test_accuracy", "gauge", "Latest test accuracy reported by the rank.", RANK_FIELD, "test_accuracy"},
-    {"pacer_rank_noise_scale", "gauge", "Gradient noise scale (samples) the rank measured, smoothed.", RANK_FIELD,
-     "noise_scale"},
-    {"pacer_rank_global_batch", "gauge", "Global batch of the rank's latest synchronous step.", RANK_FIELD,
-     "global_batch"},
-    {"pacer_rank_goodput_samples_per_second", "gauge",
-     "Goodput of the latest step: global batch x statistical efficiency / step time (algorithm.goodput).", RANK_FIELD,
-     "goodput"},
-    {"pacer_rank_statistical_efficiency", "gauge",
-     "Statistical efficiency E(B) of the plan in force (algorithm.goodput).", RANK_FIELD, "efficiency"},
-    {"pacer_rank_lr_scale", "gauge", "Learning-rate scale (AdaScale's gain) of the plan in force (algorithm.goodput).",
-     RANK_FIELD, "lr_scale"},
-    /* ssgd, local-sgd, hier-bsp (worker/compress.h); absent where not measured. */
-    {"pacer_rank_comm_bytes_per_step", "gauge",
-     "Bytes the rank handed to MPI per training step (all-reduce and average payloads), mean over its steps.",
-     RANK_FIELD, "comm_bytes_per_step"},
-    {"pacer_rank_compression_ratio", "gauge",
-     "Plain / compressed payload of the rank's collectives under algorithm.compression (1 in warm-up).", RANK_FIELD,
-     "compression_ratio"},
-    {"pacer_rank_left_out", "gauge", "1 when the goodput planner leaves the rank out of the steps, else 0.", RANK_FIELD,
-     "left_out"},
-    /* GPU ranks with NVML only (worker/nvml.h); other ranks export none. */
-    {"pacer_rank_gpu_utilization_percent", "gauge", "Percent of the time a kernel ran on the rank's GPU (NVML).",
-     RANK_FIELD, NODE_GPU_UTIL_PCT},
-    {"pacer_rank_gpu_memory_used_bytes", "gauge", "Memory in use on the rank's GPU, by every process (NVML).",
-     RANK_FIELD, NODE_GPU_MEM_USED},
-    {"pacer_rank_gpu_memory_total_bytes", "gauge", "Memory of the rank's GPU (NVML).", RANK_FIELD, NODE_GPU_MEM_TOTAL},
+static const stale_family_t STALE_FAMILIES[] = {
+    {"pacer_rank_staleness_mean", "gauge", "Mean staleness of the updates the rank applied.", "mean"},
+    {"pacer_rank_staleness_p95", "gauge", "95th percentile staleness of the rank's updates.", "p95"},
+    {"pacer_rank_staleness_updates_total", "counter", "Updates counted in the rank's staleness statistics.", "count"},
 };
-#define NRANK_FAMILIES (sizeof RANK_FAMILIES / sizeof RANK_FAMILIES[0])
+#define NSTALE_FAMILIES (sizeof STALE_FAMILIES / sizeof STALE_FAMILIES[0])
 
 static void family_head(textbuf_t *b, const char *name, const char *type, const char *help)
 {
     textbuf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* The time breakdown (common/phases.h) as counters: the seconds of each rank's steps,
- * per phase, from the node hash's cumulative phase_<name>_s (worker/redis_report.c), and
- * the steps' wall time, which the phases add up to. */
-static void phase_families(textbuf_t *b, const prom_input_t *in)
+/* The rank's label: its rank field (RF_RANK). */
+static void rank_label(json_t *rank, char *lab, size_t len)
 {
-    char job[256], lab[64], key[32];
+    snprintf(lab, len, "%lld", (long long)json_integer_value(json_object_get(rank, RECORD_FIELDS[RF_RANK].name)));
+}
+
+/* One family with labels job and rank: each rank's field key, of the rank object itself or
+ * (stale) of its "staleness" object. A value that is not a number (null: not measured, or
+ * absent) exports no sample at all, never a 0 (issue 29). */
+static void rank_family(textbuf_t *b, const prom_input_t *in, const char *name, const char *type, const char *help,
+                        int stale, const char *key)
+{
+    char job[256], lab[64];
+    family_head(b, name, type, help);
+    for (size_t j = 0; j < in->nnodes; j++) {
+        if (prom_escape_label(json_string_value(json_object_get(in->nodes[j], "job")), job, sizeof job) != 0) continue;
+        size_t i;
+        json_t *rank;
+        json_array_foreach(json_object_get(in->nodes[j], "ranks"), i, rank)
+        {
+            json_t *src = stale ? json_object_get(rank, "staleness") : rank;
+            json_t *v = json_object_get(src, key);
+            if (!json_is_number(v)) continue;
+            /* A statistic of the rank's updates (all but their count) is absent until it
+             * has applied one, even where a worker from before issue 29 wrote 0 for the
+             * mean of none. */
+            if (stale && strcmp(key, "count") != 0 && !(json_number_value(json_object_get(src, "count")) > 0)) continue;
+            rank_label(rank, lab, sizeof lab);
+            textbuf_printf(b, "%s{job=\"%s\",rank=\"%s\"} ", name, job, lab);
+            sb_value(b, json_number_value(v));
+        }
+    }
+}
+
+/* The time breakdown (common/phases.h) as counters: the seconds of each rank's steps,
+ * per phase, from the node hash's cumulative phase fields (the rank record's RF_PHASE_S);
+ * the steps' wall time, which they add up to, is the record's step_s. */
+static void phase_family(textbuf_t *b, const prom_input_t *in)
+{
+    char job[256], lab[64], key[RECORD_VALUE_MAX];
     family_head(
         b, "pacer_rank_phase_seconds_total", "counter",
         "Seconds of the rank's training steps spent in each phase (they add up to pacer_rank_step_seconds_total).");
@@ -116,9 +112,9 @@ static void phase_families(textbuf_t *b, const prom_input_t *in)
         json_t *rank;
         json_array_foreach(json_object_get(in->nodes[j], "ranks"), i, rank)
         {
-            snprintf(lab, sizeof lab, "%lld", (long long)json_integer_value(json_object_get(rank, "rank")));
+            rank_label(rank, lab, sizeof lab);
             for (int ph = 0; ph < PHASE_N; ph++) {
-                snprintf(key, sizeof key, "phase_%s_s", PHASE_NAMES[ph]);
+                snprintf(key, sizeof key, RECORD_FIELDS[RF_PHASE_S].name, PHASE_NAMES[ph]);
                 json_t *v = json_object_get(rank, key);
                 if (!json_is_number(v)) continue;
                 textbuf_printf(b, "pacer_rank_phase_seconds_total{job=\"%s\",rank=\"%s\",phase=\"%s\"} ", job, lab,
@@ -127,26 +123,12 @@ static void phase_families(textbuf_t *b, const prom_input_t *in)
             }
         }
     }
-    family_head(b, "pacer_rank_step_seconds_total", "counter", "Wall-clock seconds of the rank's training steps.");
-    for (size_t j = 0; j < in->nnodes; j++) {
-        if (prom_escape_label(json_string_value(json_object_get(in->nodes[j], "job")), job, sizeof job) != 0) continue;
-        size_t i;
-        json_t *rank;
-        json_array_foreach(json_object_get(in->nodes[j], "ranks"), i, rank)
-        {
-            json_t *v = json_object_get(rank, "step_s");
-            if (!json_is_number(v)) continue;
-            snprintf(lab, sizeof lab, "%lld", (long long)json_integer_value(json_object_get(rank, "rank")));
-            textbuf_printf(b, "pacer_rank_step_seconds_total{job=\"%s\",rank=\"%s\"} ", job, lab);
-            sb_value(b, json_number_value(v));
-        }
-    }
 }
 
 char *prom_render(const prom_input_t *in, size_t *len)
 {
     textbuf_t b = {0};
-    char job[256], lab[64];
+    char job[256];
 
     family_head(&b, "pacer_redis_up", "gauge", "Whether the job store (Redis) answered this scrape.");
     textbuf_printf(&b, "pacer_redis_up %d\n", in->redis_up ? 1 : 0);
@@ -165,32 +147,17 @@ char *prom_render(const prom_input_t *in, size_t *len)
             textbuf_printf(&b, "pacer_job_restarts{job=\"%s\"} %ld\n", job, in->restarts[j]);
         }
     }
-    for (size_t f = 0; f < NRANK_FAMILIES && in->nnodes > 0; f++) {
-        const rank_family_t *fam = &RANK_FAMILIES[f];
-        family_head(&b, fam->name, fam->type, fam->help);
-        for (size_t j = 0; j < in->nnodes; j++) {
-            if (prom_escape_label(json_string_value(json_object_get(in->nodes[j], "job")), job, sizeof job) != 0)
-                continue;
-            size_t i;
-            json_t *rank;
-            json_array_foreach(json_object_get(in->nodes[j], "ranks"), i, rank)
-            {
-                json_t *src = fam->source == RANK_FIELD ? rank : json_object_get(rank, "staleness");
-                json_t *v = json_object_get(src, fam->key);
-                if (!json_is_number(v)) continue;
-                /* A statistic of the rank's updates (all but their count) is absent until it
-                 * has applied one, even where a worker from before issue 29 wrote 0 for the
-                 * mean of none. */
-                if (fam->source == RANK_STALENESS && strcmp(fam->key, "count") != 0 &&
-                    !(json_number_value(json_object_get(src, "count")) > 0))
-                    continue;
-                snprintf(lab, sizeof lab, "%lld", (long long)json_integer_value(json_object_get(rank, "rank")));
-                textbuf_printf(&b, "%s{job=\"%s\",rank=\"%s\"} ", fam->name, job, lab);
-                sb_value(&b, json_number_value(v));
-            }
+    if (in->nnodes > 0) {
+        for (int f = 0; f < RF_N; f++) {
+            const record_field_t *row = &RECORD_FIELDS[f];
+            if (row->prom) rank_family(&b, in, row->prom, row->prom_type, row->prom_help, 0, row->name);
         }
+        for (size_t f = 0; f < NSTALE_FAMILIES; f++) {
+            const stale_family_t *fam = &STALE_FAMILIES[f];
+            rank_family(&b, in, fam->name, fam->type, fam->help, 1, fam->key);
+        }
+        phase_family(&b, in);
     }
-    if (in->nnodes > 0) phase_families(&b, in);
     if (b.oom) {
         free(b.p);
         return NULL;

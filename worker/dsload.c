@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "catalog.h"
 #include "clock.h"
 #include "dcache.h"
 #include "dsprobe.h"
@@ -110,10 +111,17 @@ static void source_free(source_t *src)
     memset(src, 0, sizeof *src);
 }
 
+/* Whether o reads an .npz (else an image folder): its format, by the catalog's names. */
+static int is_npz(const dsload_opts_t *o)
+{
+    catalog_format_t f;
+    return catalog_format_parse(o->format, &f) == 0 && f == CATALOG_FORMAT_NPZ;
+}
+
 static int source_open(const dsload_opts_t *o, source_t *src, char *err, size_t errlen)
 {
     memset(src, 0, sizeof *src);
-    src->is_npz = strcmp(o->format, "npz") == 0;
+    src->is_npz = is_npz(o);
     if (!src->is_npz) {
         if (imgfolder_scan(o->path, 1, &src->folder, err, errlen) != 0) return DATA_EFORMAT;
         src->probe.classes = src->folder.nclasses;
@@ -301,8 +309,7 @@ static uint64_t request_key(const dsload_opts_t *o, const char *real, const int 
 {
     char text[4096 + 256];
     int k = snprintf(text, sizeof text, "%s|%s|%s|%d|%d|%d|%d|%s", DSLOAD_PIPELINE, o->format, real,
-                     strcmp(o->format, "npz") == 0 ? (strcmp(o->layout, "nchw") == 0) : 0, o->C, o->H, o->W,
-                     o->resize ? "resize" : "exact");
+                     is_npz(o) ? (strcmp(o->layout, "nchw") == 0) : 0, o->C, o->H, o->W, o->resize ? "resize" : "exact");
     if ((n[0] < p->ntrain || n[1] < p->ntest) && k > 0 && (size_t)k < sizeof text)
         snprintf(text + k, sizeof text - (size_t)k, "|first %d %d", n[0], n[1]);
     return hash_fnv1a(HASH_FNV1A_INIT, text, strlen(text));

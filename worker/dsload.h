@@ -21,7 +21,7 @@
 #include "data.h"
 
 typedef struct {
-    const char *format;    /* "imagefolder" | "npz" */
+    const char *format;    /* a user's format's catalog name (common/catalog.h): "imagefolder" | "npz" */
     const char *path;      /* the folder or the .npz file */
     const char *layout;    /* npz, 4-D x: "nhwc" (Keras) or "nchw" */
     int C, H, W;           /* what to produce: the model's channels, the target size */

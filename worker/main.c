@@ -68,9 +68,19 @@ static const struct option OPTIONS[] = {
     {"check-memory-mb", required_argument, NULL, 'G'},
     {"onnx-case", required_argument, NULL, 'j'},
     {"version", no_argument, NULL, 'V'},
+    {"capabilities", no_argument, NULL, 'Z'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
+
+/* --capabilities: every long option of OPTIONS, so the coordinator asks the worker what
+ * it takes instead of searching its --help text (coordinator/wcaps.h). */
+static void capabilities(void)
+{
+    printf("{\"options\": [");
+    for (const struct option *o = OPTIONS; o->name; o++) printf("%s\"--%s\"", o == OPTIONS ? "" : ", ", o->name);
+    printf("]}\n");
+}
 
 static void usage(FILE *f)
 {
@@ -177,6 +187,8 @@ static void usage(FILE *f)
                "                         after every step and at every epoch end to PATH.rank<N>\n"
                "                         (for tests)\n"
                "  --version              print the version and the compiled-in backends\n"
+               "  --capabilities         print the options this worker takes, as JSON, for the\n"
+               "                         coordinator (coordinator/wcaps.h)\n"
                "  --help                 this text\n"
                "\n"
                "Environment: PACER_CUDA_LIB  the CUDA backend that device cuda or auto loads\n"
@@ -366,6 +378,7 @@ int main(int argc, char **argv)
             break;
         case 'j': onnx_case = optarg; break;
         case 'V': version(); return 0;
+        case 'Z': capabilities(); return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -695,7 +708,8 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
     }
     /* A collapse that on_collapse fails or restarts for is every rank's exit status 3
      * (rank 0 judged it: one reduction, before the summary's gather). */
-    int collapsed = w.stop == 4 || (w.health.state == HEALTH_COLLAPSED && strcmp(spec.on_collapse, "continue") != 0);
+    int collapsed = w.stop == STOP_COLLAPSE ||
+                    (w.health.state == HEALTH_COLLAPSED && strcmp(spec.on_collapse, "continue") != 0);
     collapsed = agree(use_mpi, collapsed);
     if (collapsed) SAY("collapse: on_collapse %s: exit status 3\n", spec.on_collapse);
     int status = collapsed ? 3 : 0;
@@ -719,7 +733,7 @@ static int run(const char *spec_path, const char *summary_path, const char *metr
         json_array_append_new(per_rank, worker_rank_json(&w));
     }
     if (rank == 0) {
-        if (w.stop != 2) {
+        if (w.stop != STOP_TEST_HOOK) {
             /* What the run did not measure is "-" (a simulation that skipped the compute,
              * a run resumed after its last epoch: no training time), never 0 or nan. */
             char acc[32], tl[32], trl[32], sps[32];

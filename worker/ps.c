@@ -213,7 +213,7 @@ static int next_epoch(server_t *s)
 {
     worker_t *w = s->ps.w;
     epoch_end(s);
-    if (w->collapse_stop) w->stop = 4; /* the evaluation found the run collapsed */
+    if (w->collapse_stop) w->stop = STOP_COLLAPSE; /* the evaluation found the run collapsed */
     if (w->stop || w->epoch >= w->spec->epochs) {
         stop_all(s);
         return 1;
@@ -371,7 +371,7 @@ static int serve(server_t *s, const train_opts_t *o)
         }
         s->busy_s += clock_mono_s() - t0;
         if (o->stop_after_steps > 0 && s->ps.t >= o->stop_after_steps) {
-            w->stop = 2; /* the test hook: stop here, as if interrupted */
+            w->stop = STOP_TEST_HOOK; /* stop here, as if interrupted */
             stop_all(s);
             return 0;
         }
@@ -392,7 +392,7 @@ static int serve(server_t *s, const train_opts_t *o)
         if (w->collapse_stop && !w->stop) {
             /* on_collapse fail or restart: evaluate the weights as they are and stop
              * everyone (main.c then exits 3 on every rank). */
-            w->stop = 4;
+            w->stop = STOP_COLLAPSE;
             epoch_end(s);
             if (w->rank == 0) fprintf(stderr, "collapse: stopped at update %lld\n", (long long)s->ps.t);
             stop_all(s);
@@ -401,7 +401,7 @@ static int serve(server_t *s, const train_opts_t *o)
         /* The budget counts training only, as in the synchronous loop. */
         if (o->time_budget_s > 0 && clock_mono_s() - s->started - s->aside_s >= o->time_budget_s && !w->stop) {
             /* Time budget: evaluate the weights as they are and stop everyone. */
-            w->stop = 3;
+            w->stop = STOP_BUDGET;
             epoch_end(s);
             if (w->rank == 0) fprintf(stderr, "time budget of %.1f s used\n", o->time_budget_s);
             stop_all(s);

@@ -5,6 +5,7 @@
 #include "hostname.h"
 #include "log.h"
 #include "nvml.h"
+#include "record_fields.h"
 #include "redis_keys.h"
 
 #include <errno.h>
@@ -180,16 +181,15 @@ static int sink_write(metrics_sink_t *base, const metrics_record_t *recs, const 
     return 0;
 }
 
-/* Argument vector for one command, formatted into fixed storage. */
-#define ARGS_MAX \
-    104 /* the node hash: 2 + 2 x 51 fields (31 always, 8 of them the phases; 4 of goodput, 3 of
-           the evaluation, 2 of comm bytes, health, 4 while waiting, total_steps, 2 of
-           emulation, 3 on a GPU rank) */
+/* Argument vector for one command, formatted into fixed storage: the node hash's HSET
+ * (its key and the rank record's fields) is the longest. */
+#define ARGS_MAX (2 + RECORD_ARGS_MAX)
+_Static_assert(RECORD_STALENESS_ARGS_MAX <= RECORD_ARGS_MAX, "the staleness hash's HSET fits too");
 typedef struct {
     int argc;
     const char *argv[ARGS_MAX];
     size_t len[ARGS_MAX];
-    char store[ARGS_MAX][64];
+    char store[ARGS_MAX][RECORD_VALUE_MAX];
 } args_t;
 
 static void arg_str(args_t *a, const char *s)
@@ -197,35 +197,6 @@ static void arg_str(args_t *a, const char *s)
     a->argv[a->argc] = s;
     a->len[a->argc] = strlen(s);
     a->argc++;
-}
-
-static void arg_fmt(args_t *a, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(a->store[a->argc], sizeof a->store[0], fmt, ap);
-    va_end(ap);
-    arg_str(a, a->store[a->argc]);
-}
-
-static void arg_num(args_t *a, const char *name, double v)
-{
-    arg_str(a, name);
-    if (isfinite(v)) arg_fmt(a, "%.9g", v);
-    else arg_str(a, "");
-}
-
-/* Unix times need more digits than %.9g keeps. */
-static void arg_time(args_t *a, const char *name, double t)
-{
-    arg_str(a, name);
-    arg_fmt(a, "%.3f", t);
-}
-
-static void arg_int(args_t *a, const char *name, long long v)
-{
-    arg_str(a, name);
-    arg_fmt(a, "%lld", v);
 }
 
 static void append(redisContext *c, args_t *a) { redisAppendCommandArgv(c, a->argc, a->argv, a->len); }
@@ -362,68 +333,84 @@ static int wait_long(waitmark_t *mark, double *steps, int nsteps, wait_report_t 
     return 1;
 }
 
-/* One round trip: the backlog (up to PIPELINE_MAX entries), the node and staleness
- * hashes with the heartbeat, and the assignment read, in a single pipeline. Returns 1
- * when more backlog is waiting. */
-static int round_trip(rsink_t *s)
+/* The rank record as the node hash shows it (common/record_fields.h), from the sink's
+ * state; the caller holds the lock and adds the wait, the GPU sample and the heartbeat.
+ * rec: the latest step record (NULL: none yet); strings are borrowed from rec, health and
+ * the sink. */
+static void node_record(const rsink_t *s, const metrics_record_t *rec, const char *health, rank_record_t *nr)
 {
-    if (!s->c) try_connect(s);
-    if (!s->c) return 0;
-
-    char *batch[PIPELINE_MAX];
-    int nb = 0;
-    metrics_record_t rec;
-    double sc, sm, si, last_time;
-    double sphase[PHASE_N], sstep, sbytes;
-    long bsteps;
-    float tacc, tloss;
-    int have;
-    char health[REDIS_REPORT_HEALTH_MAX];
-    pthread_mutex_lock(&s->lock);
-    memcpy(health, s->health, sizeof health);
-    while (nb < PIPELINE_MAX && s->n > 0) {
-        batch[nb++] = s->ring[s->head];
-        s->head = (s->head + 1) % REDIS_REPORT_BACKLOG;
-        s->n--;
+    memset(nr, 0, sizeof *nr);
+    nr->present = 1u << RFG_ALWAYS;
+    nr->rank = s->rank;
+    nr->host = rec && rec->host[0] ? rec->host : s->host;
+    nr->pid = (long long)getpid();
+    if (rec) {
+        nr->present |= 1u << RFG_STEP;
+        nr->device = rec->device[0] ? rec->device : "cpu";
+        nr->role = rec->role ? "ps" : "worker";
+        nr->samples_per_s = rec->samples_per_s;
+        nr->compute_s = s->sum_compute;
+        nr->comm_s = s->sum_comm;
+        nr->idle_s = s->sum_idle;
+        nr->last_compute_s = rec->compute_s;
+        nr->last_comm_s = rec->comm_s;
+        nr->last_idle_s = rec->idle_s;
+        nr->step_s = s->sum_step;
+        memcpy(nr->phase_s, s->sum_phase, sizeof nr->phase_s);
+        /* Bytes handed to MPI per step, over the steps that measured them, and the
+         * compression ratio in force: absent where not measured (docs/REDIS.md). */
+        if (s->bytes_steps > 0) {
+            nr->present |= 1u << RFG_COMM_BYTES;
+            nr->comm_bytes_per_step = s->sum_bytes / (double)s->bytes_steps;
+        }
+        if (rec->comm_measured && rec->compression_ratio > 0) {
+            nr->present |= 1u << RFG_COMPRESSION;
+            nr->compression_ratio = rec->compression_ratio;
+        }
+        if (rec->batch >= 0) nr->present |= 1u << RFG_BATCH; /* the PS computes no batch */
+        nr->batch = rec->batch;
+        nr->loss = rec->loss;
+        nr->step = (long long)rec->step;
+        nr->epoch = (long long)rec->epoch;
+        nr->samples = (long long)rec->samples;
+        nr->slowdown = rec->slowdown;
+        nr->plan_version = (long long)rec->plan_version;
+        nr->noise_scale = rec->noise_scale;
+        nr->global_batch = rec->global_batch > 0 ? rec->global_batch : NAN;
+        if (rec->planned) { /* algorithm.goodput: the plan in force (worker/adaptive.h) */
+            nr->present |= 1u << RFG_PLANNED;
+            nr->efficiency = rec->efficiency;
+            nr->lr_scale = rec->lr_scale;
+            nr->goodput = rec->goodput;
+            nr->left_out = rec->left_out;
+        }
+        nr->test_accuracy = s->test_accuracy;
+        nr->test_loss = s->test_loss;
+        nr->updated = s->last_time;
     }
-    s->inflight = nb;
-    have = s->have_rec;
-    rec = s->last;
-    sc = s->sum_compute;
-    sm = s->sum_comm;
-    si = s->sum_idle;
-    memcpy(sphase, s->sum_phase, sizeof sphase);
-    sstep = s->sum_step;
-    sbytes = s->sum_bytes;
-    bsteps = s->bytes_steps;
-    last_time = s->last_time;
-    tacc = s->test_accuracy;
-    tloss = s->test_loss;
-    nvml_t *gpu = s->gpu;
-    waitmark_t *mark = s->wait;
-    double steps[REDIS_REPORT_STEP_WINDOW];
-    int nsteps = s->nstep;
-    memcpy(steps, s->step_s, sizeof steps);
-    double emu_demand = s->emu_demand, emu_cores = s->emu_cores;
-    long long total_steps = s->total_steps;
-    s->beat_now = 0;
-    pthread_mutex_unlock(&s->lock);
-    wait_report_t wr;
-    int waiting = wait_long(mark, steps, nsteps, &wr);
-    /* The device's utilisation and memory, here on the sink's thread, at most once a
-     * second: never on a training step. */
-    double now = clock_mono_s();
-    if (gpu && now >= s->gpu_next) {
-        s->gpu_next = now + REDIS_REPORT_GPU_S;
-        s->gpu_have = nvml_sample(gpu, &s->gpu_last) == 0;
+    if (health[0]) {
+        nr->present |= 1u << RFG_HEALTH;
+        nr->health = health;
     }
+    if (s->total_steps > 0) {
+        nr->present |= 1u << RFG_TOTAL_STEPS;
+        nr->total_steps = s->total_steps;
+    }
+    if (s->emu_cores > 0) {
+        nr->present |= 1u << RFG_EMULATION;
+        nr->emulation_demand_cores = s->emu_demand;
+        nr->emulation_cores = s->emu_cores;
+    }
+}
 
+/* Appends the backlog's entries to the pipeline: the full stream's first (their replies
+ * are the first nb), then the coarse stream's copies. Returns how many copies. */
+static int append_xadds(rsink_t *s, char *const *batch, int nb)
+{
     static const char *const xadd_head[] = {"XADD", NULL, "MAXLEN", "~", NULL, "*", "json"};
     char maxlen[16], maxlen_coarse[16];
     snprintf(maxlen, sizeof maxlen, "%d", REDIS_REPORT_STREAM_MAXLEN);
     snprintf(maxlen_coarse, sizeof maxlen_coarse, "%d", REDIS_REPORT_COARSE_MAXLEN);
-    /* The full stream's entries first (their replies are the first nb), then the coarse
-     * stream's (nc). */
     int nc = 0;
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < nb; i++) {
@@ -439,110 +426,14 @@ static int round_trip(rsink_t *s)
             nc += pass;
         }
     }
-    int ncmd = nb + nc;
+    return nc;
+}
 
-    args_t a = {0};
-    arg_str(&a, "HSET");
-    arg_str(&a, s->k_node);
-    arg_int(&a, "rank", s->rank);
-    arg_str(&a, "host");
-    arg_str(&a, have && rec.host[0] ? rec.host : s->host);
-    arg_int(&a, "pid", (long long)getpid());
-    arg_time(&a, "heartbeat", clock_wall_s());
-    if (have) {
-        arg_str(&a, "device");
-        arg_str(&a, rec.device[0] ? rec.device : "cpu");
-        arg_str(&a, "role");
-        arg_str(&a, rec.role ? "ps" : "worker");
-        arg_num(&a, "samples_per_s", rec.samples_per_s);
-        arg_num(&a, "compute_s", sc);
-        arg_num(&a, "comm_s", sm);
-        arg_num(&a, "idle_s", si);
-        arg_num(&a, "last_compute_s", rec.compute_s);
-        arg_num(&a, "last_comm_s", rec.comm_s);
-        arg_num(&a, "last_idle_s", rec.idle_s);
-        /* The time breakdown, cumulative (the Prometheus counters read these). */
-        arg_num(&a, "step_s", sstep);
-        for (int k = 0; k < PHASE_N; k++) {
-            arg_fmt(&a, "phase_%s_s", PHASE_NAMES[k]);
-            arg_fmt(&a, "%.9g", isfinite(sphase[k]) ? sphase[k] : 0.0);
-        }
-        /* Bytes handed to MPI per step, over the steps that measured them, and the
-         * compression ratio in force: absent where not measured (docs/REDIS.md). */
-        if (bsteps > 0) arg_num(&a, "comm_bytes_per_step", sbytes / (double)bsteps);
-        if (rec.comm_measured && rec.compression_ratio > 0) arg_num(&a, "compression_ratio", rec.compression_ratio);
-        if (rec.batch >= 0) arg_int(&a, "batch", rec.batch); /* the PS computes no batch */
-        arg_num(&a, "loss", rec.loss);
-        arg_int(&a, "step", (long long)rec.step);
-        arg_int(&a, "epoch", (long long)rec.epoch);
-        arg_int(&a, "samples", (long long)rec.samples);
-        arg_num(&a, "slowdown", rec.slowdown);
-        arg_int(&a, "plan_version", (long long)rec.plan_version);
-        arg_num(&a, "noise_scale", rec.noise_scale);
-        arg_num(&a, "global_batch", rec.global_batch > 0 ? rec.global_batch : NAN);
-        if (rec.planned) {
-            /* algorithm.goodput: the plan in force (worker/adaptive.h) */
-            arg_num(&a, "efficiency", rec.efficiency);
-            arg_num(&a, "lr_scale", rec.lr_scale);
-            arg_num(&a, "goodput", rec.goodput);
-            arg_int(&a, "left_out", rec.left_out);
-        }
-        arg_num(&a, "test_accuracy", tacc);
-        arg_num(&a, "test_loss", tloss);
-        arg_time(&a, "updated", last_time);
-    }
-    if (health[0]) {
-        arg_str(&a, NODE_HEALTH);
-        arg_str(&a, health);
-    }
-    if (waiting) {
-        arg_str(&a, NODE_WAITING);
-        arg_str(&a, wr.op);
-        arg_str(&a, NODE_WAITING_PEER);
-        if (wr.peer >= 0) arg_fmt(&a, "%d", wr.peer);
-        else arg_str(&a, "");
-        arg_time(&a, NODE_WAITING_SINCE, wr.since_wall);
-        arg_num(&a, NODE_WAITING_LIMIT_S, wr.limit_s);
-    }
-    if (total_steps > 0) arg_int(&a, "total_steps", total_steps);
-    if (emu_cores > 0) {
-        arg_num(&a, "emulation_demand_cores", emu_demand);
-        arg_num(&a, "emulation_cores", emu_cores);
-    }
-    if (s->gpu_have) {
-        arg_num(&a, NODE_GPU_UTIL_PCT, s->gpu_last.util_pct);
-        arg_int(&a, NODE_GPU_MEM_USED, (long long)s->gpu_last.mem_used);
-        arg_int(&a, NODE_GPU_MEM_TOTAL, (long long)s->gpu_last.mem_total);
-    }
-    append(s->c, &a);
-    ncmd++;
-    if (!waiting && s->wait_shown) {
-        redisAppendCommand(s->c, "HDEL %s %s %s %s %s", s->k_node, NODE_WAITING, NODE_WAITING_PEER, NODE_WAITING_SINCE,
-                           NODE_WAITING_LIMIT_S);
-        ncmd++;
-    }
-    if (have) {
-        args_t b = {0};
-        const staleness_t *st = &rec.staleness;
-        arg_str(&b, "HSET");
-        arg_str(&b, s->k_stale);
-        arg_int(&b, "count", (long long)st->count);
-        arg_int(&b, "sum", (long long)st->sum);
-        arg_int(&b, "sumsq", (long long)st->sumsq);
-        arg_int(&b, "max", (long long)st->max);
-        arg_int(&b, "p50", (long long)st->p50);
-        arg_int(&b, "p95", (long long)st->p95);
-        arg_int(&b, "overflow", (long long)st->overflow);
-        for (int h = 0; h < STALENESS_BUCKETS; h++) {
-            arg_fmt(&b, "h%d", h);
-            arg_fmt(&b, "%lld", (long long)st->hist[h]);
-        }
-        append(s->c, &b);
-        ncmd++;
-    }
-    redisAppendCommand(s->c, "HMGET %s version batches", s->k_assign);
-    ncmd++;
-
+/* Reads the round trip's ncmd replies: an entry of the full stream refused by the server
+ * is dropped and counted, one that reached it is freed (batch[i] = NULL); the last reply
+ * is the assignment. Returns 0 when the connection failed before every reply came. */
+static int read_replies(rsink_t *s, char **batch, int nb, int nc, int ncmd)
+{
     int ok = 1;
     for (int i = 0; i < ncmd; i++) {
         redisReply *r = NULL;
@@ -569,6 +460,104 @@ static int round_trip(rsink_t *s)
         }
         freeReplyObject(r);
     }
+    return ok;
+}
+
+/* Appends the node hash (one loop over the rank record's table, common/record_fields.h),
+ * the deletion of a wait report that ended, and the staleness hash (st NULL: no step
+ * record yet). Returns how many commands. */
+static int append_hashes(rsink_t *s, const rank_record_t *nr, int waiting, const staleness_t *st)
+{
+    int n = 0;
+    args_t a = {0};
+    arg_str(&a, "HSET");
+    arg_str(&a, s->k_node);
+    a.argc += record_fields_hset(nr, a.argv + a.argc, a.len + a.argc, a.store + a.argc, ARGS_MAX - a.argc);
+    append(s->c, &a);
+    n++;
+    if (!waiting && s->wait_shown) {
+        args_t d = {0};
+        arg_str(&d, "HDEL");
+        arg_str(&d, s->k_node);
+        for (int f = 0; f < RF_N; f++)
+            if (RECORD_FIELDS[f].group == RFG_WAITING) arg_str(&d, RECORD_FIELDS[f].name);
+        append(s->c, &d);
+        n++;
+    }
+    if (st) {
+        args_t b = {0};
+        arg_str(&b, "HSET");
+        arg_str(&b, s->k_stale);
+        b.argc += record_staleness_hset(st, b.argv + b.argc, b.len + b.argc, b.store + b.argc, ARGS_MAX - b.argc);
+        append(s->c, &b);
+        n++;
+    }
+    return n;
+}
+
+/* One round trip: the backlog (up to PIPELINE_MAX entries), the node and staleness
+ * hashes with the heartbeat, and the assignment read, in a single pipeline. Returns 1
+ * when more backlog is waiting. */
+static int round_trip(rsink_t *s)
+{
+    if (!s->c) try_connect(s);
+    if (!s->c) return 0;
+
+    char *batch[PIPELINE_MAX];
+    int nb = 0;
+    metrics_record_t rec; /* the node record's strings point into rec and health */
+    char health[REDIS_REPORT_HEALTH_MAX];
+    rank_record_t nr;
+    pthread_mutex_lock(&s->lock);
+    while (nb < PIPELINE_MAX && s->n > 0) {
+        batch[nb++] = s->ring[s->head];
+        s->head = (s->head + 1) % REDIS_REPORT_BACKLOG;
+        s->n--;
+    }
+    s->inflight = nb;
+    int have = s->have_rec;
+    rec = s->last;
+    memcpy(health, s->health, sizeof health);
+    node_record(s, have ? &rec : NULL, health, &nr);
+    nvml_t *gpu = s->gpu;
+    waitmark_t *mark = s->wait;
+    double steps[REDIS_REPORT_STEP_WINDOW];
+    int nsteps = s->nstep;
+    memcpy(steps, s->step_s, sizeof steps);
+    s->beat_now = 0;
+    pthread_mutex_unlock(&s->lock);
+    wait_report_t wr;
+    int waiting = wait_long(mark, steps, nsteps, &wr);
+    if (waiting) {
+        nr.present |= 1u << RFG_WAITING;
+        nr.waiting = wr.op;
+        nr.waiting_peer = wr.peer >= 0 ? wr.peer : NAN;
+        nr.waiting_since = wr.since_wall;
+        nr.waiting_limit_s = wr.limit_s;
+    }
+    /* The device's utilisation and memory, here on the sink's thread, at most once a
+     * second: never on a training step. */
+    double now = clock_mono_s();
+    if (gpu && now >= s->gpu_next) {
+        s->gpu_next = now + REDIS_REPORT_GPU_S;
+        s->gpu_have = nvml_sample(gpu, &s->gpu_last) == 0;
+    }
+    if (s->gpu_have) {
+        nr.present |= 1u << RFG_GPU;
+        nr.gpu_util_pct = s->gpu_last.util_pct;
+        nr.gpu_mem_used = (long long)s->gpu_last.mem_used;
+        nr.gpu_mem_total = (long long)s->gpu_last.mem_total;
+    }
+    nr.heartbeat = clock_wall_s();
+
+    int nc = append_xadds(s, batch, nb);
+    int ncmd = nb + nc;
+
+    ncmd += append_hashes(s, &nr, waiting, have ? &rec.staleness : NULL);
+    redisAppendCommand(s->c, "HMGET %s version batches", s->k_assign);
+    ncmd++;
+
+    int ok = read_replies(s, batch, nb, nc, ncmd);
     if (!ok) {
         /* Entries whose replies did not come back are resent after the reconnect. */
         pthread_mutex_lock(&s->lock);

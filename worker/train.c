@@ -32,6 +32,7 @@
 #include "modelfetch.h"
 #include "onnx_export.h"
 #include "onnx_import.h"
+#include "passert.h"
 #include "planner.h"
 #include "sim.h"
 
@@ -40,8 +41,7 @@
 /* A device failure mid-job is not recoverable here; the launcher restarts from a checkpoint. */
 static void gpu_fail(const worker_t *w, const char *what)
 {
-    fprintf(stderr, "pacer-worker: rank %d: CUDA: %s: %s\n", w->rank, what, cuda_model_error(w->gpu));
-    abort();
+    PACER_PANIC("pacer-worker: rank %d: CUDA: %s: %s", w->rank, what, cuda_model_error(w->gpu));
 }
 
 void worker_epoch_order(worker_t *w)
@@ -70,15 +70,13 @@ void worker_gather(worker_t *w, long offset, int b)
      * coordinator), each validated where it enters; this is the last line: a batch that
      * would run past the epoch order or the buffers stops the rank instead of writing
      * past them. Never reached with validated input. */
-    if (b < 0 || b > w->max_batch || offset < 0 || offset > (long)w->train.n - b ||
-        data_batch_gather_aug(&w->train, w->perm + offset, b, w->x, x_floats(w), w->y,
-                              w->spec->dataset.augment ? &w->augment : NULL, &w->aug_rng) != 0) {
-        fprintf(stderr,
-                "pacer-worker: rank %d: batch of %d at position %ld does not fit "
-                "(buffer %d, %d samples): refusing to gather it\n",
-                w->rank, b, offset, w->max_batch, w->train.n);
-        abort();
-    }
+    const int gathered = b >= 0 && b <= w->max_batch && offset >= 0 && offset <= (long)w->train.n - b &&
+                         data_batch_gather_aug(&w->train, w->perm + offset, b, w->x, x_floats(w), w->y,
+                                               w->spec->dataset.augment ? &w->augment : NULL, &w->aug_rng) == 0;
+    PACER_ASSERT(gathered,
+                 "pacer-worker: rank %d: batch of %d at position %ld does not fit "
+                 "(buffer %d, %d samples): refusing to gather it",
+                 w->rank, b, offset, w->max_batch, w->train.n);
     w->batch = b;
     /* A new batch size (a re-plan) gets its convolution algorithms here, before the timed
      * step; a size seen before reuses its choice. */
@@ -396,7 +394,7 @@ void worker_health_agree(worker_t *w, int now)
         if (!now && w->global_step % HEALTH_AGREE_STEPS != 0) return;
         stop = w->agree(w, stop);
     }
-    if (stop) w->stop = 4;
+    if (stop) w->stop = STOP_COLLAPSE;
 }
 
 json_t *worker_health_json(const worker_t *w)
@@ -456,7 +454,7 @@ void worker_evaluated_between(worker_t *w)
         if (w->rank == 0)
             fprintf(stderr, "target accuracy %.4f reached at step %ld (test accuracy %.4f)\n", w->spec->target_accuracy,
                     w->global_step, w->test_accuracy);
-        w->stop = 1;
+        w->stop = STOP_TARGET;
     }
 }
 
@@ -494,12 +492,10 @@ static void evaluate_on(worker_t *w, const dataset_t *d, int n, float *loss, flo
             continue;
         }
         for (int i = 0; i < b; i++) w->eval_idx[i] = first + i;
-        if (data_batch_gather(d, w->eval_idx, b, w->x, x_floats(w), w->y, 0, NULL) != 0) {
-            /* worker_setup checked the test set's shape against the model */
-            fprintf(stderr, "pacer-worker: rank %d: %s does not fit the model: refusing to evaluate\n", w->rank,
-                    d->source);
-            abort();
-        }
+        /* worker_setup checked the test set's shape against the model */
+        const int gathered = data_batch_gather(d, w->eval_idx, b, w->x, x_floats(w), w->y, 0, NULL) == 0;
+        PACER_ASSERT(gathered, "pacer-worker: rank %d: %s does not fit the model: refusing to evaluate", w->rank,
+                     d->source);
         if (w->gpu) {
             float l = cuda_model_forward(w->gpu, w->x, w->y, b, 0);
             const float *logits = l < 0 ? NULL : cuda_model_logits_host(w->gpu, b);
@@ -1315,11 +1311,11 @@ int worker_epoch_done(worker_t *w, char *err, size_t errlen)
     w->pass = 0;
     if (worker_target_reached(w)) {
         if (w->rank == 0) fprintf(stderr, "target accuracy %.4f reached\n", s->target_accuracy);
-        w->stop = 1;
+        w->stop = STOP_TARGET;
     }
     /* keep_best needs checkpoints whose accuracy is known: these weights, just evaluated
      * (not collapsed ones that stop the run: a restart must not find them the latest). */
-    if (s->checkpoint.keep_best && s->checkpoint.every_steps > 0 && w->rank == 0 && w->stop != 4)
+    if (s->checkpoint.keep_best && s->checkpoint.every_steps > 0 && w->rank == 0 && w->stop != STOP_COLLAPSE)
         return worker_save_checkpoint(w, err, errlen);
     return 0;
 }
@@ -1388,9 +1384,9 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
         report_epoch(w, METRICS_FINAL, w->nothing_left);
         /* The PS (rank 0) holds the final weights: their loss on the fixed subset, and its
          * last checkpoint is the end of the job, as for the step loop below. */
-        if (w->role == ROLE_PS && w->stop != 2) {
+        if (w->role == ROLE_PS && w->stop != STOP_TEST_HOOK) {
             w->train_loss = worker_final_train_loss(w);
-            if (s->checkpoint.every_steps > 0 && w->ckpt_step != w->global_step && w->stop != 4 &&
+            if (s->checkpoint.every_steps > 0 && w->ckpt_step != w->global_step && w->stop != STOP_COLLAPSE &&
                 worker_save_checkpoint(w, err, errlen) != 0)
                 return -1;
         }
@@ -1445,7 +1441,7 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
                 if (worker_save_checkpoint(w, err, errlen) != 0) return -1;
             }
             if (o->stop_after_steps > 0 && w->global_step >= o->stop_after_steps) {
-                w->stop = 2; /* test hook: simulate an interruption */
+                w->stop = STOP_TEST_HOOK; /* test hook: simulate an interruption */
                 break;
             }
             /* eval_every_steps: an evaluation between epoch ends (none in the step that
@@ -1461,13 +1457,13 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
                  * after the same step. */
                 int over = w->loop_s >= o->time_budget_s;
                 if (w->agree) over = w->agree(w, over);
-                if (over) w->stop = 3;
+                if (over) w->stop = STOP_BUDGET;
             }
             /* A collapse that on_collapse stops for: the epoch end below evaluates the
              * weights as they are, then the loop ends without a checkpoint. */
             if (!w->stop) worker_health_agree(w, 0);
         }
-        if (w->stop == 2) break;
+        if (w->stop == STOP_TEST_HOOK) break;
         if (w->algo->epoch_end && (rc = w->algo->epoch_end(w)) != 0) {
             snprintf(err, errlen, "algorithm %s: epoch end failed", w->algo->name);
             return rc;
@@ -1479,15 +1475,16 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
         if (worker_epoch_done(w, err, errlen) != 0) return -1;
         /* The evaluation may have found the run at chance: stop before another epoch. */
         if (!w->stop) worker_health_agree(w, 1);
-        if (w->stop == 3 && w->rank == 0)
+        if (w->stop == STOP_BUDGET && w->rank == 0)
             fprintf(stderr, "time budget of %.1f s used: stopped in epoch %ld\n", o->time_budget_s, w->epoch);
-        if (w->stop == 4 && w->rank == 0) fprintf(stderr, "collapse: stopped in epoch %ld\n", w->epoch);
+        if (w->stop == STOP_COLLAPSE && w->rank == 0) fprintf(stderr, "collapse: stopped in epoch %ld\n", w->epoch);
     }
     w->wall_s = clock_mono_s() - t_start;
     report_epoch(w, METRICS_FINAL, w->nothing_left);
     /* Rank 0 holds the final (merged) weights after the last epoch end. */
-    if (w->rank == 0 && w->stop != 2) w->train_loss = worker_final_train_loss(w);
-    if (s->checkpoint.every_steps > 0 && w->rank == 0 && w->stop != 2 && w->stop != 4 && w->ckpt_step != w->global_step)
+    if (w->rank == 0 && w->stop != STOP_TEST_HOOK) w->train_loss = worker_final_train_loss(w);
+    if (s->checkpoint.every_steps > 0 && w->rank == 0 && w->stop != STOP_TEST_HOOK && w->stop != STOP_COLLAPSE &&
+        w->ckpt_step != w->global_step)
         if (worker_save_checkpoint(w, err, errlen) != 0) return -1;
     return 0;
 }
@@ -1688,7 +1685,8 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
      * epoch (not in the checkpoint), train_loss of a run stopped by the test hook, every
      * loss and accuracy of a simulation that skips the compute. */
     const int skip = sim_skip_compute(w);
-    const int tested = w->eval_step >= 0 && !skip, ran = tested && !w->nothing_left, trained = w->stop != 2 && !skip;
+    const int tested = w->eval_step >= 0 && !skip, ran = tested && !w->nothing_left,
+              trained = w->stop != STOP_TEST_HOOK && !skip;
     int diverged = (trained && !isfinite(w->train_loss)) || (ran && !isfinite(w->train_loss_running)) ||
                    (tested && (!isfinite(w->test_loss) || !isfinite(w->test_accuracy)));
     json_t *root = json_pack(

@@ -52,6 +52,17 @@ typedef struct {
 
 struct algo_ops;
 
+/* Why a rank's training loop stops (worker_t.stop); 0 while it runs. The values are the
+ * ones the loops compared as bare numbers before they had names. */
+typedef enum {
+    STOP_NONE = 0,
+    STOP_TARGET = 1,    /* target_accuracy reached */
+    STOP_TEST_HOOK = 2, /* --stop-after-steps: as if interrupted (no final checkpoint or loss) */
+    STOP_BUDGET = 3,    /* the time budget ran out */
+    /* collapsed with on_collapse fail or restart (every rank agreed: worker_health_agree) */
+    STOP_COLLAPSE = 4,
+} stop_reason_t;
+
 typedef struct worker {
     const job_spec_t *spec;
     const char *model_onnx_out; /* --model-onnx: ONNX of each checkpoint's weights, or NULL */
@@ -177,11 +188,9 @@ typedef struct worker {
     /* Training seconds (loop_s) at the first evaluation that reached target_accuracy;
      * NAN: not reached (or no target). */
     double time_to_target_s;
-    long ckpt_step; /* global_step of the last checkpoint this rank wrote; -1: none */
-    /* 1: target_accuracy reached, 2: test hook, 3: time budget, 4: collapsed with
-     * on_collapse fail or restart (every rank agreed: worker_health_agree) */
-    int stop;
-    int nothing_left; /* resumed after the last epoch end: nothing trained (worker_finish_resumed) */
+    long ckpt_step;     /* global_step of the last checkpoint this rank wrote; -1: none */
+    stop_reason_t stop; /* why the loop stops; STOP_NONE while it runs */
+    int nothing_left;   /* resumed after the last epoch end: nothing trained (worker_finish_resumed) */
     /* Rank 0 (the PS in the asynchronous family): is the run still learning (health.h)?
      * Fed the loss of every step and every evaluation; the other ranks leave it
      * HEALTH_UNKNOWN. collapse_stop: rank 0 has seen a collapse that on_collapse says to
@@ -255,7 +264,7 @@ void worker_report_step(worker_t *w);
 void worker_health_loss(worker_t *w, long step, float loss);
 void worker_health_eval(worker_t *w);
 /* Every HEALTH_AGREE_STEPS steps, or now with now (an epoch end, where the ranks meet
- * anyway), and always in one process: stop (w->stop = 4) when rank 0 has set
+ * anyway), and always in one process: stop (STOP_COLLAPSE) when rank 0 has set
  * collapse_stop; one broadcast of an int among the ranks. */
 #define HEALTH_AGREE_STEPS 10
 void worker_health_agree(worker_t *w, int now);

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -19,6 +21,7 @@
 #include "ckptdir.h"
 #include "clock.h"
 #include "metrics.h"
+#include "passert.h"
 #include "planner.h"
 #include "redis_keys.h"
 #include "sha256.h"
@@ -417,6 +420,35 @@ static const struct {
 } KEYS[] = {REDIS_KEYS(KEY_ROW)};
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
+/* PACER_ASSERT (common/passert.h): a true condition is nothing; a false one prints the
+ * reason, the expression, file and line, and aborts. Run in a child, stderr to a pipe. */
+static void test_assert_macro(void **state)
+{
+    (void)state;
+    PACER_ASSERT(1 + 1 == 2, "never printed %d", 1);
+    int fd[2];
+    assert_int_equal(pipe(fd), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fd[1], 2);
+        int four = 4;
+        PACER_ASSERT(four == 5, "rank %d: broken", 3);
+        _exit(0);
+    }
+    close(fd[1]);
+    char out[512];
+    size_t n = 0;
+    ssize_t k;
+    while (n < sizeof out - 1 && (k = read(fd[0], out + n, sizeof out - 1 - n)) > 0) n += (size_t)k;
+    out[n] = 0;
+    close(fd[0]);
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+    assert_non_null(strstr(out, "rank 3: broken\nassertion failed: four == 5 (tests/unit/test_common.c:"));
+}
+
 /* common/redis_keys.h names every key; docs/REDIS.md must describe exactly those. */
 static void test_redis_keys_documented(void **state)
 {
@@ -708,6 +740,7 @@ int main(void)
         cmocka_unit_test(test_metrics_json),
         cmocka_unit_test(test_metrics_reporter_file),
         cmocka_unit_test(test_clock),
+        cmocka_unit_test(test_assert_macro),
         cmocka_unit_test(test_redis_keys_documented),
         cmocka_unit_test(test_ckptdir_names),
         cmocka_unit_test(test_ckptdir_rule),

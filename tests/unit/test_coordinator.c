@@ -41,6 +41,7 @@
 #include "spec.h"
 #include "stall.h"
 #include "supervise.h"
+#include "wcaps.h"
 
 #define ERRLEN 1024
 /* Deadline of every poll: it only bounds a failing test, so it is long enough for a
@@ -468,6 +469,63 @@ static void test_exit_code_and_liveness(void **state)
     assert_true(proc_alive(getpid(), start));
     assert_false(proc_alive(getpid(), start + 1)); /* a reused pid is not the process */
     unlink(ec);
+    rmdir(dir);
+}
+
+/* ---- the worker's capabilities (coordinator/wcaps.h) ----------------------------------------- */
+
+static void test_worker_capabilities(void **state)
+{
+    (void)state;
+    wcaps_t w;
+    /* The real worker answers --capabilities with every option the coordinator asks about. */
+    const char *build = getenv("BUILD");
+    char path[512];
+    snprintf(path, sizeof path, "%s/pacer-worker", build && *build ? build : "build");
+    if (access(path, X_OK) == 0) {
+        assert_int_equal(wcaps_probe(path, &w), 1);
+        assert_true(w.redis && w.password_file && w.world && w.collapse && w.netprobe && w.data_cache && w.data_root &&
+                    w.model_onnx);
+    }
+    /* JSON: only the options listed; anything else is not an answer. */
+    assert_int_equal(wcaps_from_json("{\"options\": [\"--redis-password-file\", 7, \"--world\"]}", &w), 0);
+    assert_true(w.password_file && w.world);
+    assert_false(w.redis || w.collapse || w.netprobe || w.data_cache || w.data_root || w.model_onnx);
+    assert_int_equal(wcaps_from_json("usage: pacer-worker --spec FILE [options]", &w), -1);
+    assert_int_equal(wcaps_from_json("{\"options\": \"--redis\"}", &w), -1);
+    assert_false(w.redis);
+    assert_int_equal(wcaps_from_json(NULL, &w), -1);
+    /* --help text: whole words only; --redis-password-file does not imply --redis. */
+    wcaps_from_help("  --redis-password-file FILE\n  --world N\n  --data-cache=DIR\n  --netprobes\n", &w);
+    assert_true(w.password_file && w.world && w.data_cache);
+    assert_false(w.redis || w.netprobe);
+    wcaps_from_help(NULL, &w);
+    assert_false(w.world);
+
+    /* An older worker (no --capabilities in its help) is never run with it. */
+    char dir[] = "/tmp/pacer-test-wcaps-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char old[128], ran[160];
+    snprintf(old, sizeof old, "%s/old-worker", dir);
+    snprintf(ran, sizeof ran, "%s/ran", dir);
+    write_text(old, "#!/bin/sh\n"
+                    "[ \"$1\" = --help ] || { echo \"$1\" >> \"$(dirname \"$0\")/ran\"; exit 2; }\n"
+                    "echo '  --redis URL  --job ID  --resume-before STEP'\n");
+    assert_int_equal(chmod(old, 0755), 0);
+    assert_int_equal(wcaps_probe(old, &w), 0);
+    assert_true(w.redis && w.collapse);
+    assert_false(w.password_file || w.world);
+    assert_int_equal(access(ran, F_OK), -1);
+    /* One whose help names it but whose answer is not the JSON falls back to the help. */
+    write_text(old, "#!/bin/sh\n"
+                    "[ \"$1\" = --help ] || { echo \"$1\" >> \"$(dirname \"$0\")/ran\"; exit 0; }\n"
+                    "echo '  --world N  --capabilities'\n");
+    assert_int_equal(wcaps_probe(old, &w), 0);
+    assert_true(w.world);
+    assert_false(w.redis);
+    assert_int_equal(access(ran, F_OK), 0);
+    unlink(ran);
+    unlink(old);
     rmdir(dir);
 }
 
@@ -1514,6 +1572,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_supervise_decide),
+        cmocka_unit_test(test_worker_capabilities),
         cmocka_unit_test(test_supervise_collapse),
         cmocka_unit_test(test_health_clean),
         cmocka_unit_test(test_supervise_silent_host),

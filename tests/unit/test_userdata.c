@@ -1488,10 +1488,37 @@ static void test_data_root_links(void **state)
     imgfolder_free(&f);
 }
 
+/* The data-set formats are one table (common/catalog.h): each name parses back to its
+ * format, a user's format (and only one) has a probe, and its dsload reader follows the
+ * same name. */
+static void test_format_table(void **state)
+{
+    (void)state;
+    catalog_format_t f;
+    for (int i = 0; i < CATALOG_FORMAT_N; i++) {
+        const char *name = catalog_format_name((catalog_format_t)i);
+        assert_int_equal(catalog_format_parse(name, &f), 0);
+        assert_int_equal(f, i);
+        dsprobe_t p;
+        char err[512] = "";
+        assert_int_equal(dsprobe(name, "/nonexistent/pacer-format-table", "nhwc", &p, err, sizeof err), -1);
+        int none = strstr(err, "has nothing to probe") != NULL;
+        if (none == catalog_format_is_user((catalog_format_t)i))
+            fail_msg("format %s: probe and table disagree: %s", name, err);
+        assert_int_equal(catalog_format_path_is((catalog_format_t)i)[0] != 0,
+                         catalog_format_is_user((catalog_format_t)i));
+    }
+    assert_int_equal(catalog_format_parse("auto", &f), -1);
+    assert_int_equal(catalog_format_parse(NULL, &f), -1);
+    assert_string_equal(catalog_format_name(CATALOG_FORMAT_N), "unknown");
+    assert_false(catalog_format_is_user(CATALOG_FORMAT_N));
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_format_table),
         cmocka_unit_test(test_npy_valid),
         cmocka_unit_test(test_npy_refused),
         cmocka_unit_test(test_npy_elements),

@@ -14,8 +14,12 @@
 static int pooled_size(int n, int k, int s, int pb, int pe, int dl, int ceil_mode)
 {
     long span = (long)n + pb + pe - ((long)dl * (k - 1) + 1);
-    if (span < 0) return 0;
-    long out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+    /* floor(num / s) + 1 as PyTorch and ONNX count it: in ceil mode a window wider than
+     * the padded input by less than the stride still gives one output (squeezenet's last
+     * 3x3/2 pool on a 2x2 plane: 1x1), its taps clipped to the input by window() */
+    long num = ceil_mode ? span + s - 1 : span;
+    if (num < 0) return 0;
+    long out = num / s + 1;
     /* In ceil mode the last window must start inside the input or its leading padding,
      * otherwise it would cover padding only (PyTorch and Caffe drop it). */
     if (ceil_mode && (out - 1) * s >= (long)n + pb) out--;

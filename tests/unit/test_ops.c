@@ -490,6 +490,12 @@ static void test_pool_sizes(void **state)
     assert_int_equal(d.OH, 3);
     assert_int_equal(pool2d_init(&d, 1, 5, 5, 2, 2, 1, 0), 0);
     assert_int_equal(d.OH, 3);
+    /* a 3x3/2 window in ceil mode on a 2x2 plane: one output (PyTorch's and ONNX's count),
+     * not a refusal; with stride 1 (or in floor mode) PyTorch gives none, nor do we */
+    assert_int_equal(pool2d_init(&d, 1, 2, 2, 3, 2, 0, 1), 0);
+    assert_int_equal(d.OH, 1);
+    assert_int_equal(d.OW, 1);
+    assert_int_equal(pool2d_init(&d, 1, 2, 2, 3, 1, 0, 1), -1);
     /* errors: window larger than the padded input; pad over K/2 */
     assert_int_equal(pool2d_init(&d, 1, 2, 2, 3, 1, 0, 0), -1);
     assert_int_equal(pool2d_init(&d, 1, 8, 8, 2, 2, 2, 0), -1);
@@ -504,7 +510,7 @@ static const pool_case_t pool_cases[] = {
     {"2x2/2 floor", 2, 3, 8, 6, 2, 2, 0, 0},    {"3x3/2 ceil 9x9", 2, 2, 9, 9, 3, 2, 0, 1},
     {"3x3/2 ceil 8x7", 2, 2, 8, 7, 3, 2, 0, 1}, {"3x3/2 floor 8x7", 2, 2, 8, 7, 3, 2, 0, 0},
     {"3x3/2 p1 ceil", 2, 2, 7, 6, 3, 2, 1, 1},  {"2x2/2 p1 ceil (drop)", 1, 2, 5, 5, 2, 2, 1, 1},
-    {"3x3/1 p1 floor", 2, 1, 5, 4, 3, 1, 1, 0},
+    {"3x3/1 p1 floor", 2, 1, 5, 4, 3, 1, 1, 0}, {"3x3/2 ceil 2x2 (window past the plane)", 2, 3, 2, 2, 3, 2, 0, 1},
 };
 
 /* One pooling of any geometry (d filled by pool2d_init or pool2d_setup) against the naive

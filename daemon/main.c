@@ -80,6 +80,9 @@ enum {
     O_POLICY,
     O_FAIR_HALF_LIFE,
     O_PREEMPT_MIN_RUN,
+    O_HETERO_MIN_RUN,
+    O_HETERO_RESIZE_COST,
+    O_HETERO_HYSTERESIS,
     O_DATA_ROOT,
     O_DATA_CACHE,
     O_KEEP_JOBS,
@@ -179,6 +182,20 @@ static const opt_row_t OPTIONS[] = {
      "for a higher-priority one only after running T; seconds, or a number with s, m, h or d "
      "(default 60)",
      O_PREEMPT_MIN_RUN},
+    {"hetero-min-run", 1, "T",
+     "--policy hetero|agnostic: a running job's hosts do not change (shrunk to admit another, grown "
+     "back, moved to other host classes) before it has held them T; seconds, or a number with s, m, h "
+     "or d (default 600)",
+     O_HETERO_MIN_RUN},
+    {"hetero-resize-cost", 1, "T",
+     "--policy hetero|agnostic: the progress a resize or a move costs (a restart from the checkpoint), "
+     "which its gain over --hetero-min-run must pay back; seconds, or a number with s, m, h or d "
+     "(default 30)",
+     O_HETERO_RESIZE_COST},
+    {"hetero-hysteresis", 1, "F",
+     "--policy hetero|agnostic: a move or a grow must raise the cluster's normalised throughput by "
+     "this fraction at least, a grow add this fraction of the job's slots (default 0.05)",
+     O_HETERO_HYSTERESIS},
     {"max-model-bytes", 1, "N",
      "largest ONNX model PUT /api/v1/models/{name} takes, in bytes (default 67108864 = 64 MiB); "
      "larger uploads are 413",
@@ -690,6 +707,18 @@ int main(int argc, char **argv)
         case O_PREEMPT_MIN_RUN:
             if (parse_duration(name, optarg, &v) != 0) return 2;
             o.cfg.preempt_min_run_s = v;
+            break;
+        case O_HETERO_MIN_RUN:
+            if (parse_duration(name, optarg, &v) != 0) return 2;
+            o.cfg.hetero_min_run_s = v;
+            break;
+        case O_HETERO_RESIZE_COST:
+            if (parse_duration(name, optarg, &v) != 0) return 2;
+            o.cfg.hetero_resize_cost_s = v;
+            break;
+        case O_HETERO_HYSTERESIS:
+            if (parse_num(name, optarg, 0, &v) != 0) return 2;
+            o.cfg.hetero_hysteresis = v;
             break;
         case O_FAIR_HALF_LIFE:
             if (parse_duration(name, optarg, &v) != 0) return 2;

@@ -1726,7 +1726,6 @@ static int set_place(coordinator_t *c, hsnap_t *s, coord_run_t *r, const int *al
     r->nplace = k;
     r->placement = placement;
     r->dirty = 1;
-    clog_printf("job %s: %s", r->id, reason);
     return 0;
 }
 
@@ -1748,7 +1747,7 @@ static int hplan_apply(coordinator_t *c, hsnap_t *s, coord_run_t *r, const polic
     r->world_cap = cap;
     r->hplan = 1;
     snprintf(r->resize_reason, sizeof r->resize_reason, "%s", rz->reason);
-    clog_printf("job %s: %s (%s, from its checkpoint)", r->id, hclass_change_name(k), rz->reason);
+    clog_printf("job %s: %s: %s; relaunching from its checkpoint", r->id, hclass_change_name(k), rz->reason);
     start_kill(c, r, KILL_RESIZE, now);
     return 1;
 }
@@ -1799,7 +1798,8 @@ static int claim_and_launch(coordinator_t *c, const run_queued_t *q, const polic
         run_set_state(c, r, JOB_FAILED, err);
         return 0;
     }
-    if (hs && !r->simulated) set_place(c, hs, r, d->alloc, NULL, d->placement);
+    if (hs && !r->simulated && set_place(c, hs, r, d->alloc, NULL, d->placement) == 0)
+        clog_printf("job %s: %s", r->id, d->placement);
     if (r->simulated)
         clog_printf("job %s: claimed (%s, %d simulated rank%s, simulations %d/%d)", q->id, r->spec->name, r->world,
                     r->world == 1 ? "" : "s", run_sims_used(c), c->sim_slots);

@@ -1906,6 +1906,10 @@ static void fair_share(coordinator_t *c, double now, policy_queued_t *pq, int n)
     json_decref(usage);
 }
 
+/* --policy hetero|agnostic: how often the tick plans when no job waits and none runs below
+ * its ask (then only a move can change anything, and none is due before the minimum run). */
+#define HPLAN_IDLE_S 5.0
+
 /* Asks the policy (policy.h, --policy) which queued jobs start, from a snapshot: the first
  * QUEUE_VIEW_MAX ids of the queue with what they ask for (read once per job and cached),
  * the slots, and the runs with their measured progress. Claims and launches the jobs it
@@ -1998,7 +2002,11 @@ void run_schedule(coordinator_t *c, double now)
      * one plan at a time: while one is in flight (resizing), or in the tick that applies one,
      * no job is started (the slots it frees are not free until its stop is over). */
     int applied = 0;
-    if (classy && (n > 0 || growable) && hsnap_build(c, now, rr, nrun, qd, n, &hs) == 0) {
+    /* with nothing waiting or below its ask, every HPLAN_IDLE_S still: a job may move to the
+     * hosts another one left */
+    int replan = nrun > 0 && (now - c->hplan_at >= HPLAN_IDLE_S || now < c->hplan_at);
+    if (classy && (n > 0 || growable || replan) && hsnap_build(c, now, rr, nrun, qd, n, &hs) == 0) {
+        c->hplan_at = now;
         st.hetero = &hs.h;
         policy_resize_t *rz = calloc((size_t)nrun + 1, sizeof *rz);
         int nrz = 0;

@@ -724,7 +724,7 @@ static void after_probing(coordinator_t *c, coord_run_t *r, double now)
     relaunch_soon(c, r, r->probe_oc, r->probe_code, reason, now);
 }
 
-/* A placed job (--policy hetero|agnostic, run_place): the usable hosts in names[0..n)
+/* A placed job (--policy hetero|agnostic, set_place): the usable hosts in names[0..n)
  * narrowed to those of its placement, with their slots into *usable_slots and all its
  * placed hosts' slots into *all_slots (the cluster its world is fitted to). Returns the
  * new count; 0 when none of them is usable (then nothing is changed). */
@@ -886,6 +886,7 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
             free(names);
             r->phase = PH_BACKOFF;
             r->next_launch = now + c->cfg.host_probe_s;
+            r->hplan = 0; /* it holds nothing while it waits: the policy's change is over */
             if (r->state != JOB_RESTARTING || !strstr(r->reason, "waiting for a host")) {
                 char down[512];
                 unusable_hosts(c, down, sizeof down);
@@ -1971,7 +1972,7 @@ void run_schedule(coordinator_t *c, double now)
         /* a shrink for a preemption, until its smaller attempt holds only what it keeps */
         if (r->world_cap > 0 && r->world > r->world_cap) preempting = 1;
         /* hetero and agnostic: a change of the policy's in flight (its slots are not free yet) */
-        if (r->hplan || (r->world_cap > 0 && r->world > r->world_cap)) resizing = 1;
+        if (r->hplan) resizing = 1;
         if (!r->simulated && r->phase == PH_ACTIVE && r->world < r->full_world) growable = 1;
         /* only an attempt that trains may be preempted: its start counts for the minimum run */
         rr[nrun] = r;

@@ -709,12 +709,9 @@ int main(int argc, char **argv)
             o.cfg.preempt_min_run_s = v;
             break;
         case O_HETERO_MIN_RUN:
-            if (parse_duration(name, optarg, &v) != 0) return 2;
-            o.cfg.hetero_min_run_s = v;
-            break;
         case O_HETERO_RESIZE_COST:
             if (parse_duration(name, optarg, &v) != 0) return 2;
-            o.cfg.hetero_resize_cost_s = v;
+            *(ch == O_HETERO_MIN_RUN ? &o.cfg.hetero_min_run_s : &o.cfg.hetero_resize_cost_s) = v;
             break;
         case O_HETERO_HYSTERESIS:
             if (parse_num(name, optarg, 0, &v) != 0) return 2;

@@ -2,10 +2,10 @@
  * hetero|agnostic): hosts grouped by their measured speed into power-of-two buckets, the
  * same for the same profiles whatever their order; hosts with no profile in "unmeasured";
  * hosts not usable in none; each model's speed per class the mean of its profiles there.
- * Pure functions of the profiles: no Redis. And the daemon's mapping of the policy's
- * decisions to actions (run.c, hplan_apply): what kind of change a running job's new
- * allocation is, the world cap its relaunch runs under, and which hosts it runs on (those it
- * keeps first), from policy_plan's answers on small scripted clusters.
+ * Pure functions of the profiles: no Redis. And the daemon's actions for the policy's
+ * changes of a running job (run.c, hplan_apply): what kind of change a new allocation is,
+ * the world cap its relaunch runs under, and which hosts it runs on (those it keeps first);
+ * test_policy_classes maps policy_plan's answers through them.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,7 +13,6 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <math.h>
 #include <string.h>
 
 #include "hclass.h"
@@ -133,109 +132,13 @@ static void test_pick_hosts(void **state)
     assert_memory_equal(take, ((const int[]){1, 1, 0, 0, 0}), sizeof take);
 }
 
-/* policy_plan on one class of three 1-slot hosts, then run.c's mapping of its answer. */
-#define NOW 10000.0
-typedef struct {
-    policy_class_t cl[2];
-    double speed[2];
-    policy_hetero_t h;
-    policy_state_t s;
-    policy_decision_t d[1];
-    policy_resize_t rz[1];
-    int nrz;
-} round_t;
-
-static int plan(round_t *r, const policy_running_t *run, const policy_hjob_t *hr, const policy_queued_t *q,
-                const policy_hjob_t *hq, int nq)
-{
-    int nslots = r->cl[0].slots + r->cl[1].slots;
-    r->h = (policy_hetero_t){.classes = r->cl,
-                             .nclasses = r->cl[1].slots ? 2 : 1,
-                             .ntypes = 1,
-                             .speed = r->speed,
-                             .running = hr,
-                             .queued = hq,
-                             .min_run_s = 600,
-                             .resize_cost_s = 30,
-                             .hysteresis = 0.05};
-    r->s = (policy_state_t){.now = NOW,
-                            .slots_total = nslots,
-                            .slots_usable = nslots,
-                            .running = run,
-                            .nrunning = 1,
-                            .queued = q,
-                            .nqueued = nq,
-                            .preempt_min_run_s = -1,
-                            .hetero = &r->h};
-    return policy_plan(POLICY_HETERO, &r->s, r->d, r->rz, &r->nrz);
-}
-
-static void test_plan_to_action(void **state)
-{
-    (void)state;
-    round_t r = {.cl = {{"x1", 3}, {"x1/2", 0}}, .speed = {100, 0}};
-    const int cls[] = {0, 0, 0};
-    int take[3], cap;
-    policy_running_t lo = {"j-4", 3, 0, -1, 0, NOW - 1000};
-    policy_queued_t q = {"j-5", 1, 1, 0, 0, 0, NULL, 0};
-    policy_hjob_t hq = {.min_slots = 1, .want = 1};
-    /* j-4, elastic (1..3 ranks) on all three hosts past its minimum run: shrunk to admit j-5 */
-    policy_hjob_t hr = {.elastic = 1, .min_slots = 1, .want = 3, .alloc = {3}, .changed = NOW - 1000};
-    assert_int_equal(plan(&r, &lo, &hr, &q, &hq, 1), 1);
-    assert_int_equal(r.nrz, 1);
-    assert_string_equal(r.rz[0].reason, "shrunk from 3 x1 to 2 x1 slots to admit j-5 (hetero)");
-    assert_int_equal(hclass_change(hr.alloc, r.rz[0].alloc, 1, 3, &cap), HCLASS_SHRINK);
-    assert_int_equal(cap, 2);
-    int fr[] = {0, 0, 0};
-    assert_int_equal(hclass_pick_hosts(cls, (const int[]){1, 1, 1}, fr, 3, r.rz[0].alloc, 1, take), 2);
-    assert_memory_equal(take, ((const int[]){1, 1, 0}), sizeof take);
-    /* the host it gives up is where j-5 goes */
-    fr[2] = 1;
-    assert_int_equal(hclass_pick_hosts(cls, NULL, fr, 3, r.d[0].alloc, 1, take), 1);
-    assert_memory_equal(take, ((const int[]){0, 0, 1}), sizeof take);
-    /* without a checkpoint the daemon pins it (changed never old enough): j-5 waits */
-    hr.changed = HUGE_VAL;
-    assert_int_equal(plan(&r, &lo, &hr, &q, &hq, 1), 0);
-    assert_int_equal(r.nrz, 0);
-    /* j-5 has ended: j-4, on two hosts since long enough, grows back onto the third */
-    policy_hjob_t shrunk = {.elastic = 1, .min_slots = 1, .want = 3, .alloc = {2}, .changed = NOW - 1000};
-    lo.slots = 2;
-    assert_int_equal(plan(&r, &lo, &shrunk, NULL, NULL, 0), 0);
-    assert_int_equal(r.nrz, 1);
-    assert_string_equal(r.rz[0].reason, "grown from 2 x1 to 3 x1 slots: slots free (hetero)");
-    assert_int_equal(hclass_change(shrunk.alloc, r.rz[0].alloc, 1, 3, &cap), HCLASS_GROW);
-    assert_int_equal(cap, 0);
-    assert_int_equal(hclass_pick_hosts(cls, (const int[]){1, 1, 0}, fr, 3, r.rz[0].alloc, 1, take), 3);
-    /* but not before its minimum run time since its last change */
-    shrunk.changed = NOW - 10;
-    assert_int_equal(plan(&r, &lo, &shrunk, NULL, NULL, 0), 0);
-    assert_int_equal(r.nrz, 0);
-}
-
-/* A 1-rank job on the slow class while the fast one (4x for its type) is free: moved. */
-static void test_plan_move(void **state)
-{
-    (void)state;
-    round_t r = {.cl = {{"x1", 1}, {"x1/2", 1}}, .speed = {400, 100}};
-    const int cls[] = {0, 1}, own[] = {0, 1}, fr[] = {1, 0};
-    int take[2], cap;
-    policy_running_t run = {"j-7", 1, 0, -1, 0, NOW - 1000};
-    policy_hjob_t hr = {.min_slots = 1, .want = 1, .alloc = {0, 1}, .changed = NOW - 1000};
-    assert_int_equal(plan(&r, &run, &hr, NULL, NULL, 0), 0);
-    assert_int_equal(r.nrz, 1);
-    assert_string_equal(r.rz[0].reason, "moved from 1 x1/2 to 1 x1 slots: 4.00x its speed on 1 slot of its slowest "
-                                        "class, was 1.00x (hetero)");
-    assert_int_equal(hclass_change(hr.alloc, r.rz[0].alloc, 2, 1, &cap), HCLASS_MOVE);
-    assert_int_equal(cap, 0);
-    assert_int_equal(hclass_pick_hosts(cls, own, fr, 2, r.rz[0].alloc, 2, take), 1);
-    assert_memory_equal(take, ((const int[]){1, 0}), sizeof take);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_buckets),    cmocka_unit_test(test_not_usable),     cmocka_unit_test(test_change),
-        cmocka_unit_test(test_pick_hosts), cmocka_unit_test(test_plan_to_action), cmocka_unit_test(test_plan_move),
+        cmocka_unit_test(test_buckets),
+        cmocka_unit_test(test_not_usable),
+        cmocka_unit_test(test_change),
+        cmocka_unit_test(test_pick_hosts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2037,6 +2037,22 @@ void run_schedule(coordinator_t *c, double now)
             else start_kill(c, r, KILL_PREEMPT, now);
         }
     }
+    /* the jobs a change in flight holds back wait for its slots, and say so: first in line,
+     * in the policy's order (the others after them); when the relaunch ends is not known */
+    if (classy && (resizing || applied)) {
+        int held = 0, k = 0;
+        for (int i = 0; i < n; i++) held += dec[i].start != 0;
+        for (int i = 0; i < n; i++) {
+            if (!dec[i].start) {
+                if (dec[i].position > 0) dec[i].position += held;
+                continue;
+            }
+            dec[i] = (policy_decision_t){.position = ++k, .reason = POLICY_REASON_SLOTS, .estimated_start = -1};
+            snprintf(dec[i].detail, sizeof dec[i].detail,
+                     "waits for the slots a running job gives up: it is being resized from its checkpoint");
+        }
+        started = 0;
+    }
     json_t *view = json_object();
     for (int i = 0; view && i < n; i++)
         if (!dec[i].start) json_object_set_new(view, qd[i].id, queue_json(&dec[i]));
@@ -2045,7 +2061,6 @@ void run_schedule(coordinator_t *c, double now)
     c->queue_view = view;
     pthread_mutex_unlock(&c->queue_lock);
     /* The jobs started, in the policy's decisions (fair's backfilled ones anywhere). */
-    if (classy && (resizing || applied)) started = 0;
     for (int i = 0, claims = 0; i < n && claims < started && claims < SCHEDULE_PER_TICK; i++) {
         if (!dec[i].start) continue;
         claims++;

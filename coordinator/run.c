@@ -1907,8 +1907,8 @@ static void fair_share(coordinator_t *c, double now, policy_queued_t *pq, int n)
     json_decref(usage);
 }
 
-/* --policy hetero|agnostic: how often the tick plans when no job waits and none runs below
- * its ask (then only a move can change anything, and none is due before the minimum run). */
+/* --policy hetero|agnostic: how often the tick plans while no job waits (then only a grow
+ * back or a move can change anything, none due before the minimum run time). */
 #define HPLAN_IDLE_S 5.0
 
 /* Asks the policy (policy.h, --policy) which queued jobs start, from a snapshot: the first
@@ -1964,7 +1964,7 @@ void run_schedule(coordinator_t *c, double now)
     free(c->qdemand);
     c->qdemand = qd;
     c->nqdemand = n;
-    int nrun = 0, preempting = 0, resizing = 0, growable = 0;
+    int nrun = 0, preempting = 0, resizing = 0;
     for (int i = 0; i < c->nruns; i++) {
         coord_run_t *r = c->runs[i];
         if (r->phase == PH_DONE) continue;
@@ -1973,7 +1973,6 @@ void run_schedule(coordinator_t *c, double now)
         if (r->world_cap > 0 && r->world > r->world_cap) preempting = 1;
         /* hetero and agnostic: a change of the policy's in flight (its slots are not free yet) */
         if (r->hplan) resizing = 1;
-        if (!r->simulated && r->phase == PH_ACTIVE && r->world < r->full_world) growable = 1;
         /* only an attempt that trains may be preempted: its start counts for the minimum run */
         rr[nrun] = r;
         run[nrun++] = (policy_running_t){r->id,
@@ -1998,15 +1997,14 @@ void run_schedule(coordinator_t *c, double now)
     if (c->cfg.policy != POLICY_FIFO) fair_share(c, now, pq, n);
     /* hetero and agnostic: fair's admission, then places on host classes (policy_plan) */
     int classy = c->cfg.policy == POLICY_HETERO || c->cfg.policy == POLICY_AGNOSTIC, started = -1;
-    /* (only with jobs waiting or a job below its ask that may grow back: nothing to place or
-     * change otherwise, and no profiles read). The plan's changes of running jobs are applied
-     * one plan at a time: while one is in flight (resizing), or in the tick that applies one,
-     * no job is started (the slots it frees are not free until its stop is over). */
+    /* (each tick while jobs wait; with none waiting, every HPLAN_IDLE_S while jobs run: a grow
+     * back or a move onto the hosts another job left; else nothing to place or change, and no
+     * profiles read). The plan's changes of running jobs are applied one plan at a time:
+     * while one is in flight (resizing), or in the tick that applies one, no job is started
+     * (the slots it frees are not free until its stop is over). */
     int applied = 0;
-    /* with nothing waiting or below its ask, every HPLAN_IDLE_S still: a job may move to the
-     * hosts another one left */
     int replan = nrun > 0 && (now - c->hplan_at >= HPLAN_IDLE_S || now < c->hplan_at);
-    if (classy && (n > 0 || growable || replan) && hsnap_build(c, now, rr, nrun, qd, n, &hs) == 0) {
+    if (classy && (n > 0 || replan) && hsnap_build(c, now, rr, nrun, qd, n, &hs) == 0) {
         c->hplan_at = now;
         st.hetero = &hs.h;
         policy_resize_t *rz = calloc((size_t)nrun + 1, sizeof *rz);

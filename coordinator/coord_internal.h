@@ -93,6 +93,7 @@ struct coordinator {
     /* tick thread only */
     run_queued_t *qdemand; /* what the queued jobs ask for, parsed once per job (run.c) */
     hclass_cache_t hcache; /* the profiles --policy hetero|agnostic classes hosts by (hclass.h) */
+    double hplan_at;       /* when the tick last planned with classes (run.c, run_schedule) */
     int nqdemand;
     redisContext *rc;
     double rc_next_try, rc_backoff, redis_up_since;

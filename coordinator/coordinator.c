@@ -42,6 +42,10 @@ void coord_config_defaults(coord_config_t *cfg)
     cfg->tick_s = 0.2;
     cfg->fair_half_life_s = 3600;
     cfg->preempt_min_run_s = 60;
+    /* the scheduler simulator's defaults (sim/sched_sim.c) */
+    cfg->hetero_min_run_s = 600;
+    cfg->hetero_resize_cost_s = 30;
+    cfg->hetero_hysteresis = 0.05;
     cfg->default_checkpoint_steps = 50;
     cfg->sim_slots = 1;
     cfg->oversubscribe = COORD_OVERSUBSCRIBE_DEFAULT;

@@ -83,6 +83,10 @@ typedef struct {
     double fair_half_life_s;       /* 3600: fair share's usage halves this often (<= 0: never) */
     double preempt_min_run_s;      /* 60: --policy fair preempts a job only after it ran this long
                                      (s; < 0: never preempts) */
+    /* --policy hetero|agnostic (policy_hetero_t): a running job's allocation holds at least
+     * hetero_min_run_s (600) between changes; a change costs hetero_resize_cost_s (30) of
+     * progress; moves and grows must gain hetero_hysteresis (0.05) */
+    double hetero_min_run_s, hetero_resize_cost_s, hetero_hysteresis;
     const char *const *data_roots; /* --data-root: directories a spec's dataset.path must
                                      resolve under; none = COORD_DATA_ROOT_DEBIAN and
                                      STATE_DIR/data */

@@ -173,3 +173,45 @@ double hclass_speed(const hclass_profile_t *p, int np, const char *const *hosts,
     }
     return k ? sum / k : 0;
 }
+
+hclass_change_t hclass_change(const int *cur, const int *alloc, int nc, int full_world, int *cap)
+{
+    int was = 0, now = 0, same = 1;
+    for (int c = 0; c < nc; c++) {
+        was += cur[c];
+        now += alloc[c];
+        same &= cur[c] == alloc[c];
+    }
+    *cap = now < full_world ? now : 0;
+    if (same) return HCLASS_KEEP;
+    return now < was ? HCLASS_SHRINK : now > was ? HCLASS_GROW : HCLASS_MOVE;
+}
+
+const char *hclass_change_name(hclass_change_t k)
+{
+    static const char *const names[] = {"keep", "shrink", "grow", "move"};
+    return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
+}
+
+int hclass_pick_hosts(const int *host_class, const int *own, const int *free_, int nhosts, const int *alloc, int nc,
+                      int *take)
+{
+    int need[POLICY_CLASSES_MAX] = {0}, n = 0;
+    if (nc < 1 || nc > POLICY_CLASSES_MAX) return -1;
+    for (int i = 0; i < nhosts; i++) take[i] = 0;
+    for (int c = 0; c < nc; c++) need[c] = alloc[c] > 0 ? alloc[c] : 0;
+    /* pass 0: its own hosts; pass 1: the others with free slots */
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < nhosts; i++) {
+            int c = host_class[i], mine = own ? own[i] : 0;
+            if (c < 0 || c >= nc || take[i] || need[c] <= 0 || (pass == 0) != (mine > 0)) continue;
+            int room = mine + (free_[i] > 0 ? free_[i] : 0);
+            if (room <= 0) continue;
+            take[i] = room < need[c] ? room : need[c];
+            need[c] -= take[i];
+            n++;
+        }
+    for (int c = 0; c < nc; c++)
+        if (need[c] > 0) return -1;
+    return n;
+}

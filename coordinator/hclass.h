@@ -65,4 +65,31 @@ int hclass_group(const hclass_profile_t *p, int np, const char *const *hosts, co
 double hclass_speed(const hclass_profile_t *p, int np, const char *const *hosts, const int *host_class, int nhosts,
                     const char *model, int cls);
 
+/* ---- Applying the plan's changes of a running job (policy_resize_t; run.c) ----------
+ * Pure, for the unit test: what kind of change a new allocation is, and which hosts it
+ * runs on. */
+typedef enum {
+    HCLASS_KEEP = 0, /* the same slots per class: nothing to do */
+    HCLASS_SHRINK,   /* fewer slots (to admit another job) */
+    HCLASS_GROW,     /* more slots (hosts freed up) */
+    HCLASS_MOVE,     /* as many slots, on other classes */
+} hclass_change_t;
+
+/* The change from cur to alloc (slots per class, nc classes) of a job whose spec asks for
+ * full_world ranks, and the world cap its relaunch runs under into *cap (run.h world_cap:
+ * the new slots when fewer than full_world, else 0, no cap). */
+hclass_change_t hclass_change(const int *cur, const int *alloc, int nc, int full_world, int *cap);
+const char *hclass_change_name(hclass_change_t k); /* "keep", "shrink", "grow", "move" */
+
+/* The hosts of a new allocation alloc[0..nc): in each class, the hosts the job holds there
+ * first (own[i]: its slots on host i; own NULL: none, a job not started yet), then hosts
+ * with free slots (free_[i], its own not counted), in the launcher's order, a host's slots
+ * (own + free) at a time until the class's slots are taken, so that a shrink keeps a
+ * subset of its hosts and a grow adds to them. host_class[i]: the class of host i (-1: not
+ * usable, never chosen). Writes the slots taken on each host into take[0..nhosts) (0: not
+ * chosen). Returns the number of hosts chosen, or -1 when a class has too few slots (then
+ * nothing is to be applied). */
+int hclass_pick_hosts(const int *host_class, const int *own, const int *free_, int nhosts, const int *alloc, int nc,
+                      int *take);
+
 #endif

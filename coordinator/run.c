@@ -724,7 +724,7 @@ static void after_probing(coordinator_t *c, coord_run_t *r, double now)
     relaunch_soon(c, r, r->probe_oc, r->probe_code, reason, now);
 }
 
-/* A placed job (--policy hetero|agnostic, run_place): the usable hosts in names[0..n)
+/* A placed job (--policy hetero|agnostic, set_place): the usable hosts in names[0..n)
  * narrowed to those of its placement, with their slots into *usable_slots and all its
  * placed hosts' slots into *all_slots (the cluster its world is fitted to). Returns the
  * new count; 0 when none of them is usable (then nothing is changed). */
@@ -771,6 +771,8 @@ static void grow_check(coordinator_t *c, coord_run_t *r, double now)
     int others = r->simulated || placed ? 0 : run_slots_used(c) - r->world;
     if (others > 0) slots -= others;
     int w = r->world < r->full_world && slots > 0 ? hosts_elastic_world(r->full_world, r->min_world, total, slots) : 0;
+    /* a placed job's cap is the class-aware policy's (hplan_apply): it lifts it, not this */
+    if (placed && r->world_cap > 0 && w > r->world_cap) w = r->world_cap;
     if (w <= r->world) {
         if (r->grow_armed)
             clog_printf("job %s: no longer grows (the slots are gone again, or other jobs hold them)", r->id);
@@ -884,6 +886,7 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
             free(names);
             r->phase = PH_BACKOFF;
             r->next_launch = now + c->cfg.host_probe_s;
+            r->hplan = 0; /* it holds nothing while it waits: the policy's change is over */
             if (r->state != JOB_RESTARTING || !strstr(r->reason, "waiting for a host")) {
                 char down[512];
                 unusable_hosts(c, down, sizeof down);
@@ -910,7 +913,7 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
                  launcher_rank_hosts(c->launcher, world, nn == c->nhosts ? NULL : names, nn, rank_host) == 0;
     }
     int from = r->first_launch ? r->full_world : r->world;
-    if (world != from) {
+    if (world != from || r->hplan) {
         char reason[sizeof r->resize_reason + 600], down[512];
         unusable_hosts(c, down, sizeof down);
         if (r->resize_reason[0]) snprintf(reason, sizeof reason, "%s", r->resize_reason);
@@ -929,6 +932,7 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
     r->resize_reason[0] = 0;
     r->grow_armed = 0;
     r->shrinking = 0;
+    r->hplan = 0;
 
     /* Only where placement is known before the start (not under Slurm). Simulated ranks
      * (never placed) plan their own batches: the coordinator's plans arrive in real time,
@@ -1545,10 +1549,9 @@ int run_holds(const coordinator_t *c, const coord_run_t *r, int host)
 }
 
 /* The class-aware policies' snapshot (--policy hetero|agnostic; hclass.h): the usable hosts
- * by class, each job type's (model's) speed per class, the running jobs' slots per class,
- * and each host's free slots, from which run_place takes the started jobs' hosts. Running
- * jobs are not elastic to the policy and pinned (min_run_s): they keep their hosts (the
- * plan's moves and resizes of running jobs are not applied). */
+ * by class, each job type's (model's) speed per class, the running jobs' state (slots per
+ * class, elastic bounds, when their slots last changed: hplan_state), and each host's free
+ * slots, from which set_place takes the started and changed jobs' hosts. */
 typedef struct {
     policy_hetero_t h;
     policy_class_t classes[POLICY_CLASSES_MAX];
@@ -1597,6 +1600,35 @@ static void hsnap_hold(coordinator_t *c, hsnap_t *s, const coord_run_t *r, int *
     }
 }
 
+/* Whether the policy may change r's hosts (hplan_apply): an attempt that trains, on the
+ * launcher's hosts, with a checkpoint to resume from (nothing may be lost beyond the last
+ * one), and no other stop or change under way. */
+static int hplan_may_change(coordinator_t *c, const coord_run_t *r)
+{
+    if (r->simulated || r->phase != PH_ACTIVE || r->kill_reason != KILL_NONE || r->hplan) return 0;
+    long long id[3];
+    ckpt_ident(c, r, id);
+    return id[0] || id[1] || id[2];
+}
+
+/* A running job's state for the policy (j->alloc filled): one that may change is elastic
+ * when it can run on fewer ranks than its spec asks (min_world, 2 with a parameter server),
+ * wants its spec's ranks (at most every usable slot), and last changed when its attempt
+ * started; one that may not is pinned at what it holds (changed: never old enough). */
+static void hplan_state(coordinator_t *c, const coord_run_t *r, int nc, policy_hjob_t *j)
+{
+    int held = 0;
+    for (int k = 0; k < nc; k++) held += j->alloc[k];
+    j->min_slots = j->want = held;
+    j->changed = HUGE_VAL;
+    if (!hplan_may_change(c, r)) return;
+    j->changed = r->launched_at;
+    j->elastic = r->min_world < r->full_world;
+    if (!j->elastic) return;
+    j->min_slots = r->min_world < held ? r->min_world : held;
+    j->want = r->full_world < c->slots_usable ? r->full_world : c->slots_usable;
+}
+
 /* Builds s (zeroed by the caller) for the runs rr[0..nrun) and the queued jobs qd[0..n).
  * Returns 0, or -1 when out of memory or no host is usable (then the tick decides
  * without classes). The profiles come from the cache (one refresh every HCLASS_REFRESH_S). */
@@ -1629,9 +1661,7 @@ static int hsnap_build(coordinator_t *c, double now, coord_run_t *const *rr, int
         policy_hjob_t *j = &s->hrun[i];
         j->type = hsnap_type(s, rr[i]->spec->model);
         if (!rr[i]->simulated) hsnap_hold(c, s, rr[i], j->alloc);
-        for (int k = 0; k < nc; k++) j->want += j->alloc[k];
-        j->min_slots = j->want;
-        j->changed = rr[i]->started;
+        hplan_state(c, rr[i], nc, j);
     }
     for (int i = 0; i < n; i++) {
         policy_hjob_t *j = &s->hq[i];
@@ -1650,45 +1680,77 @@ static int hsnap_build(coordinator_t *c, double now, coord_run_t *const *rr, int
                              .speed = s->speed,
                              .running = s->hrun,
                              .queued = s->hq,
-                             .min_run_s = 1e300,
-                             .resize_cost_s = 30,
-                             .hysteresis = 0.05};
+                             .min_run_s = c->cfg.hetero_min_run_s,
+                             .resize_cost_s = c->cfg.hetero_resize_cost_s,
+                             .hysteresis = c->cfg.hetero_hysteresis};
     return 0;
 }
 
-/* A started job's hosts (--policy hetero|agnostic): for each class, the free slots of its
- * hosts in the launcher's order until the decision's slots there are taken (s->free keeps
- * count for the jobs started after it), into r->place, with the placement the API shows. */
-static void run_place(coordinator_t *c, hsnap_t *s, coord_run_t *r, const policy_decision_t *d)
+/* A job's hosts for the slots per class alloc (--policy hetero|agnostic: a started job's
+ * decision, or a running job's change, own: the slots it holds per host, NULL when it holds
+ * none): hclass_pick_hosts over s->free, which keeps count for the jobs placed after it,
+ * into r->place, with the placement the API shows (hosts by class, reason). Returns 0, or
+ * -1 when nothing was placed (no free slots where the plan saw them, or out of memory:
+ * r keeps what it had). */
+static int set_place(coordinator_t *c, hsnap_t *s, coord_run_t *r, const int *alloc, const int *own, const char *reason)
 {
-    char **names = calloc((size_t)c->nhosts + 1, sizeof *names);
+    int nh = c->nhosts, k = 0;
+    int *take = calloc((size_t)nh + 1, sizeof *take);
+    char **names = calloc((size_t)nh + 1, sizeof *names);
     json_t *by = json_object();
-    int k = 0;
-    for (int cls = 0; names && by && cls < s->h.nclasses; cls++) {
-        int need = d->alloc[cls];
+    int n = take ? hclass_pick_hosts(s->host_class, own, s->free, nh, alloc, s->h.nclasses, take) : -1;
+    for (int cls = 0; n > 0 && names && by && cls < s->h.nclasses; cls++) {
         json_t *list = json_array();
-        for (int i = 0; i < c->nhosts && need > 0; i++) {
-            if (s->host_class[i] != cls || s->free[i] <= 0) continue;
-            int take = need < s->free[i] ? need : s->free[i];
-            s->free[i] -= take;
-            need -= take;
+        for (int i = 0; i < nh; i++) {
+            if (s->host_class[i] != cls || take[i] <= 0) continue;
             names[k] = strdup(s->hosts[i]);
             if (names[k]) json_array_append_new(list, json_string(names[k++]));
         }
         if (json_array_size(list) > 0) json_object_set_new(by, s->names[cls], list);
         else json_decref(list);
     }
-    if (!names || !by || k == 0) {
-        /* nothing placed (out of memory, or no free slot where the plan saw one): any host */
+    json_t *placement = n > 0 && k == n ? json_pack("{s:o, s:s}", "hosts_by_class", by, "reason", reason) : NULL;
+    if (!placement) {
         for (int i = 0; names && i < k; i++) free(names[i]);
         free(names);
-        json_decref(by);
-        return;
+        free(take);
+        if (n <= 0 || k != n) json_decref(by);
+        return -1;
     }
+    /* the slots it gives up are free for the jobs placed after it; those it takes are not */
+    for (int i = 0; i < nh; i++) s->free[i] += (own ? own[i] : 0) - take[i];
+    free(take);
+    for (int i = 0; i < r->nplace; i++) free(r->place[i]);
+    free(r->place);
+    json_decref(r->placement);
     r->place = names;
     r->nplace = k;
-    r->placement = json_pack("{s:o, s:s}", "hosts_by_class", by, "reason", d->placement);
-    clog_printf("job %s: %s", r->id, d->placement);
+    r->placement = placement;
+    r->dirty = 1;
+    return 0;
+}
+
+/* The policy's change of a running job's slots (rz, the state it was planned from j):
+ * its new hosts (set_place: those it keeps first), the world cap its relaunch runs under,
+ * and a stop to relaunch from its checkpoint there (the elastic resize path: KILL_RESIZE,
+ * relaunch_soon, launch), its reason the policy's ("shrunk from 3 x1 to 2 x1 slots to admit
+ * j-5 (hetero)"). Returns 1 when applied, 0 when not (a keep; its hosts are not free). */
+static int hplan_apply(coordinator_t *c, hsnap_t *s, coord_run_t *r, const policy_hjob_t *j, const policy_resize_t *rz,
+                       double now)
+{
+    int cap = 0;
+    hclass_change_t k = hclass_change(j->alloc, rz->alloc, s->h.nclasses, r->full_world, &cap);
+    int *own = calloc((size_t)c->nhosts + 1, sizeof *own);
+    for (int i = 0; own && i < c->nhosts; i++) own[i] = run_holds(c, r, i);
+    int ok = k != HCLASS_KEEP && own && set_place(c, s, r, rz->alloc, own, rz->reason) == 0;
+    free(own);
+    if (!ok) return 0;
+    r->world_cap = cap;
+    r->hplan = 1;
+    snprintf(r->resize_reason, sizeof r->resize_reason, "%s", rz->reason);
+    clog_printf("job %s: %s: %s; relaunching from its checkpoint", r->id, hclass_change_name(k), rz->reason);
+    start_kill(c, r, KILL_RESIZE, now);
+    return 1;
 }
 
 /* Claims the queued job q (its decision d: start) and launches it. Returns 0, or -1 when
@@ -1737,7 +1799,8 @@ static int claim_and_launch(coordinator_t *c, const run_queued_t *q, const polic
         run_set_state(c, r, JOB_FAILED, err);
         return 0;
     }
-    if (hs && !r->simulated) run_place(c, hs, r, d);
+    if (hs && !r->simulated && set_place(c, hs, r, d->alloc, NULL, d->placement) == 0)
+        clog_printf("job %s: %s", r->id, d->placement);
     if (r->simulated)
         clog_printf("job %s: claimed (%s, %d simulated rank%s, simulations %d/%d)", q->id, r->spec->name, r->world,
                     r->world == 1 ? "" : "s", run_sims_used(c), c->sim_slots);
@@ -1844,6 +1907,10 @@ static void fair_share(coordinator_t *c, double now, policy_queued_t *pq, int n)
     json_decref(usage);
 }
 
+/* --policy hetero|agnostic: how often the tick plans while no job waits (then only a grow
+ * back or a move can change anything, none due before the minimum run time). */
+#define HPLAN_IDLE_S 5.0
+
 /* Asks the policy (policy.h, --policy) which queued jobs start, from a snapshot: the first
  * QUEUE_VIEW_MAX ids of the queue with what they ask for (read once per job and cached),
  * the slots, and the runs with their measured progress. Claims and launches the jobs it
@@ -1897,13 +1964,15 @@ void run_schedule(coordinator_t *c, double now)
     free(c->qdemand);
     c->qdemand = qd;
     c->nqdemand = n;
-    int nrun = 0, preempting = 0;
+    int nrun = 0, preempting = 0, resizing = 0;
     for (int i = 0; i < c->nruns; i++) {
         coord_run_t *r = c->runs[i];
         if (r->phase == PH_DONE) continue;
         if (r->phase == PH_KILLING && r->kill_reason == KILL_PREEMPT) preempting = 1;
         /* a shrink for a preemption, until its smaller attempt holds only what it keeps */
         if (r->world_cap > 0 && r->world > r->world_cap) preempting = 1;
+        /* hetero and agnostic: a change of the policy's in flight (its slots are not free yet) */
+        if (r->hplan) resizing = 1;
         /* only an attempt that trains may be preempted: its start counts for the minimum run */
         rr[nrun] = r;
         run[nrun++] = (policy_running_t){r->id,
@@ -1928,12 +1997,27 @@ void run_schedule(coordinator_t *c, double now)
     if (c->cfg.policy != POLICY_FIFO) fair_share(c, now, pq, n);
     /* hetero and agnostic: fair's admission, then places on host classes (policy_plan) */
     int classy = c->cfg.policy == POLICY_HETERO || c->cfg.policy == POLICY_AGNOSTIC, started = -1;
-    /* (only with jobs waiting: nothing to place otherwise, and no profiles read) */
-    if (classy && n > 0 && hsnap_build(c, now, rr, nrun, qd, n, &hs) == 0) {
+    /* (each tick while jobs wait; with none waiting, every HPLAN_IDLE_S while jobs run: a grow
+     * back or a move onto the hosts another job left; else nothing to place or change, and no
+     * profiles read). The plan's changes of running jobs are applied one plan at a time:
+     * while one is in flight (resizing), or in the tick that applies one, no job is started
+     * (the slots it frees are not free until its stop is over). */
+    int applied = 0;
+    int replan = nrun > 0 && (now - c->hplan_at >= HPLAN_IDLE_S || now < c->hplan_at);
+    if (classy && (n > 0 || replan) && hsnap_build(c, now, rr, nrun, qd, n, &hs) == 0) {
+        c->hplan_at = now;
         st.hetero = &hs.h;
         policy_resize_t *rz = calloc((size_t)nrun + 1, sizeof *rz);
         int nrz = 0;
         if (rz) started = policy_plan((policy_kind_t)c->cfg.policy, &st, dec, rz, &nrz);
+        /* shrinks first: the slots they give up are free for the grows and moves after them */
+        for (int pass = 0; started >= 0 && !resizing && pass < 2; pass++)
+            for (int i = 0; i < nrz; i++) {
+                int x = rz[i].running, cap;
+                hclass_change_t k = hclass_change(hs.hrun[x].alloc, rz[i].alloc, hs.h.nclasses, 0, &cap);
+                if ((k == HCLASS_SHRINK) == (pass == 0))
+                    applied += hplan_apply(c, &hs, rr[x], &hs.hrun[x], &rz[i], now);
+            }
         free(rz);
     }
     if (started < 0) {
@@ -1950,6 +2034,22 @@ void run_schedule(coordinator_t *c, double now)
             if (keep[v] > 0) shrink_for(c, r, keep[v], now);
             else start_kill(c, r, KILL_PREEMPT, now);
         }
+    }
+    /* the jobs a change in flight holds back wait for its slots, and say so: first in line,
+     * in the policy's order (the others after them); when the relaunch ends is not known */
+    if (classy && (resizing || applied)) {
+        int held = 0, k = 0;
+        for (int i = 0; i < n; i++) held += dec[i].start != 0;
+        for (int i = 0; i < n; i++) {
+            if (!dec[i].start) {
+                if (dec[i].position > 0) dec[i].position += held;
+                continue;
+            }
+            dec[i] = (policy_decision_t){.position = ++k, .reason = POLICY_REASON_SLOTS, .estimated_start = -1};
+            snprintf(dec[i].detail, sizeof dec[i].detail,
+                     "waits for the slots a running job gives up: it is being resized from its checkpoint");
+        }
+        started = 0;
     }
     json_t *view = json_object();
     for (int i = 0; view && i < n; i++)

@@ -141,6 +141,12 @@ typedef struct {
     char **place;
     int nplace;
     json_t *placement;
+    /* The policy changed its placement (run.c, hplan_apply: shrunk, grown or moved): stopped
+     * to relaunch from its checkpoint on the new hosts; its next launch records the change
+     * as a resize even at the same world (a move), and clears it (so does a launch that
+     * finds no usable host: it then holds nothing). While set, the tick starts
+     * no job and changes no other (one change at a time: the slots are not free yet). */
+    int hplan;
 } coord_run_t;
 
 /* The slots of c->hosts[host] r holds: its ranks fill its hosts (its placement, else the

@@ -81,6 +81,9 @@ enum {
     O_POLICY,
     O_FAIR_HALF_LIFE,
     O_PREEMPT_MIN_RUN,
+    O_HETERO_MIN_RUN,
+    O_HETERO_RESIZE_COST,
+    O_HETERO_HYSTERESIS,
     O_DATA_ROOT,
     O_DATA_CACHE,
     O_KEEP_JOBS,
@@ -180,6 +183,20 @@ static const opt_row_t OPTIONS[] = {
      "for a higher-priority one only after running T; seconds, or a number with s, m, h or d "
      "(default 60)",
      O_PREEMPT_MIN_RUN},
+    {"hetero-min-run", 1, "T",
+     "--policy hetero|agnostic: a running job's hosts do not change (shrunk to admit another, grown "
+     "back, moved to other host classes) before it has held them T; seconds, or a number with s, m, h "
+     "or d (default 600)",
+     O_HETERO_MIN_RUN},
+    {"hetero-resize-cost", 1, "T",
+     "--policy hetero|agnostic: the progress a resize or a move costs (a restart from the checkpoint), "
+     "which its gain over --hetero-min-run must pay back; seconds, or a number with s, m, h or d "
+     "(default 30)",
+     O_HETERO_RESIZE_COST},
+    {"hetero-hysteresis", 1, "F",
+     "--policy hetero|agnostic: a move or a grow must raise the cluster's normalised throughput by "
+     "this fraction at least, a grow add this fraction of the job's slots (default 0.05)",
+     O_HETERO_HYSTERESIS},
     {"max-model-bytes", 1, "N",
      "largest ONNX model PUT /api/v1/models/{name} takes, in bytes (default 67108864 = 64 MiB); "
      "larger uploads are 413",
@@ -301,6 +318,9 @@ static const struct {
     {O_PUBLIC_READS, SET_FLAG, offsetof(cli_t, http.public_reads), 0, 0, 0},
     {O_PREEMPT_MIN_RUN, SET_DUR, offsetof(cli_t, cfg.preempt_min_run_s), 0, 0, 0},
     {O_FAIR_HALF_LIFE, SET_DUR, offsetof(cli_t, cfg.fair_half_life_s), 0, 0, 0},
+    {O_HETERO_MIN_RUN, SET_DUR, offsetof(cli_t, cfg.hetero_min_run_s), 0, 0, 0},
+    {O_HETERO_RESIZE_COST, SET_DUR, offsetof(cli_t, cfg.hetero_resize_cost_s), 0, 0, 0},
+    {O_HETERO_HYSTERESIS, SET_DBL, offsetof(cli_t, cfg.hetero_hysteresis), 0, 0, 0},
     {O_KEEP_JOBS_AGE, SET_DUR, offsetof(cli_t, cfg.keep_jobs_age_s), 0, 0, 0},
     {O_MAX_RESTARTS, SET_INT, offsetof(cli_t, cfg.max_restarts), 0, 0, 0},
     {O_HEARTBEAT, SET_DBL, offsetof(cli_t, cfg.heartbeat_timeout_s), 0, 0, 0},

@@ -2,7 +2,10 @@
  * hetero|agnostic): hosts grouped by their measured speed into power-of-two buckets, the
  * same for the same profiles whatever their order; hosts with no profile in "unmeasured";
  * hosts not usable in none; each model's speed per class the mean of its profiles there.
- * Pure functions of the profiles: no Redis.
+ * Pure functions of the profiles: no Redis. And the daemon's actions for the policy's
+ * changes of a running job (run.c, hplan_apply): what kind of change a new allocation is,
+ * the world cap its relaunch runs under, and which hosts it runs on (those it keeps first);
+ * test_policy_classes maps policy_plan's answers through them.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -93,11 +96,49 @@ static void test_not_usable(void **state)
     assert_int_equal(g.classes[0].slots, 3);
 }
 
+static void test_change(void **state)
+{
+    (void)state;
+    int cap = -1;
+    const int three[] = {3, 0}, two[] = {2, 0}, moved[] = {1, 1};
+    assert_int_equal(hclass_change(three, three, 2, 3, &cap), HCLASS_KEEP);
+    assert_int_equal(cap, 0);
+    assert_int_equal(hclass_change(three, two, 2, 3, &cap), HCLASS_SHRINK);
+    assert_int_equal(cap, 2); /* its relaunch runs 2 of its 3 ranks */
+    assert_int_equal(hclass_change(two, three, 2, 3, &cap), HCLASS_GROW);
+    assert_int_equal(cap, 0); /* back to its full world: no cap */
+    assert_int_equal(hclass_change(two, moved, 2, 3, &cap), HCLASS_MOVE);
+    assert_int_equal(cap, 2);
+    assert_string_equal(hclass_change_name(HCLASS_MOVE), "move");
+}
+
+static void test_pick_hosts(void **state)
+{
+    (void)state;
+    /* hosts 0..3 in class 0 with 1, 2, 1, 1 slots, host 4 not usable; the job holds host 2
+     * (1 slot) and host 1 (1 of its 2); host 0 and host 1's other slot are free */
+    const int cls[] = {0, 0, 0, 0, -1}, own[] = {0, 1, 1, 0, 0}, fr[] = {1, 1, 0, 0, 4};
+    int take[5];
+    /* a shrink to 1 keeps its first own host */
+    assert_int_equal(hclass_pick_hosts(cls, own, fr, 5, (const int[]){1}, 1, take), 1);
+    assert_memory_equal(take, ((const int[]){0, 1, 0, 0, 0}), sizeof take);
+    /* a grow to 4: its own hosts (host 1 with its free slot), then host 0 */
+    assert_int_equal(hclass_pick_hosts(cls, own, fr, 5, (const int[]){4}, 1, take), 3);
+    assert_memory_equal(take, ((const int[]){1, 2, 1, 0, 0}), sizeof take);
+    /* more than there is (host 4 is not usable): nothing */
+    assert_int_equal(hclass_pick_hosts(cls, own, fr, 5, (const int[]){5}, 1, take), -1);
+    /* a job not started yet takes free slots only */
+    assert_int_equal(hclass_pick_hosts(cls, NULL, fr, 5, (const int[]){2}, 1, take), 2);
+    assert_memory_equal(take, ((const int[]){1, 1, 0, 0, 0}), sizeof take);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_buckets),
         cmocka_unit_test(test_not_usable),
+        cmocka_unit_test(test_change),
+        cmocka_unit_test(test_pick_hosts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,9 @@
  * the class where it gains most while agnostic and fair take classes first-fit; an elastic
  * job is shrunk to admit a high-priority one and grown back once the slots free, but never
  * before its minimum run time (hysteresis); an unmeasured speed is estimated from the
- * other types' class ratios. No Redis, no clock: pure functions of their snapshots.
+ * other types' class ratios. And the daemon's mapping of policy_plan's answers to actions
+ * (run.c, hplan_apply; coordinator/hclass.h): the change's kind, the world cap of its
+ * relaunch, the hosts it keeps first. No Redis, no clock: pure functions of their snapshots.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +16,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "hclass.h"
 #include "policy.h"
 
 #define NOW 10000.0
@@ -195,6 +198,79 @@ static void test_speed_estimate(void **unused)
     assert_string_equal(err, "--policy: 'lottery' is not a policy: fifo, fair, agnostic or hetero");
 }
 
+/* The one change plan() answered: its reason, its kind from cur (nc classes) and the world
+ * cap of the relaunch of a job of full ranks. */
+static void expect_change(const scene_t *sc, const int *cur, int nc, int full, hclass_change_t kind, int cap,
+                          const char *reason)
+{
+    int got = -1;
+    assert_int_equal(sc->nrz, 1);
+    assert_string_equal(sc->rz[0].reason, reason);
+    assert_int_equal(hclass_change(cur, sc->rz[0].alloc, nc, full, &got), kind);
+    assert_int_equal(got, cap);
+}
+
+/* The daemon's actions for policy_plan's answers, on one class of three 1-slot hosts: an
+ * elastic job shrunk to admit another keeps two of its hosts under a world cap of 2, the
+ * admitted job gets the third; without a checkpoint (the daemon pins it: changed never old
+ * enough) nothing changes; once alone it grows back onto the third host, but not within its
+ * minimum run time. */
+static void test_plan_to_action(void **unused)
+{
+    (void)unused;
+    static const policy_class_t one[] = {{"x1", 3}};
+    static const double speed[] = {100};
+    const int cls[] = {0, 0, 0};
+    int take[3];
+    policy_running_t lo = {"j-4", 3, 0, -1, 0, NOW - 1000};
+    policy_queued_t q[] = {{"j-5", 1, 1, 0, 0, 0, NULL, 0}};
+    policy_hjob_t hq[] = {{.min_slots = 1, .want = 1}};
+    policy_hjob_t hr = {.elastic = 1, .min_slots = 1, .want = 3, .alloc = {3}, .changed = NOW - 1000};
+    scene_t sc;
+    scene(&sc, one, 1, speed, 1, &lo, &hr, 1, q, hq, 1);
+    assert_int_equal(plan(&sc, POLICY_HETERO), 1);
+    expect_change(&sc, hr.alloc, 1, 3, HCLASS_SHRINK, 2, "shrunk from 3 x1 to 2 x1 slots to admit j-5 (hetero)");
+    int fr[] = {0, 0, 0};
+    assert_int_equal(hclass_pick_hosts(cls, (const int[]){1, 1, 1}, fr, 3, sc.rz[0].alloc, 1, take), 2);
+    assert_memory_equal(take, ((const int[]){1, 1, 0}), sizeof take);
+    fr[2] = 1; /* the host it gives up is where j-5 goes */
+    assert_int_equal(hclass_pick_hosts(cls, NULL, fr, 3, sc.d[0].alloc, 1, take), 1);
+    assert_memory_equal(take, ((const int[]){0, 0, 1}), sizeof take);
+    hr.changed = HUGE_VAL;
+    assert_int_equal(plan(&sc, POLICY_HETERO), 0);
+    assert_int_equal(sc.nrz, 0);
+    /* j-5 has ended: j-4, on two hosts long enough, grows back onto the third */
+    policy_hjob_t shrunk = {.elastic = 1, .min_slots = 1, .want = 3, .alloc = {2}, .changed = NOW - 1000};
+    lo.slots = 2;
+    scene(&sc, one, 1, speed, 1, &lo, &shrunk, 1, NULL, NULL, 0);
+    assert_int_equal(plan(&sc, POLICY_HETERO), 0);
+    expect_change(&sc, shrunk.alloc, 1, 3, HCLASS_GROW, 0, "grown from 2 x1 to 3 x1 slots: slots free (hetero)");
+    assert_int_equal(hclass_pick_hosts(cls, (const int[]){1, 1, 0}, fr, 3, sc.rz[0].alloc, 1, take), 3);
+    shrunk.changed = NOW - 10;
+    assert_int_equal(plan(&sc, POLICY_HETERO), 0);
+    assert_int_equal(sc.nrz, 0);
+}
+
+/* A 1-rank job on the slow class while the fast one (4x for its type) is free: a move, at
+ * the same world (no cap), onto the fast host. */
+static void test_move_to_action(void **unused)
+{
+    (void)unused;
+    static const policy_class_t two[] = {{"x1", 1}, {"x1/2", 1}};
+    static const double speed[] = {400, 100};
+    const int cls[] = {0, 1}, own[] = {0, 1}, fr[] = {1, 0};
+    int take[2];
+    policy_running_t run = {"j-7", 1, 0, -1, 0, NOW - 1000};
+    policy_hjob_t hr = {.min_slots = 1, .want = 1, .alloc = {0, 1}, .changed = NOW - 1000};
+    scene_t sc;
+    scene(&sc, two, 2, speed, 1, &run, &hr, 1, NULL, NULL, 0);
+    assert_int_equal(plan(&sc, POLICY_HETERO), 0);
+    expect_change(&sc, hr.alloc, 2, 1, HCLASS_MOVE, 0,
+                  "moved from 1 x1/2 to 1 x1 slots: 4.00x its speed on 1 slot of its slowest class, was 1.00x (hetero)");
+    assert_int_equal(hclass_pick_hosts(cls, own, fr, 2, sc.rz[0].alloc, 2, take), 1);
+    assert_memory_equal(take, ((const int[]){1, 0}), sizeof take);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -203,6 +279,8 @@ int main(void)
         cmocka_unit_test(test_shrink_to_admit_then_grow_back),
         cmocka_unit_test(test_move_when_it_pays),
         cmocka_unit_test(test_speed_estimate),
+        cmocka_unit_test(test_plan_to_action),
+        cmocka_unit_test(test_move_to_action),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

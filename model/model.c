@@ -388,6 +388,18 @@ int model_build_slice(model_builder_t *b, int in, int axis, int start, int end, 
     return li;
 }
 
+int model_build_reduce(model_builder_t *b, layer_kind_t kind, int in, unsigned mask, int keep)
+{
+    int li = add_layer(b, kind, in);
+    layer_t *l = layer_at(b, li);
+    l->red_mask = mask;
+    l->red_keep = keep != 0;
+    const int ok = kind == LAYER_REDUCE_MEAN || kind == LAYER_REDUCE_SUM;
+    if (!ok) b->failed = 1;
+    finish_layer(b, li, ok && infer_layer(b, li, NULL) == 0);
+    return li;
+}
+
 int model_build_clip(model_builder_t *b, int in, float lo, float hi)
 {
     int li = add_layer(b, LAYER_CLIP, in);

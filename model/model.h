@@ -112,6 +112,10 @@ typedef enum {
     LAYER_RESHAPE,
     LAYER_TRANSPOSE,
     LAYER_SLICE,
+    /* ONNX's ReduceMean and ReduceSum over the non-batch axes red_mask (bit d: sample axis
+     * d), keepdims red_keep; bc the walk over the input (ops.h's reduce_forward) */
+    LAYER_REDUCE_MEAN,
+    LAYER_REDUCE_SUM,
     /* the number of kinds: model/op_table.c has one row per kind above */
     LAYER_KIND_COUNT
 } layer_kind_t;
@@ -141,6 +145,8 @@ typedef struct {
     bcast_desc_t bc;          /* LAYER_BADD to LAYER_DIV: the broadcast (ops.h), from the inputs' shapes */
     int frozen;               /* LAYER_CONST: a tensor of buffers (no gradient), else of params */
     int perm[MODEL_MAX_RANK]; /* LAYER_TRANSPOSE: output axis i is input axis perm[i] (non-batch axes) */
+    unsigned red_mask;        /* LAYER_REDUCE_*: the reduced sample axes (bit d: axis d) */
+    int red_keep;             /* LAYER_REDUCE_*: keepdims (a reduced axis stays, of size 1) */
     /* LAYER_SLICE: the axis (non-batch, 0 = the channels), 0 <= start < end <= its size,
      * step >= 1; view_off: start's offset in a sample; bc: the view's strides (ops.h's
      * view_forward), also LAYER_TRANSPOSE's. LAYER_CONCAT: sl_axis the axis joined (0 = the
@@ -289,6 +295,9 @@ int model_build_reshape(model_builder_t *b, int in, const model_shape_t *to);
 int model_build_transpose(model_builder_t *b, int in, const int *perm);
 /* in's axis elements start, start + step, ... below end (0 <= start < end <= size, step >= 1) */
 int model_build_slice(model_builder_t *b, int in, int axis, int start, int end, int step);
+/* kind LAYER_REDUCE_MEAN or LAYER_REDUCE_SUM of in over its sample axes mask (bit d: axis
+ * d; not 0, below its rank), keepdims keep */
+int model_build_reduce(model_builder_t *b, layer_kind_t kind, int in, unsigned mask, int keep);
 /* kind LAYER_EXP to LAYER_POW (a: Pow's exponent, finite; ignored by the others) */
 int model_build_unary(model_builder_t *b, layer_kind_t kind, int in, float a);
 /* channels of a, then of x (same H, W) */

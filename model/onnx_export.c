@@ -641,6 +641,21 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
         flat[li] = 0;
         break;
     }
+    case LAYER_REDUCE_MEAN:
+    case LAYER_REDUCE_SUM: {
+        /* opset 13: ReduceMean's axes an attribute, ReduceSum's an input */
+        int64_t ax[MODEL_MAX_RANK];
+        int axi[MODEL_MAX_RANK], na = 0;
+        for (int d = 0; d < MODEL_MAX_RANK; d++)
+            if (l->red_mask >> d & 1) axi[na] = (int)(ax[na] = d + 1), na++;
+        char *c = l->kind == LAYER_REDUCE_SUM ? gen_ints(x, gen_str(x, "ReduceSum_%d_axes", li), na, ax) : NULL;
+        if (l->kind == LAYER_REDUCE_SUM && !c) return; /* out of memory (gen_alloc marked it) */
+        n = gen_node(x, op, gen_str(x, "%s_%d", op, li), out, c ? 2 : 1, in, c);
+        if (!c) gen_attr_ints(x, n, "axes", na, axi);
+        gen_attr_int(x, n, "keepdims", l->red_keep);
+        flat[li] = 0;
+        break;
+    }
     case LAYER_BADD:
     case LAYER_SUB:
     case LAYER_BMUL:

@@ -8,7 +8,8 @@
  *     count_include_pad); a zero Pad in front of an AveragePool (torch's export of
  *     AvgPool2d(padding=p, count_include_pad=True)) merges into it; a zero Pad of channels
  *     read by an Add is LAYER_ADD's option-A shortcut (pacer's export of resnet20);
- *   GlobalAveragePool and ReduceMean over the plane -> LAYER_GAP; Relu, LeakyRelu, Sigmoid, Tanh, Clip (bounds as
+ *   GlobalAveragePool and ReduceMean over an image's plane -> LAYER_GAP, other ReduceMean
+ *     and ReduceSum of non-batch axes -> LAYER_REDUCE_MEAN, LAYER_REDUCE_SUM; Relu, LeakyRelu, Sigmoid, Tanh, Clip (bounds as
  *     attributes or constant inputs), HardSigmoid, HardSwish -> their layers; Mul of two
  *     activations (equal shapes, or (C, 1, 1) times (C, H, W)) -> LAYER_MUL; Add of
  *     two activations -> LAYER_ADD; Add, Sub, Mul, Div of other shapes, or with a constant
@@ -985,6 +986,34 @@ static int do_split(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     return 0;
 }
 
+/* ReduceMean and ReduceSum over non-batch axes (attribute axes, or input 1 from opset 13
+ * for ReduceSum and 18 for ReduceMean) -> LAYER_REDUCE_*; the mean over an image's plane
+ * (axes 2 and 3, or -2 and -1: torch's x.mean([2, 3]), as MNASNet ends) stays a global
+ * average pool, keepdims 0 leaving (N, C) flat. */
+static int do_reduce(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const known[] = {"axes", "keepdims", "noop_with_empty_axes", NULL};
+    const int mean = n->op_type[6] == 'M';
+    const value_t *x;
+    model_shape_t in;
+    unsigned mask;
+    if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
+    model_build_shape_nd(b, x->layer, &in);
+    if (x->flat && in.rank != 1)
+        return fail(im, "node '%s' (%s): of a flattened input (Flatten, Reshape to (N, -1)): not supported",
+                    node_name(n), n->op_type);
+    if (sample_axes(im, n, in.rank, &mask)) return -1;
+    const int keep = attr_int(n, "keepdims", 1) != 0;
+    if (!mask && attr_int(n, "noop_with_empty_axes", 0)) return define_output(im, n, x->layer, x->flat);
+    if (!mask)
+        return fail(im, "node '%s' (%s): no axes: the reduction over every axis, the batch axis too, is not supported",
+                    node_name(n), n->op_type);
+    if (mean && in.rank == 3 && !x->flat && mask == 6u)
+        return define_output(im, n, model_build_gap(b, x->layer), !keep);
+    return define_output(im, n,
+                         model_build_reduce(b, mean ? LAYER_REDUCE_MEAN : LAYER_REDUCE_SUM, x->layer, mask, keep), 0);
+}
+
 /* Operand i of a binary operator as a layer: an activation (not flattened, unless it has
  * one axis), or a constant (an initializer: a parameter; a Constant node: a buffer) as a
  * LAYER_CONST, made once per value, whose shape loses a leading 1 that stands for the batch
@@ -1117,23 +1146,7 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
             return define_output(im, n, model_build_unary(b, kind, x->layer, a), x->flat);
         }
     }
-    if (strcmp(op, "ReduceMean") == 0) {
-        /* the mean over the plane (axes 2 and 3, or -2 and -1: torch's x.mean([2, 3]), as
-         * MNASNet ends) is a global average pool; keepdims 0 leaves (N, C) */
-        static const char *const known[] = {"axes", "keepdims", NULL};
-        if (check_attrs(im, n, known) || input_layer(im, n, 0, &x) || image_input(im, b, n, x)) return -1;
-        const Onnx__AttributeProto *a = attr(n, "axes");
-        int plane = n->n_input == 1 && a && a->n_ints == 2 && !x->flat;
-        if (plane) {
-            const int64_t a0 = a->ints[0] < 0 ? a->ints[0] + 4 : a->ints[0],
-                          a1 = a->ints[1] < 0 ? a->ints[1] + 4 : a->ints[1];
-            plane = (a0 == 2 && a1 == 3) || (a0 == 3 && a1 == 2);
-        }
-        if (!plane)
-            return fail(im, "node '%s' (ReduceMean): only the mean over the plane (axes 2, 3) is supported",
-                        node_name(n));
-        return define_output(im, n, model_build_gap(b, x->layer), attr_int(n, "keepdims", 1) == 0);
-    }
+    if (strcmp(op, "ReduceMean") == 0 || strcmp(op, "ReduceSum") == 0) return do_reduce(im, b, n);
     if (strcmp(op, "Clip") == 0) {
         /* the bounds: attributes up to opset 10, optional constant inputs from 11 (torch's
          * ReLU6 and Hardtanh) */

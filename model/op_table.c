@@ -229,6 +229,33 @@ static int infer_slice(layer_t *l, const model_shape_t *in, const model_shape_t 
     return 0;
 }
 
+/* The kept axes (red_keep: the reduced ones as 1s); the walk over the input, its output
+ * strides 0 along the reduced axes (reduce_forward). */
+static int infer_reduce(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
+{
+    size_t st[MODEL_MAX_RANK], run = 1;
+    if (!l->red_mask || (l->red_mask >> in->rank)) return -1;
+    contiguous_strides(in, st);
+    l->shape.rank = 0;
+    for (int d = in->rank - 1; d >= 0; d--) {
+        const int red = l->red_mask >> d & 1;
+        l->bc.sb[d + 1] = red ? 0 : run;
+        if (!red) run *= (size_t)in->dims[d];
+    }
+    for (int d = 0; d < in->rank; d++)
+        if (!(l->red_mask >> d & 1) || l->red_keep)
+            l->shape.dims[l->shape.rank++] = l->red_mask >> d & 1 ? 1 : in->dims[d];
+    l->bc.rank = in->rank + 1;
+    l->bc.dims[0] = 0; /* the batch: given per call */
+    for (int d = 0; d < in->rank; d++) {
+        l->bc.dims[d + 1] = in->dims[d];
+        l->bc.sa[d + 1] = st[d];
+    }
+    l->bc.sa[0] = shape_count(in);
+    l->bc.sb[0] = run;
+    return 0;
+}
+
 static size_t ws_conv(const layer_t *l, int B) { return conv2d_workspace(&l->conv, B); }
 
 /* convolutions and fully connected layers 2 per multiply-add, others one per input element */
@@ -656,6 +683,28 @@ static void view_bwd(model_t *m, int i, const float *x, int B)
     view_backward(&l->bc, l->view_off, B, m->dacts + l->out_off, dinput_of(m, l->in));
 }
 
+/* ReduceMean and ReduceSum: the sum over the walk, scaled by 1 / the count summed (mean) */
+static float reduce_scale(const layer_t *l, layer_kind_t k)
+{
+    const size_t in = (size_t)l->C * l->H * l->W, out = (size_t)l->OC * l->OH * l->OW;
+    return k == LAYER_REDUCE_MEAN ? 1.0f / (float)(in / out) : 1.0f;
+}
+
+static void reduce_fwd(model_t *m, int i, const float *x, int B, layer_kind_t k)
+{
+    const layer_t *l = &m->layers[i];
+    reduce_forward(&l->bc, B, reduce_scale(l, k), input_of(m, x, l->in), m->acts + l->out_off, out_count(l, B));
+}
+
+static void reduce_bwd(model_t *m, int i, const float *x, int B, layer_kind_t k)
+{
+    const layer_t *l = &m->layers[i];
+    reduce_backward(&l->bc, B, reduce_scale(l, k), m->dacts + l->out_off, dinput_of(m, l->in));
+}
+
+OP_STEPS(reduce_mean, reduce, LAYER_REDUCE_MEAN)
+OP_STEPS(reduce_sum, reduce, LAYER_REDUCE_SUM)
+
 /* ---- the table ---------------------------------------------------------------------------- */
 
 #define IN1 MODEL_OP_GRAD_IN
@@ -705,6 +754,9 @@ const model_op_t MODEL_OPS[] = {
     [LAYER_RESHAPE]    = {LAYER_RESHAPE, "reshape", "Reshape, Squeeze, Unsqueeze (non-batch axes)", "Reshape", 1, IN1, infer_reshape, NULL, flops_none, reshape_fwd, reshape_bwd},
     [LAYER_TRANSPOSE]  = {LAYER_TRANSPOSE, "transpose", "Transpose (the batch axis first)", "Transpose", 1, IN1, infer_transpose, NULL, flops_none, view_fwd, view_bwd},
     [LAYER_SLICE]      = {LAYER_SLICE, "slice", "Slice, Split (non-batch axes, constant bounds)", "Slice", 1, IN1, infer_slice, NULL, flops_none, view_fwd, view_bwd},
+    /* not on the GPU yet; the mean over an image's plane stays LAYER_GAP */
+    [LAYER_REDUCE_MEAN] = {LAYER_REDUCE_MEAN, "reduce mean", "ReduceMean (non-batch axes)", "ReduceMean", 1, IN1, infer_reduce, NULL, flops_pass, reduce_mean_fwd, reduce_mean_bwd},
+    [LAYER_REDUCE_SUM] = {LAYER_REDUCE_SUM, "reduce sum", "ReduceSum (non-batch axes)", "ReduceSum", 1, IN1, infer_reduce, NULL, flops_pass, reduce_sum_fwd, reduce_sum_bwd},
 };
 /* clang-format on */
 /* A kind without a row would leave a zero row here (a designated initializer skipped):

@@ -363,6 +363,19 @@ static void ref_concat_w(const ref_in_t *in, double *y)
             y[r * 8 + w] = w < 4 ? in->x[r * 4 + w] : ref_act(REF_ACT_SIGMOID, 0.0, in->x[r * 4 + w - 4]);
 }
 
+/* Reductions of x (3, 5, 4): the mean over the channels and the last axis, kept as 1s
+ * (1, 5, 1); the sum over the height, dropped (3, 4) */
+static int build_reduce_mean(model_builder_t *b, int x) { return model_build_reduce(b, LAYER_REDUCE_MEAN, x, 5u, 1); }
+static void ref_reduce_mean(const ref_in_t *in, double *y)
+{
+    ref_reduce_forward(in->B, 3, (const int[]){3, 5, 4}, 5u, 1, in->x, y);
+}
+static int build_reduce_sum(model_builder_t *b, int x) { return model_build_reduce(b, LAYER_REDUCE_SUM, x, 2u, 0); }
+static void ref_reduce_sum(const ref_in_t *in, double *y)
+{
+    ref_reduce_forward(in->B, 3, (const int[]){3, 5, 4}, 2u, 0, in->x, y);
+}
+
 /* ---- the cases: one per row of the operator table --------------------------------------- */
 
 typedef struct {
@@ -412,6 +425,8 @@ static const row_case_t CASES[] = {
     {LAYER_RESHAPE, 3, 5, 4, build_reshape, ref_reshape, 0, 1e-3, 0, 0},
     {LAYER_TRANSPOSE, 3, 5, 4, build_transpose, ref_view, 0, 1e-3, 0, 0},
     {LAYER_SLICE, 3, 5, 4, build_slice, ref_view, 0, 1e-3, 0, 0},
+    {LAYER_REDUCE_MEAN, 3, 5, 4, build_reduce_mean, ref_reduce_mean, 1e-6, 1e-3, 1e-6, 0},
+    {LAYER_REDUCE_SUM, 3, 5, 4, build_reduce_sum, ref_reduce_sum, 1e-6, 1e-3, 1e-6, 0},
 };
 
 /* Further cases of rows whose case above does not reach every path (the shape generator

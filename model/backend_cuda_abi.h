@@ -29,7 +29,8 @@ extern "C" {
  * model_optimize (AdamW, parameter groups);
  * 9: layer_t's and model_t's N-D shapes (model_shape_t), the unary kinds LAYER_EXP to LAYER_POW
  * and the broadcast, constant and movement kinds (empty rows: not on the GPU);
- * 10: layer_t's red_mask and red_keep, LAYER_REDUCE_MEAN and LAYER_REDUCE_SUM (empty rows) */
+ * 10: layer_t's red_mask and red_keep, LAYER_REDUCE_MEAN, LAYER_REDUCE_SUM and
+ * LAYER_LINEAR (empty rows) */
 #define PACER_CUDA_ABI 10
 #define PACER_CUDA_ENTRY "pacer_cuda_backend"
 

@@ -116,6 +116,10 @@ typedef enum {
      * d), keepdims red_keep; bc the walk over the input (ops.h's reduce_forward) */
     LAYER_REDUCE_MEAN,
     LAYER_REDUCE_SUM,
+    /* ONNX MatMul of an activation of rank > 1 per sample and an (IN, OUT) initializer
+     * (torch.nn.Linear on (B, T, C)): gemm over the last axis, IN its size, B * T rows of
+     * one GEMM; an Add of a bias after it joins it (has_bias). LAYER_FC flattens instead. */
+    LAYER_LINEAR,
     /* the number of kinds: model/op_table.c has one row per kind above */
     LAYER_KIND_COUNT
 } layer_kind_t;
@@ -264,7 +268,10 @@ int model_build_fc(model_builder_t *b, int in, int OUT, const char *wname, const
 /* ONNX Gemm: flattens its input; g's layout, alpha and beta (IN and OUT are filled in);
  * bname NULL: no bias */
 int model_build_gemm(model_builder_t *b, int in, int OUT, const gemm_desc_t *g, const char *wname, const char *bname);
-/* Gives the last layer, a fully connected one without bias, the bias bname (ONNX MatMul
+/* A LAYER_LINEAR of in's last axis (weight (IN, OUT), IN that axis's size; in of rank >= 2)
+ * without bias */
+int model_build_linear(model_builder_t *b, int in, int OUT, const char *wname);
+/* Gives the last layer, a fully connected one (LAYER_FC or LAYER_LINEAR) without bias, the bias bname (ONNX MatMul
  * followed by Add); -1 (and the builder failed) for any other layer. */
 int model_build_fc_bias(model_builder_t *b, int li, const char *bname);
 /* names: gamma, beta, running mean, running variance */

@@ -759,6 +759,21 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
         flat[li] = 1;
         break;
     }
+    case LAYER_LINEAR: {
+        /* MatMul by the (IN, OUT) weight over the last axis, then Add of the bias (the pair
+         * the importer joins again) */
+        const char *w = tensor_name_at(m, l->w_off, 0), *b = l->has_bias ? tensor_name_at(m, l->b_off, 0) : NULL;
+        char *mm = b ? gen_str(x, "%s_mm", out) : out;
+        gen_node(x, "MatMul", gen_module(x, m, l, "MatMul", li), mm, 2, in, w);
+        const int64_t wd[2] = {l->gemm.IN, l->gemm.OUT}, bd[1] = {l->gemm.OUT};
+        gen_init(x, m, w, 2, wd);
+        if (b) {
+            gen_node(x, "Add", gen_str(x, "Add_%d_bias", li), out, 2, mm, b);
+            gen_init(x, m, b, 1, bd);
+        }
+        flat[li] = 0;
+        break;
+    }
     case LAYER_ADD: {
         char *sc = l->in2 < 0 ? (char *)"input" : val[l->in2];
         const shortcut_desc_t *s = &l->sc;

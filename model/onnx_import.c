@@ -26,7 +26,8 @@
  *   BatchNormalization (any epsilon and momentum; inference form, or the training
  *     form whose extra outputs are unused) -> LAYER_BN;
  *   Gemm (transB 0 or 1, alpha, beta, C optional) and MatMul with an initializer (plus an
- *     Add of a bias right after it) -> LAYER_FC with its gemm_desc_t;
+ *     Add of a bias right after it) -> LAYER_FC with its gemm_desc_t; MatMul of an input of
+ *     rank > 2 by an initializer over its last axis -> LAYER_LINEAR;
  *   Flatten (axis 1), Reshape to (batch, -1) and Identity -> no layer (the value is an
  *     alias: LAYER_FC reads its input flat anyway); Constant -> a value; Shape, Gather,
  *     Unsqueeze and Concat on small int vectors -> values (the shape x.view(x.size(0), -1)
@@ -589,23 +590,36 @@ static int do_gemm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 }
 
 /* MatMul of a 2-D activation and an (IN, OUT) initializer: a Gemm layer (transB 0)
- * without bias; an Add of a 1-D initializer right after it becomes its bias. */
+ * without bias; of an activation of rank > 2 (sample rank > 1) whose last axis is IN
+ * (torch.nn.Linear on (B, T, C)): a LAYER_LINEAR over that axis. An Add of a 1-D
+ * initializer right after either becomes its bias. */
 static int do_matmul(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 {
     static const char *const none[] = {NULL};
     const value_t *x;
     if (check_attrs(im, n, none) || input_layer(im, n, 0, &x)) return -1;
     int C, H, W;
+    model_shape_t s;
     model_build_shape(b, x->layer, &C, &H, &W);
-    if (!x->flat && (H != 1 || W != 1))
-        return fail(im, "node '%s' (MatMul): input is not 2-D (Flatten or Reshape it first)", node_name(n));
+    model_build_shape_nd(b, x->layer, &s);
     const Onnx__TensorProto *w = input_tensor(im, n, 1);
-    if (!w || w->n_dims != 2 || w->dims[0] != (int64_t)C * H * W || w->dims[1] < 1 || w->dims[1] > DIM_MAX)
-        return fail(im, "node '%s' (MatMul): the second input must be an initializer (%lld, OUT)", node_name(n),
-                    (long long)C * H * W);
+    const int flat = x->flat || (H == 1 && W == 1), last = s.rank >= 2 && !x->flat ? s.dims[s.rank - 1] : -1;
+    /* the flattening FC where the weight takes the whole sample (what it always did), else
+     * the last axis */
+    const int fc = flat && w && w->n_dims == 2 && w->dims[0] == (int64_t)C * H * W;
+    const int64_t IN = fc ? (int64_t)C * H * W : last;
+    if (!w || w->n_dims != 2 || IN < 1 || w->dims[0] != IN || w->dims[1] < 1 || w->dims[1] > DIM_MAX) {
+        char sh[96];
+        return fail(im,
+                    "node '%s' (MatMul): the second input must be an initializer (IN, OUT), IN the input's last "
+                    "axis or, of a 2-D input, its features: input %s",
+                    node_name(n), batch_text(&s, sh, sizeof sh));
+    }
     if (weight_name_ok(im, n, 1)) return -1;
     const gemm_desc_t g = {.layout = GEMM_W_IN_OUT, .alpha = 1.0f, .beta = 1.0f};
-    int li = model_build_gemm(b, x->layer, (int)w->dims[1], &g, n->input[1], NULL);
+    const int OUT = (int)w->dims[1];
+    int li = fc ? model_build_gemm(b, x->layer, OUT, &g, n->input[1], NULL)
+                : model_build_linear(b, x->layer, OUT, n->input[1]);
     if (define_output(im, n, li, 0)) return -1;
     im->vals[im->nvals - 1].matmul = 1;
     return 0;
@@ -1264,8 +1278,10 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         const value_t *mm = n->n_input == 2 ? find_value(im, n->input[0]) : NULL;
         const Onnx__TensorProto *bias = n->n_input == 2 ? input_tensor(im, n, 1) : NULL;
         if (mm && mm->kind == V_LAYER && mm->matmul && bias) {
-            int C, H, W, last = mm->layer;
-            model_build_shape(b, mm->layer, &C, &H, &W);
+            int C, H, last = mm->layer;
+            model_shape_t ms;
+            model_build_shape_nd(b, mm->layer, &ms);
+            C = ms.dims[ms.rank - 1]; /* the outputs: the last axis (rank 1 for LAYER_FC) */
             if (check_attrs(im, n, none)) return -1;
             if (bias->n_dims != 1 || bias->dims[0] != C || uses(im, n->input[0]) != 1 ||
                 model_build_shape(b, last + 1, &H, &H, &H) == 0)

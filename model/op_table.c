@@ -78,6 +78,16 @@ static int infer_fc(layer_t *l, const model_shape_t *in, const model_shape_t *in
     return l->gemm.OUT < 1 ? -1 : 0;
 }
 
+/* the last axis (gemm.IN) mapped to gemm.OUT; rank 2 at least (else LAYER_FC) */
+static int infer_linear(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
+{
+    l->shape = *in;
+    if (in->rank < 2 || l->gemm.OUT < 1) return -1;
+    l->gemm.IN = in->dims[in->rank - 1];
+    l->shape.dims[in->rank - 1] = l->gemm.OUT;
+    return 0;
+}
+
 static int infer_gap(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
     set_chw(l, l->C, 1, 1);
@@ -264,6 +274,7 @@ static double flops_conv(const layer_t *l)
     return 2.0 * ((double)l->OC * l->OH * l->OW) * (l->conv.C / l->conv.groups) * l->conv.KH * l->conv.KW;
 }
 static double flops_fc(const layer_t *l) { return 2.0 * ((double)l->OC * l->OH * l->OW) * l->C; }
+static double flops_linear(const layer_t *l) { return 2.0 * ((double)l->OC * l->OH * l->OW) * l->gemm.IN; }
 static double flops_pass(const layer_t *l) { return (double)l->C * l->H * l->W; }
 
 /* ---- CPU steps ---------------------------------------------------------------------------- */
@@ -341,6 +352,24 @@ static void fc_bwd(model_t *m, int i, const float *x, int B)
     float *db = l->has_bias ? m->grads + l->b_off : NULL;
     gemm_backward(&l->gemm, B, input_of(m, x, l->in), m->params + l->w_off, m->dacts + l->out_off, dinput_of(m, l->in),
                   m->grads + l->w_off, db);
+}
+
+/* one GEMM over every sample's rows (a sample's elements / IN of them) */
+static int linear_rows(const layer_t *l, int B) { return B * (l->C * l->H * l->W / l->gemm.IN); }
+
+static void linear_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    layer_t *l = &m->layers[i];
+    const float *bias = l->has_bias ? m->params + l->b_off : NULL;
+    gemm_forward(&l->gemm, linear_rows(l, B), input_of(m, x, l->in), m->params + l->w_off, bias, m->acts + l->out_off);
+}
+
+static void linear_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    float *db = l->has_bias ? m->grads + l->b_off : NULL;
+    gemm_backward(&l->gemm, linear_rows(l, B), input_of(m, x, l->in), m->params + l->w_off, m->dacts + l->out_off,
+                  dinput_of(m, l->in), m->grads + l->w_off, db);
 }
 
 static void bn_fwd(model_t *m, int i, const float *x, int B, int train)
@@ -757,6 +786,7 @@ const model_op_t MODEL_OPS[] = {
     /* not on the GPU yet; the mean over an image's plane stays LAYER_GAP */
     [LAYER_REDUCE_MEAN] = {LAYER_REDUCE_MEAN, "reduce mean", "ReduceMean (non-batch axes)", "ReduceMean", 1, IN1, infer_reduce, NULL, flops_pass, reduce_mean_fwd, reduce_mean_bwd},
     [LAYER_REDUCE_SUM] = {LAYER_REDUCE_SUM, "reduce sum", "ReduceSum (non-batch axes)", "ReduceSum", 1, IN1, infer_reduce, NULL, flops_pass, reduce_sum_fwd, reduce_sum_bwd},
+    [LAYER_LINEAR] = {LAYER_LINEAR, "linear", "MatMul (+ Add) over the last axis", "MatMul (+ Add)", 1, IN1, infer_linear, NULL, flops_linear, linear_fwd, linear_bwd},
 };
 /* clang-format on */
 /* A kind without a row would leave a zero row here (a designated initializer skipped):

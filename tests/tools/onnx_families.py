@@ -41,6 +41,9 @@ Usage: /usr/bin/python3 tests/tools/onnx_families.py --graphs OUTDIR
     reducemean_axes.onnx  ReduceMean over the batch and the channels;
     reducemean_all.onnx  ReduceMean without axes (every axis, the batch too);
     reducesum_c.onnx    ReduceSum over the height, axes as an input (accepted);
+    matmul_nd.onnx      MatMul of (N, 4, 6, 6) by a (6, 5) initializer, + Add of a bias: a
+                        linear over the last axis (accepted);
+    matmul_k.onnx       MatMul of (N, 4, 6, 6) by a (7, 5) initializer;
     bn_momentum.onnx    batch norm momentum 1.5.
 
 Usage: /usr/bin/python3 tests/tools/onnx_families.py --sdepth OUTDIR
@@ -345,6 +348,9 @@ def graphs(out):
         "reducemean_all": pooled([helper.make_node("ReduceMean", ["c"], ["r"])], [], "r"),
         "reducesum_c": pooled([const_ints("ax", [2]), helper.make_node("ReduceSum", ["c", "ax"], ["r"], keepdims=1)],
                               [], "r"),
+        "matmul_nd": pooled([helper.make_node("MatMul", ["c", "mw"], ["mm"]), helper.make_node("Add", ["mm", "mb"], ["r"])],
+                            [init("mw", 6, 5), init("mb", 5)], "r"),
+        "matmul_k": pooled([helper.make_node("MatMul", ["c", "mw"], ["r"])], [init("mw", 7, 5)], "r"),
         "bn_momentum": pooled([bn(1.5)], bn_inits, "b"),
     }
     for name, m in files.items():

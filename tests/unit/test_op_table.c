@@ -376,6 +376,18 @@ static void ref_reduce_sum(const ref_in_t *in, double *y)
     ref_reduce_forward(in->B, 3, (const int[]){3, 5, 4}, 2u, 0, in->x, y);
 }
 
+/* torch.nn.Linear(4, 6) on x (3, 5, 4): over the last axis, 15 rows a sample, with the
+ * bias an Add after a MatMul joins */
+static int build_linear(model_builder_t *b, int x)
+{
+    return model_build_fc_bias(b, model_build_linear(b, x, 6, "t.weight"), "t.bias");
+}
+static void ref_linear(const ref_in_t *in, double *y)
+{
+    const layer_t *l = in->l;
+    ref_gemm_forward(&l->gemm, in->B * 15, in->x, in->params + l->w_off, in->params + l->b_off, y);
+}
+
 /* ---- the cases: one per row of the operator table --------------------------------------- */
 
 typedef struct {
@@ -427,6 +439,7 @@ static const row_case_t CASES[] = {
     {LAYER_SLICE, 3, 5, 4, build_slice, ref_view, 0, 1e-3, 0, 0},
     {LAYER_REDUCE_MEAN, 3, 5, 4, build_reduce_mean, ref_reduce_mean, 1e-6, 1e-3, 1e-6, 0},
     {LAYER_REDUCE_SUM, 3, 5, 4, build_reduce_sum, ref_reduce_sum, 1e-6, 1e-3, 1e-6, 0},
+    {LAYER_LINEAR, 3, 5, 4, build_linear, ref_linear, 1e-5, 1e-3, 1e-4, 0},
 };
 
 /* Further cases of rows whose case above does not reach every path (the shape generator

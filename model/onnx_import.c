@@ -54,8 +54,9 @@
  * aliases of their input, or the padding of the layer after them); the layers' own come
  * from the operator table (model/op_table.c). */
 static const char GRAPH_OPS[] = "Flatten, Reshape, Identity, Constant, Pad (before Conv or AveragePool; of channels "
-                                "before Add), Shape, Gather, Unsqueeze, Concat, Cast, Add, Sub, Mul, Div (of "
-                                "constant shapes: folded)";
+                                "before Add), Shape, Gather, Unsqueeze, Concat, Cast, Add, Sub, Mul, Div, Equal, "
+                                "Mod, Not, Where, Squeeze, Slice, Range, ConstantOfShape (of constant shapes: "
+                                "folded)";
 
 void onnx_supported_ops(char *buf, size_t len) { model_op_onnx_names(buf, len, GRAPH_OPS); }
 
@@ -716,6 +717,118 @@ static int define_ints(imp_t *im, const Onnx__NodeProto *n, const int64_t *ints,
     return 0;
 }
 
+/* ONNX's clamping of a Slice bound v on an axis of dim elements, for steps of either sign
+ * (a negative step walks from start down to end + 1; end -1 is before the first) */
+static int64_t slice_bound_step(int64_t v, int64_t dim, int64_t step)
+{
+    if (v < 0) v += dim;
+    if (step > 0) return v < 0 ? 0 : v > dim ? dim : v;
+    return v < -1 ? -1 : v > dim - 1 ? dim - 1 : v;
+}
+
+/* Squeeze, Slice, Not, Where, Range and ConstantOfShape of int vectors (the rest of the
+ * exporter's shape arithmetic: sizes computed from x.shape); 1 when n's inputs are no int
+ * vectors (a layer's operator then). The batch, a symbol, may pass through Squeeze, Slice
+ * and Where's branches, and enter nothing else. */
+static int fold_ints(imp_t *im, const Onnx__NodeProto *n)
+{
+    static const char *const none[] = {NULL}, *const axes[] = {"axes", NULL}, *const value[] = {"value", NULL},
+                             *const slice_attrs[] = {"starts", "ends", "axes", NULL};
+    const char *op = n->op_type;
+    int64_t a[INTS_MAX], r[INTS_MAX], v[4][INTS_MAX];
+    int na = 0, sa = 0, cnt[4] = {0, 0, 0, 0}, sc, nr = 0;
+    if (strcmp(op, "ConstantOfShape") == 0) {
+        /* a vector of shape a (one dimension) or a scalar (a empty), of the int64 value */
+        const Onnx__AttributeProto *at = attr(n, "value");
+        int64_t fill = 0;
+        if (input_ints(im, n, 0, a, &na, &sa) != 0) return 1;
+        if (!at || !at->t || tensor_ints(at->t, &fill, 1) != 1) return 1; /* a float tensor: not shapes */
+        if (check_attrs(im, n, value) || sa || na > 1 || (na == 1 && (a[0] < 0 || a[0] > INTS_MAX)))
+            return fail(im, "node '%s' (ConstantOfShape): only a vector of at most %d ints is folded", node_name(n),
+                        INTS_MAX);
+        nr = na ? (int)a[0] : 1;
+        for (int i = 0; i < nr; i++) r[i] = fill;
+        return define_ints(im, n, r, nr, na == 0);
+    }
+    if (strcmp(op, "Range") == 0) {
+        int64_t lim, d;
+        int s1, s2, c1, c2;
+        if (input_ints(im, n, 0, a, &na, &sa) != 0 || input_ints(im, n, 1, &lim, &c1, &s1) != 0 ||
+            input_ints(im, n, 2, &d, &c2, &s2) != 0)
+            return 1;
+        if (check_attrs(im, n, none) || na != 1 || c1 != 1 || c2 != 1 || a[0] == BATCH || lim == BATCH || d == BATCH ||
+            d == 0)
+            return fail(im, "node '%s' (Range): start, limit and delta must be constant scalars, delta not 0",
+                        node_name(n));
+        /* max(ceil((limit - start) / delta), 0) elements; a step past INT64's range ends it */
+        for (int64_t x = a[0]; d > 0 ? x < lim : x > lim;) {
+            if (nr == INTS_MAX)
+                return fail(im, "node '%s' (Range): more than %d values are not folded", node_name(n), INTS_MAX);
+            r[nr++] = x;
+            if (__builtin_add_overflow(x, d, &x)) break;
+        }
+        return define_ints(im, n, r, nr, 0);
+    }
+    if (input_ints(im, n, 0, a, &na, &sa) != 0) return 1;
+    if (strcmp(op, "Not") == 0) {
+        if (check_attrs(im, n, none)) return -1;
+        for (int i = 0; i < na; i++) {
+            if (a[i] == BATCH) return fail(im, "node '%s' (Not): of the batch size", node_name(n));
+            r[i] = !a[i];
+        }
+        return define_ints(im, n, r, na, sa);
+    }
+    if (strcmp(op, "Where") == 0) {
+        int64_t *x = v[0], *y = v[1];
+        int nx, ny, sx, sy;
+        if (input_ints(im, n, 1, x, &nx, &sx) != 0 || input_ints(im, n, 2, y, &ny, &sy) != 0) return 1;
+        nr = na > nx ? na : nx;
+        nr = nr > ny ? nr : ny;
+        if (check_attrs(im, n, none) || (na != nr && na != 1) || (nx != nr && nx != 1) || (ny != nr && ny != 1))
+            return fail(im, "node '%s' (Where): shape vectors of %d, %d and %d values", node_name(n), na, nx, ny);
+        for (int i = 0; i < nr; i++) {
+            const int64_t c = a[na == 1 ? 0 : i];
+            if (c == BATCH) return fail(im, "node '%s' (Where): a condition of the batch size", node_name(n));
+            r[i] = c ? x[nx == 1 ? 0 : i] : y[ny == 1 ? 0 : i];
+        }
+        return define_ints(im, n, r, nr, sa && sx && sy);
+    }
+    if (strcmp(op, "Squeeze") == 0) {
+        /* a 1-element vector to a scalar (axes none, 0 or -1) */
+        int64_t ax[INTS_MAX];
+        int nx = 0, sx;
+        const Onnx__AttributeProto *at = attr(n, "axes");
+        if (at && at->n_ints <= INTS_MAX)
+            for (size_t i = 0; i < at->n_ints; i++) ax[nx++] = at->ints[i];
+        else if (!at && input_ints(im, n, 1, ax, &nx, &sx) != 0) nx = 0;
+        if (check_attrs(im, n, axes) || sa || na != 1 || nx > 1 || (nx == 1 && ax[0] != 0 && ax[0] != -1))
+            return fail(im, "node '%s' (Squeeze): only a 1-element shape vector to a scalar is folded", node_name(n));
+        return define_ints(im, n, a, 1, 1);
+    }
+    /* Slice of a shape vector (axis 0): bounds as inputs (opset 10) or attributes (before) */
+    static const char *const what[3] = {"starts", "ends", "axes"};
+    for (int i = 0; i < 4; i++) {
+        const Onnx__AttributeProto *at = i < 3 ? attr(n, what[i]) : NULL;
+        if (at && at->n_ints <= INTS_MAX)
+            for (size_t j = 0; j < at->n_ints; j++) v[i][cnt[i]++] = at->ints[j];
+        else if ((size_t)i + 1 < n->n_input && n->input[i + 1][0] &&
+                 input_ints(im, n, (size_t)i + 1, v[i], &cnt[i], &sc) != 0)
+            return fail(im, "node '%s' (Slice): starts, ends, axes and steps must be constants", node_name(n));
+    }
+    /* a step beyond the vector's length takes one element: clamped, so that no index overflows */
+    const int64_t step = !cnt[3]               ? 1
+                         : v[3][0] > INTS_MAX  ? INTS_MAX + 1
+                         : v[3][0] < -INTS_MAX ? -INTS_MAX - 1
+                                               : v[3][0];
+    if (check_attrs(im, n, slice_attrs) || sa || cnt[0] != 1 || cnt[1] != 1 || (cnt[2] && cnt[2] != 1) ||
+        (cnt[3] && cnt[3] != 1) || (cnt[2] && v[2][0] != 0 && v[2][0] != -1) || step == 0)
+        return fail(im, "node '%s' (Slice): of a shape vector: one axis (0), a step not 0", node_name(n));
+    for (int64_t i = slice_bound_step(v[0][0], na, step), e = slice_bound_step(v[1][0], na, step);
+         step > 0 ? i < e : i > e; i += step)
+        r[nr++] = a[i];
+    return define_ints(im, n, r, nr, 0);
+}
+
 /* Shape, Gather, Unsqueeze and Concat on small int vectors (the exporter's shape arithmetic);
  * 1 when n is not such a node. */
 static int do_shape_op(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
@@ -768,13 +881,16 @@ static int do_shape_op(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         if (check_attrs(im, n, to) || input_ints(im, n, 0, a, &na, &sa) != 0) return 1;
         return define_ints(im, n, a, na, sa);
     }
-    if (strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0 || strcmp(op, "Div") == 0) {
-        /* integer arithmetic on shapes (c // g), elementwise with a scalar broadcast; the
-         * batch, a symbol, may not enter it */
+    if (strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0 || strcmp(op, "Div") == 0 ||
+        strcmp(op, "Equal") == 0 || strcmp(op, "Mod") == 0) {
+        /* integer arithmetic and comparison on shapes (c // g), elementwise with a scalar
+         * broadcast; the batch, a symbol, may not enter it */
+        static const char *const fmod_attr[] = {"fmod", NULL};
         int64_t c[INTS_MAX];
         int nc, scl;
         if (input_ints(im, n, 0, a, &na, &sa) != 0 || input_ints(im, n, 1, c, &nc, &scl) != 0) return 1;
-        if (check_attrs(im, n, none) || (na != nc && na != 1 && nc != 1))
+        const int fmod = (int)attr_int(n, "fmod", 0);
+        if (check_attrs(im, n, op[0] == 'M' && op[1] == 'o' ? fmod_attr : none) || (na != nc && na != 1 && nc != 1))
             return fail(im, "node '%s' (%s): shape vectors of %d and %d values", node_name(n), op, na, nc);
         const int nr = na > nc ? na : nc;
         for (int i = 0; i < nr; i++) {
@@ -784,12 +900,24 @@ static int do_shape_op(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
                             "node '%s' (%s): the batch size enters shape arithmetic (only passing it through "
                             "Shape, Gather, Unsqueeze and Concat to a Reshape is supported)",
                             node_name(n), op);
-            if (op[0] == 'D' && v == 0) return fail(im, "node '%s' (Div): an integer division by 0", node_name(n));
-            /* ONNX's integer Div truncates; shapes are positive here */
-            r[i] = op[0] == 'A' ? u + v : op[0] == 'S' ? u - v : op[0] == 'M' ? u * v : u / v;
+            const int mod = op[0] == 'M' && op[1] == 'o';
+            if ((op[0] == 'D' || mod) && v == 0)
+                return fail(im, "node '%s' (%s): an integer division by 0", node_name(n), op);
+            /* ONNX's integer Div truncates; its Mod takes the divisor's sign (Python's %)
+             * unless fmod = 1 (C's) */
+            const int64_t q = mod ? u % v : 0;
+            r[i] = op[0] == 'A'   ? u + v
+                   : op[0] == 'S' ? u - v
+                   : op[0] == 'E' ? u == v
+                   : mod          ? (!fmod && q != 0 && (q < 0) != (v < 0) ? q + v : q)
+                   : op[0] == 'M' ? u * v
+                                  : u / v;
         }
         return define_ints(im, n, r, nr, sa && scl);
     }
+    if (strcmp(op, "Squeeze") == 0 || strcmp(op, "Slice") == 0 || strcmp(op, "Not") == 0 || strcmp(op, "Where") == 0 ||
+        strcmp(op, "Range") == 0 || strcmp(op, "ConstantOfShape") == 0)
+        return fold_ints(im, n);
     if (strcmp(op, "Concat") == 0) {
         int total = 0;
         for (size_t i = 0; i < n->n_input; i++) {
@@ -1261,7 +1389,21 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (strcmp(op, "Flatten") == 0) {
         static const char *const known[] = {"axis", NULL};
         if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
-        if (attr_int(n, "axis", 1) != 1) return fail(im, "node '%s' (Flatten): only axis 1 is supported", node_name(n));
+        /* axis k of a rank R + 1 batch (negative: from the end) gives (N * the sizes of axes
+         * 1 .. k - 1, the rest): axis 1's (N, rest) where those sizes are all 1; any other
+         * merges the batch with other axes (axis 0: the whole batch one row) */
+        model_shape_t s;
+        model_build_shape_nd(b, x->layer, &s);
+        const int R = x->flat ? 1 : s.rank;
+        int64_t ax = attr_int(n, "axis", 1);
+        if (ax < 0) ax += R + 1;
+        int merges = ax < 1 || ax > R + 1;
+        for (int64_t d = 1; !merges && d < ax && !x->flat; d++) merges = s.dims[d - 1] != 1;
+        if (merges)
+            return fail(im,
+                        "node '%s' (Flatten): axis %lld merges the batch axis with others (axis 0 is the batch; "
+                        "only axis 1, or one after axes of size 1, is supported)",
+                        node_name(n), (long long)attr_int(n, "axis", 1));
         return define_output(im, n, x->layer, 1);
     }
     if (strcmp(op, "MatMul") == 0) return do_matmul(im, b, n);
@@ -1847,23 +1989,33 @@ int onnx_tensor_decode(const uint8_t *data, size_t len, onnx_tensor_t *out, char
     if (!t) return snprintf(err, errlen, "not a TensorProto, or truncated (the protobuf does not decode)"), -1;
     int rc = -1;
     const int64_t n = tensor_count(t);
-    if (!t->has_data_type || t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
-        snprintf(err, errlen, "data type %s (%d): only float32 tensors are supported", dtype_name(t->data_type),
-                 (int)t->data_type);
+    const int is_int = t->has_data_type && t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
+    const size_t esz = is_int ? sizeof(int64_t) : sizeof(float),
+                 nval = is_int ? t->n_int64_data : t->n_float_data; /* without raw data */
+    const void *src = t->has_raw_data ? (const void *)t->raw_data.data
+                      : is_int        ? (const void *)t->int64_data
+                                      : (const void *)t->float_data;
+    void *dst = NULL;
+    if (!is_int && (!t->has_data_type || t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT))
+        snprintf(err, errlen, "data type %s (%d): only float32 and int64 tensors are supported",
+                 dtype_name(t->data_type), (int)t->data_type);
     else if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
         snprintf(err, errlen, "external data is not supported");
-    else if (n < 0 || (size_t)n > ONNX_CASE_TENSOR_MAX_BYTES / sizeof(float))
+    else if (n < 0 || (size_t)n > ONNX_CASE_TENSOR_MAX_BYTES / esz)
         snprintf(err, errlen, "shape of %zu dimensions is negative, too large or has more than 8", t->n_dims);
-    else if (t->has_raw_data ? t->raw_data.len != (size_t)n * sizeof(float) : t->n_float_data != (size_t)n)
-        snprintf(err, errlen, "%zu %s for %lld elements", t->has_raw_data ? t->raw_data.len : t->n_float_data,
-                 t->has_raw_data ? "bytes of raw data" : "float values", (long long)n);
-    else if (!(out->data = malloc((size_t)(n ? n : 1) * sizeof(float)))) snprintf(err, errlen, "out of memory");
+    else if (t->has_raw_data ? t->raw_data.len != (size_t)n * esz : nval != (size_t)n)
+        snprintf(err, errlen, "%zu %s for %lld elements", t->has_raw_data ? t->raw_data.len : nval,
+                 t->has_raw_data ? "bytes of raw data"
+                 : is_int        ? "int64 values"
+                                 : "float values",
+                 (long long)n);
+    else if (!(dst = malloc((size_t)(n ? n : 1) * esz))) snprintf(err, errlen, "out of memory");
     else {
-        /* little-endian IEEE 754, as in tensor_floats; an empty tensor may have no data at
-         * all (NULL), which memcpy must not be given even for 0 bytes */
-        if (n)
-            memcpy(out->data, t->has_raw_data ? (const void *)t->raw_data.data : (const void *)t->float_data,
-                   (size_t)n * sizeof(float));
+        /* little-endian, as in tensor_floats; an empty tensor may have no data at all
+         * (NULL), which memcpy must not be given even for 0 bytes */
+        if (n) memcpy(dst, src, (size_t)n * esz);
+        if (is_int) out->ints = dst;
+        else out->data = dst;
         out->count = (size_t)n;
         out->ndims = (int)t->n_dims;
         for (size_t i = 0; i < t->n_dims; i++) out->dims[i] = t->dims[i];
@@ -1877,7 +2029,9 @@ int onnx_tensor_decode(const uint8_t *data, size_t len, onnx_tensor_t *out, char
 void onnx_tensor_free(onnx_tensor_t *t)
 {
     free(t->data);
+    free(t->ints);
     t->data = NULL;
+    t->ints = NULL;
 }
 
 int onnx_graph_ops(const uint8_t *data, size_t len, char *out, size_t outlen)
@@ -1954,11 +2108,18 @@ int onnx_import_case(const uint8_t *data, size_t len, const onnx_tensor_t *bound
         onnx__tensor_proto__init(t);
         t->name = g->input[i]->name;
         t->has_data_type = 1;
-        t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
         t->n_dims = (size_t)b->ndims;
         t->dims = (int64_t *)b->dims;
-        t->n_float_data = b->count;
-        t->float_data = b->data;
+        if (b->ints) {
+            /* a shape argument: a constant the importer folds (input_ints) */
+            t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
+            t->n_int64_data = b->count;
+            t->int64_data = b->ints;
+        } else {
+            t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+            t->n_float_data = b->count;
+            t->float_data = b->data;
+        }
         inits[n_init + (size_t)j++] = t;
     }
     /* the graph borrows the array and the tensors only for the import: restored below,

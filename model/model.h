@@ -151,8 +151,8 @@ typedef struct {
     int perm[MODEL_MAX_RANK]; /* LAYER_TRANSPOSE: output axis i is input axis perm[i] (non-batch axes) */
     unsigned red_mask;        /* LAYER_REDUCE_*: the reduced sample axes (bit d: axis d) */
     int red_keep;             /* LAYER_REDUCE_*: keepdims (a reduced axis stays, of size 1) */
-    /* LAYER_SLICE: the axis (non-batch, 0 = the channels), 0 <= start < end <= its size,
-     * step >= 1; view_off: start's offset in a sample; bc: the view's strides (ops.h's
+    /* LAYER_SLICE: the axis (non-batch, 0 = the channels), 0 <= start < end <= its size
+     * for step >= 1, size > start > end >= -1 for step <= -1 (ONNX's walk down); view_off: start's offset in a sample; bc: the view's strides (ops.h's
      * view_forward), also LAYER_TRANSPOSE's. LAYER_CONCAT: sl_axis the axis joined (0 = the
      * channels, the only one on the GPU), sl_start the first input's size along it. */
     int sl_axis, sl_start, sl_end, sl_step;
@@ -300,7 +300,8 @@ int model_build_binary(model_builder_t *b, layer_kind_t kind, int a, int x);
 int model_build_reshape(model_builder_t *b, int in, const model_shape_t *to);
 /* in's axes in the order perm (a permutation of 0 .. rank - 1) */
 int model_build_transpose(model_builder_t *b, int in, const int *perm);
-/* in's axis elements start, start + step, ... below end (0 <= start < end <= size, step >= 1) */
+/* in's axis elements start, start + step, ... before end (0 <= start < end <= size, step >= 1;
+ * or size > start > end >= -1, step <= -1) */
 int model_build_slice(model_builder_t *b, int in, int axis, int start, int end, int step);
 /* kind LAYER_REDUCE_MEAN or LAYER_REDUCE_SUM of in over its sample axes mask (bit d: axis
  * d; not 0, below its rank), keepdims keep */

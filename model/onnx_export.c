@@ -632,7 +632,10 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
         break;
     }
     case LAYER_SLICE: {
-        const int64_t v[4] = {l->sl_start, l->sl_end, l->sl_axis + 1, l->sl_step};
+        /* a negative step's end -1 (before the first element) is written as -(size + 1):
+         * ONNX reads -1 as the last element */
+        const int64_t end = l->sl_end < 0 ? -(int64_t)l->C * l->H * l->W - 1 : l->sl_end;
+        const int64_t v[4] = {l->sl_start, end, l->sl_axis + 1, l->sl_step};
         static const char *const what[4] = {"starts", "ends", "axes", "steps"};
         char *c[4];
         for (int i = 0; i < 4; i++)

@@ -1046,15 +1046,8 @@ static int do_transpose(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     return define_output(im, n, li, 0);
 }
 
-/* ONNX's clamping of a Slice bound v on an axis of dim elements (step > 0) */
-static int64_t slice_bound(int64_t v, int dim)
-{
-    if (v < 0) v += dim;
-    return v < 0 ? 0 : v > dim ? dim : v;
-}
-
-/* Slice with constant starts, ends, axes and steps (steps >= 1) of non-batch axes: one
- * LAYER_SLICE per axis. */
+/* Slice with constant starts, ends, axes and steps (not 0; a negative one walks down) of
+ * non-batch axes: one LAYER_SLICE per axis. */
 static int do_slice(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 {
     static const char *const none[] = {NULL};
@@ -1073,12 +1066,12 @@ static int do_slice(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     for (int k = 0; k < cnt[0]; k++) {
         model_build_shape_nd(b, li, &s);
         const int64_t ax = cnt[2] ? (v[2][k] < 0 ? v[2][k] + s.rank + 1 : v[2][k]) : k, step = cnt[3] ? v[3][k] : 1;
-        if (ax < 1 || ax > s.rank || step < 1)
-            return fail(im, "node '%s' (Slice): axis %lld step %lld: only non-batch axes and steps >= 1 are supported",
+        if (ax < 1 || ax > s.rank || step == 0)
+            return fail(im, "node '%s' (Slice): axis %lld step %lld: only non-batch axes and steps not 0 are supported",
                         node_name(n), (long long)ax, (long long)step);
         const int dim = s.dims[ax - 1];
-        const int64_t st = slice_bound(v[0][k], dim), en = slice_bound(v[1][k], dim);
-        if (st >= en || step > DIM_MAX)
+        const int64_t st = slice_bound_step(v[0][k], dim, step), en = slice_bound_step(v[1][k], dim, step);
+        if ((step > 0 ? st >= en : st <= en) || step > DIM_MAX || step < -DIM_MAX)
             return fail(im, "node '%s' (Slice): an empty slice is not supported", node_name(n));
         li = model_build_slice(b, li, (int)ax - 1, (int)st, (int)en, (int)step);
     }

@@ -225,16 +225,20 @@ static int infer_transpose(layer_t *l, const model_shape_t *in, const model_shap
 
 static int infer_slice(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
-    const int ax = l->sl_axis;
-    if (ax < 0 || ax >= in->rank || l->sl_step < 1 || l->sl_start < 0 || l->sl_start >= l->sl_end ||
-        l->sl_end > in->dims[ax])
+    const int ax = l->sl_axis, up = l->sl_step > 0;
+    if (ax < 0 || ax >= in->rank || l->sl_step == 0 ||
+        (up ? l->sl_start < 0 || l->sl_start >= l->sl_end || l->sl_end > in->dims[ax]
+            : l->sl_end < -1 || l->sl_end >= l->sl_start || l->sl_start >= in->dims[ax]))
         return -1;
     size_t st[MODEL_MAX_RANK];
+    const int span = up ? l->sl_end - l->sl_start : l->sl_start - l->sl_end, by = up ? l->sl_step : -l->sl_step;
     contiguous_strides(in, st);
     l->shape = *in;
-    l->shape.dims[ax] = (l->sl_end - l->sl_start + l->sl_step - 1) / l->sl_step;
+    l->shape.dims[ax] = (span + by - 1) / by;
     view_desc(l, in);
-    for (int d = 0; d < in->rank; d++) l->bc.sa[d + 1] = st[d] * (d == ax ? (size_t)l->sl_step : 1);
+    /* a negative step's stride wraps (size_t arithmetic is modular): the walk adds it and
+     * lands on start - step, start - 2 step, ... inside the sample */
+    for (int d = 0; d < in->rank; d++) l->bc.sa[d + 1] = st[d] * (d == ax ? (size_t)(ptrdiff_t)l->sl_step : 1);
     l->view_off = st[ax] * (size_t)l->sl_start;
     return 0;
 }

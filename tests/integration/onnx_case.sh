@@ -61,6 +61,7 @@ expect movement 0 "test_data_set_0 output_0 'y' (2, 2, 3): 12 values"
 expect move_batch 2 "node 'y' (Transpose): perm must name the 3 axes with the batch axis first (a perm that moves the batch axis is not supported)"
 # folding at import of the shape arithmetic, Flatten's batch axis, reductions, a last-axis linear
 expect fold 0 "test_data_set_0 output_0 'y' (2, 4, 3): 24 values"
+expect slice_down 0 "test_data_set_0 output_0 'y' (2, 3, 3): 18 values"
 expect flatten_axis 2 "node 'y' (Flatten): axis 2 merges the batch axis with others (axis 0 is the batch; only axis 1, or one after axes of size 1, is supported)"
 expect reduce 0 "test_data_set_0 output_0 'y' (2, 3, 1): 6 values"
 expect linear 0 "test_data_set_0 output_0 'y' (2, 3, 5): 30 values"

@@ -40,6 +40,8 @@ Writes under OUTDIR:
   fold/      Reshape of x (2, 3, 4) to a shape computed from Shape(x) through Slice (step
              -1), Gather, Unsqueeze, Squeeze, Range, Equal, ConstantOfShape, Mod, Not, Where
              and Concat: (N, 4, 3), folded at import, passes;
+  slice_down/ Slice of x (2, 5, 3) from row 4 down past the first by step -2: rows 4, 2,
+             0, passes;
   flatten_axis/ Flatten axis 2 of x (2, 3, 4): merges the batch axis, refused;
   reduce/    ReduceSum over axis 2 (axes an input) then ReduceMean over -1 of x (2, 3, 4, 5),
              keepdims 0 and 1: (2, 3, 1), passes;
@@ -234,6 +236,8 @@ def main():
                      k("Reshape", "x", "shape", "y")], [2, 3, 4], [2, 4, 3], lambda v: v.reshape(2, 4, 3),
             [i64("m1", [-1]), i64("m3", [-3]), i64("z", [0]), i64("z0", 0), i64("one0", 1), i64("one", [1]),
              i64("two", [2]), i64("seven", [7]), i64("four", [4])])
+    nd_case("slice_down", [k("Slice", "x", "st4", "lo", "ax1", "m2", "y")], [2, 5, 3], [2, 3, 3],
+            lambda v: v[:, 4::-2, :], [i64("st4", [4]), i64("lo", [-(1 << 62)]), i64("ax1", [1]), i64("m2", [-2])])
     nd_case("flatten_axis", [helper.make_node("Flatten", ["x"], ["y"], axis=2)], [2, 3, 4], [6, 4],
             lambda v: v.reshape(6, 4))
     nd_case("reduce", [helper.make_node("ReduceSum", ["x", "ax"], ["s"], keepdims=0),

@@ -388,6 +388,16 @@ static void ref_linear(const ref_in_t *in, double *y)
     ref_gemm_forward(&l->gemm, in->B * 15, in->x, in->params + l->w_off, in->params + l->b_off, y);
 }
 
+/* Slice with step -2 of x (3, 5, 4)'s axis 1 from 4 down to the first (end -1): rows 4, 2,
+ * 0, picked here by index */
+static int build_slice_down(model_builder_t *b, int x) { return model_build_slice(b, x, 1, 4, -1, -2); }
+static void ref_slice_down(const ref_in_t *in, double *y)
+{
+    for (int r = 0; r < in->B * 3; r++)
+        for (int j = 0; j < 3; j++)
+            for (int w = 0; w < 4; w++) y[(r * 3 + j) * 4 + w] = in->x[(r * 5 + 4 - 2 * j) * 4 + w];
+}
+
 /* ---- the cases: one per row of the operator table --------------------------------------- */
 
 typedef struct {
@@ -449,6 +459,7 @@ static const row_case_t MORE_CASES[] = {
     {LAYER_TRANSPOSE, 4, 5, 4, build_shuffle, ref_shuffle, 0, 1e-3, 0, 1},
     {LAYER_CONST, 3, 5, 4, build_bmul_frozen, ref_bmul_frozen, 1e-6, 1e-3, 1e-6, 1},
     {LAYER_MUL, 3, 5, 4, build_mul_bcast, ref_mul_bcast, 1e-6, 1e-3, 1e-5, 0},
+    {LAYER_SLICE, 3, 5, 4, build_slice_down, ref_slice_down, 0, 1e-3, 0, 0},
 };
 
 static const row_case_t *case_of(layer_kind_t k)

@@ -47,12 +47,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     onnx_tensor_t t;
     err[0] = '\0';
     if (onnx_tensor_decode(data, size, &t, err, sizeof err) != 0) {
-        if (t.data || !err[0]) abort();
+        if (t.data || t.ints || !err[0]) abort();
     } else {
         size_t n = 1;
         for (int i = 0; i < t.ndims; i++) n *= (size_t)t.dims[i];
-        if (n != t.count || t.ndims > 8 || (n && !t.data)) abort();
-        if (n) t.data[n - 1] += 0.0f; /* inside the allocation */
+        /* float32 (data) or int64 (ints), never both */
+        if (n != t.count || t.ndims > 8 || (n && !t.data == !t.ints)) abort();
+        if (n && t.data) t.data[n - 1] += 0.0f; /* inside the allocation */
+        if (n && t.ints) t.ints[n - 1] += 0;
         onnx_tensor_free(&t);
     }
     if (onnx_graph_ops(data, size, ops, sizeof ops) == 0 && strlen(ops) >= sizeof ops) abort();

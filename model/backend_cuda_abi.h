@@ -28,8 +28,10 @@ extern "C" {
  * LAYER_STOCHASTIC_DEPTH; 8: model_t's moment2 and label_smoothing, tensor_info_t's no_decay,
  * model_optimize (AdamW, parameter groups);
  * 9: layer_t's and model_t's N-D shapes (model_shape_t), the unary kinds LAYER_EXP to LAYER_POW
- * and the broadcast, constant and movement kinds (empty rows: not on the GPU) */
-#define PACER_CUDA_ABI 9
+ * and the broadcast, constant and movement kinds (empty rows: not on the GPU);
+ * 10: layer_t's red_mask and red_keep, LAYER_REDUCE_MEAN, LAYER_REDUCE_SUM and
+ * LAYER_LINEAR (empty rows) */
+#define PACER_CUDA_ABI 10
 #define PACER_CUDA_ENTRY "pacer_cuda_backend"
 
 typedef struct cuda_model cuda_model_t;

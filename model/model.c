@@ -216,6 +216,17 @@ int model_build_gemm(model_builder_t *b, int in, int OUT, const gemm_desc_t *g, 
     return li;
 }
 
+int model_build_linear(model_builder_t *b, int in, int OUT, const char *wname)
+{
+    int li = add_layer(b, LAYER_LINEAR, in);
+    layer_t *l = layer_at(b, li);
+    l->gemm = (gemm_desc_t){.layout = GEMM_W_IN_OUT, .alpha = 1.0f, .beta = 1.0f, .OUT = OUT};
+    const int ok = infer_layer(b, li, NULL) == 0; /* sets gemm.IN */
+    l->w_off = add_tensor_named(b, wname, ok ? (size_t)OUT * l->gemm.IN : 0, 0);
+    finish_layer(b, li, ok);
+    return li;
+}
+
 static int fc(builder_t *b, const char *name, int in, int OUT)
 {
     char wn[MODEL_TENSOR_NAME_MAX], bn_[MODEL_TENSOR_NAME_MAX];
@@ -227,13 +238,14 @@ static int fc(builder_t *b, const char *name, int in, int OUT)
 
 int model_build_fc_bias(model_builder_t *b, int li, const char *bname)
 {
-    if (li < 0 || li != b->m->nlayers - 1 || b->m->layers[li].kind != LAYER_FC || b->m->layers[li].has_bias) {
+    if (li < 0 || li != b->m->nlayers - 1 ||
+        (b->m->layers[li].kind != LAYER_FC && b->m->layers[li].kind != LAYER_LINEAR) || b->m->layers[li].has_bias) {
         b->failed = 1;
         return -1;
     }
     layer_t *l = &b->m->layers[li];
     l->has_bias = 1;
-    l->b_off = add_tensor_named(b, bname, (size_t)l->OC, 0);
+    l->b_off = add_tensor_named(b, bname, (size_t)l->gemm.OUT, 0);
     return li;
 }
 
@@ -385,6 +397,18 @@ int model_build_slice(model_builder_t *b, int in, int axis, int start, int end, 
     l->sl_end = end;
     l->sl_step = step;
     finish_layer(b, li, infer_layer(b, li, NULL) == 0);
+    return li;
+}
+
+int model_build_reduce(model_builder_t *b, layer_kind_t kind, int in, unsigned mask, int keep)
+{
+    int li = add_layer(b, kind, in);
+    layer_t *l = layer_at(b, li);
+    l->red_mask = mask;
+    l->red_keep = keep != 0;
+    const int ok = kind == LAYER_REDUCE_MEAN || kind == LAYER_REDUCE_SUM;
+    if (!ok) b->failed = 1;
+    finish_layer(b, li, ok && infer_layer(b, li, NULL) == 0);
     return li;
 }
 
@@ -937,10 +961,13 @@ void model_init_params(model_t *m, uint64_t seed)
         const layer_t *l = &m->layers[i];
         float *w = m->params + l->w_off;
         float *bias = m->params + l->b_off;
-        if (l->kind == LAYER_CONV || l->kind == LAYER_FC) {
+        if (l->kind == LAYER_CONV || l->kind == LAYER_FC || l->kind == LAYER_LINEAR) {
+            /* a last-axis linear's fan-in is that axis (gemm.IN), its outputs gemm.OUT */
+            const int lin = l->kind == LAYER_LINEAR, nout = lin ? l->gemm.OUT : l->OC;
             size_t fan_in = l->kind == LAYER_CONV ? (size_t)(l->C / l->conv.groups) * l->conv.KH * l->conv.KW
+                            : lin                 ? (size_t)l->gemm.IN
                                                   : (size_t)l->C;
-            size_t nw = (size_t)l->OC * fan_in;
+            size_t nw = (size_t)nout * fan_in;
             float bound = 1.0f / sqrtf((float)fan_in);
             if (m->kaiming_conv && l->kind == LAYER_CONV) {
                 /* Kaiming normal, fan_in, ReLU gain. */
@@ -950,7 +977,7 @@ void model_init_params(model_t *m, uint64_t seed)
                 for (size_t k = 0; k < nw; k++) w[k] = bound * (2.0f * rng_uniform(&r) - 1.0f);
             }
             if (l->has_bias)
-                for (int k = 0; k < l->OC; k++) bias[k] = bound * (2.0f * rng_uniform(&r) - 1.0f);
+                for (int k = 0; k < nout; k++) bias[k] = bound * (2.0f * rng_uniform(&r) - 1.0f);
         } else if (l->kind == LAYER_BN) {
             for (int k = 0; k < l->C; k++) {
                 w[k] = 1.0f;

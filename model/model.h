@@ -112,6 +112,14 @@ typedef enum {
     LAYER_RESHAPE,
     LAYER_TRANSPOSE,
     LAYER_SLICE,
+    /* ONNX's ReduceMean and ReduceSum over the non-batch axes red_mask (bit d: sample axis
+     * d), keepdims red_keep; bc the walk over the input (ops.h's reduce_forward) */
+    LAYER_REDUCE_MEAN,
+    LAYER_REDUCE_SUM,
+    /* ONNX MatMul of an activation of rank > 1 per sample and an (IN, OUT) initializer
+     * (torch.nn.Linear on (B, T, C)): gemm over the last axis, IN its size, B * T rows of
+     * one GEMM; an Add of a bias after it joins it (has_bias). LAYER_FC flattens instead. */
+    LAYER_LINEAR,
     /* the number of kinds: model/op_table.c has one row per kind above */
     LAYER_KIND_COUNT
 } layer_kind_t;
@@ -141,8 +149,10 @@ typedef struct {
     bcast_desc_t bc;          /* LAYER_BADD to LAYER_DIV: the broadcast (ops.h), from the inputs' shapes */
     int frozen;               /* LAYER_CONST: a tensor of buffers (no gradient), else of params */
     int perm[MODEL_MAX_RANK]; /* LAYER_TRANSPOSE: output axis i is input axis perm[i] (non-batch axes) */
-    /* LAYER_SLICE: the axis (non-batch, 0 = the channels), 0 <= start < end <= its size,
-     * step >= 1; view_off: start's offset in a sample; bc: the view's strides (ops.h's
+    unsigned red_mask;        /* LAYER_REDUCE_*: the reduced sample axes (bit d: axis d) */
+    int red_keep;             /* LAYER_REDUCE_*: keepdims (a reduced axis stays, of size 1) */
+    /* LAYER_SLICE: the axis (non-batch, 0 = the channels), 0 <= start < end <= its size
+     * for step >= 1, size > start > end >= -1 for step <= -1 (ONNX's walk down); view_off: start's offset in a sample; bc: the view's strides (ops.h's
      * view_forward), also LAYER_TRANSPOSE's. LAYER_CONCAT: sl_axis the axis joined (0 = the
      * channels, the only one on the GPU), sl_start the first input's size along it. */
     int sl_axis, sl_start, sl_end, sl_step;
@@ -258,7 +268,10 @@ int model_build_fc(model_builder_t *b, int in, int OUT, const char *wname, const
 /* ONNX Gemm: flattens its input; g's layout, alpha and beta (IN and OUT are filled in);
  * bname NULL: no bias */
 int model_build_gemm(model_builder_t *b, int in, int OUT, const gemm_desc_t *g, const char *wname, const char *bname);
-/* Gives the last layer, a fully connected one without bias, the bias bname (ONNX MatMul
+/* A LAYER_LINEAR of in's last axis (weight (IN, OUT), IN that axis's size; in of rank >= 2)
+ * without bias */
+int model_build_linear(model_builder_t *b, int in, int OUT, const char *wname);
+/* Gives the last layer, a fully connected one (LAYER_FC or LAYER_LINEAR) without bias, the bias bname (ONNX MatMul
  * followed by Add); -1 (and the builder failed) for any other layer. */
 int model_build_fc_bias(model_builder_t *b, int li, const char *bname);
 /* names: gamma, beta, running mean, running variance */
@@ -287,8 +300,12 @@ int model_build_binary(model_builder_t *b, layer_kind_t kind, int a, int x);
 int model_build_reshape(model_builder_t *b, int in, const model_shape_t *to);
 /* in's axes in the order perm (a permutation of 0 .. rank - 1) */
 int model_build_transpose(model_builder_t *b, int in, const int *perm);
-/* in's axis elements start, start + step, ... below end (0 <= start < end <= size, step >= 1) */
+/* in's axis elements start, start + step, ... before end (0 <= start < end <= size, step >= 1;
+ * or size > start > end >= -1, step <= -1) */
 int model_build_slice(model_builder_t *b, int in, int axis, int start, int end, int step);
+/* kind LAYER_REDUCE_MEAN or LAYER_REDUCE_SUM of in over its sample axes mask (bit d: axis
+ * d; not 0, below its rank), keepdims keep */
+int model_build_reduce(model_builder_t *b, layer_kind_t kind, int in, unsigned mask, int keep);
 /* kind LAYER_EXP to LAYER_POW (a: Pow's exponent, finite; ignored by the others) */
 int model_build_unary(model_builder_t *b, layer_kind_t kind, int in, float a);
 /* channels of a, then of x (same H, W) */

@@ -915,6 +915,9 @@ static constexpr cuda_op_t CUDA_OPS[] = {
     {LAYER_RESHAPE, NULL, NULL, NULL},
     {LAYER_TRANSPOSE, NULL, NULL, NULL},
     {LAYER_SLICE, NULL, NULL, NULL},
+    {LAYER_REDUCE_MEAN, NULL, NULL, NULL},
+    {LAYER_REDUCE_SUM, NULL, NULL, NULL},
+    {LAYER_LINEAR, NULL, NULL, NULL},
 };
 static_assert(sizeof CUDA_OPS / sizeof CUDA_OPS[0] == LAYER_KIND_COUNT, "one CUDA row per layer kind");
 static constexpr bool cuda_ops_in_order(int k)

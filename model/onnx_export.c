@@ -632,12 +632,30 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
         break;
     }
     case LAYER_SLICE: {
-        const int64_t v[4] = {l->sl_start, l->sl_end, l->sl_axis + 1, l->sl_step};
+        /* a negative step's end -1 (before the first element) is written as -(size + 1):
+         * ONNX reads -1 as the last element */
+        const int64_t end = l->sl_end < 0 ? -(int64_t)l->C * l->H * l->W - 1 : l->sl_end;
+        const int64_t v[4] = {l->sl_start, end, l->sl_axis + 1, l->sl_step};
         static const char *const what[4] = {"starts", "ends", "axes", "steps"};
         char *c[4];
         for (int i = 0; i < 4; i++)
             if (!(c[i] = gen_ints(x, gen_str(x, "Slice_%d_%s", li, what[i]), 1, &v[i]))) return;
         gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 5, in, c[0], c[1], c[2], c[3]);
+        flat[li] = 0;
+        break;
+    }
+    case LAYER_REDUCE_MEAN:
+    case LAYER_REDUCE_SUM: {
+        /* opset 13: ReduceMean's axes an attribute, ReduceSum's an input */
+        int64_t ax[MODEL_MAX_RANK];
+        int axi[MODEL_MAX_RANK], na = 0;
+        for (int d = 0; d < MODEL_MAX_RANK; d++)
+            if (l->red_mask >> d & 1) axi[na] = (int)(ax[na] = d + 1), na++;
+        char *c = l->kind == LAYER_REDUCE_SUM ? gen_ints(x, gen_str(x, "ReduceSum_%d_axes", li), na, ax) : NULL;
+        if (l->kind == LAYER_REDUCE_SUM && !c) return; /* out of memory (gen_alloc marked it) */
+        n = gen_node(x, op, gen_str(x, "%s_%d", op, li), out, c ? 2 : 1, in, c);
+        if (!c) gen_attr_ints(x, n, "axes", na, axi);
+        gen_attr_int(x, n, "keepdims", l->red_keep);
         flat[li] = 0;
         break;
     }
@@ -742,6 +760,21 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
         gen_init(x, m, w, 2, wd);
         if (b) gen_init(x, m, b, 1, bd);
         flat[li] = 1;
+        break;
+    }
+    case LAYER_LINEAR: {
+        /* MatMul by the (IN, OUT) weight over the last axis, then Add of the bias (the pair
+         * the importer joins again) */
+        const char *w = tensor_name_at(m, l->w_off, 0), *b = l->has_bias ? tensor_name_at(m, l->b_off, 0) : NULL;
+        char *mm = b ? gen_str(x, "%s_mm", out) : out;
+        gen_node(x, "MatMul", gen_module(x, m, l, "MatMul", li), mm, 2, in, w);
+        const int64_t wd[2] = {l->gemm.IN, l->gemm.OUT}, bd[1] = {l->gemm.OUT};
+        gen_init(x, m, w, 2, wd);
+        if (b) {
+            gen_node(x, "Add", gen_str(x, "Add_%d_bias", li), out, 2, mm, b);
+            gen_init(x, m, b, 1, bd);
+        }
+        flat[li] = 0;
         break;
     }
     case LAYER_ADD: {

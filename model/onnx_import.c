@@ -8,7 +8,8 @@
  *     count_include_pad); a zero Pad in front of an AveragePool (torch's export of
  *     AvgPool2d(padding=p, count_include_pad=True)) merges into it; a zero Pad of channels
  *     read by an Add is LAYER_ADD's option-A shortcut (pacer's export of resnet20);
- *   GlobalAveragePool and ReduceMean over the plane -> LAYER_GAP; Relu, LeakyRelu, Sigmoid, Tanh, Clip (bounds as
+ *   GlobalAveragePool and ReduceMean over an image's plane -> LAYER_GAP, other ReduceMean
+ *     and ReduceSum of non-batch axes -> LAYER_REDUCE_MEAN, LAYER_REDUCE_SUM; Relu, LeakyRelu, Sigmoid, Tanh, Clip (bounds as
  *     attributes or constant inputs), HardSigmoid, HardSwish -> their layers; Mul of two
  *     activations (equal shapes, or (C, 1, 1) times (C, H, W)) -> LAYER_MUL; Add of
  *     two activations -> LAYER_ADD; Add, Sub, Mul, Div of other shapes, or with a constant
@@ -25,7 +26,8 @@
  *   BatchNormalization (any epsilon and momentum; inference form, or the training
  *     form whose extra outputs are unused) -> LAYER_BN;
  *   Gemm (transB 0 or 1, alpha, beta, C optional) and MatMul with an initializer (plus an
- *     Add of a bias right after it) -> LAYER_FC with its gemm_desc_t;
+ *     Add of a bias right after it) -> LAYER_FC with its gemm_desc_t; MatMul of an input of
+ *     rank > 2 by an initializer over its last axis -> LAYER_LINEAR;
  *   Flatten (axis 1), Reshape to (batch, -1) and Identity -> no layer (the value is an
  *     alias: LAYER_FC reads its input flat anyway); Constant -> a value; Shape, Gather,
  *     Unsqueeze and Concat on small int vectors -> values (the shape x.view(x.size(0), -1)
@@ -52,8 +54,9 @@
  * aliases of their input, or the padding of the layer after them); the layers' own come
  * from the operator table (model/op_table.c). */
 static const char GRAPH_OPS[] = "Flatten, Reshape, Identity, Constant, Pad (before Conv or AveragePool; of channels "
-                                "before Add), Shape, Gather, Unsqueeze, Concat, Cast, Add, Sub, Mul, Div (of "
-                                "constant shapes: folded)";
+                                "before Add), Shape, Gather, Unsqueeze, Concat, Cast, Add, Sub, Mul, Div, Equal, "
+                                "Mod, Not, Where, Squeeze, Slice, Range, ConstantOfShape (of constant shapes: "
+                                "folded)";
 
 void onnx_supported_ops(char *buf, size_t len) { model_op_onnx_names(buf, len, GRAPH_OPS); }
 
@@ -588,23 +591,36 @@ static int do_gemm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 }
 
 /* MatMul of a 2-D activation and an (IN, OUT) initializer: a Gemm layer (transB 0)
- * without bias; an Add of a 1-D initializer right after it becomes its bias. */
+ * without bias; of an activation of rank > 2 (sample rank > 1) whose last axis is IN
+ * (torch.nn.Linear on (B, T, C)): a LAYER_LINEAR over that axis. An Add of a 1-D
+ * initializer right after either becomes its bias. */
 static int do_matmul(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 {
     static const char *const none[] = {NULL};
     const value_t *x;
     if (check_attrs(im, n, none) || input_layer(im, n, 0, &x)) return -1;
     int C, H, W;
+    model_shape_t s;
     model_build_shape(b, x->layer, &C, &H, &W);
-    if (!x->flat && (H != 1 || W != 1))
-        return fail(im, "node '%s' (MatMul): input is not 2-D (Flatten or Reshape it first)", node_name(n));
+    model_build_shape_nd(b, x->layer, &s);
     const Onnx__TensorProto *w = input_tensor(im, n, 1);
-    if (!w || w->n_dims != 2 || w->dims[0] != (int64_t)C * H * W || w->dims[1] < 1 || w->dims[1] > DIM_MAX)
-        return fail(im, "node '%s' (MatMul): the second input must be an initializer (%lld, OUT)", node_name(n),
-                    (long long)C * H * W);
+    const int flat = x->flat || (H == 1 && W == 1), last = s.rank >= 2 && !x->flat ? s.dims[s.rank - 1] : -1;
+    /* the flattening FC where the weight takes the whole sample (what it always did), else
+     * the last axis */
+    const int fc = flat && w && w->n_dims == 2 && w->dims[0] == (int64_t)C * H * W;
+    const int64_t IN = fc ? (int64_t)C * H * W : last;
+    if (!w || w->n_dims != 2 || IN < 1 || w->dims[0] != IN || w->dims[1] < 1 || w->dims[1] > DIM_MAX) {
+        char sh[96];
+        return fail(im,
+                    "node '%s' (MatMul): the second input must be an initializer (IN, OUT), IN the input's last "
+                    "axis or, of a 2-D input, its features: input %s",
+                    node_name(n), batch_text(&s, sh, sizeof sh));
+    }
     if (weight_name_ok(im, n, 1)) return -1;
     const gemm_desc_t g = {.layout = GEMM_W_IN_OUT, .alpha = 1.0f, .beta = 1.0f};
-    int li = model_build_gemm(b, x->layer, (int)w->dims[1], &g, n->input[1], NULL);
+    const int OUT = (int)w->dims[1];
+    int li = fc ? model_build_gemm(b, x->layer, OUT, &g, n->input[1], NULL)
+                : model_build_linear(b, x->layer, OUT, n->input[1]);
     if (define_output(im, n, li, 0)) return -1;
     im->vals[im->nvals - 1].matmul = 1;
     return 0;
@@ -701,6 +717,118 @@ static int define_ints(imp_t *im, const Onnx__NodeProto *n, const int64_t *ints,
     return 0;
 }
 
+/* ONNX's clamping of a Slice bound v on an axis of dim elements, for steps of either sign
+ * (a negative step walks from start down to end + 1; end -1 is before the first) */
+static int64_t slice_bound_step(int64_t v, int64_t dim, int64_t step)
+{
+    if (v < 0) v += dim;
+    if (step > 0) return v < 0 ? 0 : v > dim ? dim : v;
+    return v < -1 ? -1 : v > dim - 1 ? dim - 1 : v;
+}
+
+/* Squeeze, Slice, Not, Where, Range and ConstantOfShape of int vectors (the rest of the
+ * exporter's shape arithmetic: sizes computed from x.shape); 1 when n's inputs are no int
+ * vectors (a layer's operator then). The batch, a symbol, may pass through Squeeze, Slice
+ * and Where's branches, and enter nothing else. */
+static int fold_ints(imp_t *im, const Onnx__NodeProto *n)
+{
+    static const char *const none[] = {NULL}, *const axes[] = {"axes", NULL}, *const value[] = {"value", NULL},
+                             *const slice_attrs[] = {"starts", "ends", "axes", NULL};
+    const char *op = n->op_type;
+    int64_t a[INTS_MAX], r[INTS_MAX], v[4][INTS_MAX];
+    int na = 0, sa = 0, cnt[4] = {0, 0, 0, 0}, sc, nr = 0;
+    if (strcmp(op, "ConstantOfShape") == 0) {
+        /* a vector of shape a (one dimension) or a scalar (a empty), of the int64 value */
+        const Onnx__AttributeProto *at = attr(n, "value");
+        int64_t fill = 0;
+        if (input_ints(im, n, 0, a, &na, &sa) != 0) return 1;
+        if (!at || !at->t || tensor_ints(at->t, &fill, 1) != 1) return 1; /* a float tensor: not shapes */
+        if (check_attrs(im, n, value) || sa || na > 1 || (na == 1 && (a[0] < 0 || a[0] > INTS_MAX)))
+            return fail(im, "node '%s' (ConstantOfShape): only a vector of at most %d ints is folded", node_name(n),
+                        INTS_MAX);
+        nr = na ? (int)a[0] : 1;
+        for (int i = 0; i < nr; i++) r[i] = fill;
+        return define_ints(im, n, r, nr, na == 0);
+    }
+    if (strcmp(op, "Range") == 0) {
+        int64_t lim, d;
+        int s1, s2, c1, c2;
+        if (input_ints(im, n, 0, a, &na, &sa) != 0 || input_ints(im, n, 1, &lim, &c1, &s1) != 0 ||
+            input_ints(im, n, 2, &d, &c2, &s2) != 0)
+            return 1;
+        if (check_attrs(im, n, none) || na != 1 || c1 != 1 || c2 != 1 || a[0] == BATCH || lim == BATCH || d == BATCH ||
+            d == 0)
+            return fail(im, "node '%s' (Range): start, limit and delta must be constant scalars, delta not 0",
+                        node_name(n));
+        /* max(ceil((limit - start) / delta), 0) elements; a step past INT64's range ends it */
+        for (int64_t x = a[0]; d > 0 ? x < lim : x > lim;) {
+            if (nr == INTS_MAX)
+                return fail(im, "node '%s' (Range): more than %d values are not folded", node_name(n), INTS_MAX);
+            r[nr++] = x;
+            if (__builtin_add_overflow(x, d, &x)) break;
+        }
+        return define_ints(im, n, r, nr, 0);
+    }
+    if (input_ints(im, n, 0, a, &na, &sa) != 0) return 1;
+    if (strcmp(op, "Not") == 0) {
+        if (check_attrs(im, n, none)) return -1;
+        for (int i = 0; i < na; i++) {
+            if (a[i] == BATCH) return fail(im, "node '%s' (Not): of the batch size", node_name(n));
+            r[i] = !a[i];
+        }
+        return define_ints(im, n, r, na, sa);
+    }
+    if (strcmp(op, "Where") == 0) {
+        int64_t *x = v[0], *y = v[1];
+        int nx, ny, sx, sy;
+        if (input_ints(im, n, 1, x, &nx, &sx) != 0 || input_ints(im, n, 2, y, &ny, &sy) != 0) return 1;
+        nr = na > nx ? na : nx;
+        nr = nr > ny ? nr : ny;
+        if (check_attrs(im, n, none) || (na != nr && na != 1) || (nx != nr && nx != 1) || (ny != nr && ny != 1))
+            return fail(im, "node '%s' (Where): shape vectors of %d, %d and %d values", node_name(n), na, nx, ny);
+        for (int i = 0; i < nr; i++) {
+            const int64_t c = a[na == 1 ? 0 : i];
+            if (c == BATCH) return fail(im, "node '%s' (Where): a condition of the batch size", node_name(n));
+            r[i] = c ? x[nx == 1 ? 0 : i] : y[ny == 1 ? 0 : i];
+        }
+        return define_ints(im, n, r, nr, sa && sx && sy);
+    }
+    if (strcmp(op, "Squeeze") == 0) {
+        /* a 1-element vector to a scalar (axes none, 0 or -1) */
+        int64_t ax[INTS_MAX];
+        int nx = 0, sx;
+        const Onnx__AttributeProto *at = attr(n, "axes");
+        if (at && at->n_ints <= INTS_MAX)
+            for (size_t i = 0; i < at->n_ints; i++) ax[nx++] = at->ints[i];
+        else if (!at && input_ints(im, n, 1, ax, &nx, &sx) != 0) nx = 0;
+        if (check_attrs(im, n, axes) || sa || na != 1 || nx > 1 || (nx == 1 && ax[0] != 0 && ax[0] != -1))
+            return fail(im, "node '%s' (Squeeze): only a 1-element shape vector to a scalar is folded", node_name(n));
+        return define_ints(im, n, a, 1, 1);
+    }
+    /* Slice of a shape vector (axis 0): bounds as inputs (opset 10) or attributes (before) */
+    static const char *const what[3] = {"starts", "ends", "axes"};
+    for (int i = 0; i < 4; i++) {
+        const Onnx__AttributeProto *at = i < 3 ? attr(n, what[i]) : NULL;
+        if (at && at->n_ints <= INTS_MAX)
+            for (size_t j = 0; j < at->n_ints; j++) v[i][cnt[i]++] = at->ints[j];
+        else if ((size_t)i + 1 < n->n_input && n->input[i + 1][0] &&
+                 input_ints(im, n, (size_t)i + 1, v[i], &cnt[i], &sc) != 0)
+            return fail(im, "node '%s' (Slice): starts, ends, axes and steps must be constants", node_name(n));
+    }
+    /* a step beyond the vector's length takes one element: clamped, so that no index overflows */
+    const int64_t step = !cnt[3]               ? 1
+                         : v[3][0] > INTS_MAX  ? INTS_MAX + 1
+                         : v[3][0] < -INTS_MAX ? -INTS_MAX - 1
+                                               : v[3][0];
+    if (check_attrs(im, n, slice_attrs) || sa || cnt[0] != 1 || cnt[1] != 1 || (cnt[2] && cnt[2] != 1) ||
+        (cnt[3] && cnt[3] != 1) || (cnt[2] && v[2][0] != 0 && v[2][0] != -1) || step == 0)
+        return fail(im, "node '%s' (Slice): of a shape vector: one axis (0), a step not 0", node_name(n));
+    for (int64_t i = slice_bound_step(v[0][0], na, step), e = slice_bound_step(v[1][0], na, step);
+         step > 0 ? i < e : i > e; i += step)
+        r[nr++] = a[i];
+    return define_ints(im, n, r, nr, 0);
+}
+
 /* Shape, Gather, Unsqueeze and Concat on small int vectors (the exporter's shape arithmetic);
  * 1 when n is not such a node. */
 static int do_shape_op(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
@@ -753,13 +881,16 @@ static int do_shape_op(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         if (check_attrs(im, n, to) || input_ints(im, n, 0, a, &na, &sa) != 0) return 1;
         return define_ints(im, n, a, na, sa);
     }
-    if (strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0 || strcmp(op, "Div") == 0) {
-        /* integer arithmetic on shapes (c // g), elementwise with a scalar broadcast; the
-         * batch, a symbol, may not enter it */
+    if (strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0 || strcmp(op, "Div") == 0 ||
+        strcmp(op, "Equal") == 0 || strcmp(op, "Mod") == 0) {
+        /* integer arithmetic and comparison on shapes (c // g), elementwise with a scalar
+         * broadcast; the batch, a symbol, may not enter it */
+        static const char *const fmod_attr[] = {"fmod", NULL};
         int64_t c[INTS_MAX];
         int nc, scl;
         if (input_ints(im, n, 0, a, &na, &sa) != 0 || input_ints(im, n, 1, c, &nc, &scl) != 0) return 1;
-        if (check_attrs(im, n, none) || (na != nc && na != 1 && nc != 1))
+        const int fmod = (int)attr_int(n, "fmod", 0);
+        if (check_attrs(im, n, op[0] == 'M' && op[1] == 'o' ? fmod_attr : none) || (na != nc && na != 1 && nc != 1))
             return fail(im, "node '%s' (%s): shape vectors of %d and %d values", node_name(n), op, na, nc);
         const int nr = na > nc ? na : nc;
         for (int i = 0; i < nr; i++) {
@@ -769,12 +900,24 @@ static int do_shape_op(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
                             "node '%s' (%s): the batch size enters shape arithmetic (only passing it through "
                             "Shape, Gather, Unsqueeze and Concat to a Reshape is supported)",
                             node_name(n), op);
-            if (op[0] == 'D' && v == 0) return fail(im, "node '%s' (Div): an integer division by 0", node_name(n));
-            /* ONNX's integer Div truncates; shapes are positive here */
-            r[i] = op[0] == 'A' ? u + v : op[0] == 'S' ? u - v : op[0] == 'M' ? u * v : u / v;
+            const int mod = op[0] == 'M' && op[1] == 'o';
+            if ((op[0] == 'D' || mod) && v == 0)
+                return fail(im, "node '%s' (%s): an integer division by 0", node_name(n), op);
+            /* ONNX's integer Div truncates; its Mod takes the divisor's sign (Python's %)
+             * unless fmod = 1 (C's) */
+            const int64_t q = mod ? u % v : 0;
+            r[i] = op[0] == 'A'   ? u + v
+                   : op[0] == 'S' ? u - v
+                   : op[0] == 'E' ? u == v
+                   : mod          ? (!fmod && q != 0 && (q < 0) != (v < 0) ? q + v : q)
+                   : op[0] == 'M' ? u * v
+                                  : u / v;
         }
         return define_ints(im, n, r, nr, sa && scl);
     }
+    if (strcmp(op, "Squeeze") == 0 || strcmp(op, "Slice") == 0 || strcmp(op, "Not") == 0 || strcmp(op, "Where") == 0 ||
+        strcmp(op, "Range") == 0 || strcmp(op, "ConstantOfShape") == 0)
+        return fold_ints(im, n);
     if (strcmp(op, "Concat") == 0) {
         int total = 0;
         for (size_t i = 0; i < n->n_input; i++) {
@@ -903,15 +1046,8 @@ static int do_transpose(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     return define_output(im, n, li, 0);
 }
 
-/* ONNX's clamping of a Slice bound v on an axis of dim elements (step > 0) */
-static int64_t slice_bound(int64_t v, int dim)
-{
-    if (v < 0) v += dim;
-    return v < 0 ? 0 : v > dim ? dim : v;
-}
-
-/* Slice with constant starts, ends, axes and steps (steps >= 1) of non-batch axes: one
- * LAYER_SLICE per axis. */
+/* Slice with constant starts, ends, axes and steps (not 0; a negative one walks down) of
+ * non-batch axes: one LAYER_SLICE per axis. */
 static int do_slice(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 {
     static const char *const none[] = {NULL};
@@ -930,12 +1066,12 @@ static int do_slice(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     for (int k = 0; k < cnt[0]; k++) {
         model_build_shape_nd(b, li, &s);
         const int64_t ax = cnt[2] ? (v[2][k] < 0 ? v[2][k] + s.rank + 1 : v[2][k]) : k, step = cnt[3] ? v[3][k] : 1;
-        if (ax < 1 || ax > s.rank || step < 1)
-            return fail(im, "node '%s' (Slice): axis %lld step %lld: only non-batch axes and steps >= 1 are supported",
+        if (ax < 1 || ax > s.rank || step == 0)
+            return fail(im, "node '%s' (Slice): axis %lld step %lld: only non-batch axes and steps not 0 are supported",
                         node_name(n), (long long)ax, (long long)step);
         const int dim = s.dims[ax - 1];
-        const int64_t st = slice_bound(v[0][k], dim), en = slice_bound(v[1][k], dim);
-        if (st >= en || step > DIM_MAX)
+        const int64_t st = slice_bound_step(v[0][k], dim, step), en = slice_bound_step(v[1][k], dim, step);
+        if ((step > 0 ? st >= en : st <= en) || step > DIM_MAX || step < -DIM_MAX)
             return fail(im, "node '%s' (Slice): an empty slice is not supported", node_name(n));
         li = model_build_slice(b, li, (int)ax - 1, (int)st, (int)en, (int)step);
     }
@@ -983,6 +1119,34 @@ static int do_split(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         v->layer = li;
     }
     return 0;
+}
+
+/* ReduceMean and ReduceSum over non-batch axes (attribute axes, or input 1 from opset 13
+ * for ReduceSum and 18 for ReduceMean) -> LAYER_REDUCE_*; the mean over an image's plane
+ * (axes 2 and 3, or -2 and -1: torch's x.mean([2, 3]), as MNASNet ends) stays a global
+ * average pool, keepdims 0 leaving (N, C) flat. */
+static int do_reduce(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const known[] = {"axes", "keepdims", "noop_with_empty_axes", NULL};
+    const int mean = n->op_type[6] == 'M';
+    const value_t *x;
+    model_shape_t in;
+    unsigned mask;
+    if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
+    model_build_shape_nd(b, x->layer, &in);
+    if (x->flat && in.rank != 1)
+        return fail(im, "node '%s' (%s): of a flattened input (Flatten, Reshape to (N, -1)): not supported",
+                    node_name(n), n->op_type);
+    if (sample_axes(im, n, in.rank, &mask)) return -1;
+    const int keep = attr_int(n, "keepdims", 1) != 0;
+    if (!mask && attr_int(n, "noop_with_empty_axes", 0)) return define_output(im, n, x->layer, x->flat);
+    if (!mask)
+        return fail(im, "node '%s' (%s): no axes: the reduction over every axis, the batch axis too, is not supported",
+                    node_name(n), n->op_type);
+    if (mean && in.rank == 3 && !x->flat && mask == 6u)
+        return define_output(im, n, model_build_gap(b, x->layer), !keep);
+    return define_output(im, n,
+                         model_build_reduce(b, mean ? LAYER_REDUCE_MEAN : LAYER_REDUCE_SUM, x->layer, mask, keep), 0);
 }
 
 /* Operand i of a binary operator as a layer: an activation (not flattened, unless it has
@@ -1117,23 +1281,7 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
             return define_output(im, n, model_build_unary(b, kind, x->layer, a), x->flat);
         }
     }
-    if (strcmp(op, "ReduceMean") == 0) {
-        /* the mean over the plane (axes 2 and 3, or -2 and -1: torch's x.mean([2, 3]), as
-         * MNASNet ends) is a global average pool; keepdims 0 leaves (N, C) */
-        static const char *const known[] = {"axes", "keepdims", NULL};
-        if (check_attrs(im, n, known) || input_layer(im, n, 0, &x) || image_input(im, b, n, x)) return -1;
-        const Onnx__AttributeProto *a = attr(n, "axes");
-        int plane = n->n_input == 1 && a && a->n_ints == 2 && !x->flat;
-        if (plane) {
-            const int64_t a0 = a->ints[0] < 0 ? a->ints[0] + 4 : a->ints[0],
-                          a1 = a->ints[1] < 0 ? a->ints[1] + 4 : a->ints[1];
-            plane = (a0 == 2 && a1 == 3) || (a0 == 3 && a1 == 2);
-        }
-        if (!plane)
-            return fail(im, "node '%s' (ReduceMean): only the mean over the plane (axes 2, 3) is supported",
-                        node_name(n));
-        return define_output(im, n, model_build_gap(b, x->layer), attr_int(n, "keepdims", 1) == 0);
-    }
+    if (strcmp(op, "ReduceMean") == 0 || strcmp(op, "ReduceSum") == 0) return do_reduce(im, b, n);
     if (strcmp(op, "Clip") == 0) {
         /* the bounds: attributes up to opset 10, optional constant inputs from 11 (torch's
          * ReLU6 and Hardtanh) */
@@ -1234,7 +1382,21 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (strcmp(op, "Flatten") == 0) {
         static const char *const known[] = {"axis", NULL};
         if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
-        if (attr_int(n, "axis", 1) != 1) return fail(im, "node '%s' (Flatten): only axis 1 is supported", node_name(n));
+        /* axis k of a rank R + 1 batch (negative: from the end) gives (N * the sizes of axes
+         * 1 .. k - 1, the rest): axis 1's (N, rest) where those sizes are all 1; any other
+         * merges the batch with other axes (axis 0: the whole batch one row) */
+        model_shape_t s;
+        model_build_shape_nd(b, x->layer, &s);
+        const int R = x->flat ? 1 : s.rank;
+        int64_t ax = attr_int(n, "axis", 1);
+        if (ax < 0) ax += R + 1;
+        int merges = ax < 1 || ax > R + 1;
+        for (int64_t d = 1; !merges && d < ax && !x->flat; d++) merges = s.dims[d - 1] != 1;
+        if (merges)
+            return fail(im,
+                        "node '%s' (Flatten): axis %lld merges the batch axis with others (axis 0 is the batch; "
+                        "only axis 1, or one after axes of size 1, is supported)",
+                        node_name(n), (long long)attr_int(n, "axis", 1));
         return define_output(im, n, x->layer, 1);
     }
     if (strcmp(op, "MatMul") == 0) return do_matmul(im, b, n);
@@ -1251,8 +1413,10 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         const value_t *mm = n->n_input == 2 ? find_value(im, n->input[0]) : NULL;
         const Onnx__TensorProto *bias = n->n_input == 2 ? input_tensor(im, n, 1) : NULL;
         if (mm && mm->kind == V_LAYER && mm->matmul && bias) {
-            int C, H, W, last = mm->layer;
-            model_build_shape(b, mm->layer, &C, &H, &W);
+            int C, H, last = mm->layer;
+            model_shape_t ms;
+            model_build_shape_nd(b, mm->layer, &ms);
+            C = ms.dims[ms.rank - 1]; /* the outputs: the last axis (rank 1 for LAYER_FC) */
             if (check_attrs(im, n, none)) return -1;
             if (bias->n_dims != 1 || bias->dims[0] != C || uses(im, n->input[0]) != 1 ||
                 model_build_shape(b, last + 1, &H, &H, &H) == 0)
@@ -1818,23 +1982,33 @@ int onnx_tensor_decode(const uint8_t *data, size_t len, onnx_tensor_t *out, char
     if (!t) return snprintf(err, errlen, "not a TensorProto, or truncated (the protobuf does not decode)"), -1;
     int rc = -1;
     const int64_t n = tensor_count(t);
-    if (!t->has_data_type || t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
-        snprintf(err, errlen, "data type %s (%d): only float32 tensors are supported", dtype_name(t->data_type),
-                 (int)t->data_type);
+    const int is_int = t->has_data_type && t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
+    const size_t esz = is_int ? sizeof(int64_t) : sizeof(float),
+                 nval = is_int ? t->n_int64_data : t->n_float_data; /* without raw data */
+    const void *src = t->has_raw_data ? (const void *)t->raw_data.data
+                      : is_int        ? (const void *)t->int64_data
+                                      : (const void *)t->float_data;
+    void *dst = NULL;
+    if (!is_int && (!t->has_data_type || t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT))
+        snprintf(err, errlen, "data type %s (%d): only float32 and int64 tensors are supported",
+                 dtype_name(t->data_type), (int)t->data_type);
     else if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
         snprintf(err, errlen, "external data is not supported");
-    else if (n < 0 || (size_t)n > ONNX_CASE_TENSOR_MAX_BYTES / sizeof(float))
+    else if (n < 0 || (size_t)n > ONNX_CASE_TENSOR_MAX_BYTES / esz)
         snprintf(err, errlen, "shape of %zu dimensions is negative, too large or has more than 8", t->n_dims);
-    else if (t->has_raw_data ? t->raw_data.len != (size_t)n * sizeof(float) : t->n_float_data != (size_t)n)
-        snprintf(err, errlen, "%zu %s for %lld elements", t->has_raw_data ? t->raw_data.len : t->n_float_data,
-                 t->has_raw_data ? "bytes of raw data" : "float values", (long long)n);
-    else if (!(out->data = malloc((size_t)(n ? n : 1) * sizeof(float)))) snprintf(err, errlen, "out of memory");
+    else if (t->has_raw_data ? t->raw_data.len != (size_t)n * esz : nval != (size_t)n)
+        snprintf(err, errlen, "%zu %s for %lld elements", t->has_raw_data ? t->raw_data.len : nval,
+                 t->has_raw_data ? "bytes of raw data"
+                 : is_int        ? "int64 values"
+                                 : "float values",
+                 (long long)n);
+    else if (!(dst = malloc((size_t)(n ? n : 1) * esz))) snprintf(err, errlen, "out of memory");
     else {
-        /* little-endian IEEE 754, as in tensor_floats; an empty tensor may have no data at
-         * all (NULL), which memcpy must not be given even for 0 bytes */
-        if (n)
-            memcpy(out->data, t->has_raw_data ? (const void *)t->raw_data.data : (const void *)t->float_data,
-                   (size_t)n * sizeof(float));
+        /* little-endian, as in tensor_floats; an empty tensor may have no data at all
+         * (NULL), which memcpy must not be given even for 0 bytes */
+        if (n) memcpy(dst, src, (size_t)n * esz);
+        if (is_int) out->ints = dst;
+        else out->data = dst;
         out->count = (size_t)n;
         out->ndims = (int)t->n_dims;
         for (size_t i = 0; i < t->n_dims; i++) out->dims[i] = t->dims[i];
@@ -1848,7 +2022,9 @@ int onnx_tensor_decode(const uint8_t *data, size_t len, onnx_tensor_t *out, char
 void onnx_tensor_free(onnx_tensor_t *t)
 {
     free(t->data);
+    free(t->ints);
     t->data = NULL;
+    t->ints = NULL;
 }
 
 int onnx_graph_ops(const uint8_t *data, size_t len, char *out, size_t outlen)
@@ -1925,11 +2101,18 @@ int onnx_import_case(const uint8_t *data, size_t len, const onnx_tensor_t *bound
         onnx__tensor_proto__init(t);
         t->name = g->input[i]->name;
         t->has_data_type = 1;
-        t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
         t->n_dims = (size_t)b->ndims;
         t->dims = (int64_t *)b->dims;
-        t->n_float_data = b->count;
-        t->float_data = b->data;
+        if (b->ints) {
+            /* a shape argument: a constant the importer folds (input_ints) */
+            t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
+            t->n_int64_data = b->count;
+            t->int64_data = b->ints;
+        } else {
+            t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+            t->n_float_data = b->count;
+            t->float_data = b->data;
+        }
         inits[n_init + (size_t)j++] = t;
     }
     /* the graph borrows the array and the tensors only for the import: restored below,

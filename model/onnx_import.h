@@ -89,18 +89,21 @@ int onnx_import_catalog_add(const char *path, const char *name, const char *sha2
 #define ONNX_CASE_TENSOR_MAX_BYTES ((size_t)256 << 20)
 #define ONNX_CASE_MAX_TENSORS 16
 
-/* A float32 tensor: dims[0..ndims), count elements of data (malloc'ed, the holder's). */
+/* A float32 or int64 tensor: dims[0..ndims), count elements of data (float32) or of ints
+ * (int64; data then NULL), malloc'ed, the holder's. */
 typedef struct {
     char name[128];
     int ndims;
     int64_t dims[8];
     size_t count;
     float *data;
+    int64_t *ints;
 } onnx_tensor_t;
 
-/* Decodes the TensorProto in len bytes (at most ONNX_CASE_TENSOR_MAX_BYTES): float32 only
- * (another type is refused by name: "data type INT64 (7): ..."). 0, or -1 with err set
- * (without a prefix: the caller names the file). */
+/* Decodes the TensorProto in len bytes (at most ONNX_CASE_TENSOR_MAX_BYTES): float32 or
+ * int64 (a case's shape arguments, which onnx_import_case binds as constants); another
+ * type is refused by name: "data type INT32 (6): ...". 0, or -1 with err set (without a
+ * prefix: the caller names the file). */
 int onnx_tensor_decode(const uint8_t *data, size_t len, onnx_tensor_t *out, char *err, size_t errlen);
 void onnx_tensor_free(onnx_tensor_t *t);
 
@@ -110,7 +113,8 @@ int onnx_graph_ops(const uint8_t *data, size_t len, char *out, size_t outlen);
 
 /* Imports a case's model as onnx_import_buffer does, with two differences: the graph
  * inputs after the first that no initializer fills are bound, in order, to bound[0..nbound)
- * (their weights as constants), and the output may also be (N, C, H, W): the model's
+ * (their weights as constants; an int64 one a constant that shape arguments fold, and that
+ * a layer reading floats refuses by its type), and the output may also be (N, C, H, W): the model's
  * logits are then its C*H*W values per sample, in that order. 0, or -1 with err set
  * (everything onnx_import_buffer refuses, or a count of inputs that does not match). */
 int onnx_import_case(const uint8_t *data, size_t len, const onnx_tensor_t *bound, int nbound, int max_batch,

@@ -78,6 +78,16 @@ static int infer_fc(layer_t *l, const model_shape_t *in, const model_shape_t *in
     return l->gemm.OUT < 1 ? -1 : 0;
 }
 
+/* the last axis (gemm.IN) mapped to gemm.OUT; rank 2 at least (else LAYER_FC) */
+static int infer_linear(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
+{
+    l->shape = *in;
+    if (in->rank < 2 || l->gemm.OUT < 1) return -1;
+    l->gemm.IN = in->dims[in->rank - 1];
+    l->shape.dims[in->rank - 1] = l->gemm.OUT;
+    return 0;
+}
+
 static int infer_gap(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
     set_chw(l, l->C, 1, 1);
@@ -215,17 +225,48 @@ static int infer_transpose(layer_t *l, const model_shape_t *in, const model_shap
 
 static int infer_slice(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
-    const int ax = l->sl_axis;
-    if (ax < 0 || ax >= in->rank || l->sl_step < 1 || l->sl_start < 0 || l->sl_start >= l->sl_end ||
-        l->sl_end > in->dims[ax])
+    const int ax = l->sl_axis, up = l->sl_step > 0;
+    if (ax < 0 || ax >= in->rank || l->sl_step == 0 ||
+        (up ? l->sl_start < 0 || l->sl_start >= l->sl_end || l->sl_end > in->dims[ax]
+            : l->sl_end < -1 || l->sl_end >= l->sl_start || l->sl_start >= in->dims[ax]))
         return -1;
     size_t st[MODEL_MAX_RANK];
+    const int span = up ? l->sl_end - l->sl_start : l->sl_start - l->sl_end, by = up ? l->sl_step : -l->sl_step;
     contiguous_strides(in, st);
     l->shape = *in;
-    l->shape.dims[ax] = (l->sl_end - l->sl_start + l->sl_step - 1) / l->sl_step;
+    l->shape.dims[ax] = (span + by - 1) / by;
     view_desc(l, in);
-    for (int d = 0; d < in->rank; d++) l->bc.sa[d + 1] = st[d] * (d == ax ? (size_t)l->sl_step : 1);
+    /* a negative step's stride wraps (size_t arithmetic is modular): the walk adds it and
+     * lands on start - step, start - 2 step, ... inside the sample */
+    for (int d = 0; d < in->rank; d++) l->bc.sa[d + 1] = st[d] * (d == ax ? (size_t)(ptrdiff_t)l->sl_step : 1);
     l->view_off = st[ax] * (size_t)l->sl_start;
+    return 0;
+}
+
+/* The kept axes (red_keep: the reduced ones as 1s); the walk over the input, its output
+ * strides 0 along the reduced axes (reduce_forward). */
+static int infer_reduce(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
+{
+    size_t st[MODEL_MAX_RANK], run = 1;
+    if (!l->red_mask || (l->red_mask >> in->rank)) return -1;
+    contiguous_strides(in, st);
+    l->shape.rank = 0;
+    for (int d = in->rank - 1; d >= 0; d--) {
+        const int red = l->red_mask >> d & 1;
+        l->bc.sb[d + 1] = red ? 0 : run;
+        if (!red) run *= (size_t)in->dims[d];
+    }
+    for (int d = 0; d < in->rank; d++)
+        if (!(l->red_mask >> d & 1) || l->red_keep)
+            l->shape.dims[l->shape.rank++] = l->red_mask >> d & 1 ? 1 : in->dims[d];
+    l->bc.rank = in->rank + 1;
+    l->bc.dims[0] = 0; /* the batch: given per call */
+    for (int d = 0; d < in->rank; d++) {
+        l->bc.dims[d + 1] = in->dims[d];
+        l->bc.sa[d + 1] = st[d];
+    }
+    l->bc.sa[0] = shape_count(in);
+    l->bc.sb[0] = run;
     return 0;
 }
 
@@ -237,6 +278,7 @@ static double flops_conv(const layer_t *l)
     return 2.0 * ((double)l->OC * l->OH * l->OW) * (l->conv.C / l->conv.groups) * l->conv.KH * l->conv.KW;
 }
 static double flops_fc(const layer_t *l) { return 2.0 * ((double)l->OC * l->OH * l->OW) * l->C; }
+static double flops_linear(const layer_t *l) { return 2.0 * ((double)l->OC * l->OH * l->OW) * l->gemm.IN; }
 static double flops_pass(const layer_t *l) { return (double)l->C * l->H * l->W; }
 
 /* ---- CPU steps ---------------------------------------------------------------------------- */
@@ -314,6 +356,24 @@ static void fc_bwd(model_t *m, int i, const float *x, int B)
     float *db = l->has_bias ? m->grads + l->b_off : NULL;
     gemm_backward(&l->gemm, B, input_of(m, x, l->in), m->params + l->w_off, m->dacts + l->out_off, dinput_of(m, l->in),
                   m->grads + l->w_off, db);
+}
+
+/* one GEMM over every sample's rows (a sample's elements / IN of them) */
+static int linear_rows(const layer_t *l, int B) { return B * (l->C * l->H * l->W / l->gemm.IN); }
+
+static void linear_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    layer_t *l = &m->layers[i];
+    const float *bias = l->has_bias ? m->params + l->b_off : NULL;
+    gemm_forward(&l->gemm, linear_rows(l, B), input_of(m, x, l->in), m->params + l->w_off, bias, m->acts + l->out_off);
+}
+
+static void linear_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    float *db = l->has_bias ? m->grads + l->b_off : NULL;
+    gemm_backward(&l->gemm, linear_rows(l, B), input_of(m, x, l->in), m->params + l->w_off, m->dacts + l->out_off,
+                  dinput_of(m, l->in), m->grads + l->w_off, db);
 }
 
 static void bn_fwd(model_t *m, int i, const float *x, int B, int train)
@@ -656,6 +716,28 @@ static void view_bwd(model_t *m, int i, const float *x, int B)
     view_backward(&l->bc, l->view_off, B, m->dacts + l->out_off, dinput_of(m, l->in));
 }
 
+/* ReduceMean and ReduceSum: the sum over the walk, scaled by 1 / the count summed (mean) */
+static float reduce_scale(const layer_t *l, layer_kind_t k)
+{
+    const size_t in = (size_t)l->C * l->H * l->W, out = (size_t)l->OC * l->OH * l->OW;
+    return k == LAYER_REDUCE_MEAN ? 1.0f / (float)(in / out) : 1.0f;
+}
+
+static void reduce_fwd(model_t *m, int i, const float *x, int B, layer_kind_t k)
+{
+    const layer_t *l = &m->layers[i];
+    reduce_forward(&l->bc, B, reduce_scale(l, k), input_of(m, x, l->in), m->acts + l->out_off, out_count(l, B));
+}
+
+static void reduce_bwd(model_t *m, int i, const float *x, int B, layer_kind_t k)
+{
+    const layer_t *l = &m->layers[i];
+    reduce_backward(&l->bc, B, reduce_scale(l, k), m->dacts + l->out_off, dinput_of(m, l->in));
+}
+
+OP_STEPS(reduce_mean, reduce, LAYER_REDUCE_MEAN)
+OP_STEPS(reduce_sum, reduce, LAYER_REDUCE_SUM)
+
 /* ---- the table ---------------------------------------------------------------------------- */
 
 #define IN1 MODEL_OP_GRAD_IN
@@ -705,6 +787,10 @@ const model_op_t MODEL_OPS[] = {
     [LAYER_RESHAPE]    = {LAYER_RESHAPE, "reshape", "Reshape, Squeeze, Unsqueeze (non-batch axes)", "Reshape", 1, IN1, infer_reshape, NULL, flops_none, reshape_fwd, reshape_bwd},
     [LAYER_TRANSPOSE]  = {LAYER_TRANSPOSE, "transpose", "Transpose (the batch axis first)", "Transpose", 1, IN1, infer_transpose, NULL, flops_none, view_fwd, view_bwd},
     [LAYER_SLICE]      = {LAYER_SLICE, "slice", "Slice, Split (non-batch axes, constant bounds)", "Slice", 1, IN1, infer_slice, NULL, flops_none, view_fwd, view_bwd},
+    /* not on the GPU yet; the mean over an image's plane stays LAYER_GAP */
+    [LAYER_REDUCE_MEAN] = {LAYER_REDUCE_MEAN, "reduce mean", "ReduceMean (non-batch axes)", "ReduceMean", 1, IN1, infer_reduce, NULL, flops_pass, reduce_mean_fwd, reduce_mean_bwd},
+    [LAYER_REDUCE_SUM] = {LAYER_REDUCE_SUM, "reduce sum", "ReduceSum (non-batch axes)", "ReduceSum", 1, IN1, infer_reduce, NULL, flops_pass, reduce_sum_fwd, reduce_sum_bwd},
+    [LAYER_LINEAR] = {LAYER_LINEAR, "linear", "MatMul (+ Add) over the last axis", "MatMul (+ Add)", 1, IN1, infer_linear, NULL, flops_linear, linear_fwd, linear_bwd},
 };
 /* clang-format on */
 /* A kind without a row would leave a zero row here (a designated initializer skipped):

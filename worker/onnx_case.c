@@ -112,6 +112,17 @@ static int run_set(const char *dir, const char *set, const uint8_t *onnx, size_t
         goto out;
     }
     const onnx_tensor_t *x = &in[0];
+    /* int64 inputs after the first are shape arguments (bound as constants); the
+     * activation and the outputs compared are float32 */
+    for (int k = 0; k < nin + nout; k++) {
+        const onnx_tensor_t *t = k < nin ? &in[k] : &want[k - nin];
+        if (t->ints && (k == 0 || k >= nin)) {
+            snprintf(err, sizeof err, "%s/%s_%d.pb: data type INT64 (7): only float32 %s", set,
+                     k < nin ? "input" : "output", k < nin ? k : k - nin,
+                     k ? "outputs are compared" : "activations are read");
+            goto out;
+        }
+    }
     if (x->ndims < 1 || x->ndims > 1 + MODEL_MAX_RANK || x->dims[0] < 1) {
         char s[160];
         shape_str(x, s, sizeof s);

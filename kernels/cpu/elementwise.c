@@ -309,6 +309,23 @@ void view_backward(const bcast_desc_t *d, size_t off, int B, const float *dout, 
     for (size_t o = 0; o < n; o++, bcast_next(d, B, &p)) dinp[p.ia] += dout[o];
 }
 
+void reduce_forward(const bcast_desc_t *d, int B, float scale, const float *inp, float *out, size_t nout)
+{
+    bcast_pos_t p = {{0}, 0, 0};
+    const size_t n = bcast_count(d, B);
+    memset(out, 0, nout * sizeof *out);
+    for (size_t i = 0; i < n; i++, bcast_next(d, B, &p)) out[p.ib] += inp[p.ia];
+    for (size_t o = 0; o < nout; o++) out[o] *= scale;
+}
+
+void reduce_backward(const bcast_desc_t *d, int B, float scale, const float *dout, float *dinp)
+{
+    bcast_pos_t p = {{0}, 0, 0};
+    const size_t n = bcast_count(d, B);
+    if (!dinp) return;
+    for (size_t i = 0; i < n; i++, bcast_next(d, B, &p)) dinp[p.ia] += scale * dout[p.ib];
+}
+
 void mul_forward(int B, int C, int HW, int HW2, const float *a, const float *b, float *out)
 {
     const size_t planes = (size_t)B * C;

@@ -178,6 +178,11 @@ typedef enum { BINARY_ADD, BINARY_SUB, BINARY_MUL, BINARY_DIV } binary_op_t;
  * out's shape] (sb unused); the backward adds dout back at the same places. */
 void view_forward(const bcast_desc_t *d, size_t off, int B, const float *inp, float *out);
 void view_backward(const bcast_desc_t *d, size_t off, int B, const float *dout, float *dinp /* += */);
+/* A sum over axes (ReduceSum, ReduceMean), times scale: the walk d is over the input (sa
+ * its contiguous strides), sb the output's strides, 0 along a reduced axis; out (nout
+ * floats) is written whole. The backward adds scale * dout back to every input it summed. */
+void reduce_forward(const bcast_desc_t *d, int B, float scale, const float *inp, float *out, size_t nout);
+void reduce_backward(const bcast_desc_t *d, int B, float scale, const float *dout, float *dinp /* += */);
 void binary_forward(binary_op_t op, const bcast_desc_t *d, int B, const float *a, const float *b, float *out);
 void binary_backward(binary_op_t op, const bcast_desc_t *d, int B, const float *a, const float *b, const float *dout,
                      float *da /* += */, float *db /* += */);

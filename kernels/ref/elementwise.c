@@ -75,6 +75,30 @@ void ref_view_forward(const bcast_desc_t *d, size_t off, int B, const double *x,
     }
 }
 
+void ref_reduce_forward(int B, int rank, const int *dims, unsigned mask, int mean, const double *x, double *y)
+{
+    size_t in = 1, out = 1;
+    for (int d = 0; d < rank; d++) {
+        in *= (size_t)dims[d];
+        if (!(mask >> d & 1)) out *= (size_t)dims[d];
+    }
+    for (size_t o = 0; o < (size_t)B * out; o++) y[o] = 0.0;
+    for (size_t i = 0; i < (size_t)B * in; i++) {
+        /* the output index: the input's digits of the kept axes */
+        size_t rest = i, o = 0, run = 1;
+        for (int d = rank - 1; d >= 0; d--) {
+            const size_t k = rest % (size_t)dims[d];
+            rest /= (size_t)dims[d];
+            if (!(mask >> d & 1)) {
+                o += k * run;
+                run *= (size_t)dims[d];
+            }
+        }
+        y[o + rest * out] += x[i];
+    }
+    for (size_t o = 0; o < (size_t)B * out; o++) y[o] /= mean ? (double)(in / out) : 1.0;
+}
+
 double ref_clip(double lo, double hi, double x) { return fmin(fmax(x, lo), hi); }
 
 double ref_hardsigmoid(double alpha, double beta, double x) { return fmax(0.0, fmin(1.0, alpha * x + beta)); }

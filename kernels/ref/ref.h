@@ -40,6 +40,9 @@ double ref_unary(unary_op_t op, double a, double x);
 void ref_binary_forward(binary_op_t op, const bcast_desc_t *d, int B, const double *a, const double *b, double *y);
 /* ops.h's view_forward in double, each output's input found from its index */
 void ref_view_forward(const bcast_desc_t *d, size_t off, int B, const double *x, double *y);
+/* ReduceSum (mean 0) or ReduceMean (mean 1) of x (B, dims[0], ..., dims[rank - 1]) over the
+ * sample axes mask (bit d: dims[d]): y the kept axes in order */
+void ref_reduce_forward(int B, int rank, const int *dims, unsigned mask, int mean, const double *x, double *y);
 /* ONNX Clip: min(max(x, lo), hi) (hi where lo > hi) */
 double ref_clip(double lo, double hi, double x);
 /* ONNX HardSigmoid: max(0, min(1, alpha * x + beta)) */

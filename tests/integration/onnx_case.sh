@@ -5,11 +5,12 @@
 # largest error (a value moved by 3 times the tolerance; an output of the wrong size),
 # 2 with one line naming what is refused: an operator or attribute value the importer does
 # not map (its own message) or a declared output shape the layers do not give, an integer
-# tensor (its type), a truncated tensor file, a tensor whose dims claim 2^48 elements, a
+# activation or weight (its type; an INT64 shape argument is read as a constant and passes), a truncated tensor file, a tensor whose dims claim 2^48 elements, a
 # batch whose activations exceed 1 GiB of floats (refused before they are allocated), raw
 # data of the wrong length, an input missing, no data set, no model, a second argument;
 # samples of rank 0 to 5 pass (Relu, BatchNormalization), a Conv on a volume and an input
-# of rank 7 are refused by name.
+# of rank 7 are refused by name; a shape chain of every folded operator, ReduceSum and
+# ReduceMean, and MatMul + Add over the last axis pass; Flatten merging the batch is refused.
 . tests/lib.sh
 /usr/bin/python3 tests/tools/onnx_case_make.py "$TMP/c" >"$TMP/make.log" 2>&1
 rc=$?
@@ -36,7 +37,10 @@ expect reshaped 2 "the last layer gives (N, 4, 5, 5), the graph's output declare
 expect erf 2 "node 'y': operator Erf is not supported (supported: Conv,"
 expect storage 2 "node 'y' (MaxPool): storage_order 1 is not supported"
 expect bigbatch 2 "test_data_set_0/input_0.pb: a batch of 65536 needs 5.37e+08 floats of activations (at most 2.68e+08)"
-expect int 2 "test_data_set_1/input_1.pb: data type INT64 (7): only float32 tensors are supported"
+# an INT64 input after the first is a constant: shape arguments fold, a weight is refused
+expect int 2 "initializer 'W': data type 7, only float (1) is supported"
+expect int_x 2 "test_data_set_1/input_0.pb: data type INT64 (7): only float32 activations are read"
+expect shape_input 0 "test_data_set_0 output_0 'y' (2, 4, 3): 24 values"
 expect trunc 2 "test_data_set_1/input_0.pb: not a TensorProto, or truncated"
 expect huge 2 "test_data_set_1/input_1.pb: shape of 4 dimensions is negative, too large"
 expect rawlen 2 "test_data_set_1/input_0.pb: 4 bytes of raw data for 150 elements"
@@ -55,6 +59,12 @@ expect bcast_rank 2 "node 'y' (Add): constant 'c' is (2, 3, 4): a constant opera
 expect bcast_shape 2 "node 'y' (Add): shapes (N, 3, 4) and the constant (5) do not broadcast"
 expect movement 0 "test_data_set_0 output_0 'y' (2, 2, 3): 12 values"
 expect move_batch 2 "node 'y' (Transpose): perm must name the 3 axes with the batch axis first (a perm that moves the batch axis is not supported)"
+# folding at import of the shape arithmetic, Flatten's batch axis, reductions, a last-axis linear
+expect fold 0 "test_data_set_0 output_0 'y' (2, 4, 3): 24 values"
+expect slice_down 0 "test_data_set_0 output_0 'y' (2, 3, 3): 18 values"
+expect flatten_axis 2 "node 'y' (Flatten): axis 2 merges the batch axis with others (axis 0 is the batch; only axis 1, or one after axes of size 1, is supported)"
+expect reduce 0 "test_data_set_0 output_0 'y' (2, 3, 1): 6 values"
+expect linear 0 "test_data_set_0 output_0 'y' (2, 3, 5): 30 values"
 expect nd_rank7 2 "test_data_set_0/input_0.pb: shape (1, 2, 1, 2, 1, 2, 1): the activation must be a batch (N, ...) of rank 1 to 6"
 "$WORKER" --onnx-case "$TMP/c/good" extra >"$TMP/out" 2>&1
 [ $? -eq 2 ] && grep -qF -- "--onnx-case takes one directory and nothing else" "$TMP/out" ||

@@ -30,7 +30,15 @@ if [ "$SET" = blocks ]; then
     # a constant operand broadcasts (a LAYER_CONST parameter); shapes that do not are refused
     $WORKER --check-onnx "$(g mul_const)" >"$TMP/mul_const.check" 2>&1 || { cat "$TMP/mul_const.check"; fail "mul_const.onnx refused"; }
     expect_error 2 "(Mul): shapes (N, 4, 6, 6) and (N, 4, 3, 3) do not broadcast" $WORKER --check-onnx "$(g mul_shape)"
-    expect_error 2 "(ReduceMean): only the mean over the plane (axes 2, 3)" $WORKER --check-onnx "$(g reducemean_axes)"
+    # ReduceMean and ReduceSum of non-batch axes are layers; of the batch axis refused
+    expect_error 2 "(ReduceMean): axis 0 is the batch axis" $WORKER --check-onnx "$(g reducemean_axes)"
+    expect_error 2 "(ReduceMean): no axes: the reduction over every axis, the batch axis too, is not supported" \
+        $WORKER --check-onnx "$(g reducemean_all)"
+    $WORKER --check-onnx "$(g reducesum_c)" >"$TMP/reducesum.check" 2>&1 || { cat "$TMP/reducesum.check"; fail "reducesum_c.onnx refused"; }
+    # MatMul by an initializer over the last axis of an N-D input (torch.nn.Linear on (B, T, C))
+    $WORKER --check-onnx "$(g matmul_nd)" >"$TMP/matmul_nd.check" 2>&1 || { cat "$TMP/matmul_nd.check"; fail "matmul_nd.onnx refused"; }
+    expect_error 2 "(MatMul): the second input must be an initializer (IN, OUT), IN the input's last axis or, of a 2-D input, its features: input (N, 4, 6, 6)" \
+        $WORKER --check-onnx "$(g matmul_k)"
     expect_error 2 "(BatchNormalization): momentum 1.5 is out of range \[0, 1\]" $WORKER --check-onnx "$(g bn_momentum)"
     # stochastic depth (the Python client's ai.pacer:StochasticDepth): the per-sample mask
     # of pacer's training forward, the identity at evaluation, mode "batch" refused

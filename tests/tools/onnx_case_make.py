@@ -11,7 +11,10 @@ Writes under OUTDIR:
   near/      good with one expected value moved by 0.5e-3 of itself (inside rtol 1e-3);
   far/       good with that value moved by 3e-3 of itself (outside): a mismatch;
   shape/     good whose expected y has one value too few;
-  int/       good with W given as an INT64 tensor;
+  int/       good with W given as an INT64 tensor (bound as a constant, refused as a weight);
+  int_x/     good with x given as an INT64 tensor;
+  shape_input/ Reshape of x (2, 3, 4) to the shape given as an INT64 input_1 (0, 4, 3):
+             read as a constant, passes;
   erf/       Erf on x (2, 3, 5, 5): an operator the importer does not map;
   storage/   MaxPool with storage_order 1: an attribute value it refuses;
   reshaped/  good whose graph declares y as (2, 4, 25, 1): as many values, another shape;
@@ -33,7 +36,16 @@ Writes under OUTDIR:
   bcast_shape/ x (2, 3, 4) + c (5): shapes that do not broadcast, refused;
   movement/  x (2, 4, 3) split 1 + 3 on axis 1, Unsqueeze and Squeeze of the one, Transpose
              twice of the other, Concat again, Slice of every other row: passes;
-  move_batch/ Transpose perm (1, 0, 2): moves the batch axis, refused.
+  move_batch/ Transpose perm (1, 0, 2): moves the batch axis, refused;
+  fold/      Reshape of x (2, 3, 4) to a shape computed from Shape(x) through Slice (step
+             -1), Gather, Unsqueeze, Squeeze, Range, Equal, ConstantOfShape, Mod, Not, Where
+             and Concat: (N, 4, 3), folded at import, passes;
+  slice_down/ Slice of x (2, 5, 3) from row 4 down past the first by step -2: rows 4, 2,
+             0, passes;
+  flatten_axis/ Flatten axis 2 of x (2, 3, 4): merges the batch axis, refused;
+  reduce/    ReduceSum over axis 2 (axes an input) then ReduceMean over -1 of x (2, 3, 4, 5),
+             keepdims 0 and 1: (2, 3, 1), passes;
+  linear/    MatMul of x (2, 3, 4) by a (4, 5) weight, then Add of a bias: passes.
 Exits 77 when onnx or numpy cannot be imported.
 """
 import os
@@ -109,6 +121,7 @@ def main():
     variant("far", moved(3e-3))
     variant("shape", lambda s, _: save(os.path.join(s, "output_0.pb"), np.zeros(199, np.float32), "y"))
     variant("int", lambda s, _: save(os.path.join(s, "input_1.pb"), np.zeros((4, 3, 3, 3), np.int64), "W"))
+    variant("int_x", lambda s, _: save(os.path.join(s, "input_0.pb"), np.zeros((2, 3, 5, 5), np.int64), "x"))
 
     def trunc(s, _):
         p = os.path.join(s, "input_0.pb")
@@ -204,6 +217,36 @@ def main():
                          k("Slice", "c", "st", "en", "axs", "stp", "y")], [2, 4, 3], [2, 2, 3],
             lambda v: v[:, 1:4:2, :],
             [i64("sp", [1, 3]), i64("ax", [1]), i64("st", [1]), i64("en", [100]), i64("axs", [-2]), i64("stp", [2])])
+    nd_case("shape_input", [k("Reshape", "x", "shape", "y")], [2, 3, 4], [2, 4, 3], lambda v: v.reshape(2, 4, 3))
+    with open(os.path.join(out, "shape_input", "model.onnx"), "wb") as f:
+        f.write(model([k("Reshape", "x", "shape", "y")],
+                      [helper.make_tensor_value_info("x", f32, [2, 3, 4]),
+                       helper.make_tensor_value_info("shape", TensorProto.INT64, [3])],
+                      helper.make_tensor_value_info("y", f32, [2, 4, 3])))
+    save(os.path.join(out, "shape_input", "test_data_set_0", "input_1.pb"), np.array([0, 4, 3], np.int64), "shape")
+    cos = helper.make_node("ConstantOfShape", ["one"], ["cs"], value=numpy_helper.from_array(np.array([3], np.int64)))
+    nd_case("fold", [helper.make_node("Shape", ["x"], ["s"]), k("Slice", "s", "m1", "m3", "z", "m1", "t"),
+                     k("Gather", "s", "z0", "g"), k("Unsqueeze", "g", "z", "u"), k("Range", "z0", "one0", "one0", "r"),
+                     cos, k("Mod", "seven", "four", "md"), k("Equal", "cs", "md", "eq"), k("Not", "eq", "ne"),
+                     helper.make_node("Cast", ["ne"], ["ni"], to=TensorProto.INT64), k("Add", "t", "ni", "t2"),
+                     k("Equal", "r", "z", "c0"), k("Where", "c0", "u", "m1", "first"),
+                     k("Slice", "t2", "z", "one", "z", "one", "h"), k("Squeeze", "h", "z", "hs"),
+                     k("Unsqueeze", "hs", "z", "hu"), k("Slice", "t2", "one", "two", "w"),
+                     helper.make_node("Concat", ["first", "hu", "w"], ["shape"], axis=0),
+                     k("Reshape", "x", "shape", "y")], [2, 3, 4], [2, 4, 3], lambda v: v.reshape(2, 4, 3),
+            [i64("m1", [-1]), i64("m3", [-3]), i64("z", [0]), i64("z0", 0), i64("one0", 1), i64("one", [1]),
+             i64("two", [2]), i64("seven", [7]), i64("four", [4])])
+    nd_case("slice_down", [k("Slice", "x", "st4", "lo", "ax1", "m2", "y")], [2, 5, 3], [2, 3, 3],
+            lambda v: v[:, 4::-2, :], [i64("st4", [4]), i64("lo", [-(1 << 62)]), i64("ax1", [1]), i64("m2", [-2])])
+    nd_case("flatten_axis", [helper.make_node("Flatten", ["x"], ["y"], axis=2)], [2, 3, 4], [6, 4],
+            lambda v: v.reshape(6, 4))
+    nd_case("reduce", [helper.make_node("ReduceSum", ["x", "ax"], ["s"], keepdims=0),
+                       helper.make_node("ReduceMean", ["s"], ["y"], axes=[-1])],
+            [2, 3, 4, 5], [2, 3, 1], lambda v: v.sum(axis=2).mean(axis=-1, keepdims=True), [i64("ax", [2])])
+    lw = rng.standard_normal((4, 5)).astype(np.float32)
+    lb = rng.standard_normal(5).astype(np.float32)
+    nd_case("linear", [k("MatMul", "x", "lw", "mm"), k("Add", "mm", "lb", "y")], [2, 3, 4], [2, 3, 5],
+            lambda v: v @ lw + lb, [numpy_helper.from_array(lw, "lw"), numpy_helper.from_array(lb, "lb")])
     nd_case("move_batch", [helper.make_node("Transpose", ["x"], ["y"], perm=[1, 0, 2])], [2, 3, 4], [3, 2, 4],
             lambda v: v.transpose(1, 0, 2))
 

@@ -38,7 +38,12 @@ Usage: /usr/bin/python3 tests/tools/onnx_families.py --graphs OUTDIR
     hardsigmoid_inf.onnx  HardSigmoid alpha = inf;
     mul_const.onnx      Mul by an initializer (accepted: a broadcast parameter);
     mul_shape.onnx      Mul of a 4x6x6 and a 4x3x3 activation;
-    reducemean_axes.onnx  ReduceMean over the channels;
+    reducemean_axes.onnx  ReduceMean over the batch and the channels;
+    reducemean_all.onnx  ReduceMean without axes (every axis, the batch too);
+    reducesum_c.onnx    ReduceSum over the height, axes as an input (accepted);
+    matmul_nd.onnx      MatMul of (N, 4, 6, 6) by a (6, 5) initializer, + Add of a bias: a
+                        linear over the last axis (accepted);
+    matmul_k.onnx       MatMul of (N, 4, 6, 6) by a (7, 5) initializer;
     bn_momentum.onnx    batch norm momentum 1.5.
 
 Usage: /usr/bin/python3 tests/tools/onnx_families.py --sdepth OUTDIR
@@ -301,6 +306,9 @@ def graphs(out):
     def const(name, value):
         return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(value, np.float32)))
 
+    def const_ints(name, value):
+        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(value, np.int64)))
+
     def model(nodes, inits, last):
         """input (N, 4, 6, 6) -> Conv 1x1 -> nodes ... -> last (N, 4) -> Gemm -> (N, 10)"""
         nodes = [helper.make_node("Conv", ["input", "conv.weight"], ["c"], kernel_shape=[1, 1])] + nodes + [
@@ -336,7 +344,13 @@ def graphs(out):
         "mul_const": pooled([helper.make_node("Mul", ["c", "k"], ["r"])], [init("k", 4, 1, 1)], "r"),
         "mul_shape": pooled([helper.make_node("MaxPool", ["c"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
                              helper.make_node("Mul", ["c", "p"], ["r"])], [], "r"),
-        "reducemean_axes": pooled([helper.make_node("ReduceMean", ["c"], ["r"], axes=[1], keepdims=1)], [], "r"),
+        "reducemean_axes": pooled([helper.make_node("ReduceMean", ["c"], ["r"], axes=[0, 1], keepdims=1)], [], "r"),
+        "reducemean_all": pooled([helper.make_node("ReduceMean", ["c"], ["r"])], [], "r"),
+        "reducesum_c": pooled([const_ints("ax", [2]), helper.make_node("ReduceSum", ["c", "ax"], ["r"], keepdims=1)],
+                              [], "r"),
+        "matmul_nd": pooled([helper.make_node("MatMul", ["c", "mw"], ["mm"]), helper.make_node("Add", ["mm", "mb"], ["r"])],
+                            [init("mw", 6, 5), init("mb", 5)], "r"),
+        "matmul_k": pooled([helper.make_node("MatMul", ["c", "mw"], ["r"])], [init("mw", 7, 5)], "r"),
         "bn_momentum": pooled([bn(1.5)], bn_inits, "b"),
     }
     for name, m in files.items():

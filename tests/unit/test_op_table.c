@@ -363,6 +363,41 @@ static void ref_concat_w(const ref_in_t *in, double *y)
             y[r * 8 + w] = w < 4 ? in->x[r * 4 + w] : ref_act(REF_ACT_SIGMOID, 0.0, in->x[r * 4 + w - 4]);
 }
 
+/* Reductions of x (3, 5, 4): the mean over the channels and the last axis, kept as 1s
+ * (1, 5, 1); the sum over the height, dropped (3, 4) */
+static int build_reduce_mean(model_builder_t *b, int x) { return model_build_reduce(b, LAYER_REDUCE_MEAN, x, 5u, 1); }
+static void ref_reduce_mean(const ref_in_t *in, double *y)
+{
+    ref_reduce_forward(in->B, 3, (const int[]){3, 5, 4}, 5u, 1, in->x, y);
+}
+static int build_reduce_sum(model_builder_t *b, int x) { return model_build_reduce(b, LAYER_REDUCE_SUM, x, 2u, 0); }
+static void ref_reduce_sum(const ref_in_t *in, double *y)
+{
+    ref_reduce_forward(in->B, 3, (const int[]){3, 5, 4}, 2u, 0, in->x, y);
+}
+
+/* torch.nn.Linear(4, 6) on x (3, 5, 4): over the last axis, 15 rows a sample, with the
+ * bias an Add after a MatMul joins */
+static int build_linear(model_builder_t *b, int x)
+{
+    return model_build_fc_bias(b, model_build_linear(b, x, 6, "t.weight"), "t.bias");
+}
+static void ref_linear(const ref_in_t *in, double *y)
+{
+    const layer_t *l = in->l;
+    ref_gemm_forward(&l->gemm, in->B * 15, in->x, in->params + l->w_off, in->params + l->b_off, y);
+}
+
+/* Slice with step -2 of x (3, 5, 4)'s axis 1 from 4 down to the first (end -1): rows 4, 2,
+ * 0, picked here by index */
+static int build_slice_down(model_builder_t *b, int x) { return model_build_slice(b, x, 1, 4, -1, -2); }
+static void ref_slice_down(const ref_in_t *in, double *y)
+{
+    for (int r = 0; r < in->B * 3; r++)
+        for (int j = 0; j < 3; j++)
+            for (int w = 0; w < 4; w++) y[(r * 3 + j) * 4 + w] = in->x[(r * 5 + 4 - 2 * j) * 4 + w];
+}
+
 /* ---- the cases: one per row of the operator table --------------------------------------- */
 
 typedef struct {
@@ -412,6 +447,9 @@ static const row_case_t CASES[] = {
     {LAYER_RESHAPE, 3, 5, 4, build_reshape, ref_reshape, 0, 1e-3, 0, 0},
     {LAYER_TRANSPOSE, 3, 5, 4, build_transpose, ref_view, 0, 1e-3, 0, 0},
     {LAYER_SLICE, 3, 5, 4, build_slice, ref_view, 0, 1e-3, 0, 0},
+    {LAYER_REDUCE_MEAN, 3, 5, 4, build_reduce_mean, ref_reduce_mean, 1e-6, 1e-3, 1e-6, 0},
+    {LAYER_REDUCE_SUM, 3, 5, 4, build_reduce_sum, ref_reduce_sum, 1e-6, 1e-3, 1e-6, 0},
+    {LAYER_LINEAR, 3, 5, 4, build_linear, ref_linear, 1e-5, 1e-3, 1e-4, 0},
 };
 
 /* Further cases of rows whose case above does not reach every path (the shape generator
@@ -421,6 +459,7 @@ static const row_case_t MORE_CASES[] = {
     {LAYER_TRANSPOSE, 4, 5, 4, build_shuffle, ref_shuffle, 0, 1e-3, 0, 1},
     {LAYER_CONST, 3, 5, 4, build_bmul_frozen, ref_bmul_frozen, 1e-6, 1e-3, 1e-6, 1},
     {LAYER_MUL, 3, 5, 4, build_mul_bcast, ref_mul_bcast, 1e-6, 1e-3, 1e-5, 0},
+    {LAYER_SLICE, 3, 5, 4, build_slice_down, ref_slice_down, 0, 1e-3, 0, 0},
 };
 
 static const row_case_t *case_of(layer_kind_t k)

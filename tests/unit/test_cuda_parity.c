@@ -103,7 +103,8 @@
     X(test_stochastic_depth) X(test_binary) X(test_view)                                  \
     X(test_softmax_xent) X(test_batchnorm) X(test_batchnorm_eps) X(test_gap) X(test_residual) \
     X(test_sgd) X(test_adamw) X(test_norm_clip) X(test_model_mlp) X(test_model_lenet5)    \
-    X(test_model_cifar10_quick) X(test_model_resnet20) X(test_model_onnx_layers)
+    X(test_model_cifar10_quick) X(test_model_resnet20) X(test_model_onnx_layers) \
+    X(test_model_nd_rows)
 /* clang-format on */
 /* Tests that need no device: they run in every CUDA build. */
 #define HOST_TESTS(X) X(test_cudnn_status_categories) X(test_cuda_error_classes)
@@ -2038,22 +2039,69 @@ static int build_onnx_layers(model_builder_t *b, void *ctx, char *err, size_t er
     return 0;
 }
 
+/* Two copies of a network built by build on input shape in (the host's and the device's
+ * starting point), then model_parity_run's training step and evaluation on both. */
+static void custom_parity(const char *name, const model_shape_t *in, model_build_fn build)
+{
+    char err[512];
+    model_t *m = NULL, *mg = NULL;
+    if (model_create_custom_shape(name, in, 10, 16, build, NULL, &m, err, sizeof err) != 0 ||
+        model_create_custom_shape(name, in, 10, 16, build, NULL, &mg, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    model_parity_run(m, mg, 16, 9);
+}
+
 static void test_model_onnx_layers(void **state)
 {
     (void)state;
     need_gpu();
-    char err[512];
-    model_t *m = NULL, *mg = NULL;
-    if (model_create_custom("onnx_layers", 3, 12, 11, 10, 16, build_onnx_layers, NULL, &m, err, sizeof err) != 0 ||
-        model_create_custom("onnx_layers", 3, 12, 11, 10, 16, build_onnx_layers, NULL, &mg, err, sizeof err) != 0)
-        fail_msg("%s", err);
-    model_parity_run(m, mg, 16, 9);
+    const model_shape_t in = {.rank = 3, .dims = {3, 12, 11}};
+    custom_parity("onnx_layers", &in, build_onnx_layers);
 }
 
 /* ---- no device needed ---------------------------------------------------------- */
 
 /* cuDNN 9 reports "not supported" as CUDNN_STATUS_NOT_SUPPORTED or one of its sub-codes;
  * the convolution fallbacks (conv.cu) run on every one of them and on nothing else. */
+/* Every N-D row of issue 43's engine in one network on (3, 8, 8): the unary functions,
+ * trainable constants broadcast over the plane, the channels and the batch (their
+ * gradients summed over the batch on the device too), Sub and Div of activations, a
+ * Transpose, a strided Slice, a Reshape and a Concat on a non-channel axis, then a Gemm. */
+static int build_nd_rows(model_builder_t *b, void *ctx, char *err, size_t errlen)
+{
+    (void)ctx;
+    const model_shape_t cs = {.rank = 3, .dims = {3, 1, 1}}, ps = {.rank = 2, .dims = {8, 8}};
+    const int l0 = model_build_unary(b, LAYER_NEG, -1, 0.0f);
+    const int l1 = model_build_unary(b, LAYER_EXP, l0, 0.0f);
+    const int l2 = model_build_unary(b, LAYER_POW, model_build_unary(b, LAYER_ABS, -1, 0.0f), 1.5f);
+    const int l3 = model_build_binary(b, LAYER_BMUL, l2, model_build_const(b, &cs, "nd.scale", 0));
+    const int l4 = model_build_binary(b, LAYER_BADD, l3, model_build_const(b, &ps, "nd.bias", 0));
+    const int l5 = model_build_binary(b, LAYER_SUB, l4, l1);
+    const int l6 = model_build_binary(b, LAYER_DIV, l5, model_build_unary(b, LAYER_SQRT, l1, 0.0f));
+    const int l7 = model_build_unary(b, LAYER_RECIPROCAL, model_build_unary(b, LAYER_EXP, l6, 0.0f), 0.0f);
+    const int perm[3] = {1, 2, 0};
+    const int l8 = model_build_slice(b, model_build_transpose(b, l7, perm), 1, 1, 8, 2); /* (8, 4, 3) */
+    const model_shape_t rs = {.rank = 2, .dims = {8, 12}};
+    const int l9 = model_build_reshape(b, l8, &rs);
+    const int l10 = model_build_concat_axis(b, l9, l9, 1); /* (8, 24) */
+    const model_shape_t flat = {.rank = 1, .dims = {8 * 24}};
+    const gemm_desc_t g = {.layout = GEMM_W_OUT_IN, .alpha = 1.0f, .beta = 1.0f};
+    model_build_gemm(b, model_build_reshape(b, l10, &flat), 10, &g, "nd.fc.weight", "nd.fc.bias");
+    if (model_build_failed(b)) {
+        snprintf(err, errlen, "build_nd_rows: a layer was refused");
+        return -1;
+    }
+    return 0;
+}
+
+static void test_model_nd_rows(void **state)
+{
+    (void)state;
+    need_gpu();
+    const model_shape_t in = {.rank = 3, .dims = {3, 8, 8}};
+    custom_parity("nd_rows", &in, build_nd_rows);
+}
+
 static void test_cudnn_status_categories(void **state)
 {
     (void)state;

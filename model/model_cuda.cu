@@ -646,18 +646,6 @@ static int avgpool_bwd(cuda_model_t *cm, int i, int B)
     return dinp ? cuda_avgpool2d_backward(cm->ctx, &l->pool, B, dout_of(cm, i), dinp) : 0;
 }
 
-static int relu_fwd(cuda_model_t *cm, int i, int B, int train)
-{
-    const layer_t *l = layer_of(cm, i);
-    return cuda_relu_forward(cm->ctx, out_count(l, B), layer_input(cm, l->in), out_of(cm, i));
-}
-static int relu_bwd(cuda_model_t *cm, int i, int B)
-{
-    const layer_t *l = layer_of(cm, i);
-    float *dinp = dinput_of(cm, l->in);
-    return dinp ? cuda_relu_backward(cm->ctx, out_count(l, B), out_of(cm, i), dout_of(cm, i), dinp) : 0;
-}
-
 static int fc_fwd(cuda_model_t *cm, int i, int B, int train)
 {
     const layer_t *l = layer_of(cm, i);
@@ -719,60 +707,35 @@ static int add_bwd(cuda_model_t *cm, int i, int B)
     return cuda_residual_add_backward(cm->ctx, &l->sc, B, dout_of(cm, i), dinput_of(cm, l->in), dinput_of(cm, l->in2));
 }
 
-static int leaky_relu_fwd(cuda_model_t *cm, int i, int B, int train)
+/* Along axis sl_axis a sample is (outer, size along it, inner): the channel kernel's
+ * (B, C, HW) with B * outer rows (op_table.c's concat_geometry, which is static there). */
+static void concat_geometry(const layer_t *l, int B, int *rows, int *inner, int C2[2])
 {
-    const layer_t *l = layer_of(cm, i);
-    return cuda_leaky_relu_forward(cm->ctx, out_count(l, B), l->alpha, layer_input(cm, l->in), out_of(cm, i));
-}
-static int leaky_relu_bwd(cuda_model_t *cm, int i, int B)
-{
-    const layer_t *l = layer_of(cm, i);
-    float *dinp = dinput_of(cm, l->in);
-    return dinp ? cuda_leaky_relu_backward(cm->ctx, out_count(l, B), l->alpha, out_of(cm, i), dout_of(cm, i), dinp) : 0;
-}
-
-static int sigmoid_fwd(cuda_model_t *cm, int i, int B, int train)
-{
-    const layer_t *l = layer_of(cm, i);
-    return cuda_sigmoid_forward(cm->ctx, out_count(l, B), layer_input(cm, l->in), out_of(cm, i));
-}
-static int sigmoid_bwd(cuda_model_t *cm, int i, int B)
-{
-    const layer_t *l = layer_of(cm, i);
-    float *dinp = dinput_of(cm, l->in);
-    return dinp ? cuda_sigmoid_backward(cm->ctx, out_count(l, B), out_of(cm, i), dout_of(cm, i), dinp) : 0;
-}
-
-static int tanh_fwd(cuda_model_t *cm, int i, int B, int train)
-{
-    const layer_t *l = layer_of(cm, i);
-    return cuda_tanh_forward(cm->ctx, out_count(l, B), layer_input(cm, l->in), out_of(cm, i));
-}
-static int tanh_bwd(cuda_model_t *cm, int i, int B)
-{
-    const layer_t *l = layer_of(cm, i);
-    float *dinp = dinput_of(cm, l->in);
-    return dinp ? cuda_tanh_backward(cm->ctx, out_count(l, B), out_of(cm, i), dout_of(cm, i), dinp) : 0;
-}
-
-static const char *concat_refuse(const layer_t *l)
-{
-    return l->sl_axis != 0 ? "a concatenation along another axis than the channels: not on the GPU" : NULL;
+    *rows = B;
+    *inner = 1;
+    for (int d = 0; d < l->shape.rank; d++) {
+        if (d < l->sl_axis) *rows *= l->shape.dims[d];
+        if (d > l->sl_axis) *inner *= l->shape.dims[d];
+    }
+    C2[0] = l->sl_start;
+    C2[1] = l->shape.dims[l->sl_axis] - l->sl_start;
 }
 
 static int concat_fwd(cuda_model_t *cm, int i, int B, int train)
 {
     const layer_t *l = layer_of(cm, i);
-    const int C2[2] = {l->C, l->OC - l->C};
+    int rows, inner, C2[2];
+    concat_geometry(l, B, &rows, &inner, C2);
     const float *const in2[2] = {layer_input(cm, l->in), layer_input(cm, l->in2)};
-    return cuda_concat_forward(cm->ctx, B, l->H * l->W, 2, C2, in2, out_of(cm, i));
+    return cuda_concat_forward(cm->ctx, rows, inner, 2, C2, in2, out_of(cm, i));
 }
 static int concat_bwd(cuda_model_t *cm, int i, int B)
 {
     const layer_t *l = layer_of(cm, i);
-    const int C2[2] = {l->C, l->OC - l->C};
+    int rows, inner, C2[2];
+    concat_geometry(l, B, &rows, &inner, C2);
     float *const d2[2] = {dinput_of(cm, l->in), dinput_of(cm, l->in2)};
-    return cuda_concat_backward(cm->ctx, B, l->H * l->W, 2, C2, dout_of(cm, i), d2);
+    return cuda_concat_backward(cm->ctx, rows, inner, 2, C2, dout_of(cm, i), d2);
 }
 
 static int dropout_fwd(cuda_model_t *cm, int i, int B, int train)
@@ -826,42 +789,6 @@ static int sdepth_bwd(cuda_model_t *cm, int i, int B)
                 : 0;
 }
 
-static int clip_fwd(cuda_model_t *cm, int i, int B, int train)
-{
-    const layer_t *l = layer_of(cm, i);
-    return cuda_clip_forward(cm->ctx, out_count(l, B), l->lo, l->hi, layer_input(cm, l->in), out_of(cm, i));
-}
-static int clip_bwd(cuda_model_t *cm, int i, int B)
-{
-    const layer_t *l = layer_of(cm, i);
-    return cuda_clip_backward(cm->ctx, out_count(l, B), l->lo, l->hi, out_of(cm, i), dout_of(cm, i),
-                              dinput_of(cm, l->in));
-}
-
-static int hardsigmoid_fwd(cuda_model_t *cm, int i, int B, int train)
-{
-    const layer_t *l = layer_of(cm, i);
-    return cuda_hardsigmoid_forward(cm->ctx, out_count(l, B), l->alpha, l->beta, layer_input(cm, l->in), out_of(cm, i));
-}
-static int hardsigmoid_bwd(cuda_model_t *cm, int i, int B)
-{
-    const layer_t *l = layer_of(cm, i);
-    return cuda_hardsigmoid_backward(cm->ctx, out_count(l, B), l->alpha, out_of(cm, i), dout_of(cm, i),
-                                     dinput_of(cm, l->in));
-}
-
-static int hardswish_fwd(cuda_model_t *cm, int i, int B, int train)
-{
-    const layer_t *l = layer_of(cm, i);
-    return cuda_hardswish_forward(cm->ctx, out_count(l, B), layer_input(cm, l->in), out_of(cm, i));
-}
-static int hardswish_bwd(cuda_model_t *cm, int i, int B)
-{
-    const layer_t *l = layer_of(cm, i);
-    return cuda_hardswish_backward(cm->ctx, out_count(l, B), layer_input(cm, l->in), dout_of(cm, i),
-                                   dinput_of(cm, l->in));
-}
-
 static int mul_fwd(cuda_model_t *cm, int i, int B, int train)
 {
     const layer_t *l = layer_of(cm, i);
@@ -877,6 +804,118 @@ static int mul_bwd(cuda_model_t *cm, int i, int B)
                              dout_of(cm, i), dinput_of(cm, l->in), dinput_of(cm, l->in2));
 }
 
+/* The functions of one input: the kind's entry of scalar_fn.h's table and its parameters,
+ * all through cuda_unary_forward / cuda_unary_backward. */
+static unary_op_t unary_of(const layer_t *l, float *a, float *b)
+{
+    *a = l->alpha;
+    *b = 0.0f;
+    switch (l->kind) {
+    case LAYER_RELU: return UNARY_RELU;
+    case LAYER_LEAKY_RELU: return UNARY_LEAKY_RELU;
+    case LAYER_SIGMOID: return UNARY_SIGMOID;
+    case LAYER_TANH: return UNARY_TANH;
+    case LAYER_CLIP: *a = l->lo, *b = l->hi; return UNARY_CLIP;
+    case LAYER_HARDSIGMOID: *b = l->beta; return UNARY_HARDSIGMOID;
+    case LAYER_HARDSWISH: return UNARY_HARDSWISH;
+    case LAYER_EXP: return UNARY_EXP;
+    case LAYER_NEG: return UNARY_NEG;
+    case LAYER_SQRT: return UNARY_SQRT;
+    case LAYER_RECIPROCAL: return UNARY_RECIPROCAL;
+    case LAYER_ABS: return UNARY_ABS;
+    case LAYER_POW: return UNARY_POW;
+    default: return UNARY_OP_COUNT; /* refused by cuda_unary_forward */
+    }
+}
+static int unary_fwd(cuda_model_t *cm, int i, int B, int train)
+{
+    const layer_t *l = layer_of(cm, i);
+    float a, b;
+    const unary_op_t op = unary_of(l, &a, &b);
+    return cuda_unary_forward(cm->ctx, op, a, b, out_count(l, B), layer_input(cm, l->in), out_of(cm, i));
+}
+static int unary_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    float a, b;
+    const unary_op_t op = unary_of(l, &a, &b);
+    return cuda_unary_backward(cm->ctx, op, a, b, out_count(l, B), layer_input(cm, l->in), out_of(cm, i),
+                               dout_of(cm, i), dinput_of(cm, l->in));
+}
+
+/* A constant's output is its tensor, in the first sample's slot (its readers read it at
+ * batch stride 0 and sum their gradients over the batch into that slot, which becomes the
+ * parameter's gradient: op_table.c's const_fwd and const_bwd). */
+static int const_fwd(cuda_model_t *cm, int i, int B, int train)
+{
+    const layer_t *l = layer_of(cm, i);
+    const float *src = (l->frozen ? cm->buffers : cm->params) + l->w_off;
+    CUDA_CHECK(cm->ctx,
+               cudaMemcpyAsync(out_of(cm, i), src, out_count(l, 1) * sizeof(float), cudaMemcpyDeviceToDevice,
+                               cm->ctx->stream),
+               "constant (a copy)");
+    return 0;
+}
+static int const_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    if (l->frozen) return 0;
+    CUDA_CHECK(cm->ctx,
+               cudaMemcpyAsync(cm->grads + l->w_off, dout_of(cm, i), out_count(l, 1) * sizeof(float),
+                               cudaMemcpyDeviceToDevice, cm->ctx->stream),
+               "constant's gradient (a copy)");
+    return 0;
+}
+
+static binary_op_t binary_of(const layer_t *l)
+{
+    return l->kind == LAYER_SUB    ? BINARY_SUB
+           : l->kind == LAYER_BMUL ? BINARY_MUL
+           : l->kind == LAYER_DIV  ? BINARY_DIV
+                                   : BINARY_ADD;
+}
+static int binary_fwd(cuda_model_t *cm, int i, int B, int train)
+{
+    const layer_t *l = layer_of(cm, i);
+    return cuda_binary_forward(cm->ctx, binary_of(l), &l->bc, B, layer_input(cm, l->in), layer_input(cm, l->in2),
+                               out_of(cm, i));
+}
+static int binary_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    return cuda_binary_backward(cm->ctx, binary_of(l), &l->bc, B, layer_input(cm, l->in), layer_input(cm, l->in2),
+                                dout_of(cm, i), dinput_of(cm, l->in), dinput_of(cm, l->in2));
+}
+
+/* a copy of the contiguous data; the gradient added back */
+static int reshape_fwd(cuda_model_t *cm, int i, int B, int train)
+{
+    const layer_t *l = layer_of(cm, i);
+    CUDA_CHECK(cm->ctx,
+               cudaMemcpyAsync(out_of(cm, i), layer_input(cm, l->in), out_count(l, B) * sizeof(float),
+                               cudaMemcpyDeviceToDevice, cm->ctx->stream),
+               "reshape (a copy)");
+    return 0;
+}
+static int reshape_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    float *dinp = dinput_of(cm, l->in);
+    return dinp ? cuda_accumulate(cm->ctx, out_count(l, B), dout_of(cm, i), dinp) : 0;
+}
+
+/* Transpose and Slice: the view (bc, view_off) copied out; the gradient added back */
+static int view_fwd(cuda_model_t *cm, int i, int B, int train)
+{
+    const layer_t *l = layer_of(cm, i);
+    return cuda_view_forward(cm->ctx, &l->bc, l->view_off, B, layer_input(cm, l->in), out_of(cm, i));
+}
+static int view_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    return cuda_view_backward(cm->ctx, &l->bc, l->view_off, B, dout_of(cm, i), dinput_of(cm, l->in));
+}
+
 /* In layer_kind_t's order (C++ has no designated array initializers: the static_asserts
  * below check the order and the length). A row {kind, NULL, NULL, NULL} would mean "not on
  * the GPU": cuda_model_create refuses such a layer, and the worker falls back as for any
@@ -885,36 +924,36 @@ static constexpr cuda_op_t CUDA_OPS[] = {
     {LAYER_CONV, conv_fwd, conv_bwd, NULL},
     {LAYER_MAXPOOL, maxpool_fwd, maxpool_bwd, NULL},
     {LAYER_AVGPOOL, avgpool_fwd, avgpool_bwd, NULL},
-    {LAYER_RELU, relu_fwd, relu_bwd, NULL},
+    {LAYER_RELU, unary_fwd, unary_bwd, NULL},
     {LAYER_FC, fc_fwd, fc_bwd, NULL},
     {LAYER_BN, bn_fwd, bn_bwd, bn_refuse},
     {LAYER_GAP, gap_fwd, gap_bwd, NULL},
     {LAYER_ADD, add_fwd, add_bwd, NULL},
-    {LAYER_LEAKY_RELU, leaky_relu_fwd, leaky_relu_bwd, NULL},
-    {LAYER_SIGMOID, sigmoid_fwd, sigmoid_bwd, NULL},
-    {LAYER_TANH, tanh_fwd, tanh_bwd, NULL},
-    {LAYER_CONCAT, concat_fwd, concat_bwd, concat_refuse},
+    {LAYER_LEAKY_RELU, unary_fwd, unary_bwd, NULL},
+    {LAYER_SIGMOID, unary_fwd, unary_bwd, NULL},
+    {LAYER_TANH, unary_fwd, unary_bwd, NULL},
+    {LAYER_CONCAT, concat_fwd, concat_bwd, NULL},
     {LAYER_DROPOUT, dropout_fwd, dropout_bwd, NULL},
-    {LAYER_CLIP, clip_fwd, clip_bwd, NULL},
-    {LAYER_HARDSIGMOID, hardsigmoid_fwd, hardsigmoid_bwd, NULL},
-    {LAYER_HARDSWISH, hardswish_fwd, hardswish_bwd, NULL},
+    {LAYER_CLIP, unary_fwd, unary_bwd, NULL},
+    {LAYER_HARDSIGMOID, unary_fwd, unary_bwd, NULL},
+    {LAYER_HARDSWISH, unary_fwd, unary_bwd, NULL},
     {LAYER_MUL, mul_fwd, mul_bwd, NULL},
     {LAYER_STOCHASTIC_DEPTH, sdepth_fwd, sdepth_bwd, NULL},
+    {LAYER_EXP, unary_fwd, unary_bwd, NULL},
+    {LAYER_NEG, unary_fwd, unary_bwd, NULL},
+    {LAYER_SQRT, unary_fwd, unary_bwd, NULL},
+    {LAYER_RECIPROCAL, unary_fwd, unary_bwd, NULL},
+    {LAYER_ABS, unary_fwd, unary_bwd, NULL},
+    {LAYER_POW, unary_fwd, unary_bwd, NULL},
+    {LAYER_CONST, const_fwd, const_bwd, NULL},
+    {LAYER_BADD, binary_fwd, binary_bwd, NULL},
+    {LAYER_SUB, binary_fwd, binary_bwd, NULL},
+    {LAYER_BMUL, binary_fwd, binary_bwd, NULL},
+    {LAYER_DIV, binary_fwd, binary_bwd, NULL},
+    {LAYER_RESHAPE, reshape_fwd, reshape_bwd, NULL},
+    {LAYER_TRANSPOSE, view_fwd, view_bwd, NULL},
+    {LAYER_SLICE, view_fwd, view_bwd, NULL},
     /* not on the GPU yet: refused by name */
-    {LAYER_EXP, NULL, NULL, NULL},
-    {LAYER_NEG, NULL, NULL, NULL},
-    {LAYER_SQRT, NULL, NULL, NULL},
-    {LAYER_RECIPROCAL, NULL, NULL, NULL},
-    {LAYER_ABS, NULL, NULL, NULL},
-    {LAYER_POW, NULL, NULL, NULL},
-    {LAYER_CONST, NULL, NULL, NULL},
-    {LAYER_BADD, NULL, NULL, NULL},
-    {LAYER_SUB, NULL, NULL, NULL},
-    {LAYER_BMUL, NULL, NULL, NULL},
-    {LAYER_DIV, NULL, NULL, NULL},
-    {LAYER_RESHAPE, NULL, NULL, NULL},
-    {LAYER_TRANSPOSE, NULL, NULL, NULL},
-    {LAYER_SLICE, NULL, NULL, NULL},
     {LAYER_REDUCE_MEAN, NULL, NULL, NULL},
     {LAYER_REDUCE_SUM, NULL, NULL, NULL},
     {LAYER_LINEAR, NULL, NULL, NULL},

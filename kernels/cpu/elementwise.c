@@ -103,52 +103,44 @@ void relu_backward_set(size_t n, const float *out, const float *dout, float *din
     relu_backward_run(n, out, dout, dinp, 1);
 }
 
+/* The activations below are loops over scalar_fn.h's functions, the formulas the CUDA
+ * kernels use too; each call names its function, so the switch folds away and the loop
+ * vectorises as the expression written out would. */
+#define UNARY_FWD_LOOP(op, a, b) \
+    for (size_t i = 0; i < n; i++) out[i] = unary_fn(op, inp[i], a, b)
+/* x and y: the input and output arrays the derivative reads (unary_grad_reads_input) */
+#define UNARY_BWD_LOOP(op, x, y, a, b) \
+    for (size_t i = 0; i < n; i++) dinp[i] += unary_grad(op, x, y, dout[i], a, b)
+
 __attribute__((target_clones("avx2", "default"))) void leaky_relu_forward(size_t n, float alpha, const float *inp,
                                                                           float *out)
 {
-    for (size_t i = 0; i < n; i++) out[i] = inp[i] > 0.0f ? inp[i] : inp[i] * alpha;
+    UNARY_FWD_LOOP(UNARY_LEAKY_RELU, alpha, 0.0f);
 }
 
 __attribute__((target_clones("avx2", "default"))) void leaky_relu_backward(size_t n, float alpha, const float *out,
                                                                            const float *dout, float *dinp)
 {
     if (!dinp) return;
-    for (size_t i = 0; i < n; i++) dinp[i] += out[i] > 0.0f ? dout[i] : dout[i] * alpha;
+    UNARY_BWD_LOOP(UNARY_LEAKY_RELU, 0.0f, out[i], alpha, 0.0f);
 }
 
-void sigmoid_forward(size_t n, const float *inp, float *out)
-{
-    /* exp of a non-positive argument only: 1/(1 + e^-x) for x >= 0, e^x/(1 + e^x) below */
-    for (size_t i = 0; i < n; i++) {
-        const float x = inp[i];
-        if (x >= 0.0f) {
-            out[i] = 1.0f / (1.0f + expf(-x));
-        } else {
-            const float e = expf(x);
-            out[i] = e / (1.0f + e);
-        }
-    }
-}
+void sigmoid_forward(size_t n, const float *inp, float *out) { UNARY_FWD_LOOP(UNARY_SIGMOID, 0.0f, 0.0f); }
 
-/* The products in PyTorch's order (sigmoid_backward: grad * (1 - y) * y). */
 __attribute__((target_clones("avx2", "default"))) void sigmoid_backward(size_t n, const float *out, const float *dout,
                                                                         float *dinp)
 {
     if (!dinp) return;
-    for (size_t i = 0; i < n; i++) dinp[i] += dout[i] * (1.0f - out[i]) * out[i];
+    UNARY_BWD_LOOP(UNARY_SIGMOID, 0.0f, out[i], 0.0f, 0.0f);
 }
 
-void tanh_forward(size_t n, const float *inp, float *out)
-{
-    for (size_t i = 0; i < n; i++) out[i] = tanhf(inp[i]);
-}
+void tanh_forward(size_t n, const float *inp, float *out) { UNARY_FWD_LOOP(UNARY_TANH, 0.0f, 0.0f); }
 
-/* PyTorch's tanh_backward: grad * (1 - y*y). */
 __attribute__((target_clones("avx2", "default"))) void tanh_backward(size_t n, const float *out, const float *dout,
                                                                      float *dinp)
 {
     if (!dinp) return;
-    for (size_t i = 0; i < n; i++) dinp[i] += dout[i] * (1.0f - out[i] * out[i]);
+    UNARY_BWD_LOOP(UNARY_TANH, 0.0f, out[i], 0.0f, 0.0f);
 }
 
 /* ---- Clip, HardSigmoid, HardSwish, Mul ------------------------------------------ */
@@ -156,67 +148,54 @@ __attribute__((target_clones("avx2", "default"))) void tanh_backward(size_t n, c
 __attribute__((target_clones("avx2", "default"))) void clip_forward(size_t n, float lo, float hi, const float *inp,
                                                                     float *out)
 {
-    for (size_t i = 0; i < n; i++) out[i] = fminf(fmaxf(inp[i], lo), hi);
+    UNARY_FWD_LOOP(UNARY_CLIP, lo, hi);
 }
 
 __attribute__((target_clones("avx2", "default"))) void clip_backward(size_t n, float lo, float hi, const float *out,
                                                                      const float *dout, float *dinp)
 {
     if (!dinp) return;
-    for (size_t i = 0; i < n; i++) dinp[i] += out[i] > lo && out[i] < hi ? dout[i] : 0.0f;
+    UNARY_BWD_LOOP(UNARY_CLIP, 0.0f, out[i], lo, hi);
 }
 
 __attribute__((target_clones("avx2", "default"))) void hardsigmoid_forward(size_t n, float alpha, float beta,
                                                                            const float *inp, float *out)
 {
-    for (size_t i = 0; i < n; i++) out[i] = fmaxf(0.0f, fminf(1.0f, alpha * inp[i] + beta));
+    UNARY_FWD_LOOP(UNARY_HARDSIGMOID, alpha, beta);
 }
 
 __attribute__((target_clones("avx2", "default"))) void hardsigmoid_backward(size_t n, float alpha, const float *out,
                                                                             const float *dout, float *dinp)
 {
     if (!dinp) return;
-    for (size_t i = 0; i < n; i++) dinp[i] += out[i] > 0.0f && out[i] < 1.0f ? dout[i] * alpha : 0.0f;
+    UNARY_BWD_LOOP(UNARY_HARDSIGMOID, 0.0f, out[i], alpha, 0.0f);
 }
 
 __attribute__((target_clones("avx2", "default"))) void hardswish_forward(size_t n, const float *inp, float *out)
 {
-    for (size_t i = 0; i < n; i++) out[i] = inp[i] * fminf(fmaxf(inp[i] + 3.0f, 0.0f), 6.0f) / 6.0f;
+    UNARY_FWD_LOOP(UNARY_HARDSWISH, 0.0f, 0.0f);
 }
 
 __attribute__((target_clones("avx2", "default"))) void hardswish_backward(size_t n, const float *inp, const float *dout,
                                                                           float *dinp)
 {
     if (!dinp) return;
-    for (size_t i = 0; i < n; i++) {
-        const float x = inp[i];
-        dinp[i] += x < -3.0f ? 0.0f : x <= 3.0f ? dout[i] * (x / 3.0f + 0.5f) : dout[i];
-    }
+    UNARY_BWD_LOOP(UNARY_HARDSWISH, inp[i], 0.0f, 0.0f, 0.0f);
 }
 
-/* One loop per function: the switch is outside the loops, which vectorise. */
+/* One loop per function: the switch is outside the loops, which vectorise. The
+ * activations with entry points of their own are not taken here. */
 __attribute__((target_clones("avx2", "default"))) void unary_forward(unary_op_t op, float a, size_t n, const float *inp,
                                                                      float *out)
 {
     switch (op) {
-    case UNARY_EXP:
-        for (size_t i = 0; i < n; i++) out[i] = expf(inp[i]);
-        break;
-    case UNARY_NEG:
-        for (size_t i = 0; i < n; i++) out[i] = -inp[i];
-        break;
-    case UNARY_SQRT:
-        for (size_t i = 0; i < n; i++) out[i] = sqrtf(inp[i]);
-        break;
-    case UNARY_RECIPROCAL:
-        for (size_t i = 0; i < n; i++) out[i] = 1.0f / inp[i];
-        break;
-    case UNARY_ABS:
-        for (size_t i = 0; i < n; i++) out[i] = fabsf(inp[i]);
-        break;
-    case UNARY_POW:
-        for (size_t i = 0; i < n; i++) out[i] = powf(inp[i], a);
-        break;
+    case UNARY_EXP: UNARY_FWD_LOOP(UNARY_EXP, a, 0.0f); break;
+    case UNARY_NEG: UNARY_FWD_LOOP(UNARY_NEG, a, 0.0f); break;
+    case UNARY_SQRT: UNARY_FWD_LOOP(UNARY_SQRT, a, 0.0f); break;
+    case UNARY_RECIPROCAL: UNARY_FWD_LOOP(UNARY_RECIPROCAL, a, 0.0f); break;
+    case UNARY_ABS: UNARY_FWD_LOOP(UNARY_ABS, a, 0.0f); break;
+    case UNARY_POW: UNARY_FWD_LOOP(UNARY_POW, a, 0.0f); break;
+    default: break;
     }
 }
 
@@ -225,24 +204,13 @@ __attribute__((target_clones("avx2", "default"))) void unary_backward(unary_op_t
 {
     if (!dinp) return;
     switch (op) {
-    case UNARY_EXP:
-        for (size_t i = 0; i < n; i++) dinp[i] += dout[i] * out[i];
-        break;
-    case UNARY_NEG:
-        for (size_t i = 0; i < n; i++) dinp[i] -= dout[i];
-        break;
-    case UNARY_SQRT:
-        for (size_t i = 0; i < n; i++) dinp[i] += dout[i] * 0.5f / out[i];
-        break;
-    case UNARY_RECIPROCAL:
-        for (size_t i = 0; i < n; i++) dinp[i] -= dout[i] * out[i] * out[i];
-        break;
-    case UNARY_ABS:
-        for (size_t i = 0; i < n; i++) dinp[i] += inp[i] > 0.0f ? dout[i] : inp[i] < 0.0f ? -dout[i] : 0.0f;
-        break;
-    case UNARY_POW:
-        for (size_t i = 0; i < n; i++) dinp[i] += dout[i] * a * powf(inp[i], a - 1.0f);
-        break;
+    case UNARY_EXP: UNARY_BWD_LOOP(UNARY_EXP, 0.0f, out[i], a, 0.0f); break;
+    case UNARY_NEG: UNARY_BWD_LOOP(UNARY_NEG, 0.0f, 0.0f, a, 0.0f); break;
+    case UNARY_SQRT: UNARY_BWD_LOOP(UNARY_SQRT, 0.0f, out[i], a, 0.0f); break;
+    case UNARY_RECIPROCAL: UNARY_BWD_LOOP(UNARY_RECIPROCAL, 0.0f, out[i], a, 0.0f); break;
+    case UNARY_ABS: UNARY_BWD_LOOP(UNARY_ABS, inp[i], 0.0f, a, 0.0f); break;
+    case UNARY_POW: UNARY_BWD_LOOP(UNARY_POW, inp[i], 0.0f, a, 0.0f); break;
+    default: break;
     }
 }
 
@@ -276,10 +244,7 @@ void binary_forward(binary_op_t op, const bcast_desc_t *d, int B, const float *a
 {
     bcast_pos_t p = {{0}, 0, 0};
     const size_t n = bcast_count(d, B);
-    for (size_t o = 0; o < n; o++, bcast_next(d, B, &p)) {
-        const float x = a[p.ia], y = b[p.ib];
-        out[o] = op == BINARY_ADD ? x + y : op == BINARY_SUB ? x - y : op == BINARY_MUL ? x * y : x / y;
-    }
+    for (size_t o = 0; o < n; o++, bcast_next(d, B, &p)) { out[o] = binary_fn(op, a[p.ia], b[p.ib]); }
 }
 
 void binary_backward(binary_op_t op, const bcast_desc_t *d, int B, const float *a, const float *b, const float *dout,
@@ -289,8 +254,8 @@ void binary_backward(binary_op_t op, const bcast_desc_t *d, int B, const float *
     const size_t n = bcast_count(d, B);
     for (size_t o = 0; o < n; o++, bcast_next(d, B, &p)) {
         const float g = dout[o], x = a[p.ia], y = b[p.ib];
-        if (da) da[p.ia] += op == BINARY_MUL ? g * y : op == BINARY_DIV ? g / y : g;
-        if (db) db[p.ib] += op == BINARY_ADD ? g : op == BINARY_SUB ? -g : op == BINARY_MUL ? g * x : -g * x / (y * y);
+        if (da) da[p.ia] += binary_grad_x(op, g, y);
+        if (db) db[p.ib] += binary_grad_y(op, g, x, y);
     }
 }
 

@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "scalar_fn.h"
+
 /* ---- convolution ---------------------------------------------------------------- */
 /* A 2-D convolution as ONNX Conv and PyTorch nn.Conv2d define it: stride per dimension,
  * explicit zero padding on each side (ONNX pads = [top, left, bottom, right]; auto_pad
@@ -160,7 +162,7 @@ void hardswish_backward(size_t n, const float *inp, const float *dout, float *di
  * constant exponent a): out = f(inp). The backward adds dout * f'(inp), from inp or out;
  * Abs's derivative is 0 at 0 (PyTorch's sign), Sqrt's and Reciprocal's are infinite at 0
  * as theirs are. a is read by UNARY_POW only. */
-typedef enum { UNARY_EXP, UNARY_NEG, UNARY_SQRT, UNARY_RECIPROCAL, UNARY_ABS, UNARY_POW } unary_op_t;
+/* unary_op_t: scalar_fn.h, the table of scalar functions shared with the CUDA kernels */
 /* Binary operators with NumPy broadcasting (ONNX's Add, Sub, Mul, Div) over the batch axis
  * and up to 5 more: out is (B, dims[1], ..., dims[rank - 1]) (dims[0] is the batch, given
  * per call), a and b are read at strides sa and sb in elements, 0 along an axis an input
@@ -173,7 +175,7 @@ typedef struct {
     int dims[BCAST_MAX_AXES];
     size_t sa[BCAST_MAX_AXES], sb[BCAST_MAX_AXES];
 } bcast_desc_t;
-typedef enum { BINARY_ADD, BINARY_SUB, BINARY_MUL, BINARY_DIV } binary_op_t;
+/* binary_op_t: scalar_fn.h */
 /* A strided view copied out (Transpose, Slice): out[o] = inp[off + the walk of sa over
  * out's shape] (sb unused); the backward adds dout back at the same places. */
 void view_forward(const bcast_desc_t *d, size_t off, int B, const float *inp, float *out);
@@ -240,11 +242,7 @@ void residual_add_backward_set(const shortcut_desc_t *d, int B, const float *dou
  * offset too, if a step is split) and the layer's index. i is the flat index into the
  * (B, ...) tensor. At evaluation dropout is the identity: the caller copies or aliases.
  * p in [0, 1]: p = 0 keeps everything (a copy), p = 1 drops everything (zeros). */
-#if defined(__CUDACC__)
-#define OPS_HD __host__ __device__
-#else
-#define OPS_HD
-#endif
+/* OPS_HD (__host__ __device__ under nvcc): scalar_fn.h */
 /* splitmix64's output function: a bijection of 64-bit words that mixes every input bit
  * into every output bit. */
 static inline OPS_HD uint64_t dropout_mix(uint64_t z)

@@ -1,27 +1,18 @@
-/* kernels/cuda/elementwise.cu - ReLU, LeakyRelu, sigmoid, tanh, the option-A residual add,
- * channel concatenation, dropout, global average pooling and
- * small vector helpers (own kernels).
+/* kernels/cuda/elementwise.cu - the functions of one input (ReLU, LeakyRelu, sigmoid, tanh,
+ * Clip, HardSigmoid, HardSwish, Exp, Neg, Sqrt, Reciprocal, Abs, Pow: one launcher over
+ * kernels/cpu/scalar_fn.h's table), the option-A residual add, Mul, concatenation,
+ * dropout, global average pooling and small vector helpers (own kernels).
  *
  * Letters: B batch, C input channels, OC output channels, H W / OH OW spatial sizes, HW a
  * plane, n a flat count.
  *
- * Additions and products go through __fadd_rn/__fmul_rn/__fdiv_rn, which nvcc never fuses
- * into FMA, so each kernel rounds exactly like its loop in kernels/cpu/elementwise.c (the
- * CPU clones use no FMA either). gap_forward even keeps the CPU's eight-lane summation
- * order, so it too is bit-identical.
+ * Additions and products go through __fadd_rn/__fmul_rn/__fdiv_rn (scalar_fn.h's UFN_*
+ * on the device), which nvcc never fuses into FMA, so each kernel rounds exactly like its
+ * loop in kernels/cpu/elementwise.c (the CPU clones use no FMA either); only CUDA's expf,
+ * tanhf and powf differ from glibc's, by an ulp or two. gap_forward even keeps the CPU's
+ * eight-lane summation order, so it too is bit-identical.
  */
 #include "cuda_common.h"
-
-__global__ void relu_fwd_kernel(const float *inp, float *out, size_t n)
-{
-    /* NaN > 0 is false, so a NaN maps to 0 (as on the CPU) */
-    GRID_STRIDE(i, n) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
-}
-
-__global__ void relu_bwd_kernel(const float *out, const float *dout, float *dinp, size_t n)
-{
-    GRID_STRIDE(i, n) dinp[i] = __fadd_rn(dinp[i], out[i] > 0.0f ? dout[i] : 0.0f);
-}
 
 __global__ void accumulate_kernel(const float *src, float *dst, size_t n)
 {
@@ -87,22 +78,6 @@ __global__ void gap_bwd_kernel(const float *dout, float *dinp, size_t n, int HW)
     GRID_STRIDE(i, n) dinp[i] = __fadd_rn(dinp[i], __fdiv_rn(dout[i / HW], (float)HW));
 }
 
-extern "C" int cuda_relu_forward(cuda_ctx_t *ctx, size_t n, const float *inp, float *out)
-{
-    if (!n) return 0;
-    relu_fwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(inp, out, n);
-    KERNEL_CHECK(ctx, "relu_fwd_kernel");
-    return 0;
-}
-
-extern "C" int cuda_relu_backward(cuda_ctx_t *ctx, size_t n, const float *out, const float *dout, float *dinp)
-{
-    if (!dinp || !n) return 0;
-    relu_bwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(out, dout, dinp, n);
-    KERNEL_CHECK(ctx, "relu_bwd_kernel");
-    return 0;
-}
-
 extern "C" int cuda_accumulate(cuda_ctx_t *ctx, size_t n, const float *src, float *dst)
 {
     if (!n) return 0;
@@ -163,61 +138,6 @@ extern "C" int cuda_gap_backward(cuda_ctx_t *ctx, int B, int C, int HW, const fl
 
 /* ---- the activations of imported graphs, concatenation, dropout --------------------------- */
 
-/* LeakyRelu, as elementwise.c: the negative side is inp * alpha (one rounding). */
-__global__ void leaky_relu_fwd_kernel(const float *inp, float *out, size_t n, float alpha)
-{
-    GRID_STRIDE(i, n)
-    {
-        const float x = inp[i];
-        out[i] = x > 0.0f ? x : __fmul_rn(x, alpha);
-    }
-}
-
-__global__ void leaky_relu_bwd_kernel(const float *out, const float *dout, float *dinp, size_t n, float alpha)
-{
-    GRID_STRIDE(i, n) dinp[i] = __fadd_rn(dinp[i], out[i] > 0.0f ? dout[i] : __fmul_rn(dout[i], alpha));
-}
-
-/* Sigmoid with an exponential of a non-positive argument only (elementwise.c). expf here is
- * CUDA's (2 ulp at most), glibc's on the CPU: the outputs agree to an ulp or two, not to the
- * bit. */
-__global__ void sigmoid_fwd_kernel(const float *inp, float *out, size_t n)
-{
-    GRID_STRIDE(i, n)
-    {
-        const float x = inp[i];
-        if (x >= 0.0f) {
-            out[i] = __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-x)));
-        } else {
-            const float e = expf(x);
-            out[i] = __fdiv_rn(e, __fadd_rn(1.0f, e));
-        }
-    }
-}
-
-/* dinp += dout * (1 - out) * out, the products in elementwise.c's (PyTorch's) order. */
-__global__ void sigmoid_bwd_kernel(const float *out, const float *dout, float *dinp, size_t n)
-{
-    GRID_STRIDE(i, n)
-    {
-        const float y = out[i];
-        dinp[i] = __fadd_rn(dinp[i], __fmul_rn(__fmul_rn(dout[i], __fsub_rn(1.0f, y)), y));
-    }
-}
-
-/* tanhf of CUDA (2 ulp) against glibc's: an ulp or two apart, like the sigmoid. */
-__global__ void tanh_fwd_kernel(const float *inp, float *out, size_t n) { GRID_STRIDE(i, n) out[i] = tanhf(inp[i]); }
-
-/* dinp += dout * (1 - out * out) */
-__global__ void tanh_bwd_kernel(const float *out, const float *dout, float *dinp, size_t n)
-{
-    GRID_STRIDE(i, n)
-    {
-        const float y = out[i];
-        dinp[i] = __fadd_rn(dinp[i], __fmul_rn(dout[i], __fsub_rn(1.0f, __fmul_rn(y, y))));
-    }
-}
-
 /* One input of a channel concatenation: inp (B, Ci, HW) is the slice [off, off + Ci) of the
  * OC channels of out (B, OC, HW). fwd: out slice = inp; else dinp += dout slice. One thread
  * per element of the input, so within one launch no two threads touch the same element. */
@@ -257,52 +177,6 @@ __global__ void stochastic_depth_kernel(const float *src, float *dst, size_t n, 
     }
 }
 
-/* Clip, HardSigmoid, HardSwish: elementwise.c's expressions, each rounding explicit. */
-__global__ void clip_fwd_kernel(const float *inp, float *out, size_t n, float lo, float hi)
-{
-    GRID_STRIDE(i, n) out[i] = fminf(fmaxf(inp[i], lo), hi);
-}
-
-__global__ void clip_bwd_kernel(const float *out, const float *dout, float *dinp, size_t n, float lo, float hi)
-{
-    GRID_STRIDE(i, n) dinp[i] = __fadd_rn(dinp[i], out[i] > lo && out[i] < hi ? dout[i] : 0.0f);
-}
-
-__global__ void hardsigmoid_fwd_kernel(const float *inp, float *out, size_t n, float alpha, float beta)
-{
-    GRID_STRIDE(i, n) out[i] = fmaxf(0.0f, fminf(1.0f, __fadd_rn(__fmul_rn(alpha, inp[i]), beta)));
-}
-
-__global__ void hardsigmoid_bwd_kernel(const float *out, const float *dout, float *dinp, size_t n, float alpha)
-{
-    GRID_STRIDE(i, n)
-    {
-        const float y = out[i];
-        dinp[i] = __fadd_rn(dinp[i], y > 0.0f && y < 1.0f ? __fmul_rn(dout[i], alpha) : 0.0f);
-    }
-}
-
-__global__ void hardswish_fwd_kernel(const float *inp, float *out, size_t n)
-{
-    GRID_STRIDE(i, n)
-    {
-        const float x = inp[i];
-        out[i] = __fdiv_rn(__fmul_rn(x, fminf(fmaxf(__fadd_rn(x, 3.0f), 0.0f), 6.0f)), 6.0f);
-    }
-}
-
-__global__ void hardswish_bwd_kernel(const float *inp, const float *dout, float *dinp, size_t n)
-{
-    GRID_STRIDE(i, n)
-    {
-        const float x = inp[i];
-        const float g = x < -3.0f   ? 0.0f
-                        : x <= 3.0f ? __fmul_rn(dout[i], __fadd_rn(__fdiv_rn(x, 3.0f), 0.5f))
-                                    : dout[i];
-        dinp[i] = __fadd_rn(dinp[i], g);
-    }
-}
-
 /* Mul: one thread per element of out (b read at its plane where HW2 is 1). */
 __global__ void mul_fwd_kernel(const float *a, const float *b, float *out, size_t n, int HW, int bcast)
 {
@@ -333,56 +207,6 @@ __global__ void mul_bwd_bcast_kernel(const float *a, const float *dout, float *d
     }
 }
 
-extern "C" int cuda_clip_forward(cuda_ctx_t *ctx, size_t n, float lo, float hi, const float *inp, float *out)
-{
-    if (!n) return 0;
-    clip_fwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(inp, out, n, lo, hi);
-    KERNEL_CHECK(ctx, "clip_fwd_kernel");
-    return 0;
-}
-
-extern "C" int cuda_clip_backward(cuda_ctx_t *ctx, size_t n, float lo, float hi, const float *out, const float *dout,
-                                  float *dinp)
-{
-    if (!dinp || !n) return 0;
-    clip_bwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(out, dout, dinp, n, lo, hi);
-    KERNEL_CHECK(ctx, "clip_bwd_kernel");
-    return 0;
-}
-
-extern "C" int cuda_hardsigmoid_forward(cuda_ctx_t *ctx, size_t n, float alpha, float beta, const float *inp, float *out)
-{
-    if (!n) return 0;
-    hardsigmoid_fwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(inp, out, n, alpha, beta);
-    KERNEL_CHECK(ctx, "hardsigmoid_fwd_kernel");
-    return 0;
-}
-
-extern "C" int cuda_hardsigmoid_backward(cuda_ctx_t *ctx, size_t n, float alpha, const float *out, const float *dout,
-                                         float *dinp)
-{
-    if (!dinp || !n) return 0;
-    hardsigmoid_bwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(out, dout, dinp, n, alpha);
-    KERNEL_CHECK(ctx, "hardsigmoid_bwd_kernel");
-    return 0;
-}
-
-extern "C" int cuda_hardswish_forward(cuda_ctx_t *ctx, size_t n, const float *inp, float *out)
-{
-    if (!n) return 0;
-    hardswish_fwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(inp, out, n);
-    KERNEL_CHECK(ctx, "hardswish_fwd_kernel");
-    return 0;
-}
-
-extern "C" int cuda_hardswish_backward(cuda_ctx_t *ctx, size_t n, const float *inp, const float *dout, float *dinp)
-{
-    if (!dinp || !n) return 0;
-    hardswish_bwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(inp, dout, dinp, n);
-    KERNEL_CHECK(ctx, "hardswish_bwd_kernel");
-    return 0;
-}
-
 extern "C" int cuda_mul_forward(cuda_ctx_t *ctx, int B, int C, int HW, int HW2, const float *a, const float *b,
                                 float *out)
 {
@@ -406,55 +230,6 @@ extern "C" int cuda_mul_backward(cuda_ctx_t *ctx, int B, int C, int HW, int HW2,
         mul_bwd_bcast_kernel<<<pacer_grid(planes, 256), 256, 0, ctx->stream>>>(a, dout, db, planes, HW);
         KERNEL_CHECK(ctx, "mul_bwd_bcast_kernel");
     }
-    return 0;
-}
-
-extern "C" int cuda_leaky_relu_forward(cuda_ctx_t *ctx, size_t n, float alpha, const float *inp, float *out)
-{
-    if (!n) return 0;
-    leaky_relu_fwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(inp, out, n, alpha);
-    KERNEL_CHECK(ctx, "leaky_relu_fwd_kernel");
-    return 0;
-}
-
-extern "C" int cuda_leaky_relu_backward(cuda_ctx_t *ctx, size_t n, float alpha, const float *out, const float *dout,
-                                        float *dinp)
-{
-    if (!dinp || !n) return 0;
-    leaky_relu_bwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(out, dout, dinp, n, alpha);
-    KERNEL_CHECK(ctx, "leaky_relu_bwd_kernel");
-    return 0;
-}
-
-extern "C" int cuda_sigmoid_forward(cuda_ctx_t *ctx, size_t n, const float *inp, float *out)
-{
-    if (!n) return 0;
-    sigmoid_fwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(inp, out, n);
-    KERNEL_CHECK(ctx, "sigmoid_fwd_kernel");
-    return 0;
-}
-
-extern "C" int cuda_sigmoid_backward(cuda_ctx_t *ctx, size_t n, const float *out, const float *dout, float *dinp)
-{
-    if (!dinp || !n) return 0;
-    sigmoid_bwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(out, dout, dinp, n);
-    KERNEL_CHECK(ctx, "sigmoid_bwd_kernel");
-    return 0;
-}
-
-extern "C" int cuda_tanh_forward(cuda_ctx_t *ctx, size_t n, const float *inp, float *out)
-{
-    if (!n) return 0;
-    tanh_fwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(inp, out, n);
-    KERNEL_CHECK(ctx, "tanh_fwd_kernel");
-    return 0;
-}
-
-extern "C" int cuda_tanh_backward(cuda_ctx_t *ctx, size_t n, const float *out, const float *dout, float *dinp)
-{
-    if (!dinp || !n) return 0;
-    tanh_bwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(out, dout, dinp, n);
-    KERNEL_CHECK(ctx, "tanh_bwd_kernel");
     return 0;
 }
 
@@ -545,4 +320,79 @@ extern "C" int cuda_stochastic_depth_backward(cuda_ctx_t *ctx, size_t n, size_t 
                                                                          0);
     KERNEL_CHECK(ctx, "stochastic_depth_kernel");
     return 0;
+}
+
+/* ---- the functions of one input: one kernel template, one launcher ------------------------ */
+
+/* OP is a template argument, so each instantiation's switch in unary_fn folds away. */
+template <unary_op_t OP> __global__ void unary_fwd_kernel(const float *inp, float *out, size_t n, float a, float b)
+{
+    GRID_STRIDE(i, n) out[i] = unary_fn(OP, inp[i], a, b);
+}
+
+/* dinp += unary_grad at each element, reading only the array OP's derivative reads */
+template <unary_op_t OP>
+__global__ void unary_bwd_kernel(const float *inp, const float *out, const float *dout, float *dinp, size_t n, float a,
+                                 float b)
+{
+    const int reads_x = unary_grad_reads_input(OP), reads_y = !reads_x && OP != UNARY_NEG;
+    GRID_STRIDE(i, n)
+    {
+        const float x = reads_x ? inp[i] : 0.0f, y = reads_y ? out[i] : 0.0f;
+        dinp[i] = __fadd_rn(dinp[i], unary_grad(OP, x, y, dout[i], a, b));
+    }
+}
+
+/* forward (dout NULL) or backward of OP */
+template <unary_op_t OP>
+static int unary_run(cuda_ctx_t *ctx, float a, float b, size_t n, const float *inp, const float *out, const float *dout,
+                     float *y)
+{
+    if (!dout) {
+        unary_fwd_kernel<OP><<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(inp, y, n, a, b);
+        KERNEL_CHECK(ctx, "unary_fwd_kernel");
+    } else {
+        unary_bwd_kernel<OP><<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(inp, out, dout, y, n, a, b);
+        KERNEL_CHECK(ctx, "unary_bwd_kernel");
+    }
+    return 0;
+}
+
+/* the instantiation of op; y: the output (forward) or dinp (backward) */
+static int unary_dispatch(cuda_ctx_t *ctx, unary_op_t op, float a, float b, size_t n, const float *inp,
+                          const float *out, const float *dout, float *y)
+{
+#define UNARY_CASE(OP) \
+    case OP: return unary_run<OP>(ctx, a, b, n, inp, out, dout, y)
+    switch (op) {
+        UNARY_CASE(UNARY_EXP);
+        UNARY_CASE(UNARY_NEG);
+        UNARY_CASE(UNARY_SQRT);
+        UNARY_CASE(UNARY_RECIPROCAL);
+        UNARY_CASE(UNARY_ABS);
+        UNARY_CASE(UNARY_POW);
+        UNARY_CASE(UNARY_RELU);
+        UNARY_CASE(UNARY_LEAKY_RELU);
+        UNARY_CASE(UNARY_SIGMOID);
+        UNARY_CASE(UNARY_TANH);
+        UNARY_CASE(UNARY_CLIP);
+        UNARY_CASE(UNARY_HARDSIGMOID);
+        UNARY_CASE(UNARY_HARDSWISH);
+    default: break;
+    }
+#undef UNARY_CASE
+    return pacer_cuda_fail(ctx, __FILE__, __LINE__, "cuda_unary", "not a function of scalar_fn.h's table",
+                           "a unary_op_t value below UNARY_OP_COUNT");
+}
+
+extern "C" int cuda_unary_forward(cuda_ctx_t *ctx, unary_op_t op, float a, float b, size_t n, const float *inp,
+                                  float *out)
+{
+    return n ? unary_dispatch(ctx, op, a, b, n, inp, NULL, NULL, out) : 0;
+}
+
+extern "C" int cuda_unary_backward(cuda_ctx_t *ctx, unary_op_t op, float a, float b, size_t n, const float *inp,
+                                   const float *out, const float *dout, float *dinp)
+{
+    return n && dinp ? unary_dispatch(ctx, op, a, b, n, inp, out, dout, dinp) : 0;
 }

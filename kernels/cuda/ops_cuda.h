@@ -20,10 +20,13 @@
  *   max / avg pooling      own kernels (bit-identical to the CPU: same window order, same
  *                          first-max tie rule, count_include_pad = false incl. ceil mode;
  *                          backward gathers per input element, so no atomics)
- *   relu, leaky relu,
+ *   unary functions        one launcher over scalar_fn.h's table, the CPU's own formulas
+ *                          (bit-identical but for CUDA's expf/tanhf/powf: an ulp or two
+ *                          from glibc's: sigmoid, tanh, Exp, Pow)
  *   residual add, concat,
+ *   broadcast binary ops,
+ *   transpose, slice,
  *   gap, softmax-xent      own kernels (bit-identical)
- *   sigmoid, tanh          own kernels (CUDA's expf/tanhf: an ulp or two from glibc's)
  *   dropout                own kernels, ops.h's stateless mask (dropout_keep is host and
  *                          device code): the CPU's mask and values, bit for bit
  *   batch norm             cuDNN, CUDNN_BATCHNORM_SPATIAL (train, inference, backward)
@@ -36,6 +39,7 @@
 #ifndef PACER_OPS_CUDA_H
 #define PACER_OPS_CUDA_H
 
+#include <math.h> /* before extern "C": scalar_fn.h (through ops.h) includes it, C++'s is templates */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -126,33 +130,34 @@ int cuda_avgpool2d_forward(cuda_ctx_t *ctx, const pool2d_desc_t *d, int B, const
 int cuda_avgpool2d_backward(cuda_ctx_t *ctx, const pool2d_desc_t *d, int B, const float *dout, float *dinp /* += */);
 
 /* ---- elementwise (own kernels) ------------------------------------------------------ */
-int cuda_relu_forward(cuda_ctx_t *ctx, size_t n, const float *inp, float *out);
-int cuda_relu_backward(cuda_ctx_t *ctx, size_t n, const float *out, const float *dout, float *dinp /* += */);
 int cuda_residual_add_forward(cuda_ctx_t *ctx, const shortcut_desc_t *d, int B, const float *a, /* (B, OC, OH, OW) */
                               const float *x,                                                   /* (B, C, H, W) */
                               float *out);                                                      /* (B, OC, OH, OW) */
 int cuda_residual_add_backward(cuda_ctx_t *ctx, const shortcut_desc_t *d, int B, const float *dout,
                                float *da,  /* (B, OC, OH, OW) += */
                                float *dx); /* (B, C, H, W) += */
-/* The activations of imported graphs (ops.h): out may be inp; each backward reads the
- * forward OUTPUT. */
-int cuda_leaky_relu_forward(cuda_ctx_t *ctx, size_t n, float alpha, const float *inp, float *out);
-int cuda_leaky_relu_backward(cuda_ctx_t *ctx, size_t n, float alpha, const float *out, const float *dout,
-                             float *dinp /* += */);
-int cuda_sigmoid_forward(cuda_ctx_t *ctx, size_t n, const float *inp, float *out);
-int cuda_sigmoid_backward(cuda_ctx_t *ctx, size_t n, const float *out, const float *dout, float *dinp /* += */);
-int cuda_tanh_forward(cuda_ctx_t *ctx, size_t n, const float *inp, float *out);
-int cuda_tanh_backward(cuda_ctx_t *ctx, size_t n, const float *out, const float *dout, float *dinp /* += */);
-/* Clip, HardSigmoid, HardSwish and Mul as ops.h's (HardSwish's backward reads the INPUT;
- * Mul: b (B, C, HW2), HW2 HW or 1; da and db may be one buffer, either NULL). */
-int cuda_clip_forward(cuda_ctx_t *ctx, size_t n, float lo, float hi, const float *inp, float *out);
-int cuda_clip_backward(cuda_ctx_t *ctx, size_t n, float lo, float hi, const float *out, const float *dout,
+/* Every function of one input (scalar_fn.h's unary_op_t: ReLU, LeakyRelu, sigmoid, tanh,
+ * Clip, HardSigmoid, HardSwish, Exp, Neg, Sqrt, Reciprocal, Abs, Pow; a, b its parameters)
+ * through one launcher: out = unary_fn(op, inp); out may be inp. The backward adds
+ * unary_grad(op, inp, out, dout) to dinp; inp or out may be NULL where op does not read it
+ * (unary_grad_reads_input), dinp NULL does nothing. */
+int cuda_unary_forward(cuda_ctx_t *ctx, unary_op_t op, float a, float b, size_t n, const float *inp, float *out);
+int cuda_unary_backward(cuda_ctx_t *ctx, unary_op_t op, float a, float b, size_t n, const float *inp, const float *out,
+                        const float *dout, float *dinp /* += */);
+/* Broadcasting binary operators and strided views, as ops.h's binary_forward,
+ * binary_backward, view_forward and view_backward (the descriptor is a host struct). The
+ * binary backward gives the CPU's bits: one thread per element of an input's gradient adds
+ * its terms in the CPU's order (the output's order), so a sum over broadcast axes (the
+ * batch of a batch-less constant too) has no atomics. A view's backward assumes the view
+ * is injective (Transpose, Slice), so no two threads add into one element. */
+int cuda_binary_forward(cuda_ctx_t *ctx, binary_op_t op, const bcast_desc_t *d, int B, const float *a, const float *b,
+                        float *out);
+int cuda_binary_backward(cuda_ctx_t *ctx, binary_op_t op, const bcast_desc_t *d, int B, const float *a, const float *b,
+                         const float *dout, float *da /* += */, float *db /* += */);
+int cuda_view_forward(cuda_ctx_t *ctx, const bcast_desc_t *d, size_t off, int B, const float *inp, float *out);
+int cuda_view_backward(cuda_ctx_t *ctx, const bcast_desc_t *d, size_t off, int B, const float *dout,
                        float *dinp /* += */);
-int cuda_hardsigmoid_forward(cuda_ctx_t *ctx, size_t n, float alpha, float beta, const float *inp, float *out);
-int cuda_hardsigmoid_backward(cuda_ctx_t *ctx, size_t n, float alpha, const float *out, const float *dout,
-                              float *dinp /* += */);
-int cuda_hardswish_forward(cuda_ctx_t *ctx, size_t n, const float *inp, float *out);
-int cuda_hardswish_backward(cuda_ctx_t *ctx, size_t n, const float *inp, const float *dout, float *dinp /* += */);
+/* Mul as ops.h's (b (B, C, HW2), HW2 HW or 1; da and db may be one buffer, either NULL). */
 int cuda_mul_forward(cuda_ctx_t *ctx, int B, int C, int HW, int HW2, const float *a, const float *b, float *out);
 int cuda_mul_backward(cuda_ctx_t *ctx, int B, int C, int HW, int HW2, const float *a, const float *b, const float *dout,
                       float *da /* += */, float *db /* += */);

@@ -99,11 +99,12 @@
 /* clang-format off */
 #define PARITY_TESTS(X)                                                                   \
     X(test_conv) X(test_conv_general) X(test_maxpool) X(test_avgpool) X(test_pool_general) \
-    X(test_relu) X(test_activations) X(test_concat) X(test_dropout) X(test_fc) X(test_gemm) \
-    X(test_stochastic_depth)                                                              \
+    X(test_activations) X(test_concat) X(test_dropout) X(test_fc) X(test_gemm) \
+    X(test_stochastic_depth) X(test_binary) X(test_view)                                  \
     X(test_softmax_xent) X(test_batchnorm) X(test_batchnorm_eps) X(test_gap) X(test_residual) \
     X(test_sgd) X(test_adamw) X(test_norm_clip) X(test_model_mlp) X(test_model_lenet5)    \
-    X(test_model_cifar10_quick) X(test_model_resnet20) X(test_model_onnx_layers)
+    X(test_model_cifar10_quick) X(test_model_resnet20) X(test_model_onnx_layers) \
+    X(test_model_nd_rows)
 /* clang-format on */
 /* Tests that need no device: they run in every CUDA build. */
 #define HOST_TESTS(X) X(test_cudnn_status_categories) X(test_cuda_error_classes)
@@ -685,38 +686,80 @@ static void test_pool_general(void **state)
 
 /* ---- elementwise ---------------------------------------------------------------- */
 
-static void test_relu(void **state)
+/* Every function of scalar_fn.h's table through the one launcher, against its CPU entry
+ * point: ReLU, LeakyRelu (two slopes), sigmoid (arguments far past where
+ * exp overflows, both branches), tanh, Clip, HardSigmoid, HardSwish (exact zeros at the
+ * gates and the kinks), and ONNX's Exp, Neg, Sqrt, Reciprocal, Abs, Pow (positive
+ * arguments where the function needs them). The backward runs on the CPU's forward output
+ * uploaded to the device, so it is checked bit for bit even where CUDA's expf/tanhf/powf
+ * and glibc's differ by an ulp (TOL_ACT: those forwards, and Pow's backward, which calls
+ * powf itself). */
+typedef struct {
+    const char *name;
+    unary_op_t op;
+    float a, b;
+    float lo, hi;   /* the arguments' range */
+    double tol_fwd; /* TOL_EXACT, or TOL_ACT where CUDA's libm is called */
+    double tol_bwd;
+} unary_case_t;
+
+static const unary_case_t UNARY_CASES[] = {
+    {"relu", UNARY_RELU, 0.0f, 0.0f, -1, 1, TOL_EXACT, TOL_EXACT},
+    {"leaky_relu(0.1)", UNARY_LEAKY_RELU, 0.1f, 0.0f, -6, 6, TOL_EXACT, TOL_EXACT},
+    {"leaky_relu(0)", UNARY_LEAKY_RELU, 0.0f, 0.0f, -6, 6, TOL_EXACT, TOL_EXACT},
+    {"sigmoid", UNARY_SIGMOID, 0.0f, 0.0f, -6, 6, TOL_ACT, TOL_EXACT},
+    {"tanh", UNARY_TANH, 0.0f, 0.0f, -6, 6, TOL_ACT, TOL_EXACT},
+    {"clip(0, 6)", UNARY_CLIP, 0.0f, 6.0f, -8, 8, TOL_EXACT, TOL_EXACT},
+    {"hardsigmoid", UNARY_HARDSIGMOID, 1.0f / 6.0f, 0.5f, -6, 6, TOL_EXACT, TOL_EXACT},
+    {"hardswish", UNARY_HARDSWISH, 0.0f, 0.0f, -6, 6, TOL_EXACT, TOL_EXACT},
+    {"exp", UNARY_EXP, 0.0f, 0.0f, -6, 6, TOL_ACT, TOL_EXACT},
+    {"neg", UNARY_NEG, 0.0f, 0.0f, -6, 6, TOL_EXACT, TOL_EXACT},
+    {"sqrt", UNARY_SQRT, 0.0f, 0.0f, 0.01f, 9, TOL_EXACT, TOL_EXACT},
+    {"reciprocal", UNARY_RECIPROCAL, 0.0f, 0.0f, 0.1f, 5, TOL_EXACT, TOL_EXACT},
+    {"abs", UNARY_ABS, 0.0f, 0.0f, -6, 6, TOL_EXACT, TOL_EXACT},
+    {"pow(2.5)", UNARY_POW, 2.5f, 0.0f, 0.01f, 4, TOL_ACT, TOL_ACT},
+};
+
+/* the CPU entry point of c's function (ops.h) */
+static void cpu_unary(const unary_case_t *c, size_t n, const float *x, const float *y, const float *g, float *out,
+                      float *dx)
 {
-    (void)state;
-    need_gpu();
-    lcg_t r = {31};
-    const size_t n = 100003;
-    float *x = halloc(n), *out = halloc(n), *g = halloc(n), *dx = halloc(n);
-    fill(&r, x, n, -1, 1);
-    for (size_t i = 0; i < n; i += 7) x[i] = 0.0f; /* exact zeros: the gate is out > 0 */
-    fill(&r, g, n, -1, 1);
-    fill_const(dx, n, PREFILL);
-    float *d_x = dcopy(x, n), *d_g = dcopy(g, n), *d_out = dalloc(n), *d_dx = dcopy(dx, n);
-    relu_forward(n, x, out);
-    relu_backward(n, out, g, dx);
-    check_rc(cuda_relu_forward(g_ctx, n, d_x, d_out), "relu fwd");
-    check_rc(cuda_relu_backward(g_ctx, n, d_out, d_g, d_dx), "relu bwd");
-    compare_dev("relu.out", d_out, out, n, TOL_EXACT);
-    compare_dev_acc("relu.dinp (+=)", d_dx, dx, n, PREFILL, TOL_EXACT);
-    /* in place, as relu_forward allows */
-    check_rc(cuda_relu_forward(g_ctx, n, d_x, d_x), "relu in place");
-    compare_dev("relu.out (in place)", d_x, out, n, TOL_EXACT);
-    free(x);
-    free(out);
-    free(g);
-    free(dx);
-    end_test();
+    switch (c->op) {
+    case UNARY_RELU:
+        if (out) relu_forward(n, x, out);
+        else relu_backward(n, y, g, dx);
+        break;
+    case UNARY_LEAKY_RELU:
+        if (out) leaky_relu_forward(n, c->a, x, out);
+        else leaky_relu_backward(n, c->a, y, g, dx);
+        break;
+    case UNARY_SIGMOID:
+        if (out) sigmoid_forward(n, x, out);
+        else sigmoid_backward(n, y, g, dx);
+        break;
+    case UNARY_TANH:
+        if (out) tanh_forward(n, x, out);
+        else tanh_backward(n, y, g, dx);
+        break;
+    case UNARY_CLIP:
+        if (out) clip_forward(n, c->a, c->b, x, out);
+        else clip_backward(n, c->a, c->b, y, g, dx);
+        break;
+    case UNARY_HARDSIGMOID:
+        if (out) hardsigmoid_forward(n, c->a, c->b, x, out);
+        else hardsigmoid_backward(n, c->a, y, g, dx);
+        break;
+    case UNARY_HARDSWISH:
+        if (out) hardswish_forward(n, x, out);
+        else hardswish_backward(n, x, g, dx);
+        break;
+    default:
+        if (out) unary_forward(c->op, c->a, n, x, out);
+        else unary_backward(c->op, c->a, n, x, y, g, dx);
+        break;
+    }
 }
 
-/* LeakyRelu (two slopes, exact zeros at the gate), sigmoid (arguments far past where exp
- * overflows, both branches) and tanh: forward and backward. The backward runs on the CPU's
- * forward output uploaded to the device, so it is checked bit for bit even where CUDA's
- * expf/tanhf and glibc's differ by an ulp (TOL_ACT, forward only). */
 static void test_activations(void **state)
 {
     (void)state;
@@ -725,47 +768,181 @@ static void test_activations(void **state)
     const size_t n = 70001;
     float *x = halloc(n), *out = halloc(n), *g = halloc(n), *dx = halloc(n);
     char name[64];
-    fill(&r, x, n, -6, 6);
-    for (size_t i = 0; i < n; i += 7) x[i] = 0.0f;     /* the gate is out > 0 */
-    for (size_t i = 3; i < n; i += 101) x[i] *= 20.0f; /* |x| up to 120: exp(-x) overflows */
     fill(&r, g, n, -1, 1);
-    float *d_x = dcopy(x, n), *d_g = dcopy(g, n), *d_out = dalloc(n), *d_dx = dalloc(n), *d_y = dalloc(n);
-    for (int k = 0; k < 4; k++) {
-        static const char *const what[4] = {"leaky_relu(0.1)", "leaky_relu(0)", "sigmoid", "tanh"};
-        const float alpha = k == 0 ? 0.1f : 0.0f;
+    float *d_x = dalloc(n), *d_g = dcopy(g, n), *d_out = dalloc(n), *d_dx = dalloc(n), *d_y = dalloc(n);
+    for (size_t k = 0; k < sizeof UNARY_CASES / sizeof UNARY_CASES[0]; k++) {
+        const unary_case_t *c = &UNARY_CASES[k];
+        fill(&r, x, n, c->lo, c->hi);
+        if (c->lo < 0.0f) {
+            for (size_t i = 0; i < n; i += 7) x[i] = 0.0f;  /* the gates at 0 */
+            for (size_t i = 5; i < n; i += 13) x[i] = 3.0f; /* HardSwish's kink */
+            for (size_t i = 6; i < n; i += 13) x[i] = -3.0f;
+            for (size_t i = 8; i < n; i += 13) x[i] = 6.0f; /* Clip's bound */
+        }
+        if (c->op == UNARY_SIGMOID)
+            for (size_t i = 3; i < n; i += 101) x[i] *= 20.0f; /* |x| up to 120: exp(-x) overflows */
+        upload(d_x, x, n);
         fill_const(dx, n, PREFILL);
         upload(d_dx, dx, n);
-        double tol_fwd = TOL_EXACT;
-        if (k < 2) {
-            leaky_relu_forward(n, alpha, x, out);
-            leaky_relu_backward(n, alpha, out, g, dx);
-            check_rc(cuda_leaky_relu_forward(g_ctx, n, alpha, d_x, d_out), "leaky relu fwd");
-        } else if (k == 2) {
-            sigmoid_forward(n, x, out);
-            sigmoid_backward(n, out, g, dx);
-            check_rc(cuda_sigmoid_forward(g_ctx, n, d_x, d_out), "sigmoid fwd");
-            tol_fwd = TOL_ACT;
-        } else {
-            tanh_forward(n, x, out);
-            tanh_backward(n, out, g, dx);
-            check_rc(cuda_tanh_forward(g_ctx, n, d_x, d_out), "tanh fwd");
-            tol_fwd = TOL_ACT;
-        }
-        snprintf(name, sizeof name, "%s.out", what[k]);
-        compare_dev(name, d_out, out, n, tol_fwd);
-        upload(d_y, out, n); /* the backward on the CPU's output: same gates, exact */
-        if (k < 2) check_rc(cuda_leaky_relu_backward(g_ctx, n, alpha, d_y, d_g, d_dx), "leaky relu bwd");
-        else if (k == 2) check_rc(cuda_sigmoid_backward(g_ctx, n, d_y, d_g, d_dx), "sigmoid bwd");
-        else check_rc(cuda_tanh_backward(g_ctx, n, d_y, d_g, d_dx), "tanh bwd");
-        snprintf(name, sizeof name, "%s.dinp (+=)", what[k]);
-        compare_dev_acc(name, d_dx, dx, n, PREFILL, TOL_EXACT);
+        cpu_unary(c, n, x, NULL, NULL, out, NULL);
+        cpu_unary(c, n, x, out, g, NULL, dx);
+        check_rc(cuda_unary_forward(g_ctx, c->op, c->a, c->b, n, d_x, d_out), "unary fwd");
+        snprintf(name, sizeof name, "%s.out", c->name);
+        compare_dev(name, d_out, out, n, c->tol_fwd);
+        upload(d_y, out, n); /* the backward on the CPU's output: same gates */
+        check_rc(cuda_unary_backward(g_ctx, c->op, c->a, c->b, n, d_x, d_y, d_g, d_dx), "unary bwd");
+        snprintf(name, sizeof name, "%s.dinp (+=)", c->name);
+        compare_dev_acc(name, d_dx, dx, n, PREFILL, c->tol_bwd);
         /* in place, as ops.h allows */
         upload(d_y, x, n);
-        if (k < 2) check_rc(cuda_leaky_relu_forward(g_ctx, n, alpha, d_y, d_y), "leaky relu in place");
-        else if (k == 2) check_rc(cuda_sigmoid_forward(g_ctx, n, d_y, d_y), "sigmoid in place");
-        else check_rc(cuda_tanh_forward(g_ctx, n, d_y, d_y), "tanh in place");
-        snprintf(name, sizeof name, "%s.out (in place)", what[k]);
-        compare_dev(name, d_y, out, n, tol_fwd);
+        check_rc(cuda_unary_forward(g_ctx, c->op, c->a, c->b, n, d_y, d_y), "unary in place");
+        snprintf(name, sizeof name, "%s.out (in place)", c->name);
+        compare_dev(name, d_y, out, n, c->tol_fwd);
+    }
+    free(x);
+    free(out);
+    free(g);
+    free(dx);
+    end_test();
+}
+
+/* Broadcasting binary operators (Add, Sub, Mul, Div) on shapes whose backward sums over
+ * broadcast axes: a (C, 1, W) against (1, H, 1), a per-channel (C, 1, 1) scale, a
+ * batch-less constant (batch stride 0: its gradient summed over the batch too), and equal
+ * shapes with da and db one buffer (x op x). Bit for bit: the device adds in the CPU's
+ * order. */
+typedef struct {
+    const char *name;
+    int rank; /* besides the batch */
+    int da[3], db[3];
+    int a_batch, b_batch; /* 0: batch-less (a constant) */
+    int same;             /* b is a: one tensor, one gradient buffer */
+} binary_case_t;
+
+/* a descriptor as model/op_table.c's infer_binary makes one (same rank for both here) */
+static void binary_desc(const binary_case_t *c, bcast_desc_t *d, size_t *na, size_t *nb)
+{
+    size_t ra = 1, rb = 1;
+    memset(d, 0, sizeof *d);
+    d->rank = c->rank + 1;
+    for (int ax = c->rank; ax >= 1; ax--) {
+        const int x = c->da[ax - 1], y = c->db[ax - 1];
+        d->dims[ax] = x > y ? x : y;
+        d->sa[ax] = x > 1 ? ra : 0;
+        d->sb[ax] = y > 1 ? rb : 0;
+        ra *= (size_t)x;
+        rb *= (size_t)y;
+    }
+    d->sa[0] = c->a_batch ? ra : 0;
+    d->sb[0] = c->b_batch ? rb : 0;
+    *na = ra;
+    *nb = rb;
+}
+
+static void test_binary(void **state)
+{
+    (void)state;
+    need_gpu();
+    static const binary_case_t cases[] = {
+        {"(C,1,W) op (1,H,1)", 3, {3, 1, 5}, {1, 4, 1}, 1, 1, 0},
+        {"(C,H,W) op (C,1,1)", 3, {6, 7, 9}, {6, 1, 1}, 1, 1, 0},
+        {"(C,H,W) op const (1,H,W)", 3, {4, 5, 6}, {1, 5, 6}, 1, 0, 0},
+        {"const (C,1,1) op (C,H,W)", 3, {5, 1, 1}, {5, 3, 3}, 0, 1, 0},
+        {"(N,D) op (N,D), x op x", 2, {7, 11}, {7, 11}, 1, 1, 1},
+    };
+    static const char *const opname[4] = {"add", "sub", "mul", "div"};
+    lcg_t r = {41};
+    const int B = 3;
+    char name[96];
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+        for (int op = BINARY_ADD; op <= BINARY_DIV; op++) {
+            const binary_case_t *c = &cases[ci];
+            bcast_desc_t d;
+            size_t sa, sb;
+            binary_desc(c, &d, &sa, &sb);
+            const size_t na = sa * (c->a_batch ? B : 1), nb = sb * (c->b_batch ? B : 1);
+            size_t no = B;
+            for (int ax = 1; ax < d.rank; ax++) no *= (size_t)d.dims[ax];
+            float *a = halloc(na), *b = c->same ? a : halloc(nb), *out = halloc(no), *g = halloc(no);
+            float *dA = halloc(na), *dB = c->same ? dA : halloc(nb);
+            fill(&r, a, na, 0.5f, 2.0f); /* away from 0: Div */
+            if (!c->same) fill(&r, b, nb, 0.5f, 2.0f);
+            fill(&r, g, no, -1, 1);
+            fill_const(dA, na, PREFILL);
+            if (!c->same) fill_const(dB, nb, PREFILL);
+            float *d_a = dcopy(a, na), *d_b = c->same ? d_a : dcopy(b, nb), *d_out = dalloc(no), *d_g = dcopy(g, no);
+            float *d_dA = dcopy(dA, na), *d_dB = c->same ? d_dA : dcopy(dB, nb);
+            binary_forward((binary_op_t)op, &d, B, a, b, out);
+            binary_backward((binary_op_t)op, &d, B, a, b, g, dA, dB);
+            check_rc(cuda_binary_forward(g_ctx, (binary_op_t)op, &d, B, d_a, d_b, d_out), "binary fwd");
+            check_rc(cuda_binary_backward(g_ctx, (binary_op_t)op, &d, B, d_a, d_b, d_g, d_dA, d_dB), "binary bwd");
+            snprintf(name, sizeof name, "%s %s.out", opname[op], c->name);
+            compare_dev(name, d_out, out, no, TOL_EXACT);
+            snprintf(name, sizeof name, "%s %s.da (+=)", opname[op], c->name);
+            compare_dev_acc(name, d_dA, dA, na, PREFILL, TOL_EXACT);
+            if (!c->same) {
+                snprintf(name, sizeof name, "%s %s.db (+=)", opname[op], c->name);
+                compare_dev_acc(name, d_dB, dB, nb, PREFILL, TOL_EXACT);
+            }
+            if (!c->same) {
+                free(b);
+                free(dB);
+            }
+            free(a);
+            free(out);
+            free(g);
+            free(dA);
+            dfree_all();
+        }
+    end_test();
+}
+
+/* Transpose (a 4-D permutation) and Slice (a step of 2 on the middle axis, and a slice of
+ * the channels) as strided views: copies out and gradients added back, bit for bit. */
+static void test_view(void **state)
+{
+    (void)state;
+    need_gpu();
+    lcg_t r = {43};
+    const int B = 2, D[4] = {3, 4, 5, 2}; /* the input (B, 3, 4, 5, 2) */
+    const size_t per = 3 * 4 * 5 * 2, n = (size_t)B * per;
+    size_t st[4];
+    st[3] = 1;
+    for (int k = 2; k >= 0; k--) st[k] = st[k + 1] * (size_t)D[k + 1];
+    /* Transpose perm (2, 0, 3, 1); Slice axis 1 [1, 4) step 2; Slice axis 0 [1, 3) */
+    bcast_desc_t dv[3];
+    size_t off[3] = {0, st[1], st[0]};
+    memset(dv, 0, sizeof dv);
+    const int perm[4] = {2, 0, 3, 1};
+    dv[0].rank = 5;
+    for (int k = 0; k < 4; k++) dv[0].dims[k + 1] = D[perm[k]], dv[0].sa[k + 1] = st[perm[k]];
+    dv[1].rank = dv[2].rank = 5;
+    for (int k = 0; k < 4; k++) {
+        dv[1].dims[k + 1] = k == 1 ? 2 : D[k];
+        dv[1].sa[k + 1] = st[k] * (k == 1 ? 2 : 1);
+        dv[2].dims[k + 1] = k == 0 ? 2 : D[k];
+        dv[2].sa[k + 1] = st[k];
+    }
+    static const char *const what[3] = {"transpose", "slice(step 2)", "slice(channels)"};
+    float *x = halloc(n), *out = halloc(n), *g = halloc(n), *dx = halloc(n);
+    char name[64];
+    fill(&r, x, n, -1, 1);
+    fill(&r, g, n, -1, 1);
+    float *d_x = dcopy(x, n), *d_g = dcopy(g, n), *d_out = dalloc(n), *d_dx = dalloc(n);
+    for (int v = 0; v < 3; v++) {
+        dv[v].sa[0] = per;
+        size_t no = B;
+        for (int k = 1; k < 5; k++) no *= (size_t)dv[v].dims[k];
+        fill_const(dx, n, PREFILL);
+        upload(d_dx, dx, n);
+        view_forward(&dv[v], off[v], B, x, out);
+        view_backward(&dv[v], off[v], B, g, dx);
+        check_rc(cuda_view_forward(g_ctx, &dv[v], off[v], B, d_x, d_out), "view fwd");
+        check_rc(cuda_view_backward(g_ctx, &dv[v], off[v], B, d_g, d_dx), "view bwd");
+        snprintf(name, sizeof name, "%s.out", what[v]);
+        compare_dev(name, d_out, out, no, TOL_EXACT);
+        snprintf(name, sizeof name, "%s.dinp (+=)", what[v]);
+        compare_dev_acc(name, d_dx, dx, n, PREFILL, TOL_EXACT);
     }
     free(x);
     free(out);
@@ -1862,22 +2039,69 @@ static int build_onnx_layers(model_builder_t *b, void *ctx, char *err, size_t er
     return 0;
 }
 
+/* Two copies of a network built by build on input shape in (the host's and the device's
+ * starting point), then model_parity_run's training step and evaluation on both. */
+static void custom_parity(const char *name, const model_shape_t *in, model_build_fn build)
+{
+    char err[512];
+    model_t *m = NULL, *mg = NULL;
+    if (model_create_custom_shape(name, in, 10, 16, build, NULL, &m, err, sizeof err) != 0 ||
+        model_create_custom_shape(name, in, 10, 16, build, NULL, &mg, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    model_parity_run(m, mg, 16, 9);
+}
+
 static void test_model_onnx_layers(void **state)
 {
     (void)state;
     need_gpu();
-    char err[512];
-    model_t *m = NULL, *mg = NULL;
-    if (model_create_custom("onnx_layers", 3, 12, 11, 10, 16, build_onnx_layers, NULL, &m, err, sizeof err) != 0 ||
-        model_create_custom("onnx_layers", 3, 12, 11, 10, 16, build_onnx_layers, NULL, &mg, err, sizeof err) != 0)
-        fail_msg("%s", err);
-    model_parity_run(m, mg, 16, 9);
+    const model_shape_t in = {.rank = 3, .dims = {3, 12, 11}};
+    custom_parity("onnx_layers", &in, build_onnx_layers);
 }
 
 /* ---- no device needed ---------------------------------------------------------- */
 
 /* cuDNN 9 reports "not supported" as CUDNN_STATUS_NOT_SUPPORTED or one of its sub-codes;
  * the convolution fallbacks (conv.cu) run on every one of them and on nothing else. */
+/* Every N-D row of issue 43's engine in one network on (3, 8, 8): the unary functions,
+ * trainable constants broadcast over the plane, the channels and the batch (their
+ * gradients summed over the batch on the device too), Sub and Div of activations, a
+ * Transpose, a strided Slice, a Reshape and a Concat on a non-channel axis, then a Gemm. */
+static int build_nd_rows(model_builder_t *b, void *ctx, char *err, size_t errlen)
+{
+    (void)ctx;
+    const model_shape_t cs = {.rank = 3, .dims = {3, 1, 1}}, ps = {.rank = 2, .dims = {8, 8}};
+    const int l0 = model_build_unary(b, LAYER_NEG, -1, 0.0f);
+    const int l1 = model_build_unary(b, LAYER_EXP, l0, 0.0f);
+    const int l2 = model_build_unary(b, LAYER_POW, model_build_unary(b, LAYER_ABS, -1, 0.0f), 1.5f);
+    const int l3 = model_build_binary(b, LAYER_BMUL, l2, model_build_const(b, &cs, "nd.scale", 0));
+    const int l4 = model_build_binary(b, LAYER_BADD, l3, model_build_const(b, &ps, "nd.bias", 0));
+    const int l5 = model_build_binary(b, LAYER_SUB, l4, l1);
+    const int l6 = model_build_binary(b, LAYER_DIV, l5, model_build_unary(b, LAYER_SQRT, l1, 0.0f));
+    const int l7 = model_build_unary(b, LAYER_RECIPROCAL, model_build_unary(b, LAYER_EXP, l6, 0.0f), 0.0f);
+    const int perm[3] = {1, 2, 0};
+    const int l8 = model_build_slice(b, model_build_transpose(b, l7, perm), 1, 1, 8, 2); /* (8, 4, 3) */
+    const model_shape_t rs = {.rank = 2, .dims = {8, 12}};
+    const int l9 = model_build_reshape(b, l8, &rs);
+    const int l10 = model_build_concat_axis(b, l9, l9, 1); /* (8, 24) */
+    const model_shape_t flat = {.rank = 1, .dims = {8 * 24}};
+    const gemm_desc_t g = {.layout = GEMM_W_OUT_IN, .alpha = 1.0f, .beta = 1.0f};
+    model_build_gemm(b, model_build_reshape(b, l10, &flat), 10, &g, "nd.fc.weight", "nd.fc.bias");
+    if (model_build_failed(b)) {
+        snprintf(err, errlen, "build_nd_rows: a layer was refused");
+        return -1;
+    }
+    return 0;
+}
+
+static void test_model_nd_rows(void **state)
+{
+    (void)state;
+    need_gpu();
+    const model_shape_t in = {.rank = 3, .dims = {3, 8, 8}};
+    custom_parity("nd_rows", &in, build_nd_rows);
+}
+
 static void test_cudnn_status_categories(void **state)
 {
     (void)state;

@@ -388,6 +388,16 @@ int model_build_slice(model_builder_t *b, int in, int axis, int start, int end, 
     return li;
 }
 
+int model_build_softmax(model_builder_t *b, layer_kind_t kind, int in, int axis)
+{
+    int li = add_layer(b, kind, in);
+    layer_t *l = layer_at(b, li);
+    l->sl_axis = axis;
+    if (kind != LAYER_SOFTMAX && kind != LAYER_LOG_SOFTMAX) b->failed = 1;
+    finish_layer(b, li, infer_layer(b, li, NULL) == 0);
+    return li;
+}
+
 int model_build_clip(model_builder_t *b, int in, float lo, float hi)
 {
     int li = add_layer(b, LAYER_CLIP, in);

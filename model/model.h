@@ -112,6 +112,11 @@ typedef enum {
     LAYER_RESHAPE,
     LAYER_TRANSPOSE,
     LAYER_SLICE,
+    /* issue 44's operators (appended: the table's order is the enum's). LAYER_SOFTMAX,
+     * LAYER_LOG_SOFTMAX: along the non-batch axis sl_axis (ONNX opset 13's Softmax and
+     * LogSoftmax); not on the GPU yet. */
+    LAYER_SOFTMAX,
+    LAYER_LOG_SOFTMAX,
     /* the number of kinds: model/op_table.c has one row per kind above */
     LAYER_KIND_COUNT
 } layer_kind_t;
@@ -291,6 +296,8 @@ int model_build_transpose(model_builder_t *b, int in, const int *perm);
 int model_build_slice(model_builder_t *b, int in, int axis, int start, int end, int step);
 /* kind LAYER_EXP to LAYER_POW (a: Pow's exponent, finite; ignored by the others) */
 int model_build_unary(model_builder_t *b, layer_kind_t kind, int in, float a);
+/* kind LAYER_SOFTMAX or LAYER_LOG_SOFTMAX of in along its non-batch axis axis (0 .. rank - 1) */
+int model_build_softmax(model_builder_t *b, layer_kind_t kind, int in, int axis);
 /* channels of a, then of x (same H, W) */
 int model_build_concat(model_builder_t *b, int a, int x);
 /* the same along non-batch axis axis (0: the channels) of two inputs of one rank, equal but

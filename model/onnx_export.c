@@ -707,6 +707,12 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
         gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in);
         flat[li] = 0;
         break;
+    case LAYER_SOFTMAX:
+    case LAYER_LOG_SOFTMAX:
+        /* opset 13's: the one axis (a flat input is rank 1: its axis 1 either way) */
+        n = gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in);
+        gen_attr_int(x, n, "axis", 1 + l->sl_axis);
+        break;
     case LAYER_CONCAT:
         n = gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 2, in, l->in2 < 0 ? (char *)"input" : val[l->in2]);
         gen_attr_int(x, n, "axis", 1 + l->sl_axis);

@@ -94,6 +94,7 @@ typedef struct {
     size_t nvals, cap;
     char *err;
     size_t errlen;
+    int64_t opset; /* the ai.onnx opset the file imports (11 to 17) */
 } imp_t;
 
 static int fail(imp_t *im, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -1056,6 +1057,39 @@ static int do_binary(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, la
     return define_output(im, n, li, 0);
 }
 
+/* Softmax and LogSoftmax along one non-batch axis. Opset 13's normalise that axis alone;
+ * before 13 they normalise the axis and every axis after it together (the input seen as 2-D),
+ * which is the same only for the last axis: any other is refused by name. A flattened value
+ * (N, C*H*W) is reshaped to its one axis first. */
+static int do_softmax(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const known[] = {"axis", NULL};
+    const value_t *x;
+    if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
+    if (n->n_input != 1) return fail(im, "node '%s' (%s): %zu inputs, want 1", node_name(n), n->op_type, n->n_input);
+    model_shape_t s;
+    model_build_shape_nd(b, x->layer, &s);
+    int li = x->layer;
+    if (x->flat && s.rank != 1) {
+        model_shape_t one = {.rank = 1, .dims = {1}};
+        for (int d = 0; d < s.rank; d++) one.dims[0] *= s.dims[d];
+        li = model_build_reshape(b, li, &one);
+        s = one;
+    }
+    const int64_t given = attr_int(n, "axis", im->opset >= 13 ? -1 : 1);
+    const int64_t ax = given < 0 ? given + s.rank + 1 : given; /* ONNX's: the batch axis 0 */
+    if (ax < 1 || ax > s.rank)
+        return fail(im, "node '%s' (%s): axis %lld: only a non-batch axis of the input's %d is supported", node_name(n),
+                    n->op_type, (long long)given, s.rank + 1);
+    if (im->opset < 13 && ax != s.rank)
+        return fail(im,
+                    "node '%s' (%s): axis %lld in opset %lld normalises that axis and every later one together; "
+                    "only the last axis is supported before opset 13",
+                    node_name(n), n->op_type, (long long)given, (long long)im->opset);
+    const layer_kind_t k = n->op_type[0] == 'L' ? LAYER_LOG_SOFTMAX : LAYER_SOFTMAX;
+    return define_output(im, n, model_build_softmax(b, k, li, (int)ax - 1), 0);
+}
+
 static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 {
     static const char *const none[] = {NULL};
@@ -1075,6 +1109,7 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (strcmp(op, "Gemm") == 0) return do_gemm(im, b, n);
     if (strcmp(op, "Reshape") == 0) return do_reshape(im, b, n);
     if (strcmp(op, "Pad") == 0) return do_pad(im, n);
+    if (strcmp(op, "Softmax") == 0 || strcmp(op, "LogSoftmax") == 0) return do_softmax(im, b, n);
     if (strcmp(op, "Identity") == 0 && n->n_input == 1 && n->n_output == 1 && input_tensor(im, n, 0)) {
         /* a constant under another name (the exporter's way of using one weight twice) */
         if (check_attrs(im, n, none)) return -1;
@@ -1439,7 +1474,7 @@ static int import_model(const Onnx__ModelProto *mp, const char *name, int max_ba
                -1;
     if (g->n_sparse_initializer > 0) return snprintf(err, errlen, "onnx: sparse initializers are not supported"), -1;
 
-    imp_t im = {.g = g, .max_batch = max_batch};
+    imp_t im = {.g = g, .max_batch = max_batch, .opset = opset};
     /* the image input: the one graph input that is not an initializer */
     const Onnx__ValueInfoProto *input = NULL;
     for (size_t i = 0; i < g->n_input; i++) {

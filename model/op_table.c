@@ -444,9 +444,9 @@ static void tanh_bwd(model_t *m, int i, const float *x, int B)
     if (dinp) tanh_backward(out_count(l, B), m->acts + l->out_off, m->dacts + l->out_off, dinp);
 }
 
-/* Along axis a, a sample is (outer, size along a, inner): the kernel's (B, C, HW) with
- * B * outer rows (outer 1 and inner H * W for the channels). */
-static void concat_geometry(const layer_t *l, int B, int *rows, int *inner, int C2[2])
+/* Along the output's axis sl_axis, a sample is (outer, size along it, inner): the kernels'
+ * (rows, n, inner) with B * outer rows (outer 1 and inner H * W for the channels). */
+static void axis_geometry(const layer_t *l, int B, int *rows, int *inner)
 {
     *rows = B;
     *inner = 1;
@@ -454,6 +454,12 @@ static void concat_geometry(const layer_t *l, int B, int *rows, int *inner, int 
         if (d < l->sl_axis) *rows *= l->shape.dims[d];
         if (d > l->sl_axis) *inner *= l->shape.dims[d];
     }
+}
+
+/* Concat: C2 the two inputs' sizes along the axis */
+static void concat_geometry(const layer_t *l, int B, int *rows, int *inner, int C2[2])
+{
+    axis_geometry(l, B, rows, inner);
     C2[0] = l->sl_start;
     C2[1] = l->shape.dims[l->sl_axis] - l->sl_start;
 }
@@ -656,6 +662,33 @@ static void view_bwd(model_t *m, int i, const float *x, int B)
     view_backward(&l->bc, l->view_off, B, m->dacts + l->out_off, dinput_of(m, l->in));
 }
 
+/* Softmax and LogSoftmax along axis sl_axis: a sample is (outer, n, inner) */
+static int infer_softmax(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
+{
+    l->shape = *in;
+    return l->sl_axis < 0 || l->sl_axis >= in->rank ? -1 : 0;
+}
+
+static void softmax_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    const layer_t *l = &m->layers[i];
+    int rows, inner;
+    axis_geometry(l, B, &rows, &inner);
+    softmax_axis_forward(l->kind == LAYER_LOG_SOFTMAX, rows, l->shape.dims[l->sl_axis], inner, input_of(m, x, l->in),
+                         m->acts + l->out_off);
+}
+
+static void softmax_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    float *dinp = dinput_of(m, l->in);
+    int rows, inner;
+    axis_geometry(l, B, &rows, &inner);
+    if (dinp)
+        softmax_axis_backward(l->kind == LAYER_LOG_SOFTMAX, rows, l->shape.dims[l->sl_axis], inner,
+                              m->acts + l->out_off, m->dacts + l->out_off, dinp);
+}
+
 /* ---- the table ---------------------------------------------------------------------------- */
 
 #define IN1 MODEL_OP_GRAD_IN
@@ -705,6 +738,9 @@ const model_op_t MODEL_OPS[] = {
     [LAYER_RESHAPE]    = {LAYER_RESHAPE, "reshape", "Reshape, Squeeze, Unsqueeze (non-batch axes)", "Reshape", 1, IN1, infer_reshape, NULL, flops_none, reshape_fwd, reshape_bwd},
     [LAYER_TRANSPOSE]  = {LAYER_TRANSPOSE, "transpose", "Transpose (the batch axis first)", "Transpose", 1, IN1, infer_transpose, NULL, flops_none, view_fwd, view_bwd},
     [LAYER_SLICE]      = {LAYER_SLICE, "slice", "Slice, Split (non-batch axes, constant bounds)", "Slice", 1, IN1, infer_slice, NULL, flops_none, view_fwd, view_bwd},
+    /* issue 44's rows (appended), not on the GPU yet */
+    [LAYER_SOFTMAX]    = {LAYER_SOFTMAX, "softmax", "Softmax (a non-batch axis)", "Softmax", 1, IN1, infer_softmax, NULL, flops_pass, softmax_fwd, softmax_bwd},
+    [LAYER_LOG_SOFTMAX] = {LAYER_LOG_SOFTMAX, "log softmax", "LogSoftmax (a non-batch axis)", "LogSoftmax", 1, IN1, infer_softmax, NULL, flops_pass, softmax_fwd, softmax_bwd},
 };
 /* clang-format on */
 /* A kind without a row would leave a zero row here (a designated initializer skipped):

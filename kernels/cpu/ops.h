@@ -323,6 +323,14 @@ void softmax_xent_backward(int B, int N, const float *probs, const int32_t *labe
                            float *dlogits);
 /* Counts argmax(logits) == label. */
 int count_correct(int B, int N, const float *logits, const int32_t *labels);
+/* Softmax (take_log 0) or LogSoftmax (take_log 1) along one axis of n elements: inp and out are
+ * (rows, n, inner), each of the rows * inner lines along the middle axis normalised alone
+ * (shifted by its maximum, so exp never overflows). The backward reads the OUTPUT: softmax
+ * dinp += y * (dout - sum(dout * y)), log-softmax dinp += dout - exp(y) * sum(dout), the
+ * sums along the line. */
+void softmax_axis_forward(int take_log, int rows, int n, int inner, const float *inp, float *out);
+void softmax_axis_backward(int take_log, int rows, int n, int inner, const float *out, const float *dout,
+                           float *dinp /* += */);
 
 /* ---- batch norm (per channel over B, H, W) -------------------------------------- */
 #define BN_EPS 1e-5f

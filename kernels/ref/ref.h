@@ -73,6 +73,9 @@ void ref_batchnorm_forward_train(int B, int C, int HW, const double *x, const do
  * (torch.nn.CrossEntropyLoss's: (1 - eps) * nll + eps * the mean over classes of -log p);
  * probs (B, N) or NULL */
 double ref_softmax_xent(int B, int N, const double *x, const int32_t *labels, double eps, double *probs);
+/* ops.h's softmax_axis_forward in double: softmax (take_log 0) or log-softmax (take_log 1) of x
+ * (rows, n, inner) along the middle axis */
+void ref_softmax_axis(int take_log, int rows, int n, int inner, const double *x, double *y);
 
 /* ---- optimizer (optim.c) ---- */
 /* One torch.optim.AdamW step t (>= 1) on n elements of w with gradient g, moments m, v. */

@@ -363,6 +363,22 @@ static void ref_concat_w(const ref_in_t *in, double *y)
             y[r * 8 + w] = w < 4 ? in->x[r * 4 + w] : ref_act(REF_ACT_SIGMOID, 0.0, in->x[r * 4 + w - 4]);
 }
 
+/* Softmax of x (3, 5, 4) along the middle axis, log-softmax along the channels: the
+ * reference's (rows, n, inner) from the layer's axis */
+static void ref_softmax_layer(const ref_in_t *in, double *y)
+{
+    const layer_t *l = in->l;
+    int rows = in->B, inner = 1;
+    for (int d = 0; d < l->shape.rank; d++) {
+        if (d < l->sl_axis) rows *= l->shape.dims[d];
+        if (d > l->sl_axis) inner *= l->shape.dims[d];
+    }
+    ref_softmax_axis(l->kind == LAYER_LOG_SOFTMAX, rows, l->shape.dims[l->sl_axis], inner, in->x, y);
+}
+static int build_softmax(model_builder_t *b, int x) { return model_build_softmax(b, LAYER_SOFTMAX, x, 1); }
+static int build_log_softmax(model_builder_t *b, int x) { return model_build_softmax(b, LAYER_LOG_SOFTMAX, x, 0); }
+static int build_softmax_last(model_builder_t *b, int x) { return model_build_softmax(b, LAYER_SOFTMAX, x, 2); }
+
 /* ---- the cases: one per row of the operator table --------------------------------------- */
 
 typedef struct {
@@ -412,6 +428,8 @@ static const row_case_t CASES[] = {
     {LAYER_RESHAPE, 3, 5, 4, build_reshape, ref_reshape, 0, 1e-3, 0, 0},
     {LAYER_TRANSPOSE, 3, 5, 4, build_transpose, ref_view, 0, 1e-3, 0, 0},
     {LAYER_SLICE, 3, 5, 4, build_slice, ref_view, 0, 1e-3, 0, 0},
+    {LAYER_SOFTMAX, 3, 5, 4, build_softmax, ref_softmax_layer, 1e-6, 1e-3, 1e-6, 0},
+    {LAYER_LOG_SOFTMAX, 3, 5, 4, build_log_softmax, ref_softmax_layer, 1e-6, 1e-3, 1e-6, 0},
 };
 
 /* Further cases of rows whose case above does not reach every path (the shape generator
@@ -421,6 +439,7 @@ static const row_case_t MORE_CASES[] = {
     {LAYER_TRANSPOSE, 4, 5, 4, build_shuffle, ref_shuffle, 0, 1e-3, 0, 1},
     {LAYER_CONST, 3, 5, 4, build_bmul_frozen, ref_bmul_frozen, 1e-6, 1e-3, 1e-6, 1},
     {LAYER_MUL, 3, 5, 4, build_mul_bcast, ref_mul_bcast, 1e-6, 1e-3, 1e-5, 0},
+    {LAYER_SOFTMAX, 3, 5, 4, build_softmax_last, ref_softmax_layer, 1e-6, 1e-3, 1e-6, 0},
 };
 
 static const row_case_t *case_of(layer_kind_t k)

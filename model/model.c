@@ -317,7 +317,8 @@ int model_build_unary(model_builder_t *b, layer_kind_t kind, int in, float a)
     int li = add_layer(b, kind, in);
     layer_t *l = layer_at(b, li);
     l->alpha = kind == LAYER_POW ? a : 0.0f;
-    if (kind < LAYER_EXP || kind > LAYER_POW || !isfinite(l->alpha)) b->failed = 1;
+    if ((kind < LAYER_EXP || kind > LAYER_POW) && kind != LAYER_ERF && kind != LAYER_GELU) b->failed = 1;
+    if (!isfinite(l->alpha)) b->failed = 1;
     finish_layer(b, li, infer_layer(b, li, NULL) == 0);
     return li;
 }

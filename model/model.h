@@ -117,6 +117,10 @@ typedef enum {
      * LogSoftmax); not on the GPU yet. */
     LAYER_SOFTMAX,
     LAYER_LOG_SOFTMAX,
+    /* ONNX's Erf, and the exact GELU (torch 1.13's nn.GELU export, x * 0.5 * (1 + Erf(x /
+     * sqrt(2))), matched at import into this one row): model_build_unary's, not on the GPU */
+    LAYER_ERF,
+    LAYER_GELU,
     /* the number of kinds: model/op_table.c has one row per kind above */
     LAYER_KIND_COUNT
 } layer_kind_t;
@@ -294,7 +298,7 @@ int model_build_reshape(model_builder_t *b, int in, const model_shape_t *to);
 int model_build_transpose(model_builder_t *b, int in, const int *perm);
 /* in's axis elements start, start + step, ... below end (0 <= start < end <= size, step >= 1) */
 int model_build_slice(model_builder_t *b, int in, int axis, int start, int end, int step);
-/* kind LAYER_EXP to LAYER_POW (a: Pow's exponent, finite; ignored by the others) */
+/* kind LAYER_EXP to LAYER_POW, LAYER_ERF or LAYER_GELU (a: Pow's exponent, finite; ignored by the others) */
 int model_build_unary(model_builder_t *b, layer_kind_t kind, int in, float a);
 /* kind LAYER_SOFTMAX or LAYER_LOG_SOFTMAX of in along its non-batch axis axis (0 .. rank - 1) */
 int model_build_softmax(model_builder_t *b, layer_kind_t kind, int in, int axis);

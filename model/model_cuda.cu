@@ -918,6 +918,8 @@ static constexpr cuda_op_t CUDA_OPS[] = {
     /* issue 44's kinds: not on the GPU yet, refused by name */
     {LAYER_SOFTMAX, NULL, NULL, NULL},
     {LAYER_LOG_SOFTMAX, NULL, NULL, NULL},
+    {LAYER_ERF, NULL, NULL, NULL},
+    {LAYER_GELU, NULL, NULL, NULL},
 };
 static_assert(sizeof CUDA_OPS / sizeof CUDA_OPS[0] == LAYER_KIND_COUNT, "one CUDA row per layer kind");
 static constexpr bool cuda_ops_in_order(int k)

@@ -707,6 +707,24 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
         gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in);
         flat[li] = 0;
         break;
+    case LAYER_ERF: gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in); break;
+    case LAYER_GELU: {
+        /* opset 13 has no Gelu: x * (1 + Erf(x / sqrt(2))) * 0.5, the nodes torch 1.13 writes
+         * for nn.GELU (the importer matches them back into one row) */
+        char *c[3] = {gen_scalar(x, gen_str(x, "Gelu_%d_sqrt2", li), (float)M_SQRT2),
+                      gen_scalar(x, gen_str(x, "Gelu_%d_one", li), 1.0f),
+                      gen_scalar(x, gen_str(x, "Gelu_%d_half", li), 0.5f)};
+        char *v[4] = {gen_str(x, "%s_div", out), gen_str(x, "%s_erf", out), gen_str(x, "%s_add", out),
+                      gen_str(x, "%s_mul", out)};
+        for (int i = 0; i < 4; i++)
+            if (!v[i] || (i < 3 && !c[i])) return; /* out of memory (gen_alloc marked it) */
+        gen_node(x, "Div", gen_str(x, "Gelu_%d_div", li), v[0], 2, in, c[0]);
+        gen_node(x, "Erf", gen_str(x, "Gelu_%d_erf", li), v[1], 1, v[0]);
+        gen_node(x, "Add", gen_str(x, "Gelu_%d_add", li), v[2], 2, v[1], c[1]);
+        gen_node(x, "Mul", gen_str(x, "Gelu_%d_mul", li), v[3], 2, in, v[2]);
+        gen_node(x, "Mul", gen_str(x, "Gelu_%d", li), out, 2, v[3], c[2]);
+        break;
+    }
     case LAYER_SOFTMAX:
     case LAYER_LOG_SOFTMAX:
         /* opset 13's: the one axis (a flat input is rank 1: its axis 1 either way) */

@@ -95,6 +95,10 @@ typedef struct {
     char *err;
     size_t errlen;
     int64_t opset; /* the ai.onnx opset the file imports (11 to 17) */
+    /* Nodes a matched pattern (match_gelu) stands for, still to come: do_node passes over
+     * each once. Bounded: a pattern that finds no room is left unmatched. */
+    const Onnx__NodeProto *fused[16];
+    int nfused;
 } imp_t;
 
 static int fail(imp_t *im, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -1057,6 +1061,92 @@ static int do_binary(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, la
     return define_output(im, n, li, 0);
 }
 
+/* Whether n is a node a matched pattern stands for (then forgotten: each is seen once). */
+static int fused_away(imp_t *im, const Onnx__NodeProto *n)
+{
+    for (int k = 0; k < im->nfused; k++)
+        if (im->fused[k] == n) {
+            im->fused[k] = im->fused[--im->nfused];
+            return 1;
+        }
+    return 0;
+}
+
+/* The node that alone reads value name (the graph's output is read by the caller too), or
+ * NULL. */
+static const Onnx__NodeProto *sole_reader(const imp_t *im, const char *name)
+{
+    const Onnx__NodeProto *r = NULL;
+    if (strcmp(im->output, name) == 0) return NULL;
+    for (size_t i = 0; i < im->g->n_node; i++)
+        for (size_t j = 0; j < im->g->node[i]->n_input; j++)
+            if (strcmp(im->g->node[i]->input[j], name) == 0) {
+                if (r) return NULL;
+                r = im->g->node[i];
+            }
+    return r;
+}
+
+/* Whether value name is a float scalar equal to v within tol: an initializer or Constant
+ * seen already, or a Constant node later in the graph (torch writes a pattern's constants
+ * where it uses them). */
+static int is_scalar(imp_t *im, const char *name, float v, float tol)
+{
+    const value_t *val = find_value(im, name);
+    const Onnx__TensorProto *t = val && val->kind == V_TENSOR ? val->tensor : NULL;
+    for (size_t i = 0; !val && i < im->g->n_node; i++) {
+        const Onnx__NodeProto *c = im->g->node[i];
+        const Onnx__AttributeProto *a = strcmp(c->op_type, "Constant") == 0 && c->n_output == 1 &&
+                                                strcmp(c->output[0], name) == 0
+                                            ? attr(c, "value")
+                                            : NULL;
+        if (a && a->t) t = a->t;
+    }
+    float f;
+    const size_t keep = im->errlen; /* a probe: tensor_floats' refusal is not this node's (not written) */
+    im->errlen = 0;
+    const int ok = t && tensor_count(t) == 1 && tensor_floats(im, t, &f, 1) == 0 && fabsf(f - v) <= tol;
+    im->errlen = keep;
+    return ok;
+}
+
+/* n's operator is op with two inputs, a and a scalar equal to v (either order); a NULL:
+ * any activation first, the scalar second. */
+static int is_op_scalar(imp_t *im, const Onnx__NodeProto *n, const char *op, const char *a, float v)
+{
+    if (!n || strcmp(n->op_type, op) != 0 || n->n_input != 2 || n->n_output != 1 || n->n_attribute) return 0;
+    if (!a) return is_scalar(im, n->input[1], v, 1e-6f);
+    for (int k = 0; k < 2; k++)
+        if (strcmp(n->input[k], a) == 0 && is_scalar(im, n->input[1 - k], v, 1e-6f)) return 1;
+    return 0;
+}
+
+/* torch 1.13's nn.GELU(): Div(x, sqrt(2)), Erf, Add 1, Mul by x, Mul by 0.5, each value
+ * but the last read by the next node alone. At the Div: builds one LAYER_GELU for the five
+ * and defines the last Mul's output; 1 where n does not start the pattern (the Div is then
+ * an ordinary one). */
+static int match_gelu(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    const value_t *x = find_value(im, n->input[0]);
+    if (!x || x->kind != V_LAYER || !is_op_scalar(im, n, "Div", NULL, (float)M_SQRT2) ||
+        im->nfused + 4 > (int)(sizeof im->fused / sizeof im->fused[0]))
+        return 1;
+    const Onnx__NodeProto *e = sole_reader(im, n->output[0]);
+    if (!e || strcmp(e->op_type, "Erf") != 0 || e->n_output != 1) return 1;
+    const Onnx__NodeProto *a = sole_reader(im, e->output[0]);
+    if (!is_op_scalar(im, a, "Add", e->output[0], 1.0f)) return 1;
+    const Onnx__NodeProto *m1 = sole_reader(im, a->output[0]);
+    if (!m1 || strcmp(m1->op_type, "Mul") != 0 || m1->n_input != 2 || m1->n_output != 1 ||
+        !((strcmp(m1->input[0], n->input[0]) == 0 && strcmp(m1->input[1], a->output[0]) == 0) ||
+          (strcmp(m1->input[1], n->input[0]) == 0 && strcmp(m1->input[0], a->output[0]) == 0)))
+        return 1;
+    const Onnx__NodeProto *m2 = sole_reader(im, m1->output[0]);
+    if (!is_op_scalar(im, m2, "Mul", m1->output[0], 0.5f)) return 1;
+    const Onnx__NodeProto *const later[4] = {e, a, m1, m2};
+    for (int k = 0; k < 4; k++) im->fused[im->nfused++] = later[k];
+    return define_output(im, m2, model_build_unary(b, LAYER_GELU, x->layer, 0.0f), x->flat);
+}
+
 /* Softmax and LogSoftmax along one non-batch axis. Opset 13's normalise that axis alone;
  * before 13 they normalise the axis and every axis after it together (the input seen as 2-D),
  * which is the same only for the last axis: any other is refused by name. A flattened value
@@ -1094,6 +1184,7 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 {
     static const char *const none[] = {NULL};
     if (!n->op_type || !n->op_type[0]) return fail(im, "node '%s': no operator", node_name(n));
+    if (fused_away(im, n)) return 0;
     const char *op = n->op_type;
     const value_t *x;
     if (n->domain && strcmp(n->domain, "ai.pacer") == 0) return do_pacer_node(im, b, n);
@@ -1110,6 +1201,12 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (strcmp(op, "Reshape") == 0) return do_reshape(im, b, n);
     if (strcmp(op, "Pad") == 0) return do_pad(im, n);
     if (strcmp(op, "Softmax") == 0 || strcmp(op, "LogSoftmax") == 0) return do_softmax(im, b, n);
+    if (strcmp(op, "Div") == 0 && n->n_input == 2 && (rc = match_gelu(im, b, n)) != 1) return rc;
+    if (strcmp(op, "Erf") == 0) {
+        if (check_attrs(im, n, none) || input_layer(im, n, 0, &x)) return -1;
+        if (n->n_input != 1) return fail(im, "node '%s' (Erf): %zu inputs, want 1", node_name(n), n->n_input);
+        return define_output(im, n, model_build_unary(b, LAYER_ERF, x->layer, 0.0f), x->flat);
+    }
     if (strcmp(op, "Identity") == 0 && n->n_input == 1 && n->n_output == 1 && input_tensor(im, n, 0)) {
         /* a constant under another name (the exporter's way of using one weight twice) */
         if (check_attrs(im, n, none)) return -1;

@@ -600,6 +600,8 @@ OP_STEPS(sqrt, unary, UNARY_SQRT)
 OP_STEPS(reciprocal, unary, UNARY_RECIPROCAL)
 OP_STEPS(abs, unary, UNARY_ABS)
 OP_STEPS(pow, unary, UNARY_POW)
+OP_STEPS(erf, unary, UNARY_ERF)
+OP_STEPS(gelu, unary, UNARY_GELU)
 
 /* A constant's output is its tensor (one sample's slot; readers read it at batch stride 0);
  * its gradient, which the readers summed into that slot, is its parameter's. */
@@ -741,6 +743,9 @@ const model_op_t MODEL_OPS[] = {
     /* issue 44's rows (appended), not on the GPU yet */
     [LAYER_SOFTMAX]    = {LAYER_SOFTMAX, "softmax", "Softmax (a non-batch axis)", "Softmax", 1, IN1, infer_softmax, NULL, flops_pass, softmax_fwd, softmax_bwd},
     [LAYER_LOG_SOFTMAX] = {LAYER_LOG_SOFTMAX, "log softmax", "LogSoftmax (a non-batch axis)", "LogSoftmax", 1, IN1, infer_softmax, NULL, flops_pass, softmax_fwd, softmax_bwd},
+    [LAYER_ERF]        = {LAYER_ERF, "erf", "Erf", "Erf", 1, IN1, infer_same, NULL, flops_pass, erf_fwd, erf_bwd},
+    /* opset 13 has no Gelu: exported as torch 1.13 writes it, which the importer matches back */
+    [LAYER_GELU]       = {LAYER_GELU, "gelu", "Div, Erf, Add, Mul, Mul (nn.GELU's pattern)", "Div, Erf, Add, Mul, Mul", 1, IN1, infer_same, NULL, flops_pass, gelu_fwd, gelu_bwd},
 };
 /* clang-format on */
 /* A kind without a row would leave a zero row here (a designated initializer skipped):

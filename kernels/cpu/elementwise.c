@@ -217,6 +217,12 @@ __attribute__((target_clones("avx2", "default"))) void unary_forward(unary_op_t 
     case UNARY_POW:
         for (size_t i = 0; i < n; i++) out[i] = powf(inp[i], a);
         break;
+    case UNARY_ERF:
+        for (size_t i = 0; i < n; i++) out[i] = erff(inp[i]);
+        break;
+    case UNARY_GELU:
+        for (size_t i = 0; i < n; i++) out[i] = 0.5f * inp[i] * (1.0f + erff(inp[i] * (float)M_SQRT1_2));
+        break;
     }
 }
 
@@ -242,6 +248,16 @@ __attribute__((target_clones("avx2", "default"))) void unary_backward(unary_op_t
         break;
     case UNARY_POW:
         for (size_t i = 0; i < n; i++) dinp[i] += dout[i] * a * powf(inp[i], a - 1.0f);
+        break;
+    case UNARY_ERF: /* 2 / sqrt(pi) * exp(-x^2) */
+        for (size_t i = 0; i < n; i++) dinp[i] += dout[i] * (float)M_2_SQRTPI * expf(-inp[i] * inp[i]);
+        break;
+    case UNARY_GELU: /* Phi(x) + x * phi(x), phi the standard normal density */
+        for (size_t i = 0; i < n; i++) {
+            const float x = inp[i];
+            const float cdf = 0.5f * (1.0f + erff(x * (float)M_SQRT1_2));
+            dinp[i] += dout[i] * (cdf + x * (float)(0.5 * M_2_SQRTPI * M_SQRT1_2) * expf(-0.5f * x * x));
+        }
         break;
     }
 }

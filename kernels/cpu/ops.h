@@ -160,7 +160,18 @@ void hardswish_backward(size_t n, const float *inp, const float *dout, float *di
  * constant exponent a): out = f(inp). The backward adds dout * f'(inp), from inp or out;
  * Abs's derivative is 0 at 0 (PyTorch's sign), Sqrt's and Reciprocal's are infinite at 0
  * as theirs are. a is read by UNARY_POW only. */
-typedef enum { UNARY_EXP, UNARY_NEG, UNARY_SQRT, UNARY_RECIPROCAL, UNARY_ABS, UNARY_POW } unary_op_t;
+/* UNARY_ERF: erf(x); UNARY_GELU: the exact GELU x * (1 + erf(x / sqrt(2))) / 2 (torch's
+ * nn.GELU(), approximate "none"), whose backward reads the input. */
+typedef enum {
+    UNARY_EXP,
+    UNARY_NEG,
+    UNARY_SQRT,
+    UNARY_RECIPROCAL,
+    UNARY_ABS,
+    UNARY_POW,
+    UNARY_ERF,
+    UNARY_GELU
+} unary_op_t;
 /* Binary operators with NumPy broadcasting (ONNX's Add, Sub, Mul, Div) over the batch axis
  * and up to 5 more: out is (B, dims[1], ..., dims[rank - 1]) (dims[0] is the batch, given
  * per call), a and b are read at strides sa and sb in elements, 0 along an axis an input

@@ -252,6 +252,10 @@ static int build_abs(model_builder_t *b, int x) { return model_build_unary(b, LA
 static void ref_abs(const ref_in_t *in, double *y) { ref_unary_all(in, UNARY_ABS, 0.0, y); }
 static int build_pow(model_builder_t *b, int x) { return model_build_unary(b, LAYER_POW, x, 3.0f); }
 static void ref_pow(const ref_in_t *in, double *y) { ref_unary_all(in, UNARY_POW, 3.0, y); }
+static int build_erf(model_builder_t *b, int x) { return model_build_unary(b, LAYER_ERF, x, 0.0f); }
+static void ref_erf(const ref_in_t *in, double *y) { ref_unary_all(in, UNARY_ERF, 0.0, y); }
+static int build_gelu(model_builder_t *b, int x) { return model_build_unary(b, LAYER_GELU, x, 0.0f); }
+static void ref_gelu(const ref_in_t *in, double *y) { ref_unary_all(in, UNARY_GELU, 0.0, y); }
 
 /* The broadcasting rows. A constant operand is a parameter "t.c" (its gradient, summed over
  * the axes it broadcasts along, checked against finite differences like any parameter's);
@@ -430,6 +434,8 @@ static const row_case_t CASES[] = {
     {LAYER_SLICE, 3, 5, 4, build_slice, ref_view, 0, 1e-3, 0, 0},
     {LAYER_SOFTMAX, 3, 5, 4, build_softmax, ref_softmax_layer, 1e-6, 1e-3, 1e-6, 0},
     {LAYER_LOG_SOFTMAX, 3, 5, 4, build_log_softmax, ref_softmax_layer, 1e-6, 1e-3, 1e-6, 0},
+    {LAYER_ERF, 3, 5, 4, build_erf, ref_erf, 1e-6, 1e-3, 1e-6, 0},
+    {LAYER_GELU, 3, 5, 4, build_gelu, ref_gelu, 1e-6, 1e-3, 1e-6, 0},
 };
 
 /* Further cases of rows whose case above does not reach every path (the shape generator

@@ -389,6 +389,18 @@ int model_build_slice(model_builder_t *b, int in, int axis, int start, int end, 
     return li;
 }
 
+int model_build_bmm(model_builder_t *b, int a, int x)
+{
+    int li = add_layer(b, LAYER_BMM, a);
+    layer_t *l = layer_at(b, li);
+    l->in2 = x;
+    /* a constant has no batch axis: a weight is a Gemm's (model_build_gemm) */
+    if ((a >= 0 && layer_at(b, a)->kind == LAYER_CONST) || (x >= 0 && layer_at(b, x)->kind == LAYER_CONST))
+        b->failed = 1;
+    finish_layer(b, li, infer_layer(b, li, shape_at(b, x)) == 0);
+    return li;
+}
+
 int model_build_softmax(model_builder_t *b, layer_kind_t kind, int in, int axis)
 {
     int li = add_layer(b, kind, in);

@@ -121,6 +121,10 @@ typedef enum {
      * sqrt(2))), matched at import into this one row): model_build_unary's, not on the GPU */
     LAYER_ERF,
     LAYER_GELU,
+    /* ONNX MatMul of two activations (attention's Q K^T and A V): in (..., M, K) times in2
+     * (..., K, N), the leading axes equal (no broadcasting), both batched; sl_start: K. Not on
+     * the GPU */
+    LAYER_BMM,
     /* the number of kinds: model/op_table.c has one row per kind above */
     LAYER_KIND_COUNT
 } layer_kind_t;
@@ -300,6 +304,9 @@ int model_build_transpose(model_builder_t *b, int in, const int *perm);
 int model_build_slice(model_builder_t *b, int in, int axis, int start, int end, int step);
 /* kind LAYER_EXP to LAYER_POW, LAYER_ERF or LAYER_GELU (a: Pow's exponent, finite; ignored by the others) */
 int model_build_unary(model_builder_t *b, layer_kind_t kind, int in, float a);
+/* a (..., M, K) times x (..., K, N), activations of one rank >= 2 whose leading axes are
+ * equal (neither a LAYER_CONST) */
+int model_build_bmm(model_builder_t *b, int a, int x);
 /* kind LAYER_SOFTMAX or LAYER_LOG_SOFTMAX of in along its non-batch axis axis (0 .. rank - 1) */
 int model_build_softmax(model_builder_t *b, layer_kind_t kind, int in, int axis);
 /* channels of a, then of x (same H, W) */

@@ -725,6 +725,10 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
         gen_node(x, "Mul", gen_str(x, "Gelu_%d", li), out, 2, v[3], c[2]);
         break;
     }
+    case LAYER_BMM:
+        gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 2, in, l->in2 < 0 ? (char *)"input" : val[l->in2]);
+        flat[li] = 0;
+        break;
     case LAYER_SOFTMAX:
     case LAYER_LOG_SOFTMAX:
         /* opset 13's: the one axis (a flat input is rank 1: its axis 1 either way) */

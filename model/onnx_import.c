@@ -1147,6 +1147,26 @@ static int match_gelu(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     return define_output(im, m2, model_build_unary(b, LAYER_GELU, x->layer, 0.0f), x->flat);
 }
 
+/* MatMul of two activations (attention's Q K^T, A V): one rank >= 3 with the batch, the
+ * leading axes equal; a MatMul by a weight is do_matmul's. */
+static int do_bmm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const none[] = {NULL};
+    const value_t *x, *y;
+    if (check_attrs(im, n, none) || input_layer(im, n, 0, &x) || input_layer(im, n, 1, &y)) return -1;
+    model_shape_t sa, sb;
+    char ta[96], tb[96];
+    model_build_shape_nd(b, x->layer, &sa);
+    model_build_shape_nd(b, y->layer, &sb);
+    const int li = model_build_bmm(b, x->layer, y->layer);
+    if (x->flat || y->flat || model_build_failed(b))
+        return fail(im,
+                    "node '%s' (MatMul): %s times %s: two activations multiply as (N, ..., M, K) times (N, ..., "
+                    "K, N2) with equal leading axes (no broadcasting)",
+                    node_name(n), batch_text(&sa, ta, sizeof ta), batch_text(&sb, tb, sizeof tb));
+    return define_output(im, n, li, 0);
+}
+
 /* Softmax and LogSoftmax along one non-batch axis. Opset 13's normalise that axis alone;
  * before 13 they normalise the axis and every axis after it together (the input seen as 2-D),
  * which is the same only for the last axis: any other is refused by name. A flattened value
@@ -1202,6 +1222,9 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (strcmp(op, "Pad") == 0) return do_pad(im, n);
     if (strcmp(op, "Softmax") == 0 || strcmp(op, "LogSoftmax") == 0) return do_softmax(im, b, n);
     if (strcmp(op, "Div") == 0 && n->n_input == 2 && (rc = match_gelu(im, b, n)) != 1) return rc;
+    if (strcmp(op, "MatMul") == 0 && n->n_input == 2 && input_layer(im, n, 0, NULL) == 0 &&
+        input_layer(im, n, 1, NULL) == 0)
+        return do_bmm(im, b, n);
     if (strcmp(op, "Erf") == 0) {
         if (check_attrs(im, n, none) || input_layer(im, n, 0, &x)) return -1;
         if (n->n_input != 1) return fail(im, "node '%s' (Erf): %zu inputs, want 1", node_name(n), n->n_input);

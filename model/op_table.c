@@ -664,6 +664,50 @@ static void view_bwd(model_t *m, int i, const float *x, int B)
     view_backward(&l->bc, l->view_off, B, m->dacts + l->out_off, dinput_of(m, l->in));
 }
 
+/* (..., M, K) x (..., K, N): one rank >= 2, the leading axes equal */
+static int infer_bmm(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
+{
+    const int r = in->rank;
+    l->shape = *in;
+    if (r < 2 || in2->rank != r || in->dims[r - 1] != in2->dims[r - 2]) return -1;
+    for (int d = 0; d < r - 2; d++)
+        if (in->dims[d] != in2->dims[d]) return -1;
+    l->shape.dims[r - 1] = in2->dims[r - 1];
+    l->sl_start = in->dims[r - 1]; /* K */
+    return 0;
+}
+
+/* The matrices of a LAYER_BMM at batch B: G pairs of (M, K) and (K, N). */
+static void bmm_geometry(const layer_t *l, int B, int *G, int *M, int *K, int *N)
+{
+    const int r = l->shape.rank;
+    *G = B;
+    for (int d = 0; d < r - 2; d++) *G *= l->shape.dims[d];
+    *M = l->shape.dims[r - 2];
+    *N = l->shape.dims[r - 1];
+    *K = l->sl_start;
+}
+
+static void bmm_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    const layer_t *l = &m->layers[i];
+    int G, M, K, N;
+    bmm_geometry(l, B, &G, &M, &K, &N);
+    bmm_forward(G, M, K, N, input_of(m, x, l->in), input_of(m, x, l->in2), m->acts + l->out_off);
+}
+
+static void bmm_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    int G, M, K, N;
+    bmm_geometry(l, B, &G, &M, &K, &N);
+    bmm_backward(G, M, K, N, input_of(m, x, l->in), input_of(m, x, l->in2), m->dacts + l->out_off, dinput_of(m, l->in),
+                 dinput_of(m, l->in2));
+}
+
+/* 2 per multiply-add: each output element is K of them */
+static double flops_bmm(const layer_t *l) { return 2.0 * ((double)l->OC * l->OH * l->OW) * l->sl_start; }
+
 /* Softmax and LogSoftmax along axis sl_axis: a sample is (outer, n, inner) */
 static int infer_softmax(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
@@ -746,6 +790,7 @@ const model_op_t MODEL_OPS[] = {
     [LAYER_ERF]        = {LAYER_ERF, "erf", "Erf", "Erf", 1, IN1, infer_same, NULL, flops_pass, erf_fwd, erf_bwd},
     /* opset 13 has no Gelu: exported as torch 1.13 writes it, which the importer matches back */
     [LAYER_GELU]       = {LAYER_GELU, "gelu", "Div, Erf, Add, Mul, Mul (nn.GELU's pattern)", "Div, Erf, Add, Mul, Mul", 1, IN1, infer_same, NULL, flops_pass, gelu_fwd, gelu_bwd},
+    [LAYER_BMM]        = {LAYER_BMM, "matmul", "MatMul (two activations)", "MatMul", 2, IN12, infer_bmm, NULL, flops_bmm, bmm_fwd, bmm_bwd},
 };
 /* clang-format on */
 /* A kind without a row would leave a zero row here (a designated initializer skipped):

@@ -334,6 +334,12 @@ void softmax_xent_backward(int B, int N, const float *probs, const int32_t *labe
                            float *dlogits);
 /* Counts argmax(logits) == label. */
 int count_correct(int B, int N, const float *logits, const int32_t *labels);
+/* The product of two activations over batch dimensions (ONNX MatMul of two activations:
+ * attention's Q K^T and A V): a (G, M, K) times b (G, K, N) into out (G, M, N). The
+ * backward adds dout b^T to da and a^T dout to db (either NULL; they may alias). */
+void bmm_forward(int G, int M, int K, int N, const float *a, const float *b, float *out);
+void bmm_backward(int G, int M, int K, int N, const float *a, const float *b, const float *dout, float *da /* += */,
+                  float *db /* += */);
 /* Softmax (take_log 0) or LogSoftmax (take_log 1) along one axis of n elements: inp and out are
  * (rows, n, inner), each of the rows * inner lines along the middle axis normalised alone
  * (shifted by its maximum, so exp never overflows). The backward reads the OUTPUT: softmax

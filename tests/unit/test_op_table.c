@@ -379,6 +379,24 @@ static void ref_softmax_layer(const ref_in_t *in, double *y)
     }
     ref_softmax_axis(l->kind == LAYER_LOG_SOFTMAX, rows, l->shape.dims[l->sl_axis], inner, in->x, y);
 }
+/* x (3, 5, 4) times its transpose (3, 4, 5): attention's scores (3, 5, 5), both inputs
+ * reaching x; the reference transposes in->x itself */
+static int build_bmm(model_builder_t *b, int x)
+{
+    static const int perm[3] = {0, 2, 1};
+    return model_build_bmm(b, x, model_build_transpose(b, x, perm));
+}
+static void ref_bmm(const ref_in_t *in, double *y)
+{
+    const int G = in->B * 3;
+    double *t = malloc((size_t)G * 20 * sizeof *t);
+    assert_non_null(t);
+    for (int g = 0; g < G; g++)
+        for (int i = 0; i < 5; i++)
+            for (int k = 0; k < 4; k++) t[(size_t)g * 20 + k * 5 + i] = in->x[(size_t)g * 20 + i * 4 + k];
+    ref_bmm_forward(G, 5, 4, 5, in->x, t, y);
+    free(t);
+}
 static int build_softmax(model_builder_t *b, int x) { return model_build_softmax(b, LAYER_SOFTMAX, x, 1); }
 static int build_log_softmax(model_builder_t *b, int x) { return model_build_softmax(b, LAYER_LOG_SOFTMAX, x, 0); }
 static int build_softmax_last(model_builder_t *b, int x) { return model_build_softmax(b, LAYER_SOFTMAX, x, 2); }
@@ -434,6 +452,7 @@ static const row_case_t CASES[] = {
     {LAYER_SLICE, 3, 5, 4, build_slice, ref_view, 0, 1e-3, 0, 0},
     {LAYER_SOFTMAX, 3, 5, 4, build_softmax, ref_softmax_layer, 1e-6, 1e-3, 1e-6, 0},
     {LAYER_LOG_SOFTMAX, 3, 5, 4, build_log_softmax, ref_softmax_layer, 1e-6, 1e-3, 1e-6, 0},
+    {LAYER_BMM, 3, 5, 4, build_bmm, ref_bmm, 1e-6, 1e-3, 1e-5, 0},
     {LAYER_ERF, 3, 5, 4, build_erf, ref_erf, 1e-6, 1e-3, 1e-6, 0},
     {LAYER_GELU, 3, 5, 4, build_gelu, ref_gelu, 1e-6, 1e-3, 1e-6, 0},
 };

@@ -1189,8 +1189,8 @@ static int do_softmax(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     const int64_t given = attr_int(n, "axis", im->opset >= 13 ? -1 : 1);
     const int64_t ax = given < 0 ? given + s.rank + 1 : given; /* ONNX's: the batch axis 0 */
     if (ax < 1 || ax > s.rank)
-        return fail(im, "node '%s' (%s): axis %lld: only a non-batch axis of the input's %d is supported", node_name(n),
-                    n->op_type, (long long)given, s.rank + 1);
+        return fail(im, "node '%s' (%s): axis %lld: only a non-batch axis (1 to %d) is supported", node_name(n),
+                    n->op_type, (long long)given, s.rank);
     if (im->opset < 13 && ax != s.rank)
         return fail(im,
                     "node '%s' (%s): axis %lld in opset %lld normalises that axis and every later one together; "

@@ -1072,6 +1072,10 @@ static int fused_away(imp_t *im, const Onnx__NodeProto *n)
     return 0;
 }
 
+/* Whether n is a node of operator op (a node of the graph may have none: do_node refuses it
+ * when it gets there, a pattern probe only passes it by). */
+static int op_is(const Onnx__NodeProto *n, const char *op) { return n && n->op_type && strcmp(n->op_type, op) == 0; }
+
 /* The node that alone reads value name (the graph's output is read by the caller too), or
  * NULL. */
 static const Onnx__NodeProto *sole_reader(const imp_t *im, const char *name)
@@ -1096,8 +1100,7 @@ static int is_scalar(imp_t *im, const char *name, float v, float tol)
     const Onnx__TensorProto *t = val && val->kind == V_TENSOR ? val->tensor : NULL;
     for (size_t i = 0; !val && i < im->g->n_node; i++) {
         const Onnx__NodeProto *c = im->g->node[i];
-        const Onnx__AttributeProto *a = strcmp(c->op_type, "Constant") == 0 && c->n_output == 1 &&
-                                                strcmp(c->output[0], name) == 0
+        const Onnx__AttributeProto *a = op_is(c, "Constant") && c->n_output == 1 && strcmp(c->output[0], name) == 0
                                             ? attr(c, "value")
                                             : NULL;
         if (a && a->t) t = a->t;
@@ -1114,7 +1117,7 @@ static int is_scalar(imp_t *im, const char *name, float v, float tol)
  * any activation first, the scalar second. */
 static int is_op_scalar(imp_t *im, const Onnx__NodeProto *n, const char *op, const char *a, float v)
 {
-    if (!n || strcmp(n->op_type, op) != 0 || n->n_input != 2 || n->n_output != 1 || n->n_attribute) return 0;
+    if (!op_is(n, op) || n->n_input != 2 || n->n_output != 1 || n->n_attribute) return 0;
     if (!a) return is_scalar(im, n->input[1], v, 1e-6f);
     for (int k = 0; k < 2; k++)
         if (strcmp(n->input[k], a) == 0 && is_scalar(im, n->input[1 - k], v, 1e-6f)) return 1;
@@ -1132,11 +1135,11 @@ static int match_gelu(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         im->nfused + 4 > (int)(sizeof im->fused / sizeof im->fused[0]))
         return 1;
     const Onnx__NodeProto *e = sole_reader(im, n->output[0]);
-    if (!e || strcmp(e->op_type, "Erf") != 0 || e->n_output != 1) return 1;
+    if (!op_is(e, "Erf") || e->n_output != 1) return 1;
     const Onnx__NodeProto *a = sole_reader(im, e->output[0]);
     if (!is_op_scalar(im, a, "Add", e->output[0], 1.0f)) return 1;
     const Onnx__NodeProto *m1 = sole_reader(im, a->output[0]);
-    if (!m1 || strcmp(m1->op_type, "Mul") != 0 || m1->n_input != 2 || m1->n_output != 1 ||
+    if (!op_is(m1, "Mul") || m1->n_input != 2 || m1->n_output != 1 ||
         !((strcmp(m1->input[0], n->input[0]) == 0 && strcmp(m1->input[1], a->output[0]) == 0) ||
           (strcmp(m1->input[1], n->input[0]) == 0 && strcmp(m1->input[0], a->output[0]) == 0)))
         return 1;

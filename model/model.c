@@ -401,6 +401,29 @@ int model_build_bmm(model_builder_t *b, int a, int x)
     return li;
 }
 
+/* Elements of s's axes from to the last (a layer norm's weight) */
+static size_t axes_count(const model_shape_t *s, int from)
+{
+    size_t n = 1;
+    for (int d = from; d < s->rank; d++) n *= (size_t)s->dims[d];
+    return n;
+}
+
+int model_build_layernorm(model_builder_t *b, int in, int axis, float eps, const char *wname, const char *bname)
+{
+    int li = add_layer(b, LAYER_LAYERNORM, in);
+    layer_t *l = layer_at(b, li);
+    const size_t D = axis >= 0 ? axes_count(shape_at(b, in), axis) : 0;
+    l->sl_axis = axis;
+    l->eps = eps;
+    l->has_bias = 1;
+    if (!(eps > 0.0f)) b->failed = 1;
+    l->w_off = add_tensor_named(b, wname, D, 0);
+    l->b_off = add_tensor_named(b, bname, D, 0);
+    finish_layer(b, li, infer_layer(b, li, NULL) == 0);
+    return li;
+}
+
 int model_build_softmax(model_builder_t *b, layer_kind_t kind, int in, int axis)
 {
     int li = add_layer(b, kind, in);
@@ -662,7 +685,7 @@ static int mark_no_decay(model_t *m)
     if (!offs) return -1;
     for (int i = 0; i < m->nlayers; i++) {
         const layer_t *l = &m->layers[i];
-        if (l->kind == LAYER_BN) offs[n++] = l->w_off;
+        if (l->kind == LAYER_BN || l->kind == LAYER_LAYERNORM) offs[n++] = l->w_off;
         if (l->kind == LAYER_BN || l->has_bias) offs[n++] = l->b_off;
     }
     qsort(offs, n, sizeof *offs, cmp_size);
@@ -974,6 +997,10 @@ void model_init_params(model_t *m, uint64_t seed)
             }
             if (l->has_bias)
                 for (int k = 0; k < l->OC; k++) bias[k] = bound * (2.0f * rng_uniform(&r) - 1.0f);
+        } else if (l->kind == LAYER_LAYERNORM) {
+            /* torch's nn.LayerNorm: weight 1, bias 0 over the normalised axes */
+            const size_t D = axes_count(&l->shape, l->sl_axis);
+            for (size_t k = 0; k < D; k++) w[k] = 1.0f, bias[k] = 0.0f;
         } else if (l->kind == LAYER_BN) {
             for (int k = 0; k < l->C; k++) {
                 w[k] = 1.0f;

@@ -125,6 +125,11 @@ typedef enum {
      * (..., K, N), the leading axes equal (no broadcasting), both batched; sl_start: K. Not on
      * the GPU */
     LAYER_BMM,
+    /* ONNX LayerNormalization (opset 17) and torch 1.13's decomposed nn.LayerNorm (ReduceMean,
+     * Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, Mul weight, Add bias, matched at import):
+     * over the non-batch axes sl_axis.. to the last, eps, weight w_off and bias b_off of those
+     * axes' size (has_bias 1); not on the GPU */
+    LAYER_LAYERNORM,
     /* the number of kinds: model/op_table.c has one row per kind above */
     LAYER_KIND_COUNT
 } layer_kind_t;
@@ -307,6 +312,9 @@ int model_build_unary(model_builder_t *b, layer_kind_t kind, int in, float a);
 /* a (..., M, K) times x (..., K, N), activations of one rank >= 2 whose leading axes are
  * equal (neither a LAYER_CONST) */
 int model_build_bmm(model_builder_t *b, int a, int x);
+/* layer normalisation of in over its non-batch axes axis.. to the last, eps > 0, with the
+ * weight wname and bias bname of those axes' element count */
+int model_build_layernorm(model_builder_t *b, int in, int axis, float eps, const char *wname, const char *bname);
 /* kind LAYER_SOFTMAX or LAYER_LOG_SOFTMAX of in along its non-batch axis axis (0 .. rank - 1) */
 int model_build_softmax(model_builder_t *b, layer_kind_t kind, int in, int axis);
 /* channels of a, then of x (same H, W) */

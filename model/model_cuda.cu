@@ -921,6 +921,7 @@ static constexpr cuda_op_t CUDA_OPS[] = {
     {LAYER_ERF, NULL, NULL, NULL},
     {LAYER_GELU, NULL, NULL, NULL},
     {LAYER_BMM, NULL, NULL, NULL},
+    {LAYER_LAYERNORM, NULL, NULL, NULL},
 };
 static_assert(sizeof CUDA_OPS / sizeof CUDA_OPS[0] == LAYER_KIND_COUNT, "one CUDA row per layer kind");
 static constexpr bool cuda_ops_in_order(int k)

@@ -708,6 +708,31 @@ static void bmm_bwd(model_t *m, int i, const float *x, int B)
 /* 2 per multiply-add: each output element is K of them */
 static double flops_bmm(const layer_t *l) { return 2.0 * ((double)l->OC * l->OH * l->OW) * l->sl_start; }
 
+/* Layer norm over the axes sl_axis.. to the last: rows of D = size(sl_axis) * inner */
+static int infer_layernorm(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
+{
+    l->shape = *in;
+    return l->sl_axis < 0 || l->sl_axis >= in->rank ? -1 : 0;
+}
+
+static void layernorm_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    const layer_t *l = &m->layers[i];
+    int rows, inner;
+    axis_geometry(l, B, &rows, &inner);
+    layernorm_forward(rows, l->shape.dims[l->sl_axis] * inner, l->eps, input_of(m, x, l->in), m->params + l->w_off,
+                      m->params + l->b_off, m->acts + l->out_off);
+}
+
+static void layernorm_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    int rows, inner;
+    axis_geometry(l, B, &rows, &inner);
+    layernorm_backward(rows, l->shape.dims[l->sl_axis] * inner, l->eps, input_of(m, x, l->in), m->params + l->w_off,
+                       m->dacts + l->out_off, dinput_of(m, l->in), m->grads + l->w_off, m->grads + l->b_off);
+}
+
 /* Softmax and LogSoftmax along axis sl_axis: a sample is (outer, n, inner) */
 static int infer_softmax(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
@@ -791,6 +816,8 @@ const model_op_t MODEL_OPS[] = {
     /* opset 13 has no Gelu: exported as torch 1.13 writes it, which the importer matches back */
     [LAYER_GELU]       = {LAYER_GELU, "gelu", "Div, Erf, Add, Mul, Mul (nn.GELU's pattern)", "Div, Erf, Add, Mul, Mul", 1, IN1, infer_same, NULL, flops_pass, gelu_fwd, gelu_bwd},
     [LAYER_BMM]        = {LAYER_BMM, "matmul", "MatMul (two activations)", "MatMul", 2, IN12, infer_bmm, NULL, flops_bmm, bmm_fwd, bmm_bwd},
+    /* opset 13 has no LayerNormalization: exported as torch 1.13 writes nn.LayerNorm there */
+    [LAYER_LAYERNORM]  = {LAYER_LAYERNORM, "layernorm", "LayerNormalization, nn.LayerNorm's ReduceMean .. Add pattern", "ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add", 1, IN1, infer_layernorm, NULL, flops_pass, layernorm_fwd, layernorm_bwd},
 };
 /* clang-format on */
 /* A kind without a row would leave a zero row here (a designated initializer skipped):

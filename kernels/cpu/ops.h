@@ -340,6 +340,13 @@ int count_correct(int B, int N, const float *logits, const int32_t *labels);
 void bmm_forward(int G, int M, int K, int N, const float *a, const float *b, float *out);
 void bmm_backward(int G, int M, int K, int N, const float *a, const float *b, const float *dout, float *da /* += */,
                   float *db /* += */);
+/* Layer normalisation (ONNX LayerNormalization, torch's nn.LayerNorm): each of rows rows of D
+ * elements normalised by its mean and biased variance, times w, plus b (both (D)). The
+ * backward recomputes the statistics from inp, adds the input's gradient (dinp may be
+ * NULL) and writes dw and db (=). */
+void layernorm_forward(int rows, int D, float eps, const float *inp, const float *w, const float *b, float *out);
+void layernorm_backward(int rows, int D, float eps, const float *inp, const float *w, const float *dout,
+                        float *dinp /* += */, float *dw /* = */, float *db /* = */);
 /* Softmax (take_log 0) or LogSoftmax (take_log 1) along one axis of n elements: inp and out are
  * (rows, n, inner), each of the rows * inner lines along the middle axis normalised alone
  * (shifted by its maximum, so exp never overflows). The backward reads the OUTPUT: softmax

@@ -68,6 +68,9 @@ void ref_gemm_forward(const gemm_desc_t *d, int B, const double *x, const double
 void ref_batchnorm_forward_train(int B, int C, int HW, const double *x, const double *gamma, const double *beta,
                                  double eps, double *y, double *mean, double *var);
 
+/* ops.h's layernorm_forward in double */
+void ref_layernorm_forward(int rows, int D, double eps, const double *x, const double *w, const double *b, double *y);
+
 /* ---- loss (softmax.c) ---- */
 /* mean cross-entropy of softmax(x (B, N)) against labels, with label smoothing eps
  * (torch.nn.CrossEntropyLoss's: (1 - eps) * nll + eps * the mean over classes of -log p);

@@ -9,8 +9,13 @@ nets(): the set "attention" of onnx_families.py --export:
                 again), a residual Add, nn.GELU (torch 1.13 writes Div, Erf, Add, Mul, Mul:
                 one GELU row in pacer), y + 0.1 * erf(y) (a lone Erf), then Linear and
                 LogSoftmax over the classes.
-  (A Linear over the last axis, torchvision's ViT and ConvNeXt blocks, and LayerNorm wait for
-  the Gemm/MatMul over N-D input another branch brings: not here yet.)
+  ConvNeXtish   a stem (Conv 4x4 stride 4) and two of torchvision's CNBlock (depthwise 7x7,
+                permute, nn.LayerNorm over the channels (torch 1.13 writes ReduceMean, Sub,
+                Pow, ReduceMean, Add, Sqrt, Div, Mul, Add: one LayerNorm row in pacer),
+                permute back, GELU, layer scale, residual) with their Linear layers as 1x1
+                convolutions, x.mean([2, 3]), nn.LayerNorm of the pooled features, Linear.
+  (The Linear over the last axis that torchvision's own CNBlock and ViT use is another
+  branch's: those blocks wait for it.)
 
 Usage: /usr/bin/python3 tests/tools/onnx_attention.py --graphs OUTDIR
   Writes small graphs by hand (onnx.helper) for the importer's refusals, which
@@ -19,7 +24,10 @@ Usage: /usr/bin/python3 tests/tools/onnx_attention.py --graphs OUTDIR
     softmax_opset12.onnx Softmax on axis 1 of a (N, 2, 5) input in opset 12 (it normalises
                          axes 1 and 2 together there);
     softmax_last12.onnx  Softmax on the last axis in opset 12: accepted;
-    matmul_shape.onnx    MatMul of (N, 4, 6, 6) by (N, 4, 3, 3) activations.
+    matmul_shape.onnx    MatMul of (N, 4, 6, 6) by (N, 4, 3, 3) activations;
+    layernorm17.onnx     LayerNormalization (opset 17) of (N, 10): accepted;
+    layernorm_scale.onnx the same with a scale and bias of 5 elements;
+    layernorm_batch.onnx the same on axis 0 (the batch).
 Exits 77 when torch or onnx cannot be imported.
 """
 import math
@@ -57,16 +65,48 @@ class Attentionish(nn.Module):
         return torch.log_softmax(self.fc(torch.flatten(y, 1)), dim=1)
 
 
+class CNBlockish(nn.Module):
+    """torchvision's CNBlock with its two Linear layers over the channels as 1x1 convolutions
+    (a Linear over the last axis is not in pacer yet): depthwise 7x7, permute, LayerNorm
+    (eps 1e-6), permute back, 1x1 up, GELU, 1x1 down, layer scale, the input added back."""
+
+    def __init__(self, d):
+        super().__init__()
+        self.dw = nn.Conv2d(d, d, 7, padding=3, groups=d)
+        self.norm = nn.LayerNorm(d, eps=1e-6)
+        self.up, self.act, self.down = nn.Conv2d(d, 4 * d, 1), nn.GELU(), nn.Conv2d(4 * d, d, 1)
+        self.layer_scale = nn.Parameter(torch.full((d, 1, 1), 0.5))
+
+    def forward(self, x):
+        y = self.norm(self.dw(x).permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+        return x + self.layer_scale * self.down(self.act(self.up(y)))
+
+
+class ConvNeXtish(nn.Module):
+    def __init__(self, d=16):
+        super().__init__()
+        self.stem = nn.Conv2d(3, d, 4, 4)  # (d, 8, 8)
+        self.blocks = nn.Sequential(CNBlockish(d), CNBlockish(d))
+        self.norm = nn.LayerNorm(d)  # over the pooled features (N, d)
+        self.fc = nn.Linear(d, 10)
+
+    def forward(self, x):
+        return self.fc(self.norm(self.blocks(self.stem(x)).mean([2, 3])))
+
+
 def nets():
-    return {"Attentionish": Attentionish}
+    return {"Attentionish": Attentionish, "ConvNeXtish": ConvNeXtish}
 
 
 def graphs(out):
-    def model(nodes, xshape, yshape, opset=13):
+    def model(nodes, xshape, yshape, opset=13, inits=()):
         g = helper.make_graph(nodes, "ops44", [helper.make_tensor_value_info("input", TensorProto.FLOAT, xshape)],
-                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, yshape)])
+                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, yshape)], list(inits))
         return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
 
+    ln = lambda axis: helper.make_node("LayerNormalization", ["input", "ln.weight", "ln.bias"], ["logits"], axis=axis)
+    ln_inits = lambda n: [numpy_helper.from_array(np.ones(n, np.float32), "ln.weight"),
+                          numpy_helper.from_array(np.zeros(n, np.float32), "ln.bias")]
     sm = lambda axis, out="logits": helper.make_node("Softmax", ["input"], [out], axis=axis)
     files = {
         "softmax_batch": model([sm(0)], ["N", 10], ["N", 10]),
@@ -75,6 +115,9 @@ def graphs(out):
         "softmax_last12": model([sm(1)], ["N", 10], ["N", 10], 12),
         "matmul_shape": model([helper.make_node("MaxPool", ["input"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
                                helper.make_node("MatMul", ["input", "p"], ["logits"])], ["N", 4, 6, 6], ["N", 10]),
+        "layernorm17": model([ln(-1)], ["N", 10], ["N", 10], 17, ln_inits(10)),
+        "layernorm_scale": model([ln(-1)], ["N", 10], ["N", 10], 17, ln_inits(5)),
+        "layernorm_batch": model([ln(0)], ["N", 10], ["N", 10], 17, ln_inits(10)),
     }
     for name, m in files.items():
         onnx.save(m, "%s/%s.onnx" % (out, name))

@@ -397,6 +397,17 @@ static void ref_bmm(const ref_in_t *in, double *y)
     ref_bmm_forward(G, 5, 4, 5, in->x, t, y);
     free(t);
 }
+/* x (3, 5, 4) normalised over its last two axes (20 elements per row), eps 1e-5; the
+ * weight and bias are the model's (drawn at random by the test) */
+static int build_layernorm(model_builder_t *b, int x)
+{
+    return model_build_layernorm(b, x, 1, 1e-5f, "t.weight", "t.bias");
+}
+static void ref_layernorm(const ref_in_t *in, double *y)
+{
+    const layer_t *l = in->l;
+    ref_layernorm_forward(in->B * 3, 20, l->eps, in->x, in->params + l->w_off, in->params + l->b_off, y);
+}
 static int build_softmax(model_builder_t *b, int x) { return model_build_softmax(b, LAYER_SOFTMAX, x, 1); }
 static int build_log_softmax(model_builder_t *b, int x) { return model_build_softmax(b, LAYER_LOG_SOFTMAX, x, 0); }
 static int build_softmax_last(model_builder_t *b, int x) { return model_build_softmax(b, LAYER_SOFTMAX, x, 2); }
@@ -453,6 +464,7 @@ static const row_case_t CASES[] = {
     {LAYER_SOFTMAX, 3, 5, 4, build_softmax, ref_softmax_layer, 1e-6, 1e-3, 1e-6, 0},
     {LAYER_LOG_SOFTMAX, 3, 5, 4, build_log_softmax, ref_softmax_layer, 1e-6, 1e-3, 1e-6, 0},
     {LAYER_BMM, 3, 5, 4, build_bmm, ref_bmm, 1e-6, 1e-3, 1e-5, 0},
+    {LAYER_LAYERNORM, 3, 5, 4, build_layernorm, ref_layernorm, 1e-5, 2e-3, 1e-4, 0},
     {LAYER_ERF, 3, 5, 4, build_erf, ref_erf, 1e-6, 1e-3, 1e-6, 0},
     {LAYER_GELU, 3, 5, 4, build_gelu, ref_gelu, 1e-6, 1e-3, 1e-6, 0},
 };

@@ -25,7 +25,8 @@
  *   issue 44's: Softmax, LogSoftmax (one non-batch axis) -> LAYER_SOFTMAX, LAYER_LOG_SOFTMAX;
  *     Erf -> LAYER_ERF; MatMul of two activations -> LAYER_BMM; LayerNormalization and
  *     torch 1.13's nn.LayerNorm nodes (match_layernorm) -> LAYER_LAYERNORM; torch 1.13's
- *     nn.GELU nodes (match_gelu) -> LAYER_GELU;
+ *     nn.GELU nodes (match_gelu) -> LAYER_GELU; Gather of an activation by one constant
+ *     index -> LAYER_SLICE (and LAYER_RESHAPE for a scalar index);
  *   BatchNormalization (any epsilon and momentum; inference form, or the training
  *     form whose extra outputs are unused) -> LAYER_BN;
  *   Gemm (transB 0 or 1, alpha, beta, C optional) and MatMul with an initializer (plus an
@@ -1310,6 +1311,39 @@ static int do_layernorm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
                          0);
 }
 
+/* Gather of an activation along a non-batch axis by one constant index (ViT's class token,
+ * x[:, 0]): a LAYER_SLICE of that element, and for a scalar index a LAYER_RESHAPE without
+ * the axis. Gather of shapes is do_shape_op's. */
+static int do_gather(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const known[] = {"axis", NULL};
+    const value_t *x;
+    int64_t idx[INTS_MAX];
+    int ni, scalar;
+    if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
+    if (n->n_input != 2 || input_ints(im, n, 1, idx, &ni, &scalar) || ni != 1)
+        return fail(im, "node '%s' (Gather): the indices of an activation must be one constant integer", node_name(n));
+    model_shape_t s;
+    seen_shape(b, x, &s);
+    const int64_t given = attr_int(n, "axis", 0), ax = given < 0 ? given + s.rank + 1 : given;
+    if (ax < 1 || ax > s.rank)
+        return fail(im, "node '%s' (Gather): axis %lld: only a non-batch axis (1 to %d) is supported", node_name(n),
+                    (long long)given, s.rank);
+    const int dim = s.dims[ax - 1];
+    const int64_t k = idx[0] < 0 ? idx[0] + dim : idx[0];
+    if (k < 0 || k >= dim)
+        return fail(im, "node '%s' (Gather): index %lld is out of range for an axis of %d", node_name(n),
+                    (long long)idx[0], dim);
+    int li = model_build_slice(b, as_seen(b, x, &s), (int)ax - 1, (int)k, (int)k + 1, 1);
+    if (scalar) {
+        model_shape_t to = {.rank = s.rank - 1};
+        for (int d = 0, o = 0; d < s.rank; d++)
+            if (d != ax - 1) to.dims[o++] = s.dims[d];
+        li = model_build_reshape(b, li, &to);
+    }
+    return define_output(im, n, li, 0);
+}
+
 /* Softmax and LogSoftmax along one non-batch axis. Opset 13's normalise that axis alone;
  * before 13 they normalise the axis and every axis after it together (the input seen as 2-D),
  * which is the same only for the last axis: any other is refused by name. A flattened value
@@ -1348,6 +1382,8 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
         return fail(im, "node '%s' (%s): operator domain '%s' is not supported", node_name(n), op, n->domain);
     if (n->n_output < 1 || !n->output[0][0]) return fail(im, "node '%s' (%s): no output", node_name(n), op);
+    const value_t *g0 = op_is(n, "Gather") && n->n_input > 0 ? find_value(im, n->input[0]) : NULL;
+    if (g0 && g0->kind == V_LAYER) return do_gather(im, b, n);
     int rc = do_shape_op(im, b, n);
     if (rc != 1) return rc;
     if (strcmp(op, "Conv") == 0) return do_conv(im, b, n);

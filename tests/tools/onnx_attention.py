@@ -14,6 +14,8 @@ nets(): the set "attention" of onnx_families.py --export:
                 Pow, ReduceMean, Add, Sqrt, Div, Mul, Add: one LayerNorm row in pacer),
                 permute back, GELU, layer scale, residual) with their Linear layers as 1x1
                 convolutions, x.mean([2, 3]), nn.LayerNorm of the pooled features, Linear.
+  Tokenish      a patch embedding as tokens, t[:, 0] + t[:, -1] (Gather of an activation by
+                a constant index), Linear.
   (The Linear over the last axis that torchvision's own CNBlock and ViT use is another
   branch's: those blocks wait for it.)
 
@@ -27,7 +29,8 @@ Usage: /usr/bin/python3 tests/tools/onnx_attention.py --graphs OUTDIR
     matmul_shape.onnx    MatMul of (N, 4, 6, 6) by (N, 4, 3, 3) activations;
     layernorm17.onnx     LayerNormalization (opset 17) of (N, 10): accepted;
     layernorm_scale.onnx the same with a scale and bias of 5 elements;
-    layernorm_batch.onnx the same on axis 0 (the batch).
+    layernorm_batch.onnx the same on axis 0 (the batch);
+    gather_indices.onnx  Gather of an activation by two indices.
 Exits 77 when torch or onnx cannot be imported.
 """
 import math
@@ -94,8 +97,24 @@ class ConvNeXtish(nn.Module):
         return self.fc(self.norm(self.blocks(self.stem(x)).mean([2, 3])))
 
 
+class Tokenish(nn.Module):
+    """A patch embedding as tokens (B, 16, d), the first and the last token picked by a
+    constant index (Gather: ViT's x[:, 0]) and added, then Linear."""
+
+    def __init__(self, d=8):
+        super().__init__()
+        self.d = d
+        self.embed = nn.Conv2d(3, d, 8, 8)
+        self.fc = nn.Linear(d, 10)
+
+    def forward(self, x):
+        e = self.embed(x)
+        t = e.reshape(e.shape[0], self.d, 16).transpose(1, 2)
+        return self.fc(t[:, 0] + t[:, -1])
+
+
 def nets():
-    return {"Attentionish": Attentionish, "ConvNeXtish": ConvNeXtish}
+    return {"Attentionish": Attentionish, "ConvNeXtish": ConvNeXtish, "Tokenish": Tokenish}
 
 
 def graphs(out):
@@ -115,6 +134,8 @@ def graphs(out):
         "softmax_last12": model([sm(1)], ["N", 10], ["N", 10], 12),
         "matmul_shape": model([helper.make_node("MaxPool", ["input"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
                                helper.make_node("MatMul", ["input", "p"], ["logits"])], ["N", 4, 6, 6], ["N", 10]),
+        "gather_indices": model([helper.make_node("Gather", ["input", "idx"], ["logits"], axis=1)], ["N", 10],
+                                ["N", 2], 13, [numpy_helper.from_array(np.array([0, 1], np.int64), "idx")]),
         "layernorm17": model([ln(-1)], ["N", 10], ["N", 10], 17, ln_inits(10)),
         "layernorm_scale": model([ln(-1)], ["N", 10], ["N", 10], 17, ln_inits(5)),
         "layernorm_batch": model([ln(0)], ["N", 10], ["N", 10], 17, ln_inits(10)),

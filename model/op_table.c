@@ -708,13 +708,14 @@ static void bmm_bwd(model_t *m, int i, const float *x, int B)
 /* 2 per multiply-add: each output element is K of them */
 static double flops_bmm(const layer_t *l) { return 2.0 * ((double)l->OC * l->OH * l->OW) * l->sl_start; }
 
-/* Layer norm over the axes sl_axis.. to the last: rows of D = size(sl_axis) * inner */
-static int infer_layernorm(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
+/* The input's shape, along (or from) an axis sl_axis it has: Softmax's, LayerNorm's */
+static int infer_axis(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
     l->shape = *in;
     return l->sl_axis < 0 || l->sl_axis >= in->rank ? -1 : 0;
 }
 
+/* Layer norm over the axes sl_axis.. to the last: rows of D = size(sl_axis) * inner */
 static void layernorm_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     const layer_t *l = &m->layers[i];
@@ -734,12 +735,6 @@ static void layernorm_bwd(model_t *m, int i, const float *x, int B)
 }
 
 /* Softmax and LogSoftmax along axis sl_axis: a sample is (outer, n, inner) */
-static int infer_softmax(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
-{
-    l->shape = *in;
-    return l->sl_axis < 0 || l->sl_axis >= in->rank ? -1 : 0;
-}
-
 static void softmax_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     const layer_t *l = &m->layers[i];
@@ -810,14 +805,14 @@ const model_op_t MODEL_OPS[] = {
     [LAYER_TRANSPOSE]  = {LAYER_TRANSPOSE, "transpose", "Transpose (the batch axis first)", "Transpose", 1, IN1, infer_transpose, NULL, flops_none, view_fwd, view_bwd},
     [LAYER_SLICE]      = {LAYER_SLICE, "slice", "Slice, Split (non-batch axes, constant bounds)", "Slice", 1, IN1, infer_slice, NULL, flops_none, view_fwd, view_bwd},
     /* issue 44's rows (appended), not on the GPU yet */
-    [LAYER_SOFTMAX]    = {LAYER_SOFTMAX, "softmax", "Softmax (a non-batch axis)", "Softmax", 1, IN1, infer_softmax, NULL, flops_pass, softmax_fwd, softmax_bwd},
-    [LAYER_LOG_SOFTMAX] = {LAYER_LOG_SOFTMAX, "log softmax", "LogSoftmax (a non-batch axis)", "LogSoftmax", 1, IN1, infer_softmax, NULL, flops_pass, softmax_fwd, softmax_bwd},
+    [LAYER_SOFTMAX]    = {LAYER_SOFTMAX, "softmax", "Softmax (a non-batch axis)", "Softmax", 1, IN1, infer_axis, NULL, flops_pass, softmax_fwd, softmax_bwd},
+    [LAYER_LOG_SOFTMAX] = {LAYER_LOG_SOFTMAX, "log softmax", "LogSoftmax (a non-batch axis)", "LogSoftmax", 1, IN1, infer_axis, NULL, flops_pass, softmax_fwd, softmax_bwd},
     [LAYER_ERF]        = {LAYER_ERF, "erf", "Erf", "Erf", 1, IN1, infer_same, NULL, flops_pass, erf_fwd, erf_bwd},
     /* opset 13 has no Gelu: exported as torch 1.13 writes it, which the importer matches back */
     [LAYER_GELU]       = {LAYER_GELU, "gelu", "Div, Erf, Add, Mul, Mul (nn.GELU's pattern)", "Div, Erf, Add, Mul, Mul", 1, IN1, infer_same, NULL, flops_pass, gelu_fwd, gelu_bwd},
     [LAYER_BMM]        = {LAYER_BMM, "matmul", "MatMul (two activations)", "MatMul", 2, IN12, infer_bmm, NULL, flops_bmm, bmm_fwd, bmm_bwd},
     /* opset 13 has no LayerNormalization: exported as torch 1.13 writes nn.LayerNorm there */
-    [LAYER_LAYERNORM]  = {LAYER_LAYERNORM, "layernorm", "LayerNormalization, nn.LayerNorm's ReduceMean .. Add pattern", "ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add", 1, IN1, infer_layernorm, NULL, flops_pass, layernorm_fwd, layernorm_bwd},
+    [LAYER_LAYERNORM]  = {LAYER_LAYERNORM, "layernorm", "LayerNormalization, nn.LayerNorm's ReduceMean .. Add pattern", "ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add", 1, IN1, infer_axis, NULL, flops_pass, layernorm_fwd, layernorm_bwd},
 };
 /* clang-format on */
 /* A kind without a row would leave a zero row here (a designated initializer skipped):

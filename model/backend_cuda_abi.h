@@ -30,8 +30,10 @@ extern "C" {
  * 9: layer_t's and model_t's N-D shapes (model_shape_t), the unary kinds LAYER_EXP to LAYER_POW
  * and the broadcast, constant and movement kinds (empty rows: not on the GPU);
  * 10: layer_t's red_mask and red_keep, LAYER_REDUCE_MEAN, LAYER_REDUCE_SUM and
- * LAYER_LINEAR (empty rows) */
-#define PACER_CUDA_ABI 10
+ * LAYER_LINEAR (empty rows);
+ * 11: issue 44's kinds LAYER_SOFTMAX to LAYER_LAYERNORM (Erf and GELU through the unary
+ * launcher) */
+#define PACER_CUDA_ABI 11
 #define PACER_CUDA_ENTRY "pacer_cuda_backend"
 
 typedef struct cuda_model cuda_model_t;

@@ -329,7 +329,8 @@ int model_build_unary(model_builder_t *b, layer_kind_t kind, int in, float a)
     int li = add_layer(b, kind, in);
     layer_t *l = layer_at(b, li);
     l->alpha = kind == LAYER_POW ? a : 0.0f;
-    if (kind < LAYER_EXP || kind > LAYER_POW || !isfinite(l->alpha)) b->failed = 1;
+    if ((kind < LAYER_EXP || kind > LAYER_POW) && kind != LAYER_ERF && kind != LAYER_GELU) b->failed = 1;
+    if (!isfinite(l->alpha)) b->failed = 1;
     finish_layer(b, li, infer_layer(b, li, NULL) == 0);
     return li;
 }
@@ -409,6 +410,51 @@ int model_build_reduce(model_builder_t *b, layer_kind_t kind, int in, unsigned m
     const int ok = kind == LAYER_REDUCE_MEAN || kind == LAYER_REDUCE_SUM;
     if (!ok) b->failed = 1;
     finish_layer(b, li, ok && infer_layer(b, li, NULL) == 0);
+    return li;
+}
+
+int model_build_bmm(model_builder_t *b, int a, int x)
+{
+    int li = add_layer(b, LAYER_BMM, a);
+    layer_t *l = layer_at(b, li);
+    l->in2 = x;
+    /* a constant has no batch axis: a weight is a Gemm's (model_build_gemm) */
+    if ((a >= 0 && layer_at(b, a)->kind == LAYER_CONST) || (x >= 0 && layer_at(b, x)->kind == LAYER_CONST))
+        b->failed = 1;
+    finish_layer(b, li, infer_layer(b, li, shape_at(b, x)) == 0);
+    return li;
+}
+
+/* Elements of s's axes from to the last (a layer norm's weight) */
+static size_t axes_count(const model_shape_t *s, int from)
+{
+    size_t n = 1;
+    for (int d = from; d < s->rank; d++) n *= (size_t)s->dims[d];
+    return n;
+}
+
+int model_build_layernorm(model_builder_t *b, int in, int axis, float eps, const char *wname, const char *bname)
+{
+    int li = add_layer(b, LAYER_LAYERNORM, in);
+    layer_t *l = layer_at(b, li);
+    const size_t D = axis >= 0 ? axes_count(shape_at(b, in), axis) : 0;
+    l->sl_axis = axis;
+    l->eps = eps;
+    l->has_bias = 1;
+    if (!(eps > 0.0f)) b->failed = 1;
+    l->w_off = add_tensor_named(b, wname, D, 0);
+    l->b_off = add_tensor_named(b, bname, D, 0);
+    finish_layer(b, li, infer_layer(b, li, NULL) == 0);
+    return li;
+}
+
+int model_build_softmax(model_builder_t *b, layer_kind_t kind, int in, int axis)
+{
+    int li = add_layer(b, kind, in);
+    layer_t *l = layer_at(b, li);
+    l->sl_axis = axis;
+    if (kind != LAYER_SOFTMAX && kind != LAYER_LOG_SOFTMAX) b->failed = 1;
+    finish_layer(b, li, infer_layer(b, li, NULL) == 0);
     return li;
 }
 
@@ -663,7 +709,7 @@ static int mark_no_decay(model_t *m)
     if (!offs) return -1;
     for (int i = 0; i < m->nlayers; i++) {
         const layer_t *l = &m->layers[i];
-        if (l->kind == LAYER_BN) offs[n++] = l->w_off;
+        if (l->kind == LAYER_BN || l->kind == LAYER_LAYERNORM) offs[n++] = l->w_off;
         if (l->kind == LAYER_BN || l->has_bias) offs[n++] = l->b_off;
     }
     qsort(offs, n, sizeof *offs, cmp_size);
@@ -978,6 +1024,10 @@ void model_init_params(model_t *m, uint64_t seed)
             }
             if (l->has_bias)
                 for (int k = 0; k < nout; k++) bias[k] = bound * (2.0f * rng_uniform(&r) - 1.0f);
+        } else if (l->kind == LAYER_LAYERNORM) {
+            /* torch's nn.LayerNorm: weight 1, bias 0 over the normalised axes */
+            const size_t D = axes_count(&l->shape, l->sl_axis);
+            for (size_t k = 0; k < D; k++) w[k] = 1.0f, bias[k] = 0.0f;
         } else if (l->kind == LAYER_BN) {
             for (int k = 0; k < l->C; k++) {
                 w[k] = 1.0f;

@@ -120,6 +120,24 @@ typedef enum {
      * (torch.nn.Linear on (B, T, C)): gemm over the last axis, IN its size, B * T rows of
      * one GEMM; an Add of a bias after it joins it (has_bias). LAYER_FC flattens instead. */
     LAYER_LINEAR,
+    /* issue 44's operators (appended: the table's order is the enum's). LAYER_SOFTMAX,
+     * LAYER_LOG_SOFTMAX: along the non-batch axis sl_axis (ONNX opset 13's Softmax and
+     * LogSoftmax); not on the GPU yet. */
+    LAYER_SOFTMAX,
+    LAYER_LOG_SOFTMAX,
+    /* ONNX's Erf, and the exact GELU (torch 1.13's nn.GELU export, x * 0.5 * (1 + Erf(x /
+     * sqrt(2))), matched at import into this one row): model_build_unary's, not on the GPU */
+    LAYER_ERF,
+    LAYER_GELU,
+    /* ONNX MatMul of two activations (attention's Q K^T and A V): in (..., M, K) times in2
+     * (..., K, N), the leading axes equal (no broadcasting), both batched; sl_start: K. Not on
+     * the GPU */
+    LAYER_BMM,
+    /* ONNX LayerNormalization (opset 17) and torch 1.13's decomposed nn.LayerNorm (ReduceMean,
+     * Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, Mul weight, Add bias, matched at import):
+     * over the non-batch axes sl_axis.. to the last, eps, weight w_off and bias b_off of those
+     * axes' size (has_bias 1); not on the GPU */
+    LAYER_LAYERNORM,
     /* the number of kinds: model/op_table.c has one row per kind above */
     LAYER_KIND_COUNT
 } layer_kind_t;
@@ -306,8 +324,17 @@ int model_build_slice(model_builder_t *b, int in, int axis, int start, int end, 
 /* kind LAYER_REDUCE_MEAN or LAYER_REDUCE_SUM of in over its sample axes mask (bit d: axis
  * d; not 0, below its rank), keepdims keep */
 int model_build_reduce(model_builder_t *b, layer_kind_t kind, int in, unsigned mask, int keep);
-/* kind LAYER_EXP to LAYER_POW (a: Pow's exponent, finite; ignored by the others) */
+/* kind LAYER_EXP to LAYER_POW, LAYER_ERF or LAYER_GELU (a: Pow's exponent, finite; ignored
+ * by the others) */
 int model_build_unary(model_builder_t *b, layer_kind_t kind, int in, float a);
+/* a (..., M, K) times x (..., K, N), activations of one rank >= 2 whose leading axes are
+ * equal (neither a LAYER_CONST) */
+int model_build_bmm(model_builder_t *b, int a, int x);
+/* layer normalisation of in over its non-batch axes axis.. to the last, eps > 0, with the
+ * weight wname and bias bname of those axes' element count */
+int model_build_layernorm(model_builder_t *b, int in, int axis, float eps, const char *wname, const char *bname);
+/* kind LAYER_SOFTMAX or LAYER_LOG_SOFTMAX of in along its non-batch axis axis (0 .. rank - 1) */
+int model_build_softmax(model_builder_t *b, layer_kind_t kind, int in, int axis);
 /* channels of a, then of x (same H, W) */
 int model_build_concat(model_builder_t *b, int a, int x);
 /* the same along non-batch axis axis (0: the channels) of two inputs of one rank, equal but

@@ -725,6 +725,65 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
         gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in);
         flat[li] = 0;
         break;
+    case LAYER_ERF: gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in); break;
+    case LAYER_GELU: {
+        /* opset 13 has no Gelu: x * (1 + Erf(x / sqrt(2))) * 0.5, the nodes torch 1.13 writes
+         * for nn.GELU (the importer matches them back into one row) */
+        char *c[3] = {gen_scalar(x, gen_str(x, "Gelu_%d_sqrt2", li), (float)M_SQRT2),
+                      gen_scalar(x, gen_str(x, "Gelu_%d_one", li), 1.0f),
+                      gen_scalar(x, gen_str(x, "Gelu_%d_half", li), 0.5f)};
+        char *v[4] = {gen_str(x, "%s_div", out), gen_str(x, "%s_erf", out), gen_str(x, "%s_add", out),
+                      gen_str(x, "%s_mul", out)};
+        for (int i = 0; i < 4; i++)
+            if (!v[i] || (i < 3 && !c[i])) return; /* out of memory (gen_alloc marked it) */
+        gen_node(x, "Div", gen_str(x, "Gelu_%d_div", li), v[0], 2, in, c[0]);
+        gen_node(x, "Erf", gen_str(x, "Gelu_%d_erf", li), v[1], 1, v[0]);
+        gen_node(x, "Add", gen_str(x, "Gelu_%d_add", li), v[2], 2, v[1], c[1]);
+        gen_node(x, "Mul", gen_str(x, "Gelu_%d_mul", li), v[3], 2, in, v[2]);
+        gen_node(x, "Mul", gen_str(x, "Gelu_%d", li), out, 2, v[3], c[2]);
+        break;
+    }
+    case LAYER_BMM:
+        gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 2, in, l->in2 < 0 ? (char *)"input" : val[l->in2]);
+        flat[li] = 0;
+        break;
+    case LAYER_LAYERNORM: {
+        /* opset 13 has no LayerNormalization: the nodes torch 1.13 writes for nn.LayerNorm
+         * (the importer matches them back into one row); the weight and bias of the
+         * normalised axes' shape */
+        const char *w = tensor_name_at(m, l->w_off, 0), *bias = tensor_name_at(m, l->b_off, 0);
+        int axes[MODEL_MAX_RANK];
+        int64_t d[MODEL_MAX_RANK];
+        const int k = l->shape.rank - l->sl_axis;
+        for (int i = 0; i < k; i++) axes[i] = -k + i, d[i] = l->shape.dims[l->sl_axis + i];
+        char *c[2] = {gen_scalar(x, gen_str(x, "LayerNorm_%d_two", li), 2.0f),
+                      gen_scalar(x, gen_str(x, "LayerNorm_%d_eps", li), l->eps)};
+        static const char *const what[8] = {"mean", "sub", "pow", "var", "add", "sqrt", "div", "mul"};
+        char *v[8];
+        for (int i = 0; i < 8; i++)
+            if (!(v[i] = gen_str(x, "%s_%s", out, what[i]))) return; /* out of memory (gen_alloc marked it) */
+        if (!c[0] || !c[1]) return;
+        n = gen_node(x, "ReduceMean", gen_str(x, "LayerNorm_%d_mean", li), v[0], 1, in);
+        gen_attr_ints(x, n, "axes", k, axes);
+        gen_node(x, "Sub", gen_str(x, "LayerNorm_%d_sub", li), v[1], 2, in, v[0]);
+        gen_node(x, "Pow", gen_str(x, "LayerNorm_%d_pow", li), v[2], 2, v[1], c[0]);
+        n = gen_node(x, "ReduceMean", gen_str(x, "LayerNorm_%d_var", li), v[3], 1, v[2]);
+        gen_attr_ints(x, n, "axes", k, axes);
+        gen_node(x, "Add", gen_str(x, "LayerNorm_%d_add", li), v[4], 2, v[3], c[1]);
+        gen_node(x, "Sqrt", gen_str(x, "LayerNorm_%d_sqrt", li), v[5], 1, v[4]);
+        gen_node(x, "Div", gen_str(x, "LayerNorm_%d_div", li), v[6], 2, v[1], v[5]);
+        gen_node(x, "Mul", gen_str(x, "LayerNorm_%d_mul", li), v[7], 2, v[6], w);
+        gen_node(x, "Add", gen_str(x, "LayerNorm_%d", li), out, 2, v[7], bias);
+        gen_init(x, m, w, k, d);
+        gen_init(x, m, bias, k, d);
+        break;
+    }
+    case LAYER_SOFTMAX:
+    case LAYER_LOG_SOFTMAX:
+        /* opset 13's: the one axis (a flat input is rank 1: its axis 1 either way) */
+        n = gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in);
+        gen_attr_int(x, n, "axis", 1 + l->sl_axis);
+        break;
     case LAYER_CONCAT:
         n = gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 2, in, l->in2 < 0 ? (char *)"input" : val[l->in2]);
         gen_attr_int(x, n, "axis", 1 + l->sl_axis);

@@ -23,6 +23,11 @@
  *     like Shape's (below); Concat of activations (axis 1) -> a chain of
  *     LAYER_CONCAT; Dropout -> LAYER_DROPOUT (the mask output unused); pacer's own
  *     ai.pacer:StochasticDepth (p, mode "row") -> LAYER_STOCHASTIC_DEPTH;
+ *   issue 44's: Softmax, LogSoftmax (one non-batch axis) -> LAYER_SOFTMAX, LAYER_LOG_SOFTMAX;
+ *     Erf -> LAYER_ERF; MatMul of two activations -> LAYER_BMM; LayerNormalization and
+ *     torch 1.13's nn.LayerNorm nodes (match_layernorm) -> LAYER_LAYERNORM; torch 1.13's
+ *     nn.GELU nodes (match_gelu) -> LAYER_GELU; Gather of an activation by one constant
+ *     index -> LAYER_SLICE (and LAYER_RESHAPE for a scalar index);
  *   BatchNormalization (any epsilon and momentum; inference form, or the training
  *     form whose extra outputs are unused) -> LAYER_BN;
  *   Gemm (transB 0 or 1, alpha, beta, C optional) and MatMul with an initializer (plus an
@@ -97,6 +102,11 @@ typedef struct {
     size_t nvals, cap;
     char *err;
     size_t errlen;
+    int64_t opset; /* the ai.onnx opset the file imports (11 to 17) */
+    /* Nodes a matched pattern (match_gelu) stands for, still to come: do_node passes over
+     * each once. Bounded: a pattern that finds no room is left unmatched. */
+    const Onnx__NodeProto *fused[16];
+    int nfused;
 } imp_t;
 
 static int fail(imp_t *im, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -1220,16 +1230,324 @@ static int do_binary(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, la
     return define_output(im, n, li, 0);
 }
 
+/* Whether n is a node a matched pattern stands for (then forgotten: each is seen once). */
+static int fused_away(imp_t *im, const Onnx__NodeProto *n)
+{
+    for (int k = 0; k < im->nfused; k++)
+        if (im->fused[k] == n) {
+            im->fused[k] = im->fused[--im->nfused];
+            return 1;
+        }
+    return 0;
+}
+
+/* Whether n is a node of operator op (a node of the graph may have none: do_node refuses it
+ * when it gets there, a pattern probe only passes it by). */
+static int op_is(const Onnx__NodeProto *n, const char *op) { return n && n->op_type && strcmp(n->op_type, op) == 0; }
+
+/* The nodes that read value name into r[0..max), in graph order; returns how many there are
+ * (max + 1 for more than max; the graph's output counts as a reader that is no node). */
+static int readers(const imp_t *im, const char *name, const Onnx__NodeProto **r, int max)
+{
+    int k = strcmp(im->output, name) == 0 ? max + 1 : 0;
+    for (size_t i = 0; i < im->g->n_node && k <= max; i++)
+        for (size_t j = 0; j < im->g->node[i]->n_input && k <= max; j++)
+            if (strcmp(im->g->node[i]->input[j], name) == 0) {
+                if (k < max) r[k] = im->g->node[i];
+                k++;
+                break; /* a node reading it twice is one reader */
+            }
+    return k;
+}
+
+/* The node that alone reads value name (the graph's output is read by the caller too), or
+ * NULL. */
+static const Onnx__NodeProto *sole_reader(const imp_t *im, const char *name)
+{
+    const Onnx__NodeProto *r[1];
+    return readers(im, name, r, 1) == 1 ? r[0] : NULL;
+}
+
+/* Whether value name is a float scalar (then in *f): an initializer or Constant seen
+ * already, or a Constant node later in the graph (torch writes a pattern's constants where
+ * it uses them). */
+static int scalar_value(imp_t *im, const char *name, float *f)
+{
+    const value_t *val = find_value(im, name);
+    const Onnx__TensorProto *t = val && val->kind == V_TENSOR ? val->tensor : NULL;
+    for (size_t i = 0; !val && i < im->g->n_node; i++) {
+        const Onnx__NodeProto *c = im->g->node[i];
+        const Onnx__AttributeProto *a = op_is(c, "Constant") && c->n_output == 1 && strcmp(c->output[0], name) == 0
+                                            ? attr(c, "value")
+                                            : NULL;
+        if (a && a->t) t = a->t;
+    }
+    const size_t keep = im->errlen; /* a probe: tensor_floats' refusal is not this node's (not written) */
+    im->errlen = 0;
+    const int ok = t && tensor_count(t) == 1 && tensor_floats(im, t, f, 1) == 0;
+    im->errlen = keep;
+    return ok;
+}
+
+static int is_scalar(imp_t *im, const char *name, float v, float tol)
+{
+    float f;
+    return scalar_value(im, name, &f) && fabsf(f - v) <= tol;
+}
+
+/* n's operator is op with two inputs, a and a scalar equal to v (either order); a NULL:
+ * any activation first, the scalar second. */
+static int is_op_scalar(imp_t *im, const Onnx__NodeProto *n, const char *op, const char *a, float v)
+{
+    if (!op_is(n, op) || n->n_input != 2 || n->n_output != 1 || n->n_attribute) return 0;
+    if (!a) return is_scalar(im, n->input[1], v, 1e-6f);
+    for (int k = 0; k < 2; k++)
+        if (strcmp(n->input[k], a) == 0 && is_scalar(im, n->input[1 - k], v, 1e-6f)) return 1;
+    return 0;
+}
+
+/* torch 1.13's nn.GELU(): Div(x, sqrt(2)), Erf, Add 1, Mul by x, Mul by 0.5, each value
+ * but the last read by the next node alone. At the Div: builds one LAYER_GELU for the five
+ * and defines the last Mul's output; 1 where n does not start the pattern (the Div is then
+ * an ordinary one). */
+static int match_gelu(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    const value_t *x = find_value(im, n->input[0]);
+    if (!x || x->kind != V_LAYER || !is_op_scalar(im, n, "Div", NULL, (float)M_SQRT2) ||
+        im->nfused + 4 > (int)(sizeof im->fused / sizeof im->fused[0]))
+        return 1;
+    const Onnx__NodeProto *e = sole_reader(im, n->output[0]);
+    if (!op_is(e, "Erf") || e->n_output != 1) return 1;
+    const Onnx__NodeProto *a = sole_reader(im, e->output[0]);
+    if (!is_op_scalar(im, a, "Add", e->output[0], 1.0f)) return 1;
+    const Onnx__NodeProto *m1 = sole_reader(im, a->output[0]);
+    if (!op_is(m1, "Mul") || m1->n_input != 2 || m1->n_output != 1 ||
+        !((strcmp(m1->input[0], n->input[0]) == 0 && strcmp(m1->input[1], a->output[0]) == 0) ||
+          (strcmp(m1->input[1], n->input[0]) == 0 && strcmp(m1->input[0], a->output[0]) == 0)))
+        return 1;
+    const Onnx__NodeProto *m2 = sole_reader(im, m1->output[0]);
+    if (!is_op_scalar(im, m2, "Mul", m1->output[0], 0.5f)) return 1;
+    const Onnx__NodeProto *const later[4] = {e, a, m1, m2};
+    for (int k = 0; k < 4; k++) im->fused[im->nfused++] = later[k];
+    return define_output(im, m2, model_build_unary(b, LAYER_GELU, x->layer, 0.0f), x->flat);
+}
+
+/* MatMul of two activations (attention's Q K^T, A V): one rank >= 3 with the batch, the
+ * leading axes equal; a MatMul by a weight is do_matmul's. */
+static int do_bmm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const none[] = {NULL};
+    const value_t *x, *y;
+    if (check_attrs(im, n, none) || input_layer(im, n, 0, &x) || input_layer(im, n, 1, &y)) return -1;
+    model_shape_t sa, sb;
+    char ta[96], tb[96];
+    model_build_shape_nd(b, x->layer, &sa);
+    model_build_shape_nd(b, y->layer, &sb);
+    const int li = model_build_bmm(b, x->layer, y->layer);
+    if (x->flat || y->flat || model_build_failed(b))
+        return fail(im,
+                    "node '%s' (MatMul): %s times %s: two activations multiply as (N, ..., M, K) times (N, ..., "
+                    "K, N2) with equal leading axes (no broadcasting)",
+                    node_name(n), batch_text(&sa, ta, sizeof ta), batch_text(&sb, tb, sizeof tb));
+    return define_output(im, n, li, 0);
+}
+
+/* The per-sample shape of value x as the graph sees it: a flattened one (N, C*H*W) has one
+ * axis. */
+static void seen_shape(model_builder_t *b, const value_t *x, model_shape_t *s)
+{
+    model_build_shape_nd(b, x->layer, s);
+    if (!x->flat) return;
+    int n = 1;
+    for (int d = 0; d < s->rank; d++) n *= s->dims[d];
+    *s = (model_shape_t){.rank = 1, .dims = {n}};
+}
+
+/* x's layer, or a reshape of it to s (seen_shape's) where its own shape is another: what a
+ * layer normalising along the graph's axes reads. */
+static int as_seen(model_builder_t *b, const value_t *x, const model_shape_t *s)
+{
+    model_shape_t own;
+    model_build_shape_nd(b, x->layer, &own);
+    return model_shape_equal(&own, s) ? x->layer : model_build_reshape(b, x->layer, s);
+}
+
+/* n (ReduceMean, keepdims 1) averages the last axes of a sample of rank r: the first of them
+ * (a non-batch index), or -1. */
+static int mean_axis(const Onnx__NodeProto *n, int r)
+{
+    const Onnx__AttributeProto *a = attr(n, "axes");
+    if (!op_is(n, "ReduceMean") || n->n_input != 1 || n->n_output != 1 || !a || a->n_ints < 1 ||
+        a->n_ints > (size_t)r || attr_int(n, "keepdims", 1) != 1)
+        return -1;
+    unsigned seen = 0;
+    for (size_t i = 0; i < a->n_ints; i++) {
+        const int64_t ax = a->ints[i] < 0 ? a->ints[i] + r + 1 : a->ints[i]; /* ONNX's: the batch 0 */
+        if (ax < 1 || ax > r || (seen & (1u << ax))) return -1;
+        seen |= 1u << ax;
+    }
+    const int first = r + 1 - (int)a->n_ints; /* the last n_ints axes, each once */
+    for (int ax = first; ax <= r; ax++)
+        if (!(seen & (1u << ax))) return -1;
+    return first - 1;
+}
+
+/* n is op reading a and an initializer of count floats (either order): that initializer's
+ * name, or NULL. */
+static const char *op_weight(imp_t *im, const Onnx__NodeProto *n, const char *op, const char *a, size_t count)
+{
+    if (!op_is(n, op) || n->n_input != 2 || n->n_output != 1) return NULL;
+    for (int k = 0; k < 2; k++) {
+        const value_t *w = strcmp(n->input[k], a) == 0 ? find_value(im, n->input[1 - k]) : NULL;
+        if (w && w->kind == V_TENSOR && !w->constant_node && tensor_count(w->tensor) == (int64_t)count &&
+            strlen(n->input[1 - k]) < MODEL_TENSOR_NAME_MAX)
+            return n->input[1 - k];
+    }
+    return NULL;
+}
+
+/* torch 1.13's nn.LayerNorm below opset 17: ReduceMean (the last axes), Sub, Pow 2,
+ * ReduceMean, Add eps, Sqrt, Div, Mul weight, Add bias, each value read by the pattern alone
+ * (the Sub's by the Pow and the Div). At the first ReduceMean: one LAYER_LAYERNORM with the
+ * weight and bias under their names; 1 where n does not start the pattern. */
+static int match_layernorm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    const value_t *x = find_value(im, n->input[0]);
+    model_shape_t s;
+    if (!x || x->kind != V_LAYER || im->nfused + 8 > (int)(sizeof im->fused / sizeof im->fused[0])) return 1;
+    seen_shape(b, x, &s);
+    const int axis = mean_axis(n, s.rank);
+    if (axis < 0) return 1;
+    size_t D = 1;
+    for (int d = axis; d < s.rank; d++) D *= (size_t)s.dims[d];
+    const Onnx__NodeProto *sub = sole_reader(im, n->output[0]), *r[2];
+    if (!op_is(sub, "Sub") || sub->n_input != 2 || sub->n_output != 1 || strcmp(sub->input[0], n->input[0]) != 0 ||
+        strcmp(sub->input[1], n->output[0]) != 0 || readers(im, sub->output[0], r, 2) != 2)
+        return 1;
+    const Onnx__NodeProto *pw = r[0], *dv = r[1];
+    if (!is_op_scalar(im, pw, "Pow", sub->output[0], 2.0f)) return 1;
+    const Onnx__NodeProto *m2 = sole_reader(im, pw->output[0]);
+    if (mean_axis(m2, s.rank) != axis) return 1;
+    const Onnx__NodeProto *ad = sole_reader(im, m2->output[0]);
+    float eps = 0.0f;
+    if (!op_is(ad, "Add") || ad->n_input != 2 || ad->n_output != 1 || strcmp(ad->input[0], m2->output[0]) != 0 ||
+        !scalar_value(im, ad->input[1], &eps) || !(eps > 0.0f))
+        return 1;
+    const Onnx__NodeProto *sq = sole_reader(im, ad->output[0]);
+    if (!op_is(sq, "Sqrt") || sq->n_input != 1 || sq->n_output != 1 || sole_reader(im, sq->output[0]) != dv ||
+        !op_is(dv, "Div") || dv->n_input != 2 || dv->n_output != 1 || strcmp(dv->input[0], sub->output[0]) != 0 ||
+        strcmp(dv->input[1], sq->output[0]) != 0)
+        return 1;
+    const Onnx__NodeProto *mu = sole_reader(im, dv->output[0]);
+    const char *w = op_weight(im, mu, "Mul", dv->output[0], D);
+    const Onnx__NodeProto *ab = w ? sole_reader(im, mu->output[0]) : NULL;
+    const char *bias = ab ? op_weight(im, ab, "Add", mu->output[0], D) : NULL;
+    if (!bias) return 1;
+    const Onnx__NodeProto *const later[8] = {sub, pw, m2, ad, sq, dv, mu, ab};
+    for (int k = 0; k < 8; k++) im->fused[im->nfused++] = later[k];
+    return define_output(im, ab, model_build_layernorm(b, as_seen(b, x, &s), axis, eps, w, bias), 0);
+}
+
+/* ONNX LayerNormalization (opset 17): over the axes from axis (a non-batch one) to the last,
+ * the scale and the bias (optional: zeros) initializers of those axes' size. */
+static int do_layernorm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const known[] = {"axis", "epsilon", "stash_type", NULL};
+    const value_t *x;
+    if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
+    model_shape_t s;
+    seen_shape(b, x, &s);
+    const int64_t given = attr_int(n, "axis", -1), ax = given < 0 ? given + s.rank + 1 : given;
+    const float eps = attr_float(n, "epsilon", 1e-5f);
+    if (ax < 1 || ax > s.rank)
+        return fail(im, "node '%s' (LayerNormalization): axis %lld: only a non-batch axis (1 to %d) is supported",
+                    node_name(n), (long long)given, s.rank);
+    if (!(eps > 0.0f) || !isfinite(eps))
+        return fail(im, "node '%s' (LayerNormalization): epsilon %g must be positive and finite", node_name(n), eps);
+    size_t D = 1;
+    for (int d = (int)ax - 1; d < s.rank; d++) D *= (size_t)s.dims[d];
+    const Onnx__TensorProto *w = input_tensor(im, n, 1), *bt = input_tensor(im, n, 2);
+    if (n->n_input < 3 || !w || !bt || tensor_count(w) != (int64_t)D || tensor_count(bt) != (int64_t)D)
+        return fail(im, "node '%s' (LayerNormalization): scale and bias must be initializers of %zu elements",
+                    node_name(n), D);
+    if (weight_name_ok(im, n, 1) || weight_name_ok(im, n, 2)) return -1;
+    return define_output(im, n, model_build_layernorm(b, as_seen(b, x, &s), (int)ax - 1, eps, n->input[1], n->input[2]),
+                         0);
+}
+
+/* Gather of an activation along a non-batch axis by one constant index (ViT's class token,
+ * x[:, 0]): a LAYER_SLICE of that element, and for a scalar index a LAYER_RESHAPE without
+ * the axis. Gather of shapes is do_shape_op's. */
+static int do_gather(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const known[] = {"axis", NULL};
+    const value_t *x;
+    int64_t idx[INTS_MAX];
+    int ni, scalar;
+    if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
+    if (n->n_input != 2 || input_ints(im, n, 1, idx, &ni, &scalar) || ni != 1)
+        return fail(im, "node '%s' (Gather): the indices of an activation must be one constant integer", node_name(n));
+    model_shape_t s;
+    seen_shape(b, x, &s);
+    const int64_t given = attr_int(n, "axis", 0), ax = given < 0 ? given + s.rank + 1 : given;
+    if (ax < 1 || ax > s.rank)
+        return fail(im, "node '%s' (Gather): axis %lld: only a non-batch axis (1 to %d) is supported", node_name(n),
+                    (long long)given, s.rank);
+    const int dim = s.dims[ax - 1];
+    const int64_t k = idx[0] < 0 ? idx[0] + dim : idx[0];
+    if (k < 0 || k >= dim)
+        return fail(im, "node '%s' (Gather): index %lld is out of range for an axis of %d", node_name(n),
+                    (long long)idx[0], dim);
+    int li = model_build_slice(b, as_seen(b, x, &s), (int)ax - 1, (int)k, (int)k + 1, 1);
+    if (scalar) {
+        model_shape_t to = {.rank = s.rank - 1};
+        for (int d = 0, o = 0; d < s.rank; d++)
+            if (d != ax - 1) to.dims[o++] = s.dims[d];
+        li = model_build_reshape(b, li, &to);
+    }
+    return define_output(im, n, li, 0);
+}
+
+/* Softmax and LogSoftmax along one non-batch axis. Opset 13's normalise that axis alone;
+ * before 13 they normalise the axis and every axis after it together (the input seen as 2-D),
+ * which is the same only for the last axis: any other is refused by name. A flattened value
+ * (N, C*H*W) is reshaped to its one axis first. */
+static int do_softmax(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const known[] = {"axis", NULL};
+    const value_t *x;
+    if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
+    if (n->n_input != 1) return fail(im, "node '%s' (%s): %zu inputs, want 1", node_name(n), n->op_type, n->n_input);
+    model_shape_t s;
+    seen_shape(b, x, &s);
+    const int li = as_seen(b, x, &s);
+    const int64_t given = attr_int(n, "axis", im->opset >= 13 ? -1 : 1);
+    const int64_t ax = given < 0 ? given + s.rank + 1 : given; /* ONNX's: the batch axis 0 */
+    if (ax < 1 || ax > s.rank)
+        return fail(im, "node '%s' (%s): axis %lld: only a non-batch axis (1 to %d) is supported", node_name(n),
+                    n->op_type, (long long)given, s.rank);
+    if (im->opset < 13 && ax != s.rank)
+        return fail(im,
+                    "node '%s' (%s): axis %lld in opset %lld normalises that axis and every later one together; "
+                    "only the last axis is supported before opset 13",
+                    node_name(n), n->op_type, (long long)given, (long long)im->opset);
+    const layer_kind_t k = n->op_type[0] == 'L' ? LAYER_LOG_SOFTMAX : LAYER_SOFTMAX;
+    return define_output(im, n, model_build_softmax(b, k, li, (int)ax - 1), 0);
+}
+
 static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 {
     static const char *const none[] = {NULL};
     if (!n->op_type || !n->op_type[0]) return fail(im, "node '%s': no operator", node_name(n));
+    if (fused_away(im, n)) return 0;
     const char *op = n->op_type;
     const value_t *x;
     if (n->domain && strcmp(n->domain, "ai.pacer") == 0) return do_pacer_node(im, b, n);
     if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
         return fail(im, "node '%s' (%s): operator domain '%s' is not supported", node_name(n), op, n->domain);
     if (n->n_output < 1 || !n->output[0][0]) return fail(im, "node '%s' (%s): no output", node_name(n), op);
+    const value_t *g0 = op_is(n, "Gather") && n->n_input > 0 ? find_value(im, n->input[0]) : NULL;
+    if (g0 && g0->kind == V_LAYER) return do_gather(im, b, n);
     int rc = do_shape_op(im, b, n);
     if (rc != 1) return rc;
     if (strcmp(op, "Conv") == 0) return do_conv(im, b, n);
@@ -1239,6 +1557,18 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (strcmp(op, "Gemm") == 0) return do_gemm(im, b, n);
     if (strcmp(op, "Reshape") == 0) return do_reshape(im, b, n);
     if (strcmp(op, "Pad") == 0) return do_pad(im, n);
+    if (strcmp(op, "Softmax") == 0 || strcmp(op, "LogSoftmax") == 0) return do_softmax(im, b, n);
+    if (strcmp(op, "Div") == 0 && n->n_input == 2 && (rc = match_gelu(im, b, n)) != 1) return rc;
+    if (strcmp(op, "ReduceMean") == 0 && n->n_input == 1 && (rc = match_layernorm(im, b, n)) != 1) return rc;
+    if (strcmp(op, "LayerNormalization") == 0) return do_layernorm(im, b, n);
+    if (strcmp(op, "MatMul") == 0 && n->n_input == 2 && input_layer(im, n, 0, NULL) == 0 &&
+        input_layer(im, n, 1, NULL) == 0)
+        return do_bmm(im, b, n);
+    if (strcmp(op, "Erf") == 0) {
+        if (check_attrs(im, n, none) || input_layer(im, n, 0, &x)) return -1;
+        if (n->n_input != 1) return fail(im, "node '%s' (Erf): %zu inputs, want 1", node_name(n), n->n_input);
+        return define_output(im, n, model_build_unary(b, LAYER_ERF, x->layer, 0.0f), x->flat);
+    }
     if (strcmp(op, "Identity") == 0 && n->n_input == 1 && n->n_output == 1 && input_tensor(im, n, 0)) {
         /* a constant under another name (the exporter's way of using one weight twice) */
         if (check_attrs(im, n, none)) return -1;
@@ -1603,7 +1933,7 @@ static int import_model(const Onnx__ModelProto *mp, const char *name, int max_ba
                -1;
     if (g->n_sparse_initializer > 0) return snprintf(err, errlen, "onnx: sparse initializers are not supported"), -1;
 
-    imp_t im = {.g = g, .max_batch = max_batch};
+    imp_t im = {.g = g, .max_batch = max_batch, .opset = opset};
     /* the image input: the one graph input that is not an initializer */
     const Onnx__ValueInfoProto *input = NULL;
     for (size_t i = 0; i < g->n_input; i++) {

@@ -504,9 +504,9 @@ static void tanh_bwd(model_t *m, int i, const float *x, int B)
     if (dinp) tanh_backward(out_count(l, B), m->acts + l->out_off, m->dacts + l->out_off, dinp);
 }
 
-/* Along axis a, a sample is (outer, size along a, inner): the kernel's (B, C, HW) with
- * B * outer rows (outer 1 and inner H * W for the channels). */
-static void concat_geometry(const layer_t *l, int B, int *rows, int *inner, int C2[2])
+/* Along the output's axis sl_axis, a sample is (outer, size along it, inner): the kernels'
+ * (rows, n, inner) with B * outer rows (outer 1 and inner H * W for the channels). */
+static void axis_geometry(const layer_t *l, int B, int *rows, int *inner)
 {
     *rows = B;
     *inner = 1;
@@ -514,6 +514,12 @@ static void concat_geometry(const layer_t *l, int B, int *rows, int *inner, int 
         if (d < l->sl_axis) *rows *= l->shape.dims[d];
         if (d > l->sl_axis) *inner *= l->shape.dims[d];
     }
+}
+
+/* Concat: C2 the two inputs' sizes along the axis */
+static void concat_geometry(const layer_t *l, int B, int *rows, int *inner, int C2[2])
+{
+    axis_geometry(l, B, rows, inner);
     C2[0] = l->sl_start;
     C2[1] = l->shape.dims[l->sl_axis] - l->sl_start;
 }
@@ -654,6 +660,8 @@ OP_STEPS(sqrt, unary, UNARY_SQRT)
 OP_STEPS(reciprocal, unary, UNARY_RECIPROCAL)
 OP_STEPS(abs, unary, UNARY_ABS)
 OP_STEPS(pow, unary, UNARY_POW)
+OP_STEPS(erf, unary, UNARY_ERF)
+OP_STEPS(gelu, unary, UNARY_GELU)
 
 /* A constant's output is its tensor (one sample's slot; readers read it at batch stride 0);
  * its gradient, which the readers summed into that slot, is its parameter's. */
@@ -738,6 +746,97 @@ static void reduce_bwd(model_t *m, int i, const float *x, int B, layer_kind_t k)
 OP_STEPS(reduce_mean, reduce, LAYER_REDUCE_MEAN)
 OP_STEPS(reduce_sum, reduce, LAYER_REDUCE_SUM)
 
+/* (..., M, K) x (..., K, N): one rank >= 2, the leading axes equal */
+static int infer_bmm(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
+{
+    const int r = in->rank;
+    l->shape = *in;
+    if (r < 2 || in2->rank != r || in->dims[r - 1] != in2->dims[r - 2]) return -1;
+    for (int d = 0; d < r - 2; d++)
+        if (in->dims[d] != in2->dims[d]) return -1;
+    l->shape.dims[r - 1] = in2->dims[r - 1];
+    l->sl_start = in->dims[r - 1]; /* K */
+    return 0;
+}
+
+/* The matrices of a LAYER_BMM at batch B: G pairs of (M, K) and (K, N). */
+static void bmm_geometry(const layer_t *l, int B, int *G, int *M, int *K, int *N)
+{
+    const int r = l->shape.rank;
+    *G = B;
+    for (int d = 0; d < r - 2; d++) *G *= l->shape.dims[d];
+    *M = l->shape.dims[r - 2];
+    *N = l->shape.dims[r - 1];
+    *K = l->sl_start;
+}
+
+static void bmm_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    const layer_t *l = &m->layers[i];
+    int G, M, K, N;
+    bmm_geometry(l, B, &G, &M, &K, &N);
+    bmm_forward(G, M, K, N, input_of(m, x, l->in), input_of(m, x, l->in2), m->acts + l->out_off);
+}
+
+static void bmm_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    int G, M, K, N;
+    bmm_geometry(l, B, &G, &M, &K, &N);
+    bmm_backward(G, M, K, N, input_of(m, x, l->in), input_of(m, x, l->in2), m->dacts + l->out_off, dinput_of(m, l->in),
+                 dinput_of(m, l->in2));
+}
+
+/* 2 per multiply-add: each output element is K of them */
+static double flops_bmm(const layer_t *l) { return 2.0 * ((double)l->OC * l->OH * l->OW) * l->sl_start; }
+
+/* The input's shape, along (or from) an axis sl_axis it has: Softmax's, LayerNorm's */
+static int infer_axis(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
+{
+    l->shape = *in;
+    return l->sl_axis < 0 || l->sl_axis >= in->rank ? -1 : 0;
+}
+
+/* Layer norm over the axes sl_axis.. to the last: rows of D = size(sl_axis) * inner */
+static void layernorm_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    const layer_t *l = &m->layers[i];
+    int rows, inner;
+    axis_geometry(l, B, &rows, &inner);
+    layernorm_forward(rows, l->shape.dims[l->sl_axis] * inner, l->eps, input_of(m, x, l->in), m->params + l->w_off,
+                      m->params + l->b_off, m->acts + l->out_off);
+}
+
+static void layernorm_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    int rows, inner;
+    axis_geometry(l, B, &rows, &inner);
+    layernorm_backward(rows, l->shape.dims[l->sl_axis] * inner, l->eps, input_of(m, x, l->in), m->params + l->w_off,
+                       m->dacts + l->out_off, dinput_of(m, l->in), m->grads + l->w_off, m->grads + l->b_off);
+}
+
+/* Softmax and LogSoftmax along axis sl_axis: a sample is (outer, n, inner) */
+static void softmax_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    const layer_t *l = &m->layers[i];
+    int rows, inner;
+    axis_geometry(l, B, &rows, &inner);
+    softmax_axis_forward(l->kind == LAYER_LOG_SOFTMAX, rows, l->shape.dims[l->sl_axis], inner, input_of(m, x, l->in),
+                         m->acts + l->out_off);
+}
+
+static void softmax_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    float *dinp = dinput_of(m, l->in);
+    int rows, inner;
+    axis_geometry(l, B, &rows, &inner);
+    if (dinp)
+        softmax_axis_backward(l->kind == LAYER_LOG_SOFTMAX, rows, l->shape.dims[l->sl_axis], inner,
+                              m->acts + l->out_off, m->dacts + l->out_off, dinp);
+}
+
 /* ---- the table ---------------------------------------------------------------------------- */
 
 #define IN1 MODEL_OP_GRAD_IN
@@ -791,6 +890,16 @@ const model_op_t MODEL_OPS[] = {
     [LAYER_REDUCE_MEAN] = {LAYER_REDUCE_MEAN, "reduce mean", "ReduceMean (non-batch axes)", "ReduceMean", 1, IN1, infer_reduce, NULL, flops_pass, reduce_mean_fwd, reduce_mean_bwd},
     [LAYER_REDUCE_SUM] = {LAYER_REDUCE_SUM, "reduce sum", "ReduceSum (non-batch axes)", "ReduceSum", 1, IN1, infer_reduce, NULL, flops_pass, reduce_sum_fwd, reduce_sum_bwd},
     [LAYER_LINEAR] = {LAYER_LINEAR, "linear", "MatMul (+ Add) over the last axis", "MatMul (+ Add)", 1, IN1, infer_linear, NULL, flops_linear, linear_fwd, linear_bwd},
+
+    /* issue 44's rows (appended); Erf and GELU run on the GPU, the others not yet */
+    [LAYER_SOFTMAX]    = {LAYER_SOFTMAX, "softmax", "Softmax (a non-batch axis)", "Softmax", 1, IN1, infer_axis, NULL, flops_pass, softmax_fwd, softmax_bwd},
+    [LAYER_LOG_SOFTMAX] = {LAYER_LOG_SOFTMAX, "log softmax", "LogSoftmax (a non-batch axis)", "LogSoftmax", 1, IN1, infer_axis, NULL, flops_pass, softmax_fwd, softmax_bwd},
+    [LAYER_ERF]        = {LAYER_ERF, "erf", "Erf", "Erf", 1, IN1, infer_same, NULL, flops_pass, erf_fwd, erf_bwd},
+    /* opset 13 has no Gelu: exported as torch 1.13 writes it, which the importer matches back */
+    [LAYER_GELU]       = {LAYER_GELU, "gelu", "Div, Erf, Add, Mul, Mul (nn.GELU's pattern)", "Div, Erf, Add, Mul, Mul", 1, IN1, infer_same, NULL, flops_pass, gelu_fwd, gelu_bwd},
+    [LAYER_BMM]        = {LAYER_BMM, "matmul", "MatMul (two activations)", "MatMul", 2, IN12, infer_bmm, NULL, flops_bmm, bmm_fwd, bmm_bwd},
+    /* opset 13 has no LayerNormalization: exported as torch 1.13 writes nn.LayerNorm there */
+    [LAYER_LAYERNORM]  = {LAYER_LAYERNORM, "layernorm", "LayerNormalization, nn.LayerNorm's ReduceMean .. Add pattern", "ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add", 1, IN1, infer_axis, NULL, flops_pass, layernorm_fwd, layernorm_bwd},
 };
 /* clang-format on */
 /* A kind without a row would leave a zero row here (a designated initializer skipped):

@@ -195,6 +195,8 @@ __attribute__((target_clones("avx2", "default"))) void unary_forward(unary_op_t 
     case UNARY_RECIPROCAL: UNARY_FWD_LOOP(UNARY_RECIPROCAL, a, 0.0f); break;
     case UNARY_ABS: UNARY_FWD_LOOP(UNARY_ABS, a, 0.0f); break;
     case UNARY_POW: UNARY_FWD_LOOP(UNARY_POW, a, 0.0f); break;
+    case UNARY_ERF: UNARY_FWD_LOOP(UNARY_ERF, a, 0.0f); break;
+    case UNARY_GELU: UNARY_FWD_LOOP(UNARY_GELU, a, 0.0f); break;
     default: break;
     }
 }
@@ -210,6 +212,8 @@ __attribute__((target_clones("avx2", "default"))) void unary_backward(unary_op_t
     case UNARY_RECIPROCAL: UNARY_BWD_LOOP(UNARY_RECIPROCAL, 0.0f, out[i], a, 0.0f); break;
     case UNARY_ABS: UNARY_BWD_LOOP(UNARY_ABS, inp[i], 0.0f, a, 0.0f); break;
     case UNARY_POW: UNARY_BWD_LOOP(UNARY_POW, inp[i], 0.0f, a, 0.0f); break;
+    case UNARY_ERF: UNARY_BWD_LOOP(UNARY_ERF, inp[i], 0.0f, a, 0.0f); break;
+    case UNARY_GELU: UNARY_BWD_LOOP(UNARY_GELU, inp[i], 0.0f, a, 0.0f); break;
     default: break;
     }
 }

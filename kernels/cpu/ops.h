@@ -326,6 +326,27 @@ void softmax_xent_backward(int B, int N, const float *probs, const int32_t *labe
                            float *dlogits);
 /* Counts argmax(logits) == label. */
 int count_correct(int B, int N, const float *logits, const int32_t *labels);
+/* The product of two activations over batch dimensions (ONNX MatMul of two activations:
+ * attention's Q K^T and A V): a (G, M, K) times b (G, K, N) into out (G, M, N). The
+ * backward adds dout b^T to da and a^T dout to db (either NULL; they may alias). */
+void bmm_forward(int G, int M, int K, int N, const float *a, const float *b, float *out);
+void bmm_backward(int G, int M, int K, int N, const float *a, const float *b, const float *dout, float *da /* += */,
+                  float *db /* += */);
+/* Layer normalisation (ONNX LayerNormalization, torch's nn.LayerNorm): each of rows rows of D
+ * elements normalised by its mean and biased variance, times w, plus b (both (D)). The
+ * backward recomputes the statistics from inp, adds the input's gradient (dinp may be
+ * NULL) and writes dw and db (=). */
+void layernorm_forward(int rows, int D, float eps, const float *inp, const float *w, const float *b, float *out);
+void layernorm_backward(int rows, int D, float eps, const float *inp, const float *w, const float *dout,
+                        float *dinp /* += */, float *dw /* = */, float *db /* = */);
+/* Softmax (take_log 0) or LogSoftmax (take_log 1) along one axis of n elements: inp and out are
+ * (rows, n, inner), each of the rows * inner lines along the middle axis normalised alone
+ * (shifted by its maximum, so exp never overflows). The backward reads the OUTPUT: softmax
+ * dinp += y * (dout - sum(dout * y)), log-softmax dinp += dout - exp(y) * sum(dout), the
+ * sums along the line. */
+void softmax_axis_forward(int take_log, int rows, int n, int inner, const float *inp, float *out);
+void softmax_axis_backward(int take_log, int rows, int n, int inner, const float *out, const float *dout,
+                           float *dinp /* += */);
 
 /* ---- batch norm (per channel over B, H, W) -------------------------------------- */
 #define BN_EPS 1e-5f

@@ -32,6 +32,10 @@
 #define UFN_MUL(x, y) ((x) * (y))
 #define UFN_DIV(x, y) ((x) / (y))
 #endif
+/* 1 / sqrt(2), 2 / sqrt(pi), and their product over 2 (GELU's normal density), as floats */
+#define UFN_SQRT1_2 ((float)0.70710678118654752440)
+#define UFN_2_SQRTPI ((float)1.12837916709551257390)
+#define UFN_GELU_PDF ((float)(0.5 * 1.12837916709551257390 * 0.70710678118654752440))
 
 /* The functions of one input. The first six are ONNX's Exp, Neg, Sqrt, Reciprocal, Abs and
  * Pow with a constant exponent (ops.h's unary_forward); the others have entry points of
@@ -52,6 +56,8 @@ typedef enum {
     UNARY_CLIP,
     UNARY_HARDSIGMOID,
     UNARY_HARDSWISH,
+    UNARY_ERF,  /* erf(x) */
+    UNARY_GELU, /* the exact GELU x * (1 + erf(x / sqrt(2))) / 2 (torch's nn.GELU()) */
     UNARY_OP_COUNT
 } unary_op_t;
 
@@ -77,6 +83,8 @@ static inline OPS_HD float unary_fn(unary_op_t op, float x, float a, float b)
     case UNARY_CLIP: return fminf(fmaxf(x, a), b);
     case UNARY_HARDSIGMOID: return fmaxf(0.0f, fminf(1.0f, UFN_ADD(UFN_MUL(a, x), b)));
     case UNARY_HARDSWISH: return UFN_DIV(UFN_MUL(x, fminf(fmaxf(UFN_ADD(x, 3.0f), 0.0f), 6.0f)), 6.0f);
+    case UNARY_ERF: return erff(x);
+    case UNARY_GELU: return UFN_MUL(UFN_MUL(0.5f, x), UFN_ADD(1.0f, erff(UFN_MUL(x, UFN_SQRT1_2))));
     default: return NAN;
     }
 }
@@ -85,7 +93,7 @@ static inline OPS_HD float unary_fn(unary_op_t op, float x, float a, float b)
  * Neg): a backward given only one of them passes 0 for the other. */
 static inline OPS_HD int unary_grad_reads_input(unary_op_t op)
 {
-    return op == UNARY_ABS || op == UNARY_POW || op == UNARY_HARDSWISH;
+    return op == UNARY_ABS || op == UNARY_POW || op == UNARY_HARDSWISH || op == UNARY_ERF || op == UNARY_GELU;
 }
 
 /* The term the backward adds to the input's gradient at one element: g * f'(x), from x or
@@ -110,6 +118,12 @@ static inline OPS_HD float unary_grad(unary_op_t op, float x, float y, float g, 
     case UNARY_CLIP: return y > a && y < b ? g : 0.0f;
     case UNARY_HARDSIGMOID: return y > 0.0f && y < 1.0f ? UFN_MUL(g, a) : 0.0f;
     case UNARY_HARDSWISH: return x < -3.0f ? 0.0f : x <= 3.0f ? UFN_MUL(g, UFN_ADD(UFN_DIV(x, 3.0f), 0.5f)) : g;
+    /* 2 / sqrt(pi) * exp(-x^2) */
+    case UNARY_ERF: return UFN_MUL(UFN_MUL(g, UFN_2_SQRTPI), expf(UFN_MUL(-x, x)));
+    case UNARY_GELU: { /* Phi(x) + x * phi(x), phi the standard normal density */
+        const float cdf = UFN_MUL(0.5f, UFN_ADD(1.0f, erff(UFN_MUL(x, UFN_SQRT1_2))));
+        return UFN_MUL(g, UFN_ADD(cdf, UFN_MUL(UFN_MUL(x, UFN_GELU_PDF), expf(UFN_MUL(UFN_MUL(-0.5f, x), x)))));
+    }
     default: return NAN;
     }
 }

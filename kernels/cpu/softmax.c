@@ -71,3 +71,39 @@ int count_correct(int B, int N, const float *logits, const int32_t *labels)
     }
     return correct;
 }
+
+/* One line at a time: its elements lie inner apart; the sums in double, as the loss's. */
+void softmax_axis_forward(int take_log, int rows, int n, int inner, const float *inp, float *out)
+{
+    for (int r = 0; r < rows; r++)
+        for (int k = 0; k < inner; k++) {
+            const float *a = inp + (size_t)r * n * inner + k;
+            float *o = out + (size_t)r * n * inner + k;
+            float m = a[0];
+            for (int j = 1; j < n; j++) m = a[(size_t)j * inner] > m ? a[(size_t)j * inner] : m;
+            double s = 0.0;
+            for (int j = 0; j < n; j++) s += exp((double)a[(size_t)j * inner] - m);
+            const double ls = log(s);
+            for (int j = 0; j < n; j++) {
+                const double v = (double)a[(size_t)j * inner] - m;
+                o[(size_t)j * inner] = (float)(take_log ? v - ls : exp(v - ls));
+            }
+        }
+}
+
+void softmax_axis_backward(int take_log, int rows, int n, int inner, const float *out, const float *dout, float *dinp)
+{
+    for (int r = 0; r < rows; r++)
+        for (int k = 0; k < inner; k++) {
+            const size_t base = (size_t)r * n * inner + k;
+            const float *y = out + base, *g = dout + base;
+            float *d = dinp + base;
+            double s = 0.0;
+            for (int j = 0; j < n; j++)
+                s += take_log ? (double)g[(size_t)j * inner] : (double)g[(size_t)j * inner] * y[(size_t)j * inner];
+            for (int j = 0; j < n; j++) {
+                const size_t o = (size_t)j * inner;
+                d[o] += take_log ? (float)(g[o] - exp((double)y[o]) * s) : (float)(y[o] * (g[o] - s));
+            }
+        }
+}

@@ -378,6 +378,8 @@ static int unary_dispatch(cuda_ctx_t *ctx, unary_op_t op, float a, float b, size
         UNARY_CASE(UNARY_CLIP);
         UNARY_CASE(UNARY_HARDSIGMOID);
         UNARY_CASE(UNARY_HARDSWISH);
+        UNARY_CASE(UNARY_ERF);
+        UNARY_CASE(UNARY_GELU);
     default: break;
     }
 #undef UNARY_CASE

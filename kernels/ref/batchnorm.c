@@ -28,3 +28,16 @@ void ref_batchnorm_forward_train(int B, int C, int HW, const double *x, const do
             }
     }
 }
+
+void ref_layernorm_forward(int rows, int D, double eps, const double *x, const double *w, const double *b, double *y)
+{
+    for (int r = 0; r < rows; r++) {
+        const double *a = x + (size_t)r * D;
+        double m = 0.0, v = 0.0;
+        for (int j = 0; j < D; j++) m += a[j];
+        m /= D;
+        for (int j = 0; j < D; j++) v += (a[j] - m) * (a[j] - m);
+        v /= D;
+        for (int j = 0; j < D; j++) y[(size_t)r * D + j] = (a[j] - m) / sqrt(v + eps) * w[j] + b[j];
+    }
+}

@@ -39,6 +39,8 @@ double ref_unary(unary_op_t op, double a, double x)
     case UNARY_RECIPROCAL: return 1.0 / x;
     case UNARY_ABS: return fabs(x);
     case UNARY_POW: return pow(x, a);
+    case UNARY_ERF: return erf(x);
+    case UNARY_GELU: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
     default: break; /* the activations: their references are their own functions */
     }
     return NAN;

@@ -23,3 +23,14 @@ void ref_gemm_forward(const gemm_desc_t *d, int B, const double *x, const double
             y[(size_t)i * d->OUT + o] = d->alpha * s + (b ? d->beta * b[o] : 0.0);
         }
 }
+
+void ref_bmm_forward(int G, int M, int K, int N, const double *a, const double *b, double *y)
+{
+    for (int g = 0; g < G; g++)
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                double s = 0.0;
+                for (int k = 0; k < K; k++) s += a[((size_t)g * M + i) * K + k] * b[((size_t)g * K + k) * N + j];
+                y[((size_t)g * M + i) * N + j] = s;
+            }
+}

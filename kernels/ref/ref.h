@@ -71,11 +71,19 @@ void ref_gemm_forward(const gemm_desc_t *d, int B, const double *x, const double
 void ref_batchnorm_forward_train(int B, int C, int HW, const double *x, const double *gamma, const double *beta,
                                  double eps, double *y, double *mean, double *var);
 
+/* ops.h's layernorm_forward in double */
+void ref_layernorm_forward(int rows, int D, double eps, const double *x, const double *w, const double *b, double *y);
+
 /* ---- loss (softmax.c) ---- */
 /* mean cross-entropy of softmax(x (B, N)) against labels, with label smoothing eps
  * (torch.nn.CrossEntropyLoss's: (1 - eps) * nll + eps * the mean over classes of -log p);
  * probs (B, N) or NULL */
 double ref_softmax_xent(int B, int N, const double *x, const int32_t *labels, double eps, double *probs);
+/* ops.h's bmm_forward in double: y (G, M, N) = a (G, M, K) b (G, K, N) */
+void ref_bmm_forward(int G, int M, int K, int N, const double *a, const double *b, double *y);
+/* ops.h's softmax_axis_forward in double: softmax (take_log 0) or log-softmax (take_log 1) of x
+ * (rows, n, inner) along the middle axis */
+void ref_softmax_axis(int take_log, int rows, int n, int inner, const double *x, double *y);
 
 /* ---- optimizer (optim.c) ---- */
 /* One torch.optim.AdamW step t (>= 1) on n elements of w with gradient g, moments m, v. */

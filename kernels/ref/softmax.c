@@ -21,3 +21,20 @@ double ref_softmax_xent(int B, int N, const double *x, const int32_t *labels, do
     }
     return total / B;
 }
+
+void ref_softmax_axis(int take_log, int rows, int n, int inner, const double *x, double *y)
+{
+    for (int r = 0; r < rows; r++)
+        for (int k = 0; k < inner; k++) {
+            const double *a = x + (size_t)r * n * inner + k;
+            double *o = y + (size_t)r * n * inner + k;
+            double m = a[0];
+            for (int j = 1; j < n; j++) m = fmax(m, a[(size_t)j * inner]);
+            double s = 0.0;
+            for (int j = 0; j < n; j++) s += exp(a[(size_t)j * inner] - m);
+            for (int j = 0; j < n; j++) {
+                const double v = a[(size_t)j * inner] - m;
+                o[(size_t)j * inner] = take_log ? v - log(s) : exp(v) / s;
+            }
+        }
+}

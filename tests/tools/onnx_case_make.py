@@ -15,7 +15,7 @@ Writes under OUTDIR:
   int_x/     good with x given as an INT64 tensor;
   shape_input/ Reshape of x (2, 3, 4) to the shape given as an INT64 input_1 (0, 4, 3):
              read as a constant, passes;
-  erf/       Erf on x (2, 3, 5, 5): an operator the importer does not map;
+  sin/       Sin on x (2, 3, 5, 5): an operator the importer does not map;
   storage/   MaxPool with storage_order 1: an attribute value it refuses;
   reshaped/  good whose graph declares y as (2, 4, 25, 1): as many values, another shape;
   bigbatch/  a 1x1 Conv to 512 channels on x (65536, 1, 4, 4): 2^29 floats of activations;
@@ -155,7 +155,7 @@ def main():
 
     x = rng.standard_normal((2, 3, 5, 5)).astype(np.float32)
     for name, node, shape in (
-            ("erf", helper.make_node("Erf", ["x"], ["y"]), [2, 3, 5, 5]),
+            ("sin", helper.make_node("Sin", ["x"], ["y"]), [2, 3, 5, 5]),
             ("storage", helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], storage_order=1),
              [2, 3, 4, 4])):
         d = os.path.join(out, name, "test_data_set_0")

@@ -252,6 +252,10 @@ static int build_abs(model_builder_t *b, int x) { return model_build_unary(b, LA
 static void ref_abs(const ref_in_t *in, double *y) { ref_unary_all(in, UNARY_ABS, 0.0, y); }
 static int build_pow(model_builder_t *b, int x) { return model_build_unary(b, LAYER_POW, x, 3.0f); }
 static void ref_pow(const ref_in_t *in, double *y) { ref_unary_all(in, UNARY_POW, 3.0, y); }
+static int build_erf(model_builder_t *b, int x) { return model_build_unary(b, LAYER_ERF, x, 0.0f); }
+static void ref_erf(const ref_in_t *in, double *y) { ref_unary_all(in, UNARY_ERF, 0.0, y); }
+static int build_gelu(model_builder_t *b, int x) { return model_build_unary(b, LAYER_GELU, x, 0.0f); }
+static void ref_gelu(const ref_in_t *in, double *y) { ref_unary_all(in, UNARY_GELU, 0.0, y); }
 
 /* The broadcasting rows. A constant operand is a parameter "t.c" (its gradient, summed over
  * the axes it broadcasts along, checked against finite differences like any parameter's);
@@ -397,6 +401,50 @@ static void ref_slice_down(const ref_in_t *in, double *y)
         for (int j = 0; j < 3; j++)
             for (int w = 0; w < 4; w++) y[(r * 3 + j) * 4 + w] = in->x[(r * 5 + 4 - 2 * j) * 4 + w];
 }
+/* Softmax of x (3, 5, 4) along the middle axis, log-softmax along the channels: the
+ * reference's (rows, n, inner) from the layer's axis */
+static void ref_softmax_layer(const ref_in_t *in, double *y)
+{
+    const layer_t *l = in->l;
+    int rows = in->B, inner = 1;
+    for (int d = 0; d < l->shape.rank; d++) {
+        if (d < l->sl_axis) rows *= l->shape.dims[d];
+        if (d > l->sl_axis) inner *= l->shape.dims[d];
+    }
+    ref_softmax_axis(l->kind == LAYER_LOG_SOFTMAX, rows, l->shape.dims[l->sl_axis], inner, in->x, y);
+}
+/* x (3, 5, 4) times its transpose (3, 4, 5): attention's scores (3, 5, 5), both inputs
+ * reaching x; the reference transposes in->x itself */
+static int build_bmm(model_builder_t *b, int x)
+{
+    static const int perm[3] = {0, 2, 1};
+    return model_build_bmm(b, x, model_build_transpose(b, x, perm));
+}
+static void ref_bmm(const ref_in_t *in, double *y)
+{
+    const int G = in->B * 3;
+    double *t = malloc((size_t)G * 20 * sizeof *t);
+    assert_non_null(t);
+    for (int g = 0; g < G; g++)
+        for (int i = 0; i < 5; i++)
+            for (int k = 0; k < 4; k++) t[(size_t)g * 20 + k * 5 + i] = in->x[(size_t)g * 20 + i * 4 + k];
+    ref_bmm_forward(G, 5, 4, 5, in->x, t, y);
+    free(t);
+}
+/* x (3, 5, 4) normalised over its last two axes (20 elements per row), eps 1e-5; the
+ * weight and bias are the model's (drawn at random by the test) */
+static int build_layernorm(model_builder_t *b, int x)
+{
+    return model_build_layernorm(b, x, 1, 1e-5f, "t.weight", "t.bias");
+}
+static void ref_layernorm(const ref_in_t *in, double *y)
+{
+    const layer_t *l = in->l;
+    ref_layernorm_forward(in->B * 3, 20, l->eps, in->x, in->params + l->w_off, in->params + l->b_off, y);
+}
+static int build_softmax(model_builder_t *b, int x) { return model_build_softmax(b, LAYER_SOFTMAX, x, 1); }
+static int build_log_softmax(model_builder_t *b, int x) { return model_build_softmax(b, LAYER_LOG_SOFTMAX, x, 0); }
+static int build_softmax_last(model_builder_t *b, int x) { return model_build_softmax(b, LAYER_SOFTMAX, x, 2); }
 
 /* ---- the cases: one per row of the operator table --------------------------------------- */
 
@@ -450,6 +498,12 @@ static const row_case_t CASES[] = {
     {LAYER_REDUCE_MEAN, 3, 5, 4, build_reduce_mean, ref_reduce_mean, 1e-6, 1e-3, 1e-6, 0},
     {LAYER_REDUCE_SUM, 3, 5, 4, build_reduce_sum, ref_reduce_sum, 1e-6, 1e-3, 1e-6, 0},
     {LAYER_LINEAR, 3, 5, 4, build_linear, ref_linear, 1e-5, 1e-3, 1e-4, 0},
+    {LAYER_SOFTMAX, 3, 5, 4, build_softmax, ref_softmax_layer, 1e-6, 1e-3, 1e-6, 0},
+    {LAYER_LOG_SOFTMAX, 3, 5, 4, build_log_softmax, ref_softmax_layer, 1e-6, 1e-3, 1e-6, 0},
+    {LAYER_BMM, 3, 5, 4, build_bmm, ref_bmm, 1e-6, 1e-3, 1e-5, 0},
+    {LAYER_LAYERNORM, 3, 5, 4, build_layernorm, ref_layernorm, 1e-5, 2e-3, 1e-4, 0},
+    {LAYER_ERF, 3, 5, 4, build_erf, ref_erf, 1e-6, 1e-3, 1e-6, 0},
+    {LAYER_GELU, 3, 5, 4, build_gelu, ref_gelu, 1e-6, 1e-3, 1e-6, 0},
 };
 
 /* Further cases of rows whose case above does not reach every path (the shape generator
@@ -460,6 +514,7 @@ static const row_case_t MORE_CASES[] = {
     {LAYER_CONST, 3, 5, 4, build_bmul_frozen, ref_bmul_frozen, 1e-6, 1e-3, 1e-6, 1},
     {LAYER_MUL, 3, 5, 4, build_mul_bcast, ref_mul_bcast, 1e-6, 1e-3, 1e-5, 0},
     {LAYER_SLICE, 3, 5, 4, build_slice_down, ref_slice_down, 0, 1e-3, 0, 0},
+    {LAYER_SOFTMAX, 3, 5, 4, build_softmax_last, ref_softmax_layer, 1e-6, 1e-3, 1e-6, 0},
 };
 
 static const row_case_t *case_of(layer_kind_t k)

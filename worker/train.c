@@ -386,16 +386,19 @@ void worker_health_eval(worker_t *w)
         health_collapsed(w);
 }
 
-void worker_health_agree(worker_t *w, int now)
+/* agree: w->agree, or NULL where this rank decides alone (the parameter server). */
+static void health_agree(worker_t *w, int now, int (*agree)(worker_t *, int))
 {
     if (strcmp(w->spec->on_collapse, "continue") == 0) return;
     int stop = w->collapse_stop;
-    if (w->agree) {
+    if (agree) {
         if (!now && w->global_step % HEALTH_AGREE_STEPS != 0) return;
-        stop = w->agree(w, stop);
+        stop = agree(w, stop);
     }
     if (stop) w->stop = STOP_COLLAPSE;
 }
+
+void worker_health_agree(worker_t *w, int now) { health_agree(w, now, w->agree); }
 
 json_t *worker_health_json(const worker_t *w)
 {
@@ -1320,6 +1323,63 @@ int worker_epoch_done(worker_t *w, char *err, size_t errlen)
     return 0;
 }
 
+/* ---- end-of-step policies (train.h) ------------------------------------------------------ */
+
+int worker_checkpoint_due(const worker_t *w)
+{
+    long every = w->spec->checkpoint.every_steps;
+    return every > 0 && w->rank == 0 && w->global_step % every == 0;
+}
+
+int worker_final_checkpoint_due(const worker_t *w)
+{
+    return w->spec->checkpoint.every_steps > 0 && w->rank == 0 && w->stop != STOP_TEST_HOOK &&
+           w->stop != STOP_COLLAPSE && w->ckpt_step != w->global_step;
+}
+
+/* eval_every_steps: an evaluation between epoch ends, outside the training time (the
+ * PS keeps loop_s current first, for time_to_target_s, and books the evaluation aside). */
+static void evaluate_between(worker_t *w, const step_end_t *c)
+{
+    double te = clock_mono_s();
+    if (c->aside_s) w->loop_s = te - c->started - *c->aside_s;
+    if (w->algo->evaluate) w->algo->evaluate(w);
+    else worker_evaluate(w, &w->test_loss, &w->test_accuracy);
+    worker_evaluated_between(w);
+    if (c->aside_s) *c->aside_s += clock_mono_s() - te;
+}
+
+step_verdict_t worker_step_end(worker_t *w, const step_end_t *c)
+{
+    const job_spec_t *s = w->spec;
+    const train_opts_t *o = w->opts;
+    int (*agree)(worker_t *, int) = c->alone ? NULL : w->agree;
+    if (o->stop_after_steps > 0 && w->global_step >= o->stop_after_steps) {
+        w->stop = STOP_TEST_HOOK; /* test hook: simulate an interruption */
+        return STEP_HALT;
+    }
+    if (c->may_evaluate && s->eval_every_steps > 0 && w->global_step % s->eval_every_steps == 0) {
+        evaluate_between(w, c);
+        if (w->stop) return STEP_FINISH; /* the target was reached */
+    }
+    /* A collapse that on_collapse stops for: the epoch end evaluates the weights as they
+     * are, then the loop ends without a checkpoint. */
+    health_agree(w, 0, agree);
+    if (w->stop) return STEP_FINISH;
+    if (o->time_budget_s > 0) {
+        /* Seconds of training (evaluations and, at the PS, checkpoints left out); in the
+         * synchronous loop rank 0's decides, so every rank stops after the same step. */
+        double trained = c->aside_s ? clock_mono_s() - c->started - *c->aside_s : w->loop_s;
+        int over = trained >= o->time_budget_s;
+        if (agree) over = agree(w, over);
+        if (over) {
+            w->stop = STOP_BUDGET;
+            return STEP_FINISH;
+        }
+    }
+    return STEP_GO_ON;
+}
+
 /* ---- the loop ---------------------------------------------------------------------------- */
 
 /* Test hook (--weight-digest): one line "STEP HASH start" when the step loop starts (after
@@ -1386,9 +1446,7 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
          * last checkpoint is the end of the job, as for the step loop below. */
         if (w->role == ROLE_PS && w->stop != STOP_TEST_HOOK) {
             w->train_loss = worker_final_train_loss(w);
-            if (s->checkpoint.every_steps > 0 && w->ckpt_step != w->global_step && w->stop != STOP_COLLAPSE &&
-                worker_save_checkpoint(w, err, errlen) != 0)
-                return -1;
+            if (worker_final_checkpoint_due(w) && worker_save_checkpoint(w, err, errlen) != 0) return -1;
         }
         return 0;
     }
@@ -1437,31 +1495,9 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
                 t_log = t;
                 samples_log = w->stats.samples;
             }
-            if (s->checkpoint.every_steps > 0 && w->global_step % s->checkpoint.every_steps == 0 && w->rank == 0) {
-                if (worker_save_checkpoint(w, err, errlen) != 0) return -1;
-            }
-            if (o->stop_after_steps > 0 && w->global_step >= o->stop_after_steps) {
-                w->stop = STOP_TEST_HOOK; /* test hook: simulate an interruption */
-                break;
-            }
-            /* eval_every_steps: an evaluation between epoch ends (none in the step that
-             * ends an epoch: the epoch end evaluates), outside the training time. */
-            if (s->eval_every_steps > 0 && w->global_step % s->eval_every_steps == 0 && adaptive_epoch_running(w)) {
-                if (w->algo->evaluate) w->algo->evaluate(w);
-                else worker_evaluate(w, &w->test_loss, &w->test_accuracy);
-                worker_evaluated_between(w);
-            }
-            if (o->time_budget_s > 0) {
-                /* Seconds of training (loop_s: evaluations at epoch ends left out, as the
-                 * parameter server counts them); rank 0's decides, so every rank stops
-                 * after the same step. */
-                int over = w->loop_s >= o->time_budget_s;
-                if (w->agree) over = w->agree(w, over);
-                if (over) w->stop = STOP_BUDGET;
-            }
-            /* A collapse that on_collapse stops for: the epoch end below evaluates the
-             * weights as they are, then the loop ends without a checkpoint. */
-            if (!w->stop) worker_health_agree(w, 0);
+            if (worker_checkpoint_due(w) && worker_save_checkpoint(w, err, errlen) != 0) return -1;
+            step_end_t end = {.may_evaluate = adaptive_epoch_running(w)};
+            if (worker_step_end(w, &end) != STEP_GO_ON) break; /* STEP_FINISH: the epoch end below */
         }
         if (w->stop == STOP_TEST_HOOK) break;
         if (w->algo->epoch_end && (rc = w->algo->epoch_end(w)) != 0) {
@@ -1483,9 +1519,7 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
     report_epoch(w, METRICS_FINAL, w->nothing_left);
     /* Rank 0 holds the final (merged) weights after the last epoch end. */
     if (w->rank == 0 && w->stop != STOP_TEST_HOOK) w->train_loss = worker_final_train_loss(w);
-    if (s->checkpoint.every_steps > 0 && w->rank == 0 && w->stop != STOP_TEST_HOOK && w->stop != STOP_COLLAPSE &&
-        w->ckpt_step != w->global_step)
-        if (worker_save_checkpoint(w, err, errlen) != 0) return -1;
+    if (worker_final_checkpoint_due(w) && worker_save_checkpoint(w, err, errlen) != 0) return -1;
     return 0;
 }
 

@@ -51,6 +51,7 @@
 #include "launcher.h"
 #include "modelstore.h"
 #include "policy.h"
+#include "record_fields.h"
 #include "simjob.h"
 #include "stall.h"
 #include "supervise.h"
@@ -1246,8 +1247,8 @@ static void read_flags(coordinator_t *c, coord_run_t *r, int check_beats, double
     if (nb && !ranks) nb = 0;
     for (int k = 0; k < nb; k++) {
         snprintf(key, sizeof key, KEY_JOB_NODE, r->id, k);
-        redisAppendCommand(c->rc, "HMGET %s heartbeat host %s %s %s", key, NODE_WAITING, NODE_WAITING_PEER,
-                           NODE_WAITING_SINCE);
+        redisAppendCommand(c->rc, "HMGET %s %s %s %s %s %s", key, RECORD_FIELDS[RF_HEARTBEAT].name,
+                           RECORD_FIELDS[RF_HOST].name, NODE_WAITING, NODE_WAITING_PEER, NODE_WAITING_SINCE);
     }
     /* Rank 0 judges whether the run still learns (worker/health.h). */
     if (nb) {
@@ -1256,7 +1257,8 @@ static void read_flags(coordinator_t *c, coord_run_t *r, int check_beats, double
         /* The progress of a training rank (a parameter server counts updates, not
          * steps): when the job should end (run_schedule's estimates). */
         snprintf(key, sizeof key, KEY_JOB_NODE, r->id, spec_is_async(r->spec) && nb > 1 ? 1 : 0);
-        redisAppendCommand(c->rc, "HMGET %s step total_steps", key);
+        redisAppendCommand(c->rc, "HMGET %s %s %s", key, RECORD_FIELDS[RF_STEP].name,
+                           RECORD_FIELDS[RF_TOTAL_STEPS].name);
     }
     int stale = -1;
     double stale_age = 0;

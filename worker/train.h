@@ -68,6 +68,12 @@ int worker_compress_setup(worker_t *w, char *err, size_t errlen);
  * it (every_steps, the epoch's end, the run's end), rank 0 gathers the ranks' error
  * feedback for it (one MPI_Gather); otherwise nothing. */
 void worker_compress_gather(worker_t *w);
+/* JSON for a measured figure: v, or null where it is not finite (unmeasured is missing,
+ * not 0); n / s, or null without a positive s. The rank's record (worker_rank_json,
+ * step.c) and the job's summary (train.c) write their figures with them. */
+json_t *worker_json_finite(double v);
+json_t *worker_json_rate(double n, double s);
+
 /* ---- end-of-step policies: one home for the synchronous loop (train_loop) and the
  * parameter server's (worker/ps.c serve) ---- */
 

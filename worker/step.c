@@ -1,10 +1,11 @@
 /* worker/step.c - the step primitives every algorithm shares: the epoch's order and the
  * batches, the gradient computation with emulated slowdown, the SGD update, the weights
- * between device and host, evaluation, gradient compression's set-up, and re-planning the
- * batches. The bottom of worker/'s training room: the algorithms (algo_*.c), adaptive.c,
- * comm.c and emulate.c call these, and these call none of them, nor the loops above them
- * (train.c's train_loop, ps.c's server), which own progress, checkpoints, epoch ends and
- * the summary. Declared in worker.h and train.h. */
+ * between device and host, evaluation, gradient compression's set-up, re-planning the
+ * batches and the rank's JSON record. The bottom of worker/'s training room: the
+ * algorithms (algo_*.c), adaptive.c, comm.c, emulate.c and the loops call these, and these
+ * call none of them: not the loops (train.c's train_loop, ps.c's server) nor what the
+ * loops share (loop.c: records, checkpoints, epoch ends, the end-of-step policies).
+ * Declared in worker.h and train.h. */
 #include "train.h"
 
 #include <math.h>

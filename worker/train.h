@@ -68,6 +68,10 @@ int worker_compress_setup(worker_t *w, char *err, size_t errlen);
  * it (every_steps, the epoch's end, the run's end), rank 0 gathers the ranks' error
  * feedback for it (one MPI_Gather); otherwise nothing. */
 void worker_compress_gather(worker_t *w);
+/* A record of kind (epoch end, evaluation, final) with this rank's state (loop.c): see
+ * loop.c for which ranks carry an evaluation. */
+void worker_report_epoch(worker_t *w, metrics_kind_t kind, int with_eval);
+
 /* JSON for a measured figure: v, or null where it is not finite (unmeasured is missing,
  * not 0); n / s, or null without a positive s. The rank's record (worker_rank_json,
  * step.c) and the job's summary (train.c) write their figures with them. */

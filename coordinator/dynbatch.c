@@ -13,6 +13,7 @@
 #include "clog.h"
 #include "jobstore.h"
 #include "planner.h"
+#include "record_fields.h"
 
 int dynbatch_rank_of(const job_spec_t *s, int w) { return spec_is_async(s) ? w + 1 : w; }
 
@@ -96,7 +97,7 @@ int dynbatch_replan(redisContext *c, const char *id, const job_spec_t *s, int n)
     for (int w = 0; w < n; w++) {
         char key[160];
         snprintf(key, sizeof key, KEY_JOB_NODE, id, dynbatch_rank_of(s, w));
-        redisAppendCommand(c, "HGET %s samples_per_s", key);
+        redisAppendCommand(c, "HGET %s %s", key, RECORD_FIELDS[RF_SAMPLES_PER_S].name);
     }
     rc = JS_OK;
     for (int w = 0; w < n; w++) {
@@ -256,7 +257,10 @@ int dynbatch_fold_profiles(redisContext *c, const char *id, const job_spec_t *s,
     for (int r = 0; r < world; r++) {
         char key[160];
         snprintf(key, sizeof key, KEY_JOB_NODE, id, r);
-        redisAppendCommand(c, "HMGET %s host device samples_per_s slowdown role", key);
+        /* in the order dynbatch_parse_node reads them */
+        redisAppendCommand(c, "HMGET %s %s %s %s %s %s", key, RECORD_FIELDS[RF_HOST].name,
+                           RECORD_FIELDS[RF_DEVICE].name, RECORD_FIELDS[RF_SAMPLES_PER_S].name,
+                           RECORD_FIELDS[RF_SLOWDOWN].name, RECORD_FIELDS[RF_ROLE].name);
     }
     for (int r = 0; r < world; r++) {
         redisReply *rep = NULL;

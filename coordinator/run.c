@@ -51,6 +51,7 @@
 #include "launcher.h"
 #include "modelstore.h"
 #include "policy.h"
+#include "record_fields.h"
 #include "simjob.h"
 #include "stall.h"
 #include "supervise.h"
@@ -813,105 +814,162 @@ static void grow_check(coordinator_t *c, coord_run_t *r, double now)
     start_kill(c, r, KILL_RESIZE, now);
 }
 
-static void launch(coordinator_t *c, coord_run_t *r, double now)
-{
-    char dir[JPATH], ckdir[JPATH], specp[JPATH], summary[JPATH];
-    char log[JPATH], ecp[JPATH], pidp[JPATH];
-    char err[512] = "";
-    job_spec_t *sp = NULL;
-    char *text = NULL;
-    const char **names = NULL, **rank_host = NULL;
-    coord_job_path(c, r->id, NULL, dir, sizeof dir);
-    coord_job_path(c, r->id, "checkpoints", ckdir, sizeof ckdir);
-    coord_job_path(c, r->id, "spec.json", specp, sizeof specp);
-    coord_job_path(c, r->id, "summary.json", summary, sizeof summary);
-    coord_job_path(c, r->id, "log", log, sizeof log);
-    coord_job_path(c, r->id, "exit_code", ecp, sizeof ecp);
-    coord_job_path(c, r->id, "pid", pidp, sizeof pidp);
+/* ---- launch: one attempt as named phases over one state, with one cleanup ------------- */
 
-    if (r->first_launch && !r->requeued && move_aside(c, r, dir, err, sizeof err) != 0) goto fail;
-    if (fs_mkdir_p(ckdir, 0755) != 0) {
-        snprintf(err, sizeof err, "%.300s: %s", ckdir, strerror(errno));
-        goto fail;
+/* The worker's argv: a bounded table, each option added with an explicit check (a full
+ * table is an error that names it, never a write past the end). */
+#define LAUNCH_ARGV_MAX (32 + 2 * COORD_DATA_ROOTS_MAX)
+typedef struct {
+    const char *v[LAUNCH_ARGV_MAX + 1]; /* NULL-terminated */
+    int n, full;
+} launch_argv_t;
+
+/* Appends opt and, unless NULL, its value. */
+static void argv_add(launch_argv_t *av, const char *opt, const char *value)
+{
+    int need = value ? 2 : 1;
+    if (av->n + need > LAUNCH_ARGV_MAX) {
+        av->full = 1;
+        return;
+    }
+    av->v[av->n++] = opt;
+    if (value) av->v[av->n++] = value;
+    av->v[av->n] = NULL;
+}
+
+/* One attempt's launch: the paths, the rewritten spec, the hosts and world, the argv and
+ * the buffers its option values live in; launch_free releases what it owns. */
+typedef struct {
+    char dir[JPATH], ckdir[JPATH], specp[JPATH], summary[JPATH];
+    char log[JPATH], ecp[JPATH], pidp[JPATH], onnx[JPATH];
+    char err[512];
+    long long fence;
+    job_spec_t *sp;
+    char *text;
+    const char **names, **rank_host;
+    int world, nn, placed;
+    launch_argv_t argv;
+    char before[24], scale[32], wtext[16], ftext[24], models_dir[PATH_MAX + 16];
+} launch_t;
+
+static void launch_free(launch_t *L)
+{
+    free(L->sp);
+    free(L->text);
+    free(L->names);
+    free(L->rank_host);
+}
+
+/* What a launch phase returns. */
+enum { LAUNCH_GO_ON = 0, LAUNCH_FAIL = -1, LAUNCH_WAIT = 1 /* no host: backing off */ };
+
+static int launch_paths(coordinator_t *c, coord_run_t *r, launch_t *L, double now)
+{
+    (void)now;
+    coord_job_path(c, r->id, NULL, L->dir, sizeof L->dir);
+    coord_job_path(c, r->id, "checkpoints", L->ckdir, sizeof L->ckdir);
+    coord_job_path(c, r->id, "spec.json", L->specp, sizeof L->specp);
+    coord_job_path(c, r->id, "summary.json", L->summary, sizeof L->summary);
+    coord_job_path(c, r->id, "log", L->log, sizeof L->log);
+    coord_job_path(c, r->id, "exit_code", L->ecp, sizeof L->ecp);
+    coord_job_path(c, r->id, "pid", L->pidp, sizeof L->pidp);
+    if (r->first_launch && !r->requeued && move_aside(c, r, L->dir, L->err, sizeof L->err) != 0) return LAUNCH_FAIL;
+    if (fs_mkdir_p(L->ckdir, 0755) != 0) {
+        snprintf(L->err, sizeof L->err, "%.300s: %s", L->ckdir, strerror(errno));
+        return LAUNCH_FAIL;
     }
     /* The checkpoint fence generation this attempt runs under (raised past it when it is
      * over: attempt_drained). */
-    long long fence = 0;
-    if (c->worker_has_fence && !r->simulated && ckptdir_fence_read(ckdir, r->spec->name, &fence, err, sizeof err) != 0)
-        goto fail;
-    /* The worker checkpoints where the coordinator can find it, often enough to resume. */
-    sp = malloc(sizeof *sp);
+    if (c->worker_has_fence && !r->simulated &&
+        ckptdir_fence_read(L->ckdir, r->spec->name, &L->fence, L->err, sizeof L->err) != 0)
+        return LAUNCH_FAIL;
+    return LAUNCH_GO_ON;
+}
+
+/* The spec the worker reads: checkpoints where the coordinator can find them, often
+ * enough to resume. */
+static int launch_spec(coordinator_t *c, coord_run_t *r, launch_t *L, double now)
+{
+    (void)now;
+    job_spec_t *sp = L->sp = malloc(sizeof *sp);
     if (!sp) {
-        snprintf(err, sizeof err, "out of memory");
-        goto fail;
+        snprintf(L->err, sizeof L->err, "out of memory");
+        return LAUNCH_FAIL;
     }
     *sp = *r->spec;
-    if (strlen(ckdir) >= sizeof sp->checkpoint.dir) {
-        snprintf(err, sizeof err, "checkpoint.dir: %.300s is longer than %zu bytes", ckdir,
+    if (strlen(L->ckdir) >= sizeof sp->checkpoint.dir) {
+        snprintf(L->err, sizeof L->err, "checkpoint.dir: %.300s is longer than %zu bytes", L->ckdir,
                  sizeof sp->checkpoint.dir - 1);
-        goto fail;
+        return LAUNCH_FAIL;
     }
-    memcpy(sp->checkpoint.dir, ckdir, strlen(ckdir) + 1);
+    memcpy(sp->checkpoint.dir, L->ckdir, strlen(L->ckdir) + 1);
     if (sp->checkpoint.every_steps <= 0) sp->checkpoint.every_steps = c->cfg.default_checkpoint_steps;
     /* pacer-sim reads platform files on this machine: only from the platform directory,
      * checked again here (the submission was checked against the configuration of the
      * coordinator that took it), and given by real path. */
-    if (r->simulated && simjob_resolve(c->sim_platforms, sp, err, sizeof err) != 0) goto fail;
-    text = spec_to_json(sp);
-    if (!text || fs_atomic_write_fixed(specp, text, strlen(text), 0644) != 0) {
-        snprintf(err, sizeof err, "%.300s: cannot write the spec: %s", specp, text ? strerror(errno) : "out of memory");
-        goto fail;
+    if (r->simulated && simjob_resolve(c->sim_platforms, sp, L->err, sizeof L->err) != 0) return LAUNCH_FAIL;
+    L->text = spec_to_json(sp);
+    if (!L->text || fs_atomic_write_fixed(L->specp, L->text, strlen(L->text), 0644) != 0) {
+        snprintf(L->err, sizeof L->err, "%.300s: cannot write the spec: %s", L->specp,
+                 L->text ? strerror(errno) : "out of memory");
+        return LAUNCH_FAIL;
     }
     /* A stale exit status from the previous attempt must not be read as this one's. */
-    unlink(ecp);
+    unlink(L->ecp);
+    return LAUNCH_GO_ON;
+}
 
-    /* The hosts this attempt may use, and the world that fits them (elastic). A
-     * simulation runs on simulated hosts, all inside one process here: the host table
-     * (the real launcher's hosts) does not apply to it, and it runs the spec's world. */
-    int world = r->full_world, nn = 0, placed = 0;
-    if (!r->simulated) {
-        names = calloc((size_t)c->nhosts + 1, sizeof *names);
-        if (!names) {
-            snprintf(err, sizeof err, "out of memory");
-            goto fail;
-        }
-        int usable_slots = 0, kept_all = 0;
-        nn = run_usable(c, r, names, &usable_slots, &kept_all);
-        if (kept_all)
-            clog_printf("job %s: no usable host but those it left out for going silent: using them again", r->id);
-        if (nn == 0) {
-            /* Nowhere to run: wait for a host to come back (the probes run meanwhile). */
-            free(sp);
-            free(text);
-            free(names);
-            r->phase = PH_BACKOFF;
-            r->next_launch = now + c->cfg.host_probe_s;
-            r->hplan = 0; /* it holds nothing while it waits: the policy's change is over */
-            if (r->state != JOB_RESTARTING || !strstr(r->reason, "waiting for a host")) {
-                char down[512];
-                unusable_hosts(c, down, sizeof down);
-                char why[sizeof r->reason];
-                snprintf(why, sizeof why, "waiting for a host: none is usable (%s)", down);
-                clog_printf("job %s: %s", r->id, why);
-                run_set_state(c, r, JOB_RESTARTING, why);
-            }
-            return;
-        }
-        int all_slots = c->slots_total;
-        int placed_n = r->nplace > 0 ? placed_only(c, r, names, nn, &usable_slots, &all_slots) : 0;
-        if (placed_n > 0) nn = placed_n;
-        else if (r->nplace > 0)
-            clog_printf("job %s: none of the hosts it was placed on is usable: any usable host", r->id);
-        world = hosts_elastic_world(r->full_world, r->min_world, all_slots, usable_slots);
-        if (r->world_cap > 0 && world > r->world_cap) world = r->world_cap;
-        if (run_set_hosts(r, names, nn) != 0) {
-            snprintf(err, sizeof err, "out of memory");
-            goto fail;
-        }
-        rank_host = calloc((size_t)world, sizeof *rank_host);
-        placed = rank_host &&
-                 launcher_rank_hosts(c->launcher, world, nn == c->nhosts ? NULL : names, nn, rank_host) == 0;
+/* The hosts this attempt may use, and the world that fits them (elastic). A simulation
+ * runs on simulated hosts, all inside one process here: the host table (the real
+ * launcher's hosts) does not apply to it, and it runs the spec's world. */
+static int launch_place(coordinator_t *c, coord_run_t *r, launch_t *L, double now)
+{
+    L->world = r->full_world;
+    if (r->simulated) return LAUNCH_GO_ON;
+    L->names = calloc((size_t)c->nhosts + 1, sizeof *L->names);
+    if (!L->names) {
+        snprintf(L->err, sizeof L->err, "out of memory");
+        return LAUNCH_FAIL;
     }
+    int usable_slots = 0, kept_all = 0;
+    L->nn = run_usable(c, r, L->names, &usable_slots, &kept_all);
+    if (kept_all) clog_printf("job %s: no usable host but those it left out for going silent: using them again", r->id);
+    if (L->nn == 0) {
+        /* Nowhere to run: wait for a host to come back (the probes run meanwhile). */
+        r->phase = PH_BACKOFF;
+        r->next_launch = now + c->cfg.host_probe_s;
+        r->hplan = 0; /* it holds nothing while it waits: the policy's change is over */
+        if (r->state != JOB_RESTARTING || !strstr(r->reason, "waiting for a host")) {
+            char down[512];
+            unusable_hosts(c, down, sizeof down);
+            char why[sizeof r->reason];
+            snprintf(why, sizeof why, "waiting for a host: none is usable (%s)", down);
+            clog_printf("job %s: %s", r->id, why);
+            run_set_state(c, r, JOB_RESTARTING, why);
+        }
+        return LAUNCH_WAIT;
+    }
+    int all_slots = c->slots_total;
+    int placed_n = r->nplace > 0 ? placed_only(c, r, L->names, L->nn, &usable_slots, &all_slots) : 0;
+    if (placed_n > 0) L->nn = placed_n;
+    else if (r->nplace > 0) clog_printf("job %s: none of the hosts it was placed on is usable: any usable host", r->id);
+    L->world = hosts_elastic_world(r->full_world, r->min_world, all_slots, usable_slots);
+    if (r->world_cap > 0 && L->world > r->world_cap) L->world = r->world_cap;
+    if (run_set_hosts(r, L->names, L->nn) != 0) {
+        snprintf(L->err, sizeof L->err, "out of memory");
+        return LAUNCH_FAIL;
+    }
+    L->rank_host = calloc((size_t)L->world, sizeof *L->rank_host);
+    L->placed = L->rank_host && launcher_rank_hosts(c->launcher, L->world, L->nn == c->nhosts ? NULL : L->names, L->nn,
+                                                    L->rank_host) == 0;
+    return LAUNCH_GO_ON;
+}
+
+/* A world other than the last attempt's is a resize (recorded, with its reason); then
+ * dynamic batches: re-planned for the new world, or the first plan from stored profiles. */
+static int launch_world(coordinator_t *c, coord_run_t *r, launch_t *L, double now)
+{
+    int world = L->world;
     int from = r->first_launch ? r->full_world : r->world;
     if (world != from || r->hplan) {
         char reason[sizeof r->resize_reason + 600], down[512];
@@ -924,7 +982,7 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
         record_resize(c, r, from, world, reason, now);
         if (world < from) drop_rank_keys(c, r, from, world);
         if (!r->first_launch && r->spec->algorithm.dynamic_batch && c->worker_has_redis && c->rc) {
-            int k = dynbatch_resize(c->rc, r->id, r->spec, workers_of(r, world), placed ? rank_host : NULL);
+            int k = dynbatch_resize(c->rc, r->id, r->spec, workers_of(r, world), L->placed ? L->rank_host : NULL);
             if (k == JS_EREDIS) tickconn_broken(c, "resize plan");
         }
     }
@@ -937,101 +995,90 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
     /* Only where placement is known before the start (not under Slurm). Simulated ranks
      * (never placed) plan their own batches: the coordinator's plans arrive in real time,
      * which would make a deterministic simulation depend on this machine's load. */
-    if (r->first_launch && r->spec->algorithm.dynamic_batch && c->worker_has_redis && c->rc && placed) {
-        int k = dynbatch_initial(c->rc, r->id, r->spec, workers_of(r, world), rank_host);
+    if (r->first_launch && r->spec->algorithm.dynamic_batch && c->worker_has_redis && c->rc && L->placed) {
+        int k = dynbatch_initial(c->rc, r->id, r->spec, workers_of(r, world), L->rank_host);
         if (k == JS_EREDIS) tickconn_broken(c, "initial plan");
         else if (k == 1) clog_printf("job %s: initial batch plan from stored profiles", r->id);
     }
     r->first_launch = 0;
+    return LAUNCH_GO_ON;
+}
 
-    /* The worker's command; the launcher wraps it (mpirun, sbatch). */
-    const char *argv[32 + 2 * COORD_DATA_ROOTS_MAX];
-    int a = 0;
-    argv[a++] = c->worker;
-    argv[a++] = "--spec";
-    argv[a++] = specp;
-    argv[a++] = "--summary";
-    argv[a++] = summary;
+/* The worker's command; the launcher wraps it (mpirun, sbatch). */
+static int launch_argv(coordinator_t *c, coord_run_t *r, launch_t *L, double now)
+{
+    (void)now;
+    launch_argv_t *av = &L->argv;
+    argv_add(av, c->worker, NULL);
+    argv_add(av, "--spec", L->specp);
+    argv_add(av, "--summary", L->summary);
     /* After a collapse: the checkpoint from before it (the worker saves it again as the
      * latest), and the halved learning rate from then on (run.h). */
-    char before[24], scale[32];
     if (r->resume_before > 0 && c->worker_has_collapse) {
-        snprintf(before, sizeof before, "%ld", r->resume_before);
-        argv[a++] = "--resume-before";
-        argv[a++] = before;
+        snprintf(L->before, sizeof L->before, "%ld", r->resume_before);
+        argv_add(av, "--resume-before", L->before);
     } else {
-        argv[a++] = "--resume";
+        argv_add(av, "--resume", NULL);
     }
     if (r->lr_scale < 1.0 && c->worker_has_collapse) {
-        snprintf(scale, sizeof scale, "%.17g", r->lr_scale);
-        argv[a++] = "--lr-scale";
-        argv[a++] = scale;
+        snprintf(L->scale, sizeof L->scale, "%.17g", r->lr_scale);
+        argv_add(av, "--lr-scale", L->scale);
     }
-    char wtext[16];
     if (c->worker_has_world) {
         /* A rank that finds itself in another world (alone, when the launch did not
          * connect the ranks) stops instead of training on its own; fewer ranks than the
          * spec asks (an elastic restart) share its global batch. */
-        snprintf(wtext, sizeof wtext, "%d", r->world);
-        argv[a++] = "--world";
-        argv[a++] = wtext;
+        snprintf(L->wtext, sizeof L->wtext, "%d", r->world);
+        argv_add(av, "--world", L->wtext);
     }
-    char ftext[24];
     if (c->worker_has_fence && !r->simulated) {
-        snprintf(ftext, sizeof ftext, "%lld", fence);
-        argv[a++] = "--fence";
-        argv[a++] = ftext;
+        snprintf(L->ftext, sizeof L->ftext, "%lld", L->fence);
+        argv_add(av, "--fence", L->ftext);
     }
     /* An uploaded model: the worker reads its bytes from the state directory's models/
      * when it can, else from Redis (worker/modelfetch.h). */
-    char models_dir[PATH_MAX + 16];
     if (r->spec->model_sha256[0]) {
-        modelstore_dir(c, models_dir, sizeof models_dir);
-        argv[a++] = "--models-dir";
-        argv[a++] = models_dir;
+        modelstore_dir(c, L->models_dir, sizeof L->models_dir);
+        argv_add(av, "--models-dir", L->models_dir);
     }
-    if (c->worker_has_data_cache && c->data_cache[0]) {
-        argv[a++] = "--data-cache";
-        argv[a++] = c->data_cache;
-    }
+    if (c->worker_has_data_cache && c->data_cache[0]) argv_add(av, "--data-cache", c->data_cache);
     /* The roots the spec's dataset.path was checked against: the worker reads nothing
      * that leaves them (a link swapped in after the check: common/dataroot.h). */
-    for (int i = 0; c->worker_has_data_root && i < c->ndata_roots; i++) {
-        argv[a++] = "--data-root";
-        argv[a++] = c->data_roots[i];
-    }
+    for (int i = 0; c->worker_has_data_root && i < c->ndata_roots; i++) argv_add(av, "--data-root", c->data_roots[i]);
     /* The trained model as ONNX beside the checkpoints, for GET /api/v1/jobs/{id}/model.onnx;
      * a simulation's ranks learn nothing worth exporting. */
-    char onnx[JPATH];
-    if (c->worker_has_model_onnx && !r->simulated && coord_job_path(c, r->id, "model.onnx", onnx, sizeof onnx) == 0) {
-        argv[a++] = "--model-onnx";
-        argv[a++] = onnx;
-    }
+    if (c->worker_has_model_onnx && !r->simulated &&
+        coord_job_path(c, r->id, "model.onnx", L->onnx, sizeof L->onnx) == 0)
+        argv_add(av, "--model-onnx", L->onnx);
     if (c->worker_has_redis) {
-        argv[a++] = "--redis";
-        argv[a++] = c->worker_redis_url;
-        argv[a++] = "--job";
-        argv[a++] = r->id;
-        if (c->worker_password_file[0]) {
-            argv[a++] = "--redis-password-file";
-            argv[a++] = c->worker_password_file;
-        }
+        argv_add(av, "--redis", c->worker_redis_url);
+        argv_add(av, "--job", r->id);
+        if (c->worker_password_file[0]) argv_add(av, "--redis-password-file", c->worker_password_file);
     }
-    argv[a] = NULL;
+    if (av->full) {
+        snprintf(L->err, sizeof L->err, "the worker's command has more than %d arguments", LAUNCH_ARGV_MAX);
+        return LAUNCH_FAIL;
+    }
+    return LAUNCH_GO_ON;
+}
+
+/* The launcher starts the attempt; the run's per-attempt state starts afresh. */
+static int launch_start(coordinator_t *c, coord_run_t *r, launch_t *L, double now)
+{
     launch_req_t req = {
         .id = r->id,
         .attempt = r->attempts + 1,
         .world = r->world,
-        .argv = argv,
-        .dir = dir,
-        .log_path = log,
-        .exit_code_path = ecp,
-        .handle_path = pidp,
+        .argv = L->argv.v,
+        .dir = L->dir,
+        .log_path = L->log,
+        .exit_code_path = L->ecp,
+        .handle_path = L->pidp,
         /* All hosts usable: the launcher's own list (the hostfile as given). */
-        .hosts = names && nn != c->nhosts ? names : NULL,
-        .nhosts = nn,
+        .hosts = L->names && L->nn != c->nhosts ? L->names : NULL,
+        .nhosts = L->nn,
     };
-    if (launcher_start(r->launcher, &req, &r->h, err, sizeof err) != 0) goto fail;
+    if (launcher_start(r->launcher, &req, &r->h, L->err, sizeof L->err) != 0) return LAUNCH_FAIL;
     char what[64];
     r->attempts++;
     /* A new attempt: its health is unknown until its rank 0 reports (the previous
@@ -1050,7 +1097,7 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
     r->phase = PH_ACTIVE;
     r->kill_reason = KILL_NONE;
     r->sigkilled = 0;
-    r->fence = fence;
+    r->fence = L->fence;
     /* What the last attempt's stop named belongs to it. */
     r->stale_rank = -1;
     r->stale_host[0] = r->stall_text[0] = r->silent_host[0] = 0;
@@ -1058,26 +1105,42 @@ static void launch(coordinator_t *c, coord_run_t *r, double now)
     if (r->started <= 0) r->started = now;
     clog_printf("job %s: attempt %d started (%s, %d rank%s)", r->id, r->attempts,
                 launcher_describe(&r->h, what, sizeof what), r->world, r->world == 1 ? "" : "s");
-    free(sp);
-    free(text);
-    free(names);
-    free(rank_host);
     run_set_state(c, r, JOB_RUNNING, r->state == JOB_RESTARTING ? r->reason : "");
-    return;
-fail:
-    free(sp);
-    free(text);
-    free(names);
-    free(rank_host);
-    FILE *lf = fopen(log, "a");
+    return LAUNCH_GO_ON;
+}
+
+/* A phase that fails: the job's log and the coordinator's say why, and the attempt ends
+ * lost (finish_attempt decides whether it is tried again). */
+static void launch_failed(coordinator_t *c, coord_run_t *r, const launch_t *L, double now)
+{
+    FILE *lf = fopen(L->log, "a");
     if (lf) {
-        fprintf(lf, "pacer-coordinator: cannot start the job: %s\n", err);
+        fprintf(lf, "pacer-coordinator: cannot start the job: %s\n", L->err);
         fclose(lf);
     }
-    clog_printf("job %s: cannot start: %s", r->id, err);
+    clog_printf("job %s: cannot start: %s", r->id, L->err);
     memset(&r->h, 0, sizeof r->h);
     r->attempts++;
     finish_attempt(c, r, SV_LOST, 0, now);
+}
+
+static const struct {
+    const char *name;
+    int (*fn)(coordinator_t *c, coord_run_t *r, launch_t *L, double now);
+} LAUNCH_PHASES[] = {
+    {"paths", launch_paths}, {"spec", launch_spec}, {"place", launch_place},
+    {"world", launch_world}, {"argv", launch_argv}, {"start", launch_start},
+};
+
+static void launch(coordinator_t *c, coord_run_t *r, double now)
+{
+    launch_t L = {.fence = 0}; /* on the stack, as its paths were before */
+    int rc = LAUNCH_GO_ON;
+    for (size_t i = 0; rc == LAUNCH_GO_ON && i < sizeof LAUNCH_PHASES / sizeof LAUNCH_PHASES[0]; i++)
+        rc = LAUNCH_PHASES[i].fn(c, r, &L, now);
+    /* the one cleanup, whichever phase ended it */
+    launch_free(&L);
+    if (rc == LAUNCH_FAIL) launch_failed(c, r, &L, now);
 }
 
 /* The first launch, after the pre-flight benchmark of the hosts when one is due
@@ -1246,8 +1309,8 @@ static void read_flags(coordinator_t *c, coord_run_t *r, int check_beats, double
     if (nb && !ranks) nb = 0;
     for (int k = 0; k < nb; k++) {
         snprintf(key, sizeof key, KEY_JOB_NODE, r->id, k);
-        redisAppendCommand(c->rc, "HMGET %s heartbeat host %s %s %s", key, NODE_WAITING, NODE_WAITING_PEER,
-                           NODE_WAITING_SINCE);
+        redisAppendCommand(c->rc, "HMGET %s %s %s %s %s %s", key, RECORD_FIELDS[RF_HEARTBEAT].name,
+                           RECORD_FIELDS[RF_HOST].name, NODE_WAITING, NODE_WAITING_PEER, NODE_WAITING_SINCE);
     }
     /* Rank 0 judges whether the run still learns (worker/health.h). */
     if (nb) {
@@ -1256,7 +1319,8 @@ static void read_flags(coordinator_t *c, coord_run_t *r, int check_beats, double
         /* The progress of a training rank (a parameter server counts updates, not
          * steps): when the job should end (run_schedule's estimates). */
         snprintf(key, sizeof key, KEY_JOB_NODE, r->id, spec_is_async(r->spec) && nb > 1 ? 1 : 0);
-        redisAppendCommand(c->rc, "HMGET %s step total_steps", key);
+        redisAppendCommand(c->rc, "HMGET %s %s %s", key, RECORD_FIELDS[RF_STEP].name,
+                           RECORD_FIELDS[RF_TOTAL_STEPS].name);
     }
     int stale = -1;
     double stale_age = 0;

@@ -78,7 +78,7 @@ typedef struct {
     /* Version 6 (worker/compress.h): PowerSGD's state after the buffers: Q (the same on
      * every rank) and the error feedback of compress_ranks ranks, rank after rank, each
      * of compress_err_floats. compress_ranks is 0 when the writer did not have every
-     * rank's error at this step (see train.c, worker_compress_gather): a resume then
+     * rank's error at this step (see step.c, worker_compress_gather): a resume then
      * starts the errors at zero. All 0 without PowerSGD, and in versions 3 to 5. */
     uint64_t compress_q_floats, compress_err_floats;
     int32_t compress_ranks;

@@ -2,7 +2,7 @@
  * machine (issue 11).
  *
  * emulate.slowdown[i] = f makes worker i's step take f times its undisturbed step
- * (train.c, worker_compute_grad): the rank computes for u and sleeps for (f - 1) u, so
+ * (step.c, worker_compute_grad): the rank computes for u and sleeps for (f - 1) u, so
  * it keeps a core busy 1/f of its time (threads/f with several CPU threads). That is
  * only what f promises while the ranks of a host together ask for no more cores than
  * they have: demand = sum over the host's worker ranks of threads / f (the smallest f a

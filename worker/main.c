@@ -232,23 +232,31 @@ static int bad_number(const char *opt, const char *value, const char *what, doub
     return 2;
 }
 
-static int run(const char *spec_path, const char *summary_path, const char *metrics_path, int resume,
-               const char *resume_from, const train_opts_t *opts);
-static const char *g_redis_url, *g_job_id; /* --redis, --job */
-static const char *g_trace_path;           /* --trace */
-static const char *g_export_onnx;          /* --export-onnx */
-static const char *g_export_onnx_init;     /* --export-onnx-init */
-static const char *g_model_onnx;           /* --model-onnx */
-static const char *g_data_cache;           /* --data-cache */
 #define WORKER_DATA_ROOTS_MAX 16
-static const char *g_data_roots[WORKER_DATA_ROOTS_MAX]; /* --data-root */
-static int g_ndata_roots;
-static const char *g_models_dir;          /* --models-dir */
-static const char *g_redis_password_file; /* --redis-password-file */
-static int g_world;                       /* --world: 0 = not given */
-static double g_lr_scale = 1.0;           /* --lr-scale */
-static long g_fence = -1;                 /* --fence: -1 = not given */
-static long g_resume_before = -1;         /* --resume-before: -1 = not given */
+/* What the command line asks of a training run: main fills it, run's phases read it.
+ * No signal handler reads any of it, so none of it is a file-scope global. */
+typedef struct {
+    const char *spec_path, *summary_path, *metrics_path; /* --spec, --summary, --metrics */
+    int resume;                                          /* --resume */
+    const char *resume_from;                             /* --resume-from */
+    train_opts_t opts;                                   /* the test hooks and the time budget */
+    const char *redis_url, *job_id;                      /* --redis, --job */
+    const char *trace_path;                              /* --trace */
+    const char *export_onnx;                             /* --export-onnx */
+    const char *export_onnx_init;                        /* --export-onnx-init */
+    const char *model_onnx;                              /* --model-onnx */
+    const char *data_cache;                              /* --data-cache */
+    const char *data_roots[WORKER_DATA_ROOTS_MAX];       /* --data-root */
+    int ndata_roots;
+    const char *models_dir;          /* --models-dir */
+    const char *redis_password_file; /* --redis-password-file */
+    int world;                       /* --world: 0 = not given */
+    double lr_scale;                 /* --lr-scale */
+    long fence;                      /* --fence: -1 = not given */
+    long resume_before;              /* --resume-before: -1 = not given */
+} worker_args_t;
+
+static int run(const worker_args_t *a);
 static int coordinator_assignment(worker_t *w, int *out);
 
 #define CHECK_MEMORY_MAX_MB 100000000L /* 100 TB: a bound, not a machine */
@@ -294,22 +302,21 @@ static void check_onnx_limits(const char *path, long mb)
 
 int main(int argc, char **argv)
 {
-    const char *spec_path = NULL, *summary_path = NULL, *resume_from = NULL, *metrics_path = NULL;
-    int resume = 0;
+    static worker_args_t args = {.lr_scale = 1.0, .fence = -1, .resume_before = -1};
+    worker_args_t *a = &args;
     long bench_steps = 0;
     double netprobe_s = 0;
-    train_opts_t opts = {0};
     const char *check_onnx = NULL, *onnx_case = NULL;
     long check_mb = 0;
     int c;
     while ((c = getopt_long(argc, argv, "", OPTIONS, NULL)) != -1) {
         switch (c) {
-        case 's': spec_path = optarg; break;
-        case 'o': summary_path = optarg; break;
-        case 'm': metrics_path = optarg; break;
-        case 'D': g_redis_url = optarg; break;
-        case 'J': g_job_id = optarg; break;
-        case 'A': g_redis_password_file = optarg; break;
+        case 's': a->spec_path = optarg; break;
+        case 'o': a->summary_path = optarg; break;
+        case 'm': a->metrics_path = optarg; break;
+        case 'D': a->redis_url = optarg; break;
+        case 'J': a->job_id = optarg; break;
+        case 'A': a->redis_password_file = optarg; break;
         case 'b':
             if (numarg_long(optarg, 1, BENCHMARK_MAX_STEPS, &bench_steps))
                 return bad_number("benchmark", optarg, "a step count", 1, BENCHMARK_MAX_STEPS);
@@ -322,55 +329,55 @@ int main(int argc, char **argv)
             long n;
             if (numarg_long(optarg, 1, SPEC_MAX_WORKERS + 1, &n))
                 return bad_number("world", optarg, "a process count", 1, SPEC_MAX_WORKERS + 1);
-            g_world = (int)n;
+            a->world = (int)n;
             break;
         }
-        case 'r': resume = 1; break;
-        case 'R': resume_from = optarg; break;
+        case 'r': a->resume = 1; break;
+        case 'R': a->resume_from = optarg; break;
         case 'E':
-            if (numarg_long(optarg, 1, RESUME_BEFORE_MAX, &g_resume_before))
+            if (numarg_long(optarg, 1, RESUME_BEFORE_MAX, &a->resume_before))
                 return bad_number("resume-before", optarg, "a global step", 1, (double)RESUME_BEFORE_MAX);
             break;
         case 'L':
-            if (numarg_double(optarg, LR_SCALE_MIN, 1.0, &g_lr_scale))
+            if (numarg_double(optarg, LR_SCALE_MIN, 1.0, &a->lr_scale))
                 return bad_number("lr-scale", optarg, "a factor", LR_SCALE_MIN, 1.0);
             break;
         case 'F':
-            if (numarg_long(optarg, 0, CKPTDIR_FENCE_MAX, &g_fence))
+            if (numarg_long(optarg, 0, CKPTDIR_FENCE_MAX, &a->fence))
                 return bad_number("fence", optarg, "a fence generation", 0, (double)CKPTDIR_FENCE_MAX);
             break;
         case 'S':
-            if (numarg_long(optarg, 1, STOP_AFTER_MAX, &opts.stop_after_steps))
+            if (numarg_long(optarg, 1, STOP_AFTER_MAX, &a->opts.stop_after_steps))
                 return bad_number("stop-after-steps", optarg, "a global step", 1, STOP_AFTER_MAX);
             break;
-        case 'B': opts.batch_plan = optarg; break;
-        case 'P': opts.ps_round_robin = 1; break;
+        case 'B': a->opts.batch_plan = optarg; break;
+        case 'P': a->opts.ps_round_robin = 1; break;
         case 'T':
-            if (numarg_double(optarg, TIME_BUDGET_MIN, TIME_BUDGET_MAX, &opts.time_budget_s))
+            if (numarg_double(optarg, TIME_BUDGET_MIN, TIME_BUDGET_MAX, &a->opts.time_budget_s))
                 return bad_number("time-budget", optarg, "a time in seconds", TIME_BUDGET_MIN, TIME_BUDGET_MAX);
             break;
-        case 'K': opts.comm_baseline = 1; break;
+        case 'K': a->opts.comm_baseline = 1; break;
         case 'H': {
             long n;
             if (numarg_long(optarg, 1, HPSGD_ROUND_MAX, &n))
                 return bad_number("hpsgd-round-steps", optarg, "a step count", 1, HPSGD_ROUND_MAX);
-            opts.hpsgd_round_steps = (int)n;
+            a->opts.hpsgd_round_steps = (int)n;
             break;
         }
-        case 'W': opts.weight_digest = optarg; break;
-        case 'X': g_trace_path = optarg; break;
-        case 'O': g_export_onnx = optarg; break;
-        case 'Q': g_export_onnx_init = optarg; break;
-        case 'Y': g_model_onnx = optarg; break;
-        case 'C': g_data_cache = optarg; break;
+        case 'W': a->opts.weight_digest = optarg; break;
+        case 'X': a->trace_path = optarg; break;
+        case 'O': a->export_onnx = optarg; break;
+        case 'Q': a->export_onnx_init = optarg; break;
+        case 'Y': a->model_onnx = optarg; break;
+        case 'C': a->data_cache = optarg; break;
         case 'U':
-            if (g_ndata_roots == WORKER_DATA_ROOTS_MAX) {
+            if (a->ndata_roots == WORKER_DATA_ROOTS_MAX) {
                 fprintf(stderr, "pacer-worker: --data-root: at most %d\n", WORKER_DATA_ROOTS_MAX);
                 return 2;
             }
-            g_data_roots[g_ndata_roots++] = optarg;
+            a->data_roots[a->ndata_roots++] = optarg;
             break;
-        case 'M': g_models_dir = optarg; break;
+        case 'M': a->models_dir = optarg; break;
         case 'k': check_onnx = optarg; break;
         case 'G':
             if (numarg_long(optarg, 1, CHECK_MEMORY_MAX_MB, &check_mb))
@@ -384,14 +391,14 @@ int main(int argc, char **argv)
         }
     }
     if (onnx_case) {
-        if (optind != argc || spec_path || check_onnx) {
+        if (optind != argc || a->spec_path || check_onnx) {
             fprintf(stderr, "pacer-worker: --onnx-case takes one directory and nothing else\n");
             return 2;
         }
         return onnx_case_run(onnx_case);
     }
     if (check_onnx) {
-        if (optind != argc || spec_path) {
+        if (optind != argc || a->spec_path) {
             fprintf(stderr, "pacer-worker: --check-onnx takes one file and no spec\n");
             return 2;
         }
@@ -399,33 +406,33 @@ int main(int argc, char **argv)
         return modelfetch_check(check_onnx);
     }
     if (netprobe_s > 0) {
-        if (optind != argc || spec_path) {
+        if (optind != argc || a->spec_path) {
             fprintf(stderr, "pacer-worker: --netprobe takes no spec and no other argument\n");
             return 2;
         }
         return netprobe_run(netprobe_s);
     }
-    if ((g_redis_url != NULL) != (g_job_id != NULL) || (g_redis_password_file && !g_redis_url)) {
+    if ((a->redis_url != NULL) != (a->job_id != NULL) || (a->redis_password_file && !a->redis_url)) {
         fprintf(stderr, "pacer-worker: --redis and --job go together (and --redis-password-file needs them)\n");
         return 2;
     }
-    if (g_resume_before > 0 && (resume_from || resume)) {
+    if (a->resume_before > 0 && (a->resume_from || a->resume)) {
         fprintf(stderr,
                 "pacer-worker: --resume-before chooses the checkpoint itself: not with --resume or --resume-from\n");
         return 2;
     }
-    if (!spec_path || optind != argc) {
-        fprintf(stderr, "pacer-worker: %s\n", spec_path ? "unexpected argument" : "--spec FILE is required");
+    if (!a->spec_path || optind != argc) {
+        fprintf(stderr, "pacer-worker: %s\n", a->spec_path ? "unexpected argument" : "--spec FILE is required");
         usage(stderr);
         return 2;
     }
 
     /* A spec's "model": {"onnx": PATH} is imported into the catalog while the spec is
      * read, before its model and data set are paired. */
-    modelfetch_configure(g_models_dir, g_redis_url, g_redis_password_file);
+    modelfetch_configure(a->models_dir, a->redis_url, a->redis_password_file);
     spec_set_onnx_loader(modelfetch_loader);
-    if (bench_steps) return benchmark_run(spec_path, bench_steps, summary_path);
-    return run(spec_path, summary_path, metrics_path, resume, resume_from, &opts);
+    if (bench_steps) return benchmark_run(a->spec_path, bench_steps, a->summary_path);
+    return run(a);
 }
 
 /* worker_t.report_health through the Redis sink (the node hash's health field). */
@@ -458,7 +465,7 @@ static void figure(char *out, size_t len, const char *fmt, double v, int measure
 /* --export-onnx: rank 0's weights (the parameter server's, or a synchronous job's root's)
  * into the spec's ONNX graph, or a built-in model's graph from its layers. 0, or -1 after
  * saying why. */
-static int export_onnx(worker_t *w, const char *path)
+static int export_onnx(worker_t *w, const worker_args_t *a, const char *path)
 {
     char err[1024];
     worker_model_to_host(w);
@@ -468,289 +475,378 @@ static int export_onnx(worker_t *w, const char *path)
     }
     /* --model-onnx is the coordinator's copy, rewritten quietly: a job's log ends with its
      * final line (pacer logs --tail 1), not with where the daemon keeps its files. */
-    if (path != g_model_onnx)
-        fprintf(stderr, "exported the %s model to %s\n", path == g_export_onnx_init ? "initial" : "trained", path);
+    if (path != a->model_onnx)
+        fprintf(stderr, "exported the %s model to %s\n", path == a->export_onnx_init ? "initial" : "trained", path);
     return 0;
 }
 
-static int finish(int use_mpi, worker_t *w, int status)
-{
-    worker_teardown(w);
-    if (use_mpi) MPI_Finalize();
-    return status;
-}
+/* ---- run: a training run as named phases over one state ------------------------------- */
 
-static int run(const char *spec_path, const char *summary_path, const char *metrics_path, int resume,
-               const char *resume_from, const train_opts_t *opts)
-{
-    char err[1024] = "";
-    static job_spec_t spec;
-    static worker_t w;
-    static metrics_reporter_t reporter;
-    int rank = 0, world = 1;
-    int use_mpi = comm_launched_by_mpirun();
-    if (use_mpi) {
-        int provided;
-        MPI_CHECK(MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided));
-        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        MPI_Comm_size(MPI_COMM_WORLD, &world);
-    }
-    /* Only rank 0 explains failures that every rank sees the same way. */
-#define SAY(...)                                     \
-    do {                                             \
-        if (rank == 0) fprintf(stderr, __VA_ARGS__); \
+/* One run's state: the phases fill it in order. Static storage (main's), not the stack:
+ * the spec and the worker are large. */
+typedef struct {
+    const worker_args_t *a;
+    char err[1024];
+    job_spec_t spec;
+    worker_t w;
+    metrics_reporter_t reporter;
+    trace_ring_t ring;
+    int rank, world, use_mpi;
+    int async, nworkers;
+} run_t;
+
+/* Only rank 0 explains failures that every rank sees the same way. */
+#define SAY(...)                                        \
+    do {                                                \
+        if (r->rank == 0) fprintf(stderr, __VA_ARGS__); \
     } while (0)
 
+/* What a phase returns: go on to the next, or the process's exit status (the run ends:
+ * run tears the worker down and finalizes MPI). */
+#define PHASE_GO_ON (-1)
+
+static int phase_mpi(run_t *r)
+{
+    r->rank = 0;
+    r->world = 1;
+    r->use_mpi = comm_launched_by_mpirun();
+    if (r->use_mpi) {
+        int provided;
+        MPI_CHECK(MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided));
+        MPI_Comm_rank(MPI_COMM_WORLD, &r->rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &r->world);
+    }
+    return PHASE_GO_ON;
+}
+
+/* The spec, checked against this world; every rank reads it and reaches the same verdict. */
+static int phase_spec(run_t *r)
+{
+    const worker_args_t *a = r->a;
+    job_spec_t *spec = &r->spec;
     /* The data roots' sets in the catalog, as the coordinator lists them, so that the
      * spec may name one (common/spec.c resolves the name to its format and path). */
-    if (g_ndata_roots > 0 && dataroot_set(g_data_roots, g_ndata_roots, err, sizeof err) != 0) {
+    if (a->ndata_roots > 0 && dataroot_set(a->data_roots, a->ndata_roots, r->err, sizeof r->err) != 0) {
         /* what this worker may read of users' data (common/dataroot.h; none given: all) */
-        SAY("pacer-worker: %s\n", err);
-        return finish(use_mpi, &w, 2);
+        SAY("pacer-worker: %s\n", r->err);
+        return 2;
     }
     /* The roots' sets are probed (listing every image folder) only when the spec needs
      * the catalog's user entries: a spec the coordinator stored has the format and path
      * already, and it passes its roots to every rank of every launch. */
-    int loaded = g_ndata_roots > 0 && spec_load_file(spec_path, &spec, err, sizeof err) == 0;
-    if (!loaded && g_ndata_roots > 0) userdata_sync(g_data_roots, g_ndata_roots, NULL);
-    if (!loaded && spec_load_file(spec_path, &spec, err, sizeof err) != 0) {
-        SAY("pacer-worker: %s\n", err);
-        return finish(use_mpi, &w, 2);
+    int loaded = a->ndata_roots > 0 && spec_load_file(a->spec_path, spec, r->err, sizeof r->err) == 0;
+    if (!loaded && a->ndata_roots > 0) userdata_sync(a->data_roots, a->ndata_roots, NULL);
+    if (!loaded && spec_load_file(a->spec_path, spec, r->err, sizeof r->err) != 0) {
+        SAY("pacer-worker: %s\n", r->err);
+        return 2;
     }
-    {
-        char warn[4][SPEC_WARNING_MAX];
-        int nw = spec_warnings(&spec, warn, 4);
-        for (int i = 0; i < nw; i++) SAY("pacer-worker: warning: %s\n", warn[i]);
-    }
+    char warn[4][SPEC_WARNING_MAX];
+    int nw = spec_warnings(spec, warn, 4);
+    for (int i = 0; i < nw; i++) SAY("pacer-worker: warning: %s\n", warn[i]);
     /* The cache directory the coordinator (or the user) gave, unless the spec names one:
      * where things are, not what is trained (dataset.cache_dir is not in the spec hash). */
-    if (!spec.dataset.cache_dir[0] && g_data_cache)
-        snprintf(spec.dataset.cache_dir, sizeof spec.dataset.cache_dir, "%s", g_data_cache);
+    if (!spec->dataset.cache_dir[0] && a->data_cache)
+        snprintf(spec->dataset.cache_dir, sizeof spec->dataset.cache_dir, "%s", a->data_cache);
     /* The kernels' threads (kernels/cpu/parallel.h), before the model is built: its
      * workspace is sized for them. Simulated: one, because SMPI times only the rank's own
      * thread. */
-    if (par_set_threads(sim_active() ? 1 : spec.threads) != 0)
-        SAY("pacer-worker: warning: cannot start %d threads; the CPU kernels run on one\n", spec.threads);
-    int async = spec_is_async(&spec);
-    int need = async ? spec.workers + 1 : spec.workers;
-    if (async && need < 2) {
+    if (par_set_threads(sim_active() ? 1 : spec->threads) != 0)
+        SAY("pacer-worker: warning: cannot start %d threads; the CPU kernels run on one\n", spec->threads);
+    r->async = spec_is_async(spec);
+    int need = r->async ? spec->workers + 1 : spec->workers;
+    if (r->async && need < 2) {
         SAY("pacer-worker: algorithm %s needs a parameter server and at least one worker (2 processes)\n",
-            spec.algorithm.name);
-        return finish(use_mpi, &w, 2);
+            spec->algorithm.name);
+        return 2;
     }
-    if (comm_check_world(&spec, world, g_world, err, sizeof err) != 0) {
-        SAY("pacer-worker: %s\n", err);
-        return finish(use_mpi, &w, 2);
+    if (comm_check_world(spec, r->world, a->world, r->err, sizeof r->err) != 0) {
+        SAY("pacer-worker: %s\n", r->err);
+        return 2;
     }
+    return PHASE_GO_ON;
+}
 
+/* Memory, data, model and the batch plan; then what the worker takes from the options. */
+static int phase_setup(run_t *r)
+{
+    const worker_args_t *a = r->a;
+    worker_t *w = &r->w;
     /* Under MPI the world says how many compute (fewer than the spec's workers after an
      * elastic restart, comm_check_world); a process on its own is the spec's one worker. */
-    int nworkers = use_mpi ? (async ? world - 1 : world) : spec.workers;
+    r->nworkers = r->use_mpi ? (r->async ? r->world - 1 : r->world) : r->spec.workers;
     /* Memory first, before the data sets and the model are allocated: a job too big for
      * this host is refused with its figures (exit 2), not killed by the kernel half-way.
      * MemAvailable is the machine's, shared by the ranks on it; a simulation's ranks share
      * one process, its data and (skip_compute) a batch-1 model, so it is not checked. */
     int host_ranks = 1;
-    if (use_mpi && !sim_active()) {
+    if (r->use_mpi && !sim_active()) {
         MPI_Comm hc;
-        comm_split_machine(rank, &hc);
+        comm_split_machine(r->rank, &hc);
         MPI_Comm_size(hc, &host_ranks);
         MPI_Comm_free(&hc);
     }
-    int failed = !sim_active() && worker_check_memory(&spec, nworkers, host_ranks, err, sizeof err) != 0;
-    if (!failed) failed = worker_setup_world(&w, &spec, rank, world, nworkers, err, sizeof err) != 0;
-    if (failed) fprintf(stderr, "pacer-worker%s: %s\n", rank ? " (rank>0)" : "", err);
-    if (!failed && opts->batch_plan && worker_apply_batch_plan(&w, opts->batch_plan, err, sizeof err) != 0) {
+    int failed = !sim_active() && worker_check_memory(&r->spec, r->nworkers, host_ranks, r->err, sizeof r->err) != 0;
+    if (!failed) failed = worker_setup_world(w, &r->spec, r->rank, r->world, r->nworkers, r->err, sizeof r->err) != 0;
+    if (failed) fprintf(stderr, "pacer-worker%s: %s\n", r->rank ? " (rank>0)" : "", r->err);
+    if (!failed && a->opts.batch_plan && worker_apply_batch_plan(w, a->opts.batch_plan, r->err, sizeof r->err) != 0) {
         failed = 1;
-        SAY("pacer-worker: %s\n", err);
+        SAY("pacer-worker: %s\n", r->err);
     }
-    if (agree(use_mpi, failed)) return finish(use_mpi, &w, 2);
-    w.use_mpi = use_mpi;
-    if (use_mpi) w.agree = comm_agree;
-    w.lr_scale = g_lr_scale;
-    w.fence = g_fence;
-    if (g_lr_scale != 1.0) SAY("learning rate x%g of the spec's (--lr-scale)\n", g_lr_scale);
-    if (emulate_check(&w) != 0) {
+    if (agree(r->use_mpi, failed)) return 2;
+    w->use_mpi = r->use_mpi;
+    if (r->use_mpi) w->agree = comm_agree;
+    w->lr_scale = a->lr_scale;
+    w->fence = a->fence;
+    if (a->lr_scale != 1.0) SAY("learning rate x%g of the spec's (--lr-scale)\n", a->lr_scale);
+    if (emulate_check(w) != 0) {
         fprintf(stderr, "pacer-worker: out of memory\n");
-        return finish(use_mpi, &w, 1);
+        return 1;
     }
+    return PHASE_GO_ON;
+}
 
-    char ckpt[1100];
-    worker_checkpoint_path(&w, ckpt, sizeof ckpt);
-    failed = 0;
-    int before = g_resume_before > 0;
-    if (resume_from || resume || before) {
-        char path[1100];
-        snprintf(path, sizeof path, "%s", resume_from ? resume_from : ckpt);
-        /* Rank 0 decides which checkpoint (--resume: the latest that it can use, else an
-         * older one the job kept; none: start fresh): a rank that cannot see it (a
-         * directory not shared with its host) must not start fresh beside ranks that
-         * resume. Every other rank then loads that file, and one that cannot stops them all. */
-        int got = 1; /* 1: resumed (rank 0), 0: no checkpoint, -1: none usable */
-        if (resume_from) failed = worker_resume(&w, path, err, sizeof err) != 0;
-        else if (rank == 0 && before)
-            got = worker_resume_before(&w, g_resume_before, path, sizeof path, err, sizeof err);
-        else if (rank == 0) got = worker_resume_latest(&w, path, sizeof path, err, sizeof err);
-        if (use_mpi && !resume_from) {
-            MPI_CHECK(MPI_Bcast(&got, 1, MPI_INT, 0, MPI_COMM_WORLD));
-            MPI_CHECK(MPI_Bcast(path, (int)sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD));
-            if (rank != 0 && got == 1) failed = worker_resume(&w, path, err, sizeof err) != 0;
-        }
-        if (rank == 0 && got < 0) failed = 1;
-        int exists = got != 0;
-        if (failed && rank == 0) fprintf(stderr, "pacer-worker: %s\n", err);
-        else if (failed)
-            fprintf(stderr,
-                    "pacer-worker: rank %d: %s (rank 0 resumes from it: every rank must read the same checkpoint)\n",
-                    rank, err);
-        if (!exists && before) SAY("no checkpoint before step %ld: starting afresh\n", g_resume_before);
-        else if (!exists) SAY("no checkpoint at %s: starting fresh\n", path);
-        int any = agree(use_mpi, failed);
-        if (any && !failed) SAY("pacer-worker: not every rank could read %s: stopping\n", path);
-        if (any) return finish(use_mpi, &w, 2);
-        if (use_mpi && exists) {
-            /* Copies of the checkpoint that differ between hosts would start the ranks at
-             * different steps. */
-            long step[2] = {w.global_step, -w.global_step}, ext[2];
-            MPI_CHECK(MPI_Allreduce(step, ext, 2, MPI_LONG, MPI_MAX, MPI_COMM_WORLD));
-            if (ext[0] != -ext[1]) {
-                SAY("pacer-worker: the ranks' copies of %s disagree: steps %ld to %ld; every rank must read the same checkpoint\n",
-                    path, -ext[1], ext[0]);
-                return finish(use_mpi, &w, 2);
-            }
-        }
-        if (exists) SAY("resumed from %s at step %ld (epoch %ld)\n", path, w.global_step, w.epoch + 1);
-        /* --resume-before: the checkpoint just taken (or the fresh start) becomes the
-         * latest again, so those written since (by the run that collapsed) are dropped
-         * by the retention rule and a later --resume cannot take one of them. */
-        if (before && rank == 0 && spec.checkpoint.every_steps > 0 && worker_save_checkpoint(&w, err, sizeof err) != 0) {
-            fprintf(stderr, "pacer-worker: %s\n", err);
-            failed = 1;
-        }
-        if (agree(use_mpi, failed)) return finish(use_mpi, &w, 1);
+/* --resume, --resume-from, --resume-before: one checkpoint that every rank reads. */
+static int phase_resume(run_t *r)
+{
+    const worker_args_t *a = r->a;
+    worker_t *w = &r->w;
+    char *err = r->err;
+    const size_t errlen = sizeof r->err;
+    int rank = r->rank, use_mpi = r->use_mpi, failed = 0;
+    int before = a->resume_before > 0;
+    if (!a->resume_from && !a->resume && !before) return PHASE_GO_ON;
+    char path[1100];
+    if (a->resume_from) snprintf(path, sizeof path, "%s", a->resume_from);
+    else worker_checkpoint_path(w, path, sizeof path);
+    /* Rank 0 decides which checkpoint (--resume: the latest that it can use, else an
+     * older one the job kept; none: start fresh): a rank that cannot see it (a
+     * directory not shared with its host) must not start fresh beside ranks that
+     * resume. Every other rank then loads that file, and one that cannot stops them all. */
+    int got = 1; /* 1: resumed (rank 0), 0: no checkpoint, -1: none usable */
+    if (a->resume_from) failed = worker_resume(w, path, err, errlen) != 0;
+    else if (rank == 0 && before) got = worker_resume_before(w, a->resume_before, path, sizeof path, err, errlen);
+    else if (rank == 0) got = worker_resume_latest(w, path, sizeof path, err, errlen);
+    if (use_mpi && !a->resume_from) {
+        MPI_CHECK(MPI_Bcast(&got, 1, MPI_INT, 0, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Bcast(path, (int)sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD));
+        if (rank != 0 && got == 1) failed = worker_resume(w, path, err, errlen) != 0;
     }
-
-    w.model_onnx_out = g_model_onnx;
-    if (rank == 0 && g_export_onnx_init) failed = export_onnx(&w, g_export_onnx_init) != 0;
-    if (agree(use_mpi, failed)) return finish(use_mpi, &w, 1);
-
-    static trace_ring_t ring;
-    if (g_trace_path) {
-        /* Allocated here, once: recording in a step only stores into it. */
-        failed = trace_ring_init(&ring) != 0;
-        if (failed) fprintf(stderr, "pacer-worker: rank %d: --trace: out of memory\n", rank);
-        else w.trace = w.phases.ring = &ring;
+    if (rank == 0 && got < 0) failed = 1;
+    int exists = got != 0;
+    if (failed && rank == 0) fprintf(stderr, "pacer-worker: %s\n", err);
+    else if (failed)
+        fprintf(stderr, "pacer-worker: rank %d: %s (rank 0 resumes from it: every rank must read the same checkpoint)\n",
+                rank, err);
+    if (!exists && before) SAY("no checkpoint before step %ld: starting afresh\n", a->resume_before);
+    else if (!exists) SAY("no checkpoint at %s: starting fresh\n", path);
+    int any = agree(use_mpi, failed);
+    if (any && !failed) SAY("pacer-worker: not every rank could read %s: stopping\n", path);
+    if (any) return 2;
+    if (use_mpi && exists) {
+        /* Copies of the checkpoint that differ between hosts would start the ranks at
+         * different steps. */
+        long step[2] = {w->global_step, -w->global_step}, ext[2];
+        MPI_CHECK(MPI_Allreduce(step, ext, 2, MPI_LONG, MPI_MAX, MPI_COMM_WORLD));
+        if (ext[0] != -ext[1]) {
+            SAY("pacer-worker: the ranks' copies of %s disagree: steps %ld to %ld; every rank must read the same checkpoint\n",
+                path, -ext[1], ext[0]);
+            return 2;
+        }
     }
-    if (agree(use_mpi, failed)) return finish(use_mpi, &w, 1);
+    if (exists) SAY("resumed from %s at step %ld (epoch %ld)\n", path, w->global_step, w->epoch + 1);
+    /* --resume-before: the checkpoint just taken (or the fresh start) becomes the
+     * latest again, so those written since (by the run that collapsed) are dropped
+     * by the retention rule and a later --resume cannot take one of them. */
+    if (before && rank == 0 && r->spec.checkpoint.every_steps > 0 && worker_save_checkpoint(w, err, errlen) != 0) {
+        fprintf(stderr, "pacer-worker: %s\n", err);
+        failed = 1;
+    }
+    return agree(use_mpi, failed) ? 1 : PHASE_GO_ON;
+}
 
+/* --export-onnx-init: rank 0's initial weights. */
+static int phase_export_init(run_t *r)
+{
+    r->w.model_onnx_out = r->a->model_onnx;
+    int failed = r->rank == 0 && r->a->export_onnx_init && export_onnx(&r->w, r->a, r->a->export_onnx_init) != 0;
+    return agree(r->use_mpi, failed) ? 1 : PHASE_GO_ON;
+}
+
+/* --trace: the ring, allocated here once (recording in a step only stores into it). */
+static int phase_trace(run_t *r)
+{
+    int failed = 0;
+    if (r->a->trace_path) {
+        failed = trace_ring_init(&r->ring) != 0;
+        if (failed) fprintf(stderr, "pacer-worker: rank %d: --trace: out of memory\n", r->rank);
+        else r->w.trace = r->w.phases.ring = &r->ring;
+    }
+    return agree(r->use_mpi, failed) ? 1 : PHASE_GO_ON;
+}
+
+/* The metrics sinks (--metrics file, --redis) and their reporter thread. */
+static int phase_sinks(run_t *r)
+{
+    const worker_args_t *a = r->a;
+    worker_t *w = &r->w;
     metrics_sink_t *sinks[2];
-    int nsinks = 0;
-    if (metrics_path && !(sinks[nsinks++] = metrics_file_sink(metrics_path, err, sizeof err))) failed = 1;
-    if (!failed && g_redis_url) {
+    int nsinks = 0, failed = 0;
+    if (a->metrics_path && !(sinks[nsinks++] = metrics_file_sink(a->metrics_path, r->err, sizeof r->err))) failed = 1;
+    if (!failed && a->redis_url) {
         redis_url_t url;
         sinks[nsinks] = NULL;
-        if (redis_url_parse(g_redis_url, &url, err, sizeof err) == 0 &&
-            (!g_redis_password_file || redis_url_read_password(&url, g_redis_password_file, err, sizeof err) == 0))
-            sinks[nsinks] = redis_report_sink_url(&url, g_job_id, rank, err, sizeof err);
+        if (redis_url_parse(a->redis_url, &url, r->err, sizeof r->err) == 0 &&
+            (!a->redis_password_file ||
+             redis_url_read_password(&url, a->redis_password_file, r->err, sizeof r->err) == 0))
+            sinks[nsinks] = redis_report_sink_url(&url, a->job_id, r->rank, r->err, sizeof r->err);
         memset(url.password, 0, sizeof url.password);
         if (!sinks[nsinks]) failed = 1;
         else {
             /* Rank 0 reads the coordinator's batch assignments at re-plan points. */
-            w.assignment_ctx = sinks[nsinks++];
-            w.assignment_hook = coordinator_assignment;
-            w.report_health = report_health_redis;
+            w->assignment_ctx = sinks[nsinks++];
+            w->assignment_hook = coordinator_assignment;
+            w->report_health = report_health_redis;
             /* A GPU rank's utilisation and memory go with its node hash; NVML is loaded
              * only here, and its absence leaves them out without a word. */
-            if (w.gpu) redis_report_watch_gpu(w.assignment_ctx, nvml_open(w.gpu_device));
+            if (w->gpu) redis_report_watch_gpu(w->assignment_ctx, nvml_open(w->gpu_device));
             /* Long waits in collectives, on real time only: a simulated rank's mark is
              * on simulated time, which the sink's thread does not share. */
-            if (!sim_active()) redis_report_watch_wait(w.assignment_ctx, &w.wait);
-            redis_report_emulation(w.assignment_ctx, w.emulation.host_demand, w.emulation.host_cores);
-            redis_report_total_steps(w.assignment_ctx, w.total_steps);
+            if (!sim_active()) redis_report_watch_wait(w->assignment_ctx, &w->wait);
+            redis_report_emulation(w->assignment_ctx, w->emulation.host_demand, w->emulation.host_cores);
+            redis_report_total_steps(w->assignment_ctx, w->total_steps);
         }
     }
-    if (!failed && nsinks && metrics_start(&reporter, g_job_id ? g_job_id : spec.name, sinks, nsinks) != 0) {
-        snprintf(err, sizeof err, "cannot start the metrics reporter thread");
+    if (!failed && nsinks && metrics_start(&r->reporter, a->job_id ? a->job_id : r->spec.name, sinks, nsinks) != 0) {
+        snprintf(r->err, sizeof r->err, "cannot start the metrics reporter thread");
         failed = 1;
     }
     if (failed) {
-        fprintf(stderr, "pacer-worker: %s\n", err);
-        return finish(use_mpi, &w, 2);
+        fprintf(stderr, "pacer-worker: %s\n", r->err);
+        return 2;
     }
-    if (nsinks) w.metrics = &reporter;
-    if (w.report_health && w.health.state == HEALTH_OK) {
+    if (nsinks) w->metrics = &r->reporter;
+    if (w->report_health && w->health.state == HEALTH_OK) {
         /* The coordinator shows the job as judged (and healthy) from the start. */
         char json[REDIS_REPORT_HEALTH_MAX];
-        if (health_to_json(&w.health, json, sizeof json) > 0) w.report_health(&w, json);
+        if (health_to_json(&w->health, json, sizeof json) > 0) w->report_health(w, json);
     }
+    return PHASE_GO_ON;
+}
 
+/* The lines that say what is trained, then the training. */
+static int phase_train(run_t *r)
+{
+    const job_spec_t *spec = &r->spec;
+    worker_t *w = &r->w;
     SAY("training %s on %s with %s: %zu parameters, %d train / %d test samples, %d worker(s) x batch %d, "
         "%ld steps per epoch, %d epochs\n",
-        spec.model, spec_dataset_is_user(&spec) ? spec.dataset.path : spec.dataset.name, spec.algorithm.name,
-        model_param_count(w.model), w.train.n, w.test.n, spec.workers, spec.batch_size, w.steps_per_epoch, spec.epochs);
-    if (w.data.cache_path[0])
-        SAY("data: %s cache %s (%.1f MB%s)\n", w.data.cache_built ? "decoded into" : "mapped from", w.data.cache_path,
-            (double)w.data.cache_bytes / 1e6, w.data.cache_built ? "" : ", nothing decoded");
-    if (w.nworkers != spec.workers)
-        SAY("elastic: %d of the spec's %d workers share its global batch of %d\n", w.nworkers, spec.workers,
-            w.global_batch);
-    int rc = worker_train(&w, opts, err, sizeof err);
-    if (w.metrics) {
-        metrics_stop(w.metrics, 5.0);
-        if (reporter.dropped)
-            fprintf(stderr, "metrics: %llu records dropped (ring full)\n", (unsigned long long)reporter.dropped);
-        w.metrics = NULL;
+        spec->model, spec_dataset_is_user(spec) ? spec->dataset.path : spec->dataset.name, spec->algorithm.name,
+        model_param_count(w->model), w->train.n, w->test.n, spec->workers, spec->batch_size, w->steps_per_epoch,
+        spec->epochs);
+    if (w->data.cache_path[0])
+        SAY("data: %s cache %s (%.1f MB%s)\n", w->data.cache_built ? "decoded into" : "mapped from", w->data.cache_path,
+            (double)w->data.cache_bytes / 1e6, w->data.cache_built ? "" : ", nothing decoded");
+    if (w->nworkers != spec->workers)
+        SAY("elastic: %d of the spec's %d workers share its global batch of %d\n", w->nworkers, spec->workers,
+            w->global_batch);
+    int rc = worker_train(w, &r->a->opts, r->err, sizeof r->err);
+    if (w->metrics) {
+        metrics_stop(w->metrics, 5.0);
+        if (r->reporter.dropped)
+            fprintf(stderr, "metrics: %llu records dropped (ring full)\n", (unsigned long long)r->reporter.dropped);
+        w->metrics = NULL;
     }
     if (rc != 0) {
-        fprintf(stderr, "pacer-worker: rank %d: %s\n", rank, err);
-        if (use_mpi) MPI_Abort(MPI_COMM_WORLD, 1);
-        return finish(0, &w, 1);
+        fprintf(stderr, "pacer-worker: rank %d: %s\n", r->rank, r->err);
+        if (r->use_mpi) MPI_Abort(MPI_COMM_WORLD, 1);
+        r->use_mpi = 0; /* aborted: nothing to finalize */
+        return 1;
     }
+    return PHASE_GO_ON;
+}
+
+/* The verdict, the trace, the exports, the final line and the summary: the exit status. */
+static int phase_report(run_t *r)
+{
+    const worker_args_t *a = r->a;
+    const job_spec_t *spec = &r->spec;
+    worker_t *w = &r->w;
     /* A collapse that on_collapse fails or restarts for is every rank's exit status 3
      * (rank 0 judged it: one reduction, before the summary's gather). */
-    int collapsed = w.stop == STOP_COLLAPSE ||
-                    (w.health.state == HEALTH_COLLAPSED && strcmp(spec.on_collapse, "continue") != 0);
-    collapsed = agree(use_mpi, collapsed);
-    if (collapsed) SAY("collapse: on_collapse %s: exit status 3\n", spec.on_collapse);
+    int collapsed = w->stop == STOP_COLLAPSE ||
+                    (w->health.state == HEALTH_COLLAPSED && strcmp(spec->on_collapse, "continue") != 0);
+    collapsed = agree(r->use_mpi, collapsed);
+    if (collapsed) SAY("collapse: on_collapse %s: exit status 3\n", spec->on_collapse);
     int status = collapsed ? 3 : 0;
-    if (w.trace) {
-        if (comm_write_trace(&w, g_trace_path, err, sizeof err) != 0) {
-            fprintf(stderr, "pacer-worker: %s\n", err);
+    if (w->trace) {
+        if (comm_write_trace(w, a->trace_path, r->err, sizeof r->err) != 0) {
+            fprintf(stderr, "pacer-worker: %s\n", r->err);
             status = 1;
         }
-        w.trace = w.phases.ring = NULL;
-        trace_ring_free(&ring);
+        w->trace = w->phases.ring = NULL;
+        trace_ring_free(&r->ring);
     }
-    if (rank == 0 && g_export_onnx && export_onnx(&w, g_export_onnx) != 0) status = 1;
+    if (r->rank == 0 && a->export_onnx && export_onnx(w, a, a->export_onnx) != 0) status = 1;
     /* --model-onnx: a copy for the coordinator to serve; like the one at checkpoint time
      * (worker_save_checkpoint), a failure is said but costs the download, not the job */
-    if (rank == 0 && g_model_onnx) export_onnx(&w, g_model_onnx);
+    if (r->rank == 0 && a->model_onnx) export_onnx(w, a, a->model_onnx);
     json_t *per_rank = NULL;
-    if (use_mpi) {
-        per_rank = comm_gather_ranks(&w, MPI_COMM_WORLD);
+    if (r->use_mpi) {
+        per_rank = comm_gather_ranks(w, MPI_COMM_WORLD);
     } else {
         per_rank = json_array();
-        json_array_append_new(per_rank, worker_rank_json(&w));
+        json_array_append_new(per_rank, worker_rank_json(w));
     }
-    if (rank == 0) {
-        if (w.stop != STOP_TEST_HOOK) {
+    if (r->rank == 0) {
+        if (w->stop != STOP_TEST_HOOK) {
             /* What the run did not measure is "-" (a simulation that skipped the compute,
              * a run resumed after its last epoch: no training time), never 0 or nan. */
             char acc[32], tl[32], trl[32], sps[32];
-            int skip = sim_skip_compute(&w), tested = w.eval_step >= 0 && !skip;
-            figure(acc, sizeof acc, "%.4f", w.test_accuracy, tested);
-            figure(tl, sizeof tl, "%.4f", w.test_loss, tested);
-            figure(trl, sizeof trl, "%.4f", w.train_loss, !skip);
-            figure(sps, sizeof sps, "%.0f", w.loop_s > 0 ? (double)worker_train_samples(per_rank) / w.loop_s : 0.0,
-                   w.loop_s > 0);
-            printf("final test_accuracy %s test_loss %s train_loss %s (%.1f s, %s samples/s)\n", acc, tl, trl, w.wall_s,
-                   sps);
+            int skip = sim_skip_compute(w), tested = w->eval_step >= 0 && !skip;
+            figure(acc, sizeof acc, "%.4f", w->test_accuracy, tested);
+            figure(tl, sizeof tl, "%.4f", w->test_loss, tested);
+            figure(trl, sizeof trl, "%.4f", w->train_loss, !skip);
+            figure(sps, sizeof sps, "%.0f", w->loop_s > 0 ? (double)worker_train_samples(per_rank) / w->loop_s : 0.0,
+                   w->loop_s > 0);
+            printf("final test_accuracy %s test_loss %s train_loss %s (%.1f s, %s samples/s)\n", acc, tl, trl,
+                   w->wall_s, sps);
         }
-        if (summary_path && worker_write_summary(&w, summary_path, per_rank, err, sizeof err) != 0) {
-            fprintf(stderr, "pacer-worker: %s\n", err);
+        if (a->summary_path && worker_write_summary(w, a->summary_path, per_rank, r->err, sizeof r->err) != 0) {
+            fprintf(stderr, "pacer-worker: %s\n", r->err);
             status = 1;
         }
     }
     json_decref(per_rank);
-    return finish(use_mpi, &w, status);
+    return status;
+}
+
+/* The start-up phases in order, each ending in an agreement of every rank where it can
+ * fail on one; the last one's status is the run's. */
+static const struct {
+    const char *name;
+    int (*fn)(run_t *r);
+} RUN_PHASES[] = {
+    {"mpi", phase_mpi},
+    {"spec", phase_spec},
+    {"setup", phase_setup},
+    {"resume", phase_resume},
+    {"export-init", phase_export_init},
+    {"trace", phase_trace},
+    {"sinks", phase_sinks},
+    {"train", phase_train},
+    {"report", phase_report},
+};
+
+static int run(const worker_args_t *a)
+{
+    static run_t state;
+    run_t *r = &state;
+    r->a = a;
+    int status = 0;
+    for (size_t i = 0; i < sizeof RUN_PHASES / sizeof RUN_PHASES[0]; i++)
+        if ((status = RUN_PHASES[i].fn(r)) != PHASE_GO_ON) break;
+    /* the one cleanup, whichever phase ended the run */
+    worker_teardown(&r->w);
+    if (r->use_mpi) MPI_Finalize();
+    return status;
 }

@@ -42,8 +42,8 @@ typedef struct {
     int64_t samples;                  /* cumulative samples computed by this rank */
     double slowdown;                  /* emulated factor in force (1 = none) */
     staleness_t staleness;            /* cumulative, this rank's applied updates */
-    /* The evaluation this record reports: on the rank that made it (rank 0, train.c's
-     * report_epoch), in the epoch record of the epoch it ends (or the final record of a run
+    /* The evaluation this record reports: on the rank that made it (rank 0, loop.c's
+     * worker_report_epoch), in the epoch record of the epoch it ends (or the final record of a run
      * resumed after its last epoch end); NaN in every other record. */
     float test_loss, test_accuracy;
     int64_t plan_version; /* batch assignment version in force */

@@ -341,7 +341,7 @@ static int serve(server_t *s, const train_opts_t *o)
             /* The checkpoint comes before the replies hand out new ranges, so its cursor
              * is where the applied gradients' data ends (exact for hard-sync n-softsync,
              * where no other range is in flight; asgd loses the in-flight ranges). */
-            if (applied > 0 && sp->checkpoint.every_steps > 0 && s->ps.t % sp->checkpoint.every_steps == 0) {
+            if (applied > 0 && worker_checkpoint_due(w)) {
                 char err[512];
                 double tc = clock_mono_s();
                 w->cursor = s->cursor;
@@ -370,40 +370,16 @@ static int serve(server_t *s, const train_opts_t *o)
             }
         }
         s->busy_s += clock_mono_s() - t0;
-        if (o->stop_after_steps > 0 && s->ps.t >= o->stop_after_steps) {
-            w->stop = STOP_TEST_HOOK; /* stop here, as if interrupted */
-            stop_all(s);
-            return 0;
-        }
-        if (applied > 0 && sp->eval_every_steps > 0 && s->ps.t % sp->eval_every_steps == 0 && !w->stop) {
-            /* eval_every_steps: the PS evaluates its weights between epoch ends, outside
-             * the training time; reaching the target ends training as an epoch end would. */
-            double te = clock_mono_s();
-            w->loop_s = te - s->started - s->aside_s;
-            worker_evaluate(w, &w->test_loss, &w->test_accuracy);
-            worker_evaluated_between(w);
-            s->aside_s += clock_mono_s() - te;
-            if (w->stop) {
-                epoch_end(s);
-                stop_all(s);
-                return 0;
-            }
-        }
-        if (w->collapse_stop && !w->stop) {
-            /* on_collapse fail or restart: evaluate the weights as they are and stop
-             * everyone (main.c then exits 3 on every rank). */
-            w->stop = STOP_COLLAPSE;
-            epoch_end(s);
-            if (w->rank == 0) fprintf(stderr, "collapse: stopped at update %lld\n", (long long)s->ps.t);
-            stop_all(s);
-            return 0;
-        }
-        /* The budget counts training only, as in the synchronous loop. */
-        if (o->time_budget_s > 0 && clock_mono_s() - s->started - s->aside_s >= o->time_budget_s && !w->stop) {
-            /* Time budget: evaluate the weights as they are and stop everyone. */
-            w->stop = STOP_BUDGET;
-            epoch_end(s);
-            if (w->rank == 0) fprintf(stderr, "time budget of %.1f s used\n", o->time_budget_s);
+        /* The end-of-step policies (train.h), decided here alone; a stop that evaluates
+         * ends the epoch as it is, then everyone is told to stop. */
+        step_end_t end = {.may_evaluate = applied > 0, .alone = 1, .started = s->started, .aside_s = &s->aside_s};
+        step_verdict_t v = worker_step_end(w, &end);
+        if (v != STEP_GO_ON) {
+            stop_reason_t why = w->stop; /* the epoch end may find the target too */
+            if (v == STEP_FINISH) epoch_end(s);
+            if (why == STOP_COLLAPSE && w->rank == 0)
+                fprintf(stderr, "collapse: stopped at update %lld\n", (long long)s->ps.t);
+            if (why == STOP_BUDGET && w->rank == 0) fprintf(stderr, "time budget of %.1f s used\n", o->time_budget_s);
             stop_all(s);
             return 0;
         }

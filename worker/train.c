@@ -1,6 +1,7 @@
-/* worker/train.c - the machinery every algorithm shares (batches, gradient computation
- * with emulated slowdown, the SGD update, evaluation) and the training loop around
- * algo->step. The loop owns progress lines, checkpoints, epoch ends and the summary. */
+/* worker/train.c - set-up, resuming, the synchronous training loop around algo->step and
+ * the summary: the top of worker/'s training room. What both loops share (the records,
+ * collapse detection, checkpoints, the epoch end, the end-of-step policies) is in loop.c,
+ * the step primitives the algorithms call in step.c. */
 #include "train.h"
 
 #include <errno.h>
@@ -36,506 +37,12 @@
 #include "planner.h"
 #include "sim.h"
 
-/* ---- shared machinery ------------------------------------------------------------------ */
-
-/* A device failure mid-job is not recoverable here; the launcher restarts from a checkpoint. */
-static void gpu_fail(const worker_t *w, const char *what)
-{
-    PACER_PANIC("pacer-worker: rank %d: CUDA: %s: %s", w->rank, what, cuda_model_error(w->gpu));
-}
-
-void worker_epoch_order(worker_t *w)
-{
-    /* The permutation depends only on (seed, epoch, pass), so every rank computes the same
-     * one and a resumed run recomputes it instead of storing it. */
-    rng_t r;
-    uint64_t key = (uint64_t)w->spec->seed * 1000003u + (uint64_t)w->epoch;
-    if (w->pass > 0) key ^= (uint64_t)w->pass * 0x9e3779b97f4a7c15ull;
-    rng_seed(&r, key);
-    for (int i = 0; i < w->train.n; i++) w->perm[i] = i;
-    rng_shuffle(&r, w->perm, w->train.n);
-}
-
-/* Floats the batch buffer x holds: max_batch samples of the model's input shape. */
-static size_t x_floats(const worker_t *w)
-{
-    const model_t *m = w->model;
-    return (size_t)w->max_batch * (size_t)m->C * (size_t)m->H * (size_t)m->W;
-}
-
-void worker_gather(worker_t *w, long offset, int b)
-{
-    phase_mark(&w->phases, PHASE_OTHER);
-    /* Sizes come from the plan in force (spec, --batch-plan, a checkpoint or the
-     * coordinator), each validated where it enters; this is the last line: a batch that
-     * would run past the epoch order or the buffers stops the rank instead of writing
-     * past them. Never reached with validated input. */
-    const int gathered = b >= 0 && b <= w->max_batch && offset >= 0 && offset <= (long)w->train.n - b &&
-                         data_batch_gather_aug(&w->train, w->perm + offset, b, w->x, x_floats(w), w->y,
-                                               w->spec->dataset.augment ? &w->augment : NULL, &w->aug_rng) == 0;
-    PACER_ASSERT(gathered,
-                 "pacer-worker: rank %d: batch of %d at position %ld does not fit "
-                 "(buffer %d, %d samples): refusing to gather it",
-                 w->rank, b, offset, w->max_batch, w->train.n);
-    w->batch = b;
-    /* A new batch size (a re-plan) gets its convolution algorithms here, before the timed
-     * step; a size seen before reuses its choice. */
-    if (w->gpu && cuda_model_prepare_batch(w->gpu, b) != 0) gpu_fail(w, "preparing the batch size");
-    phase_mark(&w->phases, PHASE_DATA);
-}
-
-void worker_next_batch(worker_t *w)
-{
-    if (w->cursor + w->global_batch > w->train.n) {
-        /* Only the goodput planner's global batch can outgrow what is left of the epoch
-         * order (otherwise the loop ends the epoch first): the rest is skipped, as the
-         * remainder is at an epoch end, and another pass over the training set begins. */
-        w->pass++;
-        worker_epoch_order(w);
-        w->cursor = 0;
-    }
-    long offset = w->cursor;
-    for (int i = 0; i < w->worker_index; i++) offset += w->batch_of[i];
-    /* Every rank takes its share of the same global positions; the loop guarantees
-     * cursor + global_batch <= n, so the shares never run off the epoch. */
-    worker_gather(w, offset, w->batch_of[w->worker_index]);
-}
-
-/* The cost of the step that began at wall t0 and thread CPU time c0 and took wall:
- * thread CPU time on a CPU rank with one BLAS thread (capped by wall), else wall. */
-static double step_cost(const worker_t *w, double wall, double c0)
-{
-    double u = wall;
-    if (!w->gpu && w->spec->threads == 1) {
-        double c = clock_thread_cpu_s() - c0;
-        if (c > 0 && c < u) u = c;
-    }
-    return u;
-}
-
-double worker_undisturbed_s(const worker_t *w, int b)
-{
-    return b > 0 && b <= w->max_batch && w->undisturbed_s[b] > 0 ? w->undisturbed_s[b] : 0.0;
-}
-
-void worker_calibrate(worker_t *w)
-{
-    model_t *m = w->model;
-    int b = w->batch_of[w->worker_index];
-    if (w->gpu || b > w->train.n || b > w->max_batch) return;
-    /* Batch-norm running statistics move in a training-mode forward, and so does the
-     * dropout step (model.h): keep them, so that training sees neither. */
-    const uint64_t dropout_step = m->dropout_step;
-    float *keep = m->nbuffers ? malloc(m->nbuffers * sizeof(float)) : NULL;
-    if (m->nbuffers && !keep) return;
-    if (keep) memcpy(keep, m->buffers, m->nbuffers * sizeof(float));
-    for (int i = 0; i < b; i++) w->eval_idx[i] = i;
-    if (data_batch_gather(&w->train, w->eval_idx, b, w->x, x_floats(w), w->y, 0, NULL) == 0) {
-        double *best = &w->undisturbed_s[b];
-        for (int k = 0; k < 5; k++) {
-            double t0 = clock_mono_s(), c0 = clock_thread_cpu_s();
-            model_forward(m, w->x, w->y, b, 1);
-            model_backward(m, w->x, w->y, b, 1.0f);
-            double u = step_cost(w, clock_mono_s() - t0, c0);
-            if (!(*best > 0) || u < *best) *best = u;
-        }
-    }
-    if (keep) memcpy(m->buffers, keep, m->nbuffers * sizeof(float));
-    free(keep);
-    m->dropout_step = dropout_step;
-}
-
-float worker_compute_grad(worker_t *w, float loss_scale)
-{
-    phase_mark(&w->phases, PHASE_OTHER);
-    double t0 = clock_mono_s(), c0 = clock_thread_cpu_s();
-    float loss;
-    if (w->gpu) {
-        /* The host params go up unless the device optimizer holds newer ones (worker.h);
-         * x, y, params and grads are page-locked, so every copy is DMA; the gradient comes
-         * back into model->grads with the step's one wait, during which an algorithm's
-         * progress callback (hpsgd) drives MPI. That wait synchronises the stream, so the
-         * wall time below includes the device's work (and the device update the previous
-         * step queued before it). */
-        model_t *m = w->model;
-        cuda_model_set_progress(w->gpu, m->progress, m->progress_ctx);
-        if (!w->gpu_ahead && cuda_model_upload_params(w->gpu, m->params) != 0) gpu_fail(w, "uploading the weights");
-        if (cuda_model_train_step(w->gpu, w->x, w->y, w->batch, loss_scale, m->grads, &loss) != 0)
-            gpu_fail(w, "training step");
-        /* The device counted a training forward (its dropout masks): the host mirrors the
-         * count, which the checkpoint and the pushes to a parameter server read. */
-        m->dropout_step++;
-    } else if (sim_skip_compute(w)) {
-        /* A simulated timing what-if: sim_charge_train below charges the step. */
-        memset(w->model->grads, 0, w->model->nparams * sizeof *w->model->grads);
-        loss = NAN; /* not computed: no loss, rather than a loss of 0 */
-    } else {
-        loss = model_forward(w->model, w->x, w->y, w->batch, 1);
-        model_backward(w->model, w->x, w->y, w->batch, loss_scale);
-    }
-    sim_charge_train(w, w->batch); /* deterministic simulation: the cost model's time */
-    double wall = clock_mono_s() - t0;
-    phase_mark(&w->phases, PHASE_COMPUTE);
-    /* Emulated heterogeneity: slowdown f makes this step take f times the rank's own
-     * undisturbed step u, by sleeping until f * u has passed since the step began
-     * (sleeping, not spinning, leaves the core to the other ranks). The undisturbed step
-     * is estimated so that core contention cannot move it:
-     *  - a step's own cost is its thread CPU time on a CPU rank with one BLAS thread
-     *    (time the scheduler gave the core to someone else does not count), capped by
-     *    its wall time; with several CPU threads, or on a GPU (where a waiting host
-     *    thread uses little CPU), its wall time;
-     *  - contention only ever adds to that cost (cache refills after a context switch,
-     *    a virtual CPU's stolen time), so u is the smallest cost this rank has measured
-     *    for a batch of this size (undisturbed_s, one entry per size up to max_batch).
-     * worker_calibrate seeds it before training, so that even the first steps (caches and
-     * page tables still cold) are not emulated from an inflated cost, and emulate_check
-     * lowers the seed to the host's smallest for that batch size (cores of unequal speed).
-     * When contention makes the real step longer than f * u there is nothing to wait:
-     * the emulation is then not faithful, which the start-up check predicts (emulate.c).
-     * In a simulation (sim.h) every clock here reads simulated time, which no other rank
-     * disturbs: the wait is (f - 1) x the step's simulated compute, in simulated time. */
-    if (w->slowdown > 1.0) {
-        double u = step_cost(w, wall, c0);
-        double *best = &w->undisturbed_s[w->batch];
-        if (*best > 0 && *best < u) u = *best;
-        *best = u;
-        double extra = w->slowdown * u - wall;
-        if (extra > 0) {
-            double t1 = clock_mono_s();
-            clock_sleep_s(extra);
-            w->stats.emulated_s += clock_mono_s() - t1;
-        }
-        phase_mark(&w->phases, PHASE_EMULATED);
-        wall = clock_mono_s() - t0;
-    }
-    /* Compute time, and the node speed built on it, are wall clock: what the step took,
-     * the device's work and the emulated wait included (planner_speed), on CPU and GPU
-     * ranks alike. */
-    w->stats.step_compute_s = wall;
-    w->stats.compute_s += wall;
-    w->stats.step_comm_s = 0;
-    w->stats.step_idle_s = 0;
-    w->stats.ewma_sps = planner_speed(w->stats.ewma_sps, w->batch, wall);
-    w->stats.samples += w->batch;
-    w->stats.last_loss = loss;
-    return loss;
-}
-
-/* This step's optimizer settings (optim_step_t): the spec's rule, groups and
- * hyper-parameters at this step's learning rate and momentum. An AdamW step counts here:
- * every call is one update applied. */
-static void optim_step(worker_t *w, float grad_scale, optim_step_t *o)
-{
-    const job_spec_t *s = w->spec;
-    memset(o, 0, sizeof *o);
-    o->adamw = spec_is_adamw(s);
-    o->groups = spec_no_decay(s);
-    o->h.lr = w->lr;
-    o->h.weight_decay = (float)s->optimizer.weight_decay;
-    o->momentum = w->momentum;
-    o->nesterov = s->optimizer.nesterov;
-    o->grad_scale = grad_scale;
-    o->clip_norm = (float)s->optimizer.clip_norm;
-    if (o->adamw) {
-        spec_adamw_betas(s, &o->h.beta1, &o->h.beta2);
-        o->h.eps = s->optimizer.eps;
-        o->h.weight_decay = s->optimizer.weight_decay;
-        o->step = ++w->opt_step;
-    }
-}
-
-/* The update on the device: g (host, nparams floats) is uploaded first, unless NULL (the
- * device's own gradient). Same rule as the host path below (cuda_clip_scale computes the
- * clipping coefficient the same way), so a GPU rank and a CPU rank update alike. */
-static void apply_on_device(worker_t *w, const float *g, float grad_scale)
-{
-    if (g && cuda_model_upload_grads(w->gpu, g) != 0) gpu_fail(w, "uploading the gradient");
-    optim_step_t o;
-    optim_step(w, grad_scale, &o);
-    if (cuda_model_optimize(w->gpu, &o) != 0) gpu_fail(w, "optimizer step");
-    w->gpu_ahead = 1;
-    /* The kernels are queued, not waited for: the device runs them before the next
-     * step's forward pass, whose synchronisation books them as compute. A wait here
-     * would stall every step to move time between two buckets. */
-    phase_mark(&w->phases, PHASE_OPTIMIZER);
-}
-
-void worker_apply_local_update(worker_t *w)
-{
-    if (w->gpu) apply_on_device(w, NULL, 1.0f);
-    else worker_apply_gradient(w, w->model->grads, 1.0f);
-}
-
-void worker_apply_gradient(worker_t *w, const float *g, float grad_scale)
-{
-    if (w->gpu) {
-        apply_on_device(w, g, grad_scale);
-        return;
-    }
-    optim_step_t o;
-    optim_step(w, grad_scale, &o);
-    model_apply_optimizer(w->model, g, &o);
-    sim_charge_update(w);
-    phase_mark(&w->phases, PHASE_OPTIMIZER);
-}
-
-void worker_apply_update(worker_t *w, float grad_scale) { worker_apply_gradient(w, w->model->grads, grad_scale); }
-
-/* The emulated slowdown of this worker at the current step: the spec's static factor,
- * overridden by the last schedule entry for this worker whose step has been reached. */
-double worker_slowdown_now(const worker_t *w)
-{
-    const job_spec_t *s = w->spec;
-    if (w->worker_index < 0) return 1.0;
-    double f = s->emulate.nslowdown ? s->emulate.slowdown[w->worker_index] : 1.0;
-    long best = -1;
-    for (int i = 0; i < s->emulate.nschedule; i++) {
-        const spec_slowdown_change_t *c = &s->emulate.schedule[i];
-        if (c->rank == w->worker_index && c->step <= w->global_step && c->step >= best) {
-            best = c->step;
-            f = c->slowdown;
-        }
-    }
-    return f;
-}
+/* ---- set-up ------------------------------------------------------------------------------ */
 
 static void hostname_once(char *out, size_t len)
 {
     if (sim_host_name(out, len) == 0) return; /* a simulated rank: its simulated host */
     host_name(out, len);
-}
-
-/* Fills the reusable record with this rank's state after a step. */
-static metrics_record_t *fill_record(worker_t *w, metrics_kind_t kind)
-{
-    metrics_record_t *r = &w->record; /* preallocated; host filled once at set-up */
-    r->kind = kind;
-    r->time = clock_wall_s();
-    r->step = w->global_step;
-    r->epoch = w->epoch + 1;
-    /* The parameter server computes no batch and no samples: it has no batch size or speed
-     * (absent and null, not 0; its loss is that of the push it applied last). */
-    r->batch = w->role == ROLE_PS ? -1 : w->batch;
-    r->loss = w->stats.last_loss;
-    r->compute_s = w->stats.step_compute_s;
-    r->comm_s = w->stats.step_comm_s;
-    r->idle_s = w->stats.step_idle_s;
-    r->baseline_comm_s = w->stats.step_baseline_s;
-    r->samples_per_s = w->role == ROLE_PS ? NAN : w->stats.ewma_sps;
-    r->samples = w->stats.samples;
-    r->slowdown = w->slowdown;
-    r->staleness = w->staleness.s;
-    r->plan_version = w->plan_version;
-    memcpy(r->phase_s, w->phases.s, sizeof r->phase_s);
-    r->step_s = w->phases.wall;
-    r->events = w->phases.events;
-    /* Bytes handed to MPI since the last step record, where the algorithm measures them
-     * (its comm_steps count; one process measures nothing: absent). */
-    r->comm_measured = kind == METRICS_STEP && w->stats.comm_steps > 0;
-    r->comm_bytes = w->stats.comm_bytes - w->comm_bytes_reported;
-    if (kind == METRICS_STEP) w->comm_bytes_reported = w->stats.comm_bytes;
-    r->compression_ratio = 0;
-    if (compress_kind(w->compress) != COMPRESS_NONE && compress_step_bytes(w->compress) > 0)
-        r->compression_ratio = compress_active(w->compress, w->global_step - 1)
-                                   ? (double)compress_plain_bytes(w->compress) / (double)compress_step_bytes(w->compress)
-                                   : 1.0;
-    r->test_loss = NAN;
-    r->test_accuracy = NAN;
-    r->train_s = NAN;
-    adaptive_fill_record(w, r);
-    return r;
-}
-
-void worker_report_step(worker_t *w)
-{
-    if (w->metrics) metrics_push(w->metrics, fill_record(w, METRICS_STEP));
-}
-
-/* ---- collapse detection (health.h) ------------------------------------------------------- */
-
-/* The detector at rank 0 has just declared a collapse: one line on stderr (once a run,
- * like a re-plan's), the Redis node hash, and with on_collapse fail or restart the
- * request to stop. */
-static void health_collapsed(worker_t *w)
-{
-    const job_spec_t *s = w->spec;
-    const health_t *h = &w->health;
-    char why[320], json[512];
-    health_reason(h, why, sizeof why);
-    const char *what = strcmp(s->on_collapse, "fail") == 0 ? "stopping: the job fails"
-                       : strcmp(s->on_collapse, "restart") == 0
-                           ? "stopping: to be restarted from the last checkpoint at or before that step with the "
-                             "learning rate halved"
-                           : "going on";
-    fprintf(stderr, "collapse: training collapsed at step %ld (since step %ld): %s; on_collapse %s: %s\n", h->at_step,
-            h->since_step, why, s->on_collapse, what);
-    if (w->report_health && health_to_json(h, json, sizeof json) > 0) w->report_health(w, json);
-    if (strcmp(s->on_collapse, "continue") != 0) w->collapse_stop = 1;
-}
-
-void worker_health_loss(worker_t *w, long step, float loss)
-{
-    if (w->rank == 0 && w->health.state == HEALTH_OK && health_step(&w->health, step, loss)) health_collapsed(w);
-}
-
-void worker_health_eval(worker_t *w)
-{
-    /* NaN: nothing was evaluated (worker_evaluate); a missing figure is not judged. */
-    if (isnan(w->test_accuracy)) return;
-    if (w->rank == 0 && w->health.state == HEALTH_OK && health_eval(&w->health, w->global_step, w->test_accuracy))
-        health_collapsed(w);
-}
-
-void worker_health_agree(worker_t *w, int now)
-{
-    if (strcmp(w->spec->on_collapse, "continue") == 0) return;
-    int stop = w->collapse_stop;
-    if (w->agree) {
-        if (!now && w->global_step % HEALTH_AGREE_STEPS != 0) return;
-        stop = w->agree(w, stop);
-    }
-    if (stop) w->stop = STOP_COLLAPSE;
-}
-
-json_t *worker_health_json(const worker_t *w)
-{
-    const health_t *h = &w->health;
-    if (h->state == HEALTH_UNKNOWN) return json_null();
-    if (h->state != HEALTH_COLLAPSED) return json_pack("{s:s}", "state", health_state_name(h->state));
-    char why[320];
-    health_reason(h, why, sizeof why);
-    return json_pack("{s:s, s:I, s:I, s:s}", "state", "collapsed", "since_step", (json_int_t)h->since_step, "at_step",
-                     (json_int_t)h->at_step, "reason", why);
-}
-
-/* Epoch-end and final records carry the epoch's mean training loss, and with_eval (the
- * record of an evaluation just made) the evaluation, on the rank that made it only; an
- * evaluation between epoch ends (METRICS_EVAL, eval_every_steps) the evaluation only.
- * That rank is rank 0 in every algorithm: the parameter server of the asynchronous
- * family; in the synchronous ones the root, which evaluates and broadcasts the result
- * (comm_evaluate_root), so that every rank can stop at a target accuracy; sgd has one
- * rank. The other ranks know the result without having measured it, and a record of
- * theirs that carried it would make one evaluation look like several (issue 29: the
- * history had one point per rank and epoch, and a parameter server's workers, which never
- * evaluate, reported 0). Each evaluation is reported once: in its epoch's record, or in
- * the final record of a run resumed after its last epoch end (worker_finish_resumed),
- * which evaluates without an epoch end; any other final record repeats nothing. */
-static void report_epoch(worker_t *w, metrics_kind_t kind, int with_eval)
-{
-    if (!w->metrics) return;
-    metrics_record_t *r = fill_record(w, kind);
-    r->epoch = kind == METRICS_FINAL ? w->epoch : w->epoch + 1;
-    if (with_eval && w->rank == 0) {
-        r->test_loss = w->test_loss;
-        r->test_accuracy = w->test_accuracy;
-    }
-    r->loss = kind == METRICS_EVAL ? NAN : w->train_loss_running;
-    /* Training time so far: time to any accuracy can be read from the records of one run
-     * (evaluations are not training time). The parameter server keeps loop_s current
-     * before it evaluates; at the final record it is the whole training time. */
-    r->train_s = w->loop_s;
-    metrics_push(w->metrics, r);
-}
-
-int worker_target_reached(worker_t *w)
-{
-    const job_spec_t *s = w->spec;
-    if (!(s->target_accuracy > 0) || !(w->test_accuracy >= s->target_accuracy)) return 0;
-    if (isnan(w->time_to_target_s)) w->time_to_target_s = w->loop_s;
-    return 1;
-}
-
-void worker_evaluated_between(worker_t *w)
-{
-    w->eval_step = w->global_step;
-    worker_health_eval(w);
-    report_epoch(w, METRICS_EVAL, 1);
-    if (worker_target_reached(w)) {
-        if (w->rank == 0)
-            fprintf(stderr, "target accuracy %.4f reached at step %ld (test accuracy %.4f)\n", w->spec->target_accuracy,
-                    w->global_step, w->test_accuracy);
-        w->stop = STOP_TARGET;
-    }
-}
-
-void worker_model_to_host(worker_t *w)
-{
-    if (!w->gpu) return;
-    model_t *m = w->model;
-    if (w->gpu_ahead) {
-        if (cuda_model_download_params(w->gpu, m) != 0) gpu_fail(w, "downloading the weights"); /* and buffers */
-        w->gpu_ahead = 0;
-    } else if (cuda_model_download_buffers(w->gpu, m->buffers) != 0) {
-        gpu_fail(w, "downloading the batch-norm statistics");
-    }
-}
-
-void worker_buffers_to_device(worker_t *w)
-{
-    if (w->gpu && cuda_model_upload_buffers(w->gpu, w->model->buffers) != 0)
-        gpu_fail(w, "uploading the batch-norm statistics");
-}
-
-/* Mean loss and accuracy of the current weights on the first n samples of d, in
- * evaluation mode, in batches of the preallocated buffers. */
-static void evaluate_on(worker_t *w, const dataset_t *d, int n, float *loss, float *accuracy)
-{
-    model_t *m = w->model;
-    double loss_sum = 0;
-    long correct = 0;
-    if (w->gpu && !w->gpu_ahead && cuda_model_upload_params(w->gpu, m->params) != 0)
-        gpu_fail(w, "uploading the weights");
-    for (int first = 0; first < n; first += w->max_batch) {
-        int b = n - first < w->max_batch ? n - first : w->max_batch;
-        if (sim_skip_compute(w)) { /* a simulated timing what-if: charged, not computed */
-            sim_charge_eval(w, b);
-            continue;
-        }
-        for (int i = 0; i < b; i++) w->eval_idx[i] = first + i;
-        /* worker_setup checked the test set's shape against the model */
-        const int gathered = data_batch_gather(d, w->eval_idx, b, w->x, x_floats(w), w->y, 0, NULL) == 0;
-        PACER_ASSERT(gathered, "pacer-worker: rank %d: %s does not fit the model: refusing to evaluate", w->rank,
-                     d->source);
-        if (w->gpu) {
-            float l = cuda_model_forward(w->gpu, w->x, w->y, b, 0);
-            const float *logits = l < 0 ? NULL : cuda_model_logits_host(w->gpu, b);
-            if (!logits) gpu_fail(w, "evaluation");
-            loss_sum += (double)l * b;
-            correct += count_correct(b, m->num_classes, logits, w->y);
-            continue;
-        }
-        loss_sum += (double)model_forward(m, w->x, w->y, b, 0) * b;
-        sim_charge_eval(w, b);
-        correct += count_correct(b, m->num_classes, model_logits(m), w->y);
-    }
-    /* Nothing evaluated (no samples, or a simulation that skips the compute): not
-     * measured, so NaN, never 0. */
-    int measured = n > 0 && !sim_skip_compute(w);
-    *loss = measured ? (float)(loss_sum / n) : NAN;
-    *accuracy = measured ? (float)correct / (float)n : NAN;
-}
-
-void worker_evaluate(worker_t *w, float *loss, float *accuracy) { evaluate_on(w, &w->test, w->test.n, loss, accuracy); }
-
-void worker_finish_resumed(worker_t *w)
-{
-    if (w->rank == 0)
-        fprintf(stderr,
-                "resumed after the last epoch (step %ld): nothing left to train; evaluating the restored weights\n",
-                w->global_step);
-    w->nothing_left = 1;
-    w->train_loss_running = NAN;
-    if (w->algo->evaluate) w->algo->evaluate(w);
-    else worker_evaluate(w, &w->test_loss, &w->test_accuracy);
-    w->eval_step = w->global_step;
-}
-
-float worker_final_train_loss(worker_t *w)
-{
-    float loss, acc;
-    int n = w->train.n < TRAIN_LOSS_SAMPLES ? w->train.n : TRAIN_LOSS_SAMPLES;
-    evaluate_on(w, &w->train, n, &loss, &acc);
-    return loss;
 }
 
 /* device "cpu": the reference path. "cuda": GPU local_rank % device_count; a rank that
@@ -617,28 +124,6 @@ static void *page_alloc(size_t bytes)
     void *p = aligned_alloc(page, n ? n : page);
     if (p) memset(p, 0, n ? n : page);
     return p;
-}
-
-/* ---- set-up ------------------------------------------------------------------------------ */
-
-/* epochs x per_epoch as a step count. The spec bounds epochs (100000) and per_epoch is
- * at most the training set's size (an int), so the product fits a long many times
- * over; the clamp keeps the conversion defined whatever those bounds become. */
-static long epochs_to_steps(double epochs, long per_epoch)
-{
-    double x = epochs * (double)per_epoch;
-    if (!(x > 0)) return 0;
-    if (x > 1e15) return (long)1e15;
-    return lround(x);
-}
-
-void worker_schedule_steps(worker_t *w, long per_epoch)
-{
-    const job_spec_t *s = w->spec;
-    w->total_steps = per_epoch * s->epochs;
-    w->sched.warmup_steps = epochs_to_steps(s->optimizer.lr_schedule.warmup_epochs, per_epoch);
-    w->sched.step_size = epochs_to_steps(s->optimizer.lr_schedule.step_epochs, per_epoch);
-    if (w->sched.step_size < 1) w->sched.step_size = 1;
 }
 
 int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char *err, size_t errlen)
@@ -931,159 +416,7 @@ void worker_teardown(worker_t *w)
     memset(w, 0, sizeof *w);
 }
 
-/* ---- checkpoints ------------------------------------------------------------------------ */
-
-static void fill_ckpt(const worker_t *w, ckpt_state_t *st)
-{
-    memset(st, 0, sizeof *st);
-    st->global_step = w->global_step;
-    st->epoch = w->epoch;
-    st->step_in_epoch = w->step_in_epoch;
-    st->cursor = w->cursor;
-    st->seed = w->spec->seed;
-    st->aug_rng = w->aug_rng;
-    st->epoch_loss_sum = w->epoch_loss_sum;
-    st->epoch_loss_samples = w->epoch_loss_samples;
-    st->ps_version = w->role == ROLE_PS ? w->global_step : 0;
-    st->nworkers = w->nworkers;
-    for (int i = 0; i < w->nworkers && i < CKPT_MAX_WORKERS; i++) st->batch_of[i] = w->batch_of[i];
-    /* Each worker's dropout step: the parameter server has them from the pushes; the
-     * ranks of a synchronous algorithm step together, so rank 0's is every rank's. */
-    for (int i = 0; i < w->nworkers && i < CKPT_MAX_WORKERS; i++)
-        st->dropout_step[i] = w->role == ROLE_PS ? w->dropout_of[i] : w->model->dropout_step;
-    st->spec_hash = spec_hash(w->spec);
-    st->opt_step = w->opt_step;
-    adaptive_save(w, st);
-    /* PowerSGD: Q, and every rank's error when rank 0 gathered them after this very step
-     * (worker_compress_gather); else none, and a resume starts them at zero. */
-    size_t nq, ne;
-    long at;
-    float *q = compress_q(w->compress, &nq);
-    compress_error(w->compress, &ne);
-    const float *all = compress_all_errors(w->compress, &at);
-    if (nq > 0) {
-        st->compress_q = q;
-        st->compress_q_floats = nq;
-        st->compress_err_floats = ne;
-        if (all && at == w->global_step) {
-            st->compress_err = all;
-            st->compress_ranks = w->nworkers;
-        } else if (w->rank == 0) {
-            fprintf(stderr,
-                    "checkpoint at step %ld: without PowerSGD's error feedback (gathered at step %ld): a resume "
-                    "from it starts the errors at zero\n",
-                    w->global_step, at);
-        }
-    }
-}
-
-int worker_compress_setup(worker_t *w, char *err, size_t errlen)
-{
-    const job_spec_t *s = w->spec;
-    /* ssgd always (kind none measures its payload the same way); local-sgd and hier-bsp
-     * (their averages, algo_local_sgd.c) and hpsgd (its rounds, algo_hpsgd.c) only when
-     * compressing: their plain path stays. */
-    const char *a = s->algorithm.name;
-    const int local = strcmp(a, "local-sgd") == 0 || strcmp(a, "hier-bsp") == 0 || strcmp(a, "hpsgd") == 0;
-    if (w->compress || !(strcmp(a, "ssgd") == 0 || (local && strcmp(s->algorithm.compression.kind, "none") != 0)))
-        return 0;
-    const int n = w->use_mpi ? w->nworkers : 1;
-    if (compress_create(w->model, s->algorithm.compression.kind, s->algorithm.compression.rank,
-                        s->algorithm.compression.warmup_steps, s->seed, n, w->use_mpi, &w->compress, err, errlen) != 0)
-        return -1;
-    compress_set_phases(w->compress, &w->phases); /* compression's compute: its own phase */
-    if (w->rank == 0 && s->checkpoint.every_steps > 0 && compress_keep_all(w->compress, n) != 0) {
-        snprintf(err, errlen, "algorithm.compression: out of memory for %d ranks' error feedback", n);
-        return -1;
-    }
-    return 0;
-}
-
-void worker_compress_gather(worker_t *w)
-{
-    const job_spec_t *s = w->spec;
-    size_t ne;
-    compress_error(w->compress, &ne);
-    if (ne == 0 || s->checkpoint.every_steps <= 0) return;
-    /* The step counts once this step is done: the loop's checkpoint sites (every_steps,
-     * keep_best's epoch end, the run's end) write after exactly these. */
-    const long next = w->global_step + 1;
-    if (next % s->checkpoint.every_steps != 0 && w->step_in_epoch + 1 < w->steps_per_epoch && next < w->total_steps)
-        return;
-    compress_gather_errors(w->compress, w->use_mpi, MPI_COMM_WORLD, next);
-    phase_mark(&w->phases, PHASE_COMM);
-}
-
-void worker_checkpoint_path(const worker_t *w, char *out, size_t len)
-{
-    snprintf(out, len, "%s/%s.ckpt", w->spec->checkpoint.dir, w->spec->name);
-}
-
-int worker_export_onnx(const worker_t *w, const char *path, char *err, size_t errlen)
-{
-    const job_spec_t *s = w->spec;
-    if (s->model_sha256[0]) {
-        /* an uploaded model: its graph from the bytes the spec's loader read */
-        const uint8_t *src;
-        size_t len;
-        if (modelfetch_bytes(s->model_onnx, s->model_sha256, &src, &len, err, errlen) != 0) return -1;
-        return onnx_export_to_file(src, len, w->model, path, err, errlen);
-    }
-    return onnx_export_file(s->model_onnx, w->model, path, err, errlen);
-}
-
-int worker_save_checkpoint(worker_t *w, char *err, size_t errlen)
-{
-    char path[1100], why[1400];
-    worker_model_to_host(w);
-    ckpt_state_t st;
-    worker_checkpoint_path(w, path, sizeof path);
-    fill_ckpt(w, &st);
-    /* The records of these weights (the epoch's evaluation) reach Redis before the
-     * checkpoint appears: the coordinator stops an attempt for an elastic resize as soon
-     * as it sees a new checkpoint, and a record still queued then would be lost. (No
-     * wait while Redis is unreachable: those records wait for the reconnection.) */
-    if (w->metrics && metrics_flush(w->metrics, METRICS_FLUSH_CKPT_S) != 0)
-        fprintf(stderr, "pacer-worker: metrics not all delivered within %.1f s before the checkpoint\n",
-                METRICS_FLUSH_CKPT_S);
-    /* With a fence, the checkpoint is written under a name of this attempt's and renamed
-     * over NAME.ckpt under the fence's lock, unless the coordinator has ended the attempt
-     * meanwhile (a rank it could not see go: common/ckptdir.h). */
-    char own[1200];
-    int fence_fd = -1;
-    const job_spec_t *s = w->spec;
-    if (w->fence >= 0 && ckptdir_fence_own(own, sizeof own, s->checkpoint.dir, s->name, w->fence) != 0) {
-        snprintf(err, errlen, "%s: path too long", s->checkpoint.dir);
-        return -1;
-    }
-    if (checkpoint_save(w->fence >= 0 ? own : path, w->model, &st, err, errlen) != 0) return -1;
-    if (w->fence >= 0) {
-        if (ckptdir_fence_enter(s->checkpoint.dir, s->name, w->fence, &fence_fd, err, errlen) != 0 ||
-            rename(own, path) != 0) {
-            if (fence_fd >= 0) snprintf(err, errlen, "%s: rename from %s failed: %s", path, own, strerror(errno));
-            unlink(own);
-            ckptdir_fence_leave(fence_fd);
-            return -1;
-        }
-        fs_sync_dir(s->checkpoint.dir);
-    }
-    w->ckpt_step = w->global_step;
-    /* The same weights as ONNX for the coordinator to serve; a failure costs the download,
-     * not the training. */
-    if (w->model_onnx_out && worker_export_onnx(w, w->model_onnx_out, why, sizeof why) != 0)
-        fprintf(stderr, "pacer-worker: --model-onnx: %s\n", why);
-    /* The accuracy belongs to these weights only when they were evaluated at this step. */
-    double acc = w->eval_step == w->global_step && isfinite(w->test_accuracy) ? w->test_accuracy : -1.0;
-    if (acc > 1.0) acc = 1.0;
-    /* The last checkpoint from before a collapse that may be declared later stays too
-     * (health.h): on_collapse "restart" resumes from it. */
-    long long good = w->health.state == HEALTH_UNKNOWN ? -1 : health_good_step(&w->health, w->global_step);
-    if (ckptdir_retain(s->checkpoint.dir, s->name, w->global_step, w->epoch, acc, s->checkpoint.keep_last,
-                       s->checkpoint.keep_best, good, why, sizeof why) != 0)
-        fprintf(stderr, "pacer-worker: checkpoint %s written, but not retained as configured: %s\n", path, why);
-    ckptdir_fence_leave(fence_fd);
-    return 0;
-}
+/* ---- resuming from checkpoints ---------------------------------------------------------- */
 
 /* One candidate of worker_resume_latest: 1 resumed; 0 refused (the previous refusal, if
  * any, is printed first, so each refusal is one line: the last one is the caller's). */
@@ -1255,71 +588,6 @@ int worker_apply_batch_plan(worker_t *w, const char *plan, char *err, size_t err
     return 0;
 }
 
-int worker_replan(worker_t *w, const double *speeds)
-{
-    int n = w->nworkers;
-    /* Once the coordinator has assigned a plan it owns planning (it sees every rank's
-     * profile and the persistent ones); until then, and without a coordinator, the ranks
-     * plan for themselves with the same planner. */
-    if (w->assignment_hook && w->assignment_hook(w, w->plan_next) == 1) {
-        char why[160];
-        if (planner_check(w->plan_next, n, w->global_batch, w->min_batch, w->max_batch, why, sizeof why) != 0) {
-            /* The plan in force stays; a new assignment gets another chance. */
-            fprintf(stderr, "batch plan from the coordinator refused: %s\n", why);
-            return 0;
-        }
-        memcpy(w->batch_of, w->plan_next, (size_t)n * sizeof(int));
-        w->plan_version++;
-        w->coordinator_plans = 1;
-        /* A re-plan is rare (every replan_steps), so one line here costs nothing. */
-        fprintf(stderr, "batch plan %ld from the coordinator:", w->plan_version);
-        worker_print_plan(w);
-        return 1;
-    }
-    if (w->coordinator_plans) return 0;
-    for (int i = 0; i < n; i++)
-        if (!(speeds[i] > 0)) return 0;
-    if (planner_replan(speeds, w->batch_of, n, w->global_batch, w->min_batch, w->max_batch, w->plan_next) != 1)
-        return 0;
-    memcpy(w->batch_of, w->plan_next, (size_t)n * sizeof(int));
-    w->plan_version++;
-    fprintf(stderr, "batch plan %ld:", w->plan_version);
-    worker_print_plan(w);
-    return 1;
-}
-
-void worker_print_plan(const worker_t *w)
-{
-    for (int i = 0; i < w->nworkers; i++) fprintf(stderr, " %d", w->batch_of[i]);
-    fprintf(stderr, "\n");
-}
-
-int worker_epoch_done(worker_t *w, char *err, size_t errlen)
-{
-    const job_spec_t *s = w->spec;
-    w->eval_step = w->global_step; /* every caller has just evaluated */
-    worker_health_eval(w);
-    report_epoch(w, METRICS_EPOCH, 1);
-    if (w->rank == 0)
-        fprintf(stderr, "epoch %ld/%d done: train_loss_running %.4f test_loss %.4f test_accuracy %.4f\n", w->epoch + 1,
-                s->epochs, w->train_loss_running, w->test_loss, w->test_accuracy);
-    w->epoch++;
-    w->step_in_epoch = 0;
-    w->cursor = 0;
-    w->epoch_loss_sum = 0;
-    w->epoch_loss_samples = 0;
-    w->pass = 0;
-    if (worker_target_reached(w)) {
-        if (w->rank == 0) fprintf(stderr, "target accuracy %.4f reached\n", s->target_accuracy);
-        w->stop = STOP_TARGET;
-    }
-    /* keep_best needs checkpoints whose accuracy is known: these weights, just evaluated
-     * (not collapsed ones that stop the run: a restart must not find them the latest). */
-    if (s->checkpoint.keep_best && s->checkpoint.every_steps > 0 && w->rank == 0 && w->stop != STOP_COLLAPSE)
-        return worker_save_checkpoint(w, err, errlen);
-    return 0;
-}
-
 /* ---- the loop ---------------------------------------------------------------------------- */
 
 /* Test hook (--weight-digest): one line "STEP HASH start" when the step loop starts (after
@@ -1381,14 +649,12 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
             snprintf(err, errlen, "algorithm %s failed", w->algo->name);
             return rc;
         }
-        report_epoch(w, METRICS_FINAL, w->nothing_left);
+        worker_report_epoch(w, METRICS_FINAL, w->nothing_left);
         /* The PS (rank 0) holds the final weights: their loss on the fixed subset, and its
          * last checkpoint is the end of the job, as for the step loop below. */
         if (w->role == ROLE_PS && w->stop != STOP_TEST_HOOK) {
             w->train_loss = worker_final_train_loss(w);
-            if (s->checkpoint.every_steps > 0 && w->ckpt_step != w->global_step && w->stop != STOP_COLLAPSE &&
-                worker_save_checkpoint(w, err, errlen) != 0)
-                return -1;
+            if (worker_final_checkpoint_due(w) && worker_save_checkpoint(w, err, errlen) != 0) return -1;
         }
         return 0;
     }
@@ -1437,31 +703,9 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
                 t_log = t;
                 samples_log = w->stats.samples;
             }
-            if (s->checkpoint.every_steps > 0 && w->global_step % s->checkpoint.every_steps == 0 && w->rank == 0) {
-                if (worker_save_checkpoint(w, err, errlen) != 0) return -1;
-            }
-            if (o->stop_after_steps > 0 && w->global_step >= o->stop_after_steps) {
-                w->stop = STOP_TEST_HOOK; /* test hook: simulate an interruption */
-                break;
-            }
-            /* eval_every_steps: an evaluation between epoch ends (none in the step that
-             * ends an epoch: the epoch end evaluates), outside the training time. */
-            if (s->eval_every_steps > 0 && w->global_step % s->eval_every_steps == 0 && adaptive_epoch_running(w)) {
-                if (w->algo->evaluate) w->algo->evaluate(w);
-                else worker_evaluate(w, &w->test_loss, &w->test_accuracy);
-                worker_evaluated_between(w);
-            }
-            if (o->time_budget_s > 0) {
-                /* Seconds of training (loop_s: evaluations at epoch ends left out, as the
-                 * parameter server counts them); rank 0's decides, so every rank stops
-                 * after the same step. */
-                int over = w->loop_s >= o->time_budget_s;
-                if (w->agree) over = w->agree(w, over);
-                if (over) w->stop = STOP_BUDGET;
-            }
-            /* A collapse that on_collapse stops for: the epoch end below evaluates the
-             * weights as they are, then the loop ends without a checkpoint. */
-            if (!w->stop) worker_health_agree(w, 0);
+            if (worker_checkpoint_due(w) && worker_save_checkpoint(w, err, errlen) != 0) return -1;
+            step_end_t end = {.may_evaluate = adaptive_epoch_running(w)};
+            if (worker_step_end(w, &end) != STEP_GO_ON) break; /* STEP_FINISH: the epoch end below */
         }
         if (w->stop == STOP_TEST_HOOK) break;
         if (w->algo->epoch_end && (rc = w->algo->epoch_end(w)) != 0) {
@@ -1480,96 +724,14 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
         if (w->stop == STOP_COLLAPSE && w->rank == 0) fprintf(stderr, "collapse: stopped in epoch %ld\n", w->epoch);
     }
     w->wall_s = clock_mono_s() - t_start;
-    report_epoch(w, METRICS_FINAL, w->nothing_left);
+    worker_report_epoch(w, METRICS_FINAL, w->nothing_left);
     /* Rank 0 holds the final (merged) weights after the last epoch end. */
     if (w->rank == 0 && w->stop != STOP_TEST_HOOK) w->train_loss = worker_final_train_loss(w);
-    if (s->checkpoint.every_steps > 0 && w->rank == 0 && w->stop != STOP_TEST_HOOK && w->stop != STOP_COLLAPSE &&
-        w->ckpt_step != w->global_step)
-        if (worker_save_checkpoint(w, err, errlen) != 0) return -1;
+    if (worker_final_checkpoint_due(w) && worker_save_checkpoint(w, err, errlen) != 0) return -1;
     return 0;
 }
 
 /* ---- summary ---------------------------------------------------------------------------- */
-
-/* A rank's peak memory; NaN (null: not measured) in a simulation, where one process holds
- * every rank. */
-static double peak_rss_mb(void)
-{
-    if (sim_active()) return NAN;
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_maxrss / 1024.0;
-}
-
-/* {"requested": spec device, "used": "cpu" | "cuda", "reason": why not the GPU (only when a
- * rank that may use one computes on the CPU)}. */
-static json_t *device_json(const worker_t *w)
-{
-    json_t *d = json_pack("{s:s, s:s}", "requested", w->spec->device, "used", w->record.device);
-    if (d && w->device_reason[0]) json_object_set_new(d, "reason", json_string(w->device_reason));
-    /* Which OpenBLAS kernels a CPU rank ran on: a figure from it is a figure of them. */
-    if (d && strcmp(w->record.device, "cpu") == 0) {
-        json_object_set_new(d, "blas", json_string(blas_core()));
-        /* and which convolution kernels: the direct ones follow OpenBLAS's ISA */
-        json_object_set_new(d, "conv", json_string(direct_isa_name()));
-    }
-    return d;
-}
-
-/* json_finite_or_null V - V as a JSON number, or null when it is NaN or infinite. */
-static json_t *json_finite_or_null(double v) { return isfinite(v) ? json_real(v) : json_null(); }
-
-/* A rate over a time: null when no time was measured (a run that trained nothing), not 0. */
-static json_t *json_rate(double n, double s) { return s > 0 ? json_real(n / s) : json_null(); }
-
-static json_t *rank_json_base(const worker_t *w, json_t *st);
-
-/* {"step_s": the timed steps' wall time, "steps": how many, "data": s, "compute": s, ...}:
- * the time breakdown's totals (phase.h); the phases add up to step_s. */
-static json_t *phases_json(const step_phases_t *p)
-{
-    json_t *o = json_pack("{s:f, s:I}", "step_s", p->total_wall, "steps", (json_int_t)p->steps);
-    for (int i = 0; o && i < PHASE_N; i++) json_object_set_new(o, PHASE_NAMES[i], json_real(p->total[i]));
-    return o;
-}
-
-json_t *worker_rank_json(const worker_t *w)
-{
-    json_t *st = staleness_json(&w->staleness.s);
-    json_t *r = rank_json_base(w, st);
-    if (r) json_object_set_new(r, "phases", phases_json(&w->phases));
-    /* This rank's share of the decoded cache's pages, measured now (/proc/self/smaps):
-     * ranks of one host map the same file, and Pss below Rss shows the pages shared. */
-    int maps;
-    long rss, pss;
-    if (r && w->data.cache_path[0] && !sim_active() && dcache_usage(w->data.cache_path, &maps, &rss, &pss) == 0)
-        json_object_set_new(r, "data_cache",
-                            json_pack("{s:i, s:I, s:I}", "mappings", maps, "rss_kb", (json_int_t)rss, "pss_kb",
-                                      (json_int_t)pss));
-    return r;
-}
-
-static json_t *rank_json_base(const worker_t *w, json_t *st)
-{
-    if (w->role == ROLE_PS)
-        /* The parameter server computes no samples: it reports the updates it applied
-         * (counting the workers' samples here too would count every sample twice). */
-        return json_pack("{s:i, s:s, s:s, s:o, s:I, s:o, s:f, s:f, s:o, s:o}", "rank", w->rank, "role", "ps", "host",
-                         w->record.host, "device", device_json(w), "updates", (json_int_t)w->ps_updates, "updates_per_s",
-                         json_rate((double)w->ps_updates, w->loop_s), "busy_fraction", w->ps_busy_fraction, "idle_s",
-                         w->stats.idle_s, "peak_rss_mb", json_finite_or_null(peak_rss_mb()), "staleness", st);
-    /* The emulation's base for the final batch size (worker_compute_grad); null where
-     * none was measured for it: a rank that never emulated, or only at other sizes. */
-    const int bf = w->batch_of[w->worker_index];
-    const double u = worker_undisturbed_s(w, bf);
-    return json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:f, s:f, s:I, s:I, s:i, s:o, s:o, s:f, s:o, s:o}", "rank",
-                     w->rank, "role", "worker", "host", w->record.host, "device", device_json(w), "compute_s",
-                     w->stats.compute_s, "comm_s", w->stats.comm_s, "idle_s", w->stats.idle_s, "emulated_s",
-                     w->stats.emulated_s, "samples", (json_int_t)w->stats.samples, "steps", (json_int_t)w->stats.steps,
-                     "batch_final", bf, "samples_per_s", json_rate((double)w->stats.samples, w->stats.compute_s),
-                     "peak_rss_mb", json_finite_or_null(peak_rss_mb()), "slowdown", w->slowdown, "staleness", st,
-                     "undisturbed_step_s", u > 0 ? json_real(u) : json_null());
-}
 
 /* The job's device: {"requested", "used": "cuda" when every computing rank used a GPU,
  * "cpu" when none did, else "mixed"; "gpu_ranks"; "reason": the first fallback's reason}. */
@@ -1689,15 +851,16 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
               trained = w->stop != STOP_TEST_HOOK && !skip;
     int diverged = (trained && !isfinite(w->train_loss)) || (ran && !isfinite(w->train_loss_running)) ||
                    (tested && (!isfinite(w->test_loss) || !isfinite(w->test_accuracy)));
-    json_t *root = json_pack(
-        "{s:s, s:s, s:o, s:s, s:i, s:i, s:I, s:o, s:o, s:i, s:o, s:o, s:b, s:f, s:f, s:I, s:o, s:o, s:O}", "name",
-        s->name, "model", s->model, "dataset", dataset_json(w), "algorithm", s->algorithm.name, "workers", s->workers,
-        "epochs", s->epochs, "steps", (json_int_t)w->global_step, "train_loss", json_finite_or_null(w->train_loss),
-        "train_loss_running", json_finite_or_null(w->train_loss_running), "train_loss_samples",
-        w->train.n < TRAIN_LOSS_SAMPLES ? w->train.n : TRAIN_LOSS_SAMPLES, "test_loss",
-        json_finite_or_null(w->test_loss), "test_accuracy", json_finite_or_null(w->test_accuracy), "diverged", diverged,
-        "wall_s", w->wall_s, "train_s", w->loop_s, "train_samples", (json_int_t)train_samples, "train_samples_per_s",
-        json_rate((double)train_samples, w->loop_s), "peak_rss_mb", json_finite_or_null(peak), "per_rank", per_rank);
+    json_t *root =
+        json_pack("{s:s, s:s, s:o, s:s, s:i, s:i, s:I, s:o, s:o, s:i, s:o, s:o, s:b, s:f, s:f, s:I, s:o, s:o, s:O}",
+                  "name", s->name, "model", s->model, "dataset", dataset_json(w), "algorithm", s->algorithm.name,
+                  "workers", s->workers, "epochs", s->epochs, "steps", (json_int_t)w->global_step, "train_loss",
+                  worker_json_finite(w->train_loss), "train_loss_running", worker_json_finite(w->train_loss_running),
+                  "train_loss_samples", w->train.n < TRAIN_LOSS_SAMPLES ? w->train.n : TRAIN_LOSS_SAMPLES, "test_loss",
+                  worker_json_finite(w->test_loss), "test_accuracy", worker_json_finite(w->test_accuracy), "diverged",
+                  diverged, "wall_s", w->wall_s, "train_s", w->loop_s, "train_samples", (json_int_t)train_samples,
+                  "train_samples_per_s", worker_json_rate((double)train_samples, w->loop_s), "peak_rss_mb",
+                  worker_json_finite(peak), "per_rank", per_rank);
     if (!root) {
         snprintf(err, errlen, "summary: cannot build the JSON (a non-finite figure, or out of memory)");
         return -1;
@@ -1714,7 +877,7 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
     compression_summary(w, root);
     /* Training seconds until the first evaluation that reached the target (simulated
      * seconds under pacer-sim); null when it was never reached. */
-    if (s->target_accuracy > 0) json_object_set_new(root, "time_to_target_s", json_finite_or_null(w->time_to_target_s));
+    if (s->target_accuracy > 0) json_object_set_new(root, "time_to_target_s", worker_json_finite(w->time_to_target_s));
     sim_summary(w, root);
     if (w->role == ROLE_PS) {
         /* The momentum it applied at the end (optimizer.async_momentum; ps.c) and the
@@ -1723,8 +886,8 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
                                 s->optimizer.momentum, "applied", round((double)w->momentum * 1e6) / 1e6,
                                 "staleness_smoothed", w->ps_tau_avg);
         json_object_set_new(root, "parameter_server",
-                            json_pack("{s:I, s:o, s:f, s:I, s:o}", "updates", (json_int_t)w->ps_updates,
-                                      "updates_per_s", json_rate((double)w->ps_updates, w->loop_s), "busy_fraction",
+                            json_pack("{s:I, s:o, s:f, s:I, s:o}", "updates", (json_int_t)w->ps_updates, "updates_per_s",
+                                      worker_json_rate((double)w->ps_updates, w->loop_s), "busy_fraction",
                                       w->ps_busy_fraction, "dropped", (json_int_t)w->ps_dropped, "momentum", mom));
     }
     /* written whole (fs_atomic_write): the coordinator may read the summary meanwhile */

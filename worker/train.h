@@ -68,6 +68,51 @@ int worker_compress_setup(worker_t *w, char *err, size_t errlen);
  * it (every_steps, the epoch's end, the run's end), rank 0 gathers the ranks' error
  * feedback for it (one MPI_Gather); otherwise nothing. */
 void worker_compress_gather(worker_t *w);
+/* A record of kind (epoch end, evaluation, final) with this rank's state (loop.c): see
+ * loop.c for which ranks carry an evaluation. */
+void worker_report_epoch(worker_t *w, metrics_kind_t kind, int with_eval);
+
+/* JSON for a measured figure: v, or null where it is not finite (unmeasured is missing,
+ * not 0); n / s, or null without a positive s. The rank's record (worker_rank_json,
+ * step.c) and the job's summary (train.c) write their figures with them. */
+json_t *worker_json_finite(double v);
+json_t *worker_json_rate(double n, double s);
+
+/* ---- end-of-step policies: one home for the synchronous loop (train_loop) and the
+ * parameter server's (worker/ps.c serve) ---- */
+
+/* Whether a checkpoint is due after the step (update) just counted: checkpoint.every_steps
+ * on rank 0. The caller saves it where its data position is exact (the PS: before its
+ * replies hand out new ranges). */
+int worker_checkpoint_due(const worker_t *w);
+/* Whether the run's last checkpoint is due when the loop has ended: checkpoints on, rank
+ * 0, not already written at this step, and no stop that must leave none (the test hook's
+ * interruption, a collapse whose weights a restart must not find the latest). */
+int worker_final_checkpoint_due(const worker_t *w);
+
+/* What the loop does after the policies: go on, stop at once (the test hook: as if
+ * killed, nothing evaluated), or evaluate the weights as they are at an epoch end and
+ * stop (target reached between epoch ends, a collapse, the time budget). w->stop says
+ * why. */
+typedef enum { STEP_GO_ON, STEP_HALT, STEP_FINISH } step_verdict_t;
+
+/* How the calling loop counts: the synchronous loop's ranks agree on each stop (w->agree)
+ * and w->loop_s is its training time; the PS decides alone (its workers are not in its
+ * collectives) and counts wall time since started less aside_s (evaluations and
+ * checkpoints), to which an evaluation here adds its time. */
+typedef struct {
+    int may_evaluate; /* eval_every_steps may evaluate here (not in the step that ends an
+                         epoch; the PS: only after an update was applied) */
+    int alone;        /* decide without the other ranks */
+    double started;   /* with aside_s: when training began (clock_mono_s) */
+    double *aside_s;  /* NULL: w->loop_s is the training time */
+} step_end_t;
+
+/* After each step (each push the PS handles), in this order: stop_after_steps (test
+ * hook), eval_every_steps (reaching the target stops), collapse (on_collapse fail or
+ * restart), the time budget. The first that stops decides. */
+step_verdict_t worker_step_end(worker_t *w, const step_end_t *c);
+
 /* Writes DIR/NAME.ckpt, then links it under its retained name and prunes the older ones
  * (checkpoint.keep_last, keep_best; a failure there is one line on stderr: the checkpoint
  * is written). */

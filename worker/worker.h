@@ -139,7 +139,7 @@ typedef struct worker {
 
     double slowdown;       /* emulation factor in force for this rank */
     double *undisturbed_s; /* (max_batch + 1) the cheapest step measured per
-                                            batch size: the emulation's base (train.c) */
+                                            batch size: the emulation's base (step.c) */
     worker_stats_t stats;
     staleness_acc_t staleness; /* updates this rank applied (at the PS: every
                                             applied update); exact counts, ~8 KB */
@@ -247,7 +247,7 @@ void worker_calibrate(worker_t *w);
 double worker_undisturbed_s(const worker_t *w, int b);
 /* Forward + backward of the gathered batch into model->grads; returns the mean loss.
  * With an emulated slowdown f it then sleeps until the step has taken f times the
- * rank's undisturbed step (see train.c). Times the step in wall-clock seconds. */
+ * rank's undisturbed step (see step.c). Times the step in wall-clock seconds. */
 float worker_compute_grad(worker_t *w, float loss_scale);
 /* SGD with the spec's momentum, nesterov and weight decay at the current learning rate,
  * over the whole fused buffer, on the gradient grad_scale * model->grads (clipped to

@@ -208,8 +208,29 @@ static void test_prom_reads_the_table(void **state)
     json_decref(node);
 }
 
+/* A Redis command's literal ("HMGET %s step total_steps") names no field of the record
+ * among its words: the names are arguments from the table. */
+static void redis_commands_name_no_field(const char *path, const char *text)
+{
+    static const char *const commands[] = {"\"HGET ", "\"HMGET ", "\"HSET ", "\"HDEL "};
+    for (size_t c = 0; c < sizeof commands / sizeof commands[0]; c++)
+        for (const char *p = text; (p = strstr(p, commands[c])); p++) {
+            const char *end = strchr(p + 1, '"');
+            assert_non_null(end);
+            for (const char *w = p + 1; w < end;) {
+                size_t len = strcspn(w, " \"");
+                for (int f = 0; f < RF_N; f++)
+                    if (strlen(RECORD_FIELDS[f].name) == len && strncmp(w, RECORD_FIELDS[f].name, len) == 0)
+                        fail_msg("%s: the command %.*s spells the record's field %s", path, (int)(end - p + 1), p,
+                                 RECORD_FIELDS[f].name);
+                w += len + (w[len] == ' ');
+            }
+        }
+}
+
 /* The readers take the names from the table: neither http/prom.c nor the API's
- * coord_nodes spells a field of the rank record as a literal. */
+ * coord_nodes, nor the coordinator's tick (run.c read_flags) and dynamic batching
+ * (dynbatch.c) spell a field of the rank record as a literal. */
 static void test_readers_name_no_field(void **state)
 {
     (void)state;
@@ -217,7 +238,11 @@ static void test_readers_name_no_field(void **state)
         const char *path, *from, *to;
     } readers[] = {{"http/prom.c", NULL, NULL},
                    {"coordinator/api.c", "int coord_nodes(", "\n}\n"},
-                   {"coordinator/api.c", "static int staleness_from_reply(", "\n}\n"}};
+                   {"coordinator/api.c", "static int staleness_from_reply(", "\n}\n"},
+                   {"coordinator/run.c", "static void read_flags(", "\n}\n"},
+                   {"coordinator/dynbatch.c", "int dynbatch_replan(", "\n}\n"},
+                   /* up to the profile hash (KEY_PROFILE), whose fields are its own */
+                   {"coordinator/dynbatch.c", "int dynbatch_fold_profiles(", "profile_key("}};
     char quoted[RECORD_VALUE_MAX + 2];
     for (size_t i = 0; i < sizeof readers / sizeof readers[0]; i++) {
         const char *text = source(readers[i].path, readers[i].from, readers[i].to);
@@ -227,6 +252,7 @@ static void test_readers_name_no_field(void **state)
             else snprintf(quoted, sizeof quoted, "\"%s\"", name);
             if (strstr(text, quoted)) fail_msg("%s spells the record's field %s itself", readers[i].path, quoted);
         }
+        redis_commands_name_no_field(readers[i].path, text);
         /* The staleness hash's names too (prom.c reads the API's staleness object, whose
          * "count", "mean" and "p95" are the API's own: only the API's reader is checked). */
         for (int f = 0; i > 0 && f < RECORD_STALENESS_SCALARS; f++) {

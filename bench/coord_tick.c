@@ -491,7 +491,7 @@ int main(int argc, char **argv)
     pthread_join(c->tick_thread, NULL);
     c->tick_running = 0;
     c->stopping = 0;
-    if (!c->worker_has_redis) {
+    if (!c->worker_caps.redis) {
         fprintf(stderr, "coord_tick: %s has no --redis option: the tick would not read heartbeats\n", worker);
         goto out;
     }

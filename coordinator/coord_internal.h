@@ -18,6 +18,7 @@
 #include "redis_url.h"
 #include "run.h"
 #include "spec.h"
+#include "wcaps.h"
 
 struct coordinator {
     int daemon;
@@ -49,16 +50,8 @@ struct coordinator {
     char sim_why[512];        /* why there is no sim launcher */
     int sim_slots;            /* its slots: simulations at a time */
     char hostname[256];
-    int worker_has_redis;         /* the worker understands --redis/--job */
-    int worker_has_password_file; /* ... and --redis-password-file */
-    int worker_has_world;         /* ... and --world N */
-    int worker_has_collapse;      /* ... and --resume-before / --lr-scale (on_collapse restart) */
-    int worker_has_netprobe;      /* ... and --netprobe S (coordinator/netprobe.h) */
-    int worker_has_data_cache;    /* ... and --data-cache DIR */
-    int worker_has_data_root;     /* ... and --data-root DIR (given ours: what it may read) */
-    int worker_has_model_onnx;    /* ... and --model-onnx FILE */
-    int worker_has_fence;         /* ... and --fence G (the checkpoint fence, common/ckptdir.h) */
-    char data_cache[PATH_MAX];    /* what it gets: --data-cache-dir, or STATE_DIR/data-cache */
+    wcaps_t worker_caps;       /* the options the worker binary takes (coordinator/wcaps.h) */
+    char data_cache[PATH_MAX]; /* what it gets: --data-cache-dir, or STATE_DIR/data-cache */
     double started_at;
     char lock_value[320];
 

@@ -104,7 +104,7 @@ void coord_publish_info(coordinator_t *c, double now)
         "state_dir",    c->state_dir,
         "redis",        c->redis_url_shown,
         "worker",       c->worker,
-        "worker_redis", c->worker_has_redis ? "1" : "0",
+        "worker_redis", c->worker_caps.redis ? "1" : "0",
         "hosts",        htext ? htext : "[]",
         "slots",        slots,
         "slots_usable", usable,
@@ -399,7 +399,7 @@ static int worker_password(coordinator_t *c, char *err, size_t errlen)
     int rc = 0;
     if (!wu.password[0]) {
         unlink(path); /* a password of an earlier configuration is not left lying around */
-    } else if (c->worker_has_redis && !c->worker_has_password_file) {
+    } else if (c->worker_caps.redis && !c->worker_caps.password_file) {
         snprintf(err, errlen,
                  "worker %s has no --redis-password-file option: the Redis password would be on its "
                  "command line; rebuild it",
@@ -570,18 +570,8 @@ static int start_launcher(coordinator_t *c, const coord_config_t *cfg, char *err
  * reject the unknown option and every job would fail with exit 2). */
 static void probe_worker_options(coordinator_t *c)
 {
-    wcaps_t caps;
-    wcaps_probe(c->worker, &caps);
-    c->worker_has_redis = caps.redis;
-    c->worker_has_password_file = caps.password_file;
-    c->worker_has_world = caps.world;
-    c->worker_has_collapse = caps.collapse;
-    c->worker_has_netprobe = caps.netprobe;
-    c->worker_has_data_cache = caps.data_cache;
-    c->worker_has_data_root = caps.data_root;
-    c->worker_has_model_onnx = caps.model_onnx;
-    c->worker_has_fence = caps.fence;
-    if (!c->worker_has_redis)
+    wcaps_probe(c->worker, &c->worker_caps);
+    if (!c->worker_caps.redis)
         clog_printf("worker %s has no --redis option: jobs run without metrics, heartbeats and batch plans", c->worker);
 }
 

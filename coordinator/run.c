@@ -282,7 +282,7 @@ void run_persist(coordinator_t *c, coord_run_t *r)
     if (r->phase == PH_DONE && c->rc) {
         /* A simulated job's nodes are simulated hosts: folding them into the persistent
          * profiles would invent hosts (and speeds) the cluster does not have. */
-        if (c->worker_has_redis && !r->simulated) {
+        if (c->worker_caps.redis && !r->simulated) {
             int n = dynbatch_fold_profiles(c->rc, r->id, r->spec, r->world);
             if (n == JS_EREDIS) tickconn_broken(c, "profiles");
         }
@@ -546,7 +546,7 @@ static int should_probe(const coordinator_t *c, const coord_run_t *r, sv_outcome
  * their slurmd probes: a probe there is a batch job that may wait in the queue. */
 static int netprobe_applies(const coordinator_t *c)
 {
-    return c->worker_has_netprobe && launcher_kind(c->launcher) == LAUNCHER_HOSTFILE;
+    return c->worker_caps.netprobe && launcher_kind(c->launcher) == LAUNCHER_HOSTFILE;
 }
 
 static int benched(const coord_run_t *r, const char *host)
@@ -880,7 +880,7 @@ static int launch_paths(coordinator_t *c, coord_run_t *r, launch_t *L, double no
     }
     /* The checkpoint fence generation this attempt runs under (raised past it when it is
      * over: attempt_drained). */
-    if (c->worker_has_fence && !r->simulated &&
+    if (c->worker_caps.fence && !r->simulated &&
         ckptdir_fence_read(L->ckdir, r->spec->name, &L->fence, L->err, sizeof L->err) != 0)
         return LAUNCH_FAIL;
     return LAUNCH_GO_ON;
@@ -981,7 +981,7 @@ static int launch_world(coordinator_t *c, coord_run_t *r, launch_t *L, double no
         r->world = world;
         record_resize(c, r, from, world, reason, now);
         if (world < from) drop_rank_keys(c, r, from, world);
-        if (!r->first_launch && r->spec->algorithm.dynamic_batch && c->worker_has_redis && c->rc) {
+        if (!r->first_launch && r->spec->algorithm.dynamic_batch && c->worker_caps.redis && c->rc) {
             int k = dynbatch_resize(c->rc, r->id, r->spec, workers_of(r, world), L->placed ? L->rank_host : NULL);
             if (k == JS_EREDIS) tickconn_broken(c, "resize plan");
         }
@@ -995,7 +995,7 @@ static int launch_world(coordinator_t *c, coord_run_t *r, launch_t *L, double no
     /* Only where placement is known before the start (not under Slurm). Simulated ranks
      * (never placed) plan their own batches: the coordinator's plans arrive in real time,
      * which would make a deterministic simulation depend on this machine's load. */
-    if (r->first_launch && r->spec->algorithm.dynamic_batch && c->worker_has_redis && c->rc && L->placed) {
+    if (r->first_launch && r->spec->algorithm.dynamic_batch && c->worker_caps.redis && c->rc && L->placed) {
         int k = dynbatch_initial(c->rc, r->id, r->spec, workers_of(r, world), L->rank_host);
         if (k == JS_EREDIS) tickconn_broken(c, "initial plan");
         else if (k == 1) clog_printf("job %s: initial batch plan from stored profiles", r->id);
@@ -1014,24 +1014,24 @@ static int launch_argv(coordinator_t *c, coord_run_t *r, launch_t *L, double now
     argv_add(av, "--summary", L->summary);
     /* After a collapse: the checkpoint from before it (the worker saves it again as the
      * latest), and the halved learning rate from then on (run.h). */
-    if (r->resume_before > 0 && c->worker_has_collapse) {
+    if (r->resume_before > 0 && c->worker_caps.collapse) {
         snprintf(L->before, sizeof L->before, "%ld", r->resume_before);
         argv_add(av, "--resume-before", L->before);
     } else {
         argv_add(av, "--resume", NULL);
     }
-    if (r->lr_scale < 1.0 && c->worker_has_collapse) {
+    if (r->lr_scale < 1.0 && c->worker_caps.collapse) {
         snprintf(L->scale, sizeof L->scale, "%.17g", r->lr_scale);
         argv_add(av, "--lr-scale", L->scale);
     }
-    if (c->worker_has_world) {
+    if (c->worker_caps.world) {
         /* A rank that finds itself in another world (alone, when the launch did not
          * connect the ranks) stops instead of training on its own; fewer ranks than the
          * spec asks (an elastic restart) share its global batch. */
         snprintf(L->wtext, sizeof L->wtext, "%d", r->world);
         argv_add(av, "--world", L->wtext);
     }
-    if (c->worker_has_fence && !r->simulated) {
+    if (c->worker_caps.fence && !r->simulated) {
         snprintf(L->ftext, sizeof L->ftext, "%lld", L->fence);
         argv_add(av, "--fence", L->ftext);
     }
@@ -1041,16 +1041,16 @@ static int launch_argv(coordinator_t *c, coord_run_t *r, launch_t *L, double now
         modelstore_dir(c, L->models_dir, sizeof L->models_dir);
         argv_add(av, "--models-dir", L->models_dir);
     }
-    if (c->worker_has_data_cache && c->data_cache[0]) argv_add(av, "--data-cache", c->data_cache);
+    if (c->worker_caps.data_cache && c->data_cache[0]) argv_add(av, "--data-cache", c->data_cache);
     /* The roots the spec's dataset.path was checked against: the worker reads nothing
      * that leaves them (a link swapped in after the check: common/dataroot.h). */
-    for (int i = 0; c->worker_has_data_root && i < c->ndata_roots; i++) argv_add(av, "--data-root", c->data_roots[i]);
+    for (int i = 0; c->worker_caps.data_root && i < c->ndata_roots; i++) argv_add(av, "--data-root", c->data_roots[i]);
     /* The trained model as ONNX beside the checkpoints, for GET /api/v1/jobs/{id}/model.onnx;
      * a simulation's ranks learn nothing worth exporting. */
-    if (c->worker_has_model_onnx && !r->simulated &&
+    if (c->worker_caps.model_onnx && !r->simulated &&
         coord_job_path(c, r->id, "model.onnx", L->onnx, sizeof L->onnx) == 0)
         argv_add(av, "--model-onnx", L->onnx);
-    if (c->worker_has_redis) {
+    if (c->worker_caps.redis) {
         argv_add(av, "--redis", c->worker_redis_url);
         argv_add(av, "--job", r->id);
         if (c->worker_password_file[0]) argv_add(av, "--redis-password-file", c->worker_password_file);
@@ -1422,7 +1422,7 @@ static void begin_drain(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, int c
 static int attempt_drained(coordinator_t *c, coord_run_t *r, double now)
 {
     if (!launcher_drain_poll(r->launcher, &r->h, &r->drain, now)) return 0;
-    if (!c->worker_has_fence || r->simulated) return 1;
+    if (!c->worker_caps.fence || r->simulated) return 1;
     char ckdir[JPATH], err[512];
     coord_job_path(c, r->id, "checkpoints", ckdir, sizeof ckdir);
     if (r->fence_deadline <= 0) r->fence_deadline = now + drain_grace(c);
@@ -1477,14 +1477,14 @@ void run_step(coordinator_t *c, coord_run_t *r, double now)
             begin_drain(c, r, oc, code, lost, now);
             break;
         }
-        read_flags(c, r, c->worker_has_redis, now);
+        read_flags(c, r, c->worker_caps.redis, now);
         if (r->cancel_requested) {
             start_kill(c, r, KILL_CANCEL, now);
         } else if (r->stale_rank >= 0) {
             start_kill(c, r, KILL_STALE, now);
         } else if (r->stall_seen > 0 && now - r->stall_seen >= STALL_CONFIRM_S) {
             start_kill(c, r, KILL_STALL, now);
-        } else if (r->spec->algorithm.dynamic_batch && c->worker_has_redis && c->rc && !r->simulated &&
+        } else if (r->spec->algorithm.dynamic_batch && c->worker_caps.redis && c->rc && !r->simulated &&
                    now - r->last_plan >= PLAN_PERIOD_S) {
             r->last_plan = now;
             int k = dynbatch_replan(c->rc, r->id, r->spec, workers_of(r, r->world));
@@ -2261,7 +2261,7 @@ void run_adopt(coordinator_t *c, double now)
         /* An attempt runs under the fence generation of its launch, which only its end
          * raises: the one there is now. */
         char ckdir[JPATH], ferr[512];
-        if (c->worker_has_fence && !r->simulated && coord_job_path(c, r->id, "checkpoints", ckdir, sizeof ckdir) == 0 &&
+        if (c->worker_caps.fence && !r->simulated && coord_job_path(c, r->id, "checkpoints", ckdir, sizeof ckdir) == 0 &&
             ckptdir_fence_read(ckdir, r->spec->name, &r->fence, ferr, sizeof ferr) != 0)
             clog_printf("job %s: %s", id, ferr);
         if (st == JOB_RESTARTING) {

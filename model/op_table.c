@@ -867,7 +867,7 @@ const model_op_t MODEL_OPS[] = {
     [LAYER_MUL]        = {LAYER_MUL, "mul", "Mul", "Mul", 2, IN12, infer_mul, NULL, flops_pass, mul_fwd, mul_bwd},
     /* pacer's own domain: the Python client writes torchvision's StochasticDepth so */
     [LAYER_STOCHASTIC_DEPTH] = {LAYER_STOCHASTIC_DEPTH, "stochastic depth", "ai.pacer:StochasticDepth", "ai.pacer:StochasticDepth", 1, IN1, infer_same, NULL, flops_pass, sdepth_fwd, sdepth_bwd},
-    /* not on the GPU yet (model_cuda.cu's rows are empty) */
+    /* functions of one input: scalar_fn.h's table, on the CPU and the GPU alike */
     [LAYER_EXP]        = {LAYER_EXP, "exp", "Exp", "Exp", 1, IN1, infer_same, NULL, flops_pass, exp_fwd, exp_bwd},
     [LAYER_NEG]        = {LAYER_NEG, "neg", "Neg", "Neg", 1, IN1, infer_same, NULL, flops_pass, neg_fwd, neg_bwd},
     [LAYER_SQRT]       = {LAYER_SQRT, "sqrt", "Sqrt", "Sqrt", 1, IN1, infer_same, NULL, flops_pass, sqrt_fwd, sqrt_bwd},
@@ -877,16 +877,16 @@ const model_op_t MODEL_OPS[] = {
     [LAYER_POW]        = {LAYER_POW, "pow", "Pow (constant exponent)", "Pow", 1, IN1, infer_same, NULL, flops_pass, pow_fwd, pow_bwd},
     /* an initializer (params) or a Constant (buffers) read by a binary operator */
     [LAYER_CONST]      = {LAYER_CONST, "constant", "Constant or initializer operand", "initializer, Constant", 1, IN1, infer_const, NULL, flops_none, const_fwd, const_bwd},
-    /* broadcasting: either input a constant; not on the GPU yet */
+    /* broadcasting: either input a constant */
     [LAYER_BADD]       = {LAYER_BADD, "broadcast add", "Add (broadcast, constant operand)", "Add", 2, IN12, infer_binary, NULL, flops_pass, badd_fwd, badd_bwd},
     [LAYER_SUB]        = {LAYER_SUB, "sub", "Sub", "Sub", 2, IN12, infer_binary, NULL, flops_pass, sub_fwd, sub_bwd},
     [LAYER_BMUL]       = {LAYER_BMUL, "broadcast mul", "Mul (broadcast, constant operand)", "Mul", 2, IN12, infer_binary, NULL, flops_pass, bmul_fwd, bmul_bwd},
     [LAYER_DIV]        = {LAYER_DIV, "div", "Div", "Div", 2, IN12, infer_binary, NULL, flops_pass, div_fwd, div_bwd},
-    /* data movement, not on the GPU yet; a reshape is a copy of the contiguous data */
+    /* data movement; a reshape is a copy of the contiguous data */
     [LAYER_RESHAPE]    = {LAYER_RESHAPE, "reshape", "Reshape, Squeeze, Unsqueeze (non-batch axes)", "Reshape", 1, IN1, infer_reshape, NULL, flops_none, reshape_fwd, reshape_bwd},
     [LAYER_TRANSPOSE]  = {LAYER_TRANSPOSE, "transpose", "Transpose (the batch axis first)", "Transpose", 1, IN1, infer_transpose, NULL, flops_none, view_fwd, view_bwd},
     [LAYER_SLICE]      = {LAYER_SLICE, "slice", "Slice, Split (non-batch axes, constant bounds)", "Slice", 1, IN1, infer_slice, NULL, flops_none, view_fwd, view_bwd},
-    /* not on the GPU yet; the mean over an image's plane stays LAYER_GAP */
+    /* not on the GPU yet (empty CUDA rows); the mean over an image's plane stays LAYER_GAP */
     [LAYER_REDUCE_MEAN] = {LAYER_REDUCE_MEAN, "reduce mean", "ReduceMean (non-batch axes)", "ReduceMean", 1, IN1, infer_reduce, NULL, flops_pass, reduce_mean_fwd, reduce_mean_bwd},
     [LAYER_REDUCE_SUM] = {LAYER_REDUCE_SUM, "reduce sum", "ReduceSum (non-batch axes)", "ReduceSum", 1, IN1, infer_reduce, NULL, flops_pass, reduce_sum_fwd, reduce_sum_bwd},
     [LAYER_LINEAR] = {LAYER_LINEAR, "linear", "MatMul (+ Add) over the last axis", "MatMul (+ Add)", 1, IN1, infer_linear, NULL, flops_linear, linear_fwd, linear_bwd},

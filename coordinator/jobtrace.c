@@ -155,7 +155,12 @@ int coord_trace(coordinator_t *c, const char *id, long steps, json_t **out)
         return COORD_ENOTFOUND;
     }
     if (world < 1 || world > TRACE_RANKS_MAX) world = world < 1 ? 1 : TRACE_RANKS_MAX;
-    long long count = steps * (world + 1) + 8 * world;
+    /* The newest entries of the stream hold each rank's last steps, but not in equal
+     * shares: a rank's sink sends its records in batches, and evaluations, plans and
+     * checkpoints add records of their own. Four times what an even interleaving would
+     * need (bounded below) keeps a rank whose last batch came early from losing steps
+     * its track should show. */
+    long long count = 4 * steps * (world + 1) + 64 * world;
     if (count > TRACE_ENTRIES_MAX) count = TRACE_ENTRIES_MAX;
     snprintf(key, sizeof key, KEY_JOB_METRICS, id);
     redisReply *r = redisCommand(rc, "XREVRANGE %s + - COUNT %lld", key, count);

@@ -238,7 +238,9 @@ static int fence_open(const char *dir, const char *name, int nb, long long *gen,
         snprintf(err, errlen, "%s: path too long", dir);
         return -1;
     }
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    /* O_NOFOLLOW: the coordinator writes generations here; a link planted in a job's
+     * checkpoint directory must not make it write somewhere else (ELOOP, refused) */
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return -1;

@@ -640,6 +640,24 @@ static void test_ckptdir_fence(void **state)
         assert_int_equal(ckptdir_fence_enter(dir, "j", 1, &fd, err, sizeof err), -1);
     }
     unlink(path);
+    /* a link in its place is never followed: the raise writes nothing through it */
+    char target[300];
+    snprintf(target, sizeof target, "%s/elsewhere", dir);
+    f = fopen(target, "w");
+    assert_non_null(f);
+    fputs("7\n", f);
+    fclose(f);
+    assert_int_equal(symlink(target, path), 0);
+    assert_int_equal(ckptdir_fence_raise(dir, "j", 7, err, sizeof err), -1);
+    assert_non_null(strstr(err, "j.fence"));
+    f = fopen(target, "r");
+    assert_non_null(f);
+    char got[8] = "";
+    assert_non_null(fgets(got, sizeof got, f));
+    fclose(f);
+    assert_string_equal(got, "7\n");
+    unlink(path);
+    unlink(target);
     assert_int_equal(rmdir(dir), 0);
 }
 

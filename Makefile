@@ -239,6 +239,30 @@ $(ONNX_OBJ): $(ONNX_PB).c
 	$(CC) -D_GNU_SOURCE $(CSTD) $(OPT) -g -w -fPIC $(SANFLAGS) -I$(BUILD)/gen -c $< -o $@
 $(BUILD)/obj/model/onnx_import.o $(BUILD)/obj/model/onnx_export.o: $(ONNX_PB).h
 
+# ---- the built-in models' catalog figures (tools/catalog_rows.c) ------------------------
+# common/catalog.c includes $(CATALOG_GEN), which tools/catalog_rows writes from model/
+# (model_create and model_describe of each built-in row), so a row cannot drift from its
+# network and the coordinator, which does not link model/, still knows the figures
+# (docs/ARCHITECTURE.md "The catalog"). The tool itself links a bootstrap copy of the
+# catalog (-DCATALOG_BOOTSTRAP: the rows without figures) in place of catalog.o.
+CATALOG_GEN  := $(BUILD)/gen/catalog_models.h
+CATALOG_TOOL := $(BUILD)/buildtools/catalog_rows
+CATALOG_BOOT := $(BUILD)/obj/tools/catalog_boot.o
+$(BUILD)/obj/tools/%.o: INCLUDES = $(INC_model)
+$(CATALOG_BOOT): common/catalog.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -DCATALOG_BOOTSTRAP -c $< -o $@
+$(CATALOG_TOOL): $(call obj,tools/catalog_rows.c $(filter-out common/catalog.c,$(COMMON_SRC))) $(CATALOG_BOOT) \
+                 $(LIBMODEL) $(LIBKERNELS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $(filter %.o,$^) -o $@ $(LIBMODEL) $(LIBKERNELS) $(BLAS_LIBS) $(ONNX_LIBS) $(DEP_LIBS)
+$(CATALOG_GEN): $(CATALOG_TOOL)
+	@mkdir -p $(dir $@)
+	$(CATALOG_TOOL) > $@.tmp
+	@mv $@.tmp $@
+$(BUILD)/obj/common/catalog.o $(BUILD)/fuzz/obj/common/catalog.o: $(CATALOG_GEN)
+$(BUILD)/obj/common/catalog.o: INCLUDES = $(INC_common) -I$(BUILD)/gen
+
 # The backend is built with the worker (order-only: the worker does not link it).
 $(BUILD)/pacer-worker: $(call obj,worker/main.c) $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON) | $(CUDA_SO)
 	$(CC) $(LDFLAGS) $< -o $@ $(WORKER_LIBS)
@@ -269,9 +293,9 @@ endif
 # tests run the worker's GPU path and the device probe on a machine without a GPU.
 FAKE_BACKEND_SRC = tests/fakecuda/backend.c model/model.c model/op_table.c $(KERNELS_SRC) common/rng.c common/catalog.c \
                    common/dataroot.c common/errmsg.c
-$(BUILD)/tests/libpacer_fakecuda.so: $(FAKE_BACKEND_SRC) $(wildcard model/*.h kernels/cpu/*.h common/*.h)
+$(BUILD)/tests/libpacer_fakecuda.so: $(FAKE_BACKEND_SRC) $(wildcard model/*.h kernels/cpu/*.h common/*.h) $(CATALOG_GEN)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -fPIC -D_GNU_SOURCE $(CSTD) $(OPT) -g $(WARN) -Imodel -Ikernels/cpu -Icommon $(BLAS_CFLAGS) \
+	$(CC) -shared -fPIC -D_GNU_SOURCE $(CSTD) $(OPT) -g $(WARN) -Imodel -Ikernels/cpu -Icommon -I$(BUILD)/gen $(BLAS_CFLAGS) \
 	    $(FAKE_BACKEND_SRC) -o $@ -Wl,-Bsymbolic -Wl,-z,defs $(BLAS_LIBS) -lm
 $(BUILD)/tests/fakecuda/libcuda.so.1: tests/fakecuda/libcuda.c
 	@mkdir -p $(dir $@)

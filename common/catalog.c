@@ -15,24 +15,32 @@
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
-/* Measured from model_create (model/model.c) for 10 classes, and checked against it by
- * test_catalog_matches_models (for other class counts too, through
- * catalog_model_for_classes): change a network, change its row. */
+/* The built-in networks: what a person decides (name, title, input, classes, the data set
+ * it usually trains on) is written here; what model/ decides (head width, layers, sizes,
+ * FLOPs) is FIGURES(name), measured at build time by tools/catalog_rows.c from model_create
+ * and model_describe into $(BUILD)/gen/catalog_models.h, so a changed network or kernel
+ * workspace changes its row with it. The coordinator, which may not link model/, reads
+ * the same figures. A row added here needs a builder of its name in model/model.c (the
+ * tool fails the build without one). CATALOG_BOOTSTRAP is the tool's own copy of this
+ * file: the rows without figures, which it measures. */
+#ifdef CATALOG_BOOTSTRAP
+#define FIGURES(name) .layers = 0
+#else
+#include "catalog_models.h"
+#define FIGURES(name) CATALOG_FIGURES_##name
+#endif
 /* clang-format off */
 static const catalog_model_t MODELS[] = {
-    {.name = "mlp", .title = "MLP", .source = CATALOG_BUILTIN, .C = 1, .H = 28, .W = 28, .classes = 10, .head_in = 128,
-     .layers = 5, .params = 235146, .buffers = 0, .fixed = 0, .acts_per_sample = 778, .argmax_per_sample = 0,
-     .flops_per_sample = 469938, .dataset = "fashion-mnist"},
-    {.name = "lenet5", .title = "LeNet-5", .source = CATALOG_BUILTIN, .C = 1, .H = 28, .W = 28, .classes = 10, .head_in = 84,
-     .layers = 11, .params = 61706, .buffers = 0, .fixed = 37248, .acts_per_sample = 9874, .argmax_per_sample = 1576,
-     .flops_per_sample = 841174, .dataset = "fashion-mnist"},
+    {.name = "mlp", .title = "MLP", .source = CATALOG_BUILTIN, .C = 1, .H = 28, .W = 28, .classes = 10,
+     .dataset = "fashion-mnist", FIGURES(mlp)},
+    {.name = "lenet5", .title = "LeNet-5", .source = CATALOG_BUILTIN, .C = 1, .H = 28, .W = 28, .classes = 10,
+     .dataset = "fashion-mnist", FIGURES(lenet5)},
     {.name = "cifar10_quick", .title = "CIFAR-10 quick", .source = CATALOG_BUILTIN, .C = 3, .H = 32, .W = 32,
-     .classes = 10, .head_in = 64, .layers = 11, .params = 145578, .buffers = 0, .fixed = 279040, .acts_per_sample = 76874,
-     .argmax_per_sample = 8192, .flops_per_sample = 24773938, .dataset = "cifar10"},
-    {.name = "resnet20", .title = "ResNet-20", .source = CATALOG_BUILTIN, .C = 3, .H = 32, .W = 32, .classes = 10, .head_in = 64,
-     .layers = 68, .params = 269722, .buffers = 1376, .fixed = 598752, .acts_per_sample = 651338,
-     .argmax_per_sample = 0, .flops_per_sample = 81569074, .dataset = "cifar10"},
+     .classes = 10, .dataset = "cifar10", FIGURES(cifar10_quick)},
+    {.name = "resnet20", .title = "ResNet-20", .source = CATALOG_BUILTIN, .C = 3, .H = 32, .W = 32, .classes = 10,
+     .dataset = "cifar10", FIGURES(resnet20)},
 };
+#undef FIGURES
 
 /* The files and statistics worker/data.c reads; sample counts of the standard files. */
 static const catalog_dataset_t DATASETS[] = {

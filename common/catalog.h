@@ -13,9 +13,11 @@
  * by it, the API lists it. Nothing in pacer knows a model or data set by name outside
  * this table; model/ keeps only its builder functions, by name.
  *
- * The figures of the built-in models are measured from model_create (model/model.c):
- * test_catalog_matches_models (tests/unit/test_model.c) builds every built-in and fails
- * when a row drifts from it (change a network, change its row).
+ * The figures of the built-in models are measured from model_create and model_describe
+ * (model/model.c) at build time (tools/catalog_rows.c writes them into the generated
+ * catalog_models.h that catalog.c includes), so a changed network changes its row;
+ * test_catalog_matches_models (tests/unit/test_model.c) checks the rows at other batch
+ * sizes and class counts (catalog_model_for_classes) against the networks built.
  *
  * Thread safety: one mutex guards the entries added at run time. Lookups copy the entry
  * out, so an entry removed meanwhile never leaves a caller with a dangling pointer; a

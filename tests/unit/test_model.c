@@ -198,10 +198,12 @@ static void test_fd_resnet20(void **state)
 }
 
 /* The catalog keeps each built-in model's figures (common/catalog.c: the coordinator may
- * not see model/): they must be what model_create allocates, at every batch, or admission
- * (422 at submission), the worker's check before it allocates, the API's figures and the
- * simulator's FLOPs would drift. model_describe is how an imported model's figures are
- * made, so it is checked against the allocation too. */
+ * not see model/), generated at build time from model_describe at one batch and 10 classes
+ * (tools/catalog_rows.c): they must be what model_create allocates at every batch, and
+ * catalog_model_for_classes's arithmetic what it allocates for other class counts, or
+ * admission (422 at submission), the worker's check before it allocates, the API's figures
+ * and the simulator's FLOPs would drift. model_describe is how an imported model's figures
+ * are made, so it is checked against the allocation too. */
 static void test_catalog_matches_models(void **state)
 {
     (void)state;
@@ -244,7 +246,7 @@ static void test_catalog_matches_models(void **state)
                 fail_msg(
                     "catalog row of %s at batch %d, %d classes: shape %dx%dx%d/%dx%dx%d classes %d/%d layers %d/%d params "
                     "%ld/%ld buffers %ld/%ld fixed %ld/%ld acts %ld/%ld argmax %ld/%ld flops %.0f/%.0f "
-                    "(common/catalog.c against model_describe)",
+                    "(common/catalog.c's generated row against model_describe)",
                     e.name, B, e.classes, e.C, e.H, e.W, d.C, d.H, d.W, e.classes, d.classes, e.layers, d.layers,
                     e.params, d.params, e.buffers, d.buffers, e.fixed, d.fixed, e.acts_per_sample, d.acts_per_sample,
                     e.argmax_per_sample, d.argmax_per_sample, e.flops_per_sample, d.flops_per_sample);

@@ -17,9 +17,12 @@
  *
  * The per-model figures and the data sets' sample counts are the catalog's
  * (common/catalog.h), so a model added at run time (an imported one) is estimated like a
- * built-in; a built-in's for the job's data set's classes (catalog_model_for_classes: the
- * catalog's count for a built-in or listed set, the probe's for a user's path); test_catalog_matches_models (tests/unit/test_model.c) builds every built-in
- * model and fails when its row drifts from what model_create allocates. The process's
+ * built-in: every model's figures are model_describe's (model/model.c: the operator
+ * table's workspaces and the allocation's sizes), generated at build time for a built-in
+ * row (tools/catalog_rows.c), made at import for any other graph (test_sim's
+ * test_imported_figures); a built-in's for the job's data set's classes
+ * (catalog_model_for_classes: the catalog's count for a built-in or listed set, the
+ * probe's for a user's path). The process's
  * own overhead (the C and MPI runtimes, OpenBLAS's buffers) is not counted: the worker's
  * check measures it instead (RLIMIT_AS less what the process already maps).
  */

@@ -29,6 +29,17 @@
 
 #define PROFILE_SPS_MAX 1e9 /* samples/s: anything above is not a measurement */
 
+/* The cost model's figures of model: its catalog entry (a built-in row is model_describe's,
+ * generated at build time). 0, or -1 with err naming the known models. */
+static int model_figures(const char *model, catalog_model_t *out, char *err, size_t errlen)
+{
+    if (catalog_model_get(model, out) == 0) return 0;
+    char known[512];
+    catalog_model_names(known, sizeof known, "", 0);
+    snprintf(err, errlen, "model: unknown model '%.64s' (known: %s)", model, known);
+    return -1;
+}
+
 static const struct option OPTIONS[] = {
     {"slowdown", required_argument, NULL, 'S'},
     {"workers", required_argument, NULL, 'n'},
@@ -211,13 +222,12 @@ static int from_profiles(const char *url, const char *model, const char *device,
     }
     qsort(prof, (size_t)n, sizeof prof[0], by_host);
 
-    model_t *m = NULL;
-    if (model_create(model, 1, &m, err, sizeof err) != 0) {
+    catalog_model_t m;
+    if (model_figures(model, &m, err, sizeof err) != 0) {
         fprintf(stderr, "pacer-platform: --model: %s\n", err);
         goto out;
     }
-    double flops = cost_train_flops(m);
-    model_free(m);
+    double flops = cost_train_flops(&m);
     for (int i = 0; i < n; i++) {
         platform_host_t *ph = &p->hosts[p->nhosts++];
         /* A host profiled on two devices becomes two hosts. */
@@ -236,19 +246,25 @@ out:
 }
 
 /* --cost MODEL: the cost model's figures, for scripts that turn a measured step into a
- * host speed. */
+ * host speed. update_flops is the optimizer of a spec that names none (spec_defaults);
+ * update_flops_by_optimizer has every rule of sim/cost.h. */
 static int print_cost(const char *model)
 {
-    model_t *m = NULL;
-    char err[256];
-    if (model_create(model, 1, &m, err, sizeof err) != 0) {
+    catalog_model_t m;
+    char err[1024];
+    if (model_figures(model, &m, err, sizeof err) != 0) {
         fprintf(stderr, "pacer-platform: --cost: %s\n", err);
         return 2;
     }
-    printf("{\"model\": \"%s\", \"params\": %zu, \"forward_flops\": %.17g, \"train_flops\": %.17g, "
-           "\"update_flops\": %.17g}\n",
-           m->name, m->nparams, cost_forward_flops(m), cost_train_flops(m), cost_update_flops(m));
-    model_free(m);
+    static job_spec_t spec;
+    spec_defaults(&spec);
+    printf("{\"model\": \"%s\", \"params\": %ld, \"forward_flops\": %.17g, \"train_flops\": %.17g, "
+           "\"update_flops\": %.17g, \"update_flops_by_optimizer\": {",
+           m.name, m.params, cost_forward_flops(&m), cost_train_flops(&m), cost_update_flops(&m, &spec));
+    for (int o = 0; o < COST_OPTIMIZER_N; o++)
+        printf("%s\"%s\": %.17g", o ? ", " : "", cost_optimizer_name((cost_optimizer_t)o),
+               cost_optimizer_flops_per_param((cost_optimizer_t)o) * (double)m.params);
+    printf("}}\n");
     return 0;
 }
 

@@ -52,12 +52,12 @@ static double jitter_factor(const worker_t *w)
 /* jitter needs deterministic (spec.c), so a timed run draws nothing and charge ignores it. */
 void sim_charge_train(const worker_t *w, int batch)
 {
-    charge(w, cost_train_flops(w->model) * batch * jitter_factor(w));
+    charge(w, cost_train_flops(cost_figures(w->model)) * batch * jitter_factor(w));
 }
 
-void sim_charge_update(const worker_t *w) { charge(w, cost_update_flops(w->model)); }
+void sim_charge_update(const worker_t *w) { charge(w, cost_update_flops(cost_figures(w->model), w->spec)); }
 
-void sim_charge_eval(const worker_t *w, int batch) { charge(w, cost_forward_flops(w->model) * batch); }
+void sim_charge_eval(const worker_t *w, int batch) { charge(w, cost_forward_flops(cost_figures(w->model)) * batch); }
 
 void sim_charge_compress(const worker_t *w, long step)
 {

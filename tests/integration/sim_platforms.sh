@@ -17,9 +17,12 @@ echo "ok: sim/platforms/*.xml are up to date ($(ls sim/platforms/*.xml | wc -l) 
 expect_error 2 "simulate.latency_us: must be between 0 and 1000000" "$PLATFORM_GEN" --workers 2 --latency-us -1
 expect_error 2 "give --slowdown or --workers" "$PLATFORM_GEN" --ps
 # --cost: the figures a deterministic simulation charges (docs/ARCHITECTURE.md: LeNet-5's
-# forward pass is 841,174 FLOPs; training 3x; an optimizer step 4 per parameter).
-[ "$("$PLATFORM_GEN" --cost lenet5 | jq -c '[.forward_flops, .train_flops, .update_flops, .params]')" = "[841174,2523522,246824,61706]" ] ||
+# forward pass is 841,174 FLOPs; training 3x; an optimizer step per parameter by its rule,
+# sim/cost.h: 7 for the default SGD with momentum, 15 for AdamW).
+[ "$("$PLATFORM_GEN" --cost lenet5 | jq -c '[.forward_flops, .train_flops, .update_flops, .params]')" = "[841174,2523522,431942,61706]" ] ||
     fail "pacer-platform --cost lenet5: $("$PLATFORM_GEN" --cost lenet5)"
+[ "$("$PLATFORM_GEN" --cost lenet5 | jq -c '.update_flops_by_optimizer | [.sgd, .sgd_momentum, .sgd_nesterov, .adamw]')" = "[308530,431942,555354,925590]" ] ||
+    fail "pacer-platform --cost lenet5 by optimizer: $("$PLATFORM_GEN" --cost lenet5)"
 expect_error 2 "unknown model 'nope'" "$PLATFORM_GEN" --cost nope
 echo "ok: pacer-platform --cost prints the cost model's figures"
 

@@ -7,12 +7,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "cost.h"
+#include "memest.h"
 #include "model.h"
+#include "onnx_import.h"
+#include "op_table.h"
 #include "platform.h"
 #include "spec.h"
 
@@ -26,17 +30,142 @@ static void test_cost_lenet5(void **state)
     char err[256];
     assert_int_equal(model_create("lenet5", 4, &m, err, sizeof err), 0);
     double fwd = 235200 + 4704 + 1176 + 480000 + 1600 + 400 + 96000 + 120 + 20160 + 84 + 1680 + 50;
-    assert_true(cost_forward_flops(m) == fwd);
-    assert_true(cost_train_flops(m) == 3 * fwd);
-    assert_true(cost_update_flops(m) == 4.0 * (double)m->nparams);
+    /* a simulated rank's figures (of its built model) and the catalog's row are one */
+    catalog_model_t row;
+    assert_int_equal(catalog_model_get("lenet5", &row), 0);
+    const catalog_model_t *f = cost_figures(m);
+    assert_true(cost_forward_flops(f) == fwd && cost_forward_flops(&row) == fwd);
+    assert_true(cost_train_flops(f) == 3 * fwd);
+    static job_spec_t s;
+    assert_int_equal(spec_parse("{\"model\": \"lenet5\"}", &s, err, sizeof err), 0);
+    /* the default optimizer: SGD with momentum 0.9 */
+    assert_int_equal(cost_optimizer_of(&s), COST_SGD_MOMENTUM);
+    assert_true(cost_update_flops(f, &s) == 7.0 * (double)m->nparams);
     model_free(m);
     /* Every model has a cost, the bigger networks more. */
     const char *names[] = {"mlp", "cifar10_quick", "resnet20"};
     for (size_t i = 0; i < 3; i++) {
         assert_int_equal(model_create(names[i], 1, &m, err, sizeof err), 0);
-        assert_true(cost_forward_flops(m) > (i ? fwd : 1e5));
+        assert_true(cost_forward_flops(cost_figures(m)) > (i ? fwd : 1e5));
         model_free(m);
     }
+}
+
+/* The optimizers' operations per parameter (sim/cost.h's table): each rule by the spec's
+ * optimizer section, and clipping on top. */
+static void test_cost_optimizers(void **state)
+{
+    (void)state;
+    static job_spec_t s;
+    char err[256];
+    catalog_model_t row;
+    assert_int_equal(catalog_model_get("lenet5", &row), 0);
+    const double p = (double)row.params;
+    static const struct {
+        const char *optimizer;
+        cost_optimizer_t rule;
+        double per_param;
+    } CASES[] = {
+        {"{\"kind\": \"sgd\", \"momentum\": 0}", COST_SGD, 5},
+        {"{\"kind\": \"sgd\", \"momentum\": 0.9}", COST_SGD_MOMENTUM, 7},
+        {"{\"kind\": \"sgd\", \"momentum\": 0.9, \"nesterov\": true}", COST_SGD_NESTEROV, 9},
+        {"{\"kind\": \"adamw\"}", COST_ADAMW, 15},
+        {"{\"kind\": \"adamw\", \"clip_norm\": 1}", COST_ADAMW, 17},
+        {"{\"kind\": \"sgd\", \"clip_norm\": 5}", COST_SGD_MOMENTUM, 9},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text, "{\"model\": \"lenet5\", \"optimizer\": %s}", CASES[i].optimizer);
+        if (spec_parse(text, &s, err, sizeof err) != 0) fail_msg("%s: %s", text, err);
+        assert_int_equal(cost_optimizer_of(&s), CASES[i].rule);
+        if (cost_update_flops(&row, &s) != CASES[i].per_param * p)
+            fail_msg("%s: %.0f flops, want %.0f per parameter", CASES[i].optimizer, cost_update_flops(&row, &s),
+                     CASES[i].per_param);
+    }
+    assert_string_equal(cost_optimizer_name(COST_ADAMW), "adamw");
+    assert_true(cost_optimizer_flops_per_param(COST_OPTIMIZER_N) == 0);
+}
+
+/* Issue 43: an imported graph's figures come from the operator table's rows (FLOPs per
+ * sample, workspaces) through model_describe into its catalog entry, and the memory
+ * estimate and the cost model both read that entry, as they read a built-in's. The graph
+ * (tests/tools/onnx_cost_graph.py) has rows no built-in network uses. */
+static void test_imported_figures(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pacer-cost-XXXXXX", path[128], cmd[256], err[1024];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/graph.onnx", dir);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 tests/tools/onnx_cost_graph.py %s", path);
+    int rc = system(cmd);
+    int code = rc != -1 && WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    if (code == 77) {
+        rmdir(dir);
+        printf("skip: python3-onnx is not installed\n");
+        skip();
+    }
+    assert_int_equal(code, 0);
+
+    /* the spec's path: the worker's and pacer-sim's loader adds the graph to the catalog */
+    spec_set_onnx_loader(onnx_import_catalog_add);
+    static job_spec_t s;
+    char text[512];
+    snprintf(text, sizeof text,
+             "{\"model\": {\"onnx\": \"%s\"}, \"dataset\": {\"name\": \"cifar10\", \"resize\": [8, 8]}, "
+             "\"batch_size\": 16, \"optimizer\": {\"kind\": \"adamw\"}}",
+             path);
+    if (spec_parse(text, &s, err, sizeof err) != 0) fail_msg("%s", err);
+    spec_set_onnx_loader(NULL);
+    catalog_model_t e;
+    assert_int_equal(catalog_model_get(s.model, &e), 0);
+    assert_int_equal(e.source, CATALOG_ONNX);
+
+    /* the entry is model_describe's of the imported model ... */
+    model_t *m = NULL;
+    if (onnx_import_file(path, s.model, 16, &m, err, sizeof err) != 0) fail_msg("%s", err);
+    catalog_model_t d;
+    model_describe(m, &d);
+    assert_true(d.params == e.params && d.buffers == e.buffers && d.fixed == e.fixed &&
+                d.acts_per_sample == e.acts_per_sample && d.argmax_per_sample == e.argmax_per_sample &&
+                d.flops_per_sample == e.flops_per_sample && d.layers == e.layers && d.classes == e.classes);
+    /* ... which is the table's: each row's FLOPs per sample (and the loss's 5 per class),
+     * each row's workspace within fixed */
+    double flops = 5.0 * m->num_classes;
+    int kinds_not_builtin = 0;
+    for (int i = 0; i < m->nlayers; i++) {
+        const layer_t *l = &m->layers[i];
+        flops += MODEL_OPS[l->kind].flops(l);
+        if (MODEL_OPS[l->kind].workspace) assert_true(MODEL_OPS[l->kind].workspace(l, 16) <= (size_t)e.fixed);
+        /* the built-in networks' kinds come first in layer_kind_t (model.h) */
+        kinds_not_builtin += l->kind > LAYER_ADD;
+    }
+    assert_true(kinds_not_builtin >= 2); /* Sigmoid, the broadcast Mul (and its constant) */
+    assert_true(flops == e.flops_per_sample && e.fixed > 0 && e.argmax_per_sample == 64);
+
+    /* the memory estimate of the spec is made of the entry's figures */
+    double model_bytes, per_sample;
+    memest_model(&e, &model_bytes, &per_sample);
+    assert_true(model_bytes == 4.0 * (3.0 * (double)e.params + 4 + (double)e.buffers + (double)e.fixed));
+    assert_true(per_sample ==
+                4.0 * (2.0 * (double)e.acts_per_sample + (double)e.argmax_per_sample + e.classes + 3 * 8 * 8 + 2) + 8.0);
+    memest_t est;
+    if (memest_rank(&s, 1, &est, err, sizeof err) != 0) fail_msg("%s", err);
+    /* AdamW's second moment on top; nothing compressed, one thread */
+    assert_true(est.model_bytes == model_bytes + 4.0 * (double)e.params);
+    assert_true(est.batch_bytes == (double)est.max_batch * per_sample);
+
+    /* the cost model reads the same figures, from the entry or from the rank's model */
+    const catalog_model_t *f = cost_figures(m);
+    assert_true(cost_forward_flops(&e) == flops && cost_forward_flops(f) == flops);
+    assert_true(cost_train_flops(&e) == 3.0 * flops);
+    assert_true(cost_update_flops(&e, &s) == 15.0 * (double)e.params &&
+                cost_update_flops(f, &s) == 15.0 * (double)e.params);
+    printf("imported graph: %ld parameters, %.0f FLOPs per sample, model %.0f bytes + %.0f per sample\n", e.params,
+           flops, est.model_bytes, per_sample);
+    model_free(m);
+    catalog_model_remove(e.name);
+    unlink(path);
+    rmdir(dir);
 }
 
 static int spec_of(const char *simulate, int workers, const char *alg, job_spec_t *s, char *err, size_t len)
@@ -200,10 +329,9 @@ static void test_platform_slots_parsing(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cost_lenet5),
-        cmocka_unit_test(test_spec_simulate),
-        cmocka_unit_test(test_platform_from_spec),
-        cmocka_unit_test(test_platform_slots_parsing),
+        cmocka_unit_test(test_cost_lenet5),        cmocka_unit_test(test_cost_optimizers),
+        cmocka_unit_test(test_imported_figures),   cmocka_unit_test(test_spec_simulate),
+        cmocka_unit_test(test_platform_from_spec), cmocka_unit_test(test_platform_slots_parsing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

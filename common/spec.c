@@ -10,6 +10,7 @@
 
 #include "catalog.h"
 #include "ckptdir.h"
+#include "errmsg.h"
 #include "hash.h"
 #include "sha256.h"
 
@@ -482,14 +483,12 @@ typedef struct {
  * in a log or an HTTP error body. */
 __attribute__((format(printf, 2, 3))) static int fail(errbuf_t *e, const char *fmt, ...)
 {
-    if (e->buf && e->len > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(e->buf, e->len, fmt, ap);
-        va_end(ap);
-        for (char *p = e->buf; *p; p++)
-            if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    errmsg_v(e->buf, e->len, -1, fmt, ap);
+    va_end(ap);
+    for (char *p = e->buf; p && e->len > 0 && *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
     return -1;
 }
 

@@ -20,6 +20,7 @@
 #include "clog.h"
 #include "dataroot.h"
 #include "dsprobe.h"
+#include "errmsg.h"
 #include "memest.h"
 #include "policy.h"
 #include "record_fields.h"
@@ -78,15 +79,6 @@ static redisContext *conn_get(coordinator_t *c)
 /* Returns the connection to the pool; a NULL reply seen on it means it is broken. */
 static void conn_put(coordinator_t *c, redisContext *rc, int broken) { jobstore_pool_put(c->pool, rc, broken); }
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) CLOG_PRINTF(3, 4);
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* A stored string as JSON: a number when it is one, null when empty, else a string. */
 static json_t *typed(const char *v)
@@ -185,11 +177,11 @@ int coord_submit_as(coordinator_t *c, const char *spec_json, const char *parent,
 {
     if (err && errlen) err[0] = 0;
     if (!spec_json || !*spec_json) {
-        set_err(err, errlen, "spec: empty request body");
+        errmsg(err, errlen, "spec: empty request body");
         return COORD_EINVAL;
     }
     if (strlen(spec_json) > COORD_SPEC_MAX) {
-        set_err(err, errlen, "spec: larger than %d bytes", COORD_SPEC_MAX);
+        errmsg(err, errlen, "spec: larger than %d bytes", COORD_SPEC_MAX);
         return COORD_EINVAL;
     }
     job_spec_t *s = malloc(sizeof *s);
@@ -197,7 +189,7 @@ int coord_submit_as(coordinator_t *c, const char *spec_json, const char *parent,
     char perr[512];
     int code = COORD_EINVAL;
     coord_userdata_sync(c, NULL); /* a user's data set named by dataset.name */
-    if (spec_parse(spec_json, s, perr, sizeof perr) != 0) set_err(err, errlen, "%s", perr);
+    if (spec_parse(spec_json, s, perr, sizeof perr) != 0) errmsg(err, errlen, "%s", perr);
     else code = coord_submit_spec_as(c, s, parent, id, idlen, NULL, err, errlen);
     free(s);
     return code;
@@ -219,10 +211,10 @@ static int data_path_allowed(const coordinator_t *c, const char *path, char *err
 {
     char real[PATH_MAX];
     if (path[0] != '/') {
-        set_err(err, errlen,
-                "dataset.path: %.300s: must be an absolute path (the workers do not run in this "
-                "process's directory)",
-                path);
+        errmsg(err, errlen,
+               "dataset.path: %.300s: must be an absolute path (the workers do not run in this "
+               "process's directory)",
+               path);
         return -1;
     }
     /* The roots first, existence after: outside them, "no such file" and "not under a
@@ -232,7 +224,7 @@ static int data_path_allowed(const coordinator_t *c, const char *path, char *err
     int where = dataroot_resolve(roots_v, c->ndata_roots, path, real);
     if (where == DATAROOT_OK) return 0;
     if (where == DATAROOT_MISSING) {
-        set_err(err, errlen, "dataset.path: %.300s: %s", path, strerror(errno));
+        errmsg(err, errlen, "dataset.path: %.300s: %s", path, strerror(errno));
         return -1;
     }
     char roots[512] = "";
@@ -240,8 +232,8 @@ static int data_path_allowed(const coordinator_t *c, const char *path, char *err
         size_t k = strlen(roots);
         snprintf(roots + k, sizeof roots - k, "%s%s", i ? ", " : "", c->data_roots[i]);
     }
-    set_err(err, errlen, "dataset.path: %.300s is not under a data root (--data-root; now: %s)", path,
-            c->ndata_roots ? roots : "none");
+    errmsg(err, errlen, "dataset.path: %.300s is not under a data root (--data-root; now: %s)", path,
+           c->ndata_roots ? roots : "none");
     return -1;
 }
 
@@ -278,7 +270,7 @@ static int builtin_dataset_place(const coordinator_t *c, job_spec_t *s, int agai
         }
         if (code == COORD_OK) return COORD_OK;
         if (!again) {
-            set_err(err, errlen, "%s", why);
+            errmsg(err, errlen, "%s", why);
             return code;
         }
         s->dataset.path[0] = '\0'; /* a retry: where the catalog finds it now */
@@ -298,11 +290,11 @@ static int builtin_dataset_place(const coordinator_t *c, job_spec_t *s, int agai
             if (w > 0) k += (size_t)w;
         }
     }
-    set_err(err, errlen,
-            "dataset.name: %s is not on this machine: looked in %s; add its files (%.400s; each may be gzipped) "
-            "to %s/ under a data root (--data-root DIR)%s (docs/JOB_SPEC.md, \"Built-in data sets\")",
-            d.name, looked[0] ? looked : "no place", files, d.dir,
-            d.fixed_dir[0] ? "" : " or under $PACER_SHARED/datasets");
+    errmsg(err, errlen,
+           "dataset.name: %s is not on this machine: looked in %s; add its files (%.400s; each may be gzipped) "
+           "to %s/ under a data root (--data-root DIR)%s (docs/JOB_SPEC.md, \"Built-in data sets\")",
+           d.name, looked[0] ? looked : "no place", files, d.dir,
+           d.fixed_dir[0] ? "" : " or under $PACER_SHARED/datasets");
     return COORD_EDATA;
 }
 
@@ -316,13 +308,13 @@ static int dataset_usable(const job_spec_t *s, char *err, size_t errlen)
     dsprobe_t p;
     char why[1024];
     if (dsprobe(spec_dataset_format(s), s->dataset.path, s->dataset.layout, &p, why, sizeof why) != 0) {
-        set_err(err, errlen, "dataset.path: %s", why);
+        errmsg(err, errlen, "dataset.path: %s", why);
         return COORD_EDATA;
     }
     catalog_model_t m;
     if (catalog_model_get(s->model, &m) == 0 && m.head_in == 0 && m.classes != p.classes) {
-        set_err(err, errlen, "dataset.path: %.300s has %d classes, model %s has %d outputs (one per class)",
-                s->dataset.path, p.classes, s->model, m.classes);
+        errmsg(err, errlen, "dataset.path: %.300s has %d classes, model %s has %d outputs (one per class)",
+               s->dataset.path, p.classes, s->model, m.classes);
         return COORD_EDATA;
     }
     return COORD_OK;
@@ -374,7 +366,7 @@ int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *pare
         int bad = simjob_resolve(c->sim_platforms, chk, why, sizeof why);
         free(chk);
         if (bad) {
-            set_err(err, errlen, "%s", why);
+            errmsg(err, errlen, "%s", why);
             rc_code = COORD_EINVAL;
             goto out;
         }
@@ -398,8 +390,8 @@ int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *pare
     /* Where workers write is the daemon's to say (--data-cache-dir): a client must not
      * make them create files elsewhere. */
     if (c->daemon && s->dataset.cache_dir[0]) {
-        set_err(err, errlen,
-                "dataset.cache_dir: set by the coordinator (--data-cache-dir), not by a submitted spec; leave it out");
+        errmsg(err, errlen,
+               "dataset.cache_dir: set by the coordinator (--data-cache-dir), not by a submitted spec; leave it out");
         rc_code = COORD_EINVAL;
         goto out;
     }
@@ -414,21 +406,21 @@ int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *pare
      * --sim-slots), not ranks on the launcher's slots: its size is not counted here. */
     if (c->slots_total > 0 && !s->simulate.enabled && j.world > c->slots_total * c->cfg.oversubscribe) {
         rc_code = COORD_ENOFIT;
-        set_err(err, errlen,
-                "workers: %d ranks (world %d) do not fit the cluster's %d slot%s times the "
-                "oversubscription factor %g (--oversubscribe-factor): at most %d",
-                s->workers, j.world, c->slots_total, c->slots_total == 1 ? "" : "s", c->cfg.oversubscribe,
-                (int)(c->slots_total * c->cfg.oversubscribe) - (j.world - s->workers));
+        errmsg(err, errlen,
+               "workers: %d ranks (world %d) do not fit the cluster's %d slot%s times the "
+               "oversubscription factor %g (--oversubscribe-factor): at most %d",
+               s->workers, j.world, c->slots_total, c->slots_total == 1 ? "" : "s", c->cfg.oversubscribe,
+               (int)(c->slots_total * c->cfg.oversubscribe) - (j.world - s->workers));
         goto out;
     }
     char oversub[128] = "";
     if (c->slots_total > 0 && !s->simulate.enabled &&
         policy_oversubscribed(j.world, c->slots_total, oversub, sizeof oversub) && c->cfg.refuse_oversubscribed) {
         rc_code = COORD_ENOFIT;
-        set_err(err, errlen,
-                "workers: %s; this coordinator refuses oversubscribed jobs (--refuse-oversubscribed): at most %d "
-                "workers",
-                oversub, c->slots_total - (j.world - s->workers));
+        errmsg(err, errlen,
+               "workers: %s; this coordinator refuses oversubscribed jobs (--refuse-oversubscribed): at most %d "
+               "workers",
+               oversub, c->slots_total - (j.world - s->workers));
         goto out;
     }
     if (c->daemon && !s->simulate.enabled && !memory_fits(c, s, j.world, err, errlen)) {
@@ -453,14 +445,14 @@ int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *pare
     rc = conn_get(c);
     if (!rc) {
         rc_code = COORD_EUNAVAIL;
-        set_err(err, errlen, "Redis at %s is unreachable", c->redis_url_shown);
+        errmsg(err, errlen, "Redis at %s is unreachable", c->redis_url_shown);
         goto out;
     }
     int js = jobstore_submit(rc, &j, id, idlen, job ? &h : NULL);
     conn_put(c, rc, js == JS_EREDIS);
     rc_code = coord_js_to_coord(js);
     if (rc_code != COORD_OK) {
-        set_err(err, errlen, "could not store the job: %s", coord_strerror(rc_code));
+        errmsg(err, errlen, "could not store the job: %s", coord_strerror(rc_code));
         goto out;
     }
     if (job && h) {
@@ -810,21 +802,21 @@ int coord_get(coordinator_t *c, const char *id, json_t **out)
 int coord_cancel(coordinator_t *c, const char *id, char *err, size_t errlen)
 {
     if (!job_id_valid(id)) {
-        set_err(err, errlen, "no job %s", id ? id : "(null)");
+        errmsg(err, errlen, "no job %s", id ? id : "(null)");
         return COORD_ENOTFOUND;
     }
     redisContext *rc = conn_get(c);
     if (!rc) {
-        set_err(err, errlen, "Redis at %s is unreachable", c->redis_url_shown);
+        errmsg(err, errlen, "Redis at %s is unreachable", c->redis_url_shown);
         return COORD_EUNAVAIL;
     }
     job_state_t st = JOB_QUEUED;
     int js = jobstore_cancel(rc, id, &st);
     conn_put(c, rc, js == JS_EREDIS);
     int code = coord_js_to_coord(js);
-    if (code == COORD_ENOTFOUND) set_err(err, errlen, "no job %s", id);
-    else if (code == COORD_ESTATE) set_err(err, errlen, "job %s has already finished (%s)", id, job_state_name(st));
-    else if (code != COORD_OK) set_err(err, errlen, "cancel failed: %s", coord_strerror(code));
+    if (code == COORD_ENOTFOUND) errmsg(err, errlen, "no job %s", id);
+    else if (code == COORD_ESTATE) errmsg(err, errlen, "job %s has already finished (%s)", id, job_state_name(st));
+    else if (code != COORD_OK) errmsg(err, errlen, "cancel failed: %s", coord_strerror(code));
     return code;
 }
 
@@ -1151,16 +1143,16 @@ int coord_health(coordinator_t *c, char *err, size_t errlen)
 {
     redisContext *rc = conn_get(c);
     if (!rc) {
-        set_err(err, errlen, "Redis does not answer");
+        errmsg(err, errlen, "Redis does not answer");
         return COORD_EUNAVAIL;
     }
     redisReply *r = redisCommand(rc, "SET %s %.3f EX 60", KEY_HEALTHZ, clock_wall_s());
     int code = COORD_OK;
     if (!r) {
-        set_err(err, errlen, "Redis does not answer");
+        errmsg(err, errlen, "Redis does not answer");
         code = COORD_EUNAVAIL;
     } else if (r->type == REDIS_REPLY_ERROR) {
-        set_err(err, errlen, "Redis refuses writes: %.300s", r->str ? r->str : "(no message)");
+        errmsg(err, errlen, "Redis refuses writes: %.300s", r->str ? r->str : "(no message)");
         code = COORD_ESTATE;
     }
     if (r) freeReplyObject(r);

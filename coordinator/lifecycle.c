@@ -9,16 +9,8 @@
 #include <string.h>
 
 #include "clog.h"
+#include "errmsg.h"
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) CLOG_PRINTF(3, 4);
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 json_t *coord_id_list(const char *csv)
 {
@@ -36,13 +28,13 @@ int coord_retry(coordinator_t *c, const char *id, char *new_id, size_t idlen, ch
 {
     if (err && errlen) err[0] = 0;
     if (!job_id_valid(id)) {
-        set_err(err, errlen, "no job %s", id ? id : "(null)");
+        errmsg(err, errlen, "no job %s", id ? id : "(null)");
         return COORD_ENOTFOUND;
     }
     char perr[256];
     redisContext *rc = jobstore_pool_get(c->pool, perr, sizeof perr);
     if (!rc) {
-        set_err(err, errlen, "Redis at %s is unreachable", c->redis_url_shown);
+        errmsg(err, errlen, "Redis at %s is unreachable", c->redis_url_shown);
         return COORD_EUNAVAIL;
     }
     json_t *h = NULL;
@@ -50,21 +42,21 @@ int coord_retry(coordinator_t *c, const char *id, char *new_id, size_t idlen, ch
     jobstore_pool_put(c->pool, rc, js == JS_EREDIS);
     int code = coord_js_to_coord(js);
     if (code != COORD_OK) {
-        if (code == COORD_ENOTFOUND) set_err(err, errlen, "no job %s", id);
-        else set_err(err, errlen, "retry failed: %s", coord_strerror(code));
+        if (code == COORD_ENOTFOUND) errmsg(err, errlen, "no job %s", id);
+        else errmsg(err, errlen, "retry failed: %s", coord_strerror(code));
         return code;
     }
     const char *state = json_string_value(json_object_get(h, "state"));
     const char *spec = json_string_value(json_object_get(h, "spec"));
     job_state_t st;
     if (!state || job_state_parse(state, &st) != 0 || !job_state_terminal(st)) {
-        set_err(err, errlen,
-                "job %s is %s: only a finished job (SUCCEEDED, FAILED or CANCELLED) can be retried; "
-                "cancel it first",
-                id, state ? state : "in an unknown state");
+        errmsg(err, errlen,
+               "job %s is %s: only a finished job (SUCCEEDED, FAILED or CANCELLED) can be retried; "
+               "cancel it first",
+               id, state ? state : "in an unknown state");
         code = COORD_ESTATE;
     } else if (!spec || !*spec) {
-        set_err(err, errlen, "job %s has no stored spec", id);
+        errmsg(err, errlen, "job %s has no stored spec", id);
         code = COORD_EINTERNAL;
     } else {
         /* The stored spec is the normalised one and is validated again: a spec that this

@@ -34,6 +34,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "errmsg.h"
+
 #define IDX_IMAGES_MAGIC 0x00000803u
 #define IDX_LABELS_MAGIC 0x00000801u
 #define IDX_MAX_SIDE 1024u /* rows/cols beyond this are a corrupt header */
@@ -60,20 +62,8 @@
 
 /* ---- errors ------------------------------------------------------------------------ */
 
-static int set_err(char *err, size_t errlen, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-/* Writes one line into err (which may be NULL) and returns code, so that every error
- * path is a single statement: rc = set_err(...); goto out; */
-static int set_err(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-    if (err && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
+/* Every error path is a single statement through common/errmsg.h: rc = errmsg_code(err,
+ * errlen, DATA_E..., "..."); goto out; */
 
 const char *data_strerror(int code)
 {
@@ -96,8 +86,8 @@ static int open_file(const char *path, gzFile *f, char *err, size_t errlen)
     *f = gzopen(path, "rb");
     if (!*f) {
         /* gzopen leaves errno from open(); 0 means zlib itself ran out of memory. */
-        return set_err(err, errlen, errno ? DATA_ENOENT : DATA_ENOMEM, "%s: cannot open: %s", path,
-                       errno ? strerror(errno) : "out of memory");
+        return errmsg_code(err, errlen, errno ? DATA_ENOENT : DATA_ENOMEM, "%s: cannot open: %s", path,
+                           errno ? strerror(errno) : "out of memory");
     }
     gzbuffer(*f, GZ_BUFFER_BYTES);
     return DATA_OK;
@@ -110,11 +100,11 @@ static int stream_error(gzFile f, const char *path, char *err, size_t errlen)
     int errnum = Z_OK;
     const char *msg = gzerror(f, &errnum);
     if (errnum == Z_OK) return DATA_OK;
-    if (errnum == Z_ERRNO) return set_err(err, errlen, DATA_ENOENT, "%s: read error: %s", path, strerror(errno));
-    if (errnum == Z_MEM_ERROR) return set_err(err, errlen, DATA_ENOMEM, "%s: out of memory in zlib", path);
+    if (errnum == Z_ERRNO) return errmsg_code(err, errlen, DATA_ENOENT, "%s: read error: %s", path, strerror(errno));
+    if (errnum == Z_MEM_ERROR) return errmsg_code(err, errlen, DATA_ENOMEM, "%s: out of memory in zlib", path);
     if (errnum == Z_BUF_ERROR) /* the gzip stream stops before its end */
-        return set_err(err, errlen, DATA_EFORMAT, "%s: truncated gzip stream (%s)", path, msg);
-    return set_err(err, errlen, DATA_EFORMAT, "%s: corrupt gzip data: %s", path, msg);
+        return errmsg_code(err, errlen, DATA_EFORMAT, "%s: truncated gzip stream (%s)", path, msg);
+    return errmsg_code(err, errlen, DATA_EFORMAT, "%s: corrupt gzip data: %s", path, msg);
 }
 
 /* Reads up to len bytes into buf, stopping only at len, at the end of the stream or at
@@ -160,13 +150,13 @@ static int read_payload(gzFile f, const char *path, size_t want, const char *wha
     uint8_t *buf = malloc(cap ? cap : 1);
 
     *out = NULL;
-    if (!buf) return set_err(err, errlen, DATA_ENOMEM, "%s: out of memory (%zu bytes)", path, cap);
+    if (!buf) return errmsg_code(err, errlen, DATA_ENOMEM, "%s: out of memory (%zu bytes)", path, cap);
     while (got < want) {
         if (got == cap) {
             size_t ncap = cap > want / 2 ? want : cap * 2;
             uint8_t *nbuf = realloc(buf, ncap);
             if (!nbuf) {
-                rc = set_err(err, errlen, DATA_ENOMEM, "%s: out of memory (%zu bytes)", path, ncap);
+                rc = errmsg_code(err, errlen, DATA_ENOMEM, "%s: out of memory (%zu bytes)", path, ncap);
                 goto out;
             }
             buf = nbuf;
@@ -179,8 +169,8 @@ static int read_payload(gzFile f, const char *path, size_t want, const char *wha
         if (got < cap) break; /* end of stream before the buffer filled: short */
     }
     if (got < want) {
-        rc = set_err(err, errlen, DATA_EFORMAT, "%s: truncated: expected %zu bytes of %s data, got %zu%s", path, want,
-                     what, got, gz_cut_short(f) ? " (gzip stream ends early)" : "");
+        rc = errmsg_code(err, errlen, DATA_EFORMAT, "%s: truncated: expected %zu bytes of %s data, got %zu%s", path,
+                         want, what, got, gz_cut_short(f) ? " (gzip stream ends early)" : "");
         goto out;
     }
     *out = buf;
@@ -195,7 +185,8 @@ out:
 static int expect_end(gzFile f, const char *path, size_t payload, const char *what, char *err, size_t errlen)
 {
     if (gzgetc(f) != -1)
-        return set_err(err, errlen, DATA_EFORMAT, "%s: trailing data after %zu bytes of %s data", path, payload, what);
+        return errmsg_code(err, errlen, DATA_EFORMAT, "%s: trailing data after %zu bytes of %s data", path, payload,
+                           what);
     return stream_error(f, path, err, errlen);
 }
 
@@ -215,11 +206,11 @@ static int read_idx_header(gzFile f, const char *path, uint32_t magic, uint32_t 
     if (rc) return rc;
     /* Check the magic as soon as there is one: a wrong file type is the better message. */
     if (got >= 4 && be32(raw) != magic)
-        return set_err(err, errlen, DATA_EFORMAT, "%s: wrong magic 0x%08x (want 0x%08x)", path, (unsigned)be32(raw),
-                       (unsigned)magic);
+        return errmsg_code(err, errlen, DATA_EFORMAT, "%s: wrong magic 0x%08x (want 0x%08x)", path, (unsigned)be32(raw),
+                           (unsigned)magic);
     if (got < want)
-        return set_err(err, errlen, DATA_EFORMAT, "%s: truncated: expected %zu bytes of header, got %zu%s", path, want,
-                       got, gz_cut_short(f) ? " (gzip stream ends early)" : "");
+        return errmsg_code(err, errlen, DATA_EFORMAT, "%s: truncated: expected %zu bytes of header, got %zu%s", path,
+                           want, got, gz_cut_short(f) ? " (gzip stream ends early)" : "");
     for (int i = 0; i < nwords; i++) h[i] = be32(raw + 4 * i);
     return DATA_OK;
 }
@@ -244,7 +235,7 @@ int dataset_load_idx(const char *images_path, const char *labels_path, int class
 
     dataset_init(out);
     if (classes < 1)
-        return set_err(err, errlen, DATA_EFORMAT, "%s: %d classes is not a class count", labels_path, classes);
+        return errmsg_code(err, errlen, DATA_EFORMAT, "%s: %d classes is not a class count", labels_path, classes);
     /* Both headers first: a count mismatch is found before any large read. */
     rc = open_file(images_path, &fi, err, errlen);
     if (rc) goto out;
@@ -252,10 +243,10 @@ int dataset_load_idx(const char *images_path, const char *labels_path, int class
     if (rc) goto out;
     uint32_t n = ih[1], rows = ih[2], cols = ih[3];
     if (n == 0 || n > INT_MAX || rows == 0 || rows > IDX_MAX_SIDE || cols == 0 || cols > IDX_MAX_SIDE) {
-        rc = set_err(err, errlen, DATA_EFORMAT,
-                     "%s: absurd dimensions %u images of %u x %u (want 1..%d images, sides "
-                     "1..%u)",
-                     images_path, (unsigned)n, (unsigned)rows, (unsigned)cols, INT_MAX, IDX_MAX_SIDE);
+        rc = errmsg_code(err, errlen, DATA_EFORMAT,
+                         "%s: absurd dimensions %u images of %u x %u (want 1..%d images, sides "
+                         "1..%u)",
+                         images_path, (unsigned)n, (unsigned)rows, (unsigned)cols, INT_MAX, IDX_MAX_SIDE);
         goto out;
     }
     rc = open_file(labels_path, &fl, err, errlen);
@@ -263,8 +254,8 @@ int dataset_load_idx(const char *images_path, const char *labels_path, int class
     rc = read_idx_header(fl, labels_path, IDX_LABELS_MAGIC, lh, 2, err, errlen);
     if (rc) goto out;
     if (lh[1] != n) {
-        rc = set_err(err, errlen, DATA_EFORMAT, "%s: count mismatch: %u labels, but %s has %u images", labels_path,
-                     (unsigned)lh[1], images_path, (unsigned)n);
+        rc = errmsg_code(err, errlen, DATA_EFORMAT, "%s: count mismatch: %u labels, but %s has %u images", labels_path,
+                         (unsigned)lh[1], images_path, (unsigned)n);
         goto out;
     }
 
@@ -280,13 +271,13 @@ int dataset_load_idx(const char *images_path, const char *labels_path, int class
 
     labels = malloc((size_t)n * sizeof *labels);
     if (!labels) {
-        rc = set_err(err, errlen, DATA_ENOMEM, "%s: out of memory (%u labels)", labels_path, (unsigned)n);
+        rc = errmsg_code(err, errlen, DATA_ENOMEM, "%s: out of memory (%u labels)", labels_path, (unsigned)n);
         goto out;
     }
     for (uint32_t i = 0; i < n; i++) {
         if (lab8[i] >= classes) {
-            rc = set_err(err, errlen, DATA_ELABEL, "%s: label %u at index %u out of range [0, %d)", labels_path,
-                         (unsigned)lab8[i], (unsigned)i, classes);
+            rc = errmsg_code(err, errlen, DATA_ELABEL, "%s: label %u at index %u out of range [0, %d)", labels_path,
+                             (unsigned)lab8[i], (unsigned)i, classes);
             goto out;
         }
         labels[i] = lab8[i];
@@ -321,10 +312,10 @@ static int cifar_reserve(uint8_t **pixels, int32_t **labels, size_t *cap, size_t
     if (n < *cap) return DATA_OK;
     size_t ncap = *cap ? *cap * 2 : CIFAR_INITIAL_RECORDS;
     uint8_t *np = realloc(*pixels, ncap * CIFAR_IMAGE_BYTES);
-    if (!np) return set_err(err, errlen, DATA_ENOMEM, "%s: out of memory (%zu records)", path, ncap);
+    if (!np) return errmsg_code(err, errlen, DATA_ENOMEM, "%s: out of memory (%zu records)", path, ncap);
     *pixels = np;
     int32_t *nl = realloc(*labels, ncap * sizeof **labels);
-    if (!nl) return set_err(err, errlen, DATA_ENOMEM, "%s: out of memory (%zu records)", path, ncap);
+    if (!nl) return errmsg_code(err, errlen, DATA_ENOMEM, "%s: out of memory (%zu records)", path, ncap);
     *labels = nl;
     *cap = ncap;
     return DATA_OK;
@@ -347,18 +338,18 @@ static int cifar_read_file(const char *path, int classes, uint8_t **pixels, int3
         if (got == 0) break;
         size_t k = *n - first; /* record index within this file */
         if (got < sizeof rec) {
-            rc = set_err(err, errlen, DATA_EFORMAT, "%s: truncated record: %zu bytes is not a multiple of %d%s", path,
-                         k * CIFAR_RECORD_BYTES + got, CIFAR_RECORD_BYTES,
-                         gz_cut_short(f) ? " (gzip stream ends early)" : "");
+            rc = errmsg_code(err, errlen, DATA_EFORMAT, "%s: truncated record: %zu bytes is not a multiple of %d%s",
+                             path, k * CIFAR_RECORD_BYTES + got, CIFAR_RECORD_BYTES,
+                             gz_cut_short(f) ? " (gzip stream ends early)" : "");
             goto out;
         }
         if (rec[0] >= classes) {
-            rc = set_err(err, errlen, DATA_ELABEL, "%s: label %u at index %zu out of range [0, %d)", path,
-                         (unsigned)rec[0], k, classes);
+            rc = errmsg_code(err, errlen, DATA_ELABEL, "%s: label %u at index %zu out of range [0, %d)", path,
+                             (unsigned)rec[0], k, classes);
             goto out;
         }
         if (*n >= (size_t)INT_MAX) {
-            rc = set_err(err, errlen, DATA_EFORMAT, "%s: more than %d records in total", path, INT_MAX);
+            rc = errmsg_code(err, errlen, DATA_EFORMAT, "%s: more than %d records in total", path, INT_MAX);
             goto out;
         }
         rc = cifar_reserve(pixels, labels, cap, *n, path, err, errlen);
@@ -368,7 +359,7 @@ static int cifar_read_file(const char *path, int classes, uint8_t **pixels, int3
         (*n)++;
     }
     if (*n == first)
-        rc = set_err(err, errlen, DATA_EFORMAT, "%s: empty file (no %d-byte records)", path, CIFAR_RECORD_BYTES);
+        rc = errmsg_code(err, errlen, DATA_EFORMAT, "%s: empty file (no %d-byte records)", path, CIFAR_RECORD_BYTES);
 out:
     if (f) gzclose(f);
     return rc;
@@ -382,9 +373,9 @@ int dataset_load_cifar(const char *const *paths, int npaths, int classes, datase
     int rc = DATA_OK;
 
     dataset_init(out);
-    if (!paths || npaths <= 0) return set_err(err, errlen, DATA_ENOENT, "cifar10: no files given");
+    if (!paths || npaths <= 0) return errmsg_code(err, errlen, DATA_ENOENT, "cifar10: no files given");
     if (classes < 1)
-        return set_err(err, errlen, DATA_EFORMAT, "%s: %d classes is not a class count", paths[0], classes);
+        return errmsg_code(err, errlen, DATA_EFORMAT, "%s: %d classes is not a class count", paths[0], classes);
     for (int i = 0; i < npaths; i++) {
         rc = cifar_read_file(paths[i], classes, &pixels, &labels, &cap, &n, err, errlen);
         if (rc) goto out;
@@ -421,13 +412,14 @@ out:
 static int probe_file(const char *dir, const char *file, char *path, size_t pathlen, char *err, size_t errlen)
 {
     int len = snprintf(path, pathlen, "%s/%s.gz", dir, file);
-    if (len < 0 || (size_t)len >= pathlen) return set_err(err, errlen, DATA_ENOENT, "%s/%s: path too long", dir, file);
+    if (len < 0 || (size_t)len >= pathlen)
+        return errmsg_code(err, errlen, DATA_ENOENT, "%s/%s: path too long", dir, file);
     path[len - 3] = '\0'; /* the raw name */
     if (access(path, F_OK) == 0) return DATA_OK;
     path[len - 3] = '.';
     if (access(path, F_OK) == 0) return DATA_OK;
     path[len - 3] = '\0';
-    return set_err(err, errlen, DATA_ENOENT, "%s: not found (nor %s.gz)", path, file);
+    return errmsg_code(err, errlen, DATA_ENOENT, "%s: not found (nor %s.gz)", path, file);
 }
 
 int dataset_load(const char *name, const char *dir, int train, dataset_t *out, char *err, size_t errlen)
@@ -441,11 +433,12 @@ int dataset_load(const char *name, const char *dir, int train, dataset_t *out, c
     if (!name || catalog_dataset_get(name, &info) != 0) {
         char known[512];
         catalog_dataset_names(known, sizeof known, "", 0);
-        return set_err(err, errlen, DATA_EUNKNOWN, "unknown data set '%s' (known: %s)", name ? name : "(null)", known);
+        return errmsg_code(err, errlen, DATA_EUNKNOWN, "unknown data set '%s' (known: %s)", name ? name : "(null)",
+                           known);
     }
     if (!dir || !*dir) {
         if (catalog_dataset_default_dir(&info, def, sizeof def) != 0)
-            return set_err(err, errlen, DATA_ENOENT, "%s: default directory path too long", name);
+            return errmsg_code(err, errlen, DATA_ENOENT, "%s: default directory path too long", name);
         dir = def;
     }
 
@@ -460,7 +453,8 @@ int dataset_load(const char *name, const char *dir, int train, dataset_t *out, c
     case CATALOG_FORMAT_IDX: rc = dataset_load_idx(pp[0], pp[1], info.classes, out, err, errlen); break;
     case CATALOG_FORMAT_CIFAR: rc = dataset_load_cifar(pp, nfiles, info.classes, out, err, errlen); break;
     default:
-        rc = set_err(err, errlen, DATA_EUNKNOWN, "%s: format %s has no loader", name, catalog_format_name(info.format));
+        rc = errmsg_code(err, errlen, DATA_EUNKNOWN, "%s: format %s has no loader", name,
+                         catalog_format_name(info.format));
     }
     if (rc) return rc;
     for (int c = 0; c < out->C && c < DATA_MAX_CHANNELS && c < CATALOG_CHANNELS_MAX; c++) {
@@ -476,12 +470,12 @@ int dataset_check_shape(const dataset_t *d, int C, int H, int W, int num_classes
                         size_t errlen)
 {
     if (d->C != C || d->H != H || d->W != W)
-        return set_err(err, errlen, DATA_EFORMAT, "%s: images are %dx%dx%d, model %s takes %dx%dx%d", d->source, d->C,
-                       d->H, d->W, model, C, H, W);
+        return errmsg_code(err, errlen, DATA_EFORMAT, "%s: images are %dx%dx%d, model %s takes %dx%dx%d", d->source,
+                           d->C, d->H, d->W, model, C, H, W);
     for (int i = 0; i < d->n; i++)
         if (d->labels[i] < 0 || d->labels[i] >= num_classes)
-            return set_err(err, errlen, DATA_ELABEL, "%s: label %d at index %d out of range [0, %d) of model %s",
-                           d->label_source, (int)d->labels[i], i, num_classes, model);
+            return errmsg_code(err, errlen, DATA_ELABEL, "%s: label %d at index %d out of range [0, %d) of model %s",
+                               d->label_source, (int)d->labels[i], i, num_classes, model);
     return DATA_OK;
 }
 

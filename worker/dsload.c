@@ -22,6 +22,7 @@
 #include "clock.h"
 #include "dcache.h"
 #include "dsprobe.h"
+#include "errmsg.h"
 #include "fs.h"
 #include "hash.h"
 #include "image.h"
@@ -35,16 +36,6 @@
 /* The bound of check_size when this host's memory cannot be read. */
 #define DSLOAD_MAX_BYTES_UNKNOWN (64ull << 30)
 
-__attribute__((format(printf, 4, 5))) static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
 
 /* ---- one image into the cache's layout ------------------------------------------------ */
 
@@ -71,11 +62,11 @@ static int place_image(const dsload_opts_t *o, const uint8_t *px, int h, int w, 
 {
     const int C = o->C, H = o->H, W = o->W;
     if (!o->resize && (h != H || w != W))
-        return fail(err, errlen, DATA_EFORMAT,
-                    "%s: image is %dx%d, the model takes %dx%d (set dataset.resize to [%d, %d] to resize it)", name, h,
-                    w, H, W, H, W);
+        return errmsg_code(err, errlen, DATA_EFORMAT,
+                           "%s: image is %dx%d, the model takes %dx%d (set dataset.resize to [%d, %d] to resize it)",
+                           name, h, w, H, W, H, W);
     if (grow(&s->conv, &s->conv_cap, (size_t)h * w * C) != 0 || grow(&s->sized, &s->sized_cap, (size_t)H * W * C) != 0)
-        return fail(err, errlen, DATA_ENOMEM, "%s: out of memory", name);
+        return errmsg_code(err, errlen, DATA_ENOMEM, "%s: out of memory", name);
     const uint8_t *hwc = px;
     if (c != C) {
         image_convert_channels(px, c, s->conv, C, h, w);
@@ -246,8 +237,8 @@ static int fill_npz(const dsload_opts_t *o, source_t *src, int split, dcache_bui
     raw = malloc(chunk ? chunk : 1);
     hwc = malloc((size_t)ih * iw * c);
     if (!raw || !hwc) {
-        rc = fail(err, errlen, DATA_ENOMEM, "%s: %s: out of memory (%llu bytes)", o->path, name,
-                  (unsigned long long)chunk);
+        rc = errmsg_code(err, errlen, DATA_ENOMEM, "%s: %s: out of memory (%llu bytes)", o->path, name,
+                         (unsigned long long)chunk);
         goto out;
     }
     char where[600];
@@ -272,10 +263,11 @@ static int fill_npz(const dsload_opts_t *o, source_t *src, int split, dcache_bui
                         } else {
                             double f = npy_get_f64(h, p);
                             if (!(f >= 0.0 && f <= 1.0)) {
-                                rc = fail(err, errlen, DATA_EFORMAT,
-                                          "%s: value %g of sample %d is outside [0, 1] (float pixels are read on the [0, "
-                                          "1] scale; save uint8 for 0..255)",
-                                          where, f, i);
+                                rc = errmsg_code(
+                                    err, errlen, DATA_EFORMAT,
+                                    "%s: value %g of sample %d is outside [0, 1] (float pixels are read on the [0, "
+                                    "1] scale; save uint8 for 0..255)",
+                                    where, f, i);
                                 goto out;
                             }
                             v = (uint8_t)lrint(f * 255.0);
@@ -351,7 +343,7 @@ static uint64_t data_max_bytes(const char **from, char *err, size_t errlen)
         errno = 0;
         unsigned long long mb = strtoull(env, &end, 10);
         if (errno || *end || mb < 1 || mb > (1ull << 30) || *env < '0' || *env > '9') {
-            fail(err, errlen, DATA_EFORMAT, "PACER_DATA_MAX_MB: '%.40s' is not a number of MiB (1 .. 2^30)", env);
+            errmsg_code(err, errlen, DATA_EFORMAT, "PACER_DATA_MAX_MB: '%.40s' is not a number of MiB (1 .. 2^30)", env);
             return 0;
         }
         *from = "PACER_DATA_MAX_MB";
@@ -383,19 +375,20 @@ static int check_size(const dsload_opts_t *o, const source_t *src, const dcache_
     for (int s = 0; src->is_npz && s < 2; s++) {
         char shape[128];
         if (src->xh[s].nbytes > max)
-            return fail(err, errlen, DATA_EFORMAT,
-                        "%s: %s: shape %s of '%s' declares %llu bytes, more than the %llu bytes a data set may decode "
-                        "to (%s)",
-                        o->path, s ? "x_test" : "x_train", shape_str(&src->xh[s], shape, sizeof shape),
-                        src->xh[s].descr, (unsigned long long)src->xh[s].nbytes, (unsigned long long)max, from);
+            return errmsg_code(
+                err, errlen, DATA_EFORMAT,
+                "%s: %s: shape %s of '%s' declares %llu bytes, more than the %llu bytes a data set may decode "
+                "to (%s)",
+                o->path, s ? "x_test" : "x_train", shape_str(&src->xh[s], shape, sizeof shape), src->xh[s].descr,
+                (unsigned long long)src->xh[s].nbytes, (unsigned long long)max, from);
     }
     dcache_header_t l = *h;
     if (dcache_layout(&l) != 0 || l.file_bytes > max)
-        return fail(err, errlen, DATA_EFORMAT,
-                    "%s: %d training and %d test images of %dx%dx%d decode to %llu bytes, more than the %llu bytes a "
-                    "data set may decode to (%s)",
-                    o->path, h->n[0], h->n[1], h->C, h->H, h->W, (unsigned long long)l.file_bytes,
-                    (unsigned long long)max, from);
+        return errmsg_code(err, errlen, DATA_EFORMAT,
+                           "%s: %d training and %d test images of %dx%dx%d decode to %llu bytes, more than the %llu bytes a "
+                           "data set may decode to (%s)",
+                           o->path, h->n[0], h->n[1], h->C, h->H, h->W, (unsigned long long)l.file_bytes,
+                           (unsigned long long)max, from);
     return DATA_OK;
 }
 
@@ -438,8 +431,9 @@ int dsload_user(const dsload_opts_t *o, dataset_t *train, dataset_t *test, dsloa
     memset(info, 0, sizeof *info);
     memset(split, 0, sizeof split);
     if (o->C < 1 || o->C > DATA_MAX_CHANNELS || o->H < 1 || o->W < 1 || o->H > DCACHE_MAX_SIDE || o->W > DCACHE_MAX_SIDE)
-        return fail(err, errlen, DATA_EFORMAT, "%s: target shape %dx%dx%d out of bounds", o->path, o->C, o->H, o->W);
-    if (!realpath(o->path, real)) return fail(err, errlen, DATA_ENOENT, "%s: %s", o->path, strerror(errno));
+        return errmsg_code(err, errlen, DATA_EFORMAT, "%s: target shape %dx%dx%d out of bounds", o->path, o->C, o->H,
+                           o->W);
+    if (!realpath(o->path, real)) return errmsg_code(err, errlen, DATA_ENOENT, "%s: %s", o->path, strerror(errno));
     rc = source_open(o, &src, err, errlen);
     if (rc != DATA_OK) goto out;
 
@@ -539,11 +533,11 @@ int dsload_convert(const dataset_t *in, int C, int H, int W, int resize, dataset
     int rc = DATA_OK;
     memset(out, 0, sizeof *out);
     if (C < 1 || C > DATA_MAX_CHANNELS || H < 1 || W < 1 || H > DCACHE_MAX_SIDE || W > DCACHE_MAX_SIDE)
-        return fail(err, errlen, DATA_EFORMAT, "%s: target shape %dx%dx%d out of bounds", in->source, C, H, W);
+        return errmsg_code(err, errlen, DATA_EFORMAT, "%s: target shape %dx%dx%d out of bounds", in->source, C, H, W);
     uint8_t *px = malloc((size_t)in->n * oimage), *hwc = malloc(iimage);
     int32_t *lab = malloc((size_t)in->n * sizeof *lab);
     if (!px || !hwc || !lab) {
-        rc = fail(err, errlen, DATA_ENOMEM, "%s: out of memory converting %d images", in->source, in->n);
+        rc = errmsg_code(err, errlen, DATA_ENOMEM, "%s: out of memory converting %d images", in->source, in->n);
         goto out;
     }
     for (int i = 0; i < in->n && rc == DATA_OK; i++) {

@@ -23,19 +23,10 @@
 #include <png.h>
 
 #include "dataroot.h"
+#include "errmsg.h"
 
 #define MSG_MAX 512
 
-__attribute__((format(printf, 4, 5))) static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
 
 void image_free(image_t *img)
 {
@@ -62,12 +53,13 @@ static int image_reserve(image_t *img, int w, int h, int c)
 /* The documented bounds, checked from the header before pixel memory is allocated. */
 static int check_size(unsigned long w, unsigned long h, const char *name, char *err, size_t errlen)
 {
-    if (w == 0 || h == 0) return fail(err, errlen, IMAGE_EFORMAT, "%s: image of %lu x %lu pixels", name, w, h);
+    if (w == 0 || h == 0) return errmsg_code(err, errlen, IMAGE_EFORMAT, "%s: image of %lu x %lu pixels", name, w, h);
     if (w > IMAGE_MAX_SIDE || h > IMAGE_MAX_SIDE || (unsigned long long)w * h > (unsigned long long)IMAGE_MAX_PIXELS)
-        return fail(err, errlen, IMAGE_ETOOBIG,
-                    "%s: image of %lu x %lu pixels is larger than pacer decodes (sides up to %d, at most %ld pixels): "
-                    "resize it offline",
-                    name, w, h, IMAGE_MAX_SIDE, (long)IMAGE_MAX_PIXELS);
+        return errmsg_code(
+            err, errlen, IMAGE_ETOOBIG,
+            "%s: image of %lu x %lu pixels is larger than pacer decodes (sides up to %d, at most %ld pixels): "
+            "resize it offline",
+            name, w, h, IMAGE_MAX_SIDE, (long)IMAGE_MAX_PIXELS);
     return IMAGE_OK;
 }
 
@@ -123,13 +115,13 @@ static int decode_png(png_ctx_t *x, const char *name, image_t *img, char *err, s
     png_infop info = png ? png_create_info_struct(png) : NULL;
     if (!png || !info) {
         png_destroy_read_struct(&png, NULL, NULL);
-        return fail(err, errlen, IMAGE_ENOMEM, "%s: out of memory", name);
+        return errmsg_code(err, errlen, IMAGE_ENOMEM, "%s: out of memory", name);
     }
     if (setjmp(png_jmpbuf(png))) {
         free(x->rows);
         png_destroy_read_struct(&png, &info, NULL);
-        if (x->code == IMAGE_EFORMAT) return fail(err, errlen, x->code, "%s: corrupt PNG: %s", name, x->msg);
-        return fail(err, errlen, x->code, "%s", x->msg);
+        if (x->code == IMAGE_EFORMAT) return errmsg_code(err, errlen, x->code, "%s: corrupt PNG: %s", name, x->msg);
+        return errmsg_code(err, errlen, x->code, "%s", x->msg);
     }
     png_set_read_fn(png, x, png_read_mem);
     png_read_info(png, info);
@@ -227,8 +219,9 @@ static int decode_jpeg(jpeg_ctx_t *x, const uint8_t *buf, size_t len, const char
     x->je.code = IMAGE_EFORMAT;
     if (setjmp(x->je.jb)) {
         jpeg_destroy_decompress(&x->ci);
-        if (x->je.code == IMAGE_EFORMAT) return fail(err, errlen, x->je.code, "%s: corrupt JPEG: %s", name, x->je.msg);
-        return fail(err, errlen, x->je.code, "%s", x->je.msg);
+        if (x->je.code == IMAGE_EFORMAT)
+            return errmsg_code(err, errlen, x->je.code, "%s: corrupt JPEG: %s", name, x->je.msg);
+        return errmsg_code(err, errlen, x->je.code, "%s", x->je.msg);
     }
     jpeg_create_decompress(&x->ci);
     x->ci.mem->max_memory_to_use = IMAGE_JPEG_MAX_MEMORY;
@@ -278,27 +271,27 @@ static int decode_jpeg(jpeg_ctx_t *x, const uint8_t *buf, size_t len, const char
 int image_decode(const uint8_t *buf, size_t len, const char *name, image_t *img, char *err, size_t errlen)
 {
     static const uint8_t PNG_SIG[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-    if (len == 0) return fail(err, errlen, IMAGE_EFORMAT, "%s: empty file (0 bytes)", name);
+    if (len == 0) return errmsg_code(err, errlen, IMAGE_EFORMAT, "%s: empty file (0 bytes)", name);
     if (len >= 8 && memcmp(buf, PNG_SIG, 8) == 0) {
         png_ctx_t ctx = {.buf = buf, .len = len, .code = IMAGE_EFORMAT};
         return decode_png(&ctx, name, img, err, errlen);
     }
     if (len >= 3 && buf[0] == 0xff && buf[1] == 0xd8 && buf[2] == 0xff) {
         jpeg_ctx_t *ctx = calloc(1, sizeof *ctx);
-        if (!ctx) return fail(err, errlen, IMAGE_ENOMEM, "%s: out of memory", name);
+        if (!ctx) return errmsg_code(err, errlen, IMAGE_ENOMEM, "%s: out of memory", name);
         int rc = decode_jpeg(ctx, buf, len, name, img, err, errlen);
         free(ctx);
         return rc;
     }
     /* Never the file's bytes: the message reaches API clients, and the file may be one
      * they must not read. */
-    return fail(err, errlen, IMAGE_EFORMAT, "%s: format not recognised (pacer reads PNG and JPEG images)", name);
+    return errmsg_code(err, errlen, IMAGE_EFORMAT, "%s: format not recognised (pacer reads PNG and JPEG images)", name);
 }
 
 int image_load(const char *path, uint8_t **buf, size_t *cap, image_t *img, char *err, size_t errlen)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return fail(err, errlen, IMAGE_EIO, "%s: cannot open: %s", path, strerror(errno));
+    if (fd < 0) return errmsg_code(err, errlen, IMAGE_EIO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     int rc = IMAGE_OK;
     /* The coordinator checked the folder at submission; a link swapped in since (or a
@@ -308,19 +301,19 @@ int image_load(const char *path, uint8_t **buf, size_t *cap, image_t *img, char 
         goto out;
     }
     if (fstat(fd, &st) != 0) {
-        rc = fail(err, errlen, IMAGE_EIO, "%s: cannot stat: %s", path, strerror(errno));
+        rc = errmsg_code(err, errlen, IMAGE_EIO, "%s: cannot stat: %s", path, strerror(errno));
         goto out;
     }
     if (st.st_size > IMAGE_MAX_FILE_BYTES) {
-        rc = fail(err, errlen, IMAGE_ETOOBIG, "%s: %lld bytes, more than the %ld an image may have", path,
-                  (long long)st.st_size, (long)IMAGE_MAX_FILE_BYTES);
+        rc = errmsg_code(err, errlen, IMAGE_ETOOBIG, "%s: %lld bytes, more than the %ld an image may have", path,
+                         (long long)st.st_size, (long)IMAGE_MAX_FILE_BYTES);
         goto out;
     }
     size_t size = (size_t)st.st_size;
     if (size > *cap) {
         uint8_t *p = realloc(*buf, size);
         if (!p) {
-            rc = fail(err, errlen, IMAGE_ENOMEM, "%s: out of memory (%zu bytes)", path, size);
+            rc = errmsg_code(err, errlen, IMAGE_ENOMEM, "%s: out of memory (%zu bytes)", path, size);
             goto out;
         }
         *buf = p;
@@ -331,7 +324,7 @@ int image_load(const char *path, uint8_t **buf, size_t *cap, image_t *img, char 
         ssize_t k = read(fd, *buf + got, size - got);
         if (k < 0 && errno == EINTR) continue;
         if (k < 0) {
-            rc = fail(err, errlen, IMAGE_EIO, "%s: read error: %s", path, strerror(errno));
+            rc = errmsg_code(err, errlen, IMAGE_EIO, "%s: read error: %s", path, strerror(errno));
             goto out;
         }
         if (k == 0) break; /* shrank while read: decode what is there, which will say truncated */

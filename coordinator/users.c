@@ -12,23 +12,15 @@
 #include <string.h>
 
 #include "clock.h"
+#include "errmsg.h"
 #include "users.h"
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static redisContext *borrow(coordinator_t *c, char *err, size_t errlen)
 {
     char why[256];
     redisContext *rc = jobstore_pool_get(c->pool, why, sizeof why);
-    if (!rc) set_err(err, errlen, "Redis at %s is unreachable", c->redis_url_shown);
+    if (!rc) errmsg(err, errlen, "Redis at %s is unreachable", c->redis_url_shown);
     return rc;
 }
 
@@ -40,7 +32,7 @@ static int new_secret_text(user_record_t *r, char *token, size_t toklen, char **
 {
     *text = NULL;
     if (users_salt_new(r->salt) != 0 || users_token_new(r->name, token, toklen) != 0) {
-        set_err(err, errlen, "no randomness for a token (getrandom failed)");
+        errmsg(err, errlen, "no randomness for a token (getrandom failed)");
         return COORD_EINTERNAL;
     }
     users_token_hash(r->salt, token, strlen(token), r->hash);
@@ -56,8 +48,8 @@ int coord_user_add(coordinator_t *c, const char *name, user_role_t role, double 
     *out = NULL;
     if (users_name_check(name, err, errlen) != 0) return COORD_EINVAL;
     if (strcmp(name, USER_ADMIN_NAME) == 0) {
-        set_err(err, errlen, "name: \"%s\" is the daemon's own token (PACER_TOKEN, --token-file): pick another name",
-                USER_ADMIN_NAME);
+        errmsg(err, errlen, "name: \"%s\" is the daemon's own token (PACER_TOKEN, --token-file): pick another name",
+               USER_ADMIN_NAME);
         return COORD_ESTATE;
     }
     user_record_t r = {.role = role};
@@ -81,7 +73,7 @@ int coord_user_add(coordinator_t *c, const char *name, user_role_t role, double 
     jobstore_pool_put(c->pool, rc, !ok);
     if (!ok) return COORD_EUNAVAIL;
     if (added != 1) {
-        set_err(err, errlen, "user %s exists already: remove it first, or give it a new token (pacer token new)", name);
+        errmsg(err, errlen, "user %s exists already: remove it first, or give it a new token (pacer token new)", name);
         return COORD_ESTATE;
     }
     *out = users_record_public(&r);
@@ -131,12 +123,12 @@ int coord_user_list(coordinator_t *c, json_t **out)
 int coord_user_remove(coordinator_t *c, const char *name, char *err, size_t errlen)
 {
     if (strcmp(name, USER_ADMIN_NAME) == 0) {
-        set_err(err, errlen, "\"%s\" is the daemon's own token: change PACER_TOKEN or --token-file and restart",
-                USER_ADMIN_NAME);
+        errmsg(err, errlen, "\"%s\" is the daemon's own token: change PACER_TOKEN or --token-file and restart",
+               USER_ADMIN_NAME);
         return COORD_ESTATE;
     }
     if (users_name_check(name, NULL, 0) != 0) {
-        set_err(err, errlen, "no user %.64s", name);
+        errmsg(err, errlen, "no user %.64s", name);
         return COORD_ENOTFOUND;
     }
     redisContext *rc = borrow(c, err, errlen);
@@ -148,7 +140,7 @@ int coord_user_remove(coordinator_t *c, const char *name, char *err, size_t errl
     jobstore_pool_put(c->pool, rc, !ok);
     if (!ok) return COORD_EUNAVAIL;
     if (n != 1) {
-        set_err(err, errlen, "no user %s", name);
+        errmsg(err, errlen, "no user %s", name);
         return COORD_ENOTFOUND;
     }
     return COORD_OK;
@@ -176,7 +168,7 @@ static int replace_record(coordinator_t *c, const char *name, char *text, char *
     jobstore_pool_put(c->pool, rc, !ok);
     if (!ok) return COORD_EUNAVAIL;
     if (n != 1) {
-        set_err(err, errlen, "no user %s", name);
+        errmsg(err, errlen, "no user %s", name);
         return COORD_ENOTFOUND;
     }
     return COORD_OK;
@@ -186,7 +178,7 @@ int coord_user_token_new(coordinator_t *c, const char *name, char *token, size_t
 {
     user_record_t r;
     int code = coord_user_get(c, name, &r);
-    if (code == COORD_ENOTFOUND) set_err(err, errlen, "no user %s", name);
+    if (code == COORD_ENOTFOUND) errmsg(err, errlen, "no user %s", name);
     if (code != COORD_OK) return code;
     char *text;
     int made = new_secret_text(&r, token, toklen, &text, err, errlen);
@@ -200,8 +192,8 @@ int coord_user_weight_set(coordinator_t *c, const char *name, double weight, jso
     user_record_t r;
     int code = strcmp(name, USER_ADMIN_NAME) == 0 ? COORD_ESTATE : coord_user_get(c, name, &r);
     if (code == COORD_ESTATE)
-        set_err(err, errlen, "\"%s\" is the daemon's own token and has no record: its weight is 1", USER_ADMIN_NAME);
-    if (code == COORD_ENOTFOUND) set_err(err, errlen, "no user %.64s", name);
+        errmsg(err, errlen, "\"%s\" is the daemon's own token and has no record: its weight is 1", USER_ADMIN_NAME);
+    if (code == COORD_ENOTFOUND) errmsg(err, errlen, "no user %.64s", name);
     if (code != COORD_OK) return code;
     r.weight = weight;
     json_t *j = users_record_json(&r);

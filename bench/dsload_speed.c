@@ -45,6 +45,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: dsload_speed FORMAT PATH C H W RESIZE RUNS SCRATCH\n");
         return 2;
     }
+    catalog_format_t format;
+    if (catalog_format_parse(argv[1], &format) != 0 || !catalog_format_is_user(format)) {
+        fprintf(stderr, "dsload_speed: FORMAT must be imagefolder or npz, not %s\n", argv[1]);
+        return 2;
+    }
     int runs = atoi(argv[7]);
     if (runs < 1 || runs > MAX_RUNS) runs = 3;
     double build[MAX_RUNS], map[MAX_RUNS], mem[MAX_RUNS];
@@ -53,8 +58,8 @@ int main(int argc, char **argv)
         char dir[4096];
         snprintf(dir, sizeof dir, "%s/cache%d", argv[8], r);
         fs_remove_tree(dir);
-        dsload_opts_t o = {argv[1], argv[2], "nhwc", atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]),
-                           dir,     0,       0};
+        dsload_opts_t o = {format, argv[2], "nhwc", atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]),
+                           dir,    0,       0};
         build[r] = load(&o, &images, &bytes);
         map[r] = load(&o, &images, &bytes);
         o.cache_dir = NULL;

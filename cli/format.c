@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "catalog.h"
 #include "cliargs.h"
 
 #define TABLE_COLS_MAX 16
@@ -572,7 +573,8 @@ void fmt_job(FILE *f, json_t *job, double now)
         int_cell(spec, "batch_size", batch, sizeof batch);
         /* A user's data set is its path (and format); a built-in one its name. */
         const char *format = str(ds, "format");
-        int user = strcmp(format, "imagefolder") == 0 || strcmp(format, "npz") == 0;
+        catalog_format_t fmt;
+        int user = catalog_format_parse(format, &fmt) == 0 && catalog_format_is_user(fmt);
         snprintf(buf, sizeof buf, "%s%s%s%s, %s epoch%s, batch %s%s",
                  !json_is_object(ds) ? "-"
                  : user              ? str(ds, "path")

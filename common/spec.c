@@ -858,7 +858,8 @@ const char *spec_dataset_format(const job_spec_t *s)
     catalog_dataset_t d;
     if (strcmp(s->dataset.format, "auto") != 0) return s->dataset.format;
     /* a user's entry named alone had its format filled in by resolve_dataset */
-    if (catalog_dataset_get(s->dataset.name, &d) != 0 || catalog_format_is_user(d.format)) return "idx";
+    if (catalog_dataset_get(s->dataset.name, &d) != 0 || catalog_format_is_user(d.format))
+        return catalog_format_name(CATALOG_FORMAT_IDX);
     return catalog_format_name(d.format);
 }
 
@@ -1031,7 +1032,8 @@ static int resolve_dataset(errbuf_t *e, job_spec_t *s)
     }
     if (!catalog_format_is_user(d.format)) return 0;
     const char *f = catalog_format_name(d.format);
-    if (strcmp(s->dataset.format, "auto") != 0 && strcmp(s->dataset.format, f) != 0)
+    catalog_format_t given;
+    if (catalog_format_parse(s->dataset.format, &given) == 0 && given != d.format) /* "auto" is none */
         return fail(e, "dataset.format: %s is not the format of dataset.name %s (%s)", s->dataset.format,
                     s->dataset.name, f);
     if (s->dataset.path[0] && strcmp(s->dataset.path, d.fixed_dir) != 0)

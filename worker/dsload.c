@@ -84,8 +84,10 @@ static int place_image(const dsload_opts_t *o, const uint8_t *px, int h, int w, 
 
 /* ---- sources ---------------------------------------------------------------------------- */
 
+typedef struct reader reader_t;
+
 typedef struct {
-    int is_npz;
+    const reader_t *reader; /* its format's row of READERS */
     imgfolder_t folder;
     npz_t *z;
     dsprobe_t probe;
@@ -102,25 +104,20 @@ static void source_free(source_t *src)
     memset(src, 0, sizeof *src);
 }
 
-/* Whether o reads an .npz (else an image folder): its format, by the catalog's names. */
-static int is_npz(const dsload_opts_t *o)
+/* An image folder: its files listed (with their labels) and counted. */
+static int open_folder(const dsload_opts_t *o, source_t *src, char *err, size_t errlen)
 {
-    catalog_format_t f;
-    return catalog_format_parse(o->format, &f) == 0 && f == CATALOG_FORMAT_NPZ;
+    if (imgfolder_scan(o->path, 1, &src->folder, err, errlen) != 0) return DATA_EFORMAT;
+    src->probe.classes = src->folder.nclasses;
+    src->probe.ntrain = src->folder.ntrain;
+    src->probe.ntest = src->folder.ntest;
+    src->probe.fingerprint = src->folder.fingerprint;
+    return DATA_OK;
 }
 
-static int source_open(const dsload_opts_t *o, source_t *src, char *err, size_t errlen)
+/* An .npz: opened, its arrays' headers and labels read (common/dsprobe.h). */
+static int open_npz(const dsload_opts_t *o, source_t *src, char *err, size_t errlen)
 {
-    memset(src, 0, sizeof *src);
-    src->is_npz = is_npz(o);
-    if (!src->is_npz) {
-        if (imgfolder_scan(o->path, 1, &src->folder, err, errlen) != 0) return DATA_EFORMAT;
-        src->probe.classes = src->folder.nclasses;
-        src->probe.ntrain = src->folder.ntrain;
-        src->probe.ntest = src->folder.ntest;
-        src->probe.fingerprint = src->folder.fingerprint;
-        return DATA_OK;
-    }
     if (npz_open(o->path, &src->z, err, errlen) != 0) return DATA_ENOENT;
     if (dsprobe_npz(src->z, o->layout, &src->probe, src->labels, src->xh, err, errlen) != 0) return DATA_EFORMAT;
     return DATA_OK;
@@ -170,8 +167,8 @@ static void chstats_finish(const chstats_t *a, int C, size_t plane, double *mean
 
 /* Decodes every image of an image folder's split into the build; the training split's
  * images go into stats as well. */
-static int fill_folder(const dsload_opts_t *o, const source_t *src, int split, dcache_build_t *b, chstats_t *stats,
-                       char *err, size_t errlen)
+static int fill_folder(const dsload_opts_t *o, source_t *src, int split, dcache_build_t *b, chstats_t *stats, char *err,
+                       size_t errlen)
 {
     const imgfolder_file_t *files = split ? src->folder.test : src->folder.train;
     const int n = b->h.n[split]; /* the first n files (train_max, test_max) */
@@ -292,6 +289,39 @@ out:
     return rc;
 }
 
+/* ---- the readers, one per user format -------------------------------------------------- */
+
+/* What dsload does differently for each of a user's formats (common/catalog.h's
+ * CATALOG_FORMATS): the one place that tells an image folder from an .npz. */
+struct reader {
+    /* Lists or opens o->path into src (src->probe: classes, counts, fingerprint). */
+    int (*open)(const dsload_opts_t *o, source_t *src, char *err, size_t errlen);
+    /* Decodes split's first b->h.n[split] samples into the build (the training split's
+     * into stats too). */
+    int (*fill)(const dsload_opts_t *o, source_t *src, int split, dcache_build_t *b, chstats_t *stats, char *err,
+                size_t errlen);
+    /* dataset.layout matters (an .npz's 4-D x: nhwc or nchw), so it is in the cache's key */
+    int has_layout;
+    /* the splits' names in data sources and messages: "train" and the folder's test split
+     * (a folder), else the arrays' ("x_train", "x_test") */
+    int folder_splits;
+};
+
+static const reader_t READERS[CATALOG_FORMAT_N] = {
+    [CATALOG_FORMAT_IMAGEFOLDER] = {open_folder, fill_folder, 0, 1},
+    [CATALOG_FORMAT_NPZ] = {open_npz, fill_npz, 1, 0},
+};
+
+static int source_open(const dsload_opts_t *o, source_t *src, char *err, size_t errlen)
+{
+    memset(src, 0, sizeof *src);
+    if ((unsigned)o->format >= CATALOG_FORMAT_N || !READERS[o->format].open)
+        return errmsg_code(err, errlen, DATA_EUNKNOWN, "%s: dataset.format %s is not a user's format (%s)", o->path,
+                           catalog_format_name(o->format), "imagefolder or npz");
+    src->reader = &READERS[o->format];
+    return src->reader->open(o, src, err, errlen);
+}
+
 /* ---- the cache --------------------------------------------------------------------------- */
 
 /* The request's hash; a cache of the first n[0] / n[1] samples only (train_max, test_max
@@ -300,8 +330,10 @@ out:
 static uint64_t request_key(const dsload_opts_t *o, const char *real, const int n[2], const dsprobe_t *p)
 {
     char text[4096 + 256];
-    int k = snprintf(text, sizeof text, "%s|%s|%s|%d|%d|%d|%d|%s", DSLOAD_PIPELINE, o->format, real,
-                     is_npz(o) ? (strcmp(o->layout, "nchw") == 0) : 0, o->C, o->H, o->W, o->resize ? "resize" : "exact");
+    /* the format by its catalog name: the key of every cache written when it was a string */
+    int k = snprintf(text, sizeof text, "%s|%s|%s|%d|%d|%d|%d|%s", DSLOAD_PIPELINE, catalog_format_name(o->format),
+                     real, READERS[o->format].has_layout ? (strcmp(o->layout, "nchw") == 0) : 0, o->C, o->H, o->W,
+                     o->resize ? "resize" : "exact");
     if ((n[0] < p->ntrain || n[1] < p->ntest) && k > 0 && (size_t)k < sizeof text)
         snprintf(text + k, sizeof text - (size_t)k, "|first %d %d", n[0], n[1]);
     return hash_fnv1a(HASH_FNV1A_INIT, text, strlen(text));
@@ -317,9 +349,7 @@ static int build(const dsload_opts_t *o, source_t *src, dcache_header_t *h, cons
     if (dcache_build_begin(&b, h, path, err, errlen) != 0) return path ? 1 : DATA_ENOMEM; /* 1: try in memory */
     int rc = DATA_OK;
     chstats_t stats = {0};
-    for (int s = 0; s < 2 && rc == DATA_OK; s++)
-        rc = src->is_npz ? fill_npz(o, src, s, &b, s ? NULL : &stats, err, errlen)
-                         : fill_folder(o, src, s, &b, s ? NULL : &stats, err, errlen);
+    for (int s = 0; s < 2 && rc == DATA_OK; s++) rc = src->reader->fill(o, src, s, &b, s ? NULL : &stats, err, errlen);
     if (rc != DATA_OK) {
         /* the one cleanup of a failed build: the temporary file goes (issue 42) */
         dcache_build_abort(&b);
@@ -372,7 +402,8 @@ static int check_size(const dsload_opts_t *o, const source_t *src, const dcache_
     const char *from = "";
     uint64_t max = data_max_bytes(&from, err, errlen);
     if (!max) return DATA_EFORMAT;
-    for (int s = 0; src->is_npz && s < 2; s++) {
+    /* an .npz's x arrays by their headers (a folder has none: 0 bytes declared) */
+    for (int s = 0; s < 2; s++) {
         char shape[128];
         if (src->xh[s].nbytes > max)
             return errmsg_code(
@@ -509,8 +540,8 @@ int dsload_user(const dsload_opts_t *o, dataset_t *train, dataset_t *test, dsloa
         info->decode_s = clock_mono_s() - t0;
         if (rc != DATA_OK) goto out;
     }
-    take_split(train, &split[0], &h, 0, o->path, src.is_npz ? NULL : src.folder.test_split);
-    take_split(test, &split[1], &h, 1, o->path, src.is_npz ? NULL : src.folder.test_split);
+    take_split(train, &split[0], &h, 0, o->path, src.reader->folder_splits ? src.folder.test_split : NULL);
+    take_split(test, &split[1], &h, 1, o->path, src.reader->folder_splits ? src.folder.test_split : NULL);
     for (int c = 0; c < DATA_MAX_CHANNELS; c++) {
         info->mean[c] = c < h.C ? h.mean[c] : 0.0;
         info->std[c] = c < h.C ? h.std[c] : 1.0;

@@ -18,10 +18,13 @@
 
 #include <stddef.h>
 
+#include "catalog.h"
 #include "data.h"
 
 typedef struct {
-    const char *format;    /* a user's format's catalog name (common/catalog.h): "imagefolder" | "npz" */
+    /* a user's format (common/catalog.h): CATALOG_FORMAT_IMAGEFOLDER or CATALOG_FORMAT_NPZ;
+     * dsload.c's READERS has the reader of each */
+    catalog_format_t format;
     const char *path;      /* the folder or the .npz file */
     const char *layout;    /* npz, 4-D x: "nhwc" (Keras) or "nchw" */
     int C, H, W;           /* what to produce: the model's channels, the target size */
@@ -46,7 +49,7 @@ typedef struct {
  * mean/std are the data set's own. Returns DATA_OK or a DATA_* code with err naming the
  * file and the problem (a corrupt image, a class folder without images, a missing
  * array, mismatched lengths, an unreadable dtype, an image of the wrong size without
- * resize). */
+ * resize; DATA_EUNKNOWN for a format that is not a user's). */
 int dsload_user(const dsload_opts_t *o, dataset_t *train, dataset_t *test, dsload_info_t *info, char *err,
                 size_t errlen);
 

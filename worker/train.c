@@ -229,7 +229,9 @@ static int load_data(worker_t *w, const job_spec_t *spec, const catalog_model_t 
         char dir[SPEC_PATH_MAX];
         if (spec->dataset.cache_dir[0]) snprintf(dir, sizeof dir, "%s", spec->dataset.cache_dir);
         else dsload_default_cache_dir(dir, sizeof dir);
-        const dsload_opts_t o = {.format = fmt,
+        catalog_format_t f = CATALOG_FORMAT_N; /* a valid spec's: dsload_user refuses anything else */
+        catalog_format_parse(fmt, &f);
+        const dsload_opts_t o = {.format = f,
                                  .path = spec->dataset.path,
                                  .layout = spec->dataset.layout,
                                  .C = m->C,

@@ -912,7 +912,9 @@ static void test_cache_header(void **state)
 
 static dsload_opts_t opts_for(const char *format, const char *path, int C, int H, int W, int resize, const char *cache)
 {
-    dsload_opts_t o = {format, path, "nhwc", C, H, W, resize, cache, 0, 0};
+    catalog_format_t f;
+    assert_int_equal(catalog_format_parse(format, &f), 0);
+    dsload_opts_t o = {f, path, "nhwc", C, H, W, resize, cache, 0, 0};
     return o;
 }
 
@@ -1001,6 +1003,15 @@ static void test_load_folder_cached(void **state)
     o = opts_for("imagefolder", ds, 3, 8, 8, 0, cache);
     assert_int_equal(dsload_user(&o, &tr, &te, &info, err, sizeof err), DATA_EFORMAT);
     ASSERT_HAS(err, "ds/train/a/1.png: image is 4x4, the model takes 8x8 (set dataset.resize to [8, 8]");
+
+    /* a built-in reader's format (or no format) has no reader here: refused by name */
+    o = opts_for("imagefolder", ds, 3, 4, 4, 0, cache);
+    o.format = CATALOG_FORMAT_CIFAR;
+    assert_int_equal(dsload_user(&o, &tr, &te, &info, err, sizeof err), DATA_EUNKNOWN);
+    ASSERT_HAS(err, "dataset.format cifar is not a user's format (imagefolder or npz)");
+    o.format = CATALOG_FORMAT_N;
+    assert_int_equal(dsload_user(&o, &tr, &te, &info, err, sizeof err), DATA_EUNKNOWN);
+    ASSERT_HAS(err, "dataset.format unknown is not a user's format");
 
     /* no cache directory usable: decoded into memory, and said why */
     write_bytes(pathf(fx, "file"), "x", 1);

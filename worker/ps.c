@@ -54,6 +54,10 @@ typedef struct {
     int32_t *ef_prev;
     long ckpt_seen; /* the checkpoint (worker_t.ckpt_step) the flags were set for */
     double started; /* when serving began */
+    int next_rr;    /* round_robin: the worker whose push is taken next */
+    /* log_every's lines: updates per second since the last line */
+    double t_log;
+    int64_t t_log_updates;
 } server_t;
 
 /* A push carries the gradient (np floats) and then the worker's batch-norm running
@@ -225,170 +229,220 @@ static int next_epoch(server_t *s)
     return 0;
 }
 
-static int serve(server_t *s, const train_opts_t *o)
+/* ---- serve's phases: one push, from the wait to the end-of-step policies ---------------- */
+
+/* No worker can push (nobody_pushing): an aggregate held across the epoch end is applied
+ * without a record (its partial step is not booked: the evaluation would land in it), so
+ * its workers get their replies (and are parked or served); with every worker parked the
+ * epoch ends. 1 when serving is over. */
+static int drain_epoch(server_t *s)
+{
+    phase_abort(&s->ps.w->phases);
+    flush_held(s);
+    return all_parked(s) && next_epoch(s);
+}
+
+/* Waits for the next push: worker m's, or -1 (no receive posted: cannot happen). The PS's
+ * step begins here: from the wait for a push to the update it applies (n-softsync: the
+ * pushes of one aggregate make one step), replies included. */
+static int wait_push(server_t *s)
+{
+    worker_t *w = s->ps.w;
+    const int n = s->ps.n;
+    int m;
+    if (!w->phases.active) phase_begin(&w->phases, s->ps.t + 1);
+    phase_mark(&w->phases, PHASE_OTHER);
+    if (s->round_robin) {
+        /* Test hook: worker order, skipping parked workers. */
+        while (s->parked[s->next_rr] || s->pending[s->next_rr]) s->next_rr = (s->next_rr + 1) % n;
+        m = s->next_rr;
+        s->next_rr = (s->next_rr + 1) % n;
+        waitmark_enter(&w->wait, WAIT_PUSHES, m + 1);
+        comm_wait(w, &s->reqs[m]);
+        waitmark_leave(&w->wait);
+    } else {
+        double t0 = clock_mono_s();
+        waitmark_enter(&w->wait, WAIT_PUSHES, -1);
+        m = comm_wait_any(w, n, s->reqs);
+        waitmark_leave(&w->wait);
+        w->stats.idle_s += clock_mono_s() - t0;
+        if (m == MPI_UNDEFINED) return -1;
+    }
+    phase_mark(&w->phases, PHASE_WAIT);
+    return m;
+}
+
+/* Reads worker m's push: its header into *h; returns its gradient (a bf16 push widened
+ * into s->grad), followed by the worker's batch-norm statistics, which become the PS's.
+ * Counts its bytes, feeds the noise scale (before a rule changes g), keeps the worker's
+ * speed and dropout step. */
+static float *take_push(server_t *s, int m, ps_push_t *h)
+{
+    worker_t *w = s->ps.w;
+    memcpy(h, s->in[m], sizeof *h);
+    float *g = (float *)(s->in[m] + sizeof *h);
+    const size_t nb = w->model->nbuffers;
+    if (s->grad) {
+        const unsigned char *words = s->in[m] + sizeof *h;
+        compress_bf16_widen((const uint16_t *)words, s->grad, s->ps.np);
+        memcpy(s->grad + s->ps.np, words + s->ps.np * sizeof(uint16_t), nb * sizeof(float));
+        g = s->grad;
+        phase_mark(&w->phases, PHASE_COMPRESS);
+    }
+    /* Bytes per push, as the workers count them (the summary's comm_bytes_per_step). */
+    w->stats.comm_bytes += (double)push_bytes(s->ps.np, nb, s->bf16);
+    w->stats.comm_steps++;
+    adaptive_ps_push(w, g, h->batch);
+    s->speed[m] = h->samples_per_s > 0 ? h->samples_per_s : s->speed[m];
+    w->dropout_of[m] = h->dropout_step;
+    if (nb) {
+        memcpy(w->model->buffers, g + s->ps.np, nb * sizeof(float));
+        worker_buffers_to_device(w);
+    }
+    return g;
+}
+
+/* Hands worker m's gradient to the rule at the learning rate (and compensated momentum)
+ * of now, then books its loss, staleness and whether its reply waits. Returns what the
+ * rule applied: updates (> 0), 0 (held for an aggregate), < 0 (dropped as too stale). */
+static int apply_push(server_t *s, int m, const ps_push_t *h, float *g)
 {
     worker_t *w = s->ps.w;
     const job_spec_t *sp = w->spec;
-    size_t np = s->ps.np;
-    int n = s->ps.n;
-    int next_rr = 0;
-    double t_log = clock_mono_s();
-    int64_t t_log_updates = s->ps.t;
+    const int64_t tau = s->ps.t - h->t_read;
+    float scale = 1.0f;
+    if (sp->algorithm.dynamic_batch) scale = (float)h->batch / (float)sp->batch_size;
+    w->lr = lr_at(&w->sched, (float)(sp->optimizer.lr * w->lr_scale), s->ps.t, w->total_steps);
+    if (s->compensate && !(sp->algorithm.tau_max > 0 && tau > sp->algorithm.tau_max)) {
+        /* The staleness this update brings, smoothed, sets the explicit momentum
+         * that keeps the total at the user's (ps_compensated_momentum): two
+         * multiplications and a comparison. */
+        s->tau_avg = ps_tau_smooth(s->tau_avg, tau);
+        w->momentum = ps_compensated_momentum(sp->optimizer.momentum, s->tau_avg);
+    }
+    phase_mark(&w->phases, PHASE_OTHER);
+    int applied = s->ps.rule->apply(&s->ps, m, g, scale, tau);
+    phase_mark(&w->phases, PHASE_OPTIMIZER); /* the rule (and its compensation) */
+    s->pushes++;
+    w->stats.samples += h->batch;
+    w->epoch_loss_sum += (double)h->loss * h->batch;
+    w->epoch_loss_samples += h->batch;
+    w->stats.last_loss = h->loss;
+    w->step_loss = h->loss;
+    /* The collapse detector sees every push's loss (health.h). */
+    worker_health_loss(w, s->ps.t + (applied > 0 ? applied : 0), h->loss);
+    if (applied >= 0) {
+        staleness_add(&w->staleness, tau);
+        s->last_tau[m] = tau;
+    } else {
+        s->ps.dropped++;
+    }
+    /* Held for an aggregate: without hold_replies the worker gets the current weights
+     * now and never waits for its own aggregate. */
+    s->pending[m] = applied != 0 || s->ps.hold_replies;
+    if (applied == 0 && !s->ps.hold_replies) reply(s, m, 0);
+    return applied;
+}
 
+/* After the rule applied (applied > 0) or dropped (< 0) a gradient: the version advances,
+ * the batches are re-planned, a checkpoint is written when due, everyone whose gradient is
+ * in gets the new weights, and an applied update ends its step (record, log line). */
+static void after_update(server_t *s, int applied, const ps_push_t *h)
+{
+    worker_t *w = s->ps.w;
+    const job_spec_t *sp = w->spec;
+    s->ps.t += applied > 0 ? applied : 0;
+    w->global_step = s->ps.t;
+    w->step_in_epoch += applied > 0 ? applied : 0;
+    w->stats.steps = s->ps.t;
+    long plan_before = w->plan_version;
+    maybe_replan(s);
+    /* The checkpoint comes before the replies hand out new ranges, so its cursor
+     * is where the applied gradients' data ends (exact for hard-sync n-softsync,
+     * where no other range is in flight; asgd loses the in-flight ranges). */
+    if (applied > 0 && worker_checkpoint_due(w)) {
+        char err[512];
+        double tc = clock_mono_s();
+        w->cursor = s->cursor;
+        if (worker_save_checkpoint(w, err, sizeof err) != 0) fprintf(stderr, "%s\n", err);
+        s->aside_s += clock_mono_s() - tc;
+    }
+    if (w->plan_version != plan_before) phase_event(&w->phases, STEP_EV_PLAN);
+    /* Everyone whose gradient is now applied (n-softsync: the whole group) gets
+     * the new weights, in worker order. */
+    for (int k = 0; k < s->ps.n; k++)
+        if (s->pending[k]) {
+            s->pending[k] = 0;
+            reply(s, k, 0);
+        }
+    if (applied <= 0) return;
+    phase_end(&w->phases);
+    worker_report_step(w);
+    if (sp->log_every > 0 && s->ps.t % sp->log_every == 0) {
+        double tn = clock_mono_s();
+        fprintf(stderr, "epoch %ld/%d update %lld loss %.4f lr %.5f updates/s %.0f mean staleness %.2f\n", w->epoch + 1,
+                sp->epochs, (long long)s->ps.t, h->loss, w->lr, (double)(s->ps.t - s->t_log_updates) / (tn - s->t_log),
+                staleness_mean(&w->staleness.s));
+        s->t_log = tn;
+        s->t_log_updates = s->ps.t;
+    }
+}
+
+/* The end-of-step policies (train.h), decided here alone; a stop that evaluates ends the
+ * epoch as it is, then everyone is told to stop. With every worker parked the epoch ends.
+ * 1 when serving is over. */
+static int end_step(server_t *s, int applied, const train_opts_t *o)
+{
+    worker_t *w = s->ps.w;
+    step_end_t end = {.may_evaluate = applied > 0, .alone = 1, .started = s->started, .aside_s = &s->aside_s};
+    step_verdict_t v = worker_step_end(w, &end);
+    if (v != STEP_GO_ON) {
+        stop_reason_t why = w->stop; /* the epoch end may find the target too */
+        if (v == STEP_FINISH) epoch_end(s);
+        if (why == STOP_COLLAPSE && w->rank == 0)
+            fprintf(stderr, "collapse: stopped at update %lld\n", (long long)s->ps.t);
+        if (why == STOP_BUDGET && w->rank == 0) fprintf(stderr, "time budget of %.1f s used\n", o->time_budget_s);
+        stop_all(s);
+        return 1;
+    }
+    if (all_parked(s)) {
+        phase_abort(&w->phases); /* a dropped gradient's partial step, if any */
+        return next_epoch(s);
+    }
+    return 0;
+}
+
+/* The parameter server's loop: a list of the phases above, one push at a time. 0 when
+ * training ended (every worker told to stop), -1 on an MPI state that cannot happen. */
+static int serve(server_t *s, const train_opts_t *o)
+{
+    worker_t *w = s->ps.w;
+    s->t_log = clock_mono_s();
+    s->t_log_updates = s->ps.t;
     s->started = clock_mono_s();
-    if (w->epoch >= sp->epochs) {
+    if (w->epoch >= w->spec->epochs) {
         /* Resumed after the last epoch end: every worker is told to stop at once (without
          * this check they were handed another epoch). */
         worker_finish_resumed(w);
         stop_all(s);
         return 0;
     }
-    for (int m = 0; m < n; m++) reply(s, m, 0);
+    for (int m = 0; m < s->ps.n; m++) reply(s, m, 0);
     for (;;) {
-        int m;
         if (nobody_pushing(s)) {
-            /* An aggregate held across the epoch end is applied without a record: its
-             * partial step is not booked (the evaluation would land in it). */
-            phase_abort(&w->phases);
-            /* n-softsync near an epoch end: apply the partial aggregate so its workers
-             * get their replies (and are parked or served); then the epoch can end. */
-            flush_held(s);
-            if (all_parked(s) && next_epoch(s)) return 0;
+            if (drain_epoch(s)) return 0;
             continue;
         }
-        /* The PS's step: from the wait for a push to the update it applies (n-softsync:
-         * the pushes of one aggregate make one step), replies included. */
-        if (!w->phases.active) phase_begin(&w->phases, s->ps.t + 1);
-        phase_mark(&w->phases, PHASE_OTHER);
-        if (s->round_robin) {
-            /* Test hook: worker order, skipping parked workers. */
-            while (s->parked[next_rr] || s->pending[next_rr]) next_rr = (next_rr + 1) % n;
-            m = next_rr;
-            next_rr = (next_rr + 1) % n;
-            waitmark_enter(&w->wait, WAIT_PUSHES, m + 1);
-            comm_wait(w, &s->reqs[m]);
-            waitmark_leave(&w->wait);
-        } else {
-            double t0 = clock_mono_s();
-            waitmark_enter(&w->wait, WAIT_PUSHES, -1);
-            m = comm_wait_any(w, n, s->reqs);
-            waitmark_leave(&w->wait);
-            w->stats.idle_s += clock_mono_s() - t0;
-            if (m == MPI_UNDEFINED) return -1; /* no receive posted: cannot happen */
-        }
-        phase_mark(&w->phases, PHASE_WAIT);
-        double t0 = clock_mono_s();
+        const int m = wait_push(s);
+        if (m < 0) return -1;
+        const double t0 = clock_mono_s();
         ps_push_t h;
-        memcpy(&h, s->in[m], sizeof h);
-        float *g = (float *)(s->in[m] + sizeof h);
-        const size_t nb = w->model->nbuffers;
-        if (s->grad) {
-            const unsigned char *words = s->in[m] + sizeof h;
-            compress_bf16_widen((const uint16_t *)words, s->grad, s->ps.np);
-            memcpy(s->grad + s->ps.np, words + s->ps.np * sizeof(uint16_t), nb * sizeof(float));
-            g = s->grad;
-            phase_mark(&w->phases, PHASE_COMPRESS);
-        }
-        /* Bytes per push, as the workers count them (the summary's comm_bytes_per_step). */
-        w->stats.comm_bytes += (double)push_bytes(s->ps.np, nb, s->bf16);
-        w->stats.comm_steps++;
-        adaptive_ps_push(w, g, h.batch); /* the noise scale, before a rule changes g */
-        int64_t tau = s->ps.t - h.t_read;
-        s->speed[m] = h.samples_per_s > 0 ? h.samples_per_s : s->speed[m];
-        w->dropout_of[m] = h.dropout_step;
-        if (nb) {
-            memcpy(w->model->buffers, g + s->ps.np, nb * sizeof(float));
-            worker_buffers_to_device(w);
-        }
-        float scale = 1.0f;
-        if (sp->algorithm.dynamic_batch) scale = (float)h.batch / (float)sp->batch_size;
-        w->lr = lr_at(&w->sched, (float)(sp->optimizer.lr * w->lr_scale), s->ps.t, w->total_steps);
-        if (s->compensate && !(sp->algorithm.tau_max > 0 && tau > sp->algorithm.tau_max)) {
-            /* The staleness this update brings, smoothed, sets the explicit momentum
-             * that keeps the total at the user's (ps_compensated_momentum): two
-             * multiplications and a comparison. */
-            s->tau_avg = ps_tau_smooth(s->tau_avg, tau);
-            w->momentum = ps_compensated_momentum(sp->optimizer.momentum, s->tau_avg);
-        }
-        phase_mark(&w->phases, PHASE_OTHER);
-        int applied = s->ps.rule->apply(&s->ps, m, g, scale, tau);
-        phase_mark(&w->phases, PHASE_OPTIMIZER); /* the rule (and its compensation) */
-        s->pushes++;
-        w->stats.samples += h.batch;
-        w->epoch_loss_sum += (double)h.loss * h.batch;
-        w->epoch_loss_samples += h.batch;
-        w->stats.last_loss = h.loss;
-        w->step_loss = h.loss;
-        /* The collapse detector sees every push's loss (health.h). */
-        worker_health_loss(w, s->ps.t + (applied > 0 ? applied : 0), h.loss);
-        if (applied >= 0) {
-            staleness_add(&w->staleness, tau);
-            s->last_tau[m] = tau;
-        } else {
-            s->ps.dropped++;
-        }
-        /* Held for an aggregate: without hold_replies the worker gets the current weights
-         * now and never waits for its own aggregate. */
-        s->pending[m] = applied != 0 || s->ps.hold_replies;
-        if (applied == 0 && !s->ps.hold_replies) reply(s, m, 0);
-        if (applied != 0) {
-            s->ps.t += applied > 0 ? applied : 0;
-            w->global_step = s->ps.t;
-            w->step_in_epoch += applied > 0 ? applied : 0;
-            w->stats.steps = s->ps.t;
-            long plan_before = w->plan_version;
-            maybe_replan(s);
-            /* The checkpoint comes before the replies hand out new ranges, so its cursor
-             * is where the applied gradients' data ends (exact for hard-sync n-softsync,
-             * where no other range is in flight; asgd loses the in-flight ranges). */
-            if (applied > 0 && worker_checkpoint_due(w)) {
-                char err[512];
-                double tc = clock_mono_s();
-                w->cursor = s->cursor;
-                if (worker_save_checkpoint(w, err, sizeof err) != 0) fprintf(stderr, "%s\n", err);
-                s->aside_s += clock_mono_s() - tc;
-            }
-            if (w->plan_version != plan_before) phase_event(&w->phases, STEP_EV_PLAN);
-            /* Everyone whose gradient is now applied (n-softsync: the whole group) gets
-             * the new weights, in worker order. */
-            for (int k = 0; k < n; k++)
-                if (s->pending[k]) {
-                    s->pending[k] = 0;
-                    reply(s, k, 0);
-                }
-            if (applied > 0) {
-                phase_end(&w->phases);
-                worker_report_step(w);
-                if (sp->log_every > 0 && s->ps.t % sp->log_every == 0) {
-                    double tn = clock_mono_s();
-                    fprintf(stderr, "epoch %ld/%d update %lld loss %.4f lr %.5f updates/s %.0f mean staleness %.2f\n",
-                            w->epoch + 1, sp->epochs, (long long)s->ps.t, h.loss, w->lr,
-                            (double)(s->ps.t - t_log_updates) / (tn - t_log), staleness_mean(&w->staleness.s));
-                    t_log = tn;
-                    t_log_updates = s->ps.t;
-                }
-            }
-        }
+        float *g = take_push(s, m, &h);
+        const int applied = apply_push(s, m, &h, g);
+        if (applied != 0) after_update(s, applied, &h);
         s->busy_s += clock_mono_s() - t0;
-        /* The end-of-step policies (train.h), decided here alone; a stop that evaluates
-         * ends the epoch as it is, then everyone is told to stop. */
-        step_end_t end = {.may_evaluate = applied > 0, .alone = 1, .started = s->started, .aside_s = &s->aside_s};
-        step_verdict_t v = worker_step_end(w, &end);
-        if (v != STEP_GO_ON) {
-            stop_reason_t why = w->stop; /* the epoch end may find the target too */
-            if (v == STEP_FINISH) epoch_end(s);
-            if (why == STOP_COLLAPSE && w->rank == 0)
-                fprintf(stderr, "collapse: stopped at update %lld\n", (long long)s->ps.t);
-            if (why == STOP_BUDGET && w->rank == 0) fprintf(stderr, "time budget of %.1f s used\n", o->time_budget_s);
-            stop_all(s);
-            return 0;
-        }
-        if (all_parked(s)) {
-            phase_abort(&w->phases); /* a dropped gradient's partial step, if any */
-            if (next_epoch(s)) return 0;
-        }
+        if (end_step(s, applied, o)) return 0;
     }
-    (void)np;
 }
 
 static int run_server(worker_t *w, const ps_rule_t *rule, const train_opts_t *o)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog.h"
 #include "redis_keys.h"
 
 /* The last bucket of measured hosts: the slowest ones merged, leaving room for "unmeasured". */
@@ -172,6 +173,15 @@ double hclass_speed(const hclass_profile_t *p, int np, const char *const *hosts,
         }
     }
     return k ? sum / k : 0;
+}
+
+double hclass_job_work(const job_spec_t *spec)
+{
+    catalog_dataset_t d;
+    if (!spec || spec->epochs <= 0 || catalog_dataset_get(spec->dataset.name, &d) != 0 || d.train_n <= 0) return 0;
+    long n = spec->dataset.train_subset > 0 && spec->dataset.train_subset < d.train_n ? spec->dataset.train_subset
+                                                                                      : d.train_n;
+    return (double)n * spec->epochs;
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }

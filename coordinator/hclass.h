@@ -66,6 +66,12 @@ int hclass_group(const hclass_profile_t *p, int np, const char *const *hosts, co
 double hclass_speed(const hclass_profile_t *p, int np, const char *const *hosts, const int *host_class, int nhosts,
                     const char *model, int cls);
 
+/* A job's work in the speeds' unit, samples: its spec's epochs over its training set (the
+ * catalog's count, or train_subset when fewer); 0 when unknown (a user's data set, whose
+ * count only decoding tells). For policy_hjob_t.work (run.c: a queued job's whole, a running
+ * one's share left by its progress). */
+double hclass_job_work(const job_spec_t *spec);
+
 /* ---- The simulator's cluster file from the profiles (GET /api/v1/cluster/classes) ----
  * What pacer-sched-sim --cluster reads (docs/ARCHITECTURE.md "Scheduler simulator"),
  * built by the same grouping the policy uses: {"cluster": {"classes": [{"name", "hosts",

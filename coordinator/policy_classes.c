@@ -308,7 +308,7 @@ static int response_ratios(const classes_t *cl, const policy_state_t *s, double 
     const policy_hetero_t *h = s->hetero;
     for (int i = 0; i < s->nqueued; i++) {
         const policy_hjob_t *j = &h->queued[i];
-        double run = work_known(j) && isfinite(j->submitted) && j->want > 0
+        double run = work_known(j) && j->submitted > 0 && isfinite(j->submitted) && j->want > 0
                          ? j->work / (j->want * mean_speed(cl, h, j->type))
                          : NAN;
         if (!(run > 0) || !isfinite(run)) return -1;

@@ -13,6 +13,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -161,11 +162,28 @@ static void test_cluster_json(void **state)
     json_decref(j);
 }
 
+/* A job's work for hetero's order (policy_hjob_t.work): epochs over its training set, the
+ * catalog's count or train_subset; 0 (unknown) for a data set the catalog does not count. */
+static void test_job_work(void **state)
+{
+    (void)state;
+    static job_spec_t spec;
+    memset(&spec, 0, sizeof spec);
+    snprintf(spec.dataset.name, sizeof spec.dataset.name, "fashion-mnist");
+    spec.epochs = 3;
+    assert_true(hclass_job_work(&spec) == 3 * 60000.0);
+    spec.dataset.train_subset = 512;
+    assert_true(hclass_job_work(&spec) == 3 * 512.0);
+    snprintf(spec.dataset.name, sizeof spec.dataset.name, "no-such-set");
+    assert_true(hclass_job_work(&spec) == 0);
+    assert_true(hclass_job_work(NULL) == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_buckets),    cmocka_unit_test(test_not_usable),   cmocka_unit_test(test_change),
-        cmocka_unit_test(test_pick_hosts), cmocka_unit_test(test_cluster_json),
+        cmocka_unit_test(test_pick_hosts), cmocka_unit_test(test_cluster_json), cmocka_unit_test(test_job_work),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

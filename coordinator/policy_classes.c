@@ -17,7 +17,7 @@
  *   2. the "keep" plan: running jobs keep their slots; elastic ones past the minimum run
  *      time are shrunk (lowest priority, then largest surplus first) as far as the admitted
  *      jobs need; those take their slots one at a time on the free class where one of their
- *      slots is worth most; then elastic jobs grow into the slots left, in fair's order;
+ *      slots is worth most; then elastic jobs grow into the slots left (grows_after's order);
  *   3. the "move" plan (hetero only): the same sizes, but every job that may change placed
  *      anew, then improved by exchanging single slots between jobs (and free slots) while
  *      that raises the cluster's normalised throughput: a local search on the assignment
@@ -184,10 +184,13 @@ static void alloc_text(const classes_t *cl, const int *a, char *out, size_t len)
     if (!out[0]) snprintf(out, len, "no slots");
 }
 
-/* fair's order for grows and shrinks: 1 when a comes after b. */
+/* The order of grows: 1 when a comes after b. Priority first, then the larger weight (with
+ * the works known, the job that finishes soonest grows first; else every weight is 1), then
+ * fair's share. */
 static int grows_after(const pjob_t *a, const pjob_t *b)
 {
     if (a->prio != b->prio) return a->prio < b->prio;
+    if (a->w != b->w) return a->w < b->w;
     return a->share > b->share + EPS;
 }
 
@@ -224,7 +227,7 @@ static void plan_keep(const classes_t *cl, const policy_hetero_t *h, pjob_t *j, 
     }
     for (int i = 0; i < n; i++)
         if (!j[i].running) take(&j[i], fr, nc, j[i].lo);
-    /* Grows, in fair's order (a selection over the few jobs): new jobs take what is free up
+    /* Grows, in grows_after's order (a selection over the few jobs): new jobs take what is free up
      * to their ask; a running one only a step of at least the hysteresis (and one slot)
      * whose gain over min_run_s pays for its restart. */
     int *done = calloc((size_t)n + 1, sizeof *done);

@@ -242,6 +242,29 @@ static void test_shortest_on_fastest(void **unused)
     assert_int_equal(sc.d[0].alloc[1], 1);
 }
 
+/* One free slot of three, two elastic jobs on one slot each (past their minimum run) that
+ * want three: the one that finishes sooner (less work left) grows first; without the works,
+ * fair's order (arrival here). */
+static void test_shortest_grows_first(void **unused)
+{
+    (void)unused;
+    static const policy_class_t one[] = {{"x1", 3}};
+    static const double sp[] = {100};
+    policy_running_t run[] = {{"long", 1, 0, -1, 0, NOW - 700}, {"short", 1, 0, -1, 0, NOW - 700}};
+    policy_hjob_t hr[] = {{.elastic = 1, .min_slots = 1, .want = 3, .alloc = {1}, .changed = NOW - 700, .work = 1e8},
+                          {.elastic = 1, .min_slots = 1, .want = 3, .alloc = {1}, .changed = NOW - 700, .work = 1e5}};
+    scene_t sc;
+    scene(&sc, one, 1, sp, 1, run, hr, 2, NULL, NULL, 0);
+    assert_int_equal(plan(&sc, POLICY_HETERO), 0);
+    assert_int_equal(sc.nrz, 1);
+    assert_int_equal(sc.rz[0].running, 1);
+    assert_string_equal(sc.rz[0].reason, "grown from 1 x1 to 2 x1 slots: slots free (hetero)");
+    hr[1].work = 0;
+    assert_int_equal(plan(&sc, POLICY_HETERO), 0);
+    assert_int_equal(sc.nrz, 1);
+    assert_int_equal(sc.rz[0].running, 0);
+}
+
 /* Unknown speeds: type 1 measured only on fast (200/s) is estimated on slow from type 0's
  * ratio (100/400): 50/s; a type measured nowhere runs at 1 everywhere. */
 static void test_speed_estimate(void **unused)
@@ -349,6 +372,7 @@ int main(void)
         cmocka_unit_test(test_move_when_it_pays),
         cmocka_unit_test(test_response_ratio_admission),
         cmocka_unit_test(test_shortest_on_fastest),
+        cmocka_unit_test(test_shortest_grows_first),
         cmocka_unit_test(test_speed_estimate),
         cmocka_unit_test(test_plan_to_action),
         cmocka_unit_test(test_move_to_action),

@@ -26,12 +26,7 @@ profile() {
     rcli HSET "$k" host "$1" device cpu model "$2" samples_per_s "$3" >/dev/null || fail "HSET $k"
     rcli SADD pacer:profiles "$k" >/dev/null || fail "SADD $k"
 }
-profile pw1 lenet5 1000
-profile pw2 lenet5 250
-profile pw3 lenet5 250
-profile pw1 mlp 1000
-profile pw2 mlp 800
-profile pw3 mlp 800
+. tests/integration/hetero_profiles.inc
 profile pw1 a-model-name-longer-than-31-bytes 5
 profile pw4 lenet5 not-a-number
 

@@ -20,11 +20,13 @@
  *      slots is worth most; then elastic jobs grow into the slots left (grows_after's order);
  *   3. the "move" plan (hetero only): the same sizes, but every job that may change placed
  *      anew, then improved by exchanging single slots between jobs (and free slots) while
- *      that raises the cluster's normalised throughput: a local search on the assignment
- *      (a transportation problem) that Gavel solves as an LP; the greedy exchange is exact
- *      for two classes and, for a few classes and tens of jobs, a few hundred exchanges;
- *   4. the move plan wins when it raises the cluster's normalised throughput by more than
- *      the hysteresis and the gain over min_run_s pays for the moved jobs' restarts.
+ *      that raises the objective (the sum of normalised throughputs; with every work known,
+ *      each job's weighed by its completion rate, slowest-class speed / work left): a local
+ *      search on the assignment (a transportation problem) that Gavel solves as an LP; the
+ *      greedy exchange is exact for two classes and, for a few classes and tens of jobs, a
+ *      few hundred exchanges;
+ *   4. the move plan wins when it raises the objective by more than the hysteresis and
+ *      the gain over min_run_s pays for the moved jobs' restarts.
  * agnostic is hetero with every slot worth 1: steps 1, 2 and 4 alike, classes first-fit.
  */
 #include <math.h>

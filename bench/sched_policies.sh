@@ -5,8 +5,10 @@
 # (bench/sched_trace.py) at low, medium and high load (1.0, 1.5 and 2.0 jobs/h: offered
 # loads 0.98, 1.48, 1.97), 5 seeds each. Prints, per load and policy, the mean ± sd over the
 # seeds of average JCT, makespan, p95 queueing delay (hours) and max-over-users FTF rho;
-# then hetero's JCT over fifo's and agnostic's (mean over seeds) and in how many seeds some
-# user's mean rho under hetero is worse than under fifo. Appends it to $OUT (bench/lib.sh).
+# then hetero's JCT over fifo's and agnostic's (mean over seeds), in how many seeds some
+# user's mean rho under hetero is worse than under fifo, and the bound's JCT over fifo's
+# (every job alone on its fastest class at its ask: what no policy beats). Appends it to
+# $OUT (bench/lib.sh).
 #   make build/pacer-sched-sim && sh bench/sched_policies.sh   (about a minute)
 . bench/lib.sh
 SIM=$BUILD/pacer-sched-sim
@@ -32,16 +34,23 @@ for load in low:1.0 medium:1.5 high:2.0; do
     done
 done
 md ""
-md "| load | hetero JCT / fifo | hetero JCT / agnostic | seeds where a user's FTF under hetero is worse than under fifo |"
-md "|---|---|---|---|"
+md "| load | hetero JCT / fifo | hetero JCT / agnostic | seeds where a user's FTF under hetero is worse than under fifo | bound JCT / fifo |"
+md "|---|---|---|---|---|"
+# bound: the average JCT no policy can beat, each job from its arrival alone on the fastest
+# class for its type at the workers it asks (no wait, no restart): samples / (workers x speed)
+bound() {
+    jq -s --slurpfile c $CL '[.[] | .samples / (.workers * ($c[0].speeds[.type] | [.[]] | max))] | add / length' "$1"
+}
 for name in low medium high; do
     r() { for s in $SEEDS; do jq -n --slurpfile a "$TMP/$name-$s-hetero.json" --slurpfile b "$TMP/$name-$s-$1.json" \
         '$a[0].avg_jct_s / $b[0].avg_jct_s'; done | meansd 2; }
+    rb() { for s in $SEEDS; do jq -n --argjson a "$(bound "$TMP/$name-$s.jsonl")" --slurpfile b "$TMP/$name-$s-fifo.json" \
+        '$a / $b[0].avg_jct_s'; done | meansd 2; }
     worse=0
     for s in $SEEDS; do
         jq -e -n --slurpfile h "$TMP/$name-$s-hetero.json" --slurpfile f "$TMP/$name-$s-fifo.json" \
             '[$h[0].ftf_rho_by_user | to_entries[] | select(.value > $f[0].ftf_rho_by_user[.key])] | length > 0' \
             >/dev/null && worse=$((worse + 1))
     done
-    md "| $name | $(r fifo) | $(r agnostic) | $worse of $(echo $SEEDS | wc -w) |"
+    md "| $name | $(r fifo) | $(r agnostic) | $worse of $(echo $SEEDS | wc -w) | $(rb) |"
 done

@@ -68,6 +68,13 @@ static const cli_command_t COMMANDS[] = {
      "classes, training and test samples, and where the coordinator's machine has the\n"
      "files (its default directory, or under a data root; - when absent). --json prints\n"
      "the API's answer."},
+    {"cluster-json", CMD_CLUSTER_JSON, 0, 0, "", OPT_OUTPUT, "the scheduler simulator's cluster file, from the profiles",
+     "Writes pacer-sched-sim's CLUSTER.json (docs/ARCHITECTURE.md \"Scheduler simulator\") from\n"
+     "GET /api/v1/cluster/classes: the coordinator's hosts grouped into classes by their\n"
+     "measured speed, as --policy hetero groups them, and each profiled model's samples/s per\n"
+     "slot on each class. Into FILE (-o; default - = standard output), written only whole;\n"
+     "the hosts of each class and any model the simulator cannot take are printed on\n"
+     "standard error. --json prints the API's answer."},
     {"upload", CMD_UPLOAD, 2, 2, "NAME FILE", 0, "upload an ONNX model as NAME for job specs to train",
      "Sends the ONNX file (what torch.onnx.export writes) to PUT /api/v1/models/NAME. The\n"
      "coordinator checks that pacer can train it and stores it; a job spec then names it as\n"
@@ -112,7 +119,8 @@ static const cli_option_t OPTIONS[] = {
     {"limit", 0, "N", OPT_LIMIT, "ls: at most N jobs (default 50)"},
     {"follow", 'f', NULL, OPT_FOLLOW, "logs: keep printing until the job ends"},
     {"tail", 'n', "N", OPT_TAIL, "logs: only the last N lines"},
-    {"output", 'o', "FILE", OPT_OUTPUT, "trace, export: where to write (default ID.trace.json, ID.onnx; - = stdout)"},
+    {"output", 'o', "FILE", OPT_OUTPUT,
+     "trace, export, cluster-json: where to write (default ID.trace.json, ID.onnx; - = stdout)"},
     {"role", 0, "ROLE", OPT_ROLE, "user add: admin, member or viewer"},
     {"expires", 0, "SECONDS", OPT_EXPIRES, "user add: the token expires SECONDS from now (default never)"},
     {"weight", 0, "W", OPT_WEIGHT, "user weight: the user's fair-share weight, a number in (0, 1000]"},

@@ -39,6 +39,7 @@ typedef enum {
     CMD_EXPORT,
     CMD_MODELS,
     CMD_DATASETS,
+    CMD_CLUSTER_JSON,
     CMD_UPLOAD,
     CMD_RM_MODEL,
     CMD_USER,

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "format.h"
+#include "fs.h"
 
 #define SPEC_MAX (1u << 20) /* the API's body limit */
 #define LOG_PAGE (1L << 20)
@@ -496,6 +497,52 @@ int cmd_datasets(cli_ctx_t *cx)
     else fmt_datasets(stdout, out);
     json_decref(out);
     return CLI_EXIT_OK;
+}
+
+/* The hosts of each class and the models left out, on standard error. */
+static void cluster_json_notes(const char *cmd, json_t *ans)
+{
+    const char *cls;
+    json_t *hosts, *m;
+    size_t i;
+    json_object_foreach(json_object_get(ans, "hosts_by_class"), cls, hosts)
+    {
+        fprintf(stderr, "pacer %s: %s:", cmd, cls);
+        json_array_foreach(hosts, i, m) fprintf(stderr, " %s", json_string_value(m));
+        fprintf(stderr, "\n");
+    }
+    json_array_foreach(json_object_get(ans, "left_out"), i, m)
+        fprintf(stderr, "pacer %s: left out model %s: %s\n", cmd, json_string_value(json_object_get(m, "model")),
+                json_string_value(json_object_get(m, "why")));
+}
+
+int cmd_cluster_json(cli_ctx_t *cx)
+{
+    const char *cmd = cmd_name(cx), *path = cx->args->output;
+    json_t *ans = NULL;
+    int rc = cli_get_json(cx, "/api/v1/cluster/classes", &ans);
+    if (rc) return rc;
+    json_t *cl = json_object_get(ans, "cluster");
+    char *text = cx->args->json ? NULL : json_dumps(cl, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (cx->args->json) {
+        fmt_json(stdout, ans);
+    } else if (!text) {
+        fprintf(stderr, "pacer %s: the answer has no cluster file\n", cmd);
+        rc = CLI_EXIT_API;
+    } else if (!path || strcmp(path, "-") == 0) {
+        printf("%s\n", text);
+    } else {
+        size_t len = strlen(text);
+        text[len] = '\n'; /* json_dumps's NUL: the file ends with a line end instead */
+        if (fs_atomic_write(path, text, len + 1, 0644) != 0) {
+            fprintf(stderr, "pacer %s: %s: %s\n", cmd, path, strerror(errno));
+            rc = CLI_EXIT_USAGE;
+        } else fprintf(stderr, "pacer %s: wrote %s\n", cmd, path);
+    }
+    if (!rc && !cx->args->json) cluster_json_notes(cmd, ans);
+    free(text);
+    json_decref(ans);
+    return rc;
 }
 
 /* ---- trace ------------------------------------------------------------------------------------ */

@@ -24,6 +24,8 @@ int cmd_trace(cli_ctx_t *cx);
 int cmd_export(cli_ctx_t *cx);
 int cmd_models(cli_ctx_t *cx);
 int cmd_datasets(cli_ctx_t *cx);
+/* GET /api/v1/cluster/classes: pacer-sched-sim's cluster file into -o FILE (default stdout). */
+int cmd_cluster_json(cli_ctx_t *cx);
 int cmd_upload(cli_ctx_t *cx);
 int cmd_rm_model(cli_ctx_t *cx);
 int cmd_user(cli_ctx_t *cx);  /* user add|ls|rm (issue 45) */

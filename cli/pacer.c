@@ -100,6 +100,7 @@ int main(int argc, char **argv)
     case CMD_EXPORT: rc = cmd_export(&cx); break;
     case CMD_MODELS: rc = cmd_models(&cx); break;
     case CMD_DATASETS: rc = cmd_datasets(&cx); break;
+    case CMD_CLUSTER_JSON: rc = cmd_cluster_json(&cx); break;
     case CMD_UPLOAD: rc = cmd_upload(&cx); break;
     case CMD_RM_MODEL: rc = cmd_rm_model(&cx); break;
     case CMD_HELP: break;

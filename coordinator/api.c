@@ -1233,6 +1233,38 @@ out:
     return code;
 }
 
+int coord_cluster_classes(coordinator_t *c, json_t **out)
+{
+    redisContext *rc = conn_get(c);
+    if (!rc) return COORD_EUNAVAIL;
+    int code = COORD_EUNAVAIL;
+    redisReply *r = redisCommand(rc, "HGET %s hosts", KEY_COORD);
+    json_t *hosts = r && r->type == REDIS_REPLY_STRING ? json_loads(r->str, 0, NULL) : NULL;
+    size_t n = json_array_size(hosts);
+    const char **names = calloc(n + 1, sizeof *names);
+    int *slots = calloc(n + 1, sizeof *slots), k = 0;
+    hclass_cache_t cache = {0};
+    if (!r || hclass_refresh(rc, &cache, clock_wall_s()) != 0) goto out;
+    code = COORD_EINTERNAL;
+    if (!names || !slots) goto out;
+    for (size_t i = 0; i < n; i++) {
+        json_t *h = json_array_get(hosts, i);
+        names[k] = json_string_value(json_object_get(h, "name"));
+        slots[k] = (int)json_integer_value(json_object_get(h, "slots"));
+        if (names[k] && slots[k] > 0) k++;
+    }
+    *out = hclass_cluster_json(cache.p, cache.n, names, slots, k);
+    code = *out ? COORD_OK : COORD_EINTERNAL;
+out:
+    conn_put(c, rc, code == COORD_EUNAVAIL);
+    if (r) freeReplyObject(r);
+    json_decref(hosts);
+    free(names);
+    free(slots);
+    hclass_free(&cache);
+    return code;
+}
+
 /* ---- events -------------------------------------------------------------------------------------- */
 
 /* The id of the newest entry of a stream, "0-0" when it is empty or missing. */

@@ -214,6 +214,11 @@ int coord_model_onnx_path(coordinator_t *c, const char *id, char *path, size_t l
  * "profiles": [{key, host, device, model, samples_per_s, updated, jobs}]}. */
 int coord_cluster(coordinator_t *c, json_t **out);
 
+/* The simulator's cluster file from the profiles (hclass_cluster_json, over the hosts of
+ * the daemon's record and every profile). COORD_OK; COORD_EUNAVAIL when Redis does not
+ * answer. */
+int coord_cluster_classes(coordinator_t *c, json_t **out);
+
 /* GET /healthz: whether Redis answers and takes a write (one SET of a key that expires,
  * KEY_HEALTHZ), which is what a submission needs. COORD_OK; COORD_EUNAVAIL when Redis
  * does not answer; COORD_ESTATE when it answers but refuses the write (a full disk's

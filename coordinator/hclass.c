@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog.h"
 #include "redis_keys.h"
 
 /* The last bucket of measured hosts: the slowest ones merged, leaving room for "unmeasured". */
@@ -172,6 +173,99 @@ double hclass_speed(const hclass_profile_t *p, int np, const char *const *hosts,
         }
     }
     return k ? sum / k : 0;
+}
+
+double hclass_job_work(const job_spec_t *spec)
+{
+    catalog_dataset_t d;
+    if (!spec || spec->epochs <= 0 || catalog_dataset_get(spec->dataset.name, &d) != 0 || d.train_n <= 0) return 0;
+    long n = spec->dataset.train_subset > 0 && spec->dataset.train_subset < d.train_n ? spec->dataset.train_subset
+                                                                                      : d.train_n;
+    return (double)n * spec->epochs;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The distinct models of the profiles of the listed hosts, in name order, into m (room for
+ * np); returns how many. */
+static int models_of(const hclass_profile_t *p, int np, const char *const *hosts, int nhosts, const char **m)
+{
+    int n = 0;
+    for (int i = 0; i < np; i++) {
+        int listed = 0, seen = 0;
+        for (int h = 0; h < nhosts && !listed; h++) listed = strcmp(hosts[h], p[i].host) == 0;
+        for (int k = 0; k < n && !seen; k++) seen = strcmp(m[k], p[i].model) == 0;
+        if (listed && !seen) m[n++] = p[i].model;
+    }
+    qsort(m, (size_t)n, sizeof *m, cmp_str);
+    return n;
+}
+
+/* The classes array and hosts_by_class for the grouping hc (nc classes). */
+static int classes_json(const char *const *hosts, const int *slots, int nhosts, const int *hc, int nc,
+                        char (*names)[HCLASS_NAME_MAX], json_t *arr, json_t *by)
+{
+    for (int c = 0; c < nc; c++) {
+        int n = 0, total = 0, per = -1, uniform = 1;
+        json_t *list = json_array();
+        for (int i = 0; i < nhosts; i++) {
+            if (hc[i] != c) continue;
+            n++;
+            total += slots[i];
+            uniform &= per < 0 || per == slots[i];
+            per = slots[i];
+            json_array_append_new(list, json_string(hosts[i]));
+        }
+        if (!list || json_object_set_new(by, names[c], list) != 0 ||
+            json_array_append_new(arr, json_pack("{s:s, s:i, s:i}", "name", names[c], "hosts", uniform ? n : total,
+                                                 "slots", uniform ? per : 1)) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+json_t *hclass_cluster_json(const hclass_profile_t *p, int np, const char *const *hosts, const int *slots, int nhosts)
+{
+    int *usable = malloc(((size_t)nhosts + 1) * sizeof *usable), *hc = malloc(((size_t)nhosts + 1) * sizeof *hc);
+    const char **models = malloc(((size_t)np + 1) * sizeof *models);
+    policy_class_t classes[POLICY_CLASSES_MAX];
+    char names[POLICY_CLASSES_MAX][HCLASS_NAME_MAX];
+    json_t *arr = json_array(), *by = json_object(), *speeds = json_object(), *left = json_array(), *out = NULL;
+    if (!usable || !hc || !models || !arr || !by || !speeds || !left) goto done;
+    for (int i = 0; i < nhosts; i++) usable[i] = 1;
+    int nc = hclass_group(p, np, hosts, slots, usable, nhosts, hc, classes, names);
+    if (classes_json(hosts, slots, nhosts, hc, nc, names, arr, by) != 0) goto done;
+    int nm = models_of(p, np, hosts, nhosts, models), ntypes = 0;
+    for (int k = 0; k < nm; k++) {
+        const char *why = strlen(models[k]) >= HCLASS_SIM_NAME_MAX ? "a name longer than 31 bytes"
+                          : ntypes >= HCLASS_SIM_TYPES_MAX         ? "more than 64 models"
+                                                                   : NULL;
+        if (why) {
+            if (json_array_append_new(left, json_pack("{s:s, s:s}", "model", models[k], "why", why)) != 0) goto done;
+            continue;
+        }
+        json_t *row = json_object();
+        int bad = !row;
+        for (int c = 0; !bad && c < nc; c++) {
+            double v = hclass_speed(p, np, hosts, hc, nhosts, models[k], c);
+            bad = v > 0 && json_object_set_new(row, names[c], json_real(v)) != 0;
+        }
+        if (bad) json_decref(row);
+        /* json_object_set_new takes row, on failure too */
+        if (bad || json_object_set_new(speeds, models[k], row) != 0) goto done;
+        ntypes++;
+    }
+    out = json_pack("{s:{s:O, s:O}, s:O, s:O}", "cluster", "classes", arr, "speeds", speeds, "hosts_by_class", by,
+                    "left_out", left);
+done:
+    json_decref(arr);
+    json_decref(by);
+    json_decref(speeds);
+    json_decref(left);
+    free(usable);
+    free(hc);
+    free(models);
+    return out;
 }
 
 hclass_change_t hclass_change(const int *cur, const int *alloc, int nc, int full_world, int *cap)

@@ -13,6 +13,7 @@
 #define PACER_HCLASS_H
 
 #include <hiredis/hiredis.h>
+#include <jansson.h>
 
 #include "policy.h"
 #include "spec.h"
@@ -64,6 +65,26 @@ int hclass_group(const hclass_profile_t *p, int np, const char *const *hosts, co
  * 0 when none has one (unknown: policy_speed estimates it). */
 double hclass_speed(const hclass_profile_t *p, int np, const char *const *hosts, const int *host_class, int nhosts,
                     const char *model, int cls);
+
+/* A job's work in the speeds' unit, samples: its spec's epochs over its training set (the
+ * catalog's count, or train_subset when fewer); 0 when unknown (a user's data set, whose
+ * count only decoding tells). For policy_hjob_t.work (run.c: a queued job's whole, a running
+ * one's share left by its progress). */
+double hclass_job_work(const job_spec_t *spec);
+
+/* ---- The simulator's cluster file from the profiles (GET /api/v1/cluster/classes) ----
+ * What pacer-sched-sim --cluster reads (docs/ARCHITECTURE.md "Scheduler simulator"),
+ * built by the same grouping the policy uses: {"cluster": {"classes": [{"name", "hosts",
+ * "slots"}], "speeds": {model: {class: samples/s per slot}}}, "hosts_by_class": {class:
+ * [host]}, "left_out": [{"model", "why"}]}. Every host counts (the file describes the
+ * cluster, not its health today). A class whose hosts differ in slots is written as that
+ * many 1-slot hosts; a class where a model has no profile is omitted from its speeds (the
+ * simulator estimates it, policy_speed). Models are in name order; one the simulator
+ * cannot take (a name over HCLASS_SIM_NAME_MAX - 1 bytes, beyond HCLASS_SIM_TYPES_MAX) is
+ * in left_out with why, never dropped silently. NULL when out of memory. */
+#define HCLASS_SIM_NAME_MAX 32  /* sim/sched_input.h SCHED_NAME_MAX */
+#define HCLASS_SIM_TYPES_MAX 64 /* sim/sched_input.h SCHED_TYPES_MAX */
+json_t *hclass_cluster_json(const hclass_profile_t *p, int np, const char *const *hosts, const int *slots, int nhosts);
 
 /* ---- Applying the plan's changes of a running job (policy_resize_t; run.c) ----------
  * Pure, for the unit test: what kind of change a new allocation is, and which hosts it

@@ -206,16 +206,26 @@ static int used_at(const policy_state_t *s, int used_now, double t)
     return used;
 }
 
-/* The decisions over qs, the queue in the policy's order (arrival: each one's index in
- * arrival order, for fair share's reason; NULL under fifo). backfill: jobs behind the first
+/* How a queue was ordered, for the waiting jobs' details: arrival (each one's index in
+ * arrival order; NULL under fifo), and with a key (policy_decide_keyed; NULL: fair's share)
+ * its value per job in the same order, its name and the policy's label. */
+typedef struct {
+    const int *arrival;
+    const double *key;
+    const char *key_name, *label;
+} order_t;
+
+/* The decisions over qs, the queue in the policy's order (o: how; NULL under fifo). backfill: jobs behind the first
  * waiting one (the head) start when they fit now and cannot delay the head's estimated
  * start: they fit in the slots left over at that time once the head has its own (their
  * own ends are not measured yet, so they are counted as holding their slots past it). A
  * head without an estimate lets nothing ahead of it but simulations (which use other
  * slots). */
-static int decide_ordered(const policy_state_t *s, const policy_queued_t *qs, const int *arrival,
-                          policy_decision_t *out, int backfill)
+static int decide_ordered(const policy_state_t *s, const policy_queued_t *qs, const order_t *o, policy_decision_t *out,
+                          int backfill)
 {
+    const int *arrival = o ? o->arrival : NULL;
+    const char *label = o && o->label ? o->label : backfill ? "fair" : "fifo";
     int used = 0, sims = 0, n = s->nqueued;
     for (int i = 0; i < s->nrunning; i++) {
         if (s->running[i].simulated) sims++;
@@ -299,19 +309,27 @@ static int decide_ordered(const policy_state_t *s, const policy_queued_t *qs, co
         else if (!q->simulated && !q->bad && used > 0 && used + need > s->slots_usable) own = POLICY_REASON_SLOTS;
         if (i == head) head_reason = own ? own : POLICY_REASON_SLOTS;
         int higher = i != head && qs[head].priority > q->priority;
-        /* Overtaken only because another user has used less: a job ahead of it in the
-         * policy's order (the head, or one started now) of the same class, with a smaller
-         * share (so another owner), that arrived after it. Said even when it would not fit
-         * now: without its user's usage it would be ahead of that job. */
+        /* Overtaken only because another user has used less (or, keyed, another job's key
+         * is larger): a job ahead of it in the policy's order (the head, or one started now)
+         * of the same class, with a smaller share (a larger key), that arrived after it.
+         * Said even when it would not fit now: without that it would be ahead of that job. */
         int by = -1;
-        for (int o = 0; arrival && o < i && by < 0 && (own == POLICY_REASON_NONE || own == POLICY_REASON_SLOTS); o++)
-            if ((o == head || out[o].start) && qs[o].priority == q->priority && qs[o].share < q->share &&
-                arrival[o] > arrival[i])
-                by = o;
-        d->reason = by >= 0 ? POLICY_REASON_FAIR_SHARE : own ? own : higher ? POLICY_REASON_PRIORITY : head_reason;
+        for (int b = 0; arrival && b < i && by < 0 && (own == POLICY_REASON_NONE || own == POLICY_REASON_SLOTS); b++)
+            if ((b == head || out[b].start) && qs[b].priority == q->priority && arrival[b] > arrival[i] &&
+                (o->key ? o->key[b] > o->key[i] : qs[b].share < q->share))
+                by = b;
+        int keyed = by >= 0 && o->key;
+        d->reason = by >= 0 && !keyed ? POLICY_REASON_FAIR_SHARE
+                    : own             ? own
+                    : higher          ? POLICY_REASON_PRIORITY
+                                      : head_reason;
         int freeslots = s->slots_usable - used > 0 ? s->slots_usable - used : 0;
         if (d->reason == POLICY_REASON_HOSTS_DOWN)
             snprintf(d->detail, sizeof d->detail, "waits for a usable host: every host is down");
+        else if (keyed)
+            snprintf(d->detail, sizeof d->detail, "%s %s, submitted later: its %s is %.2f against %.2f (%s)",
+                     out[by].start ? "overtaken by" : "waits behind", qs[by].id, o->key_name ? o->key_name : "key",
+                     o->key[by], o->key[i], label);
         else if (by >= 0)
             snprintf(d->detail, sizeof d->detail,
                      "%s %s, submitted later: its user %.32s is over their fair share (usage/weight %.0f slot-s "
@@ -324,51 +342,72 @@ static int decide_ordered(const policy_state_t *s, const policy_queued_t *qs, co
             snprintf(d->detail, sizeof d->detail, "waits for %d slot%s: %d of %d free", need, need == 1 ? "" : "s",
                      freeslots, s->slots_usable);
         else if (higher)
-            snprintf(d->detail, sizeof d->detail, "waits behind %s, of a higher priority (%s)", qs[head].id,
-                     backfill ? "fair" : "fifo");
+            snprintf(d->detail, sizeof d->detail, "waits behind %s, of a higher priority (%s)", qs[head].id, label);
         else
-            snprintf(d->detail, sizeof d->detail, "waits behind %s, ahead of it in the queue (%s)", qs[head].id,
-                     backfill ? "fair" : "fifo");
+            snprintf(d->detail, sizeof d->detail, "waits behind %s, ahead of it in the queue (%s)", qs[head].id, label);
     }
     estimate(s, qs, out);
     return nstarted;
 }
 
-/* fair's order: 1 when a must come after b (a lower priority, or the same and a larger share). */
-static int after(const policy_queued_t *a, const policy_queued_t *b)
+/* fair's order: 1 when queued job a must come after b (a lower priority; or the same and,
+ * with a key, a smaller key; or an equal key and a larger share). */
+static int after(const policy_state_t *s, const double *key, int a, int b)
 {
-    if (a->priority != b->priority) return a->priority < b->priority;
-    return a->share > b->share;
+    const policy_queued_t *x = &s->queued[a], *y = &s->queued[b];
+    if (x->priority != y->priority) return x->priority < y->priority;
+    if (key && key[a] != key[b]) return key[a] < key[b];
+    return x->share > y->share;
 }
 
-int policy_decide(policy_kind_t k, const policy_state_t *s, policy_decision_t *out)
+/* fair (key NULL) or keyed: the queue by priority, then key (largest first), then share
+ * (lowest first), arrival order among equals (a stable insertion sort of the indices),
+ * decided as FIFO with backfilling, the decisions put back in queue order. -1 when out of
+ * memory. */
+static int decide_sorted(const policy_state_t *s, const double *key, const char *key_name, const char *label,
+                         policy_decision_t *out)
 {
-    if (k == POLICY_FIFO) return decide_ordered(s, s->queued, NULL, out, 0);
-    /* fair: the queue by priority, then share (lowest first), arrival order among equals (a
-     * stable insertion sort of the indices), decided as FIFO with backfilling, the
-     * decisions put back in queue order. */
     int n = s->nqueued;
-    int *ord = malloc((size_t)(n > 0 ? n : 1) * sizeof *ord);
-    policy_queued_t *qs = malloc((size_t)(n > 0 ? n : 1) * sizeof *qs);
-    policy_decision_t *d = malloc((size_t)(n > 0 ? n : 1) * sizeof *d);
+    size_t m = (size_t)(n > 0 ? n : 1);
+    int *ord = malloc(m * sizeof *ord);
+    policy_queued_t *qs = calloc(m, sizeof *qs);
+    policy_decision_t *d = malloc(m * sizeof *d);
+    double *ks = key ? malloc(m * sizeof *ks) : NULL;
     int started = -1;
-    if (ord && qs && d) {
+    if (ord && qs && d && (ks || !key)) {
         for (int i = 0; i < n; i++) {
             int j = i;
-            for (; j > 0 && after(&s->queued[ord[j - 1]], &s->queued[i]); j--) ord[j] = ord[j - 1];
+            for (; j > 0 && after(s, key, ord[j - 1], i); j--) ord[j] = ord[j - 1];
             ord[j] = i;
         }
-        for (int i = 0; i < n; i++) qs[i] = s->queued[ord[i]];
+        for (int i = 0; i < n; i++) {
+            qs[i] = s->queued[ord[i]];
+            if (ks) ks[i] = key[ord[i]];
+        }
         policy_state_t st = *s;
         st.queued = qs;
-        started = decide_ordered(&st, qs, ord, d, 1);
+        order_t o = {ord, ks, key_name, label};
+        started = decide_ordered(&st, qs, &o, d, 1);
         for (int i = 0; i < n; i++) out[ord[i]] = d[i];
     }
     free(ord);
     free(qs);
     free(d);
-    /* out of memory: the plain order, which needs none of it */
+    free(ks);
+    return started;
+}
+
+int policy_decide(policy_kind_t k, const policy_state_t *s, policy_decision_t *out)
+{
+    int started = k == POLICY_FIFO ? -1 : decide_sorted(s, NULL, NULL, NULL, out);
+    /* fifo, or out of memory: the plain order, which needs none of it */
     return started >= 0 ? started : decide_ordered(s, s->queued, NULL, out, 0);
+}
+
+int policy_decide_keyed(const policy_state_t *s, const double *key, const char *key_name, const char *label,
+                        policy_decision_t *out)
+{
+    return decide_sorted(s, key, key_name, label, out);
 }
 
 int policy_preempt(policy_kind_t k, const policy_state_t *s, const policy_decision_t *out, int *victims, int max,

@@ -125,6 +125,13 @@ typedef struct {
 /* Fills out[0..s->nqueued). Returns the number of jobs started. */
 int policy_decide(policy_kind_t k, const policy_state_t *s, policy_decision_t *out);
 
+/* fair's decision (priority classes, backfilling) with another order within a class: the
+ * larger key[i] first (key parallel to s->queued), then fair's. A waiting job overtaken by a
+ * larger key says so in its detail, as `key_name` (e.g. "response ratio"), named `label`
+ * ("hetero"). Returns the number of jobs started, -1 when out of memory (nothing decided). */
+int policy_decide_keyed(const policy_state_t *s, const double *key, const char *key_name, const char *label,
+                        policy_decision_t *out);
+
 /* Fair share's decay: usage (slot-seconds) as of dt seconds ago, halved every half_life
  * seconds, plus slots held through those dt seconds (counted at full weight: the decay of
  * one tick's own use is below a tick's precision). half_life <= 0: no decay. */
@@ -183,6 +190,12 @@ typedef struct {
      * moved or resized; the state's clock) */
     int alloc[POLICY_CLASSES_MAX];
     double changed;
+    /* Its remaining work in samples (the speeds' unit), and when it was submitted (the
+     * state's clock); not > 0 (or NaN) = unknown. Known for every job in the round, hetero
+     * orders admission by response ratio and weighs slots by completion rate (policy_plan);
+     * one unknown and the round is fair's order and the throughput objective. */
+    double work;
+    double submitted;
 } policy_hjob_t;
 
 typedef struct policy_hetero {

@@ -6,18 +6,27 @@
  *
  * hetero, each round:
  *   1. admission: fair's rules (policy_decide(POLICY_FAIR)) on the slots counted with every
- *      elastic job at its minimum (the running ones that may change, the queued ones);
+ *      elastic job at its minimum (the running ones that may change, the queued ones); when
+ *      every job's remaining work is known (policy_hjob_t.work), within a priority class the
+ *      highest response ratio goes first instead of the lowest share (policy_decide_keyed):
+ *      (waited + its run time) / its run time, the run time on the slots it asks at its
+ *      type's mean speed over the cluster. Themis's finish-time fairness ranks jobs by how far
+ *      behind a fair finish they are; the response ratio is that with the share fixed at the
+ *      job's ask: a short job that waits falls behind fast and goes first (shortest first,
+ *      which mean completion time rewards), a long one ages and is not starved;
  *   2. the "keep" plan: running jobs keep their slots; elastic ones past the minimum run
  *      time are shrunk (lowest priority, then largest surplus first) as far as the admitted
  *      jobs need; those take their slots one at a time on the free class where one of their
- *      slots is worth most; then elastic jobs grow into the slots left, in fair's order;
+ *      slots is worth most; then elastic jobs grow into the slots left (grows_after's order);
  *   3. the "move" plan (hetero only): the same sizes, but every job that may change placed
  *      anew, then improved by exchanging single slots between jobs (and free slots) while
- *      that raises the cluster's normalised throughput: a local search on the assignment
- *      (a transportation problem) that Gavel solves as an LP; the greedy exchange is exact
- *      for two classes and, for a few classes and tens of jobs, a few hundred exchanges;
- *   4. the move plan wins when it raises the cluster's normalised throughput by more than
- *      the hysteresis and the gain over min_run_s pays for the moved jobs' restarts.
+ *      that raises the objective (the sum of normalised throughputs; with every work known,
+ *      each job's weighed by its completion rate, slowest-class speed / work left): a local
+ *      search on the assignment (a transportation problem) that Gavel solves as an LP; the
+ *      greedy exchange is exact for two classes and, for a few classes and tens of jobs, a
+ *      few hundred exchanges;
+ *   4. the move plan wins when it raises the objective by more than the hysteresis and
+ *      the gain over min_run_s pays for the moved jobs' restarts.
  * agnostic is hetero with every slot worth 1: steps 1, 2 and 4 alike, classes first-fit.
  */
 #include <math.h>
@@ -55,6 +64,9 @@ double policy_speed(const policy_hetero_t *h, int type, int cls)
 /* One job in a plan: a running one (running = 1, idx into s->running) or one started now. */
 typedef struct {
     int idx, running;
+    /* its weight in the objective: 1, or its completion rate per unit of v (hetero with
+     * every remaining work known: policy_plan) */
+    double w;
     int pinned; /* running and changed less than min_run_s ago: keeps its slots */
     int lo, hi; /* its size bounds in this round */
     int prio;
@@ -79,12 +91,17 @@ static int total(const int *a, int nc)
     return t;
 }
 
-static double worth(const pjob_t *j, const int *a, int nc)
+/* j's speed on a over its speed on as many slots of its slowest class, times that size:
+ * what the placement sentences show. */
+static double speedup(const pjob_t *j, const int *a, int nc)
 {
     double w = 0;
     for (int c = 0; c < nc; c++) w += a[c] * j->v[c];
     return w;
 }
+
+/* j's term of the objective on a. */
+static double worth(const pjob_t *j, const int *a, int nc) { return j->w * speedup(j, a, nc); }
 
 static double plan_worth(const pjob_t *j, int n, int nc)
 {
@@ -146,8 +163,10 @@ static void improve(pjob_t *j, int n, const int *movable, int *fr, int nc)
                         break;
                     }
                     work += n;
+                    double wp = j[p].w;
                     for (int q = 0; q < n && !changed; q++)
-                        if (q != p && movable[q] && j[q].a[y] && j[p].v[y] + j[q].v[x] > j[p].v[x] + j[q].v[y] + EPS) {
+                        if (q != p && movable[q] && j[q].a[y] &&
+                            wp * (j[p].v[y] - j[p].v[x]) > j[q].w * (j[q].v[y] - j[q].v[x]) + EPS * (wp + j[q].w)) {
                             j[p].a[x]--, j[p].a[y]++, j[q].a[y]--, j[q].a[x]++;
                             changed = 1;
                         }
@@ -167,10 +186,13 @@ static void alloc_text(const classes_t *cl, const int *a, char *out, size_t len)
     if (!out[0]) snprintf(out, len, "no slots");
 }
 
-/* fair's order for grows and shrinks: 1 when a comes after b. */
+/* The order of grows: 1 when a comes after b. Priority first, then the larger weight (with
+ * the works known, the job that finishes soonest grows first; else every weight is 1), then
+ * fair's share. */
 static int grows_after(const pjob_t *a, const pjob_t *b)
 {
     if (a->prio != b->prio) return a->prio < b->prio;
+    if (a->w != b->w) return a->w < b->w;
     return a->share > b->share + EPS;
 }
 
@@ -207,7 +229,7 @@ static void plan_keep(const classes_t *cl, const policy_hetero_t *h, pjob_t *j, 
     }
     for (int i = 0; i < n; i++)
         if (!j[i].running) take(&j[i], fr, nc, j[i].lo);
-    /* Grows, in fair's order (a selection over the few jobs): new jobs take what is free up
+    /* Grows, in grows_after's order (a selection over the few jobs): new jobs take what is free up
      * to their ask; a running one only a step of at least the hysteresis (and one slot)
      * whose gain over min_run_s pays for its restart. */
     int *done = calloc((size_t)n + 1, sizeof *done);
@@ -265,7 +287,40 @@ static int plan_move(const classes_t *cl, const policy_hetero_t *h, const pjob_t
     for (int i = 0; i < n; i++)
         if (j[i].running && memcmp(j[i].a, keep[i].a, sizeof j[i].a) != 0)
             cost += h->resize_cost_s * worth(&keep[i], keep[i].a, nc);
-    return wm - wk > h->hysteresis * wk + EPS && (wm - wk) * h->min_run_s > cost;
+    return wm - wk > (h->hysteresis + EPS) * wk && (wm - wk) * h->min_run_s > cost;
+}
+
+/* A type's mean speed per slot over the cluster's slots; 0 when it has none. */
+static double mean_speed(const classes_t *cl, const policy_hetero_t *h, int type)
+{
+    double sum = 0;
+    int n = 0;
+    for (int c = 0; c < cl->nc; c++) {
+        sum += cl->cap[c] * policy_speed(h, type, c);
+        n += cl->cap[c];
+    }
+    return n > 0 ? sum / n : 0;
+}
+
+static int work_known(const policy_hjob_t *j) { return j->work > 0 && isfinite(j->work); }
+
+/* The admission key (step 1) of every queued job into key: its response ratio, (now -
+ * submitted + run) / run, run its work on the slots it asks at its type's mean speed.
+ * Returns 0, or -1 when some job's work, submission or speed is unknown (then fair's
+ * order, by share, for all). */
+static int response_ratios(const classes_t *cl, const policy_state_t *s, double *key)
+{
+    const policy_hetero_t *h = s->hetero;
+    for (int i = 0; i < s->nqueued; i++) {
+        const policy_hjob_t *j = &h->queued[i];
+        double run = work_known(j) && j->submitted > 0 && isfinite(j->submitted) && j->want > 0
+                         ? j->work / (j->want * mean_speed(cl, h, j->type))
+                         : NAN;
+        if (!(run > 0) || !isfinite(run)) return -1;
+        double waited = s->now > j->submitted ? s->now - j->submitted : 0;
+        key[i] = (waited + run) / run;
+    }
+    return 0;
 }
 
 /* fifo and fair: the started jobs first-fit over the classes in order. */
@@ -305,7 +360,7 @@ static void plan_out(policy_kind_t k, const classes_t *cl, const pjob_t *j, int 
         alloc_text(cl, p->a, a, sizeof a);
         /* v is 1 on the job's slowest class: its worth over its size is its speed-up */
         int size = total(p->a, nc);
-        double mine = worth(p, p->a, nc);
+        double mine = speedup(p, p->a, nc);
         if (!p->running) {
             policy_decision_t *d = &out[p->idx];
             memcpy(d->alloc, p->a, sizeof d->alloc);
@@ -329,7 +384,7 @@ static void plan_out(policy_kind_t k, const classes_t *cl, const pjob_t *j, int 
         else
             snprintf(r->reason, sizeof r->reason,
                      "moved from %s to %s slots: %.2fx its speed on %d slot%s of its slowest class, was %.2fx (%s)", b,
-                     a, mine / size, size, size == 1 ? "" : "s", worth(p, p->cur, nc) / size, policy_name(k));
+                     a, mine / size, size, size == 1 ? "" : "s", speedup(p, p->cur, nc) / size, policy_name(k));
     }
 }
 
@@ -356,7 +411,7 @@ int policy_plan(policy_kind_t k, const policy_state_t *s, policy_decision_t *out
     policy_queued_t *q = calloc((size_t)s->nqueued + 1, sizeof *q);
     pjob_t *j = calloc((size_t)(s->nrunning + s->nqueued) + 1, sizeof *j);
     pjob_t *m = calloc((size_t)(s->nrunning + s->nqueued) + 1, sizeof *m);
-    int started = -1, n = 0;
+    int started = -1, n = 0, weighed = 1;
     if (!run || !q || !j || !m) goto out;
     for (int i = 0; i < s->nrunning; i++) {
         const policy_hjob_t *hj = &h->running[i];
@@ -372,7 +427,13 @@ int policy_plan(policy_kind_t k, const policy_state_t *s, policy_decision_t *out
     st.running = run;
     st.queued = q;
     st.slots_total = st.slots_usable = slots;
-    started = policy_decide(POLICY_FAIR, &st, out);
+    double *key = calloc((size_t)s->nqueued + 1, sizeof *key);
+    if (!key) goto out;
+    if (response_ratios(&cl, s, key) == 0)
+        started = policy_decide_keyed(&st, key, "response ratio", policy_name(k), out);
+    else started = policy_decide(POLICY_FAIR, &st, out);
+    free(key);
+    if (started < 0) goto out;
     /* the jobs in the plan */
     for (int i = 0; i < s->nrunning + s->nqueued; i++) {
         int r = i < s->nrunning, x = r ? i : i - s->nrunning;
@@ -399,7 +460,16 @@ int policy_plan(policy_kind_t k, const policy_state_t *s, policy_decision_t *out
         }
         for (int c = 0; c < cl.nc; c++)
             p->v[c] = k == POLICY_AGNOSTIC || slow <= 0 ? 1 : policy_speed(h, hj->type, c) / slow;
+        /* hetero's weight: the completion rate one unit of v gives, slow / work (1/s) */
+        p->w = k == POLICY_HETERO && slow > 0 && work_known(hj) ? slow / hj->work : -1;
+        if (p->w < 0) weighed = 0;
     }
+    /* Mean completion time rewards the jobs that finish soonest (shortest remaining first on
+     * the fastest slots, weighed by what each type gains there): the objective is the sum of
+     * the jobs' completion rates, samples/s over remaining samples, when every job's work
+     * is known; else the sum of normalised throughputs (every weight 1). */
+    for (int i = 0; i < n; i++)
+        if (!weighed) j[i].w = 1;
     plan_keep(&cl, h, j, n);
     int moved = k == POLICY_HETERO && plan_move(&cl, h, j, m, n);
     plan_out(k, &cl, moved ? m : j, n, out, rz, nrz);

@@ -1552,6 +1552,9 @@ static int read_queued(coordinator_t *c, const char *id, run_queued_t *q, job_sp
         if (owner && users_name_check(owner, NULL, 0) == 0) snprintf(q->owner, sizeof q->owner, "%s", owner);
         q->bad = !text || spec_parse(text, spec, err, errlen) != 0;
         if (!text) snprintf(err, errlen, "spec: missing from the job record");
+        /* its submission (a number, or the hash's string): hetero's response ratio */
+        json_t *sub = json_object_get(h, "submitted");
+        q->submitted = json_is_string(sub) ? strtod(json_string_value(sub), NULL) : json_number_value(sub);
     }
     json_decref(h);
     if (!q->bad) {
@@ -1560,6 +1563,7 @@ static int read_queued(coordinator_t *c, const char *id, run_queued_t *q, job_sp
         q->simulated = spec->simulate.enabled;
         q->priority = policy_priority(spec->priority);
         snprintf(q->model, sizeof q->model, "%s", spec->model);
+        q->work = hclass_job_work(spec);
     }
     return JS_OK;
 }
@@ -1726,12 +1730,18 @@ static int hsnap_build(coordinator_t *c, double now, coord_run_t *const *rr, int
         j->type = hsnap_type(s, rr[i]->spec->model);
         if (!rr[i]->simulated) hsnap_hold(c, s, rr[i], j->alloc);
         hplan_state(c, rr[i], nc, j);
+        /* the work left by its progress (steps done of its total) */
+        const coord_run_t *r = rr[i];
+        double done = r->progress_total > 0 ? (double)r->progress_step / (double)r->progress_total : 0;
+        j->work = hclass_job_work(r->spec) * (done < 1 ? 1 - done : 0);
     }
     for (int i = 0; i < n; i++) {
         policy_hjob_t *j = &s->hq[i];
         j->type = hsnap_type(s, qd[i].model);
         /* an oversubscribed job asks for every usable slot (its ranks share them) */
         j->want = j->min_slots = qd[i].world < c->slots_usable ? qd[i].world : c->slots_usable;
+        j->work = qd[i].work;
+        j->submitted = qd[i].submitted;
     }
     s->speed = calloc((size_t)(s->ntypes * nc) + 1, sizeof *s->speed);
     if (!s->speed) return -1;

@@ -163,6 +163,7 @@ typedef struct {
     char owner[USER_NAME_MAX + 1]; /* the job hash's "owner" ("" none) */
     int requeued;                  /* preempted before ("preempted_by" in its hash) */
     char model[SPEC_NAME_MAX];     /* its type for --policy hetero|agnostic (hclass.h) */
+    double work, submitted;        /* hetero: samples it trains (0 unknown), unix s (hclass_job_work) */
 } run_queued_t;
 
 void run_free(coord_run_t *r);

@@ -422,6 +422,14 @@ int handle_cluster(http_req_t *rq)
     return respond_json(rq->conn, MHD_HTTP_OK, out, NULL, 0);
 }
 
+int handle_cluster_classes(http_req_t *rq)
+{
+    json_t *out = NULL;
+    int code = coord_cluster_classes(rq->srv->coord, &out);
+    if (code != COORD_OK) return handler_coord_error(rq, code, NULL);
+    return respond_json(rq->conn, MHD_HTTP_OK, out, NULL, 0);
+}
+
 int handle_cluster_reload(http_req_t *rq)
 {
     json_t *out = NULL;

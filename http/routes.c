@@ -45,6 +45,7 @@ static const route_t ROUTES[] = {
     {"GET", "/api/v1/jobs/{id}/history", handle_job_history, 0},
     {"GET", "/api/v1/events", handle_events, ROUTE_STREAM},
     {"GET", "/api/v1/cluster", handle_cluster, 0},
+    {"GET", "/api/v1/cluster/classes", handle_cluster_classes, 0},
     {"POST", "/api/v1/cluster/reload", handle_cluster_reload, ROUTE_MUTATES},
     {"POST", "/api/v1/cluster/benchmark", handle_cluster_benchmark, ROUTE_MUTATES},
     {"GET", "/api/v1/models", handle_models, 0},

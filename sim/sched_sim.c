@@ -152,7 +152,9 @@ static int decide(sim_t *s, const opts_t *o, double t)
                             .elastic = in->elastic,
                             .min_slots = in->elastic ? 1 : in->workers,
                             .want = in->workers,
-                            .changed = j->changed};
+                            .changed = j->changed,
+                            .work = j->remaining,
+                            .submitted = in->arrival_s};
         if (j->state == 2) {
             memcpy(hj.alloc, j->alloc, sizeof hj.alloc);
             ri[nr] = i;

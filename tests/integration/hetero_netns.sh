@@ -21,12 +21,7 @@ profile() {
     redis-cli -h "$PC" HSET "$k" host "$1" device cpu model "$2" samples_per_s "$3" >/dev/null || fail "HSET $k"
     redis-cli -h "$PC" SADD pacer:profiles "$k" >/dev/null || fail "SADD $k"
 }
-profile pw1 lenet5 1000
-profile pw2 lenet5 250
-profile pw3 lenet5 250
-profile pw1 mlp 1000
-profile pw2 mlp 800
-profile pw3 mlp 800
+. tests/integration/hetero_profiles.inc
 
 # spec FILE NAME MODEL WORKERS - an ssgd job on Fashion-MNIST that would run for minutes at
 # the least (rank 0 sleeps through 1000x its step, emulate: no value changed; 100 epochs):

@@ -93,11 +93,16 @@ done
 echo "ok: $small ran on pw3 beside it to SUCCEEDED"
 
 await 180 "$big grown back" is "$big" '.resizes | length >= 2' true
-grow="grown from 2 x1 to 3 x1 slots: slots free (hetero)"
+# The classes may have changed by then: the small job's end stored its measured lenet5
+# speed on pw3 (dynbatch), which regroups the hosts (e.g. "grown from 2 x1/16 to 1 x1 + 2
+# x1/16 slots"): the grow is checked by its sizes, its sentence and its hosts, not by names.
 g=$(field "$big" '.resizes[1]')
-[ "$(echo "$g" | jq -r '"\(.from) \(.to) \(.reason)"')" = "2 3 $grow" ] || fail "$big's second resize: $g"
-await 180 "$big running on 3 ranks on pw1..pw3 again" is "$big" '[.state, .world, .placement]' \
-    "[\"RUNNING\",3,{\"hosts_by_class\":{\"x1\":[\"pw1\",\"pw2\",\"pw3\"]},\"reason\":\"$grow\"}]"
+echo "$g" | jq -e '.from == 2 and .to == 3 and (.reason | test("^grown from 2 [^ ]+ to .* slots: slots free \\(hetero\\)$"))' \
+    >/dev/null || fail "$big's second resize: $g"
+grow=$(echo "$g" | jq -r .reason)
+await 180 "$big running on 3 ranks on pw1..pw3 again" is "$big" \
+    '[.state, .world, ([.placement.hosts_by_class[][]] | sort), .placement.reason]' \
+    "[\"RUNNING\",3,[\"pw1\",\"pw2\",\"pw3\"],$(echo "$g" | jq .reason)]"
 # both relaunches (the shrink's, the grow's) resumed from a checkpoint
 resumed() { [ "$(grep -c 'resumed from .* at step [1-9]' "$STATE/jobs/$big/log")" -ge 2 ]; }
 await 120 "$big to resume from its checkpoint twice" resumed

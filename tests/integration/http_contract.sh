@@ -115,6 +115,7 @@ echo "ok: a node's batch forged to null is a violation Prism names (ranks.0.batc
 via 200 GET /healthz
 via 200 GET /api/v1/openapi.json
 via 200 GET /api/v1/cluster
+via 200 GET /api/v1/cluster/classes
 via 200 GET /
 via 200 GET /static/app.js
 via 404 GET /static/no-such-file.js

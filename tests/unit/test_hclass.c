@@ -13,6 +13,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hclass.h"
@@ -132,13 +134,56 @@ static void test_pick_hosts(void **state)
     assert_memory_equal(take, ((const int[]){1, 1, 0, 0, 0}), sizeof take);
 }
 
+/* The simulator's cluster file from the same profiles, every host counted: x1 (a: 1 slot,
+ * b: 2) written as three 1-slot hosts, x1/2 and x1/16 one host each, unmeasured (e) one
+ * 4-slot host; each model's speeds the mean over its class's profiles (x1: lenet5 900), a
+ * class with none absent; a model whose name the simulator cannot take is left out, said. */
+static void test_cluster_json(void **state)
+{
+    (void)state;
+    hclass_profile_t p[NP + 1];
+    memcpy(p, profiles, sizeof profiles);
+    p[NP] = (hclass_profile_t){"a", "a-model-name-longer-than-31-bytes", 5};
+    json_t *j = hclass_cluster_json(p, NP + 1, hosts, slots, 5);
+    assert_non_null(j);
+    char *txt = json_dumps(json_object_get(j, "cluster"), JSON_COMPACT | JSON_SORT_KEYS);
+    assert_string_equal(txt, "{\"classes\":[{\"hosts\":3,\"name\":\"x1\",\"slots\":1},{\"hosts\":1,\"name\":\"x1/"
+                             "2\",\"slots\":1},{\"hosts\":1,\"name\":\"x1/16\",\"slots\":1},{\"hosts\":1,\"name\":"
+                             "\"unmeasured\",\"slots\":4}],\"speeds\":{\"lenet5\":{\"x1\":900.0,\"x1/16\":62.5,\"x1/"
+                             "2\":250.0},\"mlp\":{\"x1\":1000.0,\"x1/2\":800.0}}}");
+    free(txt);
+    txt = json_dumps(json_object_get(j, "hosts_by_class"), JSON_COMPACT | JSON_SORT_KEYS);
+    assert_string_equal(txt, "{\"unmeasured\":[\"e\"],\"x1\":[\"a\",\"b\"],\"x1/16\":[\"d\"],\"x1/2\":[\"c\"]}");
+    free(txt);
+    txt = json_dumps(json_object_get(j, "left_out"), JSON_COMPACT | JSON_SORT_KEYS);
+    assert_string_equal(txt,
+                        "[{\"model\":\"a-model-name-longer-than-31-bytes\",\"why\":\"a name longer than 31 bytes\"}]");
+    free(txt);
+    json_decref(j);
+}
+
+/* A job's work for hetero's order (policy_hjob_t.work): epochs over its training set, the
+ * catalog's count or train_subset; 0 (unknown) for a data set the catalog does not count. */
+static void test_job_work(void **state)
+{
+    (void)state;
+    static job_spec_t spec;
+    memset(&spec, 0, sizeof spec);
+    snprintf(spec.dataset.name, sizeof spec.dataset.name, "fashion-mnist");
+    spec.epochs = 3;
+    assert_true(hclass_job_work(&spec) == 3 * 60000.0);
+    spec.dataset.train_subset = 512;
+    assert_true(hclass_job_work(&spec) == 3 * 512.0);
+    snprintf(spec.dataset.name, sizeof spec.dataset.name, "no-such-set");
+    assert_true(hclass_job_work(&spec) == 0);
+    assert_true(hclass_job_work(NULL) == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_buckets),
-        cmocka_unit_test(test_not_usable),
-        cmocka_unit_test(test_change),
-        cmocka_unit_test(test_pick_hosts),
+        cmocka_unit_test(test_buckets),    cmocka_unit_test(test_not_usable),   cmocka_unit_test(test_change),
+        cmocka_unit_test(test_pick_hosts), cmocka_unit_test(test_cluster_json), cmocka_unit_test(test_job_work),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -173,6 +173,98 @@ static void test_move_when_it_pays(void **unused)
     assert_int_equal(sc.nrz, 0);
 }
 
+/* One 1-slot class, two queued jobs of one type (100 samples/s): a 10 h one submitted an
+ * hour ago and a 10 min one submitted 5 min ago. With both works known hetero admits the
+ * higher response ratio, (waited + run) / run: the short job's 1.50 over the long one's 1.10,
+ * and says so; the long one's grows as it waits (10 h waited: 2.00, first again); a higher
+ * priority still goes first; one unknown work and the order is fair's (arrival here). */
+static void test_response_ratio_admission(void **unused)
+{
+    (void)unused;
+    static const policy_class_t one[] = {{"x1", 1}};
+    static const double sp[] = {100};
+    policy_queued_t q[] = {{"long", 1, 1, 0, 0, 0, NULL, 0}, {"short", 1, 1, 0, 0, 0, NULL, 0}};
+    policy_hjob_t hq[] = {{.min_slots = 1, .want = 1, .work = 100 * 36000.0, .submitted = NOW - 3600},
+                          {.min_slots = 1, .want = 1, .work = 100 * 600.0, .submitted = NOW - 300}};
+    scene_t sc;
+    scene(&sc, one, 1, sp, 1, NULL, NULL, 0, q, hq, 2);
+    assert_int_equal(plan(&sc, POLICY_HETERO), 1);
+    assert_int_equal(sc.d[1].start, 1);
+    assert_int_equal(sc.d[0].start, 0);
+    assert_string_equal(policy_reason_name(sc.d[0].reason), "slots");
+    assert_string_equal(sc.d[0].detail,
+                        "overtaken by short, submitted later: its response ratio is 1.50 against 1.10 (hetero); start "
+                        "not estimated: short has measured no progress yet");
+    /* agnostic admits alike (only the placement is blind to classes) */
+    assert_int_equal(plan(&sc, POLICY_AGNOSTIC), 1);
+    assert_int_equal(sc.d[1].start, 1);
+    hq[0].submitted = NOW - 36000;
+    assert_int_equal(plan(&sc, POLICY_HETERO), 1);
+    assert_int_equal(sc.d[0].start, 1);
+    hq[0].submitted = NOW - 3600;
+    q[0].priority = POLICY_PRIO_HIGH;
+    assert_int_equal(plan(&sc, POLICY_HETERO), 1);
+    assert_int_equal(sc.d[0].start, 1);
+    q[0].priority = POLICY_PRIO_NORMAL;
+    hq[1].work = NAN;
+    assert_int_equal(plan(&sc, POLICY_HETERO), 1);
+    assert_int_equal(sc.d[0].start, 1);
+    assert_string_equal(sc.d[1].detail, "waits for 1 slot: 0 of 1 free; start not estimated: long has measured no "
+                                        "progress yet");
+}
+
+/* Shortest remaining first on the fastest: a long job of the conv type (4x on fast) holds
+ * the fast slot, past its minimum run; a short one of the same type arrives. With both works
+ * known hetero's objective is the sum of completion rates: the long job moves to the slow
+ * slot and the short one takes the fast one (it finishes 4x sooner; the long one is slowed
+ * for that while, then can move back). Without the works every job weighs 1: no gain in
+ * exchanging two slots of one type, nothing moves. */
+static void test_shortest_on_fastest(void **unused)
+{
+    (void)unused;
+    static const policy_class_t two[] = {{"fast", 1}, {"slow", 1}};
+    policy_running_t run[] = {{"long", 1, 0, -1, 0, NOW - 700}};
+    policy_hjob_t hr[] = {{.min_slots = 1, .want = 1, .alloc = {1, 0}, .changed = NOW - 700, .work = 4e8}};
+    policy_queued_t q[] = {{"short", 1, 1, 0, 0, 0, NULL, 0}};
+    policy_hjob_t hq[] = {{.min_slots = 1, .want = 1, .work = 4e5, .submitted = NOW}};
+    scene_t sc;
+    scene(&sc, two, 2, two_speeds, 2, run, hr, 1, q, hq, 1);
+    assert_int_equal(plan(&sc, POLICY_HETERO), 1);
+    assert_int_equal(sc.d[0].alloc[0], 1);
+    assert_string_equal(sc.d[0].placement,
+                        "placed on 1 fast slots: 4.00x its speed on 1 slot of its slowest class (hetero)");
+    assert_int_equal(sc.nrz, 1);
+    assert_string_equal(sc.rz[0].reason, "moved from 1 fast to 1 slow slots: 1.00x its speed on 1 slot of its "
+                                         "slowest class, was 4.00x (hetero)");
+    hr[0].work = 0;
+    assert_int_equal(plan(&sc, POLICY_HETERO), 1);
+    assert_int_equal(sc.nrz, 0);
+    assert_int_equal(sc.d[0].alloc[1], 1);
+}
+
+/* One free slot of three, two elastic jobs on one slot each (past their minimum run) that
+ * want three: the one that finishes sooner (less work left) grows first; without the works,
+ * fair's order (arrival here). */
+static void test_shortest_grows_first(void **unused)
+{
+    (void)unused;
+    static const policy_class_t one[] = {{"x1", 3}};
+    static const double sp[] = {100};
+    policy_running_t run[] = {{"long", 1, 0, -1, 0, NOW - 700}, {"short", 1, 0, -1, 0, NOW - 700}};
+    policy_hjob_t hr[] = {{.elastic = 1, .min_slots = 1, .want = 3, .alloc = {1}, .changed = NOW - 700, .work = 1e8},
+                          {.elastic = 1, .min_slots = 1, .want = 3, .alloc = {1}, .changed = NOW - 700, .work = 1e5}};
+    scene_t sc;
+    scene(&sc, one, 1, sp, 1, run, hr, 2, NULL, NULL, 0);
+    assert_int_equal(plan(&sc, POLICY_HETERO), 0);
+    assert_int_equal(sc.nrz, 1);
+    assert_int_equal(sc.rz[0].running, 1);
+    assert_string_equal(sc.rz[0].reason, "grown from 1 x1 to 2 x1 slots: slots free (hetero)");
+    hr[1].work = 0;
+    assert_int_equal(plan(&sc, POLICY_HETERO), 0);
+    assert_int_equal(sc.nrz, 1);
+    assert_int_equal(sc.rz[0].running, 0);
+}
+
 /* Unknown speeds: type 1 measured only on fast (200/s) is estimated on slow from type 0's
  * ratio (100/400): 50/s; a type measured nowhere runs at 1 everywhere. */
 static void test_speed_estimate(void **unused)
@@ -278,6 +370,9 @@ int main(void)
         cmocka_unit_test(test_spans_classes),
         cmocka_unit_test(test_shrink_to_admit_then_grow_back),
         cmocka_unit_test(test_move_when_it_pays),
+        cmocka_unit_test(test_response_ratio_admission),
+        cmocka_unit_test(test_shortest_on_fastest),
+        cmocka_unit_test(test_shortest_grows_first),
         cmocka_unit_test(test_speed_estimate),
         cmocka_unit_test(test_plan_to_action),
         cmocka_unit_test(test_move_to_action),

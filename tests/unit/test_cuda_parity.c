@@ -278,10 +278,22 @@ static void download(float *h, const float *d, size_t n)
     check_rc(cuda_download(g_ctx, h, d, n * sizeof(float)), "download");
 }
 
+/* Host buffers of the current test (hbuf), freed with the device ones by dfree_all. */
+static float *g_hbuf[MAX_DBUF];
+static int g_nhbuf;
+
+static float *hbuf(size_t n)
+{
+    assert_true(g_nhbuf < MAX_DBUF);
+    return g_hbuf[g_nhbuf++] = halloc(n);
+}
+
 static void dfree_all(void)
 {
     for (int i = 0; i < g_ndbuf; i++) cuda_free(g_dbuf[i]);
     g_ndbuf = 0;
+    for (int i = 0; i < g_nhbuf; i++) free(g_hbuf[i]);
+    g_nhbuf = 0;
 }
 
 /* Compares one tensor, prints its errors and counts a failure (the test fails at its end,
@@ -1014,7 +1026,7 @@ static void test_reduce(void **state)
             reduce_desc(cases[ci].rank, cases[ci].dims, cases[ci].mask, &d, &si, &so);
             const size_t nin = si * B, nout = so * B;
             const float scale = mean ? 1.0f / (float)(si / so) : 1.0f;
-            float *x = halloc(nin), *out = halloc(nout), *g = halloc(nout), *dx = halloc(nin);
+            float *x = hbuf(nin), *out = hbuf(nout), *g = hbuf(nout), *dx = hbuf(nin);
             fill(&r, x, nin, -1, 1);
             fill(&r, g, nout, -1, 1);
             fill_const(dx, nin, PREFILL);
@@ -1027,10 +1039,6 @@ static void test_reduce(void **state)
             compare_dev(name, d_out, out, nout, TOL_EXACT);
             snprintf(name, sizeof name, "reduce_%s%zu.dinp (+=)", mean ? "mean" : "sum", ci);
             compare_dev_acc(name, d_dx, dx, nin, PREFILL, TOL_EXACT);
-            free(x);
-            free(out);
-            free(g);
-            free(dx);
             dfree_all();
         }
     end_test();
@@ -1050,7 +1058,7 @@ static void test_softmax_axis(void **state)
         for (int tl = 0; tl < 2; tl++) {
             const int rows = cases[ci][0], n = cases[ci][1], inner = cases[ci][2];
             const size_t N = (size_t)rows * n * inner;
-            float *x = halloc(N), *y = halloc(N), *g = halloc(N), *dx = halloc(N);
+            float *x = hbuf(N), *y = hbuf(N), *g = hbuf(N), *dx = hbuf(N);
             fill(&r, x, N, ci == 1 ? -30.0f : -4.0f, ci == 1 ? 30.0f : 4.0f);
             fill(&r, g, N, -1, 1);
             fill_const(dx, N, PREFILL);
@@ -1064,10 +1072,6 @@ static void test_softmax_axis(void **state)
             check_rc(cuda_softmax_axis_backward(g_ctx, tl, rows, n, inner, d_y, d_g, d_dx), "softmax axis bwd");
             snprintf(name, sizeof name, "%s%zu.dinp (+=)", tl ? "log_softmax" : "softmax", ci);
             compare_dev_acc(name, d_dx, dx, N, PREFILL, TOL_SOFTMAX);
-            free(x);
-            free(y);
-            free(g);
-            free(dx);
             dfree_all();
         }
     end_test();
@@ -1087,8 +1091,8 @@ static void test_layernorm(void **state)
         const int R = cases[ci][0], D = cases[ci][1], with_dx = cases[ci][2];
         const size_t N = (size_t)R * D, wsb = cuda_layernorm_workspace(R, D);
         const float eps = ci == 2 ? 1e-6f : 1e-5f;
-        float *x = halloc(N), *y = halloc(N), *g = halloc(N), *dx = halloc(N), *w = halloc(D), *b = halloc(D);
-        float *dw = halloc(D), *db = halloc(D);
+        float *x = hbuf(N), *y = hbuf(N), *g = hbuf(N), *dx = hbuf(N), *w = hbuf(D), *b = hbuf(D);
+        float *dw = hbuf(D), *db = hbuf(D);
         fill(&r, x, N, -2, 3);
         fill(&r, g, N, -1, 1);
         fill(&r, w, D, 0.5f, 1.5f);
@@ -1114,14 +1118,6 @@ static void test_layernorm(void **state)
         compare_dev(name, d_dw, dw, D, TOL_LN_PARAM);
         snprintf(name, sizeof name, "layernorm%zu.dbias (=)", ci);
         compare_dev(name, d_db, db, D, TOL_LN_PARAM);
-        free(x);
-        free(y);
-        free(g);
-        free(dx);
-        free(w);
-        free(b);
-        free(dw);
-        free(db);
         dfree_all();
     }
     /* a workspace too small is refused with a message, not overrun */
@@ -1150,8 +1146,8 @@ static void test_bmm(void **state)
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         const int G = cases[ci][0], M = cases[ci][1], K = cases[ci][2], N = cases[ci][3], same = cases[ci][4];
         const size_t na = (size_t)G * M * K, nb = (size_t)G * K * N, no = (size_t)G * M * N;
-        float *a = halloc(na), *b = same ? a : halloc(nb), *out = halloc(no), *g = halloc(no);
-        float *da = halloc(na), *db = same ? da : halloc(nb);
+        float *a = hbuf(na), *b = same ? a : hbuf(nb), *out = hbuf(no), *g = hbuf(no);
+        float *da = hbuf(na), *db = same ? da : hbuf(nb);
         fill(&r, a, na, -1, 1);
         if (!same) fill(&r, b, nb, -1, 1);
         fill(&r, g, no, -1, 1);
@@ -1170,8 +1166,6 @@ static void test_bmm(void **state)
         if (!same) {
             snprintf(name, sizeof name, "bmm%zu.db (+=)", ci);
             compare_dev_acc(name, d_db, db, nb, PREFILL, TOL_FC);
-            free(b);
-            free(db);
         }
         /* one gradient only (the other input a constant's or the model input's) */
         fill_const(da, na, PREFILL);
@@ -1180,10 +1174,6 @@ static void test_bmm(void **state)
         check_rc(cuda_bmm_backward(g_ctx, G, M, K, N, d_a, d_b, d_g, d_da, NULL), "bmm bwd (db NULL)");
         snprintf(name, sizeof name, "bmm%zu.da (db NULL)", ci);
         compare_dev_acc(name, d_da, da, na, PREFILL, TOL_FC);
-        free(a);
-        free(out);
-        free(g);
-        free(da);
         dfree_all();
     }
     end_test();

@@ -18,11 +18,6 @@ spec() { # FILE ALGORITHM DIR
  "checkpoint": {"every_steps": 10, "dir": "$3"}}
 JSON
 }
-mpi() { # NP LOG ARGS...
-    np=$1 log=$2
-    shift 2
-    $MPIRUN -np "$np" $WORKER "$@" >"$log" 2>&1 || { cat "$log"; fail "mpirun -np $np pacer-worker $* failed"; }
-}
 spec ssgd ssgd "$TMP/ssgd"
 spec full nsoftsync "$TMP/full"
 spec cut nsoftsync "$TMP/cut"

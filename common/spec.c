@@ -282,7 +282,8 @@ static const field_t FIELDS[] = {
     {.path = "optimizer.kind", STR(optimizer.kind), .choices = OPTIMIZERS, .def_str = "sgd",
      .doc = "sgd = PyTorch's SGD (momentum, nesterov, weight decay added to the gradient); adamw = "
             "torch.optim.AdamW (betas, eps; weight decay decoupled: w -= lr * weight_decay * w), its step "
-            "count and two moments in every checkpoint. adamw is refused with the parameter-server family."},
+            "count and two moments in every checkpoint (at the parameter server in its family). adamw is "
+            "refused with ddc-asgd."},
     {.path = "optimizer.lr", DBL(optimizer.lr), IN_OC(0, MAX_LR), .def_num = 0.01,
      .doc = "Learning rate (peak rate when a schedule is set)."},
     {.path = "optimizer.momentum", DBL(optimizer.momentum), IN_CO(0, 1), .def_num = 0.9,
@@ -1131,13 +1132,12 @@ static int cross_check(errbuf_t *e, const job_spec_t *s)
 
     if (s->optimizer.nbetas != 0 && s->optimizer.nbetas != 2)
         return fail(e, "optimizer.betas: must be [b1, b2], has %d entries", s->optimizer.nbetas);
-    /* The parameter server's rules (worker/ps.c) keep SGD's one momentum buffer: AdamW's
-     * moments and step count have no home there yet. */
-    if (spec_is_adamw(s) && spec_is_async(s))
-        return fail(e,
-                    "optimizer.kind: adamw is not applied by the parameter server of %s; use a synchronous "
-                    "algorithm (sgd, ssgd, hier-bsp, hpsgd, local-sgd) or optimizer.kind sgd",
-                    alg);
+    /* The parameter server applies AdamW through worker_apply_gradient as a synchronous
+     * rank does (its moments and step count are the server's, checkpointed), except in
+     * ddc-asgd, whose update is its own staleness-damped momentum rule (ddc_step). */
+    if (spec_is_adamw(s) && strcmp(alg, "ddc-asgd") == 0)
+        return fail(e, "optimizer.kind: adamw is not applied by ddc-asgd, whose update is its own momentum rule; use "
+                       "asgd, dc-asgd, nsoftsync, dbs-sgd or a synchronous algorithm, or optimizer.kind sgd");
 
     if (strcmp(s->optimizer.lr_schedule.kind, "cosine") == 0 && s->optimizer.lr_schedule.min_lr > s->optimizer.lr)
         return fail(e, "optimizer.lr_schedule.min_lr: must be <= optimizer.lr (%s)", fmt_num(num, s->optimizer.lr));

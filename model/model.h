@@ -122,21 +122,20 @@ typedef enum {
     LAYER_LINEAR,
     /* issue 44's operators (appended: the table's order is the enum's). LAYER_SOFTMAX,
      * LAYER_LOG_SOFTMAX: along the non-batch axis sl_axis (ONNX opset 13's Softmax and
-     * LogSoftmax); not on the GPU yet. */
+     * LogSoftmax). */
     LAYER_SOFTMAX,
     LAYER_LOG_SOFTMAX,
     /* ONNX's Erf, and the exact GELU (torch 1.13's nn.GELU export, x * 0.5 * (1 + Erf(x /
-     * sqrt(2))), matched at import into this one row): model_build_unary's, not on the GPU */
+     * sqrt(2))), matched at import into this one row): model_build_unary's */
     LAYER_ERF,
     LAYER_GELU,
     /* ONNX MatMul of two activations (attention's Q K^T and A V): in (..., M, K) times in2
-     * (..., K, N), the leading axes equal (no broadcasting), both batched; sl_start: K. Not on
-     * the GPU */
+     * (..., K, N), the leading axes equal (no broadcasting), both batched; sl_start: K */
     LAYER_BMM,
     /* ONNX LayerNormalization (opset 17) and torch 1.13's decomposed nn.LayerNorm (ReduceMean,
      * Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, Mul weight, Add bias, matched at import):
      * over the non-batch axes sl_axis.. to the last, eps, weight w_off and bias b_off of those
-     * axes' size (has_bias 1); not on the GPU */
+     * axes' size (has_bias 1) */
     LAYER_LAYERNORM,
     /* the number of kinds: model/op_table.c has one row per kind above */
     LAYER_KIND_COUNT

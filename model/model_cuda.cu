@@ -16,7 +16,8 @@
  * Memory: one cudaMalloc per fused buffer (params, grads + MODEL_GRAD_EXTRA, momentum,
  * buffers), one per arena (activations, their gradients, batch-norm saved statistics,
  * maxpool argmax, softmax probabilities), the input batch, one convolution workspace shared
- * by every layer (the largest any layer's algorithms need at max_batch), and pinned host
+ * by every layer (the largest any layer's algorithms need at max_batch), one layer-norm
+ * workspace likewise (cuda_layernorm_workspace), and pinned host
  * staging for the batch, the gradients, the logits and the loss. Nothing is allocated after
  * cuda_model_create; a step enqueues kernels and copies on one stream and synchronises once.
  * A caller's own host buffers can be page-locked too (cuda_model_host_register): the worker
@@ -57,6 +58,8 @@ struct cuda_model {
                             cuDNN always writes an input gradient, which nothing reads */
     void *ws;
     size_t ws_bytes;
+    void *ln_ws; /* the layer norms' backward workspace: the largest any needs at max_batch */
+    size_t ln_ws_bytes;
     cuda_conv_plan_t **plans; /* (nlayers): a convolution's plan, NULL for other layers */
     float *h_x;               /* pinned (max_batch, C, H, W) */
     int32_t *h_y;             /* pinned (max_batch) */
@@ -288,6 +291,8 @@ static int cuda_pick_device(void)
     return local % n;
 }
 
+static void layernorm_geometry(const layer_t *l, int B, int *rows, int *D);
+
 static int model_setup(cuda_model_t *cm, const model_t *m)
 {
     model_t *mm = &cm->meta;
@@ -333,6 +338,16 @@ static int model_setup(cuda_model_t *cm, const model_t *m)
     }
     cm->ws_bytes = ws;
     if (dev_alloc(cm, &cm->ws, ws)) return -1;
+    size_t ln = 0;
+    for (int i = 0; i < mm->nlayers; i++) {
+        if (mm->layers[i].kind != LAYER_LAYERNORM) continue;
+        int rows, D;
+        layernorm_geometry(&mm->layers[i], mm->max_batch, &rows, &D);
+        const size_t need = cuda_layernorm_workspace(rows, D);
+        if (need > ln) ln = need;
+    }
+    cm->ln_ws_bytes = ln;
+    if (ln && dev_alloc(cm, &cm->ln_ws, ln)) return -1;
 
     if (host_alloc(cm, (void **)&cm->h_x, maxb * cm->in_floats * F) ||
         host_alloc(cm, (void **)&cm->h_y, maxb * sizeof(int32_t)) ||
@@ -423,6 +438,7 @@ static void cuda_model_free(cuda_model_t *cm)
     cudaFree(cm->scale);
     cudaFree(cm->bn_dx);
     cudaFree(cm->ws);
+    cudaFree(cm->ln_ws);
     cudaFreeHost(cm->h_x);
     cudaFreeHost(cm->h_y);
     cudaFreeHost(cm->h_grads);
@@ -707,9 +723,10 @@ static int add_bwd(cuda_model_t *cm, int i, int B)
     return cuda_residual_add_backward(cm->ctx, &l->sc, B, dout_of(cm, i), dinput_of(cm, l->in), dinput_of(cm, l->in2));
 }
 
-/* Along axis sl_axis a sample is (outer, size along it, inner): the channel kernel's
- * (B, C, HW) with B * outer rows (op_table.c's concat_geometry, which is static there). */
-static void concat_geometry(const layer_t *l, int B, int *rows, int *inner, int C2[2])
+/* Along the output's axis sl_axis a sample is (outer, size along it, inner): the kernels'
+ * (rows, n, inner) with B * outer rows (op_table.c's axis_geometry and the geometries below
+ * are static there, and this library links no host model code). */
+static void axis_geometry(const layer_t *l, int B, int *rows, int *inner)
 {
     *rows = B;
     *inner = 1;
@@ -717,6 +734,12 @@ static void concat_geometry(const layer_t *l, int B, int *rows, int *inner, int 
         if (d < l->sl_axis) *rows *= l->shape.dims[d];
         if (d > l->sl_axis) *inner *= l->shape.dims[d];
     }
+}
+
+/* Concat: the channel kernel's (B, C, HW) with B * outer rows, C2 the inputs' sizes */
+static void concat_geometry(const layer_t *l, int B, int *rows, int *inner, int C2[2])
+{
+    axis_geometry(l, B, rows, inner);
     C2[0] = l->sl_start;
     C2[1] = l->shape.dims[l->sl_axis] - l->sl_start;
 }
@@ -918,6 +941,112 @@ static int view_bwd(cuda_model_t *cm, int i, int B)
     return cuda_view_backward(cm->ctx, &l->bc, l->view_off, B, dout_of(cm, i), dinput_of(cm, l->in));
 }
 
+/* ReduceMean and ReduceSum: the CPU's walk (bc) and scale, 1 / the count summed for the
+ * mean (op_table.c's reduce_scale) */
+static float reduce_scale(const layer_t *l)
+{
+    const size_t in = (size_t)l->C * l->H * l->W, out = (size_t)l->OC * l->OH * l->OW;
+    return l->kind == LAYER_REDUCE_MEAN ? 1.0f / (float)(in / out) : 1.0f;
+}
+static int reduce_fwd(cuda_model_t *cm, int i, int B, int train)
+{
+    const layer_t *l = layer_of(cm, i);
+    return cuda_reduce_forward(cm->ctx, &l->bc, B, reduce_scale(l), layer_input(cm, l->in), out_of(cm, i),
+                               out_count(l, B));
+}
+static int reduce_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    return cuda_reduce_backward(cm->ctx, &l->bc, B, reduce_scale(l), dout_of(cm, i), dinput_of(cm, l->in));
+}
+
+/* Linear: one GEMM over every sample's rows (a sample's elements / IN of them: op_table.c's
+ * linear_rows), the FC kernels' */
+static int linear_rows(const layer_t *l, int B) { return B * (l->C * l->H * l->W / l->gemm.IN); }
+static int linear_fwd(cuda_model_t *cm, int i, int B, int train)
+{
+    const layer_t *l = layer_of(cm, i);
+    const float *bias = l->has_bias ? cm->params + l->b_off : NULL;
+    return cuda_gemm_forward(cm->ctx, &l->gemm, linear_rows(l, B), layer_input(cm, l->in), cm->params + l->w_off, bias,
+                             out_of(cm, i));
+}
+static int linear_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    float *db = l->has_bias ? cm->grads + l->b_off : NULL;
+    return cuda_gemm_backward(cm->ctx, &l->gemm, linear_rows(l, B), layer_input(cm, l->in), cm->params + l->w_off,
+                              dout_of(cm, i), dinput_of(cm, l->in), cm->grads + l->w_off, db);
+}
+
+/* Softmax and LogSoftmax along axis sl_axis */
+static int softmax_fwd(cuda_model_t *cm, int i, int B, int train)
+{
+    const layer_t *l = layer_of(cm, i);
+    int rows, inner;
+    axis_geometry(l, B, &rows, &inner);
+    return cuda_softmax_axis_forward(cm->ctx, l->kind == LAYER_LOG_SOFTMAX, rows, l->shape.dims[l->sl_axis], inner,
+                                     layer_input(cm, l->in), out_of(cm, i));
+}
+static int softmax_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    int rows, inner;
+    axis_geometry(l, B, &rows, &inner);
+    return cuda_softmax_axis_backward(cm->ctx, l->kind == LAYER_LOG_SOFTMAX, rows, l->shape.dims[l->sl_axis], inner,
+                                      out_of(cm, i), dout_of(cm, i), dinput_of(cm, l->in));
+}
+
+/* (..., M, K) x (..., K, N): G = B times the leading axes pairs (op_table.c's bmm_geometry) */
+static void bmm_geometry(const layer_t *l, int B, int *G, int *M, int *K, int *N)
+{
+    const int r = l->shape.rank;
+    *G = B;
+    for (int d = 0; d < r - 2; d++) *G *= l->shape.dims[d];
+    *M = l->shape.dims[r - 2];
+    *N = l->shape.dims[r - 1];
+    *K = l->sl_start;
+}
+static int bmm_fwd(cuda_model_t *cm, int i, int B, int train)
+{
+    const layer_t *l = layer_of(cm, i);
+    int G, M, K, N;
+    bmm_geometry(l, B, &G, &M, &K, &N);
+    return cuda_bmm_forward(cm->ctx, G, M, K, N, layer_input(cm, l->in), layer_input(cm, l->in2), out_of(cm, i));
+}
+static int bmm_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    int G, M, K, N;
+    bmm_geometry(l, B, &G, &M, &K, &N);
+    return cuda_bmm_backward(cm->ctx, G, M, K, N, layer_input(cm, l->in), layer_input(cm, l->in2), dout_of(cm, i),
+                             dinput_of(cm, l->in), dinput_of(cm, l->in2));
+}
+
+/* Layer norm over the axes sl_axis.. to the last: rows of D = size(sl_axis) * inner */
+static void layernorm_geometry(const layer_t *l, int B, int *rows, int *D)
+{
+    int inner;
+    axis_geometry(l, B, rows, &inner);
+    *D = l->shape.dims[l->sl_axis] * inner;
+}
+static int layernorm_fwd(cuda_model_t *cm, int i, int B, int train)
+{
+    const layer_t *l = layer_of(cm, i);
+    int rows, D;
+    layernorm_geometry(l, B, &rows, &D);
+    return cuda_layernorm_forward(cm->ctx, rows, D, l->eps, layer_input(cm, l->in), cm->params + l->w_off,
+                                  cm->params + l->b_off, out_of(cm, i));
+}
+static int layernorm_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    int rows, D;
+    layernorm_geometry(l, B, &rows, &D);
+    return cuda_layernorm_backward(cm->ctx, rows, D, l->eps, layer_input(cm, l->in), cm->params + l->w_off,
+                                   dout_of(cm, i), dinput_of(cm, l->in), cm->grads + l->w_off, cm->grads + l->b_off,
+                                   cm->ln_ws, cm->ln_ws_bytes);
+}
+
 /* In layer_kind_t's order (C++ has no designated array initializers: the static_asserts
  * below check the order and the length). A row {kind, NULL, NULL, NULL} would mean "not on
  * the GPU": cuda_model_create refuses such a layer, and the worker falls back as for any
@@ -955,18 +1084,16 @@ static constexpr cuda_op_t CUDA_OPS[] = {
     {LAYER_RESHAPE, reshape_fwd, reshape_bwd, NULL},
     {LAYER_TRANSPOSE, view_fwd, view_bwd, NULL},
     {LAYER_SLICE, view_fwd, view_bwd, NULL},
-    /* not on the GPU yet: refused by name */
-    {LAYER_REDUCE_MEAN, NULL, NULL, NULL},
-    {LAYER_REDUCE_SUM, NULL, NULL, NULL},
-    {LAYER_LINEAR, NULL, NULL, NULL},
-    /* issue 44's kinds: Erf and GELU through the unary launcher; the others not on the GPU
-     * yet, refused by name */
-    {LAYER_SOFTMAX, NULL, NULL, NULL},
-    {LAYER_LOG_SOFTMAX, NULL, NULL, NULL},
+    {LAYER_REDUCE_MEAN, reduce_fwd, reduce_bwd, NULL},
+    {LAYER_REDUCE_SUM, reduce_fwd, reduce_bwd, NULL},
+    {LAYER_LINEAR, linear_fwd, linear_bwd, NULL},
+    /* issue 44's kinds; Erf and GELU through the unary launcher */
+    {LAYER_SOFTMAX, softmax_fwd, softmax_bwd, NULL},
+    {LAYER_LOG_SOFTMAX, softmax_fwd, softmax_bwd, NULL},
     {LAYER_ERF, unary_fwd, unary_bwd, NULL},
     {LAYER_GELU, unary_fwd, unary_bwd, NULL},
-    {LAYER_BMM, NULL, NULL, NULL},
-    {LAYER_LAYERNORM, NULL, NULL, NULL},
+    {LAYER_BMM, bmm_fwd, bmm_bwd, NULL},
+    {LAYER_LAYERNORM, layernorm_fwd, layernorm_bwd, NULL},
 };
 static_assert(sizeof CUDA_OPS / sizeof CUDA_OPS[0] == LAYER_KIND_COUNT, "one CUDA row per layer kind");
 static constexpr bool cuda_ops_in_order(int k)

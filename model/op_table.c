@@ -886,12 +886,12 @@ const model_op_t MODEL_OPS[] = {
     [LAYER_RESHAPE]    = {LAYER_RESHAPE, "reshape", "Reshape, Squeeze, Unsqueeze (non-batch axes)", "Reshape", 1, IN1, infer_reshape, NULL, flops_none, reshape_fwd, reshape_bwd},
     [LAYER_TRANSPOSE]  = {LAYER_TRANSPOSE, "transpose", "Transpose (the batch axis first)", "Transpose", 1, IN1, infer_transpose, NULL, flops_none, view_fwd, view_bwd},
     [LAYER_SLICE]      = {LAYER_SLICE, "slice", "Slice, Split (non-batch axes, constant bounds)", "Slice", 1, IN1, infer_slice, NULL, flops_none, view_fwd, view_bwd},
-    /* not on the GPU yet (empty CUDA rows); the mean over an image's plane stays LAYER_GAP */
+    /* the mean over an image's plane stays LAYER_GAP */
     [LAYER_REDUCE_MEAN] = {LAYER_REDUCE_MEAN, "reduce mean", "ReduceMean (non-batch axes)", "ReduceMean", 1, IN1, infer_reduce, NULL, flops_pass, reduce_mean_fwd, reduce_mean_bwd},
     [LAYER_REDUCE_SUM] = {LAYER_REDUCE_SUM, "reduce sum", "ReduceSum (non-batch axes)", "ReduceSum", 1, IN1, infer_reduce, NULL, flops_pass, reduce_sum_fwd, reduce_sum_bwd},
     [LAYER_LINEAR] = {LAYER_LINEAR, "linear", "MatMul (+ Add) over the last axis", "MatMul (+ Add)", 1, IN1, infer_linear, NULL, flops_linear, linear_fwd, linear_bwd},
 
-    /* issue 44's rows (appended); Erf and GELU run on the GPU, the others not yet */
+    /* issue 44's rows (appended) */
     [LAYER_SOFTMAX]    = {LAYER_SOFTMAX, "softmax", "Softmax (a non-batch axis)", "Softmax", 1, IN1, infer_axis, NULL, flops_pass, softmax_fwd, softmax_bwd},
     [LAYER_LOG_SOFTMAX] = {LAYER_LOG_SOFTMAX, "log softmax", "LogSoftmax (a non-batch axis)", "LogSoftmax", 1, IN1, infer_axis, NULL, flops_pass, softmax_fwd, softmax_bwd},
     [LAYER_ERF]        = {LAYER_ERF, "erf", "Erf", "Erf", 1, IN1, infer_same, NULL, flops_pass, erf_fwd, erf_bwd},

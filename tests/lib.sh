@@ -103,6 +103,13 @@ expect_error() {
 # own finalize race (see there). MPIRUN_RAW is plain mpirun, for tests that signal it.
 MPIRUN_RAW="mpirun --oversubscribe --allow-run-as-root --mca btl_vader_single_copy_mechanism none"
 MPIRUN="sh $(pwd)/tests/tools/mpirun.sh --oversubscribe --allow-run-as-root --mca btl_vader_single_copy_mechanism none"
+# mpi NP LOG ARGS... - pacer-worker ARGS on NP ranks, its output in LOG; the test fails,
+# printing LOG, when the run does.
+mpi() {
+    np=$1 log=$2
+    shift 2
+    $MPIRUN -np "$np" $WORKER "$@" >"$log" 2>&1 || { cat "$log"; fail "mpirun -np $np pacer-worker $* failed"; }
+}
 
 # Test accuracy per epoch (issue 29): what the history, the records and the dashboard show
 # must be what the run measured, one evaluation per epoch, never a 0 for "not measured".

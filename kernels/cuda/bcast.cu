@@ -1,6 +1,6 @@
 /* kernels/cuda/bcast.cu - the broadcasting binary operators (Add, Sub, Mul, Div with NumPy
- * broadcasting) and the strided views (Transpose, Slice) of ops.h, as index-mapping kernels
- * over a bcast_desc_t.
+ * broadcasting), the strided views (Transpose, Slice) and the reductions (ReduceSum,
+ * ReduceMean) of ops.h, as index-mapping kernels over a bcast_desc_t.
  *
  * Letters: B batch, R the descriptor's rank (axis 0 the batch), o a flat index into the
  * output (B, dims[1], ..., dims[R - 1]).
@@ -10,7 +10,8 @@
  * the outputs that read that element (the axes the input broadcasts along, the batch too
  * for a batch-less constant) in increasing o, as binary_backward's loop meets them, adding
  * each term into its float accumulator. So the results are the CPU's, bit for bit, and no
- * atomics are needed.
+ * atomics are needed. A reduction likewise: one thread per output sums its inputs in the
+ * order of the CPU's walk; its backward one thread per input element.
  */
 #include <string.h>
 
@@ -41,19 +42,18 @@ static size_t bcast_dev(const bcast_desc_t *d, int B, bcast_dev_t *g)
     return run;
 }
 
+/* Where the walk's element o reads an input of strides s: its coordinates times s. */
+static OPS_HD size_t walk_at(const bcast_dev_t *g, size_t o, const size_t *s)
+{
+    size_t i = 0;
+    for (int ax = 0; ax < g->rank; ax++) i += o / g->ost[ax] % g->dims[ax] * s[ax];
+    return i;
+}
+
 /* out[o] = op(a at sa, b at sb); one thread per output element */
 __global__ void binary_fwd_kernel(binary_op_t op, bcast_dev_t g, const float *a, const float *b, float *out, size_t n)
 {
-    GRID_STRIDE(o, n)
-    {
-        size_t ia = 0, ib = 0;
-        for (int ax = 0; ax < g.rank; ax++) {
-            const size_t c = o / g.ost[ax] % g.dims[ax];
-            ia += c * g.sa[ax];
-            ib += c * g.sb[ax];
-        }
-        out[o] = binary_fn(op, a[ia], b[ib]);
-    }
+    GRID_STRIDE(o, n) out[o] = binary_fn(op, a[walk_at(&g, o, g.sa)], b[walk_at(&g, o, g.sb)]);
 }
 
 /* The gradient of one input (of_b 0: a, read at sa; 1: b, at sb), one thread per element
@@ -105,11 +105,71 @@ __global__ void view_kernel(bcast_dev_t g, size_t off, const float *src, float *
 {
     GRID_STRIDE(o, n)
     {
-        size_t ia = off;
-        for (int ax = 0; ax < g.rank; ax++) ia += o / g.ost[ax] % g.dims[ax] * g.sa[ax];
+        const size_t ia = off + walk_at(&g, o, g.sa);
         if (fwd) dst[o] = src[ia];
         else dst[ia] = __fadd_rn(dst[ia], src[o]);
     }
+}
+
+/* One output of a reduction (reduce_forward: the walk g over the input, sa its strides,
+ * sb the output's, 0 along a reduced axis): the output o's coordinates on the kept axes,
+ * then every combination of the reduced ones, the last fastest, which is the CPU's order
+ * of the input walk; the float sum times scale, as there. */
+static OPS_HD float reduce_out(const bcast_dev_t *g, size_t o, float scale, const float *inp)
+{
+    size_t i0 = 0, cnt[BCAST_MAX_AXES] = {0};
+    int rax[BCAST_MAX_AXES], nr = 0;
+    for (int ax = 0; ax < g->rank; ax++) {
+        if (g->sb[ax]) i0 += o / g->sb[ax] % g->dims[ax] * g->sa[ax];
+        else if (g->dims[ax] > 1) rax[nr++] = ax;
+    }
+    float acc = 0.0f;
+    for (;;) {
+        size_t i = i0;
+        for (int k = 0; k < nr; k++) i += cnt[k] * g->sa[rax[k]];
+        acc = UFN_ADD(acc, inp[i]);
+        int k = nr - 1;
+        for (; k >= 0; k--) {
+            if (++cnt[k] < g->dims[rax[k]]) break;
+            cnt[k] = 0;
+        }
+        if (k < 0) break;
+    }
+    return UFN_MUL(acc, scale);
+}
+
+/* one thread per output element (no atomics: each sums its own inputs) */
+__global__ void reduce_fwd_kernel(bcast_dev_t g, float scale, const float *inp, float *out, size_t nout)
+{
+    GRID_STRIDE(o, nout) out[o] = reduce_out(&g, o, scale, inp);
+}
+
+/* one thread per input element i (the walk's o: the input is contiguous): i's gradient
+ * gets scale * dout of the output it was summed into */
+__global__ void reduce_bwd_kernel(bcast_dev_t g, float scale, const float *dout, float *dinp, size_t n)
+{
+    GRID_STRIDE(i, n) dinp[i] = UFN_ADD(dinp[i], UFN_MUL(scale, dout[walk_at(&g, i, g.sb)]));
+}
+
+extern "C" int cuda_reduce_forward(cuda_ctx_t *ctx, const bcast_desc_t *d, int B, float scale, const float *inp,
+                                   float *out, size_t nout)
+{
+    bcast_dev_t g;
+    if (B <= 0 || !nout || !bcast_dev(d, B, &g)) return 0;
+    reduce_fwd_kernel<<<pacer_grid(nout, 128), 128, 0, ctx->stream>>>(g, scale, inp, out, nout);
+    KERNEL_CHECK(ctx, "reduce_fwd_kernel");
+    return 0;
+}
+
+extern "C" int cuda_reduce_backward(cuda_ctx_t *ctx, const bcast_desc_t *d, int B, float scale, const float *dout,
+                                    float *dinp)
+{
+    bcast_dev_t g;
+    const size_t n = B > 0 && dinp ? bcast_dev(d, B, &g) : 0;
+    if (!n) return 0;
+    reduce_bwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(g, scale, dout, dinp, n);
+    KERNEL_CHECK(ctx, "reduce_bwd_kernel");
+    return 0;
 }
 
 extern "C" int cuda_binary_forward(cuda_ctx_t *ctx, binary_op_t op, const bcast_desc_t *d, int B, const float *a,

@@ -91,6 +91,19 @@ template <int THREADS> static __device__ __forceinline__ double block_sum(double
     return r;
 }
 
+/* Double-precision twins of scalar_fn.h's UFN_*: on the device __dadd_rn and friends, which
+ * nvcc never fuses into an FMA (it would, by default, contract a * b + c), so a kernel's
+ * sums in double round as the CPU's C loops do; plain operators in host code. */
+#if defined(__CUDA_ARCH__)
+#define DFN_ADD(x, y) __dadd_rn((x), (y))
+#define DFN_SUB(x, y) __dsub_rn((x), (y))
+#define DFN_MUL(x, y) __dmul_rn((x), (y))
+#else
+#define DFN_ADD(x, y) ((x) + (y))
+#define DFN_SUB(x, y) ((x) - (y))
+#define DFN_MUL(x, y) ((x) * (y))
+#endif
+
 #define GRID_STRIDE(i, n) \
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
 

@@ -26,11 +26,17 @@
  *   residual add, concat,
  *   broadcast binary ops,
  *   transpose, slice,
- *   gap, softmax-xent      own kernels (bit-identical)
+ *   gap, softmax-xent,
+ *   reductions             own kernels (bit-identical)
+ *   softmax on an axis     own kernels, the CPU's double sums (only CUDA's double exp/log differ)
+ *   layer norm             own kernels: output and input gradient bit-identical, weight and
+ *                          bias gradients summed in double by chunks of rows (no atomics)
+ *   matmul of activations  cuBLAS strided-batched SGEMM (never TF32)
  *   dropout                own kernels, ops.h's stateless mask (dropout_keep is host and
  *                          device code): the CPU's mask and values, bit for bit
  *   batch norm             cuDNN, CUDNN_BATCHNORM_SPATIAL (train, inference, backward)
- *   fully connected, Gemm  cuBLAS SGEMM (CUBLAS_DEFAULT_MATH: never TF32); own bias kernels
+ *   fully connected, Gemm,
+ *   linear (last axis)     cuBLAS SGEMM (CUBLAS_DEFAULT_MATH: never TF32); own bias kernels
  *   SGD, norms, clipping   own kernels (elementwise ones use __fmul_rn/__fadd_rn so nvcc does not
  *                          contract to FMA: they round exactly like the CPU loops)
  * The asynchronous algorithms' updates (DC-ASGD, DDC-ASGD, n-softsync) have no CUDA version:
@@ -157,6 +163,13 @@ int cuda_binary_backward(cuda_ctx_t *ctx, binary_op_t op, const bcast_desc_t *d,
 int cuda_view_forward(cuda_ctx_t *ctx, const bcast_desc_t *d, size_t off, int B, const float *inp, float *out);
 int cuda_view_backward(cuda_ctx_t *ctx, const bcast_desc_t *d, size_t off, int B, const float *dout,
                        float *dinp /* += */);
+/* ReduceSum and ReduceMean as ops.h's reduce_forward / reduce_backward (the walk d over
+ * the input, out's nout floats written whole): one thread per output sums its inputs in
+ * the CPU's order, one thread per input element adds its gradient: the CPU's bits. */
+int cuda_reduce_forward(cuda_ctx_t *ctx, const bcast_desc_t *d, int B, float scale, const float *inp, float *out,
+                        size_t nout);
+int cuda_reduce_backward(cuda_ctx_t *ctx, const bcast_desc_t *d, int B, float scale, const float *dout,
+                         float *dinp /* += */);
 /* Mul as ops.h's (b (B, C, HW2), HW2 HW or 1; da and db may be one buffer, either NULL). */
 int cuda_mul_forward(cuda_ctx_t *ctx, int B, int C, int HW, int HW2, const float *a, const float *b, float *out);
 int cuda_mul_backward(cuda_ctx_t *ctx, int B, int C, int HW, int HW2, const float *a, const float *b, const float *dout,
@@ -199,6 +212,25 @@ int cuda_gemm_backward(cuda_ctx_t *ctx, const gemm_desc_t *d, int B, const float
                        const float *dout, float *dinp /* +=, or NULL */, float *dweight /* = */,
                        float *dbias /* =, or NULL */);
 
+/* ---- matrix products of two activations (cuBLAS) ------------------------------------- */
+/* bmm_forward / bmm_backward of ops.h: G pairs of a (M, K) and b (K, N), one strided-batched
+ * SGEMM per pass; da and db may be one buffer, either NULL. */
+int cuda_bmm_forward(cuda_ctx_t *ctx, int G, int M, int K, int N, const float *a, const float *b,
+                     float *out); /* (G, M, N) = */
+int cuda_bmm_backward(cuda_ctx_t *ctx, int G, int M, int K, int N, const float *a, const float *b, const float *dout,
+                      float *da /* += */, float *db /* += */);
+
+/* ---- layer normalisation (own kernels) ----------------------------------------------- */
+/* layernorm_forward / layernorm_backward of ops.h over R rows of D elements. The backward
+ * needs ws_bytes >= cuda_layernorm_workspace(R, D) of device workspace (each row's
+ * statistics and the parameter gradients' partial sums; host-only, no device needed). */
+size_t cuda_layernorm_workspace(int R, int D);
+int cuda_layernorm_forward(cuda_ctx_t *ctx, int R, int D, float eps, const float *inp, const float *w, const float *b,
+                           float *out);
+int cuda_layernorm_backward(cuda_ctx_t *ctx, int R, int D, float eps, const float *inp, const float *w,
+                            const float *dout, float *dinp /* += or NULL */, float *dw /* = */, float *db /* = */,
+                            void *ws, size_t ws_bytes);
+
 /* ---- softmax cross-entropy (own kernels) -------------------------------------------- */
 /* Writes probs and the mean loss with label smoothing `smoothing` (softmax_xent_forward
  * of ops.h) to loss_dev (one float on the device); asynchronous. */
@@ -208,6 +240,12 @@ int cuda_softmax_xent_forward(cuda_ctx_t *ctx, int B, int N, const float *logits
                               float *loss_dev);                                   /* (1) */
 int cuda_softmax_xent_backward(cuda_ctx_t *ctx, int B, int N, const float *probs, const int32_t *labels,
                                float smoothing, float scale, float *dlogits /* (B, N) = */);
+/* Softmax or LogSoftmax (take_log) along an axis, softmax_axis_forward /
+ * softmax_axis_backward of ops.h: rows of n elements lying inner apart (out the forward's
+ * output, read by the backward). */
+int cuda_softmax_axis_forward(cuda_ctx_t *ctx, int take_log, int rows, int n, int inner, const float *inp, float *out);
+int cuda_softmax_axis_backward(cuda_ctx_t *ctx, int take_log, int rows, int n, int inner, const float *out,
+                               const float *dout, float *dinp /* += or NULL */);
 /* argmax(logits) == label count; synchronous. Returns the count, or -1 on error. */
 int cuda_count_correct(cuda_ctx_t *ctx, int B, int N, const float *logits, const int32_t *labels);
 

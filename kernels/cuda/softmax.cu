@@ -9,6 +9,14 @@
  * A label outside [0, N) gives that row a NaN loss instead of reading out of bounds.
  * Label smoothing eps as there: (1 - eps) * nll + eps * (log(sum) - (mean x - m)), the
  * mean of x in double; eps = 0 takes the unsmoothed expression.
+ *
+ * Softmax and LogSoftmax along one axis (LAYER_SOFTMAX, LAYER_LOG_SOFTMAX): a sample is
+ * (outer, n, inner), so B * outer * inner lines of n elements lying inner apart. One thread
+ * per line runs softmax_axis_forward's loop body (softmax_line_fwd below, host and device
+ * code), sums in double in the CPU's order with no FMA contraction (DFN_*): the results are
+ * the CPU's but where CUDA's double exp and log differ from glibc's (an ulp in double, which
+ * the cast to float almost always hides). The backward likewise (softmax_line_bwd): each
+ * line's dot product in double, each element's gradient added once, no atomics.
  */
 #include <math.h>
 
@@ -107,4 +115,81 @@ extern "C" int cuda_count_correct(cuda_ctx_t *ctx, int B, int N, const float *lo
                "count download");
     CUDA_CHECK(ctx, cudaStreamSynchronize(ctx->stream), "count_correct (or an earlier kernel failed)");
     return *ctx->h_count;
+}
+
+/* The first element of line L of (rows, n, inner): row L / inner, offset L % inner. */
+static OPS_HD size_t softmax_line_base(size_t L, int n, int inner)
+{
+    return L / (size_t)inner * (size_t)n * inner + L % (size_t)inner;
+}
+
+/* One line of softmax_axis_forward: its maximum, the sum of the shifted exponentials and
+ * its log in double, then each output from the shifted value in double. */
+static OPS_HD void softmax_line_fwd(int take_log, int n, int inner, const float *a, float *o)
+{
+    float m = a[0];
+    for (int j = 1; j < n; j++) m = a[(size_t)j * inner] > m ? a[(size_t)j * inner] : m;
+    double s = 0.0;
+    for (int j = 0; j < n; j++) s = DFN_ADD(s, exp(DFN_SUB((double)a[(size_t)j * inner], (double)m)));
+    const double ls = log(s);
+    for (int j = 0; j < n; j++) {
+        const double v = DFN_SUB((double)a[(size_t)j * inner], (double)m);
+        o[(size_t)j * inner] = (float)(take_log ? DFN_SUB(v, ls) : exp(DFN_SUB(v, ls)));
+    }
+}
+
+/* One line of softmax_axis_backward (y the forward's output): the line's sum of dout (log)
+ * or of dout * y in double, then each element's term added to d. */
+static OPS_HD void softmax_line_bwd(int take_log, int n, int inner, const float *y, const float *g, float *d)
+{
+    double s = 0.0;
+    for (int j = 0; j < n; j++) {
+        const size_t o = (size_t)j * inner;
+        s = DFN_ADD(s, take_log ? (double)g[o] : DFN_MUL((double)g[o], (double)y[o]));
+    }
+    for (int j = 0; j < n; j++) {
+        const size_t o = (size_t)j * inner;
+        const double t = take_log ? DFN_SUB((double)g[o], DFN_MUL(exp((double)y[o]), s))
+                                  : DFN_MUL((double)y[o], DFN_SUB((double)g[o], s));
+        d[o] = UFN_ADD(d[o], (float)t);
+    }
+}
+
+__global__ void softmax_axis_fwd_kernel(int take_log, int n, int inner, const float *inp, float *out, size_t lines)
+{
+    GRID_STRIDE(L, lines)
+    {
+        const size_t base = softmax_line_base(L, n, inner);
+        softmax_line_fwd(take_log, n, inner, inp + base, out + base);
+    }
+}
+
+__global__ void softmax_axis_bwd_kernel(int take_log, int n, int inner, const float *out, const float *dout,
+                                        float *dinp, size_t lines)
+{
+    GRID_STRIDE(L, lines)
+    {
+        const size_t base = softmax_line_base(L, n, inner);
+        softmax_line_bwd(take_log, n, inner, out + base, dout + base, dinp + base);
+    }
+}
+
+extern "C" int cuda_softmax_axis_forward(cuda_ctx_t *ctx, int take_log, int rows, int n, int inner, const float *inp,
+                                         float *out)
+{
+    if (rows <= 0 || n <= 0 || inner <= 0) return 0;
+    const size_t lines = (size_t)rows * inner;
+    softmax_axis_fwd_kernel<<<pacer_grid(lines, 128), 128, 0, ctx->stream>>>(take_log, n, inner, inp, out, lines);
+    KERNEL_CHECK(ctx, "softmax_axis_fwd_kernel");
+    return 0;
+}
+
+extern "C" int cuda_softmax_axis_backward(cuda_ctx_t *ctx, int take_log, int rows, int n, int inner, const float *out,
+                                          const float *dout, float *dinp)
+{
+    if (!dinp || rows <= 0 || n <= 0 || inner <= 0) return 0;
+    const size_t lines = (size_t)rows * inner;
+    softmax_axis_bwd_kernel<<<pacer_grid(lines, 128), 128, 0, ctx->stream>>>(take_log, n, inner, out, dout, dinp, lines);
+    KERNEL_CHECK(ctx, "softmax_axis_bwd_kernel");
+    return 0;
 }

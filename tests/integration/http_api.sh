@@ -182,11 +182,11 @@ problem invalid-spec field batch_sise
 expect 400 POST /api/v1/jobs -H "$AUTH" -H "$JSON" \
     --data-binary '{"model": "lenet5", "workers": 2, "algorithm": {"name": "ssgd"}, "emulate": {"slowdown": [1, 2, 4]}}'
 problem invalid-spec field emulate.slowdown
-# AdamW with a parameter server (issue 44): refused at submission, saying what to use
+# AdamW with ddc-asgd's own momentum rule (issue 44): refused at submission, saying what to use
 expect 400 POST /api/v1/jobs -H "$AUTH" -H "$JSON" \
-    --data-binary '{"model": "lenet5", "workers": 2, "algorithm": {"name": "asgd"}, "optimizer": {"kind": "adamw"}}'
+    --data-binary '{"model": "lenet5", "workers": 2, "algorithm": {"name": "ddc-asgd"}, "optimizer": {"kind": "adamw"}}'
 problem invalid-spec field optimizer.kind
-jq -r .detail "$TMP/body" | grep -q "adamw is not applied by the parameter server of asgd; use a synchronous algorithm" ||
+jq -r .detail "$TMP/body" | grep -q "adamw is not applied by ddc-asgd, whose update is its own momentum rule; use asgd" ||
     { cat "$TMP/body"; fail "the adamw refusal does not say why"; }
 head -c 2097152 /dev/zero | tr '\0' ' ' >"$TMP/big.json"
 expect 413 POST /api/v1/jobs -H "$AUTH" -H "$JSON" --data-binary @"$TMP/big.json"

@@ -33,11 +33,6 @@ spec() { # NAME ALGORITHM WORKERS DIR [EXTRA-ALGORITHM-JSON]
  "checkpoint": {"every_steps": 10, "dir": "$4"}}
 JSON
 }
-mpi() { # NP LOG ARGS...
-    np=$1 log=$2
-    shift 2
-    $MPIRUN -np "$np" $WORKER "$@" >"$log" 2>&1 || { cat "$log"; fail "mpirun -np $np pacer-worker $* failed"; }
-}
 
 # 1. ssgd with a saved batch plan.
 spec full ssgd 3 "$TMP/full"

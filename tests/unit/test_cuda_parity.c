@@ -10,8 +10,10 @@
  *     exits 0.
  * tests/integration/cuda_require_gpu.sh checks both ways. Under AddressSanitizer (make
  * check-asan) the device is not touched (the driver and ASan's shadow memory do not mix),
- * with its own skip line. Two tests need no device and always run in a CUDA build: the
- * classification of cuDNN statuses (cuDNN 9's NOT_SUPPORTED sub-codes) and of CUDA errors.
+ * with its own skip line. Three tests need no device and always run in a CUDA build: the
+ * classification of cuDNN statuses (cuDNN 9's NOT_SUPPORTED sub-codes) and of CUDA errors,
+ * and that every layer kind has a CUDA row (cuda_model_create refuses none as "not on the
+ * GPU"; it answers before touching a device).
  *
  * With a GPU:
  *   - every op of kernels/cuda/ops_cuda.h, forward and backward, against kernels/cpu on the
@@ -23,15 +25,18 @@
  *     sigmoid, tanh, channel concatenation (incl. Concat(x, x)), dropout (the CPU's mask for
  *     the same key, bit for bit), fully connected and ONNX Gemm (both weight layouts, alpha,
  *     beta, no bias), softmax cross-entropy, batch norm (train, eval, backward, incl. a large
- *     mean; and epsilons other than BN_EPS),
+ *     mean; and epsilons other than BN_EPS), ReduceSum / ReduceMean on any axes, Softmax and
+ *     LogSoftmax along an axis, layer norm (several chunks of rows, input gradient NULL),
+ *     the matmul of two activations (incl. one tensor times itself, one gradient buffer),
  *     global average pooling, the option-A residual add, SGD (plain, momentum, Nesterov,
  *     weight decay, grad_scale from host and device), norms and clipping. The gradient
  *     conventions are checked as on the CPU: dinp is prefilled (+=), parameter gradients
  *     start as NaN (=); an input gradient is compared as what was added to the prefill,
  *     relative to the largest such increment (compare_dev_acc), so the prefill does not
  *     inflate the reference its tolerance is relative to.
- *   - a training step of each model (mlp, lenet5, cifar10_quick, resnet20, and a network of
- *     every layer kind and geometry only imported graphs have, dropout included) on both backends
+ *   - a training step of each model (mlp, lenet5, cifar10_quick, resnet20, a network of
+ *     every layer kind and geometry only imported graphs have, dropout included, one of the
+ *     N-D rows, and an attention block of issue 44's rows) on both backends
  *     from the same weights and batch: loss, logits and batch-norm running statistics;
  *     every parameter gradient by name from model->tensors[] (twice, see below); the weights
  *     and momentum after an SGD step with clipping; a second step at a smaller batch as the
@@ -58,9 +63,19 @@
  *                        2.4e-7); their backward runs on the CPU's output and is exact;
  *   TOL_BN         1e-4  cuDNN accumulates statistics in float, the CPU in double;
  *   TOL_NORM       1e-6  double sums in another order, then float;
+ *   TOL_LN         1e-6  layer norm's output and input gradient: the CPU's double
+ *                        expressions in its order, no FMA (the kernel bodies give the CPU's
+ *                        bits when compiled as host code); an ulp for the device's double
+ *                        arithmetic;
+ *   TOL_LN_PARAM   1e-5  layer norm's weight and bias gradients: the device sums the rows
+ *                        in double by chunks, the CPU in a float running sum;
+ *   TOL_SOFTMAX    also Softmax / LogSoftmax on an axis (CUDA's double exp and log);
+ *   TOL_FC         also the matmul of two activations (cuBLAS strided-batched SGEMM);
+ *   TOL_EXACT      also ReduceSum / ReduceMean (the CPU's float sums in its order);
  * Model step (errors accumulate through up to 20 layers):
  *   TOL_LOSS 1e-5, TOL_LOGITS 1e-4, TOL_BUFFERS 1e-4 (bn running statistics),
- *   TOL_GRAD_CONV 1e-3, TOL_GRAD_FC 1e-4, TOL_GRAD_BN 1e-3 (gradients of the backward pass
+ *   TOL_GRAD_CONV 1e-3, TOL_GRAD_FC 1e-4 (also Linear's and constants'), TOL_GRAD_BN 1e-3,
+ *   TOL_GRAD_LN 1e-4 (gradients of the backward pass
  *   run on the host's forward state, see below). The weights after the SGD step and the
  *   momentum buffer get their tensor's gradient tolerance; for the weights it is measured
  *   on the update w_new - w_old (relative to the largest update, plus two ulps of the
@@ -100,14 +115,15 @@
 #define PARITY_TESTS(X)                                                                   \
     X(test_conv) X(test_conv_general) X(test_maxpool) X(test_avgpool) X(test_pool_general) \
     X(test_activations) X(test_concat) X(test_dropout) X(test_fc) X(test_gemm) \
-    X(test_stochastic_depth) X(test_binary) X(test_view)                                  \
+    X(test_stochastic_depth) X(test_binary) X(test_view) X(test_reduce)                   \
+    X(test_softmax_axis) X(test_layernorm) X(test_bmm)                                    \
     X(test_softmax_xent) X(test_batchnorm) X(test_batchnorm_eps) X(test_gap) X(test_residual) \
     X(test_sgd) X(test_adamw) X(test_norm_clip) X(test_model_mlp) X(test_model_lenet5)    \
     X(test_model_cifar10_quick) X(test_model_resnet20) X(test_model_onnx_layers) \
-    X(test_model_nd_rows)
+    X(test_model_nd_rows) X(test_model_attention)
 /* clang-format on */
 /* Tests that need no device: they run in every CUDA build. */
-#define HOST_TESTS(X) X(test_cudnn_status_categories) X(test_cuda_error_classes)
+#define HOST_TESTS(X) X(test_cudnn_status_categories) X(test_cuda_error_classes) X(test_cuda_rows_complete)
 
 /* Why there is no usable device (empty when there is one), and whether that is a failure. */
 static char g_no_gpu[1024];
@@ -153,6 +169,9 @@ static int g_have_gpu = 0;
 #define TOL_ACT 1e-6
 #define TOL_BN 1e-4
 #define TOL_NORM 1e-6
+#define TOL_LN 1e-6
+#define TOL_LN_PARAM 1e-5
+#define TOL_GRAD_LN 1e-4
 #define TOL_LOSS 1e-5
 #define TOL_LOGITS 1e-4
 #define TOL_BUFFERS 1e-4
@@ -259,10 +278,22 @@ static void download(float *h, const float *d, size_t n)
     check_rc(cuda_download(g_ctx, h, d, n * sizeof(float)), "download");
 }
 
+/* Host buffers of the current test (hbuf), freed with the device ones by dfree_all. */
+static float *g_hbuf[MAX_DBUF];
+static int g_nhbuf;
+
+static float *hbuf(size_t n)
+{
+    assert_true(g_nhbuf < MAX_DBUF);
+    return g_hbuf[g_nhbuf++] = halloc(n);
+}
+
 static void dfree_all(void)
 {
     for (int i = 0; i < g_ndbuf; i++) cuda_free(g_dbuf[i]);
     g_ndbuf = 0;
+    for (int i = 0; i < g_nhbuf; i++) free(g_hbuf[i]);
+    g_nhbuf = 0;
 }
 
 /* Compares one tensor, prints its errors and counts a failure (the test fails at its end,
@@ -948,6 +979,203 @@ static void test_view(void **state)
     free(out);
     free(g);
     free(dx);
+    end_test();
+}
+
+/* A reduction's descriptor as model/op_table.c's infer_reduce makes one: the walk over
+ * the input (dims, its contiguous strides in sa), the output's strides in sb (0 along the
+ * axes of mask); *nin and *nout a sample's counts. */
+static void reduce_desc(int rank, const int *dims, unsigned mask, bcast_desc_t *d, size_t *nin, size_t *nout)
+{
+    size_t in = 1, out = 1;
+    memset(d, 0, sizeof *d);
+    d->rank = rank + 1;
+    for (int ax = rank; ax >= 1; ax--) {
+        d->dims[ax] = dims[ax - 1];
+        d->sa[ax] = in;
+        d->sb[ax] = mask >> (ax - 1) & 1 ? 0 : out;
+        in *= (size_t)dims[ax - 1];
+        if (!(mask >> (ax - 1) & 1)) out *= (size_t)dims[ax - 1];
+    }
+    d->sa[0] = in;
+    d->sb[0] = out;
+    *nin = in;
+    *nout = out;
+}
+
+/* ReduceSum and ReduceMean over the channels and the last axis, the middle axis, every
+ * axis, and two axes of a 4-D input with an axis of 1: the CPU's float sums in its order,
+ * bit for bit. */
+static void test_reduce(void **state)
+{
+    (void)state;
+    need_gpu();
+    static const struct {
+        int rank, dims[4];
+        unsigned mask;
+    } cases[] = {
+        {3, {3, 5, 4}, 5u}, {3, {3, 5, 4}, 2u}, {3, {3, 5, 4}, 7u}, {4, {2, 3, 1, 4}, 10u}, {2, {64, 33}, 1u},
+    };
+    lcg_t r = {47};
+    const int B = 3;
+    char name[96];
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+        for (int mean = 0; mean < 2; mean++) {
+            bcast_desc_t d;
+            size_t si, so;
+            reduce_desc(cases[ci].rank, cases[ci].dims, cases[ci].mask, &d, &si, &so);
+            const size_t nin = si * B, nout = so * B;
+            const float scale = mean ? 1.0f / (float)(si / so) : 1.0f;
+            float *x = hbuf(nin), *out = hbuf(nout), *g = hbuf(nout), *dx = hbuf(nin);
+            fill(&r, x, nin, -1, 1);
+            fill(&r, g, nout, -1, 1);
+            fill_const(dx, nin, PREFILL);
+            float *d_x = dcopy(x, nin), *d_g = dcopy(g, nout), *d_out = dalloc(nout), *d_dx = dcopy(dx, nin);
+            reduce_forward(&d, B, scale, x, out, nout);
+            reduce_backward(&d, B, scale, g, dx);
+            check_rc(cuda_reduce_forward(g_ctx, &d, B, scale, d_x, d_out, nout), "reduce fwd");
+            check_rc(cuda_reduce_backward(g_ctx, &d, B, scale, d_g, d_dx), "reduce bwd");
+            snprintf(name, sizeof name, "reduce_%s%zu (mask %u).out", mean ? "mean" : "sum", ci, cases[ci].mask);
+            compare_dev(name, d_out, out, nout, TOL_EXACT);
+            snprintf(name, sizeof name, "reduce_%s%zu.dinp (+=)", mean ? "mean" : "sum", ci);
+            compare_dev_acc(name, d_dx, dx, nin, PREFILL, TOL_EXACT);
+            dfree_all();
+        }
+    end_test();
+}
+
+/* Softmax and LogSoftmax along an axis: the channels of an image (inner a plane), attention
+ * scores along the last axis (inner 1, n 50), a line of one element, and logits far apart
+ * (the shift by the maximum). The backward runs on the CPU's output uploaded to the device. */
+static void test_softmax_axis(void **state)
+{
+    (void)state;
+    need_gpu();
+    static const int cases[][3] = {{6, 7, 5}, {48, 50, 1}, {2, 10, 12}, {5, 1, 3}};
+    lcg_t r = {53};
+    char name[96];
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+        for (int tl = 0; tl < 2; tl++) {
+            const int rows = cases[ci][0], n = cases[ci][1], inner = cases[ci][2];
+            const size_t N = (size_t)rows * n * inner;
+            float *x = hbuf(N), *y = hbuf(N), *g = hbuf(N), *dx = hbuf(N);
+            fill(&r, x, N, ci == 1 ? -30.0f : -4.0f, ci == 1 ? 30.0f : 4.0f);
+            fill(&r, g, N, -1, 1);
+            fill_const(dx, N, PREFILL);
+            float *d_x = dcopy(x, N), *d_y = dalloc(N), *d_g = dcopy(g, N), *d_dx = dcopy(dx, N);
+            softmax_axis_forward(tl, rows, n, inner, x, y);
+            softmax_axis_backward(tl, rows, n, inner, y, g, dx);
+            check_rc(cuda_softmax_axis_forward(g_ctx, tl, rows, n, inner, d_x, d_y), "softmax axis fwd");
+            snprintf(name, sizeof name, "%s%zu (%dx%dx%d).out", tl ? "log_softmax" : "softmax", ci, rows, n, inner);
+            compare_dev(name, d_y, y, N, TOL_SOFTMAX);
+            upload(d_y, y, N); /* the backward on the CPU's output */
+            check_rc(cuda_softmax_axis_backward(g_ctx, tl, rows, n, inner, d_y, d_g, d_dx), "softmax axis bwd");
+            snprintf(name, sizeof name, "%s%zu.dinp (+=)", tl ? "log_softmax" : "softmax", ci);
+            compare_dev_acc(name, d_dx, dx, N, PREFILL, TOL_SOFTMAX);
+            dfree_all();
+        }
+    end_test();
+}
+
+/* Layer norm over rows of D: one chunk of rows and several (the last one partial), a ViT
+ * width, and a backward without an input gradient (a layer norm on the model input). The
+ * parameter gradients start as NaN (=). */
+static void test_layernorm(void **state)
+{
+    (void)state;
+    need_gpu();
+    static const int cases[][3] = {{3, 20, 1}, {130, 20, 1}, {70, 96, 0}, {5, 768, 1}};
+    lcg_t r = {59};
+    char name[96];
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const int R = cases[ci][0], D = cases[ci][1], with_dx = cases[ci][2];
+        const size_t N = (size_t)R * D, wsb = cuda_layernorm_workspace(R, D);
+        const float eps = ci == 2 ? 1e-6f : 1e-5f;
+        float *x = hbuf(N), *y = hbuf(N), *g = hbuf(N), *dx = hbuf(N), *w = hbuf(D), *b = hbuf(D);
+        float *dw = hbuf(D), *db = hbuf(D);
+        fill(&r, x, N, -2, 3);
+        fill(&r, g, N, -1, 1);
+        fill(&r, w, D, 0.5f, 1.5f);
+        fill(&r, b, D, -0.5f, 0.5f);
+        fill_const(dx, N, PREFILL);
+        fill_const(dw, D, NAN);
+        fill_const(db, D, NAN);
+        float *d_x = dcopy(x, N), *d_y = dalloc(N), *d_g = dcopy(g, N), *d_dx = dcopy(dx, N), *d_w = dcopy(w, D);
+        float *d_b = dcopy(b, D), *d_dw = dcopy(dw, D), *d_db = dcopy(db, D);
+        void *d_ws = dalloc_bytes(wsb);
+        layernorm_forward(R, D, eps, x, w, b, y);
+        layernorm_backward(R, D, eps, x, w, g, with_dx ? dx : NULL, dw, db);
+        check_rc(cuda_layernorm_forward(g_ctx, R, D, eps, d_x, d_w, d_b, d_y), "layernorm fwd");
+        check_rc(cuda_layernorm_backward(g_ctx, R, D, eps, d_x, d_w, d_g, with_dx ? d_dx : NULL, d_dw, d_db, d_ws, wsb),
+                 "layernorm bwd");
+        snprintf(name, sizeof name, "layernorm%zu (R=%d D=%d).out", ci, R, D);
+        compare_dev(name, d_y, y, N, TOL_LN);
+        if (with_dx) {
+            snprintf(name, sizeof name, "layernorm%zu.dinp (+=)", ci);
+            compare_dev_acc(name, d_dx, dx, N, PREFILL, TOL_LN);
+        }
+        snprintf(name, sizeof name, "layernorm%zu.dweight (=)", ci);
+        compare_dev(name, d_dw, dw, D, TOL_LN_PARAM);
+        snprintf(name, sizeof name, "layernorm%zu.dbias (=)", ci);
+        compare_dev(name, d_db, db, D, TOL_LN_PARAM);
+        dfree_all();
+    }
+    /* a workspace too small is refused with a message, not overrun */
+    if (cuda_layernorm_backward(g_ctx, 130, 20, 1e-5f, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 8) == 0 ||
+        !strstr(cuda_ctx_error(g_ctx), "workspace too small"))
+        fail_msg("a layer norm backward with an 8-byte workspace was not refused: %s", cuda_ctx_error(g_ctx));
+    end_test();
+}
+
+/* The matmul of two activations (G pairs): attention's scores (K, the head width, between
+ * two token axes) and their product with V, a single row, and x times x (one tensor on both
+ * sides, one gradient buffer: each GEMM reads only the inputs). */
+static void test_bmm(void **state)
+{
+    (void)state;
+    need_gpu();
+    static const int cases[][5] = {
+        /* G, M, K, N, x times x */
+        {8, 17, 16, 17, 0},
+        {8, 17, 17, 16, 0},
+        {3, 1, 9, 4, 0},
+        {4, 6, 6, 6, 1},
+    };
+    lcg_t r = {67};
+    char name[96];
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const int G = cases[ci][0], M = cases[ci][1], K = cases[ci][2], N = cases[ci][3], same = cases[ci][4];
+        const size_t na = (size_t)G * M * K, nb = (size_t)G * K * N, no = (size_t)G * M * N;
+        float *a = hbuf(na), *b = same ? a : hbuf(nb), *out = hbuf(no), *g = hbuf(no);
+        float *da = hbuf(na), *db = same ? da : hbuf(nb);
+        fill(&r, a, na, -1, 1);
+        if (!same) fill(&r, b, nb, -1, 1);
+        fill(&r, g, no, -1, 1);
+        fill_const(da, na, PREFILL);
+        if (!same) fill_const(db, nb, PREFILL);
+        float *d_a = dcopy(a, na), *d_b = same ? d_a : dcopy(b, nb), *d_out = dalloc(no), *d_g = dcopy(g, no);
+        float *d_da = dcopy(da, na), *d_db = same ? d_da : dcopy(db, nb);
+        bmm_forward(G, M, K, N, a, b, out);
+        bmm_backward(G, M, K, N, a, b, g, da, db);
+        check_rc(cuda_bmm_forward(g_ctx, G, M, K, N, d_a, d_b, d_out), "bmm fwd");
+        check_rc(cuda_bmm_backward(g_ctx, G, M, K, N, d_a, d_b, d_g, d_da, d_db), "bmm bwd");
+        snprintf(name, sizeof name, "bmm%zu (%d x %dx%d x %dx%d).out", ci, G, M, K, K, N);
+        compare_dev(name, d_out, out, no, TOL_FC);
+        snprintf(name, sizeof name, "bmm%zu.da (+=)%s", ci, same ? " (= db)" : "");
+        compare_dev_acc(name, d_da, da, na, PREFILL, TOL_FC);
+        if (!same) {
+            snprintf(name, sizeof name, "bmm%zu.db (+=)", ci);
+            compare_dev_acc(name, d_db, db, nb, PREFILL, TOL_FC);
+        }
+        /* one gradient only (the other input a constant's or the model input's) */
+        fill_const(da, na, PREFILL);
+        upload(d_da, da, na);
+        bmm_backward(G, M, K, N, a, b, g, da, NULL);
+        check_rc(cuda_bmm_backward(g_ctx, G, M, K, N, d_a, d_b, d_g, d_da, NULL), "bmm bwd (db NULL)");
+        snprintf(name, sizeof name, "bmm%zu.da (db NULL)", ci);
+        compare_dev_acc(name, d_da, da, na, PREFILL, TOL_FC);
+        dfree_all();
+    }
     end_test();
 }
 
@@ -1702,10 +1930,13 @@ static layer_kind_t tensor_kind(const model_t *m, const tensor_info_t *t)
 {
     for (int i = 0; i < m->nlayers; i++) {
         const layer_t *l = &m->layers[i];
-        const int has_params = l->kind == LAYER_CONV || l->kind == LAYER_FC || l->kind == LAYER_BN;
+        const int has_params = l->kind == LAYER_CONV || l->kind == LAYER_FC || l->kind == LAYER_BN ||
+                               l->kind == LAYER_LINEAR || l->kind == LAYER_LAYERNORM ||
+                               (l->kind == LAYER_CONST && !l->frozen);
+        const int two = l->kind == LAYER_BN || l->kind == LAYER_LAYERNORM; /* weight and bias */
         if (!has_params) continue;
         if (l->w_off == t->offset) return l->kind;
-        if ((l->has_bias || l->kind == LAYER_BN) && l->b_off == t->offset) return l->kind;
+        if ((l->has_bias || two) && l->b_off == t->offset) return l->kind;
     }
     fail_msg("tensor %s belongs to no layer", t->name);
     return LAYER_FC;
@@ -1713,7 +1944,10 @@ static layer_kind_t tensor_kind(const model_t *m, const tensor_info_t *t)
 
 static double grad_tol(layer_kind_t k)
 {
-    return k == LAYER_CONV ? TOL_GRAD_CONV : k == LAYER_BN ? TOL_GRAD_BN : TOL_GRAD_FC;
+    return k == LAYER_CONV        ? TOL_GRAD_CONV
+           : k == LAYER_BN        ? TOL_GRAD_BN
+           : k == LAYER_LAYERNORM ? TOL_GRAD_LN
+                                  : TOL_GRAD_FC;
 }
 
 /* Compares every parameter tensor of a (gradient-shaped) buffer by name. e2e: use the end
@@ -2102,6 +2336,44 @@ static void test_model_nd_rows(void **state)
     custom_parity("nd_rows", &in, build_nd_rows);
 }
 
+/* Issue 44's rows in one transformer block on tokens (6, 8): a layer norm of the model
+ * input (no input gradient), Linear Q (with a bias), K and V over the last axis, K
+ * transposed, the scores Q K^T (a matmul of two activations), their Softmax, the product
+ * with V, a Linear to 16 with GELU, a layer norm over both axes, then LogSoftmax along the
+ * tokens, ReduceMean and ReduceSum over the tokens, Erf, joined and flattened into a Gemm. */
+static int build_attention(model_builder_t *b, void *ctx, char *err, size_t errlen)
+{
+    (void)ctx;
+    static const int tr[2] = {1, 0};
+    const int ln = model_build_layernorm(b, -1, 1, 1e-5f, "ln1.weight", "ln1.bias");
+    const int q = model_build_fc_bias(b, model_build_linear(b, ln, 8, "q.weight"), "q.bias");
+    const int k = model_build_linear(b, ln, 8, "k.weight"), v = model_build_linear(b, ln, 8, "v.weight");
+    const int att = model_build_softmax(b, LAYER_SOFTMAX, model_build_bmm(b, q, model_build_transpose(b, k, tr)), 1);
+    const int o = model_build_bmm(b, att, v); /* (6, 8) */
+    const int h = model_build_unary(b, LAYER_GELU, model_build_linear(b, o, 16, "mlp.weight"), 0.0f);
+    const int ln2 = model_build_layernorm(b, h, 0, 1e-6f, "ln2.weight", "ln2.bias"); /* D = 96 */
+    const int ls = model_build_softmax(b, LAYER_LOG_SOFTMAX, ln2, 0);
+    const int mean = model_build_unary(b, LAYER_ERF, model_build_reduce(b, LAYER_REDUCE_MEAN, ln2, 1u, 1), 0.0f);
+    const int sum = model_build_reduce(b, LAYER_REDUCE_SUM, ls, 1u, 1); /* (1, 16) */
+    const model_shape_t flat = {.rank = 1, .dims = {32}};
+    const gemm_desc_t g = {.layout = GEMM_W_OUT_IN, .alpha = 1.0f, .beta = 1.0f};
+    model_build_gemm(b, model_build_reshape(b, model_build_concat_axis(b, mean, sum, 0), &flat), 10, &g, "head.weight",
+                     "head.bias");
+    if (model_build_failed(b)) {
+        snprintf(err, errlen, "build_attention: a layer was refused");
+        return -1;
+    }
+    return 0;
+}
+
+static void test_model_attention(void **state)
+{
+    (void)state;
+    need_gpu();
+    const model_shape_t in = {.rank = 2, .dims = {6, 8}};
+    custom_parity("attention", &in, build_attention);
+}
+
 static void test_cudnn_status_categories(void **state)
 {
     (void)state;
@@ -2175,6 +2447,33 @@ static void test_cuda_error_classes(void **state)
         bad += got != cases[i].kind;
     }
     if (bad) fail_msg("%d CUDA errors misclassified", bad);
+}
+
+/* Every row of the operator table has its CUDA twin: a model of one layer of each kind,
+ * with no batch, is refused by cuda_model_create only as an empty model (which it says
+ * after the layer check and before any device work), never for a layer "not on the GPU". */
+static void test_cuda_rows_complete(void **state)
+{
+    (void)state;
+    model_t *m = calloc(1, sizeof *m);
+    layer_t *layers = calloc(LAYER_KIND_COUNT, sizeof *layers);
+    assert_non_null(m);
+    assert_non_null(layers);
+    snprintf(m->name, sizeof m->name, "every kind");
+    for (int k = 0; k < LAYER_KIND_COUNT; k++) {
+        layers[k].kind = (layer_kind_t)k;
+        layers[k].eps = 1e-5f; /* a geometry every row takes (batch norm's epsilon) */
+    }
+    m->layers = layers;
+    m->nlayers = LAYER_KIND_COUNT;
+    m->max_batch = 0;
+    char err[512] = "";
+    cuda_model_t *cm = cuda_model_create(m, 0, err, sizeof err);
+    printf("  %d layer kinds: %s\n", LAYER_KIND_COUNT, err);
+    if (cm) cuda_model_free(cm);
+    free(layers);
+    free(m);
+    if (cm || !strstr(err, "empty model")) fail_msg("a layer kind without its CUDA row: %s", err);
 }
 
 #endif /* PACER_WITH_CUDA */

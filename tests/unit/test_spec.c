@@ -360,9 +360,9 @@ static const bad_case_t BAD[] = {
     {"{\"model\":\"lenet5\",\"loss\":{\"label_smoothing\":1}}", "loss.label_smoothing: must be in [0, 1)"},
     {"{\"model\":\"lenet5\",\"loss\":{\"label_smoothing\":-0.1}}", "loss.label_smoothing: must be in [0, 1)"},
     {"{\"model\":\"lenet5\",\"loss\":{\"smoothing\":0.1}}", "loss.smoothing: unknown field"},
-    {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"asgd\"},\"optimizer\":{\"kind\":\"adamw\"}}",
-     "optimizer.kind: adamw is not applied by the parameter server of asgd; use a synchronous algorithm (sgd, "
-     "ssgd, hier-bsp, hpsgd, local-sgd) or optimizer.kind sgd"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"ddc-asgd\"},\"optimizer\":{\"kind\":\"adamw\"}}",
+     "optimizer.kind: adamw is not applied by ddc-asgd, whose update is its own momentum rule; use asgd, dc-asgd, "
+     "nsoftsync, dbs-sgd or a synchronous algorithm, or optimizer.kind sgd"},
     {"{\"model\":\"lenet5\",\"algorithm\":{\"dc_variant\":\"b\"}}", "algorithm.dc_variant: must be one of c, a"},
     {"{\"model\":\"LeNet5\"}", "model: must be one of"},
     /* not JSON, not an object */
@@ -677,6 +677,16 @@ static void test_spec_hash(void **state)
         "{\"model\":\"lenet5\",\"optimizer\":{\"no_decay\":\"auto\"}}",
         "{\"model\":\"lenet5\",\"loss\":{\"label_smoothing\":0.1}}",
     };
+    /* the parameter server applies AdamW but in ddc-asgd (refused above) */
+    static const char *const ps_algs[] = {"asgd", "dc-asgd", "nsoftsync", "dbs-sgd"};
+    for (size_t i = 0; i < sizeof ps_algs / sizeof ps_algs[0]; i++) {
+        char text[160];
+        snprintf(text, sizeof text,
+                 "{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"%s\"},"
+                 "\"optimizer\":{\"kind\":\"adamw\"}}",
+                 ps_algs[i]);
+        parse_ok(text, &b);
+    }
     /* AdamW's own fields are part of an adamw run */
     parse_ok("{\"model\":\"lenet5\",\"optimizer\":{\"kind\":\"adamw\"}}", &b);
     parse_ok("{\"model\":\"lenet5\",\"optimizer\":{\"kind\":\"adamw\",\"betas\":[0.9,0.95]}}", &c);

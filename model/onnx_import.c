@@ -1670,13 +1670,18 @@ static int fold_array(imp_t *im, const Onnx__NodeProto *n)
     if (nin < 0)
         return fail(im, "node '%s' (%s): more than %d inputs are not folded", node_name(n), n->op_type, ARR_RANK);
     int rc = 0, got = 0;
+    /* the bound counts what the values keep, not the inputs' working copies */
+    const size_t kept = im->folded;
     /* a float initializer moved (not computed on) is a parameter: tagged */
     const int tag = kind == 2 && strcmp(n->op_type, "Shape") != 0;
     for (; got < nin && rc == 0; got++)
         rc = arr_in(im, n, (size_t)got, &in[got], tag && (got == 0 || strcmp(n->op_type, "Concat") == 0));
     if (rc == 0) rc = kind == 1 ? fold_elementwise(im, n, in, nin, &out) : fold_movement(im, n, in, nin, &out);
     for (int i = 0; i < got; i++) arr_free(&in[i]);
-    if (rc == 0) rc = define_array(im, n, 0, &out);
+    if (rc == 0) {
+        im->folded = kept + out.count;
+        rc = define_array(im, n, 0, &out);
+    }
     arr_free(&out);
     return rc;
 }

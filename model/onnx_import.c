@@ -2149,7 +2149,8 @@ static int as_seen(model_builder_t *b, const value_t *x, const model_shape_t *s)
  * (a non-batch index), or -1. */
 static int mean_axis(const Onnx__NodeProto *n, int r)
 {
-    const Onnx__AttributeProto *a = attr(n, "axes");
+    /* n may be no node (a probe's sole reader that is none): not a match */
+    const Onnx__AttributeProto *a = n ? attr(n, "axes") : NULL;
     if (!op_is(n, "ReduceMean") || n->n_input != 1 || n->n_output != 1 || !a || a->n_ints < 1 ||
         a->n_ints > (size_t)r || attr_int(n, "keepdims", 1) != 1)
         return -1;
@@ -2680,6 +2681,11 @@ static int build_graph(model_builder_t *b, void *ctx, char *err, size_t errlen)
         if (check_bound(im, b, im->g->node[i], &built) != 0) return -1;
     }
     const value_t *o = find_value(im, im->output);
+    if (o && o->kind == V_LAYER && o->defer)
+        return fail(im,
+                    "the graph's output '%s' is a Transpose that moves the batch axis (only a Gather on axis 0 may "
+                    "read one)",
+                    im->output);
     if (!o || o->kind != V_LAYER || o->layer < 0)
         return fail(im, "the graph's output '%s' is not computed by a supported node", im->output);
     int C, H, W, Cl, Hl, Wl, last = 0;

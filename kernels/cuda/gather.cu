@@ -27,20 +27,29 @@ __global__ void gather_param_bwd_kernel(size_t n, size_t tcount, const float *ma
     }
 }
 
+/* fwd: out (n) from table; else dtable (tcount) from dout (n) */
+static int gather_run(cuda_ctx_t *ctx, size_t n, size_t tcount, const float *map, const float *src, float *dst, int fwd)
+{
+    const size_t threads = fwd ? n : tcount;
+    if (!threads) return 0;
+    if (fwd) {
+        gather_param_fwd_kernel<<<pacer_grid(threads, 256), 256, 0, ctx->stream>>>(n, tcount, map, src, dst);
+        KERNEL_CHECK(ctx, "gather_param_fwd_kernel");
+    } else {
+        gather_param_bwd_kernel<<<pacer_grid(threads, 128), 128, 0, ctx->stream>>>(n, tcount, map, src, dst);
+        KERNEL_CHECK(ctx, "gather_param_bwd_kernel");
+    }
+    return 0;
+}
+
 extern "C" int cuda_gather_param_forward(cuda_ctx_t *ctx, size_t n, size_t tcount, const float *map, const float *table,
                                          float *out)
 {
-    if (!n) return 0;
-    gather_param_fwd_kernel<<<pacer_grid(n, 256), 256, 0, ctx->stream>>>(n, tcount, map, table, out);
-    KERNEL_CHECK(ctx, "gather_param_fwd_kernel");
-    return 0;
+    return gather_run(ctx, n, tcount, map, table, out, 1);
 }
 
 extern "C" int cuda_gather_param_backward(cuda_ctx_t *ctx, size_t n, size_t tcount, const float *map, const float *dout,
                                           float *dtable)
 {
-    if (!tcount) return 0;
-    gather_param_bwd_kernel<<<pacer_grid(tcount, 128), 128, 0, ctx->stream>>>(n, tcount, map, dout, dtable);
-    KERNEL_CHECK(ctx, "gather_param_bwd_kernel");
-    return 0;
+    return gather_run(ctx, n, tcount, map, dout, dtable, 0);
 }

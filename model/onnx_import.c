@@ -28,6 +28,13 @@
  *     torch 1.13's nn.LayerNorm nodes (match_layernorm) -> LAYER_LAYERNORM; torch 1.13's
  *     nn.GELU nodes (match_gelu) -> LAYER_GELU; Gather of an activation by one constant
  *     index -> LAYER_SLICE (and LAYER_RESHAPE for a scalar index);
+ *   Swin's: nodes whose inputs are all constants are folded into N-D tensors (fold_array:
+ *     the shifted-window mask, a frozen LAYER_CONST where an activation reads it); a
+ *     parameter gathered by constant indices and moved -> LAYER_GATHER_PARAM (the relative
+ *     position bias), MatMul by Transpose(weight) -> LAYER_LINEAR of layout (OUT, IN); a
+ *     zero Pad of any rank -> no layer; a Reshape to (N * k, ...) keeps k as the sample's
+ *     axis 0 (value_t's lead) and a Transpose that moves the batch axis is left to the
+ *     Gathers on axis 0 that read it (gather_deferred);
  *   BatchNormalization (any epsilon and momentum; inference form, or the training
  *     form whose extra outputs are unused) -> LAYER_BN;
  *   Gemm (transB 0 or 1, alpha, beta, C optional) and MatMul with an initializer (plus an

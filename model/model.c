@@ -218,9 +218,14 @@ int model_build_gemm(model_builder_t *b, int in, int OUT, const gemm_desc_t *g, 
 
 int model_build_linear(model_builder_t *b, int in, int OUT, const char *wname)
 {
+    return model_build_linear_layout(b, in, OUT, wname, GEMM_W_IN_OUT);
+}
+
+int model_build_linear_layout(model_builder_t *b, int in, int OUT, const char *wname, int layout)
+{
     int li = add_layer(b, LAYER_LINEAR, in);
     layer_t *l = layer_at(b, li);
-    l->gemm = (gemm_desc_t){.layout = GEMM_W_IN_OUT, .alpha = 1.0f, .beta = 1.0f, .OUT = OUT};
+    l->gemm = (gemm_desc_t){.layout = layout, .alpha = 1.0f, .beta = 1.0f, .OUT = OUT};
     const int ok = infer_layer(b, li, NULL) == 0; /* sets gemm.IN */
     l->w_off = add_tensor_named(b, wname, ok ? (size_t)OUT * l->gemm.IN : 0, 0);
     finish_layer(b, li, ok);
@@ -354,9 +359,34 @@ int model_build_const(model_builder_t *b, const model_shape_t *s, const char *na
     return li;
 }
 
+/* Whether layer li's output has no batch axis (a constant, or a gathered parameter). */
+static int batchless(builder_t *b, int li)
+{
+    return li >= 0 && (layer_at(b, li)->kind == LAYER_CONST || layer_at(b, li)->kind == LAYER_GATHER_PARAM);
+}
+
+int model_build_gather_param(model_builder_t *b, const model_shape_t *s, const model_shape_t *table, const char *tname,
+                             const char *mname)
+{
+    size_t count = 1, tcount = 1;
+    int ok = s->rank >= 0 && s->rank <= MODEL_MAX_RANK && table->rank >= 1 && table->rank <= MODEL_MAX_RANK;
+    for (int d = 0; ok && d < s->rank; d++) ok = s->dims[d] >= 1, count *= (size_t)(ok ? s->dims[d] : 1);
+    for (int d = 0; ok && d < table->rank; d++) ok = table->dims[d] >= 1, tcount *= (size_t)(ok ? table->dims[d] : 1);
+    /* float-coded indices are exact below 2^24 */
+    ok = ok && tcount < ((size_t)1 << 24) && count <= ((size_t)1 << 24);
+    if (!ok) b->failed = 1;
+    int li = add_layer(b, LAYER_GATHER_PARAM, -1);
+    layer_t *l = layer_at(b, li);
+    if (ok) l->shape = *s, l->gp_table = *table;
+    l->w_off = add_tensor_named(b, tname, ok ? tcount : 0, 0);
+    l->rm_off = add_tensor_named(b, mname, ok ? count : 0, 1);
+    finish_layer(b, li, ok && infer_layer(b, li, NULL) == 0);
+    return li;
+}
+
 int model_build_binary(model_builder_t *b, layer_kind_t kind, int a, int x)
 {
-    const int ca = a >= 0 && layer_at(b, a)->kind == LAYER_CONST, cx = x >= 0 && layer_at(b, x)->kind == LAYER_CONST;
+    const int ca = batchless(b, a), cx = batchless(b, x);
     int li = add_layer(b, kind, a);
     layer_t *l = layer_at(b, li);
     l->in2 = x;
@@ -419,8 +449,7 @@ int model_build_bmm(model_builder_t *b, int a, int x)
     layer_t *l = layer_at(b, li);
     l->in2 = x;
     /* a constant has no batch axis: a weight is a Gemm's (model_build_gemm) */
-    if ((a >= 0 && layer_at(b, a)->kind == LAYER_CONST) || (x >= 0 && layer_at(b, x)->kind == LAYER_CONST))
-        b->failed = 1;
+    if (batchless(b, a) || batchless(b, x)) b->failed = 1;
     finish_layer(b, li, infer_layer(b, li, shape_at(b, x)) == 0);
     return li;
 }

@@ -137,6 +137,13 @@ typedef enum {
      * over the non-batch axes sl_axis.. to the last, eps, weight w_off and bias b_off of those
      * axes' size (has_bias 1) */
     LAYER_LAYERNORM,
+    /* Swin's (issue 44; appended). LAYER_GATHER_PARAM: a parameter table gathered by constant
+     * indices (a relative position bias: table[index]), without a batch axis like a
+     * LAYER_CONST (in -1, read by a broadcasting operator): out (shape) = params[w_off +
+     * map[j]], map the float-coded flat indices into the table (buffers at rm_off, exact
+     * below 2^24), the table's shape gp_table; the backward scatter-adds into the table. An
+     * index outside the table (a hostile checkpoint's buffer) reads 0 and gets no gradient. */
+    LAYER_GATHER_PARAM,
     /* the number of kinds: model/op_table.c has one row per kind above */
     LAYER_KIND_COUNT
 } layer_kind_t;
@@ -174,6 +181,7 @@ typedef struct {
      * channels, the only one on the GPU), sl_start the first input's size along it. */
     int sl_axis, sl_start, sl_end, sl_step;
     size_t view_off;
+    model_shape_t gp_table; /* LAYER_GATHER_PARAM: the gathered table's shape (its params) */
     /* Fusions, set by model_create from the finished layer list; each gives bit for bit
      * the results of the layers it replaces.
      * fused_relu: LAYER_BN: the next layer is a ReLU and the only reader of this one's
@@ -288,6 +296,9 @@ int model_build_gemm(model_builder_t *b, int in, int OUT, const gemm_desc_t *g, 
 /* A LAYER_LINEAR of in's last axis (weight (IN, OUT), IN that axis's size; in of rank >= 2)
  * without bias */
 int model_build_linear(model_builder_t *b, int in, int OUT, const char *wname);
+/* the same with the weight's layout a gemm_layout_t: GEMM_W_OUT_IN for a weight (OUT, IN)
+ * (torch's nn.Linear, which the exporter writes as MatMul by its Transpose) */
+int model_build_linear_layout(model_builder_t *b, int in, int OUT, const char *wname, int layout);
 /* Gives the last layer, a fully connected one (LAYER_FC or LAYER_LINEAR) without bias, the bias bname (ONNX MatMul
  * followed by Add); -1 (and the builder failed) for any other layer. */
 int model_build_fc_bias(model_builder_t *b, int li, const char *bname);
@@ -332,6 +343,11 @@ int model_build_bmm(model_builder_t *b, int a, int x);
 /* layer normalisation of in over its non-batch axes axis.. to the last, eps > 0, with the
  * weight wname and bias bname of those axes' element count */
 int model_build_layernorm(model_builder_t *b, int in, int axis, float eps, const char *wname, const char *bname);
+/* A LAYER_GATHER_PARAM of shape s: table tname (params, of shape table), gathered by the
+ * flat indices of buffer mname (s's element count of them, each below the table's count,
+ * which is below 2^24) */
+int model_build_gather_param(model_builder_t *b, const model_shape_t *s, const model_shape_t *table, const char *tname,
+                             const char *mname);
 /* kind LAYER_SOFTMAX or LAYER_LOG_SOFTMAX of in along its non-batch axis axis (0 .. rank - 1) */
 int model_build_softmax(model_builder_t *b, layer_kind_t kind, int in, int axis);
 /* channels of a, then of x (same H, W) */

@@ -892,6 +892,27 @@ static int const_bwd(cuda_model_t *cm, int i, int B)
     return 0;
 }
 
+/* A gathered parameter (op_table.c's gather_param_fwd and gather_param_bwd): one sample's
+ * slot like a constant's; the gradient summed there scatter-adds into the table. */
+static size_t gp_table_count(const layer_t *l)
+{
+    size_t n = 1;
+    for (int d = 0; d < l->gp_table.rank; d++) n *= (size_t)l->gp_table.dims[d];
+    return n;
+}
+static int gather_param_fwd(cuda_model_t *cm, int i, int B, int train)
+{
+    const layer_t *l = layer_of(cm, i);
+    return cuda_gather_param_forward(cm->ctx, out_count(l, 1), gp_table_count(l), cm->buffers + l->rm_off,
+                                     cm->params + l->w_off, out_of(cm, i));
+}
+static int gather_param_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    return cuda_gather_param_backward(cm->ctx, out_count(l, 1), gp_table_count(l), cm->buffers + l->rm_off,
+                                      dout_of(cm, i), cm->grads + l->w_off);
+}
+
 static binary_op_t binary_of(const layer_t *l)
 {
     return l->kind == LAYER_SUB    ? BINARY_SUB
@@ -1094,6 +1115,8 @@ static constexpr cuda_op_t CUDA_OPS[] = {
     {LAYER_GELU, unary_fwd, unary_bwd, NULL},
     {LAYER_BMM, bmm_fwd, bmm_bwd, NULL},
     {LAYER_LAYERNORM, layernorm_fwd, layernorm_bwd, NULL},
+    /* Swin's (appended) */
+    {LAYER_GATHER_PARAM, gather_param_fwd, gather_param_bwd, NULL},
 };
 static_assert(sizeof CUDA_OPS / sizeof CUDA_OPS[0] == LAYER_KIND_COUNT, "one CUDA row per layer kind");
 static constexpr bool cuda_ops_in_order(int k)

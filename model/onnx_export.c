@@ -59,11 +59,13 @@ static const Onnx__TensorProto *source_tensor(const Onnx__GraphProto *g, const c
  * live_nodes then drops the node that defined the name. */
 /* Whether tensor ti is a frozen LAYER_CONST's: a Constant node's value, which training
  * never changes; it stays the file's Constant (made an initializer, it would import as a
- * trainable parameter). */
+ * trainable parameter). So are a LAYER_GATHER_PARAM's indices (an int64 Constant). */
 static int frozen_const(const model_t *m, const tensor_info_t *ti)
 {
     for (int i = 0; i < m->nlayers; i++)
-        if (m->layers[i].kind == LAYER_CONST && m->layers[i].frozen && ti->is_buffer && m->layers[i].w_off == ti->offset)
+        if ((m->layers[i].kind == LAYER_CONST && m->layers[i].frozen && ti->is_buffer &&
+             m->layers[i].w_off == ti->offset) ||
+            (m->layers[i].kind == LAYER_GATHER_PARAM && ti->is_buffer && m->layers[i].rm_off == ti->offset))
             return 1;
     return 0;
 }
@@ -613,6 +615,31 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
                               (size_t)l->OC * l->OH * l->OW * sizeof(float), ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
         break;
     }
+    case LAYER_GATHER_PARAM: {
+        /* Gather of the flattened table by its int64 indices (a Constant of the output's
+         * shape), which the importer folds back into this layer */
+        const char *t = tensor_name_at(m, l->w_off, 0), *mp = tensor_name_at(m, l->rm_off, 1);
+        const size_t cnt = (size_t)l->OC * l->OH * l->OW;
+        int64_t td[MODEL_MAX_RANK], od[MODEL_MAX_RANK];
+        int64_t *idx = gen_alloc(x, cnt * sizeof *idx);
+        if (!t || !mp || !idx) {
+            x->failed = 1;
+            return;
+        }
+        for (int d = 0; d < l->gp_table.rank; d++) td[d] = l->gp_table.dims[d];
+        for (int d = 0; d < l->shape.rank; d++) od[d] = l->shape.dims[d];
+        for (size_t j = 0; j < cnt; j++) idx[j] = (int64_t)m->buffers[l->rm_off + j];
+        gen_init(x, m, t, l->gp_table.rank, td);
+        const int64_t all = -1;
+        char *tf = gen_str(x, "%s_flat%d", t, li);
+        gen_node(x, "Reshape", gen_str(x, "Reshape_%d_table", li), tf, 2, t,
+                 gen_ints(x, gen_str(x, "Reshape_%d_table_shape", li), 1, &all));
+        char *ix = gen_constant(x, (char *)mp, l->shape.rank, od, idx, cnt * sizeof *idx,
+                                ONNX__TENSOR_PROTO__DATA_TYPE__INT64);
+        gen_node(x, "Gather", gen_module(x, m, l, "Gather", li), out, 2, tf, ix);
+        flat[li] = 0;
+        break;
+    }
     case LAYER_RESHAPE: {
         /* 0 keeps the batch */
         int64_t sh[1 + MODEL_MAX_RANK] = {0};
@@ -826,8 +853,17 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
          * the importer joins again) */
         const char *w = tensor_name_at(m, l->w_off, 0), *b = l->has_bias ? tensor_name_at(m, l->b_off, 0) : NULL;
         char *mm = b ? gen_str(x, "%s_mm", out) : out;
-        gen_node(x, "MatMul", gen_module(x, m, l, "MatMul", li), mm, 2, in, w);
-        const int64_t wd[2] = {l->gemm.IN, l->gemm.OUT}, bd[1] = {l->gemm.OUT};
+        /* a weight (OUT, IN) (torch's nn.Linear) is read through its Transpose, as torch writes it */
+        const int out_in = l->gemm.layout == GEMM_W_OUT_IN;
+        char *wt = out_in ? gen_str(x, "%s_t%d", w ? w : "", li) : (char *)w;
+        if (out_in) {
+            n = gen_node(x, "Transpose", gen_str(x, "Transpose_%d_weight", li), wt, 1, w);
+            const int perm[2] = {1, 0};
+            gen_attr_ints(x, n, "perm", 2, perm);
+        }
+        gen_node(x, "MatMul", gen_module(x, m, l, "MatMul", li), mm, 2, in, wt);
+        const int64_t wd[2] = {out_in ? l->gemm.OUT : l->gemm.IN, out_in ? l->gemm.IN : l->gemm.OUT},
+                      bd[1] = {l->gemm.OUT};
         gen_init(x, m, w, 2, wd);
         if (b) {
             gen_node(x, "Add", gen_str(x, "Add_%d_bias", li), out, 2, mm, b);

@@ -28,6 +28,13 @@
  *     torch 1.13's nn.LayerNorm nodes (match_layernorm) -> LAYER_LAYERNORM; torch 1.13's
  *     nn.GELU nodes (match_gelu) -> LAYER_GELU; Gather of an activation by one constant
  *     index -> LAYER_SLICE (and LAYER_RESHAPE for a scalar index);
+ *   Swin's: nodes whose inputs are all constants are folded into N-D tensors (fold_array:
+ *     the shifted-window mask, a frozen LAYER_CONST where an activation reads it); a
+ *     parameter gathered by constant indices and moved -> LAYER_GATHER_PARAM (the relative
+ *     position bias), MatMul by Transpose(weight) -> LAYER_LINEAR of layout (OUT, IN); a
+ *     zero Pad of any rank -> no layer; a Reshape to (N * k, ...) keeps k as the sample's
+ *     axis 0 (value_t's lead) and a Transpose that moves the batch axis is left to the
+ *     Gathers on axis 0 that read it (gather_deferred);
  *   BatchNormalization (any epsilon and momentum; inference form, or the training
  *     form whose extra outputs are unused) -> LAYER_BN;
  *   Gemm (transB 0 or 1, alpha, beta, C optional) and MatMul with an initializer (plus an
@@ -69,13 +76,18 @@ void onnx_supported_ops(char *buf, size_t len) { model_op_onnx_names(buf, len, G
  * real networks meet). */
 #define DIM_MAX ((int64_t)1 << 24)
 
-typedef enum { V_LAYER, V_TENSOR, V_PADDED, V_INTS } vkind_t;
+typedef enum { V_LAYER, V_TENSOR, V_PADDED, V_INTS, V_ARRAY } vkind_t;
 
 /* V_INTS: a small int64 vector computed while importing (the exporter's shape arithmetic for
  * x.view(x.size(0), -1): Shape, Gather, Unsqueeze, Concat); BATCH stands for the batch
  * size, which the file does not fix. */
 #define INTS_MAX 8
 #define BATCH INT64_MIN
+/* The batch times k (1 <= k <= DIM_MAX: Swin's B * num_windows), a symbol too: it may be
+ * multiplied by a positive constant, divided by one that divides k, and passed through */
+#define BATCH_K(k) (INT64_MIN + (int64_t)(k)-1)
+#define IS_BATCH(v) ((v) < INT64_MIN + DIM_MAX)
+#define BATCH_OF(v) ((v)-INT64_MIN + 1)
 
 typedef struct {
     const char *name;
@@ -89,7 +101,22 @@ typedef struct {
     int nints, scalar;               /* V_INTS: count; a 0-D value (one int) */
     int matmul;                      /* V_LAYER: a MatMul's output, its layer without bias */
     int constant_node;               /* V_TENSOR: a Constant node's (frozen), not an initializer */
-    int const_layer;                 /* V_TENSOR: 1 + its LAYER_CONST once a binary operator read it */
+    int const_layer;                 /* V_TENSOR, V_ARRAY: 1 + its LAYER_CONST once a binary operator read it */
+    /* V_LAYER: the graph's axis 0 is the batch times the sample's axis 0 (a Reshape to (N *
+     * k, ...): Swin's windows moved into the batch); the graph's axis a >= 1 is then the
+     * sample's a, not a - 1. Only lead_reader's operators read such a value. */
+    int lead;
+    /* V_LAYER: the graph's value is the layer's transposed by perm (of the graph's axes),
+     * which moves the batch axis: only a Gather on axis 0 reads it (q, k, v = qkv[0], ...) */
+    int defer, perm[1 + MODEL_MAX_RANK];
+    /* V_ARRAY: a constant folded at import (fold_array; arr owned, freed with the values):
+     * arank dims, acount doubles, afloat its type; table: a parameter's name whose flat
+     * indices it holds (a relative position bias), or NULL */
+    double *arr;
+    int arank, afloat;
+    int64_t adims[8];
+    size_t acount;
+    const char *table;
 } value_t;
 
 typedef struct {
@@ -107,6 +134,7 @@ typedef struct {
      * each once. Bounded: a pattern that finds no room is left unmatched. */
     const Onnx__NodeProto *fused[16];
     int nfused;
+    size_t folded; /* elements of the constants fold_array made (bounded) */
 } imp_t;
 
 static int fail(imp_t *im, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -154,6 +182,14 @@ static value_t *find_value(imp_t *im, const char *name)
     for (size_t i = im->nvals; i-- > 0;)
         if (strcmp(im->vals[i].name, name) == 0) return &im->vals[i];
     return NULL;
+}
+
+/* Frees the values and the arrays they own. */
+static void free_values(imp_t *im)
+{
+    for (size_t i = 0; i < im->nvals; i++) free(im->vals[i].arr);
+    free(im->vals);
+    im->vals = NULL;
 }
 
 static value_t *add_value(imp_t *im, const char *name, vkind_t kind)
@@ -322,7 +358,7 @@ static int input_layer(imp_t *im, const Onnx__NodeProto *n, size_t i, const valu
                     "node '%s' (%s): input '%s' is produced by no earlier node (unsupported output or "
                     "unsorted graph)",
                     node_name(n), n->op_type, n->input[i]);
-    if (v->kind == V_TENSOR)
+    if (v->kind == V_TENSOR || v->kind == V_ARRAY || v->kind == V_INTS)
         return fail(im, "node '%s' (%s): input '%s' is a constant where an activation is expected", node_name(n),
                     n->op_type, n->input[i]);
     const int cpad = v->kind == V_PADDED && (v->cpads[0] || v->cpads[1]);
@@ -332,8 +368,30 @@ static int input_layer(imp_t *im, const Onnx__NodeProto *n, size_t i, const valu
     if (cpad && strcmp(n->op_type, "Add") != 0)
         return fail(im, "node '%s' (%s): reads a Pad of channels; only Add may (a residual's shortcut)", node_name(n),
                     n->op_type);
+    if (v->defer && strcmp(n->op_type, "Gather") != 0)
+        return fail(im,
+                    "node '%s' (%s): reads '%s', a Transpose that moves the batch axis; only a Gather on axis 0 "
+                    "may",
+                    node_name(n), n->op_type, n->input[i]);
+    static const char *const lead_reader[] = {"Reshape", "Transpose", "MatMul",   "Add",   "Sub",    "Mul", "Div",
+                                              "Softmax", "Dropout",   "Identity", "Shape", "Gather", NULL};
+    int ok = !v->lead;
+    for (const char *const *r = lead_reader; !ok && *r; r++) ok = strcmp(*r, n->op_type) == 0;
+    if (!ok)
+        return fail(im,
+                    "node '%s' (%s): reads '%s', whose batch axis holds several of the sample's elements (a "
+                    "Reshape to (N * k, ...)); only Reshape, Transpose, MatMul, Add, Sub, Mul, Div, Softmax, "
+                    "Dropout, Identity, Shape and Gather read such a value",
+                    node_name(n), n->op_type, n->input[i]);
     if (vout) *vout = v;
     return 0;
+}
+
+/* Whether input i of n is a constant operand: a tensor or a folded array. */
+static int const_input(imp_t *im, const Onnx__NodeProto *n, size_t i)
+{
+    const value_t *v = i < n->n_input && n->input[i][0] ? find_value(im, n->input[i]) : NULL;
+    return v && (v->kind == V_TENSOR || v->kind == V_ARRAY);
 }
 
 static const Onnx__TensorProto *input_tensor(imp_t *im, const Onnx__NodeProto *n, size_t i)
@@ -350,10 +408,16 @@ static int define_output(imp_t *im, const Onnx__NodeProto *n, int li, int flat)
 {
     if (n->n_output < 1 || !n->output[0] || !n->output[0][0])
         return fail(im, "node '%s' (%s): no output", node_name(n), n->op_type);
+    int lead = 0;
+    for (size_t i = 0; i < n->n_input; i++) {
+        const value_t *x = n->input[i][0] ? find_value(im, n->input[i]) : NULL;
+        lead |= x && x->kind == V_LAYER && x->lead;
+    }
     value_t *v = add_value(im, n->output[0], V_LAYER);
     if (!v) return fail(im, "out of memory");
     v->layer = li;
     v->flat = flat;
+    v->lead = lead && !flat; /* the elementwise and axis-keeping readers' (lead_reader) */
     return 0;
 }
 
@@ -507,10 +571,16 @@ static int do_pad(imp_t *im, const Onnx__NodeProto *n)
     const Onnx__AttributeProto *mode = attr(n, "mode");
     if (mode && mode->has_s && !(mode->s.len == 8 && memcmp(mode->s.data, "constant", 8) == 0))
         return fail(im, "node '%s' (Pad): only mode 'constant' is supported", node_name(n));
-    const Onnx__TensorProto *pads = input_tensor(im, n, 1), *val = input_tensor(im, n, 2);
+    const Onnx__TensorProto *val = input_tensor(im, n, 2);
     int64_t p[8];
-    if (!pads || tensor_ints(pads, p, 8) != 8)
-        return fail(im, "node '%s' (Pad): pads must be a constant of 8 int64 values", node_name(n));
+    int np = 0, sc, zero = 1;
+    /* pads folded from shapes (F.pad's of Swin's windows) read like a constant's */
+    if (input_ints(im, n, 1, p, &np, &sc) != 0 || sc)
+        return fail(im, "node '%s' (Pad): pads must be a constant of at most 8 int64 values", node_name(n));
+    for (int i = 0; i < np; i++) zero &= p[i] == 0;
+    if (zero && n->n_input > 1 && (n->n_input < 3 || !n->input[2][0] || val) && x->kind == V_LAYER)
+        return define_output(im, n, x->layer, x->flat); /* no padding: the identity */
+    if (np != 8) return fail(im, "node '%s' (Pad): pads must be a constant of 8 int64 values", node_name(n));
     if (val) {
         float z;
         if (tensor_count(val) != 1 || tensor_floats(im, val, &z, 1) || z != 0.0f)
@@ -600,6 +670,23 @@ static int do_gemm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     return define_output(im, n, li, 0);
 }
 
+/* A MatMul's weight given as Transpose(initializer) (torch's nn.Linear exported without
+ * constant folding): input i folded into a tagged array that is a 2-D table's transpose;
+ * the table's tensor (OUT, IN), or NULL. */
+static const Onnx__TensorProto *transposed_weight(imp_t *im, const Onnx__NodeProto *n, size_t i)
+{
+    const value_t *v = i < n->n_input ? find_value(im, n->input[i]) : NULL;
+    if (!v || v->kind != V_ARRAY || !v->table || v->arank != 2) return NULL;
+    const value_t *tv = find_value(im, v->table);
+    if (!tv || tv->kind != V_TENSOR || tv->tensor->n_dims != 2) return NULL;
+    const int64_t R = tv->tensor->dims[0], C = tv->tensor->dims[1];
+    if (v->adims[0] != C || v->adims[1] != R) return NULL;
+    for (int64_t a = 0; a < C; a++)
+        for (int64_t c = 0; c < R; c++)
+            if (v->arr[a * R + c] != (double)(c * C + a)) return NULL;
+    return tv->tensor;
+}
+
 /* MatMul of a 2-D activation and an (IN, OUT) initializer: a Gemm layer (transB 0)
  * without bias; of an activation of rank > 2 (sample rank > 1) whose last axis is IN
  * (torch.nn.Linear on (B, T, C)): a LAYER_LINEAR over that axis. An Add of a 1-D
@@ -614,23 +701,31 @@ static int do_matmul(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     model_build_shape(b, x->layer, &C, &H, &W);
     model_build_shape_nd(b, x->layer, &s);
     const Onnx__TensorProto *w = input_tensor(im, n, 1);
+    /* nn.Linear exported without constant folding: MatMul by Transpose(weight (OUT, IN)) */
+    const Onnx__TensorProto *wt = w ? NULL : transposed_weight(im, n, 1);
+    const char *wname = wt ? find_value(im, n->input[1])->table : n->input[1];
+    if (wt) w = wt;
+    const int64_t WI = w && w->n_dims == 2 ? w->dims[wt ? 1 : 0] : -1,
+                  WO = w && w->n_dims == 2 ? w->dims[wt ? 0 : 1] : -1;
     const int flat = x->flat || (H == 1 && W == 1), last = s.rank >= 2 && !x->flat ? s.dims[s.rank - 1] : -1;
     /* the flattening FC where the weight takes the whole sample (what it always did), else
      * the last axis */
-    const int fc = flat && w && w->n_dims == 2 && w->dims[0] == (int64_t)C * H * W;
+    const int fc = flat && w && w->n_dims == 2 && WI == (int64_t)C * H * W;
     const int64_t IN = fc ? (int64_t)C * H * W : last;
-    if (!w || w->n_dims != 2 || IN < 1 || w->dims[0] != IN || w->dims[1] < 1 || w->dims[1] > DIM_MAX) {
+    if (!w || w->n_dims != 2 || IN < 1 || WI != IN || WO < 1 || WO > DIM_MAX) {
         char sh[96];
         return fail(im,
                     "node '%s' (MatMul): the second input must be an initializer (IN, OUT), IN the input's last "
                     "axis or, of a 2-D input, its features: input %s",
                     node_name(n), batch_text(&s, sh, sizeof sh));
     }
-    if (weight_name_ok(im, n, 1)) return -1;
-    const gemm_desc_t g = {.layout = GEMM_W_IN_OUT, .alpha = 1.0f, .beta = 1.0f};
-    const int OUT = (int)w->dims[1];
-    int li = fc ? model_build_gemm(b, x->layer, OUT, &g, n->input[1], NULL)
-                : model_build_linear(b, x->layer, OUT, n->input[1]);
+    if (weight_name_ok(im, n, 1) || strlen(wname) >= MODEL_TENSOR_NAME_MAX)
+        return fail(im, "node '%s' (MatMul): weight name '%.64s' is longer than %d bytes", node_name(n), wname,
+                    MODEL_TENSOR_NAME_MAX - 1);
+    const gemm_desc_t g = {.layout = wt ? GEMM_W_OUT_IN : GEMM_W_IN_OUT, .alpha = 1.0f, .beta = 1.0f};
+    const int OUT = (int)WO;
+    int li = fc ? model_build_gemm(b, x->layer, OUT, &g, wname, NULL)
+                : model_build_linear_layout(b, x->layer, OUT, wname, g.layout);
     if (define_output(im, n, li, 0)) return -1;
     im->vals[im->nvals - 1].matmul = 1;
     return 0;
@@ -659,23 +754,28 @@ static int do_reshape(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     model_build_shape(b, x->layer, &C, &H, &W);
     const int64_t flat = (int64_t)C * H * W;
     const int batch0 = input_ints(im, n, 1, sh, &nsh, &ssh) == 0 && nsh >= 1 && nsh <= 1 + MODEL_MAX_RANK &&
-                       (sh[0] == BATCH || sh[0] == 0 || sh[0] == -1 || (im->batch_dim > 0 && sh[0] == im->batch_dim));
+                       (IS_BATCH(sh[0]) || sh[0] == 0 || sh[0] == -1 || (im->batch_dim > 0 && sh[0] == im->batch_dim));
     if (!batch0)
         return fail(im,
                     "node '%s' (Reshape): the shape must be a constant of 1 to %d values whose first is the batch "
                     "(the batch, 0 or -1)",
                     node_name(n), 1 + MODEL_MAX_RANK);
-    /* (batch, -1) and (batch, C*H*W): the flat view, no layer (what Gemm reads) */
-    if (nsh == 2 && ((sh[1] == -1 && sh[0] != -1) || sh[1] == flat)) return define_output(im, n, x->layer, 1);
-    /* else a LAYER_RESHAPE: 0 copies the input's axis, one -1 takes what is left */
-    model_shape_t in, to = {.rank = nsh - 1};
+    model_shape_t in, to = {0};
     model_build_shape_nd(b, x->layer, &in);
-    int infer = -1;
-    int64_t prod = 1;
-    for (int d = 0; d < to.rank; d++) {
+    /* k: how many of the sample's leading elements the graph's batch axis holds (1: none;
+     * Swin's B * num_windows); -1: inferred from the rest */
+    int64_t k = IS_BATCH(sh[0]) ? BATCH_OF(sh[0]) : sh[0] == 0 && x->lead ? in.dims[0] : sh[0] == -1 ? -1 : 1;
+    /* (batch, -1) and (batch, C*H*W): the flat view, no layer (what Gemm reads) */
+    if (k != -1 && k != 1 ? 0 : nsh == 2 && ((sh[1] == -1 && sh[0] != -1) || sh[1] == flat))
+        return define_output(im, n, x->layer, 1);
+    /* else a LAYER_RESHAPE: 0 copies the input's axis, one -1 takes what is left */
+    const int L = x->lead ? 0 : 1; /* the graph's axis q is the sample's q - L */
+    int infer = -1, rest = nsh - 1;
+    int64_t prod = 1, dims[MODEL_MAX_RANK + 1];
+    for (int d = 0; d < rest; d++) {
         int64_t v = sh[d + 1];
-        if (v == 0 && !x->flat && d < in.rank) v = in.dims[d];
-        if (v == -1 && infer < 0 && sh[0] != -1) infer = d;
+        if (v == 0 && !x->flat && d + 1 - L < in.rank) v = in.dims[d + 1 - L];
+        if (v == -1 && infer < 0 && k != -1) infer = d;
         else if (v < 1 || v > DIM_MAX)
             return fail(im,
                         "node '%s' (Reshape): dimension %d of the shape is %lld (at most one -1, 0 only where the "
@@ -683,18 +783,29 @@ static int do_reshape(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
                         node_name(n), d + 1, (long long)sh[d + 1]);
         else {
             prod *= v;
-            to.dims[d] = (int)v;
+            dims[d] = v;
         }
         if (prod > flat) break;
     }
-    if (infer >= 0 && flat % prod == 0) {
-        to.dims[infer] = (int)(flat / prod);
-        prod = flat;
+    if (k == -1 && prod <= flat && flat % prod == 0) k = flat / prod, prod = flat;
+    else if (k >= 1 && prod <= flat) {
+        prod *= k;
+        if (infer >= 0 && prod <= flat && flat % prod == 0) dims[infer] = flat / prod, prod = flat;
     }
     if (prod != flat)
         return fail(im, "node '%s' (Reshape): the shape does not hold the input's %lld elements per sample",
                     node_name(n), (long long)flat);
-    return define_output(im, n, model_build_reshape(b, x->layer, &to), 0);
+    to.rank = rest + (k > 1);
+    if (to.rank > MODEL_MAX_RANK)
+        return fail(im,
+                    "node '%s' (Reshape): a sample of rank %d (the batch axis holding %lld of its elements; at "
+                    "most %d)",
+                    node_name(n), to.rank, (long long)k, MODEL_MAX_RANK);
+    if (k > 1) to.dims[0] = (int)k;
+    for (int d = 0; d < rest; d++) to.dims[d + (k > 1)] = (int)dims[d];
+    if (define_output(im, n, model_build_reshape(b, x->layer, &to), 0)) return -1;
+    im->vals[im->nvals - 1].lead = k > 1;
+    return 0;
 }
 
 /* Input i of n as a small int vector (a constant INT64 tensor or a V_INTS); 0, or -1. */
@@ -707,6 +818,16 @@ static int input_ints(imp_t *im, const Onnx__NodeProto *n, size_t i, int64_t *ou
         memcpy(out, v->ints, (size_t)v->nints * sizeof *out);
         *count = v->nints;
         *scalar = v->scalar;
+        return 0;
+    }
+    if (v->kind == V_ARRAY) {
+        if (v->table || v->arank > 1 || v->acount > INTS_MAX) return -1;
+        for (size_t k = 0; k < v->acount; k++) {
+            if (!(fabs(v->arr[k]) <= (double)DIM_MAX * DIM_MAX) || v->arr[k] != floor(v->arr[k])) return -1;
+            out[k] = (int64_t)v->arr[k];
+        }
+        *count = (int)v->acount;
+        *scalar = v->arank == 0;
         return 0;
     }
     if (v->kind != V_TENSOR) return -1;
@@ -766,8 +887,8 @@ static int fold_ints(imp_t *im, const Onnx__NodeProto *n)
         if (input_ints(im, n, 0, a, &na, &sa) != 0 || input_ints(im, n, 1, &lim, &c1, &s1) != 0 ||
             input_ints(im, n, 2, &d, &c2, &s2) != 0)
             return 1;
-        if (check_attrs(im, n, none) || na != 1 || c1 != 1 || c2 != 1 || a[0] == BATCH || lim == BATCH || d == BATCH ||
-            d == 0)
+        if (check_attrs(im, n, none) || na != 1 || c1 != 1 || c2 != 1 || IS_BATCH(a[0]) || IS_BATCH(lim) ||
+            IS_BATCH(d) || d == 0)
             return fail(im, "node '%s' (Range): start, limit and delta must be constant scalars, delta not 0",
                         node_name(n));
         /* max(ceil((limit - start) / delta), 0) elements; a step past INT64's range ends it */
@@ -783,7 +904,7 @@ static int fold_ints(imp_t *im, const Onnx__NodeProto *n)
     if (strcmp(op, "Not") == 0) {
         if (check_attrs(im, n, none)) return -1;
         for (int i = 0; i < na; i++) {
-            if (a[i] == BATCH) return fail(im, "node '%s' (Not): of the batch size", node_name(n));
+            if (IS_BATCH(a[i])) return fail(im, "node '%s' (Not): of the batch size", node_name(n));
             r[i] = !a[i];
         }
         return define_ints(im, n, r, na, sa);
@@ -798,7 +919,7 @@ static int fold_ints(imp_t *im, const Onnx__NodeProto *n)
             return fail(im, "node '%s' (Where): shape vectors of %d, %d and %d values", node_name(n), na, nx, ny);
         for (int i = 0; i < nr; i++) {
             const int64_t c = a[na == 1 ? 0 : i];
-            if (c == BATCH) return fail(im, "node '%s' (Where): a condition of the batch size", node_name(n));
+            if (IS_BATCH(c)) return fail(im, "node '%s' (Where): a condition of the batch size", node_name(n));
             r[i] = c ? x[nx == 1 ? 0 : i] : y[ny == 1 ? 0 : i];
         }
         return define_ints(im, n, r, nr, sa && sx && sy);
@@ -856,8 +977,10 @@ static int do_shape_op(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         model_build_shape_nd(b, x->layer, &s);
         int64_t sh[1 + MODEL_MAX_RANK] = {BATCH, (int64_t)C * H * W};
         if (x->flat) return define_ints(im, n, sh, 2, 0);
+        if (x->defer) return fail(im, "node '%s' (Shape): of a Transpose that moves the batch axis", node_name(n));
         for (int d = 0; d < s.rank; d++) sh[1 + d] = s.dims[d];
-        return define_ints(im, n, sh, 1 + s.rank, 0);
+        if (x->lead) sh[1] = BATCH_K(s.dims[0]); /* (N * k, ...) */
+        return define_ints(im, n, sh + x->lead, 1 + s.rank - x->lead, 0);
     }
     if (strcmp(op, "Gather") == 0) {
         int64_t idx[INTS_MAX];
@@ -905,7 +1028,22 @@ static int do_shape_op(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         const int nr = na > nc ? na : nc;
         for (int i = 0; i < nr; i++) {
             const int64_t u = a[na == 1 ? 0 : i], v = c[nc == 1 ? 0 : i];
-            if (u == BATCH || v == BATCH)
+            /* the batch times k: by a positive constant (B * num_windows), or divided by one
+             * dividing k (x.size(0) // num_windows) */
+            const int64_t bu = IS_BATCH(u) ? BATCH_OF(u) : 0, bv = IS_BATCH(v) ? BATCH_OF(v) : 0;
+            if (op[0] == 'M' && op[1] == 'u' && (bu || bv) && !(bu && bv)) {
+                const int64_t k = bu ? bu : bv, f = bu ? v : u;
+                if (f < 1 || f > DIM_MAX || k * f > DIM_MAX)
+                    return fail(im, "node '%s' (Mul): the batch size times %lld is not supported", node_name(n),
+                                (long long)f);
+                r[i] = BATCH_K(k * f);
+                continue;
+            }
+            if (op[0] == 'D' && bu && !bv && v >= 1 && bu % v == 0) {
+                r[i] = BATCH_K(bu / v);
+                continue;
+            }
+            if (bu || bv)
                 return fail(im,
                             "node '%s' (%s): the batch size enters shape arithmetic (only passing it through "
                             "Shape, Gather, Unsqueeze and Concat to a Reshape is supported)",
@@ -942,6 +1080,617 @@ static int do_shape_op(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         return define_ints(im, n, r, total, 0);
     }
     return 1;
+}
+
+/* ---- constant tensors (Swin's masks and indices) ---------------------------------------- */
+
+/* A constant tensor computed at import from constants alone (ARR_* bounds): Swin's
+ * shifted-window attention mask (new_zeros, slice assignment = ScatterND, Sub, Equal,
+ * Where), its pads and index grids (Range, Expand, Concat), and a parameter's movement before
+ * an activation reads it (a relative position bias: Gather of the table by constant
+ * indices, Reshape, Transpose, Unsqueeze). Values are doubles (ints exact below 2^53); a
+ * tagged array (table set) holds flat indices into that float initializer, which any
+ * movement keeps and arithmetic refuses. Owned by the value (freed with the importer's). */
+#define ARR_RANK 8
+#define ARR_MAX ((size_t)1 << 22)       /* elements of one folded tensor */
+#define ARR_TOTAL_MAX ((size_t)1 << 25) /* elements folded in one import */
+#define ARR_INT_MAX 9007199254740992.0  /* 2^53: an int beyond it is not exact */
+
+typedef struct {
+    int rank;
+    int64_t dims[ARR_RANK];
+    size_t count;
+    double *v;
+    int is_float;
+    const char *table; /* a tagged array's float initializer, else NULL */
+} arr_t;
+
+static void arr_free(arr_t *a)
+{
+    free(a->v);
+    a->v = NULL;
+}
+
+/* Sets a's count from its dims and allocates v; 0, or -1 with the reason (n: the node). */
+static int arr_alloc(imp_t *im, const Onnx__NodeProto *n, arr_t *a)
+{
+    size_t c = 1;
+    if (a->rank < 0 || a->rank > ARR_RANK)
+        return fail(im, "node '%s' (%s): a folded constant of rank %d (at most %d)", node_name(n), n->op_type, a->rank,
+                    ARR_RANK);
+    for (int d = 0; d < a->rank; d++) {
+        if (a->dims[d] < 0 || a->dims[d] > DIM_MAX)
+            return fail(im, "node '%s' (%s): a folded constant's dimension %lld is out of range", node_name(n),
+                        n->op_type, (long long)a->dims[d]);
+        c *= (size_t)a->dims[d];
+        if (c > ARR_MAX) break;
+    }
+    if (c > ARR_MAX || im->folded + c > ARR_TOTAL_MAX)
+        return fail(im, "node '%s' (%s): a folded constant of more than %zu elements (or %zu in all) is not supported",
+                    node_name(n), n->op_type, ARR_MAX, ARR_TOTAL_MAX);
+    im->folded += c;
+    a->count = c;
+    a->v = malloc((c ? c : 1) * sizeof *a->v);
+    return a->v ? 0 : fail(im, "out of memory");
+}
+
+/* The raw values of tensor t (float, double, int64, int32, bool, uint8, int8) into a. */
+static int arr_of_tensor(imp_t *im, const Onnx__NodeProto *n, const Onnx__TensorProto *t, arr_t *a)
+{
+    const int type = t->has_data_type ? t->data_type : 0;
+    static const int size_of[] = {[1] = 4, [2] = 1, [3] = 1, [6] = 4, [7] = 8, [9] = 1, [11] = 8};
+    const int sz = type > 0 && type < (int)(sizeof size_of / sizeof size_of[0]) ? size_of[type] : 0;
+    if (!sz || (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL))
+        return fail(im, "node '%s' (%s): constant '%s' of data type %d is not folded (float, double, int and bool only)",
+                    node_name(n), n->op_type, t->name ? t->name : "", type);
+    a->rank = (int)t->n_dims;
+    for (int d = 0; d < a->rank && d < ARR_RANK; d++) a->dims[d] = t->dims[d];
+    a->is_float = type == 1 || type == 11;
+    if (arr_alloc(im, n, a)) return -1;
+    const size_t c = a->count;
+    const uint8_t *raw = t->has_raw_data ? t->raw_data.data : NULL;
+    const size_t have = raw          ? t->raw_data.len / (size_t)sz
+                        : type == 1  ? t->n_float_data
+                        : type == 11 ? t->n_double_data
+                        : type == 7  ? t->n_int64_data
+                                     : t->n_int32_data; /* int32, bool, uint8, int8 */
+    if (have != c || (raw && t->raw_data.len != c * (size_t)sz))
+        return arr_free(a), fail(im, "node '%s' (%s): constant '%s' holds %zu values for %zu elements", node_name(n),
+                                 n->op_type, t->name ? t->name : "", have, c);
+    for (size_t i = 0; i < c; i++) {
+        double v;
+        if (raw) {
+            const uint8_t *p = raw + i * (size_t)sz;
+            float f;
+            double g;
+            int64_t l;
+            int32_t k;
+            switch (type) {
+            case 1: memcpy(&f, p, 4), v = f; break;
+            case 11: memcpy(&g, p, 8), v = g; break;
+            case 7: memcpy(&l, p, 8), v = (double)l; break;
+            case 6: memcpy(&k, p, 4), v = k; break;
+            case 3: v = (int8_t)p[0]; break;
+            default: v = p[0]; break;
+            }
+        } else
+            v = type == 1    ? t->float_data[i]
+                : type == 11 ? t->double_data[i]
+                : type == 7  ? (double)t->int64_data[i]
+                             : t->int32_data[i];
+        a->v[i] = v;
+    }
+    return 0;
+}
+
+/* Whether value v is a constant the folding reads: a tensor, a folded array, or an int
+ * vector without the batch symbol. */
+static int is_constant(const value_t *v)
+{
+    if (!v) return 0;
+    if (v->kind == V_TENSOR || v->kind == V_ARRAY) return 1;
+    if (v->kind != V_INTS) return 0;
+    for (int i = 0; i < v->nints; i++)
+        if (IS_BATCH(v->ints[i])) return 0;
+    return 1;
+}
+
+/* Input i of n as an array (a copy, freed by the caller): a float initializer read where
+ * tag allows it (the data of a movement) becomes a tagged array of its flat indices. */
+static int arr_in(imp_t *im, const Onnx__NodeProto *n, size_t i, arr_t *a, int tag)
+{
+    memset(a, 0, sizeof *a);
+    const value_t *v = i < n->n_input && n->input[i][0] ? find_value(im, n->input[i]) : NULL;
+    if (!is_constant(v)) return fail(im, "node '%s' (%s): input %zu is not a constant", node_name(n), n->op_type, i);
+    if (v->kind == V_INTS) {
+        a->rank = v->scalar ? 0 : 1;
+        a->dims[0] = v->nints;
+        if (arr_alloc(im, n, a)) return -1;
+        for (int k = 0; k < v->nints; k++) a->v[k] = (double)v->ints[k];
+        return 0;
+    }
+    if (v->kind == V_ARRAY) {
+        a->rank = v->arank;
+        memcpy(a->dims, v->adims, sizeof a->dims);
+        a->is_float = v->afloat;
+        a->table = v->table;
+        if (arr_alloc(im, n, a)) return -1;
+        memcpy(a->v, v->arr, a->count * sizeof *a->v);
+        return 0;
+    }
+    const Onnx__TensorProto *t = v->tensor;
+    if (tag && !v->constant_node && t->has_data_type && t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) {
+        a->rank = (int)t->n_dims;
+        for (int d = 0; d < a->rank && d < ARR_RANK; d++) a->dims[d] = t->dims[d];
+        if (a->rank > MODEL_MAX_RANK || tensor_count(t) < 1 || tensor_count(t) >= ((int64_t)1 << 24))
+            return fail(im,
+                        "node '%s' (%s): parameter '%s' gathered or moved must have 1 to 2^24 elements and at "
+                        "most %d axes",
+                        node_name(n), n->op_type, n->input[i], MODEL_MAX_RANK);
+        if (arr_alloc(im, n, a)) return -1;
+        for (size_t k = 0; k < a->count; k++) a->v[k] = (double)k;
+        a->table = n->input[i];
+        a->is_float = 1;
+        return 0;
+    }
+    return arr_of_tensor(im, n, t, a);
+}
+
+/* Defines n's output o as array a (ownership moves to the value). */
+static int define_array(imp_t *im, const Onnx__NodeProto *n, size_t o, arr_t *a)
+{
+    value_t *v = o < n->n_output && n->output[o][0] ? add_value(im, n->output[o], V_ARRAY) : NULL;
+    if (!v) return arr_free(a), fail(im, "node '%s' (%s): no output", node_name(n), n->op_type);
+    v->arr = a->v;
+    v->arank = a->rank;
+    memcpy(v->adims, a->dims, sizeof v->adims);
+    v->acount = a->count;
+    v->afloat = a->is_float;
+    v->table = a->table;
+    a->v = NULL;
+    return 0;
+}
+
+/* an int of a (index i) within [lo, hi], else -1 with the reason */
+static int arr_int(imp_t *im, const Onnx__NodeProto *n, const arr_t *a, size_t i, int64_t lo, int64_t hi, int64_t *out)
+{
+    const double v = a->v[i];
+    if (!(v >= (double)lo && v <= (double)hi) || v != floor(v))
+        return fail(im, "node '%s' (%s): value %g is not an integer in [%lld, %lld]", node_name(n), n->op_type, v,
+                    (long long)lo, (long long)hi);
+    *out = (int64_t)v;
+    return 0;
+}
+
+/* Contiguous strides of a's dims right-aligned to rank r, 0 along axes a broadcasts. */
+static void arr_strides(const arr_t *a, int r, size_t *st)
+{
+    size_t run = 1;
+    for (int ax = r - 1; ax >= 0; ax--) {
+        const int d = ax - (r - a->rank);
+        st[ax] = d >= 0 && a->dims[d] > 1 ? run : 0;
+        if (d >= 0) run *= (size_t)a->dims[d];
+    }
+}
+
+/* the flat index, at strides st, of output element o of dims (rank r) */
+static size_t arr_at(size_t o, const int64_t *dims, int r, const size_t *st)
+{
+    size_t idx = 0;
+    for (int ax = r - 1; ax >= 0; ax--) {
+        idx += o % (size_t)dims[ax] * st[ax];
+        o /= (size_t)dims[ax];
+    }
+    return idx;
+}
+
+/* NumPy's broadcast of the k arrays' shapes into out (dims only); 0, or -1. */
+static int arr_bcast(imp_t *im, const Onnx__NodeProto *n, const arr_t *in, int k, arr_t *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < k; i++) out->rank = in[i].rank > out->rank ? in[i].rank : out->rank;
+    for (int ax = 0; ax < out->rank; ax++) {
+        int64_t d = 1;
+        for (int i = 0; i < k; i++) {
+            const int a = ax - (out->rank - in[i].rank);
+            const int64_t e = a >= 0 ? in[i].dims[a] : 1;
+            if (e != 1 && d != 1 && e != d)
+                return fail(im, "node '%s' (%s): folded constants of shapes that do not broadcast", node_name(n),
+                            n->op_type);
+            if (e != 1) d = e;
+        }
+        out->dims[ax] = d;
+    }
+    return arr_alloc(im, n, out);
+}
+
+/* Elementwise operators of constants (broadcast): Add, Sub, Mul, Div, Mod, Pow, Equal, Not,
+ * Where, Cast, Neg, Sqrt. Ints stay exact (a result beyond 2^53 is refused). */
+static int fold_elementwise(imp_t *im, const Onnx__NodeProto *n, arr_t *in, int k, arr_t *out)
+{
+    const char *op = n->op_type;
+    for (int i = 0; i < k; i++)
+        if (in[i].table)
+            return fail(im,
+                        "node '%s' (%s): arithmetic on parameter '%s' before an activation reads it is not supported",
+                        node_name(n), op, in[i].table);
+    if (arr_bcast(im, n, in, k, out)) return -1;
+    size_t st[3][ARR_RANK];
+    for (int i = 0; i < k; i++) arr_strides(&in[i], out->rank, st[i]);
+    const int is_int = !in[0].is_float && (k < 2 || !in[1].is_float);
+    const int64_t to = strcmp(op, "Cast") == 0 ? attr_int(n, "to", 1) : 0;
+    out->is_float = strcmp(op, "Where") == 0                             ? in[1].is_float || in[2].is_float
+                    : strcmp(op, "Cast") == 0                            ? to == 1 || to == 11 || to == 10 || to == 16
+                    : strcmp(op, "Equal") == 0 || strcmp(op, "Not") == 0 ? 0
+                                                                         : !is_int || strcmp(op, "Sqrt") == 0;
+    for (size_t o = 0; o < out->count; o++) {
+        const double a = in[0].v[arr_at(o, out->dims, out->rank, st[0])];
+        const double b = k > 1 ? in[1].v[arr_at(o, out->dims, out->rank, st[1])] : 0.0;
+        double r;
+        if (op[0] == 'A') r = a + b;
+        else if (strcmp(op, "Sub") == 0) r = a - b;
+        else if (strcmp(op, "Mul") == 0) r = a * b;
+        else if (strcmp(op, "Equal") == 0) r = a == b;
+        else if (strcmp(op, "Not") == 0) r = a == 0.0;
+        else if (strcmp(op, "Neg") == 0) r = -a;
+        else if (strcmp(op, "Sqrt") == 0) r = sqrt(a);
+        else if (strcmp(op, "Pow") == 0) r = pow(a, b);
+        else if (strcmp(op, "Where") == 0) r = a != 0.0 ? b : in[2].v[arr_at(o, out->dims, out->rank, st[2])];
+        else if (strcmp(op, "Cast") == 0)
+            r = out->is_float ? (to == 1 ? (double)(float)a : a) : to == 9 ? a != 0.0 : trunc(a);
+        else if (is_int && b == 0.0) return fail(im, "node '%s' (%s): an integer division by 0", node_name(n), op);
+        else if (op[0] == 'D') r = is_int ? trunc(a / b) : a / b;
+        else {
+            /* Mod: the divisor's sign (Python's %) unless fmod = 1 (C's) */
+            r = fmod(a, b);
+            if (!attr_int(n, "fmod", 0) && r != 0.0 && (r < 0) != (b < 0)) r += b;
+        }
+        if (!out->is_float && !(fabs(r) <= ARR_INT_MAX))
+            return fail(im, "node '%s' (%s): an integer result beyond 2^53 is not folded", node_name(n), op);
+        out->v[o] = r;
+    }
+    return 0;
+}
+
+/* The axes of n (attribute, or the input at index ai) normalised to rank r; count or -1. */
+static int fold_axes(imp_t *im, const Onnx__NodeProto *n, size_t ai, int r, int *axes)
+{
+    int64_t ax[INTS_MAX];
+    int na = 0, sc;
+    const Onnx__AttributeProto *at = attr(n, "axes");
+    if (at && at->n_ints <= INTS_MAX)
+        for (size_t i = 0; i < at->n_ints; i++) ax[na++] = at->ints[i];
+    else if (at || (ai < n->n_input && n->input[ai][0] && input_ints(im, n, ai, ax, &na, &sc) != 0))
+        return fail(im, "node '%s' (%s): axes must be a constant of at most %d values", node_name(n), n->op_type,
+                    INTS_MAX);
+    for (int i = 0; i < na; i++) {
+        const int64_t a = ax[i] < 0 ? ax[i] + r : ax[i];
+        if (a < 0 || a >= r)
+            return fail(im, "node '%s' (%s): axis %lld is out of range", node_name(n), n->op_type, (long long)ax[i]);
+        axes[i] = (int)a;
+    }
+    return na;
+}
+
+/* Movement of constants: Reshape, Transpose, Unsqueeze, Squeeze, Gather, Slice, Expand,
+ * Concat, Identity (a tagged array stays tagged), and ConstantOfShape, Range, ScatterND, Shape. */
+static int fold_movement(imp_t *im, const Onnx__NodeProto *n, arr_t *in, int k, arr_t *out)
+{
+    const char *op = n->op_type;
+    memset(out, 0, sizeof *out);
+    out->is_float = in[0].is_float;
+    out->table = in[0].table;
+    size_t ist[ARR_RANK];
+    {
+        size_t run = 1;
+        for (int d = in[0].rank - 1; d >= 0; d--) ist[d] = run, run *= (size_t)in[0].dims[d];
+    }
+    if (strcmp(op, "Identity") == 0 || strcmp(op, "Reshape") == 0 || strcmp(op, "Unsqueeze") == 0 ||
+        strcmp(op, "Squeeze") == 0 || strcmp(op, "Flatten") == 0) {
+        if (op[0] == 'R') {
+            int64_t sh[INTS_MAX];
+            int ns = 0, sc, infer = -1;
+            if (input_ints(im, n, 1, sh, &ns, &sc) != 0 || sc)
+                return fail(im, "node '%s' (Reshape): the shape must be a constant of at most %d values", node_name(n),
+                            INTS_MAX);
+            out->rank = ns;
+            size_t prod = 1;
+            for (int d = 0; d < ns; d++) {
+                const int64_t v = sh[d] == 0 && d < in[0].rank ? in[0].dims[d] : sh[d];
+                if (v == -1 && infer < 0) infer = d;
+                else if (v < 0 || v > DIM_MAX)
+                    return fail(im, "node '%s' (Reshape): dimension %lld of a folded constant's shape", node_name(n),
+                                (long long)sh[d]);
+                out->dims[d] = v;
+                if (v >= 0) prod *= (size_t)v;
+                if (prod > ARR_MAX) break;
+            }
+            if (infer >= 0) out->dims[infer] = prod && in[0].count % prod == 0 ? (int64_t)(in[0].count / prod) : -1;
+        } else if (op[0] == 'U' || op[0] == 'S') {
+            int axes[INTS_MAX];
+            const int unsq = op[0] == 'U';
+            int64_t raw[INTS_MAX];
+            int nraw = 0, sc;
+            if (attr(n, "axes")) nraw = (int)attr(n, "axes")->n_ints;
+            else if (n->n_input > 1 && input_ints(im, n, 1, raw, &nraw, &sc) != 0) nraw = 0;
+            const int na = fold_axes(im, n, 1, unsq ? in[0].rank + nraw : in[0].rank, axes);
+            if (na < 0) return -1;
+            unsigned mask = 0;
+            for (int i = 0; i < na; i++) mask |= 1u << axes[i];
+            if (unsq) {
+                out->rank = in[0].rank + na;
+                for (int d = 0, j = 0; d < out->rank && d < ARR_RANK; d++)
+                    out->dims[d] = (mask >> d) & 1 ? 1 : in[0].dims[j++];
+            } else
+                for (int d = 0; d < in[0].rank; d++)
+                    if (!(na ? (mask >> d) & 1 : in[0].dims[d] == 1)) out->dims[out->rank++] = in[0].dims[d];
+        } else if (op[0] == 'F') {
+            int64_t ax = attr_int(n, "axis", 1), a = 1, b = 1;
+            if (ax < 0) ax += in[0].rank;
+            for (int d = 0; d < in[0].rank; d++) *(d < ax ? &a : &b) *= in[0].dims[d];
+            out->rank = 2, out->dims[0] = a, out->dims[1] = b;
+        } else {
+            out->rank = in[0].rank;
+            memcpy(out->dims, in[0].dims, sizeof out->dims);
+        }
+        if (arr_alloc(im, n, out)) return -1;
+        if (out->count != in[0].count)
+            return fail(im, "node '%s' (%s): the folded constant's %zu elements do not fill the shape", node_name(n),
+                        op, in[0].count);
+        memcpy(out->v, in[0].v, out->count * sizeof *out->v);
+        return 0;
+    }
+    if (strcmp(op, "Transpose") == 0) {
+        const Onnx__AttributeProto *a = attr(n, "perm");
+        int perm[ARR_RANK];
+        unsigned seen = 0;
+        out->rank = in[0].rank;
+        for (int d = 0; d < out->rank; d++) {
+            perm[d] = a ? (a->n_ints == (size_t)out->rank && a->ints[d] >= 0 && a->ints[d] < out->rank ? (int)a->ints[d]
+                                                                                                       : 0)
+                        : out->rank - 1 - d;
+            if (a &&
+                (a->n_ints != (size_t)out->rank || a->ints[d] < 0 || a->ints[d] >= out->rank || (seen >> perm[d]) & 1))
+                return fail(im, "node '%s' (Transpose): perm is not a permutation of the folded constant's axes",
+                            node_name(n));
+            seen |= 1u << perm[d];
+            out->dims[d] = in[0].dims[perm[d]];
+        }
+        if (arr_alloc(im, n, out)) return -1;
+        size_t st[ARR_RANK];
+        for (int d = 0; d < out->rank; d++) st[d] = ist[perm[d]];
+        for (size_t o = 0; o < out->count; o++) out->v[o] = in[0].v[arr_at(o, out->dims, out->rank, st)];
+        return 0;
+    }
+    if (strcmp(op, "Gather") == 0) {
+        /* data[..., idx, ...] along axis: the index's shape takes the axis's place */
+        int64_t ax = attr_int(n, "axis", 0);
+        if (ax < 0) ax += in[0].rank;
+        if (ax < 0 || ax >= in[0].rank || in[1].table || in[1].is_float || in[0].rank + in[1].rank - 1 > ARR_RANK)
+            return fail(im, "node '%s' (Gather): axis %lld of a folded constant of rank %d by integer indices",
+                        node_name(n), (long long)attr_int(n, "axis", 0), in[0].rank);
+        out->rank = in[0].rank + in[1].rank - 1;
+        for (int d = 0, j = 0; d < in[0].rank; d++) {
+            if (d != ax) out->dims[j++] = in[0].dims[d];
+            else
+                for (int e = 0; e < in[1].rank; e++) out->dims[j++] = in[1].dims[e];
+        }
+        if (arr_alloc(im, n, out)) return -1;
+        const size_t inner = ist[ax], dim = (size_t)in[0].dims[ax],
+                     outer = inner * dim > 0 ? in[0].count / (inner * dim) : 0;
+        size_t o = 0;
+        for (size_t a = 0; a < outer; a++)
+            for (size_t i = 0; i < in[1].count; i++) {
+                int64_t k2 = 0;
+                if (arr_int(im, n, &in[1], i, -(int64_t)dim, (int64_t)dim - 1, &k2)) return -1;
+                if (k2 < 0) k2 += (int64_t)dim;
+                for (size_t r = 0; r < inner; r++) out->v[o++] = in[0].v[(a * dim + (size_t)k2) * inner + r];
+            }
+        return 0;
+    }
+    if (strcmp(op, "Slice") == 0) {
+        int64_t v[4][INTS_MAX];
+        int cnt[4] = {0, 0, 0, 0}, sc;
+        for (int i = 0; i < 4; i++)
+            if ((size_t)i + 1 < n->n_input && n->input[i + 1][0] &&
+                input_ints(im, n, (size_t)i + 1, v[i], &cnt[i], &sc) != 0)
+                return fail(im, "node '%s' (Slice): starts, ends, axes and steps must be constants", node_name(n));
+        out->rank = in[0].rank;
+        memcpy(out->dims, in[0].dims, sizeof out->dims);
+        int64_t start[ARR_RANK] = {0}, step[ARR_RANK];
+        for (int d = 0; d < ARR_RANK; d++) step[d] = 1;
+        if (cnt[1] != cnt[0] || (cnt[2] && cnt[2] != cnt[0]) || (cnt[3] && cnt[3] != cnt[0]))
+            return fail(im, "node '%s' (Slice): starts, ends, axes and steps of one length are required", node_name(n));
+        for (int i = 0; i < cnt[0]; i++) {
+            int64_t ax = cnt[2] ? v[2][i] : i, s = cnt[3] ? v[3][i] : 1;
+            if (ax < 0) ax += in[0].rank;
+            if (ax < 0 || ax >= in[0].rank || s == 0 || s > DIM_MAX || s < -DIM_MAX)
+                return fail(im, "node '%s' (Slice): axis %lld step %lld of a folded constant", node_name(n),
+                            (long long)ax, (long long)s);
+            const int64_t dim = in[0].dims[ax], b = slice_bound_step(v[0][i], dim, s),
+                          e = slice_bound_step(v[1][i], dim, s);
+            const int64_t len = s > 0 ? (e > b ? (e - b + s - 1) / s : 0) : (b > e ? (b - e - s - 1) / -s : 0);
+            start[ax] = b, step[ax] = s, out->dims[ax] = len;
+        }
+        if (arr_alloc(im, n, out)) return -1;
+        for (size_t o = 0; o < out->count; o++) {
+            size_t rem = o, idx = 0;
+            for (int d = out->rank - 1; d >= 0; d--) {
+                const int64_t c = (int64_t)(rem % (size_t)out->dims[d]);
+                rem /= (size_t)out->dims[d];
+                idx += (size_t)(start[d] + c * step[d]) * ist[d];
+            }
+            out->v[o] = in[0].v[idx];
+        }
+        return 0;
+    }
+    if (strcmp(op, "Expand") == 0) {
+        int64_t s[INTS_MAX];
+        int ns = 0, sc;
+        if (input_ints(im, n, 1, s, &ns, &sc) != 0 || ns > ARR_RANK)
+            return fail(im, "node '%s' (Expand): the shape must be a constant of at most %d values", node_name(n),
+                        INTS_MAX);
+        arr_t two[2] = {in[0], {.rank = ns}};
+        for (int d = 0; d < ns; d++) {
+            if (s[d] < 0 || s[d] > DIM_MAX)
+                return fail(im, "node '%s' (Expand): dimension %lld", node_name(n), (long long)s[d]);
+            two[1].dims[d] = s[d];
+        }
+        if (arr_bcast(im, n, two, 2, out)) return -1;
+        out->is_float = in[0].is_float;
+        out->table = in[0].table;
+        size_t st[ARR_RANK];
+        arr_strides(&in[0], out->rank, st);
+        for (size_t o = 0; o < out->count; o++) out->v[o] = in[0].v[arr_at(o, out->dims, out->rank, st)];
+        return 0;
+    }
+    if (strcmp(op, "Concat") == 0) {
+        int64_t ax = attr_int(n, "axis", 0);
+        if (ax < 0) ax += in[0].rank;
+        out->rank = in[0].rank;
+        memcpy(out->dims, in[0].dims, sizeof out->dims);
+        if (ax < 0 || ax >= out->rank)
+            return fail(im, "node '%s' (Concat): axis %lld of folded constants", node_name(n),
+                        (long long)attr_int(n, "axis", 0));
+        out->dims[ax] = 0;
+        for (int i = 0; i < k; i++) {
+            int same = in[i].rank == out->rank &&
+                       (in[i].table == in[0].table ||
+                        (in[i].table && in[0].table && strcmp(in[i].table, in[0].table) == 0));
+            for (int d = 0; same && d < out->rank; d++) same = d == ax || in[i].dims[d] == in[0].dims[d];
+            if (!same)
+                return fail(im, "node '%s' (Concat): folded constants of other shapes (or parameters)", node_name(n));
+            out->dims[ax] += in[i].dims[ax];
+            out->is_float |= in[i].is_float;
+        }
+        if (arr_alloc(im, n, out)) return -1;
+        size_t outer = 1, o = 0;
+        for (int d = 0; d < ax; d++) outer *= (size_t)out->dims[d];
+        for (size_t a = 0; a < outer; a++)
+            for (int i = 0; i < k; i++) {
+                const size_t run = outer ? in[i].count / outer : 0;
+                memcpy(out->v + o, in[i].v + a * run, run * sizeof *out->v);
+                o += run;
+            }
+        return 0;
+    }
+    if (in[0].table)
+        return fail(im, "node '%s' (%s): of parameter '%s' is not supported", node_name(n), op, in[0].table);
+    if (strcmp(op, "ScatterND") == 0) {
+        /* data with updates written at the indices (the last axis of indices: a prefix of
+         * data's axes), in order */
+        if (attr(n, "reduction"))
+            return fail(im, "node '%s' (ScatterND): attribute 'reduction' is not supported", node_name(n));
+        const int q = in[1].rank, kk = q ? (int)in[1].dims[q - 1] : 0;
+        int ok = q >= 1 && kk >= 1 && kk <= in[0].rank && in[2].rank == q - 1 + in[0].rank - kk;
+        for (int d = 0; ok && d < q - 1; d++) ok = in[2].dims[d] == in[1].dims[d];
+        for (int d = kk; ok && d < in[0].rank; d++) ok = in[2].dims[q - 1 + d - kk] == in[0].dims[d];
+        if (!ok)
+            return fail(im, "node '%s' (ScatterND): indices and updates do not fit the data's shape", node_name(n));
+        out->rank = in[0].rank;
+        memcpy(out->dims, in[0].dims, sizeof out->dims);
+        if (arr_alloc(im, n, out)) return -1;
+        memcpy(out->v, in[0].v, out->count * sizeof *out->v);
+        const size_t slice = kk < in[0].rank ? ist[kk - 1] : 1, nidx = in[1].count / (size_t)kk;
+        for (size_t i = 0; i < nidx; i++) {
+            size_t off = 0;
+            for (int d = 0; d < kk; d++) {
+                int64_t e = 0;
+                if (arr_int(im, n, &in[1], i * (size_t)kk + (size_t)d, -in[0].dims[d], in[0].dims[d] - 1, &e))
+                    return -1;
+                off += (size_t)(e < 0 ? e + in[0].dims[d] : e) * ist[d];
+            }
+            memcpy(out->v + off, in[2].v + i * slice, slice * sizeof *out->v);
+        }
+        return 0;
+    }
+    if (strcmp(op, "ConstantOfShape") == 0) {
+        if (in[0].rank > 1 || in[0].count > ARR_RANK)
+            return fail(im, "node '%s' (ConstantOfShape): a shape of at most %d values", node_name(n), ARR_RANK);
+        out->rank = (int)in[0].count;
+        for (int d = 0; d < out->rank; d++)
+            if (arr_int(im, n, &in[0], (size_t)d, 0, DIM_MAX, &out->dims[d])) return -1;
+        arr_t val = {0};
+        const Onnx__AttributeProto *at = attr(n, "value");
+        if (at && at->t && (arr_of_tensor(im, n, at->t, &val) || val.count != 1))
+            return arr_free(&val),
+                   val.count != 1 ? fail(im, "node '%s' (ConstantOfShape): value must hold one element", node_name(n))
+                                  : -1;
+        out->is_float = at && at->t ? val.is_float : 1;
+        const double fill = val.v ? val.v[0] : 0.0;
+        arr_free(&val);
+        if (arr_alloc(im, n, out)) return -1;
+        for (size_t o = 0; o < out->count; o++) out->v[o] = fill;
+        out->table = NULL;
+        return 0;
+    }
+    if (strcmp(op, "Range") == 0) {
+        if (in[0].count != 1 || in[1].count != 1 || in[2].count != 1 || in[2].v[0] == 0.0 || !isfinite(in[0].v[0]) ||
+            !isfinite(in[1].v[0]) || !isfinite(in[2].v[0]))
+            return fail(im, "node '%s' (Range): start, limit and delta must be finite scalars, delta not 0",
+                        node_name(n));
+        const double c = ceil((in[1].v[0] - in[0].v[0]) / in[2].v[0]);
+        out->rank = 1;
+        out->dims[0] = c > 0 ? (c > (double)DIM_MAX ? DIM_MAX + 1 : (int64_t)c) : 0;
+        out->is_float = in[0].is_float || in[1].is_float || in[2].is_float;
+        if (arr_alloc(im, n, out)) return -1;
+        for (size_t o = 0; o < out->count; o++) out->v[o] = in[0].v[0] + (double)o * in[2].v[0];
+        return 0;
+    }
+    /* Shape of a folded constant */
+    out->rank = 1;
+    out->dims[0] = in[0].rank;
+    out->is_float = 0;
+    if (arr_alloc(im, n, out)) return -1;
+    for (int d = 0; d < in[0].rank; d++) out->v[d] = (double)in[0].dims[d];
+    return 0;
+}
+
+/* Folds n when every input is a constant (is_constant) and its operator is one of the
+ * above; 1 when not (the node is something else's). */
+static int fold_array(imp_t *im, const Onnx__NodeProto *n)
+{
+    static const char *const elementwise[] = {"Add", "Sub",   "Mul",  "Div", "Mod",  "Pow", "Equal",
+                                              "Not", "Where", "Cast", "Neg", "Sqrt", NULL};
+    static const char *const movement[] = {"Identity",  "Reshape",         "Unsqueeze", "Squeeze", "Flatten",
+                                           "Transpose", "Gather",          "Slice",     "Expand",  "Concat",
+                                           "ScatterND", "ConstantOfShape", "Range",     "Shape",   NULL};
+    int kind = 0;
+    for (const char *const *o = elementwise; *o; o++) kind |= strcmp(n->op_type, *o) == 0;
+    for (const char *const *o = movement; *o; o++) kind |= (strcmp(n->op_type, *o) == 0) << 1;
+    if (!kind || n->n_input < 1 || n->n_output < 1) return 1;
+    /* the data inputs: the shape-like ones (Reshape's shape, Slice's bounds, Unsqueeze's
+     * axes ...) are read by input_ints */
+    const int data = kind == 1                           ? (int)n->n_input
+                     : strcmp(n->op_type, "Concat") == 0 ? (int)n->n_input
+                     : strcmp(n->op_type, "Gather") == 0 || strcmp(n->op_type, "Range") == 0 ||
+                             strcmp(n->op_type, "ScatterND") == 0
+                         ? (int)n->n_input
+                         : 1;
+    for (size_t i = 0; i < n->n_input; i++)
+        if (n->input[i][0] && !is_constant(find_value(im, n->input[i]))) return 1;
+    /* Identity of an initializer stays its alias (a weight used under another name) */
+    if (strcmp(n->op_type, "Identity") == 0 && find_value(im, n->input[0])->kind == V_TENSOR) return 1;
+    if (data > 3 && kind == 1) return fail(im, "node '%s' (%s): %zu inputs", node_name(n), n->op_type, n->n_input);
+    arr_t in[ARR_RANK] = {{0}}, out = {0};
+    const int nin = data > ARR_RANK ? -1 : data;
+    if (nin < 0)
+        return fail(im, "node '%s' (%s): more than %d inputs are not folded", node_name(n), n->op_type, ARR_RANK);
+    int rc = 0, got = 0;
+    /* the bound counts what the values keep, not the inputs' working copies */
+    const size_t kept = im->folded;
+    /* a float initializer moved (not computed on) is a parameter: tagged */
+    const int tag = kind == 2 && strcmp(n->op_type, "Shape") != 0;
+    for (; got < nin && rc == 0; got++)
+        rc = arr_in(im, n, (size_t)got, &in[got], tag && (got == 0 || strcmp(n->op_type, "Concat") == 0));
+    if (rc == 0) rc = kind == 1 ? fold_elementwise(im, n, in, nin, &out) : fold_movement(im, n, in, nin, &out);
+    for (int i = 0; i < got; i++) arr_free(&in[i]);
+    if (rc == 0) {
+        im->folded = kept + out.count;
+        rc = define_array(im, n, 0, &out);
+    }
+    arr_free(&out);
+    return rc;
 }
 
 /* pacer's own domain, ai.pacer: StochasticDepth(p, mode) as the Python client writes
@@ -1043,14 +1792,31 @@ static int do_transpose(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
     model_build_shape_nd(b, x->layer, &in);
     const Onnx__AttributeProto *a = attr(n, "perm");
-    if (!a || (int)a->n_ints != in.rank + 1 || x->flat || a->ints[0] != 0)
+    const int L = x->lead ? 0 : 1, R = in.rank + L; /* the graph's rank; its axis q is the sample's q - L */
+    if (a && (int)a->n_ints == R && !x->flat && !x->defer && a->ints[0] != 0) {
+        /* qkv.permute(2, 0, 3, 1, 4): moves the batch axis; left to the Gathers on axis 0
+         * that read it (do_gather), each of which takes one index of axis perm[0] */
+        unsigned seen = 0;
+        for (int d = 0; d < R; d++) {
+            if (a->ints[d] < 0 || a->ints[d] >= R || (seen >> a->ints[d]) & 1)
+                return fail(im, "node '%s' (Transpose): perm is not a permutation", node_name(n));
+            seen |= 1u << a->ints[d];
+        }
+        if (define_output(im, n, x->layer, 0)) return -1;
+        value_t *v = &im->vals[im->nvals - 1];
+        v->lead = x->lead;
+        v->defer = 1;
+        for (int d = 0; d < R; d++) v->perm[d] = (int)a->ints[d];
+        return 0;
+    }
+    if (!a || (int)a->n_ints != R || x->flat || a->ints[0] != 0)
         return fail(im,
                     "node '%s' (Transpose): perm must name the %d axes with the batch axis first (a perm that "
-                    "moves the batch axis is not supported)",
-                    node_name(n), in.rank + 1);
+                    "moves the batch axis is read by Gathers on axis 0 only)",
+                    node_name(n), R);
     int perm[MODEL_MAX_RANK];
     for (int d = 0; d < in.rank; d++)
-        perm[d] = a->ints[d + 1] >= 1 && a->ints[d + 1] <= in.rank ? (int)a->ints[d + 1] - 1 : -1;
+        perm[d] = a->ints[d + L] >= L && a->ints[d + L] < R ? (int)a->ints[d + L] - L : -1;
     const int li = model_build_transpose(b, x->layer, perm);
     if (model_build_failed(b)) return fail(im, "node '%s' (Transpose): perm is not a permutation", node_name(n));
     return define_output(im, n, li, 0);
@@ -1166,13 +1932,13 @@ static int do_reduce(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 static int binary_operand(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, size_t i, int act_rank, int *li)
 {
     value_t *v = i < n->n_input && n->input[i][0] ? find_value(im, n->input[i]) : NULL;
-    if (v && v->kind == V_TENSOR) {
+    if (v && (v->kind == V_TENSOR || v->kind == V_ARRAY)) {
         if (v->const_layer) return *li = v->const_layer - 1, 0;
-        const Onnx__TensorProto *t = v->tensor;
-        model_shape_t s = {.rank = (int)t->n_dims};
-        const int64_t count = tensor_count(t);
-        int ok = count > 0 && t->n_dims <= (size_t)MODEL_MAX_RANK + 1;
-        for (int d = 0; ok && d < s.rank; d++) s.dims[d] = (int)t->dims[d];
+        const Onnx__TensorProto *t = v->kind == V_TENSOR ? v->tensor : NULL;
+        model_shape_t s = {.rank = t ? (int)t->n_dims : v->arank};
+        const int64_t count = t ? tensor_count(t) : (int64_t)v->acount;
+        int ok = count > 0 && s.rank <= MODEL_MAX_RANK + 1;
+        for (int d = 0; ok && d < s.rank; d++) s.dims[d] = (int)(t ? t->dims[d] : v->adims[d]);
         if (ok && act_rank >= 0 && s.rank == act_rank + 1 && s.dims[0] == 1) {
             s.rank--;
             memmove(s.dims, s.dims + 1, (size_t)s.rank * sizeof *s.dims);
@@ -1186,7 +1952,21 @@ static int binary_operand(imp_t *im, model_builder_t *b, const Onnx__NodeProto *
                         act_rank);
         }
         if (weight_name_ok(im, n, i)) return -1;
-        *li = model_build_const(b, &s, n->input[i], v->constant_node);
+        if (v->kind == V_ARRAY && v->table) {
+            /* a gathered parameter (a relative position bias): the table and its indices */
+            const value_t *tv = find_value(im, v->table);
+            model_shape_t ts = {.rank = tv && tv->kind == V_TENSOR ? (int)tv->tensor->n_dims : 0};
+            for (int d = 0; d < ts.rank && d < MODEL_MAX_RANK; d++) ts.dims[d] = (int)tv->tensor->dims[d];
+            if (strlen(v->table) >= MODEL_TENSOR_NAME_MAX)
+                return fail(im, "node '%s' (%s): parameter name '%.64s' is longer than %d bytes", node_name(n),
+                            n->op_type, v->table, MODEL_TENSOR_NAME_MAX - 1);
+            *li = model_build_gather_param(b, &s, &ts, v->table, n->input[i]);
+            if (model_build_failed(b))
+                return fail(im,
+                            "node '%s' (%s): parameter '%s' gathered into %lld elements: at most 2^24 of a table "
+                            "below 2^24",
+                            node_name(n), n->op_type, v->table, (long long)count);
+        } else *li = model_build_const(b, &s, n->input[i], v->constant_node || v->kind == V_ARRAY);
         v->const_layer = *li + 1;
         return 0;
     }
@@ -1208,7 +1988,7 @@ static int do_binary(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, la
     static const char *const none[] = {NULL};
     if (check_attrs(im, n, none)) return -1;
     if (n->n_input != 2) return fail(im, "node '%s' (%s): %zu inputs, want 2", node_name(n), n->op_type, n->n_input);
-    const Onnx__TensorProto *t0 = input_tensor(im, n, 0), *t1 = input_tensor(im, n, 1);
+    const int t0 = const_input(im, n, 0), t1 = const_input(im, n, 1);
     if (t0 && t1)
         return fail(im, "node '%s' (%s): both operands are constants (export with constant folding)", node_name(n),
                     n->op_type);
@@ -1376,7 +2156,8 @@ static int as_seen(model_builder_t *b, const value_t *x, const model_shape_t *s)
  * (a non-batch index), or -1. */
 static int mean_axis(const Onnx__NodeProto *n, int r)
 {
-    const Onnx__AttributeProto *a = attr(n, "axes");
+    /* n may be no node (a probe's sole reader that is none): not a match */
+    const Onnx__AttributeProto *a = n ? attr(n, "axes") : NULL;
     if (!op_is(n, "ReduceMean") || n->n_input != 1 || n->n_output != 1 || !a || a->n_ints < 1 ||
         a->n_ints > (size_t)r || attr_int(n, "keepdims", 1) != 1)
         return -1;
@@ -1475,6 +2256,43 @@ static int do_layernorm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
                          0);
 }
 
+/* Gather on axis 0 of a Transpose that moved the batch axis (x->defer; q, k, v = qkv[0],
+ * qkv[1], qkv[2] after Swin's qkv.permute(2, 0, 3, 1, 4)): the element of the source's
+ * axis perm[0] (a LAYER_SLICE and a LAYER_RESHAPE without it), then the rest of perm, which
+ * must bring the batch axis first (a LAYER_TRANSPOSE). */
+static int gather_deferred(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const value_t *x,
+                           const model_shape_t *s, int64_t index, int scalar)
+{
+    const int L = x->lead ? 0 : 1, R = s->rank + L, q = x->perm[0];
+    if (attr_int(n, "axis", 0) != 0 || !scalar || x->perm[1] != 0 || q - L < 0 || R < 3)
+        return fail(im,
+                    "node '%s' (Gather): of a Transpose that moves the batch axis: one index on axis 0, the batch "
+                    "axis then first",
+                    node_name(n));
+    const int ax = q - L, dim = s->dims[ax];
+    const int64_t k = index < 0 ? index + dim : index;
+    if (k < 0 || k >= dim)
+        return fail(im, "node '%s' (Gather): index %lld is out of range for an axis of %d", node_name(n),
+                    (long long)index, dim);
+    model_shape_t to = {.rank = s->rank - 1};
+    for (int d = 0, o = 0; d < s->rank; d++)
+        if (d != ax) to.dims[o++] = s->dims[d];
+    int li = model_build_reshape(b, model_build_slice(b, x->layer, ax, (int)k, (int)k + 1, 1), &to);
+    /* output axis j (the graph's j + L) is the source's graph axis perm[j + L + 1] */
+    int perm[MODEL_MAX_RANK], identity = 1;
+    for (int j = 0; j < to.rank; j++) {
+        const int p = x->perm[j + L + 1] - L;
+        perm[j] = p < ax ? p : p - 1;
+        identity &= perm[j] == j;
+    }
+    if (!identity) li = model_build_transpose(b, li, perm);
+    if (model_build_failed(b)) return fail(im, "node '%s' (Gather): of a Transpose: not supported", node_name(n));
+    if (define_output(im, n, li, 0)) return -1;
+    im->vals[im->nvals - 1].lead = x->lead;
+    im->vals[im->nvals - 1].defer = 0;
+    return 0;
+}
+
 /* Gather of an activation along a non-batch axis by one constant index (ViT's class token,
  * x[:, 0]): a LAYER_SLICE of that element, and for a scalar index a LAYER_RESHAPE without
  * the axis. Gather of shapes is do_shape_op's. */
@@ -1489,6 +2307,10 @@ static int do_gather(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         return fail(im, "node '%s' (Gather): the indices of an activation must be one constant integer", node_name(n));
     model_shape_t s;
     seen_shape(b, x, &s);
+    if (x->defer) return gather_deferred(im, b, n, x, &s, idx[0], scalar);
+    if (x->lead)
+        return fail(im, "node '%s' (Gather): of a value whose batch axis holds several of the sample's elements",
+                    node_name(n));
     const int64_t given = attr_int(n, "axis", 0), ax = given < 0 ? given + s.rank + 1 : given;
     if (ax < 1 || ax > s.rank)
         return fail(im, "node '%s' (Gather): axis %lld: only a non-batch axis (1 to %d) is supported", node_name(n),
@@ -1522,8 +2344,9 @@ static int do_softmax(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     seen_shape(b, x, &s);
     const int li = as_seen(b, x, &s);
     const int64_t given = attr_int(n, "axis", im->opset >= 13 ? -1 : 1);
-    const int64_t ax = given < 0 ? given + s.rank + 1 : given; /* ONNX's: the batch axis 0 */
-    if (ax < 1 || ax > s.rank)
+    /* ONNX's: the batch axis 0; of a lead value, the graph's axis a >= 1 is the sample's a */
+    const int64_t ax = (given < 0 ? given + s.rank + 1 - x->lead : given) + x->lead;
+    if (ax < 1 + x->lead || ax > s.rank)
         return fail(im, "node '%s' (%s): axis %lld: only a non-batch axis (1 to %d) is supported", node_name(n),
                     n->op_type, (long long)given, s.rank);
     if (im->opset < 13 && ax != s.rank)
@@ -1533,6 +2356,19 @@ static int do_softmax(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
                     node_name(n), n->op_type, (long long)given, (long long)im->opset);
     const layer_kind_t k = n->op_type[0] == 'L' ? LAYER_LOG_SOFTMAX : LAYER_SOFTMAX;
     return define_output(im, n, model_build_softmax(b, k, li, (int)ax - 1), 0);
+}
+
+/* Whether n reads two activations of which one is a lead value (its batch axis holding
+ * the sample's axis 0) and the other not: no operator pairs them. */
+static int mixed_lead(imp_t *im, const Onnx__NodeProto *n)
+{
+    int seen = 0;
+    for (size_t i = 0; i < n->n_input; i++) {
+        const value_t *x = n->input[i][0] ? find_value(im, n->input[i]) : NULL;
+        if (!x || x->kind != V_LAYER) continue;
+        seen |= 1 << (x->lead != 0);
+    }
+    return seen == 3;
 }
 
 static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
@@ -1546,9 +2382,16 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
         return fail(im, "node '%s' (%s): operator domain '%s' is not supported", node_name(n), op, n->domain);
     if (n->n_output < 1 || !n->output[0][0]) return fail(im, "node '%s' (%s): no output", node_name(n), op);
+    int rc = fold_array(im, n);
+    if (rc != 1) return rc;
+    if (mixed_lead(im, n))
+        return fail(im,
+                    "node '%s' (%s): reads values whose batch axes hold different things (one a Reshape to (N * "
+                    "k, ...), one not)",
+                    node_name(n), op);
     const value_t *g0 = op_is(n, "Gather") && n->n_input > 0 ? find_value(im, n->input[0]) : NULL;
     if (g0 && g0->kind == V_LAYER) return do_gather(im, b, n);
-    int rc = do_shape_op(im, b, n);
+    rc = do_shape_op(im, b, n);
     if (rc != 1) return rc;
     if (strcmp(op, "Conv") == 0) return do_conv(im, b, n);
     if (strcmp(op, "MaxPool") == 0) return do_pool(im, b, n, 1);
@@ -1646,7 +2489,7 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         const value_t *y;
         if (check_attrs(im, n, none)) return -1;
         if (n->n_input != 2) return fail(im, "node '%s' (Mul): %zu inputs, want 2", node_name(n), n->n_input);
-        if (input_tensor(im, n, 0) || input_tensor(im, n, 1)) return do_binary(im, b, n, LAYER_BMUL);
+        if (const_input(im, n, 0) || const_input(im, n, 1)) return do_binary(im, b, n, LAYER_BMUL);
         if (input_layer(im, n, 0, &x) || input_layer(im, n, 1, &y)) return -1;
         int C1, H1, W1, C2, H2, W2;
         model_shape_t s1, s2;
@@ -1758,7 +2601,7 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
             model_build_fc_bias(b, mm->layer, n->input[1]);
             return define_output(im, n, mm->layer, 0);
         }
-        if (input_tensor(im, n, 0) || input_tensor(im, n, 1)) return do_binary(im, b, n, LAYER_BADD);
+        if (const_input(im, n, 0) || const_input(im, n, 1)) return do_binary(im, b, n, LAYER_BADD);
         if (check_attrs(im, n, none) || input_layer(im, n, 0, &x) || input_layer(im, n, 1, &y)) return -1;
         if (x->kind == V_PADDED) {
             const value_t *t = x;
@@ -1845,6 +2688,11 @@ static int build_graph(model_builder_t *b, void *ctx, char *err, size_t errlen)
         if (check_bound(im, b, im->g->node[i], &built) != 0) return -1;
     }
     const value_t *o = find_value(im, im->output);
+    if (o && o->kind == V_LAYER && o->defer)
+        return fail(im,
+                    "the graph's output '%s' is a Transpose that moves the batch axis (only a Gather on axis 0 may "
+                    "read one)",
+                    im->output);
     if (!o || o->kind != V_LAYER || o->layer < 0)
         return fail(im, "the graph's output '%s' is not computed by a supported node", im->output);
     int C, H, W, Cl, Hl, Wl, last = 0;
@@ -1969,13 +2817,13 @@ static int import_model(const Onnx__ModelProto *mp, const char *name, int max_ba
     im.any_output = any_output;
     for (size_t i = 0; i < g->n_initializer; i++) {
         value_t *v = add_value(&im, g->initializer[i]->name ? g->initializer[i]->name : "", V_TENSOR);
-        if (!v) return free(im.vals), snprintf(err, errlen, "onnx: out of memory"), -1;
+        if (!v) return free_values(&im), snprintf(err, errlen, "onnx: out of memory"), -1;
         v->tensor = g->initializer[i];
     }
 
     model_t *m = NULL;
     if (model_create_custom_shape(name, &in_shape, (int)classes, max_batch, build_graph, &im, &m, err, errlen) != 0) {
-        free(im.vals);
+        free_values(&im);
         return -1;
     }
     const layer_t *ll = &m->layers[m->nlayers - 1];
@@ -2006,18 +2854,23 @@ static int import_model(const Onnx__ModelProto *mp, const char *name, int max_ba
     for (int i = 0; i < m->ntensors; i++) {
         const tensor_info_t *t = &m->tensors[i];
         const value_t *v = find_value(&im, t->name);
+        float *dst = (t->is_buffer ? m->buffers : m->params) + t->offset;
+        if (v && v->kind == V_ARRAY && v->acount == t->count) {
+            /* a folded constant (a mask), or a gathered parameter's indices */
+            for (size_t k = 0; k < t->count; k++) dst[k] = (float)v->arr[k];
+            continue;
+        }
         if (!v || v->kind != V_TENSOR) {
             snprintf(err, errlen, "onnx: no initializer '%s'", t->name);
             goto fail;
         }
-        float *dst = (t->is_buffer ? m->buffers : m->params) + t->offset;
         if (tensor_floats(&im, v->tensor, dst, t->count) != 0) goto fail;
     }
-    free(im.vals);
+    free_values(&im);
     *out = m;
     return 0;
 fail:
-    free(im.vals);
+    free_values(&im);
     model_free(m);
     return -1;
 }

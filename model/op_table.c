@@ -677,6 +677,29 @@ static void const_bwd(model_t *m, int i, const float *x, int B)
     if (!l->frozen) memcpy(m->grads + l->w_off, m->dacts + l->out_off, out_count(l, 1) * sizeof(float));
 }
 
+/* A gathered parameter (Swin's relative position bias): like a constant, one sample's slot
+ * at batch stride 0; its gradient, summed there by the readers, scatter-adds into the table. */
+static size_t table_count(const layer_t *l)
+{
+    size_t n = 1;
+    for (int d = 0; d < l->gp_table.rank; d++) n *= (size_t)l->gp_table.dims[d];
+    return n;
+}
+
+static void gather_param_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    const layer_t *l = &m->layers[i];
+    gather_param_forward(out_count(l, 1), table_count(l), m->buffers + l->rm_off, m->params + l->w_off,
+                         m->acts + l->out_off);
+}
+
+static void gather_param_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    gather_param_backward(out_count(l, 1), table_count(l), m->buffers + l->rm_off, m->dacts + l->out_off,
+                          m->grads + l->w_off);
+}
+
 /* The binary rows' steps, one pair per kind (OP_STEPS): the kind's operator of ops.h. */
 static void binary_fwd(model_t *m, int i, const float *x, int B, binary_op_t op)
 {
@@ -900,6 +923,8 @@ const model_op_t MODEL_OPS[] = {
     [LAYER_BMM]        = {LAYER_BMM, "matmul", "MatMul (two activations)", "MatMul", 2, IN12, infer_bmm, NULL, flops_bmm, bmm_fwd, bmm_bwd},
     /* opset 13 has no LayerNormalization: exported as torch 1.13 writes nn.LayerNorm there */
     [LAYER_LAYERNORM]  = {LAYER_LAYERNORM, "layernorm", "LayerNormalization, nn.LayerNorm's ReduceMean .. Add pattern", "ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add", 1, IN1, infer_axis, NULL, flops_pass, layernorm_fwd, layernorm_bwd},
+    /* Swin's (appended) */
+    [LAYER_GATHER_PARAM] = {LAYER_GATHER_PARAM, "gather param", "Gather (of a parameter by constant indices)", "Reshape, Gather", 1, IN1, infer_const, NULL, flops_none, gather_param_fwd, gather_param_bwd},
 };
 /* clang-format on */
 /* A kind without a row would leave a zero row here (a designated initializer skipped):

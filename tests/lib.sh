@@ -87,6 +87,18 @@ ratio_at_least() {
     fi
 }
 
+# onnx_graphs TOOL: python3 TOOL --graphs "$TMP/graphs" (small ONNX graphs written at test
+# time), skipping when it exits 77 (no torch or onnx) and failing on another error; g NAME
+# is then the path of graph NAME
+onnx_graphs() {
+    mkdir -p "$TMP/graphs"
+    /usr/bin/python3 "$1" --graphs "$TMP/graphs" >"$TMP/graphs.log" 2>&1
+    rc=$?
+    [ $rc -eq 77 ] && skip "$(tail -1 "$TMP/graphs.log")"
+    [ $rc -eq 0 ] || { cat "$TMP/graphs.log"; fail "$1 --graphs exited $rc"; }
+}
+g() { echo "$TMP/graphs/$1.onnx"; }
+
 # expect_error STATUS PATTERN CMD... - CMD must exit with STATUS and print PATTERN.
 expect_error() {
     want=$1 pat=$2

@@ -332,6 +332,13 @@ int count_correct(int B, int N, const float *logits, const int32_t *labels);
 void bmm_forward(int G, int M, int K, int N, const float *a, const float *b, float *out);
 void bmm_backward(int G, int M, int K, int N, const float *a, const float *b, const float *dout, float *da /* += */,
                   float *db /* += */);
+
+/* Swin's relative position bias (gather.c): out[j] = table[map[j]] for j < n, map holding
+ * float-coded indices (exact below 2^24); one outside [0, tcount) reads 0. The backward
+ * writes dtable (tcount) whole: 0, then dout[j] added at map[j] in the order of j (the CUDA
+ * twin sums in the same order, without atomics). */
+void gather_param_forward(size_t n, size_t tcount, const float *map, const float *table, float *out);
+void gather_param_backward(size_t n, size_t tcount, const float *map, const float *dout, float *dtable);
 /* Layer normalisation (ONNX LayerNormalization, torch's nn.LayerNorm): each of rows rows of D
  * elements normalised by its mean and biased variance, times w, plus b (both (D)). The
  * backward recomputes the statistics from inp, adds the input's gradient (dinp may be

@@ -170,6 +170,12 @@ int cuda_reduce_forward(cuda_ctx_t *ctx, const bcast_desc_t *d, int B, float sca
                         size_t nout);
 int cuda_reduce_backward(cuda_ctx_t *ctx, const bcast_desc_t *d, int B, float scale, const float *dout,
                          float *dinp /* += */);
+/* A gathered parameter table, as ops.h's gather_param_forward and gather_param_backward
+ * (dtable written whole; the CPU's bits: one thread per table element, no atomics). */
+int cuda_gather_param_forward(cuda_ctx_t *ctx, size_t n, size_t tcount, const float *map, const float *table,
+                              float *out);
+int cuda_gather_param_backward(cuda_ctx_t *ctx, size_t n, size_t tcount, const float *map, const float *dout,
+                               float *dtable);
 /* Mul as ops.h's (b (B, C, HW2), HW2 HW or 1; da and db may be one buffer, either NULL). */
 int cuda_mul_forward(cuda_ctx_t *ctx, int B, int C, int HW, int HW2, const float *a, const float *b, float *out);
 int cuda_mul_backward(cuda_ctx_t *ctx, int B, int C, int HW, int HW2, const float *a, const float *b, const float *dout,

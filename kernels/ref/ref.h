@@ -85,6 +85,9 @@ void ref_bmm_forward(int G, int M, int K, int N, const double *a, const double *
  * (rows, n, inner) along the middle axis */
 void ref_softmax_axis(int take_log, int rows, int n, int inner, const double *x, double *y);
 
+/* ops.h's gather_param_forward in double: y[j] = table[map[j]] (0 outside the table) */
+void ref_gather_param_forward(size_t n, size_t tcount, const double *map, const double *table, double *y);
+
 /* ---- optimizer (optim.c) ---- */
 /* One torch.optim.AdamW step t (>= 1) on n elements of w with gradient g, moments m, v. */
 void ref_adamw_step(size_t n, double *w, const double *g, double *m, double *v, double lr, double beta1, double beta2,

@@ -20,6 +20,7 @@ Usage: /usr/bin/python3 tests/tools/onnx_families.py --export SET OUTDIR
     Bernoulli, the client writes ai.pacer:StochasticDepth). Exits 77 when torchvision is
     not importable.
   SET attention: issue 44's operators in small modules (tests/tools/onnx_attention.py).
+  SET swin: issue 44's Swin stage (tests/tools/onnx_swin.py; exits 77 without torchvision).
   Writes x.bin (N_BATCH images 3x32x32), and per network NAME.onnx and NAME.torch.npz:
   eval_logits (the file's running statistics), train_logits, grad:TENSOR for every
   parameter and buffer:TENSOR for every running statistic after one training step on x
@@ -73,7 +74,7 @@ N_BATCH = 8
 STEPS = 4
 # plain SGD's step per set: torchvision's deeper networks take a smaller one (at 0.05 their
 # losses jump about on a batch of 8, in torch as in pacer)
-LR = {"blocks": 0.05, "torchvision": 0.01, "attention": 0.05}
+LR = {"blocks": 0.05, "torchvision": 0.01, "attention": 0.05, "swin": 0.05}
 # torch's numbers are computed in float64 from the file's float32 weights: float32 through
 # 150 to 290 layers with batch statistics over 8 images at 1x1 planes is ill-conditioned
 # (torch's own float32 gradients of mobilenet_v2 differ from its float64 ones by up to 24%
@@ -196,6 +197,13 @@ def attention():
     return nets()
 
 
+def swin():
+    """issue 44's Swin stage (tests/tools/onnx_swin.py)"""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from onnx_swin import nets
+    return nets()
+
+
 def client_export():
     """The Python client's export_module (clients/python/pacer), from this checkout."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python"))
@@ -265,7 +273,8 @@ SEED = {"shufflenet_v2_x0_5": 303}
 
 
 def export(which, out):
-    nets = blocks() if which == "blocks" else torchvision_models() if which == "torchvision" else attention()
+    nets = blocks() if which == "blocks" else torchvision_models() if which == "torchvision" else \
+        swin() if which == "swin" else attention()
     torch.manual_seed(11)
     x = torch.randn(N_BATCH, 3, 32, 32)
     x.numpy().astype("<f4").tofile(out + "/x.bin")
@@ -502,7 +511,7 @@ def compare(npz, pdir):
 
 
 def main():
-    if len(sys.argv) == 4 and sys.argv[1] == "--export" and sys.argv[2] in ("blocks", "torchvision", "attention"):
+    if len(sys.argv) == 4 and sys.argv[1] == "--export" and sys.argv[2] in ("blocks", "torchvision", "attention", "swin"):
         export(sys.argv[2], sys.argv[3])
         return 0
     if len(sys.argv) == 3 and sys.argv[1] == "--graphs":

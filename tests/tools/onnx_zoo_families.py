@@ -187,16 +187,21 @@ def losses(npz, metrics):
 
 
 def load(name, trained, out, pacer_logits):
-    net = model(name)
+    return load_into(model(name), name, trained, out, pacer_logits, "num_batches_tracked", LOAD_TOL)
+
+
+def load_into(net, name, trained, out, pacer_logits, own, tol):
+    """load's check of module net (also onnx_swin.py's); own: the ending of the keys that
+    may keep the module's value (a counter or constant the file has no tensor for)"""
     inits = {t.name: numpy_helper.to_array(t) for t in onnx.load(trained).graph.initializer}
     # the module's own state_dict, values replaced: it keeps the _metadata (versions) a
     # module's _load_from_state_dict may read (MNASNet's does); a key the file lacks keeps
-    # the module's value only for num_batches_tracked, else strict loading names it
+    # the module's value only for own, else strict loading names it
     state = net.state_dict()
     for k in list(state):
         if k in inits:
             state[k] = torch.from_numpy(inits[k].copy())
-        elif not k.endswith("num_batches_tracked"):
+        elif not k.endswith(own):
             del state[k]
     try:
         net.load_state_dict(state, strict=True)
@@ -211,8 +216,8 @@ def load(name, trained, out, pacer_logits):
     e = fam.rel(got, want)
     differ = int((got.argmax(1) != want.argmax(1)).sum())
     print("  load_state_dict(strict=True): %d tensors; torch's logits vs pacer's max_rel %.2e (tol %.0e), "
-          "%d of %d predictions differ" % (len(state), e, LOAD_TOL, differ, N_TEST))
-    if e > LOAD_TOL or differ:
+          "%d of %d predictions differ" % (len(state), e, tol, differ, N_TEST))
+    if e > tol or differ:
         print("FAIL %s: the reloaded module's logits are not pacer's" % name)
         return 1
     return 0

@@ -120,7 +120,8 @@
     X(test_softmax_xent) X(test_batchnorm) X(test_batchnorm_eps) X(test_gap) X(test_residual) \
     X(test_sgd) X(test_adamw) X(test_norm_clip) X(test_model_mlp) X(test_model_lenet5)    \
     X(test_model_cifar10_quick) X(test_model_resnet20) X(test_model_onnx_layers) \
-    X(test_model_nd_rows) X(test_model_attention)
+    X(test_model_nd_rows) X(test_model_attention) \
+    X(test_gather_param)
 /* clang-format on */
 /* Tests that need no device: they run in every CUDA build. */
 #define HOST_TESTS(X) X(test_cudnn_status_categories) X(test_cuda_error_classes) X(test_cuda_rows_complete)
@@ -1331,6 +1332,42 @@ static void test_stochastic_depth(void **state)
     free(out);
     free(g);
     free(dx);
+    end_test();
+}
+
+/* Swin's gathered parameter (LAYER_GATHER_PARAM): indices that repeat (their gradients add
+ * in the CPU's order) and two outside the table (0, no gradient); the same bits. */
+static void test_gather_param(void **state)
+{
+    (void)state;
+    need_gpu();
+    static const size_t cases[][2] = {{20, 14}, {3 * 49 * 49, 169 * 3}, {1, 1}};
+    lcg_t r = {44};
+    char name[64];
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const size_t n = cases[ci][0], tc = cases[ci][1];
+        float *map = halloc(n), *table = halloc(tc), *out = halloc(n), *g = halloc(n), *dt = halloc(tc);
+        for (size_t j = 0; j < n; j++) map[j] = (float)((7 * j + 3) % tc);
+        if (n > 2) map[0] = -1.0f, map[n - 1] = (float)tc;
+        fill(&r, table, tc, -1, 1);
+        fill(&r, g, n, -1, 1);
+        float *d_map = dcopy(map, n), *d_t = dcopy(table, tc), *d_g = dcopy(g, n), *d_out = dalloc(n),
+              *d_dt = dalloc(tc);
+        gather_param_forward(n, tc, map, table, out);
+        gather_param_backward(n, tc, map, g, dt);
+        check_rc(cuda_gather_param_forward(g_ctx, n, tc, d_map, d_t, d_out), "gather param fwd");
+        check_rc(cuda_gather_param_backward(g_ctx, n, tc, d_map, d_g, d_dt), "gather param bwd");
+        snprintf(name, sizeof name, "gather_param%zu (n=%zu table=%zu).out", ci, n, tc);
+        compare_dev(name, d_out, out, n, TOL_EXACT);
+        snprintf(name, sizeof name, "gather_param%zu.dtable (=)", ci);
+        compare_dev(name, d_dt, dt, tc, TOL_EXACT);
+        free(map);
+        free(table);
+        free(out);
+        free(g);
+        free(dt);
+        dfree_all();
+    }
     end_test();
 }
 

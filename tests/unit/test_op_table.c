@@ -307,6 +307,22 @@ static void ref_bmul_frozen(const ref_in_t *in, double *y)
     for (int i = 0; i < 4; i++) kd[i] = k[i];
     ref_binary_forward(BINARY_MUL, &in->l->bc, in->B, in->x, kd, y);
 }
+/* x (C, H, W) + table[map] (5, 4): Swin's relative position bias, a table (7, 2) gathered
+ * by indices (run_case fills them: (3 j + 1) mod 14, so that elements repeat) */
+#define GP_TABLE 14
+static int build_gather_param(model_builder_t *b, int x)
+{
+    const model_shape_t s = {.rank = 2, .dims = {5, 4}}, t = {.rank = 2, .dims = {7, 2}};
+    return model_build_binary(b, LAYER_BADD, x, model_build_gather_param(b, &s, &t, "t.table", "t.map"));
+}
+static void ref_gather_param(const ref_in_t *in, double *y)
+{
+    const layer_t *g = &in->m->layers[in->l->in2];
+    double map[20], bias[20];
+    for (int j = 0; j < 20; j++) map[j] = in->m->buffers[g->rm_off + j];
+    ref_gather_param_forward(20, GP_TABLE, map, in->params + g->w_off, bias);
+    ref_binary_forward(BINARY_ADD, &in->l->bc, in->B, in->x, bias, y);
+}
 /* x (C, H, W) / exp(mean over the plane of x) (C, 1, 1): two activations, both batched */
 static int build_div(model_builder_t *b, int x)
 {
@@ -504,6 +520,8 @@ static const row_case_t CASES[] = {
     {LAYER_LAYERNORM, 3, 5, 4, build_layernorm, ref_layernorm, 1e-5, 2e-3, 1e-4, 0},
     {LAYER_ERF, 3, 5, 4, build_erf, ref_erf, 1e-6, 1e-3, 1e-6, 0},
     {LAYER_GELU, 3, 5, 4, build_gelu, ref_gelu, 1e-6, 1e-3, 1e-6, 0},
+    /* Swin's */
+    {LAYER_GATHER_PARAM, 3, 5, 4, build_gather_param, ref_gather_param, 1e-6, 1e-3, 1e-6, 1},
 };
 
 /* Further cases of rows whose case above does not reach every path (the shape generator
@@ -714,11 +732,15 @@ static void run_case(layer_kind_t k, const row_case_t *c)
     for (size_t i = 0; i < nx; i++) x[i] = away_from_zero();
     for (int i = 0; i < B_TEST; i++) y[i] = i % CLASSES;
     for (size_t i = 0; i < m->nparams; i++) m->params[i] = away_from_zero() * 0.5f;
-    /* a frozen constant's values (a buffer: model_init_params leaves it to the file) */
-    for (int i = 0; i < m->nlayers; i++)
+    /* a frozen constant's values (a buffer: model_init_params leaves it to the file); a
+     * gathered parameter's indices, some repeated (their gradients add) */
+    for (int i = 0; i < m->nlayers; i++) {
+        const int cnt = m->layers[i].OC * m->layers[i].OH * m->layers[i].OW;
         if (m->layers[i].kind == LAYER_CONST && m->layers[i].frozen)
-            for (int j = 0; j < m->layers[i].OC * m->layers[i].OH * m->layers[i].OW; j++)
-                m->buffers[m->layers[i].w_off + j] = away_from_zero();
+            for (int j = 0; j < cnt; j++) m->buffers[m->layers[i].w_off + j] = away_from_zero();
+        if (m->layers[i].kind == LAYER_GATHER_PARAM)
+            for (int j = 0; j < cnt; j++) m->buffers[m->layers[i].rm_off + j] = (float)((3 * j + 1) % GP_TABLE);
+    }
     /* the device gets the same starting state (weights, statistics, dropout step) */
     model_t *start = NULL;
     assert_int_equal(model_clone(m, &start, err, sizeof err), 0);

@@ -1969,7 +1969,7 @@ static layer_kind_t tensor_kind(const model_t *m, const tensor_info_t *t)
         const layer_t *l = &m->layers[i];
         const int has_params = l->kind == LAYER_CONV || l->kind == LAYER_FC || l->kind == LAYER_BN ||
                                l->kind == LAYER_LINEAR || l->kind == LAYER_LAYERNORM ||
-                               (l->kind == LAYER_CONST && !l->frozen);
+                               (l->kind == LAYER_CONST && !l->frozen) || l->kind == LAYER_GATHER_PARAM;
         const int two = l->kind == LAYER_BN || l->kind == LAYER_LAYERNORM; /* weight and bias */
         if (!has_params) continue;
         if (l->w_off == t->offset) return l->kind;

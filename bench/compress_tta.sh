@@ -1,0 +1,179 @@
+# bench/compress_tta.sh - does gradient compression shorten the time to a target accuracy
+# on slow links, and what does it cost in final accuracy (issue 47)? ssgd, ResNet-20 on
+# CIFAR-10, EPOCHS epochs of the first TRAIN training images (SGD, lr LR with momentum
+# 0.9, weight decay 1e-4, cosine to 0 over the run; no augmentation), the test accuracy
+# on the first TEST test images EVALS times an epoch (eval_every_steps; evaluations are
+# not training time), compression KINDS (none and powersgd rank RANK, no warm-up)
+# alternating within each seed of SEEDS. The defaults are a scale-down that fits a shared
+# 2-core machine.
+#
+# Real (the default mode): 4 ranks (batch 32 each) on the cluster of bench/compress_netns.sh,
+# one rank per namespace host, every worker host's link shaped to each of RATES Mbit/s.
+# Simulated (sim): pacer-sim, 16 workers of batch SIM_BATCH (8: the same global batch of
+# 128), deterministic (10 Gflop/s a worker, links of SIM_GBPS Gbit/s to a non-blocking
+# switch). Its accuracy is the real computation's, which does not depend on the links,
+# so each kind and seed is trained once (at the first of SIM_GBPS); its timeline does not
+# depend on the values, so each kind and link is then timed once with the compute skipped
+# (simulate.skip_compute), and the time to target at a link is that run's training time
+# at the step where the trained run first reached TARGET (the script checks that the two
+# timelines agree at the first link).
+#
+# Per run (one TSV line, appended to OUT.tsv, so a long series can be read or resumed
+# part by part): bytes per step (the summary's comm_bytes_per_step), the training step
+# (train_s / steps), the time to TARGET test accuracy, the final test accuracy, the best,
+# and (real runs) the 1-minute load average sampled during the run (mean and max: the
+# machine is shared). Time to target is the training time (train_s) of the first
+# evaluation record (--metrics) at or above TARGET: the same clock, loop_s, that the
+# summary's time_to_target_s reads, but the spec sets no target_accuracy, because
+# reaching it stops the run and the final accuracy at equal epochs is the other half of
+# the comparison. Each run's evaluations (step, train_s, test accuracy) are kept in OUT.d/.
+#
+#   sudo sh bench/compress_tta.sh [OUT.tsv]     (root: network namespaces)
+#   sh bench/compress_tta.sh sim [OUT.tsv]      (pacer-sim)
+#   sh bench/compress_tta.sh table OUT.tsv      mean ± sd over seeds, as Markdown
+. bench/lib.sh
+ROOT=$(pwd)
+case $BUILD in /*) B=$BUILD ;; *) B=$ROOT/$BUILD ;; esac
+NETNS=$ROOT/deploy/netns
+RATES=${RATES:-100 1000}
+SIM_GBPS=${SIM_GBPS:-0.1 1 10}
+SIM_BATCH=${SIM_BATCH:-8}
+SEEDS=${SEEDS:-1 2 3}
+KINDS=${KINDS:-none powersgd}
+RANK=${RANK:-2}
+TRAIN=${TRAIN:-20480}
+TEST=${TEST:-5000}
+EPOCHS=${EPOCHS:-4}
+EVALS=${EVALS:-4}
+TARGET=${TARGET:-0.50}
+LR=${LR:-0.1}
+CIFAR_DIR=$PACER_SHARED/datasets/cifar-10
+
+# table TSV - per link and compression: runs, bytes per step, step, time to target (mean ±
+# sd over the runs that reached it, and how many did), final and best accuracy, load.
+table() {
+    printf '| link | compression | runs | bytes per step | training step s | time to target s | reached | final accuracy | best accuracy | load (mean of runs) |\n'
+    printf '|---|---|---|---|---|---|---|---|---|---|\n'
+    for rate in $(awk -F'\t' 'NR > 1 { print $1 }' "$1" | sort -gu); do
+        for k in $(awk -F'\t' -v r="$rate" 'NR > 1 && $1 == r { print $2 }' "$1" | awk '!seen[$0]++'); do
+            col() { awk -F'\t' -v r="$rate" -v k="$k" -v c="$1" 'NR > 1 && $1 == r && $2 == k && $c != "-" { print $c }' "$2"; }
+            runs=$(col 3 "$1" | wc -l)
+            printf '| %s Mbit/s | %s | %s | %s | %s | %s | %s of %s | %s | %s | %s |\n' "$rate" "$k" "$runs" \
+                "$(col 4 "$1" | meansd 0)" "$(col 6 "$1" | meansd 3)" "$(col 7 "$1" | meansd 1)" \
+                "$(col 7 "$1" | wc -l)" "$runs" "$(col 8 "$1" | meansd 4)" "$(col 9 "$1" | meansd 4)" \
+                "$(col 10 "$1" | meansd 1)"
+        done
+    done
+}
+# spec KIND SEED WORKERS BATCH [SIMULATE] - the job spec of one run, on stdout.
+spec() {
+    steps=$((TRAIN / ($3 * $4)))
+    [ $((steps % EVALS)) -eq 0 ] || { echo "compress_tta: $steps steps an epoch do not split into $EVALS evaluations" >&2; exit 1; }
+    jq -n --arg k "$1" --argjson s "$2" --argjson w "$3" --argjson b "$4" --argjson sim "${5:-null}" \
+        --arg ds "$CIFAR_DIR" --argjson r "$RANK" --argjson e "$EPOCHS" --argjson n "$TRAIN" --argjson t "$TEST" \
+        --argjson lr "$LR" --argjson ev $((steps / EVALS)) '{
+        name: "compress-tta", model: "resnet20", workers: $w, batch_size: $b, epochs: $e, seed: $s,
+        log_every: 0, eval_every_steps: $ev, dataset: {name: "cifar10", path: $ds, train_subset: $n, test_subset: $t},
+        optimizer: {lr: $lr, momentum: 0.9, weight_decay: 0.0001, lr_schedule: {kind: "cosine"}},
+        algorithm: {name: "ssgd", compression: {kind: $k, rank: $r}}} + if $sim then {simulate: $sim} else {} end'
+}
+# evals METRICS - rank 0's evaluations (it is the one that evaluates) as "step train_s
+# test_accuracy" lines in step order (the accuracy null where the compute was skipped).
+evals() {
+    jq -r 'select(.rank == 0 and (.kind == "eval" or .kind == "epoch")) | [.step, .train_s, .test_accuracy] | @tsv' "$1" |
+        sort -n
+}
+# row RATE KIND SEED SUMMARY EVALS STEP_S TT LOAD - one TSV line: the summary's bytes and
+# final accuracy, the best evaluation, the rest as given.
+row() {
+    best=$(awk 'BEGIN { b = 0 } $3 > b { b = $3 } END { print b }' "$5")
+    jq -r --arg r "$1" --arg k "$2" --arg s "$3" --arg st "$6" --arg tt "$7" --arg b "$best" --arg l "$8" \
+        --arg x "$TARGET	$EPOCHS	$TRAIN	$TEST" \
+        '[$r, $k, $s, .comm_bytes_per_step, .steps, $st, $tt, .test_accuracy, $b] | @tsv + "\t" + $l + "\t" + $x' "$4"
+}
+header='mbit\tcompression\tseed\tbytes_per_step\tsteps\tstep_s\ttime_to_target_s\tfinal_accuracy\tbest_accuracy\tload_mean\tload_max\ttarget\tepochs\ttrain\ttest\n'
+
+# sim OUT - the simulated runs (see the top).
+sim() {
+    [ -d "$CIFAR_DIR" ] || { echo "compress_tta: no CIFAR-10 at $CIFAR_DIR"; exit 1; }
+    bw0=${SIM_GBPS%% *}
+    for s in $SEEDS; do
+        for k in $KINDS; do
+            run=$1.d/sim-$k-$s
+            spec "$k" "$s" 16 "$SIM_BATCH" "{\"deterministic\": true, \"bandwidth_gbps\": $bw0}" >"$TMP/s.json"
+            rm -f "$TMP/m.jsonl"
+            "$B/pacer-sim" --spec "$TMP/s.json" --summary "$run.json" --metrics "$TMP/m.jsonl" >"$run.log" 2>&1 ||
+                { tail "$run.log" >&2; echo "compress_tta: simulated $k, seed $s failed" >&2; exit 1; }
+            evals "$TMP/m.jsonl" >"$run.evals"
+        done
+    done
+    for bw in $SIM_GBPS; do
+        for k in $KINDS; do
+            t=$1.d/sim-$k-$bw-timed
+            spec "$k" 1 16 "$SIM_BATCH" "{\"deterministic\": true, \"skip_compute\": true, \"bandwidth_gbps\": $bw}" >"$TMP/s.json"
+            rm -f "$TMP/m.jsonl"
+            "$B/pacer-sim" --spec "$TMP/s.json" --summary "$t.json" --metrics "$TMP/m.jsonl" >"$t.log" 2>&1 ||
+                { tail "$t.log" >&2; echo "compress_tta: simulated $k at $bw Gbit/s failed" >&2; exit 1; }
+            evals "$TMP/m.jsonl" >"$t.evals"
+            step_s=$(jq -r '.train_s / .steps' "$t.json")
+            mbit=$(awk -v g="$bw" 'BEGIN { print g * 1000 }')
+            for s in $SEEDS; do
+                run=$1.d/sim-$k-$s
+                if [ "$bw" = "$bw0" ]; then
+                    cut -f1,2 "$t.evals" >"$TMP/t"
+                    cut -f1,2 "$run.evals" | cmp -s - "$TMP/t" ||
+                        echo "compress_tta: $k seed $s: the trained and the skipped timelines differ at $bw Gbit/s" >&2
+                fi
+                at=$(awk -v t="$TARGET" '$3 != "" && $3 >= t { print $1; exit }' "$run.evals")
+                tt=$([ -n "$at" ] && awk -v n="$at" '$1 == n { print $2 }' "$t.evals")
+                row "$mbit" "$k" "$s" "$run.json" "$run.evals" "$step_s" "${tt:--}" "$(printf -- '-\t-')" | tee -a "$2"
+            done
+        done
+    done
+}
+
+case ${1:-} in
+    table)
+        table "$2"
+        exit 0
+        ;;
+    sim)
+        out=${2:-$BUILD/bench/compress_tta_sim.tsv}
+        case $out in /*) ;; *) out=$ROOT/$out ;; esac
+        mkdir -p "$out.d"
+        [ -s "$out" ] || printf "$header" >"$out"
+        sim "$out" "$out"
+        exit 0
+        ;;
+esac
+
+out=${1:-$BUILD/bench/compress_tta.tsv}
+case $out in /*) ;; *) out=$ROOT/$out ;; esac
+[ "$(id -u)" -eq 0 ] || { echo "compress_tta: needs root (network namespaces)"; exit 1; }
+[ -d "$CIFAR_DIR" ] || { echo "compress_tta: no CIFAR-10 at $CIFAR_DIR"; exit 1; }
+mkdir -p "$out.d"
+[ -s "$out" ] || printf "$header" >"$out"
+compress_cluster_up
+for rate in $RATES; do
+    compress_shape "$rate"
+    for s in $SEEDS; do
+        for k in $KINDS; do
+            run=$out.d/$rate-$k-$s
+            spec "$k" "$s" 4 32 >"$TMP/s.json"
+            rm -f "$TMP/m.jsonl"
+            # The load of the shared machine while this run trains (the sleep paces the
+            # sampler; nothing waits on it).
+            (while :; do cut -d' ' -f1 /proc/loadavg; sleep 10; done) >"$TMP/load" &
+            sampler=$!
+            compress_mpirun "$TMP/s.json" "$run.log" --summary "$run.json" --metrics "$TMP/m.jsonl"
+            rc=$?
+            kill "$sampler"
+            [ $rc -eq 0 ] || { echo "compress_tta: $k at $rate Mbit/s, seed $s failed" >&2; exit 1; }
+            evals "$TMP/m.jsonl" >"$run.evals"
+            tt=$(awk -v t="$TARGET" '$3 >= t { print $2; exit }' "$run.evals")
+            load=$(awk '{ s += $1; if ($1 > m) m = $1 } END { printf "%.2f\t%.2f", s / NR, m }' "$TMP/load")
+            row "$rate" "$k" "$s" "$run.json" "$run.evals" "$(jq -r '.train_s / .steps' "$run.json")" "${tt:--}" "$load" |
+                tee -a "$out"
+        done
+    done
+done

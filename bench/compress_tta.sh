@@ -30,7 +30,8 @@
 #
 #   sudo sh bench/compress_tta.sh [OUT.tsv]     (root: network namespaces)
 #   sh bench/compress_tta.sh sim [OUT.tsv]      (pacer-sim)
-#   sh bench/compress_tta.sh table OUT.tsv      mean ± sd over seeds, as Markdown
+#   sh bench/compress_tta.sh table OUT.tsv [TARGET]   mean ± sd over seeds, as Markdown
+#                                               (with TARGET: the time to that accuracy)
 . bench/lib.sh
 ROOT=$(pwd)
 case $BUILD in /*) B=$BUILD ;; *) B=$ROOT/$BUILD ;; esac
@@ -49,19 +50,51 @@ TARGET=${TARGET:-0.50}
 LR=${LR:-0.1}
 CIFAR_DIR=$PACER_SHARED/datasets/cifar-10
 
-# table TSV - per link and compression: runs, bytes per step, step, time to target (mean ±
-# sd over the runs that reached it, and how many did), final and best accuracy, load.
+# enrich TSV [TARGET] - TSV's rows with two more columns from the runs kept in TSV.d/:
+# 16 the steps to the target (the first evaluation at or above it), 17 communication ms
+# per step (rank 0's comm phase over the steps); with TARGET, the time to that accuracy
+# instead (columns 7 and 12). A simulated row (no load, "-") takes its accuracy from the
+# trained run and its time from the timed run at its link.
+enrich() {
+    tail -n +2 "$1" | while IFS="$(printf '\t')" read -r mbit k s rest; do
+        t=${2:-$(echo "$rest" | cut -f9)}
+        if [ "$(echo "$rest" | cut -f7)" = "-" ]; then
+            acc=$1.d/sim-$k-$s.evals timed=$1.d/sim-$k-$(awk -v m="$mbit" 'BEGIN { print m / 1000 }')-timed
+        else
+            acc=$1.d/$mbit-$k-$s.evals timed=$1.d/$mbit-$k-$s
+        fi
+        at=$(awk -v t="$t" '$3 != "" && $3 >= t { print $1; exit }' "$acc")
+        tt=$([ -n "$at" ] && awk -v n="$at" '$1 == n { print $2 }' "$timed.evals")
+        comm=$(jq -r '.per_rank[0].phases.comm / .steps * 1000' "$timed.json")
+        echo "$mbit	$k	$s	$rest" | awk -F'\t' -v OFS='\t' -v tt="${tt:--}" -v t="$t" -v at="${at:--}" -v c="$comm" \
+            '{ $7 = tt; $12 = t; $16 = at; $17 = c; print }'
+    done
+}
+# table TSV [TARGET] - per link and compression: runs, bytes per step, the step and its
+# communication, steps and time to target (mean ± sd over the runs that reached it, and
+# how many did), final and best accuracy, load; and against none, seed by seed: the
+# time to target (relative) and the final accuracy (points).
 table() {
-    printf '| link | compression | runs | bytes per step | training step s | time to target s | reached | final accuracy | best accuracy | load (mean of runs) |\n'
-    printf '|---|---|---|---|---|---|---|---|---|---|\n'
-    for rate in $(awk -F'\t' 'NR > 1 { print $1 }' "$1" | sort -gu); do
-        for k in $(awk -F'\t' -v r="$rate" 'NR > 1 && $1 == r { print $2 }' "$1" | awk '!seen[$0]++'); do
-            col() { awk -F'\t' -v r="$rate" -v k="$k" -v c="$1" 'NR > 1 && $1 == r && $2 == k && $c != "-" { print $c }' "$2"; }
-            runs=$(col 3 "$1" | wc -l)
-            printf '| %s Mbit/s | %s | %s | %s | %s | %s | %s of %s | %s | %s | %s |\n' "$rate" "$k" "$runs" \
-                "$(col 4 "$1" | meansd 0)" "$(col 6 "$1" | meansd 3)" "$(col 7 "$1" | meansd 1)" \
-                "$(col 7 "$1" | wc -l)" "$runs" "$(col 8 "$1" | meansd 4)" "$(col 9 "$1" | meansd 4)" \
-                "$(col 10 "$1" | meansd 1)"
+    enrich "$@" >"$TMP/e.tsv"
+    e=$TMP/e.tsv
+    printf '| link | compression | runs | bytes per step | training step s | comm ms per step | steps to target | time to target s | reached | time to target vs none | final accuracy | final vs none (points) | best accuracy | load (mean of runs) |\n'
+    printf '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
+    for rate in $(cut -f1 "$e" | sort -gu); do
+        for k in $(awk -F'\t' -v r="$rate" '$1 == r { print $2 }' "$e" | awk '!seen[$0]++'); do
+            col() { awk -F'\t' -v r="$rate" -v k="$k" -v c="$1" '$1 == r && $2 == k && $c != "-" { print $c }' "$e"; }
+            # vs C SCALE OFFSET: per seed, (this kind's column C / none's) x SCALE - OFFSET,
+            # or (with OFFSET "diff") the difference x SCALE.
+            vs() {
+                [ "$k" = none ] && return
+                awk -F'\t' -v r="$rate" -v k="$k" -v c="$1" -v m="$2" -v o="$3" '$1 == r && $c != "-" {
+                    if ($2 == "none") base[$3] = $c; else if ($2 == k) mine[$3] = $c }
+                    END { for (s in mine) if (s in base) print o == "diff" ? (mine[s] - base[s]) * m : (mine[s] / base[s] - 1) * m }' "$e"
+            }
+            runs=$(col 3 | wc -l)
+            printf '| %s Mbit/s | %s | %s | %s | %s | %s | %s | %s | %s of %s | %s | %s | %s | %s | %s |\n' "$rate" "$k" "$runs" \
+                "$(col 4 | meansd 0)" "$(col 6 | meansd 3)" "$(col 17 | meansd 1)" "$(col 16 | meansd 0)" \
+                "$(col 7 | meansd 1)" "$(col 7 | wc -l)" "$runs" "$(vs 7 100 ratio | meansd 1 | sed 's/^[0-9]/+&/;s/$/ %/;s/^- %$//')" \
+                "$(col 8 | meansd 4)" "$(vs 8 100 diff | meansd 2 | sed 's/^[0-9]/+&/;s/^-$//')" "$(col 9 | meansd 4)" "$(col 10 | meansd 1)"
         done
     done
 }
@@ -134,7 +167,7 @@ sim() {
 
 case ${1:-} in
     table)
-        table "$2"
+        table "$2" "${3:-}"
         exit 0
         ;;
     sim)

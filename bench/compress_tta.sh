@@ -18,6 +18,12 @@
 # at the step where the trained run first reached TARGET (the script checks that the two
 # timelines agree at the first link).
 #
+# TRAINED_AT=MBIT (real runs): each kind and seed was trained at MBIT Mbit/s already (in
+# OUT.d/); ssgd is deterministic, so it learns the same on any link, and these runs only
+# time it, evaluating on TIMED_TEST (32) test images (cheap: the accuracies are the
+# trained run's, step by step). Checked: the final weights' training loss (the summary's
+# train_loss) is the trained run's to the last digit, else the script stops.
+#
 # Per run (one TSV line, appended to OUT.tsv, so a long series can be read or resumed
 # part by part): bytes per step (the summary's comm_bytes_per_step), the training step
 # (train_s / steps), the time to TARGET test accuracy, the final test accuracy, the best,
@@ -48,6 +54,7 @@ EPOCHS=${EPOCHS:-4}
 EVALS=${EVALS:-4}
 TARGET=${TARGET:-0.50}
 LR=${LR:-0.1}
+TIMED_TEST=${TIMED_TEST:-32}
 CIFAR_DIR=$PACER_SHARED/datasets/cifar-10
 
 # enrich TSV [TARGET] - TSV's rows with two more columns from the runs kept in TSV.d/:
@@ -116,13 +123,14 @@ evals() {
     jq -r 'select(.rank == 0 and (.kind == "eval" or .kind == "epoch")) | [.step, .train_s, .test_accuracy] | @tsv' "$1" |
         sort -n
 }
-# row RATE KIND SEED SUMMARY EVALS STEP_S TT LOAD - one TSV line: the summary's bytes and
-# final accuracy, the best evaluation, the rest as given.
+# row RATE KIND SEED SUMMARY EVALS STEP_S TT LOAD [ACCURACY] - one TSV line: the summary's
+# bytes and final accuracy (ACCURACY's, a summary, where given), the best evaluation, the
+# rest as given.
 row() {
     best=$(awk 'BEGIN { b = 0 } $3 > b { b = $3 } END { print b }' "$5")
     jq -r --arg r "$1" --arg k "$2" --arg s "$3" --arg st "$6" --arg tt "$7" --arg b "$best" --arg l "$8" \
-        --arg x "$TARGET	$EPOCHS	$TRAIN	$TEST" \
-        '[$r, $k, $s, .comm_bytes_per_step, .steps, $st, $tt, .test_accuracy, $b] | @tsv + "\t" + $l + "\t" + $x' "$4"
+        --arg x "$TARGET	$EPOCHS	$TRAIN	$TEST" --argjson acc "$(jq .test_accuracy "${9:-$4}")" \
+        '[$r, $k, $s, .comm_bytes_per_step, .steps, $st, $tt, $acc, $b] | @tsv + "\t" + $l + "\t" + $x' "$4"
 }
 header='mbit\tcompression\tseed\tbytes_per_step\tsteps\tstep_s\ttime_to_target_s\tfinal_accuracy\tbest_accuracy\tload_mean\tload_max\ttarget\tepochs\ttrain\ttest\n'
 
@@ -192,7 +200,13 @@ for rate in $RATES; do
     for s in $SEEDS; do
         for k in $KINDS; do
             run=$out.d/$rate-$k-$s
-            spec "$k" "$s" 4 32 >"$TMP/s.json"
+            trained=${TRAINED_AT:+$out.d/$TRAINED_AT-$k-$s}
+            if [ -n "$trained" ]; then
+                [ -f "$trained.evals" ] || { echo "compress_tta: no run $trained to take the accuracy of"; exit 1; }
+                TEST=$TIMED_TEST spec "$k" "$s" 4 32 >"$TMP/s.json"
+            else
+                spec "$k" "$s" 4 32 >"$TMP/s.json"
+            fi
             rm -f "$TMP/m.jsonl"
             # The load of the shared machine while this run trains (the sleep paces the
             # sampler; nothing waits on it).
@@ -203,10 +217,20 @@ for rate in $RATES; do
             kill "$sampler"
             [ $rc -eq 0 ] || { echo "compress_tta: $k at $rate Mbit/s, seed $s failed" >&2; exit 1; }
             evals "$TMP/m.jsonl" >"$run.evals"
+            if [ -n "$trained" ]; then
+                a=$(jq .train_loss "$run.json") b=$(jq .train_loss "$trained.json")
+                [ "$a" = "$b" ] || {
+                    echo "compress_tta: $k, seed $s at $rate Mbit/s did not train as at $TRAINED_AT (train_loss $a, $b)"
+                    exit 1
+                }
+                # This run's times, the trained run's accuracy at each step.
+                awk -F'\t' -v OFS='\t' 'NR == FNR { a[$1] = $3; next } { print $1, $2, a[$1] }' "$trained.evals" \
+                    "$run.evals" >"$TMP/e" && mv "$TMP/e" "$run.evals"
+            fi
             tt=$(awk -v t="$TARGET" '$3 >= t { print $2; exit }' "$run.evals")
             load=$(awk '{ s += $1; if ($1 > m) m = $1 } END { printf "%.2f\t%.2f", s / NR, m }' "$TMP/load")
-            row "$rate" "$k" "$s" "$run.json" "$run.evals" "$(jq -r '.train_s / .steps' "$run.json")" "${tt:--}" "$load" |
-                tee -a "$out"
+            row "$rate" "$k" "$s" "$run.json" "$run.evals" "$(jq -r '.train_s / .steps' "$run.json")" "${tt:--}" "$load" \
+                ${trained:+"$trained.json"} | tee -a "$out"
         done
     done
 done

@@ -38,6 +38,8 @@
 #   sh bench/compress_tta.sh sim [OUT.tsv]      (pacer-sim)
 #   sh bench/compress_tta.sh table OUT.tsv [TARGET]   mean ± sd over seeds, as Markdown
 #                                               (with TARGET: the time to that accuracy)
+#   sh bench/compress_tta.sh runs OUT.tsv [TARGET]    one Markdown row a run: link, kind,
+#                     seed, bytes, step s, comm ms, steps and s to target, final accuracy, load
 . bench/lib.sh
 ROOT=$(pwd)
 case $BUILD in /*) B=$BUILD ;; *) B=$ROOT/$BUILD ;; esac
@@ -176,6 +178,11 @@ sim() {
 case ${1:-} in
     table)
         table "$2" "${3:-}"
+        exit 0
+        ;;
+    runs)
+        enrich "$2" ${3:+"$3"} | awk -F'\t' '{ printf "| %s Mbit/s | %s | %s | %s | %.3f | %.1f | %s | %s | %.4f | %s |\n",
+            $1, $2, $3, $4, $6, $17, $16, $7 == "-" ? "-" : sprintf("%.1f", $7), $8, $10 }'
         exit 0
         ;;
     sim)

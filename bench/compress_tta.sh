@@ -34,7 +34,8 @@
 # reaching it stops the run and the final accuracy at equal epochs is the other half of
 # the comparison. Each run's evaluations (step, train_s, test accuracy) are kept in OUT.d/.
 #
-#   sudo sh bench/compress_tta.sh [OUT.tsv]     (root: network namespaces)
+#   sudo sh bench/compress_tta.sh [OUT.tsv]     (root: network namespaces; docs/RESULTS.md
+#                     ran RATES=100, then RATES=1000 TRAINED_AT=100 into the same OUT)
 #   sh bench/compress_tta.sh sim [OUT.tsv]      (pacer-sim)
 #   sh bench/compress_tta.sh table OUT.tsv [TARGET]   mean ± sd over seeds, as Markdown
 #                                               (with TARGET: the time to that accuracy)

@@ -21,13 +21,10 @@ STEPS=${STEPS:-8}
 CIFAR_DIR=$PACER_SHARED/datasets/cifar-10
 [ "$(id -u)" -eq 0 ] || { echo "compress_netns: needs root (network namespaces)"; exit 1; }
 [ -d "$CIFAR_DIR" ] || { echo "compress_netns: no CIFAR-10 at $CIFAR_DIR"; exit 1; }
-netns_bench_up compressnetns pcb- 10.82.0
-netns_mpi_env "sh $NETNS/rsh.sh"
-export OMPI_MCA_btl_tcp_eager_limit=1048576 OMPI_MCA_btl_tcp_max_send_size=1048576
-for h in pw1 pw2 pw3 pw4; do echo "$h slots=1"; done >"$TMP/hostfile"
+compress_cluster_up
 printf 'mbit\tcompression\tseed\tbytes_per_step\tstep_s\tcompress_s_per_step\tcomm_s_per_step\ttest_accuracy\n'
 for rate in $RATES; do
-    for h in pw1 pw2 pw3 pw4; do sh "$NETNS/shape.sh" "$h" on 0ms "${rate}mbit" >&2 || exit 1; done
+    compress_shape "$rate"
     for k in $KINDS; do
         for s in $SEEDS; do
             jq -n --arg k "$k" --argjson s "$s" --arg ds "$CIFAR_DIR" --argjson n $((4 * 32 * STEPS)) '{
@@ -35,9 +32,8 @@ for rate in $RATES; do
                 log_every: 0, dataset: {name: "cifar10", path: $ds, train_subset: $n, test_subset: 256},
                 optimizer: {lr: 0.1, momentum: 0.9}, algorithm: {name: "ssgd", compression: {kind: $k, rank: 2}}}' \
                 >"$TMP/s.json"
-            ip netns exec "$(host_ns pc)" mpirun --allow-run-as-root -np 4 --hostfile "$TMP/hostfile" \
-                "$B/pacer-worker" --spec "$TMP/s.json" --summary "$TMP/s.out" >"$TMP/s.log" 2>&1 9>&- ||
-                { tail -20 "$TMP/s.log" >&2; echo "compress_netns: $k at $rate Mbit/s failed" >&2; exit 1; }
+            compress_mpirun "$TMP/s.json" "$TMP/s.log" --summary "$TMP/s.out" ||
+                { echo "compress_netns: $k at $rate Mbit/s failed" >&2; exit 1; }
             jq -r --arg r "$rate" --arg k "$k" --arg s "$s" '[$r, $k, $s, .comm_bytes_per_step, .train_s / .steps,
                 .per_rank[0].phases.compress / .steps, .per_rank[0].phases.comm / .steps, .test_accuracy] | @tsv' "$TMP/s.out"
         done

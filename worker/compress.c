@@ -125,8 +125,10 @@ static int seg_by_offset(const void *a, const void *b)
     return x->off < y->off ? -1 : x->off > y->off;
 }
 
-/* The weight matrices worth compressing: a convolution's (OC, C/groups x KH x KW) or a
- * fully connected layer's (OC, count / OC), large enough and paying COMPRESS_MIN_RATIO. */
+/* The weight matrices worth compressing: a convolution's (OC, C/groups x KH x KW), a
+ * fully connected layer's (OC, count / OC) or a last-axis linear's (IN, OUT) as it is
+ * stored (an imported N-D MatMul by a weight: a transformer's projections), large
+ * enough and paying COMPRESS_MIN_RATIO. */
 static int plan_matrices(compress_t *c, const model_t *m)
 {
     c->mats = calloc((size_t)(m->nlayers > 0 ? m->nlayers : 1), sizeof *c->mats);
@@ -142,11 +144,11 @@ static int plan_matrices(compress_t *c, const model_t *m)
     qsort(by, (size_t)nby, sizeof *by, seg_by_offset);
     for (int i = 0; i < m->nlayers; i++) {
         const layer_t *l = &m->layers[i];
-        if (l->kind != LAYER_CONV && l->kind != LAYER_FC) continue;
+        if (l->kind != LAYER_CONV && l->kind != LAYER_FC && l->kind != LAYER_LINEAR) continue;
         const segment_t key = {.off = l->w_off};
         const segment_t *hit = bsearch(&key, by, (size_t)nby, sizeof *by, seg_by_offset);
         size_t count = hit ? hit->count : 0;
-        int n = l->OC;
+        int n = l->kind == LAYER_LINEAR ? l->gemm.IN : l->OC;
         if (n < 2 || count == 0 || count % (size_t)n != 0 || count < COMPRESS_MIN_ELEMS) continue;
         size_t cols = count / (size_t)n;
         if (cols < 2 || cols > 0x7fffffff) continue;

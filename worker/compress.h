@@ -16,9 +16,11 @@
  *             its partial sum. The extras go in a second, 16-byte float all-reduce:
  *             batch counts are not exact in bf16. Half the bytes.
  *   powersgd  Vogels, Karimireddy and Jaggi 2019, per layer: a convolution's or a fully
- *             connected layer's weight gradient, as a matrix (out, in x kh x kw), is
- *             compressed when it is large (COMPRESS_MIN_ELEMS) and rank r pays at least
- *             twice ((out + in') r <= out in' / 2). With e the rank's error feedback:
+ *             connected layer's weight gradient, as a matrix (out, in x kh x kw), or a
+ *             last-axis linear's (LAYER_LINEAR, an N-D MatMul by a weight) as its weight
+ *             is stored, (in, out), is compressed when it is large (COMPRESS_MIN_ELEMS)
+ *             and rank r pays at least twice ((out + in') r <= out in' / 2). With e the
+ *             rank's error feedback:
  *               M = G + e;  P = M Q;  all-reduce P (a sum, as the plain path sums);
  *               P^ = Gram-Schmidt(P);  Q = M^T P^;  all-reduce Q;  M^ = P^ Q^T;
  *               e = M - M^ / N  (N ranks: the ranks' errors then sum to sum(M) - M^,

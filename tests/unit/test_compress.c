@@ -271,6 +271,44 @@ static void test_powersgd_reference(void **state)
     for (int k = 0; k < NR; k++) compress_free(c[k]);
 }
 
+/* A last-axis linear (LAYER_LINEAR: an imported N-D MatMul by a weight, a transformer's
+ * projection) stores its weight (IN, OUT) and is compressed as that matrix: step for step
+ * the bytes and the reduced gradients of the fully connected layer of the same (ROWS,
+ * COLS) weight, which test_powersgd_reference holds to the reference. */
+static void test_linear_compressed(void **state)
+{
+    (void)state;
+    compress_t *fc[NR], *lin[NR];
+    fake_t f[NR], g[NR];
+    char err[256];
+    make_all(fc, f, "powersgd", R, 0);
+    for (int k = 0; k < NR; k++) {
+        fake_init(&g[k]);
+        /* OC unset: a linear's rows are gemm.IN */
+        g[k].layers[0] = (layer_t){.kind = LAYER_LINEAR,
+                                   .gemm = {.IN = ROWS, .OUT = COLS, .layout = GEMM_W_IN_OUT},
+                                   .w_off = 0,
+                                   .b_off = ROWS * COLS,
+                                   .has_bias = 1};
+        assert_int_equal(compress_create(&g[k].m, "powersgd", R, 0, 42, NR, 0, &lin[k], err, sizeof err), 0);
+    }
+    assert_int_equal(compress_matrices(lin[0]), 1);
+    assert_int_equal(compress_step_bytes(lin[0]), compress_step_bytes(fc[0]));
+    assert_true(compress_step_bytes(lin[0]) < compress_plain_bytes(lin[0]) / 5);
+    for (int t = 0; t < 3; t++) {
+        for (int k = 0; k < NR; k++) {
+            fill_grad(f[k].grads, k, t);
+            fill_grad(g[k].grads, k, t);
+        }
+        assert_int_equal(step_all(lin, g, t), step_all(fc, f, t));
+        for (int k = 0; k < NR; k++) assert_memory_equal(g[k].grads, f[k].grads, sizeof f[k].grads);
+    }
+    for (int k = 0; k < NR; k++) {
+        compress_free(fc[k]);
+        compress_free(lin[k]);
+    }
+}
+
 /* Error feedback: over T steps, what the ranks sent (the M^ they all applied) sums to
  * the true sum of their gradients less what their errors still hold; the errors stay
  * bounded, so the relative gap shrinks. Without the errors (zeroed after every step)
@@ -523,6 +561,7 @@ int main(void)
         cmocka_unit_test(test_bf16_rounding),
         cmocka_unit_test(test_bf16_allreduce_bound),
         cmocka_unit_test(test_powersgd_reference),
+        cmocka_unit_test(test_linear_compressed),
         cmocka_unit_test(test_error_feedback_converges),
         cmocka_unit_test(test_warmup_and_refusals),
         cmocka_unit_test(test_memest_counts_compression),

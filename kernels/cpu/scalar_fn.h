@@ -71,7 +71,9 @@ static inline OPS_HD float ufn_exp(float x)
     union {
         unsigned u;
         float f;
-    } s1 = {.u = (unsigned)(k1 + 127) << 23}, s2 = {.u = (unsigned)(k2 + 127) << 23};
+    } s1, s2; /* no designated initialisers: nvcc's host pass compiles this as C++ */
+    s1.u = (unsigned)(k1 + 127) << 23;
+    s2.u = (unsigned)(k2 + 127) << 23;
     const float y = p * s1.f * s2.f;
     return x == x ? y : x;
 #endif

@@ -36,6 +36,7 @@
 #include <cblas.h>
 #include <string.h>
 
+#include "conv_depthwise.h"
 #include "conv_direct.h"
 #include "conv_winograd.h"
 #include "ops.h"
@@ -164,7 +165,8 @@ static size_t slice_floats(const conv2d_desc_t *d, int B, int T)
 
 size_t conv2d_workspace(const conv2d_desc_t *d, int B)
 {
-    if (B <= 0 || use_depthwise(d)) return 0;
+    if (B <= 0) return 0;
+    if (use_depthwise(d)) return dwc_fits(d) ? dwc_workspace(d) : 0;
     const int T = par_threads();
     return (size_t)T * slice_floats(d, B, T);
 }
@@ -1051,6 +1053,8 @@ static void wide_backward(void *arg, int t, int T)
 }
 
 /* ---- depthwise: a direct kernel -------------------------------------------------------
+ * One filter per channel (M = 1, every torchvision depthwise layer): conv_depthwise.c's
+ * channels-inner kernel. Otherwise (M > 1) the row kernel below.
  * groups == C > 1: output channel oc reads input channel oc / M only (M = OC / C filters
  * per channel), through its KH*KW taps. Each tap is one pass over the output plane: for
  * every output row whose input row exists, out_row[lo..hi) += w * in_row (stride sW), the
@@ -1280,7 +1284,8 @@ void conv2d_forward(const conv2d_desc_t *d, int B, const float *inp, const float
 {
     if (B <= 0) return;
     if (use_depthwise(d)) {
-        dw_forward(d, B, inp, weight, bias, out);
+        if (dwc_fits(d)) dwc_forward(d, B, inp, weight, bias, out, ws);
+        else dw_forward(d, B, inp, weight, bias, out);
         return;
     }
     conv_job_t j = {.d = d, .B = B, .inp = inp, .weight = weight, .bias = bias, .out = out, .ws = ws};
@@ -1307,7 +1312,8 @@ static void backward_run(const conv2d_desc_t *d, int B, const float *inp, const 
     }
     if (use_depthwise(d)) {
         if (dbias) bias_grad(d, B, dout, 0, OC, dbias);
-        dw_backward(d, B, inp, weight, dout, dinp, dweight);
+        if (dwc_fits(d)) dwc_backward(d, B, inp, weight, dout, dinp, dweight, ws);
+        else dw_backward(d, B, inp, weight, dout, dinp, dweight);
         return;
     }
     conv_job_t j = {.d = d,

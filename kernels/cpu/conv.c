@@ -363,9 +363,27 @@ static void fill_bias(float *out /* (OC, P) */, int OC, size_t P, const float *b
  * nothing to dW, and the column gradient there is zero too, so col2im can add whole runs.
  * A run may reach KW - 1 floats past the plane's end: the copy stops at the plane and
  * zero-fills (those positions are garbage columns), so nothing outside is ever read. */
-static int use_wide(const conv2d_desc_t *d) { return d->sH == 1 && d->sW == 1; }
-
 static int has_pad(const conv2d_desc_t *d) { return d->pad_t > 0 || d->pad_l > 0 || d->pad_b > 0 || d->pad_r > 0; }
+
+/* ---- pointwise on small planes ----------------------------------------------------------
+ * A 1x1 convolution (stride 1, no pads, one group) is a GEMM whose N is the pixels of the
+ * images it takes. On planes of at most POINTWISE_MAX_PIXELS (MobileNet's and EfficientNet's
+ * 4x4 to 1x1 layers at 32x32 inputs) the direct kernels, one image at a time, are matrix-
+ * vector products that stream the weights once per image (12 GFLOP/s on mobilenet_v2's
+ * 1x1 layers); the lowered path below takes CONV_COL_BUDGET's worth of images per GEMM
+ * (all 32 of a batch on the 1x1 planes), its im2col a copy of the chunk's planes. */
+#ifndef POINTWISE_MAX_PIXELS
+#define POINTWISE_MAX_PIXELS 16
+#endif
+
+static int use_pointwise(const conv2d_desc_t *d)
+{
+    return d->groups == 1 && d->KH == 1 && d->KW == 1 && d->sH == 1 && d->sW == 1 && !has_pad(d) &&
+           d->OH * d->OW <= POINTWISE_MAX_PIXELS;
+}
+
+static int use_wide(const conv2d_desc_t *d) { return d->sH == 1 && d->sW == 1 && !use_pointwise(d); }
+
 
 /* Column budget of the wide path, in floats. Smaller than CONV_COL_BUDGET: with the
  * copies cheap, keeping col + OpenBLAS's packed panels in L2 matters most. LeNet-5 on one
@@ -568,7 +586,7 @@ static int within_reach(const conv2d_desc_t *d)
 
 static int direct_kind(const conv2d_desc_t *d)
 {
-    if (d->groups != 1) return DIRECT_NONE;
+    if (d->groups != 1 || use_pointwise(d)) return DIRECT_NONE;
     if (d->OC >= DIRECT_CV_MIN_M && d->C >= 16 && (within_reach(d) || !use_wide(d))) return DIRECT_CV;
     if (!use_wide(d)) return DIRECT_NONE; /* the grid tiles are stride 1's */
     if (d->OH * d->OW >= DIRECT_MIN_PIXELS || d->OC <= DIRECT_MAX_M) return DIRECT_GRID;

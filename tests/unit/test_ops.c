@@ -1395,6 +1395,14 @@ static void test_conv_general(void **state)
         {"groups 2 3x3 s1 p1 B=40 chunked", 40, G(4, 16, 16, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2), 1, 1, 8},
         {"groups 2 3x3 s2 B=40 chunked", 40, G(4, 16, 16, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2), 1, 1, 8},
         {"depthwise 3x3 s1 p1 B=30", 30, G(4, 12, 12, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4), 1, 0, 8},
+        /* MobileNet's and EfficientNet's small planes: the channels-inner depthwise kernel
+         * (conv_depthwise.c) on 2x2 and on 1x1 behind a 5x5 kernel (only the centre tap
+         * reaches), the pointwise GEMM over a whole batch on 4x4 and 1x1 planes */
+        {"depthwise 3x3 p1 2x2 C=40 B=5", 5, G(40, 2, 2, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 40), 1, 0, 8},
+        {"depthwise 5x5 p2 1x1 C=24 B=3", 3, G(24, 1, 1, 24, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 24), 0, 0, 8},
+        {"depthwise 3x3 s2 p1 5x4 C=20 B=3", 3, G(20, 5, 4, 20, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 20), 1, 0, 8},
+        {"pointwise 1x1 4x4 C=24 OC=40 B=5", 5, G(24, 4, 4, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1), 1, 0, 8},
+        {"pointwise 1x1 1x1 C=48 OC=20 B=33", 33, G(48, 1, 1, 20, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1), 0, 0, 8},
         /* planes of >= 256 outputs: conv.c's direct kernel where the CPU has AVX2 and FMA
          * (forward, and the input gradient as the flipped convolution), with row blocks
          * of A short of 4 (OC 5, C 3), grids not a multiple of 24 columns, dilation,

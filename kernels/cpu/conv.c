@@ -112,8 +112,12 @@ static int images_per_chunk(size_t budget, size_t per_image, int B, int T)
     return (int)nb;
 }
 
+static int use_pointwise(const conv2d_desc_t *d);
+static int pointwise_images(const conv2d_desc_t *d, int B);
+
 static int chunk_images(const conv2d_desc_t *d, int B, int T)
 {
+    if (use_pointwise(d)) return pointwise_images(d, B);
     return images_per_chunk(CONV_COL_BUDGET, (size_t)d->C * d->KH * d->KW * d->OH * d->OW, B, T);
 }
 
@@ -380,6 +384,24 @@ static int use_pointwise(const conv2d_desc_t *d)
 {
     return d->groups == 1 && d->KH == 1 && d->KW == 1 && d->sH == 1 && d->sW == 1 && !has_pad(d) &&
            d->OH * d->OW <= POINTWISE_MAX_PIXELS;
+}
+
+/* Images per chunk: POINTWISE_COLUMNS columns of the GEMM, or fewer where CONV_COL_BUDGET
+ * ends first, whatever the threads, so that every image's GEMM has the same shape on any
+ * number of threads and the forward and the input gradient do not depend on them (an
+ * OpenBLAS tile at a matrix's edge rounds differently from one inside it). */
+#ifndef POINTWISE_COLUMNS
+#define POINTWISE_COLUMNS 256
+#endif
+
+static int pointwise_images(const conv2d_desc_t *d, int B)
+{
+    const size_t P = (size_t)d->OH * d->OW;
+    size_t nb = (POINTWISE_COLUMNS + P - 1) / P;
+    const size_t fit = CONV_COL_BUDGET / ((size_t)d->C * P);
+    if (nb > fit) nb = fit;
+    if (nb > (size_t)B) nb = (size_t)B;
+    return nb < 1 ? 1 : (int)nb;
 }
 
 static int use_wide(const conv2d_desc_t *d) { return d->sH == 1 && d->sW == 1 && !use_pointwise(d); }
@@ -1272,6 +1294,51 @@ static void lowered_backward(void *arg, int t, int T)
     }
 }
 
+/* Pointwise on 1x1 planes (use_pointwise with one pixel): the batch's activations are
+ * already the GEMM's matrices, (B, C) in and (B, OC) out, so no lowering: thread t takes
+ * its chunks of pointwise_images images, out = bias + inp W^T, dW (+)= dout^T inp,
+ * dinp += dout W. */
+static void pw1_forward(void *arg, int t, int T)
+{
+    conv_job_t *j = arg;
+    if (t == 0) j->ran = T;
+    const conv2d_desc_t *d = j->d;
+    const int nb = pointwise_images(d, j->B);
+    long c0, c1;
+    my_chunks(j->B, nb, t, T, &c0, &c1);
+    for (long ci = c0; ci < c1; ci++) {
+        const int b0 = (int)(ci * nb), n = j->B - b0 < nb ? j->B - b0 : nb;
+        float *out = j->out + (size_t)b0 * d->OC;
+        if (j->bias)
+            for (int b = 0; b < n; b++) memcpy(out + (size_t)b * d->OC, j->bias, (size_t)d->OC * sizeof(float));
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, d->OC, d->C, 1.0f, j->inp + (size_t)b0 * d->C, d->C,
+                    j->weight, d->C, j->bias ? 1.0f : 0.0f, out, d->OC);
+    }
+}
+
+static void pw1_backward(void *arg, int t, int T)
+{
+    conv_job_t *j = arg;
+    if (t == 0) j->ran = T;
+    const conv2d_desc_t *d = j->d;
+    const int C = d->C, OC = d->OC, nb = pointwise_images(d, j->B);
+    float *dweight = job_dw(j, t);
+    long c0, c1;
+    my_chunks(j->B, nb, t, T, &c0, &c1);
+    if (c0 == c1) memset(dweight, 0, dw_floats(d) * sizeof(float));
+    for (long ci = c0; ci < c1; ci++) {
+        const int b0 = (int)(ci * nb), n = j->B - b0 < nb ? j->B - b0 : nb;
+        const float *g = j->dout + (size_t)b0 * OC;
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, n, 1.0f, g, OC, j->inp + (size_t)b0 * C, C,
+                    ci == c0 ? 0.0f : 1.0f, dweight, C);
+        if (j->dinp)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, C, OC, 1.0f, g, OC, j->weight, C, 1.0f,
+                        j->dinp + (size_t)b0 * C, C);
+    }
+}
+
+static int use_pw1(const conv2d_desc_t *d) { return use_pointwise(d) && d->OH * d->OW == 1; }
+
 /* dbias[oc] for oc in [oc0, oc1): per image and channel a contiguous plane of P values,
  * summed in double so that the result does not drift with the batch size. */
 static void bias_grad(const conv2d_desc_t *d, int B, const float *dout, int oc0, int oc1, float *dbias)
@@ -1308,7 +1375,10 @@ void conv2d_forward(const conv2d_desc_t *d, int B, const float *inp, const float
     }
     conv_job_t j = {.d = d, .B = B, .inp = inp, .weight = weight, .bias = bias, .out = out, .ws = ws};
     if (conv2d_winograd(d)) job_run(&j, wino_filters);
-    job_run(&j, use_direct(d) ? direct_forward : use_wide(d) ? wide_forward : lowered_forward);
+    job_run(&j, use_direct(d) ? direct_forward
+                : use_pw1(d)  ? pw1_forward
+                : use_wide(d) ? wide_forward
+                              : lowered_forward);
 }
 
 static void backward_run(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *dout,
@@ -1345,6 +1415,7 @@ static void backward_run(const conv2d_desc_t *d, int B, const float *inp, const 
                     .ws = ws,
                     .set = set,
                     .pass = use_direct(d) ? direct_backward
+                            : use_pw1(d)  ? pw1_backward
                             : use_wide(d) ? wide_backward
                                           : lowered_backward};
     if (dinp && conv2d_winograd(d)) job_run(&j, wino_filters);

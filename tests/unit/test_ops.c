@@ -1865,6 +1865,52 @@ static void test_threads_batchnorm_runs(void **state)
     }
 }
 
+/* What parallel.h promises for the small-plane paths (conv.c's pointwise GEMM over whole
+ * images, on 1x1 and 4x4 planes, and the channels-inner depthwise kernel, which stays on
+ * one thread): on 2 and 3 threads the forward and the input gradient are the bits of one
+ * thread, the weight gradient within rounding. */
+static void test_threads_small_planes(void **state)
+{
+    (void)state;
+    static const struct {
+        int C, H, OC, K, pad, groups;
+    } cases[] = {{24, 4, 40, 1, 0, 1}, {40, 2, 40, 3, 1, 40}, {48, 1, 20, 1, 0, 1}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        conv2d_desc_t d;
+        assert_int_equal(conv2d_init(&d, cases[k].C, cases[k].H, cases[k].H, cases[k].OC, cases[k].K, cases[k].K, 1,
+                                     cases[k].pad),
+                         0);
+        d.groups = cases[k].groups;
+        assert_int_equal(conv2d_setup(&d), 0);
+        const int B = 37;
+        const size_t nx = (size_t)B * d.C * d.H * d.W, nw = (size_t)d.OC * (d.C / d.groups) * d.KH * d.KW,
+                     ny = (size_t)B * d.OC * d.OH * d.OW;
+        lcg_t r = {850 + k};
+        float *x = falloc(nx), *w = falloc(nw), *g = falloc(ny), *bias = falloc((size_t)d.OC), *y[3], *dx[3], *dw[3];
+        rand_fill(&r, x, NULL, nx, -1.0f, 1.0f);
+        rand_fill(&r, w, NULL, nw, -0.5f, 0.5f);
+        rand_fill(&r, g, NULL, ny, -1.0f, 1.0f);
+        rand_fill(&r, bias, NULL, (size_t)d.OC, -0.5f, 0.5f);
+        for (int T = 1; T <= 3; T++) {
+            assert_int_equal(par_set_threads(T), 0);
+            float *ws = falloc(conv2d_workspace(&d, B) + 1);
+            y[T - 1] = falloc(ny), dx[T - 1] = falloc(nx), dw[T - 1] = falloc(nw);
+            conv2d_forward(&d, B, x, w, bias, y[T - 1], ws);
+            memset(dx[T - 1], 0, nx * sizeof(float));
+            conv2d_backward(&d, B, x, w, g, dx[T - 1], dw[T - 1], NULL, ws);
+            free(ws);
+        }
+        assert_int_equal(par_set_threads(1), 0);
+        for (int T = 2; T <= 3; T++) {
+            assert_memory_equal(y[0], y[T - 1], ny * sizeof(float));
+            assert_memory_equal(dx[0], dx[T - 1], nx * sizeof(float));
+            assert_true(worst_diff(dw[0], dw[T - 1], nw) < 1e-5);
+        }
+        for (int T = 0; T < 3; T++) free(y[T]), free(dx[T]), free(dw[T]);
+        free(x), free(w), free(g), free(bias);
+    }
+}
+
 /* conv2d_backward_set: over a NaN-filled dinp, the bits conv2d_backward adds into a zeroed
  * one, for a grid-tile and a channel-vector direct input gradient (written directly), a
  * strided and a small-plane layer (GEMM + col2im into zeros), a depthwise one, and on 2
@@ -2643,6 +2689,7 @@ int main(void)
         cmocka_unit_test(test_relu),
         cmocka_unit_test(test_residual_add),
         cmocka_unit_test(test_conv_backward_set),
+        cmocka_unit_test(test_threads_small_planes),
         cmocka_unit_test(test_gap),
         cmocka_unit_test(test_fc),
         cmocka_unit_test(test_softmax_xent),

@@ -1818,7 +1818,9 @@ static void test_threads_same_results(void **state)
 /* Batch norm's sums over several runs of images (batchnorm.c: BN_PARTS / 1024 = 8 images
  * a run at 1024 channels; here 8, 8 and 4, then a block of 6 channels in one run) give
  * the bits of one thread on 2 and 3 threads, where the threads' shares of planes end
- * inside an image: each channel's sums are still added in image order. */
+ * inside an image: each channel's sums are still added in image order. Planes of 3 values
+ * are small ones (BN_SMALL_PLANE): one thread takes them run by run, the others plane by
+ * plane, so this also checks that the two give the same bits. */
 static void test_threads_batchnorm_runs(void **state)
 {
     (void)state;

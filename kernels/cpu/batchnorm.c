@@ -331,18 +331,22 @@ static int small_run(const bn_job_t *j, int T) { return T == 1 && j->HW < BN_SMA
 /* the run's block of channels in image b: (kn, HW) from offset at */
 static size_t block_at(const bn_job_t *j, int b) { return ((size_t)b * j->C + (size_t)j->k0) * j->HW; }
 
-__attribute__((target_clones("avx2", "default"))) static void small_train_sums(const bn_job_t *j)
+/* The run's sums of each channel, as shifted_sums (forward: v = x - shift, sums of v and
+ * v * v) or grad_sums (backward, the job has dout: sums of g and g * (x - mean)) take them */
+__attribute__((target_clones("avx2", "default"))) static void small_sums(const bn_job_t *j)
 {
-    const int HW = j->HW, kn = j->kn;
+    const int HW = j->HW, kn = j->kn, grad = j->dout != NULL;
     for (int b = j->b0; b < j->b0 + j->bn; b++) {
-        const float *x = j->inp + block_at(j, b);
+        const size_t at = block_at(j, b);
+        const float *x = j->inp + at, *g = grad ? j->dout + at : NULL, *o = j->o ? j->o + at : NULL;
         for (int i = 0; i < kn; i++) {
-            const double shift = channel_shift(j, i);
+            const double centre = grad ? (double)j->mean[j->k0 + i] : channel_shift(j, i);
             double sa = 0.0, sq = 0.0;
             for (int e = 0; e < HW; e++) {
-                const double v = (double)x[i * HW + e] - shift;
-                sa += v;
-                sq += v * v;
+                const size_t n = (size_t)(i * HW + e);
+                const double v = (double)x[n] - centre, a = grad ? (double)masked(g, o, n) : v;
+                sa += a;
+                sq += a * v;
             }
             j->s1[i] += sa;
             j->s2[i] += sq;
@@ -369,26 +373,6 @@ __attribute__((target_clones("avx2", "default"))) static void small_affine(const
     }
 }
 
-__attribute__((target_clones("avx2", "default"))) static void small_grad_sums(const bn_job_t *j)
-{
-    const int HW = j->HW, kn = j->kn;
-    for (int b = j->b0; b < j->b0 + j->bn; b++) {
-        const size_t at = block_at(j, b);
-        const float *x = j->inp + at, *g = j->dout + at, *o = j->o ? j->o + at : NULL;
-        for (int i = 0; i < kn; i++) {
-            const double mean = j->mean[j->k0 + i];
-            double sa = 0.0, sq = 0.0;
-            for (int e = 0; e < HW; e++) {
-                const double gv = (double)masked(g, o, (size_t)(i * HW + e));
-                sa += gv;
-                sq += gv * ((double)x[i * HW + e] - mean);
-            }
-            j->s1[i] += sa;
-            j->s2[i] += sq;
-        }
-    }
-}
-
 __attribute__((target_clones("avx2", "default"))) static void small_backward_affine(const bn_job_t *j)
 {
     const int HW = j->HW, kn = j->kn;
@@ -411,7 +395,7 @@ static void forward_train_sums(void *arg, int t, int T)
 {
     const bn_job_t *j = arg;
     if (small_run(j, T)) {
-        small_train_sums(j);
+        small_sums(j);
         return;
     }
     long p0, p1;
@@ -572,7 +556,7 @@ static void backward_sums(void *arg, int t, int T)
 {
     const bn_job_t *j = arg;
     if (small_run(j, T)) {
-        small_grad_sums(j);
+        small_sums(j);
         return;
     }
     const size_t plane = (size_t)j->HW;

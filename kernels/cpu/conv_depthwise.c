@@ -58,28 +58,16 @@ static void ws_split(const conv2d_desc_t *d, float *ws, dwc_ws_t *s)
     s->dwt = (double *)(s->wt + round16(taps * C)); /* 64-byte multiple from ws: aligned as ws is */
 }
 
-/* dst (P, C) = src (C, P)^T */
-__attribute__((target_clones("avx2", "default"))) static void to_cinner(int C, size_t P, const float *restrict src,
-                                                                        float *restrict dst)
+/* dst (cols, rows) = src (rows, cols)^T: (C, P) planes to channels-inner and back */
+__attribute__((target_clones("avx2", "default"))) static void transpose(size_t rows, size_t cols,
+                                                                        const float *restrict src, float *restrict dst)
 {
-    if (P == 1) {
-        memcpy(dst, src, (size_t)C * sizeof(float));
+    if (rows == 1 || cols == 1) {
+        memcpy(dst, src, rows * cols * sizeof(float));
         return;
     }
-    for (int c = 0; c < C; c++)
-        for (size_t p = 0; p < P; p++) dst[p * C + c] = src[(size_t)c * P + p];
-}
-
-/* dst (C, P) = src (P, C)^T */
-__attribute__((target_clones("avx2", "default"))) static void from_cinner(int C, size_t P, const float *restrict src,
-                                                                          float *restrict dst)
-{
-    if (P == 1) {
-        memcpy(dst, src, (size_t)C * sizeof(float));
-        return;
-    }
-    for (int c = 0; c < C; c++)
-        for (size_t p = 0; p < P; p++) dst[(size_t)c * P + p] = src[p * C + c];
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++) dst[c * rows + r] = src[r * cols + c];
 }
 
 /* y[c] += w[c] * x[c] */
@@ -103,9 +91,9 @@ void dwc_forward(const conv2d_desc_t *d, int B, const float *inp, const float *w
     const size_t HW = (size_t)d->H * d->W, P = (size_t)OH * OW;
     dwc_ws_t s;
     ws_split(d, ws, &s);
-    to_cinner(C, (size_t)KH * KW, weight, s.wt);
+    transpose((size_t)C, (size_t)KH * KW, weight, s.wt);
     for (int b = 0; b < B; b++) {
-        to_cinner(C, HW, inp + (size_t)b * C * HW, s.xt);
+        transpose((size_t)C, HW, inp + (size_t)b * C * HW, s.xt);
         for (int oh = 0; oh < OH; oh++)
             for (int ow = 0; ow < OW; ow++) {
                 float *y = s.gt + ((size_t)oh * OW + ow) * C;
@@ -121,7 +109,7 @@ void dwc_forward(const conv2d_desc_t *d, int B, const float *inp, const float *w
                     }
                 }
             }
-        from_cinner(C, P, s.gt, out + (size_t)b * C * P);
+        transpose(P, (size_t)C, s.gt, out + (size_t)b * C * P);
     }
 }
 
@@ -132,12 +120,12 @@ void dwc_backward(const conv2d_desc_t *d, int B, const float *inp, const float *
     const size_t HW = (size_t)d->H * W, P = (size_t)d->OH * d->OW, taps = (size_t)KH * KW;
     dwc_ws_t s;
     ws_split(d, ws, &s);
-    to_cinner(C, taps, weight, s.wt);
+    transpose((size_t)C, taps, weight, s.wt);
     memset(s.dwt, 0, taps * C * sizeof(double));
     for (int b = 0; b < B; b++) {
-        to_cinner(C, HW, inp + (size_t)b * C * HW, s.xt);
-        to_cinner(C, P, dout + (size_t)b * C * P, s.gt);
-        if (dinp) to_cinner(C, HW, dinp + (size_t)b * C * HW, s.dxt);
+        transpose((size_t)C, HW, inp + (size_t)b * C * HW, s.xt);
+        transpose((size_t)C, P, dout + (size_t)b * C * P, s.gt);
+        if (dinp) transpose((size_t)C, HW, dinp + (size_t)b * C * HW, s.dxt);
         /* tap by tap, so that each input gradient element adds its taps in (kh, kw) order */
         for (int kh = 0; kh < KH; kh++) {
             int oh0, oh1;
@@ -157,7 +145,7 @@ void dwc_backward(const conv2d_desc_t *d, int B, const float *inp, const float *
                 }
             }
         }
-        if (dinp) from_cinner(C, HW, s.dxt, dinp + (size_t)b * C * HW);
+        if (dinp) transpose(HW, (size_t)C, s.dxt, dinp + (size_t)b * C * HW);
     }
     /* dweight (C, KH*KW) = dwt (KH*KW, C)^T, rounded once */
     for (int c = 0; c < C; c++)

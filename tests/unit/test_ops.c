@@ -1867,6 +1867,15 @@ static void test_threads_batchnorm_runs(void **state)
     }
 }
 
+/* d = a convolution of C channels of H x H into OC, K x K, of the given stride, pads and
+ * groups */
+static void square_conv(conv2d_desc_t *d, int C, int H, int OC, int K, int stride, int pad, int groups)
+{
+    assert_int_equal(conv2d_init(d, C, H, H, OC, K, K, stride, pad), 0);
+    d->groups = groups;
+    assert_int_equal(conv2d_setup(d), 0);
+}
+
 /* What parallel.h promises for the small-plane paths (conv.c's pointwise GEMM over whole
  * images, on 1x1 and 4x4 planes, and the channels-inner depthwise kernel, which stays on
  * one thread): on 2 and 3 threads the forward and the input gradient are the bits of one
@@ -1879,11 +1888,7 @@ static void test_threads_small_planes(void **state)
     } cases[] = {{24, 4, 40, 1, 0, 1}, {40, 2, 40, 3, 1, 40}, {48, 1, 20, 1, 0, 1}};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         conv2d_desc_t d;
-        assert_int_equal(conv2d_init(&d, cases[k].C, cases[k].H, cases[k].H, cases[k].OC, cases[k].K, cases[k].K, 1,
-                                     cases[k].pad),
-                         0);
-        d.groups = cases[k].groups;
-        assert_int_equal(conv2d_setup(&d), 0);
+        square_conv(&d, cases[k].C, cases[k].H, cases[k].OC, cases[k].K, 1, cases[k].pad, cases[k].groups);
         const int B = 37;
         const size_t nx = (size_t)B * d.C * d.H * d.W, nw = (size_t)d.OC * (d.C / d.groups) * d.KH * d.KW,
                      ny = (size_t)B * d.OC * d.OH * d.OW;
@@ -1931,11 +1936,8 @@ static void test_conv_backward_set(void **state)
         assert_int_equal(par_set_threads(T), 0);
         for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
             conv2d_desc_t d;
-            assert_int_equal(conv2d_init(&d, cases[k].C, cases[k].H, cases[k].H, cases[k].OC, cases[k].K, cases[k].K,
-                                         cases[k].stride, cases[k].pad),
-                             0);
-            d.groups = cases[k].groups;
-            assert_int_equal(conv2d_setup(&d), 0);
+            square_conv(&d, cases[k].C, cases[k].H, cases[k].OC, cases[k].K, cases[k].stride, cases[k].pad,
+                        cases[k].groups);
             const int B = 3;
             const size_t nx = (size_t)B * d.C * d.H * d.W, nw = (size_t)d.OC * (d.C / d.groups) * d.KH * d.KW,
                          ny = (size_t)B * d.OC * d.OH * d.OW;

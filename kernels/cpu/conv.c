@@ -18,9 +18,11 @@
  * only the lowering (im2col and col2im); groups split col's K rows into groups blocks of
  * K/groups, one GEMM per group on its block (with groups == 1 exactly the calls of a plain
  * convolution, so the built-in networks' results do not move). Depthwise convolutions
- * (groups > 1, one input channel per group) skip the lowering: a direct kernel (bottom of
- * the file), because im2col + GEMM with one channel per group is a K = KH*KW GEMM per
- * channel, all overhead. And where the CPU has AVX2 and FMA, one-group convolutions (any
+ * (groups > 1, one input channel per group) skip the lowering: conv_depthwise.c's
+ * channels-inner kernel with one filter per channel, a row kernel (bottom of the file)
+ * with more, because im2col + GEMM with one channel per group is a K = KH*KW GEMM per
+ * channel, all overhead. 1x1 convolutions on small planes take the lowering with whole
+ * images per GEMM ("pointwise" below). And where the CPU has AVX2 and FMA, one-group convolutions (any
  * stride for the channel-vector tiles, stride 1 for the grid tiles) read their taps
  * straight from padded planes with conv_direct.c's kernels instead of im2col + SGEMM
  * ("direct" below says where and why).

@@ -18,9 +18,11 @@
  * only the lowering (im2col and col2im); groups split col's K rows into groups blocks of
  * K/groups, one GEMM per group on its block (with groups == 1 exactly the calls of a plain
  * convolution, so the built-in networks' results do not move). Depthwise convolutions
- * (groups > 1, one input channel per group) skip the lowering: a direct kernel (bottom of
- * the file), because im2col + GEMM with one channel per group is a K = KH*KW GEMM per
- * channel, all overhead. And where the CPU has AVX2 and FMA, one-group convolutions (any
+ * (groups > 1, one input channel per group) skip the lowering: conv_depthwise.c's
+ * channels-inner kernel with one filter per channel, a row kernel (bottom of the file)
+ * with more, because im2col + GEMM with one channel per group is a K = KH*KW GEMM per
+ * channel, all overhead. 1x1 convolutions on small planes take the lowering with whole
+ * images per GEMM ("pointwise" below). And where the CPU has AVX2 and FMA, one-group convolutions (any
  * stride for the channel-vector tiles, stride 1 for the grid tiles) read their taps
  * straight from padded planes with conv_direct.c's kernels instead of im2col + SGEMM
  * ("direct" below says where and why).
@@ -36,6 +38,7 @@
 #include <cblas.h>
 #include <string.h>
 
+#include "conv_depthwise.h"
 #include "conv_direct.h"
 #include "conv_winograd.h"
 #include "ops.h"
@@ -111,8 +114,12 @@ static int images_per_chunk(size_t budget, size_t per_image, int B, int T)
     return (int)nb;
 }
 
+static int use_pointwise(const conv2d_desc_t *d);
+static int pointwise_images(const conv2d_desc_t *d, int B);
+
 static int chunk_images(const conv2d_desc_t *d, int B, int T)
 {
+    if (use_pointwise(d)) return pointwise_images(d, B);
     return images_per_chunk(CONV_COL_BUDGET, (size_t)d->C * d->KH * d->KW * d->OH * d->OW, B, T);
 }
 
@@ -164,7 +171,8 @@ static size_t slice_floats(const conv2d_desc_t *d, int B, int T)
 
 size_t conv2d_workspace(const conv2d_desc_t *d, int B)
 {
-    if (B <= 0 || use_depthwise(d)) return 0;
+    if (B <= 0) return 0;
+    if (use_depthwise(d)) return dwc_fits(d) ? dwc_workspace(d) : 0;
     const int T = par_threads();
     return (size_t)T * slice_floats(d, B, T);
 }
@@ -361,9 +369,45 @@ static void fill_bias(float *out /* (OC, P) */, int OC, size_t P, const float *b
  * nothing to dW, and the column gradient there is zero too, so col2im can add whole runs.
  * A run may reach KW - 1 floats past the plane's end: the copy stops at the plane and
  * zero-fills (those positions are garbage columns), so nothing outside is ever read. */
-static int use_wide(const conv2d_desc_t *d) { return d->sH == 1 && d->sW == 1; }
-
 static int has_pad(const conv2d_desc_t *d) { return d->pad_t > 0 || d->pad_l > 0 || d->pad_b > 0 || d->pad_r > 0; }
+
+/* ---- pointwise on small planes ----------------------------------------------------------
+ * A 1x1 convolution (stride 1, no pads, one group) is a GEMM whose N is the pixels of the
+ * images it takes. On planes of at most POINTWISE_MAX_PIXELS (MobileNet's and EfficientNet's
+ * 4x4 to 1x1 layers at 32x32 inputs) the direct kernels, one image at a time, are matrix-
+ * vector products that stream the weights once per image (12 GFLOP/s on mobilenet_v2's
+ * 1x1 layers); the lowered path below takes CONV_COL_BUDGET's worth of images per GEMM
+ * (all 32 of a batch on the 1x1 planes), its im2col a copy of the chunk's planes. */
+#ifndef POINTWISE_MAX_PIXELS
+#define POINTWISE_MAX_PIXELS 16
+#endif
+
+static int use_pointwise(const conv2d_desc_t *d)
+{
+    return d->groups == 1 && d->KH == 1 && d->KW == 1 && d->sH == 1 && d->sW == 1 && !has_pad(d) &&
+           d->OH * d->OW <= POINTWISE_MAX_PIXELS;
+}
+
+/* Images per chunk: POINTWISE_COLUMNS columns of the GEMM, or fewer where CONV_COL_BUDGET
+ * ends first, whatever the threads, so that every image's GEMM has the same shape on any
+ * number of threads and the forward and the input gradient do not depend on them (an
+ * OpenBLAS tile at a matrix's edge rounds differently from one inside it). */
+#ifndef POINTWISE_COLUMNS
+#define POINTWISE_COLUMNS 256
+#endif
+
+static int pointwise_images(const conv2d_desc_t *d, int B)
+{
+    const size_t P = (size_t)d->OH * d->OW;
+    size_t nb = (POINTWISE_COLUMNS + P - 1) / P;
+    const size_t fit = CONV_COL_BUDGET / ((size_t)d->C * P);
+    if (nb > fit) nb = fit;
+    if (nb > (size_t)B) nb = (size_t)B;
+    return nb < 1 ? 1 : (int)nb;
+}
+
+static int use_wide(const conv2d_desc_t *d) { return d->sH == 1 && d->sW == 1 && !use_pointwise(d); }
+
 
 /* Column budget of the wide path, in floats. Smaller than CONV_COL_BUDGET: with the
  * copies cheap, keeping col + OpenBLAS's packed panels in L2 matters most. LeNet-5 on one
@@ -566,7 +610,7 @@ static int within_reach(const conv2d_desc_t *d)
 
 static int direct_kind(const conv2d_desc_t *d)
 {
-    if (d->groups != 1) return DIRECT_NONE;
+    if (d->groups != 1 || use_pointwise(d)) return DIRECT_NONE;
     if (d->OC >= DIRECT_CV_MIN_M && d->C >= 16 && (within_reach(d) || !use_wide(d))) return DIRECT_CV;
     if (!use_wide(d)) return DIRECT_NONE; /* the grid tiles are stride 1's */
     if (d->OH * d->OW >= DIRECT_MIN_PIXELS || d->OC <= DIRECT_MAX_M) return DIRECT_GRID;
@@ -1051,6 +1095,8 @@ static void wide_backward(void *arg, int t, int T)
 }
 
 /* ---- depthwise: a direct kernel -------------------------------------------------------
+ * One filter per channel (M = 1, every torchvision depthwise layer): conv_depthwise.c's
+ * channels-inner kernel. Otherwise (M > 1) the row kernel below.
  * groups == C > 1: output channel oc reads input channel oc / M only (M = OC / C filters
  * per channel), through its KH*KW taps. Each tap is one pass over the output plane: for
  * every output row whose input row exists, out_row[lo..hi) += w * in_row (stride sW), the
@@ -1250,6 +1296,51 @@ static void lowered_backward(void *arg, int t, int T)
     }
 }
 
+/* Pointwise on 1x1 planes (use_pointwise with one pixel): the batch's activations are
+ * already the GEMM's matrices, (B, C) in and (B, OC) out, so no lowering: thread t takes
+ * its chunks of pointwise_images images, out = bias + inp W^T, dW (+)= dout^T inp,
+ * dinp += dout W. */
+static void pw1_forward(void *arg, int t, int T)
+{
+    conv_job_t *j = arg;
+    if (t == 0) j->ran = T;
+    const conv2d_desc_t *d = j->d;
+    const int nb = pointwise_images(d, j->B);
+    long c0, c1;
+    my_chunks(j->B, nb, t, T, &c0, &c1);
+    for (long ci = c0; ci < c1; ci++) {
+        const int b0 = (int)(ci * nb), n = j->B - b0 < nb ? j->B - b0 : nb;
+        float *out = j->out + (size_t)b0 * d->OC;
+        if (j->bias)
+            for (int b = 0; b < n; b++) memcpy(out + (size_t)b * d->OC, j->bias, (size_t)d->OC * sizeof(float));
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, d->OC, d->C, 1.0f, j->inp + (size_t)b0 * d->C, d->C,
+                    j->weight, d->C, j->bias ? 1.0f : 0.0f, out, d->OC);
+    }
+}
+
+static void pw1_backward(void *arg, int t, int T)
+{
+    conv_job_t *j = arg;
+    if (t == 0) j->ran = T;
+    const conv2d_desc_t *d = j->d;
+    const int C = d->C, OC = d->OC, nb = pointwise_images(d, j->B);
+    float *dweight = job_dw(j, t);
+    long c0, c1;
+    my_chunks(j->B, nb, t, T, &c0, &c1);
+    if (c0 == c1) memset(dweight, 0, dw_floats(d) * sizeof(float));
+    for (long ci = c0; ci < c1; ci++) {
+        const int b0 = (int)(ci * nb), n = j->B - b0 < nb ? j->B - b0 : nb;
+        const float *g = j->dout + (size_t)b0 * OC;
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, n, 1.0f, g, OC, j->inp + (size_t)b0 * C, C,
+                    ci == c0 ? 0.0f : 1.0f, dweight, C);
+        if (j->dinp)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, C, OC, 1.0f, g, OC, j->weight, C, 1.0f,
+                        j->dinp + (size_t)b0 * C, C);
+    }
+}
+
+static int use_pw1(const conv2d_desc_t *d) { return use_pointwise(d) && d->OH * d->OW == 1; }
+
 /* dbias[oc] for oc in [oc0, oc1): per image and channel a contiguous plane of P values,
  * summed in double so that the result does not drift with the batch size. */
 static void bias_grad(const conv2d_desc_t *d, int B, const float *dout, int oc0, int oc1, float *dbias)
@@ -1280,12 +1371,16 @@ void conv2d_forward(const conv2d_desc_t *d, int B, const float *inp, const float
 {
     if (B <= 0) return;
     if (use_depthwise(d)) {
-        dw_forward(d, B, inp, weight, bias, out);
+        if (dwc_fits(d)) dwc_forward(d, B, inp, weight, bias, out, ws);
+        else dw_forward(d, B, inp, weight, bias, out);
         return;
     }
     conv_job_t j = {.d = d, .B = B, .inp = inp, .weight = weight, .bias = bias, .out = out, .ws = ws};
     if (conv2d_winograd(d)) job_run(&j, wino_filters);
-    job_run(&j, use_direct(d) ? direct_forward : use_wide(d) ? wide_forward : lowered_forward);
+    job_run(&j, use_direct(d) ? direct_forward
+                : use_pw1(d)  ? pw1_forward
+                : use_wide(d) ? wide_forward
+                              : lowered_forward);
 }
 
 static void backward_run(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *dout,
@@ -1307,7 +1402,8 @@ static void backward_run(const conv2d_desc_t *d, int B, const float *inp, const 
     }
     if (use_depthwise(d)) {
         if (dbias) bias_grad(d, B, dout, 0, OC, dbias);
-        dw_backward(d, B, inp, weight, dout, dinp, dweight);
+        if (dwc_fits(d)) dwc_backward(d, B, inp, weight, dout, dinp, dweight, ws);
+        else dw_backward(d, B, inp, weight, dout, dinp, dweight);
         return;
     }
     conv_job_t j = {.d = d,
@@ -1321,6 +1417,7 @@ static void backward_run(const conv2d_desc_t *d, int B, const float *inp, const 
                     .ws = ws,
                     .set = set,
                     .pass = use_direct(d) ? direct_backward
+                            : use_pw1(d)  ? pw1_backward
                             : use_wide(d) ? wide_backward
                                           : lowered_backward};
     if (dinp && conv2d_winograd(d)) job_run(&j, wino_filters);

@@ -9,6 +9,14 @@
 #include <math.h>
 #include <string.h>
 
+/* The activations' selects (Clip's bounds, the sigmoid's numerator, scalar_fn.h's exp
+ * clamps) are followed by arithmetic; with trapping math gcc threads that arithmetic into
+ * branches it may not speculate, and the loops stay scalar. Nothing here reads the
+ * floating-point exception flags, and the values are the same either way. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+
 #include "ops.h"
 #include "parallel.h"
 #include "relu_grad.h"
@@ -125,7 +133,10 @@ __attribute__((target_clones("avx2", "default"))) void leaky_relu_backward(size_
     UNARY_BWD_LOOP(UNARY_LEAKY_RELU, 0.0f, out[i], alpha, 0.0f);
 }
 
-void sigmoid_forward(size_t n, const float *inp, float *out) { UNARY_FWD_LOOP(UNARY_SIGMOID, 0.0f, 0.0f); }
+__attribute__((target_clones("avx2", "default"))) void sigmoid_forward(size_t n, const float *inp, float *out)
+{
+    UNARY_FWD_LOOP(UNARY_SIGMOID, 0.0f, 0.0f);
+}
 
 __attribute__((target_clones("avx2", "default"))) void sigmoid_backward(size_t n, const float *out, const float *dout,
                                                                         float *dinp)

@@ -1395,6 +1395,14 @@ static void test_conv_general(void **state)
         {"groups 2 3x3 s1 p1 B=40 chunked", 40, G(4, 16, 16, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2), 1, 1, 8},
         {"groups 2 3x3 s2 B=40 chunked", 40, G(4, 16, 16, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2), 1, 1, 8},
         {"depthwise 3x3 s1 p1 B=30", 30, G(4, 12, 12, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4), 1, 0, 8},
+        /* MobileNet's and EfficientNet's small planes: the channels-inner depthwise kernel
+         * (conv_depthwise.c) on 2x2 and on 1x1 behind a 5x5 kernel (only the centre tap
+         * reaches), the pointwise GEMM over a whole batch on 4x4 and 1x1 planes */
+        {"depthwise 3x3 p1 2x2 C=40 B=5", 5, G(40, 2, 2, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 40), 1, 0, 8},
+        {"depthwise 5x5 p2 1x1 C=24 B=3", 3, G(24, 1, 1, 24, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 24), 0, 0, 8},
+        {"depthwise 3x3 s2 p1 5x4 C=20 B=3", 3, G(20, 5, 4, 20, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 20), 1, 0, 8},
+        {"pointwise 1x1 4x4 C=24 OC=40 B=5", 5, G(24, 4, 4, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1), 1, 0, 8},
+        {"pointwise 1x1 1x1 C=48 OC=20 B=33", 33, G(48, 1, 1, 20, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1), 0, 0, 8},
         /* planes of >= 256 outputs: conv.c's direct kernel where the CPU has AVX2 and FMA
          * (forward, and the input gradient as the flipped convolution), with row blocks
          * of A short of 4 (OC 5, C 3), grids not a multiple of 24 columns, dilation,
@@ -1810,7 +1818,9 @@ static void test_threads_same_results(void **state)
 /* Batch norm's sums over several runs of images (batchnorm.c: BN_PARTS / 1024 = 8 images
  * a run at 1024 channels; here 8, 8 and 4, then a block of 6 channels in one run) give
  * the bits of one thread on 2 and 3 threads, where the threads' shares of planes end
- * inside an image: each channel's sums are still added in image order. */
+ * inside an image: each channel's sums are still added in image order. Planes of 3 values
+ * are small ones (BN_SMALL_PLANE): one thread takes them run by run, the others plane by
+ * plane, so this also checks that the two give the same bits. */
 static void test_threads_batchnorm_runs(void **state)
 {
     (void)state;
@@ -1857,6 +1867,57 @@ static void test_threads_batchnorm_runs(void **state)
     }
 }
 
+/* d = a convolution of C channels of H x H into OC, K x K, of the given stride, pads and
+ * groups */
+static void square_conv(conv2d_desc_t *d, int C, int H, int OC, int K, int stride, int pad, int groups)
+{
+    assert_int_equal(conv2d_init(d, C, H, H, OC, K, K, stride, pad), 0);
+    d->groups = groups;
+    assert_int_equal(conv2d_setup(d), 0);
+}
+
+/* What parallel.h promises for the small-plane paths (conv.c's pointwise GEMM over whole
+ * images, on 1x1 and 4x4 planes, and the channels-inner depthwise kernel, which stays on
+ * one thread): on 2 and 3 threads the forward and the input gradient are the bits of one
+ * thread, the weight gradient within rounding. */
+static void test_threads_small_planes(void **state)
+{
+    (void)state;
+    static const struct {
+        int C, H, OC, K, pad, groups;
+    } cases[] = {{24, 4, 40, 1, 0, 1}, {40, 2, 40, 3, 1, 40}, {48, 1, 20, 1, 0, 1}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        conv2d_desc_t d;
+        square_conv(&d, cases[k].C, cases[k].H, cases[k].OC, cases[k].K, 1, cases[k].pad, cases[k].groups);
+        const int B = 37;
+        const size_t nx = (size_t)B * d.C * d.H * d.W, nw = (size_t)d.OC * (d.C / d.groups) * d.KH * d.KW,
+                     ny = (size_t)B * d.OC * d.OH * d.OW;
+        lcg_t r = {850 + k};
+        float *x = falloc(nx), *w = falloc(nw), *g = falloc(ny), *bias = falloc((size_t)d.OC), *y[3], *dx[3], *dw[3];
+        rand_fill(&r, x, NULL, nx, -1.0f, 1.0f);
+        rand_fill(&r, w, NULL, nw, -0.5f, 0.5f);
+        rand_fill(&r, g, NULL, ny, -1.0f, 1.0f);
+        rand_fill(&r, bias, NULL, (size_t)d.OC, -0.5f, 0.5f);
+        for (int T = 1; T <= 3; T++) {
+            assert_int_equal(par_set_threads(T), 0);
+            float *ws = falloc(conv2d_workspace(&d, B) + 1);
+            y[T - 1] = falloc(ny), dx[T - 1] = falloc(nx), dw[T - 1] = falloc(nw);
+            conv2d_forward(&d, B, x, w, bias, y[T - 1], ws);
+            memset(dx[T - 1], 0, nx * sizeof(float));
+            conv2d_backward(&d, B, x, w, g, dx[T - 1], dw[T - 1], NULL, ws);
+            free(ws);
+        }
+        assert_int_equal(par_set_threads(1), 0);
+        for (int T = 2; T <= 3; T++) {
+            assert_memory_equal(y[0], y[T - 1], ny * sizeof(float));
+            assert_memory_equal(dx[0], dx[T - 1], nx * sizeof(float));
+            assert_true(worst_diff(dw[0], dw[T - 1], nw) < 1e-5);
+        }
+        for (int T = 0; T < 3; T++) free(y[T]), free(dx[T]), free(dw[T]);
+        free(x), free(w), free(g), free(bias);
+    }
+}
+
 /* conv2d_backward_set: over a NaN-filled dinp, the bits conv2d_backward adds into a zeroed
  * one, for a grid-tile and a channel-vector direct input gradient (written directly), a
  * strided and a small-plane layer (GEMM + col2im into zeros), a depthwise one, and on 2
@@ -1875,11 +1936,8 @@ static void test_conv_backward_set(void **state)
         assert_int_equal(par_set_threads(T), 0);
         for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
             conv2d_desc_t d;
-            assert_int_equal(conv2d_init(&d, cases[k].C, cases[k].H, cases[k].H, cases[k].OC, cases[k].K, cases[k].K,
-                                         cases[k].stride, cases[k].pad),
-                             0);
-            d.groups = cases[k].groups;
-            assert_int_equal(conv2d_setup(&d), 0);
+            square_conv(&d, cases[k].C, cases[k].H, cases[k].OC, cases[k].K, cases[k].stride, cases[k].pad,
+                        cases[k].groups);
             const int B = 3;
             const size_t nx = (size_t)B * d.C * d.H * d.W, nw = (size_t)d.OC * (d.C / d.groups) * d.KH * d.KW,
                          ny = (size_t)B * d.OC * d.OH * d.OW;
@@ -2635,6 +2693,7 @@ int main(void)
         cmocka_unit_test(test_relu),
         cmocka_unit_test(test_residual_add),
         cmocka_unit_test(test_conv_backward_set),
+        cmocka_unit_test(test_threads_small_planes),
         cmocka_unit_test(test_gap),
         cmocka_unit_test(test_fc),
         cmocka_unit_test(test_softmax_xent),

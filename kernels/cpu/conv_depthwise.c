@@ -1,0 +1,153 @@
+/* kernels/cpu/conv_depthwise.c - depthwise convolutions (groups == C, one filter per
+ * channel) with the channels innermost, the layout MobileNet's and EfficientNet's
+ * depthwise layers need: their planes are small (16x16 down to 1x1 at 32x32 inputs) and
+ * their channels many (32 to 1152), so a loop over a plane's row (conv.c's dw_forward)
+ * runs 1 to 16 iterations per call and spends the step in loop and call overhead
+ * (mobilenet_v2: 34 of 98 ms a step, layer_profile, batch 32).
+ *
+ * Per image, the input's planes are transposed to (H, W, C) and every output pixel is
+ * computed for all C channels at once: for each of its valid taps one vectorised pass
+ * y[c] += w[tap][c] * x[ih][iw][c] over C, the weights transposed to (KH*KW, C) once per
+ * call. The output is transposed back to (C, OH, OW). Numerics: each output starts at the
+ * bias and adds its taps in (kh, kw) order, and each input gradient element adds its taps in
+ * (kh, kw) order onto what dinp held, as conv.c's row kernel did, so forward and input
+ * gradient are its bits; the weight gradient of a tap and channel is a double sum over
+ * images and pixels, rounded once (as bias_grad's). One thread: conv.c calls it for
+ * depthwise layers with one filter per channel (M = OC / C = 1). */
+#include <string.h>
+
+#include "conv_depthwise.h"
+
+/* The rows a tap index k of n reaches: output positions o with i = o*s - pad + k*dil in
+ * [0, n_in), as [*lo, *hi). */
+static void tap_span(int k, int s, int pad, int dil, int n_in, int n_out, int *lo, int *hi)
+{
+    const int off = k * dil - pad; /* i = o*s + off */
+    int a = off >= 0 ? 0 : (-off + s - 1) / s;
+    int b = n_in - off <= 0 ? 0 : (n_in - off + s - 1) / s;
+    if (b > n_out) b = n_out;
+    *lo = a;
+    *hi = b > a ? b : a;
+}
+
+static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+int dwc_fits(const conv2d_desc_t *d) { return d->groups > 1 && d->groups == d->C && d->OC == d->C; }
+
+/* Floats: x^T (H*W, C), y^T or dout^T (OH*OW, C), dx^T (H*W, C), w^T (KH*KW, C), and the
+ * weight gradient's double sums (KH*KW, C), each rounded up to 16 floats. */
+size_t dwc_workspace(const conv2d_desc_t *d)
+{
+    const size_t C = (size_t)d->C, taps = (size_t)d->KH * d->KW;
+    return 2 * round16((size_t)d->H * d->W * C) + round16((size_t)d->OH * d->OW * C) + round16(taps * C) +
+           2 * round16(taps * C);
+}
+
+typedef struct {
+    float *xt, *gt, *dxt, *wt;
+    double *dwt;
+} dwc_ws_t;
+
+static void ws_split(const conv2d_desc_t *d, float *ws, dwc_ws_t *s)
+{
+    const size_t C = (size_t)d->C, taps = (size_t)d->KH * d->KW;
+    s->xt = ws;
+    s->dxt = s->xt + round16((size_t)d->H * d->W * C);
+    s->gt = s->dxt + round16((size_t)d->H * d->W * C);
+    s->wt = s->gt + round16((size_t)d->OH * d->OW * C);
+    s->dwt = (double *)(s->wt + round16(taps * C)); /* 64-byte multiple from ws: aligned as ws is */
+}
+
+/* dst (cols, rows) = src (rows, cols)^T: (C, P) planes to channels-inner and back */
+__attribute__((target_clones("avx2", "default"))) static void transpose(size_t rows, size_t cols,
+                                                                        const float *restrict src, float *restrict dst)
+{
+    if (rows == 1 || cols == 1) {
+        memcpy(dst, src, rows * cols * sizeof(float));
+        return;
+    }
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++) dst[c * rows + r] = src[r * cols + c];
+}
+
+/* y[c] += w[c] * x[c] */
+__attribute__((target_clones("avx2", "default"))) static void madd(int C, const float *restrict w,
+                                                                   const float *restrict x, float *restrict y)
+{
+    for (int c = 0; c < C; c++) y[c] += w[c] * x[c];
+}
+
+/* acc[c] += g[c] * x[c], in double */
+__attribute__((target_clones("avx2", "default"))) static void madd_f64(int C, const float *restrict g,
+                                                                       const float *restrict x, double *restrict acc)
+{
+    for (int c = 0; c < C; c++) acc[c] += (double)g[c] * (double)x[c];
+}
+
+void dwc_forward(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *bias, float *out,
+                 float *ws)
+{
+    const int C = d->C, KH = d->KH, KW = d->KW, OH = d->OH, OW = d->OW;
+    const size_t HW = (size_t)d->H * d->W, P = (size_t)OH * OW;
+    dwc_ws_t s;
+    ws_split(d, ws, &s);
+    transpose((size_t)C, (size_t)KH * KW, weight, s.wt);
+    for (int b = 0; b < B; b++) {
+        transpose((size_t)C, HW, inp + (size_t)b * C * HW, s.xt);
+        for (int oh = 0; oh < OH; oh++)
+            for (int ow = 0; ow < OW; ow++) {
+                float *y = s.gt + ((size_t)oh * OW + ow) * C;
+                if (bias) memcpy(y, bias, (size_t)C * sizeof(float));
+                else memset(y, 0, (size_t)C * sizeof(float));
+                for (int kh = 0; kh < KH; kh++) {
+                    const int ih = oh * d->sH - d->pad_t + kh * d->dH;
+                    if (ih < 0 || ih >= d->H) continue;
+                    for (int kw = 0; kw < KW; kw++) {
+                        const int iw = ow * d->sW - d->pad_l + kw * d->dW;
+                        if (iw < 0 || iw >= d->W) continue;
+                        madd(C, s.wt + ((size_t)kh * KW + kw) * C, s.xt + ((size_t)ih * d->W + iw) * C, y);
+                    }
+                }
+            }
+        transpose(P, (size_t)C, s.gt, out + (size_t)b * C * P);
+    }
+}
+
+void dwc_backward(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *dout, float *dinp,
+                  float *dweight, float *ws)
+{
+    const int C = d->C, KH = d->KH, KW = d->KW, W = d->W;
+    const size_t HW = (size_t)d->H * W, P = (size_t)d->OH * d->OW, taps = (size_t)KH * KW;
+    dwc_ws_t s;
+    ws_split(d, ws, &s);
+    transpose((size_t)C, taps, weight, s.wt);
+    memset(s.dwt, 0, taps * C * sizeof(double));
+    for (int b = 0; b < B; b++) {
+        transpose((size_t)C, HW, inp + (size_t)b * C * HW, s.xt);
+        transpose((size_t)C, P, dout + (size_t)b * C * P, s.gt);
+        if (dinp) transpose((size_t)C, HW, dinp + (size_t)b * C * HW, s.dxt);
+        /* tap by tap, so that each input gradient element adds its taps in (kh, kw) order */
+        for (int kh = 0; kh < KH; kh++) {
+            int oh0, oh1;
+            tap_span(kh, d->sH, d->pad_t, d->dH, d->H, d->OH, &oh0, &oh1);
+            for (int kw = 0; kw < KW; kw++) {
+                int ow0, ow1;
+                tap_span(kw, d->sW, d->pad_l, d->dW, W, d->OW, &ow0, &ow1);
+                const size_t k = (size_t)kh * KW + kw;
+                for (int oh = oh0; oh < oh1; oh++) {
+                    const int ih = oh * d->sH - d->pad_t + kh * d->dH;
+                    for (int ow = ow0; ow < ow1; ow++) {
+                        const size_t o = ((size_t)oh * d->OW + ow) * C;
+                        const size_t i = ((size_t)ih * W + ow * d->sW - d->pad_l + kw * d->dW) * C;
+                        madd_f64(C, s.gt + o, s.xt + i, s.dwt + k * C);
+                        if (dinp) madd(C, s.wt + k * C, s.gt + o, s.dxt + i);
+                    }
+                }
+            }
+        }
+        if (dinp) transpose(HW, (size_t)C, s.dxt, dinp + (size_t)b * C * HW);
+    }
+    /* dweight (C, KH*KW) = dwt (KH*KW, C)^T, rounded once */
+    for (int c = 0; c < C; c++)
+        for (size_t k = 0; k < taps; k++) dweight[(size_t)c * taps + k] = (float)s.dwt[k * C + c];
+}

@@ -153,10 +153,10 @@
     if (act === 'cluster') return false;
     return !!owner && owner === me.name;
   }
-  // Elements marked data-needs="submit" (or upload, cluster) are hidden from roles that
-  // cannot use them.
+  // Elements marked data-needs="submit" (or upload, cluster, cancel with data-owner) are
+  // hidden from roles that cannot use them.
   function applyRole(root) {
-    for (const n of root.querySelectorAll('[data-needs]')) n.hidden = !can(n.dataset.needs);
+    for (const n of root.querySelectorAll('[data-needs]')) n.hidden = !can(n.dataset.needs, n.dataset.owner);
   }
   window.pacerRole = { can, me: () => me };   // cluster.js, and tests
 
@@ -824,6 +824,9 @@
       $('#f-placement').textContent = pl
         ? Object.keys(pl).map((k) => k + ': ' + pl[k].join(', ')).join('; ') + ' — ' + j.placement.reason
         : '';
+      // its owner kept on the button: a job page drawn before /whoami answered (me still
+      // null, everything shown) is corrected by loadMe's applyRole, not at the next poll
+      $('#job-cancel').dataset.owner = j.owner || '';
       $('#job-cancel').hidden = !can('cancel', j.owner);
       $('#job-cancel').disabled = !active || !!j.cancel_requested;
       $('#job-cancel').textContent = j.cancel_requested && active ? 'Cancelling…' : 'Cancel';

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "errmsg.h"
 #include "fs.h"
 #include "hash.h"
 
@@ -242,10 +243,9 @@ __attribute__((format(printf, 4, 5))) static int refuse(char *err, size_t errlen
     char what[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
+    errmsg_v(what, sizeof what, -1, fmt, ap);
     va_end(ap);
-    snprintf(err, errlen, "%s: %s", path, what);
-    return -1;
+    return errmsg(err, errlen, "%s: %s", path, what);
 }
 
 /* The class count a checkpoint of m's built-in network was written for when only its head

@@ -2171,7 +2171,12 @@ static int do_expand(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         memmove(in.dims + 1, in.dims, (size_t)in.rank * sizeof *in.dims);
         in.dims[0] = 1; /* the batch broadcasts as itself */
         in.rank++;
-        if (in.rank > R) R = in.rank;
+        if (nsh > in.rank)
+            return fail(im,
+                        "node '%s' (Expand): a shape of %d axes for an activation of %d: new leading axes would "
+                        "move the batch axis",
+                        node_name(n), nsh, in.rank);
+        R = in.rank;
     }
     /* NumPy's rule, right-aligned: equal, or 1 in one of them; the first axis the batch */
     for (int d = 0; d < R; d++) {

@@ -14,9 +14,24 @@ plain SGD losses against pacer's tools/onnx_grads):
             CNBlockConfig(32, None, 1), stochastic depth 0 (the client's
             ai.pacer:StochasticDepth), 10 classes: LayerNorm after a permute, Linear over the
             last axis (a MatMul by a Transpose of its weight), the layer scale, LayerNorm2d.
-Usage: /usr/bin/python3 tests/tools/onnx_vit.py --attn-dropout P OUT.onnx
-  The ViT above with attention_dropout P, exported as the Python client exports it (for the
-  check that a Dropout on the attention weights imports, p > 0 too).
+Usage: /usr/bin/python3 tests/tools/onnx_vit.py --attn-dropout P X.bin OUTDIR
+  The ViT above with attention_dropout P, exported as the Python client exports it, into
+  OUTDIR/vit_drop.onnx, and torch's evaluation logits of it on X.bin (8 images) into
+  OUTDIR/vit_drop.eval.bin: a Dropout on the attention weights imports, and is the
+  identity at evaluation.
+Usage: /usr/bin/python3 tests/tools/onnx_vit.py --data OUTDIR
+  data.npz: N_DATA images (uint8, (N, 3, 32, 32): layout nchw, labels i % 10), the test
+  split the same images (adamw_torch.py's way: with 2 ranks of N_DATA / 2 every step is the
+  whole set, and each epoch's test_loss is the loss after that step); x_test.bin (float32,
+  the images / 255) and labels.bin for onnx_zoo_families.py's --load and onnxruntime.
+Usage: /usr/bin/python3 tests/tools/onnx_vit.py --adamw NAME OUTDIR METRICS.jsonl TRAINED.onnx
+    STEPS LR WEIGHT_DECAY BETA1 BETA2 LABEL_SMOOTHING
+  adamw_torch.py's check of pacer's AdamW (torch.optim.AdamW with the same groups: no
+  decay on biases and norms) for network NAME from OUTDIR/NAME.onnx's weights; the
+  elements whose gradient is 0 in exact arithmetic (zero_gradient) held to its bound only.
+Usage: /usr/bin/python3 tests/tools/onnx_vit.py --load NAME TRAINED.onnx OUTDIR PACER_LOGITS.bin
+  onnx_zoo_families.py's check of the trained weights in the torch module
+  (load_state_dict(strict=True), its evaluation logits against pacer's).
 Usage: /usr/bin/python3 tests/tools/onnx_vit.py --big OUTDIR
   vit_b_16 and convnext_tiny at 224x224 (get_model(name, weights=None, num_classes=10)),
   through the client's export, into OUTDIR/NAME.onnx.
@@ -24,6 +39,8 @@ Exits 77 when torch, torchvision or onnx cannot be imported.
 """
 import os
 import sys
+
+N_DATA = 32
 
 try:
     import torch
@@ -52,6 +69,20 @@ def nets():
     return {"ViT": vit, "ConvNeXt": convnext}
 
 
+def zero_gradient(name):
+    """The elements of name's parameters whose gradient is 0 in exact arithmetic, for
+    adamw_torch.py's check (AdamW moves them by the sign of a rounding difference): the
+    key projection's bias in nn.MultiheadAttention's in_proj_bias (rows E .. 2E) adds q . b
+    to every score of a query, which the softmax over the keys takes away."""
+    import numpy as np
+    if name != "ViT":
+        return {}
+    E = 32
+    mask = np.zeros(3 * E, bool)
+    mask[E:2 * E] = True
+    return {"encoder.layers.encoder_layer_%d.self_attention.in_proj_bias" % i: mask for i in range(2)}
+
+
 def client_export():
     """The Python client's export_module (clients/python/pacer), from this checkout."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python"))
@@ -59,12 +90,51 @@ def client_export():
     return export_module
 
 
+def data(out):
+    import numpy as np
+    rng = np.random.RandomState(44)
+    x = rng.randint(0, 256, (N_DATA, 3, 32, 32)).astype(np.uint8)
+    y = (np.arange(N_DATA) % 10).astype(np.uint8)
+    np.savez(out + "/data.npz", x_train=x, y_train=y, x_test=x, y_test=y)
+    (x.astype(np.float32) / np.float32(255)).astype("<f4").tofile(out + "/x_test.bin")
+    y.tofile(out + "/labels.bin")
+    print("onnx_vit: data.npz (%d images, the test split the same), x_test.bin, labels.bin" % N_DATA)
+
+
+def attn_dropout(p, xbin, out):
+    import numpy as np
+    torch.manual_seed(1)
+    net = vit(p)
+    with open(out + "/vit_drop.onnx", "wb") as f:
+        f.write(client_export()(net, torch.zeros(1, 3, 32, 32)))
+    net.eval()
+    x = torch.from_numpy(np.fromfile(xbin, dtype="<f4").reshape(-1, 3, 32, 32))
+    with torch.no_grad():
+        net(x).numpy().astype("<f4").tofile(out + "/vit_drop.eval.bin")
+    print("onnx_vit: vit_drop.onnx (attention dropout %g) and torch's evaluation logits" % p)
+
+
 def main():
-    if len(sys.argv) == 4 and sys.argv[1] == "--attn-dropout":
-        torch.manual_seed(1)
-        with open(sys.argv[3], "wb") as f:
-            f.write(client_export()(vit(float(sys.argv[2])), torch.zeros(1, 3, 32, 32)))
+    a = sys.argv[1:]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    if len(a) == 4 and a[0] == "--attn-dropout":
+        attn_dropout(float(a[1]), a[2], a[3])
         return 0
+    if len(a) == 2 and a[0] == "--data":
+        data(a[1])
+        return 0
+    if len(a) == 11 and a[0] == "--adamw":
+        import adamw_torch
+        ok = adamw_torch.check(a[2], a[3], a[4], int(a[5]), float(a[6]), float(a[7]), float(a[8]), float(a[9]),
+                               float(a[10]), make=nets()[a[1]], path="%s/%s.onnx" % (a[2], a[1]),
+                               exempt=zero_gradient(a[1]))
+        print("onnx_vit: %s: AdamW %s" % (a[1], "as torch's" if ok else "DIFFERENT from torch's"))
+        return 0 if ok else 1
+    if len(a) == 5 and a[0] == "--load":
+        import onnx_zoo_families as zoo
+        zoo.model = lambda name: nets()[name]()  # its check, on this file's networks
+        zoo.N_TEST = N_DATA
+        return zoo.load(a[1], a[2], a[3], a[4])
     if len(sys.argv) == 3 and sys.argv[1] == "--big":
         for name in ("vit_b_16", "convnext_tiny"):
             net = torchvision.models.get_model(name, weights=None, num_classes=10)

@@ -350,6 +350,9 @@ static int input_layer(imp_t *im, const Onnx__NodeProto *n, size_t i, const valu
                     "node '%s' (%s): input '%s' is produced by no earlier node (unsupported output or "
                     "unsorted graph)",
                     node_name(n), n->op_type, n->input[i]);
+    if (v->transposed)
+        return fail(im, "node '%s' (%s): input '%s' is a Transpose of an initializer, which only MatMul reads",
+                    node_name(n), n->op_type, n->input[i]);
     if (v->kind == V_TENSOR)
         return fail(im, "node '%s' (%s): input '%s' is a constant where an activation is expected", node_name(n),
                     n->op_type, n->input[i]);
@@ -2182,8 +2185,10 @@ static int do_expand(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     for (int d = 0; d < R; d++) {
         const int di = d - (R - in.rank), ds = d - (R - nsh);
         const int64_t a = di >= 0 ? in.dims[di] : 1, s = ds >= 0 ? sh[ds] : 1;
-        const int sb = is_batch(s);
-        if ((d == 0) != (sb && batch_k(s) == 1) || (sb && d) || (!sb && (s < 1 || s > DIM_MAX)) ||
+        /* the batch: its symbol, the size the file fixes it to, or (an activation's) 1 */
+        const int sb = is_batch(s) ||
+                       (d == 0 && ((im->batch_dim > 0 && s == im->batch_dim) || (s == 1 && x->kind == V_LAYER)));
+        if ((d == 0) != (sb && (!is_batch(s) || batch_k(s) == 1)) || (sb && d) || (!sb && (s < 1 || s > DIM_MAX)) ||
             (!sb && a != 1 && s != 1 && a != s) || a < 1)
             return fail(im,
                         "node '%s' (Expand): input axis %d of %lld to %s: only a broadcast to the batch first and "
@@ -2510,7 +2515,19 @@ static int build_graph(model_builder_t *b, void *ctx, char *err, size_t errlen)
         if (do_node(im, b, im->g->node[i]) != 0) return -1;
         if (check_bound(im, b, im->g->node[i], &built) != 0) return -1;
     }
-    const value_t *o = find_value(im, im->output);
+    value_t *o = find_value(im, im->output);
+    if (o && o->kind == V_LAYER && o->viewed) {
+        /* the output read plain: the batch first alone (a last Transpose or Reshape) */
+        view_t v = o->view;
+        int li = o->layer;
+        char t[96];
+        view_normal(b, &li, &v);
+        if (!view_is_plain(&v))
+            return fail(im, "the graph's output '%s' is %s: its batch axis moved or merged by a Transpose or Reshape",
+                        im->output, view_text(&o->view, t, sizeof t));
+        o->layer = li;
+        o->viewed = 0;
+    }
     if (!o || o->kind != V_LAYER || o->layer < 0)
         return fail(im, "the graph's output '%s' is not computed by a supported node", im->output);
     int C, H, W, Cl, Hl, Wl, last = 0;

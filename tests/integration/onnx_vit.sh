@@ -17,7 +17,38 @@
 #    (tools/onnx_logits) within ORT_TOL and the same predictions, and its weights load
 #    into the torch module with load_state_dict(strict=True), whose evaluation logits are
 #    pacer's (onnx_zoo_families.py's --load).
+# Before that, the importer's refusals of graphs written at test time (onnx_vit.py
+# --graphs), each message checked: an Expand whose first axis is not the batch or that adds
+# leading axes to an activation; a tensor whose batch axis a Transpose moved read by a
+# ReduceSum, sliced along the batch, softmaxed along it, left as the graph's output; a
+# Reshape that cannot regroup the axes; a Transpose of a weight read by an Add, or of
+# another perm; the batch size plus 1. A hand-written graph of nn.MultiheadAttention's
+# views (the fuzzer's seed) is accepted.
 . tests/lib.sh
+mkdir -p "$TMP/graphs"
+/usr/bin/python3 tests/tools/onnx_vit.py --graphs "$TMP/graphs" >"$TMP/graphs.log" 2>&1
+rc=$?
+[ $rc -eq 77 ] && skip "$(tail -1 "$TMP/graphs.log")"
+[ $rc -eq 0 ] || { cat "$TMP/graphs.log"; fail "tests/tools/onnx_vit.py --graphs exited $rc"; }
+g() { echo "$TMP/graphs/$1.onnx"; }
+$WORKER --check-onnx "$(g mha)" >"$TMP/mha.check" 2>&1 || { cat "$TMP/mha.check"; fail "mha.onnx refused"; }
+# graph | the refusal's message (a grep pattern)
+while IFS='|' read -r graph msg; do
+    expect_error 2 "$msg" $WORKER --check-onnx "$(g "$graph")"
+done <<'EOF'
+expand_first|node 'logits' (Expand): input axis 0 of 1 to a constant: only a broadcast to the batch first and constant sizes after it is supported
+expand_rank|node 'logits' (Expand): a shape of 3 axes for an activation of 2: new leading axes would move the batch axis
+view_reduce|node 'logits' (ReduceSum): input 't' is (3, N, 4), its batch axis moved or merged by a Transpose or Reshape; only Transpose, Reshape, Shape, MatMul, Gemm, Softmax, Slice and elementwise operators read such a tensor
+view_reshape|node 'logits' (Reshape): (N, 6) cannot be read as the shape given (its axes regrouped in order)
+view_softmax|node 'logits' (Softmax): input 't' is (4, N): its last axis holds the batch
+view_slice|node 'logits' (Slice): axis 1 of (3, N, 4): only an axis without the batch, a step not 0
+view_output|the graph's output 'logits' is (3, N, 4): its batch axis moved or merged by a Transpose or Reshape
+weight_add|node 'logits' (Add): input 'wt' is a Transpose of an initializer, which only MatMul reads
+weight_perm|node 'wt' (Transpose): of an initializer: only a 2-D one's perm (1, 0)
+batch_add|node 'nk' (Add): the batch size enters shape arithmetic (only multiples of it, k \* N, times or by a positive constant, compared with a constant below 1, pass)
+EOF
+echo "ok: the refusals name what is wrong; nn.MultiheadAttention's views by hand import"
+
 ORT_TOL=1e-4 # onnxruntime's logits against pacer's, relative to max(1, |logit|): as onnx_zoo_families.sh
 FAMILIES_SET=vit
 export FAMILIES_SET

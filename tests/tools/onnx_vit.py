@@ -35,6 +35,22 @@ Usage: /usr/bin/python3 tests/tools/onnx_vit.py --load NAME TRAINED.onnx OUTDIR 
 Usage: /usr/bin/python3 tests/tools/onnx_vit.py --big OUTDIR
   vit_b_16 and convnext_tiny at 224x224 (get_model(name, weights=None, num_classes=10)),
   through the client's export, into OUTDIR/NAME.onnx.
+Usage: /usr/bin/python3 tests/tools/onnx_vit.py --graphs OUTDIR
+  Small graphs by hand (onnx.helper, opset 13) for the importer's refusals of what views of
+  the batch axis, Expand and a transposed weight cannot take (onnx_vit.sh checks each
+  message), and mha.onnx, valid: the views nn.MultiheadAttention's export makes, by hand
+  (the fuzzer's seed fuzz/corpus/onnx/vit-views.onnx is a copy). Each refused graph
+  declares an output (N, classes), as the importer wants before it reads the nodes:
+    expand_first   Expand of x (N, 4) to the constant (2, 4): the first axis not the batch;
+    expand_rank    Expand of x (N, 4) to (N, 1, 4): a new leading axis;
+    view_reduce    ReduceSum of x (N, 3, 4) transposed to (3, N, 4);
+    view_reshape   x (N, 6) reshaped to (N * 4, -1);
+    view_softmax   Softmax of x (N, 4) transposed to (4, N) along its last axis, the batch;
+    view_slice     Slice of the batch axis of x (N, 3, 4) transposed to (3, N, 4);
+    view_output    the graph's output x (N, 3, 4) transposed to (3, N, 4);
+    weight_add     Add of x (N, 4, 4) and a Transpose of a (4, 4) initializer;
+    weight_perm    Transpose perm (0, 1) of a (4, 4) initializer;
+    batch_add      the batch size plus 1 in a Reshape's shape.
 Exits 77 when torch, torchvision or onnx cannot be imported.
 """
 import os
@@ -114,11 +130,74 @@ def attn_dropout(p, xbin, out):
     print("onnx_vit: vit_drop.onnx (attention dropout %g) and torch's evaluation logits" % p)
 
 
+def graphs(out):
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    def model(nodes, xshape, yshape, inits=()):
+        g = helper.make_graph(nodes, "vit44", [helper.make_tensor_value_info("input", TensorProto.FLOAT, xshape)],
+                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, yshape)], list(inits))
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+    ints = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    w44 = numpy_helper.from_array(np.eye(4, dtype=np.float32), "w")
+    node = helper.make_node
+    tr = lambda perm, out="t": node("Transpose", ["input"], [out], perm=perm)
+    # the batch size times k, as torch's shape arithmetic writes it: Shape, Gather, Mul, Unsqueeze
+    batch_k = lambda k, op="Mul": [node("Shape", ["input"], ["s"]), node("Gather", ["s", "zero"], ["n"], axis=0),
+                                   node(op, ["n", "k"], ["nk"]), node("Unsqueeze", ["nk", "axes0"], ["nk1"]),
+                                   node("Concat", ["nk1", "rest"], ["shape"], axis=0)]
+    shape_inits = lambda k, rest: [ints("zero", 0), ints("k", k), ints("axes0", [0]), ints("rest", rest)]
+    # nn.MultiheadAttention's views by hand: x (N, 6, 4) as (6, N, 4), heads of 2 as
+    # (6, N * 2, 2) -> (N * 2, 6, 2), scores (N * 2, 6, 6), a softmax, back through
+    # (6, N * 2, 2) to (6 * N, 4), a Gemm, (6, N, 4) and (N, 6, 4), then the mean of axis 1
+    mha = batch_k(2) + [
+        node("Concat", ["six", "nk1", "two"], ["heads"], axis=0), tr([1, 0, 2], "l"),
+        node("Reshape", ["l", "heads"], ["lh"]), node("Transpose", ["lh"], ["q"], perm=[1, 0, 2]),
+        node("Transpose", ["lh"], ["k"], perm=[1, 2, 0]), node("MatMul", ["q", "k"], ["sc"]),
+        node("Softmax", ["sc"], ["a"], axis=-1), node("MatMul", ["a", "q"], ["o"]),
+        node("Transpose", ["o"], ["ot"], perm=[1, 0, 2]), node("Mul", ["n", "six0"], ["ln"]),
+        node("Unsqueeze", ["ln", "axes0"], ["ln1"]), node("Concat", ["ln1", "four"], ["flat"], axis=0),
+        node("Reshape", ["ot", "flat"], ["of"]), node("Gemm", ["of", "w", "b"], ["g"], transB=1),
+        node("Reshape", ["g", "back"], ["gb"]), node("Transpose", ["gb"], ["gt"], perm=[1, 0, 2]),
+        node("ReduceMean", ["gt"], ["logits"], axes=[1], keepdims=0)]
+    mha_inits = shape_inits(2, []) + [ints("six", [6]), ints("two", [2]), ints("six0", 6), ints("four", [4]),
+                                      ints("back", [6, -1, 4]), w44,
+                                      numpy_helper.from_array(np.zeros(4, np.float32), "b")]
+    files = {
+        "mha": model(mha, ["N", 6, 4], ["N", 4], mha_inits),
+        "expand_first": model([node("Expand", ["input", "to"], ["logits"])], ["N", 4], [2, 4], [ints("to", [2, 4])]),
+        "expand_rank": model(batch_k(1) + [node("Expand", ["input", "shape"], ["logits"])], ["N", 4], ["N", 4],
+                             shape_inits(1, [1, 4])),
+        "view_reduce": model([tr([1, 0, 2]), node("ReduceSum", ["t", "ax"], ["logits"])], ["N", 3, 4], ["N", 3],
+                             [ints("ax", [2])]),
+        "view_reshape": model(batch_k(4) + [node("Reshape", ["input", "shape"], ["logits"])], ["N", 6], ["N", 6],
+                              shape_inits(4, [-1])),
+        "view_softmax": model([tr([1, 0]), node("Softmax", ["t"], ["logits"], axis=-1)], ["N", 4], ["N", 4]),
+        "view_slice": model([tr([1, 0, 2]), node("Slice", ["t", "st", "en", "ax"], ["logits"])], ["N", 3, 4],
+                            ["N", 12], [ints("st", [0]), ints("en", [1]), ints("ax", [1])]),
+        "view_output": model([tr([1, 0, 2], "logits")], ["N", 3, 4], ["N", 12]),
+        "weight_add": model([node("Transpose", ["w"], ["wt"], perm=[1, 0]), node("Add", ["input", "wt"], ["logits"])],
+                            ["N", 4, 4], ["N", 16], [w44]),
+        "weight_perm": model([node("Transpose", ["w"], ["wt"], perm=[0, 1]), node("MatMul", ["input", "wt"], ["logits"])],
+                             ["N", 4], ["N", 4], [w44]),
+        "batch_add": model(batch_k(1, "Add") + [node("Reshape", ["input", "shape"], ["logits"])], ["N", 4], ["N", 4],
+                           shape_inits(1, [4])),
+    }
+    for name, m in files.items():
+        onnx.save(m, "%s/%s.onnx" % (out, name))
+    print("onnx_vit: %d graphs written" % len(files))
+
+
 def main():
     a = sys.argv[1:]
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     if len(a) == 4 and a[0] == "--attn-dropout":
         attn_dropout(float(a[1]), a[2], a[3])
+        return 0
+    if len(a) == 2 and a[0] == "--graphs":
+        graphs(a[1])
         return 0
     if len(a) == 2 and a[0] == "--data":
         data(a[1])

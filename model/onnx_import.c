@@ -246,12 +246,13 @@ static int tensor_ints(const Onnx__TensorProto *t, int64_t *dst, int max)
     if (!t->has_data_type || t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__INT64) return -1;
     int64_t n = tensor_count(t);
     if (n < 0 || n > max) return -1;
+    /* an empty tensor (a shape with no axes) may have no data at all */
     if (t->has_raw_data) {
         if (t->raw_data.len != (size_t)n * 8) return -1;
-        memcpy(dst, t->raw_data.data, (size_t)n * 8);
+        if (n) memcpy(dst, t->raw_data.data, (size_t)n * 8);
     } else {
         if (t->n_int64_data != (size_t)n) return -1;
-        memcpy(dst, t->int64_data, (size_t)n * 8);
+        if (n) memcpy(dst, t->int64_data, (size_t)n * 8);
     }
     return (int)n;
 }
@@ -2059,6 +2060,37 @@ static int last_axis_const(imp_t *im, const Onnx__NodeProto *n, size_t i)
     return 1;
 }
 
+/* Input i of a Concat along sample axis ax as a layer: an activation, or a parameter of
+ * the activations' shape but along ax with a leading 1 for the batch, expanded to every
+ * sample (torch.cat([cls, x], dim=1) exported with the batch fixed to 1: the class token
+ * then stands for every sample's) */
+static int concat_operand(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, size_t i, const model_shape_t *like,
+                          int ax, int *li)
+{
+    const Onnx__TensorProto *t = input_tensor(im, n, i);
+    const value_t *y;
+    if (!t) {
+        if (input_layer(im, n, i, &y)) return -1;
+        *li = y->layer;
+        return 0;
+    }
+    int ok = t->n_dims == (size_t)like->rank + 1 && t->dims[0] == 1;
+    for (int d = 0; ok && d < like->rank; d++)
+        ok = d == ax ? t->dims[d + 1] >= 1 && t->dims[d + 1] <= DIM_MAX : t->dims[d + 1] == like->dims[d];
+    char s[96];
+    if (!ok)
+        return fail(im,
+                    "node '%s' (Concat): constant input %zu must be (1, ...) of the activations' %s but along axis "
+                    "%d: one parameter for every sample",
+                    node_name(n), i, batch_text(like, s, sizeof s), ax + 1);
+    model_shape_t to = *like;
+    to.dims[ax] = (int)t->dims[ax + 1];
+    int lc;
+    if (binary_operand(im, b, n, i, like->rank, &lc)) return -1;
+    *li = model_build_expand(b, lc, &to);
+    return 0;
+}
+
 /* The nodes that read a view or make one (view_t); 1 when n is none of them, its viewed
  * inputs then made plain for its own handler. */
 static int view_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
@@ -2353,8 +2385,11 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         /* of activations along a non-batch axis (Concat of shapes was do_shape_op's): a
          * chain of two-input concatenations */
         static const char *const known[] = {"axis", NULL};
+        size_t first = 0; /* the first activation: a parameter may come before it */
+        while (first + 1 < n->n_input && input_tensor(im, n, first)) first++;
         if (check_attrs(im, n, known)) return -1;
-        if (n->n_input < 1 || input_layer(im, n, 0, &x)) return fail(im, "node '%s' (Concat): no inputs", node_name(n));
+        if (n->n_input < 1 || input_layer(im, n, first, &x))
+            return fail(im, "node '%s' (Concat): no inputs", node_name(n));
         model_shape_t s0;
         model_build_shape_nd(b, x->layer, &s0);
         int64_t ax = attr_int(n, "axis", 0);
@@ -2362,20 +2397,24 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         if (ax < 1 || ax > s0.rank || (x->flat && ax != 1))
             return fail(im, "node '%s' (Concat): axis %lld: activations join along a non-batch axis only", node_name(n),
                         (long long)attr_int(n, "axis", 0));
-        int li = x->layer;
-        for (size_t i = 1; i < n->n_input; i++) {
-            const value_t *y;
-            if (input_layer(im, n, i, &y)) return -1;
+        int li = -1;
+        for (size_t i = 0; i < n->n_input; i++) {
+            int yl = -1;
+            if (concat_operand(im, b, n, i, &s0, (int)ax - 1, &yl)) return -1;
+            if (i == 0) {
+                li = yl;
+                continue;
+            }
             model_shape_t s1, s2;
             char t1[96], t2[96];
             model_build_shape_nd(b, li, &s1);
-            model_build_shape_nd(b, y->layer, &s2);
+            model_build_shape_nd(b, yl, &s2);
             if (s2.rank == s1.rank) s2.dims[ax - 1] = s1.dims[ax - 1]; /* the axis joined may differ */
             if (!model_shape_equal(&s1, &s2))
                 return fail(im, "node '%s' (Concat): input %zu is %s, the others %s (equal but for axis %lld)",
                             node_name(n), i, batch_text(&s2, t2, sizeof t2), batch_text(&s1, t1, sizeof t1),
                             (long long)ax);
-            li = model_build_concat_axis(b, li, y->layer, (int)ax - 1);
+            li = model_build_concat_axis(b, li, yl, (int)ax - 1);
         }
         return define_output(im, n, li, n->n_input == 1 ? x->flat : 0);
     }

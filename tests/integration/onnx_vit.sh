@@ -46,8 +46,17 @@ view_output|the graph's output 'logits' is (3, N, 4): its batch axis moved or me
 weight_add|node 'logits' (Add): input 'wt' is a Transpose of an initializer, which only MatMul reads
 weight_perm|node 'wt' (Transpose): of an initializer: only a 2-D one's perm (1, 0)
 batch_add|node 'nk' (Add): the batch size enters shape arithmetic (only multiples of it, k \* N, times or by a positive constant, compared with a constant below 1, pass)
+concat_const|node 'j' (Concat): constant input 0 must be (1, ...) of the activations' (N, 3, 4) but along axis 1: one parameter for every sample
 EOF
-echo "ok: the refusals name what is wrong; nn.MultiheadAttention's views by hand import"
+# a parameter concatenated to activations (the class token where the batch was fixed to 1)
+"$BUILD/tools/onnx_logits" "$(g concat_param)" "$TMP/graphs/concat_x.bin" 2 "$TMP/concat.bin" >"$TMP/concat.log" 2>&1 ||
+    { cat "$TMP/concat.log"; fail "concat_param.onnx: onnx_logits failed"; }
+/usr/bin/python3 -c 'import sys, numpy as np
+got, want = np.fromfile(sys.argv[1], "<f4"), np.fromfile(sys.argv[2], "<f4")
+e = float(np.max(np.abs(got - want))) if got.shape == want.shape else float("inf")
+print("  a parameter concatenated to every sample: max |pacer - numpy| %.1e (tol 1e-6)" % e)
+sys.exit(e > 1e-6)' "$TMP/concat.bin" "$TMP/graphs/concat_y.bin" || fail "concat_param.onnx: not numpy's logits"
+echo "ok: the refusals name what is wrong; nn.MultiheadAttention's views by hand and a concatenated parameter import"
 
 ORT_TOL=1e-4 # onnxruntime's logits against pacer's, relative to max(1, |logit|): as onnx_zoo_families.sh
 FAMILIES_SET=vit

@@ -50,7 +50,11 @@ Usage: /usr/bin/python3 tests/tools/onnx_vit.py --graphs OUTDIR
     view_output    the graph's output x (N, 3, 4) transposed to (3, N, 4);
     weight_add     Add of x (N, 4, 4) and a Transpose of a (4, 4) initializer;
     weight_perm    Transpose perm (0, 1) of a (4, 4) initializer;
-    batch_add      the batch size plus 1 in a Reshape's shape.
+    batch_add      the batch size plus 1 in a Reshape's shape;
+    concat_param   valid: Concat of a (1, 1, 4) parameter and x (N, 3, 4) along axis 1 (the
+                   class token where the batch was fixed to 1), the mean over the tokens;
+                   concat_x.bin (2 samples) and its logits concat_y.bin, by numpy;
+    concat_const   the same with a (2, 1, 4) constant.
 Exits 77 when torch, torchvision or onnx cannot be imported.
 """
 import os
@@ -185,6 +189,18 @@ def graphs(out):
         "batch_add": model(batch_k(1, "Add") + [node("Reshape", ["input", "shape"], ["logits"])], ["N", 4], ["N", 4],
                            shape_inits(1, [4])),
     }
+    # torch.cat([cls, x], dim=1) of a (1, 1, 4) parameter where the batch was fixed to 1,
+    # then the mean over the tokens: (cls + the sum of x's 3 tokens) / 4 for every sample
+    rng = np.random.RandomState(5)
+    cls = rng.randn(1, 1, 4).astype(np.float32)
+    x = rng.randn(2, 3, 4).astype(np.float32)
+    x.astype("<f4").tofile(out + "/concat_x.bin")
+    ((cls[:, 0] + x.sum(1)) / 4).astype("<f4").tofile(out + "/concat_y.bin")
+    cat = lambda c: [node("Concat", [c, "input"], ["j"], axis=1), node("ReduceMean", ["j"], ["logits"], axes=[1],
+                                                                      keepdims=0)]
+    files["concat_param"] = model(cat("cls"), ["N", 3, 4], ["N", 4], [numpy_helper.from_array(cls, "cls")])
+    files["concat_const"] = model(cat("c2"), ["N", 3, 4], ["N", 4],
+                                  [numpy_helper.from_array(np.zeros((2, 1, 4), np.float32), "c2")])
     for name, m in files.items():
         onnx.save(m, "%s/%s.onnx" % (out, name))
     print("onnx_vit: %d graphs written" % len(files))

@@ -28,6 +28,11 @@
  *     torch 1.13's nn.LayerNorm nodes (match_layernorm) -> LAYER_LAYERNORM; torch 1.13's
  *     nn.GELU nodes (match_gelu) -> LAYER_GELU; Gather of an activation by one constant
  *     index -> LAYER_SLICE (and LAYER_RESHAPE for a scalar index);
+ *   issue 44's ViT: Expand to the batch -> LAYER_EXPAND (of a LAYER_CONST: the class token);
+ *     Concat of a parameter of one sample's shape with activations -> its LAYER_EXPAND
+ *     concatenated; MatMul by a Transpose of a weight -> LAYER_LINEAR (OUT, IN); a Transpose
+ *     that moves the batch axis or a Reshape that merges it -> no layer, a view (view_t:
+ *     nn.MultiheadAttention's), read in place by the nodes view_node lists;
  *   BatchNormalization (any epsilon and momentum; inference form, or the training
  *     form whose extra outputs are unused) -> LAYER_BN;
  *   Gemm (transB 0 or 1, alpha, beta, C optional) and MatMul with an initializer (plus an

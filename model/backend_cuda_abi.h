@@ -32,8 +32,8 @@ extern "C" {
  * 10: layer_t's red_mask and red_keep, LAYER_REDUCE_MEAN, LAYER_REDUCE_SUM and
  * LAYER_LINEAR (empty rows);
  * 11: issue 44's kinds LAYER_SOFTMAX to LAYER_LAYERNORM (Erf and GELU through the unary
- * launcher) */
-#define PACER_CUDA_ABI 11
+ * launcher); 12: issue 44's ViT kind LAYER_EXPAND */
+#define PACER_CUDA_ABI 12
 #define PACER_CUDA_ENTRY "pacer_cuda_backend"
 
 typedef struct cuda_model cuda_model_t;

@@ -2,7 +2,7 @@
 # num_classes=10)), exported as the Python client exports a module for training
 # (tests/tools/onnx_vit.py --big: convnext_tiny's stochastic depth as the client's
 # ai.pacer:StochasticDepth), must pass `pacer-worker --check-onnx` (issue 44). Not in make
-# test: the two exports take 40 to 50 s and --check-onnx of vit_b_16's 344 MB 30 s and
+# test: the two exports take 40 to 50 s and --check-onnx of vit_b_16's 344 MB 5 to 30 s and
 # 2.3 GB on a loaded 2-core machine (measured 2026-11-25). Prints each network's layers,
 # parameters and check time; exits 1 when either is refused.
 #   sh bench/transformers_import.sh

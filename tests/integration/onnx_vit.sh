@@ -22,8 +22,10 @@
 # leading axes to an activation; a tensor whose batch axis a Transpose moved read by a
 # ReduceSum, sliced along the batch, softmaxed along it, left as the graph's output; a
 # Reshape that cannot regroup the axes; a Transpose of a weight read by an Add, or of
-# another perm; the batch size plus 1. A hand-written graph of nn.MultiheadAttention's
-# views (the fuzzer's seed) is accepted.
+# another perm; the batch size plus 1; a Gather of a view along the batch or past its axis;
+# a node reading both a Swin lead value and a view. Hand-written graphs of
+# nn.MultiheadAttention's views and of Swin's qkv[0], qkv[1] of one window (a Gather of a
+# view; both the fuzzer's seeds) are accepted.
 . tests/lib.sh
 mkdir -p "$TMP/graphs"
 /usr/bin/python3 tests/tools/onnx_vit.py --graphs "$TMP/graphs" >"$TMP/graphs.log" 2>&1
@@ -32,6 +34,7 @@ rc=$?
 [ $rc -eq 0 ] || { cat "$TMP/graphs.log"; fail "tests/tools/onnx_vit.py --graphs exited $rc"; }
 g() { echo "$TMP/graphs/$1.onnx"; }
 $WORKER --check-onnx "$(g mha)" >"$TMP/mha.check" 2>&1 || { cat "$TMP/mha.check"; fail "mha.onnx refused"; }
+$WORKER --check-onnx "$(g qkv_view)" >"$TMP/qkv.check" 2>&1 || { cat "$TMP/qkv.check"; fail "qkv_view.onnx refused"; }
 # graph | the refusal's message (a grep pattern)
 while IFS='|' read -r graph msg; do
     expect_error 2 "$msg" $WORKER --check-onnx "$(g "$graph")"
@@ -46,17 +49,26 @@ view_output|the graph's output 'logits' is (3, N, 4): its batch axis moved or me
 weight_add|node 'logits' (Add): input 'wt' is a Transpose of an initializer, which only MatMul reads
 weight_perm|node 'wt' (Transpose): of an initializer: only a 2-D one's perm (1, 0)
 batch_add|node 'nk' (Add): the batch size enters shape arithmetic (only multiples of it, k \* N, times or by a positive constant, compared with a constant below 1, pass)
+view_gather|node 'logits' (Gather): axis 1 of (3, N, 4): only an axis without the batch
+view_gather_index|node 'logits' (Gather): index 5 is out of range for an axis of 3
+view_lead|node 'logits' (Add): reads a Reshape to (N \* k, ...) and a tensor whose batch axis a Transpose or Reshape moved or merged
 concat_const|node 'j' (Concat): constant input 0 must be (1, ...) of the activations' (N, 3, 4) but along axis 1: one parameter for every sample
 EOF
-# a parameter concatenated to activations (the class token where the batch was fixed to 1)
-"$BUILD/tools/onnx_logits" "$(g concat_param)" "$TMP/graphs/concat_x.bin" 2 "$TMP/concat.bin" >"$TMP/concat.log" 2>&1 ||
-    { cat "$TMP/concat.log"; fail "concat_param.onnx: onnx_logits failed"; }
-/usr/bin/python3 -c 'import sys, numpy as np
+# GRAPH's logits of GRAPH_x.bin (2 samples) against numpy's GRAPH_y.bin (onnx_vit.py's)
+numpy_logits() {
+    "$BUILD/tools/onnx_logits" "$(g "$1")" "$TMP/graphs/$1_x.bin" 2 "$TMP/$1.bin" >"$TMP/$1.log" 2>&1 ||
+        { cat "$TMP/$1.log"; fail "$1.onnx: onnx_logits failed"; }
+    /usr/bin/python3 -c 'import sys, numpy as np
 got, want = np.fromfile(sys.argv[1], "<f4"), np.fromfile(sys.argv[2], "<f4")
 e = float(np.max(np.abs(got - want))) if got.shape == want.shape else float("inf")
-print("  a parameter concatenated to every sample: max |pacer - numpy| %.1e (tol 1e-6)" % e)
-sys.exit(e > 1e-6)' "$TMP/concat.bin" "$TMP/graphs/concat_y.bin" || fail "concat_param.onnx: not numpy's logits"
-echo "ok: the refusals name what is wrong; nn.MultiheadAttention's views by hand and a concatenated parameter import"
+print("  %s: max |pacer - numpy| %.1e (tol 1e-6)" % (sys.argv[3], e))
+sys.exit(e > 1e-6)' "$TMP/$1.bin" "$TMP/graphs/$1_y.bin" "$2" || fail "$1.onnx: not numpy's logits"
+}
+# a parameter concatenated to activations (the class token where the batch was fixed to 1)
+numpy_logits concat_param "a parameter concatenated to every sample"
+# Swin's q, k = qkv[0], qkv[1] of one window: Gathers of a view
+numpy_logits qkv_view "q @ k^T of a permuted qkv"
+echo "ok: the refusals name what is wrong; nn.MultiheadAttention's views by hand, Swin's qkv of one window and a concatenated parameter import"
 
 ORT_TOL=1e-4 # onnxruntime's logits against pacer's, relative to max(1, |logit|): as onnx_zoo_families.sh
 FAMILIES_SET=vit

@@ -51,9 +51,17 @@ Usage: /usr/bin/python3 tests/tools/onnx_vit.py --graphs OUTDIR
     weight_add     Add of x (N, 4, 4) and a Transpose of a (4, 4) initializer;
     weight_perm    Transpose perm (0, 1) of a (4, 4) initializer;
     batch_add      the batch size plus 1 in a Reshape's shape;
+    view_gather    Gather along axis 1, the batch, of x (N, 3, 4) transposed to (3, N, 4);
+    view_gather_index  Gather of index 5 along axis 0 (of 3) of that view;
+    view_lead      Add of x (N, 4, 6) reshaped to (N * 2, 2, 6) (Swin's lead value) and x
+                   transposed to (4, N, 6) (a view);
+    qkv_view       valid: Swin's q, k = qkv[0], qkv[1] of one window: x (N, 4, 6) as
+                   (N, 4, 3, 2) permuted (2, 0, 1, 3), then q @ k^T (the fuzzer's seed
+                   fuzz/corpus/onnx/swin-qkv-view.onnx is a copy); qkv_view_x.bin
+                   and qkv_view_y.bin as concat_param's;
     concat_param   valid: Concat of a (1, 1, 4) parameter and x (N, 3, 4) along axis 1 (the
                    class token where the batch was fixed to 1), the mean over the tokens;
-                   concat_x.bin (2 samples) and its logits concat_y.bin, by numpy;
+                   concat_param_x.bin (2 samples) and its logits concat_param_y.bin, by numpy;
     concat_const   the same with a (2, 1, 4) constant.
 Exits 77 when torch, torchvision or onnx cannot be imported.
 """
@@ -188,14 +196,31 @@ def graphs(out):
                              ["N", 4], ["N", 4], [w44]),
         "batch_add": model(batch_k(1, "Add") + [node("Reshape", ["input", "shape"], ["logits"])], ["N", 4], ["N", 4],
                            shape_inits(1, [4])),
+        "view_gather": model([tr([1, 0, 2]), node("Gather", ["t", "one"], ["logits"], axis=1)], ["N", 3, 4],
+                             ["N", 12], [ints("one", 1)]),
+        "view_gather_index": model([tr([1, 0, 2]), node("Gather", ["t", "five"], ["logits"], axis=0)], ["N", 3, 4],
+                                   ["N", 12], [ints("five", 5)]),
+        "view_lead": model([node("Reshape", ["input", "lead"], ["w"]), tr([1, 0, 2]),
+                            node("Add", ["w", "t"], ["logits"])], ["N", 4, 6], ["N", 24], [ints("lead", [-1, 2, 6])]),
+        "qkv_view": model([node("Reshape", ["input", "qkv_shape"], ["qkv"]),
+                           node("Transpose", ["qkv"], ["p"], perm=[2, 0, 1, 3]),
+                           node("Gather", ["p", "zero"], ["q"], axis=0), node("Gather", ["p", "one"], ["k"], axis=0),
+                           node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]), node("MatMul", ["q", "kt"], ["sc"]),
+                           node("ReduceSum", ["sc", "ax"], ["logits"], keepdims=0)], ["N", 4, 6], ["N", 4],
+                          [ints("qkv_shape", [0, 4, 3, 2]), ints("zero", 0), ints("one", 1), ints("ax", [2])]),
     }
     # torch.cat([cls, x], dim=1) of a (1, 1, 4) parameter where the batch was fixed to 1,
     # then the mean over the tokens: (cls + the sum of x's 3 tokens) / 4 for every sample
     rng = np.random.RandomState(5)
     cls = rng.randn(1, 1, 4).astype(np.float32)
     x = rng.randn(2, 3, 4).astype(np.float32)
-    x.astype("<f4").tofile(out + "/concat_x.bin")
-    ((cls[:, 0] + x.sum(1)) / 4).astype("<f4").tofile(out + "/concat_y.bin")
+    x.astype("<f4").tofile(out + "/concat_param_x.bin")
+    ((cls[:, 0] + x.sum(1)) / 4).astype("<f4").tofile(out + "/concat_param_y.bin")
+    # qkv_view's sample and numpy's logits: q @ k^T summed over the keys
+    x = rng.randn(2, 4, 6).astype(np.float32)
+    x.astype("<f4").tofile(out + "/qkv_view_x.bin")
+    p = x.reshape(2, 4, 3, 2).transpose(2, 0, 1, 3)
+    (p[0] @ p[1].transpose(0, 2, 1)).sum(2).astype("<f4").tofile(out + "/qkv_view_y.bin")
     cat = lambda c: [node("Concat", [c, "input"], ["j"], axis=1), node("ReduceMean", ["j"], ["logits"], axes=[1],
                                                                       keepdims=0)]
     files["concat_param"] = model(cat("cls"), ["N", 3, 4], ["N", 4], [numpy_helper.from_array(cls, "cls")])

@@ -27,12 +27,7 @@
 # nn.MultiheadAttention's views and of Swin's qkv[0], qkv[1] of one window (a Gather of a
 # view; both the fuzzer's seeds) are accepted.
 . tests/lib.sh
-mkdir -p "$TMP/graphs"
-/usr/bin/python3 tests/tools/onnx_vit.py --graphs "$TMP/graphs" >"$TMP/graphs.log" 2>&1
-rc=$?
-[ $rc -eq 77 ] && skip "$(tail -1 "$TMP/graphs.log")"
-[ $rc -eq 0 ] || { cat "$TMP/graphs.log"; fail "tests/tools/onnx_vit.py --graphs exited $rc"; }
-g() { echo "$TMP/graphs/$1.onnx"; }
+onnx_graphs tests/tools/onnx_vit.py
 $WORKER --check-onnx "$(g mha)" >"$TMP/mha.check" 2>&1 || { cat "$TMP/mha.check"; fail "mha.onnx refused"; }
 $WORKER --check-onnx "$(g qkv_view)" >"$TMP/qkv.check" 2>&1 || { cat "$TMP/qkv.check"; fail "qkv_view.onnx refused"; }
 # graph | the refusal's message (a grep pattern)

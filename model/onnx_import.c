@@ -31,16 +31,16 @@
  *   Swin's: nodes whose inputs are all constants are folded into N-D tensors (fold_array:
  *     the shifted-window mask, a frozen LAYER_CONST where an activation reads it); a
  *     parameter gathered by constant indices and moved -> LAYER_GATHER_PARAM (the relative
- *     position bias), MatMul by Transpose(weight) -> LAYER_LINEAR of layout (OUT, IN); a
- *     zero Pad of any rank -> no layer; a Reshape of a plain value to (N * k, ...) keeps k as the
- *     sample's axis 0 (value_t's lead) and a Transpose that moves a lead value's batch axis
- *     is left to the Gathers on axis 0 that read it (gather_deferred; see view_t for when
- *     lead applies and when a view does);
+ *     position bias); a zero Pad of any rank -> no layer; a Reshape of a plain value to
+ *     (N * k, ...) keeps k as the sample's axis 0 (value_t's lead) and a Transpose that
+ *     moves a lead value's batch axis is left to the Gathers on axis 0 that read it
+ *     (gather_deferred; view_t's comment says when lead applies and when a view does);
  *   issue 44's ViT: Expand to the batch -> LAYER_EXPAND (of a LAYER_CONST: the class token);
  *     Concat of a parameter of one sample's shape with activations -> its LAYER_EXPAND
- *     concatenated; MatMul by a Transpose of a weight -> LAYER_LINEAR (OUT, IN); a Transpose
- *     that moves the batch axis or a Reshape that merges it -> no layer, a view (view_t:
- *     nn.MultiheadAttention's), read in place by the nodes view_node lists;
+ *     concatenated; MatMul by a Transpose of a weight (torch's Linear, Swin's too) ->
+ *     LAYER_LINEAR (OUT, IN); a Transpose that moves the batch axis or a Reshape that
+ *     merges it -> no layer, a view (view_t: nn.MultiheadAttention's), read in place by the
+ *     nodes view_node lists (Swin's qkv[0] of one window: view_gather);
  *   BatchNormalization (any epsilon and momentum; inference form, or the training
  *     form whose extra outputs are unused) -> LAYER_BN;
  *   Gemm (transB 0 or 1, alpha, beta, C optional) and MatMul with an initializer (plus an

@@ -2959,10 +2959,10 @@ static int view_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     const char *op = n->op_type;
     value_t *in[4] = {NULL, NULL, NULL, NULL};
     int viewed = 0, flat = 0, lead = 0;
-    for (size_t i = 0; i < n->n_input && i < 4; i++) {
+    for (size_t i = 0; i < n->n_input; i++) {
         value_t *x = n->input[i][0] ? find_value(im, n->input[i]) : NULL;
         if (!x || x->kind != V_LAYER) continue;
-        in[i] = x;
+        if (i < 4) in[i] = x; /* the operands the view readers look at */
         viewed |= x->viewed;
         flat |= x->flat;
         lead |= x->lead || x->defer;
@@ -3040,8 +3040,11 @@ static int view_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (strcmp(op, "Slice") == 0 && x && x->viewed) return view_slice(im, b, n, x);
     if (strcmp(op, "Gather") == 0 && x && x->viewed) return view_gather(im, b, n, x);
 plain:
-    for (int i = 0; i < 4; i++)
-        if (in[i] && in[i]->viewed && view_plain(im, b, n, in[i])) return -1;
+    /* every input, a Concat's fifth too */
+    for (size_t i = 0; i < n->n_input; i++) {
+        value_t *y = n->input[i][0] ? find_value(im, n->input[i]) : NULL;
+        if (y && y->kind == V_LAYER && y->viewed && view_plain(im, b, n, y)) return -1;
+    }
     return 1;
 }
 

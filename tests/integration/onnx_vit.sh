@@ -63,6 +63,8 @@ sys.exit(e > 1e-6)' "$TMP/$1.bin" "$TMP/graphs/$1_y.bin" "$2" || fail "$1.onnx: 
 numpy_logits concat_param "a parameter concatenated to every sample"
 # Swin's q, k = qkv[0], qkv[1] of one window: Gathers of a view
 numpy_logits qkv_view "q @ k^T of a permuted qkv"
+# a view as a Concat's fifth input (read plain like the first four)
+numpy_logits concat_view5 "a view as a Concat's fifth input"
 echo "ok: the refusals name what is wrong; nn.MultiheadAttention's views by hand, Swin's qkv of one window and a concatenated parameter import"
 
 ORT_TOL=1e-4 # onnxruntime's logits against pacer's, relative to max(1, |logit|): as onnx_zoo_families.sh

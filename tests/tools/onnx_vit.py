@@ -59,6 +59,9 @@ Usage: /usr/bin/python3 tests/tools/onnx_vit.py --graphs OUTDIR
                    (N, 4, 3, 2) permuted (2, 0, 1, 3), then q @ k^T (the fuzzer's seed
                    fuzz/corpus/onnx/swin-qkv-view.onnx is a copy); qkv_view_x.bin
                    and qkv_view_y.bin as concat_param's;
+    concat_view5   valid: Concat of x (N, 3, 4) transposed to (N, 4, 3) four times and,
+                   fifth, of x as (3, N, 4) then (N, 4, 3) (a view, read plain), summed
+                   over the last axis; concat_view5_x.bin and _y.bin as above;
     concat_param   valid: Concat of a (1, 1, 4) parameter and x (N, 3, 4) along axis 1 (the
                    class token where the batch was fixed to 1), the mean over the tokens;
                    concat_param_x.bin (2 samples) and its logits concat_param_y.bin, by numpy;
@@ -208,6 +211,10 @@ def graphs(out):
                            node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]), node("MatMul", ["q", "kt"], ["sc"]),
                            node("ReduceSum", ["sc", "ax"], ["logits"], keepdims=0)], ["N", 4, 6], ["N", 4],
                           [ints("qkv_shape", [0, 4, 3, 2]), ints("zero", 0), ints("one", 1), ints("ax", [2])]),
+        "concat_view5": model([tr([1, 0, 2], "u"), node("Transpose", ["u"], ["v"], perm=[1, 2, 0]),
+                               tr([0, 2, 1], "p"), node("Concat", ["p", "p", "p", "p", "v"], ["j"], axis=1),
+                               node("ReduceSum", ["j", "ax"], ["logits"], keepdims=0)], ["N", 3, 4], ["N", 20],
+                              [ints("ax", [2])]),
     }
     # torch.cat([cls, x], dim=1) of a (1, 1, 4) parameter where the batch was fixed to 1,
     # then the mean over the tokens: (cls + the sum of x's 3 tokens) / 4 for every sample
@@ -221,6 +228,10 @@ def graphs(out):
     x.astype("<f4").tofile(out + "/qkv_view_x.bin")
     p = x.reshape(2, 4, 3, 2).transpose(2, 0, 1, 3)
     (p[0] @ p[1].transpose(0, 2, 1)).sum(2).astype("<f4").tofile(out + "/qkv_view_y.bin")
+    # concat_view5's: the fifth input a view read plain, the same as the other four
+    x = rng.randn(2, 3, 4).astype(np.float32)
+    x.astype("<f4").tofile(out + "/concat_view5_x.bin")
+    np.tile(x.sum(1), (1, 5)).astype("<f4").tofile(out + "/concat_view5_y.bin")
     cat = lambda c: [node("Concat", [c, "input"], ["j"], axis=1), node("ReduceMean", ["j"], ["logits"], axes=[1],
                                                                       keepdims=0)]
     files["concat_param"] = model(cat("cls"), ["N", 3, 4], ["N", 4], [numpy_helper.from_array(cls, "cls")])

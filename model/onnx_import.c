@@ -1880,7 +1880,7 @@ static int do_transpose(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (!a || (int)a->n_ints != R || x->flat || a->ints[0] != 0)
         return fail(im,
                     "node '%s' (Transpose): perm must name the %d axes with the batch axis first (a perm that "
-                    "moves the batch axis is read by Gathers on axis 0 only)",
+                    "moves the batch axis of an input not flattened is read as a view)",
                     node_name(n), R);
     int perm[MODEL_MAX_RANK];
     for (int d = 0; d < in.rank; d++)

@@ -33,8 +33,9 @@ extern "C" {
  * LAYER_LINEAR (empty rows);
  * 11: issue 44's kinds LAYER_SOFTMAX to LAYER_LAYERNORM (Erf and GELU through the unary
  * launcher);
- * 12: Swin's LAYER_GATHER_PARAM and layer_t's gp_table */
-#define PACER_CUDA_ABI 12
+ * 12: Swin's LAYER_GATHER_PARAM and layer_t's gp_table;
+ * 13: issue 44's ViT kind LAYER_EXPAND */
+#define PACER_CUDA_ABI 13
 #define PACER_CUDA_ENTRY "pacer_cuda_backend"
 
 typedef struct cuda_model cuda_model_t;

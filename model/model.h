@@ -144,6 +144,11 @@ typedef enum {
      * below 2^24), the table's shape gp_table; the backward scatter-adds into the table. An
      * index outside the table (a hostile checkpoint's buffer) reads 0 and gets no gradient. */
     LAYER_GATHER_PARAM,
+    /* issue 44's ViT rows (appended). LAYER_EXPAND: ONNX Expand, in broadcast to the shape
+     * (NumPy's rules, bc: sa the input's strides, 0 along the axes it is repeated on, the
+     * batch too for a batch-less LAYER_CONST: ViT's class_token.expand(N, -1, -1)); its
+     * backward sums over the repeated axes */
+    LAYER_EXPAND,
     /* the number of kinds: model/op_table.c has one row per kind above */
     LAYER_KIND_COUNT
 } layer_kind_t;
@@ -296,9 +301,9 @@ int model_build_gemm(model_builder_t *b, int in, int OUT, const gemm_desc_t *g, 
 /* A LAYER_LINEAR of in's last axis (weight (IN, OUT), IN that axis's size; in of rank >= 2)
  * without bias */
 int model_build_linear(model_builder_t *b, int in, int OUT, const char *wname);
-/* the same with the weight's layout a gemm_layout_t: GEMM_W_OUT_IN for a weight (OUT, IN)
- * (torch's nn.Linear, which the exporter writes as MatMul by its Transpose) */
-int model_build_linear_layout(model_builder_t *b, int in, int OUT, const char *wname, int layout);
+/* The same with the weight's layout: GEMM_W_IN_OUT (the above), or GEMM_W_OUT_IN, an (OUT,
+ * IN) weight (torch's Linear exported as MatMul by a Transpose of its weight) */
+int model_build_linear_layout(model_builder_t *b, int in, int OUT, gemm_layout_t layout, const char *wname);
 /* Gives the last layer, a fully connected one (LAYER_FC or LAYER_LINEAR) without bias, the bias bname (ONNX MatMul
  * followed by Add); -1 (and the builder failed) for any other layer. */
 int model_build_fc_bias(model_builder_t *b, int li, const char *bname);
@@ -350,6 +355,9 @@ int model_build_gather_param(model_builder_t *b, const model_shape_t *s, const m
                              const char *mname);
 /* kind LAYER_SOFTMAX or LAYER_LOG_SOFTMAX of in along its non-batch axis axis (0 .. rank - 1) */
 int model_build_softmax(model_builder_t *b, layer_kind_t kind, int in, int axis);
+/* in (an activation, or a batch-less LAYER_CONST) broadcast to the sample shape to: its
+ * axes right-aligned to to's, each equal or 1 */
+int model_build_expand(model_builder_t *b, int in, const model_shape_t *to);
 /* channels of a, then of x (same H, W) */
 int model_build_concat(model_builder_t *b, int a, int x);
 /* the same along non-batch axis axis (0: the channels) of two inputs of one rank, equal but

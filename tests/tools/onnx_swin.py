@@ -44,7 +44,8 @@ Usage: /usr/bin/python3 tests/tools/onnx_swin.py --graphs OUTDIR
     fold_scatter.onnx   ScatterND whose indices do not fit the data;
     fold_param.onnx     Mul of a reshaped parameter by 2 (arithmetic on a parameter);
     batch_times0.onnx   a Reshape to (N * 0, ...);
-    batch_move.onnx     a Transpose that moves the batch axis read by a Relu;
+    batch_move.onnx     x (N, 4, 6) as (N * 2, 2, 6) (a lead value), a Transpose that moves
+                        its batch axis, read by a Relu;
     layernorm_cut.onnx  nn.LayerNorm's first nodes, the Pow read by no node (the pattern's
                         probe met no reader: the fuzzer's crash, now an ordinary refusal);
     bias_ok.onnx        (N, 4, 6) + table[index] (6, 4) gathered, reshaped and transposed:
@@ -176,7 +177,8 @@ def graphs(out):
                                helper.make_node("Unsqueeze", ["n0", "ax"], ["n1"]), ints("rest", [24]),
                                helper.make_node("Concat", ["n1", "rest"], ["s2"], axis=0),
                                helper.make_node("Reshape", ["input", "s2"], ["y"])]),
-        "batch_move": model([helper.make_node("Transpose", ["input"], ["t"], perm=[1, 0, 2]),
+        "batch_move": model([ints("lead", [-1, 2, 6]), helper.make_node("Reshape", ["input", "lead"], ["w"]),
+                             helper.make_node("Transpose", ["w"], ["t"], perm=[1, 0, 2]),
                              helper.make_node("Relu", ["t"], ["y"])]),
         "layernorm_cut": model([ints("ax", [-1]), helper.make_node("ReduceMean", ["input"], ["m"], axes=[-1]),
                                 helper.make_node("Sub", ["input", "m"], ["d"]),

@@ -64,6 +64,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "errmsg.h"
 #include "onnx.pb-c.h"
 #include "op_table.h"
 #include "sha256.h"
@@ -181,9 +182,9 @@ static int fail(imp_t *im, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(im->err, im->errlen, fmt, ap);
+    const int rc = errmsg_v(im->err, im->errlen, -1, fmt, ap);
     va_end(ap);
-    return -1;
+    return rc;
 }
 
 /* ---- the memory bound ------------------------------------------------------------------ */

@@ -218,9 +218,14 @@ int model_build_gemm(model_builder_t *b, int in, int OUT, const gemm_desc_t *g, 
 
 int model_build_linear(model_builder_t *b, int in, int OUT, const char *wname)
 {
+    return model_build_linear_layout(b, in, OUT, GEMM_W_IN_OUT, wname);
+}
+
+int model_build_linear_layout(model_builder_t *b, int in, int OUT, gemm_layout_t layout, const char *wname)
+{
     int li = add_layer(b, LAYER_LINEAR, in);
     layer_t *l = layer_at(b, li);
-    l->gemm = (gemm_desc_t){.layout = GEMM_W_IN_OUT, .alpha = 1.0f, .beta = 1.0f, .OUT = OUT};
+    l->gemm = (gemm_desc_t){.layout = layout, .alpha = 1.0f, .beta = 1.0f, .OUT = OUT};
     const int ok = infer_layer(b, li, NULL) == 0; /* sets gemm.IN */
     l->w_off = add_tensor_named(b, wname, ok ? (size_t)OUT * l->gemm.IN : 0, 0);
     finish_layer(b, li, ok);
@@ -398,6 +403,19 @@ int model_build_slice(model_builder_t *b, int in, int axis, int start, int end, 
     l->sl_end = end;
     l->sl_step = step;
     finish_layer(b, li, infer_layer(b, li, NULL) == 0);
+    return li;
+}
+
+int model_build_expand(model_builder_t *b, int in, const model_shape_t *to)
+{
+    int li = add_layer(b, LAYER_EXPAND, in);
+    layer_t *l = layer_at(b, li);
+    const int ok = to->rank >= 0 && to->rank <= MODEL_MAX_RANK;
+    if (ok) l->shape = *to; /* what infer_expand checks the input against */
+    /* the batch stride: 0 for a batch-less constant (infer_expand sets the others) */
+    l->bc.sa[0] = !(in >= 0 && layer_at(b, in)->kind == LAYER_CONST);
+    finish_layer(b, li, ok && infer_layer(b, li, NULL) == 0);
+    if (!ok) b->failed = 1;
     return li;
 }
 

@@ -138,6 +138,11 @@ typedef enum {
      * over the non-batch axes sl_axis.. to the last, eps, weight w_off and bias b_off of those
      * axes' size (has_bias 1); not on the GPU */
     LAYER_LAYERNORM,
+    /* issue 44's ViT rows (appended). LAYER_EXPAND: ONNX Expand, in broadcast to the shape
+     * (NumPy's rules, bc: sa the input's strides, 0 along the axes it is repeated on, the
+     * batch too for a batch-less LAYER_CONST: ViT's class_token.expand(N, -1, -1)); its
+     * backward sums over the repeated axes */
+    LAYER_EXPAND,
     /* the number of kinds: model/op_table.c has one row per kind above */
     LAYER_KIND_COUNT
 } layer_kind_t;
@@ -289,6 +294,9 @@ int model_build_gemm(model_builder_t *b, int in, int OUT, const gemm_desc_t *g, 
 /* A LAYER_LINEAR of in's last axis (weight (IN, OUT), IN that axis's size; in of rank >= 2)
  * without bias */
 int model_build_linear(model_builder_t *b, int in, int OUT, const char *wname);
+/* The same with the weight's layout: GEMM_W_IN_OUT (the above), or GEMM_W_OUT_IN, an (OUT,
+ * IN) weight (torch's Linear exported as MatMul by a Transpose of its weight) */
+int model_build_linear_layout(model_builder_t *b, int in, int OUT, gemm_layout_t layout, const char *wname);
 /* Gives the last layer, a fully connected one (LAYER_FC or LAYER_LINEAR) without bias, the bias bname (ONNX MatMul
  * followed by Add); -1 (and the builder failed) for any other layer. */
 int model_build_fc_bias(model_builder_t *b, int li, const char *bname);
@@ -335,6 +343,9 @@ int model_build_bmm(model_builder_t *b, int a, int x);
 int model_build_layernorm(model_builder_t *b, int in, int axis, float eps, const char *wname, const char *bname);
 /* kind LAYER_SOFTMAX or LAYER_LOG_SOFTMAX of in along its non-batch axis axis (0 .. rank - 1) */
 int model_build_softmax(model_builder_t *b, layer_kind_t kind, int in, int axis);
+/* in (an activation, or a batch-less LAYER_CONST) broadcast to the sample shape to: its
+ * axes right-aligned to to's, each equal or 1 */
+int model_build_expand(model_builder_t *b, int in, const model_shape_t *to);
 /* channels of a, then of x (same H, W) */
 int model_build_concat(model_builder_t *b, int a, int x);
 /* the same along non-batch axis axis (0: the channels) of two inputs of one rank, equal but

@@ -918,6 +918,20 @@ static int view_bwd(cuda_model_t *cm, int i, int B)
     return cuda_view_backward(cm->ctx, &l->bc, l->view_off, B, dout_of(cm, i), dinput_of(cm, l->in));
 }
 
+/* Expand: the broadcast copy is a view (stride 0 along the repeated axes); its backward
+ * sums every copy into the input's gradient, which the binary backward of an Add does for
+ * its first input (each gradient element walks its copies in increasing output order, as
+ * the CPU's view_backward; the layer's sb is all 0, so the second operand, dout, is only
+ * read at 0 and never differentiated) */
+static int expand_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    float *dinp = dinput_of(cm, l->in);
+    return dinp ? cuda_binary_backward(cm->ctx, BINARY_ADD, &l->bc, B, dout_of(cm, i), dout_of(cm, i), dout_of(cm, i),
+                                       dinp, NULL)
+                : 0;
+}
+
 /* In layer_kind_t's order (C++ has no designated array initializers: the static_asserts
  * below check the order and the length). A row {kind, NULL, NULL, NULL} would mean "not on
  * the GPU": cuda_model_create refuses such a layer, and the worker falls back as for any
@@ -967,6 +981,8 @@ static constexpr cuda_op_t CUDA_OPS[] = {
     {LAYER_GELU, unary_fwd, unary_bwd, NULL},
     {LAYER_BMM, NULL, NULL, NULL},
     {LAYER_LAYERNORM, NULL, NULL, NULL},
+    /* issue 44's ViT rows */
+    {LAYER_EXPAND, view_fwd, expand_bwd, NULL},
 };
 static_assert(sizeof CUDA_OPS / sizeof CUDA_OPS[0] == LAYER_KIND_COUNT, "one CUDA row per layer kind");
 static constexpr bool cuda_ops_in_order(int k)

@@ -778,6 +778,25 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
         gen_init(x, m, bias, k, d);
         break;
     }
+    case LAYER_EXPAND: {
+        /* Expand to (the batch of the model input, the sample's shape): the batch from
+         * Shape(input)[0:1], the rest constants */
+        int64_t d[MODEL_MAX_RANK], one = 1, zero = 0;
+        for (int i = 0; i < l->shape.rank; i++) d[i] = l->shape.dims[i];
+        char *v[3] = {gen_str(x, "%s_inshape", out), gen_str(x, "%s_batch", out), gen_str(x, "%s_shape", out)};
+        char *c[3] = {gen_ints(x, gen_str(x, "Expand_%d_zero", li), 1, &zero),
+                      gen_ints(x, gen_str(x, "Expand_%d_one", li), 1, &one),
+                      gen_ints(x, gen_str(x, "Expand_%d_dims", li), l->shape.rank, d)};
+        for (int i = 0; i < 3; i++)
+            if (!v[i] || !c[i]) return; /* out of memory (gen_alloc marked it) */
+        gen_node(x, "Shape", gen_str(x, "Expand_%d_inshape", li), v[0], 1, "input");
+        gen_node(x, "Slice", gen_str(x, "Expand_%d_batch", li), v[1], 3, v[0], c[0], c[1]);
+        n = gen_node(x, "Concat", gen_str(x, "Expand_%d_shape", li), v[2], 2, v[1], c[2]);
+        gen_attr_int(x, n, "axis", 0);
+        gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 2, in, v[2]);
+        flat[li] = 0;
+        break;
+    }
     case LAYER_SOFTMAX:
     case LAYER_LOG_SOFTMAX:
         /* opset 13's: the one axis (a flat input is rank 1: its axis 1 either way) */
@@ -826,8 +845,16 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
          * the importer joins again) */
         const char *w = tensor_name_at(m, l->w_off, 0), *b = l->has_bias ? tensor_name_at(m, l->b_off, 0) : NULL;
         char *mm = b ? gen_str(x, "%s_mm", out) : out;
-        gen_node(x, "MatMul", gen_module(x, m, l, "MatMul", li), mm, 2, in, w);
-        const int64_t wd[2] = {l->gemm.IN, l->gemm.OUT}, bd[1] = {l->gemm.OUT};
+        /* an (OUT, IN) weight as torch writes its Linear: MatMul by a Transpose of it */
+        const int oi = l->gemm.layout == GEMM_W_OUT_IN;
+        char *wt = oi ? gen_str(x, "%s_wt", out) : (char *)w;
+        if (oi) {
+            static const int perm[2] = {1, 0};
+            n = gen_node(x, "Transpose", gen_str(x, "Transpose_%d_weight", li), wt, 1, w);
+            gen_attr_ints(x, n, "perm", 2, perm);
+        }
+        gen_node(x, "MatMul", gen_module(x, m, l, "MatMul", li), mm, 2, in, wt);
+        const int64_t wd[2] = {oi ? l->gemm.OUT : l->gemm.IN, oi ? l->gemm.IN : l->gemm.OUT}, bd[1] = {l->gemm.OUT};
         gen_init(x, m, w, 2, wd);
         if (b) {
             gen_node(x, "Add", gen_str(x, "Add_%d_bias", li), out, 2, mm, b);

@@ -76,6 +76,28 @@ typedef enum { V_LAYER, V_TENSOR, V_PADDED, V_INTS } vkind_t;
  * size, which the file does not fix. */
 #define INTS_MAX 8
 #define BATCH INT64_MIN
+/* A multiple k N of the batch (the exporter's N * heads, L * N: torch's
+ * nn.MultiheadAttention) is BATCH + k - 1, for 1 <= k <= DIM_MAX. */
+static int is_batch(int64_t v) { return v >= BATCH && v < BATCH + DIM_MAX; }
+static int64_t batch_k(int64_t v) { return v - BATCH + 1; }
+static int64_t batch_times(int64_t k) { return BATCH + k - 1; }
+
+/* A view (value_t's, V_LAYER): the graph's tensor is its layer's batch-first output (N, d1,
+ * .., dk: the physical axes, 0 the batch) read another way, after a Transpose that moved
+ * the batch axis or a Reshape that merged it with others (torch 1.13's
+ * nn.MultiheadAttention works on (L, N, E) and (N * heads, L, E / heads)). The graph's axes,
+ * in order, are groups of physical axes: group j is gn[j] axes of ax, outer first. Such a
+ * Transpose or Reshape makes no layer (view_node); the nodes that can work on the physical
+ * axes read a view as it is, every other node reads it plain (view_plain), the batch moved
+ * first by a LAYER_TRANSPOSE. */
+#define VIEW_AXES (1 + MODEL_MAX_RANK)
+typedef struct {
+    int np;            /* physical axes, the batch's included */
+    int pd[VIEW_AXES]; /* their sizes (pd[0], the batch's, is 1: a placeholder) */
+    int ng;            /* the graph's axes */
+    int gn[VIEW_AXES]; /* physical axes in each */
+    int ax[VIEW_AXES]; /* the physical axes, group after group */
+} view_t;
 
 typedef struct {
     const char *name;
@@ -90,6 +112,12 @@ typedef struct {
     int matmul;                      /* V_LAYER: a MatMul's output, its layer without bias */
     int constant_node;               /* V_TENSOR: a Constant node's (frozen), not an initializer */
     int const_layer;                 /* V_TENSOR: 1 + its LAYER_CONST once a binary operator read it */
+    /* V_TENSOR: a Transpose (perm 1, 0) of a 2-D initializer, which only MatMul reads (as an
+     * (OUT, IN) weight: torch's Linear on a 3-D input) */
+    int transposed;
+    const char *weight; /* V_TENSOR, transposed: the name of the tensor transposed (its name as a weight) */
+    int viewed;         /* V_LAYER: view describes it (else it is the layer's output as it is) */
+    view_t view;        /* V_LAYER, viewed */
 } value_t;
 
 typedef struct {
@@ -340,6 +368,7 @@ static const Onnx__TensorProto *input_tensor(imp_t *im, const Onnx__NodeProto *n
 {
     if (i >= n->n_input || !n->input[i] || !n->input[i][0]) return NULL;
     const value_t *v = find_value(im, n->input[i]);
+    if (v && v->transposed && strcmp(n->op_type, "MatMul") != 0) return NULL;
     return v && v->kind == V_TENSOR ? v->tensor : NULL;
 }
 
@@ -614,12 +643,16 @@ static int do_matmul(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     model_build_shape(b, x->layer, &C, &H, &W);
     model_build_shape_nd(b, x->layer, &s);
     const Onnx__TensorProto *w = input_tensor(im, n, 1);
+    /* an (OUT, IN) weight through a Transpose (torch's Linear on a 3-D input) */
+    const value_t *wv = n->n_input > 1 ? find_value(im, n->input[1]) : NULL;
+    const int tr = wv && wv->transposed, two = w && w->n_dims == 2;
+    const int64_t win = two ? w->dims[tr ? 1 : 0] : 0, wout = two ? w->dims[tr ? 0 : 1] : 0;
     const int flat = x->flat || (H == 1 && W == 1), last = s.rank >= 2 && !x->flat ? s.dims[s.rank - 1] : -1;
     /* the flattening FC where the weight takes the whole sample (what it always did), else
      * the last axis */
-    const int fc = flat && w && w->n_dims == 2 && w->dims[0] == (int64_t)C * H * W;
+    const int fc = flat && two && win == (int64_t)C * H * W;
     const int64_t IN = fc ? (int64_t)C * H * W : last;
-    if (!w || w->n_dims != 2 || IN < 1 || w->dims[0] != IN || w->dims[1] < 1 || w->dims[1] > DIM_MAX) {
+    if (!two || IN < 1 || win != IN || wout < 1 || wout > DIM_MAX) {
         char sh[96];
         return fail(im,
                     "node '%s' (MatMul): the second input must be an initializer (IN, OUT), IN the input's last "
@@ -627,10 +660,11 @@ static int do_matmul(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
                     node_name(n), batch_text(&s, sh, sizeof sh));
     }
     if (weight_name_ok(im, n, 1)) return -1;
-    const gemm_desc_t g = {.layout = GEMM_W_IN_OUT, .alpha = 1.0f, .beta = 1.0f};
-    const int OUT = (int)w->dims[1];
-    int li = fc ? model_build_gemm(b, x->layer, OUT, &g, n->input[1], NULL)
-                : model_build_linear(b, x->layer, OUT, n->input[1]);
+    const gemm_desc_t g = {.layout = tr ? GEMM_W_OUT_IN : GEMM_W_IN_OUT, .alpha = 1.0f, .beta = 1.0f};
+    const int OUT = (int)wout;
+    const char *wname = tr ? wv->weight : n->input[1];
+    int li = fc ? model_build_gemm(b, x->layer, OUT, &g, wname, NULL)
+                : model_build_linear_layout(b, x->layer, OUT, g.layout, wname);
     if (define_output(im, n, li, 0)) return -1;
     im->vals[im->nvals - 1].matmul = 1;
     return 0;
@@ -766,8 +800,8 @@ static int fold_ints(imp_t *im, const Onnx__NodeProto *n)
         if (input_ints(im, n, 0, a, &na, &sa) != 0 || input_ints(im, n, 1, &lim, &c1, &s1) != 0 ||
             input_ints(im, n, 2, &d, &c2, &s2) != 0)
             return 1;
-        if (check_attrs(im, n, none) || na != 1 || c1 != 1 || c2 != 1 || a[0] == BATCH || lim == BATCH || d == BATCH ||
-            d == 0)
+        if (check_attrs(im, n, none) || na != 1 || c1 != 1 || c2 != 1 || is_batch(a[0]) || is_batch(lim) ||
+            is_batch(d) || d == 0)
             return fail(im, "node '%s' (Range): start, limit and delta must be constant scalars, delta not 0",
                         node_name(n));
         /* max(ceil((limit - start) / delta), 0) elements; a step past INT64's range ends it */
@@ -783,7 +817,7 @@ static int fold_ints(imp_t *im, const Onnx__NodeProto *n)
     if (strcmp(op, "Not") == 0) {
         if (check_attrs(im, n, none)) return -1;
         for (int i = 0; i < na; i++) {
-            if (a[i] == BATCH) return fail(im, "node '%s' (Not): of the batch size", node_name(n));
+            if (is_batch(a[i])) return fail(im, "node '%s' (Not): of the batch size", node_name(n));
             r[i] = !a[i];
         }
         return define_ints(im, n, r, na, sa);
@@ -798,7 +832,7 @@ static int fold_ints(imp_t *im, const Onnx__NodeProto *n)
             return fail(im, "node '%s' (Where): shape vectors of %d, %d and %d values", node_name(n), na, nx, ny);
         for (int i = 0; i < nr; i++) {
             const int64_t c = a[na == 1 ? 0 : i];
-            if (c == BATCH) return fail(im, "node '%s' (Where): a condition of the batch size", node_name(n));
+            if (is_batch(c)) return fail(im, "node '%s' (Where): a condition of the batch size", node_name(n));
             r[i] = c ? x[nx == 1 ? 0 : i] : y[ny == 1 ? 0 : i];
         }
         return define_ints(im, n, r, nr, sa && sx && sy);
@@ -839,6 +873,24 @@ static int fold_ints(imp_t *im, const Onnx__NodeProto *n)
     return define_ints(im, n, r, nr, 0);
 }
 
+/* op (Add, Sub, Mul, Div, Equal, Mod) of u and v, one of them a multiple k N of the batch:
+ * k N times a positive constant c (or c times it) is (k c) N, k N divided by c that divides
+ * k is (k / c) N, k N equals a constant below 1 never (a size is at least 1) and j N equals
+ * k N where j = k; anything else (N * N, N + 1) INT64_MAX. */
+static int64_t batch_arith(const char *op, int64_t u, int64_t v)
+{
+    const int bu = is_batch(u), bv = is_batch(v);
+    if (op[0] == 'E') {
+        if (bu && bv) return u == v;
+        return (bu ? v : u) < 1 ? 0 : INT64_MAX;
+    }
+    if (bu && bv) return INT64_MAX;
+    const int64_t k = batch_k(bu ? u : v), c = bu ? v : u;
+    if (strcmp(op, "Mul") == 0 && c >= 1 && c <= DIM_MAX && k * c <= DIM_MAX) return batch_times(k * c);
+    if (strcmp(op, "Div") == 0 && bu && c >= 1 && k % c == 0) return batch_times(k / c);
+    return INT64_MAX;
+}
+
 /* Shape, Gather, Unsqueeze and Concat on small int vectors (the exporter's shape arithmetic);
  * 1 when n is not such a node. */
 static int do_shape_op(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
@@ -848,7 +900,12 @@ static int do_shape_op(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     int64_t a[INTS_MAX], r[INTS_MAX];
     int na, sa;
     if (strcmp(op, "Shape") == 0) {
-        const value_t *x;
+        const value_t *x = n->n_input == 1 ? find_value(im, n->input[0]) : NULL;
+        if (x && x->kind == V_INTS) {
+            /* of a shape vector: its length (torch's expand(n, -1, -1)) */
+            const int64_t len = x->nints;
+            return check_attrs(im, n, none) ? -1 : define_ints(im, n, &len, x->scalar ? 0 : 1, 0);
+        }
         if (check_attrs(im, n, none) || input_layer(im, n, 0, &x)) return -1;
         int C, H, W;
         model_shape_t s;
@@ -885,6 +942,19 @@ static int do_shape_op(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
             return fail(im, "node '%s' (Unsqueeze): only a scalar to a 1-element vector is supported", node_name(n));
         return define_ints(im, n, a, 1, 0);
     }
+    if (strcmp(op, "Reshape") == 0) {
+        /* of a shape vector to one axis ([-1] or its length; torch's x.expand(n, -1, -1)
+         * writes one) or of a 1-element one to a scalar: the same values */
+        static const char *const known[] = {"allowzero", NULL};
+        int64_t t[INTS_MAX];
+        int nt, st;
+        if (input_ints(im, n, 0, a, &na, &sa) != 0) return 1;
+        if (check_attrs(im, n, known) || input_ints(im, n, 1, t, &nt, &st) != 0 || nt > 1 ||
+            (nt == 1 && t[0] != -1 && t[0] != na) || (nt == 0 && na != 1))
+            return fail(im, "node '%s' (Reshape): of a shape vector: only to one axis ([-1] or its length) is folded",
+                        node_name(n));
+        return define_ints(im, n, a, na, nt == 0);
+    }
     if (strcmp(op, "Cast") == 0) {
         /* of ints (the exporter's shape arithmetic casts them to int64): the same values */
         static const char *const to[] = {"to", NULL};
@@ -905,12 +975,16 @@ static int do_shape_op(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         const int nr = na > nc ? na : nc;
         for (int i = 0; i < nr; i++) {
             const int64_t u = a[na == 1 ? 0 : i], v = c[nc == 1 ? 0 : i];
-            if (u == BATCH || v == BATCH)
-                return fail(im,
-                            "node '%s' (%s): the batch size enters shape arithmetic (only passing it through "
-                            "Shape, Gather, Unsqueeze and Concat to a Reshape is supported)",
-                            node_name(n), op);
             const int mod = op[0] == 'M' && op[1] == 'o';
+            if (is_batch(u) || is_batch(v)) {
+                if ((r[i] = batch_arith(op, u, v)) == INT64_MAX)
+                    return fail(im,
+                                "node '%s' (%s): the batch size enters shape arithmetic (only multiples of it, "
+                                "k * N, times or by a positive constant, compared with a constant below 1, "
+                                "pass)",
+                                node_name(n), op);
+                continue;
+            }
             if ((op[0] == 'D' || mod) && v == 0)
                 return fail(im, "node '%s' (%s): an integer division by 0", node_name(n), op);
             /* ONNX's integer Div truncates; its Mod takes the divisor's sign (Python's %)
@@ -1040,9 +1114,21 @@ static int do_transpose(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     static const char *const known[] = {"perm", NULL};
     const value_t *x;
     model_shape_t in;
+    const Onnx__AttributeProto *a = attr(n, "perm");
+    const Onnx__TensorProto *t = input_tensor(im, n, 0);
+    if (t && t->n_dims == 2 && check_attrs(im, n, known) == 0) {
+        /* of a 2-D initializer: an (OUT, IN) weight for the MatMul that reads it */
+        if (a && (a->n_ints != 2 || a->ints[0] != 1 || a->ints[1] != 0))
+            return fail(im, "node '%s' (Transpose): of an initializer: only a 2-D one's perm (1, 0)", node_name(n));
+        value_t *v = add_value(im, n->output[0], V_TENSOR);
+        if (!v) return fail(im, "out of memory");
+        v->tensor = t;
+        v->transposed = 1;
+        v->weight = n->input[0];
+        return 0;
+    }
     if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
     model_build_shape_nd(b, x->layer, &in);
-    const Onnx__AttributeProto *a = attr(n, "perm");
     if (!a || (int)a->n_ints != in.rank + 1 || x->flat || a->ints[0] != 0)
         return fail(im,
                     "node '%s' (Transpose): perm must name the %d axes with the batch axis first (a perm that "
@@ -1166,6 +1252,9 @@ static int do_reduce(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 static int binary_operand(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, size_t i, int act_rank, int *li)
 {
     value_t *v = i < n->n_input && n->input[i][0] ? find_value(im, n->input[i]) : NULL;
+    if (v && v->transposed)
+        return fail(im, "node '%s' (%s): input '%s' is a Transpose of an initializer, which only MatMul reads",
+                    node_name(n), n->op_type, n->input[i]);
     if (v && v->kind == V_TENSOR) {
         if (v->const_layer) return *li = v->const_layer - 1, 0;
         const Onnx__TensorProto *t = v->tensor;
@@ -1535,6 +1624,574 @@ static int do_softmax(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     return define_output(im, n, model_build_softmax(b, k, li, (int)ax - 1), 0);
 }
 
+static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n);
+
+/* ---- views: the batch axis moved or merged (value_t's view) ----------------------------- */
+
+/* The view of value x: its own, or its layer's output as it is (x not flattened). */
+static void view_get(const model_builder_t *b, const value_t *x, view_t *v)
+{
+    if (x->viewed) {
+        *v = x->view;
+        return;
+    }
+    model_shape_t s;
+    model_build_shape_nd(b, x->layer, &s);
+    v->np = v->ng = 1 + s.rank;
+    for (int d = 0; d < v->np; d++) {
+        v->pd[d] = d ? s.dims[d - 1] : 1;
+        v->gn[d] = 1;
+        v->ax[d] = d;
+    }
+}
+
+/* Whether v reads its layer's output as it is. */
+static int view_is_plain(const view_t *v)
+{
+    if (v->ng != v->np) return 0;
+    for (int d = 0; d < v->np; d++)
+        if (v->ax[d] != d) return 0;
+    return 1;
+}
+
+/* The graph's shape of v: group products, the batch's group a multiple k N (is_batch). */
+static void view_dims(const view_t *v, int64_t *dims)
+{
+    for (int g = 0, k = 0; g < v->ng; g++) {
+        int64_t p = 1;
+        int nb = 0;
+        for (int e = 0; e < v->gn[g]; e++, k++) {
+            nb |= v->ax[k] == 0;
+            p *= v->pd[v->ax[k]];
+        }
+        dims[g] = nb ? batch_times(p) : p;
+    }
+}
+
+/* "(L, N * 4, 8)" of v into buf; returns buf. */
+static const char *view_text(const view_t *v, char *buf, size_t len)
+{
+    int64_t d[VIEW_AXES];
+    size_t o = 0;
+    view_dims(v, d);
+    for (int g = 0; g < v->ng && o < len; g++) {
+        const int w = is_batch(d[g])
+                          ? (batch_k(d[g]) > 1
+                                 ? snprintf(buf + o, len - o, "%sN * %lld", g ? ", " : "(", (long long)batch_k(d[g]))
+                                 : snprintf(buf + o, len - o, "%sN", g ? ", " : "("))
+                          : snprintf(buf + o, len - o, "%s%lld", g ? ", " : "(", (long long)d[g]);
+        if (w < 0) break;
+        o += (size_t)w;
+    }
+    if (o < len) snprintf(buf + o, len - o, ")");
+    return buf;
+}
+
+/* Defines output `out` of n as layer li read through v (plain: no view). */
+static int view_define(imp_t *im, const Onnx__NodeProto *n, size_t out, int li, const view_t *v)
+{
+    value_t *x = add_value(im, n->output[out], V_LAYER);
+    if (!x) return fail(im, "out of memory");
+    x->layer = li;
+    x->viewed = !view_is_plain(v);
+    if (x->viewed) x->view = *v;
+    return 0;
+}
+
+/* The physical sample shape of v (its axes but the batch). */
+static model_shape_t view_sample(const view_t *v)
+{
+    model_shape_t s = {.rank = v->np - 1};
+    for (int d = 1; d < v->np; d++) s.dims[d - 1] = v->pd[d];
+    return s;
+}
+
+/* Rewrites layer *li and v into the normal form: the physical axes in the graph's order but
+ * the batch first (a LAYER_TRANSPOSE), and each group without the batch one physical axis
+ * (a LAYER_RESHAPE). Then a group without the batch is one axis in place, the last group is
+ * the last physical axis where it has no batch, and v is plain where the batch is the
+ * first group alone. */
+static void view_normal(model_builder_t *b, int *li, view_t *v)
+{
+    int order[VIEW_AXES], pos[VIEW_AXES], k = 1, moved = 0;
+    order[0] = 0;
+    for (int e = 0; e < v->np; e++)
+        if (v->ax[e] != 0) order[k++] = v->ax[e];
+    for (int d = 0; d < v->np; d++) {
+        pos[order[d]] = d;
+        moved |= order[d] != d;
+    }
+    if (moved) {
+        int perm[MODEL_MAX_RANK];
+        for (int d = 1; d < v->np; d++) perm[d - 1] = order[d] - 1;
+        *li = model_build_transpose(b, *li, perm);
+        int pd[VIEW_AXES] = {0};
+        for (int d = 0; d < v->np; d++) pd[d] = v->pd[order[d]];
+        memcpy(v->pd, pd, sizeof pd);
+        for (int e = 0; e < v->np; e++) v->ax[e] = pos[v->ax[e]];
+    }
+    /* merge each batch-less group into one axis: they are adjacent now, in order */
+    view_t w = {.np = 1, .pd = {1}, .ng = v->ng};
+    int map[VIEW_AXES], merged = 0;
+    map[0] = 0;
+    for (int g = 0, e = 0; g < v->ng; e += v->gn[g++]) {
+        int nb = 0;
+        for (int f = 0; f < v->gn[g]; f++) nb |= v->ax[e + f] == 0;
+        if (nb) {
+            for (int f = 0; f < v->gn[g]; f++)
+                if (v->ax[e + f] != 0) map[v->ax[e + f]] = w.np, w.pd[w.np++] = v->pd[v->ax[e + f]];
+            continue;
+        }
+        int p = 1;
+        for (int f = 0; f < v->gn[g]; f++) p *= v->pd[v->ax[e + f]], map[v->ax[e + f]] = -1 - w.np;
+        merged |= v->gn[g] > 1;
+        w.pd[w.np++] = p;
+    }
+    if (!merged) return;
+    /* the physical axes are numbered in order: rebuild the groups from the merged ones */
+    for (int g = 0, e = 0, o = 0; g < v->ng; e += v->gn[g++]) {
+        const int first = map[v->ax[e]];
+        if (first < 0) {
+            w.gn[g] = 1;
+            w.ax[o++] = -1 - first;
+        } else {
+            w.gn[g] = v->gn[g];
+            for (int f = 0; f < v->gn[g]; f++) w.ax[o++] = map[v->ax[e + f]];
+        }
+    }
+    model_shape_t to = view_sample(&w);
+    *li = model_build_reshape(b, *li, &to);
+    *v = w;
+}
+
+/* Makes value x (V_LAYER, viewed) plain for a node that reads its input as it is: normal
+ * form, which must leave the batch the first axis alone. */
+static int view_plain(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, value_t *x)
+{
+    view_t v = x->view;
+    int li = x->layer;
+    char t[96];
+    view_normal(b, &li, &v);
+    if (!view_is_plain(&v))
+        return fail(im,
+                    "node '%s' (%s): input '%s' is %s, its batch axis moved or merged by a Transpose or Reshape; "
+                    "only Transpose, Reshape, Shape, MatMul, Gemm, Softmax, Slice and elementwise operators read "
+                    "such a tensor",
+                    node_name(n), n->op_type, x->name, view_text(&x->view, t, sizeof t));
+    x->layer = li;
+    x->viewed = 0;
+    return 0;
+}
+
+/* Whether the last group of v is one physical axis, the last, not the batch: what an
+ * operator along the last axis (MatMul by a weight, Softmax, a bias) reads in place. */
+static int view_last_ok(const view_t *v) { return v->gn[v->ng - 1] == 1 && v->ax[v->np - 1] == v->np - 1 && v->np > 1; }
+
+/* x's view with its last axis in place (view_normal where needed), its layer in *li. */
+static int view_last(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const value_t *x, int *li, view_t *v)
+{
+    char t[96];
+    view_get(b, x, v);
+    *li = x->layer;
+    if (!view_last_ok(v)) view_normal(b, li, v);
+    if (!view_last_ok(v))
+        return fail(im, "node '%s' (%s): input '%s' is %s: its last axis holds the batch", node_name(n), n->op_type,
+                    x->name, view_text(&x->view, t, sizeof t));
+    return 0;
+}
+
+/* Transpose of a view, or one that moves the batch axis: the groups reordered, no layer. */
+static int view_transpose(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const value_t *x)
+{
+    view_t v, w;
+    view_get(b, x, &v);
+    const Onnx__AttributeProto *a = attr(n, "perm");
+    int first[VIEW_AXES], seen = 0;
+    for (int g = 0, e = 0; g < v.ng; e += v.gn[g++]) first[g] = e;
+    if (!a || (int)a->n_ints != v.ng)
+        return fail(im, "node '%s' (Transpose): perm must name the %d axes", node_name(n), v.ng);
+    w = v;
+    for (int g = 0, o = 0; g < v.ng; g++) {
+        const int64_t p = a->ints[g];
+        if (p < 0 || p >= v.ng || (seen >> p & 1))
+            return fail(im, "node '%s' (Transpose): perm is not a permutation", node_name(n));
+        seen |= 1 << p;
+        w.gn[g] = v.gn[p];
+        for (int f = 0; f < v.gn[p]; f++) w.ax[o++] = v.ax[first[p] + f];
+    }
+    return view_define(im, n, 0, x->layer, &w);
+}
+
+/* Reshape of a view, or one whose shape holds the batch elsewhere than first alone (a
+ * multiple k N, or not first): the graph's axes regrouped along the physical ones in their
+ * order, a physical axis cut where a new axis ends inside it (a LAYER_RESHAPE of the
+ * layer). sh: the shape (0 copies an axis, one -1 takes what is left). */
+static int view_reshape(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const value_t *x, const int64_t *sh,
+                        int nsh)
+{
+    view_t v;
+    char t[96];
+    view_get(b, x, &v);
+    int64_t cur[VIEW_AXES], tk[VIEW_AXES];
+    int tn[VIEW_AXES], infer = -1;
+    int64_t rest = 1, known = 1; /* the physical elements but the batch; the known target's */
+    int known_n = 0;
+    view_dims(&v, cur);
+    for (int d = 1; d < v.np; d++) rest *= v.pd[d];
+    if (nsh < 1 || nsh > VIEW_AXES) goto refuse;
+    for (int i = 0; i < nsh; i++) {
+        int64_t s = sh[i] == 0 && i < v.ng ? cur[i] : sh[i];
+        tn[i] = is_batch(s);
+        tk[i] = tn[i] ? batch_k(s) : s;
+        if (s == -1 && infer < 0) {
+            infer = i;
+            continue;
+        }
+        if (tk[i] < 1 || tk[i] > DIM_MAX || (tn[i] && known_n)) goto refuse;
+        known *= tk[i];
+        known_n |= tn[i];
+        if (known > rest) goto refuse;
+    }
+    if (infer >= 0) {
+        if (rest % known) goto refuse;
+        tk[infer] = rest / known;
+        tn[infer] = !known_n;
+    } else if (known != rest || !known_n) goto refuse;
+    /* the walk: the physical axes in the graph's order, cut into pieces, each target axis
+     * the pieces whose product it is */
+    int pieces[VIEW_AXES][VIEW_AXES], np[VIEW_AXES] = {0}, gp[VIEW_AXES * 2][2], ngp = 0, gn[VIEW_AXES];
+    int e = 0;
+    int64_t left = v.pd[v.ax[0]]; /* what is left of the current physical axis */
+    for (int i = 0; i < nsh; i++) {
+        int64_t acc = 1;
+        int accn = 0;
+        gn[i] = 0;
+        if (tk[i] == 1 && !tn[i]) {
+            /* a new axis of 1: a piece of 1 cut in front of what is left (or after the last) */
+            const int p = e < v.np ? v.ax[e] : v.ax[v.np - 1];
+            if (np[p] >= VIEW_AXES) goto refuse;
+            pieces[p][np[p]] = 1;
+            gp[ngp][0] = p, gp[ngp][1] = np[p]++, ngp++, gn[i] = 1;
+            continue;
+        }
+        while (acc != tk[i] || accn != tn[i]) {
+            if (e >= v.np || ngp >= 2 * VIEW_AXES) goto refuse;
+            const int p = v.ax[e];
+            int64_t take;
+            if (p == 0) {
+                if (!tn[i] || accn) goto refuse;
+                accn = 1, take = 1;
+            } else {
+                if (tk[i] % acc) goto refuse;
+                const int64_t need = tk[i] / acc;
+                if (left <= need && need % left == 0) take = left;
+                else if (need > 1 && left % need == 0) take = need;
+                else goto refuse;
+                acc *= take;
+            }
+            if (np[p] >= VIEW_AXES) goto refuse;
+            pieces[p][np[p]] = (int)take;
+            gp[ngp][0] = p, gp[ngp][1] = np[p]++, ngp++, gn[i]++;
+            left = p == 0 ? 1 : left / take;
+            if (left == 1 && ++e < v.np) left = v.pd[v.ax[e]];
+        }
+    }
+    /* axes of 1 left over join the last group */
+    for (; e < v.np; e++) {
+        const int p = v.ax[e];
+        if (v.pd[p] != 1 || np[p] || np[p] >= VIEW_AXES) goto refuse;
+        pieces[p][np[p]] = 1;
+        gp[ngp][0] = p, gp[ngp][1] = np[p]++, ngp++, gn[nsh - 1]++;
+    }
+    /* the new physical axes: each old one's pieces in order */
+    view_t w = {.ng = nsh};
+    int base[VIEW_AXES], cut = 0;
+    w.np = 0;
+    for (int p = 0; p < v.np; p++) {
+        base[p] = w.np;
+        if (w.np + np[p] > VIEW_AXES) goto refuse;
+        cut |= np[p] != 1;
+        for (int k = 0; k < np[p]; k++) w.pd[w.np++] = p == 0 ? 1 : pieces[p][k];
+    }
+    for (int i = 0, o = 0; i < nsh; i++) {
+        w.gn[i] = gn[i];
+        for (int f = 0; f < gn[i]; f++, o++) w.ax[o] = base[gp[o][0]] + gp[o][1];
+    }
+    int li = x->layer;
+    if (cut) {
+        model_shape_t to = view_sample(&w);
+        li = model_build_reshape(b, li, &to);
+    }
+    return view_define(im, n, 0, li, &w);
+refuse:
+    return fail(im, "node '%s' (Reshape): %s cannot be read as the shape given (its axes regrouped in order)",
+                node_name(n), view_text(&v, t, sizeof t));
+}
+
+/* Runs n's own handler on the physical layers of its viewed inputs (all of view v, layer li
+ * for x), then gives every activation it defined the view v with its layer's sizes: for the
+ * operators that work on the physical axes as they are (elementwise ones, and those along
+ * the last axis once view_last put it in place). */
+static int view_through(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const view_t *v)
+{
+    size_t hidden[8], nh = 0, first = im->nvals;
+    for (size_t i = 0; i < n->n_input && nh < 8; i++) {
+        value_t *x = n->input[i][0] ? find_value(im, n->input[i]) : NULL;
+        if (x && x->kind == V_LAYER && x->viewed) x->viewed = 0, hidden[nh++] = (size_t)(x - im->vals);
+    }
+    int rc = do_node(im, b, n);
+    for (size_t k = 0; k < nh; k++) im->vals[hidden[k]].viewed = 1;
+    for (size_t k = first; rc == 0 && k < im->nvals; k++) {
+        value_t *o = &im->vals[k];
+        model_shape_t s;
+        if (o->kind != V_LAYER) continue;
+        model_build_shape_nd(b, o->layer, &s);
+        if (s.rank != v->np - 1 || o->flat)
+            return fail(im, "node '%s' (%s): its output does not keep the axes of its input's view", node_name(n),
+                        n->op_type);
+        o->viewed = 1;
+        o->view = *v;
+        for (int d = 1; d < v->np; d++) o->view.pd[d] = s.dims[d - 1];
+    }
+    return rc;
+}
+
+/* Slice of a view: each axis sliced one physical axis without the batch. */
+static int view_slice(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const value_t *x)
+{
+    static const char *const none[] = {NULL};
+    int64_t s[4][INTS_MAX];
+    int cnt[4] = {0, 0, 0, 0}, sc;
+    view_t v;
+    char t[96];
+    view_get(b, x, &v);
+    int li = x->layer, first[VIEW_AXES];
+    for (int g = 0, e = 0; g < v.ng; e += v.gn[g++]) first[g] = e;
+    if (check_attrs(im, n, none)) return -1;
+    for (int i = 0; i < 4; i++)
+        if ((size_t)i + 1 < n->n_input && n->input[i + 1][0] &&
+            input_ints(im, n, (size_t)i + 1, s[i], &cnt[i], &sc) != 0)
+            return fail(im, "node '%s' (Slice): starts, ends, axes and steps must be constants", node_name(n));
+    if (cnt[0] < 1 || cnt[1] != cnt[0] || (cnt[2] && cnt[2] != cnt[0]) || (cnt[3] && cnt[3] != cnt[0]))
+        return fail(im, "node '%s' (Slice): starts, ends, axes and steps of one length are required", node_name(n));
+    for (int k = 0; k < cnt[0]; k++) {
+        const int64_t ax = cnt[2] ? (s[2][k] < 0 ? s[2][k] + v.ng : s[2][k]) : k, step = cnt[3] ? s[3][k] : 1;
+        const int p = ax >= 0 && ax < v.ng && v.gn[ax] == 1 ? v.ax[first[ax]] : 0;
+        if (p == 0 || step == 0 || step > DIM_MAX || step < -DIM_MAX)
+            return fail(im, "node '%s' (Slice): axis %lld of %s: only an axis without the batch, a step not 0",
+                        node_name(n), (long long)ax, view_text(&v, t, sizeof t));
+        const int64_t st = slice_bound_step(s[0][k], v.pd[p], step), en = slice_bound_step(s[1][k], v.pd[p], step);
+        if (step > 0 ? st >= en : st <= en)
+            return fail(im, "node '%s' (Slice): an empty slice is not supported", node_name(n));
+        li = model_build_slice(b, li, p - 1, (int)st, (int)en, (int)step);
+        model_shape_t o;
+        model_build_shape_nd(b, li, &o);
+        v.pd[p] = o.dims[p - 1];
+    }
+    return view_define(im, n, 0, li, &v);
+}
+
+/* MatMul of two activations, either a view: both in normal form with the batch in their
+ * first axis and grouped alike ((N * heads, L, d) times (N * heads, d, L)) */
+static int view_bmm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const value_t *x, const value_t *y)
+{
+    view_t v[2];
+    int li[2];
+    char t[2][96];
+    const value_t *xy[2] = {x, y};
+    for (int k = 0; k < 2; k++) {
+        view_get(b, xy[k], &v[k]);
+        li[k] = xy[k]->layer;
+        view_normal(b, &li[k], &v[k]);
+    }
+    int same = v[0].ng == v[1].ng && v[0].np == v[1].np && v[0].ax[0] == 0 && v[1].ax[0] == 0;
+    for (int g = 0; same && g < v[0].ng; g++) same = v[0].gn[g] == v[1].gn[g];
+    const int lo = same ? model_build_bmm(b, li[0], li[1]) : -1;
+    if (!same || model_build_failed(b))
+        return fail(im,
+                    "node '%s' (MatMul): %s times %s: two activations multiply as (N, ..., M, K) times (N, ..., K, "
+                    "N2) with equal leading axes (no broadcasting)",
+                    node_name(n), view_text(&v[0], t[0], sizeof t[0]), view_text(&v[1], t[1], sizeof t[1]));
+    model_shape_t o;
+    model_build_shape_nd(b, lo, &o);
+    for (int d = 1; d < v[0].np; d++) v[0].pd[d] = o.dims[d - 1];
+    return view_define(im, n, 0, lo, &v[0]);
+}
+
+/* Gemm of a 2-D view ((L * N, E): the out-projection of nn.MultiheadAttention): a
+ * LAYER_LINEAR along its last axis, alpha and beta 1 */
+static int view_gemm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const value_t *x)
+{
+    static const char *const known[] = {"alpha", "beta", "transA", "transB", NULL};
+    view_t v;
+    int li;
+    if (check_attrs(im, n, known) || view_last(im, b, n, x, &li, &v)) return -1;
+    const int transB = (int)attr_int(n, "transB", 0);
+    const Onnx__TensorProto *w = input_tensor(im, n, 1), *c = input_tensor(im, n, 2);
+    const int IN = v.pd[v.np - 1];
+    if (v.ng != 2 || attr_int(n, "transA", 0) != 0 || (transB != 0 && transB != 1) ||
+        attr_float(n, "alpha", 1.0f) != 1.0f || attr_float(n, "beta", 1.0f) != 1.0f || !w || w->n_dims != 2 ||
+        w->dims[transB ? 1 : 0] != IN || w->dims[transB ? 0 : 1] < 1 || w->dims[transB ? 0 : 1] > DIM_MAX ||
+        (n->n_input > 2 && n->input[2][0] && (!c || c->n_dims != 1 || c->dims[0] != w->dims[transB ? 0 : 1])))
+        return fail(im,
+                    "node '%s' (Gemm): of a view of the batch: alpha and beta 1, transA 0, B an initializer of %d "
+                    "inputs, C 1-D or none",
+                    node_name(n), IN);
+    if (weight_name_ok(im, n, 1) || (c && weight_name_ok(im, n, 2))) return -1;
+    const int OUT = (int)w->dims[transB ? 0 : 1];
+    li = model_build_linear_layout(b, li, OUT, transB ? GEMM_W_OUT_IN : GEMM_W_IN_OUT, n->input[1]);
+    if (c) li = model_build_fc_bias(b, li, n->input[2]);
+    v.pd[v.np - 1] = OUT;
+    return view_define(im, n, 0, li, &v);
+}
+
+/* Whether the constant input i of n varies along the last axis at most (a bias, a scale):
+ * what a view with its last axis in place broadcasts as its physical layer does. */
+static int last_axis_const(imp_t *im, const Onnx__NodeProto *n, size_t i)
+{
+    const Onnx__TensorProto *t = input_tensor(im, n, i);
+    if (!t || tensor_count(t) < 1) return 0;
+    for (size_t d = 0; d + 1 < t->n_dims; d++)
+        if (t->dims[d] != 1) return 0;
+    return 1;
+}
+
+/* The nodes that read a view or make one (view_t); 1 when n is none of them, its viewed
+ * inputs then made plain for its own handler. */
+static int view_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const elementwise[] = {"Dropout", "Erf",         "Relu",      "LeakyRelu",  "Sigmoid", "Tanh",
+                                              "Exp",     "Neg",         "Sqrt",      "Reciprocal", "Abs",     "Pow",
+                                              "Clip",    "HardSigmoid", "HardSwish", "Identity",   NULL};
+    const char *op = n->op_type;
+    value_t *in[4] = {NULL, NULL, NULL, NULL};
+    int viewed = 0, flat = 0;
+    for (size_t i = 0; i < n->n_input && i < 4; i++) {
+        value_t *x = n->input[i][0] ? find_value(im, n->input[i]) : NULL;
+        if (!x || x->kind != V_LAYER) continue;
+        in[i] = x;
+        viewed |= x->viewed;
+        flat |= x->flat;
+    }
+    value_t *x = in[0];
+    if (flat || (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)) return 1;
+    if (strcmp(op, "Transpose") == 0 && x) {
+        static const char *const known[] = {"perm", NULL};
+        const Onnx__AttributeProto *a = attr(n, "perm");
+        if (!x->viewed && !(a && a->n_ints > 0 && a->ints[0] != 0)) return 1;
+        return check_attrs(im, n, known) ? -1 : view_transpose(im, b, n, x);
+    }
+    if (strcmp(op, "Reshape") == 0 && x) {
+        static const char *const known[] = {"allowzero", NULL};
+        int64_t sh[INTS_MAX];
+        int nsh, ssh, moved = 0;
+        if (input_ints(im, n, 1, sh, &nsh, &ssh) != 0) return 1;
+        for (int i = 0; i < nsh; i++) moved |= is_batch(sh[i]) && (i || batch_k(sh[i]) != 1);
+        if (!x->viewed && !moved) return 1;
+        if (check_attrs(im, n, known) || attr_int(n, "allowzero", 0) != 0)
+            return fail(im, "node '%s' (Reshape): allowzero = 1 is not supported", node_name(n));
+        return view_reshape(im, b, n, x, sh, nsh);
+    }
+    if (!viewed) return 1;
+    view_t v;
+    int li;
+    if (strcmp(op, "Shape") == 0) {
+        static const char *const none[] = {NULL};
+        int64_t d[VIEW_AXES];
+        if (check_attrs(im, n, none)) return -1;
+        view_get(b, x, &v);
+        view_dims(&v, d);
+        return define_ints(im, n, d, v.ng, 0);
+    }
+    for (int k = 0; elementwise[k]; k++)
+        if (strcmp(op, elementwise[k]) == 0 && x && x->viewed) return view_through(im, b, n, &x->view);
+    const int binary = strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0 ||
+                       strcmp(op, "Div") == 0;
+    if (binary && n->n_input == 2 && in[0] && in[1] && in[0]->viewed && in[1]->viewed &&
+        memcmp(&in[0]->view, &in[1]->view, sizeof(view_t)) == 0 && in[0]->layer >= 0 && in[1]->layer >= 0)
+        return view_through(im, b, n, &in[0]->view);
+    const int ci = !in[0] ? 0 : !in[1] ? 1 : -1; /* the constant operand of a binary node */
+    const int softmax = strcmp(op, "Softmax") == 0 || strcmp(op, "LogSoftmax") == 0;
+    const int matmul_w = strcmp(op, "MatMul") == 0 && x && n->n_input == 2 && !in[1];
+    if ((binary && n->n_input == 2 && ci >= 0 && last_axis_const(im, n, (size_t)ci)) || matmul_w || softmax) {
+        value_t *a = binary ? in[ci == 0 ? 1 : 0] : x;
+        if (!a || !a->viewed) goto plain;
+        view_get(b, a, &v);
+        const int64_t ax = attr_int(n, "axis", -1);
+        if (softmax && ax != -1 && ax != v.ng - 1)
+            return fail(im, "node '%s' (%s): of a view of the batch: only along the last axis", node_name(n), op);
+        const size_t ai = (size_t)(a - im->vals);
+        if (view_last(im, b, n, a, &li, &v)) return -1;
+        a = &im->vals[ai];
+        a->layer = li; /* the view in normal form, for later readers too */
+        a->view = v;
+        a->viewed = !view_is_plain(&v);
+        if (!a->viewed) return 1;
+        if (softmax)
+            return view_define(im, n, 0,
+                               model_build_softmax(b, op[0] == 'L' ? LAYER_LOG_SOFTMAX : LAYER_SOFTMAX, li, v.np - 2),
+                               &v);
+        return view_through(im, b, n, &v);
+    }
+    if (strcmp(op, "Gemm") == 0 && x && x->viewed) return view_gemm(im, b, n, x);
+    if (strcmp(op, "MatMul") == 0 && n->n_input == 2 && in[0] && in[1]) return view_bmm(im, b, n, in[0], in[1]);
+    if (strcmp(op, "Slice") == 0 && x && x->viewed) return view_slice(im, b, n, x);
+plain:
+    for (int i = 0; i < 4; i++)
+        if (in[i] && in[i]->viewed && view_plain(im, b, n, in[i])) return -1;
+    return 1;
+}
+
+/* Expand of a constant or an activation to a shape whose first axis is the batch (N; 1 or
+ * N for an activation): a LAYER_EXPAND of a LAYER_CONST or of the activation (the class
+ * token: class_token.expand(N, -1, -1), torch's Shape .. Where arithmetic folded). */
+static int do_expand(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const none[] = {NULL};
+    int64_t sh[INTS_MAX];
+    int nsh, ssh, li;
+    if (check_attrs(im, n, none)) return -1;
+    if (n->n_input != 2 || input_ints(im, n, 1, sh, &nsh, &ssh) != 0 || ssh || nsh < 1 || nsh > 1 + MODEL_MAX_RANK)
+        return fail(im, "node '%s' (Expand): the shape must be a constant vector of 1 to %d values", node_name(n),
+                    1 + MODEL_MAX_RANK);
+    const value_t *x = find_value(im, n->input[0]);
+    model_shape_t in = {0}, to = {0}, seen = {0};
+    int R = nsh;
+    if (x && x->kind == V_TENSOR && !x->transposed) {
+        const Onnx__TensorProto *t = x->tensor;
+        if (t->n_dims > (size_t)MODEL_MAX_RANK + 1)
+            return fail(im, "node '%s' (Expand): the input has more than %d axes", node_name(n), MODEL_MAX_RANK + 1);
+        if ((int)t->n_dims > R) R = (int)t->n_dims;
+        in.rank = (int)t->n_dims;
+        for (int d = 0; d < in.rank; d++) in.dims[d] = t->dims[d] > DIM_MAX ? -1 : (int)t->dims[d];
+    } else {
+        if (input_layer(im, n, 0, &x)) return -1;
+        seen_shape(b, x, &in);
+        seen = in;
+        memmove(in.dims + 1, in.dims, (size_t)in.rank * sizeof *in.dims);
+        in.dims[0] = 1; /* the batch broadcasts as itself */
+        in.rank++;
+        if (in.rank > R) R = in.rank;
+    }
+    /* NumPy's rule, right-aligned: equal, or 1 in one of them; the first axis the batch */
+    for (int d = 0; d < R; d++) {
+        const int di = d - (R - in.rank), ds = d - (R - nsh);
+        const int64_t a = di >= 0 ? in.dims[di] : 1, s = ds >= 0 ? sh[ds] : 1;
+        const int sb = is_batch(s);
+        if ((d == 0) != (sb && batch_k(s) == 1) || (sb && d) || (!sb && (s < 1 || s > DIM_MAX)) ||
+            (!sb && a != 1 && s != 1 && a != s) || a < 1)
+            return fail(im,
+                        "node '%s' (Expand): input axis %d of %lld to %s: only a broadcast to the batch first and "
+                        "constant sizes after it is supported",
+                        node_name(n), d, (long long)a, sb ? "the batch" : "a constant");
+        if (d) to.dims[to.rank++] = (int)(a > s ? a : s);
+    }
+    if (x->kind == V_TENSOR) {
+        if (binary_operand(im, b, n, 0, R - 1, &li)) return -1;
+    } else li = as_seen(b, x, &seen);
+    return define_output(im, n, model_build_expand(b, li, &to), 0);
+}
+
 static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 {
     static const char *const none[] = {NULL};
@@ -1546,10 +2203,13 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
         return fail(im, "node '%s' (%s): operator domain '%s' is not supported", node_name(n), op, n->domain);
     if (n->n_output < 1 || !n->output[0][0]) return fail(im, "node '%s' (%s): no output", node_name(n), op);
+    int rc = view_node(im, b, n);
+    if (rc != 1) return rc;
     const value_t *g0 = op_is(n, "Gather") && n->n_input > 0 ? find_value(im, n->input[0]) : NULL;
     if (g0 && g0->kind == V_LAYER) return do_gather(im, b, n);
-    int rc = do_shape_op(im, b, n);
+    rc = do_shape_op(im, b, n);
     if (rc != 1) return rc;
+    if (strcmp(op, "Expand") == 0) return do_expand(im, b, n);
     if (strcmp(op, "Conv") == 0) return do_conv(im, b, n);
     if (strcmp(op, "MaxPool") == 0) return do_pool(im, b, n, 1);
     if (strcmp(op, "AveragePool") == 0) return do_pool(im, b, n, 0);
@@ -1740,22 +2400,23 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         const value_t *y;
         /* MatMul + Add(bias): the bias joins the MatMul's layer when nothing else reads the
          * MatMul's output and no layer came after it */
-        const value_t *mm = n->n_input == 2 ? find_value(im, n->input[0]) : NULL;
-        const Onnx__TensorProto *bias = n->n_input == 2 ? input_tensor(im, n, 1) : NULL;
+        const size_t mi = n->n_input == 2 && input_tensor(im, n, 0) ? 1 : 0; /* either order */
+        const value_t *mm = n->n_input == 2 ? find_value(im, n->input[mi]) : NULL;
+        const Onnx__TensorProto *bias = n->n_input == 2 ? input_tensor(im, n, 1 - mi) : NULL;
         if (mm && mm->kind == V_LAYER && mm->matmul && bias) {
             int C, H, last = mm->layer;
             model_shape_t ms;
             model_build_shape_nd(b, mm->layer, &ms);
             C = ms.dims[ms.rank - 1]; /* the outputs: the last axis (rank 1 for LAYER_FC) */
             if (check_attrs(im, n, none)) return -1;
-            if (bias->n_dims != 1 || bias->dims[0] != C || uses(im, n->input[0]) != 1 ||
+            if (bias->n_dims != 1 || bias->dims[0] != C || uses(im, n->input[mi]) != 1 ||
                 model_build_shape(b, last + 1, &H, &H, &H) == 0)
                 return fail(im,
                             "node '%s' (Add): a bias after MatMul must be a 1-D initializer of %d values read "
                             "right after it",
                             node_name(n), C);
-            if (weight_name_ok(im, n, 1)) return -1;
-            model_build_fc_bias(b, mm->layer, n->input[1]);
+            if (weight_name_ok(im, n, 1 - mi)) return -1;
+            model_build_fc_bias(b, mm->layer, n->input[1 - mi]);
             return define_output(im, n, mm->layer, 0);
         }
         if (input_tensor(im, n, 0) || input_tensor(im, n, 1)) return do_binary(im, b, n, LAYER_BADD);

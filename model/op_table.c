@@ -837,6 +837,30 @@ static void softmax_bwd(model_t *m, int i, const float *x, int B)
                               m->acts + l->out_off, m->dacts + l->out_off, dinp);
 }
 
+/* ---- issue 44's ViT rows ------------------------------------------------------------------- */
+
+/* Expand: the input's axes right-aligned to the target's (l->shape, set by
+ * model_build_expand), each equal or 1; the walk reads the input at stride 0 along the
+ * axes it is repeated on (the batch too for a batch-less constant: bc.sa[0] 0, from the
+ * builder), and its backward adds every copy's gradient back (view_backward's walk, in
+ * increasing output order, so the CUDA twin sums in the same order). */
+static int infer_expand(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
+{
+    const int R = l->shape.rank;
+    if (in->rank > R) return -1;
+    for (int d = 0; d < in->rank; d++) {
+        const int x = in->dims[d], y = l->shape.dims[R - in->rank + d];
+        if (x != y && x != 1) return -1;
+    }
+    memset(l->bc.sb, 0, sizeof l->bc.sb);
+    l->bc.rank = R + 1;
+    l->bc.dims[0] = 0; /* the batch: given per call */
+    for (int d = 0; d < R; d++) l->bc.dims[d + 1] = l->shape.dims[d];
+    bcast_strides(in, R, l->bc.sa);
+    l->view_off = 0;
+    return 0;
+}
+
 /* ---- the table ---------------------------------------------------------------------------- */
 
 #define IN1 MODEL_OP_GRAD_IN
@@ -900,6 +924,10 @@ const model_op_t MODEL_OPS[] = {
     [LAYER_BMM]        = {LAYER_BMM, "matmul", "MatMul (two activations)", "MatMul", 2, IN12, infer_bmm, NULL, flops_bmm, bmm_fwd, bmm_bwd},
     /* opset 13 has no LayerNormalization: exported as torch 1.13 writes nn.LayerNorm there */
     [LAYER_LAYERNORM]  = {LAYER_LAYERNORM, "layernorm", "LayerNormalization, nn.LayerNorm's ReduceMean .. Add pattern", "ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add", 1, IN1, infer_axis, NULL, flops_pass, layernorm_fwd, layernorm_bwd},
+
+    /* issue 44's ViT rows (appended) */
+    /* exported as Expand to (the batch, the sample's shape) */
+    [LAYER_EXPAND]     = {LAYER_EXPAND, "expand", "Expand (to the batch, a constant shape)", "Expand", 1, IN1, infer_expand, NULL, flops_none, view_fwd, view_bwd},
 };
 /* clang-format on */
 /* A kind without a row would leave a zero row here (a designated initializer skipped):

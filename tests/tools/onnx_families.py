@@ -73,7 +73,7 @@ N_BATCH = 8
 STEPS = 4
 # plain SGD's step per set: torchvision's deeper networks take a smaller one (at 0.05 their
 # losses jump about on a batch of 8, in torch as in pacer)
-LR = {"blocks": 0.05, "torchvision": 0.01, "attention": 0.05}
+LR = {"blocks": 0.05, "torchvision": 0.01, "attention": 0.05, "vit": 0.05}
 # torch's numbers are computed in float64 from the file's float32 weights: float32 through
 # 150 to 290 layers with batch statistics over 8 images at 1x1 planes is ill-conditioned
 # (torch's own float32 gradients of mobilenet_v2 differ from its float64 ones by up to 24%
@@ -196,6 +196,13 @@ def attention():
     return nets()
 
 
+def vit():
+    """issue 44's ViT and ConvNeXt in torchvision's classes (tests/tools/onnx_vit.py)"""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from onnx_vit import nets
+    return nets()
+
+
 def client_export():
     """The Python client's export_module (clients/python/pacer), from this checkout."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python"))
@@ -265,7 +272,8 @@ SEED = {"shufflenet_v2_x0_5": 303}
 
 
 def export(which, out):
-    nets = blocks() if which == "blocks" else torchvision_models() if which == "torchvision" else attention()
+    nets = blocks() if which == "blocks" else torchvision_models() if which == "torchvision" else \
+        vit() if which == "vit" else attention()
     torch.manual_seed(11)
     x = torch.randn(N_BATCH, 3, 32, 32)
     x.numpy().astype("<f4").tofile(out + "/x.bin")
@@ -502,7 +510,7 @@ def compare(npz, pdir):
 
 
 def main():
-    if len(sys.argv) == 4 and sys.argv[1] == "--export" and sys.argv[2] in ("blocks", "torchvision", "attention"):
+    if len(sys.argv) == 4 and sys.argv[1] == "--export" and sys.argv[2] in ("blocks", "torchvision", "attention", "vit"):
         export(sys.argv[2], sys.argv[3])
         return 0
     if len(sys.argv) == 3 and sys.argv[1] == "--graphs":

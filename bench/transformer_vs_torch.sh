@@ -8,13 +8,7 @@
 #   RUNS=3 SUBSET=512 sh bench/transformer_vs_torch.sh
 . bench/lib.sh
 . bench/vs_torch.inc
-RUNS=${RUNS:-3}
-SUBSET=${SUBSET:-512}
 BATCH=${BATCH:-64}
-cifar="$PACER_SHARED/datasets/cifar-10"
-[ -d "$cifar" ] || { md ""; md "(CIFAR-10 not found at $cifar: transformer_vs_torch skipped)"; exit 0; }
-goal=""
-load0=$(cut -d' ' -f1-3 /proc/loadavg)
 /usr/bin/python3 bench/torch_transformer.py --export "$TMP" 0 vit convnext >"$TMP/export.log" 2>&1 ||
     { tail -3 "$TMP/export.log"; echo "transformer_vs_torch: torch_transformer.py --export failed"; exit 1; }
 # ROWS: name, pacer's model (JSON), data set, batch, PyTorch's module (torch_lenet.py)
@@ -26,6 +20,6 @@ vs_torch_row() {
         'BEGIN { print (r >= 1.3 && c >= 1.3 ? "met" : "missed") }')),"
 }
 vs_torch_run transformer_vs_torch
-vs_torch_table "Small ViT and ConvNeXt against PyTorch, one thread (\`RUNS=$RUNS SUBSET=$SUBSET sh bench/transformer_vs_torch.sh\`)" "$load0"
+vs_torch_table "Small ViT and ConvNeXt against PyTorch, one thread (\`RUNS=$RUNS SUBSET=$SUBSET sh bench/transformer_vs_torch.sh\`)"
 md ""
 md "Issue 44's goal, the ViT and the ConvNeXt stack at least 1.3x PyTorch:${goal%,}."

@@ -9,12 +9,6 @@
 #   RUNS=3 SUBSET=512 sh bench/zoo_vs_torch.sh
 . bench/lib.sh
 . bench/vs_torch.inc
-RUNS=${RUNS:-3}
-SUBSET=${SUBSET:-512}
-cifar="$PACER_SHARED/datasets/cifar-10"
-[ -d "$cifar" ] || { md ""; md "(CIFAR-10 not found at $cifar: zoo_vs_torch skipped)"; exit 0; }
-goal=""
-load0=$(cut -d' ' -f1-3 /proc/loadavg)
 /usr/bin/python3 tests/tools/onnx_zoo_families.py --models "$TMP" mobilenet_v2 efficientnet_b0 >"$TMP/zoo.log" 2>&1 ||
     { tail -3 "$TMP/zoo.log"; echo "zoo_vs_torch: onnx_zoo_families.py --models failed (python3-torchvision)"; exit 1; }
 /usr/bin/python3 tests/tools/onnx_export.py --resnet18 "$TMP" >"$TMP/r18.log" 2>&1 ||
@@ -33,6 +27,6 @@ vs_torch_row() {
     esac
 }
 vs_torch_run zoo_vs_torch
-vs_torch_table "torchvision's zoo against PyTorch, one thread (\`RUNS=$RUNS SUBSET=$SUBSET sh bench/zoo_vs_torch.sh\`)" "$load0"
+vs_torch_table "torchvision's zoo against PyTorch, one thread (\`RUNS=$RUNS SUBSET=$SUBSET sh bench/zoo_vs_torch.sh\`)"
 md ""
 md "Issue 43's goal, mobilenet_v2 and efficientnet_b0 at least 1.5x PyTorch:${goal%,}."

@@ -793,7 +793,20 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
         gen_node(x, "Slice", gen_str(x, "Expand_%d_batch", li), v[1], 3, v[0], c[0], c[1]);
         n = gen_node(x, "Concat", gen_str(x, "Expand_%d_shape", li), v[2], 2, v[1], c[2]);
         gen_attr_int(x, n, "axis", 0);
-        gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 2, in, v[2]);
+        /* an activation of a lower rank gets its new axes (1s) after the batch first: ONNX
+         * aligns the ranks from the right */
+        const layer_t *src = l->in >= 0 ? &m->layers[l->in] : NULL;
+        const model_shape_t *is = src ? &src->shape : &m->in_shape;
+        char *e = in;
+        if (!(src && src->kind == LAYER_CONST) && is->rank < l->shape.rank) {
+            int64_t sh[1 + MODEL_MAX_RANK] = {0};
+            const int lead = l->shape.rank - is->rank;
+            for (int i = 0; i < l->shape.rank; i++) sh[1 + i] = i < lead ? 1 : is->dims[i - lead];
+            char *s = gen_ints(x, gen_str(x, "Expand_%d_rank", li), 1 + l->shape.rank, sh);
+            if (!s || !(e = gen_str(x, "%s_ranked", out))) return;
+            gen_node(x, "Reshape", gen_str(x, "Expand_%d_ranked", li), e, 2, in, s);
+        }
+        gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 2, e, v[2]);
         flat[li] = 0;
         break;
     }

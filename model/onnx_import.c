@@ -28,6 +28,11 @@
  *     torch 1.13's nn.LayerNorm nodes (match_layernorm) -> LAYER_LAYERNORM; torch 1.13's
  *     nn.GELU nodes (match_gelu) -> LAYER_GELU; Gather of an activation by one constant
  *     index -> LAYER_SLICE (and LAYER_RESHAPE for a scalar index);
+ *   issue 44's ViT: Expand to the batch -> LAYER_EXPAND (of a LAYER_CONST: the class token);
+ *     Concat of a parameter of one sample's shape with activations -> its LAYER_EXPAND
+ *     concatenated; MatMul by a Transpose of a weight -> LAYER_LINEAR (OUT, IN); a Transpose
+ *     that moves the batch axis or a Reshape that merges it -> no layer, a view (view_t:
+ *     nn.MultiheadAttention's), read in place by the nodes view_node lists;
  *   BatchNormalization (any epsilon and momentum; inference form, or the training
  *     form whose extra outputs are unused) -> LAYER_BN;
  *   Gemm (transB 0 or 1, alpha, beta, C optional) and MatMul with an initializer (plus an
@@ -246,12 +251,13 @@ static int tensor_ints(const Onnx__TensorProto *t, int64_t *dst, int max)
     if (!t->has_data_type || t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__INT64) return -1;
     int64_t n = tensor_count(t);
     if (n < 0 || n > max) return -1;
+    /* an empty tensor (a shape with no axes) may have no data at all */
     if (t->has_raw_data) {
         if (t->raw_data.len != (size_t)n * 8) return -1;
-        memcpy(dst, t->raw_data.data, (size_t)n * 8);
+        if (n) memcpy(dst, t->raw_data.data, (size_t)n * 8);
     } else {
         if (t->n_int64_data != (size_t)n) return -1;
-        memcpy(dst, t->int64_data, (size_t)n * 8);
+        if (n) memcpy(dst, t->int64_data, (size_t)n * 8);
     }
     return (int)n;
 }
@@ -349,6 +355,9 @@ static int input_layer(imp_t *im, const Onnx__NodeProto *n, size_t i, const valu
         return fail(im,
                     "node '%s' (%s): input '%s' is produced by no earlier node (unsupported output or "
                     "unsorted graph)",
+                    node_name(n), n->op_type, n->input[i]);
+    if (v->transposed)
+        return fail(im, "node '%s' (%s): input '%s' is a Transpose of an initializer, which only MatMul reads",
                     node_name(n), n->op_type, n->input[i]);
     if (v->kind == V_TENSOR)
         return fail(im, "node '%s' (%s): input '%s' is a constant where an activation is expected", node_name(n),
@@ -2056,6 +2065,37 @@ static int last_axis_const(imp_t *im, const Onnx__NodeProto *n, size_t i)
     return 1;
 }
 
+/* Input i of a Concat along sample axis ax as a layer: an activation, or a parameter of
+ * the activations' shape but along ax with a leading 1 for the batch, expanded to every
+ * sample (torch.cat([cls, x], dim=1) exported with the batch fixed to 1: the class token
+ * then stands for every sample's) */
+static int concat_operand(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, size_t i, const model_shape_t *like,
+                          int ax, int *li)
+{
+    const Onnx__TensorProto *t = input_tensor(im, n, i);
+    const value_t *y;
+    if (!t) {
+        if (input_layer(im, n, i, &y)) return -1;
+        *li = y->layer;
+        return 0;
+    }
+    int ok = t->n_dims == (size_t)like->rank + 1 && t->dims[0] == 1;
+    for (int d = 0; ok && d < like->rank; d++)
+        ok = d == ax ? t->dims[d + 1] >= 1 && t->dims[d + 1] <= DIM_MAX : t->dims[d + 1] == like->dims[d];
+    char s[96];
+    if (!ok)
+        return fail(im,
+                    "node '%s' (Concat): constant input %zu must be (1, ...) of the activations' %s but along axis "
+                    "%d: one parameter for every sample",
+                    node_name(n), i, batch_text(like, s, sizeof s), ax + 1);
+    model_shape_t to = *like;
+    to.dims[ax] = (int)t->dims[ax + 1];
+    int lc;
+    if (binary_operand(im, b, n, i, like->rank, &lc)) return -1;
+    *li = model_build_expand(b, lc, &to);
+    return 0;
+}
+
 /* The nodes that read a view or make one (view_t); 1 when n is none of them, its viewed
  * inputs then made plain for its own handler. */
 static int view_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
@@ -2171,14 +2211,21 @@ static int do_expand(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         memmove(in.dims + 1, in.dims, (size_t)in.rank * sizeof *in.dims);
         in.dims[0] = 1; /* the batch broadcasts as itself */
         in.rank++;
-        if (in.rank > R) R = in.rank;
+        if (nsh > in.rank)
+            return fail(im,
+                        "node '%s' (Expand): a shape of %d axes for an activation of %d: new leading axes would "
+                        "move the batch axis",
+                        node_name(n), nsh, in.rank);
+        R = in.rank;
     }
     /* NumPy's rule, right-aligned: equal, or 1 in one of them; the first axis the batch */
     for (int d = 0; d < R; d++) {
         const int di = d - (R - in.rank), ds = d - (R - nsh);
         const int64_t a = di >= 0 ? in.dims[di] : 1, s = ds >= 0 ? sh[ds] : 1;
-        const int sb = is_batch(s);
-        if ((d == 0) != (sb && batch_k(s) == 1) || (sb && d) || (!sb && (s < 1 || s > DIM_MAX)) ||
+        /* the batch: its symbol, the size the file fixes it to, or (an activation's) 1 */
+        const int sb = is_batch(s) ||
+                       (d == 0 && ((im->batch_dim > 0 && s == im->batch_dim) || (s == 1 && x->kind == V_LAYER)));
+        if ((d == 0) != (sb && (!is_batch(s) || batch_k(s) == 1)) || (sb && d) || (!sb && (s < 1 || s > DIM_MAX)) ||
             (!sb && a != 1 && s != 1 && a != s) || a < 1)
             return fail(im,
                         "node '%s' (Expand): input axis %d of %lld to %s: only a broadcast to the batch first and "
@@ -2343,8 +2390,11 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         /* of activations along a non-batch axis (Concat of shapes was do_shape_op's): a
          * chain of two-input concatenations */
         static const char *const known[] = {"axis", NULL};
+        size_t first = 0; /* the first activation: a parameter may come before it */
+        while (first + 1 < n->n_input && input_tensor(im, n, first)) first++;
         if (check_attrs(im, n, known)) return -1;
-        if (n->n_input < 1 || input_layer(im, n, 0, &x)) return fail(im, "node '%s' (Concat): no inputs", node_name(n));
+        if (n->n_input < 1 || input_layer(im, n, first, &x))
+            return fail(im, "node '%s' (Concat): no inputs", node_name(n));
         model_shape_t s0;
         model_build_shape_nd(b, x->layer, &s0);
         int64_t ax = attr_int(n, "axis", 0);
@@ -2352,20 +2402,24 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         if (ax < 1 || ax > s0.rank || (x->flat && ax != 1))
             return fail(im, "node '%s' (Concat): axis %lld: activations join along a non-batch axis only", node_name(n),
                         (long long)attr_int(n, "axis", 0));
-        int li = x->layer;
-        for (size_t i = 1; i < n->n_input; i++) {
-            const value_t *y;
-            if (input_layer(im, n, i, &y)) return -1;
+        int li = -1;
+        for (size_t i = 0; i < n->n_input; i++) {
+            int yl = -1;
+            if (concat_operand(im, b, n, i, &s0, (int)ax - 1, &yl)) return -1;
+            if (i == 0) {
+                li = yl;
+                continue;
+            }
             model_shape_t s1, s2;
             char t1[96], t2[96];
             model_build_shape_nd(b, li, &s1);
-            model_build_shape_nd(b, y->layer, &s2);
+            model_build_shape_nd(b, yl, &s2);
             if (s2.rank == s1.rank) s2.dims[ax - 1] = s1.dims[ax - 1]; /* the axis joined may differ */
             if (!model_shape_equal(&s1, &s2))
                 return fail(im, "node '%s' (Concat): input %zu is %s, the others %s (equal but for axis %lld)",
                             node_name(n), i, batch_text(&s2, t2, sizeof t2), batch_text(&s1, t1, sizeof t1),
                             (long long)ax);
-            li = model_build_concat_axis(b, li, y->layer, (int)ax - 1);
+            li = model_build_concat_axis(b, li, yl, (int)ax - 1);
         }
         return define_output(im, n, li, n->n_input == 1 ? x->flat : 0);
     }
@@ -2505,7 +2559,19 @@ static int build_graph(model_builder_t *b, void *ctx, char *err, size_t errlen)
         if (do_node(im, b, im->g->node[i]) != 0) return -1;
         if (check_bound(im, b, im->g->node[i], &built) != 0) return -1;
     }
-    const value_t *o = find_value(im, im->output);
+    value_t *o = find_value(im, im->output);
+    if (o && o->kind == V_LAYER && o->viewed) {
+        /* the output read plain: the batch first alone (a last Transpose or Reshape) */
+        view_t v = o->view;
+        int li = o->layer;
+        char t[96];
+        view_normal(b, &li, &v);
+        if (!view_is_plain(&v))
+            return fail(im, "the graph's output '%s' is %s: its batch axis moved or merged by a Transpose or Reshape",
+                        im->output, view_text(&o->view, t, sizeof t));
+        o->layer = li;
+        o->viewed = 0;
+    }
     if (!o || o->kind != V_LAYER || o->layer < 0)
         return fail(im, "the graph's output '%s' is not computed by a supported node", im->output);
     int C, H, W, Cl, Hl, Wl, last = 0;

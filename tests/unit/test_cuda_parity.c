@@ -104,7 +104,7 @@
     X(test_softmax_xent) X(test_batchnorm) X(test_batchnorm_eps) X(test_gap) X(test_residual) \
     X(test_sgd) X(test_adamw) X(test_norm_clip) X(test_model_mlp) X(test_model_lenet5)    \
     X(test_model_cifar10_quick) X(test_model_resnet20) X(test_model_onnx_layers) \
-    X(test_model_nd_rows)
+    X(test_model_nd_rows) X(test_expand)
 /* clang-format on */
 /* Tests that need no device: they run in every CUDA build. */
 #define HOST_TESTS(X) X(test_cudnn_status_categories) X(test_cuda_error_classes)
@@ -948,6 +948,55 @@ static void test_view(void **state)
     free(out);
     free(g);
     free(dx);
+    end_test();
+}
+
+/* Expand (LAYER_EXPAND, issue 44's ViT rows): x (B, 3, 1, 2) to (B, 2, 3, 4, 2), and a
+ * batch-less (1, 2) constant to (B, 4, 2) (ViT's class token): the view forward, and the
+ * backward summing every copy as model_cuda.cu runs it (the binary backward of an Add, sb
+ * all 0), against the CPU's view_backward, bit for bit. */
+static void test_expand(void **state)
+{
+    (void)state;
+    need_gpu();
+    lcg_t r = {47};
+    const int B = 3;
+    bcast_desc_t dv[2];
+    memset(dv, 0, sizeof dv);
+    /* (3, 1, 2) right-aligned to (2, 3, 4, 2): strides 0 on the new axis and the height */
+    const size_t in_n[2] = {(size_t)B * 6, 2};
+    dv[0].rank = 5;
+    const int d0[4] = {2, 3, 4, 2};
+    const size_t s0[4] = {0, 2, 0, 1};
+    for (int k = 0; k < 4; k++) dv[0].dims[k + 1] = d0[k], dv[0].sa[k + 1] = s0[k];
+    dv[0].sa[0] = 6;
+    dv[1].rank = 3;
+    dv[1].dims[1] = 4, dv[1].dims[2] = 2;
+    dv[1].sa[0] = 0, dv[1].sa[1] = 0, dv[1].sa[2] = 1;
+    static const char *const what[2] = {"expand", "expand(constant)"};
+    char name[64];
+    for (int v = 0; v < 2; v++) {
+        size_t no = B;
+        for (int k = 1; k < dv[v].rank; k++) no *= (size_t)dv[v].dims[k];
+        float *x = halloc(in_n[v]), *out = halloc(no), *g = halloc(no), *dx = halloc(in_n[v]);
+        fill(&r, x, in_n[v], -1, 1);
+        fill(&r, g, no, -1, 1);
+        fill_const(dx, in_n[v], PREFILL);
+        float *d_x = dcopy(x, in_n[v]), *d_g = dcopy(g, no), *d_out = dalloc(no), *d_dx = dcopy(dx, in_n[v]);
+        view_forward(&dv[v], 0, B, x, out);
+        view_backward(&dv[v], 0, B, g, dx);
+        check_rc(cuda_view_forward(g_ctx, &dv[v], 0, B, d_x, d_out), "expand fwd");
+        check_rc(cuda_binary_backward(g_ctx, BINARY_ADD, &dv[v], B, d_g, d_g, d_g, d_dx, NULL), "expand bwd");
+        snprintf(name, sizeof name, "%s.out", what[v]);
+        compare_dev(name, d_out, out, no, TOL_EXACT);
+        snprintf(name, sizeof name, "%s.dinp (+=)", what[v]);
+        compare_dev_acc(name, d_dx, dx, in_n[v], PREFILL, TOL_EXACT);
+        free(x);
+        free(out);
+        free(g);
+        free(dx);
+        dfree_all();
+    }
     end_test();
 }
 

@@ -446,6 +446,32 @@ static int build_softmax(model_builder_t *b, int x) { return model_build_softmax
 static int build_log_softmax(model_builder_t *b, int x) { return model_build_softmax(b, LAYER_LOG_SOFTMAX, x, 0); }
 static int build_softmax_last(model_builder_t *b, int x) { return model_build_softmax(b, LAYER_SOFTMAX, x, 2); }
 
+/* issue 44's ViT rows. Expand of x (3, 1, 4) to (2, 3, 5, 4): a new leading axis and the
+ * height repeated, the backward summing the copies (ref_view_forward reads the walk's
+ * stride-0 axes as the definition's repeated element) */
+static int build_expand(model_builder_t *b, int x)
+{
+    const model_shape_t to = {.rank = 4, .dims = {2, 3, 5, 4}};
+    return model_build_expand(b, x, &to);
+}
+/* ViT's class token: a (1, 4) parameter expanded to every sample's (5, 4), added to x
+ * (3, 5, 4); the reference adds the parameter itself */
+static int build_expand_const(model_builder_t *b, int x)
+{
+    const model_shape_t to = {.rank = 2, .dims = {5, 4}};
+    return model_build_binary(b, LAYER_BADD, x, model_build_expand(b, build_const_of(b, 2, 1, 4, 0), &to));
+}
+static void ref_expand_const(const ref_in_t *in, double *y)
+{
+    const double *k = const_params(in, in->m->layers[in->l->in2].in);
+    for (size_t i = 0; i < in_count(in); i++) y[i] = in->x[i] + k[i % 4];
+}
+/* torch's Linear(4, 6) exported as MatMul by a Transpose of its (6, 4) weight */
+static int build_linear_out_in(model_builder_t *b, int x)
+{
+    return model_build_fc_bias(b, model_build_linear_layout(b, x, 6, GEMM_W_OUT_IN, "t.weight"), "t.bias");
+}
+
 /* ---- the cases: one per row of the operator table --------------------------------------- */
 
 typedef struct {
@@ -504,6 +530,8 @@ static const row_case_t CASES[] = {
     {LAYER_LAYERNORM, 3, 5, 4, build_layernorm, ref_layernorm, 1e-5, 2e-3, 1e-4, 0},
     {LAYER_ERF, 3, 5, 4, build_erf, ref_erf, 1e-6, 1e-3, 1e-6, 0},
     {LAYER_GELU, 3, 5, 4, build_gelu, ref_gelu, 1e-6, 1e-3, 1e-6, 0},
+    /* issue 44's ViT rows */
+    {LAYER_EXPAND, 3, 1, 4, build_expand, ref_view, 0, 1e-3, 0, 0},
 };
 
 /* Further cases of rows whose case above does not reach every path (the shape generator
@@ -515,6 +543,8 @@ static const row_case_t MORE_CASES[] = {
     {LAYER_MUL, 3, 5, 4, build_mul_bcast, ref_mul_bcast, 1e-6, 1e-3, 1e-5, 0},
     {LAYER_SLICE, 3, 5, 4, build_slice_down, ref_slice_down, 0, 1e-3, 0, 0},
     {LAYER_SOFTMAX, 3, 5, 4, build_softmax_last, ref_softmax_layer, 1e-6, 1e-3, 1e-6, 0},
+    {LAYER_EXPAND, 3, 5, 4, build_expand_const, ref_expand_const, 1e-6, 1e-3, 1e-6, 1},
+    {LAYER_LINEAR, 3, 5, 4, build_linear_out_in, ref_linear, 1e-5, 1e-3, 1e-4, 0},
 };
 
 static const row_case_t *case_of(layer_kind_t k)

@@ -13,7 +13,8 @@ resnet20: pacer's resnet20 as bench/torch_gpu_bench.py defines it, on CIFAR-10 f
 $PACER_SHARED/datasets/cifar-10 (bench/resnet_vs_pytorch.sh); ResNet18: onnx_export.py's
 CIFAR-10 ResNet-18 on the same data (bench/resnet18_onnx.sh); tv:NAME: torchvision's
 NAME (get_model(NAME, weights=None, num_classes=10)) on that data (bench/zoo_vs_torch.sh);
-TRAIN_SUBSET: the first N
+bench:NAME: bench/torch_transformer.py's NAME (vit, convnext) on that data
+(bench/transformer_vs_torch.sh); TRAIN_SUBSET: the first N
 training images only (pacer's dataset.train_subset); BATCH: 64 unless given. One thread
 unless TORCH_THREADS says otherwise (bench/threads_scaling.sh)."""
 import gzip, json, os, resource, sys, time
@@ -68,7 +69,7 @@ def main():
     batch = int(sys.argv[4]) if len(sys.argv) > 4 else 64
     # Same storage as pacer: uint8 pixels, normalised per batch (per channel on CIFAR-10,
     # with common/catalog.c's statistics).
-    if module in ("resnet20", "ResNet18") or module.startswith("tv:"):
+    if module in ("resnet20", "ResNet18") or module.startswith(("tv:", "bench:")):
         xtr, ytr = cifar([f"data_batch_{i}" for i in range(1, 6)] if subset <= 0 or subset > 10000 else ["data_batch_1"])
         xte, yte = cifar(["test_batch"])
         xte, yte = xte[:1000], yte[:1000]
@@ -94,6 +95,10 @@ def main():
     elif module.startswith("tv:"):
         import torchvision
         model = torchvision.models.get_model(module[3:], weights=None, num_classes=10)
+    elif module.startswith("bench:"):
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import torch_transformer
+        model = torch_transformer.build(module[6:])
     else:
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "tools"))
         import onnx_export

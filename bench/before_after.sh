@@ -12,8 +12,10 @@
 # Each benchmark's own knobs (RUNS, PAIRS, SEEDS, TICK_SECONDS, LOCAL_ONLY, ...) pass
 # through the environment and apply to both builds alike. A figure is "within noise" when
 # the old and new min..max ranges over the rounds overlap; with 3 rounds on a shared
-# machine that is the most a difference can be said to be. Every figure also has the
-# benchmark's own wall time (wall_s). The table goes to stdout and to $TABLE
+# machine that is the most a difference can be said to be. The ratio is left out ("-")
+# where a median is not positive (an overhead near 0 per cent). Every figure also has the
+# benchmark's own wall time (wall_s) and the 1-minute load average as its runs started
+# (load_1min). The table goes to stdout and to $TABLE
 # (build/bench/before_after.md); every run's Markdown is kept under $KEEP when given.
 set -u
 cd "$(dirname "$0")/.."
@@ -67,10 +69,10 @@ one() {
     md=$W/$1.$3.$4.md load=$(cut -d' ' -f1 /proc/loadavg) t0=$(date +%s.%N)
     BUILD=$2 OUT=$md sh "bench/$3.sh" >"$W/log" 2>&1 || { echo "before_after: $3 failed on $2:" >&2; tail -5 "$W/log" >&2; return 1; }
     t1=$(date +%s.%N)
-    { figures "$3" "$md"; awk -v a="$t0" -v b="$t1" 'BEGIN { printf "wall_s %.1f\n", b - a }'; } >>"$W/$1.$3"
+    { figures "$3" "$md"; awk -v a="$t0" -v b="$t1" 'BEGIN { printf "wall_s %.1f\n", b - a }'; echo "load_1min $load"; } >>"$W/$1.$3"
     echo "$load" >>"$W/$1.load"
     [ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$md" "$KEEP/"
-    echo "  round $4 $1 $3: $(tail -1 "$W/$1.$3"), load $load" >&2
+    echo "  round $4 $1 $3: $(tail -2 "$W/$1.$3" | head -1), load $load" >&2
 }
 
 status=0
@@ -95,9 +97,9 @@ stat() {
         for k in $(awk '!seen[$1]++ { print $1 }' "$W/old.$b"); do
             o=$(stat old "$b" "$k") n=$(stat new "$b" "$k")
             [ -n "$o" ] && [ -n "$n" ] || continue
-            echo "$b $k $o $n" | awk '{ r = $3 != 0 ? sprintf("%.3f", $6 / $3) : "-"
-                printf "| %s | %s | %g | %g | %s | %g..%g | %g..%g | %s |\n", $1, $2, $3, $6, r, $4, $5, $7, $8,
-                    ($4 <= $8 && $7 <= $5) ? "yes" : "**no**" }'
+            echo "$b $k $o $n" | awk '{ r = $3 > 0 && $6 > 0 ? sprintf("%.3f", $6 / $3) : "-"
+                v = $2 == "load_1min" ? "(the machine)" : ($4 <= $8 && $7 <= $5) ? "yes" : "**no**"
+                printf "| %s | %s | %g | %g | %s | %g..%g | %g..%g | %s |\n", $1, $2, $3, $6, r, $4, $5, $7, $8, v }'
         done
     done
     for t in old new; do

@@ -28,8 +28,8 @@ OLD=$(abs "$OLD") && NEW=$(abs "$NEW") || exit 1
 for d in "$OLD" "$NEW"; do
     [ -x "$d/pacer-worker" ] || { echo "before_after: $d/pacer-worker not built" >&2; exit 1; }
 done
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
+. bench/lib.sh   # TMP (removed on exit), median
+W=$TMP
 mkdir -p "$(dirname "$TABLE")"
 
 # figures BENCH MD - "name value" lines: the headline figures of one run's Markdown (the
@@ -63,14 +63,13 @@ figures() {
     esac
 }
 
-# one TAG DIR BENCH ROUND - a run of BENCH against the build in DIR; its figures (and
-# wall_s, and the 1-minute load average when it started) appended to $W/TAG.BENCH.
+# one TAG DIR BENCH ROUND - a run of BENCH against the build in DIR; its figures, wall_s
+# and load_1min appended to $W/TAG.BENCH.
 one() {
     md=$W/$1.$3.$4.md load=$(cut -d' ' -f1 /proc/loadavg) t0=$(date +%s.%N)
     BUILD=$2 OUT=$md sh "bench/$3.sh" >"$W/log" 2>&1 || { echo "before_after: $3 failed on $2:" >&2; tail -5 "$W/log" >&2; return 1; }
     t1=$(date +%s.%N)
     { figures "$3" "$md"; awk -v a="$t0" -v b="$t1" 'BEGIN { printf "wall_s %.1f\n", b - a }'; echo "load_1min $load"; } >>"$W/$1.$3"
-    echo "$load" >>"$W/$1.load"
     [ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$md" "$KEEP/"
     echo "  round $4 $1 $3: $(tail -2 "$W/$1.$3" | head -1), load $load" >&2
 }
@@ -84,10 +83,11 @@ for r in $(seq "$ROUNDS"); do
     done
 done
 
-# stat TAG BENCH NAME - "median min max" of one figure over the rounds.
+# stat TAG BENCH NAME - "median min max" of one figure over the rounds; nothing when no
+# round printed it.
 stat() {
-    awk -v k="$3" '$1 == k { print $2 }' "$W/$1.$2" 2>/dev/null | sort -g |
-        awk '{ a[NR] = $1 } END { if (!NR) exit; m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2; print m, a[1], a[NR] }'
+    awk -v k="$3" '$1 == k { print $2 }' "$W/$1.$2" 2>/dev/null | sort -g >"$W/values"
+    [ -s "$W/values" ] && echo "$(median <"$W/values") $(head -1 "$W/values") $(tail -1 "$W/values")"
 }
 {
     echo "| benchmark | figure | old median | new median | new / old | old min..max | new min..max | within noise |"
@@ -102,11 +102,6 @@ stat() {
                 printf "| %s | %s | %g | %g | %s | %g..%g | %g..%g | %s |\n", $1, $2, $3, $6, r, $4, $5, $7, $8, v }'
         done
     done
-    for t in old new; do
-        [ -f "$W/$t.load" ] && sort -g "$W/$t.load" | awk -v t="$t" '{ a[NR] = $1 } END {
-            printf "\n%s build: 1-minute load average at the start of its runs %s..%s (median %s).", t, a[1], a[NR], a[int((NR + 1) / 2)] }'
-    done
-    echo
     echo
     echo "OLD=$OLD NEW=$NEW ROUNDS=$ROUNDS, $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)."
 } | tee "$TABLE"

@@ -18,7 +18,7 @@
 # (load_1min). The table goes to stdout and to $TABLE
 # (build/bench/before_after.md); every run's Markdown is kept under $KEEP when given.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 : "${OLD:?OLD=build dir of the old tree}" "${NEW:?NEW=build dir of the new tree}"
 BENCHES=${BENCHES:-one_worker mpi_sync redis_overhead trace_overhead coord_tick launch_latency lenet_vs_pytorch}
 ROUNDS=${ROUNDS:-3}

@@ -23,6 +23,8 @@
 #
 # Needs root (namespaces, slurmd) and slurm-wlm + munge; without root only `local` is
 # measured, with an embedded Redis. Takes /tmp/pacer-slurm.lock like the Slurm test.
+# LOCAL_ONLY=1 measures the local launcher alone, as without root (bench/before_after.sh
+# on a machine whose Slurm lock other runs hold).
 # On a shared, loaded machine the figures vary from run to run: quote them with that.
 . bench/lib.sh
 RUNS=${RUNS:-3}
@@ -35,7 +37,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 
 FULL=1
-if [ "$(id -u)" -ne 0 ]; then
+[ "${LOCAL_ONLY:-0}" = 1 ] && FULL=0
+if [ $FULL = 1 ] && [ "$(id -u)" -ne 0 ]; then
     echo "launch_latency: not root: local launcher only"
     FULL=0
 fi

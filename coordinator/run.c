@@ -534,6 +534,7 @@ static int should_probe(const coordinator_t *c, const coord_run_t *r, sv_outcome
     case SV_EXITED: return code != 0 && code != 2;
     case SV_SIGNALLED:
     case SV_LOST:
+    case SV_UNFINISHED:
     case SV_STALE:
     case SV_STALLED: return 1;
     case SV_CANCELLED: return 0;
@@ -613,14 +614,15 @@ static void begin_probing(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, int
     r->kill_reason = KILL_NONE;
     run_stop_probes(c, r);
     clear_stall(r);
-    char what[32];
+    char what[48];
     if (oc == SV_STALLED) snprintf(what, sizeof what, "stalled");
     else
         snprintf(what, sizeof what, "%s %d",
-                 oc == SV_EXITED      ? "exit"
-                 : oc == SV_SIGNALLED ? "signal"
-                 : oc == SV_STALE     ? "stale rank"
-                                      : "lost",
+                 oc == SV_EXITED       ? "exit"
+                 : oc == SV_SIGNALLED  ? "signal"
+                 : oc == SV_STALE      ? "stale rank"
+                 : oc == SV_UNFINISHED ? "no summary, exit"
+                                       : "lost",
                  code);
     clog_printf("job %s: attempt %d ended (%s); probing its host%s", r->id, r->attempts, what,
                 r->nhosts == 1 ? "" : "s");
@@ -914,8 +916,10 @@ static int launch_spec(coordinator_t *c, coord_run_t *r, launch_t *L, double now
                  L->text ? strerror(errno) : "out of memory");
         return LAUNCH_FAIL;
     }
-    /* A stale exit status from the previous attempt must not be read as this one's. */
+    /* A stale exit status, or summary, from the previous attempt must not be read as this
+     * one's (attempt_over takes an exit 0 with no summary for a run that did not finish). */
     unlink(L->ecp);
+    unlink(L->summary);
     return LAUNCH_GO_ON;
 }
 
@@ -1435,10 +1439,25 @@ static int attempt_drained(coordinator_t *c, coord_run_t *r, double now)
     return 1;
 }
 
+/* An exit status of 0 is a finished run only with the summary rank 0 writes as its last
+ * act (worker/main.c phase_report; launch_spec removes the previous attempt's): mpirun
+ * has been seen to exit 0 after losing a node's daemon mid-run, and a job must not then
+ * be SUCCEEDED with its training unfinished. */
+static sv_outcome_t exit_checked(coordinator_t *c, const coord_run_t *r, sv_outcome_t oc, int code)
+{
+    char path[JPATH];
+    struct stat st;
+    if (oc != SV_EXITED || code != 0) return oc;
+    coord_job_path(c, r->id, "summary.json", path, sizeof path);
+    if (stat(path, &st) == 0) return oc;
+    clog_printf("job %s: attempt %d exited 0 but %s is missing: taken as unfinished", r->id, r->attempts, path);
+    return SV_UNFINISHED;
+}
+
 /* The attempt is over everywhere: what its end (and why it was stopped) calls for. */
 static void attempt_over(coordinator_t *c, coord_run_t *r, double now)
 {
-    sv_outcome_t oc = r->end_oc;
+    sv_outcome_t oc = exit_checked(c, r, r->end_oc, r->end_code);
     int code = r->end_code;
     const char *lost = r->end_lost;
     kill_reason_t why = r->kill_reason;

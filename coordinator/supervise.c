@@ -60,6 +60,9 @@ void supervise_decide(const sv_in_t *in, sv_out_t *out)
         break;
     case SV_SIGNALLED: snprintf(what, sizeof what, "mpirun killed by signal %d", in->code); break;
     case SV_LOST: snprintf(what, sizeof what, "job process lost (no exit status)"); break;
+    case SV_UNFINISHED:
+        snprintf(what, sizeof what, "mpirun exited 0 but rank 0 wrote no summary (the run did not finish)");
+        break;
     case SV_STALE:
         if (in->host && in->host[0])
             snprintf(what, sizeof what, "no heartbeat from rank %d (%.64s) for %.0f s", in->code, in->host, in->stale_s);

@@ -21,12 +21,14 @@
 #include "jobstore.h"
 
 typedef enum {
-    SV_EXITED,    /* the wrapper reported mpirun's exit status in code */
-    SV_SIGNALLED, /* mpirun (or the wrapper) was killed by signal code */
-    SV_LOST,      /* gone without an exit status */
-    SV_STALE,     /* killed by the coordinator: heartbeat older than stale_s (rank in code) */
-    SV_CANCELLED, /* killed by the coordinator on request */
-    SV_STALLED,   /* killed by the coordinator: its ranks waited and none trained (stall.h) */
+    SV_EXITED,     /* the wrapper reported mpirun's exit status in code */
+    SV_SIGNALLED,  /* mpirun (or the wrapper) was killed by signal code */
+    SV_LOST,       /* gone without an exit status */
+    SV_STALE,      /* killed by the coordinator: heartbeat older than stale_s (rank in code) */
+    SV_CANCELLED,  /* killed by the coordinator on request */
+    SV_STALLED,    /* killed by the coordinator: its ranks waited and none trained (stall.h) */
+    SV_UNFINISHED, /* mpirun exited 0 but rank 0 wrote no summary: the run did not reach its end
+                    * (seen: Open MPI's mpirun exiting 0 after losing a node's daemon) */
 } sv_outcome_t;
 
 typedef struct {

@@ -545,7 +545,8 @@ typedef struct {
 
 /* The fake worker: "--help" mentions --redis only when DIR/with_redis exists; each run
  * appends its arguments to DIR/args and follows line <attempt> of DIR/plan (the last line
- * once the plan is exhausted). */
+ * once the plan is exhausted). Like the real one it writes its --summary before an exit
+ * 0, except for the plan line "nosummary" (an exit 0 of a run that did not finish). */
 static const char FAKE_WORKER[] =
     "#!/bin/sh\n"
     "d=$(dirname \"$0\")\n"
@@ -558,9 +559,13 @@ static const char FAKE_WORKER[] =
     "n=$(cat \"$d/attempt\" 2>/dev/null || echo 0); n=$((n+1)); echo $n > \"$d/attempt\"\n"
     "line=$(sed -n \"${n}p\" \"$d/plan\"); [ -n \"$line\" ] || line=$(tail -n 1 \"$d/plan\")\n"
     "echo \"fake worker attempt $n: $line\" >&2\n"
+    "s=; p=; for a in \"$@\"; do [ \"$p\" = --summary ] && s=$a; p=$a; done\n"
+    "done0() { [ -z \"$s\" ] || echo '{}' > \"$s\"; exit 0; }\n"
     "case \"$line\" in\n"
-    "  exit*) c=${line#exit }; [ \"$c\" = 0 ] || echo \"pacer-worker: fake failure $c at attempt $n\" >&2; exit $c ;;\n"
-    "  wait) while [ ! -f \"$d/release\" ]; do sleep 0.05; done; exit 0 ;;\n"
+    "  exit\\ 0) done0 ;;\n"
+    "  exit*) c=${line#exit }; echo \"pacer-worker: fake failure $c at attempt $n\" >&2; exit $c ;;\n"
+    "  nosummary) exit 0 ;;\n"
+    "  wait) while [ ! -f \"$d/release\" ]; do sleep 0.05; done; done0 ;;\n"
     "esac\n"
     "exit 1\n";
 
@@ -1066,6 +1071,32 @@ static void test_daemon_restarts_then_succeeds(void **state)
     assert_int_equal(coord_cluster(fx->client, &j), COORD_OK);
     assert_true(json_is_true(json_object_get(j, "alive")));
     assert_int_equal(jint(json_object_get(j, "coordinator"), "slots"), sysconf(_SC_NPROCESSORS_ONLN));
+    json_decref(j);
+}
+
+/* An exit 0 without the summary rank 0 writes last is not a finished run (Open MPI's
+ * mpirun was seen to exit 0 after losing a node's daemon): it is retried like a failure,
+ * and with no restart left the job FAILS saying so, never SUCCEEDED unfinished. */
+static void test_daemon_exit0_without_summary(void **state)
+{
+    fixture_t *fx = *state;
+    plan(fx, "nosummary\nexit 0\n");
+    start_daemon(fx);
+    char id[COORD_ID_MAX];
+    snprintf(id, sizeof id, "%s", submit(fx, SPEC));
+    json_t *j = await_state(fx, id, "SUCCEEDED", AWAIT_S);
+    assert_int_equal(jint(j, "restarts"), 1);
+    assert_int_equal(jint(j, "attempts"), 2);
+    json_decref(j);
+    stop_daemon(fx);
+
+    plan(fx, "nosummary\n");
+    fx->cfg.max_restarts = 0;
+    start_daemon(fx);
+    snprintf(id, sizeof id, "%s", submit(fx, SPEC));
+    j = await_state(fx, id, "FAILED", AWAIT_S);
+    assert_int_equal(jint(j, "restarts"), 0);
+    assert_non_null(strstr(jstr(j, "reason"), "mpirun exited 0 but rank 0 wrote no summary"));
     json_decref(j);
 }
 
@@ -1590,6 +1621,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_list_state_reads_active_sets, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dynbatch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_restarts_then_succeeds, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_exit0_without_summary, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_bad_input_not_retried, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_retry_failed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_gives_up, setup, teardown),

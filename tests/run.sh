@@ -30,7 +30,12 @@ export PACER_SHARED
 passed=0 failed=0 skipped=0
 failures=""
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# Each failure's last lines again at the very end, just above the closing line: a CI log
+# is often read from its tail, where the failing check's own message then is.
+recap=$(mktemp)
+trap 'rm -f "$log" "$recap"' EXIT
+# recap_add NAME FILE - the last lines of a failed test's output, for the closing recap.
+recap_add() { { echo "--- $1 (its last lines; the whole output is above)"; tail -12 "$2"; } >>"$recap"; }
 
 count() { sed -n "s/^\[  *$1  *\] \([0-9][0-9]*\) test.*/\1/p" "$log" | tail -1; }
 
@@ -52,6 +57,7 @@ if [ "$WHAT" = all ] || [ "$WHAT" = unit ] || [ "$WHAT" = only ]; then
         if [ "$f" -ne 0 ]; then
             failures="$failures $name"
             sed 's/^/      | /' "$log" | tail -60
+            recap_add "$name" "$log"
         fi
     done
 fi
@@ -67,7 +73,8 @@ run_integ() {
         0) passed=$((passed + 1)); echo "integ $name: passed (${dur}s)" ;;
         77) skipped=$((skipped + 1)); echo "integ $name: skipped: $(grep -m1 -i 'skip' "$2")" ;;
         *) failed=$((failed + 1)); failures="$failures $name"
-           echo "integ $name: FAILED (exit $status, ${dur}s)"; sed 's/^/      | /' "$2" | tail -60 ;;
+           echo "integ $name: FAILED (exit $status, ${dur}s)"; sed 's/^/      | /' "$2" | tail -60
+           recap_add "$name" "$2" ;;
     esac
 }
 
@@ -82,7 +89,7 @@ beside() { [ "$TEST_LANES" -ge 2 ] && case " $BESIDE " in *" $1 "*) true ;; *) f
 
 if [ "$WHAT" = all ] || [ "$WHAT" = integration ] || [ "$WHAT" = only ]; then
     lane_out=$(mktemp) lane_counts=$(mktemp) lane_log=$(mktemp)
-    trap 'rm -f "$log" "$lane_out" "$lane_counts" "$lane_log"' EXIT
+    trap 'rm -f "$log" "$recap" "$lane_out" "$lane_counts" "$lane_log"' EXIT
     (
         passed=0 failed=0 skipped=0 failures=""
         for t in tests/integration/*.sh; do
@@ -112,6 +119,7 @@ for n in $ONLY; do
     [ -x "$BUILD/tests/$n" ] || [ -f "tests/integration/$n.sh" ] ||
         { echo "no test named $n"; failed=$((failed + 1)); failures="$failures $n"; }
 done
+[ -s "$recap" ] && { echo "=== failures, last lines of each"; cat "$recap"; }
 [ -n "$failures" ] && echo "failed:$failures"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

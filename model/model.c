@@ -600,6 +600,13 @@ int model_shape_equal(const model_shape_t *a, const model_shape_t *b)
     return 1;
 }
 
+size_t model_shape_count(const model_shape_t *s)
+{
+    size_t n = 1;
+    for (int d = 0; d < s->rank; d++) n *= (size_t)s->dims[d];
+    return n;
+}
+
 char *model_shape_text(const model_shape_t *s, char *buf, size_t len)
 {
     size_t n = 0;
@@ -1039,6 +1046,26 @@ double model_forward_flops(const model_t *m)
     double f = 0;
     for (int i = 0; i < m->nlayers; i++) f += MODEL_OPS[m->layers[i].kind].flops(&m->layers[i]);
     return f + 5.0 * m->num_classes; /* softmax and cross-entropy */
+}
+
+int model_check_buffers(const model_t *m, char *err, size_t errlen)
+{
+    for (int i = 0; i < m->nlayers; i++) {
+        const layer_t *l = &m->layers[i];
+        if (l->kind != LAYER_GATHER_PARAM) continue;
+        const size_t n = model_shape_count(&l->shape), t = model_shape_count(&l->gp_table);
+        const float *map = m->buffers + l->rm_off;
+        for (size_t j = 0; j < n; j++) {
+            const float k = map[j];
+            if (k >= 0.0f && k < (float)t && k == floorf(k)) continue;
+            snprintf(err, errlen,
+                     "layer %d (gather param): element %zu of its index map is %g, not an index of its table of %zu "
+                     "values",
+                     i, j, (double)k, t);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 void model_init_params(model_t *m, uint64_t seed)

@@ -58,6 +58,8 @@ typedef struct {
 void model_shape_fold(const model_shape_t *s, int *C, int *H, int *W);
 /* Whether a and b have the same rank and dimensions. */
 int model_shape_equal(const model_shape_t *a, const model_shape_t *b);
+/* The number of elements of s (1 for rank 0). */
+size_t model_shape_count(const model_shape_t *s);
 /* s as "(4, 5, 6)" ("()" for rank 0), cut to len, always terminated; returns buf. */
 char *model_shape_text(const model_shape_t *s, char *buf, size_t len);
 
@@ -409,6 +411,12 @@ double model_forward_flops(const model_t *m);
  * conv and fc; Kaiming normal for resnet20 convolutions; bn gamma 1, beta 0, running
  * mean 0, running var 1), drawn from seed. Zeroes the momentum. */
 void model_init_params(model_t *m, uint64_t seed);
+/* Whether the buffers a file filled (a checkpoint) hold what the layers can use: every
+ * gathered parameter's index map (a float per output element) a whole index into its
+ * table. 0, or -1 with err naming the layer, the element and its value. The kernels
+ * bound the indices anyway (an index out of range reads 0): this is what makes a damaged
+ * or forged map an error instead of silently wrong outputs. */
+int model_check_buffers(const model_t *m, char *err, size_t errlen);
 
 /* Forward pass of B <= max_batch samples x (B, C, H, W). train selects batch-norm mode
  * (and running-stat updates). Returns the mean cross-entropy loss against y; the logits

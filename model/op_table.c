@@ -679,12 +679,7 @@ static void const_bwd(model_t *m, int i, const float *x, int B)
 
 /* A gathered parameter (Swin's relative position bias): like a constant, one sample's slot
  * at batch stride 0; its gradient, summed there by the readers, scatter-adds into the table. */
-static size_t table_count(const layer_t *l)
-{
-    size_t n = 1;
-    for (int d = 0; d < l->gp_table.rank; d++) n *= (size_t)l->gp_table.dims[d];
-    return n;
-}
+static size_t table_count(const layer_t *l) { return model_shape_count(&l->gp_table); }
 
 static void gather_param_fwd(model_t *m, int i, const float *x, int B, int train)
 {

@@ -554,6 +554,8 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
     get(&r, m->params, m->nparams * sizeof(float));
     get(&r, m->momentum, m->nparams * sizeof(float));
     get(&r, m->buffers, m->nbuffers * sizeof(float));
+    char why[256];
+    if (model_check_buffers(m, why, sizeof why) != 0) return refuse(err, errlen, path, "checkpoint's %s", why);
     /* Q always (any world: it is every rank's); this worker's error only when the file has
      * every rank's of a world of this size (an elastic restart drops them: the caller
      * says so). */

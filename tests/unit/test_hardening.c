@@ -837,6 +837,54 @@ static void test_checkpoint_long_tensor_names(void **state)
     model_free(b);
 }
 
+/* A network of one gathered parameter (Swin's relative position bias): x (1, 5, 4) plus
+ * table[map], the table (7, 2), then the head. */
+static int build_gathered(model_builder_t *b, void *ctx, char *err, size_t errlen)
+{
+    (void)ctx, (void)err, (void)errlen;
+    const model_shape_t s = {.rank = 2, .dims = {5, 4}}, t = {.rank = 2, .dims = {7, 2}};
+    int x = model_build_relu(b, -1); /* -1: the network's input */
+    x = model_build_binary(b, LAYER_BADD, x, model_build_gather_param(b, &s, &t, "bias.table", "bias.map"));
+    return model_build_fc(b, x, 3, "head.weight", "head.bias") < 0 ? -1 : 0;
+}
+
+/* A checkpoint whose gathered parameter's index map is damaged (with a right CRC: written
+ * by checkpoint_save) is refused by name, not trained on with the kernels' bounded reads
+ * quietly giving 0s. */
+static void test_checkpoint_gather_map_checked(void **state)
+{
+    fixture_t *fx = *state;
+    model_t *a = NULL, *b = NULL;
+    char err[512], path[600];
+    for (int k = 0; k < 2; k++) {
+        model_t **m = k ? &b : &a;
+        if (model_create_custom("gathered", 1, 5, 4, 3, 2, build_gathered, NULL, m, err, sizeof err) != 0)
+            fail_msg("%s", err);
+    }
+    model_init_params(a, 7);
+    int gl = -1;
+    for (int i = 0; i < a->nlayers; i++)
+        if (a->layers[i].kind == LAYER_GATHER_PARAM) gl = i;
+    assert_true(gl >= 0);
+    float *map = a->buffers + a->layers[gl].rm_off;
+    for (int j = 0; j < 20; j++) map[j] = (float)((3 * j + 1) % 14);
+    snprintf(path, sizeof path, "%s/gathered.ckpt", fx->dir);
+    ckpt_state_t st = {.seed = 7, .nworkers = 1, .aug_rng = {{1, 2}}}, got;
+    assert_int_equal(checkpoint_save(path, a, &st, err, sizeof err), 0);
+    if (checkpoint_load(path, b, NULL, &got, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_memory_equal(a->buffers, b->buffers, a->nbuffers * sizeof(float));
+    const float bad[] = {14.0f, -1.0f, 2.5f, NAN};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        map[3] = bad[k];
+        assert_int_equal(checkpoint_save(path, a, &st, err, sizeof err), 0);
+        assert_int_equal(checkpoint_load(path, b, NULL, &got, err, sizeof err), -1);
+        assert_non_null(strstr(err, "element 3 of its index map"));
+        assert_non_null(strstr(err, "table of 14 values"));
+    }
+    model_free(a);
+    model_free(b);
+}
+
 /* ---- Redis replies ---------------------------------------------------------------------- */
 
 /* The reply hiredis builds from RESP bytes (what a Redis server, or something posing as
@@ -957,6 +1005,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_checkpoint_old_format, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_adamw, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_long_tensor_names, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_checkpoint_gather_map_checked, setup, teardown),
         cmocka_unit_test(test_redis_assignment_parser),
         cmocka_unit_test(test_redis_dynbatch_parsers),
     };

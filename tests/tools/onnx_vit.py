@@ -32,8 +32,9 @@ Usage: /usr/bin/python3 tests/tools/onnx_vit.py --adamw NAME OUTDIR METRICS.json
 Usage: /usr/bin/python3 tests/tools/onnx_vit.py --load NAME TRAINED.onnx OUTDIR PACER_LOGITS.bin
   onnx_zoo_families.py's check of the trained weights in the torch module
   (load_state_dict(strict=True), its evaluation logits against pacer's).
-Usage: /usr/bin/python3 tests/tools/onnx_vit.py --big OUTDIR
-  vit_b_16 and convnext_tiny at 224x224 (get_model(name, weights=None, num_classes=10)),
+Usage: /usr/bin/python3 tests/tools/onnx_vit.py --big OUTDIR [NAME...]
+  vit_b_16 and convnext_tiny (or the NAMEs: swin_t too) at 224x224 (get_model(name,
+  weights=None, num_classes=10)),
   through the client's export, into OUTDIR/NAME.onnx.
 Usage: /usr/bin/python3 tests/tools/onnx_vit.py --graphs OUTDIR
   Small graphs by hand (onnx.helper, opset 13) for the importer's refusals of what views of
@@ -266,8 +267,8 @@ def main():
         zoo.model = lambda name: nets()[name]()  # its check, on this file's networks
         zoo.N_TEST = N_DATA
         return zoo.load(a[1], a[2], a[3], a[4])
-    if len(sys.argv) == 3 and sys.argv[1] == "--big":
-        for name in ("vit_b_16", "convnext_tiny"):
+    if len(sys.argv) >= 3 and sys.argv[1] == "--big":
+        for name in sys.argv[3:] or ("vit_b_16", "convnext_tiny"):
             net = torchvision.models.get_model(name, weights=None, num_classes=10)
             with open(os.path.join(sys.argv[2], name + ".onnx"), "wb") as f:
                 f.write(client_export()(net, torch.zeros(1, 3, 224, 224)))

@@ -1,10 +1,10 @@
 # torchvision 0.14's swin_t at 224x224 (issue 44): get_model('swin_t', weights=None,
 # num_classes=10) exported by the Python client's export_module (training form; stochastic
 # depth as ai.pacer:StochasticDepth) and accepted by `pacer-worker --check-onnx`, which
-# prints the catalog's figures (27.5 M parameters). A bench script rather than a test: the
-# export alone takes 30 s on a quiet machine and 100 s on a loaded 2-core one (torch traces
-# 12 blocks of shifted-window attention), past what make test may spend on it; the
-# import itself takes seconds (tests/integration/onnx_swin.sh checks a two-stage
+# prints the catalog's figures (27.5 M parameters). make test's onnx_transformers_224
+# checks the same import; this prints the export's time (30 s on a quiet machine, 100 s
+# on a loaded 2-core one: torch traces 12 blocks of shifted-window attention) and the
+# whole --check-onnx output (tests/integration/onnx_swin.sh checks a two-stage
 # SwinTransformer against torch in full).
 # Usage: sh bench/swin_t_check.sh [BUILD]
 set -eu

@@ -219,9 +219,9 @@ typedef struct policy_hetero {
     /* Seconds of no progress a start, move or resize costs (a restart from the checkpoint);
      * a change must pay it back within min_run_s. */
     double resize_cost_s;
-    /* Hysteresis: a move or a grow of running jobs must raise the cluster's normalised
-     * throughput by at least this fraction of it (0.05 = 5%); a grow must add at least
-     * this fraction of the job's slots (and one slot). */
+    /* Hysteresis: a move of running jobs must raise the objective by at least this
+     * fraction of the moved jobs' terms of it (0.05 = 5%); a grow must add at least this
+     * fraction of the job's slots (and one slot). */
     double hysteresis;
     /* A job grown past its ask (policy_hjob_t.max_slots) keeps its global batch: each rank
      * computes a smaller share while what they exchange per step does not shrink. This is

@@ -25,8 +25,9 @@
  *      search on the assignment (a transportation problem) that Gavel solves as an LP; the
  *      greedy exchange is exact for two classes and, for a few classes and tens of jobs, a
  *      few hundred exchanges;
- *   4. the move plan wins when it raises the objective by more than the hysteresis and
- *      the gain over min_run_s pays for the moved jobs' restarts.
+ *   4. the move plan wins when it raises the objective by more than the hysteresis times the
+ *      moved jobs' own terms of it (a job whose weight is small, a long one, may still move
+ *      to the class it gains most on) and the gain over min_run_s pays for their restarts.
  * agnostic is hetero with every slot worth 1: steps 1, 2 and 4 alike, classes first-fit.
  */
 #include <math.h>
@@ -307,11 +308,14 @@ static int plan_move(const classes_t *cl, const policy_hetero_t *h, const pjob_t
         if (mov[i]) take(&j[i], fr, nc, total(keep[i].a, nc));
     improve(j, n, mov, fr, nc);
     free(mov);
-    double wk = plan_worth(keep, n, nc), wm = plan_worth(j, n, nc), cost = 0;
+    /* base: the moved jobs' terms in the keep plan, the yardstick of the hysteresis */
+    double wk = plan_worth(keep, n, nc), wm = plan_worth(j, n, nc), cost = 0, base = 0;
     for (int i = 0; i < n; i++)
-        if (j[i].running && memcmp(j[i].a, keep[i].a, sizeof j[i].a) != 0)
-            cost += h->resize_cost_s * worth(&keep[i], keep[i].a, nc);
-    return wm - wk > (h->hysteresis + EPS) * wk && (wm - wk) * h->min_run_s > cost;
+        if (memcmp(j[i].a, keep[i].a, sizeof j[i].a) != 0) {
+            base += worth(&keep[i], keep[i].a, nc);
+            if (j[i].running) cost += h->resize_cost_s * worth(&keep[i], keep[i].a, nc);
+        }
+    return wm - wk > (h->hysteresis + EPS) * base && (wm - wk) * h->min_run_s > cost;
 }
 
 /* A type's mean speed per slot over the cluster's slots; 0 when it has none. */

@@ -14,10 +14,11 @@
  *      behind a fair finish they are; the response ratio is that with the share fixed at the
  *      job's ask: a short job that waits falls behind fast and goes first (shortest first,
  *      which mean completion time rewards), a long one ages and is not starved;
- *   2. the "keep" plan: running jobs keep their slots; elastic ones past the minimum run
- *      time are shrunk (lowest priority, then largest surplus first) as far as the admitted
- *      jobs need; those take their slots one at a time on the free class where one of their
- *      slots is worth most; then elastic jobs grow into the slots left (grows_after's order);
+ *   2. the "keep" plan: running jobs keep their slots; slots lent past an ask (max_slots)
+ *      come back first, then elastic ones past the minimum run time are shrunk (lowest
+ *      priority, then largest surplus first) as far as the admitted jobs need; those take
+ *      their slots one at a time on the free class where one of their slots is worth most;
+ *      then elastic jobs grow into the slots left (grows_after's order), up to max_slots;
  *   3. the "move" plan (hetero only): the same sizes, but every job that may change placed
  *      anew, then improved by exchanging single slots between jobs (and free slots) while
  *      that raises the objective (the sum of normalised throughputs; with every work known,

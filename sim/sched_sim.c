@@ -11,7 +11,7 @@
  * seconds); at each the policy decides (policy_plan, and policy_preempt under fair) on a
  * snapshot built as the daemon's tick builds one, and its decisions apply at once. A running
  * job progresses at the sum of its slots' speeds (the cluster file's, unknown ones estimated
- * by policy_speed), after C seconds of no progress at each start, resize or move. Prints
+ * by policy_speed; past its ask scaled by policy_grow_factor, --grow-overhead O), after C seconds of no progress at each start, resize or move. Prints
  * one JSON object of summary metrics; --jobs-out writes one JSON line per job with its
  * start, end and slots per class over time. Deterministic: nothing is drawn at random
  * (--seed is recorded in the output; the trace generator takes the seed).

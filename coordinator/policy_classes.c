@@ -230,9 +230,10 @@ static void plan_keep(const classes_t *cl, const policy_hetero_t *h, pjob_t *j, 
             need += j[i].lo;
             if (!first_new) first_new = j[i].id;
         }
-    /* Shrinks: the victim is a job grown past its ask, the most borrowed slots first (pinned
-     * or not: those slots were lent while idle); then the unpinned elastic job of the
-     * lowest priority, then the largest surplus; it gives up its least valuable slot. */
+    /* Shrinks: the victim is a job grown past its ask (pinned or not: those slots were lent
+     * while idle), the one of the smallest weight first (it finishes last: the objective
+     * loses least); then the unpinned elastic job of the lowest priority, then the largest
+     * surplus; it gives up its least valuable slot. */
     while (avail < need) {
         int v = -1;
         for (int i = 0; i < n; i++) {

@@ -183,13 +183,13 @@ typedef struct {
  * queued[] (same index). */
 typedef struct {
     int type;      /* row of speed[] */
-    int elastic;   /* runs on min_slots..want slots and may be resized (from its checkpoint) */
+    int elastic;   /* runs on min_slots..want (max_slots) slots and may be resized (from its checkpoint) */
     int min_slots; /* the fewest it runs on (= want when not elastic) */
     int want;      /* the slots it asks for (workers) */
-    /* The most it may grow to onto idle slots (elastic; Pollux's growth past the ask): its
-     * slots beyond want run at the state's grow_overhead (policy_alloc_rate) and are the
-     * first a waiting job takes back, even before min_run_s. <= want: never past its ask
-     * (the daemon's jobs: a worker runs on at most its spec's workers). */
+    /* The most it may grow to onto idle slots (elastic; Pollux's growth past the ask): past
+     * want it runs at policy_grow_factor of its slots' speeds, and the slots past want are
+     * the first a waiting job takes back, even before min_run_s. <= want: never past its
+     * ask (the daemon's jobs: a worker runs on at most its spec's workers). */
     int max_slots;
     /* running: slots held per class, and when its allocation last changed (started,
      * moved or resized; the state's clock) */

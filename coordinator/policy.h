@@ -183,9 +183,14 @@ typedef struct {
  * queued[] (same index). */
 typedef struct {
     int type;      /* row of speed[] */
-    int elastic;   /* runs on min_slots..want slots and may be resized (from its checkpoint) */
+    int elastic;   /* runs on min_slots..want (max_slots) slots and may be resized (from its checkpoint) */
     int min_slots; /* the fewest it runs on (= want when not elastic) */
     int want;      /* the slots it asks for (workers) */
+    /* The most it may grow to onto idle slots (elastic; Pollux's growth past the ask): past
+     * want it runs at policy_grow_factor of its slots' speeds, and the slots past want are
+     * the first a waiting job takes back, even before min_run_s. <= want: never past its
+     * ask (the daemon's jobs: a worker runs on at most its spec's workers). */
+    int max_slots;
     /* running: slots held per class, and when its allocation last changed (started,
      * moved or resized; the state's clock) */
     int alloc[POLICY_CLASSES_MAX];
@@ -214,10 +219,15 @@ typedef struct policy_hetero {
     /* Seconds of no progress a start, move or resize costs (a restart from the checkpoint);
      * a change must pay it back within min_run_s. */
     double resize_cost_s;
-    /* Hysteresis: a move or a grow of running jobs must raise the cluster's normalised
-     * throughput by at least this fraction of it (0.05 = 5%); a grow must add at least
-     * this fraction of the job's slots (and one slot). */
+    /* Hysteresis: a move of running jobs must raise the objective by at least this
+     * fraction of the moved jobs' terms of it (0.05 = 5%); a grow must add at least this
+     * fraction of the job's slots (and one slot). */
     double hysteresis;
+    /* A job grown past its ask (policy_hjob_t.max_slots) keeps its global batch: each rank
+     * computes a smaller share while what they exchange per step does not shrink. This is
+     * that fixed share of a step at the ask (0.2: a fifth), policy_grow_factor. Not in
+     * [0, 1): 0, linear. */
+    double grow_overhead;
 } policy_hetero_t;
 
 /* A running job's new allocation (policy_plan): grown, shrunk or moved. */
@@ -226,6 +236,18 @@ typedef struct {
     int alloc[POLICY_CLASSES_MAX];
     char reason[POLICY_DETAIL_MAX];
 } policy_resize_t;
+
+/* What a job on n slots that asks for want runs at, relative to the sum of its slots'
+ * speeds: 1 up to its ask (the per-node batch split, dynamic batching); beyond it Amdahl's
+ * law with the step's fixed share overhead (policy_hetero_t.grow_overhead): a step at the
+ * ask is (1 - overhead) compute, split over the ranks, and overhead exchange, so on n slots
+ * it takes (1 - overhead) want / n + overhead of the ask's time, and the job's rate is
+ * n / want times the ask's over 1 + overhead (n - want) / want. */
+double policy_grow_factor(int n, int want, double overhead);
+/* A job's samples/s on alloc[0..nc) (slots per class; speed[c]: one slot's on class c):
+ * the sum of its slots' speeds times policy_grow_factor. The simulator's throughput model
+ * and the policy's objective, one rule. */
+double policy_alloc_rate(const double *speed, const int *alloc, int nc, int want, double overhead);
 
 /* A type's speed per slot on a class: the measured one, or the estimate when unknown: its
  * speed on the class where it was measured (the fastest such) scaled by the classes'

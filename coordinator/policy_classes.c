@@ -14,10 +14,11 @@
  *      behind a fair finish they are; the response ratio is that with the share fixed at the
  *      job's ask: a short job that waits falls behind fast and goes first (shortest first,
  *      which mean completion time rewards), a long one ages and is not starved;
- *   2. the "keep" plan: running jobs keep their slots; elastic ones past the minimum run
- *      time are shrunk (lowest priority, then largest surplus first) as far as the admitted
- *      jobs need; those take their slots one at a time on the free class where one of their
- *      slots is worth most; then elastic jobs grow into the slots left (grows_after's order);
+ *   2. the "keep" plan: running jobs keep their slots; slots lent past an ask (max_slots)
+ *      come back first, then elastic ones past the minimum run time are shrunk (lowest
+ *      priority, then largest surplus first) as far as the admitted jobs need; those take
+ *      their slots one at a time on the free class where one of their slots is worth most;
+ *      then elastic jobs grow into the slots left (grows_after's order), up to max_slots;
  *   3. the "move" plan (hetero only): the same sizes, but every job that may change placed
  *      anew, then improved by exchanging single slots between jobs (and free slots) while
  *      that raises the objective (the sum of normalised throughputs; with every work known,
@@ -25,8 +26,9 @@
  *      search on the assignment (a transportation problem) that Gavel solves as an LP; the
  *      greedy exchange is exact for two classes and, for a few classes and tens of jobs, a
  *      few hundred exchanges;
- *   4. the move plan wins when it raises the objective by more than the hysteresis and
- *      the gain over min_run_s pays for the moved jobs' restarts.
+ *   4. the move plan wins when it raises the objective by more than the hysteresis times the
+ *      moved jobs' own terms of it (a job whose weight is small, a long one, may still move
+ *      to the class it gains most on) and the gain over min_run_s pays for their restarts.
  * agnostic is hetero with every slot worth 1: steps 1, 2 and 4 alike, classes first-fit.
  */
 #include <math.h>
@@ -61,14 +63,33 @@ double policy_speed(const policy_hetero_t *h, int type, int cls)
     return row[k] * (n ? exp(logsum / n) : 1);
 }
 
+double policy_grow_factor(int n, int want, double overhead)
+{
+    if (!(overhead >= 0 && overhead < 1) || want < 1 || n <= want) return 1;
+    return 1 / (1 + overhead * (double)(n - want) / want);
+}
+
+double policy_alloc_rate(const double *speed, const int *alloc, int nc, int want, double overhead)
+{
+    double r = 0;
+    int n = 0;
+    for (int c = 0; c < nc && c < POLICY_CLASSES_MAX; c++) {
+        r += alloc[c] * speed[c];
+        n += alloc[c];
+    }
+    return r * policy_grow_factor(n, want, overhead);
+}
+
 /* One job in a plan: a running one (running = 1, idx into s->running) or one started now. */
 typedef struct {
     int idx, running;
     /* its weight in the objective: 1, or its completion rate per unit of v (hetero with
      * every remaining work known: policy_plan) */
     double w;
-    int pinned; /* running and changed less than min_run_s ago: keeps its slots */
-    int lo, hi; /* its size bounds in this round */
+    int pinned;      /* running and changed less than min_run_s ago: keeps its slots */
+    int lo, hi;      /* its size bounds in this round */
+    int want;        /* its ask: slots beyond it are borrowed (policy_hjob_t.max_slots) */
+    double overhead; /* past its ask (policy_hetero_t.grow_overhead) */
     int prio;
     double share;
     const char *id;
@@ -95,9 +116,7 @@ static int total(const int *a, int nc)
  * what the placement sentences show. */
 static double speedup(const pjob_t *j, const int *a, int nc)
 {
-    double w = 0;
-    for (int c = 0; c < nc; c++) w += a[c] * j->v[c];
-    return w;
+    return policy_alloc_rate(j->v, a, nc, j->want, j->overhead);
 }
 
 /* j's term of the objective on a. */
@@ -163,13 +182,16 @@ static void improve(pjob_t *j, int n, const int *movable, int *fr, int nc)
                         break;
                     }
                     work += n;
-                    double wp = j[p].w;
-                    for (int q = 0; q < n && !changed; q++)
-                        if (q != p && movable[q] && j[q].a[y] &&
-                            wp * (j[p].v[y] - j[p].v[x]) > j[q].w * (j[q].v[y] - j[q].v[x]) + EPS * (wp + j[q].w)) {
+                    /* a slot's worth to a job: w x v, scaled down past its ask (its size stays) */
+                    double wp = j[p].w * policy_grow_factor(total(j[p].a, nc), j[p].want, j[p].overhead);
+                    for (int q = 0; q < n && !changed; q++) {
+                        if (q == p || !movable[q] || !j[q].a[y]) continue;
+                        double wq = j[q].w * policy_grow_factor(total(j[q].a, nc), j[q].want, j[q].overhead);
+                        if (wp * (j[p].v[y] - j[p].v[x]) > wq * (j[q].v[y] - j[q].v[x]) + EPS * (wp + wq)) {
                             j[p].a[x]--, j[p].a[y]++, j[q].a[y]--, j[q].a[x]++;
                             changed = 1;
                         }
+                    }
                 }
             }
         }
@@ -208,14 +230,19 @@ static void plan_keep(const classes_t *cl, const policy_hetero_t *h, pjob_t *j, 
             need += j[i].lo;
             if (!first_new) first_new = j[i].id;
         }
-    /* Shrinks: the victim is the unpinned elastic job of the lowest priority, then the
-     * largest surplus; it gives up its least valuable slot. */
+    /* Shrinks: the victim is a job grown past its ask (pinned or not: those slots were lent
+     * while idle), the one of the smallest weight first (it finishes last: the objective
+     * loses least); then the unpinned elastic job of the lowest priority, then the largest
+     * surplus; it gives up its least valuable slot. */
     while (avail < need) {
         int v = -1;
         for (int i = 0; i < n; i++) {
-            if (!j[i].running || j[i].pinned || total(j[i].a, nc) <= j[i].lo) continue;
-            if (v < 0 || j[i].prio < j[v].prio ||
-                (j[i].prio == j[v].prio && total(j[i].a, nc) - j[i].lo > total(j[v].a, nc) - j[v].lo))
+            int size = total(j[i].a, nc), lent = size - j[i].want;
+            if (!j[i].running || size <= j[i].lo || (j[i].pinned && lent <= 0)) continue;
+            int vlent = v < 0 ? 0 : total(j[v].a, nc) - j[v].want;
+            if (v < 0 || (lent > 0 && (vlent <= 0 || j[i].w < j[v].w - EPS * j[v].w)) ||
+                (vlent <= 0 && lent <= 0 &&
+                 (j[i].prio < j[v].prio || (j[i].prio == j[v].prio && size - j[i].lo > total(j[v].a, nc) - j[v].lo))))
                 v = i;
         }
         if (v < 0) break; /* admission counted only what shrinks free: not reached */
@@ -283,11 +310,14 @@ static int plan_move(const classes_t *cl, const policy_hetero_t *h, const pjob_t
         if (mov[i]) take(&j[i], fr, nc, total(keep[i].a, nc));
     improve(j, n, mov, fr, nc);
     free(mov);
-    double wk = plan_worth(keep, n, nc), wm = plan_worth(j, n, nc), cost = 0;
+    /* base: the moved jobs' terms in the keep plan, the yardstick of the hysteresis */
+    double wk = plan_worth(keep, n, nc), wm = plan_worth(j, n, nc), cost = 0, base = 0;
     for (int i = 0; i < n; i++)
-        if (j[i].running && memcmp(j[i].a, keep[i].a, sizeof j[i].a) != 0)
-            cost += h->resize_cost_s * worth(&keep[i], keep[i].a, nc);
-    return wm - wk > (h->hysteresis + EPS) * wk && (wm - wk) * h->min_run_s > cost;
+        if (memcmp(j[i].a, keep[i].a, sizeof j[i].a) != 0) {
+            base += worth(&keep[i], keep[i].a, nc);
+            if (j[i].running) cost += h->resize_cost_s * worth(&keep[i], keep[i].a, nc);
+        }
+    return wm - wk > (h->hysteresis + EPS) * base && (wm - wk) * h->min_run_s > cost;
 }
 
 /* A type's mean speed per slot over the cluster's slots; 0 when it has none. */
@@ -380,7 +410,8 @@ static void plan_out(policy_kind_t k, const classes_t *cl, const pjob_t *j, int 
             snprintf(r->reason, sizeof r->reason, "shrunk from %s to %s slots to admit %s (%s)", b, a,
                      p->shrunk_for ? p->shrunk_for : "a job", policy_name(k));
         else if (size > was)
-            snprintf(r->reason, sizeof r->reason, "grown from %s to %s slots: slots free (%s)", b, a, policy_name(k));
+            snprintf(r->reason, sizeof r->reason, "grown from %s to %s slots: slots free%s (%s)", b, a,
+                     size > p->want ? ", past its ask while idle" : "", policy_name(k));
         else
             snprintf(r->reason, sizeof r->reason,
                      "moved from %s to %s slots: %.2fx its speed on %d slot%s of its slowest class, was %.2fx (%s)", b,
@@ -417,7 +448,10 @@ int policy_plan(policy_kind_t k, const policy_state_t *s, policy_decision_t *out
         const policy_hjob_t *hj = &h->running[i];
         run[i] = s->running[i];
         int pinned = s->now - hj->changed < h->min_run_s;
-        if (!run[i].simulated) run[i].slots = hj->elastic && !pinned ? hj->min_slots : total(hj->alloc, cl.nc);
+        int held = total(hj->alloc, cl.nc);
+        /* slots lent past its ask count as free: a waiting job takes them back first */
+        if (hj->elastic && pinned && held > hj->want) held = hj->want;
+        if (!run[i].simulated) run[i].slots = hj->elastic && !pinned ? hj->min_slots : held;
     }
     for (int i = 0; i < s->nqueued; i++) {
         q[i] = s->queued[i];
@@ -451,8 +485,14 @@ int policy_plan(policy_kind_t k, const policy_state_t *s, policy_decision_t *out
             p->pinned = s->now - hj->changed < h->min_run_s;
         }
         int size = r ? total(hj->alloc, cl.nc) : out[x].world;
-        p->lo = hj->elastic && !p->pinned ? hj->min_slots : size;
-        p->hi = hj->elastic && !p->pinned ? (hj->want > size ? hj->want : size) : size;
+        int most = hj->elastic && hj->max_slots > hj->want ? hj->max_slots : hj->want;
+        p->want = hj->want;
+        p->overhead = h->grow_overhead;
+        p->lo = p->hi = size;
+        if (hj->elastic && !p->pinned) {
+            p->lo = hj->min_slots;
+            p->hi = most > size ? most : size;
+        } else if (hj->elastic && size > hj->want) p->lo = hj->want; /* pinned: only what it borrowed */
         double slow = 0;
         for (int c = 0; c < cl.nc; c++) {
             double v = policy_speed(h, hj->type, c);

@@ -194,7 +194,7 @@ static const opt_row_t OPTIONS[] = {
      "(default 30)",
      O_HETERO_RESIZE_COST},
     {"hetero-hysteresis", 1, "F",
-     "--policy hetero|agnostic: a move or a grow must raise the cluster's normalised throughput by "
+     "--policy hetero|agnostic: a move must raise the moved jobs' normalised throughput by "
      "this fraction at least, a grow add this fraction of the job's slots (default 0.05)",
      O_HETERO_HYSTERESIS},
     {"max-model-bytes", 1, "N",

@@ -5,7 +5,8 @@
  * Beyond "no crash, no leak, no UB": a refusal is one non-empty line that names the file;
  * an accepted cluster keeps its bounds (1..8 classes, hosts and slots in range, speeds
  * finite and positive or unknown); an accepted trace's jobs are in arrival order, each
- * within the cluster's slots and with a known type.
+ * within the cluster's slots and with a known type, its max_workers (when given) from its
+ * workers to the slots and past its workers only when elastic.
  */
 #include <math.h>
 #include <stdint.h>
@@ -50,6 +51,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             !isfinite(j[i].arrival_s) || !j[i].id[0])
             abort();
         if (i && j[i].arrival_s < j[i - 1].arrival_s) abort();
+        /* max_workers: not given, or from its workers to the slots, past them only elastic */
+        if (j[i].max_workers && (j[i].max_workers < j[i].workers || j[i].max_workers > 8 ||
+                                 (j[i].max_workers > j[i].workers && !j[i].elastic)))
+            abort();
     }
     free(j);
     return 0;

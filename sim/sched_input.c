@@ -150,14 +150,15 @@ int sched_cluster_parse(const char *text, size_t len, const char *file, sched_cl
 static int parse_job(json_t *o, const char *file, int line, const sched_cluster_t *c, int slots, sched_job_t *j,
                      char *err, size_t errlen)
 {
-    static const char *const known[] = {"id",   "arrival_s", "type",    "workers", "samples",
-                                        "user", "priority",  "elastic", NULL};
+    static const char *const known[] = {"id",   "arrival_s", "type",    "workers",     "samples",
+                                        "user", "priority",  "elastic", "max_workers", NULL};
     const char *bad, *s;
     long v;
     if (!json_is_object(o)) return errmsg(err, errlen, "%s:%d: must be a JSON object", file, line);
     if (unknown_key(o, known, &bad))
         return errmsg(err, errlen,
-                      "%s:%d: %.40s: unknown field (id, arrival_s, type, workers, samples, user, priority, elastic)",
+                      "%s:%d: %.40s: unknown field (id, arrival_s, type, workers, samples, user, priority, elastic, "
+                      "max_workers)",
                       file, line, bad);
     memset(j, 0, sizeof *j);
     j->line = line;
@@ -192,6 +193,13 @@ static int parse_job(json_t *o, const char *file, int line, const sched_cluster_
     json_t *e = json_object_get(o, "elastic");
     if (e && !json_is_boolean(e)) return errmsg(err, errlen, "%s:%d: elastic: must be true or false", file, line);
     j->elastic = e && json_is_true(e);
+    if (get_int(o, "max_workers", j->workers, slots, 0, &v) == -1)
+        return errmsg(err, errlen,
+                      "%s:%d: max_workers: must be an integer in %d..%d (its workers to the cluster's slots)", file,
+                      line, j->workers, slots);
+    j->max_workers = (int)v;
+    if (j->max_workers > j->workers && !j->elastic)
+        return errmsg(err, errlen, "%s:%d: max_workers: only an elastic job may grow past its workers", file, line);
     return 0;
 }
 

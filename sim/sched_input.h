@@ -39,7 +39,8 @@ typedef struct {
     char user[SCHED_NAME_MAX];
     double arrival_s, samples;
     int type, workers, priority, elastic;
-    int line; /* in the trace file */
+    int max_workers; /* the most an elastic job may grow to (workers..slots); 0: not given */
+    int line;        /* in the trace file */
 } sched_job_t;
 
 /* Parses the cluster file's text (file: its name, for messages). Returns 0, or -1 with err

@@ -5,12 +5,13 @@
  *   pacer-sched-sim --cluster CLUSTER.json --trace TRACE.jsonl --policy fifo|agnostic|fair|hetero
  *                   [--seed N] [--jobs-out FILE] [--round-s R] [--min-run-s S]
  *                   [--restart-cost-s C] [--hysteresis H] [--max-decisions N]
+ *                   [--grow-past-ask F] [--grow-overhead O]
  *
  * Event-driven: the clock jumps to the next arrival, completion or round (every R virtual
  * seconds); at each the policy decides (policy_plan, and policy_preempt under fair) on a
  * snapshot built as the daemon's tick builds one, and its decisions apply at once. A running
  * job progresses at the sum of its slots' speeds (the cluster file's, unknown ones estimated
- * by policy_speed), after C seconds of no progress at each start, resize or move. Prints
+ * by policy_speed; past its ask scaled by policy_grow_factor, --grow-overhead O), after C seconds of no progress at each start, resize or move. Prints
  * one JSON object of summary metrics; --jobs-out writes one JSON line per job with its
  * start, end and slots per class over time. Deterministic: nothing is drawn at random
  * (--seed is recorded in the output; the trace generator takes the seed).
@@ -30,6 +31,7 @@
 
 typedef struct {
     double round_s, min_run_s, restart_cost_s, hysteresis;
+    double grow_past_ask, grow_overhead; /* --grow-past-ask F, --grow-overhead O */
     long seed, max_decisions;
     policy_kind_t kind;
 } opts_t;
@@ -87,11 +89,20 @@ static char *slurp(const char *path, long max, size_t *len, char *err, size_t er
     return buf;
 }
 
+/* The job's samples/s: its slots' speeds, past its ask scaled by --grow-overhead. */
 static double rate(const sim_t *s, const sjob_t *j)
 {
-    double r = 0;
-    for (int c = 0; c < s->c->nclasses; c++) r += j->alloc[c] * s->speed[j->in->type * s->c->nclasses + c];
-    return r;
+    int nc = s->c->nclasses;
+    return policy_alloc_rate(s->speed + j->in->type * nc, j->alloc, nc, j->in->workers, s->h.grow_overhead);
+}
+
+/* The most an elastic job may grow to: its trace's max_workers, else --grow-past-ask x its
+ * workers (rounded down), at most every slot. */
+static int max_slots(const sim_t *s, const opts_t *o, const sched_job_t *in)
+{
+    if (!in->elastic) return in->workers;
+    double m = in->max_workers > 0 ? in->max_workers : floor(o->grow_past_ask * in->workers);
+    return m > s->slots ? s->slots : m < in->workers ? in->workers : (int)m;
 }
 
 static int slots_of(const int *a)
@@ -152,6 +163,7 @@ static int decide(sim_t *s, const opts_t *o, double t)
                             .elastic = in->elastic,
                             .min_slots = in->elastic ? 1 : in->workers,
                             .want = in->workers,
+                            .max_slots = max_slots(s, o, in),
                             .changed = j->changed,
                             .work = j->remaining,
                             .submitted = in->arrival_s};
@@ -388,7 +400,8 @@ static int usage(const char *why)
     fprintf(stderr,
             "pacer-sched-sim: %s\nusage: pacer-sched-sim --cluster CLUSTER.json --trace TRACE.jsonl --policy "
             "fifo|agnostic|fair|hetero [--seed N] [--jobs-out FILE] [--round-s R] [--min-run-s S] "
-            "[--restart-cost-s C] [--hysteresis H] [--max-decisions N]\n",
+            "[--restart-cost-s C] [--hysteresis H] [--max-decisions N] [--grow-past-ask F] "
+            "[--grow-overhead O]\n",
             why);
     return 2;
 }
@@ -399,6 +412,8 @@ int main(int argc, char **argv)
                 .min_run_s = 600,
                 .restart_cost_s = 30,
                 .hysteresis = 0.05,
+                .grow_past_ask = 1,
+                .grow_overhead = 0.2,
                 .max_decisions = 200000,
                 .kind = POLICY_FIFO};
     const char *cluster = NULL, *trace = NULL, *jobsout = NULL, *policy = NULL;
@@ -425,6 +440,12 @@ int main(int argc, char **argv)
                 return usage("--max-decisions: must be an integer in [1, 1e9]");
         } else if (strcmp(a, "--hysteresis") == 0) {
             if (numarg_double(v, 0, 10, &o.hysteresis) != 0) return usage("--hysteresis: must be a number in [0, 10]");
+        } else if (strcmp(a, "--grow-past-ask") == 0) {
+            if (numarg_double(v, 1, 64, &o.grow_past_ask) != 0)
+                return usage("--grow-past-ask: must be a number in [1, 64]");
+        } else if (strcmp(a, "--grow-overhead") == 0) {
+            if (numarg_double(v, 0, 0.99, &o.grow_overhead) != 0)
+                return usage("--grow-overhead: must be a number in [0, 0.99]");
         } else {
             snprintf(err, sizeof err, "unknown option '%.60s'", a);
             return usage(err);
@@ -463,7 +484,8 @@ int main(int argc, char **argv)
                             .speed = s.speed,
                             .min_run_s = o.min_run_s,
                             .resize_cost_s = o.restart_cost_s,
-                            .hysteresis = o.hysteresis};
+                            .hysteresis = o.hysteresis,
+                            .grow_overhead = o.grow_overhead};
     double *est = calloc((size_t)(c.ntypes * c.nclasses), sizeof *est);
     if (!est) goto fail;
     for (int t = 0; t < c.ntypes; t++)

@@ -26,6 +26,28 @@ for p in fifo fair agnostic hetero; do
     echo "ok: $p: identical summaries and per-job files, avg JCT $(json "$TMP/$p-1.out" .avg_jct_s) s"
 done
 
+# Growth past the ask (--grow-past-ask 2: elastic jobs up to twice their workers on idle
+# slots): deterministic too; some elastic job held more slots than it asks and at most
+# twice them, and no job that is not elastic ever held more than its workers.
+for i in 1 2; do
+    "$SIM" --cluster $CL --trace $TR --policy hetero --grow-past-ask 2 --jobs-out "$TMP/grow-$i.jobs" >"$TMP/grow-$i.out" ||
+        fail "grow: exit $?"
+done
+cmp "$TMP/grow-1.out" "$TMP/grow-2.out" && cmp "$TMP/grow-1.jobs" "$TMP/grow-2.jobs" ||
+    fail "grow: two runs differ"
+most() { # per job: id, elastic, workers, the most slots it held at once
+    jq -r -n --slurpfile t $TR --slurpfile j "$1" '($t | map({(.id): .}) | add) as $in | $j[] |
+        [.id, ($in[.id].elastic // false), $in[.id].workers, ([.allocations[].slots | [.[]] | add // 0] | max)] | @tsv'
+}
+most "$TMP/grow-1.jobs" >"$TMP/grow.tsv"
+awk '$2 == "true" && $4 > $3 && $4 <= 2 * $3 { ok = 1 } END { exit !ok }' "$TMP/grow.tsv" ||
+    fail "grow: no elastic job held more slots than it asks (or one held more than twice)"
+awk '($2 != "true" && $4 > $3) || $4 > 2 * $3 { bad = 1 } END { exit bad }' "$TMP/grow.tsv" ||
+    fail "grow: a job held more than it may: $(cat "$TMP/grow.tsv")"
+most "$TMP/hetero-1.jobs" | awk '$4 > $3 { bad = 1 } END { exit bad }' ||
+    fail "without --grow-past-ask a job held more slots than it asks"
+echo "ok: grow: identical runs; $(awk '$4 > $3' "$TMP/grow.tsv" | wc -l) elastic jobs ran past their ask, avg JCT $(json "$TMP/grow-1.out" .avg_jct_s) s"
+
 # Refusals: the cluster file.
 c() { printf '%s\n' "$1" >"$TMP/c.json"; }
 t() { printf '%s\n' "$@" >"$TMP/t.jsonl"; }
@@ -60,6 +82,12 @@ t '{"id": "a", "arrival_s": 0, "type": "x", "workers": 1, "samples": 1, "priorit
 expect_error 1 "t.jsonl:1: priority: must be \"high\", \"normal\" or \"low\"" run
 t '{"id": "a", "arrival_s": 0, "type": "x", "workers": 1, "samples": 1, "elastic": "yes"}'
 expect_error 1 "t.jsonl:1: elastic: must be true or false" run
+t '{"id": "a", "arrival_s": 0, "type": "x", "workers": 1, "samples": 1, "elastic": true, "max_workers": 3}'
+expect_error 1 "t.jsonl:1: max_workers: must be an integer in 1..2 (its workers to the cluster's slots)" run
+t '{"id": "a", "arrival_s": 0, "type": "x", "workers": 2, "samples": 1, "elastic": true, "max_workers": 1}'
+expect_error 1 "t.jsonl:1: max_workers: must be an integer in 2..2 (its workers to the cluster's slots)" run
+t '{"id": "a", "arrival_s": 0, "type": "x", "workers": 1, "samples": 1, "max_workers": 2}'
+expect_error 1 "t.jsonl:1: max_workers: only an elastic job may grow past its workers" run
 t '{"id": "a", "arrival_s": 0, "type": "x", "workers": 1, "samples": 1, "gpu": 1}'
 expect_error 1 "t.jsonl:1: gpu: unknown field" run
 t '{"id": "a", "arrival_s": 0, "type": "x", "workers": 1, "samples": 1}' '{"id": "b",'
@@ -71,6 +99,8 @@ expect_error 1 "t.jsonl: no jobs" run
 # The options.
 expect_error 2 "'lottery' is not a policy: fifo, fair, agnostic or hetero" "$SIM" --cluster $CL --trace $TR --policy lottery
 expect_error 2 "--round-s: must be a number in \[1, 1e6\]" "$SIM" --cluster $CL --trace $TR --policy fifo --round-s 0
+expect_error 2 "--grow-past-ask: must be a number in \[1, 64\]" "$SIM" --cluster $CL --trace $TR --policy hetero --grow-past-ask 0.5
+expect_error 2 "--grow-overhead: must be a number in \[0, 0.99\]" "$SIM" --cluster $CL --trace $TR --policy hetero --grow-overhead 1
 expect_error 1 "the simulation stopped after 1 decisions (--max-decisions)" "$SIM" --cluster $CL --trace $TR --policy hetero --max-decisions 1
 expect_error 1 "$TMP/none.json: cannot be read" "$SIM" --cluster "$TMP/none.json" --trace $TR --policy fifo
 echo "pass"

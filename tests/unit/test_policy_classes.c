@@ -2,7 +2,8 @@
  * classes"; coordinator/policy_classes.c) on small scripted clusters: hetero places a job on
  * the class where it gains most while agnostic and fair take classes first-fit; an elastic
  * job is shrunk to admit a high-priority one and grown back once the slots free, but never
- * before its minimum run time (hysteresis); an unmeasured speed is estimated from the
+ * before its minimum run time (hysteresis); one may grow past its ask onto idle slots and
+ * gives those back first when a job waits; an unmeasured speed is estimated from the
  * other types' class ratios. And the daemon's mapping of policy_plan's answers to actions
  * (run.c, hplan_apply; coordinator/hclass.h): the change's kind, the world cap of its
  * relaunch, the hosts it keeps first. No Redis, no clock: pure functions of their snapshots.
@@ -29,8 +30,8 @@ static const double two_speeds[] = {400, 100, 120, 100};
 typedef struct {
     policy_hetero_t h;
     policy_state_t s;
-    policy_decision_t d[2];
-    policy_resize_t rz[2];
+    policy_decision_t d[4];
+    policy_resize_t rz[4];
     int nrz;
 } scene_t;
 
@@ -265,6 +266,73 @@ static void test_shortest_grows_first(void **unused)
     assert_int_equal(sc.rz[0].running, 0);
 }
 
+/* Growth past the ask (policy_hjob_t.max_slots; the simulator's --grow-past-ask): one class
+ * of 8 slots. An elastic job asking 2 (at most 4) grows onto idle slots, its rate scaled by
+ * the grow overhead (a fifth of a step at its ask does not shrink); a job whose max_slots is
+ * its ask (the daemon's) does not. When a job waits, the lent slots come back first: from
+ * the grown job, though it changed 100 s ago (inside its minimum run time) and another
+ * elastic job of a lower priority could shrink, and only down to its ask. */
+static void test_grow_past_ask_then_lend_back(void **unused)
+{
+    (void)unused;
+    static const policy_class_t one[] = {{"fast", 8}};
+    static const double sp[] = {100};
+    /* the rate: 2 slots at the ask, 4 at 4 / (1 + 0.2 x 2 / 2) of their sum */
+    assert_true(fabs(policy_grow_factor(2, 2, 0.2) - 1) < 1e-12);
+    assert_true(fabs(policy_grow_factor(4, 2, 0.2) - 1 / 1.2) < 1e-12);
+    int a[] = {3, 1};
+    double two[] = {100, 50};
+    assert_true(fabs(policy_alloc_rate(two, a, 2, 2, 0.2) - 350 / 1.2) < 1e-9);
+    assert_true(fabs(policy_alloc_rate(two, a, 2, 4, 0.2) - 350) < 1e-9);
+
+    policy_running_t run[] = {{"grower", 2, 0, -1, POLICY_PRIO_NORMAL, NOW - 700}};
+    policy_hjob_t hr[] = {
+        {.type = 0, .elastic = 1, .min_slots = 1, .want = 2, .max_slots = 4, .alloc = {2}, .changed = NOW - 700}};
+    scene_t sc;
+    scene(&sc, one, 1, sp, 1, run, hr, 1, NULL, NULL, 0);
+    sc.h.grow_overhead = 0.2;
+    assert_int_equal(plan(&sc, POLICY_HETERO), 0);
+    assert_int_equal(sc.nrz, 1);
+    assert_int_equal(sc.rz[0].alloc[0], 4);
+    assert_string_equal(sc.rz[0].reason,
+                        "grown from 2 fast to 4 fast slots: slots free, past its ask while idle (hetero)");
+    hr[0].max_slots = 0; /* the daemon's: never past its ask */
+    assert_int_equal(plan(&sc, POLICY_HETERO), 0);
+    assert_int_equal(sc.nrz, 0);
+
+    /* grown to 4 100 s ago; a low-priority elastic job holds 4 more (past its minimum run);
+     * a 2-slot job arrives and nothing is free */
+    policy_running_t run2[] = {{"grower", 4, 0, -1, POLICY_PRIO_NORMAL, NOW - 700},
+                               {"low", 4, 0, -1, POLICY_PRIO_LOW, NOW - 700}};
+    policy_hjob_t hr2[] = {
+        {.type = 0, .elastic = 1, .min_slots = 1, .want = 2, .max_slots = 4, .alloc = {4}, .changed = NOW - 100},
+        {.type = 0, .elastic = 1, .min_slots = 1, .want = 4, .max_slots = 4, .alloc = {4}, .changed = NOW - 700}};
+    policy_queued_t q[] = {{"new", 2, 2, 0, 0, POLICY_PRIO_NORMAL, NULL, 0}};
+    policy_hjob_t hq[] = {{.type = 0, .min_slots = 2, .want = 2}};
+    scene(&sc, one, 1, sp, 1, run2, hr2, 2, q, hq, 1);
+    sc.h.grow_overhead = 0.2;
+    assert_int_equal(plan(&sc, POLICY_HETERO), 1);
+    assert_int_equal(sc.d[0].start, 1);
+    assert_int_equal(sc.d[0].alloc[0], 2);
+    assert_int_equal(sc.nrz, 1);
+    assert_int_equal(sc.rz[0].running, 0);
+    assert_int_equal(sc.rz[0].alloc[0], 2);
+    assert_string_equal(sc.rz[0].reason, "shrunk from 4 fast to 2 fast slots to admit new (hetero)");
+    /* a second waiting job of 2: the grower is at its ask and inside its minimum run, so the
+     * low-priority job gives up 2 */
+    hr2[0].alloc[0] = 2;
+    run2[0].slots = 2;
+    policy_queued_t q2[] = {{"more", 2, 2, 0, 0, POLICY_PRIO_NORMAL, NULL, 0}};
+    policy_running_t run3[] = {run2[0], run2[1], {"new", 2, 0, -1, POLICY_PRIO_NORMAL, NOW - 10}};
+    policy_hjob_t hr3[] = {hr2[0], hr2[1], {.type = 0, .min_slots = 2, .want = 2, .alloc = {2}, .changed = NOW - 10}};
+    scene(&sc, one, 1, sp, 1, run3, hr3, 3, q2, hq, 1);
+    sc.h.grow_overhead = 0.2;
+    assert_int_equal(plan(&sc, POLICY_HETERO), 1);
+    assert_int_equal(sc.nrz, 1);
+    assert_int_equal(sc.rz[0].running, 1);
+    assert_int_equal(sc.rz[0].alloc[0], 2);
+}
+
 /* Unknown speeds: type 1 measured only on fast (200/s) is estimated on slow from type 0's
  * ratio (100/400): 50/s; a type measured nowhere runs at 1 everywhere. */
 static void test_speed_estimate(void **unused)
@@ -373,6 +441,7 @@ int main(void)
         cmocka_unit_test(test_response_ratio_admission),
         cmocka_unit_test(test_shortest_on_fastest),
         cmocka_unit_test(test_shortest_grows_first),
+        cmocka_unit_test(test_grow_past_ask_then_lend_back),
         cmocka_unit_test(test_speed_estimate),
         cmocka_unit_test(test_plan_to_action),
         cmocka_unit_test(test_move_to_action),

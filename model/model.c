@@ -842,7 +842,7 @@ static void fuse_layers(model_t *m)
 static int writes_whole_grad(layer_kind_t k)
 {
     return k == LAYER_BN || k == LAYER_CONV || k == LAYER_RELU || k == LAYER_FC || k == LAYER_LINEAR ||
-           k == LAYER_TRANSPOSE || k == LAYER_RESHAPE;
+           k == LAYER_TRANSPOSE || k == LAYER_RESHAPE || k == LAYER_DROPOUT || k == LAYER_STOCHASTIC_DEPTH;
 }
 
 /* Which reader sets each layer's output gradient (layer_t's grad_setter). */

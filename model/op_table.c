@@ -559,8 +559,10 @@ static void dropout_bwd(model_t *m, int i, const float *x, int B)
     const layer_t *l = &m->layers[i];
     float *dinp = dinput_of(m, l->in);
     if (dinp)
-        dropout_backward(out_count(l, B), l->p, dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i),
-                         m->dacts + l->out_off, dinp);
+        (sets_grad(m, l->in, i) ? dropout_backward_set
+                                : dropout_backward)(out_count(l, B), l->p,
+                                                    dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i),
+                                                    m->dacts + l->out_off, dinp);
 }
 
 /* dropout_fwd and dropout_bwd with one draw per sample: the same key (job seed, step,
@@ -581,9 +583,10 @@ static void sdepth_bwd(model_t *m, int i, const float *x, int B)
     const layer_t *l = &m->layers[i];
     float *dinp = dinput_of(m, l->in);
     if (dinp)
-        stochastic_depth_backward(out_count(l, B), out_count(l, 1), l->p,
-                                  dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i), m->dacts + l->out_off,
-                                  dinp);
+        (sets_grad(m, l->in, i) ? stochastic_depth_backward_set
+                                : stochastic_depth_backward)(out_count(l, B), out_count(l, 1), l->p,
+                                                             dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i),
+                                                             m->dacts + l->out_off, dinp);
 }
 
 static void clip_fwd(model_t *m, int i, const float *x, int B, int train)
@@ -734,9 +737,11 @@ static void reshape_fwd(model_t *m, int i, const float *x, int B, int train)
 static void reshape_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
-    float *dinp = dinput_of(m, l->in);
-    if (dinp && sets_grad(m, l->in, i)) memcpy(dinp, m->dacts + l->out_off, out_count(l, B) * sizeof(float));
-    else add_backward(out_count(l, B), m->dacts + l->out_off, dinp, NULL);
+    if (sets_grad(m, l->in, i)) {
+        /* the identity view of a sample's floats (one run: view_rows' set) */
+        const bcast_desc_t id = {.rank = 2, .dims = {0, (int)out_count(l, 1)}, .sa = {out_count(l, 1), 1}};
+        view_rows_backward_set(&id, 0, B, m->dacts + l->out_off, dinput_of(m, l->in));
+    } else add_backward(out_count(l, B), m->dacts + l->out_off, dinput_of(m, l->in), NULL);
 }
 
 /* Transpose, Slice and Expand: the view (bc, view_off) copied out by rows; the gradient

@@ -285,6 +285,10 @@ void dropout_backward(size_t n, float p, uint64_t key, const float *dout, float 
  * dropped for whole samples. n is B * per; out may be inp. */
 void stochastic_depth_forward(size_t n, size_t per, float p, uint64_t key, const float *inp, float *out);
 void stochastic_depth_backward(size_t n, size_t per, float p, uint64_t key, const float *dout, float *dinp /* += */);
+/* The two backwards with dinp = instead of +=: bit for bit what they give into a zeroed
+ * dinp (the term + 0.0f), without reading it (model.c's grad_setter). */
+void dropout_backward_set(size_t n, float p, uint64_t key, const float *dout, float *dinp);
+void stochastic_depth_backward_set(size_t n, size_t per, float p, uint64_t key, const float *dout, float *dinp);
 
 /* ---- fully connected ------------------------------------------------------------ */
 void fc_forward(int B, int IN, int OUT, const float *inp, /* (B, IN) */

@@ -77,7 +77,8 @@ void view_rows_forward(const bcast_desc_t *d, size_t off, int B, const float *in
     }
 }
 
-/* set: dinp = instead of += (the caller guarantees a view that reads every input once) */
+/* set: dinp = dout + 0.0f instead of += (what += gives into zeros, bit for bit: +0 for -0);
+ * the caller guarantees a view that reads every input once */
 static void rows_backward(const bcast_desc_t *d, size_t off, int B, const float *dout, float *dinp, int set)
 {
     rows_t r;
@@ -90,7 +91,7 @@ static void rows_backward(const bcast_desc_t *d, size_t off, int B, const float 
     for (const float *g = dout;; g += len) {
         float *x = dinp + ia;
         if (set)
-            for (long j = 0; j < len; j++) x[j * st] = g[j];
+            for (long j = 0; j < len; j++) x[j * st] = g[j] + 0.0f;
         else if (st == 1)
             for (long j = 0; j < len; j++) x[j] += g[j];
         else

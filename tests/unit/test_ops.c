@@ -1999,6 +1999,7 @@ static void test_view_rows(void **state)
             double *xd = dalloc(nin), *yd = dalloc(nout);
             rand_fill(&r, x, xd, nin, -1.0f, 1.0f);
             rand_fill(&r, g, NULL, nout, -1.0f, 1.0f);
+            g[nout - 1] = -0.0f; /* set gives +0, as adding it to zero does */
             view_rows_forward(&d, cases[k].off, B, x, y);
             ref_view_forward(&d, cases[k].off, B, xd, yd);
             for (size_t i = 0; i < nout; i++) assert_true(y[i] == (float)yd[i]);
@@ -2548,6 +2549,24 @@ static void test_dropout(void **state)
     ffill(dx, n, PREFILL);
     dropout_backward(n, 1.0f, key, g, dx);
     for (size_t i = 0; i < n; i++) assert_true(dx[i] == PREFILL);
+    /* the _set backwards (dropout and stochastic depth, p 0 and 0.3, a -0 in the
+     * gradient): over NaN, the bits of the adding ones into zeros */
+    float *dx2 = falloc(n);
+    g[5] = -0.0f;
+    for (int k = 0; k < 2; k++) {
+        const float p = k ? 0.3f : 0.0f;
+        memset(dx, 0, n * sizeof(float));
+        dropout_backward(n, p, key, g, dx);
+        ffill(dx2, n, NAN);
+        dropout_backward_set(n, p, key, g, dx2);
+        assert_memory_equal(dx, dx2, n * sizeof(float));
+        memset(dx, 0, n * sizeof(float));
+        stochastic_depth_backward(n, 1000, p, key, g, dx);
+        ffill(dx2, n, NAN);
+        stochastic_depth_backward_set(n, 1000, p, key, g, dx2);
+        assert_memory_equal(dx, dx2, n * sizeof(float));
+    }
+    free(dx2);
     /* the threshold is round(p * 2^24), clamped */
     assert_int_equal(dropout_threshold(0.0f), 0);
     assert_int_equal(dropout_threshold(-1.0f), 0);

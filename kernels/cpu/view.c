@@ -90,7 +90,9 @@ static void rows_backward(const bcast_desc_t *d, size_t off, int B, const float 
     ptrdiff_t ia = (ptrdiff_t)off;
     for (const float *g = dout;; g += len) {
         float *x = dinp + ia;
-        if (set)
+        if (set && st == 1)
+            for (long j = 0; j < len; j++) x[j] = g[j] + 0.0f;
+        else if (set)
             for (long j = 0; j < len; j++) x[j * st] = g[j] + 0.0f;
         else if (st == 1)
             for (long j = 0; j < len; j++) x[j] += g[j];

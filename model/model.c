@@ -843,6 +843,15 @@ static void fuse_layers(model_t *m)
     }
 }
 
+/* The one-input kinds whose backward can write its input's whole gradient instead of
+ * adding to it (a _set kernel): each reads every input element into exactly one output
+ * (Transpose is a permutation; Slice and Expand are not, so they only add). */
+static int writes_whole_grad(layer_kind_t k)
+{
+    return k == LAYER_BN || k == LAYER_CONV || k == LAYER_RELU || k == LAYER_FC || k == LAYER_LINEAR ||
+           k == LAYER_TRANSPOSE || k == LAYER_RESHAPE || k == LAYER_DROPOUT || k == LAYER_STOCHASTIC_DEPTH;
+}
+
 /* Which reader sets each layer's output gradient (layer_t's grad_setter). */
 static void mark_set_grads(model_t *m)
 {
@@ -851,11 +860,14 @@ static void mark_set_grads(model_t *m)
         int k = m->nlayers - 1; /* the last reader: its backward runs first */
         while (k > j && m->layers[k].in != j && m->layers[k].in2 != j) k--;
         if (k == j) continue; /* no reader */
+        /* a batch-less output's one slot is summed over the batch by its readers */
+        if (m->layers[j].kind == LAYER_CONST || m->layers[j].kind == LAYER_GATHER_PARAM) continue;
         const layer_t *r = &m->layers[k];
         int sets;
         if (r->in == j && r->in2 == j) sets = 0; /* Add(x, x): one buffer, two sums */
         else if (r->kind == LAYER_ADD) sets = r->in == j || r->sc.stride == 1;
-        else sets = r->in == j && (r->kind == LAYER_BN || r->kind == LAYER_CONV || r->kind == LAYER_RELU);
+        else if (r->kind == LAYER_BMM) sets = 1; /* either input: bmm_backward_set's flags */
+        else sets = r->in == j && writes_whole_grad(r->kind);
         if (sets) m->layers[j].grad_setter = k;
     }
 }

@@ -354,8 +354,9 @@ static void fc_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
     float *db = l->has_bias ? m->grads + l->b_off : NULL;
-    gemm_backward(&l->gemm, B, input_of(m, x, l->in), m->params + l->w_off, m->dacts + l->out_off, dinput_of(m, l->in),
-                  m->grads + l->w_off, db);
+    (sets_grad(m, l->in, i) ? gemm_backward_set : gemm_backward)(&l->gemm, B, input_of(m, x, l->in),
+                                                                 m->params + l->w_off, m->dacts + l->out_off,
+                                                                 dinput_of(m, l->in), m->grads + l->w_off, db);
 }
 
 /* one GEMM over every sample's rows (a sample's elements / IN of them) */
@@ -372,8 +373,9 @@ static void linear_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
     float *db = l->has_bias ? m->grads + l->b_off : NULL;
-    gemm_backward(&l->gemm, linear_rows(l, B), input_of(m, x, l->in), m->params + l->w_off, m->dacts + l->out_off,
-                  dinput_of(m, l->in), m->grads + l->w_off, db);
+    (sets_grad(m, l->in, i) ? gemm_backward_set : gemm_backward)(&l->gemm, linear_rows(l, B), input_of(m, x, l->in),
+                                                                 m->params + l->w_off, m->dacts + l->out_off,
+                                                                 dinput_of(m, l->in), m->grads + l->w_off, db);
 }
 
 static void bn_fwd(model_t *m, int i, const float *x, int B, int train)
@@ -557,8 +559,10 @@ static void dropout_bwd(model_t *m, int i, const float *x, int B)
     const layer_t *l = &m->layers[i];
     float *dinp = dinput_of(m, l->in);
     if (dinp)
-        dropout_backward(out_count(l, B), l->p, dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i),
-                         m->dacts + l->out_off, dinp);
+        (sets_grad(m, l->in, i) ? dropout_backward_set
+                                : dropout_backward)(out_count(l, B), l->p,
+                                                    dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i),
+                                                    m->dacts + l->out_off, dinp);
 }
 
 /* dropout_fwd and dropout_bwd with one draw per sample: the same key (job seed, step,
@@ -579,9 +583,10 @@ static void sdepth_bwd(model_t *m, int i, const float *x, int B)
     const layer_t *l = &m->layers[i];
     float *dinp = dinput_of(m, l->in);
     if (dinp)
-        stochastic_depth_backward(out_count(l, B), out_count(l, 1), l->p,
-                                  dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i), m->dacts + l->out_off,
-                                  dinp);
+        (sets_grad(m, l->in, i) ? stochastic_depth_backward_set
+                                : stochastic_depth_backward)(out_count(l, B), out_count(l, 1), l->p,
+                                                             dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i),
+                                                             m->dacts + l->out_off, dinp);
 }
 
 static void clip_fwd(model_t *m, int i, const float *x, int B, int train)
@@ -716,7 +721,8 @@ OP_STEPS(div, binary, BINARY_DIV)
 
 static double flops_none(const layer_t *l) { return 0.0; }
 
-/* a copy of the contiguous data (the shape is the layer's); the gradient added back */
+/* a copy of the contiguous data (the shape is the layer's); the gradient added back, or
+ * copied back where this layer sets it */
 static void reshape_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     const layer_t *l = &m->layers[i];
@@ -726,20 +732,26 @@ static void reshape_fwd(model_t *m, int i, const float *x, int B, int train)
 static void reshape_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
-    add_backward(out_count(l, B), m->dacts + l->out_off, dinput_of(m, l->in), NULL);
+    if (sets_grad(m, l->in, i)) {
+        /* the identity view of a sample's floats (one run: view_rows' set) */
+        const bcast_desc_t id = {.rank = 2, .dims = {0, (int)out_count(l, 1)}, .sa = {out_count(l, 1), 1}};
+        view_rows_backward_set(&id, 0, B, m->dacts + l->out_off, dinput_of(m, l->in));
+    } else add_backward(out_count(l, B), m->dacts + l->out_off, dinput_of(m, l->in), NULL);
 }
 
-/* Transpose and Slice: the view (bc, view_off) copied out; the gradient added back */
+/* Transpose, Slice and Expand: the view (bc, view_off) copied out by rows; the gradient
+ * added back, or written where this layer sets it (a Transpose only: mark_set_grads) */
 static void view_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     const layer_t *l = &m->layers[i];
-    view_forward(&l->bc, l->view_off, B, input_of(m, x, l->in), m->acts + l->out_off);
+    view_rows_forward(&l->bc, l->view_off, B, input_of(m, x, l->in), m->acts + l->out_off);
 }
 
 static void view_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
-    view_backward(&l->bc, l->view_off, B, m->dacts + l->out_off, dinput_of(m, l->in));
+    (sets_grad(m, l->in, i) ? view_rows_backward_set : view_rows_backward)(&l->bc, l->view_off, B,
+                                                                           m->dacts + l->out_off, dinput_of(m, l->in));
 }
 
 /* ReduceMean and ReduceSum: the sum over the walk, scaled by 1 / the count summed (mean) */
@@ -801,8 +813,8 @@ static void bmm_bwd(model_t *m, int i, const float *x, int B)
     const layer_t *l = &m->layers[i];
     int G, M, K, N;
     bmm_geometry(l, B, &G, &M, &K, &N);
-    bmm_backward(G, M, K, N, input_of(m, x, l->in), input_of(m, x, l->in2), m->dacts + l->out_off, dinput_of(m, l->in),
-                 dinput_of(m, l->in2));
+    bmm_backward_set(G, M, K, N, input_of(m, x, l->in), input_of(m, x, l->in2), m->dacts + l->out_off,
+                     dinput_of(m, l->in), sets_grad(m, l->in, i), dinput_of(m, l->in2), sets_grad(m, l->in2, i));
 }
 
 /* 2 per multiply-add: each output element is K of them */

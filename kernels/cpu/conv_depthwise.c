@@ -11,8 +11,11 @@
  * call. The output is transposed back to (C, OH, OW). Numerics: each output starts at the
  * bias and adds its taps in (kh, kw) order, and each input gradient element adds its taps in
  * (kh, kw) order onto what dinp held, as conv.c's row kernel did, so forward and input
- * gradient are its bits; the weight gradient of a tap and channel is a double sum over
- * images and pixels, rounded once (as bias_grad's). One thread: conv.c calls it for
+ * gradient are its bits; the weight gradient of a tap and channel is a float sum over one
+ * image's pixels (8x8 at most in ConvNeXt's later stages, and at most OH*OW terms
+ * anywhere), those partial sums added in double over the images and rounded once: the
+ * per-pixel pass stays in float vectors (a double one took twice the forward's time, issue
+ * 44), and the long sum over the batch keeps double's accuracy. One thread: conv.c calls it for
  * depthwise layers with one filter per channel (M = OC / C = 1). */
 #include <string.h>
 
@@ -34,17 +37,18 @@ static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
 
 int dwc_fits(const conv2d_desc_t *d) { return d->groups > 1 && d->groups == d->C && d->OC == d->C; }
 
-/* Floats: x^T (H*W, C), y^T or dout^T (OH*OW, C), dx^T (H*W, C), w^T (KH*KW, C), and the
- * weight gradient's double sums (KH*KW, C), each rounded up to 16 floats. */
+/* Floats: x^T (H*W, C), y^T or dout^T (OH*OW, C), dx^T (H*W, C), w^T (KH*KW, C), one
+ * image's weight gradient (KH*KW, C), and the weight gradient's double sums (KH*KW, C),
+ * each rounded up to 16 floats. */
 size_t dwc_workspace(const conv2d_desc_t *d)
 {
     const size_t C = (size_t)d->C, taps = (size_t)d->KH * d->KW;
-    return 2 * round16((size_t)d->H * d->W * C) + round16((size_t)d->OH * d->OW * C) + round16(taps * C) +
+    return 2 * round16((size_t)d->H * d->W * C) + round16((size_t)d->OH * d->OW * C) + 2 * round16(taps * C) +
            2 * round16(taps * C);
 }
 
 typedef struct {
-    float *xt, *gt, *dxt, *wt;
+    float *xt, *gt, *dxt, *wt, *dwf;
     double *dwt;
 } dwc_ws_t;
 
@@ -55,7 +59,8 @@ static void ws_split(const conv2d_desc_t *d, float *ws, dwc_ws_t *s)
     s->dxt = s->xt + round16((size_t)d->H * d->W * C);
     s->gt = s->dxt + round16((size_t)d->H * d->W * C);
     s->wt = s->gt + round16((size_t)d->OH * d->OW * C);
-    s->dwt = (double *)(s->wt + round16(taps * C)); /* 64-byte multiple from ws: aligned as ws is */
+    s->dwf = s->wt + round16(taps * C);
+    s->dwt = (double *)(s->dwf + round16(taps * C)); /* 64-byte multiple from ws: aligned as ws is */
 }
 
 /* dst (cols, rows) = src (rows, cols)^T: (C, P) planes to channels-inner and back */
@@ -77,11 +82,11 @@ __attribute__((target_clones("avx2", "default"))) static void madd(int C, const 
     for (int c = 0; c < C; c++) y[c] += w[c] * x[c];
 }
 
-/* acc[c] += g[c] * x[c], in double */
-__attribute__((target_clones("avx2", "default"))) static void madd_f64(int C, const float *restrict g,
-                                                                       const float *restrict x, double *restrict acc)
+/* acc[i] += part[i], in double */
+__attribute__((target_clones("avx2", "default"))) static void add_f64(size_t n, const float *restrict part,
+                                                                      double *restrict acc)
 {
-    for (int c = 0; c < C; c++) acc[c] += (double)g[c] * (double)x[c];
+    for (size_t i = 0; i < n; i++) acc[i] += (double)part[i];
 }
 
 void dwc_forward(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *bias, float *out,
@@ -126,6 +131,7 @@ void dwc_backward(const conv2d_desc_t *d, int B, const float *inp, const float *
         transpose((size_t)C, HW, inp + (size_t)b * C * HW, s.xt);
         transpose((size_t)C, P, dout + (size_t)b * C * P, s.gt);
         if (dinp) transpose((size_t)C, HW, dinp + (size_t)b * C * HW, s.dxt);
+        memset(s.dwf, 0, taps * C * sizeof(float));
         /* tap by tap, so that each input gradient element adds its taps in (kh, kw) order */
         for (int kh = 0; kh < KH; kh++) {
             int oh0, oh1;
@@ -139,13 +145,14 @@ void dwc_backward(const conv2d_desc_t *d, int B, const float *inp, const float *
                     for (int ow = ow0; ow < ow1; ow++) {
                         const size_t o = ((size_t)oh * d->OW + ow) * C;
                         const size_t i = ((size_t)ih * W + ow * d->sW - d->pad_l + kw * d->dW) * C;
-                        madd_f64(C, s.gt + o, s.xt + i, s.dwt + k * C);
+                        madd(C, s.gt + o, s.xt + i, s.dwf + k * C);
                         if (dinp) madd(C, s.wt + k * C, s.gt + o, s.dxt + i);
                     }
                 }
             }
         }
         if (dinp) transpose(HW, (size_t)C, s.dxt, dinp + (size_t)b * C * HW);
+        add_f64(taps * C, s.dwf, s.dwt);
     }
     /* dweight (C, KH*KW) = dwt (KH*KW, C)^T, rounded once */
     for (int c = 0; c < C; c++)

@@ -39,29 +39,60 @@ void stochastic_depth_forward(size_t n, size_t per, float p, uint64_t key, const
     }
 }
 
-void stochastic_depth_backward(size_t n, size_t per, float p, uint64_t key, const float *dout, float *dinp)
-{
-    if (!dinp) return;
-    const uint32_t t = dropout_threshold(p);
-    const float scale = keep_scale(p);
-    if (t == 0 || per == 0) {
-        dropout_backward(n, 0.0f, key, dout, dinp);
-        return;
-    }
-    for (size_t b = 0; b * per < n; b++) {
-        const int keep = dropout_keep(key, b, t);
-        for (size_t i = b * per; i < (b + 1) * per && i < n; i++) dinp[i] += keep ? dout[i] * scale : 0.0f;
-    }
-}
-
-void dropout_backward(size_t n, float p, uint64_t key, const float *dout, float *dinp)
+/* The backwards: dinp += the term, or with set dinp = the term + 0.0f (what += gives into a
+ * zeroed dinp, bit for bit: +0 for -0), without reading dinp. */
+static void dropout_grad(size_t n, float p, uint64_t key, const float *dout, float *dinp, int set)
 {
     if (!dinp) return;
     const uint32_t t = dropout_threshold(p);
     const float scale = keep_scale(p);
     if (t == 0) {
-        for (size_t i = 0; i < n; i++) dinp[i] += dout[i];
+        if (set)
+            for (size_t i = 0; i < n; i++) dinp[i] = dout[i] + 0.0f;
+        else
+            for (size_t i = 0; i < n; i++) dinp[i] += dout[i];
         return;
     }
-    for (size_t i = 0; i < n; i++) dinp[i] += dropout_keep(key, i, t) ? dout[i] * scale : 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        const float v = dropout_keep(key, i, t) ? dout[i] * scale : 0.0f;
+        dinp[i] = set ? v + 0.0f : dinp[i] + v;
+    }
+}
+
+static void sdepth_grad(size_t n, size_t per, float p, uint64_t key, const float *dout, float *dinp, int set)
+{
+    if (!dinp) return;
+    const uint32_t t = dropout_threshold(p);
+    const float scale = keep_scale(p);
+    if (t == 0 || per == 0) {
+        dropout_grad(n, 0.0f, key, dout, dinp, set);
+        return;
+    }
+    for (size_t b = 0; b * per < n; b++) {
+        const int keep = dropout_keep(key, b, t);
+        for (size_t i = b * per; i < (b + 1) * per && i < n; i++) {
+            const float v = keep ? dout[i] * scale : 0.0f;
+            dinp[i] = set ? v + 0.0f : dinp[i] + v;
+        }
+    }
+}
+
+void dropout_backward(size_t n, float p, uint64_t key, const float *dout, float *dinp)
+{
+    dropout_grad(n, p, key, dout, dinp, 0);
+}
+
+void dropout_backward_set(size_t n, float p, uint64_t key, const float *dout, float *dinp)
+{
+    dropout_grad(n, p, key, dout, dinp, 1);
+}
+
+void stochastic_depth_backward(size_t n, size_t per, float p, uint64_t key, const float *dout, float *dinp)
+{
+    sdepth_grad(n, per, p, key, dout, dinp, 0);
+}
+
+void stochastic_depth_backward_set(size_t n, size_t per, float p, uint64_t key, const float *dout, float *dinp)
+{
+    sdepth_grad(n, per, p, key, dout, dinp, 1);
 }

@@ -21,6 +21,7 @@ typedef struct {
     const float *inp, *weight, *dout;
     float *out, *dinp, *dweight;
     float cbeta; /* the forward GEMM's beta: 1 on a bias pre-filled out */
+    float dbeta; /* the input gradient's: 1 adds to dinp, 0 sets it (gemm_backward_set) */
 } gemm_job_t;
 
 static void run(gemm_job_t *j, par_fn fn, double macs)
@@ -64,7 +65,7 @@ static void backward_part(void *arg, int t, int T)
         /* dinp (B, IN) += alpha * dout (B, OUT) x W (OUT, IN) */
         if (j->dinp && nb > 0)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nb, IN, OUT, alpha, j->dout + (size_t)b0 * OUT, OUT,
-                        j->weight, IN, 1.0f, j->dinp + (size_t)b0 * IN, IN);
+                        j->weight, IN, j->dbeta, j->dinp + (size_t)b0 * IN, IN);
     } else {
         /* dW rows [r0, r1) (IN, OUT) = alpha * inp^T (IN, B) x dout (B, OUT) */
         if (rows > 0)
@@ -73,7 +74,7 @@ static void backward_part(void *arg, int t, int T)
         /* dinp (B, IN) += alpha * dout (B, OUT) x W^T (OUT, IN) */
         if (j->dinp && nb > 0)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nb, IN, OUT, alpha, j->dout + (size_t)b0 * OUT, OUT,
-                        j->weight, OUT, 1.0f, j->dinp + (size_t)b0 * IN, IN);
+                        j->weight, OUT, j->dbeta, j->dinp + (size_t)b0 * IN, IN);
     }
 }
 
@@ -120,11 +121,18 @@ void gemm_forward(const gemm_desc_t *d, int B, const float *inp, const float *we
     run(&j, forward_part, (double)B * IN * OUT);
 }
 
-void gemm_backward(const gemm_desc_t *d, int B, const float *inp, const float *weight, const float *dout, float *dinp,
-                   float *dweight, float *dbias)
+/* dbeta: 1 adds the input gradient to dinp, 0 writes it (OpenBLAS's beta = 0 writes C
+ * without reading it; with beta = 1 it adds the same product, so the bits are those of
+ * adding into zeros) */
+static void backward_beta(const gemm_desc_t *d, int B, const float *inp, const float *weight, const float *dout,
+                          float *dinp, float *dweight, float *dbias, float dbeta)
 {
     const int IN = d->IN, OUT = d->OUT;
-    if (OUT <= 0) return;
+    if (OUT <= 0) {
+        /* no product: nothing to add, zeros to set */
+        if (dbeta == 0.0f && dinp && B > 0 && IN > 0) memset(dinp, 0, (size_t)B * IN * sizeof(float));
+        return;
+    }
     if (dbias) {
         /* column sums, row by row so the inner loop is contiguous and vectorises */
         if (B <= 0) memset(dbias, 0, (size_t)OUT * sizeof(float));
@@ -142,6 +150,19 @@ void gemm_backward(const gemm_desc_t *d, int B, const float *inp, const float *w
         memset(dweight, 0, (size_t)OUT * IN * sizeof(float));
         return;
     }
-    gemm_job_t j = {.d = d, .B = B, .inp = inp, .weight = weight, .dout = dout, .dinp = dinp, .dweight = dweight};
+    gemm_job_t j = {
+        .d = d, .B = B, .inp = inp, .weight = weight, .dout = dout, .dinp = dinp, .dweight = dweight, .dbeta = dbeta};
     run(&j, backward_part, (double)B * IN * OUT);
+}
+
+void gemm_backward(const gemm_desc_t *d, int B, const float *inp, const float *weight, const float *dout, float *dinp,
+                   float *dweight, float *dbias)
+{
+    backward_beta(d, B, inp, weight, dout, dinp, dweight, dbias, 1.0f);
+}
+
+void gemm_backward_set(const gemm_desc_t *d, int B, const float *inp, const float *weight, const float *dout,
+                       float *dinp, float *dweight, float *dbias)
+{
+    backward_beta(d, B, inp, weight, dout, dinp, dweight, dbias, 0.0f);
 }

@@ -180,6 +180,13 @@ typedef struct {
  * out's shape] (sb unused); the backward adds dout back at the same places. */
 void view_forward(const bcast_desc_t *d, size_t off, int B, const float *inp, float *out);
 void view_backward(const bcast_desc_t *d, size_t off, int B, const float *dout, float *dinp /* += */);
+/* The same two by rows (view.c), bit for bit: the walk's innermost run is a plain loop
+ * (the model's Transpose, Slice and Expand steps run these). view_rows_backward_set writes
+ * dinp instead of adding, for a view that reads every input exactly once (a Transpose)
+ * whose input gradient has no other contribution (model.c's grad_setter). */
+void view_rows_forward(const bcast_desc_t *d, size_t off, int B, const float *inp, float *out);
+void view_rows_backward(const bcast_desc_t *d, size_t off, int B, const float *dout, float *dinp /* += */);
+void view_rows_backward_set(const bcast_desc_t *d, size_t off, int B, const float *dout, float *dinp /* = */);
 /* A sum over axes (ReduceSum, ReduceMean), times scale: the walk d is over the input (sa
  * its contiguous strides), sb the output's strides, 0 along a reduced axis; out (nout
  * floats) is written whole. The backward adds scale * dout back to every input it summed. */
@@ -278,6 +285,10 @@ void dropout_backward(size_t n, float p, uint64_t key, const float *dout, float 
  * dropped for whole samples. n is B * per; out may be inp. */
 void stochastic_depth_forward(size_t n, size_t per, float p, uint64_t key, const float *inp, float *out);
 void stochastic_depth_backward(size_t n, size_t per, float p, uint64_t key, const float *dout, float *dinp /* += */);
+/* The two backwards with dinp = instead of +=: bit for bit what they give into a zeroed
+ * dinp (the term + 0.0f), without reading it (model.c's grad_setter). */
+void dropout_backward_set(size_t n, float p, uint64_t key, const float *dout, float *dinp);
+void stochastic_depth_backward_set(size_t n, size_t per, float p, uint64_t key, const float *dout, float *dinp);
 
 /* ---- fully connected ------------------------------------------------------------ */
 void fc_forward(int B, int IN, int OUT, const float *inp, /* (B, IN) */
@@ -312,6 +323,11 @@ void gemm_backward(const gemm_desc_t *d, int B, const float *inp, const float *w
                    float *dinp,    /* (B, IN) +=, or NULL */
                    float *dweight, /* like weight, = */
                    float *dbias);  /* (OUT) =, or NULL */
+/* The same with dinp = instead of +=: bit for bit what gemm_backward gives into a zeroed
+ * dinp, without reading it (an input gradient with no other contribution: model.c's
+ * grad_setter). */
+void gemm_backward_set(const gemm_desc_t *d, int B, const float *inp, const float *weight, const float *dout,
+                       float *dinp, float *dweight, float *dbias);
 
 /* ---- softmax cross-entropy (fused, numerically stable) -------------------------- */
 /* Returns the mean loss over the batch with label smoothing `smoothing` (eps, in [0, 1);
@@ -332,6 +348,10 @@ int count_correct(int B, int N, const float *logits, const int32_t *labels);
 void bmm_forward(int G, int M, int K, int N, const float *a, const float *b, float *out);
 void bmm_backward(int G, int M, int K, int N, const float *a, const float *b, const float *dout, float *da /* += */,
                   float *db /* += */);
+/* The same with da written instead of added to where set_a, db where set_b (then da and
+ * db do not alias): bit for bit what bmm_backward gives into zeros (model.c's grad_setter). */
+void bmm_backward_set(int G, int M, int K, int N, const float *a, const float *b, const float *dout, float *da,
+                      int set_a, float *db, int set_b);
 
 /* Swin's relative position bias (gather.c): out[j] = table[map[j]] for j < n, map holding
  * float-coded indices (exact below 2^24); one outside [0, tcount) reads 0. The backward

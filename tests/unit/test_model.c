@@ -464,6 +464,64 @@ static void test_no_decay_groups(void **state)
  * kernels) gives the same loss, logits and gradients, and a fourth with no setters either
  * (every gradient zeroed, every reader adding) the same bits again: setting is
  * value + 0.0f, what adding into zeros gives. */
+static void check_overwrites(model_t *m, int B)
+{
+    size_t nx = (size_t)B;
+    for (int d = 0; d < m->in_shape.rank; d++) nx *= (size_t)m->in_shape.dims[d];
+    float *x = malloc(nx * sizeof(float)), *g1 = malloc(m->nparams * sizeof(float));
+    float *logits = malloc((size_t)B * m->num_classes * sizeof(float));
+    assert_true(x && g1 && logits && B <= 2);
+    int32_t y[2] = {3 % m->num_classes, 7 % m->num_classes};
+    rng_t r;
+    rng_seed(&r, 9);
+    for (size_t i = 0; i < nx; i++) x[i] = rng_normal(&r);
+    const float loss = model_forward(m, x, y, B, 1);
+    memcpy(logits, model_logits(m), (size_t)B * m->num_classes * sizeof(float));
+    model_backward(m, x, y, B, 1.0f);
+    memcpy(g1, m->grads, m->nparams * sizeof(float));
+    for (size_t i = 0; i < m->act_floats; i++) m->dacts[i] = NAN;
+    model_forward(m, x, y, B, 1);
+    model_backward(m, x, y, B, 1.0f);
+    assert_memory_equal(g1, m->grads, m->nparams * sizeof(float));
+    /* the fused kernels give the bits of the layers they stand for */
+    for (int i = 0; i < m->nlayers; i++) m->layers[i].fused_relu = m->layers[i].fused_add = 0;
+    for (size_t i = 0; i < m->act_floats; i++) m->dacts[i] = NAN;
+    assert_true(model_forward(m, x, y, B, 1) == loss);
+    assert_memory_equal(logits, model_logits(m), (size_t)B * m->num_classes * sizeof(float));
+    model_backward(m, x, y, B, 1.0f);
+    assert_memory_equal(g1, m->grads, m->nparams * sizeof(float));
+    for (int i = 0; i < m->nlayers; i++) m->layers[i].grad_setter = -1;
+    for (size_t i = 0; i < m->act_floats; i++) m->dacts[i] = NAN;
+    model_forward(m, x, y, B, 1);
+    model_backward(m, x, y, B, 1.0f);
+    assert_memory_equal(g1, m->grads, m->nparams * sizeof(float));
+    free(x);
+    free(g1);
+    free(logits);
+}
+
+/* One attention block as the ViT importer lays it out: a fused q, k, v projection sliced
+ * three ways, each reshaped to (T, heads, D) and transposed to (heads, T, D) (k to (heads,
+ * D, T)), Q K^T, softmax, times V, transposed and reshaped back, a projection and a
+ * residual add; a ReLU in front gives the input a gradient. T 5, 2 heads of 6. */
+static int build_attention(model_builder_t *b, void *ctx, char *err, size_t errlen)
+{
+    const model_shape_t heads = {.rank = 3, .dims = {5, 2, 6}}, flat = {.rank = 2, .dims = {5, 12}};
+    static const int thd[3] = {1, 0, 2}, tdh[3] = {1, 2, 0};
+    const int x = model_build_relu(b, -1);
+    const int qkv = model_build_linear(b, x, 36, "qkv.weight");
+    int part[3];
+    for (int i = 0; i < 3; i++)
+        part[i] = model_build_reshape(b, model_build_slice(b, qkv, 1, 12 * i, 12 * (i + 1), 1), &heads);
+    const int q = model_build_transpose(b, part[0], thd), k = model_build_transpose(b, part[1], tdh);
+    const int v = model_build_transpose(b, part[2], thd);
+    const int a = model_build_softmax(b, LAYER_SOFTMAX, model_build_bmm(b, q, k), 2);
+    const int o = model_build_reshape(b, model_build_transpose(b, model_build_bmm(b, a, v), thd), &flat);
+    const int y = model_build_add(b, model_build_linear(b, o, 12, "proj.weight"), x);
+    model_build_fc(b, y, 10, "head.weight", "head.bias");
+    return 0;
+}
+
 static void test_backward_overwrites_gradients(void **state)
 {
     (void)state;
@@ -475,10 +533,10 @@ static void test_backward_overwrites_gradients(void **state)
         for (int i = 0; i < m->nlayers; i++) set += m->layers[i].grad_setter >= 0;
         /* ResNet-20: its 19 convolutions (each feeds a batch norm), its 19 batch norms
          * (a ReLU or a residual add reads each), 9 residual adds (each feeds a ReLU), the
-         * 9 ReLUs inside the blocks (each feeds a convolution) and 7 of the 10 ReLUs that
+         * 9 ReLUs inside the blocks (each feeds a convolution), 7 of the 10 ReLUs that
          * end the stem and the blocks: not the two a stride-2 shortcut reads, nor the last
-         * (global average pooling reads it) */
-        if (k == 0) assert_int_equal(set, 63);
+         * (global average pooling reads it), and the pooling (the classifier reads it) */
+        if (k == 0) assert_int_equal(set, 64);
         /* and it runs 7 batch norm + residual add + ReLU triples fused (the 9 block ends
          * but the two with a stride-2 shortcut, which run unfused) and 10 batch norm + ReLU
          * pairs (the stem's and the blocks' first) */
@@ -491,37 +549,25 @@ static void test_backward_overwrites_gradients(void **state)
             assert_int_equal(fused_add, 7);
             assert_int_equal(fused_relu, 10);
         }
-        float x[B * 3 * 32 * 32];
-        int32_t y[B] = {3, 7};
-        rng_t r;
-        rng_seed(&r, 9);
-        for (size_t i = 0; i < sizeof x / sizeof x[0]; i++) x[i] = rng_normal(&r);
-        float *g1 = malloc(m->nparams * sizeof(float));
-        assert_non_null(g1);
-        const float loss = model_forward(m, x, y, B, 1);
-        float logits[B * 10];
-        memcpy(logits, model_logits(m), sizeof logits);
-        model_backward(m, x, y, B, 1.0f);
-        memcpy(g1, m->grads, m->nparams * sizeof(float));
-        for (size_t i = 0; i < m->act_floats; i++) m->dacts[i] = NAN;
-        model_forward(m, x, y, B, 1);
-        model_backward(m, x, y, B, 1.0f);
-        assert_memory_equal(g1, m->grads, m->nparams * sizeof(float));
-        /* the fused kernels give the bits of the layers they stand for */
-        for (int i = 0; i < m->nlayers; i++) m->layers[i].fused_relu = m->layers[i].fused_add = 0;
-        for (size_t i = 0; i < m->act_floats; i++) m->dacts[i] = NAN;
-        assert_true(model_forward(m, x, y, B, 1) == loss);
-        assert_memory_equal(logits, model_logits(m), sizeof logits);
-        model_backward(m, x, y, B, 1.0f);
-        assert_memory_equal(g1, m->grads, m->nparams * sizeof(float));
-        for (int i = 0; i < m->nlayers; i++) m->layers[i].grad_setter = -1;
-        for (size_t i = 0; i < m->act_floats; i++) m->dacts[i] = NAN;
-        model_forward(m, x, y, B, 1);
-        model_backward(m, x, y, B, 1.0f);
-        assert_memory_equal(g1, m->grads, m->nparams * sizeof(float));
-        free(g1);
+        check_overwrites(m, B);
         model_free(m);
     }
+    /* the attention block: every gradient but the fused projection's (three Slices add to
+     * it) and the scores' (the softmax adds) is set: the 3 Slices' (by Reshapes), the 3
+     * Reshapes' and the softmax's (by Transposes and a MatMul), the 3 Transposes' and the
+     * (heads, T, D) product's (by MatMuls and a Transpose), the last Transpose's (by a
+     * Reshape), the Reshape's (by the projection), the projection's and the input ReLU's
+     * (by the residual add) and the add's (by the classifier) */
+    const model_shape_t in = {.rank = 2, .dims = {5, 12}};
+    model_t *m = NULL;
+    char err[256];
+    assert_int_equal(model_create_custom_shape("attn", &in, 10, B, build_attention, NULL, &m, err, sizeof err), 0);
+    model_init_params(m, 5);
+    int set = 0;
+    for (int i = 0; i < m->nlayers; i++) set += m->layers[i].grad_setter >= 0;
+    assert_int_equal(set, 16);
+    check_overwrites(m, B);
+    model_free(m);
 }
 
 /* ---- N-D shapes (issue 43) ---- */

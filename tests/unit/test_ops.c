@@ -1962,6 +1962,120 @@ static void test_conv_backward_set(void **state)
     assert_int_equal(par_set_threads(1), 0);
 }
 
+/* view_rows_* (view.c), the model's Transpose, Slice and Expand steps: the forward against
+ * the naive walk of kernels/ref (exact: a copy), the backward bit for bit view_backward's
+ * (the same sums in the same order) onto a prefill, and the _set variant over NaN, for the
+ * permutations, bit for bit view_backward into zeros. The views: a ViT's head split (T,
+ * heads, D) -> (heads, T, D) and its K^T, ConvNeXt's NCHW -> NHWC, a Slice of a fused
+ * projection, a Slice walking down (negative stride), an Expand along an axis and of a
+ * batch-less constant, and a permutation with axes of size 1 (merged away). */
+static void test_view_rows(void **state)
+{
+    (void)state;
+    const size_t neg = (size_t)-4; /* a stride of -4 floats, as the descriptor holds it */
+    static const struct {
+        int perm; /* a bijection: the _set variant applies */
+        size_t off, nin;
+        bcast_desc_t d;
+    } cases[] = {
+        {1, 0, 65 * 3 * 16, {4, {0, 3, 65, 16}, {3120, 16, 48, 1}, {0}}},
+        {1, 0, 65 * 3 * 16, {4, {0, 3, 16, 65}, {3120, 16, 1, 48}, {0}}},
+        {1, 0, 32 * 8 * 8, {4, {0, 8, 8, 32}, {2048, 8, 1, 64}, {0}}},
+        {1, 0, 2 * 5 * 3, {5, {0, 1, 3, 5, 2}, {30, 30, 1, 3, 15}, {0}}},
+        {0, 48, 65 * 144, {3, {0, 65, 48}, {9360, 144, 1}, {0}}},
+        {0, 32, 10 * 4, {3, {0, 5, 4}, {40, 0, 1}, {0}}},
+        {0, 0, 4 * 1 * 5, {4, {0, 4, 3, 5}, {20, 5, 0, 1}, {0}}},
+        {0, 0, 2 * 6, {3, {0, 3, 12}, {0, 0, 1}, {0}}},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        bcast_desc_t d = cases[k].d;
+        if (k == 5) d.sa[1] = neg; /* rows 8, 7, .., 4 of a (10, 4) sample */
+        for (int B = 1; B <= 3; B += 2) {
+            const size_t nin = (d.sa[0] ? (size_t)B : 1) * cases[k].nin;
+            size_t nout = (size_t)B;
+            for (int ax = 1; ax < d.rank; ax++) nout *= (size_t)d.dims[ax];
+            lcg_t r = {900 + k};
+            float *x = falloc(nin), *y = falloc(nout), *g = falloc(nout), *dx1 = falloc(nin), *dx2 = falloc(nin);
+            double *xd = dalloc(nin), *yd = dalloc(nout);
+            rand_fill(&r, x, xd, nin, -1.0f, 1.0f);
+            rand_fill(&r, g, NULL, nout, -1.0f, 1.0f);
+            g[nout - 1] = -0.0f; /* set gives +0, as adding it to zero does */
+            view_rows_forward(&d, cases[k].off, B, x, y);
+            ref_view_forward(&d, cases[k].off, B, xd, yd);
+            for (size_t i = 0; i < nout; i++) assert_true(y[i] == (float)yd[i]);
+            ffill(dx1, nin, PREFILL);
+            ffill(dx2, nin, PREFILL);
+            view_backward(&d, cases[k].off, B, g, dx1);
+            view_rows_backward(&d, cases[k].off, B, g, dx2);
+            assert_memory_equal(dx1, dx2, nin * sizeof(float));
+            view_rows_backward(&d, cases[k].off, B, g, NULL); /* no input gradient: nothing */
+            if (cases[k].perm) {
+                memset(dx1, 0, nin * sizeof(float));
+                view_backward(&d, cases[k].off, B, g, dx1);
+                ffill(dx2, nin, NAN);
+                view_rows_backward_set(&d, cases[k].off, B, g, dx2);
+                assert_memory_equal(dx1, dx2, nin * sizeof(float));
+            }
+            float *bufs[] = {x, y, g, dx1, dx2};
+            for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+            free(xd);
+            free(yd);
+        }
+    }
+}
+
+/* gemm_backward_set and bmm_backward_set: over a NaN-filled input gradient, the bits the
+ * adding kernels give into zeros (both weight layouts, on 1 and 2 threads; each input of a
+ * product alone and both), and the parameter gradients unchanged. */
+static void test_backward_set_gemm(void **state)
+{
+    (void)state;
+    const int B = 130, IN = 48, OUT = 144; /* above PAR_MIN_MACS: split on 2 threads */
+    const size_t nx = (size_t)B * IN, nw = (size_t)IN * OUT, ny = (size_t)B * OUT;
+    lcg_t r = {950};
+    float *x = falloc(nx), *w = falloc(nw), *g = falloc(ny), *dx1 = falloc(nx), *dx2 = falloc(nx);
+    float *dw1 = falloc(nw), *dw2 = falloc(nw), *db1 = falloc(OUT), *db2 = falloc(OUT);
+    rand_fill(&r, x, NULL, nx, -1.0f, 1.0f);
+    rand_fill(&r, w, NULL, nw, -0.5f, 0.5f);
+    rand_fill(&r, g, NULL, ny, -1.0f, 1.0f);
+    for (int T = 1; T <= 2; T++) {
+        assert_int_equal(par_set_threads(T), 0);
+        for (int layout = 0; layout < 2; layout++) {
+            const gemm_desc_t d = {IN, OUT, layout ? GEMM_W_IN_OUT : GEMM_W_OUT_IN, 0.5f, 2.0f};
+            memset(dx1, 0, nx * sizeof(float));
+            gemm_backward(&d, B, x, w, g, dx1, dw1, db1);
+            ffill(dx2, nx, NAN);
+            gemm_backward_set(&d, B, x, w, g, dx2, dw2, db2);
+            assert_memory_equal(dx1, dx2, nx * sizeof(float));
+            assert_memory_equal(dw1, dw2, nw * sizeof(float));
+            assert_memory_equal(db1, db2, OUT * sizeof(float));
+        }
+    }
+    assert_int_equal(par_set_threads(1), 0);
+    /* attention's Q K^T shapes: G pairs of (M, K) x (K, N) */
+    const int G = 6, M = 13, K = 8, N = 11;
+    const size_t na = (size_t)G * M * K, nb = (size_t)G * K * N, no = (size_t)G * M * N;
+    float *a = falloc(na), *b = falloc(nb), *go = falloc(no);
+    float *da1 = falloc(na), *da2 = falloc(na), *dbb1 = falloc(nb), *dbb2 = falloc(nb);
+    rand_fill(&r, a, NULL, na, -1.0f, 1.0f);
+    rand_fill(&r, b, NULL, nb, -1.0f, 1.0f);
+    rand_fill(&r, go, NULL, no, -1.0f, 1.0f);
+    for (int set = 1; set <= 3; set++) {
+        const int set_a = set & 1, set_b = (set >> 1) & 1;
+        /* reference: zeros where set, a prefill where added */
+        ffill(da1, na, set_a ? 0.0f : PREFILL);
+        ffill(dbb1, nb, set_b ? 0.0f : PREFILL);
+        bmm_backward(G, M, K, N, a, b, go, da1, dbb1);
+        ffill(da2, na, set_a ? NAN : PREFILL);
+        ffill(dbb2, nb, set_b ? NAN : PREFILL);
+        bmm_backward_set(G, M, K, N, a, b, go, da2, set_a, dbb2, set_b);
+        assert_memory_equal(da1, da2, na * sizeof(float));
+        assert_memory_equal(dbb1, dbb2, nb * sizeof(float));
+    }
+    float *bufs[] = {x, w, g, dx1, dx2, dw1, dw2, db1, db2, a, b, go, da1, da2, dbb1, dbb2};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+}
+
 /* Fully connected layers and ONNX Gemm above the size that splits them (fc.c): on 2 and 3
  * threads, both weight layouts, what one thread gives up to rounding (OpenBLAS's edge
  * tiles fall on other rows), and close to the naive product. */
@@ -2435,6 +2549,24 @@ static void test_dropout(void **state)
     ffill(dx, n, PREFILL);
     dropout_backward(n, 1.0f, key, g, dx);
     for (size_t i = 0; i < n; i++) assert_true(dx[i] == PREFILL);
+    /* the _set backwards (dropout and stochastic depth, p 0 and 0.3, a -0 in the
+     * gradient): over NaN, the bits of the adding ones into zeros */
+    float *dx2 = falloc(n);
+    g[5] = -0.0f;
+    for (int k = 0; k < 2; k++) {
+        const float p = k ? 0.3f : 0.0f;
+        memset(dx, 0, n * sizeof(float));
+        dropout_backward(n, p, key, g, dx);
+        ffill(dx2, n, NAN);
+        dropout_backward_set(n, p, key, g, dx2);
+        assert_memory_equal(dx, dx2, n * sizeof(float));
+        memset(dx, 0, n * sizeof(float));
+        stochastic_depth_backward(n, 1000, p, key, g, dx);
+        ffill(dx2, n, NAN);
+        stochastic_depth_backward_set(n, 1000, p, key, g, dx2);
+        assert_memory_equal(dx, dx2, n * sizeof(float));
+    }
+    free(dx2);
     /* the threshold is round(p * 2^24), clamped */
     assert_int_equal(dropout_threshold(0.0f), 0);
     assert_int_equal(dropout_threshold(-1.0f), 0);
@@ -2693,6 +2825,8 @@ int main(void)
         cmocka_unit_test(test_relu),
         cmocka_unit_test(test_residual_add),
         cmocka_unit_test(test_conv_backward_set),
+        cmocka_unit_test(test_view_rows),
+        cmocka_unit_test(test_backward_set_gemm),
         cmocka_unit_test(test_threads_small_planes),
         cmocka_unit_test(test_gap),
         cmocka_unit_test(test_fc),

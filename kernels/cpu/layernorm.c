@@ -2,23 +2,56 @@
  * layernorm_forward): each row of D elements normalised alone by its own mean and biased
  * variance, then scaled and shifted per element. The statistics are recomputed by the
  * backward (no saved state: a row is read twice instead of keeping 2 floats per row per
- * sample, which the fixed aux arena could not hold at any batch). Sums in double. */
+ * sample, which the fixed aux arena could not hold at any batch).
+ *
+ * Sums and each element's normalisation in double, as before these loops were vectorised:
+ * float sums of a row's terms (the backward's sum(g w xhat) cancels) moved a ConvNeXt's
+ * AdamW weights off torch's by more than onnx_vit.sh allows. The sums go in LN_LANES
+ * explicit lanes, which gcc vectorises without reassociating (a row is 32-768 elements in
+ * the networks here); the reference in double is kernels/ref's, and test_op_table and
+ * test_ops hold these to it. */
 #include <math.h>
 #include <string.h>
 
+/* elementwise.c's reason: nothing here reads the floating-point flags, and with trapping
+ * math gcc keeps some of these loops scalar */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+
 #include "ops.h"
 
-/* mean and 1 / sqrt(var + eps) of one row */
-static void row_stats(const float *x, int D, float eps, double *mean, double *invstd)
+#define LN_LANES 8
+
+/* the lanes' partial sums, folded in lane order */
+static inline double lanes_fold(const double *l)
 {
-    double s = 0.0, q = 0.0;
-    for (int j = 0; j < D; j++) s += x[j];
-    *mean = s / D;
-    for (int j = 0; j < D; j++) q += ((double)x[j] - *mean) * ((double)x[j] - *mean);
-    *invstd = 1.0 / sqrt(q / D + (double)eps);
+    double s = 0.0;
+    for (int k = 0; k < LN_LANES; k++) s += l[k];
+    return s;
 }
 
-void layernorm_forward(int rows, int D, float eps, const float *inp, const float *w, const float *b, float *out)
+/* mean and 1 / sqrt(var + eps) of one row: the mean, then the variance about it (two
+ * passes: no cancellation) */
+static inline void row_stats(const float *x, int D, float eps, double *mean, double *invstd)
+{
+    double l[LN_LANES] = {0}, q[LN_LANES] = {0};
+    const int D8 = D / LN_LANES * LN_LANES;
+    for (int j = 0; j < D8; j += LN_LANES)
+        for (int k = 0; k < LN_LANES; k++) l[k] += x[j + k];
+    double s = lanes_fold(l);
+    for (int j = D8; j < D; j++) s += x[j];
+    const double m = s / D;
+    for (int j = 0; j < D8; j += LN_LANES)
+        for (int k = 0; k < LN_LANES; k++) q[k] += ((double)x[j + k] - m) * ((double)x[j + k] - m);
+    double v = lanes_fold(q);
+    for (int j = D8; j < D; j++) v += ((double)x[j] - m) * ((double)x[j] - m);
+    *mean = m;
+    *invstd = 1.0 / sqrt(v / D + (double)eps);
+}
+
+__attribute__((target_clones("avx2", "default"))) void layernorm_forward(int rows, int D, float eps, const float *inp,
+                                                                         const float *w, const float *b, float *out)
 {
     for (int r = 0; r < rows; r++) {
         const float *x = inp + (size_t)r * D;
@@ -29,20 +62,32 @@ void layernorm_forward(int rows, int D, float eps, const float *inp, const float
     }
 }
 
-void layernorm_backward(int rows, int D, float eps, const float *inp, const float *w, const float *dout, float *dinp,
-                        float *dw, float *db)
+/* dinp += invstd (g w - mean(g w) - xhat mean(g w xhat)); dw += g xhat, db += g */
+__attribute__((target_clones("avx2", "default"))) void layernorm_backward(int rows, int D, float eps, const float *inp,
+                                                                          const float *w, const float *dout,
+                                                                          float *dinp, float *dw, float *db)
 {
     memset(dw, 0, (size_t)D * sizeof *dw);
     memset(db, 0, (size_t)D * sizeof *db);
+    const int D8 = D / LN_LANES * LN_LANES;
     for (int r = 0; r < rows; r++) {
         const float *x = inp + (size_t)r * D, *g = dout + (size_t)r * D;
-        double mean, invstd, sg = 0.0, sgx = 0.0;
+        double mean, invstd, lg[LN_LANES] = {0}, lgx[LN_LANES] = {0};
         row_stats(x, D, eps, &mean, &invstd);
-        for (int j = 0; j < D; j++) {
+        for (int j = 0; j < D8; j += LN_LANES)
+            for (int k = 0; k < LN_LANES; k++) {
+                const double xh = ((double)x[j + k] - mean) * invstd, gw = (double)g[j + k] * w[j + k];
+                lg[k] += gw;
+                lgx[k] += gw * xh;
+            }
+        double sg = lanes_fold(lg), sgx = lanes_fold(lgx);
+        for (int j = D8; j < D; j++) {
             const double xh = ((double)x[j] - mean) * invstd, gw = (double)g[j] * w[j];
             sg += gw;
             sgx += gw * xh;
-            dw[j] += (float)(g[j] * xh);
+        }
+        for (int j = 0; j < D; j++) {
+            dw[j] += (float)(g[j] * (((double)x[j] - mean) * invstd));
             db[j] += g[j];
         }
         if (!dinp) continue;

@@ -6,8 +6,9 @@
  * Rounding: on the host every operation is a plain C operator (-std=c11 contracts nothing,
  * and the kernels' AVX2 clones use no FMA); on the device UFN_ADD/SUB/MUL/DIV are
  * __fadd_rn and friends, which nvcc never fuses into an FMA. So every function below
- * rounds the same on both sides, bit for bit, except where it calls expf, tanhf or powf:
- * CUDA's are within 2 ulp, glibc's are not the same code (test_cuda_parity's TOL_ACT).
+ * rounds the same on both sides, bit for bit, except where it calls expf, tanhf or powf, or
+ * ufn_exp and ufn_erf below: CUDA's are within 2 ulp, the host's are not the same code
+ * (test_cuda_parity's TOL_ACT).
  */
 #ifndef PACER_SCALAR_FN_H
 #define PACER_SCALAR_FN_H
@@ -44,7 +45,7 @@
 static inline OPS_HD float ufn_max(float x, float a) { return x > a ? x : a; }
 static inline OPS_HD float ufn_min(float x, float b) { return x < b ? x : b; }
 
-/* exp(x) as the sigmoid takes it. On the device CUDA's expf; on the host Cephes' expf in
+/* exp(x) as the sigmoid, erf, GELU and the softmaxes take it. On the device CUDA's expf; on the host Cephes' expf in
  * plain C operators (round x / ln 2 to n, a degree-7 polynomial on the rest, times 2^n as
  * two halves so that results down to exp(-104) are reached through the subnormals), within
  * 2 ulp of glibc's and vectorised by gcc, where a call to expf per element is not: the
@@ -75,6 +76,75 @@ static inline OPS_HD float ufn_exp(float x)
     s1.u = (unsigned)(k1 + 127) << 23;
     s2.u = (unsigned)(k2 + 127) << 23;
     const float y = p * s1.f * s2.f;
+    return x == x ? y : x;
+#endif
+}
+
+/* erf on the host, vectorisable as ufn_exp (a call to erff per element is not: GELU's
+ * forward and backward were 18% of the small ViT's step). Below UFN_ERF_SPLIT,
+ * x + x * P(x^2) (P of degree 6, the leading 2 / sqrt(pi) - 1 kept apart so that the last
+ * addition is the only large rounding); above it 1 - erfc(|x|) with erfc(t) =
+ * exp(Q(t) - t^2), Q of degree 8 on [UFN_ERF_SPLIT, 3.9195] (erf rounds to 1 beyond). The
+ * coefficients are weighted least-squares (Lawson) fits in double of erf(x)/x and
+ * log(erfc(t)) + t^2, rounded to float; measured over every non-negative float against
+ * erf in double (erf is odd): at most 1.83 ulp (at x = 0.9176), where glibc's erff is at
+ * most 0.97 ulp. A NaN gives a NaN, +-inf +-1. On the device CUDA's erff. */
+#define UFN_ERF_SPLIT 0.921875f
+#define UFN_ERF_ONE 3.9195f /* erf(x) rounds to 1 in float from about 3.9192 */
+
+/* c[0] t^(n-1) + c[1] t^(n-2) + ... + c[n-1] in Horner's order, no FMA (gcc unrolls the
+ * loop of a constant n) */
+static inline OPS_HD float ufn_poly(float t, const float *c, int n)
+{
+    float p = c[0];
+    for (int i = 1; i < n; i++) p = p * t + c[i];
+    return p;
+}
+
+/* erfc(|x|) for |x| >= UFN_ERF_SPLIT (any x: |x| is clamped where erf is 1 in float) */
+static inline OPS_HD float ufn_erfc_tail(float x)
+{
+    const float Q[9] = {1.6327176126651466e-06f, -4.593300400301814e-05f, 5.954320076853037e-04f,
+                        -4.751646891236305e-03f, 2.6394212618470192e-02f, -1.1002501100301743e-01f,
+                        3.6810725927352905e-01f, -1.1301896572113037f,    3.081591858062893e-04f};
+    const float t = ufn_min(fabsf(x), UFN_ERF_ONE);
+    return ufn_exp(ufn_poly(t, Q, 9) - t * t);
+}
+
+/* erf(x) for |x| < UFN_ERF_SPLIT */
+static inline OPS_HD float ufn_erf_small(float x)
+{
+    const float P[7] = {8.370100113097578e-05f,   -8.142704609781504e-04f, 5.201032385230064e-03f,
+                        -2.6859398931264877e-02f, 1.1283695697784424e-01f, -3.7612634897232056e-01f,
+                        1.28379225730896e-01f};
+    return x + x * ufn_poly(x * x, P, 7);
+}
+
+static inline OPS_HD float ufn_erf(float x)
+{
+#if defined(__CUDA_ARCH__)
+    return erff(x);
+#else
+    /* both branches computed and one selected: the loop stays branch-free */
+    const float e = ufn_erfc_tail(x);
+    const float y = fabsf(x) < UFN_ERF_SPLIT ? ufn_erf_small(x) : x < 0.0f ? e - 1.0f : 1.0f - e;
+    return x == x ? y : x;
+#endif
+}
+
+/* 1 + erf(x), GELU's 2 Phi: below -UFN_ERF_SPLIT erfc(-x) itself, not 1 - (1 - erfc(-x)),
+ * whose rounding loses the small tail that GELU multiplies by x; below -UFN_ERF_ONE
+ * (erfc < 5e-8, beyond Q's interval) 0, which 1 + erff(x) gave there too. */
+static inline OPS_HD float ufn_erf1p(float x)
+{
+#if defined(__CUDA_ARCH__)
+    return UFN_ADD(1.0f, erff(x));
+#else
+    const float e = ufn_erfc_tail(x);
+    const float y = fabsf(x) < UFN_ERF_SPLIT ? 1.0f + ufn_erf_small(x)
+                    : x < -UFN_ERF_ONE       ? 0.0f
+                    : x < 0.0f               ? e
+                                             : 2.0f - e;
     return x == x ? y : x;
 #endif
 }
@@ -126,8 +196,8 @@ static inline OPS_HD float unary_fn(unary_op_t op, float x, float a, float b)
     case UNARY_CLIP: return ufn_min(ufn_max(x, a), b);
     case UNARY_HARDSIGMOID: return ufn_max(ufn_min(UFN_ADD(UFN_MUL(a, x), b), 1.0f), 0.0f);
     case UNARY_HARDSWISH: return UFN_DIV(UFN_MUL(x, ufn_min(ufn_max(UFN_ADD(x, 3.0f), 0.0f), 6.0f)), 6.0f);
-    case UNARY_ERF: return erff(x);
-    case UNARY_GELU: return UFN_MUL(UFN_MUL(0.5f, x), UFN_ADD(1.0f, erff(UFN_MUL(x, UFN_SQRT1_2))));
+    case UNARY_ERF: return ufn_erf(x);
+    case UNARY_GELU: return UFN_MUL(UFN_MUL(0.5f, x), ufn_erf1p(UFN_MUL(x, UFN_SQRT1_2)));
     default: return NAN;
     }
 }
@@ -162,10 +232,10 @@ static inline OPS_HD float unary_grad(unary_op_t op, float x, float y, float g, 
     case UNARY_HARDSIGMOID: return y > 0.0f && y < 1.0f ? UFN_MUL(g, a) : 0.0f;
     case UNARY_HARDSWISH: return x < -3.0f ? 0.0f : x <= 3.0f ? UFN_MUL(g, UFN_ADD(UFN_DIV(x, 3.0f), 0.5f)) : g;
     /* 2 / sqrt(pi) * exp(-x^2) */
-    case UNARY_ERF: return UFN_MUL(UFN_MUL(g, UFN_2_SQRTPI), expf(UFN_MUL(-x, x)));
+    case UNARY_ERF: return UFN_MUL(UFN_MUL(g, UFN_2_SQRTPI), ufn_exp(UFN_MUL(-x, x)));
     case UNARY_GELU: { /* Phi(x) + x * phi(x), phi the standard normal density */
-        const float cdf = UFN_MUL(0.5f, UFN_ADD(1.0f, erff(UFN_MUL(x, UFN_SQRT1_2))));
-        return UFN_MUL(g, UFN_ADD(cdf, UFN_MUL(UFN_MUL(x, UFN_GELU_PDF), expf(UFN_MUL(UFN_MUL(-0.5f, x), x)))));
+        const float cdf = UFN_MUL(0.5f, ufn_erf1p(UFN_MUL(x, UFN_SQRT1_2)));
+        return UFN_MUL(g, UFN_ADD(cdf, UFN_MUL(UFN_MUL(x, UFN_GELU_PDF), ufn_exp(UFN_MUL(UFN_MUL(-0.5f, x), x)))));
     }
     default: return NAN;
     }

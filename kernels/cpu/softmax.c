@@ -9,6 +9,12 @@
  */
 #include <math.h>
 
+/* elementwise.c's reason: with trapping math gcc keeps the selects of ufn_max and ufn_exp
+ * as branches and the loops scalar; nothing here reads the floating-point flags */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+
 #include "ops.h"
 
 float softmax_xent_forward(int B, int N, const float *logits, const int32_t *labels, float smoothing, float *probs)
@@ -72,38 +78,144 @@ int count_correct(int B, int N, const float *logits, const int32_t *labels)
     return correct;
 }
 
-/* One line at a time: its elements lie inner apart; the sums in double, as the loss's. */
-void softmax_axis_forward(int take_log, int rows, int n, int inner, const float *inp, float *out)
+/* ---- Softmax and LogSoftmax along an axis ----------------------------------------------
+ * A sample is (outer, n, inner): rows * inner lines of n elements lying inner apart. All in
+ * float, one exponential per element: out = exp(x - max) stored, then scaled by 1 / its sum
+ * (log-softmax: (x - max) - log(sum)); the backward's exp(y) through the same exponential.
+ * The loops vectorise: a contiguous line (inner 1, attention's rows) with eight explicit
+ * lanes for its maximum and sums (no reassociation needed), strided lines SOFTMAX_BLOCK
+ * at a time across the inner axis. The reference in double is kernels/ref's; test_op_table
+ * and test_ops hold these to it. */
+#define SOFTMAX_LANES 8
+#define SOFTMAX_BLOCK 64 /* strided lines per pass: their running max and sum on the stack */
+
+/* the eight lanes' partial sums or maxima, folded in lane order */
+static inline float lanes_sum(const float *l)
 {
-    for (int r = 0; r < rows; r++)
-        for (int k = 0; k < inner; k++) {
-            const float *a = inp + (size_t)r * n * inner + k;
-            float *o = out + (size_t)r * n * inner + k;
-            float m = a[0];
-            for (int j = 1; j < n; j++) m = a[(size_t)j * inner] > m ? a[(size_t)j * inner] : m;
-            double s = 0.0;
-            for (int j = 0; j < n; j++) s += exp((double)a[(size_t)j * inner] - m);
-            const double ls = log(s);
-            for (int j = 0; j < n; j++) {
-                const double v = (double)a[(size_t)j * inner] - m;
-                o[(size_t)j * inner] = (float)(take_log ? v - ls : exp(v - ls));
-            }
+    float s = 0.0f;
+    for (int k = 0; k < SOFTMAX_LANES; k++) s += l[k];
+    return s;
+}
+
+static inline float lanes_max(const float *l)
+{
+    float m = l[0];
+    for (int k = 1; k < SOFTMAX_LANES; k++) m = ufn_max(l[k], m);
+    return m;
+}
+
+/* one contiguous line of n */
+static inline void softmax_line_fwd(int take_log, int n, const float *a, float *o)
+{
+    float lm[SOFTMAX_LANES], ls[SOFTMAX_LANES] = {0};
+    int j = 0;
+    for (int k = 0; k < SOFTMAX_LANES; k++) lm[k] = a[0];
+    for (; j + SOFTMAX_LANES <= n; j += SOFTMAX_LANES)
+        for (int k = 0; k < SOFTMAX_LANES; k++) lm[k] = ufn_max(a[j + k], lm[k]);
+    float m = lanes_max(lm);
+    for (; j < n; j++) m = ufn_max(a[j], m);
+    for (j = 0; j + SOFTMAX_LANES <= n; j += SOFTMAX_LANES)
+        for (int k = 0; k < SOFTMAX_LANES; k++) {
+            o[j + k] = ufn_exp(a[j + k] - m);
+            ls[k] += o[j + k];
+        }
+    float s = lanes_sum(ls);
+    for (; j < n; j++) {
+        o[j] = ufn_exp(a[j] - m);
+        s += o[j];
+    }
+    if (take_log) {
+        const float lg = logf(s);
+        for (j = 0; j < n; j++) o[j] = (a[j] - m) - lg;
+    } else {
+        const float inv = 1.0f / s;
+        for (j = 0; j < n; j++) o[j] *= inv;
+    }
+}
+
+/* one contiguous line of n: d += y (g - sum g y), or g - exp(y) sum g (log) */
+static inline void softmax_line_bwd(int take_log, int n, const float *y, const float *g, float *d)
+{
+    float ls[SOFTMAX_LANES] = {0};
+    int j = 0;
+    for (; j + SOFTMAX_LANES <= n; j += SOFTMAX_LANES)
+        for (int k = 0; k < SOFTMAX_LANES; k++) ls[k] += take_log ? g[j + k] : g[j + k] * y[j + k];
+    float s = lanes_sum(ls);
+    for (; j < n; j++) s += take_log ? g[j] : g[j] * y[j];
+    if (take_log)
+        for (j = 0; j < n; j++) d[j] += g[j] - ufn_exp(y[j]) * s;
+    else
+        for (j = 0; j < n; j++) d[j] += y[j] * (g[j] - s);
+}
+
+/* w adjacent lines (w <= SOFTMAX_BLOCK) of n elements inner apart, vectorised across them */
+static inline void softmax_block_fwd(int take_log, int n, int inner, int w, const float *a, float *o)
+{
+    float m[SOFTMAX_BLOCK], s[SOFTMAX_BLOCK];
+    for (int k = 0; k < w; k++) {
+        m[k] = a[k];
+        s[k] = 0.0f;
+    }
+    for (int j = 1; j < n; j++)
+        for (int k = 0; k < w; k++) m[k] = ufn_max(a[(size_t)j * inner + k], m[k]);
+    for (int j = 0; j < n; j++)
+        for (int k = 0; k < w; k++) {
+            const size_t i = (size_t)j * inner + k;
+            o[i] = ufn_exp(a[i] - m[k]);
+            s[k] += o[i];
+        }
+    /* s becomes log(sum) or 1 / sum */
+    for (int k = 0; k < w; k++) s[k] = take_log ? logf(s[k]) : 1.0f / s[k];
+    for (int j = 0; j < n; j++)
+        for (int k = 0; k < w; k++) {
+            const size_t i = (size_t)j * inner + k;
+            o[i] = take_log ? (a[i] - m[k]) - s[k] : o[i] * s[k];
         }
 }
 
-void softmax_axis_backward(int take_log, int rows, int n, int inner, const float *out, const float *dout, float *dinp)
+static inline void softmax_block_bwd(int take_log, int n, int inner, int w, const float *y, const float *g, float *d)
 {
-    for (int r = 0; r < rows; r++)
-        for (int k = 0; k < inner; k++) {
-            const size_t base = (size_t)r * n * inner + k;
-            const float *y = out + base, *g = dout + base;
-            float *d = dinp + base;
-            double s = 0.0;
-            for (int j = 0; j < n; j++)
-                s += take_log ? (double)g[(size_t)j * inner] : (double)g[(size_t)j * inner] * y[(size_t)j * inner];
-            for (int j = 0; j < n; j++) {
-                const size_t o = (size_t)j * inner;
-                d[o] += take_log ? (float)(g[o] - exp((double)y[o]) * s) : (float)(y[o] * (g[o] - s));
-            }
+    float s[SOFTMAX_BLOCK] = {0};
+    for (int j = 0; j < n; j++)
+        for (int k = 0; k < w; k++) {
+            const size_t i = (size_t)j * inner + k;
+            s[k] += take_log ? g[i] : g[i] * y[i];
         }
+    for (int j = 0; j < n; j++)
+        for (int k = 0; k < w; k++) {
+            const size_t i = (size_t)j * inner + k;
+            d[i] += take_log ? g[i] - ufn_exp(y[i]) * s[k] : y[i] * (g[i] - s[k]);
+        }
+}
+
+__attribute__((target_clones("avx2", "default"))) void softmax_axis_forward(int take_log, int rows, int n, int inner,
+                                                                            const float *inp, float *out)
+{
+    for (int r = 0; r < rows; r++) {
+        const size_t base = (size_t)r * n * inner;
+        if (inner == 1) {
+            softmax_line_fwd(take_log, n, inp + base, out + base);
+            continue;
+        }
+        for (int k = 0; k < inner; k += SOFTMAX_BLOCK) {
+            const int w = inner - k < SOFTMAX_BLOCK ? inner - k : SOFTMAX_BLOCK;
+            softmax_block_fwd(take_log, n, inner, w, inp + base + k, out + base + k);
+        }
+    }
+}
+
+__attribute__((target_clones("avx2", "default"))) void
+softmax_axis_backward(int take_log, int rows, int n, int inner, const float *out, const float *dout, float *dinp)
+{
+    for (int r = 0; r < rows; r++) {
+        const size_t base = (size_t)r * n * inner;
+        if (inner == 1) {
+            softmax_line_bwd(take_log, n, out + base, dout + base, dinp + base);
+            continue;
+        }
+        for (int k = 0; k < inner; k += SOFTMAX_BLOCK) {
+            const int w = inner - k < SOFTMAX_BLOCK ? inner - k : SOFTMAX_BLOCK;
+            softmax_block_bwd(take_log, n, inner, w, out + base + k, dout + base + k, dinp + base + k);
+        }
+    }
 }

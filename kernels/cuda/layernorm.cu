@@ -5,10 +5,10 @@
  * a row (the normalised axes), CH the rows of one chunk of the parameter gradients.
  *
  * Forward and input gradient: one thread per row runs layernorm.c's loop body (ln_row_*,
- * host and device code): the row's mean and variance in double in the CPU's order, then
- * each element, with no FMA contraction (DFN_* in double, UFN_* in float). So the output
- * and the input gradient are the CPU's bit for bit (double sqrt and division are IEEE on
- * both). Nothing is saved by the forward, as on the CPU: the backward recomputes each row's
+ * host and device code): the row's mean and variance in double, then each element, with no
+ * FMA contraction (DFN_* in double, UFN_* in float). The CPU sums a row in eight lanes
+ * (vectorised), this in order: the two differ by the double sums' rounding, which the cast
+ * to float almost always hides (test_cuda_parity's TOL_LN). Nothing is saved by the forward, as on the CPU: the backward recomputes each row's
  * statistics.
  *
  * Weight and bias gradients are sums over the R rows. The CPU adds each row's term to a

@@ -12,11 +12,12 @@
  *
  * Softmax and LogSoftmax along one axis (LAYER_SOFTMAX, LAYER_LOG_SOFTMAX): a sample is
  * (outer, n, inner), so B * outer * inner lines of n elements lying inner apart. One thread
- * per line runs softmax_axis_forward's loop body (softmax_line_fwd below, host and device
- * code), sums in double in the CPU's order with no FMA contraction (DFN_*): the results are
- * the CPU's but where CUDA's double exp and log differ from glibc's (an ulp in double, which
- * the cast to float almost always hides). The backward likewise (softmax_line_bwd): each
- * line's dot product in double, each element's gradient added once, no atomics.
+ * per line (softmax_line_fwd below, host and device code): the line's maximum, the sum of
+ * the shifted exponentials and its log in double, no FMA contraction (DFN_*). The CPU's
+ * kernel (kernels/cpu/softmax.c) computes in float with one vectorised exponential per
+ * element, so the two agree within a few float ulps (test_cuda_parity's TOL_SOFTMAX). The
+ * backward likewise (softmax_line_bwd): each line's dot product in double, each element's
+ * gradient added once, no atomics.
  */
 #include <math.h>
 
@@ -123,7 +124,7 @@ static OPS_HD size_t softmax_line_base(size_t L, int n, int inner)
     return L / (size_t)inner * (size_t)n * inner + L % (size_t)inner;
 }
 
-/* One line of softmax_axis_forward: its maximum, the sum of the shifted exponentials and
+/* One line of the softmax: its maximum, the sum of the shifted exponentials and
  * its log in double, then each output from the shifted value in double. */
 static OPS_HD void softmax_line_fwd(int take_log, int n, int inner, const float *a, float *o)
 {

@@ -64,12 +64,12 @@
  *   TOL_BN         1e-4  cuDNN accumulates statistics in float, the CPU in double;
  *   TOL_NORM       1e-6  double sums in another order, then float;
  *   TOL_LN         1e-6  layer norm's output and input gradient: the CPU's double
- *                        expressions in its order, no FMA (the kernel bodies give the CPU's
- *                        bits when compiled as host code); an ulp for the device's double
- *                        arithmetic;
+ *                        expressions, no FMA, its sums in eight lanes and the device's in
+ *                        order; an ulp for the device's double arithmetic;
  *   TOL_LN_PARAM   1e-5  layer norm's weight and bias gradients: the device sums the rows
  *                        in double by chunks, the CPU in a float running sum;
- *   TOL_SOFTMAX    also Softmax / LogSoftmax on an axis (CUDA's double exp and log);
+ *   TOL_SOFTMAX    also Softmax / LogSoftmax on an axis (the device in double, the CPU in
+ *                        float with scalar_fn.h's exp: a few ulps of outputs at most 1);
  *   TOL_FC         also the matmul of two activations (cuBLAS strided-batched SGEMM);
  *   TOL_EXACT      also ReduceSum / ReduceMean (the CPU's float sums in its order);
  * Model step (errors accumulate through up to 20 layers):

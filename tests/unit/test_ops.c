@@ -31,7 +31,13 @@
  *                 relative to itself, as it is ~1e-3 of the weights);
  *   ACC_TOL 1e-5  "+=" checks: dinp after the call equals prefill + gradient (the
  *                 kernel adds its terms one by one onto the prefill, so the rounding
- *                 differs slightly from prefill + the gradient computed from zero).
+ *                 differs slightly from prefill + the gradient computed from zero);
+ *   ERF_ULP 2.0   erf (scalar_fn.h's ufn_erf, a vectorised polynomial and exp) against
+ *                 erf in double, in ulps of the float result, on every ERF_STRIDE-th
+ *                 float: 1.83 measured over every float (glibc's erff: 0.97);
+ *   GELU_ULP 64   GELU's forward in ulps on [-5.5, 10): a few ulps above -3, up to 50 in
+ *                 the far negative tail (|GELU| < 1e-6), where Q(t) - t^2 ~ -16 is rounded
+ *                 in float before its exp (the old 1 + erff(x) lost every bit there).
  * The maxima measured over the whole run are printed at the end.
  *
  * Inputs come from a 64-bit LCG (Knuth's MMIX constants), so every run is the same.
@@ -64,6 +70,9 @@
 #define ADAMW_TOL 2e-6
 #define FD_RTOL 1e-5
 #define ACC_TOL 1e-5
+#define ERF_ULP 2.0
+#define ERF_STRIDE 251
+#define GELU_ULP 64.0
 #define FD_H 1e-5
 #define PREFILL 0.5f
 
@@ -2583,6 +2592,226 @@ static void test_dropout(void **state)
     free(dx);
 }
 
+/* ---- erf and GELU (scalar_fn.h's vectorised ufn_erf) ---------------------------- */
+
+/* erf in float ulps of the double value (a result of 0 or a subnormal: ulps of the
+ * smallest subnormal) */
+static double ulps_from(float got, double want)
+{
+    const float w = (float)want;
+    if (got == w) return 0.0;
+    const double u = (double)nextafterf(fabsf(w), INFINITY) - fabsf(w);
+    return isnan(got) ? INFINITY : fabs((double)got - want) / u;
+}
+
+static void test_erf_gelu(void **state)
+{
+    (void)state;
+    /* erf on every ERF_STRIDE-th non-negative float bit pattern (0 to inf), and the same
+     * values negated: odd bit for bit */
+    enum { CHUNK = 4096 };
+    float *x = falloc(CHUNK), *y = falloc(CHUNK), *yn = falloc(CHUNK);
+    double worst = 0.0;
+    float wx = 0.0f;
+    uint32_t bits = 0;
+    while (bits < 0x7f800000u) {
+        int n = 0;
+        for (; n < CHUNK && bits < 0x7f800000u; n++, bits += ERF_STRIDE) memcpy(&x[n], &bits, sizeof bits);
+        unary_forward(UNARY_ERF, 0.0f, (size_t)n, x, y);
+        for (int i = 0; i < n; i++) x[i] = -x[i];
+        unary_forward(UNARY_ERF, 0.0f, (size_t)n, x, yn);
+        for (int i = 0; i < n; i++) {
+            const double e = ulps_from(y[i], erf(-(double)x[i]));
+            if (e > worst) {
+                worst = e;
+                wx = -x[i];
+            }
+            if (!(yn[i] == -y[i])) fail_msg("erf(%.9g) = %.9g is not -erf(%.9g) = %.9g", x[i], yn[i], -x[i], -y[i]);
+        }
+    }
+    if (!(worst <= ERF_ULP)) fail_msg("erf: %.2f ulp at %.9g, more than %.1f", worst, wx, ERF_ULP);
+    print_message("erf over every %dth float: max %.2f ulp (tol %.1f) at %.9g\n", ERF_STRIDE, worst, ERF_ULP, wx);
+    const float sp[4] = {NAN, INFINITY, -INFINITY, -0.0f};
+    unary_forward(UNARY_ERF, 0.0f, 4, sp, y);
+    assert_true(isnan(y[0]) && y[1] == 1.0f && y[2] == -1.0f && y[3] == 0.0f && signbit(y[3]));
+    free(x);
+    free(y);
+    free(yn);
+
+    /* GELU forward in ulps over [-5.5, 10): 1 + erf is erfc itself on the negative side,
+     * whose tail the old 1 + erff(x) lost entirely; the derivatives of erf and GELU
+     * against their closed forms in double, added (+=) onto PREFILL */
+    const size_t n = 1 << 16;
+    float *gx = falloc(n), *gy = falloc(n), *gg = falloc(n), *gd = falloc(n), *ed = falloc(n);
+    double *dref = dalloc(n), *eref = dalloc(n), *gref = dalloc(n);
+    lcg_t r = {2400};
+    rand_fill(&r, gg, NULL, n, -1.0f, 1.0f);
+    for (size_t i = 0; i < n; i++) gx[i] = -5.5f + 15.5f * (float)i / (float)n;
+    unary_forward(UNARY_GELU, 0.0f, n, gx, gy);
+    ffill(gd, n, 0.0f);
+    ffill(ed, n, 0.0f);
+    unary_backward(UNARY_GELU, 0.0f, n, gx, NULL, gg, gd);
+    unary_backward(UNARY_ERF, 0.0f, n, gx, NULL, gg, ed);
+    worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double v = gx[i], cdf = 0.5 * erfc(-v / sqrt(2.0)), e = ulps_from(gy[i], v * cdf);
+        if (e > worst) {
+            worst = e;
+            wx = gx[i];
+        }
+        dref[i] = gg[i] * (cdf + v * exp(-0.5 * v * v) / sqrt(2.0 * M_PI));
+        eref[i] = gg[i] * 2.0 / sqrt(M_PI) * exp(-v * v);
+        gref[i] = v * cdf;
+    }
+    if (!(worst <= GELU_ULP)) fail_msg("gelu: %.2f ulp at %.9g, more than %.1f", worst, wx, GELU_ULP);
+    print_message("gelu on [-5.5, 10): max %.2f ulp (tol %.1f) at %.9g\n", worst, GELU_ULP, wx);
+    check_close("gelu forward", gy, gref, n, FWD_TOL, &g_max_fwd);
+    check_close("gelu backward", gd, dref, n, FWD_TOL, &g_max_fwd);
+    check_close("erf backward", ed, eref, n, FWD_TOL, &g_max_fwd);
+    float *acc = falloc(n);
+    ffill(acc, n, PREFILL);
+    unary_backward(UNARY_GELU, 0.0f, n, gx, NULL, gg, acc);
+    check_acc("gelu dinp", acc, gd, PREFILL, n);
+    free(acc);
+    free(gx);
+    free(gy);
+    free(gg);
+    free(gd);
+    free(ed);
+    free(dref);
+    free(eref);
+    free(gref);
+}
+
+/* ---- Softmax and LogSoftmax along an axis ----------------------------------------- */
+
+typedef struct {
+    int take_log, rows, n, inner;
+    double *x, *y;
+    const double *R;
+} sm_ctx_t;
+
+static double sm_loss(void *p)
+{
+    sm_ctx_t *c = p;
+    ref_softmax_axis(c->take_log, c->rows, c->n, c->inner, c->x, c->y);
+    return dot(c->y, c->R, (size_t)c->rows * c->n * c->inner);
+}
+
+/* rows, n, inner: attention's rows (65: eight lanes and a tail of 1), a line shorter than
+ * the lanes, one element, lines across the inner axis in a block of 64 and a partial one;
+ * the last case with logits 160 apart (the shift by the maximum) */
+static void test_softmax_axis(void **state)
+{
+    (void)state;
+    static const int cases[][4] = {{6, 65, 1, 0}, {5, 7, 1, 0}, {4, 1, 3, 0}, {2, 9, 70, 0}, {3, 16, 5, 1}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+        for (int tl = 0; tl < 2; tl++) {
+            const int rows = cases[ci][0], n = cases[ci][1], inner = cases[ci][2];
+            const float span = cases[ci][3] ? 80.0f : 4.0f;
+            const size_t N = (size_t)rows * n * inner;
+            lcg_t r = {2500 + ci};
+            float *x = falloc(N), *y = falloc(N), *g = falloc(N), *dx = falloc(N), *dx2 = falloc(N);
+            double *xd = dalloc(N), *yd = dalloc(N), *Rd = dalloc(N);
+            rand_fill(&r, x, xd, N, -span, span);
+            rand_fill(&r, g, Rd, N, -1.0f, 1.0f);
+            sm_ctx_t ctx = {tl, rows, n, inner, xd, yd, Rd};
+            char what[64];
+            snprintf(what, sizeof what, "%s (%dx%dx%d)", tl ? "log_softmax" : "softmax", rows, n, inner);
+            ffill(y, N, NAN);
+            softmax_axis_forward(tl, rows, n, inner, x, y);
+            sm_loss(&ctx);
+            check_close(what, y, yd, N, FWD_TOL, &g_max_fwd);
+            ffill(dx, N, 0.0f);
+            softmax_axis_backward(tl, rows, n, inner, y, g, dx);
+            /* n = 1: the output is constant (1, or 0 for log), its gradient 0: nothing to
+             * difference */
+            if (n > 1) check_fd(what, sm_loss, &ctx, xd, N, dx, 2000);
+            ffill(dx2, N, PREFILL);
+            softmax_axis_backward(tl, rows, n, inner, y, g, dx2);
+            check_acc(what, dx2, dx, PREFILL, N);
+            free(x);
+            free(y);
+            free(g);
+            free(dx);
+            free(dx2);
+            free(xd);
+            free(yd);
+            free(Rd);
+        }
+}
+
+/* ---- layer norm ------------------------------------------------------------------- */
+
+typedef struct {
+    int rows, D;
+    double eps;
+    double *x, *w, *b, *y;
+    const double *R;
+} ln_ctx_t;
+
+static double ln_loss(void *p)
+{
+    ln_ctx_t *c = p;
+    ref_layernorm_forward(c->rows, c->D, c->eps, c->x, c->w, c->b, c->y);
+    return dot(c->y, c->R, (size_t)c->rows * c->D);
+}
+
+/* rows, D, offset: the ViT's width (48), a row shorter than the lanes with a tail, a
+ * ViT-B row (768), and rows offset by 1000 from 0 (a mean rounded to float would be off by
+ * up to 3e-5 there, which every output would carry) */
+static void test_layernorm(void **state)
+{
+    (void)state;
+    static const int cases[][3] = {{7, 48, 0}, {5, 13, 0}, {3, 768, 0}, {4, 40, 1000}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const int rows = cases[ci][0], D = cases[ci][1];
+        const float off = (float)cases[ci][2];
+        const size_t N = (size_t)rows * D;
+        lcg_t r = {2600 + ci};
+        float *x = falloc(N), *y = falloc(N), *g = falloc(N), *w = falloc(D), *b = falloc(D);
+        float *dx = falloc(N), *dx2 = falloc(N), *dw = falloc(D), *db = falloc(D);
+        double *xd = dalloc(N), *yd = dalloc(N), *Rd = dalloc(N), *wd = dalloc(D), *bd = dalloc(D);
+        rand_fill(&r, x, xd, N, off - 2.0f, off + 3.0f);
+        rand_fill(&r, g, Rd, N, -1.0f, 1.0f);
+        rand_fill(&r, w, wd, D, 0.5f, 1.5f);
+        rand_fill(&r, b, bd, D, -0.5f, 0.5f);
+        ln_ctx_t ctx = {rows, D, 1e-5, xd, wd, bd, yd, Rd};
+        char what[64];
+        snprintf(what, sizeof what, "layernorm (%dx%d, offset %g)", rows, D, off);
+        ffill(y, N, NAN);
+        layernorm_forward(rows, D, 1e-5f, x, w, b, y);
+        ln_loss(&ctx);
+        check_close(what, y, yd, N, FWD_TOL, &g_max_fwd);
+        ffill(dx, N, 0.0f);
+        ffill(dw, D, NAN);
+        ffill(db, D, NAN);
+        layernorm_backward(rows, D, 1e-5f, x, w, g, dx, dw, db);
+        /* the offset rows: a step of FD_H * 1000 in x is too coarse for the double
+         * differences of a normalised row; their forward is the point of the case */
+        if (off == 0.0f) check_fd(what, ln_loss, &ctx, xd, N, dx, 2000);
+        check_fd(what, ln_loss, &ctx, wd, D, dw, 2000);
+        check_fd(what, ln_loss, &ctx, bd, D, db, 2000);
+        ffill(dx2, N, PREFILL);
+        layernorm_backward(rows, D, 1e-5f, x, w, g, dx2, dw, db);
+        check_acc(what, dx2, dx, PREFILL, N);
+        free(x);
+        free(y);
+        free(g);
+        free(w);
+        free(b);
+        free(dx);
+        free(dx2);
+        free(dw);
+        free(db);
+        free(xd);
+        free(yd);
+        free(Rd);
+        free(wd);
+        free(bd);
+    }
+}
+
 /* ---- optimizer ------------------------------------------------------------------ */
 
 static void check_all(const char *what, const float *v, size_t n, double want)
@@ -2787,6 +3016,8 @@ static void test_fd_criterion(void **state)
         {"activations", test_activations},
         {"concat", test_concat},
         {"gemm", test_gemm},
+        {"softmax axis", test_softmax_axis},
+        {"layernorm", test_layernorm},
     };
     for (fd_mode_t mode = FD_ZERO; mode <= FD_NEGATED; mode++) {
         for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
@@ -2851,6 +3082,9 @@ int main(void)
         cmocka_unit_test(test_adamw),
         cmocka_unit_test(test_grad_norm),
         cmocka_unit_test(test_lr_schedules),
+        cmocka_unit_test(test_erf_gelu),
+        cmocka_unit_test(test_softmax_axis),
+        cmocka_unit_test(test_layernorm),
         cmocka_unit_test(test_fd_criterion),
     };
     return cmocka_run_group_tests(tests, NULL, print_summary);

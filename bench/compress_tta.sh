@@ -162,11 +162,14 @@ sim() {
     for bw in $SIM_GBPS; do
         for k in $KINDS; do
             t=$1.d/sim-$k-$bw-timed
-            spec "$k" 1 "$SIM_WORKERS" "$SIM_BATCH" "{\"deterministic\": true, \"skip_compute\": true, \"bandwidth_gbps\": $bw}" >"$TMP/s.json"
-            rm -f "$TMP/m.jsonl"
-            "$B/pacer-sim" --spec "$TMP/s.json" --summary "$t.json" --metrics "$TMP/m.jsonl" >"$t.log" 2>&1 ||
-                { tail "$t.log" >&2; echo "compress_tta: simulated $k at $bw Gbit/s failed" >&2; exit 1; }
-            evals "$TMP/m.jsonl" >"$t.evals"
+            # Timed already (a resumed series).
+            [ -s "$t.json" ] && [ -s "$t.evals" ] || {
+                spec "$k" 1 "$SIM_WORKERS" "$SIM_BATCH" "{\"deterministic\": true, \"skip_compute\": true, \"bandwidth_gbps\": $bw}" >"$TMP/s.json"
+                rm -f "$TMP/m.jsonl"
+                "$B/pacer-sim" --spec "$TMP/s.json" --summary "$t.json" --metrics "$TMP/m.jsonl" >"$t.log" 2>&1 ||
+                    { tail "$t.log" >&2; echo "compress_tta: simulated $k at $bw Gbit/s failed" >&2; exit 1; }
+                evals "$TMP/m.jsonl" >"$t.evals"
+            }
             step_s=$(jq -r '.train_s / .steps' "$t.json")
             mbit=$(awk -v g="$bw" 'BEGIN { print g * 1000 }')
             for s in $SEEDS; do

@@ -225,6 +225,28 @@ static void ref_step(double e[NR][ROWS * COLS], float *const g[NR], double *q, d
         for (int i = 0; i < ROWS * COLS; i++) e[k][i] -= hook ? mhat[i] : mhat[i] / NR;
 }
 
+/* Every rank's update gradient times scale and its error against the reference's
+ * (ref_step), within TOL_PSGD_REL of max |mhat|; who names the reference in a failure. */
+static void check_step(compress_t *c[NR], fake_t f[NR], const double *mhat, double e[NR][ROWS * COLS], double scale,
+                       int t, const char *who)
+{
+    double big = 0;
+    for (int i = 0; i < ROWS * COLS; i++) big = fmax(big, fabs(mhat[i]));
+    const double tol = TOL_PSGD_REL * big;
+    for (int k = 0; k < NR; k++) {
+        size_t ne;
+        const float *ek = compress_error(c[k], &ne);
+        assert_int_equal(ne, ROWS * COLS);
+        for (int i = 0; i < ROWS * COLS; i++) {
+            if (fabs(f[k].grads[i] * scale - mhat[i]) > tol)
+                fail_msg("step %d rank %d: M^[%d] x %g = %g, %s %g", t, k, i, scale, f[k].grads[i] * scale, who,
+                         mhat[i]);
+            if (fabs(ek[i] - e[k][i]) > tol)
+                fail_msg("step %d rank %d: e[%d] = %g, %s %g", t, k, i, ek[i], who, e[k][i]);
+        }
+    }
+}
+
 /* Three steps (the second and third warm-started from the reduced Q) against the
  * reference: the decompressed gradient, each rank's error and Q; the bias and the small
  * layer summed exactly; the extras exact; the bytes what the plan says. */
@@ -257,20 +279,9 @@ static void test_powersgd_reference(void **state)
         size_t bytes = step_all(c, f, t);
         assert_int_equal(bytes, ((ROWS + COLS) * R + ROWS + 32 + MODEL_GRAD_EXTRA) * sizeof(float));
         assert_int_equal(bytes, compress_step_bytes(c[0]));
-        double big = 0;
-        for (int i = 0; i < ROWS * COLS; i++) big = fmax(big, fabs(mhat[i]));
-        const double tol = TOL_PSGD_REL * big;
+        check_step(c, f, mhat, e, 1.0, t, "reference");
         for (int k = 0; k < NR; k++) {
-            size_t ne;
-            const float *ek = compress_error(c[k], &ne);
             const float *qk = compress_q(c[k], &nq);
-            assert_int_equal(ne, ROWS * COLS);
-            for (int i = 0; i < ROWS * COLS; i++) {
-                if (fabs(f[k].grads[i] - mhat[i]) > tol)
-                    fail_msg("step %d rank %d: M^[%d] = %g, reference %g", t, k, i, f[k].grads[i], mhat[i]);
-                if (fabs(ek[i] - e[k][i]) > tol)
-                    fail_msg("step %d rank %d: e[%d] = %g, reference %g", t, k, i, ek[i], e[k][i]);
-            }
             for (int i = 0; i < COLS * R; i++)
                 if (fabs(qk[i] - q[i]) > TOL_PSGD_REL * (1 + fabs(q[i])) * 10)
                     fail_msg("step %d rank %d: Q[%d] = %g, reference %g", t, k, i, qk[i], q[i]);
@@ -283,9 +294,8 @@ static void test_powersgd_reference(void **state)
 
 /* pacer against PyTorch's own hook (ref_step's hook form), with one warm-up step as the
  * hook's start_powerSGD_iter = 1, then three compressed steps warm-started from the
- * reduced Q: the update's gradient (pacer's sum / NR, the hook's mean), each rank's
- * error (M - the mean's approximation in both, not M - the sum's) and the uncompressed
- * rest. A scaling by 1 / NR missing or doubled, an error kept against the sum, or Q
+ * reduced Q: the update's gradient (pacer's sum / NR, the hook's mean) and each rank's
+ * error (M - the mean's approximation in both, not M - the sum's). A scaling by 1 / NR missing or doubled, an error kept against the sum, or Q
  * orthogonalised wrongly, fails here. */
 static void test_powersgd_matches_torch_hook(void **state)
 {
@@ -314,20 +324,7 @@ static void test_powersgd_matches_torch_hook(void **state)
         }
         ref_step(e, g, q, mean, 1);
         step_all(c, f, t);
-        double big = 0;
-        for (int i = 0; i < ROWS * COLS; i++) big = fmax(big, fabs(mean[i]));
-        const double tol = TOL_PSGD_REL * big;
-        for (int k = 0; k < NR; k++) {
-            size_t ne;
-            const float *ek = compress_error(c[k], &ne);
-            for (int i = 0; i < ROWS * COLS; i++) {
-                if (fabs(f[k].grads[i] / NR - mean[i]) > tol)
-                    fail_msg("step %d rank %d: M^[%d] / %d = %g, the hook's %g", t, k, i, NR, f[k].grads[i] / NR,
-                             mean[i]);
-                if (fabs(ek[i] - e[k][i]) > tol)
-                    fail_msg("step %d rank %d: e[%d] = %g, the hook's %g", t, k, i, ek[i], e[k][i]);
-            }
-        }
+        check_step(c, f, mean, e, 1.0 / NR, t, "the hook's");
     }
     for (int k = 0; k < NR; k++) compress_free(c[k]);
 }

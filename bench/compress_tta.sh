@@ -17,7 +17,8 @@
 # depend on the values, so each kind and link is then timed once with the compute skipped
 # (simulate.skip_compute), and the time to target at a link is that run's training time
 # at the step where the trained run first reached TARGET (the script checks that the two
-# timelines agree at the first link).
+# timelines agree at the first link). Run again into the same OUT (other KINDS or SEEDS,
+# or after a stop), a simulated series keeps the runs and rows it has and adds the rest.
 #
 # TRAINED_AT=MBIT (real runs): each kind and seed was trained at MBIT Mbit/s already (in
 # OUT.d/); ssgd is deterministic, so it learns the same on any link, and these runs only
@@ -162,17 +163,20 @@ sim() {
     for bw in $SIM_GBPS; do
         for k in $KINDS; do
             t=$1.d/sim-$k-$bw-timed
-            # Timed already (a resumed series).
-            [ -s "$t.json" ] && [ -s "$t.evals" ] || {
+            # Not timed already (a resumed series keeps its timed runs).
+            if [ ! -s "$t.json" ] || [ ! -s "$t.evals" ]; then
                 spec "$k" 1 "$SIM_WORKERS" "$SIM_BATCH" "{\"deterministic\": true, \"skip_compute\": true, \"bandwidth_gbps\": $bw}" >"$TMP/s.json"
                 rm -f "$TMP/m.jsonl"
                 "$B/pacer-sim" --spec "$TMP/s.json" --summary "$t.json" --metrics "$TMP/m.jsonl" >"$t.log" 2>&1 ||
                     { tail "$t.log" >&2; echo "compress_tta: simulated $k at $bw Gbit/s failed" >&2; exit 1; }
                 evals "$TMP/m.jsonl" >"$t.evals"
-            }
+            fi
             step_s=$(jq -r '.train_s / .steps' "$t.json")
             mbit=$(awk -v g="$bw" 'BEGIN { print g * 1000 }')
             for s in $SEEDS; do
+                # One row a link, kind and seed, however often a series is resumed.
+                awk -F'\t' -v m="$mbit" -v k="$k" -v s="$s" '$1 == m && $2 == k && $3 == s { f = 1 } END { exit !f }' \
+                    "$2" && continue
                 run=$1.d/sim-$k-$s
                 if [ "$bw" = "$bw0" ]; then
                     cut -f1,2 "$t.evals" >"$TMP/t"

@@ -11,7 +11,8 @@
 # Real (the default mode): 4 ranks (batch 32 each) on the cluster of bench/compress_netns.sh,
 # one rank per namespace host, every worker host's link shaped to each of RATES Mbit/s.
 # Simulated (sim): pacer-sim, SIM_WORKERS (16) workers of batch SIM_BATCH (8: the same
-# global batch of 128; SIM_WORKERS=4 SIM_BATCH=32 is the real runs' layout), deterministic (10 Gflop/s a worker, links of SIM_GBPS Gbit/s to a non-blocking
+# global batch of 128; SIM_WORKERS=4 SIM_BATCH=32 is the real runs' layout),
+# deterministic (10 Gflop/s a worker, links of SIM_GBPS Gbit/s to a non-blocking
 # switch). Its accuracy is the real computation's, which does not depend on the links,
 # so each kind and seed is trained once (at the first of SIM_GBPS); its timeline does not
 # depend on the values, so each kind and link is then timed once with the compute skipped

@@ -3,20 +3,23 @@
 # CIFAR-10, EPOCHS epochs of the first TRAIN training images (SGD, lr LR with momentum
 # 0.9, weight decay 1e-4, cosine to 0 over the run; no augmentation), the test accuracy
 # on the first TEST test images EVALS times an epoch (eval_every_steps; evaluations are
-# not training time), compression KINDS (none and powersgd rank RANK, no warm-up)
-# alternating within each seed of SEEDS. The defaults are a scale-down that fits a shared
+# not training time), compression KINDS (none and powersgd rank RANK, no warm-up;
+# powersgd-wN: the same after N uncompressed warm-up steps, algorithm.compression.
+# warmup_steps) alternating within each seed of SEEDS. The defaults are a scale-down that fits a shared
 # 2-core machine.
 #
 # Real (the default mode): 4 ranks (batch 32 each) on the cluster of bench/compress_netns.sh,
 # one rank per namespace host, every worker host's link shaped to each of RATES Mbit/s.
-# Simulated (sim): pacer-sim, 16 workers of batch SIM_BATCH (8: the same global batch of
-# 128), deterministic (10 Gflop/s a worker, links of SIM_GBPS Gbit/s to a non-blocking
+# Simulated (sim): pacer-sim, SIM_WORKERS (16) workers of batch SIM_BATCH (8: the same
+# global batch of 128; SIM_WORKERS=4 SIM_BATCH=32 is the real runs' layout),
+# deterministic (10 Gflop/s a worker, links of SIM_GBPS Gbit/s to a non-blocking
 # switch). Its accuracy is the real computation's, which does not depend on the links,
 # so each kind and seed is trained once (at the first of SIM_GBPS); its timeline does not
 # depend on the values, so each kind and link is then timed once with the compute skipped
 # (simulate.skip_compute), and the time to target at a link is that run's training time
 # at the step where the trained run first reached TARGET (the script checks that the two
-# timelines agree at the first link).
+# timelines agree at the first link). Run again into the same OUT (other KINDS or SEEDS,
+# or after a stop), a simulated series keeps the runs and rows it has and adds the rest.
 #
 # TRAINED_AT=MBIT (real runs): each kind and seed was trained at MBIT Mbit/s already (in
 # OUT.d/); ssgd is deterministic, so it learns the same on any link, and these runs only
@@ -47,6 +50,7 @@ case $BUILD in /*) B=$BUILD ;; *) B=$ROOT/$BUILD ;; esac
 NETNS=$ROOT/deploy/netns
 RATES=${RATES:-100 1000}
 SIM_GBPS=${SIM_GBPS:-0.1 1 10}
+SIM_WORKERS=${SIM_WORKERS:-16}
 SIM_BATCH=${SIM_BATCH:-8}
 SEEDS=${SEEDS:-1 2 3}
 KINDS=${KINDS:-none powersgd}
@@ -108,17 +112,20 @@ table() {
         done
     done
 }
-# spec KIND SEED WORKERS BATCH [SIMULATE] - the job spec of one run, on stdout.
+# spec KIND SEED WORKERS BATCH [SIMULATE] - the job spec of one run, on stdout (KIND
+# powersgd-wN: powersgd with N warm-up steps).
 spec() {
     steps=$((TRAIN / ($3 * $4)))
+    warm=0
+    case $1 in *-w*) warm=${1##*-w} ;; esac
     [ $((steps % EVALS)) -eq 0 ] || { echo "compress_tta: $steps steps an epoch do not split into $EVALS evaluations" >&2; exit 1; }
-    jq -n --arg k "$1" --argjson s "$2" --argjson w "$3" --argjson b "$4" --argjson sim "${5:-null}" \
+    jq -n --arg k "${1%%-w*}" --argjson wu "$warm" --argjson s "$2" --argjson w "$3" --argjson b "$4" --argjson sim "${5:-null}" \
         --arg ds "$CIFAR_DIR" --argjson r "$RANK" --argjson e "$EPOCHS" --argjson n "$TRAIN" --argjson t "$TEST" \
         --argjson lr "$LR" --argjson ev $((steps / EVALS)) '{
         name: "compress-tta", model: "resnet20", workers: $w, batch_size: $b, epochs: $e, seed: $s,
         log_every: 0, eval_every_steps: $ev, dataset: {name: "cifar10", path: $ds, train_subset: $n, test_subset: $t},
         optimizer: {lr: $lr, momentum: 0.9, weight_decay: 0.0001, lr_schedule: {kind: "cosine"}},
-        algorithm: {name: "ssgd", compression: {kind: $k, rank: $r}}} + if $sim then {simulate: $sim} else {} end'
+        algorithm: {name: "ssgd", compression: ({kind: $k, rank: $r} + if $wu > 0 then {warmup_steps: $wu} else {} end)}} + if $sim then {simulate: $sim} else {} end'
 }
 # evals METRICS - rank 0's evaluations (it is the one that evaluates) as "step train_s
 # test_accuracy" lines in step order (the accuracy null where the compute was skipped).
@@ -144,7 +151,10 @@ sim() {
     for s in $SEEDS; do
         for k in $KINDS; do
             run=$1.d/sim-$k-$s
-            spec "$k" "$s" 16 "$SIM_BATCH" "{\"deterministic\": true, \"bandwidth_gbps\": $bw0}" >"$TMP/s.json"
+            # Trained already (a series resumed into the same OUT): deterministic, so again
+            # would give the same.
+            [ -s "$run.json" ] && [ -s "$run.evals" ] && continue
+            spec "$k" "$s" "$SIM_WORKERS" "$SIM_BATCH" "{\"deterministic\": true, \"bandwidth_gbps\": $bw0}" >"$TMP/s.json"
             rm -f "$TMP/m.jsonl"
             "$B/pacer-sim" --spec "$TMP/s.json" --summary "$run.json" --metrics "$TMP/m.jsonl" >"$run.log" 2>&1 ||
                 { tail "$run.log" >&2; echo "compress_tta: simulated $k, seed $s failed" >&2; exit 1; }
@@ -154,14 +164,20 @@ sim() {
     for bw in $SIM_GBPS; do
         for k in $KINDS; do
             t=$1.d/sim-$k-$bw-timed
-            spec "$k" 1 16 "$SIM_BATCH" "{\"deterministic\": true, \"skip_compute\": true, \"bandwidth_gbps\": $bw}" >"$TMP/s.json"
-            rm -f "$TMP/m.jsonl"
-            "$B/pacer-sim" --spec "$TMP/s.json" --summary "$t.json" --metrics "$TMP/m.jsonl" >"$t.log" 2>&1 ||
-                { tail "$t.log" >&2; echo "compress_tta: simulated $k at $bw Gbit/s failed" >&2; exit 1; }
-            evals "$TMP/m.jsonl" >"$t.evals"
+            # Not timed already (a resumed series keeps its timed runs).
+            if [ ! -s "$t.json" ] || [ ! -s "$t.evals" ]; then
+                spec "$k" 1 "$SIM_WORKERS" "$SIM_BATCH" "{\"deterministic\": true, \"skip_compute\": true, \"bandwidth_gbps\": $bw}" >"$TMP/s.json"
+                rm -f "$TMP/m.jsonl"
+                "$B/pacer-sim" --spec "$TMP/s.json" --summary "$t.json" --metrics "$TMP/m.jsonl" >"$t.log" 2>&1 ||
+                    { tail "$t.log" >&2; echo "compress_tta: simulated $k at $bw Gbit/s failed" >&2; exit 1; }
+                evals "$TMP/m.jsonl" >"$t.evals"
+            fi
             step_s=$(jq -r '.train_s / .steps' "$t.json")
             mbit=$(awk -v g="$bw" 'BEGIN { print g * 1000 }')
             for s in $SEEDS; do
+                # One row a link, kind and seed, however often a series is resumed.
+                awk -F'\t' -v m="$mbit" -v k="$k" -v s="$s" '$1 == m && $2 == k && $3 == s { f = 1 } END { exit !f }' \
+                    "$2" && continue
                 run=$1.d/sim-$k-$s
                 if [ "$bw" = "$bw0" ]; then
                     cut -f1,2 "$t.evals" >"$TMP/t"

@@ -189,12 +189,20 @@ static void ref_orthogonalise(double *p, int n, int r)
 #define R 2
 
 /* One reference step of NR ranks: e[k] (ROWS, COLS) += g[k]; q (COLS, R) in and out (the
- * reduced Q); mhat (ROWS, COLS) out; then e[k] -= mhat / NR. */
-static void ref_step(double e[NR][ROWS * COLS], float *const g[NR], double *q, double *mhat)
+ * reduced Q); mhat (ROWS, COLS) out; then e[k] -= mhat / NR.
+ *
+ * hook 1: the step as PyTorch 1.13's DDP hook computes it instead (torch/distributed/
+ * algorithms/ddp_comm_hooks/powerSGD_hook.py, powerSGD_hook): the warm-started Q is
+ * orthogonalised before P = M Q, the reduced Q is divided by NR, so mhat = P^ Q^T is the
+ * mean of the ranks' M (what DDP's update applies), and e[k] -= mhat. The two forms agree
+ * (Gram-Schmidt of M Q R^-1, R upper triangular, is Gram-Schmidt of M Q): pacer's sum is
+ * NR times the hook's mean, its errors the hook's. */
+static void ref_step(double e[NR][ROWS * COLS], float *const g[NR], double *q, double *mhat, int hook)
 {
     double p[ROWS * R] = {0};
     for (int k = 0; k < NR; k++)
         for (int i = 0; i < ROWS * COLS; i++) e[k][i] += g[k][i];
+    if (hook) ref_orthogonalise(q, COLS, R);
     for (int k = 0; k < NR; k++)
         for (int i = 0; i < ROWS; i++)
             for (int c = 0; c < R; c++)
@@ -205,6 +213,8 @@ static void ref_step(double e[NR][ROWS * COLS], float *const g[NR], double *q, d
         for (int j = 0; j < COLS; j++)
             for (int c = 0; c < R; c++)
                 for (int i = 0; i < ROWS; i++) q[j * R + c] += e[k][i * COLS + j] * p[i * R + c];
+    if (hook)
+        for (int i = 0; i < COLS * R; i++) q[i] /= NR;
     for (int i = 0; i < ROWS; i++)
         for (int j = 0; j < COLS; j++) {
             double v = 0;
@@ -212,7 +222,29 @@ static void ref_step(double e[NR][ROWS * COLS], float *const g[NR], double *q, d
             mhat[i * COLS + j] = v;
         }
     for (int k = 0; k < NR; k++)
-        for (int i = 0; i < ROWS * COLS; i++) e[k][i] -= mhat[i] / NR;
+        for (int i = 0; i < ROWS * COLS; i++) e[k][i] -= hook ? mhat[i] : mhat[i] / NR;
+}
+
+/* Every rank's update gradient times scale and its error against the reference's
+ * (ref_step), within TOL_PSGD_REL of max |mhat|; who names the reference in a failure. */
+static void check_step(compress_t *c[NR], fake_t f[NR], const double *mhat, double e[NR][ROWS * COLS], double scale,
+                       int t, const char *who)
+{
+    double big = 0;
+    for (int i = 0; i < ROWS * COLS; i++) big = fmax(big, fabs(mhat[i]));
+    const double tol = TOL_PSGD_REL * big;
+    for (int k = 0; k < NR; k++) {
+        size_t ne;
+        const float *ek = compress_error(c[k], &ne);
+        assert_int_equal(ne, ROWS * COLS);
+        for (int i = 0; i < ROWS * COLS; i++) {
+            if (fabs(f[k].grads[i] * scale - mhat[i]) > tol)
+                fail_msg("step %d rank %d: M^[%d] x %g = %g, %s %g", t, k, i, scale, f[k].grads[i] * scale, who,
+                         mhat[i]);
+            if (fabs(ek[i] - e[k][i]) > tol)
+                fail_msg("step %d rank %d: e[%d] = %g, %s %g", t, k, i, ek[i], who, e[k][i]);
+        }
+    }
 }
 
 /* Three steps (the second and third warm-started from the reduced Q) against the
@@ -243,30 +275,56 @@ static void test_powersgd_reference(void **state)
         }
         for (int k = 0; k < NR; k++)
             for (int i = ROWS * COLS; i < NPARAMS + MODEL_GRAD_EXTRA; i++) rest[i] += f[k].grads[i];
-        ref_step(e, g, q, mhat); /* reads g before step_all overwrites it */
+        ref_step(e, g, q, mhat, 0); /* reads g before step_all overwrites it */
         size_t bytes = step_all(c, f, t);
         assert_int_equal(bytes, ((ROWS + COLS) * R + ROWS + 32 + MODEL_GRAD_EXTRA) * sizeof(float));
         assert_int_equal(bytes, compress_step_bytes(c[0]));
-        double big = 0;
-        for (int i = 0; i < ROWS * COLS; i++) big = fmax(big, fabs(mhat[i]));
-        const double tol = TOL_PSGD_REL * big;
+        check_step(c, f, mhat, e, 1.0, t, "reference");
         for (int k = 0; k < NR; k++) {
-            size_t ne;
-            const float *ek = compress_error(c[k], &ne);
             const float *qk = compress_q(c[k], &nq);
-            assert_int_equal(ne, ROWS * COLS);
-            for (int i = 0; i < ROWS * COLS; i++) {
-                if (fabs(f[k].grads[i] - mhat[i]) > tol)
-                    fail_msg("step %d rank %d: M^[%d] = %g, reference %g", t, k, i, f[k].grads[i], mhat[i]);
-                if (fabs(ek[i] - e[k][i]) > tol)
-                    fail_msg("step %d rank %d: e[%d] = %g, reference %g", t, k, i, ek[i], e[k][i]);
-            }
             for (int i = 0; i < COLS * R; i++)
                 if (fabs(qk[i] - q[i]) > TOL_PSGD_REL * (1 + fabs(q[i])) * 10)
                     fail_msg("step %d rank %d: Q[%d] = %g, reference %g", t, k, i, qk[i], q[i]);
             for (int i = ROWS * COLS; i < NPARAMS + MODEL_GRAD_EXTRA; i++)
                 assert_float_equal(f[k].grads[i], rest[i], 1e-6);
         }
+    }
+    for (int k = 0; k < NR; k++) compress_free(c[k]);
+}
+
+/* pacer against PyTorch's own hook (ref_step's hook form), with one warm-up step as the
+ * hook's start_powerSGD_iter = 1, then three compressed steps warm-started from the
+ * reduced Q: the update's gradient (pacer's sum / NR, the hook's mean) and each rank's
+ * error (M - the mean's approximation in both, not M - the sum's). A scaling by 1 / NR missing or doubled, an error kept against the sum, or Q
+ * orthogonalised wrongly, fails here. */
+static void test_powersgd_matches_torch_hook(void **state)
+{
+    (void)state;
+    compress_t *c[NR];
+    fake_t f[NR];
+    make_all(c, f, "powersgd", R, 1);
+    static double e[NR][ROWS * COLS], mean[ROWS * COLS];
+    memset(e, 0, sizeof e);
+    double q[COLS * R];
+    size_t nq;
+    const float *q0 = compress_q(c[0], &nq);
+    for (int i = 0; i < COLS * R; i++) q[i] = q0[i];
+    for (int t = 0; t < 4; t++) {
+        float *g[NR];
+        for (int k = 0; k < NR; k++) {
+            fill_grad(f[k].grads, k, t);
+            g[k] = f[k].grads;
+        }
+        if (t == 0) { /* the warm-up step: the plain sum, no error kept */
+            assert_int_equal(step_all(c, f, t), (NPARAMS + MODEL_GRAD_EXTRA) * sizeof(float));
+            size_t ne;
+            const float *e0 = compress_error(c[0], &ne);
+            for (size_t i = 0; i < ne; i++) assert_true(e0[i] == 0.0f);
+            continue;
+        }
+        ref_step(e, g, q, mean, 1);
+        step_all(c, f, t);
+        check_step(c, f, mean, e, 1.0 / NR, t, "the hook's");
     }
     for (int k = 0; k < NR; k++) compress_free(c[k]);
 }
@@ -561,6 +619,7 @@ int main(void)
         cmocka_unit_test(test_bf16_rounding),
         cmocka_unit_test(test_bf16_allreduce_bound),
         cmocka_unit_test(test_powersgd_reference),
+        cmocka_unit_test(test_powersgd_matches_torch_hook),
         cmocka_unit_test(test_linear_compressed),
         cmocka_unit_test(test_error_feedback_converges),
         cmocka_unit_test(test_warmup_and_refusals),

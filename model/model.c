@@ -852,6 +852,13 @@ static int writes_whole_grad(layer_kind_t k)
            k == LAYER_TRANSPOSE || k == LAYER_RESHAPE || k == LAYER_DROPOUT || k == LAYER_STOCHASTIC_DEPTH;
 }
 
+/* The kinds that run binary_rows_backward: it sets either input's gradient whose every
+ * element one output reads (the input as large as the output: not broadcast). */
+static int broadcasting_binary(layer_kind_t k)
+{
+    return k == LAYER_BADD || k == LAYER_SUB || k == LAYER_BMUL || k == LAYER_DIV;
+}
+
 /* Which reader sets each layer's output gradient (layer_t's grad_setter). */
 static void mark_set_grads(model_t *m)
 {
@@ -867,6 +874,9 @@ static void mark_set_grads(model_t *m)
         if (r->in == j && r->in2 == j) sets = 0; /* Add(x, x): one buffer, two sums */
         else if (r->kind == LAYER_ADD) sets = r->in == j || r->sc.stride == 1;
         else if (r->kind == LAYER_BMM) sets = 1; /* either input: bmm_backward_set's flags */
+        else if (broadcasting_binary(r->kind))   /* either input that is not broadcast, the batch included */
+            sets = (size_t)m->layers[j].OC * m->layers[j].OH * m->layers[j].OW == (size_t)r->OC * r->OH * r->OW &&
+                   (r->in == j ? r->bc.sa[0] : r->bc.sb[0]) != 0;
         else sets = r->in == j && writes_whole_grad(r->kind);
         if (sets) m->layers[j].grad_setter = k;
     }

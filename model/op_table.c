@@ -700,18 +700,27 @@ static void gather_param_bwd(model_t *m, int i, const float *x, int B)
                           m->grads + l->w_off);
 }
 
-/* The binary rows' steps, one pair per kind (OP_STEPS): the kind's operator of ops.h. */
+/* The gradient a binary row sums into its input `in`, or NULL for a frozen constant's,
+ * which nothing reads (const_bwd): a constant scale (attention's q / sqrt(D)) would
+ * otherwise be summed over every output element for nothing. */
+static float *dbinary_of(const model_t *m, int in)
+{
+    return in >= 0 && m->layers[in].kind == LAYER_CONST && m->layers[in].frozen ? NULL : dinput_of(m, in);
+}
+
+/* The binary rows' steps, one pair per kind (OP_STEPS): the kind's operator of ops.h, by
+ * rows; an input's gradient written where this layer sets it (mark_set_grads) */
 static void binary_fwd(model_t *m, int i, const float *x, int B, binary_op_t op)
 {
     const layer_t *l = &m->layers[i];
-    binary_forward(op, &l->bc, B, input_of(m, x, l->in), input_of(m, x, l->in2), m->acts + l->out_off);
+    binary_rows_forward(op, &l->bc, B, input_of(m, x, l->in), input_of(m, x, l->in2), m->acts + l->out_off);
 }
 
 static void binary_bwd(model_t *m, int i, const float *x, int B, binary_op_t op)
 {
     const layer_t *l = &m->layers[i];
-    binary_backward(op, &l->bc, B, input_of(m, x, l->in), input_of(m, x, l->in2), m->dacts + l->out_off,
-                    dinput_of(m, l->in), dinput_of(m, l->in2));
+    binary_rows_backward(op, &l->bc, B, input_of(m, x, l->in), input_of(m, x, l->in2), m->dacts + l->out_off,
+                         dbinary_of(m, l->in), sets_grad(m, l->in, i), dbinary_of(m, l->in2), sets_grad(m, l->in2, i));
 }
 
 OP_STEPS(badd, binary, BINARY_ADD)

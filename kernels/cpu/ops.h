@@ -195,6 +195,13 @@ void reduce_backward(const bcast_desc_t *d, int B, float scale, const float *dou
 void binary_forward(binary_op_t op, const bcast_desc_t *d, int B, const float *a, const float *b, float *out);
 void binary_backward(binary_op_t op, const bcast_desc_t *d, int B, const float *a, const float *b, const float *dout,
                      float *da /* += */, float *db /* += */);
+/* The same two by rows (view.c), bit for bit: the model's Add, Sub, Mul and Div steps run
+ * these. set_a (set_b) writes da (db) instead of adding, for an input that is not
+ * broadcast (every element read by one output) whose gradient has no other contribution
+ * (model.c's grad_setter): the bits binary_backward gives into zeros. */
+void binary_rows_forward(binary_op_t op, const bcast_desc_t *d, int B, const float *a, const float *b, float *out);
+void binary_rows_backward(binary_op_t op, const bcast_desc_t *d, int B, const float *a, const float *b,
+                          const float *dout, float *da, int set_a, float *db, int set_b);
 void unary_forward(unary_op_t op, float a, size_t n, const float *inp, float *out);
 void unary_backward(unary_op_t op, float a, size_t n, const float *inp, const float *out, const float *dout,
                     float *dinp /* += */);

@@ -522,6 +522,23 @@ static int build_attention(model_builder_t *b, void *ctx, char *err, size_t errl
     return 0;
 }
 
+/* The broadcasting rows as issue 44's networks use them: attention's q / sqrt(D) (a frozen
+ * scalar constant), a positional embedding (a batch-less parameter), ConvNeXt's layer scale
+ * (a parameter of (T, 1) times the activation) and a Sub of two activations, the input ReLU
+ * read twice. T 5, width 12. */
+static int build_binary_rows(model_builder_t *b, void *ctx, char *err, size_t errlen)
+{
+    const model_shape_t one = {.rank = 0}, pos = {.rank = 2, .dims = {5, 12}}, col = {.rank = 2, .dims = {5, 1}};
+    const int x = model_build_relu(b, -1);
+    const int scale = model_build_const(b, &one, "scale", 1);
+    const int q = model_build_binary(b, LAYER_DIV, x, scale);
+    const int p = model_build_binary(b, LAYER_BADD, q, model_build_const(b, &pos, "pos", 0));
+    const int gamma = model_build_const(b, &col, "gamma", 0);
+    const int d = model_build_binary(b, LAYER_SUB, model_build_binary(b, LAYER_BMUL, gamma, p), x);
+    model_build_fc(b, d, 10, "head.weight", "head.bias");
+    return 0;
+}
+
 static void test_backward_overwrites_gradients(void **state)
 {
     (void)state;
@@ -566,6 +583,18 @@ static void test_backward_overwrites_gradients(void **state)
     int set = 0;
     for (int i = 0; i < m->nlayers; i++) set += m->layers[i].grad_setter >= 0;
     assert_int_equal(set, 16);
+    check_overwrites(m, B);
+    model_free(m);
+    /* the broadcasting rows: the input ReLU's gradient set by the Sub (its last reader; the
+     * Div adds), the Div's, the positional add's and the layer scale's by their one reader,
+     * the Sub's by the classifier; the constants' never (summed over the batch) */
+    assert_int_equal(model_create_custom_shape("rows", &in, 10, B, build_binary_rows, NULL, &m, err, sizeof err), 0);
+    model_init_params(m, 6);
+    for (int i = 0; i < m->nlayers; i++)
+        if (m->layers[i].kind == LAYER_CONST && m->layers[i].frozen) m->buffers[m->layers[i].w_off] = 4.0f;
+    set = 0;
+    for (int i = 0; i < m->nlayers; i++) set += m->layers[i].grad_setter >= 0;
+    assert_int_equal(set, 5);
     check_overwrites(m, B);
     model_free(m);
 }

@@ -849,7 +849,8 @@ static void fuse_layers(model_t *m)
 static int writes_whole_grad(layer_kind_t k)
 {
     return k == LAYER_BN || k == LAYER_CONV || k == LAYER_RELU || k == LAYER_FC || k == LAYER_LINEAR ||
-           k == LAYER_TRANSPOSE || k == LAYER_RESHAPE || k == LAYER_DROPOUT || k == LAYER_STOCHASTIC_DEPTH;
+           k == LAYER_TRANSPOSE || k == LAYER_RESHAPE || k == LAYER_DROPOUT || k == LAYER_STOCHASTIC_DEPTH ||
+           k == LAYER_SOFTMAX || k == LAYER_LOG_SOFTMAX;
 }
 
 /* The kinds that run binary_rows_backward: it sets either input's gradient whose every

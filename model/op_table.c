@@ -872,8 +872,9 @@ static void softmax_bwd(model_t *m, int i, const float *x, int B)
     int rows, inner;
     axis_geometry(l, B, &rows, &inner);
     if (dinp)
-        softmax_axis_backward(l->kind == LAYER_LOG_SOFTMAX, rows, l->shape.dims[l->sl_axis], inner,
-                              m->acts + l->out_off, m->dacts + l->out_off, dinp);
+        (sets_grad(m, l->in, i) ? softmax_axis_backward_set
+                                : softmax_axis_backward)(l->kind == LAYER_LOG_SOFTMAX, rows, l->shape.dims[l->sl_axis],
+                                                         inner, m->acts + l->out_off, m->dacts + l->out_off, dinp);
 }
 
 /* ---- issue 44's ViT rows ------------------------------------------------------------------- */

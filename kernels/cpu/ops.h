@@ -381,6 +381,10 @@ void layernorm_backward(int rows, int D, float eps, const float *inp, const floa
 void softmax_axis_forward(int take_log, int rows, int n, int inner, const float *inp, float *out);
 void softmax_axis_backward(int take_log, int rows, int n, int inner, const float *out, const float *dout,
                            float *dinp /* += */);
+/* The same writing dinp instead of adding (model.c's grad_setter): the bits of adding into
+ * zeros. */
+void softmax_axis_backward_set(int take_log, int rows, int n, int inner, const float *out, const float *dout,
+                               float *dinp /* = */);
 
 /* ---- batch norm (per channel over B, H, W) -------------------------------------- */
 #define BN_EPS 1e-5f

@@ -2782,7 +2782,8 @@ static double sm_loss(void *p)
 
 /* rows, n, inner: attention's rows (65: eight lanes and a tail of 1), a line shorter than
  * the lanes, one element, lines across the inner axis in a block of 64 and a partial one;
- * the last case with logits 160 apart (the shift by the maximum) */
+ * the last case with logits 160 apart (the shift by the maximum). The backward's _set
+ * variant bit for bit the adding one's into zeros. */
 static void test_softmax_axis(void **state)
 {
     (void)state;
@@ -2812,6 +2813,10 @@ static void test_softmax_axis(void **state)
             ffill(dx2, N, PREFILL);
             softmax_axis_backward(tl, rows, n, inner, y, g, dx2);
             check_acc(what, dx2, dx, PREFILL, N);
+            /* the _set variant over NaN: the bits of adding into zeros */
+            ffill(dx2, N, NAN);
+            softmax_axis_backward_set(tl, rows, n, inner, y, g, dx2);
+            assert_memory_equal(dx, dx2, N * sizeof(float));
             free(x);
             free(y);
             free(g);

@@ -159,8 +159,8 @@ void hardsigmoid_backward(size_t n, float alpha, const float *out, const float *
 void hardswish_forward(size_t n, const float *inp, float *out);
 void hardswish_backward(size_t n, const float *inp, const float *dout, float *dinp /* += */);
 /* Elementwise functions of one input (ONNX's Exp, Neg, Sqrt, Reciprocal, Abs and Pow with a
- * constant exponent a): out = f(inp). The backward adds dout * f'(inp), from inp or out;
- * Abs's derivative is 0 at 0 (PyTorch's sign), Sqrt's and Reciprocal's are infinite at 0
+ * constant exponent a): out = f(inp). The backward adds dout * f'(inp), from inp or out
+ * or both (GELU: scalar_fn.h's unary_grad_reads_*); Abs's derivative is 0 at 0 (PyTorch's sign), Sqrt's and Reciprocal's are infinite at 0
  * as theirs are. a is read by UNARY_POW only. */
 /* unary_op_t: scalar_fn.h, the table of scalar functions shared with the CUDA kernels */
 /* Binary operators with NumPy broadcasting (ONNX's Add, Sub, Mul, Div) over the batch axis

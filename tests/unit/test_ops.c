@@ -2732,7 +2732,7 @@ static void test_erf_gelu(void **state)
     unary_forward(UNARY_GELU, 0.0f, n, gx, gy);
     ffill(gd, n, 0.0f);
     ffill(ed, n, 0.0f);
-    unary_backward(UNARY_GELU, 0.0f, n, gx, NULL, gg, gd);
+    unary_backward(UNARY_GELU, 0.0f, n, gx, gy, gg, gd); /* Phi read back from the output */
     unary_backward(UNARY_ERF, 0.0f, n, gx, NULL, gg, ed);
     worst = 0.0;
     for (size_t i = 0; i < n; i++) {
@@ -2752,9 +2752,32 @@ static void test_erf_gelu(void **state)
     check_close("erf backward", ed, eref, n, FWD_TOL, &g_max_fwd);
     float *acc = falloc(n);
     ffill(acc, n, PREFILL);
-    unary_backward(UNARY_GELU, 0.0f, n, gx, NULL, gg, acc);
+    unary_backward(UNARY_GELU, 0.0f, n, gx, gy, gg, acc);
     check_acc("gelu dinp", acc, gd, PREFILL, n);
     free(acc);
+    /* the backward's Phi read back from the output (y / x) where that is delicate: 0 and
+     * either side of the 2^-20 switch to 1/2 + x / sqrt(2 pi), subnormal x, the far tail
+     * where the forward's 1 + erf is 0 (there Phi(x) + x phi(x) < 1e-6), against the closed
+     * form (g 1); +-inf and NaN give NaN, as the closed form in float did */
+    const float sx[] = {0.0f,   -0.0f,   0x1p-21f, -0x1p-21f, 0x1p-19f, -0x1p-19f,
+                        1e-40f, -1e-40f, 1e-30f,   -6.0f,     -20.0f,   12.0f};
+    enum { NS = sizeof sx / sizeof sx[0] };
+    float sy[NS], sg[NS], sd[NS];
+    double sref[NS];
+    ffill(sg, NS, 1.0f);
+    ffill(sd, NS, 0.0f);
+    unary_forward(UNARY_GELU, 0.0f, NS, sx, sy);
+    unary_backward(UNARY_GELU, 0.0f, NS, sx, sy, sg, sd);
+    for (int i = 0; i < NS; i++) {
+        const double v = sx[i];
+        sref[i] = 0.5 * erfc(-v / sqrt(2.0)) + v * exp(-0.5 * v * v) / sqrt(2.0 * M_PI);
+    }
+    check_close("gelu backward (special values)", sd, sref, NS, FWD_TOL, &g_max_fwd);
+    const float inf[] = {INFINITY, -INFINITY, NAN};
+    float iy[3], ig[3] = {1.0f, 1.0f, 1.0f}, id[3] = {0.0f, 0.0f, 0.0f};
+    unary_forward(UNARY_GELU, 0.0f, 3, inf, iy);
+    unary_backward(UNARY_GELU, 0.0f, 3, inf, iy, ig, id);
+    assert_true(isnan(id[0]) && isnan(id[1]) && isnan(id[2]));
     free(gx);
     free(gy);
     free(gg);

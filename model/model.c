@@ -850,7 +850,7 @@ static int writes_whole_grad(layer_kind_t k)
 {
     return k == LAYER_BN || k == LAYER_CONV || k == LAYER_RELU || k == LAYER_FC || k == LAYER_LINEAR ||
            k == LAYER_TRANSPOSE || k == LAYER_RESHAPE || k == LAYER_DROPOUT || k == LAYER_STOCHASTIC_DEPTH ||
-           k == LAYER_SOFTMAX || k == LAYER_LOG_SOFTMAX;
+           k == LAYER_SOFTMAX || k == LAYER_LOG_SOFTMAX || k == LAYER_LAYERNORM;
 }
 
 /* The kinds that run binary_rows_backward: it sets either input's gradient whose every

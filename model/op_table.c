@@ -851,8 +851,10 @@ static void layernorm_bwd(model_t *m, int i, const float *x, int B)
     const layer_t *l = &m->layers[i];
     int rows, inner;
     axis_geometry(l, B, &rows, &inner);
-    layernorm_backward(rows, l->shape.dims[l->sl_axis] * inner, l->eps, input_of(m, x, l->in), m->params + l->w_off,
-                       m->dacts + l->out_off, dinput_of(m, l->in), m->grads + l->w_off, m->grads + l->b_off);
+    (sets_grad(m, l->in, i) ? layernorm_backward_set
+                            : layernorm_backward)(rows, l->shape.dims[l->sl_axis] * inner, l->eps,
+                                                  input_of(m, x, l->in), m->params + l->w_off, m->dacts + l->out_off,
+                                                  dinput_of(m, l->in), m->grads + l->w_off, m->grads + l->b_off);
 }
 
 /* Softmax and LogSoftmax along axis sl_axis: a sample is (outer, n, inner) */

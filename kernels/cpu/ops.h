@@ -373,6 +373,10 @@ void gather_param_backward(size_t n, size_t tcount, const float *map, const floa
 void layernorm_forward(int rows, int D, float eps, const float *inp, const float *w, const float *b, float *out);
 void layernorm_backward(int rows, int D, float eps, const float *inp, const float *w, const float *dout,
                         float *dinp /* += */, float *dw /* = */, float *db /* = */);
+/* The same writing dinp instead of adding (model.c's grad_setter): the bits of adding into
+ * zeros. */
+void layernorm_backward_set(int rows, int D, float eps, const float *inp, const float *w, const float *dout,
+                            float *dinp /* = */, float *dw /* = */, float *db /* = */);
 /* Softmax (take_log 0) or LogSoftmax (take_log 1) along one axis of n elements: inp and out are
  * (rows, n, inner), each of the rows * inner lines along the middle axis normalised alone
  * (shifted by its maximum, so exp never overflows). The backward reads the OUTPUT: softmax

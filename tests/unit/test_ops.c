@@ -2869,7 +2869,8 @@ static double ln_loss(void *p)
 
 /* rows, D, offset: the ViT's width (48), a row shorter than the lanes with a tail, a
  * ViT-B row (768), and rows offset by 1000 from 0 (a mean rounded to float would be off by
- * up to 3e-5 there, which every output would carry) */
+ * up to 3e-5 there, which every output would carry); the backward's _set variant bit for
+ * bit the adding one's into zeros */
 static void test_layernorm(void **state)
 {
     (void)state;
@@ -2905,6 +2906,15 @@ static void test_layernorm(void **state)
         ffill(dx2, N, PREFILL);
         layernorm_backward(rows, D, 1e-5f, x, w, g, dx2, dw, db);
         check_acc(what, dx2, dx, PREFILL, N);
+        /* the _set variant over NaN: the bits of adding into zeros, dw and db the same */
+        float *dw2 = falloc(D), *db2 = falloc(D);
+        ffill(dx2, N, NAN);
+        layernorm_backward_set(rows, D, 1e-5f, x, w, g, dx2, dw2, db2);
+        assert_memory_equal(dx, dx2, N * sizeof(float));
+        assert_memory_equal(dw, dw2, (size_t)D * sizeof(float));
+        assert_memory_equal(db, db2, (size_t)D * sizeof(float));
+        free(dw2);
+        free(db2);
         free(x);
         free(y);
         free(g);

@@ -24,8 +24,12 @@ static float *dinput_of(const model_t *m, int in) { return in < 0 ? NULL : m->da
 
 static size_t out_count(const layer_t *l, int B) { return (size_t)B * l->OC * l->OH * l->OW; }
 
-/* The layer's backward writes input `in`'s gradient first and whole (mark_set_grads). */
-static int sets_grad(const model_t *m, int in, int i) { return in >= 0 && m->layers[in].grad_setter == i; }
+/* The layer's backward writes input `in`'s gradient first and whole, or its part of it
+ * (a Slice of a gradient split by Slices) (mark_set_grads). */
+static int sets_grad(const model_t *m, int in, int i)
+{
+    return in >= 0 && (m->layers[in].grad_setter == i || m->layers[in].grad_split);
+}
 
 /* ---- shape inference, workspace, FLOPs ---------------------------------------------------- */
 

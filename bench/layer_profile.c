@@ -17,7 +17,9 @@
  * gradient as the difference.
  * --threads N: the kernels' threads (kernels/cpu/parallel.h, a job's `threads`); with
  * more than one every time is wall time instead, as the other threads' work is not on
- * this thread's clock (run it on an otherwise idle machine). */
+ * this thread's clock (run it on an otherwise idle machine).
+ * --layers: also one line per layer (its inputs, output shape, which reader sets its
+ * gradient, forward and backward ms a step), to see which layer of a kind costs. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,12 +71,13 @@ static int same_shape(const layer_t *a, const layer_t *b)
 
 int main(int argc, char **argv)
 {
-    int B = 128, steps = 10, threads = 1;
+    int B = 128, steps = 10, threads = 1, per_layer = 0;
     const char *name = "resnet20";
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc) B = atoi(argv[++i]);
         else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc) steps = atoi(argv[++i]);
         else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--layers") == 0) per_layer = 1;
         else name = argv[i];
     }
     if (B < 1 || steps < 1) {
@@ -205,6 +208,14 @@ int main(int argc, char **argv)
         printf("  conv %dx%d %2dx%dx%d -> %2dx%dx%d stride %d (x%d): forward %7.2f ms %5s FLOP/cycle, backward %7.2f ms %5s "
                "FLOP/cycle\n",
                l->conv.KH, l->conv.KW, l->C, l->H, l->W, l->OC, l->OH, l->OW, l->conv.sH, n, 1e3 * tf, rf, 1e3 * tb, rb);
+    }
+    for (int i = 0; per_layer && i < m->nlayers; i++) {
+        const layer_t *l = &m->layers[i];
+        char shape[64] = "";
+        for (int d = 0, n = 0; d < l->shape.rank && n < (int)sizeof shape; d++)
+            n += snprintf(shape + n, sizeof shape - (size_t)n, "%s%d", d ? "x" : "", l->shape.dims[d]);
+        printf("  layer %3d %-16s in %3d %3d  %-14s set by %3d: forward %6.3f ms, backward %6.3f ms\n", i,
+               kind_name(l->kind), l->in, l->in2, shape, l->grad_setter, 1e3 * fwd[i] / steps, 1e3 * bwd[i] / steps);
     }
     printf("%-16s %-8s %9.2f %6.1f%%\n", "loss", "forward", 1e3 * loss_s / steps, 100 * loss_s / total);
     printf("%-16s %-8s %9.2f %6.1f%%\n", "zero dacts", "backward", 1e3 * zero_s / steps, 100 * zero_s / total);

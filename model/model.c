@@ -849,7 +849,45 @@ static void fuse_layers(model_t *m)
 static int writes_whole_grad(layer_kind_t k)
 {
     return k == LAYER_BN || k == LAYER_CONV || k == LAYER_RELU || k == LAYER_FC || k == LAYER_LINEAR ||
-           k == LAYER_TRANSPOSE || k == LAYER_RESHAPE || k == LAYER_DROPOUT || k == LAYER_STOCHASTIC_DEPTH;
+           k == LAYER_TRANSPOSE || k == LAYER_RESHAPE || k == LAYER_DROPOUT || k == LAYER_STOCHASTIC_DEPTH ||
+           k == LAYER_SOFTMAX || k == LAYER_LOG_SOFTMAX || k == LAYER_LAYERNORM;
+}
+
+/* The kinds that run binary_rows_backward: it sets either input's gradient whose every
+ * element one output reads (the input as large as the output: not broadcast). */
+static int broadcasting_binary(layer_kind_t k)
+{
+    return k == LAYER_BADD || k == LAYER_SUB || k == LAYER_BMUL || k == LAYER_DIV;
+}
+
+/* Whether layer j's readers are all Slices of step 1 along one axis that cover it exactly
+ * once (layer_t's grad_split): each then writes its part of the gradient. At most 64
+ * readers, in any order of their parts. */
+static int split_by_slices(const model_t *m, int j)
+{
+    int ax = -1, n = 0, start[64], end[64];
+    for (int k = j + 1; k < m->nlayers; k++) {
+        const layer_t *r = &m->layers[k];
+        if (r->in != j && r->in2 != j) continue;
+        if (r->kind != LAYER_SLICE || r->in2 == j || r->sl_step != 1 || (ax >= 0 && r->sl_axis != ax) || n == 64)
+            return 0;
+        ax = r->sl_axis;
+        start[n] = r->sl_start;
+        end[n++] = r->sl_end;
+    }
+    if (n < 2) return 0;
+    /* a chain from 0 to the axis's size, each part taken once */
+    int at = 0, used = 0;
+    while (at < m->layers[j].shape.dims[ax]) {
+        int next = -1;
+        for (int q = 0; q < n && next < 0; q++)
+            if (start[q] == at) next = q;
+        if (next < 0) return 0;
+        at = end[next];
+        start[next] = -1; /* taken */
+        used++;
+    }
+    return used == n;
 }
 
 /* Which reader sets each layer's output gradient (layer_t's grad_setter). */
@@ -857,6 +895,7 @@ static void mark_set_grads(model_t *m)
 {
     for (int j = 0; j < m->nlayers; j++) {
         m->layers[j].grad_setter = -1;
+        m->layers[j].grad_split = 0;
         int k = m->nlayers - 1; /* the last reader: its backward runs first */
         while (k > j && m->layers[k].in != j && m->layers[k].in2 != j) k--;
         if (k == j) continue; /* no reader */
@@ -867,8 +906,12 @@ static void mark_set_grads(model_t *m)
         if (r->in == j && r->in2 == j) sets = 0; /* Add(x, x): one buffer, two sums */
         else if (r->kind == LAYER_ADD) sets = r->in == j || r->sc.stride == 1;
         else if (r->kind == LAYER_BMM) sets = 1; /* either input: bmm_backward_set's flags */
+        else if (broadcasting_binary(r->kind))   /* either input that is not broadcast, the batch included */
+            sets = (size_t)m->layers[j].OC * m->layers[j].OH * m->layers[j].OW == (size_t)r->OC * r->OH * r->OW &&
+                   (r->in == j ? r->bc.sa[0] : r->bc.sb[0]) != 0;
         else sets = r->in == j && writes_whole_grad(r->kind);
         if (sets) m->layers[j].grad_setter = k;
+        else m->layers[j].grad_split = split_by_slices(m, j);
     }
 }
 
@@ -1144,6 +1187,7 @@ void model_zero_dacts(model_t *m, int B)
         const layer_t *l = &m->layers[i];
         if (l->fused_relu || l->fused_add) continue; /* never read: the fused backward reads the ReLU's */
         if (l->grad_setter >= 0) continue;           /* written whole by the reader whose backward runs first */
+        if (l->grad_split) continue;                 /* written in parts by its Slices */
         zero_floats((size_t)B * l->OC * l->OH * l->OW, m->dacts + l->out_off);
     }
 }

@@ -207,16 +207,22 @@ typedef struct {
     /* The layer whose backward sets this layer's output gradient instead of adding to it
      * (batchnorm_*backward_set, conv2d_backward_set, relu_backward_set,
      * residual_add_backward_set, gemm_backward_set, bmm_backward_set,
-     * view_rows_backward_set, dropout_backward_set, stochastic_depth_backward_set: the
-     * same bits as adding into zeros), or
+     * view_rows_backward_set, dropout_backward_set, stochastic_depth_backward_set,
+     * softmax_axis_backward_set, layernorm_backward_set, binary_rows_backward's set
+     * flags: the same bits as adding into zeros), or
      * -1: the gradient is zeroed by model_zero_dacts and every reader adds. It is the
      * reader whose backward runs first (the last in the list), where that backward writes
      * the whole gradient: a convolution, batch norm, ReLU, Gemm, Linear, Transpose,
-     * Reshape, Dropout or stochastic depth reading it as its input, a MatMul of two activations or a residual add
-     * reading it as either input (as the shortcut, with stride 1); the other readers then
-     * add to what it wrote. Never a constant's (its one slot sums the batch). Set by
-     * model_create. */
+     * Reshape, Dropout, stochastic depth, Softmax or LayerNorm reading it as its input, a
+     * MatMul of two activations or a residual add reading it as either input (as the
+     * shortcut, with stride 1), an Add, Sub, Mul or Div with broadcasting reading it as an
+     * input that is not broadcast; the other readers then add to what it wrote. Never a
+     * constant's (its one slot sums the batch). Set by model_create. */
     int grad_setter;
+    /* With no grad_setter: every reader is a Slice (step 1) of one axis and together they
+     * cover it once (a fused q/k/v projection split three ways), so each sets its part
+     * (view_rows_backward_set) and the gradient is not zeroed. Set by model_create. */
+    int grad_split;
     size_t w_off, b_off;   /* params: conv/fc weight and bias, bn gamma and beta */
     size_t rm_off, rv_off; /* buffers: bn running mean and variance */
     size_t out_off;        /* activation arena: (max_batch, OC, OH, OW) */

@@ -22,7 +22,8 @@
  *     axes -> LAYER_SLICE; Cast and integer Add, Sub, Mul, Div of shape vectors are folded
  *     like Shape's (below); Concat of activations (axis 1) -> a chain of
  *     LAYER_CONCAT; Dropout -> LAYER_DROPOUT (the mask output unused); pacer's own
- *     ai.pacer:StochasticDepth (p, mode "row") -> LAYER_STOCHASTIC_DEPTH;
+ *     ai.pacer:StochasticDepth (p, mode "row") -> LAYER_STOCHASTIC_DEPTH; either with p 0
+ *     is the identity (no layer);
  *   issue 44's: Softmax, LogSoftmax (one non-batch axis) -> LAYER_SOFTMAX, LAYER_LOG_SOFTMAX;
  *     Erf -> LAYER_ERF; MatMul of two activations -> LAYER_BMM; LayerNormalization and
  *     torch 1.13's nn.LayerNorm nodes (match_layernorm) -> LAYER_LAYERNORM; torch 1.13's
@@ -1771,6 +1772,7 @@ static int do_pacer_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n
     const float p = pa->f;
     if (!(p >= 0.0f && p < 1.0f))
         return fail(im, "node '%s' (StochasticDepth): p %g is not in [0, 1)", node_name(n), p);
+    if (p == 0.0f) return define_output(im, n, x->layer, x->flat); /* the identity, as Dropout's ratio 0 */
     return define_output(im, n, model_build_elementwise(b, LAYER_STOCHASTIC_DEPTH, x->layer, p), x->flat);
 }
 
@@ -3258,6 +3260,8 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
             return fail(im, "node '%s' (Dropout): training_mode must be a constant", node_name(n));
         if (!(p >= 0.0f && p < 1.0f))
             return fail(im, "node '%s' (Dropout): ratio %g is not in [0, 1)", node_name(n), p);
+        /* ratio 0 (torchvision's ViT by default): the identity, no layer to copy through */
+        if (p == 0.0f) return define_output(im, n, x->layer, x->flat);
         return define_output(im, n, model_build_elementwise(b, LAYER_DROPOUT, x->layer, p), x->flat);
     }
     if (strcmp(op, "Concat") == 0) {

@@ -24,8 +24,12 @@ static float *dinput_of(const model_t *m, int in) { return in < 0 ? NULL : m->da
 
 static size_t out_count(const layer_t *l, int B) { return (size_t)B * l->OC * l->OH * l->OW; }
 
-/* The layer's backward writes input `in`'s gradient first and whole (mark_set_grads). */
-static int sets_grad(const model_t *m, int in, int i) { return in >= 0 && m->layers[in].grad_setter == i; }
+/* The layer's backward writes input `in`'s gradient first and whole, or its part of it
+ * (a Slice of a gradient split by Slices) (mark_set_grads). */
+static int sets_grad(const model_t *m, int in, int i)
+{
+    return in >= 0 && (m->layers[in].grad_setter == i || m->layers[in].grad_split);
+}
 
 /* ---- shape inference, workspace, FLOPs ---------------------------------------------------- */
 
@@ -700,18 +704,27 @@ static void gather_param_bwd(model_t *m, int i, const float *x, int B)
                           m->grads + l->w_off);
 }
 
-/* The binary rows' steps, one pair per kind (OP_STEPS): the kind's operator of ops.h. */
+/* The gradient a binary row sums into its input `in`, or NULL for a frozen constant's,
+ * which nothing reads (const_bwd): a constant scale (attention's q / sqrt(D)) would
+ * otherwise be summed over every output element for nothing. */
+static float *dbinary_of(const model_t *m, int in)
+{
+    return in >= 0 && m->layers[in].kind == LAYER_CONST && m->layers[in].frozen ? NULL : dinput_of(m, in);
+}
+
+/* The binary rows' steps, one pair per kind (OP_STEPS): the kind's operator of ops.h, by
+ * rows; an input's gradient written where this layer sets it (mark_set_grads) */
 static void binary_fwd(model_t *m, int i, const float *x, int B, binary_op_t op)
 {
     const layer_t *l = &m->layers[i];
-    binary_forward(op, &l->bc, B, input_of(m, x, l->in), input_of(m, x, l->in2), m->acts + l->out_off);
+    binary_rows_forward(op, &l->bc, B, input_of(m, x, l->in), input_of(m, x, l->in2), m->acts + l->out_off);
 }
 
 static void binary_bwd(model_t *m, int i, const float *x, int B, binary_op_t op)
 {
     const layer_t *l = &m->layers[i];
-    binary_backward(op, &l->bc, B, input_of(m, x, l->in), input_of(m, x, l->in2), m->dacts + l->out_off,
-                    dinput_of(m, l->in), dinput_of(m, l->in2));
+    binary_rows_backward(op, &l->bc, B, input_of(m, x, l->in), input_of(m, x, l->in2), m->dacts + l->out_off,
+                         dbinary_of(m, l->in), sets_grad(m, l->in, i), dbinary_of(m, l->in2), sets_grad(m, l->in2, i));
 }
 
 OP_STEPS(badd, binary, BINARY_ADD)
@@ -842,8 +855,10 @@ static void layernorm_bwd(model_t *m, int i, const float *x, int B)
     const layer_t *l = &m->layers[i];
     int rows, inner;
     axis_geometry(l, B, &rows, &inner);
-    layernorm_backward(rows, l->shape.dims[l->sl_axis] * inner, l->eps, input_of(m, x, l->in), m->params + l->w_off,
-                       m->dacts + l->out_off, dinput_of(m, l->in), m->grads + l->w_off, m->grads + l->b_off);
+    (sets_grad(m, l->in, i) ? layernorm_backward_set
+                            : layernorm_backward)(rows, l->shape.dims[l->sl_axis] * inner, l->eps,
+                                                  input_of(m, x, l->in), m->params + l->w_off, m->dacts + l->out_off,
+                                                  dinput_of(m, l->in), m->grads + l->w_off, m->grads + l->b_off);
 }
 
 /* Softmax and LogSoftmax along axis sl_axis: a sample is (outer, n, inner) */
@@ -863,8 +878,9 @@ static void softmax_bwd(model_t *m, int i, const float *x, int B)
     int rows, inner;
     axis_geometry(l, B, &rows, &inner);
     if (dinp)
-        softmax_axis_backward(l->kind == LAYER_LOG_SOFTMAX, rows, l->shape.dims[l->sl_axis], inner,
-                              m->acts + l->out_off, m->dacts + l->out_off, dinp);
+        (sets_grad(m, l->in, i) ? softmax_axis_backward_set
+                                : softmax_axis_backward)(l->kind == LAYER_LOG_SOFTMAX, rows, l->shape.dims[l->sl_axis],
+                                                         inner, m->acts + l->out_off, m->dacts + l->out_off, dinp);
 }
 
 /* ---- issue 44's ViT rows ------------------------------------------------------------------- */

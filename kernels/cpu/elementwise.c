@@ -224,7 +224,7 @@ __attribute__((target_clones("avx2", "default"))) void unary_backward(unary_op_t
     case UNARY_ABS: UNARY_BWD_LOOP(UNARY_ABS, inp[i], 0.0f, a, 0.0f); break;
     case UNARY_POW: UNARY_BWD_LOOP(UNARY_POW, inp[i], 0.0f, a, 0.0f); break;
     case UNARY_ERF: UNARY_BWD_LOOP(UNARY_ERF, inp[i], 0.0f, a, 0.0f); break;
-    case UNARY_GELU: UNARY_BWD_LOOP(UNARY_GELU, inp[i], 0.0f, a, 0.0f); break;
+    case UNARY_GELU: UNARY_BWD_LOOP(UNARY_GELU, inp[i], out[i], a, 0.0f); break;
     default: break;
     }
 }

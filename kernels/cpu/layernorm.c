@@ -62,10 +62,12 @@ __attribute__((target_clones("avx2", "default"))) void layernorm_forward(int row
     }
 }
 
-/* dinp += invstd (g w - mean(g w) - xhat mean(g w xhat)); dw += g xhat, db += g */
-__attribute__((target_clones("avx2", "default"))) void layernorm_backward(int rows, int D, float eps, const float *inp,
-                                                                          const float *w, const float *dout,
-                                                                          float *dinp, float *dw, float *db)
+/* dinp += invstd (g w - mean(g w) - xhat mean(g w xhat)), or with set dinp = that + 0.0f
+ * (the bits of adding into zeros, dinp not read); dw += g xhat, db += g. (dw and db in the
+ * sums' pass was slower: the float updates kept that loop from vectorising as well.) */
+__attribute__((target_clones("avx2", "default"))) static void layernorm_bwd(int rows, int D, float eps, const float *inp,
+                                                                            const float *w, const float *dout,
+                                                                            float *dinp, int set, float *dw, float *db)
 {
     memset(dw, 0, (size_t)D * sizeof *dw);
     memset(db, 0, (size_t)D * sizeof *db);
@@ -92,9 +94,28 @@ __attribute__((target_clones("avx2", "default"))) void layernorm_backward(int ro
         }
         if (!dinp) continue;
         float *d = dinp + (size_t)r * D;
-        for (int j = 0; j < D; j++) {
-            const double xh = ((double)x[j] - mean) * invstd;
-            d[j] += (float)(invstd * ((double)g[j] * w[j] - sg / D - xh * sgx / D));
-        }
+        const double mg = sg / D;
+        if (set)
+            for (int j = 0; j < D; j++) {
+                const double xh = ((double)x[j] - mean) * invstd;
+                d[j] = (float)(invstd * ((double)g[j] * w[j] - mg - xh * sgx / D)) + 0.0f;
+            }
+        else
+            for (int j = 0; j < D; j++) {
+                const double xh = ((double)x[j] - mean) * invstd;
+                d[j] += (float)(invstd * ((double)g[j] * w[j] - mg - xh * sgx / D));
+            }
     }
+}
+
+void layernorm_backward(int rows, int D, float eps, const float *inp, const float *w, const float *dout, float *dinp,
+                        float *dw, float *db)
+{
+    layernorm_bwd(rows, D, eps, inp, w, dout, dinp, 0, dw, db);
+}
+
+void layernorm_backward_set(int rows, int D, float eps, const float *inp, const float *w, const float *dout,
+                            float *dinp, float *dw, float *db)
+{
+    layernorm_bwd(rows, D, eps, inp, w, dout, dinp, 1, dw, db);
 }

@@ -159,8 +159,8 @@ void hardsigmoid_backward(size_t n, float alpha, const float *out, const float *
 void hardswish_forward(size_t n, const float *inp, float *out);
 void hardswish_backward(size_t n, const float *inp, const float *dout, float *dinp /* += */);
 /* Elementwise functions of one input (ONNX's Exp, Neg, Sqrt, Reciprocal, Abs and Pow with a
- * constant exponent a): out = f(inp). The backward adds dout * f'(inp), from inp or out;
- * Abs's derivative is 0 at 0 (PyTorch's sign), Sqrt's and Reciprocal's are infinite at 0
+ * constant exponent a): out = f(inp). The backward adds dout * f'(inp), from inp or out
+ * or both (GELU: scalar_fn.h's unary_grad_reads_*); Abs's derivative is 0 at 0 (PyTorch's sign), Sqrt's and Reciprocal's are infinite at 0
  * as theirs are. a is read by UNARY_POW only. */
 /* unary_op_t: scalar_fn.h, the table of scalar functions shared with the CUDA kernels */
 /* Binary operators with NumPy broadcasting (ONNX's Add, Sub, Mul, Div) over the batch axis
@@ -195,6 +195,13 @@ void reduce_backward(const bcast_desc_t *d, int B, float scale, const float *dou
 void binary_forward(binary_op_t op, const bcast_desc_t *d, int B, const float *a, const float *b, float *out);
 void binary_backward(binary_op_t op, const bcast_desc_t *d, int B, const float *a, const float *b, const float *dout,
                      float *da /* += */, float *db /* += */);
+/* The same two by rows (view.c), bit for bit: the model's Add, Sub, Mul and Div steps run
+ * these. set_a (set_b) writes da (db) instead of adding, for an input that is not
+ * broadcast (every element read by one output) whose gradient has no other contribution
+ * (model.c's grad_setter): the bits binary_backward gives into zeros. */
+void binary_rows_forward(binary_op_t op, const bcast_desc_t *d, int B, const float *a, const float *b, float *out);
+void binary_rows_backward(binary_op_t op, const bcast_desc_t *d, int B, const float *a, const float *b,
+                          const float *dout, float *da, int set_a, float *db, int set_b);
 void unary_forward(unary_op_t op, float a, size_t n, const float *inp, float *out);
 void unary_backward(unary_op_t op, float a, size_t n, const float *inp, const float *out, const float *dout,
                     float *dinp /* += */);
@@ -366,6 +373,10 @@ void gather_param_backward(size_t n, size_t tcount, const float *map, const floa
 void layernorm_forward(int rows, int D, float eps, const float *inp, const float *w, const float *b, float *out);
 void layernorm_backward(int rows, int D, float eps, const float *inp, const float *w, const float *dout,
                         float *dinp /* += */, float *dw /* = */, float *db /* = */);
+/* The same writing dinp instead of adding (model.c's grad_setter): the bits of adding into
+ * zeros. */
+void layernorm_backward_set(int rows, int D, float eps, const float *inp, const float *w, const float *dout,
+                            float *dinp /* = */, float *dw /* = */, float *db /* = */);
 /* Softmax (take_log 0) or LogSoftmax (take_log 1) along one axis of n elements: inp and out are
  * (rows, n, inner), each of the rows * inner lines along the middle axis normalised alone
  * (shifted by its maximum, so exp never overflows). The backward reads the OUTPUT: softmax
@@ -374,6 +385,10 @@ void layernorm_backward(int rows, int D, float eps, const float *inp, const floa
 void softmax_axis_forward(int take_log, int rows, int n, int inner, const float *inp, float *out);
 void softmax_axis_backward(int take_log, int rows, int n, int inner, const float *out, const float *dout,
                            float *dinp /* += */);
+/* The same writing dinp instead of adding (model.c's grad_setter): the bits of adding into
+ * zeros. */
+void softmax_axis_backward_set(int take_log, int rows, int n, int inner, const float *out, const float *dout,
+                               float *dinp /* = */);
 
 /* ---- batch norm (per channel over B, H, W) -------------------------------------- */
 #define BN_EPS 1e-5f

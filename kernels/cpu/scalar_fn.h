@@ -202,15 +202,29 @@ static inline OPS_HD float unary_fn(unary_op_t op, float x, float a, float b)
     }
 }
 
-/* Whether the derivative reads the function's input x (else its output y, or neither for
- * Neg): a backward given only one of them passes 0 for the other. */
+/* Whether the derivative reads the function's input x, and whether its output y (Neg
+ * neither, GELU both): a backward passes 0 for what is not read. */
 static inline OPS_HD int unary_grad_reads_input(unary_op_t op)
 {
     return op == UNARY_ABS || op == UNARY_POW || op == UNARY_HARDSWISH || op == UNARY_ERF || op == UNARY_GELU;
 }
 
+static inline OPS_HD int unary_grad_reads_output(unary_op_t op)
+{
+    return op == UNARY_GELU || (!unary_grad_reads_input(op) && op != UNARY_NEG);
+}
+
+/* GELU's Phi(x) for its derivative, read back from the forward's output y = x Phi(x) (as
+ * x / 2 times 1 + erf: x / 2 is exact) as y / x, within about an ulp of the forward's own
+ * Phi, instead of a second erf (the ViT's and ConvNeXt's GELU backward was 1.3 times the
+ * forward); where |x| < 2^-20 (x = 0 included) 1/2 + x / sqrt(2 pi), Phi there to float. */
+static inline OPS_HD float ufn_gelu_cdf(float x, float y)
+{
+    return fabsf(x) < 0x1p-20f ? UFN_ADD(0.5f, UFN_MUL(x, UFN_GELU_PDF)) : UFN_DIV(y, x);
+}
+
 /* The term the backward adds to the input's gradient at one element: g * f'(x), from x or
- * y = f(x) (unary_grad_reads_input), g the output's gradient, in PyTorch's order of
+ * y = f(x) or both (unary_grad_reads_*), g the output's gradient, in PyTorch's order of
  * products. Neg and Reciprocal give the negated term (dinp - t is dinp + -t, bit for bit).
  * Abs's derivative is 0 at 0 (PyTorch's sign); Sqrt's and Reciprocal's are infinite at 0;
  * ReLU's term is (y > 0 ? g : 0) + 0, relu_grad.h's expression, so a -0 sums as on the CPU.
@@ -233,10 +247,9 @@ static inline OPS_HD float unary_grad(unary_op_t op, float x, float y, float g, 
     case UNARY_HARDSWISH: return x < -3.0f ? 0.0f : x <= 3.0f ? UFN_MUL(g, UFN_ADD(UFN_DIV(x, 3.0f), 0.5f)) : g;
     /* 2 / sqrt(pi) * exp(-x^2) */
     case UNARY_ERF: return UFN_MUL(UFN_MUL(g, UFN_2_SQRTPI), ufn_exp(UFN_MUL(-x, x)));
-    case UNARY_GELU: { /* Phi(x) + x * phi(x), phi the standard normal density */
-        const float cdf = UFN_MUL(0.5f, ufn_erf1p(UFN_MUL(x, UFN_SQRT1_2)));
-        return UFN_MUL(g, UFN_ADD(cdf, UFN_MUL(UFN_MUL(x, UFN_GELU_PDF), ufn_exp(UFN_MUL(UFN_MUL(-0.5f, x), x)))));
-    }
+    case UNARY_GELU: /* Phi(x) + x * phi(x), phi the standard normal density */
+        return UFN_MUL(g, UFN_ADD(ufn_gelu_cdf(x, y),
+                                  UFN_MUL(UFN_MUL(x, UFN_GELU_PDF), ufn_exp(UFN_MUL(UFN_MUL(-0.5f, x), x)))));
     default: return NAN;
     }
 }

@@ -133,8 +133,9 @@ static inline void softmax_line_fwd(int take_log, int n, const float *a, float *
     }
 }
 
-/* one contiguous line of n: d += y (g - sum g y), or g - exp(y) sum g (log) */
-static inline void softmax_line_bwd(int take_log, int n, const float *y, const float *g, float *d)
+/* one contiguous line of n: d += y (g - sum g y), or g - exp(y) sum g (log); set: d = the
+ * term + 0.0f (what += gives into zeros, bit for bit), d not read */
+static inline void softmax_line_bwd(int take_log, int set, int n, const float *y, const float *g, float *d)
 {
     float ls[SOFTMAX_LANES] = {0};
     int j = 0;
@@ -142,8 +143,12 @@ static inline void softmax_line_bwd(int take_log, int n, const float *y, const f
         for (int k = 0; k < SOFTMAX_LANES; k++) ls[k] += take_log ? g[j + k] : g[j + k] * y[j + k];
     float s = lanes_sum(ls);
     for (; j < n; j++) s += take_log ? g[j] : g[j] * y[j];
-    if (take_log)
+    if (take_log && set)
+        for (j = 0; j < n; j++) d[j] = (g[j] - ufn_exp(y[j]) * s) + 0.0f;
+    else if (take_log)
         for (j = 0; j < n; j++) d[j] += g[j] - ufn_exp(y[j]) * s;
+    else if (set)
+        for (j = 0; j < n; j++) d[j] = y[j] * (g[j] - s) + 0.0f;
     else
         for (j = 0; j < n; j++) d[j] += y[j] * (g[j] - s);
 }
@@ -173,7 +178,8 @@ static inline void softmax_block_fwd(int take_log, int n, int inner, int w, cons
         }
 }
 
-static inline void softmax_block_bwd(int take_log, int n, int inner, int w, const float *y, const float *g, float *d)
+static inline void softmax_block_bwd(int take_log, int set, int n, int inner, int w, const float *y, const float *g,
+                                     float *d)
 {
     float s[SOFTMAX_BLOCK] = {0};
     for (int j = 0; j < n; j++)
@@ -184,7 +190,7 @@ static inline void softmax_block_bwd(int take_log, int n, int inner, int w, cons
     for (int j = 0; j < n; j++)
         for (int k = 0; k < w; k++) {
             const size_t i = (size_t)j * inner + k;
-            d[i] += take_log ? g[i] - ufn_exp(y[i]) * s[k] : y[i] * (g[i] - s[k]);
+            d[i] = (set ? 0.0f : d[i]) + (take_log ? g[i] - ufn_exp(y[i]) * s[k] : y[i] * (g[i] - s[k]));
         }
 }
 
@@ -204,18 +210,30 @@ __attribute__((target_clones("avx2", "default"))) void softmax_axis_forward(int 
     }
 }
 
-__attribute__((target_clones("avx2", "default"))) void
-softmax_axis_backward(int take_log, int rows, int n, int inner, const float *out, const float *dout, float *dinp)
+/* softmax_axis_backward, or with set its _set variant */
+__attribute__((target_clones("avx2", "default"))) static void
+softmax_axis_bwd(int take_log, int set, int rows, int n, int inner, const float *out, const float *dout, float *dinp)
 {
     for (int r = 0; r < rows; r++) {
         const size_t base = (size_t)r * n * inner;
         if (inner == 1) {
-            softmax_line_bwd(take_log, n, out + base, dout + base, dinp + base);
+            softmax_line_bwd(take_log, set, n, out + base, dout + base, dinp + base);
             continue;
         }
         for (int k = 0; k < inner; k += SOFTMAX_BLOCK) {
             const int w = inner - k < SOFTMAX_BLOCK ? inner - k : SOFTMAX_BLOCK;
-            softmax_block_bwd(take_log, n, inner, w, out + base + k, dout + base + k, dinp + base + k);
+            softmax_block_bwd(take_log, set, n, inner, w, out + base + k, dout + base + k, dinp + base + k);
         }
     }
+}
+
+void softmax_axis_backward(int take_log, int rows, int n, int inner, const float *out, const float *dout, float *dinp)
+{
+    softmax_axis_bwd(take_log, 0, rows, n, inner, out, dout, dinp);
+}
+
+void softmax_axis_backward_set(int take_log, int rows, int n, int inner, const float *out, const float *dout,
+                               float *dinp)
+{
+    softmax_axis_bwd(take_log, 1, rows, n, inner, out, dout, dinp);
 }

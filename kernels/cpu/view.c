@@ -1,58 +1,73 @@
-/* kernels/cpu/view.c - the strided views of Transpose, Slice and Expand copied by rows
- * (ops.h's view_rows_*): the same walk as elementwise.c's view_forward and view_backward,
- * element for element in the same order, but with the per-element carry of that walk
- * (bcast_next) replaced by a plain loop over the innermost axis, after merging the axes
- * that are contiguous with each other. A ViT's head split (a (T, heads, D) tensor read as
- * (heads, T, D)) and ConvNeXt's NCHW <-> NHWC permutes are then loops over runs of 16 to
- * 64 floats instead of one carry test per float (issue 44's speed goal). */
+/* kernels/cpu/view.c - the strided views of Transpose, Slice and Expand and the
+ * broadcasting binary operators (Add, Sub, Mul, Div) by rows (ops.h's view_rows_* and
+ * binary_rows_*): the same walks as elementwise.c's view_forward, view_backward,
+ * binary_forward and binary_backward, element for element in the same order, but with the
+ * per-element carry of those walks (bcast_next) replaced by a plain loop over the innermost
+ * axis, after merging the axes that are contiguous with each other. A ViT's head split (a
+ * (T, heads, D) tensor read as (heads, T, D)), its attention scale (q / sqrt(D)), ConvNeXt's
+ * NCHW <-> NHWC permutes and its layer scale are then loops over runs of 16 to 200k floats
+ * instead of one carry test per float (issue 44's speed goal). */
 #include <stddef.h>
+
+/* The binary rows' selects and divisions are followed by arithmetic gcc would otherwise
+ * keep scalar (elementwise.c's reason; nothing here reads the exception flags). Before the
+ * includes: scalar_fn.h's functions must share the option to be inlined. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
 
 #include "ops.h"
 
-/* A view in output order: n[0] the outermost axis, s the input's stride along each (in
- * floats, negative for a Slice walking down), after merging. */
+/* A walk in output order: n[0] the outermost axis, s and s2 the two inputs' strides along
+ * each (in floats, negative for a Slice walking down; s2 0 for a view), after merging. */
 typedef struct {
     int rank;
     long n[BCAST_MAX_AXES];
-    ptrdiff_t s[BCAST_MAX_AXES];
+    ptrdiff_t s[BCAST_MAX_AXES], s2[BCAST_MAX_AXES];
 } rows_t;
 
-/* The descriptor at batch B with adjacent axes merged where the outer one's stride is the
- * inner one's times its size (the pair is then one axis of their product); axes of size 1
- * are dropped. At least one axis remains. */
-static void rows_setup(const bcast_desc_t *d, int B, rows_t *r)
+/* The descriptor at batch B (sb read only with two) with adjacent axes merged where the
+ * outer one's strides are the inner one's times its size (the pair is then one axis of
+ * their product; the output is contiguous, so that holds for it too); axes of size 1 are
+ * dropped. At least one axis remains. */
+static void rows_setup(const bcast_desc_t *d, int B, int two, rows_t *r)
 {
     r->rank = 0;
     for (int ax = 0; ax < d->rank; ax++) {
         const long n = ax ? d->dims[ax] : B;
-        const ptrdiff_t s = (ptrdiff_t)d->sa[ax];
+        const ptrdiff_t s = (ptrdiff_t)d->sa[ax], s2 = two ? (ptrdiff_t)d->sb[ax] : 0;
         if (n == 1) continue;
         const int k = r->rank - 1;
-        if (k >= 0 && r->s[k] == s * n) {
+        if (k >= 0 && r->s[k] == s * n && r->s2[k] == s2 * n) {
             /* the previous (outer) axis continues this one: one axis */
             r->n[k] *= n;
             r->s[k] = s;
+            r->s2[k] = s2;
             continue;
         }
         r->n[r->rank] = n;
-        r->s[r->rank++] = s;
+        r->s[r->rank] = s;
+        r->s2[r->rank++] = s2;
     }
     if (r->rank == 0) {
         r->n[0] = 1;
-        r->s[0] = 0;
+        r->s[0] = r->s2[0] = 0;
         r->rank = 1;
     }
 }
 
-/* The rows in output order: a row is n[rank - 1] outputs, s[rank - 1] apart in the
- * input; rows_next moves *ia from one row's first input to the next row's (idx: the
- * outer axes' counters, zeroed by the caller) and returns 0 after the last row. */
-static int rows_next(const rows_t *r, long *idx, ptrdiff_t *ia)
+/* The rows in output order: a row is n[rank - 1] outputs, s[rank - 1] (s2[rank - 1])
+ * apart in the input(s); rows_next moves *ia and *ib from one row's first inputs to the
+ * next row's (idx: the outer axes' counters, zeroed by the caller) and returns 0 after the
+ * last row. */
+static int rows_next(const rows_t *r, long *idx, ptrdiff_t *ia, ptrdiff_t *ib)
 {
     for (int ax = r->rank - 2; ax >= 0; ax--) {
         *ia += r->s[ax];
+        *ib += r->s2[ax];
         if (++idx[ax] < r->n[ax]) return 1;
         *ia -= r->s[ax] * (ptrdiff_t)r->n[ax];
+        *ib -= r->s2[ax] * (ptrdiff_t)r->n[ax];
         idx[ax] = 0;
     }
     return 0;
@@ -62,18 +77,18 @@ void view_rows_forward(const bcast_desc_t *d, size_t off, int B, const float *in
 {
     rows_t r;
     if (B <= 0) return;
-    rows_setup(d, B, &r);
+    rows_setup(d, B, 0, &r);
     const long len = r.n[r.rank - 1];
     const ptrdiff_t st = r.s[r.rank - 1];
     long idx[BCAST_MAX_AXES] = {0};
-    ptrdiff_t ia = (ptrdiff_t)off;
+    ptrdiff_t ia = (ptrdiff_t)off, ib = 0;
     for (float *y = out;; y += len) {
         const float *x = inp + ia;
         if (st == 1)
             for (long j = 0; j < len; j++) y[j] = x[j];
         else
             for (long j = 0; j < len; j++) y[j] = x[j * st];
-        if (!rows_next(&r, idx, &ia)) return;
+        if (!rows_next(&r, idx, &ia, &ib)) return;
     }
 }
 
@@ -83,11 +98,11 @@ static void rows_backward(const bcast_desc_t *d, size_t off, int B, const float 
 {
     rows_t r;
     if (!dinp || B <= 0) return;
-    rows_setup(d, B, &r);
+    rows_setup(d, B, 0, &r);
     const long len = r.n[r.rank - 1];
     const ptrdiff_t st = r.s[r.rank - 1];
     long idx[BCAST_MAX_AXES] = {0};
-    ptrdiff_t ia = (ptrdiff_t)off;
+    ptrdiff_t ia = (ptrdiff_t)off, ib = 0;
     for (const float *g = dout;; g += len) {
         float *x = dinp + ia;
         if (set && st == 1)
@@ -98,7 +113,7 @@ static void rows_backward(const bcast_desc_t *d, size_t off, int B, const float 
             for (long j = 0; j < len; j++) x[j] += g[j];
         else
             for (long j = 0; j < len; j++) x[j * st] += g[j];
-        if (!rows_next(&r, idx, &ia)) return;
+        if (!rows_next(&r, idx, &ia, &ib)) return;
     }
 }
 
@@ -110,4 +125,137 @@ void view_rows_backward(const bcast_desc_t *d, size_t off, int B, const float *d
 void view_rows_backward_set(const bcast_desc_t *d, size_t off, int B, const float *dout, float *dinp)
 {
     rows_backward(d, off, B, dout, dinp, 1);
+}
+
+/* ---- the broadcasting binary operators by rows ---------------------------------------------
+ * In a row the inputs' strides are 0 (the input broadcasts along it: a scalar for the row)
+ * or 1 (a contiguous run) in every network seen, and those are the loops below, the operator
+ * a constant in each (the switch outside) so that gcc vectorises them; any other stride
+ * takes a plain strided loop. */
+
+/* the operator's case OP of a switch over op running STMT, in which OP is a constant */
+#define BIN_SWITCH(op, STMT)                  \
+    switch (op) {                             \
+    case BINARY_ADD: STMT(BINARY_ADD); break; \
+    case BINARY_SUB: STMT(BINARY_SUB); break; \
+    case BINARY_MUL: STMT(BINARY_MUL); break; \
+    default: STMT(BINARY_DIV); break;         \
+    }
+
+/* y[j] = a[j sa] op b[j sb], j < n; a0, b0: the scalars of a stride-0 input */
+#define BIN_ROW_FWD(OP)                                                              \
+    do {                                                                             \
+        if (sa == 1 && sb == 1)                                                      \
+            for (long j = 0; j < n; j++) y[j] = binary_fn(OP, a[j], b[j]);           \
+        else if (sa == 1 && sb == 0)                                                 \
+            for (long j = 0; j < n; j++) y[j] = binary_fn(OP, a[j], b0);             \
+        else if (sa == 0 && sb == 1)                                                 \
+            for (long j = 0; j < n; j++) y[j] = binary_fn(OP, a0, b[j]);             \
+        else                                                                         \
+            for (long j = 0; j < n; j++) y[j] = binary_fn(OP, a[j * sa], b[j * sb]); \
+    } while (0)
+
+__attribute__((target_clones("avx2", "default"))) static void
+bin_row_fwd(binary_op_t op, long n, const float *a, ptrdiff_t sa, const float *b, ptrdiff_t sb, float *y)
+{
+    const float a0 = a[0], b0 = b[0];
+    BIN_SWITCH(op, BIN_ROW_FWD)
+}
+
+/* One input's gradient over a row, TERM(j) its term at output j: written (set: + 0.0f, the
+ * bits of adding into zeros) or added along a contiguous run, or, along a stride of 0,
+ * summed in order into one float that starts from the gradient (or from 0 where set): the
+ * same roundings as adding each term into memory in turn. */
+#define GRAD_ROW(d, s, set, TERM)                                 \
+    do {                                                          \
+        if ((s) == 1 && (set))                                    \
+            for (long j = 0; j < n; j++) (d)[j] = TERM(j) + 0.0f; \
+        else if ((s) == 1)                                        \
+            for (long j = 0; j < n; j++) (d)[j] += TERM(j);       \
+        else {                                                    \
+            float acc_ = (set) ? 0.0f : (d)[0];                   \
+            for (long j = 0; j < n; j++) acc_ += TERM(j);         \
+            (d)[0] = acc_;                                        \
+        }                                                         \
+    } while (0)
+
+/* the two inputs' values at output j along the row: contiguous (1) or a scalar (0) */
+#define AT_A1(j) a[j]
+#define AT_A0(j) a0
+#define AT_B1(j) b[j]
+#define AT_B0(j) b0
+
+#define DA_TERM_B1(j) binary_grad_x(OP_, g[j], AT_B1(j))
+#define DA_TERM_B0(j) binary_grad_x(OP_, g[j], AT_B0(j))
+#define DB_TERM_A1B1(j) binary_grad_y(OP_, g[j], AT_A1(j), AT_B1(j))
+#define DB_TERM_A0B1(j) binary_grad_y(OP_, g[j], AT_A0(j), AT_B1(j))
+#define DB_TERM_A1B0(j) binary_grad_y(OP_, g[j], AT_A1(j), AT_B0(j))
+#define DB_TERM_A0B0(j) binary_grad_y(OP_, g[j], AT_A0(j), AT_B0(j))
+
+/* both gradients of a row whose strides are 0 or 1, the operator OP_ */
+#define BIN_ROW_BWD(OP)                                                      \
+    do {                                                                     \
+        const binary_op_t OP_ = OP;                                          \
+        if (da && sb == 1) GRAD_ROW(da, sa, set_a, DA_TERM_B1);              \
+        else if (da) GRAD_ROW(da, sa, set_a, DA_TERM_B0);                    \
+        if (db && sa == 1 && sb == 1) GRAD_ROW(db, sb, set_b, DB_TERM_A1B1); \
+        else if (db && sb == 1) GRAD_ROW(db, sb, set_b, DB_TERM_A0B1);       \
+        else if (db && sa == 1) GRAD_ROW(db, sb, set_b, DB_TERM_A1B0);       \
+        else if (db) GRAD_ROW(db, sb, set_b, DB_TERM_A0B0);                  \
+    } while (0)
+
+/* A row's gradients; da and db distinct (each element's terms in the walk's order: the
+ * two gradients' loops may follow one another), the strides 0 or 1. */
+__attribute__((target_clones("avx2", "default"))) static void bin_row_bwd(binary_op_t op, long n, const float *a,
+                                                                          ptrdiff_t sa, const float *b, ptrdiff_t sb,
+                                                                          const float *g, float *da, int set_a,
+                                                                          float *db, int set_b)
+{
+    const float a0 = a[0], b0 = b[0];
+    BIN_SWITCH(op, BIN_ROW_BWD)
+}
+
+/* The walk's own order, one element at a time: any strides, and da == db (Mul(x, x): each
+ * element's two terms in turn, as binary_backward adds them). */
+static void bin_row_bwd_any(binary_op_t op, long n, const float *a, ptrdiff_t sa, const float *b, ptrdiff_t sb,
+                            const float *g, float *da, int set_a, float *db, int set_b)
+{
+    for (long j = 0; j < n; j++) {
+        const float x = a[j * sa], y = b[j * sb];
+        if (da) da[j * sa] = (set_a ? 0.0f : da[j * sa]) + binary_grad_x(op, g[j], y);
+        if (db) db[j * sb] = (set_b ? 0.0f : db[j * sb]) + binary_grad_y(op, g[j], x, y);
+    }
+}
+
+void binary_rows_forward(binary_op_t op, const bcast_desc_t *d, int B, const float *a, const float *b, float *out)
+{
+    rows_t r;
+    if (B <= 0) return;
+    rows_setup(d, B, 1, &r);
+    const long len = r.n[r.rank - 1];
+    const ptrdiff_t sa = r.s[r.rank - 1], sb = r.s2[r.rank - 1];
+    long idx[BCAST_MAX_AXES] = {0};
+    ptrdiff_t ia = 0, ib = 0;
+    for (float *y = out;; y += len) {
+        bin_row_fwd(op, len, a + ia, sa, b + ib, sb, y);
+        if (!rows_next(&r, idx, &ia, &ib)) return;
+    }
+}
+
+void binary_rows_backward(binary_op_t op, const bcast_desc_t *d, int B, const float *a, const float *b,
+                          const float *dout, float *da, int set_a, float *db, int set_b)
+{
+    rows_t r;
+    if (B <= 0 || (!da && !db)) return;
+    rows_setup(d, B, 1, &r);
+    const long len = r.n[r.rank - 1];
+    const ptrdiff_t sa = r.s[r.rank - 1], sb = r.s2[r.rank - 1];
+    const int fast = da != db && (sa == 0 || sa == 1) && (sb == 0 || sb == 1);
+    long idx[BCAST_MAX_AXES] = {0};
+    ptrdiff_t ia = 0, ib = 0;
+    for (const float *g = dout;; g += len) {
+        (fast ? bin_row_bwd : bin_row_bwd_any)(op, len, a + ia, sa, b + ib, sb, g, da ? da + ia : NULL, set_a,
+                                               db ? db + ib : NULL, set_b);
+        if (!rows_next(&r, idx, &ia, &ib)) return;
+    }
 }

@@ -335,7 +335,7 @@ template <unary_op_t OP>
 __global__ void unary_bwd_kernel(const float *inp, const float *out, const float *dout, float *dinp, size_t n, float a,
                                  float b)
 {
-    const int reads_x = unary_grad_reads_input(OP), reads_y = !reads_x && OP != UNARY_NEG;
+    const int reads_x = unary_grad_reads_input(OP), reads_y = unary_grad_reads_output(OP);
     GRID_STRIDE(i, n)
     {
         const float x = reads_x ? inp[i] : 0.0f, y = reads_y ? out[i] : 0.0f;

@@ -490,7 +490,10 @@ static void check_overwrites(model_t *m, int B)
     assert_memory_equal(logits, model_logits(m), (size_t)B * m->num_classes * sizeof(float));
     model_backward(m, x, y, B, 1.0f);
     assert_memory_equal(g1, m->grads, m->nparams * sizeof(float));
-    for (int i = 0; i < m->nlayers; i++) m->layers[i].grad_setter = -1;
+    for (int i = 0; i < m->nlayers; i++) {
+        m->layers[i].grad_setter = -1;
+        m->layers[i].grad_split = 0;
+    }
     for (size_t i = 0; i < m->act_floats; i++) m->dacts[i] = NAN;
     model_forward(m, x, y, B, 1);
     model_backward(m, x, y, B, 1.0f);
@@ -518,6 +521,37 @@ static int build_attention(model_builder_t *b, void *ctx, char *err, size_t errl
     const int a = model_build_softmax(b, LAYER_SOFTMAX, model_build_bmm(b, q, k), 2);
     const int o = model_build_reshape(b, model_build_transpose(b, model_build_bmm(b, a, v), thd), &flat);
     const int y = model_build_add(b, model_build_linear(b, o, 12, "proj.weight"), x);
+    model_build_fc(b, y, 10, "head.weight", "head.bias");
+    return 0;
+}
+
+/* The broadcasting rows as issue 44's networks use them: attention's q / sqrt(D) (a frozen
+ * scalar constant), a positional embedding (a batch-less parameter), ConvNeXt's layer scale
+ * (a parameter of (T, 1) times the activation) and a Sub of two activations, the input ReLU
+ * read twice. T 5, width 12. */
+static int build_binary_rows(model_builder_t *b, void *ctx, char *err, size_t errlen)
+{
+    const model_shape_t one = {.rank = 0}, pos = {.rank = 2, .dims = {5, 12}}, col = {.rank = 2, .dims = {5, 1}};
+    const int x = model_build_relu(b, -1);
+    const int scale = model_build_const(b, &one, "scale", 1);
+    const int q = model_build_binary(b, LAYER_DIV, x, scale);
+    const int p = model_build_binary(b, LAYER_BADD, q, model_build_const(b, &pos, "pos", 0));
+    const int gamma = model_build_const(b, &col, "gamma", 0);
+    const int d = model_build_binary(b, LAYER_SUB, model_build_binary(b, LAYER_BMUL, gamma, p), x);
+    model_build_fc(b, d, 10, "head.weight", "head.bias");
+    return 0;
+}
+
+/* A Linear's (5, 12) output read by Slices of its last axis, the ranges ctx's (start, end)
+ * pairs ending at a negative start, their outputs concatenated back (order kept) for the
+ * classifier: grad_split when they cover the axis once. */
+static int build_split(model_builder_t *b, void *ctx, char *err, size_t errlen)
+{
+    const int *r = ctx;
+    const int x = model_build_linear(b, model_build_relu(b, -1), 12, "proj.weight");
+    int y = model_build_slice(b, x, 1, r[0], r[1], 1);
+    for (int k = 2; r[k] >= 0; k += 2)
+        y = model_build_concat_axis(b, y, model_build_slice(b, x, 1, r[k], r[k + 1], 1), 1);
     model_build_fc(b, y, 10, "head.weight", "head.bias");
     return 0;
 }
@@ -552,12 +586,13 @@ static void test_backward_overwrites_gradients(void **state)
         check_overwrites(m, B);
         model_free(m);
     }
-    /* the attention block: every gradient but the fused projection's (three Slices add to
-     * it) and the scores' (the softmax adds) is set: the 3 Slices' (by Reshapes), the 3
-     * Reshapes' and the softmax's (by Transposes and a MatMul), the 3 Transposes' and the
-     * (heads, T, D) product's (by MatMuls and a Transpose), the last Transpose's (by a
-     * Reshape), the Reshape's (by the projection), the projection's and the input ReLU's
-     * (by the residual add) and the add's (by the classifier) */
+    /* the attention block: every gradient but the fused projection's (three Slices write a
+     * third of it each: grad_split) is set: the 3 Slices' (by Reshapes), the 3 Reshapes' and the softmax's (by
+     * Transposes and a MatMul), the 3 Transposes' and the (heads, T, D) product's (by
+     * MatMuls and a Transpose), the scores' (by the softmax: 17 since it writes its input
+     * gradient, 16 before), the last Transpose's (by a Reshape), the Reshape's (by the
+     * projection), the projection's and the input ReLU's (by the residual add) and the
+     * add's (by the classifier) */
     const model_shape_t in = {.rank = 2, .dims = {5, 12}};
     model_t *m = NULL;
     char err[256];
@@ -565,9 +600,38 @@ static void test_backward_overwrites_gradients(void **state)
     model_init_params(m, 5);
     int set = 0;
     for (int i = 0; i < m->nlayers; i++) set += m->layers[i].grad_setter >= 0;
-    assert_int_equal(set, 16);
+    assert_int_equal(set, 17);
+    int split = 0;
+    for (int i = 0; i < m->nlayers; i++)
+        if (m->layers[i].grad_split) split = split ? -1 : m->layers[i].kind == LAYER_LINEAR;
+    assert_int_equal(split, 1);
     check_overwrites(m, B);
     model_free(m);
+    /* the broadcasting rows: the input ReLU's gradient set by the Sub (its last reader; the
+     * Div adds), the Div's, the positional add's and the layer scale's by their one reader,
+     * the Sub's by the classifier; the constants' never (summed over the batch) */
+    assert_int_equal(model_create_custom_shape("rows", &in, 10, B, build_binary_rows, NULL, &m, err, sizeof err), 0);
+    model_init_params(m, 6);
+    for (int i = 0; i < m->nlayers; i++)
+        if (m->layers[i].kind == LAYER_CONST && m->layers[i].frozen) m->buffers[m->layers[i].w_off] = 4.0f;
+    set = 0;
+    for (int i = 0; i < m->nlayers; i++) set += m->layers[i].grad_setter >= 0;
+    assert_int_equal(set, 5);
+    check_overwrites(m, B);
+    model_free(m);
+    /* Slices that cover the axis once, out of order, split the Linear's gradient; a gap, an
+     * overlap or a part twice do not (it is zeroed and each adds) */
+    static const int ranges[][8] = {
+        {4, 12, 0, 4, -1}, {0, 3, 3, 7, 7, 12, -1}, {0, 4, 5, 12, -1}, {0, 6, 4, 12, -1}, {0, 6, 0, 6, 6, 12, -1}};
+    for (size_t k = 0; k < sizeof ranges / sizeof ranges[0]; k++) {
+        assert_int_equal(model_create_custom_shape("split", &in, 10, B, build_split, (void *)ranges[k], &m, err,
+                                                   sizeof err),
+                         0);
+        model_init_params(m, 7);
+        assert_int_equal(m->layers[1].grad_split, k < 2);
+        check_overwrites(m, B);
+        model_free(m);
+    }
 }
 
 /* ---- N-D shapes (issue 43) ---- */

@@ -2033,6 +2033,88 @@ static void test_view_rows(void **state)
     }
 }
 
+/* binary_rows_* (view.c), the model's Add, Sub, Mul and Div steps: for every operator the
+ * forward exactly ref_binary_forward's and binary_forward's (one rounding either way), the
+ * backward bit for bit binary_backward's onto a prefill (the same sums in the same order:
+ * a broadcast input's gradient summed along the rows), each gradient alone (the other
+ * NULL, as for a frozen constant), and set_a / set_b over NaN bit for bit binary_backward
+ * into zeros for the inputs that are not broadcast. The descriptors: the ViT's q / sqrt(D)
+ * (a scalar constant), its positional embedding (a batch-less constant), ConvNeXt's layer
+ * scale (C, 1, 1), equal shapes, a middle axis and the last axis broadcast, strides other
+ * than 0 and 1 (a transposed read), and Mul(x, x) (the gradients one buffer). */
+static void test_binary_rows(void **state)
+{
+    (void)state;
+    static const struct {
+        size_t na, nb; /* per sample, or the whole batch-less constant where its sa[0] (sb[0]) is 0 */
+        int alias;     /* a == b, da == db */
+        bcast_desc_t d;
+    } cases[] = {
+        {65 * 3 * 16, 1, 0, {4, {0, 65, 3, 16}, {3120, 48, 16, 1}, {0, 0, 0, 0}}},
+        {65 * 48, 65 * 48, 0, {3, {0, 65, 48}, {3120, 48, 1}, {0, 48, 1}}},
+        {32, 32 * 8 * 8, 0, {4, {0, 32, 8, 8}, {0, 1, 0, 0}, {2048, 64, 8, 1}}},
+        {5 * 7, 5 * 7, 0, {3, {0, 5, 7}, {35, 7, 1}, {35, 7, 1}}},
+        {4 * 5, 4 * 3 * 5, 0, {4, {0, 4, 3, 5}, {20, 5, 0, 1}, {60, 15, 5, 1}}},
+        {6 * 4, 6, 0, {3, {0, 6, 4}, {24, 4, 1}, {6, 1, 0}}},
+        {3 * 4, 3 * 4, 0, {3, {0, 3, 4}, {12, 1, 3}, {12, 4, 1}}},
+        {5 * 7, 5 * 7, 1, {3, {0, 5, 7}, {35, 7, 1}, {35, 7, 1}}},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+        for (int op = BINARY_ADD; op <= BINARY_DIV; op++)
+            for (int B = 1; B <= 3; B += 2) {
+                const bcast_desc_t *d = &cases[k].d;
+                const size_t na = (d->sa[0] ? (size_t)B : 1) * cases[k].na;
+                const size_t nb = (d->sb[0] ? (size_t)B : 1) * cases[k].nb;
+                size_t no = (size_t)B;
+                for (int ax = 1; ax < d->rank; ax++) no *= (size_t)d->dims[ax];
+                lcg_t r = {1000 + 8 * k + (size_t)op};
+                float *a = falloc(na), *b0 = falloc(nb), *y1 = falloc(no), *y2 = falloc(no), *g = falloc(no);
+                float *da1 = falloc(na), *da2 = falloc(na), *db1 = falloc(nb), *db2 = falloc(nb);
+                double *ad = dalloc(na), *bd = dalloc(nb), *yd = dalloc(no);
+                rand_fill(&r, a, ad, na, -1.0f, 1.0f);
+                rand_fill(&r, b0, bd, nb, 0.5f, 1.5f); /* no division by 0 */
+                rand_fill(&r, g, NULL, no, -1.0f, 1.0f);
+                const float *b = cases[k].alias ? a : b0;
+                if (cases[k].alias) to_double(a, bd, na);
+                binary_forward((binary_op_t)op, d, B, a, b, y1);
+                binary_rows_forward((binary_op_t)op, d, B, a, b, y2);
+                ref_binary_forward((binary_op_t)op, d, B, ad, bd, yd);
+                assert_memory_equal(y1, y2, no * sizeof(float));
+                for (size_t i = 0; i < no; i++) assert_true(y2[i] == (float)yd[i]);
+                /* both gradients, then each alone, added onto a prefill */
+                for (int which = 3; which >= 1; which--) {
+                    float *ga1 = which & 1 ? da1 : NULL, *gb1 = which & 2 ? (cases[k].alias ? da1 : db1) : NULL;
+                    float *ga2 = which & 1 ? da2 : NULL, *gb2 = which & 2 ? (cases[k].alias ? da2 : db2) : NULL;
+                    ffill(da1, na, PREFILL);
+                    ffill(da2, na, PREFILL);
+                    ffill(db1, nb, PREFILL);
+                    ffill(db2, nb, PREFILL);
+                    binary_backward((binary_op_t)op, d, B, a, b, g, ga1, gb1);
+                    binary_rows_backward((binary_op_t)op, d, B, a, b, g, ga2, 0, gb2, 0);
+                    assert_memory_equal(da1, da2, na * sizeof(float));
+                    assert_memory_equal(db1, db2, nb * sizeof(float));
+                }
+                /* set: an input as large as the output (the other one added to) */
+                for (int set = 1; set <= 3 && !cases[k].alias; set++) {
+                    const int set_a = set & 1 && na == no, set_b = set & 2 && nb == no;
+                    if (!set_a && !set_b) continue;
+                    ffill(da1, na, set_a ? 0.0f : PREFILL);
+                    ffill(db1, nb, set_b ? 0.0f : PREFILL);
+                    binary_backward((binary_op_t)op, d, B, a, b, g, da1, db1);
+                    ffill(da2, na, set_a ? NAN : PREFILL);
+                    ffill(db2, nb, set_b ? NAN : PREFILL);
+                    binary_rows_backward((binary_op_t)op, d, B, a, b, g, da2, set_a, db2, set_b);
+                    assert_memory_equal(da1, da2, na * sizeof(float));
+                    assert_memory_equal(db1, db2, nb * sizeof(float));
+                }
+                float *bufs[] = {a, b0, y1, y2, g, da1, da2, db1, db2};
+                for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+                free(ad);
+                free(bd);
+                free(yd);
+            }
+}
+
 /* gemm_backward_set and bmm_backward_set: over a NaN-filled input gradient, the bits the
  * adding kernels give into zeros (both weight layouts, on 1 and 2 threads; each input of a
  * product alone and both), and the parameter gradients unchanged. */
@@ -2650,7 +2732,7 @@ static void test_erf_gelu(void **state)
     unary_forward(UNARY_GELU, 0.0f, n, gx, gy);
     ffill(gd, n, 0.0f);
     ffill(ed, n, 0.0f);
-    unary_backward(UNARY_GELU, 0.0f, n, gx, NULL, gg, gd);
+    unary_backward(UNARY_GELU, 0.0f, n, gx, gy, gg, gd); /* Phi read back from the output */
     unary_backward(UNARY_ERF, 0.0f, n, gx, NULL, gg, ed);
     worst = 0.0;
     for (size_t i = 0; i < n; i++) {
@@ -2670,9 +2752,32 @@ static void test_erf_gelu(void **state)
     check_close("erf backward", ed, eref, n, FWD_TOL, &g_max_fwd);
     float *acc = falloc(n);
     ffill(acc, n, PREFILL);
-    unary_backward(UNARY_GELU, 0.0f, n, gx, NULL, gg, acc);
+    unary_backward(UNARY_GELU, 0.0f, n, gx, gy, gg, acc);
     check_acc("gelu dinp", acc, gd, PREFILL, n);
     free(acc);
+    /* the backward's Phi read back from the output (y / x) where that is delicate: 0 and
+     * either side of the 2^-20 switch to 1/2 + x / sqrt(2 pi), subnormal x, the far tail
+     * where the forward's 1 + erf is 0 (there Phi(x) + x phi(x) < 1e-6), against the closed
+     * form (g 1); +-inf and NaN give NaN, as the closed form in float did */
+    const float sx[] = {0.0f,   -0.0f,   0x1p-21f, -0x1p-21f, 0x1p-19f, -0x1p-19f,
+                        1e-40f, -1e-40f, 1e-30f,   -6.0f,     -20.0f,   12.0f};
+    enum { NS = sizeof sx / sizeof sx[0] };
+    float sy[NS], sg[NS], sd[NS];
+    double sref[NS];
+    ffill(sg, NS, 1.0f);
+    ffill(sd, NS, 0.0f);
+    unary_forward(UNARY_GELU, 0.0f, NS, sx, sy);
+    unary_backward(UNARY_GELU, 0.0f, NS, sx, sy, sg, sd);
+    for (int i = 0; i < NS; i++) {
+        const double v = sx[i];
+        sref[i] = 0.5 * erfc(-v / sqrt(2.0)) + v * exp(-0.5 * v * v) / sqrt(2.0 * M_PI);
+    }
+    check_close("gelu backward (special values)", sd, sref, NS, FWD_TOL, &g_max_fwd);
+    const float inf[] = {INFINITY, -INFINITY, NAN};
+    float iy[3], ig[3] = {1.0f, 1.0f, 1.0f}, id[3] = {0.0f, 0.0f, 0.0f};
+    unary_forward(UNARY_GELU, 0.0f, 3, inf, iy);
+    unary_backward(UNARY_GELU, 0.0f, 3, inf, iy, ig, id);
+    assert_true(isnan(id[0]) && isnan(id[1]) && isnan(id[2]));
     free(gx);
     free(gy);
     free(gg);
@@ -2700,7 +2805,8 @@ static double sm_loss(void *p)
 
 /* rows, n, inner: attention's rows (65: eight lanes and a tail of 1), a line shorter than
  * the lanes, one element, lines across the inner axis in a block of 64 and a partial one;
- * the last case with logits 160 apart (the shift by the maximum) */
+ * the last case with logits 160 apart (the shift by the maximum). The backward's _set
+ * variant bit for bit the adding one's into zeros. */
 static void test_softmax_axis(void **state)
 {
     (void)state;
@@ -2730,6 +2836,10 @@ static void test_softmax_axis(void **state)
             ffill(dx2, N, PREFILL);
             softmax_axis_backward(tl, rows, n, inner, y, g, dx2);
             check_acc(what, dx2, dx, PREFILL, N);
+            /* the _set variant over NaN: the bits of adding into zeros */
+            ffill(dx2, N, NAN);
+            softmax_axis_backward_set(tl, rows, n, inner, y, g, dx2);
+            assert_memory_equal(dx, dx2, N * sizeof(float));
             free(x);
             free(y);
             free(g);
@@ -2759,7 +2869,8 @@ static double ln_loss(void *p)
 
 /* rows, D, offset: the ViT's width (48), a row shorter than the lanes with a tail, a
  * ViT-B row (768), and rows offset by 1000 from 0 (a mean rounded to float would be off by
- * up to 3e-5 there, which every output would carry) */
+ * up to 3e-5 there, which every output would carry); the backward's _set variant bit for
+ * bit the adding one's into zeros */
 static void test_layernorm(void **state)
 {
     (void)state;
@@ -2795,6 +2906,15 @@ static void test_layernorm(void **state)
         ffill(dx2, N, PREFILL);
         layernorm_backward(rows, D, 1e-5f, x, w, g, dx2, dw, db);
         check_acc(what, dx2, dx, PREFILL, N);
+        /* the _set variant over NaN: the bits of adding into zeros, dw and db the same */
+        float *dw2 = falloc(D), *db2 = falloc(D);
+        ffill(dx2, N, NAN);
+        layernorm_backward_set(rows, D, 1e-5f, x, w, g, dx2, dw2, db2);
+        assert_memory_equal(dx, dx2, N * sizeof(float));
+        assert_memory_equal(dw, dw2, (size_t)D * sizeof(float));
+        assert_memory_equal(db, db2, (size_t)D * sizeof(float));
+        free(dw2);
+        free(db2);
         free(x);
         free(y);
         free(g);
@@ -3057,6 +3177,7 @@ int main(void)
         cmocka_unit_test(test_residual_add),
         cmocka_unit_test(test_conv_backward_set),
         cmocka_unit_test(test_view_rows),
+        cmocka_unit_test(test_binary_rows),
         cmocka_unit_test(test_backward_set_gemm),
         cmocka_unit_test(test_threads_small_planes),
         cmocka_unit_test(test_gap),

@@ -114,7 +114,7 @@ FUZZ_CFLAGS_worker_image := '-DIMAGE_MAX_PIXELS=(1L << 20)' -DIMAGE_MAX_SIDE=409
 FUZZ_CFLAGS_fuzz_fuzz_image := $(FUZZ_CFLAGS_worker_image)
 $(BUILD)/fuzz/gccobj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -O2 -g -D_GNU_SOURCE -Ikernels/cpu $(BLAS_CFLAGS) -c $< -o $@
+	$(CC) -std=c11 -O2 -g -D_GNU_SOURCE -Ikernels/cpu $(BLAS_CFLAGS) -MMD -MP -c $< -o $@
 
 define FUZZ_HARNESS
 $(BUILD)/fuzz/fuzz_$(1): $(call FUZZ_OBJ,fuzz/fuzz_$(1).c $(FUZZ_SRC_$(1))) $(FUZZ_GCC_OBJ_$(1))
@@ -136,6 +136,8 @@ fuzz-build: $(foreach h,$(FUZZ_HARNESSES),$(BUILD)/fuzz/fuzz_$(h))
 fuzz: fuzz-build
 	@for h in $(FUZZ_HARNESSES); do $(MAKE) --no-print-directory fuzz-$$h || exit 1; done
 
--include $(shell find $(BUILD)/fuzz/obj -name '*.d' 2>/dev/null)
+# Both object trees' header dependencies: a changed kernels/cpu header (ops.h, scalar_fn.h)
+# remakes the gcc-built kernel objects too, not only the instrumented ones.
+-include $(shell find $(BUILD)/fuzz/obj $(BUILD)/fuzz/gccobj -name '*.d' 2>/dev/null)
 # the importer includes the generated header
 $(BUILD)/fuzz/obj/model/onnx_import.o $(BUILD)/fuzz/obj/model/onnx_export.o: $(ONNX_PB).h

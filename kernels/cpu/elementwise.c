@@ -194,6 +194,33 @@ __attribute__((target_clones("avx2", "default"))) void hardswish_backward(size_t
     UNARY_BWD_LOOP(UNARY_HARDSWISH, inp[i], 0.0f, 0.0f, 0.0f);
 }
 
+/* Erf and GELU by blocks of ERF_BLOCK: a block whose arguments are all below UFN_ERF_SPLIT
+ * (a NaN is not) takes the small branch alone, the others compute both branches and select
+ * (ufn_erf). The results are unary_fn's bit for bit; the erfc tail was about 1.3 ns of
+ * GELU's 2 ns an element, and in a network most blocks need none of it (issue 44). One
+ * large element sends its whole block to the full path, so the block is short; 8 measured
+ * slower than either path alone (gcc's code for it), 16 to 64 alike. */
+enum { ERF_BLOCK = 32 };
+
+__attribute__((always_inline)) static inline void erf_gelu_forward(unary_op_t op, size_t n, const float *inp, float *out)
+{
+    const float scale = op == UNARY_GELU ? UFN_SQRT1_2 : 1.0f; /* erf's argument over x */
+    size_t i = 0;
+    for (; i + ERF_BLOCK <= n; i += ERF_BLOCK) {
+        const float *x = inp + i;
+        float *y = out + i;
+        int small = 1;
+        for (int j = 0; j < ERF_BLOCK; j++) small &= ufn_erf_is_small(x[j] * scale);
+        if (small && op == UNARY_GELU)
+            for (int j = 0; j < ERF_BLOCK; j++) y[j] = ufn_gelu_small(x[j]);
+        else if (small)
+            for (int j = 0; j < ERF_BLOCK; j++) y[j] = ufn_erf_small(x[j]);
+        else
+            for (int j = 0; j < ERF_BLOCK; j++) y[j] = unary_fn(op, x[j], 0.0f, 0.0f);
+    }
+    for (; i < n; i++) out[i] = unary_fn(op, inp[i], 0.0f, 0.0f);
+}
+
 /* One loop per function: the switch is outside the loops, which vectorise. The
  * activations with entry points of their own are not taken here. */
 __attribute__((target_clones("avx2", "default"))) void unary_forward(unary_op_t op, float a, size_t n, const float *inp,
@@ -206,8 +233,8 @@ __attribute__((target_clones("avx2", "default"))) void unary_forward(unary_op_t 
     case UNARY_RECIPROCAL: UNARY_FWD_LOOP(UNARY_RECIPROCAL, a, 0.0f); break;
     case UNARY_ABS: UNARY_FWD_LOOP(UNARY_ABS, a, 0.0f); break;
     case UNARY_POW: UNARY_FWD_LOOP(UNARY_POW, a, 0.0f); break;
-    case UNARY_ERF: UNARY_FWD_LOOP(UNARY_ERF, a, 0.0f); break;
-    case UNARY_GELU: UNARY_FWD_LOOP(UNARY_GELU, a, 0.0f); break;
+    case UNARY_ERF: erf_gelu_forward(UNARY_ERF, n, inp, out); break;   /* op a constant: */
+    case UNARY_GELU: erf_gelu_forward(UNARY_GELU, n, inp, out); break; /* each inlined */
     default: break;
     }
 }

@@ -149,6 +149,16 @@ static inline OPS_HD float ufn_erf1p(float x)
 #endif
 }
 
+/* GELU's x / 2 * (1 + erf(x / sqrt(2))) where |x / sqrt(2)| < UFN_ERF_SPLIT only: what
+ * unary_fn's UNARY_GELU gives there, bit for bit (the same operations in the same order),
+ * without the erfc tail. The host's unary_forward takes it for the blocks of inputs that
+ * are all small (ufn_erf_is_small), most of them in a network. */
+static inline OPS_HD int ufn_erf_is_small(float x) { return fabsf(x) < UFN_ERF_SPLIT; }
+static inline OPS_HD float ufn_gelu_small(float x)
+{
+    return UFN_MUL(UFN_MUL(0.5f, x), UFN_ADD(1.0f, ufn_erf_small(UFN_MUL(x, UFN_SQRT1_2))));
+}
+
 /* The functions of one input. The first six are ONNX's Exp, Neg, Sqrt, Reciprocal, Abs and
  * Pow with a constant exponent (ops.h's unary_forward); the others have entry points of
  * their own on the CPU (relu_forward, clip_forward, ...). Parameters a and b: LeakyRelu's

@@ -2788,6 +2788,35 @@ static void test_erf_gelu(void **state)
     free(gref);
 }
 
+/* Erf's and GELU's forward take the small branch alone for a block whose arguments are all
+ * small (elementwise.c's erf_gelu_forward): the result is the scalar function's bit for
+ * bit, for blocks all small, blocks with one large argument, a NaN or an inf among small
+ * ones, and a length that is no multiple of the block */
+static void test_erf_gelu_blocks(void **state)
+{
+    (void)state;
+    enum { N = 1021 };
+    float *x = falloc(N), *y = falloc(N);
+    lcg_t r = {4402};
+    rand_fill(&r, x, NULL, N, -1.2f, 1.2f); /* GELU's argument x / sqrt(2) below the split */
+    x[100] = 3.0f;
+    x[300] = -1.5f;
+    x[500] = NAN;
+    x[700] = -INFINITY;
+    x[N - 1] = 2.0f; /* in the remainder */
+    const unary_op_t ops[2] = {UNARY_ERF, UNARY_GELU};
+    for (int k = 0; k < 2; k++) {
+        unary_forward(ops[k], 0.0f, N, x, y);
+        for (int i = 0; i < N; i++) {
+            const float want = unary_fn(ops[k], x[i], 0.0f, 0.0f);
+            if (memcmp(&y[i], &want, sizeof want) && !(isnan(y[i]) && isnan(want)))
+                fail_msg("%s(%.9g) = %.9g, the scalar function gives %.9g", k ? "gelu" : "erf", x[i], y[i], want);
+        }
+    }
+    free(x);
+    free(y);
+}
+
 /* ---- Softmax and LogSoftmax along an axis ----------------------------------------- */
 
 typedef struct {
@@ -3204,6 +3233,7 @@ int main(void)
         cmocka_unit_test(test_grad_norm),
         cmocka_unit_test(test_lr_schedules),
         cmocka_unit_test(test_erf_gelu),
+        cmocka_unit_test(test_erf_gelu_blocks),
         cmocka_unit_test(test_softmax_axis),
         cmocka_unit_test(test_layernorm),
         cmocka_unit_test(test_fd_criterion),

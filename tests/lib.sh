@@ -110,6 +110,13 @@ expect_error() {
     echo "ok: exit $want, says: $(grep -m1 -- "$pat" "$TMP/out")"
 }
 
+# expect_accepts FILE OUT - pacer-worker --check-onnx accepts the ONNX file FILE; its JSON
+# answer (layers, parameters, classes) is left in OUT for the caller's checks. The test fails
+# with the importer's own message when it refuses.
+expect_accepts() {
+    $WORKER --check-onnx "$1" >"$2" 2>&1 || { cat "$2"; fail "$(basename "$1") refused by --check-onnx"; }
+}
+
 # mpirun as the tests use it: more ranks than cores, as root, quiet about the container;
 # through tests/tools/mpirun.sh, which runs a job once more only when Open MPI reports its
 # own finalize race (see there). MPIRUN_RAW is plain mpirun, for tests that signal it.

@@ -114,6 +114,9 @@ typedef struct {
     int batch_size; /* per worker */
     int epochs;
     int workers;
+    /* The most ranks it may grow to onto idle slots (>= workers; = workers when not
+     * given): they share the global batch of workers x batch_size. */
+    int max_workers;
     char device[8]; /* auto | cpu | cuda */
     unsigned long seed;
     int threads; /* CPU kernel threads per rank (kernels/cpu/parallel.h); default 1 */

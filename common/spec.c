@@ -1458,6 +1458,8 @@ uint64_t spec_hash(const job_spec_t *s)
 
 int spec_is_async(const job_spec_t *s) { return in_list(s->algorithm.name, ASYNC_ALGORITHMS); }
 
+int spec_max_workers(const job_spec_t *s) { return s->max_workers > s->workers ? s->max_workers : s->workers; }
+
 int spec_is_adamw(const job_spec_t *s) { return strcmp(s->optimizer.kind, "adamw") == 0; }
 
 void spec_adamw_betas(const job_spec_t *s, double *beta1, double *beta2)

@@ -111,7 +111,7 @@ static int workers_of(const coord_run_t *r, int world) { return spec_is_async(r-
  * world_grow); the parameter-server family never grows (common/spec.c). */
 static int run_max_world(const coord_run_t *r)
 {
-    return spec_is_async(r->spec) || r->spec->max_workers < r->full_world ? r->full_world : r->spec->max_workers;
+    return spec_is_async(r->spec) ? r->full_world : spec_max_workers(r->spec);
 }
 
 /* The hosts r's attempt may use (copies); 0, or -1 when out of memory. */

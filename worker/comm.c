@@ -95,7 +95,7 @@ int comm_check_world(const job_spec_t *s, int world, int expect, char *err, size
      * spec asks (hosts were lost), or grew it past them up to max_workers onto idle slots
      * (the parameter-server family never grows: common/spec.c); they share its global
      * batch. */
-    int most = async ? need : s->max_workers;
+    int most = async ? need : spec_max_workers(s);
     if (expect > 0 && world == expect && world < need && world >= (async ? 2 : 1)) return 0;
     if (expect > 0 && world == expect && world > need && world <= most) return 0;
     if (world > need && most > need) {

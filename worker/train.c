@@ -280,8 +280,8 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
     w->time_to_target_s = NAN;
     /* Not measured until they are (the summary shows null, never a 0 from memset). */
     w->test_loss = w->test_accuracy = w->train_loss = w->train_loss_running = NAN;
-    if (nworkers < 1 || nworkers > spec->max_workers) {
-        snprintf(err, errlen, "%d workers: must be 1 to the spec's max_workers (%d)", nworkers, spec->max_workers);
+    if (nworkers < 1 || nworkers > spec_max_workers(spec)) {
+        snprintf(err, errlen, "%d workers: must be 1 to the spec's max_workers (%d)", nworkers, spec_max_workers(spec));
         return -1;
     }
     w->spec = spec;
@@ -502,7 +502,7 @@ int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
         .spec_hash = spec_hash(w->spec),
         .seed = (uint64_t)w->spec->seed,
         .nworkers = w->nworkers,
-        .spec_workers = w->spec->max_workers,
+        .spec_workers = spec_max_workers(w->spec),
         .epochs = w->spec->epochs,
         .steps_per_epoch = w->steps_per_epoch,
         .train_n = w->train.n,

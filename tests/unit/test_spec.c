@@ -58,6 +58,16 @@ static void parse_ok(const char *text, job_spec_t *s)
     if (rc != 0) fail_msg("spec_parse failed: %s\n  on: %s", err, text);
 }
 
+/* parse_ok of fmt with each algorithm of algs in turn (its one %s), into *s. */
+static void parse_ok_algs(const char *fmt, const char *const *algs, size_t n, job_spec_t *s)
+{
+    for (size_t i = 0; i < n; i++) {
+        char text[256];
+        snprintf(text, sizeof text, fmt, algs[i]);
+        parse_ok(text, s);
+    }
+}
+
 /* Everything set, nothing at its default (where the type allows). */
 static const char *FULL_SPEC =
     "{\n"
@@ -701,14 +711,9 @@ static void test_spec_hash(void **state)
     };
     /* the parameter server applies AdamW but in ddc-asgd (refused above) */
     static const char *const ps_algs[] = {"asgd", "dc-asgd", "nsoftsync", "dbs-sgd"};
-    for (size_t i = 0; i < sizeof ps_algs / sizeof ps_algs[0]; i++) {
-        char text[160];
-        snprintf(text, sizeof text,
-                 "{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"%s\"},"
-                 "\"optimizer\":{\"kind\":\"adamw\"}}",
-                 ps_algs[i]);
-        parse_ok(text, &b);
-    }
+    parse_ok_algs("{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"%s\"},"
+                  "\"optimizer\":{\"kind\":\"adamw\"}}",
+                  ps_algs, sizeof ps_algs / sizeof ps_algs[0], &b);
     /* AdamW's own fields are part of an adamw run */
     parse_ok("{\"model\":\"lenet5\",\"optimizer\":{\"kind\":\"adamw\"}}", &b);
     parse_ok("{\"model\":\"lenet5\",\"optimizer\":{\"kind\":\"adamw\",\"betas\":[0.9,0.95]}}", &c);
@@ -919,15 +924,15 @@ static void test_max_workers(void **state)
     parse_ok("{\"model\":\"lenet5\",\"workers\":3,\"algorithm\":{\"name\":\"ssgd\"}}", &s);
     assert_int_equal(s.max_workers, 3);
     static const char *const grows[] = {"ssgd", "hier-bsp", "hpsgd", "local-sgd"};
-    for (size_t i = 0; i < sizeof grows / sizeof grows[0]; i++) {
-        char text[200];
-        snprintf(text, sizeof text,
-                 "{\"model\":\"lenet5\",\"workers\":2,\"batch_size\":2,\"max_workers\":4,\"algorithm\":{"
-                 "\"name\":\"%s\"}}",
-                 grows[i]);
-        parse_ok(text, &t);
-        assert_int_equal(t.max_workers, 4);
-    }
+    parse_ok_algs("{\"model\":\"lenet5\",\"workers\":2,\"batch_size\":2,\"max_workers\":4,\"algorithm\":{"
+                  "\"name\":\"%s\"}}",
+                  grows, sizeof grows / sizeof grows[0], &t);
+    assert_int_equal(t.max_workers, 4);
+    assert_int_equal(spec_max_workers(&t), 4);
+    /* a spec built by hand with more workers than its max_workers: never below workers */
+    spec_defaults(&t);
+    t.workers = 3;
+    assert_int_equal(spec_max_workers(&t), 3);
     /* the parameter-server family may name its workers again */
     parse_ok("{\"model\":\"lenet5\",\"workers\":2,\"max_workers\":2,\"algorithm\":{\"name\":\"asgd\"}}", &t);
     parse_ok("{\"model\":\"lenet5\",\"workers\":3,\"max_workers\":5,\"algorithm\":{\"name\":\"ssgd\"}}", &t);

@@ -11,31 +11,16 @@
 # same global batch. Then a 1-worker job is submitted: the policy takes the lent slot back
 # (a shrink 3 -> 2 naming the small job), the small job runs on the freed host to
 # SUCCEEDED, and the first is cancelled. Everything is awaited by polling with a deadline;
-# no speed is asserted. Also: --hetero-grow-overhead's refusals. Own prefix phg- and /24
-# 10.87.0. Needs root (else exit 77).
+# no speed is asserted (--hetero-grow-overhead's refusals are hetero_resize.sh's). Own
+# prefix phg- and /24 10.87.0. Needs root (else exit 77).
 
 T=hetero_grow T_PREFIX=phg- T_NET=10.87.0
 T_COORD_ARGS="--policy hetero --hetero-min-run 2 --hetero-resize-cost 0.1"
 . tests/integration/netns_cluster.inc
 . tests/integration/hetero_lib.inc
 
-for bad in "--hetero-grow-overhead x" "--hetero-grow-overhead 1.5" "--hetero-grow-overhead -0.1"; do
-    # shellcheck disable=SC2086 # the option and its value, two words
-    "$COORD" $bad >"$TMP/opt.out" 2>&1 && fail "pacer-coordinator $bad was accepted"
-    grep -q "^pacer-coordinator: --hetero-grow-overhead: '${bad#* }' is not a number between 0 and 0.99" \
-        "$TMP/opt.out" || fail "pacer-coordinator $bad: $(cat "$TMP/opt.out")"
-done
-echo "ok: --hetero-grow-overhead refuses what is not a number in [0, 0.99]"
-
-# The grower: 2 workers x 32 (global batch 64), up to 3, a checkpoint every 8 steps, 100
-# epochs of 3072 images, rank 0 sleeping through 60x its step (emulate: no value changed)
-# so that it trains through everything below; cancelled at the end.
-cat >"$TMP/big.json" <<JSON
-{"name": "big", "model": "lenet5", "algorithm": {"name": "ssgd"}, "workers": 2, "max_workers": 3,
- "batch_size": 32, "dataset": {"name": "fashion-mnist", "train_subset": 3072, "test_subset": 200},
- "optimizer": {"lr": 0.02, "momentum": 0.9}, "epochs": 100, "seed": 11, "log_every": 8,
- "checkpoint": {"every_steps": 8}, "emulate": {"schedule": [{"step": 0, "rank": 0, "slowdown": 60}]}}
-JSON
+# The grower (hetero_lib.inc's big_spec): 2 workers x 32 (global batch 64), up to 3.
+big_spec '"workers": 2, "max_workers": 3'
 
 big=$(submit "$TMP/big.json")
 await 180 "$big running on 2 ranks" is "$big" '[.state, .world]' '["RUNNING",2]'
@@ -43,14 +28,11 @@ await 300 "$big's first checkpoint" checkpointed
 echo "ok: $big runs on 2 ranks ($(field "$big" '[.placement.hosts_by_class[][]] | join(" ")')) and has a checkpoint"
 
 # 1. The grow past its ask onto the idle third host.
-await 180 "$big grown past its ask" is "$big" '.resizes | length >= 1' true
 grow="grown from 2 x1 to 3 x1 slots onto idle hosts (past its ask of 2) (hetero)"
-r=$(field "$big" '.resizes[0]')
-[ "$(echo "$r" | jq -r '"\(.from) \(.to) \(.reason)"')" = "2 3 $grow" ] || fail "$big's first resize: $r"
+expect_resize 0 2 3 "$grow"
 await 180 "$big running on 3 ranks on pw1..pw3" is "$big" \
     '[.state, .world, ([.placement.hosts_by_class[][]] | sort), .placement.reason]' \
     "[\"RUNNING\",3,[\"pw1\",\"pw2\",\"pw3\"],\"$grow\"]"
-resize_event "$big" "$grow" || fail "no resize event of $big with the reason '$grow' in pacer:events"
 grown() { grep -q "elastic: grown to 3 workers (the spec's 2, max_workers 3) sharing its global batch of 64" \
     "$STATE/jobs/$big/log" && grep -q 'resumed from .* at step [1-9]' "$STATE/jobs/$big/log"; }
 await 120 "$big's worker to run grown to 3 from its checkpoint" grown
@@ -58,11 +40,8 @@ echo "ok: $big $grow (resize, event, placement; the worker resumed on 3 ranks ov
 
 # 2. A job waits: the lent slot is taken back first.
 small=$(submit "$TMP/small.json")
-await 180 "$big shrunk for $small" is "$big" '.resizes | length >= 2' true
 shrink="shrunk from 3 x1 to 2 x1 slots to admit $small (hetero)"
-r=$(field "$big" '.resizes[1]')
-[ "$(echo "$r" | jq -r '"\(.from) \(.to) \(.reason)"')" = "3 2 $shrink" ] || fail "$big's second resize: $r"
-resize_event "$big" "$shrink" || fail "no resize event of $big with the reason '$shrink' in pacer:events"
+expect_resize 1 3 2 "$shrink"
 echo "ok: $big $shrink (resize, event)"
 small_succeeds
 echo "ok: $small ran beside it to SUCCEEDED ($(jq -c '.placement.hosts_by_class' "$TMP/body"))"

@@ -22,12 +22,11 @@ T_COORD_ARGS="--policy hetero --hetero-min-run 2 --hetero-resize-cost 0.1"
 # The grower (hetero_lib.inc's big_spec): 2 workers x 32 (global batch 64), up to 3.
 big_spec '"workers": 2, "max_workers": 3'
 
+# 1. Started on its ask (2 slots), then, once it has a checkpoint, grown past it onto the
+# idle third host (minimum run 2 s: the 2-rank attempt may be too short to be seen by
+# polling on a loaded machine, so its world is checked by the resize's "from").
 big=$(submit "$TMP/big.json")
-await 180 "$big running on 2 ranks" is "$big" '[.state, .world]' '["RUNNING",2]'
 await 300 "$big's first checkpoint" checkpointed
-echo "ok: $big runs on 2 ranks ($(field "$big" '[.placement.hosts_by_class[][]] | join(" ")')) and has a checkpoint"
-
-# 1. The grow past its ask onto the idle third host.
 grow="grown from 2 x1 to 3 x1 slots onto idle hosts (past its ask of 2) (hetero)"
 expect_resize 0 2 3 "$grow"
 await 180 "$big running on 3 ranks on pw1..pw3" is "$big" \

@@ -253,6 +253,12 @@ static const field_t FIELDS[] = {
      .doc = "Passes over the training set."},
     {.path = "workers", INT(workers), BETWEEN(1, SPEC_MAX_WORKERS), .def_num = 1,
      .doc = "Training processes; asynchronous algorithms add a parameter server."},
+    {.path = "max_workers", INT(max_workers), BETWEEN(1, SPEC_MAX_WORKERS), .def_num = 0, .resume_free = 1,
+     .default_doc = "`workers` (never grows)",
+     .allowed_doc = "between `workers` and 256, at most the global batch (workers x batch_size); ssgd, hier-bsp, "
+                    "hpsgd and local-sgd only",
+     .doc = "Elastic growth: the coordinator may run the job on up to this many ranks when slots are idle "
+            "(--policy hetero), as Horovod's --max-np; the ranks share the global batch of `workers x batch_size`."},
     {.path = "device", STR(device), .choices = DEVICES, .def_str = "auto", .resume_free = 1,
      .doc = "Where to compute; auto = CUDA when built with it and a GPU is usable, else the CPU after saying why (log line and summary `device.reason`); cuda = a rank that cannot use its GPU fails with the reason."},
     {.path = "seed", ULONG(seed), BETWEEN(0, (double)LLONG_MAX), .def_num = 42,
@@ -647,6 +653,8 @@ static void resolve(job_spec_t *s)
     }
     /* DBS-SGD is dynamic batching by definition. */
     if (strcmp(s->algorithm.name, "dbs-sgd") == 0) s->algorithm.dynamic_batch = 1;
+    /* Not given: the job never grows past its ask. */
+    if (s->max_workers == 0) s->max_workers = s->workers;
 }
 
 void spec_defaults(job_spec_t *s)
@@ -1081,6 +1089,38 @@ static int cross_check_compression(errbuf_t *e, const job_spec_t *s)
     return 0;
 }
 
+/* max_workers: a job grown past workers keeps its global batch (workers x batch_size),
+ * split over more ranks (worker/train.c worker_setup_world). That generalises where the
+ * ranks already share it after an elastic shrink and every rank is a peer: ssgd,
+ * hier-bsp, hpsgd, local-sgd. sgd is one process; the parameter-server family's world
+ * (workers + 1, staleness bounds, nsoftsync's n) and a simulated job's per-worker host
+ * list are sized by workers, so they do not grow. */
+static int cross_check_growth(errbuf_t *e, const job_spec_t *s)
+{
+    static const char *const GROWS[] = {"ssgd", "hier-bsp", "hpsgd", "local-sgd", NULL};
+    if (s->max_workers < s->workers)
+        return fail(e, "max_workers: must be >= workers (%d), is %d", s->workers, s->max_workers);
+    if (s->max_workers == s->workers) return 0;
+    if (!in_list(s->algorithm.name, GROWS))
+        return fail(e,
+                    "max_workers: algorithm %s does not grow past its workers (only ssgd, hier-bsp, hpsgd and "
+                    "local-sgd do); leave max_workers out or set it to workers (%d)",
+                    s->algorithm.name, s->workers);
+    if (s->simulate.enabled)
+        return fail(e, "max_workers: a simulated job (simulate.enabled) runs on its workers (%d); leave max_workers out",
+                    s->workers);
+    /* Each rank takes at least one sample of the global batch (algorithm.min_batch when
+     * given: the planner's smallest batch). */
+    long global = (long)s->workers * s->batch_size;
+    long least = s->algorithm.min_batch > 0 ? s->algorithm.min_batch : 1;
+    if ((long)s->max_workers * least > global)
+        return fail(e,
+                    "max_workers: %d ranks cannot share the global batch of %ld (workers x batch_size) with at "
+                    "least %ld sample%s each; at most %ld",
+                    s->max_workers, global, least, least == 1 ? "" : "s", global / least);
+    return 0;
+}
+
 /* Rules between fields, checked once every field has its value. */
 static int cross_check(errbuf_t *e, const job_spec_t *s)
 {
@@ -1129,6 +1169,7 @@ static int cross_check(errbuf_t *e, const job_spec_t *s)
                     (long)s->workers * s->batch_size);
 
     if (cross_check_compression(e, s) < 0) return -1;
+    if (cross_check_growth(e, s) < 0) return -1;
 
     if (s->optimizer.nbetas != 0 && s->optimizer.nbetas != 2)
         return fail(e, "optimizer.betas: must be [b1, b2], has %d entries", s->optimizer.nbetas);
@@ -1416,6 +1457,8 @@ uint64_t spec_hash(const job_spec_t *s)
 /* ---- queries and docs --------------------------------------------------------------- */
 
 int spec_is_async(const job_spec_t *s) { return in_list(s->algorithm.name, ASYNC_ALGORITHMS); }
+
+int spec_max_workers(const job_spec_t *s) { return s->max_workers > s->workers ? s->max_workers : s->workers; }
 
 int spec_is_adamw(const job_spec_t *s) { return strcmp(s->optimizer.kind, "adamw") == 0; }
 

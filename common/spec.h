@@ -114,6 +114,9 @@ typedef struct {
     int batch_size; /* per worker */
     int epochs;
     int workers;
+    /* The most ranks it may grow to onto idle slots (>= workers; = workers when not
+     * given): they share the global batch of workers x batch_size. */
+    int max_workers;
     char device[8]; /* auto | cpu | cuda */
     unsigned long seed;
     int threads; /* CPU kernel threads per rank (kernels/cpu/parallel.h); default 1 */
@@ -214,6 +217,9 @@ int spec_dataset_is_user(const job_spec_t *s);
 
 /* Whether the algorithm runs with a parameter server on rank 0 (world = workers + 1). */
 int spec_is_async(const job_spec_t *s);
+/* The most training ranks the job may run on: max_workers, never fewer than workers (a
+ * spec built by hand may leave max_workers 0). */
+int spec_max_workers(const job_spec_t *s);
 /* optimizer.kind is adamw. */
 int spec_is_adamw(const job_spec_t *s);
 /* optimizer.betas, or AdamW's defaults (0.9, 0.999) when the spec gives none. */

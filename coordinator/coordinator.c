@@ -46,6 +46,7 @@ void coord_config_defaults(coord_config_t *cfg)
     cfg->hetero_min_run_s = 600;
     cfg->hetero_resize_cost_s = 30;
     cfg->hetero_hysteresis = 0.05;
+    cfg->hetero_grow_overhead = 0.2;
     cfg->default_checkpoint_steps = 50;
     cfg->sim_slots = 1;
     cfg->oversubscribe = COORD_OVERSUBSCRIBE_DEFAULT;

@@ -85,8 +85,9 @@ typedef struct {
                                      (s; < 0: never preempts) */
     /* --policy hetero|agnostic (policy_hetero_t): a running job's allocation holds at least
      * hetero_min_run_s (600) between changes; a change costs hetero_resize_cost_s (30) of
-     * progress; moves and grows must gain hetero_hysteresis (0.05) */
-    double hetero_min_run_s, hetero_resize_cost_s, hetero_hysteresis;
+     * progress; moves and grows must gain hetero_hysteresis (0.05); a job grown past its ask
+     * (a spec's max_workers) runs at policy_grow_factor with hetero_grow_overhead (0.2) */
+    double hetero_min_run_s, hetero_resize_cost_s, hetero_hysteresis, hetero_grow_overhead;
     const char *const *data_roots; /* --data-root: directories a spec's dataset.path must
                                      resolve under; none = COORD_DATA_ROOT_DEBIAN and
                                      STATE_DIR/data */

@@ -281,6 +281,13 @@ hclass_change_t hclass_change(const int *cur, const int *alloc, int nc, int full
     return now < was ? HCLASS_SHRINK : now > was ? HCLASS_GROW : HCLASS_MOVE;
 }
 
+int hclass_grown_world(const int *alloc, int nc, int full_world)
+{
+    int now = 0;
+    for (int c = 0; c < nc; c++) now += alloc[c];
+    return now > full_world ? now : 0;
+}
+
 const char *hclass_change_name(hclass_change_t k)
 {
     static const char *const names[] = {"keep", "shrink", "grow", "move"};

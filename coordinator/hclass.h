@@ -101,6 +101,10 @@ typedef enum {
  * the new slots when fewer than full_world, else 0, no cap). */
 hclass_change_t hclass_change(const int *cur, const int *alloc, int nc, int full_world, int *cap);
 const char *hclass_change_name(hclass_change_t k); /* "keep", "shrink", "grow", "move" */
+/* The world a job whose spec asks for full_world ranks runs at on alloc (run.h world_grow):
+ * the slots when more than full_world (a grow past its ask onto idle slots), else 0 (the
+ * world cap of hclass_change, or none, applies). */
+int hclass_grown_world(const int *alloc, int nc, int full_world);
 
 /* The hosts of a new allocation alloc[0..nc): in each class, the hosts the job holds there
  * first (own[i]: its slots on host i; own NULL: none, a job not started yet), then hosts

@@ -409,9 +409,11 @@ static void plan_out(policy_kind_t k, const classes_t *cl, const pjob_t *j, int 
         if (size < was)
             snprintf(r->reason, sizeof r->reason, "shrunk from %s to %s slots to admit %s (%s)", b, a,
                      p->shrunk_for ? p->shrunk_for : "a job", policy_name(k));
+        else if (size > p->want)
+            snprintf(r->reason, sizeof r->reason, "grown from %s to %s slots onto idle hosts (past its ask of %d) (%s)",
+                     b, a, p->want, policy_name(k));
         else if (size > was)
-            snprintf(r->reason, sizeof r->reason, "grown from %s to %s slots: slots free%s (%s)", b, a,
-                     size > p->want ? ", past its ask while idle" : "", policy_name(k));
+            snprintf(r->reason, sizeof r->reason, "grown from %s to %s slots: slots free (%s)", b, a, policy_name(k));
         else
             snprintf(r->reason, sizeof r->reason,
                      "moved from %s to %s slots: %.2fx its speed on %d slot%s of its slowest class, was %.2fx (%s)", b,

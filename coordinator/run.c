@@ -107,6 +107,13 @@ void run_free(coord_run_t *r)
 /* Workers of an attempt of `world` processes. */
 static int workers_of(const coord_run_t *r, int world) { return spec_is_async(r->spec) ? world - 1 : world; }
 
+/* The most ranks r may run as: its spec's max_workers (a grow past its ask onto idle slots,
+ * world_grow); the parameter-server family never grows (common/spec.c). */
+static int run_max_world(const coord_run_t *r)
+{
+    return spec_is_async(r->spec) ? r->full_world : spec_max_workers(r->spec);
+}
+
 /* The hosts r's attempt may use (copies); 0, or -1 when out of memory. */
 static int run_set_hosts(coord_run_t *r, const char *const *names, int n)
 {
@@ -959,6 +966,9 @@ static int launch_place(coordinator_t *c, coord_run_t *r, launch_t *L, double no
     else if (r->nplace > 0) clog_printf("job %s: none of the hosts it was placed on is usable: any usable host", r->id);
     L->world = hosts_elastic_world(r->full_world, r->min_world, all_slots, usable_slots);
     if (r->world_cap > 0 && L->world > r->world_cap) L->world = r->world_cap;
+    /* grown past its ask: one rank per lent slot that is still usable, at most the grow */
+    if (r->world_grow > r->full_world && usable_slots > r->full_world)
+        L->world = usable_slots < r->world_grow ? usable_slots : r->world_grow;
     if (run_set_hosts(r, L->names, L->nn) != 0) {
         snprintf(L->err, sizeof L->err, "out of memory");
         return LAUNCH_FAIL;
@@ -1710,10 +1720,13 @@ static void hplan_state(coordinator_t *c, const coord_run_t *r, int nc, policy_h
     j->changed = HUGE_VAL;
     if (!hplan_may_change(c, r)) return;
     j->changed = r->launched_at;
-    j->elastic = r->min_world < r->full_world;
+    int most = run_max_world(r);
+    j->elastic = r->min_world < r->full_world || most > r->full_world;
     if (!j->elastic) return;
     j->min_slots = r->min_world < held ? r->min_world : held;
     j->want = r->full_world < c->slots_usable ? r->full_world : c->slots_usable;
+    /* past its ask up to the spec's max_workers onto idle slots (policy_grow_factor) */
+    j->max_slots = most < c->slots_usable ? most : c->slots_usable;
 }
 
 /* Builds s (zeroed by the caller) for the runs rr[0..nrun) and the queued jobs qd[0..n).
@@ -1775,7 +1788,8 @@ static int hsnap_build(coordinator_t *c, double now, coord_run_t *const *rr, int
                              .queued = s->hq,
                              .min_run_s = c->cfg.hetero_min_run_s,
                              .resize_cost_s = c->cfg.hetero_resize_cost_s,
-                             .hysteresis = c->cfg.hetero_hysteresis};
+                             .hysteresis = c->cfg.hetero_hysteresis,
+                             .grow_overhead = c->cfg.hetero_grow_overhead};
     return 0;
 }
 
@@ -1839,6 +1853,7 @@ static int hplan_apply(coordinator_t *c, hsnap_t *s, coord_run_t *r, const polic
     free(own);
     if (!ok) return 0;
     r->world_cap = cap;
+    r->world_grow = hclass_grown_world(rz->alloc, s->h.nclasses, r->full_world);
     r->hplan = 1;
     snprintf(r->resize_reason, sizeof r->resize_reason, "%s", rz->reason);
     clog_printf("job %s: %s: %s; relaunching from its checkpoint", r->id, hclass_change_name(k), rz->reason);
@@ -2244,7 +2259,8 @@ void run_adopt(coordinator_t *c, double now)
         r->min_world = !bad && spec_is_async(r->spec) ? 2 : 1;
         /* The attempt's own world and hosts (an elastic one runs on fewer). */
         int w = atoi(hstr(h, "world"));
-        r->world = w >= r->min_world && w <= r->full_world ? w : r->full_world;
+        r->world = !bad && w >= r->min_world && w <= run_max_world(r) ? w : r->full_world;
+        r->world_grow = r->world > r->full_world ? r->world : 0;
         adopt_hosts_and_resizes(r, hstr(h, "hosts"), hstr(h, "resizes"));
         r->restarts = atoi(hstr(h, "restarts"));
         /* After collapse restarts: the rate's factor in (0, 1], and the step a pending

@@ -134,6 +134,10 @@ typedef struct {
     /* A shrink instead of a stop (policy_preempt_elastic): the most ranks its attempts
      * may use until slots are free again (grow_check lifts it); 0 = no cap. */
     int world_cap;
+    /* A grow past its ask (hplan_apply, --policy hetero): the policy lent it idle slots, and
+     * its attempts run on up to this many ranks, more than full_world (at most run_max_world);
+     * 0 = none. A shrink, the take-back, sets it again (to 0 at or below full_world). */
+    int world_grow;
     int shrinking; /* stopped by shrink_for: its next resize names preempted_by */
     /* --policy hetero|agnostic: the hosts its decision placed it on (its attempts use only
      * those of them that are usable; none: any usable host), and the placement as the API

@@ -84,6 +84,7 @@ enum {
     O_HETERO_MIN_RUN,
     O_HETERO_RESIZE_COST,
     O_HETERO_HYSTERESIS,
+    O_HETERO_GROW_OVERHEAD,
     O_DATA_ROOT,
     O_DATA_CACHE,
     O_KEEP_JOBS,
@@ -197,6 +198,11 @@ static const opt_row_t OPTIONS[] = {
      "--policy hetero|agnostic: a move must raise the moved jobs' normalised throughput by "
      "this fraction at least, a grow add this fraction of the job's slots (default 0.05)",
      O_HETERO_HYSTERESIS},
+    {"hetero-grow-overhead", 1, "F",
+     "--policy hetero|agnostic: the fixed share of a step of a job grown past its ask (a spec's "
+     "max_workers), which more ranks do not shrink: the policy weighs a grow by Amdahl's law with it; "
+     "0 to 0.99, 0 = linear (default 0.2)",
+     O_HETERO_GROW_OVERHEAD},
     {"max-model-bytes", 1, "N",
      "largest ONNX model PUT /api/v1/models/{name} takes, in bytes (default 67108864 = 64 MiB); "
      "larger uploads are 413",
@@ -749,6 +755,14 @@ static int apply_option(cli_t *o, int ch, const char *name)
             return 2;
         }
         o->cfg.oversubscribe = v;
+        return -1;
+    case O_HETERO_GROW_OVERHEAD:
+        /* a share of a step: below 1 (policy_grow_factor) */
+        if (numarg_double(optarg, 0, 0.99, &v) != 0) {
+            fprintf(stderr, "pacer-coordinator: --%s: '%s' is not a number between 0 and 0.99\n", name, optarg);
+            return 2;
+        }
+        o->cfg.hetero_grow_overhead = v;
         return -1;
     case O_POLICY: {
         policy_kind_t k;

@@ -303,7 +303,7 @@ int checkpoint_validate(const ckpt_state_t *st, const ckpt_expect_t *want, const
     /* Any world the spec allows: an elastic restart resumes on fewer (or again more)
      * workers; 0 for spec_workers means a caller that knows only its own count. */
     int32_t most = want->spec_workers > 0 ? want->spec_workers : want->nworkers;
-    IN_RANGE(nworkers, 1, most, "1 to the spec's workers");
+    IN_RANGE(nworkers, 1, most, "1 to the spec's max_workers");
     /* A batch of another world's plan may exceed this run's buffers: it is re-planned. */
     const int32_t cap = st->nworkers == want->nworkers ? want->max_batch
                         : want->goodput                ? want->max_global

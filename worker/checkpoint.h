@@ -95,7 +95,7 @@ typedef struct {
 typedef struct {
     uint64_t spec_hash, seed;
     int32_t nworkers;        /* this run's workers */
-    int32_t spec_workers;    /* the spec's (a checkpoint may come from 1 to this many) */
+    int32_t spec_workers;    /* the spec's max_workers (a checkpoint may come from 1 to this many) */
     int64_t epochs;          /* the spec's */
     int64_t steps_per_epoch; /* synchronous loop; ignored when async */
     int64_t train_n;         /* training samples */

@@ -92,8 +92,25 @@ int comm_check_world(const job_spec_t *s, int world, int expect, char *err, size
         return -1;
     }
     /* An elastic restart: the coordinator relaunched the job on fewer ranks than the
-     * spec asks (hosts were lost); they share its global batch. */
+     * spec asks (hosts were lost), or grew it past them up to max_workers onto idle slots
+     * (the parameter-server family never grows: common/spec.c); they share its global
+     * batch. */
+    int most = async ? need : spec_max_workers(s);
     if (expect > 0 && world == expect && world < need && world >= (async ? 2 : 1)) return 0;
+    if (expect > 0 && world == expect && world > need && world <= most) return 0;
+    if (world > need && most > need) {
+        if (world > most)
+            snprintf(err, errlen,
+                     "max_workers: the spec lets the job grow to %d workers (workers %d), but mpirun started %d "
+                     "processes",
+                     most, s->workers, world);
+        else
+            snprintf(err, errlen,
+                     "workers: the spec asks for %d workers; %d processes (up to max_workers %d) need --world %d, "
+                     "the coordinator's word that the job grows",
+                     s->workers, world, most, world);
+        return -1;
+    }
     if (world != need) {
         if (world == 1 && launched == 0)
             snprintf(err, errlen,

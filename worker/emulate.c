@@ -17,7 +17,7 @@ static double rank_demand(const worker_t *w)
 {
     if (w->role == ROLE_PS) return 0;
     const job_spec_t *s = w->spec;
-    double f = s->emulate.nslowdown ? s->emulate.slowdown[w->worker_index] : 1.0;
+    double f = worker_slowdown_base(w);
     for (int i = 0; i < s->emulate.nschedule; i++)
         if (s->emulate.schedule[i].rank == w->worker_index && s->emulate.schedule[i].slowdown < f)
             f = s->emulate.schedule[i].slowdown;

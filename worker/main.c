@@ -572,7 +572,8 @@ static int phase_setup(run_t *r)
     const worker_args_t *a = r->a;
     worker_t *w = &r->w;
     /* Under MPI the world says how many compute (fewer than the spec's workers after an
-     * elastic restart, comm_check_world); a process on its own is the spec's one worker. */
+     * elastic restart, up to max_workers after a grow: comm_check_world); a process on its
+     * own is the spec's one worker. */
     r->nworkers = r->use_mpi ? (r->async ? r->world - 1 : r->world) : r->spec.workers;
     /* Memory first, before the data sets and the model are allocated: a job too big for
      * this host is refused with its figures (exit 2), not killed by the kernel half-way.
@@ -746,9 +747,12 @@ static int phase_train(run_t *r)
     if (w->data.cache_path[0])
         SAY("data: %s cache %s (%.1f MB%s)\n", w->data.cache_built ? "decoded into" : "mapped from", w->data.cache_path,
             (double)w->data.cache_bytes / 1e6, w->data.cache_built ? "" : ", nothing decoded");
-    if (w->nworkers != spec->workers)
+    if (w->nworkers < spec->workers)
         SAY("elastic: %d of the spec's %d workers share its global batch of %d\n", w->nworkers, spec->workers,
             w->global_batch);
+    else if (w->nworkers > spec->workers)
+        SAY("elastic: grown to %d workers (the spec's %d, max_workers %d) sharing its global batch of %d\n",
+            w->nworkers, spec->workers, spec->max_workers, w->global_batch);
     int rc = worker_train(w, &r->a->opts, r->err, sizeof r->err);
     if (w->metrics) {
         metrics_stop(w->metrics, 5.0);

@@ -268,13 +268,19 @@ void worker_apply_gradient(worker_t *w, const float *g, float grad_scale)
 
 void worker_apply_update(worker_t *w, float grad_scale) { worker_apply_gradient(w, w->model->grads, grad_scale); }
 
+double worker_slowdown_base(const worker_t *w)
+{
+    const job_spec_t *s = w->spec;
+    return w->worker_index >= 0 && w->worker_index < s->emulate.nslowdown ? s->emulate.slowdown[w->worker_index] : 1.0;
+}
+
 /* The emulated slowdown of this worker at the current step: the spec's static factor,
  * overridden by the last schedule entry for this worker whose step has been reached. */
 double worker_slowdown_now(const worker_t *w)
 {
     const job_spec_t *s = w->spec;
     if (w->worker_index < 0) return 1.0;
-    double f = s->emulate.nslowdown ? s->emulate.slowdown[w->worker_index] : 1.0;
+    double f = worker_slowdown_base(w);
     long best = -1;
     for (int i = 0; i < s->emulate.nschedule; i++) {
         const spec_slowdown_change_t *c = &s->emulate.schedule[i];

@@ -280,8 +280,8 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
     w->time_to_target_s = NAN;
     /* Not measured until they are (the summary shows null, never a 0 from memset). */
     w->test_loss = w->test_accuracy = w->train_loss = w->train_loss_running = NAN;
-    if (nworkers < 1 || nworkers > spec->workers) {
-        snprintf(err, errlen, "%d workers: must be 1 to the spec's %d", nworkers, spec->workers);
+    if (nworkers < 1 || nworkers > spec_max_workers(spec)) {
+        snprintf(err, errlen, "%d workers: must be 1 to the spec's max_workers (%d)", nworkers, spec_max_workers(spec));
         return -1;
     }
     w->spec = spec;
@@ -300,7 +300,8 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
     /* Buffers hold the largest batch a plan may assign (common/planner.h's bounds, the
      * same the coordinator plans within; plans outside them are refused); evaluation
      * uses them too. Fewer workers than the spec asks (elastic) share its global batch,
-     * so the upper bound grows to hold each one's share. */
+     * so the upper bound grows to hold each one's share; more (max_workers) take smaller
+     * shares of it, within the same bounds. */
     planner_bounds_world(spec, nworkers, &w->min_batch, &w->max_batch);
 
     /* The data is brought to the model's input shape (the catalog's), and a built-in
@@ -501,7 +502,7 @@ int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
         .spec_hash = spec_hash(w->spec),
         .seed = (uint64_t)w->spec->seed,
         .nworkers = w->nworkers,
-        .spec_workers = w->spec->workers,
+        .spec_workers = spec_max_workers(w->spec),
         .epochs = w->spec->epochs,
         .steps_per_epoch = w->steps_per_epoch,
         .train_n = w->train.n,
@@ -872,6 +873,10 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
      * update with the same tau. Exact: it comes from the counts, not the histogram. */
     json_object_set_new(root, "staleness", staleness_json(&w->staleness.s));
     json_object_set_new(root, "health", worker_health_json(w));
+    /* The world that trained last (the spec's workers unless an elastic resize shrank or
+     * grew it, max_workers) and the global batch its ranks shared. */
+    json_object_set_new(root, "world_workers", json_integer(w->nworkers));
+    json_object_set_new(root, "global_batch", json_integer(w->global_batch));
     json_object_set_new(root, "lr_scale", json_real(w->lr_scale));
     json_object_set_new(root, "device", job_device_json(s, per_rank));
     json_object_set_new(root, "emulation", emulate_summary_json(w));

@@ -229,6 +229,9 @@ void worker_gather(worker_t *w, long offset, int b);
 void worker_epoch_order(worker_t *w);
 /* The emulated slowdown in force at the current step (spec factor or schedule). */
 double worker_slowdown_now(const worker_t *w);
+/* emulate.slowdown's entry for this worker; 1 without one (no list, the parameter server,
+ * or a rank past the spec's workers in a job grown to max_workers). */
+double worker_slowdown_base(const worker_t *w);
 /* Re-plans batch_of from per-worker speeds (or takes the coordinator's assignment);
  * returns 1 when the plan changed. Pure bookkeeping: the caller distributes it. */
 int worker_replan(worker_t *w, const double *speeds);

@@ -15,57 +15,22 @@
 T=hetero_resize T_PREFIX=phr- T_NET=10.85.0
 T_COORD_ARGS="--policy hetero --hetero-min-run 2 --hetero-resize-cost 0.1"
 . tests/integration/netns_cluster.inc
+. tests/integration/hetero_lib.inc
 
 # The options' refusals: a clear message, exit 2.
-for bad in "--hetero-min-run soon" "--hetero-resize-cost -3" "--hetero-hysteresis x"; do
+for bad in "--hetero-min-run soon" "--hetero-resize-cost -3" "--hetero-hysteresis x" "--hetero-grow-overhead x" \
+    "--hetero-grow-overhead 1.5" "--hetero-grow-overhead -0.1"; do
     # shellcheck disable=SC2086 # the option and its value, two words
     "$COORD" $bad >"$TMP/opt.out" 2>&1 && fail "pacer-coordinator $bad was accepted"
     opt=${bad%% *}
     grep -q "^pacer-coordinator: $opt: '${bad#* }' is not a " "$TMP/opt.out" ||
         fail "pacer-coordinator $bad: $(cat "$TMP/opt.out")"
 done
-echo "ok: --hetero-min-run, --hetero-resize-cost and --hetero-hysteresis refuse what is not a number"
+echo "ok: --hetero-min-run, --hetero-resize-cost, --hetero-hysteresis and --hetero-grow-overhead refuse what is not a number (in range)"
 
-for h in pw1 pw2 pw3; do
-    k=pacer:profile:$h:cpu:lenet5
-    redis-cli -h "$PC" HSET "$k" host "$h" device cpu model lenet5 samples_per_s 500 >/dev/null || fail "HSET $k"
-    redis-cli -h "$PC" SADD pacer:profiles "$k" >/dev/null || fail "SADD $k"
-done
-
-# The elastic job: 3 ranks x 32, a checkpoint every 8 steps, 100 epochs of 3072 images
-# (rank 0 sleeps through 60x its step: emulate, no value changed), so that it trains
-# through everything below whatever the machine's speed; cancelled at the end. The small
-# one: 1 rank, 16 steps.
-cat >"$TMP/big.json" <<JSON
-{"name": "big", "model": "lenet5", "algorithm": {"name": "ssgd"}, "workers": 3, "batch_size": 32,
- "dataset": {"name": "fashion-mnist", "train_subset": 3072, "test_subset": 200},
- "optimizer": {"lr": 0.02, "momentum": 0.9}, "epochs": 100, "seed": 11, "log_every": 8,
- "checkpoint": {"every_steps": 8}, "emulate": {"schedule": [{"step": 0, "rank": 0, "slowdown": 60}]}}
-JSON
-cat >"$TMP/small.json" <<JSON
-{"name": "small", "model": "lenet5", "algorithm": {"name": "ssgd"}, "workers": 1, "batch_size": 32,
- "dataset": {"name": "fashion-mnist", "train_subset": 512, "test_subset": 200},
- "optimizer": {"lr": 0.02, "momentum": 0.9}, "epochs": 1, "seed": 5, "log_every": 4}
-JSON
-
-# await SECONDS WHAT CMD... - polls CMD until it succeeds; fails naming WHAT at the deadline.
-# Fails at once when the big job has ended (it must train through the whole test).
-await() {
-    end=$(($(date +%s) + $1))
-    limit=$1 what=$2
-    shift 2
-    until "$@"; do
-        [ "$(date +%s)" -ge "$end" ] && { tail -30 "$TMP/coord.log"; fail "$what: not after $limit s"; }
-        case $(state_of "$big") in SUCCEEDED | FAILED | CANCELLED)
-            tail -30 "$STATE/jobs/$big/log"; fail "$big ended $(jq -r '.state + ": " + .reason' "$TMP/body") while waiting for: $what" ;;
-        esac
-        sleep 0.3
-    done
-}
-# field ID JQ - a field of the job's record.
-field() { [ "$(http GET "/api/v1/jobs/$1")" = 200 ] || fail "GET /api/v1/jobs/$1: $(cat "$TMP/body")"; jq -c "$2" "$TMP/body"; }
-is() { [ "$(field "$1" "$2")" = "$3" ]; }
-checkpointed() { [ -s "$STATE/jobs/$big/checkpoints/big.ckpt" ]; }
+# The elastic job (hetero_lib.inc's big_spec): 3 ranks x 32, trains through everything
+# below; cancelled at the end. The small one (hetero_lib.inc): 1 rank, 16 steps.
+big_spec '"workers": 3'
 
 big=$(submit "$TMP/big.json")
 await 180 "$big running on pw1..pw3" is "$big" '[.state, .world, .placement.hosts_by_class]' '["RUNNING",3,{"x1":["pw1","pw2","pw3"]}]'
@@ -73,23 +38,14 @@ await 300 "$big's first checkpoint" checkpointed
 echo "ok: $big runs on pw1 pw2 pw3 and has a checkpoint"
 
 small=$(submit "$TMP/small.json")
-await 180 "$big shrunk for $small" is "$big" '.resizes | length >= 1' true
 shrink="shrunk from 3 x1 to 2 x1 slots to admit $small (hetero)"
-r=$(field "$big" '.resizes[0]')
-[ "$(echo "$r" | jq -r '"\(.from) \(.to) \(.reason)"')" = "3 2 $shrink" ] || fail "$big's first resize: $r"
+expect_resize 0 3 2 "$shrink"
 [ "$(field "$big" .placement)" = "{\"hosts_by_class\":{\"x1\":[\"pw1\",\"pw2\"]},\"reason\":\"$shrink\"}" ] ||
     fail "$big's placement after the shrink: $(field "$big" .placement)"
-redis-cli -h "$PC" --raw XRANGE pacer:events - + | grep '"type":"resize"' | grep "\"job\":\"$big\"" |
-    grep -q "\"reason\":\"$shrink\"" || fail "no resize event of $big with the reason '$shrink' in pacer:events"
 echo "ok: $big $shrink (resize, event, placement)"
 
 await 180 "$small placed on pw3" is "$small" .placement.hosts_by_class '{"x1":["pw3"]}'
-end=$(($(date +%s) + 300))
-until [ "$(state_of "$small")" = SUCCEEDED ]; do
-    case $(jq -r .state "$TMP/body") in FAILED | CANCELLED) fail "$small $(jq -r '.state + ": " + .reason' "$TMP/body")" ;; esac
-    [ "$(date +%s)" -ge "$end" ] && fail "$small not SUCCEEDED after 300 s: $(jq -c '{state, reason, queue}' "$TMP/body")"
-    sleep 0.3
-done
+small_succeeds
 echo "ok: $small ran on pw3 beside it to SUCCEEDED"
 
 await 180 "$big grown back" is "$big" '.resizes | length >= 2' true
@@ -108,10 +64,4 @@ resumed() { [ "$(grep -c 'resumed from .* at step [1-9]' "$STATE/jobs/$big/log")
 await 120 "$big to resume from its checkpoint twice" resumed
 echo "ok: $big $grow, resumed from its checkpoint ($(grep -o 'resumed from .* at step [0-9]*' "$STATE/jobs/$big/log" | tail -1))"
 
-case $(http DELETE "/api/v1/jobs/$big") in 200 | 202) ;; *) fail "DELETE /api/v1/jobs/$big: $(cat "$TMP/body")" ;; esac
-end=$(($(date +%s) + 120))
-until [ "$(state_of "$big")" = CANCELLED ]; do
-    [ "$(date +%s)" -ge "$end" ] && fail "$big not CANCELLED 120 s after its cancel"
-    sleep 0.3
-done
-echo "ok: $big cancelled"
+cancel_big

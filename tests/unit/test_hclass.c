@@ -112,6 +112,13 @@ static void test_change(void **state)
     assert_int_equal(hclass_change(two, moved, 2, 3, &cap), HCLASS_MOVE);
     assert_int_equal(cap, 2);
     assert_string_equal(hclass_change_name(HCLASS_MOVE), "move");
+    /* issue 46: a spec of 2 workers grown onto 3 slots runs 3 ranks; at or below its ask the
+     * cap (or none) applies, so the take-back 3 -> 2 clears the grow */
+    assert_int_equal(hclass_grown_world(three, 2, 2), 3);
+    assert_int_equal(hclass_grown_world(two, 2, 2), 0);
+    assert_int_equal(hclass_grown_world(moved, 2, 3), 0);
+    assert_int_equal(hclass_change(three, two, 2, 2, &cap), HCLASS_SHRINK);
+    assert_int_equal(cap, 0); /* back at its ask: no cap */
 }
 
 static void test_pick_hosts(void **state)

@@ -295,7 +295,7 @@ static void test_grow_past_ask_then_lend_back(void **unused)
     assert_int_equal(sc.nrz, 1);
     assert_int_equal(sc.rz[0].alloc[0], 4);
     assert_string_equal(sc.rz[0].reason,
-                        "grown from 2 fast to 4 fast slots: slots free, past its ask while idle (hetero)");
+                        "grown from 2 fast to 4 fast slots onto idle hosts (past its ask of 2) (hetero)");
     hr[0].max_slots = 0; /* the daemon's: never past its ask */
     assert_int_equal(plan(&sc, POLICY_HETERO), 0);
     assert_int_equal(sc.nrz, 0);

@@ -58,6 +58,16 @@ static void parse_ok(const char *text, job_spec_t *s)
     if (rc != 0) fail_msg("spec_parse failed: %s\n  on: %s", err, text);
 }
 
+/* parse_ok of fmt with each algorithm of algs in turn (its one %s), into *s. */
+static void parse_ok_algs(const char *fmt, const char *const *algs, size_t n, job_spec_t *s)
+{
+    for (size_t i = 0; i < n; i++) {
+        char text[256];
+        snprintf(text, sizeof text, fmt, algs[i]);
+        parse_ok(text, s);
+    }
+}
+
 /* Everything set, nothing at its default (where the type allows). */
 static const char *FULL_SPEC =
     "{\n"
@@ -494,6 +504,28 @@ static const bad_case_t BAD[] = {
     {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"ssgd\",\"compression\":{\"kind\":"
      "\"powersgd\",\"ranks\":2}}}",
      "algorithm.compression.ranks"},
+    /* max_workers (issue 46): growth past workers where it cannot work */
+    {"{\"model\":\"lenet5\",\"workers\":3,\"max_workers\":2,\"algorithm\":{\"name\":\"ssgd\"}}",
+     "max_workers: must be >= workers (3), is 2"},
+    {"{\"model\":\"lenet5\",\"max_workers\":0}", "max_workers: must be between 1 and 256"},
+    {"{\"model\":\"lenet5\",\"max_workers\":257}", "max_workers: must be between 1 and 256"},
+    {"{\"model\":\"lenet5\",\"max_workers\":2}",
+     "max_workers: algorithm sgd does not grow past its workers (only ssgd, hier-bsp, hpsgd and local-sgd do)"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"max_workers\":3,\"algorithm\":{\"name\":\"asgd\"}}",
+     "max_workers: algorithm asgd does not grow past its workers"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"max_workers\":4,\"algorithm\":{\"name\":\"dbs-sgd\"}}",
+     "max_workers: algorithm dbs-sgd does not grow past its workers"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"batch_size\":2,\"max_workers\":5,\"algorithm\":{\"name\":"
+     "\"ssgd\"}}",
+     "max_workers: 5 ranks cannot share the global batch of 4 (workers x batch_size) with at least 1 sample each; "
+     "at most 4"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"batch_size\":16,\"max_workers\":3,\"algorithm\":{\"name\":"
+     "\"ssgd\",\"dynamic_batch\":true,\"params\":{\"min_batch\":16}}}",
+     "max_workers: 3 ranks cannot share the global batch of 32 (workers x batch_size) with at least 16 samples "
+     "each; at most 2"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"max_workers\":3,\"algorithm\":{\"name\":\"ssgd\"},"
+     "\"simulate\":{\"enabled\":true}}",
+     "max_workers: a simulated job (simulate.enabled) runs on its workers (2)"},
 };
 
 static void test_invalid_specs(void **state)
@@ -679,14 +711,9 @@ static void test_spec_hash(void **state)
     };
     /* the parameter server applies AdamW but in ddc-asgd (refused above) */
     static const char *const ps_algs[] = {"asgd", "dc-asgd", "nsoftsync", "dbs-sgd"};
-    for (size_t i = 0; i < sizeof ps_algs / sizeof ps_algs[0]; i++) {
-        char text[160];
-        snprintf(text, sizeof text,
-                 "{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"%s\"},"
-                 "\"optimizer\":{\"kind\":\"adamw\"}}",
-                 ps_algs[i]);
-        parse_ok(text, &b);
-    }
+    parse_ok_algs("{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"%s\"},"
+                  "\"optimizer\":{\"kind\":\"adamw\"}}",
+                  ps_algs, sizeof ps_algs / sizeof ps_algs[0], &b);
     /* AdamW's own fields are part of an adamw run */
     parse_ok("{\"model\":\"lenet5\",\"optimizer\":{\"kind\":\"adamw\"}}", &b);
     parse_ok("{\"model\":\"lenet5\",\"optimizer\":{\"kind\":\"adamw\",\"betas\":[0.9,0.95]}}", &c);
@@ -716,7 +743,7 @@ static void test_spec_hash(void **state)
         snprintf(quoted, sizeof quoted, "`%s`", f.path);
         if (!strstr(sec, quoted)) fail_msg("docs/JOB_SPEC.md, Resuming from a checkpoint: %s is not listed", quoted);
     }
-    assert_int_equal(nfree, 15); /* model.onnx: the path, model.sha256; the name is hashed */
+    assert_int_equal(nfree, 16); /* model.onnx: the path, model.sha256; the name is hashed */
     free(doc);
 }
 
@@ -886,6 +913,30 @@ static void test_goodput_fields(void **state)
              &s);
     assert_string_equal(s.algorithm.goodput_model, "nodes");
     assert_int_equal(planner_max_global(&s, 0), GOODPUT_DERIVED_FACTOR * 64);
+}
+
+/* max_workers: workers when not given (never grows); the growing algorithms take it,
+ * and it may change on resume (a resize is not another run). */
+static void test_max_workers(void **state)
+{
+    (void)state;
+    job_spec_t s, t;
+    parse_ok("{\"model\":\"lenet5\",\"workers\":3,\"algorithm\":{\"name\":\"ssgd\"}}", &s);
+    assert_int_equal(s.max_workers, 3);
+    static const char *const grows[] = {"ssgd", "hier-bsp", "hpsgd", "local-sgd"};
+    parse_ok_algs("{\"model\":\"lenet5\",\"workers\":2,\"batch_size\":2,\"max_workers\":4,\"algorithm\":{"
+                  "\"name\":\"%s\"}}",
+                  grows, sizeof grows / sizeof grows[0], &t);
+    assert_int_equal(t.max_workers, 4);
+    assert_int_equal(spec_max_workers(&t), 4);
+    /* a spec built by hand with more workers than its max_workers: never below workers */
+    spec_defaults(&t);
+    t.workers = 3;
+    assert_int_equal(spec_max_workers(&t), 3);
+    /* the parameter-server family may name its workers again */
+    parse_ok("{\"model\":\"lenet5\",\"workers\":2,\"max_workers\":2,\"algorithm\":{\"name\":\"asgd\"}}", &t);
+    parse_ok("{\"model\":\"lenet5\",\"workers\":3,\"max_workers\":5,\"algorithm\":{\"name\":\"ssgd\"}}", &t);
+    assert_true(spec_hash(&s) == spec_hash(&t));
 }
 
 static void test_is_async(void **state)
@@ -1798,6 +1849,7 @@ int main(void)
         cmocka_unit_test(test_range_errors_every_numeric_field),
         cmocka_unit_test(test_catalog_added_model),
         cmocka_unit_test(test_catalog_add_refusals),
+        cmocka_unit_test(test_max_workers),
         cmocka_unit_test(test_model_onnx),
         cmocka_unit_test(test_model_uploaded),
         cmocka_unit_test(test_onnx_name),

@@ -2167,6 +2167,67 @@ static void test_backward_set_gemm(void **state)
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
 }
 
+/* bmm_forward and bmm_backward(_set) against kernels/ref in double: the ViT's attention
+ * products (65x16 by 16x65 and 65x65 by 65x16), the small kernel's row and column tails
+ * (N and K off multiples of 8 and 16, M off multiples of its 6 rows, M of 1) and one product
+ * above its packing bound, which OpenBLAS takes. The backward's reference: da = dout b^T,
+ * db = a^T dout, added into PREFILL and written over NaN. */
+static void test_bmm_small(void **state)
+{
+    (void)state;
+    static const int cases[][4] = {{3, 65, 16, 65}, {3, 65, 65, 16}, {2, 13, 8, 11},  {2, 7, 5, 9},
+                                   {1, 1, 24, 17},  {2, 19, 1, 8},   {1, 20, 130, 70}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const int G = cases[ci][0], M = cases[ci][1], K = cases[ci][2], N = cases[ci][3];
+        const size_t na = (size_t)G * M * K, nb = (size_t)G * K * N, no = (size_t)G * M * N;
+        lcg_t r = {3300 + ci};
+        float *a = falloc(na), *b = falloc(nb), *y = falloc(no), *go = falloc(no);
+        float *da = falloc(na), *db = falloc(nb), *da1 = falloc(na), *db1 = falloc(nb);
+        double *ad = dalloc(na), *bd = dalloc(nb), *yd = dalloc(no), *gd = dalloc(no), *dad = dalloc(na),
+               *dbd = dalloc(nb);
+        rand_fill(&r, a, ad, na, -1.0f, 1.0f);
+        rand_fill(&r, b, bd, nb, -1.0f, 1.0f);
+        rand_fill(&r, go, gd, no, -1.0f, 1.0f);
+        ref_bmm_forward(G, M, K, N, ad, bd, yd);
+        for (int g = 0; g < G; g++) {
+            const double *ag = ad + (size_t)g * M * K, *bg = bd + (size_t)g * K * N, *dg = gd + (size_t)g * M * N;
+            for (int i = 0; i < M; i++)
+                for (int k = 0; k < K; k++) {
+                    double s = 0.0;
+                    for (int j = 0; j < N; j++) s += dg[(size_t)i * N + j] * bg[(size_t)k * N + j];
+                    dad[(size_t)g * M * K + (size_t)i * K + k] = s;
+                }
+            for (int k = 0; k < K; k++)
+                for (int j = 0; j < N; j++) {
+                    double s = 0.0;
+                    for (int i = 0; i < M; i++) s += ag[(size_t)i * K + k] * dg[(size_t)i * N + j];
+                    dbd[(size_t)g * K * N + (size_t)k * N + j] = s;
+                }
+        }
+        char what[80];
+        snprintf(what, sizeof what, "bmm (%d x %dx%d by %dx%d)", G, M, K, K, N);
+        ffill(y, no, NAN);
+        bmm_forward(G, M, K, N, a, b, y);
+        check_close(what, y, yd, no, FWD_TOL, &g_max_fwd);
+        ffill(da, na, NAN);
+        ffill(db, nb, NAN);
+        bmm_backward_set(G, M, K, N, a, b, go, da, 1, db, 1);
+        snprintf(what, sizeof what, "bmm (%d x %dx%d by %dx%d) da", G, M, K, K, N);
+        check_close(what, da, dad, na, BWD_TOL, &g_max_bwd);
+        snprintf(what, sizeof what, "bmm (%d x %dx%d by %dx%d) db", G, M, K, K, N);
+        check_close(what, db, dbd, nb, BWD_TOL, &g_max_bwd);
+        ffill(da1, na, PREFILL);
+        ffill(db1, nb, PREFILL);
+        bmm_backward(G, M, K, N, a, b, go, da1, db1);
+        check_acc(what, da1, da, PREFILL, na);
+        check_acc(what, db1, db, PREFILL, nb);
+        float *bufs[] = {a, b, y, go, da, db, da1, db1};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+        double *dbufs[] = {ad, bd, yd, gd, dad, dbd};
+        for (size_t i = 0; i < sizeof dbufs / sizeof dbufs[0]; i++) free(dbufs[i]);
+    }
+}
+
 /* Fully connected layers and ONNX Gemm above the size that splits them (fc.c): on 2 and 3
  * threads, both weight layouts, what one thread gives up to rounding (OpenBLAS's edge
  * tiles fall on other rows), and close to the naive product. */
@@ -3208,6 +3269,7 @@ int main(void)
         cmocka_unit_test(test_view_rows),
         cmocka_unit_test(test_binary_rows),
         cmocka_unit_test(test_backward_set_gemm),
+        cmocka_unit_test(test_bmm_small),
         cmocka_unit_test(test_threads_small_planes),
         cmocka_unit_test(test_gap),
         cmocka_unit_test(test_fc),

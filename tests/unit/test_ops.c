@@ -2849,10 +2849,12 @@ static void test_erf_gelu(void **state)
     free(gref);
 }
 
-/* Erf's and GELU's forward take the small branch alone for a block whose arguments are all
- * small (elementwise.c's erf_gelu_forward): the result is the scalar function's bit for
- * bit, for blocks all small, blocks with one large argument, a NaN or an inf among small
- * ones, and a length that is no multiple of the block */
+/* Erf's and GELU's forward take the small branch for every argument and the full function
+ * for the large ones of a block, listed, or for a whole block of many large ones
+ * (elementwise.c's erf_gelu_forward): the result is the scalar function's bit for bit, for
+ * blocks all small, blocks with one large argument, a NaN or an inf among small ones,
+ * blocks of mostly large ones (the full function whole) and of a few (listed, across the
+ * chunks of 256), and a length that is no multiple of the block */
 static void test_erf_gelu_blocks(void **state)
 {
     (void)state;
@@ -2864,7 +2866,9 @@ static void test_erf_gelu_blocks(void **state)
     x[300] = -1.5f;
     x[500] = NAN;
     x[700] = -INFINITY;
-    x[N - 1] = 2.0f; /* in the remainder */
+    x[N - 1] = 2.0f;                               /* in the remainder */
+    rand_fill(&r, x + 384, NULL, 64, -8.0f, 8.0f); /* two blocks of mostly large arguments */
+    for (int i = 600; i < 1000; i += 7) x[i] = i % 2 ? 1.6f + i / 1000.0f : -1.4f - i / 1000.0f; /* a few a block */
     const unary_op_t ops[2] = {UNARY_ERF, UNARY_GELU};
     for (int k = 0; k < 2; k++) {
         unary_forward(ops[k], 0.0f, N, x, y);

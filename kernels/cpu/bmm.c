@@ -4,11 +4,12 @@
  *
  * Products whose right operand fits in L1 once packed (BMM_PACK_MAX) go through a small
  * AVX2 kernel here instead of one OpenBLAS call each, which packs both operands every call:
- * the kernel packs only the right operand (rows of N rounded up to 8, zero beyond N; none
- * when it already is such rows), reads the left one in place through strides (a transposed
- * left operand is broadcast from its columns), keeps a tile of 6 rows by 16 columns in
- * registers, summing each output over k in order, and prefetches the next product's
- * operands (the backward's are cold: BMM_AHEAD). With the operands in cache it runs the
+ * the kernel packs only a transposed right operand (rows of N rounded up to 8, zero beyond
+ * N), reads a row-major one in place (a row's last vector through a mask: packing the
+ * backward's 65x65 score gradients cost 0.3 ms a step) and the left one through strides (a
+ * transposed left operand is broadcast from its columns), keeps a tile of 6 rows by 16
+ * columns in registers, summing each output over k in order, and prefetches the next
+ * product's operands (the backward's are cold: BMM_AHEAD). With the operands in cache it runs the
  * ViT's products at 91-125 GFLOP/s against OpenBLAS's 80-86. Bigger products, and CPUs
  * without AVX2 and FMA, take OpenBLAS. test_ops's test_bmm_small holds both to kernels/ref. */
 #include <cblas.h>
@@ -22,7 +23,8 @@
 #endif
 
 /* The packed right operand's bound in floats (32 KB on the stack): K rows of N rounded up
- * to 8. The ViT's largest is 65 x 72. */
+ * to 8. The ViT's largest is 65 x 16 (its transposed operands are 16 or 65 rows of 16 or 65
+ * floats). */
 #define BMM_PACK_MAX 8192
 /* The register tile: BMM_MR rows by two vectors of 8 columns (12 accumulators). */
 #define BMM_MR 6
@@ -55,42 +57,51 @@ BMM_TARGET static inline void bmm_store(float *c, __m256 v, int cnt, int set)
 
 /* One tile of C (mr rows, nv vectors of which nc columns are C's) = sum over k in order of
  * A(i, k) B(k, :); A(i, k) at A[i * sm + k * sk], B's rows ldb apart. mr and nv are
- * constants where it is inlined, so the accumulators stay in registers. */
+ * constants where it is inlined, so the accumulators stay in registers. With masked, B's
+ * last vector is read only in its columns (rows of N floats exactly, not padded: no read
+ * past the row, which may be the buffer's end). */
+#define BMM_KLOOP(load_last)                                                                                  \
+    for (int k = 0; k < K; k++) {                                                                             \
+        const float *bk = B + (size_t)k * ldb, *ak = A + (size_t)k * sk;                                      \
+        const __m256 b0 = nv > 1 ? _mm256_loadu_ps(bk) : load_last(bk), b1 = nv > 1 ? load_last(bk + 8) : b0; \
+        for (int i = 0; i < mr; i++) {                                                                        \
+            const __m256 a = _mm256_broadcast_ss(ak + (size_t)i * sm);                                        \
+            acc[i][0] = _mm256_fmadd_ps(a, b0, acc[i][0]);                                                    \
+            if (nv > 1) acc[i][1] = _mm256_fmadd_ps(a, b1, acc[i][1]);                                        \
+        }                                                                                                     \
+    }
+#define BMM_LOADU(p) _mm256_loadu_ps(p)
+#define BMM_LOADM(p) _mm256_maskload_ps(p, m)
 BMM_TARGET static inline __attribute__((always_inline)) void bmm_tile(const int mr, const int nv, int K, const float *A,
                                                                       size_t sm, size_t sk, const float *B, int ldb,
-                                                                      float *C, int ldc, int nc, int set)
+                                                                      float *C, int ldc, int nc, int masked, int set)
 {
     __m256 acc[BMM_MR][2];
     for (int i = 0; i < mr; i++)
         for (int v = 0; v < nv; v++) acc[i][v] = _mm256_setzero_ps();
-    for (int k = 0; k < K; k++) {
-        const float *bk = B + (size_t)k * ldb, *ak = A + (size_t)k * sk;
-        const __m256 b0 = _mm256_loadu_ps(bk), b1 = nv > 1 ? _mm256_loadu_ps(bk + 8) : b0;
-        for (int i = 0; i < mr; i++) {
-            const __m256 a = _mm256_broadcast_ss(ak + (size_t)i * sm);
-            acc[i][0] = _mm256_fmadd_ps(a, b0, acc[i][0]);
-            if (nv > 1) acc[i][1] = _mm256_fmadd_ps(a, b1, acc[i][1]);
-        }
-    }
+    if (masked && nc < 8 * nv) {
+        const __m256i m = _mm256_loadu_si256((const __m256i *)(bmm_mask + 8 - (nc - 8 * (nv - 1))));
+        BMM_KLOOP(BMM_LOADM)
+    } else BMM_KLOOP(BMM_LOADU)
     for (int i = 0; i < mr; i++)
         for (int v = 0; v < nv; v++) bmm_store(C + (size_t)i * ldc + 8 * v, acc[i][v], nc - 8 * v, set);
 }
 
 /* The tile's rows as constants: 1 to BMM_MR. */
-#define BMM_ROWS(nv)                                                       \
-    switch (mr) {                                                          \
-    case 6: bmm_tile(6, nv, K, a, sm, sk, Bt, ldb, c, N, nc, set); break;  \
-    case 5: bmm_tile(5, nv, K, a, sm, sk, Bt, ldb, c, N, nc, set); break;  \
-    case 4: bmm_tile(4, nv, K, a, sm, sk, Bt, ldb, c, N, nc, set); break;  \
-    case 3: bmm_tile(3, nv, K, a, sm, sk, Bt, ldb, c, N, nc, set); break;  \
-    case 2: bmm_tile(2, nv, K, a, sm, sk, Bt, ldb, c, N, nc, set); break;  \
-    default: bmm_tile(1, nv, K, a, sm, sk, Bt, ldb, c, N, nc, set); break; \
+#define BMM_ROWS(nv)                                                               \
+    switch (mr) {                                                                  \
+    case 6: bmm_tile(6, nv, K, a, sm, sk, Bt, ldb, c, N, nc, masked, set); break;  \
+    case 5: bmm_tile(5, nv, K, a, sm, sk, Bt, ldb, c, N, nc, masked, set); break;  \
+    case 4: bmm_tile(4, nv, K, a, sm, sk, Bt, ldb, c, N, nc, masked, set); break;  \
+    case 3: bmm_tile(3, nv, K, a, sm, sk, Bt, ldb, c, N, nc, masked, set); break;  \
+    case 2: bmm_tile(2, nv, K, a, sm, sk, Bt, ldb, c, N, nc, masked, set); break;  \
+    default: bmm_tile(1, nv, K, a, sm, sk, Bt, ldb, c, N, nc, masked, set); break; \
     }
 
 /* C (M, N, rows N apart) = or += op(A) (M, K) B (K, N): A(m, k) at A[m * sm + k * sk]; B's
- * rows ldb apart, a multiple of 8 floats readable in each (zero beyond N). */
+ * rows ldb apart, padded to a multiple of 8 floats (zero beyond N) or, with masked, not. */
 BMM_TARGET static void bmm_small(int M, int N, int K, const float *A, size_t sm, size_t sk, const float *B, int ldb,
-                                 float *C, int set)
+                                 int masked, float *C, int set)
 {
     for (int n0 = 0; n0 < N; n0 += 16) {
         const int nc = N - n0 < 16 ? N - n0 : 16;
@@ -120,18 +131,18 @@ static void bmm_pack(int rows, int cols, const float *src, size_t sr, size_t sc,
     }
 }
 
-/* C (M, N) = or += op(A) (M, K) op(B) (K, N), B(k, n) at B[k * sk + n * sn]: B packed
- * unless it is already rows of a multiple of 8 floats. */
+/* C (M, N) = or += op(A) (M, K) op(B) (K, N), B(k, n) at B[k * bk + n * bn]: B packed
+ * unless its rows are contiguous (bn 1). */
 static void bmm_one(int M, int N, int K, const float *A, size_t am, size_t ak, const float *B, size_t bk, size_t bn,
                     float *C, int set)
 {
     float pack[BMM_PACK_MAX];
-    if (bn == 1 && N % 8 == 0) {
-        bmm_small(M, N, K, A, am, ak, B, (int)bk, C, set);
+    if (bn == 1) {
+        bmm_small(M, N, K, A, am, ak, B, (int)bk, 1, C, set);
         return;
     }
     bmm_pack(K, N, B, bk, bn, pack);
-    bmm_small(M, N, K, A, am, ak, pack, bmm_round8(N), C, set);
+    bmm_small(M, N, K, A, am, ak, pack, bmm_round8(N), 0, C, set);
 }
 
 /* Whether the small kernel takes a (M, K) x (K, N) product: AVX2 and FMA, and the right

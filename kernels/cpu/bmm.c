@@ -9,9 +9,10 @@
  * backward's 65x65 score gradients cost 0.3 ms a step) and the left one through strides (a
  * transposed left operand is broadcast from its columns), keeps a tile of 6 rows by 16
  * columns in registers, summing each output over k in order, and prefetches the next
- * product's operands (the backward's are cold: BMM_AHEAD). With the operands in cache it runs the
- * ViT's products at 91-125 GFLOP/s against OpenBLAS's 80-86. Bigger products, and CPUs
- * without AVX2 and FMA, take OpenBLAS. test_ops's test_bmm_small holds both to kernels/ref. */
+ * product's operands (the backward's are cold: BMM_AHEAD). With the operands in cache it
+ * runs the ViT's products at 90-113 GFLOP/s against OpenBLAS's 75-87. Bigger products, and
+ * CPUs without AVX2 and FMA, take OpenBLAS. test_ops's test_bmm_small holds both to
+ * kernels/ref. */
 #include <cblas.h>
 #include <stddef.h>
 

@@ -23,28 +23,44 @@
 
 #define LN_LANES 8
 
+/* The lanes as two vectors of four doubles (lanes 0-3 and 4-7): gcc left parts of the
+ * backward's lane loops scalar (vcvtss2sd, vaddsd), the vectors keep them whole. */
+typedef double ln_v4d __attribute__((vector_size(32)));
+typedef float ln_v4f __attribute__((vector_size(16)));
+
+/* four floats from p as doubles (a macro: a function returning the vector warns of the
+ * non-AVX ABI in the default clone) */
+#define LN_LOAD4(p) ((ln_v4d){(p)[0], (p)[1], (p)[2], (p)[3]})
+
 /* the lanes' partial sums, folded in lane order */
-static inline double lanes_fold(const double *l)
+__attribute__((always_inline)) static inline double lanes_fold(const ln_v4d *lo, const ln_v4d *hi)
 {
     double s = 0.0;
-    for (int k = 0; k < LN_LANES; k++) s += l[k];
+    for (int k = 0; k < 4; k++) s += (*lo)[k];
+    for (int k = 0; k < 4; k++) s += (*hi)[k];
     return s;
 }
 
 /* mean and 1 / sqrt(var + eps) of one row: the mean, then the variance about it (two
  * passes: no cancellation) */
-static inline void row_stats(const float *x, int D, float eps, double *mean, double *invstd)
+__attribute__((always_inline)) static inline void row_stats(const float *x, int D, float eps, double *mean,
+                                                            double *invstd)
 {
-    double l[LN_LANES] = {0}, q[LN_LANES] = {0};
+    ln_v4d l0 = {0}, l1 = {0}, q0 = {0}, q1 = {0};
     const int D8 = D / LN_LANES * LN_LANES;
-    for (int j = 0; j < D8; j += LN_LANES)
-        for (int k = 0; k < LN_LANES; k++) l[k] += x[j + k];
-    double s = lanes_fold(l);
+    for (int j = 0; j < D8; j += LN_LANES) {
+        l0 += LN_LOAD4(x + j);
+        l1 += LN_LOAD4(x + j + 4);
+    }
+    double s = lanes_fold(&l0, &l1);
     for (int j = D8; j < D; j++) s += x[j];
     const double m = s / D;
-    for (int j = 0; j < D8; j += LN_LANES)
-        for (int k = 0; k < LN_LANES; k++) q[k] += ((double)x[j + k] - m) * ((double)x[j + k] - m);
-    double v = lanes_fold(q);
+    for (int j = 0; j < D8; j += LN_LANES) {
+        const ln_v4d d0 = LN_LOAD4(x + j) - m, d1 = LN_LOAD4(x + j + 4) - m;
+        q0 += d0 * d0;
+        q1 += d1 * d1;
+    }
+    double v = lanes_fold(&q0, &q1);
     for (int j = D8; j < D; j++) v += ((double)x[j] - m) * ((double)x[j] - m);
     *mean = m;
     *invstd = 1.0 / sqrt(v / D + (double)eps);
@@ -63,8 +79,9 @@ __attribute__((target_clones("avx2", "default"))) void layernorm_forward(int row
 }
 
 /* dinp += invstd (g w - mean(g w) - xhat mean(g w xhat)), or with set dinp = that + 0.0f
- * (the bits of adding into zeros, dinp not read); dw += g xhat, db += g. (dw and db in the
- * sums' pass was slower: the float updates kept that loop from vectorising as well.) */
+ * (the bits of adding into zeros, dinp not read); dw += g xhat, db += g, in the pass that
+ * writes dinp. (dw and db in the sums' pass was slower: the float updates kept that loop
+ * from vectorising as well.) */
 __attribute__((target_clones("avx2", "default"))) static void layernorm_bwd(int rows, int D, float eps, const float *inp,
                                                                             const float *w, const float *dout,
                                                                             float *dinp, int set, float *dw, float *db)
@@ -74,36 +91,40 @@ __attribute__((target_clones("avx2", "default"))) static void layernorm_bwd(int 
     const int D8 = D / LN_LANES * LN_LANES;
     for (int r = 0; r < rows; r++) {
         const float *x = inp + (size_t)r * D, *g = dout + (size_t)r * D;
-        double mean, invstd, lg[LN_LANES] = {0}, lgx[LN_LANES] = {0};
+        double mean, invstd;
+        ln_v4d lg0 = {0}, lg1 = {0}, lgx0 = {0}, lgx1 = {0};
         row_stats(x, D, eps, &mean, &invstd);
-        for (int j = 0; j < D8; j += LN_LANES)
-            for (int k = 0; k < LN_LANES; k++) {
-                const double xh = ((double)x[j + k] - mean) * invstd, gw = (double)g[j + k] * w[j + k];
-                lg[k] += gw;
-                lgx[k] += gw * xh;
-            }
-        double sg = lanes_fold(lg), sgx = lanes_fold(lgx);
+        for (int j = 0; j < D8; j += LN_LANES) {
+            const ln_v4d xh0 = (LN_LOAD4(x + j) - mean) * invstd, xh1 = (LN_LOAD4(x + j + 4) - mean) * invstd;
+            const ln_v4d gw0 = LN_LOAD4(g + j) * LN_LOAD4(w + j), gw1 = LN_LOAD4(g + j + 4) * LN_LOAD4(w + j + 4);
+            lg0 += gw0;
+            lg1 += gw1;
+            lgx0 += gw0 * xh0;
+            lgx1 += gw1 * xh1;
+        }
+        double sg = lanes_fold(&lg0, &lg1), sgx = lanes_fold(&lgx0, &lgx1);
         for (int j = D8; j < D; j++) {
             const double xh = ((double)x[j] - mean) * invstd, gw = (double)g[j] * w[j];
             sg += gw;
             sgx += gw * xh;
         }
+        /* the means of g w and g w xhat: one division a row, not one an element */
+        const double mg = sg / D, mgx = sgx / D;
         for (int j = 0; j < D; j++) {
             dw[j] += (float)(g[j] * (((double)x[j] - mean) * invstd));
             db[j] += g[j];
         }
         if (!dinp) continue;
         float *d = dinp + (size_t)r * D;
-        const double mg = sg / D;
         if (set)
             for (int j = 0; j < D; j++) {
                 const double xh = ((double)x[j] - mean) * invstd;
-                d[j] = (float)(invstd * ((double)g[j] * w[j] - mg - xh * sgx / D)) + 0.0f;
+                d[j] = (float)(invstd * ((double)g[j] * w[j] - mg - xh * mgx)) + 0.0f;
             }
         else
             for (int j = 0; j < D; j++) {
                 const double xh = ((double)x[j] - mean) * invstd;
-                d[j] += (float)(invstd * ((double)g[j] * w[j] - mg - xh * sgx / D));
+                d[j] += (float)(invstd * ((double)g[j] * w[j] - mg - xh * mgx));
             }
     }
 }

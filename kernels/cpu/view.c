@@ -18,6 +18,11 @@
 
 #include "ops.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define VIEW_X86 1
+#endif
+
 /* A walk in output order: n[0] the outermost axis, s and s2 the two inputs' strides along
  * each (in floats, negative for a Slice walking down; s2 0 for a view), after merging. */
 typedef struct {
@@ -73,6 +78,92 @@ static int rows_next(const rows_t *r, long *idx, ptrdiff_t *ia, ptrdiff_t *ib)
     return 0;
 }
 
+/* ---- transposed panels ------------------------------------------------------------------
+ * A walk whose innermost axis reads the input st > 1 apart while the next axis out reads it
+ * contiguously (a Transpose of the last two axes: the ViT's K^T, (65, 16) per head read as
+ * (16, 65), its patch tokens, ConvNeXt's NCHW <-> NHWC permutes) copies, per panel of R
+ * such rows of L, y (R, L) = the transpose of x (L rows st apart, R contiguous). Row by row
+ * that is a gather of one float per load; in 8x8 tiles of AVX2 shuffles it is eight loads
+ * and eight stores of eight floats. st >= R: a panel reads each input once (no Expand), so
+ * the backward's additions are one per input in a panel and the panels go in output
+ * order: the bits of the walk by rows. */
+#ifdef VIEW_X86
+#define VIEW_TARGET __attribute__((target("avx2")))
+
+/* r[k] (k < 8) transposed in place: lane l of r[k] becomes lane k of r[l] */
+VIEW_TARGET static inline void view_tr8(__m256 r[8])
+{
+    __m256 t[8], u[8];
+    for (int k = 0; k < 8; k += 2) {
+        t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
+        t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
+    }
+    for (int k = 0; k < 8; k += 4) {
+        u[k] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        u[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        u[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        u[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int k = 0; k < 4; k++) {
+        r[k] = _mm256_permute2f128_ps(u[k], u[k + 4], 0x20);
+        r[k + 4] = _mm256_permute2f128_ps(u[k], u[k + 4], 0x31);
+    }
+}
+
+/* y (R, L) = x^T, x's L rows st apart */
+VIEW_TARGET static void panel_forward(const float *x, ptrdiff_t st, long R, long L, float *y)
+{
+    const long R8 = R / 8 * 8, L8 = L / 8 * 8;
+    for (long i = 0; i < R8; i += 8) {
+        for (long j = 0; j < L8; j += 8) {
+            __m256 r[8];
+            for (int k = 0; k < 8; k++) r[k] = _mm256_loadu_ps(x + (j + k) * st + i);
+            view_tr8(r);
+            for (int k = 0; k < 8; k++) _mm256_storeu_ps(y + (i + k) * L + j, r[k]);
+        }
+        for (long k = i; k < i + 8; k++)
+            for (long j = L8; j < L; j++) y[k * L + j] = x[j * st + k];
+    }
+    for (long k = R8; k < R; k++)
+        for (long j = 0; j < L; j++) y[k * L + j] = x[j * st + k];
+}
+
+/* x (L rows st apart, R contiguous) = or += g^T, g (R, L); set writes g + 0.0f */
+VIEW_TARGET static void panel_backward(const float *g, long R, long L, float *x, ptrdiff_t st, int set)
+{
+    const long R8 = R / 8 * 8, L8 = L / 8 * 8;
+    const __m256 zero = _mm256_setzero_ps();
+    for (long i = 0; i < R8; i += 8) {
+        for (long j = 0; j < L8; j += 8) {
+            __m256 r[8];
+            for (int k = 0; k < 8; k++) r[k] = _mm256_loadu_ps(g + (i + k) * L + j);
+            view_tr8(r);
+            for (int k = 0; k < 8; k++) {
+                float *d = x + (j + k) * st + i;
+                _mm256_storeu_ps(d, _mm256_add_ps(set ? zero : _mm256_loadu_ps(d), r[k]));
+            }
+        }
+        for (long k = i; k < i + 8; k++)
+            for (long j = L8; j < L; j++) x[j * st + k] = (set ? 0.0f : x[j * st + k]) + g[k * L + j];
+    }
+    for (long k = R8; k < R; k++)
+        for (long j = 0; j < L; j++) x[j * st + k] = (set ? 0.0f : x[j * st + k]) + g[k * L + j];
+}
+
+/* Whether walk r is one of transposed panels (on a CPU with AVX2), and then p the walk over
+ * the panels: r without its second innermost axis. */
+static int panels(const rows_t *r, rows_t *p)
+{
+    const int k = r->rank - 2;
+    if (k < 0 || r->s[k] != 1 || r->s[k + 1] < (ptrdiff_t)r->n[k] || !__builtin_cpu_supports("avx2")) return 0;
+    *p = *r;
+    p->rank = r->rank - 1;
+    p->n[k] = r->n[k + 1];
+    p->s[k] = r->s[k + 1];
+    return 1;
+}
+#endif
+
 void view_rows_forward(const bcast_desc_t *d, size_t off, int B, const float *inp, float *out)
 {
     rows_t r;
@@ -82,6 +173,16 @@ void view_rows_forward(const bcast_desc_t *d, size_t off, int B, const float *in
     const ptrdiff_t st = r.s[r.rank - 1];
     long idx[BCAST_MAX_AXES] = {0};
     ptrdiff_t ia = (ptrdiff_t)off, ib = 0;
+#ifdef VIEW_X86
+    rows_t p;
+    if (panels(&r, &p)) {
+        const long R = r.n[r.rank - 2];
+        for (float *y = out;; y += R * len) {
+            panel_forward(inp + ia, st, R, len, y);
+            if (!rows_next(&p, idx, &ia, &ib)) return;
+        }
+    }
+#endif
     for (float *y = out;; y += len) {
         const float *x = inp + ia;
         if (st == 1)
@@ -103,6 +204,16 @@ static void rows_backward(const bcast_desc_t *d, size_t off, int B, const float 
     const ptrdiff_t st = r.s[r.rank - 1];
     long idx[BCAST_MAX_AXES] = {0};
     ptrdiff_t ia = (ptrdiff_t)off, ib = 0;
+#ifdef VIEW_X86
+    rows_t p;
+    if (panels(&r, &p)) {
+        const long R = r.n[r.rank - 2];
+        for (const float *g = dout;; g += R * len) {
+            panel_backward(g, R, len, dinp + ia, st, set);
+            if (!rows_next(&p, idx, &ia, &ib)) return;
+        }
+    }
+#endif
     for (const float *g = dout;; g += len) {
         float *x = dinp + ia;
         if (set && st == 1)

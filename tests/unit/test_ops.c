@@ -1977,7 +1977,9 @@ static void test_conv_backward_set(void **state)
  * permutations, bit for bit view_backward into zeros. The views: a ViT's head split (T,
  * heads, D) -> (heads, T, D) and its K^T, ConvNeXt's NCHW -> NHWC, a Slice of a fused
  * projection, a Slice walking down (negative stride), an Expand along an axis and of a
- * batch-less constant, and a permutation with axes of size 1 (merged away). */
+ * batch-less constant, a permutation with axes of size 1 (merged away), and transposes of
+ * the last two axes whose sides are no multiples of 8 (view.c's 8x8 tiles and their edges;
+ * the K^T and NHWC cases take the tiles too). */
 static void test_view_rows(void **state)
 {
     (void)state;
@@ -1991,6 +1993,8 @@ static void test_view_rows(void **state)
         {1, 0, 65 * 3 * 16, {4, {0, 3, 16, 65}, {3120, 16, 1, 48}, {0}}},
         {1, 0, 32 * 8 * 8, {4, {0, 8, 8, 32}, {2048, 8, 1, 64}, {0}}},
         {1, 0, 2 * 5 * 3, {5, {0, 1, 3, 5, 2}, {30, 30, 1, 3, 15}, {0}}},
+        {1, 0, 5 * 13, {3, {0, 13, 5}, {65, 1, 13}, {0}}},
+        {1, 0, 21 * 11, {3, {0, 21, 11}, {231, 1, 21}, {0}}},
         {0, 48, 65 * 144, {3, {0, 65, 48}, {9360, 144, 1}, {0}}},
         {0, 32, 10 * 4, {3, {0, 5, 4}, {40, 0, 1}, {0}}},
         {0, 0, 4 * 1 * 5, {4, {0, 4, 3, 5}, {20, 5, 0, 1}, {0}}},
@@ -1998,7 +2002,7 @@ static void test_view_rows(void **state)
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         bcast_desc_t d = cases[k].d;
-        if (k == 5) d.sa[1] = neg; /* rows 8, 7, .., 4 of a (10, 4) sample */
+        if (k == 7) d.sa[1] = neg; /* rows 8, 7, .., 4 of a (10, 4) sample */
         for (int B = 1; B <= 3; B += 2) {
             const size_t nin = (d.sa[0] ? (size_t)B : 1) * cases[k].nin;
             size_t nout = (size_t)B;
@@ -2165,6 +2169,67 @@ static void test_backward_set_gemm(void **state)
     }
     float *bufs[] = {x, w, g, dx1, dx2, dw1, dw2, db1, db2, a, b, go, da1, da2, dbb1, dbb2};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+}
+
+/* bmm_forward and bmm_backward(_set) against kernels/ref in double: the ViT's attention
+ * products (65x16 by 16x65 and 65x65 by 65x16), the small kernel's row and column tails
+ * (N and K off multiples of 8 and 16, M off multiples of its 6 rows, M of 1) and one product
+ * above its packing bound, which OpenBLAS takes. The backward's reference: da = dout b^T,
+ * db = a^T dout, added into PREFILL and written over NaN. */
+static void test_bmm_small(void **state)
+{
+    (void)state;
+    static const int cases[][4] = {{3, 65, 16, 65}, {3, 65, 65, 16}, {2, 13, 8, 11},  {2, 7, 5, 9},
+                                   {1, 1, 24, 17},  {2, 19, 1, 8},   {1, 20, 130, 70}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const int G = cases[ci][0], M = cases[ci][1], K = cases[ci][2], N = cases[ci][3];
+        const size_t na = (size_t)G * M * K, nb = (size_t)G * K * N, no = (size_t)G * M * N;
+        lcg_t r = {3300 + ci};
+        float *a = falloc(na), *b = falloc(nb), *y = falloc(no), *go = falloc(no);
+        float *da = falloc(na), *db = falloc(nb), *da1 = falloc(na), *db1 = falloc(nb);
+        double *ad = dalloc(na), *bd = dalloc(nb), *yd = dalloc(no), *gd = dalloc(no), *dad = dalloc(na),
+               *dbd = dalloc(nb);
+        rand_fill(&r, a, ad, na, -1.0f, 1.0f);
+        rand_fill(&r, b, bd, nb, -1.0f, 1.0f);
+        rand_fill(&r, go, gd, no, -1.0f, 1.0f);
+        ref_bmm_forward(G, M, K, N, ad, bd, yd);
+        for (int g = 0; g < G; g++) {
+            const double *ag = ad + (size_t)g * M * K, *bg = bd + (size_t)g * K * N, *dg = gd + (size_t)g * M * N;
+            for (int i = 0; i < M; i++)
+                for (int k = 0; k < K; k++) {
+                    double s = 0.0;
+                    for (int j = 0; j < N; j++) s += dg[(size_t)i * N + j] * bg[(size_t)k * N + j];
+                    dad[(size_t)g * M * K + (size_t)i * K + k] = s;
+                }
+            for (int k = 0; k < K; k++)
+                for (int j = 0; j < N; j++) {
+                    double s = 0.0;
+                    for (int i = 0; i < M; i++) s += ag[(size_t)i * K + k] * dg[(size_t)i * N + j];
+                    dbd[(size_t)g * K * N + (size_t)k * N + j] = s;
+                }
+        }
+        char what[80];
+        snprintf(what, sizeof what, "bmm (%d x %dx%d by %dx%d)", G, M, K, K, N);
+        ffill(y, no, NAN);
+        bmm_forward(G, M, K, N, a, b, y);
+        check_close(what, y, yd, no, FWD_TOL, &g_max_fwd);
+        ffill(da, na, NAN);
+        ffill(db, nb, NAN);
+        bmm_backward_set(G, M, K, N, a, b, go, da, 1, db, 1);
+        snprintf(what, sizeof what, "bmm (%d x %dx%d by %dx%d) da", G, M, K, K, N);
+        check_close(what, da, dad, na, BWD_TOL, &g_max_bwd);
+        snprintf(what, sizeof what, "bmm (%d x %dx%d by %dx%d) db", G, M, K, K, N);
+        check_close(what, db, dbd, nb, BWD_TOL, &g_max_bwd);
+        ffill(da1, na, PREFILL);
+        ffill(db1, nb, PREFILL);
+        bmm_backward(G, M, K, N, a, b, go, da1, db1);
+        check_acc(what, da1, da, PREFILL, na);
+        check_acc(what, db1, db, PREFILL, nb);
+        float *bufs[] = {a, b, y, go, da, db, da1, db1};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+        double *dbufs[] = {ad, bd, yd, gd, dad, dbd};
+        for (size_t i = 0; i < sizeof dbufs / sizeof dbufs[0]; i++) free(dbufs[i]);
+    }
 }
 
 /* Fully connected layers and ONNX Gemm above the size that splits them (fc.c): on 2 and 3
@@ -2788,10 +2853,12 @@ static void test_erf_gelu(void **state)
     free(gref);
 }
 
-/* Erf's and GELU's forward take the small branch alone for a block whose arguments are all
- * small (elementwise.c's erf_gelu_forward): the result is the scalar function's bit for
- * bit, for blocks all small, blocks with one large argument, a NaN or an inf among small
- * ones, and a length that is no multiple of the block */
+/* Erf's and GELU's forward take the small branch for every argument and the full function
+ * for the large ones of a block, listed, or for a whole block of many large ones
+ * (elementwise.c's erf_gelu_forward): the result is the scalar function's bit for bit, for
+ * blocks all small, blocks with one large argument, a NaN or an inf among small ones,
+ * blocks of mostly large ones (the full function whole) and of a few (listed, across the
+ * chunks of 256), and a length that is no multiple of the block */
 static void test_erf_gelu_blocks(void **state)
 {
     (void)state;
@@ -2803,7 +2870,9 @@ static void test_erf_gelu_blocks(void **state)
     x[300] = -1.5f;
     x[500] = NAN;
     x[700] = -INFINITY;
-    x[N - 1] = 2.0f; /* in the remainder */
+    x[N - 1] = 2.0f;                               /* in the remainder */
+    rand_fill(&r, x + 384, NULL, 64, -8.0f, 8.0f); /* two blocks of mostly large arguments */
+    for (int i = 600; i < 1000; i += 7) x[i] = i % 2 ? 1.6f + i / 1000.0f : -1.4f - i / 1000.0f; /* a few a block */
     const unary_op_t ops[2] = {UNARY_ERF, UNARY_GELU};
     for (int k = 0; k < 2; k++) {
         unary_forward(ops[k], 0.0f, N, x, y);
@@ -3208,6 +3277,7 @@ int main(void)
         cmocka_unit_test(test_view_rows),
         cmocka_unit_test(test_binary_rows),
         cmocka_unit_test(test_backward_set_gemm),
+        cmocka_unit_test(test_bmm_small),
         cmocka_unit_test(test_threads_small_planes),
         cmocka_unit_test(test_gap),
         cmocka_unit_test(test_fc),

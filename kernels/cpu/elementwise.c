@@ -225,8 +225,8 @@ static int erf_list(const float *x, int j0, int w, float scale, int *at, int nb)
 #if defined(__x86_64__) && defined(__GNUC__)
 /* The same eight at a time: the lanes' mask (a NaN is not below the split) packs the
  * positions 0-7 of its set lanes through BMI2's pdep and pext (fast on Zen 3 and later and
- * on Intel since Haswell), widened and stored as eight ints of which the count's first are
- * the list's; the rest are written over next. */
+ * on Intel since Haswell; not called on Zen 1 and 2), widened and stored as eight ints of
+ * which the count's first are the list's; the rest are written over next. */
 __attribute__((target("avx2,bmi2"))) static int erf_list_avx2(const float *x, int j0, int w, float scale, int *at,
                                                               int nb)
 {
@@ -252,7 +252,10 @@ __attribute__((always_inline)) static inline void erf_gelu_forward(unary_op_t op
     float big[ERF_CHUNK], full[ERF_CHUNK];
     int at[ERF_CHUNK + 8]; /* big[t] is x[at[t]] of the chunk */
 #if defined(__x86_64__) && defined(__GNUC__)
-    const int simd = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
+    /* pdep and pext are microcoded on Zen 1 and 2 (hundreds of cycles each): there the
+     * list is made one element at a time, as on machines without AVX2 */
+    const int simd = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") && !__builtin_cpu_is("znver1") &&
+                     !__builtin_cpu_is("znver2");
 #endif
     for (size_t i = 0; i < n; i += ERF_CHUNK) {
         const int len = n - i < ERF_CHUNK ? (int)(n - i) : ERF_CHUNK;

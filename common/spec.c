@@ -1094,7 +1094,7 @@ static int cross_check_compression(errbuf_t *e, const job_spec_t *s)
 }
 
 /* min_workers and max_workers, the elastic bounds around workers (the coordinator's
- * --policy hetero starts, shrinks and grows a job within them; run.c hjob_bounds).
+ * --policy hetero starts, shrinks and grows a job within them: run.c spec_worlds, policy_hjob_bounds).
  * min_workers has no algorithm rule: every job already shrinks to one worker on lost hosts.
  * max_workers: a job grown past workers keeps its global batch (workers x batch_size),
  * split over more ranks (worker/train.c worker_setup_world). That generalises where the

@@ -249,6 +249,14 @@ double policy_grow_factor(int n, int want, double overhead);
  * and the policy's objective, one rule. */
 double policy_alloc_rate(const double *speed, const int *alloc, int nc, int want, double overhead);
 
+/* A job's elastic bounds (policy_hjob_t), one rule for the daemon (run.c: the spec's
+ * min_workers and max_workers, queued and running) and the simulator (a trace's "elastic":
+ * true is least 1, false least = most = want): elastic when least < want or most > want;
+ * then min_slots = least (at most room: the slots a running job holds, every usable slot for
+ * a queued one), want at most usable, max_slots = most (at most usable). A rigid job's
+ * min_slots, want and max_slots are left as the caller set them. */
+void policy_hjob_bounds(policy_hjob_t *j, int want, int least, int most, int usable, int room);
+
 /* A type's speed per slot on a class: the measured one, or the estimate when unknown: its
  * speed on the class where it was measured (the fastest such) scaled by the classes'
  * relative speed as the other types measured both (the geometric mean of their ratios;

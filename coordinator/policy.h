@@ -64,7 +64,7 @@ typedef struct {
 typedef struct {
     const char *id;
     int world;     /* the spec's processes (workers, + 1 with a parameter server) */
-    int min_world; /* the fewest an elastic start may use (1, or 2 with a parameter server) */
+    int min_world; /* the fewest an elastic start may use (min_workers, + 1 with a parameter server) */
     int simulated; /* runs in the sim launcher (one of its slots), not on the launcher's */
     int bad;       /* its record or spec cannot be read: started at once, to be failed */
     int priority;  /* POLICY_PRIO_* (0 = normal) */

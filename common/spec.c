@@ -259,6 +259,10 @@ static const field_t FIELDS[] = {
                     "hpsgd and local-sgd only",
      .doc = "Elastic growth: the coordinator may run the job on up to this many ranks when slots are idle "
             "(--policy hetero), as Horovod's --max-np; the ranks share the global batch of `workers x batch_size`."},
+    {.path = "min_workers", INT(min_workers), BETWEEN(1, SPEC_MAX_WORKERS), .def_num = 1, .resume_free = 1,
+     .allowed_doc = "between 1 and `workers`",
+     .doc = "Elastic shrink: the fewest workers the coordinator may start the job on or shrink it to, as Horovod's "
+            "--min-np; `workers` (with `max_workers` left out) makes it rigid, never resized by --policy hetero."},
     {.path = "device", STR(device), .choices = DEVICES, .def_str = "auto", .resume_free = 1,
      .doc = "Where to compute; auto = CUDA when built with it and a GPU is usable, else the CPU after saying why (log line and summary `device.reason`); cuda = a rank that cannot use its GPU fails with the reason."},
     {.path = "seed", ULONG(seed), BETWEEN(0, (double)LLONG_MAX), .def_num = 42,
@@ -1089,7 +1093,10 @@ static int cross_check_compression(errbuf_t *e, const job_spec_t *s)
     return 0;
 }
 
-/* max_workers: a job grown past workers keeps its global batch (workers x batch_size),
+/* min_workers and max_workers, the elastic bounds around workers (the coordinator's
+ * --policy hetero starts, shrinks and grows a job within them: run.c spec_worlds, policy_hjob_bounds).
+ * min_workers has no algorithm rule: every job already shrinks to one worker on lost hosts.
+ * max_workers: a job grown past workers keeps its global batch (workers x batch_size),
  * split over more ranks (worker/train.c worker_setup_world). That generalises where the
  * ranks already share it after an elastic shrink and every rank is a peer: ssgd,
  * hier-bsp, hpsgd, local-sgd. sgd is one process; the parameter-server family's world
@@ -1098,6 +1105,8 @@ static int cross_check_compression(errbuf_t *e, const job_spec_t *s)
 static int cross_check_growth(errbuf_t *e, const job_spec_t *s)
 {
     static const char *const GROWS[] = {"ssgd", "hier-bsp", "hpsgd", "local-sgd", NULL};
+    if (s->min_workers > s->workers)
+        return fail(e, "min_workers: must be <= workers (%d), is %d", s->workers, s->min_workers);
     if (s->max_workers < s->workers)
         return fail(e, "max_workers: must be >= workers (%d), is %d", s->workers, s->max_workers);
     if (s->max_workers == s->workers) return 0;

@@ -117,6 +117,9 @@ typedef struct {
     /* The most ranks it may grow to onto idle slots (>= workers; = workers when not
      * given): they share the global batch of workers x batch_size. */
     int max_workers;
+    /* The fewest it may be started on or shrunk to (1..workers; 1 when not given): elastic
+     * for the scheduler when below workers or max_workers is above them. */
+    int min_workers;
     char device[8]; /* auto | cpu | cuda */
     unsigned long seed;
     int threads; /* CPU kernel threads per rank (kernels/cpu/parallel.h); default 1 */

@@ -91,8 +91,9 @@ json_t *hosts_json(struct coordinator *c);
 
 /* The processes an attempt runs as when usable of the cluster's total slots are left:
  * all `full` (the spec's) while they fit; fewer when not, keeping the ratio of ranks to
- * slots a job that oversubscribes the whole cluster already has; never below min (1, or
- * 2 with a parameter server). 0 when no slot is usable. */
+ * slots a job that oversubscribes the whole cluster already has; never below min (the
+ * spec's min_workers, + 1 with a parameter server: min ranks oversubscribed when fewer
+ * slots are usable). 0 when no slot is usable. */
 int hosts_elastic_world(int full, int min, int total_slots, int usable_slots);
 
 /* Benchmark verdicts: speed[i] <= 0 failed. ratio[i] = speed / the median of the ones

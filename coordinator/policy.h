@@ -64,7 +64,7 @@ typedef struct {
 typedef struct {
     const char *id;
     int world;     /* the spec's processes (workers, + 1 with a parameter server) */
-    int min_world; /* the fewest an elastic start may use (1, or 2 with a parameter server) */
+    int min_world; /* the fewest an elastic start may use (min_workers, + 1 with a parameter server) */
     int simulated; /* runs in the sim launcher (one of its slots), not on the launcher's */
     int bad;       /* its record or spec cannot be read: started at once, to be failed */
     int priority;  /* POLICY_PRIO_* (0 = normal) */
@@ -248,6 +248,14 @@ double policy_grow_factor(int n, int want, double overhead);
  * the sum of its slots' speeds times policy_grow_factor. The simulator's throughput model
  * and the policy's objective, one rule. */
 double policy_alloc_rate(const double *speed, const int *alloc, int nc, int want, double overhead);
+
+/* A job's elastic bounds (policy_hjob_t), one rule for the daemon (run.c: the spec's
+ * min_workers and max_workers, queued and running) and the simulator (a trace's "elastic":
+ * true is least 1, false least = most = want): elastic when least < want or most > want;
+ * then min_slots = least (at most room: the slots a running job holds, every usable slot for
+ * a queued one), want at most usable, max_slots = most (at most usable). A rigid job's
+ * min_slots, want and max_slots are left as the caller set them. */
+void policy_hjob_bounds(policy_hjob_t *j, int want, int least, int most, int usable, int room);
 
 /* A type's speed per slot on a class: the measured one, or the estimate when unknown: its
  * speed on the class where it was measured (the fastest such) scaled by the classes'

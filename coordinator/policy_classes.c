@@ -69,6 +69,15 @@ double policy_grow_factor(int n, int want, double overhead)
     return 1 / (1 + overhead * (double)(n - want) / want);
 }
 
+void policy_hjob_bounds(policy_hjob_t *j, int want, int least, int most, int usable, int room)
+{
+    j->elastic = least < want || most > want;
+    if (!j->elastic) return;
+    j->min_slots = least < room ? least : room;
+    j->want = want < usable ? want : usable;
+    j->max_slots = most < usable ? most : usable;
+}
+
 double policy_alloc_rate(const double *speed, const int *alloc, int nc, int want, double overhead)
 {
     double r = 0;

@@ -107,11 +107,26 @@ void run_free(coord_run_t *r)
 /* Workers of an attempt of `world` processes. */
 static int workers_of(const coord_run_t *r, int world) { return spec_is_async(r->spec) ? world - 1 : world; }
 
-/* The most ranks r may run as: its spec's max_workers (a grow past its ask onto idle slots,
- * world_grow); the parameter-server family never grows (common/spec.c). */
+/* The ranks a spec's job runs as (the parameter-server family adds its server): full, what
+ * it asks (workers); least, the fewest it may start on or shrink to (min_workers, 1 when
+ * not given: --policy hetero's starts and shrinks, lost hosts); most, the most it may grow
+ * to (max_workers: a grow past its ask onto idle slots, world_grow; the parameter-server
+ * family never grows, common/spec.c). One home for the queue's and the runs' bounds. */
+static void spec_worlds(const job_spec_t *s, int *full, int *least, int *most)
+{
+    int ps = spec_is_async(s) ? 1 : 0;
+    int m = s->min_workers < 1 ? 1 : s->min_workers > s->workers ? s->workers : s->min_workers;
+    *full = s->workers + ps;
+    *least = m + ps;
+    *most = ps ? *full : spec_max_workers(s);
+}
+
+/* The most ranks r may run as (spec_worlds). */
 static int run_max_world(const coord_run_t *r)
 {
-    return spec_is_async(r->spec) ? r->full_world : spec_max_workers(r->spec);
+    int full, least, most;
+    spec_worlds(r->spec, &full, &least, &most);
+    return most;
 }
 
 /* The hosts r's attempt may use (copies); 0, or -1 when out of memory. */
@@ -1587,8 +1602,7 @@ static int read_queued(coordinator_t *c, const char *id, run_queued_t *q, job_sp
     }
     json_decref(h);
     if (!q->bad) {
-        q->world = spec_is_async(spec) ? spec->workers + 1 : spec->workers;
-        q->min_world = spec_is_async(spec) ? 2 : 1;
+        spec_worlds(spec, &q->world, &q->min_world, &q->max_world);
         q->simulated = spec->simulate.enabled;
         q->priority = policy_priority(spec->priority);
         snprintf(q->model, sizeof q->model, "%s", spec->model);
@@ -1708,10 +1722,10 @@ static int hplan_may_change(coordinator_t *c, const coord_run_t *r)
     return id[0] || id[1] || id[2];
 }
 
-/* A running job's state for the policy (j->alloc filled): one that may change is elastic
- * when it can run on fewer ranks than its spec asks (min_world, 2 with a parameter server),
- * wants its spec's ranks (at most every usable slot), and last changed when its attempt
- * started; one that may not is pinned at what it holds (changed: never old enough). */
+/* A running job's state for the policy (j->alloc filled): one that may change has its
+ * spec's bounds (spec_worlds, policy_hjob_bounds) and last changed when its attempt
+ * started; a rigid one, or one that may not change, is pinned at what it holds (a rigid one
+ * is never resized; one that may not change: never old enough). */
 static void hplan_state(coordinator_t *c, const coord_run_t *r, int nc, policy_hjob_t *j)
 {
     int held = 0;
@@ -1720,13 +1734,7 @@ static void hplan_state(coordinator_t *c, const coord_run_t *r, int nc, policy_h
     j->changed = HUGE_VAL;
     if (!hplan_may_change(c, r)) return;
     j->changed = r->launched_at;
-    int most = run_max_world(r);
-    j->elastic = r->min_world < r->full_world || most > r->full_world;
-    if (!j->elastic) return;
-    j->min_slots = r->min_world < held ? r->min_world : held;
-    j->want = r->full_world < c->slots_usable ? r->full_world : c->slots_usable;
-    /* past its ask up to the spec's max_workers onto idle slots (policy_grow_factor) */
-    j->max_slots = most < c->slots_usable ? most : c->slots_usable;
+    policy_hjob_bounds(j, r->full_world, r->min_world, run_max_world(r), c->slots_usable, held);
 }
 
 /* Builds s (zeroed by the caller) for the runs rr[0..nrun) and the queued jobs qd[0..n).
@@ -1770,8 +1778,10 @@ static int hsnap_build(coordinator_t *c, double now, coord_run_t *const *rr, int
     for (int i = 0; i < n; i++) {
         policy_hjob_t *j = &s->hq[i];
         j->type = hsnap_type(s, qd[i].model);
-        /* an oversubscribed job asks for every usable slot (its ranks share them) */
+        /* an oversubscribed job asks for every usable slot (its ranks share them); an elastic
+         * one may start on fewer (policy_hjob_bounds), as a trace's elastic job in the simulator */
         j->want = j->min_slots = qd[i].world < c->slots_usable ? qd[i].world : c->slots_usable;
+        policy_hjob_bounds(j, qd[i].world, qd[i].min_world, qd[i].max_world, c->slots_usable, c->slots_usable);
         j->work = qd[i].work;
         j->submitted = qd[i].submitted;
     }
@@ -1862,8 +1872,13 @@ static int hplan_apply(coordinator_t *c, hsnap_t *s, coord_run_t *r, const polic
 }
 
 /* Claims the queued job q (its decision d: start) and launches it. Returns 0, or -1 when
- * this tick should claim nothing more (Redis, memory, the queue changed). */
-static int claim_and_launch(coordinator_t *c, const run_queued_t *q, const policy_decision_t *d, hsnap_t *hs, double now)
+ * this tick should claim nothing more (Redis, memory, the queue changed). hs and hj, q's
+ * state in it (--policy hetero|agnostic; else NULL): an elastic job the policy starts on
+ * fewer slots than it asks (policy_hjob_bounds' want) launches on that many ranks, under
+ * the cap a shrink's relaunch runs under (hclass_change; the policy's grow lifts it,
+ * hplan_apply), its start recorded as a resize from the ask with the placement's reason. */
+static int claim_and_launch(coordinator_t *c, const run_queued_t *q, const policy_decision_t *d, hsnap_t *hs,
+                            const policy_hjob_t *hj, double now)
 {
     job_spec_t *spec = malloc(sizeof *spec);
     char err[512] = "";
@@ -1907,8 +1922,20 @@ static int claim_and_launch(coordinator_t *c, const run_queued_t *q, const polic
         run_set_state(c, r, JOB_FAILED, err);
         return 0;
     }
-    if (hs && !r->simulated && set_place(c, hs, r, d->alloc, NULL, d->placement) == 0)
-        clog_printf("job %s: %s", r->id, d->placement);
+    char why[sizeof d->placement + 64];
+    snprintf(why, sizeof why, "%s", d->placement);
+    int below = hs && hj && !r->simulated && d->world < hj->want;
+    if (below) snprintf(why, sizeof why, "started on %d of the %d slots it asks: %s", d->world, hj->want, d->placement);
+    if (hs && !r->simulated && set_place(c, hs, r, d->alloc, NULL, why) == 0) {
+        clog_printf("job %s: %s", r->id, why);
+        if (below) {
+            static const int none[POLICY_CLASSES_MAX];
+            hclass_change(none, d->alloc, hs->h.nclasses, r->full_world, &r->world_cap);
+            r->world = d->world;
+            /* recorded as its first attempt's resize from the ask, as a start on lost hosts */
+            snprintf(r->resize_reason, sizeof r->resize_reason, "%s", why);
+        }
+    }
     if (r->simulated)
         clog_printf("job %s: claimed (%s, %d simulated rank%s, simulations %d/%d)", q->id, r->spec->name, r->world,
                     r->world == 1 ? "" : "s", run_sims_used(c), c->sim_slots);
@@ -2170,7 +2197,7 @@ void run_schedule(coordinator_t *c, double now)
     for (int i = 0, claims = 0; i < n && claims < started && claims < SCHEDULE_PER_TICK; i++) {
         if (!dec[i].start) continue;
         claims++;
-        if (claim_and_launch(c, &qd[i], &dec[i], st.hetero ? &hs : NULL, now) != 0) break;
+        if (claim_and_launch(c, &qd[i], &dec[i], st.hetero ? &hs : NULL, st.hetero ? &hs.hq[i] : NULL, now) != 0) break;
     }
     qd = NULL; /* the cache's now */
 out:
@@ -2255,11 +2282,12 @@ void run_adopt(coordinator_t *c, double now)
         char err[512] = "";
         const char *text = json_string_value(json_object_get(h, "spec"));
         int bad = !text || spec_parse(text, r->spec, err, sizeof err) != 0;
-        r->full_world = bad ? 0 : spec_is_async(r->spec) ? r->spec->workers + 1 : r->spec->workers;
-        r->min_world = !bad && spec_is_async(r->spec) ? 2 : 1;
+        int most = 0;
+        r->min_world = 1;
+        if (!bad) spec_worlds(r->spec, &r->full_world, &r->min_world, &most);
         /* The attempt's own world and hosts (an elastic one runs on fewer). */
         int w = atoi(hstr(h, "world"));
-        r->world = !bad && w >= r->min_world && w <= run_max_world(r) ? w : r->full_world;
+        r->world = !bad && w >= r->min_world && w <= most ? w : r->full_world;
         r->world_grow = r->world > r->full_world ? r->world : 0;
         adopt_hosts_and_resizes(r, hstr(h, "hosts"), hstr(h, "resizes"));
         r->restarts = atoi(hstr(h, "restarts"));

@@ -41,7 +41,7 @@ typedef struct {
     job_spec_t *spec; /* as submitted (normalised) */
     int world;        /* processes of the current (or next) attempt */
     int full_world;   /* what the spec asks: workers, + 1 with a parameter server */
-    int min_world;    /* the fewest it can run as: 1, or 2 with a parameter server */
+    int min_world;    /* the fewest it can run as: min_workers, + 1 with a parameter server */
     /* Elastic restarts: the hosts the attempt may use (the usable ones at its launch),
      * the failed attempt's outcome while its hosts are probed, why the next launch
      * changes the world, the resizes so far, and the checkpoint a grow waits for. */
@@ -163,6 +163,7 @@ int run_holds(const coordinator_t *c, const coord_run_t *r, int host);
 typedef struct {
     char id[JOB_ID_MAX];
     int world, min_world, simulated, bad;
+    int max_world;                 /* the most ranks it may grow to (spec_max_workers; world when it never grows) */
     int priority;                  /* POLICY_PRIO_* from the spec's priority */
     char owner[USER_NAME_MAX + 1]; /* the job hash's "owner" ("" none) */
     int requeued;                  /* preempted before ("preempted_by" in its hash) */

@@ -160,13 +160,15 @@ static int decide(sim_t *s, const opts_t *o, double t)
         sjob_t *j = &s->j[i];
         const sched_job_t *in = j->in;
         policy_hjob_t hj = {.type = in->type,
-                            .elastic = in->elastic,
-                            .min_slots = in->elastic ? 1 : in->workers,
+                            .min_slots = in->workers,
                             .want = in->workers,
                             .max_slots = max_slots(s, o, in),
                             .changed = j->changed,
                             .work = j->remaining,
                             .submitted = in->arrival_s};
+        /* the daemon's rule (run.c): "elastic": true is a spec's min_workers 1 and its
+         * max_workers up to max_slots; false, min_workers = max_workers = workers */
+        policy_hjob_bounds(&hj, in->workers, in->elastic ? 1 : in->workers, hj.max_slots, s->slots, s->slots);
         if (j->state == 2) {
             memcpy(hj.alloc, j->alloc, sizeof hj.alloc);
             ri[nr] = i;

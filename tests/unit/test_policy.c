@@ -408,6 +408,28 @@ static void test_oversubscribed_text_and_parse(void **unused)
     assert_string_equal(err, "--policy: 'lottery' is not a policy: fifo, fair, agnostic or hetero");
 }
 
+/* Lost hosts and min_workers (issue 46): fewer usable slots than a job asks shrink it to
+ * the slots (one rank each), never below its min_world (min_workers, + 1 with a parameter
+ * server); fewer slots than that and it runs min_world ranks oversubscribed on them. */
+static void test_ranks_not_below_min_workers(void **state)
+{
+    (void)state;
+    policy_state_t s = {.slots_total = 3, .slots_usable = 1};
+    policy_queued_t elastic = {"e", 2, 1, 0, 0, POLICY_PRIO_NORMAL, NULL, 0};
+    policy_queued_t rigid = {"r", 2, 2, 0, 0, POLICY_PRIO_NORMAL, NULL, 0};
+    assert_int_equal(policy_ranks(&s, &elastic), 1);
+    assert_int_equal(policy_ranks(&s, &rigid), 2); /* 2 ranks on the 1 slot */
+    s.slots_usable = 3;
+    assert_int_equal(policy_ranks(&s, &rigid), 2);
+    /* asgd, workers 3, min_workers 2: a world of 4, not below 3 */
+    policy_queued_t ps = {"p", 4, 3, 0, 0, POLICY_PRIO_NORMAL, NULL, 0};
+    s.slots_total = 4;
+    s.slots_usable = 2;
+    assert_int_equal(policy_ranks(&s, &ps), 3);
+    s.slots_usable = 4;
+    assert_int_equal(policy_ranks(&s, &ps), 4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -424,6 +446,7 @@ int main(void)
         cmocka_unit_test(test_fair_preempt),
         cmocka_unit_test(test_fair_preempt_shrink),
         cmocka_unit_test(test_oversubscribed_text_and_parse),
+        cmocka_unit_test(test_ranks_not_below_min_workers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

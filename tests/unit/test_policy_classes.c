@@ -4,7 +4,8 @@
  * job is shrunk to admit a high-priority one and grown back once the slots free, but never
  * before its minimum run time (hysteresis); one may grow past its ask onto idle slots and
  * gives those back first when a job waits; an unmeasured speed is estimated from the
- * other types' class ratios. And the daemon's mapping of policy_plan's answers to actions
+ * other types' class ratios; a trace's elastic flag and a spec's min_workers give the same
+ * bounds (policy_hjob_bounds) and decisions. And the daemon's mapping of policy_plan's answers to actions
  * (run.c, hplan_apply; coordinator/hclass.h): the change's kind, the world cap of its
  * relaunch, the hosts it keeps first. No Redis, no clock: pure functions of their snapshots.
  */
@@ -145,6 +146,62 @@ static void test_shrink_to_admit_then_grow_back(void **unused)
     assert_int_equal(sc.nrz, 1);
     assert_int_equal(sc.rz[0].alloc[0], 4);
     assert_string_equal(sc.rz[0].reason, "grown from 2 fast to 4 fast slots: slots free (hetero)");
+}
+
+/* The daemon and the simulator feed the policy one rule (policy_hjob_bounds): a trace's
+ * "elastic": true job (least 1) is a spec's min_workers 1, "elastic": false (least = most =
+ * want) a spec's min_workers = max_workers = workers; they give the policy the jobs the
+ * simulator made by hand before, and the same decisions. One class of 3 slots, a rigid job
+ * holding 2: a queued elastic 2-worker job starts on the free slot, a rigid one waits. */
+static void test_trace_elastic_is_spec_bounds(void **unused)
+{
+    (void)unused;
+    static const policy_class_t one[] = {{"fast", 3}};
+    static const double sp[] = {100};
+    /* as sched_sim.c made them: elastic {1, min 1, want 2, max 2}; rigid {0, 2, 2, 2} */
+    const policy_hjob_t by_hand[2] = {{.type = 0, .elastic = 1, .min_slots = 1, .want = 2, .max_slots = 2},
+                                      {.type = 0, .elastic = 0, .min_slots = 2, .want = 2, .max_slots = 2}};
+    for (int e = 0; e < 2; e++) {
+        int least = e == 0 ? 1 : 2; /* min_workers: 1 (elastic) or workers (rigid) */
+        policy_hjob_t hq[1] = {{.type = 0, .min_slots = 2, .want = 2, .max_slots = 2}};
+        policy_hjob_bounds(&hq[0], 2, least, 2, 3, 3);
+        assert_int_equal(hq[0].elastic, by_hand[e].elastic);
+        assert_int_equal(hq[0].min_slots, by_hand[e].min_slots);
+        assert_int_equal(hq[0].want, by_hand[e].want);
+        assert_int_equal(hq[0].max_slots, by_hand[e].max_slots);
+        policy_running_t run[] = {{"rigid", 2, 0, -1, POLICY_PRIO_NORMAL, NOW - 700}};
+        policy_hjob_t hr[] = {{.type = 0, .min_slots = 2, .want = 2, .alloc = {2}, .changed = NOW - 700}};
+        policy_hjob_bounds(&hr[0], 2, 2, 2, 3, 2);
+        assert_int_equal(hr[0].elastic, 0);
+        policy_queued_t q[] = {{"next", 2, hq[0].min_slots, 0, 0, POLICY_PRIO_NORMAL, NULL, 0}};
+        scene_t sc, hand;
+        scene(&sc, one, 1, sp, 1, run, hr, 1, q, hq, 1);
+        scene(&hand, one, 1, sp, 1, run, hr, 1, q, &by_hand[e], 1);
+        assert_int_equal(plan(&sc, POLICY_HETERO), e == 0 ? 1 : 0);
+        assert_int_equal(plan(&hand, POLICY_HETERO), e == 0 ? 1 : 0);
+        assert_int_equal(sc.nrz, 0);
+        assert_int_equal(sc.d[0].start, hand.d[0].start);
+        assert_int_equal(sc.d[0].world, hand.d[0].world);
+        assert_string_equal(sc.d[0].placement, hand.d[0].placement);
+        if (e == 0) {
+            assert_int_equal(sc.d[0].world, 1);
+            assert_int_equal(sc.d[0].alloc[0], 1);
+            assert_string_equal(sc.d[0].placement,
+                                "placed on 1 fast slots: 1.00x its speed on 1 slot of its slowest class (hetero)");
+        } else {
+            assert_string_equal(policy_reason_name(sc.d[0].reason), "slots");
+        }
+    }
+    /* growth alone makes a job elastic (min_workers = workers, max_workers above them), and
+     * the bounds are capped at the usable slots (a running job's floor at what it holds) */
+    policy_hjob_t g = {.min_slots = 2, .want = 2};
+    policy_hjob_bounds(&g, 2, 2, 5, 4, 4);
+    assert_int_equal(g.elastic, 1);
+    assert_int_equal(g.min_slots, 2);
+    assert_int_equal(g.max_slots, 4);
+    policy_hjob_bounds(&g, 6, 1, 6, 4, 3);
+    assert_int_equal(g.want, 4);
+    assert_int_equal(g.min_slots, 1);
 }
 
 /* A running rl job holds the fast slots (placed first-fit); a conv job arrives wanting 2:
@@ -442,6 +499,7 @@ int main(void)
         cmocka_unit_test(test_shortest_on_fastest),
         cmocka_unit_test(test_shortest_grows_first),
         cmocka_unit_test(test_grow_past_ask_then_lend_back),
+        cmocka_unit_test(test_trace_elastic_is_spec_bounds),
         cmocka_unit_test(test_speed_estimate),
         cmocka_unit_test(test_plan_to_action),
         cmocka_unit_test(test_move_to_action),

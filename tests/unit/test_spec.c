@@ -526,6 +526,13 @@ static const bad_case_t BAD[] = {
     {"{\"model\":\"lenet5\",\"workers\":2,\"max_workers\":3,\"algorithm\":{\"name\":\"ssgd\"},"
      "\"simulate\":{\"enabled\":true}}",
      "max_workers: a simulated job (simulate.enabled) runs on its workers (2)"},
+    /* min_workers (issue 46): the fewest workers it may start on or shrink to */
+    {"{\"model\":\"lenet5\",\"min_workers\":0}", "min_workers: must be between 1 and 256"},
+    {"{\"model\":\"lenet5\",\"min_workers\":257}", "min_workers: must be between 1 and 256"},
+    {"{\"model\":\"lenet5\",\"min_workers\":-1}", "min_workers: must be between 1 and 256"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"min_workers\":3,\"algorithm\":{\"name\":\"ssgd\"}}",
+     "min_workers: must be <= workers (2), is 3"},
+    {"{\"model\":\"lenet5\",\"min_workers\":\"2\"}", "min_workers"},
 };
 
 static void test_invalid_specs(void **state)
@@ -743,7 +750,7 @@ static void test_spec_hash(void **state)
         snprintf(quoted, sizeof quoted, "`%s`", f.path);
         if (!strstr(sec, quoted)) fail_msg("docs/JOB_SPEC.md, Resuming from a checkpoint: %s is not listed", quoted);
     }
-    assert_int_equal(nfree, 16); /* model.onnx: the path, model.sha256; the name is hashed */
+    assert_int_equal(nfree, 17); /* model.onnx: the path, model.sha256; the name is hashed */
     free(doc);
 }
 
@@ -937,6 +944,26 @@ static void test_max_workers(void **state)
     parse_ok("{\"model\":\"lenet5\",\"workers\":2,\"max_workers\":2,\"algorithm\":{\"name\":\"asgd\"}}", &t);
     parse_ok("{\"model\":\"lenet5\",\"workers\":3,\"max_workers\":5,\"algorithm\":{\"name\":\"ssgd\"}}", &t);
     assert_true(spec_hash(&s) == spec_hash(&t));
+}
+
+/* min_workers: 1 when not given (today's elastic jobs); any value up to workers, for every
+ * algorithm (lost hosts shrink any job); it may change on resume, as max_workers. */
+static void test_min_workers(void **state)
+{
+    (void)state;
+    job_spec_t s, t;
+    parse_ok("{\"model\":\"lenet5\",\"workers\":3,\"algorithm\":{\"name\":\"ssgd\"}}", &s);
+    assert_int_equal(s.min_workers, 1);
+    parse_ok("{\"model\":\"lenet5\",\"workers\":3,\"min_workers\":3,\"algorithm\":{\"name\":\"ssgd\"}}", &t);
+    assert_int_equal(t.min_workers, 3);
+    assert_true(spec_hash(&s) == spec_hash(&t));
+    parse_ok("{\"model\":\"lenet5\",\"workers\":4,\"min_workers\":2,\"max_workers\":6,\"batch_size\":8,"
+             "\"algorithm\":{\"name\":\"ssgd\"}}",
+             &t);
+    assert_int_equal(t.min_workers, 2);
+    parse_ok("{\"model\":\"lenet5\",\"workers\":3,\"min_workers\":2,\"algorithm\":{\"name\":\"asgd\"}}", &t);
+    assert_int_equal(t.min_workers, 2);
+    parse_ok("{\"model\":\"lenet5\",\"min_workers\":1}", &t);
 }
 
 static void test_is_async(void **state)
@@ -1850,6 +1877,7 @@ int main(void)
         cmocka_unit_test(test_catalog_added_model),
         cmocka_unit_test(test_catalog_add_refusals),
         cmocka_unit_test(test_max_workers),
+        cmocka_unit_test(test_min_workers),
         cmocka_unit_test(test_model_onnx),
         cmocka_unit_test(test_model_uploaded),
         cmocka_unit_test(test_onnx_name),

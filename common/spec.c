@@ -1469,6 +1469,11 @@ int spec_is_async(const job_spec_t *s) { return in_list(s->algorithm.name, ASYNC
 
 int spec_max_workers(const job_spec_t *s) { return s->max_workers > s->workers ? s->max_workers : s->workers; }
 
+int spec_min_workers(const job_spec_t *s)
+{
+    return s->min_workers < 1 ? 1 : s->min_workers > s->workers ? s->workers : s->min_workers;
+}
+
 int spec_is_adamw(const job_spec_t *s) { return strcmp(s->optimizer.kind, "adamw") == 0; }
 
 void spec_adamw_betas(const job_spec_t *s, double *beta1, double *beta2)

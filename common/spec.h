@@ -223,6 +223,9 @@ int spec_is_async(const job_spec_t *s);
 /* The most training ranks the job may run on: max_workers, never fewer than workers (a
  * spec built by hand may leave max_workers 0). */
 int spec_max_workers(const job_spec_t *s);
+/* The fewest training ranks the job may start on or shrink to: min_workers, 1 when not
+ * given (0 in a spec built by hand), never more than workers. */
+int spec_min_workers(const job_spec_t *s);
 /* optimizer.kind is adamw. */
 int spec_is_adamw(const job_spec_t *s);
 /* optimizer.betas, or AdamW's defaults (0.9, 0.999) when the spec gives none. */

@@ -115,9 +115,8 @@ static int workers_of(const coord_run_t *r, int world) { return spec_is_async(r-
 static void spec_worlds(const job_spec_t *s, int *full, int *least, int *most)
 {
     int ps = spec_is_async(s) ? 1 : 0;
-    int m = s->min_workers < 1 ? 1 : s->min_workers > s->workers ? s->workers : s->min_workers;
     *full = s->workers + ps;
-    *least = m + ps;
+    *least = spec_min_workers(s) + ps;
     *most = ps ? *full : spec_max_workers(s);
 }
 

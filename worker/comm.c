@@ -96,7 +96,15 @@ int comm_check_world(const job_spec_t *s, int world, int expect, char *err, size
      * (the parameter-server family never grows: common/spec.c); they share its global
      * batch. */
     int most = async ? need : spec_max_workers(s);
-    if (expect > 0 && world == expect && world < need && world >= (async ? 2 : 1)) return 0;
+    /* the fewest it may shrink to: min_workers (1 when not given), + 1 with a server */
+    int least = spec_min_workers(s) + (async ? 1 : 0);
+    if (expect > 0 && world == expect && world < need && world < least) {
+        snprintf(err, errlen,
+                 "min_workers: the spec lets the job shrink to %d workers (workers %d), but --world %d gives it %d",
+                 least - (async ? 1 : 0), s->workers, world, world - (async ? 1 : 0));
+        return -1;
+    }
+    if (expect > 0 && world == expect && world < need && world >= least) return 0;
     if (expect > 0 && world == expect && world > need && world <= most) return 0;
     if (world > need && most > need) {
         if (world > most)

@@ -1,7 +1,8 @@
 # A job grown past its spec's workers (issue 46, max_workers): with the coordinator's word
 # (--world W) the worker runs on workers < W <= max_workers ranks, which share the spec's
 # global batch (workers x batch_size) as the ranks of an elastic shrink do; above
-# max_workers, or without --world, it stops with a message naming the field. Checked for
+# max_workers, or without --world, or below min_workers, it stops with a message naming
+# the field. Checked for
 # plain ssgd (a whole run: the summary's world and global batch), dynamic batching and the
 # goodput planner (their plans over 3 ranks), and a checkpoint of the grown world resuming
 # on the spec's 2 (as an elastic shrink does). No speed is asserted.
@@ -39,6 +40,11 @@ expect_error 2 "workers: the spec asks for 2 workers; 3 processes (up to max_wor
 jq 'del(.max_workers)' "$TMP/g.json" >"$TMP/fixed.json"
 expect_error 2 "workers: the spec asks for 2 workers, so algorithm ssgd needs 2 processes, but mpirun started 3" \
     $MPIRUN -np 3 $WORKER --spec "$TMP/fixed.json" --world 3
+
+# Nor shrunk below min_workers, even with --world (the coordinator never launches that).
+jq '.min_workers = 2' "$TMP/g.json" >"$TMP/rigid.json"
+expect_error 2 "min_workers: the spec lets the job shrink to 2 workers (workers 2), but --world 1 gives it 1" \
+    $MPIRUN -np 1 $WORKER --spec "$TMP/rigid.json" --world 1
 
 # 3. The grown world's checkpoint resumes on the spec's 2 ranks (the lent slot taken back).
 rm -rf "$TMP/ck"

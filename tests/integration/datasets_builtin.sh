@@ -105,7 +105,8 @@ for f in examples/*.json; do
     [ "$stored" = "$(listed_path "$ds")" ] || fail "$f: stored dataset.path '$stored', listed '$(listed_path "$ds")'"
     [ "$ds" = mnist ] && MNIST_JOB=$(json "$TMP/b$n.json" .id)
     # what a rank reads: the stored spec, from another directory, without $PACER_SHARED
-    jq '.spec | .workers = 1 | .algorithm = {"name": "sgd"} | del(.emulate) | del(.checkpoint)
+    # (one worker: the fields tied to the stored workers go with them, JOB_SPEC.md)
+    jq '.spec | .workers = 1 | del(.max_workers, .min_workers) | .algorithm = {"name": "sgd"} | del(.emulate) | del(.checkpoint)
         | .epochs = 1 | .batch_size = 32 | .dataset.train_subset = 64 | .dataset.test_subset = 32' \
         "$TMP/b$n.json" >"$TMP/elsewhere/s$n.json"
     (cd "$TMP/elsewhere" && PACER_SHARED=$NOSHARED "$REAL_WORKER" --spec "s$n.json" --summary "sum$n.json" \

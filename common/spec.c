@@ -1474,6 +1474,14 @@ int spec_min_workers(const job_spec_t *s)
     return s->min_workers < 1 ? 1 : s->min_workers > s->workers ? s->workers : s->min_workers;
 }
 
+void spec_worlds(const job_spec_t *s, int *full, int *least, int *most)
+{
+    const int ps = spec_is_async(s) ? 1 : 0;
+    *full = s->workers + ps;
+    *least = spec_min_workers(s) + ps;
+    *most = ps ? *full : spec_max_workers(s);
+}
+
 int spec_is_adamw(const job_spec_t *s) { return strcmp(s->optimizer.kind, "adamw") == 0; }
 
 void spec_adamw_betas(const job_spec_t *s, double *beta1, double *beta2)

@@ -226,6 +226,12 @@ int spec_max_workers(const job_spec_t *s);
 /* The fewest training ranks the job may start on or shrink to: min_workers, 1 when not
  * given (0 in a spec built by hand), never more than workers. */
 int spec_min_workers(const job_spec_t *s);
+/* The processes a job runs as (the parameter-server family adds its server): full, what it
+ * asks (workers); least, the fewest it may start on or shrink to (spec_min_workers); most,
+ * the most it may grow to (spec_max_workers; the parameter-server family never grows). One
+ * home for the coordinator's bounds (queue, runs, launches) and the worker's check of the
+ * world it was started as (comm_check_world). */
+void spec_worlds(const job_spec_t *s, int *full, int *least, int *most);
 /* optimizer.kind is adamw. */
 int spec_is_adamw(const job_spec_t *s);
 /* optimizer.betas, or AdamW's defaults (0.9, 0.999) when the spec gives none. */

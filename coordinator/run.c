@@ -107,19 +107,6 @@ void run_free(coord_run_t *r)
 /* Workers of an attempt of `world` processes. */
 static int workers_of(const coord_run_t *r, int world) { return spec_is_async(r->spec) ? world - 1 : world; }
 
-/* The ranks a spec's job runs as (the parameter-server family adds its server): full, what
- * it asks (workers); least, the fewest it may start on or shrink to (min_workers, 1 when
- * not given: --policy hetero's starts and shrinks, lost hosts); most, the most it may grow
- * to (max_workers: a grow past its ask onto idle slots, world_grow; the parameter-server
- * family never grows, common/spec.c). One home for the queue's and the runs' bounds. */
-static void spec_worlds(const job_spec_t *s, int *full, int *least, int *most)
-{
-    int ps = spec_is_async(s) ? 1 : 0;
-    *full = s->workers + ps;
-    *least = spec_min_workers(s) + ps;
-    *most = ps ? *full : spec_max_workers(s);
-}
-
 /* The most ranks r may run as (spec_worlds). */
 static int run_max_world(const coord_run_t *r)
 {

@@ -69,7 +69,9 @@ void comm_split_machine(int rank, MPI_Comm *out)
 int comm_check_world(const job_spec_t *s, int world, int expect, char *err, size_t errlen)
 {
     int async = spec_is_async(s);
-    int need = async ? s->workers + 1 : s->workers;
+    /* what the spec asks, the fewest it may shrink to, the most it may grow to (processes) */
+    int need, least, most;
+    spec_worlds(s, &need, &least, &most);
     char var[32];
     int launched = comm_launcher_world(var, sizeof var);
     /* N singletons: every process of a launch that did not connect them (srun without
@@ -95,9 +97,6 @@ int comm_check_world(const job_spec_t *s, int world, int expect, char *err, size
      * spec asks (hosts were lost), or grew it past them up to max_workers onto idle slots
      * (the parameter-server family never grows: common/spec.c); they share its global
      * batch. */
-    int most = async ? need : spec_max_workers(s);
-    /* the fewest it may shrink to: min_workers (1 when not given), + 1 with a server */
-    int least = spec_min_workers(s) + (async ? 1 : 0);
     if (expect > 0 && world == expect && world < need && world < least) {
         snprintf(err, errlen,
                  "min_workers: the spec lets the job shrink to %d workers (workers %d), but --world %d gives it %d",

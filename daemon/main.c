@@ -237,7 +237,7 @@ static const opt_row_t OPTIONS[] = {
      "or more has no profile for the job's model), always, off (default auto); "
      "POST /api/v1/cluster/benchmark runs one on demand",
      O_PREFLIGHT},
-    {"preflight-steps", 1, "N", "timed steps of a host's benchmark (default 8)", O_PREFLIGHT_STEPS},
+    {"preflight-steps", 1, "N", "timed steps of a host's benchmark (1 to 1000, default 8)", O_PREFLIGHT_STEPS},
     {"preflight-timeout", 1, "S", "a benchmark still running after S seconds fails its host (default 120)",
      O_PREFLIGHT_TIMEOUT},
     {"worker", 1, "PATH", "pacer-worker binary (default: next to this executable)", O_WORKER},
@@ -286,69 +286,74 @@ typedef struct {
 
 /* Where the options that only store their value put it, as Redis's config table does: an
  * argument (STR), a flag (FLAG), a number (INT, LONG, DBL, SIZE: parse_num, at least 0;
- * with hi > 0 a value outside [lo, hi] becomes dflt) or a duration (DUR: parse_duration).
- * The options that check more (--data-root, --policy, ...) are the cases of apply_option. */
+ * with hi > 0 a value outside [lo, hi] is refused by name, never replaced) or a duration
+ * (DUR: parse_duration).
+ * The options that check more (--data-root, --policy, ...) are the cases of apply_option.
+ *
+ * Every numeric option is at most NUM_OPT_MAX: the integer ones are converted to int or
+ * long, which an out-of-range double must never reach (1e300 would be undefined). */
+#define NUM_OPT_MAX 1e9
 typedef enum { SET_STR, SET_FLAG, SET_INT, SET_LONG, SET_DBL, SET_SIZE, SET_DUR } set_kind_t;
 
 static const struct {
     int id;
     set_kind_t kind;
     size_t off; /* in cli_t */
-    double lo, hi, dflt;
+    double lo, hi;
 } SETTERS[] = {
-    {O_LISTEN, SET_STR, offsetof(cli_t, cfg.listen), 0, 0, 0},
-    {O_REDIS, SET_STR, offsetof(cli_t, cfg.redis_url), 0, 0, 0},
-    {O_WORKER_REDIS, SET_STR, offsetof(cli_t, cfg.worker_redis_url), 0, 0, 0},
-    {O_STATE_DIR, SET_STR, offsetof(cli_t, cfg.state_dir), 0, 0, 0},
-    {O_HOSTFILE, SET_STR, offsetof(cli_t, cfg.hostfile), 0, 0, 0},
-    {O_LAUNCHER, SET_STR, offsetof(cli_t, cfg.launcher), 0, 0, 0},
-    {O_PREFLIGHT, SET_STR, offsetof(cli_t, cfg.preflight), 0, 0, 0},
-    {O_SLURM_MPI, SET_STR, offsetof(cli_t, cfg.slurm_mpi), 0, 0, 0},
-    {O_SLURM_PARTITION, SET_STR, offsetof(cli_t, cfg.slurm_partition), 0, 0, 0},
-    {O_SLURM_ARGS, SET_STR, offsetof(cli_t, cfg.slurm_args), 0, 0, 0},
-    {O_WORKER, SET_STR, offsetof(cli_t, cfg.worker), 0, 0, 0},
-    {O_SIM, SET_STR, offsetof(cli_t, cfg.sim), 0, 0, 0},
-    {O_SIM_PLATFORMS, SET_STR, offsetof(cli_t, cfg.sim_platforms), 0, 0, 0},
-    {O_MPIRUN, SET_STR, offsetof(cli_t, cfg.mpirun), 0, 0, 0},
-    {O_REDIS_SERVER, SET_STR, offsetof(cli_t, cfg.redis_server), 0, 0, 0},
-    {O_DATA_CACHE, SET_STR, offsetof(cli_t, cfg.data_cache_dir), 0, 0, 0},
-    {O_STATE, SET_STR, offsetof(cli_t, state), 0, 0, 0},
-    {O_SINCE, SET_STR, offsetof(cli_t, since), 0, 0, 0},
-    {O_TOKEN_FILE, SET_STR, offsetof(cli_t, token_file), 0, 0, 0},
-    {O_TLS_CERT, SET_STR, offsetof(cli_t, tls_cert), 0, 0, 0},
-    {O_TLS_KEY, SET_STR, offsetof(cli_t, tls_key), 0, 0, 0},
-    {O_STATIC_DIR, SET_STR, offsetof(cli_t, http.static_dir), 0, 0, 0},
-    {O_STOP_JOBS, SET_FLAG, offsetof(cli_t, cfg.stop_jobs_on_exit), 0, 0, 0},
-    {O_REFUSE_OVERSUB, SET_FLAG, offsetof(cli_t, cfg.refuse_oversubscribed), 0, 0, 0},
-    {O_JSON, SET_FLAG, offsetof(cli_t, json), 0, 0, 0},
-    {O_PUBLIC_READS, SET_FLAG, offsetof(cli_t, http.public_reads), 0, 0, 0},
-    {O_PREEMPT_MIN_RUN, SET_DUR, offsetof(cli_t, cfg.preempt_min_run_s), 0, 0, 0},
-    {O_FAIR_HALF_LIFE, SET_DUR, offsetof(cli_t, cfg.fair_half_life_s), 0, 0, 0},
-    {O_HETERO_MIN_RUN, SET_DUR, offsetof(cli_t, cfg.hetero_min_run_s), 0, 0, 0},
-    {O_HETERO_RESIZE_COST, SET_DUR, offsetof(cli_t, cfg.hetero_resize_cost_s), 0, 0, 0},
-    {O_HETERO_HYSTERESIS, SET_DBL, offsetof(cli_t, cfg.hetero_hysteresis), 0, 0, 0},
-    {O_KEEP_JOBS_AGE, SET_DUR, offsetof(cli_t, cfg.keep_jobs_age_s), 0, 0, 0},
-    {O_MAX_RESTARTS, SET_INT, offsetof(cli_t, cfg.max_restarts), 0, 0, 0},
-    {O_HEARTBEAT, SET_DBL, offsetof(cli_t, cfg.heartbeat_timeout_s), 0, 0, 0},
-    {O_BACKOFF, SET_DBL, offsetof(cli_t, cfg.restart_backoff_s), 0, 0, 0},
-    {O_GRACE, SET_DBL, offsetof(cli_t, cfg.kill_grace_s), 0, 0, 0},
-    {O_CKPT_STEPS, SET_LONG, offsetof(cli_t, cfg.default_checkpoint_steps), 0, 0, 0},
-    {O_TIMEOUT, SET_DBL, offsetof(cli_t, timeout_s), 0, 0, 0},
-    {O_TAIL, SET_LONG, offsetof(cli_t, tail), 0, 0, 0},
-    {O_LIMIT, SET_LONG, offsetof(cli_t, limit), 0, 0, 0},
-    {O_HTTP_THREADS, SET_INT, offsetof(cli_t, http.threads), 0, 0, 0},
-    {O_SSE_MAX, SET_INT, offsetof(cli_t, http.sse_max), 0, 0, 0},
-    {O_SSE_PER_CLIENT, SET_INT, offsetof(cli_t, http.sse_per_client), 0, 0, 0},
-    {O_KEEP_JOBS, SET_LONG, offsetof(cli_t, cfg.keep_jobs), 0, 0, 0},
-    {O_CONNS_PER_CLIENT, SET_INT, offsetof(cli_t, http.conns_per_client), 0, 0, 0},
-    {O_HEADER_TIMEOUT, SET_INT, offsetof(cli_t, http.header_timeout_s), 0, 0, 0},
-    {O_API_CACHE, SET_INT, offsetof(cli_t, http.cache_ms), 0, 0, 0},
-    {O_MAX_MODEL_BYTES, SET_SIZE, offsetof(cli_t, http.model_max), 1, 1e300, 1},
-    {O_SIM_SLOTS, SET_INT, offsetof(cli_t, cfg.sim_slots), 1, 1e300, 1},
-    {O_HOST_PROBE, SET_DBL, offsetof(cli_t, cfg.host_probe_s), 0, 0, 0},
-    {O_HOST_MEMORY, SET_DBL, offsetof(cli_t, cfg.host_memory_mb), 0, 0, 0},
-    {O_PREFLIGHT_STEPS, SET_INT, offsetof(cli_t, cfg.preflight_steps), 1, 1000, 8},
-    {O_PREFLIGHT_TIMEOUT, SET_DBL, offsetof(cli_t, cfg.preflight_timeout_s), 0, 0, 0},
+    {O_LISTEN, SET_STR, offsetof(cli_t, cfg.listen), 0, 0},
+    {O_REDIS, SET_STR, offsetof(cli_t, cfg.redis_url), 0, 0},
+    {O_WORKER_REDIS, SET_STR, offsetof(cli_t, cfg.worker_redis_url), 0, 0},
+    {O_STATE_DIR, SET_STR, offsetof(cli_t, cfg.state_dir), 0, 0},
+    {O_HOSTFILE, SET_STR, offsetof(cli_t, cfg.hostfile), 0, 0},
+    {O_LAUNCHER, SET_STR, offsetof(cli_t, cfg.launcher), 0, 0},
+    {O_PREFLIGHT, SET_STR, offsetof(cli_t, cfg.preflight), 0, 0},
+    {O_SLURM_MPI, SET_STR, offsetof(cli_t, cfg.slurm_mpi), 0, 0},
+    {O_SLURM_PARTITION, SET_STR, offsetof(cli_t, cfg.slurm_partition), 0, 0},
+    {O_SLURM_ARGS, SET_STR, offsetof(cli_t, cfg.slurm_args), 0, 0},
+    {O_WORKER, SET_STR, offsetof(cli_t, cfg.worker), 0, 0},
+    {O_SIM, SET_STR, offsetof(cli_t, cfg.sim), 0, 0},
+    {O_SIM_PLATFORMS, SET_STR, offsetof(cli_t, cfg.sim_platforms), 0, 0},
+    {O_MPIRUN, SET_STR, offsetof(cli_t, cfg.mpirun), 0, 0},
+    {O_REDIS_SERVER, SET_STR, offsetof(cli_t, cfg.redis_server), 0, 0},
+    {O_DATA_CACHE, SET_STR, offsetof(cli_t, cfg.data_cache_dir), 0, 0},
+    {O_STATE, SET_STR, offsetof(cli_t, state), 0, 0},
+    {O_SINCE, SET_STR, offsetof(cli_t, since), 0, 0},
+    {O_TOKEN_FILE, SET_STR, offsetof(cli_t, token_file), 0, 0},
+    {O_TLS_CERT, SET_STR, offsetof(cli_t, tls_cert), 0, 0},
+    {O_TLS_KEY, SET_STR, offsetof(cli_t, tls_key), 0, 0},
+    {O_STATIC_DIR, SET_STR, offsetof(cli_t, http.static_dir), 0, 0},
+    {O_STOP_JOBS, SET_FLAG, offsetof(cli_t, cfg.stop_jobs_on_exit), 0, 0},
+    {O_REFUSE_OVERSUB, SET_FLAG, offsetof(cli_t, cfg.refuse_oversubscribed), 0, 0},
+    {O_JSON, SET_FLAG, offsetof(cli_t, json), 0, 0},
+    {O_PUBLIC_READS, SET_FLAG, offsetof(cli_t, http.public_reads), 0, 0},
+    {O_PREEMPT_MIN_RUN, SET_DUR, offsetof(cli_t, cfg.preempt_min_run_s), 0, 0},
+    {O_FAIR_HALF_LIFE, SET_DUR, offsetof(cli_t, cfg.fair_half_life_s), 0, 0},
+    {O_HETERO_MIN_RUN, SET_DUR, offsetof(cli_t, cfg.hetero_min_run_s), 0, 0},
+    {O_HETERO_RESIZE_COST, SET_DUR, offsetof(cli_t, cfg.hetero_resize_cost_s), 0, 0},
+    {O_HETERO_HYSTERESIS, SET_DBL, offsetof(cli_t, cfg.hetero_hysteresis), 0, 0},
+    {O_KEEP_JOBS_AGE, SET_DUR, offsetof(cli_t, cfg.keep_jobs_age_s), 0, 0},
+    {O_MAX_RESTARTS, SET_INT, offsetof(cli_t, cfg.max_restarts), 0, 0},
+    {O_HEARTBEAT, SET_DBL, offsetof(cli_t, cfg.heartbeat_timeout_s), 0, 0},
+    {O_BACKOFF, SET_DBL, offsetof(cli_t, cfg.restart_backoff_s), 0, 0},
+    {O_GRACE, SET_DBL, offsetof(cli_t, cfg.kill_grace_s), 0, 0},
+    {O_CKPT_STEPS, SET_LONG, offsetof(cli_t, cfg.default_checkpoint_steps), 0, 0},
+    {O_TIMEOUT, SET_DBL, offsetof(cli_t, timeout_s), 0, 0},
+    {O_TAIL, SET_LONG, offsetof(cli_t, tail), 0, 0},
+    {O_LIMIT, SET_LONG, offsetof(cli_t, limit), 0, 0},
+    {O_HTTP_THREADS, SET_INT, offsetof(cli_t, http.threads), 0, 0},
+    {O_SSE_MAX, SET_INT, offsetof(cli_t, http.sse_max), 0, 0},
+    {O_SSE_PER_CLIENT, SET_INT, offsetof(cli_t, http.sse_per_client), 0, 0},
+    {O_KEEP_JOBS, SET_LONG, offsetof(cli_t, cfg.keep_jobs), 0, 0},
+    {O_CONNS_PER_CLIENT, SET_INT, offsetof(cli_t, http.conns_per_client), 0, 0},
+    {O_HEADER_TIMEOUT, SET_INT, offsetof(cli_t, http.header_timeout_s), 0, 0},
+    {O_API_CACHE, SET_INT, offsetof(cli_t, http.cache_ms), 0, 0},
+    {O_MAX_MODEL_BYTES, SET_SIZE, offsetof(cli_t, http.model_max), 1, NUM_OPT_MAX},
+    {O_SIM_SLOTS, SET_INT, offsetof(cli_t, cfg.sim_slots), 1, NUM_OPT_MAX},
+    {O_HOST_PROBE, SET_DBL, offsetof(cli_t, cfg.host_probe_s), 0, 0},
+    {O_HOST_MEMORY, SET_DBL, offsetof(cli_t, cfg.host_memory_mb), 0, 0},
+    {O_PREFLIGHT_STEPS, SET_INT, offsetof(cli_t, cfg.preflight_steps), 1, 1000},
+    {O_PREFLIGHT_TIMEOUT, SET_DBL, offsetof(cli_t, cfg.preflight_timeout_s), 0, 0},
 };
 #define NSETTERS (sizeof SETTERS / sizeof SETTERS[0])
 
@@ -592,10 +597,6 @@ static int cmd_cluster(coordinator_t *c, char **args, const cli_t *o)
     return print_json(j);
 }
 
-/* Every numeric option is at most NUM_OPT_MAX: the integer ones are converted to int or
- * long, which an out-of-range double must never reach (1e300 would be undefined). */
-#define NUM_OPT_MAX 1e9
-
 static int parse_num(const char *opt, const char *s, double min, double *out)
 {
     if (numarg_double(s, min, NUM_OPT_MAX, out) == 0) return 0;
@@ -724,7 +725,11 @@ static int apply_setter(cli_t *o, size_t row, const char *name)
     default: break;
     }
     if (parse_num(name, optarg, 0, &v) != 0) return 2;
-    if (SETTERS[row].hi > 0 && !(v >= SETTERS[row].lo && v <= SETTERS[row].hi)) v = SETTERS[row].dflt;
+    if (SETTERS[row].hi > 0 && !(v >= SETTERS[row].lo && v <= SETTERS[row].hi)) {
+        fprintf(stderr, "pacer-coordinator: --%s: '%s' is not between %.0f and %.0f\n", name, optarg, SETTERS[row].lo,
+                SETTERS[row].hi);
+        return 2;
+    }
     switch (SETTERS[row].kind) {
     case SET_INT: *(int *)field = (int)v; break;
     case SET_LONG: *(long *)field = (long)v; break;

@@ -134,6 +134,11 @@ bad '"log_every": 2147483648' "log_every: must be between 0 and 1000000000"
 expect_error 2 "max-restarts: '1e300' is not a number between 0 and 1000000000" \
     "$COORD" --state-dir "$TMP/cli" --max-restarts 1e300 status j-1
 expect_error 2 "sse-max: 'nan' is not a number" "$COORD" --state-dir "$TMP/cli" --sse-max nan status j-1
+# ... and one outside its own range is refused by name, not replaced by the default
+expect_error 2 "preflight-steps: '5000' is not between 1 and 1000" \
+    "$COORD" --state-dir "$TMP/cli" --preflight-steps 5000 status j-1
+expect_error 2 "max-model-bytes: '0' is not between 1 and 1000000000" \
+    "$COORD" --state-dir "$TMP/cli" --max-model-bytes 0 status j-1
 
 # ---- the coordinator: the same specs over HTTP, and stream ids past 2^64 - 1 ---------------
 start_coord --listen 127.0.0.1:0

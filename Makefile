@@ -184,9 +184,11 @@ BINS      := $(BUILD)/pacer-worker $(CUDA_SO) $(if $(wildcard daemon/main.c),$(B
              $(if $(filter yes,$(HAVE_CURL)),$(BUILD)/pacer)
 FAKE_CUDA := $(BUILD)/tests/libpacer_fakecuda.so $(BUILD)/tests/fakecuda/libcuda.so.1 \
              $(BUILD)/tests/fakenvml/libnvidia-ml.so.1
+# LD_PRELOAD doubles that widen a library's race window (tests/shims/)
+SHIMS     := $(patsubst tests/shims/%.c,$(BUILD)/tests/shims/%.so,$(wildcard tests/shims/*.c))
 
 .PHONY: all found deps test test-stress check-asan check-layers demo bench clean format format-check fuzz FORCE
-all: found $(BINS) $(UNIT_BIN) $(BENCH_BIN) $(TOOL_BIN) $(FAKE_CUDA)
+all: found $(BINS) $(UNIT_BIN) $(BENCH_BIN) $(TOOL_BIN) $(FAKE_CUDA) $(SHIMS)
 
 found:
 	@echo "pacer build: OpenBLAS $(HAVE_OPENBLAS), Open MPI $(HAVE_MPI), nvcc $(HAVE_NVCC), cuDNN $(HAVE_CUDNN) -> CUDA backend $(WITH_CUDA)$(if $(CUDA_SO), ($(CUDA_CODE)))$(if $(SANITIZE), [sanitize=$(SANITIZE)]); libcurl $(HAVE_CURL)$(if $(filter no,$(HAVE_CURL)), (no build/pacer: make deps))"
@@ -303,6 +305,9 @@ $(BUILD)/tests/fakecuda/libcuda.so.1: tests/fakecuda/libcuda.c
 $(BUILD)/tests/fakenvml/libnvidia-ml.so.1: tests/fakecuda/libnvidia-ml.c
 	@mkdir -p $(dir $@)
 	$(CC) -shared -fPIC $(CSTD) $(OPT) $(WARN) -Wl,-soname,libnvidia-ml.so.1 $< -o $@
+$(BUILD)/tests/shims/%.so: tests/shims/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -shared -fPIC $(CSTD) $(OPT) $(WARN) $< -o $@ -ldl
 
 $(BUILD)/pacer-coordinator: $(call obj,daemon/main.c) $(LIBHTTP) $(LIBCOORD) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) $< -o $@ $(COORD_LIBS)

@@ -833,10 +833,16 @@ int http_port(const http_server_t *s) { return s ? s->port : 0; }
 void http_stop(http_server_t *s)
 {
     if (!s) return;
-    /* Stop accepting; end the event streams (their threads call the coordinator); then
-     * stop the workers, which joins them: no coord_* call runs after this returns. */
+    /* End the event streams (their threads call the coordinator; new ones are refused
+     * from here on, 503); then stop the workers, which closes the listening socket and
+     * joins them: no coord_* call runs after this returns. Requests that arrive
+     * meanwhile are served: the coordinator is still up.
+     *
+     * Not MHD_quiesce_daemon: in libmicrohttpd 0.9.75 to 0.9.77 (Debian 12 has 0.9.75)
+     * with a thread pool and epoll it panics, aborting the process, when a pool thread
+     * took the listening socket out of its epoll set in the same instant (the quiesce
+     * side does not allow ENOENT); coordinator_stop_busy.sh hits that race. */
     clog_printf("http: stopping");
-    MHD_socket lfd = MHD_quiesce_daemon(s->daemon);
     sse_shutdown(s);
     /* the deadline thread first: MHD_stop_daemon closes every connection's socket */
     if (s->hdr_thread_on) {
@@ -848,7 +854,6 @@ void http_stop(http_server_t *s)
     }
     MHD_stop_daemon(s->daemon);
     clog_printf("http: stopped");
-    if (lfd != MHD_INVALID_SOCKET) close(lfd);
     for (int i = 0; i < HTTP_JOB_CACHE_SLOTS; i++) free(s->job_cache[i].text);
     pthread_cond_destroy(&s->hdr_cond);
     pthread_mutex_destroy(&s->hdr_lock);

@@ -47,7 +47,7 @@ while [ $i -lt "$ROUNDS" ]; do
     rm -f "$TMP/served"
     clients "$(api_base | sed 's/.*://')" "$TMP/served"
     # served, then stopped at a point that differs from round to round
-    await 10 "a client's request to be served" test -e "$TMP/served"
+    await 30 "a client's request to be served" test -e "$TMP/served"
     sleep "0.$((i % 5 + 1))"
     stop_coord
     wait "$CLIENTS"

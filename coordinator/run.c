@@ -207,7 +207,7 @@ void run_persist(coordinator_t *c, coord_run_t *r)
         return;
     }
     char restarts[16], attempts[16], pid[16], pstart[32], ec[16], world[16], started[32], finished[32];
-    char lr_scale[32], resume_before[24];
+    char lr_scale[32], resume_before[24], world_cap[16];
     char log[JPATH], ckdir[JPATH], summary[JPATH];
     snprintf(restarts, sizeof restarts, "%d", r->restarts);
     snprintf(attempts, sizeof attempts, "%d", r->attempts);
@@ -216,6 +216,8 @@ void run_persist(coordinator_t *c, coord_run_t *r)
     if (r->exit_code >= 0) snprintf(ec, sizeof ec, "%d", r->exit_code);
     else ec[0] = 0;
     snprintf(world, sizeof world, "%d", r->world);
+    if (r->world_cap > 0) snprintf(world_cap, sizeof world_cap, "%d", r->world_cap);
+    else world_cap[0] = 0;
     snprintf(lr_scale, sizeof lr_scale, "%.17g", r->lr_scale);
     if (r->resume_before > 0) snprintf(resume_before, sizeof resume_before, "%ld", r->resume_before);
     else resume_before[0] = 0;
@@ -244,6 +246,8 @@ void run_persist(coordinator_t *c, coord_run_t *r)
         ec,
         "world",
         world,
+        "world_cap",
+        world_cap,
         "started",
         started,
         "finished",
@@ -2232,6 +2236,42 @@ static void adopt_hosts_and_resizes(coord_run_t *r, const char *hosts, const cha
     }
 }
 
+/* The "placement" field of an adopted job (JSON written by run_persist from set_place):
+ * its hosts become r->place again, so a job the policy placed grows only where the policy
+ * puts it (grow_check, launch) after a restart as before it. Anything else (not an object
+ * of host lists, too many hosts or names too long) leaves it unplaced: its attempts then
+ * use any usable host, as a job started without a class-aware policy. */
+static void adopt_placement(coord_run_t *r, const char *text)
+{
+    json_t *p = text[0] ? json_loads(text, 0, NULL) : NULL, *by = json_object_get(p, "hosts_by_class"), *list;
+    const char *cls;
+    size_t n = 0;
+    int ok = json_is_object(by) && json_is_string(json_object_get(p, "reason"));
+    json_object_foreach(by, cls, list)
+    {
+        ok &= json_is_array(list);
+        n += json_array_size(list);
+    }
+    char **names = ok && n > 0 && n <= LAUNCH_MAX_HOSTS ? calloc(n, sizeof *names) : NULL;
+    int k = 0;
+    json_object_foreach(names ? by : NULL, cls, list)
+    {
+        for (size_t i = 0; i < json_array_size(list); i++) {
+            const char *v = json_string_value(json_array_get(list, i));
+            if (v && strlen(v) < 256 && (names[k] = strdup(v))) k++;
+        }
+    }
+    if (!names || (size_t)k != n) {
+        for (int i = 0; names && i < k; i++) free(names[i]);
+        free(names);
+        json_decref(p);
+        return;
+    }
+    r->place = names;
+    r->nplace = k;
+    r->placement = p;
+}
+
 /* After a (re)start: every job Redis says is RUNNING or RESTARTING becomes a run again:
  * adopted when its process lives, finished when it left an exit status, resumed when
  * it died without one. */
@@ -2276,6 +2316,11 @@ void run_adopt(coordinator_t *c, double now)
         r->world = !bad && w >= r->min_world && w <= most ? w : r->full_world;
         r->world_grow = r->world > r->full_world ? r->world : 0;
         adopt_hosts_and_resizes(r, hstr(h, "hosts"), hstr(h, "resizes"));
+        /* Below its ask by the policy's decision (a start short, a shrink): the cap stays
+         * until the policy lifts it, and a placed job keeps its hosts. */
+        int cap = atoi(hstr(h, "world_cap"));
+        r->world_cap = !bad && cap >= r->min_world && cap < r->full_world ? cap : 0;
+        adopt_placement(r, hstr(h, "placement"));
         r->restarts = atoi(hstr(h, "restarts"));
         /* After collapse restarts: the rate's factor in (0, 1], and the step a pending
          * relaunch resumes before (anything else: 1 and none). */

@@ -1192,6 +1192,13 @@ static void test_daemon_readopts(void **state)
     assert_true(pid > 0);
     stop_daemon(fx);
     assert_true(proc_alive((pid_t)pid, 0)); /* jobs outlive the daemon */
+    /* What adoption reads besides the state is outside input too (anyone who can write to
+     * Redis): malformed, it is ignored and the job is adopted as it runs. */
+    redisReply *r = redisCommand(fx->rc, "HSET pacer:job:%s world_cap -5 placement %s hosts %s resizes %s", id,
+                                 "{\"hosts_by_class\": {\"a\": [\"h1\", 7]}, \"reason\": \"x\"}", "[1, [2]]", "{");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+    freeReplyObject(r);
     start_daemon(fx);
     char rel[200];
     snprintf(rel, sizeof rel, "%s/release", fx->dir);

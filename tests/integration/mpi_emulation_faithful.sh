@@ -22,7 +22,9 @@
 # 2. The same check says when a profile does not fit: 4 ranks pinned to one core with
 #    slowdowns [1, 1, 2, 4] ask for 2.75 cores: the worker says so at start-up and the
 #    summary carries "emulation": {"faithful": false, "demand_cores": 2.75, "cores": 1};
-#    with [4, 4, 8, 16] (0.69 cores) it is faithful.
+#    with [4, 4, 8, 16] (0.69 cores) it is faithful. What happened is measured too: each
+#    emulated rank's per_rank emulation_late_steps (steps with nothing to wait), at least
+#    half of the 2x rank's steps in the first case, under half of every worker's in 1.
 . tests/lib.sh
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
 cat > "$TMP/ratio.json" <<JSON
@@ -46,11 +48,17 @@ costs=$(jq -c '[.per_rank[] | select(.role == "worker") | .undisturbed_step_s]' 
 jq -e -n --argjson u "$costs" '($u | all(. != null)) and ($u | max) <= 1.1 * ($u | min)' >/dev/null ||
     fail "the workers' undisturbed step costs $costs are not one host's (within 10%)"
 echo "ok: undisturbed step costs $costs"
+# Each emulated rank counts the steps it had nothing to wait in (already longer than f x u):
+# at 0.23 cores of demand on this machine, few.
+late=$(jq -c '[.per_rank[] | select(.role == "worker") | [.emulation_late_steps, .steps]]' "$TMP/ratio.out")
+jq -e -n --argjson l "$late" '$l | all(.[0] != null and .[0] < .[1] / 2)' >/dev/null ||
+    fail "late steps per worker [late, steps] $late: not counted, or half or more late at 0.23 cores"
+echo "ok: [late, steps] per worker $late"
 
 unfaithful() {   # SLOWDOWNS -> the summary's emulation object, with 4 ranks on one core
     cat > "$TMP/u.json" <<JSON
-{"name": "unf", "model": "lenet5", "dataset": {"name": "fashion-mnist", "train_subset": 640, "test_subset": 100},
- "algorithm": {"name": "ssgd"}, "workers": 4, "batch_size": 32, "epochs": 1, "seed": 3, "log_every": 0,
+{"name": "unf", "model": "lenet5", "dataset": {"name": "fashion-mnist", "train_subset": 10240, "test_subset": 100},
+ "algorithm": {"name": "ssgd"}, "workers": 4, "batch_size": 256, "epochs": 1, "seed": 3, "log_every": 0,
  "emulate": {"slowdown": $1}}
 JSON
     taskset -c 0 $MPIRUN -np 4 $WORKER --spec "$TMP/u.json" --summary "$TMP/u.out" >"$TMP/u.log" 2>&1 \
@@ -61,6 +69,15 @@ got=$(unfaithful '[1, 1, 2, 4]')
 [ "$got" = '{"cores":1,"demand_cores":2.75,"faithful":false}' ] || fail "emulation of [1,1,2,4] on one core: $got"
 grep -q "ask for 2.75 cores of compute .* but have 1" "$TMP/u.log" || { cat "$TMP/u.log"; fail "no start-up warning"; }
 echo "ok: [1,1,2,4] on one core: $got, and the worker said so at start-up"
+# What happened, measured: the rank slowed 2x shares one core with three others computing
+# at the same time (ssgd starts every step together), so its compute alone takes about 4u
+# of wall time, past its 2u: most of its steps had nothing to wait. Unslowed ranks emulate
+# nothing: null, not 0.
+late=$(jq -c '[.per_rank[] | select(.role == "worker") | [.slowdown, .emulation_late_steps, .steps]]' "$TMP/u.out")
+jq -e -n --argjson l "$late" '($l | map(select(.[0] == 1) | .[1] == null) | all) and
+    ($l | map(select(.[0] == 2)) | length == 1 and (.[0] | .[1] >= .[2] / 2))' >/dev/null ||
+    fail "[slowdown, late steps, steps] per worker of [1,1,2,4] on one core: $late; want null for 1, at least half for 2"
+echo "ok: [slowdown, late steps, steps] $late"
 got=$(unfaithful '[4, 4, 8, 16]')
 [ "$got" = '{"cores":1,"demand_cores":0.6875,"faithful":true}' ] || fail "emulation of [4,4,8,16] on one core: $got"
 echo "ok: [4,4,8,16] on one core: $got"

@@ -396,17 +396,41 @@ static size_t reduce(compress_t *c, const compress_msg_t *msg, int use_mpi, MPI_
     return bytes;
 }
 
+/* One stage's messages, which do not depend on each other (bf16's words and its fp32
+ * extras): the later ones start first as non-blocking all-reduces, the first runs
+ * blocking meanwhile, so their latencies overlap instead of adding up. A second blocking
+ * collective cost bf16 about 6 ms a step on the namespace cluster at 10 Gbit/s (4 ranks on
+ * 2 cores, where every collective waits for its ranks to be scheduled). Every rank starts
+ * them in the same order, as MPI requires. */
+static size_t reduce_stage(compress_t *c, compress_msg_t *msgs, int n, int use_mpi, MPI_Comm comm)
+{
+    MPI_Request req[2];
+    int nreq = 0;
+    size_t bytes = 0;
+    for (int i = 1; i < n && i < 2 && use_mpi; i++) {
+        if (msgs[i].count == 0) continue;
+        bytes += compress_msg_bytes(&msgs[i]);
+        if (msgs[i].bf16)
+            MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, msgs[i].buf, msgs[i].count, MPI_UINT16_T, c->op, comm, &req[nreq++]));
+        else
+            MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, msgs[i].buf, msgs[i].count, MPI_FLOAT, MPI_SUM, comm, &req[nreq++]));
+    }
+    if (n > 0) bytes += reduce(c, &msgs[0], use_mpi, comm);
+    if (nreq > 0) MPI_CHECK(MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE));
+    return bytes;
+}
+
 size_t compress_allreduce(compress_t *c, float *grads, long step, int use_mpi, MPI_Comm comm)
 {
     compress_msg_t msgs[2];
     size_t bytes = 0;
     int n = compress_begin(c, grads, step, msgs);
     mark(c, step, PHASE_COMPRESS);
-    for (int i = 0; i < n; i++) bytes += reduce(c, &msgs[i], use_mpi, comm);
+    bytes += reduce_stage(c, msgs, n, use_mpi, comm);
     mark(c, step, PHASE_COMM);
     n = compress_middle(c, grads, step, msgs);
     mark(c, step, PHASE_COMPRESS);
-    for (int i = 0; i < n; i++) bytes += reduce(c, &msgs[i], use_mpi, comm);
+    bytes += reduce_stage(c, msgs, n, use_mpi, comm);
     mark(c, step, PHASE_COMM);
     compress_end(c, grads, step);
     mark(c, step, PHASE_COMPRESS);

@@ -41,7 +41,8 @@
 #                     ran RATES=100, then RATES=1000 TRAINED_AT=100 into the same OUT)
 #   sh bench/compress_tta.sh sim [OUT.tsv]      (pacer-sim)
 #   sh bench/compress_tta.sh table OUT.tsv [TARGET]   mean ± sd over seeds, as Markdown
-#                                               (with TARGET: the time to that accuracy)
+#                                               (with TARGET: the time to that accuracy;
+#                                               SMOOTH=K: to the mean of K evaluations)
 #   sh bench/compress_tta.sh runs OUT.tsv [TARGET]    one Markdown row a run: link, kind,
 #                     seed, bytes, step s, comm ms, steps and s to target, final accuracy, load
 . bench/lib.sh
@@ -77,12 +78,22 @@ enrich() {
         else
             acc=$1.d/$mbit-$k-$s.evals timed=$1.d/$mbit-$k-$s
         fi
-        at=$(awk -v t="$t" '$3 != "" && $3 >= t { print $1; exit }' "$acc")
+        at=$(reached "$t" "$acc")
         tt=$([ -n "$at" ] && awk -v n="$at" '$1 == n { print $2 }' "$timed.evals")
         comm=$(jq -r '.per_rank[0].phases.comm / .steps * 1000' "$timed.json")
         echo "$mbit	$k	$s	$rest" | awk -F'\t' -v OFS='\t' -v tt="${tt:--}" -v t="$t" -v at="${at:--}" -v c="$comm" \
             '{ $7 = tt; $12 = t; $16 = at; $17 = c; print }'
     done
+}
+# reached TARGET EVALS - the step of the first evaluation in EVALS ("step train_s accuracy"
+# lines) at or above TARGET; with SMOOTH=K (table and runs only), the first at which the
+# mean of the last K evaluations is: with evaluations every few steps the accuracy at a
+# high learning rate swings by several points from one to the next, and a single one
+# crosses the target early by chance.
+reached() {
+    awk -v t="$1" -v k="${SMOOTH:-1}" '$3 != "" {
+        a[n++] = $3; s += $3; if (n > k) s -= a[n - k - 1]
+        if (n >= k && s / k >= t) { print $1; exit } }' "$2"
 }
 # table TSV [TARGET] - per link and compression: runs, bytes per step, the step and its
 # communication, steps and time to target (mean ± sd over the runs that reached it, and

@@ -40,7 +40,8 @@
  * The step is split in three so that tests can stand in for MPI (tests/unit/
  * test_compress.c sums the messages of several simulated ranks): compress_begin gives
  * the first messages, compress_middle the second (PowerSGD's Q), compress_end unpacks.
- * compress_allreduce runs the three with MPI_Allreduce in between. */
+ * compress_allreduce runs the three with the all-reduces in between (a stage's second
+ * message, bf16's extras, non-blocking beside the first: their latencies overlap). */
 #ifndef PACER_COMPRESS_H
 #define PACER_COMPRESS_H
 

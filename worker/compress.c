@@ -398,10 +398,10 @@ static size_t reduce(compress_t *c, const compress_msg_t *msg, int use_mpi, MPI_
 
 /* One stage's messages, which do not depend on each other (bf16's words and its fp32
  * extras): the later ones start first as non-blocking all-reduces, the first runs
- * blocking meanwhile, so their latencies overlap instead of adding up. A second blocking
- * collective cost bf16 about 6 ms a step on the namespace cluster at 10 Gbit/s (4 ranks on
- * 2 cores, where every collective waits for its ranks to be scheduled). Every rank starts
- * them in the same order, as MPI requires. */
+ * blocking meanwhile, so their latencies overlap instead of adding up: in sequence they
+ * cost bf16 about 6 ms a step on the namespace cluster at 10 Gbit/s, 4 ranks on 2 cores
+ * (docs/PERFORMANCE.md, "Gradient compression on slow links"). Every rank starts them in
+ * the same order, as MPI requires. */
 static size_t reduce_stage(compress_t *c, compress_msg_t *msgs, int n, int use_mpi, MPI_Comm comm)
 {
     MPI_Request req[2];

@@ -33,16 +33,16 @@ typedef enum { ROLE_WORKER = 0, ROLE_PS = 1 } worker_role_t;
 
 /* Per-rank accounting that the summary's per_rank entries and the metrics records read. */
 typedef struct {
-    double compute_s, comm_s, idle_s; /* wall-clock totals over the job; compute
+    double compute_s, comm_s, idle_s;                /* wall-clock totals over the job; compute
                                             includes ... */
-    double emulated_s;                /* ... the emulated slowdown's wait, also kept here */
-    /* Steps of an emulated rank (slowdown > 1) already longer than f x u when it came to
-     * wait: nothing was waited, so contention, not the emulation, set their length. */
-    long emulated_late;
+    double emulated_s;                               /* ... the emulated slowdown's wait, also kept here */
     double step_compute_s, step_comm_s, step_idle_s; /* the last step */
     double step_baseline_s;                          /* --comm-baseline: the raw allreduce's time */
     long samples;                                    /* training samples this rank computed */
     long steps;
+    /* Steps of an emulated rank (slowdown > 1) already longer than f x u when it came to
+     * wait: nothing was waited, so contention, not the emulation, set their length. */
+    long emulated_late;
     float last_loss;
     double ewma_sps; /* node speed (planner_speed): samples per
                                             wall-clock second of compute, smoothed */

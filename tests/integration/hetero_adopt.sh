@@ -66,7 +66,7 @@ at_one "with two slots free"
 # 3. The coordinator killed and started again: the job is adopted as it was.
 redis-cli -h "$PC" HGET "pacer:job:$elastic" world_cap | grep -qx 1 ||
     fail "pacer:job:$elastic world_cap: '$(redis-cli -h "$PC" HGET "pacer:job:$elastic" world_cap)', want 1"
-# (by its command line: COORD_PID may be the subshell that started it)
+# (by its command line: coord_start keeps no pid)
 pkill -9 -f -- "pacer-coordinator --listen $PC:8080 " || fail "no coordinator to kill"
 i=0
 while pgrep -f -- "pacer-coordinator --listen $PC:8080 " >/dev/null; do

@@ -71,13 +71,23 @@ grep -q "ask for 2.75 cores of compute .* but have 1" "$TMP/u.log" || { cat "$TM
 echo "ok: [1,1,2,4] on one core: $got, and the worker said so at start-up"
 # What happened, measured: the rank slowed 2x shares one core with three others computing
 # at the same time (ssgd starts every step together), so its compute alone takes about 4u
-# of wall time, past its 2u: most of its steps had nothing to wait. Unslowed ranks emulate
-# nothing: null, not 0.
-late=$(jq -c '[.per_rank[] | select(.role == "worker") | [.slowdown, .emulation_late_steps, .steps]]' "$TMP/u.out")
+# of wall time, past its 2u: most of its steps had nothing to wait. That needs a step
+# longer than a scheduler time slice (a few ms), or a rank computes its whole step in one
+# slice and core sharing shows as all-reduce waiting instead: at batch 32 (u about 1 ms)
+# it counted none. Here u is about 9 ms at batch 256 (2026-11-26); on a machine where it
+# is under 4 ms only the counting (null for unslowed ranks, a number for slowed ones) is
+# checked, and the test says so.
+late=$(jq -c '[.per_rank[] | select(.role == "worker") | [.slowdown, .emulation_late_steps, .steps, .undisturbed_step_s]]' "$TMP/u.out")
 jq -e -n --argjson l "$late" '($l | map(select(.[0] == 1) | .[1] == null) | all) and
-    ($l | map(select(.[0] == 2)) | length == 1 and (.[0] | .[1] >= .[2] / 2))' >/dev/null ||
-    fail "[slowdown, late steps, steps] per worker of [1,1,2,4] on one core: $late; want null for 1, at least half for 2"
-echo "ok: [slowdown, late steps, steps] $late"
+    ($l | map(select(.[0] > 1) | .[1] != null) | all)' >/dev/null ||
+    fail "[slowdown, late steps, steps, u] per worker of [1,1,2,4] on one core: $late; want null for 1, counted for 2 and 4"
+if jq -e -n --argjson l "$late" '$l | map(select(.[0] == 2)) | .[0][3] >= 0.004' >/dev/null; then
+    jq -e -n --argjson l "$late" '$l | map(select(.[0] == 2)) | length == 1 and (.[0] | .[1] >= .[2] / 2)' >/dev/null ||
+        fail "[slowdown, late steps, steps, u] per worker of [1,1,2,4] on one core: $late; want at least half late for 2"
+    echo "ok: [slowdown, late steps, steps, u] $late"
+else
+    echo "ok: [slowdown, late steps, steps, u] $late (counted; the 2x rank's u is under 4 ms, a time slice: its late share not checked)"
+fi
 got=$(unfaithful '[4, 4, 8, 16]')
 [ "$got" = '{"cores":1,"demand_cores":0.6875,"faithful":true}' ] || fail "emulation of [4,4,8,16] on one core: $got"
 echo "ok: [4,4,8,16] on one core: $got"

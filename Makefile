@@ -293,7 +293,7 @@ endif
 # the ABI of libpacer_cuda.so whose "device" is host memory computed by the CPU reference,
 # and a libcuda.so.1 whose answers come from the environment. With them the integration
 # tests run the worker's GPU path and the device probe on a machine without a GPU.
-FAKE_BACKEND_SRC = tests/fakecuda/backend.c model/model.c model/op_table.c $(KERNELS_SRC) common/rng.c common/catalog.c \
+FAKE_BACKEND_SRC = tests/fakecuda/backend.c model/model.c model/shape.c model/op_table.c $(KERNELS_SRC) common/rng.c common/catalog.c \
                    common/dataroot.c common/errmsg.c
 $(BUILD)/tests/libpacer_fakecuda.so: $(FAKE_BACKEND_SRC) $(wildcard model/*.h kernels/cpu/*.h common/*.h) $(CATALOG_GEN)
 	@mkdir -p $(dir $@)

@@ -37,8 +37,8 @@ FUZZ_SRC_request    := $(wildcard http/*.c) $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_spec       := $(COMMON_SRC)
 FUZZ_SRC_idx        := worker/data.c $(COMMON_SRC)
 FUZZ_SRC_cifar      := worker/data.c $(COMMON_SRC)
-FUZZ_SRC_checkpoint := worker/checkpoint.c $(COMMON_SRC)
-FUZZ_SRC_ef         := worker/checkpoint.c $(COMMON_SRC)
+FUZZ_SRC_checkpoint := worker/checkpoint.c model/model_buffers.c model/shape.c $(COMMON_SRC)
+FUZZ_SRC_ef         := worker/checkpoint.c model/model_buffers.c model/shape.c $(COMMON_SRC)
 FUZZ_SRC_redis      := worker/redis_report.c worker/waitmark.c worker/metrics.c worker/nvml.c model/backend_cuda.c $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_stream_id  := $(wildcard http/*.c) $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_host       := http/auth.c $(COMMON_SRC)
@@ -60,7 +60,7 @@ FUZZ_CFLAGS_sim_sched_input := -Isim
 # kernels, which clang does not compile (pool.c's gcc vector builtins): those are built
 # with $(CC) and no sanitizer (FUZZ_GCC_OBJ), so ASan checks the importer and model/, and a
 # kernel overrunning a buffer the importer sized shows only when it crashes.
-FUZZ_SRC_onnx       := model/onnx_import.c model/onnx_export.c common/fs.c model/model.c model/op_table.c common/rng.c common/catalog.c common/dataroot.c common/errmsg.c common/sha256.c $(ONNX_PB).c
+FUZZ_SRC_onnx       := model/onnx_import.c model/onnx_export.c common/fs.c model/model.c model/shape.c model/model_buffers.c model/op_table.c common/rng.c common/catalog.c common/dataroot.c common/errmsg.c common/sha256.c $(ONNX_PB).c
 FUZZ_GCC_OBJ_onnx   := $(patsubst %.c,$(BUILD)/fuzz/gccobj/%.o,$(KERNELS_SRC))
 FUZZ_LIBS_onnx      := $(BLAS_LIBS) $(ONNX_LIBS)
 # pacer-worker --onnx-case's readers (tensor files, a case's model): the importer's build.

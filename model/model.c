@@ -584,44 +584,6 @@ int model_build_shape_nd(const model_builder_t *b, int li, model_shape_t *out)
 
 int model_build_failed(const model_builder_t *b) { return b->failed; }
 
-void model_shape_fold(const model_shape_t *s, int *C, int *H, int *W)
-{
-    *C = s->rank > 0 ? s->dims[0] : 1;
-    *H = s->rank > 1 ? s->dims[1] : 1;
-    *W = 1;
-    for (int d = 2; d < s->rank && d < MODEL_MAX_RANK; d++) *W *= s->dims[d];
-}
-
-int model_shape_equal(const model_shape_t *a, const model_shape_t *b)
-{
-    if (a->rank != b->rank) return 0;
-    for (int d = 0; d < a->rank; d++)
-        if (a->dims[d] != b->dims[d]) return 0;
-    return 1;
-}
-
-size_t model_shape_count(const model_shape_t *s)
-{
-    size_t n = 1;
-    for (int d = 0; d < s->rank; d++) n *= (size_t)s->dims[d];
-    return n;
-}
-
-char *model_shape_text(const model_shape_t *s, char *buf, size_t len)
-{
-    size_t n = 0;
-    if (!len) return buf;
-    buf[0] = '\0';
-    for (int d = 0; d <= s->rank && d <= MODEL_MAX_RANK && n < len; d++) {
-        const int w = d == s->rank || d == MODEL_MAX_RANK
-                          ? snprintf(buf + n, len - n, "%s)", d ? "" : "(")
-                          : snprintf(buf + n, len - n, "%s%d", d ? ", " : "(", s->dims[d]);
-        if (w < 0) break;
-        n += (size_t)w;
-    }
-    return buf;
-}
-
 /* a + k * n, saturating at SIZE_MAX */
 static size_t sat_add_mul(size_t a, size_t k, size_t n)
 {
@@ -1101,26 +1063,6 @@ double model_forward_flops(const model_t *m)
     double f = 0;
     for (int i = 0; i < m->nlayers; i++) f += MODEL_OPS[m->layers[i].kind].flops(&m->layers[i]);
     return f + 5.0 * m->num_classes; /* softmax and cross-entropy */
-}
-
-int model_check_buffers(const model_t *m, char *err, size_t errlen)
-{
-    for (int i = 0; i < m->nlayers; i++) {
-        const layer_t *l = &m->layers[i];
-        if (l->kind != LAYER_GATHER_PARAM) continue;
-        const size_t n = model_shape_count(&l->shape), t = model_shape_count(&l->gp_table);
-        const float *map = m->buffers + l->rm_off;
-        for (size_t j = 0; j < n; j++) {
-            const float k = map[j];
-            if (k >= 0.0f && k < (float)t && k == floorf(k)) continue;
-            snprintf(err, errlen,
-                     "layer %d (gather param): element %zu of its index map is %g, not an index of its table of %zu "
-                     "values",
-                     i, j, (double)k, t);
-            return -1;
-        }
-    }
-    return 0;
 }
 
 void model_init_params(model_t *m, uint64_t seed)

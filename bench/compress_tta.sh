@@ -5,7 +5,8 @@
 # on the first TEST test images EVALS times an epoch (eval_every_steps; evaluations are
 # not training time), compression KINDS (none and powersgd rank RANK, no warm-up;
 # powersgd-wN: the same after N uncompressed warm-up steps, algorithm.compression.
-# warmup_steps) alternating within each seed of SEEDS. The defaults are a scale-down that fits a shared
+# warmup_steps; powersgd-wN-gG: and min_gain G, the measured choice) alternating within
+# each seed of SEEDS. The defaults are a scale-down that fits a shared
 # 2-core machine.
 #
 # Real (the default mode): 4 ranks (batch 32 each) on the cluster of bench/compress_netns.sh,
@@ -124,19 +125,22 @@ table() {
     done
 }
 # spec KIND SEED WORKERS BATCH [SIMULATE] - the job spec of one run, on stdout (KIND
-# powersgd-wN: powersgd with N warm-up steps).
+# powersgd-wN: powersgd with N warm-up steps; powersgd-wN-gG: and min_gain G, the
+# measured choice, whose verdict depends on the link: train such a kind at every rate,
+# not with TRAINED_AT, which stops when a run trains otherwise).
 spec() {
     steps=$((TRAIN / ($3 * $4)))
-    warm=0
-    case $1 in *-w*) warm=${1##*-w} ;; esac
+    warm=$(echo "$1" | sed -n 's/.*-w\([0-9][0-9]*\).*/\1/p')
+    gain=$(echo "$1" | sed -n 's/.*-g\([0-9.][0-9.]*\).*/\1/p')
     [ $((steps % EVALS)) -eq 0 ] || { echo "compress_tta: $steps steps an epoch do not split into $EVALS evaluations" >&2; exit 1; }
-    jq -n --arg k "${1%%-w*}" --argjson wu "$warm" --argjson s "$2" --argjson w "$3" --argjson b "$4" --argjson sim "${5:-null}" \
+    jq -n --arg k "${1%%-*}" --argjson wu "${warm:-0}" --argjson g "${gain:-0}" --argjson s "$2" --argjson w "$3" --argjson b "$4" --argjson sim "${5:-null}" \
         --arg ds "$CIFAR_DIR" --argjson r "$RANK" --argjson e "$EPOCHS" --argjson n "$TRAIN" --argjson t "$TEST" \
         --argjson lr "$LR" --argjson ev $((steps / EVALS)) '{
         name: "compress-tta", model: "resnet20", workers: $w, batch_size: $b, epochs: $e, seed: $s,
         log_every: 0, eval_every_steps: $ev, dataset: {name: "cifar10", path: $ds, train_subset: $n, test_subset: $t},
         optimizer: {lr: $lr, momentum: 0.9, weight_decay: 0.0001, lr_schedule: {kind: "cosine"}},
-        algorithm: {name: "ssgd", compression: ({kind: $k, rank: $r} + if $wu > 0 then {warmup_steps: $wu} else {} end)}} + if $sim then {simulate: $sim} else {} end'
+        algorithm: {name: "ssgd", compression: ({kind: $k, rank: $r} + if $wu > 0 then {warmup_steps: $wu} else {} end
+                                                + if $g > 0 then {min_gain: $g} else {} end)}} + if $sim then {simulate: $sim} else {} end'
 }
 # evals METRICS - rank 0's evaluations (it is the one that evaluates) as "step train_s
 # test_accuracy" lines in step order (the accuracy null where the compute was skipped).

@@ -406,6 +406,13 @@ static const field_t FIELDS[] = {
      .def_num = 2, .doc = "powersgd: the rank r of each layer's factors P (out x r) and Q (in x r)."},
     {.path = "algorithm.compression.warmup_steps", INT(algorithm.compression.warmup_steps), BETWEEN(0, MAX_COUNT),
      .def_num = 0, .doc = "powersgd: this many steps of plain (uncompressed) all-reduce first (not with hpsgd)."},
+    {.path = "algorithm.compression.min_gain", DBL(algorithm.compression.min_gain), BETWEEN(0, 1), .def_num = 0,
+     .doc = "powersgd: 0 compresses after the warm-up, come what may; above 0 the last probe_steps plain steps "
+            "and the first probe_steps compressed ones are timed, and compression stays on only if it "
+            "shortens a step by at least this fraction (0.15: PowerSGD rank 2 needs about 10% more steps), "
+            "else the job goes on uncompressed (\"Compress only where it pays\" below)."},
+    {.path = "algorithm.compression.probe_steps", INT(algorithm.compression.probe_steps), BETWEEN(1, 10000),
+     .def_num = 20, .doc = "powersgd with min_gain: the steps timed on each side (at most warmup_steps)."},
 
     {.path = "checkpoint.every_steps", LONG(checkpoint.every_steps), BETWEEN(0, MAX_STEPS), .def_num = 0,
      .resume_free = 1,
@@ -1085,6 +1092,14 @@ static int cross_check_compression(errbuf_t *e, const job_spec_t *s)
     if (strcmp(a, "hpsgd") == 0 && s->algorithm.compression.warmup_steps > 0)
         return fail(e, "algorithm.compression.warmup_steps: hpsgd has no warm-up (its ranks start a round at "
                        "different steps); set 0");
+    const int probe = s->algorithm.compression.probe_steps, warm = s->algorithm.compression.warmup_steps;
+    if (s->algorithm.compression.min_gain > 0 && strcmp(kind, "powersgd") != 0)
+        return fail(e, "algorithm.compression.min_gain: the measured choice is powersgd's (kind is %s); set 0", kind);
+    if (s->algorithm.compression.min_gain > 0 && warm < probe)
+        return fail(e,
+                    "algorithm.compression.min_gain: the probe times the warm-up's last probe_steps (%d) plain "
+                    "steps, and warmup_steps is %d: set warmup_steps to at least %d, or probe_steps lower",
+                    probe, warm, probe);
     if (s->algorithm.goodput)
         return fail(e,
                     "algorithm.compression.kind: %s does not work with algorithm.goodput (the noise scale "
@@ -1428,6 +1443,12 @@ static char *spec_text(const job_spec_t *s, int for_hash, json_t **doc)
      * earlier versions still resume (kind none ignores rank and warmup_steps). */
     if (for_hash && strcmp(s->algorithm.compression.kind, "none") == 0)
         json_object_del(json_object_get(root, "algorithm"), "compression");
+    /* Likewise compression without the measured choice (min_gain 0) as before it existed. */
+    if (for_hash && !(s->algorithm.compression.min_gain > 0)) {
+        json_t *c = json_object_get(json_object_get(root, "algorithm"), "compression");
+        json_object_del(c, "min_gain");
+        json_object_del(c, "probe_steps");
+    }
     /* Likewise sgd (which reads no AdamW field) without label smoothing or parameter
      * groups hashes as before they existed: sgd checkpoints of earlier versions resume. */
     if (for_hash && !spec_is_adamw(s)) {

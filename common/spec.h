@@ -83,6 +83,8 @@ typedef struct {
             char kind[16];    /* none | bf16 | powersgd */
             int rank;         /* powersgd: the factors' rank r */
             int warmup_steps; /* powersgd: plain all-reduce steps first */
+            double min_gain;  /* powersgd: > 0 keeps it only if it saves this much of a step */
+            int probe_steps;  /* ... timed on each side of the warm-up's end */
         } compression;
     } algorithm;
     struct {

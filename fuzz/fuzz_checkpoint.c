@@ -33,7 +33,8 @@
  * PACER_FUZZ_WRITE_SEEDS=DIR writes the seed files (a fresh run, the same after 4 steps,
  * a finished run, a goodput run, a PowerSGD run, an AdamW run) into DIR at start-up:
  * fuzz/corpus/checkpoint/ holds their output, the first four as format 5 wrote them (kept,
- * so the fuzzer reads that format too), powersgd.bin in format 6, adamw.bin in format 7.
+ * so the fuzzer reads that format too), powersgd.bin in format 6, adamw.bin in format 7,
+ * measured.bin (PowerSGD after min_gain's probe ruled plain: its verdict and sums) in 8.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -197,6 +198,17 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         f = fopen(out, "wb");
         if (!f || fputc(36, f) == EOF || fwrite(b, 1, len, f) != len || fclose(f) != 0) abort();
         free(b);
+        /* The same after min_gain's probe ruled plain (version 8's verdict and sums). */
+        st.compress_verdict = 2;
+        const double probe[CKPT_PROBE_N] = {0.4, 20, 2.2, 20, 0.5, 20};
+        memcpy(st.compress_probe, probe, sizeof probe);
+        b = write_read(path, &st, &len);
+        snprintf(out, sizeof out, "%s/measured.bin", seeds);
+        f = fopen(out, "wb");
+        if (!f || fputc(36, f) == EOF || fwrite(b, 1, len, f) != len || fclose(f) != 0) abort();
+        free(b);
+        st.compress_verdict = 0;
+        memset(st.compress_probe, 0, sizeof st.compress_probe);
         /* mode byte 68: an AdamW run's, validated by an AdamW run */
         snprintf(out, sizeof out, "%s/adamw.bin", seeds);
         f = fopen(out, "wb");
@@ -248,7 +260,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const ckpt_expect_t *want = !(mode & 4) ? NULL : (mode & 8) ? &WANT_GOODPUT : (mode & 32) ? &WANT_PSGD : &WANT;
     memset(cq_buf, 0, sizeof cq_buf);
     memset(ce_buf, 0, sizeof ce_buf);
-    if (checkpoint_parse(buf, len, "fuzz.ckpt", m, want, &st, err, sizeof err) != 0) {
+    const int rc = checkpoint_parse(buf, len, "fuzz.ckpt", m, want, &st, err, sizeof err);
+    if (rc != 0) {
         if (strncmp(err, "fuzz.ckpt: ", 11) != 0 || strchr(err, '\n')) abort();
         for (int i = 0; i < CQ; i++)
             if (cq_buf[i] != 0) abort(); /* a refused file restores nothing */
@@ -283,6 +296,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             (st.compress_q_floats != want->compress_q_floats || st.compress_err_floats != want->compress_err_floats))
             abort();
         if (st.compress_ranks < 0 || st.compress_ranks > CKPT_MAX_WORKERS) abort();
+    }
+    /* the measured choice: a verdict of three and sums of seconds and counts, bounded */
+    if (rc == 0) {
+        if (st.compress_verdict < 0 || st.compress_verdict > 2) abort();
+        for (int i = 0; i < CKPT_PROBE_N; i++)
+            if (!(st.compress_probe[i] >= 0 && st.compress_probe[i] <= 1e12)) abort();
     }
     /* every input starts from the same model */
     memcpy(params, before, sizeof params);

@@ -75,10 +75,12 @@ static size_t compressed_average(worker_t *w, MPI_Comm comm, float *buf, float w
     for (int k = 1; k < MODEL_GRAD_EXTRA; k++) d[np + k] = 0.0f;
     phase_mark(&w->phases, PHASE_COMM); /* packing the delta */
     comm_wait_peers(w, comm);
+    const double t_probe = clock_mono_s();  /* min_gain's probe: pacer-sim's charge included */
     sim_charge_compress(w, w->global_step); /* booked as compress by compress_allreduce's first mark */
     double t0 = clock_mono_s();
     waitmark_enter(&w->wait, WAIT_ALLREDUCE, -1);
     size_t bytes = compress_allreduce(w->compress, d, w->global_step, 1, comm);
+    compress_observe(w->compress, w->global_step, clock_mono_s() - t_probe, 1, comm);
     for (size_t i = 0; i < nb; i++) buf[i] = weight * m->buffers[i];
     if (nb) MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, (int)nb, MPI_FLOAT, MPI_SUM, comm));
     bytes += nb * sizeof(float);

@@ -65,6 +65,7 @@ static int ssgd_step(worker_t *w)
     comm_wait_peers(w, MPI_COMM_WORLD);
     int baseline_first = w->algo_state && w->global_step % 2 == 0;
     if (baseline_first) baseline_allreduce(w);
+    const double t_probe = clock_mono_s();  /* min_gain's probe: pacer-sim's charge included */
     sim_charge_compress(w, w->global_step); /* booked as compress by compress_allreduce's first mark */
     double t0 = clock_mono_s();
     waitmark_enter(&w->wait, WAIT_ALLREDUCE, -1);
@@ -72,6 +73,7 @@ static int ssgd_step(worker_t *w)
      * same, so that one process learns as the ranks would). */
     size_t bytes = compress_allreduce(w->compress, m->grads, w->global_step, w->use_mpi, MPI_COMM_WORLD);
     waitmark_leave(&w->wait);
+    compress_observe(w->compress, w->global_step, clock_mono_s() - t_probe, w->use_mpi, MPI_COMM_WORLD);
     if (w->use_mpi) { /* one process sends nothing: the summary leaves the figure out */
         w->stats.comm_bytes += (double)bytes;
         w->stats.comm_steps++;

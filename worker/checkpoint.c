@@ -27,9 +27,11 @@
 #define HEADER_BYTES_V4 (HEADER_BYTES_V3 + 4 + 8 * 8)
 #define HEADER_BYTES_V5 (HEADER_BYTES_V4 + 8 * CKPT_MAX_WORKERS)
 /* Version 6 appends PowerSGD's counts (compress_q_floats, compress_err_floats, compress_ranks);
- * version 7 the optimizer's step and the second moment's floats (opt_step, moment2_floats). */
+ * version 7 the optimizer's step and the second moment's floats (opt_step, moment2_floats);
+ * version 8 compression's measured choice (compress_verdict, compress_probe). */
 #define HEADER_BYTES_V6 (HEADER_BYTES_V5 + 8 + 8 + 4)
-#define HEADER_BYTES (HEADER_BYTES_V6 + 8 + 8)
+#define HEADER_BYTES_V7 (HEADER_BYTES_V6 + 8 + 8)
+#define HEADER_BYTES (HEADER_BYTES_V7 + 4 + 8 * CKPT_PROBE_N)
 /* The floats after the buffers that a header's compression counts announce. */
 static uint64_t compress_floats(uint64_t q, uint64_t e, int64_t ranks) { return q + e * (uint64_t)ranks; }
 #define PREFIX_BYTES 16 /* magic, version, header_bytes */
@@ -109,6 +111,8 @@ int checkpoint_save(const char *path, const model_t *m, const ckpt_state_t *st, 
     put(&b, &cr, 4);
     put(&b, &st->opt_step, 8);
     put(&b, &m2, 8);
+    put(&b, &st->compress_verdict, 4);
+    put(&b, st->compress_probe, 8 * CKPT_PROBE_N);
     put(&b, m->params, m->nparams * sizeof(float));
     put(&b, m->momentum, m->nparams * sizeof(float));
     put(&b, m->buffers, m->nbuffers * sizeof(float));
@@ -166,6 +170,8 @@ static const struct {
     {"compress_ranks", 4, 0},
     {"opt_step", 8, 0},
     {"moment2_floats", 8, 0},
+    {"compress_verdict", 4, 0},
+    {"compress_probe", 8 * CKPT_PROBE_N, 8},
 };
 
 int checkpoint_field_at(const char *field, size_t *off, size_t *size)
@@ -428,6 +434,7 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
                             : version == 4 ? HEADER_BYTES_V4
                             : version == 5 ? HEADER_BYTES_V5
                             : version == 6 ? HEADER_BYTES_V6
+                            : version == 7 ? HEADER_BYTES_V7
                                            : HEADER_BYTES;
     if (hdr != header)
         return refuse(err, errlen, path, "checkpoint field header_bytes = %u, version %u has %u", hdr, version,
@@ -470,6 +477,24 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
         if (opt_step < 0 || (m2 == 0 && opt_step != 0))
             return refuse(err, errlen, path, "checkpoint field opt_step = %" PRId64 " is not an AdamW step count (%s)",
                           opt_step, m2 ? ">= 0" : "0 without a second moment");
+    }
+    /* Version 8's measured choice: a verdict of three, sums of seconds and counts. */
+    int32_t verdict = 0;
+    double probe[CKPT_PROBE_N] = {0};
+    if (version >= 8) {
+        memcpy(&verdict, buf + PREFIX_BYTES + HEADER_BYTES_V7, 4);
+        memcpy(probe, buf + PREFIX_BYTES + HEADER_BYTES_V7 + 4, sizeof probe);
+        if (verdict < 0 || verdict > 2)
+            return refuse(err, errlen, path,
+                          "checkpoint field compress_verdict = %d is not a verdict (0 undecided, 1 compress, 2 "
+                          "plain)",
+                          (int)verdict);
+        for (int i = 0; i < CKPT_PROBE_N; i++)
+            if (!(probe[i] >= 0 && probe[i] <= 1e12))
+                return refuse(err, errlen, path,
+                              "checkpoint field compress_probe[%d] = %g is not a sum of seconds or steps (want 0 "
+                              "to 1e12)",
+                              i, probe[i]);
     }
     if (np > ((uint64_t)1 << 40) || nb > ((uint64_t)1 << 40) ||
         len != PREFIX_BYTES + (size_t)header + (2 * np + nb + compress_floats(cq, ce, cr) + m2) * sizeof(float) + 4)
@@ -527,9 +552,12 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
     if (version >= 5) get(&r, s.dropout_step, 8 * CKPT_MAX_WORKERS);
     else
         for (int i = 0; i < s.nworkers && i < CKPT_MAX_WORKERS; i++) s.dropout_step[i] = (uint64_t)s.global_step;
-    if (version >= 6) r.off += 20; /* the compression counts, read above */
-    if (version >= 7) r.off += 16; /* the optimizer's fields, read above */
+    if (version >= 6) r.off += 20;               /* the compression counts, read above */
+    if (version >= 7) r.off += 16;               /* the optimizer's fields, read above */
+    if (version >= 8) r.off += 4 + sizeof probe; /* the measured choice, read above */
     s.compress_q_floats = cq, s.compress_err_floats = ce, s.compress_ranks = cr;
+    s.compress_verdict = verdict;
+    memcpy(s.compress_probe, probe, sizeof probe);
     s.opt_step = opt_step, s.moment2_floats = m2;
     /* An AdamW run (m->moment2, resuming: want) needs both moments and the step; an SGD
      * run reading an AdamW file takes the weights and the first moment only (its spec hash

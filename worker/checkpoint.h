@@ -1,11 +1,12 @@
 /* worker/checkpoint.h - versioned binary checkpoints of the fused buffers.
  *
- * Layout (little-endian, as written by x86-64), version 7:
+ * Layout (little-endian, as written by x86-64), version 8:
  *   "PACERCKP" | u32 version | u32 header_bytes | header fields (the order of
  *   checkpoint_save: model name (MODEL_NAME_MAX = 64 bytes, a catalog name, NUL-padded),
  *   nparams, nbuffers, spec hash, layout hash (tensor names of up to
  *   MODEL_TENSOR_NAME_MAX bytes, offsets and counts), then
- *   ckpt_state_t's fields; version 6, still read, ends the header at compress_ranks: no
+ *   ckpt_state_t's fields; version 7, still read, ends the header at moment2_floats: no
+ *   measured compression choice (a run without min_gain's); version 6 at compress_ranks: no
  *   optimizer step or second moment (an SGD run's file; an AdamW run refuses it, naming
  *   what is missing); version 5 at dropout_step: no
  *   compression state; version 4 at gns_samples: no dropout steps; version 3 at batch_of:
@@ -38,7 +39,8 @@
 #include "rng.h"
 
 #define CKPT_MAGIC "PACERCKP"
-#define CKPT_VERSION 7u
+#define CKPT_PROBE_N 6 /* compress.h's COMPRESS_PROBE_N */
+#define CKPT_VERSION 8u
 #define CKPT_MAX_WORKERS 256
 
 /* Everything besides the buffers that a resumed run needs to continue bit for bit. */
@@ -87,6 +89,11 @@ typedef struct {
      * (nparams when the writer's model had one, m->moment2; else 0). Both 0 before. */
     int64_t opt_step;
     uint64_t moment2_floats;
+    /* Version 8: compression's measured choice (algorithm.compression.min_gain,
+     * compress.h): the verdict (0 undecided, 1 compress, 2 plain) and the probe's sums
+     * (compress.h's PROBE_*: seconds and counts). 0 without one, and before version 8. */
+    int32_t compress_verdict;
+    double compress_probe[CKPT_PROBE_N];
     /* Writing only (not header fields): the floats above, or NULL. */
     const float *compress_q, *compress_err;
 } ckpt_state_t;

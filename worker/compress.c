@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "comm.h"
 #include "compress_mem.h"
 #include "rng.h"
@@ -47,6 +48,14 @@ struct compress {
     long all_step;         /* the step count all_err was gathered at; -1: never */
     MPI_Op op;             /* bf16: compress_bf16_sum; MPI_OP_NULL without MPI */
     step_phases_t *phases; /* the worker's step timer, or NULL */
+    /* compress_set_auto: the probe (see compress.h) */
+    double min_gain;               /* 0: no probe */
+    int probe;                     /* calls timed on each side */
+    compress_verdict_t verdict;    /* COMPRESS_UNDECIDED until the probe's end */
+    double sums[COMPRESS_PROBE_N]; /* PROBE_* */
+    double last_wall;              /* phases->total_wall (or the clock) at the last call */
+    int have_last;                 /* last_wall is this process's */
+    int flush;                     /* PLAIN: the next plain call sends the error feedback */
     /* compress_create_push: a push's header and statistics (bytes, floats); push 0: a
      * collective's plan */
     int push;
@@ -314,12 +323,85 @@ compress_kind_t compress_kind(const compress_t *c) { return c ? c->kind : COMPRE
 int compress_active(const compress_t *c, long step)
 {
     if (!c || c->kind == COMPRESS_NONE) return 0;
-    return c->kind == COMPRESS_BF16 || step >= c->warmup;
+    return c->kind == COMPRESS_BF16 || (step >= c->warmup && c->verdict != COMPRESS_PLAIN);
+}
+
+void compress_set_auto(compress_t *c, double min_gain, int probe_steps)
+{
+    if (!c || c->kind != COMPRESS_POWERSGD || !(min_gain > 0) || probe_steps < 1) return;
+    c->min_gain = min_gain;
+    c->probe = probe_steps;
+}
+
+double compress_probe_gain(const double *v)
+{
+    if (!(v[PROBE_PLAIN_N] > 0 && v[PROBE_STEP_N] > 0 && v[PROBE_COMP_N] > 0 && v[PROBE_STEP_S] > 0)) return NAN;
+    const double plain = v[PROBE_PLAIN_S] / v[PROBE_PLAIN_N], comp = v[PROBE_COMP_S] / v[PROBE_COMP_N];
+    return (plain - comp) / (v[PROBE_STEP_S] / v[PROBE_STEP_N]);
+}
+
+/* The probe's end: every rank of comm reaches it at the same call. */
+static void decide(compress_t *c, int use_mpi, MPI_Comm comm)
+{
+    if (use_mpi) MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, c->sums, COMPRESS_PROBE_N, MPI_DOUBLE, MPI_SUM, comm));
+    const double gain = compress_probe_gain(c->sums);
+    int keep = isnan(gain) || gain >= c->min_gain;
+    if (use_mpi) MPI_CHECK(MPI_Bcast(&keep, 1, MPI_INT, 0, comm)); /* one verdict, whatever the rounding */
+    c->verdict = keep ? COMPRESS_KEEP : COMPRESS_PLAIN;
+    c->flush = !keep;
+}
+
+void compress_observe(compress_t *c, long step, double spent_s, int use_mpi, MPI_Comm comm)
+{
+    if (!c || c->probe == 0 || c->verdict != COMPRESS_UNDECIDED) return;
+    /* The closed steps since the last call: the phases timer's (training time only), or
+     * the clock without one (tests). */
+    const double wall = c->phases ? c->phases->total_wall : clock_mono_s();
+    const double since = wall - c->last_wall;
+    const int had = c->have_last;
+    c->last_wall = wall, c->have_last = 1;
+    if (step >= c->warmup - c->probe && step < c->warmup) {
+        c->sums[PROBE_PLAIN_S] += spent_s, c->sums[PROBE_PLAIN_N] += 1;
+        if (had && since > 0) c->sums[PROBE_STEP_S] += since, c->sums[PROBE_STEP_N] += 1;
+    } else if (step >= c->warmup && step < (long)c->warmup + c->probe) {
+        c->sums[PROBE_COMP_S] += spent_s, c->sums[PROBE_COMP_N] += 1;
+    }
+    if (step >= (long)c->warmup + c->probe - 1) decide(c, use_mpi, comm);
+}
+
+compress_verdict_t compress_verdict(const compress_t *c, double *probe)
+{
+    if (probe) {
+        for (int i = 0; i < COMPRESS_PROBE_N; i++) probe[i] = c ? c->sums[i] : 0;
+    }
+    return c ? c->verdict : COMPRESS_UNDECIDED;
+}
+
+void compress_restore_verdict(compress_t *c, compress_verdict_t v, const double *probe)
+{
+    if (!c || c->probe == 0) return;
+    c->verdict = v;
+    for (int i = 0; i < COMPRESS_PROBE_N; i++) c->sums[i] = probe[i];
+    c->flush = v == COMPRESS_PLAIN;
+}
+
+/* After a PLAIN verdict: this rank's error feedback joins the first plain call's buffer,
+ * so what was dropped while compressing is sent once, and e is 0 from then on. */
+static void flush_error(compress_t *c, float *grads)
+{
+    for (int i = 0; i < c->nmats; i++) {
+        const matrix_t *x = &c->mats[i];
+        float *e = c->err + x->eoff, *g = grads + x->off;
+        for (size_t k = 0; k < (size_t)x->n * (size_t)x->m; k++) g[k] += e[k];
+    }
+    memset(c->err, 0, c->err_floats * sizeof *c->err);
+    c->flush = 0;
 }
 
 int compress_begin(compress_t *c, float *grads, long step, compress_msg_t *msgs)
 {
     if (!compress_active(c, step)) {
+        if (c->flush) flush_error(c, grads);
         msgs[0] = (compress_msg_t){.buf = grads, .count = (int)c->plain_floats};
         return 1;
     }

@@ -84,6 +84,37 @@ void compress_set_plain_extra(compress_t *c, int extra);
 /* The step timer compress_allreduce marks (worker/phase.h; NULL: none, in tests). */
 void compress_set_phases(compress_t *c, step_phases_t *phases);
 
+/* Compress only where it pays (algorithm.compression.min_gain > 0; powersgd after a
+ * warm-up of at least probe_steps): the caller times each compress_allreduce, with its
+ * own compute (pacer-sim's charge included), and hands the seconds to compress_observe.
+ * The last probe_steps calls of the warm-up (plain) and the first probe_steps compressed
+ * ones are summed, and so is the wall time of the steps between the plain calls (the
+ * closed steps of the phases timer: evaluations are not in it; local-sgd's period of
+ * several steps is one "step" here). At the last compressed call of the probe the ranks
+ * of comm sum their timings (one all-reduce of COMPRESS_PROBE_N doubles, once per job,
+ * and rank 0's verdict broadcast, so that all agree) and
+ *   gain = (mean plain call - mean compressed call) / mean plain step;
+ * compression stays on (COMPRESS_KEEP) when gain >= min_gain, else every later call is
+ * plain (COMPRESS_PLAIN) and the first of them adds this rank's error feedback to what
+ * it sends (the dropped residue is sent, not lost). No plain or compressed call timed
+ * (a resume past the probe, a local-sgd period longer than it): KEEP, as asked. Why a
+ * gain and not "faster": PowerSGD needs more steps to a target (about 10% for ResNet-20
+ * rank 2, docs/RESULTS.md), so a step only slightly shorter loses time to accuracy. */
+typedef enum { COMPRESS_UNDECIDED = 0, COMPRESS_KEEP = 1, COMPRESS_PLAIN = 2 } compress_verdict_t;
+/* The sums: plain calls' seconds and count, plain steps' seconds and count, compressed
+ * calls' seconds and count (this rank's until the verdict, comm's sums after it). */
+#define COMPRESS_PROBE_N 6
+enum { PROBE_PLAIN_S, PROBE_PLAIN_N, PROBE_STEP_S, PROBE_STEP_N, PROBE_COMP_S, PROBE_COMP_N };
+void compress_set_auto(compress_t *c, double min_gain, int probe_steps);
+void compress_observe(compress_t *c, long step, double spent_s, int use_mpi, MPI_Comm comm);
+/* The verdict and the sums (probe may be NULL); COMPRESS_UNDECIDED without min_gain. */
+compress_verdict_t compress_verdict(const compress_t *c, double *probe);
+/* The gain the sums give, NAN where a mean is missing. */
+double compress_probe_gain(const double *probe);
+/* A checkpoint's verdict and sums (every rank gets rank 0's: the means do not change
+ * when every rank sums the same). PLAIN sends whatever error feedback was restored. */
+void compress_restore_verdict(compress_t *c, compress_verdict_t v, const double *probe);
+
 compress_kind_t compress_kind(const compress_t *c);
 /* Whether the step numbered step (0-based global step) is compressed (after warm-up). */
 int compress_active(const compress_t *c, long step);

@@ -38,6 +38,8 @@
 #include "planner.h"
 #include "sim.h"
 
+/* The checkpoint keeps compress.h's probe sums as they are. */
+_Static_assert(CKPT_PROBE_N == COMPRESS_PROBE_N, "checkpoint.h's probe sums are compress.h's");
 
 /* Fills the reusable record with this rank's state after a step. */
 static metrics_record_t *fill_record(worker_t *w, metrics_kind_t kind)
@@ -254,6 +256,7 @@ static void fill_ckpt(const worker_t *w, ckpt_state_t *st)
     float *q = compress_q(w->compress, &nq);
     compress_error(w->compress, &ne);
     const float *all = compress_all_errors(w->compress, &at);
+    st->compress_verdict = (int32_t)compress_verdict(w->compress, st->compress_probe);
     if (nq > 0) {
         st->compress_q = q;
         st->compress_q_floats = nq;

@@ -376,6 +376,7 @@ int worker_compress_setup(worker_t *w, char *err, size_t errlen)
                         s->algorithm.compression.warmup_steps, s->seed, n, w->use_mpi, &w->compress, err, errlen) != 0)
         return -1;
     compress_set_phases(w->compress, &w->phases); /* compression's compute: its own phase */
+    compress_set_auto(w->compress, s->algorithm.compression.min_gain, s->algorithm.compression.probe_steps);
     if (w->rank == 0 && s->checkpoint.every_steps > 0 && compress_keep_all(w->compress, n) != 0) {
         snprintf(err, errlen, "algorithm.compression: out of memory for %d ranks' error feedback", n);
         return -1;

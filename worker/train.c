@@ -525,6 +525,8 @@ int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
                 "checkpoint %s carries PowerSGD's error feedback of %d ranks, this run has %d: the errors start at "
                 "zero (what they held is not applied), Q is kept\n",
                 path, (int)st.compress_ranks, w->nworkers);
+    /* min_gain's verdict and probe go on (the ranks share rank 0's sums). */
+    compress_restore_verdict(w->compress, (compress_verdict_t)st.compress_verdict, st.compress_probe);
     w->global_step = st.global_step;
     w->opt_step = (long)st.opt_step;
     /* A worker goes on with its own dropout masks (checkpoint.h, dropout_step); one the
@@ -811,6 +813,27 @@ static json_t *dataset_json(const worker_t *w)
  * ssgd's all-reduce, local-sgd's and hier-bsp's averages (and hier-bsp's group traffic)
  * and hpsgd's rounds spread over the steps; missing where not measured (the other algorithms); with algorithm.compression also what it did: the payload of a compressed
  * step and of a plain one, their ratio, and the matrices PowerSGD compressed. */
+static json_t *mean_or_null(double sum, double n) { return n > 0 ? json_real(sum / n) : json_null(); }
+
+/* min_gain's probe (compress.h): the verdict (null while undecided), the means of comm's
+ * ranks (this rank's before the verdict) and the gain; null where not measured. */
+static json_t *probe_summary(const worker_t *w)
+{
+    const job_spec_t *s = w->spec;
+    double v[COMPRESS_PROBE_N];
+    const compress_verdict_t verdict = compress_verdict(w->compress, v);
+    const double gain = compress_probe_gain(v);
+    return json_pack("{s:f, s:i, s:o, s:o, s:o, s:o, s:o}", "min_gain", s->algorithm.compression.min_gain,
+                     "probe_steps", s->algorithm.compression.probe_steps, "verdict",
+                     verdict == COMPRESS_KEEP    ? json_string("compress")
+                     : verdict == COMPRESS_PLAIN ? json_string("plain")
+                                                 : json_null(),
+                     "plain_call_s", mean_or_null(v[PROBE_PLAIN_S], v[PROBE_PLAIN_N]), "compressed_call_s",
+                     mean_or_null(v[PROBE_COMP_S], v[PROBE_COMP_N]), "plain_step_s",
+                     mean_or_null(v[PROBE_STEP_S], v[PROBE_STEP_N]), "gain",
+                     isnan(gain) ? json_null() : json_real(gain));
+}
+
 static void compression_summary(const worker_t *w, json_t *root)
 {
     const job_spec_t *s = w->spec;
@@ -825,6 +848,7 @@ static void compression_summary(const worker_t *w, json_t *root)
         json_object_set_new(o, "rank", json_integer(s->algorithm.compression.rank));
         json_object_set_new(o, "warmup_steps", json_integer(s->algorithm.compression.warmup_steps));
         json_object_set_new(o, "matrices", json_integer(compress_matrices(c)));
+        if (s->algorithm.compression.min_gain > 0) json_object_set_new(o, "auto", probe_summary(w));
     }
     json_object_set_new(root, "compression", o);
 }

@@ -90,8 +90,8 @@ forge version 2 "checkpoint format version 2 is from an older pacer-worker, whic
 forge version 3 "checkpoint field header_bytes = [0-9]*, version 3 has [0-9]*"
 forge version 5 "checkpoint field header_bytes = [0-9]*, version 5 has [0-9]*"
 forge version 6 "checkpoint field header_bytes = [0-9]*, version 6 has [0-9]*"
-forge version 8 "unsupported checkpoint version 8 (this build reads 3 to 7)"
-forge header_bytes 12 "checkpoint field header_bytes = 12, version 7 has"
+forge version 9 "unsupported checkpoint version 9 (this build reads 3 to 8)"
+forge header_bytes 12 "checkpoint field header_bytes = 12, version 8 has"
 forge compress_ranks 300 "compress_ranks = 300 are not a PowerSGD state"
 # another spec (a different learning rate) is refused; one that only moves files resumes
 wspec "$TMP/other.json" "$GOOD" ', "optimizer": {"lr": 0.05}'

@@ -446,6 +446,95 @@ static void test_warmup_and_refusals(void **state)
     assert_non_null(strstr(err, "algorithm.compression.rank: 65 is outside [1, 64]"));
 }
 
+/* The measured choice (min_gain, compress.h) on NR simulated ranks whose step timer the
+ * test advances by hand: plain calls of 0.05 s in steps of 0.1 s, then compressed calls
+ * of comp_s. Returns the verdict after the probe; checks that a plain verdict sends the
+ * error feedback once (what was sent over the steps then sums to the true gradients, as
+ * with uncompressed steps throughout) and leaves the errors at 0. */
+#define PROBE_WARMUP 4
+#define PROBE_STEPS 2
+static compress_verdict_t probe_run(double comp_s, double *gain)
+{
+    compress_t *c[NR];
+    fake_t f[NR];
+    step_phases_t ph[NR];
+    memset(ph, 0, sizeof ph);
+    make_all(c, f, "powersgd", R, PROBE_WARMUP);
+    for (int k = 0; k < NR; k++) {
+        compress_set_phases(c[k], &ph[k]);
+        compress_set_auto(c[k], 0.15, PROBE_STEPS);
+    }
+    static double truth[ROWS * COLS], sent[ROWS * COLS];
+    memset(truth, 0, sizeof truth), memset(sent, 0, sizeof sent);
+    const int steps = PROBE_WARMUP + PROBE_STEPS + 3;
+    for (int t = 0; t < steps; t++) {
+        for (int k = 0; k < NR; k++) fill_grad(f[k].grads, k, t);
+        for (int i = 0; i < ROWS * COLS; i++) truth[i] += f[0].grads[i] + f[1].grads[i];
+        step_all(c, f, t);
+        for (int i = 0; i < ROWS * COLS; i++) sent[i] += f[0].grads[i];
+        for (int k = 0; k < NR; k++) {
+            compress_observe(c[k], t, t < PROBE_WARMUP ? 0.05 : comp_s, 0, MPI_COMM_NULL);
+            ph[k].total_wall += 0.1; /* the step closes */
+        }
+        if (t < PROBE_WARMUP + PROBE_STEPS - 1) assert_int_equal(compress_verdict(c[0], NULL), COMPRESS_UNDECIDED);
+    }
+    double v[COMPRESS_PROBE_N];
+    compress_verdict_t verdict = compress_verdict(c[0], v);
+    assert_int_equal(compress_verdict(c[1], NULL), verdict);
+    assert_float_equal(v[PROBE_PLAIN_N], PROBE_STEPS, 0);
+    assert_float_equal(v[PROBE_STEP_N], PROBE_STEPS, 0);
+    assert_float_equal(v[PROBE_COMP_N], PROBE_STEPS, 0);
+    assert_float_equal(v[PROBE_STEP_S] / v[PROBE_STEP_N], 0.1, 1e-12);
+    *gain = compress_probe_gain(v);
+    assert_int_equal(compress_active(c[0], steps), verdict == COMPRESS_KEEP);
+    if (verdict == COMPRESS_PLAIN) {
+        size_t ne;
+        const float *e = compress_error(c[0], &ne);
+        for (size_t i = 0; i < ne; i++) assert_float_equal(e[i], 0, 0);
+        double d = 0, t2 = 0;
+        for (int i = 0; i < ROWS * COLS; i++) d = fmax(d, fabs(truth[i] - sent[i])), t2 = fmax(t2, fabs(truth[i]));
+        assert_true(d < 1e-5 * t2 * steps); /* float sums in another order: rounding only */
+    }
+    for (int k = 0; k < NR; k++) compress_free(c[k]);
+    return verdict;
+}
+
+static void test_measured_choice(void **state)
+{
+    (void)state;
+    double gain;
+    /* compressed calls of 0.01 s save 0.04 of a 0.1 s step: 0.4 >= 0.15 */
+    assert_int_equal(probe_run(0.01, &gain), COMPRESS_KEEP);
+    assert_float_equal(gain, 0.4, 1e-9);
+    /* 0.04 s save 0.1 of a step: less than min_gain, so plain from then on */
+    assert_int_equal(probe_run(0.04, &gain), COMPRESS_PLAIN);
+    assert_float_equal(gain, 0.1, 1e-9);
+    /* slower compressed calls: a negative gain */
+    assert_int_equal(probe_run(0.09, &gain), COMPRESS_PLAIN);
+    assert_true(gain < 0);
+
+    /* Nothing timed (a resume past the probe with no sums): compress, as asked. A
+     * restored plain verdict is plain at once. Without min_gain, or for bf16, no probe. */
+    compress_t *c[NR];
+    fake_t f[NR];
+    make_all(c, f, "powersgd", R, PROBE_WARMUP);
+    double zero[COMPRESS_PROBE_N] = {0};
+    compress_set_auto(c[0], 0.15, PROBE_STEPS);
+    compress_restore_verdict(c[0], COMPRESS_UNDECIDED, zero);
+    compress_observe(c[0], 50, 0.01, 0, MPI_COMM_NULL);
+    assert_int_equal(compress_verdict(c[0], NULL), COMPRESS_KEEP);
+    assert_true(isnan(compress_probe_gain(zero)));
+    compress_set_auto(c[1], 0.15, PROBE_STEPS);
+    compress_restore_verdict(c[1], COMPRESS_PLAIN, zero);
+    assert_false(compress_active(c[1], 50));
+    for (int k = 0; k < NR; k++) compress_free(c[k]);
+    make_all(c, f, "bf16", 0, 0);
+    compress_set_auto(c[0], 0.15, PROBE_STEPS);
+    for (int t = 0; t < 10; t++) compress_observe(c[0], t, 0.05, 0, MPI_COMM_NULL);
+    assert_int_equal(compress_verdict(c[0], NULL), COMPRESS_UNDECIDED);
+    for (int k = 0; k < NR; k++) compress_free(c[k]);
+}
+
 /* What the memory estimate (common/memest.c, by common/compress_mem.h) adds for
  * algorithm.compression kind on algorithm, LeNet-5 on 4 workers with checkpoints. */
 static double estimate_of(const char *algorithm, const char *kind)
@@ -623,6 +712,7 @@ int main(void)
         cmocka_unit_test(test_linear_compressed),
         cmocka_unit_test(test_error_feedback_converges),
         cmocka_unit_test(test_warmup_and_refusals),
+        cmocka_unit_test(test_measured_choice),
         cmocka_unit_test(test_memest_counts_compression),
         cmocka_unit_test(test_plain_extra),
         cmocka_unit_test(test_push_plan),

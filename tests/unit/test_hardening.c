@@ -319,13 +319,20 @@ static void test_checkpoint_hostile_fields(void **state)
         {"nbuffers", 1, "truncated or oversized checkpoint"},
         {"version", 1, "checkpoint format version 1 is from an older pacer-worker, which did not record"},
         {"version", 2, "checkpoint format version 2 is from an older pacer-worker, which kept model names in 32"},
-        {"version", 8, "unsupported checkpoint version 8 (this build reads 3 to 7)"},
+        {"version", 9, "unsupported checkpoint version 9 (this build reads 3 to 8)"},
         {"version", 3, "checkpoint field header_bytes = "},
         {"version", 4, "checkpoint field header_bytes = "},
         {"version", 5, "checkpoint field header_bytes = "},
         {"version", 6, "checkpoint field header_bytes = "},
+        {"version", 7, "checkpoint field header_bytes = "},
         {"version", -1, "unsupported checkpoint version 4294967295"},
-        {"header_bytes", 100, "checkpoint field header_bytes = 100, version 7 has"},
+        {"header_bytes", 100, "checkpoint field header_bytes = 100, version 8 has"},
+        /* version 8's: the measured compression choice */
+        {"compress_verdict", 3,
+         "checkpoint field compress_verdict = 3 is not a verdict (0 undecided, 1 compress, 2 plain)"},
+        {"compress_verdict", -1, "checkpoint field compress_verdict = -1 is not a verdict"},
+        {"compress_probe[2]", (int64_t)0x7ff8000000000000LL, "checkpoint field compress_probe[2] = nan is not a sum"},
+        {"compress_probe[0]", (int64_t)0xbff0000000000000LL, "checkpoint field compress_probe[0] = -1 is not a sum"},
         /* version 6's: PowerSGD's state, bounded before anything is read by it */
         {"compress_q_floats", (int64_t)1 << 41, "compress_q_floats = 2199023255552, compress_err_floats = 0"},
         {"compress_ranks", 300, "compress_ranks = 300 are not a PowerSGD state"},
@@ -585,7 +592,8 @@ static void to_version(unsigned char *buf, size_t *len, uint32_t v)
     assert_int_equal(checkpoint_field_at(v == 3   ? "global_batch"
                                          : v == 4 ? "dropout_step"
                                          : v == 5 ? "compress_q_floats"
-                                                  : "opt_step",
+                                         : v == 6 ? "opt_step"
+                                                  : "compress_verdict",
                                          &off, &size),
                      0);
     /* that field .. the header's end (every later version appends to the header; an
@@ -601,6 +609,32 @@ static void to_version(unsigned char *buf, size_t *len, uint32_t v)
     memcpy(buf + hoff, &hdr, 4);
 }
 static void to_version3(unsigned char *buf, size_t *len) { to_version(buf, len, 3); }
+
+/* A version 7 checkpoint (before the measured compression choice) still resumes, as a
+ * run without one. */
+static void test_checkpoint_reads_version7(void **state)
+{
+    fixture_t *fx = *state;
+    char good[512], old[600];
+    make_checkpoint(fx, good, sizeof good);
+    snprintf(old, sizeof old, "%s/v7.ckpt", fx->dir);
+    size_t len, len8;
+    unsigned char *buf = read_all(good, &len);
+    len8 = len;
+    to_version(buf, &len, 7);
+    assert_int_equal(len8 - len, 4 + 8 * CKPT_PROBE_N);
+    checkpoint_fix_crc(buf, len);
+    write_bytes(old, buf, len);
+    free(buf);
+    static job_spec_t spec;
+    static worker_t w;
+    lenet_spec(fx, &spec, NULL);
+    char err[1024] = "";
+    if (worker_setup(&w, &spec, 0, 1, err, sizeof err) != 0) fail_msg("%s", err);
+    if (worker_resume(&w, old, err, sizeof err) != 0) fail_msg("version 7 refused: %s", err);
+    assert_int_equal(w.global_step, 4);
+    worker_teardown(&w);
+}
 
 /* A version 3 checkpoint (main's format before the goodput planner: the header without
  * version 4's global batch, goodput and noise-scale fields) still resumes: written
@@ -745,7 +779,7 @@ static void test_checkpoint_old_format(void **state)
     if (worker_setup(&w, &spec, 0, 1, err, sizeof err) != 0) fail_msg("%s", err);
     expect_refused(&w, old,
                    "checkpoint format version 2 is from an older pacer-worker, which kept model names in 32 "
-                   "bytes (now 64, and tensor names 128); this one reads versions 3 to 7 only: start the job "
+                   "bytes (now 64, and tensor names 128); this one reads versions 3 to 8 only: start the job "
                    "afresh");
     worker_teardown(&w);
     free(v2);
@@ -774,7 +808,7 @@ static void test_checkpoint_adamw(void **state)
     if (worker_setup(&w, &spec, 0, 1, err, sizeof err) != 0) fail_msg("%s", err);
     assert_non_null(w.model->moment2);
     expect_refused(&w, good,
-                   "checkpoint has no AdamW second moment (format version 7, written by an optimizer.kind sgd run): "
+                   "checkpoint has no AdamW second moment (format version 8, written by an optimizer.kind sgd run): "
                    "an adamw job cannot resume from it; start afresh or resume with optimizer.kind sgd");
     expect_refused(&w, v6,
                    "checkpoint has no AdamW second moment (format version 6, written by an optimizer.kind sgd run or "
@@ -996,6 +1030,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gather_refuses_what_does_not_fit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_hostile_fields, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_spec_hash, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_checkpoint_reads_version7, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_reads_version3, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_dropout_step, setup, teardown),
         cmocka_unit_test(test_checkpoint_validate_goodput),

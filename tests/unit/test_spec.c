@@ -484,6 +484,17 @@ static const bad_case_t BAD[] = {
     {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"hpsgd\",\"compression\":{\"kind\":"
      "\"powersgd\",\"warmup_steps\":5}}}",
      "algorithm.compression.warmup_steps: hpsgd has no warm-up (its ranks start a round at different steps); set 0"},
+    /* the measured choice: powersgd's, timing the warm-up's last probe_steps */
+    {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"ssgd\",\"compression\":{\"kind\":"
+     "\"bf16\",\"min_gain\":0.15}}}",
+     "algorithm.compression.min_gain: the measured choice is powersgd's (kind is bf16); set 0"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"ssgd\",\"compression\":{\"kind\":"
+     "\"powersgd\",\"min_gain\":0.15,\"warmup_steps\":10}}}",
+     "algorithm.compression.min_gain: the probe times the warm-up's last probe_steps (20) plain steps, and "
+     "warmup_steps is 10: set warmup_steps to at least 20, or probe_steps lower"},
+    {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"ssgd\",\"compression\":{\"kind\":"
+     "\"powersgd\",\"min_gain\":1.5,\"warmup_steps\":30}}}",
+     "algorithm.compression.min_gain"},
     {"{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"asgd\",\"compression\":{\"kind\":"
      "\"powersgd\"}}}",
      "algorithm.compression.kind: powersgd needs one Q shared by all ranks, which the asynchronous pushes of asgd do "
@@ -696,6 +707,20 @@ static void test_spec_hash(void **state)
              "\"rank\":3}}}",
              &c);
     assert_true(spec_hash(&b) != spec_hash(&c));
+    /* Without min_gain the probe's fields hash as before they existed (earlier powersgd
+     * checkpoints resume); with it they are part of the run. */
+    parse_ok("{\"model\":\"lenet5\",\"algorithm\":{\"name\":\"ssgd\",\"compression\":{\"kind\":\"powersgd\","
+             "\"probe_steps\":50}}}",
+             &c);
+    assert_true(spec_hash(&b) == spec_hash(&c));
+    parse_ok("{\"model\":\"lenet5\",\"algorithm\":{\"name\":\"ssgd\",\"compression\":{\"kind\":\"powersgd\","
+             "\"min_gain\":0.15,\"warmup_steps\":20}}}",
+             &c);
+    job_spec_t d;
+    parse_ok("{\"model\":\"lenet5\",\"algorithm\":{\"name\":\"ssgd\",\"compression\":{\"kind\":\"powersgd\","
+             "\"warmup_steps\":20}}}",
+             &d);
+    assert_true(spec_hash(&c) != spec_hash(&d));
     /* hpsgd compresses its rounds (no warm-up); the PS family its pushes, in bf16. */
     parse_ok("{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"dbs-sgd\",\"compression\":{"
              "\"kind\":\"bf16\"}}}",

@@ -344,6 +344,25 @@ int worker_save_checkpoint(worker_t *w, char *err, size_t errlen)
     return 0;
 }
 
+/* min_gain's verdict, once, at the first epoch end after the probe (not in the step,
+ * which formats nothing): what the summary's compression.auto says. */
+static void log_verdict(worker_t *w)
+{
+    double v[COMPRESS_PROBE_N];
+    const compress_verdict_t verdict = compress_verdict(w->compress, v);
+    if (w->rank != 0 || w->verdict_told || verdict == COMPRESS_UNDECIDED) return;
+    w->verdict_told = 1;
+    const double gain = compress_probe_gain(v);
+    if (isnan(gain)) fprintf(stderr, "compression: powersgd kept: the probe timed nothing (a resume past it)\n");
+    else
+        fprintf(stderr,
+                "compression: powersgd %s: the probe's compressed all-reduce saves %.1f%% of a plain step (%.4f s "
+                "against %.4f s, the step %.4f s), min_gain %.1f%%\n",
+                verdict == COMPRESS_KEEP ? "kept" : "off, plain from here on", 100 * gain,
+                v[PROBE_COMP_S] / v[PROBE_COMP_N], v[PROBE_PLAIN_S] / v[PROBE_PLAIN_N],
+                v[PROBE_STEP_S] / v[PROBE_STEP_N], 100 * w->spec->algorithm.compression.min_gain);
+}
+
 int worker_epoch_done(worker_t *w, char *err, size_t errlen)
 {
     const job_spec_t *s = w->spec;
@@ -353,6 +372,7 @@ int worker_epoch_done(worker_t *w, char *err, size_t errlen)
     if (w->rank == 0)
         fprintf(stderr, "epoch %ld/%d done: train_loss_running %.4f test_loss %.4f test_accuracy %.4f\n", w->epoch + 1,
                 s->epochs, w->train_loss_running, w->test_loss, w->test_accuracy);
+    log_verdict(w);
     w->epoch++;
     w->step_in_epoch = 0;
     w->cursor = 0;

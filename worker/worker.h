@@ -75,6 +75,7 @@ typedef struct worker {
      * family's push plan (ps_run); freed by worker_free. The checkpoint reads its state
      * (Q, the error feedback). */
     struct compress *compress;
+    int verdict_told; /* min_gain's verdict logged (worker_epoch_done, rank 0) */
     int rank, world;  /* MPI rank and size (0, 1 standalone) */
     int nworkers;     /* ranks that compute gradients */
     int worker_index; /* this rank's index among them, -1 for the PS */

@@ -4,7 +4,8 @@
 # real timings give is the machine's, so the runs here take min_gain 1, which no probe
 # meets (a compressed call would have to take no time at all): the verdict is plain in
 # every run, and the test checks what follows from it, deterministically:
-#   1. The summary's compression.auto: verdict plain, the probe's means (seconds, > 0),
+#   1. The summary's compression.auto: verdict plain (and a log line saying so), the
+#      probe's means (seconds, > 0),
 #      a gain below 1; every step after the probe plain: comm_bytes_per_step is exactly
 #      (97 plain + 3 compressed) / 100 steps; the run learns (the error feedback of the
 #      probe sent, not lost: within 5 points of uncompressed).
@@ -47,6 +48,8 @@ comp=$(json "$TMP/auto.out" .compression.compressed_bytes_per_step)
 equals_num "comm_bytes_per_step: 97 plain steps and the probe's 3 compressed" "$(json "$TMP/auto.out" .comm_bytes_per_step)" \
     "$(awk -v p="$plain" -v c="$comp" 'BEGIN { printf "%.6f", (97 * p + 3 * c) / 100 }')"
 learns_near none 0.65 0.05 auto
+grep -q "compression: powersgd off, plain from here on: the probe's compressed all-reduce saves" "$TMP/auto.log" ||
+    { cat "$TMP/auto.log"; fail "no log line of the verdict"; }
 echo "ok: min_gain 1 rules plain after the probe (gain $(json "$TMP/auto.out" .compression.auto.gain)); accuracy $(json "$TMP/auto.out" .test_accuracy) (uncompressed $(json "$TMP/none.out" .test_accuracy))"
 
 # 2. Resumed inside the probe and after the verdict: bit for bit. The uninterrupted run

@@ -24,11 +24,6 @@ spec() { # NAME KIND [EXTRA-COMPRESSION-JSON] [EXTRA-TOP-JSON]
  "seed": 3, "log_every": 0, "optimizer": {"lr": 0.05, "momentum": 0.9}${4:-}}
 JSON
 }
-run2() { # NAME ARGS...
-    n=$1
-    shift
-    $MPIRUN -np 2 $WORKER --spec "$TMP/$n.json" "$@" >"$TMP/$n.log" 2>&1 || { cat "$TMP/$n.log"; fail "$n failed"; }
-}
 
 # 1. Bytes and learning.
 spec none none

@@ -25,11 +25,6 @@ spec() { # NAME COMPRESSION-JSON [EXTRA-TOP-JSON]
  "seed": 3, "log_every": 0, "optimizer": {"lr": 0.05, "momentum": 0.9}${3:-}}
 JSON
 }
-run2() { # NAME ARGS...
-    n=$1
-    shift
-    $MPIRUN -np 2 $WORKER --spec "$TMP/$n.json" "$@" >"$TMP/$n.log" 2>&1 || { cat "$TMP/$n.log"; fail "$n failed"; }
-}
 AUTO='{"kind": "powersgd", "rank": 2, "warmup_steps": 5, "probe_steps": 3, "min_gain": 1}'
 
 # 1. The verdict, the bytes, learning.

@@ -610,19 +610,17 @@ static void to_version(unsigned char *buf, size_t *len, uint32_t v)
 }
 static void to_version3(unsigned char *buf, size_t *len) { to_version(buf, len, 3); }
 
-/* A version 7 checkpoint (before the measured compression choice) still resumes, as a
- * run without one. */
-static void test_checkpoint_reads_version7(void **state)
+/* This build's checkpoint rewritten as version v wrote it resumes (at step 4, at the
+ * spec's global batch); returns the bytes the rewrite dropped. */
+static size_t resumes_as_version(fixture_t *fx, uint32_t v)
 {
-    fixture_t *fx = *state;
     char good[512], old[600];
     make_checkpoint(fx, good, sizeof good);
-    snprintf(old, sizeof old, "%s/v7.ckpt", fx->dir);
-    size_t len, len8;
+    snprintf(old, sizeof old, "%s/v%u.ckpt", fx->dir, v);
+    size_t len, whole;
     unsigned char *buf = read_all(good, &len);
-    len8 = len;
-    to_version(buf, &len, 7);
-    assert_int_equal(len8 - len, 4 + 8 * CKPT_PROBE_N);
+    whole = len;
+    to_version(buf, &len, v);
     checkpoint_fix_crc(buf, len);
     write_bytes(old, buf, len);
     free(buf);
@@ -631,37 +629,25 @@ static void test_checkpoint_reads_version7(void **state)
     lenet_spec(fx, &spec, NULL);
     char err[1024] = "";
     if (worker_setup(&w, &spec, 0, 1, err, sizeof err) != 0) fail_msg("%s", err);
-    if (worker_resume(&w, old, err, sizeof err) != 0) fail_msg("version 7 refused: %s", err);
+    if (worker_resume(&w, old, err, sizeof err) != 0) fail_msg("version %u refused: %s", v, err);
     assert_int_equal(w.global_step, 4);
+    assert_int_equal(w.global_batch, 16);
     worker_teardown(&w);
+    return whole - len;
+}
+
+/* A version 7 checkpoint (before the measured compression choice) still resumes, as a
+ * run without one. */
+static void test_checkpoint_reads_version7(void **state)
+{
+    assert_int_equal(resumes_as_version(*state, 7), 4 + 8 * CKPT_PROBE_N);
 }
 
 /* A version 3 checkpoint (main's format before the goodput planner: the header without
  * version 4's global batch, goodput and noise-scale fields) still resumes: written
  * before this build, it resumes as a run at the spec's global batch with no noise-scale
  * estimate yet. */
-static void test_checkpoint_reads_version3(void **state)
-{
-    fixture_t *fx = *state;
-    char good[512], old[600];
-    make_checkpoint(fx, good, sizeof good);
-    snprintf(old, sizeof old, "%s/v3.ckpt", fx->dir);
-    size_t len;
-    unsigned char *buf = read_all(good, &len);
-    to_version3(buf, &len);
-    checkpoint_fix_crc(buf, len);
-    write_bytes(old, buf, len);
-    free(buf);
-    static job_spec_t spec;
-    static worker_t w;
-    lenet_spec(fx, &spec, NULL);
-    char err[1024] = "";
-    if (worker_setup(&w, &spec, 0, 1, err, sizeof err) != 0) fail_msg("%s", err);
-    if (worker_resume(&w, old, err, sizeof err) != 0) fail_msg("version 3 refused: %s", err);
-    assert_int_equal(w.global_step, 4);
-    assert_int_equal(w.global_batch, 16);
-    worker_teardown(&w);
-}
+static void test_checkpoint_reads_version3(void **state) { resumes_as_version(*state, 3); }
 
 /* A version 4 checkpoint (before the dropout steps were kept) still resumes, with the
  * dropout step at the global step as that version's runs took it; a version 5 one gives

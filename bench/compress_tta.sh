@@ -163,6 +163,15 @@ header='mbit\tcompression\tseed\tbytes_per_step\tsteps\tstep_s\ttime_to_target_s
 sim() {
     [ -d "$CIFAR_DIR" ] || { echo "compress_tta: no CIFAR-10 at $CIFAR_DIR"; exit 1; }
     bw0=${SIM_GBPS%% *}
+    # A min_gain kind trains as its verdict says, and the verdict depends on the link:
+    # what the other links' timed runs reuse (the first link's accuracy) would be wrong.
+    for k in $KINDS; do
+        case $k in *-g*) [ "$SIM_GBPS" = "$bw0" ] || {
+            echo "compress_tta: $k (min_gain) trains as its verdict at each link says: one SIM_GBPS per OUT" >&2
+            exit 1
+        } ;;
+        esac
+    done
     for s in $SEEDS; do
         for k in $KINDS; do
             run=$1.d/sim-$k-$s

@@ -111,6 +111,15 @@ static void state(ckpt_state_t *st, int64_t epoch, int64_t k)
     st->progress = (double)st->global_step;
 }
 
+/* DIR/NAME.bin: the mode byte, then the checkpoint's bytes (PACER_FUZZ_WRITE_SEEDS). */
+static void write_seed(const char *dir, const char *name, int mode, const unsigned char *b, size_t len)
+{
+    char out[512];
+    snprintf(out, sizeof out, "%s/%s.bin", dir, name);
+    FILE *f = fopen(out, "wb");
+    if (!f || fputc(mode, f) == EOF || fwrite(b, 1, len, f) != len || fclose(f) != 0) abort();
+}
+
 static unsigned char *write_read(const char *path, const ckpt_state_t *st, size_t *len)
 {
     char err[512];
@@ -159,61 +168,44 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
             const char *name;
             int epoch, k;
         } S[] = {{"fresh", 0, 0}, {"mid-epoch", 1, 4}, {"done", 3, 0}};
+        size_t len;
+        unsigned char *b;
         for (size_t i = 0; i < sizeof S / sizeof S[0]; i++) {
-            size_t len;
             state(&st, S[i].epoch, S[i].k);
-            unsigned char *b = write_read(path, &st, &len);
-            char out[512];
-            snprintf(out, sizeof out, "%s/%s.bin", seeds, S[i].name);
-            FILE *f = fopen(out, "wb");
-            /* mode byte: raw file, CRC as is, validated */
-            if (!f || fputc(4, f) == EOF || fwrite(b, 1, len, f) != len || fclose(f) != 0) abort();
+            b = write_read(path, &st, &len);
+            write_seed(seeds, S[i].name, 4, b, len); /* mode byte: raw file, CRC as is, validated */
             free(b);
         }
         /* A goodput run's (mode byte 12: validated with WANT_GOODPUT): global batch 128 at
          * gain 1.5, worker 1 left out. */
-        size_t len;
         state(&st, 1, 4);
         st.global_batch = 128, st.batch_of[0] = 128, st.batch_of[1] = 0, st.cursor = 500;
         st.gain = 1.5, st.efficiency = 0.75, st.progress = 16, st.epoch_loss_samples = 400;
         st.gns_g2 = 0.5, st.gns_trace = 40, st.gns_weight = 0.6, st.gns_samples = 90;
-        unsigned char *b = write_read(path, &st, &len);
-        char out[512];
-        snprintf(out, sizeof out, "%s/goodput.bin", seeds);
-        FILE *f = fopen(out, "wb");
-        if (!f || fputc(12, f) == EOF || fwrite(b, 1, len, f) != len || fclose(f) != 0) abort();
+        b = write_read(path, &st, &len);
+        write_seed(seeds, "goodput", 12, b, len);
         free(b);
         /* mode byte 20: mlp's checkpoint of 10 classes, read by an 11-class mlp */
-        snprintf(out, sizeof out, "%s/other-classes.bin", seeds);
-        f = fopen(out, "wb");
-        if (!f || fputc(20, f) == EOF || fwrite(valid_mlp, 1, valid_mlp_len, f) != valid_mlp_len || fclose(f) != 0)
-            abort();
+        write_seed(seeds, "other-classes", 20, valid_mlp, valid_mlp_len);
         /* A PowerSGD run's (mode byte 36: validated with WANT_PSGD): Q and both workers'
          * errors after the buffers. */
         state(&st, 1, 4);
         st.compress_q = CQ_SAVED, st.compress_err = CE_SAVED;
         st.compress_q_floats = CQ, st.compress_err_floats = CE, st.compress_ranks = NW;
         b = write_read(path, &st, &len);
-        snprintf(out, sizeof out, "%s/powersgd.bin", seeds);
-        f = fopen(out, "wb");
-        if (!f || fputc(36, f) == EOF || fwrite(b, 1, len, f) != len || fclose(f) != 0) abort();
+        write_seed(seeds, "powersgd", 36, b, len);
         free(b);
         /* The same after min_gain's probe ruled plain (version 8's verdict and sums). */
         st.compress_verdict = 2;
         const double probe[CKPT_PROBE_N] = {0.4, 20, 2.2, 20, 0.5, 20};
         memcpy(st.compress_probe, probe, sizeof probe);
         b = write_read(path, &st, &len);
-        snprintf(out, sizeof out, "%s/measured.bin", seeds);
-        f = fopen(out, "wb");
-        if (!f || fputc(36, f) == EOF || fwrite(b, 1, len, f) != len || fclose(f) != 0) abort();
+        write_seed(seeds, "measured", 36, b, len);
         free(b);
         st.compress_verdict = 0;
         memset(st.compress_probe, 0, sizeof st.compress_probe);
         /* mode byte 68: an AdamW run's, validated by an AdamW run */
-        snprintf(out, sizeof out, "%s/adamw.bin", seeds);
-        f = fopen(out, "wb");
-        if (!f || fputc(68, f) == EOF || fwrite(valid_adamw, 1, valid_adamw_len, f) != valid_adamw_len || fclose(f) != 0)
-            abort();
+        write_seed(seeds, "adamw", 68, valid_adamw, valid_adamw_len);
     }
     unlink(path);
     rmdir(dir);

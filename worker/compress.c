@@ -54,7 +54,8 @@ struct compress {
     compress_verdict_t verdict;    /* COMPRESS_UNDECIDED until the probe's end */
     double sums[COMPRESS_PROBE_N]; /* PROBE_* */
     double last_wall;              /* phases->total_wall (or the clock) at the last call */
-    int have_last;                 /* last_wall is this process's */
+    long last_step;                /* ... and that call's step */
+    int have_last;                 /* last_wall and last_step are this process's */
     int flush;                     /* PLAIN: the next plain call sends the error feedback */
     /* compress_create_push: a push's header and statistics (bytes, floats); push 0: a
      * collective's plan */
@@ -351,18 +352,23 @@ static void decide(compress_t *c, int use_mpi, MPI_Comm comm)
     c->flush = !keep;
 }
 
+/* The warm-up's last probe_steps steps: the plain side of the probe. */
+static int plain_window(const compress_t *c, long step) { return step >= c->warmup - c->probe && step < c->warmup; }
+
 void compress_observe(compress_t *c, long step, double spent_s, int use_mpi, MPI_Comm comm)
 {
     if (!c || c->probe == 0 || c->verdict != COMPRESS_UNDECIDED) return;
-    /* The closed steps since the last call: the phases timer's (training time only), or
-     * the clock without one (tests). */
+    /* The steps closed since the last call (the phases timer's, training time only; the
+     * clock without one, in tests) are the last call's step and those after it up to this
+     * one: a plain step's wall is counted once it has closed, with its own call inside
+     * it, so a plain call never outweighs the step it is part of. */
     const double wall = c->phases ? c->phases->total_wall : clock_mono_s();
     const double since = wall - c->last_wall;
-    const int had = c->have_last;
-    c->last_wall = wall, c->have_last = 1;
-    if (step >= c->warmup - c->probe && step < c->warmup) {
+    if (c->have_last && plain_window(c, c->last_step) && since > 0)
+        c->sums[PROBE_STEP_S] += since, c->sums[PROBE_STEP_N] += 1;
+    c->last_wall = wall, c->last_step = step, c->have_last = 1;
+    if (plain_window(c, step)) {
         c->sums[PROBE_PLAIN_S] += spent_s, c->sums[PROBE_PLAIN_N] += 1;
-        if (had && since > 0) c->sums[PROBE_STEP_S] += since, c->sums[PROBE_STEP_N] += 1;
     } else if (step >= c->warmup && step < (long)c->warmup + c->probe) {
         c->sums[PROBE_COMP_S] += spent_s, c->sums[PROBE_COMP_N] += 1;
     }

@@ -88,9 +88,10 @@ void compress_set_phases(compress_t *c, step_phases_t *phases);
  * warm-up of at least probe_steps): the caller times each compress_allreduce, with its
  * own compute (pacer-sim's charge included), and hands the seconds to compress_observe.
  * The last probe_steps calls of the warm-up (plain) and the first probe_steps compressed
- * ones are summed, and so is the wall time of the steps between the plain calls (the
- * closed steps of the phases timer: evaluations are not in it; local-sgd's period of
- * several steps is one "step" here). At the last compressed call of the probe the ranks
+ * ones are summed, and so is the wall time of those plain steps, each with its own call
+ * (the closed steps of the phases timer: evaluations are not in it; local-sgd's period of
+ * several steps from an average to the next is one "step" here), so a plain call's mean
+ * is at most the plain step's and the gain below is under 1. At the last compressed call of the probe the ranks
  * of comm sum their timings (one all-reduce of COMPRESS_PROBE_N doubles, once per job,
  * and rank 0's verdict broadcast, so that all agree) and
  *   gain = (mean plain call - mean compressed call) / mean plain step;

@@ -808,11 +808,6 @@ static json_t *dataset_json(const worker_t *w)
     return o;
 }
 
-/* The payload per step as measured (worker_stats_t.comm_bytes: what rank 0 handed to
- * MPI; in ssgd and local-sgd every rank sends the same, in hier-bsp rank 0 is a leader):
- * ssgd's all-reduce, local-sgd's and hier-bsp's averages (and hier-bsp's group traffic)
- * and hpsgd's rounds spread over the steps; missing where not measured (the other algorithms); with algorithm.compression also what it did: the payload of a compressed
- * step and of a plain one, their ratio, and the matrices PowerSGD compressed. */
 static json_t *mean_or_null(double sum, double n) { return n > 0 ? json_real(sum / n) : json_null(); }
 
 /* min_gain's probe (compress.h): the verdict (null while undecided), the means of comm's
@@ -834,6 +829,13 @@ static json_t *probe_summary(const worker_t *w)
                      isnan(gain) ? json_null() : json_real(gain));
 }
 
+/* The payload per step as measured (worker_stats_t.comm_bytes: what rank 0 handed to
+ * MPI; in ssgd and local-sgd every rank sends the same, in hier-bsp rank 0 is a leader):
+ * ssgd's all-reduce, local-sgd's and hier-bsp's averages (and hier-bsp's group traffic)
+ * and hpsgd's rounds spread over the steps; missing where not measured (the other
+ * algorithms); with algorithm.compression also what it did: the payload of a compressed
+ * step and of a plain one, their ratio, the matrices PowerSGD compressed and min_gain's
+ * probe. */
 static void compression_summary(const worker_t *w, json_t *root)
 {
     const job_spec_t *s = w->spec;

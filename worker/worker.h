@@ -33,9 +33,10 @@ typedef enum { ROLE_WORKER = 0, ROLE_PS = 1 } worker_role_t;
 
 /* Per-rank accounting that the summary's per_rank entries and the metrics records read. */
 typedef struct {
-    double compute_s, comm_s, idle_s;                /* wall-clock totals over the job; compute
-                                            includes ... */
-    double emulated_s;                               /* ... the emulated slowdown's wait, also kept here */
+    /* Wall-clock totals over the job; compute_s includes the emulated slowdown's wait,
+     * also kept apart in emulated_s. */
+    double compute_s, comm_s, idle_s;
+    double emulated_s;
     double step_compute_s, step_comm_s, step_idle_s; /* the last step */
     double step_baseline_s;                          /* --comm-baseline: the raw allreduce's time */
     long samples;                                    /* training samples this rank computed */
@@ -44,8 +45,7 @@ typedef struct {
      * wait: nothing was waited, so contention, not the emulation, set their length. */
     long emulated_late;
     float last_loss;
-    double ewma_sps; /* node speed (planner_speed): samples per
-                                            wall-clock second of compute, smoothed */
+    double ewma_sps; /* node speed (planner_speed): samples per wall-clock second of compute, smoothed */
     /* ssgd: the all-reduce payload this rank handed to MPI (count x element size of
      * every collective of the step, compressed or not), summed, and the steps it covers:
      * the summary's comm_bytes_per_step. */

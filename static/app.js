@@ -26,6 +26,7 @@
   const LIVE_POINTS = 3000;       // live points per rank appended before the history is asked again
   const REDRAW_MS = 400;          // charts redraw at most this often while data arrives
   const HIST_LABELS = ['0', '1', '2', '3', '4-7', '8-15', '16-31', '32-63', '64+'];
+  const NOISE_RECENT = 50;        // the noise-scale values the header's median and IQR are of
 
   const $ = (sel, root) => (root || document).querySelector(sel);
   const view = $('#view');
@@ -225,6 +226,24 @@
     return td;
   }
 
+  // A job's test accuracy and last loss for the job list, from its answer (a final job's:
+  // null otherwise) and its nodes answer: the summary's final evaluation, else rank 0's
+  // latest (it evaluates: the parameter server, or a synchronous job's root); the mean of
+  // the workers' latest training loss, else the summary's loss over the last epoch.
+  // Unmeasured is null (shown '–'), never 0.
+  function listFigures(job, nodes) {
+    const isNum = (v) => typeof v === 'number' && Number.isFinite(v);
+    const sum = (job && job.summary) || {};
+    const ranks = (nodes && Array.isArray(nodes.ranks) ? nodes.ranks : []).filter((r) => r && typeof r === 'object');
+    const evaluator = ranks.find((r) => r.rank === 0 && isNum(r.test_accuracy)) || ranks.find((r) => isNum(r.test_accuracy));
+    const losses = ranks.filter((r) => r.role !== 'ps' && isNum(r.loss)).map((r) => r.loss);
+    return {
+      acc: isNum(sum.test_accuracy) ? sum.test_accuracy : evaluator ? evaluator.test_accuracy : null,
+      loss: losses.length ? losses.reduce((a, b) => a + b, 0) / losses.length : isNum(sum.train_loss_running) ? sum.train_loss_running : null,
+    };
+  }
+  window.pacerList = { figures: listFigures };   // for tests
+
   function jobsView() {
     mount('tpl-jobs');
     const limit = 25;
@@ -275,10 +294,40 @@
       if (!q) return el('td', { class: 'reason', title: j.reason || '' }, j.reason || '');
       return el('td', { class: 'reason queue', title: q.detail || '' }, '#' + q.position + ' · ' + q.reason + ' · ' + queueStart(q));
     }
+    // Test accuracy and last loss: not in the list's answer, so read per job shown (its
+    // answer and nodes); a final job's once, a running one's again at most every 5 s.
+    const figures = new Map();   // id -> { acc, loss, at, final, busy }
+    function figureCells(id) {
+      const f = figures.get(id) || {};
+      return [el('td', { class: 'num acc' }, typeof f.acc === 'number' ? (100 * f.acc).toFixed(2) + ' %' : '–'),
+        el('td', { class: 'num loss' }, typeof f.loss === 'number' ? f.loss.toFixed(4) : '–')];
+    }
+    async function readFigures(j) {
+      const final = FINAL.includes(j.state);
+      const f = figures.get(j.id);
+      if (j.state === 'QUEUED' || (f && (f.busy || f.final || Date.now() - f.at < 5000))) return;
+      figures.set(j.id, Object.assign({}, f, { busy: true }));
+      try {
+        const [job, nodes] = await Promise.all([final ? api('/jobs/' + j.id) : null, api('/jobs/' + j.id + '/nodes').catch(() => null)]);
+        // A job that has just ended may write its summary after this read: read again then.
+        const settled = final && !!job && (!!job.summary || !(job.finished > Date.now() / 1000 - 30));
+        figures.set(j.id, Object.assign(listFigures(job, nodes), { at: Date.now(), final: settled }));
+      } catch (e) {
+        figures.set(j.id, Object.assign({}, f, { busy: false, at: Date.now() }));
+        return;
+      }
+      const tr = $('#jobs-body tr[data-id="' + j.id + '"]');
+      if (tr) {
+        const [acc, loss] = figureCells(j.id);
+        tr.querySelector('td.acc').replaceWith(acc);
+        tr.querySelector('td.loss').replaceWith(loss);
+      }
+    }
     function render(jobs) {
       const body = $('#jobs-body');
       if (!body) return;
       body.innerHTML = '';
+      for (const j of jobs) readFigures(j);
       for (const j of jobs) {
         const tr = el('tr', { 'data-id': j.id });
         const state = el('span', {});
@@ -286,7 +335,7 @@
         const cells = [
           el('td', {}, j.id), nameCell(j), null, el('td', { class: 'owner' }, j.owner || '–'), el('td', {}, j.model), el('td', {}, j.algorithm),
           el('td', { class: 'num' }, j.workers), el('td', { title: j.submitted ? new Date(j.submitted * 1000).toLocaleString() : '' }, when(j.submitted)),
-          el('td', { class: 'num' }, runtime(j)), el('td', { class: 'num' }, j.restarts || 0),
+          el('td', { class: 'num' }, runtime(j)), ...figureCells(j.id), el('td', { class: 'num' }, j.restarts || 0),
           reasonCell(j),
         ];
         const st = el('td');
@@ -433,9 +482,22 @@
     onChange();
   }
 
+  // The form's default workers and slowdowns on a coordinator of `slots` slots: the demo's
+  // four workers [1, 1, 2, 4] where four fit, else one per slot with slowdowns that still
+  // differ ([1, 2] on two). Four emulated ranks on two cores would measure how the OS
+  // shares the cores, not the slowdowns (the job page says "not faithful").
+  function formDefaults(slots) {
+    const n = Math.max(1, Math.min(4, Math.floor(slots) || 4));
+    return { workers: n, slowdown: [[1], [1, 2], [1, 1, 2], [1, 1, 2, 4]][n - 1].join(', ') };
+  }
+  window.pacerForm = { defaults: formDefaults };   // for tests
+
   function newView() {
     mount('tpl-new');
     const f = $('#job-form');
+    // Fields the user has typed in keep what they typed when the defaults arrive.
+    const touched = new Set();
+    f.addEventListener('input', (e) => { if (e.target && e.target.name) touched.add(e.target.name); }, true);
     const preview = () => { $('#spec-preview').textContent = JSON.stringify(specFromForm(f), null, 2); };
     fillCatalog(f, preview).catch(apiError);
     // An ONNX file of the user's: PUT /api/v1/models/NAME, then the lists again with it chosen.
@@ -466,8 +528,24 @@
       f.elements.slowdown.disabled = sim && named;
     };
     // What this coordinator can simulate (GET /api/v1/cluster): its platform files, or why not.
-    api('/cluster').then((cl) => {
-      const sim = cl && cl.coordinator && cl.coordinator.simulator;
+    // A coordinator that has just started may not have published its record yet (no
+    // slots): asked again each second for a while.
+    let stopped = false, asked = 0;
+    const askCluster = () => api('/cluster').then((cl) => {
+      if (stopped) return;
+      const co = (cl && cl.coordinator) || {};
+      const slots = co.slots_usable > 0 ? co.slots_usable : co.slots;
+      if (!(slots > 0) && ++asked < 30) { setTimeout(askCluster, 1000); return; }
+      if (slots > 0) {
+        const d = formDefaults(slots);
+        if (!touched.has('workers') && !touched.has('slowdown')) {
+          f.elements.workers.value = d.workers;
+          f.elements.slowdown.value = d.slowdown;
+        }
+        f.elements.workers.title = 'default: this coordinator\'s ' + slots + ' slot' + (slots === 1 ? '' : 's') + ', at most 4';
+        f.setAttribute('data-slots', slots);   // (f.dataset is the form's "dataset" select)
+      }
+      const sim = co.simulator;
       const box = f.elements.simulate;
       if (!sim || !sim.available) {
         box.disabled = true;
@@ -480,7 +558,8 @@
       }
       showParams();
       preview();
-    }).catch(() => { $('#sim-note').textContent = 'Could not ask the coordinator whether it can simulate.'; });
+    }).catch(() => { if (!stopped) $('#sim-note').textContent = 'Could not ask the coordinator whether it can simulate.'; });
+    askCluster();
     // Keep one slowdown per worker when the worker count changes.
     f.elements.workers.addEventListener('change', () => {
       const n = parseInt(f.elements.workers.value, 10);
@@ -527,7 +606,7 @@
     });
     showParams();
     preview();
-    return { stop() {} };
+    return { stop() { stopped = true; } };
   }
 
   /* ---- one job ------------------------------------------------------------------------------ */
@@ -577,7 +656,10 @@
         }
         // Staleness and batch sizes are small non-negative integers: start at 0, and keep a
         // flat line of zeros (every synchronous algorithm) at the bottom, not mid-chart.
-        const y = name === 'loss' ? {} : { range: (u, min, max) => [0, Math.max(name.startsWith('st_') ? 1 : 0, max) * 1.12 || 1] };
+        // The noise scale spans decades (a few hundred samples mid-run, spikes of 10^5-10^6
+        // where |G|^2 nears 0 late in training): a log axis keeps the bulk readable.
+        const y = name === 'loss' ? {} : name === 'noise' ? { distr: 3, log: 10 }
+          : { range: (u, min, max) => [0, Math.max(name.startsWith('st_') ? 1 : 0, max) * 1.12 || 1] };
         const opts = Object.assign(chartSize(box), {
           scales: { x: { time: false }, y },
           axes: [Object.assign({ label: s.simClock ? 'simulated seconds since start' : 'seconds since start', labelSize: 18, size: 34 }, axis),
@@ -596,6 +678,12 @@
           value: (u, v) => (v === null || v === undefined ? '–' : (100 * v).toFixed(2) + ' %') }],
         legend: { live: true },
       }), accData(), box);
+      emptyNotes();
+    }
+
+    // Every chart without points says so instead of drawing empty 0-1 axes.
+    function emptyNotes() {
+      for (const [name, u] of Object.entries(s.charts)) HIST.markEmpty($('[data-chart="' + name + '"]'), !HIST.hasPoints(u.data));
     }
 
     function chartData(name) { return HIST.chartData(s.stores[name], RANK_CHARTS[name].smooth ? s.ma : 0); }
@@ -698,6 +786,7 @@
       for (const name of Object.keys(RANK_CHARTS)) if (s.charts[name]) s.charts[name].setData(chartData(name));
       if (s.breakdown) s.breakdown.render();
       if (s.charts.acc) s.charts.acc.setData(accData());
+      emptyNotes();
       facts();
     }
 
@@ -851,18 +940,34 @@
       }
     }
 
+    // The noise scale in the header: the median of the chart's last NOISE_RECENT values and
+    // their interquartile range, not the latest value. One estimate is a ratio of two small
+    // differences of gradient norms (tr(Sigma) from the local norms less the reduced one's,
+    // |G|^2 from the reduced norm less tr(Sigma) / B; common/gns.h), so the latest value of
+    // two runs of one spec can differ by orders of magnitude, above all late in training
+    // where |G|^2 nears 0. Without charted values: the latest record's, else the summary's.
+    // The estimator's ceiling is not a measurement: records carry null, the summary says
+    // noise_scale_beyond (common/gns.h gns_reported).
+    function noiseText(recs, sum) {
+      const whole = (v) => Math.round(v).toLocaleString();
+      const beyond = sum.noise_scale_beyond ? 'beyond ' + whole(sum.noise_scale_beyond) + ' samples (noise dominates)' : '';
+      const spread = HIST.recentSpread(s.stores.noise, NOISE_RECENT);
+      if (spread) {
+        return 'median ' + whole(spread.median) + ' samples · IQR ' + whole(spread.q1) + '–' + whole(spread.q3) + ' (last ' +
+          spread.n + ' charted estimate' + (spread.n === 1 ? '' : 's') + ')' + (beyond ? ' · at the end ' + beyond : '');
+      }
+      const noise = recs.map((r) => r.noise_scale).filter((v) => v !== null && v !== undefined);
+      const phi = noise.length ? noise[noise.length - 1] : sum.noise_scale;
+      return phi !== null && phi !== undefined ? whole(phi) + ' samples' : beyond || '–';
+    }
+
     // The noise scale and, with algorithm.goodput, the plan in force: from the latest
     // records (rank 0's for the job-wide figures; every rank says whether it is left out).
     // A finished job without live records: its summary's figures.
     function goodputFacts(recs) {
       const sum = (s.job && s.job.summary) || {};
       const r0 = s.last[0] || recs.find((r) => r.noise_scale !== undefined);
-      const noise = recs.map((r) => r.noise_scale).filter((v) => v !== null && v !== undefined);
-      const phi = noise.length ? noise[noise.length - 1] : sum.noise_scale;
-      // The estimator's ceiling is not a measurement: records carry null, the summary says
-      // noise_scale_beyond (common/gns.h gns_reported).
-      $('#f-noise').textContent = phi !== null && phi !== undefined ? num(phi, 0) + ' samples'
-        : sum.noise_scale_beyond ? 'beyond ' + num(sum.noise_scale_beyond) + ' samples (noise dominates)' : '–';
+      $('#f-noise').textContent = noiseText(recs, sum);
       const g = sum.goodput;
       const planned = (r0 && r0.lr_scale !== undefined) || !!g;
       $('#f-goodput-row').hidden = !planned;
@@ -1157,6 +1262,11 @@
       smoothing: () => s.ma,
       xlabel: () => (s.charts.loss ? s.charts.loss.axes[0].label : null),
       events: () => s.events,
+      // A chart's y scale: its distribution (3: logarithmic) and range.
+      scale: (name) => {
+        const u = s.charts[name];
+        return u ? { distr: u.scales.y.distr, log: u.scales.y.log, min: u.scales.y.min, max: u.scales.y.max } : null;
+      },
       // A chart's y axis: its width and what its widest tick label needs (label + tick + gap).
       axisRoom: (name) => {
         const u = s.charts[name];

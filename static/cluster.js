@@ -39,8 +39,19 @@
     return new Date(t * 1000).toLocaleString();
   }
 
-  // One row per host (pure but for the DOM: exposed for tests through rows()).
-  function hostRow(h) {
+  // What "Last benchmark" says of a host never benchmarked: when one will run (the
+  // pre-flight, coordinator/preflight.c: under --preflight auto only before a job on two or
+  // more usable hosts one of which has no measured speed for its model; one host's ranks
+  // all run at one speed, so there is nothing to balance), never a bare "never".
+  function notYet(nhosts) {
+    return nhosts >= 2
+      ? 'runs before a job\'s first launch when a host has no measured speed for its model (--preflight auto), or with Run benchmark'
+      : 'not run before jobs on a single host (its ranks share one speed: nothing to balance; --preflight always would); Run benchmark measures it';
+  }
+
+  // One row per host (pure but for the DOM: exposed for tests through rows()); nhosts:
+  // how many hosts the cluster has.
+  function hostRow(h, nhosts) {
     const tr = el('tr', { 'data-host': h.name });
     tr.append(el('td', {}, h.name));
     const st = el('td');
@@ -60,7 +71,7 @@
     tr.append(sp);
     const b = h.benchmark;
     const bt = el('td');
-    if (!b) bt.textContent = 'never';
+    if (!b) bt.append(el('div', { class: 'not-yet' }, 'not yet'), el('div', { class: 'muted small' }, notYet(nhosts)));
     else if (b.running) bt.textContent = b.model + ': running…';
     else if (b.error) bt.append(el('div', {}, b.model + ', ' + ago(b.time) + ': failed'), el('div', { class: 'muted small' }, b.error));
     else bt.textContent = b.model + ', ' + ago(b.time) + ': ' + speed(b.samples_per_s) + ' (' + Math.round(b.ratio * 100) + '% of the median)';
@@ -119,7 +130,7 @@
         const hosts = (c.coordinator && c.coordinator.hosts) || [];
         last = hosts;
         tbody.innerHTML = '';
-        for (const h of hosts) tbody.append(hostRow(h));
+        for (const h of hosts) tbody.append(hostRow(h, hosts.length));
         empty.hidden = hosts.length > 0;
         const running = hosts.some((h) => h.benchmark && h.benchmark.running);
         run.disabled = running;
@@ -156,5 +167,5 @@
     return { stop() { stopped = true; clearTimeout(timer); } };
   }
 
-  window.pacerCluster = { mount, hostRow, rows: () => null };
+  window.pacerCluster = { mount, hostRow, notYet, rows: () => null };
 })();

@@ -123,6 +123,7 @@
           axes: [Object.assign({ label: XLABEL[s.xkind], labelSize: 18, size: 34 }, axis), Object.assign({ size: window.pacerHistory ? window.pacerHistory.fitAxis : 58 }, axis)],
           series: series(name, d), cursor: { drag: { x: true, y: false } }, legend: { live: true },
         }), data, box);
+        if (window.pacerHistory) window.pacerHistory.markEmpty(box.parentNode, !window.pacerHistory.hasPoints(data));
       };
       mk('loss', lossData, (x) => x.toPrecision(4));
       mk('acc', accData, (x) => (100 * x).toFixed(2) + ' %',
@@ -155,7 +156,13 @@
         tr.append(el('td', {}, name), ...s.jobs.map((j) => el('td', {}, f(j))));
         body.append(tr);
       }
-      const keys = [...new Set(flats.flatMap((f) => Object.keys(f)))].sort();
+      // The fields that differ first (and, until "show all fields" is ticked, only they:
+      // a spec has some 70 fields, most of them the same in jobs worth comparing).
+      const all = [...new Set(flats.flatMap((f) => Object.keys(f)))].sort();
+      const keys = s.diffs.concat(all.filter((k) => !s.diffs.includes(k)));
+      const same = keys.length - s.diffs.length;
+      $('#cmp-diff-note').textContent = (s.diffs.length ? s.diffs.length + ' field' + (s.diffs.length === 1 ? ' differs' : 's differ') +
+        ' (first, highlighted)' : 'the specs are the same') + '; ' + same + ' the same' + ($('#cmp-all').checked ? '' : ', hidden');
       for (const k of keys) {
         const diff = s.diffs.includes(k);
         const tr = el('tr', diff ? { class: 'diff', 'data-key': k } : { 'data-key': k });
@@ -181,7 +188,10 @@
       draw();
     });
     $('#cmp-ma').addEventListener('change', draw);
-    $('#cmp-only-diff').addEventListener('change', () => $('#cmp-specs').classList.toggle('only-diff', $('#cmp-only-diff').checked));
+    $('#cmp-all').addEventListener('change', () => {
+      $('#cmp-specs').classList.toggle('only-diff', !$('#cmp-all').checked);
+      if (s.jobs.length) specs();
+    });
     const resize = new ResizeObserver(() => {
       for (const [name, u] of Object.entries(s.charts)) {
         const box = $('[data-cmp="' + name + '"] .plot');

@@ -123,10 +123,53 @@
   function fitAxis(u, values, i, cycle) {
     const a = u.axes[i];
     if (cycle > 1 && a._size) return a._size;
-    const longest = (values || []).reduce((m, v) => (String(v).length > m.length ? String(v) : m), '');
+    // (a log axis leaves the ticks it does not label null)
+    const longest = (values || []).reduce((m, v) => (v !== null && v !== undefined && String(v).length > m.length ? String(v) : m), '');
     u.ctx.font = a.font[0];
     return Math.ceil(a.ticks.size + a.gap + (longest ? u.ctx.measureText(longest).width / devicePixelRatio : 0) + 8);
   }
 
-  window.pacerHistory = { CHARTS, idAfter, createStore, ensureRank, addPoint, fromHistory, movingAverage, chartData, valueAt, fitAxis };
+  // The q-quantile (0..1) of sorted numbers, interpolated between the two nearest.
+  function quantile(sorted, q) {
+    if (!sorted.length) return null;
+    const pos = (sorted.length - 1) * q, lo = Math.floor(pos), hi = Math.ceil(pos);
+    return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo);
+  }
+
+  // A steadier figure than a store's latest value: the median and the quartiles of the
+  // last k values of its lowest rank that has any (every ssgd rank carries the same noise
+  // scale; the asynchronous family's is the parameter server's). null without a value.
+  function recentSpread(st, k) {
+    const col = st.cols.find((c) => c.some((v) => v !== null && v !== undefined));
+    if (!col) return null;
+    const vals = [];
+    for (let i = col.length - 1; i >= 0 && vals.length < k; i--) if (col[i] !== null && col[i] !== undefined) vals.push(col[i]);
+    vals.sort((a, b) => a - b);
+    return { n: vals.length, median: quantile(vals, 0.5), q1: quantile(vals, 0.25), q3: quantile(vals, 0.75) };
+  }
+
+  // Whether uPlot data [x, col...] holds a point.
+  function hasPoints(data) {
+    return data.slice(1).some((col) => Array.prototype.some.call(col, (v) => v !== null && v !== undefined));
+  }
+
+  // A chart card without points says "no data yet" over its plot instead of showing empty
+  // axes (uPlot draws 0-1 axes for no data); the plot keeps its place, so its width stays.
+  function markEmpty(card, empty) {
+    if (!card) return;
+    let note = card.querySelector('.nodata');
+    if (!note) {
+      note = document.createElement('p');
+      note.className = 'nodata muted';
+      note.textContent = 'no data yet';
+      card.append(note);
+    }
+    card.classList.toggle('empty', empty);
+    note.hidden = !empty;
+  }
+
+  window.pacerHistory = {
+    CHARTS, idAfter, createStore, ensureRank, addPoint, fromHistory, movingAverage, chartData, valueAt, fitAxis, quantile,
+    recentSpread, hasPoints, markEmpty,
+  };
 })();

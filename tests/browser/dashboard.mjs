@@ -28,7 +28,14 @@
 // oversubscription in words, a finished job's epoch / step (from the nodes answer) and
 // heartbeat ("ended"), the checkpoint table's epochs counted as done, and the finished
 // job's noise-scale chart holding no value at the estimator's ceiling (GNS_PHI_MAX, passed
-// by http_browser.sh from common/gns.h). Exit 0 = pass, 1 = fail.
+// by http_browser.sh from common/gns.h). A new user's faults, each where it showed: the
+// form's default workers and slowdowns scaled to the coordinator's slots and its selects
+// wide enough for every choice; "no data yet" on charts without points; the noise-scale
+// chart's log axis and the header's median and interquartile range of its last values,
+// with the tooltip that says why two runs differ; the job list's test accuracy and last
+// loss ('–' where unmeasured); the compare view's differing fields first and alone by
+// default; the Cluster page's "not yet" where jobs ran on one host without a benchmark.
+// Exit 0 = pass, 1 = fail.
 import { chromium } from 'playwright-core';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -97,6 +104,48 @@ try {
   check(await page.$eval('select[name=dataset]', (s) => s.value) === 'cifar10', 'choosing a model picks its data set');
   await page.selectOption('select[name=model]', 'lenet5');
   check(await page.evaluate(() => typeof window.uPlot === 'function'), 'uPlot loaded from the coordinator');
+  // The default workers and slowdowns follow the coordinator's slots (GET /api/v1/cluster):
+  // one worker per slot, at most the demo's four [1, 1, 2, 4]; on two slots [1, 2], not
+  // four emulated ranks sharing two cores.
+  // (a coordinator that has just started publishes its slots within a second or two)
+  await page.waitForSelector('#job-form[data-slots]', { state: 'attached', timeout: 60000 });
+  const co = (await (await fetch(base + '/api/v1/cluster')).json()).coordinator || {};
+  const slotsNow = co.slots_usable > 0 ? co.slots_usable : co.slots;
+  const defs = await page.evaluate(() => ({ workers: Number(document.querySelector('input[name=workers]').value),
+    slowdown: document.querySelector('input[name=slowdown]').value, table: [1, 2, 3, 4, 16].map((n) => window.pacerForm.defaults(n)) }));
+  check(JSON.stringify(defs.table.map((d) => [d.workers, d.slowdown])) ===
+    JSON.stringify([[1, '1'], [2, '1, 2'], [3, '1, 1, 2'], [4, '1, 1, 2, 4'], [4, '1, 1, 2, 4']]),
+  'the form\'s defaults by slots: ' + JSON.stringify(defs.table));
+  const defSlow = defs.slowdown.split(/[\s,]+/).map(Number);
+  check(slotsNow > 0 && defs.workers === Math.min(4, slotsNow) && defSlow.length === defs.workers &&
+    defSlow.reduce((a, f) => a + 1 / f, 0) <= slotsNow,
+  'on ' + slotsNow + ' slot(s) the form offers ' + defs.workers + ' worker(s) slowed [' + defs.slowdown + ']');
+  // Every choice of the form's selects shows whole (the algorithm's was cut:
+  // "ssgd (synchronou"), on a wide window and a narrow one.
+  const cut = () => page.evaluate(() => {
+    const ctx = document.createElement('canvas').getContext('2d');
+    const out = [];
+    for (const sel of document.querySelectorAll('#job-form select')) {
+      if (!sel.offsetParent) continue;   // hidden with its label
+      const cs = getComputedStyle(sel);
+      ctx.font = cs.font;
+      // the room for text: the box less its padding, borders and the drop-down arrow (at
+      // least 16 px; Chromium's is about 20)
+      const room = sel.getBoundingClientRect().width - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) -
+        parseFloat(cs.borderLeftWidth) - parseFloat(cs.borderRightWidth) - 16;
+      for (const o of sel.options) {
+        const w = ctx.measureText(o.text).width;
+        if (w > room) out.push(sel.name + ': "' + o.text + '" needs ' + w.toFixed(0) + ' px of ' + room.toFixed(0));
+      }
+    }
+    return out;
+  });
+  for (const width of [1440, 900]) {
+    await page.setViewportSize({ width, height: 1000 });
+    const c = await cut();
+    check(c.length === 0, 'at ' + width + ' px every select shows its choices whole' + (c.length ? ': ' + c.join('; ') : ''));
+  }
+  await page.setViewportSize({ width: 1440, height: 1000 });
   await page.fill('input[name=name]', 'browser');
   await page.fill('input[name=train_subset]', '4096');
   await page.fill('input[name=test_subset]', '500');
@@ -126,6 +175,18 @@ try {
   console.log('submitted ' + id);
 
   // ---- the job page, live
+  // Until a chart has points it says "no data yet" over a hidden plot, not empty 0-1 axes
+  // (the accuracy chart, one point per epoch, is empty this early; every other state of a
+  // chart is checked against its points).
+  await page.waitForFunction(() => window.pacer && document.querySelector('[data-chart="acc"] .nodata'), null, { timeout: 30000 });
+  const emptyState = () => page.evaluate(() => [...document.querySelectorAll('[data-chart]')].filter((c) => !c.hidden).map((c) => {
+    const name = c.dataset.chart, note = c.querySelector('.nodata'), plot = c.querySelector('.plot');
+    return { name, pts: window.pacer.points(name).reduce((a, b) => a + b, 0), note: !!note && !note.hidden && note.textContent,
+      plot: !plot.hidden && getComputedStyle(plot).visibility !== 'hidden' };
+  }));
+  const early = await emptyState();
+  check(early.every((c) => (c.pts === 0 ? c.note === 'no data yet' && !c.plot : !c.note)) && early.some((c) => c.note),
+    'charts without points say "no data yet" instead of empty axes: ' + JSON.stringify(early));
   await page.waitForFunction(() => window.pacer && window.pacer.events() > 0, null, { timeout: 60000 });
   check(true, 'the job page receives Server-Sent Events');
   await page.waitForFunction(() => {
@@ -141,6 +202,9 @@ try {
   // ended before the page watched it would only show a replay, so that fails too.
   check(live.state === 'RUNNING', 'the charts filled while the job was RUNNING (state: ' + live.state + ')');
   check(live.ranks.length === 2, 'one series per rank: ' + JSON.stringify(live.ranks));
+  await page.waitForTimeout(500);   // the next redraw
+  const filled = (await emptyState()).filter((c) => ['loss', 'sps', 'batch'].includes(c.name));
+  check(filled.length === 3 && filled.every((c) => c.pts > 0 && !c.note && c.plot), 'charts with points show them: ' + JSON.stringify(filled));
   // The page opened before the job started (no start, no history): its time axis still
   // counts seconds since the start, not unix time (overlapping ten-digit labels, issue 42).
   const tmax = await page.evaluate(() => window.pacer.tmax());
@@ -187,7 +251,18 @@ try {
     return n.length === 2 && n.every((k) => k >= 1);
   }, null, { timeout: 60000, polling: 500 });
   check(await page.$eval('[data-chart="noise"]', (e) => !e.hidden), 'the gradient noise scale is charted for both ranks');
-  check(/^[0-9,.]+ samples$/.test(await page.textContent('#f-noise')), 'the facts show the noise scale: ' + await page.textContent('#f-noise'));
+  // The header's figure: the median of the last estimates with their interquartile range
+  // (one estimate is far too noisy to quote: two runs of one spec said 1,389 and "beyond
+  // 10,000,000"), the reason in its tooltip; the chart's axis is logarithmic, so spikes of
+  // 10^5-10^6 late in training do not flatten the rest.
+  const noiseRe = /^median [0-9,]+ samples · IQR [0-9,]+–[0-9,]+ \(last [0-9]+ charted estimates?\)/;
+  await page.waitForFunction((re) => new RegExp(re).test(document.querySelector('#f-noise').textContent), noiseRe.source,
+    { timeout: 10000, polling: 250 }).catch(() => {});
+  check(noiseRe.test(await page.textContent('#f-noise')), 'the facts show the noise scale: ' + await page.textContent('#f-noise'));
+  check(/ratio of two small differences of gradient norms/.test(await page.$eval('#f-noise', (e) => e.closest('[title]').title)),
+    'its tooltip says why two runs differ');
+  const noiseScale = await page.evaluate(() => window.pacer.scale('noise'));
+  check(noiseScale && noiseScale.distr === 3 && noiseScale.log === 10, 'the noise-scale chart has a log axis: ' + JSON.stringify(noiseScale));
   check(await page.$eval('[data-chart="gbatch"]', (e) => e.hidden) && await page.$eval('#f-goodput-row', (e) => e.hidden),
     'no goodput chart or plan without algorithm.goodput');
   // The nodes table is read every 2 s: on a fast machine the first epoch can end before
@@ -296,6 +371,16 @@ try {
   check(noise.length === 2 && flat.length >= 2 && flat.every((v) => Number.isFinite(v) && v > 0 && v < PHI_MAX),
     'the finished job\'s noise-scale chart holds measurements only, none at the ceiling ' + PHI_MAX + ': ' + flat.length +
     ' values in [' + Math.min(...flat) + ', ' + Math.max(...flat) + ']');
+  // The finished job's header: the median and quartiles of the chart's last 50 values of
+  // its lowest rank, as computed here.
+  const nf = await page.evaluate(() => {
+    const col = window.pacer.values('noise')[0].slice(-50).sort((a, b) => a - b);
+    const q = (p) => { const x = (col.length - 1) * p, lo = Math.floor(x), hi = Math.ceil(x); return col[lo] + (col[hi] - col[lo]) * (x - lo); };
+    const w = (v) => Math.round(v).toLocaleString();
+    return { want: 'median ' + w(q(0.5)) + ' samples · IQR ' + w(q(0.25)) + '–' + w(q(0.75)) + ' (last ' + col.length + ' charted estimate' +
+      (col.length === 1 ? '' : 's') + ')', got: document.querySelector('#f-noise').textContent };
+  });
+  check(nf.got.startsWith(nf.want), 'the finished job\'s noise scale is the median of its last estimates: "' + nf.got + '" (computed: "' + nf.want + '")');
   // Hovering a chart shows every rank's value there in the legend.
   const over = await (await page.$('[data-chart="loss"] .u-over')).boundingBox();
   await page.mouse.move(over.x + over.width * 0.6, over.y + over.height / 2);
@@ -312,6 +397,39 @@ try {
   await page.waitForSelector(`tr[data-id="${id}"]`, { timeout: 10000 });
   const row = await page.textContent(`tr[data-id="${id}"]`);
   check(row.includes('CANCELLED') && row.includes('browser'), 'the job list shows ' + id + ' CANCELLED');
+  // Test accuracy and last loss (from the job's answer and its nodes): what the API holds,
+  // and '–' where nothing was measured, never 0.
+  const heads = await page.$$eval('table.jobs thead th', (t) => t.map((x) => x.textContent));
+  check(heads.includes('Test accuracy') && heads.includes('Last loss'), 'the job list has Test accuracy and Last loss columns');
+  const expectFigures = async (jid) => {
+    const [j, n] = await Promise.all(['', '/nodes'].map(async (p) => (await fetch(base + '/api/v1/jobs/' + jid + p)).json()));
+    const isNum = (v) => typeof v === 'number' && Number.isFinite(v);
+    const sum = j.summary || {}, ranks = n.ranks || [];
+    const ev = ranks.find((r) => r.rank === 0 && isNum(r.test_accuracy)) || ranks.find((r) => isNum(r.test_accuracy));
+    const acc = isNum(sum.test_accuracy) ? sum.test_accuracy : ev ? ev.test_accuracy : null;
+    const ls = ranks.filter((r) => r.role !== 'ps' && isNum(r.loss)).map((r) => r.loss);
+    const loss = ls.length ? ls.reduce((a, b) => a + b, 0) / ls.length : isNum(sum.train_loss_running) ? sum.train_loss_running : null;
+    return [acc === null ? '–' : (100 * acc).toFixed(2) + ' %', loss === null ? '–' : loss.toFixed(4)];
+  };
+  const cellsOf = (jid) => page.evaluate((x) => ['acc', 'loss'].map((c) => {
+    const td = document.querySelector('tr[data-id="' + x + '"] td.' + c);
+    return td ? td.textContent : null;
+  }), jid);
+  const awaitCells = async (jid, want) => {
+    await page.waitForFunction(([x, w]) => ['acc', 'loss'].every((c, i) => {
+      const td = document.querySelector('tr[data-id="' + x + '"] td.' + c);
+      return td && td.textContent === w[i];
+    }), [jid, want], { timeout: 20000, polling: 250 }).catch(() => {});
+    return cellsOf(jid);
+  };
+  const wantRow = await expectFigures(id);
+  const gotRow = await awaitCells(id, wantRow);
+  check(JSON.stringify(gotRow) === JSON.stringify(wantRow) && /^[0-9.]+ %$/.test(gotRow[0]) && /^[0-9.]+$/.test(gotRow[1]),
+    id + '\'s row shows its test accuracy and last loss: ' + JSON.stringify(gotRow) + ' (the API: ' + JSON.stringify(wantRow) + ')');
+  const pure = await page.evaluate(() => [window.pacerList.figures(null, { ranks: [{ rank: 0, role: 'ps', loss: 2, test_accuracy: null },
+    { rank: 1, role: 'worker', loss: null }] }), window.pacerList.figures({ summary: { test_accuracy: 0.5, train_loss_running: 0.7 } }, null)]);
+  check(pure[0].acc === null && pure[0].loss === null && pure[1].acc === 0.5 && pure[1].loss === 0.7,
+    'unmeasured figures stay missing (the parameter server\'s loss is not the workers\'): ' + JSON.stringify(pure));
   // Owners (issue 45): without a token the page's caller is the local admin, whose jobs
   // these are; a job with no owner (NOOWNER_ID: submitted by the command-line client)
   // shows '–', and "Mine" keeps the admin's and drops it.
@@ -321,6 +439,8 @@ try {
   if (noOwner) {
     await page.waitForSelector(`tr[data-id="${noOwner}"]`, { timeout: 10000 });
     check(await page.textContent(`tr[data-id="${noOwner}"] td.owner`) === '–', noOwner + ' has no owner: shown as –');
+    const never = await awaitCells(noOwner, await expectFigures(noOwner));
+    check(JSON.stringify(never) === '["–","–"]', noOwner + ', cancelled before it ran, measured nothing: ' + JSON.stringify(never));
     await page.check('#filter-mine');
     await page.waitForSelector(`tr[data-id="${noOwner}"]`, { state: 'detached', timeout: 10000 });
     check(await page.$(`tr[data-id="${id}"]`) !== null, '"Mine" keeps ' + id + ' and drops ' + noOwner);
@@ -389,6 +509,10 @@ try {
   check(await done(short.id) === 'SUCCEEDED', 'the short job ' + short.id + ' SUCCEEDED');
   await page.goto(base + '/#/');
   await page.waitForSelector(`input[data-pick="${short.id}"]`, { timeout: 10000 });
+  const shortWant = await expectFigures(short.id);
+  const shortGot = await awaitCells(short.id, shortWant);
+  check(JSON.stringify(shortGot) === JSON.stringify(shortWant) && /^[0-9.]+ %$/.test(shortGot[0]),
+    'the finished asgd job\'s row shows its summary\'s test accuracy and a last loss: ' + JSON.stringify(shortGot));
   await page.check(`input[data-pick="${id}"]`);
   await page.check(`input[data-pick="${short.id}"]`);
   await page.click('#jobs-compare');
@@ -404,9 +528,16 @@ try {
   for (const k of ['name', 'epochs', 'workers', 'algorithm.name', 'dataset.train_subset'])
     check(cmp.diffs.includes(k) && await page.$(`#cmp-specs tr.diff[data-key="${k}"]`) !== null, 'the differing field ' + k + ' is highlighted');
   check(await page.$('#cmp-specs tr[data-key="model"]:not(.diff)') !== null && !cmp.diffs.includes('model'), 'the same model is not highlighted');
-  await page.check('#cmp-only-diff');
+  // The differing fields first, and by default only they (a spec has some 70 fields).
+  const order = await page.$$eval('#cmp-specs tbody tr[data-key]', (r) => r.map((x) => x.classList.contains('diff')));
+  check(order.indexOf(false) === order.filter((d) => d).length && order.lastIndexOf(true) < order.indexOf(false),
+    'the differing fields come first: ' + order.filter((d) => d).length + ' of ' + order.length);
   check(!(await page.isVisible('#cmp-specs tr[data-key="model"]')) && await page.isVisible('#cmp-specs tr[data-key="epochs"]'),
-    'only the fields that differ, on request');
+    'only the fields that differ, by default: ' + await page.textContent('#cmp-diff-note'));
+  await page.check('#cmp-all');
+  check(await page.isVisible('#cmp-specs tr[data-key="model"]') && await page.isVisible('#cmp-specs tr[data-key="epochs"]'),
+    'all fields on request: ' + await page.textContent('#cmp-diff-note'));
+  await page.uncheck('#cmp-all');
   await page.selectOption('#cmp-x', 'epoch');
   await page.waitForFunction(() => window.pacer.compare.xkind() === 'epoch', null, { timeout: 5000 });
   const ex = await page.evaluate(() => ({ loss: window.pacer.compare.xmax('loss'), acc: window.pacer.compare.xmax('acc') }));
@@ -436,6 +567,12 @@ try {
   await page.goto(base + '/#/cluster');
   await page.waitForSelector('#hosts-body tr[data-host]', { timeout: 10000 });
   check(await page.$eval('a[data-nav=cluster]', (a) => a.classList.contains('active')), 'the nav links the Cluster page');
+  // No benchmark yet, though jobs ran: under --preflight auto one host is not benchmarked
+  // before jobs (README.md, coordinator/preflight.c). The page says when one runs, not "never".
+  const nHosts = await page.$$eval('#hosts-body tr[data-host]', (r) => r.length);
+  const lastBench = await page.textContent('#hosts-body tr[data-host] td:last-child');
+  check(lastBench.startsWith('not yet') && (nHosts >= 2 ? /runs before a job's first launch/ : /not run before jobs on a single host/).test(lastBench),
+    'the Cluster page says when the first benchmark runs: "' + lastBench + '"');
   await page.waitForSelector('#bench-model option[value=mlp]', { state: 'attached' });
   await page.selectOption('#bench-model', 'mlp');
   await page.click('#bench-run');

@@ -8,7 +8,8 @@
 // and an estimate the API does not have (null: nothing measured yet) is shown as missing,
 // never as 0 or 1970 (the API's answer rewritten to null, then to a time: what the row
 // makes of each); a shrink for a preemption (a resize naming preempted_by) is on the
-// job's page. Exit 0 = pass, 1 = fail.
+// job's page; its charts, without a point yet, say "no data yet" instead of drawing empty
+// axes. Exit 0 = pass, 1 = fail.
 // usage: node roles.mjs BASE_URL VIEWER_TOKEN MEMBER_TOKEN MEMBER_JOB_ID SCREENSHOT.png
 import { chromium } from 'playwright-core';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -97,6 +98,15 @@ try {
   await page.waitForFunction(() => !document.querySelector('#f-queue-row').hidden, null, { timeout: 10000 });
   const pageText = await page.textContent('#f-queue');
   check(/^position 1 · slots · (start not estimated|estimated start \d.*) — \S/.test(pageText), jobId + "'s page shows its queue place: " + pageText);
+  // A job that has not started has no points: each chart says "no data yet" over a
+  // hidden plot, not empty 0-1 axes.
+  await page.waitForTimeout(600);   // a redraw
+  const charts = await page.$$eval('[data-chart]:not([hidden])', (cs) => cs.map((c) => {
+    const note = c.querySelector('.nodata'), plot = c.querySelector('.plot');
+    return { name: c.dataset.chart, note: note && !note.hidden ? note.textContent : '', plot: getComputedStyle(plot).visibility };
+  }));
+  check(charts.length >= 6 && charts.every((c) => c.note === 'no data yet' && c.plot === 'hidden'),
+    'the queued job\'s charts say "no data yet": ' + JSON.stringify(charts));
   const list = /\/api\/v1\/jobs\?/;
   for (const [est, want] of [[null, /^#1 · slots · start not estimated$/], [Date.now() / 1000 + 600, /^#1 · slots · estimated start \d/]]) {
     await page.route(list, async (route) => {

@@ -7,7 +7,9 @@
 # history; the compare view overlays it with a short job and highlights the differing
 # spec fields; issue 42's dashboard faults, each where it showed (dashboard.mjs's header
 # lists them); issue 45's owner column, "Mine" filter and who the caller is, and a queued
-# job's row and page (position, reason, estimated start; a null estimate shown as missing). Leaves screenshots in $BUILD/dashboard.png, $BUILD/breakdown.png and
+# job's row and page (position, reason, estimated start; a null estimate shown as missing,
+# its charts "no data yet"); a new user's faults (dashboard.mjs's header lists them).
+# Leaves screenshots in $BUILD/dashboard.png, $BUILD/breakdown.png and
 # $BUILD/compare.png. Skips without chromium,
 # node/npm, or when playwright-core cannot be installed.
 . tests/integration/coordinator_lib.inc

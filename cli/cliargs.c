@@ -98,6 +98,12 @@ static const cli_command_t COMMANDS[] = {
     {"token", CMD_TOKEN, 1, 1, "new", 0, "a new token for yourself; the old one stops working",
      "token new replaces the caller's token with a new one and prints it, once; the old one is\n"
      "refused from then on, and the expiry stays. Any role; not the daemon's own token."},
+    {"whoami", CMD_WHOAMI, 0, 0, "", 0, "who your token is: name, role, how you are authenticated, expiry",
+     "GET /api/v1/whoami: the name and role the coordinator gives the token you send (--token,\n"
+     "--token-file or PACER_TOKEN), how it knew (auth: user-token, daemon-token, anonymous\n"
+     "under --public-reads, none on a coordinator without a token, where everyone local is the\n"
+     "admin) and when the token expires. A token the coordinator does not know is its 401.\n"
+     "--json prints the API's answer."},
     {"help", CMD_HELP, 0, 1, "[COMMAND]", 0, "this text, or the help of one command",
      "pacer help COMMAND is pacer COMMAND --help."},
 };

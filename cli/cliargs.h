@@ -44,6 +44,7 @@ typedef enum {
     CMD_RM_MODEL,
     CMD_USER,
     CMD_TOKEN,
+    CMD_WHOAMI,
     CMD_HELP,
 } cli_cmd_t;
 

@@ -488,6 +488,17 @@ int cmd_token(cli_ctx_t *cx)
     return CLI_EXIT_OK;
 }
 
+int cmd_whoami(cli_ctx_t *cx)
+{
+    json_t *out = NULL;
+    int rc = cli_get_json(cx, "/api/v1/whoami", &out);
+    if (rc) return rc;
+    if (cx->args->json) fmt_json(stdout, out);
+    else fmt_whoami(stdout, out);
+    json_decref(out);
+    return CLI_EXIT_OK;
+}
+
 int cmd_datasets(cli_ctx_t *cx)
 {
     json_t *out = NULL;

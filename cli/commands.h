@@ -28,8 +28,9 @@ int cmd_datasets(cli_ctx_t *cx);
 int cmd_cluster_json(cli_ctx_t *cx);
 int cmd_upload(cli_ctx_t *cx);
 int cmd_rm_model(cli_ctx_t *cx);
-int cmd_user(cli_ctx_t *cx);  /* user add|ls|rm (issue 45) */
-int cmd_token(cli_ctx_t *cx); /* token new */
+int cmd_user(cli_ctx_t *cx);   /* user add|ls|rm (issue 45) */
+int cmd_token(cli_ctx_t *cx);  /* token new */
+int cmd_whoami(cli_ctx_t *cx); /* who the token is */
 
 /* Follows job id until it ends (watch.c); the exit status of its final state, or of the
  * error that stopped it. */

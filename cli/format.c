@@ -766,3 +766,19 @@ void fmt_users(FILE *f, json_t *list)
     table_print(t, f);
     table_free(t);
 }
+
+void fmt_whoami(FILE *f, json_t *who)
+{
+    const char *name = str(who, "name"), *auth = str(who, "auth");
+    char expires[48] = "never", how[160];
+    if (num(who, "expires") > 0) fmt_time(num(who, "expires"), expires, sizeof expires);
+    /* "none" alone would read as "not authenticated": say what it means here. */
+    if (strcmp(auth, "none") == 0)
+        snprintf(how, sizeof how,
+                 "none (the coordinator has no token: it checks none, every local caller is the admin)");
+    else snprintf(how, sizeof how, "%s", auth);
+    row(f, "name", *name ? name : "-");
+    row(f, "role", str(who, "role"));
+    row(f, "auth", how);
+    row(f, "expires", expires);
+}

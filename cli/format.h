@@ -60,6 +60,9 @@ void fmt_upload(FILE *f, json_t *summary, int created);
 void fmt_datasets(FILE *f, json_t *list);
 /* GET /api/v1/users: NAME ROLE CREATED EXPIRES CREATED-BY. */
 void fmt_users(FILE *f, json_t *list);
+/* GET /api/v1/whoami's answer as "name", "role", "auth", "expires" lines ("-" for an
+ * anonymous reader's name, "never" for no expiry). */
+void fmt_whoami(FILE *f, json_t *who);
 
 /* The one-line message of an API error: "No such job: no job j-9 (HTTP 404)", with the
  * spec field or query parameter when the problem names one. A body that is not a problem

@@ -768,6 +768,52 @@ static void test_token_transport(void **state)
     assert_int_equal(a.allow_insecure_token, 0);
 }
 
+/* pacer whoami: no arguments; the answer as four lines, "none" explained. */
+static void test_whoami(void **state)
+{
+    (void)state;
+    cli_args_t a;
+    char err[ERRLEN];
+    assert_int_equal(parse(&a, err, NULL, "tok", "whoami", "--json", NULL), 0);
+    assert_int_equal(a.command->cmd, CMD_WHOAMI);
+    assert_int_equal(a.json, 1);
+    assert_int_equal(parse(&a, err, NULL, NULL, "whoami", "alice", NULL), -1);
+    assert_non_null(strstr(err, "usage: pacer whoami"));
+    static const struct {
+        const char *json, *want;
+    } cases[] = {
+        {"{\"name\": \"alice\", \"role\": \"member\", \"auth\": \"user-token\", \"expires\": null}",
+         "name        alice\nrole        member\nauth        user-token\nexpires     never\n"},
+        {"{\"name\": null, \"role\": \"viewer\", \"auth\": \"anonymous\"}",
+         "name        -\nrole        viewer\nauth        anonymous\nexpires     never\n"},
+        {"{\"name\": \"admin\", \"role\": \"admin\", \"auth\": \"none\"}",
+         "name        admin\nrole        admin\nauth        none (the coordinator has no token: it checks none, every "
+         "local caller is the admin)\nexpires     never\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *who = json_loads(cases[i].json, 0, NULL);
+        assert_non_null(who);
+        capture_t c;
+        cap_open(&c);
+        fmt_whoami(c.f, who);
+        char *text = cap_close(&c);
+        assert_string_equal(text, cases[i].want);
+        free(text);
+        json_decref(who);
+    }
+    /* an expiring token: its time, not "never" */
+    json_t *who = json_pack("{s:s, s:s, s:s, s:f}", "name", "dave", "role", "member", "auth", "user-token", "expires",
+                            2000000000.0);
+    capture_t c;
+    cap_open(&c);
+    fmt_whoami(c.f, who);
+    char *text = cap_close(&c);
+    assert_null(strstr(text, "never"));
+    assert_non_null(strstr(text, "expires     20"));
+    free(text);
+    json_decref(who);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -784,6 +830,7 @@ int main(void)
         cmocka_unit_test(test_sse_parser),
         cmocka_unit_test(test_progress),
         cmocka_unit_test(test_token_transport),
+        cmocka_unit_test(test_whoami),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -31,11 +31,22 @@ static int user_conflict(http_req_t *rq, const char *err)
     return handler_problem(rq, problem_new(409, "user-conflict", "Not possible for this user", err, NULL, NULL));
 }
 
+/* Without the daemon's token the coordinator checks no token (everyone local is the
+ * admin, server.c), so a user it created would hold a token nothing asks for, and their
+ * role would bind nobody: refused, whatever the body, saying how to turn checking on. */
+static const char AUTH_OFF_DETAIL[] =
+    "authentication is off: this coordinator was started without a token, so it checks none and every local "
+    "caller is the admin; a user's role would bind nobody. To turn it on, restart the coordinator with --token-file "
+    "FILE or PACER_TOKEN set: that token's holder is the first admin, who then adds users with it";
+
 int handle_users_add(http_req_t *rq)
 {
     char name[USER_NAME_MAX + 1], err[512], token[USER_TOKEN_LEN + 1];
     user_role_t role;
     double expires_in;
+    if (!rq->srv->token_len)
+        return handler_problem(rq, problem_new(409, "authentication-off", "Users need authentication", AUTH_OFF_DETAIL,
+                                               NULL, NULL));
     if (users_body_parse(rq->body, rq->body_len, name, sizeof name, &role, &expires_in, err, sizeof err) != 0)
         return handler_problem(rq, problem_new(400, "invalid-user", "Invalid user", err, NULL, NULL));
     snprintf(rq->target, sizeof rq->target, "%s", name);

@@ -102,7 +102,10 @@ struct http_req {
      * anonymous reader (--public-reads). */
     char user[USER_NAME_MAX + 1];
     user_role_t role;
-    int authed;      /* 1 when user names a caller (the audit records only those) */
+    int authed; /* 1 when user names a caller (the audit records only those) */
+    /* A user's token (not the daemon's): the stored hash it matched, which an event
+     * stream opened with it re-checks (sse.c: renewal replaces it); "" otherwise. */
+    char token_hash[SHA256_HEX_LEN + 1];
     char target[64]; /* what a change acted on, for the audit: set by the handler that
                            creates something (a new job's id); else the route's {param} */
 };

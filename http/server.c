@@ -182,6 +182,11 @@ static const char *presented_token(http_req_t *rq, size_t *len)
     return q;
 }
 
+/* The 401 of a coordinator without a token to a request that presents one. */
+static const char NO_AUTH_TOKEN_DETAIL[] =
+    "this coordinator has no authentication configured and knows no tokens: send the request without one, or "
+    "restart the coordinator with --token-file FILE or PACER_TOKEN to check tokens";
+
 static void set_caller(http_req_t *rq, const char *user, user_role_t role)
 {
     snprintf(rq->user, sizeof rq->user, "%s", user);
@@ -191,21 +196,25 @@ static void set_caller(http_req_t *rq, const char *user, user_role_t role)
 
 /* Who is calling (issue 45): sets rq->user and rq->role and returns NULL, or returns the
  * 401's detail. No token configured: everyone is the local admin (the listen address is
- * loopback and the Host rule holds). The daemon's token is "admin". A user's token
- * (NAME.HEX, common/users.h) is checked against that user's salted hash in constant time,
- * then its expiry. --public-reads lets a request without a valid token read as an
- * anonymous viewer. */
+ * loopback and the Host rule holds), but a request that presents a token is refused: this
+ * coordinator checks none, and answering it as the admin would tell its sender that a
+ * user's token (or one made up) is valid and has the admin's role. The daemon's token is
+ * "admin". A user's token (NAME.HEX, common/users.h) is checked against that user's
+ * salted hash in constant time, then its expiry; the hash is kept in rq for an event
+ * stream to re-check (sse.c). --public-reads lets a request without a valid token read
+ * as an anonymous viewer. */
 static const char *authorized(http_req_t *rq)
 {
     const http_server_t *srv = rq->srv;
     unsigned f = rq->match.route->flags;
     rq->role = USER_VIEWER;
+    size_t len = 0;
+    const char *tok = presented_token(rq, &len);
     if (srv->token_len == 0) {
+        if (tok && len > 0 && !(f & ROUTE_PUBLIC)) return NO_AUTH_TOKEN_DETAIL;
         set_caller(rq, USER_ADMIN_NAME, USER_ADMIN);
         return NULL;
     }
-    size_t len = 0;
-    const char *tok = presented_token(rq, &len);
     const char *why = NULL;
     char name[USER_NAME_MAX + 1];
     user_record_t rec;
@@ -228,6 +237,7 @@ static const char *authorized(http_req_t *rq)
                   "again (pacer user rm, pacer user add)";
         else {
             set_caller(rq, rec.name, rec.role);
+            memcpy(rq->token_hash, rec.hash, sizeof rq->token_hash);
             return NULL;
         }
     }

@@ -42,7 +42,13 @@ struct sse_stream {
     int for_job;
     int terminal; /* the job reached a final state: drain, then end */
     double last_write;
-    char client[64];           /* the peer's address: streams per client are capped */
+    char client[64]; /* the peer's address: streams per client are capped */
+    /* Opened with a user's token (not the daemon's, not an anonymous reader's): who, and
+     * the stored hash of the token they presented, re-checked while the stream lasts
+     * (stream_token_check). token_hash "" = nothing to re-check. */
+    char user[USER_NAME_MAX + 1];
+    char token_hash[SHA256_HEX_LEN + 1];
+    double token_checked;      /* monotonic: the last check */
     sse_stream_t *prev, *next; /* srv->streams, under srv->lock */
 };
 
@@ -279,6 +285,62 @@ static int batch_frames(sse_stream_t *s, json_t *list, char *pos_ev, char *pos_m
     return rc;
 }
 
+/* Whether the token the stream was opened with still stands: its user exists, the stored
+ * hash is the one it matched (a renewal replaces it, a removal and a new add too) and it
+ * has not expired. 0 when it stands; 1 when it does not, with the final frame (event:
+ * error, a JSON naming why) in *text; -1 when Redis cannot say now. */
+static int stream_token_check(sse_stream_t *s, char **text, size_t *len)
+{
+    s->token_checked = clock_mono_s();
+    user_record_t rec;
+    int code = coord_user_get(s->srv->coord, s->user, &rec);
+    if (code == COORD_EUNAVAIL) return -1;
+    const char *reason = NULL, *detail = NULL;
+    if (code != COORD_OK) {
+        reason = "user-removed";
+        detail = "was removed";
+    } else if (!auth_equal(rec.hash, strlen(rec.hash), s->token_hash, strlen(s->token_hash))) {
+        reason = "token-replaced";
+        detail = "got a new token (the one this stream was opened with no longer works)";
+    } else if (rec.expires > 0 && clock_wall_s() >= rec.expires) {
+        reason = "token-expired";
+        detail = "has a token that expired";
+    } else {
+        return 0;
+    }
+    char why[256];
+    snprintf(why, sizeof why, "the user %s %s: this stream ends; open it again with a valid token", s->user, detail);
+    json_t *ev = json_pack("{s:s, s:s, s:s}", "type", "error", "reason", reason, "detail", why);
+    char *data = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+    json_decref(ev);
+    size_t cap = 0;
+    *text = NULL;
+    *len = 0;
+    if (!data || text_add(text, len, &cap, "error", NULL, data) != 0) {
+        free(*text);
+        *text = NULL;
+        *len = 0;
+    }
+    free(data);
+    clog_printf("http: event stream of %s (%s) ended: %s", s->user, s->client, reason);
+    return 1;
+}
+
+/* A stream opened with a user's token re-checks it every SSE_TOKEN_RECHECK_S, and before
+ * it sends any events: a removed user, a replaced or expired token, must not go on
+ * receiving what a new request with it would be refused. Returns 1 (with the final frame
+ * in text) when the stream must end. Redis unreachable: a batch is not sent unchecked (the
+ * stream ends; the client resumes it with Last-Event-ID), an idle stream waits. */
+static int stream_token_revoked(sse_stream_t *s, int batch, char **text, size_t *len)
+{
+    if (!s->token_hash[0] || (!batch && clock_mono_s() - s->token_checked < SSE_TOKEN_RECHECK_S)) return 0;
+    int rc = stream_token_check(s, text, len);
+    if (rc >= 0 || !batch) return rc > 0;
+    *text = strdup(": the token cannot be checked now (Redis unreachable); reconnect with Last-Event-ID\n\n");
+    *len = *text ? strlen(*text) : 0;
+    return 1;
+}
+
 static void *stream_thread(void *arg)
 {
     sse_stream_t *s = arg;
@@ -301,6 +363,8 @@ static void *stream_thread(void *arg)
             }
             clock_sleep_s(SSE_WAIT_MS / 2 / 1000.0);
         } else if (code != COORD_OK) {
+            end = 1;
+        } else if (stream_token_revoked(s, json_array_size(list) > 0, &text, &len)) {
             end = 1;
         } else {
             unavailable = 0;
@@ -378,6 +442,11 @@ enum MHD_Result sse_open(http_req_t *rq, const char *job)
     s->conn = rq->conn;
     s->refs = 1; /* the response's (or, until there is one, this function's) */
     snprintf(s->client, sizeof s->client, "%s", rq->client);
+    if (rq->token_hash[0]) {
+        snprintf(s->user, sizeof s->user, "%s", rq->user);
+        memcpy(s->token_hash, rq->token_hash, sizeof s->token_hash);
+        s->token_checked = clock_mono_s();
+    }
     /* Counted and listed at once, so that a client opening many streams at the same
      * moment cannot pass its cap: the whole server's (503) and its own (429). */
     pthread_mutex_lock(&srv->lock);

@@ -12,6 +12,14 @@
  * after the job reaches a final state and the events before it are out. The id is the
  * position in both Redis streams, "EVENTS_ID,METRICS_ID" (all-jobs stream: "EVENTS_ID"),
  * so a client that reconnects with Last-Event-ID misses nothing the streams still hold.
+ *
+ * A stream opened with a user's token (not the daemon's, not an anonymous --public-reads
+ * reader's) lasts only as long as that token: every SSE_TOKEN_RECHECK_S, and before each
+ * batch of events, the stream checks that the user still exists, still has the token it
+ * was opened with (a renewal replaces it) and that it has not expired; when not, it sends
+ * "event: error" with data {"type": "error", "reason": "user-removed" | "token-replaced" |
+ * "token-expired", "detail": ...} (no id: the last event's id stays the one to resume
+ * from) and ends.
  */
 #ifndef PACER_HTTP_SSE_H
 #define PACER_HTTP_SSE_H
@@ -22,6 +30,7 @@
 
 #define SSE_HEARTBEAT_S 15.0
 #define SSE_WAIT_MS 1000
+#define SSE_TOKEN_RECHECK_S 2.0 /* an idle stream re-checks its user's token this often */
 #define SSE_BATCH 200
 #define SSE_BUFFER_MAX (4 << 20) /* a client this far behind is dropped (it reconnects) */
 

@@ -5,9 +5,10 @@
 # stored only as salted hashes; a token's expiry (polled with a deadline), its renewal
 # (`pacer token new`'s route: the old one stops working) and its revocation (401 once the
 # user is removed); the audit events (who, what, target, status) in pacer:events; the
-# refusals of a bad users body; the CLI (pacer user add|ls|rm, token new, get's owner, ls's OWNER column) and
+# refusals of a bad users body; the CLI (pacer user add|ls|rm, token new, whoami, get's owner, ls's OWNER column) and
 # the Python client with a member's and a viewer's token; under --public-reads an anonymous
-# reader is a viewer; without any token everyone is the local admin.
+# reader is a viewer; without any token configured a caller without one is the local
+# admin, one with a token (made up, or a user's) gets 401, and no user can be created.
 . tests/integration/coordinator_lib.inc
 need_api_tools
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
@@ -179,8 +180,18 @@ head -1 "$TMP/jobs.txt" | grep -q '^ID  *STATE  *NAME  *OWNER  *MODEL ' || { cat
 grep -q "^$J  *[A-Z]*  *long  *alice  " "$TMP/jobs.txt" || { cat "$TMP/jobs.txt"; fail "pacer ls: $J not alice's"; }
 grep -q "^$O  *[A-Z]*  *[a-z0-9-]*  *-  " "$TMP/jobs.txt" || { cat "$TMP/jobs.txt"; fail "pacer ls: $O has an owner"; }
 p --token "$ALICE2" cancel "$J" >/dev/null || fail "pacer cancel $J as alice"
+# pacer whoami: who each token is, with its expiry (eve's in an hour, alice's never)
+p --token "$ALICE2" whoami | tr -s ' ' >"$TMP/who.txt" || fail "pacer whoami as alice"
+printf 'name alice\nrole member\nauth user-token\nexpires never\n' | diff - "$TMP/who.txt" ||
+    fail "pacer whoami as alice: not name, role, auth and expiry"
+p --token "$EVE2" whoami >"$TMP/who.txt" || fail "pacer whoami as eve"
+grep -q '^role  *viewer$' "$TMP/who.txt" && grep -Eq '^expires  *20[0-9]{2}-' "$TMP/who.txt" ||
+    { cat "$TMP/who.txt"; fail "pacer whoami as eve: no viewer role and expiry time"; }
+p --token "$ADMIN" --json whoami | jq -e '.name == "admin" and .role == "admin" and .auth == "daemon-token"' \
+    >/dev/null || fail "pacer whoami --json with the daemon's token"
+expect_error 1 "pacer whoami: Unauthorized: the bearer token is wrong (HTTP 401)" p --token "$EVE" whoami
 [ "$(p --token "$ADMIN" user rm eve)" = "eve: removed" ] || fail "pacer user rm eve"
-echo "ok: pacer user add|ls|rm and token new; the CLI takes a member's and a viewer's token"
+echo "ok: pacer user add|ls|rm, token new and whoami; the CLI takes a member's and a viewer's token"
 
 # ---- the Python client with a member's and a viewer's token ------------------------------------------------
 jq -c . "$TMP/long.json" >"$TMP/long.min.json"
@@ -243,7 +254,7 @@ grep -q '"type":"audit"\|^event: audit' "$TMP/sse.txt" && { cat "$TMP/sse.txt"; 
 call "$ALICE2" DELETE "/api/v1/jobs/$S2" >/dev/null
 echo "ok: every change, allowed or refused, is an audit event (who, what, target, status, when); no token in it; /api/v1/events leaves it out"
 
-# ---- --public-reads: an anonymous reader is a viewer; no token at all: everyone is the local admin ---------------
+# ---- --public-reads: an anonymous reader is a viewer; no token at all: no users ------------------------------
 stop_coord
 start_coord --public-reads
 BASE=$(api_base)
@@ -255,6 +266,10 @@ ok 200 "$ALICE2" GET /api/v1/whoami
 code=$(curl -s -o "$TMP/body" -w '%{http_code}' -X POST -H "$JSON" --data-binary @"$TMP/long.json" "$BASE/api/v1/jobs")
 [ "$code" = 401 ] || fail "an anonymous submit under --public-reads: HTTP $code, want 401"
 echo "ok: --public-reads: an anonymous reader is a viewer, writes still need a token"
+# Without a token configured the coordinator checks none: a request without one is the
+# local admin (loopback only), one that presents a token is refused (401), whether made
+# up or a user's from when the daemon had a token (alice's record is still in Redis), so
+# her role cannot turn into the admin's; and it refuses to create users.
 stop_coord
 unset PACER_TOKEN
 start_coord
@@ -262,4 +277,23 @@ BASE=$(api_base)
 curl -s "$BASE/api/v1/whoami" >"$TMP/body"
 jq -e '.name == "admin" and .role == "admin" and .auth == "none"' "$TMP/body" >/dev/null ||
     { cat "$TMP/body"; fail "whoami without a token"; }
-echo "ok: without a token configured the caller is the local admin"
+NOAUTH="this coordinator has no authentication configured and knows no tokens: send the request without one, or restart the coordinator with --token-file FILE or PACER_TOKEN to check tokens"
+refused 401 "$NOAUTH" wrongtoken GET /api/v1/whoami
+refused 401 "$NOAUTH" "$ALICE2" GET /api/v1/whoami
+O2=$(submit "$TMP/long.json")
+refused 401 "$NOAUTH" "$ALICE2" DELETE "/api/v1/jobs/$O2"
+is_state "$O2" QUEUED || is_state "$O2" RUNNING || fail "$O2 is not running or queued after alice's refused cancel"
+code=$(curl -s -o "$TMP/body" -w '%{http_code}' --max-time 10 "$BASE/api/v1/events?access_token=wrongtoken")
+[ "$code" = 401 ] || fail "an event stream with ?access_token=wrongtoken on a tokenless coordinator: HTTP $code"
+AUTHOFF="authentication is off: this coordinator was started without a token, so it checks none and every local caller is the admin; a user's role would bind nobody. To turn it on, restart the coordinator with --token-file FILE or PACER_TOKEN set: that token's holder is the first admin, who then adds users with it"
+refused 409 "$AUTHOFF" "" POST /api/v1/users -H "$JSON" -d '{"name": "zed", "role": "member"}'
+[ "$(jq -r .type "$TMP/body")" = "urn:pacer:problem:authentication-off" ] || fail "POST /api/v1/users: type"
+[ -z "$(rcli HGET pacer:users zed)" ] || fail "the refused user zed was stored"
+expect_error 1 "pacer user: Users need authentication: $AUTHOFF (HTTP 409)" p user add zed --role member
+expect_error 1 "pacer whoami: Unauthorized: $NOAUTH (HTTP 401)" p --token wrongtoken whoami
+p whoami >"$TMP/who.txt" || fail "pacer whoami without a token"
+grep -q '^name  *admin$' "$TMP/who.txt" && grep -q '^auth  *none (the coordinator has no token' "$TMP/who.txt" ||
+    { cat "$TMP/who.txt"; fail "pacer whoami without a token: not the admin, auth none"; }
+got=$(call "" DELETE "/api/v1/jobs/$O2")
+[ "$got" = 200 ] || [ "$got" = 202 ] || { cat "$TMP/body"; fail "the local admin cancels $O2: HTTP $got"; }
+echo "ok: without a token configured the caller is the local admin; any token presented is 401, users are refused (409)"

@@ -6,6 +6,7 @@
 #   make test-multihost  the network-namespace multi-host test alone (root)
 #   make test-slurm the Slurm launcher against a real slurmctld + 2 slurmd (root)
 #   make test-stress     the timing-dependent tests 3 times each under a load of two busy processes
+#   make test-kernels    the numeric tests under each other OpenBLAS kernel set the CPU runs
 #   make test-elastic  a 3-host namespace job that loses a host and shrinks (root)
 #   make check-asan unit tests (and the hardening scripts) under AddressSanitizer +
 #                   UndefinedBehaviorSanitizer
@@ -13,6 +14,8 @@
 #   make bench      benchmarks (installs python3-torch for the PyTorch baseline)
 #   make check-layers  a wrong-way include between rooms must not compile (docs/ARCHITECTURE.md)
 #   make format     clang-format the tree (.clang-format); make format-check only checks
+#   make docs-ops   rewrite docs/JOB_SPEC.md's table of the ONNX operators that import, from
+#                   the operator table (pacer-worker --list-ops; tests/integration/docs_ops.sh)
 #   make fuzz       libFuzzer harnesses under ASan + UBSan, a fixed number of runs each
 #                   (fuzz/fuzz.mk; FUZZ_RUNS=10000 for a quick smoke run)
 #
@@ -187,7 +190,7 @@ FAKE_CUDA := $(BUILD)/tests/libpacer_fakecuda.so $(BUILD)/tests/fakecuda/libcuda
 # LD_PRELOAD doubles that widen a library's race window (tests/shims/)
 SHIMS     := $(patsubst tests/shims/%.c,$(BUILD)/tests/shims/%.so,$(wildcard tests/shims/*.c))
 
-.PHONY: all found deps test test-stress check-asan check-layers demo bench clean format format-check fuzz FORCE
+.PHONY: all found deps test test-kernels test-stress check-asan check-layers demo bench clean format format-check docs-ops fuzz FORCE
 all: found $(BINS) $(UNIT_BIN) $(BENCH_BIN) $(TOOL_BIN) $(FAKE_CUDA) $(SHIMS)
 
 found:
@@ -382,6 +385,12 @@ test-full: deps
 	@$(MAKE) --no-print-directory all
 	@PACER_TEST_FULL=1 sh tests/run.sh $(BUILD) only async_accuracy
 
+# test-kernels: the numeric tests again under each OpenBLAS kernel set the CPU can run
+# besides the one OpenBLAS picks (tests/kernels.sh; .ci/run runs it after make test).
+test-kernels: deps
+	@$(MAKE) --no-print-directory all
+	@sh tests/kernels.sh $(BUILD)
+
 test-stress: deps
 	@$(MAKE) --no-print-directory all
 	@sh tests/stress.sh $(BUILD)
@@ -416,6 +425,11 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h' '*.cu')
 format-check:
 	@clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h' '*.cu') && echo "format: clean"
+
+# The table in docs/JOB_SPEC.md ("What imports") is the worker's --list-ops, which reads the
+# operator table: regenerated here, compared by tests/integration/docs_ops.sh.
+docs-ops: $(BUILD)/pacer-worker
+	@sh tools/docs_ops.sh $(BUILD)
 
 clean:
 	rm -rf build build-san

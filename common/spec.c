@@ -13,6 +13,7 @@
 #include "errmsg.h"
 #include "hash.h"
 #include "sha256.h"
+#include "suggest.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -781,6 +782,26 @@ static int parse_value(errbuf_t *e, const field_t *f, json_t *v, unsigned char *
     return fail(e, "%s: internal error: unknown field type", where);
 }
 
+/* The refusal of key, unknown in the object at prefix (shown as shown): with the known key
+ * of that object a typo away, if there is one ("epoch: unknown field (did you mean
+ * epochs?)"). params_only: the object is algorithm.params. */
+static int unknown_field(errbuf_t *e, const field_t *rows, size_t nrows, const char *prefix, const char *shown,
+                         int params_only, const char *key, const char *where)
+{
+    suggest_t s;
+    suggest_init(&s, key, strlen(key));
+    for (size_t i = 0; i < nrows; i++) {
+        const char *rest = under(rows[i].path, prefix);
+        if (!rest || (params_only && (!rows[i].param || strchr(rest, '.')))) continue;
+        suggest_offer(&s, rest, strcspn(rest, ".")); /* a nested row offers its object's key */
+    }
+    if (!params_only && strcmp(prefix, "algorithm") == 0) suggest_offer(&s, "params", 6);
+    char hint[SUGGEST_NAME_MAX + 300], at[256];
+    join_path(at, sizeof at, shown, "");
+    suggest_hint(&s, at, hint, sizeof hint);
+    return fail(e, "%s: unknown field%s", where, hint);
+}
+
 /* Matches each key of obj against the rows under prefix. prefix is the table path of obj
  * ("optimizer.lr_schedule", "emulate.schedule[]"), shown the path errors print
  * ("algorithm.params", "emulate.schedule[2]"). params_only: obj is algorithm.params,
@@ -838,7 +859,7 @@ static int walk_object(errbuf_t *e, json_t *obj, const field_t *rows, size_t nro
             if (!json_is_object(v)) return fail(e, "%s: must be an object", where);
             if (walk_object(e, v, rows, nrows, "algorithm", where, 1, base, seen) < 0) return -1;
         } else {
-            return fail(e, "%s: unknown field", where);
+            return unknown_field(e, rows, nrows, prefix, shown, params_only, key, where);
         }
     }
     return 0;

@@ -6,13 +6,18 @@
  *   - an accepted spec's normalised JSON parses again into the same job_spec_t, prints
  *     the same text and hashes the same (the coordinator stores that text and the worker
  *     parses it; the checkpoint fingerprint must not depend on which copy was hashed);
- *   - every numeric field of an accepted spec is inside the bounds the table documents.
+ *   - every numeric field of an accepted spec is inside the bounds the table documents;
+ *   - the edit distance behind an unknown field's "did you mean" (common/suggest.h) is
+ *     symmetric, 0 only for equal strings, capped, and never below the difference of the
+ *     lengths, on any two strings (the input cut in two); a refusal with a suggestion is
+ *     one line like any other.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "spec.h"
+#include "suggest.h"
 
 /* The bounds of one numeric value against the table row. */
 static int in_bounds(const spec_field_info_t *f, double x)
@@ -46,8 +51,23 @@ static void check_bounds(const job_spec_t *s)
     if (s->emulate.nschedule < 0 || s->emulate.nschedule > SPEC_MAX_SCHEDULE) abort();
 }
 
+/* The distance's properties on a and b; abort() when one fails. */
+static void check_distance(const char *a, size_t alen, const char *b, size_t blen)
+{
+    for (int max = 0; max <= SUGGEST_MAX_EDITS; max++) {
+        int ab = suggest_distance(a, alen, b, blen, max), ba = suggest_distance(b, blen, a, alen, max);
+        if (ab != ba || ab < 0 || ab > max + 1) abort();
+        const size_t cap = SUGGEST_NAME_MAX + SUGGEST_MAX_EDITS; /* longer: never close */
+        int equal = alen == blen && memcmp(a, b, alen) == 0;
+        if ((ab == 0) != (equal && alen <= cap)) abort();
+        size_t diff = alen > blen ? alen - blen : blen - alen;
+        if (ab <= max && (size_t)ab < diff) abort(); /* never fewer edits than the lengths differ */
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    check_distance((const char *)data, size / 2, (const char *)data + size / 2, size - size / 2);
     char *text = malloc(size + 1);
     if (!text) return 0;
     memcpy(text, data, size);

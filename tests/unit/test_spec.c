@@ -22,6 +22,7 @@
 #include "memest.h"
 #include "planner.h"
 #include "spec.h"
+#include "suggest.h"
 
 /* ---- helpers ------------------------------------------------------------------------ */
 
@@ -562,6 +563,70 @@ static void test_invalid_specs(void **state)
         /* A failed parse leaves the output alone. */
         assert_memory_equal(&s, &before, sizeof s);
     }
+}
+
+/* An unknown field a typo away from a known one of the same object names it, with its
+ * whole path; one far from every known field, or absurdly long, names none. */
+static void test_unknown_field_suggestions(void **state)
+{
+    (void)state;
+    static char huge[9000];
+    static const struct {
+        const char *json, *says; /* the whole message */
+    } cases[] = {
+        {"{\"model\":\"lenet5\",\"epoch\":2}", "epoch: unknown field (did you mean epochs?)"},
+        {"{\"model\":\"lenet5\",\"Epochs\":2}", "Epochs: unknown field (did you mean epochs?)"},
+        {"{\"model\":\"lenet5\",\"sed\":2}", "sed: unknown field (did you mean seed?)"},
+        {"{\"model\":\"lenet5\",\"batch_sise\":64}", "batch_sise: unknown field (did you mean batch_size?)"},
+        {"{\"model\":\"lenet5\",\"optimiser\":{}}", "optimiser: unknown field (did you mean optimizer?)"},
+        {"{\"model\":\"lenet5\",\"optimizer\":{\"momentun\":0.9}}",
+         "optimizer.momentun: unknown field (did you mean optimizer.momentum?)"},
+        {"{\"model\":\"lenet5\",\"algorithm\":{\"parms\":{}}}",
+         "algorithm.parms: unknown field (did you mean algorithm.params?)"},
+        {"{\"model\":\"lenet5\",\"algorithm\":{\"params\":{\"replan_step\":5}}}",
+         "algorithm.params.replan_step: unknown field (did you mean algorithm.params.replan_steps?)"},
+        /* algorithm.params holds algorithm parameters only: its name is no suggestion there */
+        {"{\"model\":\"lenet5\",\"algorithm\":{\"params\":{\"nam\":\"ssgd\"}}}", "algorithm.params.nam: unknown field"},
+        {"{\"model\":\"lenet5\",\"emulate\":{\"schedule\":[{\"step\":1,\"rnk\":0,\"slowdown\":2}]}}",
+         "emulate.schedule[0].rnk: unknown field (did you mean emulate.schedule[0].rank?)"},
+        {"{\"model\":\"lenet5\",\"frobnicate\":1}", "frobnicate: unknown field"},
+        {"{\"model\":\"lenet5\",\"xy\":1}", "xy: unknown field"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        job_spec_t s;
+        char err[512] = "";
+        assert_int_equal(spec_parse(cases[i].json, &s, err, sizeof err), -1);
+        if (strcmp(err, cases[i].says) != 0) fail_msg("case %zu: \"%s\", want \"%s\"", i, err, cases[i].says);
+    }
+    /* a key of 8000 characters, one edit from nothing: refused whole, no suggestion */
+    int n = snprintf(huge, sizeof huge, "{\"model\":\"lenet5\",\"");
+    memset(huge + n, 'e', 8000);
+    snprintf(huge + n + 8000, sizeof huge - (size_t)n - 8000, "\":1}");
+    job_spec_t s;
+    char err[512] = "";
+    assert_int_equal(spec_parse(huge, &s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "unknown field"));
+    assert_null(strstr(err, "did you mean"));
+
+    /* the distance itself: capped at max + 1, symmetric, and a short word gets one edit */
+    assert_int_equal(suggest_distance("epoch", 5, "epochs", 6, 2), 1);
+    assert_int_equal(suggest_distance("epochs", 6, "epoch", 5, 2), 1);
+    assert_int_equal(suggest_distance("kitten", 6, "sitting", 7, 2), 3); /* 3 edits: over the cap */
+    assert_int_equal(suggest_distance("flaw", 4, "lawn", 4, 2), 2);
+    assert_int_equal(suggest_distance("abc", 3, "abc", 3, 2), 0);
+    assert_int_equal(suggest_distance(huge, 8000, "epochs", 6, 2), 3);
+    suggest_t g;
+    char hint[128];
+    suggest_init(&g, "jsn", 3);
+    suggest_offer(&g, "json", 4);
+    suggest_offer(&g, "js", 2); /* as close, but later: the first stays */
+    suggest_hint(&g, "--", hint, sizeof hint);
+    assert_string_equal(hint, " (did you mean --json?)");
+    suggest_init(&g, "tail", 4);
+    suggest_offer(&g, "tail", 4); /* the word itself is no suggestion */
+    suggest_offer(&g, "tl", 2);   /* two edits: beyond a short word's one */
+    suggest_hint(&g, NULL, hint, sizeof hint);
+    assert_string_equal(hint, "");
 }
 
 /* ---- bounds of every numeric field, from the table itself (issue 13) ---------------- */
@@ -1878,6 +1943,7 @@ int main(void)
         cmocka_unit_test(test_minimal_spec_gets_defaults),
         cmocka_unit_test(test_full_spec),
         cmocka_unit_test(test_invalid_specs),
+        cmocka_unit_test(test_unknown_field_suggestions),
         cmocka_unit_test(test_dataset_fields),
         cmocka_unit_test(test_every_number_is_bounded),
         cmocka_unit_test(test_spec_hash),

@@ -1,6 +1,7 @@
 /* cli/cliargs.c - see cliargs.h. */
 #include "cliargs.h"
 #include "numarg.h"
+#include "suggest.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -11,7 +12,8 @@
 #include <strings.h>
 
 static const cli_command_t COMMANDS[] = {
-    {"submit", CMD_SUBMIT, 1, 1, "SPEC", OPT_WATCH, "queue a job from a spec file (- = stdin); prints its id",
+    {"submit", CMD_SUBMIT, 1, 1, "SPEC", OPT_WATCH | OPT_EVERY,
+     "queue a job from a spec file (- = stdin); prints its id",
      "Sends the job spec (docs/JOB_SPEC.md; a file, or - for standard input) to POST /api/v1/jobs\n"
      "and prints the new job's id (--json: the job). With --watch it then follows the job as\n"
      "`pacer watch` does and exits with its final state. An invalid spec is refused with the\n"
@@ -25,13 +27,14 @@ static const cli_command_t COMMANDS[] = {
      "The job: state and reason, spec summary, times, restarts, the job it retries and its\n"
      "retries, the result once the worker wrote its summary. --json prints the API's job\n"
      "object, spec included."},
-    {"watch", CMD_WATCH, 1, 1, "ID", 0, "follow a job live, one line per rank",
+    {"watch", CMD_WATCH, 1, 1, "ID", OPT_EVERY, "follow a job live, one line per rank",
      "Follows the job's event stream (GET /api/v1/jobs/ID/events, Server-Sent Events): one\n"
      "line per rank with epoch, step, batch, loss, samples/s, staleness and test accuracy,\n"
-     "redrawn in place on a terminal and printed line by line otherwise (--json: one event\n"
-     "per line, as the API sends it). A dropped stream is resumed where it stopped. Ends\n"
-     "when the job ends, with its final state as the exit status (0 SUCCEEDED, 4 FAILED,\n"
-     "5 CANCELLED)."},
+     "redrawn in place on a terminal. Otherwise (a pipe, a file) it prints a line per rank\n"
+     "at each epoch's end (and evaluation), and with --every SECONDS also the rank's latest\n"
+     "step, at most once per SECONDS (--json: every event, one per line, as the API sends\n"
+     "it). A dropped stream is resumed where it stopped. Ends when the job ends, with its\n"
+     "final state as the exit status (0 SUCCEEDED, 4 FAILED, 5 CANCELLED)."},
     {"logs", CMD_LOGS, 1, 1, "ID", OPT_FOLLOW | OPT_TAIL, "the job's log (-f follows it, --tail N)",
      "Prints the job's log (mpirun and every rank, every attempt), which the coordinator\n"
      "keeps after the job's processes are gone. --tail N prints only the last N lines; -f\n"
@@ -41,7 +44,7 @@ static const cli_command_t COMMANDS[] = {
      "A queued job is cancelled at once; a running one is stopped within a few seconds (the\n"
      "command returns once it is asked: follow it with watch). A finished job cannot be\n"
      "cancelled (the API answers 409)."},
-    {"retry", CMD_RETRY, 1, 1, "ID", OPT_WATCH, "run a finished job again with the same spec",
+    {"retry", CMD_RETRY, 1, 1, "ID", OPT_WATCH | OPT_EVERY, "run a finished job again with the same spec",
      "Queues a new job with the spec of a SUCCEEDED, FAILED or CANCELLED job (POST\n"
      "/api/v1/jobs/ID/retry) and prints its id; the new job records ID as its parent. A\n"
      "job that has not finished is refused (409: cancel it first). --watch follows the new\n"
@@ -121,6 +124,9 @@ static const cli_option_t OPTIONS[] = {
      "or PACER_ALLOW_INSECURE_TOKEN=1)"},
     {"json", 0, NULL, OPT_JSON, "print JSON for scripts instead of tables"},
     {"watch", 'w', NULL, OPT_WATCH, "submit, retry: then follow the job like watch"},
+    {"every", 0, "SECONDS", OPT_EVERY,
+     "watch, --watch, not on a terminal: also each rank's latest step, at most once per SECONDS "
+     "(default: a line per epoch only)"},
     {"state", 0, "STATE", OPT_STATE, "ls: only jobs in STATE"},
     {"limit", 0, "N", OPT_LIMIT, "ls: at most N jobs (default 50)"},
     {"follow", 'f', NULL, OPT_FOLLOW, "logs: keep printing until the job ends"},
@@ -231,6 +237,27 @@ static const cli_option_t *find_short(char c)
     return NULL;
 }
 
+/* " (did you mean --json?)" for an unknown long option name[0..len), "" when none is close. */
+static void option_hint(const char *name, size_t len, char *out, size_t outlen)
+{
+    suggest_t s;
+    suggest_init(&s, name, len);
+    for (size_t i = 0; i < NOPTIONS; i++) suggest_offer(&s, OPTIONS[i].long_name, strlen(OPTIONS[i].long_name));
+    suggest_hint(&s, "--", out, outlen);
+}
+
+/* The refusal of an unknown command: with the closest command's name, if one is close. */
+static int unknown_command(const char *what, const char *name, char *err, size_t errlen)
+{
+    suggest_t s;
+    char hint[SUGGEST_NAME_MAX + 32];
+    suggest_init(&s, name, strlen(name));
+    for (size_t i = 0; i < NCOMMANDS; i++) suggest_offer(&s, COMMANDS[i].name, strlen(COMMANDS[i].name));
+    suggest_hint(&s, NULL, hint, sizeof hint);
+    snprintf(err, errlen, "%sunknown command '%.60s'%s (pacer --help lists them)", what, name, hint);
+    return -1;
+}
+
 static int parse_count(const char *opt, const char *s, long max, long *out, char *err, size_t errlen)
 {
     if (numarg_long(s, 1, max, out) == 0) return 0;
@@ -260,6 +287,7 @@ static int apply(cli_args_t *a, const cli_option_t *o, const char *val, char *er
     case OPT_ROLE: a->role = val; break;
     case OPT_EXPIRES: return parse_count(o->long_name, val, 315360000, &a->expires, err, errlen);
     case OPT_WEIGHT: a->weight = val; break;
+    case OPT_EVERY: return parse_count(o->long_name, val, 86400, &a->every, err, errlen);
     }
     return 0;
 }
@@ -291,7 +319,9 @@ int cli_args_parse(int argc, char *const argv[], const char *env_url, const char
             const char *eq = strchr(s + 2, '=');
             size_t len = eq ? (size_t)(eq - s - 2) : strlen(s + 2);
             if (!(o = find_long(s + 2, len))) {
-                snprintf(err, errlen, "unknown option '%.60s'", s);
+                char hint[SUGGEST_NAME_MAX + 32];
+                option_hint(s + 2, len, hint, sizeof hint);
+                snprintf(err, errlen, "unknown option '%.60s'%s", s, hint);
                 return -1;
             }
             if (eq && !o->arg) {
@@ -325,10 +355,7 @@ int cli_args_parse(int argc, char *const argv[], const char *env_url, const char
     if (a->token_file) a->token = NULL;
     a->url = url;
     if (npos == 0) return 0; /* usage or --version */
-    if (!(a->command = cli_command_find(pos[0]))) {
-        snprintf(err, errlen, "unknown command '%.60s' (pacer --help lists them)", pos[0]);
-        return -1;
-    }
+    if (!(a->command = cli_command_find(pos[0]))) return unknown_command("", pos[0], err, errlen);
     const cli_command_t *c = a->command;
     int nargs = npos - 1;
     if (!a->help && (nargs < c->min_args || nargs > c->max_args)) {
@@ -343,8 +370,10 @@ int cli_args_parse(int argc, char *const argv[], const char *env_url, const char
             snprintf(err, errlen, "%s: --%s does not apply to %s", c->name, OPTIONS[i].long_name, c->name);
             return -1;
         }
-    if (c->cmd == CMD_HELP && a->arg && !cli_command_find(a->arg)) {
-        snprintf(err, errlen, "help: unknown command '%.60s'", a->arg);
+    if (c->cmd == CMD_HELP && a->arg && !cli_command_find(a->arg))
+        return unknown_command("help: ", a->arg, err, errlen);
+    if ((a->seen & OPT_EVERY) && c->cmd != CMD_WATCH && !a->watch) {
+        snprintf(err, errlen, "%s: --every goes with --watch", c->name);
         return -1;
     }
     if (!a->help && cli_url_valid(a->url, err, errlen) != 0) return -1;

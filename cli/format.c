@@ -268,11 +268,15 @@ void fmt_jobs(FILE *f, json_t *list, double now)
         fprintf(f, "(%zu of %lld jobs; --limit N shows more)\n", json_array_size(jobs), (long long)total);
 }
 
+/* The key column of "key  value" lines: as wide as the longest key any of them prints
+ * ("oversubscribed"), so that every value starts in the same column. */
+#define KEY_WIDTH 14
+
 static void row(FILE *f, const char *key, const char *value)
 {
     char clean[1024];
     fmt_clean(value, 0, clean, sizeof clean);
-    fprintf(f, "%-11s %s\n", key, clean);
+    fprintf(f, "%-*s %s\n", KEY_WIDTH, key, clean);
 }
 
 /* Bytes for people: 512 B, 483.2 KiB, 1.4 MiB. */
@@ -307,12 +311,16 @@ static void fmt_checkpoints(FILE *f, json_t *ck)
             break;
         }
         int_cell(it, "step", step, sizeof step);
-        int_cell(it, "epoch", epoch, sizeof epoch);
+        json_t *ep = json_object_get(it, "epoch");
+        if (json_is_integer(ep) && json_integer_value(ep) >= 0) int_cell(it, "epoch", epoch, sizeof epoch);
+        else snprintf(epoch, sizeof epoch, "?"); /* -1 or null: not known */
         double a = num(it, "test_accuracy");
         if (isfinite(a)) snprintf(acc, sizeof acc, "accuracy %.4f", a);
         else snprintf(acc, sizeof acc, "not evaluated");
         fmt_size(num(it, "bytes"), sz, sizeof sz);
-        snprintf(buf, sizeof buf, "step %s (epoch %s), %s, %s%s%s", step, epoch, acc, sz,
+        /* the stored epoch counts the epochs completed (common/ckptdir.h): a checkpoint
+         * of step 1600 during epoch 2 says 1, so "epoch 1" would name the wrong one */
+        snprintf(buf, sizeof buf, "step %s (%s epoch%s done), %s, %s%s%s", step, epoch, plural(epoch), acc, sz,
                  json_is_true(json_object_get(it, "latest")) ? ", latest" : "",
                  json_is_true(json_object_get(it, "best")) ? ", best" : "");
         row(f, "", buf);

@@ -67,6 +67,8 @@ static void take_rank(progress_rank_t *r, json_t *o)
     take_num(&r->test_accuracy, json_object_get(o, "test_accuracy"));
     take_num(&r->time, json_object_get(o, "time"));
     take_num(&r->time, json_object_get(o, "updated"));
+    r->kind[0] = 0;
+    copy_str(r->kind, sizeof r->kind, json_object_get(o, "kind"));
 }
 
 static void take_state(progress_t *p, json_t *o)
@@ -192,6 +194,21 @@ void progress_print_rank(const progress_t *p, int rank, FILE *f)
     char line[256];
     rank_row(p, rank, -1, line, sizeof line);
     fprintf(f, "%s\n", line);
+}
+
+int progress_print_due(progress_t *p, int rank, double now, double every, FILE *f)
+{
+    if (rank < 0 || rank >= p->nranks || !p->ranks[rank].known) return 0;
+    progress_rank_t *r = &p->ranks[rank];
+    const int step = strcmp(r->kind, "step") == 0;
+    if (step && (every <= 0 || (r->printed[0] && now - r->printed_at < every))) return 0;
+    char line[sizeof r->printed];
+    rank_row(p, rank, -1, line, sizeof line);
+    if (strcmp(line, r->printed) == 0) return 0;
+    fprintf(f, "%s\n", line);
+    snprintf(r->printed, sizeof r->printed, "%s", line);
+    r->printed_at = now;
+    return 1;
 }
 
 void progress_print_state(const progress_t *p, FILE *f)

@@ -2,9 +2,10 @@
  * event stream (state, metrics and plan events, docs/openapi.json) and seeded from the
  * job and its nodes, so a watch that starts late shows every rank at once.
  *
- * Two ways to show it: line by line (a log, for pipes: a header once, then a line per
- * metrics event and one per state or plan change), or as a frame redrawn in place on a
- * terminal (ANSI cursor-up and erase-line; lines cut to the terminal's width so none
+ * Two ways to show it: line by line (a log, for pipes: a header once, then a line per rank
+ * per epoch, optionally its step records at most one per N seconds, and one per state or
+ * plan change; never the same rank's line twice in a row), or as a frame redrawn in place
+ * on a terminal (ANSI cursor-up and erase-line; lines cut to the terminal's width so none
  * wraps, ranks beyond its height summarised). Pure: it writes to the FILE it is given.
  */
 #ifndef PACER_CLI_PROGRESS_H
@@ -22,6 +23,10 @@ typedef struct {
     long long epoch, step, batch;
     double loss, samples_per_s, staleness, test_accuracy; /* NaN = not known */
     double time;                                          /* of the latest record (unix s); 0 = unknown */
+    char kind[8]; /* of the latest record: "step", "epoch", "eval", "final"; "" = the node hash */
+    /* line mode: the rank's last line and when it was printed (progress_print_due's clock) */
+    char printed[160];
+    double printed_at;
 } progress_rank_t;
 
 typedef struct {
@@ -50,6 +55,14 @@ int progress_event(progress_t *p, json_t *ev, int *rank);
 /* Line mode. */
 void progress_print_header(FILE *f);
 void progress_print_rank(const progress_t *p, int rank, FILE *f);
+/* Prints the rank's line when its latest record is due one, and says whether it did (1)
+ * or not (0). Due: a record that ends an epoch, evaluates or ends the run ("epoch",
+ * "eval", "final"), and the rank's node hash (what a watch starts from); a "step" record
+ * only with every > 0, once every seconds of now (any clock, the same each call) have
+ * passed since the rank's last line. A line equal to the rank's last one is never printed
+ * again (the final record repeats the last epoch's; a step record's line is due only
+ * after time has passed). So a pipe gets a line per rank per epoch, not one per step. */
+int progress_print_due(progress_t *p, int rank, double now, double every, FILE *f);
 void progress_print_state(const progress_t *p, FILE *f);
 void progress_print_plan(const progress_t *p, FILE *f);
 

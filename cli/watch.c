@@ -1,5 +1,8 @@
 /* cli/watch.c - `pacer watch ID` (and submit/retry --watch): the job's event stream
- * (Server-Sent Events) drawn as one line per rank (progress.h).
+ * (Server-Sent Events) drawn as one line per rank (progress.h). Not on a terminal (a pipe,
+ * a file) it is a log: a line per rank per epoch, and with --every SECONDS its step
+ * records too, at most one per rank per SECONDS (progress_print_due); a job's few
+ * thousand step records would otherwise be a few thousand lines.
  *
  * It starts from the job and its nodes (so ranks that reported before the watch show at
  * once), then follows GET /api/v1/jobs/{id}/events. The server ends the stream once the
@@ -24,6 +27,7 @@
 typedef struct {
     progress_t p;
     int tty, json;
+    double every; /* --every: step lines at most this often per rank (0: none) */
     int dirty;
     double last_draw;
     int final_exit; /* -1 until a final state arrives */
@@ -86,7 +90,7 @@ static int on_event(void *ctx, const char *type, const char *id, const char *dat
         if (mono() - w->last_draw >= DRAW_EVERY_S) draw(w);
         return 0;
     }
-    if (what == PROGRESS_RANK) progress_print_rank(&w->p, rank, stdout);
+    if (what == PROGRESS_RANK) progress_print_due(&w->p, rank, mono(), w->every, stdout);
     else if (what == PROGRESS_STATE) progress_print_state(&w->p, stdout);
     else progress_print_plan(&w->p, stdout);
     fflush(stdout);
@@ -137,6 +141,7 @@ int cli_watch(cli_ctx_t *cx, const char *id)
     memset(&w, 0, sizeof w);
     w.final_exit = -1;
     w.json = cx->args->json;
+    w.every = (double)cx->args->every;
     const char *term = getenv("TERM");
     w.tty = !w.json && isatty(STDOUT_FILENO) && !(term && strcmp(term, "dumb") == 0);
     progress_init(&w.p, id);
@@ -152,8 +157,7 @@ int cli_watch(cli_ctx_t *cx, const char *id)
         draw(&w);
     } else if (!w.json) {
         progress_print_header(stdout); /* the stream's first event says the state */
-        for (int i = 0; i < w.p.nranks; i++)
-            if (w.p.ranks[i].known) progress_print_rank(&w.p, i, stdout);
+        for (int i = 0; i < w.p.nranks; i++) progress_print_due(&w.p, i, mono(), w.every, stdout);
         fflush(stdout);
     }
 

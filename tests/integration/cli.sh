@@ -38,9 +38,12 @@ p logs --help | grep -q -- '-f, --follow' || fail "pacer logs --help lacks -f"
 expect_error 2 "unknown command 'frobnicate'" p frobnicate
 expect_error 2 "usage: pacer get ID" p get
 expect_error 2 "does not apply to ls" p ls --follow
+expect_error 2 "unknown option '--jsn' (did you mean --json?)" p ls --jsn
+expect_error 2 "unknown command 'wacth' (did you mean watch?)" p wacth j-1
+expect_error 2 "submit: --every goes with --watch" p submit x.json --every 5
 expect_error 2 "must be http://" p ls --url 127.0.0.1:8080
 expect_error 3 "cannot reach the coordinator at http://127.0.0.1:1" p ls --url http://127.0.0.1:1
-echo "ok: help, usage errors (exit 2), an unreachable URL is named (exit 3)"
+echo "ok: help, usage errors (exit 2, a typo's closest name), an unreachable URL is named (exit 3)"
 
 start_coord --listen 127.0.0.1:0
 BASE=$(base_url)
@@ -92,7 +95,18 @@ for r in 0 1; do
     grep -q "^   $r  worker  " "$TMP/watch.txt" || { cat "$TMP/watch.txt"; fail "watch: no progress line of rank $r"; }
 done
 grep -q "^-- $id1 RUNNING" "$TMP/watch.txt" || fail "watch: no RUNNING state line"
-echo "ok: submit printed $id1; watch showed $(grep -c '^   [01]  worker' "$TMP/watch.txt") rank lines and exited 0"
+# Into a pipe: a line per rank per epoch, not one per step record (2 epochs of 16 steps: 32
+# records a rank), and never the same line twice (the final record repeats the last
+# epoch's). At most one more line a rank: the node it had reported when the watch started.
+lines=$(grep -c '^   [01]  worker' "$TMP/watch.txt")
+[ "$lines" -ge 4 ] && [ "$lines" -le 6 ] || { cat "$TMP/watch.txt"; fail "watch into a pipe: $lines rank lines, want 4 to 6"; }
+for r in 0 1; do
+    for e in '1  *16' '2  *32'; do
+        grep -q "^   $r  worker  .*  $e  " "$TMP/watch.txt" || { cat "$TMP/watch.txt"; fail "watch: rank $r has no line at the end of epoch/step $e"; }
+    done
+done
+[ -z "$(sort "$TMP/watch.txt" | uniq -d)" ] || { cat "$TMP/watch.txt"; fail "watch printed a line twice: $(sort "$TMP/watch.txt" | uniq -d)"; }
+echo "ok: submit printed $id1; watch showed $lines rank lines (one a rank an epoch, no duplicate) and exited 0"
 
 # A watch of a finished job ends at once with its state; --json is the API's events, one a line.
 p watch --json "$id1" >"$TMP/watch.json" || fail "watch --json of a finished job exited $?"
@@ -120,8 +134,11 @@ p get "$id1" >"$TMP/get.txt" || fail "get exited $?"
 grep -q "^state  *SUCCEEDED$" "$TMP/get.txt" || { cat "$TMP/get.txt"; fail "get: state"; }
 grep -q "^model  *lenet5, ssgd, 2 workers$" "$TMP/get.txt" || { cat "$TMP/get.txt"; fail "get: model"; }
 grep -q "^result  *test accuracy 0\.[0-9]*" "$TMP/get.txt" || { cat "$TMP/get.txt"; fail "get: result"; }
-grep -q "^checkpoints $(job_json "$id1" | jq -r '.checkpoints.items | length') kept, " "$TMP/get.txt" \
-    && grep -q "^  *step [0-9]* (epoch [0-9]*), .*, latest" "$TMP/get.txt" || { cat "$TMP/get.txt"; fail "get: the kept checkpoints"; }
+grep -q "^checkpoints  *$(job_json "$id1" | jq -r '.checkpoints.items | length') kept, " "$TMP/get.txt" \
+    && grep -q "^  *step 32 (2 epochs done), .*, latest" "$TMP/get.txt" || { cat "$TMP/get.txt"; fail "get: the kept checkpoints"; }
+# every value in one column, whatever the key (docs/CLI.md)
+awk 'substr($0, 15, 1) != " " || substr($0, 16, 1) == " " { bad = bad $0 "\n" } END { if (bad) { printf "%s", bad; exit 1 } }' \
+    "$TMP/get.txt" || { cat "$TMP/get.txt"; fail "get: a value out of its column"; }
 [ "$(job_json "$id1" | jq -r '.spec.workers')" = 2 ] || fail "get --json: no spec"
 echo "ok: ls (table, --json, --state) and get (detail, --json)"
 

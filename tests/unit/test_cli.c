@@ -129,6 +129,15 @@ static void test_args_commands_and_options(void **state)
     assert_int_equal(a.command->cmd, CMD_WATCH);
     assert_int_equal(parse(&a, err, NULL, NULL, "help", "retry", NULL), 0);
     assert_string_equal(a.arg, "retry");
+
+    /* watch --every SECONDS (a pipe's step lines), also for submit and retry --watch */
+    assert_int_equal(parse(&a, err, NULL, NULL, "watch", "j-1", NULL), 0);
+    assert_int_equal(a.every, 0); /* default: a line per epoch only */
+    assert_int_equal(parse(&a, err, NULL, NULL, "watch", "j-1", "--every", "30", NULL), 0);
+    assert_int_equal(a.every, 30);
+    assert_int_equal(parse(&a, err, NULL, NULL, "submit", "s.json", "-w", "--every=5", NULL), 0);
+    assert_int_equal(a.every, 5);
+    assert_int_equal(parse(&a, err, NULL, NULL, "retry", "--every", "5", "j-1", "--watch", NULL), 0);
 }
 
 static void test_args_refusals(void **state)
@@ -158,6 +167,16 @@ static void test_args_refusals(void **state)
         {{"help", "nothing"}, "help: unknown command 'nothing'"},
         {{"models", "a", "b"}, "usage: pacer models [NAME]"},
         {{"datasets", "cifar10"}, "usage: pacer datasets"},
+        {{"watch", "j-1", "--every", "0"}, "--every: '0' is not a whole number from 1 to 86400"},
+        {{"watch", "j-1", "--every", "86401"}, "--every: '86401'"},
+        {{"submit", "s.json", "--every", "5"}, "submit: --every goes with --watch"},
+        {{"ls", "--every", "5"}, "ls: --every does not apply to ls"},
+        /* a typo one or two edits from a known name says which; a far one does not */
+        {{"ls", "--jsn"}, "unknown option '--jsn' (did you mean --json?)"},
+        {{"ls", "--limt=3"}, "unknown option '--limt=3' (did you mean --limit?)"},
+        {{"logs", "j-1", "--folow"}, "unknown option '--folow' (did you mean --follow?)"},
+        {{"watc", "j-1"}, "unknown command 'watc' (did you mean watch?) (pacer --help lists them)"},
+        {{"help", "sumbit"}, "help: unknown command 'sumbit' (did you mean submit?)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char *argv[8] = {"pacer"};
@@ -166,6 +185,13 @@ static void test_args_refusals(void **state)
         assert_int_equal(cli_args_parse(argc, argv, NULL, NULL, &a, err, sizeof err), -1);
         if (!strstr(err, bad[i].says)) fail_msg("case %zu: '%s' does not say '%s'", i, err, bad[i].says);
     }
+    /* far from every name: no suggestion */
+    char *argv[] = {"pacer", "ls", "--colour", NULL};
+    assert_int_equal(cli_args_parse(3, argv, NULL, NULL, &a, err, sizeof err), -1);
+    assert_null(strstr(err, "did you mean"));
+    char *argv2[] = {"pacer", "frobnicate", NULL};
+    assert_int_equal(cli_args_parse(2, argv2, NULL, NULL, &a, err, sizeof err), -1);
+    assert_string_equal(err, "unknown command 'frobnicate' (pacer --help lists them)");
     /* A bad URL from the environment is refused too, naming it. */
     assert_int_equal(parse(&a, err, "localhost:8080", NULL, "ls", NULL), -1);
     assert_non_null(strstr(err, "'localhost:8080'"));
@@ -338,24 +364,24 @@ static void test_jobs_and_job(void **state)
     cap_open(&c);
     fmt_job(c.f, job, 1715000100);
     text = cap_close(&c);
-    assert_string_equal(text, "id          j-7\n"
-                              "name        again\n"
-                              "state       SUCCEEDED\n"
-                              "model       lenet5, ssgd, 2 workers\n"
-                              "data        fashion-mnist, 3 epochs, batch 64\n"
-                              "submitted   2024-05-06 12:53:20 (1m ago)\n"
-                              "started     2024-05-06 12:53:21\n"
-                              "finished    2024-05-06 12:54:44 (ran 1m23s)\n"
-                              "restarts    0 (1 attempt)\n"
-                              "parent      j-3\n"
-                              "retries     j-8, j-9\n"
-                              "result      test accuracy 0.8123, test loss 0.5000, train loss 0.4500; 96 steps, "
+    assert_string_equal(text, "id             j-7\n"
+                              "name           again\n"
+                              "state          SUCCEEDED\n"
+                              "model          lenet5, ssgd, 2 workers\n"
+                              "data           fashion-mnist, 3 epochs, batch 64\n"
+                              "submitted      2024-05-06 12:53:20 (1m ago)\n"
+                              "started        2024-05-06 12:53:21\n"
+                              "finished       2024-05-06 12:54:44 (ran 1m23s)\n"
+                              "restarts       0 (1 attempt)\n"
+                              "parent         j-3\n"
+                              "retries        j-8, j-9\n"
+                              "result         test accuracy 0.8123, test loss 0.5000, train loss 0.4500; 96 steps, "
                               "80.5 s, 2440 samples/s\n"
-                              "dataset     10 classes, 60000 train / 10000 test samples, 1x28x28\n"
-                              "log         /var/jobs/j-7/log\n"
-                              "checkpoints 2 kept, 966.5 KiB\n"
-                              "            step 96 (epoch 3), accuracy 0.8123, 483.2 KiB, latest, best\n"
-                              "            step 90 (epoch 2), not evaluated, 483.2 KiB\n");
+                              "dataset        10 classes, 60000 train / 10000 test samples, 1x28x28\n"
+                              "log            /var/jobs/j-7/log\n"
+                              "checkpoints    2 kept, 966.5 KiB\n"
+                              "               step 96 (3 epochs done), accuracy 0.8123, 483.2 KiB, latest, best\n"
+                              "               step 90 (2 epochs done), not evaluated, 483.2 KiB\n");
     free(text);
     json_decref(job);
 
@@ -369,8 +395,8 @@ static void test_jobs_and_job(void **state)
     cap_open(&c);
     fmt_job(c.f, job, 1715000100);
     text = cap_close(&c);
-    assert_non_null(strstr(text, "data        /data/d.npz (npz), 1 epoch, batch 8\n")); /* not "1 epochs" */
-    assert_non_null(strstr(text, "dataset     3 classes, 10 train / 4 test samples, 3x32x32; cache "
+    assert_non_null(strstr(text, "data           /data/d.npz (npz), 1 epoch, batch 8\n")); /* not "1 epochs" */
+    assert_non_null(strstr(text, "dataset        3 classes, 10 train / 4 test samples, 3x32x32; cache "
                                  "/var/data-cache/d.npz-00ff.pdc (44.0 KiB, mapped, nothing decoded)\n"));
     free(text);
     json_decref(job);
@@ -385,7 +411,7 @@ static void test_jobs_and_job(void **state)
     cap_open(&c);
     fmt_job(c.f, job, 1715000100);
     text = cap_close(&c);
-    assert_non_null(strstr(text, "result      test accuracy -, test loss -, train loss 0.2500; 40 steps, 1.5 s, - "
+    assert_non_null(strstr(text, "result         test accuracy -, test loss -, train loss 0.2500; 40 steps, 1.5 s, - "
                                  "samples/s\n"));
     free(text);
     json_decref(job);
@@ -400,11 +426,53 @@ static void test_jobs_and_job(void **state)
     cap_open(&c);
     fmt_job(c.f, job, 1715000100);
     text = cap_close(&c);
-    assert_non_null(strstr(text, "model       mlp, sgd, 1 worker\n"));
-    assert_non_null(strstr(text, "data        mnist, 1 epoch, batch 8\n"));
-    assert_non_null(strstr(text, "restarts    1 (2 attempts)\n"));
+    assert_non_null(strstr(text, "model          mlp, sgd, 1 worker\n"));
+    assert_non_null(strstr(text, "data           mnist, 1 epoch, batch 8\n"));
+    assert_non_null(strstr(text, "restarts       1 (2 attempts)\n"));
     assert_non_null(strstr(text, "; 1 step, - s, - samples/s\n"));
-    assert_non_null(strstr(text, "dataset     1 class, 1 train / 1 test sample, 1x2x2\n"));
+    assert_non_null(strstr(text, "dataset        1 class, 1 train / 1 test sample, 1x2x2\n"));
+    free(text);
+    json_decref(job);
+}
+
+/* `pacer get`: every key, the longest ones included ("oversubscribed", "checkpoints"),
+ * leaves its value in the same column; a checkpoint says how many epochs were done
+ * when it was written, not an epoch number (step 1600 of 1875-step epochs is in epoch 2,
+ * with 1 done). */
+static void test_job_keys_aligned(void **state)
+{
+    setenv("TZ", "UTC", 1);
+    tzset();
+    json_t *job = json_loads(
+        "{\"id\": \"j-5\", \"name\": \"big\", \"owner\": \"bob\", \"state\": \"QUEUED\", \"reason\": \"r\", "
+        "\"preempted_by\": \"j-9\", \"preempted_at\": 1715000000, \"placement\": {\"hosts_by_class\": {\"x1\": "
+        "[\"a\"]}, \"reason\": \"fast\"}, \"resizes\": [{\"from\": 4, \"to\": 2, \"preempted_by\": \"j-9\", "
+        "\"time\": 1715000000}], \"stall_text\": \"rank 0 waiting\", \"queue\": {\"position\": 1, \"reason\": "
+        "\"slots\", \"detail\": \"d\", \"estimated_start\": 1715000200}, \"oversubscribed\": \"8 ranks on 2 slots: "
+        "oversubscribed 4x\", \"cancel_requested\": true, \"model\": \"lenet5\", \"algorithm\": \"ssgd\", "
+        "\"workers\": 8, \"world\": 8, \"spec\": {\"epochs\": 2, \"batch_size\": 32, \"dataset\": {\"name\": "
+        "\"mnist\"}}, \"submitted\": 1715000000, \"started\": 1715000001, \"restarts\": 1, \"attempts\": 2, "
+        "\"health\": {\"state\": \"ok\"}, \"lr_scale\": 0.5, \"parent\": \"j-1\", \"retries\": [\"j-6\"], "
+        "\"summary\": {\"steps\": 1, \"dataset\": {\"classes\": 10, \"train_samples\": 1, \"test_samples\": 1, "
+        "\"shape\": [1, 28, 28]}}, \"log\": \"/l\", \"checkpoint\": \"/c\", \"checkpoints\": {\"items\": [{\"step\": "
+        "1600, \"epoch\": 1, \"test_accuracy\": null, \"bytes\": 1}, {\"step\": 1500, \"epoch\": 0, \"bytes\": 1}, "
+        "{\"step\": 2, \"epoch\": -1, \"bytes\": 1}], \"total_bytes\": 3}}",
+        0, NULL);
+    assert_non_null(job);
+    capture_t c;
+    cap_open(&c);
+    fmt_job(c.f, job, 1715000100);
+    char *text = cap_close(&c);
+    assert_non_null(strstr(text, "\noversubscribed 8 ranks on 2 slots"));
+    assert_non_null(strstr(text, "               step 1600 (1 epoch done), not evaluated, 1 B\n"));
+    assert_non_null(strstr(text, "               step 1500 (0 epochs done), "));
+    assert_non_null(strstr(text, "               step 2 (? epochs done), ")); /* -1: not known */
+    int lines = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"), lines++) {
+        /* the value starts at column 15 of every line: a key never pushes it right */
+        if (strlen(line) < 16 || line[14] != ' ' || line[15] == ' ') fail_msg("misaligned: '%s'", line);
+    }
+    assert_true(lines >= 25); /* every optional key was there */
     free(text);
     json_decref(job);
 }
@@ -472,15 +540,15 @@ static void test_models_and_datasets(void **state)
     cap_open(&c);
     fmt_model(c.f, json_array_get(json_object_get(list, "models"), 0));
     text = cap_close(&c);
-    assert_string_equal(text, "name        lenet5\n"
-                              "title       LeNet-5\n"
-                              "source      builtin\n"
-                              "input       1x28x28 images, 10 classes\n"
-                              "layers      11\n"
-                              "parameters  61706 (and 0 buffer floats)\n"
-                              "flops       841.2K forward, a sample\n"
-                              "memory      835.5 KiB a rank + 86.3 KiB a sample of its largest batch (+ its data)\n"
-                              "dataset     fashion-mnist\n");
+    assert_string_equal(text, "name           lenet5\n"
+                              "title          LeNet-5\n"
+                              "source         builtin\n"
+                              "input          1x28x28 images, 10 classes\n"
+                              "layers         11\n"
+                              "parameters     61706 (and 0 buffer floats)\n"
+                              "flops          841.2K forward, a sample\n"
+                              "memory         835.5 KiB a rank + 86.3 KiB a sample of its largest batch (+ its data)\n"
+                              "dataset        fashion-mnist\n");
     free(text);
     json_decref(list);
     list = json_loads("{\"models\": []}", 0, NULL);
@@ -728,6 +796,80 @@ static void test_progress(void **state)
     progress_free(&p);
 }
 
+/* A watch into a pipe: a line per rank per epoch, not per step; step lines only with
+ * --every, at most one per rank per that many seconds; never the same line twice in a row
+ * (the final record repeats the last epoch's). */
+static void test_progress_lines_due(void **state)
+{
+    progress_t p;
+    progress_init(&p, "j-3");
+    json_t *nodes = jl("{\"ranks\": [{\"rank\": 0, \"host\": \"a\", \"role\": \"worker\", \"step\": 5, \"epoch\": 1,"
+                       " \"batch\": 32, \"loss\": 1.5, \"updated\": 990}, {\"rank\": 1}]}");
+    progress_nodes(&p, nodes);
+    json_decref(nodes);
+    capture_t c;
+    cap_open(&c);
+    /* the watch's start: the node hash of a rank that reported; none for one that did not */
+    assert_int_equal(progress_print_due(&p, 0, 100, 0, c.f), 1);
+    assert_int_equal(progress_print_due(&p, 1, 100, 0, c.f), 0);
+    assert_int_equal(progress_print_due(&p, 7, 100, 0, c.f), 0); /* no such rank */
+    int rank = -1, printed = 0;
+    char ev[256];
+    /* two epochs of 16 steps each, one step a second: step records print nothing */
+    for (int step = 6; step <= 32; step++) {
+        snprintf(ev, sizeof ev,
+                 "{\"type\": \"metrics\", \"job\": \"j-3\", \"kind\": \"step\", \"rank\": 0, \"step\": %d, "
+                 "\"epoch\": %d, \"loss\": %g}",
+                 step, (step - 1) / 16 + 1, 2.0 / step);
+        assert_int_equal(apply(&p, ev, &rank), PROGRESS_RANK);
+        printed += progress_print_due(&p, 0, 100 + step, 0, c.f);
+        if (step == 16 || step == 32) {
+            snprintf(ev, sizeof ev,
+                     "{\"type\": \"metrics\", \"job\": \"j-3\", \"kind\": \"epoch\", \"rank\": 0, \"step\": %d, "
+                     "\"epoch\": %d, \"loss\": 0.5, \"test_accuracy\": 0.%d}",
+                     step, step / 16, step);
+            assert_int_equal(apply(&p, ev, &rank), PROGRESS_RANK);
+            printed += progress_print_due(&p, 0, 100 + step, 0, c.f);
+        }
+    }
+    /* the final record: the last epoch's figures again, so no second line */
+    assert_int_equal(apply(&p,
+                           "{\"type\": \"metrics\", \"job\": \"j-3\", \"kind\": \"final\", \"rank\": 0, "
+                           "\"step\": 32, \"epoch\": 2, \"loss\": 0.5, \"test_accuracy\": 0.32}",
+                           &rank),
+                     PROGRESS_RANK);
+    printed += progress_print_due(&p, 0, 140, 0, c.f);
+    assert_int_equal(printed, 2);
+    char *text = cap_close(&c);
+    assert_string_equal(text,
+                        "   0  worker  a                     1        5     32    1.5000          -      -         -\n"
+                        "   0  worker  a                     1       16     32    0.5000          -      -    0.1600\n"
+                        "   0  worker  a                     2       32     32    0.5000          -      -    0.3200\n");
+    free(text);
+
+    /* --every 10: a step line when 10 s have passed since the rank's last line */
+    cap_open(&c);
+    printed = 0;
+    for (int step = 33; step <= 60; step++) {
+        snprintf(ev, sizeof ev,
+                 "{\"type\": \"metrics\", \"job\": \"j-3\", \"kind\": \"step\", \"rank\": 0, \"step\": %d}", step);
+        assert_int_equal(apply(&p, ev, &rank), PROGRESS_RANK);
+        printed += progress_print_due(&p, 0, 140 + (step - 32), 10, c.f); /* one a second */
+    }
+    text = cap_close(&c);
+    free(text);
+    assert_int_equal(printed, 3); /* at 142, 152, 162: the rank's last line was epoch 2's, at 132 */
+    /* later, the latest step (60) gets its line; asked again, time passed: no duplicate */
+    cap_open(&c);
+    assert_int_equal(progress_print_due(&p, 0, 1000, 10, c.f), 1);
+    assert_int_equal(progress_print_due(&p, 0, 2000, 10, c.f), 0);
+    text = cap_close(&c);
+    assert_non_null(strstr(text, "       60 "));
+    assert_ptr_equal(strchr(text, '\n'), text + strlen(text) - 1); /* one line */
+    free(text);
+    progress_free(&p);
+}
+
 /* The clear-text token rule (cliargs.h): decided from the URL's text alone. */
 static void test_token_transport(void **state)
 {
@@ -783,12 +925,12 @@ static void test_whoami(void **state)
         const char *json, *want;
     } cases[] = {
         {"{\"name\": \"alice\", \"role\": \"member\", \"auth\": \"user-token\", \"expires\": null}",
-         "name        alice\nrole        member\nauth        user-token\nexpires     never\n"},
+         "name           alice\nrole           member\nauth           user-token\nexpires        never\n"},
         {"{\"name\": null, \"role\": \"viewer\", \"auth\": \"anonymous\"}",
-         "name        -\nrole        viewer\nauth        anonymous\nexpires     never\n"},
+         "name           -\nrole           viewer\nauth           anonymous\nexpires        never\n"},
         {"{\"name\": \"admin\", \"role\": \"admin\", \"auth\": \"none\"}",
-         "name        admin\nrole        admin\nauth        none (the coordinator has no token: it checks none, every "
-         "local caller is the admin)\nexpires     never\n"},
+         "name           admin\nrole           admin\nauth           none (the coordinator has no token: it checks none, every "
+         "local caller is the admin)\nexpires        never\n"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         json_t *who = json_loads(cases[i].json, 0, NULL);
@@ -809,7 +951,7 @@ static void test_whoami(void **state)
     fmt_whoami(c.f, who);
     char *text = cap_close(&c);
     assert_null(strstr(text, "never"));
-    assert_non_null(strstr(text, "expires     20"));
+    assert_non_null(strstr(text, "expires        20"));
     free(text);
     json_decref(who);
 }
@@ -824,11 +966,13 @@ int main(void)
         cmocka_unit_test(test_times),
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_jobs_and_job),
+        cmocka_unit_test(test_job_keys_aligned),
         cmocka_unit_test(test_no_model),
         cmocka_unit_test(test_models_and_datasets),
         cmocka_unit_test(test_problem_and_states),
         cmocka_unit_test(test_sse_parser),
         cmocka_unit_test(test_progress),
+        cmocka_unit_test(test_progress_lines_due),
         cmocka_unit_test(test_token_transport),
         cmocka_unit_test(test_whoami),
     };

@@ -75,10 +75,20 @@
  * from the operator table (model/op_table.c). */
 static const char GRAPH_OPS[] = "Flatten, Reshape, Identity, Constant, Pad (before Conv or AveragePool; of channels "
                                 "before Add), Shape, Gather, Unsqueeze, Concat, Cast, Add, Sub, Mul, Div, Equal, "
-                                "Mod, Not, Where, Squeeze, Slice, Range, ConstantOfShape (of constant shapes: "
-                                "folded)";
+                                "Mod, Not, Where, Squeeze, Slice, Range, ScatterND, ConstantOfShape (of constant "
+                                "shapes: folded)";
 
-void onnx_supported_ops(char *buf, size_t len) { model_op_onnx_names(buf, len, GRAPH_OPS); }
+size_t onnx_supported_ops(char *buf, size_t len) { return model_op_onnx_names(buf, len, GRAPH_OPS); }
+
+void onnx_print_supported_ops(FILE *f)
+{
+    fprintf(f, "| ONNX operators | pacer layer |\n| --- | --- |\n");
+    for (int k = 0; k < LAYER_KIND_COUNT; k++) fprintf(f, "| %s | %s |\n", MODEL_OPS[k].onnx_import, MODEL_OPS[k].name);
+    fprintf(f,
+            "| %s | none: folded into constants, aliases of their input, or the padding of the layer after them "
+            "|\n",
+            GRAPH_OPS);
+}
 
 /* Largest dimension of any tensor or shape the importer accepts (a bound, not a limit
  * real networks meet). */
@@ -3393,9 +3403,10 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         v->constant_node = 1;
         return 0;
     }
-    char ops[1024];
-    onnx_supported_ops(ops, sizeof ops);
-    return fail(im, "node '%s': operator %s is not supported (supported: %s)", node_name(n), op, ops);
+    return fail(im,
+                "node '%s': operator %s is not supported (`pacer-worker --list-ops` lists the operators that import, "
+                "as does docs/JOB_SPEC.md, \"What imports\")",
+                node_name(n), op);
 }
 
 /* Refuses node n when a layer it added is larger than any buffer can be, or when the

@@ -5,7 +5,7 @@
  * Outside input: the file is bounded (ONNX_MAX_BYTES, node and initializer counts, tensor
  * sizes), and everything pacer cannot train as the file says is refused before any
  * training, with a message naming the node, its operator and what about it is
- * unsupported (and, for an unknown operator, the list of supported ones). Nothing is
+ * unsupported (and, for an unknown operator, where the list of supported ones is). Nothing is
  * approximated: an attribute the kernels do not implement is refused, never ignored.
  */
 #ifndef PACER_ONNX_IMPORT_H
@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "catalog.h"
 #include "model.h"
@@ -38,10 +39,19 @@
 void onnx_import_set_memory_bound(size_t bytes);
 size_t onnx_import_memory_bound(void);
 
-/* The operators the importer maps (for messages and docs), ", "-separated into buf (cut
- * to len, always terminated): the operator table's import column (model/op_table.h), then
- * the graph-level operators the importer folds or aliases. */
-void onnx_supported_ops(char *buf, size_t len);
+/* The operators the importer maps, ", "-separated into buf (cut to len, always
+ * terminated): the operator table's import column (model/op_table.h), then the
+ * graph-level operators the importer folds or aliases. Returns the length of the whole
+ * list (as snprintf does). */
+size_t onnx_supported_ops(char *buf, size_t len);
+
+/* The same list whole, as a Markdown table: one row per row of the operator table (the
+ * ONNX operators, the layer they become), then one of the graph-level operators, which
+ * become no layer of their own. `pacer-worker --list-ops` prints it, and docs/JOB_SPEC.md
+ * ("What imports") holds a copy that tests/integration/docs_ops.sh compares with it (make
+ * docs-ops rewrites the copy). The refusal of an unknown operator points here rather than
+ * listing them: the list outgrew every error buffer it travels through. */
+void onnx_print_supported_ops(FILE *f);
 
 /* Builds the model of the ONNX file at path for batches of up to max_batch, named name
  * (a catalog name), weights from the file's initializers. Returns 0, or -1 with err set

@@ -883,7 +883,7 @@ static void softmax_bwd(model_t *m, int i, const float *x, int B)
                                                          inner, m->acts + l->out_off, m->dacts + l->out_off, dinp);
 }
 
-/* ---- issue 44's ViT rows ------------------------------------------------------------------- */
+/* ---- the vision transformers' rows ------------------------------------------------------------ */
 
 /* Expand: the input's axes right-aligned to the target's (l->shape, set by
  * model_build_expand), each equal or 1; the walk reads the input at stride 0 along the
@@ -961,7 +961,7 @@ const model_op_t MODEL_OPS[] = {
     [LAYER_REDUCE_SUM] = {LAYER_REDUCE_SUM, "reduce sum", "ReduceSum (non-batch axes)", "ReduceSum", 1, IN1, infer_reduce, NULL, flops_pass, reduce_sum_fwd, reduce_sum_bwd},
     [LAYER_LINEAR] = {LAYER_LINEAR, "linear", "MatMul (+ Add) over the last axis", "MatMul (+ Add)", 1, IN1, infer_linear, NULL, flops_linear, linear_fwd, linear_bwd},
 
-    /* issue 44's rows (appended) */
+    /* the transformers' rows (appended: a kind's value never changes) */
     [LAYER_SOFTMAX]    = {LAYER_SOFTMAX, "softmax", "Softmax (a non-batch axis)", "Softmax", 1, IN1, infer_axis, NULL, flops_pass, softmax_fwd, softmax_bwd},
     [LAYER_LOG_SOFTMAX] = {LAYER_LOG_SOFTMAX, "log softmax", "LogSoftmax (a non-batch axis)", "LogSoftmax", 1, IN1, infer_axis, NULL, flops_pass, softmax_fwd, softmax_bwd},
     [LAYER_ERF]        = {LAYER_ERF, "erf", "Erf", "Erf", 1, IN1, infer_same, NULL, flops_pass, erf_fwd, erf_bwd},
@@ -973,7 +973,7 @@ const model_op_t MODEL_OPS[] = {
     /* Swin's (appended) */
     [LAYER_GATHER_PARAM] = {LAYER_GATHER_PARAM, "gather param", "Gather (of a parameter by constant indices)", "Reshape, Gather", 1, IN1, infer_const, NULL, flops_none, gather_param_fwd, gather_param_bwd},
 
-    /* issue 44's ViT rows (appended) */
+    /* the vision transformers' rows (appended) */
     /* exported as Expand to (the batch, the sample's shape) */
     [LAYER_EXPAND]     = {LAYER_EXPAND, "expand", "Expand (to the batch, a constant shape)", "Expand", 1, IN1, infer_expand, NULL, flops_none, view_fwd, view_bwd},
 };
@@ -984,16 +984,16 @@ _Static_assert(sizeof MODEL_OPS / sizeof MODEL_OPS[0] == LAYER_KIND_COUNT, "one 
 
 const model_op_t *model_op(layer_kind_t k) { return (unsigned)k < (unsigned)LAYER_KIND_COUNT ? &MODEL_OPS[k] : NULL; }
 
-void model_op_onnx_names(char *buf, size_t len, const char *extra)
+size_t model_op_onnx_names(char *buf, size_t len, const char *extra)
 {
-    if (!len) return;
-    size_t n = 0;
-    buf[0] = '\0';
-    for (int k = 0; k <= LAYER_KIND_COUNT && n < len; k++) {
+    size_t n = 0; /* the whole list's length so far, written or not */
+    if (len) buf[0] = '\0';
+    for (int k = 0; k <= LAYER_KIND_COUNT; k++) {
         const char *s = k < LAYER_KIND_COUNT ? MODEL_OPS[k].onnx_import : extra;
         if (!s || !*s) continue;
-        int w = snprintf(buf + n, len - n, "%s%s", n ? ", " : "", s);
-        if (w < 0) break;
-        n += (size_t)w;
+        const char *sep = n ? ", " : "";
+        if (n < len) snprintf(buf + n, len - n, "%s%s", sep, s);
+        n += strlen(sep) + strlen(s);
     }
+    return n;
 }

@@ -58,7 +58,8 @@ extern const model_op_t MODEL_OPS[];
 const model_op_t *model_op(layer_kind_t k);
 
 /* Writes the onnx_import column of every row, then extra (the importer's graph-level
- * operators; NULL: none), separated by ", ", into buf (cut to len, always terminated). */
-void model_op_onnx_names(char *buf, size_t len, const char *extra);
+ * operators; NULL: none), separated by ", ", into buf (cut to len, always terminated).
+ * Returns the length of the whole list, as snprintf does: len > that holds it uncut. */
+size_t model_op_onnx_names(char *buf, size_t len, const char *extra);
 
 #endif

@@ -67,6 +67,7 @@ static const struct option OPTIONS[] = {
     {"check-onnx", required_argument, NULL, 'k'},
     {"check-memory-mb", required_argument, NULL, 'G'},
     {"onnx-case", required_argument, NULL, 'j'},
+    {"list-ops", no_argument, NULL, 'l'},
     {"version", no_argument, NULL, 'V'},
     {"capabilities", no_argument, NULL, 'Z'},
     {"help", no_argument, NULL, 'h'},
@@ -89,6 +90,7 @@ static void usage(FILE *f)
                "       mpirun -np N pacer-worker --spec FILE [options]\n"
                "       pacer-worker --check-onnx FILE [--check-memory-mb MB]\n"
                "       pacer-worker --onnx-case DIR\n"
+               "       pacer-worker --list-ops\n"
                "\n"
                "Trains the job described by a JSON job spec (docs/JOB_SPEC.md).\n"
                "\n"
@@ -159,6 +161,9 @@ static void usage(FILE *f)
                "                         with its outputs (rtol 1e-3, atol 1e-7): exit 0 all match,\n"
                "                         1 a mismatch (the output and its largest error), 2 what\n"
                "                         pacer does not support (the importer's message)\n"
+               "  --list-ops             print the ONNX operators that import (a Markdown table:\n"
+               "                         the operators, the layer they become), the list an\n"
+               "                         importer's refusal of an unknown operator points to\n"
                "  --trace FILE           write this job's recent steps as a Chrome trace (Perfetto,\n"
                "                         chrome://tracing): one track per rank, phases as slices;\n"
                "                         rank 0 gathers every rank's timeline at the end\n"
@@ -386,6 +391,7 @@ int main(int argc, char **argv)
         case 'j': onnx_case = optarg; break;
         case 'V': version(); return 0;
         case 'Z': capabilities(); return 0;
+        case 'l': onnx_print_supported_ops(stdout); return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }

@@ -34,7 +34,7 @@ expect far 1 "test_data_set_1 output_0 'y' (2, 4, 5, 5): 200 values, largest err
 grep -qF "MISMATCH (1 values outside 1e-07 + 0.001 * |want|)" "$TMP/out" || { cat "$TMP/out"; fail "far: count"; }
 expect shape 1 "test_data_set_1 output_0 'y': 199 values expected, the model computes 2 x 100: MISMATCH"
 expect reshaped 2 "the last layer gives (N, 4, 5, 5), the graph's output declares another shape"
-expect sin 2 "node 'y': operator Sin is not supported (supported: Conv,"
+expect sin 2 "node 'y': operator Sin is not supported (\`pacer-worker --list-ops\` lists the operators"
 expect storage 2 "node 'y' (MaxPool): storage_order 1 is not supported"
 expect bigbatch 2 "test_data_set_0/input_0.pb: a batch of 65536 needs 5.37e+08 floats of activations (at most 2.68e+08)"
 # an INT64 input after the first is a constant: shape arguments fold, a weight is refused

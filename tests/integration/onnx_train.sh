@@ -100,7 +100,8 @@ echo "not a model" >"$TMP/text.onnx"
 spec "$TMP/text.onnx" ssgd 1 256 >"$TMP/text.json"
 expect_error 2 "model.onnx: $TMP/text.onnx: not an ONNX model" $WORKER --spec "$TMP/text.json"
 spec "$TMP/mnist_softplus.onnx" ssgd 1 256 >"$TMP/softplus.json"
-expect_error 2 "operator Softplus is not supported (supported: Conv, " $WORKER --spec "$TMP/softplus.json"
+expect_error 2 "operator Softplus is not supported (\`pacer-worker --list-ops\` lists the operators that import" \
+    $WORKER --spec "$TMP/softplus.json"
 spec "$TMP/mnist7.onnx" ssgd 1 256 >"$TMP/seven.json"
 expect_error 2 "model: mnist7.onnx has 7 outputs (classes), dataset.name mnist has 10 classes" \
     $WORKER --spec "$TMP/seven.json"

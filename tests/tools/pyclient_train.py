@@ -155,8 +155,8 @@ def check_refusal_hints(softplus_refusal):
     on the importer's own words, for an operator this coordinator trains (Clip, ReLU6's: a
     refusal of it means an older pacer), a transformer's (issue 44) and Bernoulli."""
     if not softplus_refusal.endswith("[Softplus: not supported: replace the module that exports it by one pacer "
-                                     "trains (the refusal lists them), or, for a layer that only matters in "
-                                     "training (e.g. a random one), export it in inference form]"):
+                                     "trains (`pacer-worker --list-ops` lists them), or, for a layer that only "
+                                     "matters in training (e.g. a random one), export it in inference form]"):
         fail("the Softplus refusal does not end with what to do: %s" % softplus_refusal)
     words = "node '/act/Clip': operator %s is not supported (supported: Conv, Relu)"
     for op, needle in (("Clip", "ReLU6 and Hardtanh export as Clip, supported since issue 43: update pacer"),

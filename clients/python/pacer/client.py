@@ -43,7 +43,8 @@ class PacerError(Exception):
 # refusal naming one comes from a coordinator (and workers) older than that.
 _HINT_UPDATE = "supported since issue 43: update pacer (coordinator and workers) to a version that has it"
 _HINT_TRANSFORMER = "transformer operators are not supported yet (issue 44): not trainable on pacer today"
-_HINT_OTHER = ("not supported: replace the module that exports it by one pacer trains (the refusal lists them), "
+_HINT_OTHER = ("not supported: replace the module that exports it by one pacer trains (`pacer-worker --list-ops` "
+               "lists them), "
                "or, for a layer that only matters in training (e.g. a random one), export it in inference form")
 _OPERATOR_HINTS = {
     "Clip": "ReLU6 and Hardtanh export as Clip, " + _HINT_UPDATE,
@@ -59,7 +60,7 @@ _OPERATOR_HINTS = {
                   "as pacer's own operator; for another random layer, " + _HINT_OTHER),
 }
 # The importer's words for an operator it does not know (model/onnx_import.c, do_node):
-# "node 'NAME': operator OP is not supported (supported: ...)".
+# "node 'NAME': operator OP is not supported (`pacer-worker --list-ops` lists ...)".
 _UNSUPPORTED_OP = re.compile(r"operator (\S+) is not supported")
 
 

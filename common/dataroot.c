@@ -4,15 +4,23 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Entries below g_nroots never change while threads read them: dataroot_add writes the
+ * next one, then publishes the count (release), and readers load the count once
+ * (acquire) and use that many. */
 static char g_roots[DATAROOT_MAX][DATAROOT_PATH];
 static const char *g_rootv[DATAROOT_MAX];
-static int g_nroots;
+static atomic_int g_nroots;
+static pthread_mutex_t g_add_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int nroots_now(void) { return atomic_load_explicit(&g_nroots, memory_order_acquire); }
 
 int dataroot_holds(const char *const *roots, int nroots, const char *real)
 {
@@ -60,23 +68,44 @@ int dataroot_resolve(const char *const *roots, int nroots, const char *path, cha
 
 int dataroot_set(const char *const *roots, int nroots, char *err, size_t errlen)
 {
-    g_nroots = 0;
+    atomic_store(&g_nroots, 0);
     if (nroots > DATAROOT_MAX) return errmsg(err, errlen, "--data-root: at most %d", DATAROOT_MAX);
     for (int i = 0; i < nroots; i++) {
         char got[PATH_MAX];
         if (!realpath(roots[i], got) || strlen(got) >= DATAROOT_PATH) {
             int e = errno;
-            g_nroots = 0;
+            atomic_store(&g_nroots, 0);
             return errmsg(err, errlen, "--data-root %s: %s", roots[i], strerror(e));
         }
         memcpy(g_roots[i], got, strlen(got) + 1);
         g_rootv[i] = g_roots[i];
     }
-    g_nroots = nroots;
+    atomic_store_explicit(&g_nroots, nroots, memory_order_release);
     return 0;
 }
 
-int dataroot_count(void) { return g_nroots; }
+int dataroot_add(const char *root, char *err, size_t errlen)
+{
+    char got[PATH_MAX];
+    if (!realpath(root, got) || strlen(got) >= DATAROOT_PATH)
+        return errmsg(err, errlen, "data root %s: %s", root, strerror(errno ? errno : ENAMETOOLONG));
+    pthread_mutex_lock(&g_add_lock);
+    int n = atomic_load(&g_nroots), rc = 0;
+    for (int i = 0; i < n; i++)
+        if (strcmp(g_roots[i], got) == 0) goto out; /* already one of them */
+    if (n >= DATAROOT_MAX) {
+        rc = errmsg(err, errlen, "data root %s: more than %d roots", root, DATAROOT_MAX);
+        goto out;
+    }
+    memcpy(g_roots[n], got, strlen(got) + 1);
+    g_rootv[n] = g_roots[n];
+    atomic_store_explicit(&g_nroots, n + 1, memory_order_release);
+out:
+    pthread_mutex_unlock(&g_add_lock);
+    return rc;
+}
+
+int dataroot_count(void) { return nroots_now(); }
 
 static int outside(const char *path, const char *what, char *err, size_t errlen)
 {
@@ -87,8 +116,9 @@ static int outside(const char *path, const char *what, char *err, size_t errlen)
 int dataroot_check(const char *path, const char *what, char *err, size_t errlen)
 {
     char real[DATAROOT_PATH];
-    if (g_nroots == 0) return 0;
-    int rc = dataroot_resolve(g_rootv, g_nroots, path, real);
+    int n = nroots_now();
+    if (n == 0) return 0;
+    int rc = dataroot_resolve(g_rootv, n, path, real);
     /* missing under a root: the open that follows says so */
     return rc == DATAROOT_OUTSIDE ? outside(path, what, err, errlen) : 0;
 }
@@ -96,12 +126,13 @@ int dataroot_check(const char *path, const char *what, char *err, size_t errlen)
 int dataroot_check_fd(int fd, const char *path, char *err, size_t errlen)
 {
     char proc[64], real[PATH_MAX];
-    if (g_nroots == 0) return 0;
+    int nroots = nroots_now();
+    if (nroots == 0) return 0;
     snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
     ssize_t n = readlink(proc, real, sizeof real - 1);
     if (n < 0) /* no /proc: the path's resolution now is the best there is */
         return dataroot_check(path, "a file", err, errlen);
     real[n] = 0;
-    if (!dataroot_holds(g_rootv, g_nroots, real)) return outside(path, "a file", err, errlen);
+    if (!dataroot_holds(g_rootv, nroots, real)) return outside(path, "a file", err, errlen);
     return 0;
 }

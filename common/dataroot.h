@@ -11,7 +11,9 @@
  * coordinator sets its --data-root dirs at its start, the worker the --data-root dirs it
  * was given (the coordinator passes its own). None set (a worker run by hand, a unit
  * test that sets none): nothing is confined, the operator's paths are read as given.
- * Set once before threads start; read-only afterwards. */
+ * Set once before threads start; afterwards only appended to (dataroot_add: a default
+ * root of the coordinator that did not exist at its start and exists now), which
+ * threads reading them meanwhile may do. */
 #ifndef PACER_DATAROOT_H
 #define PACER_DATAROOT_H
 
@@ -41,6 +43,11 @@ int dataroot_holds(const char *const *roots, int nroots, const char *real);
  * be resolved (none is set then). nroots 0 clears them. */
 int dataroot_set(const char *const *roots, int nroots, char *err, size_t errlen);
 int dataroot_count(void);
+
+/* Appends root, resolved, to the process-wide roots (nothing when it is one already):
+ * 0, or -1 with err saying why (it does not resolve, or DATAROOT_MAX are set). Safe
+ * while other threads check paths: they see the roots before or after it. */
+int dataroot_add(const char *root, char *err, size_t errlen);
 
 /* Against the process-wide roots (always 0 when none is set): 0 when path stays under
  * one, else -1 with err "PATH: WHAT leaves the data roots (...)" naming only path, never

@@ -18,6 +18,7 @@
 #include "ckptdir.h"
 #include "clock.h"
 #include "clog.h"
+#include "dataroots.h"
 #include "dataroot.h"
 #include "dsprobe.h"
 #include "errmsg.h"
@@ -220,20 +221,20 @@ static int data_path_allowed(const coordinator_t *c, const char *path, char *err
     /* The roots first, existence after: outside them, "no such file" and "not under a
      * data root" would tell a client which paths exist (dataroot.h). */
     const char *roots_v[COORD_DATA_ROOTS_MAX];
-    for (int i = 0; i < c->ndata_roots; i++) roots_v[i] = c->data_roots[i];
-    int where = dataroot_resolve(roots_v, c->ndata_roots, path, real);
+    int nroots = coord_data_roots_get(c, roots_v);
+    int where = dataroot_resolve(roots_v, nroots, path, real);
     if (where == DATAROOT_OK) return 0;
     if (where == DATAROOT_MISSING) {
         errmsg(err, errlen, "dataset.path: %.300s: %s", path, strerror(errno));
         return -1;
     }
     char roots[512] = "";
-    for (int i = 0; i < c->ndata_roots; i++) {
+    for (int i = 0; i < nroots; i++) {
         size_t k = strlen(roots);
-        snprintf(roots + k, sizeof roots - k, "%s%s", i ? ", " : "", c->data_roots[i]);
+        snprintf(roots + k, sizeof roots - k, "%s%s", i ? ", " : "", roots_v[i]);
     }
     errmsg(err, errlen, "dataset.path: %.300s is not under a data root (--data-root; now: %s)", path,
-           c->ndata_roots ? roots : "none");
+           nroots ? roots : "none");
     return -1;
 }
 
@@ -253,9 +254,9 @@ static int builtin_dataset_place(const coordinator_t *c, job_spec_t *s, int agai
     if (spec_dataset_is_user(s) || catalog_dataset_get(s->dataset.name, &d) != 0 || catalog_format_is_user(d.format))
         return COORD_OK;
     const char *roots[COORD_DATA_ROOTS_MAX];
-    for (int i = 0; i < c->ndata_roots; i++) roots[i] = c->data_roots[i];
+    int nroots = coord_data_roots_get(c, roots);
     char found[PATH_MAX], looked[1024];
-    int located = catalog_dataset_locate(&d, roots, c->ndata_roots, found, sizeof found, looked, sizeof looked) == 0;
+    int located = catalog_dataset_locate(&d, roots, nroots, found, sizeof found, looked, sizeof looked) == 0;
     if (s->dataset.path[0]) {
         /* outside the data roots first (400), so that the answer never says what such
          * a path holds; then the files (422) */

@@ -6,6 +6,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/types.h>
 
 #include "coordinator.h"
@@ -38,8 +39,14 @@ struct coordinator {
     char worker_password_file[PATH_MAX + 32]; /* STATE_DIR/redis.password (0600) when the
                                               workers' URL has a password, else "" */
     redis_url_t url;
-    char data_roots[COORD_DATA_ROOTS_MAX][PATH_MAX]; /* resolved (realpath) --data-root dirs */
-    int ndata_roots;
+    /* The data roots (dataroots.h): resolved (realpath); appended to, never changed, so
+     * read them with coord_data_roots_get. roots_missing: the defaults not there yet,
+     * under roots_lock. */
+    char data_roots[COORD_DATA_ROOTS_MAX][PATH_MAX];
+    atomic_int ndata_roots;
+    char roots_missing[2][PATH_MAX];
+    int nroots_missing;
+    pthread_mutex_t roots_lock;
     jobstore_pool_t *pool; /* API connections */
 
     /* daemon only */

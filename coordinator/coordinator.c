@@ -15,7 +15,7 @@
 
 #include "clock.h"
 #include "clog.h"
-#include "dataroot.h"
+#include "dataroots.h"
 #include "fs.h"
 #include "hostname.h"
 #include "launch.h"
@@ -285,6 +285,7 @@ static coordinator_t *alloc_coordinator(void)
     if (!c) return NULL;
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_init(&c->queue_lock, NULL);
+    pthread_mutex_init(&c->roots_lock, NULL);
     pthread_cond_init(&c->cond, NULL);
     pthread_cond_init(&c->reload_cond, NULL);
     pthread_cond_init(&c->bench_cond, NULL);
@@ -311,6 +312,7 @@ static void free_coordinator(coordinator_t *c)
     pthread_cond_destroy(&c->bench_cond);
     pthread_mutex_destroy(&c->lock);
     pthread_mutex_destroy(&c->queue_lock);
+    pthread_mutex_destroy(&c->roots_lock);
     free(c);
 }
 
@@ -419,38 +421,6 @@ static int worker_password(coordinator_t *c, char *err, size_t errlen)
     return rc;
 }
 
-/* The directories a submitted dataset.path must resolve under, resolved once: the
- * --data-root ones (each must exist), else the Debian data set directory and
- * STATE_DIR/data, where they exist (none: no submission may name a path). */
-static int data_roots(coordinator_t *c, const coord_config_t *cfg, char *err, size_t errlen)
-{
-    char defaults[2][PATH_MAX];
-    const char *given[COORD_DATA_ROOTS_MAX];
-    int n = cfg->ndata_roots, user = n > 0;
-    if (n > COORD_DATA_ROOTS_MAX || (n > 0 && !cfg->data_roots)) {
-        snprintf(err, errlen, "--data-root: at most %d", COORD_DATA_ROOTS_MAX);
-        return -1;
-    }
-    if (user) {
-        for (int i = 0; i < n; i++) given[i] = cfg->data_roots[i];
-    } else {
-        snprintf(defaults[0], sizeof defaults[0], "%s", COORD_DATA_ROOT_DEBIAN);
-        snprintf(defaults[1], sizeof defaults[1], "%.*s/data", PATH_MAX - 8, c->state_dir);
-        given[0] = defaults[0];
-        given[1] = defaults[1];
-        n = 2;
-    }
-    for (int i = 0; i < n; i++) {
-        if (!realpath(given[i], c->data_roots[c->ndata_roots])) {
-            if (!user) continue;
-            snprintf(err, errlen, "--data-root %.200s: %s", given[i], strerror(errno));
-            return -1;
-        }
-        c->ndata_roots++;
-    }
-    return 0;
-}
-
 static void log_swept(const char *path, long long bytes, void *ctx)
 {
     (void)ctx;
@@ -509,11 +479,7 @@ static int start_dirs(coordinator_t *c, const coord_config_t *cfg, char *err, si
         snprintf(err, errlen, "state dir %.200s...: longer than %d bytes", c->state_dir, SPEC_PATH_MAX - 64);
         return COORD_EINVAL;
     }
-    if (data_roots(c, cfg, err, errlen) != 0) return COORD_EINVAL;
-    /* what this process's walks and opens of users' data are confined to (dataroot.h) */
-    const char *roots_v[COORD_DATA_ROOTS_MAX];
-    for (int i = 0; i < c->ndata_roots; i++) roots_v[i] = c->data_roots[i];
-    if (dataroot_set(roots_v, c->ndata_roots, err, errlen) != 0) return COORD_EINVAL;
+    if (coord_data_roots_start(c, cfg, err, errlen) != 0) return COORD_EINVAL;
     /* Workers create it where they run (each host has its own cache); the path must fit a
      * spec's dataset.cache_dir. */
     if (cfg->data_cache_dir && *cfg->data_cache_dir) {

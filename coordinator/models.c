@@ -10,6 +10,7 @@
 
 #include "catalog.h"
 #include "clog.h"
+#include "dataroots.h"
 #include "coord_internal.h"
 #include "memest.h"
 #include "userdata.h"
@@ -81,8 +82,8 @@ int coord_model(coordinator_t *c, const char *name, json_t **out)
 static void dataset_found(const coordinator_t *c, const catalog_dataset_t *d, char *path, size_t len)
 {
     const char *roots[COORD_DATA_ROOTS_MAX];
-    for (int i = 0; i < c->ndata_roots; i++) roots[i] = c->data_roots[i];
-    catalog_dataset_locate(d, roots, c->ndata_roots, path, len, NULL, 0);
+    int nroots = coord_data_roots_get(c, roots);
+    catalog_dataset_locate(d, roots, nroots, path, len, NULL, 0);
 }
 
 static json_t *dataset_json(const coordinator_t *c, const catalog_dataset_t *d)
@@ -105,8 +106,10 @@ void coord_userdata_sync(coordinator_t *c, json_t *refused)
 {
     const char *roots_v[COORD_DATA_ROOTS_MAX];
     int probed;
-    for (int i = 0; i < c->ndata_roots; i++) roots_v[i] = c->data_roots[i];
-    int n = userdata_refresh(roots_v, c->ndata_roots, refused, &probed);
+    /* a default root created since the start counts from the first listing or submission */
+    coord_data_roots_refresh(c);
+    int nroots = coord_data_roots_get(c, roots_v);
+    int n = userdata_refresh(roots_v, nroots, refused, &probed);
     /* the daemon's log; a command-line client (pacer submit) says nothing of it */
     if (probed && c->daemon) clog_printf("data roots probed: %d data set%s", n, n == 1 ? "" : "s");
 }
@@ -124,7 +127,9 @@ int coord_datasets(coordinator_t *c, json_t **out)
         }
     }
     json_t *roots = json_array();
-    for (int i = 0; roots && i < c->ndata_roots; i++) json_array_append_new(roots, json_string(c->data_roots[i]));
+    const char *roots_v[COORD_DATA_ROOTS_MAX];
+    int nroots = coord_data_roots_get(c, roots_v);
+    for (int i = 0; roots && i < nroots; i++) json_array_append_new(roots, json_string(roots_v[i]));
     *out = NULL;
     if (!list || !roots || !refused) {
         json_decref(list);

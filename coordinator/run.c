@@ -44,6 +44,7 @@
 #include "clock.h"
 #include "ckptdir.h"
 #include "clog.h"
+#include "dataroots.h"
 #include "dynbatch.h"
 #include "fs.h"
 #include "hosts.h"
@@ -1063,7 +1064,9 @@ static int launch_argv(coordinator_t *c, coord_run_t *r, launch_t *L, double now
     if (c->worker_caps.data_cache && c->data_cache[0]) argv_add(av, "--data-cache", c->data_cache);
     /* The roots the spec's dataset.path was checked against: the worker reads nothing
      * that leaves them (a link swapped in after the check: common/dataroot.h). */
-    for (int i = 0; c->worker_caps.data_root && i < c->ndata_roots; i++) argv_add(av, "--data-root", c->data_roots[i]);
+    const char *roots[COORD_DATA_ROOTS_MAX];
+    int nroots = c->worker_caps.data_root ? coord_data_roots_get(c, roots) : 0;
+    for (int i = 0; i < nroots; i++) argv_add(av, "--data-root", roots[i]);
     /* The trained model as ONNX beside the checkpoints, for GET /api/v1/jobs/{id}/model.onnx;
      * a simulation's ranks learn nothing worth exporting. */
     if (c->worker_caps.model_onnx && !r->simulated &&

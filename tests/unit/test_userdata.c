@@ -1499,6 +1499,32 @@ static void test_data_root_links(void **state)
     imgfolder_free(&f);
 }
 
+/* A root added while the process runs (dataroot_add: the coordinator's default root that
+ * did not exist at its start): checked against from then on, once however often it is
+ * added, and one that does not resolve is refused by name. */
+static void test_data_root_added(void **state)
+{
+    fx_t *fx = *state;
+    char a[300], b[300], err[ERRLEN] = "";
+    mkdirs(fx, "a");
+    put_png(fx, "b/x.png", 1);
+    snprintf(a, sizeof a, "%s/a", fx->dir);
+    snprintf(b, sizeof b, "%s/b", fx->dir);
+    const char *roots[1] = {a};
+    assert_int_equal(dataroot_set(roots, 1, err, sizeof err), 0);
+    assert_int_equal(dataroot_check(pathf(fx, "b/x.png"), "a file", err, sizeof err), -1);
+    ASSERT_HAS(err, "leaves the data roots");
+    assert_int_equal(dataroot_add(b, err, sizeof err), 0);
+    assert_int_equal(dataroot_count(), 2);
+    assert_int_equal(dataroot_check(pathf(fx, "b/x.png"), "a file", err, sizeof err), 0);
+    assert_int_equal(dataroot_add(b, err, sizeof err), 0); /* already one */
+    assert_int_equal(dataroot_count(), 2);
+    assert_int_equal(dataroot_add(pathf(fx, "c"), err, sizeof err), -1);
+    ASSERT_HAS(err, "/c: No such file or directory");
+    assert_int_equal(dataroot_count(), 2);
+    assert_int_equal(dataroot_set(NULL, 0, err, sizeof err), 0);
+}
+
 /* The data-set formats are one table (common/catalog.h): each name parses back to its
  * format, a user's format (and only one) has a probe, and its dsload reader follows the
  * same name. */
@@ -1553,6 +1579,7 @@ int main(void)
         T(test_load_maps_the_file),
         T(test_list_data_roots),
         T(test_data_root_links),
+        T(test_data_root_added),
     };
     return cmocka_run_group_tests_name("userdata", tests, NULL, NULL);
 }

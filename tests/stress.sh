@@ -11,7 +11,10 @@ cd "$(dirname "$0")/.." || exit 1
 # Tests whose verdict scheduling could move, or whose time limits a load could break.
 TIMING="test_coordinator test_redis_report mpi_emulate_schedule mpi_emulation_faithful mpi_algorithms_accuracy async_accuracy
  mpi_rank_dies mpi_weights_agree mpi_dynamic_batch async_dynamic_batch coordinator_assignment
- coordinator_redis coordinator_heartbeat coordinator_lock http_api http_browser multihost"
+ coordinator_redis coordinator_heartbeat coordinator_lock http_api http_browser multihost coordinator_stop_race"
+# coordinator_stop_race: a daemon stopped by SIGTERM right after a job was posted and
+# deleted, many more rounds here than make test's few (STOP_RACE_ROUNDS of each kind).
+export STOP_RACE_ROUNDS=${STOP_RACE_ROUNDS:-25}
 LOAD=${STRESS_LOAD:-2}
 pids=""
 stop_load() { for p in $pids; do kill "$p" 2>/dev/null; done; pids=""; }

@@ -4,10 +4,16 @@
 # Starts build/pacer-coordinator (with its embedded Redis, state in var/demo), submits
 # deploy/demo-job.json over the REST API (4 LeNet-5 workers on Fashion-MNIST, emulated
 # slowdowns in the ratio 1 : 1 : 2 : 4, dynamic batch sizing), prints the dashboard's
-# URL, and follows the job until it ends; then it keeps serving the dashboard, with or
-# without a terminal, until Ctrl-C (or SIGTERM), which stops the coordinator, which stops
-# the job if it still runs (--stop-jobs-on-exit) and the embedded Redis: nothing is left
-# running. The exit status is then 130 (or 143).
+# URL, and follows the job until it ends (about 20 s on 2 cores). Then a second job,
+# deploy/demo-job-ssgd.json: the same workers on plain synchronous SGD, where every step
+# waits for the slowest one, so that it takes about three times as long (a minute or two
+# on 2 cores): the page has a running job to show while it is being looked at, and the
+# two can be compared there. Then it keeps serving the dashboard, with or without a
+# terminal, until Ctrl-C (or SIGTERM), which stops the coordinator, which stops a job
+# that still runs (--stop-jobs-on-exit) and the embedded Redis: nothing is left running.
+# Being told to stop is how the demo is meant to end: the exit status is then 0, so that
+# `make demo` reports no error (make itself, when it is the one signalled, still dies by
+# the signal, as GNU make does).
 #
 # The slowdowns are scaled to this machine by deploy/fit-slowdowns.jq, the rule the
 # benchmarks use too: an emulated slow node is what it says only while the workers'
@@ -18,12 +24,13 @@
 # page says next to the slowdowns whether the emulation was faithful.
 #
 #   sh deploy/demo.sh                 run the demo
-#   sh deploy/demo.sh --print-spec    print the spec it would submit here, and exit
+#   sh deploy/demo.sh --print-spec    print the (first) spec it would submit here, and exit
 #
 # Environment: BUILD (build), DEMO_STATE (var/demo), DEMO_LISTEN (127.0.0.1:8080),
-# DEMO_SPEC (deploy/demo-job.json), DEMO_CORES (the cores the slowdowns are scaled to:
-# nproc, the CPUs this process may use, as the worker counts them), PACER_TOKEN
-# (optional: the API then needs it).
+# DEMO_SPEC (deploy/demo-job.json), DEMO_SPEC2 (the second job, deploy/demo-job-ssgd.json;
+# empty: none), DEMO_CORES (the cores the slowdowns are scaled to: nproc, the CPUs this
+# process may use, as the worker counts them), PACER_TOKEN (optional: the API then needs
+# it).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 BUILD=${BUILD:-build}
@@ -31,15 +38,21 @@ COORD=$BUILD/pacer-coordinator
 STATE=${DEMO_STATE:-var/demo}
 LISTEN=${DEMO_LISTEN:-127.0.0.1:8080}
 SPEC=${DEMO_SPEC:-deploy/demo-job.json}
+SPEC2=${DEMO_SPEC2-deploy/demo-job-ssgd.json}
 BASE=http://$LISTEN
 
 die() { echo "demo: $*" >&2; exit 1; }
 command -v jq >/dev/null || die "jq is not installed (make deps)"
 [ -f "$SPEC" ] || die "no job spec at $SPEC"
+[ -z "$SPEC2" ] || [ -f "$SPEC2" ] || die "no job spec at $SPEC2 (DEMO_SPEC2; empty for no second job)"
 CORES=${DEMO_CORES:-$(nproc)}
 case $CORES in '' | *[!0-9]* | 0*) die "DEMO_CORES: $CORES is not a positive whole number of cores" ;; esac
 
 RUN_SPEC=$(jq --argjson cores "$CORES" -f deploy/fit-slowdowns.jq "$SPEC") || die "$SPEC is not JSON"
+RUN_SPEC2=""
+if [ -n "$SPEC2" ]; then
+    RUN_SPEC2=$(jq --argjson cores "$CORES" -f deploy/fit-slowdowns.jq "$SPEC2") || die "$SPEC2 is not JSON"
+fi
 if [ "${1:-}" = --print-spec ]; then
     echo "$RUN_SPEC"
     exit 0
@@ -65,13 +78,14 @@ stop() {
     stopped=1
     if kill -0 "$COORD_PID" 2>/dev/null; then
         echo
-        echo "demo: stopping the coordinator (pid $COORD_PID): the job and the embedded Redis stop with it"
+        echo "demo: stopping the coordinator (pid $COORD_PID): a running job and the embedded Redis stop with it"
         kill -TERM "$COORD_PID" 2>/dev/null
         wait "$COORD_PID" 2>/dev/null
     fi
 }
-trap 'stop; exit 130' INT
-trap 'stop; exit 143' TERM
+# Ctrl-C and SIGTERM are the documented way to end the demo, not a failure: exit 0 once
+# everything has stopped (make would otherwise print "Error 130" or "Error 143").
+trap 'stop; echo "demo: stopped"; exit 0' INT TERM
 trap stop EXIT
 
 AUTH=""
@@ -91,45 +105,74 @@ to=$(echo "$RUN_SPEC" | jq -c '.emulate.slowdown // []')
 if [ "$from" != "$to" ]; then
     echo "demo: slowdowns $from scaled to $to (the same relative speeds) to fit in this machine's $CORES cores: each slow node is then as slow as it says"
 fi
-answer=$(echo "$RUN_SPEC" | api -X POST -H "Content-Type: application/json" --data-binary @- "$BASE/api/v1/jobs")
-id=$(echo "$answer" | jq -r '.id // empty')
-[ -n "$id" ] || die "the job was refused: $(echo "$answer" | jq -r '.detail // .')"
-echo "demo: submitted $id from $SPEC: $(echo "$RUN_SPEC" | jq -c '{model, algorithm: .algorithm.name, workers, slowdown: .emulate.slowdown}')"
-echo
-echo "    dashboard:  $BASE/#/jobs/$id"
-echo "    API:        $BASE/api/v1/jobs/$id   (events: $BASE/api/v1/jobs/$id/events)"
-echo "    metrics:    $BASE/metrics"
-echo
+# submit SPEC_TEXT - POSTs the spec; prints the new job's id, or dies with the refusal.
+submit() {
+    answer=$(echo "$1" | api -X POST -H "Content-Type: application/json" --data-binary @- "$BASE/api/v1/jobs")
+    sid=$(echo "$answer" | jq -r '.id // empty')
+    [ -n "$sid" ] || die "the job was refused: $(echo "$answer" | jq -r '.detail // .')"
+    echo "$sid"
+}
 
-# Follow: one line every 2 s with the state and, per worker, batch size and speed ("-"
-# where a worker has not measured one yet: never shown as 0).
-last=""
-while :; do
-    job=$(api "$BASE/api/v1/jobs/$id")
-    state=$(echo "$job" | jq -r '.state // "?"')
-    nodes=$(api "$BASE/api/v1/jobs/$id/nodes")
-    line=$(echo "$nodes" | jq -r --arg st "$state" '
-        [.ranks[] | select(.role == "worker")] as $w
-        | if ($w | length) == 0 then $st else
-          "\($st)  epoch \([$w[].epoch // empty] | max // "-")  step \([$w[].step // empty] | max // "-")"
-          + "  batches \([$w[] | .batch // "-"])  samples/s \([$w[] | .samples_per_s | if . == null then "-" else floor end])"
-          + "  loss \([$w[].loss // empty] | if length > 0 then (add / length * 1000 | floor / 1000) else "-" end)" end' 2>/dev/null)
-    [ -n "$line" ] || line=$state
-    if [ "$line" != "$last" ]; then
-        echo "$(date +%H:%M:%S) $id $line"
-        last=$line
+# follow ID - one line every 2 s with the state and, per worker, batch size and speed
+# ("-" where a worker has not measured one yet: never shown as 0), until the job ends;
+# then its outcome.
+follow() {
+    last=""
+    while :; do
+        job=$(api "$BASE/api/v1/jobs/$1")
+        state=$(echo "$job" | jq -r '.state // "?"')
+        nodes=$(api "$BASE/api/v1/jobs/$1/nodes")
+        line=$(echo "$nodes" | jq -r --arg st "$state" '
+            [.ranks[] | select(.role == "worker")] as $w
+            | if ($w | length) == 0 then $st else
+              "\($st)  epoch \([$w[].epoch // empty] | max // "-")  step \([$w[].step // empty] | max // "-")"
+              + "  batches \([$w[] | .batch // "-"])  samples/s \([$w[] | .samples_per_s | if . == null then "-" else floor end])"
+              + "  loss \([$w[].loss // empty] | if length > 0 then (add / length * 1000 | floor / 1000) else "-" end)" end' 2>/dev/null)
+        [ -n "$line" ] || line=$state
+        if [ "$line" != "$last" ]; then
+            echo "$(date +%H:%M:%S) $1 $line"
+            last=$line
+        fi
+        case $state in SUCCEEDED | FAILED | CANCELLED) break ;; esac
+        kill -0 "$COORD_PID" 2>/dev/null || die "the coordinator exited (log: $LOG)"
+        sleep 2
+    done
+    echo
+    echo "$job" | jq -r '"demo: \(.id) \(.state)\(if .reason != "" and .reason != null then ": " + .reason else "" end)"'
+    echo "$job" | jq -r 'if .summary then "demo: final test_accuracy \(.summary.test_accuracy) after \(.summary.epochs // "?") epochs, \((.finished - .started) | floor) s" else empty end'
+    echo "$job" | jq -r '.summary.emulation // empty | if .simulated then empty elif .faithful
+        then "demo: the emulation was faithful: the ranks asked for \(.demand_cores * 100 | round / 100) of \(.cores) cores"
+        else "demo: the emulation was NOT faithful: the ranks asked for \(.demand_cores * 100 | round / 100) of \(.cores) cores, so the speeds show how the OS shared them, not the slowdowns" end'
+}
+
+# links ID SPEC_TEXT SOURCE - what was submitted, and where to look at it.
+links() {
+    echo "demo: submitted $1 from $3: $(echo "$2" | jq -c '{model, algorithm: .algorithm.name, workers, epochs, slowdown: .emulate.slowdown}')"
+    echo
+    echo "    dashboard:  $BASE/#/jobs/$1"
+    echo "    API:        $BASE/api/v1/jobs/$1   (events: $BASE/api/v1/jobs/$1/events)"
+    echo "    metrics:    $BASE/metrics"
+    echo
+}
+
+id=$(submit "$RUN_SPEC") || exit 1
+links "$id" "$RUN_SPEC" "$SPEC"
+[ -z "$RUN_SPEC2" ] || echo "demo: a second, longer job follows this one, so that the dashboard has a running job while you look at it"
+follow "$id"
+if [ -n "$RUN_SPEC2" ]; then
+    # Submitted once the first has ended, never beside it: two jobs sharing the cores
+    # would make neither's emulated slowdowns faithful.
+    echo
+    id2=$(submit "$RUN_SPEC2") || exit 1
+    if [ "$SPEC2" = deploy/demo-job-ssgd.json ]; then
+        echo "demo: the second job: the same workers on plain synchronous SGD (ssgd), where every step waits for"
+        echo "      the slowest worker: about three times as long as the first (a minute or two on 2 cores)."
+        echo "      Tick both in the dashboard's job list to compare them."
     fi
-    case $state in SUCCEEDED | FAILED | CANCELLED) break ;; esac
-    kill -0 "$COORD_PID" 2>/dev/null || die "the coordinator exited (log: $LOG)"
-    sleep 2
-done
-
-echo
-echo "$job" | jq -r '"demo: \(.id) \(.state)\(if .reason != "" and .reason != null then ": " + .reason else "" end)"'
-echo "$job" | jq -r 'if .summary then "demo: final test_accuracy \(.summary.test_accuracy) after \(.summary.epochs // "?") epochs, \((.finished - .started) | floor) s" else empty end'
-echo "$job" | jq -r '.summary.emulation // empty | if .simulated then empty elif .faithful
-    then "demo: the emulation was faithful: the ranks asked for \(.demand_cores * 100 | round / 100) of \(.cores) cores"
-    else "demo: the emulation was NOT faithful: the ranks asked for \(.demand_cores * 100 | round / 100) of \(.cores) cores, so the speeds show how the OS shared them, not the slowdowns" end'
+    links "$id2" "$RUN_SPEC2" "$SPEC2"
+    follow "$id2"
+    id=$id2
+fi
 # The page is the demo: it stays up whether or not a terminal is attached (a demo started
 # from a script or over ssh without one is still looked at in a browser).
 echo "demo: the dashboard stays up at $BASE/#/jobs/$id - press Ctrl-C (or kill -TERM $$) to stop"

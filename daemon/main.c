@@ -139,7 +139,7 @@ static const opt_row_t OPTIONS[] = {
      O_HEADER_TIMEOUT},
     {"data-root", 1, "DIR",
      "a job's dataset.path must resolve under DIR (repeatable; default " COORD_DATA_ROOT_DEBIAN
-     " and STATE_DIR/data); others are 400",
+     " and STATE_DIR/data, each from when it exists); others are 400",
      O_DATA_ROOT},
     {"data-cache-dir", 1, "DIR",
      "where workers decode a job's own data set (dataset.format imagefolder, npz) once per host, for "

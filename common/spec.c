@@ -270,6 +270,13 @@ static const field_t FIELDS[] = {
      .doc = "Seed of weight init, shuffling and augmentation; same seed, same run."},
     {.path = "threads", INT(threads), BETWEEN(1, 256), .def_num = 1, .resume_free = 1,
      .doc = "CPU threads per worker process: its convolutions, batch norms, ReLUs, residual adds and fully connected layers split over them (kernels/cpu/parallel.h)."},
+    {.path = "sync_batchnorm", BOOL(sync_batchnorm), .def_num = 0,
+     .allowed_doc = "`true` with ssgd (or sgd, one process); CPU ranks; not with algorithm.goodput",
+     .doc = "Batch norms normalise by the statistics of the whole global batch, every rank's share of it, "
+            "all-reduced in each step's forward and backward (PyTorch's nn.SyncBatchNorm), so that 2 ranks "
+            "train as one process with their batches together; false = each rank normalises by its own "
+            "share (DDP without SyncBatchNorm). The running statistics follow the whole batch's too. "
+            "Evaluation is unchanged (running statistics)."},
     {.path = "target_accuracy", DBL(target_accuracy), BETWEEN(0, 1), .def_num = 0,
      .doc = "Stop at the first evaluation (an epoch end, or every eval_every_steps) whose test accuracy "
             "reaches it; the summary's time_to_target_s says when. 0 = off."},
@@ -1166,6 +1173,30 @@ static int cross_check_growth(errbuf_t *e, const job_spec_t *s)
     return 0;
 }
 
+/* sync_batchnorm: one all-reduce per batch norm in every step's forward and backward, which
+ * every rank must call in step: the algorithms whose ranks all take every step together
+ * (ssgd; sgd, one process, has nothing to synchronise), and never a rank the goodput
+ * planner leaves out of a step. The CUDA path has no synchronised batch norm: device cuda
+ * is refused, auto computes on the CPU (worker/train.c select_device). */
+static int cross_check_sync_bn(errbuf_t *e, const job_spec_t *s)
+{
+    if (!s->sync_batchnorm) return 0;
+    const char *alg = s->algorithm.name;
+    if (strcmp(alg, "ssgd") != 0 && strcmp(alg, "sgd") != 0)
+        return fail(e,
+                    "sync_batchnorm: only ssgd (or sgd, one process) has every rank take every step together, "
+                    "which the batch norms' all-reduces need; algorithm.name is %s: use ssgd, or leave "
+                    "sync_batchnorm false",
+                    alg);
+    if (s->algorithm.goodput)
+        return fail(e, "sync_batchnorm: the goodput planner may leave a rank out of a step, which then takes no "
+                       "part in the batch norms' all-reduce; set one of sync_batchnorm and algorithm.goodput");
+    if (strcmp(s->device, "cuda") == 0)
+        return fail(e, "sync_batchnorm: implemented on CPU ranks only (device cuda has no synchronised batch "
+                       "norm); use device cpu or auto (which then computes on the CPU)");
+    return 0;
+}
+
 /* Rules between fields, checked once every field has its value. */
 static int cross_check(errbuf_t *e, const job_spec_t *s)
 {
@@ -1215,6 +1246,7 @@ static int cross_check(errbuf_t *e, const job_spec_t *s)
 
     if (cross_check_compression(e, s) < 0) return -1;
     if (cross_check_growth(e, s) < 0) return -1;
+    if (cross_check_sync_bn(e, s) < 0) return -1;
 
     if (s->optimizer.nbetas != 0 && s->optimizer.nbetas != 2)
         return fail(e, "optimizer.betas: must be [b1, b2], has %d entries", s->optimizer.nbetas);
@@ -1480,6 +1512,8 @@ static char *spec_text(const job_spec_t *s, int for_hash, json_t **doc)
         if (!spec_no_decay(s)) json_object_del(opt, "no_decay");
     }
     if (for_hash && s->loss.label_smoothing == 0.0) json_object_del(root, "loss");
+    /* Likewise without sync_batchnorm, as before it existed. */
+    if (for_hash && !s->sync_batchnorm) json_object_del(root, "sync_batchnorm");
     /* One precision for the whole document: the largest any number needs to read back
      * exactly, so 0.01 prints as 0.01 rather than 0.010000000000000000208. */
     char *text = json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(prec) | (for_hash ? JSON_SORT_KEYS : 0));

@@ -125,6 +125,9 @@ typedef struct {
     char device[8]; /* auto | cpu | cuda */
     unsigned long seed;
     int threads; /* CPU kernel threads per rank (kernels/cpu/parallel.h); default 1 */
+    /* Batch norms normalise by the whole global batch's statistics, all-reduced over the
+     * ranks each step (PyTorch's SyncBatchNorm); 0 = each rank's own batch (default) */
+    int sync_batchnorm;
     struct {
         long every_steps;        /* 0 = no periodic checkpoints */
         char dir[SPEC_PATH_MAX]; /* default "checkpoints" */

@@ -989,6 +989,7 @@ int model_clone(const model_t *src, model_t **out, char *err, size_t errlen)
     m->dinput = NULL;
     m->progress = NULL;
     m->progress_ctx = NULL;
+    m->bn_sync = NULL;
     m->layers = malloc((size_t)(src->nlayers ? src->nlayers : 1) * sizeof *m->layers);
     m->tensors = malloc((size_t)(src->ntensors ? src->ntensors : 1) * sizeof *m->tensors);
     if (!m->layers || !m->tensors) goto oom;

@@ -282,6 +282,12 @@ typedef struct {
      * progresses nonblocking collectives inside MPI calls. */
     void (*progress)(void *ctx);
     void *progress_ctx;
+    /* Synchronised batch norm (kernels/cpu/ops.h bn_sync_t; a job's sync_batchnorm): while
+     * set, a training forward's batch norms and their backward take the statistics of every
+     * process's part of the global batch through it. NULL: each process's own batch. Its
+     * owner sets it around a training step only, which every process takes: any other
+     * training forward (a timing) must not reduce. */
+    const bn_sync_t *bn_sync;
 } model_t;
 
 /* Builds the catalog's model name (its input shape and classes from the catalog, its

@@ -382,8 +382,26 @@ static void linear_bwd(model_t *m, int i, const float *x, int B)
                                                                  dinput_of(m, l->in), m->grads + l->w_off, db);
 }
 
+/* bn_fwd synchronised (model.h's bn_sync): every process's statistics, the fused add and
+ * ReLU after it applied as bn_fwd applies them */
+static void bn_fwd_sync(model_t *m, int i, const float *x, int B)
+{
+    layer_t *l = &m->layers[i];
+    const float *inp = input_of(m, x, l->in), *w = m->params + l->w_off, *beta = m->params + l->b_off;
+    float *mean = m->aux + l->aux_off, *invstd = mean + l->C;
+    const float *res = l->fused_add ? input_of(m, x, m->layers[i + 1].in2) : NULL;
+    const int after = l->fused_add ? 2 : l->fused_relu ? 1 : 0; /* the layer whose output it writes */
+    batchnorm_forward_train_sync(B, l->C, l->H * l->W, inp, w, beta, res, after > 0,
+                                 m->acts + m->layers[i + after].out_off, mean, invstd, m->buffers + l->rm_off,
+                                 m->buffers + l->rv_off, l->momentum, l->eps, m->bn_sync);
+}
+
 static void bn_fwd(model_t *m, int i, const float *x, int B, int train)
 {
+    if (train && m->bn_sync) {
+        bn_fwd_sync(m, i, x, B);
+        return;
+    }
     layer_t *l = &m->layers[i];
     const float *inp = input_of(m, x, l->in), *w = m->params + l->w_off, *beta = m->params + l->b_off;
     float *mean = m->aux + l->aux_off, *invstd = mean + l->C;
@@ -427,7 +445,9 @@ static void bn_bwd(model_t *m, int i, const float *x, int B)
         rout = m->acts + r->out_off;
         g = m->dacts + r->out_off;
     }
-    if (rout && sets_in) batchnorm_relu_backward_set(B, l->C, HW, inp, w, mean, invstd, rout, g, dinp, dw, db);
+    if (m->bn_sync)
+        batchnorm_backward_sync(B, l->C, HW, inp, w, mean, invstd, rout, g, dinp, dw, db, sets_in, m->bn_sync);
+    else if (rout && sets_in) batchnorm_relu_backward_set(B, l->C, HW, inp, w, mean, invstd, rout, g, dinp, dw, db);
     else if (rout) batchnorm_relu_backward(B, l->C, HW, inp, w, mean, invstd, rout, g, dinp, dw, db);
     else if (sets_in) batchnorm_backward_set(B, l->C, HW, inp, w, mean, invstd, g, dinp, dw, db);
     else batchnorm_backward(B, l->C, HW, inp, w, mean, invstd, g, dinp, dw, db);

@@ -30,7 +30,10 @@
 
 static int ssgd_init(worker_t *w)
 {
+    /* the running statistics too: sync_batchnorm's sums are shifted by them, alike on
+     * every rank */
     comm_broadcast_model(w, MPI_COMM_WORLD);
+    comm_bn_sync_setup(w);
     /* Every kind, none included, goes through compress_allreduce, which measures the
      * payload; a resumed job's compressor exists already (worker_resume restored it). */
     char err[256];

@@ -146,6 +146,27 @@ void comm_broadcast_model(worker_t *w, MPI_Comm comm)
     worker_buffers_to_device(w);
 }
 
+/* sync_batchnorm's reduction (kernels/cpu/ops.h bn_sync_t): a batch norm's sums over every
+ * rank of the job, in double so that the statistics keep the precision each rank's own
+ * sums have. Its time is the step's wait for the other ranks' parts (bn_sync_s). */
+static void bn_sync_reduce(double *v, int n, void *ctx)
+{
+    worker_t *w = ctx;
+    const double t0 = clock_mono_s();
+    waitmark_enter(&w->wait, WAIT_ALLREDUCE, -1);
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    waitmark_leave(&w->wait);
+    w->stats.comm_bytes += (double)n * sizeof *v;
+    w->bn_sync_s += clock_mono_s() - t0;
+}
+
+void comm_bn_sync_setup(worker_t *w)
+{
+    w->bn_sync.reduce = bn_sync_reduce;
+    w->bn_sync.ctx = w;
+    w->bn_sync_on = w->use_mpi && w->spec->sync_batchnorm;
+}
+
 void comm_replan(worker_t *w, MPI_Comm comm)
 {
     const job_spec_t *s = w->spec;

@@ -52,6 +52,12 @@ int comm_check_world(const job_spec_t *s, int world, int expect, char *err, size
 /* Rank 0's parameters and buffers to every rank of comm (identical start). */
 void comm_broadcast_model(worker_t *w, MPI_Comm comm);
 
+/* sync_batchnorm: every training step's batch norms normalise by the statistics of the
+ * whole global batch, all-reduced over MPI_COMM_WORLD (each rank's share, its count
+ * included: dynamic batching's shares differ); off in one process, where the batch is
+ * the whole global batch already. For ssgd, whose ranks all take every step. */
+void comm_bn_sync_setup(worker_t *w);
+
 /* Dynamic batching for synchronous algorithms over comm (all workers): every
  * algorithm.replan_steps steps rank 0 gathers the EWMA speeds, runs the planner (or takes
  * the coordinator's newer assignment) and broadcasts the plan into w->batch_of; with

@@ -89,12 +89,14 @@ void worker_next_batch(worker_t *w)
 }
 
 /* The cost of the step that began at wall t0 and thread CPU time c0 and took wall:
- * thread CPU time on a CPU rank with one BLAS thread (capped by wall), else wall. */
+ * thread CPU time on a CPU rank with one BLAS thread (capped by wall), else wall; the
+ * synchronised batch norms' waits for the other ranks (bn_sync_s, which MPI's polling
+ * spends as CPU time too) left out: not this rank's own work. */
 static double step_cost(const worker_t *w, double wall, double c0)
 {
-    double u = wall;
+    double u = wall - w->bn_sync_s;
     if (!w->gpu && w->spec->threads == 1) {
-        double c = clock_thread_cpu_s() - c0;
+        double c = clock_thread_cpu_s() - c0 - w->bn_sync_s;
         if (c > 0 && c < u) u = c;
     }
     return u;
@@ -117,6 +119,7 @@ void worker_calibrate(worker_t *w)
     if (m->nbuffers && !keep) return;
     if (keep) memcpy(keep, m->buffers, m->nbuffers * sizeof(float));
     for (int i = 0; i < b; i++) w->eval_idx[i] = i;
+    w->bn_sync_s = 0.0; /* its own batch norms, never synchronised (worker_compute_grad) */
     if (data_batch_gather(&w->train, w->eval_idx, b, w->x, x_floats(w), w->y, 0, NULL) == 0) {
         double *best = &w->undisturbed_s[b];
         for (int k = 0; k < 5; k++) {
@@ -135,6 +138,7 @@ void worker_calibrate(worker_t *w)
 float worker_compute_grad(worker_t *w, float loss_scale)
 {
     phase_mark(&w->phases, PHASE_OTHER);
+    w->bn_sync_s = 0.0;
     double t0 = clock_mono_s(), c0 = clock_thread_cpu_s();
     float loss;
     if (w->gpu) {
@@ -157,8 +161,12 @@ float worker_compute_grad(worker_t *w, float loss_scale)
         memset(w->model->grads, 0, w->model->nparams * sizeof *w->model->grads);
         loss = NAN; /* not computed: no loss, rather than a loss of 0 */
     } else {
+        /* sync_batchnorm: this step's batch norms take every rank's statistics (the other
+         * training forwards, worker_calibrate's timings, stay each rank's own) */
+        w->model->bn_sync = w->bn_sync_on ? &w->bn_sync : NULL;
         loss = model_forward(w->model, w->x, w->y, w->batch, 1);
         model_backward(w->model, w->x, w->y, w->batch, loss_scale);
+        w->model->bn_sync = NULL;
     }
     sim_charge_train(w, w->batch); /* deterministic simulation: the cost model's time */
     double wall = clock_mono_s() - t0;
@@ -204,7 +212,7 @@ float worker_compute_grad(worker_t *w, float loss_scale)
     w->stats.compute_s += wall;
     w->stats.step_comm_s = 0;
     w->stats.step_idle_s = 0;
-    w->stats.ewma_sps = planner_speed(w->stats.ewma_sps, w->batch, wall);
+    w->stats.ewma_sps = planner_speed(w->stats.ewma_sps, w->batch, wall - w->bn_sync_s);
     w->stats.samples += w->batch;
     w->stats.last_loss = loss;
     return loss;

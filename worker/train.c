@@ -65,6 +65,12 @@ static int select_device(worker_t *w, char *err, size_t errlen)
         snprintf(w->device_reason, sizeof w->device_reason, "the parameter server computes on the CPU");
         return 0;
     }
+    /* The spec refuses cuda with it: only the CPU path synchronises batch norms. */
+    if (w->spec->sync_batchnorm) {
+        snprintf(w->device_reason, sizeof w->device_reason, "sync_batchnorm computes on the CPU");
+        fprintf(stderr, "device auto: rank %d: %s; training on the CPU\n", w->rank, w->device_reason);
+        return 0;
+    }
     const int want_cuda = strcmp(dev, "cuda") == 0;
     char why[sizeof w->device_reason];
     cuda_probe_t p;

@@ -166,6 +166,14 @@ typedef struct worker {
     int coordinator_plans; /* a coordinator assignment has been applied */
     /* Rank 0's value of flag, on every rank (a broadcast); NULL in one process. */
     int (*agree)(struct worker *w, int flag);
+    /* sync_batchnorm (comm_bn_sync_setup): the batch norms' all-reduce over the job's
+     * ranks, handed to the model for each training step only (worker_compute_grad);
+     * bn_sync_on 0: each rank normalises by its own batch. bn_sync_s: the seconds the
+     * step's batch norms spent in it, waiting for the other ranks' parts: kept out of
+     * this rank's own compute cost (its speed, the emulated slowdown's base). */
+    bn_sync_t bn_sync;
+    int bn_sync_on;
+    double bn_sync_s;
 
     metrics_reporter_t *metrics;   /* NULL: no --metrics / --redis */
     metrics_record_t record;       /* reused for every record this rank emits */

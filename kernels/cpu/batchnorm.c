@@ -207,8 +207,8 @@ void batchnorm_forward_eval(int B, int C, int HW, const float *inp, const float 
  *    write pass at 16 channels of 32x32: 0.31 ms on one thread, 0.32 on two, against 0.14
  *    split flat; the same VM). Each element's value is computed as before: the same bits
  *    on any number of threads. */
-#define BN_BLOCK 1024
-#define BN_PARTS 8192 /* the plane sums of one run of images: 128 KiB on the caller's stack */
+#define BN_BLOCK BN_SYNC_BLOCK /* ops.h: a synchronised block's sums are reduced together */
+#define BN_PARTS 8192          /* the plane sums of one run of images: 128 KiB on the caller's stack */
 
 typedef struct bn_job {
     int B, C, HW;
@@ -227,6 +227,10 @@ typedef struct bn_job {
     void (*coefficient)(struct bn_job *j, int i);
     /* per channel of the block: forward y = a*(x - m) + b, backward dx = a*g + b*(x - m) + k */
     float *m, *a, *b, *k;
+    /* synchronised (ops.h): the sums are every process's, over count values per channel;
+     * NULL: this call's own, over B * HW */
+    const bn_sync_t *sync;
+    double count;
 } bn_job_t;
 
 /* The sums pass hands plane p's pair to the caller's channel sums: thread 0's planes
@@ -260,9 +264,38 @@ static void accumulate(void *arg, int t, int T)
                 j->s1[i] += j->part[row + i][0];
                 j->s2[i] += j->part[row + i][1];
             }
-    if (j->b0 + j->bn == j->B)
+    if (j->b0 + j->bn == j->B && !j->sync) /* synchronised: after the reduction (by_blocks) */
         for (long i = lo; i < hi; i++) j->coefficient(j, (int)i);
 }
+
+/* Synchronised: the block's sums and count become every process's (ops.h's order: the kn
+ * first sums, the kn second, the count), through a buffer on the stack (no allocation in
+ * the step). The backward's dgamma and dbeta are this process's part's: taken first. */
+static void reduce_block(bn_job_t *j)
+{
+    double v[2 * BN_SYNC_BLOCK + 1];
+    const int kn = j->kn;
+    if (j->dbeta)
+        for (int i = 0; i < kn; i++) {
+            const int c = j->k0 + i;
+            j->dbeta[c] = (float)j->s1[i];
+            j->dgamma[c] = (float)(j->s2[i] * (double)j->var_or_invstd[c]);
+        }
+    for (int i = 0; i < kn; i++) {
+        v[i] = j->s1[i];
+        v[kn + i] = j->s2[i];
+    }
+    v[2 * kn] = (double)j->B * j->HW;
+    j->sync->reduce(v, 2 * kn + 1, j->sync->ctx);
+    for (int i = 0; i < kn; i++) {
+        j->s1[i] = v[i];
+        j->s2[i] = v[kn + i];
+    }
+    j->count = v[2 * kn];
+}
+
+/* The values a channel's sums are over: the batch's, or every process's (synchronised) */
+static double values_of(const bn_job_t *j) { return j->sync ? j->count : (double)j->B * j->HW; }
 
 /* Runs, over each block of the call's channels, the sums (NULL: none) and their
  * accumulation run by run of images, each channel's coefficients, and write (the affine
@@ -281,7 +314,9 @@ static void by_blocks(bn_job_t *j, par_fn sums, par_fn write)
             par_run(sums, j);
             par_run(accumulate, j);
         }
-        if (!sums || j->B == 0) /* no sums to take: the eval forward, or an empty batch */
+        if (j->sync) reduce_block(j);
+        /* no sums to take (the eval forward, or an empty batch), or synchronised ones */
+        if (!sums || j->B == 0 || j->sync)
             for (int i = 0; i < kn; i++) j->coefficient(j, i);
         j->b0 = 0, j->bn = j->B;
         if (write) par_run(write, j);
@@ -313,8 +348,13 @@ static inline void next_plane(const bn_job_t *j, size_t *at, int *i)
 }
 
 /* The forward's shift for channel i of the block: the channel's first value (image 0's).
- * Shifted, the sums of squares keep their precision when the mean is far from 0. */
-static double channel_shift(const bn_job_t *j, int i) { return j->inp[(size_t)(j->k0 + i) * j->HW]; }
+ * Shifted, the sums of squares keep their precision when the mean is far from 0.
+ * Synchronised, every process's sums need the same shift: the running mean, which every
+ * process holds alike and which follows the batch means. */
+static double channel_shift(const bn_job_t *j, int i)
+{
+    return j->sync ? (double)j->running_mean[j->k0 + i] : j->inp[(size_t)(j->k0 + i) * j->HW];
+}
 
 /* ---- small planes on one thread -----------------------------------------------------
  * Planes of fewer than BN_SMALL_PLANE values (MobileNet's and EfficientNet's 4x4 to 1x1 at
@@ -409,12 +449,12 @@ static void forward_train_sums(void *arg, int t, int T)
 
 static void forward_train_coefficient(bn_job_t *j, int i)
 {
-    const size_t M = (size_t)j->B * j->HW;
+    const double M = values_of(j);
     const float momentum = j->momentum;
     const int c = j->k0 + i;
     const double shift = channel_shift(j, i);
-    const double dm = j->s1[i] / (double)M;
-    double var = j->s2[i] / (double)M - dm * dm; /* biased: what normalises the batch */
+    const double dm = j->s1[i] / M;
+    double var = j->s2[i] / M - dm * dm; /* biased: what normalises the batch */
     if (var < 0.0) var = 0.0;
     const double mean = shift + dm;
     const double invstd = 1.0 / sqrt(var + (double)j->eps);
@@ -423,7 +463,7 @@ static void forward_train_coefficient(bn_job_t *j, int i)
     j->save_invstd[c] = (float)invstd;
     /* PyTorch updates the running variance with the unbiased estimate; a single value per
      * channel has none, so the biased one (0) is used there. */
-    const double unbiased = M > 1 ? var * (double)M / (double)(M - 1) : var;
+    const double unbiased = M > 1 ? var * M / (M - 1) : var;
     j->running_mean[c] = (1.0f - momentum) * j->running_mean[c] + momentum * (float)mean;
     j->running_var[c] = (1.0f - momentum) * j->running_var[c] + momentum * (float)unbiased;
 
@@ -455,10 +495,12 @@ static void forward_affine(void *arg, int t, int T)
 
 static void forward_train(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
                           const float *res, float *out, float *save_mean, float *save_invstd, float *running_mean,
-                          float *running_var, float momentum, float eps, int relu)
+                          float *running_var, float momentum, float eps, int relu, const bn_sync_t *sync)
 {
-    if (B <= 0 || C <= 0 || HW <= 0) return;
-    bn_job_t j = {.B = B,
+    /* synchronised, an empty part still takes part in every reduction */
+    if (B < 0 || (B == 0 && !sync) || C <= 0 || HW <= 0) return;
+    bn_job_t j = {.sync = sync,
+                  .B = B,
                   .C = C,
                   .HW = HW,
                   .inp = inp,
@@ -482,7 +524,7 @@ void batchnorm_forward_train_eps(int B, int C, int HW, const float *inp, const f
                                  float *running_var, float momentum, float eps)
 {
     forward_train(B, C, HW, inp, gamma, beta, NULL, out, save_mean, save_invstd, running_mean, running_var, momentum,
-                  eps, 0);
+                  eps, 0, NULL);
 }
 
 void batchnorm_relu_forward_train_eps(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
@@ -490,7 +532,7 @@ void batchnorm_relu_forward_train_eps(int B, int C, int HW, const float *inp, co
                                       float *running_var, float momentum, float eps)
 {
     forward_train(B, C, HW, inp, gamma, beta, NULL, out, save_mean, save_invstd, running_mean, running_var, momentum,
-                  eps, 1);
+                  eps, 1, NULL);
 }
 
 void batchnorm_add_relu_forward_train_eps(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
@@ -498,7 +540,7 @@ void batchnorm_add_relu_forward_train_eps(int B, int C, int HW, const float *inp
                                           float *running_mean, float *running_var, float momentum, float eps)
 {
     forward_train(B, C, HW, inp, gamma, beta, res, out, save_mean, save_invstd, running_mean, running_var, momentum,
-                  eps, 1);
+                  eps, 1, NULL);
 }
 
 /* The eval forward's coefficients from the running statistics: a = gamma / sqrt(var + eps) */
@@ -580,16 +622,18 @@ static void backward_sums(void *arg, int t, int T)
  *    = a*g + bx*(x - mean) + k, with a = gamma*invstd, bx = -a*invstd*dg/M, k = -a*db/M */
 static void backward_coefficient(bn_job_t *j, int i)
 {
-    const size_t M = (size_t)j->B * j->HW;
+    const double M = values_of(j);
     const int c = j->k0 + i;
     const double invstd = j->var_or_invstd[c], db = j->s1[i], dg = j->s2[i] * invstd;
-    j->dbeta[c] = (float)db;
-    j->dgamma[c] = (float)dg;
+    if (!j->sync) { /* synchronised: this process's part's, before the reduction */
+        j->dbeta[c] = (float)db;
+        j->dgamma[c] = (float)dg;
+    }
     const double ad = (double)j->gamma[c] * invstd;
     j->m[i] = j->mean[c];
     j->a[i] = (float)ad;
-    j->b[i] = (float)(-ad * invstd * dg / (double)M);
-    j->k[i] = (float)(-ad * db / (double)M);
+    j->b[i] = (float)(-ad * invstd * dg / M);
+    j->k[i] = (float)(-ad * db / M);
 }
 
 /* dinp += (or, with set, =) a*g + b*(inp - m) + k per plane, g masked by o where set */
@@ -618,10 +662,11 @@ static void backward_affine(void *arg, int t, int T)
 
 static void backward(int B, int C, int HW, const float *inp, const float *gamma, const float *save_mean,
                      const float *save_invstd, const float *o, const float *dout, float *dinp, float *dgamma,
-                     float *dbeta, int set)
+                     float *dbeta, int set, const bn_sync_t *sync)
 {
-    if (C <= 0) return;
-    bn_job_t j = {.set = set,
+    if (C <= 0 || (sync && (B < 0 || HW <= 0))) return;
+    bn_job_t j = {.sync = sync,
+                  .set = set,
                   .B = B,
                   .C = C,
                   .HW = HW,
@@ -641,25 +686,41 @@ static void backward(int B, int C, int HW, const float *inp, const float *gamma,
 void batchnorm_backward(int B, int C, int HW, const float *inp, const float *gamma, const float *save_mean,
                         const float *save_invstd, const float *dout, float *dinp, float *dgamma, float *dbeta)
 {
-    backward(B, C, HW, inp, gamma, save_mean, save_invstd, NULL, dout, dinp, dgamma, dbeta, 0);
+    backward(B, C, HW, inp, gamma, save_mean, save_invstd, NULL, dout, dinp, dgamma, dbeta, 0, NULL);
 }
 
 void batchnorm_backward_set(int B, int C, int HW, const float *inp, const float *gamma, const float *save_mean,
                             const float *save_invstd, const float *dout, float *dinp, float *dgamma, float *dbeta)
 {
-    backward(B, C, HW, inp, gamma, save_mean, save_invstd, NULL, dout, dinp, dgamma, dbeta, 1);
+    backward(B, C, HW, inp, gamma, save_mean, save_invstd, NULL, dout, dinp, dgamma, dbeta, 1, NULL);
 }
 
 void batchnorm_relu_backward(int B, int C, int HW, const float *inp, const float *gamma, const float *save_mean,
                              const float *save_invstd, const float *out, const float *dout, float *dinp, float *dgamma,
                              float *dbeta)
 {
-    backward(B, C, HW, inp, gamma, save_mean, save_invstd, out, dout, dinp, dgamma, dbeta, 0);
+    backward(B, C, HW, inp, gamma, save_mean, save_invstd, out, dout, dinp, dgamma, dbeta, 0, NULL);
 }
 
 void batchnorm_relu_backward_set(int B, int C, int HW, const float *inp, const float *gamma, const float *save_mean,
                                  const float *save_invstd, const float *out, const float *dout, float *dinp,
                                  float *dgamma, float *dbeta)
 {
-    backward(B, C, HW, inp, gamma, save_mean, save_invstd, out, dout, dinp, dgamma, dbeta, 1);
+    backward(B, C, HW, inp, gamma, save_mean, save_invstd, out, dout, dinp, dgamma, dbeta, 1, NULL);
+}
+
+void batchnorm_forward_train_sync(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
+                                  const float *res, int relu, float *out, float *save_mean, float *save_invstd,
+                                  float *running_mean, float *running_var, float momentum, float eps,
+                                  const bn_sync_t *sync)
+{
+    forward_train(B, C, HW, inp, gamma, beta, res, out, save_mean, save_invstd, running_mean, running_var, momentum,
+                  eps, relu, sync);
+}
+
+void batchnorm_backward_sync(int B, int C, int HW, const float *inp, const float *gamma, const float *save_mean,
+                             const float *save_invstd, const float *out, const float *dout, float *dinp, float *dgamma,
+                             float *dbeta, int set, const bn_sync_t *sync)
+{
+    backward(B, C, HW, inp, gamma, save_mean, save_invstd, out, dout, dinp, dgamma, dbeta, set, sync);
 }

@@ -455,6 +455,37 @@ void batchnorm_relu_backward_set(int B, int C, int HW, const float *inp, const f
                                  const float *save_invstd, const float *out, const float *dout, float *dinp,
                                  float *dgamma, float *dbeta);
 
+/* Synchronised batch norm (PyTorch's nn.SyncBatchNorm; a job's sync_batchnorm): the
+ * processes that train one global batch, each on its own part of it, normalise with the
+ * whole batch's statistics. Every per-channel sum a call takes over its own part is
+ * handed, with its count of values, to reduce, which must replace the n doubles of v by
+ * their sums over every process (an all-reduce); every process calls it the same number
+ * of times with the same n, in the same layer order, a process with an empty part (B 0)
+ * included. The forward reduces, per block of up to BN_SYNC_BLOCK channels, [sum of x -
+ * s, sum of (x - s)^2, count] with s each channel's running mean, the same on every
+ * process (they all update it from the same statistics); the backward [sum of g, sum of
+ * g * (x - mean), count], from which it computes the input gradient, while dgamma and
+ * dbeta stay the process's own part's (the caller's all-reduce of the parameter gradients
+ * adds them up, as DDP does with SyncBatchNorm's). The running statistics move by the
+ * whole batch's mean and unbiased variance. reduce is called from the calling thread. */
+#define BN_SYNC_BLOCK 1024
+typedef struct {
+    void (*reduce)(double *v, int n, void *ctx);
+    void *ctx;
+} bn_sync_t;
+/* The training forward with the statistics of every process's part: res NULL or the
+ * fused residual add's other input (then relu must be 1); relu: the fused ReLU, as the
+ * batchnorm_*relu* functions above. */
+void batchnorm_forward_train_sync(int B, int C, int HW, const float *inp, const float *gamma, const float *beta,
+                                  const float *res, int relu, float *out, float *save_mean, float *save_invstd,
+                                  float *running_mean, float *running_var, float momentum, float eps,
+                                  const bn_sync_t *sync);
+/* Its backward: out NULL, or the fused ReLU's output (as batchnorm_relu_backward); set:
+ * dinp = instead of += (the _set functions). */
+void batchnorm_backward_sync(int B, int C, int HW, const float *inp, const float *gamma, const float *save_mean,
+                             const float *save_invstd, const float *out, const float *dout, float *dinp, float *dgamma,
+                             float *dbeta, int set, const bn_sync_t *sync);
+
 /* ---- global average pooling ----------------------------------------------------- */
 void gap_forward(int B, int C, int HW, const float *inp /* (B,C,HW) */, float *out /* (B,C) */);
 void gap_backward(int B, int C, int HW, const float *dout /* (B,C) */, float *dinp /* += */);

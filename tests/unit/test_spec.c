@@ -1056,6 +1056,53 @@ static void test_min_workers(void **state)
     parse_ok("{\"model\":\"lenet5\",\"min_workers\":1}", &t);
 }
 
+/* sync_batchnorm: off by default, hashing as before it existed (older checkpoints resume);
+ * on, with ssgd (or sgd, one process), part of the run; refused by name with every
+ * algorithm whose ranks do not take every step together, with the goodput planner (which
+ * may leave a rank out of a step's all-reduces) and with device cuda. */
+static void assert_round_trip(const job_spec_t *s);
+
+static void test_sync_batchnorm(void **state)
+{
+    (void)state;
+    job_spec_t s, t;
+    parse_ok("{\"model\":\"lenet5\",\"workers\":2,\"algorithm\":{\"name\":\"ssgd\"}}", &s);
+    assert_int_equal(s.sync_batchnorm, 0);
+    parse_ok("{\"model\":\"lenet5\",\"workers\":2,\"sync_batchnorm\":false,\"algorithm\":{\"name\":\"ssgd\"}}", &t);
+    assert_true(spec_hash(&s) == spec_hash(&t));
+    parse_ok("{\"model\":\"lenet5\",\"workers\":2,\"sync_batchnorm\":true,\"algorithm\":{\"name\":\"ssgd\","
+             "\"dynamic_batch\":true}}",
+             &t);
+    assert_int_equal(t.sync_batchnorm, 1);
+    assert_true(spec_hash(&s) != spec_hash(&t));
+    assert_round_trip(&t);
+    parse_ok("{\"model\":\"lenet5\",\"sync_batchnorm\":true,\"device\":\"auto\"}", &t); /* sgd */
+    static const char *const refused[] = {"hier-bsp",  "hpsgd",   "local-sgd", "asgd",
+                                          "nsoftsync", "dc-asgd", "ddc-asgd",  "dbs-sgd"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        char text[256], err[512] = "", want[128];
+        snprintf(text, sizeof text,
+                 "{\"model\":\"lenet5\",\"workers\":2,\"sync_batchnorm\":true,\"algorithm\":{\"name\":\"%s\"}}",
+                 refused[i]);
+        assert_int_equal(spec_parse(text, &t, err, sizeof err), -1);
+        snprintf(want, sizeof want, "sync_batchnorm: only ssgd (or sgd, one process) has every rank take every step");
+        if (!strstr(err, want) || !strstr(err, refused[i])) fail_msg("%s: %s", refused[i], err);
+    }
+    char err[512] = "";
+    assert_int_equal(spec_parse("{\"model\":\"lenet5\",\"workers\":2,\"sync_batchnorm\":true,\"algorithm\":{"
+                                "\"name\":\"ssgd\",\"goodput\":true}}",
+                                &t, err, sizeof err),
+                     -1);
+    assert_non_null(strstr(err, "sync_batchnorm: the goodput planner may leave a rank out of a step"));
+    assert_int_equal(spec_parse("{\"model\":\"lenet5\",\"workers\":2,\"sync_batchnorm\":true,\"device\":\"cuda\","
+                                "\"algorithm\":{\"name\":\"ssgd\"}}",
+                                &t, err, sizeof err),
+                     -1);
+    assert_non_null(strstr(err, "sync_batchnorm: implemented on CPU ranks only"));
+    assert_int_equal(spec_parse("{\"model\":\"lenet5\",\"sync_batchnorm\":1}", &t, err, sizeof err), -1);
+    assert_non_null(strstr(err, "sync_batchnorm: must be"));
+}
+
 static void test_is_async(void **state)
 {
     (void)state;
@@ -1969,6 +2016,7 @@ int main(void)
         cmocka_unit_test(test_catalog_add_refusals),
         cmocka_unit_test(test_max_workers),
         cmocka_unit_test(test_min_workers),
+        cmocka_unit_test(test_sync_batchnorm),
         cmocka_unit_test(test_model_onnx),
         cmocka_unit_test(test_model_uploaded),
         cmocka_unit_test(test_onnx_name),

@@ -65,6 +65,8 @@ const char *policy_reason_name(policy_reason_t r)
     case POLICY_REASON_SIMULATIONS: return "simulations";
     case POLICY_REASON_PRIORITY: return "a higher priority";
     case POLICY_REASON_FAIR_SHARE: return "its user over their fair share";
+    case POLICY_REASON_USER_SLOTS: return "its user's slot limit";
+    case POLICY_REASON_VIEW: return "behind the scheduler's view";
     case POLICY_REASON_NONE: break;
     }
     return "";
@@ -136,7 +138,8 @@ static int release_until(holder_t *h, int nh, int simulated, int *used, int need
  * ahead of it have started and enough slots are free. The jobs started now hold their
  * slots with an end nobody knows yet. Past the first job that cannot be estimated, none
  * can (the order is kept). Unknown ones get why appended to their detail. */
-static void estimate(const policy_state_t *s, const policy_queued_t *qs, policy_decision_t *out)
+static void estimate(const policy_state_t *s, const policy_queued_t *qs, const unsigned char *held,
+                     policy_decision_t *out)
 {
     int nh = s->nrunning + s->nqueued, used = 0, sims = 0;
     holder_t *h = calloc(nh > 0 ? (size_t)nh : 1, sizeof *h);
@@ -160,6 +163,7 @@ static void estimate(const policy_state_t *s, const policy_queued_t *qs, policy_
         policy_decision_t *d = &out[i];
         if (d->start) continue;
         d->estimated_start = -1;
+        if (held && held[i]) continue; /* when its user's other jobs end is not known either */
         if (!h) snprintf(unknown, sizeof unknown, "start not estimated: out of memory");
         if (unknown[0]) {
             snprintf(d->detail + strlen(d->detail), sizeof d->detail - strlen(d->detail), "; %s", unknown);
@@ -206,6 +210,65 @@ static int used_at(const policy_state_t *s, int used_now, double t)
     return used;
 }
 
+/* The slots each user's jobs hold (running, and started by this decision), for their
+ * max_slots (policy_queued_t.owner_max_slots). */
+typedef struct {
+    const char **owner;
+    int *used;
+    int n, cap;
+} owner_slots_t;
+
+static int owner_slots_init(owner_slots_t *o, const policy_state_t *s)
+{
+    o->cap = s->nrunning + s->nqueued + 1;
+    o->n = 0;
+    o->owner = calloc((size_t)o->cap, sizeof *o->owner);
+    o->used = calloc((size_t)o->cap, sizeof *o->used);
+    if (o->owner && o->used) return 0;
+    free(o->owner);
+    free(o->used);
+    *o = (owner_slots_t){0};
+    return -1;
+}
+
+static void owner_slots_free(owner_slots_t *o)
+{
+    free(o->owner);
+    free(o->used);
+}
+
+/* The count of owner's slots (NULL: none, out of memory too). */
+static int *owner_slots_of(owner_slots_t *o, const char *owner)
+{
+    if (!owner || !o->owner || !o->used) return NULL;
+    for (int i = 0; i < o->n; i++)
+        if (strcmp(o->owner[i], owner) == 0) return &o->used[i];
+    if (o->n >= o->cap) return NULL;
+    o->owner[o->n] = owner;
+    o->used[o->n] = 0;
+    return &o->used[o->n++];
+}
+
+/* queued[i]'s owner's max_slots (0: no limit). */
+static int max_slots_of(const policy_state_t *s, int i)
+{
+    return s->queued_max_slots && s->queued_max_slots[i] > 0 ? s->queued_max_slots[i] : 0;
+}
+
+/* Whether queued job i, starting with need slots, would take its owner past their max_slots. */
+static int over_user_slots(const policy_state_t *s, owner_slots_t *o, int i, int need)
+{
+    const policy_queued_t *q = &s->queued[i];
+    int *used = q->simulated || q->bad || !max_slots_of(s, i) ? NULL : owner_slots_of(o, q->owner);
+    return used && *used + need > max_slots_of(s, i);
+}
+
+static void owner_slots_take(owner_slots_t *o, const policy_queued_t *q, int slots)
+{
+    int *used = q->simulated ? NULL : owner_slots_of(o, q->owner);
+    if (used) *used += slots;
+}
+
 /* How a queue was ordered, for the waiting jobs' details: arrival (each one's index in
  * arrival order; NULL under fifo), and with a key (policy_decide_keyed; NULL: fair's share)
  * its value per job in the same order, its name and the policy's label. */
@@ -215,25 +278,26 @@ typedef struct {
     const char *key_name, *label;
 } order_t;
 
-/* The decisions over qs, the queue in the policy's order (o: how; NULL under fifo). backfill: jobs behind the first
- * waiting one (the head) start when they fit now and cannot delay the head's estimated
- * start: they fit in the slots left over at that time once the head has its own (their
- * own ends are not measured yet, so they are counted as holding their slots past it). A
- * head without an estimate lets nothing ahead of it but simulations (which use other
- * slots). */
-static int decide_ordered(const policy_state_t *s, const policy_queued_t *qs, const order_t *o, policy_decision_t *out,
-                          int backfill)
+/* What a decision has counted so far: the launcher's slots and the simulations in use,
+ * each user's slots, and which waiting jobs their user's max_slots holds back (held NULL,
+ * out of memory: then no count is kept either, and nothing is held back). */
+typedef struct {
+    int used, sims;
+    owner_slots_t os;
+    unsigned char *held;
+} tally_t;
+
+/* The starts over qs, the queue in the policy's order: the prefix that fits now, in order
+ * (a job its user's max_slots holds back is passed over: it blocks nobody); with backfill,
+ * jobs behind the first waiting one (the head) that fit now and cannot delay the head's
+ * estimated start: they fit in the slots left over at that time once the head has its own
+ * (their own ends are not measured yet, so they are counted as holding their slots past
+ * it). A head without an estimate lets nothing ahead of it but simulations (which use other
+ * slots). Returns the head's index, -1 when none waits. */
+static int decide_starts(const policy_state_t *s, const policy_queued_t *qs, policy_decision_t *out, int backfill,
+                         tally_t *t)
 {
-    const int *arrival = o ? o->arrival : NULL;
-    const char *label = o && o->label ? o->label : backfill ? "fair" : "fifo";
-    int used = 0, sims = 0, n = s->nqueued;
-    for (int i = 0; i < s->nrunning; i++) {
-        if (s->running[i].simulated) sims++;
-        else used += s->running[i].slots;
-    }
-    memset(out, 0, (size_t)n * sizeof *out);
-    int started = 0;
-    /* Starts: the prefix that fits now, in order. */
+    int n = s->nqueued, started = 0;
     for (; started < n; started++) {
         const policy_queued_t *q = &qs[started];
         policy_decision_t *d = &out[started];
@@ -242,59 +306,85 @@ static int decide_ordered(const policy_state_t *s, const policy_queued_t *qs, co
             continue;
         }
         if (q->simulated) {
-            if (s->sim_slots > 0 && sims >= s->sim_slots) break;
+            if (s->sim_slots > 0 && t->sims >= s->sim_slots) break;
             d->start = 1;
             d->world = q->world;
-            sims++;
+            t->sims++;
             continue;
         }
         if (s->slots_usable <= 0) break;
         int fits = policy_ranks(s, q);
-        if (used > 0 && used + fits > s->slots_usable) break;
+        if (t->held && over_user_slots(s, &t->os, started, fits)) {
+            t->held[started] = 1;
+            continue;
+        }
+        if (t->used > 0 && t->used + fits > s->slots_usable) break;
         d->start = 1;
         d->world = fits;
-        used += fits;
+        t->used += fits;
+        owner_slots_take(&t->os, q, fits);
     }
     int head = started < n ? started : -1;
-    if (backfill && head >= 0) {
-        const policy_queued_t *hq = &qs[head];
-        policy_decision_t *scratch = malloc((size_t)n * sizeof *scratch);
-        double th = -1;
-        if (scratch) {
-            memcpy(scratch, out, (size_t)n * sizeof *scratch);
-            estimate(s, qs, scratch);
-            th = scratch[head].estimated_start;
-            free(scratch);
-        }
-        long spare = -1; /* launcher slots a backfilled job may take; -1 = none */
-        if (hq->simulated) spare = s->slots_usable;
-        else if (th >= 0 && s->slots_usable > 0)
-            spare = (long)s->slots_usable - used_at(s, used, th) - policy_ranks(s, hq);
-        for (int i = head + 1; i < n; i++) {
-            const policy_queued_t *q = &qs[i];
-            policy_decision_t *d = &out[i];
-            if (q->bad) {
-                d->start = d->backfilled = 1;
-            } else if (q->simulated) {
-                if (hq->simulated || (s->sim_slots > 0 && sims >= s->sim_slots)) continue;
-                d->start = d->backfilled = 1;
-                d->world = q->world;
-                sims++;
-            } else {
-                int need = policy_ranks(s, q);
-                if (s->slots_usable <= 0 || used + need > s->slots_usable || need > spare) continue;
-                d->start = d->backfilled = 1;
-                d->world = need;
-                used += need;
-                spare -= need;
-            }
+    if (!backfill || head < 0) return head;
+    const policy_queued_t *hq = &qs[head];
+    policy_decision_t *scratch = malloc((size_t)n * sizeof *scratch);
+    double th = -1;
+    if (scratch) {
+        memcpy(scratch, out, (size_t)n * sizeof *scratch);
+        estimate(s, qs, t->held, scratch);
+        th = scratch[head].estimated_start;
+        free(scratch);
+    }
+    long spare = -1; /* launcher slots a backfilled job may take; -1 = none */
+    if (hq->simulated) spare = s->slots_usable;
+    else if (th >= 0 && s->slots_usable > 0)
+        spare = (long)s->slots_usable - used_at(s, t->used, th) - policy_ranks(s, hq);
+    for (int i = head + 1; i < n; i++) {
+        const policy_queued_t *q = &qs[i];
+        policy_decision_t *d = &out[i];
+        if (q->bad) {
+            d->start = d->backfilled = 1;
+        } else if (q->simulated) {
+            if (hq->simulated || (s->sim_slots > 0 && t->sims >= s->sim_slots)) continue;
+            d->start = d->backfilled = 1;
+            d->world = q->world;
+            t->sims++;
+        } else {
+            int need = policy_ranks(s, q);
+            if (s->slots_usable <= 0 || t->used + need > s->slots_usable || need > spare ||
+                over_user_slots(s, &t->os, i, need))
+                continue;
+            d->start = d->backfilled = 1;
+            d->world = need;
+            t->used += need;
+            spare -= need;
+            owner_slots_take(&t->os, q, need);
         }
     }
-    /* The rest wait: each its own reason when it would not fit now, else the head's (or
-     * the head's priority, when higher than its own). */
+    return head;
+}
+
+/* The sentence of queued job i, which its user's max_slots holds back. */
+static void held_detail(const policy_state_t *s, owner_slots_t *os, int i, int need, policy_decision_t *d)
+{
+    const policy_queued_t *q = &s->queued[i];
+    int *used = owner_slots_of(os, q->owner);
+    snprintf(d->detail, sizeof d->detail,
+             "waits for its user %.32s's running jobs to hold fewer slots: they hold %d, their limit (max_slots) "
+             "is %d, and it needs %d",
+             q->owner ? q->owner : "(none)", used ? *used : 0, max_slots_of(s, i), need);
+}
+
+/* The waiting jobs' positions, reasons and sentences (not their estimates): each its own
+ * reason when it would not fit now (or its user's max_slots holds it back), else the
+ * head's (or the head's priority, when higher than its own). Returns the jobs started. */
+static int decide_waits(const policy_state_t *s, const policy_queued_t *qs, const order_t *o, const char *label,
+                        int head, tally_t *t, policy_decision_t *out)
+{
+    const int *arrival = o ? o->arrival : NULL;
     policy_reason_t head_reason = POLICY_REASON_NONE;
-    int position = 0, nstarted = 0;
-    for (int i = 0; i < n; i++) {
+    int position = 0, nstarted = 0, used = t->used, sims = t->sims;
+    for (int i = 0; i < s->nqueued; i++) {
         const policy_queued_t *q = &qs[i];
         policy_decision_t *d = &out[i];
         if (d->start) {
@@ -303,12 +393,18 @@ static int decide_ordered(const policy_state_t *s, const policy_queued_t *qs, co
         }
         d->position = ++position;
         int need = q->simulated ? 1 : policy_ranks(s, q);
+        if (t->held && (t->held[i] || (head >= 0 && i > head && over_user_slots(s, &t->os, i, need)))) {
+            t->held[i] = 1;
+            d->reason = POLICY_REASON_USER_SLOTS;
+            held_detail(s, &t->os, i, need, d);
+            continue;
+        }
         policy_reason_t own = POLICY_REASON_NONE;
         if (q->simulated && s->sim_slots > 0 && sims >= s->sim_slots) own = POLICY_REASON_SIMULATIONS;
         else if (!q->simulated && !q->bad && s->slots_usable <= 0) own = POLICY_REASON_HOSTS_DOWN;
         else if (!q->simulated && !q->bad && used > 0 && used + need > s->slots_usable) own = POLICY_REASON_SLOTS;
         if (i == head) head_reason = own ? own : POLICY_REASON_SLOTS;
-        int higher = i != head && qs[head].priority > q->priority;
+        int higher = head >= 0 && i != head && qs[head].priority > q->priority;
         /* Overtaken only because another user has used less (or, keyed, another job's key
          * is larger): a job ahead of it in the policy's order (the head, or one started now)
          * of the same class, with a smaller share (a larger key), that arrived after it.
@@ -338,7 +434,7 @@ static int decide_ordered(const policy_state_t *s, const policy_queued_t *qs, co
                      q->share, qs[by].owner ? qs[by].owner : "(none)", qs[by].share);
         else if (own == POLICY_REASON_SIMULATIONS)
             snprintf(d->detail, sizeof d->detail, "waits for a simulation slot: %d of %d in use", sims, s->sim_slots);
-        else if (own == POLICY_REASON_SLOTS)
+        else if (own == POLICY_REASON_SLOTS || head < 0)
             snprintf(d->detail, sizeof d->detail, "waits for %d slot%s: %d of %d free", need, need == 1 ? "" : "s",
                      freeslots, s->slots_usable);
         else if (higher)
@@ -346,7 +442,35 @@ static int decide_ordered(const policy_state_t *s, const policy_queued_t *qs, co
         else
             snprintf(d->detail, sizeof d->detail, "waits behind %s, ahead of it in the queue (%s)", qs[head].id, label);
     }
-    estimate(s, qs, out);
+    return nstarted;
+}
+
+/* The decisions over qs, the queue in the policy's order (o: how; NULL under fifo; backfill
+ * under every policy but fifo): decide_starts, decide_waits, then the estimates. */
+static int decide_ordered(const policy_state_t *s, const policy_queued_t *qs, const order_t *o, policy_decision_t *out,
+                          int backfill)
+{
+    const char *label = o && o->label ? o->label : backfill ? "fair" : "fifo";
+    int n = s->nqueued;
+    tally_t t = {0};
+    t.held = calloc((size_t)n + 1, 1);
+    /* out of memory: no user's max_slots holds anything back (over_user_slots finds no count) */
+    if (t.held && owner_slots_init(&t.os, s) != 0) {
+        free(t.held);
+        t.held = NULL;
+    }
+    for (int i = 0; i < s->nrunning; i++) {
+        if (s->running[i].simulated) t.sims++;
+        else t.used += s->running[i].slots;
+        int *u = s->running[i].simulated || !s->running_owner ? NULL : owner_slots_of(&t.os, s->running_owner[i]);
+        if (u) *u += s->running[i].slots;
+    }
+    memset(out, 0, (size_t)n * sizeof *out);
+    int head = decide_starts(s, qs, out, backfill, &t);
+    int nstarted = decide_waits(s, qs, o, label, head, &t, out);
+    estimate(s, qs, t.held, out);
+    free(t.held);
+    owner_slots_free(&t.os);
     return nstarted;
 }
 
@@ -373,8 +497,9 @@ static int decide_sorted(const policy_state_t *s, const double *key, const char 
     policy_queued_t *qs = calloc(m, sizeof *qs);
     policy_decision_t *d = malloc(m * sizeof *d);
     double *ks = key ? malloc(m * sizeof *ks) : NULL;
+    int *mx = s->queued_max_slots ? malloc(m * sizeof *mx) : NULL;
     int started = -1;
-    if (ord && qs && d && (ks || !key)) {
+    if (ord && qs && d && (ks || !key) && (mx || !s->queued_max_slots)) {
         for (int i = 0; i < n; i++) {
             int j = i;
             for (; j > 0 && after(s, key, ord[j - 1], i); j--) ord[j] = ord[j - 1];
@@ -383,9 +508,11 @@ static int decide_sorted(const policy_state_t *s, const double *key, const char 
         for (int i = 0; i < n; i++) {
             qs[i] = s->queued[ord[i]];
             if (ks) ks[i] = key[ord[i]];
+            if (mx) mx[i] = s->queued_max_slots[ord[i]];
         }
         policy_state_t st = *s;
         st.queued = qs;
+        st.queued_max_slots = mx;
         order_t o = {ord, ks, key_name, label};
         started = decide_ordered(&st, qs, &o, d, 1);
         for (int i = 0; i < n; i++) out[ord[i]] = d[i];
@@ -394,6 +521,7 @@ static int decide_sorted(const policy_state_t *s, const double *key, const char 
     free(qs);
     free(d);
     free(ks);
+    free(mx);
     return started;
 }
 
@@ -422,8 +550,10 @@ int policy_preempt_elastic(policy_kind_t k, const policy_state_t *s, const polic
     *beneficiary = -1;
     if (k != POLICY_FAIR || s->preempt_min_run_s < 0 || s->slots_usable <= 0) return 0;
     int head = -1;
-    for (int i = 0; i < s->nqueued && head < 0; i++)
-        if (!out[i].start && out[i].position == 1) head = i;
+    for (int i = 0; i < s->nqueued; i++)
+        if (!out[i].start && out[i].reason != POLICY_REASON_USER_SLOTS &&
+            (head < 0 || out[i].position < out[head].position))
+            head = i;
     if (head < 0) return 0;
     const policy_queued_t *q = &s->queued[head];
     if (q->bad || q->simulated) return 0;

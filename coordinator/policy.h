@@ -89,6 +89,13 @@ typedef struct {
     double preempt_min_run_s;
     /* Host classes (policy_plan); NULL: none, every slot alike. */
     const struct policy_hetero *hetero;
+    /* Users' slot limits (max_slots, common/users.h), parallel to running[] and queued[];
+     * NULL: none. running_owner[i]: the user whose slots running[i]'s count to (NULL:
+     * nobody); queued_max_slots[i]: the most slots queued[i].owner's jobs may hold at once
+     * (0: no limit). A queued job that would take its owner past it waits (reason
+     * POLICY_REASON_USER_SLOTS) without holding up anyone else's; simulations hold none. */
+    const char *const *running_owner;
+    const int *queued_max_slots;
 } policy_state_t;
 
 /* Why a queued job waits (POLICY_REASON_NONE: it starts now). */
@@ -99,10 +106,12 @@ typedef enum {
     POLICY_REASON_SIMULATIONS, /* every sim launcher slot is busy */
     POLICY_REASON_PRIORITY,    /* it would fit, but waits behind a job of a higher priority */
     POLICY_REASON_FAIR_SHARE,  /* it waits behind a later job of another user with less usage */
+    POLICY_REASON_USER_SLOTS,  /* its user's running jobs hold their max_slots: it would pass it */
+    POLICY_REASON_VIEW,        /* not among the queued jobs the daemon gives the policy (run.c) */
 } policy_reason_t;
 
 /* The API's word for a reason: "slots", "hosts down", "simulations", "a higher priority",
- * "its user over their fair share". */
+ * "its user over their fair share", "its user's slot limit", "behind the scheduler's view". */
 const char *policy_reason_name(policy_reason_t r);
 
 #define POLICY_DETAIL_MAX 256
@@ -141,8 +150,8 @@ double policy_usage_decay(double usage, double dt, double half_life, int slots);
 double policy_share(double usage, double weight);
 
 /* Preemption (POLICY_FAIR; fifo never preempts): whether stopping running jobs of a lower
- * priority would let the first waiting job in the policy's order (position 1 of out,
- * policy_decide's decisions) start now. Victims: only jobs of a priority below its own
+ * priority would let the first waiting job in the policy's order (the lowest position of
+ * out, policy_decide's decisions, that its user's max_slots does not hold back) start now. Victims: only jobs of a priority below its own
  * that have run at least s->preempt_min_run_s (and hold launcher slots), lowest priority
  * first, then the most recently started, taken until the freed slots fit it. Writes their
  * indices into s->running to victims (at most max) and the queued job's index to

@@ -3,7 +3,8 @@
  * sentences and estimated starts, from the running jobs' measured ends; what it says when
  * nothing can be estimated (null, and why); fair's priority order and backfilling (never
  * delaying the head's estimated start); fair share between users (usage / weight,
- * decayed); the oversubscription sentence; --policy. No
+ * decayed); a user's slot limit (held jobs block nobody); the oversubscription sentence;
+ * --policy. No
  * Redis, no processes, no clock: the policy is a pure function of its snapshot.
  */
 #include <stdarg.h>
@@ -273,6 +274,69 @@ static void test_fair_preempt(void **unused)
     assert_int_equal(policy_preempt(POLICY_FAIR, &s, d, v, 4, &who), 0);
 }
 
+/* A user's max_slots (policy_state_t.queued_max_slots): on four slots alice's 2-rank job
+ * runs and her limit is 2, so her next queued jobs wait with the reason and a sentence
+ * naming the limit, and hold up nobody: under fifo bob's job behind hers starts, under fair
+ * too. Two of hers queued with room for one: the first starts, the second is held. Her
+ * held job is never the one preemption frees slots for: bob's high job behind it is. */
+static void test_user_slot_limit(void **unused)
+{
+    (void)unused;
+    policy_running_t run[] = {{"j-1", 2, 0, -1, POLICY_PRIO_LOW, 100.0}};
+    const char *owners[] = {"alice"};
+    policy_queued_t q[] = {{"j-2", 2, 2, 0, 0, 0, "alice", 0}, {"j-3", 2, 2, 0, 0, 0, "bob", 0}};
+    int maxs[] = {2, 0};
+    policy_state_t s = state(4, 4, run, 1, q, 2);
+    s.running_owner = owners;
+    s.queued_max_slots = maxs;
+    policy_decision_t d[2];
+    for (int k = 0; k < 2; k++) {
+        policy_kind_t kind = k ? POLICY_FAIR : POLICY_FIFO;
+        assert_int_equal(policy_decide(kind, &s, d), 1);
+        assert_int_equal(d[0].start, 0);
+        assert_int_equal(d[1].start, 1); /* bob's, behind hers in the queue */
+        assert_string_equal(policy_reason_name(d[0].reason), "its user's slot limit");
+        assert_int_equal(d[0].position, 1);
+        assert_true(d[0].estimated_start < 0);
+        assert_string_equal(d[0].detail, "waits for its user alice's running jobs to hold fewer slots: they hold 2, "
+                                         "their limit (max_slots) is 2, and it needs 2");
+    }
+    /* without the limit she is the head, and bob's job waits behind her */
+    s.queued_max_slots = NULL;
+    assert_int_equal(policy_decide(POLICY_FIFO, &s, d), 1);
+    assert_int_equal(d[0].start, 1);
+    assert_int_equal(d[1].start, 0);
+    /* nothing of hers runs: room for one 2-rank job of her limit 2, the next is held */
+    policy_queued_t q2[] = {{"j-4", 2, 2, 0, 0, 0, "alice", 0}, {"j-5", 2, 2, 0, 0, 0, "alice", 0}};
+    int maxs2[] = {2, 2};
+    s = state(4, 4, NULL, 0, q2, 2);
+    s.queued_max_slots = maxs2;
+    assert_int_equal(policy_decide(POLICY_FAIR, &s, d), 1);
+    assert_int_equal(d[0].start, 1);
+    assert_int_equal(d[1].reason, POLICY_REASON_USER_SLOTS);
+    assert_non_null(strstr(d[1].detail, "they hold 2, their limit (max_slots) is 2"));
+    /* preemption: alice's held high job is passed over; bob's high job, behind it, gets the
+     * low job's slots */
+    policy_running_t low[] = {{"j-6", 4, 0, -1, POLICY_PRIO_LOW, 100.0}};
+    const char *lowner[] = {"alice"};
+    policy_queued_t q3[] = {{"j-7", 2, 2, 0, 0, POLICY_PRIO_HIGH, "alice", 0},
+                            {"j-8", 2, 2, 0, 0, POLICY_PRIO_HIGH, "bob", 0}};
+    int maxs3[] = {4, 0};
+    s = state(4, 4, low, 1, q3, 2);
+    s.running_owner = lowner;
+    s.queued_max_slots = maxs3;
+    s.preempt_min_run_s = 60;
+    assert_int_equal(policy_decide(POLICY_FAIR, &s, d), 0);
+    assert_int_equal(d[0].reason, POLICY_REASON_USER_SLOTS);
+    int v[2], who;
+    assert_int_equal(policy_preempt(POLICY_FAIR, &s, d, v, 2, &who), 1);
+    assert_int_equal(who, 1);
+    /* a simulation holds no slots: never held back */
+    q3[0].simulated = 1;
+    assert_int_equal(policy_decide(POLICY_FAIR, &s, d), 1);
+    assert_int_equal(d[0].start, 1);
+}
+
 /* Preemption by shrinking (policy_preempt_elastic): on four slots a low 3-rank job (j-1)
  * and a low 1-rank one (j-2, the later start) run; a high job waits. Needing 1 slot, j-2
  * is the first victim but cannot shrink (its minimum is its 1 rank): it stops. Needing 2
@@ -445,6 +509,7 @@ int main(void)
         cmocka_unit_test(test_fair_share_decay),
         cmocka_unit_test(test_fair_preempt),
         cmocka_unit_test(test_fair_preempt_shrink),
+        cmocka_unit_test(test_user_slot_limit),
         cmocka_unit_test(test_oversubscribed_text_and_parse),
         cmocka_unit_test(test_ranks_not_below_min_workers),
     };

@@ -7,6 +7,7 @@
 #   make test-slurm the Slurm launcher against a real slurmctld + 2 slurmd (root)
 #   make test-stress     the timing-dependent tests 3 times each under a load of two busy processes
 #   make test-kernels    the numeric tests under each other OpenBLAS kernel set the CPU runs
+#   make test-slow       the tests make test leaves out for their length (.ci/run runs both)
 #   make test-elastic  a 3-host namespace job that loses a host and shrinks (root)
 #   make check-asan unit tests (and the hardening scripts) under AddressSanitizer +
 #                   UndefinedBehaviorSanitizer
@@ -190,7 +191,7 @@ FAKE_CUDA := $(BUILD)/tests/libpacer_fakecuda.so $(BUILD)/tests/fakecuda/libcuda
 # LD_PRELOAD doubles that widen a library's race window (tests/shims/)
 SHIMS     := $(patsubst tests/shims/%.c,$(BUILD)/tests/shims/%.so,$(wildcard tests/shims/*.c))
 
-.PHONY: all found deps test test-kernels test-stress check-asan check-layers demo demo-deps bench clean format format-check docs-ops fuzz FORCE
+.PHONY: all found deps test test-kernels test-slow test-stress check-asan check-layers demo demo-deps bench clean format format-check docs-ops fuzz FORCE
 all: found $(BINS) $(UNIT_BIN) $(BENCH_BIN) $(TOOL_BIN) $(FAKE_CUDA) $(SHIMS)
 
 found:
@@ -384,6 +385,12 @@ test: deps
 test-full: deps
 	@$(MAKE) --no-print-directory all
 	@PACER_TEST_FULL=1 sh tests/run.sh $(BUILD) only async_accuracy
+
+# test-slow: the scripts make test leaves out for their length (tests/run.sh's SLOW_SUITE:
+# full-size imports, accuracy after full epochs); .ci/run runs it after make test.
+test-slow: deps
+	@$(MAKE) --no-print-directory all
+	@sh tests/run.sh $(BUILD) slow
 
 # test-kernels: the numeric tests again under each OpenBLAS kernel set the CPU can run
 # besides the one OpenBLAS picks (tests/kernels.sh; .ci/run runs it after make test).

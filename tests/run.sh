@@ -3,8 +3,9 @@
 #   N passed, N failed, N skipped
 # tests/run.sh BUILD only NAME... - only the named tests (test_coordinator, async_accuracy,
 #   ...), unit programs and integration scripts alike (tests/stress.sh uses it).
+# tests/run.sh BUILD slow - the slow suite (SLOW_SUITE below; make test-slow).
 # Unit tests are cmocka programs (build/tests/test_*); each cmocka test case counts once.
-# Integration tests are scripts in tests/integration/*.sh (a few of them in a second lane,
+# Integration tests are scripts in tests/integration/*.sh (in parallel lanes,
 # TEST_LANES below), run from the repo root with
 # BUILD exported; each counts once; exit 0 = pass, 77 = skip (the automake convention,
 # with the reason on stdout), anything else = fail. A test that fails prints its output.
@@ -16,8 +17,18 @@ if [ "$WHAT" = only ]; then
     shift 2
     ONLY=" $* "
 fi
+# The slow suite: scripts `make test` leaves to `make test-slow` (tests/run.sh BUILD slow),
+# which .ci/run runs after it. Each checks, at full size or length, a feature that a fast
+# test in `make test` also checks (docs/TESTING.md, "Time", names the fast one of each).
+SLOW_SUITE="onnx_transformers_224 mpi_algorithms_accuracy"
+if [ "$WHAT" = slow ]; then
+    WHAT=only ONLY=" $SLOW_SUITE "
+fi
 # wanted NAME - whether this run includes the test NAME.
-wanted() { [ -z "$ONLY" ] || case $ONLY in *" $1 "*) true ;; *) false ;; esac; }
+wanted() {
+    if [ -z "$ONLY" ]; then case " $SLOW_SUITE " in *" $1 "*) false ;; *) true ;; esac
+    else case $ONLY in *" $1 "*) true ;; *) false ;; esac; fi
+}
 cd "$(dirname "$0")/.." || exit 1
 export BUILD
 export OPENBLAS_NUM_THREADS=1
@@ -78,40 +89,71 @@ run_integ() {
     esac
 }
 
-# A second lane (TEST_LANES=2, the default; 1 runs everything in turn): these scripts
-# spend most of their time waiting for a heartbeat or lock timeout, so they run beside
-# the others on the cores that waiting leaves idle. Each is in tests/stress.sh's list,
-# which runs them while two busy processes load both cores: they pass on a loaded
-# machine. Their output comes after the first lane's.
-BESIDE="coordinator_redis coordinator_heartbeat coordinator_lock"
+# Lanes (TEST_LANES, default 2; 1 runs everything in turn): the integration scripts run
+# TEST_LANES at a time, each lane taking the next script of one shared queue, longest
+# first (SLOW below) so that the last to finish is a short one. Most scripts spend much of
+# their time waiting (for a heartbeat, a lock timeout, a coordinator's tick, ranks polling
+# in an all-reduce): one alone kept 0.8 to 1.9 cores busy (docs/TESTING.md, "Time"). Every
+# test must pass on a loaded machine (tests/stress.sh checks the timing-dependent ones under
+# two busy processes). The scripts that build network namespaces, veth pairs or a Slurm
+# cluster (NETNS) share names and addresses among themselves, so they run in turn in lane 1.
+# A test's output comes whole when it ends, whichever lane ran it.
 TEST_LANES=${TEST_LANES:-2}
-beside() { [ "$TEST_LANES" -ge 2 ] && case " $BESIDE " in *" $1 "*) true ;; *) false ;; esac; }
+NETNS="deploy_config elastic hetero_adopt hetero_cluster_json hetero_grow hetero_netns hetero_resize hetero_start
+ multihost partition preempt_netns slurm"
+SLOW="gpu_path_fake_device mpi_algorithms_accuracy onnx_torchvision elastic mpi_compress mpi_resume coordinator_restart
+ partition coordinator_redis http_api http_browser async_accuracy onnx_zoo_families onnx_transformers_224"
+in_list() { case " $(echo $2) " in *" $1 "*) true ;; *) false ;; esac; }
 
 if [ "$WHAT" = all ] || [ "$WHAT" = integration ] || [ "$WHAT" = only ]; then
-    lane_out=$(mktemp) lane_counts=$(mktemp) lane_log=$(mktemp)
-    trap 'rm -f "$log" "$recap" "$lane_out" "$lane_counts" "$lane_log"' EXIT
-    (
-        passed=0 failed=0 skipped=0 failures=""
-        for t in tests/integration/*.sh; do
-            [ -f "$t" ] || continue
-            n=$(basename "$t" .sh)
-            beside "$n" && wanted "$n" || continue
-            run_integ "$t" "$lane_log"
-        done >"$lane_out"
-        echo "$passed $failed $skipped $failures" >"$lane_counts"
-    ) &
-    lane_pid=$!
+    qdir=$(mktemp -d)
+    trap 'rm -f "$log" "$recap"; rm -rf "$qdir"' EXIT
+    # the queues: lane 1's own (the NETNS scripts), then the shared one, SLOW first
+    : >"$qdir/own" && : >"$qdir/shared"
+    for n in $SLOW; do
+        [ -f "tests/integration/$n.sh" ] && wanted "$n" && ! in_list "$n" "$NETNS" && echo "$n" >>"$qdir/shared"
+    done
     for t in tests/integration/*.sh; do
         [ -f "$t" ] || continue
         n=$(basename "$t" .sh)
         wanted "$n" || continue
-        beside "$n" && continue
-        run_integ "$t" "$log"
+        if [ "$TEST_LANES" -ge 2 ] && in_list "$n" "$NETNS"; then echo "$n" >>"$qdir/own"
+        elif ! in_list "$n" "$SLOW"; then echo "$n" >>"$qdir/shared"; fi
     done
-    wait "$lane_pid"
-    cat "$lane_out"
-    read -r p f s fl <"$lane_counts"
-    passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s)); failures="$failures${fl:+ $fl}"
+    # take QUEUE - pops the queue's first name into $next (a mkdir lock: atomic in sh).
+    take() {
+        next=""
+        until mkdir "$qdir/lock" 2>/dev/null; do sleep 0.1; done
+        next=$(head -1 "$qdir/$1")
+        [ -n "$next" ] && { tail -n +2 "$qdir/$1" >"$qdir/$1.tmp"; mv "$qdir/$1.tmp" "$qdir/$1"; }
+        rmdir "$qdir/lock"
+        [ -n "$next" ]
+    }
+    # lane K - runs queued scripts until none is left; its counters into $qdir/counts.K
+    lane() {
+        passed=0 failed=0 skipped=0 failures="" out="$qdir/out.$1" llog="$qdir/log.$1" recap="$qdir/recap.$1"
+        while { [ "$1" = 1 ] && take own; } || take shared; do
+            run_integ "tests/integration/$next.sh" "$llog" >"$out"
+            until mkdir "$qdir/print" 2>/dev/null; do sleep 0.1; done
+            cat "$out"
+            rmdir "$qdir/print"
+        done
+        echo "$passed $failed $skipped $failures" >"$qdir/counts.$1"
+    }
+    k=2
+    while [ "$k" -le "$TEST_LANES" ]; do
+        lane "$k" &
+        k=$((k + 1))
+    done
+    (lane 1)
+    wait
+    k=1
+    while [ "$k" -le "$TEST_LANES" ]; do
+        [ -f "$qdir/recap.$k" ] && cat "$qdir/recap.$k" >>"$recap"
+        read -r p f s fl <"$qdir/counts.$k"
+        passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s)); failures="$failures${fl:+ $fl}"
+        k=$((k + 1))
+    done
 fi
 
 # A name given to "only" that matches no test is a failure, not a silent no-op.

@@ -36,7 +36,8 @@ Usage: /usr/bin/python3 tests/tools/onnx_zoo_families.py --losses NAME.losses.np
   pacer's per-step losses (the mean of the 2 ranks' "step" lines of --metrics) against
   torch's float64 ones: max |pacer - torch| / max |torch| within LOSS_TOL, or within twice
   torch's own float32 error where that is larger (pacer held to be no worse than float32);
-  the first step's (a forward from the file's weights) within FIRST_TOL.
+  the first step's (a forward from the file's weights) within FIRST_TOL, or twice torch's
+  float32 error of it where that is larger.
 
 Usage: /usr/bin/python3 tests/tools/onnx_zoo_families.py --load NAME TRAINED.onnx OUTDIR PACER_LOGITS.bin
   The trained export's initializers as the torchvision module's state_dict, loaded with
@@ -78,7 +79,10 @@ KWARGS = {"googlenet": {"aux_logits": False}, "inception_v3": {"aux_logits": Fal
 # weights: 1e-3.
 LOSS_TOL = 1e-3
 # The first step's loss is a forward from the file's weights on each rank's half-batch (no
-# update before it): float32 sums in another order are the only difference.
+# update before it): float32 sums in another order are the only difference, so within
+# FIRST_TOL or twice torch's own float32 error of that loss where that is larger
+# (mnasnet0_5's first loss is 12.5, from logits large enough that float32 moves it by
+# 1.7e-5 relative under OpenBLAS's Prescott kernels).
 FIRST_TOL = 1e-5
 LOAD_TOL = 1e-3
 
@@ -151,9 +155,10 @@ def export(out, order_file, b, lr, names):
         want = replay(net.double(), x.double(), y, order, b, lr)
         # torch's own float32 runs from the same weights on x and on x moved slightly
         # (onnx_families.py's PERTURB): how far float32 itself lands from float64
-        f32err = max(fam.rel(replay(copy.deepcopy(net32), x * scale, y, order, b, lr), want)
-                     for scale in fam.PERTURB)
-        np.savez("%s/%s.losses.npz" % (out, name), losses=want, f32err=np.array(f32err))
+        runs = [replay(copy.deepcopy(net32), x * scale, y, order, b, lr) for scale in fam.PERTURB]
+        f32err = max(fam.rel(r, want) for r in runs)
+        f32first = max(abs(r[0] - want[0]) / abs(want[0]) for r in runs)
+        np.savez("%s/%s.losses.npz" % (out, name), losses=want, f32err=np.array(f32err), f32first=np.array(f32first))
         print("%s: exported (%dx%d), torch's 2-rank losses %s" % (name, s, s, " ".join("%.4f" % v for v in want)))
 
 
@@ -177,8 +182,9 @@ def losses(npz, metrics):
         print("FAIL %d loss lines in %s, torch ran %d steps" % (got.size, metrics, want.size))
         return 1
     e1 = abs(got[0] - want[0]) / abs(want[0])
-    if e1 > FIRST_TOL:
-        print("FAIL the first step's loss: %.3e > %.0e" % (e1, FIRST_TOL))
+    tol1 = max(FIRST_TOL, 2 * float(t["f32first"]))
+    if e1 > tol1:
+        print("FAIL the first step's loss: %.3e > %.1e" % (e1, tol1))
         return 1
     if not np.all(np.isfinite(got)) or e > tol:
         print("FAIL losses: %.3e > %.0e" % (e, tol))
